@@ -1,0 +1,280 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolterrors "go.etcd.io/bbolt/errors"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/durabilitytest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openTemp(t *testing.T, opts *Options) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s, path
+}
+
+func TestConformance(t *testing.T) {
+	durabilitytest.Run(t, func(t *testing.T) durability.Store {
+		s, _ := openTemp(t, nil)
+		return s
+	})
+}
+
+// TestConformance_BatchDelay runs the suite with a gathering delay and tiny
+// batches, so that the committer's other paths are exercised too.
+func TestConformance_BatchDelay(t *testing.T) {
+	durabilitytest.Run(t, func(t *testing.T) durability.Store {
+		s, _ := openTemp(t, &Options{MaxBatchSize: 3, MaxBatchDelay: 200 * time.Microsecond})
+		return s
+	})
+}
+
+func TestReopen_DataSurvives(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t, nil)
+	for i := range uint64(10) {
+		if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PersistSnapshot(ctx, "a", 6, []byte("state before 6")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistEvent(ctx, "b", 0, []byte("b0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	snap, ok, err := s.GetSnapshot(ctx, "a")
+	if err != nil || !ok || snap.Index != 6 || string(snap.Data) != "state before 6" {
+		t.Fatalf("GetSnapshot after reopen = %+v, %v, %v", snap, ok, err)
+	}
+	var got []string
+	err = s.GetEvents(ctx, "a", 0, 0, func(i uint64, d []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s", i, d))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[6:e6 7:e7 8:e8 9:e9]"; fmt.Sprint(got) != want {
+		t.Errorf("events after reopen = %v, want %s", got, want)
+	}
+	// Writing goes on where it left off.
+	if err := s.PersistEvent(ctx, "b", 1, []byte("b1")); err != nil {
+		t.Errorf("PersistEvent after reopen: %v", err)
+	}
+}
+
+func TestGetEvents_ManyPages(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTemp(t, &Options{NoSync: true})
+	defer s.Close()
+	const n = readPageEvents*2 + 17
+	var wg sync.WaitGroup
+	for i := range uint64(n) {
+		wg.Go(func() {
+			if err := s.PersistEvent(ctx, "p", i, fmt.Appendf(nil, "%d", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	next := uint64(1)
+	err := s.GetEvents(ctx, "p", 1, n-1, func(i uint64, d []byte) error {
+		if i != next || string(d) != fmt.Sprint(i) {
+			return fmt.Errorf("got event %d %q, want %d", i, d, next)
+		}
+		next++
+		return nil
+	})
+	if err != nil || next != n-1 {
+		t.Errorf("GetEvents over pages: err %v, stopped before %d, want %d", err, next, n-1)
+	}
+}
+
+func TestKeepHistory(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTemp(t, &Options{KeepHistory: true})
+	defer s.Close()
+	for i := range uint64(4) {
+		if err := s.PersistEvent(ctx, "a", i, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range []uint64{1, 3} {
+		if err := s.PersistSnapshot(ctx, "a", i, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteSnapshots(ctx, "a", 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.GetEvents(ctx, "a", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("%d events after snapshots with KeepHistory, want 4", n)
+	}
+}
+
+func TestOpen_RejectsBadOptions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	for _, o := range []Options{{MaxBatchSize: -1}, {MaxBatchDelay: -time.Second}, {OpenTimeout: -1}} {
+		if s, err := Open(path, &o); err == nil {
+			s.Close()
+			t.Errorf("Open with %+v succeeded", o)
+		}
+	}
+}
+
+func TestOpen_LockedFileTimesOut(t *testing.T) {
+	s, path := openTemp(t, nil)
+	defer s.Close()
+	_, err := Open(path, &Options{OpenTimeout: 50 * time.Millisecond})
+	if !errors.Is(err, bolterrors.ErrTimeout) {
+		t.Errorf("second Open of a locked file: %v, want bbolt's timeout", err)
+	}
+}
+
+func TestOpen_FileMode(t *testing.T) {
+	s, path := openTemp(t, &Options{FileMode: 0o640})
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("file mode %v, want 0640", fi.Mode().Perm())
+	}
+}
+
+// TestReadOnly_WritesFail opens an existing file read-only: reads see the
+// data, every write returns an error naming the operation and actor and
+// nothing changes.
+func TestReadOnly_WritesFail(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t, nil)
+	if err := s.PersistEvent(ctx, "a", 0, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("Open read-only: %v", err)
+	}
+	defer ro.Close()
+	writes := map[string]error{
+		durability.OpPersistEvent:    ro.PersistEvent(ctx, "a", 1, []byte("lost?")),
+		durability.OpPersistSnapshot: ro.PersistSnapshot(ctx, "a", 1, []byte("lost?")),
+		durability.OpDeleteEvents:    ro.DeleteEvents(ctx, "a", 5),
+		durability.OpDeleteSnapshots: ro.DeleteSnapshots(ctx, "a", 5),
+	}
+	for op, err := range writes {
+		var se *durability.StoreError
+		if !errors.As(err, &se) || se.Op != op || se.Name != "a" || !errors.Is(err, bolterrors.ErrDatabaseReadOnly) {
+			t.Errorf("%s on read-only store: %v, want a StoreError wrapping ErrDatabaseReadOnly", op, err)
+		}
+		if durability.IsRetryable(err) {
+			t.Errorf("%s on read-only store reported retryable", op)
+		}
+	}
+	var got []string
+	if err := ro.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[kept]" {
+		t.Errorf("read-only store holds %v, want [kept]", got)
+	}
+}
+
+// TestFailingFile_WritesFail closes the file descriptor under bbolt: the
+// commit's write fails, and every writer of the batch gets an error instead
+// of a silent success.
+func TestFailingFile_WritesFail(t *testing.T) {
+	ctx := t.Context()
+	var file *os.File
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := open(path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, mode)
+		file = f
+		return f, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistEvent(ctx, "a", 0, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	file.Close() // the disk "goes away"
+
+	const writers = 8
+	errs := make(chan error, writers)
+	for n := range writers {
+		go func() { errs <- s.PersistEvent(ctx, fmt.Sprint("w", n), 1, []byte("lost?")) }()
+	}
+	for range writers {
+		err := <-errs
+		var se *durability.StoreError
+		if !errors.As(err, &se) || se.Op != durability.OpPersistEvent || !errors.Is(err, os.ErrClosed) {
+			t.Errorf("PersistEvent on a failing file: %v, want a StoreError wrapping os.ErrClosed", err)
+		}
+	}
+	if err := s.Close(); err == nil {
+		t.Error("Close of a store whose file failed returned nil")
+	}
+	if err := s.PersistEvent(ctx, "a", 2, nil); !errors.Is(err, durability.ErrClosed) {
+		t.Errorf("PersistEvent after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestPersist_OutcomeKnownAfterCancel shows that a write handed to the committer is
+// not abandoned when its context is cancelled afterwards.
+func TestPersist_OutcomeKnownAfterCancel(t *testing.T) {
+	s, _ := openTemp(t, nil)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	results := make([]error, 64)
+	for i := range results {
+		wg.Go(func() { results[i] = s.PersistEvent(ctx, "c", uint64(i), []byte("x")) })
+	}
+	cancel()
+	wg.Wait()
+	stored := map[uint64]bool{}
+	if err := s.GetEvents(t.Context(), "c", 0, 0, func(i uint64, _ []byte) error { stored[i] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range results {
+		if (err == nil) != stored[uint64(i)] {
+			t.Errorf("event %d: PersistEvent returned %v but stored=%v", i, err, stored[uint64(i)])
+		}
+	}
+}

@@ -1,0 +1,23 @@
+// Package durabilitytest is the conformance suite for
+// [github.com/polyweave/polyweave-go/durability.Store] implementations.
+//
+// A store's tests call [Run] with a function that opens a fresh store in its
+// default configuration:
+//
+//	func TestConformance(t *testing.T) {
+//		durabilitytest.Run(t, func(t *testing.T) durability.Store {
+//			s, err := mystore.Open(filepath.Join(t.TempDir(), "db"), nil)
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// The suite checks event order and ranges, overwrites, snapshot recovery
+// and compaction, deletes, data ownership, empty and large values, context
+// cancellation, many names written and read concurrently (run it with
+// -race), and that every method fails with durability.ErrClosed after
+// Close, including writes racing with Close. Goroutine leaks are the
+// caller's to check (for example with goleak.VerifyTestMain).
+package durabilitytest

@@ -1,0 +1,551 @@
+package durabilitytest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// Run checks that the stores made by open honour the [durability.Store]
+// contract with its default configuration (compaction on). Each subtest
+// calls open once and closes the store it gets; open may register more
+// cleanup (temporary files) with t.Cleanup and should fail t if it cannot
+// open a store.
+//
+// Run's subtests run sequentially; the concurrency subtests start their own
+// goroutines and wait for them.
+func Run(t *testing.T, open func(t *testing.T) durability.Store) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s durability.Store)
+	}{
+		{"Empty", testEmpty},
+		{"InvalidName", testInvalidName},
+		{"EventOrder", testEventOrder},
+		{"EventRanges", testEventRanges},
+		{"EventOverwrite", testEventOverwrite},
+		{"CallbackError", testCallbackError},
+		{"CallbackMayWrite", testCallbackMayWrite},
+		{"DataOwnership", testDataOwnership},
+		{"NamesIsolated", testNamesIsolated},
+		{"SnapshotLatest", testSnapshotLatest},
+		{"SnapshotRecovery", testSnapshotRecovery},
+		{"Compaction", testCompaction},
+		{"SnapshotAtZero", testSnapshotAtZero},
+		{"DeleteEvents", testDeleteEvents},
+		{"DeleteSnapshots", testDeleteSnapshots},
+		{"EmptyValue", testEmptyValue},
+		{"LargeValues", testLargeValues},
+		{"ContextDone", testContextDone},
+		{"Concurrent", testConcurrent},
+		{"ErrorsAfterClose", testErrorsAfterClose},
+		{"CloseDuringWrites", testCloseDuringWrites},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			tt.fn(t, s)
+		})
+	}
+}
+
+type event struct {
+	Index uint64
+	Data  string
+}
+
+// events returns name's events in [from, to) as GetEvents reports them.
+func events(t *testing.T, s durability.Store, name string, from, to uint64) []event {
+	t.Helper()
+	var got []event
+	err := s.GetEvents(t.Context(), name, from, to, func(i uint64, d []byte) error {
+		got = append(got, event{i, string(d)})
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("GetEvents(%q, %d, %d): %v", name, from, to, err)
+	}
+	return got
+}
+
+func persist(t *testing.T, s durability.Store, name string, indexes ...uint64) {
+	t.Helper()
+	for _, i := range indexes {
+		if err := s.PersistEvent(t.Context(), name, i, fmt.Appendf(nil, "%s-%d", name, i)); err != nil {
+			t.Fatalf("PersistEvent(%q, %d): %v", name, i, err)
+		}
+	}
+}
+
+func persistSnapshot(t *testing.T, s durability.Store, name string, index uint64, data string) {
+	t.Helper()
+	if err := s.PersistSnapshot(t.Context(), name, index, []byte(data)); err != nil {
+		t.Fatalf("PersistSnapshot(%q, %d): %v", name, index, err)
+	}
+}
+
+func snapshot(t *testing.T, s durability.Store, name string) (durability.Snapshot, bool) {
+	t.Helper()
+	snap, ok, err := s.GetSnapshot(t.Context(), name)
+	if err != nil {
+		t.Fatalf("GetSnapshot(%q): %v", name, err)
+	}
+	return snap, ok
+}
+
+// want builds the events persist writes for the given indexes.
+func want(name string, indexes ...uint64) []event {
+	var w []event
+	for _, i := range indexes {
+		w = append(w, event{i, fmt.Sprintf("%s-%d", name, i)})
+	}
+	return w
+}
+
+func checkEvents(t *testing.T, got, want []event) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+func checkStoreError(t *testing.T, err error, op, name string, cause error) {
+	t.Helper()
+	var se *durability.StoreError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v (%T) is not a *durability.StoreError", err, err)
+	}
+	if se.Op != op || se.Name != name {
+		t.Errorf("StoreError{Op: %q, Name: %q}, want {%q, %q}", se.Op, se.Name, op, name)
+	}
+	if !errors.Is(err, cause) {
+		t.Errorf("error %v does not wrap %v", err, cause)
+	}
+}
+
+func testEmpty(t *testing.T, s durability.Store) {
+	checkEvents(t, events(t, s, "nobody", 0, 0), nil)
+	if snap, ok := snapshot(t, s, "nobody"); ok {
+		t.Errorf("GetSnapshot of unknown name = %+v, want none", snap)
+	}
+	for _, err := range []error{
+		s.DeleteEvents(t.Context(), "nobody", 10),
+		s.DeleteSnapshots(t.Context(), "nobody", 10),
+	} {
+		if err != nil {
+			t.Errorf("delete on unknown name: %v", err)
+		}
+	}
+}
+
+func testInvalidName(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	checkStoreError(t, s.PersistEvent(ctx, "", 0, []byte("x")), durability.OpPersistEvent, "", durability.ErrInvalidName)
+	checkStoreError(t, s.PersistSnapshot(ctx, "", 0, []byte("x")), durability.OpPersistSnapshot, "", durability.ErrInvalidName)
+	checkStoreError(t, s.GetEvents(ctx, "", 0, 0, func(uint64, []byte) error { return nil }), durability.OpGetEvents, "", durability.ErrInvalidName)
+	_, _, err := s.GetSnapshot(ctx, "")
+	checkStoreError(t, err, durability.OpGetSnapshot, "", durability.ErrInvalidName)
+	checkStoreError(t, s.DeleteEvents(ctx, "", 1), durability.OpDeleteEvents, "", durability.ErrInvalidName)
+	checkStoreError(t, s.DeleteSnapshots(ctx, "", 1), durability.OpDeleteSnapshots, "", durability.ErrInvalidName)
+}
+
+func testEventOrder(t *testing.T, s durability.Store) {
+	// Out of order, across byte boundaries of the index, up to the maximum.
+	persist(t, s, "a", 256, 3, 1<<40, 0, 255, 1, ^uint64(0))
+	checkEvents(t, events(t, s, "a", 0, 0), want("a", 0, 1, 3, 255, 256, 1<<40, ^uint64(0)))
+}
+
+func testEventRanges(t *testing.T, s durability.Store) {
+	persist(t, s, "r", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+	for _, c := range []struct {
+		from, to uint64
+		want     []event
+	}{
+		{0, 0, want("r", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9)},
+		{3, 0, want("r", 3, 4, 5, 6, 7, 8, 9)},
+		{2, 5, want("r", 2, 3, 4)},
+		{4, 5, want("r", 4)},
+		{5, 5, nil},
+		{7, 3, nil},
+		{9, 100, want("r", 9)},
+		{10, 0, nil},
+		{0, 1, want("r", 0)},
+	} {
+		got := events(t, s, "r", c.from, c.to)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("GetEvents(%d, %d) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
+}
+
+func testEventOverwrite(t *testing.T, s durability.Store) {
+	persist(t, s, "o", 0, 1)
+	if err := s.PersistEvent(t.Context(), "o", 1, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "o", 0, 0), []event{{0, "o-0"}, {1, "again"}})
+}
+
+func testCallbackError(t *testing.T, s durability.Store) {
+	persist(t, s, "c", 0, 1, 2, 3)
+	stop := errors.New("stop here")
+	var seen []uint64
+	err := s.GetEvents(t.Context(), "c", 0, 0, func(i uint64, _ []byte) error {
+		seen = append(seen, i)
+		if i == 1 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Errorf("GetEvents returned %v, want the callback's error unchanged", err)
+	}
+	if !slices.Equal(seen, []uint64{0, 1}) {
+		t.Errorf("callback saw %v, want [0 1]", seen)
+	}
+}
+
+func testCallbackMayWrite(t *testing.T, s durability.Store) {
+	persist(t, s, "src", 0, 1, 2)
+	err := s.GetEvents(t.Context(), "src", 0, 0, func(i uint64, d []byte) error {
+		return s.PersistEvent(t.Context(), "dst", i, d)
+	})
+	if err != nil {
+		t.Fatalf("GetEvents with writing callback: %v", err)
+	}
+	checkEvents(t, events(t, s, "dst", 0, 0), []event{{0, "src-0"}, {1, "src-1"}, {2, "src-2"}})
+}
+
+func testDataOwnership(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	buf := []byte("original")
+	if err := s.PersistEvent(ctx, "own", 0, buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, "own", 0, buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXXXX") // the store must not have kept buf
+	err := s.GetEvents(ctx, "own", 0, 0, func(_ uint64, d []byte) error {
+		copy(d, "YYYYYYYY") // nor hand out its own memory
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := snapshot(t, s, "own")
+	copy(snap.Data, "ZZZZZZZZ")
+	checkEvents(t, events(t, s, "own", 0, 0), []event{{0, "original"}})
+	if snap, _ := snapshot(t, s, "own"); string(snap.Data) != "original" {
+		t.Errorf("snapshot = %q, want %q", snap.Data, "original")
+	}
+}
+
+func testNamesIsolated(t *testing.T, s durability.Store) {
+	names := []string{"a", "ab", "a/b", "b", "événement", "with space", "\x00nul", "x\xffy"}
+	for n, name := range names {
+		persist(t, s, name, 0, uint64(n+1))
+		persistSnapshot(t, s, name, uint64(n+1), "snap-"+name)
+	}
+	for n, name := range names {
+		checkEvents(t, events(t, s, name, 0, 0), want(name, uint64(n+1)))
+		snap, ok := snapshot(t, s, name)
+		if !ok || snap.Index != uint64(n+1) || string(snap.Data) != "snap-"+name {
+			t.Errorf("GetSnapshot(%q) = %+v, %v", name, snap, ok)
+		}
+	}
+	if err := s.DeleteEvents(t.Context(), "a", 100); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "ab", 0, 0), want("ab", 2))
+}
+
+func testSnapshotLatest(t *testing.T, s durability.Store) {
+	persistSnapshot(t, s, "s", 5, "five")
+	persistSnapshot(t, s, "s", 9, "nine")
+	if snap, ok := snapshot(t, s, "s"); !ok || snap.Index != 9 || string(snap.Data) != "nine" {
+		t.Errorf("GetSnapshot = %+v, %v; want index 9 %q", snap, ok, "nine")
+	}
+	// A snapshot at a lower index does not hide the newest one.
+	persistSnapshot(t, s, "s", 7, "seven")
+	if snap, ok := snapshot(t, s, "s"); !ok || snap.Index != 9 {
+		t.Errorf("after persisting at 7, GetSnapshot = %+v, %v; want index 9", snap, ok)
+	}
+	persistSnapshot(t, s, "s", 9, "nine again")
+	if snap, _ := snapshot(t, s, "s"); string(snap.Data) != "nine again" {
+		t.Errorf("snapshot at same index not replaced: %q", snap.Data)
+	}
+}
+
+// testSnapshotRecovery follows protoactor's sequence: events 0..9 persisted,
+// a snapshot taken at 5 holds the state before event 5; recovery is the
+// snapshot plus events from 5 on.
+func testSnapshotRecovery(t *testing.T, s durability.Store) {
+	persist(t, s, "p", 0, 1, 2, 3, 4, 5)
+	persistSnapshot(t, s, "p", 5, "state after 0..4")
+	persist(t, s, "p", 6, 7, 8, 9)
+	snap, ok := snapshot(t, s, "p")
+	if !ok || snap.Index != 5 || string(snap.Data) != "state after 0..4" {
+		t.Fatalf("GetSnapshot = %+v, %v", snap, ok)
+	}
+	checkEvents(t, events(t, s, "p", snap.Index, 0), want("p", 5, 6, 7, 8, 9))
+}
+
+func testCompaction(t *testing.T, s durability.Store) {
+	persist(t, s, "k", 0, 1, 2, 3)
+	persistSnapshot(t, s, "k", 2, "two")
+	persist(t, s, "k", 4, 5)
+	checkEvents(t, events(t, s, "k", 0, 0), want("k", 2, 3, 4, 5))
+	persistSnapshot(t, s, "k", 5, "five")
+	checkEvents(t, events(t, s, "k", 0, 0), want("k", 5))
+	// The older snapshot is gone: deleting the newest leaves none.
+	if err := s.DeleteSnapshots(t.Context(), "k", 5); err != nil {
+		t.Fatal(err)
+	}
+	if snap, ok := snapshot(t, s, "k"); ok {
+		t.Errorf("older snapshot survived compaction: %+v", snap)
+	}
+}
+
+func testSnapshotAtZero(t *testing.T, s durability.Store) {
+	persist(t, s, "z", 0, 1)
+	persistSnapshot(t, s, "z", 0, "empty state")
+	checkEvents(t, events(t, s, "z", 0, 0), want("z", 0, 1))
+	if snap, ok := snapshot(t, s, "z"); !ok || snap.Index != 0 || string(snap.Data) != "empty state" {
+		t.Errorf("GetSnapshot = %+v, %v", snap, ok)
+	}
+}
+
+func testDeleteEvents(t *testing.T, s durability.Store) {
+	persist(t, s, "d", 0, 1, 2, 3, 4)
+	persistSnapshot(t, s, "d", 0, "snap")
+	if err := s.DeleteEvents(t.Context(), "d", 2); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "d", 0, 0), want("d", 3, 4))
+	if _, ok := snapshot(t, s, "d"); !ok {
+		t.Error("DeleteEvents removed a snapshot")
+	}
+	if err := s.DeleteEvents(t.Context(), "d", ^uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "d", 0, 0), nil)
+	persist(t, s, "d", 5) // the name stays usable
+	checkEvents(t, events(t, s, "d", 0, 0), want("d", 5))
+}
+
+func testDeleteSnapshots(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	persist(t, s, "ds", 0, 1, 2)
+	persistSnapshot(t, s, "ds", 1, "one")
+	persistSnapshot(t, s, "ds", 0, "zero") // lower index: no compaction of 1
+	if err := s.DeleteSnapshots(ctx, "ds", 0); err != nil {
+		t.Fatal(err)
+	}
+	if snap, ok := snapshot(t, s, "ds"); !ok || snap.Index != 1 {
+		t.Errorf("GetSnapshot = %+v, %v; want index 1", snap, ok)
+	}
+	if err := s.DeleteSnapshots(ctx, "ds", 1); err != nil {
+		t.Fatal(err)
+	}
+	if snap, ok := snapshot(t, s, "ds"); ok {
+		t.Errorf("GetSnapshot after deleting all = %+v", snap)
+	}
+	checkEvents(t, events(t, s, "ds", 0, 0), want("ds", 1, 2))
+}
+
+func testEmptyValue(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	if err := s.PersistEvent(ctx, "e", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, "e", 0, []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "e", 0, 0), []event{{0, ""}})
+	if snap, ok := snapshot(t, s, "e"); !ok || len(snap.Data) != 0 {
+		t.Errorf("GetSnapshot = %+v, %v; want an empty snapshot", snap, ok)
+	}
+}
+
+func testLargeValues(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	big := make([]byte, 4<<20)
+	for i := range big {
+		big[i] = byte(i*7 + i>>11)
+	}
+	for i := range uint64(3) {
+		if err := s.PersistEvent(ctx, "big", i, big); err != nil {
+			t.Fatalf("PersistEvent of %d bytes: %v", len(big), err)
+		}
+	}
+	if err := s.PersistSnapshot(ctx, "big", 1, big[:3<<20]); err != nil {
+		t.Fatalf("PersistSnapshot of %d bytes: %v", 3<<20, err)
+	}
+	var n int
+	err := s.GetEvents(ctx, "big", 0, 0, func(i uint64, d []byte) error {
+		n++
+		if !bytes.Equal(d, big) {
+			t.Errorf("event %d: %d bytes differ from the %d persisted", i, len(d), len(big))
+		}
+		return nil
+	})
+	if err != nil || n != 2 {
+		t.Errorf("GetEvents: %d events, err %v; want 2 events", n, err)
+	}
+	if snap, ok := snapshot(t, s, "big"); !ok || !bytes.Equal(snap.Data, big[:3<<20]) {
+		t.Errorf("large snapshot did not round-trip (ok %v, %d bytes)", ok, len(snap.Data))
+	}
+}
+
+func testContextDone(t *testing.T, s durability.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := s.PersistEvent(ctx, "ctx", 0, []byte("x"))
+	checkStoreError(t, err, durability.OpPersistEvent, "ctx", context.Canceled)
+	if !durability.IsRetryable(err) {
+		t.Errorf("cancelled persist is not retryable: %v", err)
+	}
+	checkStoreError(t, s.PersistSnapshot(ctx, "ctx", 0, []byte("x")), durability.OpPersistSnapshot, "ctx", context.Canceled)
+	checkStoreError(t, s.GetEvents(ctx, "ctx", 0, 0, func(uint64, []byte) error { return nil }), durability.OpGetEvents, "ctx", context.Canceled)
+	_, _, err = s.GetSnapshot(ctx, "ctx")
+	checkStoreError(t, err, durability.OpGetSnapshot, "ctx", context.Canceled)
+	checkEvents(t, events(t, s, "ctx", 0, 0), nil)
+	if _, ok := snapshot(t, s, "ctx"); ok {
+		t.Error("a cancelled PersistSnapshot was stored")
+	}
+}
+
+// testConcurrent runs writers on many names at once, each followed by its
+// own reader, plus snapshots with compaction; under -race this also checks
+// the store's locking.
+func testConcurrent(t *testing.T, s durability.Store) {
+	const names, perName = 32, 40
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, names)
+	for n := range names {
+		wg.Go(func() {
+			name := fmt.Sprintf("actor-%d", n)
+			for i := range uint64(perName) {
+				if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s-%d", name, i)); err != nil {
+					errs <- err
+					return
+				}
+				if i == perName/2 {
+					if err := s.PersistSnapshot(ctx, name, i, []byte(name)); err != nil {
+						errs <- err
+						return
+					}
+				}
+				// Read back what this writer has persisted so far.
+				count := uint64(0)
+				err := s.GetEvents(ctx, name, 0, 0, func(uint64, []byte) error { count++; return nil })
+				if err != nil {
+					errs <- err
+					return
+				}
+				wantCount := i + 1
+				if i >= perName/2 { // compacted by the snapshot
+					wantCount = i + 1 - perName/2
+				}
+				if count != wantCount {
+					errs <- fmt.Errorf("%s after event %d: read %d events", name, i, count)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for n := range names {
+		name := fmt.Sprintf("actor-%d", n)
+		var idx []uint64
+		for i := uint64(perName / 2); i < perName; i++ {
+			idx = append(idx, i)
+		}
+		checkEvents(t, events(t, s, name, 0, 0), want(name, idx...))
+		if snap, ok := snapshot(t, s, name); !ok || snap.Index != perName/2 || string(snap.Data) != name {
+			t.Errorf("GetSnapshot(%q) = %+v, %v", name, snap, ok)
+		}
+	}
+}
+
+func testErrorsAfterClose(t *testing.T, s durability.Store) {
+	persist(t, s, "c", 0)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	ctx := t.Context()
+	checkStoreError(t, s.PersistEvent(ctx, "c", 1, []byte("x")), durability.OpPersistEvent, "c", durability.ErrClosed)
+	checkStoreError(t, s.PersistSnapshot(ctx, "c", 1, []byte("x")), durability.OpPersistSnapshot, "c", durability.ErrClosed)
+	checkStoreError(t, s.GetEvents(ctx, "c", 0, 0, func(uint64, []byte) error {
+		t.Error("callback called after Close")
+		return nil
+	}), durability.OpGetEvents, "c", durability.ErrClosed)
+	_, _, err := s.GetSnapshot(ctx, "c")
+	checkStoreError(t, err, durability.OpGetSnapshot, "c", durability.ErrClosed)
+	checkStoreError(t, s.DeleteEvents(ctx, "c", 1), durability.OpDeleteEvents, "c", durability.ErrClosed)
+	err = s.DeleteSnapshots(ctx, "c", 1)
+	checkStoreError(t, err, durability.OpDeleteSnapshots, "c", durability.ErrClosed)
+	if durability.IsRetryable(err) {
+		t.Errorf("ErrClosed reported as retryable: %v", err)
+	}
+}
+
+// testCloseDuringWrites closes the store while writers are busy: each write
+// either succeeds or fails with ErrClosed, and nothing hangs.
+func testCloseDuringWrites(t *testing.T, s durability.Store) {
+	const writers = 16
+	ctx := t.Context()
+	started := make(chan struct{}, writers)
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for n := range writers {
+		wg.Go(func() {
+			name := fmt.Sprintf("w-%d", n)
+			for i := uint64(0); ; i++ {
+				err := s.PersistEvent(ctx, name, i, []byte("x"))
+				if i == 0 {
+					started <- struct{}{}
+				}
+				if errors.Is(err, durability.ErrClosed) {
+					return
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	for range writers {
+		<-started
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close during writes: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write during Close failed with something other than ErrClosed: %v", err)
+	}
+}

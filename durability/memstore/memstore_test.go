@@ -1,0 +1,43 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/durabilitytest"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	durabilitytest.Run(t, func(*testing.T) durability.Store { return memstore.New(nil) })
+}
+
+func TestKeepHistory(t *testing.T) {
+	s := memstore.New(&memstore.Options{KeepHistory: true})
+	defer s.Close()
+	ctx := t.Context()
+	for i := range uint64(4) {
+		if err := s.PersistEvent(ctx, "a", i, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PersistSnapshot(ctx, "a", 1, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, "a", 3, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.GetEvents(ctx, "a", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("KeepHistory store has %d events after snapshots, want 4", n)
+	}
+	if snap, ok, err := s.GetSnapshot(ctx, "a"); err != nil || !ok || snap.Index != 3 {
+		t.Errorf("GetSnapshot = %+v, %v, %v; want index 3", snap, ok, err)
+	}
+}

@@ -1,0 +1,86 @@
+package durability
+
+import "context"
+
+// Store persists, per actor name, an ordered log of events and snapshots of
+// the actor's state taken at an event index. Events and snapshots are opaque
+// bytes at this level; [NewProvider] adds protobuf encoding on top.
+//
+// # Indexes and snapshots
+//
+// Events are addressed by a non-negative index. A snapshot taken at index i
+// stands for the state after applying events [0, i): recovery loads the newest
+// snapshot (the one with the highest index) and then replays events from i on,
+// including event i itself. This is protoactor's convention.
+//
+// # Compaction
+//
+// Unless the store is configured to keep history, PersistSnapshot at index i
+// also removes, in the same atomic step, every event with an index below i and
+// every snapshot with an index below i. Nothing that recovery from the new
+// snapshot needs is removed.
+//
+// # Durability
+//
+// A successful PersistEvent or PersistSnapshot means the data is durable by the
+// store's own standard (for an on-disk store: written and fsync'd). Callers
+// persist first and act afterwards. Once a write was handed to the store, the
+// call waits for its outcome even if ctx is cancelled meanwhile, so that a nil
+// error always means "persisted" and a non-nil one "not persisted".
+//
+// # Data ownership
+//
+// A store does not retain the data slice passed to a persist call after it
+// returns. The slices handed to GetEvents' callback and returned by GetSnapshot
+// belong to the caller.
+//
+// # Errors
+//
+// Every error returned by a store is a *[StoreError] (use [errors.As]) whose
+// cause says what happened: [ErrClosed] after Close, [ErrInvalidName] for an
+// empty name, ctx.Err() when the context was done before the call started.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use by multiple goroutines, including
+// Close. Writes to different names proceed independently; writes to the same
+// name are applied in the order their calls return. Callbacks passed to
+// GetEvents may call other methods of the store, but not Close.
+type Store interface {
+	// PersistEvent stores data as the event at index for name, replacing any
+	// event already stored at that index, and returns once it is durable.
+	PersistEvent(ctx context.Context, name string, index uint64, data []byte) error
+
+	// GetEvents calls fn for each event of name with from <= index < to, in
+	// ascending index order. A to of 0 means no upper bound. If fn returns an
+	// error, iteration stops and GetEvents returns that error unchanged.
+	// Events persisted while GetEvents runs may or may not be seen.
+	GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error
+
+	// DeleteEvents removes the events of name with index <= through.
+	DeleteEvents(ctx context.Context, name string, through uint64) error
+
+	// PersistSnapshot stores data as the snapshot of name at index (the state
+	// after events [0, index)), compacts as described on [Store], and returns
+	// once it is durable.
+	PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error
+
+	// GetSnapshot returns the snapshot of name with the highest index. ok is
+	// false, with a nil error, when name has no snapshot.
+	GetSnapshot(ctx context.Context, name string) (snap Snapshot, ok bool, err error)
+
+	// DeleteSnapshots removes the snapshots of name with index <= through.
+	DeleteSnapshots(ctx context.Context, name string, through uint64) error
+
+	// Close releases the store's resources after waiting for writes already
+	// handed to it. Calls made after Close fail with [ErrClosed]. Close is
+	// idempotent: later calls return what the first returned.
+	Close() error
+}
+
+// Snapshot is a stored snapshot: the state of an actor after events
+// [0, Index). The zero value is an empty snapshot at index 0.
+type Snapshot struct {
+	Index uint64
+	Data  []byte
+}

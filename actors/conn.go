@@ -1,0 +1,225 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// ErrDuplexStopped is returned by [Conn.Recv] once the duplex has stopped
+// (closed, or stopped by its supervisor) and every frame it emitted before
+// has been read.
+var ErrDuplexStopped = errors.New("actors: duplex stopped")
+
+// Conn connects plain Go code to a duplex started with [Runtime.Start]:
+// Send writes into its sink, Recv reads what its source emits. A Conn is
+// safe for concurrent use; frames are received in the order the duplex
+// emitted them.
+type Conn struct {
+	rt      *Runtime
+	pid     *actor.PID
+	port    *port
+	portPID *actor.PID
+	once    sync.Once
+}
+
+// Start spawns spec under the runtime's top-level supervisor and connects
+// it to a new Conn. spec.Subscriber is ignored: the Conn is the subscriber.
+func (rt *Runtime) Start(spec Spec) (*Conn, error) {
+	p := &port{notify: make(chan struct{}, 1), registry: rt.system.ProcessRegistry}
+	portPID, ok := rt.system.ProcessRegistry.Add(p, "conn"+rt.system.ProcessRegistry.NextId())
+	if !ok {
+		return nil, errors.New("actors: register conn: id taken")
+	}
+	spec.Subscriber = Ref{}
+	pid, err := rt.spawn(spec, portPID)
+	if err != nil {
+		rt.system.ProcessRegistry.Remove(portPID)
+		return nil, err
+	}
+	// Watch the duplex so that Recv learns when it is gone.
+	if proc, ok := rt.system.ProcessRegistry.Get(pid); ok {
+		proc.SendSystemMessage(pid, &actor.Watch{Watcher: portPID})
+	}
+	p.mu.Lock()
+	p.self = portPID
+	p.mu.Unlock()
+	return &Conn{rt: rt, pid: pid, port: p, portPID: portPID}, nil
+}
+
+// Ref is the connected duplex.
+func (c *Conn) Ref() Ref { return Ref{pid: c.pid} }
+
+// Send writes f into the duplex's sink. It never blocks; it returns
+// ErrDuplexStopped once the duplex is known to have stopped.
+func (c *Conn) Send(f *messages.Frame) error {
+	if c.port.isStopped() {
+		return ErrDuplexStopped
+	}
+	c.rt.system.Root.Send(c.pid, f)
+	return nil
+}
+
+// SendAll writes frames in order.
+func (c *Conn) SendAll(frames ...*messages.Frame) error {
+	for _, f := range frames {
+		if err := c.Send(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Recv returns the next frame the duplex emitted. It blocks until there is
+// one, the duplex has stopped (ErrDuplexStopped), or ctx ends (ctx.Err()).
+func (c *Conn) Recv(ctx context.Context) (*messages.Frame, error) {
+	return c.port.recv(ctx)
+}
+
+// RecvStream reads frames until the END of streamID and returns them, END
+// included. Frames of other streams read meanwhile are kept for later
+// Recv calls. It returns what it read so far with an error when the duplex
+// stops or ctx ends first.
+func (c *Conn) RecvStream(ctx context.Context, streamID string) ([]*messages.Frame, error) {
+	var got, others []*messages.Frame
+	defer func() { c.port.unread(others) }()
+	for {
+		f, err := c.port.recv(ctx)
+		if err != nil {
+			return got, fmt.Errorf("read stream %q: %w", streamID, err)
+		}
+		if f.GetStreamId() != streamID {
+			others = append(others, f)
+			continue
+		}
+		got = append(got, f)
+		if f.GetType() == messages.FrameType_END {
+			return got, nil
+		}
+	}
+}
+
+// Close stops the duplex and its subtree and waits until it is gone or ctx
+// ends. Frames it emitted before stopping can still be read with Recv.
+func (c *Conn) Close(ctx context.Context) error {
+	var err error
+	c.once.Do(func() {
+		if c.port.isStopped() {
+			return
+		}
+		done := make(chan error, 1)
+		fut := c.rt.system.Root.StopFuture(c.pid)
+		go func() { done <- fut.Wait() }()
+		select {
+		case e := <-done:
+			if e != nil && !c.port.isStopped() {
+				err = fmt.Errorf("actors: close conn: %w", e)
+			}
+		case <-ctx.Done():
+			err = fmt.Errorf("actors: close conn: %w", ctx.Err())
+		}
+	})
+	return err
+}
+
+// port is the protoactor process behind a Conn: it queues what the duplex
+// emits for Recv, with no actor (and no goroutine) of its own.
+type port struct {
+	mu      sync.Mutex
+	queue   []*messages.Frame
+	head    int
+	stopped bool
+	notify  chan struct{}
+
+	registry *actor.ProcessRegistryValue
+	self     *actor.PID
+}
+
+var _ actor.Process = (*port)(nil)
+
+func (p *port) SendUserMessage(_ *actor.PID, message any) {
+	if env, ok := message.(*actor.MessageEnvelope); ok {
+		message = env.Message
+	}
+	f, ok := message.(*messages.Frame)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	p.queue = append(p.queue, f)
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *port) SendSystemMessage(_ *actor.PID, message any) {
+	if _, ok := message.(*actor.Terminated); ok {
+		p.mu.Lock()
+		p.stopped = true
+		self := p.self
+		p.mu.Unlock()
+		if self != nil {
+			p.registry.Remove(self) // nothing more can arrive
+		}
+		p.signal()
+	}
+}
+
+func (p *port) Stop(*actor.PID) {}
+
+func (p *port) signal() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (p *port) isStopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopped
+}
+
+func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
+	for {
+		p.mu.Lock()
+		if p.head < len(p.queue) {
+			f := p.queue[p.head]
+			p.queue[p.head] = nil
+			p.head++
+			if p.head == len(p.queue) {
+				p.queue, p.head = p.queue[:0], 0
+			}
+			p.mu.Unlock()
+			return f, nil
+		}
+		stopped := p.stopped
+		p.mu.Unlock()
+		if stopped {
+			return nil, ErrDuplexStopped
+		}
+		select {
+		case <-p.notify:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// unread puts frames back at the front of the queue, in order.
+func (p *port) unread(frames []*messages.Frame) {
+	if len(frames) == 0 {
+		return
+	}
+	p.mu.Lock()
+	rest := p.queue[p.head:]
+	q := make([]*messages.Frame, 0, len(frames)+len(rest))
+	q = append(append(q, frames...), rest...)
+	p.queue, p.head = q, 0
+	p.mu.Unlock()
+	p.signal()
+}

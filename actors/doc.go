@@ -1,0 +1,33 @@
+// Package actors is Polyweave's duplex-as-actor runtime on protoactor-go.
+//
+// Every stream stage ("duplex") is an actor. Frames sent to its [Ref] are
+// its sink; the frames it emits go to its subscriber (its source): the
+// actor that spawned it, a sibling it is piped into, or a [Conn] held by
+// plain Go code. Frames of one stream keep their order end to end.
+//
+// The behaviour of a duplex is a [Logic]: a plain value whose Receive is
+// called with one message at a time and acts through a [Context] (emit,
+// send, spawn children, run background work with Go, set timers, fail). A
+// Logic holds no locks, starts no goroutines and reads no clock, so most
+// of it is tested by driving it with actorstest.Recorder, without an
+// actor system. The runtime wraps each Logic in a protoactor actor (the
+// "shell") that:
+//
+//   - turns a panic into a supervised failure ([PanicError]);
+//   - on failure, restart or stop, lets the Logic answer for its open work
+//     ([FailureHandler]) and then closes every stream still open with an
+//     ERROR and an END frame, so no consumer waits forever;
+//   - cancels the Logic's background work and timers with its incarnation.
+//
+// [Wrap] builds the bidirectional wrapper: an actor that owns an inner
+// duplex as its child and runs a request hook on frames going in and a
+// response hook on frames coming out ([Wrapped], [Hooks]). [Pipe] chains
+// duplexes and [Join] merges them.
+//
+// A [Runtime] owns the actor system and its top-level supervisor (spawned
+// with an explicit guardian: protoactor ignores WithSupervisor on
+// top-level actors). [Runtime.Start] spawns a duplex under it and returns
+// a [Conn]; [Runtime.Close] stops every actor and returns when they and
+// their background work are gone. protoactor's logger is redirected to the
+// *slog.Logger in [RuntimeOptions] (silent by default).
+package actors

@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// Logic is the behaviour of one duplex actor: a plain value, driven one
+// message at a time. Receive is never called concurrently, so a Logic needs
+// no locks; it must not block (run slow work with [Context.Go]).
+//
+// The messages a Logic receives are:
+//   - *messages.Frame: a frame written into the duplex's sink;
+//   - [Started]: the first message of every incarnation;
+//   - [ChildFrame]: a frame emitted by a child whose subscriber is this actor;
+//   - [ChildStopped]: a child has stopped;
+//   - [AsyncProgress] and [AsyncDone]: news from work started with Context.Go;
+//   - [Timer]: a timer set with Context.After fired.
+//
+// A Logic may also implement [FailureHandler].
+type Logic interface {
+	Receive(c Context, msg any)
+}
+
+// LogicFunc adapts a function to [Logic].
+type LogicFunc func(c Context, msg any)
+
+// Receive calls f(c, msg).
+func (f LogicFunc) Receive(c Context, msg any) { f(c, msg) }
+
+// FailureHandler is implemented by a Logic that answers for its own open
+// work when its incarnation ends by a failure, a restart or a stop: a tool
+// answers its pending calls with error results, for example. OnFailure runs
+// before the runtime closes the streams still open with ERROR and END, and
+// only once per incarnation. err wraps [ErrStopped] when the actor was
+// stopped rather than failed.
+type FailureHandler interface {
+	OnFailure(c Context, err error)
+}
+
+// Context is what a Logic can do. It is only valid inside the Receive (or
+// OnFailure) call it was passed to.
+type Context interface {
+	// Emit pushes f to the duplex's subscriber (its source). Frames of one
+	// stream arrive in the order they were emitted.
+	Emit(f *messages.Frame)
+	// Send writes f into the sink of another duplex.
+	Send(to Ref, f *messages.Frame)
+	// Spawn starts a child duplex. Unless spec.Subscriber is set, the
+	// child's frames come back to this Logic as [ChildFrame] messages.
+	// The child is supervised by this actor's strategy.
+	Spawn(spec Spec) (Ref, error)
+	// Stop stops a child after the messages already queued to it.
+	Stop(child Ref)
+	// Go runs fn on its own goroutine. fn's context is cancelled when the
+	// returned cancel function is called or this incarnation ends. Values
+	// passed to progress arrive as [AsyncProgress] and fn's return value
+	// as [AsyncDone], both carrying key; a panic in fn arrives as an
+	// AsyncDone whose Err is a *[PanicError]. News from an ended
+	// incarnation is dropped.
+	Go(key any, fn func(ctx context.Context, progress func(any)) any) (cancel func())
+	// After delivers a [Timer] carrying key after d. The returned function
+	// stops the timer; it reports whether the timer was stopped before it
+	// fired.
+	After(d time.Duration, key any) (stop func() bool)
+	// Fail ends this incarnation with err: the supervisor decides what
+	// happens next (restart by default). Fail does not return.
+	Fail(err error)
+	// Self is this duplex.
+	Self() Ref
+	// Logger is the runtime's logger, with this actor's id.
+	Logger() *slog.Logger
+}
+
+// Started is the first message of every incarnation of a Logic.
+type Started struct{}
+
+// ChildFrame is a frame emitted by a child of this actor.
+type ChildFrame struct {
+	Child Ref
+	Frame *messages.Frame
+}
+
+// ChildStopped says a child has stopped for good.
+type ChildStopped struct{ Child Ref }
+
+// AsyncProgress is a value a Go function passed to its progress callback.
+type AsyncProgress struct {
+	Key   any
+	Value any
+}
+
+// AsyncDone is the outcome of a Go function: its return value, or a
+// *[PanicError] in Err when it panicked.
+type AsyncDone struct {
+	Key   any
+	Value any
+	Err   error
+}
+
+// Timer is a timer set with [Context.After] firing.
+type Timer struct{ Key any }
+
+// Spec describes a duplex to start. Its zero value is not usable: New is
+// required.
+type Spec struct {
+	// Name, when set, gives the actor a stable name under its parent
+	// (durable stages need one). Names must be unique among siblings.
+	Name string
+	// New makes the Logic for one incarnation. It is called again after
+	// every restart, so state held in the Logic starts afresh.
+	New func() Logic
+	// Subscriber receives the duplex's frames; the zero Ref means the
+	// actor that spawns it.
+	Subscriber Ref
+	// Supervision supervises this actor's children; nil means the
+	// runtime's default strategy.
+	Supervision *supervisor.Strategy
+	// Dispatcher schedules this actor's mailbox; nil means the runtime's.
+	Dispatcher actor.Dispatcher
+}
+
+// Ref names a running duplex. The zero Ref names nothing.
+type Ref struct{ pid *actor.PID }
+
+// RefOf wraps a protoactor PID.
+func RefOf(pid *actor.PID) Ref { return Ref{pid: pid} }
+
+// PID is the protoactor process id behind r, for code that drops down to
+// protoactor.
+func (r Ref) PID() *actor.PID { return r.pid }
+
+// IsZero reports whether r names nothing.
+func (r Ref) IsZero() bool { return r.pid == nil }
+
+// Equal reports whether r and o name the same duplex.
+func (r Ref) Equal(o Ref) bool {
+	if r.pid == nil || o.pid == nil {
+		return r.pid == o.pid
+	}
+	return r.pid.Equal(o.pid)
+}
+
+// String is the duplex's actor id.
+func (r Ref) String() string { return r.pid.GetId() }
+
+// PanicError is the failure a panic in a Logic or in a Go function turns
+// into.
+type PanicError struct {
+	// Actor is the id of the actor the panic happened in.
+	Actor string
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic in %s: %v", e.Actor, e.Value) }
+
+// Unwrap returns the panic value when it was an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+func newPanicError(actorID string, v any) *PanicError {
+	return &PanicError{Actor: actorID, Value: v, Stack: debug.Stack()}
+}

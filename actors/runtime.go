@@ -1,0 +1,270 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// ErrClosed is returned by a [Runtime] or [Conn] used after Close.
+var ErrClosed = errors.New("actors: closed")
+
+// RuntimeOptions configure a [Runtime]. A nil *RuntimeOptions or a zero
+// field means the default.
+type RuntimeOptions struct {
+	// Logger receives the runtime's logs and protoactor's own; default:
+	// discard. The runtime never touches the global logger.
+	Logger *slog.Logger
+	// Supervision supervises the duplexes started with [Runtime.Start] and,
+	// unless a [Spec] says otherwise, every duplex's children. Default:
+	// supervisor.New(nil) (one-for-one, 10 restarts in 10 s).
+	Supervision *supervisor.Strategy
+	// OnSupervision observes every supervision decision in the runtime,
+	// including those of strategies given in specs. It must be quick and
+	// safe for concurrent use.
+	OnSupervision func(supervisor.Event)
+	// Dispatcher schedules mailboxes; default: protoactor's
+	// goroutine-per-run dispatcher. See [NewPooledDispatcher].
+	Dispatcher actor.Dispatcher
+	// SpawnTimeout bounds how long Start waits for the host to spawn a
+	// duplex; default 10 s.
+	SpawnTimeout time.Duration
+}
+
+// Runtime owns an actor system and its top-level supervisor: the host of
+// every duplex started through it. Its methods are safe for concurrent use.
+// Close stops everything it started.
+type Runtime struct {
+	system       *actor.ActorSystem
+	host         *actor.PID
+	logger       *slog.Logger
+	strategy     *supervisor.Strategy
+	observe      func(supervisor.Event)
+	dispatcher   actor.Dispatcher
+	spawnTimeout time.Duration
+	tasks        tasks
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewRuntime starts an actor system with a top-level host actor.
+func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
+	var o RuntimeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SpawnTimeout < 0 {
+		return nil, fmt.Errorf("actors: negative spawn timeout %v", o.SpawnTimeout)
+	}
+	if o.SpawnTimeout == 0 {
+		o.SpawnTimeout = 10 * time.Second
+	}
+	if o.Supervision == nil {
+		o.Supervision = supervisor.MustNew(nil)
+	}
+	logger := o.Logger
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With(slog.String("component", "protoactor")) }),
+		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
+	)
+	rt := &Runtime{
+		system:       system,
+		logger:       logger,
+		observe:      o.OnSupervision,
+		dispatcher:   o.Dispatcher,
+		spawnTimeout: o.SpawnTimeout,
+	}
+	rt.strategy = rt.observed(o.Supervision)
+	// protoactor ignores WithSupervisor on top-level actors: the host's own
+	// failures go to an explicit guardian, which stops it (its children are
+	// then stopped too, and their streams closed with ERROR and END).
+	guardian := rt.observed(supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}))
+	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt} },
+		actor.WithGuardian(guardian), actor.WithSupervisor(rt.strategy))
+	host, err := system.Root.SpawnNamed(props, "polyweave")
+	if err != nil {
+		system.Shutdown()
+		return nil, fmt.Errorf("actors: spawn host: %w", err)
+	}
+	rt.host = host
+	return rt, nil
+}
+
+func (rt *Runtime) observed(s *supervisor.Strategy) *supervisor.Strategy {
+	if rt.observe == nil {
+		return s
+	}
+	return s.WithObserver(rt.observe)
+}
+
+// Logger returns the runtime's logger.
+func (rt *Runtime) Logger() *slog.Logger { return rt.logger }
+
+// System is the protoactor actor system behind the runtime, for code that
+// drops down to protoactor (remote, cluster, metrics).
+func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
+
+func (rt *Runtime) props(spec Spec, subscriber *actor.PID) *actor.Props {
+	strategy := rt.strategy
+	if spec.Supervision != nil {
+		strategy = rt.observed(spec.Supervision)
+	}
+	opts := []actor.PropsOption{actor.WithSupervisor(strategy)}
+	if d := spec.Dispatcher; d != nil {
+		opts = append(opts, actor.WithDispatcher(d))
+	} else if rt.dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(rt.dispatcher))
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newShell(rt, spec, subscriber) }, opts...)
+}
+
+// spawnRequest asks the host to spawn a top-level duplex.
+type spawnRequest struct {
+	spec       Spec
+	subscriber *actor.PID
+}
+
+type spawnReply struct {
+	pid *actor.PID
+	err error
+}
+
+// host is the top-level supervisor: the parent of every started duplex.
+type host struct{ rt *Runtime }
+
+func (h *host) Receive(ctx actor.Context) {
+	req, ok := ctx.Message().(*spawnRequest)
+	if !ok {
+		return
+	}
+	props := h.rt.props(req.spec, req.subscriber)
+	if req.spec.Name == "" {
+		ctx.Respond(&spawnReply{pid: ctx.Spawn(props)})
+		return
+	}
+	pid, err := ctx.SpawnNamed(props, req.spec.Name)
+	ctx.Respond(&spawnReply{pid: pid, err: err})
+}
+
+// spawn starts spec under the host and returns its PID.
+func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID) (*actor.PID, error) {
+	if spec.New == nil {
+		return nil, errors.New("actors: spec has no New function")
+	}
+	if rt.tasks.isClosed() {
+		return nil, ErrClosed
+	}
+	res, err := rt.system.Root.RequestFuture(rt.host, &spawnRequest{spec: spec, subscriber: subscriber}, rt.spawnTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, err)
+	}
+	reply := res.(*spawnReply)
+	if reply.err != nil {
+		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, reply.err)
+	}
+	return reply.pid, nil
+}
+
+// Close stops every duplex of the runtime (their open streams are closed
+// with ERROR and END), waits for the work they started with Context.Go to
+// return, and shuts the actor system down. It returns when all of that is
+// done, or with ctx's error when ctx ends first. Close is idempotent: later
+// calls return the first call's result.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.closeOnce.Do(func() { rt.closeErr = rt.close(ctx) })
+	return rt.closeErr
+}
+
+func (rt *Runtime) close(ctx context.Context) error {
+	rt.tasks.close()
+	stopped := make(chan error, 1)
+	go func() { stopped <- rt.system.Root.StopFuture(rt.host).Wait() }()
+	var errs []error
+	select {
+	case err := <-stopped:
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stop host: %w", err))
+		}
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("stop host: %w", ctx.Err()))
+	}
+	if err := rt.tasks.wait(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	rt.system.Shutdown()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("actors: close: %w", err)
+	}
+	return nil
+}
+
+// tasks counts goroutines started with Context.Go so that Close can wait
+// for them; unlike a WaitGroup it refuses new tasks once closing.
+type tasks struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when n drops to 0 after close
+}
+
+func (t *tasks) add() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tasks) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+func (t *tasks) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+func (t *tasks) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+}
+
+func (t *tasks) wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	idle, n := t.idle, t.n
+	t.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%d background task(s) still running: %w", n, ctx.Err())
+	}
+}

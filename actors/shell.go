@@ -1,0 +1,311 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// ErrStopped is wrapped by the error a [FailureHandler] gets, and carried by
+// the ERROR frames that close open streams, when a duplex was stopped rather
+// than failed.
+var ErrStopped = errors.New("duplex stopped")
+
+// shell is the protoactor actor around a Logic: one per incarnation.
+type shell struct {
+	rt         *Runtime
+	spec       Spec
+	subscriber *actor.PID
+	logic      Logic
+
+	ctx         actor.Context // valid during Receive only
+	self        *actor.PID
+	childPrefix string
+	children    map[string]Ref
+	logger      *slog.Logger
+
+	// open holds the streams that have seen a frame and no emitted END yet;
+	// lastOpen caches the most recent one to keep the hot path map-free.
+	open     map[string]struct{}
+	lastOpen string
+
+	jobs     context.Context // cancelled when the incarnation ends
+	endJobs  context.CancelFunc
+	timers   map[*time.Timer]struct{}
+	failure  error // the reason this incarnation is failing, if it is
+	finished bool
+}
+
+// failSignal carries Context.Fail's error through a panic.
+type failSignal struct{ err error }
+
+// Message types the shell sends itself.
+type (
+	asyncProgressMsg struct {
+		owner *shell
+		AsyncProgress
+	}
+	asyncDoneMsg struct {
+		owner *shell
+		AsyncDone
+	}
+	timerMsg struct {
+		owner *shell
+		t     *time.Timer
+		Timer
+	}
+)
+
+func newShell(rt *Runtime, spec Spec, subscriber *actor.PID) *shell {
+	return &shell{rt: rt, spec: spec, subscriber: subscriber}
+}
+
+// Receive implements actor.Actor.
+func (s *shell) Receive(ctx actor.Context) {
+	s.ctx = ctx
+	switch m := ctx.Message().(type) {
+	case *messages.Frame:
+		if sender := ctx.Sender(); sender != nil && strings.HasPrefix(sender.Id, s.childPrefix) {
+			child, ok := s.children[sender.Id]
+			if !ok {
+				return // from a child of an earlier incarnation: its stream was closed then
+			}
+			s.deliver(ChildFrame{Child: child, Frame: m})
+			return
+		}
+		s.noteOpen(m.GetStreamId())
+		s.deliver(m)
+	case *asyncProgressMsg:
+		if m.owner == s {
+			s.deliver(m.AsyncProgress)
+		}
+	case *asyncDoneMsg:
+		if m.owner == s {
+			s.deliver(m.AsyncDone)
+		}
+	case *timerMsg:
+		if m.owner == s {
+			delete(s.timers, m.t)
+			s.deliver(m.Timer)
+		}
+	case *actor.Started:
+		s.begin(ctx)
+		s.deliver(Started{})
+	case *actor.Terminated:
+		if child, ok := s.children[m.Who.GetId()]; ok {
+			delete(s.children, m.Who.GetId())
+			s.deliver(ChildStopped{Child: child})
+		}
+	case *actor.Restarting:
+		s.finish(s.failureOr(errors.New("restarted")))
+	case *actor.Stopping:
+		s.finish(s.failureOr(ErrStopped))
+	case *actor.Stopped, actor.AutoReceiveMessage, actor.SystemMessage:
+	default:
+		s.deliver(m)
+	}
+}
+
+func (s *shell) begin(ctx actor.Context) {
+	s.self = ctx.Self()
+	s.childPrefix = s.self.Id + "/"
+	s.children = make(map[string]Ref)
+	s.open = make(map[string]struct{})
+	s.logger = s.rt.logger.With(slog.String("actor", s.self.Id))
+	s.jobs, s.endJobs = context.WithCancel(context.Background())
+	if s.logic = s.spec.New(); s.logic == nil {
+		s.logic = LogicFunc(func(Context, any) {})
+		s.failure = fmt.Errorf("spec %q: New returned a nil Logic", s.spec.Name)
+		panic(s.failure)
+	}
+}
+
+func (s *shell) failureOr(err error) error {
+	if s.failure != nil {
+		return s.failure
+	}
+	return err
+}
+
+// deliver runs the Logic, turning a panic into a recorded failure that
+// protoactor's mailbox escalates to the supervisor.
+func (s *shell) deliver(msg any) {
+	if s.finished {
+		return // the incarnation has ended: its children stopping is no news
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.failure = s.asFailure(r)
+			panic(s.failure)
+		}
+	}()
+	s.logic.Receive(s, msg)
+}
+
+func (s *shell) asFailure(r any) error {
+	if f, ok := r.(failSignal); ok {
+		return f.err
+	}
+	return newPanicError(s.self.GetId(), r)
+}
+
+// finish ends the incarnation: the Logic answers for its open work, the
+// streams still open are closed with ERROR and END, background work is
+// cancelled and timers stopped.
+func (s *shell) finish(reason error) {
+	if s.finished || s.logic == nil {
+		return
+	}
+	s.finished = true
+	s.endJobs()
+	for t := range s.timers {
+		t.Stop()
+	}
+	if h, ok := s.logic.(FailureHandler); ok {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					s.logger.Error("failure handler panicked", slog.Any("panic", r))
+				}
+			}()
+			h.OnFailure(s, reason)
+		}()
+	}
+	if len(s.open) == 0 {
+		return
+	}
+	streams := make([]string, 0, len(s.open))
+	for id := range s.open {
+		streams = append(streams, id)
+	}
+	slices.Sort(streams)
+	for _, id := range streams {
+		s.Emit(messages.Error(id, reason.Error()))
+		s.Emit(messages.End(id))
+	}
+}
+
+func (s *shell) noteOpen(stream string) {
+	if stream == "" || stream == s.lastOpen {
+		return
+	}
+	s.open[stream] = struct{}{}
+	s.lastOpen = stream
+}
+
+// Emit implements Context.
+func (s *shell) Emit(f *messages.Frame) {
+	if f.GetType() == messages.FrameType_END {
+		delete(s.open, f.GetStreamId())
+		if s.lastOpen == f.GetStreamId() {
+			s.lastOpen = ""
+		}
+	} else {
+		s.noteOpen(f.GetStreamId())
+	}
+	if s.subscriber != nil {
+		s.ctx.Request(s.subscriber, f)
+	}
+}
+
+// Send implements Context.
+func (s *shell) Send(to Ref, f *messages.Frame) {
+	if to.pid != nil {
+		s.ctx.Request(to.pid, f)
+	}
+}
+
+// Spawn implements Context.
+func (s *shell) Spawn(spec Spec) (Ref, error) {
+	if spec.New == nil {
+		return Ref{}, errors.New("spawn: spec has no New function")
+	}
+	subscriber := s.self
+	if !spec.Subscriber.IsZero() {
+		subscriber = spec.Subscriber.pid
+	}
+	props := s.rt.props(spec, subscriber)
+	var pid *actor.PID
+	if spec.Name != "" {
+		var err error
+		if pid, err = s.ctx.SpawnNamed(props, spec.Name); err != nil {
+			return Ref{}, fmt.Errorf("spawn %q: %w", spec.Name, err)
+		}
+	} else {
+		pid = s.ctx.Spawn(props)
+	}
+	ref := Ref{pid: pid}
+	s.children[pid.Id] = ref
+	return ref, nil
+}
+
+// Stop implements Context.
+func (s *shell) Stop(child Ref) {
+	if child.pid != nil {
+		s.ctx.Poison(child.pid)
+	}
+}
+
+// Go implements Context.
+func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any) func() {
+	ctx, cancel := context.WithCancel(s.jobs)
+	root, self := s.rt.system.Root, s.self
+	progress := func(v any) {
+		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})
+	}
+	if !s.rt.tasks.add() {
+		cancel()
+		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: AsyncDone{Key: key, Err: ErrClosed}})
+		return cancel
+	}
+	go func() {
+		defer s.rt.tasks.done()
+		defer cancel()
+		done := AsyncDone{Key: key}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done.Err = newPanicError(self.Id, r)
+				}
+			}()
+			done.Value = fn(ctx, progress)
+		}()
+		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: done})
+	}()
+	return cancel
+}
+
+// After implements Context.
+func (s *shell) After(d time.Duration, key any) func() bool {
+	root, self := s.rt.system.Root, s.self
+	msg := &timerMsg{owner: s, Timer: Timer{Key: key}}
+	t := time.AfterFunc(d, func() { root.Send(self, msg) })
+	msg.t = t
+	if s.timers == nil {
+		s.timers = make(map[*time.Timer]struct{})
+	}
+	s.timers[t] = struct{}{}
+	return t.Stop
+}
+
+// Fail implements Context.
+func (s *shell) Fail(err error) {
+	if err == nil {
+		err = errors.New("failed")
+	}
+	panic(failSignal{err: err})
+}
+
+// Self implements Context.
+func (s *shell) Self() Ref { return Ref{pid: s.self} }
+
+// Logger implements Context.
+func (s *shell) Logger() *slog.Logger { return s.logger }

@@ -1,0 +1,251 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Directive is what a supervisor does with a failed child.
+type Directive int
+
+const (
+	// Restart replaces the failed child with a fresh instance (the default).
+	Restart Directive = iota
+	// Resume lets the child go on with its state as it was.
+	Resume
+	// Stop stops the child and its subtree.
+	Stop
+	// Escalate fails the supervisor itself, handing the decision upwards.
+	Escalate
+)
+
+func (d Directive) String() string {
+	switch d {
+	case Restart:
+		return "restart"
+	case Resume:
+		return "resume"
+	case Stop:
+		return "stop"
+	case Escalate:
+		return "escalate"
+	}
+	return fmt.Sprintf("directive(%d)", int(d))
+}
+
+// Kind says which children a decision applies to.
+type Kind int
+
+const (
+	// OneForOne applies a decision to the failed child only (the default).
+	OneForOne Kind = iota
+	// AllForOne applies a decision to every child of the supervisor.
+	AllForOne
+)
+
+func (k Kind) String() string {
+	if k == AllForOne {
+		return "all-for-one"
+	}
+	return "one-for-one"
+}
+
+// Defaults for [Options].
+const (
+	DefaultMaxRestarts = 10
+	DefaultWithin      = 10 * time.Second
+)
+
+// Options configure a [Strategy]. A nil *Options or a zero field means the
+// default.
+type Options struct {
+	// Kind is OneForOne (default) or AllForOne.
+	Kind Kind
+	// MaxRestarts is how many restarts are allowed within Within before the
+	// subtree is stopped instead; default DefaultMaxRestarts. Use
+	// NoRestarts for "the first failure stops".
+	MaxRestarts int
+	// Within is the window over which restarts are counted; default
+	// DefaultWithin.
+	Within time.Duration
+	// Backoff, when InitialBackoff > 0, delays the n-th restart within the
+	// window by InitialBackoff * 2^(n-1), capped at MaxBackoff (default
+	// 32 * InitialBackoff).
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// Decider chooses the directive for a failure; default [DefaultDecider].
+	Decider Decider
+	// Observer is called with every decision, on the supervising actor's
+	// goroutine: it must be quick and safe for concurrent use.
+	Observer func(Event)
+	// Logger receives one record per decision; default: discard.
+	Logger *slog.Logger
+}
+
+// NoRestarts as Options.MaxRestarts means the first failure stops the child.
+const NoRestarts = -1
+
+// Event reports one supervision decision.
+type Event struct {
+	Time time.Time
+	// Supervisor and Child are actor ids (paths) in the actor system.
+	Supervisor string
+	Child      string
+	// Affected lists the ids the directive was applied to (all children for
+	// all-for-one).
+	Affected []string
+	Reason   error
+	// Directive is what was done. When the restart intensity was exceeded it
+	// is Stop and IntensityExceeded is true.
+	Directive         Directive
+	IntensityExceeded bool
+	// Failures is the number of failures counted within the window,
+	// including this one (restart decisions only).
+	Failures int
+	// Backoff is the delay before the restart, if any.
+	Backoff time.Duration
+}
+
+// Strategy is a supervisor strategy for protoactor actors. It is immutable
+// after [New] and safe for concurrent use; one Strategy may supervise any
+// number of actors.
+type Strategy struct {
+	opts Options
+}
+
+var _ actor.SupervisorStrategy = (*Strategy)(nil)
+
+// New returns a Strategy with opts applied. It returns an error for
+// negative durations or an unknown Kind.
+func New(opts *Options) (*Strategy, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Kind != OneForOne && o.Kind != AllForOne {
+		return nil, fmt.Errorf("supervisor: unknown kind %d", int(o.Kind))
+	}
+	if o.Within < 0 || o.InitialBackoff < 0 || o.MaxBackoff < 0 {
+		return nil, errors.New("supervisor: negative duration in options")
+	}
+	if o.MaxRestarts == 0 {
+		o.MaxRestarts = DefaultMaxRestarts
+	}
+	if o.MaxRestarts < 0 {
+		o.MaxRestarts = 0
+	}
+	if o.Within == 0 {
+		o.Within = DefaultWithin
+	}
+	if o.InitialBackoff > 0 && o.MaxBackoff == 0 {
+		o.MaxBackoff = 32 * o.InitialBackoff
+	}
+	if o.Decider == nil {
+		o.Decider = DefaultDecider
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Strategy{opts: o}, nil
+}
+
+// MustNew is New for options known to be valid; it panics on error.
+func MustNew(opts *Options) *Strategy {
+	s, err := New(opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Options returns a copy of the strategy's options with defaults applied.
+func (s *Strategy) Options() Options { return s.opts }
+
+// WithObserver returns a copy of s that also reports to observe (after any
+// observer s already has).
+func (s *Strategy) WithObserver(observe func(Event)) *Strategy {
+	c := *s
+	if prev := s.opts.Observer; prev != nil && observe != nil {
+		c.opts.Observer = func(e Event) { prev(e); observe(e) }
+	} else if observe != nil {
+		c.opts.Observer = observe
+	}
+	return &c
+}
+
+// HandleFailure implements actor.SupervisorStrategy. It runs on the
+// supervising actor's goroutine.
+func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+	err := ReasonError(reason)
+	ev := Event{Time: time.Now(), Child: child.GetId(), Reason: err, Directive: s.decide(err)}
+	if p, ok := sup.(interface{ Self() *actor.PID }); ok {
+		ev.Supervisor = p.Self().GetId()
+	}
+
+	targets := []*actor.PID{child}
+	if s.opts.Kind == AllForOne && ev.Directive != Escalate {
+		targets = sup.Children()
+	}
+	for _, t := range targets {
+		ev.Affected = append(ev.Affected, t.GetId())
+	}
+
+	switch ev.Directive {
+	case Resume:
+		sup.ResumeChildren(targets...)
+	case Restart:
+		rs.Fail()
+		ev.Failures = rs.NumberOfFailures(s.opts.Within)
+		if ev.Failures > s.opts.MaxRestarts {
+			rs.Reset()
+			ev.Directive, ev.IntensityExceeded = Stop, true
+			sup.StopChildren(targets...)
+			break
+		}
+		ev.Backoff = s.backoff(ev.Failures)
+		if ev.Backoff > 0 {
+			time.AfterFunc(ev.Backoff, func() { sup.RestartChildren(targets...) })
+		} else {
+			sup.RestartChildren(targets...)
+		}
+	case Stop:
+		sup.StopChildren(targets...)
+	case Escalate:
+		sup.EscalateFailure(reason, message)
+	}
+	s.report(ev)
+}
+
+func (s *Strategy) decide(err error) (d Directive) {
+	defer func() {
+		if recover() != nil { // a broken decider must not take the supervisor down
+			d = Stop
+		}
+	}()
+	return s.opts.Decider(err)
+}
+
+func (s *Strategy) backoff(failures int) time.Duration {
+	if s.opts.InitialBackoff <= 0 || failures < 1 {
+		return 0
+	}
+	d := s.opts.InitialBackoff
+	for i := 1; i < failures && d < s.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, s.opts.MaxBackoff)
+}
+
+func (s *Strategy) report(ev Event) {
+	s.opts.Logger.Warn("supervision",
+		slog.String("supervisor", ev.Supervisor), slog.String("child", ev.Child),
+		slog.String("directive", ev.Directive.String()), slog.Bool("intensity_exceeded", ev.IntensityExceeded),
+		slog.Int("failures", ev.Failures), slog.Any("reason", ev.Reason))
+	if s.opts.Observer != nil {
+		s.opts.Observer(ev)
+	}
+}

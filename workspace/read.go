@@ -1,0 +1,178 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+)
+
+// openFlags opens without blocking on a FIFO or device and without
+// acquiring a controlling terminal; the file type is checked after open.
+const openFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
+// listHint is the seed's hint on a directory listing, in our words.
+const listHint = "Call read_file with one of these paths to read it, or with a directory path to list it."
+
+// ReadFile reads a text file in the workspace, or lists a directory: the
+// root for an empty or blank path, any other directory by its path.
+//
+// A refused or failed read is a result with Success false, a Reason and
+// an Error naming the path; the Go error is non-nil only when ctx was done
+// before the call or the workspace is closed (ErrClosed).
+func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileResult, error) {
+	if err := w.enter(ctx, ReadFileToolName); err != nil {
+		return ReadFileResult{}, err
+	}
+	defer w.calls.Done()
+
+	if strings.TrimSpace(in.Path) == "" {
+		return w.readDir(".", w.dir)
+	}
+	name, rf := checkName(in.Path)
+	if rf != nil {
+		return w.readRefused(in.Path, rf), nil
+	}
+	f, err := w.root.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return w.readRefused(in.Path, w.classifyOpen(name, err)), nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return w.readRefused(in.Path, classify(err)), nil
+	}
+	if fi.IsDir() {
+		return w.list(f, name)
+	}
+	if rf := checkRegular(fi); rf != nil {
+		return w.readRefused(in.Path, rf), nil
+	}
+	if rf := w.checkExt(name); rf != nil {
+		return w.readRefused(in.Path, rf), nil
+	}
+	if rf := w.checkResolvedExt(f); rf != nil {
+		return w.readRefused(in.Path, rf), nil
+	}
+	data, truncated, err := readCapped(f, fi.Size(), w.opts.MaxReadBytes)
+	if err != nil {
+		return w.readRefused(in.Path, classify(err)), nil
+	}
+	res := ReadFileResult{Success: true, Path: name, Bytes: max(fi.Size(), int64(len(data))), Truncated: truncated}
+	if truncated {
+		data = trimPartialRune(data)
+	}
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		res.Binary = true
+		res.Hint = "The file is not UTF-8 text; its content is not returned."
+		return res, nil
+	}
+	res.Content = string(data)
+	if truncated {
+		res.Hint = "The file is longer than the read limit; content holds its beginning."
+	}
+	return res, nil
+}
+
+func (w *Workspace) readRefused(path string, rf *refusal) ReadFileResult {
+	msg := rf.message(ReadFileToolName, path)
+	w.log.Debug("read_file refused", "path", path, "reason", string(rf.reason), "detail", rf.detail)
+	return ReadFileResult{Path: path, Error: msg, Reason: rf.reason}
+}
+
+// readDir opens the directory name in the root and lists it; shown is
+// the path the result reports (the seed reports the workspace directory
+// for the root).
+func (w *Workspace) readDir(name, shown string) (ReadFileResult, error) {
+	f, err := w.root.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return w.readRefused(shown, classify(err)), nil
+	}
+	defer f.Close()
+	res, err := w.list(f, name)
+	res.Path = shown
+	return res, err
+}
+
+// list returns the sorted names in the open directory d, bounded by
+// MaxListEntries. Names are read in batches and only the smallest
+// MaxListEntries are kept, so memory stays bounded for huge directories.
+func (w *Workspace) list(d *os.File, name string) (ReadFileResult, error) {
+	limit := w.opts.MaxListEntries
+	var names []string
+	total := 0
+	for {
+		batch, err := d.Readdirnames(256)
+		total += len(batch)
+		names = append(names, batch...)
+		if len(names) > 2*limit {
+			slices.Sort(names)
+			names = names[:limit]
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return w.readRefused(name, classify(err)), nil
+		}
+	}
+	slices.Sort(names)
+	res := ReadFileResult{Success: true, Path: name, IsDirectory: true, Hint: listHint}
+	if len(names) > limit {
+		names = names[:limit]
+	}
+	if total > limit {
+		res.Truncated = true
+		res.Hint = listHint + " The listing is cut to the first entries in sorted order."
+	}
+	res.Files = names
+	return res, nil
+}
+
+// readCapped reads at most limit bytes of f and reports whether more were
+// there. size (from fstat) sizes the buffer; the file may change while it
+// is read, so the limit is enforced on what is read.
+func readCapped(f *os.File, size, limit int64) ([]byte, bool, error) {
+	// One byte beyond the limit tells a cut file from one of exactly limit
+	// bytes, and makes the final read see EOF for a file read whole.
+	buf := make([]byte, 0, min(max(size, 0), limit)+1)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return buf[:limit], true, nil
+			}
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), limit+1-int64(len(buf)))))
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			if int64(len(buf)) > limit {
+				return buf[:limit], true, nil
+			}
+			return buf, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence that a cut left at
+// the end of b, so cut text is still valid UTF-8.
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(b); i++ {
+		c := b[len(b)-i]
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}

@@ -1,0 +1,295 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tool names and descriptions, as a tool binding registers them. The names
+// are the seed's; the descriptions are what the model reads.
+const (
+	ReadFileToolName   = "read_file"
+	WriteFileToolName  = "write_file"
+	RunCommandToolName = "run_command"
+
+	ReadFileDescription = "Read a UTF-8 text file from the workspace. " +
+		"The path is relative to the workspace root; an empty path lists the files at the root, " +
+		"and a directory path lists that directory. Large files are cut and marked truncated; " +
+		"binary files are reported as binary without content."
+	WriteFileDescription = "Write a text file in the workspace, replacing it atomically. " +
+		"The path is relative to the workspace root; missing parent directories are created."
+	RunCommandDescription = "Run a shell command (sh -c) in the workspace directory and return its " +
+		"exit code, stdout and stderr. Stdin is empty; output is capped per stream; the command and " +
+		"everything it started are killed when it finishes or times out."
+)
+
+// Defaults applied for zero-valued [Options] fields.
+const (
+	DefaultMaxReadBytes   = 1 << 20
+	DefaultMaxListEntries = 1000
+	DefaultCommandTimeout = 30 * time.Second // the seed's default
+	DefaultMaxOutputBytes = 1 << 20          // the seed's maxBuffer, per stream here
+	DefaultKillGrace      = 1 * time.Second
+	DefaultWaitDelay      = 1 * time.Second
+	DefaultShell          = "/bin/sh"
+
+	// defaultPath is used for commands when PATH is inherited but unset.
+	defaultPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// DefaultInheritEnv lists the environment variables a command inherits
+// from the current process when [Options.InheritEnv] is nil. HOME is not
+// inherited: it is always set to the workspace directory.
+var DefaultInheritEnv = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"}
+
+// ErrClosed is returned by [Workspace.ReadFile], [Workspace.WriteFile] and
+// [Workspace.RunCommand] once [Workspace.Close] has been called, including
+// for a command that was still running when Close was called.
+var ErrClosed = errors.New("workspace: closed")
+
+// Options configures a [Workspace]. A nil *Options and every zero field
+// mean the documented default. New copies the options, so a caller may
+// reuse or change the struct afterwards.
+type Options struct {
+	// AllowedExtensions, when non-nil, restricts read_file and write_file
+	// to files whose extension (as filepath.Ext reports it, compared
+	// case-insensitively, with the leading dot: ".md") is in the list. The
+	// check applies both to the requested name and, for a symbolic link, to
+	// the name it resolves to. Nil allows any extension; an empty non-nil
+	// list is rejected by New.
+	AllowedExtensions []string
+
+	// MaxReadBytes caps how much of a file read_file returns (default
+	// DefaultMaxReadBytes). A longer file is cut and marked truncated.
+	MaxReadBytes int64
+
+	// MaxListEntries caps a directory listing (default
+	// DefaultMaxListEntries). The listing holds the lexically smallest
+	// names, sorted, and is marked truncated when entries were left out.
+	MaxListEntries int
+
+	// CommandTimeout bounds a run_command call (default
+	// DefaultCommandTimeout, the seed's 30 s).
+	CommandTimeout time.Duration
+
+	// MaxOutputBytes caps stdout and stderr each (default
+	// DefaultMaxOutputBytes). Output past the cap is read and discarded, so
+	// a chatty command never blocks on a full pipe.
+	MaxOutputBytes int
+
+	// KillGrace is how long a timed-out or cancelled command's process
+	// group has between SIGTERM and SIGKILL (default DefaultKillGrace).
+	KillGrace time.Duration
+
+	// WaitDelay bounds how long run_command waits for the output pipes to
+	// close after the command's process group was killed (default
+	// DefaultWaitDelay). Only a process that left the group (for example
+	// with setsid) can hold them that long; its output is then cut off.
+	WaitDelay time.Duration
+
+	// InheritEnv names the environment variables a command inherits from
+	// the current process (nil means DefaultInheritEnv; an empty non-nil
+	// list inherits nothing). HOME is always set to the workspace
+	// directory and PATH falls back to a minimal default when not
+	// inherited. Nothing else leaks in: no tokens, keys or agent sockets.
+	InheritEnv []string
+
+	// Shell runs commands as `Shell -c command` (default DefaultShell).
+	Shell string
+
+	// Logger receives debug records for refusals and warnings for cleanup
+	// failures. Nil discards.
+	Logger *slog.Logger
+}
+
+// Workspace gives confined file access and command execution beneath one
+// root directory. All file access goes through an [os.Root], so no name,
+// symlink or rename race can reach outside the root.
+//
+// A Workspace is safe for concurrent use by multiple goroutines. It must be
+// created with [New]; the zero value is not usable. Call [Workspace.Close]
+// when done.
+type Workspace struct {
+	root     *os.Root
+	dir      string // absolute workspace directory: commands' cwd and HOME
+	opts     Options
+	exts     map[string]bool // lower-cased allowed extensions; nil = any
+	env      []string
+	log      *slog.Logger
+	shell    string
+	closing  chan struct{}
+	mu       sync.Mutex
+	closed   bool
+	calls    sync.WaitGroup
+	once     sync.Once
+	closeErr error
+
+	// hookBeforeRename, when set by tests, runs after the temporary file of
+	// a write is complete and before it is renamed into place; an error
+	// makes the write fail there.
+	hookBeforeRename func() error
+}
+
+// New opens the directory root as a workspace. root must exist and be a
+// directory; it is made absolute with [filepath.Abs]. The options are
+// validated and copied; see [Options] for the defaults.
+func New(root string, opts *Options) (*Workspace, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.fillDefaults(); err != nil {
+		return nil, fmt.Errorf("workspace options: %w", err)
+	}
+	shell, err := exec.LookPath(o.Shell)
+	if err != nil {
+		return nil, fmt.Errorf("workspace shell: %w", err)
+	}
+	dir, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace root: %w", err)
+	}
+	w := &Workspace{
+		root:    r,
+		dir:     dir,
+		opts:    o,
+		log:     o.Logger,
+		shell:   shell,
+		closing: make(chan struct{}),
+	}
+	if o.AllowedExtensions != nil {
+		w.exts = make(map[string]bool, len(o.AllowedExtensions))
+		for _, e := range o.AllowedExtensions {
+			w.exts[strings.ToLower(e)] = true
+		}
+	}
+	w.env = buildEnv(o.InheritEnv, dir)
+	return w, nil
+}
+
+// fillDefaults validates o and replaces zero fields with defaults.
+func (o *Options) fillDefaults() error {
+	if o.AllowedExtensions != nil {
+		if len(o.AllowedExtensions) == 0 {
+			return errors.New("AllowedExtensions is empty; use nil to allow any extension")
+		}
+		exts := make([]string, len(o.AllowedExtensions))
+		for i, e := range o.AllowedExtensions {
+			if len(e) < 2 || e[0] != '.' || strings.ContainsAny(e[1:], "./\\\x00") {
+				return fmt.Errorf("AllowedExtensions[%d] = %q: want a dot and a name, like \".md\"", i, e)
+			}
+			exts[i] = e
+		}
+		o.AllowedExtensions = exts
+	}
+	if o.MaxReadBytes < 0 || o.MaxListEntries < 0 || o.MaxOutputBytes < 0 {
+		return errors.New("MaxReadBytes, MaxListEntries and MaxOutputBytes must not be negative")
+	}
+	if o.CommandTimeout < 0 || o.KillGrace < 0 || o.WaitDelay < 0 {
+		return errors.New("CommandTimeout, KillGrace and WaitDelay must not be negative")
+	}
+	if o.MaxReadBytes == 0 {
+		o.MaxReadBytes = DefaultMaxReadBytes
+	}
+	if o.MaxListEntries == 0 {
+		o.MaxListEntries = DefaultMaxListEntries
+	}
+	if o.CommandTimeout == 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	if o.MaxOutputBytes == 0 {
+		o.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if o.KillGrace == 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.WaitDelay == 0 {
+		o.WaitDelay = DefaultWaitDelay
+	}
+	if o.InheritEnv == nil {
+		o.InheritEnv = DefaultInheritEnv
+	}
+	names := make([]string, len(o.InheritEnv))
+	for i, n := range o.InheritEnv {
+		if n == "" || strings.ContainsAny(n, "=\x00") {
+			return fmt.Errorf("InheritEnv[%d] = %q: not a variable name", i, n)
+		}
+		names[i] = n
+	}
+	o.InheritEnv = names
+	if o.Shell == "" {
+		o.Shell = DefaultShell
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// buildEnv returns the environment for commands: the inherited variables
+// that are set, HOME set to dir, and PATH defaulted.
+func buildEnv(names []string, dir string) []string {
+	env := make([]string, 0, len(names)+2)
+	hasPath := false
+	for _, n := range names {
+		if n == "HOME" {
+			continue
+		}
+		if v, ok := os.LookupEnv(n); ok {
+			env = append(env, n+"="+v)
+			hasPath = hasPath || n == "PATH"
+		}
+	}
+	if !hasPath {
+		env = append(env, "PATH="+defaultPath)
+	}
+	return append(env, "HOME="+dir)
+}
+
+// Dir returns the absolute workspace directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// enter registers an in-flight call; it fails once Close has begun or ctx
+// is already done. Every successful enter is paired with w.calls.Done.
+func (w *Workspace) enter(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	w.calls.Add(1)
+	return nil
+}
+
+// Close stops the workspace: running commands are killed (their calls
+// return ErrClosed), Close waits for every in-flight call to return, then
+// closes the root. It is idempotent; every call blocks until the first has
+// finished and returns its error.
+func (w *Workspace) Close() error {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		close(w.closing)
+		w.mu.Unlock()
+		w.calls.Wait()
+		if err := w.root.Close(); err != nil {
+			w.closeErr = fmt.Errorf("close workspace root: %w", err)
+		}
+	})
+	return w.closeErr
+}

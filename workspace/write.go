@@ -1,0 +1,194 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// tempPrefix starts the names of the temporary files writes create next
+// to their target. A crash can leave one behind; nothing else uses it.
+const tempPrefix = ".polyweave-write-"
+
+// WriteFile replaces (or creates) a file in the workspace atomically: the
+// content goes to a temporary file in the target's directory, which is
+// synced and renamed over the target, and the directory is synced. Missing
+// parent directories are created inside the root. A failed write leaves
+// the previous content in place and removes its temporary file.
+//
+// A path that is a symbolic link writes to the link's target, which must
+// be inside the root, be a regular file and pass the extension allow-list
+// under its own name. Existing targets must be regular files with a
+// single link; their permission bits are kept.
+//
+// A refused or failed write is a result with Success false, a Reason and
+// an Error naming the path; the Go error is non-nil only when ctx was done
+// before the call or the workspace is closed (ErrClosed).
+func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
+	if err := w.enter(ctx, WriteFileToolName); err != nil {
+		return WriteFileResult{}, err
+	}
+	defer w.calls.Done()
+
+	name, rf := checkName(in.Path)
+	if rf == nil {
+		rf = w.checkExt(name)
+	}
+	if rf != nil {
+		return w.writeRefused(in.Path, rf), nil
+	}
+	target, perm, exists, rf := w.writeTarget(name)
+	if rf != nil {
+		return w.writeRefused(in.Path, rf), nil
+	}
+	if rf := w.replace(target, perm, exists, in.Content); rf != nil {
+		return w.writeRefused(in.Path, rf), nil
+	}
+	return WriteFileResult{Success: true, Path: name, Bytes: len(in.Content)}, nil
+}
+
+func (w *Workspace) writeRefused(path string, rf *refusal) WriteFileResult {
+	msg := rf.message(WriteFileToolName, path)
+	w.log.Debug("write_file refused", "path", path, "reason", string(rf.reason), "detail", rf.detail)
+	return WriteFileResult{Error: msg, Reason: rf.reason}
+}
+
+// writeTarget decides which name a write replaces: name itself, or the
+// target of the symbolic link name. It returns the permission bits to give
+// the new file and whether it replaces an existing one.
+func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, exists bool, rf *refusal) {
+	fi, err := w.root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return name, 0o644, false, nil
+	case err != nil:
+		return "", 0, false, classify(err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return w.linkTarget(name)
+	}
+	if rf := checkRegular(fi); rf != nil {
+		return "", 0, false, rf
+	}
+	return name, fi.Mode().Perm(), true, nil
+}
+
+// linkTarget resolves the symbolic link name to a root-relative name. The
+// link is opened through the root (which refuses an outward link) and the
+// name is taken from the open descriptor, then checked like any target.
+func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal) {
+	f, err := w.root.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return "", 0, false, w.classifyOpen(name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, false, classify(err)
+	}
+	if rf := checkRegular(fi); rf != nil {
+		return "", 0, false, rf
+	}
+	d, err := w.root.Open(".")
+	if err != nil {
+		return "", 0, false, classify(err)
+	}
+	defer d.Close()
+	rootPath, err := fdPath(d)
+	if err != nil {
+		return "", 0, false, refuse(ReasonIO, "cannot resolve the link: "+err.Error())
+	}
+	realPath, err := fdPath(f)
+	if err != nil {
+		return "", 0, false, refuse(ReasonIO, "cannot resolve the link: "+err.Error())
+	}
+	rel, err := filepath.Rel(rootPath, realPath)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", 0, false, refuse(ReasonEscapes, "the link resolves to "+realPath)
+	}
+	if !w.extAllowed(rel) {
+		return "", 0, false, refuse(ReasonExtension, "it resolves to "+strconv.Quote(filepath.Base(rel)))
+	}
+	return rel, fi.Mode().Perm(), true, nil
+}
+
+// replace writes content to a temporary file next to target and renames
+// it into place, syncing the file and then the directory.
+func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, content string) *refusal {
+	dir := filepath.Dir(target)
+	if dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return classify(err)
+		}
+	}
+	tmp := filepath.Join(dir, tempPrefix+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return classify(err)
+	}
+	err = writeSynced(f, content, perm, exists)
+	if err == nil && w.hookBeforeRename != nil {
+		err = w.hookBeforeRename()
+	}
+	if err == nil {
+		err = w.root.Rename(tmp, target)
+	}
+	if err != nil {
+		if rerr := w.root.Remove(tmp); rerr != nil {
+			w.log.Warn("write_file: remove temporary file", "path", tmp, "err", rerr)
+		}
+		return classifyWrite(err)
+	}
+	// The rename is done; a failed directory sync only weakens durability
+	// across a crash, so it is logged rather than reported as a failure.
+	if err := syncDir(w.root, dir); err != nil {
+		w.log.Warn("write_file: sync directory", "path", dir, "err", err)
+	}
+	return nil
+}
+
+// writeSynced writes content to the new file f, sets perm exactly when it
+// replaces an existing file (creation applied the umask), syncs and
+// closes f.
+func writeSynced(f *os.File, content string, perm fs.FileMode, exists bool) error {
+	_, err := f.WriteString(content)
+	if err == nil && exists {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// classifyWrite is classify for errors while writing, where an errno
+// like ENOSPC is the useful detail.
+func classifyWrite(err error) *refusal {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return classify(err)
+	}
+	if errors.As(err, new(*fs.PathError)) {
+		return classify(err)
+	}
+	return refuse(ReasonIO, err.Error())
+}

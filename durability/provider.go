@@ -1,0 +1,305 @@
+package durability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/asynkron/protoactor-go/persistence"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// DefaultSnapshotInterval is the snapshot interval used when
+// [ProviderOptions].SnapshotInterval is zero.
+const DefaultSnapshotInterval = 100
+
+// anyTypeURLPrefix is the prefix of the type URLs written into stored Any
+// messages, the one anypb.New uses.
+const anyTypeURLPrefix = "type.googleapis.com/"
+
+// TypeResolver finds message types by the URL stored with each event and
+// snapshot. *protoregistry.Types implements it.
+type TypeResolver interface {
+	protoregistry.MessageTypeResolver
+	protoregistry.ExtensionTypeResolver
+}
+
+// ProviderOptions configures [NewProvider]. A nil *ProviderOptions and the
+// zero value both mean defaults.
+type ProviderOptions struct {
+	// SnapshotInterval is N in "request a snapshot every N events" (the
+	// first request comes after event 0). Zero means
+	// DefaultSnapshotInterval; negative values are rejected. The interval
+	// handed to protoactor is never 0, which would make it divide by zero.
+	SnapshotInterval int
+
+	// Timeout bounds each store call. Zero means no timeout. A write that
+	// the store has accepted is not abandoned on timeout (see [Store]).
+	Timeout time.Duration
+
+	// Resolver maps stored type URLs to message types. Nil means
+	// protoregistry.GlobalTypes, where every linked-in generated message
+	// type is registered.
+	Resolver TypeResolver
+
+	// Logger receives a record for each store failure before it is raised.
+	// Nil discards.
+	Logger *slog.Logger
+}
+
+// Provider adapts a [Store] to protoactor's persistence.Provider and
+// persistence.ProviderState, for use with persistence.Using and
+// persistence.Mixin. Events and snapshots are stored as serialized
+// google.protobuf.Any messages, so GetEvents and GetSnapshot hand the actor
+// the concrete message types it persisted, found through the resolver.
+//
+// # Failures become actor failures
+//
+// protoactor's provider methods cannot return errors, and dropping a failed
+// write would break "persist before you act". So every method of Provider
+// that meets an error panics with a *[StoreError] (the store's error, or
+// one with Op [OpEncode] or [OpDecode]). protoactor calls these methods from
+// inside the persistent actor's Receive (PersistReceive, PersistSnapshot)
+// or its start-up (recovery on actor.Started), where the mailbox recovers
+// the panic and escalates it: the actor's supervisor gets the *StoreError as
+// the failure reason and decides (restart, stop, escalate) with errors.As.
+// The message that was being persisted is not applied, because the panic
+// unwinds before the actor's code after PersistReceive runs. Calling these
+// methods outside an actor turns a store failure into a plain panic.
+//
+// # Persist, then apply
+//
+// protoactor takes a snapshot from inside PersistReceive, before the actor
+// applies the event being persisted, and stores it at that event's index;
+// recovery then loads the snapshot and replays events from that same index.
+// So a snapshot must hold the state BEFORE the triggering event: an actor
+// calls PersistReceive(event) first and applies the event afterwards. An
+// actor that applies first and persists second has the event inside the
+// snapshot and replayed after it, i.e. applied twice on recovery.
+//
+// A second protoactor detail: PersistReceive delivers RequestSnapshot to the
+// actor through a nested Receive, after which the actor.Context no longer
+// holds the current message. Read ctx.Sender() (and anything else taken
+// from the context's message) before calling PersistReceive.
+//
+// A Provider is safe for concurrent use by many actors; it does not own the
+// Store (closing the store is the caller's job, after the actors using it
+// have stopped). The zero value is not usable; create one with NewProvider.
+type Provider struct {
+	store    Store
+	interval int
+	timeout  time.Duration
+	unmarsh  proto.UnmarshalOptions
+	log      *slog.Logger
+}
+
+var (
+	_ persistence.Provider      = (*Provider)(nil)
+	_ persistence.ProviderState = (*Provider)(nil)
+)
+
+// NewProvider returns a Provider over store. opts may be nil.
+func NewProvider(store Store, opts *ProviderOptions) (*Provider, error) {
+	if store == nil {
+		return nil, errors.New("new provider: nil store")
+	}
+	var o ProviderOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SnapshotInterval < 0 {
+		return nil, fmt.Errorf("new provider: snapshot interval %d, want >= 1 (0 for the default)", o.SnapshotInterval)
+	}
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("new provider: negative timeout %v", o.Timeout)
+	}
+	if o.SnapshotInterval == 0 {
+		o.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if o.Resolver == nil {
+		o.Resolver = protoregistry.GlobalTypes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{
+		store:    store,
+		interval: o.SnapshotInterval,
+		timeout:  o.Timeout,
+		unmarsh:  proto.UnmarshalOptions{Resolver: o.Resolver},
+		log:      o.Logger,
+	}, nil
+}
+
+// GetState implements persistence.Provider; it returns p.
+func (p *Provider) GetState() persistence.ProviderState { return p }
+
+// Restart implements persistence.ProviderState; it does nothing.
+func (p *Provider) Restart() {}
+
+// GetSnapshotInterval implements persistence.ProviderState.
+func (p *Provider) GetSnapshotInterval() int { return p.interval }
+
+// GetSnapshot implements persistence.SnapshotStore. It panics with a
+// *StoreError if the store fails or the snapshot cannot be decoded.
+func (p *Provider) GetSnapshot(actorName string) (snapshot any, eventIndex int, ok bool) {
+	ctx, cancel := p.context()
+	defer cancel()
+	snap, ok, err := p.store.GetSnapshot(ctx, actorName)
+	if err != nil {
+		p.fail(err)
+	}
+	if !ok {
+		return nil, 0, false
+	}
+	if snap.Index > math.MaxInt {
+		p.fail(&StoreError{Op: OpDecode, Name: actorName, Err: fmt.Errorf("snapshot index %d overflows int", snap.Index)})
+	}
+	msg, err := p.decode(snap.Data)
+	if err != nil {
+		p.fail(&StoreError{Op: OpDecode, Name: actorName, Err: fmt.Errorf("snapshot at %d: %w", snap.Index, err)})
+	}
+	return msg, int(snap.Index), true
+}
+
+// PersistSnapshot implements persistence.SnapshotStore. It returns once the
+// snapshot is durable and panics with a *StoreError otherwise.
+func (p *Provider) PersistSnapshot(actorName string, snapshotIndex int, snapshot proto.Message) {
+	index := p.index(OpPersistSnapshot, actorName, snapshotIndex)
+	data, err := encode(snapshot)
+	if err != nil {
+		p.fail(&StoreError{Op: OpEncode, Name: actorName, Err: fmt.Errorf("snapshot at %d: %w", index, err)})
+	}
+	ctx, cancel := p.context()
+	defer cancel()
+	if err := p.store.PersistSnapshot(ctx, actorName, index, data); err != nil {
+		p.fail(err)
+	}
+}
+
+// DeleteSnapshots implements persistence.SnapshotStore. It panics with a
+// *StoreError if the store fails.
+func (p *Provider) DeleteSnapshots(actorName string, inclusiveToIndex int) {
+	through := p.index(OpDeleteSnapshots, actorName, inclusiveToIndex)
+	ctx, cancel := p.context()
+	defer cancel()
+	if err := p.store.DeleteSnapshots(ctx, actorName, through); err != nil {
+		p.fail(err)
+	}
+}
+
+// GetEvents implements persistence.EventStore: it calls callback with each
+// decoded event with eventIndexStart <= index < eventIndexEnd, where an
+// eventIndexEnd of 0 means no upper bound. It panics with a *StoreError if
+// the store fails or an event cannot be decoded.
+func (p *Provider) GetEvents(actorName string, eventIndexStart int, eventIndexEnd int, callback func(e any)) {
+	from := p.index(OpGetEvents, actorName, eventIndexStart)
+	to := p.index(OpGetEvents, actorName, eventIndexEnd)
+	ctx, cancel := p.context()
+	defer cancel()
+	err := p.store.GetEvents(ctx, actorName, from, to, func(index uint64, data []byte) error {
+		msg, err := p.decode(data)
+		if err != nil {
+			return &StoreError{Op: OpDecode, Name: actorName, Err: fmt.Errorf("event %d: %w", index, err)}
+		}
+		callback(msg)
+		return nil
+	})
+	if err != nil {
+		p.fail(err)
+	}
+}
+
+// PersistEvent implements persistence.EventStore. It returns once the event
+// is durable and panics with a *StoreError otherwise.
+func (p *Provider) PersistEvent(actorName string, eventIndex int, event proto.Message) {
+	index := p.index(OpPersistEvent, actorName, eventIndex)
+	data, err := encode(event)
+	if err != nil {
+		p.fail(&StoreError{Op: OpEncode, Name: actorName, Err: fmt.Errorf("event %d: %w", index, err)})
+	}
+	ctx, cancel := p.context()
+	defer cancel()
+	if err := p.store.PersistEvent(ctx, actorName, index, data); err != nil {
+		p.fail(err)
+	}
+}
+
+// DeleteEvents implements persistence.EventStore. It panics with a
+// *StoreError if the store fails.
+func (p *Provider) DeleteEvents(actorName string, inclusiveToIndex int) {
+	through := p.index(OpDeleteEvents, actorName, inclusiveToIndex)
+	ctx, cancel := p.context()
+	defer cancel()
+	if err := p.store.DeleteEvents(ctx, actorName, through); err != nil {
+		p.fail(err)
+	}
+}
+
+func (p *Provider) context() (context.Context, context.CancelFunc) {
+	if p.timeout > 0 {
+		return context.WithTimeout(context.Background(), p.timeout)
+	}
+	return context.Background(), func() {}
+}
+
+// index converts protoactor's int index, failing on negative values.
+func (p *Provider) index(op, name string, i int) uint64 {
+	if i < 0 {
+		p.fail(&StoreError{Op: op, Name: name, Err: fmt.Errorf("negative index %d", i)})
+	}
+	return uint64(i)
+}
+
+// fail logs err and raises it as the actor's failure. Store errors are
+// *StoreError already; anything else is wrapped so that supervisors can
+// rely on the type.
+func (p *Provider) fail(err error) {
+	var se *StoreError
+	if !errors.As(err, &se) {
+		se = &StoreError{Op: "store", Err: err}
+	}
+	p.log.Error("durability store failed; raising it as an actor failure",
+		"op", se.Op, "name", se.Name, "err", se.Err, "retryable", se.Retryable())
+	panic(se)
+}
+
+// encode serializes msg as a google.protobuf.Any (type_url = 1, value = 2),
+// appending the message straight into the Any's buffer instead of building
+// an anypb.Any and marshaling twice.
+func encode(msg proto.Message) ([]byte, error) {
+	if msg == nil {
+		return nil, errors.New("nil message")
+	}
+	url := anyTypeURLPrefix + string(msg.ProtoReflect().Descriptor().FullName())
+	size := proto.Size(msg)
+	total := protowire.SizeTag(1) + protowire.SizeBytes(len(url)) + protowire.SizeTag(2) + protowire.SizeBytes(size)
+	b := make([]byte, 0, total)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, url)
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, msg)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != total {
+		return nil, fmt.Errorf("%s changed while being encoded", url)
+	}
+	return b, nil
+}
+
+// decode turns stored bytes back into the concrete message they hold.
+func (p *Provider) decode(data []byte) (proto.Message, error) {
+	var a anypb.Any
+	if err := proto.Unmarshal(data, &a); err != nil {
+		return nil, err
+	}
+	return anypb.UnmarshalNew(&a, p.unmarsh)
+}

@@ -1,0 +1,234 @@
+package durability_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newProvider(t *testing.T, s durability.Store, opts *durability.ProviderOptions) *durability.Provider {
+	t.Helper()
+	p, err := durability.NewProvider(s, opts)
+	if err != nil {
+		t.Fatalf("NewProvider: %v", err)
+	}
+	return p
+}
+
+// raised runs fn and returns the *StoreError it panicked with, failing t if
+// it did not panic or panicked with something else.
+func raised(t *testing.T, fn func()) (se *durability.StoreError) {
+	t.Helper()
+	defer func() {
+		r := recover()
+		var ok bool
+		if se, ok = r.(*durability.StoreError); !ok {
+			t.Fatalf("panicked with %v (%T), want a *durability.StoreError", r, r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+func TestNewProvider_Options(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	if _, err := durability.NewProvider(nil, nil); err == nil {
+		t.Error("NewProvider(nil store) succeeded")
+	}
+	if _, err := durability.NewProvider(s, &durability.ProviderOptions{SnapshotInterval: -1}); err == nil {
+		t.Error("NewProvider with a negative snapshot interval succeeded")
+	}
+	if _, err := durability.NewProvider(s, &durability.ProviderOptions{Timeout: -1}); err == nil {
+		t.Error("NewProvider with a negative timeout succeeded")
+	}
+	for _, c := range []struct {
+		opts *durability.ProviderOptions
+		want int
+	}{
+		{nil, durability.DefaultSnapshotInterval},
+		{&durability.ProviderOptions{}, durability.DefaultSnapshotInterval},
+		{&durability.ProviderOptions{SnapshotInterval: 1}, 1},
+		{&durability.ProviderOptions{SnapshotInterval: 7}, 7},
+	} {
+		if got := newProvider(t, s, c.opts).GetState().GetSnapshotInterval(); got != c.want {
+			t.Errorf("interval with %+v = %d, want %d", c.opts, got, c.want)
+		}
+	}
+}
+
+func TestProvider_RoundTripsConcreteTypes(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	events := []proto.Message{
+		wrapperspb.String("chunk"),
+		wrapperspb.Int64(-42),
+		&wrapperspb.StringValue{}, // encodes to zero bytes
+		must(structpb.NewStruct(map[string]any{"a": 1.5, "b": []any{"x", true}})),
+	}
+	for i, e := range events {
+		p.PersistEvent("rt", i, e)
+	}
+	var got []proto.Message
+	p.GetEvents("rt", 0, 0, func(e any) { got = append(got, e.(proto.Message)) })
+	if len(got) != len(events) {
+		t.Fatalf("got %d events, want %d", len(got), len(events))
+	}
+	for i := range events {
+		if !proto.Equal(got[i], events[i]) {
+			t.Errorf("event %d = %v (%T), want %v (%T)", i, got[i], got[i], events[i], events[i])
+		}
+	}
+	got = got[:0]
+	p.GetEvents("rt", 1, 3, func(e any) { got = append(got, e.(proto.Message)) })
+	if len(got) != 2 || !proto.Equal(got[0], events[1]) || !proto.Equal(got[1], events[2]) {
+		t.Errorf("GetEvents(1, 3) = %v", got)
+	}
+
+	p.PersistSnapshot("rt", 2, wrapperspb.Bytes([]byte("state")))
+	snap, index, ok := p.GetSnapshot("rt")
+	if !ok || index != 2 || !proto.Equal(snap.(proto.Message), wrapperspb.Bytes([]byte("state"))) {
+		t.Errorf("GetSnapshot = %v, %d, %v", snap, index, ok)
+	}
+	if _, _, ok := p.GetSnapshot("nobody"); ok {
+		t.Error("GetSnapshot of unknown actor reported a snapshot")
+	}
+}
+
+// TestProvider_StoresAny checks the stored bytes are a google.protobuf.Any
+// equal to what anypb.New makes, so other tools can read the store.
+func TestProvider_StoresAny(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	msg := wrapperspb.String("hello")
+	newProvider(t, s, nil).PersistEvent("any", 0, msg)
+	err := s.GetEvents(t.Context(), "any", 0, 0, func(_ uint64, data []byte) error {
+		var got anypb.Any
+		if err := proto.Unmarshal(data, &got); err != nil {
+			return err
+		}
+		if want := must(anypb.New(msg)); !proto.Equal(&got, want) {
+			t.Errorf("stored %v, want %v", &got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProvider_DeletesPassThrough(t *testing.T) {
+	s := memstore.New(&memstore.Options{KeepHistory: true})
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	for i := range 4 {
+		p.PersistEvent("d", i, wrapperspb.Int32(int32(i)))
+	}
+	p.PersistSnapshot("d", 1, wrapperspb.String("one"))
+	p.PersistSnapshot("d", 3, wrapperspb.String("three"))
+	p.DeleteEvents("d", 1)
+	p.DeleteSnapshots("d", 3)
+	n := 0
+	p.GetEvents("d", 0, 0, func(any) { n++ })
+	if n != 2 {
+		t.Errorf("%d events after DeleteEvents(1), want 2", n)
+	}
+	if _, _, ok := p.GetSnapshot("d"); ok {
+		t.Error("snapshot left after DeleteSnapshots(3)")
+	}
+}
+
+func TestProvider_StoreFailuresPanicTyped(t *testing.T) {
+	s := memstore.New(nil)
+	p := newProvider(t, s, nil)
+	s.Close()
+	calls := map[string]func(){
+		durability.OpPersistEvent:    func() { p.PersistEvent("x", 0, wrapperspb.String("lost?")) },
+		durability.OpPersistSnapshot: func() { p.PersistSnapshot("x", 0, wrapperspb.String("lost?")) },
+		durability.OpGetSnapshot:     func() { p.GetSnapshot("x") },
+		durability.OpGetEvents:       func() { p.GetEvents("x", 0, 0, func(any) { t.Error("callback called") }) },
+		durability.OpDeleteEvents:    func() { p.DeleteEvents("x", 0) },
+		durability.OpDeleteSnapshots: func() { p.DeleteSnapshots("x", 0) },
+	}
+	for op, call := range calls {
+		se := raised(t, call)
+		if se.Op != op || se.Name != "x" || !errors.Is(se, durability.ErrClosed) {
+			t.Errorf("%s raised %v, want op %q wrapping ErrClosed", op, se, op)
+		}
+	}
+}
+
+func TestProvider_BadDataPanicsTyped(t *testing.T) {
+	ctx := t.Context()
+	s := memstore.New(nil)
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	unknown := must(proto.Marshal(&anypb.Any{TypeUrl: "type.googleapis.com/nowhere.Nothing", Value: []byte{8, 1}}))
+	for name, data := range map[string][]byte{
+		"garbage": {0xff, 0xff, 0xff},
+		"unknown": unknown,
+	} {
+		if err := s.PersistEvent(ctx, name, 0, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PersistSnapshot(ctx, name, 0, data); err != nil {
+			t.Fatal(err)
+		}
+		if se := raised(t, func() { p.GetEvents(name, 0, 0, func(any) {}) }); se.Op != durability.OpDecode || se.Name != name || se.Retryable() {
+			t.Errorf("GetEvents of %s raised %v", name, se)
+		}
+		if se := raised(t, func() { p.GetSnapshot(name) }); se.Op != durability.OpDecode || se.Name != name {
+			t.Errorf("GetSnapshot of %s raised %v", name, se)
+		}
+	}
+	if se := raised(t, func() { p.PersistEvent("n", -1, wrapperspb.String("x")) }); se.Op != durability.OpPersistEvent {
+		t.Errorf("negative index raised %v", se)
+	}
+	if se := raised(t, func() { p.PersistEvent("n", 0, nil) }); se.Op != durability.OpEncode {
+		t.Errorf("nil event raised %v", se)
+	}
+}
+
+func TestStoreError(t *testing.T) {
+	cause := errors.New("disk on fire")
+	err := fmt.Errorf("persist chunk: %w", &durability.StoreError{Op: durability.OpPersistEvent, Name: "r1", Err: cause})
+	if got, want := err.Error(), `persist chunk: durability: persist event "r1": disk on fire`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(err, cause) {
+		t.Error("errors.Is does not reach the cause")
+	}
+	if durability.IsRetryable(err) {
+		t.Error("a plain cause is reported retryable")
+	}
+	if got := (&durability.StoreError{Op: "open", Err: cause}).Error(); got != "durability: open: disk on fire" {
+		t.Errorf("Error() without name = %q", got)
+	}
+	if !durability.IsRetryable(&durability.StoreError{Op: "x", Err: temporary{}}) {
+		t.Error("a Temporary() cause is not reported retryable")
+	}
+}
+
+type temporary struct{}
+
+func (temporary) Error() string   { return "busy" }
+func (temporary) Temporary() bool { return true }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -52,6 +52,25 @@ func (rt *Runtime) Start(spec Spec) (*Conn, error) {
 	return &Conn{rt: rt, pid: pid, port: p, portPID: portPID}, nil
 }
 
+// Spawn starts spec under the runtime's top-level supervisor with
+// spec.Subscriber as its subscriber (the zero Ref discards what it emits)
+// and returns it. Use it to feed a duplex into an actor of your own; use
+// [Runtime.Start] to talk to it from plain Go code.
+func (rt *Runtime) Spawn(spec Spec) (Ref, error) {
+	pid, err := rt.spawn(spec, spec.Subscriber.pid)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{pid: pid}, nil
+}
+
+// Send writes f into the sink of the duplex to, from outside any actor.
+func (rt *Runtime) Send(to Ref, f *messages.Frame) {
+	if to.pid != nil {
+		rt.system.Root.Send(to.pid, f)
+	}
+}
+
 // Ref is the connected duplex.
 func (c *Conn) Ref() Ref { return Ref{pid: c.pid} }
 

@@ -46,6 +46,13 @@ type FailureHandler interface {
 	OnFailure(c Context, err error)
 }
 
+// ChildFrameReceiver is an optional fast path: a Logic that implements it
+// gets frames from its children through ReceiveChildFrame instead of as
+// [ChildFrame] messages through Receive.
+type ChildFrameReceiver interface {
+	ReceiveChildFrame(c Context, child Ref, f *messages.Frame)
+}
+
 // Context is what a Logic can do. It is only valid inside the Receive (or
 // OnFailure) call it was passed to.
 type Context interface {

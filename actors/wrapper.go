@@ -133,6 +133,16 @@ func (l *WrapperLogic) Receive(c Context, msg any) {
 	}
 }
 
+// ReceiveChildFrame implements ChildFrameReceiver.
+func (l *WrapperLogic) ReceiveChildFrame(c Context, child Ref, f *messages.Frame) {
+	l.c = c
+	if child.Equal(l.inner) {
+		l.w.Response(l, f)
+		return
+	}
+	l.other(ChildFrame{Child: child, Frame: f})
+}
+
 func (l *WrapperLogic) other(msg any) {
 	if h, ok := l.w.(MessageHandler); ok {
 		h.HandleMessage(l, msg)

@@ -327,3 +327,66 @@ func TestPipeAndJoin(t *testing.T) {
 		t.Fatalf("join: got %q, want %q", outs, want)
 	}
 }
+
+func TestConn_RecvHonoursContext(t *testing.T) {
+	rt := newRuntime(t, nil)
+	conn, err := rt.Start(upper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := conn.Recv(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("recv with a cancelled context: %v", err)
+	}
+	if err := conn.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Recv(testCtx(t)); !errors.Is(err, actors.ErrDuplexStopped) {
+		t.Fatalf("recv after close: %v, want ErrDuplexStopped", err)
+	}
+}
+
+// TestSupervision_AllForOne: with an all-for-one strategy, one member of a
+// join failing restarts its siblings too, and each closes its open stream.
+func TestSupervision_AllForOne(t *testing.T) {
+	events := make(chan supervisor.Event, 10)
+	rt := newRuntime(t, &actors.RuntimeOptions{OnSupervision: func(e supervisor.Event) { events <- e }})
+	second := upper()
+	second.Name = "upper2" // siblings need distinct names
+	join := actors.Join("join", upper(), second)
+	join.Supervision = supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})
+	conn, err := rt.Start(join)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both members get "crash"; whichever fails first restarts both.
+	if err := conn.Send(messages.Text("s1", "crash")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	select {
+	case e := <-events:
+		if len(e.Affected) != 2 || e.Directive != supervisor.Restart {
+			t.Fatalf("event %+v, want a restart of both members", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("no supervision event")
+	}
+	var errs, ends int
+	for ends < 1 {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f.GetType() {
+		case messages.FrameType_ERROR:
+			errs++
+		case messages.FrameType_END:
+			ends++
+		}
+	}
+	if errs < 1 {
+		t.Fatal("no ERROR before END")
+	}
+}

@@ -1,0 +1,204 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// Names of the META frames of a response.
+const (
+	// MetaUsage is the META frame carrying token counts as JSON.
+	MetaUsage = "usage"
+	// MetaFinish is the META frame carrying the finish reason as a JSON string.
+	MetaFinish = "finish"
+)
+
+// Well-known PARAM names of a request.
+const (
+	ParamMessages   = "messages"
+	ParamTools      = "tools"
+	ParamToolChoice = "tool_choice"
+	ParamModel      = "model"
+)
+
+// ErrCancelled is the reason a request stopped by CANCEL or ABORT ends
+// with; its text is the text of the ERROR frame.
+var ErrCancelled = errors.New("cancelled")
+
+// Param is one PARAM frame of a request: a name and a raw JSON value.
+type Param struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// Request is one complete request to a model: the PARAM frames of a stream
+// up to its END, in arrival order. Adapters use the pointer as the identity
+// of the request (as the key of its background work and timers). A Request
+// is not changed once complete; its values are the payloads of the frames
+// it was built from and must not be modified.
+type Request struct {
+	StreamID string
+	Params   []Param
+}
+
+// Param returns the value of the PARAM named name (the last one when it
+// was sent more than once) and whether there was one.
+func (r *Request) Param(name string) (json.RawMessage, bool) {
+	for i := len(r.Params) - 1; i >= 0; i-- {
+		if r.Params[i].Name == name {
+			return r.Params[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// Frames returns the request as the PARAM frames and END that make it.
+func (r *Request) Frames() []*messages.Frame {
+	out := make([]*messages.Frame, 0, len(r.Params)+1)
+	for _, p := range r.Params {
+		out = append(out, messages.RawParam(r.StreamID, p.Name, p.Value))
+	}
+	return append(out, messages.End(r.StreamID))
+}
+
+// Tracker keeps the requests of an adapter's streams apart: it gathers
+// PARAM frames into [Request] values, queues a request completed while the
+// previous one of its stream is still being answered, and carries out
+// CANCEL and ABORT. The adapter starts the requests the tracker hands it,
+// checks [Tracker.Live] before emitting anything for one, and calls
+// [Tracker.Done] once it has emitted its END.
+//
+// The zero Tracker is ready. It is not safe for concurrent use: it lives
+// inside one adapter Logic.
+type Tracker struct {
+	streams map[string]*streamRequests
+}
+
+// streamRequests is what a tracker knows of one stream.
+type streamRequests struct {
+	pending *Request   // PARAMs seen, END not yet
+	queue   []*Request // complete, waiting for active to end
+	active  *Request   // being answered
+	stop    func()     // stops active's work; may be nil
+}
+
+// Frame takes a frame written into the adapter's sink. It returns a request
+// the adapter must start now: one that an END completed while no other
+// request of its stream was active; nil otherwise. CANCEL and ABORT stop
+// the active request (calling the stop function given to [Tracker.Start])
+// and emit ERROR("cancelled") and END through emit for every request of
+// the stream not yet ended. Other frames are ignored.
+func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request {
+	id := f.GetStreamId()
+	switch f.GetType() {
+	case messages.FrameType_PARAM:
+		s := t.stream(id)
+		if s.pending == nil {
+			s.pending = &Request{StreamID: id}
+		}
+		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
+	case messages.FrameType_END:
+		s := t.stream(id)
+		req := s.pending
+		if req == nil {
+			req = &Request{StreamID: id}
+		}
+		s.pending = nil
+		if s.active != nil {
+			s.queue = append(s.queue, req)
+			return nil
+		}
+		s.active = req
+		return req
+	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		if f.GetToolCallId() != "" {
+			return nil // cancels a tool call, not the model's answer
+		}
+		s, ok := t.streams[id]
+		if !ok {
+			return nil
+		}
+		delete(t.streams, id)
+		if s.stop != nil {
+			s.stop()
+		}
+		n := len(s.queue)
+		if s.active != nil {
+			n++
+		}
+		if s.pending != nil {
+			n++
+		}
+		for range n {
+			emit(messages.Error(id, ErrCancelled.Error()))
+			emit(messages.End(id))
+		}
+	}
+	return nil
+}
+
+func (t *Tracker) stream(id string) *streamRequests {
+	s, ok := t.streams[id]
+	if !ok {
+		if t.streams == nil {
+			t.streams = make(map[string]*streamRequests)
+		}
+		s = &streamRequests{}
+		t.streams[id] = s
+	}
+	return s
+}
+
+// Start records the function that stops the work answering req (a
+// cancel function from actors.Context.Go, a timer's stop, nil when
+// answering needs no background work). It replaces an earlier one.
+func (t *Tracker) Start(req *Request, stop func()) {
+	if s, ok := t.streams[req.StreamID]; ok && s.active == req {
+		s.stop = stop
+	}
+}
+
+// Live reports whether req is still being answered: it was started and
+// neither cancelled nor done. News about a request that is not live (late
+// progress of cancelled work) must be dropped.
+func (t *Tracker) Live(req *Request) bool {
+	s, ok := t.streams[req.StreamID]
+	return ok && s.active == req
+}
+
+// Done says the adapter has emitted the END of req. It returns the next
+// request of the stream to start, if one is queued.
+func (t *Tracker) Done(req *Request) *Request {
+	s, ok := t.streams[req.StreamID]
+	if !ok || s.active != req {
+		return nil
+	}
+	s.active, s.stop = nil, nil
+	if len(s.queue) > 0 {
+		next := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.active = next
+		return next
+	}
+	if s.pending == nil {
+		delete(t.streams, req.StreamID)
+	}
+	return nil
+}
+
+// Open reports how many streams have a request not yet ended.
+func (t *Tracker) Open() int { return len(t.streams) }
+
+// FinishFrame builds the META frame carrying a response's finish reason.
+func FinishFrame(streamID, reason string) *messages.Frame {
+	payload, _ := json.Marshal(reason) // a string always encodes
+	return messages.Meta(streamID, MetaFinish, payload)
+}
+
+// UsageFrame builds the META frame carrying a response's token counts.
+func UsageFrame(streamID string, usage json.RawMessage) *messages.Frame {
+	return messages.Meta(streamID, MetaUsage, usage)
+}

@@ -1,0 +1,180 @@
+package models_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+)
+
+type emitted []*messages.Frame
+
+func (e *emitted) emit(f *messages.Frame) { *e = append(*e, f) }
+
+func kinds(frames []*messages.Frame) []string {
+	var out []string
+	for _, f := range frames {
+		s := f.GetType().String()
+		if f.GetType() == messages.FrameType_ERROR {
+			s += "(" + f.GetText() + ")"
+		}
+		out = append(out, f.GetStreamId()+":"+s)
+	}
+	return out
+}
+
+func TestTracker_GathersParamsUntilEnd(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	if req := tr.Frame(messages.RawParam("s", "model", json.RawMessage(`"a"`)), out.emit); req != nil {
+		t.Fatal("a PARAM completed a request")
+	}
+	tr.Frame(messages.RawParam("s", "model", json.RawMessage(`"b"`)), out.emit)
+	tr.Frame(messages.Tick("s"), out.emit)
+	req := tr.Frame(messages.End("s"), out.emit)
+	if req == nil {
+		t.Fatal("END did not complete the request")
+	}
+	if v, _ := req.Param("model"); string(v) != `"b"` {
+		t.Fatalf("model = %s, want the last value \"b\"", v)
+	}
+	if _, ok := req.Param("tools"); ok {
+		t.Fatal("found a PARAM that was never sent")
+	}
+	if !tr.Live(req) {
+		t.Fatal("started request is not live")
+	}
+	if got := kinds(req.Frames()); !slices.Equal(got, []string{"s:PARAM", "s:PARAM", "s:END"}) {
+		t.Fatalf("Frames = %v", got)
+	}
+	if next := tr.Done(req); next != nil || tr.Live(req) || tr.Open() != 0 {
+		t.Fatalf("after Done: next %v, live %v, open %d", next, tr.Live(req), tr.Open())
+	}
+	if len(out) != 0 {
+		t.Fatalf("tracker emitted %v", kinds(out))
+	}
+}
+
+func TestTracker_QueuesSecondRequestOfAStream(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	first := tr.Frame(messages.End("s"), out.emit)
+	tr.Frame(messages.RawParam("s", "messages", json.RawMessage(`[]`)), out.emit)
+	if second := tr.Frame(messages.End("s"), out.emit); second != nil {
+		t.Fatal("second request started while the first is active")
+	}
+	other := tr.Frame(messages.End("o"), out.emit)
+	if other == nil {
+		t.Fatal("another stream's request was held back")
+	}
+	next := tr.Done(first)
+	if next == nil {
+		t.Fatal("queued request not handed over")
+	}
+	if _, ok := next.Param("messages"); !ok || !tr.Live(next) {
+		t.Fatal("handed over the wrong request")
+	}
+	if tr.Done(first) != nil {
+		t.Fatal("Done of a finished request did something")
+	}
+}
+
+func TestTracker_CancelAnswersEveryOpenRequest(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	stopped := 0
+	active := tr.Frame(messages.End("s"), out.emit)
+	tr.Start(active, func() { stopped++ })
+	tr.Frame(messages.End("s"), out.emit)                                       // queued
+	tr.Frame(messages.RawParam("s", "model", json.RawMessage(`"m"`)), out.emit) // pending
+	tr.Frame(messages.Cancel("s", "call_1"), out.emit)
+	if stopped != 0 || len(out) != 0 {
+		t.Fatal("a CANCEL naming a tool call stopped the model request")
+	}
+	tr.Frame(messages.Cancel("s", ""), out.emit)
+	if stopped != 1 {
+		t.Fatalf("stop called %d times, want 1", stopped)
+	}
+	want := []string{"s:ERROR(cancelled)", "s:END", "s:ERROR(cancelled)", "s:END", "s:ERROR(cancelled)", "s:END"}
+	if got := kinds(out); !slices.Equal(got, want) {
+		t.Fatalf("emitted %v, want %v", got, want)
+	}
+	if tr.Live(active) || tr.Open() != 0 {
+		t.Fatal("cancelled request still tracked")
+	}
+	out = nil
+	tr.Frame(messages.Abort("s"), out.emit)
+	if len(out) != 0 {
+		t.Fatalf("ABORT of an idle stream emitted %v", kinds(out))
+	}
+	if errors.Is(models.ErrCancelled, nil) || models.ErrCancelled.Error() != "cancelled" {
+		t.Fatal("ErrCancelled text changed")
+	}
+}
+
+func TestResponse_ReadsTextCallsAndMeta(t *testing.T) {
+	frames := []*messages.Frame{
+		messages.Text("s", "Hel"), messages.Text("s", "lo"),
+		withIndex(messages.ToolCall("s", "c1", "read", json.RawMessage(`{"p":1}`)), 0),
+		withIndex(messages.StreamingToolCall("s", "c2", "write"), 1),
+		messages.ToolArgChunk("s", "c2", `{"a"`), messages.ToolArgChunk("s", "c2", `:2}`),
+		messages.ToolComplete("s", "c2"),
+		models.UsageFrame("s", json.RawMessage(`{"total_tokens":3}`)),
+		models.FinishFrame("s", "tool_calls"),
+		messages.End("s"),
+	}
+	r, err := models.ReadResponse(frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Text != "Hello" || r.Finish != "tool_calls" || string(r.Usage) != `{"total_tokens":3}` || !r.Ended || r.Failed {
+		t.Fatalf("read %+v", r)
+	}
+	if len(r.ToolCalls) != 2 || r.ToolCalls[1].ID != "c2" || string(r.ToolCalls[1].Arguments) != `{"a":2}` || !r.ToolCalls[1].Streamed {
+		t.Fatalf("calls %+v", r.ToolCalls)
+	}
+}
+
+func withIndex(f *messages.Frame, i uint32) *messages.Frame {
+	if f.Meta == nil {
+		f.Meta = &messages.Metadata{}
+	}
+	f.Meta.Index = i
+	return f
+}
+
+func TestResponse_RejectsContractViolations(t *testing.T) {
+	cases := map[string][]*messages.Frame{
+		"after END":         {messages.End("s"), messages.Text("s", "x")},
+		"other stream":      {messages.Text("s", "x"), messages.Text("o", "y")},
+		"after ERROR":       {messages.Error("s", "boom"), messages.Text("s", "x")},
+		"duplicate id":      {messages.ToolCall("s", "c", "n", json.RawMessage(`{}`)), withIndex(messages.ToolCall("s", "c", "n", json.RawMessage(`{}`)), 1)},
+		"wrong index":       {withIndex(messages.ToolCall("s", "c", "n", json.RawMessage(`{}`)), 3)},
+		"invalid atomic":    {messages.ToolCall("s", "c", "n", json.RawMessage(`{"a":`))},
+		"invalid streamed":  {messages.StreamingToolCall("s", "c", "n"), messages.ToolArgChunk("s", "c", `{"a":`), messages.ToolComplete("s", "c")},
+		"unknown chunk":     {messages.ToolArgChunk("s", "c", `{}`)},
+		"unknown complete":  {messages.ToolComplete("s", "c")},
+		"open at END":       {messages.StreamingToolCall("s", "c", "n"), messages.End("s")},
+		"finish not string": {messages.Meta("s", models.MetaFinish, json.RawMessage(`3`))},
+		"no name":           {messages.ToolCall("s", "c", "", json.RawMessage(`{}`))},
+	}
+	for name, frames := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := models.ReadResponse(frames)
+			var pe *models.ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want a ProtocolError", err)
+			}
+		})
+	}
+	// A streaming call left open is fine when the response failed.
+	if _, err := models.ReadResponse([]*messages.Frame{
+		messages.StreamingToolCall("s", "c", "n"), messages.ToolArgChunk("s", "c", `{"a":`),
+		messages.Error("s", "cut off"), messages.End("s"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

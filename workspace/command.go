@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,39 +57,53 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		}, nil
 	}
 
-	timer := time.NewTimer(w.opts.CommandTimeout)
-	defer timer.Stop()
-	var timedOut bool
-	var stopErr error
-	select {
-	case <-p.exited:
-	case <-timer.C:
-		timedOut = true
-		p.stop(w.opts.KillGrace)
-	case <-ctx.Done():
-		stopErr = fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
-		p.stop(w.opts.KillGrace)
-	case <-w.closing:
-		stopErr = fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
-		p.stop(w.opts.KillGrace)
-	}
-	res := p.finish(w.opts.WaitDelay, w)
+	// The shell is waited for in this goroutine, as exec.Cmd.Run would;
+	// the timeout, ctx and Close act from their own callbacks.
+	grace := w.opts.KillGrace
+	timer := time.AfterFunc(w.opts.CommandTimeout, func() { p.terminate(stopTimeout, grace) })
+	stopCtx := context.AfterFunc(ctx, func() { p.terminate(stopCancel, grace) })
+	stopOnClose := context.AfterFunc(w.closed, func() { p.terminate(stopClose, grace) })
+	p.awaitExit()
+	timer.Stop()
+	stopCtx()
+	stopOnClose()
+
+	res, cause := p.finish(w)
 	res.Command = in.Command
-	if timedOut {
+	switch cause {
+	case stopTimeout:
 		res.TimedOut = true
 		res.ExitCode = TimeoutExitCode
 		res.Error = fmt.Sprintf("command timed out after %s and was killed", w.opts.CommandTimeout)
+	case stopCancel:
+		return res, fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
+	case stopClose:
+		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
-	return res, stopErr
+	return res, nil
 }
+
+// stopCause says why a command was stopped before it exited on its own.
+type stopCause int
+
+const (
+	stopNone stopCause = iota
+	stopTimeout
+	stopCancel
+	stopClose
+)
 
 // process is one running command: the shell, whose pid is also its
 // process group id, and the readers draining its output.
 type process struct {
 	cmd            *exec.Cmd
 	pgid           int
-	exited         chan struct{} // closed when the shell has exited (not yet reaped)
 	stdout, stderr *drain
+
+	mu       sync.Mutex // guards the fields below and signalling the group
+	reaped   bool       // the shell is reaped: pgid may name another group
+	cause    stopCause  // the first reason to stop, if any
+	killLate *time.Timer
 }
 
 // start starts the shell in a new session with our own pipes. The pipes
@@ -120,10 +135,9 @@ func (w *Workspace) start(command string) (*process, error) {
 		stderr.close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, exited: make(chan struct{}), stdout: stdout, stderr: stderr}
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdout: stdout, stderr: stderr}
 	go stdout.run()
 	go stderr.run()
-	go p.awaitExit()
 	return p, nil
 }
 
@@ -131,7 +145,6 @@ func (w *Workspace) start(command string) (*process, error) {
 // shell is an unreaped zombie its pid, which is the group id, cannot be
 // reused, so signalling the group cannot hit an unrelated process.
 func (p *process) awaitExit() {
-	defer close(p.exited)
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, p.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -141,35 +154,49 @@ func (p *process) awaitExit() {
 	}
 }
 
-// stop asks the group to terminate and kills it if the shell has not
-// exited after grace. It returns once the shell has exited.
-func (p *process) stop(grace time.Duration) {
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-	case <-t.C:
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-		<-p.exited
+// terminate stops the command for cause: SIGTERM to the group now,
+// SIGKILL after grace. Only the first cause counts, and nothing is sent
+// once the shell has been reaped.
+func (p *process) terminate(cause stopCause, grace time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped || p.cause != stopNone {
+		return
 	}
+	p.cause = cause
+	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	p.killLate = time.AfterFunc(grace, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.reaped {
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		}
+	})
 }
 
-// finish kills whatever is left in the group, reaps the shell and
-// collects the output. Output readers get waitDelay after the kill; past
-// it the pipes are held by a process outside the group and reading stops.
-func (p *process) finish(waitDelay time.Duration, w *Workspace) RunCommandResult {
-	<-p.exited
+// finish runs once the shell has exited: it kills whatever is left in the
+// group, reaps the shell and collects the output. The output readers get
+// WaitDelay after the kill; past it the pipes are held by a process
+// outside the group and reading stops.
+func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
+	p.mu.Lock()
 	if err := syscall.Kill(-p.pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
 		w.log.Warn("run_command: kill process group", "pgid", p.pgid, "err", err)
 	}
+	p.reaped = true
+	if p.killLate != nil {
+		p.killLate.Stop()
+	}
+	cause := p.cause
+	p.mu.Unlock()
+
 	if err := p.cmd.Wait(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			w.log.Warn("run_command: wait", "pid", p.pgid, "err", err)
 		}
 	}
-	cut := !p.awaitDrains(waitDelay)
+	cut := !p.awaitDrains(w.opts.WaitDelay)
 	p.stdout.close()
 	p.stderr.close()
 
@@ -182,10 +209,10 @@ func (p *process) finish(waitDelay time.Duration, w *Workspace) RunCommandResult
 		ExitCode:        exitCode(p.cmd.ProcessState),
 	}
 	if cut {
-		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", waitDelay)
+		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
 		w.log.Warn("run_command: output pipes held open after the process group was killed", "pgid", p.pgid)
 	}
-	return res
+	return res, cause
 }
 
 // awaitDrains waits up to waitDelay for both output streams to end; past

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // openFlags opens without blocking on a FIFO or device and without
@@ -72,7 +73,9 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 		res.Hint = "The file is not UTF-8 text; its content is not returned."
 		return res, nil
 	}
-	res.Content = string(data)
+	// data is not used after this, so the string can share its memory
+	// (as strings.Builder does) instead of copying up to MaxReadBytes.
+	res.Content = unsafe.String(unsafe.SliceData(data), len(data))
 	if truncated {
 		res.Hint = "The file is longer than the read limit; content holds its beginning."
 	}

@@ -125,10 +125,11 @@ type Workspace struct {
 	env      []string
 	log      *slog.Logger
 	shell    string
-	closing  chan struct{}
-	mu       sync.Mutex
-	closed   bool
-	calls    sync.WaitGroup
+	closed   context.Context // done once Close has begun
+	closeNow context.CancelFunc
+	mu       sync.Mutex // guards shut
+	shut     bool
+	calls    sync.WaitGroup // in-flight calls
 	once     sync.Once
 	closeErr error
 
@@ -161,13 +162,15 @@ func New(root string, opts *Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace root: %w", err)
 	}
+	closed, closeNow := context.WithCancel(context.Background())
 	w := &Workspace{
-		root:    r,
-		dir:     dir,
-		opts:    o,
-		log:     o.Logger,
-		shell:   shell,
-		closing: make(chan struct{}),
+		closed:   closed,
+		closeNow: closeNow,
+		root:     r,
+		dir:      dir,
+		opts:     o,
+		log:      o.Logger,
+		shell:    shell,
 	}
 	if o.AllowedExtensions != nil {
 		w.exts = make(map[string]bool, len(o.AllowedExtensions))
@@ -269,7 +272,7 @@ func (w *Workspace) enter(ctx context.Context, op string) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
+	if w.shut {
 		return fmt.Errorf("%s: %w", op, ErrClosed)
 	}
 	w.calls.Add(1)
@@ -283,8 +286,8 @@ func (w *Workspace) enter(ctx context.Context, op string) error {
 func (w *Workspace) Close() error {
 	w.once.Do(func() {
 		w.mu.Lock()
-		w.closed = true
-		close(w.closing)
+		w.shut = true
+		w.closeNow()
 		w.mu.Unlock()
 		w.calls.Wait()
 		if err := w.root.Close(); err != nil {

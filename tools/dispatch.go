@@ -1,0 +1,192 @@
+package tools
+
+import (
+	"fmt"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// dispatcher runs calls on tool actors that are children of the stage
+// that owns it (a router, the installer or the loop), and guarantees that
+// every call it accepts is answered exactly once through deliver: by the
+// tool, or by the dispatcher itself for an unknown, gone or unavailable
+// (circuit-open) tool. It lives inside one actor and is not safe for
+// concurrent use.
+type dispatcher struct {
+	slots       map[string]*slot
+	order       []*slot
+	byRef       map[string]*slot
+	breaker     BreakerOptions
+	outstanding map[callKey]*outstanding
+	deliver     func(c actors.WrapperContext, call, result *messages.Frame)
+}
+
+type slot struct {
+	tool    *Tool
+	ref     actors.Ref
+	gone    bool
+	breaker Breaker
+}
+
+type outstanding struct {
+	call *messages.Frame
+	slot *slot
+}
+
+// Timer keys of the breaker.
+type (
+	breakerExpired struct{ tool string }
+	breakerCooled  struct{ tool string }
+)
+
+func newDispatcher(tools []*Tool, b BreakerOptions, deliver func(c actors.WrapperContext, call, result *messages.Frame)) *dispatcher {
+	d := &dispatcher{slots: map[string]*slot{}, byRef: map[string]*slot{}, breaker: b,
+		outstanding: map[callKey]*outstanding{}, deliver: deliver}
+	for _, t := range tools {
+		s := &slot{tool: t, breaker: Breaker{Threshold: b.Failures}}
+		d.slots[t.Name()] = s
+		d.order = append(d.order, s)
+	}
+	return d
+}
+
+// start spawns the tool actors.
+func (d *dispatcher) start(c actors.Context) {
+	for _, s := range d.order {
+		ref, err := c.Spawn(s.tool.Spec())
+		if err != nil {
+			c.Fail(fmt.Errorf("start tool %q: %w", s.tool.Name(), err))
+		}
+		s.ref = ref
+		s.gone = false
+		d.byRef[ref.String()] = s
+	}
+}
+
+// run dispatches an atomic TOOL_CALL. A call whose id is already
+// outstanding in its stream is dropped: it has an answer coming.
+func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
+	key := keyOf(call)
+	if _, dup := d.outstanding[key]; dup {
+		c.Logger().Warn("duplicate tool call dropped", "tool", call.GetName(), "tool_call_id", key.id)
+		return
+	}
+	s, ok := d.slots[call.GetName()]
+	switch {
+	case !ok:
+		d.deliver(c, call, errorResult(call, FailureUnknownTool, fmt.Sprintf("Unknown tool: %s", call.GetName())))
+		return
+	case s.gone:
+		d.deliver(c, call, errorResult(call, FailureUnavailable, fmt.Sprintf("Tool %s is unavailable: it was stopped after repeated failures", s.tool.Name())))
+		return
+	case !d.breaker.Disabled && !s.breaker.Allow():
+		d.deliver(c, call, errorResult(call, FailureUnavailable, fmt.Sprintf(
+			"Tool %s is temporarily unavailable: it failed %d times within %v; answer without it or try again later",
+			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
+		return
+	}
+	d.outstanding[key] = &outstanding{call: call, slot: s}
+	c.Send(s.ref, call)
+}
+
+// reject answers call without running it.
+func (d *dispatcher) reject(c actors.WrapperContext, call *messages.Frame, message string) {
+	d.deliver(c, call, errorResult(call, FailureInvalidArguments, message))
+}
+
+// cancel forwards a CANCEL or ABORT to the tools running calls of its
+// stream; their cancelled results come back as usual.
+func (d *dispatcher) cancel(c actors.WrapperContext, f *messages.Frame) {
+	sent := map[*slot]bool{}
+	for k, o := range d.outstanding {
+		if k.stream != f.GetStreamId() || sent[o.slot] {
+			continue
+		}
+		if f.GetType() == messages.FrameType_CANCEL && f.GetToolCallId() != "" && f.GetToolCallId() != k.id {
+			continue
+		}
+		sent[o.slot] = true
+		c.Send(o.slot.ref, f)
+	}
+}
+
+// handle takes the messages of the tool actors and the breaker's timers.
+// It reports whether msg was one of them.
+func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
+	switch m := msg.(type) {
+	case actors.ChildFrame:
+		s, ok := d.byRef[m.Child.String()]
+		if !ok {
+			return false
+		}
+		if m.Frame.GetType() == messages.FrameType_TOOL_RESULT {
+			d.result(c, s, m.Frame)
+		}
+		return true // the END closing a call, a DESCRIPTION: nothing to pass on
+	case actors.ChildStopped:
+		s, ok := d.byRef[m.Child.String()]
+		if !ok {
+			return false
+		}
+		// The tool's supervisor gave up on it. Its calls were answered by
+		// its failure handler; answer any that were not, and refuse new ones.
+		s.gone = true
+		delete(d.byRef, m.Child.String())
+		for _, o := range d.outstanding {
+			if o.slot == s {
+				d.result(c, s, errorResult(o.call, FailureStopped, fmt.Sprintf("Tool %s stopped", s.tool.Name())))
+			}
+		}
+		return true
+	case actors.Timer:
+		switch k := m.Key.(type) {
+		case breakerExpired:
+			if s, ok := d.slots[k.tool]; ok {
+				s.breaker.Expire()
+			}
+			return true
+		case breakerCooled:
+			if s, ok := d.slots[k.tool]; ok {
+				s.breaker.Cooled()
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.Frame) {
+	key := keyOf(result)
+	o, ok := d.outstanding[key]
+	if !ok {
+		return // not ours or answered already: never deliver twice
+	}
+	delete(d.outstanding, key)
+	if !d.breaker.Disabled {
+		switch kind := KindOf(result); {
+		case kind == "":
+			s.breaker.Success()
+		case kind.countsAgainstTool():
+			c.After(d.breaker.Window, breakerExpired{s.tool.Name()})
+			if s.breaker.Failure() {
+				c.Logger().Warn("tool circuit opened", "tool", s.tool.Name())
+				c.After(d.breaker.Cooldown, breakerCooled{s.tool.Name()})
+			}
+		default:
+			s.breaker.Neutral()
+		}
+	}
+	d.deliver(c, o.call, result)
+}
+
+// inStream counts the outstanding calls of a stream.
+func (d *dispatcher) inStream(stream string) int {
+	n := 0
+	for k := range d.outstanding {
+		if k.stream == stream {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,265 @@
+package tools
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// Spec returns the spec of the tool's duplex actor, named "tool-<name>".
+// Each incarnation starts with no calls in flight.
+func (t *Tool) Spec() actors.Spec {
+	return actors.Spec{Name: "tool-" + t.def.Name, New: t.Logic}
+}
+
+// Logic returns a new Logic for the tool's duplex (what [Tool.Spec] runs),
+// for driving it step by step with actorstest.Recorder.
+//
+// The duplex answers DESCRIBE with a DESCRIPTION frame (payload: the
+// [Description] as JSON) and END; it ignores TICK and calls for other
+// tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
+// followed by an END, both carrying the call's stream id and tool-call id:
+// the handler's result, or an error result (see [FailureKind]) for invalid
+// arguments, a handler error, a timeout, a CANCEL (of that call id, or of
+// the whole stream when the CANCEL has no call id) or ABORT (of the
+// stream), and a panic. A panic in a handler fails the actor: the call gets
+// a "panicked" result, every other call in flight a "stopped" result, and
+// the supervisor restarts the tool. A second TOOL_CALL with the id of a
+// call still running is ignored.
+func (t *Tool) Logic() actors.Logic {
+	return &toolLogic{t: t, running: map[callKey]*runningCall{}, bySeq: map[uint64]callKey{}}
+}
+
+// callKey identifies a call: ids are unique within a stream.
+type callKey struct{ stream, id string }
+
+func keyOf(f *messages.Frame) callKey { return callKey{f.GetStreamId(), f.GetToolCallId()} }
+
+type runningCall struct {
+	seq       uint64
+	call      *messages.Frame
+	cancel    func()
+	stopTimer func() bool
+}
+
+// Keys of the tool logic's background work and timers.
+type (
+	jobKey     uint64
+	timeoutKey uint64
+)
+
+// outcome is what a handler run produced, encoded off the actor goroutine.
+type outcome struct {
+	payload json.RawMessage
+	err     error
+}
+
+type toolLogic struct {
+	t       *Tool
+	seq     uint64
+	running map[callKey]*runningCall
+	bySeq   map[uint64]callKey
+	inTurn  *runningCall // the sync call running in this turn, if any
+}
+
+// HandlerPanicError is the failure of a tool actor whose handler panicked.
+type HandlerPanicError struct {
+	Tool       string
+	ToolCallID string
+	Err        error // the *actors.PanicError
+}
+
+func (e *HandlerPanicError) Error() string {
+	return fmt.Sprintf("tool %q panicked in call %s: %v", e.Tool, e.ToolCallID, e.Err)
+}
+
+func (e *HandlerPanicError) Unwrap() error { return e.Err }
+
+func (l *toolLogic) Receive(c actors.Context, msg any) {
+	switch m := msg.(type) {
+	case *messages.Frame:
+		switch m.GetType() {
+		case messages.FrameType_DESCRIBE:
+			c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: m.GetStreamId(),
+				Name: l.t.def.Name, Payload: l.t.describe})
+			c.Emit(messages.End(m.GetStreamId()))
+		case messages.FrameType_TOOL_CALL:
+			if m.GetName() == l.t.def.Name {
+				l.call(c, m)
+			}
+		case messages.FrameType_CANCEL:
+			l.cancel(c, m.GetStreamId(), m.GetToolCallId(), "Tool call cancelled")
+		case messages.FrameType_ABORT:
+			l.cancel(c, m.GetStreamId(), "", "Tool call aborted")
+		}
+	case actors.AsyncDone:
+		if k, ok := m.Key.(jobKey); ok {
+			l.done(c, uint64(k), m)
+		}
+	case actors.Timer:
+		if k, ok := m.Key.(timeoutKey); ok {
+			if rc := l.lookup(uint64(k)); rc != nil {
+				l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
+					l.t.def.Name, l.t.def.Timeout.Milliseconds())))
+			}
+		}
+	}
+}
+
+func (l *toolLogic) lookup(seq uint64) *runningCall {
+	k, ok := l.bySeq[seq]
+	if !ok {
+		return nil
+	}
+	return l.running[k]
+}
+
+func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
+	key := keyOf(call)
+	if _, dup := l.running[key]; dup {
+		c.Logger().Warn("duplicate tool call ignored", "tool", l.t.def.Name, "tool_call_id", key.id)
+		return
+	}
+	args, err := l.t.validator.validate(call.GetPayload())
+	if err != nil {
+		answer(c, errorResult(call, FailureInvalidArguments, err.Error()))
+		return
+	}
+	l.seq++
+	rc := &runningCall{seq: l.seq, call: call}
+	l.running[key], l.bySeq[rc.seq] = rc, key
+	if l.t.def.Sync {
+		l.runSync(c, rc, args)
+		return
+	}
+	t := l.t
+	rc.cancel = c.Go(jobKey(rc.seq), func(ctx context.Context, _ func(any)) any { return t.run(ctx, args) })
+	if t.def.Timeout > 0 {
+		rc.stopTimer = c.After(t.def.Timeout, timeoutKey(rc.seq))
+	}
+}
+
+// runSync runs the handler in this turn. A panic unwinds Receive: the
+// shell fails the actor and OnFailure answers the call.
+func (l *toolLogic) runSync(c actors.Context, rc *runningCall, args json.RawMessage) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if l.t.def.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, l.t.def.Timeout)
+	}
+	rc.cancel = cancel
+	l.inTurn = rc
+	out := l.t.run(ctx, args)
+	l.inTurn = nil
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
+			l.t.def.Name, l.t.def.Timeout.Milliseconds())))
+		return
+	}
+	l.finish(c, rc, l.t.resultFrame(rc.call, out))
+}
+
+// run calls the handler and encodes its result. It may run on any
+// goroutine and touches no logic state.
+func (t *Tool) run(ctx context.Context, args json.RawMessage) outcome {
+	v, err := t.def.Handler(ctx, args)
+	if err != nil {
+		return outcome{err: err}
+	}
+	switch r := v.(type) {
+	case nil:
+		return outcome{payload: json.RawMessage("{}")}
+	case json.RawMessage:
+		if !json.Valid(r) {
+			return outcome{err: errors.New("handler returned invalid JSON")}
+		}
+		return outcome{payload: r}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return outcome{err: fmt.Errorf("encode result: %w", err)}
+	}
+	return outcome{payload: b}
+}
+
+func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {
+	if out.err != nil {
+		return errorResult(call, FailureHandler, out.err.Error())
+	}
+	return messages.RawToolResult(call.GetStreamId(), call.GetToolCallId(), call.GetName(), out.payload)
+}
+
+func (l *toolLogic) done(c actors.Context, seq uint64, d actors.AsyncDone) {
+	rc := l.lookup(seq)
+	if rc == nil {
+		return // answered already (timeout, cancel): a late result is discarded
+	}
+	if d.Err != nil {
+		var pe *actors.PanicError
+		if !errors.As(d.Err, &pe) {
+			l.finish(c, rc, errorResult(rc.call, FailureStopped, fmt.Sprintf("Tool %s stopped: %v", l.t.def.Name, d.Err)))
+			return
+		}
+		l.finish(c, rc, errorResult(rc.call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", l.t.def.Name, pe.Value)))
+		c.Fail(&HandlerPanicError{Tool: l.t.def.Name, ToolCallID: rc.call.GetToolCallId(), Err: d.Err})
+		return
+	}
+	out, _ := d.Value.(outcome)
+	l.finish(c, rc, l.t.resultFrame(rc.call, out))
+}
+
+func (l *toolLogic) finish(c actors.Context, rc *runningCall, result *messages.Frame) {
+	delete(l.running, keyOf(rc.call))
+	delete(l.bySeq, rc.seq)
+	if rc.stopTimer != nil {
+		rc.stopTimer()
+	}
+	if rc.cancel != nil {
+		rc.cancel()
+	}
+	answer(c, result)
+}
+
+// answer emits a call's one result and the END that closes it.
+func answer(c actors.Context, result *messages.Frame) {
+	c.Emit(result)
+	c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: result.GetStreamId(), ToolCallId: result.GetToolCallId()})
+}
+
+// inOrder returns the running calls that match, oldest first.
+func (l *toolLogic) inOrder(match func(callKey) bool) []*runningCall {
+	var out []*runningCall
+	for k, rc := range l.running {
+		if match(k) {
+			out = append(out, rc)
+		}
+	}
+	slices.SortFunc(out, func(a, b *runningCall) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+func (l *toolLogic) cancel(c actors.Context, stream, id, why string) {
+	for _, rc := range l.inOrder(func(k callKey) bool { return k.stream == stream && (id == "" || k.id == id) }) {
+		l.finish(c, rc, errorResult(rc.call, FailureCancelled, why))
+	}
+}
+
+// OnFailure implements actors.FailureHandler: every call still running
+// gets its error result before the incarnation ends.
+func (l *toolLogic) OnFailure(c actors.Context, err error) {
+	if rc := l.inTurn; rc != nil {
+		l.inTurn = nil
+		var pe *actors.PanicError
+		if errors.As(err, &pe) {
+			l.finish(c, rc, errorResult(rc.call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", l.t.def.Name, pe.Value)))
+		}
+	}
+	for _, rc := range l.inOrder(func(callKey) bool { return true }) {
+		l.finish(c, rc, errorResult(rc.call, FailureStopped, fmt.Sprintf("Tool %s stopped: %v", l.t.def.Name, err)))
+	}
+}

@@ -1,0 +1,387 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// Defaults of [LoopOptions].
+const (
+	DefaultMaxIterations     = 3
+	DefaultFinalSystemPrompt = "Answer directly using the tool result. Do not call tools."
+)
+
+// LoopOptions configure [NewLoop]. A nil *LoopOptions or a zero field
+// means the default; options are copied.
+type LoopOptions struct {
+	// Name is the loop actor's name; default "tool-loop". Tools,
+	// Handlers (run async), Breaker and Supervision as for routers.
+	RouterOptions
+	// ToolsParam, ToolChoice and SystemPrompt as for [InstallerOptions].
+	ToolsParam   json.RawMessage
+	ToolChoice   json.RawMessage
+	SystemPrompt string
+	// MaxIterations is the number of tool rounds per stream after which
+	// the follow-up carries FinalSystemPrompt; default 3.
+	MaxIterations int
+	// FinalSystemPrompt is appended as a system message to the follow-up
+	// of round MaxIterations; default [DefaultFinalSystemPrompt].
+	FinalSystemPrompt string
+	// OnToolResult, when set, is called once per call with its result, in
+	// call order, on the loop actor's goroutine: it must be quick and must
+	// not block (hand slow work to a goroutine or channel of your own).
+	OnToolResult func(ToolResultEvent)
+}
+
+// ToolResultEvent is what [LoopOptions.OnToolResult] receives.
+type ToolResultEvent struct {
+	StreamID string
+	// Iteration is the tool round, from 1.
+	Iteration int
+	// Call is the TOOL_CALL with complete arguments; Result its TOOL_RESULT.
+	Call   *messages.Frame
+	Result *messages.Frame
+}
+
+// NewLoop returns the spec of a tool loop around inner (the model adapter,
+// see the package doc for the contract). Per stream:
+//
+//   - Request path: PARAM frames are remembered (by name) and passed on.
+//     The first "messages" PARAM of a stream is preceded by the "tools" and
+//     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
+//     ABORT pass on; CANCEL and ABORT also cancel the stream's running
+//     tool calls and stop the loop for that stream.
+//   - Response path: the loop collects the TOOL_CALLs of one model
+//     response (atomic, or streaming ones once complete) until the
+//     response's END, then runs them all (in parallel unless Sync) and,
+//     once every call has its result, sends the follow-up request into
+//     inner: the remembered PARAMs other than messages/tools/tool_choice,
+//     then tools, tool_choice, and messages extended with the assistant
+//     message (content: the response's text or null, tool_calls as
+//     accumulated) and one {"role":"tool","tool_call_id","content"}
+//     message per call in call order (content: the result JSON as a
+//     string), then END. The follow-up of round MaxIterations also ends
+//     the messages with a system message FinalSystemPrompt; calls the
+//     model makes after that are not run (error results,
+//     FailureLimit) and the stream ends.
+//
+// What the outer consumer receives for a stream, in order: every TEXT the
+// model produced (also text that precedes tool calls), each TOOL_CALL as
+// one atomic frame with its complete arguments when the model makes it,
+// then the TOOL_RESULTs of that round in call order, the model's META
+// frames (usage...) as they come, and finally END — or ERROR then END
+// when the model failed (calls already surfaced then get error results
+// first). Every TOOL_CALL the consumer sees is followed by exactly one
+// TOOL_RESULT with its id. The loop is the outermost tool stage: wrapping
+// it in a router would run the surfaced calls again.
+func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
+	var opts LoopOptions
+	if o != nil {
+		opts = *o
+	}
+	ropts, all, err := opts.RouterOptions.prepare("tool-loop", false)
+	if err != nil {
+		return actors.Spec{}, err
+	}
+	switch {
+	case opts.MaxIterations < 0:
+		return actors.Spec{}, fmt.Errorf("loop %q: negative max iterations", ropts.Name)
+	case opts.MaxIterations == 0:
+		opts.MaxIterations = DefaultMaxIterations
+	}
+	if opts.FinalSystemPrompt == "" {
+		opts.FinalSystemPrompt = DefaultFinalSystemPrompt
+	}
+	if len(opts.ToolChoice) > 0 && !json.Valid(opts.ToolChoice) {
+		return actors.Spec{}, fmt.Errorf("loop %q: tool choice is not JSON", ropts.Name)
+	}
+	opts.ToolsParam = toolsParam(opts.ToolsParam, all)
+	if len(opts.ToolsParam) > 0 && !json.Valid(opts.ToolsParam) {
+		return actors.Spec{}, fmt.Errorf("loop %q: tools param is not JSON", ropts.Name)
+	}
+	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
+		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
+		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
+		return l
+	})
+	spec.Supervision = ropts.Supervision
+	return spec, nil
+}
+
+type loopPhase int
+
+const (
+	phaseRequest loopPhase = iota // the outer is sending a request
+	phaseModel                    // the model is answering
+	phaseTools                    // the tools of a model response are running
+	phaseClosed                   // ended outward; waiting for the model's END to forget
+)
+
+// loopSession is the state of one stream.
+type loopSession struct {
+	stream    string
+	phase     loopPhase
+	params    []*messages.Frame // PARAMs other than messages/tools/tool_choice
+	messages  []json.RawMessage
+	injected  bool
+	iteration int // tool rounds done
+	cancelled bool
+
+	// The current model response.
+	text        strings.Builder
+	calls       []*turnCall
+	dispatching bool
+}
+
+type turnCall struct {
+	call   *messages.Frame
+	result *messages.Frame
+}
+
+type loopLogic struct {
+	opts     LoopOptions
+	d        *dispatcher
+	asm      Assembler
+	sessions map[string]*loopSession
+}
+
+func (l *loopLogic) session(stream string) *loopSession {
+	s, ok := l.sessions[stream]
+	if !ok {
+		s = &loopSession{stream: stream}
+		l.sessions[stream] = s
+	}
+	return s
+}
+
+// Start implements actors.WrapperStarter.
+func (l *loopLogic) Start(c actors.WrapperContext) { l.d.start(c) }
+
+// HandleMessage implements actors.MessageHandler.
+func (l *loopLogic) HandleMessage(c actors.WrapperContext, msg any) { l.d.handle(c, msg) }
+
+// Request implements actors.Wrapped.
+func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
+	s := l.session(f.GetStreamId())
+	switch f.GetType() {
+	case messages.FrameType_PARAM:
+		if f.IsParam(ParamMessages) {
+			l.requestMessages(c, s, f)
+			return
+		}
+		if f.GetName() != ParamTools && f.GetName() != ParamToolChoice {
+			s.setParam(f)
+		}
+	case messages.FrameType_END:
+		if s.phase == phaseRequest {
+			s.phase = phaseModel
+		}
+	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		s.cancelled = true
+		l.d.cancel(c, f)
+	}
+	c.ToInner(f)
+}
+
+func (s *loopSession) setParam(f *messages.Frame) {
+	for i, p := range s.params {
+		if p.GetName() == f.GetName() {
+			s.params[i] = f
+			return
+		}
+	}
+	s.params = append(s.params, f)
+}
+
+func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *messages.Frame) {
+	list, err := decodeMessages(f.GetPayload())
+	if err != nil {
+		l.fail(c, s, fmt.Sprintf("tool loop: %v", err))
+		return
+	}
+	if s.injected {
+		s.messages = list
+		c.ToInner(f)
+		return
+	}
+	s.injected = true
+	if l.opts.SystemPrompt != "" {
+		list = withSystem(list, l.opts.SystemPrompt)
+	}
+	s.messages = list
+	l.sendTools(c, s.stream)
+	c.ToInner(messages.RawParam(s.stream, ParamMessages, encodeMessages(list)))
+}
+
+func (l *loopLogic) sendTools(c actors.WrapperContext, stream string) {
+	if len(l.opts.ToolsParam) > 0 {
+		c.ToInner(messages.RawParam(stream, ParamTools, l.opts.ToolsParam))
+	}
+	if len(l.opts.ToolChoice) > 0 {
+		c.ToInner(messages.RawParam(stream, ParamToolChoice, l.opts.ToolChoice))
+	}
+}
+
+// Response implements actors.Wrapped.
+func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
+	s := l.session(f.GetStreamId())
+	if s.phase == phaseClosed {
+		l.asm.Step(f) // keep the assembler's state clean
+		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
+			delete(l.sessions, s.stream)
+		}
+		return
+	}
+	for _, d := range l.asm.Step(f) {
+		switch d.Kind {
+		case Run:
+			s.calls = append(s.calls, &turnCall{call: d.Frame})
+			c.ToOuter(d.Frame)
+		case Reject:
+			s.calls = append(s.calls, &turnCall{call: d.Frame,
+				result: errorResult(d.Frame, FailureInvalidArguments, d.Message)})
+			c.ToOuter(d.Frame)
+		default:
+			l.pass(c, s, d.Frame)
+		}
+	}
+}
+
+func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Frame) {
+	switch f.GetType() {
+	case messages.FrameType_TEXT:
+		s.text.WriteString(f.GetText())
+		c.ToOuter(f)
+	case messages.FrameType_ERROR:
+		l.fail(c, s, f.GetText()) // the model's END that follows is dropped
+	case messages.FrameType_END:
+		l.endOfResponse(c, s)
+	default:
+		c.ToOuter(f)
+	}
+}
+
+// fail ends the stream outward with ERROR and END; surfaced calls without
+// a result get one first.
+func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
+	for _, tc := range s.calls {
+		if tc.result == nil {
+			tc.result = errorResult(tc.call, FailureStopped, "the model stream failed: "+reason)
+		}
+		c.ToOuter(tc.result)
+	}
+	s.calls = nil
+	c.ToOuter(messages.Error(s.stream, reason))
+	c.ToOuter(messages.End(s.stream))
+	s.phase = phaseClosed
+}
+
+// endOfResponse runs the calls of the model's response, or ends the
+// stream when it made none.
+func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
+	if len(s.calls) == 0 {
+		c.ToOuter(messages.End(s.stream))
+		delete(l.sessions, s.stream)
+		return
+	}
+	var why string
+	var kind FailureKind
+	switch {
+	case s.cancelled:
+		why, kind = "Tool call cancelled", FailureCancelled
+	case s.iteration >= l.opts.MaxIterations:
+		why, kind = fmt.Sprintf("Tool call refused: the limit of %d tool rounds was reached; answer directly", l.opts.MaxIterations), FailureLimit
+	}
+	s.phase = phaseTools
+	s.dispatching = true
+	for _, tc := range s.calls {
+		switch {
+		case tc.result != nil:
+		case why != "":
+			tc.result = errorResult(tc.call, kind, why)
+		default:
+			l.d.run(c, tc.call)
+		}
+	}
+	s.dispatching = false
+	l.maybeFinishRound(c, s)
+}
+
+// delivered is the dispatcher's answer for one call.
+func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Frame) {
+	s, ok := l.sessions[call.GetStreamId()]
+	if !ok {
+		return
+	}
+	for _, tc := range s.calls {
+		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
+			tc.result = result
+			break
+		}
+	}
+	if !s.dispatching {
+		l.maybeFinishRound(c, s)
+	}
+}
+
+func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
+	if s.phase != phaseTools {
+		return
+	}
+	for _, tc := range s.calls {
+		if tc.result == nil {
+			return
+		}
+	}
+	limited := s.iteration >= l.opts.MaxIterations
+	s.iteration++
+	calls := make([]*messages.Frame, len(s.calls))
+	for i, tc := range s.calls {
+		calls[i] = tc.call
+		c.ToOuter(tc.result)
+		if l.opts.OnToolResult != nil {
+			l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration, Call: tc.call, Result: tc.result})
+		}
+	}
+	if s.cancelled || limited {
+		c.ToOuter(messages.End(s.stream))
+		delete(l.sessions, s.stream)
+		return
+	}
+	s.messages = append(s.messages, assistantMessage(s.text.String(), calls))
+	for _, tc := range s.calls {
+		s.messages = append(s.messages, toolMessage(tc.result))
+	}
+	list := s.messages
+	if s.iteration >= l.opts.MaxIterations {
+		list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+	}
+	s.text.Reset()
+	s.calls = nil
+	s.phase = phaseModel
+	for _, p := range s.params {
+		c.ToInner(p)
+	}
+	l.sendTools(c, s.stream)
+	c.ToInner(messages.RawParam(s.stream, ParamMessages, encodeMessages(list)))
+	c.ToInner(messages.End(s.stream))
+}
+
+// OnFailure implements actors.WrapperFailureHandler: calls surfaced to the
+// consumer get their error results before the runtime closes the streams
+// with ERROR and END.
+func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
+	for _, s := range l.sessions {
+		for _, tc := range s.calls {
+			if tc.result == nil {
+				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))
+			}
+			c.ToOuter(tc.result)
+		}
+		s.calls = nil
+	}
+}

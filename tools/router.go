@@ -1,0 +1,154 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// RouterOptions configure a router. A nil *RouterOptions or a zero field
+// means the default. Options are copied by the constructors.
+type RouterOptions struct {
+	// Name is the router actor's name under its parent; default
+	// "tool-router" ("tool-installer" for an installer).
+	Name string
+	// Tools are the tools the router runs.
+	Tools []*Tool
+	// Handlers are more tools given as name → handler, seed style, with
+	// default definitions. Names must not repeat those of Tools.
+	Handlers map[string]HandlerFunc
+	// Breaker configures the per-tool circuit breaker.
+	Breaker BreakerOptions
+	// Supervision supervises the inner duplex and the tool actors; nil
+	// means the runtime's default (restart, 10 times in 10 s).
+	Supervision *supervisor.Strategy
+}
+
+// toolSet merges Tools and Handlers and checks names are unique.
+func toolSet(defs []*Tool, handlers map[string]HandlerFunc, sync bool) ([]*Tool, error) {
+	fromMap, err := FromHandlers(handlers, sync)
+	if err != nil {
+		return nil, err
+	}
+	all := append(append([]*Tool(nil), defs...), fromMap...)
+	seen := map[string]bool{}
+	for _, t := range all {
+		if t == nil {
+			return nil, errors.New("nil tool")
+		}
+		if seen[t.Name()] {
+			return nil, fmt.Errorf("tool %q given twice", t.Name())
+		}
+		seen[t.Name()] = true
+	}
+	return all, nil
+}
+
+func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, []*Tool, error) {
+	var opts RouterOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.Name == "" {
+		opts.Name = defaultName
+	}
+	var err error
+	if opts.Breaker, err = opts.Breaker.withDefaults(); err != nil {
+		return opts, nil, fmt.Errorf("router %q: %w", opts.Name, err)
+	}
+	all, err := toolSet(opts.Tools, opts.Handlers, sync)
+	if err != nil {
+		return opts, nil, fmt.Errorf("router %q: %w", opts.Name, err)
+	}
+	return opts, all, nil
+}
+
+// NewRouter returns the spec of a tool router around inner (the model
+// adapter). On the response path it intercepts TOOL_CALLs (atomic, and
+// streaming ones once complete), runs them on tool actors that are its
+// children, writes each call's one TOOL_RESULT into inner's sink and drops
+// the call from the outgoing stream; every other frame passes unchanged.
+// Unknown tools, invalid arguments and unavailable tools get error results.
+// CANCEL and ABORT on the request path go to inner and cancel the stream's
+// running calls. Handlers given as a map run Sync (the seed's synchronous
+// router): keep them cheap.
+func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
+	return newRouter(inner, opts, true)
+}
+
+// NewAsyncRouter is [NewRouter] with map handlers run asynchronously, each
+// call on its own goroutine (the seed's async router).
+func NewAsyncRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
+	return newRouter(inner, opts, false)
+}
+
+// NewStreamingRouter is [NewAsyncRouter] for model adapters that stream
+// tool-call arguments: a streaming TOOL_CALL is registered, its TEXT
+// chunks (meta.tool_arg_stream) are buffered per tool-call id and the call
+// runs at its META tool_complete. (Every router assembles streaming calls
+// — running half a call is never right — so this constructor is the seed's
+// name for the same router.) Its pending state is an [Assembler]'s
+// [PendingCalls].
+func NewStreamingRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
+	return newRouter(inner, opts, false)
+}
+
+func newRouter(inner actors.Spec, o *RouterOptions, sync bool) (actors.Spec, error) {
+	opts, all, err := o.prepare("tool-router", sync)
+	if err != nil {
+		return actors.Spec{}, err
+	}
+	spec := actors.Wrap(opts.Name, inner, func() actors.Wrapped { return newRouterLogic(all, opts.Breaker) })
+	spec.Supervision = opts.Supervision
+	return spec, nil
+}
+
+// routerLogic is the Wrapped of every router and of the installer.
+type routerLogic struct {
+	d   *dispatcher
+	asm Assembler
+	// install, when set, runs on request frames instead of passing them.
+	install func(c actors.WrapperContext, f *messages.Frame)
+}
+
+func newRouterLogic(all []*Tool, b BreakerOptions) *routerLogic {
+	return &routerLogic{d: newDispatcher(all, b, func(c actors.WrapperContext, _, result *messages.Frame) {
+		c.ToInner(result)
+	})}
+}
+
+// Start implements actors.WrapperStarter.
+func (r *routerLogic) Start(c actors.WrapperContext) { r.d.start(c) }
+
+// Request implements actors.Wrapped.
+func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
+	switch f.GetType() {
+	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		r.d.cancel(c, f)
+	}
+	if r.install != nil {
+		r.install(c, f)
+		return
+	}
+	c.ToInner(f)
+}
+
+// Response implements actors.Wrapped.
+func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
+	for _, d := range r.asm.Step(f) {
+		switch d.Kind {
+		case Run:
+			r.d.run(c, d.Frame)
+		case Reject:
+			r.d.reject(c, d.Frame, d.Message)
+		default:
+			c.ToOuter(d.Frame)
+		}
+	}
+}
+
+// HandleMessage implements actors.MessageHandler.
+func (r *routerLogic) HandleMessage(c actors.WrapperContext, msg any) { r.d.handle(c, msg) }

@@ -1,0 +1,229 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Defaults of a [Definition].
+const (
+	DefaultName        = "unnamed"
+	DefaultTimeout     = 30 * time.Second
+	DefaultCapability  = "read"
+	defaultSchemaJSON  = `{"type":"object","properties":{},"required":[]}`
+	descriptionPattern = "Tool: %s"
+)
+
+// NoTimeout as Definition.Timeout disables the timeout (the seed's
+// timeoutMs: 0). A zero Timeout means [DefaultTimeout].
+const NoTimeout time.Duration = -1
+
+// HandlerFunc runs one tool call. args are the call's JSON arguments,
+// already validated against the tool's schema ("" is passed as {}). ctx is
+// cancelled when the call times out, is cancelled (CANCEL/ABORT) or the
+// tool actor stops. The returned value is encoded as JSON and sent as the
+// call's result (nil is sent as {}; a json.RawMessage is sent as is). A
+// non-nil error is sent to the model as {"success":false,"error":err.Error()}.
+//
+// An async handler (the default) runs on its own goroutine, so several
+// calls of one tool may run at once: a HandlerFunc must be safe for
+// concurrent use. A Sync handler runs on the tool actor's goroutine.
+type HandlerFunc func(ctx context.Context, args json.RawMessage) (any, error)
+
+// Definition describes a tool. Its zero value is a valid tool named
+// "unnamed" that takes an object and answers {}. Definitions are copied by
+// [New]; changing one afterwards does not change the tool.
+type Definition struct {
+	// Name routes calls to the tool; default "unnamed".
+	Name string
+	// Description is shown to the model; default "Tool: <name>".
+	Description string
+	// Capabilities are tags mirrored in the DESCRIPTION; default ["read"].
+	Capabilities []string
+	// Transactional says the tool's effects are transactional.
+	Transactional bool
+	// Irreversible says the tool does not support undo. The DESCRIPTION
+	// reports reversible = !Irreversible (the seed's default is reversible).
+	Irreversible bool
+	// Idempotent says that running a call twice has the effect of running
+	// it once, so a durable loop may re-run a call interrupted by a crash.
+	Idempotent bool
+	// Schema is the JSON Schema of the arguments; default
+	// {"type":"object","properties":{},"required":[]}.
+	Schema json.RawMessage
+	// OutputSchema, when set, is the JSON Schema of successful results,
+	// mirrored in the DESCRIPTION (not enforced).
+	OutputSchema json.RawMessage
+	// Handler runs calls; default: answer {}.
+	Handler HandlerFunc
+	// Timeout bounds one call; zero means DefaultTimeout and NoTimeout (or
+	// any negative value) disables it. On timeout the handler's context is
+	// cancelled and the call is answered "Tool <name> timed out after <ms>ms";
+	// a result the handler returns later is discarded.
+	Timeout time.Duration
+	// Sync runs the handler inside the tool actor's turn instead of on its
+	// own goroutine (the default). Use it only for cheap handlers that
+	// never block: a sync handler delays every other message of the tool,
+	// and its timeout can only be noticed when it returns (its context
+	// carries the deadline; a late result is replaced by the timeout error).
+	Sync bool
+}
+
+// Tool is a validated, immutable [Definition] with its schema compiled. It
+// is safe for concurrent use; the zero Tool is not usable (use [New]).
+type Tool struct {
+	def       Definition
+	validator *validator
+	describe  json.RawMessage
+}
+
+// ErrInvalidDefinition is wrapped by the errors [New] returns for a
+// definition that cannot make a tool (a schema that does not compile, for
+// example).
+var ErrInvalidDefinition = errors.New("invalid tool definition")
+
+// New validates def, applies its defaults and compiles its schema.
+func New(def Definition) (*Tool, error) {
+	def.Capabilities = slices.Clone(def.Capabilities)
+	if def.Name == "" {
+		def.Name = DefaultName
+	}
+	if def.Description == "" {
+		def.Description = fmt.Sprintf(descriptionPattern, def.Name)
+	}
+	if len(def.Capabilities) == 0 {
+		def.Capabilities = []string{DefaultCapability}
+	}
+	if len(def.Schema) == 0 {
+		def.Schema = json.RawMessage(defaultSchemaJSON)
+	}
+	if def.Handler == nil {
+		def.Handler = func(context.Context, json.RawMessage) (any, error) { return nil, nil }
+	}
+	switch {
+	case def.Timeout == 0:
+		def.Timeout = DefaultTimeout
+	case def.Timeout < 0:
+		def.Timeout = NoTimeout
+	}
+	v, err := compileSchema(def.Name, def.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidDefinition, def.Name, err)
+	}
+	if len(def.OutputSchema) > 0 && !json.Valid(def.OutputSchema) {
+		return nil, fmt.Errorf("%w %q: output schema is not JSON", ErrInvalidDefinition, def.Name)
+	}
+	t := &Tool{def: def, validator: v}
+	if t.describe, err = json.Marshal(t.Description()); err != nil {
+		return nil, fmt.Errorf("%w %q: encode description: %w", ErrInvalidDefinition, def.Name, err)
+	}
+	return t, nil
+}
+
+// MustNew is [New] for definitions known to be valid; it panics on error.
+func MustNew(def Definition) *Tool {
+	t, err := New(def)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Name is the tool's name.
+func (t *Tool) Name() string { return t.def.Name }
+
+// Definition returns a copy of the tool's definition with defaults applied.
+func (t *Tool) Definition() Definition {
+	d := t.def
+	d.Capabilities = slices.Clone(d.Capabilities)
+	return d
+}
+
+// Description is the JSON payload of a tool's DESCRIPTION frame.
+type Description struct {
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	Schema        json.RawMessage `json:"schema"`
+	OutputSchema  json.RawMessage `json:"outputSchema,omitempty"`
+	Capabilities  []string        `json:"capabilities"`
+	Transactional bool            `json:"transactional"`
+	Reversible    bool            `json:"reversible"`
+	Idempotent    bool            `json:"idempotent"`
+	Sync          bool            `json:"sync"`
+	// TimeoutMs is the call timeout in milliseconds; 0 means none.
+	TimeoutMs int64 `json:"timeoutMs"`
+}
+
+// Description returns what the tool answers to DESCRIBE.
+func (t *Tool) Description() Description {
+	d := Description{
+		Name:          t.def.Name,
+		Description:   t.def.Description,
+		Schema:        t.def.Schema,
+		OutputSchema:  t.def.OutputSchema,
+		Capabilities:  slices.Clone(t.def.Capabilities),
+		Transactional: t.def.Transactional,
+		Reversible:    !t.def.Irreversible,
+		Idempotent:    t.def.Idempotent,
+		Sync:          t.def.Sync,
+	}
+	if t.def.Timeout > 0 {
+		d.TimeoutMs = t.def.Timeout.Milliseconds()
+	}
+	return d
+}
+
+// Function is the tool in the OpenAI chat "tools" format:
+// {"type":"function","function":{"name","description","parameters"}}.
+func (t *Tool) Function() json.RawMessage {
+	b, _ := json.Marshal(openAITool{Type: "function", Function: openAIFunction{
+		Name: t.def.Name, Description: t.def.Description, Parameters: t.def.Schema,
+	}}) // strings and already valid JSON always encode
+	return b
+}
+
+type openAITool struct {
+	Type     string         `json:"type"`
+	Function openAIFunction `json:"function"`
+}
+
+type openAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// FunctionList encodes tools as the OpenAI chat "tools" request parameter:
+// a JSON array of [Tool.Function] values.
+func FunctionList(tools []*Tool) json.RawMessage {
+	list := make([]json.RawMessage, len(tools))
+	for i, t := range tools {
+		list[i] = t.Function()
+	}
+	b, _ := json.Marshal(list) // valid raw messages always encode
+	return b
+}
+
+// FromHandlers makes a tool for each handler of a name → handler map, as
+// the seed's routers take them, with default definitions (sorted by name).
+// sync sets Definition.Sync for all of them.
+func FromHandlers(handlers map[string]HandlerFunc, sync bool) ([]*Tool, error) {
+	names := make([]string, 0, len(handlers))
+	for name := range handlers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]*Tool, 0, len(names))
+	for _, name := range names {
+		t, err := New(Definition{Name: name, Handler: handlers[name], Sync: sync})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

@@ -1,0 +1,61 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// TypedFunc is a tool implementation over Go types: In is decoded from the
+// call's arguments, Out is encoded as its result.
+type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
+
+// NewTyped makes a tool from a typed function. def gives the name,
+// description and the rest of the definition; def.Handler must be nil.
+// When def.Schema is empty it is inferred from In with
+// jsonschema.For[In] (struct fields by their json tags, required unless
+// omitempty/omitzero, no additional properties), and def.OutputSchema from
+// Out when it can be. Arguments are validated against the schema before
+// they are decoded into In, so fn only sees valid input.
+func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error) {
+	if def.Handler != nil {
+		return nil, fmt.Errorf("%w %q: a typed tool takes no Handler", ErrInvalidDefinition, def.Name)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("%w %q: nil function", ErrInvalidDefinition, def.Name)
+	}
+	if len(def.Schema) == 0 {
+		s, err := jsonschema.For[In](nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: infer input schema: %w", ErrInvalidDefinition, def.Name, err)
+		}
+		if def.Schema, err = json.Marshal(s); err != nil {
+			return nil, fmt.Errorf("%w %q: encode input schema: %w", ErrInvalidDefinition, def.Name, err)
+		}
+	}
+	if len(def.OutputSchema) == 0 {
+		if s, err := jsonschema.For[Out](nil); err == nil {
+			def.OutputSchema, _ = json.Marshal(s) // a schema inferred from a type always encodes
+		}
+	}
+	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in In
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, fmt.Errorf("decode arguments: %w", err)
+		}
+		return fn(ctx, in)
+	}
+	return New(def)
+}
+
+// MustNewTyped is [NewTyped] for definitions known to be valid; it panics
+// on error.
+func MustNewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) *Tool {
+	t, err := NewTyped(def, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -57,18 +57,16 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		}, nil
 	}
 
-	// The shell is waited for in this goroutine, as exec.Cmd.Run would;
+	// The shell is waited for, and its output drained, in this goroutine;
 	// the timeout, ctx and Close act from their own callbacks.
 	grace := w.opts.KillGrace
 	timer := time.AfterFunc(w.opts.CommandTimeout, func() { p.terminate(stopTimeout, grace) })
 	stopCtx := context.AfterFunc(ctx, func() { p.terminate(stopCancel, grace) })
 	stopOnClose := context.AfterFunc(w.closed, func() { p.terminate(stopClose, grace) })
-	p.awaitExit()
+	res, cause := p.finish(w)
 	timer.Stop()
 	stopCtx()
 	stopOnClose()
-
-	res, cause := p.finish(w)
 	res.Command = in.Command
 	switch cause {
 	case stopTimeout:
@@ -94,73 +92,71 @@ const (
 )
 
 // process is one running command: the shell, whose pid is also its
-// process group id, and the readers draining its output.
+// process group id, a pidfd that becomes readable when it exits, and the
+// read ends of its output pipes.
 type process struct {
 	cmd            *exec.Cmd
 	pgid           int
-	stdout, stderr *drain
+	pidfd          int
+	stdout, stderr *stream
 
 	mu       sync.Mutex // guards the fields below and signalling the group
-	reaped   bool       // the shell is reaped: pgid may name another group
+	finished bool       // the group was killed after the shell exited; send nothing more
 	cause    stopCause  // the first reason to stop, if any
 	killLate *time.Timer
 }
 
-// start starts the shell in a new session with our own pipes. The pipes
-// are ours (not exec's) so that the shell can be waited for without
-// waiting for its output to close, and the group killed right away.
+// start starts the shell in a new session with our own pipes. The read
+// ends stay out of the runtime's poller: the calling goroutine drains them
+// and watches the shell with one poll(2) loop, which costs no goroutines
+// and no handoffs between them.
 func (w *Workspace) start(command string) (*process, error) {
-	stdout, err := newDrain(w.opts.MaxOutputBytes)
+	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := newDrain(w.opts.MaxOutputBytes)
+	stderr, errW, err := newStream(w.opts.MaxOutputBytes)
 	if err != nil {
 		stdout.close()
+		outW.Close()
 		return nil, err
 	}
 	cmd := exec.Command(w.shell, "-c", command)
 	cmd.Dir = w.dir
 	cmd.Env = w.env
-	cmd.Stdout = stdout.w
-	cmd.Stderr = stderr.w
+	cmd.Stdout = outW
+	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	// The child has its copies of the write ends (or never will); ours
-	// must close so that the readers see EOF when the group is gone.
-	stdout.w.Close()
-	stderr.w.Close()
+	// must close so that the reads see EOF once the group is gone.
+	outW.Close()
+	errW.Close()
 	if err != nil {
 		stdout.close()
 		stderr.close()
 		return nil, err
 	}
 	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdout: stdout, stderr: stderr}
-	go stdout.run()
-	go stderr.run()
-	return p, nil
-}
-
-// awaitExit waits for the shell to exit without reaping it: while the
-// shell is an unreaped zombie its pid, which is the group id, cannot be
-// reused, so signalling the group cannot hit an unrelated process.
-func (p *process) awaitExit() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
+	// The shell cannot be reaped before Wait, so its pid names it here.
+	p.pidfd, err = unix.PidfdOpen(p.pgid, 0)
+	if err != nil {
+		p.pidfd = -1
+		p.kill()
+		_ = cmd.Wait()
+		p.release()
+		return nil, fmt.Errorf("pidfd_open (Linux 5.3 or later is needed): %w", err)
 	}
+	return p, nil
 }
 
 // terminate stops the command for cause: SIGTERM to the group now,
 // SIGKILL after grace. Only the first cause counts, and nothing is sent
-// once the shell has been reaped.
+// once the group was killed after the shell exited.
 func (p *process) terminate(cause stopCause, grace time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.reaped || p.cause != stopNone {
+	if p.finished || p.cause != stopNone {
 		return
 	}
 	p.cause = cause
@@ -168,37 +164,93 @@ func (p *process) terminate(cause stopCause, grace time.Duration) {
 	p.killLate = time.AfterFunc(grace, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if !p.reaped {
+		if !p.finished {
 			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		}
 	})
 }
 
-// finish runs once the shell has exited: it kills whatever is left in the
-// group, reaps the shell and collects the output. The output readers get
-// WaitDelay after the kill; past it the pipes are held by a process
-// outside the group and reading stops.
-func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
+// kill sends SIGKILL to the whole group and stops further signals. The
+// shell must not have been reaped yet: while it is an unreaped zombie its
+// pid, which is the group id, cannot be reused, so the signal cannot hit
+// an unrelated group.
+func (p *process) kill() {
 	p.mu.Lock()
-	if err := syscall.Kill(-p.pgid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-		w.log.Warn("run_command: kill process group", "pgid", p.pgid, "err", err)
-	}
-	p.reaped = true
+	defer p.mu.Unlock()
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.finished = true
 	if p.killLate != nil {
 		p.killLate.Stop()
 	}
+}
+
+// drain reads both output streams until the shell has exited and both
+// have ended. When the shell exits the group is killed; the streams then
+// get waitDelay to end, after which they are held open by a process that
+// left the group, and drain stops reading and reports false.
+func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
+	var scratch []byte // shared sink for output past the caps
+	fds := make([]unix.PollFd, 0, 3)
+	exited := false
+	var deadline time.Time
+	for {
+		fds = fds[:0]
+		for _, s := range []*stream{p.stdout, p.stderr} {
+			if !s.ended {
+				fds = append(fds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
+			}
+		}
+		if !exited {
+			fds = append(fds, unix.PollFd{Fd: int32(p.pidfd), Events: unix.POLLIN})
+		}
+		if len(fds) == 0 {
+			return true
+		}
+		timeout := -1
+		if exited {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
+		}
+		if _, err := unix.Poll(fds, timeout); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			log.Warn("run_command: poll", "err", err)
+			p.kill()
+			return false
+		}
+		for _, fd := range fds {
+			switch {
+			case fd.Revents == 0:
+			case fd.Fd == int32(p.pidfd):
+				exited = true
+				p.kill()
+				deadline = time.Now().Add(waitDelay)
+			case fd.Fd == int32(p.stdout.fd):
+				p.stdout.read(&scratch)
+			default:
+				p.stderr.read(&scratch)
+			}
+		}
+	}
+}
+
+// finish kills what is left, reaps the shell and builds the result.
+func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
+	complete := p.drain(w.opts.WaitDelay, w.log)
+	p.mu.Lock()
 	cause := p.cause
 	p.mu.Unlock()
-
 	if err := p.cmd.Wait(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			w.log.Warn("run_command: wait", "pid", p.pgid, "err", err)
 		}
 	}
-	cut := !p.awaitDrains(w.opts.WaitDelay)
-	p.stdout.close()
-	p.stderr.close()
+	p.release()
 
 	res := RunCommandResult{
 		Success:         true,
@@ -208,35 +260,26 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		StderrTruncated: p.stderr.truncated(),
 		ExitCode:        exitCode(p.cmd.ProcessState),
 	}
-	if cut {
+	if !complete {
 		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
 		w.log.Warn("run_command: output pipes held open after the process group was killed", "pgid", p.pgid)
 	}
 	return res, cause
 }
 
-// awaitDrains waits up to waitDelay for both output streams to end; past
-// it, it cuts them and reports false.
-func (p *process) awaitDrains(waitDelay time.Duration) bool {
-	deadline := time.NewTimer(waitDelay)
-	defer deadline.Stop()
-	for _, d := range []*drain{p.stdout, p.stderr} {
-		select {
-		case <-d.done:
-		case <-deadline.C:
-			p.stdout.cut()
-			p.stderr.cut()
-			<-p.stdout.done
-			<-p.stderr.done
-			return false
-		}
+// release closes the pidfd and the pipes' read ends.
+func (p *process) release() {
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
 	}
-	return true
+	p.stdout.close()
+	p.stderr.close()
 }
 
 // exitCode maps the shell's wait status to the seed's exit code, with
-// 128+N for death by signal N as shells report it.
-// A shell that could not be waited for reports -1.
+// 128+N for death by signal N as shells report it. A shell that could not
+// be waited for reports -1.
 func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
 		return -1
@@ -247,67 +290,82 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// drain reads one output stream to its end, keeping the first max bytes
-// and counting the rest. Its fields other than r and w belong to the
-// reading goroutine until done is closed.
-type drain struct {
-	r, w    *os.File
+// stream is the read end of one output pipe and what was kept from it:
+// the first max bytes, with the rest counted and dropped. It is used by
+// one goroutine.
+type stream struct {
+	fd      int
 	max     int
 	buf     []byte
 	total   int64
-	stopped bool // reading stopped before EOF
-	done    chan struct{}
+	ended   bool // EOF or a read error
+	stopped bool // ended by an error, not EOF
 }
 
-func newDrain(max int) (*drain, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("output pipe: %w", err)
+// newStream makes a pipe and returns its read end as a stream (non-
+// blocking, outside the runtime poller) and its write end for the child
+// (blocking, as programs expect).
+func newStream(max int) (*stream, *os.File, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("output pipe: %w", err)
 	}
-	return &drain{r: r, w: w, max: max, done: make(chan struct{})}, nil
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, fmt.Errorf("output pipe: %w", err)
+	}
+	return &stream{fd: p[0], max: max}, os.NewFile(uintptr(p[1]), "output"), nil
 }
 
-// run reads until EOF, an error, or cut; it closes done.
-func (d *drain) run() {
-	defer close(d.done)
-	var scratch []byte
+// read reads what the pipe holds now, until it would block or ends.
+// Output past max goes to *scratch, allocated on first need.
+func (s *stream) read(scratch *[]byte) {
 	for {
 		var dst []byte
-		if len(d.buf) < d.max {
-			if len(d.buf) == cap(d.buf) {
-				d.buf = slices.Grow(d.buf, min(max(512, cap(d.buf)), d.max-len(d.buf)))
+		if len(s.buf) < s.max {
+			if len(s.buf) == cap(s.buf) {
+				s.buf = slices.Grow(s.buf, min(max(512, cap(s.buf)), s.max-len(s.buf)))
 			}
-			dst = d.buf[len(d.buf):min(cap(d.buf), d.max)]
+			dst = s.buf[len(s.buf):min(cap(s.buf), s.max)]
 		} else {
-			if scratch == nil {
-				scratch = make([]byte, 64<<10)
+			if *scratch == nil {
+				*scratch = make([]byte, 64<<10)
 			}
-			dst = scratch
+			dst = *scratch
 		}
-		n, err := d.r.Read(dst)
-		d.total += int64(n)
-		if len(d.buf) < d.max {
-			d.buf = d.buf[:len(d.buf)+n]
-		}
-		if err != nil {
-			d.stopped = !errors.Is(err, io.EOF)
+		n, err := unix.Read(s.fd, dst)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
 			return
+		case err != nil:
+			s.ended, s.stopped = true, true
+			return
+		case n == 0:
+			s.ended = true
+			return
+		}
+		s.total += int64(n)
+		if len(s.buf) < s.max {
+			s.buf = s.buf[:len(s.buf)+n]
 		}
 	}
 }
 
-// cut makes a running reader return with what it has read.
-func (d *drain) cut() { _ = d.r.SetReadDeadline(time.Now()) }
-
-// close releases both pipe ends; the reader must have returned or never
-// started.
-func (d *drain) close() {
-	d.r.Close()
-	d.w.Close()
+func (s *stream) close() {
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+		s.fd = -1
+	}
 }
 
-func (d *drain) truncated() bool { return d.stopped || d.total > int64(len(d.buf)) }
+// truncated reports whether output was dropped or not read to its end.
+func (s *stream) truncated() bool {
+	return s.stopped || !s.ended || s.total > int64(len(s.buf))
+}
 
 // String returns the kept output as valid UTF-8: invalid bytes (and a
 // sequence cut at the cap) become U+FFFD.
-func (d *drain) String() string { return strings.ToValidUTF8(string(d.buf), "\uFFFD") }
+func (s *stream) String() string { return strings.ToValidUTF8(string(s.buf), "\uFFFD") }

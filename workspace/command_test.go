@@ -281,16 +281,15 @@ func TestRunCommand_ClosedWhileRunning(t *testing.T) {
 	mustDo(t, err)
 	dir, done := startBlocked(t, ws, t.Context())
 	mustDo(t, ws.Close())
-	// Close returned, so the call had returned too.
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("run during close: %v", err)
-		}
-	default:
-		t.Error("Close returned before the running command's call")
+	// Close waits for the call, which reaps the shell before it returns.
+	pgid := readPid(t, dir, ".pgid")
+	if err := syscall.Kill(pgid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("shell %d not reaped when Close returned: kill(0) = %v", pgid, err)
 	}
-	assertGroupGone(t, readPid(t, dir, ".pgid"))
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("run during close: %v", err)
+	}
+	assertGroupGone(t, pgid)
 	assertDead(t, readPid(t, dir, "bg.pid"))
 }
 

@@ -93,6 +93,8 @@ type Options struct {
 	// close after the command's process group was killed (default
 	// DefaultWaitDelay). Only a process that left the group (for example
 	// with setsid) can hold them that long; its output is then cut off.
+	// It plays the part of exec.Cmd.WaitDelay, which does not apply here
+	// because run_command owns the pipes and drains them itself.
 	WaitDelay time.Duration
 
 	// InheritEnv names the environment variables a command inherits from

@@ -1,0 +1,109 @@
+package scripted
+
+import (
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// logic is the adapter of one incarnation: it plays turns, one request at
+// a time per stream, waiting for timers between frames when the turn says
+// so.
+type logic struct {
+	model   *Model
+	tracker models.Tracker
+	plays   map[*models.Request]*playback
+}
+
+// playback is the progress of a turn answering one request.
+type playback struct {
+	turn      *compiledTurn
+	pos       int  // next step
+	waited    bool // the wait before step pos (or the ending) is over
+	stopTimer func() bool
+}
+
+func (l *logic) Receive(c actors.Context, msg any) {
+	switch m := msg.(type) {
+	case *messages.Frame:
+		if req := l.tracker.Frame(m, c.Emit); req != nil {
+			l.run(c, req)
+		}
+	case actors.Timer:
+		req, ok := m.Key.(*models.Request)
+		if p := l.plays[req]; ok && p != nil && l.tracker.Live(req) {
+			p.waited, p.stopTimer = true, nil
+			l.run(c, req)
+		}
+	}
+}
+
+// run starts or resumes req and, each time a request ends, the next one
+// queued on its stream.
+func (l *logic) run(c actors.Context, req *models.Request) {
+	for req != nil {
+		p := l.plays[req]
+		if p == nil {
+			turn, _, err := l.model.pick(req)
+			if err != nil {
+				c.Emit(messages.Error(req.StreamID, err.Error()))
+				c.Emit(messages.End(req.StreamID))
+				req = l.tracker.Done(req)
+				continue
+			}
+			p = &playback{turn: turn}
+			if l.plays == nil {
+				l.plays = make(map[*models.Request]*playback)
+			}
+			l.plays[req] = p
+			l.tracker.Start(req, func() { l.forget(req) })
+		}
+		if !l.play(c, req, p) {
+			return // waiting for a timer, or stalled
+		}
+		delete(l.plays, req)
+		req = l.tracker.Done(req)
+	}
+}
+
+// play emits the frames of p until a wait or the end; it reports whether
+// the turn ended.
+func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
+	t := p.turn
+	for p.pos < len(t.steps) {
+		s := &t.steps[p.pos]
+		if s.wait > 0 && !p.waited {
+			p.stopTimer = c.After(s.wait, req)
+			return false
+		}
+		p.waited = false
+		c.Emit(s.frame(req.StreamID))
+		p.pos++
+	}
+	if t.stall {
+		return false
+	}
+	if t.endWait > 0 && !p.waited {
+		p.stopTimer = c.After(t.endWait, req)
+		return false
+	}
+	id := req.StreamID
+	if t.fail != "" {
+		c.Emit(messages.Error(id, t.fail))
+	} else {
+		if t.usage != nil {
+			c.Emit(models.UsageFrame(id, t.usage))
+		}
+		c.Emit(messages.Meta(id, models.MetaFinish, t.finish))
+	}
+	c.Emit(messages.End(id))
+	return true
+}
+
+// forget drops req's playback when the tracker cancels it.
+func (l *logic) forget(req *models.Request) {
+	if p := l.plays[req]; p != nil && p.stopTimer != nil {
+		p.stopTimer()
+	}
+	delete(l.plays, req)
+}

@@ -36,13 +36,118 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestConformance_BatchDelay runs the suite with a gathering delay and tiny
-// batches, so that the committer's other paths are exercised too.
-func TestConformance_BatchDelay(t *testing.T) {
+// TestConformance_SmallBatchesAndCheckpoints runs the suite with a
+// gathering delay, tiny batches and a checkpoint every third write, so that
+// reads see data split between the log and the buckets.
+func TestConformance_SmallBatchesAndCheckpoints(t *testing.T) {
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
-		s, _ := openTemp(t, &Options{MaxBatchSize: 3, MaxBatchDelay: 200 * time.Microsecond})
+		s, _ := openTemp(t, &Options{MaxBatchSize: 3, MaxBatchDelay: 200 * time.Microsecond, CheckpointOps: 3})
 		return s
 	})
+}
+
+// TestConformance_CheckpointEveryCommit runs the suite with the log moved
+// into the buckets after every commit.
+func TestConformance_CheckpointEveryCommit(t *testing.T) {
+	durabilitytest.Run(t, func(t *testing.T) durability.Store {
+		s, _ := openTemp(t, &Options{CheckpointOps: 1})
+		return s
+	})
+}
+
+// crash stops s the way a killed process would: the committer is stopped
+// and the file closed without the final checkpoint, so the log is left
+// for the next Open to replay.
+func crash(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	s.closed = true
+	close(s.writes)
+	s.mu.Unlock()
+	<-s.committerDone
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplay_AfterCrash writes a mix of events, snapshots and deletes, part
+// of it checkpointed and part only in the log, "crashes", and checks that
+// the reopened store holds exactly what was acknowledged.
+func TestReplay_AfterCrash(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "crash.db")
+	s, err := Open(path, &Options{CheckpointOps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range uint64(12) { // checkpoints after writes 5 and 10
+		must(s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "a%d", i)))
+	}
+	must(s.PersistSnapshot(ctx, "a", 8, []byte("before 8"))) // compacts 0..7, in the log only
+	must(s.PersistEvent(ctx, "a", 9, []byte("a9 again")))
+	must(s.PersistEvent(ctx, "b", 0, []byte("b0")))
+	must(s.DeleteEvents(ctx, "b", 0))
+	must(s.PersistEvent(ctx, "b", 1, []byte("b1")))
+	if s.overlay.ops == 0 {
+		t.Fatal("nothing left in the log; the test would not test replay")
+	}
+	crash(t, s)
+
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatalf("reopen after crash: %v", err)
+	}
+	defer s.Close()
+	if s.overlay.ops != 0 {
+		t.Errorf("Open left %d writes in the log", s.overlay.ops)
+	}
+	read := func(name string) string {
+		var got []string
+		must(s.GetEvents(ctx, name, 0, 0, func(i uint64, d []byte) error {
+			got = append(got, fmt.Sprintf("%d:%s", i, d))
+			return nil
+		}))
+		return fmt.Sprint(got)
+	}
+	if got, want := read("a"), "[8:a8 9:a9 again 10:a10 11:a11]"; got != want {
+		t.Errorf("a after replay = %s, want %s", got, want)
+	}
+	if got, want := read("b"), "[1:b1]"; got != want {
+		t.Errorf("b after replay = %s, want %s", got, want)
+	}
+	snap, ok, err := s.GetSnapshot(ctx, "a")
+	if err != nil || !ok || snap.Index != 8 || string(snap.Data) != "before 8" {
+		t.Errorf("snapshot after replay = %+v, %v, %v", snap, ok, err)
+	}
+}
+
+// TestReplay_ReadOnlySeesLog opens a crashed file read-only: the log is
+// read into memory (not written back) and reads see it.
+func TestReplay_ReadOnlySeesLog(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t, nil)
+	if err := s.PersistEvent(ctx, "a", 0, []byte("in the log")); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s)
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	var got []string
+	if err := ro.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[in the log]" {
+		t.Errorf("read-only store over a crashed file reads %v", got)
+	}
 }
 
 func TestReopen_DataSurvives(t *testing.T) {
@@ -89,30 +194,36 @@ func TestReopen_DataSurvives(t *testing.T) {
 	}
 }
 
+// TestGetEvents_ManyPages reads more than one page, with the events all in
+// the log, all in the buckets, and split between them.
 func TestGetEvents_ManyPages(t *testing.T) {
-	ctx := t.Context()
-	s, _ := openTemp(t, &Options{NoSync: true})
-	defer s.Close()
-	const n = readPageEvents*2 + 17
-	var wg sync.WaitGroup
-	for i := range uint64(n) {
-		wg.Go(func() {
-			if err := s.PersistEvent(ctx, "p", i, fmt.Appendf(nil, "%d", i)); err != nil {
-				t.Error(err)
+	for _, checkpointOps := range []int{1, 1000, 100_000} {
+		t.Run(fmt.Sprint("checkpoint=", checkpointOps), func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := openTemp(t, &Options{NoSync: true, CheckpointOps: checkpointOps})
+			defer s.Close()
+			const n = readPageEvents*2 + 17
+			var wg sync.WaitGroup
+			for i := range uint64(n) {
+				wg.Go(func() {
+					if err := s.PersistEvent(ctx, "p", i, fmt.Appendf(nil, "%d", i)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			next := uint64(1)
+			err := s.GetEvents(ctx, "p", 1, n-1, func(i uint64, d []byte) error {
+				if i != next || string(d) != fmt.Sprint(i) {
+					return fmt.Errorf("got event %d %q, want %d", i, d, next)
+				}
+				next++
+				return nil
+			})
+			if err != nil || next != n-1 {
+				t.Errorf("GetEvents over pages: err %v, stopped before %d, want %d", err, next, n-1)
 			}
 		})
-	}
-	wg.Wait()
-	next := uint64(1)
-	err := s.GetEvents(ctx, "p", 1, n-1, func(i uint64, d []byte) error {
-		if i != next || string(d) != fmt.Sprint(i) {
-			return fmt.Errorf("got event %d %q, want %d", i, d, next)
-		}
-		next++
-		return nil
-	})
-	if err != nil || next != n-1 {
-		t.Errorf("GetEvents over pages: err %v, stopped before %d, want %d", err, next, n-1)
 	}
 }
 
@@ -144,7 +255,7 @@ func TestKeepHistory(t *testing.T) {
 
 func TestOpen_RejectsBadOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
-	for _, o := range []Options{{MaxBatchSize: -1}, {MaxBatchDelay: -time.Second}, {OpenTimeout: -1}} {
+	for _, o := range []Options{{MaxBatchSize: -1}, {MaxBatchDelay: -time.Second}, {OpenTimeout: -1}, {CheckpointOps: -1}, {CheckpointBytes: -1}} {
 		if s, err := Open(path, &o); err == nil {
 			s.Close()
 			t.Errorf("Open with %+v succeeded", o)

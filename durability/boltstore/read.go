@@ -1,0 +1,145 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// readPage bounds how many events, and roughly how many bytes, GetEvents
+// copies out of one read transaction before it calls back.
+const (
+	readPageEvents = 1024
+	readPageBytes  = 4 << 20
+)
+
+// GetEvents implements [durability.Store]. It copies events out of short
+// read transactions, a page at a time, and calls fn outside of them, so fn
+// may use the store.
+func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
+	for {
+		var page []entry
+		more := false
+		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
+			page, more = readPage(tx, name, pending, from, to)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := fn(e.index, e.data); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+		last := page[len(page)-1].index
+		if last == math.MaxUint64 {
+			return nil
+		}
+		from = last + 1
+	}
+}
+
+// readPage returns up to a page of name's events in [from, to), from its
+// bucket with its overlay (pending, may be nil) on top, copied; more says
+// whether events may follow the page.
+func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool) {
+	var over *pendingLog
+	if pending != nil {
+		over = &pending.events
+	}
+	// Bucket entries the overlay deleted are skipped by starting after them.
+	start, bucketVisible := from, true
+	if over != nil && over.hides(start) {
+		start = over.deletedThrough + 1
+		bucketVisible = over.deletedThrough != math.MaxUint64
+	}
+	var stored []entry
+	if b := sub(tx, name, eventsBucket); b != nil && bucketVisible {
+		size := 0
+		c := b.Cursor()
+		for k, v := c.Seek(indexKey(start)); k != nil; k, v = c.Next() {
+			i := decodeIndex(k)
+			if to != 0 && i >= to {
+				break
+			}
+			if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
+				more = true
+				break
+			}
+			stored = append(stored, entry{i, bytes.Clone(v)})
+			size += len(v)
+		}
+	}
+	var fresh []entry
+	if over != nil {
+		fresh = over.putsIn(from, to)
+		if more { // the rest of the overlay belongs to later pages
+			last := stored[len(stored)-1].index
+			fresh = slices.DeleteFunc(fresh, func(e entry) bool { return e.index > last })
+		}
+		for i := range fresh {
+			fresh[i].data = bytes.Clone(fresh[i].data)
+		}
+	}
+	page = merge(stored, fresh)
+	if len(page) > readPageEvents {
+		page, more = page[:readPageEvents], true
+	}
+	return page, more
+}
+
+// GetSnapshot implements [durability.Store].
+func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
+	var best entry
+	var ok bool
+	err := s.view(ctx, durability.OpGetSnapshot, name, func(tx *bolt.Tx, pending *pendingActor) error {
+		if b := sub(tx, name, snapshotsBucket); b != nil {
+			if k, v := b.Cursor().Last(); k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
+				best, ok = entry{decodeIndex(k), v}, true
+			}
+		}
+		if pending != nil {
+			if e, found := pending.snapshots.latest(); found && (!ok || e.index >= best.index) {
+				best, ok = e, true
+			}
+		}
+		best.data = bytes.Clone(best.data)
+		return nil
+	})
+	if err != nil || !ok {
+		return durability.Snapshot{}, false, err
+	}
+	return durability.Snapshot{Index: best.index, Data: best.data}, true, nil
+}
+
+// view runs fn in a read transaction together with name's overlay (nil if
+// none), unless name is invalid, the store is closed or ctx is done.
+func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pendingActor) error) error {
+	if !validName(name) {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	err := durability.ErrClosed
+	if !s.closed {
+		err = ctx.Err()
+	}
+	if err == nil {
+		s.viewMu.RLock()
+		err = s.db.View(func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
+		s.viewMu.RUnlock()
+	}
+	if err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	return nil
+}

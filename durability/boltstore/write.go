@@ -1,0 +1,231 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// writeKind says what a write does. Its value is stored in the log.
+type writeKind uint8
+
+const (
+	putEvent writeKind = iota
+	putSnapshot
+	deleteEvents
+	deleteSnapshots
+)
+
+func (k writeKind) op() string {
+	switch k {
+	case putEvent:
+		return durability.OpPersistEvent
+	case putSnapshot:
+		return durability.OpPersistSnapshot
+	case deleteEvents:
+		return durability.OpDeleteEvents
+	default:
+		return durability.OpDeleteSnapshots
+	}
+}
+
+// write is one mutation waiting for the committer: the record, its encoded
+// log value, and done, which receives its outcome exactly once.
+type write struct {
+	rec  record
+	enc  []byte
+	done chan error
+}
+
+var writePool = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+
+// maxDataSize keeps a log value within bbolt's value limit.
+const maxDataSize = bolt.MaxValueSize - bolt.MaxKeySize - 64
+
+// PersistEvent implements [durability.Store]. It returns once the
+// transaction holding the event is committed and fsync'd.
+func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	return s.submit(ctx, putEvent, name, index, data)
+}
+
+// PersistSnapshot implements [durability.Store]. The snapshot and the
+// compaction it implies are committed as one log entry.
+func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	return s.submit(ctx, putSnapshot, name, index, data)
+}
+
+// DeleteEvents implements [durability.Store].
+func (s *Store) DeleteEvents(ctx context.Context, name string, through uint64) error {
+	return s.submit(ctx, deleteEvents, name, through, nil)
+}
+
+// DeleteSnapshots implements [durability.Store].
+func (s *Store) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
+	return s.submit(ctx, deleteSnapshots, name, through, nil)
+}
+
+// validName reports whether name can be an actor bucket's key.
+func validName(name string) bool { return name != "" && len(name) <= bolt.MaxKeySize }
+
+// submit hands a write to the committer and waits for its commit.
+func (s *Store) submit(ctx context.Context, kind writeKind, name string, index uint64, data []byte) error {
+	if !validName(name) {
+		return &durability.StoreError{Op: kind.op(), Name: name, Err: durability.ErrInvalidName}
+	}
+	if len(data) > maxDataSize {
+		return &durability.StoreError{Op: kind.op(), Name: name, Err: fmt.Errorf("%d bytes: %w", len(data), bolterrors.ErrValueTooLarge)}
+	}
+	w := writePool.Get().(*write)
+	rec := record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data}
+	w.enc, w.rec = rec.encode()
+
+	s.mu.RLock()
+	err := s.enqueue(ctx, w)
+	s.mu.RUnlock()
+	if err == nil {
+		err = <-w.done
+	}
+	*w = write{done: w.done}
+	writePool.Put(w)
+	if err != nil {
+		return &durability.StoreError{Op: kind.op(), Name: name, Err: err}
+	}
+	return nil
+}
+
+// enqueue sends w to the committer unless the store is closed or ctx is
+// done first. s.mu must be held shared.
+func (s *Store) enqueue(ctx context.Context, w *write) error {
+	if s.closed {
+		return durability.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s.writes <- w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop is the committer goroutine: it takes the first waiting write,
+// gathers every other write already queued (up to maxBatch, or during
+// batchDelay), commits them in one transaction and reports to each. While a
+// commit's fsync runs, new writes queue up for the next one, so concurrent
+// writers share fsyncs without any fixed delay.
+func (s *Store) commitLoop() {
+	defer close(s.committerDone)
+	batch := make([]*write, 0, s.maxBatch)
+	var timer *time.Timer
+	for {
+		first, ok := <-s.writes
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+		open := true
+		if s.batchDelay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(s.batchDelay)
+			} else {
+				timer.Reset(s.batchDelay)
+			}
+		gather:
+			for len(batch) < s.maxBatch {
+				select {
+				case w, ok := <-s.writes:
+					if !ok {
+						open = false
+						break gather
+					}
+					batch = append(batch, w)
+				case <-timer.C:
+					break gather
+				}
+			}
+			timer.Stop()
+		}
+	drain:
+		for open && len(batch) < s.maxBatch {
+			select {
+			case w, ok := <-s.writes:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, w)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit appends batch to the log in one transaction, reports to each
+// writer, then checkpoints if the log is due. If the transaction fails and
+// the batch has more than one write, each write is retried alone so that
+// one bad write fails alone.
+func (s *Store) commit(batch []*write) {
+	err := s.appendLog(batch)
+	switch {
+	case err != nil && len(batch) > 1:
+		s.log.Warn("boltstore batch commit failed; retrying writes one by one", "writes", len(batch), "err", err)
+		for _, w := range batch {
+			w.done <- s.appendLog([]*write{w})
+		}
+	default:
+		if err != nil {
+			s.log.Warn("boltstore commit failed", "op", batch[0].rec.kind.op(), "name", batch[0].rec.name, "err", err)
+		}
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
+	s.viewMu.RLock()
+	due := s.overlay.ops >= s.checkpointOps || s.overlay.bytes >= s.checkpointBytes
+	s.viewMu.RUnlock()
+	if due {
+		if err := s.checkpoint(); err != nil {
+			// The writes are safe in the log; a later commit retries.
+			s.log.Warn("boltstore checkpoint failed", "err", err)
+		}
+	}
+}
+
+// appendLog commits batch to the log and, once committed, to the overlay.
+// Log keys are consecutive, so a commit fills the log's last pages instead
+// of touching one page per actor.
+func (s *Store) appendLog(batch []*write) error {
+	keys := make([]byte, 8*len(batch))
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		wal := tx.Bucket(walBucket)
+		wal.FillPercent = 1 // keys only grow: pack pages full
+		for i, w := range batch {
+			key := binary.BigEndian.AppendUint64(keys[8*i:8*i], s.nextSeq+uint64(i))
+			if err := wal.Put(key, w.enc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.nextSeq += uint64(len(batch))
+	s.viewMu.Lock()
+	for _, w := range batch {
+		s.overlay.apply(w.rec)
+	}
+	s.viewMu.Unlock()
+	return nil
+}

@@ -84,6 +84,16 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 			},
 		},
 		{
+			name:    "output of exactly the cap",
+			command: "head -c 1048576 /dev/zero | tr '\\0' x",
+			check: func(t *testing.T, res RunCommandResult) {
+				wantExit(t, res, 0, false)
+				if res.StdoutTruncated || res.Stdout != strings.Repeat("x", DefaultMaxOutputBytes) {
+					t.Errorf("stdout %d bytes truncated=%v", len(res.Stdout), res.StdoutTruncated)
+				}
+			},
+		},
+		{
 			name:    "50 MB on each stream at once",
 			command: "head -c 50000000 /dev/zero >&2 & head -c 50000000 /dev/zero; wait",
 			check: func(t *testing.T, res RunCommandResult) {

@@ -41,6 +41,13 @@
 // [Options.WaitDelay] at most). Confining commands further needs an OS
 // sandbox (namespaces, cgroups), which this package does not set up.
 //
+// # Platform
+//
+// The package is for Linux: run_command watches the shell through a pidfd
+// (Linux 5.3 or later) and drains both output pipes with one poll(2) loop
+// in the calling goroutine, and the extension check on a resolved
+// symbolic link reads the open file's name from /proc/self/fd.
+//
 // # Results and errors
 //
 // A tool failure (a refused path, a missing file, an empty command) is a

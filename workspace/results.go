@@ -3,18 +3,21 @@ package workspace
 import "encoding/json"
 
 // ReadFileInput is the argument of read_file. Its JSON schema can be
-// inferred with github.com/google/jsonschema-go.
+// inferred with github.com/google/jsonschema-go. The zero value (an empty
+// path) lists the workspace root. Inputs and results are plain values.
 type ReadFileInput struct {
 	Path string `json:"path" jsonschema:"file path relative to the workspace root; empty lists the files at the root, a directory path lists that directory"`
 }
 
-// WriteFileInput is the argument of write_file.
+// WriteFileInput is the argument of write_file. The zero value is
+// refused (empty path).
 type WriteFileInput struct {
 	Path    string `json:"path" jsonschema:"file path relative to the workspace root; missing parent directories are created"`
 	Content string `json:"content" jsonschema:"the complete new content of the file"`
 }
 
-// RunCommandInput is the argument of run_command.
+// RunCommandInput is the argument of run_command. The zero value is
+// refused (empty command).
 type RunCommandInput struct {
 	Command string `json:"command" jsonschema:"shell command line, run with sh -c in the workspace directory"`
 }

@@ -516,3 +516,53 @@ func TestNew_Options(t *testing.T) {
 		t.Error("extension list not copied or not case-insensitive")
 	}
 }
+
+// A name flipped between a regular file and a link to outside, while the
+// tools use it, never yields or changes the outside file: the check and
+// the use are the same os.Root descriptor walk, not two lookups.
+func TestFiles_SwapRace(t *testing.T) {
+	fx := newFixture(t, &Options{})
+	swap := filepath.Join(fx.root, "swap.txt")
+	tmpLink := filepath.Join(fx.root, "swap-link.tmp")
+	tmpFile := filepath.Join(fx.root, "swap-file.tmp")
+	stop := make(chan struct{})
+	flipped := make(chan struct{})
+	go func() {
+		defer close(flipped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Replace swap.txt atomically by a link to outside or a file.
+			if i%2 == 0 {
+				os.Remove(tmpLink)
+				_ = os.Symlink("../outside/secret.txt", tmpLink)
+				_ = os.Rename(tmpLink, swap)
+			} else {
+				_ = os.WriteFile(tmpFile, []byte("inside\n"), 0o644)
+				_ = os.Rename(tmpFile, swap)
+			}
+		}
+	}()
+	for range 300 {
+		r, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: "swap.txt"})
+		mustDo(t, err)
+		if strings.Contains(r.Content, "secret") {
+			t.Fatalf("read reached outside: %+v", r)
+		}
+		w, err := fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "swap.txt", Content: "written\n"})
+		mustDo(t, err)
+		// Depending on the moment, the write succeeds inside or is
+		// refused; either is safe as long as outside stays untouched.
+		if !w.Success && w.Reason == "" {
+			t.Errorf("refusal without a reason: %+v", w)
+		}
+	}
+	close(stop)
+	<-flipped
+	if got := readFile(t, filepath.Join(fx.outside, "secret.txt")); got != secretContent {
+		t.Fatalf("outside file changed to %q", got)
+	}
+}

@@ -16,6 +16,9 @@ import (
 type validator struct {
 	tool   string
 	schema *jsonschema.Schema
+	// emptyOK says {} is valid: empty arguments and a bare {} (the usual
+	// call of a tool without parameters) then need no decoding.
+	emptyOK bool
 }
 
 // errNoRemoteSchemas refuses to load $ref targets: a tool's schema must be
@@ -35,7 +38,7 @@ func compileSchema(tool string, schema json.RawMessage) (*validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	return &validator{tool: tool, schema: s}, nil
+	return &validator{tool: tool, schema: s, emptyOK: s.Validate(map[string]any{}) == nil}, nil
 }
 
 // ArgumentsError is the error of a call whose arguments are not valid JSON
@@ -55,8 +58,11 @@ func (e *ArgumentsError) Error() string {
 // validate returns the arguments to pass to the handler: "" (or only
 // whitespace) becomes {}.
 func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(args)) == 0 {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "{}" {
 		args = json.RawMessage("{}")
+		if v.emptyOK {
+			return args, nil
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()

@@ -277,12 +277,14 @@ func encode(msg proto.Message) ([]byte, error) {
 	if msg == nil {
 		return nil, errors.New("nil message")
 	}
-	url := anyTypeURLPrefix + string(msg.ProtoReflect().Descriptor().FullName())
+	name := msg.ProtoReflect().Descriptor().FullName()
+	urlLen := len(anyTypeURLPrefix) + len(name)
 	size := proto.Size(msg)
-	total := protowire.SizeTag(1) + protowire.SizeBytes(len(url)) + protowire.SizeTag(2) + protowire.SizeBytes(size)
+	total := protowire.SizeTag(1) + protowire.SizeBytes(urlLen) + protowire.SizeTag(2) + protowire.SizeBytes(size)
 	b := make([]byte, 0, total)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendString(b, url)
+	b = protowire.AppendVarint(b, uint64(urlLen))
+	b = append(append(b, anyTypeURLPrefix...), name...)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(size))
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, msg)
@@ -290,7 +292,7 @@ func encode(msg proto.Message) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) != total {
-		return nil, fmt.Errorf("%s changed while being encoded", url)
+		return nil, fmt.Errorf("%s changed while being encoded", name)
 	}
 	return b, nil
 }

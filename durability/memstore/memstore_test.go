@@ -41,3 +41,18 @@ func TestKeepHistory(t *testing.T) {
 		t.Errorf("GetSnapshot = %+v, %v, %v; want index 3", snap, ok, err)
 	}
 }
+
+// TestPersistEventAllocs: one allocation, the store's copy of the data.
+func TestPersistEventAllocs(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	data := make([]byte, 100)
+	i := uint64(0)
+	allocs := testing.AllocsPerRun(1000, func() {
+		_ = s.PersistEvent(t.Context(), "a", i%64, data) // overwrite: no map growth
+		i++
+	})
+	if allocs > 1 {
+		t.Errorf("PersistEvent allocates %.1f times per call, budget 1", allocs)
+	}
+}

@@ -33,7 +33,10 @@ type LoopOptions struct {
 	FinalSystemPrompt string
 	// OnToolResult, when set, is called once per call with its result, in
 	// call order, on the loop actor's goroutine: it must be quick and must
-	// not block (hand slow work to a goroutine or channel of your own).
+	// not block (hand slow work to a goroutine or channel of your own). A
+	// panic in it fails the loop actor like any panic in its logic: the
+	// calls not yet reported get error results and the open streams end
+	// with ERROR and END.
 	OnToolResult func(ToolResultEvent)
 }
 
@@ -140,6 +143,7 @@ type loopSession struct {
 type turnCall struct {
 	call   *messages.Frame
 	result *messages.Frame
+	sent   bool // the result went to the consumer
 }
 
 type loopLogic struct {
@@ -272,7 +276,10 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		if tc.result == nil {
 			tc.result = errorResult(tc.call, FailureStopped, "the model stream failed: "+reason)
 		}
-		c.ToOuter(tc.result)
+		if !tc.sent {
+			tc.sent = true
+			c.ToOuter(tc.result)
+		}
 	}
 	s.calls = nil
 	c.ToOuter(messages.Error(s.stream, reason))
@@ -342,6 +349,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	calls := make([]*messages.Frame, len(s.calls))
 	for i, tc := range s.calls {
 		calls[i] = tc.call
+		tc.sent = true
 		c.ToOuter(tc.result)
 		if l.opts.OnToolResult != nil {
 			l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration, Call: tc.call, Result: tc.result})
@@ -380,7 +388,10 @@ func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
 			if tc.result == nil {
 				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))
 			}
-			c.ToOuter(tc.result)
+			if !tc.sent {
+				tc.sent = true
+				c.ToOuter(tc.result)
+			}
 		}
 		s.calls = nil
 	}

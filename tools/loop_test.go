@@ -251,3 +251,106 @@ func TestInstaller_OneShotInjection(t *testing.T) {
 		t.Fatalf("second request changed: %q", got)
 	}
 }
+
+// TestLoop_ParallelResultsInCallOrder: the calls of one response run at
+// the same time (the first waits until the second has finished), and
+// their results — also those of an unknown tool and of invalid arguments —
+// go out and back to the model in call order.
+func TestLoop_ParallelResultsInCallOrder(t *testing.T) {
+	rt := newRuntime(t)
+	model := newSink()
+	secondDone := make(chan struct{})
+	pair := tools.MustNew(tools.Definition{Name: "pair",
+		Schema: raw(`{"type":"object","properties":{"first":{"type":"boolean"}}}`),
+		Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+			if string(args) == `{"first":true}` {
+				select {
+				case <-secondDone:
+					return "first", nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			close(secondDone)
+			return "second", nil
+		}})
+	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{
+		{
+			messages.ToolCall("", "c1", "pair", raw(`{"first":true}`)),
+			messages.ToolCall("", "c2", "pair", raw(`{}`)),
+			messages.ToolCall("", "c3", "missing", raw(`{}`)),
+			messages.ToolCall("", "c4", "pair", raw(`{"first":"yes"}`)),
+			messages.End(""),
+		},
+		{messages.Text("", "done"), messages.End("")},
+	}, model.observe), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{pair}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(request("s")...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, f := range out {
+		if f.GetType() == messages.FrameType_TOOL_RESULT {
+			results = append(results, f.GetToolCallId()+":"+string(tools.KindOf(f)))
+		}
+	}
+	if want := []string{"c1:", "c2:", "c3:unknown_tool", "c4:invalid_arguments"}; !slices.Equal(results, want) {
+		t.Fatalf("results %q, want %q", results, want)
+	}
+	model.until(t, isEnd) // the first request
+	var ids []string
+	for _, m := range lastMessages(t, model.until(t, isEnd)) {
+		if m["role"] == "tool" {
+			ids = append(ids, m["tool_call_id"].(string))
+		}
+	}
+	if want := []string{"c1", "c2", "c3", "c4"}; !slices.Equal(ids, want) {
+		t.Fatalf("tool messages for %q, want %q", ids, want)
+	}
+}
+
+// TestLoop_HookPanic: a panic in OnToolResult fails the loop actor; each
+// surfaced call still gets exactly one result and the stream ends with
+// ERROR and END.
+func TestLoop_HookPanic(t *testing.T) {
+	rt := newRuntime(t)
+	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{{
+		messages.ToolCall("", "c1", "weather", raw(`{"city":"Paris"}`)),
+		messages.ToolCall("", "c2", "weather", raw(`{"city":"Oslo"}`)),
+		messages.End(""),
+	}}, nil), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}},
+		OnToolResult:  func(tools.ToolResultEvent) { panic("hook bug") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(request("s")...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, f := range out {
+		k := f.GetType().String()
+		if f.GetType() == messages.FrameType_TOOL_RESULT {
+			k += " " + f.GetToolCallId() + " " + string(tools.KindOf(f))
+		}
+		kinds = append(kinds, k)
+	}
+	// c2 had its result already: it is sent, once, before the streams close.
+	want := []string{"TOOL_CALL", "TOOL_CALL", "TOOL_RESULT c1 ", "TOOL_RESULT c2 ", "ERROR", "END"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("got %q, want %q", kinds, want)
+	}
+}

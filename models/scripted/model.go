@@ -230,7 +230,7 @@ func compile(t Turn) (compiledTurn, error) {
 		steps = append(steps, s)
 	}
 	if t.Text != "" {
-		for _, piece := range split(t.Text, t.Deltas) {
+		for _, piece := range Split(t.Text, t.Deltas) {
 			add(step{typ: messages.FrameType_TEXT, text: piece})
 		}
 	}
@@ -269,7 +269,7 @@ func compile(t Turn) (compiledTurn, error) {
 			}
 		}
 		if len(chunks) == 0 && c.Split > 1 {
-			chunks = split(args, c.Split)
+			chunks = Split(args, c.Split)
 		}
 		call := step{typ: messages.FrameType_TOOL_CALL, callID: c.ID, name: c.Name, index: uint32(i), hasMeta: true}
 		if len(chunks) == 0 {

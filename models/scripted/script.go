@@ -238,9 +238,11 @@ func Load(path string) (Script, error) {
 	return s, nil
 }
 
-// split cuts s into n pieces of about equal size, never inside a UTF-8
-// character; fewer when s is too short.
-func split(s string, n int) []string {
+// Split cuts s into n pieces of about equal size, never inside a UTF-8
+// character (fewer when s is too short), as a turn's Deltas and a call's
+// Split do. Code that renders turns in another wire format uses it to cut
+// them the same way.
+func Split(s string, n int) []string {
 	if n <= 1 || len(s) <= 1 {
 		return []string{s}
 	}

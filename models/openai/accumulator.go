@@ -1,0 +1,203 @@
+package openai
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	sdk "github.com/openai/openai-go/v3"
+
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// Errors a streamed answer can end with. The ERROR frame of a failed
+// request carries their text; [Accumulator.Result] returns them wrapped
+// with detail, for errors.Is.
+var (
+	// ErrIncomplete: the stream ended (cut off, or [DONE]) before a
+	// finish_reason arrived, so nothing proves the answer is whole.
+	ErrIncomplete = errors.New("stream ended without a finish reason")
+	// ErrTruncated: finish_reason "length" while the turn was calling
+	// tools: the arguments may be cut, and are never repaired.
+	ErrTruncated = errors.New("answer truncated by the length limit in the middle of a tool call")
+	// ErrInvalidToolCall: a finished tool call has no name or arguments
+	// that are not JSON.
+	ErrInvalidToolCall = errors.New("invalid tool call")
+)
+
+// ServerError is an error object the server sent inside the stream
+// (`data: {"error": {...}}`).
+type ServerError struct {
+	// Raw is the error object as received.
+	Raw json.RawMessage
+	// Message is its "message" field, when it has one.
+	Message string
+}
+
+func (e *ServerError) Error() string {
+	if e.Message != "" {
+		return "server error in stream: " + e.Message
+	}
+	return "server error in stream: " + string(e.Raw)
+}
+
+// Result is a finished answer as the accumulator read it: its tool calls
+// in turn order (Index is the position), the finish reason, and the usage
+// object when the server sent one. The text is not kept: it is returned
+// piece by piece by [Accumulator.Add].
+type Result struct {
+	ToolCalls []models.ToolCall
+	Finish    string
+	Usage     json.RawMessage
+}
+
+// Accumulator folds the chunks of one streamed Chat Completions answer
+// into its tool calls. Tool-call fragments are keyed by their index and,
+// when present, their id, never by arrival order, which covers the shapes
+// real servers send: parallel calls at indices 0, 1, 2; every parallel call
+// at index 0 with distinct ids; index 1 starting before index 0 is done; a
+// whole call in one fragment; a first fragment without the function name.
+// Arguments are only checked once the stream has finished properly, and a
+// call that is cut or invalid is an error, never repaired.
+//
+// Only choice 0 is read. Its zero value is ready. It is not safe for
+// concurrent use: one goroutine reads one stream.
+type Accumulator struct {
+	calls   []*callState          // in order of first appearance
+	byIndex map[int64]*callState  // the latest call seen at each index
+	byID    map[string]*callState // calls by id
+	finish  string
+	usage   json.RawMessage
+	done    bool
+	chunkID string
+	err     error
+}
+
+type callState struct {
+	index int64
+	id    string
+	name  string
+	args  []byte
+}
+
+// Add folds one chunk in and returns the content it carried (content and
+// refusal deltas of choice 0), to be streamed as text. It returns a
+// *[ServerError] for an error object in the stream; the accumulator then
+// refuses further chunks.
+func (a *Accumulator) Add(chunk *sdk.ChatCompletionChunk) (string, error) {
+	if a.err != nil {
+		return "", a.err
+	}
+	if f, ok := chunk.JSON.ExtraFields["error"]; ok && f.Raw() != "" && f.Raw() != "null" {
+		se := &ServerError{Raw: json.RawMessage(f.Raw())}
+		var body struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(se.Raw, &body) == nil {
+			se.Message = body.Message
+		}
+		a.err = se
+		return "", se
+	}
+	if chunk.ID != "" && a.chunkID == "" {
+		a.chunkID = chunk.ID
+	}
+	if chunk.JSON.Usage.Valid() {
+		a.usage = json.RawMessage(chunk.Usage.RawJSON())
+	}
+	var text string
+	for i := range chunk.Choices {
+		choice := &chunk.Choices[i]
+		if choice.Index != 0 {
+			continue
+		}
+		text += choice.Delta.Content + choice.Delta.Refusal
+		for j := range choice.Delta.ToolCalls {
+			a.fragment(&choice.Delta.ToolCalls[j])
+		}
+		if choice.FinishReason != "" {
+			a.finish = choice.FinishReason
+		}
+	}
+	return text, nil
+}
+
+// fragment folds one tool-call fragment in.
+func (a *Accumulator) fragment(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) {
+	var c *callState
+	switch cur := a.byIndex[tc.Index]; {
+	case tc.ID != "" && a.byID[tc.ID] != nil:
+		c = a.byID[tc.ID] // a later fragment repeating its id
+	case tc.ID != "" && cur != nil && cur.id == "":
+		c = cur // the id arrives after a first fragment without one
+		c.id = tc.ID
+		a.byID[tc.ID] = c
+	case tc.ID != "" || cur == nil:
+		c = &callState{index: tc.Index, id: tc.ID} // a new call, even at a used index
+		a.calls = append(a.calls, c)
+		if a.byIndex == nil {
+			a.byIndex = make(map[int64]*callState)
+			a.byID = make(map[string]*callState)
+		}
+		if tc.ID != "" {
+			a.byID[tc.ID] = c
+		}
+	default:
+		c = cur
+	}
+	a.byIndex[tc.Index] = c
+	if name := tc.Function.Name; name != "" && name != c.name {
+		c.name += name // set once; servers that stream the name send pieces
+	}
+	c.args = append(c.args, tc.Function.Arguments...)
+}
+
+// Done records the stream's [DONE] event.
+func (a *Accumulator) Done() { a.done = true }
+
+// Result checks that the stream finished properly and returns the answer:
+// ErrIncomplete when no finish reason arrived, ErrTruncated for a "length"
+// finish with tool calls, ErrInvalidToolCall for a call without a name or
+// with arguments that are not JSON (empty arguments mean {}), and the
+// server error met by Add, if any. Calls without an id get
+// "call_<completion id>_<n>" (or "call_<n>"). A finish reason without [DONE] is accepted:
+// every content chunk has arrived by then.
+func (a *Accumulator) Result() (Result, error) {
+	if a.err != nil {
+		return Result{}, a.err
+	}
+	if a.finish == "" {
+		if a.done {
+			return Result{}, fmt.Errorf("%w (got [DONE])", ErrIncomplete)
+		}
+		return Result{}, fmt.Errorf("%w (cut off before [DONE])", ErrIncomplete)
+	}
+	if a.finish == "length" && len(a.calls) > 0 {
+		return Result{}, ErrTruncated
+	}
+	ordered := slices.Clone(a.calls)
+	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })
+	res := Result{Finish: a.finish, Usage: a.usage}
+	for i, c := range ordered {
+		if c.name == "" {
+			return Result{}, fmt.Errorf("%w: call %d (id %q) has no function name", ErrInvalidToolCall, i, c.id)
+		}
+		args := c.args
+		if len(args) == 0 {
+			args = []byte("{}")
+		} else if !json.Valid(args) {
+			return Result{}, fmt.Errorf("%w: call %d (%s) has arguments that are not JSON: %q", ErrInvalidToolCall, i, c.name, args)
+		}
+		id := c.id
+		if id == "" && a.chunkID != "" {
+			id = "call_" + a.chunkID + "_" + strconv.Itoa(i)
+		} else if id == "" {
+			id = "call_" + strconv.Itoa(i)
+		}
+		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: id, Name: c.name, Arguments: args})
+	}
+	return res, nil
+}

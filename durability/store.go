@@ -36,16 +36,19 @@ import "context"
 //
 // # Errors
 //
-// Every error returned by a store is a *[StoreError] (use [errors.As]) whose
-// cause says what happened: [ErrClosed] after Close, [ErrInvalidName] for an
-// empty name, ctx.Err() when the context was done before the call started.
+// Every error a store returns, other than a GetEvents callback's own error
+// passed through, is a *[StoreError] (use [errors.As]) whose cause says
+// what happened: [ErrClosed] after Close, [ErrInvalidName] for an
+// empty (or, for a store with a limit, too long) name, ctx.Err() when the
+// context was done before the call started.
 //
 // # Concurrency
 //
 // All methods are safe for concurrent use by multiple goroutines, including
-// Close. Writes to different names proceed independently; writes to the same
-// name are applied in the order their calls return. Callbacks passed to
-// GetEvents may call other methods of the store, but not Close.
+// Close. Each write is atomic; concurrent writes to the same name are
+// applied in some order, and a write that returned is seen by every call
+// that starts after it. Callbacks passed to GetEvents may call other
+// methods of the store, but not Close.
 type Store interface {
 	// PersistEvent stores data as the event at index for name, replacing any
 	// event already stored at that index, and returns once it is durable.

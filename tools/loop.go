@@ -241,6 +241,10 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	for _, d := range l.asm.Step(f) {
+		if d.Kind != Pass && s.hasCall(d.Frame.GetToolCallId()) {
+			c.Logger().Warn("tool call id repeated in one response; dropped", "tool_call_id", d.Frame.GetToolCallId())
+			continue
+		}
 		switch d.Kind {
 		case Run:
 			s.calls = append(s.calls, &turnCall{call: d.Frame})
@@ -253,6 +257,15 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 			l.pass(c, s, d.Frame)
 		}
 	}
+}
+
+func (s *loopSession) hasCall(id string) bool {
+	for _, tc := range s.calls {
+		if tc.call.GetToolCallId() == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Frame) {

@@ -354,3 +354,39 @@ func TestLoop_HookPanic(t *testing.T) {
 		t.Fatalf("got %q, want %q", kinds, want)
 	}
 }
+
+// TestLoop_RepeatedCallID: a response repeating a call id does not stall
+// the loop: the repeat is dropped.
+func TestLoop_RepeatedCallID(t *testing.T) {
+	script := [][]*messages.Frame{
+		{
+			messages.ToolCall("", "c1", "weather", raw(`{"city":"Paris"}`)),
+			messages.ToolCall("", "c1", "weather", raw(`{"city":"Oslo"}`)),
+			messages.End(""),
+		},
+		{messages.Text("", "18"), messages.End("")},
+	}
+	rt := newRuntime(t)
+	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil),
+		&tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(request("s")...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`TOOL_CALL stream=s id=c1 name=weather payload={"city":"Paris"}`,
+		`TOOL_RESULT stream=s id=c1 name=weather payload={"celsius":18,"city":"Paris"}`,
+		`TEXT stream=s text="18"`,
+		`END stream=s`,
+	}
+	if !slices.Equal(lines(out), want) {
+		t.Fatalf("got %q", lines(out))
+	}
+}

@@ -38,7 +38,8 @@ type HandlerFunc func(ctx context.Context, args json.RawMessage) (any, error)
 // "unnamed" that takes an object and answers {}. Definitions are copied by
 // [New]; changing one afterwards does not change the tool.
 type Definition struct {
-	// Name routes calls to the tool; default "unnamed".
+	// Name routes calls to the tool; default "unnamed". Names are 1 to 64
+	// letters, digits, '_' or '-' (what model APIs accept).
 	Name string
 	// Description is shown to the model; default "Tool: <name>".
 	Description string
@@ -110,6 +111,9 @@ func New(def Definition) (*Tool, error) {
 	case def.Timeout < 0:
 		def.Timeout = NoTimeout
 	}
+	if !validName(def.Name) {
+		return nil, fmt.Errorf("%w %q: a name is 1 to 64 letters, digits, '_' or '-'", ErrInvalidDefinition, def.Name)
+	}
 	v, err := compileSchema(def.Name, def.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrInvalidDefinition, def.Name, err)
@@ -122,6 +126,20 @@ func New(def Definition) (*Tool, error) {
 		return nil, fmt.Errorf("%w %q: encode description: %w", ErrInvalidDefinition, def.Name, err)
 	}
 	return t, nil
+}
+
+// validName reports whether name is a tool name model APIs accept (and a
+// valid actor name).
+func validName(name string) bool {
+	if len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // MustNew is [New] for definitions known to be valid; it panics on error.

@@ -42,6 +42,9 @@ func TestNew_Defaults(t *testing.T) {
 	if _, err := tools.New(tools.Definition{Schema: json.RawMessage(`{"type":`)}); !errors.Is(err, tools.ErrInvalidDefinition) {
 		t.Errorf("broken schema: %v, want ErrInvalidDefinition", err)
 	}
+	if _, err := tools.New(tools.Definition{Name: "a/b"}); !errors.Is(err, tools.ErrInvalidDefinition) {
+		t.Errorf("name with a slash: %v, want ErrInvalidDefinition", err)
+	}
 	if _, err := tools.New(tools.Definition{Schema: json.RawMessage(`{"$ref":"http://example.com/s.json"}`)}); err == nil {
 		t.Error("a schema referring to a remote document compiled")
 	}

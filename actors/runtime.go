@@ -31,7 +31,7 @@ type RuntimeOptions struct {
 	// safe for concurrent use.
 	OnSupervision func(supervisor.Event)
 	// Dispatcher schedules mailboxes; default: protoactor's
-	// goroutine-per-run dispatcher. See [NewPooledDispatcher].
+	// goroutine-per-run dispatcher.
 	Dispatcher actor.Dispatcher
 	// SpawnTimeout bounds how long Start waits for the host to spawn a
 	// duplex; default 10 s.

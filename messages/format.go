@@ -39,6 +39,7 @@ func Format(f *Frame) string {
 	if m.GetIndex() != 0 {
 		field("index", strconv.FormatUint(uint64(m.GetIndex()), 10))
 	}
+	field("failure_kind", m.GetFailureKind())
 	if d := m.GetDurability(); d != nil {
 		field("wrapper_id", d.GetWrapperId())
 		field("wrapper_type", d.GetWrapperType())

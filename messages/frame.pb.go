@@ -226,7 +226,11 @@ type Metadata struct {
 	Index uint32 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
 	// durability addresses ObservableState: a META frame whose durability has
 	// restore_state set restores a router from that snapshot.
-	Durability    *Durability `protobuf:"bytes,6,opt,name=durability,proto3" json:"durability,omitempty"`
+	Durability *Durability `protobuf:"bytes,6,opt,name=durability,proto3" json:"durability,omitempty"`
+	// failure_kind says why a failed TOOL_RESULT failed (invalid_arguments,
+	// timeout, panic, ...), for dispatchers and observers; the model reads
+	// only the payload.
+	FailureKind   string `protobuf:"bytes,7,opt,name=failure_kind,json=failureKind,proto3" json:"failure_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -301,6 +305,13 @@ func (x *Metadata) GetDurability() *Durability {
 		return x.Durability
 	}
 	return nil
+}
+
+func (x *Metadata) GetFailureKind() string {
+	if x != nil {
+		return x.FailureKind
+	}
+	return ""
 }
 
 // Durability identifies the ObservableState of a wrapper and carries a
@@ -379,7 +390,7 @@ const file_frame_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x18\n" +
 	"\apayload\x18\x05 \x01(\fR\apayload\x12\x12\n" +
 	"\x04text\x18\x06 \x01(\tR\x04text\x12*\n" +
-	"\x04meta\x18\a \x01(\v2\x16.polyweave.v1.MetadataR\x04meta\"\xe0\x01\n" +
+	"\x04meta\x18\a \x01(\v2\x16.polyweave.v1.MetadataR\x04meta\"\x83\x02\n" +
 	"\bMetadata\x12\x1c\n" +
 	"\tstreaming\x18\x01 \x01(\bR\tstreaming\x12&\n" +
 	"\x0ftool_arg_stream\x18\x02 \x01(\bR\rtoolArgStream\x12#\n" +
@@ -388,7 +399,8 @@ const file_frame_proto_rawDesc = "" +
 	"\x05index\x18\x05 \x01(\rR\x05index\x128\n" +
 	"\n" +
 	"durability\x18\x06 \x01(\v2\x18.polyweave.v1.DurabilityR\n" +
-	"durability\"s\n" +
+	"durability\x12!\n" +
+	"\ffailure_kind\x18\a \x01(\tR\vfailureKind\"s\n" +
 	"\n" +
 	"Durability\x12\x1d\n" +
 	"\n" +

@@ -3,8 +3,8 @@ package tools
 import "github.com/polyweave/polyweave-go/messages"
 
 // FailureKind says why a call failed. Error TOOL_RESULT frames made by this
-// package carry it in their Text field (the model reads only the payload),
-// so that dispatchers and observers can tell a broken tool from a bad call
+// package carry it in their metadata's failure_kind (the model reads only
+// the payload), so that dispatchers and observers can tell a broken tool from a bad call
 // without parsing messages.
 type FailureKind string
 
@@ -38,7 +38,7 @@ func KindOf(result *messages.Frame) FailureKind {
 	if !result.IsErrorResult() {
 		return ""
 	}
-	if k := FailureKind(result.GetText()); k != "" {
+	if k := FailureKind(result.GetMeta().GetFailureKind()); k != "" {
 		return k
 	}
 	return FailureHandler
@@ -47,6 +47,6 @@ func KindOf(result *messages.Frame) FailureKind {
 // errorResult answers call with a failure of the given kind.
 func errorResult(call *messages.Frame, kind FailureKind, message string) *messages.Frame {
 	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), call.GetName(), message)
-	f.Text = string(kind)
+	f.Meta.FailureKind = string(kind)
 	return f
 }

@@ -54,38 +54,7 @@ func start(t *testing.T, rt *actors.Runtime, spec actors.Spec) *actors.Conn {
 }
 
 // line renders a frame as one readable transcript line.
-func line(f *messages.Frame) string {
-	var b strings.Builder
-	b.WriteString(f.GetType().String())
-	if s := f.GetStreamId(); s != "" {
-		fmt.Fprintf(&b, " stream=%s", s)
-	}
-	if id := f.GetToolCallId(); id != "" {
-		fmt.Fprintf(&b, " id=%s", id)
-	}
-	if n := f.GetName(); n != "" {
-		fmt.Fprintf(&b, " name=%s", n)
-	}
-	m := f.GetMeta()
-	for _, flag := range []struct {
-		on   bool
-		name string
-	}{{m.GetStreaming(), "streaming"}, {m.GetToolArgStream(), "arg-chunk"}, {m.GetToolComplete(), "complete"}, {m.GetIsError(), "error"}} {
-		if flag.on {
-			b.WriteString(" +" + flag.name)
-		}
-	}
-	if i := m.GetIndex(); i != 0 {
-		fmt.Fprintf(&b, " index=%d", i)
-	}
-	if t := f.GetText(); t != "" {
-		fmt.Fprintf(&b, " text=%q", t)
-	}
-	if p := f.GetPayload(); len(p) > 0 {
-		fmt.Fprintf(&b, " payload=%s", p)
-	}
-	return b.String()
-}
+func line(f *messages.Frame) string { return messages.Format(f) }
 
 func lines(frames []*messages.Frame) []string {
 	out := make([]string, len(frames))

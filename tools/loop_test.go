@@ -200,7 +200,7 @@ func TestLoop_Cancel(t *testing.T) {
 	}
 	want := []string{
 		`TOOL_CALL stream=s1 id=c1 name=block`,
-		`TOOL_RESULT stream=s1 id=c1 name=block +error text="cancelled" payload={"success":false,"error":"Tool call cancelled"}`,
+		`TOOL_RESULT stream=s1 id=c1 name=block is_error failure_kind=cancelled payload={"success":false,"error":"Tool call cancelled"}`,
 		`END stream=s1`,
 	}
 	if !slices.Equal(lines(out), want) {

@@ -51,7 +51,7 @@ func TestRouter_SyncDispatch(t *testing.T) {
 	sort.Strings(results)
 	want := []string{
 		`TOOL_RESULT stream=s id=c1 name=greet payload={"greeting":"Hello, Ada"}`,
-		`TOOL_RESULT stream=s id=c2 name=nope +error text="unknown_tool" payload={"success":false,"error":"Unknown tool: nope"}`,
+		`TOOL_RESULT stream=s id=c2 name=nope is_error failure_kind=unknown_tool payload={"success":false,"error":"Unknown tool: nope"}`,
 	}
 	if !slices.Equal(results, want) {
 		t.Fatalf("model got %q, want %q", results, want)
@@ -125,9 +125,9 @@ func TestRouter_PanicAndCancel(t *testing.T) {
 	}
 	conn := start(t, rt, spec)
 	want := []string{
-		`TOOL_RESULT stream=s id=c1 name=risky +error text="panic" payload={"success":false,"error":"Tool risky panicked: kaboom"}`,
+		`TOOL_RESULT stream=s id=c1 name=risky is_error failure_kind=panic payload={"success":false,"error":"Tool risky panicked: kaboom"}`,
 		`TOOL_RESULT stream=s id=c2 name=risky payload="fine"`,
-		`TOOL_RESULT stream=s id=c3 name=risky +error text="cancelled" payload={"success":false,"error":"Tool call cancelled"}`,
+		`TOOL_RESULT stream=s id=c3 name=risky is_error failure_kind=cancelled payload={"success":false,"error":"Tool call cancelled"}`,
 	}
 	for i, w := range want {
 		if err := conn.Send(messages.End("s")); err != nil {

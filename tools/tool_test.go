@@ -109,7 +109,7 @@ func TestToolLogic_AsyncCallAndLateResult(t *testing.T) {
 	deliver(t, &r, l, actors.Timer{Key: r.Timers[1].Key}) // c2's timer, already answered
 	want := []string{
 		`TOOL_RESULT stream=s1 id=c2 name=greet payload={"greeting":"Hello, Bob"}`, `END stream=s1 id=c2`,
-		`TOOL_RESULT stream=s1 id=c1 name=greet +error text="timeout" payload={"success":false,"error":"Tool greet timed out after 1500ms"}`, `END stream=s1 id=c1`,
+		`TOOL_RESULT stream=s1 id=c1 name=greet is_error failure_kind=timeout payload={"success":false,"error":"Tool greet timed out after 1500ms"}`, `END stream=s1 id=c1`,
 	}
 	if got := lines(r.Emitted); !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -185,10 +185,10 @@ func TestToolLogic_HandlerErrorAndCancel(t *testing.T) {
 	deliver(t, &r, l, messages.ToolCall("t", "c4", "fail", nil)) // duplicate id while running: ignored
 	deliver(t, &r, l, messages.Cancel("t", ""))
 	want := []string{
-		`TOOL_RESULT stream=s id=c1 name=fail +error text="handler_error" payload={"success":false,"error":"disk full"}`, `END stream=s id=c1`,
-		`TOOL_RESULT stream=s id=c3 name=fail +error text="cancelled" payload={"success":false,"error":"Tool call cancelled"}`, `END stream=s id=c3`,
-		`TOOL_RESULT stream=s id=c2 name=fail +error text="cancelled" payload={"success":false,"error":"Tool call aborted"}`, `END stream=s id=c2`,
-		`TOOL_RESULT stream=t id=c4 name=fail +error text="cancelled" payload={"success":false,"error":"Tool call cancelled"}`, `END stream=t id=c4`,
+		`TOOL_RESULT stream=s id=c1 name=fail is_error failure_kind=handler_error payload={"success":false,"error":"disk full"}`, `END stream=s id=c1`,
+		`TOOL_RESULT stream=s id=c3 name=fail is_error failure_kind=cancelled payload={"success":false,"error":"Tool call cancelled"}`, `END stream=s id=c3`,
+		`TOOL_RESULT stream=s id=c2 name=fail is_error failure_kind=cancelled payload={"success":false,"error":"Tool call aborted"}`, `END stream=s id=c2`,
+		`TOOL_RESULT stream=t id=c4 name=fail is_error failure_kind=cancelled payload={"success":false,"error":"Tool call cancelled"}`, `END stream=t id=c4`,
 	}
 	if got := lines(r.Emitted); !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -216,8 +216,8 @@ func TestToolLogic_AsyncPanicFailsAndAnswersEveryCall(t *testing.T) {
 	}
 	l.(actors.FailureHandler).OnFailure(&r, err)
 	want := []string{
-		`TOOL_RESULT stream=s id=c1 name=p +error text="panic" payload={"success":false,"error":"Tool p panicked: boom"}`, `END stream=s id=c1`,
-		`TOOL_RESULT stream=s id=c2 name=p +error text="stopped" payload={"success":false,"error":"Tool p stopped: tool \"p\" panicked in call c1: panic in x: boom"}`, `END stream=s id=c2`,
+		`TOOL_RESULT stream=s id=c1 name=p is_error failure_kind=panic payload={"success":false,"error":"Tool p panicked: boom"}`, `END stream=s id=c1`,
+		`TOOL_RESULT stream=s id=c2 name=p is_error failure_kind=stopped payload={"success":false,"error":"Tool p stopped: tool \"p\" panicked in call c1: panic in x: boom"}`, `END stream=s id=c2`,
 	}
 	if got := lines(r.Emitted); !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

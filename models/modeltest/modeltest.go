@@ -83,6 +83,20 @@ func start(t *testing.T, newHarness NewFunc, turns ...scripted.Turn) *session {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // runs last
 	h := newHarness(t, turns)
+	conn, err := Runtime(t).Start(h.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return &session{t: t, h: h, conn: conn, ctx: ctx}
+}
+
+// Runtime starts an actor runtime that t's cleanup closes (waiting up to
+// 10 s). Register a goleak check before calling it, so that the check runs
+// after the close.
+func Runtime(t testing.TB) *actors.Runtime {
+	t.Helper()
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +108,7 @@ func start(t *testing.T, newHarness NewFunc, turns ...scripted.Turn) *session {
 			t.Errorf("close runtime: %v", err)
 		}
 	})
-	conn, err := rt.Start(h.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return &session{t: t, h: h, conn: conn, ctx: ctx}
+	return rt
 }
 
 // standard request values, checked to reach the model unchanged.
@@ -166,13 +174,14 @@ func wantCalls(t *testing.T, r *models.Response, calls []scripted.ToolCall) {
 		if args == "" {
 			args = "{}"
 		}
-		if got.ID != want.ID || got.Name != want.Name || got.Index != i || !jsonEqual(got.Arguments, []byte(args)) {
+		if got.ID != want.ID || got.Name != want.Name || got.Index != i || !JSONEqual(got.Arguments, []byte(args)) {
 			t.Errorf("call %d = {%s %s %d %s}, want {%s %s %d %s}", i, got.ID, got.Name, got.Index, got.Arguments, want.ID, want.Name, i, args)
 		}
 	}
 }
 
-func jsonEqual(a, b []byte) bool {
+// JSONEqual reports whether a and b are valid JSON encoding the same value.
+func JSONEqual(a, b []byte) bool {
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
@@ -218,7 +227,7 @@ func testTextAndUsage(t *testing.T, nh NewFunc) {
 		models.ParamMessages: userMessages, models.ParamTools: toolsParam,
 		models.ParamToolChoice: json.RawMessage(`"auto"`), "temperature": json.RawMessage(`0.2`),
 	} {
-		if got := reqs[0][name]; !jsonEqual(got, want) {
+		if got := reqs[0][name]; !JSONEqual(got, want) {
 			t.Errorf("model received %s = %s, want %s", name, got, want)
 		}
 	}
@@ -378,7 +387,7 @@ func testFollowUpOnSameStream(t *testing.T, nh NewFunc) {
 		t.Fatalf("follow-up text %q", r.Text)
 	}
 	reqs := s.h.Requests()
-	if len(reqs) != 2 || !jsonEqual(reqs[1][models.ParamMessages], followUp) {
+	if len(reqs) != 2 || !JSONEqual(reqs[1][models.ParamMessages], followUp) {
 		t.Fatalf("model's second request: %d requests, messages %s", len(reqs), reqs[len(reqs)-1][models.ParamMessages])
 	}
 }

@@ -244,6 +244,12 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, progre
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "chat/completions", body, &res); err != nil {
+		// The SDK's error text is the status alone; the server's message
+		// is what tells a user (or the model) what went wrong.
+		var apiErr *sdk.Error
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			return outcome{err: fmt.Errorf("request: %w: %s", err, apiErr.Message)}
+		}
 		return fail("request", err)
 	}
 	dec := ssestream.NewDecoder(res)

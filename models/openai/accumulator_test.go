@@ -1,0 +1,121 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	sdk "github.com/openai/openai-go/v3"
+
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/modeltest"
+	"github.com/polyweave/polyweave-go/models/openai"
+)
+
+// events splits an SSE body into its data payloads.
+func events(body string) []string {
+	var out []string
+	for _, ev := range strings.Split(body, "\n\n") {
+		if data, ok := strings.CutPrefix(ev, "data: "); ok {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// accumulate feeds an SSE body to an Accumulator as the adapter does.
+func accumulate(t *testing.T, body string) (string, openai.Result, error) {
+	t.Helper()
+	var acc openai.Accumulator
+	var text strings.Builder
+	for _, data := range events(body) {
+		if data == "[DONE]" {
+			acc.Done()
+			break
+		}
+		var c sdk.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("fixture chunk %s: %v", data, err)
+		}
+		delta, err := acc.Add(&c)
+		text.WriteString(delta)
+		if err != nil {
+			return text.String(), openai.Result{}, err
+		}
+	}
+	res, err := acc.Result()
+	return text.String(), res, err
+}
+
+func checkCalls(t *testing.T, got []models.ToolCall, want []wantCall) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d calls %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Index != i || g.ID != w.id || g.Name != w.name || !modeltest.JSONEqual(g.Arguments, []byte(w.args)) {
+			t.Errorf("call %d = {%d %s %s %s}, want {%d %s %s %s}", i, g.Index, g.ID, g.Name, g.Arguments, i, w.id, w.name, w.args)
+		}
+	}
+}
+
+func TestAccumulator_AwkwardCases(t *testing.T) {
+	for _, fx := range fixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			text, res, err := accumulate(t, fx.body)
+			if text != fx.text {
+				t.Errorf("text %q, want %q", text, fx.text)
+			}
+			if fx.err != nil {
+				if !errors.Is(err, fx.err) {
+					t.Fatalf("err = %v, want %v", err, fx.err)
+				}
+				if len(res.ToolCalls) != 0 {
+					t.Fatalf("a failed answer returned calls %+v", res.ToolCalls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCalls(t, res.ToolCalls, fx.calls)
+			if res.Finish != fx.finish || (res.Usage != nil) != fx.usage {
+				t.Fatalf("finish %q usage %s, want %q usage %v", res.Finish, res.Usage, fx.finish, fx.usage)
+			}
+			if fx.usage && !strings.Contains(string(res.Usage), `"total_tokens":99`) {
+				t.Fatalf("usage %s", res.Usage)
+			}
+		})
+	}
+}
+
+func TestAccumulator_IDArrivingAfterTheFirstFragment(t *testing.T) {
+	body := sse(
+		chunk(`{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\""}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":0,"id":"call_late","function":{"arguments":":1}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"function":{"name":"g","arguments":""}}]}`, ""),
+		finish("tool_calls"), done)
+	_, res, err := accumulate(t, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, res.ToolCalls, []wantCall{{"call_late", "f", `{"a":1}`}, {"call_chatcmpl-9x_1", "g", `{}`}})
+}
+
+func TestAccumulator_ServerErrorEvent(t *testing.T) {
+	body := sse(content("Hi"), `data: {"error":{"message":"overloaded","type":"server_error"}}`+"\n\n")
+	text, _, err := accumulate(t, body)
+	var se *openai.ServerError
+	if !errors.As(err, &se) || se.Message != "overloaded" || text != "Hi" {
+		t.Fatalf("text %q err %v, want the server error", text, err)
+	}
+}
+
+func TestAccumulator_CallWithoutName(t *testing.T) {
+	body := sse(chunk(`{"tool_calls":[{"index":0,"id":"c","function":{"arguments":"{}"}}]}`, ""), finish("tool_calls"), done)
+	if _, _, err := accumulate(t, body); !errors.Is(err, openai.ErrInvalidToolCall) {
+		t.Fatalf("err = %v, want ErrInvalidToolCall", err)
+	}
+}

@@ -1,0 +1,359 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/modeltest"
+	"github.com/polyweave/polyweave-go/models/openai"
+)
+
+// rig is an adapter talking to an httptest server, in a real runtime.
+type rig struct {
+	t    *testing.T
+	conn *actors.Conn
+	ctx  context.Context
+
+	mu     sync.Mutex
+	bodies []map[string]json.RawMessage
+	heads  []http.Header
+}
+
+// newRig starts a server whose n-th request is answered by handle(n, w,
+// body) and an adapter on it configured by opts (BaseURL, HTTPClient and
+// the default model are filled in).
+func newRig(t *testing.T, opts openai.Options, handle func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage)) *rig {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	rg := &rig{t: t}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]json.RawMessage
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		rg.mu.Lock()
+		n := len(rg.bodies)
+		rg.bodies = append(rg.bodies, body)
+		rg.heads = append(rg.heads, r.Header.Clone())
+		rg.mu.Unlock()
+		handle(n, w, r, body)
+	}))
+	t.Cleanup(srv.Close)
+	opts.BaseURL = srv.URL + "/v1"
+	opts.HTTPClient = srv.Client()
+	if opts.Model == "" {
+		opts.Model = "gpt-4o-mini"
+	}
+	m, err := openai.New(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rg.conn, err = modeltest.Runtime(t).Start(m.Spec("model")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	rg.ctx = ctx
+	return rg
+}
+
+// streamBody answers with SSE bytes as they are.
+func streamBody(body string) func(int, http.ResponseWriter, *http.Request, map[string]json.RawMessage) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// ask sends a request made of params and reads the answer.
+func (rg *rig) ask(stream string, params ...models.Param) *models.Response {
+	rg.t.Helper()
+	req := &models.Request{StreamID: stream, Params: params}
+	if err := rg.conn.SendAll(req.Frames()...); err != nil {
+		rg.t.Fatal(err)
+	}
+	frames, err := rg.conn.RecvStream(rg.ctx, stream)
+	if err != nil {
+		rg.t.Fatalf("read answer: %v", err)
+	}
+	r, err := models.ReadResponse(frames)
+	if err != nil {
+		rg.t.Fatalf("answer breaks the contract: %v", err)
+	}
+	return r
+}
+
+func param(name, value string) models.Param {
+	return models.Param{Name: name, Value: json.RawMessage(value)}
+}
+
+var userAsk = param(models.ParamMessages, `[{"role":"user","content":"What is the weather in Paris?"}]`)
+
+func TestAdapter_AwkwardCasesOverSSE(t *testing.T) {
+	for _, fx := range fixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, streamBody(fx.body))
+			r := rg.ask("s1", userAsk)
+			if r.Text != fx.text {
+				t.Errorf("text %q, want %q", r.Text, fx.text)
+			}
+			if fx.err != nil {
+				if !r.Failed || !strings.Contains(r.Error, fx.err.Error()) || len(r.ToolCalls) != 0 || r.Finish != "" {
+					t.Fatalf("failed %v %q, calls %+v, finish %q: want ERROR %q and no calls", r.Failed, r.Error, r.ToolCalls, r.Finish, fx.err)
+				}
+				return
+			}
+			if r.Failed {
+				t.Fatalf("failed: %s", r.Error)
+			}
+			checkCalls(t, r.ToolCalls, fx.calls)
+			for _, c := range r.ToolCalls {
+				if c.Streamed {
+					t.Errorf("call %s was streamed; the adapter emits atomic calls", c.ID)
+				}
+			}
+			if r.Finish != fx.finish || (r.Usage != nil) != fx.usage {
+				t.Fatalf("finish %q usage %s, want %q usage %v", r.Finish, r.Usage, fx.finish, fx.usage)
+			}
+		})
+	}
+}
+
+// TestAdapter_MultiTurnExchange plays a whole tool exchange: the model
+// calls two tools in parallel (both at index 0), the test answers as a
+// tool loop would, and the server checks the follow-up it receives.
+func TestAdapter_MultiTurnExchange(t *testing.T) {
+	tools := `[{"type":"function","function":{"name":"read_file","description":"Read a file","parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}}]`
+	turn1 := sse(chunk(roleChunk, ""), content("Reading both."),
+		first(0, "call_A", "read_file", ""), args(0, `{"path":`), args(0, `"a.txt"}`),
+		first(0, "call_B", "read_file", `{"path":"b.txt"}`),
+		finish("tool_calls"), usage, done)
+	turn2 := sse(chunk(roleChunk, ""), content("a says 1, b says 2."), finish("stop"), usage, done)
+	var followUp error
+	rg := newRig(t, openai.Options{}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
+		if n == 1 {
+			followUp = checkFollowUp(body)
+			if followUp != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, followUp.Error())
+				return
+			}
+		}
+		streamBody([]string{turn1, turn2}[n])(n, w, r, body)
+	})
+	conversation := []json.RawMessage{json.RawMessage(`{"role":"user","content":"Compare a.txt and b.txt"}`)}
+	messagesParam := func() models.Param {
+		b, _ := json.Marshal(conversation)
+		return models.Param{Name: models.ParamMessages, Value: b}
+	}
+	r := rg.ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
+	if r.Failed || len(r.ToolCalls) != 2 || r.Text != "Reading both." {
+		t.Fatalf("first turn: %+v", r)
+	}
+
+	// The loop's part: the assistant message exactly as accumulated, then
+	// one tool message per call id, in call order; results go back as
+	// TOOL_RESULT frames too (informational for the adapter).
+	type fn struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type call struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}
+	assistant := struct {
+		Role      string  `json:"role"`
+		Content   *string `json:"content"`
+		ToolCalls []call  `json:"tool_calls"`
+	}{Role: "assistant"}
+	for _, c := range r.ToolCalls {
+		assistant.ToolCalls = append(assistant.ToolCalls, call{ID: c.ID, Type: "function", Function: fn{Name: c.Name, Arguments: string(c.Arguments)}})
+	}
+	b, _ := json.Marshal(assistant)
+	conversation = append(conversation, b)
+	for i, c := range r.ToolCalls {
+		result := fmt.Sprintf(`{"content":"%d"}`, i+1)
+		if err := rg.conn.Send(messages.RawToolResult("s1", c.ID, c.Name, json.RawMessage(result))); err != nil {
+			t.Fatal(err)
+		}
+		tm, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID, "content": result})
+		conversation = append(conversation, tm)
+	}
+	r = rg.ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
+	if followUp != nil {
+		t.Fatalf("server rejected the follow-up: %v", followUp)
+	}
+	if r.Failed || r.Text != "a says 1, b says 2." || r.Finish != "stop" || len(r.ToolCalls) != 0 {
+		t.Fatalf("second turn: %+v", r)
+	}
+	if len(rg.bodies) != 2 {
+		t.Fatalf("server got %d requests, want 2", len(rg.bodies))
+	}
+}
+
+// checkFollowUp is the server's check of the second request: the
+// assistant tool_calls as streamed, then one tool message per call id, in
+// order; and the request fields the adapter adds.
+func checkFollowUp(body map[string]json.RawMessage) error {
+	var msgs []struct {
+		Role       string           `json:"role"`
+		Content    *json.RawMessage `json:"content"`
+		ToolCallID string           `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	if len(msgs) != 4 {
+		return fmt.Errorf("got %d messages, want user, assistant, tool, tool", len(msgs))
+	}
+	a := msgs[1]
+	if a.Role != "assistant" || (a.Content != nil && string(*a.Content) != "null") || len(a.ToolCalls) != 2 {
+		return fmt.Errorf("assistant message %+v", a)
+	}
+	wantArgs := []string{`{"path":"a.txt"}`, `{"path":"b.txt"}`}
+	for i, id := range []string{"call_A", "call_B"} {
+		c := a.ToolCalls[i]
+		if c.ID != id || c.Type != "function" || c.Function.Name != "read_file" || c.Function.Arguments != wantArgs[i] {
+			return fmt.Errorf("assistant tool_calls[%d] = %+v", i, c)
+		}
+		if m := msgs[2+i]; m.Role != "tool" || m.ToolCallID != id {
+			return fmt.Errorf("message %d = %s/%s, want the tool message of %s", 2+i, m.Role, m.ToolCallID, id)
+		}
+	}
+	for field, want := range map[string]string{"model": `"gpt-4o-mini"`, "stream": `true`, "stream_options": `{"include_usage":true}`, "tool_choice": `"auto"`} {
+		if !modeltest.JSONEqual(body[field], []byte(want)) {
+			return fmt.Errorf("%s = %s, want %s", field, body[field], want)
+		}
+	}
+	return nil
+}
+
+func TestAdapter_RetriesOn429(t *testing.T) {
+	ok := sse(content("fine"), finish("stop"), done)
+	rg := newRig(t, openai.Options{MaxRetries: 2}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		if n == 0 {
+			w.Header().Set("Retry-After-Ms", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+			return
+		}
+		streamBody(ok)(n, w, r, b)
+	})
+	r := rg.ask("s1", userAsk)
+	if r.Failed || r.Text != "fine" || len(rg.bodies) != 2 {
+		t.Fatalf("answer %+v after %d requests, want success on the retry", r, len(rg.bodies))
+	}
+}
+
+func TestAdapter_HTTPErrorEndsWithError(t *testing.T) {
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"error":{"message":"model is loading","type":"server_error"}}`)
+	})
+	r := rg.ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "503") || !strings.Contains(r.Error, "model is loading") || len(rg.bodies) != 1 {
+		t.Fatalf("failed %v with %q after %d requests", r.Failed, r.Error, len(rg.bodies))
+	}
+}
+
+func TestAdapter_APIKeyComesOnlyFromOptions(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "from-env")
+	ok := sse(content("x"), finish("stop"), done)
+	for _, key := range []string{"", "sk-test"} {
+		rg := newRig(t, openai.Options{APIKey: key}, streamBody(ok))
+		rg.ask("s1", userAsk)
+		got := rg.heads[0].Get("Authorization")
+		if want := map[string]string{"": "", "sk-test": "Bearer sk-test"}[key]; got != want {
+			t.Errorf("APIKey %q: Authorization %q, want %q", key, got, want)
+		}
+	}
+	if v, err := openai.APIKeyFromEnv(""); err != nil || v != "from-env" {
+		t.Fatalf("APIKeyFromEnv = %q, %v", v, err)
+	}
+	if _, err := openai.APIKeyFromEnv("POLYWEAVE_TEST_UNSET_KEY"); !errors.Is(err, openai.ErrNoAPIKey) {
+		t.Fatalf("unset variable: %v", err)
+	}
+}
+
+func TestAdapter_RequestBody(t *testing.T) {
+	ok := sse(content("x"), finish("stop"), done)
+	rg := newRig(t, openai.Options{DisableUsage: true}, streamBody(ok))
+	rg.ask("s1", userAsk, param("model", `"llama3.2"`), param("temperature", `0`), param("temperature", `0.7`),
+		param("tools", `[]`), param("tool_choice", `"auto"`), param("stream", `false`), param("seed", `42`))
+	body := rg.bodies[0]
+	for field, want := range map[string]string{"model": `"llama3.2"`, "temperature": `0.7`, "stream": `true`, "seed": `42`} {
+		if !modeltest.JSONEqual(body[field], []byte(want)) {
+			t.Errorf("%s = %s, want %s", field, body[field], want)
+		}
+	}
+	for _, field := range []string{"tools", "tool_choice", "stream_options"} {
+		if v, ok := body[field]; ok {
+			t.Errorf("%s = %s, want it left out", field, v)
+		}
+	}
+}
+
+func TestAdapter_RequestsItCannotSend(t *testing.T) {
+	rg := newRig(t, openai.Options{Model: "m"}, streamBody(""))
+	if r := rg.ask("s1"); !r.Failed || r.Error != openai.ErrNoMessages.Error() {
+		t.Fatalf("no messages: %+v", r)
+	}
+	if r := rg.ask("s2", param("messages", `[{"role":`)); !r.Failed || !strings.Contains(r.Error, "not valid JSON") {
+		t.Fatalf("bad JSON: %+v", r)
+	}
+	if len(rg.bodies) != 0 {
+		t.Fatalf("server got %d requests", len(rg.bodies))
+	}
+	m, err := openai.New(&openai.Options{BaseURL: "http://127.0.0.1:1/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := openai.New(&openai.Options{Timeout: -time.Second}); err == nil {
+		t.Fatal("negative timeout accepted")
+	}
+}
+
+func TestAdapter_StalledStreamTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	rg := newRig(t, openai.Options{IdleTimeout: 50 * time.Millisecond}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, content("thinking"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	defer close(release)
+	r := rg.ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "no data from the server") || r.Text != "thinking" {
+		t.Fatalf("failed %v with %q, text %q", r.Failed, r.Error, r.Text)
+	}
+}

@@ -51,9 +51,13 @@ func newDispatcher(tools []*Tool, b BreakerOptions, deliver func(c actors.Wrappe
 	return d
 }
 
-// start spawns the tool actors.
+// start spawns the actors of the async tools; sync tools run inline, in
+// the dispatcher's turn.
 func (d *dispatcher) start(c actors.Context) {
 	for _, s := range d.order {
+		if s.tool.def.Sync {
+			continue
+		}
 		ref, err := c.Spawn(s.tool.Spec())
 		if err != nil {
 			c.Fail(fmt.Errorf("start tool %q: %w", s.tool.Name(), err))
@@ -87,6 +91,10 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 		return
 	}
 	d.outstanding[key] = &outstanding{call: call, slot: s}
+	if s.tool.def.Sync {
+		d.result(c, s, s.tool.callInline(call))
+		return
+	}
 	c.Send(s.ref, call)
 }
 

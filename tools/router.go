@@ -68,8 +68,8 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 
 // NewRouter returns the spec of a tool router around inner (the model
 // adapter). On the response path it intercepts TOOL_CALLs (atomic, and
-// streaming ones once complete), runs them on tool actors that are its
-// children, writes each call's one TOOL_RESULT into inner's sink and drops
+// streaming ones once complete), runs them (async tools on tool actors
+// that are its children, Sync tools inline in its own turn), writes each call's one TOOL_RESULT into inner's sink and drops
 // the call from the outgoing stream; every other frame passes unchanged.
 // Unknown tools, invalid arguments and unavailable tools get error results.
 // CANCEL and ABORT on the request path go to inner and cancel the stream's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -339,5 +340,52 @@ func TestRouterOptions_Invalid(t *testing.T) {
 	}
 	if _, err := tools.NewLoop(tooltest.ScriptedModel("m", nil, nil), &tools.LoopOptions{MaxIterations: -1}); err == nil {
 		t.Error("negative max iterations accepted")
+	}
+}
+
+// TestRouter_SyncToolsRunInline: the sync router runs map handlers in its
+// own turn. A panic is answered "panicked" and the router keeps serving;
+// repeated failures open the circuit breaker.
+func TestRouter_SyncToolsRunInline(t *testing.T) {
+	rt := newRuntime(t)
+	model := newSink()
+	var calls atomic.Int32
+	script := [][]*messages.Frame{
+		{messages.ToolCall("", "c1", "flaky", raw(`{"panic":true}`)), messages.End("")},
+		{messages.ToolCall("", "c2", "flaky", raw(`{}`)), messages.End("")},
+		{messages.ToolCall("", "c3", "flaky", raw(`{"panic":true}`)), messages.End("")},
+		{messages.ToolCall("", "c4", "flaky", raw(`{}`)), messages.End("")},
+	}
+	spec, err := tools.NewRouter(tooltest.ScriptedModel("model", script, model.observe), &tools.RouterOptions{
+		Breaker: tools.BreakerOptions{Failures: 2, Window: time.Hour, Cooldown: time.Hour},
+		Handlers: map[string]tools.HandlerFunc{"flaky": func(ctx context.Context, args json.RawMessage) (any, error) {
+			calls.Add(1)
+			var in struct{ Panic bool }
+			_ = json.Unmarshal(args, &in)
+			if in.Panic {
+				panic("flaky fell over")
+			}
+			return "fine", nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	want := []string{
+		`TOOL_RESULT stream=s id=c1 name=flaky is_error failure_kind=panic payload={"success":false,"error":"Tool flaky panicked: flaky fell over"}`,
+		`TOOL_RESULT stream=s id=c2 name=flaky payload="fine"`,
+		`TOOL_RESULT stream=s id=c3 name=flaky is_error failure_kind=panic payload={"success":false,"error":"Tool flaky panicked: flaky fell over"}`,
+		`TOOL_RESULT stream=s id=c4 name=flaky is_error failure_kind=unavailable payload={"success":false,"error":"Tool flaky is temporarily unavailable: it failed 2 times within 1h0m0s; answer without it or try again later"}`,
+	}
+	for i, w := range want {
+		if err := conn.SendAll(messages.End("s")); err != nil {
+			t.Fatal(err)
+		}
+		if got := line(model.results(t, 1)[0]); got != w {
+			t.Fatalf("call %d:\n got %s\nwant %s", i+1, got, w)
+		}
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("handler ran %d times, want 3 (the breaker refuses the 4th call)", n)
 	}
 }

@@ -66,11 +66,16 @@ type Definition struct {
 	// cancelled and the call is answered "Tool <name> timed out after <ms>ms";
 	// a result the handler returns later is discarded.
 	Timeout time.Duration
-	// Sync runs the handler inside the tool actor's turn instead of on its
-	// own goroutine (the default). Use it only for cheap handlers that
-	// never block: a sync handler delays every other message of the tool,
-	// and its timeout can only be noticed when it returns (its context
-	// carries the deadline; a late result is replaced by the timeout error).
+	// Sync runs the handler in the turn of whoever runs the call instead
+	// of on its own goroutine (the default): the tool actor's turn when the
+	// tool duplex is called directly, and the dispatcher's own turn when a
+	// router, installer or loop runs it (no actor hop: the seed's
+	// synchronous router). Use it only for cheap handlers that never block:
+	// a sync handler delays every other message of whoever runs it, and its
+	// timeout can only be noticed when it returns (its context carries the
+	// deadline; a late result is replaced by the timeout error). A panic in
+	// a sync handler run by a dispatcher is answered as "panicked" and
+	// counts for the circuit breaker; there is no actor to restart.
 	Sync bool
 }
 

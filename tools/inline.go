@@ -1,0 +1,38 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// callInline runs a call of a Sync tool in the caller's own turn, the way
+// a dispatcher (router, installer, loop) runs cheap tools: no actor hop,
+// the same validation, results and failure kinds as the tool duplex. The
+// timeout reaches the handler as its context's deadline (a sync handler
+// that ignores it runs to the end, and its result is then replaced by the
+// timeout result); a panic becomes a "panicked" result and leaves the
+// dispatcher serving, since a sync handler holds no state of its own.
+func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
+	args, err := t.validator.validate(call.GetPayload())
+	if err != nil {
+		return errorResult(call, FailureInvalidArguments, err.Error())
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if t.def.Timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t.def.Timeout)
+	}
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
+		}
+	}()
+	out := t.run(ctx, args)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errorResult(call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms", t.def.Name, t.def.Timeout.Milliseconds()))
+	}
+	return t.resultFrame(call, out)
+}

@@ -27,6 +27,9 @@ type rig struct {
 	t    *testing.T
 	conn *actors.Conn
 	ctx  context.Context
+	// baseURL and client reach the server, for more adapters on it.
+	baseURL string
+	client  *http.Client
 
 	mu     sync.Mutex
 	bodies []map[string]json.RawMessage
@@ -54,8 +57,8 @@ func newRig(t *testing.T, opts openai.Options, handle func(n int, w http.Respons
 		handle(n, w, r, body)
 	}))
 	t.Cleanup(srv.Close)
-	opts.BaseURL = srv.URL + "/v1"
-	opts.HTTPClient = srv.Client()
+	rg.baseURL, rg.client = srv.URL+"/v1", srv.Client()
+	opts.BaseURL, opts.HTTPClient = rg.baseURL, rg.client
 	if opts.Model == "" {
 		opts.Model = "gpt-4o-mini"
 	}

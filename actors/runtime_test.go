@@ -390,3 +390,36 @@ func TestSupervision_AllForOne(t *testing.T) {
 		t.Fatal("no ERROR before END")
 	}
 }
+
+// TestShell_AnswersDoNotReopenStreams: a TOOL_RESULT written into a duplex
+// after it ended a stream does not make the runtime close that stream
+// again when the duplex stops.
+func TestShell_AnswersDoNotReopenStreams(t *testing.T) {
+	rt := newRuntime(t, nil)
+	// Like a model adapter, it takes TOOL_RESULTs in without answering.
+	model := actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		if f.GetType() != messages.FrameType_TOOL_RESULT {
+			emit(f)
+		}
+	})
+	conn, err := rt.Start(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if err := conn.SendAll(messages.Text("s1", "a"), messages.End("s1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RecvStream(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Send(messages.RawToolResult("s1", "c1", "t", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := conn.Recv(ctx); !errors.Is(err, actors.ErrDuplexStopped) {
+		t.Fatalf("after close got %s, %v; want no frame (the stream was closed)", messages.Format(f), err)
+	}
+}

@@ -76,14 +76,12 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *messages.Frame:
 		sender := ctx.Sender()
 		if sender == nil {
-			s.noteOpen(m.GetStreamId())
-			s.deliver(m)
+			s.input(m)
 			return
 		}
 		if sender != s.lastChild.pid { // the same child sends with the same *PID
 			if !strings.HasPrefix(sender.Id, s.childPrefix) {
-				s.noteOpen(m.GetStreamId())
-				s.deliver(m)
+				s.input(m)
 				return
 			}
 			child, ok := s.children[sender.Id]
@@ -224,6 +222,20 @@ func (s *shell) finish(reason error) {
 		s.Emit(messages.Error(id, reason.Error()))
 		s.Emit(messages.End(id))
 	}
+}
+
+// input delivers a frame written into the sink. A frame that asks for
+// work opens its stream; answers (TOOL_RESULT), control frames (CANCEL,
+// ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
+// they arrive on after its END stays closed.
+func (s *shell) input(f *messages.Frame) {
+	switch f.GetType() {
+	case messages.FrameType_TOOL_RESULT, messages.FrameType_END, messages.FrameType_CANCEL,
+		messages.FrameType_ABORT, messages.FrameType_TICK, messages.FrameType_ERROR:
+	default:
+		s.noteOpen(f.GetStreamId())
+	}
+	s.deliver(f)
 }
 
 func (s *shell) noteOpen(stream string) {

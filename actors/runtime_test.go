@@ -413,7 +413,12 @@ func TestShell_AnswersDoNotReopenStreams(t *testing.T) {
 	if _, err := conn.RecvStream(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Send(messages.RawToolResult("s1", "c1", "t", nil)); err != nil {
+	// A later stream, read back, shows the TOOL_RESULT was taken in
+	// before the close (a stop does not wait for queued messages).
+	if err := conn.SendAll(messages.RawToolResult("s1", "c1", "t", nil), messages.Text("s2", "b"), messages.End("s2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RecvStream(ctx, "s2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.Close(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/persistence"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -133,6 +134,9 @@ type Spec struct {
 	Supervision *supervisor.Strategy
 	// Dispatcher schedules this actor's mailbox; nil means the runtime's.
 	Dispatcher actor.Dispatcher
+	// Persistence, when set, makes the duplex persistent under this
+	// provider: see [Persister]. Persistent duplexes need a stable Name.
+	Persistence persistence.Provider
 }
 
 // Ref names a running duplex. The zero Ref names nothing.

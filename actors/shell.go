@@ -43,6 +43,8 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
+
+	durable *durableShell // set when spec.Persistence is (see durable.go)
 }
 
 // failSignal carries Context.Fail's error through a panic.
@@ -65,8 +67,12 @@ type (
 	}
 )
 
-func newShell(rt *Runtime, spec Spec, subscriber *actor.PID) *shell {
-	return &shell{rt: rt, spec: spec, subscriber: subscriber}
+func newShell(rt *Runtime, spec Spec, subscriber *actor.PID) actor.Actor {
+	s := &shell{rt: rt, spec: spec, subscriber: subscriber}
+	if spec.Persistence != nil {
+		return newDurableShell(s)
+	}
+	return s
 }
 
 // Receive implements actor.Actor.

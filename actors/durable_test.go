@@ -60,7 +60,7 @@ func (j *journalLogic) Receive(c actors.Context, msg any) {
 		if !ok || !j.done {
 			return
 		}
-		p.Persist(wrapperspb.String(v)) // persist first ...
+		p.Persist(wrapperspb.String(v))  // persist first ...
 		j.entries = append(j.entries, v) // ... then apply
 		c.Emit(messages.Text(m.GetStreamId(), strings.Join(j.entries, ",")+"|"+string(rune('0'+j.replayed))))
 		c.Emit(messages.End(m.GetStreamId()))

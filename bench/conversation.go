@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Figure 7 (and issue 6's loop figure): the peers' conversation
+// (bench/peers/README.md) played by our tool loop around the scripted
+// adapter, and by a plain Go loop calling the same functions directly (the
+// floor). One run: the user's message, three model turns each calling one
+// no-op tool ({"n":k} → {"ok":true}), and a final turn answering "done".
+
+// conversationTools are the three tools of the conversation.
+var conversationTools = []string{"noop_a", "noop_b", "noop_c"}
+
+const (
+	userPrompt = "run the three tools"
+	finalText  = "done"
+)
+
+type noopIn struct {
+	N int `json:"n"`
+}
+
+type noopOut struct {
+	OK bool `json:"ok"`
+}
+
+// noopFunc is the function behind every no-op tool.
+func noopFunc(_ context.Context, in noopIn) (noopOut, error) {
+	if in.N < 1 || in.N > len(conversationTools) {
+		return noopOut{}, fmt.Errorf("unexpected n %d", in.N)
+	}
+	return noopOut{OK: true}, nil
+}
+
+// noopTools binds noopFunc as the three tools.
+func noopTools(sync bool) []*tools.Tool {
+	out := make([]*tools.Tool, len(conversationTools))
+	for i, name := range conversationTools {
+		out[i] = tools.MustNewTyped(tools.Definition{Name: name, Description: "no-op tool " + name, Sync: sync}, noopFunc)
+	}
+	return out
+}
+
+// conversationScript is the scripted model's side: turn k calls tool k.
+func conversationScript() scripted.Script {
+	var turns []scripted.Turn
+	for i, name := range conversationTools {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{
+			{ID: "call_" + strconv.Itoa(i+1), Name: name, Arguments: fmt.Sprintf(`{"n":%d}`, i+1)},
+		}})
+	}
+	return scripted.Script{Select: scripted.ByConversation, Turns: append(turns, scripted.Turn{Text: finalText})}
+}
+
+// loopConversation is our tool loop around the scripted adapter, started
+// on its own runtime.
+type loopConversation struct {
+	rt      *actors.Runtime
+	conn    *actors.Conn
+	request json.RawMessage
+	runs    int
+}
+
+func newLoopConversation(sync bool) (*loopConversation, error) {
+	model, err := scripted.New(conversationScript(), &scripted.Options{MaxRecorded: -1})
+	if err != nil {
+		return nil, err
+	}
+	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: noopTools(sync)},
+		MaxIterations: 10,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := rt.Start(loop)
+	if err != nil {
+		rt.Close(context.Background())
+		return nil, err
+	}
+	request, _ := json.Marshal([]map[string]string{{"role": "user", "content": userPrompt}})
+	return &loopConversation{rt: rt, conn: conn, request: request}, nil
+}
+
+func (lc *loopConversation) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return lc.rt.Close(ctx)
+}
+
+// run plays one conversation on a fresh stream and checks it.
+func (lc *loopConversation) run(ctx context.Context) error {
+	lc.runs++
+	id := "run-" + strconv.Itoa(lc.runs)
+	if err := lc.conn.SendAll(messages.RawParam(id, tools.ParamMessages, lc.request), messages.End(id)); err != nil {
+		return err
+	}
+	frames, err := lc.conn.RecvStream(ctx, id)
+	if err != nil {
+		return err
+	}
+	results, text := 0, ""
+	for _, f := range frames {
+		switch f.GetType() {
+		case messages.FrameType_TOOL_RESULT:
+			if f.IsErrorResult() {
+				return fmt.Errorf("tool %s failed: %s", f.GetName(), f.GetPayload())
+			}
+			results++
+		case messages.FrameType_TEXT:
+			text += f.GetText()
+		case messages.FrameType_ERROR:
+			return fmt.Errorf("conversation failed: %s", f.GetText())
+		}
+	}
+	if results != len(conversationTools) || text != finalText {
+		return fmt.Errorf("conversation strayed: %d results, text %q", results, text)
+	}
+	return nil
+}
+
+// benchLoopConversation measures runs of our loop (tools Sync, run inline
+// by the loop, or async on tool actors).
+func benchLoopConversation(b *testing.B, sync bool) {
+	lc, err := newLoopConversation(sync)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lc.Close()
+	ctx := context.Background()
+	if err := lc.run(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := lc.run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// The floor: the same conversation as a plain Go loop, with the messages
+// in the OpenAI chat shape, the model a function of them and the tools
+// called directly (arguments decoded, results encoded).
+
+type floorCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type floorMessage struct {
+	Role       string      `json:"role"`
+	Content    string      `json:"content,omitempty"`
+	ToolCalls  []floorCall `json:"tool_calls,omitempty"`
+	ToolCallID string      `json:"tool_call_id,omitempty"`
+}
+
+// floorModel answers from the number of tool messages, as the peers do.
+func floorModel(msgs []floorMessage) floorMessage {
+	seen := 0
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			seen++
+		}
+	}
+	if seen >= len(conversationTools) {
+		return floorMessage{Role: "assistant", Content: finalText}
+	}
+	c := floorCall{ID: "call_" + strconv.Itoa(seen+1), Type: "function"}
+	c.Function.Name = conversationTools[seen]
+	c.Function.Arguments = `{"n":` + strconv.Itoa(seen+1) + `}`
+	return floorMessage{Role: "assistant", ToolCalls: []floorCall{c}}
+}
+
+// floorRun plays one conversation.
+func floorRun(ctx context.Context, fns map[string]func(context.Context, noopIn) (noopOut, error)) error {
+	msgs := []floorMessage{{Role: "user", Content: userPrompt}}
+	for range 10 {
+		reply := floorModel(msgs)
+		msgs = append(msgs, reply)
+		if len(reply.ToolCalls) == 0 {
+			if reply.Content != finalText {
+				return fmt.Errorf("final text %q", reply.Content)
+			}
+			return nil
+		}
+		for _, c := range reply.ToolCalls {
+			fn, ok := fns[c.Function.Name]
+			if !ok {
+				return fmt.Errorf("unknown tool %s", c.Function.Name)
+			}
+			var in noopIn
+			if err := json.Unmarshal([]byte(c.Function.Arguments), &in); err != nil {
+				return err
+			}
+			out, err := fn(ctx, in)
+			if err != nil {
+				return err
+			}
+			res, err := json.Marshal(out)
+			if err != nil {
+				return err
+			}
+			msgs = append(msgs, floorMessage{Role: "tool", ToolCallID: c.ID, Content: string(res)})
+		}
+	}
+	return fmt.Errorf("no final answer")
+}
+
+func benchFloorConversation(b *testing.B) {
+	fns := map[string]func(context.Context, noopIn) (noopOut, error){}
+	for _, name := range conversationTools {
+		fns[name] = noopFunc
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := floorRun(ctx, fns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}

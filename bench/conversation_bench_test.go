@@ -1,0 +1,14 @@
+package main
+
+import "testing"
+
+// BenchmarkConversation plays the peers' 3-tool-call conversation: our
+// tool loop around the scripted adapter (tools sync and async) against a
+// plain Go loop calling the same functions directly ("floor"). Full loop
+// iterations per second with allocations (issue 6); the peers themselves
+// run with `go run ./bench -filter '^7'`.
+func BenchmarkConversation(b *testing.B) {
+	b.Run("floor", benchFloorConversation)
+	b.Run("loop/sync", func(b *testing.B) { benchLoopConversation(b, true) })
+	b.Run("loop/async", func(b *testing.B) { benchLoopConversation(b, false) })
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+)
+
+// Store-level durability figures (figure 4 until the streaming router's
+// own figures are in): events persisted per second and the time to read
+// back 10 000 pending entries.
+
+// eventSize is the size of one persisted event, about one argument chunk
+// with its framing.
+const eventSize = 100
+
+// recoveryEntries is how many pending entries the recovery benchmarks read.
+const recoveryEntries = 10_000
+
+// benchDiskFsync measures the disk's floor for durable writes: one 4 KiB
+// overwrite plus fdatasync per op. A bbolt commit needs two of these (data
+// pages, then the meta page).
+func benchDiskFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync.probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	page := bytes.Repeat([]byte{1}, 4096)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := f.WriteAt(page, int64(i%16)*4096); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/fsync")
+}
+
+// storeOpener opens a fresh store for one benchmark run.
+type storeOpener func(b *testing.B) durability.Store
+
+func openBolt(opts *boltstore.Options) storeOpener {
+	return func(b *testing.B) durability.Store {
+		s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+}
+
+func openMem(*testing.B) durability.Store { return memstore.New(nil) }
+
+// benchPersist reports events/s for ~100-byte events: writers each persist
+// to their own actor name, one event at a time, waiting for each (as a
+// persistent actor does).
+func benchPersist(b *testing.B, writers int, open storeOpener) {
+	s := open(b)
+	defer s.Close()
+	persistConcurrently(b, writers, func(ctx context.Context, name string, i uint64, data []byte) error {
+		return s.PersistEvent(ctx, name, i, data)
+	})
+}
+
+// benchBoltBatch is the baseline of benchPersist on bbolt: bbolt's own
+// group commit (db.Batch) with its defaults, one bucket per writer.
+func benchBoltBatch(b *testing.B, writers int) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "batch.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	persistConcurrently(b, writers, func(_ context.Context, name string, i uint64, data []byte) error {
+		return db.Batch(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte(name))
+			if err != nil {
+				return err
+			}
+			return bk.Put(fmt.Appendf(nil, "%016x", i), data)
+		})
+	})
+}
+
+// benchProviderPersist persists through the protoactor adapter (Any
+// encoding, panics on failure).
+func benchProviderPersist(b *testing.B, writers int) {
+	s := openBolt(nil)(b)
+	defer s.Close()
+	p, err := durability.NewProvider(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := wrapperspb.String(string(bytes.Repeat([]byte{'x'}, eventSize-40)))
+	persistConcurrently(b, writers, func(_ context.Context, name string, i uint64, _ []byte) error {
+		p.PersistEvent(name, int(i), msg)
+		return nil
+	})
+}
+
+// persistConcurrently runs b.N persist calls spread over writers
+// goroutines, each with its own actor name and increasing indexes, and
+// reports events/s.
+func persistConcurrently(b *testing.B, writers int, persist func(ctx context.Context, name string, i uint64, data []byte) error) {
+	b.Helper()
+	ctx := context.Background()
+	data := bytes.Repeat([]byte{'c'}, eventSize)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := range writers {
+		wg.Go(func() {
+			name := fmt.Sprintf("stream-%03d", w)
+			for i := uint64(0); next.Add(1) <= int64(b.N); i++ {
+				if err := persist(ctx, name, i, data); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// fillRecovery writes recoveryEntries events of one actor ("router"), one
+// snapshot per entry under its own name ("call-00042") and one snapshot
+// holding all of them ("big").
+func fillRecovery(s durability.Store) error {
+	ctx := context.Background()
+	data := bytes.Repeat([]byte{'r'}, eventSize)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	const writers = 64
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < recoveryEntries; i += writers {
+				if err := s.PersistEvent(ctx, "router", uint64(i), data); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.PersistSnapshot(ctx, fmt.Sprintf("call-%05d", i), 0, data); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return s.PersistSnapshot(ctx, "big", 0, bytes.Repeat(data, recoveryEntries))
+}
+
+// recoveryStore is a filled store shared by the read benchmarks.
+type recoveryStore struct {
+	name string
+	s    durability.Store
+}
+
+// benchGetEvents reads the 10 000 events of one actor.
+func (rs recoveryStore) benchGetEvents(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := rs.s.GetEvents(ctx, "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != recoveryEntries {
+			b.Fatalf("read %d events, err %v", n, err)
+		}
+	}
+}
+
+// benchBigSnapshot reads one snapshot of 10 000 entries.
+func (rs recoveryStore) benchBigSnapshot(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if snap, ok, err := rs.s.GetSnapshot(ctx, "big"); err != nil || !ok || len(snap.Data) != eventSize*recoveryEntries {
+			b.Fatalf("snapshot: %d bytes, %v, %v", len(snap.Data), ok, err)
+		}
+	}
+}
+
+// benchNamedSnapshots reads 10 000 snapshots, one per actor name.
+func (rs recoveryStore) benchNamedSnapshots(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range recoveryEntries {
+			if _, ok, err := rs.s.GetSnapshot(ctx, fmt.Sprintf("call-%05d", i)); err != nil || !ok {
+				b.Fatalf("snapshot %d: %v, %v", i, ok, err)
+			}
+		}
+	}
+}
+
+// newRecoveryFile writes a filled bbolt file for benchReopen.
+func newRecoveryFile(path string) error {
+	s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	if err := fillRecovery(s); err != nil {
+		s.Close()
+		return err
+	}
+	return s.Close()
+}
+
+// benchReopen is a restarting process: open the file, then read the
+// snapshot and the 10 000 events of one actor.
+func benchReopen(b *testing.B, path string) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := boltstore.Open(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.GetSnapshot(ctx, "router"); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		if err := s.GetEvents(ctx, "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != recoveryEntries {
+			b.Fatalf("read %d events, err %v", n, err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchProviderGetEvents decodes 10 000 Any-encoded events through the
+// protoactor adapter.
+func benchProviderGetEvents(b *testing.B) {
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "provider.db"), &boltstore.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	p, err := durability.NewProvider(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := wrapperspb.String(string(bytes.Repeat([]byte{'r'}, eventSize-40)))
+	for i := range recoveryEntries {
+		p.PersistEvent("router", i, msg)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		p.GetEvents("router", 0, 0, func(any) { n++ })
+		if n != recoveryEntries {
+			b.Fatalf("read %d events", n)
+		}
+	}
+}
+
+// noSyncBolt opens a bbolt store without fsync (for filling; reads are the
+// same).
+func noSyncBolt(path string) (durability.Store, error) {
+	return boltstore.Open(path, &boltstore.Options{NoSync: true})
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// figure is one of the figures: it measures its rows.
+type figure struct {
+	id, title string
+	run       func(c *config) []Row
+}
+
+var figures = []figure{
+	{"1", "TEXT frames/s through wrappers vs bare protoactor forwarding", figureHops},
+	{"2", "tool-call round trip vs bare protoactor request/respond", figureRoundTrip},
+	{"3", "streaming argument accumulation vs strings.Builder + json.Unmarshal", figureAccumulation},
+	{"4", "durability", figureDurability},
+	{"5", "memory per idle session", figureMemory},
+	{"6", "workspace tools vs os and exec", figureWorkspace},
+	{"7", "the 3-tool-call conversation: our loop, the floor and the peers", figureConversation},
+}
+
+// rows measures the selected pairs of a figure.
+func (c *config) rows(pairs []pair) []Row {
+	var out []Row
+	for _, p := range pairs {
+		if c.selected(p.figure, p.name) {
+			out = append(out, c.compare(p))
+		}
+	}
+	return out
+}
+
+func figureHops(c *config) []Row {
+	var pairs []pair
+	for _, n := range []int{1, 3} {
+		hops := 2*n + 1
+		pairs = append(pairs, pair{figure: "1", name: fmt.Sprintf("%d wrapper(s), %d hops", n, hops),
+			ours: benchSide("polyweave", func(b *testing.B) { benchWrapperHops(b, n) }),
+			base: benchSide("protoactor", func(b *testing.B) { benchBareHops(b, hops) }),
+			kind: throughput, unit: "frames", goal: ratioAtLeast(0.5)})
+	}
+	return c.rows(pairs)
+}
+
+func figureRoundTrip(c *config) []Row {
+	pingpong := benchSide("protoactor ping-pong", benchBarePingPong)
+	router := func(sync, validated bool) side {
+		return benchSide("router", func(b *testing.B) { benchRouterPingPong(b, sync, validated) })
+	}
+	return c.rows([]pair{
+		{figure: "2", name: "sync no-op tool, inline (2 hops)", ours: router(true, false), base: pingpong,
+			kind: duration, unit: "call", goal: ratioAtMost(2)},
+		{figure: "2", name: "async no-op tool (tool actor)", ours: router(false, false), base: pingpong,
+			kind: duration, unit: "call", goal: info},
+		{figure: "2", name: "sync, arguments validated", ours: router(true, true), base: pingpong,
+			kind: duration, unit: "call", goal: info},
+		{figure: "2", name: "sync vs RequestFuture", ours: router(true, false),
+			base: benchSide("protoactor RequestFuture", benchRequestFuture),
+			kind: duration, unit: "call", goal: info},
+	})
+}
+
+func figureAccumulation(c *config) []Row {
+	sizes := []int{64 << 10, 1 << 20, 8 << 20}
+	if c.smoke {
+		sizes = []int{4 << 10, 32 << 10}
+	}
+	var rows []Row
+	var first, last *Row
+	for _, size := range sizes {
+		st := newArgStream(size)
+		rs := c.rows([]pair{{figure: "3", name: sizeName(size) + " in 64-byte chunks",
+			ours: benchSide("assembler", st.benchAssemble), base: benchSide("builder+Unmarshal", st.benchBuilder),
+			kind: duration, unit: "MiB", per: float64(st.size) / (1 << 20), goal: ratioAtMost(1.5)}})
+		rows = append(rows, rs...)
+	}
+	for i := range rows {
+		if rows[i].Error != "" {
+			continue
+		}
+		if first == nil {
+			first = &rows[i]
+		}
+		last = &rows[i]
+	}
+	if first != nil && last != first {
+		lin := Row{Figure: "3", Case: fmt.Sprintf("linearity: time/byte %s ÷ %s", last.Case[:len(last.Case)-len(" in 64-byte chunks")],
+			first.Case[:len(first.Case)-len(" in 64-byte chunks")]),
+			Unit: "×", Ours: last.Ours / first.Ours, BaselineName: "builder+Unmarshal", Baseline: last.Baseline / first.Baseline,
+			Rounds: last.Rounds}
+		g := oursAtMost(1.3, "≤ 1.3×")
+		lin.Goal, lin.Met = g.text, g.met(&lin)
+		rows = append(rows, lin)
+	}
+	return rows
+}
+
+func figureDurability(c *config) []Row {
+	pairs := []pair{
+		{figure: "4", name: "store: persist, bbolt, 64 streams",
+			ours: benchSide("boltstore", func(b *testing.B) { benchPersist(b, 64, openBolt(nil)) }),
+			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 64) }),
+			kind: throughput, unit: "events", goal: oursAtLeast(50_000, "≥ 50 000/s"),
+			note: "store-level stand-in until the streaming router's durability figures land"},
+		{figure: "4", name: "store: persist, bbolt, 1 stream",
+			ours: benchSide("boltstore", func(b *testing.B) { benchPersist(b, 1, openBolt(nil)) }),
+			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 1) }),
+			kind: throughput, unit: "events", goal: info},
+		{figure: "4", name: "store: persist, in-memory, 64 streams",
+			ours: benchSide("memstore", func(b *testing.B) { benchPersist(b, 64, openMem) }),
+			kind: throughput, unit: "events", goal: info},
+	}
+	rows := c.rows(pairs)
+	if !c.selected("4", "store: recover 10 000 pending") {
+		return rows
+	}
+	dir, err := os.MkdirTemp("", "polyweave-bench-recover-")
+	if err != nil {
+		return append(rows, Row{Figure: "4", Case: "store: recover 10 000 pending", Error: err.Error()})
+	}
+	defer os.RemoveAll(dir)
+	path := dir + "/reopen.db"
+	if err := newRecoveryFile(path); err != nil {
+		return append(rows, Row{Figure: "4", Case: "store: recover 10 000 pending", Error: err.Error()})
+	}
+	return append(rows, c.compare(pair{figure: "4", name: "store: recover 10 000 pending (open + read)",
+		ours: benchSide("boltstore", func(b *testing.B) { benchReopen(b, path) }),
+		kind: duration, unit: "recovery", goal: oursAtMost(200_000, "< 200 ms")}))
+}
+
+func figureMemory(c *config) []Row {
+	n := 10_000
+	switch {
+	case c.smoke:
+		n = 50
+	case c.quick:
+		n = 2_000
+	}
+	measure := func(name string, f func(int) (float64, error)) side {
+		return side{name: name, measure: func() sample {
+			kib, err := f(n)
+			return sample{ns: kib, err: err}
+		}}
+	}
+	rounds := c.rounds
+	c2 := *c
+	c2.rounds = min(rounds, 3)
+	return c2.rows([]pair{{figure: "5", name: fmt.Sprintf("%d idle sessions (loop+installer+router+model+3 tools)", n),
+		ours: measure("polyweave", sessionMemory),
+		base: measure(fmt.Sprintf("%d bare actors", actorsPerSession), bareActorMemory),
+		kind: memory, unit: "KiB/session", goal: oursAtMost(64, "≤ 64 KiB")}})
+}
+
+func figureWorkspace(c *config) []Row {
+	sizes := []int{4 << 10, 1 << 20}
+	dir, err := os.MkdirTemp("", "polyweave-bench-ws-")
+	if err != nil {
+		return []Row{{Figure: "6", Case: "workspace", Error: err.Error()}}
+	}
+	defer os.RemoveAll(dir)
+	fx, err := newWSFixture(dir, sizes)
+	if err != nil {
+		return []Row{{Figure: "6", Case: "workspace", Error: err.Error()}}
+	}
+	defer fx.Close()
+	var pairs []pair
+	for _, n := range sizes {
+		pairs = append(pairs,
+			pair{figure: "6", name: "read " + sizeName(n),
+				ours: benchSide("workspace", func(b *testing.B) { fx.benchRead(b, n) }),
+				base: benchSide("os.ReadFile", func(b *testing.B) { fx.benchOSRead(b, n) }),
+				kind: duration, unit: "op", goal: ratioAtMost(1.5)},
+			pair{figure: "6", name: "write " + sizeName(n),
+				ours: benchSide("workspace", func(b *testing.B) { fx.benchWrite(b, n) }),
+				base: benchSide("os.WriteFile", func(b *testing.B) { fx.benchOSWrite(b, n) }),
+				kind: duration, unit: "op", goal: ratioAtMost(1.5),
+				note: "the workspace write is atomic and durable (temp file, fsync, rename, fsync dir); os.WriteFile is neither"},
+			pair{figure: "6", name: "write " + sizeName(n) + ", like for like",
+				ours: benchSide("workspace", func(b *testing.B) { fx.benchWrite(b, n) }),
+				base: benchSide("os atomic+fsync", func(b *testing.B) { fx.benchAtomicWrite(b, n) }),
+				kind: duration, unit: "op", goal: ratioAtMost(1.5)},
+		)
+	}
+	pairs = append(pairs, pair{figure: "6", name: "run_command true",
+		ours: benchSide("workspace", fx.benchRunTrue), base: benchSide("exec sh -c true", benchExecTrue),
+		kind: duration, unit: "op", goal: ratioAtMost(1.2)})
+	return c.rows(pairs)
+}
+
+func figureConversation(c *config) []Row {
+	loop := func(sync bool) side {
+		return benchSide("loop", func(b *testing.B) { benchLoopConversation(b, sync) })
+	}
+	rows := c.rows([]pair{
+		{figure: "7", name: "(a) our loop + scripted adapter vs (b) floor", ours: loop(true),
+			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
+		{figure: "7", name: "(a) with async tools vs (b) floor", ours: loop(false),
+			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
+	})
+	if c.peers == "" {
+		return rows
+	}
+	var want []string
+	for _, name := range []string{"ai-sdk", "eino"} {
+		if c.selected("7", "(a) vs "+name) {
+			want = append(want, name)
+		}
+	}
+	if len(want) == 0 {
+		return rows
+	}
+	scratch, err := os.MkdirTemp("", "polyweave-bench-peers-")
+	if err != nil {
+		return append(rows, Row{Figure: "7", Case: "peers", Error: err.Error()})
+	}
+	defer os.RemoveAll(scratch)
+	c.logf("preparing peers (bench/peers/setup.sh)...")
+	runs := map[string][2]int{"ai-sdk": {2000, 200}, "eino": {20000, 1000}}
+	if c.quick {
+		runs = map[string][2]int{"ai-sdk": {500, 100}, "eino": {5000, 500}}
+	}
+	if c.smoke {
+		runs = map[string][2]int{"ai-sdk": {5, 1}, "eino": {5, 1}}
+	}
+	for _, p := range preparePeers(context.Background(), c.peers, scratch) {
+		name := "(a) vs " + p.name
+		if !c.selected("7", name) {
+			continue
+		}
+		if p.unready != "" {
+			rows = append(rows, Row{Figure: "7", Case: name, Goal: "≥ 1×", Error: "peer " + p.name + " could not run: " + p.unready})
+			continue
+		}
+		r := runs[p.name]
+		row := c.compare(pair{figure: "7", name: name, ours: loop(true), base: p.side(r[0], r[1]),
+			kind: throughput, unit: "runs", goal: ratioAtLeast(1)})
+		if row.Error == "" {
+			row.Note = p.version + fmt.Sprintf(", %d runs per measurement", r[0])
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

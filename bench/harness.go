@@ -1,0 +1,323 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// config is what one run of the harness measures and how long it takes.
+type config struct {
+	// rounds is how many times each pair (ours, baseline) is measured,
+	// interleaved; medians are quoted.
+	rounds int
+	// benchtime is the -test.benchtime of each testing.Benchmark call
+	// ("300ms", or "1x" for the smoke test).
+	benchtime string
+	// quick and smoke shrink the sizes: quick for a one-minute pass,
+	// smoke for the test that keeps the harness from rotting.
+	quick, smoke bool
+	// filter selects figures and cases by "<figure> <case>".
+	filter *regexp.Regexp
+	// progress receives a line per measurement; nil is silent.
+	progress io.Writer
+	// peers is the folder of the figure 7 peers; empty skips them.
+	peers string
+}
+
+func (c *config) selected(figure, name string) bool {
+	return c.filter == nil || c.filter.MatchString(figure+" "+name)
+}
+
+func (c *config) logf(format string, args ...any) {
+	if c.progress != nil {
+		fmt.Fprintf(c.progress, format+"\n", args...)
+	}
+}
+
+// kind says how a row's numbers read: a throughput (higher is better, the
+// ratio is ours/baseline in items per second) or a time (lower is better,
+// the ratio is ours/baseline in time per operation).
+type kind int
+
+const (
+	throughput kind = iota
+	duration
+	memory
+)
+
+// goal is what a row must reach: a bound on the ratio, on our absolute
+// figure, or nothing (information only).
+type goal struct {
+	ratio    bool    // a bound on Ratio; otherwise on Ours
+	atLeast  bool    // ≥ bound; otherwise ≤ bound
+	bound    float64 // in the row's unit (ours) or as a ratio
+	text     string
+	disabled bool
+}
+
+func ratioAtLeast(x float64) goal {
+	return goal{ratio: true, atLeast: true, bound: x, text: fmt.Sprintf("≥ %g×", x)}
+}
+func ratioAtMost(x float64) goal {
+	return goal{ratio: true, bound: x, text: fmt.Sprintf("≤ %g×", x)}
+}
+func oursAtLeast(x float64, text string) goal {
+	return goal{atLeast: true, bound: x, text: text}
+}
+func oursAtMost(x float64, text string) goal { return goal{bound: x, text: text} }
+
+var info = goal{disabled: true, text: "info"}
+
+func (g goal) met(r *Row) *bool {
+	if g.disabled || r.Error != "" {
+		return nil
+	}
+	v := r.Ours
+	if g.ratio {
+		v = r.Ratio
+	}
+	ok := v <= g.bound
+	if g.atLeast {
+		ok = v >= g.bound
+	}
+	return &ok
+}
+
+// Row is one line of the table: a figure's case, our median, the
+// baseline's median measured in the same run, their ratio, the goal.
+type Row struct {
+	Figure string `json:"figure"`
+	Case   string `json:"case"`
+	// Unit is the unit of Ours and Baseline: "frames/s", "µs/call", ...
+	Unit     string  `json:"unit"`
+	Ours     float64 `json:"ours"`
+	Baseline float64 `json:"baseline,omitempty"`
+	// BaselineName says what the baseline is.
+	BaselineName string `json:"baseline_name,omitempty"`
+	// Ratio is ours/baseline: in items per second for throughputs, in
+	// time per operation for times (the median of the per-round ratios).
+	Ratio float64 `json:"ratio,omitempty"`
+	Goal  string  `json:"goal"`
+	// Met is nil for information rows and rows that failed.
+	Met *bool `json:"met"`
+	// OursAllocs and BaselineAllocs are allocations per operation.
+	OursAllocs     float64 `json:"ours_allocs_per_op"`
+	BaselineAllocs float64 `json:"baseline_allocs_per_op,omitempty"`
+	Rounds         int     `json:"rounds"`
+	// Note explains the row (what bounds it, why a peer did not run).
+	Note  string `json:"note,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// sample is one measurement: time per operation and allocations.
+type sample struct {
+	ns, allocs float64
+	err        error
+}
+
+// side is one contestant of a pair.
+type side struct {
+	name    string
+	measure func() sample
+}
+
+// benchSide measures fn with testing.Benchmark.
+func benchSide(name string, fn func(b *testing.B)) side {
+	return side{name: name, measure: func() sample {
+		r := testing.Benchmark(fn)
+		if r.N == 0 {
+			return sample{err: fmt.Errorf("%s: benchmark failed (run `go test -run '^$' -bench . ./bench` for its message)", name)}
+		}
+		return sample{ns: float64(r.T.Nanoseconds()) / float64(r.N), allocs: float64(r.AllocsPerOp())}
+	}}
+}
+
+// pair is a row to measure: ours against a baseline, interleaved.
+type pair struct {
+	figure, name string
+	ours, base   side
+	kind         kind
+	// unit names what one operation moves; per is how many of them one
+	// operation is (frames per op, bytes per op...).
+	unit string
+	per  float64
+	goal goal
+	note string
+}
+
+// compare measures p.ours and p.base alternately, c.rounds times each,
+// and returns the row with medians and the median per-round ratio.
+func (c *config) compare(p pair) Row {
+	row := Row{Figure: p.figure, Case: p.name, BaselineName: p.base.name, Goal: p.goal.text, Note: p.note}
+	if p.per == 0 {
+		p.per = 1
+	}
+	var ours, base, ratios, oa, ba []float64
+	for round := range c.rounds {
+		o := p.ours.measure()
+		var b sample
+		if p.base.measure != nil {
+			b = p.base.measure()
+		}
+		if err := cmpErr(o.err, b.err); err != nil {
+			row.Error = err.Error()
+			c.logf("  %s %s: %v", p.figure, p.name, err)
+			break
+		}
+		ours, oa = append(ours, o.ns), append(oa, o.allocs)
+		if p.base.measure != nil {
+			base, ba = append(base, b.ns), append(ba, b.allocs)
+			ratios = append(ratios, o.ns/b.ns)
+		}
+		c.logf("  %s %-40s round %d: ours %s, %s %s", p.figure, p.name, round+1,
+			formatValue(p.kind, p.unit, p.per, o.ns), p.base.name, formatValue(p.kind, p.unit, p.per, b.ns))
+	}
+	row.Rounds = len(ours)
+	if row.Error == "" {
+		row.Unit = unitOf(p.kind, p.unit)
+		row.Ours = valueOf(p.kind, p.per, median(ours))
+		row.OursAllocs = median(oa)
+		if len(base) > 0 {
+			row.Baseline = valueOf(p.kind, p.per, median(base))
+			row.BaselineAllocs = median(ba)
+			row.Ratio = median(ratios)
+			if p.kind == throughput {
+				row.Ratio = 1 / row.Ratio
+			}
+		}
+	}
+	row.Met = p.goal.met(&row)
+	return row
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func unitOf(k kind, unit string) string {
+	switch k {
+	case throughput:
+		return unit + "/s"
+	case memory:
+		return unit
+	}
+	return "µs/" + unit
+}
+
+// valueOf converts a median ns/op into the row's unit.
+func valueOf(k kind, per, ns float64) float64 {
+	switch k {
+	case throughput:
+		return per * 1e9 / ns
+	case memory:
+		return ns
+	}
+	return ns / per / 1e3
+}
+
+func formatValue(k kind, unit string, per, ns float64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return humanize(valueOf(k, per, ns)) + " " + unitOf(k, unit)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// humanize prints three significant digits with a k/M suffix.
+func humanize(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 10e6:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	case a >= 100e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case a >= 10e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// Report is the whole run, as -json writes it.
+type Report struct {
+	Date    time.Time `json:"date"`
+	Machine Machine   `json:"machine"`
+	Mode    string    `json:"mode"`
+	Rounds  int       `json:"rounds"`
+	Rows    []Row     `json:"rows"`
+}
+
+// writeTable prints the rows as an aligned text table.
+func writeTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tcase\tours\tbaseline\tratio\tgoal\tmet\tallocs/op ours (base)")
+	for _, r := range rows {
+		met := "-"
+		if r.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
+		}
+		ours, base, ratio := "-", "-", "-"
+		if r.Error == "" {
+			ours = humanize(r.Ours) + " " + r.Unit
+			if r.BaselineName != "" {
+				base = humanize(r.Baseline) + " " + r.Unit + " (" + r.BaselineName + ")"
+			}
+			if r.Ratio != 0 {
+				ratio = fmt.Sprintf("%.2f×", r.Ratio)
+			}
+		} else {
+			ours = "error"
+			met = "NO"
+		}
+		allocs := "-"
+		if r.Error == "" && r.Unit != "" && !strings.HasPrefix(r.Unit, "KiB") && !strings.HasPrefix(r.Unit, "ms") {
+			allocs = humanize(r.OursAllocs)
+			if r.BaselineName != "" {
+				allocs += " (" + humanize(r.BaselineAllocs) + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Case, ours, base, ratio, r.Goal, met, allocs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(w, "figure %s %s: %s\n", r.Figure, r.Case, r.Error)
+		} else if r.Note != "" {
+			fmt.Fprintf(w, "figure %s %s: %s\n", r.Figure, r.Case, r.Note)
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, rep Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestHarnessSmoke runs every figure once with tiny sizes (no peers) and
+// checks the shape of the JSON report and of the table, so that the
+// harness cannot rot. It asserts nothing about timings.
+func TestHarnessSmoke(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var out, progress bytes.Buffer
+	if err := run([]string{"-smoke", "-no-peers", "-json"}, &out, &progress); err != nil {
+		t.Fatalf("run: %v\n%s", err, progress.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.Mode != "smoke" || rep.Machine.CPUs == 0 || rep.Machine.Go == "" || rep.Date.IsZero() {
+		t.Errorf("report header %+v", rep)
+	}
+	figures := map[string]int{}
+	for _, r := range rep.Rows {
+		figures[r.Figure]++
+		if r.Error != "" {
+			t.Errorf("figure %s %q failed: %s", r.Figure, r.Case, r.Error)
+			continue
+		}
+		if r.Case == "" || r.Unit == "" || r.Goal == "" || r.Ours <= 0 || r.Rounds != 1 {
+			t.Errorf("row %+v is incomplete", r)
+		}
+		if r.BaselineName != "" && (r.Baseline <= 0 || (r.Ratio <= 0 && r.Unit != "×")) {
+			t.Errorf("row %+v has a baseline but no ratio", r)
+		}
+		if (r.Met == nil) != (r.Goal == "info") {
+			t.Errorf("row %+v: met %v for goal %q", r, r.Met, r.Goal)
+		}
+	}
+	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7"} {
+		if figures[id] == 0 {
+			t.Errorf("figure %s has no rows", id)
+		}
+	}
+
+	// The table of the same kind of run, filtered to one figure.
+	out.Reset()
+	if err := run([]string{"-smoke", "-no-peers", "-filter", "^1 "}, &out, &progress); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "figure") || !strings.Contains(lines[0], "ratio") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "1 ") || !strings.Contains(l, "≥ 0.5×") {
+			t.Errorf("table line %q", l)
+		}
+	}
+}
+
+// TestFlags checks the flags that take values.
+func TestFlags(t *testing.T) {
+	var out, errs bytes.Buffer
+	if err := run([]string{"-filter", "("}, &out, &errs); err == nil {
+		t.Error("a bad -filter was accepted")
+	}
+	if err := run([]string{"-smoke", "extra"}, &out, &errs); err == nil {
+		t.Error("a stray argument was accepted")
+	}
+	var j jsonFlag
+	if err := j.Set("out.json"); err != nil || !j.set || j.path != "out.json" {
+		t.Errorf("-json=out.json: %+v %v", j, err)
+	}
+}

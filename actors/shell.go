@@ -91,7 +91,7 @@ func (s *shell) Receive(ctx actor.Context) {
 				return
 			}
 			child, ok := s.children[sender.Id]
-			if !ok {
+			if !ok || child.pid != sender { // a named child of an earlier incarnation has the same id, not the same *PID
 				return // from a child of an earlier incarnation: its stream was closed then
 			}
 			s.lastChild = child

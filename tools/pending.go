@@ -28,12 +28,33 @@ type PendingCall struct {
 // Restore convert the whole state. The zero value is empty and ready; it is
 // not safe for concurrent use.
 type PendingCalls struct {
-	calls map[callKey]*PendingCall
-	seq   uint64
+	calls    map[callKey]*PendingCall
+	byStream map[string]int // pending calls per stream
+	seq      uint64
 }
 
 // Len is the number of pending calls.
 func (p *PendingCalls) Len() int { return len(p.calls) }
+
+// Has reports whether the call is pending.
+func (p *PendingCalls) Has(streamID, toolCallID string) bool {
+	_, ok := p.calls[callKey{streamID, toolCallID}]
+	return ok
+}
+
+// InStream is the number of pending calls of a stream.
+func (p *PendingCalls) InStream(streamID string) int { return p.byStream[streamID] }
+
+func (p *PendingCalls) counted(streamID string, delta int) {
+	if p.byStream == nil {
+		p.byStream = map[string]int{}
+	}
+	if n := p.byStream[streamID] + delta; n > 0 {
+		p.byStream[streamID] = n
+	} else {
+		delete(p.byStream, streamID)
+	}
+}
 
 // CallStarted registers a streaming call. It reports false (and changes
 // nothing) when a call with that id is already pending in the stream.
@@ -47,6 +68,7 @@ func (p *PendingCalls) CallStarted(streamID, toolCallID, name string, index uint
 	}
 	p.seq++
 	p.calls[k] = &PendingCall{Seq: p.seq, StreamID: streamID, ToolCallID: toolCallID, Name: name, Index: index}
+	p.counted(streamID, 1)
 	return true
 }
 
@@ -70,12 +92,17 @@ func (p *PendingCalls) CallCompleted(streamID, toolCallID string) (call PendingC
 		return PendingCall{}, false
 	}
 	delete(p.calls, k)
+	p.counted(streamID, -1)
 	return *c, true
 }
 
 // StreamEnded removes and returns the calls of a stream that never
 // completed, in the order they started.
 func (p *PendingCalls) StreamEnded(streamID string) []PendingCall {
+	if p.byStream[streamID] == 0 {
+		return nil
+	}
+	delete(p.byStream, streamID)
 	var out []PendingCall
 	for k, c := range p.calls {
 		if k.stream == streamID {
@@ -102,11 +129,16 @@ func (p *PendingCalls) Snapshot() []PendingCall {
 // Restore replaces the state with calls (as returned by Snapshot).
 func (p *PendingCalls) Restore(calls []PendingCall) {
 	p.calls = make(map[callKey]*PendingCall, len(calls))
+	p.byStream = map[string]int{}
 	p.seq = 0
 	for _, c := range calls {
 		cp := c
 		cp.Args = slices.Clone(c.Args)
-		p.calls[callKey{c.StreamID, c.ToolCallID}] = &cp
+		k := callKey{c.StreamID, c.ToolCallID}
+		if _, dup := p.calls[k]; !dup {
+			p.counted(c.StreamID, 1)
+		}
+		p.calls[k] = &cp
 		p.seq = max(p.seq, c.Seq)
 	}
 }

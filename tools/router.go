@@ -25,6 +25,11 @@ type RouterOptions struct {
 	// Supervision supervises the inner duplex and the tool actors; nil
 	// means the runtime's default (restart, 10 times in 10 s).
 	Supervision *supervisor.Strategy
+	// Durability, when set, persists the router's pending streaming calls
+	// and makes its state observable (see [DurabilityOptions]). Only the
+	// routers take it: NewInstaller and NewLoop reject it (a loop persists
+	// sessions instead: [LoopOptions].Session).
+	Durability *DurabilityOptions
 }
 
 // toolSet merges Tools and Handlers and checks names are unique.
@@ -54,6 +59,9 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 	}
 	if opts.Name == "" {
 		opts.Name = defaultName
+	}
+	if opts.Durability != nil && defaultName != routerDefaultName {
+		return opts, nil, fmt.Errorf("%s %q: durability options are for routers", defaultName, opts.Name)
 	}
 	var err error
 	if opts.Breaker, err = opts.Breaker.withDefaults(); err != nil {
@@ -96,13 +104,29 @@ func NewStreamingRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, er
 	return newRouter(inner, opts, false)
 }
 
+// routerDefaultName is the default name of routers (and the defaultName
+// by which prepare knows it is preparing a router).
+const routerDefaultName = "tool-router"
+
 func newRouter(inner actors.Spec, o *RouterOptions, sync bool) (actors.Spec, error) {
-	opts, all, err := o.prepare("tool-router", sync)
+	opts, all, err := o.prepare(routerDefaultName, sync)
 	if err != nil {
 		return actors.Spec{}, err
 	}
-	spec := actors.Wrap(opts.Name, inner, func() actors.Wrapped { return newRouterLogic(all, opts.Breaker) })
+	if opts.Durability == nil {
+		spec := actors.Wrap(opts.Name, inner, func() actors.Wrapped { return newRouterLogic(all, opts.Breaker) })
+		spec.Supervision = opts.Supervision
+		return spec, nil
+	}
+	dopts, provider, err := opts.Durability.prepare(opts.Name)
+	if err != nil {
+		return actors.Spec{}, fmt.Errorf("router %q: %w", opts.Name, err)
+	}
+	spec := actors.Wrap(opts.Name, inner, func() actors.Wrapped {
+		return newDurableRouter(newRouterLogic(all, opts.Breaker), dopts)
+	})
 	spec.Supervision = opts.Supervision
+	spec.Persistence = provider
 	return spec, nil
 }
 

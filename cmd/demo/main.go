@@ -1,83 +1,63 @@
-// Command demo runs a small Polyweave pipeline and prints the frames that
-// flow through it.
+// Command demo runs a tool-calling agent on Polyweave: a tool loop over a
+// workspace (read_file, write_file, run_command), every stage a supervised
+// actor, printed live as a transcript.
+//
+// With no flags the model is scripted (the embedded script.json): in a
+// fresh temporary workspace it writes a shell script, runs it, reads its
+// output back and answers. With -base-url it talks to any OpenAI-compatible
+// Chat Completions server instead (OpenAI, Ollama, vLLM, llama.cpp server,
+// LM Studio). -crash injects a real panic into a tool, the tool loop or the
+// model adapter to show supervision healing it. Run it with -h for the
+// flags.
+//
+// Exit status: 0 when the agent gave its final answer, 1 when the run
+// failed, 2 for bad flags.
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
-	"time"
-
-	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/messages"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		os.Exit(1)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode maps run's error to the exit status, printing it to stderr.
+func exitCode(err error, stderr io.Writer) int {
+	var usage *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		if !usage.printed {
+			fmt.Fprintln(stderr, "demo:", err)
+			fmt.Fprintln(stderr, "Run 'demo -h' for the flags.")
+		}
+		return 2
+	default:
+		fmt.Fprintln(stderr, "demo:", err)
+		return 1
 	}
 }
 
-// scriptedModel answers every request with a tool call and, once it has
-// seen the result, with text.
-func scriptedModel() actors.Spec {
-	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
-		switch {
-		case f.IsParam("messages"):
-			emit(messages.ToolCall(f.GetStreamId(), "call_1", "greet", json.RawMessage(`{"name":"Ada"}`)))
-		case f.GetType() == messages.FrameType_TOOL_RESULT:
-			emit(messages.Text(f.GetStreamId(), "The tool said: "+string(f.GetPayload())))
-			emit(messages.End(f.GetStreamId()))
-		}
-	})
-}
-
-// router answers greet calls on the response path and writes the result
-// back into the model.
-func router() actors.Wrapped {
-	return actors.Hooks{OnResponse: func(c actors.WrapperContext, f *messages.Frame) {
-		if f.GetType() != messages.FrameType_TOOL_CALL {
-			c.ToOuter(f)
-			return
-		}
-		var args struct{ Name string }
-		if err := f.Decode(&args); err != nil {
-			c.ToInner(messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(), err.Error()))
-			return
-		}
-		res, _ := messages.ToolResult(f.GetStreamId(), f.GetToolCallId(), f.GetName(), map[string]string{"greeting": "Hello, " + args.Name})
-		c.ToOuter(f)
-		c.ToOuter(res)
-		c.ToInner(res)
-	}}
-}
-
-func run(ctx context.Context, out io.Writer) error {
-	rt, err := actors.NewRuntime(nil)
+// run is the whole program: it parses args, runs the agent and writes its
+// transcript to stdout (notes, and with -json everything but the frames,
+// to stderr). It returns flag.ErrHelp after -h, a *usageError for bad
+// flags, and an error saying what failed when the agent did not finish.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	defer rt.Close(context.WithoutCancel(ctx))
-
-	conn, err := rt.Start(actors.Wrap("router", scriptedModel(), router))
-	if err != nil {
-		return err
-	}
-	prompt, err := messages.Param("s1", "messages", []map[string]string{{"role": "user", "content": "Greet Ada"}})
-	if err != nil {
-		return err
-	}
-	if err := conn.Send(prompt); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	frames, err := conn.RecvStream(ctx, "s1")
-	for _, f := range frames {
-		fmt.Fprintln(out, messages.Format(f))
-	}
-	return err
+	return runAgent(ctx, cfg, stdout, stderr)
 }

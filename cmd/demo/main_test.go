@@ -3,29 +3,280 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
-func TestRun_PrintsTheConversation(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	var out bytes.Buffer
-	if err := run(context.Background(), &out); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"TOOL_CALL", "TOOL_RESULT", "TEXT", "END"}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != len(want) {
-		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(lines[i], w+" ") {
-			t.Errorf("line %d = %q, want a %s frame", i, lines[i], w)
+// The greeting the embedded script's hello.sh prints for Ada.
+const wantGreeting = "Hello, Ada! Greetings from a Polyweave workspace.\n"
+
+// runInProcess runs the demo with args and returns its stdout and stderr.
+func runInProcess(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+// checkWorkspace checks the files the embedded script leaves behind.
+func checkWorkspace(t *testing.T, dir string) {
+	t.Helper()
+	for name, want := range map[string]string{
+		"greeting.txt": wantGreeting,
+		"hello.sh":     "echo \"Hello, $name! Greetings from a Polyweave workspace.\"\n",
+	} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("the agent did not leave %s: %v", name, err)
+			continue
+		}
+		if !strings.HasSuffix(string(got), want) {
+			t.Errorf("%s = %q, want it to end with %q", name, got, want)
 		}
 	}
-	if !strings.Contains(out.String(), "Hello, Ada") {
-		t.Errorf("the tool result did not reach the model's answer:\n%s", out.String())
+}
+
+// checkTranscript checks that out tells the whole default run.
+func checkTranscript(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{
+		"call       write_file call_write",
+		"result     write_file call_write ok",
+		"call       run_command call_run",
+		`"stdout":"Hello, Ada! Greetings from a Polyweave workspace.\n"`,
+		"result     read_file call_read ok",
+		"result     read_file call_list ok",
+		"model      Done. hello.sh prints a greeting",
+		"summary    ok · ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRun_DefaultScript(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	out, errOut, err := runInProcess(t, "-workspace", dir)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	checkTranscript(t, out)
+	if !strings.Contains(out, "summary    ok · 4 iterations · 4 tool calls (0 failed) · 0 restarts") {
+		t.Errorf("unexpected summary:\n%s", out)
+	}
+	checkWorkspace(t, dir)
+}
+
+func TestRun_CrashHeals(t *testing.T) {
+	for _, tc := range []struct {
+		flag    string
+		want    []string
+		summary string
+	}{
+		{"tool", []string{
+			"fault      panicking in the run_command handler (tool call 2)",
+			"supervisor restarted polyweave/agent/tool-run_command (failure 1)",
+			"result     run_command call_run FAILED (panic)",
+			"result     run_command call_run_retry ok",
+		}, "ok · 5 iterations · 5 tool calls (1 failed) · 1 restarts"},
+		{"loop", []string{
+			"fault      panicking in the tool loop reporting run_command's result (tool result 2)",
+			"supervisor restarted polyweave/agent (failure 1)",
+			"resume     the answer failed: sending the conversation so far (5 messages) again on stream demo-2",
+		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restarts"},
+		{"model", []string{
+			"fault      panicking in the model adapter emitting TOOL_CALL (model frame 14)",
+			"supervisor restarted polyweave/agent/model (failure 1)",
+			"resume     the answer failed: sending the conversation so far (3 messages) again on stream demo-2",
+		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restarts"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			dir := t.TempDir()
+			out, errOut, err := runInProcess(t, "-workspace", dir, "-crash", tc.flag)
+			if err != nil {
+				t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+			}
+			checkTranscript(t, out)
+			for _, want := range append(tc.want, tc.summary) {
+				if !strings.Contains(out, want) {
+					t.Errorf("the transcript lacks %q:\n%s", want, out)
+				}
+			}
+			checkWorkspace(t, dir)
+		})
+	}
+}
+
+func TestRun_CrashPointNeverReached(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	out, _, err := runInProcess(t, "-crash", "tool:99")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "the -crash point tool:99 was never reached") || strings.Contains(out, "fault ") {
+		t.Errorf("want a note that nothing was injected:\n%s", out)
+	}
+}
+
+func TestRun_MaxIterationsReached(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	out, _, err := runInProcess(t, "-max-iterations", "2")
+	if err == nil || !strings.Contains(err.Error(), "no final answer") {
+		t.Fatalf("err = %v, want no final answer", err)
+	}
+	for _, want := range []string{"FAILED (iteration_limit)", "summary    failed · "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRun_JSONLines(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	out, errOut, err := runInProcess(t, "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var types []messages.FrameType
+	for i, line := range lines {
+		var f messages.Frame
+		if err := protojson.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("line %d is not a frame in JSON: %v\n%s", i+1, err, line)
+		}
+		if f.GetStreamId() != "demo" {
+			t.Errorf("line %d: stream %q, want demo", i+1, f.GetStreamId())
+		}
+		types = append(types, f.GetType())
+	}
+	count := map[messages.FrameType]int{}
+	for _, ty := range types {
+		count[ty]++
+	}
+	if count[messages.FrameType_TOOL_CALL] != 4 || count[messages.FrameType_TOOL_RESULT] != 4 || count[messages.FrameType_END] != 1 {
+		t.Errorf("frame counts %v, want 4 calls, 4 results, 1 END", count)
+	}
+	if types[len(types)-1] != messages.FrameType_END {
+		t.Errorf("last frame is %v, want END", types[len(types)-1])
+	}
+	if !strings.Contains(errOut, "summary    ok · ") {
+		t.Errorf("the summary is not on stderr:\n%s", errOut)
+	}
+}
+
+func TestRun_Flags(t *testing.T) {
+	_, errOut, err := runInProcess(t, "-h")
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err, &bytes.Buffer{}) != 0 {
+		t.Fatalf("-h: err = %v, want flag.ErrHelp and exit 0", err)
+	}
+	for _, name := range []string{"-base-url", "-model", "-api-key-env", "-prompt", "-workspace",
+		"-max-iterations", "-timeout", "-store", "-session", "-crash", "-json"} {
+		if !strings.Contains(errOut, "  "+name+" ") && !strings.Contains(errOut, "  "+name+"\n") {
+			t.Errorf("-h does not explain %s:\n%s", name, errOut)
+		}
+	}
+
+	for args, want := range map[string]string{
+		"-nope":             "flag provided but not defined: -nope",
+		"-crash bogus":      `unknown crash site "bogus"`,
+		"-crash tool:0":     "N must be a whole number from 1",
+		"-max-iterations 0": "-max-iterations must be at least 1",
+		"-timeout 0s":       "-timeout must be positive",
+		"-session s1":       "-session needs -store",
+		"-prompt=":          "-prompt is empty",
+		"extra":             `unexpected argument "extra"`,
+		"-api-key-env=":     "-api-key-env is empty",
+	} {
+		_, errOut, err := runInProcess(t, strings.Fields(args)...)
+		var usage *usageError
+		if !errors.As(err, &usage) {
+			t.Errorf("%s: err = %v, want a usage error", args, err)
+			continue
+		}
+		var printed bytes.Buffer
+		if code := exitCode(err, &printed); code != 2 {
+			t.Errorf("%s: exit code %d, want 2", args, code)
+		}
+		if msg := errOut + printed.String(); !strings.Contains(msg, want) {
+			t.Errorf("%s: message %q lacks %q", args, msg, want)
+		}
+	}
+}
+
+func TestRun_MissingWorkspace(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	_, _, err := runInProcess(t, "-workspace", filepath.Join(t.TempDir(), "missing"))
+	if err == nil || !strings.Contains(err.Error(), "workspace") {
+		t.Fatalf("err = %v, want an error naming the workspace", err)
+	}
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: ") {
+		t.Errorf("exit code / message: %q", printed.String())
+	}
+}
+
+func TestWithRetryTurn(t *testing.T) {
+	script, err := scripted.Parse(defaultScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := withRetryTurn(script, crashPoint{site: crashTool, n: 3})
+	if len(got.Turns) != len(script.Turns)+1 {
+		t.Fatalf("%d turns, want %d", len(got.Turns), len(script.Turns)+1)
+	}
+	retry := got.Turns[3]
+	if len(retry.ToolCalls) != 1 || retry.ToolCalls[0].ID != "call_read_retry" || retry.ToolCalls[0].Arguments != script.Turns[2].ToolCalls[0].Arguments {
+		t.Errorf("retry turn = %+v, want call_read again", retry)
+	}
+	if got.Turns[4].Text != script.Turns[3].Text {
+		t.Errorf("the last turn moved to %q", got.Turns[4].Text)
+	}
+	if len(script.Turns) != 4 || script.Turns[2].ToolCalls[0].ID != "call_read" {
+		t.Errorf("the original script changed")
+	}
+	if n := len(withRetryTurn(script, crashPoint{site: crashModel, n: 3}).Turns); n != len(script.Turns) {
+		t.Errorf("a model crash changed the script to %d turns", n)
+	}
+}
+
+func TestRoundMessages_AsTheLoopSendsThem(t *testing.T) {
+	r := &round{results: map[string]*messages.Frame{}}
+	r.text.WriteString("Reading.")
+	r.calls = []*messages.Frame{
+		messages.ToolCall("s", "c1", "read_file", json.RawMessage(`{"path":"a"}`)),
+		messages.ToolCall("s", "c2", "read_file", json.RawMessage(`{"path":"b"}`)),
+	}
+	r.results["c2"] = messages.RawToolResult("s", "c2", "read_file", json.RawMessage(`{"success":false}`))
+	r.results["c1"] = messages.RawToolResult("s", "c1", "read_file", json.RawMessage(`{"success":true}`))
+	var got []string
+	for _, m := range roundMessages(r) {
+		got = append(got, string(m))
+	}
+	want := []string{
+		`{"role":"assistant","content":"Reading.","tool_calls":[` +
+			`{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},` +
+			`{"id":"c2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b\"}"}}]}`,
+		`{"role":"tool","tool_call_id":"c1","content":"{\"success\":true}"}`,
+		`{"role":"tool","tool_call_id":"c2","content":"{\"success\":false}"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

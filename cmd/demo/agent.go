@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models/openai"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
+)
+
+// defaultScript is what the scripted model says (see models/scripted for
+// the format).
+//
+//go:embed script.json
+var defaultScript []byte
+
+const (
+	systemPrompt = "You are a careful coding agent working in a sandboxed workspace folder. " +
+		"Use the tools: write_file to create files, run_command to run shell commands in the workspace, " +
+		"read_file to read files or list folders. When the task is done, answer briefly without calling tools."
+	// maxAttempts bounds how often the conversation is sent again after a
+	// stage was restarted mid-answer.
+	maxAttempts = 3
+	// closeGrace bounds how long stopping the actors may take at the end.
+	closeGrace = 10 * time.Second
+)
+
+// errTimeout is the cause of the run's context when -timeout passes.
+var errTimeout = errors.New("timeout")
+
+// runAgent sets up the workspace, the model, the tool loop and the actor
+// runtime, runs the conversation and prints its summary.
+func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, errTimeout)
+	defer cancel()
+	tr := newTranscript(stdout, nil, start)
+	if cfg.json {
+		tr = newTranscript(stderr, stdout, start)
+	}
+	if cfg.store != "" || cfg.session != "" {
+		return errors.New("-store and -session are not available in this build: the tool loop has no session store yet")
+	}
+
+	dir, where := cfg.workspace, "kept"
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "polyweave-demo-"); err != nil {
+			return fmt.Errorf("make workspace: %w", err)
+		}
+		where = "temporary"
+		defer os.RemoveAll(dir)
+	}
+	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: min(workspace.DefaultCommandTimeout, cfg.timeout)})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+
+	var in *injector
+	if cfg.crash.site != crashNone {
+		in = &injector{at: cfg.crash, notify: tr.Fault}
+	}
+	model, about, closeModel, err := newModel(cfg, tr)
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+	loop, err := newLoop(cfg, ws, in.wrapModel(model), in)
+	if err != nil {
+		return err
+	}
+
+	var restarts atomic.Int64
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
+		if ev.Directive == supervisor.Restart {
+			restarts.Add(1)
+		}
+		tr.Supervision(ev)
+	}})
+	if err != nil {
+		return fmt.Errorf("start actors: %w", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
+		defer cancel()
+		if cerr := rt.Close(closeCtx); cerr != nil && err == nil {
+			err = fmt.Errorf("stop actors: %w", cerr)
+		}
+	}()
+	conn, err := rt.Start(loop)
+	if err != nil {
+		return fmt.Errorf("start the tool loop: %w", err)
+	}
+
+	tr.Note("demo", "%s, workspace %s (%s)", about, ws.Dir(), where)
+	if in != nil {
+		tr.Note("demo", "will inject a panic at -crash %s", cfg.crash.String())
+	}
+	tr.Note("user", "%s", cfg.prompt)
+	a := &agent{conn: conn, tr: tr, restarts: restarts.Load}
+	err = a.run(ctx, cfg.prompt)
+	if err == nil && in != nil && !in.Fired() {
+		tr.Note("demo", "the -crash point %s was never reached", cfg.crash.String())
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+	}
+	tr.Note("summary", "%s · %d iterations · %d tool calls (%d failed) · %d restarts · %s",
+		outcome, a.iterations, a.calls, a.failed, restarts.Load(), shortDuration(time.Since(start)))
+	if err == nil {
+		err = tr.Err()
+	}
+	return err
+}
+
+// newModel makes the model adapter the flags ask for, a description of it
+// for the transcript and a function releasing it.
+func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
+	if cfg.baseURL == "" {
+		script, err := scripted.Parse(defaultScript)
+		if err != nil {
+			return actors.Spec{}, "", nil, fmt.Errorf("embedded script: %w", err)
+		}
+		m, err := scripted.New(withRetryTurn(script, cfg.crash), nil)
+		if err != nil {
+			return actors.Spec{}, "", nil, fmt.Errorf("embedded script: %w", err)
+		}
+		return m.Spec("model"), "scripted model (embedded script)", func() {}, nil
+	}
+	key, err := openai.APIKeyFromEnv(cfg.apiKeyEnv)
+	switch {
+	case err != nil && cfg.apiKeyEnvSet:
+		return actors.Spec{}, "", nil, fmt.Errorf("-api-key-env: %w", err)
+	case err != nil:
+		tr.Note("demo", "$%s is not set: sending no API key (fine for local servers)", cfg.apiKeyEnv)
+	}
+	m, err := openai.New(&openai.Options{BaseURL: cfg.baseURL, APIKey: key, Model: cfg.model, Timeout: cfg.timeout})
+	if err != nil {
+		return actors.Spec{}, "", nil, err
+	}
+	return m.Spec("model"), fmt.Sprintf("model %s at %s", cfg.model, cfg.baseURL), m.Close, nil
+}
+
+// newLoop binds the workspace tools and wraps model in a tool loop.
+func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector) (actors.Spec, error) {
+	toolset, err := tools.WorkspaceTools(ws)
+	if err != nil {
+		return actors.Spec{}, fmt.Errorf("workspace tools: %w", err)
+	}
+	if toolset, err = in.wrapTools(toolset); err != nil {
+		return actors.Spec{}, err
+	}
+	opts := &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Name: "agent", Tools: toolset},
+		SystemPrompt:  systemPrompt,
+		MaxIterations: cfg.maxIterations,
+	}
+	if cfg.crash.site == crashLoop {
+		opts.OnToolResult = in.onToolResult
+	}
+	loop, err := tools.NewLoop(model, opts)
+	if err != nil {
+		return actors.Spec{}, fmt.Errorf("tool loop: %w", err)
+	}
+	return loop, nil
+}
+
+// agent drives one conversation through the tool loop and counts what
+// happens. It is used by one goroutine.
+type agent struct {
+	conn     *actors.Conn
+	tr       *transcript
+	restarts func() int64
+
+	iterations int // model answers seen
+	calls      int // tool calls seen
+	failed     int // error results seen
+}
+
+// run sends the prompt and follows the answer. When the answer fails (a
+// stage crashed and was restarted by its supervisor, and the restarted
+// loop knows nothing of the conversation; or the model's stream broke),
+// run sends the conversation so far again on a new stream: the prompt and
+// every tool round whose calls ran, as the loop would have sent it. It
+// tries maxAttempts times in all.
+func (a *agent) run(ctx context.Context, prompt string) error {
+	history := []json.RawMessage{chatMessage("user", prompt)}
+	for attempt := 1; ; attempt++ {
+		stream := "demo"
+		if attempt > 1 {
+			stream = fmt.Sprintf("demo-%d", attempt)
+		}
+		list, _ := json.Marshal(history) // raw messages made by this file
+		if err := a.conn.SendAll(messages.RawParam(stream, tools.ParamMessages, list), messages.End(stream)); err != nil {
+			return fmt.Errorf("send the request: %w", err)
+		}
+		res, err := a.follow(ctx, stream)
+		if err != nil {
+			_ = a.conn.Send(messages.Abort(stream))
+			if errors.Is(context.Cause(ctx), errTimeout) {
+				return errors.New("no final answer within -timeout")
+			}
+			if ctx.Err() != nil {
+				return errors.New("interrupted")
+			}
+			return err
+		}
+		history = append(history, res.rounds...)
+		switch {
+		case res.failure == "" && res.answered:
+			return nil
+		case res.failure == "":
+			return errors.New("no final answer: the model still called tools after -max-iterations rounds")
+		case attempt < maxAttempts:
+			a.tr.Note("resume", "the answer failed: sending the conversation so far (%d messages) again on stream demo-%d",
+				len(history), attempt+1)
+		default:
+			return fmt.Errorf("the agent failed: %s", res.failure)
+		}
+	}
+}
+
+// answer is what one stream of the loop said.
+type answer struct {
+	rounds   []json.RawMessage // assistant and tool messages of the complete tool rounds
+	answered bool              // the model's last answer made no tool calls
+	failure  string            // the ERROR text, if the stream failed
+}
+
+// round is one model answer with tool calls, as the loop surfaced it.
+type round struct {
+	text    strings.Builder
+	calls   []*messages.Frame
+	results map[string]*messages.Frame
+}
+
+func (r *round) complete() bool { return len(r.calls) > 0 && len(r.results) == len(r.calls) }
+
+// ran reports whether every call of the round ran: none was answered
+// "stopped" because the loop or the model failed first.
+func (r *round) ran() bool {
+	for _, res := range r.results {
+		if tools.KindOf(res) == tools.FailureStopped {
+			return false
+		}
+	}
+	return true
+}
+
+// follow prints the frames of stream until its END and collects them.
+func (a *agent) follow(ctx context.Context, stream string) (answer, error) {
+	var res answer
+	cur := &round{results: map[string]*messages.Frame{}}
+	first := true
+	commit := func() {
+		if cur.complete() {
+			res.rounds = append(res.rounds, roundMessages(cur)...)
+			a.iterations++
+		}
+		cur = &round{results: map[string]*messages.Frame{}}
+	}
+	for {
+		f, err := a.conn.Recv(ctx)
+		if err != nil {
+			return res, fmt.Errorf("read the answer: %w", err)
+		}
+		if f.GetStreamId() != stream {
+			continue // a late frame of an earlier attempt
+		}
+		if first {
+			// What happened before this stream began (a restart after a
+			// failed attempt, say) is told before its frames.
+			first = false
+			a.tr.Flush()
+		}
+		a.tr.Frame(f)
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			if cur.complete() {
+				commit()
+			}
+			cur.text.WriteString(f.GetText())
+		case messages.FrameType_TOOL_CALL:
+			if cur.complete() {
+				commit()
+			}
+			cur.calls = append(cur.calls, f)
+			a.calls++
+		case messages.FrameType_TOOL_RESULT:
+			cur.results[f.GetToolCallId()] = f
+			if f.IsErrorResult() {
+				a.failed++
+			}
+		case messages.FrameType_ERROR:
+			res.failure = f.GetText()
+		case messages.FrameType_END:
+			if len(cur.calls) == 0 && res.failure == "" {
+				res.answered = true
+				a.iterations++
+			}
+			if res.failure == "" || cur.ran() {
+				commit()
+			} // else the round's calls were stopped before they ran: ask again from before it
+			return res, nil
+		}
+	}
+}
+
+// roundMessages is a round in OpenAI chat format, as the loop itself sends
+// it to the model: the assistant message with its tool calls, then one
+// tool message per call, in call order.
+func roundMessages(r *round) []json.RawMessage {
+	type function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type toolCall struct {
+		ID       string   `json:"id"`
+		Type     string   `json:"type"`
+		Function function `json:"function"`
+	}
+	var content *string
+	if r.text.Len() > 0 {
+		s := r.text.String()
+		content = &s
+	}
+	calls := make([]toolCall, len(r.calls))
+	for i, c := range r.calls {
+		calls[i] = toolCall{ID: c.GetToolCallId(), Type: "function",
+			Function: function{Name: c.GetName(), Arguments: string(c.GetPayload())}}
+	}
+	assistant, _ := json.Marshal(struct {
+		Role      string     `json:"role"`
+		Content   *string    `json:"content"`
+		ToolCalls []toolCall `json:"tool_calls"`
+	}{"assistant", content, calls}) // strings only
+	out := []json.RawMessage{assistant}
+	for _, c := range r.calls {
+		msg, _ := json.Marshal(struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    string `json:"content"`
+		}{"tool", c.GetToolCallId(), string(r.results[c.GetToolCallId()].GetPayload())})
+		out = append(out, msg)
+	}
+	return out
+}
+
+// chatMessage is a message with a role and text content.
+func chatMessage(role, content string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{role, content}) // strings only
+	return b
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the flags.
+const (
+	defaultAPIKeyEnv     = "OPENAI_API_KEY"
+	defaultModel         = "gpt-4o-mini"
+	defaultMaxIterations = 8
+	defaultTimeout       = 2 * time.Minute
+	defaultPrompt        = "Write a shell script hello.sh that greets the name it is given, " +
+		"run it for Ada saving its output in greeting.txt, then read greeting.txt back and tell me what it says."
+)
+
+// config is what the flags ask for. The zero value is not meaningful: it
+// comes from parseFlags.
+type config struct {
+	baseURL       string
+	model         string
+	apiKeyEnv     string
+	apiKeyEnvSet  bool // -api-key-env was given explicitly
+	prompt        string
+	workspace     string
+	maxIterations int
+	timeout       time.Duration
+	store         string
+	session       string
+	crash         crashPoint
+	json          bool
+}
+
+// usageError is a problem with the command line. printed says the flag
+// package has already told the user.
+type usageError struct {
+	err     error
+	printed bool
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+const usageIntro = `Usage: demo [flags]
+
+Runs a tool-calling agent on Polyweave and prints what happens, live: what
+the model says, each tool call with its arguments, result and timing, and
+supervision events, then a one-line summary.
+
+The agent works in a workspace folder with three tools: read_file,
+write_file and run_command (sh -c, inside the workspace). Without -base-url
+the model is scripted: it writes hello.sh, runs it, reads its output back
+and answers. With -base-url it is a real model behind any OpenAI-compatible
+Chat Completions server.
+
+Examples:
+  demo                                   scripted agent in a temporary folder
+  demo -crash tool                       a tool panics; watch it restart
+  demo -json | jq .type                  frames as JSON lines
+  demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
+  demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
+
+Flags:
+`
+
+// parseFlags reads args. -h prints the usage to stderr and returns
+// flag.ErrHelp; a bad flag returns a *usageError.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := config{crash: crashPoint{}}
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageIntro)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.baseURL, "base-url", "",
+		"API root of an OpenAI-compatible server, usually ending in /v1\n"+
+			"(Ollama http://localhost:11434/v1, vLLM http://localhost:8000/v1);\n"+
+			"empty runs the embedded scripted model")
+	fs.StringVar(&cfg.model, "model", defaultModel, "model name sent to the server (with -base-url)")
+	fs.StringVar(&cfg.apiKeyEnv, "api-key-env", defaultAPIKeyEnv,
+		"name of the environment variable holding the API key (with -base-url);\n"+
+			"when the default variable is unset no key is sent, as local servers expect")
+	fs.StringVar(&cfg.prompt, "prompt", defaultPrompt,
+		"what the user asks the agent (the scripted model answers its script whatever the prompt)")
+	fs.StringVar(&cfg.workspace, "workspace", "",
+		"existing folder the agent works in, kept afterwards;\n"+
+			"empty uses a fresh temporary folder, removed at exit")
+	fs.IntVar(&cfg.maxIterations, "max-iterations", defaultMaxIterations,
+		"tool rounds after which the model is told to answer without tools")
+	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout,
+		"bound on the whole run; when it passes the run stops and fails")
+	fs.StringVar(&cfg.store, "store", "",
+		"bbolt file that makes the session durable: a run cut short can be\n"+
+			"resumed with -session (created if missing)")
+	fs.StringVar(&cfg.session, "session", "",
+		"session id to start or resume in -store (default: a new id, printed)")
+	fs.Var(&cfg.crash, "crash",
+		"inject one real panic to watch supervision heal it: tool[:N] (the Nth\n"+
+			"tool call's handler, default 2), loop[:N] (the tool loop while it reports\n"+
+			"the Nth tool result, default 2; router is a synonym), model[:N] (the model\n"+
+			"adapter as it emits its Nth frame, default 14)")
+	fs.BoolVar(&cfg.json, "json", false,
+		"print each frame the agent emits as one JSON line (protojson) on stdout;\n"+
+			"notes and the summary go to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, &usageError{err: err, printed: true}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "api-key-env" {
+			cfg.apiKeyEnvSet = true
+		}
+	})
+	return cfg, cfg.validate(fs.Args())
+}
+
+func (cfg *config) validate(rest []string) error {
+	bad := func(format string, a ...any) error { return &usageError{err: fmt.Errorf(format, a...)} }
+	switch {
+	case len(rest) > 0:
+		return bad("unexpected argument %q (give the prompt with -prompt)", rest[0])
+	case strings.TrimSpace(cfg.prompt) == "":
+		return bad("-prompt is empty")
+	case cfg.maxIterations < 1:
+		return bad("-max-iterations must be at least 1, not %d", cfg.maxIterations)
+	case cfg.timeout <= 0:
+		return bad("-timeout must be positive, not %v", cfg.timeout)
+	case cfg.session != "" && cfg.store == "":
+		return bad("-session needs -store (the file the session lives in)")
+	case cfg.baseURL != "" && cfg.model == "":
+		return bad("-model is empty")
+	case cfg.apiKeyEnv == "":
+		return bad("-api-key-env is empty")
+	}
+	return nil
+}
+
+// crashSite is where -crash injects its panic.
+type crashSite string
+
+const (
+	crashNone  crashSite = ""
+	crashTool  crashSite = "tool"
+	crashLoop  crashSite = "loop"
+	crashModel crashSite = "model"
+)
+
+// crashPoint is the value of -crash: a site and which occurrence there
+// panics (the nth tool call, tool result or model frame, from 1).
+type crashPoint struct {
+	site crashSite
+	n    int
+}
+
+// defaultCrashAt is the occurrence -crash picks when none is given: in the
+// embedded script, the run_command call, its result, and a frame in the
+// middle of the model's second answer.
+var defaultCrashAt = map[crashSite]int{crashTool: 2, crashLoop: 2, crashModel: 14}
+
+func (p *crashPoint) String() string {
+	if p == nil || p.site == crashNone {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", p.site, p.n)
+}
+
+// Set parses site[:n].
+func (p *crashPoint) Set(s string) error {
+	name, num, hasNum := strings.Cut(s, ":")
+	site := crashSite(name)
+	if site == "router" {
+		site = crashLoop
+	}
+	if _, ok := defaultCrashAt[site]; !ok {
+		return fmt.Errorf("unknown crash site %q: want tool, loop (or router) or model, optionally with :N", name)
+	}
+	n := defaultCrashAt[site]
+	if hasNum {
+		v, err := strconv.Atoi(num)
+		if err != nil || v < 1 {
+			return fmt.Errorf("crash point %q: N must be a whole number from 1", s)
+		}
+		n = v
+	}
+	*p = crashPoint{site: site, n: n}
+	return nil
+}

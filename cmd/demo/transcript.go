@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// maxShown is how much of a tool call's arguments or result a transcript
+// line shows.
+const maxShown = 200
+
+// transcript prints the run as it happens. Human lines go to out; with
+// -json the frames go to frames as JSON lines and everything else to out.
+// Its methods are safe for concurrent use: supervision events and injected
+// faults are reported from actor goroutines while the frames are printed
+// from the main one.
+type transcript struct {
+	mu     sync.Mutex
+	out    io.Writer
+	frames io.Writer // nil: frames are printed as human lines on out
+	start  time.Time
+	inText bool                 // a model text line is open (deltas go on it)
+	held   [][2]string          // side notes (label, text) waiting for their place
+	calls  map[string]time.Time // when each call was shown, by id
+	err    error                // the first write error
+}
+
+func newTranscript(out, frames io.Writer, start time.Time) *transcript {
+	return &transcript{out: out, frames: frames, start: start, calls: map[string]time.Time{}}
+}
+
+// line prints one labelled line, closing an open text line first. The
+// caller holds t.mu.
+func (t *transcript) line(label, format string, a ...any) {
+	t.endText()
+	t.printf("%s %-10s %s\n", t.stamp(), label, fmt.Sprintf(format, a...))
+}
+
+func (t *transcript) printf(format string, a ...any) {
+	if _, err := fmt.Fprintf(t.out, format, a...); err != nil && t.err == nil {
+		t.err = err
+	}
+}
+
+func (t *transcript) endText() {
+	if t.inText {
+		t.inText = false
+		t.printf("\n")
+	}
+}
+
+// stamp is the time since the start, right-aligned.
+func (t *transcript) stamp() string {
+	return fmt.Sprintf("%9s", shortDuration(time.Since(t.start)))
+}
+
+// shortDuration renders d with a precision that suits its size.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+// Note prints a line about the run itself, after any held side notes.
+func (t *transcript) Note(label, format string, a ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flush()
+	t.line(label, format, a...)
+}
+
+// hold keeps a side note (an injected fault, a supervision decision) until
+// the frame that shows its consequence: the main goroutine prints frames
+// some time after the actors emitted them, so a note printed at once
+// would come before frames that happened before it.
+func (t *transcript) hold(label, text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held = append(t.held, [2]string{label, text})
+}
+
+// Flush prints the held side notes now.
+func (t *transcript) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flush()
+}
+
+// flush prints the held side notes. The caller holds t.mu.
+func (t *transcript) flush() {
+	for _, n := range t.held {
+		t.line(n[0], "%s", n[1])
+	}
+	t.held = t.held[:0]
+}
+
+// Fault reports an injected panic.
+func (t *transcript) Fault(msg string) { t.hold("fault", msg) }
+
+// Supervision reports a supervisor's decision.
+func (t *transcript) Supervision(ev supervisor.Event) {
+	what := map[supervisor.Directive]string{supervisor.Restart: "restarted", supervisor.Stop: "stopped",
+		supervisor.Resume: "resumed", supervisor.Escalate: "escalated"}[ev.Directive]
+	if what == "" {
+		what = ev.Directive.String()
+	}
+	what += " " + ev.Child
+	switch {
+	case ev.IntensityExceeded:
+		what += " (too many restarts)"
+	case ev.Failures > 0:
+		what += fmt.Sprintf(" (failure %d)", ev.Failures)
+	}
+	t.hold("supervisor", fmt.Sprintf("%s: %v", what, ev.Reason))
+}
+
+// Frame prints one frame the agent emitted.
+func (t *transcript) Frame(f *messages.Frame) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch f.GetType() {
+	case messages.FrameType_ERROR, messages.FrameType_END:
+		t.flush()
+	case messages.FrameType_TOOL_RESULT:
+		if f.IsErrorResult() {
+			t.flush()
+		}
+	}
+	if t.frames != nil {
+		b, err := protojson.Marshal(f)
+		if err == nil {
+			_, err = fmt.Fprintf(t.frames, "%s\n", b)
+		}
+		if err != nil && t.err == nil {
+			t.err = err
+		}
+		return
+	}
+	switch f.GetType() {
+	case messages.FrameType_TEXT:
+		if !t.inText {
+			t.printf("%s %-10s ", t.stamp(), "model")
+			t.inText = true
+		}
+		t.printf("%s", strings.ReplaceAll(f.GetText(), "\n", "\n"+strings.Repeat(" ", 21)))
+	case messages.FrameType_TOOL_CALL:
+		t.calls[f.GetToolCallId()] = time.Now()
+		t.line("call", "%s %s %s", f.GetName(), f.GetToolCallId(), shown(f.GetPayload()))
+	case messages.FrameType_TOOL_RESULT:
+		status := "ok"
+		if f.IsErrorResult() {
+			status = "FAILED (" + string(tools.KindOf(f)) + ")"
+		}
+		took := ""
+		if at, ok := t.calls[f.GetToolCallId()]; ok {
+			took = " in " + shortDuration(time.Since(at))
+			delete(t.calls, f.GetToolCallId())
+		}
+		t.line("result", "%s %s %s%s: %s", f.GetName(), f.GetToolCallId(), status, took, shown(f.GetPayload()))
+	case messages.FrameType_META:
+		if f.GetName() == models.MetaUsage {
+			t.line("usage", "%s", usageLine(f.GetPayload()))
+		}
+	case messages.FrameType_ERROR:
+		t.line("error", "%s", f.GetText())
+	case messages.FrameType_END:
+		t.endText()
+	default:
+		t.line(strings.ToLower(f.GetType().String()), "%s", clip(messages.Format(f)))
+	}
+}
+
+// Err is the first error writing the transcript met.
+func (t *transcript) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// htmlEscapes undoes the escaping encoding/json applies to <, > and &,
+// which is valid JSON but hard to read.
+var htmlEscapes = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
+
+// shown is JSON made compact and readable, cut to maxShown runes.
+func shown(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		raw = b.Bytes()
+	}
+	return clip(htmlEscapes.Replace(string(raw)))
+}
+
+// clip shortens s to maxShown runes.
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) <= maxShown {
+		return s
+	}
+	return string(r[:maxShown]) + fmt.Sprintf("… (%d more characters)", len(r)-maxShown)
+}
+
+func usageLine(payload []byte) string {
+	var u struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+		Total      int `json:"total_tokens"`
+	}
+	if json.Unmarshal(payload, &u) != nil {
+		return string(payload)
+	}
+	return fmt.Sprintf("%d prompt + %d completion = %d tokens", u.Prompt, u.Completion, u.Total)
+}

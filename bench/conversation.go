@@ -85,7 +85,7 @@ func newLoopConversation(sync bool) (*loopConversation, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := actors.NewRuntime(nil)
+	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func benchBareHops(b *testing.B, hops int) {
 }
 
 func benchWrapperHops(b *testing.B, wrappers int) {
-	rt, err := actors.NewRuntime(nil)
+	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,3 +104,7 @@ func benchWrapperHops(b *testing.B, wrappers int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "frames/s")
 }
+
+// runtimeOptions are the options of the runtimes the bodies start (nil:
+// the defaults); a benchmark comparing runtime settings sets it.
+var runtimeOptions *actors.RuntimeOptions

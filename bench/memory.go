@@ -63,7 +63,7 @@ func sessionMemory(n int) (float64, error) {
 		return 0, err
 	}
 	noops := noopTools(false)
-	rt, err := actors.NewRuntime(nil)
+	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
 		return 0, err
 	}

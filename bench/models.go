@@ -71,7 +71,7 @@ func sendModelTurn(b *testing.B, conn *actors.Conn) {
 }
 
 func startModelBench(b *testing.B, spec actors.Spec) (*actors.Runtime, *actors.Conn) {
-	rt, err := actors.NewRuntime(nil)
+	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
 		b.Fatal(err)
 	}

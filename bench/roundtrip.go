@@ -66,7 +66,7 @@ func (s *toolBenchSession) calls(b *testing.B, n int) {
 func (s *toolBenchSession) roundTrip(b *testing.B) { s.calls(b, 1) }
 
 func toolBenchRuntime(b *testing.B) *actors.Runtime {
-	rt, err := actors.NewRuntime(nil)
+	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
 		b.Fatal(err)
 	}

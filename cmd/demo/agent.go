@@ -110,7 +110,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		tr.Note("demo", "will inject a panic at -crash %s", cfg.crash.String())
 	}
 	tr.Note("user", "%s", cfg.prompt)
-	a := &agent{conn: conn, tr: tr, restarts: restarts.Load}
+	a := &agent{conn: conn, tr: tr, restarts: restarts.Load, timeout: cfg.timeout}
 	err = a.run(ctx, cfg.prompt)
 	if err == nil && in != nil && !in.Fired() {
 		tr.Note("demo", "the -crash point %s was never reached", cfg.crash.String())
@@ -119,8 +119,8 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if err != nil {
 		outcome = "failed"
 	}
-	tr.Note("summary", "%s · %d iterations · %d tool calls (%d failed) · %d restarts · %s",
-		outcome, a.iterations, a.calls, a.failed, restarts.Load(), shortDuration(time.Since(start)))
+	tr.Note("summary", "%s · %s · %s (%d failed) · %s · %s", outcome, plural(a.iterations, "iteration"),
+		plural(a.calls, "tool call"), a.failed, plural(int(restarts.Load()), "restart"), shortDuration(time.Since(start)))
 	if err == nil {
 		err = tr.Err()
 	}
@@ -185,6 +185,7 @@ type agent struct {
 	conn     *actors.Conn
 	tr       *transcript
 	restarts func() int64
+	timeout  time.Duration // the -timeout the run's context carries
 
 	iterations int // model answers seen
 	calls      int // tool calls seen
@@ -212,7 +213,7 @@ func (a *agent) run(ctx context.Context, prompt string) error {
 		if err != nil {
 			_ = a.conn.Send(messages.Abort(stream))
 			if errors.Is(context.Cause(ctx), errTimeout) {
-				return errors.New("no final answer within -timeout")
+				return fmt.Errorf("no final answer within -timeout %v", a.timeout)
 			}
 			if ctx.Err() != nil {
 				return errors.New("interrupted")
@@ -226,8 +227,8 @@ func (a *agent) run(ctx context.Context, prompt string) error {
 		case res.failure == "":
 			return errors.New("no final answer: the model still called tools after -max-iterations rounds")
 		case attempt < maxAttempts:
-			a.tr.Note("resume", "the answer failed: sending the conversation so far (%d messages) again on stream demo-%d",
-				len(history), attempt+1)
+			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d",
+				plural(len(history), "message"), attempt+1)
 		default:
 			return fmt.Errorf("the agent failed: %s", res.failure)
 		}
@@ -367,4 +368,12 @@ func chatMessage(role, content string) json.RawMessage {
 		Content string `json:"content"`
 	}{role, content}) // strings only
 	return b
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

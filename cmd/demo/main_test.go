@@ -94,17 +94,17 @@ func TestRun_CrashHeals(t *testing.T) {
 			"supervisor restarted polyweave/agent/tool-run_command (failure 1)",
 			"result     run_command call_run FAILED (panic)",
 			"result     run_command call_run_retry ok",
-		}, "ok · 5 iterations · 5 tool calls (1 failed) · 1 restarts"},
+		}, "ok · 5 iterations · 5 tool calls (1 failed) · 1 restart"},
 		{"loop", []string{
 			"fault      panicking in the tool loop reporting run_command's result (tool result 2)",
 			"supervisor restarted polyweave/agent (failure 1)",
 			"resume     the answer failed: sending the conversation so far (5 messages) again on stream demo-2",
-		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restarts"},
+		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"},
 		{"model", []string{
 			"fault      panicking in the model adapter emitting TOOL_CALL (model frame 14)",
 			"supervisor restarted polyweave/agent/model (failure 1)",
 			"resume     the answer failed: sending the conversation so far (3 messages) again on stream demo-2",
-		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restarts"},
+		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			defer goleak.VerifyNone(t)

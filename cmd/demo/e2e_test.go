@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/models/openai/openaitest"
+	"github.com/polyweave/polyweave-go/models/scripted"
+)
+
+// demoBin is the demo built once for the end-to-end tests.
+var demoBin string
+
+// TestMain builds the demo into a temporary folder, runs the tests and
+// checks that the in-process ones left no goroutine behind.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "demo-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make build folder:", err)
+		os.Exit(1)
+	}
+	demoBin = filepath.Join(dir, "demo")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(goTool, "build", "-o", demoBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the demo: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// processResult is what one run of the demo binary did.
+type processResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// demoProcessLimit bounds every run of the binary: a run that hangs fails
+// the test instead of the test hanging.
+const demoProcessLimit = time.Minute
+
+// runDemo runs the binary with args, in an environment with TMPDIR set to
+// a fresh folder (returned) and env added.
+func runDemo(t *testing.T, env []string, args ...string) (processResult, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoBin, args...)
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("demo %v did not exit within %v\nstdout:\n%s\nstderr:\n%s", args, demoProcessLimit, &stdout, &stderr)
+	}
+	res := processResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run demo: %v", err)
+	}
+	return res, tmp
+}
+
+func (r processResult) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+func TestE2E_NoFlags(t *testing.T) {
+	res, tmp := runDemo(t, nil)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkTranscript(t, res.stdout)
+	// The temporary workspace was made under TMPDIR and removed at exit.
+	if !strings.Contains(res.stdout, "workspace "+tmp+"/polyweave-demo-") {
+		t.Errorf("the workspace is not a fresh folder under TMPDIR:\n%s", res.stdout)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the temporary workspace was left behind: %v", left)
+	}
+}
+
+func TestE2E_Workspace(t *testing.T) {
+	dir := t.TempDir()
+	res, _ := runDemo(t, nil, "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkTranscript(t, res.stdout)
+	checkWorkspace(t, dir)
+	// The script really ran: run it again and compare.
+	out, err := exec.Command("sh", filepath.Join(dir, "hello.sh"), "Ada").Output()
+	if err != nil || string(out) != wantGreeting {
+		t.Errorf("hello.sh printed %q (%v), want %q", out, err, wantGreeting)
+	}
+}
+
+// scriptTurns is the embedded script, for a fake server to play.
+func scriptTurns(t *testing.T) []scripted.Turn {
+	t.Helper()
+	script, err := scripted.Parse(defaultScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script.Turns
+}
+
+func TestE2E_BaseURL(t *testing.T) {
+	srv := openaitest.NewServer(scriptTurns(t))
+	defer srv.Close()
+	dir := t.TempDir()
+	res, _ := runDemo(t, []string{"DEMO_TEST_KEY=sk-test-123"},
+		"-base-url", srv.URL, "-model", "test-model", "-api-key-env", "DEMO_TEST_KEY", "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkTranscript(t, res.stdout)
+	if !strings.Contains(res.stdout, "model test-model at "+srv.URL) {
+		t.Errorf("the transcript does not name the server:\n%s", res.stdout)
+	}
+	checkWorkspace(t, dir)
+
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("the server got %d requests, want 4", len(reqs))
+	}
+	for i, h := range srv.Headers() {
+		if got := h.Get("Authorization"); got != "Bearer sk-test-123" {
+			t.Errorf("request %d: Authorization %q, want the key from $DEMO_TEST_KEY", i, got)
+		}
+	}
+	var model string
+	var toolList []struct {
+		Function struct{ Name string } `json:"function"`
+	}
+	if err := json.Unmarshal(reqs[0]["model"], &model); err != nil || model != "test-model" {
+		t.Errorf("model %s, want test-model", reqs[0]["model"])
+	}
+	if err := json.Unmarshal(reqs[0]["tools"], &toolList); err != nil || len(toolList) != 3 {
+		t.Errorf("tools %s, want the three workspace tools", reqs[0]["tools"])
+	}
+	// The last follow-up holds the whole conversation, one tool message
+	// per call id, in call order.
+	var msgs []struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(reqs[3]["messages"], &msgs); err != nil {
+		t.Fatal(err)
+	}
+	var shape []string
+	for _, m := range msgs {
+		s := m.Role
+		for _, c := range m.ToolCalls {
+			s += " " + c.ID
+		}
+		if m.ToolCallID != "" {
+			s += " " + m.ToolCallID
+		}
+		shape = append(shape, s)
+	}
+	want := "system|user|assistant call_write|tool call_write|assistant call_run|tool call_run|" +
+		"assistant call_read call_list|tool call_read|tool call_list"
+	if got := strings.Join(shape, "|"); got != want {
+		t.Errorf("last request's messages:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestE2E_BaseURLWithoutKey(t *testing.T) {
+	srv := openaitest.NewServer(scriptTurns(t))
+	defer srv.Close()
+	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-api-key-env", "DEMO_TEST_UNSET_KEY")
+	if res.code != 1 || !strings.Contains(res.stderr, "demo: -api-key-env: openai: no API key: environment variable DEMO_TEST_UNSET_KEY is empty") {
+		t.Errorf("want exit 1 naming the empty variable: %v", res)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}
+
+func TestE2E_ServerFailsEveryAttempt(t *testing.T) {
+	failing := scripted.Turn{Text: "Let me think.", Error: "the model is overloaded"}
+	srv := openaitest.NewServer([]scripted.Turn{failing, failing, failing})
+	defer srv.Close()
+	res, _ := runDemo(t, nil, "-base-url", srv.URL)
+	if res.code != 1 {
+		t.Fatalf("want exit 1: %v", res)
+	}
+	if !strings.Contains(res.stderr, "demo: the agent failed: ") || !strings.Contains(res.stderr, "the model is overloaded") {
+		t.Errorf("stderr does not say why: %v", res)
+	}
+	if n := strings.Count(res.stdout, "resume     the answer failed"); n != maxAttempts-1 {
+		t.Errorf("%d resends, want %d: %v", n, maxAttempts-1, res)
+	}
+	if !strings.Contains(res.stdout, "summary    failed · ") {
+		t.Errorf("no failed summary: %v", res)
+	}
+}
+
+func TestE2E_TimeoutStopsAStalledModel(t *testing.T) {
+	srv := openaitest.NewServer([]scripted.Turn{{Text: "Thinking", Stall: true}})
+	defer srv.Close()
+	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-timeout", "300ms")
+	if res.code != 1 || !strings.Contains(res.stderr, "demo: no final answer within -timeout 300ms") {
+		t.Errorf("want exit 1 and a timeout message: %v", res)
+	}
+}
+
+func TestE2E_Crash(t *testing.T) {
+	for _, site := range []string{"tool", "loop", "router", "model"} {
+		t.Run(site, func(t *testing.T) {
+			dir := t.TempDir()
+			res, _ := runDemo(t, nil, "-crash", site, "-workspace", dir)
+			if res.code != 0 {
+				t.Fatalf("want exit 0 after healing: %v", res)
+			}
+			checkTranscript(t, res.stdout)
+			for _, want := range []string{"fault      panicking in ", "supervisor restarted polyweave/agent", " · 1 restart · "} {
+				if !strings.Contains(res.stdout, want) {
+					t.Errorf("the transcript lacks %q:\n%s", want, res.stdout)
+				}
+			}
+			checkWorkspace(t, dir)
+		})
+	}
+}
+
+// A model that crashes on every answer cannot heal: the run ends with a
+// clear error after its attempts, not a hang.
+func TestE2E_CrashThatCannotHeal(t *testing.T) {
+	// With the crash on the first frame of the first answer and a server
+	// that fails the two resends, every attempt fails.
+	failing := scripted.Turn{Error: "still broken"}
+	srv := openaitest.NewServer([]scripted.Turn{{Text: "Hi"}, failing, failing})
+	defer srv.Close()
+	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-crash", "model:1")
+	if res.code != 1 || !strings.Contains(res.stderr, "demo: the agent failed: ") {
+		t.Errorf("want exit 1 with the failure: %v", res)
+	}
+	for _, want := range []string{"fault      panicking in the model adapter emitting TEXT (model frame 1)", "supervisor restarted polyweave/agent/model"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, res.stdout)
+		}
+	}
+}
+
+func TestE2E_JSON(t *testing.T) {
+	res, _ := runDemo(t, nil, "-json")
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	lines := strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("only %d lines: %v", len(lines), res)
+	}
+	for i, line := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, line)
+		}
+		if v["type"] == nil || v["streamId"] != "demo" {
+			t.Errorf("line %d is not a frame of stream demo: %s", i+1, line)
+		}
+	}
+	if !strings.Contains(lines[len(lines)-1], `"END"`) {
+		t.Errorf("the last line is not the END frame: %s", lines[len(lines)-1])
+	}
+	if !strings.Contains(res.stderr, "summary    ok · ") {
+		t.Errorf("the summary is not on stderr: %v", res)
+	}
+}
+
+func TestE2E_Help(t *testing.T) {
+	res, _ := runDemo(t, nil, "-h")
+	if res.code != 0 || !strings.Contains(res.stderr, "Usage: demo [flags]") || !strings.Contains(res.stderr, "-crash") {
+		t.Errorf("want exit 0 and the usage: %v", res)
+	}
+}
+
+func TestE2E_BadFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"-bogus":        "flag provided but not defined: -bogus",
+		"-crash=disk":   `unknown crash site "disk"`,
+		"-timeout=soon": `invalid value "soon" for flag -timeout`,
+		"-session=abc":  "demo: -session needs -store",
+	} {
+		res, _ := runDemo(t, nil, args)
+		if res.code != 2 || !strings.Contains(res.stderr, want) || res.stdout != "" {
+			t.Errorf("%s: want exit 2, %q on stderr and nothing on stdout: %v", args, want, res)
+		}
+	}
+}

@@ -54,6 +54,10 @@ func noopTools(sync bool) []*tools.Tool {
 }
 
 // conversationScript is the scripted model's side: turn k calls tool k.
+// Runs are played one after the other on one adapter, so the n-th request
+// gets turn n mod 4 (BySequence): the adapter then reads nothing of the
+// request, as the peers' scripted models, which count the tool messages
+// of a prompt they get as structured values, decode nothing either.
 func conversationScript() scripted.Script {
 	var turns []scripted.Turn
 	for i, name := range conversationTools {
@@ -61,7 +65,7 @@ func conversationScript() scripted.Script {
 			{ID: "call_" + strconv.Itoa(i+1), Name: name, Arguments: fmt.Sprintf(`{"n":%d}`, i+1)},
 		}})
 	}
-	return scripted.Script{Select: scripted.ByConversation, Turns: append(turns, scripted.Turn{Text: finalText})}
+	return scripted.Script{Select: scripted.BySequence, Repeat: true, Turns: append(turns, scripted.Turn{Text: finalText})}
 }
 
 // loopConversation is our tool loop around the scripted adapter, started

@@ -38,6 +38,10 @@ type LoopOptions struct {
 	// calls not yet reported get error results and the open streams end
 	// with ERROR and END.
 	OnToolResult func(ToolResultEvent)
+	// Session, when set, persists the conversation at each step so that
+	// it can be resumed after a crash or in a new process (see
+	// [SessionOptions]). Nil keeps it in memory only.
+	Session *SessionOptions
 }
 
 // ToolResultEvent is what [LoopOptions.OnToolResult] receives.
@@ -102,6 +106,17 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	if len(opts.ToolChoice) > 0 && !json.Valid(opts.ToolChoice) {
 		return actors.Spec{}, fmt.Errorf("loop %q: tool choice is not JSON", ropts.Name)
 	}
+	var session SessionOptions
+	if opts.Session != nil {
+		session = *opts.Session
+		if err := session.validate(); err != nil {
+			return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
+		}
+	}
+	idempotent := map[string]bool{}
+	for _, t := range all {
+		idempotent[t.Name()] = t.def.Idempotent
+	}
 	opts.ToolsParam = toolsParam(opts.ToolsParam, all)
 	if len(opts.ToolsParam) > 0 && !json.Valid(opts.ToolsParam) {
 		return actors.Spec{}, fmt.Errorf("loop %q: tools param is not JSON", ropts.Name)
@@ -109,6 +124,9 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
 		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
 		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
+		if opts.Session != nil {
+			l.sess = &sessionState{opts: session, idempotent: idempotent}
+		}
 		return l
 	})
 	spec.Supervision = ropts.Supervision
@@ -138,6 +156,13 @@ type loopSession struct {
 	text        strings.Builder
 	calls       []*turnCall
 	dispatching bool
+
+	// With a Session: the first request's messages payload, and for a
+	// request held back (refused, or resuming at its END) the state to
+	// resume.
+	first  []byte
+	hold   bool
+	resume *messages.LoopSession
 }
 
 type turnCall struct {
@@ -151,6 +176,14 @@ type loopLogic struct {
 	d        *dispatcher
 	asm      Assembler
 	sessions map[string]*loopSession
+	sess     *sessionState // nil without a Session
+}
+
+// step persists the session at a step (with a Session).
+func (l *loopLogic) step(c actors.Context, s *loopSession, phase messages.LoopPhase) {
+	if l.sess != nil {
+		l.sess.persist(c, l, s, phase)
+	}
 }
 
 func (l *loopLogic) session(stream string) *loopSession {
@@ -163,7 +196,12 @@ func (l *loopLogic) session(stream string) *loopSession {
 }
 
 // Start implements actors.WrapperStarter.
-func (l *loopLogic) Start(c actors.WrapperContext) { l.d.start(c) }
+func (l *loopLogic) Start(c actors.WrapperContext) {
+	l.d.start(c)
+	if l.sess != nil {
+		l.sess.load(c)
+	}
+}
 
 // HandleMessage implements actors.MessageHandler.
 func (l *loopLogic) HandleMessage(c actors.WrapperContext, msg any) { l.d.handle(c, msg) }
@@ -171,6 +209,18 @@ func (l *loopLogic) HandleMessage(c actors.WrapperContext, msg any) { l.d.handle
 // Request implements actors.Wrapped.
 func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	s := l.session(f.GetStreamId())
+	if s.hold { // refused, or resuming at END: nothing goes to the model
+		if f.GetType() == messages.FrameType_END {
+			s.hold = false
+			if st := s.resume; st != nil {
+				s.resume = nil
+				l.resume(c, s, st)
+				return
+			}
+			delete(l.sessions, s.stream)
+		}
+		return
+	}
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
 		if f.IsParam(ParamMessages) {
@@ -183,6 +233,7 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	case messages.FrameType_END:
 		if s.phase == phaseRequest {
 			s.phase = phaseModel
+			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		s.cancelled = true
@@ -210,6 +261,9 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 	if s.injected {
 		s.messages = list
 		c.ToInner(f)
+		return
+	}
+	if l.sess != nil && !l.sess.admit(c, l, s, f.GetPayload()) {
 		return
 	}
 	s.injected = true
@@ -240,7 +294,11 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		}
 		return
 	}
-	for _, d := range l.asm.Step(f) {
+	decisions := l.asm.Step(f)
+	if f.IsStreamingToolCall() {
+		l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL) // a call is being streamed
+	}
+	for _, d := range decisions {
 		if d.Kind != Pass && s.hasCall(d.Frame.GetToolCallId()) {
 			c.Logger().Warn("tool call id repeated in one response; dropped", "tool_call_id", d.Frame.GetToolCallId())
 			continue
@@ -248,10 +306,12 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		switch d.Kind {
 		case Run:
 			s.calls = append(s.calls, &turnCall{call: d.Frame})
+			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
 			c.ToOuter(d.Frame)
 		case Reject:
 			s.calls = append(s.calls, &turnCall{call: d.Frame,
 				result: errorResult(d.Frame, FailureInvalidArguments, d.Message)})
+			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
 			c.ToOuter(d.Frame)
 		default:
 			l.pass(c, s, d.Frame)
@@ -298,12 +358,16 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	c.ToOuter(messages.Error(s.stream, reason))
 	c.ToOuter(messages.End(s.stream))
 	s.phase = phaseClosed
+	if l.sess != nil && l.sess.active == s.stream {
+		l.sess.active = "" // the stored session stays resumable
+	}
 }
 
 // endOfResponse runs the calls of the model's response, or ends the
 // stream when it made none.
 func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 	if len(s.calls) == 0 {
+		l.step(c, s, messages.LoopPhase_LOOP_PHASE_DONE) // the final answer
 		c.ToOuter(messages.End(s.stream))
 		delete(l.sessions, s.stream)
 		return
@@ -317,13 +381,17 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 		why, kind = fmt.Sprintf("Tool call refused: the limit of %d tool rounds was reached; answer directly", l.opts.MaxIterations), FailureLimit
 	}
 	s.phase = phaseTools
+	if why != "" {
+		for _, tc := range s.calls {
+			if tc.result == nil {
+				tc.result = errorResult(tc.call, kind, why)
+			}
+		}
+	}
+	l.step(c, s, messages.LoopPhase_LOOP_PHASE_TOOLS) // the calls start
 	s.dispatching = true
 	for _, tc := range s.calls {
-		switch {
-		case tc.result != nil:
-		case why != "":
-			tc.result = errorResult(tc.call, kind, why)
-		default:
+		if tc.result == nil {
 			l.d.run(c, tc.call)
 		}
 	}
@@ -340,6 +408,9 @@ func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Fr
 	for _, tc := range s.calls {
 		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
 			tc.result = result
+			if s.phase == phaseTools {
+				l.step(c, s, messages.LoopPhase_LOOP_PHASE_TOOLS) // a call completed
+			}
 			break
 		}
 	}
@@ -359,31 +430,53 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	}
 	limited := s.iteration >= l.opts.MaxIterations
 	s.iteration++
-	calls := make([]*messages.Frame, len(s.calls))
-	for i, tc := range s.calls {
+	round := s.calls
+	calls := make([]*messages.Frame, len(round))
+	for i, tc := range round {
 		calls[i] = tc.call
+	}
+	done := s.cancelled || limited
+	if done {
+		s.text.Reset()
+		s.calls = nil
+		l.step(c, s, messages.LoopPhase_LOOP_PHASE_DONE)
+	} else {
+		s.messages = append(s.messages, assistantMessage(s.text.String(), calls))
+		for _, tc := range round {
+			s.messages = append(s.messages, toolMessage(tc.result))
+		}
+		s.text.Reset()
+		s.calls = nil
+		s.phase = phaseModel
+		l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL) // the round ended
+	}
+	// Until every result is out, OnFailure must still see the round (a
+	// hook may panic).
+	s.calls = round
+	for _, tc := range round {
 		tc.sent = true
 		c.ToOuter(tc.result)
 		if l.opts.OnToolResult != nil {
 			l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration, Call: tc.call, Result: tc.result})
 		}
 	}
-	if s.cancelled || limited {
+	s.calls = nil
+	if done {
 		c.ToOuter(messages.End(s.stream))
 		delete(l.sessions, s.stream)
 		return
 	}
-	s.messages = append(s.messages, assistantMessage(s.text.String(), calls))
-	for _, tc := range s.calls {
-		s.messages = append(s.messages, toolMessage(tc.result))
-	}
+	l.sendRequest(c, s)
+}
+
+// sendRequest sends the stream's request to the model: the remembered
+// PARAMs, tools, tool_choice, the messages (with the final system prompt
+// once the rounds are used up) and END.
+func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
 	list := s.messages
 	if s.iteration >= l.opts.MaxIterations {
 		list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
 	}
-	s.text.Reset()
-	s.calls = nil
-	s.phase = phaseModel
 	for _, p := range s.params {
 		c.ToInner(p)
 	}

@@ -1,0 +1,340 @@
+package tools_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// The process-kill test runs a resumable session in child processes (this
+// test binary again, running TestSessionKillChild) on one bbolt file and
+// SIGKILLs them at chosen points. The child says it reached a point by
+// writing a marker line to file descriptor 3 and then blocks on its stdin,
+// which the parent keeps open: no timing is involved.
+const (
+	killModeEnv  = "POLYWEAVE_SESSION_KILL_MODE" // mid-stream, mid-tool or finish
+	killDirEnv   = "POLYWEAVE_SESSION_KILL_DIR"
+	killSession  = "session-1"
+	killFirstMsg = `[{"role":"user","content":"write the lines"}]`
+)
+
+// killScript is the conversation: turn 0 streams c1 (append "one"); turn 1
+// makes three parallel calls: c2 (append "two"), c3 streamed (append
+// "three"), c4 (count lines, idempotent); turn 2 is the final answer.
+// Turns are picked by conversation, so a resumed request gets the right one.
+func killScript() scripted.Script {
+	return scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+		{Text: "Writing one.", ToolCalls: []scripted.ToolCall{
+			{ID: "c1", Name: "append_line", Chunks: []string{`{"li`, `ne":`, `"one"}`}},
+		}},
+		{ToolCalls: []scripted.ToolCall{
+			{ID: "c2", Name: "append_line", Arguments: `{"line":"two"}`},
+			{ID: "c3", Name: "append_line", Chunks: []string{`{"line"`, `:"three"}`}},
+			{ID: "c4", Name: "count_lines"},
+		}},
+		{Text: "All done."},
+	}}
+}
+
+// TestSessionKillChild is the child's body; it does nothing unless started
+// by TestSession_ProcessKill.
+func TestSessionKillChild(t *testing.T) {
+	mode := os.Getenv(killModeEnv)
+	if mode == "" {
+		return
+	}
+	if err := runKillChild(mode, os.Getenv(killDirEnv)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hookedStore signals the parent when the session reaches a state.
+type hookedStore struct {
+	durability.Store
+	onSnapshot func(*messages.LoopSession)
+}
+
+func (s hookedStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	if err := s.Store.PersistSnapshot(ctx, name, index, data); err != nil {
+		return err
+	}
+	var st messages.LoopSession
+	if err := proto.Unmarshal(data, &st); err == nil {
+		s.onSnapshot(&st)
+	}
+	return nil
+}
+
+func runKillChild(mode, dir string) error {
+	marker := os.NewFile(3, "marker")
+	mark := func(what string) {
+		fmt.Fprintln(marker, what)
+		io.Copy(io.Discard, os.Stdin) // blocks until the parent kills us
+		os.Exit(3)                    // the parent went away without killing us
+	}
+	store, err := boltstore.Open(filepath.Join(dir, "session.db"), nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	c2Persisted := make(chan struct{})
+	var once sync.Once
+	hooked := hookedStore{Store: store, onSnapshot: func(st *messages.LoopSession) {
+		for _, c := range st.GetCalls() {
+			switch {
+			case mode == "mid-stream" && !c.GetComplete():
+				mark("mid-stream") // c1's arguments are half-way
+			case mode == "mid-tool" && c.GetCall().GetToolCallId() == "c2" && c.GetResult() != nil:
+				once.Do(func() { close(c2Persisted) })
+			}
+		}
+	}}
+
+	sideFile := filepath.Join(dir, "side.txt")
+	appendLine, err := tools.New(tools.Definition{Name: "append_line", Timeout: tools.NoTimeout,
+		Schema: json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
+		Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+			var in struct{ Line string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			f, err := os.OpenFile(sideFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := f.WriteString(in.Line + "\n"); err != nil {
+				f.Close()
+				return nil, err
+			}
+			if err := errorsJoin(f.Sync(), f.Close()); err != nil {
+				return nil, err
+			}
+			if mode == "mid-tool" && in.Line == "three" {
+				<-c2Persisted // c2 has completed and its result is on disk
+				mark("mid-tool")
+			}
+			return map[string]string{"appended": in.Line}, nil
+		}})
+	if err != nil {
+		return err
+	}
+	countLines, err := tools.New(tools.Definition{Name: "count_lines", Idempotent: true, Timeout: tools.NoTimeout,
+		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if mode == "mid-tool" {
+				<-ctx.Done() // still running when the process dies
+				return nil, ctx.Err()
+			}
+			b, err := os.ReadFile(sideFile)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]int{"lines": bytes.Count(b, []byte("\n"))}, nil
+		}})
+	if err != nil {
+		return err
+	}
+
+	model, err := scripted.New(killScript(), nil)
+	if err != nil {
+		return err
+	}
+	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Name: "loop", Tools: []*tools.Tool{appendLine, countLines}},
+		Session:       &tools.SessionOptions{ID: killSession, Store: hooked},
+	})
+	if err != nil {
+		return err
+	}
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.Background())
+	conn, err := rt.Start(loop)
+	if err != nil {
+		return err
+	}
+	if err := conn.SendAll(messages.RawParam("main", tools.ParamMessages, json.RawMessage(killFirstMsg)),
+		messages.End("main")); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	frames, err := conn.RecvStream(ctx, "main")
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for _, f := range frames {
+		out.WriteString(messages.Format(f) + "\n")
+	}
+	reqs := model.Requests()
+	if len(reqs) == 0 {
+		return fmt.Errorf("the model got no request")
+	}
+	last, ok := reqs[len(reqs)-1].Request.Param(tools.ParamMessages)
+	if !ok {
+		return fmt.Errorf("the last request has no messages")
+	}
+	out.WriteString("== last request messages\n")
+	out.Write(last)
+	return os.WriteFile(filepath.Join(dir, "transcript.txt"), out.Bytes(), 0o644)
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// runKillChild starts the child in mode and, unless mode is "finish", waits
+// for its marker and SIGKILLs it.
+func startKillChild(t *testing.T, dir, mode string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSessionKillChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killModeEnv+"="+mode, killDirEnv+"="+dir)
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	markR, markW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer markR.Close()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	cmd.ExtraFiles = []*os.File{markW}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	markW.Close()
+	if mode == "finish" {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %s: %v\n%s", mode, err, output.String())
+		}
+		return
+	}
+	got, err := bufio.NewReader(markR).ReadString('\n')
+	if err != nil || strings.TrimSpace(got) != mode {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child %s: marker %q, %v\n%s", mode, got, err, output.String())
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child %s: want killed, got %v\n%s", mode, err, output.String())
+	}
+}
+
+// readSide returns the side file's lines, sorted (parallel calls append
+// in any order), one per line.
+func readSide(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "side.txt"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "")
+}
+
+// TestSession_ProcessKill kills a session mid-stream, restarts it, kills
+// it mid-tool-execution, restarts it again, and checks the outcome: the
+// side-effecting tool ran exactly once per call that completed or was
+// running, interrupted calls got the interrupted result, the idempotent
+// call ran again, and the final answer was reached.
+func TestSession_ProcessKill(t *testing.T) {
+	dir := t.TempDir()
+
+	startKillChild(t, dir, "mid-stream")
+	if side := readSide(t, dir); side != "" {
+		t.Fatalf("after the mid-stream kill the side file holds %q; c1 must not have run", side)
+	}
+	startKillChild(t, dir, "mid-tool")
+	if side := readSide(t, dir); side != "three\ntwo\n" {
+		t.Fatalf("after the mid-tool kill the side file holds %q, want two and three", side)
+	}
+	startKillChild(t, dir, "finish")
+	if side := readSide(t, dir); side != "three\ntwo\n" {
+		t.Errorf("at the end the side file holds %q: a completed or interrupted call ran again", side)
+	}
+
+	b, err := os.ReadFile(filepath.Join(dir, "transcript.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, lastReq, _ := strings.Cut(string(b), "== last request messages\n")
+	t.Logf("last run:\n%s", frames)
+	var msgs []struct {
+		Role       string  `json:"role"`
+		Content    *string `json:"content"`
+		ToolCallID string  `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal([]byte(lastReq), &msgs); err != nil {
+		t.Fatalf("last request: %v\n%s", err, lastReq)
+	}
+	results := map[string][]string{}
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			results[m.ToolCallID] = append(results[m.ToolCallID], *m.Content)
+		}
+	}
+	for id, want := range map[string]string{
+		"c1": string(tools.FailureInterrupted), // killed while streaming
+		"c2": `{"appended":"two"}`,             // completed before the kill: reused
+		"c3": string(tools.FailureInterrupted), // killed while running: not run again
+		"c4": `{"lines":2}`,                    // idempotent: run again
+	} {
+		got := results[id]
+		if len(got) != 1 {
+			t.Errorf("%s has %d results in the conversation, want 1: %q", id, len(got), got)
+			continue
+		}
+		if want == string(tools.FailureInterrupted) {
+			if !strings.Contains(got[0], "interrupted") || !strings.Contains(got[0], `"success":false`) {
+				t.Errorf("%s result %s, want an interrupted error", id, got[0])
+			}
+		} else if got[0] != want {
+			t.Errorf("%s result %s, want %s", id, got[0], want)
+		}
+	}
+	for _, want := range []string{
+		`META stream=main name=session payload={"event":"resumed","session_id":"session-1","iteration":1,"reused":["c2"],"rerun":["c4"],"interrupted":["c3"]}`,
+		`TEXT stream=main text="All done."`,
+	} {
+		if !strings.Contains(frames, want) {
+			t.Errorf("last run's frames lack %s", want)
+		}
+	}
+	if !strings.HasSuffix(strings.TrimSpace(frames), "END stream=main") {
+		t.Errorf("last run did not end with END")
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -131,9 +132,9 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 // for the transcript and a function releasing it.
 func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
 	if cfg.baseURL == "" {
-		script, err := scripted.Parse(defaultScript)
+		script, err := loadScript()
 		if err != nil {
-			return actors.Spec{}, "", nil, fmt.Errorf("embedded script: %w", err)
+			return actors.Spec{}, "", nil, err
 		}
 		m, err := scripted.New(withRetryTurn(script, cfg.crash), nil)
 		if err != nil {
@@ -153,6 +154,25 @@ func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
 		return actors.Spec{}, "", nil, err
 	}
 	return m.Spec("model"), fmt.Sprintf("model %s at %s", cfg.model, cfg.baseURL), m.Close, nil
+}
+
+// loadScript parses the embedded script, with the arguments of its calls
+// made compact, as models send them.
+func loadScript() (scripted.Script, error) {
+	script, err := scripted.Parse(defaultScript)
+	if err != nil {
+		return script, fmt.Errorf("embedded script: %w", err)
+	}
+	for _, turn := range script.Turns {
+		for i, call := range turn.ToolCalls {
+			var b bytes.Buffer
+			if err := json.Compact(&b, []byte(call.Arguments)); err != nil {
+				return script, fmt.Errorf("embedded script: call %s: %w", call.ID, err)
+			}
+			turn.ToolCalls[i].Arguments = b.String()
+		}
+	}
+	return script, nil
 }
 
 // newLoop binds the workspace tools and wraps model in a tool loop.

@@ -122,7 +122,7 @@ func TestE2E_Workspace(t *testing.T) {
 // scriptTurns is the embedded script, for a fake server to play.
 func scriptTurns(t *testing.T) []scripted.Turn {
 	t.Helper()
-	script, err := scripted.Parse(defaultScript)
+	script, err := loadScript()
 	if err != nil {
 		t.Fatal(err)
 	}

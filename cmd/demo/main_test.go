@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
 // The greeting the embedded script's hello.sh prints for Ada.
@@ -233,7 +232,7 @@ func TestRun_MissingWorkspace(t *testing.T) {
 }
 
 func TestWithRetryTurn(t *testing.T) {
-	script, err := scripted.Parse(defaultScript)
+	script, err := loadScript()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 // maxShown is how much of a tool call's arguments or result a transcript
 // line shows.
-const maxShown = 200
+const maxShown = 160
 
 // transcript prints the run as it happens. Human lines go to out; with
 // -json the frames go to frames as JSON lines and everything else to out.

@@ -52,12 +52,27 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if cfg.json {
 		tr = newTranscript(stderr, stdout, start)
 	}
-	if cfg.store != "" || cfg.session != "" {
-		return errors.New("-store and -session are not available in this build: the tool loop has no session store yet")
+	var sess *session
+	if cfg.store != "" {
+		if sess, err = openSession(ctx, cfg); err != nil {
+			return err
+		}
+		// Deferred before the runtime's Close, so it runs after it.
+		defer func() {
+			if cerr := sess.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close -store: %w", cerr)
+			}
+		}()
 	}
 
 	dir, where := cfg.workspace, "kept"
-	if dir == "" {
+	switch {
+	case dir == "" && sess != nil:
+		if dir, err = sess.workspaceDir(); err != nil {
+			return err
+		}
+		where = "kept with the session"
+	case dir == "":
 		if dir, err = os.MkdirTemp("", "polyweave-demo-"); err != nil {
 			return fmt.Errorf("make workspace: %w", err)
 		}
@@ -79,7 +94,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer closeModel()
-	loop, err := newLoop(cfg, ws, in.wrapModel(model), in)
+	loop, err := newLoop(cfg, ws, in.wrapModel(model), in, sess)
 	if err != nil {
 		return err
 	}
@@ -110,9 +125,15 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if in != nil {
 		tr.Note("demo", "will inject a panic at -crash %s", cfg.crash.String())
 	}
-	tr.Note("user", "%s", cfg.prompt)
-	a := &agent{conn: conn, tr: tr, restarts: restarts.Load, timeout: cfg.timeout}
-	err = a.run(ctx, cfg.prompt)
+	a := &agent{conn: conn, tr: tr, restarts: restarts.Load, timeout: cfg.timeout,
+		restartLoop: func() (*actors.Conn, error) { return rt.Start(loop) }}
+	first, _ := json.Marshal([]json.RawMessage{chatMessage("user", cfg.prompt)}) // raw messages made here
+	if sess != nil {
+		tr.Note("session", "%s", sess.describe())
+		first, a.durable = sess.first, true
+	}
+	tr.Note("user", "%s", firstPrompt(first))
+	err = a.run(ctx, first)
 	if err == nil && in != nil && !in.Fired() {
 		tr.Note("demo", "the -crash point %s was never reached", cfg.crash.String())
 	}
@@ -122,6 +143,9 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	tr.Note("summary", "%s · %s · %s (%d failed) · %s · %s", outcome, plural(a.iterations, "iteration"),
 		plural(a.calls, "tool call"), a.failed, plural(int(restarts.Load()), "restart"), shortDuration(time.Since(start)))
+	if sess != nil {
+		tr.Note("session", "to resume or replay it: %s", sess.resumeHint())
+	}
 	if err == nil {
 		err = tr.Err()
 	}
@@ -176,7 +200,7 @@ func loadScript() (scripted.Script, error) {
 }
 
 // newLoop binds the workspace tools and wraps model in a tool loop.
-func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector) (actors.Spec, error) {
+func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector, sess *session) (actors.Spec, error) {
 	toolset, err := tools.WorkspaceTools(ws)
 	if err != nil {
 		return actors.Spec{}, fmt.Errorf("workspace tools: %w", err)
@@ -188,6 +212,9 @@ func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injecto
 		RouterOptions: tools.RouterOptions{Name: "agent", Tools: toolset},
 		SystemPrompt:  systemPrompt,
 		MaxIterations: cfg.maxIterations,
+	}
+	if sess != nil {
+		opts.Session = sess.options()
 	}
 	if cfg.crash.site == crashLoop {
 		opts.OnToolResult = in.onToolResult
@@ -206,26 +233,35 @@ type agent struct {
 	tr       *transcript
 	restarts func() int64
 	timeout  time.Duration // the -timeout the run's context carries
+	durable  bool          // the loop persists the session (-store)
+	// restartLoop starts the tool loop afresh (it then loads the stored
+	// session), for a durable run whose answer failed.
+	restartLoop func() (*actors.Conn, error)
 
 	iterations int // model answers seen
 	calls      int // tool calls seen
 	failed     int // error results seen
 }
 
-// run sends the prompt and follows the answer. When the answer fails (a
-// stage crashed and was restarted by its supervisor, and the restarted
-// loop knows nothing of the conversation; or the model's stream broke),
-// run sends the conversation so far again on a new stream: the prompt and
-// every tool round whose calls ran, as the loop would have sent it. It
-// tries maxAttempts times in all.
-func (a *agent) run(ctx context.Context, prompt string) error {
-	history := []json.RawMessage{chatMessage("user", prompt)}
+// run sends the first request (the "messages" payload first) and follows
+// the answer. When the answer fails (a stage crashed and was restarted by
+// its supervisor, or the model's stream broke), run asks again on a new
+// stream, maxAttempts times in all. A durable loop resumes its stored
+// session when it gets the first request again. A loop without a session
+// knows nothing of the conversation after a restart: run sends the
+// conversation so far, the first request's messages and every tool round
+// whose calls ran, as the loop would have sent it.
+func (a *agent) run(ctx context.Context, first json.RawMessage) error {
+	var history []json.RawMessage
+	if err := json.Unmarshal(first, &history); err != nil {
+		return fmt.Errorf("first request: %w", err)
+	}
+	list := first
 	for attempt := 1; ; attempt++ {
 		stream := "demo"
 		if attempt > 1 {
 			stream = fmt.Sprintf("demo-%d", attempt)
 		}
-		list, _ := json.Marshal(history) // raw messages made by this file
 		if err := a.conn.SendAll(messages.RawParam(stream, tools.ParamMessages, list), messages.End(stream)); err != nil {
 			return fmt.Errorf("send the request: %w", err)
 		}
@@ -246,7 +282,22 @@ func (a *agent) run(ctx context.Context, prompt string) error {
 			return nil
 		case res.failure == "":
 			return errors.New("no final answer: the model still called tools after -max-iterations rounds")
+		case attempt < maxAttempts && a.durable:
+			// A loop that did not restart itself (the model failed, say)
+			// holds the session in memory as it began; a fresh one loads
+			// it from the store, as a new process would.
+			a.tr.Note("resume", "the answer failed: starting the tool loop again from the store and sending the first request again on stream demo-%d",
+				attempt+1)
+			if err := a.conn.Close(ctx); err != nil {
+				return fmt.Errorf("stop the tool loop: %w", err)
+			}
+			conn, err := a.restartLoop()
+			if err != nil {
+				return fmt.Errorf("start the tool loop again: %w", err)
+			}
+			a.conn = conn
 		case attempt < maxAttempts:
+			list, _ = json.Marshal(history) // raw messages
 			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d",
 				plural(len(history), "message"), attempt+1)
 		default:

@@ -317,3 +317,88 @@ func TestE2E_BadFlag(t *testing.T) {
 		}
 	}
 }
+
+// A durable session survives the process being killed: the next run with
+// the same -session goes on from the last step the first one persisted,
+// and a run after the end answers from the store without asking the model.
+func TestE2E_SessionSurvivesKill(t *testing.T) {
+	turns := scriptTurns(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "demo.db")
+	args := []string{"-store", store, "-session", "s-kill", "-workspace", dir}
+
+	// Run 1: the first round completes; the model stalls in its second
+	// answer, and the process is killed there.
+	stalled := turns[1]
+	stalled.ToolCalls, stalled.Stall = nil, true
+	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], stalled})
+	defer srv1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoBin, append(args, "-base-url", srv1.URL)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), stalled.Text) {
+		n, err := stdout.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the demo stopped before the stall: %v\n%s", err, &seen)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !strings.Contains(seen.String(), "result     write_file call_write ok") {
+		t.Fatalf("the first round did not complete before the kill:\n%s", &seen)
+	}
+
+	// Run 2: resumes; the model gets the second request again, with the
+	// first round in it, and write_file does not run again.
+	srv2 := openaitest.NewServer(turns[1:])
+	defer srv2.Close()
+	res, _ := runDemo(t, nil, append(args, "-base-url", srv2.URL)...)
+	if res.code != 0 {
+		t.Fatalf("resumed run: want exit 0: %v", res)
+	}
+	for _, want := range []string{
+		"resuming session s-kill from " + store + " after 1 tool round; it stopped while the model was answering",
+		"session    resumed after 1 tool round",
+		"result     run_command call_run ok",
+		"model      Done. hello.sh prints a greeting",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the resumed run lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if strings.Contains(res.stdout, "call       write_file") {
+		t.Errorf("write_file ran again:\n%s", res.stdout)
+	}
+	checkWorkspace(t, dir)
+	reqs := srv2.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the server got %d requests, want 3", len(reqs))
+	}
+	if !strings.Contains(string(reqs[0]["messages"]), `"tool_call_id":"call_write"`) {
+		t.Errorf("the resumed request lacks the first round: %s", reqs[0]["messages"])
+	}
+
+	// Run 3: the session has ended; its answer comes from the store.
+	srv3 := openaitest.NewServer(nil)
+	defer srv3.Close()
+	res, _ = runDemo(t, nil, append(args, "-base-url", srv3.URL)...)
+	if res.code != 0 || !strings.Contains(res.stdout, "model      Done. hello.sh prints a greeting") {
+		t.Errorf("replay: want exit 0 and the final answer: %v", res)
+	}
+	if n := len(srv3.Requests()); n != 0 {
+		t.Errorf("the replay asked the model %d times", n)
+	}
+}

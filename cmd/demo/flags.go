@@ -28,6 +28,7 @@ type config struct {
 	apiKeyEnv     string
 	apiKeyEnvSet  bool // -api-key-env was given explicitly
 	prompt        string
+	promptSet     bool // -prompt was given explicitly
 	workspace     string
 	maxIterations int
 	timeout       time.Duration
@@ -97,10 +98,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", defaultTimeout,
 		"bound on the whole run; when it passes the run stops and fails")
 	fs.StringVar(&cfg.store, "store", "",
-		"bbolt file that makes the session durable: a run cut short can be\n"+
-			"resumed with -session (created if missing)")
+		"bbolt file (created if missing) that makes the session durable: the tool\n"+
+			"loop persists it at every step, and a run that was killed, crashed or\n"+
+			"timed out resumes with -session; without -workspace the session works\n"+
+			"in <store>.files/<session>")
 	fs.StringVar(&cfg.session, "session", "",
-		"session id to start or resume in -store (default: a new id, printed)")
+		"with -store: the session to resume (it goes on with the prompt it was\n"+
+			"started with), or to start under this id; default: a new id, printed")
 	fs.Var(&cfg.crash, "crash",
 		"inject one real panic to watch supervision heal it: tool[:N] (the Nth\n"+
 			"tool call's handler, default 2), loop[:N] (the tool loop while it reports\n"+
@@ -116,8 +120,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, &usageError{err: err, printed: true}
 	}
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "api-key-env" {
+		switch f.Name {
+		case "api-key-env":
 			cfg.apiKeyEnvSet = true
+		case "prompt":
+			cfg.promptSet = true
 		}
 	})
 	return cfg, cfg.validate(fs.Args())

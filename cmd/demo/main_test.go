@@ -279,3 +279,67 @@ func TestRoundMessages_AsTheLoopSendsThem(t *testing.T) {
 		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestRun_SessionReplaysOnceEnded(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "demo.db")
+	out, errOut, err := runInProcess(t, "-store", store, "-session", "s1")
+	if err != nil {
+		t.Fatalf("first run: %v\n%s\n%s", err, out, errOut)
+	}
+	checkTranscript(t, out)
+	checkWorkspace(t, filepath.Join(store+".files", "s1"))
+	for _, want := range []string{"session    new session s1 in " + store, "session    to resume or replay it: go run ./cmd/demo -store " + store + " -session s1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the first run lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, errOut, err = runInProcess(t, "-store", store, "-session", "s1")
+	if err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, want := range []string{
+		"resuming session s1 from " + store + " after 3 tool rounds; it has ended: its final answer comes from the store",
+		"user       " + defaultPrompt,
+		"model      Done. hello.sh prints a greeting",
+		"summary    ok · 1 iteration · 0 tool calls (0 failed)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the second run lacks %q:\n%s", want, out)
+		}
+	}
+
+	_, _, err = runInProcess(t, "-store", store, "-session", "s1", "-prompt", "something else")
+	if err == nil || !strings.Contains(err.Error(), `session "s1" was started with another prompt`) {
+		t.Errorf("another prompt: err = %v", err)
+	}
+}
+
+func TestRun_CrashHealsFromTheStore(t *testing.T) {
+	for _, tc := range []struct{ site, resumed string }{
+		{"loop", "session    resumed after 2 tool rounds"},
+		{"model", "session    resumed after 1 tool round"},
+	} {
+		t.Run(tc.site, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			dir := t.TempDir()
+			out, errOut, err := runInProcess(t, "-store", filepath.Join(dir, "demo.db"), "-workspace", dir, "-crash", tc.site)
+			if err != nil {
+				t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
+			}
+			checkTranscript(t, out)
+			for _, want := range []string{"resume     the answer failed: starting the tool loop again from the store", tc.resumed,
+				"summary    ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the transcript lacks %q:\n%s", want, out)
+				}
+			}
+			if n := strings.Count(out, "call       write_file"); n != 1 {
+				t.Errorf("write_file was called %d times, want once:\n%s", n, out)
+			}
+			checkWorkspace(t, dir)
+		})
+	}
+}

@@ -175,8 +175,11 @@ func (t *transcript) Frame(f *messages.Frame) {
 		}
 		t.line("result", "%s %s %s%s: %s", f.GetName(), f.GetToolCallId(), status, took, shown(f.GetPayload()))
 	case messages.FrameType_META:
-		if f.GetName() == models.MetaUsage {
+		switch f.GetName() {
+		case models.MetaUsage:
 			t.line("usage", "%s", usageLine(f.GetPayload()))
+		case tools.MetaSession:
+			t.line("session", "%s", sessionLine(f.GetPayload()))
 		}
 	case messages.FrameType_ERROR:
 		t.line("error", "%s", f.GetText())

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// session is the durable side of a run with -store: the bbolt file the
+// tool loop persists the conversation in, at every step, under the
+// session id.
+type session struct {
+	id    string
+	path  string
+	store *boltstore.Store
+	// stored is the session as the store held it when the run began; nil
+	// for a new session.
+	stored *messages.LoopSession
+	// first is the "messages" payload of the request that started the
+	// session. Sending it again resumes the session where it stopped.
+	first json.RawMessage
+}
+
+// openSession opens the store and looks the session up. A new session
+// starts with prompt; a stored one goes on with the request it was
+// started with, which an explicit -prompt must match.
+func openSession(ctx context.Context, cfg config) (*session, error) {
+	st, err := boltstore.Open(cfg.store, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open -store: %w", err)
+	}
+	s := &session{id: cfg.session, path: cfg.store, store: st}
+	if s.id == "" {
+		s.id = newSessionID()
+	}
+	s.first, _ = json.Marshal([]json.RawMessage{chatMessage("user", cfg.prompt)}) // raw messages made here
+	snap, ok, err := st.GetSnapshot(ctx, s.id)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("read session %q: %w", s.id, err)
+	}
+	if !ok {
+		return s, nil
+	}
+	var stored messages.LoopSession
+	if err := proto.Unmarshal(snap.Data, &stored); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("read session %q: %w", s.id, err)
+	}
+	if cfg.promptSet && !bytes.Equal(stored.GetFirstRequest(), s.first) {
+		st.Close()
+		return nil, fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
+			s.id, clip(firstPrompt(stored.GetFirstRequest())))
+	}
+	s.stored, s.first = &stored, stored.GetFirstRequest()
+	return s, nil
+}
+
+// newSessionID names a new session after the time it starts, with a
+// random suffix so that two runs in the same second do not collide.
+func newSessionID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return "s-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// options are the tool loop's session options.
+func (s *session) options() *tools.SessionOptions {
+	return &tools.SessionOptions{ID: s.id, Store: s.store}
+}
+
+// workspaceDir is where a durable session works when -workspace is not
+// given: a folder per session beside the store, kept so that a resumed
+// session finds its files.
+func (s *session) workspaceDir() (string, error) {
+	dir := filepath.Join(s.path+".files", s.id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make session workspace: %w", err)
+	}
+	return dir, nil
+}
+
+// describe says what the store holds of the session.
+func (s *session) describe() string {
+	if s.stored == nil {
+		return fmt.Sprintf("new session %s in %s", s.id, s.path)
+	}
+	state := map[messages.LoopPhase]string{
+		messages.LoopPhase_LOOP_PHASE_MODEL: "it stopped while the model was answering",
+		messages.LoopPhase_LOOP_PHASE_TOOLS: "it stopped while tools were running",
+		messages.LoopPhase_LOOP_PHASE_DONE:  "it has ended: its final answer comes from the store",
+	}[s.stored.GetPhase()]
+	return fmt.Sprintf("resuming session %s from %s after %s; %s",
+		s.id, s.path, plural(int(s.stored.GetIteration()), "tool round"), state)
+}
+
+// resumeHint is the command line that resumes the session.
+func (s *session) resumeHint() string {
+	return fmt.Sprintf("go run ./cmd/demo -store %s -session %s", s.path, s.id)
+}
+
+func (s *session) close() error { return s.store.Close() }
+
+// firstPrompt is the text of the last user message of a first request.
+func firstPrompt(payload []byte) string {
+	var msgs []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	if json.Unmarshal(payload, &msgs) != nil {
+		return string(payload)
+	}
+	var last []string
+	for _, m := range msgs {
+		if m.Role == "user" {
+			last = []string{m.Content}
+		}
+	}
+	return strings.Join(last, "")
+}
+
+// sessionLine renders the payload of a loop's META session frame.
+func sessionLine(payload []byte) string {
+	var ev struct {
+		Event       string   `json:"event"`
+		Iteration   int      `json:"iteration"`
+		Reused      []string `json:"reused"`
+		Rerun       []string `json:"rerun"`
+		Interrupted []string `json:"interrupted"`
+	}
+	if json.Unmarshal(payload, &ev) != nil {
+		return string(payload)
+	}
+	line := fmt.Sprintf("%s after %s", ev.Event, plural(ev.Iteration, "tool round"))
+	for _, part := range []struct {
+		what string
+		ids  []string
+	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}} {
+		if len(part.ids) > 0 {
+			line += "; " + part.what + " " + strings.Join(part.ids, ", ")
+		}
+	}
+	return line
+}

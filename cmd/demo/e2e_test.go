@@ -402,3 +402,26 @@ func TestE2E_SessionSurvivesKill(t *testing.T) {
 		t.Errorf("the replay asked the model %d times", n)
 	}
 }
+
+// A durable run stopped by -timeout resumes like a killed one.
+func TestE2E_SessionResumesAfterTimeout(t *testing.T) {
+	turns := scriptTurns(t)
+	dir := t.TempDir()
+	args := []string{"-store", filepath.Join(dir, "demo.db"), "-session", "s-timeout", "-workspace", dir}
+	stalled := turns[1]
+	stalled.ToolCalls, stalled.Stall = nil, true
+	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], stalled})
+	defer srv1.Close()
+	res, _ := runDemo(t, nil, append(args, "-base-url", srv1.URL, "-timeout", "500ms")...)
+	if res.code != 1 || !strings.Contains(res.stderr, "no final answer within -timeout 500ms") {
+		t.Fatalf("want a timeout: %v", res)
+	}
+	srv2 := openaitest.NewServer(turns[1:])
+	defer srv2.Close()
+	res, _ = runDemo(t, nil, append(args, "-base-url", srv2.URL)...)
+	if res.code != 0 || !strings.Contains(res.stdout, "session    resumed after 1 tool round") ||
+		strings.Contains(res.stdout, "call       write_file") {
+		t.Errorf("want the session resumed after its first round: %v", res)
+	}
+	checkWorkspace(t, dir)
+}

@@ -106,9 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"with -store: the session to resume (it goes on with the prompt it was\n"+
 			"started with), or to start under this id; default: a new id, printed")
 	fs.Var(&cfg.crash, "crash",
-		"inject one real panic to watch supervision heal it: tool[:N] (the Nth\n"+
-			"tool call's handler, default 2), loop[:N] (the tool loop while it reports\n"+
-			"the Nth tool result, default 2; router is a synonym), model[:N] (the model\n"+
+		"inject one real panic at `site[:N]` to watch supervision heal it: tool (the\n"+
+			"handler of the Nth tool call, default 2), loop (the tool loop as it reports\n"+
+			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
 	fs.BoolVar(&cfg.json, "json", false,
 		"print each frame the agent emits as one JSON line (protojson) on stdout;\n"+

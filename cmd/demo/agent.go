@@ -32,8 +32,8 @@ const (
 	systemPrompt = "You are a careful coding agent working in a sandboxed workspace folder. " +
 		"Use the tools: write_file to create files, run_command to run shell commands in the workspace, " +
 		"read_file to read files or list folders. When the task is done, answer briefly without calling tools."
-	// maxAttempts bounds how often the conversation is sent again after a
-	// stage was restarted mid-answer.
+	// maxAttempts bounds how many times a conversation is asked for, the
+	// first time included, when answers fail.
 	maxAttempts = 3
 	// closeGrace bounds how long stopping the actors may take at the end.
 	closeGrace = 10 * time.Second
@@ -125,7 +125,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if in != nil {
 		tr.Note("demo", "will inject a panic at -crash %s", cfg.crash.String())
 	}
-	a := &agent{conn: conn, tr: tr, restarts: restarts.Load, timeout: cfg.timeout,
+	a := &agent{conn: conn, tr: tr, timeout: cfg.timeout,
 		restartLoop: func() (*actors.Conn, error) { return rt.Start(loop) }}
 	first, _ := json.Marshal([]json.RawMessage{chatMessage("user", cfg.prompt)}) // raw messages made here
 	if sess != nil {
@@ -229,11 +229,10 @@ func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injecto
 // agent drives one conversation through the tool loop and counts what
 // happens. It is used by one goroutine.
 type agent struct {
-	conn     *actors.Conn
-	tr       *transcript
-	restarts func() int64
-	timeout  time.Duration // the -timeout the run's context carries
-	durable  bool          // the loop persists the session (-store)
+	conn    *actors.Conn
+	tr      *transcript
+	timeout time.Duration // the -timeout the run's context carries
+	durable bool          // the loop persists the session (-store)
 	// restartLoop starts the tool loop afresh (it then loads the stored
 	// session), for a durable run whose answer failed.
 	restartLoop func() (*actors.Conn, error)
@@ -273,6 +272,9 @@ func (a *agent) run(ctx context.Context, first json.RawMessage) error {
 			}
 			if ctx.Err() != nil {
 				return errors.New("interrupted")
+			}
+			if errors.Is(err, actors.ErrDuplexStopped) {
+				return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
 			}
 			return err
 		}

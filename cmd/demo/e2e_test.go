@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +32,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	demoBin = filepath.Join(dir, "demo")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(build.Default.GOROOT, "bin", "go")
+	}
 	if out, err := exec.Command(goTool, "build", "-o", demoBin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build the demo: %v\n%s", err, out)
 		os.RemoveAll(dir)

@@ -343,3 +343,44 @@ func TestRun_CrashHealsFromTheStore(t *testing.T) {
 		})
 	}
 }
+
+func TestTranscript_SideNotesWaitForTheirConsequence(t *testing.T) {
+	var out bytes.Buffer
+	tr := newTranscript(&out, nil, time.Now())
+	tr.Frame(messages.ToolCall("s", "c1", "run_command", json.RawMessage(`{"command":"a && b"}`)))
+	tr.Fault("panicking in the handler")
+	tr.Frame(messages.Text("s", "Still "))
+	tr.Frame(messages.Text("s", "talking"))
+	failed := messages.ToolError("s", "c1", "run_command", "boom")
+	failed.Meta.FailureKind = "panic"
+	tr.Frame(failed)
+	tr.Frame(messages.End("s"))
+
+	var labels []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		fields := strings.Fields(line)
+		labels = append(labels, fields[1])
+	}
+	if got, want := strings.Join(labels, " "), "call model fault result"; got != want {
+		t.Errorf("line labels %q, want %q:\n%s", got, want, &out)
+	}
+	for _, want := range []string{
+		`call       run_command c1 {"command":"a && b"}`,
+		"model      Still talking\n",
+		`result     run_command c1 FAILED (panic) in `,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", maxShown+5)
+	if got := clip(long); got != strings.Repeat("é", maxShown)+"… (5 more characters)" {
+		t.Errorf("clip = %q", got)
+	}
+	if got := shown([]byte(`{ "a" : "<b>" }`)); got != `{"a":"<b>"}` {
+		t.Errorf("shown = %q", got)
+	}
+}

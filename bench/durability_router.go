@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Streaming-router durability figures: argument chunks per second through
+// a streaming router with durability off, in memory, and on bbolt (1 and
+// 64 concurrent router sessions), and the time for a durable router to
+// recover 10 000 pending calls. One op is one argument chunk (or, for
+// recovery, one recovery).
+
+// routerChunks is the number of argument chunks of one streamed call, and
+// routerChunk one chunk (about what a model streams per delta).
+const (
+	routerChunks = 256
+	routerChunk  = "0123456789abcdef"
+)
+
+// routerDurability says where a benchmarked router persists.
+type routerDurability int
+
+const (
+	durabilityOff routerDurability = iota
+	durabilityMem
+	durabilityBolt
+)
+
+// chunkSource stands in for a model adapter: each END written into it
+// (a request) is answered on the same stream with one streaming call of
+// routerChunks chunks, its tool_complete and END. The frames are built
+// once and shared (frames are immutable once sent).
+func chunkSource(stream string) actors.Spec {
+	doc := `{"data":"` + strings.Repeat(routerChunk, routerChunks-1) + `"}`
+	// Cut doc into routerChunks pieces: 8 + 16*(n-1) + 2 bytes.
+	pieces := []string{doc[:9]}
+	for rest := doc[9:]; len(rest) > 0; {
+		n := min(len(rest), len(routerChunk))
+		if len(pieces) == routerChunks-1 {
+			n = len(rest)
+		}
+		pieces = append(pieces, rest[:n])
+		rest = rest[n:]
+	}
+	frames := []*messages.Frame{messages.StreamingToolCall(stream, "call", "sink")}
+	for _, p := range pieces {
+		frames = append(frames, messages.ToolArgChunk(stream, "call", p))
+	}
+	frames = append(frames, messages.ToolComplete(stream, "call"), messages.End(stream))
+	return actors.Duplex("source", func(f *messages.Frame, emit func(*messages.Frame)) {
+		if f.GetType() != messages.FrameType_END {
+			return // the router's TOOL_RESULTs
+		}
+		for _, out := range frames {
+			emit(out)
+		}
+	})
+}
+
+// sinkTool accepts the streamed arguments; Sync, so that the figure is the
+// router's and not a tool actor's.
+var sinkTool = tools.MustNewTyped(tools.Definition{Name: "sink", Sync: true},
+	func(_ context.Context, in struct {
+		Data string `json:"data"`
+	}) (struct{}, error) {
+		if len(in.Data) == 0 {
+			return struct{}{}, fmt.Errorf("no data")
+		}
+		return struct{}{}, nil
+	})
+
+// routerSession is one router with its source, driven from a Conn.
+type routerSession struct {
+	conn   *actors.Conn
+	stream string
+	end    *messages.Frame
+}
+
+func newRouterSession(rt *actors.Runtime, name string, store durability.Store) (*routerSession, error) {
+	opts := &tools.RouterOptions{Name: name, Tools: []*tools.Tool{sinkTool}}
+	if store != nil {
+		opts.Durability = &tools.DurabilityOptions{Store: store}
+	}
+	spec, err := tools.NewStreamingRouter(chunkSource("s"), opts)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := rt.Start(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &routerSession{conn: conn, stream: "s", end: messages.End("s")}, nil
+}
+
+// call streams one call through the router and waits for its END.
+func (rs *routerSession) call(ctx context.Context) error {
+	if err := rs.conn.Send(rs.end); err != nil {
+		return err
+	}
+	for {
+		f, err := rs.conn.Recv(ctx)
+		if err != nil {
+			return err
+		}
+		switch f.GetType() {
+		case messages.FrameType_END:
+			return nil
+		case messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR:
+			return fmt.Errorf("router passed %s", messages.Format(f))
+		}
+	}
+}
+
+// benchRouterChunks reports argument chunks per second through streaming
+// routers: sessions routers at once, each streaming calls of routerChunks
+// chunks one after the other, persisting as where says.
+func benchRouterChunks(b *testing.B, where routerDurability, sessions int) {
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var store durability.Store
+	switch where {
+	case durabilityMem:
+		store = memstore.New(nil)
+	case durabilityBolt:
+		if store, err = boltstore.Open(filepath.Join(b.TempDir(), "router.db"), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func() {
+		rt.Close(context.Background())
+		if store != nil {
+			store.Close()
+		}
+	}()
+	all := make([]*routerSession, sessions)
+	for i := range all {
+		if all[i], err = newRouterSession(rt, fmt.Sprintf("router-%d", i), store); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, rs := range all { // warm up: actors started, stores ready
+		if err := rs.call(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perSession := max(1, (b.N+routerChunks*sessions-1)/(routerChunks*sessions))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for _, rs := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perSession {
+				if err := rs.call(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	chunks := float64(perSession * sessions * routerChunks)
+	b.ReportMetric(chunks/b.Elapsed().Seconds(), "chunks/s")
+}
+
+// recoveryCalls is the number of pending calls the recovery benchmark
+// recovers, over recoveryStreams streams.
+const (
+	recoveryCalls   = 10_000
+	recoveryStreams = 100
+)
+
+// fillRouterRecovery writes the store of a durable router named name as it
+// stands with recoveryCalls pending calls at the worst point of its
+// snapshot cycle: a snapshot of all but SnapshotInterval-1 calls, then
+// the events that started the others (each call holds 48 bytes of
+// arguments).
+func fillRouterRecovery(store durability.Store, name string) error {
+	p, err := durability.NewProvider(store, nil)
+	if err != nil {
+		return err
+	}
+	tail := durability.DefaultSnapshotInterval - 1
+	state := &messages.RouterState{}
+	args := []byte(`{"path":"src/some/file.go","content":"package`)
+	for i := range recoveryCalls - tail {
+		state.Calls = append(state.Calls, &messages.PendingToolCall{Seq: uint64(i + 1),
+			StreamId: fmt.Sprintf("s%d", i%recoveryStreams), ToolCallId: fmt.Sprintf("call_%d", i),
+			Name: "sink", Args: args})
+	}
+	index := 2 * (recoveryCalls - tail)
+	p.PersistSnapshot(name, index, state)
+	for i := recoveryCalls - tail; i < recoveryCalls; i++ {
+		p.PersistEvent(name, index, &messages.RouterCallStarted{StreamId: fmt.Sprintf("s%d", i%recoveryStreams),
+			ToolCallId: fmt.Sprintf("call_%d", i), Name: "sink"})
+		index++
+	}
+	return nil
+}
+
+// benchRouterRecovery reports the time for a durable router on bbolt to
+// start and recover recoveryCalls pending calls: from Start until it has
+// announced them all.
+func benchRouterRecovery(b *testing.B) {
+	store, err := boltstore.Open(filepath.Join(b.TempDir(), "recover.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	spec, err := tools.NewStreamingRouter(chunkSource("probe"), &tools.RouterOptions{Name: "router",
+		Tools: []*tools.Tool{sinkTool}, Durability: &tools.DurabilityOptions{Store: store}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The persistence key is the router's actor id (its path of names):
+	// start it once, empty, to learn it.
+	conn, err := rt.Start(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := conn.Ref().String()
+	if err := conn.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := fillRouterRecovery(store, key); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		conn, err := rt.Start(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// After its recovery the router announces the pending calls of
+		// each stream in a META state frame.
+		recovered := 0
+		for recovered < recoveryCalls {
+			f, err := conn.Recv(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if f.GetType() == messages.FrameType_META && f.GetName() == tools.MetaState {
+				var ev struct {
+					StreamPending int `json:"stream_pending"`
+				}
+				if err := json.Unmarshal(f.GetPayload(), &ev); err != nil {
+					b.Fatal(err)
+				}
+				recovered += ev.StreamPending
+			}
+		}
+		b.StopTimer()
+		if err := conn.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}

@@ -197,7 +197,7 @@ const (
 
 // fillRouterRecovery writes the store of a durable router named name as it
 // stands with recoveryCalls pending calls at the worst point of its
-// snapshot cycle: a snapshot of all but SnapshotInterval-1 calls, then
+// snapshot cycle: a snapshot of all but SnapshotEvery-1 calls, then
 // the events that started the others (each call holds 48 bytes of
 // arguments).
 func fillRouterRecovery(store durability.Store, name string) error {
@@ -205,7 +205,7 @@ func fillRouterRecovery(store durability.Store, name string) error {
 	if err != nil {
 		return err
 	}
-	tail := durability.DefaultSnapshotInterval - 1
+	tail := tools.DefaultSnapshotEvery - 1
 	state := &messages.RouterState{}
 	args := []byte(`{"path":"src/some/file.go","content":"package`)
 	for i := range recoveryCalls - tail {

@@ -172,8 +172,11 @@ func (x *PendingToolCall) GetArgs() []byte {
 // the order they started. It is also what a META restore frame carries in
 // meta.durability.restore_state (serialized).
 type RouterState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Calls         []*PendingToolCall     `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Calls []*PendingToolCall     `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	// last_seq is the seq given to the last call that started (chunk events
+	// name calls by seq, so a restored router goes on from there).
+	LastSeq       uint64 `protobuf:"varint,2,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +216,13 @@ func (x *RouterState) GetCalls() []*PendingToolCall {
 		return x.Calls
 	}
 	return nil
+}
+
+func (x *RouterState) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
 }
 
 // RouterCallStarted registers a streaming call.
@@ -284,12 +294,12 @@ func (x *RouterCallStarted) GetIndex() uint32 {
 	return 0
 }
 
-// RouterChunkAppended adds a piece of arguments to a pending call.
+// RouterChunkAppended adds a piece of arguments to a pending call, named
+// by the seq it got when it started (the hot event: kept small).
 type RouterChunkAppended struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	StreamId      string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
-	ToolCallId    string                 `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	Chunk         string                 `protobuf:"bytes,3,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Chunk         string                 `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -324,18 +334,11 @@ func (*RouterChunkAppended) Descriptor() ([]byte, []int) {
 	return file_durability_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *RouterChunkAppended) GetStreamId() string {
+func (x *RouterChunkAppended) GetSeq() uint64 {
 	if x != nil {
-		return x.StreamId
+		return x.Seq
 	}
-	return ""
-}
-
-func (x *RouterChunkAppended) GetToolCallId() string {
-	if x != nil {
-		return x.ToolCallId
-	}
-	return ""
+	return 0
 }
 
 func (x *RouterChunkAppended) GetChunk() string {
@@ -687,20 +690,19 @@ const file_durability_proto_rawDesc = "" +
 	"toolCallId\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05index\x18\x05 \x01(\rR\x05index\x12\x12\n" +
-	"\x04args\x18\x06 \x01(\fR\x04args\"B\n" +
+	"\x04args\x18\x06 \x01(\fR\x04args\"]\n" +
 	"\vRouterState\x123\n" +
-	"\x05calls\x18\x01 \x03(\v2\x1d.polyweave.v1.PendingToolCallR\x05calls\"|\n" +
+	"\x05calls\x18\x01 \x03(\v2\x1d.polyweave.v1.PendingToolCallR\x05calls\x12\x19\n" +
+	"\blast_seq\x18\x02 \x01(\x04R\alastSeq\"|\n" +
 	"\x11RouterCallStarted\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
 	"toolCallId\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
-	"\x05index\x18\x04 \x01(\rR\x05index\"j\n" +
-	"\x13RouterChunkAppended\x12\x1b\n" +
-	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12 \n" +
-	"\ftool_call_id\x18\x02 \x01(\tR\n" +
-	"toolCallId\x12\x14\n" +
-	"\x05chunk\x18\x03 \x01(\tR\x05chunk\"T\n" +
+	"\x05index\x18\x04 \x01(\rR\x05index\"=\n" +
+	"\x13RouterChunkAppended\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\tR\x05chunk\"T\n" +
 	"\x13RouterCallCompleted\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +

@@ -19,6 +19,13 @@ import (
 // [DurabilityOptions].WrapperType is empty.
 const DefaultWrapperType = "streaming-router"
 
+// DefaultSnapshotEvery is the router's snapshot interval when
+// [DurabilityOptions].SnapshotEvery is zero. A router's events are small
+// (mostly argument chunks) while a snapshot holds every pending call's
+// arguments, so it snapshots less often than durability's default: a
+// recovery replays at most this many small events.
+const DefaultSnapshotEvery = 1000
+
 // MetaState is the name of the META frames in which a durable router
 // announces changes of its state (see [DurabilityOptions]).
 const MetaState = "state"
@@ -83,7 +90,7 @@ type DurabilityOptions struct {
 	// WrapperType is reported with WrapperID; default [DefaultWrapperType].
 	WrapperType string
 	// SnapshotEvery is N in "take a snapshot every N events"; zero means
-	// durability.DefaultSnapshotInterval. Negative values are rejected.
+	// [DefaultSnapshotEvery]. Negative values are rejected.
 	SnapshotEvery int
 	// Timeout bounds each store call; zero means none.
 	Timeout time.Duration
@@ -103,6 +110,9 @@ func (o *DurabilityOptions) prepare(routerName string) (DurabilityOptions, *dura
 	if opts.WrapperType == "" {
 		opts.WrapperType = DefaultWrapperType
 	}
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = DefaultSnapshotEvery
+	}
 	p, err := durability.NewProvider(opts.Store, &durability.ProviderOptions{
 		SnapshotInterval: opts.SnapshotEvery, Timeout: opts.Timeout, Logger: opts.Logger})
 	if err != nil {
@@ -113,7 +123,7 @@ func (o *DurabilityOptions) prepare(routerName string) (DurabilityOptions, *dura
 
 // RestoreFrame returns the META frame that restores a durable router
 // (addressed by wrapperID; "" addresses any) to the pending calls in
-// state, on stream streamID.
+// state (see [PendingCalls.State]), on stream streamID.
 func RestoreFrame(streamID, wrapperID string, state *messages.RouterState) (*messages.Frame, error) {
 	b, err := proto.Marshal(state)
 	if err != nil {
@@ -127,10 +137,11 @@ func RestoreFrame(streamID, wrapperID string, state *messages.RouterState) (*mes
 	return f, nil
 }
 
-// RouterStateOf converts pending calls (as [PendingCalls.Snapshot] returns
-// them) to their protobuf form.
-func RouterStateOf(calls []PendingCall) *messages.RouterState {
-	st := &messages.RouterState{Calls: make([]*messages.PendingToolCall, len(calls))}
+// State returns the pending calls (as Snapshot) in their protobuf form,
+// for snapshots and [RestoreFrame].
+func (p *PendingCalls) State() *messages.RouterState {
+	calls := p.Snapshot()
+	st := &messages.RouterState{Calls: make([]*messages.PendingToolCall, len(calls)), LastSeq: p.seq}
 	for i, c := range calls {
 		st.Calls[i] = &messages.PendingToolCall{Seq: c.Seq, StreamId: c.StreamID, ToolCallId: c.ToolCallID,
 			Name: c.Name, Index: c.Index, Args: c.Args}
@@ -138,23 +149,24 @@ func RouterStateOf(calls []PendingCall) *messages.RouterState {
 	return st
 }
 
-// PendingCallsOf converts a protobuf router state to pending calls, for
-// [PendingCalls.Restore].
-func PendingCallsOf(st *messages.RouterState) []PendingCall {
-	out := make([]PendingCall, len(st.GetCalls()))
+// RestoreState replaces the pending calls with those of st (as Restore).
+func (p *PendingCalls) RestoreState(st *messages.RouterState) {
+	calls := make([]PendingCall, len(st.GetCalls()))
 	for i, c := range st.GetCalls() {
-		out[i] = PendingCall{Seq: c.GetSeq(), StreamID: c.GetStreamId(), ToolCallID: c.GetToolCallId(),
+		calls[i] = PendingCall{Seq: c.GetSeq(), StreamID: c.GetStreamId(), ToolCallID: c.GetToolCallId(),
 			Name: c.GetName(), Index: c.GetIndex(), Args: c.GetArgs()}
 	}
-	return out
+	p.Restore(calls)
+	p.seq = max(p.seq, st.GetLastSeq())
 }
 
 // durableRouter is the Wrapped of a durable router: a router whose
 // assembler state changes are persisted before they are applied.
 type durableRouter struct {
 	*routerLogic
-	meta *messages.Metadata // the durability metadata of state frames
-	id   string
+	meta  *messages.Metadata // the durability metadata of state frames
+	id    string
+	chunk messages.RouterChunkAppended // reused: the provider encodes it at once
 }
 
 func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
@@ -184,23 +196,29 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	r.persister(c).Persist(&messages.RouterRestored{State: &st})
-	r.asm.Pending.Restore(PendingCallsOf(&st))
+	r.asm.Pending.RestoreState(&st)
 	r.announceAll(c, "restored")
 }
 
 // Response implements actors.Wrapped: persist the change a frame makes,
 // then apply it.
 func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
+	if f.IsToolArgChunk() { // the hot path: one lookup, no allocation
+		seq, ok := r.asm.Pending.SeqOf(f.GetStreamId(), f.GetToolCallId())
+		if !ok {
+			return // not pending: dropped, as the assembler does
+		}
+		r.chunk.Seq, r.chunk.Chunk = seq, f.GetText()
+		r.persister(c).Persist(&r.chunk)
+		r.asm.Pending.ChunkAppendedSeq(seq, f.GetText())
+		return
+	}
 	ev, what := r.eventFor(f)
 	if ev == nil {
 		r.routerLogic.Response(c, f)
 		return
 	}
 	r.persister(c).Persist(ev)
-	if what == "" { // a chunk: no announcement
-		r.routerLogic.Response(c, f)
-		return
-	}
 	if what == "stream_ended" { // announce before the END passes
 		r.announce(c, f.GetStreamId(), what, "", -r.asm.Pending.InStream(f.GetStreamId()))
 		r.routerLogic.Response(c, f)
@@ -220,11 +238,6 @@ func (r *durableRouter) eventFor(f *messages.Frame) (ev proto.Message, what stri
 			return &messages.RouterCallStarted{StreamId: f.GetStreamId(), ToolCallId: f.GetToolCallId(),
 				Name: f.GetName(), Index: f.GetMeta().GetIndex()}, "started"
 		}
-	case f.IsToolArgChunk():
-		if p.Has(f.GetStreamId(), f.GetToolCallId()) {
-			return &messages.RouterChunkAppended{StreamId: f.GetStreamId(), ToolCallId: f.GetToolCallId(),
-				Chunk: f.GetText()}, ""
-		}
 	case f.IsToolComplete():
 		if p.Has(f.GetStreamId(), f.GetToolCallId()) {
 			return &messages.RouterCallCompleted{StreamId: f.GetStreamId(), ToolCallId: f.GetToolCallId()}, "completed"
@@ -243,21 +256,21 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	p := &r.asm.Pending
 	switch m := msg.(type) {
 	case *messages.RouterState:
-		p.Restore(PendingCallsOf(m))
+		p.RestoreState(m)
 	case *messages.RouterCallStarted:
 		p.CallStarted(m.GetStreamId(), m.GetToolCallId(), m.GetName(), m.GetIndex())
 	case *messages.RouterChunkAppended:
-		p.ChunkAppended(m.GetStreamId(), m.GetToolCallId(), m.GetChunk())
+		p.ChunkAppendedSeq(m.GetSeq(), m.GetChunk())
 	case *messages.RouterCallCompleted:
 		p.CallCompleted(m.GetStreamId(), m.GetToolCallId())
 	case *messages.RouterStreamEnded:
 		p.StreamEnded(m.GetStreamId())
 	case *messages.RouterRestored:
-		p.Restore(PendingCallsOf(m.GetState()))
+		p.RestoreState(m.GetState())
 	case *persistence.ReplayComplete:
 		r.announceAll(c, "recovered")
 	case *persistence.RequestSnapshot:
-		r.persister(c).PersistSnapshot(RouterStateOf(p.Snapshot()))
+		r.persister(c).PersistSnapshot(p.State())
 	default:
 		r.routerLogic.HandleMessage(c, msg)
 	}

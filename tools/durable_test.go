@@ -434,3 +434,26 @@ func TestDurabilityOptions_Validated(t *testing.T) {
 		t.Error("a loop accepted router durability options")
 	}
 }
+
+// TestPendingCalls_StateKeepsSeq: chunk events name calls by seq, so a
+// restored state must go on numbering where the original did, even when
+// the newest call had already completed.
+func TestPendingCalls_StateKeepsSeq(t *testing.T) {
+	var p tools.PendingCalls
+	p.CallStarted("s", "a", "t", 0)
+	p.CallStarted("s", "b", "t", 1)
+	p.CallCompleted("s", "b")
+	p.ChunkAppended("s", "a", `{"x":`)
+	var q tools.PendingCalls
+	q.RestoreState(p.State())
+	p.CallStarted("s", "c", "t", 2)
+	q.CallStarted("s", "c", "t", 2)
+	ps, _ := p.SeqOf("s", "c")
+	qs, ok := q.SeqOf("s", "c")
+	if !ok || ps != qs || ps != 3 {
+		t.Errorf("seq of c: original %d, restored %d (%v), want 3", ps, qs, ok)
+	}
+	if !q.ChunkAppendedSeq(qs, "1}") || string(q.Snapshot()[1].Args) != "1}" || string(q.Snapshot()[0].Args) != `{"x":` {
+		t.Errorf("restored calls: %+v", q.Snapshot())
+	}
+}

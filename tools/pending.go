@@ -29,6 +29,7 @@ type PendingCall struct {
 // not safe for concurrent use.
 type PendingCalls struct {
 	calls    map[callKey]*PendingCall
+	bySeq    map[uint64]*PendingCall
 	byStream map[string]int // pending calls per stream
 	seq      uint64
 }
@@ -67,8 +68,36 @@ func (p *PendingCalls) CallStarted(streamID, toolCallID, name string, index uint
 		p.calls = map[callKey]*PendingCall{}
 	}
 	p.seq++
-	p.calls[k] = &PendingCall{Seq: p.seq, StreamID: streamID, ToolCallID: toolCallID, Name: name, Index: index}
+	c := &PendingCall{Seq: p.seq, StreamID: streamID, ToolCallID: toolCallID, Name: name, Index: index}
+	p.calls[k] = c
+	p.indexed(c)
 	p.counted(streamID, 1)
+	return true
+}
+
+func (p *PendingCalls) indexed(c *PendingCall) {
+	if p.bySeq == nil {
+		p.bySeq = map[uint64]*PendingCall{}
+	}
+	p.bySeq[c.Seq] = c
+}
+
+// SeqOf returns the Seq of a pending call.
+func (p *PendingCalls) SeqOf(streamID, toolCallID string) (seq uint64, ok bool) {
+	c, ok := p.calls[callKey{streamID, toolCallID}]
+	if !ok {
+		return 0, false
+	}
+	return c.Seq, true
+}
+
+// ChunkAppendedSeq is ChunkAppended for the call with that Seq.
+func (p *PendingCalls) ChunkAppendedSeq(seq uint64, chunk string) bool {
+	c, ok := p.bySeq[seq]
+	if !ok {
+		return false
+	}
+	c.Args = append(c.Args, chunk...)
 	return true
 }
 
@@ -92,6 +121,7 @@ func (p *PendingCalls) CallCompleted(streamID, toolCallID string) (call PendingC
 		return PendingCall{}, false
 	}
 	delete(p.calls, k)
+	delete(p.bySeq, c.Seq)
 	p.counted(streamID, -1)
 	return *c, true
 }
@@ -108,6 +138,7 @@ func (p *PendingCalls) StreamEnded(streamID string) []PendingCall {
 		if k.stream == streamID {
 			out = append(out, *c)
 			delete(p.calls, k)
+			delete(p.bySeq, c.Seq)
 		}
 	}
 	slices.SortFunc(out, func(a, b PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -130,15 +161,19 @@ func (p *PendingCalls) Snapshot() []PendingCall {
 func (p *PendingCalls) Restore(calls []PendingCall) {
 	p.calls = make(map[callKey]*PendingCall, len(calls))
 	p.byStream = map[string]int{}
+	p.bySeq = make(map[uint64]*PendingCall, len(calls))
 	p.seq = 0
 	for _, c := range calls {
 		cp := c
 		cp.Args = slices.Clone(c.Args)
 		k := callKey{c.StreamID, c.ToolCallID}
-		if _, dup := p.calls[k]; !dup {
+		if old, dup := p.calls[k]; dup {
+			delete(p.bySeq, old.Seq)
+		} else {
 			p.counted(c.StreamID, 1)
 		}
 		p.calls[k] = &cp
+		p.indexed(&cp)
 		p.seq = max(p.seq, c.Seq)
 	}
 }

@@ -270,7 +270,9 @@ func (s *shell) Emit(f *messages.Frame) {
 // Send implements Context.
 func (s *shell) Send(to Ref, f *messages.Frame) {
 	if to.pid != nil {
-		s.ctx.Request(to.pid, f)
+		// Without a sender: what is sent is input to the receiver, never
+		// one of its children's frames, and no envelope is allocated.
+		s.ctx.Send(to.pid, f)
 	}
 }
 

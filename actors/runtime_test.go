@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
@@ -22,21 +21,7 @@ func asError[T error](err error, target *T) bool { return errors.As(err, target)
 // newRuntime starts a runtime that the test closes, then checks that no
 // goroutine is left behind.
 func newRuntime(t *testing.T, opts *actors.RuntimeOptions) *actors.Runtime {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	rt, err := actors.NewRuntime(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		goleak.VerifyNone(t, before)
-	})
-	return rt
+	return actorstest.NewRuntime(t, opts)
 }
 
 func testCtx(t *testing.T) context.Context {

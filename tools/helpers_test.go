@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -20,23 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts under te
 
 // newRuntime starts a runtime that is closed at cleanup, after which no
 // goroutine may be left.
-func newRuntime(t *testing.T) *actors.Runtime {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	rt, err := actors.NewRuntime(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		goleak.VerifyNone(t, before)
-	})
-	return rt
-}
+func newRuntime(t *testing.T) *actors.Runtime { return actorstest.NewRuntime(t, nil) }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -100,36 +100,29 @@ func figureAccumulation(c *config) []Row {
 }
 
 func figureDurability(c *config) []Row {
-	pairs := []pair{
-		{figure: "4", name: "store: persist, bbolt, 64 streams",
+	chunks := func(name string, where routerDurability, sessions int) side {
+		return metricSide(name, "chunks/s", func(b *testing.B) { benchRouterChunks(b, where, sessions) })
+	}
+	streams := 64
+	if c.smoke {
+		streams = 2
+	}
+	rows := c.rows([]pair{
+		{figure: "4", name: "router chunks/s, in-memory store, 1 stream", ours: chunks("in-memory", durabilityMem, 1),
+			base: chunks("durability off", durabilityOff, 1), kind: throughput, unit: "chunks", goal: ratioAtLeast(0.6)},
+		{figure: "4", name: "router chunks/s, bbolt, 1 stream", ours: chunks("bbolt", durabilityBolt, 1),
+			base: chunks("durability off", durabilityOff, 1), kind: throughput, unit: "chunks", goal: info},
+		{figure: "4", name: fmt.Sprintf("router chunks/s, bbolt, %d streams", streams), ours: chunks("bbolt", durabilityBolt, streams),
+			base: chunks("durability off", durabilityOff, streams), kind: throughput, unit: "chunks",
+			goal: oursAtLeast(50_000, "≥ 50 000/s")},
+		{figure: "4", name: "router recovery of 10 000 pending calls (bbolt)", ours: benchSide("router", benchRouterRecovery),
+			kind: duration, unit: "recovery", goal: oursAtMost(200_000, "< 200 ms")},
+		{figure: "4", name: "store: persist, bbolt, 64 writers",
 			ours: benchSide("boltstore", func(b *testing.B) { benchPersist(b, 64, openBolt(nil)) }),
 			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 64) }),
-			kind: throughput, unit: "events", goal: oursAtLeast(50_000, "≥ 50 000/s"),
-			note: "store-level stand-in until the streaming router's durability figures land"},
-		{figure: "4", name: "store: persist, bbolt, 1 stream",
-			ours: benchSide("boltstore", func(b *testing.B) { benchPersist(b, 1, openBolt(nil)) }),
-			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 1) }),
 			kind: throughput, unit: "events", goal: info},
-		{figure: "4", name: "store: persist, in-memory, 64 streams",
-			ours: benchSide("memstore", func(b *testing.B) { benchPersist(b, 64, openMem) }),
-			kind: throughput, unit: "events", goal: info},
-	}
-	rows := c.rows(pairs)
-	if !c.selected("4", "store: recover 10 000 pending") {
-		return rows
-	}
-	dir, err := os.MkdirTemp("", "polyweave-bench-recover-")
-	if err != nil {
-		return append(rows, Row{Figure: "4", Case: "store: recover 10 000 pending", Error: err.Error()})
-	}
-	defer os.RemoveAll(dir)
-	path := dir + "/reopen.db"
-	if err := newRecoveryFile(path); err != nil {
-		return append(rows, Row{Figure: "4", Case: "store: recover 10 000 pending", Error: err.Error()})
-	}
-	return append(rows, c.compare(pair{figure: "4", name: "store: recover 10 000 pending (open + read)",
-		ours: benchSide("boltstore", func(b *testing.B) { benchReopen(b, path) }),
-		kind: duration, unit: "recovery", goal: oursAtMost(200_000, "< 200 ms")}))
+	})
+	return rows
 }
 
 func figureMemory(c *config) []Row {

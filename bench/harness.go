@@ -130,13 +130,26 @@ type side struct {
 }
 
 // benchSide measures fn with testing.Benchmark.
-func benchSide(name string, fn func(b *testing.B)) side {
+func benchSide(name string, fn func(b *testing.B)) side { return metricSide(name, "", fn) }
+
+// metricSide is benchSide for bodies whose operations are not exactly
+// b.N: the time per item is taken from the "<items>/s" metric the body
+// reports with b.ReportMetric (empty metric: time per b.N op).
+func metricSide(name, metric string, fn func(b *testing.B)) side {
 	return side{name: name, measure: func() sample {
 		r := testing.Benchmark(fn)
 		if r.N == 0 {
 			return sample{err: fmt.Errorf("%s: benchmark failed (run `go test -run '^$' -bench . ./bench` for its message)", name)}
 		}
-		return sample{ns: float64(r.T.Nanoseconds()) / float64(r.N), allocs: float64(r.AllocsPerOp())}
+		s := sample{ns: float64(r.T.Nanoseconds()) / float64(r.N), allocs: float64(r.AllocsPerOp())}
+		if metric != "" {
+			perSec, ok := r.Extra[metric]
+			if !ok || perSec <= 0 {
+				return sample{err: fmt.Errorf("%s: no %s metric reported", name, metric)}
+			}
+			s.ns = 1e9 / perSec
+		}
+		return s
 	}}
 }
 
@@ -162,10 +175,10 @@ func (c *config) compare(p pair) Row {
 	}
 	var ours, base, ratios, oa, ba []float64
 	for round := range c.rounds {
-		o := p.ours.measure()
+		o := c.within(p.ours)
 		var b sample
 		if p.base.measure != nil {
-			b = p.base.measure()
+			b = c.within(p.base)
 		}
 		if err := cmpErr(o.err, b.err); err != nil {
 			row.Error = err.Error()
@@ -197,6 +210,23 @@ func (c *config) compare(p pair) Row {
 	row.Met = p.goal.met(&row)
 	return row
 }
+
+// within measures s, giving up after measureLimit: a body that hangs
+// becomes an error row instead of a harness that never ends (its goroutine
+// is left behind).
+func (c *config) within(s side) sample {
+	done := make(chan sample, 1)
+	go func() { done <- s.measure() }()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(measureLimit):
+		return sample{err: fmt.Errorf("%s: no result within %v", s.name, measureLimit)}
+	}
+}
+
+// measureLimit bounds one measurement.
+const measureLimit = 2 * time.Minute
 
 func cmpErr(a, b error) error {
 	if a != nil {

@@ -68,7 +68,9 @@ const MetaSession = "session"
 //
 // A loop restarted by its supervisor reloads the session from the store;
 // the stream open at the failure was closed with ERROR and END, and the
-// caller resumes by sending the first request again.
+// caller resumes by sending the first request again. A loop that stayed up
+// while the stream failed (the model answered ERROR) resumes the same way,
+// from the step it last persisted.
 //
 // # Failures
 //
@@ -102,9 +104,13 @@ func (o *SessionOptions) validate() error {
 type sessionState struct {
 	opts       SessionOptions
 	idempotent map[string]bool
-	stored     *messages.LoopSession // as loaded at start, nil when none
-	active     string                // the stream running the session
-	steps      uint64
+	// stored is the session as last written to or read from the store
+	// (a marshaled messages.LoopSession), nil when there is none. A
+	// resume starts from it, so a loop that outlives a failed stream
+	// resumes exactly as a fresh loop reading the store would.
+	stored []byte
+	active string // the stream running the session
+	steps  uint64
 }
 
 // sessionEvent is the payload of the META session frame.
@@ -135,13 +141,19 @@ func (ss *sessionState) load(c actors.Context) {
 	if !ok {
 		return
 	}
+	ss.stored = snap.Data
+	ss.steps = ss.decode(c, "load").GetSteps()
+}
+
+// decode returns the stored session; undecodable data fails the actor
+// with a *durability.StoreError.
+func (ss *sessionState) decode(c actors.Context, op string) *messages.LoopSession {
 	var st messages.LoopSession
-	if err := proto.Unmarshal(snap.Data, &st); err != nil {
-		c.Fail(fmt.Errorf("load session %q: %w", ss.opts.ID,
+	if err := proto.Unmarshal(ss.stored, &st); err != nil {
+		c.Fail(fmt.Errorf("%s session %q: %w", op, ss.opts.ID,
 			&durability.StoreError{Op: durability.OpDecode, Name: ss.opts.ID, Err: err}))
 	}
-	ss.stored = &st
-	ss.steps = st.GetSteps()
+	return &st
 }
 
 // persist writes the state of s at a step, before the loop acts on it.
@@ -175,9 +187,9 @@ func (ss *sessionState) persist(c actors.Context, l *loopLogic, s *loopSession, 
 	if err := ss.opts.Store.PersistSnapshot(ctx, ss.opts.ID, ss.steps, data); err != nil {
 		c.Fail(fmt.Errorf("persist session %q: %w", ss.opts.ID, err))
 	}
+	ss.stored = data // nothing writes to data after this
 	if phase == messages.LoopPhase_LOOP_PHASE_DONE {
 		ss.active = ""
-		ss.stored = st
 	}
 }
 
@@ -196,12 +208,13 @@ func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSess
 		return true
 	}
 	s.hold = true
-	if !bytes.Equal(ss.stored.GetFirstRequest(), payload) {
+	st := ss.decode(c, "resume")
+	if !bytes.Equal(st.GetFirstRequest(), payload) {
 		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ss.opts.ID))
 		return false
 	}
 	ss.active = s.stream
-	s.resume = ss.stored
+	s.resume = st
 	return false
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -82,4 +83,82 @@ func TestSessionOptions_Validated(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+// TestSession_ResumeAfterModelFailure: when the model fails but the loop
+// survives, sending the first request again to the same loop resumes the
+// session from its last persisted step, as a fresh loop reading the store
+// would: the side-effecting call that completed is not run again, and the
+// conversation goes on to its final answer.
+func TestSession_ResumeAfterModelFailure(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	writes := make(chan string, 8) // the handler runs off the test goroutine
+	write, err := tools.New(tools.Definition{Name: "write_file", Handler: func(_ context.Context, args json.RawMessage) (any, error) {
+		writes <- string(args)
+		return map[string]bool{"ok": true}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Turns are picked by conversation, as a model answers what it reads:
+	// a conversation started over would get the write again.
+	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "write_file", Arguments: `{"path":"a.txt"}`}}},
+		{Text: "Written."},
+	}}, nil)
+	loop, err := tools.NewLoop(flakyOnce(model.Spec("model"), 1, "model down"), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Name: "loop", Tools: []*tools.Tool{write}},
+		Session:       &tools.SessionOptions{ID: "s", Store: store},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, newRuntime(t), loop)
+	const first = `[{"role":"user","content":"write a.txt"}]`
+	ask := func(stream string) string {
+		t.Helper()
+		send(t, conn, messages.RawParam(stream, tools.ParamMessages, json.RawMessage(first)), messages.End(stream))
+		got, err := conn.RecvStream(testCtx(t), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines(got), "\n")
+	}
+
+	got := ask("a")
+	if !strings.Contains(got, "TOOL_RESULT stream=a") || !strings.Contains(got, `ERROR stream=a text="model down"`) {
+		t.Fatalf("first attempt: want the call's result, then the model's failure; got\n%s", got)
+	}
+	got = ask("b")
+	if !strings.Contains(got, `META stream=b name=session payload={"event":"resumed"`) || !strings.Contains(got, `TEXT stream=b text="Written."`) ||
+		!strings.HasSuffix(got, "END stream=b") || strings.Contains(got, "ERROR") {
+		t.Errorf("resent first request: want the session resumed to its final answer; got\n%s", got)
+	}
+	if n := len(writes); n != 1 {
+		t.Errorf("write_file ran %d times, want once", n)
+	}
+}
+
+// flakyOnce wraps a model so that its n-th response (from 0, counted over
+// all streams) is replaced by ERROR(reason) and END, once: the model's
+// stream breaks while the loop around it stays up.
+func flakyOnce(model actors.Spec, n int, reason string) actors.Spec {
+	responses := 0 // only the wrapper's goroutine touches it
+	return actors.Wrap("flaky", model, func() actors.Wrapped {
+		return actors.Hooks{OnResponse: func(c actors.WrapperContext, f *messages.Frame) {
+			if responses != n {
+				if f.GetType() == messages.FrameType_END {
+					responses++
+				}
+				c.ToOuter(f)
+				return
+			}
+			if f.GetType() == messages.FrameType_END {
+				responses++
+				c.ToOuter(messages.Error(f.GetStreamId(), reason))
+				c.ToOuter(f)
+			}
+		}}
+	})
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/persistence"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -97,6 +100,14 @@ type Provider struct {
 	timeout  time.Duration
 	unmarsh  proto.UnmarshalOptions
 	log      *slog.Logger
+	header   atomic.Pointer[anyHeader] // of the last type encoded
+}
+
+// anyHeader is the start of the Any encoding of a message of type name:
+// its type_url field and the tag of its value field.
+type anyHeader struct {
+	name protoreflect.FullName
+	b    []byte
 }
 
 var (
@@ -172,15 +183,7 @@ func (p *Provider) GetSnapshot(actorName string) (snapshot any, eventIndex int, 
 // snapshot is durable and panics with a *StoreError otherwise.
 func (p *Provider) PersistSnapshot(actorName string, snapshotIndex int, snapshot proto.Message) {
 	index := p.index(OpPersistSnapshot, actorName, snapshotIndex)
-	data, err := encode(snapshot)
-	if err != nil {
-		p.fail(&StoreError{Op: OpEncode, Name: actorName, Err: fmt.Errorf("snapshot at %d: %w", index, err)})
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	if err := p.store.PersistSnapshot(ctx, actorName, index, data); err != nil {
-		p.fail(err)
-	}
+	p.persist(actorName, "snapshot at", index, snapshot, p.store.PersistSnapshot)
 }
 
 // DeleteSnapshots implements persistence.SnapshotStore. It panics with a
@@ -219,16 +222,7 @@ func (p *Provider) GetEvents(actorName string, eventIndexStart int, eventIndexEn
 // PersistEvent implements persistence.EventStore. It returns once the event
 // is durable and panics with a *StoreError otherwise.
 func (p *Provider) PersistEvent(actorName string, eventIndex int, event proto.Message) {
-	index := p.index(OpPersistEvent, actorName, eventIndex)
-	data, err := encode(event)
-	if err != nil {
-		p.fail(&StoreError{Op: OpEncode, Name: actorName, Err: fmt.Errorf("event %d: %w", index, err)})
-	}
-	ctx, cancel := p.context()
-	defer cancel()
-	if err := p.store.PersistEvent(ctx, actorName, index, data); err != nil {
-		p.fail(err)
-	}
+	p.persist(actorName, "event", p.index(OpPersistEvent, actorName, eventIndex), event, p.store.PersistEvent)
 }
 
 // DeleteEvents implements persistence.EventStore. It panics with a
@@ -270,29 +264,65 @@ func (p *Provider) fail(err error) {
 	panic(se)
 }
 
-// encode serializes msg as a google.protobuf.Any (type_url = 1, value = 2),
-// appending the message straight into the Any's buffer instead of building
-// an anypb.Any and marshaling twice.
-func encode(msg proto.Message) ([]byte, error) {
+// encodeBuffers holds the buffers events and snapshots are encoded into.
+// A store copies what it keeps (see [Store]), so a buffer is reused as soon
+// as the store call returns, and the hot path allocates nothing of its own.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer is the capacity above which a buffer (a large snapshot's)
+// is left to the garbage collector instead of being pooled.
+const maxPooledBuffer = 64 << 10
+
+// persist encodes msg and hands it to write, raising encoding and store
+// failures as *StoreError. what names the event or snapshot in errors.
+func (p *Provider) persist(name, what string, index uint64, msg proto.Message,
+	write func(ctx context.Context, name string, index uint64, data []byte) error) {
+	buf := encodeBuffers.Get().(*[]byte)
+	data, err := p.appendAny((*buf)[:0], msg)
+	if err != nil {
+		encodeBuffers.Put(buf)
+		p.fail(&StoreError{Op: OpEncode, Name: name, Err: fmt.Errorf("%s %d: %w", what, index, err)})
+	}
+	ctx, cancel := p.context()
+	err = write(ctx, name, index, data)
+	cancel()
+	if cap(data) <= maxPooledBuffer {
+		*buf = data
+		encodeBuffers.Put(buf)
+	}
+	if err != nil {
+		p.fail(err)
+	}
+}
+
+// appendAny appends msg serialized as a google.protobuf.Any (type_url = 1,
+// value = 2) to b, writing the message straight into the Any's value
+// instead of building an anypb.Any and marshaling twice. The type_url
+// field of the last type encoded is kept: a durable actor mostly persists
+// one type of event.
+func (p *Provider) appendAny(b []byte, msg proto.Message) ([]byte, error) {
 	if msg == nil {
-		return nil, errors.New("nil message")
+		return b, errors.New("nil message")
 	}
 	name := msg.ProtoReflect().Descriptor().FullName()
-	urlLen := len(anyTypeURLPrefix) + len(name)
+	h := p.header.Load()
+	if h == nil || h.name != name {
+		hb := protowire.AppendTag(nil, 1, protowire.BytesType)
+		hb = protowire.AppendVarint(hb, uint64(len(anyTypeURLPrefix)+len(name)))
+		hb = append(append(hb, anyTypeURLPrefix...), name...)
+		h = &anyHeader{name: name, b: protowire.AppendTag(hb, 2, protowire.BytesType)}
+		p.header.Store(h)
+	}
 	size := proto.Size(msg)
-	total := protowire.SizeTag(1) + protowire.SizeBytes(urlLen) + protowire.SizeTag(2) + protowire.SizeBytes(size)
-	b := make([]byte, 0, total)
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(urlLen))
-	b = append(append(b, anyTypeURLPrefix...), name...)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = append(b, h.b...)
 	b = protowire.AppendVarint(b, uint64(size))
+	start := len(b)
 	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, msg)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	if len(b) != total {
-		return nil, fmt.Errorf("%s changed while being encoded", name)
+	if len(b)-start != size {
+		return b, fmt.Errorf("%s changed while being encoded", name)
 	}
 	return b, nil
 }

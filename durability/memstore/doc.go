@@ -1,9 +1,12 @@
 // Package memstore is an in-memory [durability.Store] for tests and for
 // hosts whose state need not survive the process.
 //
-// It keeps each actor's events and snapshots in maps behind one lock, copies
-// data in and out, and honours the whole Store contract, compaction
-// included, so that code tested against it behaves the same on
+// It keeps each actor's events (in a window of consecutive indexes, or a
+// map when they are scattered) and snapshots behind one lock, copies data
+// in and out (small events into per-actor blocks of memory, so that
+// persisting one does not allocate), and honours the whole Store
+// contract, compaction included, so that code tested against it behaves
+// the same on
 // [github.com/polyweave/polyweave-go/durability/boltstore]. "Durable" here
 // means "held until Close or process exit": Close drops everything.
 //

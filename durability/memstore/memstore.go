@@ -1,9 +1,7 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -28,10 +26,50 @@ type Store struct {
 	logs   map[string]*actorLog
 }
 
-// actorLog holds one actor's events and snapshots, keyed by index.
+// actorLog holds one actor's events and snapshots.
+//
+// Events are small and many (a streaming router persists one per argument
+// chunk), so their copies are carved out of blocks of memory instead of
+// being allocated one by one: free is the unused tail of the current
+// block. A block is freed by the garbage collector once every event copied
+// into it has been deleted or replaced; block sizes double from minBlock
+// to maxBlock, so an actor that persists little holds little.
 type actorLog struct {
-	events    map[uint64][]byte
+	events    eventLog
 	snapshots map[uint64][]byte
+	free      []byte
+	block     int // size of the current block
+}
+
+// Event copy blocks, and the largest event copied into one.
+const (
+	minBlock   = 512
+	maxBlock   = 16 << 10
+	maxInBlock = maxBlock / 8
+)
+
+// keep returns a copy of an event's data, carved from l's current block.
+func (l *actorLog) keep(data []byte) []byte {
+	n := len(data)
+	if n == 0 || n > maxInBlock {
+		return clone(data)
+	}
+	if cap(l.free)-len(l.free) < n {
+		l.block = min(max(2*l.block, minBlock), maxBlock)
+		l.free = make([]byte, 0, l.block)
+	}
+	start := len(l.free)
+	l.free = append(l.free, data...)
+	return l.free[start:len(l.free):len(l.free)] // capped: appending to it copies
+}
+
+// dropEvents removes the events with index <= through, and lets the
+// current block go when no event is left.
+func (l *actorLog) dropEvents(through uint64) {
+	l.events.deleteThrough(through)
+	if l.events.n == 0 {
+		l.free, l.block = nil, 0
+	}
 }
 
 var _ durability.Store = (*Store)(nil)
@@ -63,7 +101,7 @@ func (s *Store) begin(ctx context.Context, op, name string) error {
 func (s *Store) logFor(name string) *actorLog {
 	l := s.logs[name]
 	if l == nil {
-		l = &actorLog{events: make(map[uint64][]byte), snapshots: make(map[uint64][]byte)}
+		l = &actorLog{snapshots: make(map[uint64][]byte)}
 		s.logs[name] = l
 	}
 	return l
@@ -76,33 +114,25 @@ func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, dat
 	if err := s.begin(ctx, durability.OpPersistEvent, name); err != nil {
 		return err
 	}
-	s.logFor(name).events[index] = clone(data)
+	l := s.logFor(name)
+	l.events.put(index, l.keep(data))
 	return nil
 }
 
 // GetEvents implements [durability.Store]. fn runs without the store's lock
 // held, on copies taken before the first call.
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
-	type event struct {
-		index uint64
-		data  []byte
-	}
 	s.mu.RLock()
 	if err := s.begin(ctx, durability.OpGetEvents, name); err != nil {
 		s.mu.RUnlock()
 		return err
 	}
-	var events []event
+	var events []indexed
 	if l := s.logs[name]; l != nil {
-		for i, d := range l.events {
-			if i >= from && (to == 0 || i < to) {
-				events = append(events, event{i, clone(d)})
-			}
-		}
+		events = l.events.copies(from, to)
 	}
 	s.mu.RUnlock()
 
-	slices.SortFunc(events, func(a, b event) int { return cmp.Compare(a.index, b.index) })
 	for _, e := range events {
 		if err := fn(e.index, e.data); err != nil {
 			return err
@@ -119,7 +149,7 @@ func (s *Store) DeleteEvents(ctx context.Context, name string, through uint64) e
 		return err
 	}
 	if l := s.logs[name]; l != nil {
-		deleteThrough(l.events, through)
+		l.dropEvents(through)
 	}
 	return nil
 }
@@ -134,7 +164,7 @@ func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, 
 	l := s.logFor(name)
 	l.snapshots[index] = clone(data)
 	if !s.keepHistory && index > 0 {
-		deleteThrough(l.events, index-1)
+		l.dropEvents(index - 1)
 		deleteThrough(l.snapshots, index-1)
 	}
 	return nil

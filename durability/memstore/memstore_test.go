@@ -42,7 +42,8 @@ func TestKeepHistory(t *testing.T) {
 	}
 }
 
-// TestPersistEventAllocs: one allocation, the store's copy of the data.
+// TestPersistEventAllocs: less than one allocation per call on average,
+// the store's copies of small events being carved out of blocks.
 func TestPersistEventAllocs(t *testing.T) {
 	s := memstore.New(nil)
 	defer s.Close()
@@ -52,7 +53,7 @@ func TestPersistEventAllocs(t *testing.T) {
 		_ = s.PersistEvent(t.Context(), "a", i%64, data) // overwrite: no map growth
 		i++
 	})
-	if allocs > 1 {
-		t.Errorf("PersistEvent allocates %.1f times per call, budget 1", allocs)
+	if allocs > 0 {
+		t.Errorf("PersistEvent allocates %.1f times per call, budget 0", allocs)
 	}
 }

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/actors"
 )
 
 // figure is one of the figures: it measures its rows.
@@ -58,6 +62,12 @@ func figureRoundTrip(c *config) []Row {
 			kind: duration, unit: "call", goal: info},
 		{figure: "2", name: "sync, arguments validated", ours: router(true, true), base: pingpong,
 			kind: duration, unit: "call", goal: info},
+		{figure: "2", name: "sync, on protoactor's default dispatcher", ours: benchSide("router", func(b *testing.B) {
+			runtimeOptions = &actors.RuntimeOptions{Dispatcher: actor.NewDefaultDispatcher(300)}
+			defer func() { runtimeOptions = nil }()
+			benchRouterPingPong(b, true, false)
+		}), base: pingpong, kind: duration, unit: "call", goal: info,
+			note: "the same router on a goroutine per mailbox run, as the baseline: what the runtime's worker pool is worth"},
 		{figure: "2", name: "sync vs RequestFuture", ours: router(true, false),
 			base: benchSide("protoactor RequestFuture", benchRequestFuture),
 			kind: duration, unit: "call", goal: info},

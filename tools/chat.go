@@ -34,12 +34,27 @@ func decodeMessages(payload []byte) ([]json.RawMessage, error) {
 	return list, nil
 }
 
+// encodeMessages joins messages into a JSON array. Every element is valid
+// JSON already (decoded from a messages PARAM or encoded by this package),
+// so they are copied as they are: re-encoding them with json.Marshal would
+// re-validate the whole, ever longer, conversation at every follow-up.
 func encodeMessages(list []json.RawMessage) json.RawMessage {
-	if list == nil {
-		list = []json.RawMessage{}
+	n := 2
+	for _, m := range list {
+		n += len(m) + 1
 	}
-	b, _ := json.Marshal(list) // raw messages decoded from JSON always encode
-	return b
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, m := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(m) == 0 {
+			m = json.RawMessage("null")
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
 }
 
 func rawMessage(m chatMessage) json.RawMessage {

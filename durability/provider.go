@@ -91,6 +91,13 @@ type ProviderOptions struct {
 // holds the current message. Read ctx.Sender() (and anything else taken
 // from the context's message) before calling PersistReceive.
 //
+// # Encoding buffers
+//
+// Events and snapshots are encoded into pooled buffers that are reused as
+// soon as the store call returns, so the hot path allocates nothing of its
+// own. This relies on the [Store] contract: a store copies what it keeps
+// and does not retain the slice it was given.
+//
 // A Provider is safe for concurrent use by many actors; it does not own the
 // Store (closing the store is the caller's job, after the actors using it
 // have stopped). The zero value is not usable; create one with NewProvider.

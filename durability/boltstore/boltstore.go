@@ -23,8 +23,14 @@ const (
 	DefaultCheckpointBytes = 32 << 20
 )
 
-// formatVersion is written to a new file and checked on open.
-const formatVersion = "1"
+// formatVersion is written to a new file and checked on open. Version 1
+// logged one record per log value; a version-1 file whose log is empty
+// (closed cleanly) is otherwise the same, so Open takes it and rewrites its
+// version. One with a log left by a killed process is rejected.
+const (
+	formatVersion   = "2"
+	formatVersionV1 = "1"
+)
 
 // Bucket and key names of the file layout (see the package documentation).
 var (
@@ -108,7 +114,13 @@ type Store struct {
 	viewMu  sync.RWMutex
 	overlay *overlay
 
-	nextSeq       uint64 // next log key; owned by the committer goroutine
+	// Owned by the committer goroutine: the next log key and the buffers
+	// a commit frames its log values and keys in.
+	nextSeq     uint64
+	frameBuf    []byte
+	frameValues [][]byte
+	keyBuf      []byte
+
 	committerDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -211,10 +223,17 @@ func checkLayout(db *bolt.DB, readOnly bool) error {
 		if meta == nil {
 			return nil // new or empty file; nothing to read
 		}
-		if v := meta.Get(formatKey); string(v) != formatVersion {
+		switch v := meta.Get(formatKey); string(v) {
+		case formatVersion:
+			return nil
+		case formatVersionV1:
+			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
+				return nil
+			}
+			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", v, formatVersion)
+		default:
 			return fmt.Errorf("unsupported file format %q (want %q)", v, formatVersion)
 		}
-		return nil
 	}
 	if readOnly {
 		return db.View(check)
@@ -237,6 +256,12 @@ func checkLayout(db *bolt.DB, readOnly bool) error {
 		}
 		return nil
 	})
+}
+
+// isEmpty reports whether b holds no keys.
+func isEmpty(b *bolt.Bucket) bool {
+	k, _ := b.Cursor().First()
+	return k == nil
 }
 
 // Close stops accepting operations, waits for writes already handed to the

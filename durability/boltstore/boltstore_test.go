@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/goleak"
 
@@ -386,6 +388,140 @@ func TestPersist_OutcomeKnownAfterCancel(t *testing.T) {
 	for i, err := range results {
 		if (err == nil) != stored[uint64(i)] {
 			t.Errorf("event %d: PersistEvent returned %v but stored=%v", i, err, stored[uint64(i)])
+		}
+	}
+}
+
+// TestReplay_BatchedCommits commits batches of several writes, some split
+// over more than one log value, crashes, and checks that the reopened store
+// holds every write in order.
+func TestReplay_BatchedCommits(t *testing.T) {
+	defer func(old int) { maxLogValueSize = old }(maxLogValueSize)
+	maxLogValueSize = 100 // a few records per value
+	path := filepath.Join(t.TempDir(), "batched.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stop the committer and commit batches directly, as it would.
+	s.mu.Lock()
+	s.closed = true
+	close(s.writes)
+	s.mu.Unlock()
+	<-s.committerDone
+	var batch []*write
+	for i := range uint64(10) {
+		for _, name := range []string{"a", "b"} {
+			rec := record{kind: putEvent, name: name, index: i, data: fmt.Appendf(nil, "%s%d", name, i)}
+			w := &write{done: make(chan error, 1)}
+			w.enc, w.rec = rec.encode()
+			batch = append(batch, w)
+		}
+	}
+	snap := record{kind: putSnapshot, compact: true, name: "a", index: 4, data: []byte("snap 4")}
+	w := &write{done: make(chan error, 1)}
+	w.enc, w.rec = snap.encode()
+	batch = append(batch, w)
+	for _, part := range [][]*write{batch[:7], batch[7:]} {
+		if err := s.appendLog(part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.nextSeq <= 2 {
+		t.Fatalf("batches took %d log values; the test would not split them", s.nextSeq)
+	}
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatalf("reopen after crash: %v", err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	read := func(name string) string {
+		var got []string
+		if err := s.GetEvents(ctx, name, 0, 0, func(i uint64, d []byte) error {
+			got = append(got, fmt.Sprintf("%d:%s", i, d))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " ")
+	}
+	if got, want := read("a"), "4:a4 5:a5 6:a6 7:a7 8:a8 9:a9"; got != want {
+		t.Errorf("a after replay = %s, want %s", got, want)
+	}
+	if got, want := read("b"), "0:b0 1:b1 2:b2 3:b3 4:b4 5:b5 6:b6 7:b7 8:b8 9:b9"; got != want {
+		t.Errorf("b after replay = %s, want %s", got, want)
+	}
+	if got, ok, err := s.GetSnapshot(ctx, "a"); err != nil || !ok || got.Index != 4 || string(got.Data) != "snap 4" {
+		t.Errorf("snapshot after replay = %+v, %v, %v", got, ok, err)
+	}
+}
+
+// TestDecodeFrames_Corrupt rejects a log value whose framing is cut short.
+func TestDecodeFrames_Corrupt(t *testing.T) {
+	enc, _ := record{kind: putEvent, name: "a", index: 1, data: []byte("data")}.encode()
+	v := appendFrame(appendFrame(nil, enc), enc)
+	var n int
+	if err := decodeFrames(v, func(record) { n++ }); err != nil || n != 2 {
+		t.Fatalf("decodeFrames(two records) = %d records, %v", n, err)
+	}
+	for _, cut := range []int{1, len(v) - 1} {
+		if err := decodeFrames(v[:cut], func(record) {}); err == nil {
+			t.Errorf("decodeFrames(first %d of %d bytes) = nil error", cut, len(v))
+		}
+	}
+}
+
+// TestOpen_FormatV1 opens a version-1 file: with an empty log it is taken
+// and upgraded; with a log left by a killed process it is rejected.
+func TestOpen_FormatV1(t *testing.T) {
+	for _, withLog := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "v1.db")
+		s, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PersistEvent(t.Context(), "a", 0, []byte("a0")); err != nil {
+			t.Fatal(err)
+		}
+		crash(t, s)
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error {
+			if !withLog {
+				if err := tx.DeleteBucket(walBucket); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersionV1))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		s, err = Open(path, nil)
+		if withLog {
+			if err == nil {
+				s.Close()
+				t.Error("Open(version 1 with a log) = nil error")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Open(version 1, empty log): %v", err)
+		}
+		var v string
+		s.db.View(func(tx *bolt.Tx) error { v = string(tx.Bucket(metaBucket).Get(formatKey)); return nil })
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if v != formatVersion {
+			t.Errorf("format after Open = %q, want %q", v, formatVersion)
 		}
 	}
 }

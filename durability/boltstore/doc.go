@@ -21,9 +21,10 @@
 //
 // # Write-ahead log and checkpoints
 //
-// A commit appends its writes to a log bucket under consecutive keys, so it
-// dirties the log's last page or two, whatever the number of actors
-// involved; writing straight into per-actor buckets dirtied one or two pages
+// A commit appends its writes to a log bucket as one value under the next
+// key, so it adds one B+tree entry and dirties the log's last page or two,
+// whatever the number of writes or actors involved (one key per write cost
+// 11 allocations per event with 64 writers, against 8); writing straight into per-actor buckets dirtied one or two pages
 // per actor per commit, and measured 2.7 times slower with 64 writers. The
 // log's writes are also applied to an in-memory overlay that reads merge
 // with the buckets. When the log holds [Options].CheckpointOps writes or
@@ -43,11 +44,14 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "1"; Open rejects other versions.
-//   - bucket "wal": key = 8-byte big-endian sequence number; value = kind
-//     (1 byte: 0 event, 1 snapshot, 2 delete events, 3 delete snapshots),
-//     flags (1 byte: bit 0 = the snapshot compacts), name length (uvarint),
-//     name, index (8 bytes big-endian), data.
+//   - bucket "polyweave": key "format" = "2"; Open rejects other versions,
+//     except a version "1" file with an empty log, which it upgrades.
+//   - bucket "wal": key = 8-byte big-endian sequence number, one per commit
+//     (or more if a commit exceeds bbolt's value limit); value = the
+//     commit's records in order, each framed as its length (uvarint) then
+//     the record: kind (1 byte: 0 event, 1 snapshot, 2 delete events,
+//     3 delete snapshots), flags (1 byte: bit 0 = the snapshot compacts),
+//     name length (uvarint), name, index (8 bytes big-endian), data.
 //   - bucket "actors": one bucket per actor name (the name's bytes are the
 //     key: any non-empty name up to 32 KiB), each holding buckets "events"
 //     and "snapshots" whose keys are indexes as 8-byte big-endian integers

@@ -57,6 +57,31 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
+// appendFrame appends one framed record to a log value: the record's
+// length (uvarint), then the record.
+func appendFrame(b, rec []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rec)))
+	return append(b, rec...)
+}
+
+// decodeFrames calls fn with each record framed in a log value, in order;
+// the records' data alias v.
+func decodeFrames(v []byte, fn func(record)) error {
+	for i := 0; len(v) > 0; i++ {
+		n, size := binary.Uvarint(v)
+		if size <= 0 || n > uint64(len(v)-size) {
+			return fmt.Errorf("record %d: bad frame length", i)
+		}
+		r, err := decodeRecord(v[size : size+int(n)])
+		if err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+		fn(r)
+		v = v[size+int(n):]
+	}
+	return nil
+}
+
 // replay reads the write-ahead log left by the last run into a new overlay
 // and returns it with the next free log sequence number.
 func replay(db *bolt.DB) (*overlay, uint64, error) {
@@ -69,11 +94,9 @@ func replay(db *bolt.DB) (*overlay, uint64, error) {
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			r, err := decodeRecord(slices.Clone(v))
-			if err != nil {
+			if err := decodeFrames(slices.Clone(v), o.apply); err != nil {
 				return fmt.Errorf("log entry %d: %w", decodeIndex(k), err)
 			}
-			o.apply(r)
 			next = decodeIndex(k) + 1
 		}
 		return nil

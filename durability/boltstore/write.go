@@ -203,29 +203,69 @@ func (s *Store) commit(batch []*write) {
 }
 
 // appendLog commits batch to the log and, once committed, to the overlay.
-// Log keys are consecutive, so a commit fills the log's last pages instead
-// of touching one page per actor.
+// The batch goes into one log value (see [frameBatch]) under the next log
+// key, so a commit adds one B+tree entry at the log's end whatever the
+// number of writes or actors involved.
 func (s *Store) appendLog(batch []*write) error {
-	keys := make([]byte, 8*len(batch))
+	values := s.frameBatch(batch)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		wal.FillPercent = 1 // keys only grow: pack pages full
-		for i, w := range batch {
-			key := binary.BigEndian.AppendUint64(keys[8*i:8*i], s.nextSeq+uint64(i))
-			if err := wal.Put(key, w.enc); err != nil {
+		for i, v := range values {
+			key := binary.BigEndian.AppendUint64(s.keyBuf[8*i:8*i], s.nextSeq+uint64(i))
+			if err := wal.Put(key, v); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	n := len(values)
+	clear(values) // drop references to large buffers the next commit may not reuse
 	if err != nil {
 		return err
 	}
-	s.nextSeq += uint64(len(batch))
+	s.nextSeq += uint64(n)
 	s.viewMu.Lock()
 	for _, w := range batch {
 		s.overlay.apply(w.rec)
 	}
 	s.viewMu.Unlock()
 	return nil
+}
+
+// maxLogValueSize is the largest log value a batch is framed into; a
+// variable so that tests can split batches without gigabytes of data.
+var maxLogValueSize = bolt.MaxValueSize
+
+// maxKeptFrameBuf bounds the framing buffer the committer keeps between
+// commits, so that one batch of large snapshots does not pin its memory.
+const maxKeptFrameBuf = 1 << 20
+
+// frameBatch frames batch's records into log values, in s.frameBuf: one
+// value unless the batch exceeds bbolt's value limit, then as few as fit.
+// It also sizes s.keyBuf for their keys. The values stay valid until the
+// next call; only the committer calls it.
+//
+// The returned slice is s.frameValues: its elements must be cleared before
+// the next call.
+func (s *Store) frameBatch(batch []*write) [][]byte {
+	buf, start := s.frameBuf[:0], 0
+	values := s.frameValues[:0]
+	for _, w := range batch {
+		if len(buf) > start && len(buf)-start+binary.MaxVarintLen64+len(w.enc) > maxLogValueSize {
+			values, start = append(values, buf[start:]), len(buf)
+		}
+		buf = appendFrame(buf, w.enc)
+	}
+	values = append(values, buf[start:])
+	if cap(buf) <= maxKeptFrameBuf {
+		s.frameBuf = buf[:0]
+	} else {
+		s.frameBuf = nil
+	}
+	s.frameValues = values[:0]
+	if len(s.keyBuf) < 8*len(values) {
+		s.keyBuf = make([]byte, 8*len(values))
+	}
+	return values
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,10 +54,10 @@ type Options struct {
 	// Zero means DefaultMaxBatchSize.
 	MaxBatchSize int
 
-	// MaxBatchDelay makes the committer wait up to this long for more writes
-	// after the first one of a batch arrives. Zero (the default) commits as
-	// soon as the previous commit is done, which batches by itself under
-	// load without adding latency when idle; see the package documentation.
+	// MaxBatchDelay bounds how long the committer waits, once a write is
+	// queued, for the other writers already inside a write call to queue
+	// theirs. Zero (the default) means no bound: those writers are running,
+	// so the wait is short; see the package documentation.
 	MaxBatchDelay time.Duration
 
 	// CheckpointOps and CheckpointBytes bound the write-ahead log: once it
@@ -107,6 +108,13 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 	writes chan *write
+
+	// writers counts the writes inside submit, from before they queue until
+	// they have their answer; while gathering, a writer leaving submit
+	// sends on wake so that the committer recounts.
+	writers   atomic.Int64
+	gathering atomic.Bool
+	wake      chan struct{}
 
 	// viewMu guards overlay: readers hold it shared while they read the
 	// buckets and the overlay together; the committer holds it exclusively
@@ -185,6 +193,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		checkpointBytes: o.CheckpointBytes,
 		writes:          make(chan *write, o.MaxBatchSize),
 		committerDone:   make(chan struct{}),
+		wake:            make(chan struct{}, 1),
 	}
 	if err := s.load(o.ReadOnly); err != nil {
 		db.Close()

@@ -86,11 +86,19 @@ func (s *Store) submit(ctx context.Context, kind writeKind, name string, index u
 	rec := record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data}
 	w.enc, w.rec = rec.encode()
 
+	s.writers.Add(1)
 	s.mu.RLock()
 	err := s.enqueue(ctx, w)
 	s.mu.RUnlock()
 	if err == nil {
 		err = <-w.done
+	}
+	s.writers.Add(-1)
+	if s.gathering.Load() {
+		select { // the committer may be waiting for this writer
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	*w = write{done: w.done}
 	writePool.Put(w)
@@ -118,10 +126,13 @@ func (s *Store) enqueue(ctx context.Context, w *write) error {
 }
 
 // commitLoop is the committer goroutine: it takes the first waiting write,
-// gathers every other write already queued (up to maxBatch, or during
-// batchDelay), commits them in one transaction and reports to each. While a
-// commit's fsync runs, new writes queue up for the next one, so concurrent
-// writers share fsyncs without any fixed delay.
+// waits until every writer inside submit has queued its write or left (so
+// that writers it has just answered can queue their next write rather than
+// start a commit of their own), for at most batchDelay if positive, adds
+// every write already queued, up to maxBatch, commits them in one
+// transaction and reports to each. While a commit's fsync runs, new writes
+// queue up for the next one, so concurrent writers share fsyncs without any
+// fixed delay.
 func (s *Store) commitLoop() {
 	defer close(s.committerDone)
 	batch := make([]*write, 0, s.maxBatch)
@@ -133,25 +144,35 @@ func (s *Store) commitLoop() {
 		}
 		batch = append(batch[:0], first)
 		open := true
+		var deadline <-chan time.Time
 		if s.batchDelay > 0 {
 			if timer == nil {
 				timer = time.NewTimer(s.batchDelay)
 			} else {
 				timer.Reset(s.batchDelay)
 			}
-		gather:
-			for len(batch) < s.maxBatch {
-				select {
-				case w, ok := <-s.writes:
-					if !ok {
-						open = false
-						break gather
-					}
-					batch = append(batch, w)
-				case <-timer.C:
+			deadline = timer.C
+		}
+		// A writer counted in s.writers but not in batch is running: it is
+		// about to queue, or has its answer and is about to leave submit
+		// (and wake us). So the wait is short even without batchDelay.
+		s.gathering.Store(true)
+	gather:
+		for len(batch) < s.maxBatch && len(batch) < int(s.writers.Load()) {
+			select {
+			case w, ok := <-s.writes:
+				if !ok {
+					open = false
 					break gather
 				}
+				batch = append(batch, w)
+			case <-s.wake:
+			case <-deadline:
+				break gather
 			}
+		}
+		s.gathering.Store(false)
+		if timer != nil {
 			timer.Stop()
 		}
 	drain:

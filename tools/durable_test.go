@@ -403,11 +403,18 @@ func TestDurableRouter_StoreFailureIsSupervised(t *testing.T) {
 			}
 			breakIt()
 			send(t, conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", "{"))
+			// Either the failing incarnation had taken stream s in, and closed
+			// it with ERROR and END, or the router failed before it did and
+			// its supervisor stopped it (every new incarnation fails to read
+			// the broken store): then the Conn says the duplex is gone. The
+			// consumer never waits forever.
 			got, err := conn.RecvStream(testCtx(t), "s")
-			if err != nil {
+			switch {
+			case errors.Is(err, actors.ErrDuplexStopped):
+				t.Logf("the router stopped before it took stream s in; frames: %q", lines(got))
+			case err != nil:
 				t.Fatal(err)
-			}
-			if len(got) < 2 || got[len(got)-2].GetType() != messages.FrameType_ERROR {
+			case len(got) < 2 || got[len(got)-2].GetType() != messages.FrameType_ERROR:
 				t.Errorf("stream s = %q, want it closed with ERROR and END", lines(got))
 			}
 			var se *durability.StoreError

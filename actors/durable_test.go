@@ -99,26 +99,11 @@ func TestDurable_RecoversAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	add := func(stream, v string) string {
-		t.Helper()
-		if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := conn.RecvStream(ctx, stream)
-		if err != nil || len(got) != 2 {
-			t.Fatalf("stream %s: %v, %v", stream, got, err)
-		}
-		return got[0].GetText()
-	}
+	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
 	for i, v := range []string{"a", "b", "c"} {
 		add(string(rune('1'+i)), v)
 	}
-	if err := conn.Send(messages.Text("crash", "crash")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := conn.RecvStream(ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
-		t.Fatalf("crash stream: %v, %v", got, err)
-	}
+	journalCrash(t, ctx, conn)
 	// Snapshots were taken before events 0 and 2: the new incarnation loads
 	// [a b] and replays c alone.
 	if got := add("4", "d"); got != "a,b,c,d|1" {
@@ -187,17 +172,7 @@ func TestDurable_BatchIsOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	add := func(stream, v string) string {
-		t.Helper()
-		if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := conn.RecvStream(ctx, stream)
-		if err != nil || len(got) != 2 {
-			t.Fatalf("stream %s: %v, %v", stream, got, err)
-		}
-		return got[0].GetText()
-	}
+	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
 	add("1", "a")       // event 0 (snapshot of [] at 0)
 	add("2", "b+c+d+e") // events 1-4 in one write; index 3 asks for a snapshot: [a] at 1
 	if n, b := store.single.Load(), store.batches.Load(); n != 1 || b != 1 {
@@ -206,13 +181,32 @@ func TestDurable_BatchIsOneWrite(t *testing.T) {
 	if a, b := <-store.snapshots, <-store.snapshots; a != 0 || b != 1 {
 		t.Fatalf("snapshots at %d and %d, want 0 and 1 (the state before the batch at its first index)", a, b)
 	}
+	journalCrash(t, ctx, conn)
+	if got := add("3", "f"); got != "a,b,c,d,e,f|4" {
+		t.Errorf("after restart: %q, want %q (snapshot [a], 4 events replayed)", got, "a,b,c,d,e,f|4")
+	}
+}
+
+// journalAdd sends "add:v" on stream and returns the journal's answer.
+func journalAdd(t *testing.T, ctx context.Context, conn *actors.Conn, stream, v string) string {
+	t.Helper()
+	if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := conn.RecvStream(ctx, stream)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stream %s: %v, %v", stream, got, err)
+	}
+	return got[0].GetText()
+}
+
+// journalCrash makes the journal panic and waits for the stream's ERROR.
+func journalCrash(t *testing.T, ctx context.Context, conn *actors.Conn) {
+	t.Helper()
 	if err := conn.Send(messages.Text("crash", "crash")); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := conn.RecvStream(ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
 		t.Fatalf("crash stream: %v, %v", got, err)
-	}
-	if got := add("3", "f"); got != "a,b,c,d,e,f|4" {
-		t.Errorf("after restart: %q, want %q (snapshot [a], 4 events replayed)", got, "a,b,c,d,e,f|4")
 	}
 }

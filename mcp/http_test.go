@@ -8,11 +8,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/mcp"
 )
 
-func listenHTTP(t *testing.T, opts *mcp.HTTPOptions) string {
+// listenHTTP serves the test tools over HTTP and returns the URL and the
+// runtime (whose leak check runs after the server is closed).
+func listenHTTP(t *testing.T, opts *mcp.HTTPOptions) (string, *actors.Runtime) {
 	t.Helper()
 	_, ts := testTools(t)
 	rt := actorstest.NewRuntime(t, nil)
@@ -32,7 +35,7 @@ func listenHTTP(t *testing.T, opts *mcp.HTTPOptions) string {
 			t.Error(err)
 		}
 	})
-	return h.URL()
+	return h.URL(), rt
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -52,7 +55,7 @@ func post(t *testing.T, url string, header map[string]string) int {
 			req.Header.Set(k, v)
 		}
 	}
-	client := &http.Client{Transport: &http.Transport{}}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
@@ -63,7 +66,7 @@ func post(t *testing.T, url string, header map[string]string) int {
 }
 
 func TestHTTP_RefusesForeignHostAndOrigin(t *testing.T) {
-	url := listenHTTP(t, nil)
+	url, _ := listenHTTP(t, nil)
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
@@ -82,7 +85,7 @@ func TestHTTP_RefusesForeignHostAndOrigin(t *testing.T) {
 }
 
 func TestHTTP_BearerToken(t *testing.T) {
-	url := listenHTTP(t, &mcp.HTTPOptions{BearerToken: "s3cret"})
+	url, rt := listenHTTP(t, &mcp.HTTPOptions{BearerToken: "s3cret"})
 	if got := post(t, url, nil); got != http.StatusUnauthorized {
 		t.Errorf("no token: %d", got)
 	}
@@ -90,7 +93,6 @@ func TestHTTP_BearerToken(t *testing.T) {
 		t.Errorf("wrong token: %d", got)
 	}
 	// The importer sends the token; through it, a tool works.
-	rt := actorstest.NewRuntime(t, nil)
 	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, BearerToken: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +105,8 @@ func TestHTTP_BearerToken(t *testing.T) {
 }
 
 func TestHTTP_GoClient(t *testing.T) {
-	url := listenHTTP(t, nil)
-	hc := &http.Client{Transport: &http.Transport{}}
+	url, _ := listenHTTP(t, nil)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	defer hc.CloseIdleConnections()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
 		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)

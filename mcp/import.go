@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -247,6 +248,14 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 		args = json.RawMessage("{}")
 	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	var wire *jsonrpc.Error
+	if err != nil && ctx.Err() == nil && !errors.As(err, &wire) {
+		// Not an answer from the server, nor this call's own end: the
+		// connection broke. Later calls wait for the connection actor's
+		// restart instead of trying this session (which it will notice
+		// ending too).
+		im.link.drop(sess)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, err)
 	}
@@ -477,6 +486,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 				go func() { done <- s.Wait() }()
 				select {
 				case err := <-done:
+					cn.im.link.drop(s) // at once: new calls wait for the restart
 					return err
 				case <-ctx.Done(): // the incarnation ended: end the session
 					_ = s.Close()

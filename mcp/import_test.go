@@ -172,6 +172,7 @@ func TestImport_ServerKilledMidCallIsRestarted(t *testing.T) {
 	if f := res["block"]; f == nil || !f.IsErrorResult() || !strings.Contains(string(f.GetPayload()), "MCP server") {
 		t.Fatalf("killed call: %v", f)
 	}
+	t.Logf("killed call: %s", res["block"].GetPayload())
 	if pid2 := pidOf(t, res["pid2"]); pid2 == pid1 {
 		t.Fatalf("call after the kill ran on the killed server %d", pid1)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ func testTools(t *testing.T) (string, []*tools.Tool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	wsTools, err := tools.WorkspaceTools(ws)
+	wsTools, err := workspace.Tools(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,39 +239,34 @@ func TestServer_ConcurrentCallsEachAnsweredOnce(t *testing.T) {
 	}
 }
 
-// waitGone waits for process pid to disappear.
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("process %d still running", pid)
+// running reports whether a process whose command line contains marker
+// is running (looking at every process, whatever pid namespace the
+// sandbox put it in).
+func running(marker string) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			return true
 		}
 	}
+	return false
 }
 
-// readPID waits for a command to write its pid into file.
-func readPID(t *testing.T, file string) int {
+// waitFor waits until cond holds, or fails after a bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(file); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
+	deadline := time.After(15 * time.Second)
+	for !cond() {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("no pid in %s", file)
+			t.Fatalf("timed out waiting: %s", what)
 		}
 	}
 }
@@ -284,15 +278,18 @@ func TestServer_CancelKillsCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "run_command",
-			Arguments: map[string]any{"command": "sleep 60 & echo $! > pid; wait"}})
+			Arguments: map[string]any{"command": "sleep 60.4242 & touch started; wait"}})
 		done <- err
 	}()
-	pid := readPID(t, filepath.Join(dir, "pid"))
+	waitFor(t, "the command to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "started"))
+		return err == nil && running("60.4242")
+	})
 	cancel() // the client sends notifications/cancelled
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call returned %v", err)
 	}
-	waitGone(t, pid)
+	waitFor(t, "the cancelled command to be killed", func() bool { return !running("60.4242") })
 	// The server still answers.
 	if res := callTool(t, cs, "echo", map[string]any{"n": 1}); res.IsError {
 		t.Fatal(text(res))

@@ -36,7 +36,6 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/mcp"
-	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -66,6 +65,9 @@ type list []string
 func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
+var sandboxModes = map[string]workspace.SandboxMode{
+	"auto": workspace.SandboxAuto, "required": workspace.SandboxRequired, "off": workspace.SandboxOff}
+
 type config struct {
 	dir            string
 	httpAddr       string
@@ -74,6 +76,8 @@ type config struct {
 	allowHosts     list
 	allowOrigins   list
 	commandTimeout time.Duration
+	sandbox        string
+	allowNetwork   bool
 	verbose        bool
 }
 
@@ -88,6 +92,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&c.allowHosts, "allow-host", "with -http: a Host name to accept besides localhost (repeatable; * for any)")
 	fs.Var(&c.allowOrigins, "allow-origin", "with -http: an Origin to accept besides loopback origins (repeatable; * for any)")
 	fs.DurationVar(&c.commandTimeout, "command-timeout", workspace.DefaultCommandTimeout, "bound on one run_command call")
+	fs.StringVar(&c.sandbox, "sandbox", "auto", "run commands in the sandbox: auto (where the kernel allows it), required (fail without it) or off")
+	fs.BoolVar(&c.allowNetwork, "allow-network", false, "give sandboxed commands the host's network (by default they have none)")
 	fs.BoolVar(&c.verbose, "v", false, "log to stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: polyweave-mcp [flags]\n\nServes read_file, write_file and run_command for a folder over MCP (stdio by default).")
@@ -104,6 +110,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.httpAddr == "" && (c.tokenEnv != "" || c.allowRemote || len(c.allowHosts) > 0 || len(c.allowOrigins) > 0) {
 		return c, &usageError{"-token-env, -allow-remote, -allow-host and -allow-origin go with -http"}
+	}
+	if _, ok := sandboxModes[c.sandbox]; !ok {
+		return c, &usageError{fmt.Sprintf("-sandbox %q: want auto, required or off", c.sandbox)}
 	}
 	if c.commandTimeout <= 0 {
 		return c, &usageError{"-command-timeout must be positive"}
@@ -130,12 +139,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: c.commandTimeout, Logger: logger})
+	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: c.commandTimeout, Logger: logger,
+		Sandbox: sandboxModes[c.sandbox], AllowNetwork: c.allowNetwork})
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	ts, err := tools.WorkspaceTools(ws)
+	ts, err := workspace.Tools(ws)
 	if err != nil {
 		return err
 	}

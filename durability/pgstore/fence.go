@@ -109,7 +109,7 @@ func (c *Claim) PersistEvent(ctx context.Context, name string, index uint64, dat
 
 // PersistEvents implements [durability.Store], fenced.
 func (c *Claim) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
-	return c.submit(ctx, opPersistEvents, putEvents, name, first, nil, data)
+	return c.submit(ctx, durability.OpPersistEvents, putEvents, name, first, nil, data)
 }
 
 // PersistSnapshot implements [durability.Store], fenced.

@@ -68,7 +68,7 @@ func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, dat
 // PersistEvents implements [durability.Store]: the batch's events commit in
 // one transaction (with whatever other writes share it).
 func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
-	return s.submit(ctx, nil, opPersistEvents, putEvents, name, first, nil, data)
+	return s.submit(ctx, nil, durability.OpPersistEvents, putEvents, name, first, nil, data)
 }
 
 // PersistSnapshot implements [durability.Store]. The snapshot and the
@@ -94,7 +94,7 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 	if !validName(name) {
 		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
 	}
-	if op == opPersistEvents {
+	if op == durability.OpPersistEvents {
 		if len(many) == 0 { // nothing to store, after the usual checks
 			if err := s.check(ctx); err != nil {
 				return &durability.StoreError{Op: op, Name: name, Err: err}
@@ -103,13 +103,13 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 		}
 		if index+uint64(len(many)-1) < index {
 			return &durability.StoreError{Op: op, Name: name,
-				Err: fmt.Errorf("%d events from index %d: %w", len(many), index, errIndexOverflow)}
+				Err: fmt.Errorf("%d events from index %d: %w", len(many), index, durability.ErrIndexOverflow)}
 		}
 	}
 	w := writePool.Get().(*write)
 	w.kind, w.name, w.index, w.fence = kind, name, index, f
 	switch {
-	case op == opPersistEvents:
+	case op == durability.OpPersistEvents:
 		w.data = many
 	case kind == putEvents || kind == putSnapshot:
 		w.one[0] = one

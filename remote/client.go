@@ -44,6 +44,11 @@ type ClientOptions struct {
 	CallTimeout time.Duration
 	// Logger receives the client's logs and protoactor's; nil discards.
 	Logger *slog.Logger
+	// OnNodeGone, when set, is called with a node's address each time the
+	// client learns that a node it has called is gone (its calls in flight
+	// have then been answered with ErrNodeUnreachable). It runs on the
+	// client's actor and must return quickly.
+	OnNodeGone func(address string)
 }
 
 // Client reaches tool nodes: [Client.Tools] returns a node's tools as
@@ -86,7 +91,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		o.CallTimeout = tools.NoTimeout
 	}
 	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, callTimeout: o.CallTimeout, log: o.Logger}
-	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}}
+	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
 	var err error
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard); err != nil {
@@ -217,7 +222,7 @@ func (c *Client) Close(ctx context.Context) error {
 		c.closed = true
 		c.mu.Unlock()
 		err = c.system.Root.StopFuture(c.proxy).Wait()
-		c.remote.Shutdown(true)
+		stopRemote(c.system, c.remote)
 		c.system.Shutdown()
 	})
 	return err
@@ -255,6 +260,7 @@ type proxy struct {
 	log     *slog.Logger
 	pending map[callKey]*waiter
 	watched map[string]bool // node addresses watched since their last termination
+	onGone  func(string)
 }
 
 func (p *proxy) Receive(ctx actor.Context) {
@@ -281,6 +287,10 @@ func (p *proxy) Receive(ctx actor.Context) {
 		addr := m.GetWho().GetAddress()
 		delete(p.watched, addr)
 		p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
+		p.log.Info("tool node gone", "address", addr)
+		if p.onGone != nil {
+			p.onGone(addr)
+		}
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()

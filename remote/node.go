@@ -198,7 +198,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.readers.Wait() // each reader ends once its tool has stopped
 		n.cancel()
 		if n.remote != nil {
-			n.remote.Shutdown(true)
+			stopRemote(n.rt.System(), n.remote)
 		}
 		errs = append(errs, n.rt.Close(ctx))
 		n.closeErr = errors.Join(errs...)

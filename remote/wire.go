@@ -56,3 +56,20 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 	r.Start()
 	return r, system.Address(), nil
 }
+
+// stopRemote shuts down what startRemote started: the gRPC server (with
+// every incoming connection), then protoactor's endpoint actors (each
+// endpoint writer closes its outgoing connection as it stops).
+//
+// It does not call the remote's Shutdown(true): that clears the endpoint
+// manager's connection table while an endpoint that lost its peer may
+// still be reading it from another goroutine (a data race in the pinned
+// protoactor, hit whenever a peer disconnects during shutdown). Nothing
+// here writes that table. The caller must have stopped its own actors that
+// send to remote PIDs first.
+func stopRemote(system *actor.ActorSystem, r *paremote.Remote) {
+	r.Shutdown(false) // the gRPC server only
+	for _, name := range []string{"EndpointSupervisor", "activator"} {
+		_ = system.Root.StopFuture(actor.NewPID(system.Address(), name)).Wait()
+	}
+}

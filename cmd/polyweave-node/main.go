@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/remote"
-	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -76,7 +75,7 @@ func serve(listen, root string, logger *slog.Logger, stdout io.Writer) error {
 		return err
 	}
 	defer ws.Close()
-	ts, err := tools.WorkspaceTools(ws)
+	ts, err := workspace.Tools(ws)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,15 @@ var ErrClosed = errors.New("store closed")
 // method called with an empty actor name.
 var ErrInvalidName = errors.New("invalid actor name")
 
+// ErrIndexOverflow is the cause of the *StoreError returned by
+// PersistEvents for a batch whose last index would be past the largest
+// uint64.
+var ErrIndexOverflow = errors.New("event index overflows uint64")
+
 // Operation names used in [StoreError.Op].
 const (
 	OpPersistEvent    = "persist event"
+	OpPersistEvents   = "persist events"
 	OpGetEvents       = "get events"
 	OpDeleteEvents    = "delete events"
 	OpPersistSnapshot = "persist snapshot"

@@ -22,7 +22,7 @@ import "context"
 //
 // # Durability
 //
-// A successful PersistEvent or PersistSnapshot means the data is durable by the
+// A successful PersistEvent, PersistEvents or PersistSnapshot means the data is durable by the
 // store's own standard (for an on-disk store: written and fsync'd). Callers
 // persist first and act afterwards. Once a write was handed to the store, the
 // call waits for its outcome even if ctx is cancelled meanwhile, so that a nil
@@ -53,6 +53,18 @@ type Store interface {
 	// PersistEvent stores data as the event at index for name, replacing any
 	// event already stored at that index, and returns once it is durable.
 	PersistEvent(ctx context.Context, name string, index uint64, data []byte) error
+
+	// PersistEvents stores data[k] as the event at index first+k for name,
+	// replacing any events already stored at those indexes, as one atomic
+	// write: after a crash either every event of the batch is stored or
+	// none is. It returns once the batch is durable. An on-disk store makes
+	// the batch one durable write (for boltstore, one entry in a group
+	// commit), so an actor that persists the events of one turn together
+	// pays for one write, not one per event. An empty batch stores nothing
+	// and returns nil (after the same checks as any call: name, closed
+	// store, context). A batch whose indexes would pass the largest uint64
+	// is refused with [ErrIndexOverflow] and stores nothing.
+	PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error
 
 	// GetEvents calls fn for each event of name with from <= index < to, in
 	// ascending index order. A to of 0 means no upper bound. If fn returns an

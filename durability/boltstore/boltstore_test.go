@@ -413,15 +413,11 @@ func TestReplay_BatchedCommits(t *testing.T) {
 	for i := range uint64(10) {
 		for _, name := range []string{"a", "b"} {
 			rec := record{kind: putEvent, name: name, index: i, data: fmt.Appendf(nil, "%s%d", name, i)}
-			w := &write{done: make(chan error, 1)}
-			w.enc, w.rec = rec.encode()
-			batch = append(batch, w)
+			batch = append(batch, testWrite(rec))
 		}
 	}
 	snap := record{kind: putSnapshot, compact: true, name: "a", index: 4, data: []byte("snap 4")}
-	w := &write{done: make(chan error, 1)}
-	w.enc, w.rec = snap.encode()
-	batch = append(batch, w)
+	batch = append(batch, testWrite(snap))
 	for _, part := range [][]*write{batch[:7], batch[7:]} {
 		if err := s.appendLog(part); err != nil {
 			t.Fatal(err)
@@ -461,10 +457,69 @@ func TestReplay_BatchedCommits(t *testing.T) {
 	}
 }
 
+// TestPersistEvents_OneLogEntry checks that a batch is one write: one log
+// entry, also when it is split over several log values, and that a crash
+// after it replays the whole batch.
+func TestPersistEvents_OneLogEntry(t *testing.T) {
+	defer func(old int) { maxLogValueSize = old }(maxLogValueSize)
+	s, path := openTemp(t, nil)
+	ctx := t.Context()
+	batch := make([][]byte, 50)
+	for k := range batch {
+		batch[k] = fmt.Appendf(nil, "e%d", k)
+	}
+	before := s.nextSeq
+	if err := s.PersistEvents(ctx, "a", 0, batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.nextSeq - before; got != 1 {
+		t.Errorf("a batch of %d events took %d log values, want 1", len(batch), got)
+	}
+	maxLogValueSize = 100 // a few records per value
+	before = s.nextSeq
+	if err := s.PersistEvents(ctx, "b", 7, batch); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.nextSeq - before; got < 5 {
+		t.Errorf("a batch of %d events over 100-byte values took %d log values", len(batch), got)
+	}
+	crash(t, s)
+	maxLogValueSize = bolt.MaxValueSize
+
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, first := range map[string]uint64{"a": 0, "b": 7} {
+		var got []string
+		if err := s.GetEvents(ctx, name, 0, 0, func(i uint64, d []byte) error {
+			if i != first+uint64(len(got)) {
+				return fmt.Errorf("index %d after %d events", i, len(got))
+			}
+			got = append(got, string(d))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(batch) || got[0] != "e0" || got[len(got)-1] != fmt.Sprint("e", len(batch)-1) {
+			t.Errorf("%s after replay: %v", name, got)
+		}
+	}
+}
+
+// testWrite returns a write of recs as submit would hand it to the
+// committer.
+func testWrite(recs ...record) *write {
+	w := &write{recs: recs, done: make(chan error, 1)}
+	w.enc = encodeRecords(w.recs)
+	return w
+}
+
 // TestDecodeFrames_Corrupt rejects a log value whose framing is cut short.
 func TestDecodeFrames_Corrupt(t *testing.T) {
-	enc, _ := record{kind: putEvent, name: "a", index: 1, data: []byte("data")}.encode()
-	v := appendFrame(appendFrame(nil, enc), enc)
+	rec := record{kind: putEvent, name: "a", index: 1, data: []byte("data")}
+	v := encodeRecords([]record{rec, rec})
 	var n int
 	if err := decodeFrames(v, func(record) { n++ }); err != nil || n != 2 {
 		t.Fatalf("decodeFrames(two records) = %d records, %v", n, err)

@@ -3,7 +3,7 @@
 //
 // # Durability and group commit
 //
-// Every write (PersistEvent, PersistSnapshot, DeleteEvents,
+// Every write (PersistEvent, PersistEvents, PersistSnapshot, DeleteEvents,
 // DeleteSnapshots) returns only after the transaction holding it has been
 // committed and fsync'd, so a caller may act on the persisted data as soon as
 // the call returns ("persist before you act").
@@ -24,6 +24,10 @@
 // retried one per transaction, so that one bad write fails alone.
 //
 // # Write-ahead log and checkpoints
+//
+// A PersistEvents batch is one write: its events are framed one record
+// each, next to each other, into the same commit, so they become durable
+// together and a kill leaves all of them or none.
 //
 // A commit appends its writes to a log bucket as one value under the next
 // key, so it adds one B+tree entry and dirties the log's last page or two,

@@ -19,12 +19,14 @@ const (
 	killWriters       = 8
 	killAcks          = 3000 // acknowledged writes before the kill
 	killSnapshotEvery = 100
+	killBatch         = 4 // odd writers persist batches of this many events
 )
 
 // TestKill_AcknowledgedWritesSurvive runs writers in a child process that
 // prints each acknowledged write, SIGKILLs it mid-stream, reopens the file
 // and checks that every acknowledged event is there: persist returned only
-// once the write was on disk.
+// once the write was on disk. Half the writers persist batches
+// (PersistEvents): after the kill each holds whole batches only.
 func TestKill_AcknowledgedWritesSurvive(t *testing.T) {
 	if path := os.Getenv(killChildEnv); path != "" {
 		runKillChild(path)
@@ -90,6 +92,9 @@ func TestKill_AcknowledgedWritesSurvive(t *testing.T) {
 		if next <= uint64(last) {
 			t.Errorf("%s: events %d..%d were acknowledged but are gone after the kill", name, next, last)
 		}
+		if w%2 == 1 && next%killBatch != 0 {
+			t.Errorf("%s: events end at %d, inside a batch of %d", name, next-1, killBatch)
+		}
 	}
 }
 
@@ -108,19 +113,33 @@ func runKillChild(path string) {
 	for w := range killWriters {
 		wg.Go(func() {
 			name := fmt.Sprint("writer-", w)
-			for i := uint64(0); ; i++ {
+			step := uint64(1)
+			if w%2 == 1 {
+				step = killBatch
+			}
+			for i := uint64(0); ; i += step {
 				if i > 0 && i%killSnapshotEvery == 0 {
 					if err := s.PersistSnapshot(ctx, name, i, []byte("state")); err != nil {
 						fmt.Println("snapshot:", err)
 						os.Exit(1)
 					}
 				}
-				if err := s.PersistEvent(ctx, name, i, fmt.Append(nil, "event ", i)); err != nil {
+				batch := make([][]byte, step)
+				for k := range batch {
+					batch[k] = fmt.Append(nil, "event ", i+uint64(k))
+				}
+				var err error
+				if step == 1 {
+					err = s.PersistEvent(ctx, name, i, batch[0])
+				} else {
+					err = s.PersistEvents(ctx, name, i, batch)
+				}
+				if err != nil {
 					fmt.Println("persist:", err)
 					os.Exit(1)
 				}
 				mu.Lock()
-				fmt.Printf("ack %d %d\n", w, i)
+				fmt.Printf("ack %d %d\n", w, i+step-1)
 				mu.Unlock()
 			}
 		})

@@ -22,10 +22,13 @@ type record struct {
 // (uvarint), name, index (8 bytes big-endian), data (the rest).
 const flagCompact = 1
 
-// encode returns the record's log value in a new buffer, and r with its data
-// pointing into that buffer, so that the store keeps no caller memory.
-func (r record) encode() ([]byte, record) {
-	b := make([]byte, 0, 2+binary.MaxVarintLen64+len(r.name)+8+len(r.data))
+// size returns the length of the record's encoding.
+func (r record) size() int {
+	return 2 + uvarintLen(uint64(len(r.name))) + len(r.name) + 8 + len(r.data)
+}
+
+// appendTo appends the record's encoding to b.
+func (r record) appendTo(b []byte) []byte {
 	var flags byte
 	if r.compact {
 		flags |= flagCompact
@@ -34,9 +37,44 @@ func (r record) encode() ([]byte, record) {
 	b = binary.AppendUvarint(b, uint64(len(r.name)))
 	b = append(b, r.name...)
 	b = binary.BigEndian.AppendUint64(b, r.index)
-	b = append(b, r.data...)
-	r.data = b[len(b)-len(r.data):]
-	return b, r
+	return append(b, r.data...)
+}
+
+// encodeRecords frames recs, in order, into one new buffer (each as
+// its length as a uvarint, then the record) and points each record's data into that buffer, so
+// that the store keeps no caller memory.
+func encodeRecords(recs []record) []byte {
+	n := 0
+	for _, r := range recs {
+		size := r.size()
+		n += uvarintLen(uint64(size)) + size
+	}
+	b := make([]byte, 0, n)
+	for i, r := range recs {
+		b = binary.AppendUvarint(b, uint64(r.size()))
+		b = r.appendTo(b)
+		recs[i].data = b[len(b)-len(r.data) : len(b) : len(b)]
+	}
+	return b
+}
+
+// uvarintLen is the length of v's uvarint encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// nextFrame splits the first framed record off a log value: frame is the
+// framing and the record, rest what follows.
+func nextFrame(v []byte) (frame, rest []byte, err error) {
+	n, size := binary.Uvarint(v)
+	if size <= 0 || n > uint64(len(v)-size) {
+		return nil, nil, errors.New("bad frame length")
+	}
+	return v[:size+int(n)], v[size+int(n):], nil
 }
 
 // decodeRecord parses a log value; the record's data aliases b.
@@ -57,27 +95,21 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
-// appendFrame appends one framed record to a log value: the record's
-// length (uvarint), then the record.
-func appendFrame(b, rec []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(rec)))
-	return append(b, rec...)
-}
-
 // decodeFrames calls fn with each record framed in a log value, in order;
 // the records' data alias v.
 func decodeFrames(v []byte, fn func(record)) error {
 	for i := 0; len(v) > 0; i++ {
-		n, size := binary.Uvarint(v)
-		if size <= 0 || n > uint64(len(v)-size) {
-			return fmt.Errorf("record %d: bad frame length", i)
+		frame, rest, err := nextFrame(v)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
 		}
-		r, err := decodeRecord(v[size : size+int(n)])
+		_, size := binary.Uvarint(frame)
+		r, err := decodeRecord(frame[size:])
 		if err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		fn(r)
-		v = v[size+int(n):]
+		v = rest
 	}
 	return nil
 }

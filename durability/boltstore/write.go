@@ -36,15 +36,21 @@ func (k writeKind) op() string {
 	}
 }
 
-// write is one mutation waiting for the committer: the record, its encoded
-// log value, and done, which receives its outcome exactly once.
+// write is one call's mutation waiting for the committer: its records
+// (several for PersistEvents), their framed encoding for the log (the
+// records' data alias it), and done, which receives its outcome exactly
+// once. The records of one write always commit in the same transaction.
 type write struct {
-	rec  record
+	recs []record
 	enc  []byte
 	done chan error
 }
 
-var writePool = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+var writePool = sync.Pool{New: func() any { return &write{recs: make([]record, 0, 1), done: make(chan error, 1)} }}
+
+// maxKeptRecords bounds the record slice a pooled write keeps after a
+// large PersistEvents.
+const maxKeptRecords = 64
 
 // maxDataSize keeps a log value within bbolt's value limit.
 const maxDataSize = bolt.MaxValueSize - bolt.MaxKeySize - 64
@@ -52,58 +58,113 @@ const maxDataSize = bolt.MaxValueSize - bolt.MaxKeySize - 64
 // PersistEvent implements [durability.Store]. It returns once the
 // transaction holding the event is committed and fsync'd.
 func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
-	return s.submit(ctx, putEvent, name, index, data)
+	return s.submitOne(ctx, putEvent, name, index, data)
 }
 
 // PersistSnapshot implements [durability.Store]. The snapshot and the
 // compaction it implies are committed as one log entry.
 func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
-	return s.submit(ctx, putSnapshot, name, index, data)
+	return s.submitOne(ctx, putSnapshot, name, index, data)
+}
+
+// PersistEvents implements [durability.Store]. The batch is one write: its
+// events are framed into the same log value (or values, if it exceeds
+// bbolt's value limit) of one commit, so they become durable together,
+// sharing that commit's fsync with other writers.
+func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	if !validName(name) {
+		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.ErrInvalidName}
+	}
+	if len(data) == 0 {
+		return s.check(ctx, durability.OpPersistEvents, name)
+	}
+	if first+uint64(len(data)-1) < first {
+		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.ErrIndexOverflow}
+	}
+	w := writePool.Get().(*write)
+	for k, d := range data {
+		w.recs = append(w.recs, record{kind: putEvent, name: name, index: first + uint64(k), data: d})
+	}
+	return s.submit(ctx, durability.OpPersistEvents, w)
 }
 
 // DeleteEvents implements [durability.Store].
 func (s *Store) DeleteEvents(ctx context.Context, name string, through uint64) error {
-	return s.submit(ctx, deleteEvents, name, through, nil)
+	return s.submitOne(ctx, deleteEvents, name, through, nil)
 }
 
 // DeleteSnapshots implements [durability.Store].
 func (s *Store) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
-	return s.submit(ctx, deleteSnapshots, name, through, nil)
+	return s.submitOne(ctx, deleteSnapshots, name, through, nil)
 }
 
 // validName reports whether name can be an actor bucket's key.
 func validName(name string) bool { return name != "" && len(name) <= bolt.MaxKeySize }
 
-// submit hands a write to the committer and waits for its commit.
-func (s *Store) submit(ctx context.Context, kind writeKind, name string, index uint64, data []byte) error {
+// submitOne hands a write of one record to the committer and waits for
+// its commit.
+func (s *Store) submitOne(ctx context.Context, kind writeKind, name string, index uint64, data []byte) error {
 	if !validName(name) {
 		return &durability.StoreError{Op: kind.op(), Name: name, Err: durability.ErrInvalidName}
 	}
-	if len(data) > maxDataSize {
-		return &durability.StoreError{Op: kind.op(), Name: name, Err: fmt.Errorf("%d bytes: %w", len(data), bolterrors.ErrValueTooLarge)}
-	}
 	w := writePool.Get().(*write)
-	rec := record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data}
-	w.enc, w.rec = rec.encode()
+	w.recs = append(w.recs, record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data})
+	return s.submit(ctx, kind.op(), w)
+}
 
-	s.writers.Add(1)
-	s.mu.RLock()
-	err := s.enqueue(ctx, w)
-	s.mu.RUnlock()
-	if err == nil {
-		err = <-w.done
+// submit encodes w's records, hands w to the committer, waits for its
+// commit and puts w back in writePool. w's records all have the same name.
+func (s *Store) submit(ctx context.Context, op string, w *write) error {
+	name := w.recs[0].name
+	size := 0
+	for _, r := range w.recs {
+		size += len(r.data)
 	}
-	s.writers.Add(-1)
-	if s.gathering.Load() {
-		select { // the committer may be waiting for this writer
-		case s.wake <- struct{}{}:
-		default:
+	var err error
+	if size > maxDataSize {
+		err = fmt.Errorf("%d bytes: %w", size, bolterrors.ErrValueTooLarge)
+	} else {
+		w.enc = encodeRecords(w.recs)
+		s.writers.Add(1)
+		s.mu.RLock()
+		err = s.enqueue(ctx, w)
+		s.mu.RUnlock()
+		if err == nil {
+			err = <-w.done
+		}
+		s.writers.Add(-1)
+		if s.gathering.Load() {
+			select { // the committer may be waiting for this writer
+			case s.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
-	*w = write{done: w.done}
+	clear(w.recs)
+	recs := w.recs[:0]
+	if cap(recs) > maxKeptRecords {
+		recs = make([]record, 0, 1)
+	}
+	*w = write{recs: recs, done: w.done}
 	writePool.Put(w)
 	if err != nil {
-		return &durability.StoreError{Op: kind.op(), Name: name, Err: err}
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	return nil
+}
+
+// check returns the error an operation on name would fail with before
+// doing anything: the store is closed or ctx is done.
+func (s *Store) check(ctx context.Context, op, name string) error {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	err := ctx.Err()
+	if closed {
+		err = durability.ErrClosed
+	}
+	if err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	return nil
 }
@@ -206,7 +267,7 @@ func (s *Store) commit(batch []*write) {
 		}
 	default:
 		if err != nil {
-			s.log.Warn("boltstore commit failed", "op", batch[0].rec.kind.op(), "name", batch[0].rec.name, "err", err)
+			s.log.Warn("boltstore commit failed", "op", batch[0].recs[0].kind.op(), "name", batch[0].recs[0].name, "err", err)
 		}
 		for _, w := range batch {
 			w.done <- err
@@ -248,7 +309,9 @@ func (s *Store) appendLog(batch []*write) error {
 	s.nextSeq += uint64(n)
 	s.viewMu.Lock()
 	for _, w := range batch {
-		s.overlay.apply(w.rec)
+		for _, r := range w.recs {
+			s.overlay.apply(r)
+		}
 	}
 	s.viewMu.Unlock()
 	return nil
@@ -273,10 +336,19 @@ func (s *Store) frameBatch(batch []*write) [][]byte {
 	buf, start := s.frameBuf[:0], 0
 	values := s.frameValues[:0]
 	for _, w := range batch {
-		if len(buf) > start && len(buf)-start+binary.MaxVarintLen64+len(w.enc) > maxLogValueSize {
-			values, start = append(values, buf[start:]), len(buf)
+		if len(buf)-start+len(w.enc) <= maxLogValueSize {
+			buf = append(buf, w.enc...)
+			continue
 		}
-		buf = appendFrame(buf, w.enc)
+		// Split between records (a write's records may go to several
+		// values: they are all in the same transaction).
+		for enc := w.enc; len(enc) > 0; {
+			frame, rest, _ := nextFrame(enc) // framed by encodeRecords
+			if len(buf) > start && len(buf)-start+len(frame) > maxLogValueSize {
+				values, start = append(values, buf[start:]), len(buf)
+			}
+			buf, enc = append(buf, frame...), rest
+		}
 	}
 	values = append(values, buf[start:])
 	if cap(buf) <= maxKeptFrameBuf {

@@ -14,7 +14,9 @@
 //		})
 //	}
 //
-// The suite checks event order and ranges, overwrites, snapshot recovery
+// The suite checks event order and ranges, overwrites, batches of events
+// (PersistEvents: consecutive indexes, never seen in part, overflow and
+// empty batches), snapshot recovery
 // and compaction, deletes, data ownership, empty and large values, context
 // cancellation, many names written and read concurrently (run it with
 // -race), and that every method fails with durability.ErrClosed after

@@ -31,6 +31,9 @@ func Run(t *testing.T, open func(t *testing.T) durability.Store) {
 		{"EventOrder", testEventOrder},
 		{"EventRanges", testEventRanges},
 		{"EventOverwrite", testEventOverwrite},
+		{"BatchEvents", testBatchEvents},
+		{"BatchEdgeCases", testBatchEdgeCases},
+		{"BatchConcurrent", testBatchConcurrent},
 		{"CallbackError", testCallbackError},
 		{"CallbackMayWrite", testCallbackMayWrite},
 		{"DataOwnership", testDataOwnership},
@@ -196,6 +199,185 @@ func testEventOverwrite(t *testing.T, s durability.Store) {
 		t.Fatal(err)
 	}
 	checkEvents(t, events(t, s, "o", 0, 0), []event{{0, "o-0"}, {1, "again"}})
+}
+
+func persistBatch(t *testing.T, s durability.Store, name string, first uint64, n int) {
+	t.Helper()
+	data := make([][]byte, n)
+	for k := range data {
+		data[k] = fmt.Appendf(nil, "%s-%d", name, first+uint64(k))
+	}
+	if err := s.PersistEvents(t.Context(), name, first, data); err != nil {
+		t.Fatalf("PersistEvents(%q, %d, %d events): %v", name, first, n, err)
+	}
+}
+
+func span(first uint64, n int) []uint64 {
+	idx := make([]uint64, n)
+	for k := range idx {
+		idx[k] = first + uint64(k)
+	}
+	return idx
+}
+
+// testBatchEvents persists batches next to single events: the batch's
+// events are at consecutive indexes, replace what was there, mix with
+// single writes, compact under a snapshot, and the caller's slices may be
+// reused once the call returns.
+func testBatchEvents(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	persistBatch(t, s, "b", 0, 5)
+	persist(t, s, "b", 5)
+	persistBatch(t, s, "b", 6, 1)
+	checkEvents(t, events(t, s, "b", 0, 0), want("b", span(0, 7)...))
+
+	// Overwrite across the end of what exists.
+	if err := s.PersistEvents(ctx, "b", 5, [][]byte{[]byte("five"), []byte("six"), []byte("seven")}); err != nil {
+		t.Fatal(err)
+	}
+	got := events(t, s, "b", 4, 0)
+	wantEvents := []event{{4, "b-4"}, {5, "five"}, {6, "six"}, {7, "seven"}}
+	checkEvents(t, got, wantEvents)
+
+	// Ownership: the batch's slices (and the outer slice) are the caller's.
+	buf := [][]byte{[]byte("own-0"), []byte("own-1")}
+	if err := s.PersistEvents(ctx, "own", 0, buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf[0], "XXXXX")
+	buf[1] = []byte("replaced")
+	checkEvents(t, events(t, s, "own", 0, 0), []event{{0, "own-0"}, {1, "own-1"}})
+
+	// A long batch with large and empty values, then a snapshot that
+	// compacts into the middle of it.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	long := make([][]byte, 300)
+	for k := range long {
+		switch k % 3 {
+		case 0:
+			long[k] = fmt.Appendf(nil, "long-%d", k)
+		case 1:
+			long[k] = nil
+		}
+	}
+	long[150] = big
+	if err := s.PersistEvents(ctx, "long", 10, long); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.GetEvents(ctx, "long", 0, 0, func(i uint64, d []byte) error {
+		if i != uint64(10+n) {
+			return fmt.Errorf("event %d at position %d", i, n)
+		}
+		w := long[n]
+		if n == 150 {
+			w = big
+		}
+		if !bytes.Equal(d, w) {
+			t.Errorf("long batch event %d: %d bytes, want %d", i, len(d), len(w))
+		}
+		n++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(long) {
+		t.Errorf("long batch read back %d events, want %d", n, len(long))
+	}
+	persistSnapshot(t, s, "long", 200, "mid")
+	if got := events(t, s, "long", 0, 0); len(got) != 110 || got[0].Index != 200 {
+		t.Errorf("after snapshot at 200: %d events from %v, want 110 from 200", len(got), got[:min(len(got), 1)])
+	}
+}
+
+// testBatchEdgeCases: an empty batch stores nothing, a batch ending at the
+// largest index works, one that would pass it is refused whole, and the
+// usual checks apply.
+func testBatchEdgeCases(t *testing.T, s durability.Store) {
+	ctx := t.Context()
+	if err := s.PersistEvents(ctx, "e", 3, nil); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+	if err := s.PersistEvents(ctx, "e", 3, [][]byte{}); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+	checkEvents(t, events(t, s, "e", 0, 0), nil)
+
+	top := ^uint64(0)
+	persistBatch(t, s, "top", top-2, 3)
+	checkEvents(t, events(t, s, "top", 0, 0), want("top", top-2, top-1, top))
+	err := s.PersistEvents(ctx, "over", top-1, [][]byte{[]byte("a"), []byte("b"), []byte("c")})
+	checkStoreError(t, err, durability.OpPersistEvents, "over", durability.ErrIndexOverflow)
+	checkEvents(t, events(t, s, "over", 0, 0), nil)
+
+	checkStoreError(t, s.PersistEvents(ctx, "", 0, [][]byte{[]byte("x")}), durability.OpPersistEvents, "", durability.ErrInvalidName)
+	checkStoreError(t, s.PersistEvents(ctx, "", 0, nil), durability.OpPersistEvents, "", durability.ErrInvalidName)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	checkStoreError(t, s.PersistEvents(cctx, "cancelled", 0, [][]byte{[]byte("x")}), durability.OpPersistEvents, "cancelled", context.Canceled)
+	checkStoreError(t, s.PersistEvents(cctx, "cancelled", 0, nil), durability.OpPersistEvents, "cancelled", context.Canceled)
+	checkEvents(t, events(t, s, "cancelled", 0, 0), nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkStoreError(t, s.PersistEvents(ctx, "closed", 0, [][]byte{[]byte("x")}), durability.OpPersistEvents, "closed", durability.ErrClosed)
+	checkStoreError(t, s.PersistEvents(ctx, "closed", 0, nil), durability.OpPersistEvents, "closed", durability.ErrClosed)
+}
+
+// testBatchConcurrent has writers persist batches while readers of the
+// same names check that they never see part of a batch: each batch
+// rewrites the same indexes with one generation number.
+func testBatchConcurrent(t *testing.T, s durability.Store) {
+	const names, gens, width = 6, 15, 6
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*names)
+	for n := range names {
+		name := fmt.Sprintf("batch-%d", n)
+		done := make(chan struct{})
+		wg.Go(func() {
+			defer close(done)
+			for g := range gens {
+				data := make([][]byte, width)
+				for k := range data {
+					data[k] = fmt.Appendf(nil, "gen-%d", g)
+				}
+				if err := s.PersistEvents(ctx, name, 0, data); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var seen []string
+				if err := s.GetEvents(ctx, name, 0, 0, func(_ uint64, d []byte) error {
+					seen = append(seen, string(d))
+					return nil
+				}); err != nil {
+					errs <- err
+					return
+				}
+				if len(seen) != 0 && (len(seen) != width || len(slices.Compact(slices.Clone(seen))) != 1) {
+					errs <- fmt.Errorf("%s: read part of a batch: %v", name, seen)
+					return
+				}
+			}
+		})
+	}
+	reportErrors(t, &wg, errs)
+	for n := range names {
+		name := fmt.Sprintf("batch-%d", n)
+		got := events(t, s, name, 0, 0)
+		if len(got) != width || got[0].Data != fmt.Sprintf("gen-%d", gens-1) || got[width-1].Data != got[0].Data {
+			t.Errorf("%s after the last batch: %v", name, got)
+		}
+	}
 }
 
 func testCallbackError(t *testing.T, s durability.Store) {
@@ -468,11 +650,7 @@ func testConcurrent(t *testing.T, s durability.Store) {
 			}
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	reportErrors(t, &wg, errs)
 	for n := range names {
 		name := fmt.Sprintf("actor-%d", n)
 		var idx []uint64
@@ -483,6 +661,17 @@ func testConcurrent(t *testing.T, s durability.Store) {
 		if snap, ok := snapshot(t, s, name); !ok || snap.Index != perName/2 || string(snap.Data) != name {
 			t.Errorf("GetSnapshot(%q) = %+v, %v", name, snap, ok)
 		}
+	}
+}
+
+// reportErrors waits for wg's goroutines and reports what they sent on
+// errs.
+func reportErrors(t *testing.T, wg *sync.WaitGroup, errs chan error) {
+	t.Helper()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

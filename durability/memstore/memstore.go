@@ -119,6 +119,27 @@ func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, dat
 	return nil
 }
 
+// PersistEvents implements [durability.Store]. The batch is stored under
+// one lock hold, so no reader sees part of it.
+func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.begin(ctx, durability.OpPersistEvents, name); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if first+uint64(len(data)-1) < first {
+		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.ErrIndexOverflow}
+	}
+	l := s.logFor(name)
+	for k, d := range data {
+		l.events.put(first+uint64(k), l.keep(d))
+	}
+	return nil
+}
+
 // GetEvents implements [durability.Store]. fn runs without the store's lock
 // held, on copies taken before the first call.
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {

@@ -201,7 +201,7 @@ func loadScript() (scripted.Script, error) {
 
 // newLoop binds the workspace tools and wraps model in a tool loop.
 func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector, sess *session) (actors.Spec, error) {
-	toolset, err := tools.WorkspaceTools(ws)
+	toolset, err := workspace.Tools(ws)
 	if err != nil {
 		return actors.Spec{}, fmt.Errorf("workspace tools: %w", err)
 	}

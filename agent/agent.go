@@ -105,11 +105,11 @@ type Agent struct {
 	opts  Options
 	loop  tools.LoopOptions
 
-	mu       sync.Mutex
-	mux      *actors.Mux // the shared loop; nil with a Store
-	busy     map[string]bool
-	closed   bool
-	running  sync.WaitGroup
+	mu      sync.Mutex
+	mux     *actors.Mux // the shared loop; nil with a Store
+	busy    map[string]bool
+	closed  bool
+	running sync.WaitGroup
 }
 
 // New builds an agent on rt around the model adapter model (a duplex

@@ -313,7 +313,7 @@ func TestRun_ManyAgentsOneRuntime(t *testing.T) {
 	roots := make([]string, n)
 	for i := range n {
 		roots[i] = t.TempDir()
-		ws, err := workspace.New(roots[i], nil)
+		ws, err := workspace.New(roots[i], &workspace.Options{Sandbox: workspace.SandboxOff}) // no commands run here
 		if err != nil {
 			t.Fatal(err)
 		}

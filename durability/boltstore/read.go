@@ -26,8 +26,9 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 		var page []entry
 		more := false
 		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
-			page, more = readPage(tx, name, pending, from, to)
-			return nil
+			var err error
+			page, more, err = s.readPage(tx, name, pending, from, to)
+			return err
 		})
 		if err != nil {
 			return err
@@ -49,9 +50,9 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 }
 
 // readPage returns up to a page of name's events in [from, to), from its
-// bucket with its overlay (pending, may be nil) on top, copied; more says
-// whether events may follow the page.
-func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool) {
+// bucket with its overlay (pending, may be nil) on top, copied and checked;
+// more says whether events may follow the page.
+func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
 	var over *pendingLog
 	if pending != nil {
 		over = &pending.events
@@ -67,6 +68,9 @@ func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) 
 		size := 0
 		c := b.Cursor()
 		for k, v := c.Seek(indexKey(start)); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return nil, false, s.damagedKey(durability.RecordEvent, k)
+			}
 			i := decodeIndex(k)
 			if to != 0 && i >= to {
 				break
@@ -75,7 +79,11 @@ func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) 
 				more = true
 				break
 			}
-			stored = append(stored, entry{i, bytes.Clone(v)})
+			data, err := s.openValue(durability.RecordEvent, name, i, v)
+			if err != nil {
+				return nil, false, err
+			}
+			stored = append(stored, entry{i, data})
 			size += len(v)
 		}
 	}
@@ -94,7 +102,7 @@ func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) 
 	if len(page) > readPageEvents {
 		page, more = page[:readPageEvents], true
 	}
-	return page, more
+	return page, more, nil
 }
 
 // GetSnapshot implements [durability.Store].
@@ -103,16 +111,23 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	var ok bool
 	err := s.view(ctx, durability.OpGetSnapshot, name, func(tx *bolt.Tx, pending *pendingActor) error {
 		if b := sub(tx, name, snapshotsBucket); b != nil {
-			if k, v := b.Cursor().Last(); k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
-				best, ok = entry{decodeIndex(k), v}, true
+			k, v := b.Cursor().Last()
+			if k != nil && len(k) != 8 {
+				return s.damagedKey(durability.RecordSnapshot, k)
+			}
+			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
+				data, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v)
+				if err != nil {
+					return err
+				}
+				best, ok = entry{decodeIndex(k), data}, true
 			}
 		}
 		if pending != nil {
 			if e, found := pending.snapshots.latest(); found && (!ok || e.index >= best.index) {
-				best, ok = e, true
+				best, ok = entry{e.index, bytes.Clone(e.data)}, true
 			}
 		}
-		best.data = bytes.Clone(best.data)
 		return nil
 	})
 	if err != nil || !ok {
@@ -135,7 +150,7 @@ func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pe
 	}
 	if err == nil {
 		s.viewMu.RLock()
-		err = s.db.View(func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
+		err = s.viewTx("reading", func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
 		s.viewMu.RUnlock()
 	}
 	if err != nil {

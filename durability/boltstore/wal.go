@@ -7,6 +7,9 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/polyweave/polyweave-go/durability"
 )
 
 // record is one write as the write-ahead log stores it.
@@ -115,46 +118,91 @@ func decodeFrames(v []byte, fn func(record)) error {
 }
 
 // replay reads the write-ahead log left by the last run into a new overlay
-// and returns it with the next free log sequence number.
-func replay(db *bolt.DB) (*overlay, uint64, error) {
+// and returns it with the next free log sequence number. Each log value's
+// checksum is checked (legacy: a version 2 or 1 file, whose log values
+// carry none), and a damaged one stops the replay with an error naming it:
+// the store does not start from a log it cannot read whole.
+func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
 	o := newOverlay()
 	var next uint64
-	err := db.View(func(tx *bolt.Tx) error {
+	err := s.viewTx("replaying the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		if wal == nil {
-			return nil
+			if legacy {
+				return nil
+			}
+			return fmt.Errorf("no %q bucket: not a store file, or its root is damaged", walBucket)
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if err := decodeFrames(slices.Clone(v), o.apply); err != nil {
-				return fmt.Errorf("log entry %d: %w", decodeIndex(k), err)
+			if len(k) != 8 {
+				return s.damagedKey(durability.RecordLog, k)
 			}
-			next = decodeIndex(k) + 1
+			seq := decodeIndex(k)
+			body, err := s.openLogValue(seq, v, legacy)
+			if err != nil {
+				return err
+			}
+			if err := decodeFrames(body, o.apply); err != nil {
+				e := durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+				e.Offset = s.fileOffset(v)
+				return e
+			}
+			next = seq + 1
 		}
 		return nil
 	})
 	return o, next, err
 }
 
+// openLogValue checks a log value (v aliases the mapped file) and returns
+// a copy of the records framed in it.
+func (s *Store) openLogValue(seq uint64, v []byte, legacy bool) ([]byte, error) {
+	if v == nil {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "a nested bucket where a value belongs")
+	}
+	if legacy {
+		return slices.Clone(v), nil
+	}
+	if len(v) < crcSize {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "shorter than its checksum")
+	}
+	if binary.BigEndian.Uint32(v) != durability.Checksum(durability.RecordLog, "", seq, v[crcSize:]) {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "checksum mismatch")
+	}
+	return slices.Clone(v[crcSize:]), nil
+}
+
 // checkpoint moves the overlay into the per-actor buckets and empties the
 // write-ahead log, in one transaction. It holds viewMu so that readers see
 // either the state before or the state after.
-func (s *Store) checkpoint() error {
+func (s *Store) checkpoint() error { return s.checkpointWith(nil) }
+
+// checkpointWith is checkpoint with before run first in its transaction.
+func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
-	if s.overlay.ops == 0 {
+	if s.overlay.ops == 0 && before == nil {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for name, a := range s.overlay.actors {
-			if err := flush(tx, name, eventsBucket, &a.events); err != nil {
-				return err
-			}
-			if err := flush(tx, name, snapshotsBucket, &a.snapshots); err != nil {
+	// bbolt keeps the values put in a transaction until it commits: they
+	// are sealed into one buffer made for this checkpoint.
+	arena := make([]byte, 0, s.overlay.bytes+crcSize*s.overlay.ops)
+	err := s.updateTx("checkpointing", func(tx *bolt.Tx) error {
+		if before != nil {
+			if err := before(tx); err != nil {
 				return err
 			}
 		}
-		if err := tx.DeleteBucket(walBucket); err != nil {
+		for name, a := range s.overlay.actors {
+			if err := flush(tx, name, durability.RecordEvent, &a.events, &arena); err != nil {
+				return err
+			}
+			if err := flush(tx, name, durability.RecordSnapshot, &a.snapshots, &arena); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteBucket(walBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 			return err
 		}
 		_, err := tx.CreateBucket(walBucket)
@@ -168,8 +216,57 @@ func (s *Store) checkpoint() error {
 	return nil
 }
 
-// flush applies one pending log to its bucket.
-func flush(tx *bolt.Tx, name string, which []byte, l *pendingLog) error {
+// upgrade rewrites a version 2 (or 1) file as version 3: every bucket
+// value gets its checksum, the replayed log is checkpointed and the format
+// key set, in one transaction, so a crash leaves the old file or the new.
+func (s *Store) upgrade() error {
+	return s.checkpointWith(func(tx *bolt.Tx) error {
+		actors := tx.Bucket(actorsBucket)
+		var names [][]byte
+		if err := actors.ForEach(func(k, v []byte) error {
+			if v == nil {
+				names = append(names, k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, name := range names {
+			for _, which := range []struct {
+				bucket []byte
+				kind   durability.RecordKind
+			}{{eventsBucket, durability.RecordEvent}, {snapshotsBucket, durability.RecordSnapshot}} {
+				b := sub(tx, string(name), which.bucket)
+				if b == nil {
+					continue
+				}
+				type kv struct{ k, v []byte }
+				var all []kv
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if len(k) != 8 || v == nil {
+						return s.damagedKey(which.kind, k)
+					}
+					all = append(all, kv{slices.Clone(k), sealValue(nil, which.kind, string(name), decodeIndex(k), v)})
+				}
+				for _, e := range all {
+					if err := b.Put(e.k, e.v); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion))
+	})
+}
+
+// flush applies one pending log to its bucket, sealing the values into
+// *arena.
+func flush(tx *bolt.Tx, name string, kind durability.RecordKind, l *pendingLog, arena *[]byte) error {
+	which := eventsBucket
+	if kind == durability.RecordSnapshot {
+		which = snapshotsBucket
+	}
 	if len(l.puts) == 0 {
 		if l.deleted {
 			return deleteThrough(sub(tx, name, which), l.deletedThrough)
@@ -186,7 +283,9 @@ func flush(tx *bolt.Tx, name string, which []byte, l *pendingLog) error {
 		}
 	}
 	for _, e := range l.putsIn(0, 0) {
-		if err := b.Put(indexKey(e.index), e.data); err != nil {
+		start := len(*arena)
+		*arena = sealValue(*arena, kind, name, e.index, e.data)
+		if err := b.Put(indexKey(e.index), (*arena)[start:len(*arena):len(*arena)]); err != nil {
 			return err
 		}
 	}

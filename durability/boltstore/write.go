@@ -290,7 +290,11 @@ func (s *Store) commit(batch []*write) {
 // number of writes or actors involved.
 func (s *Store) appendLog(batch []*write) error {
 	values := s.frameBatch(batch)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	for i, v := range values {
+		seq := s.nextSeq + uint64(i)
+		binary.BigEndian.PutUint32(v, durability.Checksum(durability.RecordLog, "", seq, v[crcSize:]))
+	}
+	err := s.updateTx("committing", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		wal.FillPercent = 1 // keys only grow: pack pages full
 		for i, v := range values {
@@ -327,13 +331,15 @@ const maxKeptFrameBuf = 1 << 20
 
 // frameBatch frames batch's records into log values, in s.frameBuf: one
 // value unless the batch exceeds bbolt's value limit, then as few as fit.
+// Each value starts with room for its checksum, which appendLog fills in.
 // It also sizes s.keyBuf for their keys. The values stay valid until the
 // next call; only the committer calls it.
 //
 // The returned slice is s.frameValues: its elements must be cleared before
 // the next call.
 func (s *Store) frameBatch(batch []*write) [][]byte {
-	buf, start := s.frameBuf[:0], 0
+	buf := append(s.frameBuf[:0], make([]byte, crcSize)...)
+	start := 0
 	values := s.frameValues[:0]
 	for _, w := range batch {
 		if len(buf)-start+len(w.enc) <= maxLogValueSize {
@@ -344,8 +350,9 @@ func (s *Store) frameBatch(batch []*write) [][]byte {
 		// values: they are all in the same transaction).
 		for enc := w.enc; len(enc) > 0; {
 			frame, rest, _ := nextFrame(enc) // framed by encodeRecords
-			if len(buf) > start && len(buf)-start+len(frame) > maxLogValueSize {
+			if len(buf)-start > crcSize && len(buf)-start+len(frame) > maxLogValueSize {
 				values, start = append(values, buf[start:]), len(buf)
+				buf = append(buf, make([]byte, crcSize)...)
 			}
 			buf, enc = append(buf, frame...), rest
 		}

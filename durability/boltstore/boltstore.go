@@ -95,6 +95,14 @@ type Options struct {
 	// [durability.Store]). The default (false) compacts.
 	KeepHistory bool
 
+	// MetaFallback lets Open take a file whose newest meta page is damaged
+	// as bbolt does: from its other meta page, that is the state before the
+	// last commit, which loses that commit if it had been acknowledged.
+	// Without it (the default), such a file is refused: one meta page
+	// cannot tell a commit torn by a crash (nothing acknowledged is lost)
+	// from damage after it (an acknowledged commit would be lost).
+	MetaFallback bool
+
 	// ReadOnly opens the file read-only under a shared lock: reads work,
 	// every write fails with bbolt's read-only error. The file must exist.
 	ReadOnly bool
@@ -255,7 +263,7 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 				return err
 			}
 		}
-		return nil
+		return writeDirectory(tx, directory{})
 	})
 	if err := errors.Join(err, db.Close()); err != nil {
 		return fmt.Errorf("create: %w", err)
@@ -290,7 +298,7 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 		f.Close()
 		return nil, err
 	}
-	if _, err := validateFile(f, path); err != nil {
+	if _, err := validateFile(f, path, o.MetaFallback); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -349,6 +357,11 @@ func (s *Store) load(readOnly bool) error {
 		return err
 	}
 	legacy := version != formatVersion
+	if !legacy {
+		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
+			return err
+		}
+	}
 	ov, next, err := s.replay(legacy)
 	if err != nil {
 		return err
@@ -411,41 +424,6 @@ func sub(tx *bolt.Tx, name string, which []byte) *bolt.Bucket {
 		return nil
 	}
 	return b.Bucket(which)
-}
-
-// createSub returns the named sub-bucket of name's bucket, creating both.
-func createSub(tx *bolt.Tx, name string, which []byte) (*bolt.Bucket, error) {
-	if b := sub(tx, name, which); b != nil {
-		return b, nil
-	}
-	actors := tx.Bucket(actorsBucket)
-	if actors == nil {
-		return nil, errors.New("missing actors bucket")
-	}
-	b, err := actors.CreateBucketIfNotExists([]byte(name))
-	if err != nil {
-		return nil, fmt.Errorf("create bucket: %w", err)
-	}
-	return b.CreateBucketIfNotExists(which)
-}
-
-// deleteThrough removes the entries of b with index <= through. b may be nil.
-func deleteThrough(b *bolt.Bucket, through uint64) error {
-	if b == nil {
-		return nil
-	}
-	// Collect first: deleting while a cursor walks the bucket can skip keys.
-	var indexes []uint64
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil && decodeIndex(k) <= through; k, _ = c.Next() {
-		indexes = append(indexes, decodeIndex(k))
-	}
-	for _, i := range indexes {
-		if err := b.Delete(indexKey(i)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // indexKey encodes an index as an 8-byte big-endian key, so that bbolt's

@@ -90,7 +90,7 @@ func readMeta(f *os.File, page int, off int64) (meta, error) {
 // page bbolt will use points inside the file (a truncated file would
 // otherwise be mapped past its end and fault), and that the freelist page
 // bbolt loads at open is one. It returns the meta bbolt will use.
-func validateFile(f *os.File, path string) (meta, error) {
+func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return meta{}, err
@@ -132,6 +132,15 @@ func validateFile(f *os.File, path string) (meta, error) {
 			return meta{}, damaged(path, "file", 0, "%d bytes: too short for a store (no bbolt header)", size)
 		}
 		return meta{}, damaged(path, "meta pages", 0, "neither meta page is valid (page 0: %v; page 1: %v): not a bbolt file, or its header is destroyed", err0, err1)
+	}
+	if len(metas) == 1 && !metaFallback {
+		bad, why := 1-metas[0].page, err1
+		if metas[0].page == 1 {
+			why = err0
+		}
+		return meta{}, damaged(path, "meta page", int64(bad)*int64(metas[0].pageSize),
+			"meta page %d is damaged (%v); bbolt would fall back to meta page %d (transaction %d) and lose the last commit if it was the newer one: refused (Options.MetaFallback accepts it)",
+			bad, why, metas[0].page, metas[0].txid)
 	}
 	// bbolt uses the valid meta with the highest transaction id.
 	m := metas[0]

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -64,27 +65,48 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 		bucketVisible = over.deletedThrough != math.MaxUint64
 	}
 	var stored []entry
-	if b := sub(tx, name, eventsBucket); b != nil && bucketVisible {
-		size := 0
-		c := b.Cursor()
-		for k, v := c.Seek(indexKey(start)); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				return nil, false, s.damagedKey(durability.RecordEvent, k)
+	if ab := actorBucket(tx, name); ab != nil && bucketVisible {
+		sm, err := s.readSummary(ab, name)
+		if err != nil {
+			return nil, false, err
+		}
+		b := ab.Bucket(eventsBucket)
+		if b == nil && sm.events.count > 0 {
+			return nil, false, &durability.DamageError{Store: s.path, What: "events bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", sm.events.count)}
+		}
+		if b != nil {
+			// A walk from the bucket's first entry to its end is compared
+			// with the summary: records lost to a damaged page are found.
+			w := walkCheck{first: start <= sm.events.min}
+			size := 0
+			c := b.Cursor()
+			k, v := c.Seek(indexKey(start))
+			for ; k != nil; k, v = c.Next() {
+				if len(k) != 8 {
+					return nil, false, s.damagedKey(durability.RecordEvent, k)
+				}
+				i := decodeIndex(k)
+				if to != 0 && i >= to {
+					break
+				}
+				if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
+					more = true
+					break
+				}
+				data, err := s.openValue(durability.RecordEvent, name, i, v)
+				if err != nil {
+					return nil, false, err
+				}
+				stored = append(stored, entry{i, data})
+				size += len(v)
+				w.count++
+				w.sum += storedSum(v)
 			}
-			i := decodeIndex(k)
-			if to != 0 && i >= to {
-				break
+			if k == nil && w.first && !s.legacy {
+				if err := s.verifyWalk(durability.RecordEvent, w, sm.events); err != nil {
+					return nil, false, err
+				}
 			}
-			if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
-				more = true
-				break
-			}
-			data, err := s.openValue(durability.RecordEvent, name, i, v)
-			if err != nil {
-				return nil, false, err
-			}
-			stored = append(stored, entry{i, data})
-			size += len(v)
 		}
 	}
 	var fresh []entry
@@ -110,10 +132,21 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	var best entry
 	var ok bool
 	err := s.view(ctx, durability.OpGetSnapshot, name, func(tx *bolt.Tx, pending *pendingActor) error {
-		if b := sub(tx, name, snapshotsBucket); b != nil {
-			k, v := b.Cursor().Last()
+		if ab := actorBucket(tx, name); ab != nil {
+			sm, err := s.readSummary(ab, name)
+			if err != nil {
+				return err
+			}
+			var k, v []byte
+			if b := ab.Bucket(snapshotsBucket); b != nil {
+				k, v = b.Cursor().Last()
+			}
 			if k != nil && len(k) != 8 {
 				return s.damagedKey(durability.RecordSnapshot, k)
+			}
+			if !s.legacy && ((k == nil) != (sm.snapshots.count == 0) || k != nil && decodeIndex(k) != sm.snapshots.max) {
+				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: -1,
+					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
 			}
 			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
 				data, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v)
@@ -134,6 +167,15 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		return durability.Snapshot{}, false, err
 	}
 	return durability.Snapshot{Index: best.index, Data: best.data}, true, nil
+}
+
+// actorBucket returns name's actor bucket, or nil if absent.
+func actorBucket(tx *bolt.Tx, name string) *bolt.Bucket {
+	actors := tx.Bucket(actorsBucket)
+	if actors == nil {
+		return nil
+	}
+	return actors.Bucket([]byte(name))
 }
 
 // view runs fn in a read transaction together with name's overlay (nil if

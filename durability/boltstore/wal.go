@@ -139,6 +139,10 @@ func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
 				return s.damagedKey(durability.RecordLog, k)
 			}
 			seq := decodeIndex(k)
+			if !legacy && seq != next {
+				return &durability.DamageError{Store: s.path, What: "log", Index: next, HasIndex: true, Offset: s.fileOffset(k),
+					Reason: fmt.Sprintf("entry %d is followed by entry %d: entries lost", int64(next)-1, seq)}
+			}
 			body, err := s.openLogValue(seq, v, legacy)
 			if err != nil {
 				return err
@@ -149,6 +153,10 @@ func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
 				return e
 			}
 			next = seq + 1
+		}
+		if !legacy && next != wal.Sequence() {
+			return &durability.DamageError{Store: s.path, What: "log", Offset: -1,
+				Reason: fmt.Sprintf("holds %d entries, its header says %d: entries lost", next, wal.Sequence())}
 		}
 		return nil
 	})
@@ -194,18 +202,25 @@ func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
 				return err
 			}
 		}
+		dir, err := s.readDirectory(tx)
+		if err != nil {
+			return err
+		}
+		old := dir
 		for name, a := range s.overlay.actors {
-			if err := flush(tx, name, durability.RecordEvent, &a.events, &arena); err != nil {
-				return err
+			if err := s.flushActor(tx, name, a, &arena, &dir); err != nil {
+				return fmt.Errorf("actor %q: %w", name, err)
 			}
-			if err := flush(tx, name, durability.RecordSnapshot, &a.snapshots, &arena); err != nil {
+		}
+		if dir != old {
+			if err := writeDirectory(tx, dir); err != nil {
 				return err
 			}
 		}
 		if err := tx.DeleteBucket(walBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 			return err
 		}
-		_, err := tx.CreateBucket(walBucket)
+		_, err = tx.CreateBucket(walBucket)
 		return err
 	})
 	if err != nil {
@@ -213,30 +228,32 @@ func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
 	}
 	s.log.Debug("boltstore checkpoint", "writes", s.overlay.ops, "bytes", s.overlay.bytes, "actors", len(s.overlay.actors))
 	s.overlay = newOverlay()
+	s.nextSeq = 0 // the log starts again, empty
 	return nil
 }
 
 // upgrade rewrites a version 2 (or 1) file as version 3: every bucket
-// value gets its checksum, the replayed log is checkpointed and the format
-// key set, in one transaction, so a crash leaves the old file or the new.
+// value gets its checksum, every actor bucket its summary and the actors
+// bucket its directory summary, the replayed log is checkpointed and the
+// format key set, in one transaction, so a crash leaves the old file or
+// the new.
 func (s *Store) upgrade() error {
 	return s.checkpointWith(func(tx *bolt.Tx) error {
 		actors := tx.Bucket(actorsBucket)
 		var names [][]byte
 		if err := actors.ForEach(func(k, v []byte) error {
 			if v == nil {
-				names = append(names, k)
+				names = append(names, slices.Clone(k))
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
 		for _, name := range names {
-			for _, which := range []struct {
-				bucket []byte
-				kind   durability.RecordKind
-			}{{eventsBucket, durability.RecordEvent}, {snapshotsBucket, durability.RecordSnapshot}} {
-				b := sub(tx, string(name), which.bucket)
+			ab := actors.Bucket(name)
+			var sm summary
+			for _, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
+				b := ab.Bucket(bucketFor(kind))
 				if b == nil {
 					continue
 				}
@@ -245,49 +262,146 @@ func (s *Store) upgrade() error {
 				c := b.Cursor()
 				for k, v := c.First(); k != nil; k, v = c.Next() {
 					if len(k) != 8 || v == nil {
-						return s.damagedKey(which.kind, k)
+						return s.damagedKey(kind, k)
 					}
-					all = append(all, kv{slices.Clone(k), sealValue(nil, which.kind, string(name), decodeIndex(k), v)})
+					all = append(all, kv{slices.Clone(k), sealValue(nil, kind, string(name), decodeIndex(k), v)})
 				}
+				st := sm.stat(kind)
 				for _, e := range all {
 					if err := b.Put(e.k, e.v); err != nil {
 						return err
 					}
+					st.count++
+					st.sum += storedSum(e.v)
+				}
+				if len(all) > 0 {
+					st.min, st.max = decodeIndex(all[0].k), decodeIndex(all[len(all)-1].k)
 				}
 			}
+			if err := ab.Put(summaryKey, encodeSummary(string(name), sm)); err != nil {
+				return err
+			}
+		}
+		dir, err := s.scanDirectory(tx)
+		if err != nil {
+			return err
+		}
+		if err := writeDirectory(tx, dir); err != nil {
+			return err
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion))
 	})
 }
 
-// flush applies one pending log to its bucket, sealing the values into
-// *arena.
-func flush(tx *bolt.Tx, name string, kind durability.RecordKind, l *pendingLog, arena *[]byte) error {
-	which := eventsBucket
+// bucketFor returns the name of the sub-bucket holding records of kind.
+func bucketFor(kind durability.RecordKind) []byte {
 	if kind == durability.RecordSnapshot {
-		which = snapshotsBucket
+		return snapshotsBucket
 	}
-	if len(l.puts) == 0 {
-		if l.deleted {
-			return deleteThrough(sub(tx, name, which), l.deletedThrough)
+	return eventsBucket
+}
+
+// flushActor applies name's overlay to its actor bucket, sealing values
+// into *arena and keeping the bucket's summary and the directory's: a new
+// actor bucket is added to dir, one left empty is deleted from the file
+// and from dir.
+func (s *Store) flushActor(tx *bolt.Tx, name string, a *pendingActor, arena *[]byte, dir *directory) error {
+	actors := tx.Bucket(actorsBucket)
+	ab := actors.Bucket([]byte(name))
+	var sm summary
+	if ab == nil {
+		if len(a.events.puts) == 0 && len(a.snapshots.puts) == 0 {
+			return nil // deletes of what is not there
 		}
-		return nil
+		var err error
+		if ab, err = actors.CreateBucket([]byte(name)); err != nil {
+			return err
+		}
+		dir.count++
+		dir.sum += nameSum([]byte(name))
+	} else {
+		var err error
+		if sm, err = s.readSummary(ab, name); err != nil {
+			return err
+		}
 	}
-	b, err := createSub(tx, name, which)
-	if err != nil {
+	if err := s.flushBucket(ab, durability.RecordEvent, name, &a.events, &sm.events, arena); err != nil {
 		return err
 	}
-	if l.deleted {
-		if err := deleteThrough(b, l.deletedThrough); err != nil {
+	if err := s.flushBucket(ab, durability.RecordSnapshot, name, &a.snapshots, &sm.snapshots, arena); err != nil {
+		return err
+	}
+	if sm.events.count == 0 && sm.snapshots.count == 0 {
+		dir.count--
+		dir.sum -= nameSum([]byte(name))
+		return actors.DeleteBucket([]byte(name))
+	}
+	return ab.Put(summaryKey, encodeSummary(name, sm))
+}
+
+// flushBucket applies one pending log to the sub-bucket of ab for kind,
+// keeping st.
+func (s *Store) flushBucket(ab *bolt.Bucket, kind durability.RecordKind, name string, l *pendingLog, st *bucketStat, arena *[]byte) error {
+	which := bucketFor(kind)
+	b := ab.Bucket(which)
+	if b == nil && st.count > 0 {
+		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)}
+	}
+	if l.deleted && b != nil {
+		// Collect first: deleting while a cursor walks the bucket can skip keys.
+		var keys [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return s.damagedKey(kind, k)
+			}
+			if decodeIndex(k) > l.deletedThrough {
+				break
+			}
+			keys = append(keys, slices.Clone(k))
+			st.count--
+			st.sum -= storedSum(v)
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	if len(l.puts) > 0 && b == nil {
+		var err error
+		if b, err = ab.CreateBucket(which); err != nil {
 			return err
 		}
 	}
 	for _, e := range l.putsIn(0, 0) {
+		key := indexKey(e.index)
+		if old := b.Get(key); old != nil {
+			st.sum -= storedSum(old)
+		} else {
+			st.count++
+		}
 		start := len(*arena)
 		*arena = sealValue(*arena, kind, name, e.index, e.data)
-		if err := b.Put(indexKey(e.index), (*arena)[start:len(*arena):len(*arena)]); err != nil {
+		v := (*arena)[start:len(*arena):len(*arena)]
+		if err := b.Put(key, v); err != nil {
 			return err
 		}
+		st.sum += storedSum(v)
 	}
+	if b == nil {
+		return nil
+	}
+	if st.count == 0 {
+		*st = bucketStat{}
+		return ab.DeleteBucket(which)
+	}
+	c := b.Cursor()
+	first, _ := c.First()
+	last, _ := c.Last()
+	if len(first) != 8 || len(last) != 8 {
+		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: "its first or last key is not an index"}
+	}
+	st.min, st.max = decodeIndex(first), decodeIndex(last)
 	return nil
 }

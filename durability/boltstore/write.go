@@ -303,7 +303,9 @@ func (s *Store) appendLog(batch []*write) error {
 				return err
 			}
 		}
-		return nil
+		// The log's length, in the bucket's header (which the commit
+		// rewrites anyway): replay finds entries lost to damage.
+		return wal.SetSequence(s.nextSeq + uint64(len(values)))
 	})
 	n := len(values)
 	clear(values) // drop references to large buffers the next commit may not reuse

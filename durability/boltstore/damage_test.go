@@ -153,4 +153,3 @@ func TestDamagedFiles(t *testing.T) {
 		durabilitytest.RunDamagedFiles(t, durabilitytest.FileStore{Open: open, Crash: func(t *testing.T, s durability.Store) { crash(t, s.(*Store)) }}, 40)
 	})
 }
-

@@ -1,10 +1,13 @@
 package actors_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/persistence"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -60,8 +63,17 @@ func (j *journalLogic) Receive(c actors.Context, msg any) {
 		if !ok || !j.done {
 			return
 		}
-		p.Persist(wrapperspb.String(v))  // persist first ...
-		j.entries = append(j.entries, v) // ... then apply
+		vs := strings.Split(v, "+") // several values: one turn's events, one batch
+		events := make([]proto.Message, len(vs))
+		for i, v := range vs {
+			events[i] = wrapperspb.String(v)
+		}
+		if len(events) == 1 {
+			p.Persist(events[0]) // persist first ...
+		} else {
+			p.PersistEvents(events)
+		}
+		j.entries = append(j.entries, vs...) // ... then apply
 		c.Emit(messages.Text(m.GetStreamId(), strings.Join(j.entries, ",")+"|"+string(rune('0'+j.replayed))))
 		c.Emit(messages.End(m.GetStreamId()))
 	}
@@ -87,26 +99,11 @@ func TestDurable_RecoversAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
-	add := func(stream, v string) string {
-		t.Helper()
-		if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := conn.RecvStream(ctx, stream)
-		if err != nil || len(got) != 2 {
-			t.Fatalf("stream %s: %v, %v", stream, got, err)
-		}
-		return got[0].GetText()
-	}
+	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
 	for i, v := range []string{"a", "b", "c"} {
 		add(string(rune('1'+i)), v)
 	}
-	if err := conn.Send(messages.Text("crash", "crash")); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := conn.RecvStream(ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
-		t.Fatalf("crash stream: %v, %v", got, err)
-	}
+	journalCrash(t, ctx, conn)
 	// Snapshots were taken before events 0 and 2: the new incarnation loads
 	// [a b] and replays c alone.
 	if got := add("4", "d"); got != "a,b,c,d|1" {
@@ -131,5 +128,85 @@ func TestPersisterOf_PlainDuplex(t *testing.T) {
 	defer conn.Close(testCtx(t))
 	if <-got {
 		t.Error("PersisterOf found a persister on a plain duplex")
+	}
+}
+
+// countingStore counts the store's event writes.
+type countingStore struct {
+	durability.Store
+	single, batches atomic.Int64
+	snapshots       chan uint64 // indexes of snapshots written
+}
+
+func (s *countingStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	s.snapshots <- index
+	return s.Store.PersistSnapshot(ctx, name, index, data)
+}
+
+func (s *countingStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	s.single.Add(1)
+	return s.Store.PersistEvent(ctx, name, index, data)
+}
+
+func (s *countingStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	s.batches.Add(1)
+	return s.Store.PersistEvents(ctx, name, first, data)
+}
+
+// TestDurable_BatchIsOneWrite persists the events of one turn with
+// PersistEvents: one store call for all of them, a snapshot requested
+// inside the batch holds the state before it, and a new incarnation
+// replays everything.
+func TestDurable_BatchIsOneWrite(t *testing.T) {
+	mem := memstore.New(nil)
+	t.Cleanup(func() { mem.Close() })
+	store := &countingStore{Store: mem, snapshots: make(chan uint64, 16)}
+	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, nil)
+	conn, err := rt.Start(actors.Spec{Name: "journal", Persistence: provider,
+		New: func() actors.Logic { return &journalLogic{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
+	add("1", "a")       // event 0 (snapshot of [] at 0)
+	add("2", "b+c+d+e") // events 1-4 in one write; index 3 asks for a snapshot: [a] at 1
+	if n, b := store.single.Load(), store.batches.Load(); n != 1 || b != 1 {
+		t.Errorf("store calls: %d single, %d batches; want 1 and 1", n, b)
+	}
+	if a, b := <-store.snapshots, <-store.snapshots; a != 0 || b != 1 {
+		t.Fatalf("snapshots at %d and %d, want 0 and 1 (the state before the batch at its first index)", a, b)
+	}
+	journalCrash(t, ctx, conn)
+	if got := add("3", "f"); got != "a,b,c,d,e,f|4" {
+		t.Errorf("after restart: %q, want %q (snapshot [a], 4 events replayed)", got, "a,b,c,d,e,f|4")
+	}
+}
+
+// journalAdd sends "add:v" on stream and returns the journal's answer.
+func journalAdd(t *testing.T, ctx context.Context, conn *actors.Conn, stream, v string) string {
+	t.Helper()
+	if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := conn.RecvStream(ctx, stream)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stream %s: %v, %v", stream, got, err)
+	}
+	return got[0].GetText()
+}
+
+// journalCrash makes the journal panic and waits for the stream's ERROR.
+func journalCrash(t *testing.T, ctx context.Context, conn *actors.Conn) {
+	t.Helper()
+	if err := conn.Send(messages.Text("crash", "crash")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := conn.RecvStream(ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
+		t.Fatalf("crash stream: %v, %v", got, err)
 	}
 }

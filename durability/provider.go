@@ -232,6 +232,56 @@ func (p *Provider) PersistEvent(actorName string, eventIndex int, event proto.Me
 	p.persist(actorName, "event", p.index(OpPersistEvent, actorName, eventIndex), event, p.store.PersistEvent)
 }
 
+// PersistEvents stores events at firstIndex, firstIndex+1, … in one call
+// of the store's PersistEvents (one durable write), for an actor that
+// persists the events of one turn together (see actors.BatchProvider). It
+// returns once they are all durable and panics with a *StoreError
+// otherwise; none is stored then.
+func (p *Provider) PersistEvents(actorName string, firstIndex int, events []proto.Message) {
+	first := p.index(OpPersistEvent, actorName, firstIndex)
+	bp := batchBuffers.Get().(*batchBuffer)
+	defer bp.put()
+	buf := bp.data[:0]
+	bp.ends = bp.ends[:0]
+	for k, e := range events {
+		var err error
+		if buf, err = p.appendAny(buf, e); err != nil {
+			bp.data = buf
+			p.fail(&StoreError{Op: OpEncode, Name: actorName, Err: fmt.Errorf("event %d: %w", first+uint64(k), err)})
+		}
+		bp.ends = append(bp.ends, len(buf))
+	}
+	bp.data = buf
+	bp.parts = bp.parts[:0]
+	start := 0
+	for _, end := range bp.ends {
+		bp.parts = append(bp.parts, buf[start:end:end])
+		start = end
+	}
+	ctx, cancel := p.context()
+	err := p.store.PersistEvents(ctx, actorName, first, bp.parts)
+	cancel()
+	if err != nil {
+		p.fail(err)
+	}
+}
+
+// batchBuffer holds the encoding of one batch of events.
+type batchBuffer struct {
+	data  []byte
+	ends  []int
+	parts [][]byte
+}
+
+var batchBuffers = sync.Pool{New: func() any { return new(batchBuffer) }}
+
+func (b *batchBuffer) put() {
+	clear(b.parts) // keep no slices of a buffer that may be dropped
+	if cap(b.data) <= maxPooledBuffer {
+		batchBuffers.Put(b)
+	}
+}
+
 // DeleteEvents implements persistence.EventStore. It panics with a
 // *StoreError if the store fails.
 func (p *Provider) DeleteEvents(actorName string, inclusiveToIndex int) {

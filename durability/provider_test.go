@@ -3,6 +3,7 @@ package durability_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -231,4 +232,37 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestProvider_PersistEventsIsOneBatch: the events of one batch are
+// stored at consecutive indexes and read back as their concrete types; a
+// batch with an event that cannot be encoded stores nothing.
+func TestProvider_PersistEventsIsOneBatch(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	p.PersistEvent("b", 0, wrapperspb.String("first"))
+	batch := []proto.Message{wrapperspb.String("x"), wrapperspb.Int64(7), &wrapperspb.StringValue{},
+		wrapperspb.Bytes(make([]byte, 100<<10))} // larger than a pooled buffer
+	p.PersistEvents("b", 1, batch)
+	var got []proto.Message
+	p.GetEvents("b", 0, 0, func(e any) { got = append(got, e.(proto.Message)) })
+	want := append([]proto.Message{wrapperspb.String("first")}, batch...)
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("event %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	se := raised(t, func() { p.PersistEvents("b", 5, []proto.Message{wrapperspb.String("y"), nil}) })
+	if se.Op != durability.OpEncode || !strings.Contains(se.Error(), "event 6") {
+		t.Errorf("nil event in a batch: %v", se)
+	}
+	n := 0
+	p.GetEvents("b", 5, 0, func(any) { n++ })
+	if n != 0 {
+		t.Errorf("a batch that failed to encode stored %d events", n)
+	}
 }

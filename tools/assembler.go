@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"fmt"
-
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -35,9 +33,11 @@ type Decision struct {
 // is ready; not safe for concurrent use.
 type Assembler struct {
 	Pending PendingCalls
+	out     []Decision // reused by Decide
 }
 
-// Step decides what to do with one response frame.
+// Step decides what to do with one response frame and applies the change
+// it makes: [Assembler.Decide], then [PendingCalls.Apply].
 //
 //   - atomic TOOL_CALL: Run it;
 //   - streaming TOOL_CALL (meta.streaming): register it, nothing to pass;
@@ -47,32 +47,12 @@ type Assembler struct {
 //     Pass the frame;
 //   - anything else: Pass.
 //
-// Chunks and completions for calls that are not pending are dropped.
+// Chunks and completions for calls that are not pending are dropped. The
+// decisions are valid until the next call of Step or Decide.
 func (a *Assembler) Step(f *messages.Frame) []Decision {
-	switch {
-	case f.IsStreamingToolCall():
-		a.Pending.CallStarted(f.GetStreamId(), f.GetToolCallId(), f.GetName(), f.GetMeta().GetIndex())
-		return nil
-	case f.GetType() == messages.FrameType_TOOL_CALL:
-		return []Decision{{Kind: Run, Frame: f}}
-	case f.IsToolArgChunk():
-		a.Pending.ChunkAppended(f.GetStreamId(), f.GetToolCallId(), f.GetText())
-		return nil
-	case f.IsToolComplete():
-		pc, ok := a.Pending.CallCompleted(f.GetStreamId(), f.GetToolCallId())
-		if !ok {
-			return nil
-		}
-		return []Decision{{Kind: Run, Frame: pc.frame()}}
-	case f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR:
-		var out []Decision
-		for _, pc := range a.Pending.StreamEnded(f.GetStreamId()) {
-			out = append(out, Decision{Kind: Reject, Frame: pc.frame(), Message: fmt.Sprintf(
-				"invalid arguments for tool %q: the stream ended before the arguments were complete", pc.Name)})
-		}
-		return append(out, Decision{Kind: Pass, Frame: f})
-	}
-	return []Decision{{Kind: Pass, Frame: f}}
+	ev, out := a.Decide(f)
+	a.Pending.Apply(ev)
+	return out
 }
 
 // frame is the pending call as an atomic TOOL_CALL.

@@ -137,36 +137,15 @@ func RestoreFrame(streamID, wrapperID string, state *messages.RouterState) (*mes
 	return f, nil
 }
 
-// State returns the pending calls (as Snapshot) in their protobuf form,
-// for snapshots and [RestoreFrame].
-func (p *PendingCalls) State() *messages.RouterState {
-	calls := p.Snapshot()
-	st := &messages.RouterState{Calls: make([]*messages.PendingToolCall, len(calls)), LastSeq: p.seq}
-	for i, c := range calls {
-		st.Calls[i] = &messages.PendingToolCall{Seq: c.Seq, StreamId: c.StreamID, ToolCallId: c.ToolCallID,
-			Name: c.Name, Index: c.Index, Args: c.Args}
-	}
-	return st
-}
-
-// RestoreState replaces the pending calls with those of st (as Restore).
-func (p *PendingCalls) RestoreState(st *messages.RouterState) {
-	calls := make([]PendingCall, len(st.GetCalls()))
-	for i, c := range st.GetCalls() {
-		calls[i] = PendingCall{Seq: c.GetSeq(), StreamID: c.GetStreamId(), ToolCallID: c.GetToolCallId(),
-			Name: c.GetName(), Index: c.GetIndex(), Args: c.GetArgs()}
-	}
-	p.Restore(calls)
-	p.seq = max(p.seq, st.GetLastSeq())
-}
-
-// durableRouter is the Wrapped of a durable router: a router whose
-// assembler state changes are persisted before they are applied.
+// durableRouter is the Wrapped of a durable router: the router's decide
+// step says which event a frame makes, the event is persisted, then
+// applied (the one Apply that recovery also replays through), then the
+// router acts on the frame.
 type durableRouter struct {
 	*routerLogic
-	meta  *messages.Metadata // the durability metadata of state frames
-	id    string
-	chunk messages.RouterChunkAppended // reused: the provider encodes it at once
+	meta   *messages.Metadata // the durability metadata of state frames
+	id     string
+	events routerEvents
 }
 
 func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
@@ -174,12 +153,14 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 }
 
-func (r *durableRouter) persister(c actors.Context) actors.Persister {
+// persist stores e as the router's next event; it returns once e is
+// durable (a store failure fails the actor before e is applied).
+func (r *durableRouter) persist(c actors.Context, e Event) {
 	p, ok := actors.PersisterOf(c)
 	if !ok {
 		c.Fail(errors.New("durable router: not running as a persistent duplex"))
 	}
-	return p
+	p.Persist(r.events.message(e))
 }
 
 // Request implements actors.Wrapped: restore frames addressed to this
@@ -195,82 +176,50 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.emit(c, messages.Meta(f.GetStreamId(), "restore_error", mustJSON(map[string]string{"error": err.Error()})))
 		return
 	}
-	r.persister(c).Persist(&messages.RouterRestored{State: &st})
-	r.asm.Pending.RestoreState(&st)
+	e := Event{Kind: EventRestored, State: &st}
+	r.persist(c, e)
+	r.asm.Pending.Apply(e)
 	r.announceAll(c, "restored")
 }
 
-// Response implements actors.Wrapped: persist the change a frame makes,
-// then apply it.
+// Response implements actors.Wrapped: decide, persist, apply, act.
 func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
-	if f.IsToolArgChunk() { // the hot path: one lookup, no allocation
-		seq, ok := r.asm.Pending.SeqOf(f.GetStreamId(), f.GetToolCallId())
-		if !ok {
-			return // not pending: dropped, as the assembler does
-		}
-		r.chunk.Seq, r.chunk.Chunk = seq, f.GetText()
-		r.persister(c).Persist(&r.chunk)
-		r.asm.Pending.ChunkAppendedSeq(seq, f.GetText())
+	e, decisions := r.asm.Decide(f)
+	if e.Kind == EventNone {
+		r.act(c, decisions)
 		return
 	}
-	ev, what := r.eventFor(f)
-	if ev == nil {
-		r.routerLogic.Response(c, f)
-		return
+	r.persist(c, e)
+	r.asm.Pending.Apply(e)
+	switch e.Kind {
+	case EventChunkAppended: // the hot path: nothing to announce
+	case EventCallStarted:
+		r.announce(c, e.StreamID, "started", e.ToolCallID)
+	case EventCallCompleted:
+		r.announce(c, e.StreamID, "completed", e.ToolCallID)
+	case EventStreamEnded: // before the END passes
+		r.announce(c, e.StreamID, "stream_ended", "")
 	}
-	r.persister(c).Persist(ev)
-	if what == "stream_ended" { // announce before the END passes
-		r.announce(c, f.GetStreamId(), what, "", -r.asm.Pending.InStream(f.GetStreamId()))
-		r.routerLogic.Response(c, f)
-		return
-	}
-	r.routerLogic.Response(c, f)
-	r.announce(c, f.GetStreamId(), what, f.GetToolCallId(), 0)
+	r.act(c, decisions)
 }
 
-// eventFor is the event that f applies to the pending calls, or nil when
-// it changes nothing.
-func (r *durableRouter) eventFor(f *messages.Frame) (ev proto.Message, what string) {
-	p := &r.asm.Pending
-	switch {
-	case f.IsStreamingToolCall():
-		if !p.Has(f.GetStreamId(), f.GetToolCallId()) {
-			return &messages.RouterCallStarted{StreamId: f.GetStreamId(), ToolCallId: f.GetToolCallId(),
-				Name: f.GetName(), Index: f.GetMeta().GetIndex()}, "started"
-		}
-	case f.IsToolComplete():
-		if p.Has(f.GetStreamId(), f.GetToolCallId()) {
-			return &messages.RouterCallCompleted{StreamId: f.GetStreamId(), ToolCallId: f.GetToolCallId()}, "completed"
-		}
-	case f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR:
-		if p.InStream(f.GetStreamId()) > 0 {
-			return &messages.RouterStreamEnded{StreamId: f.GetStreamId()}, "stream_ended"
-		}
-	}
-	return nil, ""
-}
-
-// HandleMessage implements actors.MessageHandler: recovery and snapshots,
-// then the router's own messages.
+// HandleMessage implements actors.MessageHandler: recovery replays stored
+// events (and the snapshot) through Apply; snapshots; then the router's
+// own messages.
 func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
-	p := &r.asm.Pending
-	switch m := msg.(type) {
-	case *messages.RouterState:
-		p.RestoreState(m)
-	case *messages.RouterCallStarted:
-		p.CallStarted(m.GetStreamId(), m.GetToolCallId(), m.GetName(), m.GetIndex())
-	case *messages.RouterChunkAppended:
-		p.ChunkAppendedSeq(m.GetSeq(), m.GetChunk())
-	case *messages.RouterCallCompleted:
-		p.CallCompleted(m.GetStreamId(), m.GetToolCallId())
-	case *messages.RouterStreamEnded:
-		p.StreamEnded(m.GetStreamId())
-	case *messages.RouterRestored:
-		p.RestoreState(m.GetState())
+	if e, ok := eventOf(msg); ok {
+		r.asm.Pending.Apply(e)
+		return
+	}
+	switch msg.(type) {
 	case *persistence.ReplayComplete:
 		r.announceAll(c, "recovered")
 	case *persistence.RequestSnapshot:
-		r.persister(c).PersistSnapshot(p.State())
+		p, ok := actors.PersisterOf(c)
+		if !ok {
+			c.Fail(errors.New("durable router: not running as a persistent duplex"))
+		}
+		p.PersistSnapshot(r.asm.Pending.State())
 	default:
 		r.routerLogic.HandleMessage(c, msg)
 	}
@@ -285,12 +234,11 @@ type stateChange struct {
 	ToolCallIDs   []string `json:"tool_call_ids,omitempty"`
 }
 
-// announce emits a state frame on stream. adjust corrects the stream's
-// count for a change that is about to be applied.
-func (r *durableRouter) announce(c actors.WrapperContext, stream, event, id string, adjust int) {
+// announce emits a state frame on stream, after a change was applied.
+func (r *durableRouter) announce(c actors.WrapperContext, stream, event, id string) {
 	p := &r.asm.Pending
 	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: event, ToolCallID: id,
-		StreamPending: p.InStream(stream) + adjust, Pending: p.Len() + adjust})))
+		StreamPending: p.InStream(stream), Pending: p.Len()})))
 }
 
 // announceAll emits a state frame listing the pending calls on each

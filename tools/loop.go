@@ -61,7 +61,9 @@ type ToolResultEvent struct {
 //     The first "messages" PARAM of a stream is preceded by the "tools" and
 //     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
 //     ABORT pass on; CANCEL and ABORT also cancel the stream's running
-//     tool calls and stop the loop for that stream.
+//     tool calls and stop the loop for that stream. CANCEL and ABORT for a
+//     stream with nothing in flight change nothing (a stream id used again
+//     later starts clean).
 //   - Response path: the loop collects the TOOL_CALLs of one model
 //     response (atomic, or streaming ones once complete) until the
 //     response's END, then runs them all (in parallel unless Sync) and,
@@ -208,6 +210,11 @@ func (l *loopLogic) HandleMessage(c actors.WrapperContext, msg any) { l.d.handle
 
 // Request implements actors.Wrapped.
 func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
+	if t := f.GetType(); t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
+		if _, ok := l.sessions[f.GetStreamId()]; !ok {
+			return // nothing in flight on the stream: nothing to cancel, nothing to remember
+		}
+	}
 	s := l.session(f.GetStreamId())
 	if s.hold { // refused, or resuming at END: nothing goes to the model
 		if f.GetType() == messages.FrameType_END {

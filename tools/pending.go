@@ -3,6 +3,8 @@ package tools
 import (
 	"cmp"
 	"slices"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // PendingCall is a streaming tool call whose arguments are still arriving.
@@ -21,12 +23,12 @@ type PendingCall struct {
 // arguments are still arriving, keyed by (stream id, tool-call id), never by
 // arrival order, so interleaved parallel calls are assembled correctly.
 //
-// Every change goes through one apply method (CallStarted, ChunkAppended,
-// CallCompleted, StreamEnded), each a deterministic function of the state
-// and its input, so that a durable owner can persist the input as an event
-// first and apply it after (and replay events on recovery). Snapshot and
-// Restore convert the whole state. The zero value is empty and ready; it is
-// not safe for concurrent use.
+// It is event-sourced: [Assembler.Decide] turns a frame into an [Event]
+// without changing anything, and [PendingCalls.Apply] is the one method
+// that changes the state, a deterministic function of the state and the
+// event. A durable owner persists the event first and applies it after,
+// and replays stored events through the same Apply on recovery. The zero
+// value is empty and ready; it is not safe for concurrent use.
 type PendingCalls struct {
 	calls    map[callKey]*PendingCall
 	bySeq    map[uint64]*PendingCall
@@ -46,6 +48,15 @@ func (p *PendingCalls) Has(streamID, toolCallID string) bool {
 // InStream is the number of pending calls of a stream.
 func (p *PendingCalls) InStream(streamID string) int { return p.byStream[streamID] }
 
+// SeqOf returns the Seq of a pending call.
+func (p *PendingCalls) SeqOf(streamID, toolCallID string) (seq uint64, ok bool) {
+	c, ok := p.calls[callKey{streamID, toolCallID}]
+	if !ok {
+		return 0, false
+	}
+	return c.Seq, true
+}
+
 func (p *PendingCalls) counted(streamID string, delta int) {
 	if p.byStream == nil {
 		p.byStream = map[string]int{}
@@ -57,24 +68,6 @@ func (p *PendingCalls) counted(streamID string, delta int) {
 	}
 }
 
-// CallStarted registers a streaming call. It reports false (and changes
-// nothing) when a call with that id is already pending in the stream.
-func (p *PendingCalls) CallStarted(streamID, toolCallID, name string, index uint32) bool {
-	k := callKey{streamID, toolCallID}
-	if _, dup := p.calls[k]; dup {
-		return false
-	}
-	if p.calls == nil {
-		p.calls = map[callKey]*PendingCall{}
-	}
-	p.seq++
-	c := &PendingCall{Seq: p.seq, StreamID: streamID, ToolCallID: toolCallID, Name: name, Index: index}
-	p.calls[k] = c
-	p.indexed(c)
-	p.counted(streamID, 1)
-	return true
-}
-
 func (p *PendingCalls) indexed(c *PendingCall) {
 	if p.bySeq == nil {
 		p.bySeq = map[uint64]*PendingCall{}
@@ -82,66 +75,16 @@ func (p *PendingCalls) indexed(c *PendingCall) {
 	p.bySeq[c.Seq] = c
 }
 
-// SeqOf returns the Seq of a pending call.
-func (p *PendingCalls) SeqOf(streamID, toolCallID string) (seq uint64, ok bool) {
-	c, ok := p.calls[callKey{streamID, toolCallID}]
-	if !ok {
-		return 0, false
-	}
-	return c.Seq, true
-}
-
-// ChunkAppendedSeq is ChunkAppended for the call with that Seq.
-func (p *PendingCalls) ChunkAppendedSeq(seq uint64, chunk string) bool {
-	c, ok := p.bySeq[seq]
-	if !ok {
-		return false
-	}
-	c.Args = append(c.Args, chunk...)
-	return true
-}
-
-// ChunkAppended adds a piece of arguments to a pending call. It reports
-// false when no such call is pending (the chunk is then dropped).
-func (p *PendingCalls) ChunkAppended(streamID, toolCallID, chunk string) bool {
-	c, ok := p.calls[callKey{streamID, toolCallID}]
-	if !ok {
-		return false
-	}
-	c.Args = append(c.Args, chunk...)
-	return true
-}
-
-// CallCompleted removes a pending call and returns it with its complete
-// arguments; ok is false when no such call is pending.
-func (p *PendingCalls) CallCompleted(streamID, toolCallID string) (call PendingCall, ok bool) {
-	k := callKey{streamID, toolCallID}
-	c, ok := p.calls[k]
-	if !ok {
-		return PendingCall{}, false
-	}
-	delete(p.calls, k)
-	delete(p.bySeq, c.Seq)
-	p.counted(streamID, -1)
-	return *c, true
-}
-
-// StreamEnded removes and returns the calls of a stream that never
-// completed, in the order they started.
-func (p *PendingCalls) StreamEnded(streamID string) []PendingCall {
-	if p.byStream[streamID] == 0 {
-		return nil
-	}
-	delete(p.byStream, streamID)
-	var out []PendingCall
+// inStream returns the pending calls of a stream (not copies), in the
+// order they started.
+func (p *PendingCalls) inStream(streamID string) []*PendingCall {
+	var out []*PendingCall
 	for k, c := range p.calls {
 		if k.stream == streamID {
-			out = append(out, *c)
-			delete(p.calls, k)
-			delete(p.bySeq, c.Seq)
+			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b *PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out
 }
 
@@ -157,23 +100,42 @@ func (p *PendingCalls) Snapshot() []PendingCall {
 	return out
 }
 
-// Restore replaces the state with calls (as returned by Snapshot).
-func (p *PendingCalls) Restore(calls []PendingCall) {
+// State returns the pending calls (as Snapshot) in their protobuf form,
+// for snapshots and [RestoreFrame]; an [Event] of kind EventRestored with
+// it brings any PendingCalls to the same state.
+func (p *PendingCalls) State() *messages.RouterState {
+	calls := p.Snapshot()
+	st := &messages.RouterState{Calls: make([]*messages.PendingToolCall, len(calls)), LastSeq: p.seq}
+	for i, c := range calls {
+		st.Calls[i] = &messages.PendingToolCall{Seq: c.Seq, StreamId: c.StreamID, ToolCallId: c.ToolCallID,
+			Name: c.Name, Index: c.Index, Args: c.Args}
+	}
+	return st
+}
+
+// restore replaces the state with st's calls (Apply of EventRestored).
+// A call repeated in st (same stream and id) keeps its last entry.
+func (p *PendingCalls) restore(st *messages.RouterState) {
+	calls := st.GetCalls()
 	p.calls = make(map[callKey]*PendingCall, len(calls))
 	p.byStream = map[string]int{}
 	p.bySeq = make(map[uint64]*PendingCall, len(calls))
-	p.seq = 0
-	for _, c := range calls {
-		cp := c
-		cp.Args = slices.Clone(c.Args)
+	p.seq = st.GetLastSeq()
+	for _, m := range calls {
+		c := &PendingCall{Seq: m.GetSeq(), StreamID: m.GetStreamId(), ToolCallID: m.GetToolCallId(),
+			Name: m.GetName(), Index: m.GetIndex(), Args: slices.Clone(m.GetArgs())}
 		k := callKey{c.StreamID, c.ToolCallID}
 		if old, dup := p.calls[k]; dup {
 			delete(p.bySeq, old.Seq)
 		} else {
 			p.counted(c.StreamID, 1)
 		}
-		p.calls[k] = &cp
-		p.indexed(&cp)
+		if old, dup := p.bySeq[c.Seq]; dup && old != c { // two calls claim one seq: the later wins it
+			delete(p.calls, callKey{old.StreamID, old.ToolCallID})
+			p.counted(old.StreamID, -1)
+		}
+		p.calls[k] = c
+		p.indexed(c)
 		p.seq = max(p.seq, c.Seq)
 	}
 }

@@ -162,7 +162,12 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 
 // Response implements actors.Wrapped.
 func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
-	for _, d := range r.asm.Step(f) {
+	r.act(c, r.asm.Step(f))
+}
+
+// act carries out the decisions about one response frame.
+func (r *routerLogic) act(c actors.WrapperContext, decisions []Decision) {
+	for _, d := range decisions {
 		switch d.Kind {
 		case Run:
 			r.d.run(c, d.Frame)

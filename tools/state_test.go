@@ -41,31 +41,44 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
+func started(stream, id, name string, index uint32) tools.Event {
+	return tools.Event{Kind: tools.EventCallStarted, StreamID: stream, ToolCallID: id, Name: name, Index: index}
+}
+
+func chunk(p *tools.PendingCalls, stream, id, text string) bool {
+	seq, ok := p.SeqOf(stream, id)
+	if ok {
+		p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: seq, Chunk: text})
+	}
+	return ok
+}
+
 func TestPendingCalls_SnapshotRestore(t *testing.T) {
 	var p tools.PendingCalls
-	if !p.CallStarted("s", "a", "read", 0) || !p.CallStarted("s", "b", "write", 1) || p.CallStarted("s", "a", "read", 0) {
-		t.Fatal("CallStarted")
+	p.Apply(started("s", "a", "read", 0))
+	p.Apply(started("s", "b", "write", 1))
+	p.Apply(started("s", "a", "other", 0)) // already pending: no change
+	if p.Len() != 2 || p.Snapshot()[0].Name != "read" {
+		t.Fatalf("started: %+v", p.Snapshot())
 	}
-	p.ChunkAppended("s", "b", `{"pa`)
-	p.ChunkAppended("s", "a", `{"x":`)
-	if p.ChunkAppended("s", "zz", "lost") {
-		t.Fatal("chunk for an unknown call accepted")
-	}
-	snap := p.Snapshot()
+	chunk(&p, "s", "b", `{"pa`)
+	chunk(&p, "s", "a", `{"x":`)
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: 99, Chunk: "lost"})
 	var q tools.PendingCalls
-	q.Restore(snap)
-	p.ChunkAppended("s", "a", "1}") // the snapshot is a copy
-	q.ChunkAppended("s", "a", "2}")
-	a, _ := q.CallCompleted("s", "a")
-	if string(a.Args) != `{"x":2}` || a.Name != "read" {
+	q.Apply(tools.Event{Kind: tools.EventRestored, State: p.State()})
+	chunk(&p, "s", "a", "1}") // the restored state is a copy
+	chunk(&q, "s", "a", "2}")
+	if a := q.Snapshot()[0]; string(a.Args) != `{"x":2}` || a.Name != "read" {
 		t.Fatalf("restored call %+v", a)
 	}
-	if !q.CallStarted("s", "c", "x", 2) {
-		t.Fatal("start after restore")
+	q.Apply(tools.Event{Kind: tools.EventCallCompleted, StreamID: "s", ToolCallID: "a"})
+	q.Apply(started("s", "c", "x", 2))
+	if got := q.Snapshot(); len(got) != 2 || got[0].ToolCallID != "b" || got[1].ToolCallID != "c" || got[1].Seq != 3 {
+		t.Fatalf("after complete and start: %+v", got)
 	}
-	ended := q.StreamEnded("s")
-	if len(ended) != 2 || ended[0].ToolCallID != "b" || ended[1].ToolCallID != "c" || q.Len() != 0 {
-		t.Fatalf("StreamEnded %+v", ended)
+	q.Apply(tools.Event{Kind: tools.EventStreamEnded, StreamID: "s"})
+	if q.Len() != 0 || q.InStream("s") != 0 {
+		t.Fatalf("stream ended, left %+v", q.Snapshot())
 	}
 }
 

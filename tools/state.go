@@ -1,0 +1,194 @@
+package tools
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// EventKind names the change an [Event] makes to [PendingCalls].
+type EventKind uint8
+
+// The changes of [PendingCalls].
+const (
+	// EventNone is the zero Event: it changes nothing.
+	EventNone EventKind = iota
+	// EventCallStarted registers a streaming call (StreamID, ToolCallID,
+	// Name, Index); the call gets the next Seq.
+	EventCallStarted
+	// EventChunkAppended adds Chunk to the arguments of the call with Seq.
+	EventChunkAppended
+	// EventCallCompleted removes the call (StreamID, ToolCallID): its
+	// arguments are complete and it runs.
+	EventCallCompleted
+	// EventStreamEnded removes the calls of StreamID that never completed
+	// (they are answered with error results).
+	EventStreamEnded
+	// EventRestored replaces every pending call with State (a snapshot
+	// loaded at recovery, or a restore frame's).
+	EventRestored
+)
+
+// Event is one change of a router's pending calls: what [Assembler.Decide]
+// produces from a frame, what a durable router persists, and what
+// [PendingCalls.Apply] applies, live and at recovery alike.
+type Event struct {
+	Kind       EventKind
+	StreamID   string
+	ToolCallID string
+	Name       string
+	Index      uint32
+	// Seq names the call of a chunk.
+	Seq   uint64
+	Chunk string
+	// State is the whole state of EventRestored.
+	State *messages.RouterState
+
+	call *PendingCall // the call Decide found for a chunk: saves Apply a lookup
+}
+
+// Apply changes the state by one event. It is the only way the state
+// changes: a durable router persists the events [Assembler.Decide]
+// returns and then applies them here, and replays stored events through
+// here at recovery, so the two cannot drift apart. Applying an event that
+// does not fit the state (a chunk or completion for a call that is not
+// pending, a call that is already pending) changes nothing; Decide never
+// produces one.
+func (p *PendingCalls) Apply(e Event) {
+	switch e.Kind {
+	case EventCallStarted:
+		k := callKey{e.StreamID, e.ToolCallID}
+		if _, dup := p.calls[k]; dup {
+			return
+		}
+		if p.calls == nil {
+			p.calls = map[callKey]*PendingCall{}
+		}
+		p.seq++
+		c := &PendingCall{Seq: p.seq, StreamID: e.StreamID, ToolCallID: e.ToolCallID, Name: e.Name, Index: e.Index}
+		p.calls[k] = c
+		p.indexed(c)
+		p.counted(e.StreamID, 1)
+	case EventChunkAppended:
+		c := e.call
+		if c == nil || c.Seq != e.Seq {
+			if c = p.bySeq[e.Seq]; c == nil {
+				return
+			}
+		}
+		c.Args = append(c.Args, e.Chunk...)
+	case EventCallCompleted:
+		k := callKey{e.StreamID, e.ToolCallID}
+		c, ok := p.calls[k]
+		if !ok {
+			return
+		}
+		delete(p.calls, k)
+		delete(p.bySeq, c.Seq)
+		p.counted(e.StreamID, -1)
+	case EventStreamEnded:
+		if p.byStream[e.StreamID] == 0 {
+			return
+		}
+		delete(p.byStream, e.StreamID)
+		for k, c := range p.calls {
+			if k.stream == e.StreamID {
+				delete(p.calls, k)
+				delete(p.bySeq, c.Seq)
+			}
+		}
+	case EventRestored:
+		p.restore(e.State)
+	}
+}
+
+// Decide says what one response frame does, without changing anything:
+// the event it makes (Kind EventNone when it changes nothing) and what to
+// do with the frame and the calls it concerns (see [Assembler.Step]). The
+// decisions are valid until the next call of Decide or Step. Applying the
+// event with [PendingCalls.Apply] brings the state where the decisions
+// assume it is.
+func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
+	p := &a.Pending
+	out := a.out[:0]
+	var ev Event
+	switch {
+	case f.IsStreamingToolCall():
+		if !p.Has(f.GetStreamId(), f.GetToolCallId()) {
+			ev = Event{Kind: EventCallStarted, StreamID: f.GetStreamId(), ToolCallID: f.GetToolCallId(),
+				Name: f.GetName(), Index: f.GetMeta().GetIndex()}
+		}
+	case f.GetType() == messages.FrameType_TOOL_CALL:
+		out = append(out, Decision{Kind: Run, Frame: f})
+	case f.IsToolArgChunk():
+		if c, ok := p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]; ok {
+			ev = Event{Kind: EventChunkAppended, Seq: c.Seq, Chunk: f.GetText(), call: c}
+		}
+	case f.IsToolComplete():
+		if c, ok := p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]; ok {
+			ev = Event{Kind: EventCallCompleted, StreamID: f.GetStreamId(), ToolCallID: f.GetToolCallId()}
+			out = append(out, Decision{Kind: Run, Frame: c.frame()})
+		}
+	case f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR:
+		if p.InStream(f.GetStreamId()) > 0 {
+			ev = Event{Kind: EventStreamEnded, StreamID: f.GetStreamId()}
+			for _, pc := range p.inStream(f.GetStreamId()) {
+				out = append(out, Decision{Kind: Reject, Frame: pc.frame(), Message: fmt.Sprintf(
+					"invalid arguments for tool %q: the stream ended before the arguments were complete", pc.Name)})
+			}
+		}
+		out = append(out, Decision{Kind: Pass, Frame: f})
+	default:
+		out = append(out, Decision{Kind: Pass, Frame: f})
+	}
+	a.out = out
+	return ev, out
+}
+
+// routerEvents holds the protobuf form of router events for persisting;
+// the chunk message is reused (a provider encodes it at once).
+type routerEvents struct {
+	chunk messages.RouterChunkAppended
+}
+
+// message returns the protobuf event that stores e.
+func (b *routerEvents) message(e Event) proto.Message {
+	switch e.Kind {
+	case EventCallStarted:
+		return &messages.RouterCallStarted{StreamId: e.StreamID, ToolCallId: e.ToolCallID, Name: e.Name, Index: e.Index}
+	case EventChunkAppended:
+		b.chunk.Seq, b.chunk.Chunk = e.Seq, e.Chunk
+		return &b.chunk
+	case EventCallCompleted:
+		return &messages.RouterCallCompleted{StreamId: e.StreamID, ToolCallId: e.ToolCallID}
+	case EventStreamEnded:
+		return &messages.RouterStreamEnded{StreamId: e.StreamID}
+	case EventRestored:
+		return &messages.RouterRestored{State: e.State}
+	}
+	panic(fmt.Sprintf("router event of kind %d has no stored form", e.Kind))
+}
+
+// eventOf returns the event a stored router message holds: one of the
+// router events, or a snapshot (messages.RouterState) as EventRestored.
+// ok is false for any other message.
+func eventOf(msg any) (e Event, ok bool) {
+	switch m := msg.(type) {
+	case *messages.RouterState:
+		return Event{Kind: EventRestored, State: m}, true
+	case *messages.RouterCallStarted:
+		return Event{Kind: EventCallStarted, StreamID: m.GetStreamId(), ToolCallID: m.GetToolCallId(),
+			Name: m.GetName(), Index: m.GetIndex()}, true
+	case *messages.RouterChunkAppended:
+		return Event{Kind: EventChunkAppended, Seq: m.GetSeq(), Chunk: m.GetChunk()}, true
+	case *messages.RouterCallCompleted:
+		return Event{Kind: EventCallCompleted, StreamID: m.GetStreamId(), ToolCallID: m.GetToolCallId()}, true
+	case *messages.RouterStreamEnded:
+		return Event{Kind: EventStreamEnded, StreamID: m.GetStreamId()}, true
+	case *messages.RouterRestored:
+		return Event{Kind: EventRestored, State: m.GetState()}, true
+	}
+	return Event{}, false
+}

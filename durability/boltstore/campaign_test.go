@@ -15,11 +15,13 @@ import (
 )
 
 // campaignFile writes a store of sessions sessions: the first phase of the
-// dataset checkpointed, the second left in the log by a crash. It returns
-// the dataset and the file's bytes.
+// dataset checkpointed, the second (the last events of one session in
+// ten) left in the log by a crash. It returns the dataset and the file's
+// bytes.
 func campaignFile(t *testing.T, sessions int) (*durabilitytest.Dataset, []byte) {
 	t.Helper()
 	d := durabilitytest.NewDataset(42, sessions, 10)
+	d.Tail = max(sessions/10, 1)
 	path := filepath.Join(t.TempDir(), "campaign.db")
 	s, err := Open(path, &Options{NoSync: true})
 	if err != nil {
@@ -48,7 +50,7 @@ func campaignFile(t *testing.T, sessions int) (*durabilitytest.Dataset, []byte) 
 // returns different data.
 func campaign(t *testing.T, d *durabilitytest.Dataset, orig []byte, seeds int, mutate func(rng *rand.Rand, b []byte) ([]byte, string)) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := memDir(t)
 	var refused, opened, intact int
 	var total durabilitytest.Outcome
 	reasons := map[string]int{}
@@ -92,6 +94,19 @@ func campaign(t *testing.T, d *durabilitytest.Dataset, orig []byte, seeds int, m
 	if total.Different != 0 {
 		t.Errorf("%d reads returned different data without an error", total.Different)
 	}
+}
+
+// memDir returns a temporary directory in memory (/dev/shm) when the
+// system has one, else on disk: a campaign writes and opens hundreds of
+// files, and the disk adds only time.
+func memDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "boltstore-campaign-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // openReason shortens an Open error to what kind of damage it found.

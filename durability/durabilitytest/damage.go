@@ -19,6 +19,9 @@ import (
 // the first and leave the second in a log (crash).
 type Dataset struct {
 	Sessions []Session
+	// Tail, if positive, limits the second phase to the first Tail
+	// sessions: the others are written whole in the first.
+	Tail int
 }
 
 // Session is one actor's expected state in a [Dataset]: its newest
@@ -62,12 +65,16 @@ func NewDataset(seed uint64, sessions, events int) *Dataset {
 
 // Write persists phase 0 (events below the snapshot, the snapshot, and
 // all but the last two events) or phase 1 (the last two events, as one
-// batch) of every session.
+// batch) of every session (see Tail).
 func (d *Dataset) Write(t testing.TB, s durability.Store, phase int) {
 	t.Helper()
 	ctx := t.Context()
-	for _, se := range d.Sessions {
+	for k, se := range d.Sessions {
 		at := se.Snapshot.Index
+		inTail := d.Tail <= 0 || k < d.Tail
+		if phase == 1 && !inTail {
+			continue
+		}
 		if phase == 1 {
 			n := len(se.Events)
 			if err := s.PersistEvents(ctx, se.Name, at+uint64(n-2), se.Events[n-2:]); err != nil {
@@ -87,7 +94,11 @@ func (d *Dataset) Write(t testing.TB, s durability.Store, phase int) {
 		if err := s.PersistSnapshot(ctx, se.Name, at, se.Snapshot.Data); err != nil {
 			t.Fatalf("PersistSnapshot(%q): %v", se.Name, err)
 		}
-		for i, e := range se.Events[:len(se.Events)-2] {
+		rest := se.Events
+		if inTail {
+			rest = rest[:len(rest)-2]
+		}
+		for i, e := range rest {
 			if err := s.PersistEvent(ctx, se.Name, at+uint64(i), e); err != nil {
 				t.Fatalf("PersistEvent(%q, %d): %v", se.Name, at+uint64(i), err)
 			}

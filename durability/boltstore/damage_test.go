@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -152,4 +153,50 @@ func TestDamagedFiles(t *testing.T) {
 	t.Run("UnreplayedLog", func(t *testing.T) {
 		durabilitytest.RunDamagedFiles(t, durabilitytest.FileStore{Open: open, Crash: func(t *testing.T, s durability.Store) { crash(t, s.(*Store)) }}, 40)
 	})
+}
+
+// TestVerify_DamagedLog damages a log entry of a file left by a crash:
+// Open refuses the file naming the log entry; Verify reports the entry and
+// lists the actors the buckets still hold.
+func TestVerify_DamagedLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := durabilitytest.NewDataset(3, 5, 8)
+	d.Tail = 2
+	d.Write(t, s, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	d.Write(t, s, 1)
+	crash(t, s)
+	se := d.Sessions[1]
+	last := se.Snapshot.Index + uint64(len(se.Events)) - 1
+	damageRecord(t, path, se.Name, durability.RecordEvent, last, 0, true)
+
+	_, err = Open(path, &Options{NoSync: true})
+	var de *durability.DamageError
+	if !errors.As(err, &de) || de.What != "log entry" || !de.HasIndex {
+		t.Fatalf("Open of a file with a damaged log entry: %v, want a DamageError naming the log entry", err)
+	}
+	r, err := Verify(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intact() || len(r.Problems) != 1 || !errors.As(r.Problems[0], &de) || de.What != "log entry" {
+		t.Errorf("Verify problems = %v, want the damaged log entry", r.Problems)
+	}
+	if r.LogEntries == 0 || len(r.Actors) != len(d.Sessions) {
+		t.Errorf("Verify: %d intact log entries, %d actors; want some entries and %d actors", r.LogEntries, len(r.Actors), len(d.Sessions))
+	}
+	for _, a := range r.Actors {
+		if len(a.Damaged) > 0 || a.Snapshots != 1 || a.Events == 0 {
+			t.Errorf("actor %q: %+v, want intact with a snapshot and events", a.Name, a)
+		}
+	}
 }

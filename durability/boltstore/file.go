@@ -165,6 +165,9 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != branchPage && fl != leafPage {
 		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
 	}
+	if err := checkTree(f, path, m); err != nil {
+		return meta{}, err
+	}
 	if m.freelist == noFreelist {
 		return m, nil
 	}
@@ -311,4 +314,103 @@ func guard(path, doing string, data func() uintptr, fn func() error) (err error)
 // for guard.
 func boltInfo(db *bolt.DB) func() uintptr {
 	return func() uintptr { return safeBase(db) }
+}
+
+// checkTree walks the B+tree of the file from the root bucket's page, as
+// bbolt would reach it, and checks what bbolt reads without checks of its
+// own: that every page reached is a branch or leaf page inside the high
+// water mark and reached once, and that every element's key and value,
+// and every inline bucket's page, lie inside their page. bbolt indexes
+// into pages with unchecked pointer arithmetic, so these are the damages
+// that make it read outside a page. It reads each page in use once.
+func checkTree(f *os.File, path string, m meta) error {
+	ps := int64(m.pageSize)
+	seen := make(map[uint64]bool)
+	var walkPage func(id uint64, depth int) error
+	var walkElems func(p []byte, id uint64, off int64, depth int) error
+	walkPage = func(id uint64, depth int) error {
+		off := int64(id) * ps
+		if id < 2 || id >= m.pgid {
+			return damaged(path, "page", -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
+		}
+		var hdr [pageHeaderSize]byte
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
+		}
+		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+		if id+overflow >= m.pgid {
+			return damaged(path, "page", off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
+		}
+		for p := id; p <= id+overflow; p++ {
+			if seen[p] {
+				return damaged(path, "page", off, "page %d is reached twice in the tree", p)
+			}
+			seen[p] = true
+		}
+		buf := make([]byte, int64(overflow+1)*ps)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
+		}
+		return walkElems(buf, id, off, depth)
+	}
+	walkElems = func(p []byte, id uint64, off int64, depth int) error {
+		if depth > 64 {
+			return damaged(path, "page", off, "page %d: the tree is deeper than 64 levels", id)
+		}
+		if len(p) < pageHeaderSize {
+			return damaged(path, "page", off, "page %d: shorter than a page header", id)
+		}
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		if flags != branchPage && flags != leafPage {
+			return damaged(path, "page", off, "page %d has flags %#x, not a branch or leaf page", id, flags)
+		}
+		if flags == branchPage && count == 0 {
+			return damaged(path, "page", off, "branch page %d has no elements", id)
+		}
+		if pageHeaderSize+16*count > len(p) {
+			return damaged(path, "page", off, "page %d: %d elements do not fit in it", id, count)
+		}
+		for i := range count {
+			e := pageHeaderSize + 16*i
+			el := p[e : e+16]
+			if flags == branchPage {
+				pos, ksize := int(binary.LittleEndian.Uint32(el)), int(binary.LittleEndian.Uint32(el[4:]))
+				if e+pos+ksize > len(p) || ksize == 0 {
+					return damaged(path, "page", off, "branch page %d, element %d: key outside the page", id, i)
+				}
+				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			eflags := binary.LittleEndian.Uint32(el)
+			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
+			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
+				return damaged(path, "page", off, "leaf page %d, element %d: key or value outside the page", id, i)
+			}
+			if eflags&^1 != 0 {
+				return damaged(path, "page", off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
+			}
+			if eflags&1 == 0 {
+				continue
+			}
+			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if len(v) < 16 {
+				return damaged(path, "page", off, "leaf page %d, element %d: bucket header cut short", id, i)
+			}
+			root := binary.LittleEndian.Uint64(v)
+			var err error
+			if root == 0 {
+				err = walkElems(v[16:], id, off, depth+1)
+			} else {
+				err = walkPage(root, depth+1)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walkPage(m.root, 0)
 }

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // RunCommand runs in.Command with `sh -c` in the workspace directory and
@@ -68,14 +71,20 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	stopCtx()
 	stopOnClose()
 	res.Command = in.Command
+	res.Sandboxed = p.sb != nil
 	switch cause {
 	case stopTimeout:
 		res.TimedOut = true
+		res.StoppedBy = StoppedByTimeout
 		res.ExitCode = TimeoutExitCode
 		res.Error = fmt.Sprintf("command timed out after %s and was killed", w.opts.CommandTimeout)
 	case stopCancel:
+		res.StoppedBy = StoppedByCancel
+		res.Error = "command was cancelled and killed"
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
 	case stopClose:
+		res.StoppedBy = StoppedByClose
+		res.Error = "the workspace was closed and the command killed"
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
 	return res, nil
@@ -96,8 +105,10 @@ const (
 // read ends of its output pipes.
 type process struct {
 	cmd            *exec.Cmd
+	sb             *sandbox.Process // nil when unsandboxed; cmd is then the shell
 	pgid           int
-	pidfd          int
+	pidfd          int        // readable once the shell (or helper) has exited
+	waited         chan error // non-Linux: the result of the Wait that watchExit started
 	stdout, stderr *stream
 
 	mu       sync.Mutex // guards the fields below and signalling the group
@@ -106,10 +117,11 @@ type process struct {
 	killLate *time.Timer
 }
 
-// start starts the shell in a new session with our own pipes. The read
-// ends stay out of the runtime's poller: the calling goroutine drains them
-// and watches the shell with one poll(2) loop, which costs no goroutines
-// and no handoffs between them.
+// start starts the shell, in the sandbox when the workspace has one, in
+// a new session otherwise, with our own pipes. The read ends stay out of
+// the runtime's poller: the calling goroutine drains them and watches the
+// shell (or the sandbox's helper) with one poll(2) loop, which costs no
+// goroutines and no handoffs between them.
 func (w *Workspace) start(command string) (*process, error) {
 	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
 	if err != nil {
@@ -121,13 +133,21 @@ func (w *Workspace) start(command string) (*process, error) {
 		outW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(w.shell, "-c", command)
-	cmd.Dir = w.dir
-	cmd.Env = w.env
-	cmd.Stdout = outW
-	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
+	p := &process{stdout: stdout, stderr: stderr}
+	if w.sandbox != nil {
+		p.sb, err = sandbox.Start(*w.sandbox, w.rootDir, w.shell, command, w.env, outW, errW)
+		if err == nil {
+			p.cmd = p.sb.Cmd
+		}
+	} else {
+		p.cmd = exec.Command(w.shell, "-c", command)
+		p.cmd.Dir = w.startDir()
+		p.cmd.Env = w.env
+		p.cmd.Stdout = outW
+		p.cmd.Stderr = errW
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		err = p.cmd.Start()
+	}
 	// The child has its copies of the write ends (or never will); ours
 	// must close so that the reads see EOF once the group is gone.
 	outW.Close()
@@ -137,15 +157,18 @@ func (w *Workspace) start(command string) (*process, error) {
 		stderr.close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, stdout: stdout, stderr: stderr}
-	// The shell cannot be reaped before Wait, so its pid names it here.
-	p.pidfd, err = unix.PidfdOpen(p.pgid, 0)
-	if err != nil {
+	if w.hookStarted != nil {
+		w.hookStarted(p.cmd.Process.Pid)
+	}
+	p.pgid = p.cmd.Process.Pid
+	// The shell (or helper) cannot be reaped before Wait, so its pid
+	// names it here.
+	if err = p.watchExit(); err != nil {
 		p.pidfd = -1
 		p.kill()
-		_ = cmd.Wait()
+		_ = p.wait()
 		p.release()
-		return nil, fmt.Errorf("pidfd_open (Linux 5.3 or later is needed): %w", err)
+		return nil, err
 	}
 	return p, nil
 }
@@ -160,7 +183,11 @@ func (p *process) terminate(cause stopCause, grace time.Duration) {
 		return
 	}
 	p.cause = cause
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	if p.sb != nil {
+		p.sb.Terminate()
+	} else {
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	}
 	p.killLate = time.AfterFunc(grace, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -238,13 +265,20 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 	}
 }
 
-// finish kills what is left, reaps the shell and builds the result.
+// finish kills what is left, reaps the shell (or the helper) and builds
+// the result.
 func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	complete := p.drain(w.opts.WaitDelay, w.log)
 	p.mu.Lock()
 	cause := p.cause
 	p.mu.Unlock()
-	if err := p.cmd.Wait(); err != nil {
+	var exit sandbox.Exit
+	var sbErr error
+	if p.sb != nil {
+		// The helper has exited: its report is complete.
+		exit, sbErr = p.sb.Finish()
+	}
+	if err := p.wait(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			w.log.Warn("run_command: wait", "pid", p.pgid, "err", err)
@@ -258,7 +292,40 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		Stderr:          p.stderr.String(),
 		StdoutTruncated: p.stdout.truncated(),
 		StderrTruncated: p.stderr.truncated(),
-		ExitCode:        exitCode(p.cmd.ProcessState),
+	}
+	sig := 0
+	switch {
+	case p.sb == nil:
+		res.ExitCode, sig = exitStatus(p.cmd.ProcessState)
+	case sbErr != nil:
+		// The helper was killed (by us, at the timeout or on cancel or
+		// close, which the caller reports) or failed: the whole sandbox
+		// went with it.
+		res.ExitCode, sig = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+		if cause == stopNone {
+			res.Error = "the command's sandbox failed and everything in it was killed: " + sbErr.Error()
+			res.StoppedBy = StoppedBySandbox
+			w.log.Warn("run_command: sandbox", "err", sbErr)
+		}
+	case exit.Signal != 0:
+		res.ExitCode, sig = 128+exit.Signal, exit.Signal
+	default:
+		res.ExitCode = exit.Code
+	}
+	if sig != 0 {
+		res.Signal = signalName(sig)
+	}
+	if p.sb != nil && cause == stopNone {
+		// A shell killed by, or reporting a child killed by, the signal
+		// of a resource limit was stopped by that limit.
+		switch res.ExitCode {
+		case 128 + int(syscall.SIGXCPU):
+			res.StoppedBy = StoppedByCPULimit
+			res.Error = fmt.Sprintf("the command used up its CPU time limit (%s per process) and was killed", w.sandbox.Limits.MaxCPUTime)
+		case 128 + int(syscall.SIGXFSZ):
+			res.StoppedBy = StoppedByFileSizeLimit
+			res.Error = fmt.Sprintf("the command wrote past the file size limit (%d bytes) and was killed", w.sandbox.Limits.MaxFileSize)
+		}
 	}
 	if !complete {
 		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
@@ -277,17 +344,25 @@ func (p *process) release() {
 	p.stderr.close()
 }
 
-// exitCode maps the shell's wait status to the seed's exit code, with
-// 128+N for death by signal N as shells report it. A shell that could not
-// be waited for reports -1.
-func exitCode(ps *os.ProcessState) int {
+// exitStatus maps the shell's wait status to the seed's exit code, with
+// 128+N for death by signal N as shells report it, and that signal. A
+// shell that could not be waited for reports -1.
+func exitStatus(ps *os.ProcessState) (code, signal int) {
 	if ps == nil {
-		return -1
+		return -1, 0
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ps.ExitCode(), 0
+}
+
+// signalName is "SIGKILL" for 9: the name the model and logs read.
+func signalName(sig int) string {
+	if name := unix.SignalName(syscall.Signal(sig)); name != "" {
+		return name
+	}
+	return "signal " + strconv.Itoa(sig)
 }
 
 // stream is the read end of one output pipe and what was kept from it:
@@ -306,8 +381,8 @@ type stream struct {
 // blocking, outside the runtime poller) and its write end for the child
 // (blocking, as programs expect).
 func newStream(max int) (*stream, *os.File, error) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	p, err := cloexecPipe()
+	if err != nil {
 		return nil, nil, fmt.Errorf("output pipe: %w", err)
 	}
 	if err := unix.SetNonblock(p[0], true); err != nil {

@@ -17,7 +17,7 @@ import (
 
 // commandOptions keeps the command tests fast: short timeouts and grace.
 func commandOptions() *Options {
-	return &Options{CommandTimeout: 10 * time.Second, KillGrace: 100 * time.Millisecond, WaitDelay: 200 * time.Millisecond}
+	return &Options{CommandTimeout: 10 * time.Second, KillGrace: 100 * time.Millisecond, WaitDelay: 200 * time.Millisecond, Sandbox: SandboxOff}
 }
 
 // pidPrefix makes every test command record its shell's pid, which is

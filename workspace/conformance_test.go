@@ -5,20 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
-// The three tools, as tools.WorkspaceTools binds them for routers and
+// The three tools, as Tools binds them for routers and
 // loops, pass the tools conformance suite.
-func TestWorkspaceTools_Conformance(t *testing.T) {
+func TestTools_Conformance(t *testing.T) {
 	ws, err := workspace.New(t.TempDir(), &workspace.Options{CommandTimeout: 10 * time.Second, KillGrace: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	bound, err := tools.WorkspaceTools(ws)
+	bound, err := workspace.Tools(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,7 @@ func TestWorkspaceTools_Conformance(t *testing.T) {
 		},
 	}
 	if len(bound) != len(opts) {
-		t.Fatalf("WorkspaceTools bound %d tools, want %d", len(bound), len(opts))
+		t.Fatalf("Tools bound %d tools, want %d", len(bound), len(opts))
 	}
 	for _, tool := range bound {
 		o, ok := opts[tool.Name()]

@@ -144,6 +144,16 @@ func (r WriteFileResult) MarshalJSON() ([]byte, error) {
 	}{false, r.Error})
 }
 
+// Values of [RunCommandResult.StoppedBy].
+const (
+	StoppedByTimeout       = "timeout"
+	StoppedByCancel        = "cancelled"
+	StoppedByClose         = "workspace closed"
+	StoppedByCPULimit      = "cpu time limit"
+	StoppedByFileSizeLimit = "file size limit"
+	StoppedBySandbox       = "sandbox failure"
+)
+
 // TimeoutExitCode is the exit code reported for a command that ran past
 // its timeout and was killed, as coreutils timeout(1) reports it.
 const TimeoutExitCode = 124
@@ -175,6 +185,16 @@ type RunCommandResult struct {
 	StderrTruncated bool `json:"stderrTruncated,omitempty"`
 	TimedOut        bool `json:"timedOut,omitempty"`
 
+	// Signal names the signal that killed the shell ("SIGKILL"), when
+	// one did; ExitCode is then 128 plus its number.
+	Signal string `json:"signal,omitempty"`
+	// StoppedBy says what cut the command short, when something did:
+	// one of the StoppedBy constants. Error then says it in words.
+	StoppedBy string `json:"stoppedBy,omitempty"`
+	// Sandboxed says the command ran in the sandbox (see
+	// Workspace.Protections for what that included).
+	Sandboxed bool `json:"sandboxed,omitempty"`
+
 	// Reason says why the command did not run; empty when it ran.
 	Reason Reason `json:"-"`
 }
@@ -201,5 +221,9 @@ func (r RunCommandResult) MarshalJSON() ([]byte, error) {
 		StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
 		StderrTruncated bool    `json:"stderrTruncated,omitempty"`
 		TimedOut        bool    `json:"timedOut,omitempty"`
-	}{true, r.Command, r.Stdout, stderr, r.ExitCode, r.Error, r.StdoutTruncated, r.StderrTruncated, r.TimedOut})
+		Signal          string  `json:"signal,omitempty"`
+		StoppedBy       string  `json:"stoppedBy,omitempty"`
+		Sandboxed       bool    `json:"sandboxed,omitempty"`
+	}{true, r.Command, r.Stdout, stderr, r.ExitCode, r.Error, r.StdoutTruncated, r.StderrTruncated, r.TimedOut,
+		r.Signal, r.StoppedBy, r.Sandboxed})
 }

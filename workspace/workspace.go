@@ -8,9 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // Tool names and descriptions, as a tool binding registers them. The names
@@ -28,7 +31,8 @@ const (
 		"The path is relative to the workspace root; missing parent directories are created."
 	RunCommandDescription = "Run a shell command (sh -c) in the workspace directory and return its " +
 		"exit code, stdout and stderr. Stdin is empty; output is capped per stream; the command and " +
-		"everything it started are killed when it finishes or times out."
+		"everything it started are killed when it finishes or times out. When the result says " +
+		"sandboxed, only the workspace and /tmp are writable and there is no network."
 )
 
 // Defaults applied for zero-valued [Options] fields.
@@ -40,6 +44,7 @@ const (
 	DefaultKillGrace      = 1 * time.Second
 	DefaultWaitDelay      = 1 * time.Second
 	DefaultShell          = "/bin/sh"
+	DefaultMaxWriteBytes  = 16 << 20
 
 	// defaultPath is used for commands when PATH is inherited but unset.
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
@@ -49,6 +54,36 @@ const (
 // from the current process when [Options.InheritEnv] is nil. HOME is not
 // inherited: it is always set to the workspace directory.
 var DefaultInheritEnv = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"}
+
+// Limits are the resource limits of sandboxed commands; see
+// [sandbox.Limits] for each field and its default.
+type Limits = sandbox.Limits
+
+// Protections says which protections are in force for a workspace's
+// commands; see [sandbox.Protections] and [Workspace.Protections].
+type Protections = sandbox.Protections
+
+// SandboxMode says whether commands run in the sandbox.
+type SandboxMode int
+
+const (
+	// SandboxAuto (the default) sandboxes commands where the kernel
+	// allows it and otherwise runs them unsandboxed, logging a warning
+	// and saying so in [Workspace.Protections].
+	SandboxAuto SandboxMode = iota
+	// SandboxRequired makes New fail when the sandbox, with every
+	// protection it sets up, is not available.
+	SandboxRequired
+	// SandboxOff runs commands without the sandbox: a new session and
+	// process group, killed as a group (see the package documentation
+	// for what that does not stop).
+	SandboxOff
+)
+
+// ErrSandboxUnavailable is wrapped by the error of New when the options
+// require the sandbox and it, or one of its protections, is not
+// available.
+var ErrSandboxUnavailable = errors.New("workspace: sandbox required but not available")
 
 // ErrClosed is returned by [Workspace.ReadFile], [Workspace.WriteFile] and
 // [Workspace.RunCommand] once [Workspace.Close] has been called, including
@@ -107,6 +142,33 @@ type Options struct {
 	// Shell runs commands as `Shell -c command` (default DefaultShell).
 	Shell string
 
+	// MaxWriteBytes caps the content of one write_file call in bytes
+	// (default DefaultMaxWriteBytes). A larger write is refused with
+	// ReasonTooLarge and writes nothing.
+	MaxWriteBytes int64
+
+	// Sandbox says whether commands run in the sandbox (default
+	// SandboxAuto: where the kernel allows it).
+	Sandbox SandboxMode
+
+	// AllowNetwork gives sandboxed commands the host's network. By
+	// default they have none.
+	AllowNetwork bool
+
+	// HidePaths lists absolute paths that sandboxed commands cannot see
+	// (an empty directory or an empty file stands in their place), for
+	// example the host user's home directory. Everything else outside
+	// the workspace stays readable, and read-only.
+	HidePaths []string
+
+	// Limits are the resource limits of sandboxed commands (zero fields
+	// mean the defaults of [sandbox.Limits]).
+	Limits Limits
+
+	// AllowSystemRoot lets New open "/" or a system directory such as
+	// /etc or /usr as the workspace root, which it refuses otherwise.
+	AllowSystemRoot bool
+
 	// Logger receives debug records for refusals and warnings for cleanup
 	// failures. Nil discards.
 	Logger *slog.Logger
@@ -121,7 +183,10 @@ type Options struct {
 // when done.
 type Workspace struct {
 	root     *os.Root
-	dir      string // absolute workspace directory: commands' cwd and HOME
+	rootDir  *os.File        // the root directory, opened through root: where commands start
+	dir      string          // absolute workspace directory, symbolic links resolved: HOME
+	sandbox  *sandbox.Config // nil: commands run unsandboxed
+	prot     Protections
 	opts     Options
 	exts     map[string]bool // lower-cased allowed extensions; nil = any
 	env      []string
@@ -135,6 +200,10 @@ type Workspace struct {
 	once     sync.Once
 	closeErr error
 
+	// hookStarted, when set by tests, is called with the pid of the
+	// shell or sandbox helper of each command once it started.
+	hookStarted func(pid int)
+
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
@@ -142,8 +211,17 @@ type Workspace struct {
 }
 
 // New opens the directory root as a workspace. root must exist and be a
-// directory; it is made absolute with [filepath.Abs]. The options are
-// validated and copied; see [Options] for the defaults.
+// directory; it is made absolute and its symbolic links are resolved
+// once, here: the file tools and commands use that very directory from
+// then on, even if a link on the way is changed. The empty path, "/" and
+// system directories (/etc, /usr, /proc, …) are refused unless
+// [Options.AllowSystemRoot] is set.
+//
+// Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox once
+// to learn which protections commands get ([Workspace.Protections]).
+// With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
+// is missing. The options are validated and copied; see [Options] for the
+// defaults.
 func New(root string, opts *Options) (*Workspace, error) {
 	var o Options
 	if opts != nil {
@@ -156,12 +234,27 @@ func New(root string, opts *Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace shell: %w", err)
 	}
-	dir, err := filepath.Abs(root)
+	if strings.TrimSpace(root) == "" {
+		return nil, errors.New("workspace root: empty path (use \".\" for the current directory)")
+	}
+	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
+	dir, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	if !o.AllowSystemRoot && isSystemDir(dir) {
+		return nil, fmt.Errorf("workspace root %s is a system directory; set Options.AllowSystemRoot to use it", dir)
+	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
+		return nil, fmt.Errorf("open workspace root: %w", err)
+	}
+	rootDir, err := r.Open(".")
+	if err != nil {
+		r.Close()
 		return nil, fmt.Errorf("open workspace root: %w", err)
 	}
 	closed, closeNow := context.WithCancel(context.Background())
@@ -169,6 +262,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		closed:   closed,
 		closeNow: closeNow,
 		root:     r,
+		rootDir:  rootDir,
 		dir:      dir,
 		opts:     o,
 		log:      o.Logger,
@@ -181,7 +275,63 @@ func New(root string, opts *Options) (*Workspace, error) {
 		}
 	}
 	w.env = buildEnv(o.InheritEnv, dir)
+	if err := w.setUpSandbox(); err != nil {
+		rootDir.Close()
+		r.Close()
+		return nil, err
+	}
 	return w, nil
+}
+
+// setUpSandbox probes the sandbox and decides how commands run.
+func (w *Workspace) setUpSandbox() error {
+	o := &w.opts
+	if o.Sandbox == SandboxOff {
+		w.prot = Protections{Missing: []string{"sandbox turned off by Options.Sandbox"}}
+		return nil
+	}
+	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits}.WithDefaults()
+	if err != nil {
+		return fmt.Errorf("workspace options: %w", err)
+	}
+	prot, err := sandbox.Probe(cfg, w.rootDir)
+	switch {
+	case err != nil && o.Sandbox == SandboxRequired:
+		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
+	case err != nil:
+		w.log.Warn("workspace: commands run WITHOUT a sandbox", "reason", err)
+		w.prot = prot
+		return nil
+	case !prot.Complete() && o.Sandbox == SandboxRequired:
+		return fmt.Errorf("%w: %s", ErrSandboxUnavailable, strings.Join(prot.Missing, "; "))
+	case !prot.Complete():
+		w.log.Warn("workspace: sandbox protections missing", "missing", strings.Join(prot.Missing, "; "))
+	}
+	w.sandbox = &cfg
+	w.prot = prot
+	return nil
+}
+
+// Protections says which protections are in force for this workspace's
+// commands. Its zero value (Sandbox false) means none: see Missing for
+// why.
+func (w *Workspace) Protections() Protections { return w.prot }
+
+// systemDirs are refused as workspace roots unless AllowSystemRoot.
+var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",
+	"/libx32", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var",
+	"/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var/lib", "/var/tmp",
+	"/System", "/Library", "/Applications", "/Users", "/private", "/private/tmp", "/private/var"}
+
+// isSystemDir reports whether dir (absolute, clean) is "/" or one of
+// systemDirs.
+func isSystemDir(dir string) bool {
+	for _, s := range systemDirs {
+		if dir == s {
+			return true
+		}
+	}
+	return false
 }
 
 // fillDefaults validates o and replaces zero fields with defaults.
@@ -199,9 +349,16 @@ func (o *Options) fillDefaults() error {
 		}
 		o.AllowedExtensions = exts
 	}
-	if o.MaxReadBytes < 0 || o.MaxListEntries < 0 || o.MaxOutputBytes < 0 {
-		return errors.New("MaxReadBytes, MaxListEntries and MaxOutputBytes must not be negative")
+	if o.MaxReadBytes < 0 || o.MaxListEntries < 0 || o.MaxOutputBytes < 0 || o.MaxWriteBytes < 0 {
+		return errors.New("MaxReadBytes, MaxListEntries, MaxOutputBytes and MaxWriteBytes must not be negative")
 	}
+	if o.Sandbox < SandboxAuto || o.Sandbox > SandboxOff {
+		return fmt.Errorf("Sandbox = %d is not a SandboxMode", o.Sandbox)
+	}
+	if o.MaxWriteBytes == 0 {
+		o.MaxWriteBytes = DefaultMaxWriteBytes
+	}
+	o.HidePaths = slices.Clone(o.HidePaths)
 	if o.CommandTimeout < 0 || o.KillGrace < 0 || o.WaitDelay < 0 {
 		return errors.New("CommandTimeout, KillGrace and WaitDelay must not be negative")
 	}
@@ -292,6 +449,7 @@ func (w *Workspace) Close() error {
 		w.closeNow()
 		w.mu.Unlock()
 		w.calls.Wait()
+		w.rootDir.Close()
 		if err := w.root.Close(); err != nil {
 			w.closeErr = fmt.Errorf("close workspace root: %w", err)
 		}

@@ -1,0 +1,49 @@
+// Package sandbox runs a workspace command in a sandbox of its own: new
+// user, PID, mount, network, IPC and UTS namespaces, a fresh /proc, the
+// file system read-only except the workspace and a private /tmp,
+// Landlock, resource limits, only descriptors 0–2, and a first process
+// that is PID 1 of the namespace with a parent-death signal.
+//
+// # The helper
+//
+// The sandbox's first process is the host binary itself, started again
+// from /proc/self/exe with a marker in argv[0] and the environment. This
+// package's init function recognises the marker and runs the helper
+// instead of the program: any program that imports package workspace
+// (which imports this package) can sandbox its commands, with nothing to
+// install. The helper
+//
+//   - is PID 1 of new user, PID, mount, IPC, UTS and (unless the network
+//     is allowed) network namespaces, mapped to the host's user, and has
+//     SIGKILL as its parent-death signal;
+//   - makes every mount private and read-only (and nosuid), mounts a
+//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths,
+//     and mounts a copy of the workspace directory — the very directory
+//     the file tools opened, checked by device and inode — read-write at
+//     its own path;
+//   - sets the namespace's pid_max to bound the number of processes;
+//   - on the thread it forks from: sets no_new_privs, enters a Landlock
+//     domain (read and execute everywhere, write only beneath the
+//     workspace and /tmp, no TCP unless the network is allowed, no
+//     signals or abstract sockets out of the domain, no mounts), and
+//     empties the capability bounding set;
+//   - forks `shell -c command` stopped at its exec (ptrace), sets its
+//     rlimits (address space, file size, processes, CPU time; no core
+//     files), and lets it run with descriptors 0–2 only;
+//   - reaps every process re-parented to it; when the shell exits it
+//     kills every other process of the namespace and reports the
+//     shell's status on a pipe.
+//
+// Because the helper is PID 1, its death kills every process of the
+// namespace, including those that called setsid or double-forked. The
+// host kills it to stop a command, and the kernel kills it when the host
+// dies. A command cannot kill it: PID 1 gets no signal from inside its
+// namespace that it does not handle, and it ignores them all.
+//
+// # Degrading
+//
+// [Probe] says which protections a host gets, in one [Protections]
+// value; [Protections.Missing] names each one that is not in force and
+// why. On systems other than Linux there is no sandbox ([Supported] is
+// false) and Probe says so.
+package sandbox

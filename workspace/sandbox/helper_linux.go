@@ -1,0 +1,446 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// The helper is the host binary itself, started again with argv[0] set
+// to helperArg0 and helperEnv set; its init hook below takes over before
+// main runs. Descriptors: 0 is /dev/null, 1 and 2 the output pipes, and:
+const (
+	helperArg0 = "polyweave-sandbox"
+	helperEnv  = "POLYWEAVE_SANDBOX_HELPER=1"
+
+	fdControl = 3 // read end: one JSON request line, then control bytes; EOF = host gone
+	fdRoot    = 4 // the workspace directory, as the file tools opened it
+	fdStatus  = 5 // write end: JSON report lines
+)
+
+// Control bytes the host writes after the request.
+const (
+	ctlTerminate = 'T' // SIGTERM to every process of the command
+)
+
+// request is what the host asks of one helper.
+type request struct {
+	Probe   bool     `json:"probe,omitempty"` // set up, report, and exit without running anything
+	Shell   string   `json:"shell"`
+	Command string   `json:"command"`
+	Env     []string `json:"env"`
+	Config  Config   `json:"config"`
+}
+
+// report is one line the helper writes on fdStatus: once the sandbox is
+// set up ("ready", with the protections), then "exit" with the shell's
+// status, or "error" when setting up failed.
+type report struct {
+	Phase       string       `json:"phase"`
+	Protections *Protections `json:"protections,omitempty"`
+	Exit        *Exit        `json:"exit,omitempty"`
+	Error       string       `json:"error,omitempty"`
+}
+
+func init() {
+	if len(os.Args) != 1 || os.Args[0] != helperArg0 || os.Getenv(helperEnv[:strings.IndexByte(helperEnv, '=')]) != "1" {
+		return
+	}
+	// Package initialisation runs on the main thread, locked to the main
+	// goroutine; keep it locked: the restrictions below are applied to
+	// this thread, and the command is forked from it.
+	runtime.LockOSThread()
+	os.Exit(helperMain())
+}
+
+// helperMain is PID 1 of the sandbox's namespaces. It sets the sandbox
+// up, starts the command, reaps every process until the command's shell
+// exits, kills what is left and reports.
+func helperMain() int {
+	// Signals from the command must not stop PID 1 early (the kernel
+	// only delivers to a namespace's init the signals it handles).
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGCONT)
+	// Nothing the host left open reaches the command.
+	_ = unix.CloseRange(fdStatus+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	for _, fd := range []int{fdControl, fdRoot, fdStatus} {
+		unix.CloseOnExec(fd)
+	}
+	status := &reporter{fd: fdStatus}
+	ctl := &fdReader{fd: fdControl}
+	line, err := ctl.readLine()
+	if err != nil {
+		status.send(report{Phase: "error", Error: "read request: " + err.Error()})
+		return 2
+	}
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		status.send(report{Phase: "error", Error: "decode request: " + err.Error()})
+		return 2
+	}
+	prot, wsPath, err := setUp(&req)
+	if err != nil {
+		status.send(report{Phase: "error", Error: err.Error(), Protections: prot})
+		return 2
+	}
+	status.send(report{Phase: "ready", Protections: prot})
+	if req.Probe {
+		return 0
+	}
+
+	// Stop the whole namespace when the host says so or goes away.
+	go func() {
+		for {
+			b, err := ctl.readByte()
+			if err != nil {
+				_ = unix.Kill(-1, unix.SIGKILL)
+				os.Exit(3)
+			}
+			if b == ctlTerminate {
+				_ = unix.Kill(-1, unix.SIGTERM)
+			}
+		}
+	}()
+
+	pid, err := startCommand(&req, wsPath)
+	if err != nil {
+		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
+		return 2
+	}
+	exit := reapUntil(pid)
+	// The shell is gone: nothing it started outlives it.
+	_ = unix.Kill(-1, unix.SIGKILL)
+	for {
+		if _, err := unix.Wait4(-1, nil, unix.WALL, nil); err == unix.ECHILD {
+			break
+		}
+	}
+	status.send(report{Phase: "exit", Exit: &exit})
+	return 0
+}
+
+// reapUntil reaps children (orphans are re-parented to PID 1) until pid
+// exits, and returns its status.
+func reapUntil(pid int) Exit {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Exit{Code: -1}
+		}
+		if got != pid || !(ws.Exited() || ws.Signaled()) {
+			continue
+		}
+		if ws.Signaled() {
+			return Exit{Code: -1, Signal: int(ws.Signal())}
+		}
+		return Exit{Code: ws.ExitStatus()}
+	}
+}
+
+// setUp builds the sandbox around this process: mounts, /proc, pid_max,
+// host name, Landlock and the capability bounding set. Landlock, no_new_privs
+// and the bounding set are per-thread here and reach the command because
+// it is forked from this (locked) thread.
+func setUp(req *request) (*Protections, string, error) {
+	cfg := req.Config
+	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
+	p.Namespaces = []string{"user", "pid", "mount"}
+	if !cfg.AllowNetwork {
+		p.Namespaces = append(p.Namespaces, "network")
+		p.NoNetwork = true
+	}
+	p.Namespaces = append(p.Namespaces, "ipc", "uts")
+
+	wsPath, err := workspacePath()
+	if err != nil {
+		return p, "", err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return p, "", fmt.Errorf("make mounts private: %w", err)
+	}
+	// A detached copy of the workspace, taken while it is still writable.
+	tree, err := unix.OpenTree(unix.AT_FDCWD, wsPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return p, "", fmt.Errorf("clone the workspace mount: %w", err)
+	}
+	defer unix.Close(tree)
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}); err != nil {
+		p.Missing = append(p.Missing, "read-only root: "+err.Error())
+	} else {
+		p.ReadOnlyRoot = true
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return p, "", fmt.Errorf("mount a fresh /proc: %w", err)
+	}
+	p.FreshProc = true
+	l := cfg.Limits
+	p.Limits = &l
+	if err := os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(l.MaxProcesses+1)), 0); err != nil {
+		p.Missing = append(p.Missing, "process limit by pid_max (Linux 6.14 or later): "+err.Error())
+	} else {
+		p.ProcessesByPidMax = true
+	}
+	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
+		return p, "", fmt.Errorf("mount a private /tmp: %w", err)
+	}
+	p.PrivateTmp = true
+	for _, h := range cfg.Hide {
+		hidden, err := hide(h)
+		if err != nil {
+			return p, "", fmt.Errorf("hide %s: %w", h, err)
+		}
+		if hidden {
+			p.Hidden = append(p.Hidden, h)
+		}
+	}
+	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
+		return p, "", fmt.Errorf("workspace mount point: %w", err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, wsPath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return p, "", fmt.Errorf("mount the workspace: %w", err)
+	}
+	if err := unix.Chdir(wsPath); err != nil {
+		return p, "", fmt.Errorf("enter the workspace: %w", err)
+	}
+	_ = unix.Sethostname([]byte("sandbox"))
+
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return p, "", fmt.Errorf("no_new_privs: %w", err)
+	}
+	abi, err := restrictLandlock(wsPath, !cfg.AllowNetwork)
+	switch {
+	case err != nil:
+		return p, "", fmt.Errorf("landlock: %w", err)
+	case abi == 0:
+		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
+	default:
+		p.Landlock = abi
+		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
+	}
+	if err := dropBoundingSet(); err != nil {
+		return p, "", fmt.Errorf("drop capabilities: %w", err)
+	}
+	p.NoCapabilities = true
+	return p, wsPath, nil
+}
+
+// workspacePath is the path, in this mount namespace, of the directory
+// on fdRoot, checked to be that very directory.
+func workspacePath() (string, error) {
+	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fdRoot))
+	if err != nil {
+		return "", fmt.Errorf("workspace directory: %w", err)
+	}
+	var want, got unix.Stat_t
+	if err := unix.Fstat(fdRoot, &want); err != nil {
+		return "", fmt.Errorf("workspace directory: %w", err)
+	}
+	if err := unix.Stat(path, &got); err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		return "", fmt.Errorf("workspace directory %s is no longer at its path", path)
+	}
+	return path, nil
+}
+
+// hide covers path with an empty read-only tmpfs (a directory) or
+// /dev/null (anything else). A missing path is not hidden.
+func hide(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.IsDir() {
+		return true, unix.Mount("tmpfs", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+	}
+	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+		return false, err
+	}
+	return true, unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+}
+
+// restrictLandlock applies, to this thread, a Landlock domain that allows
+// reading and executing everywhere, writing beneath the workspace and
+// /tmp (and to the null devices), and, when noNet, no TCP. It returns the
+// ABI version in force, 0 when the kernel has no Landlock.
+func restrictLandlock(wsPath string, noNet bool) (int, error) {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return 0, nil
+	}
+	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
+	if noNet {
+		cfg.HandledAccessNet = landlock.V7.HandledAccessNet
+	}
+	cfg = cfg.BestEffort()
+	fd, flags, err := cfg.NewRulesetFD(
+		landlock.RODirs("/"),
+		landlock.RWDirs(wsPath, "/tmp").WithRefer(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
+	)
+	if err != nil {
+		return 0, err
+	}
+	if fd < 0 {
+		return 0, nil
+	}
+	defer unix.Close(fd)
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return 0, err
+	}
+	return min(abi, 7), nil
+}
+
+// dropBoundingSet empties this thread's capability bounding set, so the
+// command (root in its user namespace) executes with no capabilities.
+func dropBoundingSet() error {
+	last := 40
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startCommand forks the shell from this thread, stopped by ptrace at
+// its exec so that its rlimits are set before it runs an instruction
+// (rlimits are per process; setting them on the helper would bound the
+// helper's own Go runtime), then lets it go.
+func startCommand(req *request, wsPath string) (int, error) {
+	shell, err := filepath.Abs(req.Shell)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(shell, []string{shell, "-c", req.Command}, &syscall.ProcAttr{
+		Dir:   wsPath,
+		Env:   req.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Ptrace: true},
+	})
+	if err != nil {
+		return 0, err
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if !ws.Stopped() {
+		return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
+	}
+	l := req.Config.Limits
+	cpu := uint64((l.MaxCPUTime + 999_999_999) / 1_000_000_000)
+	limits := []struct {
+		res  int
+		soft uint64
+		hard uint64
+	}{
+		{unix.RLIMIT_AS, uint64(l.MaxAddressSpace), uint64(l.MaxAddressSpace)},
+		{unix.RLIMIT_FSIZE, uint64(l.MaxFileSize), uint64(l.MaxFileSize)},
+		{unix.RLIMIT_NPROC, uint64(l.MaxProcesses), uint64(l.MaxProcesses)},
+		{unix.RLIMIT_CPU, cpu, cpu + 1},
+		{unix.RLIMIT_CORE, 0, 0},
+	}
+	for _, r := range limits {
+		if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, fmt.Errorf("rlimit %d: %w", r.res, err)
+		}
+	}
+	if err := unix.PtraceDetach(pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return 0, fmt.Errorf("release the shell: %w", err)
+	}
+	return pid, nil
+}
+
+// reporter writes report lines on a raw descriptor (outside the runtime
+// poller: the helper has nothing to multiplex).
+type reporter struct{ fd int }
+
+func (r *reporter) send(rep report) {
+	b, _ := json.Marshal(rep)
+	b = append(b, '\n')
+	for len(b) > 0 {
+		n, err := unix.Write(r.fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		b = b[n:]
+	}
+}
+
+// fdReader reads the control pipe byte by byte after a buffered line.
+type fdReader struct {
+	fd  int
+	buf []byte
+}
+
+func (r *fdReader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		b, err := r.readByte()
+		if err != nil {
+			return nil, err
+		}
+		if b == '\n' {
+			return line, nil
+		}
+		if len(line) > 16<<20 {
+			return nil, errors.New("request too long")
+		}
+		line = append(line, b)
+	}
+}
+
+func (r *fdReader) readByte() (byte, error) {
+	for len(r.buf) == 0 {
+		var tmp [4096]byte
+		n, err := unix.Read(r.fd, tmp[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			return 0, errors.New("EOF")
+		}
+		r.buf = append(r.buf[:0], tmp[:n]...)
+	}
+	b := r.buf[0]
+	r.buf = r.buf[1:]
+	return b, nil
+}

@@ -1,0 +1,213 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults for zero [Limits] fields.
+const (
+	DefaultMaxAddressSpace = 4 << 30 // bytes of virtual memory per process
+	DefaultMaxFileSize     = 1 << 30 // bytes per file written
+	DefaultMaxProcesses    = 512     // processes in the sandbox
+	DefaultMaxCPUTime      = 60 * time.Second
+	DefaultTmpSize         = 256 << 20 // bytes of the sandbox's own /tmp
+
+	// MinProcesses is the smallest MaxProcesses the kernel can enforce
+	// through the namespace's pid_max (RESERVED_PIDS + 1).
+	MinProcesses = 300
+)
+
+// Limits are the resource limits of a sandboxed command, applied as
+// rlimits to the command's shell and inherited by everything it starts.
+// Zero fields mean the defaults; negative fields are rejected.
+type Limits struct {
+	// MaxAddressSpace is RLIMIT_AS: virtual memory per process, in bytes
+	// (default DefaultMaxAddressSpace). An allocation past it fails with
+	// ENOMEM.
+	MaxAddressSpace int64 `json:"maxAddressSpace"`
+	// MaxFileSize is RLIMIT_FSIZE: the largest file a process may write,
+	// in bytes (default DefaultMaxFileSize). A write past it gets SIGXFSZ.
+	MaxFileSize int64 `json:"maxFileSize"`
+	// MaxProcesses bounds the processes in the sandbox (default
+	// DefaultMaxProcesses, at least MinProcesses). It is enforced by the
+	// PID namespace's pid_max and by RLIMIT_NPROC; the kernel does not
+	// apply RLIMIT_NPROC to root, so pid_max is what bounds a fork bomb
+	// when the host runs as root.
+	MaxProcesses int `json:"maxProcesses"`
+	// MaxCPUTime is RLIMIT_CPU per process (default DefaultMaxCPUTime),
+	// rounded up to whole seconds. A process past it gets SIGXCPU, and
+	// SIGKILL one second later.
+	MaxCPUTime time.Duration `json:"maxCPUTime"`
+}
+
+// WithDefaults validates l and returns it with zero fields set to the
+// defaults.
+func (l Limits) WithDefaults() (Limits, error) {
+	if l.MaxAddressSpace < 0 || l.MaxFileSize < 0 || l.MaxProcesses < 0 || l.MaxCPUTime < 0 {
+		return l, fmt.Errorf("sandbox limits must not be negative: %+v", l)
+	}
+	if l.MaxAddressSpace == 0 {
+		l.MaxAddressSpace = DefaultMaxAddressSpace
+	}
+	if l.MaxFileSize == 0 {
+		l.MaxFileSize = DefaultMaxFileSize
+	}
+	if l.MaxProcesses == 0 {
+		l.MaxProcesses = DefaultMaxProcesses
+	}
+	if l.MaxProcesses < MinProcesses {
+		return l, fmt.Errorf("sandbox MaxProcesses = %d: the kernel cannot enforce fewer than %d", l.MaxProcesses, MinProcesses)
+	}
+	if l.MaxCPUTime == 0 {
+		l.MaxCPUTime = DefaultMaxCPUTime
+	}
+	return l, nil
+}
+
+// Config says how to sandbox commands. The zero value is the default
+// sandbox: no network, the whole file system read-only but the
+// workspace and a private /tmp, default limits.
+type Config struct {
+	// AllowNetwork keeps the host's network namespace and does not
+	// restrict TCP with Landlock.
+	AllowNetwork bool `json:"allowNetwork"`
+	// Hide lists absolute paths made invisible in the sandbox: a
+	// directory is covered by an empty read-only tmpfs, a file by
+	// /dev/null. Paths that do not exist are ignored.
+	Hide []string `json:"hide"`
+	// TmpSize is the size of the sandbox's private /tmp in bytes
+	// (default DefaultTmpSize).
+	TmpSize int64 `json:"tmpSize"`
+	// Limits are the commands' resource limits.
+	Limits Limits `json:"limits"`
+}
+
+// WithDefaults validates c and returns a copy with defaults filled in.
+func (c Config) WithDefaults() (Config, error) {
+	l, err := c.Limits.WithDefaults()
+	if err != nil {
+		return c, err
+	}
+	c.Limits = l
+	if c.TmpSize < 0 {
+		return c, fmt.Errorf("sandbox TmpSize = %d must not be negative", c.TmpSize)
+	}
+	if c.TmpSize == 0 {
+		c.TmpSize = DefaultTmpSize
+	}
+	hide := make([]string, len(c.Hide))
+	for i, p := range c.Hide {
+		if !strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
+			return c, fmt.Errorf("sandbox Hide[%d] = %q: want an absolute path", i, p)
+		}
+		hide[i] = p
+	}
+	c.Hide = hide
+	return c, nil
+}
+
+// Protections says which protections are in force for the commands of a
+// workspace. It is one value so that a program can print it or refuse
+// to run when something it needs is missing. The zero value means no
+// sandbox at all.
+type Protections struct {
+	// Sandbox is true when commands run under the sandbox helper.
+	Sandbox bool `json:"sandbox"`
+	// Namespaces lists the namespaces each command gets of its own:
+	// some of "user", "pid", "mount", "network", "ipc", "uts".
+	Namespaces []string `json:"namespaces,omitempty"`
+	// FreshProc: /proc shows only the sandbox's processes.
+	FreshProc bool `json:"freshProc,omitempty"`
+	// ReadOnlyRoot: everything but the workspace and /tmp is mounted
+	// read-only.
+	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
+	// PrivateTmp: /tmp is an empty tmpfs of the sandbox's own.
+	PrivateTmp bool `json:"privateTmp,omitempty"`
+	// Hidden lists the paths hidden in the sandbox.
+	Hidden []string `json:"hidden,omitempty"`
+	// Landlock is the Landlock ABI version in force (0 = none): writes
+	// only beneath the workspace and /tmp, no mounts, and with
+	// LandlockNetwork no TCP bind or connect.
+	Landlock        int  `json:"landlock,omitempty"`
+	LandlockNetwork bool `json:"landlockNetwork,omitempty"`
+	// NoNetwork: commands have no network (their own empty network
+	// namespace).
+	NoNetwork bool `json:"noNetwork,omitempty"`
+	// NoCapabilities: the command runs with an empty capability bounding
+	// set and no_new_privs.
+	NoCapabilities bool `json:"noCapabilities,omitempty"`
+	// Limits are the resource limits in force; ProcessesByPidMax says the
+	// process limit is also enforced through the namespace's pid_max.
+	Limits            *Limits `json:"limits,omitempty"`
+	ProcessesByPidMax bool    `json:"processesByPidMax,omitempty"`
+	// ClosedFDs: the command inherits only descriptors 0, 1 and 2.
+	ClosedFDs bool `json:"closedFDs,omitempty"`
+	// DiesWithHost: the sandbox's first process is PID 1 of its
+	// namespace with a parent-death signal, so every process of the
+	// command dies when the call ends or the host dies.
+	DiesWithHost bool `json:"diesWithHost,omitempty"`
+	// Missing says, in words, what was asked for and is not in force,
+	// and why. Empty when nothing is missing.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// String is one line for logs and a program's start-up banner.
+func (p Protections) String() string {
+	if !p.Sandbox {
+		s := "no sandbox"
+		if len(p.Missing) > 0 {
+			s += " (" + strings.Join(p.Missing, "; ") + ")"
+		}
+		return s
+	}
+	var parts []string
+	parts = append(parts, "namespaces: "+strings.Join(p.Namespaces, ","))
+	add := func(on bool, s string) {
+		if on {
+			parts = append(parts, s)
+		}
+	}
+	add(p.FreshProc, "fresh /proc")
+	add(p.ReadOnlyRoot, "read-only root")
+	add(p.PrivateTmp, "private /tmp")
+	if len(p.Hidden) > 0 {
+		parts = append(parts, "hidden: "+strings.Join(p.Hidden, ","))
+	}
+	if p.Landlock > 0 {
+		s := fmt.Sprintf("landlock ABI %d", p.Landlock)
+		if p.LandlockNetwork {
+			s += " (+tcp)"
+		}
+		parts = append(parts, s)
+	}
+	add(p.NoNetwork, "no network")
+	add(p.NoCapabilities, "no capabilities")
+	if p.Limits != nil {
+		l := p.Limits
+		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s",
+			l.MaxAddressSpace>>20, l.MaxFileSize>>20, l.MaxProcesses, l.MaxCPUTime))
+	}
+	add(p.ClosedFDs, "fds 0-2 only")
+	add(p.DiesWithHost, "dies with host")
+	s := "sandbox: " + strings.Join(parts, "; ")
+	if len(p.Missing) > 0 {
+		s += "; MISSING: " + strings.Join(p.Missing, "; ")
+	}
+	return s
+}
+
+// Complete reports whether every protection of the default sandbox is in
+// force (network only when not allowed).
+func (p Protections) Complete() bool {
+	return p.Sandbox && len(p.Missing) == 0
+}
+
+// Exit is how a sandboxed command's shell ended.
+type Exit struct {
+	// Code is the shell's exit status; -1 when it was killed by a signal.
+	Code int `json:"code"`
+	// Signal is the signal that killed the shell (0 if none).
+	Signal int `json:"signal,omitempty"`
+}

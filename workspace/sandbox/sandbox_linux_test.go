@@ -1,0 +1,67 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func defaults(t *testing.T, c Config) Config {
+	t.Helper()
+	c, err := c.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestProbe(t *testing.T) {
+	root, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	p, err := Probe(defaults(t, Config{}), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(p.String())
+	if !p.Complete() {
+		t.Errorf("incomplete protections on a machine that has them all: %s", p)
+	}
+}
+
+func TestStart(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	outR, outW, _ := os.Pipe()
+	p, err := Start(defaults(t, Config{}), root, "/bin/sh", "echo hi > f; id -u; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd; exit 3", []string{"PATH=/usr/bin:/bin"}, outW, outW)
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(strings.Builder)
+	buf := make([]byte, 4096)
+	for {
+		n, err := outR.Read(buf)
+		out.WriteString(string(buf[:n]))
+		if err != nil {
+			break
+		}
+	}
+	_ = p.Cmd.Wait()
+	exit, err := p.Finish()
+	t.Logf("out=%q exit=%+v err=%v", out, exit, err)
+	if exit.Code != 3 {
+		t.Errorf("exit %+v", exit)
+	}
+	if b, err := os.ReadFile(dir + "/f"); err != nil || string(b) != "hi\n" {
+		t.Errorf("f = %q, %v", b, err)
+	}
+}

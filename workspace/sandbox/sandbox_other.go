@@ -1,0 +1,41 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+)
+
+// Supported reports whether this build has a sandbox (Linux only).
+const Supported = false
+
+// errUnsupported is the reason there is no sandbox on this system.
+var errUnsupported = errors.New("no sandbox on " + runtime.GOOS + ": it needs Linux namespaces and Landlock")
+
+// Process is a sandboxed command; there are none on this system.
+type Process struct{ Cmd *exec.Cmd }
+
+// Pid is not available on this system.
+func (p *Process) Pid() int { return -1 }
+
+// Terminate does nothing on this system.
+func (p *Process) Terminate() {}
+
+// Protections are none on this system.
+func (p *Process) Protections() *Protections { return &Protections{} }
+
+// Finish fails on this system.
+func (p *Process) Finish() (Exit, error) { return Exit{Code: -1}, errUnsupported }
+
+// Start fails on this system: there is no sandbox.
+func Start(Config, *os.File, string, string, []string, *os.File, *os.File) (*Process, error) {
+	return nil, errUnsupported
+}
+
+// Probe reports no sandbox on this system.
+func Probe(Config, *os.File) (Protections, error) {
+	return Protections{Missing: []string{errUnsupported.Error()}}, errUnsupported
+}

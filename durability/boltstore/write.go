@@ -44,6 +44,7 @@ type write struct {
 	recs []record
 	enc  []byte
 	done chan error
+	run  func() error // instead of records: work the committer runs between commits
 }
 
 var writePool = sync.Pool{New: func() any { return &write{recs: make([]record, 0, 1), done: make(chan error, 1)} }}
@@ -125,20 +126,7 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		err = fmt.Errorf("%d bytes: %w", size, bolterrors.ErrValueTooLarge)
 	} else {
 		w.enc = encodeRecords(w.recs)
-		s.writers.Add(1)
-		s.mu.RLock()
-		err = s.enqueue(ctx, w)
-		s.mu.RUnlock()
-		if err == nil {
-			err = <-w.done
-		}
-		s.writers.Add(-1)
-		if s.gathering.Load() {
-			select { // the committer may be waiting for this writer
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
+		err = s.handOff(ctx, w)
 	}
 	clear(w.recs)
 	recs := w.recs[:0]
@@ -151,6 +139,32 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	return nil
+}
+
+// handOff hands w to the committer and waits for its outcome.
+func (s *Store) handOff(ctx context.Context, w *write) error {
+	s.writers.Add(1)
+	s.mu.RLock()
+	err := s.enqueue(ctx, w)
+	s.mu.RUnlock()
+	if err == nil {
+		err = <-w.done
+	}
+	s.writers.Add(-1)
+	if s.gathering.Load() {
+		select { // the committer may be waiting for this writer
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// inCommitter runs fn on the committer goroutine, between two commits, so
+// that it sees every write committed before and none in flight; it
+// returns fn's error.
+func (s *Store) inCommitter(ctx context.Context, fn func() error) error {
+	return s.handOff(ctx, &write{run: fn, done: make(chan error, 1)})
 }
 
 // check returns the error an operation on name would fail with before
@@ -248,8 +262,27 @@ func (s *Store) commitLoop() {
 				break drain
 			}
 		}
-		s.commit(batch)
+		s.commitAll(batch)
 		clear(batch)
+	}
+}
+
+// commitAll commits batch in order: runs of writes together, and the
+// work of inCommitter calls between them.
+func (s *Store) commitAll(batch []*write) {
+	start := 0
+	for i, w := range batch {
+		if w.run == nil {
+			continue
+		}
+		if i > start {
+			s.commit(batch[start:i])
+		}
+		w.done <- w.run()
+		start = i + 1
+	}
+	if start < len(batch) {
+		s.commit(batch[start:])
 	}
 }
 

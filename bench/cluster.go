@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	paremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -41,6 +39,8 @@ import (
 func figureCluster(c *config) []Row {
 	pg := &pgServer{fsync: !c.smoke}
 	defer pg.stop()
+	rb := &remoteBench{}
+	defer rb.stop()
 	streams := 64
 	if c.smoke {
 		streams = 2
@@ -49,8 +49,8 @@ func figureCluster(c *config) []Row {
 		return metricSide(name, "chunks/s", func(b *testing.B) { benchRouterChunksOn(b, open, sessions) })
 	}
 	return c.rows([]pair{
-		{figure: "8", name: "remote tool call round trip, loopback", ours: benchSide("remote tool", benchRemoteToolCall),
-			base: benchSide("protoactor remote request/response", benchBareRemoteRequest),
+		{figure: "8", name: "remote tool call round trip, loopback", ours: benchSide("remote tool", rb.benchToolCall),
+			base: benchSide("protoactor remote request/response", rb.benchBareRequest),
 			kind: duration, unit: "call", goal: ratioAtMost(1.5)},
 		{figure: "8", name: fmt.Sprintf("router chunks/s, PostgreSQL, %d streams", streams), ours: chunks("PostgreSQL", pg.open, streams),
 			base: chunks("bbolt", openBolt(nil), streams), kind: throughput, unit: "chunks", goal: oursAtLeast(50_000, "≥ 50 000/s"),
@@ -93,114 +93,111 @@ func (p *pgServer) stop() {
 	}
 }
 
-// envPeer makes this binary a round-trip peer: "node" serves a no-op tool
-// with remote.Serve, "bare" a bare protoactor responder. The peer prints
-// its address and serves until its stdin closes.
+// envPeer makes this binary the far side of the round trips: a node
+// serving a no-op tool, whose actor system also runs a bare protoactor
+// responder. It prints its address and serves until its stdin closes.
 const envPeer = "POLYWEAVE_BENCH_PEER"
 
-// bareResponderName is the bare peer's responder actor.
+// bareResponderName is the peer's bare responder actor.
 const bareResponderName = "responder"
 
-// servePeer runs this process as a peer if envPeer says so, and reports
+// servePeer runs this process as the peer if envPeer says so, and reports
 // whether it did (main then returns).
 func servePeer() bool {
-	kind := os.Getenv(envPeer)
-	if kind == "" {
+	if os.Getenv(envPeer) == "" {
 		return false
 	}
-	var addr string
-	var stop func()
-	switch kind {
-	case "node":
-		node, err := remote.Serve(&remote.NodeOptions{Tools: []*tools.Tool{noopRemoteTool()}})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench peer:", err)
-			os.Exit(1)
-		}
-		addr, stop = node.Address(), func() { node.Close(context.Background()) }
-	case "bare":
-		system := quietSystem()
-		r := paremote.NewRemote(system, paremote.Configure("127.0.0.1", 0))
-		r.Start()
-		if _, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return bareResponder{} }), bareResponderName); err != nil {
-			fmt.Fprintln(os.Stderr, "bench peer:", err)
-			os.Exit(1)
-		}
-		addr, stop = system.Address(), func() { stopBareRemote(system, r) }
-	default:
-		fmt.Fprintf(os.Stderr, "bench peer: unknown kind %q\n", kind)
-		os.Exit(2)
+	node, err := remote.Serve(&remote.NodeOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "noop", Sync: true})}})
+	if err == nil {
+		_, err = node.System().Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return bareResponder{} }), bareResponderName)
 	}
-	fmt.Println(addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench peer:", err)
+		os.Exit(1)
+	}
+	fmt.Println(node.Address())
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	stop()
+	node.Close(context.Background())
 	return true
 }
 
-func noopRemoteTool() *tools.Tool {
-	return tools.MustNew(tools.Definition{Name: "noop", Sync: true})
+// remoteBench is the fixture of the round trips: the peer process and one
+// client, started on first use. The bare baseline sends from the client's
+// actor system: a process runs one protoactor remote (two race on gRPC's
+// global logger).
+type remoteBench struct {
+	once   sync.Once
+	err    error
+	addr   string
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	client *remote.Client
 }
 
-func quietSystem() *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.DiscardHandler)
-	}))
+func (rb *remoteBench) start(b *testing.B) {
+	rb.once.Do(func() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envPeer+"=1")
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			rb.err = err
+			return
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			rb.err = err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			rb.err = err
+			return
+		}
+		rb.cmd, rb.stdin = cmd, stdin
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			rb.err = fmt.Errorf("bench peer: %w", err)
+			return
+		}
+		rb.addr = strings.TrimSpace(line)
+		rb.client, rb.err = remote.NewClient(nil)
+	})
+	if rb.err != nil {
+		b.Fatal(rb.err)
+	}
 }
 
-// startPeer starts this binary as a peer of the given kind and returns its
-// address; b's cleanup stops it.
-func startPeer(b *testing.B, kind string) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envPeer+"="+kind)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+func (rb *remoteBench) stop() {
+	if rb.client != nil {
+		rb.client.Close(context.Background())
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
+	if rb.cmd != nil {
+		rb.stdin.Close()
 		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		go func() { rb.cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
+			rb.cmd.Process.Kill()
 			<-done
 		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatalf("peer %s: %v", kind, err)
 	}
-	return strings.TrimSpace(line)
 }
 
-// benchRemoteToolCall is one call of a remote no-op tool: TOOL_CALL into
-// the host's tool duplex, its handler sends it to the node over loopback
-// gRPC, the node's tool duplex runs it, and the TOOL_RESULT comes back to
-// the host's duplex, which emits it (and END).
-func benchRemoteToolCall(b *testing.B) {
-	addr := startPeer(b, "node")
+// benchToolCall is one call of a remote no-op tool: TOOL_CALL into the
+// host's tool duplex, whose handler sends it to the node over loopback
+// gRPC, where the node's tool duplex runs it; the TOOL_RESULT comes back
+// to the host's duplex, which emits it (and END).
+func (rb *remoteBench) benchToolCall(b *testing.B) {
+	rb.start(b)
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	client, err := remote.NewClient(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ts, err := client.Tools(ctx, addr)
+	ts, err := rb.client.Tools(ctx, rb.addr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,15 +232,12 @@ func benchRemoteToolCall(b *testing.B) {
 	b.StopTimer()
 }
 
-// benchBareRemoteRequest is one protoactor RequestFuture to an actor in
-// the peer process over loopback gRPC, answered with a frame.
-func benchBareRemoteRequest(b *testing.B) {
-	addr := startPeer(b, "bare")
-	system := quietSystem()
-	r := paremote.NewRemote(system, paremote.Configure("127.0.0.1", 0))
-	r.Start()
-	defer stopBareRemote(system, r)
-	pid := actor.NewPID(addr, bareResponderName)
+// benchBareRequest is one protoactor RequestFuture to an actor in the peer
+// process over loopback gRPC, answered with a frame.
+func (rb *remoteBench) benchBareRequest(b *testing.B) {
+	rb.start(b)
+	system := rb.client.System()
+	pid := actor.NewPID(rb.addr, bareResponderName)
 	f := messages.ToolCall("s", "c1", "noop", json.RawMessage(`{}`))
 	if _, err := system.Root.RequestFuture(pid, f, 30*time.Second).Result(); err != nil {
 		b.Fatal(err) // connected
@@ -256,16 +250,4 @@ func benchBareRemoteRequest(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-}
-
-// stopBareRemote stops a bare remote the way package remote stops its own
-// (the gRPC server, then the endpoint actors, which close their
-// connections) and then the system: the remote's own graceful shutdown
-// races with a peer that disconnects meanwhile.
-func stopBareRemote(system *actor.ActorSystem, r *paremote.Remote) {
-	r.Shutdown(false)
-	for _, name := range []string{"EndpointSupervisor", "activator"} {
-		_ = system.Root.StopFuture(actor.NewPID(system.Address(), name)).Wait()
-	}
-	system.Shutdown()
 }

@@ -1,0 +1,62 @@
+// Package pgstore is the shared [durability.Store] on PostgreSQL (through
+// github.com/jackc/pgx/v5): the store for sessions that move between the
+// members of a cluster, where every member must read what another wrote.
+// For one machine, the embedded durability/boltstore is simpler and faster.
+//
+// # Schema
+//
+// [Open] creates what it needs in one PostgreSQL schema (Options.Schema,
+// default "polyweave") when it is missing, under an advisory lock so that
+// members starting together do not race:
+//
+//   - meta(key, value): "format" = "1"; Open refuses any other format, naming it.
+//   - events(name, idx, data, crc) and snapshots(name, idx, data, crc), keyed
+//     by (name, idx): name is the actor name's bytes (bytea: any byte string
+//     up to [MaxNameLen] bytes), idx the uint64 index with its top bit
+//     flipped so that bigint order is index order, crc the CRC-32C of the
+//     row's kind, name, index and data.
+//   - fences(key, epoch): the fencing tokens of [Store.Claim].
+//
+// Every row read is checked against its checksum; a row changed after it was
+// written fails the read with [ErrDamaged] (in a *durability.StoreError that
+// names the actor and the index) and its data is never handed out.
+//
+// # Durability and group commit
+//
+// A write returns once the transaction holding it has committed, so it is as
+// durable as the server makes a commit (with PostgreSQL's defaults, fsync'd
+// WAL: synchronous_commit=on). Writes go to [Options].Committers committer
+// goroutines. A committer takes the first waiting write and every other one
+// already queued (at most [Options].MaxBatchSize) and sends them as one
+// implicit transaction in one pipelined round trip: at most seven
+// statements whatever the number of writes, with the rows passed as arrays
+// (INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE). While one
+// committer's transaction is in flight, writers queue up for the other, so
+// N concurrent writers cost about one transaction per N writes, and a lone
+// writer one transaction and no added delay. Writes that share a
+// transaction were all pending at once, so any order between them is a
+// valid one; rows are sorted by key so that two transactions never wait
+// for each other in opposite orders. If a batch fails because the server
+// refused one of its writes (a superseded claim, say), each write is retried
+// alone, so that it fails alone.
+//
+// # Fencing
+//
+// Two members can believe they host the same session: the old one paused or
+// cut off, the new one re-activated it. [Store.Claim] raises a per-key epoch
+// and returns a [Claim], a durability.Store whose every transaction first
+// checks (holding a share lock on the fence row) that the epoch is still the
+// key's newest. After a newer claim has been taken, each write through the
+// older one fails with [ErrFenced] and stores nothing; a write that
+// committed did so before the newer claim.
+//
+// # Lifecycle
+//
+// [Open] connects (a pgxpool of [Options].MaxConns connections), sets the
+// schema up and starts the committers; [Store.Close] stops accepting
+// operations, waits for queued writes and running reads, stops the
+// committers and closes the pool. Close is idempotent; every operation
+// after it fails with [durability.ErrClosed].
+//
+// For tests, durability/pgstore/pgtest starts a throwaway server.
+package pgstore

@@ -1,0 +1,158 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// ErrFenced is the cause of the *durability.StoreError a write through a
+// [Claim] fails with once a newer claim of the same key was taken: the
+// writer is a stale incarnation and must stop. It is not retryable.
+var ErrFenced = errors.New("fenced: a newer claim holds this key")
+
+// fencedCode is the SQLSTATE the check_fences function raises.
+const fencedCode = "PWF01"
+
+func isFenced(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == fencedCode
+}
+
+// fencedOr returns err, or ErrFenced with the server's explanation when
+// err is the fence check's refusal.
+func fencedOr(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == fencedCode {
+		return fmt.Errorf("%s: %w", pe.Message, ErrFenced)
+	}
+	return err
+}
+
+// Claim takes key over for the caller: it raises key's epoch (a fencing
+// token kept in the database) and returns a view of the store whose writes
+// commit only while that epoch is still key's newest. Once another member
+// claims the same key, every write through this claim fails with
+// [ErrFenced], atomically: a write either committed before the newer claim
+// was taken, or does not commit at all. Reads are not fenced.
+//
+// A cluster member claims a session's key when it activates the session;
+// the key is any byte string (a session id, say) and need not be one of the
+// actor names written through the claim.
+func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
+	if key == "" {
+		return nil, &durability.StoreError{Op: OpClaim, Err: errors.New("empty claim key")}
+	}
+	if err := s.beginRead(); err != nil {
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+	}
+	defer s.reads.Done()
+	var epoch int64
+	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+	}
+	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
+}
+
+// OpClaim is the operation named in the errors of [Store.Claim].
+const OpClaim = "claim"
+
+// Epoch returns key's current epoch in the database, 0 if it was never
+// claimed.
+func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
+	if err := s.beginRead(); err != nil {
+		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+	}
+	defer s.reads.Done()
+	var epoch int64
+	err := s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+	}
+	return uint64(epoch), nil
+}
+
+// Claim is a fenced view of a [Store], made by [Store.Claim]. It is a
+// [durability.Store]: hand it to the durable stages of the session it
+// claims. Its Close ends the view only (the Store stays open); closing the
+// Store ends every claim. Safe for concurrent use.
+type Claim struct {
+	s      *Store
+	f      fence
+	closed atomic.Bool
+}
+
+// Key returns the claimed key.
+func (c *Claim) Key() string { return string(c.f.key) }
+
+// Epoch returns the claim's epoch: 1 for the key's first claim, one more
+// for each later one.
+func (c *Claim) Epoch() uint64 { return uint64(c.f.epoch) }
+
+func (c *Claim) submit(ctx context.Context, op string, kind writeKind, name string, index uint64, one []byte, many [][]byte) error {
+	if c.closed.Load() {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrClosed}
+	}
+	return c.s.submit(ctx, &c.f, op, kind, name, index, one, many)
+}
+
+// PersistEvent implements [durability.Store], fenced.
+func (c *Claim) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	return c.submit(ctx, durability.OpPersistEvent, putEvents, name, index, data, nil)
+}
+
+// PersistEvents implements [durability.Store], fenced.
+func (c *Claim) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	return c.submit(ctx, durability.OpPersistEvents, putEvents, name, first, nil, data)
+}
+
+// PersistSnapshot implements [durability.Store], fenced.
+func (c *Claim) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	return c.submit(ctx, durability.OpPersistSnapshot, putSnapshot, name, index, data, nil)
+}
+
+// DeleteEvents implements [durability.Store], fenced.
+func (c *Claim) DeleteEvents(ctx context.Context, name string, through uint64) error {
+	return c.submit(ctx, durability.OpDeleteEvents, deleteEvents, name, through, nil, nil)
+}
+
+// DeleteSnapshots implements [durability.Store], fenced.
+func (c *Claim) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
+	return c.submit(ctx, durability.OpDeleteSnapshots, deleteSnapshots, name, through, nil, nil)
+}
+
+// GetEvents implements [durability.Store].
+func (c *Claim) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
+	if c.closed.Load() {
+		return &durability.StoreError{Op: durability.OpGetEvents, Name: name, Err: durability.ErrClosed}
+	}
+	return c.s.GetEvents(ctx, name, from, to, fn)
+}
+
+// GetSnapshot implements [durability.Store].
+func (c *Claim) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
+	if c.closed.Load() {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: durability.OpGetSnapshot, Name: name, Err: durability.ErrClosed}
+	}
+	return c.s.GetSnapshot(ctx, name)
+}
+
+// Close ends the view: later calls through it fail with
+// [durability.ErrClosed]. Writes already handed over finish. It does not
+// release the claim (a newer claim supersedes it whether or not it was
+// closed) and does not close the Store.
+func (c *Claim) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+var (
+	_ durability.Store = (*Store)(nil)
+	_ durability.Store = (*Claim)(nil)
+)

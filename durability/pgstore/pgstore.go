@@ -1,0 +1,323 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// Defaults used for zero fields of [Options].
+const (
+	DefaultSchema       = "polyweave"
+	DefaultMaxBatchSize = 4096
+	DefaultCommitters   = 2
+	DefaultMaxConns     = 8
+	// MaxNameLen is the longest actor name (in bytes) the store accepts:
+	// names are a primary-key column, and PostgreSQL's B-tree entries are
+	// limited to about a third of a page.
+	MaxNameLen = 1024
+)
+
+// formatVersion is written into the schema's meta table when the store
+// creates it and checked on open. Version 1: rows carry a CRC-32C.
+const formatVersion = "1"
+
+// Options configures [Open]. A nil *Options and the zero value both mean
+// defaults; negative numbers are rejected.
+type Options struct {
+	// Logger receives open/close and commit-failure records. Nil discards.
+	Logger *slog.Logger
+
+	// Schema is the PostgreSQL schema that holds the store's tables; it is
+	// created when missing. Several stores (several applications, or
+	// tests) can share a database in different schemas. It must be a plain
+	// lower-case identifier. Empty means DefaultSchema.
+	Schema string
+
+	// MaxBatchSize caps how many writes share one transaction. Zero means
+	// DefaultMaxBatchSize.
+	MaxBatchSize int
+
+	// Committers is how many transactions may be in flight at once, each on
+	// its own connection. Two lets one batch gather while the other
+	// commits. Zero means DefaultCommitters.
+	Committers int
+
+	// MaxConns sizes the connection pool used for reads, claims and
+	// commits; it must exceed Committers. Zero means
+	// max(DefaultMaxConns, Committers+2).
+	MaxConns int
+
+	// KeepHistory turns off compaction on PersistSnapshot (see
+	// [durability.Store]). The default (false) compacts.
+	KeepHistory bool
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	switch {
+	case c.MaxBatchSize < 0:
+		return c, fmt.Errorf("pgstore: MaxBatchSize %d is negative", c.MaxBatchSize)
+	case c.Committers < 0:
+		return c, fmt.Errorf("pgstore: Committers %d is negative", c.Committers)
+	case c.MaxConns < 0:
+		return c, fmt.Errorf("pgstore: MaxConns %d is negative", c.MaxConns)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if !schemaName.MatchString(c.Schema) {
+		return c, fmt.Errorf("pgstore: schema %q is not a plain lower-case identifier", c.Schema)
+	}
+	if c.MaxBatchSize == 0 {
+		c.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if c.Committers == 0 {
+		c.Committers = DefaultCommitters
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = max(DefaultMaxConns, c.Committers+2)
+	}
+	if c.MaxConns <= c.Committers {
+		return c, fmt.Errorf("pgstore: MaxConns %d must exceed Committers %d", c.MaxConns, c.Committers)
+	}
+	return c, nil
+}
+
+// Store is a [durability.Store] in a PostgreSQL database, shared by every
+// process that opens it. Create it with [Open]; the zero value is not
+// usable. All methods are safe for concurrent use.
+type Store struct {
+	pool        *pgxpool.Pool
+	log         *slog.Logger
+	q           queries
+	schema      string
+	keepHistory bool
+	maxBatch    int
+
+	// mu guards closed and the sends on writes: Close takes it exclusively
+	// to stop new operations; operations hold it shared while they start.
+	mu     sync.RWMutex
+	closed bool
+	writes chan *write
+	reads  sync.WaitGroup // reads in progress, waited for by Close
+
+	committers sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// stats
+	commits atomic.Int64
+	written atomic.Int64
+}
+
+// Open connects to the database at dsn (a PostgreSQL connection string or
+// URL, as pgx understands it), creates the store's schema and tables when
+// they are missing, checks the format of existing ones, and starts the
+// committers. ctx bounds the connection and schema setup only.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
+	}
+	cfg.MaxConns = int32(o.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect: %w", err)
+	}
+	s := &Store{
+		pool:        pool,
+		log:         o.Logger,
+		q:           newQueries(o.Schema),
+		schema:      o.Schema,
+		keepHistory: o.KeepHistory,
+		maxBatch:    o.MaxBatchSize,
+		writes:      make(chan *write, o.MaxBatchSize),
+	}
+	if err := s.createSchema(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	for range o.Committers {
+		s.committers.Go(s.commitLoop)
+	}
+	s.log.Info("pgstore opened", "schema", o.Schema, "host", cfg.ConnConfig.Host, "database", cfg.ConnConfig.Database)
+	return s, nil
+}
+
+// createSchema creates the schema, tables and fence function when missing
+// (serialized across processes by an advisory lock) and checks the format.
+func (s *Store) createSchema(ctx context.Context) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "polyweave pgstore schema "+s.schema); err != nil {
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
+	for _, stmt := range s.q.create {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("pgstore: create schema %q: %w", s.schema, err)
+		}
+	}
+	var version string
+	if err := tx.QueryRow(ctx, s.q.format, formatVersion).Scan(&version); err != nil {
+		return fmt.Errorf("pgstore: read format of schema %q: %w", s.schema, err)
+	}
+	if version != formatVersion {
+		return fmt.Errorf("pgstore: schema %q holds format %q; this version reads format %q only", s.schema, version, formatVersion)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgstore: create schema: %w", err)
+	}
+	return nil
+}
+
+// Schema returns the PostgreSQL schema holding the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Close stops accepting operations, waits for queued writes and running
+// reads, stops the committers and closes the connections. It is
+// idempotent: later calls return what the first returned.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.writes)
+		s.mu.Unlock()
+		s.committers.Wait()
+		s.reads.Wait()
+		s.pool.Close()
+		s.log.Info("pgstore closed", "schema", s.schema, "commits", s.commits.Load(), "writes", s.written.Load())
+	})
+	return s.closeErr
+}
+
+// beginRead registers a read unless the store is closed.
+func (s *Store) beginRead() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return durability.ErrClosed
+	}
+	s.reads.Add(1)
+	return nil
+}
+
+// validName reports whether name can be stored.
+func validName(name string) bool { return name != "" && len(name) <= MaxNameLen }
+
+// storeErr wraps err in a *durability.StoreError unless it already is one
+// for this operation.
+func storeErr(op, name string, err error) error {
+	var se *durability.StoreError
+	if errors.As(err, &se) && se.Op == op && se.Name == name {
+		return err
+	}
+	return &durability.StoreError{Op: op, Name: name, Err: err}
+}
+
+// queries holds the SQL text with the schema name filled in.
+type queries struct {
+	create                          []string
+	format                          string
+	putEvents, putSnapshots         string
+	compactEvents, compactSnapshots string
+	deleteEvents, deleteSnapshots   string
+	getEvents, getSnapshot          string
+	checkFences, claim, epoch       string
+}
+
+func newQueries(schema string) queries {
+	sc := pgx.Identifier{schema}.Sanitize()
+	t := func(name string) string { return sc + "." + name }
+	return queries{
+		create: []string{
+			"CREATE SCHEMA IF NOT EXISTS " + sc,
+			"CREATE TABLE IF NOT EXISTS " + t("meta") + ` (key text PRIMARY KEY, value text NOT NULL)`,
+			// idx is the uint64 index with its top bit flipped, so that
+			// bigint order is index order; crc is the CRC-32C of the row.
+			"CREATE TABLE IF NOT EXISTS " + t("events") + ` (
+				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
+				PRIMARY KEY (name, idx))`,
+			"CREATE TABLE IF NOT EXISTS " + t("snapshots") + ` (
+				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
+				PRIMARY KEY (name, idx))`,
+			"CREATE TABLE IF NOT EXISTS " + t("fences") + ` (key bytea PRIMARY KEY, epoch bigint NOT NULL)`,
+			// check_fences fails the transaction unless every key still has
+			// the epoch given. FOR SHARE makes a concurrent claim wait for
+			// this transaction, and this one see a claim committed before it.
+			"CREATE OR REPLACE FUNCTION " + t("check_fences") + `(keys bytea[], epochs bigint[]) RETURNS void
+			LANGUAGE plpgsql AS $$
+			DECLARE bad bytea; have bigint; want bigint;
+			BEGIN
+				PERFORM 1 FROM ` + t("fences") + ` WHERE key = ANY(keys) ORDER BY key FOR SHARE;
+				SELECT c.key, f.epoch, c.epoch INTO bad, have, want
+					FROM unnest(keys, epochs) AS c(key, epoch)
+					LEFT JOIN ` + t("fences") + ` f ON f.key = c.key
+					WHERE f.epoch IS DISTINCT FROM c.epoch LIMIT 1;
+				IF FOUND THEN
+					RAISE EXCEPTION USING ERRCODE = '` + fencedCode + `',
+						MESSAGE = format('claim %s of %s superseded by claim %s', want, encode(bad, 'escape'), have);
+				END IF;
+			END $$`,
+		},
+		format: "WITH ins AS (INSERT INTO " + t("meta") + ` (key, value) VALUES ('format', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
+			SELECT value FROM ins UNION ALL SELECT value FROM ` + t("meta") + ` WHERE key = 'format' LIMIT 1`,
+		putEvents: "INSERT INTO " + t("events") + ` (name, idx, data, crc)
+			SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[])
+			ON CONFLICT (name, idx) DO UPDATE SET data = EXCLUDED.data, crc = EXCLUDED.crc`,
+		putSnapshots: "INSERT INTO " + t("snapshots") + ` (name, idx, data, crc)
+			SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[])
+			ON CONFLICT (name, idx) DO UPDATE SET data = EXCLUDED.data, crc = EXCLUDED.crc`,
+		compactEvents: "DELETE FROM " + t("events") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)
+			WHERE e.name = c.name AND e.idx < c.idx`,
+		compactSnapshots: "DELETE FROM " + t("snapshots") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)
+			WHERE e.name = c.name AND e.idx < c.idx`,
+		deleteEvents: "DELETE FROM " + t("events") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)
+			WHERE e.name = c.name AND e.idx <= c.idx`,
+		deleteSnapshots: "DELETE FROM " + t("snapshots") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)
+			WHERE e.name = c.name AND e.idx <= c.idx`,
+		getEvents: "SELECT idx, data, crc FROM " + t("events") + `
+			WHERE name = $1 AND idx >= $2 AND idx <= $3 ORDER BY idx LIMIT $4`,
+		getSnapshot: "SELECT idx, data, crc FROM " + t("snapshots") + ` WHERE name = $1 ORDER BY idx DESC LIMIT 1`,
+		checkFences: "SELECT " + t("check_fences") + "($1::bytea[], $2::bigint[])",
+		claim: "INSERT INTO " + t("fences") + ` AS f (key, epoch) VALUES ($1, 1)
+			ON CONFLICT (key) DO UPDATE SET epoch = f.epoch + 1 RETURNING epoch`,
+		epoch: "SELECT epoch FROM " + t("fences") + " WHERE key = $1",
+	}
+}
+
+// Stats counts what the store has committed since Open.
+type Stats struct {
+	Commits int64 // transactions committed
+	Writes  int64 // writes they held
+}
+
+// Stats returns the counts so far.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.commits.Load(), Writes: s.written.Load()}
+}

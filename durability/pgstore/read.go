@@ -1,0 +1,146 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// Reads fetch events in pages so that a long history is neither held in
+// memory at once nor read while a callback runs: the callback may use the
+// store, and holds no connection.
+const (
+	pageRows  = 512
+	pageBytes = 8 << 20
+)
+
+type row struct {
+	idx  uint64
+	data []byte
+}
+
+// GetEvents implements [durability.Store]. Every row is checked against
+// its checksum before fn sees it; a damaged one ends the read with
+// [ErrDamaged].
+func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
+	const op = durability.OpGetEvents
+	if !validName(name) {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	}
+	if err := ctx.Err(); err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	if err := s.beginRead(); err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	defer s.reads.Done()
+	hi := int64(maxBiased)
+	if to != 0 {
+		if to <= from {
+			return nil
+		}
+		hi = bias(to - 1)
+	}
+	lo := bias(from)
+	var page []row
+	for {
+		var more bool
+		var err error
+		page, more, err = s.readPage(ctx, name, lo, hi, page[:0])
+		if err != nil {
+			return storeErr(op, name, err)
+		}
+		for _, r := range page {
+			if err := fn(r.idx, r.data); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+		lo = bias(page[len(page)-1].idx) + 1
+	}
+}
+
+// readPage reads events of name in [lo, hi] (biased), up to pageRows rows
+// or about pageBytes bytes, and reports whether more may follow.
+func (s *Store) readPage(ctx context.Context, name string, lo, hi int64, page []row) ([]row, bool, error) {
+	rows, err := s.pool.Query(ctx, s.q.getEvents, []byte(name), lo, hi, pageRows)
+	if err != nil {
+		return page, false, err
+	}
+	defer rows.Close()
+	size, n := 0, 0
+	for rows.Next() {
+		n++
+		var (
+			idx  int64
+			data []byte
+			crc  int32
+		)
+		if err := rows.Scan(&idx, &data, &crc); err != nil {
+			return page, false, err
+		}
+		index := unbias(idx)
+		if uint32(crc) != checksum(kindEvent, name, index, data) {
+			return page, false, s.damaged("event", index)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		page = append(page, row{index, data})
+		if size += len(data); size >= pageBytes {
+			rows.Close()
+			return page, idx != hi, rows.Err()
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return page, false, err
+	}
+	return page, n == pageRows && unbias(hi) != page[len(page)-1].idx, nil
+}
+
+// damaged is the cause reported for a row that fails its checksum.
+func (s *Store) damaged(what string, index uint64) error {
+	return fmt.Errorf("pgstore schema %q: %s %d: %w", s.schema, what, index, ErrDamaged)
+}
+
+// GetSnapshot implements [durability.Store]. The snapshot is checked against
+// its checksum; a damaged one is reported with [ErrDamaged], not skipped.
+func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
+	const op = durability.OpGetSnapshot
+	if !validName(name) {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	}
+	if err := ctx.Err(); err != nil {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	if err := s.beginRead(); err != nil {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	defer s.reads.Done()
+	var (
+		idx  int64
+		data []byte
+		crc  int32
+	)
+	err := s.pool.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return durability.Snapshot{}, false, nil
+	}
+	if err != nil {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	index := unbias(idx)
+	if uint32(crc) != checksum(kindSnapshot, name, index, data) {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: s.damaged("snapshot", index)}
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return durability.Snapshot{Index: index, Data: data}, true, nil
+}

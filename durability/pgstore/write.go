@@ -1,0 +1,393 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// writeKind says what a write does.
+type writeKind uint8
+
+const (
+	putEvents writeKind = iota
+	putSnapshot
+	deleteEvents
+	deleteSnapshots
+)
+
+func (k writeKind) op() string {
+	switch k {
+	case putEvents:
+		return durability.OpPersistEvent
+	case putSnapshot:
+		return durability.OpPersistSnapshot
+	case deleteEvents:
+		return durability.OpDeleteEvents
+	default:
+		return durability.OpDeleteSnapshots
+	}
+}
+
+// fence is a claim's key and epoch that a write must still hold to commit.
+type fence struct {
+	key   []byte
+	epoch int64
+}
+
+// write is one mutation waiting for a committer; done receives its outcome
+// exactly once. The data slices are the caller's: the caller waits for the
+// outcome, so they live until the commit has sent them.
+type write struct {
+	kind  writeKind
+	name  string
+	index uint64   // first event's index, snapshot index, or "through"
+	data  [][]byte // events (one per index from index on), or the snapshot
+	one   [1][]byte
+	fence *fence
+	done  chan error
+}
+
+var writePool = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+
+// PersistEvent implements [durability.Store]. It returns once the
+// transaction holding the event has committed.
+func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	return s.submit(ctx, nil, durability.OpPersistEvent, putEvents, name, index, data, nil)
+}
+
+// PersistEvents implements [durability.Store]: the batch's events commit in
+// one transaction (with whatever other writes share it).
+func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	return s.submit(ctx, nil, durability.OpPersistEvents, putEvents, name, first, nil, data)
+}
+
+// PersistSnapshot implements [durability.Store]. The snapshot and the
+// compaction it implies commit in one transaction.
+func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	return s.submit(ctx, nil, durability.OpPersistSnapshot, putSnapshot, name, index, data, nil)
+}
+
+// DeleteEvents implements [durability.Store].
+func (s *Store) DeleteEvents(ctx context.Context, name string, through uint64) error {
+	return s.submit(ctx, nil, durability.OpDeleteEvents, deleteEvents, name, through, nil, nil)
+}
+
+// DeleteSnapshots implements [durability.Store].
+func (s *Store) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
+	return s.submit(ctx, nil, durability.OpDeleteSnapshots, deleteSnapshots, name, through, nil, nil)
+}
+
+// submit hands a write to the committers and waits for its outcome. A
+// single value comes as one, a batch of events as many (op is then
+// OpPersistEvents).
+func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind, name string, index uint64, one []byte, many [][]byte) error {
+	if !validName(name) {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	}
+	if op == durability.OpPersistEvents {
+		if len(many) == 0 { // nothing to store, after the usual checks
+			if err := s.check(ctx); err != nil {
+				return &durability.StoreError{Op: op, Name: name, Err: err}
+			}
+			return nil
+		}
+		if index+uint64(len(many)-1) < index {
+			return &durability.StoreError{Op: op, Name: name,
+				Err: fmt.Errorf("%d events from index %d: %w", len(many), index, durability.ErrIndexOverflow)}
+		}
+	}
+	w := writePool.Get().(*write)
+	w.kind, w.name, w.index, w.fence = kind, name, index, f
+	switch {
+	case op == durability.OpPersistEvents:
+		w.data = many
+	case kind == putEvents || kind == putSnapshot:
+		w.one[0] = one
+		w.data = w.one[:]
+	}
+	err := s.enqueue(ctx, w)
+	if err == nil {
+		err = <-w.done
+	}
+	*w = write{done: w.done}
+	writePool.Put(w)
+	if err != nil {
+		return storeErr(op, name, err)
+	}
+	return nil
+}
+
+// check returns ErrClosed after Close, or ctx's error when it is done.
+func (s *Store) check(ctx context.Context) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return durability.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// enqueue sends w to the committers unless the store is closed or ctx is
+// done first.
+func (s *Store) enqueue(ctx context.Context, w *write) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return durability.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s.writes <- w:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commitLoop is one committer: it takes the first waiting write, adds every
+// write already queued (up to the batch size), commits them in one
+// transaction and reports to each. While its transaction is in flight, the
+// other committer gathers the writes that arrive meanwhile, so concurrent
+// writers share transactions without any fixed delay.
+func (s *Store) commitLoop() {
+	batch := make([]*write, 0, s.maxBatch)
+	var c committer
+	for {
+		first, ok := <-s.writes
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < s.maxBatch {
+			select {
+			case w, ok := <-s.writes:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, w)
+			default:
+				break gather
+			}
+		}
+		s.commit(&c, batch)
+		clear(batch)
+	}
+}
+
+// commit runs batch as one transaction. If that fails because of what one
+// write asked (a claim superseded, a value PostgreSQL refuses), each write
+// is retried in a transaction of its own, so that it fails alone.
+func (s *Store) commit(c *committer, batch []*write) {
+	ctx := context.Background()
+	err := c.run(ctx, s, batch)
+	if err == nil {
+		s.commits.Add(1)
+		s.written.Add(int64(len(batch)))
+		for _, w := range batch {
+			w.done <- nil
+		}
+		return
+	}
+	if len(batch) == 1 || !retryAlone(err) {
+		if len(batch) > 1 || !isFenced(err) {
+			s.log.Warn("pgstore commit failed", "writes", len(batch), "err", err)
+		}
+		for _, w := range batch {
+			w.done <- fencedOr(err)
+		}
+		return
+	}
+	for _, w := range batch {
+		one := []*write{w}
+		err := c.run(ctx, s, one)
+		if err == nil {
+			s.commits.Add(1)
+			s.written.Add(1)
+		} else if !isFenced(err) {
+			s.log.Warn("pgstore commit failed", "name", w.name, "op", w.kind.op(), "err", err)
+		}
+		w.done <- fencedOr(err)
+	}
+}
+
+// retryAlone reports whether err came from the server refusing a statement
+// (so other writes of the batch may succeed on their own), rather than from
+// the connection.
+func retryAlone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe)
+}
+
+// committer holds one committer's reusable argument buffers.
+type committer struct {
+	ev, snap    rows
+	compact     keys
+	delEv       keys
+	delSnap     keys
+	fenceKeys   [][]byte
+	fenceEpochs []int64
+	seen        map[rowKey]int // events added, by key
+	seenSnap    map[rowKey]int // snapshots added, by key
+}
+
+type rows struct {
+	names [][]byte
+	idx   []int64
+	data  [][]byte
+	crc   []int32
+}
+
+func (r *rows) reset() {
+	clear(r.names)
+	clear(r.data)
+	r.names, r.idx, r.data, r.crc = r.names[:0], r.idx[:0], r.data[:0], r.crc[:0]
+}
+
+func (r *rows) Len() int { return len(r.idx) }
+func (r *rows) Less(i, j int) bool {
+	if c := bytes.Compare(r.names[i], r.names[j]); c != 0 {
+		return c < 0
+	}
+	return r.idx[i] < r.idx[j]
+}
+func (r *rows) Swap(i, j int) {
+	r.names[i], r.names[j] = r.names[j], r.names[i]
+	r.idx[i], r.idx[j] = r.idx[j], r.idx[i]
+	r.data[i], r.data[j] = r.data[j], r.data[i]
+	r.crc[i], r.crc[j] = r.crc[j], r.crc[i]
+}
+
+type keys struct {
+	names [][]byte
+	idx   []int64
+}
+
+func (k *keys) reset() {
+	clear(k.names)
+	k.names, k.idx = k.names[:0], k.idx[:0]
+}
+
+type rowKey struct {
+	name string
+	idx  int64
+}
+
+// add appends a row, or replaces the data of a row with the same key added
+// earlier in the batch (the writes of one batch are concurrent, so any order
+// between them is a valid one, and one statement cannot touch a row twice).
+func (r *rows) add(seen map[rowKey]int, kind byte, name string, idx uint64, data []byte) {
+	k := rowKey{name, bias(idx)}
+	if data == nil {
+		data = []byte{} // NULL is not a value
+	}
+	sum := int32(checksum(kind, name, idx, data))
+	if i, ok := seen[k]; ok {
+		r.data[i], r.crc[i] = data, sum
+		return
+	}
+	seen[k] = len(r.idx)
+	r.names = append(r.names, []byte(name))
+	r.idx = append(r.idx, k.idx)
+	r.data = append(r.data, data)
+	r.crc = append(r.crc, sum)
+}
+
+// run commits batch in one implicit transaction: one pipelined round trip
+// of at most seven statements, whatever the batch's size. Puts come before
+// compactions and deletes: a valid order, since the writes are concurrent.
+func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
+	c.ev.reset()
+	c.snap.reset()
+	c.compact.reset()
+	c.delEv.reset()
+	c.delSnap.reset()
+	clear(c.fenceKeys)
+	c.fenceKeys, c.fenceEpochs = c.fenceKeys[:0], c.fenceEpochs[:0]
+	if c.seen == nil {
+		c.seen, c.seenSnap = make(map[rowKey]int), make(map[rowKey]int)
+	}
+	clear(c.seen)
+	clear(c.seenSnap)
+	for _, w := range batch {
+		if w.fence != nil && !c.hasFence(w.fence) {
+			c.fenceKeys = append(c.fenceKeys, w.fence.key)
+			c.fenceEpochs = append(c.fenceEpochs, w.fence.epoch)
+		}
+		switch w.kind {
+		case putEvents:
+			for i, d := range w.data {
+				c.ev.add(c.seen, kindEvent, w.name, w.index+uint64(i), d)
+			}
+		case putSnapshot:
+			c.snap.add(c.seenSnap, kindSnapshot, w.name, w.index, w.data[0])
+			if !s.keepHistory {
+				c.compact.names = append(c.compact.names, []byte(w.name))
+				c.compact.idx = append(c.compact.idx, bias(w.index))
+			}
+		case deleteEvents:
+			c.delEv.names = append(c.delEv.names, []byte(w.name))
+			c.delEv.idx = append(c.delEv.idx, bias(w.index))
+		case deleteSnapshots:
+			c.delSnap.names = append(c.delSnap.names, []byte(w.name))
+			c.delSnap.idx = append(c.delSnap.idx, bias(w.index))
+		}
+	}
+	// One order of rows for every transaction, so that two committers
+	// writing the same rows wait for each other instead of deadlocking.
+	sort.Sort(&c.ev)
+	sort.Sort(&c.snap)
+	var b pgx.Batch
+	if len(c.fenceKeys) > 0 {
+		b.Queue(s.q.checkFences, c.fenceKeys, c.fenceEpochs)
+	}
+	if c.ev.Len() > 0 {
+		b.Queue(s.q.putEvents, c.ev.names, c.ev.idx, c.ev.data, c.ev.crc)
+	}
+	if c.snap.Len() > 0 {
+		b.Queue(s.q.putSnapshots, c.snap.names, c.snap.idx, c.snap.data, c.snap.crc)
+	}
+	if len(c.compact.idx) > 0 {
+		b.Queue(s.q.compactEvents, c.compact.names, c.compact.idx)
+		b.Queue(s.q.compactSnapshots, c.compact.names, c.compact.idx)
+	}
+	if len(c.delEv.idx) > 0 {
+		b.Queue(s.q.deleteEvents, c.delEv.names, c.delEv.idx)
+	}
+	if len(c.delSnap.idx) > 0 {
+		b.Queue(s.q.deleteSnapshots, c.delSnap.names, c.delSnap.idx)
+	}
+	return s.pool.SendBatch(ctx, &b).Close()
+}
+
+// hasFence reports whether f's key and epoch are checked already. Claims of
+// one key with different epochs are each checked (and at most one passes).
+func (c *committer) hasFence(f *fence) bool {
+	for i, k := range c.fenceKeys {
+		if c.fenceEpochs[i] == f.epoch && bytes.Equal(k, f.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// bias maps an index to a bigint with the same order: the top bit flipped.
+func bias(i uint64) int64 { return int64(i ^ (1 << 63)) }
+
+// unbias is the inverse of bias.
+func unbias(v int64) uint64 { return uint64(v) ^ (1 << 63) }
+
+// maxBiased is bias(math.MaxUint64).
+const maxBiased = math.MaxInt64

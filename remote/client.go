@@ -1,0 +1,338 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// ErrNodeUnreachable is the cause of the error a remote tool's handler
+// returns when the node serving it is gone (killed, disconnected,
+// shut down) or cannot be reached: the call is answered with it at once
+// instead of waiting for its timeout.
+var ErrNodeUnreachable = errors.New("tool node unreachable")
+
+// ErrClosed is returned by a [Client] used after Close, and answers the
+// calls still waiting when it closes.
+var ErrClosed = errors.New("remote: client closed")
+
+// DefaultCallTimeout bounds a call of a remote tool that has no timeout of
+// its own (the node's tool enforces its own limits, but a node that stops
+// answering must not hang the call).
+const DefaultCallTimeout = 10 * time.Minute
+
+// ClientOptions configures [NewClient]. A nil *ClientOptions means
+// defaults.
+type ClientOptions struct {
+	// Address is the host:port the client listens on for the nodes'
+	// answers; default DefaultAddress. Nodes must be able to reach it.
+	Address string
+	// CallTimeout bounds calls of remote tools whose description has no
+	// timeout; default DefaultCallTimeout. Negative: no bound.
+	CallTimeout time.Duration
+	// Logger receives the client's logs and protoactor's; nil discards.
+	Logger *slog.Logger
+	// OnNodeGone, when set, is called with a node's address each time the
+	// client learns that a node it has called is gone (its calls in flight
+	// have then been answered with ErrNodeUnreachable). It runs on the
+	// client's actor and must return quickly.
+	OnNodeGone func(address string)
+}
+
+// Client reaches tool nodes: [Client.Tools] returns a node's tools as
+// ordinary *tools.Tool values whose calls run on the node. Safe for
+// concurrent use; Close stops it.
+type Client struct {
+	system      *actor.ActorSystem
+	remote      *paremote.Remote
+	guard       *guard
+	proxy       *actor.PID
+	addr        string
+	prefix      string
+	seq         atomic.Uint64
+	callTimeout time.Duration
+	log         *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+
+	closeOnce sync.Once
+}
+
+// NewClient starts a client: an actor system with protoactor remote,
+// listening for the nodes' answers.
+func NewClient(opts *ClientOptions) (*Client, error) {
+	var o ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Address == "" {
+		o.Address = DefaultAddress
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case o.CallTimeout == 0:
+		o.CallTimeout = DefaultCallTimeout
+	case o.CallTimeout < 0:
+		o.CallTimeout = tools.NoTimeout
+	}
+	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, callTimeout: o.CallTimeout, log: o.Logger}
+	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
+	var err error
+	// Remote first: a PID carries the system's address as it is at spawn.
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard); err != nil {
+		c.system.Shutdown()
+		return nil, err
+	}
+	if c.proxy, err = c.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return p }), "polyweave-client"); err != nil {
+		c.remote.Shutdown(false)
+		c.system.Shutdown()
+		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
+	}
+	// Stream ids are unique across clients: the node keys calls by them.
+	c.prefix = c.system.ID + "-"
+	return c, nil
+}
+
+// Address returns the host:port nodes answer the client at.
+func (c *Client) Address() string { return c.addr }
+
+// Dropped counts the incoming messages the client refused because it could
+// not decode them safely.
+func (c *Client) Dropped() int64 { return c.guard.Dropped() }
+
+func (c *Client) nextStream() string { return c.prefix + strconv.FormatUint(c.seq.Add(1), 36) }
+
+// send hands msg to the proxy unless the client is closed.
+func (c *Client) send(msg any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.system.Root.Send(c.proxy, msg)
+	return nil
+}
+
+// Tools asks the node at address to describe its tools (DESCRIBE over the
+// wire) and returns them as tools whose handlers call the node. Use them
+// like local tools, in routers, loops and agents: arguments are validated
+// against the node's schemas before they are sent, a call's timeout is the
+// node's own (or ClientOptions.CallTimeout when it has none), a cancelled
+// call is cancelled on the node, and a call whose node goes away is
+// answered with [ErrNodeUnreachable].
+func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
+	node := actor.NewPID(address, ServiceName)
+	stream := c.nextStream()
+	w := &waiter{done: make(chan struct{})}
+	if err := c.send(&start{node: node, frame: messages.Describe(stream), w: w}); err != nil {
+		return nil, err
+	}
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		_ = c.send(&forget{node: node, key: callKey{stream, ""}})
+		return nil, fmt.Errorf("remote: describe tools of %s: %w", address, ctx.Err())
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("remote: describe tools of %s: %w", address, w.err)
+	}
+	out := make([]*tools.Tool, 0, len(w.descriptions))
+	for _, f := range w.descriptions {
+		var d tools.Description
+		if err := json.Unmarshal(f.GetPayload(), &d); err != nil {
+			return nil, fmt.Errorf("remote: tool description from %s: %w", address, err)
+		}
+		timeout := c.callTimeout
+		if d.TimeoutMs > 0 {
+			timeout = time.Duration(d.TimeoutMs) * time.Millisecond
+		}
+		t, err := tools.New(tools.Definition{
+			Name:          d.Name,
+			Description:   d.Description,
+			Capabilities:  d.Capabilities,
+			Transactional: d.Transactional,
+			Irreversible:  !d.Reversible,
+			Idempotent:    d.Idempotent,
+			Schema:        d.Schema,
+			OutputSchema:  d.OutputSchema,
+			Timeout:       timeout,
+			Handler:       c.handler(node, d.Name),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("remote: tool %q from %s: %w", d.Name, address, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// handler sends each call to the node as a TOOL_CALL frame and waits for
+// its TOOL_RESULT, for the node to go away, or for ctx (timeout, CANCEL),
+// in which case the node is told to cancel the call.
+func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		stream := c.nextStream()
+		w := &waiter{done: make(chan struct{})}
+		call := messages.ToolCall(stream, stream, name, args)
+		if err := c.send(&start{node: node, frame: call, w: w}); err != nil {
+			return nil, err
+		}
+		select {
+		case <-w.done:
+		case <-ctx.Done():
+			_ = c.send(&forget{node: node, key: callKey{stream, stream}, cancel: true})
+			return nil, ctx.Err()
+		}
+		if w.err != nil {
+			return nil, w.err
+		}
+		if w.result.IsErrorResult() {
+			var body struct {
+				Error string `json:"error"`
+			}
+			if json.Unmarshal(w.result.GetPayload(), &body) != nil || body.Error == "" {
+				body.Error = string(w.result.GetPayload())
+			}
+			return nil, errors.New(body.Error)
+		}
+		return json.RawMessage(w.result.GetPayload()), nil
+	}
+}
+
+// Close stops the client: calls still waiting are answered with ErrClosed.
+func (c *Client) Close(ctx context.Context) error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		err = c.system.Root.StopFuture(c.proxy).Wait()
+		stopRemote(c.system, c.remote)
+		c.system.Shutdown()
+	})
+	return err
+}
+
+// waiter is one DESCRIBE or TOOL_CALL waiting for its answer; done is
+// closed once result (or descriptions) or err is set.
+type waiter struct {
+	node         string
+	result       *messages.Frame
+	descriptions []*messages.Frame
+	err          error
+	done         chan struct{}
+}
+
+// Messages from the client's methods to its proxy actor (never sent over
+// the wire).
+type (
+	start struct {
+		node  *actor.PID
+		frame *messages.Frame
+		w     *waiter
+	}
+	forget struct {
+		node   *actor.PID
+		key    callKey
+		cancel bool
+	}
+)
+
+// proxy is the client's actor: it sends requests to nodes (as itself, so
+// that answers come back to it), watches each node it talks to, and
+// completes waiters.
+type proxy struct {
+	log     *slog.Logger
+	pending map[callKey]*waiter
+	watched map[string]bool // node addresses watched since their last termination
+	onGone  func(string)
+}
+
+func (p *proxy) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *start:
+		key := callKey{m.frame.GetStreamId(), m.frame.GetToolCallId()}
+		m.w.node = m.node.Address
+		p.pending[key] = m.w
+		if !p.watched[m.node.Address] {
+			p.watched[m.node.Address] = true
+			ctx.Watch(m.node)
+		}
+		ctx.Request(m.node, m.frame)
+	case *forget:
+		delete(p.pending, m.key)
+		if m.cancel {
+			ctx.Send(m.node, messages.Cancel(m.key.stream, m.key.id))
+		}
+	case *messages.Frame:
+		p.frame(m)
+	case *actor.Terminated:
+		// The node is gone (or could not be reached): nothing pending
+		// there will be answered.
+		addr := m.GetWho().GetAddress()
+		delete(p.watched, addr)
+		p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
+		p.log.Info("tool node gone", "address", addr)
+		if p.onGone != nil {
+			p.onGone(addr)
+		}
+	case *actor.DeadLetterResponse:
+		// A request was not delivered (no connection to the node yet).
+		addr := m.GetTarget().GetAddress()
+		p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
+	case *actor.Stopping:
+		for k, w := range p.pending {
+			w.err = ErrClosed
+			close(w.done)
+			delete(p.pending, k)
+		}
+	}
+}
+
+func (p *proxy) frame(f *messages.Frame) {
+	switch f.GetType() {
+	case messages.FrameType_TOOL_RESULT:
+		key := callKey{f.GetStreamId(), f.GetToolCallId()}
+		if w, ok := p.pending[key]; ok {
+			delete(p.pending, key)
+			w.result = f
+			close(w.done)
+		}
+	case messages.FrameType_DESCRIPTION:
+		if w, ok := p.pending[callKey{f.GetStreamId(), ""}]; ok {
+			w.descriptions = append(w.descriptions, f)
+		}
+	case messages.FrameType_END:
+		key := callKey{f.GetStreamId(), ""}
+		if w, ok := p.pending[key]; ok {
+			delete(p.pending, key)
+			close(w.done)
+		}
+	}
+}
+
+// fail completes every waiter on the node at addr with err.
+func (p *proxy) fail(addr string, err error) {
+	for k, w := range p.pending {
+		if w.node == addr {
+			w.err = err
+			close(w.done)
+			delete(p.pending, k)
+		}
+	}
+}

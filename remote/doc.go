@@ -1,0 +1,36 @@
+// Package remote runs tools in other processes over protoactor remote
+// (gRPC): a tool node ([Serve], and the polyweave-node command) hosts tools
+// as supervised duplexes; a host's [Client] fetches their definitions with
+// DESCRIBE over the wire and returns them as ordinary *tools.Tool values,
+// which routers, loops and agents use exactly like local ones.
+//
+// # Wire
+//
+// Only *messages.Frame crosses the wire (plus protoactor's own system
+// messages). The client sends DESCRIBE (answered with one DESCRIPTION per
+// tool, then END), TOOL_CALL (answered with its one TOOL_RESULT) and
+// CANCEL, to the node's service actor [ServiceName], as itself, so that
+// answers come back to it. Each call gets a stream id unique to the client.
+//
+// # Guarantees
+//
+// The host's tool duplex is the one that answers the model, so every
+// guarantee of package tools holds for remote tools: exactly one result
+// per call, arguments validated (against the node's schema) before the
+// call leaves the host, a timeout (the node's own, or
+// [ClientOptions].CallTimeout) that cancels the call on the node too, and
+// CANCEL/ABORT forwarded. The client watches every node it calls: when a
+// node dies (killed, disconnected) or cannot be reached, its calls in
+// flight are answered at once with [ErrNodeUnreachable], and later calls
+// reconnect, so a node that comes back serves again. A node's result that
+// is an error arrives as the handler's error, so the model reads the
+// node's message.
+//
+// # Unknown types on the wire
+//
+// The pinned protoactor decodes whatever type name a peer sends and
+// crashes the receiving process on one this binary has not registered.
+// Nodes and clients install a gRPC interceptor that drops such messages
+// (and malformed envelopes) before protoactor sees them, logs them and
+// counts them ([Node.Dropped], [Client.Dropped]).
+package remote

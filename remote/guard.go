@@ -1,0 +1,100 @@
+package remote
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// The pinned protoactor remote trusts what arrives: its endpoint reader
+// looks the type name of every message up in the protobuf registry and
+// dereferences the result unchecked, and indexes its lookup tables with the
+// numbers the sender chose. A message of a type this binary does not know
+// (a newer peer, a stray client) crashes the whole receiving process.
+//
+// guard is a gRPC stream interceptor on the remote server that checks each
+// incoming message batch before the endpoint reader sees it and removes the
+// envelopes it could not handle: an unknown serializer, a type name that is
+// not registered in this binary, or an index outside the batch's tables.
+// The rest of the batch is delivered.
+type guard struct {
+	log     *slog.Logger
+	dropped atomic.Int64
+}
+
+// serverOption installs the guard on a remote server.
+func (g *guard) serverOption() grpc.ServerOption {
+	return grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return handler(srv, &guardedStream{ServerStream: ss, g: g})
+	})
+}
+
+type guardedStream struct {
+	grpc.ServerStream
+	g *guard
+}
+
+func (s *guardedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if rm, ok := m.(*paremote.RemoteMessage); ok {
+		if b := rm.GetMessageBatch(); b != nil {
+			s.g.filter(b)
+		}
+	}
+	return nil
+}
+
+// Serializer ids of the pinned protoactor: 0 protobuf, 1 JSON.
+const (
+	serializerProto = 0
+	serializerJSON  = 1
+)
+
+// filter removes from b the envelopes the endpoint reader cannot handle.
+func (g *guard) filter(b *paremote.MessageBatch) {
+	kept := b.Envelopes[:0]
+	for _, e := range b.Envelopes {
+		if why := g.check(b, e); why != "" {
+			g.dropped.Add(1)
+			typeName := ""
+			if e.TypeId >= 0 && int(e.TypeId) < len(b.TypeNames) {
+				typeName = b.TypeNames[e.TypeId]
+			}
+			g.log.Warn("remote message dropped", "reason", why, "type", typeName, "serializer", e.SerializerId)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(b.Envelopes[len(kept):])
+	b.Envelopes = kept
+}
+
+func (g *guard) check(b *paremote.MessageBatch, e *paremote.MessageEnvelope) string {
+	switch {
+	case e.TypeId < 0 || int(e.TypeId) >= len(b.TypeNames):
+		return "type index out of range"
+	case e.Target < 0 || int(e.Target) >= len(b.Targets) || b.Targets[e.Target] == nil:
+		return "target index out of range"
+	case e.Sender < 0 || int(e.Sender) > len(b.Senders) || e.Sender > 0 && b.Senders[e.Sender-1] == nil:
+		return "sender index out of range"
+	case e.SerializerId != serializerProto && e.SerializerId != serializerJSON:
+		return "unknown serializer"
+	}
+	name := protoreflect.FullName(b.TypeNames[e.TypeId])
+	if !name.IsValid() {
+		return "invalid type name"
+	}
+	if _, err := protoregistry.GlobalTypes.FindMessageByName(name); err != nil {
+		return "type not registered in this binary"
+	}
+	return ""
+}
+
+// Dropped counts the envelopes the guard removed.
+func (g *guard) Dropped() int64 { return g.dropped.Load() }

@@ -1,0 +1,76 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/remote"
+)
+
+// A batch holding messages of types the node does not know, and malformed
+// envelopes, next to a good one: the guard drops the bad ones instead of
+// letting protoactor crash the node, and the good one is delivered.
+func TestNode_UnknownTypeDropped(t *testing.T) {
+	events := make(chan string, 8)
+	node, err := remote.Serve(&remote.NodeOptions{Tools: nodeTools(func(e string) { events <- e })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close(context.Background())
+	conn, err := grpc.Dial(node.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	stream, err := paremote.NewRemotingClient(conn).Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_ConnectRequest{
+		ConnectRequest: &paremote.ConnectRequest{ConnectionType: &paremote.ConnectRequest_ServerConnection{
+			ServerConnection: &paremote.ServerConnection{SystemId: "stranger", Address: "127.0.0.1:1"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	good := messages.ToolCall("s", "c", "echo", json.RawMessage(`{"text":"delivered"}`))
+	batch := &paremote.MessageBatch{
+		TypeNames: []string{"stranger.v9.Unknown", "polyweave.v1.Frame"},
+		Targets:   []*actor.PID{actor.NewPID(node.Address(), remote.ServiceName)},
+		Senders:   []*actor.PID{actor.NewPID("127.0.0.1:1", "nobody")},
+		Envelopes: []*paremote.MessageEnvelope{
+			{TypeId: 0, Target: 0, MessageData: []byte{1, 2, 3}}, // unknown type
+			{TypeId: 7, Target: 0},                               // no such type index
+			{TypeId: 1, Target: 3},                               // no such target
+			{TypeId: 1, Target: 0, SerializerId: 9},              // no such serializer
+			{TypeId: 1, Target: 0, Sender: 4},                    // no such sender
+			{TypeId: 1, Target: 0, Sender: 1, MessageData: mustMarshal(t, good)},
+		},
+	}
+	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_MessageBatch{MessageBatch: batch}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-events:
+		if e != "echo delivered" {
+			t.Errorf("node event %q", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("the good message of the batch never ran")
+	}
+	if got := node.Dropped(); got != 5 {
+		t.Errorf("node dropped %d envelopes, want 5", got)
+	}
+	_ = stream.CloseSend()
+}

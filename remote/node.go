@@ -1,0 +1,207 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// NodeOptions configures [Serve]. A nil *NodeOptions means defaults.
+type NodeOptions struct {
+	// Address is the host:port the node listens on; default
+	// DefaultAddress. Port 0 picks a free port; [Node.Address] tells
+	// which.
+	Address string
+	// Tools are the tools the node serves; at least one, names unique.
+	Tools []*tools.Tool
+	// Logger receives the node's logs and protoactor's; nil discards.
+	Logger *slog.Logger
+}
+
+// Node serves tools over protoactor remote: each tool runs as a supervised
+// duplex in the node's own runtime, exactly as it would in the host, and
+// the node forwards frames between the wire and the tools. Safe for
+// concurrent use; Close stops it.
+type Node struct {
+	rt      *actors.Runtime
+	remote  *paremote.Remote
+	guard   *guard
+	addr    string
+	log     *slog.Logger
+	service *actor.PID
+
+	conns map[string]*actors.Conn
+	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
+
+	routes sync.Map // callKey → *actor.PID of the caller awaiting the result
+
+	cancel  context.CancelFunc
+	readers sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type callKey struct{ stream, id string }
+
+// Serve starts a node serving opts.Tools.
+func Serve(opts *NodeOptions) (*Node, error) {
+	var o NodeOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Address == "" {
+		o.Address = DefaultAddress
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(o.Tools) == 0 {
+		return nil, errors.New("remote: a node needs at least one tool")
+	}
+	seen := map[string]bool{}
+	for _, t := range o.Tools {
+		if t == nil {
+			return nil, errors.New("remote: nil tool")
+		}
+		if seen[t.Name()] {
+			return nil, fmt.Errorf("remote: two tools named %q", t.Name())
+		}
+		seen[t.Name()] = true
+	}
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, conns: map[string]*actors.Conn{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	for _, t := range o.Tools {
+		conn, err := rt.Start(t.Spec())
+		if err != nil {
+			n.Close(context.Background())
+			return nil, fmt.Errorf("remote: start tool %q: %w", t.Name(), err)
+		}
+		n.conns[t.Name()] = conn
+		desc, err := json.Marshal(t.Description())
+		if err != nil {
+			n.Close(context.Background())
+			return nil, fmt.Errorf("remote: describe tool %q: %w", t.Name(), err)
+		}
+		n.descs = append(n.descs, &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc})
+		n.readers.Go(func() { n.forward(ctx, conn) })
+	}
+	props := actor.PropsFromFunc(n.receive)
+	if n.service, err = rt.System().Root.SpawnNamed(props, ServiceName); err != nil {
+		n.Close(context.Background())
+		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
+	}
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard); err != nil {
+		n.Close(context.Background())
+		return nil, err
+	}
+	n.log.Info("tool node serving", "address", n.addr, "tools", len(o.Tools))
+	return n, nil
+}
+
+// Address returns the host:port the node is reached at.
+func (n *Node) Address() string { return n.addr }
+
+// Dropped counts the incoming messages the node refused because it could
+// not decode them safely (see the package documentation).
+func (n *Node) Dropped() int64 { return n.guard.Dropped() }
+
+// receive is the service actor: frames from callers go to the tools.
+func (n *Node) receive(ctx actor.Context) {
+	f, ok := ctx.Message().(*messages.Frame)
+	if !ok {
+		return
+	}
+	switch f.GetType() {
+	case messages.FrameType_DESCRIBE:
+		if ctx.Sender() == nil {
+			return
+		}
+		for _, d := range n.descs {
+			d := messages.CloneFrame(d)
+			d.StreamId = f.GetStreamId()
+			ctx.Send(ctx.Sender(), d)
+		}
+		ctx.Send(ctx.Sender(), messages.End(f.GetStreamId()))
+	case messages.FrameType_TOOL_CALL:
+		if ctx.Sender() == nil {
+			n.log.Warn("tool call without a sender dropped", "tool", f.GetName(), "tool_call_id", f.GetToolCallId())
+			return
+		}
+		conn, ok := n.conns[f.GetName()]
+		if !ok {
+			ctx.Send(ctx.Sender(), unknownTool(f))
+			return
+		}
+		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, ctx.Sender())
+		if err := conn.Send(f); err != nil {
+			n.routes.Delete(callKey{f.GetStreamId(), f.GetToolCallId()})
+			ctx.Send(ctx.Sender(), messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(),
+				fmt.Sprintf("Tool %s is unavailable on this node: %v", f.GetName(), err)))
+		}
+	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		for _, conn := range n.conns {
+			_ = conn.Send(f) // a tool without the stream ignores it
+		}
+	}
+}
+
+func unknownTool(call *messages.Frame) *messages.Frame {
+	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), call.GetName(), "Unknown tool: "+call.GetName())
+	f.Meta.FailureKind = string(tools.FailureUnknownTool)
+	return f
+}
+
+// forward sends each result a tool emits to the caller that asked for it.
+func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
+	for {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			return
+		}
+		if f.GetType() != messages.FrameType_TOOL_RESULT {
+			continue
+		}
+		if to, ok := n.routes.LoadAndDelete(callKey{f.GetStreamId(), f.GetToolCallId()}); ok {
+			n.rt.System().Root.Send(to.(*actor.PID), f)
+		}
+	}
+}
+
+// Close stops serving: the remote server, the tools (calls in flight are
+// answered "stopped", and the answers go out while the server still
+// runs), and the runtime. It waits until they are gone or ctx ends.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		for _, conn := range n.conns {
+			errs = append(errs, conn.Close(ctx))
+		}
+		if n.service != nil {
+			errs = append(errs, n.rt.System().Root.StopFuture(n.service).Wait())
+		}
+		n.readers.Wait() // each reader ends once its tool has stopped
+		n.cancel()
+		if n.remote != nil {
+			stopRemote(n.rt.System(), n.remote)
+		}
+		errs = append(errs, n.rt.Close(ctx))
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}

@@ -1,0 +1,75 @@
+package remote
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
+)
+
+// ServiceName is the actor name under which a node serves its tools; a
+// node's tools are reached at the PID (node address, ServiceName).
+const ServiceName = "polyweave-tools"
+
+// DefaultAddress is where a node or client listens unless told otherwise:
+// the loopback interface, on a port the system picks.
+const DefaultAddress = "127.0.0.1:0"
+
+// newSystem makes an actor system whose protoactor logs go to logger.
+func newSystem(logger *slog.Logger) *actor.ActorSystem {
+	return actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return logger.With(slog.String("component", "protoactor"))
+		}),
+		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
+	)
+}
+
+// startRemote starts protoactor remote on system, listening on address
+// (host:port; port 0 picks a free one), with the message guard installed.
+// It returns the remote and the address peers reach it at.
+func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremote.Remote, addr string, err error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, "", fmt.Errorf("remote: address %q: bad port", address)
+	}
+	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()))
+	// A peer that cannot be reached is reported (Terminated to its
+	// watchers) after one attempt, not after five attempts two seconds
+	// apart: calls to a dead node fail fast.
+	cfg.MaxRetryCount = 1
+	r = paremote.NewRemote(system, cfg)
+	defer func() {
+		// The pinned remote panics when it cannot listen.
+		if p := recover(); p != nil {
+			r, addr, err = nil, "", fmt.Errorf("remote: listen on %s: %v", address, p)
+		}
+	}()
+	r.Start()
+	return r, system.Address(), nil
+}
+
+// stopRemote shuts down what startRemote started: the gRPC server (with
+// every incoming connection), then protoactor's endpoint actors (each
+// endpoint writer closes its outgoing connection as it stops).
+//
+// It does not call the remote's Shutdown(true): that clears the endpoint
+// manager's connection table while an endpoint that lost its peer may
+// still be reading it from another goroutine (a data race in the pinned
+// protoactor, hit whenever a peer disconnects during shutdown). Nothing
+// here writes that table. The caller must have stopped its own actors that
+// send to remote PIDs first.
+func stopRemote(system *actor.ActorSystem, r *paremote.Remote) {
+	r.Shutdown(false) // the gRPC server only
+	for _, name := range []string{"EndpointSupervisor", "activator"} {
+		_ = system.Root.StopFuture(actor.NewPID(system.Address(), name)).Wait()
+	}
+}

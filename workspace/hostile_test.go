@@ -96,8 +96,11 @@ type hostileCase struct {
 	command func(env hostileEnv) string
 	limits  Limits
 	timeout time.Duration
-	leakFD  bool
-	offHarm string
+	// offTimeout, when set, is the timeout without the sandbox (a case
+	// whose harm is running until the timeout need not run long).
+	offTimeout time.Duration
+	leakFD     bool
+	offHarm    string
 	// check reports the case's own harm, beyond the checks every case gets.
 	check func(t *testing.T, env hostileEnv, res RunCommandResult) string
 }
@@ -183,7 +186,7 @@ var hostileCases = []hostileCase{
 		}
 		return ""
 	}},
-	{name: "CPU spin", limits: Limits{MaxCPUTime: time.Second}, timeout: 4 * time.Second, command: func(hostileEnv) string {
+	{name: "CPU spin", limits: Limits{MaxCPUTime: time.Second}, timeout: time.Minute, offTimeout: 3 * time.Second, command: func(hostileEnv) string {
 		return "while :; do :; done"
 	}, offHarm: "it spins until the timeout", check: func(t *testing.T, e hostileEnv, res RunCommandResult) string {
 		if res.TimedOut {
@@ -277,6 +280,9 @@ func runHostileCase(t *testing.T, hc hostileCase, mode SandboxMode) []string {
 	timeout := hc.timeout
 	if timeout == 0 {
 		timeout = 20 * time.Second
+	}
+	if mode == SandboxOff && hc.offTimeout != 0 {
+		timeout = hc.offTimeout
 	}
 	cfg := hostileHostConfig{Dir: env.ws, Command: hc.command(env), Sandbox: mode, Limits: hc.limits, Timeout: timeout}
 	if hc.leakFD {

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostKillCommand tells the test it runs (through a FIFO), then waits for
@@ -55,22 +58,7 @@ func TestHostKilled_SandboxedCommandDies(t *testing.T) {
 		t.Skip("this kernel does not give the full sandbox")
 	}
 	host, ws, id := startHostKillHost(t, SandboxRequired)
-	if len(processesOf(id)) == 0 {
-		t.Fatal("no process of the command found in /proc while it runs")
-	}
-	mustDo(t, host.Process.Kill())
-	killed := time.Now()
-	var gone time.Duration
-	for {
-		if len(processesOf(id)) == 0 {
-			gone = time.Since(killed)
-			break
-		}
-		if time.Since(killed) > 10*time.Second {
-			t.Fatalf("processes of the command still alive 10 s after the host was killed: %v", processesOf(id))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
 	t.Logf("the command's processes were gone %s after the host was killed", gone)
 	if gone > 100*time.Millisecond {
@@ -112,4 +100,41 @@ func sandboxComplete(t *testing.T) bool {
 	mustDo(t, err)
 	defer ws.Close()
 	return ws.Protections().Complete()
+}
+
+// killAndTimeDeaths SIGKILLs host and returns how long until every process
+// of the command (found in /proc by the marker id) has exited: it holds a
+// pidfd on each, taken before the kill, and polls them, so the time is
+// the kernel's, not that of scanning /proc. It then checks /proc again.
+func killAndTimeDeaths(t *testing.T, host *exec.Cmd, id string) time.Duration {
+	t.Helper()
+	pids := processesOf(id)
+	if len(pids) == 0 {
+		t.Fatal("no process of the command found in /proc while it runs")
+	}
+	var fds []unix.PollFd
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // already gone
+		}
+		defer unix.Close(fd)
+		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	mustDo(t, host.Process.Kill())
+	killed := time.Now()
+	for len(fds) > 0 {
+		if _, err := unix.Poll(fds, 10_000); err != nil && err != unix.EINTR {
+			t.Fatal(err)
+		}
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("processes of the command still alive 10 s after the host was killed: %v", processesOf(id))
+		}
+		fds = slices.DeleteFunc(fds, func(p unix.PollFd) bool { return p.Revents != 0 })
+	}
+	gone := time.Since(killed)
+	if left := processesOf(id); len(left) > 0 {
+		t.Errorf("processes of the command alive after their pidfds said they exited: %v", left)
+	}
+	return gone
 }

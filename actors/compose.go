@@ -27,7 +27,7 @@ func Duplex(name string, h FrameHandler) Spec {
 // and the last stage's frames come out. The stages are children of the
 // pipe and restart with it.
 func Pipe(name string, stages ...Spec) Spec {
-	return Spec{Name: name, New: func() Logic { return &pipeLogic{stages: stages} }}
+	return Spec{Name: name, New: func() Logic { return &pipeLogic{stages: stages} }, innerDurable: anyDurable(stages)}
 }
 
 type pipeLogic struct {
@@ -73,7 +73,7 @@ func (p *pipeLogic) Receive(c Context, msg any) {
 // emits comes out of the joined source (in order per member). This is how
 // a stage and an observer of its state share one duplex.
 func Join(name string, members ...Spec) Spec {
-	return Spec{Name: name, New: func() Logic { return &joinLogic{members: members} }}
+	return Spec{Name: name, New: func() Logic { return &joinLogic{members: members} }, innerDurable: anyDurable(members)}
 }
 
 type joinLogic struct {
@@ -101,4 +101,13 @@ func (j *joinLogic) Receive(c Context, msg any) {
 	case ChildStopped:
 		c.Fail(&InnerStoppedError{Inner: m.Child.String()})
 	}
+}
+
+func anyDurable(specs []Spec) bool {
+	for _, s := range specs {
+		if s.Durable() {
+			return true
+		}
+	}
+	return false
 }

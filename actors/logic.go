@@ -120,8 +120,13 @@ type Timer struct{ Key any }
 // Spec describes a duplex to start. Its zero value is not usable: New is
 // required.
 type Spec struct {
-	// Name, when set, gives the actor a stable name under its parent
-	// (durable stages need one). Names must be unique among siblings.
+	// Name names the actor under its parent. Started with [Runtime.Start]
+	// or [Runtime.Spawn], a duplex whose name is taken gets a unique one
+	// (the name with "-2", "-3", ... added), so any number of duplexes of
+	// one spec can run in one runtime; a [Spec.Durable] duplex keeps its
+	// name exactly (it is part of a persistence key), and starting it
+	// while that name is taken fails with [ErrNameTaken]. Children of a
+	// duplex must have names unique among their siblings.
 	Name string
 	// New makes the Logic for one incarnation. It is called again after
 	// every restart, so state held in the Logic starts afresh.
@@ -137,7 +142,17 @@ type Spec struct {
 	// Persistence, when set, makes the duplex persistent under this
 	// provider: see [Persister]. Persistent duplexes need a stable Name.
 	Persistence persistence.Provider
+
+	// inner is set by Wrap, Pipe and Join when a duplex they own is
+	// Durable: the persistence key of that duplex contains this name.
+	innerDurable bool
 }
+
+// Durable reports whether the duplex, or one it owns (the inner of a
+// [Wrap], a stage of a [Pipe], a member of a [Join]), is persistent. A
+// durable duplex's name is part of a persistence key: the runtime never
+// renames it.
+func (s Spec) Durable() bool { return s.Persistence != nil || s.innerDurable }
 
 // Ref names a running duplex. The zero Ref names nothing.
 type Ref struct{ pid *actor.PID }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,24 @@ import (
 
 // ErrClosed is returned by a [Runtime] or [Conn] used after Close.
 var ErrClosed = errors.New("actors: closed")
+
+// ErrNameTaken is returned (wrapped) by [Runtime.Start] and [Runtime.Spawn]
+// for a [Spec.Durable] duplex whose name is already in use in the runtime:
+// a durable duplex keeps its name, which is part of its persistence key.
+var ErrNameTaken = errors.New("actors: durable duplex name taken")
+
+// ErrNoName is returned (wrapped) by [Runtime.Start] and [Runtime.Spawn]
+// for a [Spec.Durable] duplex without a Name.
+var ErrNoName = errors.New("actors: durable duplex without a name")
+
+// ErrHostStopped is returned (wrapped) by [Runtime.Start] and
+// [Runtime.Spawn] once the runtime's top-level supervisor is gone: its
+// host actor stopped it (see RuntimeOptions.Parent).
+var ErrHostStopped = errors.New("actors: runtime host stopped")
+
+// DefaultHostName is the default name of the runtime's top-level
+// supervisor.
+const DefaultHostName = "polyweave"
 
 // RuntimeOptions configure a [Runtime]. A nil *RuntimeOptions or a zero
 // field means the default.
@@ -39,6 +59,26 @@ type RuntimeOptions struct {
 	// SpawnTimeout bounds how long Start waits for the host to spawn a
 	// duplex; default 10 s.
 	SpawnTimeout time.Duration
+	// Parent, when set, embeds the runtime in a host's actor tree instead
+	// of starting an actor system of its own: the runtime's top-level
+	// supervisor is spawned with Parent, on Parent's actor system. Give it
+	// the actor.Context of a host actor (from its Receive) to make the
+	// supervisor that actor's child: the host actor's supervisor strategy
+	// then decides about the runtime's escalations, and stopping the host
+	// actor stops every duplex of the runtime (each open stream is closed
+	// with ERROR and END). Give it the system's Root to run beside the
+	// host's actors. With a Parent, the default Supervision escalates a
+	// failure past its restart intensity to the host (see
+	// supervisor.Options.EscalateWhenExceeded) rather than stopping the
+	// duplex; Close stops the runtime's actors and leaves the system
+	// running; Logger receives the runtime's logs only (protoactor's go
+	// to the system's own logger).
+	Parent actor.SpawnerContext
+	// Name is the top-level supervisor's actor name; default
+	// [DefaultHostName]. Two runtimes embedded under one parent need
+	// different names. Persistence keys of durable duplexes are actor
+	// paths, which start with it.
+	Name string
 }
 
 // Runtime owns an actor system and its top-level supervisor: the host of
@@ -54,12 +94,16 @@ type Runtime struct {
 	pool         *workerPool // the default dispatcher, stopped by Close
 	spawnTimeout time.Duration
 	tasks        tasks
+	embedded     bool          // the system is the host's: Close leaves it running
+	hostGone     chan struct{} // closed when the host actor has stopped
+	hostGoneOnce sync.Once
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// NewRuntime starts an actor system with a top-level host actor.
+// NewRuntime starts an actor system with a top-level supervisor actor, or,
+// with RuntimeOptions.Parent, spawns the supervisor in a host's system.
 func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 	var o RuntimeOptions
 	if opts != nil {
@@ -75,19 +119,34 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 		o.SpawnTimeout = 10 * time.Second
 	}
 	if o.Supervision == nil {
-		o.Supervision = supervisor.MustNew(nil)
+		o.Supervision = supervisor.MustNew(&supervisor.Options{EscalateWhenExceeded: o.Parent != nil})
+	}
+	if o.Name == "" {
+		o.Name = DefaultHostName
+	}
+	if strings.Contains(o.Name, "/") {
+		return nil, fmt.Errorf("actors: runtime name %q contains a slash", o.Name)
 	}
 	logger := o.Logger
-	system := actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With(slog.String("component", "protoactor")) }),
-		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
-	)
+	var system *actor.ActorSystem
+	spawner := o.Parent
+	if spawner == nil {
+		system = actor.NewActorSystem(
+			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With(slog.String("component", "protoactor")) }),
+			actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
+		)
+		spawner = system.Root
+	} else if system = spawner.ActorSystem(); system == nil {
+		return nil, errors.New("actors: parent has no actor system")
+	}
 	rt := &Runtime{
 		system:       system,
 		logger:       logger,
 		observe:      o.OnSupervision,
 		dispatcher:   o.Dispatcher,
 		spawnTimeout: o.SpawnTimeout,
+		embedded:     o.Parent != nil,
+		hostGone:     make(chan struct{}),
 	}
 	if rt.dispatcher == nil {
 		rt.pool = newWorkerPool(defaultThroughput, defaultMaxWorkers)
@@ -96,13 +155,20 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 	rt.strategy = rt.observed(o.Supervision)
 	// protoactor ignores WithSupervisor on top-level actors: the host's own
 	// failures go to an explicit guardian, which stops it (its children are
-	// then stopped too, and their streams closed with ERROR and END).
-	guardian := rt.observed(supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}))
-	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt} },
-		actor.WithGuardian(guardian), actor.WithSupervisor(rt.strategy))
-	host, err := system.Root.SpawnNamed(props, "polyweave")
+	// then stopped too, and their streams closed with ERROR and END). As a
+	// host actor's child, its parent supervises it and the guardian is
+	// not used.
+	popts := []actor.PropsOption{actor.WithSupervisor(rt.strategy)}
+	if !rt.embedded {
+		guardian := rt.observed(supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}))
+		popts = append(popts, actor.WithGuardian(guardian))
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt} }, popts...)
+	host, err := spawner.SpawnNamed(props, o.Name)
 	if err != nil {
-		system.Shutdown()
+		if !rt.embedded {
+			system.Shutdown()
+		}
 		return nil, fmt.Errorf("actors: spawn host: %w", err)
 	}
 	rt.host = host
@@ -123,6 +189,10 @@ func (rt *Runtime) Logger() *slog.Logger { return rt.logger }
 // drops down to protoactor (remote, cluster, metrics).
 func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 
+// Host is the runtime's top-level supervisor actor: the parent of every
+// duplex started with [Runtime.Start] or [Runtime.Spawn].
+func (rt *Runtime) Host() *actor.PID { return rt.host }
+
 func (rt *Runtime) props(spec Spec, subscriber *actor.PID) *actor.Props {
 	strategy := rt.strategy
 	if spec.Supervision != nil {
@@ -141,6 +211,7 @@ func (rt *Runtime) props(spec Spec, subscriber *actor.PID) *actor.Props {
 type spawnRequest struct {
 	spec       Spec
 	subscriber *actor.PID
+	reply      chan<- spawnReply // buffered: the host never blocks on it
 }
 
 type spawnReply struct {
@@ -149,20 +220,41 @@ type spawnReply struct {
 }
 
 // host is the top-level supervisor: the parent of every started duplex.
-type host struct{ rt *Runtime }
+type host struct {
+	rt  *Runtime
+	seq int // numbers given to names in use
+}
 
 func (h *host) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Stopped); ok {
+		h.rt.hostGoneOnce.Do(func() { close(h.rt.hostGone) })
+		return
+	}
 	req, ok := ctx.Message().(*spawnRequest)
 	if !ok {
 		return
 	}
 	props := h.rt.props(req.spec, req.subscriber)
-	if req.spec.Name == "" {
-		ctx.Respond(&spawnReply{pid: ctx.Spawn(props)})
+	name := req.spec.Name
+	switch {
+	case req.spec.Durable() && name == "":
+		req.reply <- spawnReply{err: fmt.Errorf("%w: its name is part of its persistence key: set Spec.Name (the stage's Name option)", ErrNoName)}
+		return
+	case name == "":
+		req.reply <- spawnReply{pid: ctx.Spawn(props)}
 		return
 	}
-	pid, err := ctx.SpawnNamed(props, req.spec.Name)
-	ctx.Respond(&spawnReply{pid: pid, err: err})
+	pid, err := ctx.SpawnNamed(props, name)
+	if errors.Is(err, actor.ErrNameExists) && req.spec.Durable() {
+		err = fmt.Errorf("%w: %q is running already (a durable duplex keeps its name, part of its persistence key: stop the other one first, or give this one another name)", ErrNameTaken, name)
+	}
+	// A name in use gets a number: any number of duplexes of one spec can
+	// run side by side. Numbers are not reused while the host lives.
+	for err != nil && errors.Is(err, actor.ErrNameExists) {
+		h.seq++
+		pid, err = ctx.SpawnNamed(props, name+"-"+strconv.Itoa(h.seq+1))
+	}
+	req.reply <- spawnReply{pid: pid, err: err}
 }
 
 // spawn starts spec under the host and returns its PID.
@@ -173,11 +265,21 @@ func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID) (*actor.PID, error) {
 	if rt.tasks.isClosed() {
 		return nil, ErrClosed
 	}
-	res, err := rt.system.Root.RequestFuture(rt.host, &spawnRequest{spec: spec, subscriber: subscriber}, rt.spawnTimeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, err)
+	// The reply comes on a channel, not a future: a host that its parent
+	// stopped may hold the request in a suspended mailbox until it is
+	// gone, and nothing must wait for the timeout then.
+	replies := make(chan spawnReply, 1)
+	rt.system.Root.Send(rt.host, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies})
+	timer := time.NewTimer(rt.spawnTimeout)
+	defer timer.Stop()
+	var reply spawnReply
+	select {
+	case reply = <-replies:
+	case <-rt.hostGone:
+		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrHostStopped)
+	case <-timer.C:
+		return nil, fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)
 	}
-	reply := res.(*spawnReply)
 	if reply.err != nil {
 		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, reply.err)
 	}
@@ -204,13 +306,16 @@ func (rt *Runtime) close(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stop host: %w", err))
 		}
+	case <-rt.hostGone: // stopped before (by its parent, say)
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("stop host: %w", ctx.Err()))
 	}
 	if err := rt.tasks.wait(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	rt.system.Shutdown()
+	if !rt.embedded {
+		rt.system.Shutdown()
+	}
 	if rt.pool != nil {
 		rt.pool.close()
 	}

@@ -81,7 +81,7 @@ func (h Hooks) Response(c WrapperContext, f *messages.Frame) {
 // incarnation. When the wrapper restarts, its inner duplex restarts with
 // it.
 func Wrap(name string, inner Spec, newWrapped func() Wrapped) Spec {
-	return Spec{Name: name, New: func() Logic { return NewWrapperLogic(inner, newWrapped()) }}
+	return Spec{Name: name, New: func() Logic { return NewWrapperLogic(inner, newWrapped()) }, innerDurable: inner.Durable()}
 }
 
 // WrapperLogic is the Logic of a wrapper. It is exported so that tests can

@@ -10,6 +10,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -98,7 +99,7 @@ func newLoopConversation(sync bool) (*loopConversation, error) {
 		rt.Close(context.Background())
 		return nil, err
 	}
-	request, _ := json.Marshal([]map[string]string{{"role": "user", "content": userPrompt}})
+	request := models.EncodeMessages([]models.Message{models.UserMessage(userPrompt)})
 	return &loopConversation{rt: rt, conn: conn, request: request}, nil
 }
 
@@ -112,7 +113,7 @@ func (lc *loopConversation) Close() error {
 func (lc *loopConversation) run(ctx context.Context) error {
 	lc.runs++
 	id := "run-" + strconv.Itoa(lc.runs)
-	if err := lc.conn.SendAll(messages.RawParam(id, tools.ParamMessages, lc.request), messages.End(id)); err != nil {
+	if err := lc.conn.SendAll(messages.RawParam(id, models.ParamMessages, lc.request), messages.End(id)); err != nil {
 		return err
 	}
 	frames, err := lc.conn.RecvStream(ctx, id)
@@ -166,42 +167,24 @@ func benchLoopConversation(b *testing.B, sync bool) {
 // in the OpenAI chat shape, the model a function of them and the tools
 // called directly (arguments decoded, results encoded).
 
-type floorCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type floorMessage struct {
-	Role       string      `json:"role"`
-	Content    string      `json:"content,omitempty"`
-	ToolCalls  []floorCall `json:"tool_calls,omitempty"`
-	ToolCallID string      `json:"tool_call_id,omitempty"`
-}
-
 // floorModel answers from the number of tool messages, as the peers do.
-func floorModel(msgs []floorMessage) floorMessage {
+func floorModel(msgs []models.Message) models.Message {
 	seen := 0
 	for _, m := range msgs {
-		if m.Role == "tool" {
+		if m.Role == models.RoleTool {
 			seen++
 		}
 	}
 	if seen >= len(conversationTools) {
-		return floorMessage{Role: "assistant", Content: finalText}
+		return models.AssistantMessage(finalText)
 	}
-	c := floorCall{ID: "call_" + strconv.Itoa(seen+1), Type: "function"}
-	c.Function.Name = conversationTools[seen]
-	c.Function.Arguments = `{"n":` + strconv.Itoa(seen+1) + `}`
-	return floorMessage{Role: "assistant", ToolCalls: []floorCall{c}}
+	return models.AssistantMessage("", models.ToolCall{ID: "call_" + strconv.Itoa(seen+1), Name: conversationTools[seen],
+		Arguments: json.RawMessage(`{"n":` + strconv.Itoa(seen+1) + `}`)})
 }
 
 // floorRun plays one conversation.
 func floorRun(ctx context.Context, fns map[string]func(context.Context, noopIn) (noopOut, error)) error {
-	msgs := []floorMessage{{Role: "user", Content: userPrompt}}
+	msgs := []models.Message{models.UserMessage(userPrompt)}
 	for range 10 {
 		reply := floorModel(msgs)
 		msgs = append(msgs, reply)
@@ -212,12 +195,12 @@ func floorRun(ctx context.Context, fns map[string]func(context.Context, noopIn) 
 			return nil
 		}
 		for _, c := range reply.ToolCalls {
-			fn, ok := fns[c.Function.Name]
+			fn, ok := fns[c.Name]
 			if !ok {
-				return fmt.Errorf("unknown tool %s", c.Function.Name)
+				return fmt.Errorf("unknown tool %s", c.Name)
 			}
 			var in noopIn
-			if err := json.Unmarshal([]byte(c.Function.Arguments), &in); err != nil {
+			if err := json.Unmarshal(c.Arguments, &in); err != nil {
 				return err
 			}
 			out, err := fn(ctx, in)
@@ -228,7 +211,7 @@ func floorRun(ctx context.Context, fns map[string]func(context.Context, noopIn) 
 			if err != nil {
 				return err
 			}
-			msgs = append(msgs, floorMessage{Role: "tool", ToolCallID: c.ID, Content: string(res)})
+			msgs = append(msgs, models.ToolMessage(c.ID, res))
 		}
 	}
 	return fmt.Errorf("no final answer")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -83,7 +84,7 @@ func sessionMemory(n int) (float64, error) {
 		if conns[i], err = rt.Start(spec); err != nil {
 			return 0, err
 		}
-		if err := conns[i].SendAll(messages.RawParam("s", tools.ParamMessages, request), messages.End("s")); err != nil {
+		if err := conns[i].SendAll(messages.RawParam("s", models.ParamMessages, request), messages.End("s")); err != nil {
 			return 0, err
 		}
 	}

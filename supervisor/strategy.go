@@ -84,6 +84,11 @@ type Options struct {
 	Observer func(Event)
 	// Logger receives one record per decision; default: discard.
 	Logger *slog.Logger
+	// EscalateWhenExceeded, when set, makes a failure past the restart
+	// intensity escalate (the supervisor fails itself with the child's
+	// reason and its own supervisor decides) instead of stopping the
+	// child. The event then has Directive Escalate and IntensityExceeded.
+	EscalateWhenExceeded bool
 }
 
 // NoRestarts as Options.MaxRestarts means the first failure stops the child.
@@ -100,7 +105,8 @@ type Event struct {
 	Affected []string
 	Reason   error
 	// Directive is what was done. When the restart intensity was exceeded it
-	// is Stop and IntensityExceeded is true.
+	// is Stop (Escalate with Options.EscalateWhenExceeded) and
+	// IntensityExceeded is true.
 	Directive         Directive
 	IntensityExceeded bool
 	// Failures is the number of failures counted within the window,
@@ -202,7 +208,13 @@ func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 		ev.Failures = rs.NumberOfFailures(s.opts.Within)
 		if ev.Failures > s.opts.MaxRestarts {
 			rs.Reset()
-			ev.Directive, ev.IntensityExceeded = Stop, true
+			ev.IntensityExceeded = true
+			if s.opts.EscalateWhenExceeded {
+				ev.Directive = Escalate
+				sup.EscalateFailure(reason, message)
+				break
+			}
+			ev.Directive = Stop
 			sup.StopChildren(targets...)
 			break
 		}

@@ -2,68 +2,20 @@ package tools
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
-// The OpenAI chat message shapes the loop writes (see the package doc).
-type (
-	chatMessage struct {
-		Role       string         `json:"role"`
-		Content    *string        `json:"content"`
-		ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-		ToolCallID string         `json:"tool_call_id,omitempty"`
-	}
-	chatToolCall struct {
-		ID       string       `json:"id"`
-		Type     string       `json:"type"`
-		Function chatFunction `json:"function"`
-	}
-	chatFunction struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-)
+// The stages keep a conversation as the raw JSON elements of its
+// "messages" PARAM (models.SplitMessages) and add the messages they write
+// encoded once (models.Message): a follow-up joins them without decoding
+// or re-encoding what is already there.
 
-func decodeMessages(payload []byte) ([]json.RawMessage, error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(payload, &list); err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
-	}
-	return list, nil
-}
-
-// encodeMessages joins messages into a JSON array. Every element is valid
-// JSON already (decoded from a messages PARAM or encoded by this package),
-// so they are copied as they are: re-encoding them with json.Marshal would
-// re-validate the whole, ever longer, conversation at every follow-up.
-func encodeMessages(list []json.RawMessage) json.RawMessage {
-	n := 2
-	for _, m := range list {
-		n += len(m) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, m := range list {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if len(m) == 0 {
-			m = json.RawMessage("null")
-		}
-		b = append(b, m...)
-	}
-	return append(b, ']')
-}
-
-func rawMessage(m chatMessage) json.RawMessage {
-	b, _ := json.Marshal(m) // strings only
-	return b
-}
+func encodeMessage(m models.Message) json.RawMessage { return m.AppendJSON(nil) }
 
 func systemMessage(prompt string) json.RawMessage {
-	return rawMessage(chatMessage{Role: "system", Content: &prompt})
+	return encodeMessage(models.SystemMessage(prompt))
 }
 
 // withSystem returns list with a system message in front.
@@ -73,19 +25,14 @@ func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
 
 // assistantMessage is the assistant turn that made calls, as accumulated.
 func assistantMessage(text string, calls []*messages.Frame) json.RawMessage {
-	m := chatMessage{Role: "assistant"}
-	if text != "" {
-		m.Content = &text
+	tc := make([]models.ToolCall, len(calls))
+	for i, c := range calls {
+		tc[i] = models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()}
 	}
-	for _, c := range calls {
-		m.ToolCalls = append(m.ToolCalls, chatToolCall{ID: c.GetToolCallId(), Type: "function",
-			Function: chatFunction{Name: c.GetName(), Arguments: string(c.GetPayload())}})
-	}
-	return rawMessage(m)
+	return encodeMessage(models.AssistantMessage(text, tc...))
 }
 
 // toolMessage answers one call: content is the result JSON as a string.
 func toolMessage(result *messages.Frame) json.RawMessage {
-	content := string(result.GetPayload())
-	return rawMessage(chatMessage{Role: "tool", Content: &content, ToolCallID: result.GetToolCallId()})
+	return encodeMessage(models.ToolMessage(result.GetToolCallId(), result.GetPayload()))
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -180,11 +181,13 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage) outcome {
 		}
 		return outcome{payload: r}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // "<", ">" and "&" reach the model as themselves
+	if err := enc.Encode(v); err != nil {
 		return outcome{err: fmt.Errorf("encode result: %w", err)}
 	}
-	return outcome{payload: b}
+	return outcome{payload: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
 }
 
 func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {

@@ -6,13 +6,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
-)
-
-// Request parameter names the tool stages read and write.
-const (
-	ParamMessages   = "messages"
-	ParamTools      = "tools"
-	ParamToolChoice = "tool_choice"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // InstallerOptions configure [NewInstaller]. A nil *InstallerOptions or a
@@ -29,8 +23,14 @@ type InstallerOptions struct {
 	// example "auto" or {"type":"function","function":{"name":"x"}}).
 	ToolChoice json.RawMessage
 	// SystemPrompt, when set, is prepended to the messages as a system
-	// message if the first request frame is a "messages" PARAM.
+	// message if the first frame of a request is a "messages" PARAM.
 	SystemPrompt string
+	// Once installs into the first request the installer receives only
+	// (per incarnation: a restarted installer installs again), as the
+	// JavaScript package's installer does. By default every request gets
+	// them: each new conversation a long-running host sends through one
+	// installer has its tools.
+	Once bool
 }
 
 // toolsParam is the value of the "tools" PARAM to inject, or nil.
@@ -44,13 +44,15 @@ func toolsParam(explicit json.RawMessage, all []*Tool) json.RawMessage {
 	return FunctionList(all)
 }
 
-// NewInstaller returns the spec of a tool installer around inner: on the
-// first request frame it receives (one-shot, per incarnation) it injects a
-// "tools" PARAM and a "tool_choice" PARAM before that frame, and, when
-// that frame is a "messages" PARAM, prepends SystemPrompt to the messages
-// as {"role":"system","content":...}. Later frames pass unchanged. On the
-// response path it is an async router ([NewAsyncRouter]): TOOL_CALLs run
-// on its tool actors and their results go into inner's sink.
+// NewInstaller returns the spec of a tool installer around inner: before
+// the first frame of every request (a stream's first PARAM or END, and the
+// first after each END of that stream) it injects a "tools" PARAM and a
+// "tool_choice" PARAM, and, when that frame is a "messages" PARAM,
+// prepends SystemPrompt to the messages as {"role":"system",...}. The
+// request's other frames pass unchanged, and so do the frames of any
+// request after the first with [InstallerOptions].Once. On the response
+// path it is an async router ([NewAsyncRouter]): TOOL_CALLs run on its
+// tool actors and their results go into inner's sink.
 func NewInstaller(inner actors.Spec, o *InstallerOptions) (actors.Spec, error) {
 	var opts InstallerOptions
 	if o != nil {
@@ -69,34 +71,63 @@ func NewInstaller(inner actors.Spec, o *InstallerOptions) (actors.Spec, error) {
 	}
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
 		r := newRouterLogic(all, ropts.Breaker)
-		installed := false
-		r.install = func(c actors.WrapperContext, f *messages.Frame) {
-			if installed {
-				c.ToInner(f)
-				return
-			}
-			installed = true
-			stream := f.GetStreamId()
-			if len(tp) > 0 {
-				c.ToInner(messages.RawParam(stream, ParamTools, tp))
-			}
-			if len(opts.ToolChoice) > 0 {
-				c.ToInner(messages.RawParam(stream, ParamToolChoice, opts.ToolChoice))
-			}
-			if f.IsParam(ParamMessages) && opts.SystemPrompt != "" {
-				list, err := decodeMessages(f.GetPayload())
-				if err != nil {
-					c.Logger().Warn("messages PARAM is not a JSON array; system prompt not installed", "error", err)
-					c.ToInner(f)
-					return
-				}
-				c.ToInner(messages.RawParam(stream, ParamMessages, encodeMessages(withSystem(list, opts.SystemPrompt))))
-				return
-			}
-			c.ToInner(f)
-		}
+		in := &installation{tools: tp, toolChoice: opts.ToolChoice, systemPrompt: opts.SystemPrompt, once: opts.Once}
+		r.install = in.request
 		return r
 	})
 	spec.Supervision = ropts.Supervision
 	return spec, nil
+}
+
+// installation is the request side of an installer: it knows which
+// streams are in the middle of a request (installed already).
+type installation struct {
+	tools, toolChoice json.RawMessage
+	systemPrompt      string
+	once              bool
+
+	done    bool            // with once: installed
+	sending map[string]bool // streams whose current request got them
+}
+
+func (in *installation) request(c actors.WrapperContext, f *messages.Frame) {
+	stream := f.GetStreamId()
+	switch t := f.GetType(); {
+	case t != messages.FrameType_PARAM && t != messages.FrameType_END:
+		if t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
+			delete(in.sending, stream)
+		}
+		c.ToInner(f)
+		return
+	case in.once && in.done, in.sending[stream]:
+		if t == messages.FrameType_END {
+			delete(in.sending, stream)
+		}
+		c.ToInner(f)
+		return
+	}
+	in.done = true
+	if f.GetType() == messages.FrameType_PARAM {
+		if in.sending == nil {
+			in.sending = map[string]bool{}
+		}
+		in.sending[stream] = true
+	}
+	if len(in.tools) > 0 {
+		c.ToInner(messages.RawParam(stream, models.ParamTools, in.tools))
+	}
+	if len(in.toolChoice) > 0 {
+		c.ToInner(messages.RawParam(stream, models.ParamToolChoice, in.toolChoice))
+	}
+	if f.IsParam(models.ParamMessages) && in.systemPrompt != "" {
+		list, err := models.SplitMessages(f.GetPayload())
+		if err != nil {
+			c.Logger().Warn("messages PARAM is not a JSON array; system prompt not installed", "error", err)
+			c.ToInner(f)
+			return
+		}
+		c.ToInner(messages.RawParam(stream, models.ParamMessages, models.JoinMessages(withSystem(list, in.systemPrompt))))
+		return
+	}
+	c.ToInner(f)
 }

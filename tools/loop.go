@@ -7,6 +7,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // Defaults of [LoopOptions].
@@ -231,11 +232,11 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	}
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
-		if f.IsParam(ParamMessages) {
+		if f.IsParam(models.ParamMessages) {
 			l.requestMessages(c, s, f)
 			return
 		}
-		if f.GetName() != ParamTools && f.GetName() != ParamToolChoice {
+		if f.GetName() != models.ParamTools && f.GetName() != models.ParamToolChoice {
 			s.setParam(f)
 		}
 	case messages.FrameType_END:
@@ -261,7 +262,7 @@ func (s *loopSession) setParam(f *messages.Frame) {
 }
 
 func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *messages.Frame) {
-	list, err := decodeMessages(f.GetPayload())
+	list, err := models.SplitMessages(f.GetPayload())
 	if err != nil {
 		l.fail(c, s, fmt.Sprintf("tool loop: %v", err))
 		return
@@ -280,15 +281,15 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 	}
 	s.messages = list
 	l.sendTools(c, s.stream)
-	c.ToInner(messages.RawParam(s.stream, ParamMessages, encodeMessages(list)))
+	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
 }
 
 func (l *loopLogic) sendTools(c actors.WrapperContext, stream string) {
 	if len(l.opts.ToolsParam) > 0 {
-		c.ToInner(messages.RawParam(stream, ParamTools, l.opts.ToolsParam))
+		c.ToInner(messages.RawParam(stream, models.ParamTools, l.opts.ToolsParam))
 	}
 	if len(l.opts.ToolChoice) > 0 {
-		c.ToInner(messages.RawParam(stream, ParamToolChoice, l.opts.ToolChoice))
+		c.ToInner(messages.RawParam(stream, models.ParamToolChoice, l.opts.ToolChoice))
 	}
 }
 
@@ -489,7 +490,7 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
 		c.ToInner(p)
 	}
 	l.sendTools(c, s.stream)
-	c.ToInner(messages.RawParam(s.stream, ParamMessages, encodeMessages(list)))
+	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
 	c.ToInner(messages.End(s.stream))
 }
 

@@ -208,10 +208,10 @@ func TestLoop_Cancel(t *testing.T) {
 	}
 }
 
-// TestInstaller_OneShotInjection: the first request gets tools,
+// TestInstaller_OnceInjection: with Once, the first request gets tools,
 // tool_choice and the system prompt; the second passes unchanged; calls
 // are routed to the handlers.
-func TestInstaller_OneShotInjection(t *testing.T) {
+func TestInstaller_OnceInjection(t *testing.T) {
 	rt := newRuntime(t)
 	model := newSink()
 	spec, err := tools.NewInstaller(tooltest.ScriptedModel("model", [][]*messages.Frame{
@@ -221,6 +221,7 @@ func TestInstaller_OneShotInjection(t *testing.T) {
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}},
 		ToolChoice:    raw(`"required"`),
 		SystemPrompt:  "Be brief.",
+		Once:          true,
 	})
 	if err != nil {
 		t.Fatal(err)

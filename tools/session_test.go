@@ -9,6 +9,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -42,7 +43,7 @@ func TestSession_EndedAndRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn := start(t, rt, loop)
-		send(t, conn, messages.RawParam(stream, tools.ParamMessages, json.RawMessage(msgs)), messages.End(stream))
+		send(t, conn, messages.RawParam(stream, models.ParamMessages, json.RawMessage(msgs)), messages.End(stream))
 		got, err := conn.RecvStream(testCtx(t), stream)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +119,7 @@ func TestSession_ResumeAfterModelFailure(t *testing.T) {
 	const first = `[{"role":"user","content":"write a.txt"}]`
 	ask := func(stream string) string {
 		t.Helper()
-		send(t, conn, messages.RawParam(stream, tools.ParamMessages, json.RawMessage(first)), messages.End(stream))
+		send(t, conn, messages.RawParam(stream, models.ParamMessages, json.RawMessage(first)), messages.End(stream))
 		got, err := conn.RecvStream(testCtx(t), stream)
 		if err != nil {
 			t.Fatal(err)

@@ -316,3 +316,16 @@ func TestTool_TimeoutWithHandlerIgnoringContext(t *testing.T) {
 		t.Fatalf("after the timeout got %q", lines(next))
 	}
 }
+
+// TestToolLogic_ResultNotHTMLEscaped: a result reaches the model with
+// "<", ">" and "&" as themselves.
+func TestToolLogic_ResultNotHTMLEscaped(t *testing.T) {
+	tool := tools.MustNew(tools.Definition{Name: "cmp", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
+		return map[string]string{"out": "a < b && b > c"}, nil
+	}})
+	var r actorstest.Recorder
+	deliver(t, &r, tool.Logic(), messages.ToolCall("s1", "c1", "cmp", nil))
+	if got := string(r.Emitted[0].GetPayload()); got != `{"out":"a < b && b > c"}` {
+		t.Fatalf("result %s", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -128,7 +129,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	a := &agent{conn: conn, tr: tr, timeout: cfg.timeout,
 		restartLoop: func() (*actors.Conn, error) { return rt.Start(loop) }}
-	first, _ := json.Marshal([]json.RawMessage{chatMessage("user", cfg.prompt)}) // raw messages made here
+	first := models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
 	if sess != nil {
 		tr.Note("session", "%s", sess.describe())
 		first, a.durable = sess.first, true
@@ -262,7 +263,7 @@ func (a *agent) run(ctx context.Context, first json.RawMessage) error {
 		if attempt > 1 {
 			stream = fmt.Sprintf("demo-%d", attempt)
 		}
-		if err := a.conn.SendAll(messages.RawParam(stream, tools.ParamMessages, list), messages.End(stream)); err != nil {
+		if err := a.conn.SendAll(messages.RawParam(stream, models.ParamMessages, list), messages.End(stream)); err != nil {
 			return fmt.Errorf("send the request: %w", err)
 		}
 		res, err := a.follow(ctx, stream)
@@ -300,7 +301,7 @@ func (a *agent) run(ctx context.Context, first json.RawMessage) error {
 			}
 			a.conn = conn
 		case attempt < maxAttempts:
-			list, _ = json.Marshal(history) // raw messages
+			list = models.JoinMessages(history)
 			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d",
 				plural(len(history), "message"), attempt+1)
 		default:
@@ -395,53 +396,19 @@ func (a *agent) follow(ctx context.Context, stream string) (answer, error) {
 	}
 }
 
-// roundMessages is a round in OpenAI chat format, as the loop itself sends
-// it to the model: the assistant message with its tool calls, then one
-// tool message per call, in call order.
+// roundMessages is a round as the loop itself sends it to the model: the
+// assistant message with its tool calls, then one tool message per call,
+// in call order.
 func roundMessages(r *round) []json.RawMessage {
-	type function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	type toolCall struct {
-		ID       string   `json:"id"`
-		Type     string   `json:"type"`
-		Function function `json:"function"`
-	}
-	var content *string
-	if r.text.Len() > 0 {
-		s := r.text.String()
-		content = &s
-	}
-	calls := make([]toolCall, len(r.calls))
+	calls := make([]models.ToolCall, len(r.calls))
 	for i, c := range r.calls {
-		calls[i] = toolCall{ID: c.GetToolCallId(), Type: "function",
-			Function: function{Name: c.GetName(), Arguments: string(c.GetPayload())}}
+		calls[i] = models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()}
 	}
-	assistant, _ := json.Marshal(struct {
-		Role      string     `json:"role"`
-		Content   *string    `json:"content"`
-		ToolCalls []toolCall `json:"tool_calls"`
-	}{"assistant", content, calls}) // strings only
-	out := []json.RawMessage{assistant}
+	out := []json.RawMessage{models.AssistantMessage(r.text.String(), calls...).AppendJSON(nil)}
 	for _, c := range r.calls {
-		msg, _ := json.Marshal(struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
-			Content    string `json:"content"`
-		}{"tool", c.GetToolCallId(), string(r.results[c.GetToolCallId()].GetPayload())})
-		out = append(out, msg)
+		out = append(out, models.ToolMessage(c.GetToolCallId(), r.results[c.GetToolCallId()].GetPayload()).AppendJSON(nil))
 	}
 	return out
-}
-
-// chatMessage is a message with a role and text content.
-func chatMessage(role, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, content}) // strings only
-	return b
 }
 
 // plural is n and noun, with an s unless n is 1.

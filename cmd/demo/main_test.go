@@ -272,8 +272,8 @@ func TestRoundMessages_AsTheLoopSendsThem(t *testing.T) {
 		`{"role":"assistant","content":"Reading.","tool_calls":[` +
 			`{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},` +
 			`{"id":"c2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b\"}"}}]}`,
-		`{"role":"tool","tool_call_id":"c1","content":"{\"success\":true}"}`,
-		`{"role":"tool","tool_call_id":"c2","content":"{\"success\":false}"}`,
+		`{"role":"tool","content":"{\"success\":true}","tool_call_id":"c1"}`,
+		`{"role":"tool","content":"{\"success\":false}","tool_call_id":"c2"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

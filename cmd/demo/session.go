@@ -16,6 +16,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -46,7 +47,7 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	if s.id == "" {
 		s.id = newSessionID()
 	}
-	s.first, _ = json.Marshal([]json.RawMessage{chatMessage("user", cfg.prompt)}) // raw messages made here
+	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
 	snap, ok, err := st.GetSnapshot(ctx, s.id)
 	if err != nil {
 		st.Close()
@@ -116,16 +117,13 @@ func (s *session) close() error { return s.store.Close() }
 
 // firstPrompt is the text of the last user message of a first request.
 func firstPrompt(payload []byte) string {
-	var msgs []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	if json.Unmarshal(payload, &msgs) != nil {
+	msgs, err := models.DecodeMessages(payload)
+	if err != nil {
 		return string(payload)
 	}
 	var last []string
 	for _, m := range msgs {
-		if m.Role == "user" {
+		if m.Role == models.RoleUser {
 			last = []string{m.Content}
 		}
 	}

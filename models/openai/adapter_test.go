@@ -345,7 +345,9 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 
 func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 	release := make(chan struct{})
-	rg := newRig(t, openai.Options{IdleTimeout: 50 * time.Millisecond}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+	// The bound is generous: it also covers connecting and the first chunk on
+	// a loaded machine.
+	rg := newRig(t, openai.Options{IdleTimeout: time.Second}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, content("thinking"))
 		w.(http.Flusher).Flush()

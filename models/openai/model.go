@@ -18,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
 // DefaultBaseURL is OpenAI's API.
@@ -104,13 +105,7 @@ func New(opts *Options) (*Model, error) {
 	}
 	m := &Model{model: o.Model, timeout: o.Timeout, idle: o.IdleTimeout, includeUsage: !o.DisableUsage, logger: o.Logger}
 	if o.HTTPClient == nil {
-		transport := http.DefaultTransport
-		if t, ok := transport.(*http.Transport); ok {
-			t = t.Clone()
-			t.ResponseHeaderTimeout = o.IdleTimeout
-			transport = t
-		}
-		m.ownClient = &http.Client{Transport: transport}
+		m.ownClient = streaming.NewHTTPClient(o.IdleTimeout)
 		o.HTTPClient = m.ownClient
 	}
 	reqOpts := []option.RequestOption{
@@ -155,92 +150,26 @@ func APIKeyFromEnv(name string) (string, error) {
 
 // Spec returns the spec of an adapter duplex streaming requests to m.
 func (m *Model) Spec(name string) actors.Spec {
-	return actors.Spec{Name: name, New: func() actors.Logic { return &logic{model: m} }}
+	return streaming.Spec(name, m.answer)
 }
 
-// outcome is what a request's background work returns: the frames that
-// end the answer (tool calls, usage, finish) or why it failed.
-type outcome struct {
-	frames []*messages.Frame
-	err    error
-}
-
-// logic is the adapter of one incarnation. Each request streams in a
-// Context.Go function that hands text deltas over as progress and returns
-// the rest as an outcome; the Logic emits them while the request is live.
-type logic struct {
-	model   *Model
-	tracker models.Tracker
-}
-
-func (l *logic) Receive(c actors.Context, msg any) {
-	switch m := msg.(type) {
-	case *messages.Frame:
-		if req := l.tracker.Frame(m, c.Emit); req != nil {
-			l.start(c, req)
-		}
-	case actors.AsyncProgress:
-		if req, ok := m.Key.(*models.Request); ok && l.tracker.Live(req) {
-			c.Emit(m.Value.(*messages.Frame))
-		}
-	case actors.AsyncDone:
-		req, ok := m.Key.(*models.Request)
-		if !ok || !l.tracker.Live(req) {
-			return // cancelled: its ERROR and END are out already
-		}
-		out, _ := m.Value.(outcome)
-		if m.Err != nil {
-			out.err = m.Err
-		}
-		l.finish(c, req, out)
-	}
-}
-
-// start sends req, or answers it with ERROR and END when it cannot be sent.
-func (l *logic) start(c actors.Context, req *models.Request) {
-	body, err := requestBody(req, l.model.model, l.model.includeUsage)
+// answer sends one request and reads its answer (a streaming.AnswerFunc).
+func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+	body, err := requestBody(req, m.model, m.includeUsage)
 	if err != nil {
-		l.finish(c, req, outcome{err: err})
-		return
+		return nil, err
 	}
-	stream := req.StreamID
-	cancel := c.Go(req, func(ctx context.Context, progress func(any)) any {
-		return l.model.stream(ctx, stream, body, progress)
-	})
-	l.tracker.Start(req, cancel)
-}
-
-func (l *logic) finish(c actors.Context, req *models.Request, out outcome) {
-	if out.err != nil {
-		c.Emit(messages.Error(req.StreamID, out.err.Error()))
-	} else {
-		for _, f := range out.frames {
-			c.Emit(f)
-		}
-	}
-	c.Emit(messages.End(req.StreamID))
-	if next := l.tracker.Done(req); next != nil {
-		l.start(c, next)
-	}
+	return m.stream(ctx, req.StreamID, body, emit)
 }
 
 var doneEvent = []byte("[DONE]")
 
 // stream sends one request and reads its answer. It runs on its own
-// goroutine; text deltas go out through progress as TEXT frames.
-func (m *Model) stream(ctx context.Context, streamID string, body []byte, progress func(any)) outcome {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	ctx, stop := context.WithTimeoutCause(ctx, m.timeout, fmt.Errorf("no complete answer within %v", m.timeout))
-	defer stop()
-	idle := time.AfterFunc(m.idle, func() { cancel(fmt.Errorf("no data from the server for %v", m.idle)) })
-	defer idle.Stop()
-	fail := func(op string, err error) outcome {
-		if cause := context.Cause(ctx); cause != nil {
-			err = cause
-		}
-		return outcome{err: fmt.Errorf("%s: %w", op, err)}
-	}
+// goroutine; text deltas go out through emit as TEXT frames.
+func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+	bounds, ctx := streaming.Bound(ctx, m.timeout, m.idle)
+	defer bounds.Release()
+	fail := bounds.Fail
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "chat/completions", body, &res); err != nil {
@@ -248,18 +177,18 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, progre
 		// is what tells a user (or the model) what went wrong.
 		var apiErr *sdk.Error
 		if errors.As(err, &apiErr) && apiErr.Message != "" {
-			return outcome{err: fmt.Errorf("request: %w: %s", err, apiErr.Message)}
+			return nil, fmt.Errorf("request: %w: %s", err, apiErr.Message)
 		}
-		return fail("request", err)
+		return nil, fail("request", err)
 	}
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
-		return outcome{err: errors.New("request: empty response")}
+		return nil, errors.New("request: empty response")
 	}
 	defer dec.Close()
 	var acc Accumulator
 	for dec.Next() {
-		idle.Reset(m.idle)
+		bounds.Touch()
 		data := bytes.TrimSpace(dec.Event().Data)
 		if len(data) == 0 {
 			continue
@@ -270,25 +199,25 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, progre
 		}
 		var chunk sdk.ChatCompletionChunk
 		if err := json.Unmarshal(data, &chunk); err != nil {
-			return outcome{err: fmt.Errorf("decode chunk: %w", err)}
+			return nil, fmt.Errorf("decode chunk: %w", err)
 		}
 		text, err := acc.Add(&chunk)
 		if text != "" {
-			progress(messages.Text(streamID, text))
+			emit(messages.Text(streamID, text))
 		}
 		if err != nil {
-			return outcome{err: err}
+			return nil, err
 		}
 	}
 	if err := dec.Err(); err != nil {
-		return fail("read stream", err)
+		return nil, fail("read stream", err)
 	}
 	if ctx.Err() != nil {
-		return fail("read stream", ctx.Err())
+		return nil, fail("read stream", ctx.Err())
 	}
 	result, err := acc.Result()
 	if err != nil {
-		return outcome{err: err}
+		return nil, err
 	}
 	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
 	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+2)
@@ -300,5 +229,5 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, progre
 	if result.Usage != nil {
 		frames = append(frames, models.UsageFrame(streamID, result.Usage))
 	}
-	return outcome{frames: append(frames, models.FinishFrame(streamID, result.Finish))}
+	return append(frames, models.FinishFrame(streamID, result.Finish)), nil
 }

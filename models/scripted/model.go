@@ -166,15 +166,13 @@ func assistantMessages(req *models.Request) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	var msgs []struct {
-		Role string `json:"role"`
-	}
-	if err := json.Unmarshal(raw, &msgs); err != nil {
+	msgs, err := models.DecodeMessages(raw)
+	if err != nil {
 		return 0, fmt.Errorf("read messages: %w", err)
 	}
 	n := 0
 	for _, msg := range msgs {
-		if msg.Role == "assistant" {
+		if msg.Role == models.RoleAssistant {
 			n++
 		}
 	}

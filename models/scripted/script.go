@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 	"unicode/utf8"
+
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // Selection says how a request picks the turn that answers it.
@@ -112,11 +114,7 @@ type ToolCall struct {
 }
 
 // Usage is the token counts a turn reports, encoded as OpenAI does.
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
+type Usage = models.Usage
 
 // turnJSON is the JSON form of Turn: durations as strings.
 type turnJSON struct {

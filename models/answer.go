@@ -1,0 +1,222 @@
+package models
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// Usage is the token counts of a META usage frame. Counts a model does not
+// report are zero.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.PromptTokens + o.PromptTokens, u.CompletionTokens + o.CompletionTokens, u.TotalTokens + o.TotalTokens}
+}
+
+// ToolResult is the answer a tool call got.
+type ToolResult struct {
+	CallID string
+	Name   string
+	// Content is the TOOL_RESULT payload: the JSON the model reads.
+	Content json.RawMessage
+	// IsError tells an error result ({"success":false,"error":...}), and
+	// FailureKind says why when the stage that made it told (the
+	// tools.FailureKind names).
+	IsError     bool
+	FailureKind string
+}
+
+// Round is one model response that made tool calls, with their results.
+type Round struct {
+	// Text is what the model said in that response, along with its calls.
+	Text string
+	// Calls are the calls, in call order; Results their answers, in the
+	// same order once complete.
+	Calls   []ToolCall
+	Results []ToolResult
+}
+
+// Complete reports whether every call of r has its result.
+func (r *Round) Complete() bool { return len(r.Calls) > 0 && len(r.Results) == len(r.Calls) }
+
+// Messages returns r as the messages a tool loop adds to the conversation:
+// the assistant message with its calls, then one tool message per call in
+// call order (calls still without a result are left out).
+func (r *Round) Messages() []Message {
+	out := make([]Message, 0, 1+len(r.Calls))
+	out = append(out, AssistantMessage(r.Text, r.Calls...))
+	for _, res := range r.Results {
+		out = append(out, ToolMessage(res.CallID, res.Content))
+	}
+	return out
+}
+
+// Answer reads the frames a tool loop emits for one stream (text, tool
+// calls with their results, META usage and finish, then END, or ERROR then
+// END) into the whole conversation's outcome: the final answer apart from
+// what the model said along the way, every tool round, the summed usage
+// and the last finish reason.
+//
+// The zero Answer is ready and takes the stream id of its first frame. It
+// is not safe for concurrent use.
+type Answer struct {
+	StreamID string
+	// Text is the final answer: the text of the model's last response,
+	// the one without tool calls. It stays empty when the conversation
+	// ended otherwise (a failure, or calls past the iteration limit).
+	Text string
+	// Rounds are the responses with tool calls, in order.
+	Rounds []Round
+	// Usage sums the META usage frames; Finish is the last finish reason.
+	Usage  Usage
+	Finish string
+	// Error is the text of the ERROR frame; Failed tells there was one.
+	Error  string
+	Failed bool
+	// Answered tells the model gave its final answer: its last response
+	// made no tool calls and the stream did not fail.
+	Answered bool
+	// Ended is set by the END frame.
+	Ended bool
+
+	cur     Round
+	curText strings.Builder
+}
+
+// Add folds one frame of the stream into the answer. Frames of other
+// streams and frames after END are ignored. TOOL_RESULT frames are matched
+// to their calls by id; a result for no known call is ignored.
+func (a *Answer) Add(f *messages.Frame) {
+	if a.StreamID == "" {
+		a.StreamID = f.GetStreamId()
+	}
+	if a.Ended || f.GetStreamId() != a.StreamID {
+		return
+	}
+	switch f.GetType() {
+	case messages.FrameType_TEXT:
+		if f.IsToolArgChunk() {
+			return
+		}
+		if a.cur.Complete() {
+			a.commit()
+		}
+		a.curText.WriteString(f.GetText())
+	case messages.FrameType_TOOL_CALL:
+		if a.cur.Complete() {
+			a.commit()
+		}
+		a.cur.Calls = append(a.cur.Calls, ToolCall{Index: len(a.cur.Calls), ID: f.GetToolCallId(),
+			Name: f.GetName(), Arguments: f.GetPayload()})
+	case messages.FrameType_TOOL_RESULT:
+		a.result(f)
+	case messages.FrameType_META:
+		switch f.GetName() {
+		case MetaUsage:
+			var u Usage
+			if json.Unmarshal(f.GetPayload(), &u) == nil {
+				a.Usage = a.Usage.Add(u)
+			}
+		case MetaFinish:
+			var reason string
+			if json.Unmarshal(f.GetPayload(), &reason) == nil {
+				a.Finish = reason
+			}
+		}
+	case messages.FrameType_ERROR:
+		a.Failed, a.Error = true, f.GetText()
+	case messages.FrameType_END:
+		a.Ended = true
+		if len(a.cur.Calls) == 0 {
+			if !a.Failed {
+				a.Text, a.Answered = a.curText.String(), true
+			}
+			a.curText.Reset()
+			return
+		}
+		a.commit()
+	}
+}
+
+func (a *Answer) result(f *messages.Frame) {
+	id := f.GetToolCallId()
+	idx := -1
+	for i, c := range a.cur.Calls {
+		if c.ID == id {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return
+	}
+	res := ToolResult{CallID: id, Name: f.GetName(), Content: f.GetPayload(), IsError: f.IsErrorResult(),
+		FailureKind: f.GetMeta().GetFailureKind()}
+	// Results come in call order from a tool loop; keep that order
+	// whatever order they come in.
+	a.cur.Results = append(a.cur.Results, res)
+	for i := len(a.cur.Results) - 1; i > 0 && a.callIndex(a.cur.Results[i-1].CallID) > idx; i-- {
+		a.cur.Results[i], a.cur.Results[i-1] = a.cur.Results[i-1], a.cur.Results[i]
+	}
+}
+
+func (a *Answer) callIndex(id string) int {
+	for i, c := range a.cur.Calls {
+		if c.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *Answer) commit() {
+	a.cur.Text = a.curText.String()
+	a.curText.Reset()
+	a.Rounds = append(a.Rounds, a.cur)
+	a.cur = Round{}
+}
+
+// ToolCalls counts the calls of every round.
+func (a *Answer) ToolCalls() int {
+	n := 0
+	for _, r := range a.Rounds {
+		n += len(r.Calls)
+	}
+	return n
+}
+
+// FailedCalls counts the error results of every round.
+func (a *Answer) FailedCalls() int {
+	n := 0
+	for _, r := range a.Rounds {
+		for _, res := range r.Results {
+			if res.IsError {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Messages returns the messages the conversation added, as a tool loop
+// sends them to the model: each complete round (see [Round.Messages]),
+// then the final answer as an assistant message when there is one.
+func (a *Answer) Messages() []Message {
+	var out []Message
+	for i := range a.Rounds {
+		if a.Rounds[i].Complete() {
+			out = append(out, a.Rounds[i].Messages()...)
+		}
+	}
+	if a.Answered {
+		out = append(out, AssistantMessage(a.Text))
+	}
+	return out
+}

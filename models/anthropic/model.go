@@ -1,0 +1,256 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/streaming"
+)
+
+// DefaultBaseURL is Anthropic's API.
+const DefaultBaseURL = "https://api.anthropic.com/"
+
+// DefaultMaxTokens is the max_tokens of requests that set none (the
+// Messages API requires one).
+const DefaultMaxTokens = 4096
+
+// NoRetries, as Options.MaxRetries, turns the SDK's retries off.
+const NoRetries = -1
+
+// MetaThinking is the META frame carrying the thinking blocks of an
+// answer (a JSON array of thinking and redacted_thinking blocks with their
+// signatures). A follow-up must send them back as the "thinking_blocks"
+// field of the assistant message, which the adapter turns into the blocks
+// the API requires before the tool_use blocks.
+const MetaThinking = "thinking_blocks"
+
+// Options configure a [Model]. A nil *Options or a zero field means the
+// default.
+type Options struct {
+	// BaseURL is the API root (the adapter posts to v1/messages under
+	// it); default DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
+	// environment for it: see [APIKeyFromEnv].
+	APIKey string
+	// Model is used for requests without a "model" PARAM.
+	Model string
+	// MaxTokens is used for requests without a "max_tokens" PARAM;
+	// default DefaultMaxTokens.
+	MaxTokens int
+	// Timeout bounds a whole request, retries and streaming included;
+	// default 10 minutes.
+	Timeout time.Duration
+	// IdleTimeout bounds the wait for the response and then for each next
+	// event of the stream; default 3 minutes.
+	IdleTimeout time.Duration
+	// MaxRetries is how many times the SDK retries a request that failed
+	// before streaming began (connection errors, 408, 409, 429 and 5xx,
+	// honouring Retry-After); 0 means the SDK's default (2), NoRetries
+	// none. A stream cut off midway is never retried.
+	MaxRetries int
+	// HTTPClient sends the requests; default: a client of the Model's own
+	// (on a clone of http.DefaultTransport), released by Close.
+	HTTPClient *http.Client
+	// RequestOptions are more SDK options applied to every request
+	// (headers such as anthropic-beta, middleware), after the ones above.
+	RequestOptions []option.RequestOption
+	// Logger receives debug logs of requests; default: discard.
+	Logger *slog.Logger
+}
+
+// Model is the Anthropic Messages API: the adapters made by [Model.Spec]
+// stream their requests to it. Its methods are safe for concurrent use;
+// one Model serves any number of adapters. Create it with [New]; the zero
+// Model is not usable.
+type Model struct {
+	client    sdk.Client
+	ownClient *http.Client
+	model     string
+	maxTokens int
+	timeout   time.Duration
+	idle      time.Duration
+	logger    *slog.Logger
+}
+
+// New checks opts and makes a Model. Nothing is read from the
+// environment (no ANTHROPIC_* defaults): opts say everything.
+func New(opts *Options) (*Model, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	if o.Timeout < 0 || o.IdleTimeout < 0 || o.MaxRetries < NoRetries || o.MaxTokens < 0 {
+		return nil, fmt.Errorf("anthropic: negative timeout, retries or max tokens in options")
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 3 * time.Minute
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Model{model: o.Model, maxTokens: o.MaxTokens, timeout: o.Timeout, idle: o.IdleTimeout, logger: o.Logger}
+	if o.HTTPClient == nil {
+		m.ownClient = streaming.NewHTTPClient(o.IdleTimeout)
+		o.HTTPClient = m.ownClient
+	}
+	reqOpts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(o.BaseURL),
+		option.WithHTTPClient(o.HTTPClient),
+		option.WithHeader("Accept", "text/event-stream"),
+	}
+	if o.APIKey != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(o.APIKey))
+	}
+	switch {
+	case o.MaxRetries == NoRetries:
+		reqOpts = append(reqOpts, option.WithMaxRetries(0))
+	case o.MaxRetries > 0:
+		reqOpts = append(reqOpts, option.WithMaxRetries(o.MaxRetries))
+	}
+	m.client = sdk.NewClient(append(reqOpts, o.RequestOptions...)...)
+	return m, nil
+}
+
+// Close releases the idle connections of the HTTP client New made (none
+// when Options.HTTPClient was given). Adapters still running keep working.
+func (m *Model) Close() {
+	if m.ownClient != nil {
+		m.ownClient.CloseIdleConnections()
+	}
+}
+
+// ErrNoAPIKey is returned by [APIKeyFromEnv] when the variable is unset or
+// empty.
+var ErrNoAPIKey = errors.New("anthropic: no API key")
+
+// APIKeyFromEnv returns the value of the environment variable name
+// (ANTHROPIC_API_KEY when name is empty), or an error wrapping
+// ErrNoAPIKey.
+func APIKeyFromEnv(name string) (string, error) {
+	if name == "" {
+		name = "ANTHROPIC_API_KEY"
+	}
+	if v := os.Getenv(name); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%w: environment variable %s is empty", ErrNoAPIKey, name)
+}
+
+// Spec returns the spec of an adapter duplex streaming requests to m.
+func (m *Model) Spec(name string) actors.Spec {
+	return streaming.Spec(name, m.answer)
+}
+
+// answer sends one request and reads its answer (a streaming.AnswerFunc).
+func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+	body, err := requestBody(req, m.model, m.maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	return m.stream(ctx, req.StreamID, body, emit)
+}
+
+// stream posts one request and reads its answer. Text deltas go out
+// through emit as TEXT frames as they arrive.
+func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+	bounds, ctx := streaming.Bound(ctx, m.timeout, m.idle)
+	defer bounds.Release()
+	fail := bounds.Fail
+
+	var res *http.Response
+	if err := m.client.Post(ctx, "v1/messages", body, &res); err != nil {
+		return nil, fail("request", describe(err))
+	}
+	events := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
+	defer events.Close()
+	var acc Accumulator
+	for events.Next() {
+		bounds.Touch()
+		ev := events.Current()
+		text, err := acc.Add(&ev)
+		if text != "" {
+			emit(messages.Text(streamID, text))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := events.Err(); err != nil {
+		return nil, fail("read stream", describe(err))
+	}
+	if ctx.Err() != nil {
+		return nil, fail("read stream", ctx.Err())
+	}
+	result, err := acc.Result()
+	if err != nil {
+		return nil, err
+	}
+	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)))
+	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+3)
+	for _, tc := range result.ToolCalls {
+		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
+		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
+		frames = append(frames, f)
+	}
+	if result.Thinking != nil {
+		frames = append(frames, messages.Meta(streamID, MetaThinking, result.Thinking))
+	}
+	if result.Usage != nil {
+		frames = append(frames, models.UsageFrame(streamID, result.Usage))
+	}
+	return append(frames, models.FinishFrame(streamID, result.Finish)), nil
+}
+
+// APIError is an error the API answered with: an HTTP error status, or
+// an error event in the stream (Status 200 then). It unwraps to the SDK's
+// *anthropic.Error.
+type APIError struct {
+	Status int
+	// Type is the error's type ("overloaded_error", "rate_limit_error",
+	// "invalid_request_error", ...); Message what the server said.
+	Type    string
+	Message string
+	err     error
+}
+
+func (e *APIError) Error() string {
+	if e.Status != http.StatusOK {
+		return fmt.Sprintf("HTTP %d %s: %s", e.Status, e.Type, e.Message)
+	}
+	return fmt.Sprintf("error event in the stream: %s: %s", e.Type, e.Message)
+}
+
+func (e *APIError) Unwrap() error { return e.err }
+
+// describe turns the SDK's API error, whose text is the request and the
+// raw body, into an *APIError saying what the server said.
+func describe(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) && (apiErr.Message != "" || apiErr.Type() != "") {
+		return &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+	}
+	return err
+}

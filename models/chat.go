@@ -1,0 +1,255 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Roles of a [Message].
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one message of a conversation, the element of the
+// "messages" PARAM. It encodes to and decodes from the OpenAI chat shape:
+//
+//	{"role":"system"|"user","content":"..."}
+//	{"role":"assistant","content":"..."|null,"tool_calls":[{"id","type":"function","function":{"name","arguments":"<JSON text>"}}]}
+//	{"role":"tool","tool_call_id":"...","content":"<result JSON text>"}
+//
+// [Message.AppendJSON] and [EncodeMessages] encode strings without HTML
+// escaping: "<", ">" and "&" reach the model as themselves (json.Marshal
+// escapes them again in whatever a MarshalJSON returns). An assistant message with tool calls and no text
+// encodes its content as null. Decoding accepts content as a string,
+// null, or an array of parts whose "text" fields are joined.
+//
+// A Message is a plain value; the zero Message is not a valid message.
+type Message struct {
+	Role    string
+	Content string
+	// ToolCalls are the calls of an assistant message. Only ID, Name and
+	// Arguments are encoded; decoding sets Index to the position.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string
+}
+
+// SystemMessage returns a system message.
+func SystemMessage(content string) Message { return Message{Role: RoleSystem, Content: content} }
+
+// UserMessage returns a user message.
+func UserMessage(content string) Message { return Message{Role: RoleUser, Content: content} }
+
+// AssistantMessage returns an assistant message with its text (possibly
+// empty) and the calls it made.
+func AssistantMessage(content string, calls ...ToolCall) Message {
+	return Message{Role: RoleAssistant, Content: content, ToolCalls: calls}
+}
+
+// ToolMessage returns the message answering the call callID with the
+// result JSON (a tool's TOOL_RESULT payload), sent to the model as text.
+func ToolMessage(callID string, result json.RawMessage) Message {
+	return Message{Role: RoleTool, ToolCallID: callID, Content: string(result)}
+}
+
+// MarshalJSON encodes m in the OpenAI chat shape.
+func (m Message) MarshalJSON() ([]byte, error) { return m.AppendJSON(nil), nil }
+
+// AppendJSON appends m's JSON encoding to b. It never fails: every field
+// is a string, and arguments are sent as text.
+func (m Message) AppendJSON(b []byte) []byte {
+	b = append(b, `{"role":`...)
+	b = appendString(b, m.Role)
+	b = append(b, `,"content":`...)
+	if m.Content == "" && m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, m.Content)
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = appendString(b, c.ID)
+			b = append(b, `,"type":"function","function":{"name":`...)
+			b = appendString(b, c.Name)
+			b = append(b, `,"arguments":`...)
+			args := string(c.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			b = appendString(b, args)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	if m.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b = appendString(b, m.ToolCallID)
+	}
+	return append(b, '}')
+}
+
+// messageJSON is the decoding shape of a Message.
+type messageJSON struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// UnmarshalJSON decodes a message in the OpenAI chat shape.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var v messageJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	content, err := decodeContent(v.Content)
+	if err != nil {
+		return fmt.Errorf("message with role %q: %w", v.Role, err)
+	}
+	*m = Message{Role: v.Role, Content: content, ToolCallID: v.ToolCallID}
+	for i, c := range v.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall{Index: i, ID: c.ID, Name: c.Function.Name,
+			Arguments: json.RawMessage(c.Function.Arguments)})
+	}
+	return nil
+}
+
+func decodeContent(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("content is neither a string nor an array of parts: %w", err)
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		sb.WriteString(p.Text)
+	}
+	return sb.String(), nil
+}
+
+// EncodeMessages returns msgs as the JSON array of a "messages" PARAM.
+func EncodeMessages(msgs []Message) json.RawMessage {
+	b := make([]byte, 0, 64*len(msgs)+2)
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = m.AppendJSON(b)
+	}
+	return append(b, ']')
+}
+
+// DecodeMessages reads the JSON array of a "messages" PARAM.
+func DecodeMessages(payload []byte) ([]Message, error) {
+	var msgs []Message
+	if err := json.Unmarshal(payload, &msgs); err != nil {
+		return nil, fmt.Errorf("decode messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// JoinMessages joins messages that are each valid JSON already (elements
+// of a decoded "messages" PARAM, or encoded with [Message.AppendJSON])
+// into a JSON array, copying them as they are: re-encoding a long
+// conversation at every follow-up would validate it all again. A nil
+// element becomes null.
+func JoinMessages(list []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, m := range list {
+		n += len(m) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, m := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(m) == 0 {
+			m = json.RawMessage("null")
+		}
+		b = append(b, m...)
+	}
+	return append(b, ']')
+}
+
+// SplitMessages reads the JSON array of a "messages" PARAM into its raw
+// elements, without decoding them (see [JoinMessages]).
+func SplitMessages(payload []byte) ([]json.RawMessage, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(payload, &list); err != nil {
+		return nil, fmt.Errorf("decode messages: %w", err)
+	}
+	return list, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else
+// (no HTML escaping).
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

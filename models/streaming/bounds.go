@@ -1,0 +1,62 @@
+package streaming
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Bounds limits the time of one answer: the whole of it (Timeout) and the
+// wait for each next piece of it (Idle). Create it with [Bound].
+type Bounds struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   context.CancelFunc
+	idle   time.Duration
+	timer  *time.Timer
+}
+
+// Bound returns bounds for an answer and the context to make its request
+// with: it is cancelled when timeout has passed, or idle has passed since
+// the start or the last [Bounds.Touch]. Release frees the timers.
+func Bound(ctx context.Context, timeout, idle time.Duration) (*Bounds, context.Context) {
+	b := &Bounds{idle: idle}
+	ctx, b.cancel = context.WithCancelCause(ctx)
+	ctx, b.stop = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("no complete answer within %v", timeout))
+	b.ctx = ctx
+	b.timer = time.AfterFunc(idle, func() { b.cancel(fmt.Errorf("no data from the server for %v", idle)) })
+	return b, ctx
+}
+
+// Touch says a piece of the answer arrived.
+func (b *Bounds) Touch() { b.timer.Reset(b.idle) }
+
+// Fail wraps err with op, replacing it with the cause of the context's
+// end when a bound (or the caller) ended it: that is what tells why.
+func (b *Bounds) Fail(op string, err error) error {
+	if cause := context.Cause(b.ctx); cause != nil {
+		err = cause
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Release stops the timers and frees the context.
+func (b *Bounds) Release() {
+	b.timer.Stop()
+	b.stop()
+	b.cancel(nil)
+}
+
+// NewHTTPClient returns an HTTP client on a clone of
+// http.DefaultTransport whose wait for response headers is bounded by
+// idle: what adapters use when their options give no client.
+func NewHTTPClient(idle time.Duration) *http.Client {
+	transport := http.DefaultTransport
+	if t, ok := transport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = idle
+		transport = t
+	}
+	return &http.Client{Transport: transport}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -88,7 +89,7 @@ func runResumeChild(mode, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := conn.SendAll(messages.RawParam("main", tools.ParamMessages, json.RawMessage(`[{"role":"user","content":"make the effect"}]`)),
+	if err := conn.SendAll(messages.RawParam("main", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"make the effect"}]`)),
 		messages.End("main")); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func runResumeChild(mode, dir string) error {
 	if len(reqs) == 0 {
 		return fmt.Errorf("the model got no request")
 	}
-	last, ok := reqs[len(reqs)-1].Request.Param(tools.ParamMessages)
+	last, ok := reqs[len(reqs)-1].Request.Param(models.ParamMessages)
 	if !ok {
 		return fmt.Errorf("the last request has no messages")
 	}

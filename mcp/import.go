@@ -1,0 +1,557 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Defaults of [ImportOptions].
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultInitialBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff     = 5 * time.Second
+)
+
+// ImportOptions say which MCP server to import tools from and how. Exactly
+// one of Command and URL is needed. Options are copied by [Import].
+type ImportOptions struct {
+	// Command runs a local MCP server over stdio: the program and its
+	// arguments. Env adds variables to the environment it inherits; Dir is
+	// its working folder (default: the current one).
+	Command []string
+	Env     []string
+	Dir     string
+	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
+	// when set, is sent as Authorization: Bearer on every request.
+	URL         string
+	BearerToken string
+	// Prefix is put before each tool's name (for example "fs_"), so that
+	// tools of different servers cannot clash. Characters a tool name may
+	// not contain (anything but letters, digits, '_' and '-') become '_'.
+	Prefix string
+	// CallTimeout bounds one call (the tools' timeout): when it passes,
+	// or the call is cancelled, the server is sent notifications/cancelled
+	// and the call is answered with an error. Zero means
+	// tools.DefaultTimeout; tools.NoTimeout disables it.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds starting the server and reading its tool list;
+	// default 30s.
+	ConnectTimeout time.Duration
+	// Supervision supervises the connection actor; nil means: restart up
+	// to 10 times a minute with a back-off from 100ms doubling to 5s,
+	// after which the server is given up and its tools answer errors.
+	Supervision *supervisor.Strategy
+	// Logger receives the connection's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Imported is a connection to one MCP server and the tools it offers. Its
+// tools are ordinary tools: give them to a router, a loop or an agent.
+// The connection is a supervised actor on the runtime: when the server
+// process dies or the connection drops, the calls in flight are answered
+// with error results, the actor fails and is restarted with back-off, the
+// server is started (or reconnected) again and its tool list re-read.
+// Calls made meanwhile wait for the connection, within their timeout. An
+// Imported is safe for concurrent use.
+type Imported struct {
+	opts   ImportOptions
+	link   *link
+	conn   *actors.Conn
+	tools  []*tools.Tool
+	remote map[string]string // our name → the server's name
+	http   *http.Transport   // for a URL: closed with the import
+}
+
+// Import starts the connection actor on rt, waits for the server's tool
+// list (within ctx and ConnectTimeout) and makes a tool of each of the
+// server's tools, named Prefix + its name, with its description, its input
+// schema (arguments are validated against it before a call is sent) and
+// flags from its annotations (read-only → capability "read", destructive
+// → irreversible, idempotent). A tool's result is the server's
+// structuredContent when it sends one, and otherwise its text content as
+// a JSON string; a result with isError, or a call that fails on the way,
+// is an error result.
+//
+// The tools are those of the first tool list: a tool that a restarted
+// server no longer offers answers an error; one it adds is not seen.
+// Close stops the connection.
+func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Imported, error) {
+	if rt == nil {
+		return nil, errors.New("mcp: import: nil runtime")
+	}
+	var opts ImportOptions
+	if o != nil {
+		opts = *o
+	}
+	opts.Command, opts.Env = slices.Clone(opts.Command), slices.Clone(opts.Env)
+	switch {
+	case len(opts.Command) == 0 && opts.URL == "":
+		return nil, errors.New("mcp: import: a Command or a URL is needed")
+	case len(opts.Command) > 0 && opts.URL != "":
+		return nil, errors.New("mcp: import: give a Command or a URL, not both")
+	case len(opts.Command) > 0 && opts.Command[0] == "":
+		return nil, errors.New("mcp: import: empty command")
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Supervision == nil {
+		var err error
+		opts.Supervision, err = supervisor.New(&supervisor.Options{MaxRestarts: 10, Within: time.Minute,
+			InitialBackoff: DefaultInitialBackoff, MaxBackoff: DefaultMaxBackoff, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+	}
+	im := &Imported{opts: opts, link: newLink(), remote: map[string]string{}}
+	if opts.URL != "" {
+		im.http = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	child := actors.Spec{New: func() actors.Logic { return &connection{im: im} }}
+	parent := actors.Spec{Supervision: opts.Supervision, New: func() actors.Logic { return &connectionSupervisor{im: im, child: child} }}
+	conn, err := rt.Start(parent)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
+	}
+	im.conn = conn
+	wctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	listed, err := im.link.firstList(wctx)
+	if err != nil {
+		_ = im.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
+	}
+	for _, rt := range listed {
+		t, err := im.tool(rt)
+		if err != nil {
+			opts.Logger.Warn("MCP tool not imported", "server", im.what(), "tool", rt.Name, "err", err)
+			continue
+		}
+		im.tools = append(im.tools, t)
+	}
+	return im, nil
+}
+
+// what names the server in errors.
+func (im *Imported) what() string {
+	if im.opts.URL != "" {
+		return im.opts.URL
+	}
+	return strings.Join(im.opts.Command, " ")
+}
+
+// Tools are the imported tools, in the server's order.
+func (im *Imported) Tools() []*tools.Tool { return slices.Clone(im.tools) }
+
+// Connections counts the connections made so far (1 + restarts).
+func (im *Imported) Connections() int { return im.link.connections() }
+
+// Close stops the connection actor (closing the session, which ends a
+// stdio server) and waits until it is gone or ctx ends. Calls still
+// waiting are answered with errors.
+func (im *Imported) Close(ctx context.Context) error {
+	im.link.shut(errImportClosed)
+	err := im.conn.Close(ctx)
+	if im.http != nil {
+		im.http.CloseIdleConnections()
+	}
+	return err
+}
+
+var errImportClosed = errors.New("the import was closed")
+
+// sanitize makes a valid tool name of prefix+name.
+func sanitize(prefix, name string) string {
+	b := []byte(prefix + name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}
+
+func (im *Imported) tool(rt *sdk.Tool) (*tools.Tool, error) {
+	name := sanitize(im.opts.Prefix, rt.Name)
+	if _, dup := im.remote[name]; dup {
+		return nil, fmt.Errorf("name %q taken by another tool of the server", name)
+	}
+	schema, err := json.Marshal(rt.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("encode input schema: %w", err)
+	}
+	def := tools.Definition{Name: name, Description: rt.Description, Schema: schema,
+		Timeout: im.opts.CallTimeout, Capabilities: []string{"write"}}
+	if def.Description == "" {
+		def.Description = rt.Title
+	}
+	if a := rt.Annotations; a != nil {
+		if a.ReadOnlyHint {
+			def.Capabilities = []string{"read"}
+		}
+		def.Irreversible = a.DestructiveHint == nil || *a.DestructiveHint // MCP's default is destructive
+		def.Idempotent = a.IdempotentHint
+	} else {
+		def.Irreversible = true
+	}
+	if rt.OutputSchema != nil {
+		if def.OutputSchema, err = json.Marshal(rt.OutputSchema); err != nil {
+			return nil, fmt.Errorf("encode output schema: %w", err)
+		}
+	}
+	remoteName := rt.Name
+	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		return im.call(ctx, remoteName, args)
+	}
+	t, err := tools.New(def)
+	if err != nil {
+		return nil, err
+	}
+	im.remote[name] = remoteName
+	return t, nil
+}
+
+// call sends one tools/call on the current session, waiting for a
+// connection first when there is none.
+func (im *Imported) call(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	sess, offered, err := im.link.wait(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s unavailable: %w", im.what(), err)
+	}
+	if !offered[name] {
+		return nil, fmt.Errorf("MCP server %s no longer offers tool %q", im.what(), name)
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	var wire *jsonrpc.Error
+	if err != nil && ctx.Err() == nil && !errors.As(err, &wire) {
+		// Not an answer from the server, nor this call's own end: the
+		// connection broke. Later calls wait for the connection actor's
+		// restart instead of trying this session (which it will notice
+		// ending too).
+		im.link.drop(sess)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, err)
+	}
+	return valueOf(res)
+}
+
+// valueOf is the tool result of an MCP result.
+func valueOf(res *sdk.CallToolResult) (any, error) {
+	text := contentText(res.Content)
+	if res.IsError {
+		if text == "" {
+			text = "the MCP tool reported an error"
+		}
+		return nil, errors.New(text)
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("encode structured content: %w", err)
+		}
+		return json.RawMessage(b), nil
+	}
+	return text, nil
+}
+
+// contentText joins a result's content as text; what is not text is
+// described in a line.
+func contentText(content []sdk.Content) string {
+	var parts []string
+	for _, c := range content {
+		switch v := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, v.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", v.URI))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else if v.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// link is what the calls and the connection's incarnations share: the
+// current session (nil while disconnected) and the names it offers.
+type link struct {
+	mu      sync.Mutex
+	session *sdk.ClientSession
+	offered map[string]bool
+	ready   chan struct{} // closed when a session is set or the link is shut
+	first   chan []*sdk.Tool
+	gone    error
+	count   int
+}
+
+func newLink() *link {
+	return &link{ready: make(chan struct{}), first: make(chan []*sdk.Tool, 1)}
+}
+
+func (l *link) set(s *sdk.ClientSession, list []*sdk.Tool) {
+	offered := map[string]bool{}
+	for _, t := range list {
+		offered[t.Name] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.session, l.offered = s, offered
+	l.count++
+	if l.count == 1 {
+		l.first <- list
+	}
+	select {
+	case <-l.ready:
+	default:
+		close(l.ready)
+	}
+}
+
+// drop forgets s (when it is the current session).
+func (l *link) drop(s *sdk.ClientSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.session != s || l.gone != nil {
+		return
+	}
+	l.session, l.offered = nil, nil
+	l.ready = make(chan struct{})
+}
+
+// shut makes every waiting and later call fail with err.
+func (l *link) shut(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone != nil {
+		return
+	}
+	l.gone = err
+	select {
+	case <-l.ready:
+	default:
+		close(l.ready)
+	}
+}
+
+func (l *link) connections() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count
+}
+
+func (l *link) wait(ctx context.Context) (*sdk.ClientSession, map[string]bool, error) {
+	for {
+		l.mu.Lock()
+		s, offered, gone, ready := l.session, l.offered, l.gone, l.ready
+		l.mu.Unlock()
+		switch {
+		case gone != nil:
+			return nil, nil, gone
+		case s != nil:
+			return s, offered, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("not connected: %w", context.Cause(ctx))
+		}
+	}
+}
+
+func (l *link) firstList(ctx context.Context) ([]*sdk.Tool, error) {
+	select {
+	case list := <-l.first:
+		return list, nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		gone := l.gone
+		l.mu.Unlock()
+		if gone != nil {
+			return nil, gone
+		}
+		return nil, fmt.Errorf("no tool list: %w", context.Cause(ctx))
+	}
+}
+
+// connectionSupervisor is the connection actor's parent: it supervises it
+// with the import's strategy, and shuts the link when the strategy gives
+// up on it.
+type connectionSupervisor struct {
+	im    *Imported
+	child actors.Spec
+}
+
+func (p *connectionSupervisor) Receive(c actors.Context, msg any) {
+	switch m := msg.(type) {
+	case actors.Started:
+		if _, err := c.Spawn(p.child); err != nil {
+			c.Fail(fmt.Errorf("start MCP connection: %w", err))
+		}
+	case actors.ChildStopped:
+		_ = m
+		p.im.link.shut(fmt.Errorf("the connection to the MCP server was given up after repeated failures"))
+	}
+}
+
+// ServerGoneError is the failure of a connection whose session ended: the
+// server process exited or the connection dropped.
+type ServerGoneError struct {
+	Server string
+	Err    error
+}
+
+func (e *ServerGoneError) Error() string {
+	if e.Err == nil {
+		return "MCP server " + e.Server + " disconnected"
+	}
+	return fmt.Sprintf("MCP server %s disconnected: %v", e.Server, e.Err)
+}
+
+func (e *ServerGoneError) Unwrap() error { return e.Err }
+
+// Job keys of a connection.
+type (
+	connectJob struct{}
+	watchJob   struct{}
+)
+
+type connected struct {
+	session *sdk.ClientSession
+	list    []*sdk.Tool
+	err     error
+}
+
+// connection is one incarnation of the connection actor: it connects
+// (starting the server), lists its tools, publishes the session, and
+// fails when the session ends so that its supervisor restarts it.
+type connection struct {
+	im      *Imported
+	session *sdk.ClientSession
+}
+
+func (cn *connection) Receive(c actors.Context, msg any) {
+	switch m := msg.(type) {
+	case actors.Started:
+		c.Go(connectJob{}, func(ctx context.Context, _ func(any)) any { return cn.im.connect(ctx) })
+	case actors.AsyncDone:
+		switch m.Key.(type) {
+		case connectJob:
+			r, _ := m.Value.(connected)
+			if m.Err != nil {
+				r.err = m.Err
+			}
+			if r.err != nil {
+				c.Fail(&ServerGoneError{Server: cn.im.what(), Err: r.err})
+				return
+			}
+			cn.session = r.session
+			cn.im.link.set(r.session, r.list)
+			s := r.session
+			c.Go(watchJob{}, func(ctx context.Context, _ func(any)) any {
+				done := make(chan error, 1)
+				go func() { done <- s.Wait() }()
+				select {
+				case err := <-done:
+					cn.im.link.drop(s) // at once: new calls wait for the restart
+					return err
+				case <-ctx.Done(): // the incarnation ended: end the session
+					_ = s.Close()
+					<-done
+					return nil
+				}
+			})
+		case watchJob:
+			cn.im.link.drop(cn.session)
+			err, _ := m.Value.(error)
+			c.Fail(&ServerGoneError{Server: cn.im.what(), Err: err})
+		}
+	}
+}
+
+// connect starts or dials the server and reads its tool list. A session
+// that cannot list its tools is closed.
+func (im *Imported) connect(job context.Context) connected {
+	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
+	defer cancel()
+	var transport sdk.Transport
+	if len(im.opts.Command) > 0 {
+		// The command is not tied to ctx: it lives as long as the session,
+		// which the watch job closes when the incarnation ends.
+		cmd := exec.Command(im.opts.Command[0], im.opts.Command[1:]...)
+		cmd.Dir = im.opts.Dir
+		if len(im.opts.Env) > 0 {
+			cmd.Env = append(cmd.Environ(), im.opts.Env...)
+		}
+		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		var rt http.RoundTripper = im.http
+		if im.opts.BearerToken != "" {
+			rt = bearer{token: im.opts.BearerToken, next: im.http}
+		}
+		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{})
+	s, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		return connected{err: fmt.Errorf("connect: %w", err)}
+	}
+	var list []*sdk.Tool
+	for t, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			_ = s.Close()
+			return connected{err: fmt.Errorf("list tools: %w", err)}
+		}
+		list = append(list, t)
+	}
+	if job.Err() != nil { // the incarnation ended meanwhile: nobody will watch s
+		_ = s.Close()
+		return connected{err: job.Err()}
+	}
+	return connected{session: s, list: list}
+}
+
+// bearer adds an Authorization header to each request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}

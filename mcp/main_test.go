@@ -1,0 +1,68 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/mcp"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// serverEnv makes the test binary an MCP stdio server (see stdioServer):
+// the importer's tests start it as a real process they can kill.
+const serverEnv = "POLYWEAVE_MCP_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "1" {
+		if err := stdioServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// stdioServer serves over stdio: pid (its process id), add (a+b, both
+// integers), and block (creates the file it is given, then waits until
+// the call is cancelled, and then writes "cancelled" into it).
+func stdioServer() error {
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.Background())
+	type addIn struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	type blockIn struct {
+		File string `json:"file"`
+	}
+	srv, err := mcp.NewServer(rt, &mcp.ServerOptions{Name: "test-server", Tools: []*tools.Tool{
+		tools.MustNew(tools.Definition{Name: "pid", Description: "Process id of the server", Handler: func(context.Context, json.RawMessage) (any, error) {
+			return map[string]int{"pid": os.Getpid()}, nil
+		}}),
+		tools.MustNewTyped(tools.Definition{Name: "add", Description: "Adds two integers", Idempotent: true},
+			func(_ context.Context, in addIn) (string, error) { return fmt.Sprint(in.A + in.B), nil }),
+		tools.MustNewTyped(tools.Definition{Name: "block", Description: "Blocks until cancelled", Timeout: tools.NoTimeout},
+			func(ctx context.Context, in blockIn) (string, error) {
+				if err := os.WriteFile(in.File, nil, 0o600); err != nil {
+					return "", err
+				}
+				<-ctx.Done()
+				return "", os.WriteFile(in.File, []byte("cancelled"), 0o600)
+			}),
+	}})
+	if err != nil {
+		return err
+	}
+	defer srv.Close(context.Background())
+	return srv.ServeStdio(context.Background())
+}

@@ -1,0 +1,289 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Defaults of [ServerOptions].
+const (
+	DefaultServerName       = "polyweave"
+	DefaultServerVersion    = "dev"
+	DefaultProgressInterval = time.Second
+)
+
+// ServerOptions configure a [Server]. A nil *ServerOptions or a zero field
+// means the default. Options are copied by [NewServer].
+type ServerOptions struct {
+	// Name and Version identify the server to clients (the serverInfo of
+	// the initialize result); defaults "polyweave" and "dev".
+	Name, Version string
+	// Instructions, when set, are sent to clients at initialization.
+	Instructions string
+	// Tools are the tools served. Their names must be unique; at least one
+	// is needed.
+	Tools []*tools.Tool
+	// Breaker configures the per-tool circuit breaker of the router that
+	// runs the calls.
+	Breaker tools.BreakerOptions
+	// Supervision supervises the tool actors; nil means the runtime's
+	// default.
+	Supervision *supervisor.Strategy
+	// ProgressInterval is how often a call whose request carried a
+	// progress token is reported with notifications/progress while it
+	// runs (progress = seconds elapsed, no total); default 1s, a negative
+	// value sends none.
+	ProgressInterval time.Duration
+	// Logger receives the MCP library's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Server serves tools to MCP clients: tools/list answers each tool's
+// DESCRIBE description (name, description, input and output schema, and
+// annotations from its flags), and tools/call runs the call as a
+// TOOL_CALL through a tool router on the runtime (see [NewServer]). One
+// Server serves any number of sessions, over stdio ([Server.ServeStdio]),
+// streamable HTTP ([Server.Handler]) or any go-sdk transport
+// ([Server.Run]). It is safe for concurrent use.
+type Server struct {
+	opts     ServerOptions
+	sdk      *sdk.Server
+	calls    *caller
+	progress time.Duration
+}
+
+// ErrNoTools is returned by [NewServer] when there is nothing to serve.
+var ErrNoTools = errors.New("mcp: no tools to serve")
+
+// NewServer starts a tool router for opts.Tools on rt and returns a server
+// for them. Every tools/call becomes one TOOL_CALL on that router, so the
+// router's guarantees hold for MCP clients: arguments are validated
+// against the tool's schema before it runs (a violation is an isError
+// result naming the place), the tool's timeout cancels the handler, the
+// tool actors are supervised and behind a circuit breaker, and each call
+// gets exactly one result. A failed call (error result, or a result
+// object with "success": false) is answered as a CallToolResult with
+// isError, never as a protocol error; a successful object result is sent
+// as structuredContent and as its JSON text. notifications/cancelled for a
+// call sends CANCEL for it, which cancels the handler's context (a
+// command is killed with its process group).
+//
+// Close stops the router; the runtime stays the caller's.
+func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
+	if rt == nil {
+		return nil, errors.New("mcp: nil runtime")
+	}
+	var opts ServerOptions
+	if o != nil {
+		opts = *o
+	}
+	opts.Tools = slices.Clone(opts.Tools)
+	if len(opts.Tools) == 0 {
+		return nil, ErrNoTools
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultServerName
+	}
+	if opts.Version == "" {
+		opts.Version = DefaultServerVersion
+	}
+	progress := opts.ProgressInterval
+	if progress == 0 {
+		progress = DefaultProgressInterval
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var mcpTools []*sdk.Tool
+	for _, t := range opts.Tools {
+		if t == nil {
+			return nil, errors.New("mcp: nil tool")
+		}
+		mt, err := describe(t)
+		if err != nil {
+			return nil, err
+		}
+		mcpTools = append(mcpTools, mt)
+	}
+	calls, err := newCaller(rt, "mcp-"+opts.Name, opts.Tools, opts.Breaker, opts.Supervision)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	s := &Server{opts: opts, calls: calls, progress: progress}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
+		&sdk.ServerOptions{Instructions: opts.Instructions, Logger: logger})
+	for i, mt := range mcpTools {
+		s.sdk.AddTool(mt, s.handler(opts.Tools[i].Name()))
+	}
+	return s, nil
+}
+
+// describe turns a tool's DESCRIBE description into an MCP tool.
+func describe(t *tools.Tool) (*sdk.Tool, error) {
+	d := t.Description()
+	var schema map[string]any
+	if err := json.Unmarshal(d.Schema, &schema); err != nil || schema["type"] != "object" {
+		return nil, fmt.Errorf("mcp: tool %q: MCP needs an input schema of type object", d.Name)
+	}
+	mt := &sdk.Tool{Name: d.Name, Description: d.Description, InputSchema: d.Schema,
+		Annotations: annotations(d)}
+	if len(d.OutputSchema) > 0 {
+		mt.OutputSchema = d.OutputSchema
+	}
+	return mt, nil
+}
+
+// annotations maps a tool's flags to MCP's hints: read-only when its only
+// capability is "read", destructive when it is not reversible (a hint
+// that only means something for a tool that is not read-only), idempotent
+// as declared.
+func annotations(d tools.Description) *sdk.ToolAnnotations {
+	readOnly := len(d.Capabilities) > 0
+	for _, c := range d.Capabilities {
+		if c != "read" {
+			readOnly = false
+		}
+	}
+	a := &sdk.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: d.Idempotent}
+	if !readOnly {
+		destructive := !d.Reversible
+		a.DestructiveHint = &destructive
+	}
+	return a
+}
+
+// SDK is the go-sdk server, for hosts that add resources, prompts or
+// more tools of their own, or connect it to a transport themselves.
+func (s *Server) SDK() *sdk.Server { return s.sdk }
+
+// Run serves one session over t until the client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.sdk.Run(ctx, t)
+}
+
+// ServeStdio serves one session over the process's stdin and stdout (how
+// MCP clients run local servers) until stdin closes or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	return s.Run(ctx, &sdk.StdioTransport{})
+}
+
+// Close ends every session of the server (over any transport), stops the
+// tool router and its tool actors, and waits for them or until ctx ends.
+// Calls still running are answered with error results.
+func (s *Server) Close(ctx context.Context) error {
+	for ss := range s.sdk.Sessions() {
+		_ = ss.Close()
+	}
+	return s.calls.close(ctx)
+}
+
+func (s *Server) handler(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		cl, err := s.calls.start(name, args)
+		if err != nil {
+			return errorResult(err.Error()), nil
+		}
+		var tick <-chan time.Time
+		var token any
+		if req.Params != nil && s.progress > 0 {
+			token = req.Params.GetProgressToken()
+		}
+		if token != nil && req.Session != nil {
+			t := time.NewTicker(s.progress)
+			defer t.Stop()
+			tick = t.C
+		}
+		began := time.Now()
+		done := ctx.Done()
+		for {
+			select {
+			case f := <-cl.result:
+				return resultOf(f), nil
+			case <-done:
+				// notifications/cancelled, or the session ended: the call
+				// is cancelled and its one result is still awaited, so
+				// that it never outlives the request unanswered.
+				cl.cancel()
+				done = nil
+				tick = nil
+			case <-tick:
+				elapsed := time.Since(began)
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token,
+					Progress: elapsed.Seconds(), Message: fmt.Sprintf("%s running for %s", name, elapsed.Round(time.Second))})
+			}
+		}
+	}
+}
+
+// resultOf turns a TOOL_RESULT into an MCP result. An error result, or a
+// result object whose "success" is false (how tools report a refusal),
+// is an isError result whose text is the error message (the whole
+// object stays in structuredContent when the tool sent it). A successful
+// JSON string is sent as its text; an object also as structuredContent.
+func resultOf(f *messages.Frame) *sdk.CallToolResult {
+	payload := f.GetPayload()
+	var head struct {
+		Success *bool           `json:"success"`
+		Error   json.RawMessage `json:"error"`
+	}
+	isObject := firstByte(payload) == '{'
+	if isObject {
+		_ = json.Unmarshal(payload, &head)
+	}
+	if f.IsErrorResult() || (head.Success != nil && !*head.Success) {
+		msg := string(payload)
+		var s string
+		if len(head.Error) > 0 && json.Unmarshal(head.Error, &s) == nil && s != "" {
+			msg = s // the message alone; a tool's own result object stays structured
+		}
+		r := errorResult(msg)
+		if isObject && !f.IsErrorResult() {
+			r.StructuredContent = json.RawMessage(payload)
+		}
+		return r
+	}
+	switch firstByte(payload) {
+	case '"':
+		var s string
+		if json.Unmarshal(payload, &s) == nil {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
+		}
+	case '{':
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(payload)}},
+			StructuredContent: json.RawMessage(payload)}
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(payload)}}}
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+func firstByte(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c
+	}
+	return 0
+}

@@ -19,6 +19,53 @@ var ErrInvalidName = errors.New("invalid actor name")
 // uint64.
 var ErrIndexOverflow = errors.New("event index overflows uint64")
 
+// ErrDamaged is the cause, through a *[DamageError], of every error a
+// store returns for stored data that fails its checks: a record whose
+// checksum does not match, a file whose structure is broken. Test for it
+// with errors.Is. Such an error is never retryable: the data is not read
+// again until the store is repaired.
+var ErrDamaged = errors.New("damaged")
+
+// ErrLocked is the cause of the error Open returns for a store file that
+// another process (or another open store in this process) holds.
+var ErrLocked = errors.New("locked by another process")
+
+// DamageError describes damaged stored data: which store, what (a record
+// of a kind at an index, or a part of a file) and why it was found
+// damaged. errors.Is(err, ErrDamaged) is true for it. The actor name is in
+// the enclosing *[StoreError].
+type DamageError struct {
+	Store  string // the store: a file path, or a store's own name such as "memstore"
+	What   string // "event", "snapshot", "log entry", "file", "meta page", "page", ...
+	Index  uint64 // the record's index (or log sequence, or page number), if HasIndex
+	Offset int64  // byte offset in the file, or -1 when unknown
+	Reason string // the check that failed, e.g. "checksum mismatch"
+
+	HasIndex bool
+}
+
+// Error implements error.
+func (e *DamageError) Error() string {
+	what := e.What
+	if e.HasIndex {
+		what = fmt.Sprintf("%s %d", what, e.Index)
+	}
+	at := ""
+	if e.Offset >= 0 {
+		at = fmt.Sprintf(" (at byte %d)", e.Offset)
+	}
+	return fmt.Sprintf("%s: %s%s is damaged: %s", e.Store, what, at, e.Reason)
+}
+
+// Is reports whether target is [ErrDamaged].
+func (e *DamageError) Is(target error) bool { return target == ErrDamaged }
+
+// Damaged returns the *DamageError for a record of kind at index in
+// store that failed its check for reason.
+func Damaged(store string, kind RecordKind, index uint64, reason string) *DamageError {
+	return &DamageError{Store: store, What: kind.String(), Index: index, HasIndex: true, Offset: -1, Reason: reason}
+}
+
 // Operation names used in [StoreError.Op].
 const (
 	OpPersistEvent    = "persist event"
@@ -30,6 +77,7 @@ const (
 	OpDeleteSnapshots = "delete snapshots"
 	OpEncode          = "encode"
 	OpDecode          = "decode"
+	OpOpen            = "open"
 )
 
 // StoreError is the error returned by Store implementations and the value

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,12 +26,18 @@ const (
 	DefaultCheckpointBytes = 32 << 20
 )
 
-// formatVersion is written to a new file and checked on open. Version 1
-// logged one record per log value; a version-1 file whose log is empty
-// (closed cleanly) is otherwise the same, so Open takes it and rewrites its
-// version. One with a log left by a killed process is rejected.
+// formatVersion is written to a new file and checked on open.
+//
+//   - "3": every stored value carries its CRC-32C: bucket values and log
+//     values start with it (see the package documentation).
+//   - "2": no checksums; the log holds one framed value per commit. Open
+//     reads it once, with a warning, and rewrites it as version 3 (a
+//     read-only Open reads it unchecked, with a warning).
+//   - "1": as 2, with one record per log value: taken like 2 when its log
+//     is empty (closed cleanly), refused otherwise.
 const (
-	formatVersion   = "2"
+	formatVersion   = "3"
+	formatVersionV2 = "2"
 	formatVersionV1 = "1"
 )
 
@@ -87,6 +95,14 @@ type Options struct {
 	// [durability.Store]). The default (false) compacts.
 	KeepHistory bool
 
+	// MetaFallback lets Open take a file whose newest meta page is damaged
+	// as bbolt does: from its other meta page, that is the state before the
+	// last commit, which loses that commit if it had been acknowledged.
+	// Without it (the default), such a file is refused: one meta page
+	// cannot tell a commit torn by a crash (nothing acknowledged is lost)
+	// from damage after it (an acknowledged commit would be lost).
+	MetaFallback bool
+
 	// ReadOnly opens the file read-only under a shared lock: reads work,
 	// every write fails with bbolt's read-only error. The file must exist.
 	ReadOnly bool
@@ -96,6 +112,8 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
+	path            string
+	legacy          bool // a version 2 file open read-only: values carry no checksum
 	log             *slog.Logger
 	keepHistory     bool
 	maxBatch        int
@@ -136,10 +154,17 @@ type Store struct {
 
 var _ durability.Store = (*Store)(nil)
 
-// Open opens or creates the store file at path. opts may be nil. Writes
-// left in the log by a previous run (for example one that was killed) are
-// checkpointed before Open returns. The returned Store owns a committer
-// goroutine until Close.
+// Open opens the store file at path, or creates it if nothing exists at
+// path. opts may be nil. Writes left in the log by a previous run (for
+// example one that was killed) are checkpointed before Open returns. The
+// returned Store owns a committer goroutine until Close.
+//
+// An existing file is checked before bbolt maps it, and every bbolt call
+// is guarded, so a damaged file gives an error (a *durability.StoreError
+// wrapping a *durability.DamageError that says what is damaged and where),
+// never a panic or a fault. An existing empty or headerless file is
+// refused, never taken as new. A file held by another process gives an
+// error wrapping durability.ErrLocked once OpenTimeout has passed.
 func Open(path string, opts *Options) (*Store, error) {
 	return open(path, opts, nil)
 }
@@ -151,8 +176,15 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	if opts != nil {
 		o = *opts
 	}
+	fail := func(err error) (*Store, error) {
+		var de *durability.DamageError
+		if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, &durability.StoreError{Op: durability.OpOpen, Err: err}
+	}
 	if o.MaxBatchSize < 0 || o.MaxBatchDelay < 0 || o.OpenTimeout < 0 || o.CheckpointOps < 0 || o.CheckpointBytes < 0 {
-		return nil, fmt.Errorf("open %s: negative option in %+v", path, o)
+		return fail(fmt.Errorf("negative option in %+v", o))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -172,19 +204,22 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	if o.CheckpointBytes == 0 {
 		o.CheckpointBytes = DefaultCheckpointBytes
 	}
+	if openFile == nil {
+		openFile = os.OpenFile
+	}
 
-	db, err := bolt.Open(path, o.FileMode, &bolt.Options{
-		Timeout:      o.OpenTimeout,
-		NoSync:       o.NoSync,
-		ReadOnly:     o.ReadOnly,
-		FreelistType: bolt.FreelistMapType,
-		OpenFile:     openFile,
-	})
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !o.ReadOnly {
+		if err := create(path, &o, openFile); err != nil {
+			return fail(err)
+		}
+	}
+	db, err := openBolt(path, &o, openFile)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return fail(err)
 	}
 	s := &Store{
 		db:              db,
+		path:            path,
 		log:             o.Logger,
 		keepHistory:     o.KeepHistory,
 		maxBatch:        o.MaxBatchSize,
@@ -197,61 +232,26 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	if err := s.load(o.ReadOnly); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return fail(err)
 	}
 	go s.commitLoop()
 	s.log.Debug("boltstore opened", "path", path, "readOnly", o.ReadOnly, "noSync", o.NoSync)
 	return s, nil
 }
 
-// load checks or creates the file layout, replays the log into the overlay
-// and, unless read-only, checkpoints it.
-func (s *Store) load(readOnly bool) error {
-	if err := checkLayout(s.db, readOnly); err != nil {
+// create makes a new store file at path atomically: it lays the file out
+// under a temporary name next to it and links it into place only if path
+// still does not exist, so that a file at path is always a complete store
+// (a crash during creation leaves only the temporary file).
+func create(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) error {
+	tmp := fmt.Sprintf("%s.creating-%d-%d", path, os.Getpid(), time.Now().UnixNano())
+	defer os.Remove(tmp)
+	db, err := bolt.Open(tmp, o.FileMode, &bolt.Options{NoSync: o.NoSync, FreelistType: bolt.FreelistMapType, OpenFile: openFile})
+	if err != nil {
 		return err
 	}
-	ov, next, err := replay(s.db)
-	if err != nil {
-		return fmt.Errorf("replay log: %w", err)
-	}
-	s.overlay, s.nextSeq = ov, next
-	if ov.ops > 0 {
-		s.log.Info("boltstore replayed log", "writes", ov.ops, "actors", len(ov.actors))
-	}
-	if readOnly {
-		return nil
-	}
-	return s.checkpoint()
-}
-
-// checkLayout creates the top-level buckets of a new file, or checks the
-// format version of an existing one.
-func checkLayout(db *bolt.DB, readOnly bool) error {
-	check := func(tx *bolt.Tx) error {
-		meta := tx.Bucket(metaBucket)
-		if meta == nil {
-			return nil // new or empty file; nothing to read
-		}
-		switch v := meta.Get(formatKey); string(v) {
-		case formatVersion:
-			return nil
-		case formatVersionV1:
-			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
-				return nil
-			}
-			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", v, formatVersion)
-		default:
-			return fmt.Errorf("unsupported file format %q (want %q)", v, formatVersion)
-		}
-	}
-	if readOnly {
-		return db.View(check)
-	}
-	return db.Update(func(tx *bolt.Tx) error {
-		if err := check(tx); err != nil {
-			return err
-		}
-		meta, err := tx.CreateBucketIfNotExists(metaBucket)
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(metaBucket)
 		if err != nil {
 			return err
 		}
@@ -259,12 +259,129 @@ func checkLayout(db *bolt.DB, readOnly bool) error {
 			return err
 		}
 		for _, name := range [][]byte{walBucket, actorsBucket} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			if _, err := tx.CreateBucket(name); err != nil {
 				return err
 			}
 		}
-		return nil
+		return writeDirectory(tx, directory{})
 	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create: %w", err)
+	}
+	if o.NoSync {
+		return nil
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
+}
+
+// openBolt opens an existing file with bbolt: it locks the file itself
+// (so that a lock held elsewhere gives a clear error), checks it with
+// [validateFile] before bbolt maps it, then hands bbolt the locked file.
+func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, error) {
+	flag := os.O_RDWR
+	if o.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := openFile(path, flag, o.FileMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := validateFile(f, path, o.MetaFallback); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var db *bolt.DB
+	err = guard(path, "opening the file", nil, func() error {
+		var err error
+		db, err = bolt.Open(path, o.FileMode, &bolt.Options{
+			Timeout:      o.OpenTimeout,
+			NoSync:       o.NoSync,
+			ReadOnly:     o.ReadOnly,
+			FreelistType: bolt.FreelistMapType,
+			OpenFile:     func(string, int, os.FileMode) (*os.File, error) { return f, nil },
+		})
+		return err
+	})
+	if err != nil {
+		f.Close() // bbolt closed it unless it panicked
+		return nil, err
+	}
+	return db, nil
+}
+
+// view and update run a bbolt transaction under [guard].
+func (s *Store) viewTx(doing string, fn func(*bolt.Tx) error) error {
+	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.View(fn) })
+}
+
+func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
+	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
+}
+
+// load checks the file's layout and format version, replays the log into
+// the overlay and, unless read-only, checkpoints it (upgrading a version 2
+// file to version 3 in the same transaction).
+func (s *Store) load(readOnly bool) error {
+	var version string
+	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
+		meta := tx.Bucket(metaBucket)
+		if meta == nil || tx.Bucket(actorsBucket) == nil {
+			return fmt.Errorf("a bbolt file without the buckets of a store (%q, %q): not a store file, or its root is damaged", metaBucket, actorsBucket)
+		}
+		version = string(meta.Get(formatKey))
+		switch version {
+		case formatVersion, formatVersionV2:
+			return nil
+		case formatVersionV1:
+			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
+				return nil
+			}
+			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
+		default:
+			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q and %q)", version, formatVersion, formatVersionV2, formatVersionV1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	legacy := version != formatVersion
+	if !legacy {
+		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
+			return err
+		}
+	}
+	ov, next, err := s.replay(legacy)
+	if err != nil {
+		return err
+	}
+	s.overlay, s.nextSeq = ov, next
+	if ov.ops > 0 {
+		s.log.Info("boltstore replayed log", "writes", ov.ops, "actors", len(ov.actors))
+	}
+	if readOnly {
+		if legacy {
+			s.legacy = true
+			s.log.Warn("boltstore: file format without checksums, read unchecked (read-only: not upgraded)", "path", s.path, "format", version)
+		}
+		return nil
+	}
+	if legacy {
+		s.log.Warn("boltstore: upgrading a file format without checksums: its records are accepted unchecked this once and rewritten with checksums", "path", s.path, "format", version)
+		return s.upgrade()
+	}
+	return s.checkpoint()
 }
 
 // isEmpty reports whether b holds no keys.
@@ -287,14 +404,14 @@ func (s *Store) Close() error {
 		if !s.db.IsReadOnly() {
 			cpErr = s.checkpoint()
 		}
-		s.closeErr = errors.Join(cpErr, s.db.Close())
+		s.closeErr = errors.Join(cpErr, guard(s.path, "closing", nil, s.db.Close))
 		s.log.Debug("boltstore closed", "path", s.db.Path(), "err", s.closeErr)
 	})
 	return s.closeErr
 }
 
 // Path returns the file's path.
-func (s *Store) Path() string { return s.db.Path() }
+func (s *Store) Path() string { return s.path }
 
 // sub returns the named sub-bucket of name's bucket, or nil if absent.
 func sub(tx *bolt.Tx, name string, which []byte) *bolt.Bucket {
@@ -307,41 +424,6 @@ func sub(tx *bolt.Tx, name string, which []byte) *bolt.Bucket {
 		return nil
 	}
 	return b.Bucket(which)
-}
-
-// createSub returns the named sub-bucket of name's bucket, creating both.
-func createSub(tx *bolt.Tx, name string, which []byte) (*bolt.Bucket, error) {
-	if b := sub(tx, name, which); b != nil {
-		return b, nil
-	}
-	actors := tx.Bucket(actorsBucket)
-	if actors == nil {
-		return nil, errors.New("missing actors bucket")
-	}
-	b, err := actors.CreateBucketIfNotExists([]byte(name))
-	if err != nil {
-		return nil, fmt.Errorf("create bucket: %w", err)
-	}
-	return b.CreateBucketIfNotExists(which)
-}
-
-// deleteThrough removes the entries of b with index <= through. b may be nil.
-func deleteThrough(b *bolt.Bucket, through uint64) error {
-	if b == nil {
-		return nil
-	}
-	// Collect first: deleting while a cursor walks the bucket can skip keys.
-	var indexes []uint64
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil && decodeIndex(k) <= through; k, _ = c.Next() {
-		indexes = append(indexes, decodeIndex(k))
-	}
-	for _, i := range indexes {
-		if err := b.Delete(indexKey(i)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // indexKey encodes an index as an 8-byte big-endian key, so that bbolt's

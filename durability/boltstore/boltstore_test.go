@@ -269,8 +269,12 @@ func TestOpen_LockedFileTimesOut(t *testing.T) {
 	s, path := openTemp(t, nil)
 	defer s.Close()
 	_, err := Open(path, &Options{OpenTimeout: 50 * time.Millisecond})
-	if !errors.Is(err, bolterrors.ErrTimeout) {
-		t.Errorf("second Open of a locked file: %v, want bbolt's timeout", err)
+	var se *durability.StoreError
+	if !errors.As(err, &se) || se.Op != durability.OpOpen || !errors.Is(err, durability.ErrLocked) {
+		t.Fatalf("second Open of a locked file: %v, want a StoreError wrapping ErrLocked", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "held by another open store of this process") {
+		t.Errorf("locked-file error %q does not name the path and the holder", msg)
 	}
 }
 

@@ -52,18 +52,50 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "2"; Open rejects other versions,
-//     except a version "1" file with an empty log, which it upgrades.
-//   - bucket "wal": key = 8-byte big-endian sequence number, one per commit
-//     (or more if a commit exceeds bbolt's value limit); value = the
-//     commit's records in order, each framed as its length (uvarint) then
-//     the record: kind (1 byte: 0 event, 1 snapshot, 2 delete events,
-//     3 delete snapshots), flags (1 byte: bit 0 = the snapshot compacts),
-//     name length (uvarint), name, index (8 bytes big-endian), data.
+//   - bucket "polyweave": key "format" = "3"; key "actors" = the directory
+//     summary: CRC-32C, then the number of actor buckets (8 bytes) and the
+//     sum of their names' checksums (4 bytes). Open compares it with the
+//     actors bucket, so an actor bucket lost or renamed by damage is found.
+//   - bucket "wal": key = 8-byte big-endian sequence number, from 0 since
+//     the last checkpoint, one per commit (or more if a commit exceeds
+//     bbolt's value limit); the bucket's sequence is the number of entries.
+//     Value = CRC-32C ([durability.Checksum] of kind log entry over the
+//     sequence number and the rest), then the commit's records in order,
+//     each framed as its length (uvarint) then the record: kind (1 byte:
+//     0 event, 1 snapshot, 2 delete events, 3 delete snapshots), flags (1
+//     byte: bit 0 = the snapshot compacts), name length (uvarint), name,
+//     index (8 bytes big-endian), data.
 //   - bucket "actors": one bucket per actor name (the name's bytes are the
-//     key: any non-empty name up to 32 KiB), each holding buckets "events"
-//     and "snapshots" whose keys are indexes as 8-byte big-endian integers
-//     (so byte order is index order) and whose values are the data as given.
+//     key: any non-empty name up to 32 KiB), holding buckets "events" and
+//     "snapshots" whose keys are indexes as 8-byte big-endian integers (so
+//     byte order is index order) and whose values are the record's
+//     CRC-32C ([durability.Checksum] over kind, name, index and data; 4
+//     bytes big-endian) then its data; and key "summary": CRC-32C, then
+//     for events and for snapshots the number of records, the lowest and
+//     highest index and the sum of their checksums. An actor bucket left
+//     empty by deletes is removed.
+//
+// # Damage
+//
+// Every value is checked when it is read: a record whose checksum does not
+// match, a log with entries missing, a bucket whose walk does not match
+// its summary, fail with a [durability.StoreError] wrapping a
+// [durability.DamageError] that names the file, the record (kind and
+// index; the actor is the StoreError's Name) and, when known, its byte
+// offset. Damaged data is never returned. Open checks the file before
+// bbolt maps it (size, page alignment, meta pages, the root and freelist
+// pages) and runs every bbolt call under a guard that turns bbolt's
+// panics and memory faults on the mapped file into such errors. A
+// damaged log makes Open fail (the store does not start from a log it
+// cannot read whole). A file whose newest meta page is damaged is refused
+// unless [Options].MetaFallback accepts the previous commit. The
+// polyweave-store command (cmd/polyweave-store) reports what a damaged
+// file still holds.
+//
+// Files written before checksums (format "2", or "1" with an empty log)
+// are read once without checks, with a warning, and rewritten as format
+// "3" by Open; a read-only Open reads them unchecked. Other formats are
+// refused with an error naming the format.
 //
 // PersistSnapshot at index i deletes events and snapshots below i unless
 // [Options].KeepHistory is set. Freed pages are reused by later writes; the

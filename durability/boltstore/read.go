@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -26,8 +27,9 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 		var page []entry
 		more := false
 		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
-			page, more = readPage(tx, name, pending, from, to)
-			return nil
+			var err error
+			page, more, err = s.readPage(tx, name, pending, from, to)
+			return err
 		})
 		if err != nil {
 			return err
@@ -49,9 +51,9 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 }
 
 // readPage returns up to a page of name's events in [from, to), from its
-// bucket with its overlay (pending, may be nil) on top, copied; more says
-// whether events may follow the page.
-func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool) {
+// bucket with its overlay (pending, may be nil) on top, copied and checked;
+// more says whether events may follow the page.
+func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
 	var over *pendingLog
 	if pending != nil {
 		over = &pending.events
@@ -63,20 +65,48 @@ func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) 
 		bucketVisible = over.deletedThrough != math.MaxUint64
 	}
 	var stored []entry
-	if b := sub(tx, name, eventsBucket); b != nil && bucketVisible {
-		size := 0
-		c := b.Cursor()
-		for k, v := c.Seek(indexKey(start)); k != nil; k, v = c.Next() {
-			i := decodeIndex(k)
-			if to != 0 && i >= to {
-				break
+	if ab := actorBucket(tx, name); ab != nil && bucketVisible {
+		sm, err := s.readSummary(ab, name)
+		if err != nil {
+			return nil, false, err
+		}
+		b := ab.Bucket(eventsBucket)
+		if b == nil && sm.events.count > 0 {
+			return nil, false, &durability.DamageError{Store: s.path, What: "events bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", sm.events.count)}
+		}
+		if b != nil {
+			// A walk from the bucket's first entry to its end is compared
+			// with the summary: records lost to a damaged page are found.
+			w := walkCheck{first: start <= sm.events.min}
+			size := 0
+			c := b.Cursor()
+			k, v := c.Seek(indexKey(start))
+			for ; k != nil; k, v = c.Next() {
+				if len(k) != 8 {
+					return nil, false, s.damagedKey(durability.RecordEvent, k)
+				}
+				i := decodeIndex(k)
+				if to != 0 && i >= to {
+					break
+				}
+				if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
+					more = true
+					break
+				}
+				data, err := s.openValue(durability.RecordEvent, name, i, v)
+				if err != nil {
+					return nil, false, err
+				}
+				stored = append(stored, entry{i, data})
+				size += len(v)
+				w.count++
+				w.sum += storedSum(v)
 			}
-			if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
-				more = true
-				break
+			if k == nil && w.first && !s.legacy {
+				if err := s.verifyWalk(durability.RecordEvent, w, sm.events); err != nil {
+					return nil, false, err
+				}
 			}
-			stored = append(stored, entry{i, bytes.Clone(v)})
-			size += len(v)
 		}
 	}
 	var fresh []entry
@@ -94,7 +124,7 @@ func readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) 
 	if len(page) > readPageEvents {
 		page, more = page[:readPageEvents], true
 	}
-	return page, more
+	return page, more, nil
 }
 
 // GetSnapshot implements [durability.Store].
@@ -102,23 +132,50 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	var best entry
 	var ok bool
 	err := s.view(ctx, durability.OpGetSnapshot, name, func(tx *bolt.Tx, pending *pendingActor) error {
-		if b := sub(tx, name, snapshotsBucket); b != nil {
-			if k, v := b.Cursor().Last(); k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
-				best, ok = entry{decodeIndex(k), v}, true
+		if ab := actorBucket(tx, name); ab != nil {
+			sm, err := s.readSummary(ab, name)
+			if err != nil {
+				return err
+			}
+			var k, v []byte
+			if b := ab.Bucket(snapshotsBucket); b != nil {
+				k, v = b.Cursor().Last()
+			}
+			if k != nil && len(k) != 8 {
+				return s.damagedKey(durability.RecordSnapshot, k)
+			}
+			if !s.legacy && ((k == nil) != (sm.snapshots.count == 0) || k != nil && decodeIndex(k) != sm.snapshots.max) {
+				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: -1,
+					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
+			}
+			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
+				data, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v)
+				if err != nil {
+					return err
+				}
+				best, ok = entry{decodeIndex(k), data}, true
 			}
 		}
 		if pending != nil {
 			if e, found := pending.snapshots.latest(); found && (!ok || e.index >= best.index) {
-				best, ok = e, true
+				best, ok = entry{e.index, bytes.Clone(e.data)}, true
 			}
 		}
-		best.data = bytes.Clone(best.data)
 		return nil
 	})
 	if err != nil || !ok {
 		return durability.Snapshot{}, false, err
 	}
 	return durability.Snapshot{Index: best.index, Data: best.data}, true, nil
+}
+
+// actorBucket returns name's actor bucket, or nil if absent.
+func actorBucket(tx *bolt.Tx, name string) *bolt.Bucket {
+	actors := tx.Bucket(actorsBucket)
+	if actors == nil {
+		return nil
+	}
+	return actors.Bucket([]byte(name))
 }
 
 // view runs fn in a read transaction together with name's overlay (nil if
@@ -135,7 +192,7 @@ func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pe
 	}
 	if err == nil {
 		s.viewMu.RLock()
-		err = s.db.View(func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
+		err = s.viewTx("reading", func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
 		s.viewMu.RUnlock()
 	}
 	if err != nil {

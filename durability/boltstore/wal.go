@@ -7,6 +7,9 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/polyweave/polyweave-go/durability"
 )
 
 // record is one write as the write-ahead log stores it.
@@ -115,49 +118,109 @@ func decodeFrames(v []byte, fn func(record)) error {
 }
 
 // replay reads the write-ahead log left by the last run into a new overlay
-// and returns it with the next free log sequence number.
-func replay(db *bolt.DB) (*overlay, uint64, error) {
+// and returns it with the next free log sequence number. Each log value's
+// checksum is checked (legacy: a version 2 or 1 file, whose log values
+// carry none), and a damaged one stops the replay with an error naming it:
+// the store does not start from a log it cannot read whole.
+func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
 	o := newOverlay()
 	var next uint64
-	err := db.View(func(tx *bolt.Tx) error {
+	err := s.viewTx("replaying the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		if wal == nil {
-			return nil
+			if legacy {
+				return nil
+			}
+			return fmt.Errorf("no %q bucket: not a store file, or its root is damaged", walBucket)
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if err := decodeFrames(slices.Clone(v), o.apply); err != nil {
-				return fmt.Errorf("log entry %d: %w", decodeIndex(k), err)
+			if len(k) != 8 {
+				return s.damagedKey(durability.RecordLog, k)
 			}
-			next = decodeIndex(k) + 1
+			seq := decodeIndex(k)
+			if !legacy && seq != next {
+				return &durability.DamageError{Store: s.path, What: "log", Index: next, HasIndex: true, Offset: s.fileOffset(k),
+					Reason: fmt.Sprintf("entry %d is followed by entry %d: entries lost", int64(next)-1, seq)}
+			}
+			body, err := s.openLogValue(seq, v, legacy)
+			if err != nil {
+				return err
+			}
+			if err := decodeFrames(body, o.apply); err != nil {
+				e := durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+				e.Offset = s.fileOffset(v)
+				return e
+			}
+			next = seq + 1
+		}
+		if !legacy && next != wal.Sequence() {
+			return &durability.DamageError{Store: s.path, What: "log", Offset: -1,
+				Reason: fmt.Sprintf("holds %d entries, its header says %d: entries lost", next, wal.Sequence())}
 		}
 		return nil
 	})
 	return o, next, err
 }
 
+// openLogValue checks a log value (v aliases the mapped file) and returns
+// a copy of the records framed in it.
+func (s *Store) openLogValue(seq uint64, v []byte, legacy bool) ([]byte, error) {
+	if v == nil {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "a nested bucket where a value belongs")
+	}
+	if legacy {
+		return slices.Clone(v), nil
+	}
+	if len(v) < crcSize {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "shorter than its checksum")
+	}
+	if binary.BigEndian.Uint32(v) != durability.Checksum(durability.RecordLog, "", seq, v[crcSize:]) {
+		return nil, s.damagedValue(durability.RecordLog, seq, v, "checksum mismatch")
+	}
+	return slices.Clone(v[crcSize:]), nil
+}
+
 // checkpoint moves the overlay into the per-actor buckets and empties the
 // write-ahead log, in one transaction. It holds viewMu so that readers see
 // either the state before or the state after.
-func (s *Store) checkpoint() error {
+func (s *Store) checkpoint() error { return s.checkpointWith(nil) }
+
+// checkpointWith is checkpoint with before run first in its transaction.
+func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
-	if s.overlay.ops == 0 {
+	if s.overlay.ops == 0 && before == nil {
 		return nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for name, a := range s.overlay.actors {
-			if err := flush(tx, name, eventsBucket, &a.events); err != nil {
-				return err
-			}
-			if err := flush(tx, name, snapshotsBucket, &a.snapshots); err != nil {
+	// bbolt keeps the values put in a transaction until it commits: they
+	// are sealed into one buffer made for this checkpoint.
+	arena := make([]byte, 0, s.overlay.bytes+crcSize*s.overlay.ops)
+	err := s.updateTx("checkpointing", func(tx *bolt.Tx) error {
+		if before != nil {
+			if err := before(tx); err != nil {
 				return err
 			}
 		}
-		if err := tx.DeleteBucket(walBucket); err != nil {
+		dir, err := s.readDirectory(tx)
+		if err != nil {
 			return err
 		}
-		_, err := tx.CreateBucket(walBucket)
+		old := dir
+		for name, a := range s.overlay.actors {
+			if err := s.flushActor(tx, name, a, &arena, &dir); err != nil {
+				return fmt.Errorf("actor %q: %w", name, err)
+			}
+		}
+		if dir != old {
+			if err := writeDirectory(tx, dir); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteBucket(walBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+			return err
+		}
+		_, err = tx.CreateBucket(walBucket)
 		return err
 	})
 	if err != nil {
@@ -165,30 +228,180 @@ func (s *Store) checkpoint() error {
 	}
 	s.log.Debug("boltstore checkpoint", "writes", s.overlay.ops, "bytes", s.overlay.bytes, "actors", len(s.overlay.actors))
 	s.overlay = newOverlay()
+	s.nextSeq = 0 // the log starts again, empty
 	return nil
 }
 
-// flush applies one pending log to its bucket.
-func flush(tx *bolt.Tx, name string, which []byte, l *pendingLog) error {
-	if len(l.puts) == 0 {
-		if l.deleted {
-			return deleteThrough(sub(tx, name, which), l.deletedThrough)
+// upgrade rewrites a version 2 (or 1) file as version 3: every bucket
+// value gets its checksum, every actor bucket its summary and the actors
+// bucket its directory summary, the replayed log is checkpointed and the
+// format key set, in one transaction, so a crash leaves the old file or
+// the new.
+func (s *Store) upgrade() error {
+	return s.checkpointWith(func(tx *bolt.Tx) error {
+		actors := tx.Bucket(actorsBucket)
+		var names [][]byte
+		if err := actors.ForEach(func(k, v []byte) error {
+			if v == nil {
+				names = append(names, slices.Clone(k))
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
+		for _, name := range names {
+			ab := actors.Bucket(name)
+			var sm summary
+			for _, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
+				b := ab.Bucket(bucketFor(kind))
+				if b == nil {
+					continue
+				}
+				type kv struct{ k, v []byte }
+				var all []kv
+				c := b.Cursor()
+				for k, v := c.First(); k != nil; k, v = c.Next() {
+					if len(k) != 8 || v == nil {
+						return s.damagedKey(kind, k)
+					}
+					all = append(all, kv{slices.Clone(k), sealValue(nil, kind, string(name), decodeIndex(k), v)})
+				}
+				st := sm.stat(kind)
+				for _, e := range all {
+					if err := b.Put(e.k, e.v); err != nil {
+						return err
+					}
+					st.count++
+					st.sum += storedSum(e.v)
+				}
+				if len(all) > 0 {
+					st.min, st.max = decodeIndex(all[0].k), decodeIndex(all[len(all)-1].k)
+				}
+			}
+			if err := ab.Put(summaryKey, encodeSummary(string(name), sm)); err != nil {
+				return err
+			}
+		}
+		dir, err := s.scanDirectory(tx)
+		if err != nil {
+			return err
+		}
+		if err := writeDirectory(tx, dir); err != nil {
+			return err
+		}
+		return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion))
+	})
+}
+
+// bucketFor returns the name of the sub-bucket holding records of kind.
+func bucketFor(kind durability.RecordKind) []byte {
+	if kind == durability.RecordSnapshot {
+		return snapshotsBucket
 	}
-	b, err := createSub(tx, name, which)
-	if err != nil {
+	return eventsBucket
+}
+
+// flushActor applies name's overlay to its actor bucket, sealing values
+// into *arena and keeping the bucket's summary and the directory's: a new
+// actor bucket is added to dir, one left empty is deleted from the file
+// and from dir.
+func (s *Store) flushActor(tx *bolt.Tx, name string, a *pendingActor, arena *[]byte, dir *directory) error {
+	actors := tx.Bucket(actorsBucket)
+	ab := actors.Bucket([]byte(name))
+	var sm summary
+	if ab == nil {
+		if len(a.events.puts) == 0 && len(a.snapshots.puts) == 0 {
+			return nil // deletes of what is not there
+		}
+		var err error
+		if ab, err = actors.CreateBucket([]byte(name)); err != nil {
+			return err
+		}
+		dir.count++
+		dir.sum += nameSum([]byte(name))
+	} else {
+		var err error
+		if sm, err = s.readSummary(ab, name); err != nil {
+			return err
+		}
+	}
+	if err := s.flushBucket(ab, durability.RecordEvent, name, &a.events, &sm.events, arena); err != nil {
 		return err
 	}
-	if l.deleted {
-		if err := deleteThrough(b, l.deletedThrough); err != nil {
+	if err := s.flushBucket(ab, durability.RecordSnapshot, name, &a.snapshots, &sm.snapshots, arena); err != nil {
+		return err
+	}
+	if sm.events.count == 0 && sm.snapshots.count == 0 {
+		dir.count--
+		dir.sum -= nameSum([]byte(name))
+		return actors.DeleteBucket([]byte(name))
+	}
+	return ab.Put(summaryKey, encodeSummary(name, sm))
+}
+
+// flushBucket applies one pending log to the sub-bucket of ab for kind,
+// keeping st.
+func (s *Store) flushBucket(ab *bolt.Bucket, kind durability.RecordKind, name string, l *pendingLog, st *bucketStat, arena *[]byte) error {
+	which := bucketFor(kind)
+	b := ab.Bucket(which)
+	if b == nil && st.count > 0 {
+		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)}
+	}
+	if l.deleted && b != nil {
+		// Collect first: deleting while a cursor walks the bucket can skip keys.
+		var keys [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				return s.damagedKey(kind, k)
+			}
+			if decodeIndex(k) > l.deletedThrough {
+				break
+			}
+			keys = append(keys, slices.Clone(k))
+			st.count--
+			st.sum -= storedSum(v)
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	if len(l.puts) > 0 && b == nil {
+		var err error
+		if b, err = ab.CreateBucket(which); err != nil {
 			return err
 		}
 	}
 	for _, e := range l.putsIn(0, 0) {
-		if err := b.Put(indexKey(e.index), e.data); err != nil {
+		key := indexKey(e.index)
+		if old := b.Get(key); old != nil {
+			st.sum -= storedSum(old)
+		} else {
+			st.count++
+		}
+		start := len(*arena)
+		*arena = sealValue(*arena, kind, name, e.index, e.data)
+		v := (*arena)[start:len(*arena):len(*arena)]
+		if err := b.Put(key, v); err != nil {
 			return err
 		}
+		st.sum += storedSum(v)
 	}
+	if b == nil {
+		return nil
+	}
+	if st.count == 0 {
+		*st = bucketStat{}
+		return ab.DeleteBucket(which)
+	}
+	c := b.Cursor()
+	first, _ := c.First()
+	last, _ := c.Last()
+	if len(first) != 8 || len(last) != 8 {
+		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: "its first or last key is not an index"}
+	}
+	st.min, st.max = decodeIndex(first), decodeIndex(last)
 	return nil
 }

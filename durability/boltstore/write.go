@@ -44,6 +44,7 @@ type write struct {
 	recs []record
 	enc  []byte
 	done chan error
+	run  func() error // instead of records: work the committer runs between commits
 }
 
 var writePool = sync.Pool{New: func() any { return &write{recs: make([]record, 0, 1), done: make(chan error, 1)} }}
@@ -125,20 +126,7 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		err = fmt.Errorf("%d bytes: %w", size, bolterrors.ErrValueTooLarge)
 	} else {
 		w.enc = encodeRecords(w.recs)
-		s.writers.Add(1)
-		s.mu.RLock()
-		err = s.enqueue(ctx, w)
-		s.mu.RUnlock()
-		if err == nil {
-			err = <-w.done
-		}
-		s.writers.Add(-1)
-		if s.gathering.Load() {
-			select { // the committer may be waiting for this writer
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
+		err = s.handOff(ctx, w)
 	}
 	clear(w.recs)
 	recs := w.recs[:0]
@@ -151,6 +139,32 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	return nil
+}
+
+// handOff hands w to the committer and waits for its outcome.
+func (s *Store) handOff(ctx context.Context, w *write) error {
+	s.writers.Add(1)
+	s.mu.RLock()
+	err := s.enqueue(ctx, w)
+	s.mu.RUnlock()
+	if err == nil {
+		err = <-w.done
+	}
+	s.writers.Add(-1)
+	if s.gathering.Load() {
+		select { // the committer may be waiting for this writer
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// inCommitter runs fn on the committer goroutine, between two commits, so
+// that it sees every write committed before and none in flight; it
+// returns fn's error.
+func (s *Store) inCommitter(ctx context.Context, fn func() error) error {
+	return s.handOff(ctx, &write{run: fn, done: make(chan error, 1)})
 }
 
 // check returns the error an operation on name would fail with before
@@ -248,8 +262,27 @@ func (s *Store) commitLoop() {
 				break drain
 			}
 		}
-		s.commit(batch)
+		s.commitAll(batch)
 		clear(batch)
+	}
+}
+
+// commitAll commits batch in order: runs of writes together, and the
+// work of inCommitter calls between them.
+func (s *Store) commitAll(batch []*write) {
+	start := 0
+	for i, w := range batch {
+		if w.run == nil {
+			continue
+		}
+		if i > start {
+			s.commit(batch[start:i])
+		}
+		w.done <- w.run()
+		start = i + 1
+	}
+	if start < len(batch) {
+		s.commit(batch[start:])
 	}
 }
 
@@ -290,7 +323,11 @@ func (s *Store) commit(batch []*write) {
 // number of writes or actors involved.
 func (s *Store) appendLog(batch []*write) error {
 	values := s.frameBatch(batch)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	for i, v := range values {
+		seq := s.nextSeq + uint64(i)
+		binary.BigEndian.PutUint32(v, durability.Checksum(durability.RecordLog, "", seq, v[crcSize:]))
+	}
+	err := s.updateTx("committing", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		wal.FillPercent = 1 // keys only grow: pack pages full
 		for i, v := range values {
@@ -299,7 +336,9 @@ func (s *Store) appendLog(batch []*write) error {
 				return err
 			}
 		}
-		return nil
+		// The log's length, in the bucket's header (which the commit
+		// rewrites anyway): replay finds entries lost to damage.
+		return wal.SetSequence(s.nextSeq + uint64(len(values)))
 	})
 	n := len(values)
 	clear(values) // drop references to large buffers the next commit may not reuse
@@ -327,13 +366,15 @@ const maxKeptFrameBuf = 1 << 20
 
 // frameBatch frames batch's records into log values, in s.frameBuf: one
 // value unless the batch exceeds bbolt's value limit, then as few as fit.
+// Each value starts with room for its checksum, which appendLog fills in.
 // It also sizes s.keyBuf for their keys. The values stay valid until the
 // next call; only the committer calls it.
 //
 // The returned slice is s.frameValues: its elements must be cleared before
 // the next call.
 func (s *Store) frameBatch(batch []*write) [][]byte {
-	buf, start := s.frameBuf[:0], 0
+	buf := append(s.frameBuf[:0], make([]byte, crcSize)...)
+	start := 0
 	values := s.frameValues[:0]
 	for _, w := range batch {
 		if len(buf)-start+len(w.enc) <= maxLogValueSize {
@@ -344,8 +385,9 @@ func (s *Store) frameBatch(batch []*write) [][]byte {
 		// values: they are all in the same transaction).
 		for enc := w.enc; len(enc) > 0; {
 			frame, rest, _ := nextFrame(enc) // framed by encodeRecords
-			if len(buf) > start && len(buf)-start+len(frame) > maxLogValueSize {
+			if len(buf)-start > crcSize && len(buf)-start+len(frame) > maxLogValueSize {
 				values, start = append(values, buf[start:]), len(buf)
+				buf = append(buf, make([]byte, crcSize)...)
 			}
 			buf, enc = append(buf, frame...), rest
 		}

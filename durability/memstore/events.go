@@ -3,6 +3,8 @@ package memstore
 import (
 	"cmp"
 	"slices"
+
+	"github.com/polyweave/polyweave-go/durability"
 )
 
 // maxGap is the largest run of missing indexes an event log fills with
@@ -125,24 +127,32 @@ func (e *eventLog) toMap() {
 	e.sparse, e.n = m, n
 }
 
-// copies returns copies of the events with from <= index < to (to == 0:
-// no bound) in ascending index order.
-func (e *eventLog) copies(from, to uint64) []indexed {
+// copies returns checked copies of name's events with from <= index < to
+// (to == 0: no bound) in ascending index order, or the error for the first
+// damaged one (see [open]).
+func (e *eventLog) copies(name string, from, to uint64) ([]indexed, error) {
 	var out []indexed
 	inRange := func(i uint64) bool { return i >= from && (to == 0 || i < to) }
 	if e.sparse != nil {
 		for i, d := range e.sparse {
 			if inRange(i) {
-				out = append(out, indexed{i, clone(d)})
+				out = append(out, indexed{i, d})
 			}
 		}
 		slices.SortFunc(out, func(a, b indexed) int { return cmp.Compare(a.index, b.index) })
-		return out
-	}
-	for k, d := range e.slots[e.head:] {
-		if i := e.base + uint64(k); d != nil && inRange(i) {
-			out = append(out, indexed{i, clone(d)})
+	} else {
+		for k, d := range e.slots[e.head:] {
+			if i := e.base + uint64(k); d != nil && inRange(i) {
+				out = append(out, indexed{i, d})
+			}
 		}
 	}
-	return out
+	for k, ev := range out {
+		data, err := open(durability.RecordEvent, name, ev.index, ev.data)
+		if err != nil {
+			return nil, err
+		}
+		out[k].data = data
+	}
+	return out, nil
 }

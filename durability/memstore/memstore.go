@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -48,18 +49,19 @@ const (
 	maxInBlock = maxBlock / 8
 )
 
-// keep returns a copy of an event's data, carved from l's current block.
-func (l *actorLog) keep(data []byte) []byte {
-	n := len(data)
-	if n == 0 || n > maxInBlock {
-		return clone(data)
+// keep returns the stored form of an event: its checksum (see [sealed])
+// and a copy of its data, carved from l's current block.
+func (l *actorLog) keep(name string, index uint64, data []byte) []byte {
+	n := crcSize + len(data)
+	if n > maxInBlock {
+		return seal(nil, durability.RecordEvent, name, index, data)
 	}
 	if cap(l.free)-len(l.free) < n {
 		l.block = min(max(2*l.block, minBlock), maxBlock)
 		l.free = make([]byte, 0, l.block)
 	}
 	start := len(l.free)
-	l.free = append(l.free, data...)
+	l.free = seal(l.free, durability.RecordEvent, name, index, data)
 	return l.free[start:len(l.free):len(l.free)] // capped: appending to it copies
 }
 
@@ -115,7 +117,7 @@ func (s *Store) PersistEvent(ctx context.Context, name string, index uint64, dat
 		return err
 	}
 	l := s.logFor(name)
-	l.events.put(index, l.keep(data))
+	l.events.put(index, l.keep(name, index, data))
 	return nil
 }
 
@@ -135,7 +137,8 @@ func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, da
 	}
 	l := s.logFor(name)
 	for k, d := range data {
-		l.events.put(first+uint64(k), l.keep(d))
+		i := first + uint64(k)
+		l.events.put(i, l.keep(name, i, d))
 	}
 	return nil
 }
@@ -149,10 +152,14 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 		return err
 	}
 	var events []indexed
+	var err error
 	if l := s.logs[name]; l != nil {
-		events = l.events.copies(from, to)
+		events, err = l.events.copies(name, from, to)
 	}
 	s.mu.RUnlock()
+	if err != nil {
+		return &durability.StoreError{Op: durability.OpGetEvents, Name: name, Err: err}
+	}
 
 	for _, e := range events {
 		if err := fn(e.index, e.data); err != nil {
@@ -183,7 +190,7 @@ func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, 
 		return err
 	}
 	l := s.logFor(name)
-	l.snapshots[index] = clone(data)
+	l.snapshots[index] = seal(nil, durability.RecordSnapshot, name, index, data)
 	if !s.keepHistory && index > 0 {
 		l.dropEvents(index - 1)
 		deleteThrough(l.snapshots, index-1)
@@ -206,7 +213,11 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	for i := range l.snapshots {
 		latest = max(latest, i)
 	}
-	return durability.Snapshot{Index: latest, Data: clone(l.snapshots[latest])}, true, nil
+	data, err := open(durability.RecordSnapshot, name, latest, l.snapshots[latest])
+	if err != nil {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: durability.OpGetSnapshot, Name: name, Err: err}
+	}
+	return durability.Snapshot{Index: latest, Data: data}, true, nil
 }
 
 // DeleteSnapshots implements [durability.Store].
@@ -240,8 +251,30 @@ func deleteThrough(m map[uint64][]byte, through uint64) {
 	}
 }
 
-// clone copies b, keeping a non-nil result for empty input so that callers
-// see the same shape from every store.
-func clone(b []byte) []byte {
-	return append(make([]byte, 0, len(b)), b...)
+// Stored form of events and snapshots: the record's checksum
+// ([durability.Checksum] over its kind, actor name, index and data; 4
+// bytes, big-endian), then its data. Every read checks it, so damaged
+// memory is reported, never returned.
+const crcSize = 4
+
+// storeName names memstore in damage reports.
+const storeName = "memstore"
+
+// seal appends the stored form of a record to b.
+func seal(b []byte, kind durability.RecordKind, name string, index uint64, data []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, durability.Checksum(kind, name, index, data))
+	return append(b, data...)
+}
+
+// open checks a record's stored form and returns a copy of its data (never
+// nil, so that callers see the same shape from every store).
+func open(kind durability.RecordKind, name string, index uint64, stored []byte) ([]byte, error) {
+	if len(stored) < crcSize {
+		return nil, durability.Damaged(storeName, kind, index, "shorter than its checksum")
+	}
+	data := stored[crcSize:]
+	if binary.BigEndian.Uint32(stored) != durability.Checksum(kind, name, index, data) {
+		return nil, durability.Damaged(storeName, kind, index, "checksum mismatch")
+	}
+	return append(make([]byte, 0, len(data)), data...), nil
 }

@@ -57,3 +57,16 @@ func TestPersistEventAllocs(t *testing.T) {
 		t.Errorf("PersistEvent allocates %.1f times per call, budget 0", allocs)
 	}
 }
+
+// TestDamagedValues flips bytes inside stored events and snapshots through
+// the Damage test hook: every read of a damaged record fails, no read
+// returns data that differs from what was written.
+func TestDamagedValues(t *testing.T) {
+	durabilitytest.RunDamagedValues(t, 60, func(*testing.T) durability.Store { return memstore.New(nil) },
+		func(t *testing.T, s durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
+			if !memstore.Damage(s.(*memstore.Store), name, kind, index, offset) {
+				t.Fatalf("no %s %d of %q to damage", kind, index, name)
+			}
+			return s, nil
+		})
+}

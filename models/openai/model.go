@@ -226,6 +226,9 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
 		frames = append(frames, f)
 	}
+	for _, tc := range result.Truncated {
+		frames = append(frames, models.TruncatedCallFrame(streamID, tc.ID, tc.Name, tc.Index, len(tc.Arguments)))
+	}
 	if result.Usage != nil {
 		frames = append(frames, models.UsageFrame(streamID, result.Usage))
 	}

@@ -1,0 +1,189 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// ErrStreamOpen is returned by [Mux.Open] for a stream id that is open.
+var ErrStreamOpen = errors.New("actors: stream already open")
+
+// Mux connects plain Go code to a duplex, like a [Conn], for many
+// conversations at once: what the duplex emits is routed by stream id to
+// the [MuxStream] opened for it, so each caller reads its own frames
+// without a goroutine of the Mux's own. Frames of streams not open are
+// dropped. A Mux is safe for concurrent use.
+type Mux struct {
+	rt  *Runtime
+	pid *actor.PID
+	in  *muxProcess
+	pp  *actor.PID
+}
+
+// StartMux spawns spec under the runtime's top-level supervisor and
+// connects it to a new Mux. spec.Subscriber is ignored.
+func (rt *Runtime) StartMux(spec Spec) (*Mux, error) {
+	in := &muxProcess{streams: map[string]*port{}, registry: rt.system.ProcessRegistry}
+	pp, ok := rt.system.ProcessRegistry.Add(in, "mux"+rt.system.ProcessRegistry.NextId())
+	if !ok {
+		return nil, errors.New("actors: register mux: id taken")
+	}
+	in.self = pp
+	spec.Subscriber = Ref{}
+	pid, err := rt.spawn(spec, pp)
+	if err != nil {
+		rt.system.ProcessRegistry.Remove(pp)
+		return nil, err
+	}
+	if proc, ok := rt.system.ProcessRegistry.Get(pid); ok {
+		proc.SendSystemMessage(pid, &actor.Watch{Watcher: pp})
+	}
+	return &Mux{rt: rt, pid: pid, in: in, pp: pp}, nil
+}
+
+// Ref is the connected duplex.
+func (m *Mux) Ref() Ref { return Ref{pid: m.pid} }
+
+// Stopped reports whether the duplex is known to have stopped.
+func (m *Mux) Stopped() bool {
+	m.in.mu.Lock()
+	defer m.in.mu.Unlock()
+	return m.in.stopped
+}
+
+// Open starts routing the frames of streamID to the returned stream. It
+// returns an error wrapping [ErrStreamOpen] when the id is open already,
+// and [ErrDuplexStopped] once the duplex has stopped.
+func (m *Mux) Open(streamID string) (*MuxStream, error) {
+	m.in.mu.Lock()
+	defer m.in.mu.Unlock()
+	if m.in.stopped {
+		return nil, ErrDuplexStopped
+	}
+	if _, ok := m.in.streams[streamID]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrStreamOpen, streamID)
+	}
+	p := &port{notify: make(chan struct{}, 1)}
+	m.in.streams[streamID] = p
+	return &MuxStream{m: m, id: streamID, p: p}, nil
+}
+
+// Close stops the duplex and its subtree and waits until it is gone or
+// ctx ends.
+func (m *Mux) Close(ctx context.Context) error {
+	if m.Stopped() {
+		return nil
+	}
+	done := make(chan error, 1)
+	fut := m.rt.system.Root.StopFuture(m.pid)
+	go func() { done <- fut.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil && !m.Stopped() {
+			return fmt.Errorf("actors: close mux: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("actors: close mux: %w", ctx.Err())
+	}
+}
+
+// MuxStream is one stream of a [Mux]: Send writes frames into the
+// duplex's sink, Recv reads the frames it emitted with this stream id.
+// Close stops the routing; it does not touch the duplex.
+type MuxStream struct {
+	m  *Mux
+	id string
+	p  *port
+}
+
+// ID is the stream id.
+func (s *MuxStream) ID() string { return s.id }
+
+// Send writes f into the duplex's sink; it never blocks and returns
+// ErrDuplexStopped once the duplex is known to have stopped.
+func (s *MuxStream) Send(f *messages.Frame) error {
+	if s.p.isStopped() {
+		return ErrDuplexStopped
+	}
+	s.m.rt.system.Root.Send(s.m.pid, f)
+	return nil
+}
+
+// SendAll writes frames in order.
+func (s *MuxStream) SendAll(frames ...*messages.Frame) error {
+	for _, f := range frames {
+		if err := s.Send(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Recv returns the stream's next frame. It blocks until there is one, the
+// duplex has stopped and every frame before was read (ErrDuplexStopped),
+// or ctx ends (ctx.Err()).
+func (s *MuxStream) Recv(ctx context.Context) (*messages.Frame, error) { return s.p.recv(ctx) }
+
+// Close stops routing the stream's frames; later ones are dropped, and
+// the id can be opened again.
+func (s *MuxStream) Close() {
+	s.m.in.mu.Lock()
+	defer s.m.in.mu.Unlock()
+	if s.m.in.streams[s.id] == s.p {
+		delete(s.m.in.streams, s.id)
+	}
+}
+
+// muxProcess is the protoactor process behind a Mux: it hands each frame
+// to the port of its stream, with no actor and no goroutine of its own.
+type muxProcess struct {
+	mu       sync.Mutex
+	streams  map[string]*port
+	stopped  bool
+	registry *actor.ProcessRegistryValue
+	self     *actor.PID
+}
+
+var _ actor.Process = (*muxProcess)(nil)
+
+func (m *muxProcess) SendUserMessage(_ *actor.PID, message any) {
+	if env, ok := message.(*actor.MessageEnvelope); ok {
+		message = env.Message
+	}
+	f, ok := message.(*messages.Frame)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	p := m.streams[f.GetStreamId()]
+	m.mu.Unlock()
+	if p != nil {
+		p.SendUserMessage(nil, f)
+	}
+}
+
+func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
+	if _, ok := message.(*actor.Terminated); !ok {
+		return
+	}
+	m.mu.Lock()
+	m.stopped = true
+	streams := m.streams
+	m.mu.Unlock()
+	m.registry.Remove(m.self)
+	for _, p := range streams {
+		p.mu.Lock()
+		p.stopped = true
+		p.mu.Unlock()
+		p.signal()
+	}
+}
+
+func (m *muxProcess) Stop(*actor.PID) {}

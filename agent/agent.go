@@ -1,0 +1,461 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Defaults of [Options].
+const (
+	DefaultName        = "agent"
+	DefaultMaxAttempts = 3
+	DefaultCancelGrace = 5 * time.Second
+)
+
+// Errors returned by [Agent.Run] and [Agent.Stream].
+var (
+	// ErrSessionBusy: a conversation of that session is running already.
+	ErrSessionBusy = errors.New("agent: session busy")
+	// ErrClosed: the agent was closed.
+	ErrClosed = errors.New("agent: closed")
+	// ErrNoAnswer: the model still called tools when the iteration limit
+	// was reached, so there is no final answer.
+	ErrNoAnswer = errors.New("agent: no final answer within the iteration limit")
+)
+
+// FailedError is returned by [Agent.Run] and [Agent.Stream] when every
+// attempt at the conversation failed (a stage crashed and its restart did
+// not heal it, the model kept failing): Reason is the last attempt's
+// ERROR text.
+type FailedError struct {
+	Session  string
+	Attempts int
+	Reason   string
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", e.Session, e.Attempts, e.Reason)
+}
+
+// Options configure [New]. A nil *Options or a zero field means the
+// default; options are copied.
+type Options struct {
+	// Name names the agent's tool loop actor; default [DefaultName]. Many
+	// agents of one name run side by side (the runtime numbers them).
+	Name string
+	// Tools are the tools the agent may call (see also [AsTool]).
+	Tools []*tools.Tool
+	// SystemPrompt, when set, is put in front of every conversation.
+	SystemPrompt string
+	// ToolChoice, when set, is sent as the "tool_choice" PARAM.
+	ToolChoice json.RawMessage
+	// MaxIterations is the number of tool rounds after which the model is
+	// told to answer without tools; default tools.DefaultMaxIterations.
+	MaxIterations int
+	// FinalPrompt is the system message that tells it so; default
+	// tools.DefaultFinalSystemPrompt.
+	FinalPrompt string
+	// Store, when set, makes every session durable: the conversation is
+	// persisted at each step under its session id, an attempt that failed
+	// is resumed from the store (completed tool calls are not run again),
+	// and a Run with the same session id and messages in a later process
+	// resumes it, or answers with its final text when it had ended. A
+	// session id names one conversation: a Run with other messages under
+	// an id already used fails. The caller owns and closes the store.
+	Store durability.Store
+	// MaxAttempts bounds the attempts of one Run, the first included:
+	// when an attempt ends with ERROR (a supervised restart, a model
+	// failure), the conversation is resumed from the store (with Store)
+	// or sent again with the rounds that completed (without). Default
+	// [DefaultMaxAttempts]; 1 never retries.
+	MaxAttempts int
+	// CancelGrace bounds how long a cancelled Run waits for the loop to
+	// answer every started tool call after sending ABORT; default
+	// [DefaultCancelGrace].
+	CancelGrace time.Duration
+	// Breaker configures the tools' circuit breaker; Supervision
+	// supervises the model and the tool actors (nil: the runtime's).
+	Breaker     tools.BreakerOptions
+	Supervision *supervisor.Strategy
+	// OnToolResult, when set, is called on the loop actor's goroutine once
+	// per tool result (see tools.LoopOptions.OnToolResult): quick and
+	// non-blocking.
+	OnToolResult func(tools.ToolResultEvent)
+}
+
+// Agent runs tool conversations with a model: a tool loop around a model
+// adapter, started in a runtime. Its methods are safe for concurrent use;
+// conversations of different sessions run concurrently.
+type Agent struct {
+	rt    *actors.Runtime
+	model actors.Spec
+	opts  Options
+	loop  tools.LoopOptions
+
+	mu      sync.Mutex
+	mux     *actors.Mux // the shared loop; nil with a Store
+	busy    map[string]bool
+	closed  bool
+	running sync.WaitGroup
+}
+
+// New builds an agent on rt around the model adapter model (a duplex
+// speaking the contract of package models). Without a Store the agent's
+// tool loop is started now and serves every session; with one, each Run
+// starts a loop for its session.
+func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	switch {
+	case rt == nil:
+		return nil, errors.New("agent: nil runtime")
+	case model.New == nil:
+		return nil, errors.New("agent: model spec has no New function")
+	case opts.MaxAttempts < 0:
+		return nil, fmt.Errorf("agent: negative MaxAttempts %d", opts.MaxAttempts)
+	case opts.CancelGrace < 0:
+		return nil, fmt.Errorf("agent: negative CancelGrace %v", opts.CancelGrace)
+	}
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.CancelGrace == 0 {
+		opts.CancelGrace = DefaultCancelGrace
+	}
+	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
+	a := &Agent{rt: rt, model: model, opts: opts, busy: map[string]bool{}}
+	a.loop = tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
+			Supervision: opts.Supervision},
+		ToolChoice:        opts.ToolChoice,
+		SystemPrompt:      opts.SystemPrompt,
+		MaxIterations:     opts.MaxIterations,
+		FinalSystemPrompt: opts.FinalPrompt,
+		OnToolResult:      opts.OnToolResult,
+	}
+	spec, err := tools.NewLoop(model, &a.loop) // validates the options
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
+	}
+	if opts.Store == nil {
+		if a.mux, err = rt.StartMux(spec); err != nil {
+			return nil, fmt.Errorf("agent %q: start: %w", opts.Name, err)
+		}
+	}
+	return a, nil
+}
+
+// Name is the agent's name.
+func (a *Agent) Name() string { return a.opts.Name }
+
+// Close stops the agent's loop once the conversations running have
+// returned (cancel their contexts to make them return early). Later calls
+// return nil; Run and Stream then fail with [ErrClosed].
+func (a *Agent) Close(ctx context.Context) error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	mux := a.mux
+	a.mu.Unlock()
+	done := make(chan struct{})
+	go func() { a.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+	}
+	if mux != nil {
+		return mux.Close(ctx)
+	}
+	return nil
+}
+
+// Run runs the conversation msgs of session sessionID to its final
+// answer: the model's responses, every tool round, and a follow-up until
+// the model answers without calls. An attempt that ends with ERROR is
+// resumed or sent again (see [Options].MaxAttempts and Store). It returns
+// the answer, or with an error what was answered so far: a
+// *[FailedError] when every attempt failed, [ErrNoAnswer], ctx's error
+// (after ABORT, once every started tool call was answered or CancelGrace
+// passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop.
+func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
+	return a.run(ctx, sessionID, msgs, nil)
+}
+
+// Stream is [Agent.Run] as a sequence of events, for hosts that show
+// progress. The last event is [EventDone] with the answer, or the
+// sequence ends with a non-nil error (and a zero Event) as Run would
+// return it. Stopping the iteration early cancels the conversation as a
+// cancelled ctx does.
+func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		ans, err := a.run(ctx, sessionID, msgs, func(ev Event) {
+			if stopped {
+				return
+			}
+			if !yield(ev, nil) {
+				stopped = true
+				cancel()
+			}
+		})
+		if stopped {
+			return
+		}
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		yield(Event{Kind: EventDone, Answer: ans}, nil)
+	}
+}
+
+// enter marks the session busy.
+func (a *Agent) enter(sessionID string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.closed:
+		return ErrClosed
+	case a.busy[sessionID]:
+		return fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+	}
+	a.busy[sessionID] = true
+	a.running.Add(1)
+	return nil
+}
+
+func (a *Agent) leave(sessionID string) {
+	a.mu.Lock()
+	delete(a.busy, sessionID)
+	a.mu.Unlock()
+	a.running.Done()
+}
+
+// conversation is one Run.
+type conversation struct {
+	a       *Agent
+	session string
+	emit    func(Event)
+	first   json.RawMessage // the messages payload of the first attempt
+	history []json.RawMessage
+	total   models.Answer // what the attempts that failed contributed
+	mux     *actors.Mux   // the loop of this session (with a Store)
+}
+
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, emit func(Event)) (*models.Answer, error) {
+	if sessionID == "" {
+		return nil, errors.New("agent: empty session id")
+	}
+	if err := a.enter(sessionID); err != nil {
+		return nil, err
+	}
+	defer a.leave(sessionID)
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs)}
+	if a.opts.Store != nil {
+		defer c.stopLoop()
+	}
+	payload := c.first
+	for attempt := 1; ; attempt++ {
+		mux, err := c.loop()
+		if err != nil {
+			return c.result(nil), err
+		}
+		stream := sessionID
+		if attempt > 1 {
+			stream += "#" + strconv.Itoa(attempt)
+		}
+		ans, err := c.attempt(ctx, mux, stream, payload, attempt)
+		res := c.result(ans)
+		switch {
+		case err != nil:
+			return res, err
+		case ans.Answered:
+			return res, nil
+		case !ans.Failed:
+			return res, ErrNoAnswer
+		case attempt >= a.opts.MaxAttempts:
+			return res, &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+		}
+		// Keep what ran, and ask again.
+		c.keep(ans)
+		if a.opts.Store == nil {
+			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
+		}
+		emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error})
+	}
+}
+
+// splitFirst returns the first request's messages as raw elements.
+func (c *conversation) splitFirst() []json.RawMessage {
+	list, _ := models.SplitMessages(c.first) // encoded here: always an array
+	return list
+}
+
+// keep adds the rounds of a failed attempt whose calls all ran to what
+// the next attempt sends and to the answer.
+func (c *conversation) keep(ans *models.Answer) {
+	for _, r := range ans.Rounds {
+		if !r.Complete() || !ran(r) {
+			continue
+		}
+		c.total.Rounds = append(c.total.Rounds, r)
+		for _, m := range r.Messages() {
+			c.history = append(c.history, m.AppendJSON(nil))
+		}
+	}
+	c.total.Usage = c.total.Usage.Add(ans.Usage)
+}
+
+// ran reports whether every call of r ran: none was answered "stopped"
+// because the loop or the model failed first.
+func ran(r models.Round) bool {
+	for _, res := range r.Results {
+		if res.FailureKind == string(tools.FailureStopped) {
+			return false
+		}
+	}
+	return true
+}
+
+// result merges the kept rounds of failed attempts with the last one.
+func (c *conversation) result(last *models.Answer) *models.Answer {
+	out := c.total
+	if last == nil {
+		return &out
+	}
+	last.Rounds = append(out.Rounds, last.Rounds...)
+	last.Usage = out.Usage.Add(last.Usage)
+	return last
+}
+
+// loop returns the mux of the loop serving this conversation, starting
+// the session's loop with a Store.
+func (c *conversation) loop() (*actors.Mux, error) {
+	a := c.a
+	if a.opts.Store == nil {
+		return a.mux, nil
+	}
+	if c.mux != nil && !c.mux.Stopped() {
+		return c.mux, nil
+	}
+	opts := a.loop
+	opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+	spec, err := tools.NewLoop(a.model, &opts)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
+	}
+	if c.mux, err = a.rt.StartMux(spec); err != nil {
+		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
+	}
+	return c.mux, nil
+}
+
+func (c *conversation) stopLoop() {
+	if c.mux == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
+	defer cancel()
+	_ = c.mux.Close(ctx)
+}
+
+// attempt sends one request on stream and follows it to its END.
+func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream string, payload json.RawMessage, n int) (*models.Answer, error) {
+	s, err := mux.Open(stream)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+	}
+	defer s.Close()
+	ans := &models.Answer{StreamID: stream}
+	if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, payload), messages.End(stream)); err != nil {
+		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
+	}
+	for {
+		f, err := s.Recv(ctx)
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			c.abort(s, ans)
+			return ans, context.Cause(ctx)
+		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
+			// The loop was stopped for good: the attempt failed.
+			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
+			c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
+			return ans, nil
+		default:
+			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+		}
+		ans.Add(f)
+		c.event(f, n)
+		if ans.Ended {
+			return ans, nil
+		}
+	}
+}
+
+// abort sends ABORT for the stream and reads on until its END, so that
+// every call that started is answered, for CancelGrace at most.
+func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
+	_ = s.Send(messages.Abort(s.ID()))
+	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
+	defer cancel()
+	for !ans.Ended {
+		f, err := s.Recv(ctx)
+		if err != nil {
+			return
+		}
+		ans.Add(f)
+	}
+}
+
+// event turns a frame of the loop into an event for Stream.
+func (c *conversation) event(f *messages.Frame, n int) {
+	switch f.GetType() {
+	case messages.FrameType_TEXT:
+		if !f.IsToolArgChunk() {
+			c.emit(Event{Kind: EventText, Attempt: n, Text: f.GetText()})
+		}
+	case messages.FrameType_TOOL_CALL:
+		c.emit(Event{Kind: EventToolCall, Attempt: n, Call: models.ToolCall{ID: f.GetToolCallId(), Name: f.GetName(),
+			Arguments: f.GetPayload()}})
+	case messages.FrameType_TOOL_RESULT:
+		c.emit(Event{Kind: EventToolResult, Attempt: n, Result: models.ToolResult{CallID: f.GetToolCallId(), Name: f.GetName(),
+			Content: f.GetPayload(), IsError: f.IsErrorResult(), FailureKind: f.GetMeta().GetFailureKind()}})
+	case messages.FrameType_META:
+		if f.GetName() == models.MetaUsage {
+			var u models.Usage
+			if json.Unmarshal(f.GetPayload(), &u) == nil {
+				c.emit(Event{Kind: EventUsage, Attempt: n, Usage: u})
+			}
+		}
+	case messages.FrameType_ERROR:
+		c.emit(Event{Kind: EventError, Attempt: n, Text: f.GetText()})
+	}
+}

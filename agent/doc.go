@@ -1,0 +1,48 @@
+// Package agent is the API for hosts that run many agents for a long
+// time: an [Agent] is a tool loop (package tools) around a model adapter
+// (package models), started in an actors.Runtime, and its conversations
+// are plain calls.
+//
+//	a, err := agent.New(rt, model, &agent.Options{Tools: toolset, SystemPrompt: "..."})
+//	ans, err := a.Run(ctx, "session-1", []models.Message{models.UserMessage("...")})
+//	fmt.Println(ans.Text)
+//
+// [Agent.Run] returns the whole conversation as a *models.Answer: the
+// final text apart from what the model said along with its calls, each
+// tool round with its results, the summed token usage. [Agent.Stream]
+// gives the same as a sequence of [Event] values (text deltas, calls,
+// results, usage, restarts) for hosts that show progress.
+//
+// # Failures, resume and cancellation
+//
+// A stage that crashes is restarted by its supervisor and the attempt
+// ends with ERROR; so does a model that fails. Run then makes another
+// attempt, up to [Options].MaxAttempts: with a durability Store it resumes
+// the session from the store (completed tool calls are never run again;
+// a session can also be resumed by a later process), without one it sends
+// the conversation again with every round whose calls ran. When the
+// attempts are used up it returns a *[FailedError]. Cancelling ctx sends
+// ABORT: the running tool calls are cancelled and answered, and Run
+// returns ctx's error with the answer so far.
+//
+// # Many agents
+//
+// Agents are cheap: any number of them, with default options, can share a
+// runtime (stage names are made unique per start), and one agent serves
+// any number of sessions concurrently (one conversation per session at a
+// time: [ErrSessionBusy]). A runtime embedded in a host's actor tree
+// (actors.RuntimeOptions.Parent) puts every agent under the host's
+// supervision.
+//
+// # Agents as tools
+//
+// [AsTool] gives an agent to other agents as a tool taking {"task": ...}:
+// a lead agent delegates to specialists, each delegation a conversation
+// of its own. A specialist that fails, times out or is cancelled makes an
+// error result of that one call, and the lead goes on.
+//
+// # Concurrency
+//
+// An Agent is safe for concurrent use. Options are copied by New; the
+// hooks they hold run on actor goroutines and must not block.
+package agent

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// EventKind says what an [Event] reports.
+type EventKind int
+
+// The kinds of events.
+const (
+	// EventText: a delta of what the model says (Text).
+	EventText EventKind = iota + 1
+	// EventToolCall: the model called a tool (Call, complete arguments).
+	EventToolCall
+	// EventToolResult: a call got its one result (Result).
+	EventToolResult
+	// EventUsage: a model response's token counts (Usage).
+	EventUsage
+	// EventError: the attempt failed (Text says why); an EventRestart
+	// follows when another attempt is made.
+	EventError
+	// EventRestart: the conversation is resumed or sent again (Attempt is
+	// the new attempt's number; Text the failure that caused it).
+	EventRestart
+	// EventDone: the final answer (Answer), the last event.
+	EventDone
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventText:
+		return "text"
+	case EventToolCall:
+		return "tool_call"
+	case EventToolResult:
+		return "tool_result"
+	case EventUsage:
+		return "usage"
+	case EventError:
+		return "error"
+	case EventRestart:
+		return "restart"
+	case EventDone:
+		return "done"
+	}
+	return fmt.Sprintf("event(%d)", int(k))
+}
+
+// Event is one step of a conversation run with [Agent.Stream]. Only the
+// fields of its Kind are set.
+type Event struct {
+	Kind EventKind
+	// Attempt is the attempt the event belongs to, from 1.
+	Attempt int
+	Text    string
+	Call    models.ToolCall
+	Result  models.ToolResult
+	Usage   models.Usage
+	Answer  *models.Answer
+}

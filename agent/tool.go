@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// DefaultToolSchema is the input schema of an agent given as a tool.
+var DefaultToolSchema = json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","description":"What to do, in full: the agent sees nothing else of the conversation."}},"required":["task"],"additionalProperties":false}`)
+
+// ToolOptions configure [AsTool]. A nil *ToolOptions or a zero field
+// means the default; options are copied.
+type ToolOptions struct {
+	// Name is the tool's name; default the agent's name.
+	Name string
+	// Description tells the calling model what the agent is for; default
+	// "Delegate a task to the <name> agent and get its answer."
+	Description string
+	// Schema is the input schema; default [DefaultToolSchema]. With
+	// another schema, set Prompt too.
+	Schema json.RawMessage
+	// Prompt turns a call's arguments into the agent's conversation;
+	// default: the "task" string as one user message.
+	Prompt func(args json.RawMessage) ([]models.Message, error)
+	// Timeout bounds one delegation; zero means tools.DefaultTimeout,
+	// tools.NoTimeout disables it.
+	Timeout time.Duration
+}
+
+// toolAnswer is the result a delegation gives the calling model.
+type toolAnswer struct {
+	Success   bool   `json:"success"`
+	Answer    string `json:"answer"`
+	ToolCalls int    `json:"tool_calls"`
+}
+
+// AsTool gives sub to other agents as a tool: each call runs a
+// conversation of sub (its own session, named after the tool and a
+// counter) and answers {"success":true,"answer":...,"tool_calls":n}.
+// A sub-agent that fails (every attempt ended with ERROR: a crash its
+// restarts did not heal, the model failing), gives no final answer or
+// times out makes the call's one error result, and the calling agent goes
+// on. Cancelling the call (the caller's CANCEL or ABORT, its timeout, the
+// caller's Run cancelled) cancels the sub-agent's conversation, ABORT
+// included, so that its own tool calls are answered and stopped.
+func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
+	if sub == nil {
+		return nil, errors.New("agent: AsTool of a nil agent")
+	}
+	var opts ToolOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.Name == "" {
+		opts.Name = sub.Name()
+	}
+	if opts.Description == "" {
+		opts.Description = fmt.Sprintf("Delegate a task to the %s agent and get its answer.", opts.Name)
+	}
+	if len(opts.Schema) == 0 {
+		opts.Schema = DefaultToolSchema
+	} else if opts.Prompt == nil {
+		return nil, fmt.Errorf("agent: tool %q: a Schema of its own needs a Prompt", opts.Name)
+	}
+	if opts.Prompt == nil {
+		opts.Prompt = taskPrompt
+	}
+	var calls atomic.Uint64
+	name := opts.Name
+	return tools.New(tools.Definition{
+		Name:         name,
+		Description:  opts.Description,
+		Capabilities: []string{"delegate"},
+		Schema:       opts.Schema,
+		Timeout:      opts.Timeout,
+		Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+			msgs, err := opts.Prompt(args)
+			if err != nil {
+				return nil, err
+			}
+			session := name + "-" + strconv.FormatUint(calls.Add(1), 10)
+			ans, err := sub.Run(ctx, session, msgs)
+			if err != nil {
+				return nil, fmt.Errorf("the %s agent failed: %w", name, err)
+			}
+			return toolAnswer{Success: true, Answer: ans.Text, ToolCalls: ans.ToolCalls()}, nil
+		},
+	})
+}
+
+func taskPrompt(args json.RawMessage) ([]models.Message, error) {
+	var in struct {
+		Task string `json:"task"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return []models.Message{models.UserMessage(in.Task)}, nil
+}

@@ -1,0 +1,147 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// lead returns a lead agent's script: delegate to "writer", then answer.
+func leadTurns() []scripted.Turn {
+	return []scripted.Turn{
+		{Text: "Asking the writer.", ToolCalls: []scripted.ToolCall{call("d1", "writer", `{"task":"echo hi"}`)}},
+		{Text: "The team is done."},
+	}
+}
+
+// onlyResult returns the single result of the answer's only round.
+func onlyResult(t *testing.T, ans *models.Answer) models.ToolResult {
+	t.Helper()
+	if len(ans.Rounds) != 1 || len(ans.Rounds[0].Results) != 1 {
+		t.Fatalf("rounds %+v: want one call with one result", ans.Rounds)
+	}
+	return ans.Rounds[0].Results[0]
+}
+
+// TestAsTool_Delegation: a lead agent delegates to a writer agent that
+// uses a tool of its own; the lead gets the writer's answer as the
+// call's result.
+func TestAsTool_Delegation(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	var calls atomic.Int64
+	writer := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "echo", `{"text":"hi"}`)}},
+		scripted.Turn{Text: "I echoed hi."},
+	), &agent.Options{Name: "writer", Tools: []*tools.Tool{echo(&calls)}})
+	tool, err := agent.AsTool(writer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := onlyResult(t, ans)
+	var got struct {
+		Success   bool   `json:"success"`
+		Answer    string `json:"answer"`
+		ToolCalls int    `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(res.Content, &got); err != nil || !got.Success || got.Answer != "I echoed hi." || got.ToolCalls != 1 {
+		t.Fatalf("delegation result %s (%v)", res.Content, err)
+	}
+	if ans.Text != "The team is done." || calls.Load() != 1 {
+		t.Fatalf("lead answered %q; the writer's tool ran %d times", ans.Text, calls.Load())
+	}
+}
+
+// TestAsTool_SubAgentPanics: a sub-agent whose loop panics at every
+// attempt gives the lead's call exactly one error result; the lead goes
+// on to its answer.
+func TestAsTool_SubAgentPanics(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	var crashes atomic.Int64
+	crashing := actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		if f.GetType() == messages.FrameType_END {
+			crashes.Add(1)
+			panic("injected: the writer's model crashed")
+		}
+	})
+	writer := newAgent(t, rt, crashing, &agent.Options{Name: "writer", MaxAttempts: 2})
+	tool, err := agent.AsTool(writer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := onlyResult(t, ans)
+	if !res.IsError || !strings.Contains(string(res.Content), "writer agent failed") || ans.Text != "The team is done." || crashes.Load() != 2 {
+		t.Fatalf("result %s, answer %q, %d crashes", res.Content, ans.Text, crashes.Load())
+	}
+}
+
+// TestAsTool_TimeoutAndCancel: a sub-agent whose tool blocks is cut off
+// by the delegation's timeout (one error result, the sub-agent's tool
+// cancelled); cancelling the lead's Run while a delegation runs cancels
+// the sub-agent's tool call too.
+func TestAsTool_TimeoutAndCancel(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	started, cancelled := make(chan string, 2), make(chan string, 2)
+	writer := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}},
+		scripted.Turn{Text: "unreachable"},
+	), &agent.Options{Name: "writer", Tools: []*tools.Tool{blocker(started, cancelled)}})
+
+	// Timeout.
+	tool, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+	ans, err := lead.Run(testCtx(t), "timeout", []models.Message{models.UserMessage("Go.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := onlyResult(t, ans); !res.IsError || res.FailureKind != string(tools.FailureTimeout) || ans.Text != "The team is done." {
+		t.Fatalf("result %+v, answer %q", res, ans.Text)
+	}
+	<-started
+	<-cancelled
+
+	// Cancel.
+	tool, err = agent.AsTool(writer, &agent.ToolOptions{Name: "writer", Timeout: tools.NoTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead2 := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-started; cancel() }()
+	ans, err = lead2.Run(ctx, "cancel", []models.Message{models.UserMessage("Go.")})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled lead: %v", err)
+	}
+	select {
+	case <-cancelled:
+	case <-testCtx(t).Done():
+		t.Fatal("the sub-agent's tool call was not cancelled")
+	}
+	if res := onlyResult(t, ans); !res.IsError {
+		t.Fatalf("cancelled delegation answered %+v", res)
+	}
+}

@@ -1,0 +1,262 @@
+package boltstore
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/durabilitytest"
+)
+
+// storedBytes returns, read with bbolt from the file at path, the stored
+// bytes of name's record of kind at index and where its data starts in
+// them: its bucket value, or (fromLog) its data in the last log value that
+// holds it.
+func storedBytes(t *testing.T, path, name string, kind durability.RecordKind, index uint64, fromLog bool) ([]byte, int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var stored []byte
+	skip := 0
+	err = db.View(func(tx *bolt.Tx) error {
+		if !fromLog {
+			which := eventsBucket
+			if kind == durability.RecordSnapshot {
+				which = snapshotsBucket
+			}
+			if b := sub(tx, name, which); b != nil {
+				stored, skip = bytes.Clone(b.Get(indexKey(index))), crcSize
+			}
+			return nil
+		}
+		want := putEvent
+		if kind == durability.RecordSnapshot {
+			want = putSnapshot
+		}
+		return tx.Bucket(walBucket).ForEach(func(_, v []byte) error {
+			return decodeFrames(v[crcSize:], func(r record) {
+				if r.kind == want && r.name == name && r.index == index {
+					stored, skip = bytes.Clone(r.data), 0
+				}
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stored, skip
+}
+
+// damageRecord flips the byte at offset of the data of name's record of
+// kind at index in the file at path. It finds the stored bytes in the file
+// (bbolt hands out copies of values in small inline buckets, so their
+// address says nothing) and, as stale copies may linger in free pages,
+// keeps the flip that bbolt then reads back.
+func damageRecord(t *testing.T, path, name string, kind durability.RecordKind, index uint64, offset int, fromLog bool) {
+	t.Helper()
+	stored, skip := storedBytes(t, path, name, kind, index, fromLog)
+	if len(stored) <= skip+offset {
+		t.Fatalf("%s %d of %q: %d stored bytes, cannot damage data byte %d", kind, index, name, len(stored), offset)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := 0; ; {
+		i := bytes.Index(file[from:], stored)
+		if i < 0 {
+			t.Fatalf("%s %d of %q: no copy in the file is the one bbolt reads", kind, index, name)
+		}
+		off := int64(from + i + skip + offset)
+		flipByte(t, path, off)
+		if now, _ := storedBytes(t, path, name, kind, index, fromLog); !bytes.Equal(now, stored) {
+			return
+		}
+		flipByte(t, path, off) // a stale copy: undo
+		from += i + 1
+	}
+}
+
+// flipByte flips bits of the byte at off in the file at path.
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := []byte{0}
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damageInFile is the durabilitytest.Damage of a bbolt store: it stops the
+// store (closing it, or crashing it so that the record is only in the
+// log), flips the byte of the record's data in the file and opens it again.
+func damageInFile(crashed bool) durabilitytest.Damage {
+	return func(t *testing.T, ds durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
+		s := ds.(*Store)
+		if crashed {
+			crash(t, s)
+		} else if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		damageRecord(t, s.path, name, kind, index, offset, crashed)
+		s2, err := Open(s.path, &Options{NoSync: true})
+		if err != nil {
+			return nil, err
+		}
+		return s2, nil
+	}
+}
+
+// TestDamagedValues flips one byte inside stored values in the file, in
+// the buckets (a clean file) and in the log (a file left by a killed
+// process): every read of a damaged record fails naming it, every other
+// read returns what was written; a damaged log refuses to open, naming the
+// log entry.
+func TestDamagedValues(t *testing.T) {
+	open := func(t *testing.T) durability.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "store.db"), &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("Buckets", func(t *testing.T) { durabilitytest.RunDamagedValues(t, 25, open, damageInFile(false)) })
+	t.Run("Log", func(t *testing.T) { durabilitytest.RunDamagedValues(t, 10, open, damageInFile(true)) })
+}
+
+// TestDamagedFiles runs the damaged-file cases on a clean file and on one
+// left with an unreplayed log.
+func TestDamagedFiles(t *testing.T) {
+	open := func(path string) (durability.Store, error) {
+		return Open(path, &Options{NoSync: true, OpenTimeout: 100 * time.Millisecond})
+	}
+	t.Run("Clean", func(t *testing.T) {
+		durabilitytest.RunDamagedFiles(t, durabilitytest.FileStore{Open: open}, 40)
+	})
+	t.Run("UnreplayedLog", func(t *testing.T) {
+		durabilitytest.RunDamagedFiles(t, durabilitytest.FileStore{Open: open, Crash: func(t *testing.T, s durability.Store) { crash(t, s.(*Store)) }}, 40)
+	})
+}
+
+// TestVerify_DamagedLog damages a log entry of a file left by a crash:
+// Open refuses the file naming the log entry; Verify reports the entry and
+// lists the actors the buckets still hold.
+func TestVerify_DamagedLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := durabilitytest.NewDataset(3, 5, 8)
+	d.Tail = 2
+	d.Write(t, s, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	d.Write(t, s, 1)
+	crash(t, s)
+	se := d.Sessions[1]
+	last := se.Snapshot.Index + uint64(len(se.Events)) - 1
+	damageRecord(t, path, se.Name, durability.RecordEvent, last, 0, true)
+
+	_, err = Open(path, &Options{NoSync: true})
+	var de *durability.DamageError
+	if !errors.As(err, &de) || de.What != "log entry" || !de.HasIndex {
+		t.Fatalf("Open of a file with a damaged log entry: %v, want a DamageError naming the log entry", err)
+	}
+	r, err := Verify(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intact() || len(r.Problems) != 1 || !errors.As(r.Problems[0], &de) || de.What != "log entry" {
+		t.Errorf("Verify problems = %v, want the damaged log entry", r.Problems)
+	}
+	if r.LogEntries == 0 || len(r.Actors) != len(d.Sessions) {
+		t.Errorf("Verify: %d intact log entries, %d actors; want some entries and %d actors", r.LogEntries, len(r.Actors), len(d.Sessions))
+	}
+	for _, a := range r.Actors {
+		if len(a.Damaged) > 0 || a.Snapshots != 1 || a.Events == 0 {
+			t.Errorf("actor %q: %+v, want intact with a snapshot and events", a.Name, a)
+		}
+	}
+}
+
+// TestSalvage damages an event after the snapshot of one actor: its
+// recovery fails until Salvage is asked for, which keeps the snapshot and
+// the events before the damaged one; the other actors are untouched.
+func TestSalvage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := durabilitytest.NewDataset(5, 3, 10) // snapshot at 5, events 5..9
+	d.Write(t, s, 0)
+	d.Write(t, s, 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	se := d.Sessions[1]
+	damageRecord(t, path, se.Name, durability.RecordEvent, se.Snapshot.Index+2, 3, false)
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := d.Check(t, s); o.Damaged != 1 || o.Exact != 5 {
+		t.Fatalf("before Salvage: %+v, want one damaged read", o)
+	}
+	got, err := s.Salvage(t.Context(), se.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Salvaged{Snapshot: true, SnapshotIndex: 5, Events: 2, From: 5, Dropped: 3}
+	if got != want {
+		t.Errorf("Salvage = %+v, want %+v", got, want)
+	}
+	// The salvaged session recovers: its snapshot and its first two events.
+	se.Events = se.Events[:2]
+	d.Sessions[1] = se
+	if o, problems := d.Check(t, s); o.Exact != 6 {
+		t.Errorf("after Salvage: %+v %v", o, problems)
+	}
+	// It takes new events where it left off, and survives a reopen.
+	if err := s.PersistEvent(t.Context(), se.Name, 7, []byte("again")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(path, nil)
+	if err != nil || !r.Intact() {
+		t.Fatalf("Verify after Salvage: %v %+v", err, r)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.GetEvents(t.Context(), se.Name, 5, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 3 {
+		t.Errorf("after reopen: %d events, %v; want 3", n, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

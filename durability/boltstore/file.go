@@ -1,0 +1,416 @@
+package boltstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// bbolt's on-disk structures that Open checks before bbolt maps the file
+// (go.etcd.io/bbolt internal/common: page.go, meta.go). A page starts
+// with a 16-byte header: id (8), flags (2), count (2), overflow (4).
+const (
+	pageHeaderSize = 16
+	metaSize       = 64 // magic, version, pageSize, flags, root (16), freelist, pgid, txid, checksum
+	metaSumOffset  = 56 // the checksum covers the meta up to here
+	boltMagic      = 0xED0CDAED
+	boltVersion    = 2
+	branchPage     = 0x01
+	leafPage       = 0x02
+	metaPage       = 0x04
+	freelistPage   = 0x10
+	noFreelist     = ^uint64(0)
+	minPageSize    = 1024
+	maxPageSize    = 1 << 24
+)
+
+// meta is a decoded bbolt meta page.
+type meta struct {
+	page     int // 0 or 1
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64 // high-water mark: pages [0, pgid) are in use or free
+	txid     uint64
+}
+
+// damaged returns the error for a damaged part of the file at path.
+func damaged(path, what string, offset int64, format string, args ...any) error {
+	return &durability.DamageError{Store: path, What: what, Offset: offset, Reason: fmt.Sprintf(format, args...)}
+}
+
+// readMeta decodes the meta page at offset off of f, or says why it is
+// not valid.
+func readMeta(f *os.File, page int, off int64) (meta, error) {
+	var b [pageHeaderSize + metaSize]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		return meta{}, fmt.Errorf("unreadable: %w", err)
+	}
+	if flags := binary.LittleEndian.Uint16(b[8:]); flags != metaPage {
+		return meta{}, fmt.Errorf("page flags %#x, want a meta page", flags)
+	}
+	m := b[pageHeaderSize:]
+	if magic := binary.LittleEndian.Uint32(m); magic != boltMagic {
+		return meta{}, fmt.Errorf("no bbolt magic number (%#x)", magic)
+	}
+	if v := binary.LittleEndian.Uint32(m[4:]); v != boltVersion {
+		return meta{}, fmt.Errorf("bbolt version %d, want %d", v, boltVersion)
+	}
+	h := fnv.New64a()
+	h.Write(m[:metaSumOffset])
+	if sum := binary.LittleEndian.Uint64(m[metaSumOffset:]); sum != h.Sum64() {
+		return meta{}, errors.New("checksum mismatch")
+	}
+	return meta{
+		page:     page,
+		pageSize: binary.LittleEndian.Uint32(m[8:]),
+		root:     binary.LittleEndian.Uint64(m[16:]),
+		freelist: binary.LittleEndian.Uint64(m[32:]),
+		pgid:     binary.LittleEndian.Uint64(m[40:]),
+		txid:     binary.LittleEndian.Uint64(m[48:]),
+	}, nil
+}
+
+// validateFile checks what bbolt relies on before it maps an existing file
+// and reads it without checks of its own: that the file is a bbolt file
+// (size, page alignment, a meta page with a good checksum), that the meta
+// page bbolt will use points inside the file (a truncated file would
+// otherwise be mapped past its end and fault), and that the freelist page
+// bbolt loads at open is one. It returns the meta bbolt will use.
+func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return meta{}, err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return meta{}, damaged(path, "file", 0, "the file is empty (0 bytes), not a store; only a path that does not exist creates a new store")
+	}
+	m0, err0 := readMeta(f, 0, 0)
+	var metas []meta
+	if err0 == nil && m0.pageSize >= minPageSize && m0.pageSize <= maxPageSize {
+		metas = append(metas, m0)
+	}
+	// bbolt finds the second meta page by trying the page sizes it
+	// supports; so do we, preferring the first page's size.
+	sizes := []int64{}
+	if len(metas) > 0 {
+		sizes = append(sizes, int64(m0.pageSize))
+	}
+	for ps := int64(minPageSize); ps <= maxPageSize; ps *= 2 {
+		sizes = append(sizes, ps)
+	}
+	var err1 error = errors.New("not found")
+	for _, ps := range sizes {
+		if 2*ps > size {
+			break
+		}
+		m1, err := readMeta(f, 1, ps)
+		if err == nil && int64(m1.pageSize) == ps {
+			metas, err1 = append(metas, m1), nil
+			break
+		}
+		if len(metas) > 0 && ps == int64(m0.pageSize) {
+			err1 = err
+		}
+	}
+	if len(metas) == 0 {
+		if size < 2*minPageSize {
+			return meta{}, damaged(path, "file", 0, "%d bytes: too short for a store (no bbolt header)", size)
+		}
+		return meta{}, damaged(path, "meta pages", 0, "neither meta page is valid (page 0: %v; page 1: %v): not a bbolt file, or its header is destroyed", err0, err1)
+	}
+	if len(metas) == 1 && !metaFallback {
+		bad, why := 1-metas[0].page, err1
+		if metas[0].page == 1 {
+			why = err0
+		}
+		return meta{}, damaged(path, "meta page", int64(bad)*int64(metas[0].pageSize),
+			"meta page %d is damaged (%v); bbolt would fall back to meta page %d (transaction %d) and lose the last commit if it was the newer one: refused (Options.MetaFallback accepts it)",
+			bad, why, metas[0].page, metas[0].txid)
+	}
+	// bbolt uses the valid meta with the highest transaction id.
+	m := metas[0]
+	if len(metas) == 2 && metas[1].txid > m.txid {
+		m = metas[1]
+	}
+	ps := int64(m.pageSize)
+	metaOff := int64(m.page) * ps
+	if size%ps != 0 {
+		return meta{}, damaged(path, "file", size, "size %d is not a multiple of the page size %d (truncated?)", size, ps)
+	}
+	if m.pgid < 2 || m.pgid > uint64(size/ps) {
+		return meta{}, damaged(path, "file", size, "meta page %d says the file has %d pages of %d bytes, but it has %d bytes (truncated)", m.page, m.pgid, ps, size)
+	}
+	if m.root < 2 || m.root >= m.pgid {
+		return meta{}, damaged(path, "meta page", metaOff, "meta page %d: root page %d outside pages [2, %d)", m.page, m.root, m.pgid)
+	}
+	var hdr [pageHeaderSize + 8]byte
+	if _, err := f.ReadAt(hdr[:], int64(m.root)*ps); err != nil {
+		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d unreadable: %v", m.root, err)
+	}
+	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != branchPage && fl != leafPage {
+		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
+	}
+	if err := checkTree(f, path, m); err != nil {
+		return meta{}, err
+	}
+	if m.freelist == noFreelist {
+		return m, nil
+	}
+	if m.freelist < 2 || m.freelist >= m.pgid {
+		return meta{}, damaged(path, "meta page", metaOff, "meta page %d: freelist page %d outside pages [2, %d)", m.page, m.freelist, m.pgid)
+	}
+	flOff := int64(m.freelist) * ps
+	if _, err := f.ReadAt(hdr[:], flOff); err != nil {
+		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+	}
+	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
+		return meta{}, damaged(path, "page", flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl)
+	}
+	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	idsOff := flOff + pageHeaderSize
+	if count == 0xFFFF { // the real count is the first element
+		count = binary.LittleEndian.Uint64(hdr[pageHeaderSize:])
+		idsOff += 8
+	}
+	if m.freelist+overflow >= m.pgid || idsOff+int64(count)*8 > flOff+int64(overflow+1)*ps {
+		return meta{}, damaged(path, "page", flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow)
+	}
+	ids := make([]byte, count*8)
+	if _, err := f.ReadAt(ids, idsOff); err != nil {
+		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+	}
+	for i := range count {
+		if id := binary.LittleEndian.Uint64(ids[8*i:]); id < 2 || id >= m.pgid {
+			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
+		}
+	}
+	return m, nil
+}
+
+// lockFile takes bbolt's lock on f (exclusive, or shared when readOnly),
+// retrying until timeout. A file still held then gives an error that says
+// so, naming the path and, where the system tells, the holding process.
+func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) error {
+	how := syscall.LOCK_EX
+	if readOnly {
+		how = syscall.LOCK_SH
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			holder := lockHolder(f)
+			if holder == "" {
+				holder = "another process (or another open store of this process)"
+			}
+			return fmt.Errorf("%s is held by %s; waited %v: %w", path, holder, timeout, durability.ErrLocked)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lockHolder names the process holding a lock on f, from /proc/locks
+// (Linux); empty when it cannot tell.
+func lockHolder(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || runtime.GOOS != "linux" {
+		return ""
+	}
+	locks, err := os.Open("/proc/locks")
+	if err != nil {
+		return ""
+	}
+	defer locks.Close()
+	return findLockHolder(locks, st.Ino, os.Getpid())
+}
+
+// findLockHolder reads /proc/locks lines ("1: FLOCK  ADVISORY  WRITE 1234
+// 08:01:5678 0 EOF") for a flock on inode ino and names its holder:
+// "another process (pid N)", or "another open store of this process".
+func findLockHolder(r io.Reader, ino uint64, self int) string {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[1] != "FLOCK" {
+			continue
+		}
+		if fields[4] == "->" { // a waiter: "1: -> FLOCK ..."
+			continue
+		}
+		dev := strings.Split(fields[5], ":")
+		var pid int
+		var node uint64
+		if len(dev) != 3 {
+			continue
+		}
+		if _, err := fmt.Sscan(fields[4], &pid); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(dev[2], &node); err != nil || node != ino {
+			continue
+		}
+		if pid == self {
+			return "another open store of this process"
+		}
+		return fmt.Sprintf("another process (pid %d)", pid)
+	}
+	return ""
+}
+
+// guard runs fn, which calls into bbolt, so that damage bbolt trips over
+// becomes an error instead of taking the process down: a panic (bbolt's
+// own assertions, an index out of range on a broken page) is recovered,
+// and a memory fault on the mapped file (a page past a shrunken file's
+// end) panics instead of crashing, through debug.SetPanicOnFault, and is
+// recovered too. The error says the file is damaged and, for a fault,
+// where.
+func guard(path, doing string, data func() uintptr, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		r := recover()
+		if r == nil {
+			return
+		}
+		var fault interface{ Addr() uintptr }
+		if e, ok := r.(error); ok && errors.As(e, &fault) && data != nil {
+			if base := data(); base != 0 && fault.Addr() >= base {
+				off := int64(fault.Addr() - base)
+				err = damaged(path, "file", off, "memory fault at byte %d of the mapped file while %s (is the file truncated?)", off, doing)
+				return
+			}
+		}
+		err = damaged(path, "file", -1, "bbolt failed while %s: %v", doing, r)
+	}()
+	return fn()
+}
+
+// boltInfo returns a function that gives the address of db's mapping,
+// for guard.
+func boltInfo(db *bolt.DB) func() uintptr {
+	return func() uintptr { return safeBase(db) }
+}
+
+// checkTree walks the B+tree of the file from the root bucket's page, as
+// bbolt would reach it, and checks what bbolt reads without checks of its
+// own: that every page reached is a branch or leaf page inside the high
+// water mark and reached once, and that every element's key and value,
+// and every inline bucket's page, lie inside their page. bbolt indexes
+// into pages with unchecked pointer arithmetic, so these are the damages
+// that make it read outside a page. It reads each page in use once.
+func checkTree(f *os.File, path string, m meta) error {
+	ps := int64(m.pageSize)
+	seen := make(map[uint64]bool)
+	var walkPage func(id uint64, depth int) error
+	var walkElems func(p []byte, id uint64, off int64, depth int) error
+	walkPage = func(id uint64, depth int) error {
+		off := int64(id) * ps
+		if id < 2 || id >= m.pgid {
+			return damaged(path, "page", -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
+		}
+		var hdr [pageHeaderSize]byte
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
+		}
+		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+		if id+overflow >= m.pgid {
+			return damaged(path, "page", off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
+		}
+		for p := id; p <= id+overflow; p++ {
+			if seen[p] {
+				return damaged(path, "page", off, "page %d is reached twice in the tree", p)
+			}
+			seen[p] = true
+		}
+		buf := make([]byte, int64(overflow+1)*ps)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
+		}
+		return walkElems(buf, id, off, depth)
+	}
+	walkElems = func(p []byte, id uint64, off int64, depth int) error {
+		if depth > 64 {
+			return damaged(path, "page", off, "page %d: the tree is deeper than 64 levels", id)
+		}
+		if len(p) < pageHeaderSize {
+			return damaged(path, "page", off, "page %d: shorter than a page header", id)
+		}
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		if flags != branchPage && flags != leafPage {
+			return damaged(path, "page", off, "page %d has flags %#x, not a branch or leaf page", id, flags)
+		}
+		if flags == branchPage && count == 0 {
+			return damaged(path, "page", off, "branch page %d has no elements", id)
+		}
+		if pageHeaderSize+16*count > len(p) {
+			return damaged(path, "page", off, "page %d: %d elements do not fit in it", id, count)
+		}
+		for i := range count {
+			e := pageHeaderSize + 16*i
+			el := p[e : e+16]
+			if flags == branchPage {
+				pos, ksize := int(binary.LittleEndian.Uint32(el)), int(binary.LittleEndian.Uint32(el[4:]))
+				if e+pos+ksize > len(p) || ksize == 0 {
+					return damaged(path, "page", off, "branch page %d, element %d: key outside the page", id, i)
+				}
+				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1); err != nil {
+					return err
+				}
+				continue
+			}
+			eflags := binary.LittleEndian.Uint32(el)
+			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
+			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
+				return damaged(path, "page", off, "leaf page %d, element %d: key or value outside the page", id, i)
+			}
+			if eflags&^1 != 0 {
+				return damaged(path, "page", off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
+			}
+			if eflags&1 == 0 {
+				continue
+			}
+			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if len(v) < 16 {
+				return damaged(path, "page", off, "leaf page %d, element %d: bucket header cut short", id, i)
+			}
+			root := binary.LittleEndian.Uint64(v)
+			var err error
+			if root == 0 {
+				err = walkElems(v[16:], id, off, depth+1)
+			} else {
+				err = walkPage(root, depth+1)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walkPage(m.root, 0)
+}

@@ -1,0 +1,170 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// Checksums catch a damaged record, not a missing one: a damaged page
+// header or branch can make bbolt skip records without any value failing
+// its check. So each actor bucket keeps a summary of what its events and
+// snapshots buckets hold (how many records, the lowest and highest index,
+// the sum of their checksums), and the store keeps a directory summary of
+// the actor buckets (how many, the sum of their names' checksums). The
+// checkpoint maintains them; a read that walks a whole bucket, and Open
+// for the directory, compare.
+var (
+	summaryKey   = []byte("summary")
+	directoryKey = []byte("actors")
+)
+
+// Checksum kinds of the summaries (outside durability's record kinds).
+const (
+	summaryKind   durability.RecordKind = 0x41
+	directoryKind durability.RecordKind = 0x42
+)
+
+// bucketStat summarizes one events or snapshots bucket.
+type bucketStat struct {
+	count    uint64
+	min, max uint64 // indexes of the first and last entry, if count > 0
+	sum      uint32 // sum of the entries' stored checksums
+}
+
+// summary is an actor bucket's summary.
+type summary struct {
+	events, snapshots bucketStat
+}
+
+const statSize = 8 + 8 + 8 + 4
+
+func (st bucketStat) appendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, st.count)
+	b = binary.BigEndian.AppendUint64(b, st.min)
+	b = binary.BigEndian.AppendUint64(b, st.max)
+	return binary.BigEndian.AppendUint32(b, st.sum)
+}
+
+func readStat(b []byte) bucketStat {
+	return bucketStat{
+		count: binary.BigEndian.Uint64(b),
+		min:   binary.BigEndian.Uint64(b[8:]),
+		max:   binary.BigEndian.Uint64(b[16:]),
+		sum:   binary.BigEndian.Uint32(b[24:]),
+	}
+}
+
+// stat returns the stat of which (eventsBucket or snapshotsBucket).
+func (sm *summary) stat(kind durability.RecordKind) *bucketStat {
+	if kind == durability.RecordSnapshot {
+		return &sm.snapshots
+	}
+	return &sm.events
+}
+
+// encodeSummary returns the stored form of name's summary.
+func encodeSummary(name string, sm summary) []byte {
+	body := sm.snapshots.appendTo(sm.events.appendTo(make([]byte, 0, 2*statSize)))
+	return sealValue(make([]byte, 0, crcSize+len(body)), summaryKind, name, 0, body)
+}
+
+// readSummary returns the summary of the actor bucket ab of name.
+func (s *Store) readSummary(ab *bolt.Bucket, name string) (summary, error) {
+	if s.legacy {
+		return summary{}, nil // a version 2 file read unchecked
+	}
+	v := ab.Get(summaryKey)
+	if len(v) != crcSize+2*statSize || binary.BigEndian.Uint32(v) != durability.Checksum(summaryKind, name, 0, v[crcSize:]) {
+		e := &durability.DamageError{Store: s.path, What: "summary of the actor", Offset: s.fileOffset(v), Reason: "missing or checksum mismatch"}
+		if v == nil {
+			e.Reason = "missing"
+		}
+		return summary{}, e
+	}
+	return summary{events: readStat(v[crcSize:]), snapshots: readStat(v[crcSize+statSize:])}, nil
+}
+
+// storedSum returns the checksum a stored value starts with.
+func storedSum(v []byte) uint32 {
+	if len(v) < crcSize {
+		return 0
+	}
+	return binary.BigEndian.Uint32(v)
+}
+
+// directory is the summary of the actors bucket.
+type directory struct {
+	count uint64
+	sum   uint32 // sum of durability.Checksum(directoryKind, name, 0, nil)
+}
+
+func nameSum(name []byte) uint32 { return durability.Checksum(directoryKind, string(name), 0, nil) }
+
+// readDirectory returns the stored directory summary.
+func (s *Store) readDirectory(tx *bolt.Tx) (directory, error) {
+	v := tx.Bucket(metaBucket).Get(directoryKey)
+	if len(v) != crcSize+12 || binary.BigEndian.Uint32(v) != durability.Checksum(directoryKind, "", 0, v[crcSize:]) {
+		return directory{}, &durability.DamageError{Store: s.path, What: "directory of actors", Offset: s.fileOffset(v), Reason: "missing or checksum mismatch"}
+	}
+	return directory{count: binary.BigEndian.Uint64(v[crcSize:]), sum: binary.BigEndian.Uint32(v[crcSize+8:])}, nil
+}
+
+// writeDirectory stores d.
+func writeDirectory(tx *bolt.Tx, d directory) error {
+	body := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, d.count), d.sum)
+	return tx.Bucket(metaBucket).Put(directoryKey, sealValue(nil, directoryKind, "", 0, body))
+}
+
+// scanDirectory walks the actors bucket and returns its summary.
+func (s *Store) scanDirectory(tx *bolt.Tx) (directory, error) {
+	var d directory
+	err := tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
+		if v != nil {
+			return &durability.DamageError{Store: s.path, What: "actors bucket", Offset: s.fileOffset(v), Reason: fmt.Sprintf("a value under %q where an actor bucket belongs", k)}
+		}
+		d.count++
+		d.sum += nameSum(k)
+		return nil
+	})
+	return d, err
+}
+
+// checkDirectory compares the actors bucket with its stored summary: an
+// actor bucket lost or renamed by damage is found here, at Open.
+func (s *Store) checkDirectory(tx *bolt.Tx) error {
+	want, err := s.readDirectory(tx)
+	if err != nil {
+		return err
+	}
+	got, err := s.scanDirectory(tx)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return &durability.DamageError{Store: s.path, What: "actors bucket", Offset: -1,
+			Reason: fmt.Sprintf("holds %d actors (name checksum sum %#x), its summary says %d (%#x): actors lost or renamed", got.count, got.sum, want.count, want.sum)}
+	}
+	return nil
+}
+
+// walkCheck accumulates what a read walked of one bucket, to compare with
+// the bucket's stat when the walk covered the whole bucket.
+type walkCheck struct {
+	first   bool // the walk started at or before the bucket's first entry
+	count   uint64
+	sum     uint32
+	entries int
+}
+
+// verify compares a walk that covered the whole bucket with st.
+func (s *Store) verifyWalk(kind durability.RecordKind, w walkCheck, st bucketStat) error {
+	if w.count != st.count || w.sum != st.sum {
+		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1,
+			Reason: fmt.Sprintf("holds %d %ss, its summary says %d (or their checksums differ): records lost to damaged pages", w.count, kind, st.count)}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// crcSize is the size of the CRC-32C that starts every stored value of a
+// version 3 file (big-endian): a bucket value's covers its kind, actor
+// name, index and data ([durability.Checksum]); a log value's covers its
+// sequence number and the records framed in it.
+const crcSize = 4
+
+// sealValue appends the stored form of a record to b: its checksum, then
+// its data.
+func sealValue(b []byte, kind durability.RecordKind, name string, index uint64, data []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, durability.Checksum(kind, name, index, data))
+	return append(b, data...)
+}
+
+// openValue checks a bucket value read in a transaction (v aliases the
+// mapped file) and returns a copy of its data. A value that fails its
+// check gives a *durability.DamageError naming the record and where it is
+// in the file.
+func (s *Store) openValue(kind durability.RecordKind, name string, index uint64, v []byte) ([]byte, error) {
+	if s.legacy {
+		return append(make([]byte, 0, len(v)), v...), nil
+	}
+	if v == nil {
+		return nil, s.damagedValue(kind, index, v, "a nested bucket where a value belongs")
+	}
+	if len(v) < crcSize {
+		return nil, s.damagedValue(kind, index, v, "shorter than its checksum")
+	}
+	data := v[crcSize:]
+	if binary.BigEndian.Uint32(v) != durability.Checksum(kind, name, index, data) {
+		return nil, s.damagedValue(kind, index, v, "checksum mismatch")
+	}
+	return append(make([]byte, 0, len(data)), data...), nil
+}
+
+// damagedValue returns the error for a damaged value v of the mapped file.
+func (s *Store) damagedValue(kind durability.RecordKind, index uint64, v []byte, reason string) error {
+	e := durability.Damaged(s.path, kind, index, reason)
+	e.Offset = s.fileOffset(v)
+	return e
+}
+
+// damagedKey returns the error for a bucket key that is not an index.
+func (s *Store) damagedKey(kind durability.RecordKind, k []byte) error {
+	e := &durability.DamageError{Store: s.path, What: kind.String() + " key", Offset: s.fileOffset(k), Reason: "not an 8-byte index"}
+	return e
+}
+
+// fileOffset returns where b, a slice of the mapped file, is in the file,
+// or -1 if it is not in the mapping.
+func (s *Store) fileOffset(b []byte) int64 {
+	if len(b) == 0 {
+		return -1
+	}
+	base := safeBase(s.db)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if base == 0 || p < base {
+		return -1
+	}
+	return int64(p - base)
+}
+
+// safeBase returns the address of db's mapping, or 0 if it has none (bbolt
+// asserts that it has one).
+func safeBase(db *bolt.DB) (base uintptr) {
+	defer func() {
+		if recover() != nil {
+			base = 0
+		}
+	}()
+	if db == nil {
+		return 0
+	}
+	return db.Info().Data
+}

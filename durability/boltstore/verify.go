@@ -1,0 +1,250 @@
+package boltstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// Report is what [Verify] found in a store file: what it still holds and
+// what is damaged.
+type Report struct {
+	Path   string
+	Format string // the file's format version, "" if unreadable
+
+	// Unreadable is set when the file cannot be read as a store at all
+	// (not a bbolt file, truncated, both meta pages damaged); the other
+	// fields are then empty.
+	Unreadable error
+
+	// Problems lists damage outside any one actor: meta pages, the
+	// directory of actors, the log.
+	Problems []error
+
+	LogEntries int // log entries (commits not yet checkpointed) that are intact
+	LogRecords int // records in those entries
+	LogActors  []string
+
+	Actors []ActorReport
+}
+
+// ActorReport is what Verify found of one actor bucket.
+type ActorReport struct {
+	Name string
+
+	Events                int    // intact events
+	FirstEvent, LastEvent uint64 // indexes of the first and last intact event
+	Snapshots             int    // intact snapshots
+	LastSnapshot          uint64 // index of the newest intact snapshot
+
+	// Damaged lists the damaged records and summary mismatches, each a
+	// *durability.DamageError.
+	Damaged []error
+}
+
+// Intact reports whether nothing damaged was found.
+func (r *Report) Intact() bool {
+	if r.Unreadable != nil || len(r.Problems) > 0 {
+		return false
+	}
+	for _, a := range r.Actors {
+		if len(a.Damaged) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Verify reads the store file at path without changing it, under a shared
+// lock (it waits, up to opts.OpenTimeout, for a store that has the file
+// open), and reports what it still holds and what is damaged: every value
+// is checked, every actor bucket compared with its summary, the log read
+// entry by entry. Unlike Open it goes on past damage, one actor at a time,
+// so that a damaged record does not hide the intact ones. A file whose
+// newest meta page is damaged is read from its other meta page (bbolt's
+// fallback), and that is reported. opts may be nil; only OpenTimeout is
+// used. The error is for failures to read the file at all (it does not
+// exist, it is locked); damage is in the report.
+func Verify(path string, opts *Options) (*Report, error) {
+	o := Options{OpenTimeout: DefaultOpenTimeout}
+	if opts != nil && opts.OpenTimeout > 0 {
+		o.OpenTimeout = opts.OpenTimeout
+	}
+	o.ReadOnly, o.MetaFallback, o.FileMode = true, true, DefaultFileMode
+	r := &Report{Path: path}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := validateFile(f, path, false); err != nil {
+		r.Problems = append(r.Problems, err)
+	}
+	f.Close()
+	db, err := openBolt(path, &o, os.OpenFile)
+	if errors.Is(err, durability.ErrLocked) {
+		return nil, err
+	}
+	if err != nil {
+		r.Problems = nil
+		r.Unreadable = err
+		return r, nil
+	}
+	defer db.Close()
+	s := &Store{db: db, path: path}
+	err = s.viewTx("reading the layout", func(tx *bolt.Tx) error {
+		meta := tx.Bucket(metaBucket)
+		if meta == nil || tx.Bucket(actorsBucket) == nil {
+			return fmt.Errorf("a bbolt file without the buckets of a store (%q, %q)", metaBucket, actorsBucket)
+		}
+		r.Format = string(meta.Get(formatKey))
+		return nil
+	})
+	if err != nil {
+		r.Unreadable = err
+		return r, nil
+	}
+	legacy := r.Format != formatVersion
+	s.legacy = legacy
+	if legacy && r.Format != formatVersionV2 && r.Format != formatVersionV1 {
+		r.Unreadable = fmt.Errorf("unsupported file format %q", r.Format)
+		return r, nil
+	}
+	if !legacy {
+		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
+			r.Problems = append(r.Problems, err)
+		}
+	}
+	s.verifyLog(r, legacy)
+	var names []string
+	err = s.viewTx("listing the actors", func(tx *bolt.Tx) error {
+		return tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
+			if v == nil {
+				names = append(names, string(k))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		r.Problems = append(r.Problems, err)
+	}
+	for _, name := range names {
+		r.Actors = append(r.Actors, s.verifyActor(name))
+	}
+	return r, nil
+}
+
+// verifyLog reads the log entry by entry, going on past damaged entries.
+func (s *Store) verifyLog(r *Report, legacy bool) {
+	actors := map[string]bool{}
+	err := s.viewTx("reading the log", func(tx *bolt.Tx) error {
+		wal := tx.Bucket(walBucket)
+		if wal == nil {
+			return errors.New("no log bucket")
+		}
+		next := uint64(0)
+		c := wal.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(k) != 8 {
+				r.Problems = append(r.Problems, s.damagedKey(durability.RecordLog, k))
+				continue
+			}
+			seq := decodeIndex(k)
+			if !legacy && seq != next {
+				r.Problems = append(r.Problems, &durability.DamageError{Store: s.path, What: "log", Offset: -1, Reason: fmt.Sprintf("entries %d to %d missing", next, seq-1)})
+			}
+			next = seq + 1
+			body, err := s.openLogValue(seq, v, legacy)
+			if err == nil {
+				n := 0
+				err = decodeFrames(body, func(rec record) { n++; actors[rec.name] = true })
+				if err != nil {
+					err = durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+				} else {
+					r.LogEntries++
+					r.LogRecords += n
+				}
+			}
+			if err != nil {
+				r.Problems = append(r.Problems, err)
+			}
+		}
+		if !legacy && next != wal.Sequence() {
+			r.Problems = append(r.Problems, &durability.DamageError{Store: s.path, What: "log", Offset: -1,
+				Reason: fmt.Sprintf("holds entries up to %d, its header says %d entries: entries lost", int64(next)-1, wal.Sequence())})
+		}
+		return nil
+	})
+	if err != nil {
+		r.Problems = append(r.Problems, err)
+	}
+	for name := range actors {
+		r.LogActors = append(r.LogActors, name)
+	}
+	slices.Sort(r.LogActors)
+}
+
+// verifyActor checks every record of one actor bucket.
+func (s *Store) verifyActor(name string) ActorReport {
+	a := ActorReport{Name: name}
+	err := s.viewTx("verifying an actor", func(tx *bolt.Tx) error {
+		ab := actorBucket(tx, name)
+		if ab == nil {
+			return errors.New("actor bucket vanished")
+		}
+		sm, err := s.readSummary(ab, name)
+		summarized := err == nil && !s.legacy
+		if err != nil {
+			a.Damaged = append(a.Damaged, err)
+		}
+		for _, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
+			var w walkCheck
+			w.first = true
+			b := ab.Bucket(bucketFor(kind))
+			if b == nil {
+				if st := sm.stat(kind); st.count > 0 {
+					a.Damaged = append(a.Damaged, &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)})
+				}
+				continue
+			}
+			c := b.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(k) != 8 {
+					a.Damaged = append(a.Damaged, s.damagedKey(kind, k))
+					continue
+				}
+				i := decodeIndex(k)
+				w.count++
+				w.sum += storedSum(v)
+				if _, err := s.openValue(kind, name, i, v); err != nil {
+					a.Damaged = append(a.Damaged, err)
+					continue
+				}
+				if kind == durability.RecordSnapshot {
+					a.Snapshots++
+					a.LastSnapshot = i
+					continue
+				}
+				if a.Events == 0 {
+					a.FirstEvent = i
+				}
+				a.Events++
+				a.LastEvent = i
+			}
+			if summarized {
+				if err := s.verifyWalk(kind, w, *sm.stat(kind)); err != nil {
+					a.Damaged = append(a.Damaged, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		a.Damaged = append(a.Damaged, err)
+	}
+	return a
+}

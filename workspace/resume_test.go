@@ -144,7 +144,7 @@ func TestHostKilled_ResumedCallSaysStopped(t *testing.T) {
 	}
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
-	t.Logf("the command's processes were gone %s after the host was killed", gone)
+	t.Logf("the command's processes were gone %s after the host died", gone)
 	if gone > 100*time.Millisecond {
 		t.Errorf("the command outlived its host by %s, want at most 100 ms", gone)
 	}

@@ -307,7 +307,7 @@ func (s *Store) commit(batch []*write) {
 		}
 	}
 	s.viewMu.RLock()
-	due := s.overlay.ops >= s.checkpointOps || s.overlay.bytes >= s.checkpointBytes
+	due := !s.compacting && (s.overlay.ops >= s.checkpointOps || s.overlay.bytes >= s.checkpointBytes)
 	s.viewMu.RUnlock()
 	if due {
 		if err := s.checkpoint(); err != nil {

@@ -25,6 +25,7 @@ var figures = []figure{
 	{"5", "memory per idle session", figureMemory},
 	{"6", "workspace tools vs os and exec", figureWorkspace},
 	{"7", "the 3-tool-call conversation: our loop, the floor and the peers", figureConversation},
+	{"8", "beyond one machine: remote tools, the PostgreSQL store", figureCluster},
 }
 
 // rows measures the selected pairs of a figure.
@@ -204,6 +205,7 @@ func figureConversation(c *config) []Row {
 		{figure: "7", name: "(a) with async tools vs (b) floor", ours: loop(false),
 			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
 	})
+	rows = append(rows, figureAgents(c)...)
 	if c.peers == "" {
 		return rows
 	}
@@ -245,6 +247,15 @@ func figureConversation(c *config) []Row {
 			row.Note = p.version + fmt.Sprintf(", %d runs per measurement", r[0])
 		}
 		rows = append(rows, row)
+		if p.name == "eino" && c.selected("7", "(a) through agent.Run vs eino") {
+			row := c.compare(pair{figure: "7", name: "(a) through agent.Run vs eino", base: p.side(r[0], r[1]),
+				ours: metricSide("one agent", "runs/s", func(b *testing.B) { benchAgentConversation(b, true) }),
+				kind: throughput, unit: "runs", goal: ratioAtLeast(1)})
+			if row.Error == "" {
+				row.Note = p.version + fmt.Sprintf(", %d runs per measurement", r[0])
+			}
+			rows = append(rows, row)
+		}
 	}
 	return rows
 }

@@ -37,6 +37,10 @@ type Message struct {
 	ToolCalls []ToolCall
 	// ToolCallID is the call a tool message answers.
 	ToolCallID string
+	// ThinkingBlocks are the reasoning blocks of an assistant message that
+	// a model requires back (the payload of a META [MetaThinkingBlocks]
+	// frame), encoded as "thinking_blocks" when set.
+	ThinkingBlocks json.RawMessage
 }
 
 // SystemMessage returns a system message.
@@ -95,6 +99,10 @@ func (m Message) AppendJSON(b []byte) []byte {
 		b = append(b, `,"tool_call_id":`...)
 		b = appendString(b, m.ToolCallID)
 	}
+	if len(m.ThinkingBlocks) > 0 {
+		b = append(b, `,"thinking_blocks":`...)
+		b = append(b, m.ThinkingBlocks...)
+	}
 	return append(b, '}')
 }
 
@@ -103,6 +111,7 @@ type messageJSON struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	ToolCallID string          `json:"tool_call_id"`
+	Thinking   json.RawMessage `json:"thinking_blocks"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -123,6 +132,9 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("message with role %q: %w", v.Role, err)
 	}
 	*m = Message{Role: v.Role, Content: content, ToolCallID: v.ToolCallID}
+	if len(v.Thinking) > 0 && string(v.Thinking) != "null" {
+		m.ThinkingBlocks = v.Thinking
+	}
 	for i, c := range v.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{Index: i, ID: c.ID, Name: c.Function.Name,
 			Arguments: json.RawMessage(c.Function.Arguments)})

@@ -45,18 +45,27 @@
 //   - META frames: [MetaUsage] with token counts as JSON ({"prompt_tokens",
 //     "completion_tokens","total_tokens",...}) when the model reports them,
 //     and [MetaFinish] with the finish reason as a JSON string ("stop",
-//     "tool_calls", "length", ...);
+//     "tool_calls", "length", ...); [MetaTruncatedCall] for a call cut off
+//     by the length limit (see below); [MetaThinkingBlocks] with
+//     reasoning blocks a follow-up must send back;
 //   - END.
 //
 // Whether the turn calls tools is told by the presence of TOOL_CALL frames,
 // never by the finish reason: a forced tool_choice ends with "stop".
 //
-// Failure. When a request fails (HTTP error, stream cut off, "length"
-// truncation in the middle of a tool call, a script's error turn), the
-// adapter emits what it has validly received (text already streamed,
-// nothing of an incomplete tool call), then an ERROR frame whose text says
-// why, then END. A truncated or invalid tool call is never emitted as a
-// complete call. Without an ERROR, the stream ends with META finish and END.
+// Failure. When a request fails (HTTP error, stream cut off, a script's
+// error turn), the adapter emits what it has validly received (text
+// already streamed, nothing of an incomplete tool call), then an ERROR
+// frame whose text says why, then END. A truncated or invalid tool call is
+// never emitted as a complete call. Without an ERROR, the stream ends with
+// META finish and END.
+//
+// Length limit. A response that stops on the length limit in the middle
+// of a tool call is not a failure: the calls complete before the cut are
+// emitted as usual, the cut call as a META [MetaTruncatedCall] frame
+// instead of a TOOL_CALL, then META finish "length" and END. Consumers
+// answer the cut call with a failed result ([TruncatedCallError]) and run
+// nothing of it, so that the model learns its call was cut off.
 //
 // Tool results. TOOL_RESULT frames written into the adapter's sink are
 // informational: adapters ignore them. A tool loop sends the follow-up

@@ -46,6 +46,13 @@ type Response struct {
 	// ToolCalls are the calls the response made, in order. A streaming
 	// call appears once complete.
 	ToolCalls []ToolCall
+	// Truncated are the calls the length limit cut off (META
+	// truncated_call frames), in order; Arguments holds the frame's
+	// payload ({"name","received"}).
+	Truncated []ToolCall
+	// ThinkingBlocks is the payload of the META thinking_blocks frame, if
+	// any.
+	ThinkingBlocks json.RawMessage
 	// Usage is the payload of the META usage frame, if any.
 	Usage json.RawMessage
 	// Finish is the finish reason of the META finish frame, if any.
@@ -145,6 +152,17 @@ func (r *Response) Add(f *messages.Frame) error {
 			r.Finish = reason
 		case f.GetName() == MetaUsage:
 			r.Usage = f.GetPayload()
+		case f.GetName() == MetaTruncatedCall:
+			tc, err := ReadTruncatedCall(f)
+			if err != nil {
+				return bad("%v", err)
+			}
+			if r.hasCall(f.GetToolCallId()) {
+				return bad("duplicate tool call id %q", f.GetToolCallId())
+			}
+			r.Truncated = append(r.Truncated, ToolCall{Index: int(f.GetMeta().GetIndex()), ID: f.GetToolCallId(), Name: tc.Name, Arguments: f.GetPayload()})
+		case f.GetName() == MetaThinkingBlocks:
+			r.ThinkingBlocks = f.GetPayload()
 		}
 	case messages.FrameType_ERROR:
 		r.Failed, r.Error = true, f.GetText()

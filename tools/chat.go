@@ -23,13 +23,16 @@ func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
 	return append([]json.RawMessage{systemMessage(prompt)}, list...)
 }
 
-// assistantMessage is the assistant turn that made calls, as accumulated.
-func assistantMessage(text string, calls []*messages.Frame) json.RawMessage {
+// assistantMessage is the assistant turn that made calls, as accumulated,
+// with the reasoning blocks the model needs back (nil when none).
+func assistantMessage(text string, calls []*messages.Frame, thinking json.RawMessage) json.RawMessage {
 	tc := make([]models.ToolCall, len(calls))
 	for i, c := range calls {
 		tc[i] = models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()}
 	}
-	return encodeMessage(models.AssistantMessage(text, tc...))
+	m := models.AssistantMessage(text, tc...)
+	m.ThinkingBlocks = thinking
+	return encodeMessage(m)
 }
 
 // toolMessage answers one call: content is the result JSON as a string.

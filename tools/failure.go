@@ -19,6 +19,7 @@ const (
 	FailureUnknownTool      FailureKind = "unknown_tool"
 	FailureUnavailable      FailureKind = "unavailable" // circuit breaker open, or the tool is gone
 	FailureLimit            FailureKind = "iteration_limit"
+	FailureTruncated        FailureKind = "truncated" // the length limit cut the call's arguments off
 )
 
 // countsAgainstTool reports whether a failure of this kind says the tool is

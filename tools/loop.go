@@ -78,6 +78,12 @@ type ToolResultEvent struct {
 //     the messages with a system message FinalSystemPrompt; calls the
 //     model makes after that are not run (error results,
 //     FailureLimit) and the stream ends.
+//   - A call the length limit cut off (a META models.MetaTruncatedCall
+//     frame) is closed as failed (FailureTruncated, with
+//     models.TruncatedCallError's text) and never run; the follow-up
+//     carries it with {} as its arguments and that result, so the model
+//     learns it and decides. META thinking_blocks are sent back in the
+//     assistant message of the follow-up.
 //
 // What the outer consumer receives for a stream, in order: every TEXT the
 // model produced (also text that precedes tool calls), each TOOL_CALL as
@@ -157,6 +163,7 @@ type loopSession struct {
 
 	// The current model response.
 	text        strings.Builder
+	thinking    json.RawMessage // META thinking_blocks of the response
 	calls       []*turnCall
 	dispatching bool
 
@@ -345,9 +352,35 @@ func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Fr
 		l.fail(c, s, f.GetText()) // the model's END that follows is dropped
 	case messages.FrameType_END:
 		l.endOfResponse(c, s)
+	case messages.FrameType_META:
+		switch f.GetName() {
+		case models.MetaTruncatedCall:
+			l.truncated(c, s, f)
+			return
+		case models.MetaThinkingBlocks:
+			s.thinking = f.GetPayload()
+		}
+		c.ToOuter(f)
 	default:
 		c.ToOuter(f)
 	}
+}
+
+// truncated closes a call the length limit cut off: the consumer sees it
+// (with {} as its arguments) and its failed result, the follow-up tells
+// the model, and nothing of it runs.
+func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messages.Frame) {
+	tc, err := models.ReadTruncatedCall(f)
+	if err != nil || s.hasCall(f.GetToolCallId()) {
+		c.Logger().Warn("malformed or repeated truncated call dropped", "tool_call_id", f.GetToolCallId(), "error", err)
+		return
+	}
+	call := messages.ToolCall(s.stream, f.GetToolCallId(), tc.Name, json.RawMessage("{}"))
+	call.Meta = &messages.Metadata{Index: f.GetMeta().GetIndex()}
+	s.calls = append(s.calls, &turnCall{call: call,
+		result: errorResult(call, FailureTruncated, models.TruncatedCallError(tc.Name, tc.Received))})
+	l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
+	c.ToOuter(call)
 }
 
 // fail ends the stream outward with ERROR and END; surfaced calls without
@@ -449,7 +482,8 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		s.calls = nil
 		l.step(c, s, messages.LoopPhase_LOOP_PHASE_DONE)
 	} else {
-		s.messages = append(s.messages, assistantMessage(s.text.String(), calls))
+		s.messages = append(s.messages, assistantMessage(s.text.String(), calls, s.thinking))
+		s.thinking = nil
 		for _, tc := range round {
 			s.messages = append(s.messages, toolMessage(tc.result))
 		}

@@ -18,9 +18,6 @@ var (
 	// ErrIncomplete: the stream ended before message_stop, so nothing
 	// proves the answer is whole.
 	ErrIncomplete = errors.New("stream ended without message_stop")
-	// ErrTruncated: stop_reason "max_tokens" while a tool_use block was
-	// still open: its input was cut off, and is never repaired.
-	ErrTruncated = errors.New("answer truncated by the length limit in the middle of a tool call")
 	// ErrInvalidToolCall: a finished tool_use block without a name or id,
 	// or whose input is not a JSON object.
 	ErrInvalidToolCall = errors.New("invalid tool call")
@@ -46,6 +43,10 @@ type Result struct {
 	// ToolCalls are the tool_use blocks in block order (Index is the
 	// position among the calls).
 	ToolCalls []models.ToolCall
+	// Truncated are the tool_use blocks the length limit cut off (stop
+	// reason max_tokens while they were open), with the input received
+	// so far; they are never repaired into calls.
+	Truncated []models.ToolCall
 	// Thinking is the thinking and redacted_thinking blocks, complete
 	// with their signatures, as a JSON array to send back in the
 	// assistant message of a follow-up (thinking_blocks); nil when none.
@@ -195,10 +196,11 @@ func (a *Accumulator) Add(ev *sdk.MessageStreamEventUnion) (string, error) {
 }
 
 // Result checks that the stream finished properly and returns the answer:
-// ErrIncomplete without message_stop, ErrTruncated for a tool_use block
-// still open (stop reason max_tokens), ErrInvalidToolCall for a call
-// without id or name or whose input is not a JSON object. A refusal ends
-// the answer without its tool calls.
+// ErrIncomplete without message_stop, ErrInvalidToolCall for a call
+// without id or name, whose input is not a JSON object, or still open
+// when the stop reason is not the length limit. A tool_use block still
+// open at max_tokens is returned in Truncated. A refusal ends the answer
+// without its tool calls.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
 		return Result{}, a.err
@@ -234,11 +236,15 @@ func (a *Accumulator) Result() (Result, error) {
 			if a.stop == "refusal" {
 				continue
 			}
-			if !b.done {
-				return Result{}, fmt.Errorf("%w (call %q to %s, stop reason %q)", ErrTruncated, b.id, b.name, a.stop)
-			}
 			if b.id == "" || b.name == "" {
 				return Result{}, fmt.Errorf("%w: block %d has no id or name", ErrInvalidToolCall, idx)
+			}
+			if !b.done {
+				if res.Finish != "length" {
+					return Result{}, fmt.Errorf("%w: call %q to %s never ended (stop reason %q)", ErrInvalidToolCall, b.id, b.name, a.stop)
+				}
+				res.Truncated = append(res.Truncated, models.ToolCall{Index: len(res.ToolCalls) + len(res.Truncated), ID: b.id, Name: b.name, Arguments: b.input})
+				continue
 			}
 			args := b.input
 			if len(args) == 0 {

@@ -80,8 +80,11 @@ type fixture struct {
 	calls  []wantCall
 	finish string
 	usage  string // expected usage JSON, "" for any
-	err    string // substring of the ERROR text; "" for success
-	is     error  // what the error text comes from
+	// truncated are the calls cut off by the length limit (args: the
+	// META payload).
+	truncated []wantCall
+	err       string // substring of the ERROR text; "" for success
+	is        error  // what the error text comes from
 }
 
 var fixtures = []fixture{
@@ -123,7 +126,17 @@ var fixtures = []fixture{
 		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "Writing it."), blockStop(0),
 			toolStart(1, "toolu_01D", "write_file"), inputDelta(1, ""), inputDelta(1, `{"path":"big.txt","content":"lorem ip`),
 			messageDelta("max_tokens", 4096), messageStop),
-		text: "Writing it.", err: "truncated by the length limit", is: anthropic.ErrTruncated,
+		text: "Writing it.", finish: "length",
+		truncated: []wantCall{{"toolu_01D", "write_file", `{"name":"write_file","received":37}`}},
+	},
+	{
+		name: "max_tokens after a complete call",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01G", "write_file"), inputDelta(0, `{"path":"a.txt","content":"A"}`), blockStop(0),
+			toolStart(1, "toolu_01H", "write_file"), inputDelta(1, ""),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01G", "write_file", `{"path":"a.txt","content":"A"}`}},
+		truncated: []wantCall{{"toolu_01H", "write_file", `{"name":"write_file","received":0}`}},
+		finish:    "length",
 	},
 	{
 		name: "refusal drops the calls",
@@ -281,6 +294,15 @@ func TestAdapter_AwkwardStreamsOverSSE(t *testing.T) {
 				got := r.ToolCalls[i]
 				if got.ID != want.id || got.Name != want.name || got.Index != i || !modeltest.JSONEqual(got.Arguments, []byte(want.args)) {
 					t.Errorf("call %d = %+v, want %+v", i, got, want)
+				}
+			}
+			if len(r.Truncated) != len(fx.truncated) {
+				t.Fatalf("truncated calls %+v, want %+v", r.Truncated, fx.truncated)
+			}
+			for i, want := range fx.truncated {
+				got := r.Truncated[i]
+				if got.ID != want.id || got.Name != want.name || got.Index != len(fx.calls)+i || !modeltest.JSONEqual(got.Arguments, []byte(want.args)) {
+					t.Errorf("truncated call %d = %+v (%s), want %+v", i, got, got.Arguments, want)
 				}
 			}
 			if r.Finish != fx.finish {

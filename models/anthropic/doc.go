@@ -38,9 +38,13 @@
 // → "stop", tool_use → "tool_calls", max_tokens → "length", refusal →
 // "content_filter", others as they are).
 //
+// A tool_use block still open when the answer stops on max_tokens was
+// cut off by the length limit: it is emitted as a META truncated_call
+// frame (models.MetaTruncatedCall) after the complete calls, and the
+// answer ends normally with finish "length".
+//
 // What ends an answer with ERROR and END instead (text already emitted
-// stays, no tool call is emitted): max_tokens while a tool_use block is
-// open ([ErrTruncated]), a stream cut off before message_stop
+// stays, no tool call is emitted): a stream cut off before message_stop
 // ([ErrIncomplete]), a tool_use without id or name or with an input that
 // is not a JSON object ([ErrInvalidToolCall]), events out of order
 // ([ErrProtocol]), an error event in the stream or an HTTP error after the

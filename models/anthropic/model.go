@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/resilience"
 	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
@@ -31,10 +33,11 @@ const NoRetries = -1
 
 // MetaThinking is the META frame carrying the thinking blocks of an
 // answer (a JSON array of thinking and redacted_thinking blocks with their
-// signatures). A follow-up must send them back as the "thinking_blocks"
-// field of the assistant message, which the adapter turns into the blocks
+// signatures): models.MetaThinkingBlocks. A follow-up must send them back
+// as the "thinking_blocks" field of the assistant message
+// (models.Message.ThinkingBlocks), which the adapter turns into the blocks
 // the API requires before the tool_use blocks.
-const MetaThinking = "thinking_blocks"
+const MetaThinking = models.MetaThinkingBlocks
 
 // Options configure a [Model]. A nil *Options or a zero field means the
 // default.
@@ -170,6 +173,12 @@ func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*mess
 	if err != nil {
 		return nil, err
 	}
+	// Waits for a slot and retries of a resilience.Transport show on the
+	// stream.
+	ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
+		payload, _ := json.Marshal(ev) // plain fields always encode
+		emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
+	})
 	return m.stream(ctx, req.StreamID, body, emit)
 }
 
@@ -208,12 +217,15 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err != nil {
 		return nil, err
 	}
-	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)))
+	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)), slog.Int("truncated_calls", len(result.Truncated)))
 	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+3)
 	for _, tc := range result.ToolCalls {
 		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
 		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
 		frames = append(frames, f)
+	}
+	for _, tc := range result.Truncated {
+		frames = append(frames, models.TruncatedCallFrame(streamID, tc.ID, tc.Name, tc.Index, len(tc.Arguments)))
 	}
 	if result.Thinking != nil {
 		frames = append(frames, messages.Meta(streamID, MetaThinking, result.Thinking))

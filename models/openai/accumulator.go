@@ -20,9 +20,6 @@ var (
 	// ErrIncomplete: the stream ended (cut off, or [DONE]) before a
 	// finish_reason arrived, so nothing proves the answer is whole.
 	ErrIncomplete = errors.New("stream ended without a finish reason")
-	// ErrTruncated: finish_reason "length" while the turn was calling
-	// tools: the arguments may be cut, and are never repaired.
-	ErrTruncated = errors.New("answer truncated by the length limit in the middle of a tool call")
 	// ErrInvalidToolCall: a finished tool call has no name or arguments
 	// that are not JSON.
 	ErrInvalidToolCall = errors.New("invalid tool call")
@@ -50,6 +47,10 @@ func (e *ServerError) Error() string {
 // piece by piece by [Accumulator.Add].
 type Result struct {
 	ToolCalls []models.ToolCall
+	// Truncated is the call the length limit cut off, with the arguments
+	// received so far (finish_reason "length" while the last call's
+	// arguments are not yet whole JSON); never repaired into a call.
+	Truncated []models.ToolCall
 	Finish    string
 	Usage     json.RawMessage
 }
@@ -159,10 +160,11 @@ func (a *Accumulator) fragment(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 func (a *Accumulator) Done() { a.done = true }
 
 // Result checks that the stream finished properly and returns the answer:
-// ErrIncomplete when no finish reason arrived, ErrTruncated for a "length"
-// finish with tool calls, ErrInvalidToolCall for a call without a name or
-// with arguments that are not JSON (empty arguments mean {}), and the
-// server error met by Add, if any. Calls without an id get
+// ErrIncomplete when no finish reason arrived, ErrInvalidToolCall for a
+// call without a name or with arguments that are not JSON (empty
+// arguments mean {}), and the server error met by Add, if any. With
+// finish "length", a last call whose arguments are empty or not whole
+// JSON was cut off: it is returned in Truncated. Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"). A finish reason without [DONE] is accepted:
 // every content chunk has arrived by then.
 func (a *Accumulator) Result() (Result, error) {
@@ -175,12 +177,21 @@ func (a *Accumulator) Result() (Result, error) {
 		}
 		return Result{}, fmt.Errorf("%w (cut off before [DONE])", ErrIncomplete)
 	}
-	if a.finish == "length" && len(a.calls) > 0 {
-		return Result{}, ErrTruncated
-	}
 	ordered := slices.Clone(a.calls)
 	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })
 	res := Result{Finish: a.finish, Usage: a.usage}
+	var cut *callState
+	n := len(ordered)
+	if a.finish == "length" && n > 0 {
+		// Calls arrive one after the other: only the last can be cut, and
+		// it is whole exactly when its arguments are whole JSON.
+		if last := ordered[n-1]; len(last.args) == 0 || !json.Valid(last.args) {
+			if last.name == "" {
+				return Result{}, fmt.Errorf("%w: call %d (id %q), cut off by the length limit, has no function name", ErrInvalidToolCall, n-1, last.id)
+			}
+			ordered, cut = ordered[:n-1], last
+		}
+	}
 	for i, c := range ordered {
 		if c.name == "" {
 			return Result{}, fmt.Errorf("%w: call %d (id %q) has no function name", ErrInvalidToolCall, i, c.id)
@@ -191,13 +202,22 @@ func (a *Accumulator) Result() (Result, error) {
 		} else if !json.Valid(args) {
 			return Result{}, fmt.Errorf("%w: call %d (%s) has arguments that are not JSON: %q", ErrInvalidToolCall, i, c.name, args)
 		}
-		id := c.id
-		if id == "" && a.chunkID != "" {
-			id = "call_" + a.chunkID + "_" + strconv.Itoa(i)
-		} else if id == "" {
-			id = "call_" + strconv.Itoa(i)
-		}
-		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: id, Name: c.name, Arguments: args})
+		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: a.callID(c, i), Name: c.name, Arguments: args})
+	}
+	if cut != nil {
+		res.Truncated = []models.ToolCall{{Index: n - 1, ID: a.callID(cut, n-1), Name: cut.name, Arguments: cut.args}}
 	}
 	return res, nil
+}
+
+// callID is the id of c, the i-th call: its own, or one made from the
+// completion id for servers that send none.
+func (a *Accumulator) callID(c *callState, i int) string {
+	switch {
+	case c.id != "":
+		return c.id
+	case a.chunkID != "":
+		return "call_" + a.chunkID + "_" + strconv.Itoa(i)
+	}
+	return "call_" + strconv.Itoa(i)
 }

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,6 +82,16 @@ func TestAccumulator_AwkwardCases(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkCalls(t, res.ToolCalls, fx.calls)
+			if len(res.Truncated) != len(fx.truncated) {
+				t.Fatalf("truncated %+v, want %+v", res.Truncated, fx.truncated)
+			}
+			for i, w := range fx.truncated {
+				// The accumulator keeps the arguments received; the META
+				// payload counts them.
+				if g := res.Truncated[i]; g.ID != w.id || g.Name != w.name || !strings.Contains(w.args, fmt.Sprintf(`"received":%d`, len(g.Arguments))) {
+					t.Errorf("truncated %d = {%s %s %q}, want %+v", i, g.ID, g.Name, g.Arguments, w)
+				}
+			}
 			if res.Finish != fx.finish || (res.Usage != nil) != fx.usage {
 				t.Fatalf("finish %q usage %s, want %q usage %v", res.Finish, res.Usage, fx.finish, fx.usage)
 			}

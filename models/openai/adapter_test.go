@@ -125,6 +125,14 @@ func TestAdapter_AwkwardCasesOverSSE(t *testing.T) {
 				t.Fatalf("failed: %s", r.Error)
 			}
 			checkCalls(t, r.ToolCalls, fx.calls)
+			if len(r.Truncated) != len(fx.truncated) {
+				t.Fatalf("truncated calls %+v, want %+v", r.Truncated, fx.truncated)
+			}
+			for i, w := range fx.truncated {
+				if g := r.Truncated[i]; g.Index != len(fx.calls)+i || g.ID != w.id || g.Name != w.name || !modeltest.JSONEqual(g.Arguments, []byte(w.args)) {
+					t.Errorf("truncated call %d = {%d %s %s %s}, want %+v", i, g.Index, g.ID, g.Name, g.Arguments, w)
+				}
+			}
 			for _, c := range r.ToolCalls {
 				if c.Streamed {
 					t.Errorf("call %s was streamed; the adapter emits atomic calls", c.ID)

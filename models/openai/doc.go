@@ -26,8 +26,11 @@
 //   - a finish reason followed by [DONE] (or by the end of the body):
 //     tool calls, META usage (when the server sent usage), META finish,
 //     END. "stop" with tool calls (a forced tool_choice) still emits them;
-//     "length" without tool calls is a normal end with finish "length";
-//   - "length" while calling tools ([ErrTruncated]), no finish reason
+//     "length" is a normal end with finish "length" too: a last call
+//     whose arguments are not whole JSON then was cut off by the limit,
+//     and is emitted as a META truncated_call frame
+//     (models.MetaTruncatedCall) instead of a TOOL_CALL;
+//   - no finish reason
 //     ([ErrIncomplete]: the stream was cut off), a call without a name or
 //     with arguments that are not JSON ([ErrInvalidToolCall]), an error
 //     event in the stream ([ServerError]), an HTTP error after the SDK's

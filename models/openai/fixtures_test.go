@@ -51,7 +51,10 @@ type fixture struct {
 	calls  []wantCall
 	finish string
 	usage  bool
-	err    error // errors.Is target; nil for success
+	// truncated are the calls cut off by the length limit (args: the
+	// META payload).
+	truncated []wantCall
+	err       error // errors.Is target; nil for success
 }
 
 var fixtures = []fixture{
@@ -158,8 +161,19 @@ var fixtures = []fixture{
 		body: sse(chunk(roleChunk, ""), content("Writing it."),
 			first(0, "call_A", "write_file", ""), args(0, `{"path":"a.txt","content":"lorem ip`),
 			finish("length"), done),
-		text: "Writing it.",
-		err:  openai.ErrTruncated,
+		text:      "Writing it.",
+		finish:    "length",
+		truncated: []wantCall{{"call_A", "write_file", `{"name":"write_file","received":35}`}},
+	},
+	{
+		name: "length after a whole call: only the cut one is truncated",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "call_A", "write_file", `{"path":"a.txt","content":"A"}`),
+			first(1, "call_B", "write_file", ""), args(1, `{"pa`),
+			finish("length"), done),
+		calls:     []wantCall{{"call_A", "write_file", `{"path":"a.txt","content":"A"}`}},
+		truncated: []wantCall{{"call_B", "write_file", `{"name":"write_file","received":4}`}},
+		finish:    "length",
 	},
 	{
 		name: "stream cut off without finish_reason and [DONE]",

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
 )
 
 // TestLoop_EndToEnd runs the tools package's loop around the OpenAI
@@ -123,4 +126,118 @@ func checkLoopFollowUp(body map[string]json.RawMessage) error {
 		return nil
 	}
 	return fmt.Errorf("no assistant message in %s", body["messages"])
+}
+
+// TestLoop_LengthCutCallIsAnswered: the answer stops with finish_reason
+// "length" in the middle of a write_file call's arguments. The loop closes
+// the call as failed without running it (no file is written) and the
+// follow-up carries the assistant turn and a tool message telling the
+// model its arguments were cut off and to send smaller pieces.
+func TestLoop_LengthCutCallIsAnswered(t *testing.T) {
+	turn1 := sse(chunk(roleChunk, ""), content("Writing the file."),
+		first(0, "call_W", "write_file", ""), args(0, `{"path":"big.txt","content":"lorem ipsum dolor`),
+		finish("length"), usage, done)
+	turn2 := sse(chunk(roleChunk, ""), content("I will write it in parts."), finish("stop"), usage, done)
+	var followUp error
+	rg := newRig(t, openai.Options{}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
+		if n == 1 {
+			if followUp = checkCutFollowUp(body); followUp != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = io.WriteString(w, `{"error":{"message":"bad follow-up"}}`)
+				return
+			}
+		}
+		if n > 1 {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		streamBody([]string{turn1, turn2}[n])(n, w, r, body)
+	})
+	dir := t.TempDir()
+	ws, err := workspace.New(dir, &workspace.Options{Sandbox: workspace.SandboxOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	wsTools, err := workspace.Tools(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := openai.New(&openai.Options{BaseURL: rg.baseURL, HTTPClient: rg.client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: wsTools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := modeltest.Runtime(t).Start(loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"Write big.txt"}]`)), messages.End("s1")); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := conn.RecvStream(rg.ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range frames {
+		switch f.GetType() {
+		case messages.FrameType_TOOL_CALL:
+			got = append(got, fmt.Sprintf("call %s %s", f.GetToolCallId(), f.GetPayload()))
+		case messages.FrameType_TOOL_RESULT:
+			got = append(got, fmt.Sprintf("result %s error=%v kind=%s", f.GetToolCallId(), f.IsErrorResult(), f.GetMeta().GetFailureKind()))
+		case messages.FrameType_TEXT:
+			got = append(got, "text "+f.GetText())
+		case messages.FrameType_ERROR:
+			got = append(got, "ERROR "+f.GetText())
+		case messages.FrameType_END:
+			got = append(got, "END")
+		}
+	}
+	want := []string{"text Writing the file.", "call call_W {}", "result call_W error=true kind=truncated", "text I will write it in parts.", "END"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("loop output\n got  %q\n want %q\nfollow-up check: %v", got, want, followUp)
+	}
+	if followUp != nil {
+		t.Fatal(followUp)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("workspace holds %v (%v): the cut call ran", entries, err)
+	}
+}
+
+// checkCutFollowUp checks the follow-up after a cut call: the assistant
+// message with the call and {} arguments, then its tool message saying
+// what happened.
+func checkCutFollowUp(body map[string]json.RawMessage) error {
+	var msgs []struct {
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
+		return err
+	}
+	if len(msgs) != 3 || msgs[1].Role != "assistant" || len(msgs[1].ToolCalls) != 1 || msgs[1].Content != "Writing the file." {
+		return fmt.Errorf("messages %s", body["messages"])
+	}
+	if c := msgs[1].ToolCalls[0]; c.ID != "call_W" || c.Function.Name != "write_file" || c.Function.Arguments != "{}" {
+		return fmt.Errorf("assistant call %+v", c)
+	}
+	tool := msgs[2]
+	if tool.Role != "tool" || tool.ToolCallID != "call_W" || !strings.Contains(tool.Content, `"success":false`) ||
+		!strings.Contains(tool.Content, "cut off by the length limit") || !strings.Contains(tool.Content, "smaller pieces") {
+		return fmt.Errorf("tool message %+v", tool)
+	}
+	return nil
 }

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+)
+
+// Figure 7 through the agent API, and many agents in one runtime: the
+// conversation of figure 7 played with agent.Run (the answer folded into
+// a models.Answer) instead of frames on a raw loop Conn, by one agent and
+// by many agents at once (each with its own scripted model, runs of one
+// agent one after the other).
+
+var conversationAsk = []models.Message{models.UserMessage(userPrompt)}
+
+// agentFleet is n agents on one runtime.
+type agentFleet struct {
+	rt     *actors.Runtime
+	agents []*agent.Agent
+	runs   int
+}
+
+func newAgentFleet(n int, sync bool) (*agentFleet, error) {
+	rt, err := actors.NewRuntime(runtimeOptions)
+	if err != nil {
+		return nil, err
+	}
+	f := &agentFleet{rt: rt}
+	noops := noopTools(sync)
+	for range n {
+		model, err := scripted.New(conversationScript(), &scripted.Options{MaxRecorded: -1})
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		a, err := agent.New(rt, model.Spec("model"), &agent.Options{Tools: noops, MaxIterations: 10})
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.agents = append(f.agents, a)
+	}
+	return f, nil
+}
+
+func (f *agentFleet) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return f.rt.Close(ctx)
+}
+
+// run plays one conversation on agent i and checks it.
+func (f *agentFleet) run(ctx context.Context, i, run int) error {
+	ans, err := f.agents[i].Run(ctx, "run-"+strconv.Itoa(run), conversationAsk)
+	if err != nil {
+		return err
+	}
+	if ans.Text != finalText || ans.ToolCalls() != len(conversationTools) || ans.FailedCalls() != 0 {
+		return fmt.Errorf("conversation strayed: %d calls (%d failed), text %q", ans.ToolCalls(), ans.FailedCalls(), ans.Text)
+	}
+	return nil
+}
+
+// runAll plays one conversation on every agent at once.
+func (f *agentFleet) runAll(ctx context.Context) error {
+	f.runs++
+	errs := make(chan error, len(f.agents))
+	var wg sync.WaitGroup
+	for i := range f.agents {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.run(ctx, i, f.runs); err != nil {
+				errs <- fmt.Errorf("agent %d: %w", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// benchAgentConversation measures runs of one agent.
+func benchAgentConversation(b *testing.B, sync bool) {
+	f, err := newAgentFleet(1, sync)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	if err := f.run(ctx, 0, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := f.run(ctx, 0, i+1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// benchAgentFleet measures n agents each playing one conversation at the
+// same time, per b.N; the metric is runs/s over all agents.
+func benchAgentFleet(b *testing.B, n int) {
+	f, err := newAgentFleet(n, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	if err := f.runAll(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := f.runAll(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// agentMemory starts n agents, plays the conversation once on each, and
+// returns the heap growth per idle agent in KiB.
+func agentMemory(n int) (float64, error) {
+	before := heapAfterGC()
+	f, err := newAgentFleet(n, true)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if err := f.runAll(context.Background()); err != nil {
+		return 0, err
+	}
+	after := heapAfterGC()
+	runtime.KeepAlive(f)
+	return float64(int64(after)-int64(before)) / float64(n) / 1024, nil
+}
+
+// figureAgents is figure 7 through the agent API and many agents at once.
+func figureAgents(c *config) []Row {
+	n := 1000
+	switch {
+	case c.smoke:
+		n = 20
+	case c.quick:
+		n = 500
+	}
+	single := metricSide("one agent", "runs/s", func(b *testing.B) { benchAgentConversation(b, true) })
+	rows := c.rows([]pair{
+		{figure: "7", name: "(a) through agent.Run vs through the raw loop", ours: single,
+			base: benchSide("raw loop", func(b *testing.B) { benchLoopConversation(b, true) }),
+			kind: throughput, unit: "runs", goal: ratioAtLeast(1),
+			note: "same conversation, sync tools; agent.Run adds a Mux stream and the folded models.Answer"},
+		{figure: "7", name: fmt.Sprintf("%d concurrent agents vs one agent", n),
+			ours: metricSide(fmt.Sprintf("%d agents", n), "runs/s", func(b *testing.B) { benchAgentFleet(b, n) }),
+			base: single, kind: throughput, unit: "runs", goal: ratioAtLeast(1.5),
+			note: "every agent with its own scripted model; runs/s over all agents"},
+	})
+	measure := side{name: "polyweave", measure: func() sample {
+		kib, err := agentMemory(n)
+		return sample{ns: kib, err: err}
+	}}
+	c2 := *c
+	c2.rounds = min(c.rounds, 3)
+	return append(rows, c2.rows([]pair{{figure: "7", name: fmt.Sprintf("memory per idle agent (%d agents, each answered once)", n),
+		ours: measure, kind: memory, unit: "KiB/agent", goal: oursAtMost(64, "≤ 64 KiB")}})...)
+}

@@ -226,8 +226,16 @@ func TestRun_MissingWorkspace(t *testing.T) {
 		t.Fatalf("err = %v, want an error naming the workspace", err)
 	}
 	var printed bytes.Buffer
-	if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: ") {
-		t.Errorf("exit code / message: %q", printed.String())
+	if exitCode(err, &printed) != 2 || !strings.HasPrefix(printed.String(), "demo: ") {
+		t.Errorf("exit code / message: %q, want exit code 2, as for any bad flag", printed.String())
+	}
+}
+
+func TestRun_CrashThatNeverFires(t *testing.T) {
+	_, _, err := runInProcess(t, "-crash", "tool:99")
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "would never fire") {
+		t.Errorf("-crash tool:99: exit code / message %q", printed.String())
 	}
 }
 

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/resilience"
 	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
@@ -171,6 +173,12 @@ func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*mess
 	if err != nil {
 		return nil, err
 	}
+	// Waits for a slot and retries of a resilience.Transport show on the
+	// stream.
+	ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
+		payload, _ := json.Marshal(ev) // plain fields always encode
+		emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
+	})
 	return m.stream(ctx, req.StreamID, body, emit)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/resilience"
 	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
@@ -159,6 +160,12 @@ func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*mess
 	if err != nil {
 		return nil, err
 	}
+	// Waits for a slot and retries of a resilience.Transport show on the
+	// stream.
+	ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
+		payload, _ := json.Marshal(ev) // plain fields always encode
+		emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
+	})
 	return m.stream(ctx, req.StreamID, body, emit)
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
-	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -129,18 +128,26 @@ func (rs *routerSession) call(ctx context.Context) error {
 // routers: sessions routers at once, each streaming calls of routerChunks
 // chunks one after the other, persisting as where says.
 func benchRouterChunks(b *testing.B, where routerDurability, sessions int) {
+	var open storeOpener
+	switch where {
+	case durabilityMem:
+		open = openMem
+	case durabilityBolt:
+		open = openBolt(nil)
+	}
+	benchRouterChunksOn(b, open, sessions)
+}
+
+// benchRouterChunksOn is benchRouterChunks on the store open makes (nil:
+// durability off).
+func benchRouterChunksOn(b *testing.B, open storeOpener, sessions int) {
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var store durability.Store
-	switch where {
-	case durabilityMem:
-		store = memstore.New(nil)
-	case durabilityBolt:
-		if store, err = boltstore.Open(filepath.Join(b.TempDir(), "router.db"), nil); err != nil {
-			b.Fatal(err)
-		}
+	if open != nil {
+		store = open(b)
 	}
 	defer func() {
 		rt.Close(context.Background())
@@ -233,10 +240,18 @@ func fillRouterRecovery(store durability.Store, name string) error {
 // start and recover recoveryCalls pending calls: from Start until it has
 // announced them all.
 func benchRouterRecovery(b *testing.B) {
-	store, err := boltstore.Open(filepath.Join(b.TempDir(), "recover.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	benchRouterRecoveryOn(b, func(b *testing.B) durability.Store {
+		store, err := boltstore.Open(filepath.Join(b.TempDir(), "recover.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return store
+	})
+}
+
+// benchRouterRecoveryOn is benchRouterRecovery on the store open makes.
+func benchRouterRecoveryOn(b *testing.B, open storeOpener) {
+	store := open(b)
 	defer store.Close()
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {

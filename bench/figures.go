@@ -25,6 +25,7 @@ var figures = []figure{
 	{"5", "memory per idle session", figureMemory},
 	{"6", "workspace tools vs os and exec", figureWorkspace},
 	{"7", "the 3-tool-call conversation: our loop, the floor and the peers", figureConversation},
+	{"8", "beyond one machine: remote tools, the PostgreSQL store", figureCluster},
 }
 
 // rows measures the selected pairs of a figure.

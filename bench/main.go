@@ -38,6 +38,9 @@ func (j *jsonFlag) Set(v string) error {
 }
 
 func main() {
+	if servePeer() { // started again as the far side of a round trip
+		return
+	}
 	testing.Init()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

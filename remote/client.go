@@ -108,6 +108,12 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	return c, nil
 }
 
+// System returns the client's protoactor actor system (with remote
+// started), for code that drops down to protoactor. A process should run
+// one protoactor remote: the pinned version sets gRPC's global logger each
+// time one starts, which races with the gRPC goroutines of any other.
+func (c *Client) System() *actor.ActorSystem { return c.system }
+
 // Address returns the host:port nodes answer the client at.
 func (c *Client) Address() string { return c.addr }
 

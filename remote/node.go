@@ -114,6 +114,10 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	return n, nil
 }
 
+// System returns the node's protoactor actor system (with remote
+// started), for code that drops down to protoactor (see [Client.System]).
+func (n *Node) System() *actor.ActorSystem { return n.rt.System() }
+
 // Address returns the host:port the node is reached at.
 func (n *Node) Address() string { return n.addr }
 

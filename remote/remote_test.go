@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -27,16 +28,42 @@ import (
 )
 
 // Each test node is this test binary, started again with envNode set: a
-// real process, reached over loopback, that a test can SIGKILL. Two
-// protoactor remotes in one process race on gRPC's global logger, so the
-// host side of every test is alone in its process.
+// real process, reached over loopback, that a test can SIGKILL. The tests
+// share one client: a process should run one protoactor remote (each start
+// of the pinned remote sets gRPC's global logger, a data race with the
+// gRPC goroutines of any remote started before).
 const envNode = "POLYWEAVE_REMOTE_TEST_NODE"
+
+var (
+	sharedClient *remote.Client
+	sharedGone   = make(chan string, 1024)
+)
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(envNode); addr != "" {
 		os.Exit(runTestNode(addr))
 	}
-	os.Exit(m.Run())
+	var err error
+	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
+		select {
+		case sharedGone <- addr:
+		default:
+		}
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := sharedClient.Close(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "close client:", err)
+		code = 1
+	}
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintln(os.Stderr, "goroutines left after the client closed:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // nodeTools are the tools a test node serves. The "block" tool reports on
@@ -84,6 +111,7 @@ func runTestNode(addr string) int {
 	}
 	events("listening " + node.Address())
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	events(fmt.Sprint("dropped ", node.Dropped()))
 	if err := node.Close(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -171,31 +199,52 @@ type host struct {
 	gone chan string
 }
 
-// setup starts a host runtime and a client, closed by cleanup, which then
-// checks for leaked goroutines.
+// setup returns the shared client and a host runtime whose cleanup checks
+// that the test left no goroutine behind, apart from the shared client's
+// connections (TestMain checks those once the client is closed).
 func setup(t *testing.T) (*host, *actors.Runtime) {
 	t.Helper()
-	// The runtime's cleanup, which checks for leaked goroutines, runs
-	// after the client's.
-	rt := actorstest.NewRuntime(t, nil)
-	gone := make(chan string, 256)
-	client, err := remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) { gone <- addr }})
+	for len(sharedGone) > 0 { // nodes of earlier tests
+		<-sharedGone
+	}
+	before := goleak.IgnoreCurrent()
+	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), actorstest.CloseTimeout)
 		defer cancel()
-		if err := client.Close(ctx); err != nil {
-			t.Errorf("client close: %v", err)
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close runtime: %v", err)
 		}
+		goleak.VerifyNone(t, append([]goleak.Option{before}, clientConnections...)...)
 	})
-	return &host{client, gone}, rt
+	return &host{sharedClient, sharedGone}, rt
 }
 
-// stop stops the node and waits until the client has seen it go. (The
-// pinned protoactor remote races with itself when a peer disconnects
-// while it shuts down; tests close the client only once that is over.)
+// clientConnections ignores the goroutines of the shared client's
+// connections to nodes: protoactor's endpoint writers (one may be waiting
+// to retry a node that is gone) and gRPC's.
+var clientConnections = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initialize"),
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointWriter).initializeInternal.func1"),
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointReader).Receive"),
+	goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/remote.(*endpointReader).Receive.func1"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.(*addrConn).resetTransport"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.newClientStreamWithParams.func4"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).reader"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Client).keepalive"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*http2Server).keepalive"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.(*controlBuffer).get"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).handleRawConn.func1"),
+	goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).serveStreams.func2.1"),
+	goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"),
+}
+
+// stopSeen stops the node and waits until the client has seen it go, so
+// that the test ends with its connections closed.
 func (p *nodeProc) stopSeen(t *testing.T, h *host) {
 	t.Helper()
 	p.stop()

@@ -19,6 +19,9 @@ const ServiceName = "polyweave-tools"
 // the loopback interface, on a port the system picks.
 const DefaultAddress = "127.0.0.1:0"
 
+// endpointQueueSize is the initial queue of an endpoint writer.
+const endpointQueueSize = 1024
+
 // newSystem makes an actor system whose protoactor logs go to logger.
 func newSystem(logger *slog.Logger) *actor.ActorSystem {
 	return actor.NewActorSystem(
@@ -41,7 +44,11 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 	if err != nil || port < 0 || port > 65535 {
 		return nil, "", fmt.Errorf("remote: address %q: bad port", address)
 	}
-	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()))
+	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()),
+		// The queue of each peer's endpoint writer starts at this many
+		// slots and grows as needed; the default, a million, allocates
+		// 16 MB for every peer a process talks to.
+		paremote.WithEndpointWriterQueueSize(endpointQueueSize))
 	// A peer that cannot be reached is reported (Terminated to its
 	// watchers) after one attempt, not after five attempts two seconds
 	// apart: calls to a dead node fail fast.

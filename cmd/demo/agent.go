@@ -16,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -156,6 +157,9 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 // newModel makes the model adapter the flags ask for, a description of it
 // for the transcript and a function releasing it.
 func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
+	if cfg.provider == "anthropic" {
+		return newAnthropicModel(cfg, tr)
+	}
 	if cfg.baseURL == "" {
 		script, err := loadScript()
 		if err != nil {
@@ -179,6 +183,26 @@ func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
 		return actors.Spec{}, "", nil, err
 	}
 	return m.Spec("model"), fmt.Sprintf("model %s at %s", cfg.model, cfg.baseURL), m.Close, nil
+}
+
+// newAnthropicModel makes an adapter for the Anthropic Messages API.
+func newAnthropicModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
+	key, err := anthropic.APIKeyFromEnv(cfg.apiKeyEnv)
+	switch {
+	case err != nil && cfg.apiKeyEnvSet:
+		return actors.Spec{}, "", nil, fmt.Errorf("-api-key-env: %w", err)
+	case err != nil:
+		tr.Note("demo", "$%s is not set: sending no API key", cfg.apiKeyEnv)
+	}
+	baseURL := cfg.baseURL
+	if baseURL == "" {
+		baseURL = anthropic.DefaultBaseURL
+	}
+	m, err := anthropic.New(&anthropic.Options{BaseURL: baseURL, APIKey: key, Model: cfg.model, Timeout: cfg.timeout})
+	if err != nil {
+		return actors.Spec{}, "", nil, err
+	}
+	return m.Spec("model"), fmt.Sprintf("model %s at %s (Anthropic)", cfg.model, baseURL), m.Close, nil
 }
 
 // loadScript parses the embedded script, with the arguments of its calls

@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/models/anthropic/anthropictest"
+	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai/openaitest"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
@@ -427,4 +429,55 @@ func TestE2E_SessionResumesAfterTimeout(t *testing.T) {
 		t.Errorf("want the session resumed after its first round: %v", res)
 	}
 	checkWorkspace(t, dir)
+}
+
+func TestE2E_ProviderAnthropic(t *testing.T) {
+	srv := anthropictest.NewServer(scriptTurns(t))
+	defer srv.Close()
+	dir := t.TempDir()
+	res, _ := runDemo(t, []string{"ANTHROPIC_API_KEY=sk-ant-test"},
+		"-provider", "anthropic", "-base-url", srv.URL, "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkTranscript(t, res.stdout)
+	checkWorkspace(t, dir)
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("the server got %d requests, want 4", len(reqs))
+	}
+	if !modeltest.JSONEqual(reqs[0]["model"], []byte(`"claude-sonnet-4-5"`)) {
+		t.Errorf("model %s, want the Anthropic default", reqs[0]["model"])
+	}
+	for i, h := range srv.Headers() {
+		if got := h.Get("Authorization"); got != "Bearer sk-ant-test" {
+			t.Errorf("request %d: Authorization %q, want the key from $ANTHROPIC_API_KEY", i, got)
+		}
+	}
+	// The last request holds the conversation as Messages API turns: the
+	// tool results open the user turns.
+	var turns []struct {
+		Role    string `json:"role"`
+		Content []struct {
+			Type string `json:"type"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(reqs[3]["messages"], &turns); err != nil {
+		t.Fatal(err)
+	}
+	var shape []string
+	for _, m := range turns {
+		s := m.Role
+		for _, c := range m.Content {
+			s += " " + c.Type
+		}
+		shape = append(shape, s)
+	}
+	want := "user text|assistant text tool_use|user tool_result|assistant text tool_use|user tool_result|assistant text tool_use tool_use|user tool_result tool_result"
+	if got := strings.Join(shape, "|"); got != want {
+		t.Errorf("last request's turns:\n%s\nwant:\n%s", got, want)
+	}
+	if _, ok := reqs[0]["system"]; !ok {
+		t.Errorf("no system prompt in %v", reqs[0])
+	}
 }

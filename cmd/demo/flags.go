@@ -15,6 +15,8 @@ import (
 const (
 	defaultAPIKeyEnv     = "OPENAI_API_KEY"
 	defaultModel         = "gpt-4o-mini"
+	anthropicAPIKeyEnv   = "ANTHROPIC_API_KEY"
+	anthropicModel       = "claude-sonnet-4-5"
 	defaultMaxIterations = 8
 	defaultTimeout       = 2 * time.Minute
 	defaultPrompt        = "Write a shell script hello.sh that greets the name it is given, " +
@@ -24,10 +26,12 @@ const (
 // config is what the flags ask for. The zero value is not meaningful: it
 // comes from parseFlags.
 type config struct {
+	provider      string // "", "openai" or "anthropic"
 	baseURL       string
 	model         string
 	apiKeyEnv     string
 	apiKeyEnvSet  bool // -api-key-env was given explicitly
+	modelSet      bool // -model was given explicitly
 	prompt        string
 	promptSet     bool // -prompt was given explicitly
 	workspace     string
@@ -67,6 +71,7 @@ Examples:
   demo -json | jq .type                  frames as JSON lines
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
+  demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
 
 Flags:
 `
@@ -85,6 +90,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"API root of an OpenAI-compatible server, usually ending in /v1\n"+
 			"(Ollama http://localhost:11434/v1, vLLM http://localhost:8000/v1);\n"+
 			"empty runs the embedded scripted model")
+	fs.StringVar(&cfg.provider, "provider", "",
+		"model API: openai (any OpenAI-compatible server; the default with -base-url)\n"+
+			"or anthropic (the Messages API; -base-url defaults to Anthropic's, the key\n"+
+			"to $ANTHROPIC_API_KEY and -model to "+anthropicModel+")")
 	fs.StringVar(&cfg.model, "model", defaultModel, "model name sent to the server (with -base-url)")
 	fs.StringVar(&cfg.apiKeyEnv, "api-key-env", defaultAPIKeyEnv,
 		"name of the environment variable holding the API key (with -base-url);\n"+
@@ -124,6 +133,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		switch f.Name {
 		case "api-key-env":
 			cfg.apiKeyEnvSet = true
+		case "model":
+			cfg.modelSet = true
 		case "prompt":
 			cfg.promptSet = true
 		}
@@ -133,6 +144,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (cfg *config) validate(rest []string) error {
 	bad := func(format string, a ...any) error { return &usageError{err: fmt.Errorf(format, a...)} }
+	switch cfg.provider {
+	case "", "openai":
+	case "anthropic":
+		if !cfg.apiKeyEnvSet {
+			cfg.apiKeyEnv = anthropicAPIKeyEnv
+		}
+		if !cfg.modelSet {
+			cfg.model = anthropicModel
+		}
+	default:
+		return bad("-provider %q: want openai or anthropic", cfg.provider)
+	}
 	switch {
 	case len(rest) > 0:
 		return bad("unexpected argument %q (give the prompt with -prompt)", rest[0])

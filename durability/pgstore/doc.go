@@ -14,12 +14,13 @@
 //     by (name, idx): name is the actor name's bytes (bytea: any byte string
 //     up to [MaxNameLen] bytes), idx the uint64 index with its top bit
 //     flipped so that bigint order is index order, crc the CRC-32C of the
-//     row's kind, name, index and data.
+//     row's kind, name, index and data (durability.Checksum).
 //   - fences(key, epoch): the fencing tokens of [Store.Claim].
 //
 // Every row read is checked against its checksum; a row changed after it was
-// written fails the read with [ErrDamaged] (in a *durability.StoreError that
-// names the actor and the index) and its data is never handed out.
+// written fails the read with durability.ErrDamaged (a *durability.StoreError
+// naming the actor around a *durability.DamageError naming the store, the
+// record's kind and its index) and its data is never handed out.
 //
 // # Durability and group commit
 //

@@ -109,6 +109,7 @@ type Store struct {
 	log         *slog.Logger
 	q           queries
 	schema      string
+	name        string // names the store in errors: "pgstore host/database schema S"
 	keepHistory bool
 	maxBatch    int
 
@@ -152,6 +153,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		log:         o.Logger,
 		q:           newQueries(o.Schema),
 		schema:      o.Schema,
+		name:        fmt.Sprintf("pgstore %s/%s schema %s", cfg.ConnConfig.Host, cfg.ConnConfig.Database, o.Schema),
 		keepHistory: o.KeepHistory,
 		maxBatch:    o.MaxBatchSize,
 		writes:      make(chan *write, o.MaxBatchSize),

@@ -83,6 +83,27 @@ func TestStore_Conformance(t *testing.T) {
 }
 
 // The fenced view honours the same contract while its claim is current.
+// Damage inside stored values, at seeded offsets, made with SQL on the
+// server: every read of the damaged row fails, every other read returns
+// what was written.
+func TestStore_DamagedValues(t *testing.T) {
+	var schema string
+	open := func(t *testing.T) durability.Store {
+		s := open(t, nil)
+		schema = s.Schema()
+		return s
+	}
+	durabilitytest.RunDamagedValues(t, 20, open, func(t *testing.T, s durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
+		table := "events"
+		if kind == durability.RecordSnapshot {
+			table = "snapshots"
+		}
+		sql(t, fmt.Sprintf("UPDATE %s.%s SET data = set_byte(data, $3, get_byte(data, $3) # 1) WHERE name = $1 AND idx = $2", schema, table),
+			[]byte(name), int64(index^(1<<63)), offset)
+		return s, nil
+	})
+}
+
 func TestClaim_Conformance(t *testing.T) {
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
 		s := open(t, nil)
@@ -404,7 +425,7 @@ func TestStore_DamagedRowsRefused(t *testing.T) {
 			return nil
 		})
 		if damaged[name] {
-			se := checkCause(t, err, pgstore.ErrDamaged)
+			se := checkCause(t, err, durability.ErrDamaged)
 			if se.Name != name || se.Op != durability.OpGetEvents || !strings.Contains(err.Error(), "event ") {
 				t.Errorf("damage error %v does not name the actor and the event", err)
 			}
@@ -413,7 +434,7 @@ func TestStore_DamagedRowsRefused(t *testing.T) {
 		}
 		snap, ok, err := s.GetSnapshot(ctx, name)
 		if damaged[name+"/snap"] {
-			se := checkCause(t, err, pgstore.ErrDamaged)
+			se := checkCause(t, err, durability.ErrDamaged)
 			if se.Name != name || !strings.Contains(err.Error(), "snapshot 0") {
 				t.Errorf("damage error %v does not name the actor and the snapshot", err)
 			}

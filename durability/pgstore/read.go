@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,7 +24,7 @@ type row struct {
 
 // GetEvents implements [durability.Store]. Every row is checked against
 // its checksum before fn sees it; a damaged one ends the read with
-// [ErrDamaged].
+// durability.ErrDamaged.
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
 	const op = durability.OpGetEvents
 	if !validName(name) {
@@ -86,8 +85,8 @@ func (s *Store) readPage(ctx context.Context, name string, lo, hi int64, page []
 			return page, false, err
 		}
 		index := unbias(idx)
-		if uint32(crc) != checksum(kindEvent, name, index, data) {
-			return page, false, s.damaged("event", index)
+		if crc != checksum(durability.RecordEvent, name, index, data) {
+			return page, false, s.damaged(durability.RecordEvent, index)
 		}
 		if data == nil {
 			data = []byte{}
@@ -105,12 +104,13 @@ func (s *Store) readPage(ctx context.Context, name string, lo, hi int64, page []
 }
 
 // damaged is the cause reported for a row that fails its checksum.
-func (s *Store) damaged(what string, index uint64) error {
-	return fmt.Errorf("pgstore schema %q: %s %d: %w", s.schema, what, index, ErrDamaged)
+func (s *Store) damaged(kind durability.RecordKind, index uint64) error {
+	return durability.Damaged(s.name, kind, index, "checksum mismatch")
 }
 
 // GetSnapshot implements [durability.Store]. The snapshot is checked against
-// its checksum; a damaged one is reported with [ErrDamaged], not skipped.
+// its checksum; a damaged one is reported with durability.ErrDamaged, not
+// skipped.
 func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
 	const op = durability.OpGetSnapshot
 	if !validName(name) {
@@ -136,8 +136,8 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	index := unbias(idx)
-	if uint32(crc) != checksum(kindSnapshot, name, index, data) {
-		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: s.damaged("snapshot", index)}
+	if crc != checksum(durability.RecordSnapshot, name, index, data) {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: s.damaged(durability.RecordSnapshot, index)}
 	}
 	if data == nil {
 		data = []byte{}

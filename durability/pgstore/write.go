@@ -288,12 +288,12 @@ type rowKey struct {
 // add appends a row, or replaces the data of a row with the same key added
 // earlier in the batch (the writes of one batch are concurrent, so any order
 // between them is a valid one, and one statement cannot touch a row twice).
-func (r *rows) add(seen map[rowKey]int, kind byte, name string, idx uint64, data []byte) {
+func (r *rows) add(seen map[rowKey]int, kind durability.RecordKind, name string, idx uint64, data []byte) {
 	k := rowKey{name, bias(idx)}
 	if data == nil {
 		data = []byte{} // NULL is not a value
 	}
-	sum := int32(checksum(kind, name, idx, data))
+	sum := checksum(kind, name, idx, data)
 	if i, ok := seen[k]; ok {
 		r.data[i], r.crc[i] = data, sum
 		return
@@ -329,10 +329,10 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
 		switch w.kind {
 		case putEvents:
 			for i, d := range w.data {
-				c.ev.add(c.seen, kindEvent, w.name, w.index+uint64(i), d)
+				c.ev.add(c.seen, durability.RecordEvent, w.name, w.index+uint64(i), d)
 			}
 		case putSnapshot:
-			c.snap.add(c.seenSnap, kindSnapshot, w.name, w.index, w.data[0])
+			c.snap.add(c.seenSnap, durability.RecordSnapshot, w.name, w.index, w.data[0])
 			if !s.keepHistory {
 				c.compact.names = append(c.compact.names, []byte(w.name))
 				c.compact.idx = append(c.compact.idx, bias(w.index))

@@ -189,10 +189,12 @@ func figureWorkspace(c *config) []Row {
 				kind: duration, unit: "op", goal: ratioAtMost(1.5)},
 		)
 	}
-	pairs = append(pairs, pair{figure: "6", name: "run_command true",
-		ours: benchSide("workspace", fx.benchRunTrue), base: benchSide("exec sh -c true", benchExecTrue),
-		kind: duration, unit: "op", goal: ratioAtMost(1.2)})
-	return c.rows(pairs)
+	cmdPairs, closeCmd, err := commandPairs(dir)
+	if err != nil {
+		return append(c.rows(pairs), Row{Figure: "6", Case: "run_command", Error: err.Error()})
+	}
+	defer closeCmd()
+	return c.rows(append(pairs, cmdPairs...))
 }
 
 func figureConversation(c *config) []Row {

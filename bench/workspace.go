@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/workspace"
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // Figure 6: the workspace file and command tools against the plain os
@@ -166,4 +167,112 @@ func sizeName(n int) string {
 		return strconv.Itoa(n>>10) + "KiB"
 	}
 	return strconv.Itoa(n) + "B"
+}
+
+// Figure 6's command rows: run_command true sandboxed and unsandboxed
+// against a bare sh -c true, then what the sandbox's parts cost: the
+// sandbox without Landlock against the whole, and a bare exec of true in
+// each namespace alone against a bare exec of true.
+
+// newCommandWorkspace opens a workspace on a fresh directory under dir
+// with the given options; the sandboxed ones require the full sandbox,
+// so a row never measures less than it says.
+func newCommandWorkspace(dir, name string, opts *workspace.Options) (*workspace.Workspace, error) {
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return nil, err
+	}
+	return workspace.New(d, opts)
+}
+
+// benchRun is run_command "true" on ws.
+func benchRun(ws *workspace.Workspace) func(b *testing.B) {
+	return func(b *testing.B) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := ws.RunCommand(ctx, workspace.RunCommandInput{Command: "true"})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+	}
+}
+
+// commandPairs are figure 6's command rows; close releases their
+// workspaces.
+func commandPairs(dir string) (pairs []pair, close func(), err error) {
+	var opened []*workspace.Workspace
+	close = func() {
+		for _, ws := range opened {
+			ws.Close()
+		}
+	}
+	open := func(name string, opts *workspace.Options) *workspace.Workspace {
+		if err != nil {
+			return nil
+		}
+		var ws *workspace.Workspace
+		ws, err = newCommandWorkspace(dir, name, opts)
+		if err == nil {
+			opened = append(opened, ws)
+		}
+		return ws
+	}
+	sandboxed := open("sandboxed", &workspace.Options{Sandbox: workspace.SandboxRequired})
+	unsandboxed := open("unsandboxed", &workspace.Options{Sandbox: workspace.SandboxOff})
+	if err != nil {
+		close()
+		return nil, nil, err
+	}
+	bare := benchSide("exec sh -c true", benchExecTrue)
+	pairs = append(pairs,
+		pair{figure: "6", name: "run_command true, sandboxed",
+			ours: benchSide("workspace", benchRun(sandboxed)), base: bare,
+			kind: duration, unit: "op", goal: ratioAtMost(2),
+			note: "sandboxed: the helper (this binary re-executed), 6 namespaces, mounts, Landlock, rlimits"},
+		pair{figure: "6", name: "run_command true, unsandboxed",
+			ours: benchSide("workspace", benchRun(unsandboxed)), base: bare,
+			kind: duration, unit: "op", goal: ratioAtMost(1.2)},
+	)
+	if sandbox.Supported {
+		withLL := benchSide("sandbox", benchSandboxTrue(sandboxed.Dir(), false))
+		withoutLL := benchSide("sandbox without Landlock", benchSandboxTrue(sandboxed.Dir(), true))
+		pairs = append(pairs, pair{figure: "6", name: "sandboxed true: Landlock's share",
+			ours: withLL, base: withoutLL, kind: duration, unit: "op", goal: info,
+			note: "the sandbox package alone (no workspace), with and without Landlock"})
+	}
+	pairs = append(pairs, namespacePairs()...)
+	return pairs, close, nil
+}
+
+// benchSandboxTrue runs true in the sandbox package's sandbox directly.
+func benchSandboxTrue(dir string, withoutLandlock bool) func(b *testing.B) {
+	return func(b *testing.B) {
+		cfg, err := sandbox.Config{WithoutLandlock: withoutLandlock}.WithDefaults()
+		if err != nil {
+			b.Fatal(err)
+		}
+		root, err := os.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer root.Close()
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer null.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := sandbox.Start(cfg, root, "/bin/sh", "true", nil, null, null)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = p.Cmd.Wait()
+			if exit, err := p.Finish(); err != nil || exit.Code != 0 {
+				b.Fatalf("%+v %v", exit, err)
+			}
+		}
+	}
 }

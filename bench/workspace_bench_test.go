@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/polyweave/polyweave-go/workspace"
+)
 
 // BenchmarkWorkspaceFiles reads and writes 4 KiB and 1 MiB files through
 // the workspace against os.ReadFile, os.WriteFile and an atomic fsynced
@@ -32,4 +36,15 @@ func BenchmarkWorkspaceCommand(b *testing.B) {
 	defer fx.Close()
 	b.Run("true/workspace", fx.benchRunTrue)
 	b.Run("true/exec.Command", benchExecTrue)
+	for _, mode := range []struct {
+		name string
+		mode workspace.SandboxMode
+	}{{"sandboxed", workspace.SandboxRequired}, {"unsandboxed", workspace.SandboxOff}} {
+		ws, err := newCommandWorkspace(b.TempDir(), mode.name, &workspace.Options{Sandbox: mode.mode})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("true/workspace-"+mode.name, benchRun(ws))
+		ws.Close()
+	}
 }

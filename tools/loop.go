@@ -122,9 +122,10 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 			return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
 		}
 	}
-	idempotent := map[string]bool{}
+	idempotent, dies := map[string]bool{}, map[string]bool{}
 	for _, t := range all {
 		idempotent[t.Name()] = t.def.Idempotent
+		dies[t.Name()] = t.def.DiesWithProcess
 	}
 	opts.ToolsParam = toolsParam(opts.ToolsParam, all)
 	if len(opts.ToolsParam) > 0 && !json.Valid(opts.ToolsParam) {
@@ -134,7 +135,7 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
 		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
 		if opts.Session != nil {
-			l.sess = &sessionState{opts: session, idempotent: idempotent}
+			l.sess = &sessionState{opts: session, idempotent: idempotent, diesWithProcess: dies}
 		}
 		return l
 	})

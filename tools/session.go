@@ -104,6 +104,9 @@ func (o *SessionOptions) validate() error {
 type sessionState struct {
 	opts       SessionOptions
 	idempotent map[string]bool
+	// diesWithProcess names the tools whose running calls certainly
+	// stopped when the process did (Definition.DiesWithProcess).
+	diesWithProcess map[string]bool
 	// stored is the session as last written to or read from the store
 	// (a marshaled messages.LoopSession), nil when there is none. A
 	// resume starts from it, so a loop that outlives a failed stream
@@ -276,7 +279,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			rerun = append(rerun, tc)
 			ev.Rerun = append(ev.Rerun, id)
 		default:
-			tc.result = errorResult(tc.call, FailureInterrupted, interruptedMessage(tc.call.GetName(), midStream))
+			tc.result = errorResult(tc.call, FailureInterrupted, interruptedMessage(tc.call.GetName(), midStream, ss.diesWithProcess[tc.call.GetName()]))
 			ev.Interrupted = append(ev.Interrupted, id)
 		}
 		s.calls = append(s.calls, tc)
@@ -295,9 +298,14 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	l.maybeFinishRound(c, s)
 }
 
-func interruptedMessage(tool string, midStream bool) string {
+func interruptedMessage(tool string, midStream, stopped bool) string {
 	if midStream {
 		return fmt.Sprintf("Tool call %s was interrupted: the session stopped while the call was being streamed; it was not run", tool)
+	}
+	if stopped {
+		return fmt.Sprintf("Tool call %s was interrupted: the session stopped while it was running and the call was "+
+			"certainly stopped with it (it dies with its process); it was not run again, and what it did before it "+
+			"was stopped may remain", tool)
 	}
 	return fmt.Sprintf("Tool call %s was interrupted: the session stopped while it was running; it was not run again", tool)
 }

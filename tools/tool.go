@@ -53,6 +53,11 @@ type Definition struct {
 	// Idempotent says that running a call twice has the effect of running
 	// it once, so a durable loop may re-run a call interrupted by a crash.
 	Idempotent bool
+	// DiesWithProcess says a running call's work stops for certain when
+	// the process running it dies (a sandboxed command dies with its
+	// host), so a durable loop resuming after a crash reports an
+	// interrupted call as stopped, not as possibly still running.
+	DiesWithProcess bool
 	// Schema is the JSON Schema of the arguments; default
 	// {"type":"object","properties":{},"required":[]}.
 	Schema json.RawMessage

@@ -27,26 +27,74 @@
 //
 // # Commands
 //
-// run_command runs `sh -c` in the workspace directory, in a new session
-// and so a new process group, with stdin from /dev/null and an environment
-// built from an allow-list ([Options.InheritEnv]; HOME is the workspace).
-// When the shell exits, and at the timeout or on cancellation (SIGTERM,
-// then SIGKILL), the whole process group is killed, so nothing the command
-// started in its group outlives the call. Each output stream keeps
-// [Options.MaxOutputBytes] and the rest is drained and dropped.
+// run_command runs `sh -c` in the workspace directory — the very directory
+// New resolved and the file tools use — with stdin from /dev/null and an
+// environment built from an allow-list ([Options.InheritEnv]; HOME is the
+// workspace). Each output stream keeps [Options.MaxOutputBytes] and the
+// rest is drained and dropped.
 //
-// run_command confines process lifetime, not file access: the shell can
-// reach whatever the process's user can, and a process that calls setsid
-// leaves the group and is not killed (the call still returns, after
-// [Options.WaitDelay] at most). Confining commands further needs an OS
-// sandbox (namespaces, cgroups), which this package does not set up.
+// By default ([SandboxAuto]) every command runs in a sandbox of its own
+// (package [github.com/polyweave/polyweave-go/workspace/sandbox]): new
+// user, PID, mount, network, IPC and UTS namespaces under a helper that
+// is their PID 1; a fresh /proc; everything read-only but the workspace
+// and a private /tmp ([Options.HidePaths] hides more); Landlock allowing
+// writes only beneath the workspace and /tmp, and no TCP; no network
+// unless [Options.AllowNetwork]; no capabilities; rlimits on address
+// space, file size, processes and CPU time ([Options.Limits]); only
+// descriptors 0–2. When the shell exits, at the timeout, on cancellation
+// or Close, and when the host process dies (the helper's parent-death
+// signal), the helper dies and the kernel kills every process of the
+// namespace, including those that called setsid or forked twice.
+//
+// New sets up a sandbox once to learn which protections the kernel
+// allows; [Workspace.Protections] says which are in force, and
+// Protections.Missing why any is not. Where there is no sandbox (no user
+// namespaces, another OS) commands run unsandboxed and a warning is
+// logged; [SandboxRequired] makes New fail instead.
+//
+// Unsandboxed ([SandboxOff], or no sandbox available) the shell starts in
+// a new session and so a new process group, which is killed when the
+// shell exits, and at the timeout or on cancellation (SIGTERM, then
+// SIGKILL after [Options.KillGrace]). That confines lifetimes, not
+// access. The hostile command suite (hostile_test.go) runs every case
+// both ways, each checked through /proc and the file system rather than
+// the tool's word; these are the cases only the sandbox stops:
+//
+//	case                              without the sandbox
+//	setsid / setsid -f daemon         a process survives the call
+//	setpgid (perl setpgrp) daemon     a process survives the call
+//	bash -c 'set -m; … &' daemon      a process survives the call
+//	kill -9 $PPID                     the host is killed
+//	cat /proc/$PPID/environ           the host's environment is read
+//	cd .. and write, cat ../secret    files outside are written and read
+//	absolute-path write and read      files outside are written and read
+//	unshare -m; mount --bind outside  files outside are written and read
+//	network connect (127.0.0.1)       the network is reached
+//	descriptor left open by the host  a descriptor of the host is read
+//	fork bomb (400 processes)         400 processes start
+//	memory bomb (300 MB)              300 MB are allocated
+//	disk bomb (50 MB file)            a 50 MB file is written
+//	CPU spin                          it spins until the timeout
+//	host killed (kill -9) mid-command the command runs on and finishes
+//
+// Both ways stop a double-forked daemon that stays in the group, 50 MB of
+// output (capped, drained) and reads from stdin (empty).
+//
+// A result says what cut a command short ([RunCommandResult.StoppedBy]:
+// timeout, cancellation, Close, the CPU or file size limit, a failed
+// sandbox), with the exit code and the signal, and whether it ran
+// sandboxed.
 //
 // # Platform
 //
-// The package is for Linux: run_command watches the shell through a pidfd
-// (Linux 5.3 or later) and drains both output pipes with one poll(2) loop
-// in the calling goroutine, and the extension check on a resolved
-// symbolic link reads the open file's name from /proc/self/fd.
+// The package builds on every OS; the sandbox and the pidfd that watches
+// the shell are Linux's (5.3 or later; the sandbox needs user namespaces
+// and uses Landlock where the kernel has it, and a per-namespace pid_max,
+// Linux 6.14, to bound processes when the host runs as root). Elsewhere
+// commands run unsandboxed and Protections says "no sandbox". Output
+// pipes are drained with one poll(2) loop in the calling goroutine, and
+// the extension check on a resolved symbolic link reads the open file's
+// name from /proc/self/fd.
 //
 // # Results and errors
 //

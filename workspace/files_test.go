@@ -215,7 +215,16 @@ func assertRefused(t *testing.T, success bool, got Reason, msg, path string, wan
 		t.Errorf("error %q does not say %q", msg, want)
 	}
 	// The message names the path (quoted, so NUL and long names are safe
-	// to show).
+	// to show); a long path is cut and its length said, not echoed whole.
+	if len(path) > maxShownPath {
+		if strings.Contains(msg, path) || !strings.Contains(msg, strconv.Quote(path[:maxShownPath])+"… ("+strconv.Itoa(len(path))+" bytes)") {
+			t.Errorf("error %q does not name the long path by its beginning and length", msg)
+		}
+		if len(msg) > 2*maxShownPath+200 {
+			t.Errorf("error for a %d-byte path is %d bytes long", len(path), len(msg))
+		}
+		return
+	}
 	if q := strconv.Quote(path); !strings.Contains(msg, q) {
 		t.Errorf("error %q does not name the path %s", msg, q)
 	}

@@ -1,11 +1,17 @@
 package workspace
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(hostileHostEnv) != "" {
+		// This process is the host of one hostile command (see
+		// hostile_test.go), not a test run.
+		os.Exit(runHostileHost())
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -25,10 +25,74 @@ type refusal struct {
 }
 
 func (r *refusal) message(op, path string) string {
+	shown := shownPath(path)
 	if r.detail == "" {
-		return fmt.Sprintf("%s %q: %s", op, path, r.reason)
+		return fmt.Sprintf("%s %s: %s", op, shown, r.reason)
 	}
-	return fmt.Sprintf("%s %q: %s (%s)", op, path, r.reason, r.detail)
+	return fmt.Sprintf("%s %s: %s (%s)", op, shown, r.reason, r.detail)
+}
+
+// maxShownPath bounds how much of a path a message repeats: a model that
+// sent a huge path does not get it back in full.
+const maxShownPath = 200
+
+// shownPath quotes path for a message (so a trailing space shows), cut
+// to maxShownPath bytes with its full length said.
+func shownPath(path string) string {
+	if len(path) <= maxShownPath {
+		return strconv.Quote(path)
+	}
+	cut := strings.ToValidUTF8(path[:maxShownPath], "")
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cut), len(path))
+}
+
+// explain adds to a refusal of name what a model needs to act on it: that
+// the workspace directory itself is gone, that a link on the way is what
+// was refused, or that the name has invisible space at an end.
+func (w *Workspace) explain(name string, rf *refusal) *refusal {
+	if rf.reason == ReasonNotFound || rf.reason == ReasonIO || rf.reason == ReasonEscapes {
+		var st syscall.Stat_t
+		if fi, err := w.rootDir.Stat(); err == nil {
+			if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+				st = *s
+			}
+		}
+		if st.Nlink == 0 {
+			return refuse(ReasonWorkspaceGone, "")
+		}
+	}
+	if rf.reason == ReasonEscapes {
+		if link, ok := w.linkOnTheWay(name); ok {
+			return refuse(ReasonEscapes, fmt.Sprintf("%q is a symbolic link to a place outside the workspace", link))
+		}
+	}
+	if trimmed := strings.TrimSpace(name); trimmed != name && trimmed != "" && rf.detail == "" {
+		if rf.reason == ReasonNotFound || rf.reason == ReasonExtension {
+			return refuse(rf.reason, "note: the path has white space at its start or end")
+		}
+	}
+	return rf
+}
+
+// linkOnTheWay returns the first component of name (cleaned, relative)
+// that is a symbolic link, looked at through the root.
+func (w *Workspace) linkOnTheWay(name string) (string, bool) {
+	name = filepath.Clean(name)
+	if !filepath.IsLocal(name) {
+		return "", false
+	}
+	prefix := ""
+	for part := range strings.SplitSeq(name, "/") {
+		prefix = filepath.Join(prefix, part)
+		fi, err := w.root.Lstat(prefix)
+		if err != nil {
+			return "", false
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return prefix, true
+		}
+	}
+	return "", false
 }
 
 func refuse(reason Reason, detail string) *refusal { return &refusal{reason: reason, detail: detail} }
@@ -54,6 +118,8 @@ func checkName(name string) (string, *refusal) {
 		return "", refuse(ReasonAbsolute, "")
 	case !filepath.IsLocal(name):
 		return "", refuse(ReasonEscapes, "")
+	case strings.HasSuffix(name, "/"):
+		return "", refuse(ReasonTrailingSlash, "")
 	}
 	for part := range strings.SplitSeq(name, "/") {
 		if len(part) > maxComponentBytes {

@@ -36,6 +36,14 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 		return w.readDir(".", w.dir)
 	}
 	name, rf := checkName(in.Path)
+	if rf != nil && rf.reason == ReasonTrailingSlash {
+		// "dir/" lists dir; only a file named with a trailing / is refused.
+		if name, rf = checkName(strings.TrimRight(in.Path, "/")); rf == nil {
+			if fi, err := w.root.Stat(name); err == nil && !fi.IsDir() {
+				rf = refuse(ReasonTrailingSlash, "it is a file")
+			}
+		}
+	}
 	if rf != nil {
 		return w.readRefused(in.Path, rf), nil
 	}
@@ -83,6 +91,7 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 }
 
 func (w *Workspace) readRefused(path string, rf *refusal) ReadFileResult {
+	rf = w.explain(path, rf)
 	msg := rf.message(ReadFileToolName, path)
 	w.log.Debug("read_file refused", "path", path, "reason", string(rf.reason), "detail", rf.detail)
 	return ReadFileResult{Path: path, Error: msg, Reason: rf.reason}

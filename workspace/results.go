@@ -47,6 +47,9 @@ const (
 	ReasonHardLink       Reason = "file has more than one hard link"
 	ReasonPermission     Reason = "permission denied"
 	ReasonIO             Reason = "file system error"
+	ReasonTrailingSlash  Reason = "path ends with /, which names a directory; give the file's name without it"
+	ReasonTooLarge       Reason = "content too large"
+	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"
 )

@@ -8,7 +8,9 @@ import "github.com/polyweave/polyweave-go/tools"
 // run_command has "execute", is irreversible and has no tool timeout of
 // its own: the workspace enforces its command timeout and kills the
 // command (its whole sandbox, or its process group), and a CANCEL still
-// cancels the call.
+// cancels the call. When the sandbox makes commands die with their host,
+// run_command is DiesWithProcess: a durable loop resuming after a crash
+// says the interrupted command was certainly stopped.
 //
 // It lives here, not in package tools, so that package tools builds on
 // every system.
@@ -24,7 +26,8 @@ func Tools(ws *Workspace) ([]*tools.Tool, error) {
 		return nil, err
 	}
 	run, err := tools.NewTyped(tools.Definition{Name: RunCommandToolName, Description: RunCommandDescription,
-		Capabilities: []string{"execute"}, Irreversible: true, Timeout: tools.NoTimeout}, ws.RunCommand)
+		Capabilities: []string{"execute"}, Irreversible: true, Timeout: tools.NoTimeout,
+		DiesWithProcess: ws.Protections().DiesWithHost}, ws.RunCommand)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -294,7 +295,7 @@ func (w *Workspace) setUpSandbox() error {
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)
 	}
-	prot, err := sandbox.Probe(cfg, w.rootDir)
+	prot, err := probe(cfg, w.rootDir)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
 		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
@@ -310,6 +311,27 @@ func (w *Workspace) setUpSandbox() error {
 	w.sandbox = &cfg
 	w.prot = prot
 	return nil
+}
+
+// probes caches successful probes by configuration: what the kernel
+// allows does not change while the process runs, and a probe costs a
+// process start.
+var probes sync.Map // string (JSON of the config) -> Protections
+
+// probe is sandbox.Probe, once per configuration.
+func probe(cfg sandbox.Config, rootDir *os.File) (Protections, error) {
+	key, err := json.Marshal(cfg)
+	if err != nil {
+		return Protections{}, err
+	}
+	if p, ok := probes.Load(string(key)); ok {
+		return p.(Protections), nil
+	}
+	p, err := sandbox.Probe(cfg, rootDir)
+	if err == nil {
+		probes.Store(string(key), p)
+	}
+	return p, err
 }
 
 // Protections says which protections are in force for this workspace's

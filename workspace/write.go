@@ -3,11 +3,13 @@ package workspace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -35,6 +37,10 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 	}
 	defer w.calls.Done()
 
+	if n := int64(len(in.Content)); n > w.opts.MaxWriteBytes {
+		return w.writeRefused(in.Path, refuse(ReasonTooLarge, fmt.Sprintf(
+			"%d bytes; one write may hold at most %d: write a smaller file or split the content", n, w.opts.MaxWriteBytes))), nil
+	}
 	name, rf := checkName(in.Path)
 	if rf == nil {
 		rf = w.checkExt(name)
@@ -53,6 +59,7 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 }
 
 func (w *Workspace) writeRefused(path string, rf *refusal) WriteFileResult {
+	rf = w.explain(path, rf)
 	msg := rf.message(WriteFileToolName, path)
 	w.log.Debug("write_file refused", "path", path, "reason", string(rf.reason), "detail", rf.detail)
 	return WriteFileResult{Error: msg, Reason: rf.reason}
@@ -138,10 +145,11 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		err = w.root.Rename(tmp, target)
 	}
 	if err != nil {
-		if rerr := w.root.Remove(tmp); rerr != nil {
+		if rerr := w.root.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			w.log.Warn("write_file: remove temporary file", "path", tmp, "err", rerr)
 		}
-		return classifyWrite(err)
+		w.log.Debug("write_file: write failed", "target", target, "err", err)
+		return classifyWrite(err, tmp, target)
 	}
 	// The rename is done; a failed directory sync only weakens durability
 	// across a crash, so it is logged rather than reported as a failure.
@@ -181,8 +189,9 @@ func syncDir(root *os.Root, dir string) error {
 }
 
 // classifyWrite is classify for errors while writing, where an errno
-// like ENOSPC is the useful detail.
-func classifyWrite(err error) *refusal {
+// like ENOSPC is the useful detail. The temporary file's name, which
+// means nothing to the model, is replaced by the target's.
+func classifyWrite(err error, tmp, target string) *refusal {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		return classify(err)
@@ -190,5 +199,5 @@ func classifyWrite(err error) *refusal {
 	if errors.As(err, new(*fs.PathError)) {
 		return classify(err)
 	}
-	return refuse(ReasonIO, err.Error())
+	return refuse(ReasonIO, strings.ReplaceAll(err.Error(), tmp, target))
 }

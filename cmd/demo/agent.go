@@ -86,6 +86,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer ws.Close()
+	tr.Note("sandbox", "%s", ws.Protections())
 
 	var in *injector
 	if cfg.crash.site != crashNone {

@@ -71,10 +71,17 @@ func init() {
 // exits, kills what is left and reports.
 func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
-	// only delivers to a namespace's init the signals it handles).
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+	// only delivers to a namespace's init the signals it handles). They
+	// are caught and dropped rather than ignored: an ignored signal would
+	// stay ignored in the command after exec.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGCONT)
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH)
+	go func() {
+		for range sigs {
+		}
+	}()
 	// Nothing the host left open reaches the command.
 	_ = unix.CloseRange(fdStatus+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	for _, fd := range []int{fdControl, fdRoot, fdStatus} {
@@ -227,8 +234,13 @@ func setUp(req *request) (*Protections, string, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return p, "", fmt.Errorf("no_new_privs: %w", err)
 	}
-	abi, err := restrictLandlock(wsPath, !cfg.AllowNetwork)
+	abi, err := 0, error(nil)
+	if !cfg.WithoutLandlock {
+		abi, err = restrictLandlock(wsPath, !cfg.AllowNetwork)
+	}
 	switch {
+	case cfg.WithoutLandlock:
+		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
 		return p, "", fmt.Errorf("landlock: %w", err)
 	case abi == 0:

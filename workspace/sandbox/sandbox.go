@@ -82,6 +82,9 @@ type Config struct {
 	TmpSize int64 `json:"tmpSize"`
 	// Limits are the commands' resource limits.
 	Limits Limits `json:"limits"`
+	// WithoutLandlock leaves Landlock out (Protections then says it is
+	// missing). It exists to measure what Landlock costs.
+	WithoutLandlock bool `json:"withoutLandlock,omitempty"`
 }
 
 // WithDefaults validates c and returns a copy with defaults filled in.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -279,4 +282,192 @@ func benchProviderGetEvents(b *testing.B) {
 // same).
 func noSyncBolt(path string) (durability.Store, error) {
 	return boltstore.Open(path, &boltstore.Options{NoSync: true})
+}
+
+// storeRows are figure 4's store-level rows: what checksums cost (the same
+// code with them off, in the same run), batched persists, compaction and
+// how long a checkpoint makes writers wait.
+func storeRows(c *config) []Row {
+	writers := 64
+	if c.smoke {
+		writers = 2
+	}
+	return c.rows([]pair{
+		{figure: "4", name: fmt.Sprintf("store: persist, bbolt, %d writers, checksums on vs off", writers),
+			ours: metricSide("checksums on", "events/s", withChecksums(true, func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) })),
+			base: metricSide("checksums off", "events/s", withChecksums(false, func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) })),
+			kind: throughput, unit: "events", goal: ratioAtLeast(0.97)},
+		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs off",
+			ours: benchSide("checksums on", withChecksums(true, recoveryReads(true))),
+			base: benchSide("checksums off", withChecksums(false, recoveryReads(false))),
+			kind: duration, unit: "read", goal: ratioAtMost(1.03)},
+		{figure: "4", name: fmt.Sprintf("store: persist batches of 8, bbolt, %d writers", writers),
+			ours: metricSide("PersistEvents", "events/s", func(b *testing.B) { benchPersistBatch(b, writers, 8) }),
+			base: metricSide("PersistEvent", "events/s", func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) }),
+			kind: throughput, unit: "events", goal: info},
+		{figure: "4", name: "store: compaction with 90 % of sessions ended, file size after vs before",
+			ours: compactionSide("after", true), base: compactionSide("before", false),
+			kind: memory, unit: "KiB", goal: ratioAtMost(0.2)},
+		{figure: "4", name: "store: longest write wait around checkpoints vs median write",
+			ours: checkpointWaitSide("longest", true), base: checkpointWaitSide("median", false),
+			kind: duration, unit: "write", goal: info,
+			note: "checkpoints run on the committer: the writes queued behind one wait for it"},
+	})
+}
+
+// withChecksums runs fn with boltstore's checksums on or off.
+func withChecksums(on bool, fn func(b *testing.B)) func(b *testing.B) {
+	return func(b *testing.B) {
+		boltstore.SetChecksumsForBenchmark(on)
+		defer boltstore.SetChecksumsForBenchmark(true)
+		fn(b)
+	}
+}
+
+// recoveryReads reads back 10 000 events of one actor from a bbolt file
+// it fills (in batches, outside the timer) with checksums on or off.
+func recoveryReads(on bool) func(b *testing.B) {
+	return func(b *testing.B) {
+		b.StopTimer()
+		s, err := noSyncBolt(filepath.Join(b.TempDir(), "reads.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		batch := make([][]byte, 1000)
+		for i := range batch {
+			batch[i] = bytes.Repeat([]byte{'r'}, eventSize)
+		}
+		for i := 0; i < recoveryEntries; i += len(batch) {
+			if err := s.PersistEvents(context.Background(), "router", uint64(i), batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		recoveryStore{name: fmt.Sprint("checksums ", on), s: s}.benchGetEvents(b)
+	}
+}
+
+// benchPersistBatch reports events/s for writers each persisting batches
+// of per events with PersistEvents, waiting for each.
+func benchPersistBatch(b *testing.B, writers, per int) {
+	s := openBolt(nil)(b)
+	defer s.Close()
+	ctx := context.Background()
+	batch := make([][]byte, per)
+	for i := range batch {
+		batch[i] = bytes.Repeat([]byte{'c'}, eventSize)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := range writers {
+		wg.Go(func() {
+			name := fmt.Sprintf("stream-%03d", w)
+			for i := uint64(0); next.Add(1) <= int64(b.N); i += uint64(per) {
+				if err := s.PersistEvents(ctx, name, i, batch); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N*per)/b.Elapsed().Seconds(), "events/s")
+}
+
+// compactionSide measures the file size (KiB) of a store of 1000 sessions
+// after 900 of them were deleted, before or after Compact.
+func compactionSide(name string, compacted bool) side {
+	return side{name: name, measure: func() sample {
+		dir, err := os.MkdirTemp("", "polyweave-bench-compact-")
+		if err != nil {
+			return sample{err: err}
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "compact.db")
+		s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+		if err != nil {
+			return sample{err: err}
+		}
+		defer s.Close()
+		ctx := context.Background()
+		batch := make([][]byte, 20)
+		for i := range batch {
+			batch[i] = bytes.Repeat([]byte{'s'}, 4*eventSize)
+		}
+		for n := range 1000 {
+			name := fmt.Sprintf("session-%04d", n)
+			if err := s.PersistEvents(ctx, name, 0, batch); err != nil {
+				return sample{err: err}
+			}
+			if err := s.PersistSnapshot(ctx, name, 10, batch[0]); err != nil {
+				return sample{err: err}
+			}
+		}
+		for n := 100; n < 1000; n++ {
+			name := fmt.Sprintf("session-%04d", n)
+			if err := s.DeleteEvents(ctx, name, math.MaxUint64); err != nil {
+				return sample{err: err}
+			}
+			if err := s.DeleteSnapshots(ctx, name, math.MaxUint64); err != nil {
+				return sample{err: err}
+			}
+		}
+		st, err := s.Compact(ctx)
+		if err != nil {
+			return sample{err: err}
+		}
+		size := st.Before
+		if compacted {
+			size = st.After
+		}
+		return sample{ns: float64(size) / 1024}
+	}}
+}
+
+// checkpointWaitSide runs 16 writers through several checkpoints (one
+// every 4096 writes) and measures the longest or the median time a write
+// waited, in ns.
+func checkpointWaitSide(name string, longest bool) side {
+	return side{name: name, measure: func() sample {
+		dir, err := os.MkdirTemp("", "polyweave-bench-checkpoint-")
+		if err != nil {
+			return sample{err: err}
+		}
+		defer os.RemoveAll(dir)
+		s, err := boltstore.Open(filepath.Join(dir, "cp.db"), &boltstore.Options{CheckpointOps: 4096})
+		if err != nil {
+			return sample{err: err}
+		}
+		defer s.Close()
+		const writers, each = 16, 1000
+		waits := make([][]time.Duration, writers)
+		data := bytes.Repeat([]byte{'w'}, eventSize)
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range uint64(each) {
+					start := time.Now()
+					if err := s.PersistEvent(context.Background(), fmt.Sprint("w", w), i, data); err != nil {
+						errs <- err
+						return
+					}
+					waits[w] = append(waits[w], time.Since(start))
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return sample{err: err}
+		}
+		all := slices.Concat(waits...)
+		slices.Sort(all)
+		if longest {
+			return sample{ns: float64(all[len(all)-1])}
+		}
+		return sample{ns: float64(all[len(all)/2])}
+	}}
 }

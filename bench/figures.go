@@ -133,7 +133,7 @@ func figureDurability(c *config) []Row {
 			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 64) }),
 			kind: throughput, unit: "events", goal: info},
 	})
-	return rows
+	return append(rows, storeRows(c)...)
 }
 
 func figureMemory(c *config) []Row {

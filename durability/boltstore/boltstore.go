@@ -147,6 +147,12 @@ type Store struct {
 	frameValues [][]byte
 	keyBuf      []byte
 
+	// compacting (owned by the committer) holds checkpoints back while
+	// Compact copies the buckets; compactMu serializes Compact.
+	compacting bool
+	compactMu  sync.Mutex
+	noSync     bool
+
 	committerDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -220,6 +226,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	s := &Store{
 		db:              db,
 		path:            path,
+		noSync:          o.NoSync,
 		log:             o.Logger,
 		keepHistory:     o.KeepHistory,
 		maxBatch:        o.MaxBatchSize,
@@ -274,12 +281,7 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 	if o.NoSync {
 		return nil
 	}
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
-	return dir.Sync()
+	return syncDir(filepath.Dir(path))
 }
 
 // openBolt opens an existing file with bbolt: it locks the file itself

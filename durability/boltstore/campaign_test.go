@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -51,36 +52,40 @@ func campaignFile(t *testing.T, sessions int) (*durabilitytest.Dataset, []byte) 
 func campaign(t *testing.T, d *durabilitytest.Dataset, orig []byte, seeds int, mutate func(rng *rand.Rand, b []byte) ([]byte, string)) {
 	t.Helper()
 	dir := memDir(t)
+	var mu sync.Mutex
 	var refused, opened, intact int
 	var total durabilitytest.Outcome
 	reasons := map[string]int{}
-	for seed := range uint64(seeds) {
+	one := func(t *testing.T, seed uint64) {
 		rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 		b, what := mutate(rng, bytes.Clone(orig))
 		path := filepath.Join(dir, fmt.Sprintf("seed-%d.db", seed))
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		defer os.Remove(path)
 		s, err := Open(path, &Options{NoSync: true})
 		if err != nil {
 			var se *durability.StoreError
 			if !errors.As(err, &se) {
 				t.Errorf("seed %d (%s): Open: %v, not a *durability.StoreError", seed, what, err)
 			}
+			mu.Lock()
 			refused++
 			reasons[openReason(err)]++
-			os.Remove(path)
-			continue
+			mu.Unlock()
+			return
 		}
-		opened++
 		o, problems := d.Check(t, s)
 		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
 			t.Errorf("seed %d (%s): Close: %v", seed, what, err)
 		}
-		os.Remove(path)
 		if o.Different+o.Other > 0 {
 			t.Errorf("seed %d (%s): %+v: %s", seed, what, o, strings.Join(problems, "; "))
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		opened++
 		if o.Damaged == 0 {
 			intact++
 		}
@@ -89,8 +94,23 @@ func campaign(t *testing.T, d *durabilitytest.Dataset, orig []byte, seeds int, m
 		total.Different += o.Different
 		total.Other += o.Other
 	}
+	// Four parallel runs of a quarter of the seeds each.
+	const parts = 4
+	t.Run("seeds", func(t *testing.T) {
+		for p := range parts {
+			t.Run(fmt.Sprint(p), func(t *testing.T) {
+				t.Parallel()
+				for seed := uint64(p); seed < uint64(seeds); seed += parts {
+					one(t, seed)
+				}
+			})
+		}
+	})
 	t.Logf("%d damaged files: %d refused at Open, %d opened (%d of them read back whole); reads: %+v", seeds, refused, opened, intact, total)
 	t.Logf("Open refusals: %v", reasons)
+	if refused+opened != seeds {
+		t.Errorf("%d of %d damaged files tried", refused+opened, seeds)
+	}
 	if total.Different != 0 {
 		t.Errorf("%d reads returned different data without an error", total.Different)
 	}

@@ -1,0 +1,147 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// CompactStats says what [Store.Compact] did.
+type CompactStats struct {
+	Before, After int64         // file size in bytes
+	Blocked       time.Duration // how long writes waited for the final switch
+}
+
+// compactTxSize bounds the data one transaction of the copy writes.
+const compactTxSize = 4 << 20
+
+// Compact rewrites the file without its free pages, so that it shrinks
+// after actors were deleted (an actor whose events and snapshots were all
+// deleted is removed from the file at the next checkpoint; bbolt itself
+// only reuses freed pages, never returns them).
+//
+// Writes go on while the bulk is copied: Compact checkpoints, then copies
+// the per-actor buckets (which do not change while it runs: checkpoints
+// wait) into a new file next to the store's, in transactions of a few MiB;
+// only the last step runs between two commits: it copies the log written
+// meanwhile into the new file, syncs it and renames it over the store's
+// file, so writes wait for about one commit (CompactStats.Blocked).
+//
+// The store keeps its lock on the new file; a process that was waiting
+// for the old file's lock gets the old, unlinked file: do not open a store
+// from two processes. Compact is serialized with itself.
+func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
+	const op = "compact"
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	var st CompactStats
+	fail := func(err error) (CompactStats, error) {
+		return st, &durability.StoreError{Op: op, Err: fmt.Errorf("%s: %w", s.path, err)}
+	}
+	if s.db.IsReadOnly() {
+		return fail(bolterrors.ErrDatabaseReadOnly)
+	}
+	if err := s.inCommitter(ctx, func() error {
+		if err := s.checkpoint(); err != nil {
+			return err
+		}
+		s.compacting = true
+		return nil
+	}); err != nil {
+		return fail(err)
+	}
+	resume := func() {
+		_ = s.inCommitter(context.Background(), func() error { s.compacting = false; return nil })
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		st.Before = fi.Size()
+	}
+	tmp := fmt.Sprintf("%s.compact-%d", s.path, time.Now().UnixNano())
+	dst, err := bolt.Open(tmp, DefaultFileMode, &bolt.Options{NoSync: s.noSync, FreelistType: bolt.FreelistMapType, Timeout: time.Second})
+	if err != nil {
+		resume()
+		return fail(err)
+	}
+	cleanup := func() {
+		dst.Close()
+		os.Remove(tmp)
+	}
+	// The buckets do not change while checkpoints wait; the log does, and
+	// is copied whole at the switch.
+	s.viewMu.RLock()
+	err = guard(s.path, "copying the file", boltInfo(s.db), func() error { return bolt.Compact(dst, s.db, compactTxSize) })
+	s.viewMu.RUnlock()
+	if err != nil {
+		cleanup()
+		resume()
+		return fail(err)
+	}
+	err = s.inCommitter(ctx, func() error {
+		start := time.Now()
+		defer func() { st.Blocked = time.Since(start) }()
+		s.compacting = false
+		s.viewMu.Lock()
+		defer s.viewMu.Unlock()
+		err := s.viewTx("copying the log", func(tx *bolt.Tx) error {
+			return dst.Update(func(dtx *bolt.Tx) error {
+				if err := dtx.DeleteBucket(walBucket); err != nil {
+					return err
+				}
+				dw, err := dtx.CreateBucket(walBucket)
+				if err != nil {
+					return err
+				}
+				dw.FillPercent = 1
+				wal := tx.Bucket(walBucket)
+				if err := wal.ForEach(func(k, v []byte) error { return dw.Put(k, v) }); err != nil {
+					return err
+				}
+				return dw.SetSequence(wal.Sequence())
+			})
+		})
+		if err == nil && !s.noSync {
+			err = dst.Sync()
+		}
+		if err == nil {
+			err = os.Rename(tmp, s.path)
+		}
+		if err == nil && !s.noSync {
+			err = syncDir(filepath.Dir(s.path))
+		}
+		if err != nil {
+			return err
+		}
+		old := s.db
+		s.db = dst
+		return guard(s.path, "closing the old file", nil, old.Close)
+	})
+	if err != nil {
+		if s.db != dst {
+			cleanup()
+		}
+		return fail(err)
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		st.After = fi.Size()
+	}
+	s.log.Info("boltstore compacted", "path", s.path, "before", st.Before, "after", st.After, "blocked", st.Blocked)
+	return st, nil
+}
+
+// syncDir fsyncs a directory, so that a rename in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return errors.Join(d.Sync(), d.Close())
+}

@@ -420,7 +420,7 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 	case s.cancelled:
 		why, kind = "Tool call cancelled", FailureCancelled
 	case s.iteration >= l.opts.MaxIterations:
-		why, kind = fmt.Sprintf("Tool call refused: the limit of %d tool rounds was reached; answer directly", l.opts.MaxIterations), FailureLimit
+		why, kind = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations)), FailureLimit
 	}
 	s.phase = phaseTools
 	if why != "" {
@@ -544,4 +544,12 @@ func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
 		}
 		s.calls = nil
 	}
+}
+
+// rounds is "1 tool round" or "n tool rounds".
+func rounds(n int) string {
+	if n == 1 {
+		return "1 tool round"
+	}
+	return fmt.Sprintf("%d tool rounds", n)
 }

@@ -326,8 +326,8 @@ func (a *agent) run(ctx context.Context, first json.RawMessage) error {
 			a.conn = conn
 		case attempt < maxAttempts:
 			list = models.JoinMessages(history)
-			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d",
-				plural(len(history), "message"), attempt+1)
+			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d%s",
+				plural(len(history), "message"), attempt+1, dropped(res))
 		default:
 			return fmt.Errorf("the agent failed: %s", res.failure)
 		}
@@ -339,6 +339,9 @@ type answer struct {
 	rounds   []json.RawMessage // assistant and tool messages of the complete tool rounds
 	answered bool              // the model's last answer made no tool calls
 	failure  string            // the ERROR text, if the stream failed
+	// unfinishedText: the failed stream's last response had text that
+	// no completed round kept.
+	unfinishedText bool
 }
 
 // round is one model answer with tool calls, as the loop surfaced it.
@@ -412,6 +415,7 @@ func (a *agent) follow(ctx context.Context, stream string) (answer, error) {
 				res.answered = true
 				a.iterations++
 			}
+			res.unfinishedText = res.failure != "" && cur.text.Len() > 0 && !cur.complete()
 			if res.failure == "" || cur.ran() {
 				commit()
 			} // else the round's calls were stopped before they ran: ask again from before it
@@ -433,6 +437,16 @@ func roundMessages(r *round) []json.RawMessage {
 		out = append(out, models.ToolMessage(c.GetToolCallId(), r.results[c.GetToolCallId()].GetPayload()).AppendJSON(nil))
 	}
 	return out
+}
+
+// dropped says, after a failed attempt whose unfinished response had
+// already said something, that it is not part of the conversation: the
+// model is asked again and may say it again.
+func dropped(res answer) string {
+	if !res.unfinishedText {
+		return ""
+	}
+	return " (the unfinished answer above is dropped: the model answers again)"
 }
 
 // plural is n and noun, with an s unless n is 1.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,24 @@ func (cfg *config) validate(rest []string) error {
 		return bad("-model is empty")
 	case cfg.apiKeyEnv == "":
 		return bad("-api-key-env is empty")
+	}
+	if cfg.workspace != "" {
+		if st, err := os.Stat(cfg.workspace); err != nil || !st.IsDir() {
+			return bad("-workspace %s is not an existing folder", cfg.workspace)
+		}
+	}
+	if cfg.baseURL == "" && (cfg.crash.site == crashTool || cfg.crash.site == crashLoop) {
+		script, err := loadScript()
+		if err != nil {
+			return err
+		}
+		calls := 0
+		for _, turn := range script.Turns {
+			calls += len(turn.ToolCalls)
+		}
+		if cfg.crash.n > calls {
+			return bad("-crash %s would never fire: the scripted model makes %d tool calls", cfg.crash.String(), calls)
+		}
 	}
 	return nil
 }

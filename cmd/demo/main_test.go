@@ -123,13 +123,15 @@ func TestRun_CrashHeals(t *testing.T) {
 	}
 }
 
+// TestRun_CrashPointNeverReached: a model frame past the last one (which
+// the flags cannot know in advance) is reported as never reached.
 func TestRun_CrashPointNeverReached(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	out, _, err := runInProcess(t, "-crash", "tool:99")
+	out, _, err := runInProcess(t, "-crash", "model:999")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "the -crash point tool:99 was never reached") || strings.Contains(out, "fault ") {
+	if !strings.Contains(out, "the -crash point model:999 was never reached") || strings.Contains(out, "fault ") {
 		t.Errorf("want a note that nothing was injected:\n%s", out)
 	}
 }
@@ -226,8 +228,16 @@ func TestRun_MissingWorkspace(t *testing.T) {
 		t.Fatalf("err = %v, want an error naming the workspace", err)
 	}
 	var printed bytes.Buffer
-	if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: ") {
-		t.Errorf("exit code / message: %q", printed.String())
+	if exitCode(err, &printed) != 2 || !strings.HasPrefix(printed.String(), "demo: ") {
+		t.Errorf("exit code / message: %q, want exit code 2, as for any bad flag", printed.String())
+	}
+}
+
+func TestRun_CrashThatNeverFires(t *testing.T) {
+	_, _, err := runInProcess(t, "-crash", "tool:99")
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "would never fire") {
+		t.Errorf("-crash tool:99: exit code / message %q", printed.String())
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // name and supervision: no actor is added. With neither tracing nor
 // metrics on, it returns inner unchanged.
 func (t *Telemetry) Model(inner actors.Spec, provider string) actors.Spec {
-	if !t.tracing && !t.metering {
+	if t.rec == nil {
 		return inner
 	}
 	return tap(inner, func() observer { return &modelObserver{t: t, provider: provider} })
@@ -41,79 +41,95 @@ type chat struct {
 type modelObserver struct {
 	t        *Telemetry
 	provider string
-	self     string            // the adapter's actor id, once known
 	models   map[string]string // stream → model of the request being written
 	open     map[string]*chat  // stream → request being answered
 }
 
 func (o *modelObserver) in(c actors.Context, f *messages.Frame) {
-	if !o.t.tracing && !o.t.metering {
-		return
-	}
-	id := f.GetStreamId()
-	switch f.GetType() {
-	case messages.FrameType_PARAM:
-		if f.GetName() == models.ParamModel {
-			var m string
-			if json.Unmarshal(f.GetPayload(), &m) == nil {
-				if o.models == nil {
-					o.models = map[string]string{}
-				}
-				o.models[id] = m
-			}
-		}
-	case messages.FrameType_END:
-		model := o.models[id]
-		delete(o.models, id)
-		ch := &chat{model: model, start: time.Now()}
-		if o.t.tracing {
-			if o.self == "" {
-				o.self = c.Self().String()
-			}
-			name := "chat"
-			if model != "" {
-				name += " " + model
-			}
-			_, ch.span = o.t.tracer.Start(o.t.runContext(id, o.self), name, trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"),
-					attribute.String("gen_ai.provider.name", o.provider),
-					attribute.String("gen_ai.request.model", model)))
-		}
-		if o.open == nil {
-			o.open = map[string]*chat{}
-		}
-		if cur, ok := o.open[id]; ok {
-			cur.queued = append(cur.queued, ch)
-		} else {
-			o.open[id] = ch
-		}
+	switch {
+	case f.GetType() == messages.FrameType_PARAM && f.GetName() == models.ParamModel:
+		o.t.rec.put(frameEvent(evIn, o, f))
+	case f.GetType() == messages.FrameType_END:
+		ev := frameEvent(evIn, o, f)
+		ev.actor = c.Self().String()
+		o.t.rec.put(ev)
 	}
 }
 
 func (o *modelObserver) out(f *messages.Frame) {
-	if !o.t.tracing && !o.t.metering {
-		return
-	}
 	switch f.GetType() {
 	case messages.FrameType_META, messages.FrameType_ERROR, messages.FrameType_END:
-	default:
+		o.t.rec.put(frameEvent(evOut, o, f))
+	}
+}
+
+func (o *modelObserver) failed(_ actors.Context, err error) {
+	o.t.rec.put(event{kind: evFailed, to: o, at: time.Now(), err: err})
+}
+
+func (o *modelObserver) handle(ev *event) {
+	switch ev.kind {
+	case evIn:
+		o.request(ev)
+	case evOut:
+		o.answer(ev)
+	case evFailed:
+		o.failedAll(ev)
+	}
+}
+
+func (o *modelObserver) request(ev *event) {
+	id := ev.stream
+	if ev.ftype == messages.FrameType_PARAM {
+		var m string
+		if json.Unmarshal(ev.payload, &m) == nil {
+			if o.models == nil {
+				o.models = map[string]string{}
+			}
+			o.models[id] = m
+		}
 		return
 	}
-	id := f.GetStreamId()
+	model := o.models[id]
+	delete(o.models, id)
+	ch := &chat{model: model, start: ev.at}
+	if o.t.tracing {
+		name := "chat"
+		if model != "" {
+			name += " " + model
+		}
+		_, ch.span = o.t.tracer.Start(o.t.runContext(id, ev.actor), name,
+			trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"),
+				attribute.String("gen_ai.provider.name", o.provider),
+				attribute.String("gen_ai.request.model", model)))
+	}
+	if o.open == nil {
+		o.open = map[string]*chat{}
+	}
+	if cur, ok := o.open[id]; ok {
+		cur.queued = append(cur.queued, ch)
+	} else {
+		o.open[id] = ch
+	}
+}
+
+func (o *modelObserver) answer(ev *event) {
+	id := ev.stream
 	ch, ok := o.open[id]
 	if !ok {
 		return
 	}
-	switch f.GetType() {
+	switch ev.ftype {
 	case messages.FrameType_META:
-		o.meta(ch, f)
+		o.meta(ch, ev)
 	case messages.FrameType_ERROR:
 		if ch.span != nil {
-			ch.span.SetStatus(codes.Error, f.GetText())
+			ch.span.SetStatus(codes.Error, ev.text)
 			ch.span.SetAttributes(attribute.String("error.type", "model_error"))
 		}
 	case messages.FrameType_END:
-		o.finish(ch)
+		o.finish(ch, ev.at)
 		if len(ch.queued) > 0 {
 			next := ch.queued[0]
 			next.queued = ch.queued[1:]
@@ -124,8 +140,8 @@ func (o *modelObserver) out(f *messages.Frame) {
 	}
 }
 
-func (o *modelObserver) meta(ch *chat, f *messages.Frame) {
-	switch f.GetName() {
+func (o *modelObserver) meta(ch *chat, ev *event) {
+	switch ev.name {
 	case models.MetaUsage:
 		var u struct {
 			Prompt     int64 `json:"prompt_tokens"`
@@ -134,7 +150,7 @@ func (o *modelObserver) meta(ch *chat, f *messages.Frame) {
 				Cached int64 `json:"cached_tokens"`
 			} `json:"prompt_tokens_details"`
 		}
-		if json.Unmarshal(f.GetPayload(), &u) != nil {
+		if json.Unmarshal(ev.payload, &u) != nil {
 			return
 		}
 		if ch.span != nil {
@@ -149,24 +165,24 @@ func (o *modelObserver) meta(ch *chat, f *messages.Frame) {
 		}
 	case models.MetaFinish:
 		var reason string
-		if ch.span != nil && json.Unmarshal(f.GetPayload(), &reason) == nil {
+		if ch.span != nil && json.Unmarshal(ev.payload, &reason) == nil {
 			ch.span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", []string{reason}))
 		}
 	case models.MetaTruncatedCall:
 		if ch.span != nil {
-			ch.span.AddEvent("truncated_call", trace.WithAttributes(attribute.String("gen_ai.tool.call.id", f.GetToolCallId())))
+			ch.span.AddEvent("truncated_call", trace.WithAttributes(attribute.String("gen_ai.tool.call.id", ev.callID)))
 		}
 	case resilience.MetaEvent:
 		if ch.span != nil {
-			var ev resilience.Event
-			if json.Unmarshal(f.GetPayload(), &ev) == nil {
-				ch.span.AddEvent("model_call."+ev.Kind, trace.WithAttributes(
-					attribute.Int("polyweave.model_call.attempt", ev.Attempt),
-					attribute.Int("http.response.status_code", ev.Status),
-					attribute.String("error.type", ev.Error),
-					attribute.Int64("polyweave.model_call.delay_ns", int64(ev.Delay)),
-					attribute.Int64("polyweave.model_call.wait_ns", int64(ev.Wait)),
-					attribute.Int("polyweave.model_call.in_flight", ev.InFlight)))
+			var rev resilience.Event
+			if json.Unmarshal(ev.payload, &rev) == nil {
+				ch.span.AddEvent("model_call."+rev.Kind, trace.WithTimestamp(ev.at), trace.WithAttributes(
+					attribute.Int("polyweave.model_call.attempt", rev.Attempt),
+					attribute.Int("http.response.status_code", rev.Status),
+					attribute.String("error.type", rev.Error),
+					attribute.Int64("polyweave.model_call.delay_ns", int64(rev.Delay)),
+					attribute.Int64("polyweave.model_call.wait_ns", int64(rev.Wait)),
+					attribute.Int("polyweave.model_call.in_flight", rev.InFlight)))
 			}
 		}
 	}
@@ -178,25 +194,25 @@ func (o *modelObserver) attrs(ch *chat, extra ...attribute.KeyValue) []attribute
 }
 
 // finish ends one request: its span and its duration.
-func (o *modelObserver) finish(ch *chat) {
+func (o *modelObserver) finish(ch *chat, at time.Time) {
 	if ch.span != nil {
-		ch.span.End()
+		ch.span.End(trace.WithTimestamp(at))
 	}
 	if o.t.metering {
-		o.t.duration.Record(context.Background(), time.Since(ch.start).Seconds(), metric.WithAttributes(o.attrs(ch)...))
+		o.t.duration.Record(context.Background(), at.Sub(ch.start).Seconds(), metric.WithAttributes(o.attrs(ch)...))
 	}
 }
 
 // failed ends the requests still open: the runtime closes their streams
 // with ERROR and END, which the tap does not see.
-func (o *modelObserver) failed(_ actors.Context, err error) {
+func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
 			if c.span != nil {
-				c.span.SetStatus(codes.Error, err.Error())
+				c.span.SetStatus(codes.Error, ev.err.Error())
 				c.span.SetAttributes(attribute.String("error.type", "model_failed"))
 			}
-			o.finish(c)
+			o.finish(c, ev.at)
 		}
 		delete(o.open, id)
 	}

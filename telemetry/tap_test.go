@@ -26,6 +26,7 @@ func TestConformance_TappedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tel.Shutdown(context.Background())
 	modeltest.Run(t, func(t *testing.T, turns []scripted.Turn) modeltest.Harness {
 		m, err := scripted.New(scripted.Script{Turns: turns}, nil)
 		if err != nil {
@@ -54,6 +55,7 @@ func TestStore_CommitLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tel.Shutdown(context.Background())
 	store := tel.Store(memstore.New(nil))
 	ctx := context.Background()
 	if err := store.PersistEvent(ctx, "a", 0, []byte("x")); err != nil {

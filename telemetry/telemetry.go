@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -57,7 +56,8 @@ type Telemetry struct {
 	breaker     metric.Int64Gauge
 	store       metric.Float64Histogram
 
-	mu   sync.Mutex
+	rec *recorder // nil when nothing is recorded
+	// runs is only used by the recorder's goroutine.
 	runs map[string][]*liveRun // stream id → the runs open on it
 }
 
@@ -107,6 +107,9 @@ func New(opts *Options) (*Telemetry, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("telemetry: instruments: %w", err)
 	}
+	if t.tracing || t.metering {
+		t.rec = startRecorder(t)
+	}
 	return t, nil
 }
 
@@ -115,14 +118,10 @@ func New(opts *Options) (*Telemetry, error) {
 func (t *Telemetry) Tracing() bool { return t.tracing }
 
 func (t *Telemetry) addRun(stream string, r *liveRun) {
-	t.mu.Lock()
 	t.runs[stream] = append(t.runs[stream], r)
-	t.mu.Unlock()
 }
 
 func (t *Telemetry) removeRun(stream string, r *liveRun) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	list := t.runs[stream]
 	for i, x := range list {
 		if x == r {
@@ -140,8 +139,6 @@ func (t *Telemetry) removeRun(stream string, r *liveRun) {
 // runContext returns the context of the run open on stream in the agent
 // that actor (a model adapter) belongs to, or the background when none.
 func (t *Telemetry) runContext(stream, actor string) context.Context {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	list := t.runs[stream]
 	for i := len(list) - 1; i >= 0; i-- {
 		if within(actor, list[i].actor) {
@@ -160,8 +157,15 @@ func within(id, root string) bool {
 // polyweave.supervision.decisions (by polyweave.stage, error.type and
 // polyweave.supervision.directive) and a "supervision" span event on every
 // open run whose agent the failed actor belongs to. Give it to the
-// runtime as RuntimeOptions.OnSupervision (or call it from there).
+// runtime as RuntimeOptions.OnSupervision (or call it from there). It is
+// quick: the decision is queued for the recorder.
 func (t *Telemetry) Supervision(ev supervisor.Event) {
+	if t.rec != nil {
+		t.rec.put(event{kind: evSupervision, sup: ev})
+	}
+}
+
+func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
 	stage, cause := Stage(ev.Child), Cause(ev.Reason)
 	directive := ev.Directive.String()
 	if t.metering {
@@ -174,7 +178,6 @@ func (t *Telemetry) Supervision(ev supervisor.Event) {
 		return
 	}
 	var spans []trace.Span
-	t.mu.Lock()
 	for _, list := range t.runs {
 		for _, r := range list {
 			if within(ev.Child, r.actor) || within(r.actor, ev.Child) {
@@ -182,7 +185,6 @@ func (t *Telemetry) Supervision(ev supervisor.Event) {
 			}
 		}
 	}
-	t.mu.Unlock()
 	if len(spans) == 0 {
 		return
 	}

@@ -71,6 +71,11 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Errorf("shut telemetry down: %v", err)
+		}
+	})
 	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: tel.Supervision})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +108,9 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 		if failed != (stream == "s2") {
 			t.Fatalf("stream %s: ERROR seen %v (frames %v)", stream, failed, frames)
 		}
+	}
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -7,11 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
-	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -45,26 +42,7 @@ func TestServer_AgentAsTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcp.NewServer(rt, &mcp.ServerOptions{Tools: []*tools.Tool{tool}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st, ct := sdk.NewInMemoryTransports()
-	served := make(chan error, 1)
-	go func() { served <- srv.Run(ctx, st) }()
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // before the agent is closed and the runtime stopped
-		cs.Close()
-		cancel()
-		<-served
-		if err := srv.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	cs := serveOn(t, rt, []*tools.Tool{tool}, nil, nil) // closed before the agent and the runtime
 
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {

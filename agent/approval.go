@@ -83,7 +83,7 @@ func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Mess
 	if decisions == nil {
 		decisions = []tools.ApprovalAnswer{}
 	}
-	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil)
+	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil)
 }
 
 // approvalState is a conversation's part in approvals.
@@ -122,7 +122,7 @@ func (c *conversation) prepareApproval(ctx context.Context) error {
 	for _, d := range decisions {
 		c.approval.decided[d.ToolCallID] = true
 	}
-	if a.opts.Store != nil {
+	if c.ownLoop() { // the held calls are in the store (or die with the delegation)
 		return nil
 	}
 	a.mu.Lock()
@@ -196,7 +196,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer) error {
 		// once they are applied, if anything still waits.
 		return nil
 	}
-	if c.a.opts.Store == nil {
+	if !c.ownLoop() {
 		c.a.mu.Lock()
 		if c.a.waiting == nil {
 			c.a.waiting = map[string]*waitingStream{}

@@ -87,6 +87,11 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	defer ws.Close()
 	tr.Note("sandbox", "%s", ws.Protections())
+	mcpTools, closeMCP, err := importMCP(ctx, cfg.mcp, ws, tr) // -mcp (mcp.go)
+	if err != nil {
+		return err
+	}
+	defer closeMCP() // after the agent's runtime has stopped
 
 	var in *injector
 	if cfg.crash.site != crashNone {
@@ -97,7 +102,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer closeModel()
-	loop, err := newLoop(cfg, ws, in.wrapModel(model), in, sess)
+	loop, err := newLoop(cfg, ws, in.wrapModel(model), in, sess, mcpTools...)
 	if err != nil {
 		return err
 	}
@@ -225,12 +230,14 @@ func loadScript() (scripted.Script, error) {
 	return script, nil
 }
 
-// newLoop binds the workspace tools and wraps model in a tool loop.
-func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector, sess *session) (actors.Spec, error) {
+// newLoop binds the workspace tools and more (-mcp's) and wraps model in
+// a tool loop.
+func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector, sess *session, more ...*tools.Tool) (actors.Spec, error) {
 	toolset, err := workspace.Tools(ws)
 	if err != nil {
 		return actors.Spec{}, fmt.Errorf("workspace tools: %w", err)
 	}
+	toolset = append(toolset, more...)
 	if toolset, err = in.wrapTools(toolset); err != nil {
 		return actors.Spec{}, err
 	}

@@ -41,6 +41,7 @@ type config struct {
 	session       string
 	crash         crashPoint
 	json          bool
+	mcp           mcpServers // -mcp (mcp.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -72,6 +73,7 @@ Examples:
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
+  demo -base-url ... -mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /tmp'   an MCP server's tools too
 
 Flags:
 `
@@ -120,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"handler of the Nth tool call, default 2), loop (the tool loop as it reports\n"+
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
+	fs.Var(&cfg.mcp, "mcp", mcpUsage)
 	fs.BoolVar(&cfg.json, "json", false,
 		"print each frame the agent emits as one JSON line (protojson) on stdout;\n"+
 			"notes and the summary go to stderr")

@@ -45,6 +45,7 @@ type shell struct {
 	finished bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
+	seq     int           // numbers given to the names of spawned duplexes (see Parent)
 }
 
 // failSignal carries Context.Fail's error through a panic.
@@ -110,6 +111,10 @@ func (s *shell) Receive(ctx actor.Context) {
 			delete(s.timers, m.t)
 			s.deliver(m.Timer)
 		}
+	case *spawnRequest:
+		// A Parent's StartMux: the duplex is this actor's child, not one
+		// of its Logic's (its frames go to its own subscriber).
+		s.rt.spawnChild(ctx, m, &s.seq)
 	case *actor.Started:
 		s.begin(ctx)
 		s.deliver(Started{})
@@ -123,8 +128,12 @@ func (s *shell) Receive(ctx actor.Context) {
 		}
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
+		s.rt.watch.ended(s, true)
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
+		s.rt.watch.ended(s, false)
+	case *injectedPanic:
+		s.injected(m)
 	case *actor.Stopped, actor.AutoReceiveMessage, actor.SystemMessage:
 	default:
 		s.deliver(m)
@@ -133,6 +142,7 @@ func (s *shell) Receive(ctx actor.Context) {
 
 func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
+	s.rt.watch.started(s, ctx)
 	s.childPrefix = s.self.Id + "/"
 	s.children = make(map[string]Ref)
 	s.open = make(map[string]struct{})
@@ -309,7 +319,7 @@ func (s *shell) Stop(child Ref) {
 
 // Go implements Context.
 func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any) func() {
-	ctx, cancel := context.WithCancel(s.jobs)
+	ctx, cancel := context.WithCancel(context.WithValue(s.jobs, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: s.jobs.Done()}))
 	root, self := s.rt.system.Root, s.self
 	progress := func(v any) {
 		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})

@@ -200,20 +200,22 @@ func (a *Agent) Close(ctx context.Context) error {
 // (after ABORT, once every started tool call was answered or CancelGrace
 // passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop.
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil)
+	return a.run(ctx, sessionID, msgs, nil, nil)
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
-// progress. The last event is [EventDone] with the answer, or the
-// sequence ends with a non-nil error (and a zero Event) as Run would
-// return it. Stopping the iteration early cancels the conversation as a
-// cancelled ctx does.
+// progress: one event per frame of the loop (see [Event].Frame), plus
+// [EventRestart] between attempts. The last event is [EventDone] with
+// the answer, or the sequence ends with a non-nil error as Run would
+// return it (and an Event whose Answer is what was answered so far).
+// Stopping the iteration early cancels the conversation as a cancelled
+// ctx does. The events are produced on the caller's goroutine.
 func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stopped := false
-		ans, err := a.run(ctx, sessionID, msgs, func(ev Event) {
+		ans, err := a.run(ctx, sessionID, msgs, nil, func(ev Event) {
 			if stopped {
 				return
 			}
@@ -226,7 +228,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 			return
 		}
 		if err != nil {
-			yield(Event{}, err)
+			yield(Event{Answer: ans}, err)
 			return
 		}
 		yield(Event{Kind: EventDone, Answer: ans}, nil)
@@ -263,10 +265,16 @@ type conversation struct {
 	first   json.RawMessage // the messages payload of the first attempt
 	history []json.RawMessage
 	total   models.Answer // what the attempts that failed contributed
-	mux     *actors.Mux   // the loop of this session (with a Store)
+	// parent, when set, is the actor the conversation's own loop runs
+	// under (a delegation: the calling tool's actor).
+	parent *actors.Parent
+	mux    *actors.Mux // the conversation's own loop (with a Store or a parent)
 }
 
-func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, emit func(Event)) (*models.Answer, error) {
+// run runs a conversation. With parent, its loop is started for it as a
+// child of that actor, and stopped at the end; otherwise it is the
+// agent's shared loop, or with a Store one started for the session.
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
 	if sessionID == "" {
 		return nil, errors.New("agent: empty session id")
 	}
@@ -274,11 +282,8 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return nil, err
 	}
 	defer a.leave(sessionID)
-	if emit == nil {
-		emit = func(Event) {}
-	}
-	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs)}
-	if a.opts.Store != nil {
+	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent}
+	if c.ownLoop() {
 		defer c.stopLoop()
 	}
 	payload := c.first
@@ -308,7 +313,10 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
 		}
-		emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error})
+		if emit != nil {
+			kept := c.total
+			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: &kept})
+		}
 	}
 }
 
@@ -355,23 +363,32 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 	return last
 }
 
+// ownLoop reports whether the conversation runs on a loop of its own.
+func (c *conversation) ownLoop() bool { return c.a.opts.Store != nil || c.parent != nil }
+
 // loop returns the mux of the loop serving this conversation, starting
-// the session's loop with a Store.
+// the conversation's own loop when it has one (again, when it stopped).
 func (c *conversation) loop() (*actors.Mux, error) {
 	a := c.a
-	if a.opts.Store == nil {
+	if !c.ownLoop() {
 		return a.mux, nil
 	}
 	if c.mux != nil && !c.mux.Stopped() {
 		return c.mux, nil
 	}
 	opts := a.loop
-	opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+	if a.opts.Store != nil {
+		opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
 	}
-	if c.mux, err = a.rt.StartMux(spec); err != nil {
+	start := a.rt.StartMux
+	if c.parent != nil {
+		start = c.parent.StartMux
+	}
+	if c.mux, err = start(spec); err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
 	}
 	return c.mux, nil
@@ -407,13 +424,17 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
 			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
-			c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
+			if c.emit != nil {
+				c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
+			}
 			return ans, nil
 		default:
 			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 		}
 		ans.Add(f)
-		c.event(f, n)
+		if c.emit != nil {
+			c.emit(event(f, n))
+		}
 		if ans.Ended {
 			return ans, nil
 		}
@@ -436,26 +457,29 @@ func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
 }
 
 // event turns a frame of the loop into an event for Stream.
-func (c *conversation) event(f *messages.Frame, n int) {
+func event(f *messages.Frame, n int) Event {
+	ev := Event{Kind: EventFrame, Attempt: n, Frame: f}
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if !f.IsToolArgChunk() {
-			c.emit(Event{Kind: EventText, Attempt: n, Text: f.GetText()})
+			ev.Kind, ev.Text = EventText, f.GetText()
 		}
 	case messages.FrameType_TOOL_CALL:
-		c.emit(Event{Kind: EventToolCall, Attempt: n, Call: models.ToolCall{ID: f.GetToolCallId(), Name: f.GetName(),
-			Arguments: f.GetPayload()}})
+		ev.Kind = EventToolCall
+		ev.Call = models.ToolCall{ID: f.GetToolCallId(), Name: f.GetName(), Arguments: f.GetPayload()}
 	case messages.FrameType_TOOL_RESULT:
-		c.emit(Event{Kind: EventToolResult, Attempt: n, Result: models.ToolResult{CallID: f.GetToolCallId(), Name: f.GetName(),
-			Content: f.GetPayload(), IsError: f.IsErrorResult(), FailureKind: f.GetMeta().GetFailureKind()}})
+		ev.Kind = EventToolResult
+		ev.Result = models.ToolResult{CallID: f.GetToolCallId(), Name: f.GetName(), Content: f.GetPayload(),
+			IsError: f.IsErrorResult(), FailureKind: f.GetMeta().GetFailureKind()}
 	case messages.FrameType_META:
 		if f.GetName() == models.MetaUsage {
 			var u models.Usage
 			if json.Unmarshal(f.GetPayload(), &u) == nil {
-				c.emit(Event{Kind: EventUsage, Attempt: n, Usage: u})
+				ev.Kind, ev.Usage = EventUsage, u
 			}
 		}
 	case messages.FrameType_ERROR:
-		c.emit(Event{Kind: EventError, Attempt: n, Text: f.GetText()})
+		ev.Kind, ev.Text = EventError, f.GetText()
 	}
+	return ev
 }

@@ -179,7 +179,11 @@ func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
 	}
 	m.mu.Lock()
 	m.stopped = true
-	streams := m.streams
+	// A copy: MuxStream.Close deletes from the map meanwhile.
+	streams := make([]*port, 0, len(m.streams))
+	for _, p := range m.streams {
+		streams = append(streams, p)
+	}
 	m.mu.Unlock()
 	m.registry.Remove(m.self)
 	for _, p := range streams {

@@ -166,7 +166,7 @@ func (ss *sessionState) persist(c actors.Context, l *loopLogic, s *loopSession, 
 	}
 	ss.steps++
 	st := &messages.LoopSession{SessionId: ss.opts.ID, FirstRequest: s.first, Params: s.params,
-		Iteration: uint32(s.iteration), Phase: phase, Text: s.text.String(), Steps: ss.steps}
+		Iteration: uint32(s.iteration), Phase: phase, Text: s.text.String(), Steps: ss.steps, Thinking: s.thinking}
 	st.Messages = make([][]byte, len(s.messages))
 	for i, m := range s.messages {
 		st.Messages[i] = m
@@ -267,6 +267,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 
 	midStream := st.GetPhase() == messages.LoopPhase_LOOP_PHASE_MODEL
 	s.text.WriteString(st.GetText())
+	s.thinking = st.GetThinking()
 	var rerun []*turnCall
 	for _, lc := range st.GetCalls() {
 		tc := &turnCall{call: restamp(lc.GetCall(), s.stream)}

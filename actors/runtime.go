@@ -97,6 +97,7 @@ type Runtime struct {
 	embedded     bool          // the system is the host's: Close leaves it running
 	hostGone     chan struct{} // closed when the host actor has stopped
 	hostGoneOnce sync.Once
+	watch        watch // its duplexes and their watchers (observe.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -176,10 +177,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 }
 
 func (rt *Runtime) observed(s *supervisor.Strategy) *supervisor.Strategy {
-	if rt.observe == nil {
-		return s
-	}
-	return s.WithObserver(rt.observe)
+	return s.WithObserver(rt.supervised)
 }
 
 // Logger returns the runtime's logger.

@@ -123,8 +123,12 @@ func (s *shell) Receive(ctx actor.Context) {
 		}
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
+		s.rt.watch.ended(s, true)
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
+		s.rt.watch.ended(s, false)
+	case *injectedPanic:
+		s.injected(m)
 	case *actor.Stopped, actor.AutoReceiveMessage, actor.SystemMessage:
 	default:
 		s.deliver(m)
@@ -133,6 +137,7 @@ func (s *shell) Receive(ctx actor.Context) {
 
 func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
+	s.rt.watch.started(s, ctx)
 	s.childPrefix = s.self.Id + "/"
 	s.children = make(map[string]Ref)
 	s.open = make(map[string]struct{})

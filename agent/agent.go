@@ -204,10 +204,12 @@ func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
-// progress. The last event is [EventDone] with the answer, or the
-// sequence ends with a non-nil error (and a zero Event) as Run would
-// return it. Stopping the iteration early cancels the conversation as a
-// cancelled ctx does.
+// progress: one event per frame of the loop (see [Event].Frame), plus
+// [EventRestart] between attempts. The last event is [EventDone] with
+// the answer, or the sequence ends with a non-nil error as Run would
+// return it (and an Event whose Answer is what was answered so far).
+// Stopping the iteration early cancels the conversation as a cancelled
+// ctx does. The events are produced on the caller's goroutine.
 func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -226,7 +228,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 			return
 		}
 		if err != nil {
-			yield(Event{}, err)
+			yield(Event{Answer: ans}, err)
 			return
 		}
 		yield(Event{Kind: EventDone, Answer: ans}, nil)
@@ -274,9 +276,6 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return nil, err
 	}
 	defer a.leave(sessionID)
-	if emit == nil {
-		emit = func(Event) {}
-	}
 	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs)}
 	if a.opts.Store != nil {
 		defer c.stopLoop()
@@ -308,7 +307,10 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
 		}
-		emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error})
+		if emit != nil {
+			kept := c.total
+			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: &kept})
+		}
 	}
 }
 
@@ -407,13 +409,17 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
 			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
-			c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
+			if c.emit != nil {
+				c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
+			}
 			return ans, nil
 		default:
 			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 		}
 		ans.Add(f)
-		c.event(f, n)
+		if c.emit != nil {
+			c.emit(event(f, n))
+		}
 		if ans.Ended {
 			return ans, nil
 		}
@@ -436,26 +442,29 @@ func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
 }
 
 // event turns a frame of the loop into an event for Stream.
-func (c *conversation) event(f *messages.Frame, n int) {
+func event(f *messages.Frame, n int) Event {
+	ev := Event{Kind: EventFrame, Attempt: n, Frame: f}
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if !f.IsToolArgChunk() {
-			c.emit(Event{Kind: EventText, Attempt: n, Text: f.GetText()})
+			ev.Kind, ev.Text = EventText, f.GetText()
 		}
 	case messages.FrameType_TOOL_CALL:
-		c.emit(Event{Kind: EventToolCall, Attempt: n, Call: models.ToolCall{ID: f.GetToolCallId(), Name: f.GetName(),
-			Arguments: f.GetPayload()}})
+		ev.Kind = EventToolCall
+		ev.Call = models.ToolCall{ID: f.GetToolCallId(), Name: f.GetName(), Arguments: f.GetPayload()}
 	case messages.FrameType_TOOL_RESULT:
-		c.emit(Event{Kind: EventToolResult, Attempt: n, Result: models.ToolResult{CallID: f.GetToolCallId(), Name: f.GetName(),
-			Content: f.GetPayload(), IsError: f.IsErrorResult(), FailureKind: f.GetMeta().GetFailureKind()}})
+		ev.Kind = EventToolResult
+		ev.Result = models.ToolResult{CallID: f.GetToolCallId(), Name: f.GetName(), Content: f.GetPayload(),
+			IsError: f.IsErrorResult(), FailureKind: f.GetMeta().GetFailureKind()}
 	case messages.FrameType_META:
 		if f.GetName() == models.MetaUsage {
 			var u models.Usage
 			if json.Unmarshal(f.GetPayload(), &u) == nil {
-				c.emit(Event{Kind: EventUsage, Attempt: n, Usage: u})
+				ev.Kind, ev.Usage = EventUsage, u
 			}
 		}
 	case messages.FrameType_ERROR:
-		c.emit(Event{Kind: EventError, Attempt: n, Text: f.GetText()})
+		ev.Kind, ev.Text = EventError, f.GetText()
 	}
+	return ev
 }

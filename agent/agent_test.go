@@ -129,9 +129,15 @@ func TestStream_Events(t *testing.T) {
 		kinds = append(kinds, ev.Kind.String())
 		if ev.Kind == agent.EventDone {
 			done = ev.Answer
+		} else if ev.Frame == nil || ev.Frame.GetStreamId() != "s1" {
+			t.Fatalf("%v event without its frame of stream s1: %v", ev.Kind, ev.Frame)
+		}
+		if ev.Kind == agent.EventFrame && !slices.Contains([]string{"META", "END"}, ev.Frame.GetType().String()) {
+			t.Fatalf("frame event for a %v frame", ev.Frame.GetType())
 		}
 	}
-	want := []string{"text", "tool_call", "usage", "tool_result", "text", "done"}
+	// META finish after each response, END at the end: frames only.
+	want := []string{"text", "tool_call", "usage", "frame", "tool_result", "text", "frame", "frame", "done"}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("events %q, want %q", kinds, want)
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 )
 
@@ -27,6 +28,10 @@ const (
 	EventRestart
 	// EventDone: the final answer (Answer), the last event.
 	EventDone
+	// EventFrame: a frame of the loop no other kind reports (META finish
+	// or session, a tool-argument chunk, END), for hosts that show or
+	// record the raw stream (Frame).
+	EventFrame
 )
 
 func (k EventKind) String() string {
@@ -45,6 +50,8 @@ func (k EventKind) String() string {
 		return "restart"
 	case EventDone:
 		return "done"
+	case EventFrame:
+		return "frame"
 	}
 	return fmt.Sprintf("event(%d)", int(k))
 }
@@ -59,5 +66,13 @@ type Event struct {
 	Call    models.ToolCall
 	Result  models.ToolResult
 	Usage   models.Usage
-	Answer  *models.Answer
+	// Answer is the final answer (EventDone), what the conversation kept
+	// of the attempts that failed (EventRestart: the rounds whose calls
+	// all ran), or what was answered before an error ended the sequence.
+	Answer *models.Answer
+	// Frame is the frame of the tool loop the event was read from (its
+	// stream id is the session id, with "#<attempt>" from the second
+	// attempt on); nil for EventRestart, EventDone and a failure not
+	// told by a frame (the loop stopping for good).
+	Frame *messages.Frame
 }

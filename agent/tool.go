@@ -33,6 +33,12 @@ type ToolOptions struct {
 	// Timeout bounds one delegation; zero means tools.DefaultTimeout,
 	// tools.NoTimeout disables it.
 	Timeout time.Duration
+	// OnEvent, when set, is called with every event of each delegated
+	// conversation as [Agent.Stream] gives them (ending with EventDone
+	// when it answered) and its session id, on the goroutine running the
+	// call, for hosts that show the sub-agent's progress. The delegation
+	// waits for it to return.
+	OnEvent func(session string, ev Event)
 }
 
 // toolAnswer is the result a delegation gives the calling model.
@@ -87,7 +93,15 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				return nil, err
 			}
 			session := name + "-" + strconv.FormatUint(calls.Add(1), 10)
-			ans, err := sub.Run(ctx, session, msgs)
+			var ans *models.Answer
+			if opts.OnEvent == nil {
+				ans, err = sub.Run(ctx, session, msgs)
+			} else {
+				ans, err = sub.run(ctx, session, msgs, func(ev Event) { opts.OnEvent(session, ev) })
+				if err == nil {
+					opts.OnEvent(session, Event{Kind: EventDone, Answer: ans})
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("the %s agent failed: %w", name, err)
 			}

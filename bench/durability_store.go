@@ -19,6 +19,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // Store-level durability figures (figure 4 until the streaming router's
@@ -318,8 +319,8 @@ func storeRows(c *config) []Row {
 // withChecksums runs fn with boltstore's checksums on or off.
 func withChecksums(on bool, fn func(b *testing.B)) func(b *testing.B) {
 	return func(b *testing.B) {
-		boltstore.SetChecksumsForBenchmark(on)
-		defer boltstore.SetChecksumsForBenchmark(true)
+		benchhook.ChecksumsOff.Store(!on)
+		defer benchhook.ChecksumsOff.Store(false)
 		fn(b)
 	}
 }

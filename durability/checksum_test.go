@@ -23,6 +23,8 @@ func TestChecksum_IsCRC32C(t *testing.T) {
 		{durability.RecordSnapshot, "session-17", 1 << 40, "state"},
 		{durability.RecordLog, "", 99, "frames"},
 		{durability.RecordEvent, string(make([]byte, 300)), ^uint64(0), "long name"},
+		{durability.RecordEvent, "sixteen-byte-nam", 0x0102030405060708, "hashed byte by byte"},
+		{durability.RecordEvent, "seventeen-byte-na", 0x8070605040302010, "hashed by crc32.Update"},
 	} {
 		b := []byte{byte(c.kind)}
 		b = binary.AppendUvarint(b, uint64(len(c.name)))
@@ -47,5 +49,15 @@ func TestChecksum_IsCRC32C(t *testing.T) {
 	data := []byte("data")
 	if n := testing.AllocsPerRun(100, func() { durability.Checksum(durability.RecordEvent, "name", 7, data) }); n != 0 {
 		t.Errorf("Checksum allocates %.0f times", n)
+	}
+}
+
+// BenchmarkChecksum is the checksum of a 100-byte event, about one
+// argument chunk, as every read and write of one computes it.
+func BenchmarkChecksum(b *testing.B) {
+	data := make([]byte, 100)
+	b.SetBytes(int64(len(data)))
+	for i := uint64(0); b.Loop(); i++ {
+		durability.Checksum(durability.RecordEvent, "router", i, data)
 	}
 }

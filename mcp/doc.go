@@ -27,8 +27,10 @@
 // server's schema before a call is sent. The connection is a supervised
 // actor: when the server dies or the connection drops, calls in flight
 // get error results, and the server is restarted with back-off and its
-// tool list read again. A call is bounded by its timeout; its timeout or
-// a CANCEL reaches the server as notifications/cancelled.
+// tool list read again. The list is also read again when the server sends
+// notifications/tools/list_changed ([ImportOptions].OnToolsChanged hears
+// of each change). A call is bounded by its timeout; its timeout or a
+// CANCEL reaches the server as notifications/cancelled.
 //
 // # Concurrency
 //

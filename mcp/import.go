@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,14 @@ type ImportOptions struct {
 	Supervision *supervisor.Strategy
 	// Logger receives the connection's log; nil discards it.
 	Logger *slog.Logger
+	// OnToolsChanged, when set, is called with the server's tools each
+	// time they change after Import returned: the server sent
+	// notifications/tools/list_changed, or a restarted server offers
+	// different tools. Calls come one at a time from a goroutine of the
+	// import, each with the latest list ([Imported.Tools]). A router, loop
+	// or agent keeps the tools it started with, so this is where a host
+	// starts its next one with the new list. It must not call Close.
+	OnToolsChanged func([]*tools.Tool)
 }
 
 // Imported is a connection to one MCP server and the tools it offers. Its
@@ -71,12 +80,30 @@ type ImportOptions struct {
 // Calls made meanwhile wait for the connection, within their timeout. An
 // Imported is safe for concurrent use.
 type Imported struct {
-	opts   ImportOptions
-	link   *link
-	conn   *actors.Conn
+	opts ImportOptions
+	link *link
+	conn *actors.Conn
+	http *http.Transport // for a URL: closed with the import
+
+	mu     sync.Mutex
 	tools  []*tools.Tool
-	remote map[string]string // our name → the server's name
-	http   *http.Transport   // for a URL: closed with the import
+	byName map[string]importedTool // by the server's name
+	listed bool                    // the first list is in
+
+	liveMu sync.Mutex
+	live   map[*sdk.ClientSession]bool // sessions opened and not yet closed
+
+	changed   chan struct{} // a change to report (buffered: the latest counts)
+	quit      chan struct{} // closed by Close: the notifier ends
+	closeOnce sync.Once
+	done      chan struct{} // closed when the notifier has ended
+}
+
+// importedTool is a server's tool as imported, with what it was made
+// from, so that an unchanged tool keeps its *tools.Tool across lists.
+type importedTool struct {
+	tool *tools.Tool
+	from []byte // the server's tool, as JSON
 }
 
 // Import starts the connection actor on rt, waits for the server's tool
@@ -89,9 +116,11 @@ type Imported struct {
 // a JSON string; a result with isError, or a call that fails on the way,
 // is an error result.
 //
-// The tools are those of the first tool list: a tool that a restarted
-// server no longer offers answers an error; one it adds is not seen.
-// Close stops the connection.
+// The tool list is read again when the server sends
+// notifications/tools/list_changed and after every restart:
+// [Imported.Tools] is always the latest list, ImportOptions.OnToolsChanged
+// hears of each change, and a tool the server no longer offers answers an
+// error. Close stops the connection.
 func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Imported, error) {
 	if rt == nil {
 		return nil, errors.New("mcp: import: nil runtime")
@@ -123,7 +152,13 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			return nil, err
 		}
 	}
-	im := &Imported{opts: opts, link: newLink(), remote: map[string]string{}}
+	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]bool{},
+		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	if opts.OnToolsChanged != nil {
+		go im.notifier()
+	} else {
+		close(im.done)
+	}
 	if opts.URL != "" {
 		im.http = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -136,20 +171,76 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	im.conn = conn
 	wctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
-	listed, err := im.link.firstList(wctx)
-	if err != nil {
+	if err := im.link.firstList(wctx); err != nil {
 		_ = im.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
 	}
-	for _, rt := range listed {
-		t, err := im.tool(rt)
+	return im, nil
+}
+
+// refresh makes the tools of list (read from session s) the import's
+// tools, unless s is no longer the current session. A change after the
+// first list is reported to OnToolsChanged.
+func (im *Imported) refresh(s *sdk.ClientSession, list []*sdk.Tool) {
+	if !im.link.current(s) {
+		return
+	}
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	next := make([]*tools.Tool, 0, len(list))
+	byName := map[string]importedTool{}
+	taken := map[string]bool{}
+	for _, rt := range list {
+		from, err := json.Marshal(rt)
 		if err != nil {
-			opts.Logger.Warn("MCP tool not imported", "server", im.what(), "tool", rt.Name, "err", err)
+			im.opts.Logger.Warn("MCP tool not imported", "server", im.what(), "tool", rt.Name, "err", err)
 			continue
 		}
-		im.tools = append(im.tools, t)
+		it, ok := im.byName[rt.Name]
+		if !ok || !bytes.Equal(it.from, from) {
+			t, err := im.tool(rt)
+			if err != nil {
+				im.opts.Logger.Warn("MCP tool not imported", "server", im.what(), "tool", rt.Name, "err", err)
+				continue
+			}
+			it = importedTool{tool: t, from: from}
+		}
+		if taken[it.tool.Name()] {
+			im.opts.Logger.Warn("MCP tool not imported", "server", im.what(), "tool", rt.Name,
+				"err", fmt.Sprintf("name %q taken by another tool of the server", it.tool.Name()))
+			continue
+		}
+		taken[it.tool.Name()] = true
+		byName[rt.Name] = it
+		next = append(next, it.tool)
 	}
-	return im, nil
+	changed := !slices.Equal(next, im.tools)
+	im.tools, im.byName = next, byName
+	if im.listed && changed {
+		select {
+		case im.changed <- struct{}{}:
+		default: // a report is pending: it will carry this list
+		}
+	}
+	im.listed = true
+}
+
+// notifier calls OnToolsChanged, one call at a time, until Close.
+func (im *Imported) notifier() {
+	defer close(im.done)
+	for {
+		select {
+		case <-im.changed:
+			select {
+			case <-im.quit:
+				return
+			default:
+			}
+			im.opts.OnToolsChanged(im.Tools())
+		case <-im.quit:
+			return
+		}
+	}
 }
 
 // what names the server in errors.
@@ -160,8 +251,14 @@ func (im *Imported) what() string {
 	return strings.Join(im.opts.Command, " ")
 }
 
-// Tools are the imported tools, in the server's order.
-func (im *Imported) Tools() []*tools.Tool { return slices.Clone(im.tools) }
+// Tools are the server's tools as last listed, in the server's order. A
+// tool the server did not change between two lists is the same
+// *tools.Tool in both.
+func (im *Imported) Tools() []*tools.Tool {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	return slices.Clone(im.tools)
+}
 
 // Connections counts the connections made so far (1 + restarts).
 func (im *Imported) Connections() int { return im.link.connections() }
@@ -172,8 +269,26 @@ func (im *Imported) Connections() int { return im.link.connections() }
 func (im *Imported) Close(ctx context.Context) error {
 	im.link.shut(errImportClosed)
 	err := im.conn.Close(ctx)
+	// A session whose incarnation ended before it heard of it (or whose
+	// watch is still closing it) is closed here, so that no server
+	// process or connection outlives the import.
+	im.liveMu.Lock()
+	orphans := make([]*sdk.ClientSession, 0, len(im.live))
+	for s := range im.live {
+		orphans = append(orphans, s)
+	}
+	im.liveMu.Unlock()
+	for _, s := range orphans {
+		im.ended(s)
+	}
 	if im.http != nil {
 		im.http.CloseIdleConnections()
+	}
+	im.closeOnce.Do(func() { close(im.quit) })
+	select {
+	case <-im.done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
 	}
 	return err
 }
@@ -196,9 +311,6 @@ func sanitize(prefix, name string) string {
 
 func (im *Imported) tool(rt *sdk.Tool) (*tools.Tool, error) {
 	name := sanitize(im.opts.Prefix, rt.Name)
-	if _, dup := im.remote[name]; dup {
-		return nil, fmt.Errorf("name %q taken by another tool of the server", name)
-	}
 	schema, err := json.Marshal(rt.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("encode input schema: %w", err)
@@ -226,12 +338,7 @@ func (im *Imported) tool(rt *sdk.Tool) (*tools.Tool, error) {
 	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		return im.call(ctx, remoteName, args)
 	}
-	t, err := tools.New(def)
-	if err != nil {
-		return nil, err
-	}
-	im.remote[name] = remoteName
-	return t, nil
+	return tools.New(def)
 }
 
 // call sends one tools/call on the current session, waiting for a
@@ -313,32 +420,62 @@ type link struct {
 	session *sdk.ClientSession
 	offered map[string]bool
 	ready   chan struct{} // closed when a session is set or the link is shut
-	first   chan []*sdk.Tool
+	first   chan struct{} // closed when the first session's tools are in
 	gone    error
 	count   int
 }
 
 func newLink() *link {
-	return &link{ready: make(chan struct{}), first: make(chan []*sdk.Tool, 1)}
+	return &link{ready: make(chan struct{}), first: make(chan struct{})}
 }
 
-func (l *link) set(s *sdk.ClientSession, list []*sdk.Tool) {
-	offered := map[string]bool{}
+func offeredBy(list []*sdk.Tool) map[string]bool {
+	offered := make(map[string]bool, len(list))
 	for _, t := range list {
 		offered[t.Name] = true
 	}
+	return offered
+}
+
+func (l *link) set(s *sdk.ClientSession, list []*sdk.Tool) {
+	offered := offeredBy(list)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.session, l.offered = s, offered
 	l.count++
-	if l.count == 1 {
-		l.first <- list
-	}
 	select {
 	case <-l.ready:
 	default:
 		close(l.ready)
 	}
+}
+
+// listed says the first session's tools are in.
+func (l *link) listed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.first:
+	default:
+		close(l.first)
+	}
+}
+
+// relist records the names s offers now, when s is the current session.
+func (l *link) relist(s *sdk.ClientSession, list []*sdk.Tool) {
+	offered := offeredBy(list)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.session == s {
+		l.offered = offered
+	}
+}
+
+// current reports whether s is the current session.
+func (l *link) current(s *sdk.ClientSession) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.session == s
 }
 
 // drop forgets s (when it is the current session).
@@ -392,18 +529,18 @@ func (l *link) wait(ctx context.Context) (*sdk.ClientSession, map[string]bool, e
 	}
 }
 
-func (l *link) firstList(ctx context.Context) ([]*sdk.Tool, error) {
+func (l *link) firstList(ctx context.Context) error {
 	select {
-	case list := <-l.first:
-		return list, nil
+	case <-l.first:
+		return nil
 	case <-ctx.Done():
 		l.mu.Lock()
 		gone := l.gone
 		l.mu.Unlock()
 		if gone != nil {
-			return nil, gone
+			return gone
 		}
-		return nil, fmt.Errorf("no tool list: %w", context.Cause(ctx))
+		return fmt.Errorf("no tool list: %w", context.Cause(ctx))
 	}
 }
 
@@ -452,6 +589,7 @@ type (
 type connected struct {
 	session *sdk.ClientSession
 	list    []*sdk.Tool
+	changes <-chan struct{} // notifications/tools/list_changed
 	err     error
 }
 
@@ -480,18 +618,32 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 			}
 			cn.session = r.session
 			cn.im.link.set(r.session, r.list)
-			s := r.session
+			cn.im.refresh(r.session, r.list)
+			cn.im.link.listed()
+			s, changes := r.session, r.changes
 			c.Go(watchJob{}, func(ctx context.Context, _ func(any)) any {
 				done := make(chan error, 1)
 				go func() { done <- s.Wait() }()
-				select {
-				case err := <-done:
-					cn.im.link.drop(s) // at once: new calls wait for the restart
-					return err
-				case <-ctx.Done(): // the incarnation ended: end the session
-					_ = s.Close()
-					<-done
-					return nil
+				for {
+					select {
+					case err := <-done:
+						cn.im.link.drop(s) // at once: new calls wait for the restart
+						cn.im.ended(s)     // releases what the session still holds (its subscription)
+						return err
+					case <-ctx.Done(): // the incarnation ended: end the session
+						cn.im.ended(s)
+						<-done
+						return nil
+					case <-changes:
+						// A list that cannot be read leaves the last one:
+						// a session that broke is noticed by Wait.
+						if list, err := cn.im.list(ctx, s); err != nil {
+							cn.im.opts.Logger.Warn("MCP tool list not read again", "server", cn.im.what(), "err", err)
+						} else {
+							cn.im.link.relist(s, list)
+							cn.im.refresh(s, list)
+						}
+					}
 				}
 			})
 		case watchJob:
@@ -524,24 +676,53 @@ func (im *Imported) connect(job context.Context) connected {
 		}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{})
+	changes := make(chan struct{}, 1)
+	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changes <- struct{}{}:
+			default: // a re-list is pending: it will read this change
+			}
+		}})
 	s, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return connected{err: fmt.Errorf("connect: %w", err)}
 	}
+	im.liveMu.Lock()
+	im.live[s] = true
+	im.liveMu.Unlock()
+	list, err := im.list(ctx, s)
+	if err != nil {
+		im.ended(s)
+		return connected{err: err}
+	}
+	if job.Err() != nil { // the incarnation ended meanwhile: nobody will watch s
+		im.ended(s)
+		return connected{err: job.Err()}
+	}
+	return connected{session: s, list: list, changes: changes}
+}
+
+// ended closes s (which ends a stdio server) and forgets it.
+func (im *Imported) ended(s *sdk.ClientSession) {
+	_ = s.Close()
+	im.liveMu.Lock()
+	delete(im.live, s)
+	im.liveMu.Unlock()
+}
+
+// list reads the server's tool list, within ConnectTimeout.
+func (im *Imported) list(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, im.opts.ConnectTimeout)
+	defer cancel()
 	var list []*sdk.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
-			_ = s.Close()
-			return connected{err: fmt.Errorf("list tools: %w", err)}
+			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		list = append(list, t)
 	}
-	if job.Err() != nil { // the incarnation ended meanwhile: nobody will watch s
-		_ = s.Close()
-		return connected{err: job.Err()}
-	}
-	return connected{session: s, list: list}
+	return list, nil
 }
 
 // bearer adds an Authorization header to each request.

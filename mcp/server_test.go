@@ -65,7 +65,13 @@ func testTools(t *testing.T) (string, []*tools.Tool) {
 // the in-memory transport.
 func serve(t *testing.T, ts []*tools.Tool, opts *mcp.ServerOptions, copts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
+	return serveOn(t, actorstest.NewRuntime(t, nil), ts, opts, copts)
+}
+
+// serveOn is serve on rt; the session and the server are closed before
+// what the test registered for cleanup earlier.
+func serveOn(t *testing.T, rt *actors.Runtime, ts []*tools.Tool, opts *mcp.ServerOptions, copts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	var o mcp.ServerOptions
 	if opts != nil {
 		o = *opts

@@ -9,18 +9,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
-	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -44,8 +45,9 @@ const (
 // errTimeout is the cause of the run's context when -timeout passes.
 var errTimeout = errors.New("timeout")
 
-// runAgent sets up the workspace, the model, the tool loop and the actor
-// runtime, runs the conversation and prints its summary.
+// runAgent sets up the workspace, the model, the agent and the actor
+// runtime, runs the conversation (or, with -team, the lead agent's) and
+// prints its summary.
 func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, errTimeout)
@@ -92,16 +94,6 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if cfg.crash.site != crashNone {
 		in = &injector{at: cfg.crash, notify: tr.Fault}
 	}
-	model, about, closeModel, err := newModel(cfg, tr)
-	if err != nil {
-		return err
-	}
-	defer closeModel()
-	loop, err := newLoop(cfg, ws, in.wrapModel(model), in, sess)
-	if err != nil {
-		return err
-	}
-
 	var restarts atomic.Int64
 	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
 		if ev.Directive == supervisor.Restart {
@@ -119,33 +111,44 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 			err = fmt.Errorf("stop actors: %w", cerr)
 		}
 	}()
-	conn, err := rt.Start(loop)
+
+	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess}
+	defer d.close(ctx)
+	var lead *agent.Agent
+	var about string
+	if cfg.team {
+		lead, about, err = d.team()
+	} else {
+		lead, about, err = d.solo()
+	}
 	if err != nil {
-		return fmt.Errorf("start the tool loop: %w", err)
+		return err
 	}
 
 	tr.Note("demo", "%s, workspace %s (%s)", about, ws.Dir(), where)
 	if in != nil {
-		tr.Note("demo", "will inject a panic at -crash %s", cfg.crash.String())
+		where := ""
+		if cfg.team {
+			where = " (in the writer agent)"
+		}
+		tr.Note("demo", "will inject a panic at -crash %s%s", cfg.crash.String(), where)
 	}
-	a := &agent{conn: conn, tr: tr, timeout: cfg.timeout,
-		restartLoop: func() (*actors.Conn, error) { return rt.Start(loop) }}
-	first := models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
+	id, msgs := "demo", []models.Message{models.UserMessage(cfg.prompt)}
 	if sess != nil {
 		tr.Note("session", "%s", sess.describe())
-		first, a.durable = sess.first, true
+		if msgs, err = models.DecodeMessages(sess.first); err != nil {
+			return fmt.Errorf("session %q: its first request: %w", sess.id, err)
+		}
+		id = sess.id
 	}
-	tr.Note("user", "%s", firstPrompt(first))
-	err = a.run(ctx, first)
+	tr.Note("user", "%s", firstPrompt(models.EncodeMessages(msgs)))
+	ans, err := d.follow(ctx, lead, id, msgs)
 	if err == nil && in != nil && !in.Fired() {
 		tr.Note("demo", "the -crash point %s was never reached", cfg.crash.String())
 	}
-	outcome := "ok"
-	if err != nil {
-		outcome = "failed"
-	}
-	tr.Note("summary", "%s · %s · %s (%d failed) · %s · %s", outcome, plural(a.iterations, "iteration"),
-		plural(a.calls, "tool call"), a.failed, plural(int(restarts.Load()), "restart"), shortDuration(time.Since(start)))
+	tally := d.tally(ans)
+	tr.Note("summary", "%s · %s · %s (%d failed) · %s · %s", tally.outcome(err), plural(tally.iterations, "iteration"),
+		plural(tally.calls, "tool call"), tally.failed, plural(int(restarts.Load()), "restart"), shortDuration(time.Since(start)))
 	if sess != nil {
 		tr.Note("session", "to resume or replay it: %s", sess.resumeHint())
 	}
@@ -157,16 +160,18 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 
 // newModel makes the model adapter the flags ask for, a description of it
 // for the transcript and a function releasing it.
-func newModel(cfg config, tr *transcript) (actors.Spec, string, func(), error) {
+// Without -base-url the model is scripted with script (see loadScript),
+// given the retry turn -crash tool needs when crash is that site.
+func newModel(cfg config, tr *transcript, script []byte, crash crashPoint) (actors.Spec, string, func(), error) {
 	if cfg.provider == "anthropic" {
 		return newAnthropicModel(cfg, tr)
 	}
 	if cfg.baseURL == "" {
-		script, err := loadScript()
+		s, err := loadScript(script)
 		if err != nil {
 			return actors.Spec{}, "", nil, err
 		}
-		m, err := scripted.New(withRetryTurn(script, cfg.crash), nil)
+		m, err := scripted.New(withRetryTurn(s, crash), nil)
 		if err != nil {
 			return actors.Spec{}, "", nil, fmt.Errorf("embedded script: %w", err)
 		}
@@ -206,10 +211,10 @@ func newAnthropicModel(cfg config, tr *transcript) (actors.Spec, string, func(),
 	return m.Spec("model"), fmt.Sprintf("model %s at %s (Anthropic)", cfg.model, baseURL), m.Close, nil
 }
 
-// loadScript parses the embedded script, with the arguments of its calls
+// loadScript parses an embedded script, with the arguments of its calls
 // made compact, as models send them.
-func loadScript() (scripted.Script, error) {
-	script, err := scripted.Parse(defaultScript)
+func loadScript(raw []byte) (scripted.Script, error) {
+	script, err := scripted.Parse(raw)
 	if err != nil {
 		return script, fmt.Errorf("embedded script: %w", err)
 	}
@@ -225,228 +230,220 @@ func loadScript() (scripted.Script, error) {
 	return script, nil
 }
 
-// newLoop binds the workspace tools and wraps model in a tool loop.
-func newLoop(cfg config, ws *workspace.Workspace, model actors.Spec, in *injector, sess *session) (actors.Spec, error) {
-	toolset, err := workspace.Tools(ws)
+// driver builds the demo's agents and follows their conversations into
+// the transcript.
+type driver struct {
+	cfg    config
+	tr     *transcript
+	rt     *actors.Runtime
+	ws     *workspace.Workspace
+	in     *injector
+	sess   *session
+	agents []*agent.Agent
+	closes []func()
+
+	mu   sync.Mutex
+	subs []*models.Answer // the answers of the delegations (-team)
+}
+
+// close stops the agents and releases the models.
+func (d *driver) close(ctx context.Context) {
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeGrace)
+	defer cancel()
+	for _, a := range d.agents {
+		_ = a.Close(closeCtx) // the runtime's Close reports what does not stop
+	}
+	for _, c := range d.closes {
+		c()
+	}
+}
+
+// solo builds the one agent of a plain run: the workspace tools, the
+// model the flags ask for, the -crash injection and the -store session.
+func (d *driver) solo() (*agent.Agent, string, error) {
+	model, about, closeModel, err := newModel(d.cfg, d.tr, defaultScript, d.cfg.crash)
 	if err != nil {
-		return actors.Spec{}, fmt.Errorf("workspace tools: %w", err)
+		return nil, "", err
 	}
-	if toolset, err = in.wrapTools(toolset); err != nil {
-		return actors.Spec{}, err
-	}
-	opts := &tools.LoopOptions{
-		RouterOptions: tools.RouterOptions{Name: "agent", Tools: toolset},
-		SystemPrompt:  systemPrompt,
-		MaxIterations: cfg.maxIterations,
-	}
-	if sess != nil {
-		opts.Session = sess.options()
-	}
-	if cfg.crash.site == crashLoop {
-		opts.OnToolResult = in.onToolResult
-	}
-	loop, err := tools.NewLoop(model, opts)
+	d.closes = append(d.closes, closeModel)
+	toolset, err := workspace.Tools(d.ws)
 	if err != nil {
-		return actors.Spec{}, fmt.Errorf("tool loop: %w", err)
+		return nil, "", fmt.Errorf("workspace tools: %w", err)
 	}
-	return loop, nil
+	if toolset, err = d.in.wrapTools(toolset); err != nil {
+		return nil, "", err
+	}
+	opts := &agent.Options{Name: "agent", Tools: toolset, SystemPrompt: systemPrompt}
+	d.crashable(opts)
+	a, err := d.newAgent(d.in.wrapModel(model), opts)
+	return a, about, err
 }
 
-// agent drives one conversation through the tool loop and counts what
-// happens. It is used by one goroutine.
-type agent struct {
-	conn    *actors.Conn
-	tr      *transcript
-	timeout time.Duration // the -timeout the run's context carries
-	durable bool          // the loop persists the session (-store)
-	// restartLoop starts the tool loop afresh (it then loads the stored
-	// session), for a durable run whose answer failed.
-	restartLoop func() (*actors.Conn, error)
-
-	iterations int // model answers seen
-	calls      int // tool calls seen
-	failed     int // error results seen
+// crashable adds what -crash and the session flags ask of the agent that
+// may crash (the only one, or the writer of a team).
+func (d *driver) crashable(opts *agent.Options) {
+	opts.MaxIterations, opts.MaxAttempts = d.cfg.maxIterations, maxAttempts
+	if d.cfg.crash.site == crashLoop {
+		opts.OnToolResult = d.in.onToolResult
+	}
+	if d.sess != nil && !d.cfg.team {
+		opts.Store = d.sess.store
+	}
 }
 
-// run sends the first request (the "messages" payload first) and follows
-// the answer. When the answer fails (a stage crashed and was restarted by
-// its supervisor, or the model's stream broke), run asks again on a new
-// stream, maxAttempts times in all. A durable loop resumes its stored
-// session when it gets the first request again. A loop without a session
-// knows nothing of the conversation after a restart: run sends the
-// conversation so far, the first request's messages and every tool round
-// whose calls ran, as the loop would have sent it.
-func (a *agent) run(ctx context.Context, first json.RawMessage) error {
-	var history []json.RawMessage
-	if err := json.Unmarshal(first, &history); err != nil {
-		return fmt.Errorf("first request: %w", err)
+func (d *driver) newAgent(model actors.Spec, opts *agent.Options) (*agent.Agent, error) {
+	a, err := agent.New(d.rt, model, opts)
+	if err != nil {
+		return nil, fmt.Errorf("start the %s: %w", opts.Name, err)
 	}
-	list := first
-	for attempt := 1; ; attempt++ {
-		stream := "demo"
-		if attempt > 1 {
-			stream = fmt.Sprintf("demo-%d", attempt)
-		}
-		if err := a.conn.SendAll(messages.RawParam(stream, models.ParamMessages, list), messages.End(stream)); err != nil {
-			return fmt.Errorf("send the request: %w", err)
-		}
-		res, err := a.follow(ctx, stream)
+	d.agents = append(d.agents, a)
+	return a, nil
+}
+
+// follow runs the conversation msgs of session id on a and prints its
+// events. It returns the answer, or what was answered with an error
+// saying why the agent did not finish.
+func (d *driver) follow(ctx context.Context, a *agent.Agent, id string, msgs []models.Message) (*models.Answer, error) {
+	v := view{}
+	if d.cfg.team {
+		v.name = a.Name()
+	}
+	unfinished := false // text was said since the last tool result
+	for ev, err := range a.Stream(ctx, id, msgs) {
 		if err != nil {
-			_ = a.conn.Send(messages.Abort(stream))
-			if errors.Is(context.Cause(ctx), errTimeout) {
-				return fmt.Errorf("no final answer within -timeout %v", a.timeout)
-			}
-			if ctx.Err() != nil {
-				return errors.New("interrupted")
-			}
-			if errors.Is(err, actors.ErrDuplexStopped) {
-				return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
-			}
-			return err
+			return ev.Answer, d.failure(ctx, err)
 		}
-		history = append(history, res.rounds...)
-		switch {
-		case res.failure == "" && res.answered:
-			return nil
-		case res.failure == "":
-			return errors.New("no final answer: the model still called tools after -max-iterations rounds")
-		case attempt < maxAttempts && a.durable:
-			// A loop that did not restart itself (the model failed, say)
-			// holds the session in memory as it began; a fresh one loads
-			// it from the store, as a new process would.
-			a.tr.Note("resume", "the answer failed: starting the tool loop again from the store and sending the first request again on stream demo-%d",
-				attempt+1)
-			if err := a.conn.Close(ctx); err != nil {
-				return fmt.Errorf("stop the tool loop: %w", err)
-			}
-			conn, err := a.restartLoop()
-			if err != nil {
-				return fmt.Errorf("start the tool loop again: %w", err)
-			}
-			a.conn = conn
-		case attempt < maxAttempts:
-			list = models.JoinMessages(history)
-			a.tr.Note("resume", "the answer failed: sending the conversation so far (%s) again on stream demo-%d%s",
-				plural(len(history), "message"), attempt+1, dropped(res))
-		default:
-			return fmt.Errorf("the agent failed: %s", res.failure)
+		switch ev.Kind {
+		case agent.EventDone:
+			d.tr.EndText()
+			return ev.Answer, nil
+		case agent.EventRestart:
+			d.tr.Note("resume", "%s", d.resumeLine(ev, id, len(msgs), unfinished, d.sess != nil))
+			unfinished = false
+			continue
+		case agent.EventText:
+			unfinished = true
+		case agent.EventToolResult:
+			unfinished = false
 		}
+		d.tr.Event(v, ev)
 	}
+	return nil, errors.New("the agent's events ended without an answer")
 }
 
-// answer is what one stream of the loop said.
-type answer struct {
-	rounds   []json.RawMessage // assistant and tool messages of the complete tool rounds
-	answered bool              // the model's last answer made no tool calls
-	failure  string            // the ERROR text, if the stream failed
-	// unfinishedText: the failed stream's last response had text that
-	// no completed round kept.
-	unfinishedText bool
+// resumeLine tells how the agent asks again after a failed attempt.
+func (d *driver) resumeLine(ev agent.Event, id string, first int, unfinished, durable bool) string {
+	stream := id + "#" + strconv.Itoa(ev.Attempt)
+	line := "the answer failed: resuming the session from the store on stream " + stream
+	if !durable {
+		line = fmt.Sprintf("the answer failed: sending the conversation so far (%s) again on stream %s",
+			plural(first+len(ev.Answer.Messages()), "message"), stream)
+	}
+	if unfinished {
+		// What the unfinished response said is not part of the
+		// conversation: the model is asked again and may say it again.
+		line += " (the unfinished answer above is dropped: the model answers again)"
+	}
+	return line
 }
 
-// round is one model answer with tool calls, as the loop surfaced it.
-type round struct {
-	text    strings.Builder
-	calls   []*messages.Frame
-	results map[string]*messages.Frame
+// failure says why the conversation did not finish.
+func (d *driver) failure(ctx context.Context, err error) error {
+	var failed *agent.FailedError
+	switch {
+	case errors.Is(context.Cause(ctx), errTimeout):
+		return fmt.Errorf("no final answer within -timeout %v", d.cfg.timeout)
+	case ctx.Err() != nil:
+		return errors.New("interrupted")
+	case errors.As(err, &failed):
+		if failed.Reason == stoppedForGood {
+			return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
+		}
+		return fmt.Errorf("the agent failed: %s", failed.Reason)
+	case errors.Is(err, agent.ErrNoAnswer):
+		return errors.New("no final answer: the model still called tools after -max-iterations rounds")
+	case errors.Is(err, actors.ErrDuplexStopped):
+		return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
+	}
+	return err
 }
 
-func (r *round) complete() bool { return len(r.calls) > 0 && len(r.results) == len(r.calls) }
+// stoppedForGood is the reason an attempt failed when the loop stopped.
+const stoppedForGood = "the tool loop stopped"
 
-// ran reports whether every call of the round ran: none was answered
-// "stopped" because the loop or the model failed first.
-func (r *round) ran() bool {
-	for _, res := range r.results {
-		if tools.KindOf(res) == tools.FailureStopped {
-			return false
-		}
-	}
-	return true
+// tally is what the summary counts over every agent of the run.
+type tally struct {
+	iterations, calls, failed int
+	// unresolved names the failed calls the model never made again with
+	// success: the answer was given without what they were for.
+	unresolved []string
 }
 
-// follow prints the frames of stream until its END and collects them.
-func (a *agent) follow(ctx context.Context, stream string) (answer, error) {
-	var res answer
-	cur := &round{results: map[string]*messages.Frame{}}
-	first := true
-	commit := func() {
-		if cur.complete() {
-			res.rounds = append(res.rounds, roundMessages(cur)...)
-			a.iterations++
+func (d *driver) tally(lead *models.Answer) tally {
+	d.mu.Lock()
+	answers := append([]*models.Answer{lead}, d.subs...)
+	d.mu.Unlock()
+	var t tally
+	for _, ans := range answers {
+		if ans == nil {
+			continue
 		}
-		cur = &round{results: map[string]*messages.Frame{}}
+		for _, r := range ans.Rounds {
+			if r.Complete() {
+				t.iterations++
+			}
+		}
+		if ans.Answered {
+			t.iterations++
+		}
+		t.calls += ans.ToolCalls()
+		t.failed += ans.FailedCalls()
+		t.unresolved = append(t.unresolved, unresolved(ans)...)
 	}
-	for {
-		f, err := a.conn.Recv(ctx)
-		if err != nil {
-			return res, fmt.Errorf("read the answer: %w", err)
-		}
-		if f.GetStreamId() != stream {
-			continue // a late frame of an earlier attempt
-		}
-		if first {
-			// What happened before this stream began (a restart after a
-			// failed attempt, say) is told before its frames.
-			first = false
-			a.tr.Flush()
-		}
-		a.tr.Frame(f)
-		switch f.GetType() {
-		case messages.FrameType_TEXT:
-			if cur.complete() {
-				commit()
-			}
-			cur.text.WriteString(f.GetText())
-		case messages.FrameType_TOOL_CALL:
-			if cur.complete() {
-				commit()
-			}
-			cur.calls = append(cur.calls, f)
-			a.calls++
-		case messages.FrameType_TOOL_RESULT:
-			cur.results[f.GetToolCallId()] = f
-			if f.IsErrorResult() {
-				a.failed++
-			}
-		case messages.FrameType_ERROR:
-			res.failure = f.GetText()
-		case messages.FrameType_END:
-			if len(cur.calls) == 0 && res.failure == "" {
-				res.answered = true
-				a.iterations++
-			}
-			res.unfinishedText = res.failure != "" && cur.text.Len() > 0 && !cur.complete()
-			if res.failure == "" || cur.ran() {
-				commit()
-			} // else the round's calls were stopped before they ran: ask again from before it
-			return res, nil
-		}
-	}
+	return t
 }
 
-// roundMessages is a round as the loop itself sends it to the model: the
-// assistant message with its tool calls, then one tool message per call,
-// in call order.
-func roundMessages(r *round) []json.RawMessage {
-	calls := make([]models.ToolCall, len(r.calls))
-	for i, c := range r.calls {
-		calls[i] = models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()}
+// outcome is the summary's first word: ok, failed, or, when the model
+// answered without making a failed call again, which calls it gave up on.
+func (t tally) outcome(err error) string {
+	switch {
+	case err != nil:
+		return "failed"
+	case len(t.unresolved) == 0:
+		return "ok"
 	}
-	out := []json.RawMessage{models.AssistantMessage(r.text.String(), calls...).AppendJSON(nil)}
-	for _, c := range r.calls {
-		out = append(out, models.ToolMessage(c.GetToolCallId(), r.results[c.GetToolCallId()].GetPayload()).AppendJSON(nil))
+	return "answered, but " + strings.Join(t.unresolved, ", ") + " failed and " +
+		map[bool]string{true: "was", false: "were"}[len(t.unresolved) == 1] + " never retried"
+}
+
+// unresolved lists the error results of ans that no later call of the
+// same tool with the same arguments made good.
+func unresolved(ans *models.Answer) []string {
+	var out []string
+	for i, r := range ans.Rounds {
+		for j, res := range r.Results {
+			if !res.IsError || j >= len(r.Calls) || retried(ans.Rounds[i+1:], r.Calls[j]) {
+				continue
+			}
+			kind := res.FailureKind
+			if kind == "" {
+				kind = "error"
+			}
+			out = append(out, fmt.Sprintf("%s %s (%s)", res.Name, res.CallID, kind))
+		}
 	}
 	return out
 }
 
-// dropped says, after a failed attempt whose unfinished response had
-// already said something, that it is not part of the conversation: the
-// model is asked again and may say it again.
-func dropped(res answer) string {
-	if !res.unfinishedText {
-		return ""
+func retried(later []models.Round, call models.ToolCall) bool {
+	for _, r := range later {
+		for j, c := range r.Calls {
+			if c.Name == call.Name && bytes.Equal(c.Arguments, call.Arguments) && j < len(r.Results) && !r.Results[j].IsError {
+				return true
+			}
+		}
 	}
-	return " (the unfinished answer above is dropped: the model answers again)"
+	return false
 }
 
 // plural is n and noun, with an s unless n is 1.

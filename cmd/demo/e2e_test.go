@@ -127,7 +127,7 @@ func TestE2E_Workspace(t *testing.T) {
 // scriptTurns is the embedded script, for a fake server to play.
 func scriptTurns(t *testing.T) []scripted.Turn {
 	t.Helper()
-	script, err := loadScript()
+	script, err := loadScript(defaultScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,8 +417,9 @@ func TestE2E_SessionResumesAfterTimeout(t *testing.T) {
 	stalled.ToolCalls, stalled.Stall = nil, true
 	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], stalled})
 	defer srv1.Close()
-	res, _ := runDemo(t, nil, append(args, "-base-url", srv1.URL, "-timeout", "500ms")...)
-	if res.code != 1 || !strings.Contains(res.stderr, "no final answer within -timeout 500ms") {
+	// The timeout leaves time for the first round on a loaded machine.
+	res, _ := runDemo(t, nil, append(args, "-base-url", srv1.URL, "-timeout", "2s")...)
+	if res.code != 1 || !strings.Contains(res.stderr, "no final answer within -timeout 2s") {
 		t.Fatalf("want a timeout: %v", res)
 	}
 	srv2 := openaitest.NewServer(turns[1:])
@@ -479,5 +480,82 @@ func TestE2E_ProviderAnthropic(t *testing.T) {
 	}
 	if _, ok := reqs[0]["system"]; !ok {
 		t.Errorf("no system prompt in %v", reqs[0])
+	}
+}
+
+// A session killed while a tool call ran resumes with that call answered
+// "interrupted" (it is not run again). When the model then answers
+// without making the call again, the summary says so instead of "ok".
+func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
+	turns := scriptTurns(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "demo.db")
+	args := []string{"-store", store, "-session", "s-int", "-workspace", dir}
+
+	// Run 1: the second call runs for a long time; the process is killed
+	// while it runs.
+	slow := turns[1]
+	slow.ToolCalls = []scripted.ToolCall{{ID: "call_run", Name: "run_command", Arguments: `{"command":"sleep 60"}`}}
+	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], slow})
+	defer srv1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoBin, append(args, "-base-url", srv1.URL)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "call       run_command call_run") {
+		n, err := stdout.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the demo stopped before the call: %v\n%s", err, &seen)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	// Run 2: the call is answered "interrupted"; the model reads the file
+	// the call would have written, and answers.
+	srv2 := openaitest.NewServer(turns[2:])
+	defer srv2.Close()
+	res, _ := runDemo(t, nil, append(args, "-base-url", srv2.URL)...)
+	if res.code != 0 {
+		t.Fatalf("resumed run: want exit 0 (the model answered): %v", res)
+	}
+	for _, want := range []string{
+		"session    resumed after 1 tool round; interrupted (not run again) call_run",
+		"result     run_command call_run FAILED (interrupted)",
+		"summary    answered, but run_command call_run (interrupted) failed and was never retried · ",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("the resumed run lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if strings.Contains(res.stdout, "summary    ok") {
+		t.Errorf("the summary says ok:\n%s", res.stdout)
+	}
+}
+
+// -team: the lead delegates to the writer, then the reviewer; their lines
+// are indented under the calls that started them.
+func TestE2E_Team(t *testing.T) {
+	dir := t.TempDir()
+	res, _ := runDemo(t, nil, "-team", "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkWorkspace(t, dir)
+	checkTeamTranscript(t, res.stdout)
+	if !strings.Contains(res.stdout, "summary    ok · 8 iterations · 6 tool calls (0 failed) · 0 restarts · ") {
+		t.Errorf("unexpected summary:\n%s", res.stdout)
 	}
 }

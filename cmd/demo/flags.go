@@ -41,6 +41,7 @@ type config struct {
 	session       string
 	crash         crashPoint
 	json          bool
+	team          bool
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -69,6 +70,7 @@ Examples:
   demo                                   scripted agent in a temporary folder
   demo -crash tool                       a tool panics; watch it restart
   demo -json | jq .type                  frames as JSON lines
+  demo -team                             a lead agent delegating to two sub-agents
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
@@ -120,6 +122,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"handler of the Nth tool call, default 2), loop (the tool loop as it reports\n"+
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
+	fs.BoolVar(&cfg.team, "team", false,
+		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
+			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+
+			"(read_file only), each given to the lead as a tool")
 	fs.BoolVar(&cfg.json, "json", false,
 		"print each frame the agent emits as one JSON line (protojson) on stdout;\n"+
 			"notes and the summary go to stderr")
@@ -178,7 +184,15 @@ func (cfg *config) validate(rest []string) error {
 		}
 	}
 	if cfg.baseURL == "" && (cfg.crash.site == crashTool || cfg.crash.site == crashLoop) {
-		script, err := loadScript()
+		raw, who := defaultScript, "the scripted model makes"
+		if cfg.team {
+			var err error
+			if raw, err = teamScript("writer"); err != nil {
+				return err
+			}
+			who = "the scripted writer makes"
+		}
+		script, err := loadScript(raw)
 		if err != nil {
 			return err
 		}
@@ -187,7 +201,7 @@ func (cfg *config) validate(rest []string) error {
 			calls += len(turn.ToolCalls)
 		}
 		if cfg.crash.n > calls {
-			return bad("-crash %s would never fire: the scripted model makes %d tool calls", cfg.crash.String(), calls)
+			return bad("-crash %s would never fire: %s %d tool calls", cfg.crash.String(), who, calls)
 		}
 	}
 	return nil

@@ -97,12 +97,12 @@ func TestRun_CrashHeals(t *testing.T) {
 		{"loop", []string{
 			"fault      panicking in the tool loop reporting run_command's result (tool result 2)",
 			"supervisor restarted polyweave/agent (failure 1)",
-			"resume     the answer failed: sending the conversation so far (5 messages) again on stream demo-2",
+			"resume     the answer failed: sending the conversation so far (5 messages) again on stream demo#2\n",
 		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"},
 		{"model", []string{
 			"fault      panicking in the model adapter emitting TOOL_CALL (model frame 14)",
 			"supervisor restarted polyweave/agent/model (failure 1)",
-			"resume     the answer failed: sending the conversation so far (3 messages) again on stream demo-2",
+			"resume     the answer failed: sending the conversation so far (3 messages) again on stream demo#2 (the unfinished answer above is dropped: the model answers again)",
 		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestRun_Flags(t *testing.T) {
 		t.Fatalf("-h: err = %v, want flag.ErrHelp and exit 0", err)
 	}
 	for _, name := range []string{"-base-url", "-model", "-api-key-env", "-prompt", "-workspace",
-		"-max-iterations", "-timeout", "-store", "-session", "-crash", "-json"} {
+		"-max-iterations", "-timeout", "-store", "-session", "-crash", "-json", "-team"} {
 		if !strings.Contains(errOut, "  "+name+" ") && !strings.Contains(errOut, "  "+name+"\n") {
 			t.Errorf("-h does not explain %s:\n%s", name, errOut)
 		}
@@ -242,7 +242,7 @@ func TestRun_CrashThatNeverFires(t *testing.T) {
 }
 
 func TestWithRetryTurn(t *testing.T) {
-	script, err := loadScript()
+	script, err := loadScript(defaultScript)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,31 +262,6 @@ func TestWithRetryTurn(t *testing.T) {
 	}
 	if n := len(withRetryTurn(script, crashPoint{site: crashModel, n: 3}).Turns); n != len(script.Turns) {
 		t.Errorf("a model crash changed the script to %d turns", n)
-	}
-}
-
-func TestRoundMessages_AsTheLoopSendsThem(t *testing.T) {
-	r := &round{results: map[string]*messages.Frame{}}
-	r.text.WriteString("Reading.")
-	r.calls = []*messages.Frame{
-		messages.ToolCall("s", "c1", "read_file", json.RawMessage(`{"path":"a"}`)),
-		messages.ToolCall("s", "c2", "read_file", json.RawMessage(`{"path":"b"}`)),
-	}
-	r.results["c2"] = messages.RawToolResult("s", "c2", "read_file", json.RawMessage(`{"success":false}`))
-	r.results["c1"] = messages.RawToolResult("s", "c1", "read_file", json.RawMessage(`{"success":true}`))
-	var got []string
-	for _, m := range roundMessages(r) {
-		got = append(got, string(m))
-	}
-	want := []string{
-		`{"role":"assistant","content":"Reading.","tool_calls":[` +
-			`{"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},` +
-			`{"id":"c2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b\"}"}}]}`,
-		`{"role":"tool","content":"{\"success\":true}","tool_call_id":"c1"}`,
-		`{"role":"tool","content":"{\"success\":false}","tool_call_id":"c2"}`,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -340,7 +315,7 @@ func TestRun_CrashHealsFromTheStore(t *testing.T) {
 				t.Fatalf("run: %v\n%s\n%s", err, out, errOut)
 			}
 			checkTranscript(t, out)
-			for _, want := range []string{"resume     the answer failed: starting the tool loop again from the store", tc.resumed,
+			for _, want := range []string{"resume     the answer failed: resuming the session from the store on stream s-", tc.resumed,
 				"summary    ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the transcript lacks %q:\n%s", want, out)
@@ -392,5 +367,81 @@ func TestClip(t *testing.T) {
 	}
 	if got := shown([]byte(`{ "a" : "<b>" }`)); got != `{"a":"<b>"}` {
 		t.Errorf("shown = %q", got)
+	}
+}
+
+// checkTeamTranscript checks that out tells the whole -team run, in
+// order: each sub-agent's lines come between the lead's call that
+// started it and that call's result, indented.
+func checkTeamTranscript(t *testing.T, out string) {
+	t.Helper()
+	at := 0
+	for _, want := range []string{
+		"lead       I'll have the writer make the script",
+		"call       writer call_writer {\"task\":",
+		"  writer     I'll start by writing",
+		"  call       write_file call_write ",
+		"  result     write_file call_write ok",
+		"  result     run_command call_run",
+		"  writer     Wrote hello.sh and ran it for Ada",
+		"result     writer call_writer ok",
+		"call       reviewer call_reviewer ",
+		"  call       read_file call_read_script ",
+		"  result     read_file call_read_greeting ok",
+		"  reviewer   hello.sh greets its first argument",
+		"result     reviewer call_reviewer ok",
+		"lead       Done. The writer wrote hello.sh",
+	} {
+		i := strings.Index(out[at:], want)
+		if i < 0 {
+			t.Errorf("the transcript lacks %q after byte %d:\n%s", want, at, out)
+			return
+		}
+		at += i + len(want)
+	}
+}
+
+func TestRun_Team(t *testing.T) {
+	for _, tc := range []struct {
+		crash string
+		want  []string
+	}{
+		{"", []string{"summary    ok · 8 iterations · 6 tool calls (0 failed) · 0 restarts"}},
+		{"tool", []string{
+			"  result     run_command call_run FAILED (panic)",
+			"supervisor restarted polyweave/writer/tool-run_command (failure 1)",
+			"  result     run_command call_run_retry ok",
+			"summary    ok · 9 iterations · 7 tool calls (1 failed) · 1 restart",
+		}},
+		{"loop", []string{
+			"supervisor restarted polyweave/writer (failure 1)",
+			"  resume     the answer failed: sending the conversation so far (5 messages) again on stream writer-1#2\n",
+			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
+		}},
+		{"model", []string{
+			"supervisor restarted polyweave/writer/model (failure 1)",
+			"  resume     the answer failed: sending the conversation so far (3 messages) again on stream writer-1#2 (the unfinished answer above is dropped",
+			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
+		}},
+	} {
+		t.Run("crash="+tc.crash, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			dir := t.TempDir()
+			args := []string{"-team", "-workspace", dir}
+			if tc.crash != "" {
+				args = append(args, "-crash", tc.crash)
+			}
+			out, errOut, err := runInProcess(t, args...)
+			if err != nil {
+				t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+			}
+			checkTeamTranscript(t, out)
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("the transcript lacks %q:\n%s", want, out)
+				}
+			}
+			checkWorkspace(t, dir)
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -32,20 +33,43 @@ type transcript struct {
 	frames io.Writer // nil: frames are printed as human lines on out
 	start  time.Time
 	inText bool                 // a model text line is open (deltas go on it)
+	textOf view                 // whose text line it is
 	held   [][2]string          // side notes (label, text) waiting for their place
 	calls  map[string]time.Time // when each call was shown, by id
+	named  map[string]int       // how many calls of each tool were shown
+	shown  chan struct{}        // closed and replaced when a call is shown
 	err    error                // the first write error
 }
 
+// view is how one agent's lines look: the sub-agents of a team are
+// indented under the call that delegated to them, and the model's text is
+// labelled with the agent's name (the zero view: no indent, "model").
+type view struct {
+	indent string
+	name   string
+}
+
+func (v view) label() string {
+	if v.name == "" {
+		return "model"
+	}
+	return v.name
+}
+
 func newTranscript(out, frames io.Writer, start time.Time) *transcript {
-	return &transcript{out: out, frames: frames, start: start, calls: map[string]time.Time{}}
+	return &transcript{out: out, frames: frames, start: start, calls: map[string]time.Time{},
+		named: map[string]int{}, shown: make(chan struct{})}
 }
 
 // line prints one labelled line, closing an open text line first. The
 // caller holds t.mu.
 func (t *transcript) line(label, format string, a ...any) {
+	t.lineIn(view{}, label, format, a...)
+}
+
+func (t *transcript) lineIn(v view, label, format string, a ...any) {
 	t.endText()
-	t.printf("%s %-10s %s\n", t.stamp(), label, fmt.Sprintf(format, a...))
+	t.printf("%s %s%-10s %s\n", t.stamp(), v.indent, label, fmt.Sprintf(format, a...))
 }
 
 func (t *transcript) printf(format string, a ...any) {
@@ -80,10 +104,65 @@ func shortDuration(d time.Duration) string {
 
 // Note prints a line about the run itself, after any held side notes.
 func (t *transcript) Note(label, format string, a ...any) {
+	t.NoteIn(view{}, label, format, a...)
+}
+
+// NoteIn is Note in an agent's view.
+func (t *transcript) NoteIn(v view, label, format string, a ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.flush()
-	t.line(label, format, a...)
+	t.lineIn(v, label, format, a...)
+}
+
+// EndText closes the open text line.
+func (t *transcript) EndText() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.endText()
+}
+
+// WaitCall waits until the nth call of the tool name has been shown, or a
+// while has passed: a sub-agent's lines come after the lead's call that
+// started it, though they are printed from another goroutine.
+func (t *transcript) WaitCall(name string, n int) {
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for {
+		t.mu.Lock()
+		done, shown := t.named[name] >= n, t.shown
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-shown:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// callShown counts a call of the top agent as shown. The caller holds
+// t.mu.
+func (t *transcript) callShown(name string) {
+	t.named[name]++
+	close(t.shown)
+	t.shown = make(chan struct{})
+}
+
+// Event prints one event of an agent's conversation.
+func (t *transcript) Event(v view, ev agent.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ev.Frame != nil {
+		t.frame(v, ev.Frame)
+		return
+	}
+	if ev.Kind == agent.EventError {
+		t.flush()
+		t.lineIn(v, "error", "%s", ev.Text)
+	}
 }
 
 // hold keeps a side note (an injected fault, a supervision decision) until
@@ -135,6 +214,14 @@ func (t *transcript) Supervision(ev supervisor.Event) {
 func (t *transcript) Frame(f *messages.Frame) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.frame(view{}, f)
+}
+
+// frame prints f in v. The caller holds t.mu.
+func (t *transcript) frame(v view, f *messages.Frame) {
+	if f.GetType() == messages.FrameType_TOOL_CALL && v.indent == "" {
+		defer t.callShown(f.GetName())
+	}
 	switch f.GetType() {
 	case messages.FrameType_ERROR, messages.FrameType_END:
 		t.flush()
@@ -155,14 +242,20 @@ func (t *transcript) Frame(f *messages.Frame) {
 	}
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
-		if !t.inText {
-			t.printf("%s %-10s ", t.stamp(), "model")
-			t.inText = true
+		if f.IsToolArgChunk() {
+			return
 		}
-		t.printf("%s", strings.ReplaceAll(f.GetText(), "\n", "\n"+strings.Repeat(" ", 21)))
+		if t.inText && t.textOf != v {
+			t.endText()
+		}
+		if !t.inText {
+			t.printf("%s %s%-10s ", t.stamp(), v.indent, v.label())
+			t.inText, t.textOf = true, v
+		}
+		t.printf("%s", strings.ReplaceAll(f.GetText(), "\n", "\n"+strings.Repeat(" ", 21+len(v.indent))))
 	case messages.FrameType_TOOL_CALL:
 		t.calls[f.GetToolCallId()] = time.Now()
-		t.line("call", "%s %s %s", f.GetName(), f.GetToolCallId(), shown(f.GetPayload()))
+		t.lineIn(v, "call", "%s %s %s", f.GetName(), f.GetToolCallId(), shown(f.GetPayload()))
 	case messages.FrameType_TOOL_RESULT:
 		status := "ok"
 		if f.IsErrorResult() {
@@ -173,20 +266,20 @@ func (t *transcript) Frame(f *messages.Frame) {
 			took = " in " + shortDuration(time.Since(at))
 			delete(t.calls, f.GetToolCallId())
 		}
-		t.line("result", "%s %s %s%s: %s", f.GetName(), f.GetToolCallId(), status, took, shown(f.GetPayload()))
+		t.lineIn(v, "result", "%s %s %s%s: %s", f.GetName(), f.GetToolCallId(), status, took, shown(f.GetPayload()))
 	case messages.FrameType_META:
 		switch f.GetName() {
 		case models.MetaUsage:
-			t.line("usage", "%s", usageLine(f.GetPayload()))
+			t.lineIn(v, "usage", "%s", usageLine(f.GetPayload()))
 		case tools.MetaSession:
-			t.line("session", "%s", sessionLine(f.GetPayload()))
+			t.lineIn(v, "session", "%s", sessionLine(f.GetPayload()))
 		}
 	case messages.FrameType_ERROR:
-		t.line("error", "%s", f.GetText())
+		t.lineIn(v, "error", "%s", f.GetText())
 	case messages.FrameType_END:
 		t.endText()
 	default:
-		t.line(strings.ToLower(f.GetType().String()), "%s", clip(messages.Format(f)))
+		t.lineIn(v, strings.ToLower(f.GetType().String()), "%s", clip(messages.Format(f)))
 	}
 }
 

@@ -48,3 +48,32 @@ func BenchmarkPersistEvent_Concurrent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetEvents_10k reads back 10 000 checkpointed events of about
+// 100 bytes of one actor, as a recovering router does.
+func BenchmarkGetEvents_10k(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "reads.db"), &Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	batch := make([][]byte, 1000)
+	for i := range batch {
+		batch[i] = make([]byte, 100)
+	}
+	for i := 0; i < 10_000; i += len(batch) {
+		if err := s.PersistEvents(b.Context(), "router", uint64(i), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.checkpoint(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if err := s.GetEvents(b.Context(), "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 10_000 {
+			b.Fatalf("%d events, %v", n, err)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func TestConformance_CheckpointEveryCommit(t *testing.T) {
 // crash stops s the way a killed process would: the committer is stopped
 // and the file closed without the final checkpoint, so the log is left
 // for the next Open to replay.
-func crash(t *testing.T, s *Store) {
+func crash(t testing.TB, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	s.closed = true

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // Checksums catch a damaged record, not a missing one: a damaged page
@@ -78,7 +79,7 @@ func (s *Store) readSummary(ab *bolt.Bucket, name string) (summary, error) {
 		return summary{}, nil // a version 2 file read unchecked
 	}
 	v := ab.Get(summaryKey)
-	if len(v) != crcSize+2*statSize || !checksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(summaryKind, name, 0, v[crcSize:]) {
+	if len(v) != crcSize+2*statSize || !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(summaryKind, name, 0, v[crcSize:]) {
 		e := &durability.DamageError{Store: s.path, What: "summary of the actor", Offset: s.fileOffset(v), Reason: "missing or checksum mismatch"}
 		if v == nil {
 			e.Reason = "missing"
@@ -107,7 +108,7 @@ func nameSum(name []byte) uint32 { return durability.Checksum(directoryKind, str
 // readDirectory returns the stored directory summary.
 func (s *Store) readDirectory(tx *bolt.Tx) (directory, error) {
 	v := tx.Bucket(metaBucket).Get(directoryKey)
-	if len(v) != crcSize+12 || !checksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(directoryKind, "", 0, v[crcSize:]) {
+	if len(v) != crcSize+12 || !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(directoryKind, "", 0, v[crcSize:]) {
 		return directory{}, &durability.DamageError{Store: s.path, What: "directory of actors", Offset: s.fileOffset(v), Reason: "missing or checksum mismatch"}
 	}
 	return directory{count: binary.BigEndian.Uint64(v[crcSize:]), sum: binary.BigEndian.Uint32(v[crcSize+8:])}, nil

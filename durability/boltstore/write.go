@@ -11,6 +11,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // writeKind says what a write does. Its value is stored in the log.
@@ -325,7 +326,7 @@ func (s *Store) appendLog(batch []*write) error {
 	values := s.frameBatch(batch)
 	for i, v := range values {
 		var sum uint32
-		if !checksumsOff.Load() {
+		if !benchhook.ChecksumsOff.Load() {
 			sum = durability.Checksum(durability.RecordLog, "", s.nextSeq+uint64(i), v[crcSize:])
 		}
 		binary.BigEndian.PutUint32(v, sum)

@@ -1,0 +1,275 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// ActorState is where a duplex actor is in its life.
+type ActorState int
+
+// The states of a duplex actor.
+const (
+	// ActorRunning: an incarnation is running.
+	ActorRunning ActorState = iota + 1
+	// ActorFailed: it failed and its supervisor decided (a restart may
+	// wait for a backoff).
+	ActorFailed
+	// ActorRestarting: its incarnation is ending to make way for a fresh
+	// one.
+	ActorRestarting
+	// ActorStopped: it is gone for good (reported by [ActorEvent] only).
+	ActorStopped
+)
+
+func (s ActorState) String() string {
+	switch s {
+	case ActorRunning:
+		return "running"
+	case ActorFailed:
+		return "failed"
+	case ActorRestarting:
+		return "restarting"
+	case ActorStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// ActorInfo describes one duplex actor of a [Runtime].
+type ActorInfo struct {
+	// ID is the actor's path, e.g. "polyweave/agent/model"; Parent is its
+	// parent's (the runtime's host for a duplex started with Start).
+	ID     string
+	Parent string
+	// Name is its Spec's Name.
+	Name    string
+	Durable bool
+	State   ActorState
+	// Since is when it entered State.
+	Since time.Time
+	// Restarts counts the incarnations after the first.
+	Restarts int
+	// LastFailure is the reason of its last failure (nil if none), at
+	// LastFailureAt.
+	LastFailure   error
+	LastFailureAt time.Time
+}
+
+// ActorEvent reports that a duplex actor changed state: Actor is as it is
+// after the change.
+type ActorEvent struct {
+	Time  time.Time
+	Actor ActorInfo
+}
+
+// Actors returns the duplex actors of the runtime that are alive, sorted
+// by ID (a parent before its children): a live view of its supervision
+// tree, for inspectors. It is safe for concurrent use.
+func (rt *Runtime) Actors() []ActorInfo {
+	return rt.watch.actors()
+}
+
+// WatchActors calls fn with every change of state of the runtime's duplex
+// actors until the returned stop function is called. fn runs on the
+// actor's goroutine: it must be quick, must not block and must be safe for
+// concurrent use.
+func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
+	return rt.watch.actorWatchers.add(fn)
+}
+
+// WatchSupervision calls fn with every supervision decision in the
+// runtime (as RuntimeOptions.OnSupervision does) until the returned stop
+// function is called; fn must be quick, must not block and must be safe
+// for concurrent use.
+func (rt *Runtime) WatchSupervision(fn func(supervisor.Event)) (stop func()) {
+	return rt.watch.supervisionWatchers.add(fn)
+}
+
+// ErrNoActor is returned (wrapped) by [Runtime.InjectPanic] for an id that
+// is not a running duplex of the runtime.
+var ErrNoActor = errors.New("actors: no such duplex")
+
+// InjectPanic makes the duplex id fail as if its Logic had panicked with
+// value (a *[PanicError]), for fault-injection experiments: its open
+// streams are closed with ERROR and END and its supervisor decides what
+// happens next. The panic happens when the actor takes the message, after
+// what is already queued to it.
+func (rt *Runtime) InjectPanic(id string, value any) error {
+	rt.watch.mu.Lock()
+	e, ok := rt.watch.table[id]
+	rt.watch.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNoActor, id)
+	}
+	rt.system.Root.Send(e.pid, &injectedPanic{value: value})
+	return nil
+}
+
+// injectedPanic is the message InjectPanic sends.
+type injectedPanic struct{ value any }
+
+// injected fails the incarnation for InjectPanic.
+func (s *shell) injected(m *injectedPanic) {
+	if s.finished || s.logic == nil {
+		return
+	}
+	s.failure = newPanicError(s.self.Id, m.value)
+	panic(s.failure)
+}
+
+// watch keeps the table of a runtime's duplexes and their watchers.
+type watch struct {
+	mu    sync.Mutex
+	table map[string]*watched
+
+	actorWatchers       watchers[ActorEvent]
+	supervisionWatchers watchers[supervisor.Event]
+}
+
+type watched struct {
+	info  ActorInfo
+	pid   *actor.PID
+	owner *shell // the incarnation that last reported
+}
+
+func (w *watch) actors() []ActorInfo {
+	w.mu.Lock()
+	out := make([]ActorInfo, 0, len(w.table))
+	for _, e := range w.table {
+		out = append(out, e.info)
+	}
+	w.mu.Unlock()
+	slices.SortFunc(out, func(a, b ActorInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// update applies change to id's entry (creating it with create, when
+// given) and reports the result.
+func (w *watch) update(id string, create func() *watched, change func(*watched) bool) {
+	now := time.Now()
+	w.mu.Lock()
+	if w.table == nil {
+		w.table = map[string]*watched{}
+	}
+	e, ok := w.table[id]
+	if !ok {
+		if create == nil {
+			w.mu.Unlock()
+			return
+		}
+		e = create()
+		w.table[id] = e
+	}
+	before := e.info.State
+	if !change(e) {
+		w.mu.Unlock()
+		return
+	}
+	if e.info.State != before || e.info.Since.IsZero() {
+		e.info.Since = now
+	}
+	ev := ActorEvent{Time: now, Actor: e.info}
+	if e.info.State == ActorStopped {
+		delete(w.table, id)
+	}
+	w.mu.Unlock()
+	w.actorWatchers.notify(ev)
+}
+
+// started records the start of an incarnation (from its shell's begin).
+func (w *watch) started(s *shell, ctx actor.Context) {
+	create := func() *watched {
+		return &watched{pid: s.self, info: ActorInfo{ID: s.self.Id, Parent: ctx.Parent().GetId(), Name: s.spec.Name,
+			Durable: s.spec.Durable()}}
+	}
+	w.update(s.self.Id, create, func(e *watched) bool {
+		e.owner, e.pid = s, s.self
+		e.info.State = ActorRunning
+		return true
+	})
+}
+
+// ended records the end of an incarnation: a restart or a stop.
+func (w *watch) ended(s *shell, restarting bool) {
+	if s.self == nil {
+		return
+	}
+	w.update(s.self.Id, nil, func(e *watched) bool {
+		if e.owner != s {
+			return false // a later incarnation has reported already
+		}
+		if restarting {
+			e.info.State = ActorRestarting
+			e.info.Restarts++
+		} else {
+			e.info.State = ActorStopped
+		}
+		return true
+	})
+}
+
+// supervised records a supervision decision about a child and passes it
+// on to RuntimeOptions.OnSupervision and the watchers.
+func (rt *Runtime) supervised(ev supervisor.Event) {
+	rt.watch.update(ev.Child, nil, func(e *watched) bool {
+		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
+		// A restart without backoff and a stop are under way already (the
+		// child reports them); one with backoff and an escalation wait.
+		if ev.Directive == supervisor.Escalate || ev.Directive == supervisor.Restart && ev.Backoff > 0 && !ev.IntensityExceeded {
+			e.info.State = ActorFailed
+		}
+		return true
+	})
+	if rt.observe != nil {
+		rt.observe(ev)
+	}
+	rt.watch.supervisionWatchers.notify(ev)
+}
+
+// watchers is a copy-on-write list of callbacks.
+type watchers[E any] struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*func(E)]
+}
+
+func (ws *watchers[E]) add(fn func(E)) func() {
+	p := &fn
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var next []*func(E)
+	if cur := ws.list.Load(); cur != nil {
+		next = slices.Clone(*cur)
+	}
+	next = append(next, p)
+	ws.list.Store(&next)
+	return func() {
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		cur := ws.list.Load()
+		if cur == nil {
+			return
+		}
+		next := slices.DeleteFunc(slices.Clone(*cur), func(q *func(E)) bool { return q == p })
+		ws.list.Store(&next)
+	}
+}
+
+func (ws *watchers[E]) notify(ev E) {
+	cur := ws.list.Load()
+	if cur == nil {
+		return
+	}
+	for _, fn := range *cur {
+		(*fn)(ev)
+	}
+}

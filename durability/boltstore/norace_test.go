@@ -1,0 +1,5 @@
+//go:build !race
+
+package boltstore
+
+const raceDetector = false

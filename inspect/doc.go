@@ -1,0 +1,53 @@
+// Package inspect is a live view of a Polyweave runtime in the browser:
+// the supervision tree of its actors with their state, restart count and
+// last failure; per session the conversation so far, the pending tool
+// calls with their age and arguments (clipped), the streams open and the
+// durability position; a feed of supervision events; per-tool call
+// counts, failure kinds and latency percentiles; and, when the host
+// enables it, fault injection for experiments (panic an actor, stall a
+// tool, cut a model stream).
+//
+// An [Inspector] is an http.Handler that a host mounts where it likes:
+//
+//	insp, err := inspect.New(rt, nil)
+//	model = insp.Model(model)                        // conversations, stream cuts
+//	toolset, err = insp.Tools(toolset)               // tool stalls
+//	loopOpts.OnToolResult = insp.OnToolResult        // per-tool figures, pending calls
+//	store = insp.Store(store)                        // durability position
+//	ln, err := inspect.Listen("127.0.0.1:8080", nil) // refuses non-loopback addresses
+//	go http.Serve(ln, insp)
+//
+// The tree and the supervision feed come from the runtime itself
+// (actors.Runtime.Actors, WatchActors, WatchSupervision); the other hooks
+// are optional, and each shows what it sees. None of them adds an actor
+// hop: the model hook decorates the adapter's Logic inside its own actor.
+//
+// The page is one screen: the tree on the left, the selected session on
+// the right, the feed and the tools below; restarts flash. It is plain
+// html/template output with a small hand-written script (embedded, no
+// external assets) that follows the server-sent events of /api/events
+// and re-renders; without JavaScript the page refreshes itself.
+//
+// # Endpoints
+//
+//   - GET / : the page (?session=ID selects a session);
+//   - GET /api/state : the snapshot as JSON (?session=ID adds its detail);
+//   - GET /api/events : server-sent events, one "snapshot" event (the same
+//     JSON) at once and then whenever something changed, at most every
+//     Options.Interval;
+//   - POST /api/fault/panic (actor=ID), /api/fault/stall (tool=NAME,
+//     on=true|false), /api/fault/cut (stream=ID): only with
+//     Options.Faults; absent (404) otherwise. A form post without
+//     JavaScript is redirected back to the page.
+//
+// # Exposure
+//
+// The inspector shows conversations and tool arguments, and with Faults
+// it can break things: by default it answers loopback clients only
+// (403 otherwise) and [Listen] refuses to listen on other addresses;
+// Options.AllowRemote and ListenOptions.AllowRemote lift that. Fault
+// posts must come from the page's own origin (Origin and Sec-Fetch-Site
+// are checked), so another site open in the same browser cannot send
+// them, and Host headers other than loopback names are refused unless
+// AllowRemote (DNS rebinding).
+package inspect

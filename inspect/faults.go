@@ -1,0 +1,77 @@
+package inspect
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+)
+
+// errBadFault marks a fault request that is malformed (400 rather than
+// 404).
+var errBadFault = errors.New("bad fault request")
+
+// InjectedPanic is the value of the panics [Inspector.InjectPanic] injects.
+type InjectedPanic struct{}
+
+func (InjectedPanic) String() string { return "injected from the inspector" }
+
+// InjectPanic makes the actor id panic (actors.Runtime.InjectPanic): its
+// supervisor decides what follows, as for any panic. It returns what was
+// done, for the feed. The endpoint POST /api/fault/panic calls it; a host
+// may call it directly.
+func (in *Inspector) InjectPanic(id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: no actor given", errBadFault)
+	}
+	if err := in.rt.InjectPanic(id, InjectedPanic{}); err != nil {
+		return "", err
+	}
+	return in.fault(id, "panic injected into %s", id), nil
+}
+
+// Stall stalls (on) or releases (off) the tool name, which must have been
+// wrapped by [Inspector.Tools].
+func (in *Inspector) Stall(name string, on bool) (string, error) {
+	in.mu.Lock()
+	s := in.stalls[name]
+	in.mu.Unlock()
+	if s == nil {
+		return "", fmt.Errorf("no stallable tool %q (tools are stallable once wrapped by Inspector.Tools)", name)
+	}
+	s.set(on)
+	if on {
+		return in.fault("", "tool %s stalled: its calls wait until released or timed out", name), nil
+	}
+	return in.fault("", "tool %s released", name), nil
+}
+
+// CutStream cuts the model stream id: the model adapter serving it (one
+// decorated by [Inspector.Model]) ends it with ERROR and END as if its
+// connection broke.
+func (in *Inspector) CutStream(stream string) (string, error) {
+	in.mu.Lock()
+	var model actors.Ref
+	if s := in.sessions[sessionKey(stream)]; s != nil {
+		if st := s.streams[stream]; st != nil {
+			model = st.model.self
+		}
+	}
+	in.mu.Unlock()
+	if model.IsZero() {
+		return "", fmt.Errorf("no open model stream %q", stream)
+	}
+	in.rt.System().Root.Send(model.PID(), &cutStream{stream: stream})
+	return in.fault(model.String(), "model stream %s cut", stream), nil
+}
+
+// fault records an injected fault in the feed.
+func (in *Inspector) fault(actor, format string, args ...any) string {
+	text := fmt.Sprintf(format, args...)
+	in.mu.Lock()
+	in.addFeed(FeedItem{Time: time.Now(), Kind: "fault", Actor: actor, Text: text, Alert: true})
+	in.mu.Unlock()
+	in.changed()
+	return text
+}

@@ -1,0 +1,315 @@
+package inspect
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+var (
+	pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMap{
+		"indent": func(depth int) string { return strconv.Itoa(depth * 14) },
+		"clock":  func(t time.Time) string { return t.Format("15:04:05.000") },
+		"dur":    shortDuration,
+		"since":  func(t time.Time) string { return shortDuration(time.Since(t)) },
+	}).ParseFS(assets, "assets/page.html"))
+	staticFiles, _ = fs.Sub(assets, "assets/static")
+)
+
+// heartbeat is how often an idle event stream gets a comment line, and
+// stale how often it gets a snapshot anyway (ages move on).
+const (
+	heartbeat = 15 * time.Second
+	stale     = time.Second
+)
+
+// view is what the page template renders.
+type view struct {
+	Snapshot
+	Selected string
+	Refresh  int // seconds, for the page without JavaScript
+}
+
+// ServeHTTP implements http.Handler (see the package doc for the
+// endpoints). Mount it at the root of a path (http.StripPrefix for a
+// prefix): the page's links are relative.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := in.allowed(r); err != nil {
+		http.Error(w, "inspect: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	switch path := r.URL.Path; {
+	case path == "/" || path == "":
+		in.servePage(w, r)
+	case path == "/api/state":
+		in.serveState(w, r)
+	case path == "/api/events":
+		in.serveEvents(w, r)
+	case strings.HasPrefix(path, "/api/fault/") && in.opts.Faults:
+		in.serveFault(w, r, strings.TrimPrefix(path, "/api/fault/"))
+	case strings.HasPrefix(path, "/static/"):
+		w.Header().Set("Cache-Control", "no-cache")
+		http.StripPrefix("/static", http.FileServerFS(staticFiles)).ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// allowed refuses clients and Host names that are not loopback, unless
+// Options.AllowRemote.
+func (in *Inspector) allowed(r *http.Request) error {
+	if in.opts.AllowRemote {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("client %s is not on a loopback address (the host can allow it: Options.AllowRemote)", r.RemoteAddr)
+	}
+	if !loopbackName(r.Host) {
+		return fmt.Errorf("host %q is not a loopback name (the host can allow it: Options.AllowRemote)", r.Host)
+	}
+	return nil
+}
+
+// loopbackName reports whether hostport names this machine's loopback.
+func loopbackName(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (in *Inspector) view(r *http.Request) view {
+	sel := r.URL.Query().Get("session")
+	snap := in.Snapshot(sel)
+	if snap.Session == nil {
+		sel = ""
+	}
+	return view{Snapshot: snap, Selected: sel, Refresh: max(1, int(in.opts.Refresh.Round(time.Second)/time.Second))}
+}
+
+func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, in.view(r)); err != nil {
+		http.Error(w, "inspect: render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b.Bytes())
+}
+
+func (in *Inspector) serveState(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(in.Snapshot(r.URL.Query().Get("session")))
+}
+
+// fragments are the parts of the page the script replaces, rendered by
+// the page's own templates.
+var fragments = []string{"status", "tree", "sessions", "session", "feed", "tools"}
+
+// event renders one event: the snapshot as JSON, or with view=html the
+// page's fragments (a JSON object of HTML strings by element id).
+func (in *Inspector) event(r *http.Request, html bool) (name string, data []byte, err error) {
+	if !html {
+		data, err = json.Marshal(in.Snapshot(r.URL.Query().Get("session")))
+		return "snapshot", data, err
+	}
+	v := in.view(r)
+	parts := make(map[string]string, len(fragments))
+	var b bytes.Buffer
+	for _, f := range fragments {
+		b.Reset()
+		if err := pageTemplate.ExecuteTemplate(&b, f, v); err != nil {
+			return "", nil, err
+		}
+		parts[f] = b.String()
+	}
+	data, err = json.Marshal(parts)
+	return "view", data, err
+}
+
+func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	html := r.URL.Query().Get("view") == "html"
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	send := func() error {
+		name, data, err := in.event(r, html)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
+		return
+	}
+	last := in.version.Load()
+	if send() != nil {
+		return
+	}
+	sent, beat := time.Now(), time.Now()
+	tick := time.NewTicker(in.opts.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-in.closed:
+			return
+		case now := <-tick.C:
+			if v := in.version.Load(); v != last || now.Sub(sent) >= stale {
+				last, sent, beat = v, now, now
+				if send() != nil {
+					return
+				}
+			} else if now.Sub(beat) >= heartbeat {
+				beat = now
+				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// serveFault runs one fault injection.
+func (in *Inspector) serveFault(w http.ResponseWriter, r *http.Request, what string) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: fault injection is a POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if err := sameOrigin(r); err != nil {
+		http.Error(w, "inspect: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "inspect: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var text string
+	var err error
+	switch what {
+	case "panic":
+		text, err = in.InjectPanic(r.PostForm.Get("actor"))
+	case "stall":
+		on, perr := strconv.ParseBool(r.PostForm.Get("on"))
+		if perr != nil {
+			err = fmt.Errorf("%w: on=%q: want true or false", errBadFault, r.PostForm.Get("on"))
+			break
+		}
+		text, err = in.Stall(r.PostForm.Get("tool"), on)
+	case "cut":
+		text, err = in.CutStream(r.PostForm.Get("stream"))
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	status := http.StatusOK
+	if err != nil {
+		status, text = http.StatusNotFound, err.Error()
+		if errors.Is(err, errBadFault) {
+			status = http.StatusBadRequest
+		}
+	}
+	if !strings.Contains(r.Header.Get("Accept"), "application/json") {
+		// A form posted without JavaScript: back to the page.
+		back := "../../"
+		if s := r.PostForm.Get("session"); s != "" {
+			back += "?session=" + url.QueryEscape(s)
+		}
+		if err != nil {
+			http.Error(w, "inspect: "+text, status)
+			return
+		}
+		// Relative, so that it holds under any mount point.
+		w.Header().Set("Location", back)
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": err == nil, "text": text})
+}
+
+// sameOrigin refuses fault posts from other sites open in the browser.
+func sameOrigin(r *http.Request) error {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return fmt.Errorf("fault posts must come from the inspector's own page (Sec-Fetch-Site: %s)", site)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host != r.Host {
+			return fmt.Errorf("fault posts must come from the inspector's own page (Origin %s)", origin)
+		}
+	}
+	return nil
+}
+
+// Listen listens on addr (host:port) for the inspector. It refuses an
+// address that is not a loopback one (an empty host listens on every
+// interface) unless ListenOptions.AllowRemote. Port 0 picks a free port:
+// see the listener's Addr.
+func Listen(addr string, o *ListenOptions) (net.Listener, error) {
+	var opts ListenOptions
+	if o != nil {
+		opts = *o
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: listen on %q: %w", addr, err)
+	}
+	if !opts.AllowRemote && !loopbackName(host) {
+		return nil, fmt.Errorf("inspect: listen on %q: %w", addr, ErrNotLoopback)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	return ln, nil
+}
+
+// ListenOptions configure [Listen].
+type ListenOptions struct {
+	// AllowRemote listens on addresses other than loopback ones too.
+	AllowRemote bool
+}
+
+// ErrNotLoopback is returned (wrapped) by [Listen] for an address other
+// than a loopback one.
+var ErrNotLoopback = errors.New("not a loopback address: the inspector shows conversations and can inject faults, so it listens on 127.0.0.1, [::1] or localhost unless remote access is asked for")

@@ -1,0 +1,309 @@
+package inspect
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Defaults of [Options].
+const (
+	DefaultInterval = 250 * time.Millisecond
+	DefaultRefresh  = 2 * time.Second
+	DefaultFeedSize = 200
+	DefaultClip     = 240
+	// FlashFor is how long a node that restarted is marked as flashing.
+	FlashFor = 5 * time.Second
+	// latencySamples is how many recent latencies per tool the
+	// percentiles are computed over.
+	latencySamples = 512
+)
+
+// Options configure [New]. A nil *Options or a zero field means the
+// default.
+type Options struct {
+	// Title is the page's title; default "Polyweave inspector".
+	Title string
+	// AllowRemote serves clients that are not on a loopback address, and
+	// Host headers that are not loopback names. Default: refused (403).
+	AllowRemote bool
+	// Faults enables the fault injection endpoints and the page's buttons
+	// for them. Default: absent.
+	Faults bool
+	// Interval is the shortest time between two snapshots sent to one
+	// event stream client; default [DefaultInterval].
+	Interval time.Duration
+	// Refresh is how often the page refreshes itself without JavaScript;
+	// default [DefaultRefresh].
+	Refresh time.Duration
+	// FeedSize is how many feed items are kept; default [DefaultFeedSize].
+	FeedSize int
+	// Clip is how many bytes of a tool call's arguments or a message are
+	// shown; default [DefaultClip].
+	Clip int
+}
+
+// Inspector observes a runtime and serves the live view (see the package
+// doc). Its methods are safe for concurrent use.
+type Inspector struct {
+	rt   *actors.Runtime
+	opts Options
+
+	unwatch []func()
+	closed  chan struct{}
+	once    sync.Once
+	version atomic.Uint64 // bumped at every change the page shows
+
+	mu       sync.Mutex
+	feed     []FeedItem // ring of the newest opts.FeedSize items
+	feedNext uint64     // sequence number of the next item
+	flashes  map[string]time.Time
+	models   map[string]bool // spec names of the observed model adapters
+	modelsBy map[string]*modelObserver
+	sessions map[string]*session
+	tools    map[string]*toolStats
+	stalls   map[string]*stall
+	stores   map[string]storePosition
+	restarts int
+}
+
+// New makes an inspector of rt and starts watching it. Close stops
+// watching and ends the event streams.
+func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
+	if rt == nil {
+		return nil, errors.New("inspect: nil runtime")
+	}
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	switch {
+	case opts.Interval < 0, opts.Refresh < 0, opts.FeedSize < 0, opts.Clip < 0:
+		return nil, fmt.Errorf("inspect: negative option in %+v", opts)
+	}
+	if opts.Title == "" {
+		opts.Title = "Polyweave inspector"
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Refresh == 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.FeedSize == 0 {
+		opts.FeedSize = DefaultFeedSize
+	}
+	if opts.Clip == 0 {
+		opts.Clip = DefaultClip
+	}
+	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
+		flashes: map[string]time.Time{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
+		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{},
+		stores: map[string]storePosition{}}
+	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
+	return in, nil
+}
+
+// Close stops watching the runtime, releases stalled tool calls and ends
+// the event streams being served. The page then shows nothing new.
+func (in *Inspector) Close() {
+	in.once.Do(func() {
+		for _, stop := range in.unwatch {
+			stop()
+		}
+		close(in.closed)
+		in.mu.Lock()
+		for _, s := range in.stalls {
+			s.set(false)
+		}
+		in.mu.Unlock()
+	})
+}
+
+func (in *Inspector) changed() { in.version.Add(1) }
+
+// FeedItem is one entry of the live feed.
+type FeedItem struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Kind is "supervision", "restart", "stop", "tool", "model" or
+	// "fault".
+	Kind string `json:"kind"`
+	// Actor is the actor concerned, when there is one.
+	Actor string `json:"actor,omitempty"`
+	Text  string `json:"text"`
+	// Alert marks failures.
+	Alert bool `json:"alert,omitempty"`
+}
+
+// addFeed appends an item; in.mu must be held.
+func (in *Inspector) addFeed(it FeedItem) {
+	it.Seq = in.feedNext
+	in.feedNext++
+	if it.Time.IsZero() {
+		it.Time = time.Now()
+	}
+	if len(in.feed) < in.opts.FeedSize {
+		in.feed = append(in.feed, it)
+	} else {
+		in.feed[it.Seq%uint64(in.opts.FeedSize)] = it
+	}
+}
+
+// feedNewest returns up to n items, newest first; in.mu must be held.
+func (in *Inspector) feedNewest(n int) []FeedItem {
+	out := make([]FeedItem, 0, min(n, len(in.feed)))
+	for seq := in.feedNext; seq > 0 && len(out) < n && len(out) < len(in.feed); seq-- {
+		out = append(out, in.feed[(seq-1)%uint64(in.opts.FeedSize)])
+	}
+	return out
+}
+
+func (in *Inspector) actorEvent(ev actors.ActorEvent) {
+	a := ev.Actor
+	in.mu.Lock()
+	switch a.State {
+	case actors.ActorRestarting:
+		in.restarts++
+		in.flashes[a.ID] = ev.Time
+		in.addFeed(FeedItem{Time: ev.Time, Kind: "restart", Actor: a.ID, Alert: true,
+			Text: fmt.Sprintf("%s restarted (restart %d)%s", a.ID, a.Restarts, failureSuffix(a.LastFailure))})
+	case actors.ActorStopped:
+		delete(in.flashes, a.ID)
+		if a.LastFailure != nil {
+			in.addFeed(FeedItem{Time: ev.Time, Kind: "stop", Actor: a.ID, Alert: true,
+				Text: fmt.Sprintf("%s stopped%s", a.ID, failureSuffix(a.LastFailure))})
+		}
+	}
+	in.mu.Unlock()
+	in.changed()
+}
+
+func failureSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ": " + err.Error()
+}
+
+func (in *Inspector) supervisionEvent(ev supervisor.Event) {
+	text := fmt.Sprintf("%s decided %s for %s", ev.Supervisor, ev.Directive, ev.Child)
+	if ev.IntensityExceeded {
+		text += " (restart intensity exceeded)"
+	}
+	if ev.Failures > 0 {
+		text += fmt.Sprintf(", failure %d in the window", ev.Failures)
+	}
+	if ev.Backoff > 0 {
+		text += fmt.Sprintf(", after %v", ev.Backoff)
+	}
+	if ev.Reason != nil {
+		text += ": " + ev.Reason.Error()
+	}
+	in.mu.Lock()
+	in.addFeed(FeedItem{Time: ev.Time, Kind: "supervision", Actor: ev.Child, Text: text, Alert: true})
+	in.mu.Unlock()
+	in.changed()
+}
+
+// OnToolResult records a tool result: the call is no longer pending, and
+// its tool's figures count it. Give it to tools.LoopOptions.OnToolResult
+// or agent.Options.OnToolResult (calling it from a hook of your own is
+// fine: it is quick and does not block).
+func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
+	now := time.Now()
+	name := ev.Call.GetName()
+	kind := ""
+	if ev.Result.IsErrorResult() {
+		if kind = string(tools.KindOf(ev.Result)); kind == "" {
+			kind = "error"
+		}
+	}
+	in.mu.Lock()
+	var latency time.Duration = -1
+	if s := in.sessions[sessionKey(ev.StreamID)]; s != nil {
+		if p := s.removeCall(ev.Call.GetToolCallId()); p != nil && !p.dispatched.IsZero() {
+			latency = now.Sub(p.dispatched)
+		}
+	}
+	st := in.tools[name]
+	if st == nil {
+		st = &toolStats{kinds: map[string]int{}}
+		in.tools[name] = st
+	}
+	st.calls++
+	if kind != "" {
+		st.failures++
+		st.kinds[kind]++
+		in.addFeed(FeedItem{Time: now, Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", name, ev.Call.GetToolCallId(),
+			ev.StreamID, kind), Alert: true})
+	}
+	if latency >= 0 {
+		st.addLatency(latency)
+	}
+	in.mu.Unlock()
+	in.changed()
+}
+
+// toolStats are the figures of one tool.
+type toolStats struct {
+	calls, failures int
+	kinds           map[string]int
+	lat             []time.Duration // ring of the newest latencySamples
+	latNext         int
+}
+
+func (t *toolStats) addLatency(d time.Duration) {
+	if len(t.lat) < latencySamples {
+		t.lat = append(t.lat, d)
+		return
+	}
+	t.lat[t.latNext] = d
+	t.latNext = (t.latNext + 1) % latencySamples
+}
+
+// percentiles returns the 50th, 90th and 99th percentiles of the samples
+// (nearest rank), or zeros without samples.
+func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
+	if len(samples) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := func(p int) time.Duration {
+		i := (p*len(s)+99)/100 - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return rank(50), rank(90), rank(99)
+}
+
+// sessionKey is the session a stream belongs to: agent attempts after the
+// first run on "<session>#<n>".
+func sessionKey(stream string) string {
+	if i := strings.LastIndexByte(stream, '#'); i > 0 {
+		return stream[:i]
+	}
+	return stream
+}
+
+// clip shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

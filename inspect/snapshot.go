@@ -1,0 +1,325 @@
+package inspect
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+)
+
+// Snapshot is what the page shows at one moment: the JSON of /api/state
+// and of each "snapshot" event.
+type Snapshot struct {
+	Title    string    `json:"title"`
+	Time     time.Time `json:"time"`
+	Runtime  string    `json:"runtime"`
+	Faults   bool      `json:"faults"`
+	Restarts int       `json:"restarts"`
+	// Tree is the supervision tree in depth-first order, the runtime's
+	// host first (Depth 0).
+	Tree     []Node           `json:"tree"`
+	Sessions []SessionSummary `json:"sessions"`
+	// Session is the selected session's detail, when one was asked for.
+	Session *SessionDetail `json:"session,omitempty"`
+	Tools   []ToolFigures  `json:"tools"`
+	// Feed is the newest items first.
+	Feed []FeedItem `json:"feed"`
+}
+
+// Node is one actor of the tree.
+type Node struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Role  string `json:"role"` // runtime, agent, stage, model adapter, tool
+	State string `json:"state"`
+	Depth int    `json:"depth"`
+	// Since is when it entered State.
+	Since         time.Time  `json:"since"`
+	Restarts      int        `json:"restarts"`
+	LastFailure   string     `json:"last_failure,omitempty"`
+	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
+	Durable       bool       `json:"durable,omitempty"`
+	// Flash is set for FlashFor after a restart.
+	Flash bool `json:"flash,omitempty"`
+}
+
+// SessionSummary is one line of the session list.
+type SessionSummary struct {
+	ID       string    `json:"id"`
+	Open     int       `json:"open_streams"`
+	Pending  int       `json:"pending_calls"`
+	Requests int       `json:"requests"`
+	Answered bool      `json:"answered"`
+	Failed   bool      `json:"failed"`
+	Updated  time.Time `json:"updated"`
+}
+
+// SessionDetail is the selected session.
+type SessionDetail struct {
+	ID           string        `json:"id"`
+	Conversation []Message     `json:"conversation"`
+	Response     string        `json:"response,omitempty"` // the response being given
+	Answer       string        `json:"answer,omitempty"`   // the final answer
+	Pending      []PendingCall `json:"pending"`
+	Streams      []OpenStream  `json:"streams"`
+	Durability   *Position     `json:"durability,omitempty"`
+	Requests     int           `json:"requests"`
+	Errors       int           `json:"errors"`
+	LastError    string        `json:"last_error,omitempty"`
+}
+
+// Message is one message of a conversation, its text clipped.
+type Message struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// PendingCall is a tool call without a result yet.
+type PendingCall struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Stream string `json:"stream"`
+	Args   string `json:"args"` // clipped
+	// Age is since the model made the call; Running says the loop runs
+	// it (its response ended).
+	AgeMS   int64  `json:"age_ms"`
+	Age     string `json:"age"`
+	Running bool   `json:"running"`
+}
+
+// OpenStream is a request the model is answering.
+type OpenStream struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	Age   string `json:"age"`
+}
+
+// Position is a durability position.
+type Position struct {
+	Index uint64    `json:"index"`
+	Kind  string    `json:"kind"`
+	At    time.Time `json:"at"`
+}
+
+// ToolFigures are one tool's call count, failure kinds and latency
+// percentiles (from the end of the model response that made a call,
+// when the loop runs it, to its result; over the newest 512 calls).
+type ToolFigures struct {
+	Name     string         `json:"name"`
+	Calls    int            `json:"calls"`
+	Failures int            `json:"failures"`
+	Kinds    map[string]int `json:"kinds,omitempty"`
+	P50      string         `json:"p50"`
+	P90      string         `json:"p90"`
+	P99      string         `json:"p99"`
+	// Stallable tools were wrapped by Inspector.Tools; Stalled and
+	// Waiting (calls held) are their switch.
+	Stallable bool `json:"stallable"`
+	Stalled   bool `json:"stalled"`
+	Waiting   int  `json:"waiting"`
+}
+
+// Snapshot returns what the page shows now, with the detail of session
+// sessionID when it is not empty.
+func (in *Inspector) Snapshot(sessionID string) Snapshot {
+	now := time.Now()
+	list := in.rt.Actors()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	snap := Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
+		Restarts: in.restarts, Feed: in.feedNewest(50)}
+	snap.Tree = in.tree(list, now)
+	for id, t := range in.flashes {
+		if now.Sub(t) > FlashFor {
+			delete(in.flashes, id)
+		}
+	}
+
+	ids := map[string]bool{}
+	for id := range in.sessions {
+		ids[id] = true
+	}
+	for id := range in.stores {
+		ids[id] = true
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		sum := SessionSummary{ID: id}
+		if s := in.sessions[id]; s != nil {
+			sum.Open, sum.Pending, sum.Requests = len(s.streams), len(s.calls), s.requests
+			sum.Answered, sum.Failed, sum.Updated = s.answer != "", s.lastError != "" && s.answer == "", s.updated
+		} else {
+			sum.Updated = in.stores[id].At
+		}
+		snap.Sessions = append(snap.Sessions, sum)
+	}
+	if sessionID != "" && ids[sessionID] {
+		snap.Session = in.detail(sessionID, now)
+	}
+
+	names := map[string]bool{}
+	for name := range in.stalls {
+		names[name] = true
+	}
+	for name := range in.tools {
+		names[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil}
+		if st := in.tools[name]; st != nil {
+			tf.Calls, tf.Failures = st.calls, st.failures
+			if len(st.kinds) > 0 {
+				tf.Kinds = maps.Clone(st.kinds)
+			}
+			p50, p90, p99 := percentiles(st.lat)
+			if len(st.lat) > 0 {
+				tf.P50, tf.P90, tf.P99 = shortDuration(p50), shortDuration(p90), shortDuration(p99)
+			}
+		}
+		if s := in.stalls[name]; s != nil {
+			tf.Stalled, tf.Waiting = s.state()
+		}
+		snap.Tools = append(snap.Tools, tf)
+	}
+	return snap
+}
+
+// tree orders the actors depth first under the runtime's host; in.mu must
+// be held.
+func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
+	host := in.rt.Host().Id
+	children := map[string][]actors.ActorInfo{}
+	known := map[string]bool{host: true}
+	for _, a := range list {
+		known[a.ID] = true
+	}
+	for _, a := range list {
+		parent := a.Parent
+		if !known[parent] {
+			parent = host // its parent is going away: show it at the top
+		}
+		children[parent] = append(children[parent], a)
+	}
+	out := []Node{{ID: host, Name: host, Role: "runtime", State: actors.ActorRunning.String()}}
+	var walk func(id string, depth int)
+	walk = func(id string, depth int) {
+		for _, a := range children[id] {
+			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host), State: a.State.String(), Depth: depth,
+				Since: a.Since, Restarts: a.Restarts, Durable: a.Durable}
+			if n.Name == "" {
+				n.Name = a.ID[strings.LastIndexByte(a.ID, '/')+1:]
+			}
+			if a.LastFailure != nil {
+				n.LastFailure = clip(a.LastFailure.Error(), in.opts.Clip)
+				at := a.LastFailureAt
+				n.LastFailureAt = &at
+			}
+			if t, ok := in.flashes[a.ID]; ok && now.Sub(t) <= FlashFor {
+				n.Flash = true
+			}
+			out = append(out, n)
+			walk(a.ID, depth+1)
+		}
+	}
+	walk(host, 1)
+	return out
+}
+
+func (in *Inspector) role(a actors.ActorInfo, host string) string {
+	switch {
+	case in.models[a.Name]:
+		return "model adapter"
+	case strings.HasPrefix(a.Name, "tool-"):
+		return "tool"
+	case a.Parent == host:
+		return "agent"
+	}
+	return "stage"
+}
+
+// detail is the selected session; in.mu must be held.
+func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
+	d := &SessionDetail{ID: id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}}
+	if pos, ok := in.stores[id]; ok {
+		d.Durability = &Position{Index: pos.Index, Kind: pos.Kind, At: pos.At}
+	}
+	s := in.sessions[id]
+	if s == nil {
+		return d
+	}
+	d.Requests, d.Errors, d.LastError = s.requests, s.errors, s.lastError
+	d.Conversation = conversation(s.messages, in.opts.Clip*4)
+	if s.answer != "" {
+		d.Answer = clip(s.answer, in.opts.Clip*8)
+	} else if s.text.Len() > 0 {
+		d.Response = clip(s.text.String(), in.opts.Clip*8)
+	}
+	for _, p := range s.calls {
+		age := now.Sub(p.since)
+		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(p.args, in.opts.Clip),
+			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: !p.dispatched.IsZero()})
+	}
+	for _, stream := range slices.Sorted(maps.Keys(s.streams)) {
+		st := s.streams[stream]
+		d.Streams = append(d.Streams, OpenStream{ID: stream, Model: st.model.self.String(), Age: shortDuration(now.Sub(st.since))})
+	}
+	return d
+}
+
+// conversation decodes a messages payload into clipped messages.
+func conversation(payload json.RawMessage, n int) []Message {
+	var list []struct {
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		ToolCalls []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+		ToolCallID string `json:"tool_call_id"`
+	}
+	out := []Message{}
+	if len(payload) == 0 || json.Unmarshal(payload, &list) != nil {
+		return out
+	}
+	for _, m := range list {
+		var text string
+		if json.Unmarshal(m.Content, &text) != nil {
+			text = strings.TrimSpace(string(m.Content))
+			if text == "null" {
+				text = ""
+			}
+		}
+		var b strings.Builder
+		b.WriteString(text)
+		if m.ToolCallID != "" {
+			b.Reset()
+			b.WriteString("[" + m.ToolCallID + "] " + text)
+		}
+		for _, c := range m.ToolCalls {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString("→ " + c.Function.Name + "(" + c.Function.Arguments + ") [" + c.ID + "]")
+		}
+		out = append(out, Message{Role: m.Role, Text: clip(b.String(), n)})
+	}
+	return out
+}
+
+// shortDuration prints d with three significant digits at most.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}

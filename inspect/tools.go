@@ -1,0 +1,89 @@
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Tools returns ts with handlers that the inspector can stall (with
+// Options.Faults): a stalled tool's calls wait, without running, until the
+// stall is lifted (then they run) or their context ends (the tool's
+// timeout, a CANCEL or ABORT: the call gets its error result as usual).
+// Unstalled, a handler runs as before, after one uncontended lock.
+func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
+	out := make([]*tools.Tool, len(ts))
+	for i, t := range ts {
+		def := t.Definition()
+		st := &stall{}
+		in.mu.Lock()
+		if prev := in.stalls[def.Name]; prev != nil {
+			st = prev // another agent's copy of the same tool: one switch
+		}
+		in.stalls[def.Name] = st
+		in.mu.Unlock()
+		handler := def.Handler
+		def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+			if err := st.wait(ctx); err != nil {
+				return nil, err
+			}
+			return handler(ctx, args)
+		}
+		var err error
+		if out[i], err = tools.New(def); err != nil {
+			return nil, fmt.Errorf("inspect: tool %s: %w", def.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// stall is the switch of one tool.
+type stall struct {
+	mu      sync.Mutex
+	on      bool
+	release chan struct{} // closed when the stall is lifted
+	waiting int
+}
+
+func (s *stall) wait(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.on {
+		s.mu.Unlock()
+		return nil
+	}
+	release := s.release
+	s.waiting++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiting--
+		s.mu.Unlock()
+	}()
+	select {
+	case <-release:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stalled by the inspector: %w", context.Cause(ctx))
+	}
+}
+
+func (s *stall) set(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && !s.on:
+		s.release = make(chan struct{})
+	case !on && s.on:
+		close(s.release)
+	}
+	s.on = on
+}
+
+func (s *stall) state() (on bool, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.on, s.waiting
+}

@@ -29,6 +29,10 @@ type Mux struct {
 // StartMux spawns spec under the runtime's top-level supervisor and
 // connects it to a new Mux. spec.Subscriber is ignored.
 func (rt *Runtime) StartMux(spec Spec) (*Mux, error) {
+	return rt.startMux(rt.host, rt.hostGone, spec)
+}
+
+func (rt *Runtime) startMux(parent *actor.PID, gone <-chan struct{}, spec Spec) (*Mux, error) {
 	in := &muxProcess{streams: map[string]*port{}, registry: rt.system.ProcessRegistry}
 	pp, ok := rt.system.ProcessRegistry.Add(in, "mux"+rt.system.ProcessRegistry.NextId())
 	if !ok {
@@ -36,7 +40,7 @@ func (rt *Runtime) StartMux(spec Spec) (*Mux, error) {
 	}
 	in.self = pp
 	spec.Subscriber = Ref{}
-	pid, err := rt.spawn(spec, pp)
+	pid, err := rt.spawnUnder(parent, gone, spec, pp)
 	if err != nil {
 		rt.system.ProcessRegistry.Remove(pp)
 		return nil, err
@@ -175,7 +179,11 @@ func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
 	}
 	m.mu.Lock()
 	m.stopped = true
-	streams := m.streams
+	// A copy: MuxStream.Close deletes from the map meanwhile.
+	streams := make([]*port, 0, len(m.streams))
+	for _, p := range m.streams {
+		streams = append(streams, p)
+	}
 	m.mu.Unlock()
 	m.registry.Remove(m.self)
 	for _, p := range streams {

@@ -228,11 +228,16 @@ func (h *host) Receive(ctx actor.Context) {
 		h.rt.hostGoneOnce.Do(func() { close(h.rt.hostGone) })
 		return
 	}
-	req, ok := ctx.Message().(*spawnRequest)
-	if !ok {
-		return
+	if req, ok := ctx.Message().(*spawnRequest); ok {
+		h.rt.spawnChild(ctx, req, &h.seq)
 	}
-	props := h.rt.props(req.spec, req.subscriber)
+}
+
+// spawnChild answers req by spawning its duplex as a child of ctx's
+// actor (the host, or the actor a [Parent] names). seq numbers the
+// names in use.
+func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
+	props := rt.props(req.spec, req.subscriber)
 	name := req.spec.Name
 	switch {
 	case req.spec.Durable() && name == "":
@@ -247,16 +252,23 @@ func (h *host) Receive(ctx actor.Context) {
 		err = fmt.Errorf("%w: %q is running already (a durable duplex keeps its name, part of its persistence key: stop the other one first, or give this one another name)", ErrNameTaken, name)
 	}
 	// A name in use gets a number: any number of duplexes of one spec can
-	// run side by side. Numbers are not reused while the host lives.
+	// run side by side. Numbers are not reused while the parent lives.
 	for err != nil && errors.Is(err, actor.ErrNameExists) {
-		h.seq++
-		pid, err = ctx.SpawnNamed(props, name+"-"+strconv.Itoa(h.seq+1))
+		*seq++
+		pid, err = ctx.SpawnNamed(props, name+"-"+strconv.Itoa(*seq+1))
 	}
 	req.reply <- spawnReply{pid: pid, err: err}
 }
 
 // spawn starts spec under the host and returns its PID.
 func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID) (*actor.PID, error) {
+	return rt.spawnUnder(rt.host, rt.hostGone, spec, subscriber)
+}
+
+// spawnUnder starts spec as a child of parent, an actor that answers
+// spawn requests (the host, a shell), and returns its PID. gone is closed
+// when parent has stopped.
+func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec, subscriber *actor.PID) (*actor.PID, error) {
 	if spec.New == nil {
 		return nil, errors.New("actors: spec has no New function")
 	}
@@ -267,13 +279,16 @@ func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID) (*actor.PID, error) {
 	// stopped may hold the request in a suspended mailbox until it is
 	// gone, and nothing must wait for the timeout then.
 	replies := make(chan spawnReply, 1)
-	rt.system.Root.Send(rt.host, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies})
+	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies})
 	timer := time.NewTimer(rt.spawnTimeout)
 	defer timer.Stop()
 	var reply spawnReply
 	select {
 	case reply = <-replies:
-	case <-rt.hostGone:
+	case <-gone:
+		if parent != rt.host {
+			return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrParentStopped)
+		}
 		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrHostStopped)
 	case <-timer.C:
 		return nil, fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)

@@ -45,6 +45,7 @@ type shell struct {
 	finished bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
+	seq     int           // numbers given to the names of spawned duplexes (see Parent)
 }
 
 // failSignal carries Context.Fail's error through a panic.
@@ -110,6 +111,10 @@ func (s *shell) Receive(ctx actor.Context) {
 			delete(s.timers, m.t)
 			s.deliver(m.Timer)
 		}
+	case *spawnRequest:
+		// A Parent's StartMux: the duplex is this actor's child, not one
+		// of its Logic's (its frames go to its own subscriber).
+		s.rt.spawnChild(ctx, m, &s.seq)
 	case *actor.Started:
 		s.begin(ctx)
 		s.deliver(Started{})
@@ -314,7 +319,7 @@ func (s *shell) Stop(child Ref) {
 
 // Go implements Context.
 func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any) func() {
-	ctx, cancel := context.WithCancel(s.jobs)
+	ctx, cancel := context.WithCancel(context.WithValue(s.jobs, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: s.jobs.Done()}))
 	root, self := s.rt.system.Root, s.self
 	progress := func(v any) {
 		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})

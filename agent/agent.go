@@ -200,7 +200,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // (after ABORT, once every started tool call was answered or CancelGrace
 // passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop.
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil)
+	return a.run(ctx, sessionID, msgs, nil, nil)
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
@@ -215,7 +215,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stopped := false
-		ans, err := a.run(ctx, sessionID, msgs, func(ev Event) {
+		ans, err := a.run(ctx, sessionID, msgs, nil, func(ev Event) {
 			if stopped {
 				return
 			}
@@ -265,10 +265,16 @@ type conversation struct {
 	first   json.RawMessage // the messages payload of the first attempt
 	history []json.RawMessage
 	total   models.Answer // what the attempts that failed contributed
-	mux     *actors.Mux   // the loop of this session (with a Store)
+	// parent, when set, is the actor the conversation's own loop runs
+	// under (a delegation: the calling tool's actor).
+	parent *actors.Parent
+	mux    *actors.Mux // the conversation's own loop (with a Store or a parent)
 }
 
-func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, emit func(Event)) (*models.Answer, error) {
+// run runs a conversation. With parent, its loop is started for it as a
+// child of that actor, and stopped at the end; otherwise it is the
+// agent's shared loop, or with a Store one started for the session.
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
 	if sessionID == "" {
 		return nil, errors.New("agent: empty session id")
 	}
@@ -276,8 +282,8 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return nil, err
 	}
 	defer a.leave(sessionID)
-	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs)}
-	if a.opts.Store != nil {
+	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent}
+	if c.ownLoop() {
 		defer c.stopLoop()
 	}
 	payload := c.first
@@ -357,23 +363,32 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 	return last
 }
 
+// ownLoop reports whether the conversation runs on a loop of its own.
+func (c *conversation) ownLoop() bool { return c.a.opts.Store != nil || c.parent != nil }
+
 // loop returns the mux of the loop serving this conversation, starting
-// the session's loop with a Store.
+// the conversation's own loop when it has one (again, when it stopped).
 func (c *conversation) loop() (*actors.Mux, error) {
 	a := c.a
-	if a.opts.Store == nil {
+	if !c.ownLoop() {
 		return a.mux, nil
 	}
 	if c.mux != nil && !c.mux.Stopped() {
 		return c.mux, nil
 	}
 	opts := a.loop
-	opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+	if a.opts.Store != nil {
+		opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
 	}
-	if c.mux, err = a.rt.StartMux(spec); err != nil {
+	start := a.rt.StartMux
+	if c.parent != nil {
+		start = c.parent.StartMux
+	}
+	if c.mux, err = start(spec); err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
 	}
 	return c.mux, nil

@@ -38,8 +38,10 @@
 //
 // [AsTool] gives an agent to other agents as a tool taking {"task": ...}:
 // a lead agent delegates to specialists, each delegation a conversation
-// of its own. A specialist that fails, times out or is cancelled makes an
-// error result of that one call, and the lead goes on.
+// of its own on a loop started as a child of the lead's calling tool
+// actor (actors.ParentFrom), so the lead's supervision covers it and
+// stopping the lead stops it. A specialist that fails, times out or is
+// cancelled makes an error result of that one call, and the lead goes on.
 //
 // # Concurrency
 //

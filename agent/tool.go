@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -51,6 +52,11 @@ type toolAnswer struct {
 // AsTool gives sub to other agents as a tool: each call runs a
 // conversation of sub (its own session, named after the tool and a
 // counter) and answers {"success":true,"answer":...,"tool_calls":n}.
+// The conversation runs on a tool loop of its own, started as a child of
+// the calling tool's actor (in the calling agent's tool router) when the
+// caller runs in sub's runtime: the caller's supervision covers it (a
+// failure past its restart intensity escalates there) and stopping the
+// calling agent stops it.
 // A sub-agent that fails (every attempt ended with ERROR: a crash its
 // restarts did not heal, the model failing), gives no final answer or
 // times out makes the call's one error result, and the calling agent goes
@@ -93,14 +99,18 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				return nil, err
 			}
 			session := name + "-" + strconv.FormatUint(calls.Add(1), 10)
-			var ans *models.Answer
-			if opts.OnEvent == nil {
-				ans, err = sub.Run(ctx, session, msgs)
-			} else {
-				ans, err = sub.run(ctx, session, msgs, func(ev Event) { opts.OnEvent(session, ev) })
-				if err == nil {
-					opts.OnEvent(session, Event{Kind: EventDone, Answer: ans})
-				}
+			// The delegation's loop is a child of the calling tool's actor.
+			var parent *actors.Parent
+			if p, ok := actors.ParentFrom(ctx); ok && p.Runtime() == sub.rt {
+				parent = &p
+			}
+			var emit func(Event)
+			if opts.OnEvent != nil {
+				emit = func(ev Event) { opts.OnEvent(session, ev) }
+			}
+			ans, err := sub.run(ctx, session, msgs, parent, emit)
+			if err == nil && emit != nil {
+				emit(Event{Kind: EventDone, Answer: ans})
 			}
 			if err != nil {
 				return nil, fmt.Errorf("the %s agent failed: %w", name, err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -143,5 +146,58 @@ func TestAsTool_TimeoutAndCancel(t *testing.T) {
 	}
 	if res := onlyResult(t, ans); !res.IsError {
 		t.Fatalf("cancelled delegation answered %+v", res)
+	}
+}
+
+// TestAsTool_UnderTheCallingTool: a delegation's loop is a child of the
+// calling tool's actor in the lead's router: a crash of the writer's loop
+// is decided by that actor's supervision, and the loop is gone once the
+// call is answered.
+func TestAsTool_UnderTheCallingTool(t *testing.T) {
+	var mu sync.Mutex
+	var events []supervisor.Event
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
+		mu.Lock()
+		events = append(events, ev)
+		mu.Unlock()
+	}})
+	var crashed atomic.Bool
+	writer := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "echo", `{"text":"hi"}`)}},
+		scripted.Turn{Text: "I echoed hi."},
+	), &agent.Options{Name: "writer", Tools: []*tools.Tool{echo(nil)}, OnToolResult: func(tools.ToolResultEvent) {
+		if crashed.CompareAndSwap(false, true) {
+			panic("injected: the writer's loop crashed")
+		}
+	}})
+	tool, err := agent.AsTool(writer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := onlyResult(t, ans); res.IsError || ans.Text != "The team is done." {
+		t.Fatalf("result %s, answer %q: want the writer healed", res.Content, ans.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	const caller = "polyweave/lead/tool-writer"
+	var restarted string
+	for _, ev := range events {
+		if ev.Directive == supervisor.Restart && strings.Contains(fmt.Sprint(ev.Reason), "the writer's loop crashed") {
+			if ev.Supervisor != caller {
+				t.Fatalf("the writer's loop %s was restarted by %s, want the calling tool %s", ev.Child, ev.Supervisor, caller)
+			}
+			restarted = ev.Child
+		}
+	}
+	if !strings.HasPrefix(restarted, caller+"/writer") {
+		t.Fatalf("no restart of the writer's loop under %s: %+v", caller, events)
+	}
+	if _, ok := rt.System().ProcessRegistry.GetLocal(restarted); ok {
+		t.Fatalf("the delegation's loop %s outlived the call", restarted)
 	}
 }

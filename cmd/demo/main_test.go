@@ -409,17 +409,17 @@ func TestRun_Team(t *testing.T) {
 		{"", []string{"summary    ok · 8 iterations · 6 tool calls (0 failed) · 0 restarts"}},
 		{"tool", []string{
 			"  result     run_command call_run FAILED (panic)",
-			"supervisor restarted polyweave/writer/tool-run_command (failure 1)",
+			"supervisor restarted polyweave/lead/tool-writer/writer/tool-run_command (failure 1)",
 			"  result     run_command call_run_retry ok",
 			"summary    ok · 9 iterations · 7 tool calls (1 failed) · 1 restart",
 		}},
 		{"loop", []string{
-			"supervisor restarted polyweave/writer (failure 1)",
+			"supervisor restarted polyweave/lead/tool-writer/writer (failure 1)",
 			"  resume     the answer failed: sending the conversation so far (5 messages) again on stream writer-1#2\n",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},
 		{"model", []string{
-			"supervisor restarted polyweave/writer/model (failure 1)",
+			"supervisor restarted polyweave/lead/tool-writer/writer/model (failure 1)",
 			"  resume     the answer failed: sending the conversation so far (3 messages) again on stream writer-1#2 (the unfinished answer above is dropped",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},

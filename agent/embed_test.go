@@ -1,0 +1,170 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// embedder is a host application's actor that builds a runtime as its
+// child when it starts.
+type embedder struct {
+	opts  actors.RuntimeOptions
+	ready chan<- *actors.Runtime
+}
+
+func (h *embedder) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Started); ok {
+		opts := h.opts
+		opts.Parent = ctx
+		rt, err := actors.NewRuntime(&opts)
+		if err != nil {
+			panic(err)
+		}
+		h.ready <- rt
+	}
+}
+
+// TestAgents_EmbeddedInHostTree: agents in a runtime embedded in a host's
+// own actor system, under a host actor. An agent's loop failing past its
+// restart intensity escalates to the host's own supervisor strategy,
+// which sees the failure; stopping the host actor stops every agent, each
+// running conversation returning with its started tool call answered and
+// cancelled; nothing is left running once the host shuts its system down.
+func TestAgents_EmbeddedInHostTree(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		actor.WithDeadLetterThrottleInterval(10*time.Millisecond))
+	t.Cleanup(func() { // after the runtimes' Close
+		system.Shutdown()
+		goleak.VerifyNone(t, before)
+	})
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	var seen []string // what the host's strategy was asked about
+	hostStrategy := actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+		mu.Lock()
+		seen = append(seen, fmt.Sprint(supervisor.ReasonError(reason)))
+		mu.Unlock()
+		return actor.StopDirective
+	})
+	ready := make(chan *actors.Runtime, 1)
+	embed := func(name string) (*actor.PID, *actors.Runtime) {
+		t.Helper()
+		strategy := supervisor.MustNew(&supervisor.Options{MaxRestarts: 1, Within: time.Minute, EscalateWhenExceeded: true})
+		props := actor.PropsFromProducer(func() actor.Actor {
+			return &embedder{opts: actors.RuntimeOptions{Supervision: strategy}, ready: ready}
+		}, actor.WithSupervisor(hostStrategy))
+		pid, err := system.Root.SpawnNamed(props, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case rt := <-ready:
+			t.Cleanup(func() { _ = rt.Close(context.Background()) })
+			return pid, rt
+		case <-ctx.Done():
+			t.Fatal("the host did not embed the runtime")
+		}
+		return nil, nil
+	}
+
+	// Escalation: the model calls a tool at every turn and the agent's
+	// loop panics at every tool result; its second failure exceeds the
+	// intensity and reaches the host.
+	_, rt := embed("app")
+	always, err := scripted.New(scripted.Script{Repeat: true,
+		Turns: []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`)}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashing, err := agent.New(rt, always.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil)}, MaxAttempts: 5, OnToolResult: func(tools.ToolResultEvent) {
+		panic("injected: the loop crashed")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashing.Run(ctx, "s1", ask); err == nil {
+		t.Fatal("a loop that always crashes answered")
+	}
+	mu.Lock()
+	got := strings.Join(seen, "\n")
+	mu.Unlock()
+	if !strings.Contains(got, "injected: the loop crashed") {
+		t.Fatalf("the host's strategy saw %q, want the loop's escalated panic", got)
+	}
+	if err := rt.Close(ctx); err != nil {
+		t.Fatalf("close after the host stopped the runtime: %v", err)
+	}
+
+	// Stopping the host's subtree stops every agent mid-conversation.
+	host, rt := embed("app2")
+	const n = 5
+	started, cancelled := make(chan string, n), make(chan string, n)
+	type outcome struct {
+		results []models.ToolResult // the results the stream showed
+		err     error
+	}
+	outcomes := make(chan outcome, n)
+	for i := range n {
+		a, err := agent.New(rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`)}},
+			scripted.Turn{Text: "never"},
+		), &agent.Options{Tools: []*tools.Tool{blocker(started, cancelled)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			var o outcome
+			for ev, err := range a.Stream(ctx, fmt.Sprint("s", i), ask) {
+				if ev.Kind == agent.EventToolResult {
+					o.results = append(o.results, ev.Result)
+				}
+				o.err = err
+			}
+			outcomes <- o
+		}()
+	}
+	for range n {
+		<-started
+	}
+	if err := system.Root.StopFuture(host).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		select {
+		case o := <-outcomes:
+			if !errors.Is(o.err, actors.ErrDuplexStopped) {
+				t.Fatalf("a conversation of a stopped host returned %v, want ErrDuplexStopped", o.err)
+			}
+			if len(o.results) != 1 || o.results[0].CallID != "c1" || !o.results[0].IsError {
+				t.Fatalf("the started call was not answered once with an error: %+v", o.results)
+			}
+		case <-ctx.Done():
+			t.Fatal("a conversation did not return after the host stopped")
+		}
+		select {
+		case <-cancelled:
+		case <-ctx.Done():
+			t.Fatal("a started tool call was not cancelled")
+		}
+	}
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

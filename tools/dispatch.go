@@ -27,6 +27,8 @@ type slot struct {
 	ref     actors.Ref
 	gone    bool
 	breaker Breaker
+	// reported is the breaker state last told to BreakerOptions.OnChange.
+	reported BreakerState
 }
 
 type outstanding struct {
@@ -157,11 +159,22 @@ func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
 		case breakerCooled:
 			if s, ok := d.slots[k.tool]; ok {
 				s.breaker.Cooled()
+				d.breakerChanged(s, BreakerHalfOpen)
 			}
 			return true
 		}
 	}
 	return false
+}
+
+// breakerChanged tells BreakerOptions.OnChange when the breaker of s has
+// just moved to state (a step that left it as it was tells nothing).
+func (d *dispatcher) breakerChanged(s *slot, state BreakerState) {
+	if d.breaker.OnChange == nil || s.breaker.State() != state || s.reported == state {
+		return
+	}
+	s.reported = state
+	d.breaker.OnChange(s.tool.Name(), state)
 }
 
 func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.Frame) {
@@ -175,11 +188,13 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 		switch kind := KindOf(result); {
 		case kind == "":
 			s.breaker.Success()
+			d.breakerChanged(s, BreakerClosed)
 		case kind.countsAgainstTool():
 			c.After(d.breaker.Window, breakerExpired{s.tool.Name()})
 			if s.breaker.Failure() {
 				c.Logger().Warn("tool circuit opened", "tool", s.tool.Name())
 				c.After(d.breaker.Cooldown, breakerCooled{s.tool.Name()})
+				d.breakerChanged(s, BreakerOpen)
 			}
 		default:
 			s.breaker.Neutral()

@@ -20,6 +20,7 @@ type dispatcher struct {
 	breaker     BreakerOptions
 	outstanding map[callKey]*outstanding
 	deliver     func(c actors.WrapperContext, call, result *messages.Frame)
+	gate        *approvalGate // nil: every call runs (see ApprovalOptions)
 }
 
 type slot struct {
@@ -92,6 +93,9 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
 		return
 	}
+	if d.gate != nil && d.gate.hold(c, d, call, s) {
+		return
+	}
 	d.outstanding[key] = &outstanding{call: call, slot: s}
 	if s.tool.def.Sync {
 		d.result(c, s, s.tool.callInline(call))
@@ -108,6 +112,9 @@ func (d *dispatcher) reject(c actors.WrapperContext, call *messages.Frame, messa
 // cancel forwards a CANCEL or ABORT to the tools running calls of its
 // stream; their cancelled results come back as usual.
 func (d *dispatcher) cancel(c actors.WrapperContext, f *messages.Frame) {
+	if d.gate != nil {
+		d.gate.cancel(c, d, f)
+	}
 	sent := map[*slot]bool{}
 	for k, o := range d.outstanding {
 		if k.stream != f.GetStreamId() || sent[o.slot] {
@@ -124,6 +131,9 @@ func (d *dispatcher) cancel(c actors.WrapperContext, f *messages.Frame) {
 // handle takes the messages of the tool actors and the breaker's timers.
 // It reports whether msg was one of them.
 func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
+	if d.gate != nil && d.gate.timer(c, d, msg) {
+		return true
+	}
 	switch m := msg.(type) {
 	case actors.ChildFrame:
 		s, ok := d.byRef[m.Child.String()]

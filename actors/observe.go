@@ -221,6 +221,7 @@ func (w *watch) ended(s *shell, restarting bool) {
 // supervised records a supervision decision about a child and passes it
 // on to RuntimeOptions.OnSupervision and the watchers.
 func (rt *Runtime) supervised(ev supervisor.Event) {
+	rt.logSupervision(ev)
 	rt.watch.update(ev.Child, nil, func(e *watched) bool {
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
 		// A restart without backoff and a stop are under way already (the

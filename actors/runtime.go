@@ -40,8 +40,14 @@ const DefaultHostName = "polyweave"
 // field means the default.
 type RuntimeOptions struct {
 	// Logger receives the runtime's logs and protoactor's own; default:
-	// discard. The runtime never touches the global logger.
+	// discard. The runtime never touches the global logger. Every stage
+	// gets it from its Context (with its actor id), and every supervision
+	// decision is a WARN record. protoactor's INFO records (actor system
+	// started, [ACTOR] Recovering, [DeadLetter]) are lowered to DEBUG
+	// unless ProtoactorInfo is set.
 	Logger *slog.Logger
+	// ProtoactorInfo keeps protoactor's INFO records at INFO.
+	ProtoactorInfo bool
 	// Supervision supervises the duplexes started with [Runtime.Start] and,
 	// unless a [Spec] says otherwise, every duplex's children. Default:
 	// supervisor.New(nil) (one-for-one, 10 restarts in 10 s).
@@ -133,7 +139,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 	spawner := o.Parent
 	if spawner == nil {
 		system = actor.NewActorSystem(
-			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger.With(slog.String("component", "protoactor")) }),
+			actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return protoactorLogger(logger, o.ProtoactorInfo) }),
 			actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
 		)
 		spawner = system.Root

@@ -95,6 +95,11 @@ type Options struct {
 	// per tool result (see tools.LoopOptions.OnToolResult): quick and
 	// non-blocking.
 	OnToolResult func(tools.ToolResultEvent)
+	// Approval, when set, holds back the calls its policy asks about until
+	// a person answers: Run returns a *[WaitingError] and [Agent.Resume]
+	// gives the answers (see tools.ApprovalOptions; package approval has
+	// policies).
+	Approval *tools.ApprovalOptions
 }
 
 // Agent runs tool conversations with a model: a tool loop around a model
@@ -111,6 +116,7 @@ type Agent struct {
 	mu      sync.Mutex
 	mux     *actors.Mux // the shared loop; nil with a Store
 	busy    map[string]bool
+	waiting map[string]*waitingStream // without a Store: the sessions waiting for approval
 	closed  bool
 	running sync.WaitGroup
 }
@@ -153,6 +159,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		MaxIterations:     opts.MaxIterations,
 		FinalSystemPrompt: opts.FinalPrompt,
 		OnToolResult:      opts.OnToolResult,
+		Approval:          opts.Approval,
 	}
 	spec, err := tools.NewLoop(model, &a.loop) // validates the options
 	if err != nil {
@@ -270,8 +277,9 @@ type conversation struct {
 	total   models.Answer // what the attempts that failed contributed
 	// parent, when set, is the actor the conversation's own loop runs
 	// under (a delegation: the calling tool's actor).
-	parent *actors.Parent
-	mux    *actors.Mux // the conversation's own loop (with a Store or a parent)
+	parent   *actors.Parent
+	mux      *actors.Mux // the conversation's own loop (with a Store or a parent)
+	approval *approvalState
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
@@ -286,6 +294,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	defer a.leave(sessionID)
 	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent}
+	if err := c.prepareApproval(ctx); err != nil {
+		return nil, err
+	}
 	if c.ownLoop() {
 		defer c.stopLoop()
 	}
@@ -410,13 +421,14 @@ func (c *conversation) stopLoop() {
 
 // attempt sends one request on stream and follows it to its END.
 func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream string, payload json.RawMessage, n int) (*models.Answer, error) {
+	stream = c.streamOf(stream)
 	s, err := mux.Open(stream)
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 	}
 	defer s.Close()
-	ans := &models.Answer{StreamID: stream}
-	if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, payload), messages.End(stream)); err != nil {
+	ans := c.answerOf(stream)
+	if err := c.open(s, payload); err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
 	}
 	for {
@@ -439,6 +451,9 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		ans.Add(f)
 		if c.emit != nil {
 			c.emit(event(f, n))
+		}
+		if err := c.waitingFor(f, ans); err != nil {
+			return ans, err
 		}
 		if ans.Ended {
 			return ans, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/telemetry"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -79,16 +80,29 @@ type loopConversation struct {
 }
 
 func newLoopConversation(sync bool) (*loopConversation, error) {
+	return newTappedConversation(sync, nil)
+}
+
+// newTappedConversation is newLoopConversation with the model adapter
+// and the loop tapped by tel (when not nil).
+func newTappedConversation(sync bool, tel *telemetry.Telemetry) (*loopConversation, error) {
 	model, err := scripted.New(conversationScript(), &scripted.Options{MaxRecorded: -1})
 	if err != nil {
 		return nil, err
 	}
-	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
+	modelSpec := model.Spec("model")
+	if tel != nil {
+		modelSpec = tel.Model(modelSpec, "scripted")
+	}
+	loop, err := tools.NewLoop(modelSpec, &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: noopTools(sync)},
 		MaxIterations: 10,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if tel != nil {
+		loop = tel.Agent(loop)
 	}
 	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {

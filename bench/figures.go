@@ -208,6 +208,7 @@ func figureConversation(c *config) []Row {
 			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
 	})
 	rows = append(rows, figureAgents(c)...)
+	rows = append(rows, figureTracing(c)...)
 	if c.peers == "" {
 		return rows
 	}

@@ -134,8 +134,7 @@ func (in *Inspector) changed() { in.version.Add(1) }
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "supervision", "restart", "stop", "tool", "model" or
-	// "fault".
+	// Kind is "supervision", "restart", "tool", "model" or "fault".
 	Kind string `json:"kind"`
 	// Actor is the actor concerned, when there is one.
 	Actor string `json:"actor,omitempty"`
@@ -177,11 +176,9 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		in.addFeed(FeedItem{Time: ev.Time, Kind: "restart", Actor: a.ID, Alert: true,
 			Text: fmt.Sprintf("%s restarted (restart %d)%s", a.ID, a.Restarts, failureSuffix(a.LastFailure))})
 	case actors.ActorStopped:
+		// A stop by a supervisor is in the feed as its decision; others
+		// are the normal end of a duplex (a delegation's loop, say).
 		delete(in.flashes, a.ID)
-		if a.LastFailure != nil {
-			in.addFeed(FeedItem{Time: ev.Time, Kind: "stop", Actor: a.ID, Alert: true,
-				Text: fmt.Sprintf("%s stopped%s", a.ID, failureSuffix(a.LastFailure))})
-		}
 	}
 	in.mu.Unlock()
 	in.changed()

@@ -3,26 +3,49 @@
 //
 // A [Telemetry] takes a tracer and a meter provider from its options
 // (nothing is exported, and no global is set or read, unless the host
-// passes providers). It wraps duplexes:
+// passes providers). It taps duplexes: the tapped spec keeps its name,
+// supervision and persistence, runs in the same actor, and its frames are
+// observed in the actor's own turn, so tracing adds no actor hop.
 //
-//   - [Telemetry.Agent] wraps the outermost stage of an agent (a tool
-//     loop): each stream is a run, one "invoke_agent" span; each
-//     TOOL_CALL the consumer sees starts an "execute_tool {name}" span,
+//   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
+//     loop): each stream is a run, one "invoke_agent {name}" span; each
+//     TOOL_CALL the agent emits starts an "execute_tool {tool}" span,
 //     child of the run, ended by its TOOL_RESULT with the outcome
 //     (polyweave.tool.outcome "ok" or "error") and, for a failure, its
 //     failure kind as error.type;
-//   - [Telemetry.Model] wraps a model adapter: each request is a
-//     "chat {model}" span, child of the run of the same stream id, with
-//     the request model, token usage (gen_ai.usage.input_tokens and
-//     output_tokens), finish reasons, and as span events the waits and
-//     retries of a resilience transport (META model_call).
+//   - [Telemetry.Model] taps a model adapter: each request is a
+//     "chat {model}" span, child of the run of the same stream id in the
+//     agent the adapter belongs to, with the request model, token usage
+//     (gen_ai.usage.input_tokens and output_tokens), finish reasons, and
+//     as span events the waits and retries of a resilience transport
+//     (META model_call) and calls cut off by the length limit;
+//   - [Telemetry.Supervision], given as actors.RuntimeOptions.OnSupervision,
+//     adds each supervision decision (restart, stop, escalation) as a
+//     "supervision" span event to the open runs of the agent whose actor
+//     failed. A run open in an agent whose own actor fails ends with an
+//     error status and an "agent_failed" event.
 //
-// Runs and model requests meet by stream id through the Telemetry they
-// share, whatever actors they cross, so a run is one trace.
+// Runs and model requests meet by stream id and actor path through the
+// Telemetry they share, whatever actors they cross, so a run is one trace.
 //
-// Metrics: gen_ai.client.operation.duration (seconds, per model request
-// and per tool call, by operation, tool name and outcome) and
-// gen_ai.client.token.usage (tokens, by gen_ai.token.type).
+// Metrics (all in the instrumentation scope [ScopeName]):
 //
-// Without tracing, do not wrap: an unwrapped agent pays nothing.
+//   - gen_ai.client.operation.duration (s): model requests
+//     (gen_ai.operation.name "chat", with provider and model) and tool
+//     calls ("execute_tool", with gen_ai.tool.name, polyweave.tool.outcome
+//     and error.type);
+//   - gen_ai.client.token.usage ({token}): by gen_ai.token.type;
+//   - polyweave.supervision.decisions: restarts, stops and escalations by
+//     polyweave.stage (the failed actor's name), error.type ([Cause]) and
+//     polyweave.supervision.directive;
+//   - polyweave.tool.breaker.state: 0 closed, 1 open, 2 half-open, by
+//     gen_ai.tool.name ([Telemetry.BreakerChanged], given as
+//     tools.BreakerOptions.OnChange);
+//   - polyweave.store.operation.duration (s): durable store calls by
+//     polyweave.store.operation and outcome ([Telemetry.Store] wraps a
+//     store).
+//
+// Without providers, Agent, Model and Store return what they are given: a
+// host that turns telemetry off pays nothing. With tracing off (no tracer
+// provider) the taps allocate nothing for spans.
 package telemetry

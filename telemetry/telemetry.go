@@ -2,44 +2,70 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
-	"time"
+	"errors"
+	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // ScopeName is the instrumentation scope of the tracer and meter.
 const ScopeName = "github.com/polyweave/polyweave-go/telemetry"
 
+// Names of the metrics (see the package doc).
+const (
+	MetricOperationDuration = "gen_ai.client.operation.duration"
+	MetricTokenUsage        = "gen_ai.client.token.usage"
+	MetricSupervision       = "polyweave.supervision.decisions"
+	MetricBreakerState      = "polyweave.tool.breaker.state"
+	MetricStoreDuration     = "polyweave.store.operation.duration"
+)
+
 // Options configure [New]. A nil *Options or a nil field means the
-// default: a no-op provider.
+// default: nothing recorded.
 type Options struct {
+	// TracerProvider receives the spans; nil (or a no-op provider)
+	// turns tracing off.
 	TracerProvider trace.TracerProvider
-	MeterProvider  metric.MeterProvider
+	// MeterProvider receives the metrics; nil (or a no-op provider)
+	// turns metrics off.
+	MeterProvider metric.MeterProvider
 	// AgentName is gen_ai.agent.name of the run spans; default "agent".
 	AgentName string
 }
 
-// Telemetry records the spans and metrics of the duplexes it wraps. It is
-// safe for concurrent use.
+// Telemetry records the spans and metrics of the duplexes it taps and of
+// the events it is given. It is safe for concurrent use.
 type Telemetry struct {
-	tracer    trace.Tracer
-	duration  metric.Float64Histogram
-	tokens    metric.Int64Histogram
-	agentName string
+	tracing, metering bool
+	tracer            trace.Tracer
+	agentName         string
 
-	mu   sync.Mutex
-	runs map[string]context.Context // stream id → context of its run span
+	duration    metric.Float64Histogram
+	tokens      metric.Int64Histogram
+	supervision metric.Int64Counter
+	breaker     metric.Int64Gauge
+	store       metric.Float64Histogram
+
+	rec *recorder // nil when nothing is recorded
+	// runs is only used by the recorder's goroutine.
+	runs map[string][]*liveRun // stream id → the runs open on it
+}
+
+// liveRun is a run open in some agent, as the other taps see it.
+type liveRun struct {
+	ctx   context.Context // carries the run span
+	span  trace.Span
+	actor string // id of the agent's actor; its descendants' ids start with it + "/"
 }
 
 // New makes a Telemetry.
@@ -48,229 +74,180 @@ func New(opts *Options) (*Telemetry, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.TracerProvider == nil {
-		o.TracerProvider = tracenoop.NewTracerProvider()
+	t := &Telemetry{agentName: o.AgentName, runs: map[string][]*liveRun{}}
+	if t.agentName == "" {
+		t.agentName = "agent"
 	}
-	if o.MeterProvider == nil {
-		o.MeterProvider = metricnoop.NewMeterProvider()
+	switch o.TracerProvider.(type) {
+	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		t.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
+	default:
+		t.tracing = true
+		t.tracer = o.TracerProvider.Tracer(ScopeName)
 	}
-	if o.AgentName == "" {
-		o.AgentName = "agent"
+	mp := o.MeterProvider
+	switch mp.(type) {
+	case nil, metricnoop.MeterProvider, *metricnoop.MeterProvider:
+		mp = metricnoop.NewMeterProvider()
+	default:
+		t.metering = true
 	}
-	meter := o.MeterProvider.Meter(ScopeName)
-	t := &Telemetry{tracer: o.TracerProvider.Tracer(ScopeName), agentName: o.AgentName, runs: map[string]context.Context{}}
-	var err error
-	if t.duration, err = meter.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of model requests and tool calls")); err != nil {
-		return nil, err
+	meter := mp.Meter(ScopeName)
+	var errs [5]error
+	t.duration, errs[0] = meter.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of model requests (chat) and tool calls (execute_tool)"))
+	t.tokens, errs[1] = meter.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens used per model request, by gen_ai.token.type"))
+	t.supervision, errs[2] = meter.Int64Counter(MetricSupervision, metric.WithUnit("{decision}"),
+		metric.WithDescription("Supervision decisions (restarts, stops, escalations) by stage and cause"))
+	t.breaker, errs[3] = meter.Int64Gauge(MetricBreakerState, metric.WithUnit("1"),
+		metric.WithDescription("State of a tool's circuit breaker: 0 closed, 1 open, 2 half-open"))
+	t.store, errs[4] = meter.Float64Histogram(MetricStoreDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of durable store writes (commits) and reads"))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, fmt.Errorf("telemetry: instruments: %w", err)
 	}
-	if t.tokens, err = meter.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens used per model request")); err != nil {
-		return nil, err
+	if t.tracing || t.metering {
+		t.rec = startRecorder(t)
 	}
 	return t, nil
 }
 
-// runContext returns the context of the run of stream (the background
-// when the stream is not a traced run).
-func (t *Telemetry) runContext(stream string) context.Context {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if ctx, ok := t.runs[stream]; ok {
-		return ctx
+// Tracing reports whether spans are recorded (a tracer provider was
+// given).
+func (t *Telemetry) Tracing() bool { return t.tracing }
+
+func (t *Telemetry) addRun(stream string, r *liveRun) {
+	t.runs[stream] = append(t.runs[stream], r)
+}
+
+func (t *Telemetry) removeRun(stream string, r *liveRun) {
+	list := t.runs[stream]
+	for i, x := range list {
+		if x == r {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(t.runs, stream)
+	} else {
+		t.runs[stream] = list
+	}
+}
+
+// runContext returns the context of the run open on stream in the agent
+// that actor (a model adapter) belongs to, or the background when none.
+func (t *Telemetry) runContext(stream, actor string) context.Context {
+	list := t.runs[stream]
+	for i := len(list) - 1; i >= 0; i-- {
+		if within(actor, list[i].actor) {
+			return list[i].ctx
+		}
 	}
 	return context.Background()
 }
 
-// Agent wraps the outermost stage of an agent (see the package doc).
-func (t *Telemetry) Agent(inner actors.Spec) actors.Spec {
-	spec := actors.Wrap(inner.Name+"-traced", inner, func() actors.Wrapped {
-		return &agentHooks{t: t, runs: map[string]*run{}}
-	})
-	spec.Supervision = inner.Supervision
-	return spec
+// within reports whether actor id is root or one of its descendants.
+func within(id, root string) bool {
+	return id == root || (strings.HasPrefix(id, root) && len(id) > len(root) && id[len(root)] == '/')
 }
 
-type run struct {
-	ctx   context.Context
-	span  trace.Span
-	tools map[string]*toolSpan
-}
-
-type toolSpan struct {
-	span  trace.Span
-	name  string
-	start time.Time
-}
-
-type agentHooks struct {
-	t    *Telemetry
-	runs map[string]*run
-}
-
-func (h *agentHooks) Request(c actors.WrapperContext, f *messages.Frame) {
-	id := f.GetStreamId()
-	if _, ok := h.runs[id]; !ok && f.GetType() != messages.FrameType_CANCEL && f.GetType() != messages.FrameType_ABORT {
-		ctx, span := h.t.tracer.Start(context.Background(), "invoke_agent "+h.t.agentName, trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"),
-				attribute.String("gen_ai.agent.name", h.t.agentName),
-				attribute.String("gen_ai.conversation.id", id)))
-		h.runs[id] = &run{ctx: ctx, span: span, tools: map[string]*toolSpan{}}
-		h.t.mu.Lock()
-		h.t.runs[id] = ctx
-		h.t.mu.Unlock()
+// Supervision records a supervision decision: the counter
+// polyweave.supervision.decisions (by polyweave.stage, error.type and
+// polyweave.supervision.directive) and a "supervision" span event on every
+// open run whose agent the failed actor belongs to. Give it to the
+// runtime as RuntimeOptions.OnSupervision (or call it from there). It is
+// quick: the decision is queued for the recorder.
+func (t *Telemetry) Supervision(ev supervisor.Event) {
+	if t.rec != nil {
+		t.rec.put(event{kind: evSupervision, sup: ev})
 	}
-	c.ToInner(f)
 }
 
-func (h *agentHooks) Response(c actors.WrapperContext, f *messages.Frame) {
-	r, ok := h.runs[f.GetStreamId()]
-	if ok {
-		switch f.GetType() {
-		case messages.FrameType_TOOL_CALL:
-			_, span := h.t.tracer.Start(r.ctx, "execute_tool "+f.GetName(), trace.WithSpanKind(trace.SpanKindInternal),
-				trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
-					attribute.String("gen_ai.tool.name", f.GetName()),
-					attribute.String("gen_ai.tool.call.id", f.GetToolCallId())))
-			r.tools[f.GetToolCallId()] = &toolSpan{span: span, name: f.GetName(), start: time.Now()}
-		case messages.FrameType_TOOL_RESULT:
-			if ts, ok := r.tools[f.GetToolCallId()]; ok {
-				delete(r.tools, f.GetToolCallId())
-				outcome := "ok"
-				attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"), attribute.String("gen_ai.tool.name", ts.name)}
-				if f.IsErrorResult() {
-					outcome = "error"
-					kind := f.GetMeta().GetFailureKind()
-					if kind == "" {
-						kind = "error"
-					}
-					ts.span.SetStatus(codes.Error, string(f.GetPayload()))
-					ts.span.SetAttributes(attribute.String("error.type", kind))
-					attrs = append(attrs, attribute.String("error.type", kind))
-				}
-				ts.span.SetAttributes(attribute.String("polyweave.tool.outcome", outcome))
-				ts.span.End()
-				attrs = append(attrs, attribute.String("polyweave.tool.outcome", outcome))
-				h.t.duration.Record(context.Background(), time.Since(ts.start).Seconds(), metric.WithAttributes(attrs...))
-			}
-		case messages.FrameType_ERROR:
-			r.span.SetStatus(codes.Error, f.GetText())
-			r.span.SetAttributes(attribute.String("error.type", "model_error"))
-		case messages.FrameType_END:
-			for id, ts := range r.tools { // a call without a result: the run ended under it
-				ts.span.SetStatus(codes.Error, "no result")
-				ts.span.End()
-				delete(r.tools, id)
-			}
-			r.span.End()
-			delete(h.runs, f.GetStreamId())
-			h.t.mu.Lock()
-			delete(h.t.runs, f.GetStreamId())
-			h.t.mu.Unlock()
-		}
+func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
+	stage, cause := Stage(ev.Child), Cause(ev.Reason)
+	directive := ev.Directive.String()
+	if t.metering {
+		t.supervision.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("polyweave.stage", stage),
+			attribute.String("error.type", cause),
+			attribute.String("polyweave.supervision.directive", directive)))
 	}
-	c.ToOuter(f)
-}
-
-// Model wraps a model adapter (see the package doc); provider is
-// gen_ai.provider.name ("openai", "anthropic", ...).
-func (t *Telemetry) Model(inner actors.Spec, provider string) actors.Spec {
-	spec := actors.Wrap(inner.Name+"-traced", inner, func() actors.Wrapped {
-		return &modelHooks{t: t, provider: provider, open: map[string]*chat{}}
-	})
-	spec.Supervision = inner.Supervision
-	return spec
-}
-
-type chat struct {
-	model string
-	span  trace.Span
-	start time.Time
-	// queued are requests of the stream ended while this one is answered.
-	queued []*chat
-}
-
-type modelHooks struct {
-	t        *Telemetry
-	provider string
-	models   map[string]string // stream → model of the request being sent
-	open     map[string]*chat  // stream → request being answered
-}
-
-func (h *modelHooks) Request(c actors.WrapperContext, f *messages.Frame) {
-	id := f.GetStreamId()
-	switch f.GetType() {
-	case messages.FrameType_PARAM:
-		if f.GetName() == models.ParamModel {
-			var m string
-			if json.Unmarshal(f.GetPayload(), &m) == nil {
-				if h.models == nil {
-					h.models = map[string]string{}
-				}
-				h.models[id] = m
-			}
-		}
-	case messages.FrameType_END:
-		model := h.models[id]
-		delete(h.models, id)
-		name := "chat"
-		if model != "" {
-			name += " " + model
-		}
-		_, span := h.t.tracer.Start(h.t.runContext(id), name, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"),
-				attribute.String("gen_ai.provider.name", h.provider),
-				attribute.String("gen_ai.request.model", model)))
-		ch := &chat{model: model, span: span, start: time.Now()}
-		if cur, ok := h.open[id]; ok {
-			cur.queued = append(cur.queued, ch)
-		} else {
-			h.open[id] = ch
-		}
+	if !t.tracing {
+		return
 	}
-	c.ToInner(f)
-}
-
-func (h *modelHooks) Response(c actors.WrapperContext, f *messages.Frame) {
-	id := f.GetStreamId()
-	if ch, ok := h.open[id]; ok {
-		switch f.GetType() {
-		case messages.FrameType_META:
-			switch f.GetName() {
-			case models.MetaUsage:
-				var u struct {
-					Prompt     int64 `json:"prompt_tokens"`
-					Completion int64 `json:"completion_tokens"`
-				}
-				if json.Unmarshal(f.GetPayload(), &u) == nil {
-					ch.span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", u.Prompt), attribute.Int64("gen_ai.usage.output_tokens", u.Completion))
-					base := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", h.provider), attribute.String("gen_ai.request.model", ch.model)}
-					h.t.tokens.Record(context.Background(), u.Prompt, metric.WithAttributes(append(base, attribute.String("gen_ai.token.type", "input"))...))
-					h.t.tokens.Record(context.Background(), u.Completion, metric.WithAttributes(append(base, attribute.String("gen_ai.token.type", "output"))...))
-				}
-			case models.MetaFinish:
-				var reason string
-				if json.Unmarshal(f.GetPayload(), &reason) == nil {
-					ch.span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", []string{reason}))
-				}
-			case "model_call": // resilience.MetaEvent
-				ch.span.AddEvent("model_call", trace.WithAttributes(attribute.String("polyweave.event", string(f.GetPayload()))))
-			}
-		case messages.FrameType_ERROR:
-			ch.span.SetStatus(codes.Error, f.GetText())
-			ch.span.SetAttributes(attribute.String("error.type", "model_error"))
-		case messages.FrameType_END:
-			ch.span.End()
-			attrs := metric.WithAttributes(attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", h.provider), attribute.String("gen_ai.request.model", ch.model))
-			h.t.duration.Record(context.Background(), time.Since(ch.start).Seconds(), attrs)
-			if len(ch.queued) > 0 {
-				next := ch.queued[0]
-				next.queued = ch.queued[1:]
-				h.open[id] = next
-			} else {
-				delete(h.open, id)
+	var spans []trace.Span
+	for _, list := range t.runs {
+		for _, r := range list {
+			if within(ev.Child, r.actor) || within(r.actor, ev.Child) {
+				spans = append(spans, r.span)
 			}
 		}
 	}
-	c.ToOuter(f)
+	if len(spans) == 0 {
+		return
+	}
+	reason := ""
+	if ev.Reason != nil {
+		reason = ev.Reason.Error()
+	}
+	event := trace.WithAttributes(
+		attribute.String("polyweave.supervision.directive", directive),
+		attribute.String("polyweave.supervision.child", ev.Child),
+		attribute.String("polyweave.stage", stage),
+		attribute.String("error.type", cause),
+		attribute.String("polyweave.supervision.reason", reason),
+		attribute.Int("polyweave.supervision.failures", ev.Failures),
+		attribute.Bool("polyweave.supervision.intensity_exceeded", ev.IntensityExceeded))
+	for _, s := range spans {
+		s.AddEvent("supervision", event, trace.WithTimestamp(ev.Time))
+	}
+}
+
+// Stage names the stage an actor id stands for: its last path element
+// that is not an anonymous "$n".
+func Stage(actorID string) string {
+	rest := actorID
+	for rest != "" {
+		i := strings.LastIndexByte(rest, '/')
+		last := rest[i+1:]
+		if !strings.HasPrefix(last, "$") {
+			return last
+		}
+		if i < 0 {
+			break
+		}
+		rest = rest[:i]
+	}
+	return actorID
+}
+
+// Cause classifies a failure for metrics: "panic", "store" (a
+// *durability.StoreError), "inner_stopped", or the Go type of the error.
+func Cause(err error) string {
+	var p *actors.PanicError
+	var s *durability.StoreError
+	var in *actors.InnerStoppedError
+	switch {
+	case err == nil:
+		return "unknown"
+	case errors.As(err, &p):
+		return "panic"
+	case errors.As(err, &s):
+		return "store"
+	case errors.As(err, &in):
+		return "inner_stopped"
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+// BreakerChanged records a tool's circuit breaker changing state (the
+// gauge polyweave.tool.breaker.state by gen_ai.tool.name). Give it to a
+// router or loop as BreakerOptions.OnChange.
+func (t *Telemetry) BreakerChanged(tool string, state tools.BreakerState) {
+	if !t.metering {
+		return
+	}
+	t.breaker.Record(context.Background(), int64(state), metric.WithAttributes(attribute.String("gen_ai.tool.name", tool)))
 }

@@ -24,6 +24,11 @@ type BreakerOptions struct {
 	Cooldown time.Duration
 	// Disabled turns the breaker off.
 	Disabled bool
+	// OnChange, when set, is told each time a tool's breaker changes
+	// state (telemetry.Telemetry.BreakerChanged records it as a gauge). It
+	// runs on the dispatcher's goroutine: it must be quick and safe for
+	// concurrent use.
+	OnChange func(tool string, state BreakerState)
 }
 
 func (o BreakerOptions) withDefaults() (BreakerOptions, error) {

@@ -20,6 +20,7 @@ type dispatcher struct {
 	breaker     BreakerOptions
 	outstanding map[callKey]*outstanding
 	deliver     func(c actors.WrapperContext, call, result *messages.Frame)
+	gate        *approvalGate // nil: every call runs (see ApprovalOptions)
 }
 
 type slot struct {
@@ -27,6 +28,8 @@ type slot struct {
 	ref     actors.Ref
 	gone    bool
 	breaker Breaker
+	// reported is the breaker state last told to BreakerOptions.OnChange.
+	reported BreakerState
 }
 
 type outstanding struct {
@@ -90,6 +93,9 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
 		return
 	}
+	if d.gate != nil && d.gate.hold(c, d, call, s) {
+		return
+	}
 	d.outstanding[key] = &outstanding{call: call, slot: s}
 	if s.tool.def.Sync {
 		d.result(c, s, s.tool.callInline(call))
@@ -106,6 +112,9 @@ func (d *dispatcher) reject(c actors.WrapperContext, call *messages.Frame, messa
 // cancel forwards a CANCEL or ABORT to the tools running calls of its
 // stream; their cancelled results come back as usual.
 func (d *dispatcher) cancel(c actors.WrapperContext, f *messages.Frame) {
+	if d.gate != nil {
+		d.gate.cancel(c, d, f)
+	}
 	sent := map[*slot]bool{}
 	for k, o := range d.outstanding {
 		if k.stream != f.GetStreamId() || sent[o.slot] {
@@ -122,6 +131,9 @@ func (d *dispatcher) cancel(c actors.WrapperContext, f *messages.Frame) {
 // handle takes the messages of the tool actors and the breaker's timers.
 // It reports whether msg was one of them.
 func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
+	if d.gate != nil && d.gate.timer(c, d, msg) {
+		return true
+	}
 	switch m := msg.(type) {
 	case actors.ChildFrame:
 		s, ok := d.byRef[m.Child.String()]
@@ -157,11 +169,22 @@ func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
 		case breakerCooled:
 			if s, ok := d.slots[k.tool]; ok {
 				s.breaker.Cooled()
+				d.breakerChanged(s, BreakerHalfOpen)
 			}
 			return true
 		}
 	}
 	return false
+}
+
+// breakerChanged tells BreakerOptions.OnChange when the breaker of s has
+// just moved to state (a step that left it as it was tells nothing).
+func (d *dispatcher) breakerChanged(s *slot, state BreakerState) {
+	if d.breaker.OnChange == nil || s.breaker.State() != state || s.reported == state {
+		return
+	}
+	s.reported = state
+	d.breaker.OnChange(s.tool.Name(), state)
 }
 
 func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.Frame) {
@@ -175,11 +198,13 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 		switch kind := KindOf(result); {
 		case kind == "":
 			s.breaker.Success()
+			d.breakerChanged(s, BreakerClosed)
 		case kind.countsAgainstTool():
 			c.After(d.breaker.Window, breakerExpired{s.tool.Name()})
 			if s.breaker.Failure() {
 				c.Logger().Warn("tool circuit opened", "tool", s.tool.Name())
 				c.After(d.breaker.Cooldown, breakerCooled{s.tool.Name()})
+				d.breakerChanged(s, BreakerOpen)
 			}
 		default:
 			s.breaker.Neutral()

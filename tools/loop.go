@@ -43,6 +43,9 @@ type LoopOptions struct {
 	// it can be resumed after a crash or in a new process (see
 	// [SessionOptions]). Nil keeps it in memory only.
 	Session *SessionOptions
+	// Approval, when set, holds back the calls its policy asks about
+	// until a person answers (see [ApprovalOptions]).
+	Approval *ApprovalOptions
 }
 
 // ToolResultEvent is what [LoopOptions.OnToolResult] receives.
@@ -122,6 +125,10 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 			return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
 		}
 	}
+	approval, err := opts.Approval.prepare()
+	if err != nil {
+		return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
+	}
 	idempotent, dies := map[string]bool{}, map[string]bool{}
 	for _, t := range all {
 		idempotent[t.Name()] = t.def.Idempotent
@@ -134,6 +141,7 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
 		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
 		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
+		l.d.gate = newApprovalGate(approval, opts.Session, all)
 		if opts.Session != nil {
 			l.sess = &sessionState{opts: session, idempotent: idempotent, diesWithProcess: dies}
 		}
@@ -219,6 +227,9 @@ func (l *loopLogic) HandleMessage(c actors.WrapperContext, msg any) { l.d.handle
 
 // Request implements actors.Wrapped.
 func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
+	if l.approvalAnswer(c, f) {
+		return
+	}
 	if t := f.GetType(); t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
 		if _, ok := l.sessions[f.GetStreamId()]; !ok {
 			return // nothing in flight on the stream: nothing to cancel, nothing to remember
@@ -467,6 +478,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	}
 	for _, tc := range s.calls {
 		if tc.result == nil {
+			l.approvalWaiting(c, s)
 			return
 		}
 	}

@@ -275,7 +275,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		case lc.GetResult() != nil:
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
-		case lc.GetComplete() && ss.idempotent[tc.call.GetName()]:
+		case lc.GetComplete() && (ss.idempotent[tc.call.GetName()] || l.d.gate.awaiting(c, id)):
 			rerun = append(rerun, tc)
 			ev.Rerun = append(ev.Rerun, id)
 		default:

@@ -49,7 +49,7 @@ var errTimeout = errors.New("timeout")
 // runtime, runs the conversation (or, with -team, the lead agent's) and
 // prints its summary.
 func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
-	start := time.Now()
+	start, interrupted := time.Now(), ctx // -ui lingers until interrupted
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, errTimeout)
 	defer cancel()
 	tr := newTranscript(stdout, nil, start)
@@ -112,7 +112,12 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		}
 	}()
 
-	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess}
+	ui, err := startUI(cfg, rt, tr)
+	if err != nil {
+		return err
+	}
+	defer ui.close()
+	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui}
 	defer d.close(ctx)
 	var lead *agent.Agent
 	var about string
@@ -152,6 +157,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if sess != nil {
 		tr.Note("session", "to resume or replay it: %s", sess.resumeHint())
 	}
+	ui.linger(interrupted)
 	if err == nil {
 		err = tr.Err()
 	}
@@ -239,6 +245,7 @@ type driver struct {
 	ws     *workspace.Workspace
 	in     *injector
 	sess   *session
+	ui     *liveView // -ui, or nil
 	agents []*agent.Agent
 	closes []func()
 
@@ -292,6 +299,10 @@ func (d *driver) crashable(opts *agent.Options) {
 }
 
 func (d *driver) newAgent(model actors.Spec, opts *agent.Options) (*agent.Agent, error) {
+	model, err := d.ui.agent(model, opts)
+	if err != nil {
+		return nil, err
+	}
 	a, err := agent.New(d.rt, model, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start the %s: %w", opts.Name, err)

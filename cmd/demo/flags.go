@@ -42,6 +42,7 @@ type config struct {
 	crash         crashPoint
 	json          bool
 	team          bool
+	ui            uiFlag // -ui (ui.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -71,6 +72,7 @@ Examples:
   demo -crash tool                       a tool panics; watch it restart
   demo -json | jq .type                  frames as JSON lines
   demo -team                             a lead agent delegating to two sub-agents
+  demo -team -ui 127.0.0.1:8080          the same, watched live in the browser
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
@@ -122,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"handler of the Nth tool call, default 2), loop (the tool loop as it reports\n"+
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
+	cfg.ui.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+

@@ -108,7 +108,7 @@ func Verify(path string, opts *Options) (*Report, error) {
 		r.Unreadable = err
 		return r, nil
 	}
-	legacy := r.Format != formatVersion
+	legacy := r.Format != formatVersion && r.Format != formatVersionV3
 	s.legacy = legacy
 	if legacy && r.Format != formatVersionV2 && r.Format != formatVersionV1 {
 		r.Unreadable = fmt.Errorf("unsupported file format %q", r.Format)
@@ -119,7 +119,7 @@ func Verify(path string, opts *Options) (*Report, error) {
 			r.Problems = append(r.Problems, err)
 		}
 	}
-	s.verifyLog(r, legacy)
+	s.verifyLog(r, legacy, recordLayout(r.Format == formatVersion))
 	var names []string
 	err = s.viewTx("listing the actors", func(tx *bolt.Tx) error {
 		return tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
@@ -138,8 +138,11 @@ func Verify(path string, opts *Options) (*Report, error) {
 	return r, nil
 }
 
-// verifyLog reads the log entry by entry, going on past damaged entries.
-func (s *Store) verifyLog(r *Report, legacy bool) {
+// verifyLog reads the log entry by entry, going on past damaged entries;
+// a damaged entry of a format 4 log is read record by record, and each
+// record whose data is damaged (or was lost before) is reported with its
+// actor.
+func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout) {
 	actors := map[string]bool{}
 	err := s.viewTx("reading the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
@@ -147,6 +150,13 @@ func (s *Store) verifyLog(r *Report, legacy bool) {
 			return errors.New("no log bucket")
 		}
 		next := uint64(0)
+		if !legacy {
+			start, err := s.readLogStart(tx)
+			if err != nil {
+				r.Problems = append(r.Problems, err)
+			}
+			next = start
+		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != 8 {
@@ -155,18 +165,43 @@ func (s *Store) verifyLog(r *Report, legacy bool) {
 			}
 			seq := decodeIndex(k)
 			if !legacy && seq != next {
-				r.Problems = append(r.Problems, &durability.DamageError{Store: s.path, What: "log", Offset: -1, Reason: fmt.Sprintf("entries %d to %d missing", next, seq-1)})
+				r.Problems = append(r.Problems, &durability.DamageError{Store: s.path, What: "log", Offset: -1, Reason: fmt.Sprintf("entries %d to %d missing", next, int64(seq)-1)})
 			}
 			next = seq + 1
 			body, err := s.openLogValue(seq, v, legacy)
+			entryErr := err
+			if err != nil && layout == withSums && len(v) >= crcSize {
+				body, err = slices.Clone(v[crcSize:]), nil // record by record
+			}
 			if err == nil {
 				n := 0
-				err = decodeFrames(body, func(rec record) { n++; actors[rec.name] = true })
-				if err != nil {
+				var lost []error
+				err = decodeFramesWith(body, layout, func(rec record, recErr error) error {
+					actors[rec.name] = true
+					if recErr != nil || rec.kind == lostRecord {
+						what := "its write in log entry %d is damaged"
+						if recErr == nil {
+							what = "its write was lost to damage before (log entry %d relogs the loss)"
+						}
+						kind := durability.RecordEvent
+						if rec.kind == putSnapshot || rec.lostSnapshot {
+							kind = durability.RecordSnapshot
+						}
+						lost = append(lost, &durability.StoreError{Op: "verify", Name: rec.name, Err: durability.Damaged(s.path, kind, rec.index, fmt.Sprintf(what, seq))})
+						return nil
+					}
+					n++
+					return nil
+				})
+				switch {
+				case err != nil && entryErr != nil:
+					err = entryErr
+				case err != nil:
 					err = durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
-				} else {
+				default:
 					r.LogEntries++
 					r.LogRecords += n
+					r.Problems = append(r.Problems, lost...)
 				}
 			}
 			if err != nil {

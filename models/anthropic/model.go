@@ -70,7 +70,8 @@ type Options struct {
 	// RequestOptions are more SDK options applied to every request
 	// (headers such as anthropic-beta, middleware), after the ones above.
 	RequestOptions []option.RequestOption
-	// Logger receives debug logs of requests; default: discard.
+	// Logger receives debug logs of requests; default: the runtime's
+	// logger (actors.RuntimeOptions.Logger), with the adapter's actor id.
 	Logger *slog.Logger
 }
 
@@ -109,9 +110,6 @@ func New(opts *Options) (*Model, error) {
 	}
 	if o.MaxTokens == 0 {
 		o.MaxTokens = DefaultMaxTokens
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Model{model: o.Model, maxTokens: o.MaxTokens, timeout: o.Timeout, idle: o.IdleTimeout, logger: o.Logger}
 	if o.HTTPClient == nil {
@@ -217,7 +215,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err != nil {
 		return nil, err
 	}
-	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)), slog.Int("truncated_calls", len(result.Truncated)))
+	m.log(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)), slog.Int("truncated_calls", len(result.Truncated)))
 	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+3)
 	for _, tc := range result.ToolCalls {
 		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
@@ -265,4 +263,12 @@ func describe(err error) error {
 		return &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
 	}
 	return err
+}
+
+// log is the logger for the request of ctx.
+func (m *Model) log(ctx context.Context) *slog.Logger {
+	if m.logger != nil {
+		return m.logger
+	}
+	return streaming.Logger(ctx)
 }

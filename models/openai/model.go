@@ -63,7 +63,8 @@ type Options struct {
 	// RequestOptions are more SDK options applied to every request
 	// (headers, organization, middleware), after the ones above.
 	RequestOptions []option.RequestOption
-	// Logger receives debug logs of requests; default: discard.
+	// Logger receives debug logs of requests; default: the runtime's
+	// logger (actors.RuntimeOptions.Logger), with the adapter's actor id.
 	Logger *slog.Logger
 }
 
@@ -100,9 +101,6 @@ func New(opts *Options) (*Model, error) {
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 3 * time.Minute
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Model{model: o.Model, timeout: o.Timeout, idle: o.IdleTimeout, includeUsage: !o.DisableUsage, logger: o.Logger}
 	if o.HTTPClient == nil {
@@ -226,7 +224,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err != nil {
 		return nil, err
 	}
-	m.logger.Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
+	m.log(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
 	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+2)
 	for _, tc := range result.ToolCalls {
 		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
@@ -240,4 +238,12 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		frames = append(frames, models.UsageFrame(streamID, result.Usage))
 	}
 	return append(frames, models.FinishFrame(streamID, result.Finish)), nil
+}
+
+// log is the logger for the request of ctx.
+func (m *Model) log(ctx context.Context) *slog.Logger {
+	if m.logger != nil {
+		return m.logger
+	}
+	return streaming.Logger(ctx)
 }

@@ -2,6 +2,7 @@ package streaming
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -60,8 +61,9 @@ func (l *logic) Receive(c actors.Context, msg any) {
 
 // start runs the answer of req in the background.
 func (l *logic) start(c actors.Context, req *models.Request) {
-	answer := l.answer
+	answer, logger := l.answer, c.Logger()
 	cancel := c.Go(req, func(ctx context.Context, progress func(any)) any {
+		ctx = context.WithValue(ctx, loggerKey{}, logger)
 		frames, err := answer(ctx, req, func(f *messages.Frame) { progress(f) })
 		return outcome{frames: frames, err: err}
 	})
@@ -80,4 +82,16 @@ func (l *logic) finish(c actors.Context, req *models.Request, out outcome) {
 	if next := l.tracker.Done(req); next != nil {
 		l.start(c, next)
 	}
+}
+
+type loggerKey struct{}
+
+// Logger returns the logger of the adapter actor answering the request of
+// ctx (the runtime's logger, with the actor's id), or a logger that
+// discards when ctx does not come from an adapter.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
 }

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// WaitingError is returned by [Agent.Run], [Agent.Stream] and
+// [Agent.Resume] when the conversation waits for a person: the approval
+// policy ([Options].Approval) held the calls in Pending (in call order)
+// and nothing else of the round runs any more. The answer returned with
+// it is what was answered so far.
+//
+// Nothing waits in memory for the answer but the held calls' entries in
+// the session's loop: no goroutine. With a Store the session's loop is
+// stopped and the held calls are in the store, so the answer can come
+// from another process, days later. Give it with [Agent.Resume].
+type WaitingError struct {
+	Session string
+	Pending []tools.ApprovalRequest
+}
+
+func (e *WaitingError) Error() string {
+	ids := make([]string, len(e.Pending))
+	for i, p := range e.Pending {
+		ids[i] = p.Tool + " " + p.ToolCallID
+	}
+	return fmt.Sprintf("agent: session %q waits for approval of %s", e.Session, strings.Join(ids, ", "))
+}
+
+// Approve approves the held call id: it runs as the model made it.
+func Approve(id string) tools.ApprovalAnswer {
+	return tools.ApprovalAnswer{ToolCallID: id, Decision: tools.DecisionApprove}
+}
+
+// Deny denies the held call id; message (optional) is told to the model,
+// which goes on without the call's effect.
+func Deny(id, message string) tools.ApprovalAnswer {
+	return tools.ApprovalAnswer{ToolCallID: id, Decision: tools.DecisionDeny, Message: message}
+}
+
+// Edit runs the held call id with args instead of the model's arguments
+// (they are validated against the tool's schema first).
+func Edit(id string, args json.RawMessage) tools.ApprovalAnswer {
+	return tools.ApprovalAnswer{ToolCallID: id, Decision: tools.DecisionEdit, Arguments: args}
+}
+
+// ErrNotWaiting is returned by [Agent.Resume] without a Store for a
+// session that does not wait for approval.
+var ErrNotWaiting = errors.New("agent: session does not wait for approval")
+
+// ErrWaiting is returned by [Agent.Run] and [Agent.Stream] without a
+// Store for a session that waits for approval: answer with
+// [Agent.Resume].
+var ErrWaiting = errors.New("agent: session waits for approval; answer with Resume")
+
+type decisionsKey struct{}
+
+// Resume continues the conversation of session sessionID that waits for
+// approval (a *[WaitingError] of Run, Stream or an earlier Resume) with
+// decisions about its held calls, and runs it on to its final answer as
+// Run does. msgs are the conversation's messages as given to Run (with a
+// Store the session is resumed from the store by them, as Run resumes
+// one; without a Store they are used only if an attempt fails and the
+// conversation is sent again). Held calls without a decision keep
+// waiting: Resume returns a *WaitingError listing them once nothing else
+// runs. Decisions about calls that do not wait (answered already, their
+// deadline passed) are ignored.
+//
+// With a Store, Resume works in any process that opens the same store,
+// and a decision is applied once: an approved call runs once even when
+// the process dies meanwhile (a later resume reports it interrupted if
+// it had not finished).
+func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Message, decisions ...tools.ApprovalAnswer) (*models.Answer, error) {
+	if decisions == nil {
+		decisions = []tools.ApprovalAnswer{}
+	}
+	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil)
+}
+
+// approvalState is a conversation's part in approvals.
+type approvalState struct {
+	decisions []tools.ApprovalAnswer // sent after the request
+	decided   map[string]bool
+	stream    string // without a Store: the stream a Resume continues on
+	ans       *models.Answer
+}
+
+// waitingStream is a conversation of the shared loop (no Store) that
+// waits for approval: its stream and what was answered on it so far.
+type waitingStream struct {
+	stream string
+	ans    *models.Answer
+}
+
+// answerOf starts the answer of an attempt on stream: a Resume without a
+// Store goes on with the answer of the stream left waiting.
+func (c *conversation) answerOf(stream string) *models.Answer {
+	if ap := c.approval; ap != nil && ap.ans != nil && ap.stream == stream {
+		return ap.ans
+	}
+	return &models.Answer{StreamID: stream}
+}
+
+// prepareApproval reads the decisions of a Resume (ctx) and, without a
+// Store, checks the session's state in the shared loop.
+func (c *conversation) prepareApproval(ctx context.Context) error {
+	a := c.a
+	decisions, resuming := ctx.Value(decisionsKey{}).([]tools.ApprovalAnswer)
+	if !resuming && a.opts.Approval == nil {
+		return nil
+	}
+	c.approval = &approvalState{decisions: decisions, decided: map[string]bool{}}
+	for _, d := range decisions {
+		c.approval.decided[d.ToolCallID] = true
+	}
+	if c.ownLoop() { // the held calls are in the store (or die with the delegation)
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ws, waiting := a.waiting[c.session]
+	switch {
+	case resuming && !waiting:
+		return fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
+	case !resuming && waiting:
+		return fmt.Errorf("%w: %q", ErrWaiting, c.session)
+	case resuming:
+		delete(a.waiting, c.session)
+		c.approval.stream, c.approval.ans = ws.stream, ws.ans
+	}
+	return nil
+}
+
+// open sends the attempt's request on s (the first request, or nothing
+// when it continues a waiting stream of the shared loop) and the
+// decisions of a Resume after it.
+func (c *conversation) open(s *actors.MuxStream, payload json.RawMessage) error {
+	stream := s.ID()
+	ap := c.approval
+	continuing := ap != nil && ap.stream == stream
+	if ap != nil {
+		ap.stream = "" // a later attempt sends the conversation again
+	}
+	if !continuing {
+		if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, payload), messages.End(stream)); err != nil {
+			return err
+		}
+	}
+	if ap == nil {
+		return nil
+	}
+	for _, d := range ap.decisions {
+		if err := s.Send(tools.ApprovalFrame(stream, d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streamOf is the stream of an attempt: a Resume without a Store goes on
+// on the stream left waiting.
+func (c *conversation) streamOf(stream string) string {
+	if c.approval != nil && c.approval.stream != "" {
+		return c.approval.stream
+	}
+	return stream
+}
+
+// waitingFor returns a *WaitingError when f says the round waits for
+// calls no decision of this conversation answers.
+func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer) error {
+	if f.GetType() != messages.FrameType_META || f.GetName() != tools.MetaApprovalWaiting || c.approval == nil {
+		return nil
+	}
+	var w tools.ApprovalWaiting
+	if err := json.Unmarshal(f.GetPayload(), &w); err != nil {
+		return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalWaiting, err)
+	}
+	open := w.Pending[:0:0]
+	for _, p := range w.Pending {
+		if !c.approval.decided[p.ToolCallID] {
+			open = append(open, p)
+		}
+	}
+	if len(open) == 0 || len(open) < len(w.Pending) {
+		// Decisions sent are still on their way: the loop says so again
+		// once they are applied, if anything still waits.
+		return nil
+	}
+	if !c.ownLoop() {
+		c.a.mu.Lock()
+		if c.a.waiting == nil {
+			c.a.waiting = map[string]*waitingStream{}
+		}
+		c.a.waiting[c.session] = &waitingStream{stream: f.GetStreamId(), ans: ans}
+		c.a.mu.Unlock()
+	}
+	return &WaitingError{Session: c.session, Pending: open}
+}

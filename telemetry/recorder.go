@@ -1,0 +1,176 @@
+package telemetry
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// The taps do not build spans or record metrics in the actor's turn: they
+// copy what they saw into an event, with its time, and queue it. One
+// goroutine per Telemetry (the recorder) turns the events, in order, into
+// spans (with the events' times as their start and end) and measurements.
+// An actor pays a lock and an append per frame of interest; the spans are
+// built beside the run instead of in its critical path.
+
+type eventKind uint8
+
+const (
+	evIn eventKind = iota + 1
+	evOut
+	evFailed
+	evSupervision
+	evFlush
+)
+
+// event is what a tap saw, copied out of the frame (frames are not read
+// after the actor's turn).
+type event struct {
+	kind   eventKind
+	to     handler // the tap's state; nil for supervision and flush
+	at     time.Time
+	ftype  messages.FrameType
+	stream string
+	callID string
+	name   string // frame name, tool name
+	text   string // ERROR text; the failure kind of a failed TOOL_RESULT
+	actor  string // id of the tapped actor
+	// payload is the frame's payload (META, PARAM); payloads are not
+	// changed once a frame is emitted.
+	payload []byte
+	isError bool
+	err     error
+	sup     supervisor.Event
+	done    chan struct{}
+}
+
+// handler is the state of one incarnation of a tap, kept by the recorder.
+type handler interface {
+	handle(ev *event)
+}
+
+// frameEvent copies f into an event.
+func frameEvent(kind eventKind, to handler, f *messages.Frame) event {
+	ev := event{kind: kind, to: to, at: time.Now(), ftype: f.GetType(), stream: f.GetStreamId(),
+		callID: f.GetToolCallId(), name: f.GetName(), payload: f.GetPayload()}
+	switch ev.ftype {
+	case messages.FrameType_ERROR:
+		ev.text = f.GetText()
+	case messages.FrameType_TOOL_RESULT:
+		if ev.isError = f.IsErrorResult(); ev.isError {
+			ev.text = f.GetMeta().GetFailureKind()
+		}
+	}
+	return ev
+}
+
+// recorder is the queue of events and the goroutine that records them.
+type recorder struct {
+	t *Telemetry
+
+	mu     sync.Mutex
+	queue  []event
+	closed bool
+	wake   chan struct{} // a token when the queue became non-empty
+	done   chan struct{} // closed when the goroutine has returned
+}
+
+func startRecorder(t *Telemetry) *recorder {
+	r := &recorder{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go r.loop()
+	return r
+}
+
+// put queues ev; after Shutdown it is dropped (a flush is answered).
+func (r *recorder) put(ev event) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		if ev.done != nil {
+			close(ev.done)
+		}
+		return
+	}
+	r.queue = append(r.queue, ev)
+	if len(r.queue) == 1 {
+		select { // under the lock: Shutdown closes wake under it
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) loop() {
+	defer close(r.done)
+	var batch []event
+	for {
+		_, open := <-r.wake
+		r.mu.Lock()
+		batch, r.queue = r.queue, batch[:0]
+		r.mu.Unlock()
+		for i := range batch {
+			r.record(&batch[i])
+			batch[i] = event{}
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+func (r *recorder) record(ev *event) {
+	switch ev.kind {
+	case evFlush:
+		close(ev.done)
+	case evSupervision:
+		r.t.recordSupervision(&ev.sup)
+	default:
+		ev.to.handle(ev)
+	}
+}
+
+// Flush returns once every event seen before the call is recorded (spans
+// ended by then are handed to the tracer provider's span processors), or
+// with ctx's error. Tests call it before reading an exporter.
+func (t *Telemetry) Flush(ctx context.Context) error {
+	if t.rec == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	t.rec.put(event{kind: evFlush, done: done})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown records what is queued and stops the recorder goroutine;
+// events seen afterwards are dropped. It does not shut the providers
+// down (the host owns them). Shutdown is idempotent.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t.rec == nil {
+		return nil
+	}
+	r := t.rec
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.wake) // the loop drains the queue, then returns
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,118 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models/modeltest"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/telemetry"
+)
+
+// TestConformance_TappedModel: a traced adapter still keeps the whole
+// model-adapter contract (the tap only watches).
+func TestConformance_TappedModel(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	modeltest.Run(t, func(t *testing.T, turns []scripted.Turn) modeltest.Harness {
+		m, err := scripted.New(scripted.Script{Turns: turns}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return modeltest.Harness{Spec: tel.Model(m.Spec("model"), "scripted"), Requests: func() []map[string]json.RawMessage {
+			var out []map[string]json.RawMessage
+			for _, rec := range m.Requests() {
+				fields := map[string]json.RawMessage{}
+				for _, p := range rec.Request.Params {
+					fields[p.Name] = p.Value
+				}
+				out = append(out, fields)
+			}
+			return out
+		}}
+	})
+}
+
+// TestStore_CommitLatency: each store call is measured by operation and
+// outcome; a call on a closed store counts as an error.
+func TestStore_CommitLatency(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	store := tel.Store(memstore.New(nil))
+	ctx := context.Background()
+	if err := store.PersistEvent(ctx, "a", 0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PersistEvents(ctx, "a", 1, [][]byte{[]byte("y"), []byte("z")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PersistSnapshot(ctx, "a", 3, []byte("s")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := store.GetSnapshot(ctx, "a"); err != nil || !ok {
+		t.Fatalf("snapshot: %v %v", ok, err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PersistEvent(ctx, "a", 4, []byte("late")); !errors.Is(err, durability.ErrClosed) {
+		t.Fatalf("persist after close: %v", err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != telemetry.MetricStoreDuration {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				counts[key(dp.Attributes, "polyweave.store.operation", "polyweave.store.outcome")] += dp.Count
+			}
+		}
+	}
+	want := map[string]uint64{"persist_event/ok": 1, "persist_events/ok": 1, "persist_snapshot/ok": 1, "get_snapshot/ok": 1, "persist_event/error": 1}
+	if len(counts) != len(want) {
+		t.Fatalf("store measurements %v, want %v", counts, want)
+	}
+	for k, n := range want {
+		if counts[k] != n {
+			t.Errorf("store measurements %v, want %v", counts, want)
+			break
+		}
+	}
+}
+
+// TestOff_NothingWrapped: without providers, nothing is tapped and the
+// store is returned as is.
+func TestOff_NothingWrapped(t *testing.T) {
+	tel, err := telemetry.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := memstore.New(nil)
+	defer s.Close()
+	if tel.Store(s) != durability.Store(s) {
+		t.Error("store wrapped without metrics")
+	}
+}

@@ -1,0 +1,203 @@
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// Names of the META frames of approvals. A loop with an approval policy
+// sends [MetaApprovalRequired] (payload: an [ApprovalRequest]) to its
+// consumer for each call it holds back, and [MetaApprovalWaiting]
+// (payload: an [ApprovalWaiting]) whenever nothing of a round runs any
+// more but held calls; the consumer answers with a [MetaApproval] frame
+// on the request path (payload: an [ApprovalAnswer], see
+// [ApprovalFrame]).
+const (
+	MetaApprovalRequired = "approval_required"
+	MetaApprovalWaiting  = "approval_waiting"
+	MetaApproval         = "approval"
+)
+
+// FailureDenied is the failure kind of a call an approval policy or a
+// person refused, or whose approval deadline passed: it was not run.
+const FailureDenied FailureKind = "denied"
+
+// Verdict is what an [ApprovalPolicy] decides about one call.
+type Verdict int
+
+// The verdicts.
+const (
+	// VerdictRun runs the call now.
+	VerdictRun Verdict = iota
+	// VerdictDeny answers the call as failed ([FailureDenied]) with the
+	// policy's reason, without running it; the model goes on.
+	VerdictDeny
+	// VerdictAsk holds the call until a person answers (or the deadline
+	// passes).
+	VerdictAsk
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictRun:
+		return "run"
+	case VerdictDeny:
+		return "deny"
+	case VerdictAsk:
+		return "ask"
+	}
+	return fmt.Sprintf("verdict(%d)", int(v))
+}
+
+// ApprovalCall is what an [ApprovalPolicy] decides on: the tool as it
+// describes itself (capabilities, reversible, transactional...) and the
+// call's arguments.
+type ApprovalCall struct {
+	StreamID   string
+	ToolCallID string
+	Tool       Description
+	Arguments  json.RawMessage
+}
+
+// ReadOnly reports whether the tool's only capability is "read" (the
+// default capability of a tool).
+func (c ApprovalCall) ReadOnly() bool {
+	return len(c.Tool.Capabilities) > 0 && !slices.ContainsFunc(c.Tool.Capabilities, func(s string) bool { return s != DefaultCapability })
+}
+
+// ApprovalPolicy decides, per call, whether it runs, is denied or waits
+// for a person; the string is the reason given to the model (deny) or the
+// person (ask). It runs on the loop actor's goroutine: quick, never
+// blocking. Package approval has ready-made policies.
+type ApprovalPolicy func(ApprovalCall) (Verdict, string)
+
+// DefaultApprovalPolicy runs read-only and reversible tools and asks for
+// irreversible ones.
+func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
+	if !c.Tool.Reversible {
+		return VerdictAsk, fmt.Sprintf("%s is irreversible", c.Tool.Name)
+	}
+	return VerdictRun, ""
+}
+
+// ApprovalOptions give a tool loop an approval policy
+// ([LoopOptions].Approval). Options are copied.
+//
+// A call the policy asks about is held by the loop without a goroutine:
+// the loop sends [MetaApprovalRequired] to the consumer and the other
+// calls of the round run on. An [ApprovalAnswer] (approve, deny with a
+// message for the model, or edit the arguments) makes it run or answers
+// it as denied. With a [SessionOptions] store the held calls are
+// persisted (under the session id + [ApprovalStoreSuffix]) before the
+// request goes out and each answer before it is applied: a loop resuming
+// the session holds them again (sending [MetaApprovalRequired] anew) or
+// applies the answer given before the stop; an approved call runs once.
+type ApprovalOptions struct {
+	// Policy decides per call; nil means [DefaultApprovalPolicy].
+	Policy ApprovalPolicy
+	// Deadline, when positive, answers a held call as denied once it has
+	// waited that long (counted from when it was first held, across
+	// restarts).
+	Deadline time.Duration
+	// Now is the clock of deadlines; nil means time.Now.
+	Now func() time.Time
+}
+
+// ApprovalStoreSuffix is appended to a session id to name the record of
+// its held calls in the session's store.
+const ApprovalStoreSuffix = "/approvals"
+
+// ApprovalRequest is the payload of [MetaApprovalRequired].
+type ApprovalRequest struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Tool       string          `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Reason     string          `json:"reason,omitempty"`
+	// Deadline is when the call is denied unless answered (RFC 3339);
+	// zero when there is none.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// ApprovalWaiting is the payload of [MetaApprovalWaiting]: the calls the
+// round waits for, in call order.
+type ApprovalWaiting struct {
+	Pending []ApprovalRequest `json:"pending"`
+}
+
+// The decisions of an [ApprovalAnswer].
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+	DecisionEdit    = "edit"
+)
+
+// ApprovalAnswer is a person's answer about a held call: the payload of
+// [MetaApproval].
+type ApprovalAnswer struct {
+	ToolCallID string `json:"tool_call_id"`
+	// Decision is DecisionApprove, DecisionDeny or DecisionEdit.
+	Decision string `json:"decision"`
+	// Message, for a deny, is told to the model (a default one otherwise).
+	Message string `json:"message,omitempty"`
+	// Arguments, for an edit, replace the call's arguments; they are
+	// validated against the tool's schema and the call runs with them.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// ApprovalFrame is the frame carrying answer on stream.
+func ApprovalFrame(stream string, answer ApprovalAnswer) *messages.Frame {
+	return messages.Meta(stream, MetaApproval, mustJSON(answer))
+}
+
+func (a ApprovalAnswer) check() error {
+	switch {
+	case a.ToolCallID == "":
+		return errors.New("approval answer without tool_call_id")
+	case a.Decision == DecisionEdit && !json.Valid(a.Arguments):
+		return fmt.Errorf("approval answer for %s: edited arguments are not JSON", a.ToolCallID)
+	case a.Decision != DecisionApprove && a.Decision != DecisionDeny && a.Decision != DecisionEdit:
+		return fmt.Errorf("approval answer for %s: unknown decision %q", a.ToolCallID, a.Decision)
+	}
+	return nil
+}
+
+// prepare checks the options and fills in the defaults.
+func (o *ApprovalOptions) prepare() (*ApprovalOptions, error) {
+	if o == nil {
+		return nil, nil
+	}
+	opts := *o
+	if opts.Deadline < 0 {
+		return nil, fmt.Errorf("approval: negative deadline %v", opts.Deadline)
+	}
+	if opts.Policy == nil {
+		opts.Policy = DefaultApprovalPolicy
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &opts, nil
+}
+
+// ReadApprovals returns the calls a stored session holds for approval, in
+// the order they were held (for hosts that list what waits, between
+// runs).
+func ReadApprovals(store durability.Store, sessionID string) ([]ApprovalRequest, error) {
+	rec, err := loadApprovalRecord(store, sessionID, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []ApprovalRequest
+	for _, e := range rec.Held {
+		if e.State == heldAsked {
+			out = append(out, e.request())
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,374 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// The states of a held call in the stored record.
+const (
+	heldAsked  = "asked"  // waiting for an answer
+	heldDenied = "denied" // denied; the result may not be stored yet
+)
+
+// heldEntry is a held call in the stored record. An approved call is not
+// in it: it is removed before the call runs, so that a session resumed
+// after a crash reports the approved call as interrupted, never runs it
+// twice.
+type heldEntry struct {
+	ID        string          `json:"id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Reason    string          `json:"reason,omitempty"`
+	Deadline  time.Time       `json:"deadline,omitzero"`
+	State     string          `json:"state"`
+	Message   string          `json:"message,omitempty"`
+}
+
+func (e *heldEntry) request() ApprovalRequest {
+	return ApprovalRequest{ToolCallID: e.ID, Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason, Deadline: e.Deadline}
+}
+
+// approvalRecord is the stored record of a session's held calls: a JSON
+// snapshot rewritten whole at each change (it holds one round's calls at
+// most).
+type approvalRecord struct {
+	index uint64
+	Held  []*heldEntry `json:"held"`
+}
+
+func (r *approvalRecord) find(id string) *heldEntry {
+	for _, e := range r.Held {
+		if e.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+func (r *approvalRecord) remove(id string) {
+	r.Held = slices.DeleteFunc(r.Held, func(e *heldEntry) bool { return e.ID == id })
+}
+
+func storeContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeout(context.Background(), timeout)
+	}
+	return context.Background(), func() {}
+}
+
+func loadApprovalRecord(store durability.Store, sessionID string, timeout time.Duration) (*approvalRecord, error) {
+	ctx, cancel := storeContext(timeout)
+	defer cancel()
+	name := sessionID + ApprovalStoreSuffix
+	snap, ok, err := store.GetSnapshot(ctx, name)
+	rec := &approvalRecord{}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("load approvals of session %q: %w", sessionID, err)
+	case !ok:
+		return rec, nil
+	}
+	if err := json.Unmarshal(snap.Data, rec); err != nil {
+		return nil, fmt.Errorf("load approvals of session %q: %w", sessionID,
+			&durability.StoreError{Op: durability.OpDecode, Name: name, Err: err})
+	}
+	rec.index = snap.Index
+	return rec, nil
+}
+
+// approvalGate holds back the calls its policy asks about, inside the
+// dispatcher of a loop: a held call is a map entry (and a timer with a
+// deadline), no goroutine. It lives inside one actor.
+type approvalGate struct {
+	opts  *ApprovalOptions
+	store durability.Store // nil: nothing is persisted
+	id    string
+	tmo   time.Duration
+
+	described map[string]Description
+	rec       *approvalRecord // nil until loaded
+	held      map[callKey]*heldCall
+	pass      map[callKey]bool // approved: the next run of the call is not held
+}
+
+type heldCall struct {
+	call *messages.Frame
+	slot *slot
+	req  ApprovalRequest
+	stop func() bool
+}
+
+// approvalDeadline is the timer key of a held call's deadline.
+type approvalDeadline struct{ key callKey }
+
+func newApprovalGate(opts *ApprovalOptions, session *SessionOptions, all []*Tool) *approvalGate {
+	if opts == nil {
+		return nil
+	}
+	g := &approvalGate{opts: opts, described: map[string]Description{}, held: map[callKey]*heldCall{}, pass: map[callKey]bool{}}
+	for _, t := range all {
+		g.described[t.Name()] = t.Description()
+	}
+	if session != nil {
+		g.store, g.id, g.tmo = session.Store, session.ID, session.Timeout
+	}
+	return g
+}
+
+// load reads the stored record once per incarnation.
+func (g *approvalGate) load(c actors.Context) {
+	if g.rec != nil {
+		return
+	}
+	if g.store == nil {
+		g.rec = &approvalRecord{}
+		return
+	}
+	rec, err := loadApprovalRecord(g.store, g.id, g.tmo)
+	if err != nil {
+		c.Fail(err)
+	}
+	g.rec = rec
+}
+
+// save persists the record (with a store) before the loop acts on it.
+func (g *approvalGate) save(c actors.Context) {
+	if g.store == nil {
+		return
+	}
+	g.rec.index++
+	data := mustJSON(g.rec)
+	ctx, cancel := storeContext(g.tmo)
+	defer cancel()
+	if err := g.store.PersistSnapshot(ctx, g.id+ApprovalStoreSuffix, g.rec.index, data); err != nil {
+		c.Fail(fmt.Errorf("persist approvals of session %q: %w", g.id, err))
+	}
+}
+
+// awaiting reports whether the stored session holds the call with this id
+// (asked, or denied without its result stored yet): a resumed session
+// dispatches it again instead of calling it interrupted.
+func (g *approvalGate) awaiting(c actors.Context, id string) bool {
+	if g == nil {
+		return false
+	}
+	g.load(c)
+	return g.rec.find(id) != nil
+}
+
+// hold decides whether call (of the tool in s) runs now: false lets it
+// run; true means the gate answered it (denied) or holds it.
+func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messages.Frame, s *slot) bool {
+	key := keyOf(call)
+	if g.pass[key] {
+		delete(g.pass, key)
+		return false
+	}
+	if _, dup := g.held[key]; dup {
+		c.Logger().Warn("duplicate tool call dropped: it waits for approval", "tool", call.GetName(), "tool_call_id", key.id)
+		return true
+	}
+	g.load(c)
+	if e := g.rec.find(key.id); e != nil { // resumed: held before the stop
+		if e.State == heldDenied {
+			g.deny(c, d, call, e.Message)
+			return true
+		}
+		g.park(c, d, call, s, e.request())
+		return true
+	}
+	verdict, reason := g.opts.Policy(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
+		Tool: g.described[call.GetName()], Arguments: call.GetPayload()})
+	switch verdict {
+	case VerdictRun:
+		return false
+	case VerdictDeny:
+		if reason == "" {
+			reason = "the approval policy does not allow it"
+		}
+		d.deliver(c, call, errorResult(call, FailureDenied, fmt.Sprintf("Tool call %s was denied: %s; it was not run", call.GetName(), reason)))
+		return true
+	}
+	req := ApprovalRequest{ToolCallID: key.id, Tool: call.GetName(), Arguments: call.GetPayload(), Reason: reason}
+	if g.opts.Deadline > 0 {
+		req.Deadline = g.opts.Now().Add(g.opts.Deadline).UTC().Truncate(time.Millisecond)
+	}
+	g.rec.Held = append(g.rec.Held, &heldEntry{ID: key.id, Tool: req.Tool, Arguments: req.Arguments,
+		Reason: reason, Deadline: req.Deadline, State: heldAsked})
+	g.save(c) // persisted before the consumer is asked
+	g.park(c, d, call, s, req)
+	return true
+}
+
+// park keeps call waiting and asks the consumer.
+func (g *approvalGate) park(c actors.WrapperContext, d *dispatcher, call *messages.Frame, s *slot, req ApprovalRequest) {
+	key := keyOf(call)
+	h := &heldCall{call: call, slot: s, req: req}
+	if !req.Deadline.IsZero() {
+		left := req.Deadline.Sub(g.opts.Now())
+		if left <= 0 {
+			g.expired(c, d, call)
+			return
+		}
+		h.stop = c.After(left, approvalDeadline{key})
+	}
+	g.held[key] = h
+	c.ToOuter(messages.Meta(key.stream, MetaApprovalRequired, mustJSON(req)))
+}
+
+// deny answers call as denied by a person (or the deadline) and forgets
+// it: the denial is persisted, then delivered (the loop stores the
+// result), then removed from the record.
+func (g *approvalGate) deny(c actors.WrapperContext, d *dispatcher, call *messages.Frame, message string) {
+	id := call.GetToolCallId()
+	if e := g.rec.find(id); e != nil && g.store != nil && e.State != heldDenied {
+		e.State, e.Message = heldDenied, message
+		g.save(c)
+	}
+	d.deliver(c, call, errorResult(call, FailureDenied, message))
+	if g.rec.find(id) != nil {
+		g.rec.remove(id)
+		g.save(c)
+	}
+}
+
+func (g *approvalGate) expired(c actors.WrapperContext, d *dispatcher, call *messages.Frame) {
+	g.deny(c, d, call, fmt.Sprintf("Tool call %s was denied: no approval came within %v; it was not run", call.GetName(), g.opts.Deadline))
+}
+
+// release forgets a held call, stopping its deadline.
+func (g *approvalGate) release(key callKey) *heldCall {
+	h := g.held[key]
+	if h == nil {
+		return nil
+	}
+	delete(g.held, key)
+	if h.stop != nil {
+		h.stop()
+	}
+	return h
+}
+
+// answer applies an approval frame on the request path. A frame for a
+// call that is not held is logged and dropped (answered already, or its
+// deadline passed).
+func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *messages.Frame) {
+	var a ApprovalAnswer
+	err := json.Unmarshal(f.GetPayload(), &a)
+	if err == nil {
+		err = a.check()
+	}
+	if err != nil {
+		c.Logger().Warn("malformed approval answer dropped", "stream", f.GetStreamId(), "error", err)
+		return
+	}
+	key := callKey{f.GetStreamId(), a.ToolCallID}
+	h := g.release(key)
+	if h == nil {
+		c.Logger().Warn("approval answer for a call that is not waiting dropped", "stream", key.stream, "tool_call_id", key.id)
+		return
+	}
+	call := h.call
+	switch a.Decision {
+	case DecisionDeny:
+		msg := fmt.Sprintf("Tool call %s was denied by the person supervising this session; it was not run", call.GetName())
+		if a.Message != "" {
+			msg = fmt.Sprintf("Tool call %s was denied by the person supervising this session (it was not run): %s", call.GetName(), a.Message)
+		}
+		g.deny(c, d, call, msg)
+		return
+	case DecisionEdit:
+		args, err := h.slot.tool.validator.validate(a.Arguments)
+		if err != nil {
+			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: the arguments a person edited are invalid: %v", call.GetName(), err))
+			return
+		}
+		call = messages.CloneFrame(call)
+		call.Payload = args
+	}
+	if g.rec.find(key.id) != nil {
+		g.rec.remove(key.id)
+		g.save(c) // approved: forgotten before it runs, so it never runs twice
+	}
+	g.pass[key] = true
+	d.run(c, call)
+}
+
+// cancel answers the held calls a CANCEL or ABORT concerns as cancelled.
+func (g *approvalGate) cancel(c actors.WrapperContext, d *dispatcher, f *messages.Frame) {
+	for key, h := range g.held {
+		if key.stream != f.GetStreamId() {
+			continue
+		}
+		if f.GetType() == messages.FrameType_CANCEL && f.GetToolCallId() != "" && f.GetToolCallId() != key.id {
+			continue
+		}
+		g.release(key)
+		d.deliver(c, h.call, errorResult(h.call, FailureCancelled, "Tool call cancelled while it waited for approval"))
+		if g.rec.find(key.id) != nil {
+			g.rec.remove(key.id)
+			g.save(c)
+		}
+	}
+}
+
+// timer handles a deadline timer; it reports whether msg was one.
+func (g *approvalGate) timer(c actors.WrapperContext, d *dispatcher, msg any) bool {
+	t, ok := msg.(actors.Timer)
+	if !ok {
+		return false
+	}
+	k, ok := t.Key.(approvalDeadline)
+	if !ok {
+		return false
+	}
+	if h := g.release(k.key); h != nil {
+		g.expired(c, d, h.call)
+	}
+	return true
+}
+
+// approvalWaiting tells the consumer that the round of s waits for
+// approvals only: every call without a result is held.
+func (l *loopLogic) approvalWaiting(c actors.WrapperContext, s *loopSession) {
+	g := l.d.gate
+	if g == nil || len(g.held) == 0 {
+		return
+	}
+	var w ApprovalWaiting
+	for _, tc := range s.calls {
+		if tc.result != nil {
+			continue
+		}
+		h := g.held[keyOf(tc.call)]
+		if h == nil {
+			return // something still runs
+		}
+		w.Pending = append(w.Pending, h.req)
+	}
+	if len(w.Pending) > 0 {
+		c.ToOuter(messages.Meta(s.stream, MetaApprovalWaiting, mustJSON(w)))
+	}
+}
+
+// approvalAnswer takes an approval frame off the request path (it never
+// goes to the model); it reports whether f was one.
+func (l *loopLogic) approvalAnswer(c actors.WrapperContext, f *messages.Frame) bool {
+	if f.GetType() != messages.FrameType_META || f.GetName() != MetaApproval {
+		return false
+	}
+	if l.d.gate == nil {
+		c.Logger().Warn("approval answer dropped: the loop has no approval policy", "stream", f.GetStreamId())
+		return true
+	}
+	l.d.gate.answer(c, l.d, f)
+	return true
+}

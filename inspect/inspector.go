@@ -3,6 +3,7 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ const (
 	DefaultRefresh  = 2 * time.Second
 	DefaultFeedSize = 200
 	DefaultClip     = 240
+	// DefaultMaxSessions is how many sessions are kept by default.
+	DefaultMaxSessions = 100
 	// FlashFor is how long a node that restarted is marked as flashing.
 	FlashFor = 5 * time.Second
 	// latencySamples is how many recent latencies per tool the
@@ -49,6 +52,10 @@ type Options struct {
 	// Clip is how many bytes of a tool call's arguments or a message are
 	// shown; default [DefaultClip].
 	Clip int
+	// MaxSessions bounds the sessions (and durability positions) kept: past
+	// it, those updated least recently with no stream open are forgotten.
+	// Default [DefaultMaxSessions].
+	MaxSessions int
 }
 
 // Inspector observes a runtime and serves the live view (see the package
@@ -86,7 +93,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		opts = *o
 	}
 	switch {
-	case opts.Interval < 0, opts.Refresh < 0, opts.FeedSize < 0, opts.Clip < 0:
+	case opts.Interval < 0, opts.Refresh < 0, opts.FeedSize < 0, opts.Clip < 0, opts.MaxSessions < 0:
 		return nil, fmt.Errorf("inspect: negative option in %+v", opts)
 	}
 	if opts.Title == "" {
@@ -103,6 +110,9 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	}
 	if opts.Clip == 0 {
 		opts.Clip = DefaultClip
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
 	}
 	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
@@ -134,7 +144,8 @@ func (in *Inspector) changed() { in.version.Add(1) }
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "supervision", "restart", "tool", "model" or "fault".
+	// Kind is "supervision", "restart", "tool", "breaker", "model" or
+	// "fault".
 	Kind string `json:"kind"`
 	// Actor is the actor concerned, when there is one.
 	Actor string `json:"actor,omitempty"`
@@ -231,11 +242,7 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 			latency = now.Sub(p.dispatched)
 		}
 	}
-	st := in.tools[name]
-	if st == nil {
-		st = &toolStats{kinds: map[string]int{}}
-		in.tools[name] = st
-	}
+	st := in.toolStats(name)
 	st.calls++
 	if kind != "" {
 		st.failures++
@@ -250,8 +257,33 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	in.changed()
 }
 
+// OnBreakerChange records that the circuit breaker of tool moved to
+// state: the feed says so and the tool's figures show it. Give it to
+// tools.BreakerOptions.OnChange (agent.Options.Breaker.OnChange).
+func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
+	now := time.Now()
+	in.mu.Lock()
+	st := in.toolStats(tool)
+	st.breaker = state.String()
+	in.addFeed(FeedItem{Time: now, Kind: "breaker", Text: fmt.Sprintf("circuit breaker of %s %s", tool, state), Alert: state == tools.BreakerOpen})
+	in.mu.Unlock()
+	in.changed()
+}
+
+// toolStats returns the figures of a tool, making them; in.mu must be
+// held.
+func (in *Inspector) toolStats(name string) *toolStats {
+	st := in.tools[name]
+	if st == nil {
+		st = &toolStats{kinds: map[string]int{}}
+		in.tools[name] = st
+	}
+	return st
+}
+
 // toolStats are the figures of one tool.
 type toolStats struct {
+	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int
 	lat             []time.Duration // ring of the newest latencySamples
@@ -280,6 +312,37 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 		return s[max(0, min(i, len(s)-1))]
 	}
 	return rank(50), rank(90), rank(99)
+}
+
+// forget drops the sessions and durability positions past
+// Options.MaxSessions, least recently updated first, keeping those with a
+// stream open. It runs once a quarter more have gathered, so that its
+// cost is spread over many sessions; in.mu must be held.
+func (in *Inspector) forget() {
+	limit := in.opts.MaxSessions
+	if len(in.sessions) > limit+limit/4 {
+		type aged struct {
+			id string
+			at time.Time
+		}
+		var quiet []aged
+		for id, s := range in.sessions {
+			if len(s.streams) == 0 {
+				quiet = append(quiet, aged{id, s.updated})
+			}
+		}
+		slices.SortFunc(quiet, func(a, b aged) int { return a.at.Compare(b.at) })
+		for _, q := range quiet[:max(0, min(len(quiet), len(in.sessions)-limit))] {
+			delete(in.sessions, q.id)
+		}
+	}
+	if len(in.stores) > limit+limit/4 {
+		names := slices.Collect(maps.Keys(in.stores))
+		slices.SortFunc(names, func(a, b string) int { return in.stores[a].At.Compare(in.stores[b].At) })
+		for _, name := range names[:len(names)-limit] {
+			delete(in.stores, name)
+		}
+	}
 }
 
 // sessionKey is the session a stream belongs to: agent attempts after the

@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,13 @@ type modelObserver struct {
 type modelLogic struct {
 	inner actors.Logic
 	obs   *modelObserver
+	ctx   modelContext // reused: the Context of the current turn
+}
+
+// context is the Context inner gets in this turn (no allocation).
+func (m *modelLogic) context(c actors.Context) *modelContext {
+	m.ctx.Context, m.ctx.obs = c, m.obs
+	return &m.ctx
 }
 
 // Receive implements actors.Logic.
@@ -60,13 +68,13 @@ func (m *modelLogic) Receive(c actors.Context, msg any) {
 		m.obs.cutStream(c, v.stream)
 		return
 	}
-	m.inner.Receive(modelContext{Context: c, obs: m.obs}, msg)
+	m.inner.Receive(m.context(c), msg)
 }
 
 // ReceiveChildFrame implements actors.ChildFrameReceiver for an adapter
 // that has children.
 func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *messages.Frame) {
-	ctx := modelContext{Context: c, obs: m.obs}
+	ctx := m.context(c)
 	if r, ok := m.inner.(actors.ChildFrameReceiver); ok {
 		r.ReceiveChildFrame(ctx, child, f)
 		return
@@ -78,7 +86,7 @@ func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *me
 // open work as it would alone.
 func (m *modelLogic) OnFailure(c actors.Context, err error) {
 	if h, ok := m.inner.(actors.FailureHandler); ok {
-		h.OnFailure(modelContext{Context: c, obs: m.obs}, err)
+		h.OnFailure(m.context(c), err)
 	}
 	m.obs.stop(err)
 }
@@ -90,14 +98,14 @@ type modelContext struct {
 }
 
 // Emit implements actors.Context.
-func (c modelContext) Emit(f *messages.Frame) {
+func (c *modelContext) Emit(f *messages.Frame) {
 	if c.obs.response(f) {
 		c.Context.Emit(f)
 	}
 }
 
 // Persister lets actors.PersisterOf see through the decoration.
-func (c modelContext) Persister() (actors.Persister, bool) { return actors.PersisterOf(c.Context) }
+func (c *modelContext) Persister() (actors.Persister, bool) { return actors.PersisterOf(c.Context) }
 
 func (o *modelObserver) start(self actors.Ref) {
 	o.self = self
@@ -130,8 +138,10 @@ func (o *modelObserver) session(stream string) *session {
 	key := sessionKey(stream)
 	s := o.in.sessions[key]
 	if s == nil {
-		s = &session{id: key, started: time.Now(), streams: map[string]*openStream{}}
+		now := time.Now()
+		s = &session{id: key, started: now, updated: now, streams: map[string]openStream{}}
 		o.in.sessions[key] = s
+		o.in.forget()
 	}
 	return s
 }
@@ -160,7 +170,7 @@ func (o *modelObserver) request(f *messages.Frame) {
 		s.calls = s.calls[:0] // the follow-up carries their results
 	case messages.FrameType_END:
 		s.requests++
-		s.streams[f.GetStreamId()] = &openStream{model: o, since: now}
+		s.streams[f.GetStreamId()] = openStream{model: o, since: now}
 	default:
 		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
 	}
@@ -172,11 +182,16 @@ func (o *modelObserver) request(f *messages.Frame) {
 // on (not when its stream was cut).
 func (o *modelObserver) response(f *messages.Frame) bool {
 	stream := f.GetStreamId()
-	if o.cut[stream] {
+	if o.cut != nil && o.cut[stream] {
 		if f.GetType() == messages.FrameType_END {
 			delete(o.cut, stream)
 		}
 		return false
+	}
+	switch f.GetType() {
+	case messages.FrameType_TEXT, messages.FrameType_TOOL_CALL, messages.FrameType_ERROR, messages.FrameType_END:
+	default:
+		return true // META and the rest: nothing the page shows
 	}
 	in := o.in
 	now := time.Now()
@@ -187,17 +202,17 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
 			if p := s.call(f.GetToolCallId()); p != nil && len(p.args) < in.opts.Clip*2 {
-				p.args += f.GetText()
+				p.args = append(p.args, f.GetText()...)
 			}
 		} else if s.text.Len() < maxText {
 			s.text.WriteString(f.GetText())
 		}
 	case messages.FrameType_TOOL_CALL:
 		if p := s.call(f.GetToolCallId()); p != nil {
-			p.args = string(f.GetPayload()) // complete now
+			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
 		} else {
 			s.calls = append(s.calls, &pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
-				args: string(f.GetPayload()), since: now})
+				args: slices.Clip(f.GetPayload()), since: now})
 		}
 	case messages.FrameType_ERROR:
 		s.lastError = f.GetText()
@@ -226,7 +241,11 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
 	in.mu.Lock()
 	s := in.sessions[sessionKey(stream)]
-	open := s != nil && s.streams[stream] != nil && s.streams[stream].model == o
+	open := false
+	if s != nil {
+		st, ok := s.streams[stream]
+		open = ok && st.model == o
+	}
 	in.mu.Unlock()
 	if !open {
 		return
@@ -251,7 +270,7 @@ type session struct {
 	text             strings.Builder // the current response's text
 	answer           string          // the final answer, once given
 	calls            []*pendingCall  // tool calls of the current response without a result yet
-	streams          map[string]*openStream
+	streams          map[string]openStream
 	requests, errors int
 	lastError        string
 }
@@ -263,7 +282,7 @@ type openStream struct {
 
 type pendingCall struct {
 	id, name, stream string
-	args             string
+	args             []byte    // kept as the frame has them; clipped when shown
 	since            time.Time // when the model made it
 	dispatched       time.Time // when its response ended (the loop runs it)
 }

@@ -29,6 +29,7 @@ type observedStore struct {
 func (s *observedStore) note(name string, index uint64, kind string) {
 	s.in.mu.Lock()
 	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: time.Now()}
+	s.in.forget()
 	s.in.mu.Unlock()
 	s.in.changed()
 }

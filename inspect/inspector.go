@@ -3,7 +3,6 @@ package inspect
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -53,7 +52,7 @@ type Options struct {
 	// shown; default [DefaultClip].
 	Clip int
 	// MaxSessions bounds the sessions (and durability positions) kept: past
-	// it, those updated least recently with no stream open are forgotten.
+	// it, the oldest (first seen first) with no stream open are forgotten.
 	// Default [DefaultMaxSessions].
 	MaxSessions int
 }
@@ -76,10 +75,13 @@ type Inspector struct {
 	models   map[string]bool // spec names of the observed model adapters
 	modelsBy map[string]*modelObserver
 	sessions map[string]*session
-	tools    map[string]*toolStats
-	stalls   map[string]*stall
-	stores   map[string]storePosition
-	restarts int
+	// sessionOrder and storeOrder are the keys of sessions and stores,
+	// first seen first (for forget).
+	sessionOrder, storeOrder []string
+	tools                    map[string]*toolStats
+	stalls                   map[string]*stall
+	stores                   map[string]storePosition
+	restarts                 int
 }
 
 // New makes an inspector of rt and starts watching it. Close stops
@@ -238,7 +240,7 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	in.mu.Lock()
 	var latency time.Duration = -1
 	if s := in.sessions[sessionKey(ev.StreamID)]; s != nil {
-		if p := s.removeCall(ev.Call.GetToolCallId()); p != nil && !p.dispatched.IsZero() {
+		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok && !p.dispatched.IsZero() {
 			latency = now.Sub(p.dispatched)
 		}
 	}
@@ -314,34 +316,24 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 	return rank(50), rank(90), rank(99)
 }
 
-// forget drops the sessions and durability positions past
-// Options.MaxSessions, least recently updated first, keeping those with a
-// stream open. It runs once a quarter more have gathered, so that its
-// cost is spread over many sessions; in.mu must be held.
+// forget drops the oldest sessions and durability positions past
+// Options.MaxSessions (first seen first), keeping those with a stream
+// open: O(1) per session, so that a host running conversations without
+// end pays the same for each. in.mu must be held.
 func (in *Inspector) forget() {
 	limit := in.opts.MaxSessions
-	if len(in.sessions) > limit+limit/4 {
-		type aged struct {
-			id string
-			at time.Time
+	for n := len(in.sessionOrder); len(in.sessions) > limit && n > 0; n-- {
+		id := in.sessionOrder[0]
+		in.sessionOrder = in.sessionOrder[1:]
+		if s, ok := in.sessions[id]; ok && len(s.streams) > 0 {
+			in.sessionOrder = append(in.sessionOrder, id) // busy: later
+			continue
 		}
-		var quiet []aged
-		for id, s := range in.sessions {
-			if len(s.streams) == 0 {
-				quiet = append(quiet, aged{id, s.updated})
-			}
-		}
-		slices.SortFunc(quiet, func(a, b aged) int { return a.at.Compare(b.at) })
-		for _, q := range quiet[:max(0, min(len(quiet), len(in.sessions)-limit))] {
-			delete(in.sessions, q.id)
-		}
+		delete(in.sessions, id)
 	}
-	if len(in.stores) > limit+limit/4 {
-		names := slices.Collect(maps.Keys(in.stores))
-		slices.SortFunc(names, func(a, b string) int { return in.stores[a].At.Compare(in.stores[b].At) })
-		for _, name := range names[:len(names)-limit] {
-			delete(in.stores, name)
-		}
+	for len(in.stores) > limit && len(in.storeOrder) > 0 {
+		delete(in.stores, in.storeOrder[0])
+		in.storeOrder = in.storeOrder[1:]
 	}
 }
 

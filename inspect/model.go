@@ -141,6 +141,7 @@ func (o *modelObserver) session(stream string) *session {
 		now := time.Now()
 		s = &session{id: key, started: now, updated: now, streams: map[string]openStream{}}
 		o.in.sessions[key] = s
+		o.in.sessionOrder = append(o.in.sessionOrder, key)
 		o.in.forget()
 	}
 	return s
@@ -158,10 +159,12 @@ func (o *modelObserver) request(f *messages.Frame) {
 		return
 	}
 	in := o.in
-	now := time.Now()
+	var now time.Time
+	if f.GetType() == messages.FrameType_END {
+		now = time.Now() // only where it is shown: clocks cost in VMs
+	}
 	in.mu.Lock()
 	s := o.session(f.GetStreamId())
-	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
 		s.messages = f.GetPayload()
@@ -170,6 +173,7 @@ func (o *modelObserver) request(f *messages.Frame) {
 		s.calls = s.calls[:0] // the follow-up carries their results
 	case messages.FrameType_END:
 		s.requests++
+		s.updated = now
 		s.streams[f.GetStreamId()] = openStream{model: o, since: now}
 	default:
 		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
@@ -194,10 +198,15 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		return true // META and the rest: nothing the page shows
 	}
 	in := o.in
-	now := time.Now()
+	var now time.Time
+	if f.GetType() != messages.FrameType_TEXT {
+		now = time.Now()
+	}
 	in.mu.Lock()
 	s := o.session(stream)
-	s.updated = now
+	if !now.IsZero() {
+		s.updated = now
+	}
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
@@ -211,7 +220,7 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		if p := s.call(f.GetToolCallId()); p != nil {
 			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
 		} else {
-			s.calls = append(s.calls, &pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
+			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
 				args: slices.Clip(f.GetPayload()), since: now})
 		}
 	case messages.FrameType_ERROR:
@@ -224,9 +233,9 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		if len(s.calls) == 0 {
 			s.answer = s.text.String() // a final answer
 		}
-		for _, p := range s.calls {
-			if p.dispatched.IsZero() {
-				p.dispatched = now // the loop runs the response's calls at its END
+		for i := range s.calls {
+			if s.calls[i].dispatched.IsZero() {
+				s.calls[i].dispatched = now // the loop runs the response's calls at its END
 			}
 		}
 	}
@@ -269,7 +278,7 @@ type session struct {
 	messages         json.RawMessage // the last request's messages
 	text             strings.Builder // the current response's text
 	answer           string          // the final answer, once given
-	calls            []*pendingCall  // tool calls of the current response without a result yet
+	calls            []pendingCall   // tool calls of the current response without a result yet
 	streams          map[string]openStream
 	requests, errors int
 	lastError        string
@@ -287,21 +296,22 @@ type pendingCall struct {
 	dispatched       time.Time // when its response ended (the loop runs it)
 }
 
+// call returns the pending call id, valid until calls changes.
 func (s *session) call(id string) *pendingCall {
-	for _, p := range s.calls {
-		if p.id == id {
-			return p
+	for i := range s.calls {
+		if s.calls[i].id == id {
+			return &s.calls[i]
 		}
 	}
 	return nil
 }
 
-func (s *session) removeCall(id string) *pendingCall {
+func (s *session) removeCall(id string) (pendingCall, bool) {
 	for i, p := range s.calls {
 		if p.id == id {
 			s.calls = append(s.calls[:i], s.calls[i+1:]...)
-			return p
+			return p, true
 		}
 	}
-	return nil
+	return pendingCall{}, false
 }

@@ -44,7 +44,10 @@ func BenchmarkWorkspaceCommand(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("true/workspace-"+mode.name, benchRun(ws))
+		b.Run("true/workspace-"+mode.name, benchRun(ws, false))
+		if mode.mode == workspace.SandboxRequired {
+			b.Run("true/workspace-sandboxed-ready", benchRun(ws, true))
+		}
 		ws.Close()
 	}
 }

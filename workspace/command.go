@@ -23,22 +23,31 @@ import (
 // returns its exit code and output. See [RunCommandResult] for the shapes
 // and exit codes.
 //
-// The shell starts in a new session, so it leads a new process group; its
-// stdin is /dev/null and its environment is built from
-// [Options.InheritEnv]. When the shell exits, or at the timeout or a
-// cancellation (SIGTERM, then SIGKILL after KillGrace), the whole process
-// group is killed, so nothing the command started in its group outlives
-// the call. Output beyond MaxOutputBytes per stream is drained and
-// dropped.
+// With a sandbox (the default where the kernel allows it; see the
+// package documentation) the command runs in a sandbox of its own, and
+// everything in it dies when the shell exits, at the timeout or a
+// cancellation (SIGTERM to every process, then SIGKILL after
+// KillGrace), on Close, and with the host process. Setting a sandbox up
+// costs a few milliseconds, so the workspace prepares the next
+// command's sandbox when a command has finished (and New keeps the one
+// it probes with): a command on a workspace that was idle for that long
+// starts about as fast as an unsandboxed one. [Workspace.Warm] prepares
+// one ahead of the first command.
 //
-// The workspace directory is only the starting point: the shell can reach
-// whatever the process's user can. A process that leaves the group (by
-// calling setsid itself) is not killed; if it keeps the output pipes open,
-// the call stops reading them after WaitDelay.
+// Without a sandbox the shell starts in a new session, so it leads a new
+// process group, which is killed in the same cases; a process that
+// leaves the group (by calling setsid itself) is not killed, and if it
+// keeps the output pipes open, the call stops reading them after
+// WaitDelay. The workspace directory is then only the starting point:
+// the shell can reach whatever the process's user can.
+//
+// Either way stdin is /dev/null, the environment is built from
+// [Options.InheritEnv], and output beyond MaxOutputBytes per stream is
+// drained and dropped.
 //
 // The Go error is non-nil only when the command did not finish on its
-// own terms: ctx done (before or during the run; the group is killed and
-// the partial result returned) or the workspace closed (ErrClosed).
+// own terms: ctx done (before or during the run; the command is killed
+// and the partial result returned) or the workspace closed (ErrClosed).
 func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunCommandResult, error) {
 	if err := w.enter(ctx, RunCommandToolName); err != nil {
 		return RunCommandResult{}, err
@@ -51,7 +60,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 			Reason: ReasonEmptyCommand,
 		}, nil
 	}
-	p, err := w.start(in.Command)
+	p, err := w.start(ctx, in.Command)
 	if err != nil {
 		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
 		return RunCommandResult{
@@ -67,6 +76,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	stopCtx := context.AfterFunc(ctx, func() { p.terminate(stopCancel, grace) })
 	stopOnClose := context.AfterFunc(w.closed, func() { p.terminate(stopClose, grace) })
 	res, cause := p.finish(w)
+	if p.sb != nil {
+		w.warmNext()
+	}
 	timer.Stop()
 	stopCtx()
 	stopOnClose()
@@ -100,14 +112,15 @@ const (
 	stopClose
 )
 
-// process is one running command: the shell, whose pid is also its
-// process group id, a pidfd that becomes readable when it exits, and the
-// read ends of its output pipes.
+// process is one running command: the shell (or the sandbox's helper),
+// whose pid is also its process group id, a pidfd that becomes readable
+// when the shell exits (for a sandbox, the helper's report pipe plays
+// that part), and the read ends of its output pipes.
 type process struct {
 	cmd            *exec.Cmd
 	sb             *sandbox.Process // nil when unsandboxed; cmd is then the shell
 	pgid           int
-	pidfd          int        // readable once the shell (or helper) has exited
+	pidfd          int        // unsandboxed: readable once the shell has exited
 	waited         chan error // non-Linux: the result of the Wait that watchExit started
 	stdout, stderr *stream
 
@@ -122,7 +135,39 @@ type process struct {
 // the runtime's poller: the calling goroutine drains them and watches the
 // shell (or the sandbox's helper) with one poll(2) loop, which costs no
 // goroutines and no handoffs between them.
-func (w *Workspace) start(command string) (*process, error) {
+func (w *Workspace) start(ctx context.Context, command string) (*process, error) {
+	var p *process
+	var err error
+	if w.sandbox != nil {
+		p, err = w.startSandboxed(ctx, command)
+	} else {
+		p, err = w.startUnsandboxed(command)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w.hookStarted != nil {
+		w.hookStarted(p.cmd.Process.Pid)
+	}
+	p.pgid = p.cmd.Process.Pid
+	if p.sb != nil {
+		// The end of the helper's report pipe says it is done.
+		p.pidfd = -1
+		return p, nil
+	}
+	// The shell cannot be reaped before Wait, so its pid names it here.
+	if err = p.watchExit(); err != nil {
+		p.pidfd = -1
+		p.kill()
+		_ = p.wait()
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startUnsandboxed starts the shell in a new session.
+func (w *Workspace) startUnsandboxed(command string) (*process, error) {
 	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
 	if err != nil {
 		return nil, err
@@ -134,20 +179,13 @@ func (w *Workspace) start(command string) (*process, error) {
 		return nil, err
 	}
 	p := &process{stdout: stdout, stderr: stderr}
-	if w.sandbox != nil {
-		p.sb, err = sandbox.Start(*w.sandbox, w.rootDir, w.shell, command, w.env, outW, errW)
-		if err == nil {
-			p.cmd = p.sb.Cmd
-		}
-	} else {
-		p.cmd = exec.Command(w.shell, "-c", command)
-		p.cmd.Dir = w.startDir()
-		p.cmd.Env = w.env
-		p.cmd.Stdout = outW
-		p.cmd.Stderr = errW
-		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		err = p.cmd.Start()
-	}
+	p.cmd = exec.Command(w.shell, "-c", command)
+	p.cmd.Dir = w.startDir()
+	p.cmd.Env = w.env
+	p.cmd.Stdout = outW
+	p.cmd.Stderr = errW
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = p.cmd.Start()
 	// The child has its copies of the write ends (or never will); ours
 	// must close so that the reads see EOF once the group is gone.
 	outW.Close()
@@ -157,20 +195,166 @@ func (w *Workspace) start(command string) (*process, error) {
 		stderr.close()
 		return nil, err
 	}
-	if w.hookStarted != nil {
-		w.hookStarted(p.cmd.Process.Pid)
-	}
-	p.pgid = p.cmd.Process.Pid
-	// The shell (or helper) cannot be reaped before Wait, so its pid
-	// names it here.
-	if err = p.watchExit(); err != nil {
-		p.pidfd = -1
-		p.kill()
-		_ = p.wait()
-		p.release()
+	return p, nil
+}
+
+// startSandboxed hands the command to a prepared sandbox: the one made
+// ready ahead of this call when there is one, a new one otherwise.
+func (w *Workspace) startSandboxed(ctx context.Context, command string) (*process, error) {
+	h, err := w.takePrepared(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	if err := h.sb.Run(w.shell, command, w.env); err != nil {
+		// The sandbox prepared ahead is gone (its helper was killed
+		// while it waited): make a new one.
+		w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
+		h.release()
+		if h, err = w.prepare(); err != nil {
+			return nil, err
+		}
+		if err := h.sb.Run(w.shell, command, w.env); err != nil {
+			h.release()
+			return nil, err
+		}
+	}
+	return &process{sb: h.sb, cmd: h.sb.Cmd, stdout: h.stdout, stderr: h.stderr}, nil
+}
+
+// prepared is a sandbox set up and waiting for its command, with the
+// read ends of the output pipes its helper holds.
+type prepared struct {
+	sb             *sandbox.Process
+	stdout, stderr *stream
+}
+
+// prepare sets up a new sandbox for one command.
+func (w *Workspace) prepare() (*prepared, error) {
+	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
+	if err != nil {
+		return nil, err
+	}
+	stderr, errW, err := newStream(w.opts.MaxOutputBytes)
+	if err != nil {
+		stdout.close()
+		outW.Close()
+		return nil, err
+	}
+	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)
+	// The helper has its copies of the write ends (or never will).
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		stdout.close()
+		stderr.close()
+		return nil, err
+	}
+	return &prepared{sb: sb, stdout: stdout, stderr: stderr}, nil
+}
+
+// release kills an unused prepared sandbox and closes its pipes.
+func (h *prepared) release() {
+	h.sb.Release()
+	h.stdout.close()
+	h.stderr.close()
+}
+
+// takePrepared returns the sandbox prepared ahead, waiting for it when it
+// is being prepared, or a new one when there is none; and starts
+// preparing the next command's (see warmNext), so that a command finds its sandbox
+// ready when the workspace was idle for as long as setting one up takes
+// (see warmNext).
+func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
+	w.warmMu.Lock()
+	if w.warm == nil && w.warming != nil {
+		// One is on its way: it is sooner than a new one.
+		ch := w.warming
+		w.warmMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-w.closed.Done():
+		}
+		w.warmMu.Lock()
+	}
+	h := w.warm
+	w.warm = nil
+	w.warmMu.Unlock()
+	if h != nil {
+		return h, nil
+	}
+	return w.prepare()
+}
+
+// warmNext starts preparing the sandbox of the next command. It is
+// called when a command has finished rather than when it starts, so
+// that setting up the next sandbox does not compete with the command
+// for the CPU.
+func (w *Workspace) warmNext() {
+	w.warmMu.Lock()
+	w.warmNextLocked()
+	w.warmMu.Unlock()
+}
+
+// warmNextLocked starts preparing a sandbox for the next command, unless
+// one is ready or on its way, or the workspace is closing. w.warmMu is
+// held.
+func (w *Workspace) warmNextLocked() {
+	if w.warm != nil || w.warming != nil || w.closed.Err() != nil {
+		return
+	}
+	ch := make(chan struct{})
+	w.warming = ch
+	w.warmers.Add(1)
+	go func() {
+		defer w.warmers.Done()
+		h, err := w.prepare()
+		if err != nil {
+			w.log.Debug("run_command: preparing the next sandbox failed", "err", err)
+		}
+		w.warmMu.Lock()
+		w.warming = nil
+		close(ch)
+		if h != nil && w.warm == nil && w.closed.Err() == nil {
+			w.warm, h = h, nil
+		}
+		w.warmMu.Unlock()
+		if h != nil {
+			h.release()
+		}
+	}()
+}
+
+// Warm makes sure a sandbox for the next command is set up, and waits
+// until it is ready and the helpers of earlier commands have finished
+// exiting (or ctx is done). run_command prepares the next command's
+// sandbox itself, each time a command finishes; Warm is for a program
+// that wants its first command to start fast too, or for a benchmark
+// that measures a command's start on an idle workspace rather than a
+// sandbox's set-up. It does nothing for a workspace without a sandbox.
+func (w *Workspace) Warm(ctx context.Context) error {
+	if err := w.enter(ctx, "warm"); err != nil {
+		return err
+	}
+	defer w.calls.Done()
+	if w.sandbox == nil {
+		return nil
+	}
+	w.warmMu.Lock()
+	w.warmNextLocked()
+	ch := w.warming
+	w.warmMu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-w.closed.Done():
+			return ErrClosed
+		}
+	}
+	w.reapers.Wait() // bounded: each is a helper that has killed its sandbox and is exiting
+	return nil
 }
 
 // terminate stops the command for cause: SIGTERM to the group now,
@@ -227,8 +411,12 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 				fds = append(fds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 			}
 		}
+		exitFD := p.pidfd
+		if p.sb != nil {
+			exitFD = p.sb.StatusFD()
+		}
 		if !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(p.pidfd), Events: unix.POLLIN})
+			fds = append(fds, unix.PollFd{Fd: int32(exitFD), Events: unix.POLLIN})
 		}
 		if len(fds) == 0 {
 			return true
@@ -252,7 +440,10 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 		for _, fd := range fds {
 			switch {
 			case fd.Revents == 0:
-			case fd.Fd == int32(p.pidfd):
+			case fd.Fd == int32(exitFD):
+				if p.sb != nil && !p.sb.ReadStatus() {
+					break // a report, not yet the end
+				}
 				exited = true
 				p.kill()
 				deadline = time.Now().Add(waitDelay)
@@ -275,10 +466,13 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	var exit sandbox.Exit
 	var sbErr error
 	if p.sb != nil {
-		// The helper has exited: its report is complete.
+		// The helper is done: its report is complete, and everything in
+		// the sandbox is dead. The helper itself is still exiting (the
+		// kernel tears its namespaces down, which can take milliseconds):
+		// it is reaped in the background, and Close waits for that.
 		exit, sbErr = p.sb.Finish()
-	}
-	if err := p.wait(); err != nil {
+		w.reapLater(p.cmd)
+	} else if err := p.wait(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			w.log.Warn("run_command: wait", "pid", p.pgid, "err", err)
@@ -325,6 +519,12 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		case 128 + int(syscall.SIGXFSZ):
 			res.StoppedBy = StoppedByFileSizeLimit
 			res.Error = fmt.Sprintf("the command wrote past the file size limit (%d bytes) and was killed", w.sandbox.Limits.MaxFileSize)
+		default:
+			if res.ExitCode != 0 && outOfMemory(res.Stderr) {
+				res.StoppedBy = StoppedByMemoryLimit
+				res.Error = fmt.Sprintf("the command failed when it ran out of memory: the sandbox limits each process to %d MiB of address space",
+					w.sandbox.Limits.MaxAddressSpace>>20)
+			}
 		}
 	}
 	if !complete {
@@ -332,6 +532,35 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		w.log.Warn("run_command: output pipes held open after the process group was killed", "pgid", p.pgid)
 	}
 	return res, cause
+}
+
+// reapLater reaps a sandbox's helper in the background.
+func (w *Workspace) reapLater(cmd *exec.Cmd) {
+	w.reapers.Add(1)
+	go func() {
+		defer w.reapers.Done()
+		_ = cmd.Wait()
+	}()
+}
+
+// outOfMemoryMessages are what programs print when an allocation fails:
+// the C library's strerror(ENOMEM), perl, Python, C++, Go, Java, Node.js,
+// Rust, GNU tools.
+var outOfMemoryMessages = []string{"Cannot allocate memory", "cannot allocate memory", "Out of memory",
+	"out of memory", "MemoryError", "std::bad_alloc", "OutOfMemoryError", "heap out of memory",
+	"memory allocation of", "memory exhausted"}
+
+// outOfMemory reports whether stderr says an allocation failed. The
+// kernel does not tell which process hit RLIMIT_AS: an allocation past
+// it just fails, and the program decides what to do, most often saying
+// so on stderr and exiting.
+func outOfMemory(stderr string) bool {
+	for _, m := range outOfMemoryMessages {
+		if strings.Contains(stderr, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // release closes the pidfd and the pipes' read ends.

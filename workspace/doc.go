@@ -46,6 +46,17 @@
 // signal), the helper dies and the kernel kills every process of the
 // namespace, including those that called setsid or forked twice.
 //
+// Setting a sandbox up (starting the helper, namespaces, mounts,
+// Landlock) is most of what a sandboxed command costs, so it is done
+// ahead: when a command has finished, the workspace prepares the next
+// command's sandbox, which then waits for its command; each command
+// still gets new namespaces, a new /proc and /tmp of its own. A workspace
+// that is idle between commands, as it is while a model thinks, starts
+// each in about the time of an unsandboxed one (figure 6 of bench/).
+// The helper of a finished command has killed everything in it before
+// the call returns; its own exit, which the kernel slows by tearing the
+// namespaces down, is waited for in the background (and by Close).
+//
 // New sets up a sandbox once to learn which protections the kernel
 // allows; [Workspace.Protections] says which are in force, and
 // Protections.Missing why any is not. Where there is no sandbox (no user
@@ -81,9 +92,14 @@
 // output (capped, drained) and reads from stdin (empty).
 //
 // A result says what cut a command short ([RunCommandResult.StoppedBy]:
-// timeout, cancellation, Close, the CPU or file size limit, a failed
-// sandbox), with the exit code and the signal, and whether it ran
-// sandboxed.
+// timeout, cancellation, Close, the CPU, file size or memory limit, a
+// failed sandbox), with the exit code and the signal, and whether it ran
+// sandboxed. The CPU and file size limits kill with their own signals
+// (SIGXCPU, SIGXFSZ); the memory limit makes an allocation fail and the
+// program decides what follows, so a sandboxed command that exits
+// non-zero saying it ran out of memory (on stderr: "Out of memory",
+// "Cannot allocate memory", MemoryError, std::bad_alloc, …) is reported
+// as stopped by the memory limit.
 //
 // # Platform
 //

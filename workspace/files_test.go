@@ -90,7 +90,7 @@ func newFixture(t *testing.T, opts *Options) *fixture {
 	return fx
 }
 
-func mustDo(t *testing.T, err error) {
+func mustDo(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

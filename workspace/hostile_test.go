@@ -40,6 +40,10 @@ const (
 	hostileCaseEnv = "PW_CASE"         // marker every process of a case inherits
 	hostSecretEnv  = "PW_HOST_SECRET"  // a secret in the host's environment only
 	leakedFD       = 9                 // where the host leaves a non-close-on-exec descriptor
+
+	// noRaceExitSleep spares a host process the second the race
+	// detector sleeps at exit by default.
+	noRaceExitSleep = "GORACE=atexit_sleep_ms=0"
 )
 
 type hostileHostConfig struct {
@@ -172,6 +176,9 @@ var hostileCases = []hostileCase{
 		if strings.Contains(res.Stdout, "allocated") {
 			return "300 MB are allocated"
 		}
+		if res.StoppedBy != StoppedByMemoryLimit || !strings.Contains(res.Error, "128 MiB") {
+			t.Errorf("stopped by %q (%q), want the memory limit named", res.StoppedBy, res.Error)
+		}
 		return ""
 	}},
 	{name: "disk bomb", limits: Limits{MaxFileSize: 8 << 20}, command: func(hostileEnv) string {
@@ -186,7 +193,7 @@ var hostileCases = []hostileCase{
 		}
 		return ""
 	}},
-	{name: "CPU spin", limits: Limits{MaxCPUTime: time.Second}, timeout: time.Minute, offTimeout: 3 * time.Second, command: func(hostileEnv) string {
+	{name: "CPU spin", limits: Limits{MaxCPUTime: time.Second}, timeout: time.Minute, offTimeout: time.Second, command: func(hostileEnv) string {
 		return "while :; do :; done"
 	}, offHarm: "it spins until the timeout", check: func(t *testing.T, e hostileEnv, res RunCommandResult) string {
 		if res.TimedOut {
@@ -214,6 +221,7 @@ var hostileCases = []hostileCase{
 }
 
 func TestHostileCommands_Sandboxed(t *testing.T) {
+	t.Parallel()
 	ws, err := New(t.TempDir(), nil)
 	mustDo(t, err)
 	prot := ws.Protections()
@@ -225,12 +233,16 @@ func TestHostileCommands_Sandboxed(t *testing.T) {
 }
 
 func TestHostileCommands_Unsandboxed(t *testing.T) {
+	t.Parallel()
 	runHostileSuite(t, SandboxOff)
 }
 
 func runHostileSuite(t *testing.T, mode SandboxMode) {
+	// Each case has its own directories, listener, host process and
+	// marker, so the cases run in parallel.
 	for _, hc := range hostileCases {
 		t.Run(hc.name, func(t *testing.T) {
+			t.Parallel()
 			harms := runHostileCase(t, hc, mode)
 			if mode != SandboxOff {
 				if len(harms) > 0 {
@@ -292,7 +304,8 @@ func runHostileCase(t *testing.T, hc hostileCase, mode SandboxMode) []string {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	host := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	host.Env = append(os.Environ(), hostileHostEnv+"="+string(cfgJSON), hostileCaseEnv+"="+env.id, hostSecretEnv+"="+env.hostSecret)
+	host.Env = append(os.Environ(), hostileHostEnv+"="+string(cfgJSON), hostileCaseEnv+"="+env.id, hostSecretEnv+"="+env.hostSecret,
+		noRaceExitSleep)
 	var stdout, stderr bytes.Buffer
 	host.Stdout, host.Stderr = &stdout, &stderr
 	hostErr := host.Run()
@@ -434,8 +447,8 @@ func mounted(t *testing.T, dir string) bool {
 	return false
 }
 
-// processesOf returns the live processes (not zombies) whose environment
-// holds the case's marker.
+// processesOf returns the live processes (not zombies, not dying of a
+// SIGKILL) whose environment holds the case's marker.
 func processesOf(id string) []int {
 	marker := []byte(hostileCaseEnv + "=" + id + "\x00")
 	entries, _ := os.ReadDir("/proc")
@@ -450,11 +463,35 @@ func processesOf(id string) []int {
 			continue
 		}
 		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
 				continue
 			}
+		}
+		if killPending(pid) {
+			continue // dying: it runs no more of its code
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// killPending reports whether pid has a SIGKILL pending, for itself or
+// its thread group: it is dying, but may take a moment to exit on a
+// loaded machine.
+func killPending(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true // gone
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok || (name != "SigPnd" && name != "ShdPnd") {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(val), 16, 64)
+		if err == nil && mask&(1<<(syscall.SIGKILL-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }

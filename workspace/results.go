@@ -154,6 +154,7 @@ const (
 	StoppedByClose         = "workspace closed"
 	StoppedByCPULimit      = "cpu time limit"
 	StoppedByFileSizeLimit = "file size limit"
+	StoppedByMemoryLimit   = "memory limit"
 	StoppedBySandbox       = "sandbox failure"
 )
 

@@ -201,6 +201,13 @@ type Workspace struct {
 	once     sync.Once
 	closeErr error
 
+	// The sandbox of the next command, prepared ahead (see takePrepared).
+	warmMu  sync.Mutex
+	warm    *prepared      // ready for a command
+	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warmers sync.WaitGroup // preparations under way
+	reapers sync.WaitGroup // helpers of finished commands, being reaped
+
 	// hookStarted, when set by tests, is called with the pid of the
 	// shell or sandbox helper of each command once it started.
 	hookStarted func(pid int)
@@ -218,8 +225,9 @@ type Workspace struct {
 // system directories (/etc, /usr, /proc, …) are refused unless
 // [Options.AllowSystemRoot] is set.
 //
-// Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox once
-// to learn which protections commands get ([Workspace.Protections]).
+// Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
+// learn which protections commands get ([Workspace.Protections]), once
+// per configuration and process, and keeps it for the first command.
 // With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
 // is missing. The options are validated and copied; see [Options] for the
 // defaults.
@@ -295,7 +303,7 @@ func (w *Workspace) setUpSandbox() error {
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)
 	}
-	prot, err := probe(cfg, w.rootDir)
+	prot, err := w.probe(cfg)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
 		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
@@ -304,34 +312,44 @@ func (w *Workspace) setUpSandbox() error {
 		w.prot = prot
 		return nil
 	case !prot.Complete() && o.Sandbox == SandboxRequired:
+		if w.warm != nil {
+			w.warm.release()
+			w.warm = nil
+		}
 		return fmt.Errorf("%w: %s", ErrSandboxUnavailable, strings.Join(prot.Missing, "; "))
 	case !prot.Complete():
 		w.log.Warn("workspace: sandbox protections missing", "missing", strings.Join(prot.Missing, "; "))
 	}
-	w.sandbox = &cfg
 	w.prot = prot
 	return nil
 }
 
-// probes caches successful probes by configuration: what the kernel
-// allows does not change while the process runs, and a probe costs a
-// process start.
+// probes caches the protections sandboxes get, by configuration: what
+// the kernel allows does not change while the process runs.
 var probes sync.Map // string (JSON of the config) -> Protections
 
-// probe is sandbox.Probe, once per configuration.
-func probe(cfg sandbox.Config, rootDir *os.File) (Protections, error) {
+// probe learns which protections cfg gets: from an earlier workspace
+// with the same configuration, or by setting up a sandbox, which is
+// then kept for the first command. It sets w.sandbox when there is one.
+func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 	key, err := json.Marshal(cfg)
 	if err != nil {
 		return Protections{}, err
 	}
 	if p, ok := probes.Load(string(key)); ok {
+		w.sandbox = &cfg
 		return p.(Protections), nil
 	}
-	p, err := sandbox.Probe(cfg, rootDir)
-	if err == nil {
-		probes.Store(string(key), p)
+	w.sandbox = &cfg
+	h, err := w.prepare()
+	if err != nil {
+		w.sandbox = nil
+		return Protections{Missing: []string{err.Error()}}, err
 	}
-	return p, err
+	prot := *h.sb.Protections()
+	probes.Store(string(key), prot)
+	w.warm = h
+	return prot, nil
 }
 
 // Protections says which protections are in force for this workspace's
@@ -471,6 +489,15 @@ func (w *Workspace) Close() error {
 		w.closeNow()
 		w.mu.Unlock()
 		w.calls.Wait()
+		w.warmMu.Lock()
+		h := w.warm
+		w.warm = nil
+		w.warmMu.Unlock()
+		if h != nil {
+			h.release()
+		}
+		w.warmers.Wait() // a preparation under way releases its sandbox itself
+		w.reapers.Wait()
 		w.rootDir.Close()
 		if err := w.root.Close(); err != nil {
 			w.closeErr = fmt.Errorf("close workspace root: %w", err)

@@ -28,15 +28,20 @@ const (
 
 // formatVersion is written to a new file and checked on open.
 //
+//   - "4": as 3, and each record in a log value carries its own checksums
+//     (of its header, and of the record as its bucket value will), and
+//     the log may start after key 0 (key "logstart" of the meta bucket).
+//     Open upgrades a version 3 file to it (nothing to rewrite).
 //   - "3": every stored value carries its CRC-32C: bucket values and log
 //     values start with it (see the package documentation).
 //   - "2": no checksums; the log holds one framed value per commit. Open
-//     reads it once, with a warning, and rewrites it as version 3 (a
+//     reads it once, with a warning, and rewrites it as version 4 (a
 //     read-only Open reads it unchecked, with a warning).
 //   - "1": as 2, with one record per log value: taken like 2 when its log
 //     is empty (closed cleanly), refused otherwise.
 const (
-	formatVersion   = "3"
+	formatVersion   = "4"
+	formatVersionV3 = "3"
 	formatVersionV2 = "2"
 	formatVersionV1 = "1"
 )
@@ -134,18 +139,32 @@ type Store struct {
 	gathering atomic.Bool
 	wake      chan struct{}
 
-	// viewMu guards overlay: readers hold it shared while they read the
-	// buckets and the overlay together; the committer holds it exclusively
-	// to apply committed writes and to checkpoint.
-	viewMu  sync.RWMutex
-	overlay *overlay
+	// viewMu guards overlay, flushing and quarantine: readers hold it
+	// shared while they read the buckets and the overlays together; the
+	// committer holds it exclusively to change them.
+	viewMu sync.RWMutex
+	// overlay holds the committed writes not in the buckets; flushing,
+	// while a checkpoint is under way, the older ones it is moving into
+	// the buckets (see [step]).
+	overlay, flushing *overlay
+	// quarantine holds the actors found damaged (see [quarantined]);
+	// quarantined counts them, so that writes check the map only then.
+	quarantine  map[string]*quarantined
+	quarantined atomic.Int64
 
-	// Owned by the committer goroutine: the next log key and the buffers
-	// a commit frames its log values and keys in.
-	nextSeq     uint64
-	frameBuf    []byte
-	frameValues [][]byte
-	keyBuf      []byte
+	// Owned by the committer goroutine: the checkpoint's remaining steps,
+	// the log's first key, the first key after the checkpoint's part of
+	// the log, the next log key, and the buffers a commit frames its log
+	// values and keys in.
+	steps          []step
+	stepRecords    int
+	minStepRecords int
+	logStart       uint64
+	cut            uint64
+	nextSeq        uint64
+	frameBuf       []byte
+	frameValues    [][]byte
+	keyBuf         []byte
 
 	// compacting (owned by the committer) holds checkpoints back while
 	// Compact copies the buckets; compactMu serializes Compact.
@@ -236,6 +255,8 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		writes:          make(chan *write, o.MaxBatchSize),
 		committerDone:   make(chan struct{}),
 		wake:            make(chan struct{}, 1),
+		stepRecords:     stepRecords,
+		minStepRecords:  minStepRecords,
 	}
 	if err := s.load(o.ReadOnly); err != nil {
 		db.Close()
@@ -333,8 +354,8 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 }
 
 // load checks the file's layout and format version, replays the log into
-// the overlay and, unless read-only, checkpoints it (upgrading a version 2
-// file to version 3 in the same transaction).
+// the overlay and, unless read-only, checkpoints it (upgrading a version
+// 2 or 3 file to version 4 in the same transaction).
 func (s *Store) load(readOnly bool) error {
 	var version string
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
@@ -344,7 +365,7 @@ func (s *Store) load(readOnly bool) error {
 		}
 		version = string(meta.Get(formatKey))
 		switch version {
-		case formatVersion, formatVersionV2:
+		case formatVersion, formatVersionV3, formatVersionV2:
 			return nil
 		case formatVersionV1:
 			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
@@ -352,25 +373,31 @@ func (s *Store) load(readOnly bool) error {
 			}
 			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
 		default:
-			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q and %q)", version, formatVersion, formatVersionV2, formatVersionV1)
+			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q, %q and %q)", version, formatVersion, formatVersionV3, formatVersionV2, formatVersionV1)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	legacy := version != formatVersion
+	legacy := version != formatVersion && version != formatVersionV3
+	layout := recordLayout(version == formatVersion)
 	if !legacy {
 		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
 			return err
 		}
 	}
-	ov, next, err := s.replay(legacy)
+	r, err := s.replay(legacy, layout)
 	if err != nil {
 		return err
 	}
-	s.overlay, s.nextSeq = ov, next
-	if ov.ops > 0 {
-		s.log.Info("boltstore replayed log", "writes", ov.ops, "actors", len(ov.actors))
+	s.overlay, s.nextSeq, s.logStart = r.overlay, r.next, r.start
+	s.quarantine = r.quarantine
+	s.quarantined.Store(int64(len(r.quarantine)))
+	for name, q := range r.quarantine {
+		s.log.Error("boltstore: actor quarantined: its writes in the log are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", q.err)
+	}
+	if r.overlay.ops > 0 {
+		s.log.Info("boltstore replayed log", "writes", r.overlay.ops, "actors", len(r.overlay.actors))
 	}
 	if readOnly {
 		if legacy {
@@ -379,9 +406,12 @@ func (s *Store) load(readOnly bool) error {
 		}
 		return nil
 	}
-	if legacy {
+	switch {
+	case legacy:
 		s.log.Warn("boltstore: upgrading a file format without checksums: its records are accepted unchecked this once and rewritten with checksums", "path", s.path, "format", version)
 		return s.upgrade()
+	case version == formatVersionV3:
+		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion)) })
 	}
 	return s.checkpoint()
 }

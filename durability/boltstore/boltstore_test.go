@@ -423,7 +423,7 @@ func TestReplay_BatchedCommits(t *testing.T) {
 	snap := record{kind: putSnapshot, compact: true, name: "a", index: 4, data: []byte("snap 4")}
 	batch = append(batch, testWrite(snap))
 	for _, part := range [][]*write{batch[:7], batch[7:]} {
-		if err := s.appendLog(part); err != nil {
+		if err := s.appendLog(part, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

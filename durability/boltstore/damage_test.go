@@ -2,9 +2,13 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,10 +47,12 @@ func storedBytes(t *testing.T, path, name string, kind durability.RecordKind, in
 			want = putSnapshot
 		}
 		return tx.Bucket(walBucket).ForEach(func(_, v []byte) error {
-			return decodeFrames(v[crcSize:], func(r record) {
+			// Read past a record's damaged data: it is what is looked for.
+			return decodeFramesWith(v[crcSize:], withSums, func(r record, _ error) error {
 				if r.kind == want && r.name == name && r.index == index {
 					stored, skip = bytes.Clone(r.data), 0
 				}
+				return nil
 			})
 		})
 	})
@@ -155,10 +161,13 @@ func TestDamagedFiles(t *testing.T) {
 	})
 }
 
-// TestVerify_DamagedLog damages a log entry of a file left by a crash:
-// Open refuses the file naming the log entry; Verify reports the entry and
-// lists the actors the buckets still hold.
-func TestVerify_DamagedLog(t *testing.T) {
+// TestQuarantine_DamagedLogRecord damages the data of one actor's last
+// event in the log of a file left by a crash: Open takes the file and
+// quarantines that actor alone (its reads and writes fail naming the
+// record, the others read back whole), across a reopen too; Verify names
+// the record and its actor; Salvage releases the actor with its snapshot
+// and the events before the lost one.
+func TestQuarantine_DamagedLogRecord(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	s, err := Open(path, &Options{NoSync: true})
 	if err != nil {
@@ -179,26 +188,158 @@ func TestVerify_DamagedLog(t *testing.T) {
 	last := se.Snapshot.Index + uint64(len(se.Events)) - 1
 	damageRecord(t, path, se.Name, durability.RecordEvent, last, 0, true)
 
-	_, err = Open(path, &Options{NoSync: true})
-	var de *durability.DamageError
-	if !errors.As(err, &de) || de.What != "log entry" || !de.HasIndex {
-		t.Fatalf("Open of a file with a damaged log entry: %v, want a DamageError naming the log entry", err)
+	for open := range 2 { // the quarantine survives a reopen
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatalf("Open %d of a file with one actor's log record damaged: %v", open, err)
+		}
+		others := &durabilitytest.Dataset{Sessions: slices.Delete(slices.Clone(d.Sessions), 1, 2)}
+		if o, problems := others.Check(t, s); o.Exact != 2*len(others.Sessions) {
+			t.Errorf("open %d, the other sessions: %+v %v", open, o, problems)
+		}
+		_, _, err = s.GetSnapshot(t.Context(), se.Name)
+		var de *durability.DamageError
+		var serr *durability.StoreError
+		if !errors.As(err, &de) || !errors.As(err, &serr) || serr.Name != se.Name || de.What != "event" || de.Index != last {
+			t.Errorf("open %d, GetSnapshot of the quarantined actor: %v, want a StoreError naming it and the lost event %d", open, err, last)
+		}
+		if err := s.PersistEvent(t.Context(), se.Name, last+1, []byte("x")); !errors.Is(err, durability.ErrDamaged) {
+			t.Errorf("open %d, a write to the quarantined actor: %v, want the damage", open, err)
+		}
+		if err := s.PersistEvent(t.Context(), fmt.Sprint("other-", open), 0, []byte("x")); err != nil {
+			t.Errorf("open %d, a write to another actor: %v", open, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r, err := Verify(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Intact() || len(r.Problems) != 1 || !errors.As(r.Problems[0], &de) || de.What != "log entry" {
-		t.Errorf("Verify problems = %v, want the damaged log entry", r.Problems)
+	var serr *durability.StoreError
+	var de *durability.DamageError
+	if r.Intact() || len(r.Problems) != 1 || !errors.As(r.Problems[0], &serr) || serr.Name != se.Name || !errors.As(r.Problems[0], &de) || de.Index != last {
+		t.Errorf("Verify problems = %v, want the lost event %d of %q", r.Problems, last, se.Name)
 	}
-	if r.LogEntries == 0 || len(r.Actors) != len(d.Sessions) {
-		t.Errorf("Verify: %d intact log entries, %d actors; want some entries and %d actors", r.LogEntries, len(r.Actors), len(d.Sessions))
+
+	s, err = Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, a := range r.Actors {
-		if len(a.Damaged) > 0 || a.Snapshots != 1 || a.Events == 0 {
-			t.Errorf("actor %q: %+v, want intact with a snapshot and events", a.Name, a)
+	got, err := s.Salvage(t.Context(), se.Name)
+	want := Salvaged{Snapshot: true, SnapshotIndex: se.Snapshot.Index, From: se.Snapshot.Index, Events: len(se.Events) - 1}
+	if err != nil || got != want {
+		t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
+	}
+	se.Events = se.Events[:len(se.Events)-1]
+	d.Sessions[1] = se
+	if o, problems := d.Check(t, s); o.Exact != 2*len(d.Sessions) {
+		t.Errorf("after Salvage: %+v %v", o, problems)
+	}
+	if err := s.PersistEvent(t.Context(), se.Name, last, []byte("again")); err != nil {
+		t.Errorf("a write after Salvage: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Verify(path, nil); err != nil || !r.Intact() {
+		t.Errorf("Verify after Salvage: %v %+v", err, r)
+	}
+}
+
+// TestQuarantine_DamagedBucket damages the summary of an actor whose
+// newer writes are in the log of a file left by a crash, so that the
+// checkpoint at Open cannot apply them: Open quarantines that actor alone
+// (before, it refused the whole store), and Salvage applies its intact
+// writes and releases it.
+func TestQuarantine_DamagedBucket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := durabilitytest.NewDataset(4, 4, 8)
+	d.Write(t, s, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	se := d.Sessions[2]
+	flipStored(t, path, func(tx *bolt.Tx) []byte { return actorBucket(tx, se.Name).Get(summaryKey) }, 10)
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	d.Write(t, s, 1) // into the log: the summary is read at the checkpoint
+	crash(t, s)
+	s, err = Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("Open: %v, want the store open with one actor quarantined", err)
+	}
+	defer s.Close()
+	others := &durabilitytest.Dataset{Sessions: slices.Delete(slices.Clone(d.Sessions), 2, 3)}
+	if o, problems := others.Check(t, s); o.Exact != 2*len(others.Sessions) {
+		t.Errorf("the other sessions: %+v %v", o, problems)
+	}
+	if _, _, err := s.GetSnapshot(t.Context(), se.Name); !errors.Is(err, durability.ErrDamaged) {
+		t.Errorf("GetSnapshot of the damaged actor: %v, want the damage", err)
+	}
+	if _, err := s.Salvage(t.Context(), se.Name); err != nil {
+		t.Fatal(err)
+	}
+	if o, problems := d.Check(t, s); o.Exact != 2*len(d.Sessions) {
+		t.Errorf("after Salvage: %+v %v", o, problems)
+	}
+}
+
+// flipStored flips the byte at offset of the value get returns, in the
+// file at path, keeping the flip bbolt reads back (see damageRecord).
+func flipStored(t *testing.T, path string, get func(*bolt.Tx) []byte, offset int) {
+	t.Helper()
+	read := func() []byte {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer db.Close()
+		var v []byte
+		if err := db.View(func(tx *bolt.Tx) error { v = bytes.Clone(get(tx)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
+	stored := read()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := 0; ; {
+		i := bytes.Index(file[from:], stored)
+		if i < 0 {
+			t.Fatal("no copy in the file is the one bbolt reads")
+		}
+		off := int64(from + i + offset)
+		flipByte(t, path, off)
+		if !bytes.Equal(read(), stored) {
+			return
+		}
+		flipByte(t, path, off)
+		from += i + 1
+	}
+}
+
+// TestSalvage_Conformance runs the Salvager conformance case on an event
+// damaged in the buckets (a clean file) and in the log (a file left by a
+// crash: the actor is quarantined, and Salvage releases it).
+func TestSalvage_Conformance(t *testing.T) {
+	open := func(t *testing.T) durability.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "store.db"), &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("Buckets", func(t *testing.T) { durabilitytest.RunSalvage(t, open, damageInFile(false)) })
+	t.Run("Log", func(t *testing.T) { durabilitytest.RunSalvage(t, open, damageInFile(true)) })
 }
 
 // TestSalvage damages an event after the snapshot of one actor: its
@@ -259,4 +400,67 @@ func TestSalvage(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestVerify_HeldByARunningStore verifies a file that an open store holds
+// and commits to meanwhile: Verify reads a consistent copy and says so;
+// a copy taken while commits run is never reported damaged (or, if the
+// store commits during every copy, Verify says it cannot take one).
+func TestVerify_HeldByARunningStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{CheckpointOps: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := durabilitytest.NewDataset(9, 20, 8)
+	d.Write(t, s, 0)
+	r, err := Verify(path, &Options{OpenTimeout: 50 * time.Millisecond})
+	if err != nil || !r.Intact() || !strings.Contains(r.Copy, "held by another open store of this process") {
+		t.Fatalf("Verify of an idle held file: %v, %+v", err, r)
+	}
+	seen := map[string]bool{}
+	for _, a := range r.Actors {
+		seen[a.Name] = true
+	}
+	for _, name := range r.LogActors {
+		seen[name] = true
+	}
+	if len(seen) != len(d.Sessions) {
+		t.Errorf("Verify of an idle held file saw %d actors in the buckets and the log, want %d", len(seen), len(d.Sessions))
+	}
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for i := uint64(0); ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := s.PersistEvent(context.Background(), fmt.Sprint("busy-", i%7), i, bytes.Repeat([]byte{'b'}, 300)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	copies := 0
+	for range 5 {
+		r, err := Verify(path, &Options{OpenTimeout: 10 * time.Millisecond})
+		if err == nil {
+			copies++
+		}
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "no consistent copy"):
+			t.Errorf("Verify while commits run: %v", err)
+		case err == nil && (!r.Intact() || r.Copy == ""):
+			t.Errorf("Verify while commits run: %+v, want an intact copy", r)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 5 verifies while commits ran got a consistent copy", copies)
 }

@@ -36,12 +36,22 @@
 // per actor per commit, and measured 2.7 times slower with 64 writers. The
 // log's writes are also applied to an in-memory overlay that reads merge
 // with the buckets. When the log holds [Options].CheckpointOps writes or
-// [Options].CheckpointBytes bytes, the committer checkpoints: in one
-// transaction it applies the overlay to the per-actor buckets (touching each
-// actor's pages once for many writes) and empties the log. Open replays a
-// log left by a killed process and checkpoints it; Close checkpoints too.
-// A checkpoint is atomic, so a kill at any point leaves either the log or
-// its checkpointed result, never half of it.
+// [Options].CheckpointBytes bytes, the committer checkpoints: it moves the
+// overlay into the per-actor buckets (touching each actor's pages once for
+// many writes) and drops the log entries it covers. Done in one
+// transaction, a checkpoint made the writes queued behind it wait for the
+// whole of it (the longest write measured 21.7 times the median), so it is
+// done a piece at a time: the committer freezes the overlay (new writes go
+// into a new one), splits it into steps of a few hundred records of one
+// actor, and adds steps to each following commit's transaction, where they
+// share its fsync; the commit that takes the last step deletes the log
+// entries before the freeze and records where the log now starts. Readers
+// merge both overlays on top of the buckets meanwhile: applying an overlay
+// to buckets that already hold part of it gives the same state, which is
+// also why a kill in the middle is safe (Open replays the log from its
+// start over the partly updated buckets). Open replays a log left by a
+// killed process and checkpoints it whole; so do Close, Compact and
+// Salvage.
 //
 // A bbolt commit costs two fdatasync calls (data pages, then the meta page),
 // which bounds a single writer's rate; see the benchmarks in bench/.
@@ -52,19 +62,24 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "3"; key "actors" = the directory
+//   - bucket "polyweave": key "format" = "4"; key "actors" = the directory
 //     summary: CRC-32C, then the number of actor buckets (8 bytes) and the
 //     sum of their names' checksums (4 bytes). Open compares it with the
 //     actors bucket, so an actor bucket lost or renamed by damage is found.
-//   - bucket "wal": key = 8-byte big-endian sequence number, from 0 since
-//     the last checkpoint, one per commit (or more if a commit exceeds
-//     bbolt's value limit); the bucket's sequence is the number of entries.
-//     Value = CRC-32C ([durability.Checksum] of kind log entry over the
-//     sequence number and the rest), then the commit's records in order,
-//     each framed as its length (uvarint) then the record: kind (1 byte:
-//     0 event, 1 snapshot, 2 delete events, 3 delete snapshots), flags (1
-//     byte: bit 0 = the snapshot compacts), name length (uvarint), name,
-//     index (8 bytes big-endian), data.
+//     Key "logstart" (absent: 0): CRC-32C, then the log's first key (8
+//     bytes), set while a checkpoint is under way.
+//   - bucket "wal": key = 8-byte big-endian sequence number, from
+//     "logstart", one per commit (or more if a commit exceeds bbolt's
+//     value limit); the bucket's sequence is the next key. Value = CRC-32C
+//     ([durability.Checksum] of kind log entry over the sequence number and
+//     the rest), then the commit's records in order, each framed as its
+//     length (uvarint) then the record: kind (1 byte: 0 event, 1 snapshot,
+//     2 delete events, 3 delete snapshots, 4 lost record), flags (1 byte:
+//     bit 0 = the snapshot compacts, bit 1 = the lost record was a
+//     snapshot), name length (uvarint), name, index (8 bytes big-endian),
+//     the record's CRC-32C (4 bytes: [durability.Checksum] over its kind,
+//     name, index and data, as its bucket value will carry it), the
+//     CRC-32C of the record's bytes up to here (4 bytes), data.
 //   - bucket "actors": one bucket per actor name (the name's bytes are the
 //     key: any non-empty name up to 32 KiB), holding buckets "events" and
 //     "snapshots" whose keys are indexes as 8-byte big-endian integers (so
@@ -85,17 +100,31 @@
 // offset. Damaged data is never returned. Open checks the file before
 // bbolt maps it (size, page alignment, meta pages, the root and freelist
 // pages) and runs every bbolt call under a guard that turns bbolt's
-// panics and memory faults on the mapped file into such errors. A
-// damaged log makes Open fail (the store does not start from a log it
-// cannot read whole). A file whose newest meta page is damaged is refused
-// unless [Options].MetaFallback accepts the previous commit. The
-// polyweave-store command (cmd/polyweave-store) reports what a damaged
+// panics and memory faults on the mapped file into such errors.
+//
+// Damage that belongs to one actor costs that actor alone: a log entry
+// whose checksum fails is read record by record, and a record whose
+// header checks but whose data does not (so its actor and index are sure)
+// is lost; a checkpoint that finds an actor's bucket damaged (its summary,
+// its keys, pages bbolt trips over) leaves that actor out. Either way the
+// actor is quarantined: every read and write of it fails with the damage,
+// its intact writes stay in the log (with a record of each lost one, so
+// the quarantine outlives a restart), the other actors go on, and
+// [Store.Salvage] releases it. Damage that cannot be attributed makes
+// Open fail: a log entry that cannot be split into records or whose
+// records' headers are damaged, entries missing, the directory of actors
+// not matching its summary (an actor bucket lost or renamed). A file
+// whose newest meta page is damaged is refused unless
+// [Options].MetaFallback accepts the previous commit. [Verify] and the
+// polyweave-store command (cmd/polyweave-store) report what a damaged
 // file still holds.
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format
-// "3" by Open; a read-only Open reads them unchecked. Other formats are
-// refused with an error naming the format.
+// "4" by Open; a read-only Open reads them unchecked. Format "3" files
+// (no checksums in log records, the log from key 0) are read as they are
+// and marked "4" by Open. Other formats are refused with an error naming
+// the format.
 //
 // PersistSnapshot at index i deletes events and snapshots below i unless
 // [Options].KeepHistory is set. Freed pages are reused by later writes; the

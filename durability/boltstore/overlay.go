@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -10,6 +11,13 @@ import (
 // buckets with its overlay applied on top: bucket entries at or below a
 // deleted-through mark are hidden, and overlay entries replace bucket
 // entries at the same index.
+//
+// Applying an overlay to buckets that already hold some of its effect
+// gives the same state as applying it once (its deletes come before its
+// puts, and both are by index): so a checkpoint may move an overlay into
+// the buckets a piece per transaction while readers go on merging the
+// whole overlay on top, and a crash in the middle replays the log over
+// buckets that hold part of it.
 //
 // An overlay is not safe for concurrent use; Store guards it with viewMu.
 type overlay struct {
@@ -26,12 +34,19 @@ type pendingActor struct {
 
 // pendingLog is the overlay of one bucket (events or snapshots).
 type pendingLog struct {
-	puts map[uint64][]byte
+	puts map[uint64]put
 	// deleted says that bucket entries with index <= deletedThrough are
 	// gone. Every bucket entry predates every overlay write, so the largest
 	// mark is the one that counts.
 	deleted        bool
 	deletedThrough uint64
+}
+
+// put is an overlay entry: the data and its record checksum
+// ([durability.Checksum], as the bucket value will start with).
+type put struct {
+	data []byte
+	sum  uint32
 }
 
 func newOverlay() *overlay { return &overlay{actors: make(map[string]*pendingActor)} }
@@ -52,11 +67,11 @@ func (o *overlay) apply(r record) {
 	a := o.actor(r.name)
 	switch r.kind {
 	case putEvent:
-		a.events.put(r.index, r.data)
+		a.events.put(r.index, put{r.data, r.sum})
 	case deleteEvents:
 		a.events.deleteThrough(r.index)
 	case putSnapshot:
-		a.snapshots.put(r.index, r.data)
+		a.snapshots.put(r.index, put{r.data, r.sum})
 		if r.compact && r.index > 0 {
 			a.events.deleteThrough(r.index - 1)
 			a.snapshots.deleteThrough(r.index - 1)
@@ -66,11 +81,11 @@ func (o *overlay) apply(r record) {
 	}
 }
 
-func (l *pendingLog) put(index uint64, data []byte) {
+func (l *pendingLog) put(index uint64, p put) {
 	if l.puts == nil {
-		l.puts = make(map[uint64][]byte)
+		l.puts = make(map[uint64]put)
 	}
-	l.puts[index] = data
+	l.puts[index] = p
 }
 
 func (l *pendingLog) deleteThrough(through uint64) {
@@ -89,19 +104,68 @@ func (l *pendingLog) hides(index uint64) bool {
 	return l.deleted && index <= l.deletedThrough
 }
 
-// entry is an index with its data.
+// then returns the overlay of l followed by next: l's deletes and the
+// puts next does not hide, then next's.
+func (l *pendingLog) then(next *pendingLog) pendingLog {
+	out := pendingLog{deleted: l.deleted || next.deleted, deletedThrough: l.deletedThrough}
+	if next.deleted && (!l.deleted || next.deletedThrough > l.deletedThrough) {
+		out.deletedThrough = next.deletedThrough
+	}
+	if len(l.puts)+len(next.puts) > 0 {
+		out.puts = make(map[uint64]put, len(l.puts)+len(next.puts))
+		for i, p := range l.puts {
+			if !next.hides(i) {
+				out.puts[i] = p
+			}
+		}
+		maps.Copy(out.puts, next.puts)
+	}
+	return out
+}
+
+// then returns a's overlay followed by next's; either may be nil.
+func (a *pendingActor) then(next *pendingActor) *pendingActor {
+	switch {
+	case a == nil:
+		return next
+	case next == nil:
+		return a
+	}
+	return &pendingActor{events: a.events.then(&next.events), snapshots: a.snapshots.then(&next.snapshots)}
+}
+
+// records returns writes that, applied to an empty overlay, give a's
+// overlay: its deletes, then its puts. The records' data alias a's.
+func (a *pendingActor) records(name string) []record {
+	var out []record
+	for _, l := range []struct {
+		p        *pendingLog
+		put, del writeKind
+	}{{&a.events, putEvent, deleteEvents}, {&a.snapshots, putSnapshot, deleteSnapshots}} {
+		if l.p.deleted {
+			out = append(out, record{kind: l.del, name: name, index: l.p.deletedThrough})
+		}
+		for _, e := range l.p.putsIn(0, 0) {
+			out = append(out, record{kind: l.put, name: name, index: e.index, data: e.data, sum: e.sum})
+		}
+	}
+	return out
+}
+
+// entry is an index with its data (and, from an overlay, its checksum).
 type entry struct {
 	index uint64
 	data  []byte
+	sum   uint32
 }
 
 // putsIn returns the overlay's entries with from <= index < to (to == 0:
 // unbounded), sorted by index.
 func (l *pendingLog) putsIn(from, to uint64) []entry {
 	var out []entry
-	for i, d := range l.puts {
+	for i, p := range l.puts {
 		if i >= from && (to == 0 || i < to) {
-			out = append(out, entry{i, d})
+			out = append(out, entry{i, p.data, p.sum})
 		}
 	}
 	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.index, b.index) })
@@ -112,9 +176,9 @@ func (l *pendingLog) putsIn(from, to uint64) []entry {
 func (l *pendingLog) latest() (entry, bool) {
 	var best entry
 	found := false
-	for i, d := range l.puts {
+	for i, p := range l.puts {
 		if !found || i > best.index {
-			best, found = entry{i, d}, true
+			best, found = entry{i, p.data, p.sum}, true
 		}
 	}
 	return best, found

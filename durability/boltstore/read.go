@@ -97,7 +97,7 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 				if err != nil {
 					return nil, false, err
 				}
-				stored = append(stored, entry{i, data})
+				stored = append(stored, entry{index: i, data: data})
 				size += len(v)
 				w.count++
 				w.sum += storedSum(v)
@@ -153,12 +153,12 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 				if err != nil {
 					return err
 				}
-				best, ok = entry{decodeIndex(k), data}, true
+				best, ok = entry{index: decodeIndex(k), data: data}, true
 			}
 		}
 		if pending != nil {
 			if e, found := pending.snapshots.latest(); found && (!ok || e.index >= best.index) {
-				best, ok = entry{e.index, bytes.Clone(e.data)}, true
+				best, ok = entry{index: e.index, data: bytes.Clone(e.data)}, true
 			}
 		}
 		return nil
@@ -178,8 +178,9 @@ func actorBucket(tx *bolt.Tx, name string) *bolt.Bucket {
 	return actors.Bucket([]byte(name))
 }
 
-// view runs fn in a read transaction together with name's overlay (nil if
-// none), unless name is invalid, the store is closed or ctx is done.
+// view runs fn in a read transaction together with name's pending writes
+// (nil if none), unless name is invalid or quarantined, the store is
+// closed or ctx is done.
 func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pendingActor) error) error {
 	if !validName(name) {
 		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
@@ -192,7 +193,12 @@ func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pe
 	}
 	if err == nil {
 		s.viewMu.RLock()
-		err = s.viewTx("reading", func(tx *bolt.Tx) error { return fn(tx, s.overlay.actors[name]) })
+		if q := s.quarantine[name]; q != nil {
+			err = q.err
+		} else {
+			pending := s.pending(name)
+			err = s.viewTx("reading", func(tx *bolt.Tx) error { return fn(tx, pending) })
+		}
 		s.viewMu.RUnlock()
 	}
 	if err != nil {

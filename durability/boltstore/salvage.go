@@ -10,13 +10,9 @@ import (
 )
 
 // Salvaged says what [Store.Salvage] kept of an actor.
-type Salvaged struct {
-	Snapshot      bool   // an intact snapshot was kept
-	SnapshotIndex uint64 // its index
-	Events        int    // intact events kept, at indexes From, From+1, ...
-	From          uint64 // SnapshotIndex, or 0 without a snapshot
-	Dropped       int    // records deleted
-}
+type Salvaged = durability.Salvaged
+
+var _ durability.Salvager = (*Store)(nil)
 
 // Salvage lets a damaged actor be recovered again, by dropping state: it
 // keeps name's newest intact snapshot and the intact events that follow it
@@ -27,10 +23,15 @@ type Salvaged struct {
 // dropped is lost, so a store never does this on its own: the caller asks
 // for it, after reading the damage (see [Verify]).
 //
+// A quarantined actor (its bucket found damaged by a checkpoint, or its
+// writes in the log damaged) gets its intact pending writes applied first,
+// the records whose writes were lost dropped, and is released from
+// quarantine.
+//
 // Salvage runs between two commits (writes wait) after a checkpoint. It
-// cannot help when the log is damaged (Open refuses the file) or when the
-// actor's pages are too damaged for bbolt to walk (it returns the
-// *durability.DamageError).
+// cannot help when the log is damaged beyond attributing the damage to
+// actors (Open refuses the file) or when the actor's pages are too
+// damaged for bbolt to walk (it returns the *durability.DamageError).
 func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	const op = "salvage"
 	var out Salvaged
@@ -41,86 +42,187 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 		if err := s.checkpoint(); err != nil {
 			return err
 		}
-		s.viewMu.Lock()
-		defer s.viewMu.Unlock()
-		out = Salvaged{}
-		return s.updateTx("salvaging", func(tx *bolt.Tx) error {
-			actors := tx.Bucket(actorsBucket)
-			ab := actors.Bucket([]byte(name))
-			if ab == nil {
-				return nil
-			}
-			var sm summary
-			if b := ab.Bucket(snapshotsBucket); b != nil {
-				var drop [][]byte
-				c := b.Cursor()
-				for k, v := c.Last(); k != nil; k, v = c.Prev() {
-					if len(k) == 8 && !out.Snapshot {
-						if _, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v); err == nil {
-							out.Snapshot, out.SnapshotIndex = true, decodeIndex(k)
-							sm.snapshots = bucketStat{count: 1, min: out.SnapshotIndex, max: out.SnapshotIndex, sum: storedSum(v)}
-							continue
-						}
-					}
-					drop = append(drop, slices.Clone(k))
-				}
-				if err := deleteKeys(ab, snapshotsBucket, b, drop, sm.snapshots.count); err != nil {
-					return err
-				}
-				out.Dropped += len(drop)
-			}
-			out.From = out.SnapshotIndex
-			if b := ab.Bucket(eventsBucket); b != nil {
-				var drop [][]byte
-				next, run := out.From, true
-				c := b.Cursor()
-				for k, v := c.First(); k != nil; k, v = c.Next() {
-					keep := false
-					if run && len(k) == 8 && decodeIndex(k) >= out.From {
-						if i := decodeIndex(k); i == next {
-							if _, err := s.openValue(durability.RecordEvent, name, i, v); err == nil {
-								keep = true
-								next++
-								st := &sm.events
-								if st.count == 0 {
-									st.min = i
-								}
-								st.count++
-								st.max = i
-								st.sum += storedSum(v)
-							}
-						}
-						run = keep // the first damaged or missing event ends the run
-					}
-					if !keep {
-						drop = append(drop, slices.Clone(k))
-					}
-				}
-				if err := deleteKeys(ab, eventsBucket, b, drop, sm.events.count); err != nil {
-					return err
-				}
-				out.Dropped += len(drop)
-				out.Events = int(sm.events.count)
-			}
-			if sm.events.count > 0 || sm.snapshots.count > 0 {
-				return ab.Put(summaryKey, encodeSummary(name, sm))
-			}
+		s.viewMu.RLock()
+		q, pend := s.quarantine[name], s.pending(name)
+		s.viewMu.RUnlock()
+		var relog *overlay
+		var next uint64
+		err := s.updateTx("salvaging", func(tx *bolt.Tx) (err error) {
+			out = Salvaged{}
 			dir, err := s.readDirectory(tx)
 			if err != nil {
 				return err
 			}
-			dir.count--
-			dir.sum -= nameSum([]byte(name))
-			if err := actors.DeleteBucket([]byte(name)); err != nil {
+			old := dir
+			if err := s.salvageTx(tx, name, q, pend, &dir, &out); err != nil {
 				return err
 			}
-			return writeDirectory(tx, dir)
+			if dir != old {
+				if err := writeDirectory(tx, dir); err != nil {
+					return err
+				}
+			}
+			if q != nil {
+				relog, next, err = s.resetLog(tx, name)
+			}
+			return err
 		})
+		if err != nil || q == nil {
+			return err
+		}
+		s.viewMu.Lock()
+		delete(s.quarantine, name)
+		s.quarantined.Add(-1)
+		s.overlay = relog
+		s.viewMu.Unlock()
+		s.nextSeq, s.logStart = next, 0
+		s.log.Info("boltstore: actor salvaged and released from quarantine", "path", s.path, "actor", name, "kept", out)
+		return nil
 	})
 	if err != nil {
 		return out, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	return out, nil
+}
+
+// salvageTx does Salvage's work on name's bucket in tx: for a quarantined
+// actor, applies its pending writes and drops its lost records first;
+// then keeps the newest intact snapshot and the intact run of events
+// after it, and rewrites the summary (or removes the bucket, from dir too,
+// if nothing is kept).
+func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendingActor, dir *directory, out *Salvaged) error {
+	actors := tx.Bucket(actorsBucket)
+	ab := actors.Bucket([]byte(name))
+	if q != nil {
+		if ab == nil && pend != nil && len(pend.events.puts)+len(pend.snapshots.puts) > 0 {
+			var err error
+			if ab, err = actors.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+			dir.count++
+			dir.sum += nameSum([]byte(name))
+		}
+		if ab != nil {
+			if err := applyUnchecked(ab, pend, q.lost); err != nil {
+				return err
+			}
+		}
+	}
+	if ab == nil {
+		return nil
+	}
+	var sm summary
+	if b := ab.Bucket(snapshotsBucket); b != nil {
+		var drop [][]byte
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if len(k) == 8 && !out.Snapshot {
+				if _, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v); err == nil {
+					out.Snapshot, out.SnapshotIndex = true, decodeIndex(k)
+					sm.snapshots = bucketStat{count: 1, min: out.SnapshotIndex, max: out.SnapshotIndex, sum: storedSum(v)}
+					continue
+				}
+			}
+			drop = append(drop, slices.Clone(k))
+		}
+		if err := deleteKeys(ab, snapshotsBucket, b, drop, sm.snapshots.count); err != nil {
+			return err
+		}
+		out.Dropped += len(drop)
+	}
+	out.From = out.SnapshotIndex
+	if b := ab.Bucket(eventsBucket); b != nil {
+		var drop [][]byte
+		next, run := out.From, true
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			keep := false
+			if run && len(k) == 8 && decodeIndex(k) >= out.From {
+				if i := decodeIndex(k); i == next {
+					if _, err := s.openValue(durability.RecordEvent, name, i, v); err == nil {
+						keep = true
+						next++
+						st := &sm.events
+						if st.count == 0 {
+							st.min = i
+						}
+						st.count++
+						st.max = i
+						st.sum += storedSum(v)
+					}
+				}
+				run = keep // the first damaged or missing event ends the run
+			}
+			if !keep {
+				drop = append(drop, slices.Clone(k))
+			}
+		}
+		if err := deleteKeys(ab, eventsBucket, b, drop, sm.events.count); err != nil {
+			return err
+		}
+		out.Dropped += len(drop)
+		out.Events = int(sm.events.count)
+	}
+	if sm.events.count > 0 || sm.snapshots.count > 0 {
+		return ab.Put(summaryKey, encodeSummary(name, sm))
+	}
+	dir.count--
+	dir.sum -= nameSum([]byte(name))
+	return actors.DeleteBucket([]byte(name))
+}
+
+// applyUnchecked applies a quarantined actor's pending writes to its
+// bucket ab without its summary (Salvage rewrites it) and deletes the
+// records whose writes were lost: what is stored under them is older than
+// the lost write.
+func applyUnchecked(ab *bolt.Bucket, pend *pendingActor, lost []record) error {
+	for _, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
+		which := bucketFor(kind)
+		var l *pendingLog
+		if pend != nil {
+			l = &pend.events
+			if kind == durability.RecordSnapshot {
+				l = &pend.snapshots
+			}
+		}
+		b := ab.Bucket(which)
+		if l != nil && len(l.puts) > 0 && b == nil {
+			var err error
+			if b, err = ab.CreateBucket(which); err != nil {
+				return err
+			}
+		}
+		if b == nil {
+			continue
+		}
+		var drop [][]byte
+		if l != nil && l.deleted {
+			c := b.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if len(k) == 8 && decodeIndex(k) <= l.deletedThrough {
+					drop = append(drop, slices.Clone(k))
+				}
+			}
+		}
+		for _, r := range lost {
+			if r.lostSnapshot == (kind == durability.RecordSnapshot) {
+				drop = append(drop, indexKey(r.index))
+			}
+		}
+		for _, k := range drop {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		if l != nil {
+			for _, e := range l.putsIn(0, 0) {
+				if err := b.Put(indexKey(e.index), sealWithSum(nil, e.sum, e.data)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // deleteKeys deletes keys from b, a sub-bucket of ab, or b itself when

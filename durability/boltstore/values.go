@@ -27,6 +27,13 @@ func sealValue(b []byte, kind durability.RecordKind, name string, index uint64, 
 	return append(b, data...)
 }
 
+// sealWithSum appends the stored form of a record whose checksum is
+// known to b.
+func sealWithSum(b []byte, sum uint32, data []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, sum)
+	return append(b, data...)
+}
+
 // openValue checks a bucket value read in a transaction (v aliases the
 // mapped file) and returns a copy of its data. A value that fails its
 // check gives a *durability.DamageError naming the record and where it is

@@ -13,119 +13,63 @@ import (
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
-// record is one write as the write-ahead log stores it.
-type record struct {
-	kind    writeKind
-	compact bool // putSnapshot only: also delete what the snapshot covers
-	name    string
-	index   uint64
-	data    []byte
+// logStartKey, in the meta bucket, holds the first key of the log while a
+// checkpoint moves its oldest entries into the buckets a piece per commit
+// (see [Store.planSteps]): CRC-32C, then the key (8 bytes). Absent means 0.
+var logStartKey = []byte("logstart")
+
+// logStartKind is the checksum kind of the log start value.
+const logStartKind durability.RecordKind = 0x43
+
+// readLogStart returns the log's first key.
+func (s *Store) readLogStart(tx *bolt.Tx) (uint64, error) {
+	v := tx.Bucket(metaBucket).Get(logStartKey)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != crcSize+8 || !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(logStartKind, "", 0, v[crcSize:]) {
+		return 0, &durability.DamageError{Store: s.path, What: "log start", Offset: s.fileOffset(v), Reason: "checksum mismatch"}
+	}
+	return binary.BigEndian.Uint64(v[crcSize:]), nil
 }
 
-// Record layout: kind (1 byte), flags (1 byte, bit 0 = compact), name length
-// (uvarint), name, index (8 bytes big-endian), data (the rest).
-const flagCompact = 1
-
-// size returns the length of the record's encoding.
-func (r record) size() int {
-	return 2 + uvarintLen(uint64(len(r.name))) + len(r.name) + 8 + len(r.data)
+// writeLogStart stores the log's first key (deleting the key for 0).
+func writeLogStart(tx *bolt.Tx, seq uint64) error {
+	if seq == 0 {
+		return tx.Bucket(metaBucket).Delete(logStartKey)
+	}
+	return tx.Bucket(metaBucket).Put(logStartKey, sealValue(nil, logStartKind, "", 0, binary.BigEndian.AppendUint64(nil, seq)))
 }
 
-// appendTo appends the record's encoding to b.
-func (r record) appendTo(b []byte) []byte {
-	var flags byte
-	if r.compact {
-		flags |= flagCompact
-	}
-	b = append(b, byte(r.kind), flags)
-	b = binary.AppendUvarint(b, uint64(len(r.name)))
-	b = append(b, r.name...)
-	b = binary.BigEndian.AppendUint64(b, r.index)
-	return append(b, r.data...)
+// quarantined is an actor whose stored state is found damaged while the
+// store moves its writes from the log into its bucket, or whose writes in
+// the log are damaged. The rest of the store goes on: the actor's reads
+// and writes fail with err (a *durability.DamageError naming what is
+// damaged), its writes that are intact stay in the log (relogged at each
+// checkpoint, with a lostRecord for each put whose data was lost), and
+// [Store.Salvage] repairs it.
+type quarantined struct {
+	err  *durability.DamageError
+	lost []record // lostRecord records
 }
 
-// encodeRecords frames recs, in order, into one new buffer (each as
-// its length as a uvarint, then the record) and points each record's data into that buffer, so
-// that the store keeps no caller memory.
-func encodeRecords(recs []record) []byte {
-	n := 0
-	for _, r := range recs {
-		size := r.size()
-		n += uvarintLen(uint64(size)) + size
-	}
-	b := make([]byte, 0, n)
-	for i, r := range recs {
-		b = binary.AppendUvarint(b, uint64(r.size()))
-		b = r.appendTo(b)
-		recs[i].data = b[len(b)-len(r.data) : len(b) : len(b)]
-	}
-	return b
+// replayed is what [Store.replay] read from the log.
+type replayed struct {
+	overlay     *overlay
+	start, next uint64 // the log's first key and the next free one
+	quarantine  map[string]*quarantined
 }
 
-// uvarintLen is the length of v's uvarint encoding.
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
-}
-
-// nextFrame splits the first framed record off a log value: frame is the
-// framing and the record, rest what follows.
-func nextFrame(v []byte) (frame, rest []byte, err error) {
-	n, size := binary.Uvarint(v)
-	if size <= 0 || n > uint64(len(v)-size) {
-		return nil, nil, errors.New("bad frame length")
-	}
-	return v[:size+int(n)], v[size+int(n):], nil
-}
-
-// decodeRecord parses a log value; the record's data aliases b.
-func decodeRecord(b []byte) (record, error) {
-	if len(b) < 2 || writeKind(b[0]) > deleteSnapshots {
-		return record{}, errors.New("bad record header")
-	}
-	r := record{kind: writeKind(b[0]), compact: b[1]&flagCompact != 0}
-	n, size := binary.Uvarint(b[2:])
-	rest := b[2:]
-	if size <= 0 || n > uint64(len(rest)-size) || uint64(len(rest)-size)-n < 8 {
-		return record{}, errors.New("truncated record")
-	}
-	rest = rest[size:]
-	r.name = string(rest[:n])
-	r.index = binary.BigEndian.Uint64(rest[n : n+8])
-	r.data = rest[n+8:]
-	return r, nil
-}
-
-// decodeFrames calls fn with each record framed in a log value, in order;
-// the records' data alias v.
-func decodeFrames(v []byte, fn func(record)) error {
-	for i := 0; len(v) > 0; i++ {
-		frame, rest, err := nextFrame(v)
-		if err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
-		}
-		_, size := binary.Uvarint(frame)
-		r, err := decodeRecord(frame[size:])
-		if err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
-		}
-		fn(r)
-		v = rest
-	}
-	return nil
-}
-
-// replay reads the write-ahead log left by the last run into a new overlay
-// and returns it with the next free log sequence number. Each log value's
-// checksum is checked (legacy: a version 2 or 1 file, whose log values
-// carry none), and a damaged one stops the replay with an error naming it:
-// the store does not start from a log it cannot read whole.
-func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
-	o := newOverlay()
-	var next uint64
+// replay reads the write-ahead log left by the last run into a new
+// overlay. Each log value's checksum is checked (legacy: a version 2 or 1
+// file, whose log values carry none). A damaged value of a format 4 log
+// is read record by record: a record whose header checks but whose data
+// does not costs its actor alone (quarantined, the record lost); a
+// record whose header is damaged, a value that cannot be split into
+// records, or entries missing stop the replay with an error naming the
+// log entry: the store does not start from a log it cannot attribute.
+func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
+	r := replayed{overlay: newOverlay(), quarantine: map[string]*quarantined{}}
 	err := s.viewTx("replaying the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		if wal == nil {
@@ -134,34 +78,89 @@ func (s *Store) replay(legacy bool) (*overlay, uint64, error) {
 			}
 			return fmt.Errorf("no %q bucket: not a store file, or its root is damaged", walBucket)
 		}
+		if !legacy {
+			start, err := s.readLogStart(tx)
+			if err != nil {
+				return err
+			}
+			r.start, r.next = start, start
+		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if len(k) != 8 {
 				return s.damagedKey(durability.RecordLog, k)
 			}
 			seq := decodeIndex(k)
-			if !legacy && seq != next {
-				return &durability.DamageError{Store: s.path, What: "log", Index: next, HasIndex: true, Offset: s.fileOffset(k),
-					Reason: fmt.Sprintf("entry %d is followed by entry %d: entries lost", int64(next)-1, seq)}
+			if !legacy && seq != r.next {
+				return &durability.DamageError{Store: s.path, What: "log", Index: r.next, HasIndex: true, Offset: s.fileOffset(k),
+					Reason: fmt.Sprintf("entry %d is followed by entry %d: entries lost", int64(r.next)-1, seq)}
 			}
 			body, err := s.openLogValue(seq, v, legacy)
 			if err != nil {
-				return err
+				var de *durability.DamageError
+				if layout != withSums || !errors.As(err, &de) || de.Reason != "checksum mismatch" {
+					return err
+				}
+				// Read it record by record: what is damaged may be one
+				// record's data.
+				body = slices.Clone(v[crcSize:])
 			}
-			if err := decodeFrames(body, o.apply); err != nil {
-				e := durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+			derr := decodeFramesWith(body, layout, func(rec record, recErr error) error {
+				if recErr != nil || rec.kind == lostRecord {
+					s.lose(r.overlay, r.quarantine, rec, seq)
+					return nil
+				}
+				r.overlay.apply(rec)
+				return nil
+			})
+			if derr != nil {
+				if err != nil {
+					de := durability.Damaged(s.path, durability.RecordLog, seq, fmt.Sprintf("checksum mismatch, and it cannot be read record by record (%v)", derr))
+					de.Offset = s.fileOffset(v)
+					return de
+				}
+				e := durability.Damaged(s.path, durability.RecordLog, seq, derr.Error())
 				e.Offset = s.fileOffset(v)
 				return e
 			}
-			next = seq + 1
+			r.next = seq + 1
 		}
-		if !legacy && next != wal.Sequence() {
+		if !legacy && r.next != wal.Sequence() {
 			return &durability.DamageError{Store: s.path, What: "log", Offset: -1,
-				Reason: fmt.Sprintf("holds %d entries, its header says %d: entries lost", next, wal.Sequence())}
+				Reason: fmt.Sprintf("holds entries up to %d, its header says %d: entries lost", int64(r.next)-1, wal.Sequence())}
 		}
 		return nil
 	})
-	return o, next, err
+	return r, err
+}
+
+// lose records that rec's data was lost (rec is a put whose data failed
+// its check, or a lostRecord relogged earlier): rec's actor is
+// quarantined; a compacting snapshot still compacts (its header, which
+// says so, is intact).
+func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint64) {
+	snapshot := rec.kind == putSnapshot || rec.kind == lostRecord && rec.lostSnapshot
+	if rec.kind == putSnapshot && rec.compact && rec.index > 0 {
+		o.apply(record{kind: deleteEvents, name: rec.name, index: rec.index - 1})
+		o.apply(record{kind: deleteSnapshots, name: rec.name, index: rec.index - 1})
+	}
+	what := durability.RecordEvent
+	if snapshot {
+		what = durability.RecordSnapshot
+	}
+	if a := o.actors[rec.name]; a != nil { // an older write at the index is not the state
+		if snapshot {
+			delete(a.snapshots.puts, rec.index)
+		} else {
+			delete(a.events.puts, rec.index)
+		}
+	}
+	qa := q[rec.name]
+	if qa == nil {
+		qa = &quarantined{err: durability.Damaged(s.path, what, rec.index, fmt.Sprintf("its write in the log (entry %d) is damaged and lost; the actor is quarantined until Salvage", seq))}
+		q[rec.name] = qa
+	}
+	qa.lost = append(qa.lost, record{kind: lostRecord, name: rec.name, index: rec.index, lostSnapshot: snapshot})
 }
 
 // openLogValue checks a log value (v aliases the mapped file) and returns
@@ -182,58 +181,155 @@ func (s *Store) openLogValue(seq uint64, v []byte, legacy bool) ([]byte, error) 
 	return slices.Clone(v[crcSize:]), nil
 }
 
-// checkpoint moves the overlay into the per-actor buckets and empties the
-// write-ahead log, in one transaction. It holds viewMu so that readers see
-// either the state before or the state after.
+// pending returns name's writes not yet in its bucket: the part of the
+// checkpoint under way, then the newer ones. s.viewMu must be held.
+func (s *Store) pending(name string) *pendingActor {
+	var f *pendingActor
+	if s.flushing != nil {
+		f = s.flushing.actors[name]
+	}
+	return f.then(s.overlay.actors[name])
+}
+
+// checkpoint moves every write of the log into the per-actor buckets and
+// empties the log, in one transaction (Open, Close, Compact, Salvage).
+// Readers go on meanwhile: they merge the overlay on top of the buckets
+// until the new state is committed, which gives the same result.
 func (s *Store) checkpoint() error { return s.checkpointWith(nil) }
 
 // checkpointWith is checkpoint with before run first in its transaction.
+// An actor found damaged on the way is quarantined and the checkpoint
+// done again without it.
 func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
-	s.viewMu.Lock()
-	defer s.viewMu.Unlock()
-	if s.overlay.ops == 0 && before == nil {
+	for {
+		steps := append(slices.Clone(s.steps), s.stepsOf(s.overlay, 0)...)
+		if len(steps) == 0 && s.flushing == nil && before == nil {
+			return nil
+		}
+		var relog *overlay
+		var next uint64
+		err := s.updateTx("checkpointing", func(tx *bolt.Tx) error {
+			if before != nil {
+				if err := before(tx); err != nil {
+					return err
+				}
+			}
+			if err := s.flush(tx, steps); err != nil {
+				return err
+			}
+			var err error
+			relog, next, err = s.resetLog(tx, "")
+			return err
+		})
+		if s.quarantineFor(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		s.log.Debug("boltstore checkpoint", "steps", len(steps), "writes", s.overlay.ops)
+		s.viewMu.Lock()
+		s.overlay, s.flushing = relog, nil
+		s.viewMu.Unlock()
+		s.steps, s.nextSeq, s.logStart, s.cut = nil, next, 0, 0
 		return nil
 	}
-	// bbolt keeps the values put in a transaction until it commits: they
-	// are sealed into one buffer made for this checkpoint.
-	arena := make([]byte, 0, s.overlay.bytes+crcSize*s.overlay.ops)
-	err := s.updateTx("checkpointing", func(tx *bolt.Tx) error {
-		if before != nil {
-			if err := before(tx); err != nil {
-				return err
-			}
-		}
-		dir, err := s.readDirectory(tx)
-		if err != nil {
-			return err
-		}
-		old := dir
-		for name, a := range s.overlay.actors {
-			if err := s.flushActor(tx, name, a, &arena, &dir); err != nil {
-				return fmt.Errorf("actor %q: %w", name, err)
-			}
-		}
-		if dir != old {
-			if err := writeDirectory(tx, dir); err != nil {
-				return err
-			}
-		}
-		if err := tx.DeleteBucket(walBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
-			return err
-		}
-		_, err = tx.CreateBucket(walBucket)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	s.log.Debug("boltstore checkpoint", "writes", s.overlay.ops, "bytes", s.overlay.bytes, "actors", len(s.overlay.actors))
-	s.overlay = newOverlay()
-	s.nextSeq = 0 // the log starts again, empty
-	return nil
 }
 
-// upgrade rewrites a version 2 (or 1) file as version 3: every bucket
+// quarantineFor quarantines the actor err names if err is damage found in
+// one actor's data by a checkpoint, and reports whether it did.
+func (s *Store) quarantineFor(err error) bool {
+	var ae *actorError
+	var de *durability.DamageError
+	if !errors.As(err, &ae) || !errors.As(ae.err, &de) {
+		return false
+	}
+	s.log.Error("boltstore: actor quarantined: its stored state is damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", ae.name, "damage", de)
+	s.viewMu.Lock()
+	if s.quarantine[ae.name] == nil {
+		s.quarantine[ae.name] = &quarantined{err: de}
+		s.quarantined.Add(1)
+	}
+	s.viewMu.Unlock()
+	s.steps = slices.DeleteFunc(s.steps, func(st step) bool { return st.name == ae.name })
+	return true
+}
+
+// isQuarantined reports whether name is quarantined (committer only, or
+// with viewMu held).
+func (s *Store) isQuarantined(name string) bool { return s.quarantine[name] != nil }
+
+// resetLog empties the log in tx and relogs the pending writes of the
+// quarantined actors (but except) from key 0, with their lost records. It
+// returns the overlay of what it relogged and the next free key.
+func (s *Store) resetLog(tx *bolt.Tx, except string) (*overlay, uint64, error) {
+	if err := tx.DeleteBucket(walBucket); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return nil, 0, err
+	}
+	wal, err := tx.CreateBucket(walBucket)
+	if err != nil {
+		return nil, 0, err
+	}
+	wal.FillPercent = 1
+	if err := writeLogStart(tx, 0); err != nil {
+		return nil, 0, err
+	}
+	o, values := s.relogValues(except)
+	for i, v := range values {
+		if err := wal.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), sealLogValue(uint64(i), v)); err != nil {
+			return nil, 0, err
+		}
+	}
+	return o, uint64(len(values)), wal.SetSequence(uint64(len(values)))
+}
+
+// relogValues returns the log values (checksum room first) holding the
+// pending writes and lost records of the quarantined actors (but except),
+// and their overlay.
+func (s *Store) relogValues(except string) (*overlay, [][]byte) {
+	o := newOverlay()
+	var batch []*write
+	names := make([]string, 0, len(s.quarantine))
+	for name := range s.quarantine {
+		if name != except {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		a := s.pending(name)
+		// The lost records first: replay drops what the overlay holds at
+		// their indexes, which is older.
+		recs := slices.Clone(s.quarantine[name].lost)
+		if a != nil {
+			o.actors[name] = a
+			recs = append(recs, a.records(name)...)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		recs = slices.Clone(recs)
+		batch = append(batch, &write{recs: recs, enc: encodeRecords(recs)})
+	}
+	if len(batch) == 0 {
+		return o, nil
+	}
+	values, _ := frameInto(nil, batch)
+	return o, values
+}
+
+// sealLogValue fills in the checksum of log value v (room for it first)
+// for key seq, and returns v.
+func sealLogValue(seq uint64, v []byte) []byte {
+	var sum uint32
+	if !benchhook.ChecksumsOff.Load() {
+		sum = durability.Checksum(durability.RecordLog, "", seq, v[crcSize:])
+	}
+	binary.BigEndian.PutUint32(v, sum)
+	return v
+}
+
+// upgrade rewrites a version 2 (or 1) file as version 4: every bucket
 // value gets its checksum, every actor bucket its summary and the actors
 // bucket its directory summary, the replayed log is checkpointed and the
 // format key set, in one transaction, so a crash leaves the old file or
@@ -300,109 +396,4 @@ func bucketFor(kind durability.RecordKind) []byte {
 		return snapshotsBucket
 	}
 	return eventsBucket
-}
-
-// flushActor applies name's overlay to its actor bucket, sealing values
-// into *arena and keeping the bucket's summary and the directory's: a new
-// actor bucket is added to dir, one left empty is deleted from the file
-// and from dir.
-func (s *Store) flushActor(tx *bolt.Tx, name string, a *pendingActor, arena *[]byte, dir *directory) error {
-	actors := tx.Bucket(actorsBucket)
-	ab := actors.Bucket([]byte(name))
-	var sm summary
-	if ab == nil {
-		if len(a.events.puts) == 0 && len(a.snapshots.puts) == 0 {
-			return nil // deletes of what is not there
-		}
-		var err error
-		if ab, err = actors.CreateBucket([]byte(name)); err != nil {
-			return err
-		}
-		dir.count++
-		dir.sum += nameSum([]byte(name))
-	} else {
-		var err error
-		if sm, err = s.readSummary(ab, name); err != nil {
-			return err
-		}
-	}
-	if err := s.flushBucket(ab, durability.RecordEvent, name, &a.events, &sm.events, arena); err != nil {
-		return err
-	}
-	if err := s.flushBucket(ab, durability.RecordSnapshot, name, &a.snapshots, &sm.snapshots, arena); err != nil {
-		return err
-	}
-	if sm.events.count == 0 && sm.snapshots.count == 0 {
-		dir.count--
-		dir.sum -= nameSum([]byte(name))
-		return actors.DeleteBucket([]byte(name))
-	}
-	return ab.Put(summaryKey, encodeSummary(name, sm))
-}
-
-// flushBucket applies one pending log to the sub-bucket of ab for kind,
-// keeping st.
-func (s *Store) flushBucket(ab *bolt.Bucket, kind durability.RecordKind, name string, l *pendingLog, st *bucketStat, arena *[]byte) error {
-	which := bucketFor(kind)
-	b := ab.Bucket(which)
-	if b == nil && st.count > 0 {
-		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)}
-	}
-	if l.deleted && b != nil {
-		// Collect first: deleting while a cursor walks the bucket can skip keys.
-		var keys [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(k) != 8 {
-				return s.damagedKey(kind, k)
-			}
-			if decodeIndex(k) > l.deletedThrough {
-				break
-			}
-			keys = append(keys, slices.Clone(k))
-			st.count--
-			st.sum -= storedSum(v)
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-	}
-	if len(l.puts) > 0 && b == nil {
-		var err error
-		if b, err = ab.CreateBucket(which); err != nil {
-			return err
-		}
-	}
-	for _, e := range l.putsIn(0, 0) {
-		key := indexKey(e.index)
-		if old := b.Get(key); old != nil {
-			st.sum -= storedSum(old)
-		} else {
-			st.count++
-		}
-		start := len(*arena)
-		*arena = sealValue(*arena, kind, name, e.index, e.data)
-		v := (*arena)[start:len(*arena):len(*arena)]
-		if err := b.Put(key, v); err != nil {
-			return err
-		}
-		st.sum += storedSum(v)
-	}
-	if b == nil {
-		return nil
-	}
-	if st.count == 0 {
-		*st = bucketStat{}
-		return ab.DeleteBucket(which)
-	}
-	c := b.Cursor()
-	first, _ := c.First()
-	last, _ := c.Last()
-	if len(first) != 8 || len(last) != 8 {
-		return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: "its first or last key is not an index"}
-	}
-	st.min, st.max = decodeIndex(first), decodeIndex(last)
-	return nil
 }

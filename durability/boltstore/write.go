@@ -11,7 +11,6 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/polyweave/polyweave-go/durability"
-	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // writeKind says what a write does. Its value is stored in the log.
@@ -22,7 +21,31 @@ const (
 	putSnapshot
 	deleteEvents
 	deleteSnapshots
+	// lostRecord stands for a put whose data was lost to damage (flags
+	// bit 1: a snapshot, else an event): the store re-logs it with a
+	// quarantined actor's writes so that the quarantine outlives a
+	// restart. It changes no state.
+	lostRecord
 )
+
+// flagLostSnapshot marks a lostRecord that stood for a snapshot.
+const flagLostSnapshot = 2
+
+// what names the kind in error messages.
+func (k writeKind) what() string {
+	switch k {
+	case putEvent:
+		return "event"
+	case putSnapshot:
+		return "snapshot"
+	case deleteEvents:
+		return "delete of events through"
+	case deleteSnapshots:
+		return "delete of snapshots through"
+	default:
+		return "lost record"
+	}
+}
 
 func (k writeKind) op() string {
 	switch k {
@@ -123,7 +146,9 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		size += len(r.data)
 	}
 	var err error
-	if size > maxDataSize {
+	if q := s.quarantineOf(name); q != nil {
+		err = q.err
+	} else if size > maxDataSize {
 		err = fmt.Errorf("%d bytes: %w", size, bolterrors.ErrValueTooLarge)
 	} else {
 		w.enc = encodeRecords(w.recs)
@@ -140,6 +165,16 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	return nil
+}
+
+// quarantineOf returns name's quarantine, or nil.
+func (s *Store) quarantineOf(name string) *quarantined {
+	if s.quarantined.Load() == 0 {
+		return nil
+	}
+	s.viewMu.RLock()
+	defer s.viewMu.RUnlock()
+	return s.quarantine[name]
 }
 
 // handOff hands w to the committer and waits for its outcome.
@@ -287,17 +322,27 @@ func (s *Store) commitAll(batch []*write) {
 	}
 }
 
-// commit appends batch to the log in one transaction, reports to each
-// writer, then checkpoints if the log is due. If the transaction fails and
-// the batch has more than one write, each write is retried alone so that
-// one bad write fails alone.
+// commit appends batch to the log in one transaction, with the steps of
+// a checkpoint under way (see [step]), reports to each writer, then starts
+// a checkpoint if the log is due. If the steps fail, the batch is
+// committed again without them: an actor whose data they found damaged is
+// quarantined, other failures are logged and retried by later commits.
+// If the transaction fails otherwise and the batch has more than one
+// write, each write is retried alone so that one bad write fails alone.
 func (s *Store) commit(batch []*write) {
-	err := s.appendLog(batch)
+	p := s.planSteps(batch)
+	err := s.appendLog(batch, p)
+	if err != nil && p != nil {
+		if !s.quarantineFor(err) {
+			s.log.Warn("boltstore checkpoint step failed; the writes stay in the log", "err", err)
+		}
+		err = s.appendLog(batch, nil)
+	}
 	switch {
 	case err != nil && len(batch) > 1:
 		s.log.Warn("boltstore batch commit failed; retrying writes one by one", "writes", len(batch), "err", err)
 		for _, w := range batch {
-			w.done <- s.appendLog([]*write{w})
+			w.done <- s.appendLog([]*write{w}, nil)
 		}
 	default:
 		if err != nil {
@@ -307,50 +352,71 @@ func (s *Store) commit(batch []*write) {
 			w.done <- err
 		}
 	}
-	s.viewMu.RLock()
-	due := !s.compacting && (s.overlay.ops >= s.checkpointOps || s.overlay.bytes >= s.checkpointBytes)
-	s.viewMu.RUnlock()
-	if due {
-		if err := s.checkpoint(); err != nil {
-			// The writes are safe in the log; a later commit retries.
-			s.log.Warn("boltstore checkpoint failed", "err", err)
-		}
-	}
+	s.maybeFreeze()
 }
 
-// appendLog commits batch to the log and, once committed, to the overlay.
-// The batch goes into one log value (see [frameBatch]) under the next log
-// key, so a commit adds one B+tree entry at the log's end whatever the
-// number of writes or actors involved.
-func (s *Store) appendLog(batch []*write) error {
-	values := s.frameBatch(batch)
-	for i, v := range values {
-		var sum uint32
-		if !benchhook.ChecksumsOff.Load() {
-			sum = durability.Checksum(durability.RecordLog, "", s.nextSeq+uint64(i), v[crcSize:])
-		}
-		binary.BigEndian.PutUint32(v, sum)
+// appendLog commits batch to the log, with p's checkpoint steps (nil:
+// none), and once committed applies it to the overlay. The batch goes
+// into one log value (see [frameBatch]) under the next log key, so a
+// commit adds one B+tree entry at the log's end whatever the number of
+// writes or actors involved. When p finishes the checkpoint, the same
+// transaction deletes the log's entries before the cut and relogs, first,
+// the pending writes of quarantined actors.
+func (s *Store) appendLog(batch []*write, p *plan) error {
+	var relog *overlay
+	var relogValues [][]byte
+	if p != nil && p.retire {
+		relog, relogValues = s.relogValues("")
 	}
+	values := s.frameBatch(batch)
+	if n := 8 * (len(relogValues) + len(values)); len(s.keyBuf) < n {
+		s.keyBuf = make([]byte, n) // bbolt keeps the keys until the commit
+	}
+	next := s.nextSeq
 	err := s.updateTx("committing", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		wal.FillPercent = 1 // keys only grow: pack pages full
-		for i, v := range values {
-			key := binary.BigEndian.AppendUint64(s.keyBuf[8*i:8*i], s.nextSeq+uint64(i))
-			if err := wal.Put(key, v); err != nil {
+		i := 0
+		for _, vs := range [2][][]byte{relogValues, values} {
+			for _, v := range vs {
+				key := binary.BigEndian.AppendUint64(s.keyBuf[8*i:8*i], next)
+				if err := wal.Put(key, sealLogValue(next, v)); err != nil {
+					return err
+				}
+				next++
+				i++
+			}
+		}
+		if p != nil {
+			if err := s.flush(tx, p.steps); err != nil {
 				return err
+			}
+			if p.retire {
+				if err := s.dropLog(tx, wal); err != nil {
+					return err
+				}
 			}
 		}
 		// The log's length, in the bucket's header (which the commit
 		// rewrites anyway): replay finds entries lost to damage.
-		return wal.SetSequence(s.nextSeq + uint64(len(values)))
+		return wal.SetSequence(next)
 	})
-	n := len(values)
 	clear(values) // drop references to large buffers the next commit may not reuse
 	if err != nil {
 		return err
 	}
-	s.nextSeq += uint64(n)
+	s.nextSeq = next
+	if p != nil {
+		s.steps = s.steps[len(p.steps):]
+	}
 	s.viewMu.Lock()
+	if p != nil && p.retire {
+		s.flushing = nil
+		for name, a := range relog.actors {
+			s.overlay.actors[name] = a
+		}
+		s.logStart, s.cut = s.cut, 0
+	}
 	for _, w := range batch {
 		for _, r := range w.recs {
 			s.overlay.apply(r)
@@ -358,6 +424,17 @@ func (s *Store) appendLog(batch []*write) error {
 	}
 	s.viewMu.Unlock()
 	return nil
+}
+
+// dropLog deletes the log entries before the cut, which the checkpoint
+// that ends in tx has moved into the buckets, and records the new start.
+func (s *Store) dropLog(tx *bolt.Tx, wal *bolt.Bucket) error {
+	for seq := s.logStart; seq < s.cut; seq++ {
+		if err := wal.Delete(indexKey(seq)); err != nil {
+			return err
+		}
+	}
+	return writeLogStart(tx, s.cut)
 }
 
 // maxLogValueSize is the largest log value a batch is framed into; a
@@ -368,18 +445,34 @@ var maxLogValueSize = bolt.MaxValueSize
 // commits, so that one batch of large snapshots does not pin its memory.
 const maxKeptFrameBuf = 1 << 20
 
-// frameBatch frames batch's records into log values, in s.frameBuf: one
-// value unless the batch exceeds bbolt's value limit, then as few as fit.
-// Each value starts with room for its checksum, which appendLog fills in.
-// It also sizes s.keyBuf for their keys. The values stay valid until the
-// next call; only the committer calls it.
+// frameBatch frames batch's records into log values, in s.frameBuf (see
+// [frameInto]). The values stay valid until the next
+// call; only the committer calls it.
 //
 // The returned slice is s.frameValues: its elements must be cleared before
 // the next call.
 func (s *Store) frameBatch(batch []*write) [][]byte {
-	buf := append(s.frameBuf[:0], make([]byte, crcSize)...)
+	values, buf := frameIntoValues(s.frameBuf[:0], s.frameValues[:0], batch)
+	if cap(buf) <= maxKeptFrameBuf {
+		s.frameBuf = buf[:0]
+	} else {
+		s.frameBuf = nil
+	}
+	s.frameValues = values[:0]
+	return values
+}
+
+// frameInto frames batch's records into new log values: one value unless
+// the batch exceeds bbolt's value limit, then as few as fit. Each value
+// starts with room for its checksum ([sealLogValue]).
+func frameInto(buf []byte, batch []*write) ([][]byte, []byte) {
+	return frameIntoValues(buf, nil, batch)
+}
+
+// frameIntoValues is frameInto appending to buf and values.
+func frameIntoValues(buf []byte, values [][]byte, batch []*write) ([][]byte, []byte) {
+	buf = append(buf, make([]byte, crcSize)...)
 	start := 0
-	values := s.frameValues[:0]
 	for _, w := range batch {
 		if len(buf)-start+len(w.enc) <= maxLogValueSize {
 			buf = append(buf, w.enc...)
@@ -396,15 +489,5 @@ func (s *Store) frameBatch(batch []*write) [][]byte {
 			buf, enc = append(buf, frame...), rest
 		}
 	}
-	values = append(values, buf[start:])
-	if cap(buf) <= maxKeptFrameBuf {
-		s.frameBuf = buf[:0]
-	} else {
-		s.frameBuf = nil
-	}
-	s.frameValues = values[:0]
-	if len(s.keyBuf) < 8*len(values) {
-		s.keyBuf = make([]byte, 8*len(values))
-	}
-	return values
+	return append(values, buf[start:]), buf
 }

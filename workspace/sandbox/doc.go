@@ -27,12 +27,17 @@
 //     workspace and /tmp, no TCP unless the network is allowed, no
 //     signals or abstract sockets out of the domain, no mounts), and
 //     empties the capability bounding set;
+//   - reports that it is ready, and waits for its one command: a
+//     sandbox can be set up ahead of the call that uses it ([Prepare],
+//     [Process.Run]);
 //   - forks `shell -c command` stopped at its exec (ptrace), sets its
 //     rlimits (address space, file size, processes, CPU time; no core
 //     files), and lets it run with descriptors 0–2 only;
 //   - reaps every process re-parented to it; when the shell exits it
-//     kills every other process of the namespace and reports the
-//     shell's status on a pipe.
+//     kills every other process of the namespace, reaps them, closes
+//     the output pipes and reports the shell's status on a pipe, whose
+//     end tells the host the command is over (before the helper's own
+//     exit, which the namespaces' teardown makes slow).
 //
 // Because the helper is PID 1, its death kills every process of the
 // namespace, including those that called setsid or double-forked. The

@@ -26,7 +26,7 @@ const (
 	helperArg0 = "polyweave-sandbox"
 	helperEnv  = "POLYWEAVE_SANDBOX_HELPER=1"
 
-	fdControl = 3 // read end: one JSON request line, then control bytes; EOF = host gone
+	fdControl = 3 // read end: the set-up line, the run line, then control bytes; EOF = host gone
 	fdRoot    = 4 // the workspace directory, as the file tools opened it
 	fdStatus  = 5 // write end: JSON report lines
 )
@@ -36,18 +36,24 @@ const (
 	ctlTerminate = 'T' // SIGTERM to every process of the command
 )
 
-// request is what the host asks of one helper.
-type request struct {
-	Probe   bool     `json:"probe,omitempty"` // set up, report, and exit without running anything
+// setupRequest is the first line the host sends a helper: how to build
+// the sandbox. It is sent when the helper starts, before there is a
+// command to run, so that a sandbox can be made ready ahead of its call.
+type setupRequest struct {
+	Probe  bool   `json:"probe,omitempty"` // set up, report, and exit without running anything
+	Config Config `json:"config"`
+}
+
+// runRequest is the second line: the one command the sandbox runs.
+type runRequest struct {
 	Shell   string   `json:"shell"`
 	Command string   `json:"command"`
 	Env     []string `json:"env"`
-	Config  Config   `json:"config"`
 }
 
 // report is one line the helper writes on fdStatus: once the sandbox is
 // set up ("ready", with the protections), then "exit" with the shell's
-// status, or "error" when setting up failed.
+// status, or "error" when setting up or starting the command failed.
 type report struct {
 	Phase       string       `json:"phase"`
 	Protections *Protections `json:"protections,omitempty"`
@@ -67,8 +73,8 @@ func init() {
 }
 
 // helperMain is PID 1 of the sandbox's namespaces. It sets the sandbox
-// up, starts the command, reaps every process until the command's shell
-// exits, kills what is left and reports.
+// up, waits for its command, starts it, reaps every process until the
+// command's shell exits, kills what is left and reports.
 func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
 	// only delivers to a namespace's init the signals it handles). They
@@ -91,22 +97,33 @@ func helperMain() int {
 	ctl := &fdReader{fd: fdControl}
 	line, err := ctl.readLine()
 	if err != nil {
-		status.send(report{Phase: "error", Error: "read request: " + err.Error()})
+		status.send(report{Phase: "error", Error: "read the set-up request: " + err.Error()})
 		return 2
 	}
-	var req request
-	if err := json.Unmarshal(line, &req); err != nil {
-		status.send(report{Phase: "error", Error: "decode request: " + err.Error()})
+	var setup setupRequest
+	if err := json.Unmarshal(line, &setup); err != nil {
+		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, wsPath, err := setUp(&req)
+	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot})
 		return 2
 	}
 	status.send(report{Phase: "ready", Protections: prot})
-	if req.Probe {
+	if setup.Probe {
 		return 0
+	}
+	// Ready: wait for the command. EOF means the host let this sandbox
+	// go unused (or died).
+	line, err = ctl.readLine()
+	if err != nil {
+		return 0
+	}
+	var req runRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		status.send(report{Phase: "error", Error: "decode the run request: " + err.Error()})
+		return 2
 	}
 
 	// Stop the whole namespace when the host says so or goes away.
@@ -123,7 +140,7 @@ func helperMain() int {
 		}
 	}()
 
-	pid, err := startCommand(&req, wsPath)
+	pid, err := startCommand(&req, &setup.Config.Limits, wsPath)
 	if err != nil {
 		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
 		return 2
@@ -136,7 +153,14 @@ func helperMain() int {
 			break
 		}
 	}
+	// Everything in the sandbox is dead and its output is in the pipes:
+	// end them now rather than when this process has exited, which
+	// takes a while longer (the kernel unmaps the runtime's memory and
+	// tears the namespaces down), so the host can answer sooner.
+	_ = unix.Close(1)
+	_ = unix.Close(2)
 	status.send(report{Phase: "exit", Exit: &exit})
+	_ = unix.Close(fdStatus)
 	return 0
 }
 
@@ -166,8 +190,7 @@ func reapUntil(pid int) Exit {
 // host name, Landlock and the capability bounding set. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
 // it is forked from this (locked) thread.
-func setUp(req *request) (*Protections, string, error) {
-	cfg := req.Config
+func setUp(cfg *Config) (*Protections, string, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -345,7 +368,7 @@ func dropBoundingSet() error {
 // its exec so that its rlimits are set before it runs an instruction
 // (rlimits are per process; setting them on the helper would bound the
 // helper's own Go runtime), then lets it go.
-func startCommand(req *request, wsPath string) (int, error) {
+func startCommand(req *runRequest, l *Limits, wsPath string) (int, error) {
 	shell, err := filepath.Abs(req.Shell)
 	if err != nil {
 		return 0, err
@@ -369,7 +392,6 @@ func startCommand(req *request, wsPath string) (int, error) {
 	if !ws.Stopped() {
 		return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
 	}
-	l := req.Config.Limits
 	cpu := uint64((l.MaxCPUTime + 999_999_999) / 1_000_000_000)
 	limits := []struct {
 		res  int

@@ -3,25 +3,33 @@
 package sandbox
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Supported reports whether this build has a sandbox (Linux only).
 const Supported = true
 
-// Process is a sandboxed command started by [Start]: the helper, PID 1 of
+// helperEnvExtra is added to the helper's environment (see race_linux.go).
+var helperEnvExtra []string
+
+// Process is a sandbox made by [Prepare] or [Start]: its helper, PID 1 of
 // the command's namespaces, whose process group in the host is its pid.
 type Process struct {
 	Cmd    *exec.Cmd
 	ctl    *os.File // write end of the control pipe
-	status *os.File // read end of the report pipe
+	status int      // read end of the report pipe (non-blocking once ready), -1 once closed
+	buf    []byte   // what was read from it and not yet parsed
+	eof    bool     // the report pipe reached its end: the helper is exiting
 	prot   *Protections
+	ran    bool // Run was called
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -37,18 +45,54 @@ func (p *Process) Terminate() {
 // Protections are those the helper reported once set up.
 func (p *Process) Protections() *Protections { return p.prot }
 
-// Finish is called once the helper has exited (and before it is
-// reaped): it returns how the command's shell ended, as the helper
-// reported it, or an error saying the helper could not report (killed,
-// or its set-up failed). It closes the pipes.
+// StatusFD is the read end of the helper's report pipe, for a caller
+// that polls it (POLLIN) with its other descriptors. It ends when the
+// helper is done: after its last report, once every process of the
+// sandbox is dead, or when the helper was killed. Call [Process.ReadStatus]
+// when it is readable.
+func (p *Process) StatusFD() int { return p.status }
+
+// ReadStatus reads what the report pipe holds without blocking and
+// reports whether it has ended. Once it has, every process of the
+// command is dead and the helper is exiting: the kernel is tearing its
+// namespaces down, which can take milliseconds more, and need not be
+// waited for to answer the call ([Process.Finish] gives the answer; the
+// helper is reaped with Cmd.Wait when convenient).
+func (p *Process) ReadStatus() bool {
+	for !p.eof {
+		var tmp [512]byte
+		n, err := unix.Read(p.status, tmp[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return false
+		case err != nil || n == 0:
+			p.eof = true
+		default:
+			p.buf = append(p.buf, tmp[:n]...)
+		}
+	}
+	return true
+}
+
+// Finish returns how the command's shell ended, as the helper reported
+// it, or an error saying the helper could not report (killed, or its
+// set-up failed). It waits for the report pipe to end (it has ended once
+// ReadStatus said so, or once the helper exited) and closes the pipes.
 func (p *Process) Finish() (Exit, error) {
 	defer p.ctl.Close()
-	defer p.status.Close()
+	for !p.ReadStatus() {
+		fds := []unix.PollFd{{Fd: int32(p.status), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			break
+		}
+	}
+	p.closeStatus()
 	var last report
-	sc := bufio.NewScanner(p.status)
-	for sc.Scan() {
+	for line := range bytes.SplitSeq(p.buf, []byte{'\n'}) {
 		var r report
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
+		if json.Unmarshal(line, &r) == nil {
 			last = r
 		}
 	}
@@ -61,45 +105,103 @@ func (p *Process) Finish() (Exit, error) {
 	return Exit{Code: -1}, errors.New("sandbox helper was killed before the command's shell exited")
 }
 
+func (p *Process) closeStatus() {
+	if p.status >= 0 {
+		unix.Close(p.status)
+		p.status = -1
+	}
+}
+
 // Start starts command with shell -c in a new sandbox rooted at the
 // workspace directory root (the open directory the file tools use), with
 // env as its whole environment and stdout/stderr as its output. It
 // returns once the sandbox is set up and the command started, or with
-// the set-up's error. cfg must have its defaults filled in.
+// the set-up's error. cfg must have its defaults filled in. It is
+// [Prepare] and [Process.Run] in one.
 func Start(cfg Config, root *os.File, shell, command string, env []string, stdout, stderr *os.File) (*Process, error) {
-	p, err := launch(request{Shell: shell, Command: command, Env: env, Config: cfg}, root, stdout, stderr)
+	p, err := Prepare(cfg, root, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
+	if err := p.Run(shell, command, env); err != nil {
+		p.Release()
+		return nil, err
+	}
 	return p, nil
+}
+
+// Prepare starts a helper and has it set up a new sandbox, as Start
+// does, without a command: the sandbox then waits, ready, for the one
+// command [Process.Run] gives it. Setting up is most of what a
+// sandboxed command costs (starting the helper, namespaces, mounts,
+// Landlock), so a caller that prepares the next sandbox while it is idle
+// makes its next command start about as fast as an unsandboxed one. A
+// prepared sandbox that will not be used must be released
+// ([Process.Release]).
+func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, error) {
+	return launch(setupRequest{Config: cfg}, root, stdout, stderr)
+}
+
+// Run hands a prepared sandbox its command: shell -c command, with env as
+// its whole environment. A sandbox runs one command; Run fails when
+// called again, or when the helper is gone (it was killed while it
+// waited): the caller then releases it and prepares another.
+func (p *Process) Run(shell, command string, env []string) error {
+	if p.ran {
+		return errors.New("sandbox: a sandbox runs one command")
+	}
+	p.ran = true
+	if p.ReadStatus() {
+		return errors.New("sandbox: the prepared sandbox's helper is gone")
+	}
+	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env})
+	if err != nil {
+		return err
+	}
+	if _, err := p.ctl.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("sandbox: hand the command to its helper: %w", err)
+	}
+	return nil
+}
+
+// Release stops a sandbox whose command will not run, or no longer
+// matters: it kills the helper (and with it everything in the sandbox),
+// reaps it and closes the pipes.
+func (p *Process) Release() {
+	_ = p.Cmd.Process.Kill()
+	_ = p.Cmd.Wait()
+	p.ctl.Close()
+	p.closeStatus()
 }
 
 // Probe sets up a sandbox as Start would, without running anything, and
 // says which protections it got. The error says why there is no sandbox
 // at all.
 func Probe(cfg Config, root *os.File) (Protections, error) {
-	p, err := launch(request{Probe: true, Config: cfg}, root, nil, nil)
+	p, err := launch(setupRequest{Probe: true, Config: cfg}, root, nil, nil)
 	if err != nil {
 		return Protections{Missing: []string{err.Error()}}, err
 	}
 	_ = p.Cmd.Wait()
 	p.ctl.Close()
-	p.status.Close()
+	p.closeStatus()
 	return *p.prot, nil
 }
 
-// launch starts the helper and waits for its first report.
-func launch(req request, root *os.File, stdout, stderr *os.File) (*Process, error) {
+// launch starts the helper, sends it the set-up request and waits for
+// its first report.
+func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox control pipe: %w", err)
 	}
-	stR, stW, err := os.Pipe()
-	if err != nil {
+	var st [2]int
+	if err := unix.Pipe2(st[:], unix.O_CLOEXEC); err != nil {
 		ctlR.Close()
 		ctlW.Close()
 		return nil, fmt.Errorf("sandbox status pipe: %w", err)
 	}
+	stW := os.NewFile(uintptr(st[1]), "sandbox-status")
 	flags := syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 	if !req.Config.AllowNetwork {
 		flags |= syscall.CLONE_NEWNET
@@ -107,7 +209,7 @@ func launch(req request, root *os.File, stdout, stderr *os.File) (*Process, erro
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
-		Env:        []string{helperEnv},
+		Env:        append([]string{helperEnv}, helperEnvExtra...),
 		Stdout:     stdout,
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{ctlR, root, stW},
@@ -124,15 +226,12 @@ func launch(req request, root *os.File, stdout, stderr *os.File) (*Process, erro
 	stW.Close()
 	if err != nil {
 		ctlW.Close()
-		stR.Close()
+		unix.Close(st[0])
 		return nil, fmt.Errorf("sandbox: start the helper with new namespaces: %w", err)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: stR}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
 	fail := func(err error) (*Process, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		ctlW.Close()
-		stR.Close()
+		p.Release()
 		return nil, err
 	}
 	line, err := json.Marshal(req)
@@ -140,10 +239,11 @@ func launch(req request, root *os.File, stdout, stderr *os.File) (*Process, erro
 		return fail(err)
 	}
 	if _, err := ctlW.Write(append(line, '\n')); err != nil {
-		return fail(fmt.Errorf("sandbox: send the request: %w", err))
+		return fail(fmt.Errorf("sandbox: send the set-up request: %w", err))
 	}
-	// The first report says the sandbox is ready, or why it is not.
-	first, err := readLine(stR)
+	// The first report says the sandbox is ready, or why it is not
+	// (blocking reads: nothing else is waited for meanwhile).
+	first, err := p.readLine()
 	if err != nil {
 		return fail(fmt.Errorf("sandbox helper exited before it was set up (%v)", err))
 	}
@@ -154,26 +254,32 @@ func launch(req request, root *os.File, stdout, stderr *os.File) (*Process, erro
 	if r.Phase != "ready" {
 		return fail(fmt.Errorf("sandbox set-up failed: %s", r.Error))
 	}
+	if err := unix.SetNonblock(p.status, true); err != nil {
+		return fail(fmt.Errorf("sandbox status pipe: %w", err))
+	}
 	p.prot = r.Protections
 	return p, nil
 }
 
-// readLine reads one line byte by byte, so that nothing after it is
-// consumed from the pipe.
-func readLine(f *os.File) ([]byte, error) {
-	var line []byte
-	var b [1]byte
+// readLine reads the report pipe (blocking) until it holds a whole line,
+// and returns that line; what follows it stays in p.buf.
+func (p *Process) readLine() ([]byte, error) {
 	for {
-		n, err := f.Read(b[:])
-		if n == 1 {
-			if b[0] == '\n' {
-				return line, nil
-			}
-			line = append(line, b[0])
-			continue
+		if i := bytes.IndexByte(p.buf, '\n'); i >= 0 {
+			line := bytes.Clone(p.buf[:i])
+			p.buf = append(p.buf[:0], p.buf[i+1:]...)
+			return line, nil
 		}
-		if err != nil {
+		var tmp [512]byte
+		n, err := unix.Read(p.status, tmp[:])
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
 			return nil, err
+		case n == 0:
+			return nil, errors.New("EOF")
+		default:
+			p.buf = append(p.buf, tmp[:n]...)
 		}
 	}
 }

@@ -65,3 +65,51 @@ func TestStart(t *testing.T) {
 		t.Errorf("f = %q, %v", b, err)
 	}
 }
+
+// A prepared sandbox reports its protections before it has a command,
+// runs exactly one, and a released one is gone.
+func TestPrepareRunRelease(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	cfg := defaults(t, Config{})
+
+	unused, err := Prepare(cfg, root, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prot := unused.Protections(); prot == nil || !prot.Complete() {
+		t.Errorf("prepared sandbox protections: %v", prot)
+	}
+	unused.Release()
+	if unused.Cmd.ProcessState == nil || unused.Cmd.ProcessState.Success() {
+		t.Errorf("a released sandbox's helper was not killed and reaped: %v", unused.Cmd.ProcessState)
+	}
+
+	p, err := Prepare(cfg, root, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run("/bin/sh", "echo ran > f; exit 7", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run("/bin/sh", "echo twice > f", nil); err == nil {
+		t.Error("a second Run succeeded")
+	}
+	exit, err := p.Finish()
+	_ = p.Cmd.Wait()
+	if err != nil || exit.Code != 7 {
+		t.Errorf("exit %+v, %v", exit, err)
+	}
+	if b, err := os.ReadFile(dir + "/f"); err != nil || string(b) != "ran\n" {
+		t.Errorf("f = %q, %v", b, err)
+	}
+}

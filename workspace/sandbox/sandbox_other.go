@@ -35,7 +35,22 @@ func Start(Config, *os.File, string, string, []string, *os.File, *os.File) (*Pro
 	return nil, errUnsupported
 }
 
+// Prepare fails on this system: there is no sandbox.
+func Prepare(Config, *os.File, *os.File, *os.File) (*Process, error) { return nil, errUnsupported }
+
+// Run fails on this system.
+func (p *Process) Run(string, string, []string) error { return errUnsupported }
+
+// Release does nothing on this system.
+func (p *Process) Release() {}
+
 // Probe reports no sandbox on this system.
 func Probe(Config, *os.File) (Protections, error) {
 	return Protections{Missing: []string{errUnsupported.Error()}}, errUnsupported
 }
+
+// StatusFD is -1 on this system.
+func (p *Process) StatusFD() int { return -1 }
+
+// ReadStatus reports true on this system.
+func (p *Process) ReadStatus() bool { return true }

@@ -1,0 +1,158 @@
+//go:build linux
+
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Each command gets a sandbox of its own even though the next one is
+// prepared ahead: nothing a command leaves in its /tmp, its host name or
+// its processes reaches the next, and a sandbox that was lost while it
+// waited is replaced.
+func TestRunCommand_PreparedSandboxIsFreshEachTime(t *testing.T) {
+	if !sandboxComplete(t) {
+		t.Skip("this kernel does not give the full sandbox")
+	}
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
+	mustDo(t, err)
+	defer ws.Close()
+	ctx := context.Background()
+	run := func(cmd string) RunCommandResult {
+		t.Helper()
+		res, err := ws.RunCommand(ctx, RunCommandInput{Command: cmd})
+		mustDo(t, err)
+		if !res.Sandboxed {
+			t.Fatalf("not sandboxed: %+v", res)
+		}
+		return res
+	}
+	first := run("echo left > /tmp/mark; hostname changed 2>/dev/null; (sleep 1000 &); ls /proc | grep -c '^[0-9]'")
+	if first.ExitCode != 0 {
+		t.Fatalf("first command: %+v", first)
+	}
+	for i := 0; i < 3; i++ {
+		mustDo(t, ws.Warm(ctx)) // the next sandbox is ready before the call
+		res := run("cat /tmp/mark 2>&1; hostname; ls /proc | grep '^[0-9]' | tr '\\n' ' '")
+		if strings.Contains(res.Stdout, "left") || strings.Contains(res.Stdout, "changed") {
+			t.Errorf("call %d saw what an earlier one left: %q", i, res.Stdout)
+		}
+		// The helper (1), the shell and its pipeline: no sleep 1000.
+		if pids := strings.Fields(res.Stdout[strings.LastIndexByte(strings.TrimSpace(res.Stdout), '\n')+1:]); len(pids) > 5 {
+			t.Errorf("call %d sees processes of an earlier one: %v", i, pids)
+		}
+	}
+
+	// The prepared sandbox's helper is killed while it waits: the next
+	// command gets a new one and runs all the same.
+	mustDo(t, ws.Warm(ctx))
+	ws.warmMu.Lock()
+	h := ws.warm
+	ws.warmMu.Unlock()
+	if h == nil {
+		t.Fatal("Warm returned with no sandbox prepared")
+	}
+	mustDo(t, h.sb.Cmd.Process.Kill())
+	waitExited(t, h.sb.Pid())
+	if res := run("echo ok"); res.Stdout != "ok\n" || res.ExitCode != 0 {
+		t.Errorf("after the prepared sandbox was lost: %+v", res)
+	}
+}
+
+// Close releases the sandbox prepared for the next command: no helper
+// of this workspace is left running or unreaped.
+func TestClose_ReleasesPreparedSandbox(t *testing.T) {
+	if !sandboxComplete(t) {
+		t.Skip("this kernel does not give the full sandbox")
+	}
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
+	mustDo(t, err)
+	ctx := context.Background()
+	_, err = ws.RunCommand(ctx, RunCommandInput{Command: "true"})
+	mustDo(t, err)
+	mustDo(t, ws.Warm(ctx))
+	ws.warmMu.Lock()
+	pid := ws.warm.sb.Pid()
+	ws.warmMu.Unlock()
+	if !isChild(pid) {
+		t.Fatalf("the prepared helper %d is not running", pid)
+	}
+	mustDo(t, ws.Close())
+	if isChild(pid) {
+		t.Errorf("the prepared helper %d outlived Close", pid)
+	}
+	if err := ws.Warm(ctx); err == nil {
+		t.Error("Warm after Close succeeded")
+	}
+}
+
+// waitExited waits until pid has exited (it may stay unreaped).
+func waitExited(t *testing.T, pid int) {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	mustDo(t, err)
+	defer unix.Close(fd)
+	for {
+		_, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1)
+		if err != unix.EINTR {
+			mustDo(t, err)
+			return
+		}
+	}
+}
+
+// isChild reports whether pid exists (running or a zombie) as a child of
+// this process.
+func isChild(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(st, ')')
+	f := strings.Fields(string(st[i+1:]))
+	return len(f) > 1 && f[1] == strconv.Itoa(os.Getpid())
+}
+
+// A command that fails for want of memory under the sandbox's
+// address-space limit is reported as stopped by it; one that survives
+// the failed allocation, or only talks about memory, is not.
+func TestRunCommand_MemoryLimitNamed(t *testing.T) {
+	if !sandboxComplete(t) {
+		t.Skip("this kernel does not give the full sandbox")
+	}
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, Limits: Limits{MaxAddressSpace: 128 << 20}})
+	mustDo(t, err)
+	defer ws.Close()
+	for _, c := range []struct {
+		command string
+		named   bool
+	}{
+		{`perl -e '$x = "x" x 300_000_000; print "allocated\n"'`, true},
+		{`perl -e '$x = "x" x 300_000_000' || echo recovered`, false},
+		{`perl -e '$x = "x" x 30_000_000; print "fits\n"'`, false},
+		{`echo "out of memory" >&2; exit 3`, true}, // what it says is all the kernel leaves to go by
+		{`echo "out of memory" >&2`, false},
+		{`exit 3`, false},
+	} {
+		res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: c.command})
+		mustDo(t, err)
+		if got := res.StoppedBy == StoppedByMemoryLimit; got != c.named {
+			t.Errorf("%s: stopped by %q (%+v), want memory limit named: %v", c.command, res.StoppedBy, res, c.named)
+		}
+	}
+	off, err := New(t.TempDir(), &Options{Sandbox: SandboxOff})
+	mustDo(t, err)
+	defer off.Close()
+	res, err := off.RunCommand(context.Background(), RunCommandInput{Command: `echo "out of memory" >&2; exit 3`})
+	mustDo(t, err)
+	if res.StoppedBy != "" {
+		t.Errorf("without the sandbox (no memory limit) a failure was put on one: %+v", res)
+	}
+}

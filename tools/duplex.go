@@ -140,7 +140,7 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 		return
 	}
 	t := l.t
-	rc.cancel = c.Go(jobKey(rc.seq), func(ctx context.Context, _ func(any)) any { return t.run(ctx, args) })
+	rc.cancel = c.Go(jobKey(rc.seq), func(ctx context.Context, _ func(any)) any { return t.run(ctx, call, args) })
 	if t.def.Timeout > 0 {
 		rc.stopTimer = c.After(t.def.Timeout, timeoutKey(rc.seq))
 	}
@@ -155,7 +155,7 @@ func (l *toolLogic) runSync(c actors.Context, rc *runningCall, args json.RawMess
 	}
 	rc.cancel = cancel
 	l.inTurn = rc
-	out := l.t.run(ctx, args)
+	out := l.t.run(ctx, rc.call, args)
 	l.inTurn = nil
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
@@ -167,8 +167,8 @@ func (l *toolLogic) runSync(c actors.Context, rc *runningCall, args json.RawMess
 
 // run calls the handler and encodes its result. It may run on any
 // goroutine and touches no logic state.
-func (t *Tool) run(ctx context.Context, args json.RawMessage) outcome {
-	v, err := t.def.Handler(ctx, args)
+func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessage) outcome {
+	v, err := t.def.Handler(withCall(ctx, call), args)
 	if err != nil {
 		return outcome{err: err}
 	}

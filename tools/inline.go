@@ -30,7 +30,7 @@ func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
 			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
 		}
 	}()
-	out := t.run(ctx, args)
+	out := t.run(ctx, call, args)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return errorResult(call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms", t.def.Name, t.def.Timeout.Milliseconds()))
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -89,17 +90,32 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	defer ws.Close()
 	tr.Note("sandbox", "%s", ws.Protections())
+	mcpTools, closeMCP, err := importMCP(ctx, cfg.mcp, ws, tr) // -mcp (mcp.go)
+	if err != nil {
+		return err
+	}
+	defer closeMCP() // after the agent's runtime has stopped
 
 	var in *injector
 	if cfg.crash.site != crashNone {
 		in = &injector{at: cfg.crash, notify: tr.Fault}
 	}
+	trc, err := startTracing(cfg.trace)
+	if err != nil {
+		return err
+	}
+	defer func() { // after the runtime's Close: every span has ended
+		if cerr := trc.close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	var restarts atomic.Int64
 	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
 		if ev.Directive == supervisor.Restart {
 			restarts.Add(1)
 		}
 		tr.Supervision(ev)
+		trc.supervision(ev)
 	}})
 	if err != nil {
 		return fmt.Errorf("start actors: %w", err)
@@ -117,7 +133,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer ui.close()
-	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui}
+	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui, mcp: mcpTools, trace: trc}
 	defer d.close(ctx)
 	var lead *agent.Agent
 	var about string
@@ -246,8 +262,10 @@ type driver struct {
 	in     *injector
 	sess   *session
 	ui     *liveView // -ui, or nil
+	trace  *tracing  // -trace, or nil
 	agents []*agent.Agent
 	closes []func()
+	mcp    []*tools.Tool // the -mcp servers' tools, the workspace agent's too
 
 	mu   sync.Mutex
 	subs []*models.Answer // the answers of the delegations (-team)
@@ -277,7 +295,7 @@ func (d *driver) solo() (*agent.Agent, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace tools: %w", err)
 	}
-	if toolset, err = d.in.wrapTools(toolset); err != nil {
+	if toolset, err = d.in.wrapTools(append(toolset, d.mcp...)); err != nil {
 		return nil, "", err
 	}
 	opts := &agent.Options{Name: "agent", Tools: toolset, SystemPrompt: systemPrompt}
@@ -299,6 +317,7 @@ func (d *driver) crashable(opts *agent.Options) {
 }
 
 func (d *driver) newAgent(model actors.Spec, opts *agent.Options) (*agent.Agent, error) {
+	model = d.trace.agent(model, providerName(d.cfg), opts)
 	model, err := d.ui.agent(model, opts)
 	if err != nil {
 		return nil, err

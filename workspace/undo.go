@@ -1,0 +1,406 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// UndoToolName is the name of the tool [Journal.UndoTool] makes.
+const UndoToolName = "undo_changes"
+
+// JournalStoreSuffix is appended to a session id to name its journal in
+// the store.
+const JournalStoreSuffix = "/undo"
+
+// Errors of [Journal.Undo].
+var (
+	// ErrChangedSince: a file the undo would restore was changed by
+	// something else after the session wrote it; nothing was restored.
+	ErrChangedSince = errors.New("workspace: undo refused: a file changed since the session wrote it")
+	// ErrNoSuchCall: the session has no write (not undone yet) of that
+	// call.
+	ErrNoSuchCall = errors.New("workspace: undo: no recorded write of that call")
+	// ErrNotKept: the content a write replaced was too large to keep.
+	ErrNotKept = errors.New("workspace: undo refused: the replaced content was too large to keep")
+)
+
+// JournalOptions configure [NewJournal]. A nil *JournalOptions or a zero
+// field means the default.
+type JournalOptions struct {
+	// SessionOf names the session of a call from its stream id; default:
+	// the stream id up to its first '#' (an agent's session id: its
+	// streams are "<session>" and "<session>#<attempt>").
+	SessionOf func(stream string) string
+}
+
+// Journal makes write_file undoable: before each write it records, per
+// session, in a durability store (the session's own store works: the
+// journal is named <session>[JournalStoreSuffix]), what the write
+// replaces (the previous content and permissions, or that there was no
+// file) and a hash of the new content. [Journal.Undo] restores the files
+// to their state before a given call, across restarts, and refuses when a
+// file was changed since by something else.
+//
+// run_command stays irreversible: a command may change anything under
+// the root (and, through the network, outside it), and the sandbox runs
+// it on the real directory, not on a copy-on-write view whose changes
+// could be kept or dropped; recording a whole tree before every command
+// would cost more than the command. Approval (package approval) is the
+// control for commands.
+//
+// A Journal is safe for concurrent use; its writes are serialized.
+type Journal struct {
+	ws        *Workspace
+	store     durability.Store
+	sessionOf func(string) string
+
+	mu   sync.Mutex
+	next map[string]uint64 // per session: the index of its next event
+}
+
+// NewJournal returns a journal of ws's writes in store (which the caller
+// owns and closes).
+func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Journal, error) {
+	if ws == nil || store == nil {
+		return nil, errors.New("workspace: journal needs a workspace and a store")
+	}
+	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}}
+	if o != nil && o.SessionOf != nil {
+		j.sessionOf = o.SessionOf
+	}
+	return j, nil
+}
+
+func defaultSessionOf(stream string) string {
+	session, _, _ := strings.Cut(stream, "#")
+	return session
+}
+
+// journalEvent is one stored event: a write, or an undo of the writes
+// with indexes [UndoFrom, UndoTo).
+type journalEvent struct {
+	Write    *writeRecord `json:"write,omitempty"`
+	UndoFrom uint64       `json:"undo_from,omitempty"`
+	UndoTo   uint64       `json:"undo_to,omitempty"`
+}
+
+type writeRecord struct {
+	CallID  string      `json:"call_id"`
+	Path    string      `json:"path"` // the root-relative file written
+	Existed bool        `json:"existed"`
+	Prev    []byte      `json:"prev,omitempty"`
+	Perm    fs.FileMode `json:"perm,omitempty"`
+	NotKept bool        `json:"not_kept,omitempty"`
+	NewHash string      `json:"new_hash"`
+}
+
+func (r *writeRecord) prevHash() string {
+	if !r.Existed {
+		return ""
+	}
+	return hashOf(r.Prev)
+}
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Tools returns ws's tools (see [Tools]) with a write_file that records
+// into the journal.
+func (j *Journal) Tools() ([]*tools.Tool, error) {
+	all, err := Tools(j.ws)
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range all {
+		if t.Name() != WriteFileToolName {
+			continue
+		}
+		def := t.Definition()
+		def.Handler = nil
+		if all[i], err = tools.NewTyped(def, j.writeFile); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
+// UndoInput is the argument of the undo tool.
+type UndoInput struct {
+	CallID string `json:"call_id,omitempty" jsonschema:"the id of the first write_file call to undo (it and every later write of this conversation are undone); empty undoes every write of this conversation"`
+}
+
+// UndoResult is the undo tool's result.
+type UndoResult struct {
+	Success  bool       `json:"success"`
+	Restored []Restored `json:"restored,omitempty"`
+	Error    string     `json:"error,omitempty"`
+}
+
+// UndoTool is a tool a host may give the model: it undoes the writes of
+// the calling conversation (all of them, or from a call on). It is
+// irreversible (approval's default policy asks before it runs).
+func (j *Journal) UndoTool() (*tools.Tool, error) {
+	return tools.NewTyped(tools.Definition{Name: UndoToolName,
+		Description:  "Undo the files this conversation wrote with write_file: restore them as they were before the given call (or before the first write). Refused when a file was changed since by something else.",
+		Capabilities: []string{"write"}, Irreversible: true},
+		func(ctx context.Context, in UndoInput) (UndoResult, error) {
+			info, _ := tools.CallFrom(ctx)
+			restored, err := j.Undo(ctx, j.sessionOf(info.StreamID), in.CallID)
+			if err != nil {
+				return UndoResult{Error: err.Error()}, nil
+			}
+			return UndoResult{Success: true, Restored: restored}, nil
+		})
+}
+
+// writeFile records what the write replaces, then writes.
+func (j *Journal) writeFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
+	info, ok := tools.CallFrom(ctx)
+	if !ok {
+		return WriteFileResult{}, errors.New("journal: write_file run outside a tool call")
+	}
+	session := j.sessionOf(info.StreamID)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if rec := j.ws.replaced(in.Path); rec != nil {
+		rec.CallID = info.ToolCallID
+		rec.NewHash = hashOf([]byte(in.Content))
+		if err := j.append(ctx, session, journalEvent{Write: rec}); err != nil {
+			return WriteFileResult{}, err // not recorded: not written
+		}
+	}
+	return j.ws.WriteFile(ctx, in)
+}
+
+// replaced returns what a write of path would replace, or nil when the
+// write will be refused (nothing to record).
+func (w *Workspace) replaced(path string) *writeRecord {
+	name, rf := checkName(path)
+	if rf == nil {
+		rf = w.checkExt(name)
+	}
+	if rf != nil {
+		return nil
+	}
+	target, perm, exists, rf := w.writeTarget(name)
+	if rf != nil {
+		return nil
+	}
+	rec := &writeRecord{Path: target, Existed: exists, Perm: perm}
+	if !exists {
+		return rec
+	}
+	if fi, err := w.root.Stat(target); err != nil || fi.Size() > w.opts.MaxWriteBytes {
+		rec.NotKept = true
+		return rec
+	}
+	prev, err := w.root.ReadFile(target)
+	if err != nil {
+		rec.NotKept = true
+		return rec
+	}
+	rec.Prev = prev
+	return rec
+}
+
+func (j *Journal) name(session string) string { return session + JournalStoreSuffix }
+
+// append persists e as the session's next event (j.mu held).
+func (j *Journal) append(ctx context.Context, session string, e journalEvent) error {
+	next, ok := j.next[session]
+	if !ok {
+		_, n, err := j.load(ctx, session)
+		if err != nil {
+			return err
+		}
+		next = n
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("journal of session %q: %w", session, err)
+	}
+	if err := j.store.PersistEvent(ctx, j.name(session), next, data); err != nil {
+		return fmt.Errorf("journal of session %q: %w", session, err)
+	}
+	j.next[session] = next + 1
+	return nil
+}
+
+type indexedWrite struct {
+	index uint64
+	rec   *writeRecord
+}
+
+// load returns the session's writes not undone, in order, and the index
+// of its next event.
+func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
+	var writes []indexedWrite
+	var next uint64
+	err := j.store.GetEvents(ctx, j.name(session), 0, 0, func(i uint64, data []byte) error {
+		var e journalEvent
+		if err := json.Unmarshal(data, &e); err != nil {
+			return &durability.StoreError{Op: durability.OpDecode, Name: j.name(session), Err: err}
+		}
+		next = i + 1
+		if e.Write != nil {
+			writes = append(writes, indexedWrite{index: i, rec: e.Write})
+			return nil
+		}
+		keep := writes[:0]
+		for _, w := range writes {
+			if w.index < e.UndoFrom || w.index >= e.UndoTo {
+				keep = append(keep, w)
+			}
+		}
+		writes = keep
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal of session %q: %w", session, err)
+	}
+	return writes, next, nil
+}
+
+// Change is a write of a session that can be undone.
+type Change struct {
+	CallID  string
+	Path    string
+	Created bool // there was no file before
+}
+
+// Changes lists the session's writes that are not undone, in order.
+func (j *Journal) Changes(ctx context.Context, session string) ([]Change, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	writes, _, err := j.load(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, len(writes))
+	for i, w := range writes {
+		out[i] = Change{CallID: w.rec.CallID, Path: w.rec.Path, Created: !w.rec.Existed}
+	}
+	return out, nil
+}
+
+// Restored is a file an undo put back.
+type Restored struct {
+	Path string `json:"path"`
+	// CallID is the write whose effect was undone.
+	CallID string `json:"call_id"`
+	// Removed: the write had created the file, so undo removed it.
+	Removed bool `json:"removed,omitempty"`
+}
+
+// Undo restores the files the session wrote to their state before call
+// fromCall (its first write), undoing that write and every later one of
+// the session, newest first; an empty fromCall undoes every write of the
+// session not undone yet. Before changing anything it checks that each
+// file still holds what the session wrote (content hash): if one was
+// changed since by something else, it restores nothing and returns an
+// error wrapping [ErrChangedSince] naming the file. A write that had
+// created a file is undone by removing it (directories it created stay).
+// The undone writes are recorded as such, so an undo is not repeated
+// after a restart; an undo interrupted by a crash can be run again.
+func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restored, error) {
+	if err := j.ws.enter(ctx, UndoToolName); err != nil {
+		return nil, err
+	}
+	defer j.ws.calls.Done()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	writes, next, err := j.load(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	j.next[session] = next
+	from := 0
+	if fromCall != "" {
+		from = -1
+		for i, w := range writes {
+			if w.rec.CallID == fromCall {
+				from = i
+				break
+			}
+		}
+		if from < 0 {
+			return nil, fmt.Errorf("%w: %q in session %q", ErrNoSuchCall, fromCall, session)
+		}
+	}
+	undo := writes[from:]
+	if len(undo) == 0 {
+		return nil, nil
+	}
+	// Check everything first, on the files' current hashes.
+	state := map[string]string{}
+	var apply []*writeRecord
+	for i := len(undo) - 1; i >= 0; i-- {
+		r := undo[i].rec
+		cur, ok := state[r.Path]
+		if !ok {
+			if cur, err = j.ws.currentHash(r.Path); err != nil {
+				return nil, fmt.Errorf("workspace: undo: read %s: %w", r.Path, err)
+			}
+		}
+		switch {
+		case cur == r.NewHash && r.NotKept:
+			return nil, fmt.Errorf("%w: %s (call %s)", ErrNotKept, r.Path, r.CallID)
+		case cur == r.NewHash:
+			apply = append(apply, r)
+			state[r.Path] = r.prevHash()
+		case cur == r.prevHash(): // the write failed, or an interrupted undo restored it
+			state[r.Path] = cur
+		default:
+			return nil, fmt.Errorf("%w: %s (written by call %s)", ErrChangedSince, r.Path, r.CallID)
+		}
+	}
+	var restored []Restored
+	for _, r := range apply {
+		if err := j.ws.restore(r); err != nil {
+			return restored, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, err)
+		}
+		restored = append(restored, Restored{Path: r.Path, CallID: r.CallID, Removed: !r.Existed})
+	}
+	if err := j.append(ctx, session, journalEvent{UndoFrom: undo[0].index, UndoTo: next}); err != nil {
+		return restored, err
+	}
+	return restored, nil
+}
+
+// currentHash is the hash of the file's content, "" when there is none.
+func (w *Workspace) currentHash(path string) (string, error) {
+	b, err := w.root.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	return hashOf(b), nil
+}
+
+// restore puts back what r replaced.
+func (w *Workspace) restore(r *writeRecord) error {
+	if !r.Existed {
+		if err := w.root.Remove(r.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if rf := w.replace(r.Path, r.Perm, true, string(r.Prev)); rf != nil {
+		return errors.New(rf.message("undo", r.Path))
+	}
+	return nil
+}

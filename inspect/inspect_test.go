@@ -676,3 +676,43 @@ func TestBreaker_ChangesInTheFeedAndFigures(t *testing.T) {
 		t.Fatal("the page does not show the breaker's state")
 	}
 }
+
+func TestTree_ALoopUnderAStageIsAnAgentLoop(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	silent := actors.Spec{Name: "model", New: func() actors.Logic { return actors.LogicFunc(func(actors.Context, any) {}) }}
+	loop, err := tools.NewLoop(in.Model(silent), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: "delegated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a delegation's loop runs under the calling tool's actor.
+	outer := actors.Wrap("caller", loop, func() actors.Wrapped { return actors.Hooks{} })
+	conn, err := rt.Start(outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(testCtx(t))
+	// Wait until the three actors are up (the inner ones start with the
+	// outer's first turn).
+	started := make(chan struct{}, 8)
+	defer rt.WatchActors(func(actors.ActorEvent) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	})()
+	for len(rt.Actors()) < 3 {
+		<-started
+	}
+	roles := map[string]string{}
+	for _, n := range in.Snapshot("").Tree {
+		roles[n.Name] = n.Role
+	}
+	if roles["caller"] != "agent" || roles["delegated"] != "agent loop" || roles["model"] != "model adapter" {
+		t.Fatalf("roles %v", roles)
+	}
+}

@@ -42,7 +42,8 @@ type config struct {
 	crash         crashPoint
 	json          bool
 	team          bool
-	ui            uiFlag // -ui (ui.go)
+	ui            uiFlag        // -ui (ui.go)
+	approval      approvalFlags // -approve, -undo (approve.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -125,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
 	cfg.ui.register(fs)
+	cfg.approval.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+
@@ -153,6 +155,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (cfg *config) validate(rest []string) error {
 	bad := func(format string, a ...any) error { return &usageError{err: fmt.Errorf(format, a...)} }
+	if err := cfg.approval.check(cfg.team); err != nil {
+		return err
+	}
 	switch cfg.provider {
 	case "", "openai":
 	case "anthropic":

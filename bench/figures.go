@@ -26,6 +26,7 @@ var figures = []figure{
 	{"6", "workspace tools vs os and exec", figureWorkspace},
 	{"7", "the 3-tool-call conversation: our loop, the floor and the peers", figureConversation},
 	{"8", "beyond one machine: remote tools, the PostgreSQL store", figureCluster},
+	{"9", "MCP: our server vs the go-sdk's, an imported tool vs the go-sdk client", figureMCP},
 }
 
 // rows measures the selected pairs of a figure.

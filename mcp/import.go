@@ -39,6 +39,9 @@ type ImportOptions struct {
 	Command []string
 	Env     []string
 	Dir     string
+	// Stderr receives the standard error of the Command's process (where
+	// servers say why they fail); nil discards it.
+	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
 	// when set, is sent as Authorization: Bearer on every request.
 	URL         string
@@ -115,6 +118,10 @@ type importedTool struct {
 // structuredContent when it sends one, and otherwise its text content as
 // a JSON string; a result with isError, or a call that fails on the way,
 // is an error result.
+//
+// When the first connection fails (the command cannot start, the server
+// does not answer initialize or tools/list), Import returns its error:
+// restarts are for a server that was running.
 //
 // The tool list is read again when the server sends
 // notifications/tools/list_changed and after every restart:
@@ -420,7 +427,8 @@ type link struct {
 	session *sdk.ClientSession
 	offered map[string]bool
 	ready   chan struct{} // closed when a session is set or the link is shut
-	first   chan struct{} // closed when the first session's tools are in
+	first   chan struct{} // closed when the first session's tools are in, or the first connection failed
+	failed  error         // why the first connection failed
 	gone    error
 	count   int
 }
@@ -457,6 +465,22 @@ func (l *link) listed() {
 	select {
 	case <-l.first:
 	default:
+		close(l.first)
+	}
+}
+
+// connectFailed records why a connection failed; when no connection was
+// ever made, Import returns it.
+func (l *link) connectFailed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count > 0 {
+		return
+	}
+	select {
+	case <-l.first:
+	default:
+		l.failed = err
 		close(l.first)
 	}
 }
@@ -532,7 +556,9 @@ func (l *link) wait(ctx context.Context) (*sdk.ClientSession, map[string]bool, e
 func (l *link) firstList(ctx context.Context) error {
 	select {
 	case <-l.first:
-		return nil
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.failed
 	case <-ctx.Done():
 		l.mu.Lock()
 		gone := l.gone
@@ -613,6 +639,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 				r.err = m.Err
 			}
 			if r.err != nil {
+				cn.im.link.connectFailed(r.err)
 				c.Fail(&ServerGoneError{Server: cn.im.what(), Err: r.err})
 				return
 			}
@@ -665,6 +692,7 @@ func (im *Imported) connect(job context.Context) connected {
 		// which the watch job closes when the incarnation ends.
 		cmd := exec.Command(im.opts.Command[0], im.opts.Command[1:]...)
 		cmd.Dir = im.opts.Dir
+		cmd.Stderr = im.opts.Stderr
 		if len(im.opts.Env) > 0 {
 			cmd.Env = append(cmd.Environ(), im.opts.Env...)
 		}

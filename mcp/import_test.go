@@ -1,12 +1,14 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -207,6 +209,38 @@ func TestImport_Errors(t *testing.T) {
 	if err == nil {
 		t.Fatal("a server that cannot start was imported")
 	}
+}
+
+// A server that cannot start is reported at once with the first
+// connection's error (not after the restarts a running server gets), and
+// what it said on stderr reaches ImportOptions.Stderr.
+func TestImport_ServerThatCannotStart(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	var stderr lockedBuffer
+	_, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{
+		Command: []string{"sh", "-c", "echo 'no config file' >&2; exit 3"}, Stderr: &stderr})
+	if err == nil || strings.Contains(err.Error(), "given up") || !strings.Contains(err.Error(), "connect") {
+		t.Fatalf("import of a server that exits at once: %v", err)
+	}
+	waitFor(t, "the server's stderr", func() bool { return strings.Contains(stderr.String(), "no config file") })
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // scriptedCall is a script that makes one call and then answers.

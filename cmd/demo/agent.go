@@ -22,6 +22,7 @@ import (
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -89,6 +90,11 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	defer ws.Close()
 	tr.Note("sandbox", "%s", ws.Protections())
+	mcpTools, closeMCP, err := importMCP(ctx, cfg.mcp, ws, tr) // -mcp (mcp.go)
+	if err != nil {
+		return err
+	}
+	defer closeMCP() // after the agent's runtime has stopped
 
 	var in *injector
 	if cfg.crash.site != crashNone {
@@ -117,7 +123,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer ui.close()
-	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui}
+	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui, mcp: mcpTools}
 	defer d.close(ctx)
 	var lead *agent.Agent
 	var about string
@@ -251,6 +257,7 @@ type driver struct {
 	ui      *liveView // -ui, or nil
 	agents  []*agent.Agent
 	closes  []func()
+	mcp     []*tools.Tool      // the -mcp servers' tools, the workspace agent's too
 	journal *workspace.Journal // -undo
 
 	mu   sync.Mutex
@@ -281,7 +288,7 @@ func (d *driver) solo() (*agent.Agent, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace tools: %w", err)
 	}
-	if toolset, err = d.in.wrapTools(toolset); err != nil {
+	if toolset, err = d.in.wrapTools(append(toolset, d.mcp...)); err != nil {
 		return nil, "", err
 	}
 	opts := &agent.Options{Name: "agent", Tools: toolset, SystemPrompt: systemPrompt}

@@ -43,6 +43,7 @@ type config struct {
 	json          bool
 	team          bool
 	ui            uiFlag        // -ui (ui.go)
+	mcp           mcpServers    // -mcp (mcp.go)
 	approval      approvalFlags // -approve, -undo (approve.go)
 }
 
@@ -77,6 +78,7 @@ Examples:
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
+  demo -base-url ... -mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /tmp'   an MCP server's tools too
 
 Flags:
 `
@@ -131,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+
 			"(read_file only), each given to the lead as a tool")
+	fs.Var(&cfg.mcp, "mcp", mcpUsage)
 	fs.BoolVar(&cfg.json, "json", false,
 		"print each frame the agent emits as one JSON line (protojson) on stdout;\n"+
 			"notes and the summary go to stderr")

@@ -52,7 +52,7 @@ func (d *driver) team() (*agent.Agent, string, error) {
 		return nil, "", fmt.Errorf("workspace tools: %w", err)
 	}
 	// The writer: the solo agent's tools and prompt, and the crash.
-	writerTools, err := d.in.wrapTools(toolset)
+	writerTools, err := d.in.wrapTools(slices.Concat(toolset, d.mcp))
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,8 +3,9 @@
 //
 //	polyweave-store verify FILE
 //
-// reads FILE read-only (under a shared lock: it waits for a process that
-// has the store open, then says the file is locked), checks every record's
+// reads FILE read-only (under a shared lock; a file that a running
+// process holds is read from a consistent copy, and the report says so),
+// checks every record's
 // checksum, every actor's summary and the log, and prints what the store
 // still holds, actor by actor, and what is damaged and where. Verify goes
 // on past damage, so a damaged store's intact actors are listed too.
@@ -45,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a store that has the file open")
+	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a store that has the file open before verifying a copy")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -78,6 +79,9 @@ func printReport(w io.Writer, r *boltstore.Report) {
 		return
 	}
 	fmt.Fprintf(w, "%s: format %q\n", r.Path, r.Format)
+	if r.Copy != "" {
+		fmt.Fprintf(w, "note: %s\n", r.Copy)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "DAMAGED: %v\n", p)
 	}

@@ -2,11 +2,13 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -325,6 +327,21 @@ func flipStored(t *testing.T, path string, get func(*bolt.Tx) []byte, offset int
 	}
 }
 
+// TestSalvage_Conformance runs the Salvager conformance case on an event
+// damaged in the buckets (a clean file) and in the log (a file left by a
+// crash: the actor is quarantined, and Salvage releases it).
+func TestSalvage_Conformance(t *testing.T) {
+	open := func(t *testing.T) durability.Store {
+		s, err := Open(filepath.Join(t.TempDir(), "store.db"), &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("Buckets", func(t *testing.T) { durabilitytest.RunSalvage(t, open, damageInFile(false)) })
+	t.Run("Log", func(t *testing.T) { durabilitytest.RunSalvage(t, open, damageInFile(true)) })
+}
+
 // TestSalvage damages an event after the snapshot of one actor: its
 // recovery fails until Salvage is asked for, which keeps the snapshot and
 // the events before the damaged one; the other actors are untouched.
@@ -383,4 +400,67 @@ func TestSalvage(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestVerify_HeldByARunningStore verifies a file that an open store holds
+// and commits to meanwhile: Verify reads a consistent copy and says so;
+// a copy taken while commits run is never reported damaged (or, if the
+// store commits during every copy, Verify says it cannot take one).
+func TestVerify_HeldByARunningStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := Open(path, &Options{CheckpointOps: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := durabilitytest.NewDataset(9, 20, 8)
+	d.Write(t, s, 0)
+	r, err := Verify(path, &Options{OpenTimeout: 50 * time.Millisecond})
+	if err != nil || !r.Intact() || !strings.Contains(r.Copy, "held by another open store of this process") {
+		t.Fatalf("Verify of an idle held file: %v, %+v", err, r)
+	}
+	seen := map[string]bool{}
+	for _, a := range r.Actors {
+		seen[a.Name] = true
+	}
+	for _, name := range r.LogActors {
+		seen[name] = true
+	}
+	if len(seen) != len(d.Sessions) {
+		t.Errorf("Verify of an idle held file saw %d actors in the buckets and the log, want %d", len(seen), len(d.Sessions))
+	}
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		for i := uint64(0); ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := s.PersistEvent(context.Background(), fmt.Sprint("busy-", i%7), i, bytes.Repeat([]byte{'b'}, 300)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	copies := 0
+	for range 5 {
+		r, err := Verify(path, &Options{OpenTimeout: 10 * time.Millisecond})
+		if err == nil {
+			copies++
+		}
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "no consistent copy"):
+			t.Errorf("Verify while commits run: %v", err)
+		case err == nil && (!r.Intact() || r.Copy == ""):
+			t.Errorf("Verify while commits run: %+v, want an intact copy", r)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of 5 verifies while commits ran got a consistent copy", copies)
 }

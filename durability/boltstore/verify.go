@@ -1,8 +1,10 @@
 package boltstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 
@@ -16,6 +18,10 @@ import (
 type Report struct {
 	Path   string
 	Format string // the file's format version, "" if unreadable
+
+	// Copy, when set, says that a running store held the file and that
+	// the report is of a consistent copy taken meanwhile (see [Verify]).
+	Copy string
 
 	// Unreadable is set when the file cannot be read as a store at all
 	// (not a bbolt file, truncated, both meta pages damaged); the other
@@ -61,31 +67,129 @@ func (r *Report) Intact() bool {
 }
 
 // Verify reads the store file at path without changing it, under a shared
-// lock (it waits, up to opts.OpenTimeout, for a store that has the file
-// open), and reports what it still holds and what is damaged: every value
+// lock, and reports what it still holds and what is damaged: every value
 // is checked, every actor bucket compared with its summary, the log read
 // entry by entry. Unlike Open it goes on past damage, one actor at a time,
 // so that a damaged record does not hide the intact ones. A file whose
 // newest meta page is damaged is read from its other meta page (bbolt's
 // fallback), and that is reported. opts may be nil; only OpenTimeout is
-// used. The error is for failures to read the file at all (it does not
-// exist, it is locked); damage is in the report.
+// used.
+//
+// A file that a running store holds (its lock is still taken after
+// opts.OpenTimeout) is verified from a copy: Verify copies the file
+// until a copy is consistent (no commit finished while it was taken: the
+// meta pages are the same before and after, and bbolt does not reuse a
+// page of the tree a meta page names before two more commits), verifies
+// the copy and says so in [Report].Copy. The copy shows the store as of
+// one commit, with its log not yet checkpointed.
+//
+// The error is for failures to read the file at all (it does not exist,
+// it is locked and changes too often for a consistent copy); damage is in
+// the report.
 func Verify(path string, opts *Options) (*Report, error) {
 	o := Options{OpenTimeout: DefaultOpenTimeout}
 	if opts != nil && opts.OpenTimeout > 0 {
 		o.OpenTimeout = opts.OpenTimeout
 	}
 	o.ReadOnly, o.MetaFallback, o.FileMode = true, true, DefaultFileMode
-	r := &Report{Path: path}
+	r, err := verifyFile(path, path, &o)
+	if !errors.Is(err, durability.ErrLocked) {
+		return r, err
+	}
+	tmp, cerr := consistentCopy(path)
+	if cerr != nil {
+		return nil, fmt.Errorf("%w; %w", err, cerr)
+	}
+	defer os.Remove(tmp)
+	r, err = verifyFile(tmp, path, &o)
+	if r != nil {
+		r.Copy = lockNote(path) + ": verified a consistent copy taken meanwhile"
+	}
+	return r, err
+}
+
+// lockNote says who holds the lock on path, for Report.Copy.
+func lockNote(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return path + " is held by a running store"
+	}
+	defer f.Close()
+	holder := lockHolder(f)
+	if holder == "" {
+		holder = "a running store"
+	}
+	return fmt.Sprintf("%s is held by %s", path, holder)
+}
+
+// copyAttempts bounds the copies consistentCopy takes.
+const copyAttempts = 50
+
+// consistentCopy copies the store file at path, which a running store may
+// be committing to, into a temporary file until a copy is consistent: the
+// bytes of both meta pages are the same before and after the copy. It
+// returns the copy's path.
+func consistentCopy(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	metas := func() ([]byte, error) {
+		ps := int64(os.Getpagesize())
+		if m, err := readMeta(f, 0, 0); err == nil && m.pageSize >= minPageSize && m.pageSize <= maxPageSize {
+			ps = int64(m.pageSize)
+		}
+		b := make([]byte, 2*ps)
+		n, err := f.ReadAt(b, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return b[:n], nil
+	}
+	tmp, err := os.CreateTemp("", "polyweave-verify-*.db")
+	if err != nil {
+		return "", err
+	}
+	defer tmp.Close()
+	for range copyAttempts {
+		before, err := metas()
+		if err != nil {
+			break
+		}
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			break
+		}
+		if err := tmp.Truncate(0); err != nil {
+			break
+		}
+		if _, err := io.Copy(tmp, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+			break
+		}
+		after, err := metas()
+		if err != nil {
+			break
+		}
+		if bytes.Equal(before, after) {
+			return tmp.Name(), nil
+		}
+	}
+	os.Remove(tmp.Name())
+	return "", fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
+}
+
+// verifyFile is Verify of the file at path, reported as name.
+func verifyFile(path, name string, o *Options) (*Report, error) {
+	r := &Report{Path: name}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := validateFile(f, path, false); err != nil {
+	if _, err := validateFile(f, name, false); err != nil {
 		r.Problems = append(r.Problems, err)
 	}
 	f.Close()
-	db, err := openBolt(path, &o, os.OpenFile)
+	db, err := openBolt(path, o, os.OpenFile)
 	if errors.Is(err, durability.ErrLocked) {
 		return nil, err
 	}
@@ -95,7 +199,7 @@ func Verify(path string, opts *Options) (*Report, error) {
 		return r, nil
 	}
 	defer db.Close()
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: name}
 	err = s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {

@@ -393,3 +393,52 @@ func RunDamagedFiles(t *testing.T, fs FileStore, flips int) {
 		}
 	})
 }
+
+// RunSalvage checks a store's [durability.Salvager]: it writes a
+// [Dataset] of three sessions (a snapshot at 5, events 5 to 9), damages
+// one byte of one session's event 8 with damage, and checks that reading
+// that session fails, that Salvage keeps its snapshot and events 5 to 7
+// (the intact run before the damaged event) and drops what follows, that
+// every session then reads back (the salvaged one as kept), and that the
+// salvaged session takes a new event 8.
+func RunSalvage(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
+	t.Helper()
+	d := NewDataset(5, 3, 10)
+	s := open(t)
+	d.Write(t, s, 0)
+	d.Write(t, s, 1)
+	se := d.Sessions[1]
+	const damagedAt = 8
+	s2, err := damage(t, s, se.Name, durability.RecordEvent, damagedAt, 1)
+	if err != nil {
+		t.Fatalf("damage: %v", err)
+	}
+	defer s2.Close()
+	sv, ok := s2.(durability.Salvager)
+	if !ok {
+		t.Fatalf("%T does not implement durability.Salvager", s2)
+	}
+	if o, problems := d.Check(t, s2); o.Damaged == 0 || o.Different+o.Other > 0 {
+		t.Fatalf("before Salvage: %+v %v, want the damaged session's reads to fail", o, problems)
+	}
+	got, err := sv.Salvage(t.Context(), se.Name)
+	want := durability.Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: damagedAt - 5, Dropped: got.Dropped}
+	if err != nil || got != want || got.Dropped == 0 {
+		t.Fatalf("Salvage = %+v, %v; want %+v with something dropped", got, err, want)
+	}
+	se.Events = se.Events[:damagedAt-5]
+	d.Sessions[1] = se
+	if o, problems := d.Check(t, s2); o.Exact != 2*len(d.Sessions) {
+		t.Errorf("after Salvage: %+v %v", o, problems)
+	}
+	if err := s2.PersistEvent(t.Context(), se.Name, damagedAt, []byte("again")); err != nil {
+		t.Fatalf("a new event after Salvage: %v", err)
+	}
+	n := 0
+	if err := s2.GetEvents(t.Context(), se.Name, 5, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != damagedAt-5+1 {
+		t.Errorf("after the new event: %d events, %v; want %d", n, err, damagedAt-5+1)
+	}
+	if again, err := sv.Salvage(t.Context(), d.Sessions[0].Name); err != nil || again.Dropped != 0 || again.Events != len(d.Sessions[0].Events) {
+		t.Errorf("Salvage of an intact session = %+v, %v; want nothing dropped", again, err)
+	}
+}

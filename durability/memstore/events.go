@@ -156,3 +156,22 @@ func (e *eventLog) copies(name string, from, to uint64) ([]indexed, error) {
 	}
 	return out, nil
 }
+
+// stored returns the stored forms of the events (unchecked, not copied)
+// in ascending index order.
+func (e *eventLog) stored() []indexed {
+	var out []indexed
+	if e.sparse != nil {
+		for i, d := range e.sparse {
+			out = append(out, indexed{i, d})
+		}
+		slices.SortFunc(out, func(a, b indexed) int { return cmp.Compare(a.index, b.index) })
+		return out
+	}
+	for k, d := range e.slots[e.head:] {
+		if d != nil {
+			out = append(out, indexed{e.base + uint64(k), d})
+		}
+	}
+	return out
+}

@@ -70,3 +70,15 @@ func TestDamagedValues(t *testing.T) {
 			return s, nil
 		})
 }
+
+// TestSalvage damages one event through the Damage test hook and
+// salvages its actor (the conformance case every Salvager passes).
+func TestSalvage(t *testing.T) {
+	durabilitytest.RunSalvage(t, func(*testing.T) durability.Store { return memstore.New(nil) },
+		func(t *testing.T, s durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
+			if !memstore.Damage(s.(*memstore.Store), name, kind, index, offset) {
+				t.Fatalf("no %s %d of %q to damage", kind, index, name)
+			}
+			return s, nil
+		})
+}

@@ -44,6 +44,7 @@ type config struct {
 	team          bool
 	ui            uiFlag        // -ui (ui.go)
 	mcp           mcpServers    // -mcp (mcp.go)
+	trace         traceFlag     // -trace (trace.go)
 	approval      approvalFlags // -approve, -undo (approve.go)
 }
 
@@ -128,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
 	cfg.ui.register(fs)
+	cfg.trace.register(fs)
 	cfg.approval.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+

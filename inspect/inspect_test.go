@@ -645,3 +645,34 @@ func TestNew_Validates(t *testing.T) {
 		t.Error("a negative interval was accepted")
 	}
 }
+
+func TestSessions_OldestQuietOnesForgotten(t *testing.T) {
+	r := newRig(t, &inspect.Options{MaxSessions: 2}, actors.Spec{})
+	for _, s := range []string{"s1", "s2", "s3", "s4"} {
+		if frames := r.converse(t, s, "echo"); finalText(frames) != "done" {
+			t.Fatalf("%s: %v", s, frames)
+		}
+	}
+	var ids []string
+	for _, s := range r.state(t, "").Sessions {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "s3,s4" {
+		t.Fatalf("sessions %v, want the two newest", ids)
+	}
+}
+
+func TestBreaker_ChangesInTheFeedAndFigures(t *testing.T) {
+	r := newRig(t, nil, actors.Spec{})
+	ev := r.events(t, "")
+	r.in.OnBreakerChange("echo", tools.BreakerOpen)
+	snap := ev.until("the open breaker", func(s inspect.Snapshot) bool { return tool(s, "echo").Breaker == "open" })
+	if it := snap.Feed[0]; it.Kind != "breaker" || !it.Alert || !strings.Contains(it.Text, "echo open") {
+		t.Fatalf("feed %+v", snap.Feed)
+	}
+	r.in.OnBreakerChange("echo", tools.BreakerHalfOpen)
+	ev.until("the half-open breaker", func(s inspect.Snapshot) bool { return tool(s, "echo").Breaker == "half-open" })
+	if _, page := r.get(t, "/"); !strings.Contains(page, `data-breaker="half-open"`) {
+		t.Fatal("the page does not show the breaker's state")
+	}
+}

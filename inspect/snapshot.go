@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Snapshot is what the page shows at one moment: the JSON of /api/state
@@ -115,6 +116,9 @@ type ToolFigures struct {
 	P50      string         `json:"p50"`
 	P90      string         `json:"p90"`
 	P99      string         `json:"p99"`
+	// Breaker is the state of its circuit breaker ("closed" until it
+	// changed, when OnBreakerChange is hooked).
+	Breaker string `json:"breaker"`
 	// Stallable tools were wrapped by Inspector.Tools; Stalled and
 	// Waiting (calls held) are their switch.
 	Stallable bool `json:"stallable"`
@@ -167,9 +171,12 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 		names[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil}
+		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil, Breaker: tools.BreakerClosed.String()}
 		if st := in.tools[name]; st != nil {
 			tf.Calls, tf.Failures = st.calls, st.failures
+			if st.breaker != "" {
+				tf.Breaker = st.breaker
+			}
 			if len(st.kinds) > 0 {
 				tf.Kinds = maps.Clone(st.kinds)
 			}
@@ -258,7 +265,7 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	}
 	for _, p := range s.calls {
 		age := now.Sub(p.since)
-		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(p.args, in.opts.Clip),
+		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
 			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: !p.dispatched.IsZero()})
 	}
 	for _, stream := range slices.Sorted(maps.Keys(s.streams)) {

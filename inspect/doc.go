@@ -11,7 +11,7 @@
 //
 //	insp, err := inspect.New(rt, nil)
 //	model = insp.Model(model)                        // conversations, stream cuts
-//	toolset, err = insp.Tools(toolset)               // tool stalls
+//	toolset, err = insp.Tools(toolset)               // tool stalls (with Options.Faults)
 //	loopOpts.OnToolResult = insp.OnToolResult        // per-tool figures, pending calls
 //	loopOpts.Breaker.OnChange = insp.OnBreakerChange // breaker states
 //	store = insp.Store(store)                        // durability position

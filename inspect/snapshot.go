@@ -34,7 +34,7 @@ type Snapshot struct {
 type Node struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
-	Role  string `json:"role"` // runtime, agent, stage, model adapter, tool
+	Role  string `json:"role"` // runtime, agent, agent loop (under a tool: a delegation), stage, model adapter, tool
 	State string `json:"state"`
 	Depth int    `json:"depth"`
 	// Since is when it entered State.
@@ -209,11 +209,19 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 		}
 		children[parent] = append(children[parent], a)
 	}
+	// A stage whose child is a model adapter is an agent's loop, wherever
+	// it runs (a delegation's loop runs under the calling tool).
+	loops := map[string]bool{}
+	for _, a := range list {
+		if in.models[a.Name] {
+			loops[a.Parent] = true
+		}
+	}
 	out := []Node{{ID: host, Name: host, Role: "runtime", State: actors.ActorRunning.String()}}
 	var walk func(id string, depth int)
 	walk = func(id string, depth int) {
 		for _, a := range children[id] {
-			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host), State: a.State.String(), Depth: depth,
+			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host, loops[a.ID]), State: a.State.String(), Depth: depth,
 				Since: a.Since, Restarts: a.Restarts, Durable: a.Durable}
 			if n.Name == "" {
 				n.Name = a.ID[strings.LastIndexByte(a.ID, '/')+1:]
@@ -234,7 +242,9 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 	return out
 }
 
-func (in *Inspector) role(a actors.ActorInfo, host string) string {
+// role names what a node is: the runtime's children are agents (or
+// other stages), a stage around a model adapter is an agent's loop.
+func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
 	switch {
 	case in.models[a.Name]:
 		return "model adapter"
@@ -242,6 +252,8 @@ func (in *Inspector) role(a actors.ActorInfo, host string) string {
 		return "tool"
 	case a.Parent == host:
 		return "agent"
+	case loop:
+		return "agent loop"
 	}
 	return "stage"
 }

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -15,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/telemetry"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -99,6 +101,12 @@ type Options struct {
 	// gives the answers (see tools.ApprovalOptions; package approval has
 	// policies).
 	Approval *tools.ApprovalOptions
+	// Telemetry, when set, traces and measures the agent: its tool loop is
+	// tapped (telemetry.Telemetry.Agent: a span per run and per tool
+	// call), its breakers report their state (unless Breaker.OnChange is
+	// set) and Store's calls are measured. Tap the model adapter with
+	// Telemetry.Model to see its requests as spans of the runs.
+	Telemetry *telemetry.Telemetry
 }
 
 // Agent runs tool conversations with a model: a tool loop around a model
@@ -109,6 +117,8 @@ type Agent struct {
 	model actors.Spec
 	opts  Options
 	loop  tools.LoopOptions
+
+	delegations atomic.Uint64 // numbers the sessions of AsTool calls
 
 	mu      sync.Mutex
 	mux     *actors.Mux // the shared loop; nil with a Store
@@ -147,6 +157,14 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
+	if t := opts.Telemetry; t != nil {
+		if opts.Breaker.OnChange == nil {
+			opts.Breaker.OnChange = t.BreakerChanged
+		}
+		if opts.Store != nil {
+			opts.Store = t.Store(opts.Store)
+		}
+	}
 	a := &Agent{rt: rt, model: model, opts: opts, busy: map[string]bool{}}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
@@ -162,6 +180,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
+	spec = a.traced(spec)
 	if opts.Store == nil {
 		if a.mux, err = rt.StartMux(spec); err != nil {
 			return nil, fmt.Errorf("agent %q: start: %w", opts.Name, err)
@@ -172,6 +191,14 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 
 // Name is the agent's name.
 func (a *Agent) Name() string { return a.opts.Name }
+
+// traced taps the loop spec with Options.Telemetry, if any.
+func (a *Agent) traced(loop actors.Spec) actors.Spec {
+	if a.opts.Telemetry == nil {
+		return loop
+	}
+	return a.opts.Telemetry.Agent(loop)
+}
 
 // Close stops the agent's loop once the conversations running have
 // returned (cancel their contexts to make them return early). Later calls
@@ -369,7 +396,9 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 	if last == nil {
 		return &out
 	}
-	last.Rounds = append(out.Rounds, last.Rounds...)
+	if len(out.Rounds) > 0 {
+		last.Rounds = append(out.Rounds, last.Rounds...)
+	}
 	last.Usage = out.Usage.Add(last.Usage)
 	return last
 }
@@ -395,6 +424,7 @@ func (c *conversation) loop() (*actors.Mux, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
 	}
+	spec = a.traced(spec)
 	start := a.rt.StartMux
 	if c.parent != nil {
 		start = c.parent.StartMux

@@ -384,6 +384,13 @@ func (p *Provider) appendAny(b []byte, msg proto.Message) ([]byte, error) {
 	return b, nil
 }
 
+// Decode turns the bytes of a stored event or snapshot (a serialized
+// google.protobuf.Any, as the Provider writes them) back into the concrete
+// message they hold, found through the resolver. It is for owners that
+// read a [Store] themselves, with the errors in their hands instead of a
+// panic.
+func (p *Provider) Decode(data []byte) (proto.Message, error) { return p.decode(data) }
+
 // decode turns stored bytes back into the concrete message they hold.
 func (p *Provider) decode(data []byte) (proto.Message, error) {
 	var a anypb.Any

@@ -21,15 +21,15 @@ func (t *Telemetry) Agent(inner actors.Spec) actors.Spec {
 	if t.rec == nil {
 		return inner
 	}
-	return tap(inner, func() observer { return &agentObserver{t: t} })
-}
-
-type run struct {
-	live  liveRun
-	tools map[string]*toolSpan
+	name := t.agentName
+	if name == "" {
+		name = inner.Name
+	}
+	return tap(inner, func() observer { return &agentObserver{t: t, name: name} })
 }
 
 type toolSpan struct {
+	ctx   context.Context // carries span
 	span  trace.Span
 	name  string
 	start time.Time
@@ -39,9 +39,10 @@ type toolSpan struct {
 // failed run in the agent's turn and only queue events; the rest runs on
 // the recorder's goroutine.
 type agentObserver struct {
-	t *Telemetry
+	t    *Telemetry
+	name string // gen_ai.agent.name
 
-	runs     map[string]*run     // by stream id
+	runs     map[string]*liveRun // by stream id
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
 }
 
@@ -82,22 +83,25 @@ func (o *agentObserver) handle(ev *event) {
 	}
 }
 
-// start opens the run of a stream at its first frame.
+// start opens the run of a stream at its first frame. A run started
+// inside another agent's run (an agent called as a tool runs under the
+// calling tool's actor) is a child of that run's tool call: one trace
+// for the whole delegation.
 func (o *agentObserver) start(ev *event) {
 	if _, ok := o.runs[ev.stream]; ok {
 		return
 	}
-	ctx, span := o.t.tracer.Start(context.Background(), "invoke_agent "+o.t.agentName,
+	ctx, span := o.t.tracer.Start(o.t.enclosing(ev.actor, o.name), "invoke_agent "+o.name,
 		trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"),
-			attribute.String("gen_ai.agent.name", o.t.agentName),
+			attribute.String("gen_ai.agent.name", o.name),
 			attribute.String("gen_ai.conversation.id", ev.stream)))
-	r := &run{live: liveRun{ctx: ctx, span: span, actor: ev.actor}, tools: map[string]*toolSpan{}}
+	r := &liveRun{ctx: ctx, span: span, actor: ev.actor, tools: map[string]*toolSpan{}}
 	if o.runs == nil {
-		o.runs = map[string]*run{}
+		o.runs = map[string]*liveRun{}
 	}
 	o.runs[ev.stream] = r
-	o.t.addRun(ev.stream, &r.live)
+	o.t.addRun(ev.stream, r)
 }
 
 func (o *agentObserver) tracedOut(ev *event) {
@@ -110,12 +114,12 @@ func (o *agentObserver) tracedOut(ev *event) {
 		if _, dup := r.tools[ev.callID]; dup {
 			return
 		}
-		_, span := o.t.tracer.Start(r.live.ctx, "execute_tool "+ev.name,
+		ctx, span := o.t.tracer.Start(r.ctx, "execute_tool "+ev.name,
 			trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
 				attribute.String("gen_ai.tool.name", ev.name),
 				attribute.String("gen_ai.tool.call.id", ev.callID)))
-		r.tools[ev.callID] = &toolSpan{span: span, name: ev.name, start: ev.at}
+		r.tools[ev.callID] = &toolSpan{ctx: ctx, span: span, name: ev.name, start: ev.at}
 	case messages.FrameType_TOOL_RESULT:
 		ts, ok := r.tools[ev.callID]
 		if !ok {
@@ -132,8 +136,8 @@ func (o *agentObserver) tracedOut(ev *event) {
 		ts.span.End(trace.WithTimestamp(ev.at))
 		o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
 	case messages.FrameType_ERROR:
-		r.live.span.SetStatus(codes.Error, ev.text)
-		r.live.span.SetAttributes(attribute.String("error.type", "run_error"))
+		r.span.SetStatus(codes.Error, ev.text)
+		r.span.SetAttributes(attribute.String("error.type", "run_error"))
 	case messages.FrameType_END:
 		o.end(ev.stream, r, "", ev.at)
 	}
@@ -181,26 +185,26 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 }
 
 // end ends a run; failure, when set, is why its agent stopped under it.
-func (o *agentObserver) end(stream string, r *run, failure string, at time.Time) {
+func (o *agentObserver) end(stream string, r *liveRun, failure string, at time.Time) {
 	for id, ts := range r.tools { // a call without a result: the run ended under it
 		ts.span.SetStatus(codes.Error, "no result")
 		ts.span.End(trace.WithTimestamp(at))
 		delete(r.tools, id)
 	}
 	if failure != "" {
-		r.live.span.SetStatus(codes.Error, failure)
-		r.live.span.SetAttributes(attribute.String("error.type", "agent_failed"))
+		r.span.SetStatus(codes.Error, failure)
+		r.span.SetAttributes(attribute.String("error.type", "agent_failed"))
 	}
-	r.live.span.End(trace.WithTimestamp(at))
+	r.span.End(trace.WithTimestamp(at))
 	delete(o.runs, stream)
-	o.t.removeRun(stream, &r.live)
+	o.t.removeRun(stream, r)
 }
 
 // failedAll ends the runs still open: the runtime closes their streams
 // with ERROR and END, which the tap does not see.
 func (o *agentObserver) failedAll(ev *event) {
 	for id, r := range o.runs {
-		r.live.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
+		r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
 			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", ev.err.Error())))
 		o.end(id, r, ev.err.Error(), ev.at)
 	}

@@ -39,7 +39,8 @@ type Options struct {
 	// MeterProvider receives the metrics; nil (or a no-op provider)
 	// turns metrics off.
 	MeterProvider metric.MeterProvider
-	// AgentName is gen_ai.agent.name of the run spans; default "agent".
+	// AgentName is gen_ai.agent.name of the run spans; default: the
+	// name of the tapped spec (an agent's name).
 	AgentName string
 }
 
@@ -65,7 +66,8 @@ type Telemetry struct {
 type liveRun struct {
 	ctx   context.Context // carries the run span
 	span  trace.Span
-	actor string // id of the agent's actor; its descendants' ids start with it + "/"
+	actor string               // id of the agent's actor; its descendants' ids start with it + "/"
+	tools map[string]*toolSpan // open tool calls by id
 }
 
 // New makes a Telemetry.
@@ -75,9 +77,6 @@ func New(opts *Options) (*Telemetry, error) {
 		o = *opts
 	}
 	t := &Telemetry{agentName: o.AgentName, runs: map[string][]*liveRun{}}
-	if t.agentName == "" {
-		t.agentName = "agent"
-	}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
 		t.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
@@ -146,6 +145,45 @@ func (t *Telemetry) runContext(stream, actor string) context.Context {
 		}
 	}
 	return context.Background()
+}
+
+// enclosing returns the context a run of the agent actor (named name)
+// starts in: the open tool call of the innermost run of another agent
+// whose actor contains it (the tool call named name when there are
+// several, the run itself when that is ambiguous), or the background.
+func (t *Telemetry) enclosing(actor, name string) context.Context {
+	var outer *liveRun
+	for _, list := range t.runs {
+		for _, r := range list {
+			if r.actor != actor && within(actor, r.actor) && (outer == nil || len(r.actor) > len(outer.actor)) {
+				outer = r
+			}
+		}
+	}
+	if outer == nil {
+		return context.Background()
+	}
+	var only, named *toolSpan
+	for _, ts := range outer.tools {
+		if only == nil {
+			only = ts
+		} else {
+			only = nil
+			break
+		}
+	}
+	for _, ts := range outer.tools {
+		if ts.name == name {
+			named = ts
+		}
+	}
+	switch {
+	case only != nil:
+		return only.ctx
+	case named != nil:
+		return named.ctx
+	}
+	return outer.ctx
 }
 
 // within reports whether actor id is root or one of its descendants.

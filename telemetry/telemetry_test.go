@@ -65,6 +65,7 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 	add := tools.MustNewTyped(tools.Definition{Name: "add", Description: "Adds"}, func(_ context.Context, in in) (int, error) { return in.A + 1, nil })
 	boom := tools.MustNewTyped(tools.Definition{Name: "boom", Description: "Panics"}, func(_ context.Context, in in) (int, error) { panic("injected") })
 	loop, err := tools.NewLoop(tel.Model(crashOn(model.Spec("model"), "s2"), "scripted"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{
+		Name:    "agent",
 		Tools:   []*tools.Tool{add, boom},
 		Breaker: tools.BreakerOptions{Failures: 1, OnChange: tel.BreakerChanged},
 	}})

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 )
@@ -119,9 +122,13 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 		return actors.Spec{}, fmt.Errorf("loop %q: tool choice is not JSON", ropts.Name)
 	}
 	var session SessionOptions
+	var sessionProvider *durability.Provider
 	if opts.Session != nil {
 		session = *opts.Session
 		if err := session.validate(); err != nil {
+			return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
+		}
+		if sessionProvider, err = session.provider(); err != nil {
 			return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
 		}
 	}
@@ -143,7 +150,8 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
 		l.d.gate = newApprovalGate(approval, opts.Session, all)
 		if opts.Session != nil {
-			l.sess = &sessionState{opts: session, idempotent: idempotent, diesWithProcess: dies}
+			l.sess = &sessionState{opts: session, idempotent: idempotent, diesWithProcess: dies,
+				log: newSessionLog(session, sessionProvider)}
 		}
 		return l
 	})
@@ -198,10 +206,19 @@ type loopLogic struct {
 	sess     *sessionState // nil without a Session
 }
 
-// step persists the session at a step (with a Session).
-func (l *loopLogic) step(c actors.Context, s *loopSession, phase messages.LoopPhase) {
+// commit persists the events of a step of s's session (with a Session),
+// before the loop acts on it.
+func (l *loopLogic) commit(c actors.Context, s *loopSession, events ...proto.Message) {
 	if l.sess != nil {
-		l.sess.persist(c, l, s, phase)
+		l.sess.commit(c, s, events...)
+	}
+}
+
+// record queues an event of s's session (with a Session) that makes the
+// loop do nothing yet; it is written with the next step.
+func (l *loopLogic) record(c actors.Context, s *loopSession, e proto.Message) {
+	if l.sess != nil {
+		l.sess.record(c, s, e)
 	}
 }
 
@@ -260,7 +277,9 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	case messages.FrameType_END:
 		if s.phase == phaseRequest {
 			s.phase = phaseModel
-			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
+			if l.sess != nil && l.sess.active == s.stream {
+				l.commit(c, s, s.startedEvent(l.sess.opts.ID))
+			}
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		s.cancelled = true
@@ -321,10 +340,15 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		}
 		return
 	}
-	decisions := l.asm.Step(f)
-	if f.IsStreamingToolCall() {
-		l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL) // a call is being streamed
+	if l.sess != nil {
+		switch pending := l.asm.Pending.Has(f.GetStreamId(), f.GetToolCallId()); {
+		case f.IsStreamingToolCall() && !pending:
+			l.record(c, s, &messages.LoopCallStarted{ToolCallId: f.GetToolCallId(), Name: f.GetName(), Index: f.GetMeta().GetIndex()})
+		case f.IsToolArgChunk() && pending:
+			l.record(c, s, &messages.LoopArgs{ToolCallId: f.GetToolCallId(), Chunk: []byte(f.GetText())})
+		}
 	}
+	decisions := l.asm.Step(f)
 	for _, d := range decisions {
 		if d.Kind != Pass && s.hasCall(d.Frame.GetToolCallId()) {
 			c.Logger().Warn("tool call id repeated in one response; dropped", "tool_call_id", d.Frame.GetToolCallId())
@@ -333,12 +357,12 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		switch d.Kind {
 		case Run:
 			s.calls = append(s.calls, &turnCall{call: d.Frame})
-			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
+			l.commit(c, s, surfacedEvent(f, d.Frame, nil))
 			c.ToOuter(d.Frame)
 		case Reject:
-			s.calls = append(s.calls, &turnCall{call: d.Frame,
-				result: errorResult(d.Frame, FailureInvalidArguments, d.Message)})
-			l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
+			result := errorResult(d.Frame, FailureInvalidArguments, d.Message)
+			s.calls = append(s.calls, &turnCall{call: d.Frame, result: result})
+			l.commit(c, s, surfacedEvent(f, d.Frame, result))
 			c.ToOuter(d.Frame)
 		default:
 			l.pass(c, s, d.Frame)
@@ -359,6 +383,7 @@ func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Fr
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		s.text.WriteString(f.GetText())
+		l.record(c, s, &messages.LoopText{Text: f.GetText()})
 		c.ToOuter(f)
 	case messages.FrameType_ERROR:
 		l.fail(c, s, f.GetText()) // the model's END that follows is dropped
@@ -389,9 +414,9 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 	}
 	call := messages.ToolCall(s.stream, f.GetToolCallId(), tc.Name, json.RawMessage("{}"))
 	call.Meta = &messages.Metadata{Index: f.GetMeta().GetIndex()}
-	s.calls = append(s.calls, &turnCall{call: call,
-		result: errorResult(call, FailureTruncated, models.TruncatedCallError(tc.Name, tc.Received))})
-	l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL)
+	result := errorResult(call, FailureTruncated, models.TruncatedCallError(tc.Name, tc.Received))
+	s.calls = append(s.calls, &turnCall{call: call, result: result})
+	l.commit(c, s, &messages.LoopCallSurfaced{ToolCallId: call.GetToolCallId(), Call: call, Result: result})
 	c.ToOuter(call)
 }
 
@@ -412,6 +437,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	c.ToOuter(messages.End(s.stream))
 	s.phase = phaseClosed
 	if l.sess != nil && l.sess.active == s.stream {
+		l.sess.log.drop()
 		l.sess.active = "" // the stored session stays resumable
 	}
 }
@@ -420,7 +446,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 // stream when it made none.
 func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 	if len(s.calls) == 0 {
-		l.step(c, s, messages.LoopPhase_LOOP_PHASE_DONE) // the final answer
+		l.commit(c, s, &messages.LoopAnswered{}) // the final answer
 		c.ToOuter(messages.End(s.stream))
 		delete(l.sessions, s.stream)
 		return
@@ -434,14 +460,18 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 		why, kind = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations)), FailureLimit
 	}
 	s.phase = phaseTools
+	var events []proto.Message
 	if why != "" {
 		for _, tc := range s.calls {
 			if tc.result == nil {
 				tc.result = errorResult(tc.call, kind, why)
+				if l.sess != nil {
+					events = append(events, &messages.LoopCallResult{Result: tc.result})
+				}
 			}
 		}
 	}
-	l.step(c, s, messages.LoopPhase_LOOP_PHASE_TOOLS) // the calls start
+	l.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...) // the calls start
 	s.dispatching = true
 	for _, tc := range s.calls {
 		if tc.result == nil {
@@ -462,7 +492,7 @@ func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Fr
 		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
 			tc.result = result
 			if s.phase == phaseTools {
-				l.step(c, s, messages.LoopPhase_LOOP_PHASE_TOOLS) // a call completed
+				l.commit(c, s, &messages.LoopCallResult{Result: result}) // a call completed
 			}
 			break
 		}
@@ -490,21 +520,22 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		calls[i] = tc.call
 	}
 	done := s.cancelled || limited
+	ended := &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
 	if done {
 		s.text.Reset()
 		s.calls = nil
-		l.step(c, s, messages.LoopPhase_LOOP_PHASE_DONE)
 	} else {
-		s.messages = append(s.messages, assistantMessage(s.text.String(), calls, s.thinking))
-		s.thinking = nil
-		for _, tc := range round {
-			s.messages = append(s.messages, toolMessage(tc.result))
+		results := make([]*messages.Frame, len(round))
+		for i, tc := range round {
+			results[i] = tc.result
 		}
+		s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
+		s.thinking = nil
 		s.text.Reset()
 		s.calls = nil
 		s.phase = phaseModel
-		l.step(c, s, messages.LoopPhase_LOOP_PHASE_MODEL) // the round ended
 	}
+	l.commit(c, s, ended) // the round ended: the follow-up goes out, or the session ends
 	// Until every result is out, OnFailure must still see the round (a
 	// hook may panic).
 	s.calls = round

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -25,21 +26,34 @@ const FailureInterrupted FailureKind = "interrupted"
 const MetaSession = "session"
 
 // SessionOptions make a tool loop's conversation resumable: the session
-// state is persisted at each step, and a loop started later with the same
-// ID and store (after a crash, a restart, or in a new process) continues
-// it. Options are copied.
+// is persisted step by step, and a loop started later with the same ID
+// and store (after a crash, a restart, or in a new process) continues it.
+// Options are copied.
 //
 // # What is persisted
 //
-// At each step, before acting on it, the loop writes a messages.LoopSession
-// snapshot under ID: the request that started the session, its PARAMs,
-// the messages so far (system prompt included), the number of tool rounds
-// done, and the current model response (its text so far and its tool calls
-// by id: complete or still streaming, with their results once they have
-// them). The steps are: the request is sent to the model; a tool call
-// appears in the response (streaming or complete); the response ends (the
-// calls start); a call's result arrives; a round ends (the follow-up is
-// sent); the final answer is given.
+// A session is event-sourced, like the durable router: each step is a
+// small event (messages.LoopStarted, LoopText, LoopCallStarted, LoopArgs,
+// LoopCallSurfaced, LoopCallResult, LoopToolsStarted, LoopRoundEnded,
+// LoopAnswered, LoopRequestSent) written under ID through a
+// durability.Provider, and one apply step turns events into the session's
+// state, live and when a loop loads the session. A messages.LoopSession
+// snapshot of that state (the request that started the session, its
+// PARAMs, the messages so far, the tool rounds done, and the current
+// response: its text and its calls, complete or still streaming, with
+// their results) is written now and then as compaction: after at least
+// SnapshotEvery events, and once the events written since the last
+// snapshot are at least as large as it, so that snapshots cost, in total,
+// no more than the events. The store drops the events a snapshot covers.
+//
+// A step that makes the loop act (the request goes to the model, a call
+// is handed to the consumer and runs, a result arrives, a round ends, the
+// final answer is given) is durable before the loop acts on it. Text and
+// argument chunks make the loop do nothing but remember them, so they are
+// written with the next step's events, or once 64 KiB of them are
+// waiting: a streamed argument costs O(its size) in the store, not one
+// write of the whole conversation per chunk. The events of one step go to
+// the store in one write.
 //
 // # Starting and resuming
 //
@@ -62,7 +76,9 @@ const MetaSession = "session"
 //     arguments were complete, in which case it runs (again); then the
 //     follow-up request goes to the model and the loop carries on to a
 //     final answer. A META frame named [MetaSession] says what was
-//     reused, run again and interrupted, by tool-call id;
+//     reused, run again and interrupted, by tool-call id. A call
+//     interrupted while it was streamed is sent back to the model with
+//     the argument bytes that were stored, exactly;
 //   - a session that had already ended answers with its final text and
 //     END, without asking the model.
 //
@@ -76,7 +92,10 @@ const MetaSession = "session"
 //
 // A store failure fails the loop actor with the *durability.StoreError
 // (errors.As): calls already surfaced get error results and the stream
-// ends with ERROR and END.
+// ends with ERROR and END. Stored data the loop cannot read fails it the
+// same way (a StoreError with Op durability.OpDecode). Snapshots written
+// by earlier versions, which wrote a bare messages.LoopSession per step,
+// load as the state they hold.
 type SessionOptions struct {
 	// ID names the session in the store (it is the store's actor name);
 	// required.
@@ -85,7 +104,18 @@ type SessionOptions struct {
 	Store durability.Store
 	// Timeout bounds each store call; zero means none.
 	Timeout time.Duration
+	// SnapshotEvery is the least number of events between snapshots; zero
+	// means [DefaultSessionSnapshotEvery].
+	SnapshotEvery int
 }
+
+// DefaultSessionSnapshotEvery is the session snapshot interval when
+// [SessionOptions].SnapshotEvery is zero.
+const DefaultSessionSnapshotEvery = 100
+
+// sessionFlushBytes is how much text and argument data a session keeps
+// waiting for the next step before writing it anyway.
+const sessionFlushBytes = 64 << 10
 
 func (o *SessionOptions) validate() error {
 	switch {
@@ -95,6 +125,11 @@ func (o *SessionOptions) validate() error {
 		return errors.New("session: nil store")
 	case o.Timeout < 0:
 		return fmt.Errorf("session: negative timeout %v", o.Timeout)
+	case o.SnapshotEvery < 0:
+		return fmt.Errorf("session: snapshot interval %d, want >= 1 (0 for the default)", o.SnapshotEvery)
+	}
+	if o.SnapshotEvery == 0 {
+		o.SnapshotEvery = DefaultSessionSnapshotEvery
 	}
 	return nil
 }
@@ -107,13 +142,39 @@ type sessionState struct {
 	// diesWithProcess names the tools whose running calls certainly
 	// stopped when the process did (Definition.DiesWithProcess).
 	diesWithProcess map[string]bool
-	// stored is the session as last written to or read from the store
-	// (a marshaled messages.LoopSession), nil when there is none. A
-	// resume starts from it, so a loop that outlives a failed stream
-	// resumes exactly as a fresh loop reading the store would.
-	stored []byte
-	active string // the stream running the session
-	steps  uint64
+	log             *sessionLog
+	active          string // the stream running the session
+}
+
+// sessionLog writes a session's events and snapshots through a
+// durability.Provider and keeps the record they make. Events wait in buf
+// until a step makes the loop act (or buf grows past sessionFlushBytes);
+// then they are persisted in one write and applied to rec, so rec is
+// always exactly what the store holds.
+type sessionLog struct {
+	id      string
+	store   durability.Store
+	prov    *durability.Provider
+	timeout time.Duration
+	every   int
+
+	rec   sessionRecord
+	index uint64 // of the next event
+
+	buf      []proto.Message
+	bufBytes int
+	// Since the last snapshot (or the load): events and their size.
+	sinceSnap, bytesSinceSnap, snapSize int
+}
+
+// provider returns the provider sessions with these options write
+// through (it is safe for concurrent use: one serves every incarnation).
+func (o *SessionOptions) provider() (*durability.Provider, error) {
+	return durability.NewProvider(o.Store, &durability.ProviderOptions{Timeout: o.Timeout})
+}
+
+func newSessionLog(o SessionOptions, prov *durability.Provider) *sessionLog {
+	return &sessionLog{id: o.ID, store: o.Store, prov: prov, timeout: o.Timeout, every: o.SnapshotEvery}
 }
 
 // sessionEvent is the payload of the META session frame.
@@ -126,74 +187,207 @@ type sessionEvent struct {
 	Interrupted []string `json:"interrupted,omitempty"`
 }
 
-func (ss *sessionState) context() (context.Context, context.CancelFunc) {
-	if ss.opts.Timeout > 0 {
-		return context.WithTimeout(context.Background(), ss.opts.Timeout)
+func (sl *sessionLog) context() (context.Context, context.CancelFunc) {
+	if sl.timeout > 0 {
+		return context.WithTimeout(context.Background(), sl.timeout)
 	}
 	return context.Background(), func() {}
 }
 
-// load reads the stored session, at the start of an incarnation.
-func (ss *sessionState) load(c actors.Context) {
-	ctx, cancel := ss.context()
-	defer cancel()
-	snap, ok, err := ss.opts.Store.GetSnapshot(ctx, ss.opts.ID)
-	if err != nil {
-		c.Fail(fmt.Errorf("load session %q: %w", ss.opts.ID, err))
+// ReadSession returns the state of session id as stored in store, the
+// state a loop resuming it starts from (read through the loop's own apply
+// step), and ok false, with a nil error, when the store holds no such
+// session. Its Steps is the number of events stored for it. Stored data
+// that cannot be read is a *durability.StoreError with Op
+// durability.OpDecode.
+func ReadSession(ctx context.Context, store durability.Store, id string) (st *messages.LoopSession, ok bool, err error) {
+	o := SessionOptions{ID: id, Store: store}
+	if err := o.validate(); err != nil {
+		return nil, false, fmt.Errorf("read session: %w", err)
 	}
-	if !ok {
+	prov, err := o.provider()
+	if err != nil {
+		return nil, false, fmt.Errorf("read session: %w", err)
+	}
+	sl := newSessionLog(o, prov)
+	if err := sl.loadContext(ctx); err != nil {
+		return nil, false, fmt.Errorf("read session %q: %w", id, err)
+	}
+	if !sl.rec.started {
+		return nil, false, nil
+	}
+	return proto.CloneOf(sl.rec.state(id, sl.index)), true, nil
+}
+
+// load reads the stored session (its snapshot, then the events after it)
+// into rec, replacing what rec held.
+func (sl *sessionLog) load() error {
+	ctx, cancel := sl.context()
+	defer cancel()
+	return sl.loadContext(ctx)
+}
+
+func (sl *sessionLog) loadContext(ctx context.Context) error {
+	sl.rec, sl.index, sl.buf, sl.bufBytes = sessionRecord{}, 0, sl.buf[:0], 0
+	sl.sinceSnap, sl.bytesSinceSnap, sl.snapSize = 0, 0, 0
+	snap, ok, err := sl.store.GetSnapshot(ctx, sl.id)
+	if err != nil {
+		return err
+	}
+	if ok {
+		st, err := sl.decodeSnapshot(snap.Data)
+		if err != nil {
+			return &durability.StoreError{Op: durability.OpDecode, Name: sl.id, Err: fmt.Errorf("snapshot at %d: %w", snap.Index, err)}
+		}
+		sl.rec.apply(st)
+		sl.index, sl.snapSize = snap.Index, len(snap.Data)
+	}
+	return sl.store.GetEvents(ctx, sl.id, sl.index, 0, func(index uint64, data []byte) error {
+		if index != sl.index {
+			return &durability.StoreError{Op: durability.OpDecode, Name: sl.id,
+				Err: fmt.Errorf("event %d missing (next stored: %d)", sl.index, index)}
+		}
+		msg, err := sl.prov.Decode(data)
+		if err == nil && !sl.rec.apply(msg) {
+			err = fmt.Errorf("%s is not a session event", msg.ProtoReflect().Descriptor().FullName())
+		}
+		if err != nil {
+			return &durability.StoreError{Op: durability.OpDecode, Name: sl.id, Err: fmt.Errorf("event %d: %w", index, err)}
+		}
+		sl.index++
+		sl.sinceSnap++
+		sl.bytesSinceSnap += len(data)
+		return nil
+	})
+}
+
+// decodeSnapshot decodes a stored snapshot: a messages.LoopSession in the
+// Provider's encoding, or, as earlier versions stored it, bare.
+func (sl *sessionLog) decodeSnapshot(data []byte) (*messages.LoopSession, error) {
+	msg, err := sl.prov.Decode(data)
+	if err == nil {
+		st, ok := msg.(*messages.LoopSession)
+		if !ok {
+			return nil, fmt.Errorf("%s is not a session snapshot", msg.ProtoReflect().Descriptor().FullName())
+		}
+		return st, nil
+	}
+	var old messages.LoopSession
+	if proto.Unmarshal(data, &old) == nil && old.GetSessionId() == sl.id && len(old.GetFirstRequest()) > 0 {
+		return &old, nil
+	}
+	return nil, err
+}
+
+// add queues e for the next write; text and chunks join the queued event
+// of the same kind (and call) right before them.
+func (sl *sessionLog) add(e proto.Message) {
+	var size int
+	switch m := e.(type) {
+	case *messages.LoopArgs:
+		size = len(m.GetChunk())
+		if n := len(sl.buf); n > 0 {
+			if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == m.GetToolCallId() {
+				last.Chunk = append(last.Chunk, m.GetChunk()...)
+				sl.bufBytes += size
+				return
+			}
+		}
+	case *messages.LoopText:
+		size = len(m.GetText())
+		if n := len(sl.buf); n > 0 {
+			if last, ok := sl.buf[n-1].(*messages.LoopText); ok {
+				last.Text += m.GetText()
+				sl.bufBytes += size
+				return
+			}
+		}
+	default:
+		size = proto.Size(e)
+	}
+	sl.buf = append(sl.buf, e)
+	sl.bufBytes += size + 16
+}
+
+// flush persists the queued events in one write, applies them to rec,
+// and snapshots when due. A store failure panics with a
+// *durability.StoreError (see durability.Provider).
+func (sl *sessionLog) flush() {
+	if len(sl.buf) == 0 {
 		return
 	}
-	ss.stored = snap.Data
-	ss.steps = ss.decode(c, "load").GetSteps()
-}
-
-// decode returns the stored session; undecodable data fails the actor
-// with a *durability.StoreError.
-func (ss *sessionState) decode(c actors.Context, op string) *messages.LoopSession {
-	var st messages.LoopSession
-	if err := proto.Unmarshal(ss.stored, &st); err != nil {
-		c.Fail(fmt.Errorf("%s session %q: %w", op, ss.opts.ID,
-			&durability.StoreError{Op: durability.OpDecode, Name: ss.opts.ID, Err: err}))
+	if sl.index > math.MaxInt-uint64(len(sl.buf)) {
+		panic(&durability.StoreError{Op: durability.OpPersistEvent, Name: sl.id, Err: durability.ErrIndexOverflow})
 	}
-	return &st
+	sl.prov.PersistEvents(sl.id, int(sl.index), sl.buf)
+	for _, e := range sl.buf {
+		sl.rec.apply(e)
+	}
+	sl.index += uint64(len(sl.buf))
+	sl.sinceSnap += len(sl.buf)
+	sl.bytesSinceSnap += sl.bufBytes
+	clear(sl.buf)
+	sl.buf, sl.bufBytes = sl.buf[:0], 0
+	if sl.sinceSnap >= sl.every && sl.bytesSinceSnap >= sl.snapSize {
+		st := sl.rec.state(sl.id, sl.index)
+		sl.prov.PersistSnapshot(sl.id, int(sl.index), st)
+		sl.sinceSnap, sl.bytesSinceSnap, sl.snapSize = 0, 0, proto.Size(st)
+	}
 }
 
-// persist writes the state of s at a step, before the loop acts on it.
-func (ss *sessionState) persist(c actors.Context, l *loopLogic, s *loopSession, phase messages.LoopPhase) {
+// drop forgets the queued events (the stream failed: the stored session
+// stays as it was).
+func (sl *sessionLog) drop() {
+	clear(sl.buf)
+	sl.buf, sl.bufBytes = sl.buf[:0], 0
+}
+
+// load reads the stored session, at the start of an incarnation.
+func (ss *sessionState) load(c actors.Context) {
+	if err := ss.log.load(); err != nil {
+		c.Fail(fmt.Errorf("load session %q: %w", ss.opts.ID, err))
+	}
+}
+
+// record queues e for the stream's session, to be written with the next
+// step (text and argument chunks: they make the loop do nothing yet).
+func (ss *sessionState) record(c actors.Context, s *loopSession, e proto.Message) {
 	if s.stream != ss.active {
 		return
 	}
-	ss.steps++
-	st := &messages.LoopSession{SessionId: ss.opts.ID, FirstRequest: s.first, Params: s.params,
-		Iteration: uint32(s.iteration), Phase: phase, Text: s.text.String(), Steps: ss.steps}
-	st.Messages = make([][]byte, len(s.messages))
-	for i, m := range s.messages {
-		st.Messages[i] = m
+	ss.log.add(e)
+	if ss.log.bufBytes >= sessionFlushBytes {
+		ss.write(c)
 	}
-	for _, tc := range s.calls {
-		st.Calls = append(st.Calls, &messages.LoopCall{Call: tc.call, Complete: true, Result: tc.result})
+}
+
+// commit persists the events of a step (after anything queued), before
+// the loop acts on it.
+func (ss *sessionState) commit(c actors.Context, s *loopSession, events ...proto.Message) {
+	if s.stream != ss.active {
+		return
 	}
-	if phase == messages.LoopPhase_LOOP_PHASE_MODEL {
-		for _, pc := range l.asm.Pending.Snapshot() {
-			if pc.StreamID == s.stream {
-				st.Calls = append(st.Calls, &messages.LoopCall{Call: pc.frame()})
-			}
-		}
+	for _, e := range events {
+		ss.log.add(e)
 	}
-	data, err := proto.Marshal(st)
-	if err != nil {
-		c.Fail(fmt.Errorf("persist session %q: %w", ss.opts.ID, err))
-	}
-	ctx, cancel := ss.context()
-	defer cancel()
-	if err := ss.opts.Store.PersistSnapshot(ctx, ss.opts.ID, ss.steps, data); err != nil {
-		c.Fail(fmt.Errorf("persist session %q: %w", ss.opts.ID, err))
-	}
-	ss.stored = data // nothing writes to data after this
-	if phase == messages.LoopPhase_LOOP_PHASE_DONE {
+	ss.write(c)
+	if ss.log.rec.phase == messages.LoopPhase_LOOP_PHASE_DONE {
 		ss.active = ""
 	}
+}
+
+// write flushes the log; a store failure fails the loop actor.
+func (ss *sessionState) write(c actors.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if se, ok := r.(*durability.StoreError); ok {
+				ss.log.drop()
+				c.Fail(fmt.Errorf("persist session %q: %w", ss.opts.ID, se))
+			}
+			panic(r)
+		}
+	}()
+	ss.log.flush()
 }
 
 // admit decides what the first request of stream s starts, given its
@@ -205,13 +399,13 @@ func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSess
 		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ss.opts.ID))
 		return false
 	}
-	if ss.stored == nil {
+	if !ss.log.rec.started {
 		ss.active = s.stream
 		s.first = bytes.Clone(payload)
 		return true
 	}
 	s.hold = true
-	st := ss.decode(c, "resume")
+	st := ss.log.rec.state(ss.opts.ID, ss.log.index)
 	if !bytes.Equal(st.GetFirstRequest(), payload) {
 		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ss.opts.ID))
 		return false
@@ -261,13 +455,16 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	case len(st.GetCalls()) == 0:
 		l.emitSession(c, s, ev)
 		s.phase = phaseModel
+		ss.commit(c, s, &messages.LoopRequestSent{})
 		l.sendRequest(c, s)
 		return
 	}
 
 	midStream := st.GetPhase() == messages.LoopPhase_LOOP_PHASE_MODEL
 	s.text.WriteString(st.GetText())
+	s.thinking = st.GetThinking()
 	var rerun []*turnCall
+	var events []proto.Message // the interrupted calls' results, then the calls start
 	for _, lc := range st.GetCalls() {
 		tc := &turnCall{call: restamp(lc.GetCall(), s.stream)}
 		id := tc.call.GetToolCallId()
@@ -281,6 +478,11 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		default:
 			tc.result = errorResult(tc.call, FailureInterrupted, interruptedMessage(tc.call.GetName(), midStream, ss.diesWithProcess[tc.call.GetName()]))
 			ev.Interrupted = append(ev.Interrupted, id)
+			if lc.GetComplete() {
+				events = append(events, &messages.LoopCallResult{Result: tc.result})
+			} else { // still streaming: handed out now, with the stored arguments
+				events = append(events, &messages.LoopCallSurfaced{ToolCallId: id, Result: tc.result})
+			}
 		}
 		s.calls = append(s.calls, tc)
 	}
@@ -289,7 +491,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		c.ToOuter(tc.call)
 	}
 	s.phase = phaseTools
-	ss.persist(c, l, s, messages.LoopPhase_LOOP_PHASE_TOOLS)
+	ss.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...)
 	s.dispatching = true
 	for _, tc := range rerun {
 		l.d.run(c, tc.call)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,17 +41,42 @@ const (
 	killFirstMsg = `[{"role":"user","content":"write the lines"}]`
 )
 
-// killScript is the conversation: turn 0 streams c1 (append "one"); turn 1
-// makes three parallel calls: c2 (append "two"), c3 streamed (append
-// "three"), c4 (count lines, idempotent); turn 2 is the final answer.
-// Turns are picked by conversation, so a resumed request gets the right one.
+// bigChunk is the size of the pieces the big arguments are streamed in;
+// bigArgs(line) is a 1 MiB argument object, a whole number of pieces.
+const bigChunk = 4 << 10
+
+func bigArgs(line string) string {
+	head := `{"line":"` + line + `","pad":"`
+	size := 1 << 20
+	return head + strings.Repeat("x", size-len(head)-2) + `"}`
+}
+
+func chunked(s string) []string {
+	var out []string
+	for len(s) > bigChunk {
+		out, s = append(out, s[:bigChunk]), s[bigChunk:]
+	}
+	return append(out, s)
+}
+
+// sideLine is what append_line writes for its arguments: the line, the
+// size and a hash of the arguments it got.
+func sideLine(line string, args []byte) string {
+	return fmt.Sprintf("%s %d %x\n", line, len(args), sha256.Sum256(args))
+}
+
+// killScript is the conversation: turn 0 streams c1 (append "one", with a
+// 1 MiB argument); turn 1 makes three parallel calls: c2 (append "two",
+// 1 MiB streamed), c3 streamed (append "three"), c4 (count lines,
+// idempotent); turn 2 is the final answer. Turns are picked by
+// conversation, so a resumed request gets the right one.
 func killScript() scripted.Script {
 	return scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
 		{Text: "Writing one.", ToolCalls: []scripted.ToolCall{
-			{ID: "c1", Name: "append_line", Chunks: []string{`{"li`, `ne":`, `"one"}`}},
+			{ID: "c1", Name: "append_line", Chunks: chunked(bigArgs("one"))},
 		}},
 		{ToolCalls: []scripted.ToolCall{
-			{ID: "c2", Name: "append_line", Arguments: `{"line":"two"}`},
+			{ID: "c2", Name: "append_line", Chunks: chunked(bigArgs("two"))},
 			{ID: "c3", Name: "append_line", Chunks: []string{`{"line"`, `:"three"}`}},
 			{ID: "c4", Name: "count_lines"},
 		}},
@@ -69,19 +96,22 @@ func TestSessionKillChild(t *testing.T) {
 	}
 }
 
-// hookedStore signals the parent when the session reaches a state.
+// hookedStore signals the parent when the session reaches a state: it
+// decodes each batch of events once it is stored.
 type hookedStore struct {
 	durability.Store
-	onSnapshot func(*messages.LoopSession)
+	decode  func([]byte) (proto.Message, error)
+	onEvent func(proto.Message)
 }
 
-func (s hookedStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
-	if err := s.Store.PersistSnapshot(ctx, name, index, data); err != nil {
+func (s hookedStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	if err := s.Store.PersistEvents(ctx, name, first, data); err != nil {
 		return err
 	}
-	var st messages.LoopSession
-	if err := proto.Unmarshal(data, &st); err == nil {
-		s.onSnapshot(&st)
+	for _, d := range data {
+		if msg, err := s.decode(d); err == nil {
+			s.onEvent(msg)
+		}
 	}
 	return nil
 }
@@ -98,14 +128,26 @@ func runKillChild(mode, dir string) error {
 		return err
 	}
 	defer store.Close()
+	prov, err := durability.NewProvider(store, nil)
+	if err != nil {
+		return err
+	}
 	c2Persisted := make(chan struct{})
 	var once sync.Once
-	hooked := hookedStore{Store: store, onSnapshot: func(st *messages.LoopSession) {
-		for _, c := range st.GetCalls() {
-			switch {
-			case mode == "mid-stream" && !c.GetComplete():
-				mark("mid-stream") // c1's arguments are half-way
-			case mode == "mid-tool" && c.GetCall().GetToolCallId() == "c2" && c.GetResult() != nil:
+	c1Stored := 0 // bytes of c1's arguments stored; the loop's goroutine only
+	hooked := hookedStore{Store: store, decode: prov.Decode, onEvent: func(e proto.Message) {
+		switch e := e.(type) {
+		case *messages.LoopArgs:
+			if e.GetToolCallId() == "c1" {
+				c1Stored += len(e.GetChunk())
+				if mode == "mid-stream" && c1Stored >= 1<<19 {
+					// Half of c1's arguments are stored; the loop waits
+					// here, inside the store call, until the kill.
+					mark(fmt.Sprintf("mid-stream %d", c1Stored))
+				}
+			}
+		case *messages.LoopCallResult:
+			if mode == "mid-tool" && e.GetResult().GetToolCallId() == "c2" {
 				once.Do(func() { close(c2Persisted) })
 			}
 		}
@@ -123,7 +165,7 @@ func runKillChild(mode, dir string) error {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := f.WriteString(in.Line + "\n"); err != nil {
+			if _, err := f.WriteString(sideLine(in.Line, args)); err != nil {
 				f.Close()
 				return nil, err
 			}
@@ -187,7 +229,11 @@ func runKillChild(mode, dir string) error {
 	}
 	var out bytes.Buffer
 	for _, f := range frames {
-		out.WriteString(messages.Format(f) + "\n")
+		line := messages.Format(f)
+		if len(line) > 300 { // the big calls
+			line = line[:300] + "…"
+		}
+		out.WriteString(line + "\n")
 	}
 	reqs := model.Requests()
 	if len(reqs) == 0 {
@@ -209,9 +255,10 @@ func errorsJoin(a, b error) error {
 	return b
 }
 
-// runKillChild starts the child in mode and, unless mode is "finish", waits
-// for its marker and SIGKILLs it.
-func startKillChild(t *testing.T, dir, mode string) {
+// startKillChild starts the child in mode and, unless mode is "finish",
+// waits for its marker and SIGKILLs it. It returns what the marker says
+// after the mode.
+func startKillChild(t *testing.T, dir, mode string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -238,10 +285,11 @@ func startKillChild(t *testing.T, dir, mode string) {
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("child %s: %v\n%s", mode, err, output.String())
 		}
-		return
+		return ""
 	}
 	got, err := bufio.NewReader(markR).ReadString('\n')
-	if err != nil || strings.TrimSpace(got) != mode {
+	what, rest, _ := strings.Cut(strings.TrimSpace(got), " ")
+	if err != nil || what != mode {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("child %s: marker %q, %v\n%s", mode, got, err, output.String())
@@ -252,6 +300,7 @@ func startKillChild(t *testing.T, dir, mode string) {
 	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("child %s: want killed, got %v\n%s", mode, err, output.String())
 	}
+	return rest
 }
 
 // readSide returns the side file's lines, sorted (parallel calls append
@@ -267,24 +316,35 @@ func readSide(t *testing.T, dir string) string {
 	return strings.Join(lines, "")
 }
 
-// TestSession_ProcessKill kills a session mid-stream, restarts it, kills
-// it mid-tool-execution, restarts it again, and checks the outcome: the
-// side-effecting tool ran exactly once per call that completed or was
-// running, interrupted calls got the interrupted result, the idempotent
-// call ran again, and the final answer was reached.
+// TestSession_ProcessKill kills a session while a 1 MiB argument is
+// being streamed, restarts it, kills it mid-tool-execution (after another
+// 1 MiB streamed call ran), restarts it again, and checks the outcome:
+// the side-effecting tool ran exactly once per call that completed or was
+// running, and got its 1 MiB arguments byte for byte; the call killed
+// mid-stream went back to the model with exactly the argument bytes
+// stored before the kill (whole chunks: none lost, none twice);
+// interrupted calls got the interrupted result, the idempotent call ran
+// again, and the final answer was reached.
 func TestSession_ProcessKill(t *testing.T) {
 	dir := t.TempDir()
+	wantSide := sideLine("three", []byte(`{"line":"three"}`)) + sideLine("two", []byte(bigArgs("two")))
 
-	startKillChild(t, dir, "mid-stream")
+	stored, err := strconv.Atoi(startKillChild(t, dir, "mid-stream"))
+	if err != nil {
+		t.Fatalf("mid-stream marker: %v", err)
+	}
 	if side := readSide(t, dir); side != "" {
 		t.Fatalf("after the mid-stream kill the side file holds %q; c1 must not have run", side)
 	}
+	if stored%bigChunk != 0 || stored >= len(bigArgs("one")) {
+		t.Fatalf("%d bytes of c1's arguments stored: not a whole number of %d-byte chunks short of the end", stored, bigChunk)
+	}
 	startKillChild(t, dir, "mid-tool")
-	if side := readSide(t, dir); side != "three\ntwo\n" {
-		t.Fatalf("after the mid-tool kill the side file holds %q, want two and three", side)
+	if side := readSide(t, dir); side != wantSide {
+		t.Fatalf("after the mid-tool kill the side file holds %q, want %q", side, wantSide)
 	}
 	startKillChild(t, dir, "finish")
-	if side := readSide(t, dir); side != "three\ntwo\n" {
+	if side := readSide(t, dir); side != wantSide {
 		t.Errorf("at the end the side file holds %q: a completed or interrupted call ran again", side)
 	}
 
@@ -298,15 +358,32 @@ func TestSession_ProcessKill(t *testing.T) {
 		Role       string  `json:"role"`
 		Content    *string `json:"content"`
 		ToolCallID string  `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
 	}
 	if err := json.Unmarshal([]byte(lastReq), &msgs); err != nil {
 		t.Fatalf("last request: %v\n%s", err, lastReq)
 	}
 	results := map[string][]string{}
+	args := map[string][]string{}
 	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			args[tc.ID] = append(args[tc.ID], tc.Function.Arguments)
+		}
 		if m.Role == "tool" {
 			results[m.ToolCallID] = append(results[m.ToolCallID], *m.Content)
 		}
+	}
+	if got := args["c1"]; len(got) != 1 || got[0] != bigArgs("one")[:stored] {
+		t.Errorf("c1 went back to the model with %d argument strings, want one of the %d bytes stored before the kill",
+			len(got), stored)
+	}
+	if got := args["c2"]; len(got) != 1 || got[0] != bigArgs("two") {
+		t.Errorf("c2 went back to the model without its exact 1 MiB arguments")
 	}
 	for id, want := range map[string]string{
 		"c1": string(tools.FailureInterrupted), // killed while streaming

@@ -100,12 +100,22 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if cfg.crash.site != crashNone {
 		in = &injector{at: cfg.crash, notify: tr.Fault}
 	}
+	trc, err := startTracing(cfg.trace)
+	if err != nil {
+		return err
+	}
+	defer func() { // after the runtime's Close: every span has ended
+		if cerr := trc.close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	var restarts atomic.Int64
 	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
 		if ev.Directive == supervisor.Restart {
 			restarts.Add(1)
 		}
 		tr.Supervision(ev)
+		trc.supervision(ev)
 	}})
 	if err != nil {
 		return fmt.Errorf("start actors: %w", err)
@@ -123,7 +133,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer ui.close()
-	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui, mcp: mcpTools}
+	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui, mcp: mcpTools, trace: trc}
 	defer d.close(ctx)
 	var lead *agent.Agent
 	var about string
@@ -252,6 +262,7 @@ type driver struct {
 	in     *injector
 	sess   *session
 	ui     *liveView // -ui, or nil
+	trace  *tracing  // -trace, or nil
 	agents []*agent.Agent
 	closes []func()
 	mcp    []*tools.Tool // the -mcp servers' tools, the workspace agent's too
@@ -306,6 +317,7 @@ func (d *driver) crashable(opts *agent.Options) {
 }
 
 func (d *driver) newAgent(model actors.Spec, opts *agent.Options) (*agent.Agent, error) {
+	model = d.trace.agent(model, providerName(d.cfg), opts)
 	model, err := d.ui.agent(model, opts)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,7 @@ type config struct {
 	team          bool
 	ui            uiFlag     // -ui (ui.go)
 	mcp           mcpServers // -mcp (mcp.go)
+	trace         traceFlag  // -trace (trace.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -127,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"the Nth tool result, default 2; router is a synonym) or model (the model\n"+
 			"adapter as it emits its Nth frame, default 14)")
 	cfg.ui.register(fs)
+	cfg.trace.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -48,25 +46,20 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 		s.id = newSessionID()
 	}
 	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
-	snap, ok, err := st.GetSnapshot(ctx, s.id)
+	stored, ok, err := tools.ReadSession(ctx, st, s.id)
 	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("read session %q: %w", s.id, err)
+		return nil, err
 	}
 	if !ok {
 		return s, nil
-	}
-	var stored messages.LoopSession
-	if err := proto.Unmarshal(snap.Data, &stored); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("read session %q: %w", s.id, err)
 	}
 	if cfg.promptSet && !bytes.Equal(stored.GetFirstRequest(), s.first) {
 		st.Close()
 		return nil, fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
 			s.id, clip(firstPrompt(stored.GetFirstRequest())))
 	}
-	s.stored, s.first = &stored, stored.GetFirstRequest()
+	s.stored, s.first = stored, stored.GetFirstRequest()
 	return s, nil
 }
 

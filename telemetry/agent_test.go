@@ -1,0 +1,81 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/telemetry"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// TestAgent_OptionsTelemetry: an agent given a Telemetry (with a durable
+// store) and a tapped model traces each Run as one trace named after the
+// agent, across the agent's stream multiplexer.
+func TestAgent_OptionsTelemetry(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(&telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "add", Arguments: `{"a":1}`}}},
+		{Text: "2"},
+	}}, nil)
+	type in struct {
+		A int `json:"a"`
+	}
+	add := tools.MustNewTyped(tools.Definition{Name: "add", Description: "Adds"}, func(_ context.Context, in in) (int, error) { return in.A + 1, nil })
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: tel.Supervision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	defer rt.Close(ctx)
+	store := memstore.New(nil)
+	defer store.Close()
+	a, err := agent.New(rt, tel.Model(model.Spec("model"), "scripted"), &agent.Options{Name: "adder", Tools: []*tools.Tool{add}, Store: store, Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	ans, err := a.Run(ctx, "session-1", []models.Message{models.UserMessage("add")})
+	if err != nil || ans.Text != "2" {
+		t.Fatalf("run: %v, %+v", err, ans)
+	}
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var root tracetest.SpanStub
+	spans := exp.GetSpans()
+	for _, s := range spans {
+		if s.Name == "invoke_agent adder" {
+			root = s
+		}
+	}
+	if !root.SpanContext.IsValid() {
+		t.Fatalf("no run span among %d spans", len(spans))
+	}
+	count := map[string]int{}
+	for _, s := range spans {
+		if s.SpanContext.TraceID() == root.SpanContext.TraceID() && (s.Name == root.Name || s.Parent.SpanID() == root.SpanContext.SpanID()) {
+			count[s.Name]++
+		}
+	}
+	if count["chat"] != 2 || count["execute_tool add"] != 1 {
+		t.Fatalf("spans under the run: %v (all: %d)", count, len(spans))
+	}
+}

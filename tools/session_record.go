@@ -1,0 +1,210 @@
+package tools
+
+import (
+	"encoding/json"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// sessionRecord is the durable state of a loop session: what its stored
+// events say. It changes only through apply, which the live loop calls
+// for each event once the event is persisted and recovery calls for each
+// stored event (and the snapshot), so the state a resumed session starts
+// from is the state the live loop had persisted. The zero value is "no
+// session".
+type sessionRecord struct {
+	started   bool
+	first     []byte
+	params    []*messages.Frame
+	messages  []json.RawMessage
+	iteration int
+	phase     messages.LoopPhase
+	text      []byte
+	thinking  []byte        // the current response's thinking blocks, once it ended
+	calls     []*recordCall // handed to the consumer, in order
+	streaming []*recordCall // streaming calls not complete, in the order they started
+}
+
+// recordCall is one call of the current response.
+type recordCall struct {
+	id    string
+	name  string // of a streaming call
+	index uint32 // of a streaming call
+	args  []byte // of a streaming call: the chunks so far
+	call  *messages.Frame
+	// result is the call's result once it has one.
+	result *messages.Frame
+}
+
+// frame returns the call as a TOOL_CALL: for a streaming call not yet
+// complete, with the arguments received so far. It is built like the
+// assembler builds a completed streaming call (PendingCall.frame).
+func (rc *recordCall) frame() *messages.Frame {
+	if rc.call != nil {
+		return rc.call
+	}
+	return PendingCall{ToolCallID: rc.id, Name: rc.name, Index: rc.index, Args: rc.args}.frame()
+}
+
+func (r *sessionRecord) streamingCall(id string) (int, *recordCall) {
+	for i, rc := range r.streaming {
+		if rc.id == id {
+			return i, rc
+		}
+	}
+	return -1, nil
+}
+
+// apply changes the record by one stored message: an event of a session
+// or a messages.LoopSession snapshot (which replaces the whole state). It
+// reports false, changing nothing, for a message that is neither. An event
+// that does not fit the state (a chunk for a call that is not streaming, a
+// result for a call that is not there) changes nothing; the loop never
+// persists one.
+func (r *sessionRecord) apply(msg proto.Message) bool {
+	switch m := msg.(type) {
+	case *messages.LoopSession:
+		r.restore(m)
+	case *messages.LoopStarted:
+		*r = sessionRecord{started: true, first: m.GetFirstRequest(), params: m.GetParams(),
+			messages: rawMessages(m.GetMessages()), phase: messages.LoopPhase_LOOP_PHASE_MODEL}
+	case *messages.LoopRequestSent:
+		r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
+		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
+	case *messages.LoopText:
+		r.text = append(r.text, m.GetText()...)
+	case *messages.LoopCallStarted:
+		if _, rc := r.streamingCall(m.GetToolCallId()); rc == nil {
+			r.streaming = append(r.streaming, &recordCall{id: m.GetToolCallId(), name: m.GetName(), index: m.GetIndex()})
+		}
+	case *messages.LoopArgs:
+		if _, rc := r.streamingCall(m.GetToolCallId()); rc != nil {
+			rc.args = append(rc.args, m.GetChunk()...)
+		}
+	case *messages.LoopCallSurfaced:
+		rc := &recordCall{id: m.GetToolCallId(), call: m.GetCall(), result: m.GetResult()}
+		if rc.call == nil {
+			i, sc := r.streamingCall(rc.id)
+			if sc == nil {
+				return true
+			}
+			r.streaming = slices.Delete(r.streaming, i, i+1)
+			rc.call = sc.frame()
+		}
+		r.calls = append(r.calls, rc)
+	case *messages.LoopCallResult:
+		id := m.GetResult().GetToolCallId()
+		for _, rc := range r.calls {
+			if rc.id == id && rc.result == nil {
+				rc.result = m.GetResult()
+				break
+			}
+		}
+	case *messages.LoopToolsStarted:
+		r.phase = messages.LoopPhase_LOOP_PHASE_TOOLS
+		r.streaming = nil
+		r.thinking = m.GetThinking()
+	case *messages.LoopRoundEnded:
+		r.iteration++
+		if m.GetDone() {
+			r.phase = messages.LoopPhase_LOOP_PHASE_DONE
+		} else {
+			calls, results := make([]*messages.Frame, len(r.calls)), make([]*messages.Frame, len(r.calls))
+			for i, rc := range r.calls {
+				calls[i], results[i] = rc.call, rc.result
+			}
+			r.messages = appendRound(r.messages, string(r.text), calls, results, m.GetThinking())
+			r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
+		}
+		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
+	case *messages.LoopAnswered:
+		r.phase = messages.LoopPhase_LOOP_PHASE_DONE
+		r.calls, r.streaming = nil, nil
+	default:
+		return false
+	}
+	return true
+}
+
+// appendRound extends a conversation with one tool round: the assistant
+// message (the response's text, its calls and thinking blocks) and one
+// tool message per call, in call order. The live loop and the session
+// record both build the follow-up with it.
+func appendRound(list []json.RawMessage, text string, calls, results []*messages.Frame, thinking json.RawMessage) []json.RawMessage {
+	list = append(list, assistantMessage(text, calls, thinking))
+	for _, r := range results {
+		list = append(list, toolMessage(r))
+	}
+	return list
+}
+
+func rawMessages(b [][]byte) []json.RawMessage {
+	out := make([]json.RawMessage, len(b))
+	for i, m := range b {
+		out[i] = m
+	}
+	return out
+}
+
+// state returns the record as a snapshot (sharing its bytes: marshal it
+// before the record changes). Streaming calls follow the handed-out ones,
+// with complete unset.
+func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
+	st := &messages.LoopSession{SessionId: id, FirstRequest: r.first, Params: r.params,
+		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps, Thinking: r.thinking}
+	st.Messages = make([][]byte, len(r.messages))
+	for i, m := range r.messages {
+		st.Messages[i] = m
+	}
+	for _, rc := range r.calls {
+		st.Calls = append(st.Calls, &messages.LoopCall{Call: rc.call, Complete: true, Result: rc.result})
+	}
+	for _, rc := range r.streaming {
+		st.Calls = append(st.Calls, &messages.LoopCall{Call: rc.frame()})
+	}
+	return st
+}
+
+// restore replaces the record with a snapshot's state.
+func (r *sessionRecord) restore(st *messages.LoopSession) {
+	*r = sessionRecord{started: true, first: st.GetFirstRequest(), params: st.GetParams(),
+		messages: rawMessages(st.GetMessages()), iteration: int(st.GetIteration()), phase: st.GetPhase(),
+		text: []byte(st.GetText()), thinking: st.GetThinking()}
+	for _, lc := range st.GetCalls() {
+		f := lc.GetCall()
+		rc := &recordCall{id: f.GetToolCallId(), result: lc.GetResult()}
+		if lc.GetComplete() || lc.GetResult() != nil {
+			rc.call = f
+			r.calls = append(r.calls, rc)
+			continue
+		}
+		rc.name, rc.index, rc.args = f.GetName(), f.GetMeta().GetIndex(), slices.Clone(f.GetPayload())
+		r.streaming = append(r.streaming, rc)
+	}
+}
+
+// startedEvent is the event of a session's first request going to the
+// model.
+func (s *loopSession) startedEvent(id string) *messages.LoopStarted {
+	e := &messages.LoopStarted{SessionId: id, FirstRequest: s.first, Params: slices.Clone(s.params),
+		Messages: make([][]byte, len(s.messages))}
+	for i, m := range s.messages {
+		e.Messages[i] = m
+	}
+	return e
+}
+
+// surfacedEvent is the event of call being handed out, made by response
+// frame f: an atomic TOOL_CALL is stored whole; a streaming call (f
+// completed it, or ended its stream) is named only, its frame being
+// rebuilt from its stored chunks.
+func surfacedEvent(f, call, result *messages.Frame) *messages.LoopCallSurfaced {
+	e := &messages.LoopCallSurfaced{ToolCallId: call.GetToolCallId(), Result: result}
+	if call == f {
+		e.Call = call
+	}
+	return e
+}

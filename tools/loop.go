@@ -345,7 +345,7 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		case f.IsStreamingToolCall() && !pending:
 			l.record(c, s, &messages.LoopCallStarted{ToolCallId: f.GetToolCallId(), Name: f.GetName(), Index: f.GetMeta().GetIndex()})
 		case f.IsToolArgChunk() && pending:
-			l.record(c, s, &messages.LoopArgs{ToolCallId: f.GetToolCallId(), Chunk: []byte(f.GetText())})
+			l.sess.recordArgs(c, s, f.GetToolCallId(), f.GetText())
 		}
 	}
 	decisions := l.asm.Step(f)

@@ -219,6 +219,29 @@ func ReadSession(ctx context.Context, store durability.Store, id string) (st *me
 	return proto.CloneOf(sl.rec.state(id, sl.index)), true, nil
 }
 
+// DeleteSession removes everything store holds of session id: its events
+// and snapshots, and the record of its calls held for approval (see
+// [ApprovalStoreSuffix]). A host calls it for a session that has ended
+// (or that it gives up), once no loop runs it; a store that compacts its
+// file then reclaims the space. Deleting a session the store does not
+// hold is not an error.
+func DeleteSession(ctx context.Context, store durability.Store, id string) error {
+	if id == "" {
+		return errors.New("delete session: empty id")
+	}
+	// Every index a session writes is an int (it goes through a
+	// durability.Provider), so MaxInt64 covers them all.
+	for _, name := range []string{id, id + ApprovalStoreSuffix} {
+		if err := store.DeleteEvents(ctx, name, math.MaxInt64); err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+		if err := store.DeleteSnapshots(ctx, name, math.MaxInt64); err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // load reads the stored session (its snapshot, then the events after it)
 // into rec, replacing what rec held.
 func (sl *sessionLog) load() error {
@@ -359,6 +382,27 @@ func (ss *sessionState) record(c actors.Context, s *loopSession, e proto.Message
 	if ss.log.bufBytes >= sessionFlushBytes {
 		ss.write(c)
 	}
+}
+
+// recordArgs queues an argument chunk of call id: record of a LoopArgs,
+// joined into the queued one of the same call without an event of its
+// own (the hot path of a streamed argument).
+func (ss *sessionState) recordArgs(c actors.Context, s *loopSession, id, chunk string) {
+	if s.stream != ss.active {
+		return
+	}
+	sl := ss.log
+	if n := len(sl.buf); n > 0 {
+		if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == id {
+			last.Chunk = append(last.Chunk, chunk...)
+			sl.bufBytes += len(chunk)
+			if sl.bufBytes >= sessionFlushBytes {
+				ss.write(c)
+			}
+			return
+		}
+	}
+	ss.record(c, s, &messages.LoopArgs{ToolCallId: id, Chunk: []byte(chunk)})
 }
 
 // commit persists the events of a step (after anything queued), before

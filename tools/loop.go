@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -525,17 +526,27 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		s.text.Reset()
 		s.calls = nil
 	} else {
-		results := make([]*messages.Frame, len(round))
-		for i, tc := range round {
-			results[i] = tc.result
+		if l.sess != nil && l.sess.active == s.stream {
+			// The session's record builds the follow-up as it applies
+			// the event; the loop sends what it built.
+			l.commit(c, s, ended)
+			s.messages = slices.Clip(l.sess.log.rec.messages)
+			ended = nil
+		} else {
+			results := make([]*messages.Frame, len(round))
+			for i, tc := range round {
+				results[i] = tc.result
+			}
+			s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
 		}
-		s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
 		s.thinking = nil
 		s.text.Reset()
 		s.calls = nil
 		s.phase = phaseModel
 	}
-	l.commit(c, s, ended) // the round ended: the follow-up goes out, or the session ends
+	if ended != nil {
+		l.commit(c, s, ended) // the round ended: the follow-up goes out, or the session ends
+	}
 	// Until every result is out, OnFailure must still see the round (a
 	// hook may panic).
 	s.calls = round

@@ -80,8 +80,10 @@ func TestSessionOptions_Validated(t *testing.T) {
 	defer store.Close()
 	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "x"}}}, nil)
 	for name, s := range map[string]*tools.SessionOptions{
-		"no id":    {Store: store},
-		"no store": {ID: "x"},
+		"no id":             {Store: store},
+		"no store":          {ID: "x"},
+		"negative buffer":   {ID: "x", Store: store, BufferBytes: -1},
+		"negative interval": {ID: "x", Store: store, SnapshotEvery: -1},
 	} {
 		if _, err := tools.NewLoop(model.Spec("m"), &tools.LoopOptions{Session: s}); err == nil {
 			t.Errorf("%s: no error", name)

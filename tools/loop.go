@@ -493,7 +493,10 @@ func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Fr
 		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
 			tc.result = result
 			if s.phase == phaseTools {
-				l.commit(c, s, &messages.LoopCallResult{Result: result}) // a call completed
+				// A call completed: written by maybeFinishRound, which
+				// always follows, with the round's end when it was the
+				// last call (one write), else at once.
+				l.record(c, s, &messages.LoopCallResult{Result: result})
 			}
 			break
 		}
@@ -509,6 +512,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	}
 	for _, tc := range s.calls {
 		if tc.result == nil {
+			l.commit(c, s) // the results that came in
 			l.approvalWaiting(c, s)
 			return
 		}

@@ -73,9 +73,12 @@ func (m *Mux) Open(streamID string) (*MuxStream, error) {
 	if _, ok := m.in.streams[streamID]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrStreamOpen, streamID)
 	}
-	p := &port{notify: make(chan struct{}, 1)}
-	m.in.streams[streamID] = p
-	return &MuxStream{m: m, id: streamID, p: p}, nil
+	// Room for a conversation's frames: the queue is drained as it is
+	// read, so it rarely grows past this.
+	s := &MuxStream{m: m, id: streamID, port: port{notify: make(chan struct{}, 1), queue: make([]*messages.Frame, 0, 16)}}
+	s.p = &s.port
+	m.in.streams[streamID] = s.p
+	return s, nil
 }
 
 // Close stops the duplex and its subtree and waits until it is gone or
@@ -102,9 +105,10 @@ func (m *Mux) Close(ctx context.Context) error {
 // duplex's sink, Recv reads the frames it emitted with this stream id.
 // Close stops the routing; it does not touch the duplex.
 type MuxStream struct {
-	m  *Mux
-	id string
-	p  *port
+	m    *Mux
+	id   string
+	p    *port // &port
+	port port  // allocated with the stream
 }
 
 // ID is the stream id.

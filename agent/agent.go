@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -116,6 +117,8 @@ type Agent struct {
 	model actors.Spec
 	opts  Options
 	loop  tools.LoopOptions
+
+	delegations atomic.Uint64 // numbers the sessions of AsTool calls
 
 	mu      sync.Mutex
 	mux     *actors.Mux // the shared loop; nil with a Store
@@ -393,7 +396,9 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 	if last == nil {
 		return &out
 	}
-	last.Rounds = append(out.Rounds, last.Rounds...)
+	if len(out.Rounds) > 0 {
+		last.Rounds = append(out.Rounds, last.Rounds...)
+	}
 	last.Usage = out.Usage.Add(last.Usage)
 	return last
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -51,7 +50,8 @@ type toolAnswer struct {
 
 // AsTool gives sub to other agents as a tool: each call runs a
 // conversation of sub (its own session, named after the tool and a
-// counter) and answers {"success":true,"answer":...,"tool_calls":n}.
+// counter of sub's delegations) and answers
+// {"success":true,"answer":...,"tool_calls":n}.
 // The conversation runs on a tool loop of its own, started as a child of
 // the calling tool's actor (in the calling agent's tool router) when the
 // caller runs in sub's runtime: the caller's supervision covers it (a
@@ -85,7 +85,6 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	if opts.Prompt == nil {
 		opts.Prompt = taskPrompt
 	}
-	var calls atomic.Uint64
 	name := opts.Name
 	return tools.New(tools.Definition{
 		Name:         name,
@@ -98,7 +97,9 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			if err != nil {
 				return nil, err
 			}
-			session := name + "-" + strconv.FormatUint(calls.Add(1), 10)
+			// Numbered by sub, not by tool: delegations through two tools
+			// of one agent never share a session.
+			session := name + "-" + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
 			if p, ok := actors.ParentFrom(ctx); ok && p.Runtime() == sub.rt {

@@ -168,13 +168,14 @@ func benchLoopConversation(b *testing.B, sync bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	for range b.N {
 		if err := lc.run(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+	reportRuns(b, b.N, processCPU()-cpu)
 }
 
 // The floor: the same conversation as a plain Go loop, with the messages

@@ -12,3 +12,11 @@ func BenchmarkConversation(b *testing.B) {
 	b.Run("loop/sync", func(b *testing.B) { benchLoopConversation(b, true) })
 	b.Run("loop/async", func(b *testing.B) { benchLoopConversation(b, false) })
 }
+
+// BenchmarkAgent plays the same conversation through agent.Run: one agent
+// (runs one after the other), and 1000 agents answering at once (runs/s
+// over all agents), the bodies of figure 7's agent rows.
+func BenchmarkAgent(b *testing.B) {
+	b.Run("one", func(b *testing.B) { benchAgentConversation(b, true) })
+	b.Run("fleet-1000", func(b *testing.B) { benchAgentFleet(b, 1000) })
+}

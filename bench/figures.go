@@ -218,6 +218,7 @@ func figureConversation(c *config) []Row {
 	})
 	rows = append(rows, figureAgents(c)...)
 	rows = append(rows, figureTracing(c)...)
+	rows = append(rows, figureInspector(c)...)
 	if c.peers == "" {
 		return rows
 	}

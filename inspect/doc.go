@@ -2,17 +2,18 @@
 // the supervision tree of its actors with their state, restart count and
 // last failure; per session the conversation so far, the pending tool
 // calls with their age and arguments (clipped), the streams open and the
-// durability position; a feed of supervision events; per-tool call
-// counts, failure kinds and latency percentiles; and, when the host
-// enables it, fault injection for experiments (panic an actor, stall a
-// tool, cut a model stream).
+// durability position; a feed of supervision events and breaker changes;
+// per-tool call counts, failure kinds, latency percentiles and breaker
+// state; and, when the host enables it, fault injection for experiments
+// (panic an actor, stall a tool, cut a model stream).
 //
 // An [Inspector] is an http.Handler that a host mounts where it likes:
 //
 //	insp, err := inspect.New(rt, nil)
 //	model = insp.Model(model)                        // conversations, stream cuts
-//	toolset, err = insp.Tools(toolset)               // tool stalls
+//	toolset, err = insp.Tools(toolset)               // tool stalls (with Options.Faults)
 //	loopOpts.OnToolResult = insp.OnToolResult        // per-tool figures, pending calls
+//	loopOpts.Breaker.OnChange = insp.OnBreakerChange // breaker states
 //	store = insp.Store(store)                        // durability position
 //	ln, err := inspect.Listen("127.0.0.1:8080", nil) // refuses non-loopback addresses
 //	go http.Serve(ln, insp)

@@ -54,7 +54,7 @@ func (in *Inspector) CutStream(stream string) (string, error) {
 	in.mu.Lock()
 	var model actors.Ref
 	if s := in.sessions[sessionKey(stream)]; s != nil {
-		if st := s.streams[stream]; st != nil {
+		if st, ok := s.streams[stream]; ok {
 			model = st.model.self
 		}
 	}

@@ -306,7 +306,7 @@ func TestState_TreeSessionToolsAfterAConversation(t *testing.T) {
 	}
 
 	echo := tool(snap, "echo")
-	if echo.Calls != 1 || echo.Failures != 0 || echo.P50 == "" || echo.P99 == "" || !echo.Stallable || echo.Stalled {
+	if echo.Calls != 1 || echo.Failures != 0 || echo.P50 == "" || echo.P99 == "" || echo.Stallable || echo.Stalled {
 		t.Fatalf("echo figures %+v", echo)
 	}
 	if snap.Faults || snap.Restarts != 0 {
@@ -643,5 +643,76 @@ func TestNew_Validates(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	if _, err := inspect.New(rt, &inspect.Options{Interval: -1}); err == nil {
 		t.Error("a negative interval was accepted")
+	}
+}
+
+func TestSessions_OldestQuietOnesForgotten(t *testing.T) {
+	r := newRig(t, &inspect.Options{MaxSessions: 2}, actors.Spec{})
+	for _, s := range []string{"s1", "s2", "s3", "s4"} {
+		if frames := r.converse(t, s, "echo"); finalText(frames) != "done" {
+			t.Fatalf("%s: %v", s, frames)
+		}
+	}
+	var ids []string
+	for _, s := range r.state(t, "").Sessions {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "s3,s4" {
+		t.Fatalf("sessions %v, want the two newest", ids)
+	}
+}
+
+func TestBreaker_ChangesInTheFeedAndFigures(t *testing.T) {
+	r := newRig(t, nil, actors.Spec{})
+	ev := r.events(t, "")
+	r.in.OnBreakerChange("echo", tools.BreakerOpen)
+	snap := ev.until("the open breaker", func(s inspect.Snapshot) bool { return tool(s, "echo").Breaker == "open" })
+	if it := snap.Feed[0]; it.Kind != "breaker" || !it.Alert || !strings.Contains(it.Text, "echo open") {
+		t.Fatalf("feed %+v", snap.Feed)
+	}
+	r.in.OnBreakerChange("echo", tools.BreakerHalfOpen)
+	ev.until("the half-open breaker", func(s inspect.Snapshot) bool { return tool(s, "echo").Breaker == "half-open" })
+	if _, page := r.get(t, "/"); !strings.Contains(page, `data-breaker="half-open"`) {
+		t.Fatal("the page does not show the breaker's state")
+	}
+}
+
+func TestTree_ALoopUnderAStageIsAnAgentLoop(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	silent := actors.Spec{Name: "model", New: func() actors.Logic { return actors.LogicFunc(func(actors.Context, any) {}) }}
+	loop, err := tools.NewLoop(in.Model(silent), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: "delegated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a delegation's loop runs under the calling tool's actor.
+	outer := actors.Wrap("caller", loop, func() actors.Wrapped { return actors.Hooks{} })
+	conn, err := rt.Start(outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(testCtx(t))
+	// Wait until the three actors are up (the inner ones start with the
+	// outer's first turn).
+	started := make(chan struct{}, 8)
+	defer rt.WatchActors(func(actors.ActorEvent) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	})()
+	for len(rt.Actors()) < 3 {
+		<-started
+	}
+	roles := map[string]string{}
+	for _, n := range in.Snapshot("").Tree {
+		roles[n.Name] = n.Role
+	}
+	if roles["caller"] != "agent" || roles["delegated"] != "agent loop" || roles["model"] != "model adapter" {
+		t.Fatalf("roles %v", roles)
 	}
 }

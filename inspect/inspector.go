@@ -20,6 +20,8 @@ const (
 	DefaultRefresh  = 2 * time.Second
 	DefaultFeedSize = 200
 	DefaultClip     = 240
+	// DefaultMaxSessions is how many sessions are kept by default.
+	DefaultMaxSessions = 100
 	// FlashFor is how long a node that restarted is marked as flashing.
 	FlashFor = 5 * time.Second
 	// latencySamples is how many recent latencies per tool the
@@ -49,6 +51,10 @@ type Options struct {
 	// Clip is how many bytes of a tool call's arguments or a message are
 	// shown; default [DefaultClip].
 	Clip int
+	// MaxSessions bounds the sessions (and durability positions) kept: past
+	// it, the oldest (first seen first) with no stream open are forgotten.
+	// Default [DefaultMaxSessions].
+	MaxSessions int
 }
 
 // Inspector observes a runtime and serves the live view (see the package
@@ -69,10 +75,13 @@ type Inspector struct {
 	models   map[string]bool // spec names of the observed model adapters
 	modelsBy map[string]*modelObserver
 	sessions map[string]*session
-	tools    map[string]*toolStats
-	stalls   map[string]*stall
-	stores   map[string]storePosition
-	restarts int
+	// sessionOrder and storeOrder are the keys of sessions and stores,
+	// first seen first (for forget).
+	sessionOrder, storeOrder []string
+	tools                    map[string]*toolStats
+	stalls                   map[string]*stall
+	stores                   map[string]storePosition
+	restarts                 int
 }
 
 // New makes an inspector of rt and starts watching it. Close stops
@@ -86,7 +95,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		opts = *o
 	}
 	switch {
-	case opts.Interval < 0, opts.Refresh < 0, opts.FeedSize < 0, opts.Clip < 0:
+	case opts.Interval < 0, opts.Refresh < 0, opts.FeedSize < 0, opts.Clip < 0, opts.MaxSessions < 0:
 		return nil, fmt.Errorf("inspect: negative option in %+v", opts)
 	}
 	if opts.Title == "" {
@@ -103,6 +112,9 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	}
 	if opts.Clip == 0 {
 		opts.Clip = DefaultClip
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
 	}
 	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
@@ -134,7 +146,8 @@ func (in *Inspector) changed() { in.version.Add(1) }
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "supervision", "restart", "tool", "model" or "fault".
+	// Kind is "supervision", "restart", "tool", "breaker", "model" or
+	// "fault".
 	Kind string `json:"kind"`
 	// Actor is the actor concerned, when there is one.
 	Actor string `json:"actor,omitempty"`
@@ -227,15 +240,11 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	in.mu.Lock()
 	var latency time.Duration = -1
 	if s := in.sessions[sessionKey(ev.StreamID)]; s != nil {
-		if p := s.removeCall(ev.Call.GetToolCallId()); p != nil && !p.dispatched.IsZero() {
+		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok && !p.dispatched.IsZero() {
 			latency = now.Sub(p.dispatched)
 		}
 	}
-	st := in.tools[name]
-	if st == nil {
-		st = &toolStats{kinds: map[string]int{}}
-		in.tools[name] = st
-	}
+	st := in.toolStats(name)
 	st.calls++
 	if kind != "" {
 		st.failures++
@@ -250,8 +259,33 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	in.changed()
 }
 
+// OnBreakerChange records that the circuit breaker of tool moved to
+// state: the feed says so and the tool's figures show it. Give it to
+// tools.BreakerOptions.OnChange (agent.Options.Breaker.OnChange).
+func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
+	now := time.Now()
+	in.mu.Lock()
+	st := in.toolStats(tool)
+	st.breaker = state.String()
+	in.addFeed(FeedItem{Time: now, Kind: "breaker", Text: fmt.Sprintf("circuit breaker of %s %s", tool, state), Alert: state == tools.BreakerOpen})
+	in.mu.Unlock()
+	in.changed()
+}
+
+// toolStats returns the figures of a tool, making them; in.mu must be
+// held.
+func (in *Inspector) toolStats(name string) *toolStats {
+	st := in.tools[name]
+	if st == nil {
+		st = &toolStats{kinds: map[string]int{}}
+		in.tools[name] = st
+	}
+	return st
+}
+
 // toolStats are the figures of one tool.
 type toolStats struct {
+	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int
 	lat             []time.Duration // ring of the newest latencySamples
@@ -280,6 +314,27 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 		return s[max(0, min(i, len(s)-1))]
 	}
 	return rank(50), rank(90), rank(99)
+}
+
+// forget drops the oldest sessions and durability positions past
+// Options.MaxSessions (first seen first), keeping those with a stream
+// open: O(1) per session, so that a host running conversations without
+// end pays the same for each. in.mu must be held.
+func (in *Inspector) forget() {
+	limit := in.opts.MaxSessions
+	for n := len(in.sessionOrder); len(in.sessions) > limit && n > 0; n-- {
+		id := in.sessionOrder[0]
+		in.sessionOrder = in.sessionOrder[1:]
+		if s, ok := in.sessions[id]; ok && len(s.streams) > 0 {
+			in.sessionOrder = append(in.sessionOrder, id) // busy: later
+			continue
+		}
+		delete(in.sessions, id)
+	}
+	for len(in.stores) > limit && len(in.storeOrder) > 0 {
+		delete(in.stores, in.storeOrder[0])
+		in.storeOrder = in.storeOrder[1:]
+	}
 }
 
 // sessionKey is the session a stream belongs to: agent attempts after the

@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,13 @@ type modelObserver struct {
 type modelLogic struct {
 	inner actors.Logic
 	obs   *modelObserver
+	ctx   modelContext // reused: the Context of the current turn
+}
+
+// context is the Context inner gets in this turn (no allocation).
+func (m *modelLogic) context(c actors.Context) *modelContext {
+	m.ctx.Context, m.ctx.obs = c, m.obs
+	return &m.ctx
 }
 
 // Receive implements actors.Logic.
@@ -60,13 +68,13 @@ func (m *modelLogic) Receive(c actors.Context, msg any) {
 		m.obs.cutStream(c, v.stream)
 		return
 	}
-	m.inner.Receive(modelContext{Context: c, obs: m.obs}, msg)
+	m.inner.Receive(m.context(c), msg)
 }
 
 // ReceiveChildFrame implements actors.ChildFrameReceiver for an adapter
 // that has children.
 func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *messages.Frame) {
-	ctx := modelContext{Context: c, obs: m.obs}
+	ctx := m.context(c)
 	if r, ok := m.inner.(actors.ChildFrameReceiver); ok {
 		r.ReceiveChildFrame(ctx, child, f)
 		return
@@ -78,7 +86,7 @@ func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *me
 // open work as it would alone.
 func (m *modelLogic) OnFailure(c actors.Context, err error) {
 	if h, ok := m.inner.(actors.FailureHandler); ok {
-		h.OnFailure(modelContext{Context: c, obs: m.obs}, err)
+		h.OnFailure(m.context(c), err)
 	}
 	m.obs.stop(err)
 }
@@ -90,14 +98,14 @@ type modelContext struct {
 }
 
 // Emit implements actors.Context.
-func (c modelContext) Emit(f *messages.Frame) {
+func (c *modelContext) Emit(f *messages.Frame) {
 	if c.obs.response(f) {
 		c.Context.Emit(f)
 	}
 }
 
 // Persister lets actors.PersisterOf see through the decoration.
-func (c modelContext) Persister() (actors.Persister, bool) { return actors.PersisterOf(c.Context) }
+func (c *modelContext) Persister() (actors.Persister, bool) { return actors.PersisterOf(c.Context) }
 
 func (o *modelObserver) start(self actors.Ref) {
 	o.self = self
@@ -130,8 +138,11 @@ func (o *modelObserver) session(stream string) *session {
 	key := sessionKey(stream)
 	s := o.in.sessions[key]
 	if s == nil {
-		s = &session{id: key, started: time.Now(), streams: map[string]*openStream{}}
+		now := time.Now()
+		s = &session{id: key, started: now, updated: now, streams: map[string]openStream{}}
 		o.in.sessions[key] = s
+		o.in.sessionOrder = append(o.in.sessionOrder, key)
+		o.in.forget()
 	}
 	return s
 }
@@ -148,10 +159,12 @@ func (o *modelObserver) request(f *messages.Frame) {
 		return
 	}
 	in := o.in
-	now := time.Now()
+	var now time.Time
+	if f.GetType() == messages.FrameType_END {
+		now = time.Now() // only where it is shown: clocks cost in VMs
+	}
 	in.mu.Lock()
 	s := o.session(f.GetStreamId())
-	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
 		s.messages = f.GetPayload()
@@ -160,7 +173,8 @@ func (o *modelObserver) request(f *messages.Frame) {
 		s.calls = s.calls[:0] // the follow-up carries their results
 	case messages.FrameType_END:
 		s.requests++
-		s.streams[f.GetStreamId()] = &openStream{model: o, since: now}
+		s.updated = now
+		s.streams[f.GetStreamId()] = openStream{model: o, since: now}
 	default:
 		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
 	}
@@ -172,32 +186,42 @@ func (o *modelObserver) request(f *messages.Frame) {
 // on (not when its stream was cut).
 func (o *modelObserver) response(f *messages.Frame) bool {
 	stream := f.GetStreamId()
-	if o.cut[stream] {
+	if o.cut != nil && o.cut[stream] {
 		if f.GetType() == messages.FrameType_END {
 			delete(o.cut, stream)
 		}
 		return false
 	}
+	switch f.GetType() {
+	case messages.FrameType_TEXT, messages.FrameType_TOOL_CALL, messages.FrameType_ERROR, messages.FrameType_END:
+	default:
+		return true // META and the rest: nothing the page shows
+	}
 	in := o.in
-	now := time.Now()
+	var now time.Time
+	if f.GetType() != messages.FrameType_TEXT {
+		now = time.Now()
+	}
 	in.mu.Lock()
 	s := o.session(stream)
-	s.updated = now
+	if !now.IsZero() {
+		s.updated = now
+	}
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
 			if p := s.call(f.GetToolCallId()); p != nil && len(p.args) < in.opts.Clip*2 {
-				p.args += f.GetText()
+				p.args = append(p.args, f.GetText()...)
 			}
 		} else if s.text.Len() < maxText {
 			s.text.WriteString(f.GetText())
 		}
 	case messages.FrameType_TOOL_CALL:
 		if p := s.call(f.GetToolCallId()); p != nil {
-			p.args = string(f.GetPayload()) // complete now
+			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
 		} else {
-			s.calls = append(s.calls, &pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
-				args: string(f.GetPayload()), since: now})
+			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
+				args: slices.Clip(f.GetPayload()), since: now})
 		}
 	case messages.FrameType_ERROR:
 		s.lastError = f.GetText()
@@ -209,9 +233,9 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		if len(s.calls) == 0 {
 			s.answer = s.text.String() // a final answer
 		}
-		for _, p := range s.calls {
-			if p.dispatched.IsZero() {
-				p.dispatched = now // the loop runs the response's calls at its END
+		for i := range s.calls {
+			if s.calls[i].dispatched.IsZero() {
+				s.calls[i].dispatched = now // the loop runs the response's calls at its END
 			}
 		}
 	}
@@ -226,7 +250,11 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
 	in.mu.Lock()
 	s := in.sessions[sessionKey(stream)]
-	open := s != nil && s.streams[stream] != nil && s.streams[stream].model == o
+	open := false
+	if s != nil {
+		st, ok := s.streams[stream]
+		open = ok && st.model == o
+	}
 	in.mu.Unlock()
 	if !open {
 		return
@@ -250,8 +278,8 @@ type session struct {
 	messages         json.RawMessage // the last request's messages
 	text             strings.Builder // the current response's text
 	answer           string          // the final answer, once given
-	calls            []*pendingCall  // tool calls of the current response without a result yet
-	streams          map[string]*openStream
+	calls            []pendingCall   // tool calls of the current response without a result yet
+	streams          map[string]openStream
 	requests, errors int
 	lastError        string
 }
@@ -263,26 +291,27 @@ type openStream struct {
 
 type pendingCall struct {
 	id, name, stream string
-	args             string
+	args             []byte    // kept as the frame has them; clipped when shown
 	since            time.Time // when the model made it
 	dispatched       time.Time // when its response ended (the loop runs it)
 }
 
+// call returns the pending call id, valid until calls changes.
 func (s *session) call(id string) *pendingCall {
-	for _, p := range s.calls {
-		if p.id == id {
-			return p
+	for i := range s.calls {
+		if s.calls[i].id == id {
+			return &s.calls[i]
 		}
 	}
 	return nil
 }
 
-func (s *session) removeCall(id string) *pendingCall {
+func (s *session) removeCall(id string) (pendingCall, bool) {
 	for i, p := range s.calls {
 		if p.id == id {
 			s.calls = append(s.calls[:i], s.calls[i+1:]...)
-			return p
+			return p, true
 		}
 	}
-	return nil
+	return pendingCall{}, false
 }

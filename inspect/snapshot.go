@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Snapshot is what the page shows at one moment: the JSON of /api/state
@@ -33,7 +34,7 @@ type Snapshot struct {
 type Node struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
-	Role  string `json:"role"` // runtime, agent, stage, model adapter, tool
+	Role  string `json:"role"` // runtime, agent, agent loop (under a tool: a delegation), stage, model adapter, tool
 	State string `json:"state"`
 	Depth int    `json:"depth"`
 	// Since is when it entered State.
@@ -115,6 +116,9 @@ type ToolFigures struct {
 	P50      string         `json:"p50"`
 	P90      string         `json:"p90"`
 	P99      string         `json:"p99"`
+	// Breaker is the state of its circuit breaker ("closed" until it
+	// changed, when OnBreakerChange is hooked).
+	Breaker string `json:"breaker"`
 	// Stallable tools were wrapped by Inspector.Tools; Stalled and
 	// Waiting (calls held) are their switch.
 	Stallable bool `json:"stallable"`
@@ -167,9 +171,12 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 		names[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil}
+		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil, Breaker: tools.BreakerClosed.String()}
 		if st := in.tools[name]; st != nil {
 			tf.Calls, tf.Failures = st.calls, st.failures
+			if st.breaker != "" {
+				tf.Breaker = st.breaker
+			}
 			if len(st.kinds) > 0 {
 				tf.Kinds = maps.Clone(st.kinds)
 			}
@@ -202,11 +209,19 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 		}
 		children[parent] = append(children[parent], a)
 	}
+	// A stage whose child is a model adapter is an agent's loop, wherever
+	// it runs (a delegation's loop runs under the calling tool).
+	loops := map[string]bool{}
+	for _, a := range list {
+		if in.models[a.Name] {
+			loops[a.Parent] = true
+		}
+	}
 	out := []Node{{ID: host, Name: host, Role: "runtime", State: actors.ActorRunning.String()}}
 	var walk func(id string, depth int)
 	walk = func(id string, depth int) {
 		for _, a := range children[id] {
-			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host), State: a.State.String(), Depth: depth,
+			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host, loops[a.ID]), State: a.State.String(), Depth: depth,
 				Since: a.Since, Restarts: a.Restarts, Durable: a.Durable}
 			if n.Name == "" {
 				n.Name = a.ID[strings.LastIndexByte(a.ID, '/')+1:]
@@ -227,7 +242,9 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 	return out
 }
 
-func (in *Inspector) role(a actors.ActorInfo, host string) string {
+// role names what a node is: the runtime's children are agents (or
+// other stages), a stage around a model adapter is an agent's loop.
+func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
 	switch {
 	case in.models[a.Name]:
 		return "model adapter"
@@ -235,6 +252,8 @@ func (in *Inspector) role(a actors.ActorInfo, host string) string {
 		return "tool"
 	case a.Parent == host:
 		return "agent"
+	case loop:
+		return "agent loop"
 	}
 	return "stage"
 }
@@ -258,7 +277,7 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	}
 	for _, p := range s.calls {
 		age := now.Sub(p.since)
-		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(p.args, in.opts.Clip),
+		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
 			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: !p.dispatched.IsZero()})
 	}
 	for _, stream := range slices.Sorted(maps.Keys(s.streams)) {

@@ -28,7 +28,11 @@ type observedStore struct {
 
 func (s *observedStore) note(name string, index uint64, kind string) {
 	s.in.mu.Lock()
+	if _, ok := s.in.stores[name]; !ok {
+		s.in.storeOrder = append(s.in.storeOrder, name)
+	}
 	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: time.Now()}
+	s.in.forget()
 	s.in.mu.Unlock()
 	s.in.changed()
 }

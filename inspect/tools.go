@@ -9,12 +9,16 @@ import (
 	"github.com/polyweave/polyweave-go/tools"
 )
 
-// Tools returns ts with handlers that the inspector can stall (with
-// Options.Faults): a stalled tool's calls wait, without running, until the
-// stall is lifted (then they run) or their context ends (the tool's
-// timeout, a CANCEL or ABORT: the call gets its error result as usual).
-// Unstalled, a handler runs as before, after one uncontended lock.
+// Tools returns ts with handlers that the inspector can stall, when
+// Options.Faults is set (without it, ts as they are): a stalled tool's
+// calls wait, without running, until the stall is lifted (then they run)
+// or their context ends (the tool's timeout, a CANCEL or ABORT: the call
+// gets its error result as usual). Unstalled, a handler runs as before,
+// after one uncontended lock.
 func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
+	if !in.opts.Faults {
+		return ts, nil
+	}
 	out := make([]*tools.Tool, len(ts))
 	for i, t := range ts {
 		def := t.Definition()

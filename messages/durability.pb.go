@@ -580,7 +580,11 @@ type LoopSession struct {
 	Text  string      `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
 	Calls []*LoopCall `protobuf:"bytes,8,rep,name=calls,proto3" json:"calls,omitempty"`
 	// steps counts the persisted steps.
-	Steps         uint64 `protobuf:"varint,9,opt,name=steps,proto3" json:"steps,omitempty"`
+	Steps uint64 `protobuf:"varint,9,opt,name=steps,proto3" json:"steps,omitempty"`
+	// thinking is the current response's reasoning blocks (the payload of
+	// its META thinking_blocks frame), sent back with its assistant message
+	// in the follow-up, as models that think require.
+	Thinking      []byte `protobuf:"bytes,10,opt,name=thinking,proto3" json:"thinking,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -678,6 +682,13 @@ func (x *LoopSession) GetSteps() uint64 {
 	return 0
 }
 
+func (x *LoopSession) GetThinking() []byte {
+	if x != nil {
+		return x.Thinking
+	}
+	return nil
+}
+
 var File_durability_proto protoreflect.FileDescriptor
 
 const file_durability_proto_rawDesc = "" +
@@ -714,7 +725,7 @@ const file_durability_proto_rawDesc = "" +
 	"\bLoopCall\x12'\n" +
 	"\x04call\x18\x01 \x01(\v2\x13.polyweave.v1.FrameR\x04call\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
-	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\xbf\x02\n" +
+	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\xdb\x02\n" +
 	"\vLoopSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
@@ -725,7 +736,9 @@ const file_durability_proto_rawDesc = "" +
 	"\x05phase\x18\x06 \x01(\x0e2\x17.polyweave.v1.LoopPhaseR\x05phase\x12\x12\n" +
 	"\x04text\x18\a \x01(\tR\x04text\x12,\n" +
 	"\x05calls\x18\b \x03(\v2\x16.polyweave.v1.LoopCallR\x05calls\x12\x14\n" +
-	"\x05steps\x18\t \x01(\x04R\x05steps*h\n" +
+	"\x05steps\x18\t \x01(\x04R\x05steps\x12\x1a\n" +
+	"\bthinking\x18\n" +
+	" \x01(\fR\bthinking*h\n" +
 	"\tLoopPhase\x12\x1a\n" +
 	"\x16LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10LOOP_PHASE_MODEL\x10\x01\x12\x14\n" +

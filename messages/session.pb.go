@@ -414,7 +414,10 @@ func (x *LoopCallResult) GetResult() *Frame {
 
 // LoopToolsStarted: the response ended; its calls start.
 type LoopToolsStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thinking is the response's META thinking_blocks payload: a session
+	// resumed before the round ends sends it back in the assistant message.
+	Thinking      []byte `protobuf:"bytes,1,opt,name=thinking,proto3" json:"thinking,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -447,6 +450,13 @@ func (x *LoopToolsStarted) ProtoReflect() protoreflect.Message {
 // Deprecated: Use LoopToolsStarted.ProtoReflect.Descriptor instead.
 func (*LoopToolsStarted) Descriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LoopToolsStarted) GetThinking() []byte {
+	if x != nil {
+		return x.Thinking
+	}
+	return nil
 }
 
 // LoopRoundEnded: every call of the response has its result. The
@@ -573,8 +583,9 @@ const file_session_proto_rawDesc = "" +
 	"\x04call\x18\x02 \x01(\v2\x13.polyweave.v1.FrameR\x04call\x12+\n" +
 	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"=\n" +
 	"\x0eLoopCallResult\x12+\n" +
-	"\x06result\x18\x01 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\x12\n" +
-	"\x10LoopToolsStarted\"@\n" +
+	"\x06result\x18\x01 \x01(\v2\x13.polyweave.v1.FrameR\x06result\".\n" +
+	"\x10LoopToolsStarted\x12\x1a\n" +
+	"\bthinking\x18\x01 \x01(\fR\bthinking\"@\n" +
 	"\x0eLoopRoundEnded\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12\x1a\n" +
 	"\bthinking\x18\x02 \x01(\fR\bthinking\"\x0e\n" +

@@ -125,8 +125,7 @@ func (a *Answer) Add(f *messages.Frame) {
 				a.Usage = a.Usage.Add(u)
 			}
 		case MetaFinish:
-			var reason string
-			if json.Unmarshal(f.GetPayload(), &reason) == nil {
+			if reason, ok := jsonString(f.GetPayload()); ok {
 				a.Finish = reason
 			}
 		}
@@ -161,6 +160,9 @@ func (a *Answer) result(f *messages.Frame) {
 		FailureKind: f.GetMeta().GetFailureKind()}
 	// Results come in call order from a tool loop; keep that order
 	// whatever order they come in.
+	if a.cur.Results == nil {
+		a.cur.Results = make([]ToolResult, 0, len(a.cur.Calls))
+	}
 	a.cur.Results = append(a.cur.Results, res)
 	for i := len(a.cur.Results) - 1; i > 0 && a.callIndex(a.cur.Results[i-1].CallID) > idx; i-- {
 		a.cur.Results[i], a.cur.Results[i-1] = a.cur.Results[i-1], a.cur.Results[i]
@@ -179,8 +181,33 @@ func (a *Answer) callIndex(id string) int {
 func (a *Answer) commit() {
 	a.cur.Text = a.curText.String()
 	a.curText.Reset()
+	if a.Rounds == nil {
+		a.Rounds = make([]Round, 0, 4) // most conversations take a few rounds
+	}
 	a.Rounds = append(a.Rounds, a.cur)
 	a.cur = Round{}
+}
+
+// jsonString decodes a JSON string; a plain one (no escapes, the usual
+// finish reason) without encoding/json's reflection.
+func jsonString(raw []byte) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		plain := true
+		for _, c := range raw[1 : n-1] {
+			if c == '\\' || c == '"' || c < 0x20 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(raw[1 : n-1]), true
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // ToolCalls counts the calls of every round.

@@ -67,6 +67,14 @@ func frameEvent(kind eventKind, to handler, f *messages.Frame) event {
 	return ev
 }
 
+// The recorder is woken once batchSize events wait, or batchDelay after
+// the first of them: not once per event, which would cost a goroutine
+// wake-up on each side for every frame of interest.
+const (
+	batchSize  = 64
+	batchDelay = time.Millisecond
+)
+
 // recorder is the queue of events and the goroutine that records them.
 type recorder struct {
 	t *Telemetry
@@ -74,14 +82,36 @@ type recorder struct {
 	mu     sync.Mutex
 	queue  []event
 	closed bool
-	wake   chan struct{} // a token when the queue became non-empty
+	armed  bool          // timer will wake the goroutine
+	timer  *time.Timer   // fires batchDelay after the first event waits
+	wake   chan struct{} // a token when the queue is to be recorded
 	done   chan struct{} // closed when the goroutine has returned
 }
 
 func startRecorder(t *Telemetry) *recorder {
 	r := &recorder{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	r.timer = time.AfterFunc(time.Hour, r.timeout)
+	r.timer.Stop()
 	go r.loop()
 	return r
+}
+
+// timeout wakes the goroutine for events that waited batchDelay.
+func (r *recorder) timeout() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	if !r.closed {
+		r.signal()
+	}
+}
+
+// signal wakes the goroutine; r.mu is held (Shutdown closes wake under it).
+func (r *recorder) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 // put queues ev; after Shutdown it is dropped (a flush is answered).
@@ -98,11 +128,16 @@ func (r *recorder) put(ev event) {
 		return
 	}
 	r.queue = append(r.queue, ev)
-	if len(r.queue) == 1 {
-		select { // under the lock: Shutdown closes wake under it
-		case r.wake <- struct{}{}:
-		default:
+	switch {
+	case len(r.queue) >= batchSize || ev.kind == evFlush:
+		if r.armed {
+			r.armed = false
+			r.timer.Stop()
 		}
+		r.signal()
+	case !r.armed:
+		r.armed = true
+		r.timer.Reset(batchDelay)
 	}
 	r.mu.Unlock()
 }
@@ -164,6 +199,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
+		r.timer.Stop()
 		close(r.wake) // the loop drains the queue, then returns
 	}
 	r.mu.Unlock()

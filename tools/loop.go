@@ -472,7 +472,7 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 			}
 		}
 	}
-	l.commit(c, s, append(events, &messages.LoopToolsStarted{})...) // the calls start
+	l.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...) // the calls start
 	s.dispatching = true
 	for _, tc := range s.calls {
 		if tc.result == nil {

@@ -206,11 +206,15 @@ func (s *routerStep) toolAnswers(id string, failed bool) {
 
 // TestRouter_CircuitBreaker drives the breaker through the router's logic:
 // two failures open it, calls are then answered "unavailable" without
-// reaching the tool, and after the cool-down a trial call runs.
+// reaching the tool, and after the cool-down a trial call runs. OnChange
+// is told each change of state, once.
 func TestRouter_CircuitBreaker(t *testing.T) {
+	var changes []string
 	s := newRouterStep(t, &tools.RouterOptions{
 		Handlers: map[string]tools.HandlerFunc{"flaky": greet},
-		Breaker:  tools.BreakerOptions{Failures: 2},
+		Breaker: tools.BreakerOptions{Failures: 2, OnChange: func(tool string, state tools.BreakerState) {
+			changes = append(changes, tool+" "+state.String())
+		}},
 	})
 	for _, id := range []string{"c1", "c2"} {
 		if got := s.call(id); got != "tool" {
@@ -240,6 +244,10 @@ func TestRouter_CircuitBreaker(t *testing.T) {
 	s.toolAnswers("c4", false)
 	if got := s.call("c6"); got != "tool" {
 		t.Fatalf("after a good trial c6 went to %s", got)
+	}
+	s.toolAnswers("c6", false)
+	if want := "flaky open, flaky half-open, flaky closed"; strings.Join(changes, ", ") != want {
+		t.Errorf("breaker changes %q, want %q", changes, want)
 	}
 	// A result for an answered call is never delivered again.
 	s.r.Sent = nil

@@ -519,6 +519,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 
 	midStream := st.GetPhase() == messages.LoopPhase_LOOP_PHASE_MODEL
 	s.text.WriteString(st.GetText())
+	s.thinking = st.GetThinking()
 	var rerun []*turnCall
 	var events []proto.Message // the interrupted calls' results, then the calls start
 	for _, lc := range st.GetCalls() {
@@ -547,7 +548,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		c.ToOuter(tc.call)
 	}
 	s.phase = phaseTools
-	ss.commit(c, s, append(events, &messages.LoopToolsStarted{})...)
+	ss.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...)
 	s.dispatching = true
 	for _, tc := range rerun {
 		l.d.run(c, tc.call)

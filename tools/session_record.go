@@ -23,6 +23,7 @@ type sessionRecord struct {
 	iteration int
 	phase     messages.LoopPhase
 	text      []byte
+	thinking  []byte        // the current response's thinking blocks, once it ended
 	calls     []*recordCall // handed to the consumer, in order
 	streaming []*recordCall // streaming calls not complete, in the order they started
 }
@@ -72,7 +73,7 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 			messages: rawMessages(m.GetMessages()), phase: messages.LoopPhase_LOOP_PHASE_MODEL}
 	case *messages.LoopRequestSent:
 		r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
-		r.text, r.calls, r.streaming = nil, nil, nil
+		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
 	case *messages.LoopText:
 		r.text = append(r.text, m.GetText()...)
 	case *messages.LoopCallStarted:
@@ -105,6 +106,7 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 	case *messages.LoopToolsStarted:
 		r.phase = messages.LoopPhase_LOOP_PHASE_TOOLS
 		r.streaming = nil
+		r.thinking = m.GetThinking()
 	case *messages.LoopRoundEnded:
 		r.iteration++
 		if m.GetDone() {
@@ -117,7 +119,7 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 			r.messages = appendRound(r.messages, string(r.text), calls, results, m.GetThinking())
 			r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
 		}
-		r.text, r.calls, r.streaming = nil, nil, nil
+		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
 	case *messages.LoopAnswered:
 		r.phase = messages.LoopPhase_LOOP_PHASE_DONE
 		r.calls, r.streaming = nil, nil
@@ -152,7 +154,7 @@ func rawMessages(b [][]byte) []json.RawMessage {
 // with complete unset.
 func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 	st := &messages.LoopSession{SessionId: id, FirstRequest: r.first, Params: r.params,
-		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps}
+		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps, Thinking: r.thinking}
 	st.Messages = make([][]byte, len(r.messages))
 	for i, m := range r.messages {
 		st.Messages[i] = m
@@ -170,7 +172,7 @@ func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 func (r *sessionRecord) restore(st *messages.LoopSession) {
 	*r = sessionRecord{started: true, first: st.GetFirstRequest(), params: st.GetParams(),
 		messages: rawMessages(st.GetMessages()), iteration: int(st.GetIteration()), phase: st.GetPhase(),
-		text: []byte(st.GetText())}
+		text: []byte(st.GetText()), thinking: st.GetThinking()}
 	for _, lc := range st.GetCalls() {
 		f := lc.GetCall()
 		rc := &recordCall{id: f.GetToolCallId(), result: lc.GetResult()}

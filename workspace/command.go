@@ -520,10 +520,16 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 			res.StoppedBy = StoppedByFileSizeLimit
 			res.Error = fmt.Sprintf("the command wrote past the file size limit (%d bytes) and was killed", w.sandbox.Limits.MaxFileSize)
 		default:
-			if res.ExitCode != 0 && outOfMemory(res.Stderr) {
+			switch {
+			case res.ExitCode == 0:
+			case saysAny(res.Stderr, outOfMemoryMessages):
 				res.StoppedBy = StoppedByMemoryLimit
 				res.Error = fmt.Sprintf("the command failed when it ran out of memory: the sandbox limits each process to %d MiB of address space",
 					w.sandbox.Limits.MaxAddressSpace>>20)
+			case saysAny(res.Stderr, cannotForkMessages):
+				res.StoppedBy = StoppedByProcessLimit
+				res.Error = fmt.Sprintf("the command failed when it could not start more processes: the sandbox allows %d",
+					w.sandbox.Limits.MaxProcesses)
 			}
 		}
 	}
@@ -545,18 +551,21 @@ func (w *Workspace) reapLater(cmd *exec.Cmd) {
 
 // outOfMemoryMessages are what programs print when an allocation fails:
 // the C library's strerror(ENOMEM), perl, Python, C++, Go, Java, Node.js,
-// Rust, GNU tools.
+// Rust, GNU tools. The kernel does not tell which process hit
+// RLIMIT_AS: an allocation past it just fails, and the program decides
+// what to do, most often saying so on stderr and exiting.
 var outOfMemoryMessages = []string{"Cannot allocate memory", "cannot allocate memory", "Out of memory",
 	"out of memory", "MemoryError", "std::bad_alloc", "OutOfMemoryError", "heap out of memory",
 	"memory allocation of", "memory exhausted"}
 
-// outOfMemory reports whether stderr says an allocation failed. The
-// kernel does not tell which process hit RLIMIT_AS: an allocation past
-// it just fails, and the program decides what to do, most often saying
-// so on stderr and exiting.
-func outOfMemory(stderr string) bool {
-	for _, m := range outOfMemoryMessages {
-		if strings.Contains(stderr, m) {
+// cannotForkMessages are what programs print when fork fails with
+// EAGAIN at the process limit: strerror(EAGAIN), dash, bash.
+var cannotForkMessages = []string{"Resource temporarily unavailable", "Cannot fork", "fork: retry"}
+
+// saysAny reports whether s contains one of msgs.
+func saysAny(s string, msgs []string) bool {
+	for _, m := range msgs {
+		if strings.Contains(s, m) {
 			return true
 		}
 	}

@@ -92,14 +92,16 @@
 // output (capped, drained) and reads from stdin (empty).
 //
 // A result says what cut a command short ([RunCommandResult.StoppedBy]:
-// timeout, cancellation, Close, the CPU, file size or memory limit, a
-// failed sandbox), with the exit code and the signal, and whether it ran
-// sandboxed. The CPU and file size limits kill with their own signals
-// (SIGXCPU, SIGXFSZ); the memory limit makes an allocation fail and the
-// program decides what follows, so a sandboxed command that exits
-// non-zero saying it ran out of memory (on stderr: "Out of memory",
-// "Cannot allocate memory", MemoryError, std::bad_alloc, …) is reported
-// as stopped by the memory limit.
+// timeout, cancellation, Close, the CPU, file size, memory or process
+// limit, a failed sandbox), with the exit code and the signal, and
+// whether it ran sandboxed. The CPU and file size limits kill with their
+// own signals (SIGXCPU, SIGXFSZ). The memory and process limits make an
+// allocation or a fork fail and the program decides what follows, and
+// the kernel does not say which process hit them; so a sandboxed command
+// that exits non-zero saying it ran out of memory (on stderr: "Out of
+// memory", "Cannot allocate memory", MemoryError, std::bad_alloc, …) or
+// could not fork ("Resource temporarily unavailable", "Cannot fork") is
+// reported as stopped by that limit.
 //
 // # Platform
 //

@@ -160,13 +160,16 @@ var hostileCases = []hostileCase{
 	{name: "inherited descriptor", leakFD: true, command: func(hostileEnv) string { return "cat <&9" },
 		offHarm: "a descriptor of the host is read"},
 	{name: "fork bomb", limits: Limits{MaxProcesses: 300}, timeout: time.Minute, command: func(hostileEnv) string {
-		return `perl -e 'for (1..400) { defined(my $p = fork) or die "fork failed after $_\n"; if (!$p) { sleep 60; exit } } print "started 400\n"'`
+		return `perl -e 'for (1..400) { defined(my $p = fork) or die "fork failed after $_: $!\n"; if (!$p) { sleep 60; exit } } print "started 400\n"'`
 	}, offHarm: "400 processes start", check: func(t *testing.T, e hostileEnv, res RunCommandResult) string {
 		if strings.Contains(res.Stdout, "started 400") {
 			return "400 processes start"
 		}
 		if !strings.Contains(res.Stderr, "fork failed") {
 			t.Errorf("the fork bomb did not fail to fork: %+v", res)
+		}
+		if res.StoppedBy != StoppedByProcessLimit || !strings.Contains(res.Error, "allows 300") {
+			t.Errorf("stopped by %q (%q), want the process limit named", res.StoppedBy, res.Error)
 		}
 		return ""
 	}},

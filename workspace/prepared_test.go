@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // Each command gets a sandbox of its own even though the next one is
@@ -154,5 +156,27 @@ func TestRunCommand_MemoryLimitNamed(t *testing.T) {
 	mustDo(t, err)
 	if res.StoppedBy != "" {
 		t.Errorf("without the sandbox (no memory limit) a failure was put on one: %+v", res)
+	}
+}
+
+// A command that fails because it could not fork, at the sandbox's
+// process limit, is reported as stopped by it.
+func TestRunCommand_ProcessLimitNamed(t *testing.T) {
+	if !sandboxComplete(t) {
+		t.Skip("this kernel does not give the full sandbox")
+	}
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, Limits: Limits{MaxProcesses: sandbox.MinProcesses}})
+	mustDo(t, err)
+	defer ws.Close()
+	bomb := `perl -e 'for (1..400) { defined(my $p = fork) or die "fork: $!\n"; if (!$p) { sleep 60; exit } }'`
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: bomb})
+	mustDo(t, err)
+	if res.StoppedBy != StoppedByProcessLimit || res.ExitCode == 0 {
+		t.Errorf("fork bomb: stopped by %q: %+v", res.StoppedBy, res)
+	}
+	res, err = ws.RunCommand(context.Background(), RunCommandInput{Command: `sleep 0 & sleep 0 & wait; exit 4`})
+	mustDo(t, err)
+	if res.StoppedBy != "" {
+		t.Errorf("a few processes and a failure were put on the process limit: %+v", res)
 	}
 }

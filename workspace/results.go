@@ -155,6 +155,7 @@ const (
 	StoppedByCPULimit      = "cpu time limit"
 	StoppedByFileSizeLimit = "file size limit"
 	StoppedByMemoryLimit   = "memory limit"
+	StoppedByProcessLimit  = "process limit"
 	StoppedBySandbox       = "sandbox failure"
 )
 

@@ -60,7 +60,8 @@ func startUI(cfg config, rt *actors.Runtime, tr *transcript) (*liveView, error) 
 }
 
 // agent lets the inspector see an agent: its model's conversations, its
-// tools (stallable), its tool results and its durability position.
+// tools (stallable), its tool results, its breakers and its durability
+// position.
 func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, error) {
 	if u == nil {
 		return model, nil
@@ -74,6 +75,11 @@ func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, e
 		opts.OnToolResult = func(ev tools.ToolResultEvent) { u.insp.OnToolResult(ev); prev(ev) }
 	} else {
 		opts.OnToolResult = u.insp.OnToolResult
+	}
+	if prev := opts.Breaker.OnChange; prev != nil {
+		opts.Breaker.OnChange = func(tool string, state tools.BreakerState) { u.insp.OnBreakerChange(tool, state); prev(tool, state) }
+	} else {
+		opts.Breaker.OnChange = u.insp.OnBreakerChange
 	}
 	if opts.Store != nil {
 		opts.Store = u.insp.Store(opts.Store)

@@ -91,6 +91,9 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 	if t.fail != "" {
 		c.Emit(messages.Error(id, t.fail))
 	} else {
+		if t.thinking != nil {
+			c.Emit(messages.Meta(id, models.MetaThinkingBlocks, t.thinking))
+		}
 		if t.usage != nil {
 			c.Emit(models.UsageFrame(id, t.usage))
 		}

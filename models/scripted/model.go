@@ -210,6 +210,8 @@ type compiledTurn struct {
 	stall   bool
 	fail    string // ERROR text when failing
 	usage   []byte
+	// thinking is the payload of a META thinking_blocks frame, if any.
+	thinking []byte
 	// finish is the finish reason encoded as a JSON string.
 	finish []byte
 }
@@ -304,6 +306,12 @@ func compile(t Turn) (compiledTurn, error) {
 	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall, fail: t.Error}
 	if len(steps) == 0 {
 		ct.endWait = t.Delay
+	}
+	if len(t.Thinking) > 0 {
+		if !json.Valid(t.Thinking) {
+			return compiledTurn{}, errors.New("thinking is not valid JSON")
+		}
+		ct.thinking = t.Thinking
 	}
 	if t.Usage != nil {
 		ct.usage, _ = json.Marshal(t.Usage) // a struct of ints always encodes

@@ -51,7 +51,8 @@ type Script struct {
 
 // Turn is one response of the model. Its frames come out in this order:
 // the text (split into Deltas TEXT frames), the tool calls in order, then
-// either META usage (when Usage is set), META finish and END, or, when
+// either META thinking_blocks (when Thinking is set), META usage (when
+// Usage is set), META finish and END, or, when
 // Error is set, ERROR and END.
 //
 // Time is an input, never a sleep: Delay and Pace are waited for with
@@ -78,6 +79,10 @@ type Turn struct {
 	// one call after the other.
 	Interleave bool `json:"interleave,omitempty"`
 
+	// Thinking, when set, is the payload of a META thinking_blocks frame
+	// (models.MetaThinkingBlocks: reasoning blocks a follow-up must send
+	// back), a JSON array.
+	Thinking json.RawMessage `json:"thinking_blocks,omitempty"`
 	// Usage, when set, is reported in a META usage frame.
 	Usage *Usage `json:"usage,omitempty"`
 	// Finish is the finish reason; empty means "tool_calls" when the turn

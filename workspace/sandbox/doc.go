@@ -30,9 +30,12 @@
 //   - reports that it is ready, and waits for its one command: a
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run]);
-//   - forks `shell -c command` stopped at its exec (ptrace), sets its
-//     rlimits (address space, file size, processes, CPU time; no core
-//     files), and lets it run with descriptors 0–2 only;
+//   - forks `shell -c command` with its rlimits (address space, file
+//     size, processes, CPU time; no core files) in force from its first
+//     instruction, and descriptors 0–2 only: the helper sets the limits
+//     on itself before forking when the address-space limit leaves its
+//     Go runtime room (the default does), and otherwise forks the shell
+//     stopped at its exec (ptrace), sets them on it and lets it go;
 //   - reaps every process re-parented to it; when the shell exits it
 //     kills every other process of the namespace, reaps them, closes
 //     the output pipes and reports the shell's status on a pipe, whose

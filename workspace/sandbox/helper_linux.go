@@ -364,33 +364,18 @@ func dropBoundingSet() error {
 	return nil
 }
 
-// startCommand forks the shell from this thread, stopped by ptrace at
-// its exec so that its rlimits are set before it runs an instruction
-// (rlimits are per process; setting them on the helper would bound the
-// helper's own Go runtime), then lets it go.
+// startCommand forks the shell from this thread with its rlimits set
+// before it runs an instruction. rlimits are per process, and the shell
+// inherits the helper's: when the address-space limit leaves the
+// helper's Go runtime room to spare (the default does), the helper sets
+// the limits on itself and forks (it does little more: it waits, kills
+// and reports, and a sandbox runs one command); otherwise the shell is
+// forked stopped by ptrace at its exec, given its limits, and let go,
+// which costs a round trip more.
 func startCommand(req *runRequest, l *Limits, wsPath string) (int, error) {
 	shell, err := filepath.Abs(req.Shell)
 	if err != nil {
 		return 0, err
-	}
-	pid, err := syscall.ForkExec(shell, []string{shell, "-c", req.Command}, &syscall.ProcAttr{
-		Dir:   wsPath,
-		Env:   req.Env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Ptrace: true},
-	})
-	if err != nil {
-		return 0, err
-	}
-	var ws unix.WaitStatus
-	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if !ws.Stopped() {
-		return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
 	}
 	cpu := uint64((l.MaxCPUTime + 999_999_999) / 1_000_000_000)
 	limits := []struct {
@@ -404,17 +389,64 @@ func startCommand(req *runRequest, l *Limits, wsPath string) (int, error) {
 		{unix.RLIMIT_CPU, cpu, cpu + 1},
 		{unix.RLIMIT_CORE, 0, 0},
 	}
-	for _, r := range limits {
-		if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
-			_ = unix.Kill(pid, unix.SIGKILL)
-			return 0, fmt.Errorf("rlimit %d: %w", r.res, err)
+	setLimits := func(pid int) error {
+		for _, r := range limits {
+			if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+				return fmt.Errorf("rlimit %d: %w", r.res, err)
+			}
 		}
+		return nil
+	}
+	attr := &syscall.ProcAttr{Dir: wsPath, Env: req.Env, Files: []uintptr{0, 1, 2}}
+	argv := []string{shell, "-c", req.Command}
+	if roomToSpare(uint64(l.MaxAddressSpace)) {
+		if err := setLimits(0); err != nil {
+			return 0, err
+		}
+		return syscall.ForkExec(shell, argv, attr)
+	}
+	attr.Sys = &syscall.SysProcAttr{Ptrace: true}
+	pid, err := syscall.ForkExec(shell, argv, attr)
+	if err != nil {
+		return 0, err
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if !ws.Stopped() {
+		return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
+	}
+	if err := setLimits(pid); err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return 0, err
 	}
 	if err := unix.PtraceDetach(pid); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		return 0, fmt.Errorf("release the shell: %w", err)
 	}
 	return pid, nil
+}
+
+// roomToSpare reports whether an address-space limit of as bytes leaves
+// this process 512 MiB more than it has mapped now.
+func roomToSpare(as uint64) bool {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	pages, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return false
+	}
+	return as >= pages*uint64(os.Getpagesize())+512<<20
 }
 
 // reporter writes report lines on a raw descriptor (outside the runtime

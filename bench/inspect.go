@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Figure 7 with the inspector: the conversation of figure 7 (a) with an
+// inspect.Inspector mounted on its runtime (the model adapter decorated,
+// the tools wrapped, OnToolResult given) and served over HTTP to one
+// client following the page's event stream (the HTML fragments, at most
+// 4 a second), against the same conversation without it, in the same
+// run. Goal ≤ 1.1×.
+
+// newInspectedConversation is newLoopConversation with an inspector of
+// its runtime, served to one event stream client; close stops those.
+func newInspectedConversation() (lc *loopConversation, close func(), err error) {
+	rt, err := actors.NewRuntime(runtimeOptions)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*loopConversation, func(), error) {
+		rt.Close(context.Background())
+		return nil, nil, err
+	}
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		return fail(err)
+	}
+	model, err := scripted.New(conversationScript(), &scripted.Options{MaxRecorded: -1})
+	if err != nil {
+		return fail(err)
+	}
+	toolset, err := in.Tools(noopTools(true))
+	if err != nil {
+		return fail(err)
+	}
+	loop, err := tools.NewLoop(in.Model(model.Spec("model")), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: toolset},
+		MaxIterations: 10,
+		OnToolResult:  in.OnToolResult,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	conn, err := rt.Start(loop)
+	if err != nil {
+		return fail(err)
+	}
+	srv := httptest.NewServer(in)
+	ctx, cancel := context.WithCancel(context.Background())
+	client := &http.Client{Transport: &http.Transport{}}
+	following := make(chan error, 1)
+	events := make(chan struct{}, 1)
+	go func() { following <- follow(ctx, client, srv.URL+"/api/events?view=html", events) }()
+	closeAll := func() {
+		cancel()
+		in.Close()
+		<-following
+		srv.Close()
+		client.CloseIdleConnections()
+	}
+	select { // the client is connected and has its first event
+	case <-events:
+	case err := <-following:
+		following <- err
+		closeAll()
+		return fail(fmt.Errorf("event stream client: %w", err))
+	}
+	request := models.EncodeMessages([]models.Message{models.UserMessage(userPrompt)})
+	return &loopConversation{rt: rt, conn: conn, request: request}, closeAll, nil
+}
+
+// follow reads the event stream at url until ctx ends, signalling events
+// for each event read (without blocking).
+func follow(ctx context.Context, client *http.Client, url string, events chan<- struct{}) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if strings.HasPrefix(line, "event: ") {
+			select {
+			case events <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// benchInspected measures runs of the figure 7 (a) conversation with the
+// inspector mounted and followed.
+func benchInspected(b *testing.B) {
+	lc, closeInspector, err := newInspectedConversation()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lc.Close()
+	defer closeInspector()
+	ctx := context.Background()
+	if err := lc.run(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := lc.run(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+}
+
+// inspectorInterval is the event stream's shortest interval, for the note.
+const inspectorInterval = inspect.DefaultInterval
+
+func figureInspector(c *config) []Row {
+	return c.rows([]pair{
+		{figure: "7", name: "(a) inspector mounted, one event stream client vs without", kind: duration, unit: "run",
+			ours: benchSide("inspected", benchInspected), base: benchSide("without", benchUntraced), goal: ratioAtMost(1.1),
+			note: fmt.Sprintf("the client follows the page's stream (HTML fragments, every %v at most)", time.Duration(inspectorInterval))},
+	})
+}

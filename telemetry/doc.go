@@ -4,8 +4,14 @@
 // A [Telemetry] takes a tracer and a meter provider from its options
 // (nothing is exported, and no global is set or read, unless the host
 // passes providers). It taps duplexes: the tapped spec keeps its name,
-// supervision and persistence, runs in the same actor, and its frames are
-// observed in the actor's own turn, so tracing adds no actor hop.
+// supervision and persistence and runs in the same actor, so tracing adds
+// no actor hop. In the actor's turn a tap only copies what it saw into an
+// event (with its time) and queues it; one recorder goroutine per
+// Telemetry turns the events, in order, into spans and measurements, woken
+// per batch. [Telemetry.Flush] waits for what is queued (tests call it
+// before reading an exporter); [Telemetry.Shutdown] stops the recorder at
+// exit. An agent built with the agent package takes a Telemetry in
+// agent.Options.Telemetry.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
 //     loop): each stream is a run, one "invoke_agent {name}" span; each
@@ -27,6 +33,9 @@
 //
 // Runs and model requests meet by stream id and actor path through the
 // Telemetry they share, whatever actors they cross, so a run is one trace.
+// A run started inside another agent's run (an agent called as a tool
+// runs under the calling tool's actor) is a child of that tool call's
+// span: a team of agents is one trace.
 //
 // Metrics (all in the instrumentation scope [ScopeName]):
 //

@@ -54,9 +54,7 @@ func startHostKillHost(t *testing.T, mode SandboxMode) (host *exec.Cmd, ws, id s
 // measured by polling /proc; the side effect the command would make next
 // never happens.
 func TestHostKilled_SandboxedCommandDies(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	host, ws, id := startHostKillHost(t, SandboxRequired)
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
@@ -93,13 +91,16 @@ func TestHostKilled_UnsandboxedCommandRunsOn(t *testing.T) {
 	}
 }
 
-// sandboxComplete reports whether this machine gives the full sandbox.
-func sandboxComplete(t *testing.T) bool {
+// requireSandbox skips t, saying what is missing, unless this machine
+// gives the full sandbox.
+func requireSandbox(t *testing.T) {
 	t.Helper()
 	ws, err := New(t.TempDir(), nil)
 	mustDo(t, err)
 	defer ws.Close()
-	return ws.Protections().Complete()
+	if prot := ws.Protections(); !prot.Complete() {
+		t.Skipf("this kernel does not give the full sandbox: %s", prot)
+	}
 }
 
 // killAndTimeDeaths SIGKILLs host and returns how long after the host's

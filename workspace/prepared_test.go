@@ -20,9 +20,7 @@ import (
 // its processes reaches the next, and a sandbox that was lost while it
 // waited is replaced.
 func TestRunCommand_PreparedSandboxIsFreshEachTime(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
 	mustDo(t, err)
 	defer ws.Close()
@@ -71,9 +69,7 @@ func TestRunCommand_PreparedSandboxIsFreshEachTime(t *testing.T) {
 // Close releases the sandbox prepared for the next command: no helper
 // of this workspace is left running or unreaped.
 func TestClose_ReleasesPreparedSandbox(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
 	mustDo(t, err)
 	ctx := context.Background()
@@ -126,9 +122,7 @@ func isChild(pid int) bool {
 // address-space limit is reported as stopped by it; one that survives
 // the failed allocation, or only talks about memory, is not.
 func TestRunCommand_MemoryLimitNamed(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, Limits: Limits{MaxAddressSpace: 128 << 20}})
 	mustDo(t, err)
 	defer ws.Close()
@@ -162,9 +156,7 @@ func TestRunCommand_MemoryLimitNamed(t *testing.T) {
 // A command that fails because it could not fork, at the sandbox's
 // process limit, is reported as stopped by it.
 func TestRunCommand_ProcessLimitNamed(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, Limits: Limits{MaxProcesses: sandbox.MinProcesses}})
 	mustDo(t, err)
 	defer ws.Close()

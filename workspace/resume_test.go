@@ -110,9 +110,7 @@ func runResumeChild(mode, dir string) error {
 }
 
 func TestHostKilled_ResumedCallSaysStopped(t *testing.T) {
-	if !sandboxComplete(t) {
-		t.Skip("this kernel does not give the full sandbox")
-	}
+	requireSandbox(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	mustDo(t, os.Mkdir(ws, 0o755))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -205,4 +206,13 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer) error {
 		c.a.mu.Unlock()
 	}
 	return &WaitingError{Session: c.session, Pending: open}
+}
+
+// ResumeStream is [Agent.Resume] as a sequence of events, as
+// [Agent.Stream] gives them.
+func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []models.Message, decisions ...tools.ApprovalAnswer) iter.Seq2[Event, error] {
+	if decisions == nil {
+		decisions = []tools.ApprovalAnswer{}
+	}
+	return a.Stream(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs)
 }

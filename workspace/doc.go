@@ -52,7 +52,9 @@
 // command's sandbox, which then waits for its command; each command
 // still gets new namespaces, a new /proc and /tmp of its own. A workspace
 // that is idle between commands, as it is while a model thinks, starts
-// each in about the time of an unsandboxed one (figure 6 of bench/).
+// each in about the time of an unsandboxed one (figure 6 of bench/). So
+// a workspace with a sandbox keeps one idle helper process, waiting for
+// its command, while it is open; Close ends it.
 // The helper of a finished command has killed everything in it before
 // the call returns; its own exit, which the kernel slows by tearing the
 // namespaces down, is waited for in the background (and by Close).

@@ -164,6 +164,9 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	tr.Note("user", "%s", firstPrompt(models.EncodeMessages(msgs)))
 	ans, err := d.follow(ctx, lead, id, msgs)
+	if uerr := d.undo(ctx, id); uerr != nil && err == nil {
+		err = uerr
+	}
 	if err == nil && in != nil && !in.Fired() {
 		tr.Note("demo", "the -crash point %s was never reached", cfg.crash.String())
 	}
@@ -255,17 +258,18 @@ func loadScript(raw []byte) (scripted.Script, error) {
 // driver builds the demo's agents and follows their conversations into
 // the transcript.
 type driver struct {
-	cfg    config
-	tr     *transcript
-	rt     *actors.Runtime
-	ws     *workspace.Workspace
-	in     *injector
-	sess   *session
-	ui     *liveView // -ui, or nil
-	trace  *tracing  // -trace, or nil
-	agents []*agent.Agent
-	closes []func()
-	mcp    []*tools.Tool // the -mcp servers' tools, the workspace agent's too
+	cfg     config
+	tr      *transcript
+	rt      *actors.Runtime
+	ws      *workspace.Workspace
+	in      *injector
+	sess    *session
+	ui      *liveView // -ui, or nil
+	trace   *tracing  // -trace, or nil
+	agents  []*agent.Agent
+	closes  []func()
+	mcp     []*tools.Tool      // the -mcp servers' tools, the workspace agent's too
+	journal *workspace.Journal // -undo
 
 	mu   sync.Mutex
 	subs []*models.Answer // the answers of the delegations (-team)
@@ -299,6 +303,9 @@ func (d *driver) solo() (*agent.Agent, string, error) {
 		return nil, "", err
 	}
 	opts := &agent.Options{Name: "agent", Tools: toolset, SystemPrompt: systemPrompt}
+	if err := d.applyApproval(opts); err != nil {
+		return nil, "", err
+	}
 	d.crashable(opts)
 	a, err := d.newAgent(d.in.wrapModel(model), opts)
 	return a, about, err
@@ -339,7 +346,7 @@ func (d *driver) follow(ctx context.Context, a *agent.Agent, id string, msgs []m
 		v.name = a.Name()
 	}
 	unfinished := false // text was said since the last tool result
-	for ev, err := range a.Stream(ctx, id, msgs) {
+	for ev, err := range d.stream(ctx, a, id, msgs) {
 		if err != nil {
 			return ev.Answer, d.failure(ctx, err)
 		}

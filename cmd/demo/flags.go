@@ -42,9 +42,10 @@ type config struct {
 	crash         crashPoint
 	json          bool
 	team          bool
-	ui            uiFlag     // -ui (ui.go)
-	mcp           mcpServers // -mcp (mcp.go)
-	trace         traceFlag  // -trace (trace.go)
+	ui            uiFlag        // -ui (ui.go)
+	mcp           mcpServers    // -mcp (mcp.go)
+	trace         traceFlag     // -trace (trace.go)
+	approval      approvalFlags // -approve, -undo (approve.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -129,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"adapter as it emits its Nth frame, default 14)")
 	cfg.ui.register(fs)
 	cfg.trace.register(fs)
+	cfg.approval.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+
@@ -158,6 +160,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (cfg *config) validate(rest []string) error {
 	bad := func(format string, a ...any) error { return &usageError{err: fmt.Errorf(format, a...)} }
+	if err := cfg.approval.check(cfg.team); err != nil {
+		return err
+	}
 	switch cfg.provider {
 	case "", "openai":
 	case "anthropic":

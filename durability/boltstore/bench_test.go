@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // BenchmarkPersistEvent_Concurrent reports events per second persisted by
@@ -50,30 +52,42 @@ func BenchmarkPersistEvent_Concurrent(b *testing.B) {
 }
 
 // BenchmarkGetEvents_10k reads back 10 000 checkpointed events of about
-// 100 bytes of one actor, as a recovering router does.
+// 100 bytes of one actor, as a recovering router does, with checksums on
+// and off (the file written and read that way), for an A/B of what they
+// cost: go test -run '^$' -bench GetEvents_10k -count 10 | benchstat -col /checksums
 func BenchmarkGetEvents_10k(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "reads.db"), &Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	batch := make([][]byte, 1000)
-	for i := range batch {
-		batch[i] = make([]byte, 100)
-	}
-	for i := 0; i < 10_000; i += len(batch) {
-		if err := s.PersistEvents(b.Context(), "router", uint64(i), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.checkpoint(); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		n := 0
-		if err := s.GetEvents(b.Context(), "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 10_000 {
-			b.Fatalf("%d events, %v", n, err)
-		}
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprint("checksums=", on), func(b *testing.B) {
+			benchhook.ChecksumsOff.Store(!on)
+			defer benchhook.ChecksumsOff.Store(false)
+			path := filepath.Join(b.TempDir(), "reads.db")
+			s, err := Open(path, &Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := make([][]byte, 1000)
+			for i := range batch {
+				batch[i] = make([]byte, 100)
+			}
+			for i := 0; i < 10_000; i += len(batch) {
+				if err := s.PersistEvents(b.Context(), "router", uint64(i), batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if s, err = Open(path, &Options{NoSync: true}); err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if err := s.GetEvents(b.Context(), "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 10_000 {
+					b.Fatalf("%d events, %v", n, err)
+				}
+			}
+		})
 	}
 }

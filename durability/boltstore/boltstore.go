@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
 // Defaults used for zero fields of [Options].
@@ -350,6 +351,15 @@ func (s *Store) viewTx(doing string, fn func(*bolt.Tx) error) error {
 }
 
 func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
+	if benchhook.TrackCommits.Load() {
+		writes := func() int64 { st := s.db.Stats(); return st.TxStats.GetWrite() }
+		before := writes()
+		defer func() {
+			n := writes() - before
+			for m := benchhook.MaxCommitWrites.Load(); n > m && !benchhook.MaxCommitWrites.CompareAndSwap(m, n); m = benchhook.MaxCommitWrites.Load() {
+			}
+		}()
+	}
 	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
 }
 

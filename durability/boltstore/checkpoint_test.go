@@ -16,9 +16,10 @@ import (
 // batches, compacting snapshots, deletes) over several actors with
 // checkpoints a few steps of one actor at a time, and copies the file
 // after every acknowledged write, as a crash right then would leave it:
-// each copy opens (replaying the log over buckets that hold part of a
-// checkpoint) and holds exactly what a memstore given the same writes
-// holds, and so does the live store, read while checkpoints are under way.
+// each copy verifies intact and opens (replaying the log over buckets that
+// hold part of a checkpoint) and holds exactly what a memstore given the
+// same writes holds, and so does the live store, read while checkpoints
+// are under way.
 func TestCheckpoint_CrashAtEveryCommit(t *testing.T) {
 	ops := 300
 	if raceDetector || testing.Short() {
@@ -85,6 +86,9 @@ func TestCheckpoint_CrashAtEveryCommit(t *testing.T) {
 		cp := filepath.Join(dir, "crash.db")
 		if err := os.WriteFile(cp, b, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if r, err := Verify(cp, nil); err != nil || !r.Intact() {
+			t.Fatalf("op %d: Verify of the file as a crash leaves it: %v %+v", op, err, r)
 		}
 		c, err := Open(cp, &Options{NoSync: true})
 		if err != nil {

@@ -48,11 +48,13 @@ func (s *Store) openValue(kind durability.RecordKind, name string, index uint64,
 	if len(v) < crcSize {
 		return nil, s.damagedValue(kind, index, v, "shorter than its checksum")
 	}
-	data := v[crcSize:]
+	// The copy is checked: what is returned is what passed the check,
+	// and the check reads bytes the copy has just brought into the cache.
+	data := append(make([]byte, 0, len(v)-crcSize), v[crcSize:]...)
 	if !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(kind, name, index, data) {
 		return nil, s.damagedValue(kind, index, v, "checksum mismatch")
 	}
-	return append(make([]byte, 0, len(data)), data...), nil
+	return data, nil
 }
 
 // damagedValue returns the error for a damaged value v of the mapped file.

@@ -11,3 +11,15 @@ import "sync/atomic"
 // off again: it exists for benchmarks only, never for a store that keeps
 // data. The zero value (false) keeps checksums on.
 var ChecksumsOff atomic.Bool
+
+// CheckpointWhole, when true, makes boltstore move a due log into the
+// buckets in one commit, as it did before checkpoints were split into
+// steps: the baseline of the checkpoint figures.
+var CheckpointWhole atomic.Bool
+
+// TrackCommits, when true, makes boltstore record in MaxCommitWrites the
+// most page writes one of its transactions made (bbolt's TxStats.Write).
+var (
+	TrackCommits    atomic.Bool
+	MaxCommitWrites atomic.Int64
+)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runDemoInput runs the built demo with stdin as its input (a pipe, as a
+// person typing answers would give them).
+func runDemoInput(t *testing.T, stdin string, args ...string) processResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoBin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("demo %v did not exit within %v\nstdout:\n%s\nstderr:\n%s", args, demoProcessLimit, &stdout, &stderr)
+	}
+	res := processResult{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run demo: %v", err)
+	}
+	return res
+}
+
+func fileText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "<none>"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestE2E_ApproveAsk: -approve ask prompts for run_command on the
+// terminal; n denies it (the model goes on), y runs it, e runs it with
+// the arguments typed next.
+func TestE2E_ApproveAsk(t *testing.T) {
+	for _, tc := range []struct {
+		name, input string
+		greeting    string // greeting.txt afterwards
+		extra       string // a file the edited command makes
+		transcript  []string
+	}{
+		{"deny", "n\n", "<none>", "", []string{"run it? [y]es / [n]o / [e]dit", "FAILED (denied)", "denied at the terminal"}},
+		{"approve", "y\n", "Hello, Ada! Greetings from a Polyweave workspace.\n", "", []string{"run it?", "result     run_command call_run ok"}},
+		{"edit", "what?\ne\n{\"command\":\"echo edited > edited.txt\"}\n", "<none>", "edited\n", []string{"answer y, n or e", "new arguments for run_command"}},
+		{"no input", "", "<none>", "", []string{"no answer (input ended)", "FAILED (denied)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res := runDemoInput(t, tc.input, "-approve", "ask", "-workspace", dir)
+			if res.code != 0 {
+				t.Fatalf("want exit 0: %v", res)
+			}
+			for _, want := range tc.transcript {
+				if !strings.Contains(res.stdout, want) {
+					t.Errorf("transcript lacks %q:\n%s", want, res.stdout)
+				}
+			}
+			if n := strings.Count(res.stdout, "run it?"); n != 1+strings.Count(tc.input, "what?") {
+				t.Errorf("asked %d times:\n%s", n, res.stdout)
+			}
+			if got := fileText(t, filepath.Join(dir, "greeting.txt")); got != tc.greeting {
+				t.Errorf("greeting.txt %q, want %q", got, tc.greeting)
+			}
+			if tc.extra != "" && fileText(t, filepath.Join(dir, "edited.txt")) != tc.extra {
+				t.Errorf("edited.txt %q", fileText(t, filepath.Join(dir, "edited.txt")))
+			}
+			if !strings.Contains(res.stdout, "Done.") {
+				t.Errorf("no final answer:\n%s", res.stdout)
+			}
+		})
+	}
+}
+
+// TestE2E_ApproveDenyAndUndo: -approve deny answers run_command as denied
+// without asking; -undo restores the file write_file overwrote.
+func TestE2E_ApproveDenyAndUndo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.sh"), []byte("echo old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runDemoInput(t, "", "-approve", "deny", "-undo", "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	for _, want := range []string{"FAILED (denied)", "does not allow irreversible actions", "undo       restored hello.sh as it was before call_write"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if strings.Contains(res.stdout, "run it?") {
+		t.Errorf("asked with -approve deny:\n%s", res.stdout)
+	}
+	if got := fileText(t, filepath.Join(dir, "hello.sh")); got != "echo old\n" {
+		t.Errorf("hello.sh after -undo: %q", got)
+	}
+	if got := fileText(t, filepath.Join(dir, "greeting.txt")); got != "<none>" {
+		t.Errorf("greeting.txt %q: the denied command ran", got)
+	}
+}

@@ -33,7 +33,7 @@ func importSelf(t *testing.T, rt *actors.Runtime, opts *mcp.ImportOptions) *mcp.
 		o = *opts
 	}
 	o.Command = []string{exe, "-test.run=^$"}
-	o.Env = []string{serverEnv + "=1"}
+	o.Env = append(o.Env, serverEnv+"=1")
 	im, err := mcp.Import(context.Background(), rt, &o)
 	if err != nil {
 		t.Fatal(err)

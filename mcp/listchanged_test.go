@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,5 +96,41 @@ func TestImport_ToolListChanged(t *testing.T) {
 	}
 	if n := im.Connections(); n != 1 {
 		t.Errorf("%d connections: a list change is not a reconnection", n)
+	}
+}
+
+// A server restarted after it died is listed again: a tool it offers now
+// is reported and imported.
+func TestImport_RestartedServerOffersMore(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	flag := filepath.Join(t.TempDir(), "extra")
+	changes := make(chan []*tools.Tool, 4)
+	im := importSelf(t, rt, &mcp.ImportOptions{Env: []string{extraEnv + "=" + flag},
+		OnToolsChanged: func(ts []*tools.Tool) { changes <- ts }})
+	if got := names(im.Tools()); got != "add,block,pid" {
+		t.Fatalf("imported %s", got)
+	}
+	res := runLoop(t, rt, im.Tools(), scriptedCall("pid", "pid", `{}`)...)
+	pid := pidOf(t, res["pid"])
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ts := <-changes:
+		if names(ts) != "add,block,extra,pid" {
+			t.Fatalf("after the restart: %s", names(ts))
+		}
+		res = runLoop(t, rt, ts, scriptedCall("x", "extra", `{}`)...)
+		if f := res["x"]; f == nil || f.IsErrorResult() {
+			t.Fatalf("the new tool: %v", f)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no change reported after the restart (%d connections; tools %s)", im.Connections(), names(im.Tools()))
+	}
+	if n := im.Connections(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }

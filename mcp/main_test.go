@@ -18,6 +18,10 @@ import (
 // the importer's tests start it as a real process they can kill.
 const serverEnv = "POLYWEAVE_MCP_TEST_SERVER"
 
+// extraEnv names a file: when it exists as the server starts, the server
+// offers one more tool, "extra".
+const extraEnv = "POLYWEAVE_MCP_TEST_EXTRA"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "1" {
 		if err := stdioServer(); err != nil {
@@ -31,7 +35,8 @@ func TestMain(m *testing.M) {
 
 // stdioServer serves over stdio: pid (its process id), add (a+b, both
 // integers), and block (creates the file it is given, then waits until
-// the call is cancelled, and then writes "cancelled" into it).
+// the call is cancelled, and then writes "cancelled" into it), and extra
+// when the file $POLYWEAVE_MCP_TEST_EXTRA exists.
 func stdioServer() error {
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
@@ -45,7 +50,7 @@ func stdioServer() error {
 	type blockIn struct {
 		File string `json:"file"`
 	}
-	srv, err := mcp.NewServer(rt, &mcp.ServerOptions{Name: "test-server", Tools: []*tools.Tool{
+	ts := []*tools.Tool{
 		tools.MustNew(tools.Definition{Name: "pid", Description: "Process id of the server", Handler: func(context.Context, json.RawMessage) (any, error) {
 			return map[string]int{"pid": os.Getpid()}, nil
 		}}),
@@ -59,7 +64,13 @@ func stdioServer() error {
 				<-ctx.Done()
 				return "", os.WriteFile(in.File, []byte("cancelled"), 0o600)
 			}),
-	}})
+	}
+	if f := os.Getenv(extraEnv); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			ts = append(ts, tools.MustNew(tools.Definition{Name: "extra", Description: "Offered after a restart"}))
+		}
+	}
+	srv, err := mcp.NewServer(rt, &mcp.ServerOptions{Name: "test-server", Tools: ts})
 	if err != nil {
 		return err
 	}

@@ -4,11 +4,13 @@ import "testing"
 
 // BenchmarkMCPServer measures tools/call of a no-op tool over the
 // go-sdk's in-memory transport, through mcp.NewServer ("polyweave": a
-// TOOL_CALL through the router and the tool actor) and through the
-// go-sdk's own server ("go-sdk"). Figure 9's goal: ≤ 1.3×.
+// TOOL_CALL through the router, the tool Sync or on its tool actor) and
+// through the go-sdk's own server ("go-sdk"). Figure 9's goal (sync):
+// ≤ 1.3×.
 func BenchmarkMCPServer(b *testing.B) {
 	b.Run("go-sdk", benchMCPServerSDK)
-	b.Run("polyweave", benchMCPServerOurs)
+	b.Run("polyweave/sync", func(b *testing.B) { benchMCPServerOurs(b, true) })
+	b.Run("polyweave/async", func(b *testing.B) { benchMCPServerOurs(b, false) })
 }
 
 // BenchmarkMCPImportedCall measures one call of a go-sdk server's no-op

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -345,7 +346,7 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		case f.IsStreamingToolCall() && !pending:
 			l.record(c, s, &messages.LoopCallStarted{ToolCallId: f.GetToolCallId(), Name: f.GetName(), Index: f.GetMeta().GetIndex()})
 		case f.IsToolArgChunk() && pending:
-			l.record(c, s, &messages.LoopArgs{ToolCallId: f.GetToolCallId(), Chunk: []byte(f.GetText())})
+			l.sess.recordArgs(c, s, f.GetToolCallId(), f.GetText())
 		}
 	}
 	decisions := l.asm.Step(f)
@@ -492,7 +493,10 @@ func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Fr
 		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
 			tc.result = result
 			if s.phase == phaseTools {
-				l.commit(c, s, &messages.LoopCallResult{Result: result}) // a call completed
+				// A call completed: written by maybeFinishRound, which
+				// always follows, with the round's end when it was the
+				// last call (one write), else at once.
+				l.record(c, s, &messages.LoopCallResult{Result: result})
 			}
 			break
 		}
@@ -508,6 +512,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	}
 	for _, tc := range s.calls {
 		if tc.result == nil {
+			l.commit(c, s) // the results that came in
 			l.approvalWaiting(c, s)
 			return
 		}
@@ -525,17 +530,27 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		s.text.Reset()
 		s.calls = nil
 	} else {
-		results := make([]*messages.Frame, len(round))
-		for i, tc := range round {
-			results[i] = tc.result
+		if l.sess != nil && l.sess.active == s.stream {
+			// The session's record builds the follow-up as it applies
+			// the event; the loop sends what it built.
+			l.commit(c, s, ended)
+			s.messages = slices.Clip(l.sess.log.rec.messages)
+			ended = nil
+		} else {
+			results := make([]*messages.Frame, len(round))
+			for i, tc := range round {
+				results[i] = tc.result
+			}
+			s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
 		}
-		s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
 		s.thinking = nil
 		s.text.Reset()
 		s.calls = nil
 		s.phase = phaseModel
 	}
-	l.commit(c, s, ended) // the round ended: the follow-up goes out, or the session ends
+	if ended != nil {
+		l.commit(c, s, ended) // the round ended: the follow-up goes out, or the session ends
+	}
 	// Until every result is out, OnFailure must still see the round (a
 	// hook may panic).
 	s.calls = round

@@ -50,7 +50,7 @@ const MetaSession = "session"
 // is handed to the consumer and runs, a result arrives, a round ends, the
 // final answer is given) is durable before the loop acts on it. Text and
 // argument chunks make the loop do nothing but remember them, so they are
-// written with the next step's events, or once 64 KiB of them are
+// written with the next step's events, or once BufferBytes of them are
 // waiting: a streamed argument costs O(its size) in the store, not one
 // write of the whole conversation per chunk. The events of one step go to
 // the store in one write.
@@ -107,15 +107,22 @@ type SessionOptions struct {
 	// SnapshotEvery is the least number of events between snapshots; zero
 	// means [DefaultSessionSnapshotEvery].
 	SnapshotEvery int
+	// BufferBytes is how much text and argument data may wait for the
+	// next step before it is written anyway; zero means
+	// [DefaultSessionBufferBytes]. Less writes a long streamed argument
+	// in more, smaller pieces (a resumed session then sends back more of
+	// a call interrupted mid-stream); more holds more in memory.
+	BufferBytes int
 }
 
 // DefaultSessionSnapshotEvery is the session snapshot interval when
 // [SessionOptions].SnapshotEvery is zero.
 const DefaultSessionSnapshotEvery = 100
 
-// sessionFlushBytes is how much text and argument data a session keeps
-// waiting for the next step before writing it anyway.
-const sessionFlushBytes = 64 << 10
+// DefaultSessionBufferBytes is [SessionOptions].BufferBytes when zero:
+// a streamed argument of 1 MiB or less is written in one piece, with the
+// step that completes it.
+const DefaultSessionBufferBytes = 1 << 20
 
 func (o *SessionOptions) validate() error {
 	switch {
@@ -127,9 +134,14 @@ func (o *SessionOptions) validate() error {
 		return fmt.Errorf("session: negative timeout %v", o.Timeout)
 	case o.SnapshotEvery < 0:
 		return fmt.Errorf("session: snapshot interval %d, want >= 1 (0 for the default)", o.SnapshotEvery)
+	case o.BufferBytes < 0:
+		return fmt.Errorf("session: negative buffer size %d", o.BufferBytes)
 	}
 	if o.SnapshotEvery == 0 {
 		o.SnapshotEvery = DefaultSessionSnapshotEvery
+	}
+	if o.BufferBytes == 0 {
+		o.BufferBytes = DefaultSessionBufferBytes
 	}
 	return nil
 }
@@ -148,7 +160,7 @@ type sessionState struct {
 
 // sessionLog writes a session's events and snapshots through a
 // durability.Provider and keeps the record they make. Events wait in buf
-// until a step makes the loop act (or buf grows past sessionFlushBytes);
+// until a step makes the loop act (or buf grows past flushAt);
 // then they are persisted in one write and applied to rec, so rec is
 // always exactly what the store holds.
 type sessionLog struct {
@@ -157,6 +169,7 @@ type sessionLog struct {
 	prov    *durability.Provider
 	timeout time.Duration
 	every   int
+	flushAt int // bytes waiting that make a write
 
 	rec   sessionRecord
 	index uint64 // of the next event
@@ -174,7 +187,7 @@ func (o *SessionOptions) provider() (*durability.Provider, error) {
 }
 
 func newSessionLog(o SessionOptions, prov *durability.Provider) *sessionLog {
-	return &sessionLog{id: o.ID, store: o.Store, prov: prov, timeout: o.Timeout, every: o.SnapshotEvery}
+	return &sessionLog{id: o.ID, store: o.Store, prov: prov, timeout: o.Timeout, every: o.SnapshotEvery, flushAt: o.BufferBytes}
 }
 
 // sessionEvent is the payload of the META session frame.
@@ -217,6 +230,29 @@ func ReadSession(ctx context.Context, store durability.Store, id string) (st *me
 		return nil, false, nil
 	}
 	return proto.CloneOf(sl.rec.state(id, sl.index)), true, nil
+}
+
+// DeleteSession removes everything store holds of session id: its events
+// and snapshots, and the record of its calls held for approval (see
+// [ApprovalStoreSuffix]). A host calls it for a session that has ended
+// (or that it gives up), once no loop runs it; a store that compacts its
+// file then reclaims the space. Deleting a session the store does not
+// hold is not an error.
+func DeleteSession(ctx context.Context, store durability.Store, id string) error {
+	if id == "" {
+		return errors.New("delete session: empty id")
+	}
+	// Every index a session writes is an int (it goes through a
+	// durability.Provider), so MaxInt64 covers them all.
+	for _, name := range []string{id, id + ApprovalStoreSuffix} {
+		if err := store.DeleteEvents(ctx, name, math.MaxInt64); err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+		if err := store.DeleteSnapshots(ctx, name, math.MaxInt64); err != nil {
+			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // load reads the stored session (its snapshot, then the events after it)
@@ -356,9 +392,30 @@ func (ss *sessionState) record(c actors.Context, s *loopSession, e proto.Message
 		return
 	}
 	ss.log.add(e)
-	if ss.log.bufBytes >= sessionFlushBytes {
+	if ss.log.bufBytes >= ss.log.flushAt {
 		ss.write(c)
 	}
+}
+
+// recordArgs queues an argument chunk of call id: record of a LoopArgs,
+// joined into the queued one of the same call without an event of its
+// own (the hot path of a streamed argument).
+func (ss *sessionState) recordArgs(c actors.Context, s *loopSession, id, chunk string) {
+	if s.stream != ss.active {
+		return
+	}
+	sl := ss.log
+	if n := len(sl.buf); n > 0 {
+		if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == id {
+			last.Chunk = append(last.Chunk, chunk...)
+			sl.bufBytes += len(chunk)
+			if sl.bufBytes >= sl.flushAt {
+				ss.write(c)
+			}
+			return
+		}
+	}
+	ss.record(c, s, &messages.LoopArgs{ToolCallId: id, Chunk: []byte(chunk)})
 }
 
 // commit persists the events of a step (after anything queued), before

@@ -203,7 +203,8 @@ func runKillChild(mode, dir string) error {
 	}
 	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: "loop", Tools: []*tools.Tool{appendLine, countLines}},
-		Session:       &tools.SessionOptions{ID: killSession, Store: hooked},
+		// c1's 1 MiB is written in 64 KiB pieces: the kill finds half of it stored.
+		Session: &tools.SessionOptions{ID: killSession, Store: hooked, BufferBytes: 64 << 10},
 	})
 	if err != nil {
 		return err

@@ -3,10 +3,13 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -77,8 +80,10 @@ func TestSessionOptions_Validated(t *testing.T) {
 	defer store.Close()
 	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "x"}}}, nil)
 	for name, s := range map[string]*tools.SessionOptions{
-		"no id":    {Store: store},
-		"no store": {ID: "x"},
+		"no id":             {Store: store},
+		"no store":          {ID: "x"},
+		"negative buffer":   {ID: "x", Store: store, BufferBytes: -1},
+		"negative interval": {ID: "x", Store: store, SnapshotEvery: -1},
 	} {
 		if _, err := tools.NewLoop(model.Spec("m"), &tools.LoopOptions{Session: s}); err == nil {
 			t.Errorf("%s: no error", name)
@@ -162,4 +167,62 @@ func flakyOnce(model actors.Spec, n int, reason string) actors.Spec {
 			}
 		}}
 	})
+}
+
+// TestDeleteSession: an ended session, once deleted, is gone from the
+// store (ReadSession finds nothing, no event or snapshot is left), and the
+// same id starts a new conversation that asks the model again.
+func TestDeleteSession(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) { testDeleteSession(t, memstore.New(nil)) })
+	t.Run("bbolt", func(t *testing.T) {
+		store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testDeleteSession(t, store)
+	})
+}
+
+func testDeleteSession(t *testing.T, store durability.Store) {
+	t.Cleanup(func() { store.Close() })
+	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "One."}, {Text: "Two."}}}, nil)
+	rt := newRuntime(t)
+	ask := func(name string) string {
+		t.Helper()
+		loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: name},
+			Session: &tools.SessionOptions{ID: "s", Store: store}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn := start(t, rt, loop)
+		send(t, conn, messages.RawParam("a", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"hi"}]`)), messages.End("a"))
+		got, err := conn.RecvStream(testCtx(t), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines(got), "\n")
+	}
+	if got := ask("loop-1"); !strings.Contains(got, `text="One."`) {
+		t.Fatalf("first run: %s", got)
+	}
+	ctx := testCtx(t)
+	if _, ok, err := tools.ReadSession(ctx, store, "s"); err != nil || !ok {
+		t.Fatalf("ReadSession before delete: %v, %v", ok, err)
+	}
+	if err := tools.DeleteSession(ctx, store, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if st, ok, err := tools.ReadSession(ctx, store, "s"); err != nil || ok {
+		t.Fatalf("ReadSession after delete: %v, %v, %v", st, ok, err)
+	}
+	left := 0
+	if err := store.GetEvents(ctx, "s", 0, 0, func(uint64, []byte) error { left++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := store.GetSnapshot(ctx, "s"); err != nil || ok || left != 0 {
+		t.Fatalf("after delete: %d events, snapshot %v (%v)", left, ok, err)
+	}
+	if got := ask("loop-2"); !strings.Contains(got, `text="Two."`) {
+		t.Errorf("the deleted session's id did not start over: %s", got)
+	}
 }

@@ -559,3 +559,46 @@ func TestE2E_Team(t *testing.T) {
 		t.Errorf("unexpected summary:\n%s", res.stdout)
 	}
 }
+
+// -team -base-url: the same team against a server speaking the OpenAI
+// wire format; every agent's requests go to it, in delegation order.
+func TestE2E_TeamBaseURL(t *testing.T) {
+	scripts := map[string][]scripted.Turn{}
+	for _, name := range []string{"lead", "writer", "reviewer"} {
+		raw, err := teamScript(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := loadScript(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts[name] = s.Turns
+	}
+	l, w, r := scripts["lead"], scripts["writer"], scripts["reviewer"]
+	srv := openaitest.NewServer([]scripted.Turn{l[0], w[0], w[1], w[2], l[1], r[0], r[1], l[2]})
+	defer srv.Close()
+	dir := t.TempDir()
+	res, _ := runDemo(t, nil, "-team", "-base-url", srv.URL, "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	checkTeamTranscript(t, res.stdout)
+	checkWorkspace(t, dir)
+	reqs := srv.Requests()
+	if len(reqs) != 8 {
+		t.Fatalf("the server got %d requests, want 8", len(reqs))
+	}
+	// Each agent sends its own system prompt and tools: the writer's
+	// first request has the workspace tools, the reviewer's read_file only.
+	for i, want := range map[int][]string{0: {`"writer"`, `"reviewer"`}, 1: {`"write_file"`, `"run_command"`}, 5: {`"read_file"`}} {
+		for _, name := range want {
+			if !strings.Contains(string(reqs[i]["tools"]), name) {
+				t.Errorf("request %d lacks tool %s: %s", i, name, reqs[i]["tools"])
+			}
+		}
+	}
+	if strings.Contains(string(reqs[5]["tools"]), "write_file") {
+		t.Errorf("the reviewer was given write_file: %s", reqs[5]["tools"])
+	}
+}

@@ -239,6 +239,12 @@ func TestRun_CrashThatNeverFires(t *testing.T) {
 	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "would never fire") {
 		t.Errorf("-crash tool:99: exit code / message %q", printed.String())
 	}
+	// With -team the crash strikes in the writer, which makes 2 calls.
+	_, _, err = runInProcess(t, "-team", "-crash", "tool:3")
+	printed.Reset()
+	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "the scripted writer makes 2 tool calls") {
+		t.Errorf("-team -crash tool:3: exit code / message %q", printed.String())
+	}
 }
 
 func TestWithRetryTurn(t *testing.T) {

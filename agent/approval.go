@@ -76,6 +76,11 @@ type decisionsKey struct{}
 // runs. Decisions about calls that do not wait (answered already, their
 // deadline passed) are ignored.
 //
+// Without a Store the held calls wait in the agent's loop, and only this
+// agent can resume them; a deadline (tools.ApprovalOptions.Deadline) that
+// passes before Resume lets the conversation go on with nobody reading
+// it, and a later Resume then waits for ctx: use a Store with deadlines.
+//
 // With a Store, Resume works in any process that opens the same store,
 // and a decision is applied once: an approved call runs once even when
 // the process dies meanwhile (a later resume reports it interrupted if

@@ -300,6 +300,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 	}
 	g.pass[key] = true
 	d.run(c, call)
+	delete(g.pass, key) // taken by hold, unless the call was answered before it (a tool gone)
 }
 
 // cancel answers the held calls a CANCEL or ABORT concerns as cancelled.

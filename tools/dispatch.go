@@ -87,13 +87,16 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 	case s.gone:
 		d.deliver(c, call, errorResult(call, FailureUnavailable, fmt.Sprintf("Tool %s is unavailable: it was stopped after repeated failures", s.tool.Name())))
 		return
-	case !d.breaker.Disabled && !s.breaker.Allow():
+	}
+	// Held before the breaker is asked: a held call must not take a
+	// half-open breaker's one trial.
+	if d.gate != nil && d.gate.hold(c, d, call, s) {
+		return
+	}
+	if !d.breaker.Disabled && !s.breaker.Allow() {
 		d.deliver(c, call, errorResult(call, FailureUnavailable, fmt.Sprintf(
 			"Tool %s is temporarily unavailable: it failed %d times within %v; answer without it or try again later",
 			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
-		return
-	}
-	if d.gate != nil && d.gate.hold(c, d, call, s) {
 		return
 	}
 	d.outstanding[key] = &outstanding{call: call, slot: s}

@@ -73,10 +73,12 @@ const MetaSession = "session"
 //     stored result and is NEVER run again; a call that was still
 //     streaming or running gets an error result of kind
 //     [FailureInterrupted], unless its tool is Idempotent and its
-//     arguments were complete, in which case it runs (again); then the
-//     follow-up request goes to the model and the loop carries on to a
-//     final answer. A META frame named [MetaSession] says what was
-//     reused, run again and interrupted, by tool-call id. A call
+//     arguments were complete, in which case it runs (again); a call
+//     that waited for approval (LoopOptions.Approval) waits again, or
+//     gets the answer given before the stop; then the follow-up request
+//     goes to the model and the loop carries on to a final answer. A
+//     META frame named [MetaSession] says what was reused, run again,
+//     interrupted and held, by tool-call id. A call
 //     interrupted while it was streamed is sent back to the model with
 //     the argument bytes that were stored, exactly;
 //   - a session that had already ended answers with its final text and
@@ -198,6 +200,8 @@ type sessionEvent struct {
 	Reused      []string `json:"reused,omitempty"`
 	Rerun       []string `json:"rerun,omitempty"`
 	Interrupted []string `json:"interrupted,omitempty"`
+	// Held are the calls that wait for approval again (ApprovalOptions).
+	Held []string `json:"held,omitempty"`
 }
 
 func (sl *sessionLog) context() (context.Context, context.CancelFunc) {
@@ -529,7 +533,10 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		case lc.GetResult() != nil:
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
-		case lc.GetComplete() && (ss.idempotent[tc.call.GetName()] || l.d.gate.awaiting(c, id)):
+		case lc.GetComplete() && l.d.gate.awaiting(c, id): // held again, or its stored answer applied
+			rerun = append(rerun, tc)
+			ev.Held = append(ev.Held, id)
+		case lc.GetComplete() && ss.idempotent[tc.call.GetName()]:
 			rerun = append(rerun, tc)
 			ev.Rerun = append(ev.Rerun, id)
 		default:

@@ -117,3 +117,22 @@ func TestE2E_ApproveDenyAndUndo(t *testing.T) {
 		t.Errorf("greeting.txt %q: the denied command ran", got)
 	}
 }
+
+// TestE2E_ApproveAskDurable: with -store the run stops its loop while it
+// waits (the held call is in the store), resumes with the answer, and
+// -undo restores from the session's journal in the same store.
+func TestE2E_ApproveAskDurable(t *testing.T) {
+	dir := t.TempDir()
+	res := runDemoInput(t, "y\n", "-approve", "ask", "-undo", "-store", filepath.Join(dir, "s.db"), "-workspace", dir)
+	if res.code != 0 {
+		t.Fatalf("want exit 0: %v", res)
+	}
+	for _, want := range []string{"waits for approval again call_run", "result     run_command call_run ok", "undo       removed hello.sh (created by call_write)"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("transcript lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	if fileText(t, filepath.Join(dir, "hello.sh")) != "<none>" || fileText(t, filepath.Join(dir, "greeting.txt")) == "<none>" {
+		t.Errorf("hello.sh should be undone and greeting.txt (the command's) kept:\n%s", res.stdout)
+	}
+}

@@ -131,6 +131,7 @@ func sessionLine(payload []byte) string {
 		Reused      []string `json:"reused"`
 		Rerun       []string `json:"rerun"`
 		Interrupted []string `json:"interrupted"`
+		Held        []string `json:"held"`
 	}
 	if json.Unmarshal(payload, &ev) != nil {
 		return string(payload)
@@ -139,7 +140,7 @@ func sessionLine(payload []byte) string {
 	for _, part := range []struct {
 		what string
 		ids  []string
-	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}} {
+	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}, {"waits for approval again", ev.Held}} {
 		if len(part.ids) > 0 {
 			line += "; " + part.what + " " + strings.Join(part.ids, ", ")
 		}

@@ -526,6 +526,13 @@ func testDeleteEvents(t *testing.T, s durability.Store) {
 	checkEvents(t, events(t, s, "d", 0, 0), nil)
 	persist(t, s, "d", 5) // the name stays usable
 	checkEvents(t, events(t, s, "d", 0, 0), want("d", 5))
+
+	// Everything, from index 0: through-from+1 must not wrap around.
+	persist(t, s, "d0", 0, 1, 2)
+	if err := s.DeleteEvents(t.Context(), "d0", ^uint64(0)); err != nil {
+		t.Fatal(err)
+	}
+	checkEvents(t, events(t, s, "d0", 0, 0), nil)
 }
 
 func testDeleteSnapshots(t *testing.T, s durability.Store) {

@@ -85,7 +85,8 @@ func (e *eventLog) deleteThrough(through uint64) {
 			}
 		}
 	case through >= e.base:
-		k := int(min(through-e.base+1, uint64(len(e.slots)-e.head)))
+		// through-e.base+1 would wrap to 0 for through = MaxUint64 and base 0.
+		k := int(min(through-e.base, uint64(len(e.slots)-e.head-1)) + 1)
 		dropped := e.slots[e.head : e.head+k]
 		for _, d := range dropped {
 			if d != nil {

@@ -1,8 +1,10 @@
 // Package inspect is a live view of a Polyweave runtime in the browser:
 // the supervision tree of its actors with their state, restart count and
 // last failure; per session the conversation so far, the pending tool
-// calls with their age and arguments (clipped), the streams open and the
-// durability position; a feed of supervision events and breaker changes;
+// calls with their age and arguments (clipped), the calls waiting for a
+// person's approval (reason, age, deadline), the streams open and the
+// durability position; a feed of supervision events, breaker changes and
+// approvals asked and answered;
 // per-tool call counts, failure kinds, latency percentiles and breaker
 // state; and, when the host enables it, fault injection for experiments
 // (panic an actor, stall a tool, cut a model stream).
@@ -14,6 +16,7 @@
 //	toolset, err = insp.Tools(toolset)               // tool stalls (with Options.Faults)
 //	loopOpts.OnToolResult = insp.OnToolResult        // per-tool figures, pending calls
 //	loopOpts.Breaker.OnChange = insp.OnBreakerChange // breaker states
+//	loopOpts.Approval = insp.Approval(loopOpts.Approval) // calls waiting for approval
 //	store = insp.Store(store)                        // durability position
 //	ln, err := inspect.Listen("127.0.0.1:8080", nil) // refuses non-loopback addresses
 //	go http.Serve(ln, insp)

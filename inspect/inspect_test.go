@@ -50,6 +50,13 @@ func testCtx(t *testing.T) context.Context {
 // model (a tool call to echo, then "done").
 func newRig(t *testing.T, opts *inspect.Options, model actors.Spec) *rig {
 	t.Helper()
+	return newApprovalRig(t, opts, model, nil)
+}
+
+// newApprovalRig is newRig with an approval policy, watched by the
+// inspector.
+func newApprovalRig(t *testing.T, opts *inspect.Options, model actors.Spec, approval *tools.ApprovalOptions) *rig {
+	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
 	in, err := inspect.New(rt, opts)
 	if err != nil {
@@ -74,6 +81,7 @@ func newRig(t *testing.T, opts *inspect.Options, model actors.Spec) *rig {
 	loop, err := tools.NewLoop(in.Model(model), &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: "agent", Tools: toolset},
 		OnToolResult:  in.OnToolResult,
+		Approval:      in.Approval(approval),
 	})
 	if err != nil {
 		t.Fatal(err)

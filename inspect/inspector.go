@@ -146,8 +146,8 @@ func (in *Inspector) changed() { in.version.Add(1) }
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "supervision", "restart", "tool", "breaker", "model" or
-	// "fault".
+	// Kind is "supervision", "restart", "tool", "breaker", "model",
+	// "approval" or "fault".
 	Kind string `json:"kind"`
 	// Actor is the actor concerned, when there is one.
 	Actor string `json:"actor,omitempty"`
@@ -243,6 +243,7 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok && !p.dispatched.IsZero() {
 			latency = now.Sub(p.dispatched)
 		}
+		in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
 	}
 	st := in.toolStats(name)
 	st.calls++
@@ -318,14 +319,14 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 
 // forget drops the oldest sessions and durability positions past
 // Options.MaxSessions (first seen first), keeping those with a stream
-// open: O(1) per session, so that a host running conversations without
+// open or a call waiting for approval: O(1) per session, so that a host running conversations without
 // end pays the same for each. in.mu must be held.
 func (in *Inspector) forget() {
 	limit := in.opts.MaxSessions
 	for n := len(in.sessionOrder); len(in.sessions) > limit && n > 0; n-- {
 		id := in.sessionOrder[0]
 		in.sessionOrder = in.sessionOrder[1:]
-		if s, ok := in.sessions[id]; ok && len(s.streams) > 0 {
+		if s, ok := in.sessions[id]; ok && (len(s.streams) > 0 || len(s.approvals) > 0) {
 			in.sessionOrder = append(in.sessionOrder, id) // busy: later
 			continue
 		}

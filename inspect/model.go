@@ -134,15 +134,18 @@ func (o *modelObserver) stop(err error) {
 }
 
 // session returns the session of stream, making it; in.mu must be held.
-func (o *modelObserver) session(stream string) *session {
+func (o *modelObserver) session(stream string) *session { return o.in.session(stream) }
+
+// session returns the session of stream, making it; in.mu must be held.
+func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
-	s := o.in.sessions[key]
+	s := in.sessions[key]
 	if s == nil {
 		now := time.Now()
 		s = &session{id: key, started: now, updated: now, streams: map[string]openStream{}}
-		o.in.sessions[key] = s
-		o.in.sessionOrder = append(o.in.sessionOrder, key)
-		o.in.forget()
+		in.sessions[key] = s
+		in.sessionOrder = append(in.sessionOrder, key)
+		in.forget()
 	}
 	return s
 }
@@ -279,6 +282,7 @@ type session struct {
 	text             strings.Builder // the current response's text
 	answer           string          // the final answer, once given
 	calls            []pendingCall   // tool calls of the current response without a result yet
+	approvals        []heldApproval  // calls waiting for a person, held first first
 	streams          map[string]openStream
 	requests, errors int
 	lastError        string

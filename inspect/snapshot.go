@@ -49,13 +49,15 @@ type Node struct {
 
 // SessionSummary is one line of the session list.
 type SessionSummary struct {
-	ID       string    `json:"id"`
-	Open     int       `json:"open_streams"`
-	Pending  int       `json:"pending_calls"`
-	Requests int       `json:"requests"`
-	Answered bool      `json:"answered"`
-	Failed   bool      `json:"failed"`
-	Updated  time.Time `json:"updated"`
+	ID      string `json:"id"`
+	Open    int    `json:"open_streams"`
+	Pending int    `json:"pending_calls"`
+	// Approvals is how many calls wait for a person's approval.
+	Approvals int       `json:"approvals_waiting"`
+	Requests  int       `json:"requests"`
+	Answered  bool      `json:"answered"`
+	Failed    bool      `json:"failed"`
+	Updated   time.Time `json:"updated"`
 }
 
 // SessionDetail is the selected session.
@@ -65,11 +67,14 @@ type SessionDetail struct {
 	Response     string        `json:"response,omitempty"` // the response being given
 	Answer       string        `json:"answer,omitempty"`   // the final answer
 	Pending      []PendingCall `json:"pending"`
-	Streams      []OpenStream  `json:"streams"`
-	Durability   *Position     `json:"durability,omitempty"`
-	Requests     int           `json:"requests"`
-	Errors       int           `json:"errors"`
-	LastError    string        `json:"last_error,omitempty"`
+	// Approvals are the calls waiting for a person, held first first
+	// (see [Inspector.Approval]).
+	Approvals  []WaitingApproval `json:"approvals"`
+	Streams    []OpenStream      `json:"streams"`
+	Durability *Position         `json:"durability,omitempty"`
+	Requests   int               `json:"requests"`
+	Errors     int               `json:"errors"`
+	LastError  string            `json:"last_error,omitempty"`
 }
 
 // Message is one message of a conversation, its text clipped.
@@ -152,7 +157,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		sum := SessionSummary{ID: id}
 		if s := in.sessions[id]; s != nil {
-			sum.Open, sum.Pending, sum.Requests = len(s.streams), len(s.calls), s.requests
+			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
 			sum.Answered, sum.Failed, sum.Updated = s.answer != "", s.lastError != "" && s.answer == "", s.updated
 		} else {
 			sum.Updated = in.stores[id].At
@@ -260,7 +265,7 @@ func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
 
 // detail is the selected session; in.mu must be held.
 func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
-	d := &SessionDetail{ID: id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}}
+	d := &SessionDetail{ID: id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}, Approvals: []WaitingApproval{}}
 	if pos, ok := in.stores[id]; ok {
 		d.Durability = &Position{Index: pos.Index, Kind: pos.Kind, At: pos.At}
 	}
@@ -275,6 +280,7 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	} else if s.text.Len() > 0 {
 		d.Response = clip(s.text.String(), in.opts.Clip*8)
 	}
+	d.Approvals = in.waiting(s, now)
 	for _, p := range s.calls {
 		age := now.Sub(p.since)
 		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),

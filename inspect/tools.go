@@ -31,6 +31,7 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 		in.mu.Unlock()
 		handler := def.Handler
 		def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+			in.approvedRun(ctx)
 			if err := st.wait(ctx); err != nil {
 				return nil, err
 			}

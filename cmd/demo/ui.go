@@ -60,8 +60,8 @@ func startUI(cfg config, rt *actors.Runtime, tr *transcript) (*liveView, error) 
 }
 
 // agent lets the inspector see an agent: its model's conversations, its
-// tools (stallable), its tool results, its breakers and its durability
-// position.
+// tools (stallable), its tool results, its breakers, the calls waiting for
+// approval and its durability position.
 func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, error) {
 	if u == nil {
 		return model, nil
@@ -81,6 +81,7 @@ func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, e
 	} else {
 		opts.Breaker.OnChange = u.insp.OnBreakerChange
 	}
+	opts.Approval = u.insp.Approval(opts.Approval)
 	if opts.Store != nil {
 		opts.Store = u.insp.Store(opts.Store)
 	}

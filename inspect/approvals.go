@@ -1,0 +1,155 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Approval returns o (nil: nil) with its policy watched, so that the
+// page shows the calls waiting for a person: per session (tool, call id,
+// clipped arguments, reason, age, deadline) and in the feed. Give it to
+// tools.LoopOptions.Approval or agent.Options.Approval together with
+// [Inspector.OnToolResult]: a waiting call is shown until its result
+// (denied, its deadline passed, cancelled, or run once approved), or
+// until it starts running when its tool was wrapped by [Inspector.Tools].
+//
+// The inspector sees the calls its policy asks about; calls a resumed
+// session holds again (asked in an earlier process) are not shown.
+func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
+	if o == nil {
+		return nil
+	}
+	opts := *o
+	policy, now := opts.Policy, opts.Now
+	if policy == nil {
+		policy = tools.DefaultApprovalPolicy
+	}
+	if now == nil {
+		now = time.Now
+	}
+	deadline := opts.Deadline
+	opts.Policy = func(c tools.ApprovalCall) (tools.Verdict, string) {
+		v, reason := policy(c)
+		if v == tools.VerdictAsk {
+			at := now()
+			var until time.Time
+			if deadline > 0 { // as the loop counts it
+				until = at.Add(deadline).UTC().Truncate(time.Millisecond)
+			}
+			in.held(heldApproval{id: c.ToolCallID, tool: c.Tool.Name, stream: c.StreamID, args: slices.Clip(c.Arguments),
+				reason: reason, since: time.Now(), deadline: until})
+		}
+		return v, reason
+	}
+	return &opts
+}
+
+// heldApproval is a call waiting for a person.
+type heldApproval struct {
+	id, tool, stream string
+	args             []byte
+	reason           string
+	since            time.Time // when it was held
+	deadline         time.Time // zero: none
+}
+
+// WaitingApproval is a call waiting for a person's approval.
+type WaitingApproval struct {
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Stream string `json:"stream"`
+	Args   string `json:"args"` // clipped
+	Reason string `json:"reason,omitempty"`
+	// Age is since the call was held.
+	AgeMS int64  `json:"age_ms"`
+	Age   string `json:"age"`
+	// Deadline is when it is denied unless answered; nil without one.
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+func (in *Inspector) held(h heldApproval) {
+	text := fmt.Sprintf("%s call %s on %s waits for approval", h.tool, h.id, h.stream)
+	if h.reason != "" {
+		text += ": " + h.reason
+	}
+	if !h.deadline.IsZero() {
+		text += fmt.Sprintf(" (denied unless answered by %s)", h.deadline.Format(time.RFC3339))
+	}
+	in.mu.Lock()
+	s := in.session(h.stream)
+	if i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.id == h.id && a.stream == h.stream }); i >= 0 {
+		s.approvals[i] = h
+	} else {
+		s.approvals = append(s.approvals, h)
+	}
+	in.addFeed(FeedItem{Time: h.since, Kind: "approval", Text: text})
+	in.mu.Unlock()
+	in.changed()
+}
+
+// answered forgets a waiting call (if it waits) and says in the feed how
+// it was answered; in.mu must be held.
+func (in *Inspector) answered(stream, id string, how func(heldApproval) string) bool {
+	s := in.sessions[sessionKey(stream)]
+	if s == nil {
+		return false
+	}
+	i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.id == id && a.stream == stream })
+	if i < 0 {
+		return false
+	}
+	h := s.approvals[i]
+	s.approvals = slices.Delete(s.approvals, i, i+1)
+	in.addFeed(FeedItem{Kind: "approval", Text: fmt.Sprintf("%s call %s on %s %s", h.tool, h.id, h.stream, how(h))})
+	return true
+}
+
+// approvedRun sees a wrapped tool's handler start: a waiting call that
+// runs was approved.
+func (in *Inspector) approvedRun(ctx context.Context) {
+	call, ok := tools.CallFrom(ctx)
+	if !ok {
+		return
+	}
+	in.mu.Lock()
+	found := in.answered(call.StreamID, call.ToolCallID, func(heldApproval) string { return "was approved: it runs" })
+	in.mu.Unlock()
+	if found {
+		in.changed()
+	}
+}
+
+// approvalResult is how a waiting call's result answers it.
+func approvalResult(kind string) func(heldApproval) string {
+	return func(heldApproval) string {
+		switch kind {
+		case "":
+			return "was approved and ran"
+		case string(tools.FailureDenied):
+			return "was denied (by a person or its deadline): not run"
+		case string(tools.FailureCancelled):
+			return "was cancelled while it waited for approval"
+		}
+		return "was approved and failed (" + kind + ")"
+	}
+}
+
+// waiting lists a session's waiting calls; in.mu must be held.
+func (in *Inspector) waiting(s *session, now time.Time) []WaitingApproval {
+	out := make([]WaitingApproval, 0, len(s.approvals))
+	for _, h := range s.approvals {
+		age := now.Sub(h.since)
+		w := WaitingApproval{ID: h.id, Tool: h.tool, Stream: h.stream, Args: clip(string(h.args), in.opts.Clip), Reason: h.reason,
+			AgeMS: age.Milliseconds(), Age: shortDuration(age)}
+		if !h.deadline.IsZero() {
+			d := h.deadline
+			w.Deadline = &d
+		}
+		out = append(out, w)
+	}
+	return out
+}

@@ -42,6 +42,10 @@
 // actor (actors.ParentFrom), so the lead's supervision covers it and
 // stopping the lead stops it. A specialist that fails, times out or is
 // cancelled makes an error result of that one call, and the lead goes on.
+// The delegation tool's flags come from the specialist's tools
+// ([Agent.ToolFlags]): read-only only when all of them are, irreversible
+// when any is, so approval policies and MCP clients see what a delegation
+// may do; ToolOptions.Flags overrides them.
 //
 // # Concurrency
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,6 +40,64 @@ type ToolOptions struct {
 	// call, for hosts that show the sub-agent's progress. The delegation
 	// waits for it to return.
 	OnEvent func(session string, ev Event)
+	// Flags, when set, replace the flags derived from the agent's tools
+	// ([Agent.ToolFlags]), for hosts that know better (an agent whose
+	// writes all go to a sandbox that is thrown away, say). Start from
+	// Agent.ToolFlags and change what you know; empty Capabilities keep
+	// the derived ones, so an override never makes the tool read-only by
+	// omission.
+	Flags *ToolFlags
+}
+
+// ToolFlags are the flags of an agent given as a tool: the fields of
+// tools.Definition that say what calling it may do, as approval policies
+// (tools.ApprovalCall) and MCP clients (annotations) read them.
+type ToolFlags struct {
+	Capabilities    []string
+	Transactional   bool
+	Irreversible    bool
+	Idempotent      bool
+	DiesWithProcess bool
+}
+
+// delegateCapability tags a delegation that may change something.
+const delegateCapability = "delegate"
+
+// ToolFlags derives the flags of a's delegation tool ([AsTool]) from its
+// tools, since a delegation may do whatever its conversation calls:
+//   - read-only (Capabilities ["read"]) when every tool is read-only (its
+//     only capability is "read"), an agent without tools included;
+//     otherwise "delegate" followed by the tools' capabilities;
+//   - irreversible when any tool is;
+//   - idempotent only when every tool is idempotent and read-only (a
+//     second run may call writers differently, so idempotent writers do
+//     not make the delegation idempotent);
+//   - dying with the process when every tool does (the conversation
+//     itself runs in this process);
+//   - never transactional: a conversation's calls do not commit together.
+func (a *Agent) ToolFlags() ToolFlags {
+	f := ToolFlags{Idempotent: true, DiesWithProcess: true}
+	var caps []string
+	readOnly := true
+	for _, t := range a.opts.Tools {
+		d := t.Definition()
+		ro := !slices.ContainsFunc(d.Capabilities, func(c string) bool { return c != tools.DefaultCapability })
+		readOnly = readOnly && ro
+		f.Irreversible = f.Irreversible || d.Irreversible
+		f.Idempotent = f.Idempotent && d.Idempotent && ro
+		f.DiesWithProcess = f.DiesWithProcess && d.DiesWithProcess
+		for _, c := range d.Capabilities {
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+		}
+	}
+	if readOnly {
+		f.Capabilities = []string{tools.DefaultCapability}
+	} else {
+		f.Capabilities = append([]string{delegateCapability}, slices.DeleteFunc(caps, func(c string) bool { return c == delegateCapability })...)
+	}
+	return f
 }
 
 // toolAnswer is the result a delegation gives the calling model.
@@ -63,6 +122,11 @@ type toolAnswer struct {
 // on. Cancelling the call (the caller's CANCEL or ABORT, its timeout, the
 // caller's Run cancelled) cancels the sub-agent's conversation, ABORT
 // included, so that its own tool calls are answered and stopped.
+// The tool's flags are derived from sub's tools ([Agent.ToolFlags]) unless
+// ToolOptions.Flags sets them: a delegation to an agent that can write or
+// run commands is neither read-only nor, when any of its tools is
+// irreversible, reversible, so approval policies and MCP clients treat
+// it as they would those tools.
 func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	if sub == nil {
 		return nil, errors.New("agent: AsTool of a nil agent")
@@ -85,13 +149,25 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	if opts.Prompt == nil {
 		opts.Prompt = taskPrompt
 	}
+	flags := sub.ToolFlags()
+	if opts.Flags != nil {
+		derived := flags.Capabilities
+		flags = *opts.Flags
+		if len(flags.Capabilities) == 0 {
+			flags.Capabilities = derived
+		}
+	}
 	name := opts.Name
 	return tools.New(tools.Definition{
-		Name:         name,
-		Description:  opts.Description,
-		Capabilities: []string{"delegate"},
-		Schema:       opts.Schema,
-		Timeout:      opts.Timeout,
+		Name:            name,
+		Description:     opts.Description,
+		Capabilities:    flags.Capabilities,
+		Transactional:   flags.Transactional,
+		Irreversible:    flags.Irreversible,
+		Idempotent:      flags.Idempotent,
+		DiesWithProcess: flags.DiesWithProcess,
+		Schema:          opts.Schema,
+		Timeout:         opts.Timeout,
 		Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
 			msgs, err := opts.Prompt(args)
 			if err != nil {

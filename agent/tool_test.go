@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/approval"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -199,5 +201,63 @@ func TestAsTool_UnderTheCallingTool(t *testing.T) {
 	}
 	if _, ok := rt.System().ProcessRegistry.GetLocal(restarted); ok {
 		t.Fatalf("the delegation's loop %s outlived the call", restarted)
+	}
+}
+
+// TestAsTool_FlagsFromTheAgentsTools: a delegation is described by what
+// its agent's tools may do, so approval.Default runs a delegation to a
+// reader and asks before one to an agent that can run commands; a host's
+// Flags override the derived ones.
+func TestAsTool_FlagsFromTheAgentsTools(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	read := tools.MustNew(tools.Definition{Name: "read_file", Idempotent: true})
+	write := tools.MustNew(tools.Definition{Name: "write_file", Capabilities: []string{"write"}, Idempotent: true})
+	run := tools.MustNew(tools.Definition{Name: "run_command", Capabilities: []string{"execute"}, Irreversible: true,
+		DiesWithProcess: true})
+	delegation := func(name string, o *agent.ToolOptions, ts ...*tools.Tool) tools.Description {
+		t.Helper()
+		sub := newAgent(t, rt, model(t, scripted.Turn{Text: "done"}), &agent.Options{Name: name, Tools: ts})
+		tool, err := agent.AsTool(sub, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tool.Description()
+	}
+	policy := approval.Default()
+	verdict := func(d tools.Description) tools.Verdict {
+		v, _ := policy(tools.ApprovalCall{ToolCallID: "c1", Tool: d, Arguments: json.RawMessage(`{"task":"x"}`)})
+		return v
+	}
+
+	reader := delegation("reader", nil, read)
+	call := tools.ApprovalCall{Tool: reader}
+	if !call.ReadOnly() || !reader.Reversible || !reader.Idempotent || verdict(reader) != tools.VerdictRun {
+		t.Errorf("reader's delegation %+v: want read-only, reversible, idempotent, run by approval.Default", reader)
+	}
+	if bare := delegation("bare", nil); !slices.Equal(bare.Capabilities, []string{"read"}) || !bare.Reversible {
+		t.Errorf("a tool-less agent's delegation %+v: want read-only", bare)
+	}
+
+	editor := delegation("editor", nil, read, write)
+	if !slices.Equal(editor.Capabilities, []string{"delegate", "read", "write"}) || !editor.Reversible ||
+		editor.Idempotent || verdict(editor) != tools.VerdictRun {
+		t.Errorf("editor's delegation %+v: want delegate+read+write, reversible, not idempotent", editor)
+	}
+
+	writer := delegation("writer", nil, read, write, run)
+	call = tools.ApprovalCall{Tool: writer}
+	if call.ReadOnly() || writer.Reversible || writer.Idempotent || verdict(writer) != tools.VerdictAsk {
+		t.Errorf("writer's delegation %+v: want irreversible, asked about by approval.Default", writer)
+	}
+	if !slices.Equal(writer.Capabilities, []string{"delegate", "read", "write", "execute"}) {
+		t.Errorf("writer's capabilities %v", writer.Capabilities)
+	}
+
+	// A host whose writer only touches a throw-away sandbox says so;
+	// its Flags leave the capabilities derived when they set none.
+	sandboxed := delegation("sandboxed", &agent.ToolOptions{Flags: &agent.ToolFlags{Idempotent: true}}, read, run)
+	if !sandboxed.Reversible || !sandboxed.Idempotent || verdict(sandboxed) != tools.VerdictRun ||
+		!slices.Equal(sandboxed.Capabilities, []string{"delegate", "read", "execute"}) {
+		t.Errorf("overridden delegation %+v: want reversible, idempotent, derived capabilities", sandboxed)
 	}
 }

@@ -16,11 +16,14 @@ import (
 // An agent given as a tool (agent.AsTool) is served like any tool: an MCP
 // client's tools/call runs a conversation of the agent, which calls a
 // tool of its own, and gets its answer as structured content; arguments
-// the tool's schema refuses are an isError result and start nothing.
+// the tool's schema refuses are an isError result and start nothing. Its
+// annotations say what its own tool may do: an irreversible writer makes
+// the delegation destructive.
 func TestServer_AgentAsTool(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	var echoed atomic.Int64
 	echo := tools.MustNew(tools.Definition{Name: "echo", Description: "Echoes its arguments",
+		Capabilities: []string{"write"}, Irreversible: true,
 		Handler: func(_ context.Context, args json.RawMessage) (any, error) {
 			echoed.Add(1)
 			return args, nil
@@ -51,8 +54,8 @@ func TestServer_AgentAsTool(t *testing.T) {
 	if len(list.Tools) != 1 || list.Tools[0].Name != "writer" || !strings.Contains(list.Tools[0].Description, "writer agent") {
 		t.Fatalf("tools/list: %+v", list.Tools)
 	}
-	if a := list.Tools[0].Annotations; a == nil || a.ReadOnlyHint {
-		t.Errorf("a delegating agent was described as read-only: %+v", a)
+	if a := list.Tools[0].Annotations; a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+		t.Errorf("an agent with an irreversible writer was not described as destructive: %+v", a)
 	}
 
 	res := callTool(t, cs, "writer", map[string]any{"task": "echo hi"})

@@ -216,6 +216,10 @@ type spawnRequest struct {
 	spec       Spec
 	subscriber *actor.PID
 	reply      chan<- spawnReply // buffered: the host never blocks on it
+	// gone is closed when the parent's incarnation the request was made
+	// for has ended: a shell then refuses it (a child spawned while it
+	// stops would never be stopped, and its stop would wait forever).
+	gone <-chan struct{}
 }
 
 type spawnReply struct {
@@ -285,7 +289,7 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 	// stopped may hold the request in a suspended mailbox until it is
 	// gone, and nothing must wait for the timeout then.
 	replies := make(chan spawnReply, 1)
-	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies})
+	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone})
 	timer := time.NewTimer(rt.spawnTimeout)
 	defer timer.Stop()
 	var reply spawnReply

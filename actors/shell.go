@@ -113,7 +113,14 @@ func (s *shell) Receive(ctx actor.Context) {
 		}
 	case *spawnRequest:
 		// A Parent's StartMux: the duplex is this actor's child, not one
-		// of its Logic's (its frames go to its own subscriber).
+		// of its Logic's (its frames go to its own subscriber). Not once
+		// the incarnation that asked has ended: this actor may be
+		// stopping, past stopping its children, and would wait forever for
+		// a new one.
+		if s.finished || isClosed(m.gone) {
+			m.reply <- spawnReply{err: ErrParentStopped}
+			return
+		}
 		s.rt.spawnChild(ctx, m, &s.seq)
 	case *actor.Started:
 		s.begin(ctx)
@@ -372,3 +379,13 @@ func (s *shell) Self() Ref { return Ref{pid: s.self} }
 
 // Logger implements Context.
 func (s *shell) Logger() *slog.Logger { return s.logger }
+
+// isClosed reports whether ch is closed; a nil channel never is.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

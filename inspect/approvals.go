@@ -24,24 +24,15 @@ func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
 		return nil
 	}
 	opts := *o
-	policy, now := opts.Policy, opts.Now
+	policy := opts.Policy
 	if policy == nil {
 		policy = tools.DefaultApprovalPolicy
 	}
-	if now == nil {
-		now = time.Now
-	}
-	deadline := opts.Deadline
 	opts.Policy = func(c tools.ApprovalCall) (tools.Verdict, string) {
 		v, reason := policy(c)
 		if v == tools.VerdictAsk {
-			at := now()
-			var until time.Time
-			if deadline > 0 { // as the loop counts it
-				until = at.Add(deadline).UTC().Truncate(time.Millisecond)
-			}
 			in.held(heldApproval{id: c.ToolCallID, tool: c.Tool.Name, stream: c.StreamID, args: slices.Clip(c.Arguments),
-				reason: reason, since: time.Now(), deadline: until})
+				reason: reason, since: time.Now(), deadline: c.Deadline})
 		}
 		return v, reason
 	}

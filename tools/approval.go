@@ -63,6 +63,10 @@ type ApprovalCall struct {
 	ToolCallID string
 	Tool       Description
 	Arguments  json.RawMessage
+	// Deadline is when the call is denied if the policy asks and nobody
+	// answers (ApprovalOptions.Deadline from now, to the millisecond, as
+	// the approval_required frame says); zero without a deadline.
+	Deadline time.Time
 }
 
 // ReadOnly reports whether the tool's only capability is "read" (the

@@ -185,8 +185,12 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 		g.park(c, d, call, s, e.request())
 		return true
 	}
+	var deadline time.Time
+	if g.opts.Deadline > 0 {
+		deadline = g.opts.Now().Add(g.opts.Deadline).UTC().Truncate(time.Millisecond)
+	}
 	verdict, reason := g.opts.Policy(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
-		Tool: g.described[call.GetName()], Arguments: call.GetPayload()})
+		Tool: g.described[call.GetName()], Arguments: call.GetPayload(), Deadline: deadline})
 	switch verdict {
 	case VerdictRun:
 		return false
@@ -197,10 +201,7 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 		d.deliver(c, call, errorResult(call, FailureDenied, fmt.Sprintf("Tool call %s was denied: %s; it was not run", call.GetName(), reason)))
 		return true
 	}
-	req := ApprovalRequest{ToolCallID: key.id, Tool: call.GetName(), Arguments: call.GetPayload(), Reason: reason}
-	if g.opts.Deadline > 0 {
-		req.Deadline = g.opts.Now().Add(g.opts.Deadline).UTC().Truncate(time.Millisecond)
-	}
+	req := ApprovalRequest{ToolCallID: key.id, Tool: call.GetName(), Arguments: call.GetPayload(), Reason: reason, Deadline: deadline}
 	g.rec.Held = append(g.rec.Held, &heldEntry{ID: key.id, Tool: req.Tool, Arguments: req.Arguments,
 		Reason: reason, Deadline: req.Deadline, State: heldAsked})
 	g.save(c) // persisted before the consumer is asked

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/telemetry"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -33,11 +35,16 @@ func crashOn(spec actors.Spec, stream string) actors.Spec {
 type crashing struct {
 	inner  actors.Logic
 	stream string
+	hold   func(*messages.Frame) // when set, sees each frame first
 }
 
 func (m *crashing) Receive(c actors.Context, msg any) {
-	if f, ok := msg.(*messages.Frame); ok && f.GetType() == messages.FrameType_END && f.GetStreamId() == m.stream {
+	f, ok := msg.(*messages.Frame)
+	if ok && f.GetType() == messages.FrameType_END && f.GetStreamId() == m.stream {
 		panic("injected model crash")
+	}
+	if ok && m.hold != nil {
+		m.hold(f)
 	}
 	m.inner.Receive(c, msg)
 }
@@ -64,7 +71,37 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 	}
 	add := tools.MustNewTyped(tools.Definition{Name: "add", Description: "Adds"}, func(_ context.Context, in in) (int, error) { return in.A + 1, nil })
 	boom := tools.MustNewTyped(tools.Definition{Name: "boom", Description: "Panics"}, func(_ context.Context, in in) (int, error) { panic("injected") })
-	loop, err := tools.NewLoop(tel.Model(crashOn(model.Spec("model"), "s2"), "scripted"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{
+	// The panicked tool's call is answered before its supervisor decides
+	// about the tool actor: the model's last request of s1 waits for the
+	// decision, so that it falls within the run (as a slower model would).
+	toolDecided := make(chan struct{})
+	var decidedOnce sync.Once
+	ends := 0
+	spec := crashOn(model.Spec("model"), "s2")
+	inner := spec.New
+	spec.New = func() actors.Logic {
+		l := inner().(*crashing)
+		l.hold = func(f *messages.Frame) {
+			if f.GetType() != messages.FrameType_END || f.GetStreamId() != "s1" {
+				return
+			}
+			if ends++; ends == 3 {
+				select {
+				case <-toolDecided:
+				case <-time.After(20 * time.Second):
+					t.Error("no supervision decision about the panicked tool")
+				}
+			}
+		}
+		return l
+	}
+	onSupervision := func(ev supervisor.Event) {
+		tel.Supervision(ev)
+		if strings.HasSuffix(ev.Child, "tool-boom") {
+			decidedOnce.Do(func() { close(toolDecided) })
+		}
+	}
+	loop, err := tools.NewLoop(tel.Model(spec, "scripted"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{
 		Name:    "agent",
 		Tools:   []*tools.Tool{add, boom},
 		Breaker: tools.BreakerOptions{Failures: 1, OnChange: tel.BreakerChanged},
@@ -77,7 +114,7 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 			t.Errorf("shut telemetry down: %v", err)
 		}
 	})
-	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: tel.Supervision})
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{OnSupervision: onSupervision})
 	if err != nil {
 		t.Fatal(err)
 	}

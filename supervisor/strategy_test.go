@@ -124,7 +124,7 @@ func TestStrategy_BackoffDelaysRestart(t *testing.T) {
 		}
 		s.HandleFailure(nil, sup, pid("a"), rs, errors.New("boom"), nil)
 		s.HandleFailure(nil, sup, pid("a"), rs, errors.New("boom"), nil)
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // fake time inside the bubble: past both back-offs
 		synctest.Wait()
 		if want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}; !slices.Equal(backoffs, want) {
 			t.Fatalf("backoffs %v, want %v (doubling, capped)", backoffs, want)

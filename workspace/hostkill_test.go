@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -77,17 +76,23 @@ func TestHostKilled_UnsandboxedCommandRunsOn(t *testing.T) {
 	if len(processesOf(id)) == 0 {
 		t.Fatal("the unsandboxed command died with its host; the package doc says it runs on")
 	}
+	// The side effect is a line written into a FIFO the test holds open
+	// for reading and writing (so that reads wait for data, not for a
+	// writer): the read returns when the orphan writes, or at the deadline.
+	effect := filepath.Join(ws, "effect")
+	mustDo(t, syscall.Mkfifo(effect, 0o644))
+	f, err := os.OpenFile(effect, os.O_RDWR, 0)
+	mustDo(t, err)
+	defer f.Close()
+	mustDo(t, f.SetReadDeadline(time.Now().Add(30*time.Second)))
 	mustDo(t, os.WriteFile(filepath.Join(ws, "go"), nil, 0o644))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	for {
-		if _, err := os.Stat(filepath.Join(ws, "effect")); err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the orphaned command made no side effect in 30 s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	buf := make([]byte, 16)
+	n, err := f.Read(buf)
+	if err != nil {
+		t.Fatalf("the orphaned command made no side effect: %v", err)
+	}
+	if got := string(buf[:n]); got != "done\n" {
+		t.Fatalf("side effect %q, want %q", got, "done\n")
 	}
 }
 

@@ -16,7 +16,7 @@ func TestBounds_IdleAndTotal(t *testing.T) {
 		b, ctx := streaming.Bound(context.Background(), 10*time.Second, 3*time.Second)
 		defer b.Release()
 		for range 4 { // touched every 2 s: the idle bound never fires
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // fake time inside the bubble
 			if ctx.Err() != nil {
 				t.Fatalf("cancelled after a touch: %v", context.Cause(ctx))
 			}

@@ -81,7 +81,7 @@ func (a *Agent) ToolFlags() ToolFlags {
 	readOnly := true
 	for _, t := range a.opts.Tools {
 		d := t.Definition()
-		ro := !slices.ContainsFunc(d.Capabilities, func(c string) bool { return c != tools.DefaultCapability })
+		ro := t.Description().ReadOnly()
 		readOnly = readOnly && ro
 		f.Irreversible = f.Irreversible || d.Irreversible
 		f.Idempotent = f.Idempotent && d.Idempotent && ro

@@ -152,12 +152,7 @@ func describe(t *tools.Tool) (*sdk.Tool, error) {
 // that only means something for a tool that is not read-only), idempotent
 // as declared.
 func annotations(d tools.Description) *sdk.ToolAnnotations {
-	readOnly := len(d.Capabilities) > 0
-	for _, c := range d.Capabilities {
-		if c != "read" {
-			readOnly = false
-		}
-	}
+	readOnly := d.ReadOnly()
 	a := &sdk.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: d.Idempotent}
 	if !readOnly {
 		destructive := !d.Reversible

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -72,7 +71,7 @@ type ApprovalCall struct {
 // ReadOnly reports whether the tool's only capability is "read" (the
 // default capability of a tool).
 func (c ApprovalCall) ReadOnly() bool {
-	return len(c.Tool.Capabilities) > 0 && !slices.ContainsFunc(c.Tool.Capabilities, func(s string) bool { return s != DefaultCapability })
+	return c.Tool.ReadOnly()
 }
 
 // ApprovalPolicy decides, per call, whether it runs, is denied or waits

@@ -186,6 +186,13 @@ type Description struct {
 	TimeoutMs int64 `json:"timeoutMs"`
 }
 
+// ReadOnly reports whether the tool only reads: its only capability is
+// "read" (the default capability of a tool). Approval policies, MCP
+// annotations and agents given as tools all go by it.
+func (d Description) ReadOnly() bool {
+	return len(d.Capabilities) > 0 && !slices.ContainsFunc(d.Capabilities, func(c string) bool { return c != DefaultCapability })
+}
+
 // Description returns what the tool answers to DESCRIBE.
 func (t *Tool) Description() Description {
 	d := Description{

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
@@ -97,26 +96,6 @@ func TestRuntime_DurableNames(t *testing.T) {
 	}
 }
 
-// hostActor is a host application's actor that embeds a runtime as its
-// child and reports what its own supervisor strategy decides.
-type hostActor struct {
-	opts     actors.RuntimeOptions
-	ready    chan<- *actors.Runtime
-	failures chan<- error
-}
-
-func (h *hostActor) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*actor.Started); ok {
-		opts := h.opts
-		opts.Parent = ctx
-		rt, err := actors.NewRuntime(&opts)
-		if err != nil {
-			panic(err)
-		}
-		h.ready <- rt
-	}
-}
-
 // TestRuntime_EmbeddedInHostTree: a runtime built on a host's actor system
 // as a child of a host actor. A duplex failing past its restart intensity
 // escalates to the host actor's supervisor strategy, which sees the
@@ -124,13 +103,7 @@ func (h *hostActor) Receive(ctx actor.Context) {
 // answered with ERROR and END; the host's system keeps running until the
 // host shuts it down, and nothing is left running.
 func TestRuntime_EmbeddedInHostTree(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
-		actor.WithDeadLetterThrottleInterval(10*time.Millisecond))
-	t.Cleanup(func() { // after the runtimes' Close
-		system.Shutdown()
-		goleak.VerifyNone(t, before)
-	})
+	system := actorstest.HostSystem(t)
 	ctx := testCtx(t)
 	failures := make(chan error, 10)
 	var mu sync.Mutex
@@ -160,8 +133,8 @@ func TestRuntime_EmbeddedInHostTree(t *testing.T) {
 	spawnHost := func(name string, max int) *actor.PID {
 		strategy := supervisor.MustNew(&supervisor.Options{MaxRestarts: max, Within: time.Minute, EscalateWhenExceeded: true})
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return &hostActor{opts: actors.RuntimeOptions{Supervision: strategy, OnSupervision: func(e supervisor.Event) { events <- e }},
-				ready: ready, failures: failures}
+			return &actorstest.Embedder{Opts: actors.RuntimeOptions{Supervision: strategy, OnSupervision: func(e supervisor.Event) { events <- e }},
+				Ready: ready}
 		}, actor.WithSupervisor(hostStrategy))
 		pid, err := system.Root.SpawnNamed(props, name)
 		if err != nil {

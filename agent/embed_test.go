@@ -4,41 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
-
-// embedder is a host application's actor that builds a runtime as its
-// child when it starts.
-type embedder struct {
-	opts  actors.RuntimeOptions
-	ready chan<- *actors.Runtime
-}
-
-func (h *embedder) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*actor.Started); ok {
-		opts := h.opts
-		opts.Parent = ctx
-		rt, err := actors.NewRuntime(&opts)
-		if err != nil {
-			panic(err)
-		}
-		h.ready <- rt
-	}
-}
 
 // TestAgents_EmbeddedInHostTree: agents in a runtime embedded in a host's
 // own actor system, under a host actor. An agent's loop failing past its
@@ -47,13 +27,7 @@ func (h *embedder) Receive(ctx actor.Context) {
 // running conversation returning with its started tool call answered and
 // cancelled; nothing is left running once the host shuts its system down.
 func TestAgents_EmbeddedInHostTree(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
-		actor.WithDeadLetterThrottleInterval(10*time.Millisecond))
-	t.Cleanup(func() { // after the runtimes' Close
-		system.Shutdown()
-		goleak.VerifyNone(t, before)
-	})
+	system := actorstest.HostSystem(t)
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	var seen []string // what the host's strategy was asked about
@@ -68,7 +42,7 @@ func TestAgents_EmbeddedInHostTree(t *testing.T) {
 		t.Helper()
 		strategy := supervisor.MustNew(&supervisor.Options{MaxRestarts: 1, Within: time.Minute, EscalateWhenExceeded: true})
 		props := actor.PropsFromProducer(func() actor.Actor {
-			return &embedder{opts: actors.RuntimeOptions{Supervision: strategy}, ready: ready}
+			return &actorstest.Embedder{Opts: actors.RuntimeOptions{Supervision: strategy}, Ready: ready}
 		}, actor.WithSupervisor(hostStrategy))
 		pid, err := system.Root.SpawnNamed(props, name)
 		if err != nil {

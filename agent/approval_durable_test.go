@@ -1,14 +1,11 @@
 package agent_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // fileLauncher is an irreversible tool that appends its target to
@@ -263,39 +261,12 @@ func runApprovalChild(dir string) error {
 // killWaitingChild runs the child until the call waits, and SIGKILLs it.
 func killWaitingChild(t *testing.T, dir string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestApprovalKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), approvalKillDirEnv+"="+dir)
-	var output bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &output, &output
-	markR, markW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+	c := tooltest.StartChild(t, "^TestApprovalKillChild$", approvalKillDirEnv+"="+dir)
+	if got := c.Mark(t); got != "waiting" {
+		c.Kill(t)
+		t.Fatalf("child: marker %q, want waiting", got)
 	}
-	defer markR.Close()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	cmd.ExtraFiles = []*os.File{markW}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	markW.Close()
-	got, err := bufio.NewReader(markR).ReadString('\n')
-	if err != nil || strings.TrimSpace(got) != "waiting" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("child: marker %q, %v\n%s", got, err, output.String())
-	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child: want killed, got %v\n%s", err, output.String())
-	}
+	c.Kill(t)
 }
 
 // TestApprovalDurable_ProcessKill: a process killed (SIGKILL) while a

@@ -1,7 +1,6 @@
 package tools_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,6 +25,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // The process-kill test runs a resumable session in child processes (this
@@ -261,46 +260,17 @@ func errorsJoin(a, b error) error {
 // after the mode.
 func startKillChild(t *testing.T, dir, mode string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSessionKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killModeEnv+"="+mode, killDirEnv+"="+dir)
-	var output bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &output, &output
-	markR, markW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer markR.Close()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	cmd.ExtraFiles = []*os.File{markW}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	markW.Close()
+	c := tooltest.StartChild(t, "^TestSessionKillChild$", killModeEnv+"="+mode, killDirEnv+"="+dir)
 	if mode == "finish" {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child %s: %v\n%s", mode, err, output.String())
-		}
+		c.Wait(t)
 		return ""
 	}
-	got, err := bufio.NewReader(markR).ReadString('\n')
-	what, rest, _ := strings.Cut(strings.TrimSpace(got), " ")
-	if err != nil || what != mode {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("child %s: marker %q, %v\n%s", mode, got, err, output.String())
+	what, rest, _ := strings.Cut(c.Mark(t), " ")
+	if what != mode {
+		c.Kill(t)
+		t.Fatalf("child %s: marker %q", mode, what)
 	}
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child %s: want killed, got %v\n%s", mode, err, output.String())
-	}
+	c.Kill(t)
 	return rest
 }
 

@@ -1,0 +1,90 @@
+package tooltest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Child is this test binary run again as a child process, to run one test
+// in it that the parent kills (SIGKILL) at a chosen moment: the child
+// tells its progress by writing lines ("marks") to file descriptor 3, and
+// its stdin stays open until the parent is done with it.
+type Child struct {
+	cmd    *exec.Cmd
+	output bytes.Buffer // the child's stdout and stderr, shown on failure
+	marks  *bufio.Reader
+}
+
+// StartChild runs the test matching run (e.g. "^TestKillChild$") in a
+// child process with env added to this process's environment. t's cleanup
+// releases the child's pipes; a child still running after two minutes is
+// killed.
+func StartChild(t testing.TB, run string, env ...string) *Child {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c := &Child{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run="+run, "-test.count=1")}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout, c.cmd.Stderr = &c.output, &c.output
+	markR, markW, err := os.Pipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	stdin, err := c.cmd.StdinPipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	c.cmd.ExtraFiles = []*os.File{markW}
+	if err := c.cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	markW.Close()
+	c.marks = bufio.NewReader(markR)
+	t.Cleanup(func() {
+		stdin.Close()
+		markR.Close()
+		cancel()
+	})
+	return c
+}
+
+// Mark returns the child's next mark, without its line end. When the child
+// ends without one, it kills the child and fails t with the child's
+// output.
+func (c *Child) Mark(t testing.TB) string {
+	t.Helper()
+	got, err := c.marks.ReadString('\n')
+	if err != nil {
+		c.cmd.Process.Kill()
+		c.cmd.Wait()
+		t.Fatalf("child: mark %q, %v\n%s", got, err, c.output.String())
+	}
+	return strings.TrimSpace(got)
+}
+
+// Kill kills the child with SIGKILL and fails t unless it died of it.
+func (c *Child) Kill(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child: want killed, got %v\n%s", err, c.output.String())
+	}
+}
+
+// Wait waits for the child to exit and fails t unless it succeeded.
+func (c *Child) Wait(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, c.output.String())
+	}
+}

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,25 +12,7 @@ import (
 // person typing answers would give them).
 func runDemoInput(t *testing.T, stdin string, args ...string) processResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("demo %v did not exit within %v\nstdout:\n%s\nstderr:\n%s", args, demoProcessLimit, &stdout, &stderr)
-	}
-	res := processResult{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run demo: %v", err)
-	}
+	res, _ := runDemoStdin(t, nil, strings.NewReader(stdin), args...)
 	return res
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,11 +69,18 @@ const demoProcessLimit = time.Minute
 // a fresh folder (returned) and env added.
 func runDemo(t *testing.T, env []string, args ...string) (processResult, string) {
 	t.Helper()
+	return runDemoStdin(t, env, nil, args...)
+}
+
+// runDemoStdin is runDemo with stdin as the binary's input (nil: none).
+func runDemoStdin(t *testing.T, env []string, stdin io.Reader, args ...string) (processResult, string) {
+	t.Helper()
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, demoBin, args...)
 	cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -361,11 +361,13 @@ func TestPage_RendersTheSnapshotAndRefreshesWithoutScript(t *testing.T) {
 func TestEvents_StreamSnapshotsAndFollowRestarts(t *testing.T) {
 	r := newRig(t, nil, actors.Spec{})
 	ev := r.events(t, "?session=s1")
-	first := ev.until("the first snapshot", func(inspect.Snapshot) bool { return true })
-	toolNode, ok := node(first, "tool")
-	if !ok {
-		t.Fatalf("first snapshot %+v has no tool", first.Tree)
-	}
+	// The agent's stages start after it, each on its own: the stream
+	// follows them into the tree.
+	first := ev.until("the tool in the tree", func(s inspect.Snapshot) bool {
+		_, ok := node(s, "tool")
+		return ok
+	})
+	toolNode, _ := node(first, "tool")
 
 	// A conversation shows up live.
 	r.converse(t, "s1", "echo seven")

@@ -74,8 +74,11 @@ func TestLoop_LateControlFramesAreForgotten(t *testing.T) {
 	if len(again) != len(first) || again[1] != first[1] {
 		t.Errorf("reused stream: %q, want as the first run %q", again, first)
 	}
-	if after > before && after-before > 1<<20 {
-		t.Errorf("heap grew by %d bytes over 100 000 late control frames, want < 1 MiB", after-before)
+	// Kept state would be about 280 bytes a frame (27 MiB here); the
+	// bound leaves room for what the runtime's pools and caches hold after
+	// a burst (1.3 MiB seen on a busy machine), not for a byte a frame.
+	if after > before && after-before > 8<<20 {
+		t.Errorf("heap grew by %d bytes over 100 000 late control frames, want < 8 MiB", after-before)
 	}
 	t.Logf("heap before %d, after %d", before, after)
 }

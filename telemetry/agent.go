@@ -133,11 +133,11 @@ func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 // the failure kind as error.type and status (the span is started here,
 // with all its attributes, if no nested run needed it before).
 func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue, kind, status string, at time.Time) {
-	var buf [5]attribute.KeyValue
-	attrs := append(buf[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
+	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
+	t.scratch = attrs
 	if ts.span == nil {
 		_, ts.span = t.tracer.Start(r.ctx, t.spanName("execute_tool", ts.name), trace.WithTimestamp(ts.start), internalKind, trace.WithAttributes(attrs...))
 	} else {

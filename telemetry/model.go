@@ -35,10 +35,11 @@ type chat struct {
 	model  string
 	start  time.Time
 	span   trace.Span // nil until started (always without tracing)
-	status string     // the error status description, if it failed
-	// attrs are the attributes not on the span yet; buf holds them.
-	attrs []attribute.KeyValue
-	buf   [8]attribute.KeyValue
+	// What the answer said, for the span's attributes.
+	usage                 bool
+	input, output, cached int64
+	finish                attribute.KeyValue // gen_ai.response.finish_reasons; empty when none
+	errorType, status     string             // set when the request failed
 	// queued are requests of the stream completed while this one is
 	// answered.
 	queued []*chat
@@ -108,7 +109,6 @@ func (o *modelObserver) request(ev *event) {
 	ch := &chat{model: model, start: ev.at}
 	if o.t.tracing {
 		ch.parent = o.t.runContext(id, ev.actor)
-		ch.attrs = append(ch.buf[:0], opChat, attribute.String("gen_ai.provider.name", o.provider), attribute.String("gen_ai.request.model", model))
 	}
 	if o.open == nil {
 		o.open = map[string]*chat{}
@@ -120,15 +120,37 @@ func (o *modelObserver) request(ev *event) {
 	}
 }
 
-// started returns the span of ch, started now with the attributes known
-// so far if it was not.
+// started returns the span of ch, started now if it was not.
 func (o *modelObserver) started(ch *chat) trace.Span {
 	if ch.span == nil {
 		_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
-			trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(ch.attrs...))
-		ch.attrs = ch.attrs[:0]
+			trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, false)...))
 	}
 	return ch.span
+}
+
+// chatAttrs returns the attributes of ch's span: those known when the
+// request is sent, and with answer those of its answer. The slice is
+// the Telemetry's scratch, valid until the next call.
+func (o *modelObserver) chatAttrs(ch *chat, answer bool) []attribute.KeyValue {
+	a := append(o.t.scratch[:0], opChat, attribute.String("gen_ai.provider.name", o.provider), attribute.String("gen_ai.request.model", ch.model))
+	if !answer {
+		return a
+	}
+	if ch.usage {
+		a = append(a, attribute.Int64("gen_ai.usage.input_tokens", ch.input), attribute.Int64("gen_ai.usage.output_tokens", ch.output))
+		if ch.cached > 0 {
+			a = append(a, attribute.Int64("gen_ai.usage.cache_read.input_tokens", ch.cached))
+		}
+	}
+	if ch.finish.Key != "" {
+		a = append(a, ch.finish)
+	}
+	if ch.errorType != "" {
+		a = append(a, attribute.String("error.type", ch.errorType))
+	}
+	o.t.scratch = a
+	return a
 }
 
 func (o *modelObserver) answer(ev *event) {
@@ -141,10 +163,7 @@ func (o *modelObserver) answer(ev *event) {
 	case messages.FrameType_META:
 		o.meta(ch, ev)
 	case messages.FrameType_ERROR:
-		if o.t.tracing {
-			ch.status = ev.text
-			ch.attrs = append(ch.attrs, attribute.String("error.type", "model_error"))
-		}
+		ch.status, ch.errorType = ev.text, "model_error"
 	case messages.FrameType_END:
 		o.finish(ch, ev.at)
 		if len(ch.queued) > 0 {
@@ -170,12 +189,7 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 		if json.Unmarshal(ev.payload, &u) != nil {
 			return
 		}
-		if o.t.tracing {
-			ch.attrs = append(ch.attrs, attribute.Int64("gen_ai.usage.input_tokens", u.Prompt), attribute.Int64("gen_ai.usage.output_tokens", u.Completion))
-			if u.Details.Cached > 0 {
-				ch.attrs = append(ch.attrs, attribute.Int64("gen_ai.usage.cache_read.input_tokens", u.Details.Cached))
-			}
-		}
+		ch.usage, ch.input, ch.output, ch.cached = true, u.Prompt, u.Completion, u.Details.Cached
 		if o.t.metering {
 			o.t.tokens.Record(context.Background(), u.Prompt, metric.WithAttributes(o.attrs(ch, attribute.String("gen_ai.token.type", "input"))...))
 			o.t.tokens.Record(context.Background(), u.Completion, metric.WithAttributes(o.attrs(ch, attribute.String("gen_ai.token.type", "output"))...))
@@ -183,7 +197,7 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 	case models.MetaFinish:
 		if o.t.tracing {
 			if kv, ok := o.t.finishReason(ev.payload); ok {
-				ch.attrs = append(ch.attrs, kv)
+				ch.finish = kv
 			}
 		}
 	case models.MetaTruncatedCall:
@@ -216,9 +230,10 @@ func (o *modelObserver) attrs(ch *chat, extra ...attribute.KeyValue) []attribute
 func (o *modelObserver) finish(ch *chat, at time.Time) {
 	if o.t.tracing {
 		if ch.span == nil {
-			o.started(ch)
-		} else if len(ch.attrs) > 0 {
-			ch.span.SetAttributes(ch.attrs...)
+			_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
+				trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, true)...))
+		} else {
+			ch.span.SetAttributes(o.chatAttrs(ch, true)[3:]...)
 		}
 		if ch.status != "" {
 			ch.span.SetStatus(codes.Error, ch.status)
@@ -235,10 +250,7 @@ func (o *modelObserver) finish(ch *chat, at time.Time) {
 func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
-			if o.t.tracing {
-				c.status = ev.err.Error()
-				c.attrs = append(c.attrs, attribute.String("error.type", "model_failed"))
-			}
+			c.status, c.errorType = ev.err.Error(), "model_failed"
 			o.finish(c, ev.at)
 		}
 		delete(o.open, id)

@@ -68,6 +68,9 @@ type Telemetry struct {
 	// finishReasons holds gen_ai.response.finish_reasons attributes by
 	// reason (a string slice attribute is a copy of its slice).
 	finishReasons map[string]attribute.KeyValue
+	// scratch holds the attributes of a span being started or ended (a
+	// tracer copies them).
+	scratch []attribute.KeyValue
 }
 
 // Up to this many span names and finish reasons are kept.

@@ -130,12 +130,15 @@ func (lc *loopConversation) run(ctx context.Context) error {
 	if err := lc.conn.SendAll(messages.RawParam(id, models.ParamMessages, lc.request), messages.End(id)); err != nil {
 		return err
 	}
-	frames, err := lc.conn.RecvStream(ctx, id)
-	if err != nil {
-		return err
-	}
 	results, text := 0, ""
-	for _, f := range frames {
+	for {
+		f, err := lc.conn.Recv(ctx) // one stream at a time: every frame is the run's
+		if err != nil {
+			return err
+		}
+		if f.GetStreamId() != id {
+			return fmt.Errorf("frame of stream %q during run %q", f.GetStreamId(), id)
+		}
 		switch f.GetType() {
 		case messages.FrameType_TOOL_RESULT:
 			if f.IsErrorResult() {
@@ -146,6 +149,9 @@ func (lc *loopConversation) run(ctx context.Context) error {
 			text += f.GetText()
 		case messages.FrameType_ERROR:
 			return fmt.Errorf("conversation failed: %s", f.GetText())
+		}
+		if f.GetType() == messages.FrameType_END {
+			break
 		}
 	}
 	if results != len(conversationTools) || text != finalText {

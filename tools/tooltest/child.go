@@ -84,6 +84,15 @@ func (c *Child) Kill(t testing.TB) {
 	}
 }
 
+// Send writes line (and a line end) to the child's stdin, for a child
+// that takes commands there.
+func (c *Child) Send(t testing.TB, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		t.Fatalf("child: send %q: %v\n%s", line, err, c.output.String())
+	}
+}
+
 // Stop closes the child's stdin (a child blocked reading it takes that as
 // the sign to finish), waits for it to exit and fails t unless it
 // succeeded.

@@ -14,19 +14,24 @@ import (
 // than in a benchmark nobody reads. What a run allocates is listed in
 // bench/README.md (figure 7).
 const (
-	loopAllocsSync  = 110
-	loopAllocsAsync = 190
+	loopAllocsSync      = 105
+	loopAllocsAsync     = 165
+	loopAllocsStreaming = 200 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, c := range []struct {
 		name   string
-		sync   bool
+		start  func() (*loopConversation, error)
 		budget float64
-	}{{"sync tools", true, loopAllocsSync}, {"async tools", false, loopAllocsAsync}} {
+	}{
+		{"sync tools", func() (*loopConversation, error) { return newLoopConversation(true) }, loopAllocsSync},
+		{"async tools", func() (*loopConversation, error) { return newLoopConversation(false) }, loopAllocsAsync},
+		{"streaming", newStreamingConversation, loopAllocsStreaming},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			lc, err := newLoopConversation(c.sync)
+			lc, err := c.start()
 			if err != nil {
 				t.Fatal(err)
 			}

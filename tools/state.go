@@ -104,6 +104,9 @@ func (p *PendingCalls) appendChunk(c *PendingCall, seq uint64, chunk string) {
 			return
 		}
 	}
+	if c.Args == nil { // room for the usual arguments at once, instead of doubling from a few bytes
+		c.Args = make([]byte, 0, max(len(chunk), 256))
+	}
 	c.Args = append(c.Args, chunk...)
 }
 

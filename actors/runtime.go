@@ -100,6 +100,7 @@ type Runtime struct {
 	pool         *workerPool // the default dispatcher, stopped by Close
 	spawnTimeout time.Duration
 	tasks        tasks
+	jobs         *jobPool      // runs the goroutines of Context.Go
 	embedded     bool          // the system is the host's: Close leaves it running
 	hostGone     chan struct{} // closed when the host actor has stopped
 	hostGoneOnce sync.Once
@@ -154,6 +155,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 		spawnTimeout: o.SpawnTimeout,
 		embedded:     o.Parent != nil,
 		hostGone:     make(chan struct{}),
+		jobs:         newJobPool(),
 	}
 	if rt.dispatcher == nil {
 		rt.pool = newWorkerPool(defaultThroughput, defaultMaxWorkers)
@@ -333,9 +335,11 @@ func (rt *Runtime) close(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("stop host: %w", ctx.Err()))
 	}
-	if err := rt.tasks.wait(ctx); err != nil {
-		errs = append(errs, err)
+	jobsErr := rt.tasks.wait(ctx)
+	if jobsErr != nil {
+		errs = append(errs, jobsErr)
 	}
+	rt.jobs.close(jobsErr == nil) // a job that outlived ctx is left to end on its own
 	if !rt.embedded {
 		rt.system.Shutdown()
 	}

@@ -336,7 +336,7 @@ func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any
 		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: AsyncDone{Key: key, Err: ErrClosed}})
 		return cancel
 	}
-	go func() {
+	s.rt.jobs.run(func() {
 		defer s.rt.tasks.done()
 		defer cancel()
 		done := AsyncDone{Key: key}
@@ -349,7 +349,7 @@ func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any
 			done.Value = fn(ctx, progress)
 		}()
 		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: done})
-	}()
+	})
 	return cancel
 }
 

@@ -32,6 +32,8 @@ const (
 
 type noopIn struct {
 	N int `json:"n"`
+	// Note is sent by the streaming variant only (streamedArguments).
+	Note string `json:"note,omitempty"`
 }
 
 type noopOut struct {
@@ -42,6 +44,11 @@ type noopOut struct {
 func noopFunc(_ context.Context, in noopIn) (noopOut, error) {
 	if in.N < 1 || in.N > len(conversationTools) {
 		return noopOut{}, fmt.Errorf("unexpected n %d", in.N)
+	}
+	if in.Note != "" {
+		if err := streamedNoop(in); err != nil {
+			return noopOut{}, err
+		}
 	}
 	return noopOut{OK: true}, nil
 }
@@ -77,6 +84,11 @@ type loopConversation struct {
 	conn    *actors.Conn
 	request json.RawMessage
 	runs    int
+	// streamed, for the streaming conversation, are the arguments each
+	// surfaced call must carry, assembled from their chunks, and the
+	// number of TEXT frames the answer comes in.
+	streamed   []string
+	textFrames int
 }
 
 func newLoopConversation(sync bool) (*loopConversation, error) {
@@ -86,7 +98,13 @@ func newLoopConversation(sync bool) (*loopConversation, error) {
 // newTappedConversation is newLoopConversation with the model adapter
 // and the loop tapped by tel (when not nil).
 func newTappedConversation(sync bool, tel *telemetry.Telemetry) (*loopConversation, error) {
-	model, err := scripted.New(conversationScript(), &scripted.Options{MaxRecorded: -1})
+	return startConversation(conversationScript(), sync, tel)
+}
+
+// startConversation starts our loop around a scripted model playing
+// script, on its own runtime.
+func startConversation(script scripted.Script, sync bool, tel *telemetry.Telemetry) (*loopConversation, error) {
+	model, err := scripted.New(script, &scripted.Options{MaxRecorded: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +148,21 @@ func (lc *loopConversation) run(ctx context.Context) error {
 	if err := lc.conn.SendAll(messages.RawParam(id, models.ParamMessages, lc.request), messages.End(id)); err != nil {
 		return err
 	}
-	frames, err := lc.conn.RecvStream(ctx, id)
-	if err != nil {
-		return err
-	}
-	results, text := 0, ""
-	for _, f := range frames {
+	calls, results, texts, text := 0, 0, 0, ""
+	for {
+		f, err := lc.conn.Recv(ctx) // one stream at a time: every frame is the run's
+		if err != nil {
+			return err
+		}
+		if f.GetStreamId() != id {
+			return fmt.Errorf("frame of stream %q during run %q", f.GetStreamId(), id)
+		}
 		switch f.GetType() {
+		case messages.FrameType_TOOL_CALL:
+			if lc.streamed != nil && (calls >= len(lc.streamed) || string(f.GetPayload()) != lc.streamed[calls]) {
+				return fmt.Errorf("call %d assembled as %s", calls+1, f.GetPayload())
+			}
+			calls++
 		case messages.FrameType_TOOL_RESULT:
 			if f.IsErrorResult() {
 				return fmt.Errorf("tool %s failed: %s", f.GetName(), f.GetPayload())
@@ -144,12 +170,16 @@ func (lc *loopConversation) run(ctx context.Context) error {
 			results++
 		case messages.FrameType_TEXT:
 			text += f.GetText()
+			texts++
 		case messages.FrameType_ERROR:
 			return fmt.Errorf("conversation failed: %s", f.GetText())
 		}
+		if f.GetType() == messages.FrameType_END {
+			break
+		}
 	}
-	if results != len(conversationTools) || text != finalText {
-		return fmt.Errorf("conversation strayed: %d results, text %q", results, text)
+	if results != len(conversationTools) || text != finalText || (lc.textFrames > 0 && texts != lc.textFrames) {
+		return fmt.Errorf("conversation strayed: %d results, text %q in %d frames", results, text, texts)
 	}
 	return nil
 }
@@ -161,6 +191,12 @@ func benchLoopConversation(b *testing.B, sync bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchRuns(b, lc)
+}
+
+// benchRuns measures runs of lc (after one to warm up), closing it at the
+// end.
+func benchRuns(b *testing.B, lc *loopConversation) {
 	defer lc.Close()
 	ctx := context.Background()
 	if err := lc.run(ctx); err != nil {

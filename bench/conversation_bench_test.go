@@ -11,6 +11,7 @@ func BenchmarkConversation(b *testing.B) {
 	b.Run("floor", benchFloorConversation)
 	b.Run("loop/sync", func(b *testing.B) { benchLoopConversation(b, true) })
 	b.Run("loop/async", func(b *testing.B) { benchLoopConversation(b, false) })
+	b.Run("loop/streaming", benchStreamingConversation)
 }
 
 // BenchmarkAgent plays the same conversation through agent.Run: one agent

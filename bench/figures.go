@@ -206,6 +206,14 @@ func figureWorkspace(c *config) []Row {
 	return c.rows(append(pairs, cmdPairs...))
 }
 
+// The goals of row (a) (sync tools) against each peer, the rows of the
+// streaming conversation against the peers streaming it, and their goals.
+var (
+	peerGoal          = map[string]float64{"eino": 2, "ai-sdk": 1}
+	streamingPeerRow  = map[string]string{"eino": "(s) streaming vs eino Stream", "ai-sdk": "(s) streaming vs ai-sdk streamText"}
+	streamingPeerGoal = map[string]float64{"eino": 1.5, "ai-sdk": 20}
+)
+
 func figureConversation(c *config) []Row {
 	loop := func(sync bool) side {
 		return benchSide("loop", func(b *testing.B) { benchLoopConversation(b, sync) })
@@ -215,6 +223,10 @@ func figureConversation(c *config) []Row {
 			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
 		{figure: "7", name: "(a) with async tools vs (b) floor", ours: loop(false),
 			base: benchSide("plain Go loop", benchFloorConversation), kind: throughput, unit: "runs", goal: info},
+		{figure: "7", name: "(s) streaming: arguments in 8-byte chunks, text in 1-byte deltas, vs (a)",
+			ours: benchSide("streaming loop", benchStreamingConversation), base: loop(true),
+			kind: throughput, unit: "runs", goal: info,
+			note: "the same conversation streamed: what assembling the calls' chunks and passing the deltas costs our loop"},
 	})
 	rows = append(rows, figureAgents(c)...)
 	rows = append(rows, figureTracing(c)...)
@@ -224,7 +236,8 @@ func figureConversation(c *config) []Row {
 	}
 	var want []string
 	for _, name := range []string{"ai-sdk", "eino"} {
-		if c.selected("7", "(a) vs "+name) {
+		if c.selected("7", "(a) vs "+name) || c.selected("7", streamingPeerRow[name]) ||
+			(name == "eino" && c.selected("7", "(a) with async tools vs eino")) {
 			want = append(want, name)
 		}
 	}
@@ -246,16 +259,39 @@ func figureConversation(c *config) []Row {
 	}
 	for _, p := range preparePeers(context.Background(), c.peers, scratch) {
 		name := "(a) vs " + p.name
+		r := runs[p.name]
+		if p.unready != "" {
+			for _, u := range []struct {
+				name string
+				goal goal
+			}{{name, ratioAtLeast(peerGoal[p.name])}, {streamingPeerRow[p.name], ratioAtLeast(streamingPeerGoal[p.name])}} {
+				if c.selected("7", u.name) {
+					rows = append(rows, Row{Figure: "7", Case: u.name, Goal: u.goal.text, Error: "peer " + p.name + " could not run: " + p.unready})
+				}
+			}
+			continue
+		}
+		if c.selected("7", streamingPeerRow[p.name]) {
+			row := c.compare(pair{figure: "7", name: streamingPeerRow[p.name], ours: benchSide("streaming loop", benchStreamingConversation),
+				base: p.side(r[0], r[1], "--stream"), kind: throughput, unit: "runs", goal: ratioAtLeast(streamingPeerGoal[p.name])})
+			if row.Error == "" {
+				row.Note = p.version + fmt.Sprintf(", %d runs per measurement; the conversation of row (s)", r[0])
+			}
+			rows = append(rows, row)
+		}
+		if p.name == "eino" && c.selected("7", "(a) with async tools vs eino") {
+			row := c.compare(pair{figure: "7", name: "(a) with async tools vs eino", ours: loop(false), base: p.side(r[0], r[1]),
+				kind: throughput, unit: "runs", goal: ratioAtLeast(1)})
+			if row.Error == "" {
+				row.Note = p.version + fmt.Sprintf(", %d runs per measurement; each call on a tool actor, its handler on a goroutine", r[0])
+			}
+			rows = append(rows, row)
+		}
 		if !c.selected("7", name) {
 			continue
 		}
-		if p.unready != "" {
-			rows = append(rows, Row{Figure: "7", Case: name, Goal: "≥ 1×", Error: "peer " + p.name + " could not run: " + p.unready})
-			continue
-		}
-		r := runs[p.name]
 		row := c.compare(pair{figure: "7", name: name, ours: loop(true), base: p.side(r[0], r[1]),
-			kind: throughput, unit: "runs", goal: ratioAtLeast(1)})
+			kind: throughput, unit: "runs", goal: ratioAtLeast(peerGoal[p.name])})
 		if row.Error == "" {
 			row.Note = p.version + fmt.Sprintf(", %d runs per measurement", r[0])
 		}

@@ -80,11 +80,11 @@ func lastLine(s string) string {
 }
 
 // run plays runs conversations (after warmup unmeasured ones) and returns
-// the peer's own measurement.
-func (p *peer) run(ctx context.Context, runs, warmup int) (peerResult, error) {
+// the peer's own measurement; extra are more arguments ("--stream").
+func (p *peer) run(ctx context.Context, runs, warmup int, extra ...string) (peerResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	args := append(p.command[1:], "--runs", strconv.Itoa(runs), "--warmup", strconv.Itoa(warmup))
+	args := append(append(p.command[1:len(p.command):len(p.command)], extra...), "--runs", strconv.Itoa(runs), "--warmup", strconv.Itoa(warmup))
 	cmd := exec.CommandContext(ctx, p.command[0], args...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), p.env...)
@@ -105,9 +105,13 @@ func (p *peer) run(ctx context.Context, runs, warmup int) (peerResult, error) {
 }
 
 // side measures the peer as one contestant of a pair.
-func (p *peer) side(runs, warmup int) side {
-	return side{name: p.name, measure: func() sample {
-		res, err := p.run(context.Background(), runs, warmup)
+func (p *peer) side(runs, warmup int, extra ...string) side {
+	name := p.name
+	if len(extra) > 0 {
+		name += " " + strings.Join(extra, " ")
+	}
+	return side{name: name, measure: func() sample {
+		res, err := p.run(context.Background(), runs, warmup, extra...)
 		if err != nil {
 			return sample{err: err}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +48,11 @@ func TestHarnessSmoke(t *testing.T) {
 			t.Errorf("figure %s has no rows", id)
 		}
 	}
+	// Figure 7's streaming conversation, played by our loop (its peers'
+	// rows need the peers: TestHarnessPeerRows).
+	if !slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Figure == "7" && strings.HasPrefix(r.Case, "(s) streaming:") }) {
+		t.Error("figure 7 has no row for the streaming conversation")
+	}
 
 	// The table of the same kind of run, filtered to one figure.
 	out.Reset()
@@ -60,6 +66,42 @@ func TestHarnessSmoke(t *testing.T) {
 	for _, l := range lines[1:] {
 		if !strings.HasPrefix(l, "1 ") || !strings.Contains(l, "≥ 0.5×") {
 			t.Errorf("table line %q", l)
+		}
+	}
+}
+
+// TestHarnessPeerRows runs figure 7's peer rows once each with tiny
+// sizes: our loop against Eino and the AI SDK, generating and streaming.
+// A peer that cannot be prepared here (no Node.js, no network for npm)
+// gives a row with the reason instead of a ratio; a peer that runs must
+// play its conversation (a run that strays from the script fails it).
+func TestHarnessPeerRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the Eino peer and may install the AI SDK's packages")
+	}
+	var out, progress bytes.Buffer
+	if err := run([]string{"-smoke", "-json", "-filter", `^7 \((a|s)\).* vs (eino|ai-sdk)`}, &out, &progress); err != nil {
+		t.Fatalf("run: %v\n%s", err, progress.String())
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	want := []string{"(a) vs eino", "(a) vs ai-sdk", streamingPeerRow["eino"], streamingPeerRow["ai-sdk"]}
+	for _, name := range want {
+		i := slices.IndexFunc(rep.Rows, func(r Row) bool { return r.Case == name })
+		if i < 0 {
+			t.Errorf("no row %q", name)
+			continue
+		}
+		r := rep.Rows[i]
+		switch {
+		case strings.Contains(r.Error, "could not run: could not be prepared"):
+			t.Logf("%s: %s", name, r.Error)
+		case r.Error != "":
+			t.Errorf("%s: %s", name, r.Error)
+		case r.Ratio <= 0 || r.Met == nil:
+			t.Errorf("%s: %+v has no ratio against its goal", name, r)
 		}
 	}
 }

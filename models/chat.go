@@ -1,8 +1,10 @@
 package models
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -65,8 +67,9 @@ func ToolMessage(callID string, result json.RawMessage) Message {
 func (m Message) MarshalJSON() ([]byte, error) { return m.AppendJSON(nil), nil }
 
 // AppendJSON appends m's JSON encoding to b. It never fails: every field
-// is a string, and arguments are sent as text.
+// is a string, and arguments are sent as text. b grows at most once.
 func (m Message) AppendJSON(b []byte) []byte {
+	b = slices.Grow(b, m.encodedLen())
 	b = append(b, `{"role":`...)
 	b = appendString(b, m.Role)
 	b = append(b, `,"content":`...)
@@ -104,6 +107,34 @@ func (m Message) AppendJSON(b []byte) []byte {
 		b = append(b, m.ThinkingBlocks...)
 	}
 	return append(b, '}')
+}
+
+// encodedLen is the length of m's encoding by AppendJSON.
+func (m Message) encodedLen() int {
+	n := len(`{"role":,"content":}`) + stringLen(m.Role)
+	if m.Content == "" && m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
+		n += len("null")
+	} else {
+		n += stringLen(m.Content)
+	}
+	if len(m.ToolCalls) > 0 {
+		n += len(`,"tool_calls":[]`) + len(m.ToolCalls) - 1
+		for _, c := range m.ToolCalls {
+			n += len(`{"id":,"type":"function","function":{"name":,"arguments":}}`) + stringLen(c.ID) + stringLen(c.Name)
+			if len(c.Arguments) == 0 {
+				n += len(`"{}"`)
+			} else {
+				n += stringLen(string(c.Arguments))
+			}
+		}
+	}
+	if m.ToolCallID != "" {
+		n += len(`,"tool_call_id":`) + stringLen(m.ToolCallID)
+	}
+	if len(m.ThinkingBlocks) > 0 {
+		n += len(`,"thinking_blocks":`) + len(m.ThinkingBlocks)
+	}
+	return n
 }
 
 // messageJSON is the decoding shape of a Message.
@@ -166,7 +197,11 @@ func decodeContent(raw json.RawMessage) (string, error) {
 
 // EncodeMessages returns msgs as the JSON array of a "messages" PARAM.
 func EncodeMessages(msgs []Message) json.RawMessage {
-	b := make([]byte, 0, 64*len(msgs)+2)
+	n := 2 + len(msgs)
+	for _, m := range msgs {
+		n += m.encodedLen()
+	}
+	b := make([]byte, 0, n)
 	b = append(b, '[')
 	for i, m := range msgs {
 		if i > 0 {
@@ -211,16 +246,124 @@ func JoinMessages(list []json.RawMessage) json.RawMessage {
 }
 
 // SplitMessages reads the JSON array of a "messages" PARAM into its raw
-// elements, without decoding them (see [JoinMessages]).
+// elements, without decoding them (see [JoinMessages]). The elements are
+// slices of payload, not copies (a frame's payload is never changed):
+// change neither while the other is in use.
 func SplitMessages(payload []byte) ([]json.RawMessage, error) {
-	var list []json.RawMessage
-	if err := json.Unmarshal(payload, &list); err != nil {
+	if !json.Valid(payload) {
+		var list []json.RawMessage
+		err := json.Unmarshal(payload, &list) // for its error's wording
 		return nil, fmt.Errorf("decode messages: %w", err)
 	}
-	return list, nil
+	rest := skipSpace(payload)
+	if len(rest) == 0 || rest[0] != '[' {
+		if bytes.Equal(rest, []byte("null")) {
+			return nil, nil // as json.Unmarshal leaves a nil slice
+		}
+		return nil, fmt.Errorf("decode messages: a %s is not an array", jsonKind(rest[0]))
+	}
+	rest = skipSpace(rest[1:])
+	if rest[0] == ']' {
+		return []json.RawMessage{}, nil
+	}
+	list := make([]json.RawMessage, 0, 1+bytes.Count(rest, []byte(`"role"`)))
+	for {
+		n := valueEnd(rest)
+		list = append(list, json.RawMessage(rest[:n:n]))
+		rest = skipSpace(rest[n:])
+		if rest[0] == ']' {
+			return list, nil
+		}
+		rest = skipSpace(rest[1:]) // the comma
+	}
+}
+
+// skipSpace returns b without its leading JSON whitespace.
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r') {
+		b = b[1:]
+	}
+	return b
+}
+
+// valueEnd returns the length of the JSON value b starts with; b is
+// valid JSON from there on (a value followed by more of its container).
+func valueEnd(b []byte) int {
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the container's end after a scalar
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i // the end of a scalar
+			}
+		}
+	}
+	return len(b)
+}
+
+// jsonKind names the kind of the JSON value starting with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "object"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	}
+	return "number"
 }
 
 const hexDigits = "0123456789abcdef"
+
+// stringLen is the length of s encoded by appendString.
+func stringLen(s string) int {
+	n := 2 + len(s)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n++
+			case c < 0x20:
+				n += 5
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += len(`\ufffd`) - 1
+		}
+		i += size
+	}
+	return n
+}
 
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else

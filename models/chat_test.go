@@ -35,6 +35,10 @@ func TestMessage_Encoding(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("invalid JSON %s", got)
 		}
+		// The size is known before encoding: one allocation, no growing.
+		if n := testing.AllocsPerRun(20, func() { c.m.AppendJSON(nil) }); n != 1 && !raceDetector {
+			t.Errorf("%s: %v allocations, want 1", c.want, n)
+		}
 	}
 }
 
@@ -85,6 +89,46 @@ func TestJoinMessages(t *testing.T) {
 	list = append(list, nil)
 	if got := string(models.JoinMessages(list)); got != `[{"role":"user","content":"x"},{"b":1},null]` {
 		t.Fatalf("joined %s", got)
+	}
+}
+
+// TestSplitMessages: the elements are those json.Unmarshal finds, with
+// no copy made of them; what is not a JSON array is refused.
+func TestSplitMessages(t *testing.T) {
+	for _, in := range []string{
+		`[]`, ` [ ] `, `null`, `[1]`, `[ 1 , "a" ,true,null, -2.5e3 ]`,
+		`[{"role":"user","content":"x ] } , [ \" \\"}, {"b":[1,{"c":"]"}]}]`,
+		"[\n\t{\"role\":\"tool\"}\r\n,\n[[]]\n]\n", `["\u005d"]`,
+	} {
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		payload := []byte(in)
+		got, err := models.SplitMessages(payload)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if (got == nil) != (want == nil) || len(got) != len(want) {
+			t.Fatalf("%q: split into %q, want %q", in, got, want)
+		}
+		for i := range want {
+			if string(got[i]) != string(want[i]) {
+				t.Errorf("%q: element %d is %q, want %q", in, i, got[i], want[i])
+			}
+			if cap(got[i]) != len(got[i]) {
+				t.Errorf("%q: element %d can be appended to in place", in, i)
+			}
+		}
+	}
+	for _, in := range []string{``, `[`, `[1,]`, `{"role":"user"}`, `"x"`, `7`, `[1] [2]`, `[{"a":}]`} {
+		if list, err := models.SplitMessages([]byte(in)); err == nil {
+			t.Errorf("%q split into %q", in, list)
+		}
+	}
+	payload := models.EncodeMessages([]models.Message{models.UserMessage("a"), models.AssistantMessage("b")})
+	if n := testing.AllocsPerRun(20, func() { _, _ = models.SplitMessages(payload) }); n != 1 && !raceDetector {
+		t.Errorf("split: %v allocations, want 1 (the list)", n)
 	}
 }
 

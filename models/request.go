@@ -74,6 +74,7 @@ func (r *Request) Frames() []*messages.Frame {
 // inside one adapter Logic.
 type Tracker struct {
 	streams map[string]*streamRequests
+	spare   *streamRequests // of a stream forgotten, for the next one
 }
 
 // streamRequests is what a tracker knows of one stream.
@@ -96,7 +97,7 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 	case messages.FrameType_PARAM:
 		s := t.stream(id)
 		if s.pending == nil {
-			s.pending = &Request{StreamID: id}
+			s.pending = newRequest(id)
 		}
 		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
 	case messages.FrameType_END:
@@ -139,13 +140,29 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 	return nil
 }
 
+// newRequest makes a request with room for a few PARAMs in the same
+// allocation.
+func newRequest(stream string) *Request {
+	r := &requestWithParams{}
+	r.StreamID, r.Params = stream, r.few[:0]
+	return &r.Request
+}
+
+type requestWithParams struct {
+	Request
+	few [4]Param
+}
+
 func (t *Tracker) stream(id string) *streamRequests {
 	s, ok := t.streams[id]
 	if !ok {
 		if t.streams == nil {
 			t.streams = make(map[string]*streamRequests)
 		}
-		s = &streamRequests{}
+		s, t.spare = t.spare, nil
+		if s == nil {
+			s = &streamRequests{}
+		}
 		t.streams[id] = s
 	}
 	return s
@@ -185,6 +202,8 @@ func (t *Tracker) Done(req *Request) *Request {
 	}
 	if s.pending == nil {
 		delete(t.streams, req.StreamID)
+		*s = streamRequests{queue: s.queue[:0]}
+		t.spare = s
 	}
 	return nil
 }

@@ -98,3 +98,26 @@ func (g *guard) check(b *paremote.MessageBatch, e *paremote.MessageEnvelope) str
 
 // Dropped counts the envelopes the guard removed.
 func (g *guard) Dropped() int64 { return g.dropped.Load() }
+
+// Guard is the message guard of this package for a protoactor remote
+// started elsewhere (a cluster member's, say): install
+// [Guard.ServerOption] with remote.WithServerOptions when configuring it,
+// and incoming envelopes that would crash the process (an unregistered
+// type, a bad index, an unknown serializer) are dropped, logged and
+// counted instead.
+type Guard struct{ g guard }
+
+// NewGuard returns a guard that logs the messages it drops to logger (nil
+// discards).
+func NewGuard(logger *slog.Logger) *Guard {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{g: guard{log: logger}}
+}
+
+// ServerOption installs the guard on a remote's gRPC server.
+func (g *Guard) ServerOption() grpc.ServerOption { return g.g.serverOption() }
+
+// Dropped counts the envelopes the guard removed.
+func (g *Guard) Dropped() int64 { return g.g.Dropped() }

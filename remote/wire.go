@@ -80,3 +80,10 @@ func stopRemote(system *actor.ActorSystem, r *paremote.Remote) {
 		_ = system.Root.StopFuture(actor.NewPID(system.Address(), name)).Wait()
 	}
 }
+
+// StopRemote stops a protoactor remote started outside this package (a
+// cluster member's) the way nodes and clients stop theirs: the gRPC server
+// with its incoming connections, then the endpoint actors, without the
+// pinned Shutdown(true)'s data race on the connection table. Stop the
+// actors that send to remote PIDs first.
+func StopRemote(system *actor.ActorSystem, r *paremote.Remote) { stopRemote(system, r) }

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,11 +29,14 @@ func (t *Telemetry) Agent(inner actors.Spec) actors.Spec {
 	return tap(inner, func() observer { return &agentObserver{t: t, name: name} })
 }
 
+// toolSpan is a tool call open in a run. Its span is started when the
+// call is answered, with all its attributes at once, or earlier when a
+// run nested in the call needs it as a parent (toolContext).
 type toolSpan struct {
-	ctx   context.Context // carries span
-	span  trace.Span
-	name  string
-	start time.Time
+	name, callID string
+	start        time.Time
+	ctx          context.Context // carries span; nil until the span is started
+	span         trace.Span
 }
 
 // agentObserver is the tap of one incarnation of an agent. in, out and
@@ -56,18 +60,19 @@ func (o *agentObserver) in(c actors.Context, f *messages.Frame) {
 	}
 	ev := frameEvent(evIn, o, f)
 	ev.actor = c.Self().String()
-	o.t.rec.put(ev)
+	o.t.rec.put(&ev)
 }
 
 func (o *agentObserver) out(f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR, messages.FrameType_END:
-		o.t.rec.put(frameEvent(evOut, o, f))
+		ev := frameEvent(evOut, o, f)
+		o.t.rec.put(&ev)
 	}
 }
 
 func (o *agentObserver) failed(_ actors.Context, err error) {
-	o.t.rec.put(event{kind: evFailed, to: o, at: time.Now(), err: err})
+	o.t.rec.put(&event{kind: evFailed, to: o, at: time.Now(), err: err})
 }
 
 func (o *agentObserver) handle(ev *event) {
@@ -91,17 +96,57 @@ func (o *agentObserver) start(ev *event) {
 	if _, ok := o.runs[ev.stream]; ok {
 		return
 	}
-	ctx, span := o.t.tracer.Start(o.t.enclosing(ev.actor, o.name), "invoke_agent "+o.name,
-		trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("gen_ai.operation.name", "invoke_agent"),
+	ctx, span := o.t.tracer.Start(o.t.enclosing(ev.actor, o.name), o.t.spanName("invoke_agent", o.name),
+		trace.WithTimestamp(ev.at), internalKind, trace.WithAttributes(opInvokeAgent,
 			attribute.String("gen_ai.agent.name", o.name),
 			attribute.String("gen_ai.conversation.id", ev.stream)))
-	r := &liveRun{ctx: ctx, span: span, actor: ev.actor, tools: map[string]*toolSpan{}}
+	r := &liveRun{ctx: ctx, span: span, actor: ev.actor}
 	if o.runs == nil {
 		o.runs = map[string]*liveRun{}
 	}
 	o.runs[ev.stream] = r
 	o.t.addRun(ev.stream, r)
+}
+
+// Attributes every span of a kind has.
+var (
+	opInvokeAgent = attribute.String("gen_ai.operation.name", "invoke_agent")
+	opExecuteTool = attribute.String("gen_ai.operation.name", "execute_tool")
+	opChat        = attribute.String("gen_ai.operation.name", "chat")
+	outcomeOK     = attribute.String("polyweave.tool.outcome", "ok")
+	outcomeError  = attribute.String("polyweave.tool.outcome", "error")
+	clientKind    = trace.WithSpanKind(trace.SpanKindClient)
+	internalKind  = trace.WithSpanKind(trace.SpanKindInternal)
+)
+
+// toolContext returns the context of a tool call's span, started now if
+// it was not.
+func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
+	if ts.span == nil {
+		ts.ctx, ts.span = t.tracer.Start(r.ctx, t.spanName("execute_tool", ts.name), trace.WithTimestamp(ts.start), internalKind,
+			trace.WithAttributes(opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID)))
+	}
+	return ts.ctx
+}
+
+// endTool ends a tool call's span: with its outcome, and for a failure
+// the failure kind as error.type and status (the span is started here,
+// with all its attributes, if no nested run needed it before).
+func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue, kind, status string, at time.Time) {
+	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
+	if kind != "" {
+		attrs = append(attrs, attribute.String("error.type", kind))
+	}
+	t.scratch = attrs
+	if ts.span == nil {
+		_, ts.span = t.tracer.Start(r.ctx, t.spanName("execute_tool", ts.name), trace.WithTimestamp(ts.start), internalKind, trace.WithAttributes(attrs...))
+	} else {
+		ts.span.SetAttributes(attrs[3:]...)
+	}
+	if status != "" {
+		ts.span.SetStatus(codes.Error, status)
+	}
+	ts.span.End(trace.WithTimestamp(at))
 }
 
 func (o *agentObserver) tracedOut(ev *event) {
@@ -111,29 +156,28 @@ func (o *agentObserver) tracedOut(ev *event) {
 	}
 	switch ev.ftype {
 	case messages.FrameType_TOOL_CALL:
-		if _, dup := r.tools[ev.callID]; dup {
-			return
+		for _, ts := range r.tools {
+			if ts.callID == ev.callID {
+				return
+			}
 		}
-		ctx, span := o.t.tracer.Start(r.ctx, "execute_tool "+ev.name,
-			trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(attribute.String("gen_ai.operation.name", "execute_tool"),
-				attribute.String("gen_ai.tool.name", ev.name),
-				attribute.String("gen_ai.tool.call.id", ev.callID)))
-		r.tools[ev.callID] = &toolSpan{ctx: ctx, span: span, name: ev.name, start: ev.at}
+		r.tools = append(r.tools, &toolSpan{name: ev.name, callID: ev.callID, start: ev.at})
 	case messages.FrameType_TOOL_RESULT:
-		ts, ok := r.tools[ev.callID]
-		if !ok {
+		i := len(r.tools) - 1
+		for i >= 0 && r.tools[i].callID != ev.callID {
+			i--
+		}
+		if i < 0 {
 			return
 		}
-		delete(r.tools, ev.callID)
+		ts := r.tools[i]
+		r.tools = slices.Delete(r.tools, i, i+1)
 		outcome, kind := toolOutcome(ev)
 		if kind != "" {
-			ts.span.SetStatus(codes.Error, string(ev.payload))
-			ts.span.SetAttributes(attribute.String("error.type", kind), attribute.String("polyweave.tool.outcome", outcome))
+			o.t.endTool(r, ts, outcomeError, kind, string(ev.payload), ev.at)
 		} else {
-			ts.span.SetAttributes(attribute.String("polyweave.tool.outcome", outcome))
+			o.t.endTool(r, ts, outcomeOK, "", "", ev.at)
 		}
-		ts.span.End(trace.WithTimestamp(ev.at))
 		o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
 	case messages.FrameType_ERROR:
 		r.span.SetStatus(codes.Error, ev.text)
@@ -176,7 +220,7 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 	if !t.metering {
 		return
 	}
-	attrs := []attribute.KeyValue{attribute.String("gen_ai.operation.name", "execute_tool"),
+	attrs := []attribute.KeyValue{opExecuteTool,
 		attribute.String("gen_ai.tool.name", name), attribute.String("polyweave.tool.outcome", outcome)}
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
@@ -186,11 +230,12 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 
 // end ends a run; failure, when set, is why its agent stopped under it.
 func (o *agentObserver) end(stream string, r *liveRun, failure string, at time.Time) {
-	for id, ts := range r.tools { // a call without a result: the run ended under it
+	for _, ts := range r.tools { // a call without a result: the run ended under it
+		o.t.toolContext(r, ts)
 		ts.span.SetStatus(codes.Error, "no result")
 		ts.span.End(trace.WithTimestamp(at))
-		delete(r.tools, id)
 	}
+	r.tools = nil
 	if failure != "" {
 		r.span.SetStatus(codes.Error, failure)
 		r.span.SetAttributes(attribute.String("error.type", "agent_failed"))

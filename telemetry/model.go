@@ -27,11 +27,19 @@ func (t *Telemetry) Model(inner actors.Spec, provider string) actors.Spec {
 	return tap(inner, func() observer { return &modelObserver{t: t, provider: provider} })
 }
 
-// chat is one model request being answered.
+// chat is one model request being answered. Its span is started when
+// the answer ends, with all its attributes at once, or earlier when an
+// event (a retry, a cut-off call) is to be added to it.
 type chat struct {
-	model string
-	span  trace.Span // nil without tracing
-	start time.Time
+	parent context.Context // of the run the request belongs to
+	model  string
+	start  time.Time
+	span   trace.Span // nil until started (always without tracing)
+	// What the answer said, for the span's attributes.
+	usage                 bool
+	input, output, cached int64
+	finish                attribute.KeyValue // gen_ai.response.finish_reasons; empty when none
+	errorType, status     string             // set when the request failed
 	// queued are requests of the stream completed while this one is
 	// answered.
 	queued []*chat
@@ -41,6 +49,7 @@ type chat struct {
 type modelObserver struct {
 	t        *Telemetry
 	provider string
+	self     string            // id of the adapter's actor, once seen
 	models   map[string]string // stream → model of the request being written
 	open     map[string]*chat  // stream → request being answered
 }
@@ -48,23 +57,28 @@ type modelObserver struct {
 func (o *modelObserver) in(c actors.Context, f *messages.Frame) {
 	switch {
 	case f.GetType() == messages.FrameType_PARAM && f.GetName() == models.ParamModel:
-		o.t.rec.put(frameEvent(evIn, o, f))
+		ev := frameEvent(evIn, o, f)
+		o.t.rec.put(&ev)
 	case f.GetType() == messages.FrameType_END:
 		ev := frameEvent(evIn, o, f)
-		ev.actor = c.Self().String()
-		o.t.rec.put(ev)
+		if o.self == "" {
+			o.self = c.Self().String()
+		}
+		ev.actor = o.self
+		o.t.rec.put(&ev)
 	}
 }
 
 func (o *modelObserver) out(f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_META, messages.FrameType_ERROR, messages.FrameType_END:
-		o.t.rec.put(frameEvent(evOut, o, f))
+		ev := frameEvent(evOut, o, f)
+		o.t.rec.put(&ev)
 	}
 }
 
 func (o *modelObserver) failed(_ actors.Context, err error) {
-	o.t.rec.put(event{kind: evFailed, to: o, at: time.Now(), err: err})
+	o.t.rec.put(&event{kind: evFailed, to: o, at: time.Now(), err: err})
 }
 
 func (o *modelObserver) handle(ev *event) {
@@ -94,15 +108,7 @@ func (o *modelObserver) request(ev *event) {
 	delete(o.models, id)
 	ch := &chat{model: model, start: ev.at}
 	if o.t.tracing {
-		name := "chat"
-		if model != "" {
-			name += " " + model
-		}
-		_, ch.span = o.t.tracer.Start(o.t.runContext(id, ev.actor), name,
-			trace.WithTimestamp(ev.at), trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.String("gen_ai.operation.name", "chat"),
-				attribute.String("gen_ai.provider.name", o.provider),
-				attribute.String("gen_ai.request.model", model)))
+		ch.parent = o.t.runContext(id, ev.actor)
 	}
 	if o.open == nil {
 		o.open = map[string]*chat{}
@@ -112,6 +118,39 @@ func (o *modelObserver) request(ev *event) {
 	} else {
 		o.open[id] = ch
 	}
+}
+
+// started returns the span of ch, started now if it was not.
+func (o *modelObserver) started(ch *chat) trace.Span {
+	if ch.span == nil {
+		_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
+			trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, false)...))
+	}
+	return ch.span
+}
+
+// chatAttrs returns the attributes of ch's span: those known when the
+// request is sent, and with answer those of its answer. The slice is
+// the Telemetry's scratch, valid until the next call.
+func (o *modelObserver) chatAttrs(ch *chat, answer bool) []attribute.KeyValue {
+	a := append(o.t.scratch[:0], opChat, attribute.String("gen_ai.provider.name", o.provider), attribute.String("gen_ai.request.model", ch.model))
+	if !answer {
+		return a
+	}
+	if ch.usage {
+		a = append(a, attribute.Int64("gen_ai.usage.input_tokens", ch.input), attribute.Int64("gen_ai.usage.output_tokens", ch.output))
+		if ch.cached > 0 {
+			a = append(a, attribute.Int64("gen_ai.usage.cache_read.input_tokens", ch.cached))
+		}
+	}
+	if ch.finish.Key != "" {
+		a = append(a, ch.finish)
+	}
+	if ch.errorType != "" {
+		a = append(a, attribute.String("error.type", ch.errorType))
+	}
+	o.t.scratch = a
+	return a
 }
 
 func (o *modelObserver) answer(ev *event) {
@@ -124,10 +163,7 @@ func (o *modelObserver) answer(ev *event) {
 	case messages.FrameType_META:
 		o.meta(ch, ev)
 	case messages.FrameType_ERROR:
-		if ch.span != nil {
-			ch.span.SetStatus(codes.Error, ev.text)
-			ch.span.SetAttributes(attribute.String("error.type", "model_error"))
-		}
+		ch.status, ch.errorType = ev.text, "model_error"
 	case messages.FrameType_END:
 		o.finish(ch, ev.at)
 		if len(ch.queued) > 0 {
@@ -153,30 +189,26 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 		if json.Unmarshal(ev.payload, &u) != nil {
 			return
 		}
-		if ch.span != nil {
-			ch.span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", u.Prompt), attribute.Int64("gen_ai.usage.output_tokens", u.Completion))
-			if u.Details.Cached > 0 {
-				ch.span.SetAttributes(attribute.Int64("gen_ai.usage.cache_read.input_tokens", u.Details.Cached))
-			}
-		}
+		ch.usage, ch.input, ch.output, ch.cached = true, u.Prompt, u.Completion, u.Details.Cached
 		if o.t.metering {
 			o.t.tokens.Record(context.Background(), u.Prompt, metric.WithAttributes(o.attrs(ch, attribute.String("gen_ai.token.type", "input"))...))
 			o.t.tokens.Record(context.Background(), u.Completion, metric.WithAttributes(o.attrs(ch, attribute.String("gen_ai.token.type", "output"))...))
 		}
 	case models.MetaFinish:
-		var reason string
-		if ch.span != nil && json.Unmarshal(ev.payload, &reason) == nil {
-			ch.span.SetAttributes(attribute.StringSlice("gen_ai.response.finish_reasons", []string{reason}))
+		if o.t.tracing {
+			if kv, ok := o.t.finishReason(ev.payload); ok {
+				ch.finish = kv
+			}
 		}
 	case models.MetaTruncatedCall:
-		if ch.span != nil {
-			ch.span.AddEvent("truncated_call", trace.WithAttributes(attribute.String("gen_ai.tool.call.id", ev.callID)))
+		if o.t.tracing {
+			o.started(ch).AddEvent("truncated_call", trace.WithTimestamp(ev.at), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", ev.callID)))
 		}
 	case resilience.MetaEvent:
-		if ch.span != nil {
+		if o.t.tracing {
 			var rev resilience.Event
 			if json.Unmarshal(ev.payload, &rev) == nil {
-				ch.span.AddEvent("model_call."+rev.Kind, trace.WithTimestamp(ev.at), trace.WithAttributes(
+				o.started(ch).AddEvent("model_call."+rev.Kind, trace.WithTimestamp(ev.at), trace.WithAttributes(
 					attribute.Int("polyweave.model_call.attempt", rev.Attempt),
 					attribute.Int("http.response.status_code", rev.Status),
 					attribute.String("error.type", rev.Error),
@@ -189,13 +221,23 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 }
 
 func (o *modelObserver) attrs(ch *chat, extra ...attribute.KeyValue) []attribute.KeyValue {
-	return append([]attribute.KeyValue{attribute.String("gen_ai.operation.name", "chat"),
+	return append([]attribute.KeyValue{opChat,
 		attribute.String("gen_ai.provider.name", o.provider), attribute.String("gen_ai.request.model", ch.model)}, extra...)
 }
 
-// finish ends one request: its span and its duration.
+// finish ends one request: its span (started now, with all its
+// attributes, if nothing needed it before) and its duration.
 func (o *modelObserver) finish(ch *chat, at time.Time) {
-	if ch.span != nil {
+	if o.t.tracing {
+		if ch.span == nil {
+			_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
+				trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, true)...))
+		} else {
+			ch.span.SetAttributes(o.chatAttrs(ch, true)[3:]...)
+		}
+		if ch.status != "" {
+			ch.span.SetStatus(codes.Error, ch.status)
+		}
 		ch.span.End(trace.WithTimestamp(at))
 	}
 	if o.t.metering {
@@ -208,10 +250,7 @@ func (o *modelObserver) finish(ch *chat, at time.Time) {
 func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
-			if c.span != nil {
-				c.span.SetStatus(codes.Error, ev.err.Error())
-				c.span.SetAttributes(attribute.String("error.type", "model_failed"))
-			}
+			c.status, c.errorType = ev.err.Error(), "model_failed"
 			o.finish(c, ev.at)
 		}
 		delete(o.open, id)

@@ -43,7 +43,7 @@ type event struct {
 	payload []byte
 	isError bool
 	err     error
-	sup     supervisor.Event
+	sup     *supervisor.Event
 	done    chan struct{}
 }
 
@@ -114,8 +114,9 @@ func (r *recorder) signal() {
 	}
 }
 
-// put queues ev; after Shutdown it is dropped (a flush is answered).
-func (r *recorder) put(ev event) {
+// put queues a copy of ev; after Shutdown it is dropped (a flush is
+// answered).
+func (r *recorder) put(ev *event) {
 	if r == nil {
 		return
 	}
@@ -127,7 +128,7 @@ func (r *recorder) put(ev event) {
 		}
 		return
 	}
-	r.queue = append(r.queue, ev)
+	r.queue = append(r.queue, *ev)
 	switch {
 	case len(r.queue) >= batchSize || ev.kind == evFlush:
 		if r.armed {
@@ -165,7 +166,7 @@ func (r *recorder) record(ev *event) {
 	case evFlush:
 		close(ev.done)
 	case evSupervision:
-		r.t.recordSupervision(&ev.sup)
+		r.t.recordSupervision(ev.sup)
 	default:
 		ev.to.handle(ev)
 	}
@@ -179,7 +180,7 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 		return nil
 	}
 	done := make(chan struct{})
-	t.rec.put(event{kind: evFlush, done: done})
+	t.rec.put(&event{kind: evFlush, done: done})
 	select {
 	case <-done:
 		return nil

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,16 +59,66 @@ type Telemetry struct {
 	store       metric.Float64Histogram
 
 	rec *recorder // nil when nothing is recorded
-	// runs is only used by the recorder's goroutine.
-	runs map[string][]*liveRun // stream id → the runs open on it
+
+	// Only used by the recorder's goroutine:
+	runs map[string]*liveRun // stream id → the newest run open on it
+	// names holds span names ("execute_tool add", "chat gpt-4o") by
+	// their parts, so that a span's name is not built anew each time.
+	names map[[2]string]string
+	// finishReasons holds gen_ai.response.finish_reasons attributes by
+	// reason (a string slice attribute is a copy of its slice).
+	finishReasons map[string]attribute.KeyValue
+	// scratch holds the attributes of a span being started or ended (a
+	// tracer copies them).
+	scratch []attribute.KeyValue
+}
+
+// Up to this many span names and finish reasons are kept.
+const maxCached = 256
+
+// spanName returns prefix + " " + name (prefix alone when name is
+// empty), built once.
+func (t *Telemetry) spanName(prefix, name string) string {
+	if name == "" {
+		return prefix
+	}
+	k := [2]string{prefix, name}
+	if n, ok := t.names[k]; ok {
+		return n
+	}
+	n := prefix + " " + name
+	if len(t.names) < maxCached {
+		t.names[k] = n
+	}
+	return n
+}
+
+// finishReason returns the gen_ai.response.finish_reasons attribute of
+// a META finish payload (a JSON string), and whether it is one.
+func (t *Telemetry) finishReason(payload []byte) (attribute.KeyValue, bool) {
+	if n := len(payload); n >= 2 && payload[0] == '"' && payload[n-1] == '"' {
+		if kv, ok := t.finishReasons[string(payload[1:n-1])]; ok { // no escapes in a cached reason
+			return kv, true
+		}
+	}
+	var reason string
+	if json.Unmarshal(payload, &reason) != nil {
+		return attribute.KeyValue{}, false
+	}
+	kv := attribute.StringSlice("gen_ai.response.finish_reasons", []string{reason})
+	if len(t.finishReasons) < maxCached && `"`+reason+`"` == string(payload) {
+		t.finishReasons[reason] = kv
+	}
+	return kv, true
 }
 
 // liveRun is a run open in some agent, as the other taps see it.
 type liveRun struct {
 	ctx   context.Context // carries the run span
 	span  trace.Span
-	actor string               // id of the agent's actor; its descendants' ids start with it + "/"
-	tools map[string]*toolSpan // open tool calls by id
+	actor string      // id of the agent's actor; its descendants' ids start with it + "/"
+	tools []*toolSpan // open tool calls
+	next  *liveRun    // an older run open on the same stream id (in another agent)
 }
 
 // New makes a Telemetry.
@@ -76,7 +127,8 @@ func New(opts *Options) (*Telemetry, error) {
 	if opts != nil {
 		o = *opts
 	}
-	t := &Telemetry{agentName: o.AgentName, runs: map[string][]*liveRun{}}
+	t := &Telemetry{agentName: o.AgentName, runs: map[string]*liveRun{},
+		names: map[[2]string]string{}, finishReasons: map[string]attribute.KeyValue{}}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
 		t.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
@@ -117,31 +169,34 @@ func New(opts *Options) (*Telemetry, error) {
 func (t *Telemetry) Tracing() bool { return t.tracing }
 
 func (t *Telemetry) addRun(stream string, r *liveRun) {
-	t.runs[stream] = append(t.runs[stream], r)
+	r.next = t.runs[stream]
+	t.runs[stream] = r
 }
 
 func (t *Telemetry) removeRun(stream string, r *liveRun) {
-	list := t.runs[stream]
-	for i, x := range list {
-		if x == r {
-			list = append(list[:i], list[i+1:]...)
-			break
+	p := t.runs[stream]
+	if p == r {
+		if r.next == nil {
+			delete(t.runs, stream)
+		} else {
+			t.runs[stream] = r.next
 		}
+		return
 	}
-	if len(list) == 0 {
-		delete(t.runs, stream)
-	} else {
-		t.runs[stream] = list
+	for ; p != nil; p = p.next {
+		if p.next == r {
+			p.next = r.next
+			return
+		}
 	}
 }
 
 // runContext returns the context of the run open on stream in the agent
 // that actor (a model adapter) belongs to, or the background when none.
 func (t *Telemetry) runContext(stream, actor string) context.Context {
-	list := t.runs[stream]
-	for i := len(list) - 1; i >= 0; i-- {
-		if within(actor, list[i].actor) {
-			return list[i].ctx
+	for r := t.runs[stream]; r != nil; r = r.next {
+		if within(actor, r.actor) {
+			return r.ctx
 		}
 	}
 	return context.Background()
@@ -153,8 +208,8 @@ func (t *Telemetry) runContext(stream, actor string) context.Context {
 // several, the run itself when that is ambiguous), or the background.
 func (t *Telemetry) enclosing(actor, name string) context.Context {
 	var outer *liveRun
-	for _, list := range t.runs {
-		for _, r := range list {
+	for _, r := range t.runs {
+		for ; r != nil; r = r.next {
 			if r.actor != actor && within(actor, r.actor) && (outer == nil || len(r.actor) > len(outer.actor)) {
 				outer = r
 			}
@@ -163,25 +218,13 @@ func (t *Telemetry) enclosing(actor, name string) context.Context {
 	if outer == nil {
 		return context.Background()
 	}
-	var only, named *toolSpan
-	for _, ts := range outer.tools {
-		if only == nil {
-			only = ts
-		} else {
-			only = nil
-			break
-		}
+	if len(outer.tools) == 1 {
+		return t.toolContext(outer, outer.tools[0])
 	}
-	for _, ts := range outer.tools {
-		if ts.name == name {
-			named = ts
+	for i := len(outer.tools) - 1; i >= 0; i-- {
+		if ts := outer.tools[i]; ts.name == name {
+			return t.toolContext(outer, ts)
 		}
-	}
-	switch {
-	case only != nil:
-		return only.ctx
-	case named != nil:
-		return named.ctx
 	}
 	return outer.ctx
 }
@@ -199,7 +242,7 @@ func within(id, root string) bool {
 // quick: the decision is queued for the recorder.
 func (t *Telemetry) Supervision(ev supervisor.Event) {
 	if t.rec != nil {
-		t.rec.put(event{kind: evSupervision, sup: ev})
+		t.rec.put(&event{kind: evSupervision, sup: &ev})
 	}
 }
 
@@ -216,8 +259,8 @@ func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
 		return
 	}
 	var spans []trace.Span
-	for _, list := range t.runs {
-		for _, r := range list {
+	for _, r := range t.runs {
+		for ; r != nil; r = r.next {
 			if within(ev.Child, r.actor) || within(r.actor, ev.Child) {
 				spans = append(spans, r.span)
 			}

@@ -26,9 +26,10 @@ func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
 // assistantMessage is the assistant turn that made calls, as accumulated,
 // with the reasoning blocks the model needs back (nil when none).
 func assistantMessage(text string, calls []*messages.Frame, thinking json.RawMessage) json.RawMessage {
-	tc := make([]models.ToolCall, len(calls))
+	var few [4]models.ToolCall // most responses make few calls: no list to allocate
+	tc := few[:0]
 	for i, c := range calls {
-		tc[i] = models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()}
+		tc = append(tc, models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()})
 	}
 	m := models.AssistantMessage(text, tc...)
 	m.ThinkingBlocks = thinking

@@ -18,7 +18,7 @@ type dispatcher struct {
 	order       []*slot
 	byRef       map[string]*slot
 	breaker     BreakerOptions
-	outstanding map[callKey]*outstanding
+	outstanding map[callKey]outstanding
 	deliver     func(c actors.WrapperContext, call, result *messages.Frame)
 	gate        *approvalGate // nil: every call runs (see ApprovalOptions)
 }
@@ -45,7 +45,7 @@ type (
 
 func newDispatcher(tools []*Tool, b BreakerOptions, deliver func(c actors.WrapperContext, call, result *messages.Frame)) *dispatcher {
 	d := &dispatcher{slots: map[string]*slot{}, byRef: map[string]*slot{}, breaker: b,
-		outstanding: map[callKey]*outstanding{}, deliver: deliver}
+		outstanding: map[callKey]outstanding{}, deliver: deliver}
 	for _, t := range tools {
 		s := &slot{tool: t, breaker: Breaker{Threshold: b.Failures}}
 		d.slots[t.Name()] = s
@@ -99,7 +99,7 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
 		return
 	}
-	d.outstanding[key] = &outstanding{call: call, slot: s}
+	d.outstanding[key] = outstanding{call: call, slot: s}
 	if s.tool.def.Sync {
 		d.result(c, s, s.tool.callInline(call))
 		return

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -149,15 +150,12 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 // runSync runs the handler in this turn. A panic unwinds Receive: the
 // shell fails the actor and OnFailure answers the call.
 func (l *toolLogic) runSync(c actors.Context, rc *runningCall, args json.RawMessage) {
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if l.t.def.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, l.t.def.Timeout)
-	}
-	rc.cancel = cancel
+	ctx := newSyncContext(rc.call, l.t.def.Timeout)
+	rc.cancel = func() { ctx.end() }
 	l.inTurn = rc
 	out := l.t.run(ctx, rc.call, args)
 	l.inTurn = nil
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if ctx.end() {
 		l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
 			l.t.def.Name, l.t.def.Timeout.Milliseconds())))
 		return
@@ -168,7 +166,10 @@ func (l *toolLogic) runSync(c actors.Context, rc *runningCall, args json.RawMess
 // run calls the handler and encodes its result. It may run on any
 // goroutine and touches no logic state.
 func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessage) outcome {
-	v, err := t.def.Handler(withCall(ctx, call), args)
+	if _, ok := ctx.(*syncContext); !ok { // it carries the call already
+		ctx = withCall(ctx, call)
+	}
+	v, err := t.def.Handler(ctx, args)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -181,13 +182,40 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 		}
 		return outcome{payload: r}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // "<", ">" and "&" reach the model as themselves
-	if err := enc.Encode(v); err != nil {
+	payload, err := encodeResult(v)
+	if err != nil {
 		return outcome{err: fmt.Errorf("encode result: %w", err)}
 	}
-	return outcome{payload: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
+	return outcome{payload: payload}
+}
+
+// resultEncoder is a buffer with its encoder, reused by encodeResult.
+type resultEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var resultEncoders = sync.Pool{New: func() any {
+	e := &resultEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false) // "<", ">" and "&" reach the model as themselves
+	return e
+}}
+
+// encodeResult encodes a handler's result as JSON: one allocation, the
+// payload, when the result is small.
+func encodeResult(v any) (json.RawMessage, error) {
+	e := resultEncoders.Get().(*resultEncoder)
+	defer func() {
+		if e.buf.Cap() <= 64<<10 { // a huge result's buffer is not kept
+			e.buf.Reset()
+			resultEncoders.Put(e)
+		}
+	}()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
 
 func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -20,18 +18,15 @@ func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
 	if err != nil {
 		return errorResult(call, FailureInvalidArguments, err.Error())
 	}
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if t.def.Timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, t.def.Timeout)
-	}
-	defer cancel()
+	ctx := newSyncContext(call, t.def.Timeout)
 	defer func() {
 		if r := recover(); r != nil {
+			ctx.end()
 			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
 		}
 	}()
 	out := t.run(ctx, call, args)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if ctx.end() {
 		return errorResult(call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms", t.def.Name, t.def.Timeout.Milliseconds()))
 	}
 	return t.resultFrame(call, out)

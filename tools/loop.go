@@ -184,6 +184,8 @@ type loopSession struct {
 	thinking    json.RawMessage // META thinking_blocks of the response
 	calls       []*turnCall
 	dispatching bool
+	// slab holds the records of calls, reused from round to round.
+	slab []turnCall
 
 	// With a Session: the first request's messages payload, and for a
 	// request held back (refused, or resuming at its END) the state to
@@ -205,6 +207,13 @@ type loopLogic struct {
 	asm      Assembler
 	sessions map[string]*loopSession
 	sess     *sessionState // nil without a Session
+
+	// roundCalls and roundResults are the scratch lists of a round's
+	// calls and results, kept for the next round.
+	roundCalls, roundResults []*messages.Frame
+	// spare is the storage of a forgotten stream's session, for the next
+	// stream (a loop usually serves one stream after the other).
+	spare *loopSession
 }
 
 // commit persists the events of a step of s's session (with a Session),
@@ -226,10 +235,40 @@ func (l *loopLogic) record(c actors.Context, s *loopSession, e proto.Message) {
 func (l *loopLogic) session(stream string) *loopSession {
 	s, ok := l.sessions[stream]
 	if !ok {
-		s = &loopSession{stream: stream}
+		if s, l.spare = l.spare, nil; s == nil {
+			s = &loopSession{}
+		}
+		s.stream = stream
 		l.sessions[stream] = s
 	}
 	return s
+}
+
+// forget drops the session of s's stream, which is over, keeping its
+// storage for the next stream: nothing may use s afterwards.
+func (l *loopLogic) forget(s *loopSession) {
+	delete(l.sessions, s.stream)
+	s.clearCalls()
+	*s = loopSession{calls: s.calls, slab: s.slab}
+	l.spare = s
+}
+
+// addCall appends a call of the current response; its record comes from
+// the session's slab.
+func (s *loopSession) addCall(call, result *messages.Frame) {
+	if len(s.slab) == cap(s.slab) {
+		// Records handed out stay where they are, in the old slab.
+		s.slab = make([]turnCall, 0, max(4, 2*cap(s.slab)))
+	}
+	s.slab = append(s.slab, turnCall{call: call, result: result})
+	s.calls = append(s.calls, &s.slab[len(s.slab)-1])
+}
+
+// clearCalls forgets the calls of the response, keeping their storage.
+func (s *loopSession) clearCalls() {
+	clear(s.calls)
+	clear(s.slab)
+	s.calls, s.slab = s.calls[:0], s.slab[:0]
 }
 
 // Start implements actors.WrapperStarter.
@@ -262,7 +301,7 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 				l.resume(c, s, st)
 				return
 			}
-			delete(l.sessions, s.stream)
+			l.forget(s)
 		}
 		return
 	}
@@ -337,7 +376,7 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 	if s.phase == phaseClosed {
 		l.asm.Step(f) // keep the assembler's state clean
 		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
-			delete(l.sessions, s.stream)
+			l.forget(s)
 		}
 		return
 	}
@@ -357,13 +396,17 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 		}
 		switch d.Kind {
 		case Run:
-			s.calls = append(s.calls, &turnCall{call: d.Frame})
-			l.commit(c, s, surfacedEvent(f, d.Frame, nil))
+			s.addCall(d.Frame, nil)
+			if l.sess != nil {
+				l.commit(c, s, surfacedEvent(f, d.Frame, nil))
+			}
 			c.ToOuter(d.Frame)
 		case Reject:
 			result := errorResult(d.Frame, FailureInvalidArguments, d.Message)
-			s.calls = append(s.calls, &turnCall{call: d.Frame, result: result})
-			l.commit(c, s, surfacedEvent(f, d.Frame, result))
+			s.addCall(d.Frame, result)
+			if l.sess != nil {
+				l.commit(c, s, surfacedEvent(f, d.Frame, result))
+			}
 			c.ToOuter(d.Frame)
 		default:
 			l.pass(c, s, d.Frame)
@@ -384,7 +427,9 @@ func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Fr
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		s.text.WriteString(f.GetText())
-		l.record(c, s, &messages.LoopText{Text: f.GetText()})
+		if l.sess != nil {
+			l.record(c, s, &messages.LoopText{Text: f.GetText()})
+		}
 		c.ToOuter(f)
 	case messages.FrameType_ERROR:
 		l.fail(c, s, f.GetText()) // the model's END that follows is dropped
@@ -416,7 +461,7 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 	call := messages.ToolCall(s.stream, f.GetToolCallId(), tc.Name, json.RawMessage("{}"))
 	call.Meta = &messages.Metadata{Index: f.GetMeta().GetIndex()}
 	result := errorResult(call, FailureTruncated, models.TruncatedCallError(tc.Name, tc.Received))
-	s.calls = append(s.calls, &turnCall{call: call, result: result})
+	s.addCall(call, result)
 	l.commit(c, s, &messages.LoopCallSurfaced{ToolCallId: call.GetToolCallId(), Call: call, Result: result})
 	c.ToOuter(call)
 }
@@ -433,7 +478,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 			c.ToOuter(tc.result)
 		}
 	}
-	s.calls = nil
+	s.clearCalls()
 	c.ToOuter(messages.Error(s.stream, reason))
 	c.ToOuter(messages.End(s.stream))
 	s.phase = phaseClosed
@@ -447,9 +492,11 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 // stream when it made none.
 func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 	if len(s.calls) == 0 {
-		l.commit(c, s, &messages.LoopAnswered{}) // the final answer
+		if l.sess != nil {
+			l.commit(c, s, &messages.LoopAnswered{}) // the final answer
+		}
 		c.ToOuter(messages.End(s.stream))
-		delete(l.sessions, s.stream)
+		l.forget(s)
 		return
 	}
 	var why string
@@ -472,7 +519,9 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 			}
 		}
 	}
-	l.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...) // the calls start
+	if l.sess != nil {
+		l.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...) // the calls start
+	}
 	s.dispatching = true
 	for _, tc := range s.calls {
 		if tc.result == nil {
@@ -492,7 +541,7 @@ func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Fr
 	for _, tc := range s.calls {
 		if tc.call.GetToolCallId() == call.GetToolCallId() && tc.result == nil {
 			tc.result = result
-			if s.phase == phaseTools {
+			if s.phase == phaseTools && l.sess != nil {
 				// A call completed: written by maybeFinishRound, which
 				// always follows, with the round's end when it was the
 				// last call (one write), else at once.
@@ -520,12 +569,11 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	limited := s.iteration >= l.opts.MaxIterations
 	s.iteration++
 	round := s.calls
-	calls := make([]*messages.Frame, len(round))
-	for i, tc := range round {
-		calls[i] = tc.call
-	}
 	done := s.cancelled || limited
-	ended := &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
+	var ended *messages.LoopRoundEnded // the event, with a Session
+	if l.sess != nil {
+		ended = &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
+	}
 	if done {
 		s.text.Reset()
 		s.calls = nil
@@ -537,11 +585,14 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 			s.messages = slices.Clip(l.sess.log.rec.messages)
 			ended = nil
 		} else {
-			results := make([]*messages.Frame, len(round))
-			for i, tc := range round {
-				results[i] = tc.result
+			calls, results := l.roundCalls[:0], l.roundResults[:0]
+			for _, tc := range round {
+				calls, results = append(calls, tc.call), append(results, tc.result)
 			}
 			s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
+			clear(calls)
+			clear(results)
+			l.roundCalls, l.roundResults = calls, results
 		}
 		s.thinking = nil
 		s.text.Reset()
@@ -561,10 +612,10 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 			l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration, Call: tc.call, Result: tc.result})
 		}
 	}
-	s.calls = nil
+	s.clearCalls()
 	if done {
 		c.ToOuter(messages.End(s.stream))
-		delete(l.sessions, s.stream)
+		l.forget(s)
 		return
 	}
 	l.sendRequest(c, s)

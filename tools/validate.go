@@ -70,6 +70,9 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 			return args, nil
 		}
 	}
+	if v.quick != nil && json.Valid(args) && v.quick.accepts(args) {
+		return args, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var doc any
@@ -78,9 +81,6 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &ArgumentsError{Tool: v.tool, Problems: []string{"invalid JSON: data after the top-level value"}}
-	}
-	if v.quick != nil && v.quick.accepts(doc) {
-		return args, nil
 	}
 	if err := v.schema.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
@@ -238,66 +238,146 @@ func (q *quickSchema) setTypes(v any) bool {
 	return false
 }
 
-// accepts reports whether doc (decoded with UseNumber) is certainly valid.
-func (q *quickSchema) accepts(doc any) bool {
-	if q.types != 0 && !q.typeOK(doc) {
-		return false
-	}
-	switch v := doc.(type) {
-	case map[string]any:
-		for _, name := range q.required {
-			if _, ok := v[name]; !ok {
-				return false
-			}
-		}
-		if q.properties == nil && !q.noAdditions && q.additional == nil {
-			return true
-		}
-		for name, val := range v {
-			if sub, ok := q.properties[name]; ok {
-				if !sub.accepts(val) {
-					return false
-				}
-				continue
-			}
-			if q.noAdditions || (q.additional != nil && !q.additional.accepts(val)) {
-				return false
-			}
-		}
-	case []any:
-		if q.items != nil {
-			for _, e := range v {
-				if !q.items.accepts(e) {
-					return false
-				}
-			}
-		}
-	}
-	return true
+// accepts reports whether args, valid JSON, are certainly valid. It reads
+// them in place: nothing is decoded or allocated.
+func (q *quickSchema) accepts(args []byte) bool {
+	end, ok := q.value(args, skipSpace(args, 0))
+	return ok && skipSpace(args, end) == len(args)
 }
 
-func (q *quickSchema) typeOK(doc any) bool {
+// value checks the value at b[i:] (valid JSON; q nil accepts anything)
+// and returns the index after it.
+func (q *quickSchema) value(b []byte, i int) (int, bool) {
 	var kind uint8
-	switch v := doc.(type) {
-	case nil:
-		kind = kindNull
-	case bool:
-		kind = kindBoolean
-	case map[string]any:
+	switch c := b[i]; {
+	case c == '{':
 		kind = kindObject
-	case []any:
+	case c == '[':
 		kind = kindArray
-	case string:
+	case c == '"':
 		kind = kindString
-	case json.Number:
-		kind = kindNumber
-		if q.types&kindNumber == 0 {
-			// Only "integer" can match: certain for a plain integer
-			// literal; 1.0 or 1e3 are left to the validator.
-			return q.types&kindInteger != 0 && strings.IndexAny(string(v), ".eE") < 0
-		}
+	case c == 't' || c == 'f':
+		kind = kindBoolean
+	case c == 'n':
+		kind = kindNull
 	default:
-		return false
+		kind = kindNumber
 	}
-	return q.types&kind != 0
+	if q != nil && q.types != 0 && q.types&kind == 0 {
+		if kind != kindNumber || q.types&kindInteger == 0 {
+			return i, false
+		}
+		kind = kindInteger // only "integer" can match: certain for a plain integer literal; 1.0 or 1e3 are left to the validator
+	}
+	switch kind {
+	case kindObject:
+		return q.object(b, i)
+	case kindArray:
+		var items *quickSchema
+		if q != nil {
+			items = q.items
+		}
+		i = skipSpace(b, i+1)
+		if b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = items.value(b, i); !ok {
+				return i, false
+			}
+			i = skipSpace(b, i)
+			if b[i] == ']' {
+				return i + 1, true
+			}
+			i = skipSpace(b, i+1) // the comma
+		}
+	case kindString:
+		return stringEnd(b, i), true
+	case kindBoolean, kindNull:
+		for i < len(b) && b[i] >= 'a' && b[i] <= 'z' {
+			i++
+		}
+		return i, true
+	}
+	start := i
+	for i < len(b) && (b[i] == '-' || b[i] == '+' || b[i] == '.' || b[i] == 'e' || b[i] == 'E' || b[i] >= '0' && b[i] <= '9') {
+		i++
+	}
+	if kind == kindInteger && bytes.ContainsAny(b[start:i], ".eE") {
+		return i, false
+	}
+	return i, true
+}
+
+// object checks the object at b[i:]: its required members, and each
+// member against its property's schema, additionalProperties or nothing.
+// A key with escapes, a schema requiring more than 64 names, or a
+// duplicate key is left to the validator.
+func (q *quickSchema) object(b []byte, i int) (int, bool) {
+	if q != nil && len(q.required) > 64 {
+		return i, false
+	}
+	var seen uint64 // bits of q.required
+	i = skipSpace(b, i+1)
+	for b[i] != '}' {
+		end := stringEnd(b, i)
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return i, false
+		}
+		i = skipSpace(b, skipSpace(b, end)+1) // the colon
+		var sub *quickSchema
+		if q != nil {
+			for r, name := range q.required {
+				if name == string(key) {
+					if seen&(1<<r) != 0 {
+						return i, false
+					}
+					seen |= 1 << r
+				}
+			}
+			var declared bool
+			if sub, declared = q.properties[string(key)]; !declared {
+				if q.noAdditions {
+					return i, false
+				}
+				sub = q.additional
+			}
+		}
+		var ok bool
+		if i, ok = sub.value(b, i); !ok {
+			return i, false
+		}
+		i = skipSpace(b, i)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	if q != nil && seen != 1<<len(q.required)-1 {
+		return i, false
+	}
+	return i + 1, true
+}
+
+// stringEnd returns the index after the JSON string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipSpace returns the index of the first byte of b[i:] that is not JSON
+// whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }

@@ -56,9 +56,9 @@ setup_ai_sdk() {
 		echo "$want" >"$stamp"
 	fi
 
-	# One played conversation proves the install works.
+	# One played conversation, and one streamed, prove the install works.
 	local out
-	if ! out=$(cd "$dir" && node run.mjs --runs 1 --warmup 0); then
+	if ! out=$(cd "$dir" && node run.mjs --runs 1 --warmup 0) || ! (cd "$dir" && node run.mjs --stream --runs 1 --warmup 0 >/dev/null); then
 		unready ai-sdk "smoke run of run.mjs failed"
 		return 1
 	fi

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -151,15 +152,15 @@ func (s *Store) flush(tx *bolt.Tx, steps []step) error {
 		return err
 	}
 	old := dir
-	// bbolt keeps the values put in a transaction until it commits: they
-	// are sealed into one buffer made for it.
+	// bbolt keeps the keys and values put in a transaction until it
+	// commits: they are written into one buffer made for it.
 	size := 0
 	for _, st := range steps {
 		for _, e := range st.events.puts {
-			size += crcSize + len(e.data)
+			size += 8 + crcSize + len(e.data)
 		}
 		for _, e := range st.snapshots.puts {
-			size += crcSize + len(e.data)
+			size += 8 + crcSize + len(e.data)
 		}
 	}
 	arena := make([]byte, 0, size)
@@ -262,14 +263,25 @@ func (s *Store) flushBucket(ab *bolt.Bucket, kind durability.RecordKind, name st
 			return err
 		}
 	}
+	// Above the highest index the bucket holds (its summary's, checked
+	// when read), a put adds a record: the usual case, events appended,
+	// spares a lookup.
+	above, hi := st.count == 0, st.max
 	for _, e := range l.puts {
-		key := indexKey(e.index)
-		if old := b.Get(key); old != nil {
-			st.sum -= storedSum(old)
-		} else {
-			st.count++
-		}
 		start := len(*arena)
+		*arena = binary.BigEndian.AppendUint64(*arena, e.index)
+		key := (*arena)[start:len(*arena):len(*arena)]
+		if !above && e.index <= hi {
+			if old := b.Get(key); old != nil {
+				st.sum -= storedSum(old)
+				st.count--
+			}
+		}
+		if above || e.index > hi {
+			above, hi = true, e.index
+		}
+		st.count++
+		start = len(*arena)
 		*arena = sealWithSum(*arena, e.sum, e.data)
 		v := (*arena)[start:len(*arena):len(*arena)]
 		if err := b.Put(key, v); err != nil {

@@ -78,6 +78,7 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 			// A walk from the bucket's first entry to its end is compared
 			// with the summary: records lost to a damaged page are found.
 			w := walkCheck{first: start <= sm.events.min}
+			check := checker{kind: durability.RecordEvent, name: name}
 			size := 0
 			c := b.Cursor()
 			k, v := c.Seek(indexKey(start))
@@ -93,7 +94,7 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 					more = true
 					break
 				}
-				data, err := s.openValue(durability.RecordEvent, name, i, v)
+				data, err := s.openValue(&check, i, v)
 				if err != nil {
 					return nil, false, err
 				}
@@ -149,7 +150,7 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
 			}
 			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
-				data, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v)
+				data, err := s.openValue(&checker{kind: durability.RecordSnapshot, name: name}, decodeIndex(k), v)
 				if err != nil {
 					return err
 				}

@@ -117,7 +117,7 @@ func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendin
 		c := b.Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
 			if len(k) == 8 && !out.Snapshot {
-				if _, err := s.openValue(durability.RecordSnapshot, name, decodeIndex(k), v); err == nil {
+				if _, err := s.openValue(&checker{kind: durability.RecordSnapshot, name: name}, decodeIndex(k), v); err == nil {
 					out.Snapshot, out.SnapshotIndex = true, decodeIndex(k)
 					sm.snapshots = bucketStat{count: 1, min: out.SnapshotIndex, max: out.SnapshotIndex, sum: storedSum(v)}
 					continue
@@ -134,12 +134,13 @@ func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendin
 	if b := ab.Bucket(eventsBucket); b != nil {
 		var drop [][]byte
 		next, run := out.From, true
+		check := checker{kind: durability.RecordEvent, name: name}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			keep := false
 			if run && len(k) == 8 && decodeIndex(k) >= out.From {
 				if i := decodeIndex(k); i == next {
-					if _, err := s.openValue(durability.RecordEvent, name, i, v); err == nil {
+					if _, err := s.openValue(&check, i, v); err == nil {
 						keep = true
 						next++
 						st := &sm.events

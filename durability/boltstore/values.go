@@ -34,11 +34,39 @@ func sealWithSum(b []byte, sum uint32, data []byte) []byte {
 	return append(b, data...)
 }
 
-// openValue checks a bucket value read in a transaction (v aliases the
-// mapped file) and returns a copy of its data. A value that fails its
-// check gives a *durability.DamageError naming the record and where it is
-// in the file.
-func (s *Store) openValue(kind durability.RecordKind, name string, index uint64, v []byte) ([]byte, error) {
+// checker computes the checksums of one actor's records of one kind, as
+// a walk over its bucket checks them: the first few with
+// [durability.Checksum], then, for a walk long enough to repay making one,
+// with a [durability.Summer], which hashes a key with a table lookup
+// instead of a chain of them.
+type checker struct {
+	kind   durability.RecordKind
+	name   string
+	n      int
+	summer *durability.Summer
+}
+
+// summerAfter is how many records a checker checks before it makes a
+// Summer (whose table costs about as much as hashing a dozen keys).
+const summerAfter = 16
+
+// sum returns durability.Checksum(c.kind, c.name, index, data).
+func (c *checker) sum(index uint64, data []byte) uint32 {
+	if c.summer == nil {
+		if c.n++; c.n <= summerAfter {
+			return durability.Checksum(c.kind, c.name, index, data)
+		}
+		c.summer = durability.NewSummer(c.kind, c.name)
+	}
+	return c.summer.Sum(index, data)
+}
+
+// openValue checks a bucket value of c's actor and kind read in a
+// transaction (v aliases the mapped file) and returns a copy of its data.
+// A value that fails its check gives a *durability.DamageError naming the
+// record and where it is in the file.
+func (s *Store) openValue(c *checker, index uint64, v []byte) ([]byte, error) {
+	kind := c.kind
 	if s.legacy {
 		return append(make([]byte, 0, len(v)), v...), nil
 	}
@@ -51,7 +79,7 @@ func (s *Store) openValue(kind durability.RecordKind, name string, index uint64,
 	// The copy is checked: what is returned is what passed the check,
 	// and the check reads bytes the copy has just brought into the cache.
 	data := append(make([]byte, 0, len(v)-crcSize), v[crcSize:]...)
-	if !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != durability.Checksum(kind, name, index, data) {
+	if !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != c.sum(index, data) {
 		return nil, s.damagedValue(kind, index, v, "checksum mismatch")
 	}
 	return data, nil

@@ -350,6 +350,7 @@ func (s *Store) verifyActor(name string) ActorReport {
 				}
 				continue
 			}
+			check := checker{kind: kind, name: name}
 			c := b.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				if len(k) != 8 {
@@ -359,7 +360,7 @@ func (s *Store) verifyActor(name string) ActorReport {
 				i := decodeIndex(k)
 				w.count++
 				w.sum += storedSum(v)
-				if _, err := s.openValue(kind, name, i, v); err != nil {
+				if _, err := s.openValue(&check, i, v); err != nil {
 					a.Damaged = append(a.Damaged, err)
 					continue
 				}

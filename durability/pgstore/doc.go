@@ -27,14 +27,17 @@
 // A write returns once the transaction holding it has committed, so it is as
 // durable as the server makes a commit (with PostgreSQL's defaults, fsync'd
 // WAL: synchronous_commit=on). Writes go to [Options].Committers committer
-// goroutines. A committer takes the first waiting write and every other one
-// already queued (at most [Options].MaxBatchSize) and sends them as one
+// goroutines. A committer takes the first waiting write, waits until every
+// other writer inside a write call has queued its write, is in another
+// committer's transaction or has returned, adds every write queued (at most
+// [Options].MaxBatchSize) and sends them as one
 // implicit transaction in one pipelined round trip: at most seven
 // statements whatever the number of writes, with the rows passed as arrays
-// (INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE). While one
-// committer's transaction is in flight, writers queue up for the other, so
-// N concurrent writers cost about one transaction per N writes, and a lone
-// writer one transaction and no added delay. Writes that share a
+// (INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE). One committer
+// gathers while the others' transactions are in flight, so N concurrent
+// writers and two committers settle into two overlapping transactions of
+// about N/2 writes each, and a lone writer pays one transaction and no
+// added delay (the wait is never for a writer outside a write call). Writes that share a
 // transaction were all pending at once, so any order between them is a
 // valid one; rows are sorted by key so that two transactions never wait
 // for each other in opposite orders. If a batch fails because the server

@@ -122,6 +122,14 @@ type Store struct {
 
 	committers sync.WaitGroup
 
+	// Group commit (see commitLoop): inside counts writers between the
+	// start of their hand-off and its outcome, taken the writes in the
+	// batches committers are running; gatherMu lets one committer gather
+	// at a time, and wake tells it that a writer left.
+	inside, taken atomic.Int64
+	gatherMu      sync.Mutex
+	wake          chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -157,6 +165,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		keepHistory: o.KeepHistory,
 		maxBatch:    o.MaxBatchSize,
 		writes:      make(chan *write, o.MaxBatchSize),
+		wake:        make(chan struct{}, 1),
 	}
 	if err := s.createSchema(ctx); err != nil {
 		pool.Close()

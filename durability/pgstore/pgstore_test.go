@@ -197,7 +197,11 @@ func TestStore_GroupCommit(t *testing.T) {
 	if st.Writes != writers*each {
 		t.Fatalf("stats count %d writes, want %d", st.Writes, writers*each)
 	}
-	if st.Commits*2 > st.Writes {
+	// A committer waits for every writer inside a call that is not in the
+	// other committer's batch: about 32 writes a transaction (the first
+	// ones fewer, while the writers start). Taking only what was queued
+	// when the first write came gave about 20.
+	if st.Commits*8 > st.Writes {
 		t.Errorf("%d writes took %d transactions: writers are not sharing them", st.Writes, st.Commits)
 	}
 	t.Logf("%d writes in %d transactions", st.Writes, st.Commits)

@@ -51,12 +51,21 @@ func (l *logic) run(c actors.Context, req *models.Request) {
 				req = l.tracker.Done(req)
 				continue
 			}
+			if turn.instant {
+				// Played whole in this step: nothing to remember, nothing
+				// a CANCEL could stop.
+				now := playback{turn: turn}
+				l.play(c, req, &now)
+				req = l.tracker.Done(req)
+				continue
+			}
 			p = &playback{turn: turn}
 			if l.plays == nil {
 				l.plays = make(map[*models.Request]*playback)
 			}
 			l.plays[req] = p
-			l.tracker.Start(req, func() { l.forget(req) })
+			started := req // req changes in the loop: the closure keeps its own
+			l.tracker.Start(started, func() { l.forget(started) })
 		}
 		if !l.play(c, req, p) {
 			return // waiting for a timer, or stalled

@@ -194,11 +194,20 @@ type step struct {
 }
 
 func (s *step) frame(streamID string) *messages.Frame {
-	f := &messages.Frame{Type: s.typ, StreamId: streamID, ToolCallId: s.callID, Name: s.name, Text: s.text, Payload: s.payload}
-	if s.hasMeta {
-		f.Meta = &messages.Metadata{Index: s.index, Streaming: s.streaming, ToolArgStream: s.argStream, ToolComplete: s.complete}
+	if !s.hasMeta {
+		return &messages.Frame{Type: s.typ, StreamId: streamID, ToolCallId: s.callID, Name: s.name, Text: s.text, Payload: s.payload}
 	}
+	fm := &frameWithMeta{}
+	fm.meta.Index, fm.meta.Streaming, fm.meta.ToolArgStream, fm.meta.ToolComplete = s.index, s.streaming, s.argStream, s.complete
+	f := &fm.frame
+	f.Type, f.StreamId, f.ToolCallId, f.Name, f.Text, f.Payload, f.Meta = s.typ, streamID, s.callID, s.name, s.text, s.payload, &fm.meta
 	return f
+}
+
+// frameWithMeta is a frame and its metadata in one allocation.
+type frameWithMeta struct {
+	frame messages.Frame
+	meta  messages.Metadata
 }
 
 // compiledTurn is a turn ready to play: its steps, then its ending.
@@ -208,6 +217,9 @@ type compiledTurn struct {
 	// has no frames, its Pace otherwise).
 	endWait time.Duration
 	stall   bool
+	// instant says the turn has no waits and does not stall: it is
+	// played whole within one actor step.
+	instant bool
 	fail    string // ERROR text when failing
 	usage   []byte
 	// thinking is the payload of a META thinking_blocks frame, if any.
@@ -306,6 +318,10 @@ func compile(t Turn) (compiledTurn, error) {
 	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall, fail: t.Error}
 	if len(steps) == 0 {
 		ct.endWait = t.Delay
+	}
+	ct.instant = !ct.stall && ct.endWait == 0
+	for _, s := range steps {
+		ct.instant = ct.instant && s.wait == 0
 	}
 	if len(t.Thinking) > 0 {
 		if !json.Valid(t.Thinking) {

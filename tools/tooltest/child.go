@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,6 +20,7 @@ type Child struct {
 	cmd    *exec.Cmd
 	output bytes.Buffer // the child's stdout and stderr, shown on failure
 	marks  *bufio.Reader
+	stdin  io.WriteCloser
 }
 
 // StartChild runs the test matching run (e.g. "^TestKillChild$") in a
@@ -41,6 +43,7 @@ func StartChild(t testing.TB, run string, env ...string) *Child {
 		cancel()
 		t.Fatal(err)
 	}
+	c.stdin = stdin
 	c.cmd.ExtraFiles = []*os.File{markW}
 	if err := c.cmd.Start(); err != nil {
 		cancel()
@@ -79,6 +82,24 @@ func (c *Child) Kill(t testing.TB) {
 	if err := c.cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("child: want killed, got %v\n%s", err, c.output.String())
 	}
+}
+
+// Send writes line (and a line end) to the child's stdin, for a child
+// that takes commands there.
+func (c *Child) Send(t testing.TB, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		t.Fatalf("child: send %q: %v\n%s", line, err, c.output.String())
+	}
+}
+
+// Stop closes the child's stdin (a child blocked reading it takes that as
+// the sign to finish), waits for it to exit and fails t unless it
+// succeeded.
+func (c *Child) Stop(t testing.TB) {
+	t.Helper()
+	c.stdin.Close()
+	c.Wait(t)
 }
 
 // Wait waits for the child to exit and fails t unless it succeeded.

@@ -1,7 +1,11 @@
 // Figure 7 peer (c): the scripted three-tool conversation run by the Vercel
 // AI SDK's generateText loop with the SDK's own mock language model.
 //
-// Usage: node run.mjs [--runs N] [--warmup K]
+// Usage: node run.mjs [--runs N] [--warmup K] [--stream]
+//
+// With --stream it plays the streaming conversation with streamText: the
+// mock model streams each call's arguments (which then carry a note) in
+// 8-byte chunks and the answer in 1-byte deltas (bench/peers/README.md).
 //
 // Prints one JSON line on stdout:
 //   {"peer":"ai-sdk","version":"<ai version>","runtime":"<node version>",
@@ -24,20 +28,24 @@ if (!(nodeMajor >= MIN_NODE_MAJOR)) {
 // Imported only after the version check so that an old Node.js gets the
 // message above rather than a syntax or module error from the SDK.
 const { createRequire } = await import('node:module');
-const { generateText, tool, stepCountIs } = await import('ai');
-const { MockLanguageModelV3 } = await import('ai/test');
+const { generateText, streamText, tool, stepCountIs } = await import('ai');
+const { MockLanguageModelV3, convertArrayToReadableStream } = await import('ai/test');
 const { z } = await import('zod');
 
 const aiVersion = createRequire(import.meta.url)('ai/package.json').version;
 
 function usage(msg) {
-  process.stderr.write(`ai-sdk peer: ${msg}\nusage: node run.mjs [--runs N] [--warmup K]\n`);
+  process.stderr.write(`ai-sdk peer: ${msg}\nusage: node run.mjs [--runs N] [--warmup K] [--stream]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { runs: 1000, warmup: 100 };
+  const opts = { runs: 1000, warmup: 100, stream: false };
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--stream') {
+      opts.stream = true;
+      continue;
+    }
     let [flag, value] = argv[i].split(/=(.*)/s, 2);
     if (flag !== '--runs' && flag !== '--warmup') usage(`unknown argument ${argv[i]}`);
     if (value === undefined) value = argv[++i];
@@ -74,7 +82,45 @@ function countToolResults(prompt) {
   return seen;
 }
 
+// The streaming conversation: the calls' arguments carry a note and come
+// in STREAM_ARG_CHUNK-byte chunks, the answer in STREAM_TEXT_DELTA-byte
+// deltas.
+const STREAM_ARG_CHUNK = 8;
+const STREAM_TEXT_DELTA = 1;
+const streamedNote = (n) => `call ${n} of 3, streamed in 8-byte chunks`;
+const streamedInput = (n) => JSON.stringify({ n, note: streamedNote(n) });
+
+function cut(s, n) {
+  const out = [];
+  for (let i = 0; i < s.length; i += n) out.push(s.slice(i, i + n));
+  return out;
+}
+
+// streamParts is the stream of the turn for prompt, as a provider streams
+// it: tool input deltas then the call, or text deltas; then finish.
+function streamParts(prompt) {
+  const seen = countToolResults(prompt);
+  const parts = [{ type: 'stream-start', warnings: [] }];
+  if (seen < SCRIPT.length) {
+    const turn = SCRIPT[seen];
+    const id = `call_${seen + 1}`;
+    const input = streamedInput(turn.n);
+    parts.push({ type: 'tool-input-start', id, toolName: turn.tool });
+    for (const delta of cut(input, STREAM_ARG_CHUNK)) parts.push({ type: 'tool-input-delta', id, delta });
+    parts.push({ type: 'tool-input-end', id });
+    parts.push({ type: 'tool-call', toolCallId: id, toolName: turn.tool, input });
+    parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usageFigures });
+    return parts;
+  }
+  parts.push({ type: 'text-start', id: 'text' });
+  for (const delta of cut(FINAL_TEXT, STREAM_TEXT_DELTA)) parts.push({ type: 'text-delta', id: 'text', delta });
+  parts.push({ type: 'text-end', id: 'text' });
+  parts.push({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usageFigures });
+  return parts;
+}
+
 const model = new MockLanguageModelV3({
+  doStream: async ({ prompt }) => ({ stream: convertArrayToReadableStream(streamParts(prompt)) }),
   doGenerate: async ({ prompt }) => {
     const seen = countToolResults(prompt);
     if (seen < SCRIPT.length) {
@@ -109,10 +155,11 @@ let badInput = null;
 function noop(name, want) {
   return tool({
     description: `no-op tool ${name}`,
-    inputSchema: z.object({ n: z.number().int() }),
-    execute: async ({ n }) => {
+    inputSchema: z.object({ n: z.number().int(), note: z.string().optional() }),
+    execute: async ({ n, note }) => {
       calls[name]++;
       if (n !== want && badInput === null) badInput = `${name} got n=${n}, want ${want}`;
+      if (streaming && note !== streamedNote(want) && badInput === null) badInput = `${name} got note ${JSON.stringify(note)}`;
       return { ok: true };
     },
   });
@@ -129,30 +176,46 @@ function fail(run, msg) {
   process.exit(1);
 }
 
-async function runOnce(run) {
-  calls.noop_a = calls.noop_b = calls.noop_c = 0;
-  badInput = null;
-  model.doGenerateCalls.length = 0; // the mock records every call; keep memory flat
-
-  const result = await generateText({
+// answer plays the conversation: generateText, or with --stream
+// streamText, reading the answer's deltas as they come.
+async function answer(run) {
+  const options = {
     model,
     tools,
     prompt: 'run the three tools',
     stopWhen: stepCountIs(10), // above the 4 scripted steps: the text turn ends the loop
     maxRetries: 0,
-  });
+  };
+  if (!streaming) return (await generateText(options)).text;
+  const result = streamText({ ...options, onError: ({ error }) => fail(run, `stream error: ${error}`) });
+  let text = '';
+  let deltas = 0;
+  for await (const delta of result.textStream) {
+    text += delta;
+    deltas++;
+  }
+  if (deltas !== FINAL_TEXT.length / STREAM_TEXT_DELTA) fail(run, `answer in ${deltas} deltas`);
+  return text;
+}
 
-  if (result.text !== FINAL_TEXT) fail(run, `final answer ${JSON.stringify(result.text)}, want "done"`);
+async function runOnce(run) {
+  calls.noop_a = calls.noop_b = calls.noop_c = 0;
+  badInput = null;
+  model.doGenerateCalls.length = 0; // the mock records every call; keep memory flat
+  model.doStreamCalls.length = 0;
+
+  const text = await answer(run);
+
+  if (text !== FINAL_TEXT) fail(run, `final answer ${JSON.stringify(text)}, want "done"`);
   if (badInput !== null) fail(run, badInput);
   for (const name of Object.keys(calls)) {
     if (calls[name] !== 1) fail(run, `tool ${name} ran ${calls[name]} times, want 1`);
   }
-  if (model.doGenerateCalls.length !== MODEL_CALLS_PER_RUN) {
-    fail(run, `model called ${model.doGenerateCalls.length} times, want ${MODEL_CALLS_PER_RUN}`);
-  }
+  const modelCalls = streaming ? model.doStreamCalls.length : model.doGenerateCalls.length;
+  if (modelCalls !== MODEL_CALLS_PER_RUN) fail(run, `model called ${modelCalls} times, want ${MODEL_CALLS_PER_RUN}`);
 }
 
-const { runs, warmup } = parseArgs(process.argv.slice(2));
+const { runs, warmup, stream: streaming } = parseArgs(process.argv.slice(2));
 
 for (let i = 0; i < warmup; i++) await runOnce(-(i + 1));
 
@@ -163,7 +226,7 @@ const elapsedNs = Number(process.hrtime.bigint() - start);
 const seconds = elapsedNs / 1e9;
 process.stdout.write(
   JSON.stringify({
-    peer: 'ai-sdk',
+    peer: streaming ? 'ai-sdk-stream' : 'ai-sdk',
     version: aiVersion,
     runtime: `node ${process.versions.node}`,
     runs,

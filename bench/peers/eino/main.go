@@ -35,6 +35,7 @@ func mainCode(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eino", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runs := fs.Int("runs", 1000, "measured runs of the conversation")
+	stream := fs.Bool("stream", false, "play the streaming conversation with Agent.Stream")
 	warmup := fs.Int("warmup", 100, "unmeasured runs before measuring")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -44,7 +45,7 @@ func mainCode(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	res, err := measure(context.Background(), *runs, *warmup)
+	res, err := measure(context.Background(), *runs, *warmup, *stream)
 	if err != nil {
 		fmt.Fprintf(stderr, "eino peer: %v\n", err)
 		return 1
@@ -58,8 +59,8 @@ func mainCode(args []string, stdout, stderr io.Writer) int {
 
 // measure builds the conversation, plays it warmup times, then times runs
 // plays of it.
-func measure(ctx context.Context, runs, warmup int) (result, error) {
-	c, err := newConversation(ctx)
+func measure(ctx context.Context, runs, warmup int, streamed bool) (result, error) {
+	c, err := newConversation(ctx, streamed)
 	if err != nil {
 		return result{}, err
 	}
@@ -75,8 +76,12 @@ func measure(ctx context.Context, runs, warmup int) (result, error) {
 		}
 	}
 	elapsed := time.Since(start)
+	peer := "eino"
+	if streamed {
+		peer = "eino-stream"
+	}
 	return result{
-		Peer:       "eino",
+		Peer:       peer,
 		Version:    moduleVersion(einoModule),
 		Runtime:    runtime.Version(),
 		Runs:       runs,

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/cloudwego/eino/schema"
 
 	"go.uber.org/goleak"
 )
@@ -49,20 +52,69 @@ func TestMainCodeRejectsBadArguments(t *testing.T) {
 
 func TestRunFollowsScriptRepeatedly(t *testing.T) {
 	ctx := context.Background()
-	c, err := newConversation(ctx)
+	for _, streamed := range []bool{false, true} {
+		c, err := newConversation(ctx, streamed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := c.run(ctx); err != nil {
+				t.Fatalf("streamed %v, run %d: %v", streamed, i, err)
+			}
+		}
+	}
+}
+
+// TestStreamCutsArgumentsAndText: in the streaming conversation the
+// model's stream carries each call's arguments in 8-byte chunks (id and
+// name on the first) and the answer in 1-byte deltas, and the tools get
+// the note whole.
+func TestStreamCutsArgumentsAndText(t *testing.T) {
+	ctx := context.Background()
+	m := &scriptedModel{streamed: true}
+	sr, err := m.Stream(ctx, []*schema.Message{schema.UserMessage(userPrompt)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3 {
-		if err := c.run(ctx); err != nil {
-			t.Fatalf("run %d: %v", i, err)
+	var args string
+	chunks := 0
+	for {
+		part, err := sr.Recv()
+		if errors.Is(err, io.EOF) {
+			break
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := part.ToolCalls[0]
+		if (chunks == 0) != (tc.ID != "") || len(tc.Function.Arguments) > streamArgChunk {
+			t.Fatalf("chunk %d: %+v", chunks, tc)
+		}
+		args += tc.Function.Arguments
+		chunks++
+	}
+	if args != streamedArguments(1) || chunks != (len(args)+streamArgChunk-1)/streamArgChunk || chunks < 4 {
+		t.Fatalf("arguments %q in %d chunks", args, chunks)
+	}
+	final := []*schema.Message{schema.UserMessage(userPrompt), schema.ToolMessage("{}", "a"), schema.ToolMessage("{}", "b"), schema.ToolMessage("{}", "c")}
+	if sr, err = m.Stream(ctx, final); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := sr.Recv()
+	for n := 1; err == nil; n++ {
+		if len(parts.Content) != streamTextDelta {
+			t.Fatalf("delta %d: %q", n, parts.Content)
+		}
+		parts, err = sr.Recv()
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatal(err)
 	}
 }
 
 func TestRunDetectsOffScriptArguments(t *testing.T) {
 	ctx := context.Background()
-	c, err := newConversation(ctx)
+	c, err := newConversation(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,420 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pacluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	paremote "github.com/asynkron/protoactor-go/remote"
+	"github.com/labstack/echo"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Kind is the cluster kind of session actors.
+const Kind = "polyweave-session"
+
+// DefaultName is the cluster name when [Options].Name is empty.
+const DefaultName = "polyweave"
+
+// Defaults of [Options].
+const (
+	DefaultHold           = time.Second
+	DefaultRequestTimeout = 5 * time.Second
+)
+
+// SessionFunc builds the loop of session id on the member that activates
+// it: the model stage and the loop's options (tools, prompts, …). The
+// cluster sets the options' Session: its ID is id and its Store the
+// member's fenced claim of the session in the shared store (Timeout,
+// SnapshotEvery and BufferBytes of a Session given here are kept). It is
+// called once per activation, on any member, so it must build the same
+// loop for the same id everywhere.
+type SessionFunc func(id string) (model actors.Spec, opts *tools.LoopOptions, err error)
+
+// Options configures [Start]. Provider and Store are required; Session is
+// required unless Client is set.
+type Options struct {
+	// Name is the cluster's name: members of one cluster share it.
+	// Default DefaultName.
+	Name string
+	// Address is the host:port this process's protoactor remote listens
+	// on; other members and clients must reach it there. Default
+	// remote.DefaultAddress (loopback, a free port).
+	Address string
+	// Provider tells the members of the cluster: [Automanaged] for a
+	// static list of hosts, or any protoactor cluster provider (the etcd
+	// provider, say). One provider value per process.
+	Provider pacluster.ClusterProvider
+	// Store is the store every member shares (a PostgreSQL database):
+	// sessions are claimed and kept in it.
+	Store *pgstore.Store
+	// Session builds a session's loop when this member activates it.
+	Session SessionFunc
+	// Client joins without hosting sessions: the process reaches sessions
+	// by id ([Member.Run]) but none is placed on it.
+	Client bool
+	// Hold is how long a session keeps a run request that it cannot
+	// answer yet before it answers "still running" (and [Member.Run] asks
+	// again). Shorter notices a dead member sooner, at more requests.
+	// Default DefaultHold.
+	Hold time.Duration
+	// RequestTimeout bounds the wait for an answer beyond Hold: a request
+	// to a member that died unanswered is given up after Hold +
+	// RequestTimeout and sent again, to wherever the session is then.
+	// Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Logger receives the member's logs and protoactor's; nil discards.
+	Logger *slog.Logger
+}
+
+// Automanaged returns protoactor's automanaged provider for a static list
+// of members: each member answers health checks over HTTP on port (on
+// every interface), and every member polls hosts (each member's
+// host:port for those checks, this one's included) every refresh to learn
+// which are up. A member that stops answering leaves the cluster within
+// about refresh. refresh zero means two seconds. A client ([Options].Client)
+// polls hosts and serves nothing; its port is unused.
+func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.ClusterProvider {
+	if refresh <= 0 {
+		refresh = 2 * time.Second
+	}
+	// The provider's own HTTP server prints a line on stdout when it
+	// starts; this one is quiet and answers the same health checks.
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	p := &automanagedProvider{port: port}
+	p.AutoManagedProvider = automanaged.NewWithTesting(refresh, port, e, hosts...)
+	e.GET("/_health", func(ctx echo.Context) error {
+		c := p.c.Load()
+		if c == nil {
+			return ctx.NoContent(http.StatusServiceUnavailable)
+		}
+		host, memberPort, err := c.ActorSystem.GetHostPort()
+		if err != nil {
+			return ctx.NoContent(http.StatusServiceUnavailable)
+		}
+		return ctx.JSON(http.StatusOK, automanaged.NewNode(c.Config.Name, c.ActorSystem.ID, host, memberPort, port, c.GetClusterKinds()))
+	})
+	return p
+}
+
+// automanagedProvider is the pinned automanaged provider with a health
+// endpoint of its own (see Automanaged).
+type automanagedProvider struct {
+	*automanaged.AutoManagedProvider
+	port int
+	c    atomic.Pointer[pacluster.Cluster]
+}
+
+func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
+	p.c.Store(c)
+	return p.AutoManagedProvider.StartMember(c)
+}
+
+// Member is this process in a cluster of session hosts: a protoactor
+// cluster member (or client) whose sessions are virtual actors of kind
+// [Kind], identified by session id. Safe for concurrent use; Close leaves
+// the cluster.
+type Member struct {
+	rt         *actors.Runtime
+	c          *pacluster.Cluster
+	guard      *remote.Guard
+	store      *pgstore.Store
+	newSession SessionFunc
+	provider   pacluster.ClusterProvider
+	client     bool
+	hold       time.Duration
+	timeout    time.Duration
+	log        *slog.Logger
+
+	runs      runs
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start joins the cluster: it starts protoactor remote on opts.Address and
+// the cluster member (or client), and returns once the member has
+// registered with the provider.
+func Start(opts *Options) (m *Member, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.Provider == nil:
+		return nil, errors.New("cluster: no membership provider")
+	case o.Store == nil:
+		return nil, errors.New("cluster: no store")
+	case o.Session == nil && !o.Client:
+		return nil, errors.New("cluster: a member needs a Session function")
+	case o.Hold < 0 || o.RequestTimeout < 0:
+		return nil, errors.New("cluster: negative hold or request timeout")
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Address == "" {
+		o.Address = remote.DefaultAddress
+	}
+	if o.Hold == 0 {
+		o.Hold = DefaultHold
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	host, portText, err := net.SplitHostPort(o.Address)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: address %q: %w", o.Address, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("cluster: address %q: bad port", o.Address)
+	}
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m = &Member{
+		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
+		provider: o.Provider, client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, log: o.Logger,
+	}
+	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
+		paremote.WithEndpointWriterQueueSize(1024))
+	// A member that cannot be reached is given up after one attempt:
+	// requests to a dead member fail fast and go elsewhere.
+	rcfg.MaxRetryCount = 1
+	kind := pacluster.NewKind(Kind, actor.PropsFromProducer(func() actor.Actor { return &sessionActor{m: m} }))
+	ccfg := pacluster.Configure(o.Name, o.Provider, newLookup(o.RequestTimeout), rcfg,
+		pacluster.WithKinds(kind), pacluster.WithRequestTimeout(o.Hold+o.RequestTimeout))
+	m.c = pacluster.New(rt.System(), ccfg)
+	defer func() {
+		// The pinned cluster panics when it cannot listen or register.
+		if p := recover(); p != nil {
+			_ = rt.Close(context.Background())
+			m, err = nil, fmt.Errorf("cluster: start on %s: %v", o.Address, p)
+		}
+	}()
+	if o.Client {
+		m.c.StartClient()
+	} else {
+		m.c.StartMember()
+	}
+	m.log.Info("cluster member started", "address", m.Address(), "cluster", o.Name, "client", o.Client)
+	return m, nil
+}
+
+// Address returns the host:port of this member's remote.
+func (m *Member) Address() string { return m.rt.System().Address() }
+
+// System returns the member's protoactor actor system, for code that
+// drops down to protoactor.
+func (m *Member) System() *actor.ActorSystem { return m.rt.System() }
+
+// Cluster returns the member's protoactor cluster.
+func (m *Member) Cluster() *pacluster.Cluster { return m.c }
+
+// Members returns the addresses of the cluster's members as this member
+// currently sees them.
+func (m *Member) Members() []string {
+	var out []string
+	for _, mem := range m.c.MemberList.Members().Members() {
+		out = append(out, mem.Address())
+	}
+	return out
+}
+
+// Dropped counts the incoming messages refused because they could not be
+// decoded safely (see package remote).
+func (m *Member) Dropped() int64 { return m.guard.Dropped() }
+
+// Result is a session's outcome, as [Member.Run] returns it.
+type Result struct {
+	// Text is the final answer: the text the model gave after the last
+	// tool call.
+	Text string
+	// Member is the address of the member whose incarnation of the
+	// session answered.
+	Member string
+	// Epoch is that incarnation's claim epoch: 1 for a session that ran
+	// on one member from start to end, one more for each activation after
+	// the first (on another member, or again after a stop).
+	Epoch uint64
+	// Requests counts the run requests sent, retries included.
+	Requests int
+}
+
+// ErrSessionFailed is the cause of the error Run returns for a session
+// that ended in failure (its loop's error, a bad request, a store that
+// refused it): asking again does not help.
+var ErrSessionFailed = errors.New("session failed")
+
+// Run runs session id to its end and returns its result. request is the
+// session's first request: PARAM frames (the "messages" PARAM, and any
+// other the model reads); their stream ids are ignored. The session is
+// activated on the member the cluster places it on; when that member dies
+// or the session moves, Run asks again and the session resumes on its new
+// member from the shared store: tool calls that completed are not run
+// again, calls that were interrupted are answered as interrupted (see
+// tools.SessionOptions). A session that has ended answers with its stored
+// answer, so Run may be called again for the same id, from any member.
+// Every call for one id must pass the same request.
+//
+// Run gives up when ctx ends. A failed session is an error wrapping
+// [ErrSessionFailed].
+func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
+	if id == "" {
+		return nil, errors.New("cluster: run: empty session id")
+	}
+	var req runRequest
+	for _, f := range request {
+		if f.GetType() != messages.FrameType_PARAM {
+			return nil, fmt.Errorf("cluster: run session %q: the request holds a %s frame; only PARAM frames", id, f.GetType())
+		}
+		req.Params = append(req.Params, param{Name: f.GetName(), Value: f.GetPayload()})
+	}
+	frame, err := runFrame(id, req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: run session %q: %w", id, err)
+	}
+	var last error
+	backoff := 20 * time.Millisecond
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
+		}
+		resp, err := m.c.Request(id, Kind, frame, pacluster.WithTimeout(m.hold+m.timeout), pacluster.WithRetryCount(2))
+		st, perr := parseStatus(resp, err)
+		switch {
+		case perr != nil:
+			last = perr
+		case st.State == stateDone:
+			return &Result{Text: st.Text, Member: st.Member, Epoch: st.Epoch, Requests: n}, nil
+		case st.State == stateFailed:
+			return nil, fmt.Errorf("cluster: run session %q (on %s, epoch %d): %s: %w", id, st.Member, st.Epoch, st.Error, ErrSessionFailed)
+		case st.State == stateRunning:
+			backoff = 20 * time.Millisecond
+			continue
+		default: // moved: ask again, where the session is now
+			last = fmt.Errorf("session moved from %s (epoch %d): %s", st.Member, st.Epoch, st.Error)
+		}
+		// No answer, or the incarnation stopped: wait a little for the
+		// cluster to settle (a dead member to leave), then ask again.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+func parseStatus(resp any, err error) (*status, error) {
+	if err != nil {
+		return nil, err
+	}
+	f, ok := resp.(*messages.Frame)
+	if !ok || f.GetName() != metaStatus {
+		return nil, fmt.Errorf("unexpected answer %T", resp)
+	}
+	var st status
+	if err := json.Unmarshal(f.GetPayload(), &st); err != nil {
+		return nil, fmt.Errorf("bad status: %w", err)
+	}
+	return &st, nil
+}
+
+// Close leaves the cluster: it stops answering health checks, stops the
+// sessions it hosts (each is taken over by the next request for it,
+// elsewhere: an incarnation stopped mid-step resumes from its last stored
+// step), and shuts the remote and the runtime down. It waits for them or
+// until ctx ends. The store is the caller's.
+func (m *Member) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() {
+		var errs []error
+		if !m.client {
+			m.c.Gossip.SetState(pacluster.GracefullyLeftKey, &emptypb.Empty{})
+		}
+		errs = append(errs, m.shutdownProvider())
+		// Poisons the placement actor, which poisons every session.
+		m.c.IdentityLookup.Shutdown()
+		m.runs.close()
+		if err := m.runs.wait(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if !m.client {
+			m.c.Gossip.Shutdown()
+		}
+		remote.StopRemote(m.rt.System(), m.c.Remote)
+		errs = append(errs, m.rt.Close(ctx))
+		if err := errors.Join(errs...); err != nil {
+			m.closeErr = fmt.Errorf("cluster: close: %w", err)
+		}
+	})
+	return m.closeErr
+}
+
+func (m *Member) shutdownProvider() (err error) {
+	defer func() {
+		// The pinned cluster's providers may panic on shutdown.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("provider shutdown: %v", p)
+		}
+	}()
+	return m.provider.Shutdown(true)
+}
+
+// runs counts the running session incarnations so that Close can wait for
+// them; it refuses new ones once closed.
+type runs struct {
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	closed bool
+}
+
+func (r *runs) Go(fn func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Go(fn)
+	return true
+}
+
+func (r *runs) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+func (r *runs) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sessions still running: %w", ctx.Err())
+	}
+}

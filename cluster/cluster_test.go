@@ -1,0 +1,160 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
+)
+
+func newRuntime(t *testing.T) *actors.Runtime {
+	t.Helper()
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+	})
+	return rt
+}
+
+// TestSession_StaleIncarnationIsFenced runs one session in two
+// incarnations at once, as two members would after the first was cut off:
+// the first is inside a tool call when the second claims the session and
+// resumes it (the call is answered as interrupted, not run again) to the
+// end. When the first's call then returns, the store refuses its write of
+// the result (ErrFenced): the stale incarnation ends without writing
+// anything or running another call, and the session's record is the
+// second's.
+func TestSession_StaleIncarnationIsFenced(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	var incarnations atomic.Int32
+	started, release := make(chan struct{}), make(chan struct{})
+	fn := sessionFunc(t, 2, side, func(string) hooks {
+		n := incarnations.Add(1)
+		return hooks{before: func(_ context.Context, call string) {
+			if n == 1 && call == "c1" {
+				close(started)
+				<-release
+			}
+		}}
+	})
+	rt1, rt2 := newRuntime(t), newRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	type outcome struct {
+		state, text string
+		epoch       uint64
+	}
+	first := make(chan outcome, 1)
+	go func() {
+		s, x, e := cluster.RunIncarnation(ctx, rt1, store, fn, "s", firstRequest("s")...)
+		first <- outcome{s, x, e}
+	}()
+	select {
+	case <-started:
+	case o := <-first:
+		t.Fatalf("the first incarnation ended before its call ran: %+v", o)
+	}
+
+	state, text, epoch := cluster.RunIncarnation(ctx, rt2, store, fn, "s", firstRequest("s")...)
+	if state != "done" || text != "All done." || epoch != 2 {
+		t.Fatalf("second incarnation: %s %q epoch %d, want done \"All done.\" epoch 2", state, text, epoch)
+	}
+	close(release)
+	o := <-first
+	if o.state != "moved" || o.epoch != 1 || !strings.Contains(o.text, pgstore.ErrFenced.Error()) {
+		t.Fatalf("first incarnation: %+v, want moved at epoch 1 with %q", o, pgstore.ErrFenced)
+	}
+	t.Logf("stale incarnation: %s", o.text)
+	// c1 ran once (in the first incarnation, which the second answered
+	// as interrupted), c2 once (in the second).
+	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["s c2"] != 1 {
+		t.Errorf("side effects %v, want s c1 and s c2 once each", got)
+	}
+	if e, err := store.Epoch(ctx, "s"); err != nil || e != 2 {
+		t.Errorf("epoch %d, %v; want 2", e, err)
+	}
+}
+
+// TestMember_RunsSessions runs sessions on a one-member cluster (the
+// automanaged provider): each completes on its first activation, each
+// call runs once, and asking again for a finished session gives its
+// stored answer without running anything.
+func TestMember_RunsSessions(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	port := freePorts(t, 1)[0]
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    store,
+		Session:  sessionFunc(t, 3, side, nil),
+		Hold:     200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const n = 5
+	var wg sync.WaitGroup
+	results := make([]*cluster.Result, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%d", i)
+			results[i], errs[i] = m.Run(ctx, id, firstRequest(id)...)
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("session s%d: %v", i, errs[i])
+		}
+		if r := results[i]; r.Text != "All done." || r.Epoch != 1 || r.Member != m.Address() {
+			t.Errorf("session s%d: %+v, want \"All done.\" at epoch 1 on %s", i, r, m.Address())
+		}
+	}
+	want := map[string]int{}
+	for i := range n {
+		for c := 1; c <= 3; c++ {
+			want[fmt.Sprintf("s%d c%d", i, c)] = 1
+		}
+	}
+	got := side.runs(t)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("side effects %v, want %v", got, want)
+	}
+
+	again, err := m.Run(ctx, "s0", firstRequest("s0")...)
+	if err != nil || again.Text != "All done." || again.Requests != 1 {
+		t.Errorf("asking a finished session again: %+v, %v", again, err)
+	}
+	if got := side.runs(t); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("asking again ran calls: %v", got)
+	}
+}

@@ -1,0 +1,56 @@
+// Package cluster runs agent sessions across the processes of a protoactor
+// cluster: each session (its tool loop, persisted step by step as
+// tools.SessionOptions describes) is a virtual actor of kind [Kind]
+// identified by its session id. Any member can host it and any member (or
+// client) reaches it by id with [Member.Run]; when its member dies, the
+// next request activates it on another member, which resumes it from the
+// shared store.
+//
+// # Members, placement and membership
+//
+// [Start] joins this process to a cluster: protoactor remote (gRPC) on
+// Options.Address, protoactor cluster with a membership provider
+// ([Automanaged] for a static list of hosts, or any protoactor provider,
+// e.g. the etcd one), and the shared store (durability/pgstore on
+// PostgreSQL). Sessions are placed by rendezvous hashing of their id over
+// the members: when the members change, the sessions whose owner changed
+// are stopped where they ran and activated on their new owner by their
+// next request. A member activates only the sessions that its own view of
+// the members gives it; a requester whose view is older is refused and
+// asks again.
+//
+// # Resuming and fencing
+//
+// An activation claims the session in the store ([pgstore.Store.Claim]):
+// the claim's epoch is raised, and every write of an older incarnation
+// (one on a member cut off from the others, or paused, or still stopping)
+// fails from then on (pgstore.ErrFenced), atomically, so a session is
+// written by one incarnation at a time. The loop then resumes from the
+// store: tool calls whose results were stored are never run again; calls
+// that were running when the member died are answered as interrupted
+// (unless their tool is Idempotent); the model continues. Because the
+// loop persists each step before it acts on it, an incarnation that has
+// been fenced cannot start another call either: it fails at its next
+// write, and stops.
+//
+// # Requests
+//
+// [Member.Run] sends the session's first request and waits for its end.
+// On the wire this is a META frame ("polyweave.session.run") answered by
+// another ("polyweave.session.status"): only *messages.Frame crosses it,
+// and the guard of package remote drops anything this binary cannot
+// decode. A session that cannot answer yet keeps the request for
+// Options.Hold and then answers "running"; Run asks again, so a request
+// whose member died unanswered is given up after Hold +
+// Options.RequestTimeout and sent to wherever the session is then. A
+// session that has ended answers with its stored answer, from any member.
+//
+// # Limits of the pinned protoactor
+//
+// The pinned protoactor cluster has data races among its own goroutines
+// (its gossip actor reads the member list and the block list that the
+// provider's goroutine replaces, without a lock); this package replaces
+// its disthash identity lookup, whose member set raced with every request,
+// but cannot fix those. A member it has once seen leave is blocked for
+// good: a restarted member joins under a new id, as a new member.
+package cluster

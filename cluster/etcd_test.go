@@ -1,0 +1,295 @@
+package cluster_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	pacluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
+)
+
+// The etcd test's members run in child processes (TestClusterEtcdChild),
+// configured through these variables besides the kill test's schema and
+// side file.
+const childEtcdEnv = "POLYWEAVE_CLUSTER_ETCD" // the etcd client endpoint
+
+// startEtcd starts a throwaway single-node etcd (Debian's etcd-server,
+// through scripts/etcd.sh) on loopback ports and returns its client
+// endpoint; t's cleanup stops it.
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join("..", "scripts", "etcd.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/etcd.sh: %v (it installs Debian's etcd-server)", err)
+	}
+	bin := strings.TrimSpace(string(out))
+	ports := freePorts(t, 2)
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cmd := exec.Command(bin, "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "default="+peer)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	var log strings.Builder // until ready; read after ready or exit
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case <-ready:
+				continue
+			default:
+			}
+			log.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "ready to serve client requests") {
+				close(ready)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-drained
+		cmd.Wait()
+	})
+	select {
+	case <-ready:
+	case <-drained:
+		t.Fatalf("etcd exited before it was ready:\n%s", log.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("etcd not ready after a minute")
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
+}
+
+// TestClusterEtcdChild is an etcd-provided member's body; it does nothing
+// unless started by TestEtcd_MembersJoinAndLeave. It marks "ready
+// ADDRESS", then "topology A,B,…" (sorted member addresses) whenever the
+// members change, runs the sessions named by "run ID" lines on its stdin
+// (marking "ran ID MEMBER EPOCH"), and leaves the cluster when its stdin
+// closes.
+func TestClusterEtcdChild(t *testing.T) {
+	endpoint := os.Getenv(childEtcdEnv)
+	if endpoint == "" {
+		return
+	}
+	if err := runEtcdChild(t, endpoint); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+}
+
+func runEtcdChild(t *testing.T, endpoint string) error {
+	provider, err := cluster.Etcd([]string{endpoint}, "/polyweave-test")
+	if err != nil {
+		return err
+	}
+	m, err := cluster.Start(&cluster.Options{
+		Provider: provider,
+		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Session:  sessionFunc(t, 2, sideFile(os.Getenv(childSideEnv)), nil),
+		Hold:     killHold, RequestTimeout: killTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	mark := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
+	mark("ready %s", m.Address())
+	topology := func(members []string) {
+		slices.Sort(members)
+		mark("topology %s", strings.Join(members, ","))
+	}
+	sub := m.System().EventStream.Subscribe(func(ev any) {
+		if tp, ok := ev.(*pacluster.ClusterTopology); ok {
+			var addrs []string
+			for _, mem := range tp.Members {
+				addrs = append(addrs, mem.Address())
+			}
+			topology(addrs)
+		}
+	})
+	topology(m.Members()) // the topology before the subscription
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		id, ok := strings.CutPrefix(sc.Text(), "run ")
+		if !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err := m.Run(ctx, id, firstRequest(id)...)
+		cancel()
+		if err != nil {
+			mark("error %s %v", id, err)
+			continue
+		}
+		mark("ran %s %s %d", id, res.Member, res.Epoch)
+	}
+	m.System().EventStream.Unsubscribe(sub)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return m.Close(ctx)
+}
+
+// TestEtcd_MembersJoinAndLeave runs members in child processes with the
+// etcd provider against a real etcd server: three members join and each
+// sees the three; sessions run from one member are placed on several, and
+// reached from another member; a member killed with SIGKILL leaves (its
+// lease expires) and its sessions are activated again on the others; a
+// member that closes leaves at once; a new member joins and runs sessions.
+func TestEtcd_MembersJoinAndLeave(t *testing.T) {
+	leakCheck(t)
+	endpoint := startEtcd(t)
+	schema := freshSchema()
+	side := newSideFile(t)
+	raceLog := filepath.Join(t.TempDir(), "race")
+
+	start := func() (*tooltest.Child, string) {
+		c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
+			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
+			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+		addr, ok := strings.CutPrefix(c.Mark(t), "ready ")
+		if !ok {
+			t.Fatal("member did not say it was ready")
+		}
+		return c, addr
+	}
+	// waitMark reads c's marks until one starts with prefix and returns
+	// the rest.
+	waitMark := func(c *tooltest.Child, prefix string) string {
+		t.Helper()
+		for {
+			if rest, ok := strings.CutPrefix(c.Mark(t), prefix); ok {
+				return rest
+			}
+		}
+	}
+	waitTopology := func(c *tooltest.Child, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		for waitMark(c, "topology ") != strings.Join(want, ",") {
+		}
+	}
+	// run runs session id from member c and returns where it ran and its
+	// epoch.
+	run := func(c *tooltest.Child, id string) (string, int) {
+		t.Helper()
+		c.Send(t, "run "+id)
+		for {
+			m := c.Mark(t)
+			if strings.HasPrefix(m, "error "+id+" ") {
+				t.Fatalf("session %s: %s", id, m)
+			}
+			if rest, ok := strings.CutPrefix(m, "ran "+id+" "); ok {
+				member, epoch, _ := strings.Cut(rest, " ")
+				n, err := strconv.Atoi(epoch)
+				if err != nil {
+					t.Fatal(m)
+				}
+				return member, n
+			}
+		}
+	}
+
+	a, addrA := start()
+	b, addrB := start()
+	c, addrC := start()
+	for _, m := range []*tooltest.Child{a, b, c} {
+		waitTopology(m, addrA, addrB, addrC)
+	}
+
+	// Sessions run from A are placed over the members, and reached from B.
+	const n = 12
+	placed := map[string]string{}
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		member, epoch := run(a, id)
+		if epoch != 1 || !slices.Contains([]string{addrA, addrB, addrC}, member) {
+			t.Fatalf("session %s ran on %s at epoch %d", id, member, epoch)
+		}
+		placed[id] = member
+	}
+	on := map[string]int{}
+	for _, m := range placed {
+		on[m]++
+	}
+	if len(on) < 2 {
+		t.Errorf("12 sessions all placed on one member: %v", on)
+	}
+	if member, epoch := run(b, "s00"); member != placed["s00"] || epoch != 1 {
+		t.Errorf("s00 reached from B: on %s at epoch %d, want its activation on %s", member, epoch, placed["s00"])
+	}
+
+	// C dies: it leaves once its lease expires, and its sessions are
+	// activated again on A or B (answering from the store).
+	c.Kill(t)
+	waitTopology(a, addrA, addrB)
+	waitTopology(b, addrA, addrB)
+	moved := 0
+	for id, was := range placed {
+		if was != addrC {
+			continue
+		}
+		moved++
+		if member, epoch := run(b, id); member == addrC || epoch != 2 {
+			t.Errorf("session %s of the dead member: on %s at epoch %d, want on A or B at epoch 2", id, member, epoch)
+		}
+	}
+
+	// B leaves gracefully: at once, without a lease to expire.
+	b.Stop(t)
+	waitTopology(a, addrA)
+
+	// D joins; new sessions run from it.
+	d, addrD := start()
+	waitTopology(a, addrA, addrD)
+	waitTopology(d, addrA, addrD)
+	for i := range 4 {
+		id := fmt.Sprintf("t%d", i)
+		if member, epoch := run(d, id); epoch != 1 || (member != addrA && member != addrD) {
+			t.Errorf("session %s ran on %s at epoch %d", id, member, epoch)
+		}
+	}
+	a.Stop(t)
+	d.Stop(t)
+	checkRaceReports(t, filepath.Dir(raceLog))
+
+	// Every call ran exactly once: the sessions ended before any member
+	// left, so a new activation only answered from the store.
+	for line, k := range side.runs(t) {
+		if k != 1 {
+			t.Errorf("%s ran %d times", line, k)
+		}
+	}
+	if got, want := len(side.runs(t)), (n+4)*2; got != want {
+		t.Errorf("%d calls ran, want %d", got, want)
+	}
+	t.Logf("12 sessions on %d members (%d on the killed one)", len(on), moved)
+}

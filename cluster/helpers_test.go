@@ -1,0 +1,191 @@
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// dsn connects to the throwaway PostgreSQL server TestMain starts (child
+// processes get it through pgtest.EnvDSN and start none).
+var dsn string
+
+func TestMain(m *testing.M) {
+	// Every member of the kill test holds up to one connection per
+	// session waiting at a gate, besides its store's.
+	srv, err := pgtest.Start(&pgtest.Options{Settings: map[string]string{"max_connections": "500"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dsn = srv.DSN
+	code := m.Run()
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+var schemas atomic.Int64
+
+// freshSchema names a schema no other test uses.
+func freshSchema() string { return fmt.Sprintf("c%d_%d", os.Getpid(), schemas.Add(1)) }
+
+func openStore(t testing.TB, schema string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), dsn, &pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("pgstore.Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// firstRequest is the first request of every test session.
+func firstRequest(id string) []*messages.Frame {
+	return []*messages.Frame{messages.RawParam("", models.ParamMessages,
+		json.RawMessage(fmt.Sprintf(`[{"role":"user","content":"append the lines of %s"}]`, id)))}
+}
+
+// sideFile records the side effects of the append tool: one line per run
+// of a call, "<session> <tool call id>".
+type sideFile string
+
+// hooks run in the append tool's handler, before and after the append.
+type hooks struct {
+	before, after func(ctx context.Context, call string)
+}
+
+func (f sideFile) appendTool(session string, h hooks) *tools.Tool {
+	return tools.MustNew(tools.Definition{Name: "append", Timeout: tools.NoTimeout,
+		Schema: json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
+		Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+			info, _ := tools.CallFrom(ctx)
+			if h.before != nil {
+				h.before(ctx, info.ToolCallID)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			fh, err := os.OpenFile(string(f), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			defer fh.Close()
+			// One write of one short line: O_APPEND keeps lines whole
+			// across processes.
+			if _, err := fh.WriteString(session + " " + info.ToolCallID + "\n"); err != nil {
+				return nil, err
+			}
+			if h.after != nil {
+				h.after(ctx, info.ToolCallID)
+			}
+			return map[string]string{"appended": info.ToolCallID}, nil
+		}})
+}
+
+// runs returns how many times each "<session> <call>" ran.
+func (f sideFile) runs(t testing.TB) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(string(f))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for line := range strings.Lines(string(b)) {
+		out[strings.TrimSpace(line)]++
+	}
+	return out
+}
+
+func newSideFile(t testing.TB) sideFile { return sideFile(filepath.Join(t.TempDir(), "side.txt")) }
+
+// script is a conversation of rounds tool rounds, one append call each
+// (ids c1, c2, …), then the answer "All done.".
+func script(rounds int) scripted.Script {
+	s := scripted.Script{Select: scripted.ByConversation}
+	for i := 1; i <= rounds; i++ {
+		s.Turns = append(s.Turns, scripted.Turn{Text: fmt.Sprintf("Round %d.", i),
+			ToolCalls: []scripted.ToolCall{{ID: fmt.Sprintf("c%d", i), Name: "append", Arguments: fmt.Sprintf(`{"line":"%d"}`, i)}}})
+	}
+	s.Turns = append(s.Turns, scripted.Turn{Text: "All done."})
+	return s
+}
+
+// sessionFunc builds test sessions: a scripted model and the append tool.
+func sessionFunc(t testing.TB, rounds int, side sideFile, hook func(session string) hooks) func(id string) (actors.Spec, *tools.LoopOptions, error) {
+	model, err := scripted.New(script(rounds), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(id string) (actors.Spec, *tools.LoopOptions, error) {
+		var h hooks
+		if hook != nil {
+			h = hook(id)
+		}
+		return model.Spec("model"), &tools.LoopOptions{
+			RouterOptions: tools.RouterOptions{Name: "session", Tools: []*tools.Tool{side.appendTool(id, h)}},
+			MaxIterations: rounds + 1,
+		}, nil
+	}
+}
+
+// leakCheck fails t at cleanup when goroutines started during the test
+// are still running. One goroutine of the pinned protoactor is not a leak:
+// the gossiper's log throttle starts a timer goroutine at its first
+// throttled record (a gossip request to a member that has left), which
+// ends 60 s later; nothing stops it earlier.
+func leakCheck(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		goleak.VerifyNone(t, before,
+			goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"))
+	})
+}
+
+// sortedKeys is for messages.
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+
+	pacluster "github.com/asynkron/protoactor-go/cluster"
+)
+
+func members(ports ...int) []*pacluster.Member {
+	var out []*pacluster.Member
+	for _, p := range ports {
+		out = append(out, &pacluster.Member{Host: "127.0.0.1", Port: int32(p), Id: fmt.Sprint(p), Kinds: []string{Kind}})
+	}
+	return out
+}
+
+// Identities spread evenly over members whose addresses differ in one
+// digit, and a member that leaves takes only its own identities along.
+func TestRendezvous_SpreadsAndMovesOnlyTheLeaversIdentities(t *testing.T) {
+	three := newRendezvous(members(40001, 40002, 40003))
+	two := newRendezvous(members(40001, 40002))
+	const n = 3000
+	count := map[string]int{}
+	for i := range n {
+		ci := &pacluster.ClusterIdentity{Kind: Kind, Identity: fmt.Sprintf("session-%d", i)}
+		owner := three.owner(ci)
+		count[owner]++
+		if after := two.owner(ci); owner != "127.0.0.1:40003" && after != owner {
+			t.Fatalf("%s moved from %s to %s though its member stayed", ci.Identity, owner, after)
+		}
+	}
+	for addr, k := range count {
+		// n/3 = 1000 each; a binomial's standard deviation is about 26.
+		if k < 850 || k > 1150 {
+			t.Errorf("%s owns %d of %d identities: %v", addr, k, n, count)
+		}
+	}
+	if got := newRendezvous(nil).owner(&pacluster.ClusterIdentity{Kind: Kind, Identity: "x"}); got != "" {
+		t.Errorf("owner among no members: %q", got)
+	}
+	other := &pacluster.ClusterIdentity{Kind: "other", Identity: "x"}
+	if got := three.owner(other); got != "" {
+		t.Errorf("owner of a kind no member hosts: %q", got)
+	}
+}

@@ -1,0 +1,263 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pacluster "github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// The names of the META frames that carry a session's requests and
+// answers over the wire: only *messages.Frame crosses it (see package
+// remote), so the cluster's own protocol is two META frames with JSON
+// payloads.
+const (
+	metaRun    = "polyweave.session.run"
+	metaStatus = "polyweave.session.status"
+)
+
+// The states of a session incarnation, as its status frame reports them.
+const (
+	stateRunning = "running" // working; ask again
+	stateDone    = "done"    // answered: Text holds the answer
+	stateFailed  = "failed"  // failed: Error says why
+	stateMoved   = "moved"   // this incarnation stopped (moved, fenced): ask again
+)
+
+// param is one PARAM of the request that starts a session.
+type param struct {
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value"`
+}
+
+// runRequest is the payload of a metaRun frame.
+type runRequest struct {
+	Params []param `json:"params"`
+}
+
+// status is the payload of a metaStatus frame.
+type status struct {
+	State  string `json:"state"`
+	Text   string `json:"text,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Member string `json:"member,omitempty"`
+	Epoch  uint64 `json:"epoch,omitempty"`
+}
+
+func runFrame(id string, req runRequest) (*messages.Frame, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return &messages.Frame{Type: messages.FrameType_META, StreamId: id, Name: metaRun, Payload: b}, nil
+}
+
+func statusFrame(id string, st status) *messages.Frame {
+	b, _ := json.Marshal(st) // strings and a number: cannot fail
+	return &messages.Frame{Type: messages.FrameType_META, StreamId: id, Name: metaStatus, Payload: b}
+}
+
+// Local messages of a session actor (never sent over the wire).
+type (
+	holdExpired uint64  // a waiter's hold time has passed
+	finished    *status // the incarnation's run ended
+)
+
+// sessionActor is the virtual actor (grain) of one session on the member
+// that hosts it. It starts the session's loop on the first run request
+// (claiming the session in the store first), answers run requests with
+// the session's status, and stops the loop when the cluster moves the
+// session away or the member stops.
+type sessionActor struct {
+	m       *Member
+	id      string
+	st      status
+	waiters map[uint64]*actor.PID
+	seq     uint64
+	cancel  context.CancelFunc
+}
+
+func (s *sessionActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *pacluster.ClusterInit:
+		s.id = msg.Identity.GetIdentity()
+	case *messages.Frame:
+		s.request(ctx, msg)
+	case holdExpired:
+		if to, ok := s.waiters[uint64(msg)]; ok {
+			delete(s.waiters, uint64(msg))
+			ctx.Send(to, statusFrame(s.id, s.st))
+		}
+	case finished:
+		s.st = *msg
+		s.cancel()
+		for k, to := range s.waiters {
+			ctx.Send(to, statusFrame(s.id, s.st))
+			delete(s.waiters, k)
+		}
+		if s.st.State == stateMoved {
+			// Fenced: a newer incarnation owns the session. The next
+			// request activates it again, wherever the cluster says.
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopping:
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.st.State == stateRunning {
+			s.st = status{State: stateMoved, Member: s.m.Address()}
+		}
+		for k, to := range s.waiters {
+			ctx.Send(to, statusFrame(s.id, s.st))
+			delete(s.waiters, k)
+		}
+	}
+}
+
+func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
+	if f.GetType() != messages.FrameType_META || f.GetName() != metaRun || ctx.Sender() == nil {
+		return
+	}
+	switch s.st.State {
+	case "":
+		var req runRequest
+		if err := json.Unmarshal(f.GetPayload(), &req); err != nil {
+			ctx.Respond(statusFrame(s.id, status{State: stateFailed, Error: fmt.Sprintf("bad run request: %v", err)}))
+			return
+		}
+		s.st = status{State: stateRunning, Member: s.m.Address()}
+		s.waiters = map[uint64]*actor.PID{}
+		runCtx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		self, root, id := ctx.Self(), ctx.ActorSystem().Root, s.id
+		if !s.m.runs.Go(func() {
+			st := s.m.run(runCtx, id, req.Params)
+			root.Send(self, finished(st))
+		}) {
+			s.st = status{State: stateMoved}
+		}
+	case stateRunning:
+	default:
+		ctx.Respond(statusFrame(s.id, s.st))
+		return
+	}
+	if s.st.State != stateRunning {
+		ctx.Respond(statusFrame(s.id, s.st))
+		return
+	}
+	s.seq++
+	key := s.seq
+	s.waiters[key] = ctx.Sender()
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired(key)) })
+}
+
+// run is one incarnation of session id on this member: it claims the
+// session (fencing every older incarnation), builds its loop on the
+// claim, sends it the first request and reads the stream to its end. A
+// loop resuming a stored session continues it (see tools.SessionOptions).
+func (m *Member) run(ctx context.Context, id string, params []param) *status {
+	st, claim := runSession(ctx, m.rt, m.store, m.newSession, id, params)
+	st.Member = m.Address()
+	if claim != nil {
+		st.Epoch = claim.Epoch()
+	}
+	switch st.State {
+	case stateDone:
+		m.log.Debug("session done", "session", id, "epoch", st.Epoch)
+	case stateMoved:
+		m.log.Info("session incarnation ended: moved or fenced", "session", id, "epoch", st.Epoch, "reason", st.Error)
+	default:
+		m.log.Warn("session failed", "session", id, "epoch", st.Epoch, "error", st.Error)
+	}
+	return st
+}
+
+// sessionStream is the stream id a session's loop runs its conversation
+// on.
+const sessionStream = "session"
+
+// runSession runs one incarnation of session id in rt, on a claim of it
+// in store, to the end of its stream or until ctx ends (then the state is
+// moved). A run whose loop failed because a newer claim was taken is
+// moved, with the fencing error.
+func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
+	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
+	claim, err := store.Claim(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
+		}
+		return failed(fmt.Errorf("claim session %q: %w", id, err)), nil
+	}
+	defer claim.Close()
+	model, lo, err := newSession(id)
+	if err != nil {
+		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+	}
+	var opts tools.LoopOptions
+	if lo != nil {
+		opts = *lo
+	}
+	var so tools.SessionOptions
+	if opts.Session != nil {
+		so = *opts.Session
+	}
+	so.ID, so.Store = id, claim
+	opts.Session = &so
+	spec, err := tools.NewLoop(model, &opts)
+	if err != nil {
+		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+	}
+	conn, err := rt.Start(spec)
+	if err != nil {
+		return failed(fmt.Errorf("session %q: start loop: %w", id, err)), claim
+	}
+	defer conn.Close(context.Background())
+	frames := make([]*messages.Frame, 0, len(params)+1)
+	for _, p := range params {
+		frames = append(frames, messages.RawParam(sessionStream, p.Name, p.Value))
+	}
+	if err := conn.SendAll(append(frames, messages.End(sessionStream))...); err != nil {
+		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+	}
+	got, err := conn.RecvStream(ctx, sessionStream)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &status{State: stateMoved, Error: "stopped"}, claim
+		}
+		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+	}
+	var text strings.Builder
+	var streamErr string
+	for _, f := range got {
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			if !f.GetMeta().GetToolArgStream() {
+				text.WriteString(f.GetText())
+			}
+		case messages.FrameType_TOOL_CALL:
+			text.Reset() // the answer is the text after the last call
+		case messages.FrameType_ERROR:
+			streamErr = f.GetText()
+		}
+	}
+	if streamErr == "" {
+		return &status{State: stateDone, Text: text.String()}, claim
+	}
+	// The loop failed; when a newer claim has been taken, it was fenced.
+	epoch, eerr := store.Epoch(context.WithoutCancel(ctx), id)
+	if eerr == nil && epoch != claim.Epoch() {
+		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, streamErr)}, claim
+	}
+	return failed(fmt.Errorf("session %q: %s", id, streamErr)), claim
+}

@@ -1,0 +1,33 @@
+package models
+
+import (
+	"encoding/json"
+	"testing"
+	"testing/quick"
+)
+
+// TestEncodedLen: the size AppendJSON reserves is the size it writes, for
+// any strings (escapes, control characters, invalid UTF-8) in any field.
+func TestEncodedLen(t *testing.T) {
+	check := func(role, content, id, name, args, callID string, thinking bool) bool {
+		m := Message{Role: role, Content: content, ToolCallID: callID}
+		if id != "" || name != "" {
+			m.ToolCalls = []ToolCall{{ID: id, Name: name, Arguments: json.RawMessage(args)}, {ID: name}}
+		}
+		if thinking {
+			m.ThinkingBlocks = json.RawMessage(`[{"type":"thinking"}]`)
+		}
+		got := m.AppendJSON(nil)
+		if len(got) != m.encodedLen() || !json.Valid(got) {
+			t.Logf("%+v: encoded %d bytes (%s), reserved %d", m, len(got), got, m.encodedLen())
+			return false
+		}
+		return true
+	}
+	if !check(RoleAssistant, "", "c\x00\"1", "f\\", "", "", true) || !check(RoleTool, "\xff\xfe é \u2028 <&>", "", "", "", "c\n1", false) {
+		t.Fatal("fixed cases")
+	}
+	if err := quick.Check(check, &quick.Config{MaxCount: 500}); err != nil {
+		t.Fatal(err)
+	}
+}

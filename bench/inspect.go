@@ -124,9 +124,8 @@ func benchInspected(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer lc.Close()
 	defer closeInspector()
-	benchRuns(b, lc)
+	benchRuns(b, lc) // closes lc
 }
 
 // benchUninspected is the same conversation without the inspector (the
@@ -136,28 +135,7 @@ func benchUninspected(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer lc.Close()
 	benchRuns(b, lc)
-}
-
-// benchRuns measures runs of lc: wall time, and CPU time of the whole
-// process (runs/cpu-s: what the event stream client's rendering costs
-// shows there even when another core does it).
-func benchRuns(b *testing.B, lc *loopConversation) {
-	ctx := context.Background()
-	if err := lc.run(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := processCPU()
-	for range b.N {
-		if err := lc.run(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	reportRuns(b, b.N, processCPU()-cpu)
 }
 
 // inspectorInterval is the event stream's shortest interval, for the note.

@@ -46,6 +46,7 @@ type config struct {
 	mcp           mcpServers    // -mcp (mcp.go)
 	trace         traceFlag     // -trace (trace.go)
 	approval      approvalFlags // -approve, -undo (approve.go)
+	cluster       clusterFlag   // -cluster (cluster.go)
 }
 
 // usageError is a problem with the command line. printed says the flag
@@ -76,6 +77,7 @@ Examples:
   demo -json | jq .type                  frames as JSON lines
   demo -team                             a lead agent delegating to two sub-agents
   demo -team -ui 127.0.0.1:8080          the same, watched live in the browser
+  demo -cluster -store postgres://…      three member processes; the session's member is killed and it moves
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)
@@ -131,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	cfg.ui.register(fs)
 	cfg.trace.register(fs)
 	cfg.approval.register(fs)
+	cfg.cluster.register(fs)
 	fs.BoolVar(&cfg.team, "team", false,
 		"run a team instead of one agent: a lead agent that delegates to a writer\n"+
 			"agent (the workspace tools; where -crash strikes) and a reviewer agent\n"+

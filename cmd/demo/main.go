@@ -55,9 +55,15 @@ func exitCode(err error, stderr io.Writer) int {
 // to stderr). It returns flag.ErrHelp after -h, a *usageError for bad
 // flags, and an error saying what failed when the agent did not finish.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if m := os.Getenv(memberEnv); m != "" { // a member of a -cluster run (cluster.go)
+		return runMember(ctx, m, stdout)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.cluster.on {
+		return runCluster(ctx, cfg, stdout, stderr)
 	}
 	return runAgent(ctx, cfg, stdout, stderr)
 }

@@ -134,9 +134,14 @@ type Store struct {
 	writes chan *write
 
 	// writers counts the writes inside submit, from before they queue until
-	// they have their answer; while gathering, a writer leaving submit
-	// sends on wake so that the committer recounts.
+	// they have their answer; queued the writes sent on writes that the
+	// committer has not received; gathered how many the batch it gathers
+	// holds. While gathering, the writer whose queueing or leaving makes
+	// every writer inside accounted for (gathered+queued >= writers) sends
+	// on wake: the committer sleeps until then, not woken by each write.
 	writers   atomic.Int64
+	queued    atomic.Int64
+	gathered  atomic.Int64
 	gathering atomic.Bool
 	wake      chan struct{}
 

@@ -584,3 +584,31 @@ func TestOpen_FormatV1(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCommit_WritersShareCommits checks that concurrent writers
+// share commits: the committer waits for every writer inside a write call
+// (a count, not a delay), so 64 writers with one write in flight each
+// settle into commits of about 64 writes, whatever the machine's load.
+func TestGroupCommit_WritersShareCommits(t *testing.T) {
+	s, _ := openTemp(t, &Options{NoSync: true})
+	defer s.Close()
+	const writers, each = 64, 20
+	before := s.nextSeq
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range uint64(each) {
+				if err := s.PersistEvent(t.Context(), fmt.Sprint("w", w), i, []byte("x")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	commits := s.nextSeq - before
+	if commits*8 > writers*each {
+		t.Errorf("%d writes took %d commits: writers are not sharing them", writers*each, commits)
+	}
+	t.Logf("%d writes in %d commits", writers*each, commits)
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
+)
+
+// clusterMembers is how many member processes -cluster starts.
+const clusterMembers = 3
+
+// memberEnv, when set, makes the demo a cluster member (the -cluster run
+// starts them): its value is the member's memberConfig as JSON.
+const memberEnv = "POLYWEAVE_DEMO_MEMBER"
+
+// clusterFlag is -cluster.
+type clusterFlag struct{ on bool }
+
+func (c *clusterFlag) register(fs *flag.FlagSet) {
+	fs.BoolVar(&c.on, "cluster", false,
+		"run the session on a cluster of three member processes on loopback\n"+
+			"(protoactor cluster, the automanaged provider), kept in PostgreSQL:\n"+
+			"-store postgres://… or, without -store, a throwaway server (Debian's\n"+
+			"postgresql). The member hosting the session is killed after its first\n"+
+			"tool call, and the session resumes on another member. Scripted model only")
+}
+
+// isPostgres says whether -store names a PostgreSQL server.
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// memberConfig is what a member process is told.
+type memberConfig struct {
+	Index  int      `json:"index"`
+	Port   int      `json:"port"`  // its health-check port
+	Hosts  []string `json:"hosts"` // every member's health-check host:port
+	DSN    string   `json:"dsn"`
+	Schema string   `json:"schema"`
+	Root   string   `json:"root"` // sessions work in Root/<session id>
+}
+
+// clusterSchema is the PostgreSQL schema the demo's cluster keeps its
+// sessions in.
+const clusterSchema = "polyweave_demo"
+
+// runCluster is the demo with -cluster: it starts the members, runs the
+// session from a cluster client, kills the member that hosts it after its
+// first tool call, and prints where the session ended.
+func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
+	switch {
+	case cfg.baseURL != "" || cfg.provider != "":
+		return &usageError{err: errors.New("-cluster runs the scripted model only: leave -base-url and -provider out")}
+	case cfg.team || cfg.ui.addr != "" || len(cfg.mcp) > 0 || cfg.crash.site != crashNone || cfg.json:
+		return &usageError{err: errors.New("-cluster does not combine with -team, -ui, -mcp, -crash or -json")}
+	case cfg.store != "" && !isPostgres(cfg.store):
+		return &usageError{err: fmt.Errorf("-cluster needs a store every member reaches: -store postgres://…, not %s", cfg.store)}
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, errTimeout)
+	defer cancel()
+	start := time.Now()
+	note := func(format string, a ...any) {
+		fmt.Fprintf(stdout, "%6.2fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+
+	dsn := cfg.store
+	if dsn == "" {
+		note("starting a throwaway PostgreSQL server (removed at exit)")
+		srv, err := pgtest.Start(nil)
+		if err != nil {
+			return fmt.Errorf("start PostgreSQL: %w (or give -store postgres://…)", err)
+		}
+		defer srv.Stop()
+		dsn = srv.DSN
+	}
+	store, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: clusterSchema})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	root, kept := cfg.workspace, "its files are in"
+	if root == "" {
+		if root, err = os.MkdirTemp("", "polyweave-cluster-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(root)
+		kept = "its files were in (removed at exit; -workspace keeps them)"
+	}
+	id := cfg.session
+	if id == "" {
+		id = newSessionID()
+	}
+
+	ports, err := freeLoopbackPorts(clusterMembers)
+	if err != nil {
+		return err
+	}
+	hosts := make([]string, len(ports))
+	for i, p := range ports {
+		hosts[i] = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var out sync.Mutex // members print concurrently
+	members := make([]*member, len(ports))
+	toolDone := make(chan int, 16) // member index, after a tool result
+	for i := range ports {
+		mc := memberConfig{Index: i + 1, Port: ports[i], Hosts: hosts, DSN: dsn, Schema: clusterSchema, Root: root}
+		m, err := startMember(self, mc, func(line string) {
+			out.Lock()
+			defer out.Unlock()
+			if rest, ok := strings.CutPrefix(line, "@tool "); ok && strings.HasPrefix(rest, id+" ") {
+				select {
+				case toolDone <- mc.Index:
+				default:
+				}
+				return
+			}
+			note("[member %d] %s", mc.Index, line)
+		})
+		if err != nil {
+			return err
+		}
+		defer m.stop()
+		members[i] = m
+	}
+	for _, m := range members {
+		select {
+		case addr := <-m.ready:
+			note("member %d is up: cluster address %s, health checks on %s", m.index, addr, hosts[m.index-1])
+		case <-ctx.Done():
+			return fmt.Errorf("members did not start: %w", context.Cause(ctx))
+		}
+	}
+
+	client, err := cluster.Start(&cluster.Options{
+		Client: true, Provider: cluster.Automanaged(0, hosts, 300*time.Millisecond),
+		Store: store, Hold: 300 * time.Millisecond, RequestTimeout: time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	defer client.Close(context.WithoutCancel(ctx))
+
+	note("session %s: %q", id, cfg.prompt)
+	type outcome struct {
+		res *cluster.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := client.Run(ctx, id, messages.RawParam("", models.ParamMessages,
+			models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})))
+		done <- outcome{res, err}
+	}()
+	killed := 0
+	for {
+		select {
+		case i := <-toolDone:
+			if killed != 0 {
+				continue
+			}
+			killed = i
+			members[i-1].kill()
+			note("killed member %d with SIGKILL after the session's first tool call: the session moves to another member", i)
+		case o := <-done:
+			if o.err != nil {
+				return o.err
+			}
+			note("answer from member %s (activation %d of the session):\n\n%s\n", memberOf(o.res.Member, members), o.res.Epoch, o.res.Text)
+			if killed != 0 && o.res.Epoch < 2 {
+				note("the session ended before the kill took effect")
+			}
+			fmt.Fprintf(stdout, "session %s kept in PostgreSQL (schema %s); %s %s\n", id, clusterSchema, kept, filepath.Join(root, id))
+			return nil
+		}
+	}
+}
+
+// memberOf names the member at a cluster address.
+func memberOf(addr string, members []*member) string {
+	for _, m := range members {
+		if m.addr == addr {
+			return fmt.Sprintf("%d (%s)", m.index, addr)
+		}
+	}
+	return addr
+}
+
+func freeLoopbackPorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// member is a member process started by runCluster.
+type member struct {
+	index int
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	ready chan string // its cluster address, once up
+	addr  string
+	lines sync.WaitGroup
+}
+
+// startMember starts this program as member mc; each line it prints goes
+// to onLine, but for the "@ready ADDR" line.
+func startMember(self string, mc memberConfig, onLine func(string)) (*member, error) {
+	b, err := json.Marshal(mc)
+	if err != nil {
+		return nil, err
+	}
+	m := &member{index: mc.Index, ready: make(chan string, 1)}
+	m.cmd = exec.Command(self)
+	m.cmd.Env = append(os.Environ(), memberEnv+"="+string(b))
+	m.cmd.Stderr = os.Stderr
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := m.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := m.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start member %d: %w", mc.Index, err)
+	}
+	m.lines.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "@ready "); ok {
+				m.addr = addr
+				m.ready <- addr
+				continue
+			}
+			onLine(sc.Text())
+		}
+	})
+	return m, nil
+}
+
+func (m *member) kill() { _ = m.cmd.Process.Kill() }
+
+// stop closes the member's stdin (it leaves the cluster and exits) and
+// waits for it, killing it after ten seconds.
+func (m *member) stop() {
+	m.stdin.Close()
+	t := time.AfterFunc(10*time.Second, m.kill)
+	m.lines.Wait()
+	_ = m.cmd.Wait()
+	t.Stop()
+}
+
+// runMember is the demo as a cluster member (memberEnv is set): it hosts
+// sessions until its stdin closes. Each session runs the embedded script
+// in its own folder under the shared root.
+func runMember(ctx context.Context, raw string, stdout io.Writer) error {
+	var mc memberConfig
+	if err := json.Unmarshal([]byte(raw), &mc); err != nil {
+		return fmt.Errorf("member: %s: %w", memberEnv, err)
+	}
+	store, err := pgstore.Open(ctx, mc.DSN, &pgstore.Options{Schema: mc.Schema})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	script, err := loadScript(defaultScript)
+	if err != nil {
+		return err
+	}
+	// A model takes its time: here, a second per answer after the first,
+	// which is when the demo kills the member.
+	for i := 1; i < len(script.Turns); i++ {
+		script.Turns[i].Delay = time.Second
+	}
+	model, err := scripted.New(script, nil)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	say := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stdout, format+"\n", a...)
+	}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	session := func(id string) (actors.Spec, *tools.LoopOptions, error) {
+		dir := filepath.Join(mc.Root, filepath.Base(id))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return actors.Spec{}, nil, err
+		}
+		ws, err := workspace.New(dir, nil)
+		if err != nil {
+			return actors.Spec{}, nil, err
+		}
+		mu.Lock()
+		closers = append(closers, ws.Close)
+		mu.Unlock()
+		ts, err := workspace.Tools(ws)
+		if err != nil {
+			return actors.Spec{}, nil, err
+		}
+		say("session %s activated here; it works in %s", id, dir)
+		return model.Spec("model"), &tools.LoopOptions{
+			RouterOptions: tools.RouterOptions{Name: "agent", Tools: ts},
+			SystemPrompt:  systemPrompt,
+			OnToolResult: func(ev tools.ToolResultEvent) {
+				say("session %s: %s → %s", id, clip(ev.Call.GetName()+" "+string(ev.Call.GetPayload())), clip(string(ev.Result.GetPayload())))
+				say("@tool %s %s", id, ev.Call.GetToolCallId())
+			},
+		}, nil
+	}
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(mc.Port, mc.Hosts, 300*time.Millisecond),
+		Store:    store, Session: session,
+		Hold: 300 * time.Millisecond, RequestTimeout: time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	say("@ready %s", m.Address())
+	io.Copy(io.Discard, os.Stdin) // until the demo is done with us
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return m.Close(cctx)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+)
+
+// TestDemo_ClusterMovesTheSession runs the demo binary with -cluster and
+// -store postgres://… (a throwaway server): three member processes; the
+// member that
+// hosts the session is killed after its first tool call, and the session
+// resumes on another member (its second activation), which gives the
+// scripted final answer without running the first call again.
+func TestDemo_ClusterMovesTheSession(t *testing.T) {
+	srv, err := pgtest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	res, _ := runDemo(t, nil, "-cluster", "-store", srv.DSN)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	out := res.stdout
+	activated := regexp.MustCompile(`\[member (\d)\] session \S+ activated here`).FindAllStringSubmatch(out, -1)
+	killed := regexp.MustCompile(`killed member (\d) with SIGKILL`).FindStringSubmatch(out)
+	switch {
+	case len(activated) != 2 || killed == nil:
+		t.Fatalf("want two activations and a kill:\n%s", out)
+	case activated[0][1] != killed[1] || activated[1][1] == killed[1]:
+		t.Errorf("activated on member %s, killed member %s, activated again on member %s:\n%s", activated[0][1], killed[1], activated[1][1], out)
+	}
+	for _, want := range []string{"(activation 2 of the session)", `wrote "Hello, Ada! Greetings from a Polyweave workspace."`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "write_file {"); n != 1 {
+		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
+	}
+}

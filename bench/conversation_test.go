@@ -16,7 +16,7 @@ import (
 const (
 	loopAllocsSync      = 105
 	loopAllocsAsync     = 165
-	loopAllocsStreaming = 200 // the streaming conversation, tools sync
+	loopAllocsStreaming = 185 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {

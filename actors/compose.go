@@ -60,11 +60,17 @@ func (p *pipeLogic) Receive(c Context, msg any) {
 	case *messages.Frame:
 		c.Send(p.first, m)
 	case ChildFrame:
-		if m.Child.Equal(p.last) {
-			c.Emit(m.Frame)
-		}
+		p.ReceiveChildFrame(c, m.Child, m.Frame)
 	case ChildStopped:
 		c.Fail(&InnerStoppedError{Inner: m.Child.String()})
+	}
+}
+
+// ReceiveChildFrame implements ChildFrameReceiver: what the last stage
+// emits comes out of the pipe, without a ChildFrame boxed per frame.
+func (p *pipeLogic) ReceiveChildFrame(c Context, child Ref, f *messages.Frame) {
+	if child.Equal(p.last) {
+		c.Emit(f)
 	}
 }
 
@@ -102,6 +108,10 @@ func (j *joinLogic) Receive(c Context, msg any) {
 		c.Fail(&InnerStoppedError{Inner: m.Child.String()})
 	}
 }
+
+// ReceiveChildFrame implements ChildFrameReceiver: a member's frame
+// comes out of the join, without a ChildFrame boxed per frame.
+func (j *joinLogic) ReceiveChildFrame(c Context, _ Ref, f *messages.Frame) { c.Emit(f) }
 
 func anyDurable(specs []Spec) bool {
 	for _, s := range specs {

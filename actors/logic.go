@@ -132,7 +132,10 @@ type Spec struct {
 	// every restart, so state held in the Logic starts afresh.
 	New func() Logic
 	// Subscriber receives the duplex's frames; the zero Ref means the
-	// actor that spawns it.
+	// actor that spawns it. A subscriber that is not the duplex's parent
+	// gets them as plain messages, sent without a sender (an actor of
+	// your own sees a nil ctx.Sender(): tell duplexes apart by stream id,
+	// or give each its own subscriber).
 	Subscriber Ref
 	// Supervision supervises this actor's children; nil means the
 	// runtime's default strategy.

@@ -199,18 +199,21 @@ func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 // duplex started with [Runtime.Start] or [Runtime.Spawn].
 func (rt *Runtime) Host() *actor.PID { return rt.host }
 
-func (rt *Runtime) props(spec Spec, subscriber *actor.PID) *actor.Props {
+// props are the props of a duplex emitting to subscriber; up is the
+// mailbox of its parent when the subscriber is the parent (see shell.Emit).
+func (rt *Runtime) props(spec Spec, subscriber *actor.PID, up *mailbox) *actor.Props {
 	strategy := rt.strategy
 	if spec.Supervision != nil {
 		strategy = rt.observed(spec.Supervision)
 	}
-	opts := []actor.PropsOption{actor.WithSupervisor(strategy)}
+	cell := &mailboxCell{}
+	opts := []actor.PropsOption{actor.WithSupervisor(strategy), actor.WithMailbox(cell.producer())}
 	if d := spec.Dispatcher; d != nil {
 		opts = append(opts, actor.WithDispatcher(d))
 	} else if rt.dispatcher != nil {
 		opts = append(opts, actor.WithDispatcher(rt.dispatcher))
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return newShell(rt, spec, subscriber) }, opts...)
+	return actor.PropsFromProducer(func() actor.Actor { return newShell(rt, spec, subscriber, cell, up) }, opts...)
 }
 
 // spawnRequest asks the host to spawn a top-level duplex.
@@ -249,7 +252,7 @@ func (h *host) Receive(ctx actor.Context) {
 // actor (the host, or the actor a [Parent] names). seq numbers the
 // names in use.
 func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
-	props := rt.props(req.spec, req.subscriber)
+	props := rt.props(req.spec, req.subscriber, nil)
 	name := req.spec.Name
 	switch {
 	case req.spec.Durable() && name == "":

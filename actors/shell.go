@@ -24,7 +24,14 @@ type shell struct {
 	rt         *Runtime
 	spec       Spec
 	subscriber *actor.PID
-	logic      Logic
+	// up is the parent's mailbox when the subscriber is the parent: Emit
+	// queues frames there with this actor's PID beside them (no envelope).
+	up    *mailbox
+	cell  *mailboxCell
+	mb    *mailbox // this actor's own mailbox (from cell, at Started)
+	logic Logic
+	// childRecv is logic's ChildFrameReceiver fast path, if it has one.
+	childRecv ChildFrameReceiver
 
 	ctx         actor.Context // valid during Receive only
 	self        *actor.PID
@@ -68,8 +75,8 @@ type (
 	}
 )
 
-func newShell(rt *Runtime, spec Spec, subscriber *actor.PID) actor.Actor {
-	s := &shell{rt: rt, spec: spec, subscriber: subscriber}
+func newShell(rt *Runtime, spec Spec, subscriber *actor.PID, cell *mailboxCell, up *mailbox) actor.Actor {
+	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up}
 	if spec.Persistence != nil {
 		return newDurableShell(s)
 	}
@@ -81,7 +88,12 @@ func (s *shell) Receive(ctx actor.Context) {
 	s.ctx = ctx
 	switch m := ctx.Message().(type) {
 	case *messages.Frame:
-		sender := ctx.Sender()
+		// A child's frame carries the child in the mailbox entry; a frame
+		// sent with protoactor's Request, in its envelope.
+		sender := s.mb.from
+		if sender == nil {
+			sender = ctx.Sender()
+		}
 		if sender == nil {
 			s.input(m)
 			return
@@ -150,6 +162,7 @@ func (s *shell) Receive(ctx actor.Context) {
 func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
+	s.mb = s.cell.mb
 	s.childPrefix = s.self.Id + "/"
 	s.children = make(map[string]Ref)
 	s.open = make(map[string]struct{})
@@ -160,6 +173,7 @@ func (s *shell) begin(ctx actor.Context) {
 		s.failure = fmt.Errorf("spec %q: New returned a nil Logic", s.spec.Name)
 		panic(s.failure)
 	}
+	s.childRecv, _ = s.logic.(ChildFrameReceiver)
 }
 
 func (s *shell) failureOr(err error) error {
@@ -187,8 +201,8 @@ func (s *shell) deliver(msg any) {
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
 // fast path when the Logic has one (it saves boxing a ChildFrame).
 func (s *shell) deliverChild(child Ref, f *messages.Frame) {
-	r, ok := s.logic.(ChildFrameReceiver)
-	if !ok {
+	r := s.childRecv
+	if r == nil {
 		s.deliver(ChildFrame{Child: child, Frame: f})
 		return
 	}
@@ -279,8 +293,16 @@ func (s *shell) Emit(f *messages.Frame) {
 	} else {
 		s.noteOpen(f.GetStreamId())
 	}
-	if s.subscriber != nil {
-		s.ctx.Request(s.subscriber, f)
+	switch {
+	case s.up != nil:
+		// To the parent: the frame and this actor's PID go into its
+		// mailbox side by side, so no envelope is allocated per frame.
+		s.up.postFrom(s.self, f)
+	case s.subscriber != nil:
+		// Without a sender, like Send: to a subscriber that is not the
+		// parent, a frame is input (a shell) or just a frame (a Conn,
+		// a Mux, an actor of the user's).
+		s.ctx.Send(s.subscriber, f)
 	}
 }
 
@@ -302,7 +324,11 @@ func (s *shell) Spawn(spec Spec) (Ref, error) {
 	if !spec.Subscriber.IsZero() {
 		subscriber = spec.Subscriber.pid
 	}
-	props := s.rt.props(spec, subscriber)
+	var up *mailbox
+	if subscriber.Equal(s.self) {
+		up = s.mb
+	}
+	props := s.rt.props(spec, subscriber, up)
 	var pid *actor.PID
 	if spec.Name != "" {
 		var err error

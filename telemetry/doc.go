@@ -8,9 +8,12 @@
 // no actor hop. In the actor's turn a tap only copies what it saw into an
 // event (with its time) and queues it; one recorder goroutine per
 // Telemetry turns the events, in order, into spans and measurements, woken
-// per batch. [Telemetry.Flush] waits for what is queued (tests call it
-// before reading an exporter); [Telemetry.Shutdown] stops the recorder at
-// exit. An agent built with the agent package takes a Telemetry in
+// per batch. Spans carry the times the taps saw, not the times they are
+// built: a model request's or a tool call's span is started when it ends,
+// with all its attributes at once (earlier only when a span event or a
+// nested run needs it), so span processors see it start then.
+// [Telemetry.Flush] waits for what is queued (tests call it before reading
+// an exporter); [Telemetry.Shutdown] stops the recorder at exit. An agent built with the agent package takes a Telemetry in
 // agent.Options.Telemetry.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool

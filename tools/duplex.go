@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -44,16 +45,18 @@ type callKey struct{ stream, id string }
 func keyOf(f *messages.Frame) callKey { return callKey{f.GetStreamId(), f.GetToolCallId()} }
 
 type runningCall struct {
-	seq       uint64
-	call      *messages.Frame
-	cancel    func()
-	stopTimer func() bool
+	seq      uint64
+	call     *messages.Frame
+	cancel   func()
+	deadline time.Time // of an async call with a timeout
 }
 
-// Keys of the tool logic's background work and timers.
+// Keys of the tool logic's background work and timer.
 type (
-	jobKey     uint64
-	timeoutKey uint64
+	jobKey uint64
+	// deadlineKey is the key of the timer armed for the earliest deadline
+	// of the async calls running (at).
+	deadlineKey struct{ at time.Time }
 )
 
 // outcome is what a handler run produced, encoded off the actor goroutine.
@@ -68,6 +71,13 @@ type toolLogic struct {
 	running map[callKey]*runningCall
 	bySeq   map[uint64]callKey
 	inTurn  *runningCall // the sync call running in this turn, if any
+	// armed is the deadline the one timeout timer is set for; zero when
+	// none is. Every call has the tool's timeout, so a call started later
+	// has a later deadline: it needs no timer of its own while one is
+	// armed, and a call that ends leaves the timer be (a timer per call
+	// cost a third of the allocations of an async call, and the runtime
+	// timer heap's locks).
+	armed time.Time
 }
 
 // HandlerPanicError is the failure of a tool actor whose handler panicked.
@@ -105,11 +115,8 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 			l.done(c, uint64(k), m)
 		}
 	case actors.Timer:
-		if k, ok := m.Key.(timeoutKey); ok {
-			if rc := l.lookup(uint64(k)); rc != nil {
-				l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
-					l.t.def.Name, l.t.def.Timeout.Milliseconds())))
-			}
+		if k, ok := m.Key.(deadlineKey); ok && k.at.Equal(l.armed) {
+			l.deadline(c, k.at)
 		}
 	}
 }
@@ -143,7 +150,29 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 	t := l.t
 	rc.cancel = c.Go(jobKey(rc.seq), func(ctx context.Context, _ func(any)) any { return t.run(ctx, call, args) })
 	if t.def.Timeout > 0 {
-		rc.stopTimer = c.After(t.def.Timeout, timeoutKey(rc.seq))
+		rc.deadline = time.Now().Add(t.def.Timeout)
+		if l.armed.IsZero() {
+			l.armed = rc.deadline
+			c.After(t.def.Timeout, deadlineKey{rc.deadline})
+		}
+	}
+}
+
+// deadline answers the calls whose deadline is at or before at, the
+// deadline the timer that fired was set for, with their timeout, in call
+// order, and sets the timer for the earliest deadline left.
+func (l *toolLogic) deadline(c actors.Context, at time.Time) {
+	l.armed = time.Time{}
+	for _, rc := range l.inOrder(func(callKey) bool { return true }) {
+		switch {
+		case rc.deadline.IsZero():
+		case !rc.deadline.After(at):
+			l.finish(c, rc, errorResult(rc.call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms",
+				l.t.def.Name, l.t.def.Timeout.Milliseconds())))
+		case l.armed.IsZero(): // the oldest call left has the earliest deadline
+			l.armed = rc.deadline
+			c.After(max(time.Until(rc.deadline), 0), deadlineKey{rc.deadline})
+		}
 	}
 }
 
@@ -247,9 +276,6 @@ func (l *toolLogic) done(c actors.Context, seq uint64, d actors.AsyncDone) {
 func (l *toolLogic) finish(c actors.Context, rc *runningCall, result *messages.Frame) {
 	delete(l.running, keyOf(rc.call))
 	delete(l.bySeq, rc.seq)
-	if rc.stopTimer != nil {
-		rc.stopTimer()
-	}
 	if rc.cancel != nil {
 		rc.cancel()
 	}

@@ -186,6 +186,8 @@ type loopSession struct {
 	dispatching bool
 	// slab holds the records of calls, reused from round to round.
 	slab []turnCall
+	// The frames every request of the stream sends alike, made once.
+	toolsFrame, choiceFrame, endFrame *messages.Frame
 
 	// With a Session: the first request's messages payload, and for a
 	// request held back (refused, or resuming at its END) the state to
@@ -357,16 +359,25 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 		list = withSystem(list, l.opts.SystemPrompt)
 	}
 	s.messages = list
-	l.sendTools(c, s.stream)
+	l.sendTools(c, s)
 	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
 }
 
-func (l *loopLogic) sendTools(c actors.WrapperContext, stream string) {
+// sendTools sends the tools and tool_choice PARAMs of s's requests. The
+// frames are made once per stream and sent with each of its requests:
+// frames are immutable once sent.
+func (l *loopLogic) sendTools(c actors.WrapperContext, s *loopSession) {
 	if len(l.opts.ToolsParam) > 0 {
-		c.ToInner(messages.RawParam(stream, models.ParamTools, l.opts.ToolsParam))
+		if s.toolsFrame == nil {
+			s.toolsFrame = messages.RawParam(s.stream, models.ParamTools, l.opts.ToolsParam)
+		}
+		c.ToInner(s.toolsFrame)
 	}
 	if len(l.opts.ToolChoice) > 0 {
-		c.ToInner(messages.RawParam(stream, models.ParamToolChoice, l.opts.ToolChoice))
+		if s.choiceFrame == nil {
+			s.choiceFrame = messages.RawParam(s.stream, models.ParamToolChoice, l.opts.ToolChoice)
+		}
+		c.ToInner(s.choiceFrame)
 	}
 }
 
@@ -632,9 +643,12 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
 	for _, p := range s.params {
 		c.ToInner(p)
 	}
-	l.sendTools(c, s.stream)
+	l.sendTools(c, s)
 	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
-	c.ToInner(messages.End(s.stream))
+	if s.endFrame == nil {
+		s.endFrame = messages.End(s.stream)
+	}
+	c.ToInner(s.endFrame)
 }
 
 // OnFailure implements actors.WrapperFailureHandler: calls surfaced to the

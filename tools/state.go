@@ -78,6 +78,9 @@ func (p *PendingCalls) Apply(e Event) {
 				return
 			}
 		}
+		if c.Args == nil { // room for the usual arguments at once, instead of doubling from a few bytes
+			c.Args = make([]byte, 0, max(len(e.Chunk), 256))
+		}
 		c.Args = append(c.Args, e.Chunk...)
 	case EventCallCompleted:
 		k := callKey{e.StreamID, e.ToolCallID}

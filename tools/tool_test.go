@@ -96,23 +96,37 @@ func TestToolLogic_AsyncCallAndLateResult(t *testing.T) {
 	var r actorstest.Recorder
 	deliver(t, &r, l, messages.ToolCall("s1", "c1", "greet", json.RawMessage(`{"name":"Ada"}`)))
 	deliver(t, &r, l, messages.ToolCall("s1", "c2", "greet", json.RawMessage(`{"name":"Bob"}`)))
-	if len(r.Jobs) != 2 || len(r.Timers) != 2 || r.Timers[0].D != 1500*time.Millisecond {
-		t.Fatalf("jobs %d timers %v, want 2 jobs with 1.5s timeouts", len(r.Jobs), r.Timers)
+	deliver(t, &r, l, messages.ToolCall("s1", "c3", "greet", json.RawMessage(`{"name":"Cy"}`)))
+	// One timer, for the first call's deadline: the later calls' deadlines
+	// are later.
+	if len(r.Jobs) != 3 || len(r.Timers) != 1 || r.Timers[0].D != 1500*time.Millisecond {
+		t.Fatalf("jobs %d timers %v, want 3 jobs and one 1.5s timer", len(r.Jobs), r.Timers)
 	}
 	if len(r.Emitted) != 0 {
 		t.Fatalf("async call answered before its work ran: %q", lines(r.Emitted))
 	}
-	// c2 finishes first; c1 times out, then its work returns late.
+	// c2 finishes first; c1 times out (the timer is set again, for c3's
+	// deadline), then its work returns late; c3 finishes before its
+	// deadline, whose timer then finds nothing to do.
 	deliver(t, &r, l, r.RunJob(context.Background(), 1))
 	deliver(t, &r, l, actors.Timer{Key: r.Timers[0].Key})
+	if len(r.Timers) != 2 || r.Timers[1].D > 1500*time.Millisecond {
+		t.Fatalf("timers %v after the first deadline, want one more for c3's", r.Timers)
+	}
 	deliver(t, &r, l, r.RunJob(context.Background(), 0))
-	deliver(t, &r, l, actors.Timer{Key: r.Timers[1].Key}) // c2's timer, already answered
+	deliver(t, &r, l, r.RunJob(context.Background(), 2))
+	deliver(t, &r, l, actors.Timer{Key: r.Timers[1].Key})
+	deliver(t, &r, l, actors.Timer{Key: r.Timers[0].Key}) // fired already: stale
 	want := []string{
 		`TOOL_RESULT stream=s1 id=c2 name=greet payload={"greeting":"Hello, Bob"}`, `END stream=s1 id=c2`,
 		`TOOL_RESULT stream=s1 id=c1 name=greet is_error failure_kind=timeout payload={"success":false,"error":"Tool greet timed out after 1500ms"}`, `END stream=s1 id=c1`,
+		`TOOL_RESULT stream=s1 id=c3 name=greet payload={"greeting":"Hello, Cy"}`, `END stream=s1 id=c3`,
 	}
 	if got := lines(r.Emitted); !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(r.Timers) != 2 {
+		t.Errorf("timers %v: a timer set with no call running", r.Timers)
 	}
 }
 

@@ -1,0 +1,278 @@
+package actors
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// mailbox is the protoactor mailbox of every duplex. It keeps protoactor's
+// default mailbox semantics (unbounded; system messages before user
+// messages; suspended while the supervisor decides about a failure; at most
+// the dispatcher's throughput of messages per run before yielding) and
+// differs on the hop path:
+//
+//   - a frame a child emits to its parent is queued with the child's PID
+//     beside it, where protoactor's Request allocates a *MessageEnvelope
+//     per frame to carry the sender: the parent reads it from [mailbox.from]
+//     while the frame is being delivered;
+//   - the consumer takes up to mailboxBatch messages per lock, and the
+//     queue is a ring of entries indexed by mask (protoactor's divides
+//     twice per message), grown by doubling like protoactor's: a message
+//     costs no allocation once the ring has grown to the actor's backlog.
+type mailbox struct {
+	mu   sync.Mutex
+	ring []entry // posted, not taken yet: n entries from head, len a power of two (under mu)
+	head int
+	n    int
+
+	// batch holds what the consumer took from ring with one lock:
+	// batch[next:taken] are still to process. Consumer only.
+	batch [mailboxBatch]entry
+	next  int
+	taken int
+
+	// user counts the user messages posted and not yet taken for
+	// processing: the run loop and the scheduling check read it without
+	// the lock.
+	user atomic.Int32
+
+	sysMu   sync.Mutex
+	sys     []any // system messages, sys[sysHead:] still to process (under sysMu)
+	sysHead int
+	sysN    atomic.Int32
+
+	status     atomic.Int32 // idle or running
+	suspended  atomic.Bool
+	invoker    actor.MessageInvoker
+	dispatcher actor.Dispatcher
+	process    func() // m.processMessages, made once
+
+	// from is the child beside the user message being invoked (nil for
+	// other messages). Only the consumer reads and writes it.
+	from *actor.PID
+}
+
+// entry is a queued user message, and the child that emitted it when it
+// is a child's frame.
+type entry struct {
+	msg  any
+	from *actor.PID
+}
+
+const (
+	mailboxIdle int32 = iota
+	mailboxRunning
+)
+
+// mailboxBatch is the most user messages the consumer takes per lock.
+const mailboxBatch = 32
+
+var _ actor.Mailbox = (*mailbox)(nil)
+
+func newMailbox() *mailbox {
+	m := &mailbox{}
+	m.process = m.processMessages
+	return m
+}
+
+// mailboxCell carries a duplex's mailbox from the props that make it to
+// the shells of the duplex's incarnations: protoactor makes an actor's
+// first incarnation before its mailbox, and does not hand the mailbox to
+// the actor.
+type mailboxCell struct{ mb *mailbox }
+
+// producer returns the MailboxProducer of props that stores each mailbox
+// it makes in c.
+func (c *mailboxCell) producer() actor.MailboxProducer {
+	return func() actor.Mailbox {
+		mb := newMailbox()
+		c.mb = mb
+		return mb
+	}
+}
+
+// PostUserMessage implements actor.Mailbox.
+func (m *mailbox) PostUserMessage(message any) {
+	// As protoactor's mailbox: a batch is delivered message by message,
+	// and then as itself.
+	if batch, ok := message.(actor.MessageBatch); ok {
+		for _, msg := range batch.GetMessages() {
+			m.PostUserMessage(msg)
+		}
+	}
+	if env, ok := message.(*actor.MessageEnvelope); ok {
+		if batch, ok := env.Message.(actor.MessageBatch); ok {
+			for _, msg := range batch.GetMessages() {
+				m.PostUserMessage(msg)
+			}
+		}
+	}
+	m.post(entry{msg: message})
+}
+
+// postFrom queues f as a frame from the child from: the hop a child's
+// Emit makes to its parent, with no envelope.
+func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
+	m.post(entry{msg: f, from: from})
+}
+
+func (m *mailbox) post(e entry) {
+	m.mu.Lock()
+	if m.n == len(m.ring) {
+		m.grow()
+	}
+	m.ring[(m.head+m.n)&(len(m.ring)-1)] = e
+	m.n++
+	m.mu.Unlock()
+	// Counted after it is queued, as protoactor does: the consumer never
+	// sees a count for a message it cannot take.
+	m.user.Add(1)
+	m.schedule()
+}
+
+// PostSystemMessage implements actor.Mailbox.
+func (m *mailbox) PostSystemMessage(message any) {
+	m.sysMu.Lock()
+	m.sys = append(m.sys, message)
+	m.sysN.Add(1)
+	m.sysMu.Unlock()
+	m.schedule()
+}
+
+// RegisterHandlers implements actor.Mailbox.
+func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
+	m.invoker = invoker
+	m.dispatcher = dispatcher
+}
+
+// Start implements actor.Mailbox.
+func (m *mailbox) Start() {}
+
+// UserMessageCount implements actor.Mailbox.
+func (m *mailbox) UserMessageCount() int { return int(max(m.user.Load(), 0)) }
+
+func (m *mailbox) schedule() {
+	// A load first: while the mailbox runs, posting costs no CAS. A post
+	// that sees it running counted its message before looking, and the
+	// run counts again after going idle (processMessages), so the
+	// message is never left behind.
+	if m.status.Load() == mailboxIdle && m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
+		m.dispatcher.Schedule(m.process)
+	}
+}
+
+func (m *mailbox) processMessages() {
+	for {
+		m.run()
+		m.status.Store(mailboxIdle)
+		// Messages posted after the run ended and before it went idle.
+		if m.sysN.Load() > 0 || (!m.suspended.Load() && m.user.Load() > 0) {
+			if m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
+				continue
+			}
+		}
+		return
+	}
+}
+
+func (m *mailbox) run() {
+	var msg any
+	defer func() {
+		if r := recover(); r != nil {
+			m.from = nil
+			m.invoker.EscalateFailure(r, msg)
+		}
+	}()
+	i, t := 0, m.dispatcher.Throughput()
+	for {
+		if i > t {
+			i = 0
+			runtime.Gosched()
+		}
+		i++
+		// System messages first, all of them.
+		if msg = m.popSystem(); msg != nil {
+			switch msg.(type) {
+			case *actor.SuspendMailbox:
+				m.suspended.Store(true)
+			case *actor.ResumeMailbox:
+				m.suspended.Store(false)
+			default:
+				m.invoker.InvokeSystemMessage(msg)
+			}
+			continue
+		}
+		// Suspended: user messages wait for the supervisor's decision.
+		if m.suspended.Load() {
+			return
+		}
+		e, ok := m.popUser()
+		if !ok {
+			return
+		}
+		msg = e.msg
+		m.from = e.from
+		m.invoker.InvokeUserMessage(msg)
+		m.from = nil
+	}
+}
+
+func (m *mailbox) popSystem() any {
+	if m.sysN.Load() == 0 {
+		return nil
+	}
+	m.sysMu.Lock()
+	defer m.sysMu.Unlock()
+	msg := m.sys[m.sysHead]
+	m.sys[m.sysHead] = nil
+	m.sysHead++
+	if m.sysHead == len(m.sys) {
+		m.sys, m.sysHead = m.sys[:0], 0
+	}
+	m.sysN.Add(-1)
+	return msg
+}
+
+// grow doubles the ring (under mu), its entries in order from index 0.
+func (m *mailbox) grow() {
+	ring := make([]entry, max(2*len(m.ring), 16))
+	k := copy(ring, m.ring[m.head:])
+	copy(ring[k:], m.ring[:m.head])
+	m.ring, m.head = ring, 0
+}
+
+// popUser takes the next user message; consumer only.
+func (m *mailbox) popUser() (entry, bool) {
+	if m.next == m.taken {
+		// Every message counted is in the batch or the ring: with the
+		// batch drained, a positive count means the ring holds some.
+		if m.user.Load() <= 0 {
+			return entry{}, false
+		}
+		m.mu.Lock()
+		k := min(m.n, mailboxBatch)
+		mask := len(m.ring) - 1
+		for i := range k {
+			j := (m.head + i) & mask
+			m.batch[i] = m.ring[j]
+			m.ring[j] = entry{}
+		}
+		m.head = (m.head + k) & mask
+		m.n -= k
+		m.mu.Unlock()
+		m.next, m.taken = 0, k
+		if k == 0 {
+			return entry{}, false
+		}
+	}
+	e := m.batch[m.next]
+	m.batch[m.next] = entry{}
+	m.next++
+	m.user.Add(-1)
+	return e, true
+}

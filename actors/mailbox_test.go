@@ -1,0 +1,187 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// recordingInvoker records what a mailbox invokes, with the child beside
+// each user message, and panics on the user message panicOn.
+type recordingInvoker struct {
+	mb        *mailbox
+	user      []any
+	from      []*actor.PID
+	system    []any
+	escalated []any
+	panicOn   any
+}
+
+func (r *recordingInvoker) InvokeSystemMessage(m any) { r.system = append(r.system, m) }
+func (r *recordingInvoker) InvokeUserMessage(m any) {
+	r.user = append(r.user, m)
+	r.from = append(r.from, r.mb.from)
+	if m == r.panicOn {
+		panic("asked to")
+	}
+}
+func (r *recordingInvoker) EscalateFailure(reason, m any) { r.escalated = append(r.escalated, m) }
+
+// manualDispatcher runs scheduled mailbox runs when the test says so.
+type manualDispatcher struct{ runs []func() }
+
+func (d *manualDispatcher) Schedule(fn func()) { d.runs = append(d.runs, fn) }
+func (d *manualDispatcher) Throughput() int    { return 300 }
+func (d *manualDispatcher) runAll() {
+	for len(d.runs) > 0 {
+		fn := d.runs[0]
+		d.runs = d.runs[1:]
+		fn()
+	}
+}
+
+func newTestMailbox() (*mailbox, *recordingInvoker, *manualDispatcher) {
+	mb := newMailbox()
+	inv := &recordingInvoker{mb: mb}
+	d := &manualDispatcher{}
+	mb.RegisterHandlers(inv, d)
+	return mb, inv, d
+}
+
+// TestMailbox_OrderAndSenders queues more messages than the ring's first
+// size and one batch hold, children's frames among plain messages, and
+// checks they come out in order, each child's frame with the child beside
+// it and nothing beside the others.
+func TestMailbox_OrderAndSenders(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	child := actor.NewPID("test", "parent/child")
+	var want []any
+	var wantFrom []*actor.PID
+	for i := range 100 {
+		if i%3 == 0 {
+			f := messages.Text("s", fmt.Sprint(i))
+			mb.postFrom(child, f)
+			want, wantFrom = append(want, f), append(wantFrom, child)
+			continue
+		}
+		mb.PostUserMessage(i)
+		want, wantFrom = append(want, i), append(wantFrom, nil)
+	}
+	if n := mb.UserMessageCount(); n != 100 {
+		t.Fatalf("UserMessageCount = %d before the run, want 100", n)
+	}
+	if len(d.runs) != 1 {
+		t.Fatalf("%d runs scheduled for 100 posts, want 1", len(d.runs))
+	}
+	d.runAll()
+	if !slices.Equal(inv.user, want) || !slices.Equal(inv.from, wantFrom) {
+		t.Fatalf("invoked %v from %v,\nwant %v from %v", inv.user, inv.from, want, wantFrom)
+	}
+	if mb.from != nil || mb.UserMessageCount() != 0 {
+		t.Fatalf("after the run: from %v, %d user messages left", mb.from, mb.UserMessageCount())
+	}
+	// Drained: the next post schedules a new run.
+	mb.PostUserMessage("again")
+	if len(d.runs) != 1 {
+		t.Fatalf("%d runs scheduled after the mailbox went idle, want 1", len(d.runs))
+	}
+	d.runAll()
+	if last := inv.user[len(inv.user)-1]; last != "again" {
+		t.Fatalf("last invoked %v, want again", last)
+	}
+}
+
+// TestMailbox_SystemFirstAndSuspension: system messages go before user
+// messages, and a suspended mailbox keeps its user messages until it is
+// resumed, as protoactor's does while a supervisor decides.
+func TestMailbox_SystemFirstAndSuspension(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	mb.PostUserMessage("u1")
+	mb.PostSystemMessage("s1")
+	mb.PostSystemMessage(&actor.SuspendMailbox{})
+	d.runAll()
+	if !slices.Equal(inv.system, []any{"s1"}) || len(inv.user) != 0 {
+		t.Fatalf("suspended run invoked system %v, user %v; want s1 and no user message", inv.system, inv.user)
+	}
+	mb.PostUserMessage("u2")
+	d.runAll()
+	if len(inv.user) != 0 || mb.UserMessageCount() != 2 {
+		t.Fatalf("suspended: invoked %v, %d waiting; want none invoked, 2 waiting", inv.user, mb.UserMessageCount())
+	}
+	mb.PostSystemMessage(&actor.ResumeMailbox{})
+	d.runAll()
+	if !slices.Equal(inv.user, []any{"u1", "u2"}) {
+		t.Fatalf("resumed: invoked %v, want u1 u2", inv.user)
+	}
+}
+
+// TestMailbox_PanicEscalates: a panic in a user message is escalated with
+// that message, the child beside it is cleared, and the messages after it
+// are still delivered.
+func TestMailbox_PanicEscalates(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	child := actor.NewPID("test", "parent/child")
+	bad := messages.Text("s", "bad")
+	inv.panicOn = bad
+	mb.postFrom(child, bad)
+	mb.PostUserMessage("next")
+	d.runAll()
+	if !slices.Equal(inv.escalated, []any{bad}) {
+		t.Fatalf("escalated %v, want the frame that panicked", inv.escalated)
+	}
+	if mb.from != nil {
+		t.Fatalf("from = %v after the panic, want nil", mb.from)
+	}
+	if !slices.Equal(inv.user, []any{any(bad), "next"}) || inv.from[1] != nil {
+		t.Fatalf("invoked %v from %v, want bad then next (no child)", inv.user, inv.from)
+	}
+}
+
+// TestMailbox_ConcurrentProducers posts from several goroutines at once
+// on goroutine-per-run scheduling (run it with -race): every message
+// arrives, each producer's in its order.
+func TestMailbox_ConcurrentProducers(t *testing.T) {
+	const producers, each = 4, 2000
+	mb := newMailbox()
+	type msg struct{ producer, seq int }
+	done := make(chan struct{})
+	next := make([]int, producers)
+	var bad []string
+	got := 0
+	mb.RegisterHandlers(invokerFunc(func(m any) {
+		x := m.(msg)
+		if x.seq != next[x.producer] {
+			bad = append(bad, fmt.Sprintf("producer %d: got %d, want %d", x.producer, x.seq, next[x.producer]))
+		}
+		next[x.producer] = x.seq + 1
+		if got++; got == producers*each {
+			close(done)
+		}
+	}), actor.NewDefaultDispatcher(50))
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				mb.PostUserMessage(msg{p, i})
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	if len(bad) > 0 {
+		t.Fatalf("out of order: %v", bad[:min(len(bad), 5)])
+	}
+}
+
+type invokerFunc func(any)
+
+func (f invokerFunc) InvokeSystemMessage(any)  {}
+func (f invokerFunc) InvokeUserMessage(m any)  { f(m) }
+func (f invokerFunc) EscalateFailure(any, any) {}

@@ -291,10 +291,7 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 				continue
 			}
 			p.running = true // the loop runs the response's calls at its END
-			if st := in.toolStats(p.name); st.timedAt != now.UnixNano() {
-				// Timed: at most one call per tool and tick of the
-				// coarse clock (reading the clock is what costs).
-				st.timedAt = now.UnixNano()
+			if st := in.toolStats(p.name); st.timeCall(now) {
 				if timed.IsZero() {
 					timed = time.Now()
 				}

@@ -69,8 +69,13 @@ const (
 	mailboxRunning
 )
 
-// mailboxBatch is the most user messages the consumer takes per lock.
-const mailboxBatch = 32
+// mailboxBatch is the most user messages the consumer takes per lock;
+// mailboxRing is the ring's first size. Both are small: every duplex has
+// a mailbox, and an idle session keeps a dozen of them.
+const (
+	mailboxBatch = 4
+	mailboxRing  = 4
+)
 
 var _ actor.Mailbox = (*mailbox)(nil)
 
@@ -98,6 +103,12 @@ func (c *mailboxCell) producer() actor.MailboxProducer {
 
 // PostUserMessage implements actor.Mailbox.
 func (m *mailbox) PostUserMessage(message any) {
+	if f, ok := message.(*messages.Frame); ok {
+		// The hop path: a frame is not a batch (a concrete type check
+		// costs less than the two interface checks below).
+		m.post(entry{msg: f})
+		return
+	}
 	// As protoactor's mailbox: a batch is delivered message by message,
 	// and then as itself.
 	if batch, ok := message.(actor.MessageBatch); ok {
@@ -240,7 +251,7 @@ func (m *mailbox) popSystem() any {
 
 // grow doubles the ring (under mu), its entries in order from index 0.
 func (m *mailbox) grow() {
-	ring := make([]entry, max(2*len(m.ring), 16))
+	ring := make([]entry, max(2*len(m.ring), mailboxRing))
 	k := copy(ring, m.ring[m.head:])
 	copy(ring[k:], m.ring[:m.head])
 	m.ring, m.head = ring, 0

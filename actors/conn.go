@@ -154,6 +154,9 @@ type port struct {
 	head    int
 	stopped bool
 	notify  chan struct{}
+	// wake, when set, says which frames wake a reader waiting in recv;
+	// the others are queued without waking it (see Mux.OpenWake).
+	wake func(*messages.Frame) bool
 
 	registry *actor.ProcessRegistryValue
 	self     *actor.PID
@@ -172,7 +175,9 @@ func (p *port) SendUserMessage(_ *actor.PID, message any) {
 	p.mu.Lock()
 	p.queue = append(p.queue, f)
 	p.mu.Unlock()
-	p.signal()
+	if p.wake == nil || p.wake(f) {
+		p.signal()
+	}
 }
 
 func (p *port) SendSystemMessage(_ *actor.PID, message any) {

@@ -65,6 +65,17 @@ func (m *Mux) Stopped() bool {
 // returns an error wrapping [ErrStreamOpen] when the id is open already,
 // and [ErrDuplexStopped] once the duplex has stopped.
 func (m *Mux) Open(streamID string) (*MuxStream, error) {
+	return m.OpenWake(streamID, nil)
+}
+
+// OpenWake is [Mux.Open] for a reader that needs only some frames as they
+// come: a Recv waiting for a frame is woken by the frames wake accepts
+// (and when the duplex stops), and finds the frames before them queued.
+// With wake accepting only END, a caller that wants a stream's frames
+// once it has ended sleeps through the stream instead of waking for
+// every frame. wake runs on the duplex's goroutine: it must be quick and
+// must not block. A nil wake accepts every frame (Open).
+func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxStream, error) {
 	m.in.mu.Lock()
 	defer m.in.mu.Unlock()
 	if m.in.stopped {
@@ -75,7 +86,7 @@ func (m *Mux) Open(streamID string) (*MuxStream, error) {
 	}
 	// Room for a conversation's frames: the queue is drained as it is
 	// read, so it rarely grows past this.
-	s := &MuxStream{m: m, id: streamID, port: port{notify: make(chan struct{}, 1), queue: make([]*messages.Frame, 0, 16)}}
+	s := &MuxStream{m: m, id: streamID, port: port{notify: make(chan struct{}, 1), queue: make([]*messages.Frame, 0, 16), wake: wake}}
 	s.p = &s.port
 	m.in.streams[streamID] = s.p
 	return s, nil

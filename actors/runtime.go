@@ -57,10 +57,12 @@ type RuntimeOptions struct {
 	// safe for concurrent use.
 	OnSupervision func(supervisor.Event)
 	// Dispatcher schedules mailboxes; default: a pool of worker goroutines
-	// owned by the runtime (a mailbox run starts on a parked worker, whose
-	// stack has already grown, instead of a fresh goroutine per run, and a
-	// new goroutine is started when no worker is idle, so a run that blocks
-	// never holds up another).
+	// owned by the runtime, as many as GOMAXPROCS taking queued mailbox
+	// runs one after the other (no fresh goroutine per run, whose stack
+	// would grow again each time, and no goroutine switch between runs
+	// under load), and more when runs wait while a worker is stuck in one
+	// run, so a run that blocks never holds up another for long (about a
+	// millisecond).
 	Dispatcher actor.Dispatcher
 	// SpawnTimeout bounds how long Start waits for the host to spawn a
 	// duplex; default 10 s.
@@ -158,7 +160,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 		jobs:         newJobPool(),
 	}
 	if rt.dispatcher == nil {
-		rt.pool = newWorkerPool(defaultThroughput, defaultMaxWorkers)
+		rt.pool = newWorkerPool(defaultThroughput, 0, defaultMaxWorkers)
 		rt.dispatcher = rt.pool
 	}
 	rt.strategy = rt.observed(o.Supervision)
@@ -413,87 +415,4 @@ func (t *tasks) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("%d background task(s) still running: %w", n, ctx.Err())
 	}
-}
-
-// Defaults of the runtime's worker pool: protoactor's default throughput
-// (messages per mailbox run before yielding) and the most workers kept
-// parked.
-const (
-	defaultThroughput = 300
-	defaultMaxWorkers = 64
-)
-
-// workerPool is an actor.Dispatcher that runs mailbox runs on parked
-// worker goroutines. A run is handed to an idle worker when there is one;
-// otherwise a new worker is started (up to max, then a plain goroutine).
-// Handing runs to the same few goroutines saves starting one per run and,
-// above all, growing its stack again each time: a turn that decodes and
-// validates JSON needs several times the initial stack. Its methods are
-// safe for concurrent use.
-type workerPool struct {
-	work       chan func()
-	quit       chan struct{}
-	throughput int
-
-	mu     sync.Mutex
-	n, max int
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func newWorkerPool(throughput, max int) *workerPool {
-	return &workerPool{work: make(chan func()), quit: make(chan struct{}), throughput: throughput, max: max}
-}
-
-// Schedule implements actor.Dispatcher.
-func (p *workerPool) Schedule(fn func()) {
-	select {
-	case p.work <- fn: // an idle worker took it
-		return
-	default:
-	}
-	p.mu.Lock()
-	if p.closed || p.n >= p.max {
-		p.mu.Unlock()
-		go fn()
-		return
-	}
-	p.n++
-	p.wg.Add(1)
-	p.mu.Unlock()
-	go p.worker(fn)
-}
-
-// Throughput implements actor.Dispatcher.
-func (p *workerPool) Throughput() int { return p.throughput }
-
-func (p *workerPool) worker(fn func()) {
-	defer p.wg.Done()
-	defer func() {
-		p.mu.Lock()
-		p.n--
-		p.mu.Unlock()
-	}()
-	for {
-		fn()
-		select {
-		case fn = <-p.work:
-		case <-p.quit:
-			return
-		}
-	}
-}
-
-// close stops the idle workers and waits for the busy ones to finish.
-// Runs scheduled afterwards get goroutines of their own.
-func (p *workerPool) close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	p.mu.Unlock()
-	close(p.quit)
-	p.wg.Wait()
 }

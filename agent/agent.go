@@ -447,7 +447,14 @@ func (c *conversation) stopLoop() {
 // attempt sends one request on stream and follows it to its END.
 func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream string, payload json.RawMessage, n int) (*models.Answer, error) {
 	stream = c.streamOf(stream)
-	s, err := mux.Open(stream)
+	// A Run that shows no progress and asks no approvals reads the
+	// frames once the stream has ended: it sleeps through the
+	// conversation instead of being woken for every frame.
+	var wake func(*messages.Frame) bool
+	if c.emit == nil && c.approval == nil {
+		wake = isEnd
+	}
+	s, err := mux.OpenWake(stream, wake)
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 	}
@@ -485,6 +492,8 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		}
 	}
 }
+
+func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }
 
 // abort sends ABORT for the stream and reads on until its END, so that
 // every call that started is answered, for CancelGrace at most.

@@ -194,7 +194,7 @@ func figureAgents(c *config) []Row {
 	}
 	single := metricSide("one agent", "runs/s", func(b *testing.B) { benchAgentConversation(b, true) })
 	fleet := func(b *testing.B) { benchAgentFleet(b, n) }
-	rows := c.rows([]pair{
+	rows := c.rows(append([]pair{
 		{figure: "7", name: "(a) through agent.Run vs through the raw loop", ours: single,
 			base: benchSide("raw loop", func(b *testing.B) { benchLoopConversation(b, true) }),
 			kind: throughput, unit: "runs", goal: ratioAtLeast(1),
@@ -212,7 +212,7 @@ func figureAgents(c *config) []Row {
 			base: metricSide("one agent", "runs/cpu-s", func(b *testing.B) { benchAgentConversation(b, true) }),
 			kind: throughput, unit: "runs per CPU", goal: info,
 			note: "runs per second of the process's CPU time: what a run costs, whatever share of a busy machine the process gets"},
-	})
+	}, sessionRows(c, n)...))
 	measure := side{name: "polyweave", measure: func() sample {
 		kib, err := agentMemory(n)
 		return sample{ns: kib, err: err}

@@ -41,9 +41,12 @@ func figureCluster(c *config) []Row {
 	defer pg.stop()
 	rb := &remoteBench{}
 	defer rb.stop()
-	streams := 64
+	two, one := &clusterBench{pg: pg, members: 2}, &clusterBench{pg: pg, members: 1}
+	defer two.stop()
+	defer one.stop()
+	streams, sessions := 64, 64
 	if c.smoke {
-		streams = 2
+		streams, sessions = 2, 2
 	}
 	chunks := func(name string, open storeOpener, sessions int) side {
 		return metricSide(name, "chunks/s", func(b *testing.B) { benchRouterChunksOn(b, open, sessions) })
@@ -58,6 +61,11 @@ func figureCluster(c *config) []Row {
 		{figure: "8", name: "router recovery of 10 000 pending calls (PostgreSQL)",
 			ours: benchSide("router", func(b *testing.B) { benchRouterRecoveryOn(b, pg.open) }),
 			kind: duration, unit: "recovery", goal: oursAtMost(500_000, "< 500 ms")},
+		{figure: "8", name: fmt.Sprintf("sessions/s, %d sessions on 2 cluster members vs 1", sessions),
+			ours: benchSide("2 members", func(b *testing.B) { two.benchSessions(b, sessions) }),
+			base: benchSide("1 member", func(b *testing.B) { one.benchSessions(b, sessions) }),
+			kind: throughput, unit: "sessions", per: float64(sessions), goal: info,
+			note: fmt.Sprintf("members are processes on this machine, sharing its cores and one PostgreSQL server; each session makes %d tool rounds (a SHA-256 of 256 KiB each), persisted step by step", clusterRounds)},
 		{figure: "8", name: "store: persist, PostgreSQL vs bbolt, 64 writers",
 			ours: benchSide("pgstore", func(b *testing.B) { benchPersist(b, 64, pg.open) }),
 			base: benchSide("boltstore", func(b *testing.B) { benchPersist(b, 64, openBolt(nil)) }),
@@ -74,11 +82,22 @@ type pgServer struct {
 	schema atomic.Int64
 }
 
+// dsn starts the server if need be and returns its connection string.
+func (p *pgServer) dsn() (string, error) {
+	// Members of the cluster rows hold connections besides the stores'.
+	p.once.Do(func() {
+		p.srv, p.err = pgtest.Start(&pgtest.Options{Fsync: p.fsync, Settings: map[string]string{"max_connections": "300"}})
+	})
+	if p.err != nil {
+		return "", p.err
+	}
+	return p.srv.DSN, nil
+}
+
 // open is a storeOpener: a store in a fresh schema of the server.
 func (p *pgServer) open(b *testing.B) durability.Store {
-	p.once.Do(func() { p.srv, p.err = pgtest.Start(&pgtest.Options{Fsync: p.fsync}) })
-	if p.err != nil {
-		b.Fatal(p.err)
+	if _, err := p.dsn(); err != nil {
+		b.Fatal(err)
 	}
 	s, err := pgstore.Open(context.Background(), p.srv.DSN, &pgstore.Options{Schema: fmt.Sprintf("bench_%d", p.schema.Add(1))})
 	if err != nil {
@@ -104,6 +123,10 @@ const bareResponderName = "responder"
 // servePeer runs this process as the peer if envPeer says so, and reports
 // whether it did (main then returns).
 func servePeer() bool {
+	if spec := os.Getenv(envMember); spec != "" { // a member of a benchmark cluster
+		serveMember(spec)
+		return true
+	}
 	if os.Getenv(envPeer) == "" {
 		return false
 	}

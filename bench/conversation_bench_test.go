@@ -21,3 +21,11 @@ func BenchmarkAgent(b *testing.B) {
 	b.Run("one", func(b *testing.B) { benchAgentConversation(b, true) })
 	b.Run("fleet-1000", func(b *testing.B) { benchAgentFleet(b, 1000) })
 }
+
+// BenchmarkSessions plays the conversation on 1000 raw-loop sessions of
+// one runtime at once and on one at a time (runs/s, runs per CPU second,
+// p99 latency as p99-runs/s), the bodies of figure 7's sessions rows.
+func BenchmarkSessions(b *testing.B) {
+	b.Run("one", func(b *testing.B) { benchSessionFleet(b, 1) })
+	b.Run("fleet-1000", func(b *testing.B) { benchSessionFleet(b, 1000) })
+}

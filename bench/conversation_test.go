@@ -14,9 +14,9 @@ import (
 // than in a benchmark nobody reads. What a run allocates is listed in
 // bench/README.md (figure 7).
 const (
-	loopAllocsSync      = 105
-	loopAllocsAsync     = 165
-	loopAllocsStreaming = 200 // the streaming conversation, tools sync
+	loopAllocsSync      = 70
+	loopAllocsAsync     = 115
+	loopAllocsStreaming = 120 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -206,6 +207,36 @@ func figureWorkspace(c *config) []Row {
 	return c.rows(append(pairs, cmdPairs...))
 }
 
+// einoPerCPU measures the rows against Eino per CPU second (information):
+// our runs per second of the process's CPU time against the Eino peer's,
+// which on a shared machine says more than runs per second of the clock.
+func (c *config) einoPerCPU(p *peer, r [2]int) []Row {
+	perCPU := func(name string, fn func(b *testing.B)) side {
+		return metricSide(name, "runs/cpu-s", fn)
+	}
+	var rows []Row
+	for _, pc := range []struct {
+		name  string
+		ours  side
+		extra []string
+	}{
+		{"(a) vs eino, per CPU second", perCPU("loop", func(b *testing.B) { benchLoopConversation(b, true) }), nil},
+		{"(a) with async tools vs eino, per CPU second", perCPU("loop", func(b *testing.B) { benchLoopConversation(b, false) }), nil},
+		{"(s) streaming vs eino Stream, per CPU second", perCPU("streaming loop", benchStreamingConversation), []string{"--stream"}},
+	} {
+		if !c.selected("7", pc.name) {
+			continue
+		}
+		row := c.compare(pair{figure: "7", name: pc.name, ours: pc.ours, base: p.cpuSide(r[0], r[1], pc.extra...),
+			kind: throughput, unit: "runs per CPU", goal: info})
+		if row.Error == "" {
+			row.Note = p.version + ": runs per second of each process's CPU time (user and system, garbage collection included)"
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // The goals of row (a) (sync tools) against each peer, the rows of the
 // streaming conversation against the peers streaming it, and their goals.
 var (
@@ -236,8 +267,12 @@ func figureConversation(c *config) []Row {
 	}
 	var want []string
 	for _, name := range []string{"ai-sdk", "eino"} {
-		if c.selected("7", "(a) vs "+name) || c.selected("7", streamingPeerRow[name]) ||
-			(name == "eino" && c.selected("7", "(a) with async tools vs eino")) {
+		rows := []string{"(a) vs " + name, streamingPeerRow[name]}
+		if name == "eino" {
+			rows = append(rows, "(a) with async tools vs eino", "(a) vs eino, per CPU second",
+				"(a) with async tools vs eino, per CPU second", "(s) streaming vs eino Stream, per CPU second")
+		}
+		if slices.ContainsFunc(rows, func(row string) bool { return c.selected("7", row) }) {
 			want = append(want, name)
 		}
 	}
@@ -278,6 +313,9 @@ func figureConversation(c *config) []Row {
 				row.Note = p.version + fmt.Sprintf(", %d runs per measurement; the conversation of row (s)", r[0])
 			}
 			rows = append(rows, row)
+		}
+		if p.name == "eino" {
+			rows = append(rows, c.einoPerCPU(p, r)...)
 		}
 		if p.name == "eino" && c.selected("7", "(a) with async tools vs eino") {
 			row := c.compare(pair{figure: "7", name: "(a) with async tools vs eino", ours: loop(false), base: p.side(r[0], r[1]),

@@ -124,21 +124,18 @@ func benchInspected(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer lc.Close()
 	defer closeInspector()
-	ctx := context.Background()
-	if err := lc.run(ctx); err != nil {
+	benchRuns(b, lc) // closes lc
+}
+
+// benchUninspected is the same conversation without the inspector (the
+// baseline of benchInspected, measured the same way).
+func benchUninspected(b *testing.B) {
+	lc, err := newTappedConversation(true, nil)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := lc.run(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+	benchRuns(b, lc)
 }
 
 // inspectorInterval is the event stream's shortest interval, for the note.

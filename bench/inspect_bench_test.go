@@ -6,5 +6,5 @@ import "testing"
 // event stream client ("inspected") and without ("without").
 func BenchmarkInspected(b *testing.B) {
 	b.Run("inspected", benchInspected)
-	b.Run("without", benchUntraced)
+	b.Run("without", benchUninspected)
 }

@@ -24,6 +24,9 @@ type peerResult struct {
 	Runs       int     `json:"runs"`
 	RunsPerSec float64 `json:"runs_per_sec"`
 	NsPerRun   float64 `json:"ns_per_run"`
+	// CPUNsPerRun is the peer process's CPU time per run (the Eino peer
+	// reports it); 0 when not reported.
+	CPUNsPerRun float64 `json:"cpu_ns_per_run"`
 }
 
 // peer is a runnable peer, or why it cannot run.
@@ -102,6 +105,25 @@ func (p *peer) run(ctx context.Context, runs, warmup int, extra ...string) (peer
 	}
 	p.version = res.Peer + " " + res.Version + " on " + res.Runtime
 	return res, nil
+}
+
+// cpuSide measures the peer's CPU time per run (see peerResult), for the
+// rows per CPU second: on a busy machine they compare what a run costs,
+// whatever share of the machine each process gets.
+func (p *peer) cpuSide(runs, warmup int, extra ...string) side {
+	s := p.side(runs, warmup, extra...)
+	s.name += ", per CPU second"
+	s.measure = func() sample {
+		res, err := p.run(context.Background(), runs, warmup, extra...)
+		if err == nil && res.CPUNsPerRun <= 0 {
+			err = fmt.Errorf("peer %s reports no CPU time", p.name)
+		}
+		if err != nil {
+			return sample{err: err}
+		}
+		return sample{ns: res.CPUNsPerRun}
+	}
+	return s
 }
 
 // side measures the peer as one contestant of a pair.

@@ -41,7 +41,7 @@ func (discard) Close() error                                               { ret
 // BenchmarkProvider_PersistEvent: one argument chunk event (what a durable
 // streaming router persists per chunk), encoded alone and into memstore.
 func BenchmarkProvider_PersistEvent(b *testing.B) {
-	chunk := &messages.RouterChunkAppended{Seq: 7, Chunk: "0123456789abcdef"}
+	chunk := &messages.RouterChunkAppended{Seq: 7, Chunk: []byte("0123456789abcdef")}
 	for _, c := range []struct {
 		name  string
 		store func() durability.Store

@@ -352,11 +352,23 @@ func (p *Provider) persist(name, what string, index uint64, msg proto.Message,
 	}
 }
 
+// Appender is an event that encodes itself: the Provider appends
+// AppendProto's bytes instead of running protobuf's generic marshaling,
+// for the small events an actor persists by the thousand (a streaming
+// router's argument chunks). AppendProto must append exactly the bytes
+// proto.Marshal makes of the message ProtoReflect returns, ProtoSize
+// being their length: the stored event is read back as that message.
+type Appender interface {
+	proto.Message
+	ProtoSize() int
+	AppendProto(b []byte) []byte
+}
+
 // appendAny appends msg serialized as a google.protobuf.Any (type_url = 1,
 // value = 2) to b, writing the message straight into the Any's value
-// instead of building an anypb.Any and marshaling twice. The type_url
-// field of the last type encoded is kept: a durable actor mostly persists
-// one type of event.
+// instead of building an anypb.Any and marshaling twice (an [Appender]
+// writes itself). The type_url field of the last type encoded is kept: a
+// durable actor mostly persists one type of event.
 func (p *Provider) appendAny(b []byte, msg proto.Message) ([]byte, error) {
 	if msg == nil {
 		return b, errors.New("nil message")
@@ -369,6 +381,16 @@ func (p *Provider) appendAny(b []byte, msg proto.Message) ([]byte, error) {
 		hb = append(append(hb, anyTypeURLPrefix...), name...)
 		h = &anyHeader{name: name, b: protowire.AppendTag(hb, 2, protowire.BytesType)}
 		p.header.Store(h)
+	}
+	if a, ok := msg.(Appender); ok {
+		size := a.ProtoSize()
+		b = append(b, h.b...)
+		b = protowire.AppendVarint(b, uint64(size))
+		start := len(b)
+		if b = a.AppendProto(b); len(b)-start != size {
+			return b, fmt.Errorf("%s appended %d bytes, said %d", name, len(b)-start, size)
+		}
+		return b, nil
 	}
 	size := proto.Size(msg)
 	b = append(b, h.b...)

@@ -266,3 +266,47 @@ func TestProvider_PersistEventsIsOneBatch(t *testing.T) {
 		t.Errorf("a batch that failed to encode stored %d events", n)
 	}
 }
+
+// stringAppender is a StringValue that encodes itself; lie adds to the
+// size it reports.
+type stringAppender struct {
+	*wrapperspb.StringValue
+	lie int
+}
+
+func (a stringAppender) ProtoSize() int { return proto.Size(a.StringValue) + a.lie }
+
+func (a stringAppender) AppendProto(b []byte) []byte {
+	return must(proto.MarshalOptions{Deterministic: true}.MarshalAppend(b, a.StringValue))
+}
+
+// TestProvider_Appender: an event that encodes itself is stored as the
+// same Any as its message, one by one and in a batch, and reads back as
+// that message; one whose size does not match its bytes is refused as an
+// encoding failure, with nothing stored.
+func TestProvider_Appender(t *testing.T) {
+	s := memstore.New(nil)
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	msg := wrapperspb.String("hello")
+	p.PersistEvent("a", 0, stringAppender{StringValue: msg})
+	p.PersistEvents("a", 1, []proto.Message{stringAppender{StringValue: msg}, msg})
+	n := 0
+	p.GetEvents("a", 0, 0, func(e any) {
+		n++
+		if !proto.Equal(e.(proto.Message), msg) {
+			t.Errorf("event %d = %v, want %v", n-1, e, msg)
+		}
+	})
+	if n != 3 {
+		t.Errorf("%d events read back, want 3", n)
+	}
+	if se := raised(t, func() { p.PersistEvent("a", 3, stringAppender{StringValue: msg, lie: 1}) }); se.Op != durability.OpEncode {
+		t.Errorf("a lying appender raised %v", se)
+	}
+	n = 0
+	p.GetEvents("a", 3, 0, func(any) { n++ })
+	if n != 0 {
+		t.Errorf("%d events stored after the refused one", n)
+	}
+}

@@ -54,7 +54,7 @@ func (in *Inspector) CutStream(stream string) (string, error) {
 	in.mu.Lock()
 	var model actors.Ref
 	if s := in.sessions[sessionKey(stream)]; s != nil {
-		if st, ok := s.streams[stream]; ok {
+		if st := s.stream(stream); st != nil {
 			model = st.model.self
 		}
 	}

@@ -66,15 +66,19 @@ type Inspector struct {
 	unwatch []func()
 	closed  chan struct{}
 	once    sync.Once
-	version atomic.Uint64 // bumped at every change the page shows
+	clock   coarseClock // for ages and moments; latencies read time.Now
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// version is bumped at every change the page shows: next to mu, as
+	// the hot path bumps it holding mu (one cache line, not two).
+	version  atomic.Uint64
 	feed     []FeedItem // ring of the newest opts.FeedSize items
 	feedNext uint64     // sequence number of the next item
 	flashes  map[string]time.Time
 	models   map[string]bool // spec names of the observed model adapters
 	modelsBy map[string]*modelObserver
 	sessions map[string]*session
+	spare    *session // a forgotten session, reset, for the next one
 	// sessionOrder and storeOrder are the keys of sessions and stores,
 	// first seen first (for forget).
 	sessionOrder, storeOrder []string
@@ -132,6 +136,7 @@ func (in *Inspector) Close() {
 			stop()
 		}
 		close(in.closed)
+		in.clock.close()
 		in.mu.Lock()
 		for _, s := range in.stalls {
 			s.set(false)
@@ -229,7 +234,6 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 // or agent.Options.OnToolResult (calling it from a hook of your own is
 // fine: it is quick and does not block).
 func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
-	now := time.Now()
 	name := ev.Call.GetName()
 	kind := ""
 	if ev.Result.IsErrorResult() {
@@ -239,15 +243,22 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	}
 	in.mu.Lock()
 	var latency time.Duration = -1
+	var now time.Time
 	if s := in.sessions[sessionKey(ev.StreamID)]; s != nil {
 		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok && !p.dispatched.IsZero() {
+			now = time.Now() // precise: a latency
 			latency = now.Sub(p.dispatched)
 		}
-		in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
+		if len(s.approvals) > 0 {
+			in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
+		}
 	}
 	st := in.toolStats(name)
 	st.calls++
 	if kind != "" {
+		if now.IsZero() {
+			now = in.clock.now()
+		}
 		st.failures++
 		st.kinds[kind]++
 		in.addFeed(FeedItem{Time: now, Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", name, ev.Call.GetToolCallId(),
@@ -256,8 +267,8 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	if latency >= 0 {
 		st.addLatency(latency)
 	}
+	in.version.Add(1)
 	in.mu.Unlock()
-	in.changed()
 }
 
 // OnBreakerChange records that the circuit breaker of tool moved to
@@ -291,6 +302,9 @@ type toolStats struct {
 	kinds           map[string]int
 	lat             []time.Duration // ring of the newest latencySamples
 	latNext         int
+	// timedAt is the coarse clock's tick (unix ns) when a call of the
+	// tool was last timed.
+	timedAt int64
 }
 
 func (t *toolStats) addLatency(d time.Duration) {
@@ -319,18 +333,26 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 
 // forget drops the oldest sessions and durability positions past
 // Options.MaxSessions (first seen first), keeping those with a stream
-// open or a call waiting for approval: O(1) per session, so that a host running conversations without
-// end pays the same for each. in.mu must be held.
-func (in *Inspector) forget() {
+// open or a call waiting for approval, and the session keep (one just
+// made): O(1) per session, so that a host running conversations without
+// end pays the same for each. A dropped session's buffers are kept for
+// the next one (in.spare). in.mu must be held.
+func (in *Inspector) forget(keep string) {
 	limit := in.opts.MaxSessions
 	for n := len(in.sessionOrder); len(in.sessions) > limit && n > 0; n-- {
 		id := in.sessionOrder[0]
 		in.sessionOrder = in.sessionOrder[1:]
-		if s, ok := in.sessions[id]; ok && (len(s.streams) > 0 || len(s.approvals) > 0) {
+		s, ok := in.sessions[id]
+		if !ok {
+			continue
+		}
+		if id == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
 			in.sessionOrder = append(in.sessionOrder, id) // busy: later
 			continue
 		}
 		delete(in.sessions, id)
+		s.reset()
+		in.spare = s
 	}
 	for len(in.stores) > limit && len(in.storeOrder) > 0 {
 		delete(in.stores, in.storeOrder[0])

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -40,9 +39,11 @@ type cutStream struct{ stream string }
 // modelObserver is the inspector's side of one incarnation of a
 // decorated adapter. Its fields are the actor's: no lock.
 type modelObserver struct {
-	in   *Inspector
-	self actors.Ref
-	cut  map[string]bool // streams cut, until the adapter's own END
+	in     *Inspector
+	self   actors.Ref
+	cut    map[string]bool // streams cut, until the adapter's own END
+	last   *session        // the session of the last frame seen (under in.mu)
+	staged stagedMessages
 }
 
 type modelLogic struct {
@@ -122,30 +123,43 @@ func (o *modelObserver) stop(err error) {
 		delete(in.modelsBy, o.self.String())
 	}
 	for _, s := range in.sessions {
-		for stream, st := range s.streams {
-			if st.model == o {
-				delete(s.streams, stream)
-				s.lastError = "the model adapter stopped: " + err.Error()
-			}
+		n := len(s.streams)
+		s.streams = slices.DeleteFunc(s.streams, func(st openStream) bool { return st.model == o })
+		if len(s.streams) < n {
+			s.lastError = "the model adapter stopped: " + err.Error()
 		}
 	}
+	o.staged = stagedMessages{}
 	in.mu.Unlock()
 	in.changed()
 }
 
 // session returns the session of stream, making it; in.mu must be held.
-func (o *modelObserver) session(stream string) *session { return o.in.session(stream) }
+// The last one is remembered: the frames of a response come in a row.
+func (o *modelObserver) session(stream string) *session {
+	// A session has its id while in in.sessions; forgotten, it has none.
+	if s := o.last; s != nil && s.id != "" && s.id == sessionKey(stream) {
+		return s
+	}
+	o.last = o.in.session(stream)
+	return o.last
+}
 
 // session returns the session of stream, making it; in.mu must be held.
 func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
 	s := in.sessions[key]
 	if s == nil {
-		now := time.Now()
-		s = &session{id: key, started: now, updated: now, streams: map[string]openStream{}}
+		now := in.clock.now()
+		s = in.spare
+		in.spare = nil
+		if s == nil {
+			s = &session{}
+		}
+		s.id, s.updated = key, now
 		in.sessions[key] = s
 		in.sessionOrder = append(in.sessionOrder, key)
-		in.forget()
+		in.forget(key)
 	}
 	return s
 }
@@ -162,27 +176,61 @@ func (o *modelObserver) request(f *messages.Frame) {
 		return
 	}
 	in := o.in
+	stream := f.GetStreamId()
+	if f.GetType() == messages.FrameType_PARAM {
+		// Kept until the request's END (one lock a request): another
+		// stream's request in between shows it at once.
+		if o.staged.stream != "" && o.staged.stream != stream {
+			o.flushStaged()
+		}
+		o.staged = stagedMessages{stream: stream, payload: f.GetPayload()}
+		return
+	}
 	var now time.Time
 	if f.GetType() == messages.FrameType_END {
-		now = time.Now() // only where it is shown: clocks cost in VMs
+		now = in.clock.now()
 	}
 	in.mu.Lock()
-	s := o.session(f.GetStreamId())
+	s := o.session(stream)
+	if o.staged.stream == stream {
+		s.request(o.staged.payload)
+		o.staged = stagedMessages{}
+	}
 	switch f.GetType() {
-	case messages.FrameType_PARAM:
-		s.messages = f.GetPayload()
-		s.text.Reset()
-		s.answer = ""
-		s.calls = s.calls[:0] // the follow-up carries their results
 	case messages.FrameType_END:
 		s.requests++
 		s.updated = now
-		s.streams[f.GetStreamId()] = openStream{model: o, since: now}
+		s.openStream(stream, o, now)
 	default:
-		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
+		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), stream)
 	}
+	in.version.Add(1)
 	in.mu.Unlock()
-	in.changed()
+}
+
+// stagedMessages is the "messages" PARAM of a request whose END has not
+// come yet.
+type stagedMessages struct {
+	stream  string
+	payload json.RawMessage
+}
+
+// flushStaged shows the staged messages now.
+func (o *modelObserver) flushStaged() {
+	in := o.in
+	in.mu.Lock()
+	o.session(o.staged.stream).request(o.staged.payload)
+	in.version.Add(1)
+	in.mu.Unlock()
+	o.staged = stagedMessages{}
+}
+
+// request starts a new request of s with its messages.
+func (s *session) request(messages json.RawMessage) {
+	s.messages = messages
+	s.text = s.text[:0]
+	s.answered = false
+	s.clearCalls() // the follow-up carries their results
 }
 
 // response sees a frame the adapter emits and reports whether to pass it
@@ -203,7 +251,7 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 	in := o.in
 	var now time.Time
 	if f.GetType() != messages.FrameType_TEXT {
-		now = time.Now()
+		now = in.clock.now()
 	}
 	in.mu.Lock()
 	s := o.session(stream)
@@ -216,8 +264,8 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 			if p := s.call(f.GetToolCallId()); p != nil && len(p.args) < in.opts.Clip*2 {
 				p.args = append(p.args, f.GetText()...)
 			}
-		} else if s.text.Len() < maxText {
-			s.text.WriteString(f.GetText())
+		} else if len(s.text) < maxText {
+			s.text = append(s.text, f.GetText()...)
 		}
 	case messages.FrameType_TOOL_CALL:
 		if p := s.call(f.GetToolCallId()); p != nil {
@@ -232,18 +280,30 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		in.addFeed(FeedItem{Time: now, Kind: "model", Actor: o.self.String(), Alert: true,
 			Text: fmt.Sprintf("model stream %s failed: %s", stream, f.GetText())})
 	case messages.FrameType_END:
-		delete(s.streams, stream)
-		if len(s.calls) == 0 {
-			s.answer = s.text.String() // a final answer
+		s.closeStream(stream)
+		if len(s.calls) == 0 && len(s.text) > 0 {
+			s.answered = true // the text is a final answer
 		}
+		var timed time.Time
 		for i := range s.calls {
-			if s.calls[i].dispatched.IsZero() {
-				s.calls[i].dispatched = now // the loop runs the response's calls at its END
+			p := &s.calls[i]
+			if p.running {
+				continue
+			}
+			p.running = true // the loop runs the response's calls at its END
+			if st := in.toolStats(p.name); st.timedAt != now.UnixNano() {
+				// Timed: at most one call per tool and tick of the
+				// coarse clock (reading the clock is what costs).
+				st.timedAt = now.UnixNano()
+				if timed.IsZero() {
+					timed = time.Now()
+				}
+				p.dispatched = timed
 			}
 		}
 	}
+	in.version.Add(1)
 	in.mu.Unlock()
-	in.changed()
 	return true
 }
 
@@ -255,8 +315,8 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	s := in.sessions[sessionKey(stream)]
 	open := false
 	if s != nil {
-		st, ok := s.streams[stream]
-		open = ok && st.model == o
+		st := s.stream(stream)
+		open = st != nil && st.model == o
 	}
 	in.mu.Unlock()
 	if !open {
@@ -277,18 +337,19 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 // session is what the inspector knows of one conversation.
 type session struct {
 	id               string
-	started, updated time.Time
+	updated          time.Time
 	messages         json.RawMessage // the last request's messages
-	text             strings.Builder // the current response's text
-	answer           string          // the final answer, once given
+	text             []byte          // the current response's text
+	answered         bool            // text is the final answer
 	calls            []pendingCall   // tool calls of the current response without a result yet
 	approvals        []heldApproval  // calls waiting for a person, held first first
-	streams          map[string]openStream
+	streams          []openStream    // few: a slice
 	requests, errors int
 	lastError        string
 }
 
 type openStream struct {
+	id    string
 	model *modelObserver
 	since time.Time
 }
@@ -297,7 +358,49 @@ type pendingCall struct {
 	id, name, stream string
 	args             []byte    // kept as the frame has them; clipped when shown
 	since            time.Time // when the model made it
-	dispatched       time.Time // when its response ended (the loop runs it)
+	running          bool      // its response ended: the loop runs it
+	dispatched       time.Time // when, if its latency is measured
+}
+
+// stream returns the open stream id, or nil.
+func (s *session) stream(id string) *openStream {
+	for i := range s.streams {
+		if s.streams[i].id == id {
+			return &s.streams[i]
+		}
+	}
+	return nil
+}
+
+func (s *session) openStream(id string, model *modelObserver, since time.Time) {
+	if st := s.stream(id); st != nil {
+		st.model, st.since = model, since
+		return
+	}
+	s.streams = append(s.streams, openStream{id: id, model: model, since: since})
+}
+
+func (s *session) closeStream(id string) {
+	if i := slices.IndexFunc(s.streams, func(st openStream) bool { return st.id == id }); i >= 0 {
+		s.streams = slices.Delete(s.streams, i, i+1)
+	}
+}
+
+// reset empties s for reuse by another session, keeping its buffers.
+func (s *session) reset() {
+	s.clearCalls()
+	clear(s.streams)
+	s.streams = s.streams[:0]
+	clear(s.approvals)
+	streams, calls, text, approvals := s.streams, s.calls, s.text[:0], s.approvals[:0]
+	*s = session{streams: streams, calls: calls, text: text, approvals: approvals}
+}
+
+// clearCalls forgets the pending calls, keeping the slice (and letting
+// go of the frames' payloads it held).
+func (s *session) clearCalls() {
+	clear(s.calls[:cap(s.calls)])
+	s.calls = s.calls[:0]
 }
 
 // call returns the pending call id, valid until calls changes.

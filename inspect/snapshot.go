@@ -112,7 +112,9 @@ type Position struct {
 
 // ToolFigures are one tool's call count, failure kinds and latency
 // percentiles (from the end of the model response that made a call,
-// when the loop runs it, to its result; over the newest 512 calls).
+// when the loop runs it, to its result; over the newest 512 calls
+// timed: every call, unless the tool is called more than once a
+// millisecond, when one call a millisecond is timed).
 type ToolFigures struct {
 	Name     string         `json:"name"`
 	Calls    int            `json:"calls"`
@@ -158,7 +160,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 		sum := SessionSummary{ID: id}
 		if s := in.sessions[id]; s != nil {
 			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
-			sum.Answered, sum.Failed, sum.Updated = s.answer != "", s.lastError != "" && s.answer == "", s.updated
+			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, s.updated
 		} else {
 			sum.Updated = in.stores[id].At
 		}
@@ -275,21 +277,21 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	}
 	d.Requests, d.Errors, d.LastError = s.requests, s.errors, s.lastError
 	d.Conversation = conversation(s.messages, in.opts.Clip*4)
-	if s.answer != "" {
-		d.Answer = clip(s.answer, in.opts.Clip*8)
-	} else if s.text.Len() > 0 {
-		d.Response = clip(s.text.String(), in.opts.Clip*8)
+	if s.answered {
+		d.Answer = clip(string(s.text), in.opts.Clip*8)
+	} else if len(s.text) > 0 {
+		d.Response = clip(string(s.text), in.opts.Clip*8)
 	}
 	d.Approvals = in.waiting(s, now)
 	for _, p := range s.calls {
 		age := now.Sub(p.since)
 		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
-			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: !p.dispatched.IsZero()})
+			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: p.running})
 	}
-	for _, stream := range slices.Sorted(maps.Keys(s.streams)) {
-		st := s.streams[stream]
-		d.Streams = append(d.Streams, OpenStream{ID: stream, Model: st.model.self.String(), Age: shortDuration(now.Sub(st.since))})
+	for _, st := range s.streams {
+		d.Streams = append(d.Streams, OpenStream{ID: st.id, Model: st.model.self.String(), Age: shortDuration(now.Sub(st.since))})
 	}
+	slices.SortFunc(d.Streams, func(a, b OpenStream) int { return strings.Compare(a.ID, b.ID) })
 	return d
 }
 

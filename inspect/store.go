@@ -31,8 +31,8 @@ func (s *observedStore) note(name string, index uint64, kind string) {
 	if _, ok := s.in.stores[name]; !ok {
 		s.in.storeOrder = append(s.in.storeOrder, name)
 	}
-	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: time.Now()}
-	s.in.forget()
+	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: s.in.clock.now()}
+	s.in.forget("")
 	s.in.mu.Unlock()
 	s.in.changed()
 }

@@ -295,11 +295,14 @@ func (x *RouterCallStarted) GetIndex() uint32 {
 }
 
 // RouterChunkAppended adds a piece of arguments to a pending call, named
-// by the seq it got when it started (the hot event: kept small).
+// by the seq it got when it started (the hot event: kept small). chunk is
+// bytes, not string: the same encoding (old logs read unchanged), without
+// a UTF-8 check on every chunk, and a chunk that ends inside a character
+// (its next chunk holds the rest) is stored like any other.
 type RouterChunkAppended struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Chunk         string                 `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Chunk         []byte                 `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,11 +344,11 @@ func (x *RouterChunkAppended) GetSeq() uint64 {
 	return 0
 }
 
-func (x *RouterChunkAppended) GetChunk() string {
+func (x *RouterChunkAppended) GetChunk() []byte {
 	if x != nil {
 		return x.Chunk
 	}
-	return ""
+	return nil
 }
 
 // RouterCallCompleted removes a call whose arguments are complete (it runs).
@@ -713,7 +716,7 @@ const file_durability_proto_rawDesc = "" +
 	"\x05index\x18\x04 \x01(\rR\x05index\"=\n" +
 	"\x13RouterChunkAppended\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
-	"\x05chunk\x18\x02 \x01(\tR\x05chunk\"T\n" +
+	"\x05chunk\x18\x02 \x01(\fR\x05chunk\"T\n" +
 	"\x13RouterCallCompleted\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +

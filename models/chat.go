@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Roles of a [Message].
@@ -89,7 +90,7 @@ func (m Message) AppendJSON(b []byte) []byte {
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = appendString(b, c.Name)
 			b = append(b, `,"arguments":`...)
-			args := string(c.Arguments)
+			args := bytesString(c.Arguments)
 			if args == "" {
 				args = "{}"
 			}
@@ -124,7 +125,7 @@ func (m Message) encodedLen() int {
 			if len(c.Arguments) == 0 {
 				n += len(`"{}"`)
 			} else {
-				n += stringLen(string(c.Arguments))
+				n += stringLen(bytesString(c.Arguments))
 			}
 		}
 	}
@@ -340,6 +341,10 @@ func jsonKind(c byte) string {
 }
 
 const hexDigits = "0123456789abcdef"
+
+// bytesString is b as a string without a copy, for reading it during the
+// call only (appendString and stringLen keep nothing of it).
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // stringLen is the length of s encoded by appendString.
 func stringLen(s string) int {

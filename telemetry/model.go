@@ -71,10 +71,18 @@ func (o *modelObserver) in(c actors.Context, f *messages.Frame) {
 
 func (o *modelObserver) out(f *messages.Frame) {
 	switch f.GetType() {
-	case messages.FrameType_META, messages.FrameType_ERROR, messages.FrameType_END:
-		ev := frameEvent(evOut, o, f)
-		o.t.rec.put(&ev)
+	case messages.FrameType_META:
+		switch f.GetName() {
+		case models.MetaUsage, models.MetaFinish, models.MetaTruncatedCall, resilience.MetaEvent:
+		default:
+			return // not recorded (thinking blocks)
+		}
+	case messages.FrameType_ERROR, messages.FrameType_END:
+	default:
+		return
 	}
+	ev := frameEvent(evOut, o, f)
+	o.t.rec.put(&ev)
 }
 
 func (o *modelObserver) failed(_ actors.Context, err error) {

@@ -40,11 +40,19 @@ const MetaState = "state"
 // an argument chunk, a call completing, a stream ending with calls still
 // pending, a restore) is persisted as a protobuf event
 // (messages.RouterCallStarted, RouterChunkAppended, RouterCallCompleted,
-// RouterStreamEnded, RouterRestored) through protoactor's persistence
-// middleware BEFORE it is applied, and a snapshot (messages.RouterState)
-// is taken every SnapshotEvery events. Frames that change nothing (a chunk
-// for a call that is not pending, the END of a stream without pending
-// calls, atomic TOOL_CALLs) are not persisted.
+// RouterStreamEnded, RouterRestored) BEFORE it is applied, and a snapshot
+// (messages.RouterState) is taken every SnapshotEvery events. Frames that
+// change nothing (a chunk for a call that is not pending, the END of a
+// stream without pending calls, atomic TOOL_CALLs) are not persisted.
+//
+// Argument chunks are written together: a chunk shows nowhere until its
+// call completes or its stream ends, so the router holds the chunks of a
+// run of frames and writes them in one store call (consecutive chunks of
+// a call as one event) with the next event that shows, before anything
+// else leaves the router (a frame passed on, a tool's result), when its
+// incarnation ends (a failure, a stop), after 1024 chunks or 32 KiB, or
+// at the latest a millisecond after the first chunk held. Held chunks are
+// applied once durable: the state is what the store holds.
 //
 // When the router restarts (its supervisor restarted it after a panic, or
 // the process started again with the same store), it recovers its pending
@@ -137,30 +145,49 @@ func RestoreFrame(streamID, wrapperID string, state *messages.RouterState) (*mes
 	return f, nil
 }
 
-// durableRouter is the Wrapped of a durable router: the router's decide
-// step says which event a frame makes, the event is persisted, then
-// applied (the one Apply that recovery also replays through), then the
-// router acts on the frame.
+// durableRouter is the Wrapped of a durable router: its durableCore
+// decides which event a frame makes, persists it (argument chunks held
+// and written together), then applies it (the one Apply that recovery
+// also replays through); then the router acts on the frame.
 type durableRouter struct {
 	*routerLogic
-	meta   *messages.Metadata // the durability metadata of state frames
-	id     string
-	events routerEvents
+	meta  *messages.Metadata // the durability metadata of state frames
+	id    string
+	core  durableCore
+	timer bool // a flushTimer is set
 }
+
+// flushTimer is the key of the timer that writes held chunks when no
+// other frame does within flushDelay.
+type flushTimer struct{}
+
+// flushDelay bounds how long a chunk stays held while its stream is
+// quiet: a pause in a streamed argument writes what came before it.
+const flushDelay = time.Millisecond
 
 func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
-	return &durableRouter{routerLogic: r, id: o.WrapperID,
+	d := &durableRouter{routerLogic: r, id: o.WrapperID,
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
+	d.core.asm = &r.asm
+	return d
 }
 
-// persist stores e as the router's next event; it returns once e is
-// durable (a store failure fails the actor before e is applied).
-func (r *durableRouter) persist(c actors.Context, e Event) {
+// persister returns the Persister of the turn c belongs to.
+func persister(c actors.Context) actors.Persister {
 	p, ok := actors.PersisterOf(c)
 	if !ok {
 		c.Fail(errors.New("durable router: not running as a persistent duplex"))
 	}
-	p.Persist(r.events.message(e))
+	return p
+}
+
+// flush writes and applies the held chunks: every turn other than a
+// chunk's starts with it, so nothing leaves the router before the events
+// decided before it are durable.
+func (r *durableRouter) flush(c actors.Context) {
+	if r.core.holding() {
+		r.core.flush(persister(c))
+	}
 }
 
 // Request implements actors.Wrapped: restore frames addressed to this
@@ -168,31 +195,32 @@ func (r *durableRouter) persist(c actors.Context, e Event) {
 func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	raw, ok := f.RestoreState()
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
+		r.flush(c)
 		r.routerLogic.Request(c, f)
 		return
 	}
 	var st messages.RouterState
 	if err := proto.Unmarshal(raw, &st); err != nil {
+		r.flush(c)
 		r.emit(c, messages.Meta(f.GetStreamId(), "restore_error", mustJSON(map[string]string{"error": err.Error()})))
 		return
 	}
-	e := Event{Kind: EventRestored, State: &st}
-	r.persist(c, e)
-	r.asm.Pending.Apply(e)
+	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
 	r.announceAll(c, "restored")
 }
 
 // Response implements actors.Wrapped: decide, persist, apply, act.
 func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
-	e, decisions := r.asm.Decide(f)
-	if e.Kind == EventNone {
-		r.act(c, decisions)
+	w := persister(c)
+	if r.core.hold(w, f) { // the hot path: an argument chunk
+		if !r.timer && r.core.holding() {
+			r.timer = true
+			c.After(flushDelay, flushTimer{})
+		}
 		return
 	}
-	r.persist(c, e)
-	r.asm.Pending.Apply(e)
+	e, decisions := r.core.step(w, f)
 	switch e.Kind {
-	case EventChunkAppended: // the hot path: nothing to announce
 	case EventCallStarted:
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
 	case EventCallCompleted:
@@ -204,26 +232,37 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 }
 
 // HandleMessage implements actors.MessageHandler: recovery replays stored
-// events (and the snapshot) through Apply; snapshots; then the router's
-// own messages.
+// events (and the snapshot) through Apply; snapshots; the flush timer;
+// then the router's own messages.
 func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	if e, ok := eventOf(msg); ok {
 		r.asm.Pending.Apply(e)
 		return
 	}
-	switch msg.(type) {
+	switch m := msg.(type) {
 	case *persistence.ReplayComplete:
 		r.announceAll(c, "recovered")
-	case *persistence.RequestSnapshot:
-		p, ok := actors.PersisterOf(c)
-		if !ok {
-			c.Fail(errors.New("durable router: not running as a persistent duplex"))
+	case *persistence.RequestSnapshot: // from inside a write: the state before it
+		persister(c).PersistSnapshot(r.asm.Pending.State())
+	case actors.Timer:
+		if _, ok := m.Key.(flushTimer); ok {
+			r.timer = false
+			r.flush(c)
+			return
 		}
-		p.PersistSnapshot(r.asm.Pending.State())
+		r.flush(c)
+		r.routerLogic.HandleMessage(c, msg)
 	default:
+		r.flush(c)
 		r.routerLogic.HandleMessage(c, msg)
 	}
 }
+
+// OnFailure implements actors.WrapperFailureHandler: the chunks held when
+// the incarnation ends are written, so the next one, which may get later
+// chunks of the same calls, recovers them. (A write that failed is not
+// held any more: it is not retried.)
+func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c) }
 
 // stateChange is the payload of a META state frame.
 type stateChange struct {

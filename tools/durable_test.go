@@ -34,9 +34,16 @@ type crashable struct{ actors.Logic }
 
 type crashNow struct{}
 
+// crashFrame is the META frame name on which a crashable router panics
+// when it comes out of its model, in order after the frames before it.
+const crashFrame = "test-crash"
+
 func (l crashable) Receive(c actors.Context, msg any) {
 	if _, ok := msg.(crashNow); ok {
 		panic("test: crash requested")
+	}
+	if cf, ok := msg.(actors.ChildFrame); ok && cf.Frame.GetType() == messages.FrameType_META && cf.Frame.GetName() == crashFrame {
+		panic("test: crash frame")
 	}
 	l.Logic.Receive(c, msg)
 }
@@ -109,6 +116,21 @@ func durableRouter(t *testing.T, store durability.Store, tool *tools.Tool, every
 	newLogic := spec.New
 	spec.New = func() actors.Logic { return crashable{newLogic()} }
 	return spec
+}
+
+// startMemRouter starts a durable router on a memstore with a recording
+// tool, in a runtime closed at cleanup.
+func startMemRouter(t *testing.T, every int) (*argsTool, *actors.Runtime, *actors.Conn) {
+	t.Helper()
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rec, tool := newArgsTool(t)
+	rt := runtimeWith(t, nil)
+	conn, err := rt.Start(durableRouter(t, store, tool, every))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, rt, conn
 }
 
 // stateEvent is a decoded META state frame.
@@ -213,14 +235,7 @@ func secondHalf(stream string) []*messages.Frame {
 func TestDurableRouter_RecoversAfterPanic(t *testing.T) {
 	for _, every := range []int{1, 3, 0} {
 		t.Run("snapshot every "+string(rune('0'+every)), func(t *testing.T) {
-			store := memstore.New(nil)
-			t.Cleanup(func() { store.Close() })
-			rec, tool := newArgsTool(t)
-			rt := runtimeWith(t, nil)
-			conn, err := rt.Start(durableRouter(t, store, tool, every))
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec, rt, conn := startMemRouter(t, every)
 			send(t, conn, firstHalf("s")...)
 			// A call on another stream: its state frame says the chunks
 			// before it were persisted and applied.
@@ -257,6 +272,33 @@ func TestDurableRouter_RecoversAfterPanic(t *testing.T) {
 				t.Errorf("call_b ran with %q, want once with %q", got, argsB)
 			}
 		})
+	}
+}
+
+// TestDurableRouter_HeldChunksSurviveACrash: the router holds argument
+// chunks until something shows; when it panics while holding them (here
+// on the frame right after them, with nothing shown since), its
+// incarnation writes them as it ends, so the next one, which gets the
+// rest of the call, runs it with byte-identical arguments. The chunks cut
+// a character in two: they are stored as bytes.
+func TestDurableRouter_HeldChunksSurviveACrash(t *testing.T) {
+	rec, _, conn := startMemRouter(t, 0)
+	args := `{"id":"h","text":"é€ held"}`
+	cut := strings.Index(args, "€") + 1 // inside the character
+	send(t, conn, messages.StreamingToolCall("s", "call_h", "record"))
+	waitState(t, conn, "s", "started")
+	send(t, conn, messages.ToolArgChunk("s", "call_h", args[:4]), messages.ToolArgChunk("s", "call_h", args[4:cut]),
+		messages.Meta("s", crashFrame, nil))
+	if ev, _ := waitState(t, conn, "s", "recovered"); !slices.Equal(ev.ToolCallIDs, []string{"call_h"}) {
+		t.Errorf("recovered %+v", ev)
+	}
+	send(t, conn, messages.ToolArgChunk("s", "call_h", args[cut:]), messages.ToolComplete("s", "call_h"), messages.End("s"))
+	results, _ := untilResults(t, conn, "s", 1)
+	if results[0].IsErrorResult() {
+		t.Errorf("error result %s", line(results[0]))
+	}
+	if got := rec.got("h"); !slices.Equal(got, []string{args}) {
+		t.Errorf("call_h ran with %q, want once with %q", got, args)
 	}
 }
 
@@ -315,14 +357,7 @@ func TestDurableRouter_SurvivesProcessRestart(t *testing.T) {
 // TestDurableRouter_RestoreFrame restores a router from a snapshot held
 // elsewhere: the frame is consumed and the restored call completes.
 func TestDurableRouter_RestoreFrame(t *testing.T) {
-	store := memstore.New(nil)
-	t.Cleanup(func() { store.Close() })
-	rec, tool := newArgsTool(t)
-	rt := runtimeWith(t, nil)
-	conn, err := rt.Start(durableRouter(t, store, tool, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, _, conn := startMemRouter(t, 0)
 	state := &messages.RouterState{Calls: []*messages.PendingToolCall{
 		{Seq: 1, StreamId: "r", ToolCallId: "call_r", Name: "record", Args: []byte(`{"id":"r",`)},
 	}}

@@ -81,7 +81,7 @@ func FuzzRouterEvent(f *testing.F) {
 	}
 	for _, m := range []proto.Message{
 		&messages.RouterCallStarted{StreamId: "a", ToolCallId: "c1", Name: "t", Index: 2},
-		&messages.RouterChunkAppended{Seq: 1, Chunk: `{"x":`},
+		&messages.RouterChunkAppended{Seq: 1, Chunk: []byte(`{"x":`)},
 		&messages.RouterCallCompleted{StreamId: "a", ToolCallId: "c1"},
 		&messages.RouterStreamEnded{StreamId: "a"},
 		&messages.RouterRestored{State: &messages.RouterState{LastSeq: 3, Calls: []*messages.PendingToolCall{

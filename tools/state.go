@@ -3,8 +3,6 @@ package tools
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -72,13 +70,7 @@ func (p *PendingCalls) Apply(e Event) {
 		p.indexed(c)
 		p.counted(e.StreamID, 1)
 	case EventChunkAppended:
-		c := e.call
-		if c == nil || c.Seq != e.Seq {
-			if c = p.bySeq[e.Seq]; c == nil {
-				return
-			}
-		}
-		c.Args = append(c.Args, e.Chunk...)
+		p.appendChunk(e.call, e.Seq, e.Chunk)
 	case EventCallCompleted:
 		k := callKey{e.StreamID, e.ToolCallID}
 		c, ok := p.calls[k]
@@ -104,6 +96,26 @@ func (p *PendingCalls) Apply(e Event) {
 	}
 }
 
+// appendChunk is Apply of a chunk event: it adds chunk to the call with
+// seq; c is the call Decide found for it, if any (it saves a lookup).
+func (p *PendingCalls) appendChunk(c *PendingCall, seq uint64, chunk string) {
+	if c == nil || c.Seq != seq {
+		if c = p.bySeq[seq]; c == nil {
+			return
+		}
+	}
+	if c.Args == nil { // room for the usual arguments at once, instead of doubling from a few bytes
+		c.Args = make([]byte, 0, max(len(chunk), 256))
+	}
+	c.Args = append(c.Args, chunk...)
+}
+
+// chunkCall returns the pending call of an argument chunk, nil when there
+// is none (the chunk changes nothing).
+func (p *PendingCalls) chunkCall(f *messages.Frame) *PendingCall {
+	return p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]
+}
+
 // Decide says what one response frame does, without changing anything:
 // the event it makes (Kind EventNone when it changes nothing) and what to
 // do with the frame and the calls it concerns (see [Assembler.Step]). The
@@ -123,7 +135,7 @@ func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
 	case f.GetType() == messages.FrameType_TOOL_CALL:
 		out = append(out, Decision{Kind: Run, Frame: f})
 	case f.IsToolArgChunk():
-		if c, ok := p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]; ok {
+		if c := p.chunkCall(f); c != nil {
 			ev = Event{Kind: EventChunkAppended, Seq: c.Seq, Chunk: f.GetText(), call: c}
 		}
 	case f.IsToolComplete():
@@ -147,30 +159,6 @@ func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
 	return ev, out
 }
 
-// routerEvents holds the protobuf form of router events for persisting;
-// the chunk message is reused (a provider encodes it at once).
-type routerEvents struct {
-	chunk messages.RouterChunkAppended
-}
-
-// message returns the protobuf event that stores e.
-func (b *routerEvents) message(e Event) proto.Message {
-	switch e.Kind {
-	case EventCallStarted:
-		return &messages.RouterCallStarted{StreamId: e.StreamID, ToolCallId: e.ToolCallID, Name: e.Name, Index: e.Index}
-	case EventChunkAppended:
-		b.chunk.Seq, b.chunk.Chunk = e.Seq, e.Chunk
-		return &b.chunk
-	case EventCallCompleted:
-		return &messages.RouterCallCompleted{StreamId: e.StreamID, ToolCallId: e.ToolCallID}
-	case EventStreamEnded:
-		return &messages.RouterStreamEnded{StreamId: e.StreamID}
-	case EventRestored:
-		return &messages.RouterRestored{State: e.State}
-	}
-	panic(fmt.Sprintf("router event of kind %d has no stored form", e.Kind))
-}
-
 // eventOf returns the event a stored router message holds: one of the
 // router events, or a snapshot (messages.RouterState) as EventRestored.
 // ok is false for any other message.
@@ -182,7 +170,7 @@ func eventOf(msg any) (e Event, ok bool) {
 		return Event{Kind: EventCallStarted, StreamID: m.GetStreamId(), ToolCallID: m.GetToolCallId(),
 			Name: m.GetName(), Index: m.GetIndex()}, true
 	case *messages.RouterChunkAppended:
-		return Event{Kind: EventChunkAppended, Seq: m.GetSeq(), Chunk: m.GetChunk()}, true
+		return Event{Kind: EventChunkAppended, Seq: m.GetSeq(), Chunk: string(m.GetChunk())}, true
 	case *messages.RouterCallCompleted:
 		return Event{Kind: EventCallCompleted, StreamID: m.GetStreamId(), ToolCallID: m.GetToolCallId()}, true
 	case *messages.RouterStreamEnded:

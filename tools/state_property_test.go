@@ -14,10 +14,14 @@ import (
 )
 
 // coreStep is one input of the property test: a response frame, a
-// restart of the durable core, or a restore (as a restore frame does).
+// restart of the durable core (after a failure, or killed: without
+// writing what it holds), a flush (the router's other turns and its
+// timer), or a restore (as a restore frame does).
 type coreStep struct {
 	frame   *messages.Frame
 	restart bool
+	killed  bool
+	flush   bool
 	restore *messages.RouterState
 }
 
@@ -57,8 +61,11 @@ func randomSteps(r *rand.Rand, n int) []coreStep {
 			f = messages.Error(s, "model failed")
 		case k < 89:
 			f = messages.Meta(s, "usage", []byte(`{"tokens":3}`))
+		case k < 92:
+			out = append(out, coreStep{restart: true, killed: r.IntN(3) == 0})
+			continue
 		case k < 96:
-			out = append(out, coreStep{restart: true})
+			out = append(out, coreStep{flush: true})
 			continue
 		default:
 			st := &messages.RouterState{LastSeq: uint64(r.IntN(50))}
@@ -76,31 +83,44 @@ func randomSteps(r *rand.Rand, n int) []coreStep {
 	return out
 }
 
-// durableCore is the durable router's core outside an actor: decide,
-// persist through a real Provider and store, apply; a restart recovers
-// by replaying the stored snapshot and events through Apply, as the
-// router does under protoactor's persistence (snapshot every N events,
-// taken before the event at its index is applied).
-type durableCore struct {
-	asm    Assembler
-	prov   *durability.Provider
-	name   string
-	every  int
-	index  int // the next event's index
-	events routerEvents
+// testRouter is the durable router's core outside an actor: its
+// durableCore writes through a real Provider and store, as a persistent
+// duplex does (snapshot every N events, taken at the first index of a
+// write, before its events are applied); a restart flushes what is held
+// (the router's OnFailure) and recovers by replaying the stored snapshot
+// and events through Apply.
+type testRouter struct {
+	asm   Assembler
+	core  durableCore
+	prov  *durability.Provider
+	name  string
+	every int
+	index int // the next event's index
 }
 
-func (d *durableCore) persist(e Event) {
-	d.prov.PersistEvent(d.name, d.index, d.events.message(e))
-	if d.index%d.every == 0 {
-		d.prov.PersistSnapshot(d.name, d.index, d.asm.Pending.State()) // the state before e
+func newTestRouter(prov *durability.Provider, every int) *testRouter {
+	r := &testRouter{prov: prov, name: "router", every: every}
+	r.core.asm = &r.asm
+	return r
+}
+
+// PersistEvents implements eventWriter.
+func (d *testRouter) PersistEvents(events []proto.Message) {
+	first := d.index
+	d.prov.PersistEvents(d.name, first, events)
+	if next := (first + d.every - 1) / d.every * d.every; next < first+len(events) {
+		d.prov.PersistSnapshot(d.name, first, d.asm.Pending.State()) // the state before these events
 	}
-	d.index++
+	d.index = first + len(events)
 }
 
-func (d *durableCore) recover(t *testing.T) {
-	d.asm = Assembler{}
-	d.index = 0
+// restart ends the incarnation (writing what it holds, as OnFailure does,
+// unless killed) and recovers a new one.
+func (d *testRouter) restart(t *testing.T, killed bool) {
+	if !killed {
+		d.core.flush(d)
+	}
+	d.asm, d.core, d.index = Assembler{}, durableCore{asm: &d.asm}, 0
 	apply := func(msg any) {
 		e, ok := eventOf(msg)
 		if !ok {
@@ -118,6 +138,18 @@ func (d *durableCore) recover(t *testing.T) {
 	})
 }
 
+// state is the router's state once what it holds is durable.
+func (d *testRouter) state() *messages.RouterState {
+	var p PendingCalls
+	p.Apply(Event{Kind: EventRestored, State: d.asm.Pending.State()})
+	for _, h := range d.core.held {
+		e := h.event()
+		e.call = nil
+		p.Apply(e)
+	}
+	return p.State()
+}
+
 func decisionsString(ds []Decision) string {
 	var b strings.Builder
 	for _, d := range ds {
@@ -129,9 +161,11 @@ func decisionsString(ds []Decision) string {
 // TestPendingCalls_LiveEqualsReplayEqualsMemory is the property of the
 // event-sourced core: for random frame sequences with restarts at random
 // points, the durable core's decisions equal the non-durable router's
-// (an Assembler's Step), its state after live processing equals the
-// non-durable state, and replaying the persisted events (from a snapshot
-// or from the start) gives that state again.
+// (an Assembler's Step), its state (with what it holds applied) equals
+// the non-durable state, and replaying the persisted events (from a
+// snapshot or from the start) gives that state again. A router killed
+// without writing what it held recovers exactly the state it had applied:
+// applied is durable.
 func TestPendingCalls_LiveEqualsReplayEqualsMemory(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 0x11))
@@ -141,38 +175,41 @@ func TestPendingCalls_LiveEqualsReplayEqualsMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		every := 1 + r.IntN(8)
-		live := &durableCore{prov: prov, name: "router", every: every}
+		live := newTestRouter(prov, 1+r.IntN(8))
 		var memory Assembler
 		for i, st := range steps {
 			switch {
 			case st.restart:
-				live.recover(t)
+				applied := live.asm.Pending.State()
+				live.restart(t, st.killed)
+				if st.killed {
+					if !proto.Equal(live.asm.Pending.State(), applied) {
+						t.Fatalf("seed %d step %d: killed with %v applied, recovered %v", seed, i,
+							applied, live.asm.Pending.State())
+					}
+					memory.Pending.Apply(Event{Kind: EventRestored, State: applied}) // the held chunks are lost
+				}
+			case st.flush:
+				live.core.flush(live)
 			case st.restore != nil:
 				e := Event{Kind: EventRestored, State: proto.Clone(st.restore).(*messages.RouterState)}
-				live.persist(e)
-				live.asm.Pending.Apply(e)
+				live.core.persist(live, e)
 				memory.Pending.Apply(e)
 			default:
 				want := decisionsString(memory.Step(st.frame))
-				e, ds := live.asm.Decide(st.frame)
-				got := decisionsString(ds)
-				if e.Kind != EventNone {
-					live.persist(e)
-					live.asm.Pending.Apply(e)
-				}
-				if got != want {
+				_, ds := live.core.step(live, st.frame)
+				if got := decisionsString(ds); got != want {
 					t.Fatalf("seed %d step %d (%s): durable decided %q, in memory %q",
 						seed, i, messages.Format(st.frame), got, want)
 				}
 			}
-			if !proto.Equal(live.asm.Pending.State(), memory.Pending.State()) {
-				t.Fatalf("seed %d step %d: durable state %v, in memory %v", seed, i,
-					live.asm.Pending.State(), memory.Pending.State())
+			if got := live.state(); !proto.Equal(got, memory.Pending.State()) {
+				t.Fatalf("seed %d step %d: durable state %v, in memory %v", seed, i, got, memory.Pending.State())
 			}
 		}
-		replayed := &durableCore{prov: prov, name: "router", every: every}
-		replayed.recover(t)
+		live.core.flush(live)
+		replayed := newTestRouter(prov, live.every)
+		replayed.restart(t, true)
 		if !proto.Equal(replayed.asm.Pending.State(), live.asm.Pending.State()) {
 			t.Fatalf("seed %d: replayed state %v, live %v", seed, replayed.asm.Pending.State(), live.asm.Pending.State())
 		}

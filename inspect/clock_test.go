@@ -1,0 +1,46 @@
+package inspect
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The coarse clock follows the system clock within its resolution while
+// it is read, stops ticking when nobody reads it, starts again on the
+// next read, and close stops it for good.
+func TestCoarseClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c coarseClock
+		within := func(what string) {
+			t.Helper()
+			got, want := c.now(), time.Now()
+			if d := want.Sub(got); d < 0 || d > coarseResolution {
+				t.Fatalf("%s: coarse time %v is %v behind the clock, want [0, %v]", what, got, d, coarseResolution)
+			}
+		}
+		within("first read")
+		for i := range 50 { // read while time passes: it ticks along
+			time.Sleep(coarseResolution/3 + time.Duration(i)*time.Microsecond)
+			within("while read")
+		}
+		time.Sleep(2 * coarseIdle) // nobody reads: it stops
+		synctest.Wait()
+		if c.ns.Load() != 0 || c.running {
+			t.Fatalf("still ticking after %v without reads", 2*coarseIdle)
+		}
+		within("read again") // starts again
+		if !c.running {
+			t.Fatal("not ticking after a read")
+		}
+		c.close()
+		if c.running || c.ns.Load() != 0 {
+			t.Fatal("ticking after close")
+		}
+		time.Sleep(coarseResolution)
+		within("after close") // the system clock itself
+		if c.running {
+			t.Fatal("a read after close started the ticking")
+		}
+	})
+}

@@ -1,0 +1,161 @@
+package inspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// The cost of observing: the conversation of the benchmarks' figure 7
+// (three tool calls, one per response, then the answer), each run on a
+// stream of its own, played on a runtime with and without an inspector.
+
+var costTools = []string{"alpha", "beta", "gamma"}
+
+const costAnswer = "all three done"
+
+type nIn struct {
+	N int `json:"n"`
+}
+
+type okOut struct {
+	OK bool `json:"ok"`
+}
+
+// costRig plays the conversation on a loop of its own runtime.
+type costRig struct {
+	conn    *actors.Conn
+	request json.RawMessage
+	runs    int
+}
+
+// newCostRig starts the loop, observed by in when it is not nil.
+func newCostRig(t testing.TB, rt *actors.Runtime, in *inspect.Inspector) *costRig {
+	t.Helper()
+	var turns []scripted.Turn
+	for i, name := range costTools {
+		turns = append(turns, scripted.Turn{ToolCalls: []scripted.ToolCall{
+			{ID: "call_" + strconv.Itoa(i+1), Name: name, Arguments: fmt.Sprintf(`{"n":%d}`, i+1)}}})
+	}
+	model := scripted.MustNew(scripted.Script{Select: scripted.BySequence, Repeat: true,
+		Turns: append(turns, scripted.Turn{Text: costAnswer})}, &scripted.Options{MaxRecorded: -1}).Spec("model")
+	var toolset []*tools.Tool
+	for _, name := range costTools {
+		toolset = append(toolset, tools.MustNewTyped(tools.Definition{Name: name, Description: "no-op " + name, Sync: true},
+			func(context.Context, nIn) (okOut, error) { return okOut{OK: true}, nil }))
+	}
+	opts := &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: toolset}, MaxIterations: 10}
+	if in != nil {
+		model = in.Model(model)
+		opts.OnToolResult = in.OnToolResult
+	}
+	loop, err := tools.NewLoop(model, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := rt.Start(loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &costRig{conn: conn, request: models.EncodeMessages([]models.Message{models.UserMessage("go")})}
+}
+
+// run plays one conversation to its answer.
+func (r *costRig) run(t testing.TB) {
+	r.runs++
+	id := "run-" + strconv.Itoa(r.runs)
+	if err := r.conn.SendAll(messages.RawParam(id, models.ParamMessages, r.request), messages.End(id)); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := r.conn.RecvStream(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, results := "", 0
+	for _, f := range frames {
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			text += f.GetText()
+		case messages.FrameType_TOOL_RESULT:
+			results++
+		}
+	}
+	if text != costAnswer || results != len(costTools) {
+		t.Fatalf("run %s: %d results, text %q", id, results, text)
+	}
+}
+
+// allocsPerRun is the average allocations of a run, after warm-up runs
+// that fill the inspector's session list.
+func (r *costRig) allocsPerRun(t testing.TB) float64 {
+	for range inspect.DefaultMaxSessions + 20 {
+		r.run(t)
+	}
+	return testing.AllocsPerRun(300, func() { r.run(t) })
+}
+
+// The inspector's hooks on the hot path (the model adapter's frames, the
+// tool results) allocate nothing per run once its session list is full:
+// a forgotten session's buffers serve the next one. The bound leaves
+// room for the amortized growth of its maps and lists.
+func TestCost_AllocationsPerRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("300 conversations twice: run without -short")
+	}
+	rt := actorstest.NewRuntime(t, nil) // one for both: its goroutines are started on demand
+	bare := newCostRig(t, rt, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	observed := newCostRig(t, rt, in)
+
+	without, with := bare.allocsPerRun(t), observed.allocsPerRun(t)
+	t.Logf("allocations per run: %.1f without the inspector, %.1f with it", without, with)
+	if added := with - without; added > 1 {
+		t.Fatalf("the inspector adds %.1f allocations per run (%.1f vs %.1f), want at most 1", added, with, without)
+	}
+	// It did observe the runs.
+	snap := in.Snapshot("")
+	if len(snap.Sessions) != inspect.DefaultMaxSessions {
+		t.Fatalf("%d sessions shown, want the newest %d", len(snap.Sessions), inspect.DefaultMaxSessions)
+	}
+	for _, name := range costTools {
+		if tf := tool(snap, name); tf.Calls != observed.runs || tf.P50 == "" {
+			t.Fatalf("%s: %+v, want %d calls with latencies", name, tf, observed.runs)
+		}
+	}
+}
+
+// BenchmarkRender is what one event of a page's stream costs (the HTML
+// fragments) with the session list full and the newest session selected.
+func BenchmarkRender(b *testing.B) {
+	rt := actorstest.NewRuntime(b, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(in.Close)
+	r := newCostRig(b, rt, in)
+	for range inspect.DefaultMaxSessions + 20 {
+		r.run(b)
+	}
+	query := "?session=run-" + strconv.Itoa(r.runs)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := inspect.RenderView(in, query); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

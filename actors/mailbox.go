@@ -20,17 +20,23 @@ import (
 //     beside it, where protoactor's Request allocates a *MessageEnvelope
 //     per frame to carry the sender: the parent reads it from [mailbox.from]
 //     while the frame is being delivered;
-//   - the consumer takes up to mailboxBatch messages per lock, and the
-//     queue is a ring of entries indexed by mask (protoactor's divides
-//     twice per message), grown by doubling like protoactor's: a message
-//     costs no allocation once the ring has grown to the actor's backlog.
+//   - the consumer takes up to mailboxBatch messages per lock;
+//   - the queue is a list of segments that grow from mailboxFirst to
+//     mailboxSegment entries, rewound whenever the queue empties: a
+//     message costs no allocation unless the backlog outgrows the
+//     segment, a burst never copies what is queued (protoactor's ring
+//     copies it at each doubling), and an actor keeps one segment of at
+//     most mailboxSegment entries after a burst (protoactor's keeps the
+//     ring the burst grew).
 type mailbox struct {
-	mu   sync.Mutex
-	ring []entry // posted, not taken yet: n entries from head, len a power of two (under mu)
-	head int
-	n    int
+	// The queue (under mu): n entries, read from head at hi, written
+	// into tail at ti.
+	mu         sync.Mutex
+	head, tail *segment
+	hi, ti     int
+	n          int
 
-	// batch holds what the consumer took from ring with one lock:
+	// batch holds what the consumer took from the queue with one lock:
 	// batch[next:taken] are still to process. Consumer only.
 	batch [mailboxBatch]entry
 	next  int
@@ -69,8 +75,21 @@ const (
 	mailboxRunning
 )
 
-// mailboxBatch is the most user messages the consumer takes per lock.
-const mailboxBatch = 32
+// mailboxBatch is the most user messages the consumer takes per lock;
+// mailboxFirst is the size of a mailbox's first segment, doubled for each
+// next one up to mailboxSegment. The first two are small: every duplex
+// has a mailbox, and an idle session keeps a dozen of them.
+const (
+	mailboxBatch   = 4
+	mailboxFirst   = 4
+	mailboxSegment = 256
+)
+
+// segment is a run of queued entries and the next one.
+type segment struct {
+	e    []entry
+	next *segment
+}
 
 var _ actor.Mailbox = (*mailbox)(nil)
 
@@ -98,6 +117,12 @@ func (c *mailboxCell) producer() actor.MailboxProducer {
 
 // PostUserMessage implements actor.Mailbox.
 func (m *mailbox) PostUserMessage(message any) {
+	if f, ok := message.(*messages.Frame); ok {
+		// The hop path: a frame is not a batch (a concrete type check
+		// costs less than the two interface checks below).
+		m.post(entry{msg: f})
+		return
+	}
 	// As protoactor's mailbox: a batch is delivered message by message,
 	// and then as itself.
 	if batch, ok := message.(actor.MessageBatch); ok {
@@ -123,10 +148,16 @@ func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
 
 func (m *mailbox) post(e entry) {
 	m.mu.Lock()
-	if m.n == len(m.ring) {
-		m.grow()
+	switch {
+	case m.tail == nil:
+		m.tail = &segment{e: make([]entry, mailboxFirst)}
+		m.head = m.tail
+	case m.ti == len(m.tail.e):
+		s := &segment{e: make([]entry, min(2*len(m.tail.e), mailboxSegment))}
+		m.tail.next, m.tail, m.ti = s, s, 0
 	}
-	m.ring[(m.head+m.n)&(len(m.ring)-1)] = e
+	m.tail.e[m.ti] = e
+	m.ti++
 	m.n++
 	m.mu.Unlock()
 	// Counted after it is queued, as protoactor does: the consumer never
@@ -238,32 +269,31 @@ func (m *mailbox) popSystem() any {
 	return msg
 }
 
-// grow doubles the ring (under mu), its entries in order from index 0.
-func (m *mailbox) grow() {
-	ring := make([]entry, max(2*len(m.ring), 16))
-	k := copy(ring, m.ring[m.head:])
-	copy(ring[k:], m.ring[:m.head])
-	m.ring, m.head = ring, 0
-}
-
 // popUser takes the next user message; consumer only.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
-		// Every message counted is in the batch or the ring: with the
-		// batch drained, a positive count means the ring holds some.
+		// Every message counted is in the batch or the queue: with the
+		// batch drained, a positive count means the queue holds some.
 		if m.user.Load() <= 0 {
 			return entry{}, false
 		}
 		m.mu.Lock()
 		k := min(m.n, mailboxBatch)
-		mask := len(m.ring) - 1
 		for i := range k {
-			j := (m.head + i) & mask
-			m.batch[i] = m.ring[j]
-			m.ring[j] = entry{}
+			if m.hi == len(m.head.e) {
+				next := m.head.next
+				m.head.next = nil
+				m.head, m.hi = next, 0
+			}
+			m.batch[i] = m.head.e[m.hi]
+			m.head.e[m.hi] = entry{}
+			m.hi++
 		}
-		m.head = (m.head + k) & mask
-		m.n -= k
+		if m.n -= k; m.n == 0 {
+			// Empty, so head is tail and everything in it was read:
+			// the next message goes to its start.
+			m.hi, m.ti = 0, 0
+		}
 		m.mu.Unlock()
 		m.next, m.taken = 0, k
 		if k == 0 {

@@ -185,3 +185,28 @@ type invokerFunc func(any)
 func (f invokerFunc) InvokeSystemMessage(any)  {}
 func (f invokerFunc) InvokeUserMessage(m any)  { f(m) }
 func (f invokerFunc) EscalateFailure(any, any) {}
+
+// TestMailbox_BurstLeavesOneSegment: a burst far larger than a segment
+// comes out whole and in order, and once it is drained the mailbox keeps
+// a single segment of at most mailboxSegment entries, reused from its
+// start.
+func TestMailbox_BurstLeavesOneSegment(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	const burst = 10 * mailboxSegment
+	for i := range burst {
+		mb.PostUserMessage(i)
+	}
+	d.runAll()
+	for i, m := range inv.user {
+		if m != i {
+			t.Fatalf("message %d is %v", i, m)
+		}
+	}
+	if len(inv.user) != burst {
+		t.Fatalf("%d messages delivered, want %d", len(inv.user), burst)
+	}
+	if mb.head != mb.tail || len(mb.head.e) > mailboxSegment || mb.hi != 0 || mb.ti != 0 {
+		t.Fatalf("after the burst: head %p tail %p, segment of %d, read at %d, written at %d; want one rewound segment of at most %d",
+			mb.head, mb.tail, len(mb.head.e), mb.hi, mb.ti, mailboxSegment)
+	}
+}

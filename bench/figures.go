@@ -48,7 +48,7 @@ func figureHops(c *config) []Row {
 		pairs = append(pairs, pair{figure: "1", name: fmt.Sprintf("%d wrapper(s), %d hops", n, hops),
 			ours: benchSide("polyweave", func(b *testing.B) { benchWrapperHops(b, n) }),
 			base: benchSide("protoactor", func(b *testing.B) { benchBareHops(b, hops) }),
-			kind: throughput, unit: "frames", goal: ratioAtLeast(0.5)})
+			kind: throughput, unit: "frames", goal: ratioAtLeast(0.75)})
 	}
 	return c.rows(pairs)
 }

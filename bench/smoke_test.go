@@ -64,7 +64,7 @@ func TestHarnessSmoke(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 	for _, l := range lines[1:] {
-		if !strings.HasPrefix(l, "1 ") || !strings.Contains(l, "≥ 0.5×") {
+		if !strings.HasPrefix(l, "1 ") || !strings.Contains(l, "≥ 0.75×") {
 			t.Errorf("table line %q", l)
 		}
 	}

@@ -37,6 +37,7 @@ const DefaultName = "polyweave"
 const (
 	DefaultHold           = time.Second
 	DefaultRequestTimeout = 5 * time.Second
+	DefaultLinger         = time.Minute
 )
 
 // SessionFunc builds the loop of session id on the member that activates
@@ -80,6 +81,11 @@ type Options struct {
 	// RequestTimeout and sent again, to wherever the session is then.
 	// Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Linger is how long a session that has ended stays active on its
+	// member without a request before it stops (a later request
+	// activates it again, which answers from the store). Zero means
+	// DefaultLinger; negative stops it as soon as it has answered.
+	Linger time.Duration
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -141,6 +147,7 @@ type Member struct {
 	provider   pacluster.ClusterProvider
 	client     bool
 	hold       time.Duration
+	linger     time.Duration
 	timeout    time.Duration
 	log        *slog.Logger
 
@@ -179,6 +186,9 @@ func Start(opts *Options) (m *Member, err error) {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -196,7 +206,7 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m = &Member{
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
-		provider: o.Provider, client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, log: o.Logger,
+		provider: o.Provider, client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
 	}
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
 		paremote.WithEndpointWriterQueueSize(1024))

@@ -158,3 +158,44 @@ func TestMember_RunsSessions(t *testing.T) {
 		t.Errorf("asking again ran calls: %v", got)
 	}
 }
+
+// TestMember_EndedSessionStopsAndAnswersFromStore: a session that has
+// ended does not stay active (Linger negative: it stops once it has
+// answered); asking for it again activates it anew, which answers from
+// the store without running a call or asking the model.
+func TestMember_EndedSessionStopsAndAnswersFromStore(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	port := freePorts(t, 1)[0]
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    store,
+		Session:  sessionFunc(t, 2, side, nil),
+		Hold:     200 * time.Millisecond,
+		Linger:   -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil || first.Text != "All done." {
+		t.Fatalf("first run: %+v, %v", first, err)
+	}
+	again, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil || again.Text != "All done." || again.Epoch <= first.Epoch {
+		t.Fatalf("run again: %+v, %v; want the answer from a new activation (epoch above %d)", again, err, first.Epoch)
+	}
+	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["s c2"] != 1 {
+		t.Errorf("side effects %v, want s c1 and s c2 once each", got)
+	}
+}

@@ -70,6 +70,7 @@ func statusFrame(id string, st status) *messages.Frame {
 type (
 	holdExpired uint64  // a waiter's hold time has passed
 	finished    *status // the incarnation's run ended
+	lingered    uint64  // an ended session's linger time has passed since request seq
 )
 
 // sessionActor is the virtual actor (grain) of one session on the member
@@ -104,10 +105,20 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			ctx.Send(to, statusFrame(s.id, s.st))
 			delete(s.waiters, k)
 		}
-		if s.st.State == stateMoved {
-			// Fenced: a newer incarnation owns the session. The next
-			// request activates it again, wherever the cluster says.
+		switch {
+		case s.st.State == stateMoved || s.m.linger < 0:
+			// Fenced (a newer incarnation owns the session), or not
+			// to be kept: the next request activates it again,
+			// wherever the cluster says.
 			ctx.Stop(ctx.Self())
+		default:
+			s.linger(ctx)
+		}
+	case lingered:
+		if uint64(msg) == s.seq {
+			ctx.Stop(ctx.Self()) // no request since: the store answers the next one
+		} else {
+			s.linger(ctx)
 		}
 	case *actor.Stopping:
 		if s.cancel != nil {
@@ -147,6 +158,7 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 		}
 	case stateRunning:
 	default:
+		s.seq++
 		ctx.Respond(statusFrame(s.id, s.st))
 		return
 	}
@@ -159,6 +171,12 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	s.waiters[key] = ctx.Sender()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired(key)) })
+}
+
+// linger stops the ended session once Linger passes without a request.
+func (s *sessionActor) linger(ctx actor.Context) {
+	seq, self, root := s.seq, ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(s.m.linger, func() { root.Send(self, lingered(seq)) })
 }
 
 // run is one incarnation of session id on this member: it claims the

@@ -2,10 +2,12 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -17,8 +19,10 @@ import (
 // (denied, its deadline passed, cancelled, or run once approved), or
 // until it starts running when its tool was wrapped by [Inspector.Tools].
 //
-// The inspector sees the calls its policy asks about; calls a resumed
-// session holds again (asked in an earlier process) are not shown.
+// The inspector sees the calls its policy asks about. Calls a durable
+// session held in an earlier process (before a restart) are not asked
+// about again when it resumes: give their sessions to
+// [Inspector.RestoreApprovals] to show them.
 func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
 	if o == nil {
 		return nil
@@ -39,13 +43,48 @@ func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
 	return &opts
 }
 
+// RestoreApprovals shows the calls that the durable sessions sessionIDs
+// hold for approval in store (tools.ReadApprovals): calls asked about
+// in an earlier process, which a host restarting with the same store
+// finds waiting. They are followed as the calls held live: shown until
+// their result comes (with [Inspector.OnToolResult]; the session's loop
+// answers them once resumed, on the stream named after the session, as
+// package agent resumes them) or they start running (with
+// [Inspector.Tools]). When they were held is not stored: their age
+// counts from the restore. Sessions that hold nothing are skipped; it
+// returns the first error reading the store, after reading the others.
+func (in *Inspector) RestoreApprovals(store durability.Store, sessionIDs ...string) error {
+	var errs []error
+	now := time.Now()
+	for _, id := range sessionIDs {
+		reqs, err := tools.ReadApprovals(store, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("inspect: restore approvals of session %q: %w", id, err))
+			continue
+		}
+		for _, r := range reqs {
+			in.held(heldApproval{id: r.ToolCallID, tool: r.Tool, stream: id, args: slices.Clip(r.Arguments),
+				reason: r.Reason, since: now, deadline: r.Deadline, restored: true})
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // heldApproval is a call waiting for a person.
 type heldApproval struct {
 	id, tool, stream string
 	args             []byte
 	reason           string
-	since            time.Time // when it was held
+	since            time.Time // when it was held (restored: read from the store)
 	deadline         time.Time // zero: none
+	// restored calls were read from a store: their session answers them
+	// on a stream of its own (sessionKey matches).
+	restored bool
+}
+
+// is reports whether h is the call id of stream.
+func (h *heldApproval) is(stream, id string) bool {
+	return h.id == id && (h.stream == stream || h.restored && h.stream == sessionKey(stream))
 }
 
 // WaitingApproval is a call waiting for a person's approval.
@@ -60,10 +99,16 @@ type WaitingApproval struct {
 	Age   string `json:"age"`
 	// Deadline is when it is denied unless answered; nil without one.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Restored calls were held in an earlier process and read from the
+	// store ([Inspector.RestoreApprovals]): Age counts from the restore.
+	Restored bool `json:"restored,omitempty"`
 }
 
 func (in *Inspector) held(h heldApproval) {
 	text := fmt.Sprintf("%s call %s on %s waits for approval", h.tool, h.id, h.stream)
+	if h.restored {
+		text += " (held before a restart, read from the store)"
+	}
 	if h.reason != "" {
 		text += ": " + h.reason
 	}
@@ -72,7 +117,10 @@ func (in *Inspector) held(h heldApproval) {
 	}
 	in.mu.Lock()
 	s := in.session(h.stream)
-	if i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.id == h.id && a.stream == h.stream }); i >= 0 {
+	if i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(h.stream, h.id) }); i >= 0 {
+		if s.approvals[i].restored && !h.restored {
+			h.since = s.approvals[i].since // it has waited since the restore at least
+		}
 		s.approvals[i] = h
 	} else {
 		s.approvals = append(s.approvals, h)
@@ -89,7 +137,7 @@ func (in *Inspector) answered(stream, id string, how func(heldApproval) string) 
 	if s == nil {
 		return false
 	}
-	i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.id == id && a.stream == stream })
+	i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(stream, id) })
 	if i < 0 {
 		return false
 	}
@@ -135,7 +183,7 @@ func (in *Inspector) waiting(s *session, now time.Time) []WaitingApproval {
 	for _, h := range s.approvals {
 		age := now.Sub(h.since)
 		w := WaitingApproval{ID: h.id, Tool: h.tool, Stream: h.stream, Args: clip(string(h.args), in.opts.Clip), Reason: h.reason,
-			AgeMS: age.Milliseconds(), Age: shortDuration(age)}
+			AgeMS: age.Milliseconds(), Age: shortDuration(age), Restored: h.restored}
 		if !h.deadline.IsZero() {
 			d := h.deadline
 			w.Deadline = &d

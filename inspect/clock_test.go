@@ -44,3 +44,21 @@ func TestCoarseClock(t *testing.T) {
 		}
 	})
 }
+
+// A tool's calls are all timed unless more than timedPerTick of them are
+// dispatched in one tick of the coarse clock.
+func TestTimeCall(t *testing.T) {
+	var st toolStats
+	tick := time.Unix(0, 1_000_000)
+	for i := range timedPerTick {
+		if !st.timeCall(tick) {
+			t.Fatalf("call %d of the tick not timed", i+1)
+		}
+	}
+	if st.timeCall(tick) {
+		t.Fatalf("call %d of the tick timed, want %d at most", timedPerTick+1, timedPerTick)
+	}
+	if !st.timeCall(tick.Add(coarseResolution)) {
+		t.Fatal("the first call of the next tick not timed")
+	}
+}

@@ -159,3 +159,19 @@ func BenchmarkRender(b *testing.B) {
 		}
 	}
 }
+
+// Calls of one tool made together (one response) are each timed: the
+// latencies are sampled only past timedPerTick calls of a tool a
+// millisecond.
+func TestCost_CallsMadeTogetherAreTimed(t *testing.T) {
+	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"x":1}`}, {ID: "c2", Name: "echo", Arguments: `{"x":2}`},
+			{ID: "c3", Name: "echo", Arguments: `{"x":3}`}}},
+		{Text: "done"},
+	}}, nil).Spec("model")
+	r := newRig(t, nil, model)
+	r.converse(t, "s1", "echo thrice")
+	if echo := tool(r.state(t, ""), "echo"); echo.Calls != 3 || echo.Timed != 3 {
+		t.Fatalf("echo figures %+v, want 3 calls, all timed", echo)
+	}
+}

@@ -314,7 +314,7 @@ func TestState_TreeSessionToolsAfterAConversation(t *testing.T) {
 	}
 
 	echo := tool(snap, "echo")
-	if echo.Calls != 1 || echo.Failures != 0 || echo.P50 == "" || echo.P99 == "" || echo.Stallable || echo.Stalled {
+	if echo.Calls != 1 || echo.Failures != 0 || echo.Timed != 1 || echo.P50 == "" || echo.P99 == "" || echo.Stallable || echo.Stalled {
 		t.Fatalf("echo figures %+v", echo)
 	}
 	if snap.Faults || snap.Restarts != 0 {

@@ -302,9 +302,28 @@ type toolStats struct {
 	kinds           map[string]int
 	lat             []time.Duration // ring of the newest latencySamples
 	latNext         int
-	// timedAt is the coarse clock's tick (unix ns) when a call of the
-	// tool was last timed.
-	timedAt int64
+	// timedTick is the coarse clock's tick (unix ns) of the calls timed
+	// last, timedInTick how many calls were timed in it.
+	timedTick   int64
+	timedInTick int
+}
+
+// timedPerTick is how many calls of a tool are timed per tick of the
+// coarse clock (a millisecond) at most: a tool called more often has
+// its latencies sampled, as reading the system clock is what costs.
+const timedPerTick = 4
+
+// timeCall reports whether a call of the tool dispatched at now (from
+// the coarse clock) is timed.
+func (t *toolStats) timeCall(now time.Time) bool {
+	if tick := now.UnixNano(); tick != t.timedTick {
+		t.timedTick, t.timedInTick = tick, 0
+	}
+	if t.timedInTick >= timedPerTick {
+		return false
+	}
+	t.timedInTick++
+	return true
 }
 
 func (t *toolStats) addLatency(d time.Duration) {

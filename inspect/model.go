@@ -44,6 +44,7 @@ type modelObserver struct {
 	cut    map[string]bool // streams cut, until the adapter's own END
 	last   *session        // the session of the last frame seen (under in.mu)
 	staged stagedMessages
+	turn   []observed // this turn's frames, not shown yet
 }
 
 type modelLogic struct {
@@ -70,6 +71,7 @@ func (m *modelLogic) Receive(c actors.Context, msg any) {
 		return
 	}
 	m.inner.Receive(m.context(c), msg)
+	m.obs.flush()
 }
 
 // ReceiveChildFrame implements actors.ChildFrameReceiver for an adapter
@@ -78,9 +80,10 @@ func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *me
 	ctx := m.context(c)
 	if r, ok := m.inner.(actors.ChildFrameReceiver); ok {
 		r.ReceiveChildFrame(ctx, child, f)
-		return
+	} else {
+		m.inner.Receive(ctx, actors.ChildFrame{Child: child, Frame: f})
 	}
-	m.inner.Receive(ctx, actors.ChildFrame{Child: child, Frame: f})
+	m.obs.flush()
 }
 
 // OnFailure implements actors.FailureHandler: the adapter answers for its
@@ -89,6 +92,7 @@ func (m *modelLogic) OnFailure(c actors.Context, err error) {
 	if h, ok := m.inner.(actors.FailureHandler); ok {
 		h.OnFailure(m.context(c), err)
 	}
+	m.obs.flush()
 	m.obs.stop(err)
 }
 
@@ -171,26 +175,50 @@ func (o *modelObserver) request(f *messages.Frame) {
 		if f.GetName() != models.ParamMessages {
 			return
 		}
+		// Kept until the request's END: another stream's request in
+		// between shows it at once.
+		if stream := f.GetStreamId(); o.staged.stream != "" && o.staged.stream != stream {
+			o.flushStaged()
+		}
+		o.staged = stagedMessages{stream: f.GetStreamId(), payload: f.GetPayload()}
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
-	default:
+		o.turn = append(o.turn, observed{f: f, request: true})
+	}
+}
+
+// observed is a frame seen in the current turn of the adapter, shown at
+// the end of the turn or at the next END or ERROR it emits, whichever
+// comes first: one lock a turn, not one a frame. Nothing waits on what
+// is shown before: the loop runs the calls of a response at its END,
+// which is shown before it goes out.
+type observed struct {
+	f       *messages.Frame
+	request bool // written into the adapter; otherwise emitted by it
+}
+
+// flush shows the frames observed in this turn.
+func (o *modelObserver) flush() {
+	if len(o.turn) == 0 {
 		return
 	}
 	in := o.in
-	stream := f.GetStreamId()
-	if f.GetType() == messages.FrameType_PARAM {
-		// Kept until the request's END (one lock a request): another
-		// stream's request in between shows it at once.
-		if o.staged.stream != "" && o.staged.stream != stream {
-			o.flushStaged()
-		}
-		o.staged = stagedMessages{stream: stream, payload: f.GetPayload()}
-		return
-	}
-	var now time.Time
-	if f.GetType() == messages.FrameType_END {
-		now = in.clock.now()
-	}
+	now := in.clock.now()
 	in.mu.Lock()
+	for _, ob := range o.turn {
+		if ob.request {
+			o.applyRequest(ob.f, now)
+		} else {
+			o.applyResponse(ob.f, now)
+		}
+	}
+	in.version.Add(1)
+	in.mu.Unlock()
+	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
+}
+
+// applyRequest shows a request's END, CANCEL or ABORT; in.mu must be held.
+func (o *modelObserver) applyRequest(f *messages.Frame, now time.Time) {
+	stream := f.GetStreamId()
 	s := o.session(stream)
 	if o.staged.stream == stream {
 		s.request(o.staged.payload)
@@ -204,8 +232,6 @@ func (o *modelObserver) request(f *messages.Frame) {
 	default:
 		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), stream)
 	}
-	in.version.Add(1)
-	in.mu.Unlock()
 }
 
 // stagedMessages is the "messages" PARAM of a request whose END has not
@@ -234,7 +260,8 @@ func (s *session) request(messages json.RawMessage) {
 }
 
 // response sees a frame the adapter emits and reports whether to pass it
-// on (not when its stream was cut).
+// on (not when its stream was cut). An END or ERROR is shown before it
+// goes on.
 func (o *modelObserver) response(f *messages.Frame) bool {
 	stream := f.GetStreamId()
 	if o.cut != nil && o.cut[stream] {
@@ -244,20 +271,21 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 		return false
 	}
 	switch f.GetType() {
-	case messages.FrameType_TEXT, messages.FrameType_TOOL_CALL, messages.FrameType_ERROR, messages.FrameType_END:
-	default:
-		return true // META and the rest: nothing the page shows
+	case messages.FrameType_TEXT, messages.FrameType_TOOL_CALL:
+		o.turn = append(o.turn, observed{f: f})
+	case messages.FrameType_ERROR, messages.FrameType_END:
+		o.turn = append(o.turn, observed{f: f})
+		o.flush()
 	}
+	return true // META and the rest: nothing the page shows
+}
+
+// applyResponse shows a frame the adapter emitted; in.mu must be held.
+func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
 	in := o.in
-	var now time.Time
-	if f.GetType() != messages.FrameType_TEXT {
-		now = in.clock.now()
-	}
-	in.mu.Lock()
+	stream := f.GetStreamId()
 	s := o.session(stream)
-	if !now.IsZero() {
-		s.updated = now
-	}
+	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
@@ -291,10 +319,7 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 				continue
 			}
 			p.running = true // the loop runs the response's calls at its END
-			if st := in.toolStats(p.name); st.timedAt != now.UnixNano() {
-				// Timed: at most one call per tool and tick of the
-				// coarse clock (reading the clock is what costs).
-				st.timedAt = now.UnixNano()
+			if st := in.toolStats(p.name); st.timeCall(now) {
 				if timed.IsZero() {
 					timed = time.Now()
 				}
@@ -302,9 +327,6 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 			}
 		}
 	}
-	in.version.Add(1)
-	in.mu.Unlock()
-	return true
 }
 
 // cutStream ends stream outward with ERROR and END, as a broken model

@@ -113,16 +113,18 @@ type Position struct {
 // ToolFigures are one tool's call count, failure kinds and latency
 // percentiles (from the end of the model response that made a call,
 // when the loop runs it, to its result; over the newest 512 calls
-// timed: every call, unless the tool is called more than once a
-// millisecond, when one call a millisecond is timed).
+// timed: every call, unless the tool is called more than 4 times a
+// millisecond, when 4 calls a millisecond are timed).
 type ToolFigures struct {
 	Name     string         `json:"name"`
 	Calls    int            `json:"calls"`
 	Failures int            `json:"failures"`
 	Kinds    map[string]int `json:"kinds,omitempty"`
-	P50      string         `json:"p50"`
-	P90      string         `json:"p90"`
-	P99      string         `json:"p99"`
+	// Timed is how many calls the percentiles are over.
+	Timed int    `json:"timed"`
+	P50   string `json:"p50"`
+	P90   string `json:"p90"`
+	P99   string `json:"p99"`
 	// Breaker is the state of its circuit breaker ("closed" until it
 	// changed, when OnBreakerChange is hooked).
 	Breaker string `json:"breaker"`
@@ -188,6 +190,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 				tf.Kinds = maps.Clone(st.kinds)
 			}
 			p50, p90, p99 := percentiles(st.lat)
+			tf.Timed = len(st.lat)
 			if len(st.lat) > 0 {
 				tf.P50, tf.P90, tf.P99 = shortDuration(p50), shortDuration(p90), shortDuration(p99)
 			}

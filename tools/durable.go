@@ -211,15 +211,17 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 
 // Response implements actors.Wrapped: decide, persist, apply, act.
 func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
-	w := persister(c)
-	if r.core.hold(w, f) { // the hot path: an argument chunk
-		if !r.timer && r.core.holding() {
+	if r.core.hold(f) { // the hot path: an argument chunk
+		switch {
+		case r.core.full():
+			r.flush(c)
+		case !r.timer && r.core.holding():
 			r.timer = true
 			c.After(flushDelay, flushTimer{})
 		}
 		return
 	}
-	e, decisions := r.core.step(w, f)
+	e, decisions := r.core.step(persister(c), f)
 	switch e.Kind {
 	case EventCallStarted:
 		r.announce(c, e.StreamID, "started", e.ToolCallID)

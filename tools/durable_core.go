@@ -74,7 +74,10 @@ func (d *durableCore) holding() bool { return len(d.held) > 0 }
 // call runs) first writes and applies what is held, so nothing leaves the
 // router before the events decided before it are durable.
 func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision) {
-	if d.hold(w, f) {
+	if d.hold(f) {
+		if d.full() {
+			d.flush(w)
+		}
 		return Event{}, nil
 	}
 	e, ds := d.asm.Decide(f)
@@ -98,22 +101,21 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 }
 
 // hold reports whether f is an argument chunk, and holds its event (the
-// one Decide makes of it; none when its call is not pending).
-func (d *durableCore) hold(w eventWriter, f *messages.Frame) bool {
+// one Decide makes of it; none when its call is not pending). The caller
+// flushes when the hold is full.
+func (d *durableCore) hold(f *messages.Frame) bool {
 	if !f.IsToolArgChunk() {
 		return false
 	}
-	c := d.asm.Pending.chunkCall(f)
-	if c == nil {
-		return true
-	}
-	d.held = append(d.held, heldChunk{call: c, seq: c.Seq, chunk: f.GetText()})
-	d.size += len(f.GetText())
-	if len(d.held) >= maxHeldChunks || d.size >= maxHeldBytes {
-		d.flush(w)
+	if c := d.asm.Pending.chunkCall(f); c != nil {
+		d.held = append(d.held, heldChunk{call: c, seq: c.Seq, chunk: f.GetText()})
+		d.size += len(f.GetText())
 	}
 	return true
 }
+
+// full reports whether the hold has reached its bounds.
+func (d *durableCore) full() bool { return len(d.held) >= maxHeldChunks || d.size >= maxHeldBytes }
 
 // persist writes what is held and then e, in one store call, and applies
 // them in that order.

@@ -302,6 +302,73 @@ func TestDurableRouter_HeldChunksSurviveACrash(t *testing.T) {
 	}
 }
 
+// writeSignal is a store that reports each write of events (their count)
+// once it is durable.
+type writeSignal struct {
+	durability.Store
+	wrote chan int
+}
+
+func (s *writeSignal) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	err := s.Store.PersistEvent(ctx, name, index, data)
+	s.wrote <- 1
+	return err
+}
+
+func (s *writeSignal) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	err := s.Store.PersistEvents(ctx, name, first, data)
+	s.wrote <- len(data)
+	return err
+}
+
+// TestDurableRouter_QuietStreamIsWritten: chunks held while nothing else
+// happens are written by the router's flush timer, without another frame.
+func TestDurableRouter_QuietStreamIsWritten(t *testing.T) {
+	store := &writeSignal{Store: memstore.New(nil), wrote: make(chan int, 16)}
+	t.Cleanup(func() { store.Close() })
+	_, tool := newArgsTool(t)
+	rt := runtimeWith(t, nil)
+	conn, err := rt.Start(durableRouter(t, store, tool, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, conn, messages.StreamingToolCall("s", "call_q", "record"))
+	waitState(t, conn, "s", "started")
+	if n := <-store.wrote; n != 1 {
+		t.Fatalf("the call's start was written with %d events", n)
+	}
+	send(t, conn, messages.ToolArgChunk("s", "call_q", `{"id":`), messages.ToolArgChunk("s", "call_q", `"q"`))
+	ctx := testCtx(t)
+	written := 0
+	for written < 1 { // both chunks as one event, or one event each
+		select {
+		case n := <-store.wrote:
+			written += n
+		case <-ctx.Done():
+			t.Fatal("the held chunks were never written")
+		}
+	}
+	var args []byte
+	err = store.GetEvents(ctx, conn.Ref().String(), 1, 0, func(_ uint64, data []byte) error {
+		p, err := durability.NewProvider(store, nil)
+		if err != nil {
+			return err
+		}
+		e, err := p.Decode(data)
+		if err != nil {
+			return err
+		}
+		args = append(args, e.(*messages.RouterChunkAppended).GetChunk()...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"q"`; string(args) != want && string(args) != `{"id":` {
+		t.Errorf("chunks written: %q, want %q (or its first chunk so far)", args, want)
+	}
+}
+
 // TestDurableRouter_SurvivesProcessRestart stops everything half-way, closes
 // and reopens the bbolt file in a new runtime: the calls complete there.
 func TestDurableRouter_SurvivesProcessRestart(t *testing.T) {

@@ -133,6 +133,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer ui.close()
+	ui.restore(sess)
 	d := &driver{cfg: cfg, tr: tr, rt: rt, ws: ws, in: in, sess: sess, ui: ui, mcp: mcpTools, trace: trc}
 	defer d.close(ctx)
 	var lead *agent.Agent

@@ -88,6 +88,17 @@ func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, e
 	return u.insp.Model(model), nil
 }
 
+// restore shows the calls a stored session held for approval when an
+// earlier run stopped: the session holds them again once resumed.
+func (u *liveView) restore(s *session) {
+	if u == nil || s == nil {
+		return
+	}
+	if err := u.insp.RestoreApprovals(s.store, s.id); err != nil {
+		u.tr.Note("ui", "the calls waiting for approval are not shown: %v", err)
+	}
+}
+
 // linger keeps the live view up until ctx ends (the demo is interrupted).
 func (u *liveView) linger(ctx context.Context) {
 	if u == nil {

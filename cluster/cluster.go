@@ -60,8 +60,9 @@ type Options struct {
 	// remote.DefaultAddress (loopback, a free port).
 	Address string
 	// Provider tells the members of the cluster: [Automanaged] for a
-	// static list of hosts, or any protoactor cluster provider (the etcd
-	// provider, say). One provider value per process.
+	// static list of hosts, [Etcd], or any protoactor cluster provider.
+	// One provider value per Start: the member shuts it down when it
+	// closes.
 	Provider pacluster.ClusterProvider
 	// Store is the store every member shares (a PostgreSQL database):
 	// sessions are claimed and kept in it.
@@ -164,6 +165,13 @@ func Start(opts *Options) (m *Member, err error) {
 	if opts != nil {
 		o = *opts
 	}
+	defer func() {
+		// A provider that holds resources before it starts (the etcd
+		// client of Etcd's) lets them go with a Start that fails.
+		if p, ok := o.Provider.(*etcdProvider); ok && err != nil {
+			_ = p.close()
+		}
+	}()
 	switch {
 	case o.Provider == nil:
 		return nil, errors.New("cluster: no membership provider")
@@ -220,6 +228,7 @@ func Start(opts *Options) (m *Member, err error) {
 	defer func() {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {
+			_ = m.shutdownProvider()
 			_ = rt.Close(context.Background())
 			m, err = nil, fmt.Errorf("cluster: start on %s: %v", o.Address, p)
 		}

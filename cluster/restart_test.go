@@ -1,9 +1,12 @@
 package cluster_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,26 +17,95 @@ import (
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
-// A process restarted at the address of an earlier one (a member that
-// restarts on its port, under a new member id) names its futures as the
-// earlier process did: "future$1", "future$2", … So an answer meant for
-// a request of the earlier process, sent late by a session elsewhere (at
-// the end of its hold, or when it finishes), reaches whichever request of
-// the new process has that name: the status of another session, or an
-// activation of another session.
+// childClientEnv makes this test binary a cluster client at the address
+// it holds (TestClusterClientChild), configured besides through
+// childHostsEnv and childSchemaEnv.
+const childClientEnv = "POLYWEAVE_CLUSTER_CLIENT"
+
+// TestClusterClientChild is a cluster client's body; it does nothing
+// unless started by TestMember_RestartedAtSameAddress. It marks "ready
+// ID" (its member id) once it has joined, then takes commands on its
+// stdin: "run ID" runs session ID in the background and marks "ran ID
+// EPOCH TEXT" (or "error ID ERROR"); "futures" marks "futures ID…", the
+// ids of its pending futures. It leaves when its stdin closes.
+func TestClusterClientChild(t *testing.T) {
+	address := os.Getenv(childClientEnv)
+	if address == "" {
+		return
+	}
+	if err := runClientChild(t, address); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+}
+
+func runClientChild(t *testing.T, address string) error {
+	c, err := cluster.Start(&cluster.Options{
+		Client: true, Address: address,
+		Provider: cluster.Automanaged(0, strings.Split(os.Getenv(childHostsEnv), ","), 100*time.Millisecond),
+		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Hold:     3 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	mark := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
+	mark("ready %s", c.System().ID)
+	var runs sync.WaitGroup
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch cmd := sc.Text(); {
+		case cmd == "futures":
+			mark("futures %s", strings.Join(pendingFutures(c.System()), " "))
+		case strings.HasPrefix(cmd, "run "):
+			id := strings.TrimPrefix(cmd, "run ")
+			runs.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				res, err := c.Run(ctx, id, firstRequest(id)...)
+				if err != nil {
+					mark("error %s %v", id, err)
+					return
+				}
+				mark("ran %s %d %s", id, res.Epoch, res.Text)
+			})
+		}
+	}
+	runs.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Close(ctx)
+}
+
+// A process restarted at the address of an earlier one (a member or
+// client that restarts on its port, under a new member id) names its
+// futures as the earlier process did: "future$1", "future$2", … So an
+// answer meant for a request of the earlier process, sent late by a
+// session elsewhere (at the end of its hold, or when it finishes),
+// reaches whichever request of the new process has that name: the status
+// of another session, or an activation of another session.
 //
-// TestMember_RestartedAtSameAddress restarts a client at its address and
-// runs session t from it while t waits in a tool call on the member; every
-// future the new process has pending then gets, from the member, the
-// status of session s as it would have been answered to the earlier
-// process. Run must not take it for t's: it asks again, and returns t's
-// own answer once t ends.
+// TestMember_RestartedAtSameAddress runs a client in a child process that
+// runs session s, then restarts it at the same address (a new process,
+// under a new member id) and runs session t from it while t waits in a
+// tool call on the member (this process). Every future the new process
+// has pending then gets, from the member, the status of session s as it
+// would have been answered to the earlier process. Run must not take it
+// for t's: it asks again, and returns t's own answer once t ends.
 func TestMember_RestartedAtSameAddress(t *testing.T) {
 	leakCheck(t)
 	schema := freshSchema()
 	side := newSideFile(t)
+	raceLog := filepath.Join(t.TempDir(), "race")
 	ports := freePorts(t, 2)
 	health := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	address := fmt.Sprintf("127.0.0.1:%d", ports[1])
@@ -61,78 +133,72 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeMember := func(m *cluster.Member) {
-		t.Helper()
+	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close %s: %v", m.Address(), err)
+		if err := host.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
 		}
-	}
-	defer closeMember(host)
-	startClient := func() *cluster.Member {
-		t.Helper()
-		c, err := cluster.Start(&cluster.Options{
-			Client: true, Address: address,
-			Provider: cluster.Automanaged(0, []string{health}, 100*time.Millisecond),
-			Store:    openStore(t, schema),
-			Hold:     3 * time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
-	first := startClient()
-	if res, err := first.Run(ctx, "s", firstRequest("s")...); err != nil || res.Text != "All done." {
-		t.Fatalf("session s from the first client: %+v, %v", res, err)
-	}
-	firstID := first.System().ID
-	closeMember(first)
-	second := startClient()
-	defer closeMember(second)
-	if second.Address() != address || second.System().ID == firstID {
-		t.Fatalf("restarted client: %s, id %s; want %s under a new id (was %s)", second.Address(), second.System().ID, address, firstID)
-	}
-
-	type outcome struct {
-		res *cluster.Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := second.Run(ctx, "t", firstRequest("t")...)
-		done <- outcome{res, err}
 	}()
-	select {
+	startClient := func() (*tooltest.Child, string) {
+		t.Helper()
+		c := tooltest.StartChild(t, "^TestClusterClientChild$", childClientEnv+"="+address,
+			childHostsEnv+"="+health, childSchemaEnv+"="+schema,
+			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+		id, ok := strings.CutPrefix(c.Mark(t), "ready ")
+		if !ok {
+			t.Fatal("client did not say it was ready")
+		}
+		return c, id
+	}
+	// ran returns the text of session id's answer, as c marks it.
+	ran := func(c *tooltest.Child, id string) string {
+		t.Helper()
+		m := c.Mark(t)
+		text, ok := strings.CutPrefix(m, "ran "+id+" 1 ")
+		if !ok {
+			t.Fatalf("session %s: %s; want its answer at epoch 1", id, m)
+		}
+		return text
+	}
+
+	first, firstID := startClient()
+	first.Send(t, "run s")
+	if text := ran(first, "s"); text != "All done." {
+		t.Fatalf("session s from the first client answered %q", text)
+	}
+	first.Stop(t)
+	second, secondID := startClient()
+	if secondID == firstID {
+		t.Fatalf("the restarted client has the first one's id %s", firstID)
+	}
+
+	second.Send(t, "run t")
+	select { // t's request is pending once its session is in the call
 	case <-started:
-	case o := <-done:
-		t.Fatalf("session t ended before its call ran: %+v, %v", o.res, o.err)
+	case <-time.After(time.Minute):
+		t.Fatal("session t did not start its call within a minute")
+	}
+	second.Send(t, "futures")
+	futures, ok := strings.CutPrefix(second.Mark(t), "futures ")
+	if !ok || futures == "" {
+		t.Fatalf("the restarted client has no request pending: %q", futures)
 	}
 	stale, err := json.Marshal(map[string]any{"state": "done", "text": "the stale answer of s", "member": host.Address(), "epoch": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	frame := &messages.Frame{Type: messages.FrameType_META, StreamId: "s", Name: "polyweave.session.status", Payload: stale}
-	sent := 0
-	for _, id := range pendingFutures(second.System()) {
+	for _, id := range strings.Fields(futures) {
 		host.System().Root.Send(actor.NewPID(address, id), frame)
-		sent++
 	}
-	if sent == 0 {
-		t.Fatal("the restarted client has no request pending")
-	}
-	// The stale answers cross the wire before t's; whatever Run made of
-	// them, it has done once t's own answer is in.
+	// The stale answers cross the connection before t's own.
 	close(release)
-	o := <-done
-	if o.err != nil || o.res.Text != "All done." || o.res.Epoch != 1 {
-		t.Fatalf("session t from the restarted client: %+v, %v; want t's own answer \"All done.\" at epoch 1", o.res, o.err)
+	if text := ran(second, "t"); text != "All done." {
+		t.Errorf("session t from the restarted client answered %q, want its own answer \"All done.\"", text)
 	}
-	t.Logf("%d stale answers sent; t answered after %d requests", sent, o.res.Requests)
+	second.Stop(t)
+	checkRaceReports(t, filepath.Dir(raceLog))
 	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
 		t.Errorf("side effects %v, want s c1 and t c1 once each", got)
 	}

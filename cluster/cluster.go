@@ -165,13 +165,6 @@ func Start(opts *Options) (m *Member, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	defer func() {
-		// A provider that holds resources before it starts (the etcd
-		// client of Etcd's) lets them go with a Start that fails.
-		if p, ok := o.Provider.(*etcdProvider); ok && err != nil {
-			_ = p.close()
-		}
-	}()
 	switch {
 	case o.Provider == nil:
 		return nil, errors.New("cluster: no membership provider")

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -23,14 +23,14 @@ const DefaultEtcdKey = "/polyweave"
 // its client URLs), each with a lease it keeps alive, and every member
 // and client watches the prefix. Members join and leave at any time: a
 // member that closes deregisters at once, and one that dies leaves when
-// its lease expires (about three seconds). Give each process (each
-// [Start]) its own provider.
+// its lease expires (about three seconds). Give each [Start] its own
+// provider.
 //
-// The provider holds an etcd client from the start. The member that
-// [Start] joins with it closes that client when it closes (and a Start
-// that fails closes it too); the provider cannot be used again after
-// that. The pinned provider's keep-alive goroutine may sleep for up to a
-// second after the member has closed before it ends.
+// The provider connects to etcd when the member starts (after protoactor
+// has set up gRPC, whose global logger it replaces then), and closes that
+// connection when the member closes; a provider that is not used holds
+// nothing. The pinned provider's keep-alive goroutine may sleep for up to
+// a second after the member has closed before it ends.
 func Etcd(endpoints []string, baseKey string) (pacluster.ClusterProvider, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("cluster: etcd provider: no endpoints")
@@ -38,73 +38,75 @@ func Etcd(endpoints []string, baseKey string) (pacluster.ClusterProvider, error)
 	if baseKey == "" {
 		baseKey = DefaultEtcdKey
 	}
-	p, err := etcd.NewWithConfig(baseKey, clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
+	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("client"); !ok || f.Type != reflect.TypeFor[*clientv3.Client]() {
+		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no client field to close: update cluster.Etcd for this protoactor")
 	}
-	client, err := etcdClient(p)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
-	}
-	return &etcdProvider{Provider: p, client: client}, nil
+	return &etcdProvider{baseKey: baseKey, cfg: clientv3.Config{Endpoints: slices.Clone(endpoints), DialTimeout: 5 * time.Second}}, nil
 }
 
-// etcdClient returns the etcd client that the pinned provider made and
-// never closes: it keeps it in an unexported field, and there is no other
-// way to give it one, or to reach it. A protoactor whose provider no
-// longer has that field fails here, at once, rather than leaking.
-func etcdClient(p *etcd.Provider) (*clientv3.Client, error) {
-	f := reflect.ValueOf(p).Elem().FieldByName("client")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[*clientv3.Client]() {
-		return nil, errors.New("the protoactor etcd provider has no client field to close: update cluster.Etcd for this protoactor")
-	}
-	c := *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
-	if c == nil {
-		return nil, errors.New("the protoactor etcd provider has no client")
-	}
-	return c, nil
-}
-
-// etcdProvider is the pinned etcd provider, whose etcd client is closed
-// when the member is done with it.
+// etcdProvider starts the pinned etcd provider, and its etcd client, when
+// the member starts, and closes the client when the member is done with
+// it: the pinned provider never does.
 type etcdProvider struct {
-	*etcd.Provider
-	client  *clientv3.Client
-	started atomic.Bool
+	baseKey string
+	cfg     clientv3.Config
 
-	closeOnce sync.Once
-	closeErr  error
+	mu     sync.Mutex
+	p      *etcd.Provider // once started
+	client *clientv3.Client
+	used   bool
+	closed bool
 }
 
-func (p *etcdProvider) StartMember(c *pacluster.Cluster) error {
-	p.started.Store(true)
-	return p.Provider.StartMember(c)
+func (e *etcdProvider) StartMember(c *pacluster.Cluster) error {
+	p, err := e.start()
+	if err != nil {
+		return err
+	}
+	return p.StartMember(c)
 }
 
-func (p *etcdProvider) StartClient(c *pacluster.Cluster) error {
-	p.started.Store(true)
-	return p.Provider.StartClient(c)
+func (e *etcdProvider) StartClient(c *pacluster.Cluster) error {
+	p, err := e.start()
+	if err != nil {
+		return err
+	}
+	return p.StartClient(c)
+}
+
+func (e *etcdProvider) start() (*etcd.Provider, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.used {
+		return nil, errors.New("cluster: etcd provider: already used by a member; give each Start its own")
+	}
+	e.used = true
+	p, err := etcd.NewWithConfig(e.baseKey, e.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
+	}
+	// The pinned provider keeps its client in an unexported field, and
+	// there is no other way to reach it (Etcd checked that it is there).
+	f := reflect.ValueOf(p).Elem().FieldByName("client")
+	e.p, e.client = p, *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
+	return p, nil
 }
 
 // Shutdown deregisters the member (when it had started), stops watching
 // and closes the etcd client, which ends the lease's keep-alive.
-func (p *etcdProvider) Shutdown(graceful bool) (err error) {
-	defer func() {
-		if cerr := p.close(); err == nil {
-			err = cerr
-		}
-	}()
-	if !p.started.Load() {
+func (e *etcdProvider) Shutdown(graceful bool) (err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.p == nil || e.closed {
 		return nil
 	}
-	return p.Provider.Shutdown(graceful)
-}
-
-func (p *etcdProvider) close() error {
-	p.closeOnce.Do(func() {
-		if err := p.client.Close(); err != nil {
-			p.closeErr = fmt.Errorf("close etcd client: %w", err)
+	e.closed = true
+	defer func() {
+		// Also when the pinned Shutdown panics (a member whose start
+		// failed half-way): the caller recovers.
+		if cerr := e.client.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close etcd client: %w", cerr)
 		}
-	})
-	return p.closeErr
+	}()
+	return e.p.Shutdown(graceful)
 }

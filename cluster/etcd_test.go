@@ -306,12 +306,12 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	t.Logf("12 sessions on %d members (%d on the killed one)", len(on), moved)
 }
 
-// TestEtcd_FailedStartClosesTheClient: a Start that fails lets the etcd
-// provider's client go (its goroutines and connection), as Close does.
-func TestEtcd_FailedStartClosesTheClient(t *testing.T) {
+// TestEtcd_NothingBeforeStart: the etcd provider connects when its member
+// starts, not before: a provider whose Start fails (before it starts the
+// provider) leaves nothing running.
+func TestEtcd_NothingBeforeStart(t *testing.T) {
 	leakCheck(t)
-	endpoint := startEtcd(t)
-	provider, err := cluster.Etcd([]string{endpoint}, "/polyweave-test")
+	provider, err := cluster.Etcd([]string{"127.0.0.1:1"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,90 @@ import (
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
+
+// childHostEnv makes this test binary a cluster member (TestClusterHostChild)
+// whose health checks are on the port it holds, configured besides
+// through childSchemaEnv and childSideEnv.
+const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
+
+// TestClusterHostChild is a cluster member's body; it does nothing unless
+// started by TestMember_RestartedAtSameAddress. It hosts one-call
+// sessions; session t's call waits for a "release" line on its stdin, and
+// the member marks "started t" when it begins. It marks "ready ADDRESS"
+// once it has joined; a line "stale ADDRESS ID…" makes it send the
+// status of a session s that ended to the futures ID… at ADDRESS, as it
+// would answer a request for s (it marks "sent N"). It leaves when its
+// stdin closes.
+func TestClusterHostChild(t *testing.T) {
+	port := os.Getenv(childHostEnv)
+	if port == "" {
+		return
+	}
+	if err := runHostChild(t, port); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+}
+
+func runHostChild(t *testing.T, portText string) error {
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	mark := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Session: sessionFunc(t, 1, sideFile(os.Getenv(childSideEnv)), func(id string) hooks {
+			if id != "t" {
+				return hooks{}
+			}
+			return hooks{before: func(ctx context.Context, _ string) {
+				once.Do(func() { mark("started t") })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}}
+		}),
+		// Long enough that t's run request is pending while the stale
+		// answers arrive.
+		Hold: 3 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	mark("ready %s", m.Address())
+	stale, err := json.Marshal(map[string]any{"state": "done", "text": "the stale answer of s", "member": m.Address(), "epoch": 1})
+	if err != nil {
+		return err
+	}
+	frame := &messages.Frame{Type: messages.FrameType_META, StreamId: "s", Name: "polyweave.session.status", Payload: stale}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) == 1 && fields[0] == "release":
+			close(release)
+		case len(fields) > 2 && fields[0] == "stale":
+			for _, id := range fields[2:] {
+				m.System().Root.Send(actor.NewPID(fields[1], id), frame)
+			}
+			mark("sent %d", len(fields)-2)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return m.Close(ctx)
+}
 
 // childClientEnv makes this test binary a cluster client at the address
 // it holds (TestClusterClientChild), configured besides through
@@ -94,13 +179,16 @@ func runClientChild(t *testing.T, address string) error {
 // reaches whichever request of the new process has that name: the status
 // of another session, or an activation of another session.
 //
-// TestMember_RestartedAtSameAddress runs a client in a child process that
-// runs session s, then restarts it at the same address (a new process,
-// under a new member id) and runs session t from it while t waits in a
-// tool call on the member (this process). Every future the new process
-// has pending then gets, from the member, the status of session s as it
-// would have been answered to the earlier process. Run must not take it
-// for t's: it asks again, and returns t's own answer once t ends.
+// TestMember_RestartedAtSameAddress runs a member and a client in child
+// processes. The client runs session s, then restarts at the same address
+// (a new process, under a new member id) and runs session t while t waits
+// in a tool call on the member. Every future the new process has pending
+// then gets, from the member, the status of session s as it would have
+// been answered to the earlier process. Run must not take it for t's: it
+// asks again, and returns t's own answer once t ends. (Every process of
+// the test is a child: a protoactor remote that starts replaces gRPC's
+// global logger, racing with the gRPC goroutines of any other in the
+// process.)
 func TestMember_RestartedAtSameAddress(t *testing.T) {
 	leakCheck(t)
 	schema := freshSchema()
@@ -109,42 +197,15 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 	ports := freePorts(t, 2)
 	health := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	address := fmt.Sprintf("127.0.0.1:%d", ports[1])
-	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	host, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(ports[0], []string{health}, 100*time.Millisecond),
-		Store:    openStore(t, schema),
-		Session: sessionFunc(t, 1, side, func(id string) hooks {
-			if id != "t" {
-				return hooks{}
-			}
-			return hooks{before: func(ctx context.Context, _ string) {
-				once.Do(func() { close(started) })
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}}
-		}),
-		// Long enough that t's run request is pending while the stale
-		// answers arrive.
-		Hold: 3 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
+	env := []string{childSchemaEnv + "=" + schema, childSideEnv + "=" + string(side),
+		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + raceLog}
+	host := tooltest.StartChild(t, "^TestClusterHostChild$", append(env, childHostEnv+"="+strconv.Itoa(ports[0]))...)
+	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
+		t.Fatalf("member: mark %q", m)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := host.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}()
 	startClient := func() (*tooltest.Child, string) {
 		t.Helper()
-		c := tooltest.StartChild(t, "^TestClusterClientChild$", childClientEnv+"="+address,
-			childHostsEnv+"="+health, childSchemaEnv+"="+schema,
-			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+		c := tooltest.StartChild(t, "^TestClusterClientChild$", append(env, childClientEnv+"="+address, childHostsEnv+"="+health)...)
 		id, ok := strings.CutPrefix(c.Mark(t), "ready ")
 		if !ok {
 			t.Fatal("client did not say it was ready")
@@ -174,30 +235,25 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 	}
 
 	second.Send(t, "run t")
-	select { // t's request is pending once its session is in the call
-	case <-started:
-	case <-time.After(time.Minute):
-		t.Fatal("session t did not start its call within a minute")
+	if m := host.Mark(t); m != "started t" { // t's request is pending
+		t.Fatalf("member: mark %q, want \"started t\"", m)
 	}
 	second.Send(t, "futures")
 	futures, ok := strings.CutPrefix(second.Mark(t), "futures ")
 	if !ok || futures == "" {
 		t.Fatalf("the restarted client has no request pending: %q", futures)
 	}
-	stale, err := json.Marshal(map[string]any{"state": "done", "text": "the stale answer of s", "member": host.Address(), "epoch": 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	frame := &messages.Frame{Type: messages.FrameType_META, StreamId: "s", Name: "polyweave.session.status", Payload: stale}
-	for _, id := range strings.Fields(futures) {
-		host.System().Root.Send(actor.NewPID(address, id), frame)
+	host.Send(t, "stale "+address+" "+futures)
+	if m := host.Mark(t); !strings.HasPrefix(m, "sent ") {
+		t.Fatalf("member: mark %q", m)
 	}
 	// The stale answers cross the connection before t's own.
-	close(release)
+	host.Send(t, "release")
 	if text := ran(second, "t"); text != "All done." {
 		t.Errorf("session t from the restarted client answered %q, want its own answer \"All done.\"", text)
 	}
 	second.Stop(t)
+	host.Stop(t)
 	checkRaceReports(t, filepath.Dir(raceLog))
 	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
 		t.Errorf("side effects %v, want s c1 and t c1 once each", got)

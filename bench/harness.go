@@ -123,7 +123,7 @@ type Row struct {
 	// ours, in Unit (goals on our figure are judged by the worst of them).
 	OursMin float64 `json:"ours_min,omitempty"`
 	OursMax float64 `json:"ours_max,omitempty"`
-	Goal  string  `json:"goal"`
+	Goal    string  `json:"goal"`
 	// Met is nil for information rows and rows that failed.
 	Met *bool `json:"met"`
 	// OursAllocs and BaselineAllocs are allocations per operation.

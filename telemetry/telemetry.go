@@ -35,7 +35,7 @@ const (
 )
 
 // Options configure [New]. A nil *Options or a zero field means the
-// default: nothing recorded.
+// default (without providers, nothing is recorded).
 type Options struct {
 	// TracerProvider receives the spans; nil (or a no-op provider)
 	// turns tracing off.

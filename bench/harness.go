@@ -76,13 +76,23 @@ func oursAtMost(x float64, text string) goal { return goal{bound: x, text: text}
 
 var info = goal{disabled: true, text: "info"}
 
+// met says whether r meets g in its worst round: a goal that holds for
+// the median but not in every round is not met. Rows without per-round
+// figures (the linearity row, built from two others) are judged by their
+// single value.
 func (g goal) met(r *Row) *bool {
 	if g.disabled || r.Error != "" {
 		return nil
 	}
-	v := r.Ours
+	v, lo, hi := r.Ours, r.OursMin, r.OursMax
 	if g.ratio {
-		v = r.Ratio
+		v, lo, hi = r.Ratio, r.RatioMin, r.RatioMax
+	}
+	switch {
+	case g.atLeast && lo != 0:
+		v = lo
+	case !g.atLeast && hi != 0:
+		v = hi
 	}
 	ok := v <= g.bound
 	if g.atLeast {
@@ -105,7 +115,15 @@ type Row struct {
 	// Ratio is ours/baseline: in items per second for throughputs, in
 	// time per operation for times (the median of the per-round ratios).
 	Ratio float64 `json:"ratio,omitempty"`
-	Goal  string  `json:"goal"`
+	// RatioMin and RatioMax are the lowest and highest per-round ratios
+	// (oriented as Ratio): the spread the table prints next to the median.
+	RatioMin float64 `json:"ratio_min,omitempty"`
+	RatioMax float64 `json:"ratio_max,omitempty"`
+	// OursMin and OursMax are the lowest and highest per-round figures of
+	// ours, in Unit (goals on our figure are judged by the worst of them).
+	OursMin float64 `json:"ours_min,omitempty"`
+	OursMax float64 `json:"ours_max,omitempty"`
+	Goal    string  `json:"goal"`
 	// Met is nil for information rows and rows that failed.
 	Met *bool `json:"met"`
 	// OursAllocs and BaselineAllocs are allocations per operation.
@@ -197,14 +215,17 @@ func (c *config) compare(p pair) Row {
 	if row.Error == "" {
 		row.Unit = unitOf(p.kind, p.unit)
 		row.Ours = valueOf(p.kind, p.per, median(ours))
+		row.OursMin, row.OursMax = spread(ours, func(ns float64) float64 { return valueOf(p.kind, p.per, ns) })
 		row.OursAllocs = median(oa)
 		if len(base) > 0 {
 			row.Baseline = valueOf(p.kind, p.per, median(base))
 			row.BaselineAllocs = median(ba)
-			row.Ratio = median(ratios)
+			orient := func(r float64) float64 { return r }
 			if p.kind == throughput {
-				row.Ratio = 1 / row.Ratio
+				orient = func(r float64) float64 { return 1 / r }
 			}
+			row.Ratio = orient(median(ratios))
+			row.RatioMin, row.RatioMax = spread(ratios, orient)
 		}
 	}
 	row.Met = p.goal.met(&row)
@@ -263,6 +284,20 @@ func formatValue(k kind, unit string, per, ns float64) string {
 	return humanize(valueOf(k, per, ns)) + " " + unitOf(k, unit)
 }
 
+// spread returns the lowest and highest of f(x) over xs.
+func spread(xs []float64, f func(float64) float64) (lo, hi float64) {
+	for i, x := range xs {
+		v := f(x)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		if i == 0 || v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -305,13 +340,13 @@ type Report struct {
 // writeTable prints the rows as an aligned text table.
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tcase\tours\tbaseline\tratio\tgoal\tmet\tallocs/op ours (base)")
+	fmt.Fprintln(tw, "figure\tcase\tours\tbaseline\tratio\trounds\tgoal\tmet\tallocs/op ours (base)")
 	for _, r := range rows {
 		met := "-"
 		if r.Met != nil {
 			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
 		}
-		ours, base, ratio := "-", "-", "-"
+		ours, base, ratio, rounds := "-", "-", "-", "-"
 		if r.Error == "" {
 			ours = humanize(r.Ours) + " " + r.Unit
 			if r.BaselineName != "" {
@@ -319,6 +354,14 @@ func writeTable(w io.Writer, rows []Row) error {
 			}
 			if r.Ratio != 0 {
 				ratio = fmt.Sprintf("%.2f×", r.Ratio)
+			}
+			if r.Rounds > 1 {
+				switch {
+				case r.RatioMin != 0:
+					rounds = fmt.Sprintf("%.2f–%.2f", r.RatioMin, r.RatioMax)
+				case r.OursMin != 0:
+					rounds = humanize(r.OursMin) + "–" + humanize(r.OursMax)
+				}
 			}
 		} else {
 			ours = "error"
@@ -331,7 +374,7 @@ func writeTable(w io.Writer, rows []Row) error {
 				allocs += " (" + humanize(r.BaselineAllocs) + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Case, ours, base, ratio, r.Goal, met, allocs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Case, ours, base, ratio, rounds, r.Goal, met, allocs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

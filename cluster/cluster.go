@@ -60,8 +60,9 @@ type Options struct {
 	// remote.DefaultAddress (loopback, a free port).
 	Address string
 	// Provider tells the members of the cluster: [Automanaged] for a
-	// static list of hosts, or any protoactor cluster provider (the etcd
-	// provider, say). One provider value per process.
+	// static list of hosts, [Etcd], or any protoactor cluster provider.
+	// One provider value per Start: the member shuts it down when it
+	// closes.
 	Provider pacluster.ClusterProvider
 	// Store is the store every member shares (a PostgreSQL database):
 	// sessions are claimed and kept in it.
@@ -220,6 +221,7 @@ func Start(opts *Options) (m *Member, err error) {
 	defer func() {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {
+			_ = m.shutdownProvider()
 			_ = rt.Close(context.Background())
 			m, err = nil, fmt.Errorf("cluster: start on %s: %v", o.Address, p)
 		}
@@ -313,8 +315,15 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
 		}
 		resp, err := m.c.Request(id, Kind, frame, pacluster.WithTimeout(m.hold+m.timeout), pacluster.WithRetryCount(2))
-		st, perr := parseStatus(resp, err)
+		st, perr := parseStatus(resp, err, id)
 		switch {
+		case errors.Is(perr, errOtherSession):
+			// Not this session's answer: one meant for a request of an
+			// earlier process at this address (whose futures had the
+			// same names), or the cached activation is another
+			// session's. Forget the activation and ask again.
+			m.c.PidCache.Remove(id, Kind)
+			last = perr
 		case perr != nil:
 			last = perr
 		case st.State == stateDone:
@@ -339,13 +348,21 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	}
 }
 
-func parseStatus(resp any, err error) (*status, error) {
+// errOtherSession is the cause of parseStatus's error for the status of
+// another session than the one asked.
+var errOtherSession = errors.New("the answer of another session")
+
+// parseStatus reads the answer to a run request of session id.
+func parseStatus(resp any, err error, id string) (*status, error) {
 	if err != nil {
 		return nil, err
 	}
 	f, ok := resp.(*messages.Frame)
 	if !ok || f.GetName() != metaStatus {
 		return nil, fmt.Errorf("unexpected answer %T", resp)
+	}
+	if f.GetStreamId() != id {
+		return nil, fmt.Errorf("%w (%q)", errOtherSession, f.GetStreamId())
 	}
 	var st status
 	if err := json.Unmarshal(f.GetPayload(), &st); err != nil {

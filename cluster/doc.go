@@ -45,6 +45,13 @@
 // Options.RequestTimeout and sent to wherever the session is then. A
 // session that has ended answers with its stored answer, from any member.
 //
+// A process that restarts at the address of an earlier one (under a new
+// member id) names its requests' futures as the earlier one did, so it
+// may get late answers meant for the earlier one. Every answer names its
+// session, and an activation is named after its session: an answer or an
+// activation of another session is not taken (Run asks again), and a
+// session never runs a request for another.
+//
 // # Limits of the pinned protoactor
 //
 // The pinned protoactor cluster has data races among its own goroutines

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pacluster "github.com/asynkron/protoactor-go/cluster"
+	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -89,7 +90,8 @@ func startEtcd(t *testing.T) string {
 // ADDRESS", then "topology A,B,…" (sorted member addresses) whenever the
 // members change, runs the sessions named by "run ID" lines on its stdin
 // (marking "ran ID MEMBER EPOCH"), and leaves the cluster when its stdin
-// closes.
+// closes; it fails when goroutines it started are still running once
+// the member has closed.
 func TestClusterEtcdChild(t *testing.T) {
 	endpoint := os.Getenv(childEtcdEnv)
 	if endpoint == "" {
@@ -102,13 +104,17 @@ func TestClusterEtcdChild(t *testing.T) {
 }
 
 func runEtcdChild(t *testing.T, endpoint string) error {
+	store := openStore(t, os.Getenv(childSchemaEnv))
+	// Everything the member starts from here on, the etcd client's
+	// goroutines included, ends when it closes.
+	before := goleak.IgnoreCurrent()
 	provider, err := cluster.Etcd([]string{endpoint}, "/polyweave-test")
 	if err != nil {
 		return err
 	}
 	m, err := cluster.Start(&cluster.Options{
 		Provider: provider,
-		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Store:    store,
 		Session:  sessionFunc(t, 2, sideFile(os.Getenv(childSideEnv)), nil),
 		Hold:     killHold, RequestTimeout: killTimeout,
 	})
@@ -155,7 +161,13 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	m.System().EventStream.Unsubscribe(sub)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return m.Close(ctx)
+	if err := m.Close(ctx); err != nil {
+		return err
+	}
+	if err := findLeaks(before); err != nil {
+		return fmt.Errorf("the member left goroutines behind: %w", err)
+	}
+	return nil
 }
 
 // TestEtcd_MembersJoinAndLeave runs members in child processes with the
@@ -292,4 +304,18 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 		t.Errorf("%d calls ran, want %d", got, want)
 	}
 	t.Logf("12 sessions on %d members (%d on the killed one)", len(on), moved)
+}
+
+// TestEtcd_NothingBeforeStart: the etcd provider connects when its member
+// starts, not before: a provider whose Start fails (before it starts the
+// provider) leaves nothing running.
+func TestEtcd_NothingBeforeStart(t *testing.T) {
+	leakCheck(t)
+	provider, err := cluster.Etcd([]string{"127.0.0.1:1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Start(&cluster.Options{Provider: provider}); err == nil || !strings.Contains(err.Error(), "no store") {
+		t.Fatalf("Start without a store: %v, want the error that it has none", err)
+	}
 }

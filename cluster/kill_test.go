@@ -152,9 +152,17 @@ func runMemberChild(t *testing.T, portText string) error {
 // most once); every call whose result was stored as a success appended
 // its line exactly once; the sessions of killed members were taken over
 // by another member (their claim epochs count the activations).
+//
+// Under the race detector it runs 20 sessions and 8 kills, with the same
+// checks: the members' goroutines run several times slower there, and the
+// full size takes most of a minute.
 func TestCluster_KillMembers(t *testing.T) {
 	leakCheck(t)
-	const members, sessions, kills = 3, 50, 20
+	const members = 3
+	sessions, kills := 50, 20
+	if raceDetector {
+		sessions, kills = 20, 8
+	}
 	rounds := kills + 4
 	schema := freshSchema()
 	side := newSideFile(t)

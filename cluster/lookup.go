@@ -3,6 +3,7 @@ package cluster
 import (
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,10 +92,22 @@ func (l *lookup) Get(ci *pacluster.ClusterIdentity) *actor.PID {
 		return nil
 	}
 	r, ok := res.(*pacluster.ActivationResponse)
-	if !ok || r.GetFailed() {
+	if !ok || r.GetFailed() || !activationOf(r.GetPid(), owner, ci) {
 		return nil
 	}
 	return r.GetPid()
+}
+
+// activationOf says whether pid is an activation of ci on member owner, as
+// its placement actor names them: a response that is not (one meant for
+// a request of an earlier process at this address, whose futures had the
+// same names) must not be taken, or cached, for ci.
+func activationOf(pid *actor.PID, owner string, ci *pacluster.ClusterIdentity) bool {
+	if pid.GetAddress() != owner {
+		return false
+	}
+	rest, ok := strings.CutPrefix(pid.GetId(), placementName+"/"+ci.GetIdentity()+"$")
+	return ok && rest != "" && !strings.ContainsAny(rest, "/$")
 }
 
 // RemovePid implements pacluster.IdentityLookup: a stopped activation is

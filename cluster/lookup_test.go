@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/asynkron/protoactor-go/actor"
 	pacluster "github.com/asynkron/protoactor-go/cluster"
 )
 
@@ -42,5 +43,35 @@ func TestRendezvous_SpreadsAndMovesOnlyTheLeaversIdentities(t *testing.T) {
 	other := &pacluster.ClusterIdentity{Kind: "other", Identity: "x"}
 	if got := three.owner(other); got != "" {
 		t.Errorf("owner of a kind no member hosts: %q", got)
+	}
+}
+
+// An activation response is taken for an identity only when its PID is
+// an activation of that identity on the owner asked, as placement names
+// them (a late response to a request of an earlier process at this
+// address may name another session's activation, or another member's).
+func TestActivationOf(t *testing.T) {
+	ci := pacluster.NewClusterIdentity("s1", Kind)
+	for _, c := range []struct {
+		address, id string
+		want        bool
+	}{
+		{"a:1", placementName + "/s1$5", true},
+		{"a:1", placementName + "/s1$aZ~", true},
+		{"a:2", placementName + "/s1$5", false},
+		{"a:1", placementName + "/s2$5", false},
+		{"a:1", placementName + "/s1$5$6", false}, // of identity "s1$5"
+		{"a:1", placementName + "/s10$5", false},
+		{"a:1", placementName + "/s1$", false},
+		{"a:1", placementName + "/s1$5/child", false},
+		{"a:1", "future$5", false},
+	} {
+		pid := actor.NewPID(c.address, c.id)
+		if got := activationOf(pid, "a:1", ci); got != c.want {
+			t.Errorf("activationOf(%s/%s) = %v, want %v", c.address, c.id, got, c.want)
+		}
+	}
+	if activationOf(nil, "a:1", ci) {
+		t.Error("activationOf(nil) = true")
 	}
 }

@@ -138,6 +138,14 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	if f.GetType() != messages.FrameType_META || f.GetName() != metaRun || ctx.Sender() == nil {
 		return
 	}
+	if f.GetStreamId() != s.id {
+		// A request for another session (sent to a stale activation):
+		// never run it here. The answer, in this session's name, tells
+		// the requester so.
+		ctx.Respond(statusFrame(s.id, status{State: stateMoved, Member: s.m.Address(),
+			Error: fmt.Sprintf("a run request for session %q reached session %q", f.GetStreamId(), s.id)}))
+		return
+	}
 	switch s.st.State {
 	case "":
 		var req runRequest

@@ -26,6 +26,12 @@
 // are optional, and each shows what it sees. None of them adds an actor
 // hop: the model hook decorates the adapter's Logic inside its own actor.
 //
+// An actor that stopped after a restart or a failure stays in the tree,
+// marked ended, with the ancestors that stopped with it, for KeepEnded
+// (or until its path runs again): a tool that crashed in a sub-agent's
+// delegation stays in sight, under the calling tool, once the delegation
+// is over.
+//
 // The page is one screen: the tree on the left, the selected session on
 // the right, the feed and the tools below; restarts flash. It is plain
 // html/template output with a small hand-written script (embedded, no

@@ -157,6 +157,13 @@ func (in *Inspector) event(r *http.Request, html bool) (name string, data []byte
 	return "view", data, err
 }
 
+// serveEvents follows the inspector for one client. It coalesces: the
+// hooks on the hot path only bump in.version (no channel, no goroutine
+// woken per change); the stream looks at it every Options.Interval
+// (250ms by default: the page still feels live) and sends what
+// accumulated as one event, one write and one flush; a stream with
+// nothing new sends a snapshot once it is stale (ages move on) and a
+// comment line now and then.
 func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	html := r.URL.Query().Get("view") == "html"

@@ -24,6 +24,13 @@ const (
 	DefaultMaxSessions = 100
 	// FlashFor is how long a node that restarted is marked as flashing.
 	FlashFor = 5 * time.Second
+	// KeepEnded is how long the tree keeps showing an actor that stopped
+	// after a restart or a failure (a sub-agent's tool that crashed in a
+	// delegation now over, say), with the ancestors that stopped with it,
+	// marked ended (see [Node.Ended]); the newest maxEnded at most.
+	KeepEnded = 5 * time.Minute
+	// maxEnded bounds the ended actors kept.
+	maxEnded = 100
 	// latencySamples is how many recent latencies per tool the
 	// percentiles are computed over.
 	latencySamples = 512
@@ -75,10 +82,16 @@ type Inspector struct {
 	feed     []FeedItem // ring of the newest opts.FeedSize items
 	feedNext uint64     // sequence number of the next item
 	flashes  map[string]time.Time
-	models   map[string]bool // spec names of the observed model adapters
-	modelsBy map[string]*modelObserver
-	sessions map[string]*session
-	spare    *session // a forgotten session, reset, for the next one
+	// ended are the stopped actors the tree keeps showing (see
+	// KeepEnded), by id; endedOrder their ids, oldest first.
+	ended       map[string]endedActor
+	endedOrder  []string
+	stopped     [stoppedRing]endedActor // ring of the newest actors that stopped quietly
+	stoppedNext int
+	models      map[string]bool // spec names of the observed model adapters
+	modelsBy    map[string]*modelObserver
+	sessions    map[string]*session
+	spare       *session // a forgotten session, reset, for the next one
 	// sessionOrder and storeOrder are the keys of sessions and stores,
 	// first seen first (for forget).
 	sessionOrder, storeOrder []string
@@ -121,7 +134,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		opts.MaxSessions = DefaultMaxSessions
 	}
 	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
-		flashes: map[string]time.Time{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
+		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{},
 		stores: map[string]storePosition{}}
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
@@ -193,13 +206,137 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		in.flashes[a.ID] = ev.Time
 		in.addFeed(FeedItem{Time: ev.Time, Kind: "restart", Actor: a.ID, Alert: true,
 			Text: fmt.Sprintf("%s restarted (restart %d)%s", a.ID, a.Restarts, failureSuffix(a.LastFailure))})
+	case actors.ActorRunning:
+		if len(in.ended) > 0 {
+			// The path runs again: it replaces the record of its end (and,
+			// started afresh, the records under it).
+			in.dropEnded(a.ID, a.Restarts == 0)
+		}
 	case actors.ActorStopped:
 		// A stop by a supervisor is in the feed as its decision; others
 		// are the normal end of a duplex (a delegation's loop, say).
 		delete(in.flashes, a.ID)
+		in.actorEnded(a, ev.Time)
 	}
 	in.mu.Unlock()
 	in.changed()
+}
+
+// endedActor is an actor that stopped, kept in the tree.
+type endedActor struct {
+	info actors.ActorInfo
+	at   time.Time // when it stopped
+	loop bool      // it was an agent loop (a model adapter's parent)
+}
+
+// stoppedRing is how many of the newest actors that stopped quietly are
+// remembered, for the ancestors of one kept after them (a delegation's
+// loop stops before its children).
+const stoppedRing = 32
+
+// actorEnded keeps a that stopped in the tree when it had restarted or
+// failed, with its ancestors that stopped with it (the loop of the
+// delegation it crashed in): so the crash of a sub-agent stays in sight
+// after its delegation ends. in.mu must be held.
+func (in *Inspector) actorEnded(a actors.ActorInfo, at time.Time) {
+	if in.models[a.Name] {
+		if e, ok := in.ended[a.Parent]; ok {
+			e.loop = true
+			in.ended[a.Parent] = e
+		}
+	}
+	e := endedActor{info: a, at: at, loop: in.stoppedModelUnder(a.ID)}
+	if a.Restarts == 0 && a.LastFailure == nil && !in.endedUnder(a.ID) {
+		in.stopped[in.stoppedNext%stoppedRing] = e
+		in.stoppedNext++
+		return
+	}
+	in.keepEnded(e)
+	for parent := a.Parent; ; {
+		if _, kept := in.ended[parent]; kept {
+			return
+		}
+		p, ok := in.stoppedActor(parent)
+		if !ok {
+			return
+		}
+		p.loop = p.loop || in.stoppedModelUnder(parent) // its model adapter may have stopped after it
+		in.keepEnded(p)
+		parent = p.info.Parent
+	}
+}
+
+// keepEnded adds e to the ended actors shown; in.mu must be held.
+func (in *Inspector) keepEnded(e endedActor) {
+	id := e.info.ID
+	if _, ok := in.ended[id]; ok {
+		in.endedOrder = slices.DeleteFunc(in.endedOrder, func(o string) bool { return o == id })
+	}
+	in.ended[id] = e
+	in.endedOrder = append(in.endedOrder, id)
+	for len(in.endedOrder) > maxEnded {
+		delete(in.ended, in.endedOrder[0])
+		in.endedOrder = in.endedOrder[1:]
+	}
+}
+
+// endedUnder reports whether an ended actor kept is under id.
+func (in *Inspector) endedUnder(id string) bool {
+	prefix := id + "/"
+	for _, o := range in.endedOrder {
+		if strings.HasPrefix(o, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// stoppedActor returns the actor id among the newest that stopped
+// quietly.
+func (in *Inspector) stoppedActor(id string) (endedActor, bool) {
+	for i := range min(in.stoppedNext, stoppedRing) {
+		if e := in.stopped[(in.stoppedNext-1-i)%stoppedRing]; e.info.ID == id {
+			return e, true
+		}
+	}
+	return endedActor{}, false
+}
+
+// stoppedModelUnder reports whether a model adapter whose parent is id
+// is among the newest actors that stopped quietly.
+func (in *Inspector) stoppedModelUnder(id string) bool {
+	for i := range min(in.stoppedNext, stoppedRing) {
+		if e := in.stopped[i]; e.info.Parent == id && in.models[e.info.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// dropEnded forgets the ended actor id and, with under, those under it;
+// in.mu must be held.
+func (in *Inspector) dropEnded(id string, under bool) {
+	prefix := id + "/"
+	in.endedOrder = slices.DeleteFunc(in.endedOrder, func(e string) bool {
+		if e == id || under && strings.HasPrefix(e, prefix) {
+			delete(in.ended, e)
+			return true
+		}
+		return false
+	})
+}
+
+// expireEnded forgets the ended actors older than KeepEnded; in.mu must
+// be held.
+func (in *Inspector) expireEnded(now time.Time) {
+	for len(in.endedOrder) > 0 {
+		e, ok := in.ended[in.endedOrder[0]]
+		if ok && now.Sub(e.at) <= KeepEnded {
+			return
+		}
+		delete(in.ended, in.endedOrder[0])
+		in.endedOrder = in.endedOrder[1:]
+	}
 }
 
 func failureSuffix(err error) string {

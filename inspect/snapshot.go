@@ -45,6 +45,11 @@ type Node struct {
 	Durable       bool       `json:"durable,omitempty"`
 	// Flash is set for FlashFor after a restart.
 	Flash bool `json:"flash,omitempty"`
+	// Ended is when the actor stopped, for an actor the tree keeps
+	// showing after its end: one that had restarted or failed, and the
+	// ancestors that stopped with it (a delegation's loop), for
+	// KeepEnded. Its State is "stopped".
+	Ended *time.Time `json:"ended,omitempty"`
 }
 
 // SessionSummary is one line of the session list.
@@ -144,6 +149,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	defer in.mu.Unlock()
 	snap := Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
 		Restarts: in.restarts, Feed: in.feedNewest(50)}
+	in.expireEnded(now)
 	snap.Tree = in.tree(list, now)
 	for id, t := range in.flashes {
 		if now.Sub(t) > FlashFor {
@@ -212,6 +218,15 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 	for _, a := range list {
 		known[a.ID] = true
 	}
+	var ended []actors.ActorInfo // those not alive again
+	for _, id := range in.endedOrder {
+		if e := in.ended[id]; !known[id] {
+			ended = append(ended, e.info)
+		}
+	}
+	for _, a := range ended {
+		known[a.ID] = true
+	}
 	for _, a := range list {
 		parent := a.Parent
 		if !known[parent] {
@@ -219,12 +234,35 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 		}
 		children[parent] = append(children[parent], a)
 	}
+	for _, a := range ended {
+		// Under its nearest ancestor still shown (its path says which).
+		parent := a.Parent
+		for !known[parent] {
+			i := strings.LastIndexByte(parent, '/')
+			if i < 0 {
+				parent = host
+				break
+			}
+			parent = parent[:i]
+		}
+		children[parent] = append(children[parent], a)
+	}
+	if len(ended) > 0 {
+		for _, c := range children {
+			slices.SortFunc(c, func(a, b actors.ActorInfo) int { return strings.Compare(a.ID, b.ID) })
+		}
+	}
 	// A stage whose child is a model adapter is an agent's loop, wherever
 	// it runs (a delegation's loop runs under the calling tool).
 	loops := map[string]bool{}
 	for _, a := range list {
 		if in.models[a.Name] {
 			loops[a.Parent] = true
+		}
+	}
+	for _, a := range ended {
+		if in.ended[a.ID].loop {
+			loops[a.ID] = true
 		}
 	}
 	out := []Node{{ID: host, Name: host, Role: "runtime", State: actors.ActorRunning.String()}}
@@ -243,6 +281,10 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 			}
 			if t, ok := in.flashes[a.ID]; ok && now.Sub(t) <= FlashFor {
 				n.Flash = true
+			}
+			if a.State == actors.ActorStopped {
+				at := in.ended[a.ID].at
+				n.Ended = &at
 			}
 			out = append(out, n)
 			walk(a.ID, depth+1)

@@ -117,7 +117,14 @@ var (
 	outcomeError  = attribute.String("polyweave.tool.outcome", "error")
 	clientKind    = trace.WithSpanKind(trace.SpanKindClient)
 	internalKind  = trace.WithSpanKind(trace.SpanKindInternal)
+	// incomplete marks a span ended because events were dropped: its end
+	// time is when the drops began, and what came after is missing.
+	incomplete = incompleteKey.Bool(true)
 )
+
+// incompleteKey is the attribute of spans ended because events were
+// dropped.
+const incompleteKey = attribute.Key("polyweave.telemetry.incomplete")
 
 // toolContext returns the context of a tool call's span, started now if
 // it was not.
@@ -183,7 +190,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 		r.span.SetStatus(codes.Error, ev.text)
 		r.span.SetAttributes(attribute.String("error.type", "run_error"))
 	case messages.FrameType_END:
-		o.end(ev.stream, r, "", ev.at)
+		o.end(ev.stream, r, "", false, ev.at)
 	}
 }
 
@@ -229,13 +236,24 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 }
 
 // end ends a run; failure, when set, is why its agent stopped under it.
-func (o *agentObserver) end(stream string, r *liveRun, failure string, at time.Time) {
+// An abandoned run (events were dropped) and its calls are marked
+// incomplete.
+func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned bool, at time.Time) {
 	for _, ts := range r.tools { // a call without a result: the run ended under it
 		o.t.toolContext(r, ts)
-		ts.span.SetStatus(codes.Error, "no result")
-		ts.span.End(trace.WithTimestamp(at))
+		end := at
+		if abandoned {
+			ts.span.SetAttributes(incomplete)
+			end = notBefore(at, ts.start)
+		} else {
+			ts.span.SetStatus(codes.Error, "no result")
+		}
+		ts.span.End(trace.WithTimestamp(end))
 	}
 	r.tools = nil
+	if abandoned {
+		r.span.SetAttributes(incomplete)
+	}
 	if failure != "" {
 		r.span.SetStatus(codes.Error, failure)
 		r.span.SetAttributes(attribute.String("error.type", "agent_failed"))
@@ -251,7 +269,25 @@ func (o *agentObserver) failedAll(ev *event) {
 	for id, r := range o.runs {
 		r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
 			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", ev.err.Error())))
-		o.end(id, r, ev.err.Error(), ev.at)
+		o.end(id, r, ev.err.Error(), false, ev.at)
+	}
+	o.untraced = nil
+}
+
+// notBefore returns at, or start when at is before it: the time a
+// span abandoned at at ends.
+func notBefore(at, start time.Time) time.Time {
+	if at.Before(start) {
+		return start
+	}
+	return at
+}
+
+func (o *agentObserver) idle() bool { return len(o.runs) == 0 && len(o.untraced) == 0 }
+
+func (o *agentObserver) abandon(at time.Time) {
+	for id, r := range o.runs {
+		o.end(id, r, "", true, at)
 	}
 	o.untraced = nil
 }

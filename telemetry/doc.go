@@ -13,8 +13,20 @@
 // with all its attributes at once (earlier only when a span event or a
 // nested run needs it), so span processors see it start then.
 // [Telemetry.Flush] waits for what is queued (tests call it before reading
-// an exporter); [Telemetry.Shutdown] stops the recorder at exit. An agent built with the agent package takes a Telemetry in
+// an exporter); [Telemetry.Shutdown] stops the recorder at exit. An agent
+// built with the agent package takes a Telemetry in
 // agent.Options.Telemetry.
+//
+// The queue is bounded ([Options.MaxQueued], default [DefaultMaxQueued]
+// events): when the host's span processors or meter block or fall behind,
+// the actors are never made to wait and memory does not grow; events that
+// find the queue full are dropped. [Telemetry.Dropped] and the counter
+// polyweave.telemetry.dropped count them, [Options.Logger] gets one
+// warning per burst of drops, and once the recorder has caught up with a
+// burst it ends the spans still open, marked
+// polyweave.telemetry.incomplete (their ends may have been dropped; they
+// get no duration metric), and does not record the rest of those runs and
+// requests. Flush and Shutdown still return.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
 //     loop): each stream is a run, one "invoke_agent {name}" span; each
@@ -55,7 +67,9 @@
 //     tools.BreakerOptions.OnChange);
 //   - polyweave.store.operation.duration (s): durable store calls by
 //     polyweave.store.operation and outcome ([Telemetry.Store] wraps a
-//     store).
+//     store);
+//   - polyweave.telemetry.dropped ({event}): events dropped because the
+//     queue was full (an observable counter, reported until Shutdown).
 //
 // Without providers, Agent, Model and Store return what they are given: a
 // host that turns telemetry off pays nothing. With tracing off (no tracer

@@ -56,6 +56,9 @@ func benchHooks(b *testing.B, tp *sdktrace.TracerProvider, exp *tracetest.InMemo
 		}
 	}
 	tel.Flush(context.Background()) // the recorder's backlog is part of the cost
+	if d := tel.Dropped(); d != 0 {
+		b.Fatalf("%d events dropped: the recorder fell a whole queue behind, the work measured is not the run's", d)
+	}
 }
 
 // BenchmarkSDKFloor is what the SDK alone costs for the spans of one run

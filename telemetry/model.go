@@ -173,7 +173,7 @@ func (o *modelObserver) answer(ev *event) {
 	case messages.FrameType_ERROR:
 		ch.status, ch.errorType = ev.text, "model_error"
 	case messages.FrameType_END:
-		o.finish(ch, ev.at)
+		o.finish(ch, false, ev.at)
 		if len(ch.queued) > 0 {
 			next := ch.queued[0]
 			next.queued = ch.queued[1:]
@@ -234,21 +234,28 @@ func (o *modelObserver) attrs(ch *chat, extra ...attribute.KeyValue) []attribute
 }
 
 // finish ends one request: its span (started now, with all its
-// attributes, if nothing needed it before) and its duration.
-func (o *modelObserver) finish(ch *chat, at time.Time) {
+// attributes, if nothing needed it before) and its duration. An
+// abandoned request (events were dropped) is marked incomplete and has
+// no duration recorded.
+func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 	if o.t.tracing {
+		attrs := o.chatAttrs(ch, true)
+		if abandoned {
+			attrs = append(attrs, incomplete)
+			o.t.scratch = attrs
+		}
 		if ch.span == nil {
 			_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
-				trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, true)...))
+				trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(attrs...))
 		} else {
-			ch.span.SetAttributes(o.chatAttrs(ch, true)[3:]...)
+			ch.span.SetAttributes(attrs[3:]...)
 		}
 		if ch.status != "" {
 			ch.span.SetStatus(codes.Error, ch.status)
 		}
 		ch.span.End(trace.WithTimestamp(at))
 	}
-	if o.t.metering {
+	if o.t.metering && !abandoned {
 		o.t.duration.Record(context.Background(), at.Sub(ch.start).Seconds(), metric.WithAttributes(o.attrs(ch)...))
 	}
 }
@@ -259,8 +266,21 @@ func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
 			c.status, c.errorType = ev.err.Error(), "model_failed"
-			o.finish(c, ev.at)
+			o.finish(c, false, ev.at)
 		}
 		delete(o.open, id)
 	}
+	o.models = nil // the incarnation is over
+}
+
+func (o *modelObserver) idle() bool { return len(o.open) == 0 && len(o.models) == 0 }
+
+func (o *modelObserver) abandon(at time.Time) {
+	for id, ch := range o.open {
+		for _, c := range append([]*chat{ch}, ch.queued...) {
+			o.finish(c, true, notBefore(at, c.start))
+		}
+		delete(o.open, id)
+	}
+	o.models = nil
 }

@@ -2,7 +2,10 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -50,6 +53,11 @@ type event struct {
 // handler is the state of one incarnation of a tap, kept by the recorder.
 type handler interface {
 	handle(ev *event)
+	// idle reports whether the handler keeps no state (no span open).
+	idle() bool
+	// abandon ends the spans open at at, marked incomplete, without
+	// metrics, and forgets all state: events were dropped.
+	abandon(at time.Time)
 }
 
 // frameEvent copies f into an event.
@@ -75,21 +83,41 @@ const (
 	batchDelay = time.Millisecond
 )
 
-// recorder is the queue of events and the goroutine that records them.
-type recorder struct {
-	t *Telemetry
+// DefaultMaxQueued is the default of [Options.MaxQueued]: about 3 MB of
+// events (besides the payloads they share with their frames).
+const DefaultMaxQueued = 1 << 14
 
-	mu     sync.Mutex
-	queue  []event
-	closed bool
-	armed  bool          // timer will wake the goroutine
-	timer  *time.Timer   // fires batchDelay after the first event waits
-	wake   chan struct{} // a token when the queue is to be recorded
-	done   chan struct{} // closed when the goroutine has returned
+// recorder is the queue of events and the goroutine that records them.
+//
+// The queue holds at most max events. An event that finds it full is
+// dropped and counted: the actor's turn never waits for the recorder. The
+// drops since the recorder last took the queue are a burst; nothing is
+// queued behind them (the queue stays full until the recorder takes it),
+// so the recorder meets the burst right after the events it took: it
+// then ends every span still open, marked incomplete (their ends may be
+// among the lost events), and forgets the state it kept for them.
+type recorder struct {
+	t   *Telemetry
+	max int
+
+	mu      sync.Mutex
+	queue   []event
+	waiters []chan struct{} // flushes that found the queue full
+	closed  bool
+	armed   bool          // timer will wake the goroutine
+	timer   *time.Timer   // fires batchDelay after the first event waits
+	wake    chan struct{} // a token when the queue is to be recorded
+	done    chan struct{} // closed when the goroutine has returned
+	// The burst of drops since the recorder last took the queue:
+	lost      int           // events dropped in it
+	lostSince time.Time     // when the first of them was dropped
+	warning   chan struct{} // closed when the burst's warning is logged; nil when none was started
+
+	dropped atomic.Uint64 // events dropped since the start
 }
 
-func startRecorder(t *Telemetry) *recorder {
-	r := &recorder{t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func startRecorder(t *Telemetry, max int) *recorder {
+	r := &recorder{t: t, max: max, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	r.timer = time.AfterFunc(time.Hour, r.timeout)
 	r.timer.Stop()
 	go r.loop()
@@ -114,8 +142,8 @@ func (r *recorder) signal() {
 	}
 }
 
-// put queues a copy of ev; after Shutdown it is dropped (a flush is
-// answered).
+// put queues a copy of ev, or drops it when the queue is full; after
+// Shutdown it is dropped (a flush is answered). A flush is never dropped.
 func (r *recorder) put(ev *event) {
 	if r == nil {
 		return
@@ -128,9 +156,24 @@ func (r *recorder) put(ev *event) {
 		}
 		return
 	}
+	if len(r.queue) >= r.max {
+		if ev.kind == evFlush {
+			// Answered once what is queued (all of it seen before) is recorded.
+			r.waiters = append(r.waiters, ev.done)
+		} else {
+			r.drop()
+		}
+		r.mu.Unlock()
+		return
+	}
+	if len(r.queue) == cap(r.queue) { // grow, but never beyond max
+		q := make([]event, len(r.queue), min(max(2*cap(r.queue), batchSize), r.max))
+		copy(q, r.queue)
+		r.queue = q
+	}
 	r.queue = append(r.queue, *ev)
 	switch {
-	case len(r.queue) >= batchSize || ev.kind == evFlush:
+	case len(r.queue) >= batchSize || len(r.queue) >= r.max || ev.kind == evFlush:
 		if r.armed {
 			r.armed = false
 			r.timer.Stop()
@@ -143,17 +186,54 @@ func (r *recorder) put(ev *event) {
 	r.mu.Unlock()
 }
 
+// drop counts an event that found the queue full; r.mu is held. The
+// first drop of a burst has a warning logged, off the actor's turn.
+func (r *recorder) drop() {
+	r.dropped.Add(1)
+	if r.lost++; r.lost > 1 {
+		return
+	}
+	r.lostSince = time.Now()
+	if r.warning != nil {
+		select {
+		case <-r.warning:
+		default:
+			return // the last burst's warning is still being logged
+		}
+	}
+	warned := make(chan struct{})
+	r.warning = warned
+	total := r.dropped.Load()
+	go func() {
+		defer close(warned)
+		r.t.logger.Warn("telemetry: event queue full, dropping events until the recorder catches up; "+
+			"the spans open then end marked "+string(incompleteKey)+"; the span processor or exporter is slower than the run",
+			slog.Int("max_queued", r.max), slog.Uint64("dropped_total", total))
+	}()
+}
+
 func (r *recorder) loop() {
 	defer close(r.done)
 	var batch []event
+	var waiters []chan struct{}
 	for {
 		_, open := <-r.wake
 		r.mu.Lock()
 		batch, r.queue = r.queue, batch[:0]
+		waiters, r.waiters = r.waiters, waiters[:0]
+		lost, since := r.lost, r.lostSince
+		r.lost = 0
 		r.mu.Unlock()
 		for i := range batch {
 			r.record(&batch[i])
 			batch[i] = event{}
+		}
+		if lost > 0 { // the burst came right after the batch
+			r.t.abandonAll(since)
+		}
+		for i, w := range waiters {
+			close(w)
+			waiters[i] = nil
 		}
 		if !open {
 			return
@@ -168,8 +248,34 @@ func (r *recorder) record(ev *event) {
 	case evSupervision:
 		r.t.recordSupervision(ev.sup)
 	default:
-		ev.to.handle(ev)
+		h := ev.to
+		h.handle(ev)
+		if h.idle() {
+			delete(r.t.active, h)
+		} else {
+			r.t.active[h] = struct{}{}
+		}
 	}
+}
+
+// abandonAll ends the spans every tap has open, marked incomplete, at
+// since (when events began to be dropped), and forgets their state: any
+// of them may have lost its end.
+func (t *Telemetry) abandonAll(since time.Time) {
+	for h := range t.active {
+		h.abandon(since)
+	}
+	clear(t.active)
+}
+
+// Dropped returns how many events were dropped because the queue was full
+// (see [Options.MaxQueued]) since t was made. It is safe to call at any
+// time.
+func (t *Telemetry) Dropped() uint64 {
+	if t.rec == nil {
+		return 0
+	}
+	return t.rec.dropped.Load()
 }
 
 // Flush returns once every event seen before the call is recorded (spans
@@ -190,8 +296,9 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 }
 
 // Shutdown records what is queued and stops the recorder goroutine;
-// events seen afterwards are dropped. It does not shut the providers
-// down (the host owns them). Shutdown is idempotent.
+// events seen afterwards are dropped (and not counted by [Telemetry.Dropped]).
+// The metric polyweave.telemetry.dropped is no longer reported. It does not
+// shut the providers down (the host owns them). Shutdown is idempotent.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t.rec == nil {
 		return nil
@@ -203,11 +310,24 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		r.timer.Stop()
 		close(r.wake) // the loop drains the queue, then returns
 	}
+	warning := r.warning
 	r.mu.Unlock()
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	var err error
+	if t.unregister != nil {
+		err = t.unregister()
 	}
+	for _, done := range []chan struct{}{r.done, warning} {
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("telemetry: unregistering the %s callback: %w", MetricDropped, err)
+	}
+	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -29,10 +31,11 @@ const (
 	MetricSupervision       = "polyweave.supervision.decisions"
 	MetricBreakerState      = "polyweave.tool.breaker.state"
 	MetricStoreDuration     = "polyweave.store.operation.duration"
+	MetricDropped           = "polyweave.telemetry.dropped"
 )
 
-// Options configure [New]. A nil *Options or a nil field means the
-// default: nothing recorded.
+// Options configure [New]. A nil *Options or a zero field means the
+// default (without providers, nothing is recorded).
 type Options struct {
 	// TracerProvider receives the spans; nil (or a no-op provider)
 	// turns tracing off.
@@ -43,6 +46,19 @@ type Options struct {
 	// AgentName is gen_ai.agent.name of the run spans; default: the
 	// name of the tapped spec (an agent's name).
 	AgentName string
+	// MaxQueued bounds the events waiting for the recorder goroutine;
+	// default (zero or less): [DefaultMaxQueued]. When the span processors
+	// or the meter do not keep up and the queue is full, events are
+	// dropped instead of making the actors wait: [Telemetry.Dropped] and
+	// the counter polyweave.telemetry.dropped count them, the Logger gets
+	// one warning per burst of drops, and once the recorder has caught up
+	// with the burst the spans open then are ended, marked with
+	// polyweave.telemetry.incomplete (their ends may have been dropped),
+	// without duration metrics; later frames of those runs and requests
+	// are not recorded, new ones are.
+	MaxQueued int
+	// Logger receives the warnings (events dropped); default: discard.
+	Logger *slog.Logger
 }
 
 // Telemetry records the spans and metrics of the duplexes it taps and of
@@ -58,10 +74,14 @@ type Telemetry struct {
 	breaker     metric.Int64Gauge
 	store       metric.Float64Histogram
 
-	rec *recorder // nil when nothing is recorded
+	rec        *recorder // nil when nothing is recorded
+	logger     *slog.Logger
+	unregister func() error // of the callback reporting MetricDropped; nil without metrics
 
 	// Only used by the recorder's goroutine:
 	runs map[string]*liveRun // stream id → the newest run open on it
+	// active holds the taps' handlers that keep state (spans open).
+	active map[handler]struct{}
 	// names holds span names ("execute_tool add", "chat gpt-4o") by
 	// their parts, so that a span's name is not built anew each time.
 	names map[[2]string]string
@@ -127,8 +147,14 @@ func New(opts *Options) (*Telemetry, error) {
 	if opts != nil {
 		o = *opts
 	}
-	t := &Telemetry{agentName: o.AgentName, runs: map[string]*liveRun{},
+	t := &Telemetry{agentName: o.AgentName, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
 		names: map[[2]string]string{}, finishReasons: map[string]attribute.KeyValue{}}
+	if t.logger == nil {
+		t.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = DefaultMaxQueued
+	}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
 		t.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
@@ -144,7 +170,7 @@ func New(opts *Options) (*Telemetry, error) {
 		t.metering = true
 	}
 	meter := mp.Meter(ScopeName)
-	var errs [5]error
+	var errs [6]error
 	t.duration, errs[0] = meter.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of model requests (chat) and tool calls (execute_tool)"))
 	t.tokens, errs[1] = meter.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
@@ -155,11 +181,26 @@ func New(opts *Options) (*Telemetry, error) {
 		metric.WithDescription("State of a tool's circuit breaker: 0 closed, 1 open, 2 half-open"))
 	t.store, errs[4] = meter.Float64Histogram(MetricStoreDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of durable store writes (commits) and reads"))
+	var dropped metric.Int64ObservableCounter
+	dropped, errs[5] = meter.Int64ObservableCounter(MetricDropped, metric.WithUnit("{event}"),
+		metric.WithDescription("Events dropped because the telemetry queue was full (the span processors or the meter did not keep up)"))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("telemetry: instruments: %w", err)
 	}
-	if t.tracing || t.metering {
-		t.rec = startRecorder(t)
+	if !t.tracing && !t.metering {
+		return t, nil
+	}
+	t.rec = startRecorder(t, o.MaxQueued)
+	if t.metering {
+		reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			o.ObserveInt64(dropped, int64(t.rec.dropped.Load()))
+			return nil
+		}, dropped)
+		if err != nil {
+			_ = t.Shutdown(context.Background())
+			return nil, fmt.Errorf("telemetry: registering the %s callback: %w", MetricDropped, err)
+		}
+		t.unregister = sync.OnceValue(reg.Unregister)
 	}
 	return t, nil
 }

@@ -94,6 +94,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 		}
 		defer srv.Stop()
 		dsn = srv.DSN
+		note("PostgreSQL is up, in %s", srv.Dir)
 	}
 	store, err := pgstore.Open(ctx, dsn, &pgstore.Options{Schema: clusterSchema})
 	if err != nil {

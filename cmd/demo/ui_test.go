@@ -118,8 +118,8 @@ func TestUI_LingersWithTheLiveViewUntilInterrupted(t *testing.T) {
 		t.Fatalf("tree %+v: want the lead, writer and reviewer agents", snap.Tree)
 	}
 	// -crash tool crashed run_command in the writer's delegation, whose
-	// loop ran under the lead's writer tool and is gone now: the feed
-	// keeps the restart.
+	// loop ran under the lead's writer tool and is over now: the feed
+	// keeps the restart, and the tree the crashed actor, ended.
 	const crashed = "polyweave/lead/tool-writer/writer/tool-run_command"
 	restarted := false
 	for _, it := range snap.Feed {
@@ -128,6 +128,13 @@ func TestUI_LingersWithTheLiveViewUntilInterrupted(t *testing.T) {
 	if !restarted || snap.Restarts != 1 || !snap.Faults {
 		t.Fatalf("feed %+v, %d restarts, faults %v: want %s restarted once by -crash tool, fault injection on",
 			snap.Feed, snap.Restarts, snap.Faults, crashed)
+	}
+	shown := false
+	for _, n := range snap.Tree {
+		shown = shown || n.ID == crashed && n.Restarts == 1 && n.LastFailure != "" && n.Ended != nil
+	}
+	if !shown {
+		t.Fatalf("tree %+v: want %s kept, ended, with its restart and failure", snap.Tree, crashed)
 	}
 	if snap.Session == nil || !strings.Contains(snap.Session.Answer, "Hello, Ada!") {
 		t.Fatalf("the lead's session %+v: want its final answer", snap.Session)

@@ -464,3 +464,77 @@ func TestVerify_HeldByARunningStore(t *testing.T) {
 	}
 	t.Logf("%d of 5 verifies while commits ran got a consistent copy", copies)
 }
+
+// TestDamagedValues_LongRead damages events of an actor with more events
+// than a read page, which a read checks with one Summer over all pages
+// (after its first summerAfter events): the read fails naming the first
+// damaged event in index order, before, at and after the Summer's start
+// and at both ends of a page, never returns a damaged event, and an
+// undamaged read returns every event as written.
+func TestDamagedValues_LongRead(t *testing.T) {
+	const events = readPageEvents + 5
+	base := filepath.Join(t.TempDir(), "base.db")
+	s, err := Open(base, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(i uint64) []byte {
+		return fmt.Appendf(nil, "event %06d %s", i, bytes.Repeat([]byte{byte(i)}, 80+int(i%7)))
+	}
+	for i := range uint64(events) {
+		if err := s.PersistEvent(t.Context(), "router", i, event(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, damaged := range [][]uint64{nil, {3}, {summerAfter}, {summerAfter + 1}, {summerAfter + 2}, {summerAfter + 1, summerAfter + 2},
+		{summerAfter + 2, summerAfter + 3}, {500, events - 3}, {readPageEvents - 1}, {events - 3}, {events - 2}, {events - 1}} {
+		t.Run(fmt.Sprint(damaged), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store.db")
+			if err := os.WriteFile(path, orig, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range damaged {
+				damageRecord(t, path, "router", durability.RecordEvent, i, int(i%50), false)
+			}
+			s, err := Open(path, &Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			next := uint64(0)
+			err = s.GetEvents(t.Context(), "router", 0, 0, func(i uint64, data []byte) error {
+				if i != next || !bytes.Equal(data, event(i)) {
+					return fmt.Errorf("event %d: %q, want event %d: %q", i, data, next, event(next))
+				}
+				next++
+				return nil
+			})
+			if damaged == nil {
+				if err != nil || next != events {
+					t.Fatalf("read %d of %d events: %v", next, events, err)
+				}
+				return
+			}
+			checkDamageAt(t, err, damaged[0])
+			if next > damaged[0] {
+				t.Errorf("read %d events, the damaged event %d among them", next, damaged[0])
+			}
+		})
+	}
+}
+
+// checkDamageAt checks that err reports damage to event index of "router".
+func checkDamageAt(t *testing.T, err error, index uint64) {
+	t.Helper()
+	var de *durability.DamageError
+	if !errors.As(err, &de) || !de.HasIndex || de.Index != index || de.What != "event" || de.Offset < 0 {
+		t.Fatalf("read: %v, want damage to event %d with its offset in the file", err, index)
+	}
+}

@@ -23,12 +23,14 @@ const (
 // read transactions, a page at a time, and calls fn outside of them, so fn
 // may use the store.
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
+	// One checker for all pages: its Summer is made once per read.
+	check := checker{kind: durability.RecordEvent, name: name}
 	for {
 		var page []entry
 		more := false
 		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
 			var err error
-			page, more, err = s.readPage(tx, name, pending, from, to)
+			page, more, err = s.readPage(tx, &check, name, pending, from, to)
 			return err
 		})
 		if err != nil {
@@ -51,9 +53,10 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 }
 
 // readPage returns up to a page of name's events in [from, to), from its
-// bucket with its overlay (pending, may be nil) on top, copied and checked;
-// more says whether events may follow the page.
-func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
+// bucket with its overlay (pending, may be nil) on top, copied and checked
+// with check, name's events checker; more says whether events may follow
+// the page.
+func (s *Store) readPage(tx *bolt.Tx, check *checker, name string, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
 	var over *pendingLog
 	if pending != nil {
 		over = &pending.events
@@ -78,7 +81,6 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 			// A walk from the bucket's first entry to its end is compared
 			// with the summary: records lost to a damaged page are found.
 			w := walkCheck{first: start <= sm.events.min}
-			check := checker{kind: durability.RecordEvent, name: name}
 			size := 0
 			c := b.Cursor()
 			k, v := c.Seek(indexKey(start))
@@ -94,7 +96,7 @@ func (s *Store) readPage(tx *bolt.Tx, name string, pending *pendingActor, from, 
 					more = true
 					break
 				}
-				data, err := s.openValue(&check, i, v)
+				data, err := s.openValue(check, i, v)
 				if err != nil {
 					return nil, false, err
 				}

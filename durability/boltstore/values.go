@@ -52,13 +52,40 @@ const summerAfter = 16
 
 // sum returns durability.Checksum(c.kind, c.name, index, data).
 func (c *checker) sum(index uint64, data []byte) uint32 {
-	if c.summer == nil {
-		if c.n++; c.n <= summerAfter {
-			return durability.Checksum(c.kind, c.name, index, data)
-		}
-		c.summer = durability.NewSummer(c.kind, c.name)
+	if c.summer != nil || c.makeSummer() {
+		return c.summer.Sum(index, data)
 	}
-	return c.summer.Sum(index, data)
+	return durability.Checksum(c.kind, c.name, index, data)
+}
+
+// copySum returns a copy of data and its checksum: with the Summer, in
+// one pass over data ([durability.Summer.CopySum]).
+func (c *checker) copySum(index uint64, data []byte) ([]byte, uint32) {
+	if c.summer != nil {
+		return c.summer.CopySum(index, data)
+	}
+	return c.copySumFirst(index, data)
+}
+
+// copySumFirst is copySum for a checker that has no Summer yet.
+func (c *checker) copySumFirst(index uint64, data []byte) ([]byte, uint32) {
+	if c.makeSummer() {
+		return c.summer.CopySum(index, data)
+	}
+	// The copy is checked: what is returned is what passed the check,
+	// and the check reads bytes the copy has just brought into the cache.
+	cp := append(make([]byte, 0, len(data)), data...)
+	return cp, durability.Checksum(c.kind, c.name, index, cp)
+}
+
+// makeSummer counts a record checked without c's Summer and makes the
+// Summer once summerAfter were; it says whether c has it now.
+func (c *checker) makeSummer() bool {
+	if c.n++; c.n <= summerAfter {
+		return false
+	}
+	c.summer = durability.NewSummer(c.kind, c.name)
+	return true
 }
 
 // openValue checks a bucket value of c's actor and kind read in a
@@ -76,10 +103,14 @@ func (s *Store) openValue(c *checker, index uint64, v []byte) ([]byte, error) {
 	if len(v) < crcSize {
 		return nil, s.damagedValue(kind, index, v, "shorter than its checksum")
 	}
-	// The copy is checked: what is returned is what passed the check,
-	// and the check reads bytes the copy has just brought into the cache.
-	data := append(make([]byte, 0, len(v)-crcSize), v[crcSize:]...)
-	if !benchhook.ChecksumsOff.Load() && binary.BigEndian.Uint32(v) != c.sum(index, data) {
+	if benchhook.ChecksumsOff.Load() {
+		return append(make([]byte, 0, len(v)-crcSize), v[crcSize:]...), nil
+	}
+	// The checksum is computed as the data is copied (on the copy, where
+	// copy and checksum are two passes): what is returned is what passed
+	// the check.
+	data, sum := c.copySum(index, v[crcSize:])
+	if binary.BigEndian.Uint32(v) != sum {
 		return nil, s.damagedValue(kind, index, v, "checksum mismatch")
 	}
 	return data, nil

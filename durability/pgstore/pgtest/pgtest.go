@@ -6,7 +6,10 @@
 //
 // PostgreSQL refuses to run as root, so a root caller runs the server as the
 // system user "postgres" (or, without one, "nobody") and hands the folder to
-// that user.
+// that user. That user must be able to reach the folder: when it cannot
+// enter TMPDIR or one of its parents (a TMPDIR of mode 0700 owned by root,
+// say), the folder is made under /tmp instead, and when it cannot reach
+// that either, Start fails naming the folder in its way.
 //
 // Setting POLYWEAVE_TEST_POSTGRES to a connection string makes [Start] use that
 // server instead of starting one.
@@ -53,7 +56,10 @@ type Server struct {
 	// on the loopback interface, without a password.
 	DSN string
 
-	dir  string
+	// Dir is the server's folder (its data and its socket), removed by
+	// Stop; empty for a server named by POLYWEAVE_TEST_POSTGRES.
+	Dir string
+
 	cmd  *exec.Cmd
 	done chan error
 }
@@ -79,29 +85,107 @@ func Start(opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "polyweave-pg-")
+	dir, err := serverDir(bin, cred, owner)
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, err
 	}
-	s := &Server{dir: dir}
-	if err := s.start(bin, cred, owner, o); err != nil {
+	s := &Server{Dir: dir}
+	if err := s.start(bin, cred, o); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) start(bin string, cred *syscall.Credential, owner *user.User, o Options) error {
-	if cred != nil {
-		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return fmt.Errorf("pgtest: hand %s to user %s: %w", s.dir, owner.Username, err)
+// fallbackParent is where the server's folder is made when the server's
+// user cannot reach TMPDIR.
+var fallbackParent = "/tmp"
+
+// serverDir makes the server's folder, under TMPDIR or else under
+// fallbackParent, owned by the server's user (cred, nil for this process's
+// own), and makes sure that user can enter it.
+func serverDir(bin string, cred *syscall.Credential, owner *user.User) (string, error) {
+	parents := []string{os.TempDir()}
+	if cred != nil && filepath.Clean(fallbackParent) != filepath.Clean(parents[0]) {
+		parents = append(parents, fallbackParent)
+	}
+	var blocked []string
+	for _, parent := range parents {
+		dir, err := os.MkdirTemp(parent, "polyweave-pg-")
+		if err != nil {
+			return "", fmt.Errorf("pgtest: %w", err)
+		}
+		if cred == nil {
+			return dir, nil
+		}
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("pgtest: hand %s to user %s: %w", dir, owner.Username, err)
+		}
+		if canEnter(bin, cred, dir) {
+			return dir, nil
+		}
+		os.RemoveAll(dir)
+		blocked = append(blocked, describe(firstBlocked(bin, cred, parent)))
+	}
+	return "", fmt.Errorf("pgtest: PostgreSQL does not run as root, so it runs as user %s, which cannot enter %s; "+
+		"set TMPDIR to a folder that user can reach, make that folder searchable by it (chmod o+x), "+
+		"or set %s to a running server", owner.Username, strings.Join(blocked, ", nor "), EnvDSN)
+}
+
+// canEnter says whether the user of cred can change into dir: it runs the
+// server binary (for its version) as that user, in dir.
+func canEnter(bin string, cred *syscall.Credential, dir string) bool {
+	c := exec.Command(filepath.Join(bin, "postgres"), "--version")
+	c.Dir = dir
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	return c.Run() == nil
+}
+
+// firstBlocked returns the outermost folder of dir and its parents that
+// the user of cred cannot enter (dir itself when it finds none).
+func firstBlocked(bin string, cred *syscall.Credential, dir string) string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	var chain []string
+	for d := dir; ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == filepath.Dir(d) {
+			break
 		}
 	}
-	data := filepath.Join(s.dir, "data")
+	for i := len(chain) - 1; i >= 0; i-- {
+		if !canEnter(bin, cred, chain[i]) {
+			return chain[i]
+		}
+	}
+	return dir
+}
+
+// describe names dir with its mode and owner.
+func describe(dir string) string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return dir
+	}
+	owner := "?"
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = strconv.FormatUint(uint64(st.Uid), 10)
+		if u, err := user.LookupId(owner); err == nil {
+			owner = u.Username
+		}
+	}
+	return fmt.Sprintf("%s (mode %04o, owner %s)", dir, fi.Mode().Perm(), owner)
+}
+
+func (s *Server) start(bin string, cred *syscall.Credential, o Options) error {
+	data := filepath.Join(s.Dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	initdb.Dir = s.dir
+	initdb.Dir = s.Dir
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
@@ -112,7 +196,7 @@ func (s *Server) start(bin string, cred *syscall.Credential, owner *user.User, o
 		if err != nil {
 			return err
 		}
-		args := []string{"-D", data, "-k", s.dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+		args := []string{"-D", data, "-k", s.Dir, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
 			"-c", "fsync=" + onOff(o.Fsync), "-c", "synchronous_commit=on",
 			"-c", "full_page_writes=" + onOff(o.Fsync),
 			"-c", "max_connections=200", "-c", "shared_buffers=64MB",
@@ -121,7 +205,7 @@ func (s *Server) start(bin string, cred *syscall.Credential, owner *user.User, o
 			args = append(args, "-c", k+"="+v)
 		}
 		cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-		cmd.Dir = s.dir
+		cmd.Dir = s.Dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		// The server dies with this process (immediate shutdown on SIGQUIT)
@@ -134,7 +218,7 @@ func (s *Server) start(bin string, cred *syscall.Credential, owner *user.User, o
 		go func() { done <- cmd.Wait() }()
 		s.cmd, s.done = cmd, done
 		s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		err = waitReady(bin, port, s.dir, cred, done, o.StartTimeout)
+		err = waitReady(bin, port, s.Dir, cred, done, o.StartTimeout)
 		if err == nil {
 			return nil
 		}
@@ -176,8 +260,8 @@ func (s *Server) Stop() error {
 	}
 	s.kill()
 	s.cmd = nil
-	if err := os.RemoveAll(s.dir); err != nil {
-		return fmt.Errorf("pgtest: remove %s: %w", s.dir, err)
+	if err := os.RemoveAll(s.Dir); err != nil {
+		return fmt.Errorf("pgtest: remove %s: %w", s.Dir, err)
 	}
 	return nil
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// scriptedSide returns a side whose measurements are ns, one per round.
+func scriptedSide(name string, ns ...float64) side {
+	i := 0
+	return side{name: name, measure: func() sample {
+		s := sample{ns: ns[i]}
+		i++
+		return s
+	}}
+}
+
+// TestCompare_WorstRoundDecides checks that a row's goal is judged by its
+// worst round, not its median, and that the spread is reported in the
+// row's orientation (throughput ratios inverted from the times measured).
+func TestCompare_WorstRoundDecides(t *testing.T) {
+	c := &config{rounds: 3}
+	// Throughput: ours takes 10/9/12.5 ns per item against 8 ns, so
+	// ours÷baseline in items per second is 0.8, 0.889, 0.64.
+	row := c.compare(pair{figure: "x", name: "throughput", kind: throughput, unit: "items",
+		ours: scriptedSide("ours", 10, 9, 12.5), base: scriptedSide("base", 8, 8, 8), goal: ratioAtLeast(0.75)})
+	if row.Ratio != 0.8 || row.RatioMin != 0.64 || row.RatioMax < 0.888 || row.RatioMax > 0.889 {
+		t.Errorf("ratio %v, spread %v–%v; want 0.8, 0.64–0.889", row.Ratio, row.RatioMin, row.RatioMax)
+	}
+	if row.Met == nil || *row.Met {
+		t.Errorf("median 0.8 ≥ 0.75 but the worst round 0.64 is not: met %v", row.Met)
+	}
+
+	// The same pair where every round meets the goal.
+	row = c.compare(pair{figure: "x", name: "throughput", kind: throughput, unit: "items",
+		ours: scriptedSide("ours", 10, 9, 10.5), base: scriptedSide("base", 8, 8, 8), goal: ratioAtLeast(0.75)})
+	if row.Met == nil || !*row.Met {
+		t.Errorf("every round ≥ 0.76: met %v (spread %v–%v)", row.Met, row.RatioMin, row.RatioMax)
+	}
+
+	// Time per operation with a goal on our figure: the slowest round decides.
+	row = c.compare(pair{figure: "x", name: "time", kind: duration, unit: "op",
+		ours: scriptedSide("ours", 100e3, 300e3, 120e3), goal: oursAtMost(200, "< 200 µs")})
+	if row.Ours != 120 || row.OursMin != 100 || row.OursMax != 300 {
+		t.Errorf("ours %v µs, spread %v–%v; want 120, 100–300", row.Ours, row.OursMin, row.OursMax)
+	}
+	if row.Met == nil || *row.Met {
+		t.Errorf("median 120 µs < 200 µs but one round took 300 µs: met %v", row.Met)
+	}
+
+	// The table prints the spread next to the median ratio.
+	var out bytes.Buffer
+	row = c.compare(pair{figure: "x", name: "throughput", kind: throughput, unit: "items",
+		ours: scriptedSide("ours", 10, 9, 12.5), base: scriptedSide("base", 8, 8, 8), goal: ratioAtLeast(0.75)})
+	if err := writeTable(&out, []Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "0.80×") || !strings.Contains(out.String(), "0.64–0.89") || !strings.Contains(out.String(), "NO") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// BenchmarkInspectedInterleaved measures the inspector's cost in CPU time
+// rather than wall time: the conversation with the inspector mounted and
+// followed, and the same conversation without it, both started once and
+// played in alternating batches, the process's CPU time read around each
+// batch. On a machine shared with other work, CPU time per run compared
+// batch by batch moves less than wall time (still by a few percent from
+// one invocation to the next: compare several). It
+// reports the CPU time per run of each side (medians over the batches)
+// and the median of the batches' ratios ("cpu-ratio", goal ≤ 1.1; robust
+// to the machine's load drifting between batches). One op is a pair of
+// batches: its allocations are those of 2×200 runs.
+func BenchmarkInspectedInterleaved(b *testing.B) {
+	with, closeInspector, err := newInspectedConversation()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeInspector()
+	defer with.Close()
+	without, err := newTappedConversation(true, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer without.Close()
+	ctx := context.Background()
+	const batch = 200
+	batchCPU := func(lc *loopConversation) time.Duration {
+		cpu := processCPU()
+		for range batch {
+			if err := lc.run(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return processCPU() - cpu
+	}
+	batchCPU(with) // warm both up
+	batchCPU(without)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var ratios, withs, withouts []float64
+	for i := range b.N {
+		var w, wo time.Duration
+		if i%2 == 0 { // alternate which side goes first
+			w, wo = batchCPU(with), batchCPU(without)
+		} else {
+			wo, w = batchCPU(without), batchCPU(with)
+		}
+		if w <= 0 || wo <= 0 {
+			continue // the process's CPU time cannot be read here
+		}
+		withs = append(withs, float64(w)/batch)
+		withouts = append(withouts, float64(wo)/batch)
+		ratios = append(ratios, float64(w)/float64(wo))
+	}
+	b.StopTimer()
+	if len(ratios) == 0 {
+		return
+	}
+	b.ReportMetric(median(withs), "with-cpu-ns/run")
+	b.ReportMetric(median(withouts), "without-cpu-ns/run")
+	b.ReportMetric(median(ratios), "cpu-ratio")
+}

@@ -1,0 +1,331 @@
+package cluster_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
+)
+
+// childHostEnv makes this test binary a cluster member (TestClusterHostChild)
+// whose health checks are on the port it holds, configured besides
+// through childSchemaEnv and childSideEnv.
+const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
+
+// TestClusterHostChild is a cluster member's body; it does nothing unless
+// started by TestMember_RestartedAtSameAddress. It hosts one-call
+// sessions; session t's call waits for a "release" line on its stdin, and
+// the member marks "started t" when it begins. It marks "ready ADDRESS"
+// once it has joined; a line "stale ADDRESS ID…" makes it send the
+// status of a session s that ended to the futures ID… at ADDRESS, as it
+// would answer a request for s (it marks "sent N"). It leaves when its
+// stdin closes.
+func TestClusterHostChild(t *testing.T) {
+	port := os.Getenv(childHostEnv)
+	if port == "" {
+		return
+	}
+	if err := runHostChild(t, port); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+}
+
+func runHostChild(t *testing.T, portText string) error {
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	mark := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Session: sessionFunc(t, 1, sideFile(os.Getenv(childSideEnv)), func(id string) hooks {
+			if id != "t" {
+				return hooks{}
+			}
+			return hooks{before: func(ctx context.Context, _ string) {
+				once.Do(func() { mark("started t") })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}}
+		}),
+		// Long enough that t's run request is pending while the stale
+		// answers arrive.
+		Hold: 3 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	mark("ready %s", m.Address())
+	stale, err := json.Marshal(map[string]any{"state": "done", "text": "the stale answer of s", "member": m.Address(), "epoch": 1})
+	if err != nil {
+		return err
+	}
+	frame := &messages.Frame{Type: messages.FrameType_META, StreamId: "s", Name: "polyweave.session.status", Payload: stale}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) == 1 && fields[0] == "release":
+			close(release)
+		case len(fields) > 2 && fields[0] == "stale":
+			for _, id := range fields[2:] {
+				m.System().Root.Send(actor.NewPID(fields[1], id), frame)
+			}
+			mark("sent %d", len(fields)-2)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return m.Close(ctx)
+}
+
+// childClientEnv makes this test binary a cluster client at the address
+// it holds (TestClusterClientChild), configured besides through
+// childHostsEnv and childSchemaEnv.
+const childClientEnv = "POLYWEAVE_CLUSTER_CLIENT"
+
+// TestClusterClientChild is a cluster client's body; it does nothing
+// unless started by TestMember_RestartedAtSameAddress. It marks "ready
+// ID" (its member id) once it has joined, then takes commands on its
+// stdin: "run ID" runs session ID in the background and marks "ran ID
+// EPOCH TEXT" (or "error ID ERROR"); "futures" marks "futures ID…", the
+// ids of its pending futures. It leaves when its stdin closes.
+func TestClusterClientChild(t *testing.T) {
+	address := os.Getenv(childClientEnv)
+	if address == "" {
+		return
+	}
+	if err := runClientChild(t, address); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+}
+
+func runClientChild(t *testing.T, address string) error {
+	c, err := cluster.Start(&cluster.Options{
+		Client: true, Address: address,
+		Provider: cluster.Automanaged(0, strings.Split(os.Getenv(childHostsEnv), ","), 100*time.Millisecond),
+		Store:    openStore(t, os.Getenv(childSchemaEnv)),
+		Hold:     3 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	mark := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
+	mark("ready %s", c.System().ID)
+	var runs sync.WaitGroup
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		switch cmd := sc.Text(); {
+		case cmd == "futures":
+			mark("futures %s", strings.Join(pendingFutures(c.System()), " "))
+		case strings.HasPrefix(cmd, "run "):
+			id := strings.TrimPrefix(cmd, "run ")
+			runs.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				res, err := c.Run(ctx, id, firstRequest(id)...)
+				if err != nil {
+					mark("error %s %v", id, err)
+					return
+				}
+				mark("ran %s %d %s", id, res.Epoch, res.Text)
+			})
+		}
+	}
+	runs.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Close(ctx)
+}
+
+// A process restarted at the address of an earlier one (a member or
+// client that restarts on its port, under a new member id) names its
+// futures as the earlier process did: "future$1", "future$2", … So an
+// answer meant for a request of the earlier process, sent late by a
+// session elsewhere (at the end of its hold, or when it finishes),
+// reaches whichever request of the new process has that name: the status
+// of another session, or an activation of another session.
+//
+// TestMember_RestartedAtSameAddress runs a member and a client in child
+// processes. The client runs session s, then restarts at the same address
+// (a new process, under a new member id) and runs session t while t waits
+// in a tool call on the member. Every future the new process has pending
+// then gets, from the member, the status of session s as it would have
+// been answered to the earlier process. Run must not take it for t's: it
+// asks again, and returns t's own answer once t ends. (Every process of
+// the test is a child: a protoactor remote that starts replaces gRPC's
+// global logger, racing with the gRPC goroutines of any other in the
+// process.)
+func TestMember_RestartedAtSameAddress(t *testing.T) {
+	leakCheck(t)
+	schema := freshSchema()
+	side := newSideFile(t)
+	raceLog := filepath.Join(t.TempDir(), "race")
+	ports := freePorts(t, 2)
+	health := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	address := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	env := []string{childSchemaEnv + "=" + schema, childSideEnv + "=" + string(side),
+		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + raceLog}
+	host := tooltest.StartChild(t, "^TestClusterHostChild$", append(env, childHostEnv+"="+strconv.Itoa(ports[0]))...)
+	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
+		t.Fatalf("member: mark %q", m)
+	}
+	startClient := func() (*tooltest.Child, string) {
+		t.Helper()
+		c := tooltest.StartChild(t, "^TestClusterClientChild$", append(env, childClientEnv+"="+address, childHostsEnv+"="+health)...)
+		id, ok := strings.CutPrefix(c.Mark(t), "ready ")
+		if !ok {
+			t.Fatal("client did not say it was ready")
+		}
+		return c, id
+	}
+	// ran returns the text of session id's answer, as c marks it.
+	ran := func(c *tooltest.Child, id string) string {
+		t.Helper()
+		m := c.Mark(t)
+		text, ok := strings.CutPrefix(m, "ran "+id+" 1 ")
+		if !ok {
+			t.Fatalf("session %s: %s; want its answer at epoch 1", id, m)
+		}
+		return text
+	}
+
+	first, firstID := startClient()
+	first.Send(t, "run s")
+	if text := ran(first, "s"); text != "All done." {
+		t.Fatalf("session s from the first client answered %q", text)
+	}
+	first.Stop(t)
+	second, secondID := startClient()
+	if secondID == firstID {
+		t.Fatalf("the restarted client has the first one's id %s", firstID)
+	}
+
+	second.Send(t, "run t")
+	if m := host.Mark(t); m != "started t" { // t's request is pending
+		t.Fatalf("member: mark %q, want \"started t\"", m)
+	}
+	second.Send(t, "futures")
+	futures, ok := strings.CutPrefix(second.Mark(t), "futures ")
+	if !ok || futures == "" {
+		t.Fatalf("the restarted client has no request pending: %q", futures)
+	}
+	host.Send(t, "stale "+address+" "+futures)
+	if m := host.Mark(t); !strings.HasPrefix(m, "sent ") {
+		t.Fatalf("member: mark %q", m)
+	}
+	// The stale answers cross the connection before t's own.
+	host.Send(t, "release")
+	if text := ran(second, "t"); text != "All done." {
+		t.Errorf("session t from the restarted client answered %q, want its own answer \"All done.\"", text)
+	}
+	second.Stop(t)
+	host.Stop(t)
+	checkRaceReports(t, filepath.Dir(raceLog))
+	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
+		t.Errorf("side effects %v, want s c1 and t c1 once each", got)
+	}
+}
+
+// pendingFutures returns the ids of sys's pending futures.
+func pendingFutures(sys *actor.ActorSystem) []string {
+	var out []string
+	for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if strings.HasPrefix(id, "future$") {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// TestMember_SessionRefusesAnotherSessionsRequest: a run request for
+// session t that reaches the activation of session u (an activation
+// cached for the wrong identity) is answered in u's name, and neither
+// session runs.
+func TestMember_SessionRefusesAnotherSessionsRequest(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	port := freePorts(t, 1)[0]
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    store,
+		Session:  sessionFunc(t, 1, side, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A session first: the member then knows it is in the cluster.
+	if res, err := m.Run(ctx, "w", firstRequest("w")...); err != nil || res.Text != "All done." {
+		t.Fatalf("session w: %+v, %v", res, err)
+	}
+	pid := m.Cluster().Get("u", cluster.Kind) // activated, not run
+	if pid == nil {
+		t.Fatal("no activation of u")
+	}
+	payload, err := json.Marshal(map[string]any{"params": []map[string]any{{"name": "messages", "value": json.RawMessage(`[{"role":"user","content":"hi"}]`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &messages.Frame{Type: messages.FrameType_META, StreamId: "t", Name: "polyweave.session.run", Payload: payload}
+	res, err := m.System().Root.RequestFuture(pid, req, 10*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := res.(*messages.Frame)
+	if !ok || f.GetStreamId() != "u" || !strings.Contains(string(f.GetPayload()), `"state":"moved"`) {
+		t.Fatalf("answer %v, want u's status: moved", res)
+	}
+	for _, id := range []string{"t", "u"} {
+		if _, ok, err := tools.ReadSession(ctx, store, id); err != nil || ok {
+			t.Errorf("session %s is in the store (%v, %v): it ran", id, ok, err)
+		}
+	}
+	if got := side.runs(t); len(got) != 1 || got["w c1"] != 1 {
+		t.Errorf("side effects %v, want w c1 once", got)
+	}
+}

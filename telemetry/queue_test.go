@@ -1,0 +1,425 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// stallingProcessor is a span processor that, while stalling, blocks a
+// span's end until the test releases it, as a batch processor configured
+// to block does when its exporter stalls.
+type stallingProcessor struct {
+	stalling atomic.Bool
+	stalled  chan chan struct{} // each blocked end sends what releases it
+	stop     chan struct{}      // closed by unblock
+}
+
+// newStallingProcessor returns a processor that stalls until unblock.
+func newStallingProcessor() *stallingProcessor {
+	p := &stallingProcessor{stalled: make(chan chan struct{}), stop: make(chan struct{})}
+	p.stalling.Store(true)
+	return p
+}
+
+// unblock lets every end through, now and later (deferred by a test so
+// that a failed one does not hang in Shutdown).
+func (p *stallingProcessor) unblock() {
+	if p.stalling.Swap(false) {
+		close(p.stop)
+	}
+}
+
+// stallNext waits for a span's end to block and returns what releases it.
+func (p *stallingProcessor) stallNext() chan struct{} { return <-p.stalled }
+
+func (p *stallingProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (p *stallingProcessor) OnEnd(sdktrace.ReadOnlySpan) {
+	if !p.stalling.Load() {
+		return
+	}
+	release := make(chan struct{})
+	select {
+	case p.stalled <- release:
+	case <-p.stop:
+		return
+	}
+	select {
+	case <-release:
+	case <-p.stop:
+	}
+}
+
+func (p *stallingProcessor) Shutdown(context.Context) error   { return nil }
+func (p *stallingProcessor) ForceFlush(context.Context) error { return nil }
+
+// warnings is a slog handler that keeps the WARN records.
+type warnings struct {
+	mu      sync.Mutex
+	records []slog.Record
+	got     chan struct{} // a token per record
+}
+
+func newWarnings() *warnings { return &warnings{got: make(chan struct{}, 16)} }
+
+func (w *warnings) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *warnings) WithGroup(string) slog.Handler            { return w }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	w.mu.Lock()
+	w.records = append(w.records, r.Clone())
+	w.mu.Unlock()
+	w.got <- struct{}{}
+	return nil
+}
+
+func (w *warnings) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.records)
+}
+
+// droppedMetric reads the counter polyweave.telemetry.dropped (-1 when
+// it is not reported).
+func droppedMetric(t *testing.T, reader *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == MetricDropped {
+				sum := m.Data.(metricdata.Sum[int64])
+				if len(sum.DataPoints) == 0 {
+					return -1
+				}
+				if !sum.IsMonotonic || len(sum.DataPoints) != 1 {
+					t.Fatalf("%s: %+v", MetricDropped, sum)
+				}
+				return sum.DataPoints[0].Value
+			}
+		}
+	}
+	return -1
+}
+
+// chatDurations counts the chat measurements of gen_ai.client.operation.duration.
+func chatDurations(t *testing.T, reader *sdkmetric.ManualReader) uint64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != MetricOperationDuration {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				if op, _ := dp.Attributes.Value("gen_ai.operation.name"); op.AsString() == "chat" {
+					n += dp.Count
+				}
+			}
+		}
+	}
+	return n
+}
+
+// queued returns the length and capacity of the recorder's queue.
+func queued(tel *Telemetry) (n, capacity int) {
+	tel.rec.mu.Lock()
+	defer tel.rec.mu.Unlock()
+	return len(tel.rec.queue), cap(tel.rec.queue)
+}
+
+func spanAttr(s tracetest.SpanStub, key string) string {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// TestQueueFull_DropsCountsAndRecovers: while the span processor blocks,
+// the queue holds MaxQueued events and no more; the rest are dropped
+// without blocking the actor's turn, counted by Dropped and by the
+// polyweave.telemetry.dropped counter, and warned about once. A Flush
+// made meanwhile returns once the processor is released; the spans that
+// were open are then ended, marked incomplete (the chat request without a
+// duration measurement), the state kept for them is gone, and a new run
+// is recorded in full.
+func TestQueueFull_DropsCountsAndRecovers(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	const maxQueued = 16
+	stall := newStallingProcessor()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	warns := newWarnings()
+	tel, err := New(&Options{TracerProvider: tp, MeterProvider: mp, MaxQueued: maxQueued, Logger: slog.New(warns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	defer stall.unblock()
+	ctx := context.Background()
+
+	agentCtx := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	modelCtx := nullContext{self: actors.RefOf(actor.NewPID("test", "agent/model"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	model := &modelObserver{t: tel, provider: "p"}
+	call := func(stream string, i int) {
+		id := fmt.Sprintf("call_%d", i)
+		agent.out(messages.ToolCall(stream, id, "add", json.RawMessage(`{}`)))
+		agent.out(messages.RawToolResult(stream, id, "add", []byte(`2`)))
+	}
+
+	// A run starts; its first tool call's span ends in the stalled processor.
+	agent.in(agentCtx, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	call("s1", 0)
+	release := stall.stallNext()
+	if n, _ := queued(tel); n != 0 {
+		t.Fatalf("%d events queued behind the stalled one", n)
+	}
+
+	// A model request (2 events) and 7 tool calls (14 events) fill the
+	// queue; then 200 more tool calls, the model's answer and a
+	// supervision decision find it full.
+	model.in(modelCtx, messages.RawParam("s1", models.ParamModel, json.RawMessage(`"m"`)))
+	model.in(modelCtx, messages.End("s1"))
+	for i := 1; i <= 7; i++ {
+		call("s1", i)
+	}
+	if n, _ := queued(tel); n != maxQueued {
+		t.Fatalf("%d events queued, want %d", n, maxQueued)
+	}
+	if d := tel.Dropped(); d != 0 {
+		t.Fatalf("%d dropped before the queue was full", d)
+	}
+	for i := 8; i < 208; i++ {
+		call("s1", i)
+	}
+	model.out(messages.Meta("s1", models.MetaUsage, json.RawMessage(`{"prompt_tokens":1,"completion_tokens":1}`)))
+	model.out(messages.End("s1"))
+	tel.Supervision(supervisor.Event{Time: time.Now(), Child: "test/agent/model", Reason: errors.New("boom")})
+	agent.out(messages.End("s1"))
+	const wantDropped = 200*2 + 2 + 1 + 1
+	if n, c := queued(tel); n != maxQueued || c > maxQueued {
+		t.Fatalf("queue length %d, capacity %d: want at most %d", n, c, maxQueued)
+	}
+	if d := tel.Dropped(); d != wantDropped {
+		t.Fatalf("Dropped() = %d, want %d", d, wantDropped)
+	}
+	if m := droppedMetric(t, reader); m != wantDropped {
+		t.Fatalf("%s = %d while stalled, want %d", MetricDropped, m, wantDropped)
+	}
+	<-warns.got // the burst's warning, logged off the actor's turn
+
+	// A Flush made while the queue is full returns once the processor is
+	// released.
+	flushed := make(chan error, 1)
+	go func() { flushed <- tel.Flush(ctx) }()
+	stall.stalling.Store(false)
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+
+	// The 8 tool calls recorded; the run and the request, whose ends were
+	// dropped, ended incomplete; nothing else (the dropped calls, the run
+	// ended twice).
+	spans := exp.GetSpans()
+	var tools, runs, chats int
+	for _, s := range spans {
+		switch s.Name {
+		case "execute_tool add":
+			tools++
+			if spanAttr(s, string(incompleteKey)) != "" {
+				t.Errorf("tool span %s marked incomplete", spanAttr(s, "gen_ai.tool.call.id"))
+			}
+		case "invoke_agent a":
+			runs++
+			if spanAttr(s, string(incompleteKey)) != "true" {
+				t.Errorf("run span not marked incomplete: %v", s.Attributes)
+			}
+		case "chat m":
+			chats++
+			if spanAttr(s, string(incompleteKey)) != "true" {
+				t.Errorf("chat span not marked incomplete: %v", s.Attributes)
+			}
+		default:
+			t.Errorf("span %q", s.Name)
+		}
+	}
+	if tools != 8 || runs != 1 || chats != 1 {
+		t.Fatalf("%d tool, %d run, %d chat spans; want 8, 1, 1", tools, runs, chats)
+	}
+	if n := chatDurations(t, reader); n != 0 {
+		t.Errorf("%d chat durations recorded for an abandoned request", n)
+	}
+	if len(tel.runs) != 0 || len(tel.active) != 0 || len(agent.runs) != 0 || len(model.open) != 0 || len(model.models) != 0 {
+		t.Fatalf("state kept after the drops: runs %v, active %v, agent %v, model %v %v",
+			tel.runs, tel.active, agent.runs, model.open, model.models)
+	}
+
+	// Recording resumes: a late frame of the abandoned run is ignored, a
+	// new run is recorded in full and nothing more is dropped.
+	exp.Reset()
+	call("s1", 300)
+	agent.in(agentCtx, messages.RawParam("s2", "messages", json.RawMessage(`[]`)))
+	call("s2", 1)
+	model.in(modelCtx, messages.RawParam("s2", models.ParamModel, json.RawMessage(`"m"`)))
+	model.in(modelCtx, messages.End("s2"))
+	model.out(messages.End("s2"))
+	agent.out(messages.End("s2"))
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans = exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans after recovery, want 3: %v", len(spans), spans)
+	}
+	for _, s := range spans {
+		if spanAttr(s, string(incompleteKey)) != "" || spanAttr(s, "gen_ai.conversation.id") == "s1" || spanAttr(s, "gen_ai.tool.call.id") == "call_300" {
+			t.Errorf("span %s after recovery: %v", s.Name, s.Attributes)
+		}
+	}
+	if n := chatDurations(t, reader); n != 1 {
+		t.Errorf("%d chat durations after recovery, want 1", n)
+	}
+	if d := tel.Dropped(); d != wantDropped {
+		t.Errorf("Dropped() = %d after recovery, want %d", d, wantDropped)
+	}
+
+	// Shutdown waits for the warning; one burst, one warning.
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := warns.count(); n != 1 {
+		t.Errorf("%d warnings for one burst of %d drops, want 1", n, wantDropped)
+	}
+	if m := droppedMetric(t, reader); m != -1 {
+		t.Errorf("%s still reported after Shutdown: %d", MetricDropped, m)
+	}
+}
+
+// TestQueueFull_EachBurstWarnsOnce: drops after the recorder caught up
+// are a new burst, with a warning of its own.
+func TestQueueFull_EachBurstWarnsOnce(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	warns := newWarnings()
+	stall := newStallingProcessor()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
+	defer tp.Shutdown(context.Background())
+	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 4, Logger: slog.New(warns)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	defer stall.unblock()
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	ctx := context.Background()
+	for burst := range 2 {
+		stream := fmt.Sprint("s", burst)
+		stall.stalling.Store(true)
+		agent.in(c, messages.RawParam(stream, "messages", json.RawMessage(`[]`)))
+		agent.out(messages.End(stream))
+		release := stall.stallNext() // the run's end is in the processor
+		for i := range 4 + 10 {
+			agent.out(messages.ToolCall(stream, fmt.Sprint("c", i), "add", nil))
+		}
+		if d, want := tel.Dropped(), uint64(10*(burst+1)); d != want {
+			t.Fatalf("burst %d: Dropped() = %d, want %d", burst, d, want)
+		}
+		<-warns.got
+		stall.stalling.Store(false)
+		close(release)
+		if err := tel.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := warns.count(); n != 2 {
+		t.Fatalf("%d warnings for two bursts, want 2", n)
+	}
+}
+
+// TestQueueFull_ShutdownWhileStalled: with the processor stalled and
+// events dropped, Shutdown returns its context's error instead of
+// hanging, a Flush waiting meanwhile is answered once the processor is
+// released, and Shutdown then completes.
+func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	stall := newStallingProcessor()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
+	defer tp.Shutdown(context.Background())
+	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.unblock()
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.End("s1"))
+	release := stall.stallNext()
+	for i := range 5 {
+		agent.out(messages.ToolCall("s1", fmt.Sprint("c", i), "add", nil))
+	}
+	if d := tel.Dropped(); d != 3 {
+		t.Fatalf("Dropped() = %d, want 3", d)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- tel.Flush(context.Background()) }()
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := tel.Shutdown(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown while stalled: %v, want context.Canceled", err)
+	}
+	agent.out(messages.ToolCall("s1", "late", "add", nil)) // after Shutdown: neither queued nor counted
+	if d := tel.Dropped(); d != 3 {
+		t.Fatalf("Dropped() = %d after Shutdown, want 3", d)
+	}
+	stall.stalling.Store(false)
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -93,8 +93,9 @@ type Inspector struct {
 	sessions    map[string]*session
 	spare       *session // a forgotten session, reset, for the next one
 	// sessionOrder and storeOrder are the keys of sessions and stores,
-	// first seen first (for forget).
-	sessionOrder, storeOrder []string
+	// first seen first (for forget): rings, so that forgetting the oldest
+	// and adding the newest reuse the same slot.
+	sessionOrder, storeOrder keyRing
 	tools                    map[string]*toolStats
 	stalls                   map[string]*stall
 	stores                   map[string]storePosition
@@ -495,25 +496,60 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 // the next one (in.spare). in.mu must be held.
 func (in *Inspector) forget(keep string) {
 	limit := in.opts.MaxSessions
-	for n := len(in.sessionOrder); len(in.sessions) > limit && n > 0; n-- {
-		id := in.sessionOrder[0]
-		in.sessionOrder = in.sessionOrder[1:]
+	for n := in.sessionOrder.len(); len(in.sessions) > limit && n > 0; n-- {
+		id := in.sessionOrder.pop()
 		s, ok := in.sessions[id]
 		if !ok {
 			continue
 		}
 		if id == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
-			in.sessionOrder = append(in.sessionOrder, id) // busy: later
+			in.sessionOrder.push(id) // busy: later
 			continue
 		}
 		delete(in.sessions, id)
 		s.reset()
 		in.spare = s
 	}
-	for len(in.stores) > limit && len(in.storeOrder) > 0 {
-		delete(in.stores, in.storeOrder[0])
-		in.storeOrder = in.storeOrder[1:]
+	for len(in.stores) > limit && in.storeOrder.len() > 0 {
+		delete(in.stores, in.storeOrder.pop())
 	}
+}
+
+// keyRing is a queue of keys, first in first out, kept in a ring that
+// grows only when full: a queue about as long as it was before pushes
+// and pops without allocating or copying.
+type keyRing struct {
+	keys    []string
+	head, n int // keys[head] is the first of n keys
+}
+
+func (r *keyRing) len() int { return r.n }
+
+// push adds id last.
+func (r *keyRing) push(id string) {
+	if r.n == len(r.keys) {
+		grown := make([]string, max(8, 2*len(r.keys)))
+		copy(grown, r.keys[r.head:])
+		copy(grown[len(r.keys)-r.head:], r.keys[:r.head])
+		r.keys, r.head = grown, 0
+	}
+	i := r.head + r.n
+	if i >= len(r.keys) {
+		i -= len(r.keys)
+	}
+	r.keys[i] = id
+	r.n++
+}
+
+// pop removes and returns the first key; the ring must not be empty.
+func (r *keyRing) pop() string {
+	id := r.keys[r.head]
+	r.keys[r.head] = ""
+	if r.head++; r.head == len(r.keys) {
+		r.head = 0
+	}
+	r.n--
+	return id
 }
 
 // sessionKey is the session a stream belongs to: agent attempts after the

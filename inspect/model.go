@@ -39,12 +39,15 @@ type cutStream struct{ stream string }
 // modelObserver is the inspector's side of one incarnation of a
 // decorated adapter. Its fields are the actor's: no lock.
 type modelObserver struct {
-	in     *Inspector
-	self   actors.Ref
-	cut    map[string]bool // streams cut, until the adapter's own END
-	last   *session        // the session of the last frame seen (under in.mu)
-	staged stagedMessages
-	turn   []observed // this turn's frames, not shown yet
+	in   *Inspector
+	self actors.Ref
+	cut  map[string]bool // streams cut, until the adapter's own END
+	last *session        // the session of the last frame seen (under in.mu)
+	// lastStream and lastKey are the stream of that frame and its session
+	// key: the same stream again needs no sessionKey.
+	lastStream, lastKey string
+	staged              stagedMessages
+	turn                []observed // this turn's frames, not shown yet
 }
 
 type modelLogic struct {
@@ -141,11 +144,19 @@ func (o *modelObserver) stop(err error) {
 // session returns the session of stream, making it; in.mu must be held.
 // The last one is remembered: the frames of a response come in a row.
 func (o *modelObserver) session(stream string) *session {
-	// A session has its id while in in.sessions; forgotten, it has none.
-	if s := o.last; s != nil && s.id != "" && s.id == sessionKey(stream) {
-		return s
+	// A session has its id while in in.sessions; forgotten, it has none
+	// (and reused for another session, another id).
+	if s := o.last; s != nil && s.id != "" {
+		if stream == o.lastStream && s.id == o.lastKey {
+			return s
+		}
+		if key := sessionKey(stream); s.id == key {
+			o.lastStream, o.lastKey = stream, key
+			return s
+		}
 	}
 	o.last = o.in.session(stream)
+	o.lastStream, o.lastKey = stream, o.last.id
 	return o.last
 }
 
@@ -162,7 +173,7 @@ func (in *Inspector) session(stream string) *session {
 		}
 		s.id, s.updated = key, now
 		in.sessions[key] = s
-		in.sessionOrder = append(in.sessionOrder, key)
+		in.sessionOrder.push(key)
 		in.forget(key)
 	}
 	return s

@@ -29,7 +29,7 @@ type observedStore struct {
 func (s *observedStore) note(name string, index uint64, kind string) {
 	s.in.mu.Lock()
 	if _, ok := s.in.stores[name]; !ok {
-		s.in.storeOrder = append(s.in.storeOrder, name)
+		s.in.storeOrder.push(name)
 	}
 	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: s.in.clock.now()}
 	s.in.forget("")

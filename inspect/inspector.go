@@ -91,15 +91,17 @@ type Inspector struct {
 	models      map[string]bool // spec names of the observed model adapters
 	modelsBy    map[string]*modelObserver
 	sessions    map[string]*session
-	spare       *session // a forgotten session, reset, for the next one
-	// sessionOrder and storeOrder are the keys of sessions and stores,
-	// first seen first (for forget): rings, so that forgetting the oldest
-	// and adding the newest reuse the same slot.
-	sessionOrder, storeOrder keyRing
-	tools                    map[string]*toolStats
-	stalls                   map[string]*stall
-	stores                   map[string]storePosition
-	restarts                 int
+	results     sessionCache // the session of the last tool result
+	spare       *session     // a forgotten session, reset, for the next one
+	// sessionOrder are the sessions, storeOrder the keys of stores, first
+	// seen first (for forget): rings, so that forgetting the oldest and
+	// adding the newest reuse the same slot.
+	sessionOrder ring[*session]
+	storeOrder   ring[string]
+	tools        map[string]*toolStats
+	stalls       map[string]*stall
+	stores       map[string]storePosition
+	restarts     int
 }
 
 // New makes an inspector of rt and starts watching it. Close stops
@@ -382,16 +384,28 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	in.mu.Lock()
 	var latency time.Duration = -1
 	var now time.Time
-	if s := in.sessions[sessionKey(ev.StreamID)]; s != nil {
-		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok && !p.dispatched.IsZero() {
-			now = time.Now() // precise: a latency
-			latency = now.Sub(p.dispatched)
+	var st *toolStats
+	s := in.results.find(ev.StreamID)
+	if s == nil {
+		if s = in.sessions[sessionKey(ev.StreamID)]; s != nil {
+			in.results.remember(ev.StreamID, s)
+		}
+	}
+	if s != nil {
+		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok {
+			st = p.stats
+			if !p.dispatched.IsZero() {
+				now = time.Now() // precise: a latency
+				latency = now.Sub(p.dispatched)
+			}
 		}
 		if len(s.approvals) > 0 {
 			in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
 		}
 	}
-	st := in.toolStats(name)
+	if st == nil || name != st.name {
+		st = in.toolStats(name)
+	}
 	st.calls++
 	if kind != "" {
 		if now.IsZero() {
@@ -427,7 +441,7 @@ func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 func (in *Inspector) toolStats(name string) *toolStats {
 	st := in.tools[name]
 	if st == nil {
-		st = &toolStats{kinds: map[string]int{}}
+		st = &toolStats{name: name, kinds: map[string]int{}}
 		in.tools[name] = st
 	}
 	return st
@@ -435,6 +449,7 @@ func (in *Inspector) toolStats(name string) *toolStats {
 
 // toolStats are the figures of one tool.
 type toolStats struct {
+	name            string
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int
@@ -497,16 +512,12 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 func (in *Inspector) forget(keep string) {
 	limit := in.opts.MaxSessions
 	for n := in.sessionOrder.len(); len(in.sessions) > limit && n > 0; n-- {
-		id := in.sessionOrder.pop()
-		s, ok := in.sessions[id]
-		if !ok {
+		s := in.sessionOrder.pop() // in in.sessions: only forget deletes
+		if s.id == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
+			in.sessionOrder.push(s) // busy: later
 			continue
 		}
-		if id == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
-			in.sessionOrder.push(id) // busy: later
-			continue
-		}
-		delete(in.sessions, id)
+		delete(in.sessions, s.id)
 		s.reset()
 		in.spare = s
 	}
@@ -515,41 +526,42 @@ func (in *Inspector) forget(keep string) {
 	}
 }
 
-// keyRing is a queue of keys, first in first out, kept in a ring that
-// grows only when full: a queue about as long as it was before pushes
-// and pops without allocating or copying.
-type keyRing struct {
-	keys    []string
-	head, n int // keys[head] is the first of n keys
+// ring is a queue, first in first out, kept in a ring that grows only
+// when full: a queue about as long as it was before pushes and pops
+// without allocating or copying.
+type ring[T any] struct {
+	items   []T
+	head, n int // items[head] is the first of n
 }
 
-func (r *keyRing) len() int { return r.n }
+func (r *ring[T]) len() int { return r.n }
 
-// push adds id last.
-func (r *keyRing) push(id string) {
-	if r.n == len(r.keys) {
-		grown := make([]string, max(8, 2*len(r.keys)))
-		copy(grown, r.keys[r.head:])
-		copy(grown[len(r.keys)-r.head:], r.keys[:r.head])
-		r.keys, r.head = grown, 0
+// push adds x last.
+func (r *ring[T]) push(x T) {
+	if r.n == len(r.items) {
+		grown := make([]T, max(8, 2*len(r.items)))
+		copy(grown, r.items[r.head:])
+		copy(grown[len(r.items)-r.head:], r.items[:r.head])
+		r.items, r.head = grown, 0
 	}
 	i := r.head + r.n
-	if i >= len(r.keys) {
-		i -= len(r.keys)
+	if i >= len(r.items) {
+		i -= len(r.items)
 	}
-	r.keys[i] = id
+	r.items[i] = x
 	r.n++
 }
 
-// pop removes and returns the first key; the ring must not be empty.
-func (r *keyRing) pop() string {
-	id := r.keys[r.head]
-	r.keys[r.head] = ""
-	if r.head++; r.head == len(r.keys) {
+// pop removes and returns the first; the ring must not be empty.
+func (r *ring[T]) pop() T {
+	x := r.items[r.head]
+	var zero T
+	r.items[r.head] = zero
+	if r.head++; r.head == len(r.items) {
 		r.head = 0
 	}
 	r.n--
-	return id
+	return x
 }
 
 // sessionKey is the session a stream belongs to: agent attempts after the

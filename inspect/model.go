@@ -39,15 +39,12 @@ type cutStream struct{ stream string }
 // modelObserver is the inspector's side of one incarnation of a
 // decorated adapter. Its fields are the actor's: no lock.
 type modelObserver struct {
-	in   *Inspector
-	self actors.Ref
-	cut  map[string]bool // streams cut, until the adapter's own END
-	last *session        // the session of the last frame seen (under in.mu)
-	// lastStream and lastKey are the stream of that frame and its session
-	// key: the same stream again needs no sessionKey.
-	lastStream, lastKey string
-	staged              stagedMessages
-	turn                []observed // this turn's frames, not shown yet
+	in     *Inspector
+	self   actors.Ref
+	cut    map[string]bool // streams cut, until the adapter's own END
+	last   sessionCache    // the session of the last frame seen (under in.mu)
+	staged stagedMessages
+	turn   []observed // this turn's frames, not shown yet
 }
 
 type modelLogic struct {
@@ -144,20 +141,44 @@ func (o *modelObserver) stop(err error) {
 // session returns the session of stream, making it; in.mu must be held.
 // The last one is remembered: the frames of a response come in a row.
 func (o *modelObserver) session(stream string) *session {
+	if s := o.last.find(stream); s != nil {
+		return s
+	}
+	s := o.in.session(stream)
+	o.last.remember(stream, s)
+	return s
+}
+
+// sessionCache remembers the session of the last stream looked up: the
+// frames of a response, and the results of its calls, come in a row.
+// It is used under in.mu.
+type sessionCache struct {
+	s           *session
+	stream, key string // the stream looked up and its session key
+}
+
+// find returns the session of stream if it is the one remembered and
+// still kept, or nil. The same stream again needs no sessionKey.
+func (c *sessionCache) find(stream string) *session {
 	// A session has its id while in in.sessions; forgotten, it has none
 	// (and reused for another session, another id).
-	if s := o.last; s != nil && s.id != "" {
-		if stream == o.lastStream && s.id == o.lastKey {
-			return s
-		}
-		if key := sessionKey(stream); s.id == key {
-			o.lastStream, o.lastKey = stream, key
-			return s
-		}
+	s := c.s
+	if s == nil || s.id == "" {
+		return nil
 	}
-	o.last = o.in.session(stream)
-	o.lastStream, o.lastKey = stream, o.last.id
-	return o.last
+	if stream == c.stream && s.id == c.key {
+		return s
+	}
+	if key := sessionKey(stream); s.id == key {
+		c.stream, c.key = stream, key
+		return s
+	}
+	return nil
+}
+
+// remember makes s, the session of stream, the one find returns.
+func (c *sessionCache) remember(stream string, s *session) {
+	c.s, c.stream, c.key = s, stream, s.id
 }
 
 // session returns the session of stream, making it; in.mu must be held.
@@ -173,7 +194,7 @@ func (in *Inspector) session(stream string) *session {
 		}
 		s.id, s.updated = key, now
 		in.sessions[key] = s
-		in.sessionOrder.push(key)
+		in.sessionOrder.push(s)
 		in.forget(key)
 	}
 	return s
@@ -310,7 +331,7 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
 		if p := s.call(f.GetToolCallId()); p != nil {
 			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
 		} else {
-			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), name: f.GetName(), stream: stream,
+			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), name: f.GetName(), stats: in.toolStats(f.GetName()), stream: stream,
 				args: slices.Clip(f.GetPayload()), since: now})
 		}
 	case messages.FrameType_ERROR:
@@ -330,7 +351,7 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
 				continue
 			}
 			p.running = true // the loop runs the response's calls at its END
-			if st := in.toolStats(p.name); st.timeCall(now) {
+			if p.stats.timeCall(now) {
 				if timed.IsZero() {
 					timed = time.Now()
 				}
@@ -389,10 +410,11 @@ type openStream struct {
 
 type pendingCall struct {
 	id, name, stream string
-	args             []byte    // kept as the frame has them; clipped when shown
-	since            time.Time // when the model made it
-	running          bool      // its response ended: the loop runs it
-	dispatched       time.Time // when, if its latency is measured
+	stats            *toolStats // the figures of its tool (name)
+	args             []byte     // kept as the frame has them; clipped when shown
+	since            time.Time  // when the model made it
+	running          bool       // its response ended: the loop runs it
+	dispatched       time.Time  // when, if its latency is measured
 }
 
 // stream returns the open stream id, or nil.

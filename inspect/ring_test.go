@@ -9,8 +9,8 @@ import (
 )
 
 // The ring keeps its keys first in first out across wrapping and growth.
-func TestKeyRing_FirstInFirstOut(t *testing.T) {
-	var r keyRing
+func TestRing_FirstInFirstOut(t *testing.T) {
+	var r ring[string]
 	next, want := 0, []string{}
 	push := func(k int) {
 		for range k {

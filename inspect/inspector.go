@@ -449,7 +449,7 @@ func (in *Inspector) toolStats(name string) *toolStats {
 
 // toolStats are the figures of one tool.
 type toolStats struct {
-	name            string
+	name            string // the tool's name
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int

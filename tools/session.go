@@ -50,9 +50,10 @@ const MetaSession = "session"
 // is handed to the consumer and runs, a result arrives, a round ends, the
 // final answer is given) is durable before the loop acts on it. Text and
 // argument chunks make the loop do nothing but remember them, so they are
-// written with the next step's events, or once BufferBytes of them are
-// waiting: a streamed argument costs O(its size) in the store, not one
-// write of the whole conversation per chunk. The events of one step go to
+// written with the next step's events, or once more than BufferBytes of
+// them are waiting: a streamed argument costs O(its size) in the store,
+// not one write of the whole conversation per chunk, and one of
+// BufferBytes or less is written with the step that completes its call. The events of one step go to
 // the store in one write.
 //
 // # Starting and resuming
@@ -162,7 +163,8 @@ type sessionState struct {
 
 // sessionLog writes a session's events and snapshots through a
 // durability.Provider and keeps the record they make. Events wait in buf
-// until a step makes the loop act (or buf grows past flushAt);
+// until a step makes the loop act (or the text and argument data in buf
+// pass flushAt);
 // then they are persisted in one write and applied to rec, so rec is
 // always exactly what the store holds.
 type sessionLog struct {
@@ -178,6 +180,9 @@ type sessionLog struct {
 
 	buf      []proto.Message
 	bufBytes int
+	// dataBytes is the text and argument data in buf: what BufferBytes
+	// bounds (the events around it are small and go with the next step).
+	dataBytes int
 	// Since the last snapshot (or the load): events and their size.
 	sinceSnap, bytesSinceSnap, snapSize int
 }
@@ -268,7 +273,7 @@ func (sl *sessionLog) load() error {
 }
 
 func (sl *sessionLog) loadContext(ctx context.Context) error {
-	sl.rec, sl.index, sl.buf, sl.bufBytes = sessionRecord{}, 0, sl.buf[:0], 0
+	sl.rec, sl.index, sl.buf, sl.bufBytes, sl.dataBytes = sessionRecord{}, 0, sl.buf[:0], 0, 0
 	sl.sinceSnap, sl.bytesSinceSnap, sl.snapSize = 0, 0, 0
 	snap, ok, err := sl.store.GetSnapshot(ctx, sl.id)
 	if err != nil {
@@ -326,6 +331,7 @@ func (sl *sessionLog) add(e proto.Message) {
 	switch m := e.(type) {
 	case *messages.LoopArgs:
 		size = len(m.GetChunk())
+		sl.dataBytes += size
 		if n := len(sl.buf); n > 0 {
 			if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == m.GetToolCallId() {
 				last.Chunk = append(last.Chunk, m.GetChunk()...)
@@ -335,6 +341,7 @@ func (sl *sessionLog) add(e proto.Message) {
 		}
 	case *messages.LoopText:
 		size = len(m.GetText())
+		sl.dataBytes += size
 		if n := len(sl.buf); n > 0 {
 			if last, ok := sl.buf[n-1].(*messages.LoopText); ok {
 				last.Text += m.GetText()
@@ -347,6 +354,15 @@ func (sl *sessionLog) add(e proto.Message) {
 	}
 	sl.buf = append(sl.buf, e)
 	sl.bufBytes += size + 16
+}
+
+// full reports whether the text and argument data waiting pass flushAt:
+// data up to flushAt waits for the step that makes the loop act on it (a
+// streamed argument of flushAt bytes or less is written with the step
+// that completes its call, in the same store write). The other events
+// waiting are bounded by flushAt too.
+func (sl *sessionLog) full() bool {
+	return sl.dataBytes > sl.flushAt || sl.bufBytes-sl.dataBytes > sl.flushAt
 }
 
 // flush persists the queued events in one write, applies them to rec,
@@ -367,7 +383,7 @@ func (sl *sessionLog) flush() {
 	sl.sinceSnap += len(sl.buf)
 	sl.bytesSinceSnap += sl.bufBytes
 	clear(sl.buf)
-	sl.buf, sl.bufBytes = sl.buf[:0], 0
+	sl.buf, sl.bufBytes, sl.dataBytes = sl.buf[:0], 0, 0
 	if sl.sinceSnap >= sl.every && sl.bytesSinceSnap >= sl.snapSize {
 		st := sl.rec.state(sl.id, sl.index)
 		sl.prov.PersistSnapshot(sl.id, int(sl.index), st)
@@ -379,7 +395,7 @@ func (sl *sessionLog) flush() {
 // stays as it was).
 func (sl *sessionLog) drop() {
 	clear(sl.buf)
-	sl.buf, sl.bufBytes = sl.buf[:0], 0
+	sl.buf, sl.bufBytes, sl.dataBytes = sl.buf[:0], 0, 0
 }
 
 // load reads the stored session, at the start of an incarnation.
@@ -396,7 +412,7 @@ func (ss *sessionState) record(c actors.Context, s *loopSession, e proto.Message
 		return
 	}
 	ss.log.add(e)
-	if ss.log.bufBytes >= ss.log.flushAt {
+	if ss.log.full() {
 		ss.write(c)
 	}
 }
@@ -413,7 +429,8 @@ func (ss *sessionState) recordArgs(c actors.Context, s *loopSession, id, chunk s
 		if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == id {
 			last.Chunk = append(last.Chunk, chunk...)
 			sl.bufBytes += len(chunk)
-			if sl.bufBytes >= sl.flushAt {
+			sl.dataBytes += len(chunk)
+			if sl.full() {
 				ss.write(c)
 			}
 			return

@@ -93,14 +93,7 @@ func startEtcd(t *testing.T) string {
 // closes; it fails when goroutines it started are still running once
 // the member has closed.
 func TestClusterEtcdChild(t *testing.T) {
-	endpoint := os.Getenv(childEtcdEnv)
-	if endpoint == "" {
-		return
-	}
-	if err := runEtcdChild(t, endpoint); err != nil {
-		t.Fatal(err)
-	}
-	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+	childMain(t, childEtcdEnv, runEtcdChild)
 }
 
 func runEtcdChild(t *testing.T, endpoint string) error {

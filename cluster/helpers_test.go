@@ -215,3 +215,19 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(out)
 	return out
 }
+
+// childMain is the body of a test that makes this binary a child process
+// of another test: it does nothing unless env is set, runs run with its
+// value, and exits before the testing package looks for data races — the
+// parent reads the race detector's reports (see raceReports) and tells
+// the pinned protoactor's own races from this module's.
+func childMain(t *testing.T, env string, run func(*testing.T, string) error) {
+	value := os.Getenv(env)
+	if value == "" {
+		return
+	}
+	if err := run(t, value); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0)
+}

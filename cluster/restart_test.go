@@ -35,14 +35,7 @@ const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
 // would answer a request for s (it marks "sent N"). It leaves when its
 // stdin closes.
 func TestClusterHostChild(t *testing.T) {
-	port := os.Getenv(childHostEnv)
-	if port == "" {
-		return
-	}
-	if err := runHostChild(t, port); err != nil {
-		t.Fatal(err)
-	}
-	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+	childMain(t, childHostEnv, runHostChild)
 }
 
 func runHostChild(t *testing.T, portText string) error {
@@ -117,14 +110,7 @@ const childClientEnv = "POLYWEAVE_CLUSTER_CLIENT"
 // EPOCH TEXT" (or "error ID ERROR"); "futures" marks "futures ID…", the
 // ids of its pending futures. It leaves when its stdin closes.
 func TestClusterClientChild(t *testing.T) {
-	address := os.Getenv(childClientEnv)
-	if address == "" {
-		return
-	}
-	if err := runClientChild(t, address); err != nil {
-		t.Fatal(err)
-	}
-	os.Exit(0) // as TestClusterMemberChild: the parent reads the race reports
+	childMain(t, childClientEnv, runClientChild)
 }
 
 func runClientChild(t *testing.T, address string) error {

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"fmt"
 	"hash/crc32"
 	"unsafe"
 )
@@ -146,21 +147,24 @@ func (s *Summer) Sum(index uint64, data []byte) uint32 {
 	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, data)
 }
 
-// CopySum returns a copy of data and Sum(index, data), the checksum
+// CopySum copies src into dst and returns Sum(index, src), the checksum
 // computed as the bytes are copied: where the CPU has a CRC-32C
-// instruction (amd64), each word of data is read once, for the copy and
+// instruction (amd64), each word of src is read once, for the copy and
 // the checksum together, instead of once by a copy and again by a check
-// of it. The copy is a new slice whose length and capacity are
-// len(data). A store that returns copies of its records checks them with
-// it: what is returned is what was checked.
-func (s *Summer) CopySum(index uint64, data []byte) ([]byte, uint32) {
+// of it. dst must be at least as long as src (CopySum panics otherwise);
+// the caller allocates it, so that a store's read makes the same
+// allocation with checks as without. A store that returns copies of its
+// records checks them with it: what is returned is what was checked.
+func (s *Summer) CopySum(index uint64, dst, src []byte) uint32 {
+	if len(dst) < len(src) {
+		panic(fmt.Sprintf("durability: CopySum of %d bytes into %d", len(src), len(dst)))
+	}
 	if index>>8 != s.high {
 		s.high, s.reg = index>>8, keyRegister(s.kind, s.name, index&^0xff)
 	}
-	c := make([]byte, len(data))
 	if haveSSE42 {
-		return c, ^copyCastagnoliSSE42(s.reg^s.low[byte(index)], c, data)
+		return ^copyCastagnoliSSE42(s.reg^s.low[byte(index)], dst, src)
 	}
-	copy(c, data)
-	return c, crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, c)
+	copy(dst, src)
+	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, dst)
 }

@@ -156,6 +156,14 @@ func (s *Summer) Sum(index uint64, data []byte) uint32 {
 // allocation with checks as without. A store that returns copies of its
 // records checks them with it: what is returned is what was checked.
 func (s *Summer) CopySum(index uint64, dst, src []byte) uint32 {
+	// One call, so that it inlines: a store's read calls the copy
+	// routine directly, once a record.
+	return copySum(s, index, dst, src)
+}
+
+// copySumSlow is CopySum for an index outside the 256 s has its register
+// for, a dst shorter than src (a panic) or a CPU without SSE4.2.
+func copySumSlow(s *Summer, index uint64, dst, src []byte) uint32 {
 	if len(dst) < len(src) {
 		panic(fmt.Sprintf("durability: CopySum of %d bytes into %d", len(src), len(dst)))
 	}
@@ -163,8 +171,8 @@ func (s *Summer) CopySum(index uint64, dst, src []byte) uint32 {
 		s.high, s.reg = index>>8, keyRegister(s.kind, s.name, index&^0xff)
 	}
 	if haveSSE42 {
-		return ^copyCastagnoliSSE42(s.reg^s.low[byte(index)], dst, src)
+		return copySum(s, index, dst, src)
 	}
 	copy(dst, src)
-	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, dst)
+	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, dst[:len(src)])
 }

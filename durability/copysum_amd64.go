@@ -4,11 +4,12 @@ package durability
 
 import "golang.org/x/sys/cpu"
 
-// copyCastagnoliSSE42 copies src into dst and updates crc, a CRC-32C
-// register (not inverted), over it, in one pass (copysum_amd64.s).
+// copySum is [Summer.CopySum], in one pass over src where it can
+// (copysum_amd64.s), else through copySumSlow.
 //
 //go:noescape
-func copyCastagnoliSSE42(crc uint32, dst, src []byte) uint32
+func copySum(s *Summer, index uint64, dst, src []byte) uint32
 
-// haveSSE42 says whether CopySum runs copyCastagnoliSSE42.
+// haveSSE42 says whether copySum copies and hashes in one pass; a
+// variable so that a test can run the path without SSE4.2.
 var haveSSE42 = cpu.X86.HasSSE42

@@ -7,7 +7,7 @@ package durability
 // one).
 const haveSSE42 = false
 
-// copyCastagnoliSSE42 is not called where haveSSE42 is false.
-func copyCastagnoliSSE42(crc uint32, dst, src []byte) uint32 {
-	panic("durability: copyCastagnoliSSE42 without SSE4.2")
+// copySum is [Summer.CopySum].
+func copySum(s *Summer, index uint64, dst, src []byte) uint32 {
+	return copySumSlow(s, index, dst, src)
 }

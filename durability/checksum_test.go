@@ -183,3 +183,25 @@ func BenchmarkCopy(b *testing.B) {
 		_ = append(make([]byte, 0, len(data)), data...)
 	}
 }
+
+// TestCRC32C checks CRC32C against hash/crc32 for lengths around its
+// steps (32, 8, 4, 2, 1 bytes) and around the size from which it hands
+// over to crc32, and that it does not allocate.
+func TestCRC32C(t *testing.T) {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	buf := make([]byte, 3000)
+	for i := range buf {
+		buf[i] = byte(i*31 + 7)
+	}
+	for n := range 80 {
+		for _, p := range [][]byte{buf[:n], buf[3 : 3+n], buf[1000-n : 1000+n], buf[:1000+n], buf[n:]} {
+			if got, want := durability.CRC32C(p), crc32.Checksum(p, tab); got != want {
+				t.Fatalf("CRC32C(%d bytes) = %#x, want %#x", len(p), got, want)
+			}
+		}
+	}
+	p := buf[:25]
+	if n := testing.AllocsPerRun(100, func() { durability.CRC32C(p) }); n != 0 {
+		t.Errorf("CRC32C allocates %.0f times", n)
+	}
+}

@@ -94,3 +94,64 @@ done:
 
 slow:
 	JMP ·copySumSlow(SB)
+
+// func update(crc uint32, p []byte) uint32
+//
+// Updates crc, a CRC-32C register (not inverted), over p with the CRC32
+// instruction, 32 bytes a step, then 8, 4, 2 and 1: for the short keys
+// and records of Checksum, without crc32.Update's dispatch. Without
+// SSE4.2 it goes to updateSlow, with the same arguments.
+TEXT ·update(SB), NOSPLIT, $0-36
+	CMPB ·haveSSE42(SB), $0
+	JEQ  uslow
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	SUBQ $32, CX
+	JB   ushort
+
+uloop32:
+	CRC32Q 0(SI), AX
+	CRC32Q 8(SI), AX
+	CRC32Q 16(SI), AX
+	CRC32Q 24(SI), AX
+	ADDQ   $32, SI
+	SUBQ   $32, CX
+	JAE    uloop32
+
+ushort:
+	ADDQ $32, CX
+
+uwords:
+	CMPQ   CX, $8
+	JB     uless8
+	CRC32Q (SI), AX
+	ADDQ   $8, SI
+	SUBQ   $8, CX
+	JMP    uwords
+
+uless8:
+	CMPQ   CX, $4
+	JB     uless4
+	CRC32L (SI), AX
+	ADDQ   $4, SI
+	SUBQ   $4, CX
+
+uless4:
+	CMPQ   CX, $2
+	JB     uless2
+	CRC32W (SI), AX
+	ADDQ   $2, SI
+	SUBQ   $2, CX
+
+uless2:
+	TESTQ  CX, CX
+	JZ     udone
+	CRC32B (SI), AX
+
+udone:
+	MOVL AX, ret+32(FP)
+	RET
+
+uslow:
+	JMP ·updateSlow(SB)

@@ -11,3 +11,12 @@ const haveSSE42 = false
 func copySum(s *Summer, index uint64, dst, src []byte) uint32 {
 	return copySumSlow(s, index, dst, src)
 }
+
+// update updates crc, a CRC-32C register (not inverted), over p.
+func update(crc uint32, p []byte) uint32 { return updateSlow(crc, p) }
+
+// keyRegister returns the CRC-32C register (not inverted) after a
+// record's key (see keyRegisterTables).
+func keyRegister(kind RecordKind, name string, index uint64) uint32 {
+	return keyRegisterTables(kind, name, index)
+}

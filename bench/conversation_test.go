@@ -16,7 +16,7 @@ import (
 const (
 	loopAllocsSync      = 70
 	loopAllocsAsync     = 115
-	loopAllocsStreaming = 120 // the streaming conversation, tools sync
+	loopAllocsStreaming = 80 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {

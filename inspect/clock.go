@@ -6,16 +6,19 @@ import (
 	"time"
 )
 
-// coarseResolution is how stale a time of the coarse clock may be.
-const coarseResolution = time.Millisecond
+// coarseResolution is how stale a time of the coarse clock may be: the
+// page shows ages to people, for whom 50 ms is nothing, and every tick is
+// a wake-up of the process (tens of microseconds of CPU in a VM: at one a
+// millisecond, a few percent of a core).
+const coarseResolution = 50 * time.Millisecond
 
 // coarseIdle is how long the coarse clock ticks on without being read
 // before it stops (the next read starts it again).
-const coarseIdle = 100 * time.Millisecond
+const coarseIdle = time.Second
 
 // coarseClock is the clock of the hot path for the times the page shows
 // as ages and moments (when a stream opened, a call was made, a session
-// changed): reading the system clock costs 100 to 200 ns in a VM, and a
+// changed): reading the system clock costs 100 to 300 ns in a VM, and a
 // run of a conversation stamps a dozen frames. It is a time read by a
 // goroutine every coarseResolution while something reads it, stopped
 // after coarseIdle without reads: an idle host pays no wake-ups. Tool

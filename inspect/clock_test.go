@@ -49,7 +49,7 @@ func TestCoarseClock(t *testing.T) {
 // dispatched in one tick of the coarse clock.
 func TestTimeCall(t *testing.T) {
 	var st toolStats
-	tick := time.Unix(0, 1_000_000)
+	tick := time.Unix(0, int64(coarseResolution))
 	for i := range timedPerTick {
 		if !st.timeCall(tick) {
 			t.Fatalf("call %d of the tick not timed", i+1)

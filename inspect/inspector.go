@@ -462,9 +462,9 @@ type toolStats struct {
 }
 
 // timedPerTick is how many calls of a tool are timed per tick of the
-// coarse clock (a millisecond) at most: a tool called more often has
+// coarse clock (coarseResolution) at most: a tool called more often has
 // its latencies sampled, as reading the system clock is what costs.
-const timedPerTick = 4
+const timedPerTick = 8
 
 // timeCall reports whether a call of the tool dispatched at now (from
 // the coarse clock) is timed.

@@ -392,14 +392,14 @@ func ran(r models.Round) bool {
 
 // result merges the kept rounds of failed attempts with the last one.
 func (c *conversation) result(last *models.Answer) *models.Answer {
-	out := c.total
 	if last == nil {
+		out := c.total
 		return &out
 	}
-	if len(out.Rounds) > 0 {
-		last.Rounds = append(out.Rounds, last.Rounds...)
+	if kept := c.total.Rounds; len(kept) > 0 {
+		last.Rounds = append(kept[:len(kept):len(kept)], last.Rounds...)
 	}
-	last.Usage = out.Usage.Add(last.Usage)
+	last.Usage = c.total.Usage.Add(last.Usage)
 	return last
 }
 

@@ -137,10 +137,13 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	if err != nil {
 		return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
 	}
-	idempotent, dies := map[string]bool{}, map[string]bool{}
-	for _, t := range all {
-		idempotent[t.Name()] = t.def.Idempotent
-		dies[t.Name()] = t.def.DiesWithProcess
+	var idempotent, dies map[string]bool // what a session resumes by; nil without one
+	if opts.Session != nil {
+		idempotent, dies = map[string]bool{}, map[string]bool{}
+		for _, t := range all {
+			idempotent[t.Name()] = t.def.Idempotent
+			dies[t.Name()] = t.def.DiesWithProcess
+		}
 	}
 	opts.ToolsParam = toolsParam(opts.ToolsParam, all)
 	if len(opts.ToolsParam) > 0 && !json.Valid(opts.ToolsParam) {

@@ -97,7 +97,8 @@ type Answer struct {
 }
 
 // NewAnswer returns an Answer for the stream streamID with its room for
-// the rounds of a short conversation in the same allocation: what the
+// the rounds of a short conversation in the same allocation (1152 bytes
+// with the runtime's header: keep it within that size class): what the
 // zero Answer allocates at its first tool call.
 func NewAnswer(streamID string) *Answer {
 	r := &answerWithRoom{}
@@ -122,19 +123,17 @@ type answerRoom struct {
 // pieces gathers a response's text deltas: one delta is kept as it came
 // (most answers come in one), more are copied into buf.
 type pieces struct {
-	one  string
-	buf  []byte
-	many bool
+	one string
+	buf []byte // holds the text so far once a second delta came
 }
 
 func (p *pieces) add(s string) {
-	switch {
-	case p.many:
-	case p.one == "":
-		p.one = s
-		return
-	default:
-		p.buf, p.many = append(p.buf[:0], p.one...), true
+	if len(p.buf) == 0 {
+		if p.one == "" {
+			p.one = s
+			return
+		}
+		p.buf = append(p.buf, p.one...)
 	}
 	p.buf = append(p.buf, s...)
 }
@@ -142,10 +141,10 @@ func (p *pieces) add(s string) {
 // take returns the text and starts over (keeping buf for the next).
 func (p *pieces) take() string {
 	s := p.one
-	if p.many {
+	if len(p.buf) > 0 {
 		s = string(p.buf)
 	}
-	p.one, p.buf, p.many = "", p.buf[:0], false
+	p.one, p.buf = "", p.buf[:0]
 	return s
 }
 

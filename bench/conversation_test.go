@@ -14,8 +14,8 @@ import (
 // than in a benchmark nobody reads. What a run allocates is listed in
 // bench/README.md (figure 7).
 const (
-	loopAllocsSync      = 70
-	loopAllocsAsync     = 115
+	loopAllocsSync      = 63
+	loopAllocsAsync     = 106
 	loopAllocsStreaming = 80 // the streaming conversation, tools sync
 )
 

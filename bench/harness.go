@@ -184,8 +184,9 @@ type pair struct {
 	note string
 }
 
-// compare measures p.ours and p.base alternately, c.rounds times each,
-// and returns the row with medians and the median per-round ratio.
+// compare measures p.ours and p.base alternately, c.rounds times each
+// (ours first in even rounds, the baseline first in odd ones), and returns
+// the row with medians and the median per-round ratio.
 func (c *config) compare(p pair) Row {
 	row := Row{Figure: p.figure, Case: p.name, BaselineName: p.base.name, Goal: p.goal.text, Note: p.note}
 	if p.per == 0 {
@@ -193,9 +194,19 @@ func (c *config) compare(p pair) Row {
 	}
 	var ours, base, ratios, oa, ba []float64
 	for round := range c.rounds {
-		o := c.within(p.ours)
-		var b sample
-		if p.base.measure != nil {
+		// Odd rounds measure the baseline first: whichever side goes
+		// first in a round meets a machine in a different state (caches,
+		// heap, frequency, a neighbour's load) than the side after it,
+		// and alternating the order keeps that from favouring one side.
+		var o, b sample
+		switch {
+		case p.base.measure == nil:
+			o = c.within(p.ours)
+		case round%2 == 1:
+			b = c.within(p.base)
+			o = c.within(p.ours)
+		default:
+			o = c.within(p.ours)
 			b = c.within(p.base)
 		}
 		if err := cmpErr(o.err, b.err); err != nil {

@@ -60,3 +60,21 @@ func TestCompare_WorstRoundDecides(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// TestCompare_AlternatesWhichSideGoesFirst checks that rounds alternate
+// the order of the two sides, so a side is not always measured right
+// after the other one (or always first on a fresh machine state).
+func TestCompare_AlternatesWhichSideGoesFirst(t *testing.T) {
+	var order []string
+	side := func(name string) side {
+		return side{name: name, measure: func() sample {
+			order = append(order, name)
+			return sample{ns: 1}
+		}}
+	}
+	c := &config{rounds: 4}
+	c.compare(pair{figure: "x", name: "order", kind: duration, unit: "op", ours: side("o"), base: side("b")})
+	if got, want := strings.Join(order, ""), "obboobbo"; got != want {
+		t.Fatalf("measured in order %q, want %q", got, want)
+	}
+}

@@ -75,16 +75,16 @@ func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
 }
 
 // checksumSides returns the two sides of a checksums-on-vs-off row whose
-// figures come from one interleaved run per round: ours runs it (with
-// testing.Benchmark, newSlice making a fresh setup for each of its calls)
-// and keeps the off side's figure for base, which the harness measures
-// right after ours in the same round. perCPU says whether a side's time
-// is the process's CPU time in its slices (otherwise wall time). The run
-// lasts until (so testing.Benchmark calls it once), or b.N pairs if until
-// is 0 (the smoke run: one pair).
+// figures come from one interleaved run per round: whichever side the
+// harness measures first in a round runs it (with testing.Benchmark,
+// newSlice making a fresh setup for each of its calls) and keeps the
+// other side's figure, which that side returns when it is measured next,
+// in the same round. perCPU says whether a side's time is the process's
+// CPU time in its slices (otherwise wall time). The run lasts until (so
+// testing.Benchmark calls it once), or b.N pairs if until is 0 (the
+// smoke run: one pair).
 func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
-	var off sample
-	ours = side{name: "checksums on", measure: func() sample {
+	run := func() [2]sample {
 		var t abTotals
 		r := testing.Benchmark(func(b *testing.B) {
 			b.StopTimer()
@@ -93,26 +93,43 @@ func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B)
 			b.StartTimer()
 			t = runAB(b, slice, until)
 		})
-		if r.N == 0 || t.items[0] == 0 || t.items[1] == 0 {
-			off = sample{err: errors.New("checksums off: the interleaved run failed (run `go test -run '^$' -bench ChecksumsAB ./bench` for its message)")}
-			return sample{err: errors.New("checksums on: the interleaved run failed (run `go test -run '^$' -bench ChecksumsAB ./bench` for its message)")}
-		}
-		per := func(side int) sample {
+		var out [2]sample
+		for side, name := range []string{"checksums on", "checksums off"} {
 			d := t.wall[side]
 			if perCPU {
 				d = t.cpu[side]
 			}
-			return sample{ns: float64(d.Nanoseconds()) / float64(t.items[side]), allocs: float64(t.allocs[side]) / float64(t.items[side])}
+			switch {
+			case r.N == 0 || t.items[0] == 0 || t.items[1] == 0:
+				out[side].err = fmt.Errorf("%s: the interleaved run failed (run `go test -run '^$' -bench ChecksumsAB ./bench` for its message)", name)
+			case d <= 0:
+				out[side].err = fmt.Errorf("%s: the process's CPU time cannot be read here", name)
+			default:
+				out[side] = sample{ns: float64(d.Nanoseconds()) / float64(t.items[side]), allocs: float64(t.allocs[side]) / float64(t.items[side])}
+			}
 		}
-		off = per(1)
-		if perCPU && (t.cpu[0] <= 0 || t.cpu[1] <= 0) {
-			off.err = errors.New("checksums off: the process's CPU time cannot be read here")
-			return sample{err: errors.New("checksums on: the process's CPU time cannot be read here")}
+		return out
+	}
+	on, off := pairedSides(run)
+	return side{name: "checksums on", measure: on}, side{name: "checksums off", measure: off}
+}
+
+// pairedSides returns the measures of two sides whose figures come from
+// one call of run: whichever is called first calls run and keeps the
+// other's figure for its next call. The harness calls each once a round,
+// in either order, so each round's two figures come from the same run.
+func pairedSides(run func() [2]sample) (first, second func() sample) {
+	var kept [2]*sample // figures of the last run not yet returned
+	measure := func(side int) sample {
+		if kept[side] == nil {
+			figures := run()
+			kept = [2]*sample{&figures[0], &figures[1]}
 		}
-		return per(0)
-	}}
-	base = side{name: "checksums off", measure: func() sample { return off }}
-	return ours, base
+		s := *kept[side]
+		kept[side] = nil
+		return s
+	}
+	return func() sample { return measure(0) }, func() sample { return measure(1) }
 }
 
 // persistAB returns the setup of an interleaved persist run: two bbolt

@@ -114,8 +114,8 @@ const (
 
 // process is one running command: the shell (or the sandbox's helper),
 // whose pid is also its process group id, a pidfd that becomes readable
-// when the shell exits (for a sandbox, the helper's report pipe plays
-// that part), and the read ends of its output pipes.
+// when the shell exits (for a sandbox, the end of the helper's report
+// pipe plays that part), and the read ends of its output pipes.
 type process struct {
 	cmd            *exec.Cmd
 	sb             *sandbox.Process // nil when unsandboxed; cmd is then the shell
@@ -411,12 +411,12 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 				fds = append(fds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 			}
 		}
-		exitFD := p.pidfd
+		exitFD, events := p.pidfd, int16(unix.POLLIN)
 		if p.sb != nil {
-			exitFD = p.sb.StatusFD()
+			exitFD, events = p.sb.StatusFD(), 0 // its end, POLLHUP
 		}
 		if !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(exitFD), Events: unix.POLLIN})
+			fds = append(fds, unix.PollFd{Fd: int32(exitFD), Events: events})
 		}
 		if len(fds) == 0 {
 			return true
@@ -447,6 +447,12 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 				exited = true
 				p.kill()
 				deadline = time.Now().Add(waitDelay)
+				if p.sb != nil && p.sb.Exited() {
+					// Every process of the sandbox is dead: what is in
+					// the pipes is all there will be.
+					p.stdout.readToEnd(&scratch)
+					p.stderr.readToEnd(&scratch)
+				}
 			case fd.Fd == int32(p.stdout.fd):
 				p.stdout.read(&scratch)
 			default:
@@ -664,6 +670,15 @@ func (s *stream) read(scratch *[]byte) {
 		if len(s.buf) < s.max {
 			s.buf = s.buf[:len(s.buf)+n]
 		}
+	}
+}
+
+// readToEnd reads what the pipe holds, when no process can write to it
+// any more, and ends the stream.
+func (s *stream) readToEnd(scratch *[]byte) {
+	if !s.ended {
+		s.read(scratch)
+		s.ended = true
 	}
 }
 

@@ -173,13 +173,7 @@ func helperMain() int {
 // exits, kills and reaps the rest, and reports the shell's status.
 func reapAndReport(pid int, status *reporter) int {
 	exit := reapUntil(pid)
-	// The shell is gone: nothing it started outlives it.
-	_ = unix.Kill(-1, unix.SIGKILL)
-	for {
-		if _, err := unix.Wait4(-1, nil, unix.WALL, nil); err == unix.ECHILD {
-			break
-		}
-	}
+	killRest()
 	// Everything in the sandbox is dead and its output is in the pipes.
 	// The report, and the end of the report pipe right after it, tell
 	// the host so now rather than when this process has exited, which
@@ -191,6 +185,31 @@ func reapAndReport(pid int, status *reporter) int {
 	status.send(report{Phase: "exit", Exit: &exit})
 	_ = unix.Close(fdStatus)
 	return 0
+}
+
+// killRest kills and reaps every process of the sandbox once the shell
+// is gone: nothing it started outlives it. Every other process of the
+// namespace descends from this one (orphans are re-parented to it, or
+// to a subreaper that does), so when this one has no child left there
+// is nothing to kill, and kill(-1), which walks every process of the
+// host, is spared.
+func killRest() {
+	for {
+		got, err := unix.Wait4(-1, nil, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case err == unix.ECHILD:
+			return
+		case err == unix.EINTR, err == nil && got > 0:
+			continue // reaped one that had exited: look again
+		}
+		// Some are alive (or the look failed).
+		_ = unix.Kill(-1, unix.SIGKILL)
+		for {
+			if _, err := unix.Wait4(-1, nil, unix.WALL, nil); err == unix.ECHILD {
+				return
+			}
+		}
+	}
 }
 
 // reapUntil reaps children (orphans are re-parented to PID 1) until pid

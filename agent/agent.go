@@ -120,8 +120,11 @@ type Agent struct {
 
 	delegations atomic.Uint64 // numbers the sessions of AsTool calls
 
-	mu      sync.Mutex
-	mux     *actors.Mux // the shared loop; nil with a Store
+	mu  sync.Mutex
+	mux *actors.Mux // the shared loop; nil with a Store
+	// The sessions running: the first in busyOne, more in busy (an agent
+	// that runs one session at a time keeps no map).
+	busyOne string
 	busy    map[string]bool
 	waiting map[string]*waitingStream // without a Store: the sessions waiting for approval
 	closed  bool
@@ -165,7 +168,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts, busy: map[string]bool{}}
+	a := &Agent{rt: rt, model: model, opts: opts}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -276,17 +279,28 @@ func (a *Agent) enter(sessionID string) error {
 	switch {
 	case a.closed:
 		return ErrClosed
-	case a.busy[sessionID]:
+	case a.busyOne == sessionID || a.busy[sessionID]:
 		return fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
 	}
-	a.busy[sessionID] = true
+	switch {
+	case a.busyOne == "":
+		a.busyOne = sessionID
+	case a.busy == nil:
+		a.busy = map[string]bool{sessionID: true}
+	default:
+		a.busy[sessionID] = true
+	}
 	a.running.Add(1)
 	return nil
 }
 
 func (a *Agent) leave(sessionID string) {
 	a.mu.Lock()
-	delete(a.busy, sessionID)
+	if a.busyOne == sessionID {
+		a.busyOne = ""
+	} else {
+		delete(a.busy, sessionID)
+	}
 	a.mu.Unlock()
 	a.running.Done()
 }
@@ -392,14 +406,14 @@ func ran(r models.Round) bool {
 
 // result merges the kept rounds of failed attempts with the last one.
 func (c *conversation) result(last *models.Answer) *models.Answer {
-	out := c.total
 	if last == nil {
+		out := c.total
 		return &out
 	}
-	if len(out.Rounds) > 0 {
-		last.Rounds = append(out.Rounds, last.Rounds...)
+	if kept := c.total.Rounds; len(kept) > 0 {
+		last.Rounds = append(kept[:len(kept):len(kept)], last.Rounds...)
 	}
-	last.Usage = out.Usage.Add(last.Usage)
+	last.Usage = c.total.Usage.Add(last.Usage)
 	return last
 }
 

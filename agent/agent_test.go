@@ -228,10 +228,11 @@ func TestRun_CancelMidTool(t *testing.T) {
 	}
 }
 
-// TestRun_SessionBusy: one conversation per session at a time.
+// TestRun_SessionBusy: one conversation per session at a time, however
+// many sessions run.
 func TestRun_SessionBusy(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
-	started, cancelled := make(chan string, 1), make(chan string, 1)
+	started, cancelled := make(chan string, 1), make(chan string, 4)
 	a := newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`)}}),
 		&agent.Options{Tools: []*tools.Tool{blocker(started, cancelled)}})
 	ctx, cancel := context.WithCancel(testCtx(t))
@@ -241,9 +242,38 @@ func TestRun_SessionBusy(t *testing.T) {
 	if _, err := a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrSessionBusy) {
 		t.Fatalf("second run of a busy session: %v", err)
 	}
+	// A second and a third session run beside it, and are busy as well.
+	ctx2, cancel2 := context.WithCancel(testCtx(t))
+	done2 := make(chan error, 2)
+	for _, id := range []string{"s2", "s3"} {
+		go func() { _, err := a.Run(ctx2, id, ask); done2 <- err }()
+		<-started
+	}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if _, err := a.Run(testCtx(t), id, ask); !errors.Is(err, agent.ErrSessionBusy) {
+			t.Fatalf("another run of busy session %s: %v", id, err)
+		}
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("first run: %v", err)
+	}
+	// s1 is free again while the others still run.
+	ctx1, cancel1 := context.WithCancel(testCtx(t))
+	go func() { _, err := a.Run(ctx1, "s1", ask); done <- err }()
+	<-started
+	if _, err := a.Run(testCtx(t), "s2", ask); !errors.Is(err, agent.ErrSessionBusy) {
+		t.Fatalf("s2 after s1 ended: %v", err)
+	}
+	cancel1()
+	cancel2()
+	for range 2 {
+		if err := <-done2; !errors.Is(err, context.Canceled) {
+			t.Fatalf("other session: %v", err)
+		}
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("s1 again: %v", err)
 	}
 }
 

@@ -113,7 +113,7 @@ func (c *conversation) answerOf(stream string) *models.Answer {
 	if ap := c.approval; ap != nil && ap.ans != nil && ap.stream == stream {
 		return ap.ans
 	}
-	return &models.Answer{StreamID: stream}
+	return models.NewAnswer(stream)
 }
 
 // prepareApproval reads the decisions of a Resume (ctx) and, without a

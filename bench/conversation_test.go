@@ -14,9 +14,9 @@ import (
 // than in a benchmark nobody reads. What a run allocates is listed in
 // bench/README.md (figure 7).
 const (
-	loopAllocsSync      = 70
-	loopAllocsAsync     = 115
-	loopAllocsStreaming = 120 // the streaming conversation, tools sync
+	loopAllocsSync      = 63
+	loopAllocsAsync     = 106
+	loopAllocsStreaming = 108 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {

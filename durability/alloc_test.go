@@ -2,8 +2,10 @@ package durability_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -66,5 +68,39 @@ func BenchmarkProvider_PersistEvent(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// discardBatches is discard for batches: it checks the batch's parts
+// decode as its events and keeps nothing.
+type discardBatches struct {
+	discard
+	parts int
+}
+
+func (d *discardBatches) PersistEvents(_ context.Context, _ string, _ uint64, data [][]byte) error {
+	d.parts += len(data)
+	return nil
+}
+
+// TestProvider_PersistEventsCopiesLargeEventsOnce: a batch holding a large
+// event (a long streamed argument) is encoded into a buffer made for it at
+// once, not grown and copied again as the events are appended: the batch
+// costs its own size in allocations, about.
+func TestProvider_PersistEventsCopiesLargeEventsOnce(t *testing.T) {
+	store := &discardBatches{}
+	p := newProvider(t, store, nil)
+	big := &messages.LoopArgs{ToolCallId: "call", Chunk: make([]byte, 1<<20)}
+	events := []proto.Message{&messages.LoopCallStarted{ToolCallId: "call", Name: "sink"}, big,
+		&messages.LoopCallSurfaced{ToolCallId: "call"}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p.PersistEvents("session", 0, events)
+	runtime.ReadMemStats(&after)
+	if store.parts != len(events) {
+		t.Fatalf("the store got %d events, want %d", store.parts, len(events))
+	}
+	if got, budget := after.TotalAlloc-before.TotalAlloc, uint64(len(big.Chunk))*5/4; got > budget {
+		t.Errorf("persisting a batch with a %d-byte event allocated %d bytes, budget %d", len(big.Chunk), got, budget)
 	}
 }

@@ -241,7 +241,16 @@ func (p *Provider) PersistEvents(actorName string, firstIndex int, events []prot
 	first := p.index(OpPersistEvent, actorName, firstIndex)
 	bp := batchBuffers.Get().(*batchBuffer)
 	defer bp.put()
+	// Room for the whole batch at once: a large event (a long argument)
+	// is then copied once, not again each time the buffer grows.
+	need := 0
+	for _, e := range events {
+		need += anySize(e)
+	}
 	buf := bp.data[:0]
+	if cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
 	bp.ends = bp.ends[:0]
 	for k, e := range events {
 		var err error
@@ -350,6 +359,22 @@ func (p *Provider) persist(name, what string, index uint64, msg proto.Message,
 	if err != nil {
 		p.fail(err)
 	}
+}
+
+// anySize is the size of msg's encoding as appendAny writes it (0 for
+// nil): the Any's type_url field, then its value field holding msg.
+func anySize(msg proto.Message) int {
+	if msg == nil {
+		return 0
+	}
+	var size int
+	if a, ok := msg.(Appender); ok {
+		size = a.ProtoSize()
+	} else {
+		size = proto.Size(msg)
+	}
+	url := len(anyTypeURLPrefix) + len(msg.ProtoReflect().Descriptor().FullName())
+	return protowire.SizeTag(1) + protowire.SizeBytes(url) + protowire.SizeTag(2) + protowire.SizeBytes(size)
 }
 
 // Appender is an event that encodes itself: the Provider appends

@@ -6,20 +6,24 @@ import (
 	"time"
 )
 
-// coarseResolution is how stale a time of the coarse clock may be.
-const coarseResolution = time.Millisecond
+// coarseResolution is how stale a time of the coarse clock may be: the
+// page shows ages to people, for whom 50 ms is nothing, and every tick is
+// a wake-up of the process (tens of microseconds of CPU in a VM: at one a
+// millisecond, a few percent of a core).
+const coarseResolution = 50 * time.Millisecond
 
 // coarseIdle is how long the coarse clock ticks on without being read
 // before it stops (the next read starts it again).
-const coarseIdle = 100 * time.Millisecond
+const coarseIdle = time.Second
 
 // coarseClock is the clock of the hot path for the times the page shows
 // as ages and moments (when a stream opened, a call was made, a session
-// changed): reading the system clock costs 100 to 200 ns in a VM, and a
+// changed): reading the system clock costs 100 to 300 ns in a VM, and a
 // run of a conversation stamps a dozen frames. It is a time read by a
 // goroutine every coarseResolution while something reads it, stopped
 // after coarseIdle without reads: an idle host pays no wake-ups. Tool
-// latencies, which want precision, read the system clock.
+// latencies, which want precision, read the system clock (for a sample
+// of the calls, see timeCall).
 type coarseClock struct {
 	ns   atomic.Int64 // unix nanoseconds of the last tick; 0 while stopped
 	read atomic.Bool  // read since the last tick
@@ -33,15 +37,27 @@ type coarseClock struct {
 
 // now returns the time, stale by coarseResolution at most (a little more
 // on a loaded machine).
-func (c *coarseClock) now() time.Time {
+func (c *coarseClock) now() time.Time { return time.Unix(0, c.unixNano()) }
+
+// unixNano is now in unix nanoseconds: what the hot path keeps (no
+// pointer to write, unlike a time.Time).
+func (c *coarseClock) unixNano() int64 {
 	if ns := c.ns.Load(); ns != 0 {
 		if !c.read.Load() {
 			c.read.Store(true)
 		}
-		return time.Unix(0, ns)
+		return ns
 	}
-	return c.start()
+	return c.start().UnixNano()
 }
+
+// monoBase is the origin of monoNow.
+var monoBase = time.Now()
+
+// monoNow is the monotonic clock, for latencies: time.Since of a time
+// with a monotonic reading reads that clock alone, half the cost of
+// time.Now. It is above zero.
+func monoNow() time.Duration { return max(time.Since(monoBase), 1) }
 
 // start reads the system clock and starts the ticking (unless closed).
 func (c *coarseClock) start() time.Time {

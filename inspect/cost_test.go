@@ -161,8 +161,8 @@ func BenchmarkRender(b *testing.B) {
 }
 
 // Calls of one tool made together (one response) are each timed: the
-// latencies are sampled only past timedPerTick calls of a tool a
-// millisecond.
+// latencies are sampled only past timedPerTick calls of a tool per tick
+// of the coarse clock.
 func TestCost_CallsMadeTogetherAreTimed(t *testing.T) {
 	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
 		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"x":1}`}, {ID: "c2", Name: "echo", Arguments: `{"x":2}`},

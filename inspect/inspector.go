@@ -92,6 +92,7 @@ type Inspector struct {
 	modelsBy    map[string]*modelObserver
 	sessions    map[string]*session
 	results     sessionCache // the session of the last tool result
+	newest      sessionCache // the session made last (a new conversation's first result is its)
 	spare       *session     // a forgotten session, reset, for the next one
 	// sessionOrder are the sessions, storeOrder the keys of stores, first
 	// seen first (for forget): rings, so that forgetting the oldest and
@@ -383,20 +384,21 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	}
 	in.mu.Lock()
 	var latency time.Duration = -1
-	var now time.Time
 	var st *toolStats
 	s := in.results.find(ev.StreamID)
 	if s == nil {
-		if s = in.sessions[sessionKey(ev.StreamID)]; s != nil {
+		if s = in.newest.find(ev.StreamID); s == nil {
+			s = in.sessions[sessionKey(ev.StreamID)]
+		}
+		if s != nil {
 			in.results.remember(ev.StreamID, s)
 		}
 	}
 	if s != nil {
 		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok {
 			st = p.stats
-			if !p.dispatched.IsZero() {
-				now = time.Now() // precise: a latency
-				latency = now.Sub(p.dispatched)
+			if p.dispatched > 0 {
+				latency = monoNow() - p.dispatched // precise: a latency
 			}
 		}
 		if len(s.approvals) > 0 {
@@ -408,12 +410,9 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	}
 	st.calls++
 	if kind != "" {
-		if now.IsZero() {
-			now = in.clock.now()
-		}
 		st.failures++
 		st.kinds[kind]++
-		in.addFeed(FeedItem{Time: now, Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", name, ev.Call.GetToolCallId(),
+		in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", name, ev.Call.GetToolCallId(),
 			ev.StreamID, kind), Alert: true})
 	}
 	if latency >= 0 {
@@ -462,14 +461,14 @@ type toolStats struct {
 }
 
 // timedPerTick is how many calls of a tool are timed per tick of the
-// coarse clock (a millisecond) at most: a tool called more often has
+// coarse clock (coarseResolution) at most: a tool called more often has
 // its latencies sampled, as reading the system clock is what costs.
-const timedPerTick = 4
+const timedPerTick = 8
 
-// timeCall reports whether a call of the tool dispatched at now (from
-// the coarse clock) is timed.
-func (t *toolStats) timeCall(now time.Time) bool {
-	if tick := now.UnixNano(); tick != t.timedTick {
+// timeCall reports whether a call of the tool dispatched at now (unix
+// nanoseconds from the coarse clock) is timed.
+func (t *toolStats) timeCall(now int64) bool {
+	if tick := now; tick != t.timedTick {
 		t.timedTick, t.timedInTick = tick, 0
 	}
 	if t.timedInTick >= timedPerTick {
@@ -506,14 +505,14 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 // forget drops the oldest sessions and durability positions past
 // Options.MaxSessions (first seen first), keeping those with a stream
 // open or a call waiting for approval, and the session keep (one just
-// made): O(1) per session, so that a host running conversations without
-// end pays the same for each. A dropped session's buffers are kept for
-// the next one (in.spare). in.mu must be held.
-func (in *Inspector) forget(keep string) {
+// made, nil for none): O(1) per session, so that a host running
+// conversations without end pays the same for each. A dropped session's
+// buffers are kept for the next one (in.spare). in.mu must be held.
+func (in *Inspector) forget(keep *session) {
 	limit := in.opts.MaxSessions
 	for n := in.sessionOrder.len(); len(in.sessions) > limit && n > 0; n-- {
 		s := in.sessionOrder.pop() // in in.sessions: only forget deletes
-		if s.id == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
+		if s == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
 			in.sessionOrder.push(s) // busy: later
 			continue
 		}

@@ -44,7 +44,8 @@ type modelObserver struct {
 	cut    map[string]bool // streams cut, until the adapter's own END
 	last   sessionCache    // the session of the last frame seen (under in.mu)
 	staged stagedMessages
-	turn   []observed // this turn's frames, not shown yet
+	turn   []observed   // this turn's frames, not shown yet
+	tools  []*toolStats // the tools its calls named (under in.mu)
 }
 
 type modelLogic struct {
@@ -138,6 +139,25 @@ func (o *modelObserver) stop(err error) {
 	in.changed()
 }
 
+// toolStats returns the figures of the tool name, remembering the few
+// tools the adapter's calls name: no map lookup per call; in.mu must be
+// held.
+func (o *modelObserver) toolStats(name string) *toolStats {
+	for _, st := range o.tools {
+		if st.name == name {
+			return st
+		}
+	}
+	st := o.in.toolStats(name) // kept for good: in.tools forgets none
+	if len(o.tools) < maxObservedTools {
+		o.tools = append(o.tools, st)
+	}
+	return st
+}
+
+// maxObservedTools bounds the tools an adapter's observer remembers.
+const maxObservedTools = 16
+
 // session returns the session of stream, making it; in.mu must be held.
 // The last one is remembered: the frames of a response come in a row.
 func (o *modelObserver) session(stream string) *session {
@@ -186,16 +206,16 @@ func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
 	s := in.sessions[key]
 	if s == nil {
-		now := in.clock.now()
 		s = in.spare
 		in.spare = nil
 		if s == nil {
 			s = &session{}
 		}
-		s.id, s.updated = key, now
+		s.id, s.updated = key, in.clock.unixNano()
 		in.sessions[key] = s
 		in.sessionOrder.push(s)
-		in.forget(key)
+		in.forget(s)
+		in.newest.remember(stream, s)
 	}
 	return s
 }
@@ -234,7 +254,7 @@ func (o *modelObserver) flush() {
 		return
 	}
 	in := o.in
-	now := in.clock.now()
+	now := in.clock.unixNano()
 	in.mu.Lock()
 	for _, ob := range o.turn {
 		if ob.request {
@@ -249,7 +269,7 @@ func (o *modelObserver) flush() {
 }
 
 // applyRequest shows a request's END, CANCEL or ABORT; in.mu must be held.
-func (o *modelObserver) applyRequest(f *messages.Frame, now time.Time) {
+func (o *modelObserver) applyRequest(f *messages.Frame, now int64) {
 	stream := f.GetStreamId()
 	s := o.session(stream)
 	if o.staged.stream == stream {
@@ -313,7 +333,7 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 }
 
 // applyResponse shows a frame the adapter emitted; in.mu must be held.
-func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
+func (o *modelObserver) applyResponse(f *messages.Frame, now int64) {
 	in := o.in
 	stream := f.GetStreamId()
 	s := o.session(stream)
@@ -331,20 +351,20 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
 		if p := s.call(f.GetToolCallId()); p != nil {
 			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
 		} else {
-			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), name: f.GetName(), stats: in.toolStats(f.GetName()), stream: stream,
+			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), stats: o.toolStats(f.GetName()), stream: stream,
 				args: slices.Clip(f.GetPayload()), since: now})
 		}
 	case messages.FrameType_ERROR:
 		s.lastError = f.GetText()
 		s.errors++
-		in.addFeed(FeedItem{Time: now, Kind: "model", Actor: o.self.String(), Alert: true,
+		in.addFeed(FeedItem{Time: time.Unix(0, now), Kind: "model", Actor: o.self.String(), Alert: true,
 			Text: fmt.Sprintf("model stream %s failed: %s", stream, f.GetText())})
 	case messages.FrameType_END:
 		s.closeStream(stream)
 		if len(s.calls) == 0 && len(s.text) > 0 {
 			s.answered = true // the text is a final answer
 		}
-		var timed time.Time
+		var timed time.Duration
 		for i := range s.calls {
 			p := &s.calls[i]
 			if p.running {
@@ -352,8 +372,8 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now time.Time) {
 			}
 			p.running = true // the loop runs the response's calls at its END
 			if p.stats.timeCall(now) {
-				if timed.IsZero() {
-					timed = time.Now()
+				if timed == 0 {
+					timed = monoNow()
 				}
 				p.dispatched = timed
 			}
@@ -388,16 +408,19 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	o.cut[stream] = true
 }
 
-// session is what the inspector knows of one conversation.
+// session is what the inspector knows of one conversation. The fields
+// forget looks at come first (one cache line: forgetting the oldest
+// session touches memory long cold); times are unix nanoseconds from the
+// coarse clock.
 type session struct {
 	id               string
-	updated          time.Time
-	messages         json.RawMessage // the last request's messages
-	text             []byte          // the current response's text
-	answered         bool            // text is the final answer
+	streams          []openStream   // few: a slice
+	approvals        []heldApproval // calls waiting for a person, held first first
+	updated          int64
 	calls            []pendingCall   // tool calls of the current response without a result yet
-	approvals        []heldApproval  // calls waiting for a person, held first first
-	streams          []openStream    // few: a slice
+	text             []byte          // the current response's text
+	messages         json.RawMessage // the last request's messages
+	answered         bool            // text is the final answer
 	requests, errors int
 	lastError        string
 }
@@ -405,16 +428,16 @@ type session struct {
 type openStream struct {
 	id    string
 	model *modelObserver
-	since time.Time
+	since int64 // unix nanoseconds, coarse
 }
 
 type pendingCall struct {
-	id, name, stream string
-	stats            *toolStats // the figures of its tool (name)
-	args             []byte     // kept as the frame has them; clipped when shown
-	since            time.Time  // when the model made it
-	running          bool       // its response ended: the loop runs it
-	dispatched       time.Time  // when, if its latency is measured
+	id, stream string
+	stats      *toolStats    // the figures of its tool (its name is the call's)
+	args       []byte        // kept as the frame has them; clipped when shown
+	since      int64         // when the model made it, unix nanoseconds (coarse)
+	dispatched time.Duration // when, on monoNow, if its latency is measured; 0 otherwise
+	running    bool          // its response ended: the loop runs it
 }
 
 // stream returns the open stream id, or nil.
@@ -427,7 +450,7 @@ func (s *session) stream(id string) *openStream {
 	return nil
 }
 
-func (s *session) openStream(id string, model *modelObserver, since time.Time) {
+func (s *session) openStream(id string, model *modelObserver, since int64) {
 	if st := s.stream(id); st != nil {
 		st.model, st.since = model, since
 		return
@@ -436,8 +459,14 @@ func (s *session) openStream(id string, model *modelObserver, since time.Time) {
 }
 
 func (s *session) closeStream(id string) {
-	if i := slices.IndexFunc(s.streams, func(st openStream) bool { return st.id == id }); i >= 0 {
-		s.streams = slices.Delete(s.streams, i, i+1)
+	for i := range s.streams {
+		if s.streams[i].id == id { // the order does not matter: the page sorts them
+			last := len(s.streams) - 1
+			s.streams[i] = s.streams[last]
+			s.streams[last] = openStream{}
+			s.streams = s.streams[:last]
+			return
+		}
 	}
 }
 
@@ -452,9 +481,9 @@ func (s *session) reset() {
 }
 
 // clearCalls forgets the pending calls, keeping the slice (and letting
-// go of the frames' payloads it held).
+// go of the frames' payloads it held: past len, removeCall left none).
 func (s *session) clearCalls() {
-	clear(s.calls[:cap(s.calls)])
+	clear(s.calls)
 	s.calls = s.calls[:0]
 }
 
@@ -469,9 +498,12 @@ func (s *session) call(id string) *pendingCall {
 }
 
 func (s *session) removeCall(id string) (pendingCall, bool) {
-	for i, p := range s.calls {
-		if p.id == id {
-			s.calls = append(s.calls[:i], s.calls[i+1:]...)
+	for i := range s.calls {
+		if s.calls[i].id == id {
+			p, last := s.calls[i], len(s.calls)-1
+			copy(s.calls[i:], s.calls[i+1:])
+			s.calls[last] = pendingCall{} // nothing kept past len
+			s.calls = s.calls[:last]
 			return p, true
 		}
 	}

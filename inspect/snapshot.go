@@ -168,7 +168,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 		sum := SessionSummary{ID: id}
 		if s := in.sessions[id]; s != nil {
 			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
-			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, s.updated
+			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, time.Unix(0, s.updated)
 		} else {
 			sum.Updated = in.stores[id].At
 		}
@@ -329,12 +329,12 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	}
 	d.Approvals = in.waiting(s, now)
 	for _, p := range s.calls {
-		age := now.Sub(p.since)
-		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
+		age := now.Sub(time.Unix(0, p.since))
+		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.stats.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
 			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: p.running})
 	}
 	for _, st := range s.streams {
-		d.Streams = append(d.Streams, OpenStream{ID: st.id, Model: st.model.self.String(), Age: shortDuration(now.Sub(st.since))})
+		d.Streams = append(d.Streams, OpenStream{ID: st.id, Model: st.model.self.String(), Age: shortDuration(now.Sub(time.Unix(0, st.since)))})
 	}
 	slices.SortFunc(d.Streams, func(a, b OpenStream) int { return strings.Compare(a.ID, b.ID) })
 	return d

@@ -32,7 +32,7 @@ func (s *observedStore) note(name string, index uint64, kind string) {
 		s.in.storeOrder.push(name)
 	}
 	s.in.stores[name] = storePosition{Index: index, Kind: kind, At: s.in.clock.now()}
-	s.in.forget("")
+	s.in.forget(nil)
 	s.in.mu.Unlock()
 	s.in.changed()
 }

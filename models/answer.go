@@ -2,7 +2,6 @@ package models
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -65,7 +64,8 @@ func (r *Round) Messages() []Message {
 // and the last finish reason.
 //
 // The zero Answer is ready and takes the stream id of its first frame. It
-// is not safe for concurrent use.
+// is not safe for concurrent use, and a copy of an Answer in use must not
+// be given more frames (copies share its storage).
 type Answer struct {
 	StreamID string
 	// Text is the final answer: the text of the model's last response,
@@ -86,8 +86,66 @@ type Answer struct {
 	// Ended is set by the END frame.
 	Ended bool
 
-	cur     Round
-	curText strings.Builder
+	cur  Round
+	text pieces // what the current response said
+	// room holds the rounds, calls and results of a short conversation in
+	// one allocation, taken at its first call; callRoom and resultRoom are
+	// the parts of it not handed out yet.
+	room       *answerRoom
+	callRoom   []ToolCall
+	resultRoom []ToolResult
+}
+
+// NewAnswer returns an Answer for the stream streamID with its room for
+// the rounds of a short conversation in the same allocation (1152 bytes
+// with the runtime's header: keep it within that size class): what the
+// zero Answer allocates at its first tool call.
+func NewAnswer(streamID string) *Answer {
+	r := &answerWithRoom{}
+	r.StreamID, r.room = streamID, &r.store
+	r.callRoom, r.resultRoom, r.Rounds = r.store.calls[:], r.store.results[:], r.store.rounds[:0]
+	return &r.Answer
+}
+
+type answerWithRoom struct {
+	Answer
+	store answerRoom
+}
+
+// answerRoom is the storage of a conversation of up to four rounds of
+// one call each (more take more allocations).
+type answerRoom struct {
+	rounds  [4]Round
+	calls   [4]ToolCall
+	results [4]ToolResult
+}
+
+// pieces gathers a response's text deltas: one delta is kept as it came
+// (most answers come in one), more are copied into buf.
+type pieces struct {
+	one string
+	buf []byte // holds the text so far once a second delta came
+}
+
+func (p *pieces) add(s string) {
+	if len(p.buf) == 0 {
+		if p.one == "" {
+			p.one = s
+			return
+		}
+		p.buf = append(p.buf, p.one...)
+	}
+	p.buf = append(p.buf, s...)
+}
+
+// take returns the text and starts over (keeping buf for the next).
+func (p *pieces) take() string {
+	s := p.one
+	if len(p.buf) > 0 {
+		s = string(p.buf)
+	}
+	p.one, p.buf = "", p.buf[:0]
+	return s
 }
 
 // Add folds one frame of the stream into the answer. Frames of other
@@ -108,10 +166,14 @@ func (a *Answer) Add(f *messages.Frame) {
 		if a.cur.Complete() {
 			a.commit()
 		}
-		a.curText.WriteString(f.GetText())
+		a.text.add(f.GetText())
 	case messages.FrameType_TOOL_CALL:
 		if a.cur.Complete() {
 			a.commit()
+		}
+		if a.cur.Calls == nil {
+			a.reserve()
+			a.cur.Calls = a.callRoom[:0]
 		}
 		a.cur.Calls = append(a.cur.Calls, ToolCall{Index: len(a.cur.Calls), ID: f.GetToolCallId(),
 			Name: f.GetName(), Arguments: f.GetPayload()})
@@ -134,10 +196,10 @@ func (a *Answer) Add(f *messages.Frame) {
 	case messages.FrameType_END:
 		a.Ended = true
 		if len(a.cur.Calls) == 0 {
+			text := a.text.take()
 			if !a.Failed {
-				a.Text, a.Answered = a.curText.String(), true
+				a.Text, a.Answered = text, true
 			}
-			a.curText.Reset()
 			return
 		}
 		a.commit()
@@ -161,7 +223,11 @@ func (a *Answer) result(f *messages.Frame) {
 	// Results come in call order from a tool loop; keep that order
 	// whatever order they come in.
 	if a.cur.Results == nil {
-		a.cur.Results = make([]ToolResult, 0, len(a.cur.Calls))
+		if len(a.resultRoom) >= len(a.cur.Calls) {
+			a.cur.Results = a.resultRoom[:0]
+		} else {
+			a.cur.Results = make([]ToolResult, 0, len(a.cur.Calls))
+		}
 	}
 	a.cur.Results = append(a.cur.Results, res)
 	for i := len(a.cur.Results) - 1; i > 0 && a.callIndex(a.cur.Results[i-1].CallID) > idx; i-- {
@@ -178,14 +244,35 @@ func (a *Answer) callIndex(id string) int {
 	return -1
 }
 
-func (a *Answer) commit() {
-	a.cur.Text = a.curText.String()
-	a.curText.Reset()
-	if a.Rounds == nil {
-		a.Rounds = make([]Round, 0, 4) // most conversations take a few rounds
+// reserve takes the answer's room at its first call.
+func (a *Answer) reserve() {
+	if a.room != nil {
+		return
 	}
+	a.room = &answerRoom{}
+	a.callRoom, a.resultRoom = a.room.calls[:], a.room.results[:]
+	if a.Rounds == nil {
+		a.Rounds = a.room.rounds[:0]
+	}
+}
+
+// commit closes the current round.
+func (a *Answer) commit() {
+	a.cur.Text = a.text.take()
+	a.cur.Calls = takeRoom(&a.callRoom, a.cur.Calls)
+	a.cur.Results = takeRoom(&a.resultRoom, a.cur.Results)
 	a.Rounds = append(a.Rounds, a.cur)
 	a.cur = Round{}
+}
+
+// takeRoom closes s, a round's list: when s lies at the front of room,
+// room moves past it. s is returned with its capacity cut to its length,
+// so that appending to a round never writes over room.
+func takeRoom[T any](room *[]T, s []T) []T {
+	if len(s) > 0 && len(*room) >= len(s) && &s[0] == &(*room)[0] {
+		*room = (*room)[len(s):]
+	}
+	return s[:len(s):len(s)]
 }
 
 // jsonString decodes a JSON string; a plain one (no escapes, the usual
@@ -200,7 +287,7 @@ func jsonString(raw []byte) (string, bool) {
 			}
 		}
 		if plain {
-			return string(raw[1 : n-1]), true
+			return finishReason(raw[1 : n-1]), true
 		}
 	}
 	var s string
@@ -208,6 +295,28 @@ func jsonString(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// finishReason returns b as a string, the reasons the adapters report
+// without allocating one.
+func finishReason(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "tool_calls":
+		return "tool_calls"
+	case "length":
+		return "length"
+	case "content_filter":
+		return "content_filter"
+	case "end_turn":
+		return "end_turn"
+	case "tool_use":
+		return "tool_use"
+	case "max_tokens":
+		return "max_tokens"
+	}
+	return string(b)
 }
 
 // ToolCalls counts the calls of every round.

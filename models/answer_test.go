@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -25,5 +27,86 @@ func TestAnswer_FinishReason(t *testing.T) {
 		if a.Finish != want {
 			t.Errorf("finish %s: %q, want %q", payload, a.Finish, want)
 		}
+	}
+}
+
+// conversationFrames is a stream of rounds rounds of calls calls each
+// (text along with the calls in pieces), then a final answer in pieces.
+func conversationFrames(s string, rounds, calls int) []*messages.Frame {
+	var out []*messages.Frame
+	for r := range rounds {
+		out = append(out, messages.Text(s, "round "), messages.Text(s, strconv.Itoa(r)))
+		for c := range calls {
+			id := fmt.Sprintf("c%d.%d", r, c)
+			out = append(out, messages.ToolCall(s, id, "f", json.RawMessage(`{"c":`+strconv.Itoa(c)+`}`)))
+		}
+		out = append(out, models.FinishFrame(s, "tool_calls"))
+		for c := range calls {
+			id := fmt.Sprintf("c%d.%d", r, c)
+			out = append(out, messages.RawToolResult(s, id, "f", json.RawMessage(`{"r":`+strconv.Itoa(c)+`}`)))
+		}
+	}
+	return append(out, messages.Text(s, "all "), messages.Text(s, "done"), models.FinishFrame(s, "stop"), messages.End(s))
+}
+
+// TestAnswer_ManyRounds: conversations longer and wider than the room an
+// Answer starts with keep every round, call and result in place, whether
+// the Answer is the zero one or from NewAnswer; a round's lists are
+// closed, so appending to one does not write over the next.
+func TestAnswer_ManyRounds(t *testing.T) {
+	for _, shape := range [][2]int{{1, 1}, {3, 1}, {4, 1}, {6, 1}, {2, 3}, {1, 5}, {5, 5}} {
+		rounds, calls := shape[0], shape[1]
+		for name, a := range map[string]*models.Answer{"zero": {}, "new": models.NewAnswer("s")} {
+			for _, f := range conversationFrames("s", rounds, calls) {
+				a.Add(f)
+			}
+			if !a.Answered || a.Text != "all done" || a.Finish != "stop" || len(a.Rounds) != rounds || a.ToolCalls() != rounds*calls {
+				t.Fatalf("%s %dx%d: answer %+v", name, rounds, calls, a)
+			}
+			for r := range rounds {
+				round := a.Rounds[r]
+				if round.Text != "round "+strconv.Itoa(r) || !round.Complete() || len(round.Calls) != calls {
+					t.Fatalf("%s %dx%d: round %d %+v", name, rounds, calls, r, round)
+				}
+				round.Calls = append(round.Calls, models.ToolCall{ID: "extra"})
+				round.Results = append(round.Results, models.ToolResult{CallID: "extra"})
+				for c := range calls {
+					id := fmt.Sprintf("c%d.%d", r, c)
+					if round.Calls[c].ID != id || round.Results[c].CallID != id || string(round.Results[c].Content) != `{"r":`+strconv.Itoa(c)+`}` {
+						t.Fatalf("%s %dx%d: round %d call %d: %+v / %+v", name, rounds, calls, r, c, round.Calls[c], round.Results[c])
+					}
+				}
+			}
+			for r := range rounds { // the appends above wrote over nothing
+				if id := a.Rounds[r].Calls[0].ID; id != fmt.Sprintf("c%d.0", r) {
+					t.Fatalf("%s %dx%d: round %d now starts with %s", name, rounds, calls, r, id)
+				}
+			}
+		}
+	}
+}
+
+// TestAnswer_Allocs: folding figure 7's conversation (three rounds of one
+// call, text in one piece) into an Answer from NewAnswer allocates the
+// Answer alone; the finish reasons the adapters report allocate nothing.
+func TestAnswer_Allocs(t *testing.T) {
+	var frames []*messages.Frame
+	for _, f := range conversationFrames("s", 3, 1) {
+		if t := f.GetText(); f.GetType() == messages.FrameType_TEXT && (len(t) < 3 || t == "done") {
+			continue // the second pieces
+		}
+		frames = append(frames, f)
+	}
+	n := testing.AllocsPerRun(50, func() {
+		a := models.NewAnswer("s")
+		for _, f := range frames {
+			a.Add(f)
+		}
+		if a.Text != "all " || a.ToolCalls() != 3 {
+			t.Fatalf("answer %+v", a)
+		}
+	})
+	if n != 1 && !raceDetector {
+		t.Errorf("%v allocations folding a 3-round conversation, want 1", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 	"testing/quick"
+	"unsafe"
 )
 
 // TestEncodedLen: the size AppendJSON reserves is the size it writes, for
@@ -29,5 +30,15 @@ func TestEncodedLen(t *testing.T) {
 	}
 	if err := quick.Check(check, &quick.Config{MaxCount: 500}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnswerWithRoom_SizeClass: NewAnswer's one allocation, with the
+// 8-byte header the runtime adds to objects of more than 512 bytes that
+// hold pointers, fits the 1152-byte size class; a field more would make
+// every Answer take 1280.
+func TestAnswerWithRoom_SizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(answerWithRoom{}) + 8; n > 1152 {
+		t.Errorf("NewAnswer allocates %d bytes, more than the 1152-byte size class", n)
 	}
 }

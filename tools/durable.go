@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/persistence"
@@ -278,8 +279,38 @@ type stateChange struct {
 // announce emits a state frame on stream, after a change was applied.
 func (r *durableRouter) announce(c actors.WrapperContext, stream, event, id string) {
 	p := &r.asm.Pending
-	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: event, ToolCallID: id,
-		StreamPending: p.InStream(stream), Pending: p.Len()})))
+	r.emit(c, messages.Meta(stream, MetaState, stateChange{Event: event, ToolCallID: id,
+		StreamPending: p.InStream(stream), Pending: p.Len()}.json()))
+}
+
+// json encodes sc as json.Marshal does, without reflection for the state
+// frames of each call (event and tool_call_id are JSON strings as they
+// are, without escaping, or sc goes through json.Marshal).
+func (sc stateChange) json() json.RawMessage {
+	if sc.ToolCallIDs != nil || !plainJSON(sc.Event) || !plainJSON(sc.ToolCallID) {
+		return mustJSON(sc)
+	}
+	b := make([]byte, 0, 64+len(sc.Event)+len(sc.ToolCallID))
+	b = append(append(append(b, `{"event":"`...), sc.Event...), '"')
+	if sc.ToolCallID != "" {
+		b = append(append(append(b, `,"tool_call_id":"`...), sc.ToolCallID...), '"')
+	}
+	b = strconv.AppendInt(append(b, `,"stream_pending":`...), int64(sc.StreamPending), 10)
+	b = strconv.AppendInt(append(b, `,"pending":`...), int64(sc.Pending), 10)
+	return append(b, '}')
+}
+
+// plainJSON reports whether s is a JSON string's contents as it is: no
+// byte that json.Marshal escapes (quote, backslash, controls, <, >, &,
+// anything not ASCII).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x80, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // announceAll emits a state frame listing the pending calls on each

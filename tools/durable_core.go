@@ -2,7 +2,6 @@ package tools
 
 import (
 	"fmt"
-	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -39,32 +38,41 @@ const (
 // the state is always what the store holds: a snapshot requested during
 // a write is the state before its first event, as a persistent duplex
 // requires.
+//
+// A held chunk is staged where it will end up: its bytes are appended to
+// its call's arguments past their length (PendingCall.Args[len:cap]), so
+// that the state does not show them, and the write stores slices of that
+// room; applying them extends the arguments' length over them. A chunk
+// thus costs one copy, as in a router without durability, and no
+// bookkeeping of its own: consecutive chunks of a call are one run.
 type durableCore struct {
 	asm   *Assembler
-	held  []heldChunk
-	spare []heldChunk // the other buffer of held (see write)
-	size  int         // bytes of chunk held
+	runs  []heldRun
+	count int // chunks held
+	size  int // bytes of chunk held
 
-	// The stored forms of a write, rebuilt for each: chunk messages and
-	// the bytes of their chunks are reused.
+	// The stored forms of a write, rebuilt for each: chunk messages are
+	// reused.
 	stored []proto.Message
 	chunks []messages.RouterChunkAppended
-	arena  []byte
 }
 
-// heldChunk is a held chunk event (Kind EventChunkAppended).
-type heldChunk struct {
-	call  *PendingCall
-	seq   uint64
-	chunk string
+// heldRun is a run of held chunks of one call: the bytes [from, to) past
+// the length of call.Args, stored as one chunk event (Seq seq).
+type heldRun struct {
+	call     *PendingCall
+	seq      uint64
+	from, to int
 }
 
-func (h heldChunk) event() Event {
-	return Event{Kind: EventChunkAppended, Seq: h.seq, Chunk: h.chunk, call: h.call}
+// staged returns the bytes of r (valid until the call's arguments grow).
+func (r heldRun) staged() []byte {
+	n := len(r.call.Args)
+	return r.call.Args[n+r.from : n+r.to]
 }
 
 // holding reports whether chunks wait to be written.
-func (d *durableCore) holding() bool { return len(d.held) > 0 }
+func (d *durableCore) holding() bool { return len(d.runs) > 0 }
 
 // step decides what the response frame f does. A chunk for a pending call
 // is held (step returns no event and no decisions). Any other event is
@@ -84,7 +92,7 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 	switch {
 	case e.Kind == EventNone && len(ds) == 0: // dropped: nothing changes, nothing leaves
 		return e, nil
-	case len(d.held) == 0:
+	case len(d.runs) == 0:
 		if e.Kind != EventNone {
 			d.write(w, e)
 			d.asm.Pending.Apply(e)
@@ -107,15 +115,47 @@ func (d *durableCore) hold(f *messages.Frame) bool {
 	if !f.IsToolArgChunk() {
 		return false
 	}
-	if c := d.asm.Pending.chunkCall(f); c != nil {
-		d.held = append(d.held, heldChunk{call: c, seq: c.Seq, chunk: f.GetText()})
-		d.size += len(f.GetText())
+	chunk := f.GetText()
+	// While chunks are held the pending calls do not change (anything else
+	// writes and applies them first), so the last run's call is still the
+	// one of its key: a chunk of the same call skips the lookup.
+	if k := len(d.runs) - 1; k >= 0 {
+		if r := &d.runs[k]; r.call.ToolCallID == f.GetToolCallId() && r.call.StreamID == f.GetStreamId() {
+			d.stage(r.call, r.to, chunk)
+			r.to += len(chunk)
+			return true
+		}
 	}
+	c := d.asm.Pending.chunkCall(f)
+	if c == nil {
+		return true
+	}
+	at := 0 // bytes of c staged by earlier runs
+	for k := len(d.runs) - 1; k >= 0; k-- {
+		if d.runs[k].call == c {
+			at = d.runs[k].to
+			break
+		}
+	}
+	d.stage(c, at, chunk)
+	d.runs = append(d.runs, heldRun{call: c, seq: c.Seq, from: at, to: at + len(chunk)})
 	return true
 }
 
+// stage copies chunk into the room past c's arguments, at bytes past
+// their length, growing them (as append does) when the room is short.
+func (d *durableCore) stage(c *PendingCall, at int, chunk string) {
+	d.count++
+	d.size += len(chunk)
+	n := len(c.Args)
+	if c.Args == nil { // room for the usual arguments at once, as appendChunk
+		c.Args = make([]byte, 0, max(len(chunk), 256))
+	}
+	c.Args = append(c.Args[:n+at], chunk...)[:n]
+}
+
 // full reports whether the hold has reached its bounds.
-func (d *durableCore) full() bool { return len(d.held) >= maxHeldChunks || d.size >= maxHeldBytes }
+func (d *durableCore) full() bool { return d.count >= maxHeldChunks || d.size >= maxHeldBytes }
 
 // persist writes what is held and then e, in one store call, and applies
 // them in that order.
@@ -126,51 +166,52 @@ func (d *durableCore) persist(w eventWriter, e Event) {
 
 // flush writes and applies what is held.
 func (d *durableCore) flush(w eventWriter) {
-	if len(d.held) > 0 {
+	if len(d.runs) > 0 {
 		d.apply(d.write(w, Event{}))
 	}
 }
 
 // write stores the held chunks and then e (unless its Kind is EventNone)
-// in one call of w, and returns the chunks. They are no longer held once
-// the write begins, so a write that fails is never retried (the store may
-// have accepted part of it; the supervisor decides what happens next, see
-// durability.Provider).
+// in one call of w, and returns the runs written. They are no longer held
+// once the write begins, so a write that fails is never retried (the
+// store may have accepted part of it; the supervisor decides what happens
+// next, see durability.Provider): their staged bytes are overwritten by
+// later chunks.
 //
-// Consecutive chunks of one call are stored as one chunk event holding
-// their concatenation: appending it is the same change as appending them
-// one by one, and a streamed argument costs the store one event per write
-// instead of one per chunk.
-func (d *durableCore) write(w eventWriter, e Event) []heldChunk {
-	held, size := d.held, d.size
-	d.held, d.spare, d.size = d.spare[:0], held, 0
+// A run (consecutive chunks of one call) is stored as one chunk event
+// holding their concatenation: appending it is the same change as
+// appending them one by one, and a streamed argument costs the store one
+// event per write instead of one per chunk.
+func (d *durableCore) write(w eventWriter, e Event) []heldRun {
+	runs := d.runs
+	d.runs, d.count, d.size = runs[len(runs):], 0, 0 // runs stays valid: nothing is held until the write returns
+	if len(d.chunks) < len(runs) {
+		d.chunks = make([]messages.RouterChunkAppended, len(runs))
+	}
 	d.stored = d.stored[:0]
-	d.arena = slices.Grow(d.arena[:0], size) // never reallocated below: the chunks' slices stay valid
-	k := -1
-	for _, h := range held {
-		if k < 0 || d.chunks[k].Seq != h.seq {
-			if k++; k == len(d.chunks) {
-				d.chunks = append(d.chunks, messages.RouterChunkAppended{})
-			}
-			d.chunks[k].Seq, d.chunks[k].Chunk = h.seq, d.arena[len(d.arena):len(d.arena)]
-			d.stored = append(d.stored, chunkRecord{&d.chunks[k]})
-		}
-		d.arena = append(d.arena, h.chunk...)
+	for k, r := range runs {
 		c := &d.chunks[k]
-		c.Chunk = c.Chunk[:len(c.Chunk)+len(h.chunk)]
+		c.Seq, c.Chunk = r.seq, r.staged()
+		d.stored = append(d.stored, chunkRecord{c})
 	}
 	if e.Kind != EventNone {
 		d.stored = append(d.stored, storedForm(e))
 	}
 	w.PersistEvents(d.stored)
-	return held
+	for k := range runs {
+		d.chunks[k].Chunk = nil // the store has copied them
+	}
+	return runs
 }
 
-// apply applies durable chunks in order.
-func (d *durableCore) apply(held []heldChunk) {
-	for _, h := range held {
-		d.asm.Pending.appendChunk(h.call, h.seq, h.chunk) // Apply(h.event())
+// apply applies durable runs in order: each extends its call's arguments
+// over its staged bytes (Apply of its chunk event).
+func (d *durableCore) apply(runs []heldRun) {
+	for _, r := range runs {
+		r.call.Args = r.call.Args[:len(r.call.Args)+r.to-r.from]
 	}
+	clear(runs) // keep no calls alive
+	d.runs = runs[:0]
 }
 
 // storedForm returns the protobuf event that stores e.

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -107,5 +108,26 @@ func TestDurableCore_HoldIsBounded(t *testing.T) {
 				t.Errorf("recovered %d bytes of arguments, want %d", len(calls[0].Args), c.want)
 			}
 		})
+	}
+}
+
+// TestStateChange_JSONAsMarshal: the state frames' own encoding is byte
+// for byte encoding/json's, plain ids and ids that need escaping alike.
+func TestStateChange_JSONAsMarshal(t *testing.T) {
+	for _, sc := range []stateChange{
+		{Event: "started", ToolCallID: "call_1", StreamPending: 1, Pending: 3},
+		{Event: "completed", ToolCallID: "call_1"},
+		{Event: "stream_ended", StreamPending: 0, Pending: 12},
+		{Event: "started", ToolCallID: `q"uote\back<&>`, StreamPending: 2, Pending: 2},
+		{Event: "started", ToolCallID: "é\u2028\x01", Pending: 1},
+		{Event: "recovered", StreamPending: 2, Pending: 2, ToolCallIDs: []string{"a", "b"}},
+	} {
+		want, err := json.Marshal(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sc.json(); !bytes.Equal(got, want) {
+			t.Errorf("%+v: encoded %s, json.Marshal %s", sc, got, want)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -41,7 +43,23 @@ func toolsParam(explicit json.RawMessage, all []*Tool) json.RawMessage {
 	if len(all) == 0 {
 		return nil
 	}
-	return FunctionList(all)
+	last := &lastToolsParam
+	last.mu.Lock()
+	defer last.mu.Unlock()
+	if !slices.Equal(last.tools, all) {
+		last.tools, last.param = slices.Clone(all), FunctionList(all)
+	}
+	return last.param
+}
+
+// lastToolsParam is the tools PARAM made last, with the tools it lists:
+// the many agents or stages a host starts with one tool set share one
+// encoding (a tool's definition never changes, nor a frame's payload)
+// instead of each keeping its own.
+var lastToolsParam struct {
+	mu    sync.Mutex
+	tools []*Tool
+	param json.RawMessage
 }
 
 // NewInstaller returns the spec of a tool installer around inner: before

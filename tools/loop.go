@@ -137,10 +137,13 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	if err != nil {
 		return actors.Spec{}, fmt.Errorf("loop %q: %w", ropts.Name, err)
 	}
-	idempotent, dies := map[string]bool{}, map[string]bool{}
-	for _, t := range all {
-		idempotent[t.Name()] = t.def.Idempotent
-		dies[t.Name()] = t.def.DiesWithProcess
+	var idempotent, dies map[string]bool // what a session resumes by; nil without one
+	if opts.Session != nil {
+		idempotent, dies = map[string]bool{}, map[string]bool{}
+		for _, t := range all {
+			idempotent[t.Name()] = t.def.Idempotent
+			dies[t.Name()] = t.def.DiesWithProcess
+		}
 	}
 	opts.ToolsParam = toolsParam(opts.ToolsParam, all)
 	if len(opts.ToolsParam) > 0 && !json.Valid(opts.ToolsParam) {
@@ -317,6 +320,9 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 			s.setParam(f)
 		}
 	case messages.FrameType_END:
+		if s.endFrame == nil && bareEnd(f) {
+			s.endFrame = f // sent again with the follow-ups, and outward at the end
+		}
 		if s.phase == phaseRequest {
 			s.phase = phaseModel
 			if l.sess != nil && l.sess.active == s.stream {
@@ -355,12 +361,35 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 		return
 	}
 	s.injected = true
+	if l.opts.SystemPrompt == "" && list != nil {
+		// The model gets the messages as they came: the frame is immutable.
+		s.messages = list
+		l.sendTools(c, s)
+		c.ToInner(f)
+		return
+	}
 	if l.opts.SystemPrompt != "" {
 		list = withSystem(list, l.opts.SystemPrompt)
 	}
 	s.messages = list
 	l.sendTools(c, s)
 	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
+}
+
+// bareEnd reports whether f is an END frame with nothing but its stream
+// id, which the loop can send again in its own name.
+func bareEnd(f *messages.Frame) bool {
+	return f.GetToolCallId() == "" && f.GetName() == "" && len(f.GetPayload()) == 0 && f.GetText() == "" &&
+		f.GetMeta() == nil && len(f.ProtoReflect().GetUnknown()) == 0
+}
+
+// end returns the END frame of s's stream, made once per stream (or the
+// outer's own, see bareEnd): frames are immutable once sent.
+func (s *loopSession) end() *messages.Frame {
+	if s.endFrame == nil {
+		s.endFrame = messages.End(s.stream)
+	}
+	return s.endFrame
 }
 
 // sendTools sends the tools and tool_choice PARAMs of s's requests. The
@@ -491,7 +520,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	}
 	s.clearCalls()
 	c.ToOuter(messages.Error(s.stream, reason))
-	c.ToOuter(messages.End(s.stream))
+	c.ToOuter(s.end())
 	s.phase = phaseClosed
 	if l.sess != nil && l.sess.active == s.stream {
 		l.sess.log.drop()
@@ -506,7 +535,7 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 		if l.sess != nil {
 			l.commit(c, s, &messages.LoopAnswered{}) // the final answer
 		}
-		c.ToOuter(messages.End(s.stream))
+		c.ToOuter(s.end())
 		l.forget(s)
 		return
 	}
@@ -625,7 +654,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	}
 	s.clearCalls()
 	if done {
-		c.ToOuter(messages.End(s.stream))
+		c.ToOuter(s.end())
 		l.forget(s)
 		return
 	}
@@ -645,10 +674,7 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
 	}
 	l.sendTools(c, s)
 	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
-	if s.endFrame == nil {
-		s.endFrame = messages.End(s.stream)
-	}
-	c.ToInner(s.endFrame)
+	c.ToInner(s.end())
 }
 
 // OnFailure implements actors.WrapperFailureHandler: calls surfaced to the

@@ -427,7 +427,7 @@ func (ss *sessionState) recordArgs(c actors.Context, s *loopSession, id, chunk s
 	sl := ss.log
 	if n := len(sl.buf); n > 0 {
 		if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == id {
-			last.Chunk = append(last.Chunk, chunk...)
+			last.Chunk = appendDoubling(last.Chunk, chunk)
 			sl.bufBytes += len(chunk)
 			sl.dataBytes += len(chunk)
 			if sl.full() {
@@ -437,6 +437,17 @@ func (ss *sessionState) recordArgs(c actors.Context, s *loopSession, id, chunk s
 		}
 	}
 	ss.record(c, s, &messages.LoopArgs{ToolCallId: id, Chunk: []byte(chunk)})
+}
+
+// appendDoubling appends chunk to b, doubling b's room when it is short:
+// a long argument waiting in a LoopArgs is copied about once more as it
+// grows, instead of about four times more (append grows large slices by
+// a quarter).
+func appendDoubling(b []byte, chunk string) []byte {
+	if need := len(b) + len(chunk); need > cap(b) {
+		b = append(make([]byte, 0, max(need, 2*cap(b))), b...)
+	}
+	return append(b, chunk...)
 }
 
 // commit persists the events of a step (after anything queued), before

@@ -82,7 +82,13 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 		}
 	case *messages.LoopArgs:
 		if _, rc := r.streamingCall(m.GetToolCallId()); rc != nil {
-			rc.args = append(rc.args, m.GetChunk()...)
+			if rc.args == nil {
+				// The first piece is taken as it is, capped so that the next
+				// copies it: an event's bytes never change once persisted.
+				rc.args = slices.Clip(m.GetChunk())
+			} else {
+				rc.args = append(rc.args, m.GetChunk()...)
+			}
 		}
 	case *messages.LoopCallSurfaced:
 		rc := &recordCall{id: m.GetToolCallId(), call: m.GetCall(), result: m.GetResult()}

@@ -32,7 +32,10 @@ type coreStep struct {
 func randomSteps(r *rand.Rand, n int) []coreStep {
 	streams := []string{"s0", "s1", "s2"}
 	ids := []string{"c0", "c1", "c2", "c3"}
-	pieces := []string{`{"a":`, `1`, `,"b":"x\u00e9"`, `}`, `{`, `]]`, `"unterminated`, ``, `null`, `é€`}
+	// A long piece makes held chunks outgrow the room past their call's
+	// arguments.
+	pieces := []string{`{"a":`, `1`, `,"b":"x\u00e9"`, `}`, `{`, `]]`, `"unterminated`, ``, `null`, `é€`,
+		`"` + strings.Repeat("long piece ", 40) + `"`}
 	out := make([]coreStep, 0, n)
 	for range n {
 		s, id := streams[r.IntN(len(streams))], ids[r.IntN(len(ids))]
@@ -142,10 +145,8 @@ func (d *testRouter) restart(t *testing.T, killed bool) {
 func (d *testRouter) state() *messages.RouterState {
 	var p PendingCalls
 	p.Apply(Event{Kind: EventRestored, State: d.asm.Pending.State()})
-	for _, h := range d.core.held {
-		e := h.event()
-		e.call = nil
-		p.Apply(e)
+	for _, r := range d.core.runs {
+		p.Apply(Event{Kind: EventChunkAppended, Seq: r.seq, Chunk: string(r.staged())})
 	}
 	return p.State()
 }

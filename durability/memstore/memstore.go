@@ -54,7 +54,7 @@ const (
 func (l *actorLog) keep(name string, index uint64, data []byte) []byte {
 	n := crcSize + len(data)
 	if n > maxInBlock {
-		return seal(nil, durability.RecordEvent, name, index, data)
+		return seal(make([]byte, 0, n), durability.RecordEvent, name, index, data)
 	}
 	if cap(l.free)-len(l.free) < n {
 		l.block = min(max(2*l.block, minBlock), maxBlock)
@@ -190,7 +190,7 @@ func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, 
 		return err
 	}
 	l := s.logFor(name)
-	l.snapshots[index] = seal(nil, durability.RecordSnapshot, name, index, data)
+	l.snapshots[index] = seal(make([]byte, 0, crcSize+len(data)), durability.RecordSnapshot, name, index, data)
 	if !s.keepHistory && index > 0 {
 		l.dropEvents(index - 1)
 		deleteThrough(l.snapshots, index-1)

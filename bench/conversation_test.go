@@ -16,7 +16,7 @@ import (
 const (
 	loopAllocsSync      = 63
 	loopAllocsAsync     = 106
-	loopAllocsStreaming = 108 // the streaming conversation, tools sync
+	loopAllocsStreaming = 80 // the streaming conversation, tools sync
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {

@@ -30,10 +30,17 @@ type PendingCall struct {
 // and replays stored events through the same Apply on recovery. The zero
 // value is empty and ready; it is not safe for concurrent use.
 type PendingCalls struct {
-	calls    map[callKey]*PendingCall
+	calls map[callKey]*PendingCall
+	// bySeq indexes calls by Seq once a chunk names its call by Seq alone
+	// (a stored event replayed) or a state is restored; until then nothing
+	// needs it, and live calls cost no upkeep of it.
 	bySeq    map[uint64]*PendingCall
 	byStream map[string]int // pending calls per stream
 	seq      uint64
+	// last is the call last started or found, nil once removed: the
+	// chunks of a call mostly follow each other, and so find it without
+	// hashing its key.
+	last *PendingCall
 }
 
 // Len is the number of pending calls.
@@ -41,17 +48,34 @@ func (p *PendingCalls) Len() int { return len(p.calls) }
 
 // Has reports whether the call is pending.
 func (p *PendingCalls) Has(streamID, toolCallID string) bool {
-	_, ok := p.calls[callKey{streamID, toolCallID}]
-	return ok
+	return p.find(streamID, toolCallID) != nil
+}
+
+// find returns the pending call (streamID, toolCallID), nil when there is
+// none.
+func (p *PendingCalls) find(streamID, toolCallID string) *PendingCall {
+	if c := p.last; c != nil && c.ToolCallID == toolCallID && c.StreamID == streamID {
+		return c
+	}
+	c := p.calls[callKey{streamID, toolCallID}]
+	if c != nil {
+		p.last = c
+	}
+	return c
 }
 
 // InStream is the number of pending calls of a stream.
-func (p *PendingCalls) InStream(streamID string) int { return p.byStream[streamID] }
+func (p *PendingCalls) InStream(streamID string) int {
+	if len(p.calls) == 0 {
+		return 0
+	}
+	return p.byStream[streamID]
+}
 
 // SeqOf returns the Seq of a pending call.
 func (p *PendingCalls) SeqOf(streamID, toolCallID string) (seq uint64, ok bool) {
-	c, ok := p.calls[callKey{streamID, toolCallID}]
-	if !ok {
+	c := p.find(streamID, toolCallID)
+	if c == nil {
 		return 0, false
 	}
 	return c.Seq, true
@@ -68,11 +92,23 @@ func (p *PendingCalls) counted(streamID string, delta int) {
 	}
 }
 
+// indexed adds c to the index by Seq, when there is one.
 func (p *PendingCalls) indexed(c *PendingCall) {
-	if p.bySeq == nil {
-		p.bySeq = map[uint64]*PendingCall{}
+	if p.bySeq != nil {
+		p.bySeq[c.Seq] = c
 	}
-	p.bySeq[c.Seq] = c
+}
+
+// withSeq returns the pending call with seq, nil when there is none. The
+// first call makes the index by Seq, kept from then on.
+func (p *PendingCalls) withSeq(seq uint64) *PendingCall {
+	if p.bySeq == nil {
+		p.bySeq = make(map[uint64]*PendingCall, len(p.calls))
+		for _, c := range p.calls {
+			p.bySeq[c.Seq] = c
+		}
+	}
+	return p.bySeq[seq]
 }
 
 // inStream returns the pending calls of a stream (not copies), in the
@@ -93,7 +129,10 @@ func (p *PendingCalls) Snapshot() []PendingCall {
 	out := make([]PendingCall, 0, len(p.calls))
 	for _, c := range p.calls {
 		cp := *c
-		cp.Args = slices.Clone(c.Args)
+		cp.Args = nil // a call without arguments yet has none, whatever room it has for them
+		if len(c.Args) > 0 {
+			cp.Args = slices.Clone(c.Args)
+		}
 		out = append(out, cp)
 	}
 	slices.SortFunc(out, func(a, b PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -117,6 +156,7 @@ func (p *PendingCalls) State() *messages.RouterState {
 // A call repeated in st (same stream and id) keeps its last entry.
 func (p *PendingCalls) restore(st *messages.RouterState) {
 	calls := st.GetCalls()
+	p.last = nil
 	p.calls = make(map[callKey]*PendingCall, len(calls))
 	p.byStream = map[string]int{}
 	p.bySeq = make(map[uint64]*PendingCall, len(calls))

@@ -65,23 +65,26 @@ func (p *PendingCalls) Apply(e Event) {
 			p.calls = map[callKey]*PendingCall{}
 		}
 		p.seq++
-		c := &PendingCall{Seq: p.seq, StreamID: e.StreamID, ToolCallID: e.ToolCallID, Name: e.Name, Index: e.Index}
+		entry := &pendingEntry{PendingCall: PendingCall{Seq: p.seq, StreamID: e.StreamID, ToolCallID: e.ToolCallID, Name: e.Name, Index: e.Index}}
+		c := &entry.PendingCall
+		c.Args = entry.room[:0]
 		p.calls[k] = c
 		p.indexed(c)
 		p.counted(e.StreamID, 1)
+		p.last = c // its chunks come next
 	case EventChunkAppended:
 		p.appendChunk(e.call, e.Seq, e.Chunk)
 	case EventCallCompleted:
-		k := callKey{e.StreamID, e.ToolCallID}
-		c, ok := p.calls[k]
-		if !ok {
+		c := p.find(e.StreamID, e.ToolCallID)
+		if c == nil {
 			return
 		}
-		delete(p.calls, k)
+		delete(p.calls, callKey{e.StreamID, e.ToolCallID})
 		delete(p.bySeq, c.Seq)
 		p.counted(e.StreamID, -1)
+		p.last = nil
 	case EventStreamEnded:
-		if p.byStream[e.StreamID] == 0 {
+		if p.InStream(e.StreamID) == 0 {
 			return
 		}
 		delete(p.byStream, e.StreamID)
@@ -91,6 +94,7 @@ func (p *PendingCalls) Apply(e Event) {
 				delete(p.bySeq, c.Seq)
 			}
 		}
+		p.last = nil
 	case EventRestored:
 		p.restore(e.State)
 	}
@@ -100,20 +104,32 @@ func (p *PendingCalls) Apply(e Event) {
 // seq; c is the call Decide found for it, if any (it saves a lookup).
 func (p *PendingCalls) appendChunk(c *PendingCall, seq uint64, chunk string) {
 	if c == nil || c.Seq != seq {
-		if c = p.bySeq[seq]; c == nil {
+		if c = p.withSeq(seq); c == nil {
 			return
 		}
 	}
 	if c.Args == nil { // room for the usual arguments at once, instead of doubling from a few bytes
-		c.Args = make([]byte, 0, max(len(chunk), 256))
+		c.Args = make([]byte, 0, max(len(chunk), pendingArgsRoom))
 	}
 	c.Args = append(c.Args, chunk...)
+}
+
+// pendingArgsRoom is the room a pending call has for its arguments before
+// they need a buffer of their own: the usual arguments fit.
+const pendingArgsRoom = 256
+
+// pendingEntry is a call started live with the room for its arguments,
+// in one allocation. The completed call's TOOL_CALL keeps it (its payload
+// is the arguments), as it kept the arguments' buffer.
+type pendingEntry struct {
+	PendingCall
+	room [pendingArgsRoom]byte
 }
 
 // chunkCall returns the pending call of an argument chunk, nil when there
 // is none (the chunk changes nothing).
 func (p *PendingCalls) chunkCall(f *messages.Frame) *PendingCall {
-	return p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]
+	return p.find(f.GetStreamId(), f.GetToolCallId())
 }
 
 // Decide says what one response frame does, without changing anything:
@@ -139,7 +155,7 @@ func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
 			ev = Event{Kind: EventChunkAppended, Seq: c.Seq, Chunk: f.GetText(), call: c}
 		}
 	case f.IsToolComplete():
-		if c, ok := p.calls[callKey{f.GetStreamId(), f.GetToolCallId()}]; ok {
+		if c := p.find(f.GetStreamId(), f.GetToolCallId()); c != nil {
 			ev = Event{Kind: EventCallCompleted, StreamID: f.GetStreamId(), ToolCallID: f.GetToolCallId()}
 			out = append(out, Decision{Kind: Run, Frame: c.frame()})
 		}

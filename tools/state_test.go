@@ -125,3 +125,50 @@ func TestAssembler_InterleavedCalls(t *testing.T) {
 		t.Fatal("pending calls left after END")
 	}
 }
+
+// TestPendingCalls_ChunksBySeqAndByFrame mixes the two ways a chunk finds
+// its call: by the frame's stream and call id (live, through Decide) and
+// by Seq alone (an event replayed from a store), before and after calls
+// complete, and with a call id used again by the next response of the
+// stream: each chunk lands in the call it names, a chunk for a call no
+// longer pending changes nothing.
+func TestPendingCalls_ChunksBySeqAndByFrame(t *testing.T) {
+	var a tools.Assembler
+	p := &a.Pending
+	a.Step(messages.StreamingToolCall("s", "c", "read"))
+	a.Step(messages.ToolArgChunk("s", "c", `{"a"`))
+	first, _ := p.SeqOf("s", "c")
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: first, Chunk: `:1`}) // by Seq: the index is made now
+	a.Step(messages.StreamingToolCall("t", "c", "read"))                          // same id, other stream
+	a.Step(messages.ToolArgChunk("s", "c", `}`))
+	a.Step(messages.ToolArgChunk("t", "c", `{"b":2}`))
+	second, _ := p.SeqOf("t", "c")
+	if got := p.Snapshot(); len(got) != 2 || string(got[0].Args) != `{"a":1}` || string(got[1].Args) != `{"b":2}` {
+		t.Fatalf("two calls: %+v", got)
+	}
+	ds := a.Step(messages.ToolComplete("s", "c"))
+	if len(ds) != 1 || ds[0].Kind != tools.Run || string(ds[0].Frame.GetPayload()) != `{"a":1}` {
+		t.Fatalf("completion: %+v", ds)
+	}
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: first, Chunk: `lost`}) // completed: nothing
+	a.Step(messages.ToolArgChunk("s", "c", `lost`))
+	a.Step(messages.StreamingToolCall("s", "c", "write")) // the id again, in the next response
+	third, _ := p.SeqOf("s", "c")
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: third, Chunk: `{"c"`})
+	a.Step(messages.ToolArgChunk("s", "c", `:3}`))
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: second, Chunk: ``})
+	got := p.Snapshot()
+	if len(got) != 2 || got[0].Seq != second || string(got[0].Args) != `{"b":2}` ||
+		got[1].Seq != third || got[1].Name != "write" || string(got[1].Args) != `{"c":3}` {
+		t.Fatalf("after the completion: %+v", got)
+	}
+	a.Step(messages.End("s"))
+	if p.Len() != 1 || p.InStream("s") != 0 || p.InStream("t") != 1 || p.Has("s", "c") {
+		t.Fatalf("stream s ended: %+v", p.Snapshot())
+	}
+	p.Apply(tools.Event{Kind: tools.EventChunkAppended, Seq: third, Chunk: `lost`})
+	a.Step(messages.ToolArgChunk("s", "c", `lost`))
+	if ds := a.Step(messages.ToolComplete("t", "c")); len(ds) != 1 || string(ds[0].Frame.GetPayload()) != `{"b":2}` || p.Len() != 0 {
+		t.Fatalf("last completion: %+v, left %+v", ds, p.Snapshot())
+	}
+}

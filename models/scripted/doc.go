@@ -23,5 +23,7 @@
 // make a request; TEXT, TOOL_CALL, META usage and finish, END (or ERROR and
 // END) answer it; CANCEL and ABORT stop it. Frames are built from a
 // compiled form of the script, so answering costs no JSON encoding (the
-// only decoding is counting assistant messages under ByConversation).
+// only decoding is counting assistant messages under ByConversation), and
+// the frames of a turn are made in one allocation, their metadata shared,
+// however many chunks and deltas it streams.
 package scripted

@@ -21,6 +21,19 @@ type playback struct {
 	pos       int  // next step
 	waited    bool // the wait before step pos (or the ending) is over
 	stopTimer func() bool
+	// slab holds the frames not yet emitted, made in one allocation when
+	// the first one is.
+	slab []messages.Frame
+}
+
+// frame returns s as a frame of streamID, taken from p's slab.
+func (p *playback) frame(s *step, streamID string) *messages.Frame {
+	if len(p.slab) == 0 {
+		p.slab = make([]messages.Frame, p.turn.frames()-p.pos)
+	}
+	f := &p.slab[0]
+	p.slab = p.slab[1:]
+	return s.fill(f, streamID)
 }
 
 func (l *logic) Receive(c actors.Context, msg any) {
@@ -86,7 +99,7 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 			return false
 		}
 		p.waited = false
-		c.Emit(s.frame(req.StreamID))
+		c.Emit(p.frame(s, req.StreamID))
 		p.pos++
 	}
 	if t.stall {
@@ -96,19 +109,9 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 		p.stopTimer = c.After(t.endWait, req)
 		return false
 	}
-	id := req.StreamID
-	if t.fail != "" {
-		c.Emit(messages.Error(id, t.fail))
-	} else {
-		if t.thinking != nil {
-			c.Emit(messages.Meta(id, models.MetaThinkingBlocks, t.thinking))
-		}
-		if t.usage != nil {
-			c.Emit(models.UsageFrame(id, t.usage))
-		}
-		c.Emit(messages.Meta(id, models.MetaFinish, t.finish))
+	for i := range t.ending {
+		c.Emit(p.frame(&t.ending[i], req.StreamID))
 	}
-	c.Emit(messages.End(id))
 	return true
 }
 

@@ -187,27 +187,16 @@ type step struct {
 	name    string
 	text    string
 	payload []byte
-	// The frame's metadata flags; hasMeta says whether it has any.
-	index                          uint32
-	streaming, argStream, complete bool
-	hasMeta                        bool
+	// meta is the frame's metadata (nil when it has none), made once at
+	// compile time and shared by every frame of the step: frames and their
+	// metadata are immutable once sent.
+	meta *messages.Metadata
 }
 
-func (s *step) frame(streamID string) *messages.Frame {
-	if !s.hasMeta {
-		return &messages.Frame{Type: s.typ, StreamId: streamID, ToolCallId: s.callID, Name: s.name, Text: s.text, Payload: s.payload}
-	}
-	fm := &frameWithMeta{}
-	fm.meta.Index, fm.meta.Streaming, fm.meta.ToolArgStream, fm.meta.ToolComplete = s.index, s.streaming, s.argStream, s.complete
-	f := &fm.frame
-	f.Type, f.StreamId, f.ToolCallId, f.Name, f.Text, f.Payload, f.Meta = s.typ, streamID, s.callID, s.name, s.text, s.payload, &fm.meta
+// fill makes f the frame of s on streamID.
+func (s *step) fill(f *messages.Frame, streamID string) *messages.Frame {
+	f.Type, f.StreamId, f.ToolCallId, f.Name, f.Text, f.Payload, f.Meta = s.typ, streamID, s.callID, s.name, s.text, s.payload, s.meta
 	return f
-}
-
-// frameWithMeta is a frame and its metadata in one allocation.
-type frameWithMeta struct {
-	frame messages.Frame
-	meta  messages.Metadata
 }
 
 // compiledTurn is a turn ready to play: its steps, then its ending.
@@ -220,13 +209,15 @@ type compiledTurn struct {
 	// instant says the turn has no waits and does not stall: it is
 	// played whole within one actor step.
 	instant bool
-	fail    string // ERROR text when failing
-	usage   []byte
-	// thinking is the payload of a META thinking_blocks frame, if any.
-	thinking []byte
-	// finish is the finish reason encoded as a JSON string.
-	finish []byte
+	// ending are the frames that end the turn, after endWait: META
+	// thinking_blocks (when set), META usage (when set), META finish and
+	// END; or ERROR and END when the turn fails. Their stream id is the
+	// request's.
+	ending []step
 }
+
+// frames is the number of frames the turn emits when played to its end.
+func (t *compiledTurn) frames() int { return len(t.steps) + len(t.ending) }
 
 func compile(t Turn) (compiledTurn, error) {
 	if t.Deltas < 0 || t.Delay < 0 || t.Pace < 0 {
@@ -283,19 +274,20 @@ func compile(t Turn) (compiledTurn, error) {
 		if len(chunks) == 0 && c.Split > 1 {
 			chunks = Split(args, c.Split)
 		}
-		call := step{typ: messages.FrameType_TOOL_CALL, callID: c.ID, name: c.Name, index: uint32(i), hasMeta: true}
+		call := step{typ: messages.FrameType_TOOL_CALL, callID: c.ID, name: c.Name, meta: &messages.Metadata{Index: uint32(i)}}
 		if len(chunks) == 0 {
 			call.payload = []byte(args)
 			add(call)
 			continue
 		}
-		call.streaming = true
+		call.meta.Streaming = true
 		add(call)
 		var rest []step
+		chunk := &messages.Metadata{ToolArgStream: true} // one for all the chunks of the call
 		for _, ch := range chunks {
-			rest = append(rest, step{typ: messages.FrameType_TEXT, callID: c.ID, text: ch, argStream: true, hasMeta: true})
+			rest = append(rest, step{typ: messages.FrameType_TEXT, callID: c.ID, text: ch, meta: chunk})
 		}
-		rest = append(rest, step{typ: messages.FrameType_META, callID: c.ID, complete: true, hasMeta: true})
+		rest = append(rest, step{typ: messages.FrameType_META, callID: c.ID, meta: &messages.Metadata{ToolComplete: true}})
 		if !t.Interleave {
 			for _, s := range rest {
 				add(s)
@@ -315,7 +307,7 @@ func compile(t Turn) (compiledTurn, error) {
 			}
 		}
 	}
-	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall, fail: t.Error}
+	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall}
 	if len(steps) == 0 {
 		ct.endWait = t.Delay
 	}
@@ -323,14 +315,19 @@ func compile(t Turn) (compiledTurn, error) {
 	for _, s := range steps {
 		ct.instant = ct.instant && s.wait == 0
 	}
+	if len(t.Thinking) > 0 && !json.Valid(t.Thinking) {
+		return compiledTurn{}, errors.New("thinking is not valid JSON")
+	}
+	if t.Error != "" {
+		ct.ending = []step{{typ: messages.FrameType_ERROR, text: t.Error}, {typ: messages.FrameType_END}}
+		return ct, nil
+	}
 	if len(t.Thinking) > 0 {
-		if !json.Valid(t.Thinking) {
-			return compiledTurn{}, errors.New("thinking is not valid JSON")
-		}
-		ct.thinking = t.Thinking
+		ct.ending = append(ct.ending, step{typ: messages.FrameType_META, name: models.MetaThinkingBlocks, payload: t.Thinking})
 	}
 	if t.Usage != nil {
-		ct.usage, _ = json.Marshal(t.Usage) // a struct of ints always encodes
+		usage, _ := json.Marshal(t.Usage) // a struct of ints always encodes
+		ct.ending = append(ct.ending, step{typ: messages.FrameType_META, name: models.MetaUsage, payload: usage})
 	}
 	finish := t.Finish
 	if finish == "" {
@@ -339,6 +336,8 @@ func compile(t Turn) (compiledTurn, error) {
 			finish = "tool_calls"
 		}
 	}
-	ct.finish, _ = json.Marshal(finish)
+	encoded, _ := json.Marshal(finish) // a string always encodes
+	ct.ending = append(ct.ending, step{typ: messages.FrameType_META, name: models.MetaFinish, payload: encoded},
+		step{typ: messages.FrameType_END})
 	return ct, nil
 }

@@ -114,8 +114,8 @@ const (
 
 // process is one running command: the shell (or the sandbox's helper),
 // whose pid is also its process group id, a pidfd that becomes readable
-// when the shell exits (for a sandbox, the helper's report pipe plays
-// that part), and the read ends of its output pipes.
+// when the shell exits (for a sandbox, the end of the helper's report
+// pipe plays that part), and the read ends of its output pipes.
 type process struct {
 	cmd            *exec.Cmd
 	sb             *sandbox.Process // nil when unsandboxed; cmd is then the shell
@@ -123,6 +123,11 @@ type process struct {
 	pidfd          int        // unsandboxed: readable once the shell has exited
 	waited         chan error // non-Linux: the result of the Wait that watchExit started
 	stdout, stderr *stream
+	// Unsandboxed, our copies of the output pipes' write ends, kept
+	// until the pidfd says the shell has exited: the shell's exit then
+	// wakes the drain loop once, rather than first for the end of the
+	// pipes and then for the pidfd.
+	outW, errW *os.File
 
 	mu       sync.Mutex // guards the fields below and signalling the group
 	finished bool       // the group was killed after the shell exited; send nothing more
@@ -178,21 +183,17 @@ func (w *Workspace) startUnsandboxed(command string) (*process, error) {
 		outW.Close()
 		return nil, err
 	}
-	p := &process{stdout: stdout, stderr: stderr}
+	p := &process{stdout: stdout, stderr: stderr, outW: outW, errW: errW}
 	p.cmd = exec.Command(w.shell, "-c", command)
 	p.cmd.Dir = w.startDir()
 	p.cmd.Env = w.env
+	p.cmd.Stdin = w.devNull
 	p.cmd.Stdout = outW
 	p.cmd.Stderr = errW
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = p.cmd.Start()
-	// The child has its copies of the write ends (or never will); ours
-	// must close so that the reads see EOF once the group is gone.
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		stdout.close()
-		stderr.close()
+	if err := p.cmd.Start(); err != nil {
+		p.pidfd = -1
+		p.release()
 		return nil, err
 	}
 	return p, nil
@@ -411,12 +412,12 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 				fds = append(fds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 			}
 		}
-		exitFD := p.pidfd
+		exitFD, events := p.pidfd, int16(unix.POLLIN)
 		if p.sb != nil {
-			exitFD = p.sb.StatusFD()
+			exitFD, events = p.sb.StatusFD(), 0 // its end, POLLHUP
 		}
 		if !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(exitFD), Events: unix.POLLIN})
+			fds = append(fds, unix.PollFd{Fd: int32(exitFD), Events: events})
 		}
 		if len(fds) == 0 {
 			return true
@@ -447,6 +448,13 @@ func (p *process) drain(waitDelay time.Duration, log *slog.Logger) bool {
 				exited = true
 				p.kill()
 				deadline = time.Now().Add(waitDelay)
+				p.closeWriteEnds()
+				if p.sb != nil && p.sb.Exited() {
+					// Every process of the sandbox is dead: what is in
+					// the pipes is all there will be.
+					p.stdout.readToEnd(&scratch)
+					p.stderr.readToEnd(&scratch)
+				}
 			case fd.Fd == int32(p.stdout.fd):
 				p.stdout.read(&scratch)
 			default:
@@ -572,14 +580,26 @@ func saysAny(s string, msgs []string) bool {
 	return false
 }
 
-// release closes the pidfd and the pipes' read ends.
+// release closes the pidfd and the pipes.
 func (p *process) release() {
 	if p.pidfd >= 0 {
 		unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
+	p.closeWriteEnds()
 	p.stdout.close()
 	p.stderr.close()
+}
+
+// closeWriteEnds closes our copies of the output pipes' write ends, so
+// that the pipes end once no process of the command holds them.
+func (p *process) closeWriteEnds() {
+	for _, f := range []**os.File{&p.outW, &p.errW} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
+	}
 }
 
 // exitStatus maps the shell's wait status to the seed's exit code, with
@@ -664,6 +684,15 @@ func (s *stream) read(scratch *[]byte) {
 		if len(s.buf) < s.max {
 			s.buf = s.buf[:len(s.buf)+n]
 		}
+	}
+}
+
+// readToEnd reads what the pipe holds, when no process can write to it
+// any more, and ends the stream.
+func (s *stream) readToEnd(scratch *[]byte) {
+	if !s.ended {
+		s.read(scratch)
+		s.ended = true
 	}
 }
 

@@ -172,3 +172,22 @@ func TestRunCommand_ProcessLimitNamed(t *testing.T) {
 		t.Errorf("a few processes and a failure were put on the process limit: %+v", res)
 	}
 }
+
+// A sandboxed command's answer holds all it wrote, on both streams, and
+// nothing is marked cut off or truncated, though the output was more
+// than a pipe holds and a process the helper killed held the pipes.
+func TestRunCommand_SandboxedOutputComplete(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
+	mustDo(t, err)
+	defer ws.Close()
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{
+		Command: `sleep 1000 & head -c 200000 /dev/zero | tr '\0' x; printf end >&2`,
+	})
+	mustDo(t, err)
+	if res.ExitCode != 0 || res.Stdout != strings.Repeat("x", 200000) || res.Stderr != "end" ||
+		res.StdoutTruncated || res.StderrTruncated {
+		t.Errorf("exit %d, %d bytes of stdout (truncated %v), stderr %q (truncated %v)",
+			res.ExitCode, len(res.Stdout), res.StdoutTruncated, res.Stderr, res.StderrTruncated)
+	}
+}

@@ -187,6 +187,7 @@ type Workspace struct {
 	rootDir  *os.File        // the root directory, opened through root: where commands start
 	dir      string          // absolute workspace directory, symbolic links resolved: HOME
 	sandbox  *sandbox.Config // nil: commands run unsandboxed
+	devNull  *os.File        // unsandboxed commands' stdin, opened once
 	prot     Protections
 	opts     Options
 	exts     map[string]bool // lower-cased allowed extensions; nil = any
@@ -288,6 +289,13 @@ func New(root string, opts *Options) (*Workspace, error) {
 		rootDir.Close()
 		r.Close()
 		return nil, err
+	}
+	if w.sandbox == nil {
+		if w.devNull, err = os.Open(os.DevNull); err != nil {
+			rootDir.Close()
+			r.Close()
+			return nil, fmt.Errorf("commands' stdin: %w", err)
+		}
 	}
 	return w, nil
 }
@@ -499,6 +507,9 @@ func (w *Workspace) Close() error {
 		w.warmers.Wait() // a preparation under way releases its sandbox itself
 		w.reapers.Wait()
 		w.rootDir.Close()
+		if w.devNull != nil {
+			w.devNull.Close()
+		}
 		if err := w.root.Close(); err != nil {
 			w.closeErr = fmt.Errorf("close workspace root: %w", err)
 		}

@@ -33,14 +33,18 @@
 //   - forks `shell -c command` with its rlimits (address space, file
 //     size, processes, CPU time; no core files) in force from its first
 //     instruction, and descriptors 0–2 only: the helper sets the limits
-//     on itself before forking when the address-space limit leaves its
-//     Go runtime room (the default does), and otherwise forks the shell
-//     stopped at its exec (ptrace), sets them on it and lets it go;
+//     on itself while it sets up, before it reports ready, when the
+//     address-space limit leaves its Go runtime room (the default
+//     does), and otherwise forks the shell stopped at its exec
+//     (ptrace), sets them on it and lets it go;
 //   - reaps every process re-parented to it; when the shell exits it
-//     kills every other process of the namespace, reaps them, closes
-//     the output pipes and reports the shell's status on a pipe, whose
-//     end tells the host the command is over (before the helper's own
-//     exit, which the namespaces' teardown makes slow).
+//     kills every other process of the namespace, reaps them, and
+//     reports the shell's status on a pipe that it then closes: the
+//     pipe's end tells the host the command is over and everything it
+//     ran is dead, so what it wrote is all in the output pipes (which
+//     the helper holds until it exits, so the host does not wait for
+//     their end), before the helper's own exit, which the namespaces'
+//     teardown makes slow.
 //
 // Because the helper is PID 1, its death kills every process of the
 // namespace, including those that called setsid or double-forked. The

@@ -110,10 +110,21 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot})
 		return 2
 	}
-	status.send(report{Phase: "ready", Protections: prot})
 	if setup.Probe {
+		status.send(report{Phase: "ready", Protections: prot})
 		return 0
 	}
+	// The command's rlimits are known now: setting them up here keeps
+	// that work off the call's path.
+	fork, err := commandForker(&setup.Config.Limits)
+	if err != nil {
+		status.send(report{Phase: "error", Error: "resource limits: " + err.Error(), Protections: prot})
+		return 2
+	}
+	// The first decoding of a type builds encoding/json's cache for it,
+	// tens of µs better spent now than on the call's path.
+	_ = json.Unmarshal([]byte(`{"shell":"","command":"","env":[""]}`), new(runRequest))
+	status.send(report{Phase: "ready", Protections: prot})
 	// Ready: wait for the command. EOF means the host let this sandbox
 	// go unused (or died).
 	line, err = ctl.readLine()
@@ -126,7 +137,15 @@ func helperMain() int {
 		return 2
 	}
 
-	// Stop the whole namespace when the host says so or goes away.
+	pid, err := fork(&req, wsPath)
+	if err != nil {
+		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
+		return 2
+	}
+	// Stop the whole namespace when the host says so or goes away. The
+	// goroutine starts once the shell is on its way, so that waking a
+	// thread for it does not delay the shell; a control byte sent
+	// meanwhile waits in the pipe.
 	go func() {
 		for {
 			b, err := ctl.readByte()
@@ -139,29 +158,58 @@ func helperMain() int {
 			}
 		}
 	}()
+	// The rest is done on a goroutine of its own, which no thread is
+	// locked to. This one is (package initialisation keeps it locked
+	// whatever it does): after a long wait the runtime preempts it, and
+	// a locked goroutine is preempted by handing it between threads,
+	// two wake-ups that would delay the report. Everything in the
+	// sandbox is forked by now, and nothing below depends on the thread.
+	done := make(chan int)
+	go func() { done <- reapAndReport(pid, status) }()
+	return <-done
+}
 
-	pid, err := startCommand(&req, &setup.Config.Limits, wsPath)
-	if err != nil {
-		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
-		return 2
-	}
+// reapAndReport reaps every process of the sandbox until the shell
+// exits, kills and reaps the rest, and reports the shell's status.
+func reapAndReport(pid int, status *reporter) int {
 	exit := reapUntil(pid)
-	// The shell is gone: nothing it started outlives it.
-	_ = unix.Kill(-1, unix.SIGKILL)
-	for {
-		if _, err := unix.Wait4(-1, nil, unix.WALL, nil); err == unix.ECHILD {
-			break
-		}
-	}
-	// Everything in the sandbox is dead and its output is in the pipes:
-	// end them now rather than when this process has exited, which
+	killRest()
+	// Everything in the sandbox is dead and its output is in the pipes.
+	// The report, and the end of the report pipe right after it, tell
+	// the host so now rather than when this process has exited, which
 	// takes a while longer (the kernel unmaps the runtime's memory and
-	// tears the namespaces down), so the host can answer sooner.
-	_ = unix.Close(1)
-	_ = unix.Close(2)
+	// tears the namespaces down). The end is the one event the host
+	// wakes up for: it polls the report pipe for its end only, and the
+	// output pipes, which this process holds until it exits, do not end
+	// before it.
 	status.send(report{Phase: "exit", Exit: &exit})
 	_ = unix.Close(fdStatus)
 	return 0
+}
+
+// killRest kills and reaps every process of the sandbox once the shell
+// is gone: nothing it started outlives it. Every other process of the
+// namespace descends from this one (orphans are re-parented to it, or
+// to a subreaper that does), so when this one has no child left there
+// is nothing to kill, and kill(-1), which walks every process of the
+// host, is spared.
+func killRest() {
+	for {
+		got, err := unix.Wait4(-1, nil, unix.WALL|unix.WNOHANG, nil)
+		switch {
+		case err == unix.ECHILD:
+			return
+		case err == unix.EINTR, err == nil && got > 0:
+			continue // reaped one that had exited: look again
+		}
+		// Some are alive (or the look failed).
+		_ = unix.Kill(-1, unix.SIGKILL)
+		for {
+			if _, err := unix.Wait4(-1, nil, unix.WALL, nil); err == unix.ECHILD {
+				return
+			}
+		}
+	}
 }
 
 // reapUntil reaps children (orphans are re-parented to PID 1) until pid
@@ -364,19 +412,16 @@ func dropBoundingSet() error {
 	return nil
 }
 
-// startCommand forks the shell from this thread with its rlimits set
-// before it runs an instruction. rlimits are per process, and the shell
-// inherits the helper's: when the address-space limit leaves the
-// helper's Go runtime room to spare (the default does), the helper sets
-// the limits on itself and forks (it does little more: it waits, kills
-// and reports, and a sandbox runs one command); otherwise the shell is
-// forked stopped by ptrace at its exec, given its limits, and let go,
-// which costs a round trip more.
-func startCommand(req *runRequest, l *Limits, wsPath string) (int, error) {
-	shell, err := filepath.Abs(req.Shell)
-	if err != nil {
-		return 0, err
-	}
+// commandForker sets up how the shell is forked with its rlimits in
+// force before it runs an instruction, and returns the function that
+// forks it. rlimits are per process, and the shell inherits the
+// helper's: when the address-space limit leaves the helper's Go runtime
+// room to spare (the default does), the helper sets the limits on
+// itself, here, ahead of the command (it does little more: it waits,
+// kills and reports, and a sandbox runs one command), and the shell is
+// simply forked; otherwise the shell is forked stopped by ptrace at its
+// exec, given its limits, and let go, which costs a round trip more.
+func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error), error) {
 	cpu := uint64((l.MaxCPUTime + 999_999_999) / 1_000_000_000)
 	limits := []struct {
 		res  int
@@ -397,38 +442,50 @@ func startCommand(req *runRequest, l *Limits, wsPath string) (int, error) {
 		}
 		return nil
 	}
-	attr := &syscall.ProcAttr{Dir: wsPath, Env: req.Env, Files: []uintptr{0, 1, 2}}
-	argv := []string{shell, "-c", req.Command}
 	if roomToSpare(uint64(l.MaxAddressSpace)) {
 		if err := setLimits(0); err != nil {
+			return nil, err
+		}
+		return func(req *runRequest, wsPath string) (int, error) {
+			return forkShell(req, wsPath, nil)
+		}, nil
+	}
+	return func(req *runRequest, wsPath string) (int, error) {
+		pid, err := forkShell(req, wsPath, &syscall.SysProcAttr{Ptrace: true})
+		if err != nil {
 			return 0, err
 		}
-		return syscall.ForkExec(shell, argv, attr)
-	}
-	attr.Sys = &syscall.SysProcAttr{Ptrace: true}
-	pid, err := syscall.ForkExec(shell, argv, attr)
+		var ws unix.WaitStatus
+		for {
+			_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		if !ws.Stopped() {
+			return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
+		}
+		if err := setLimits(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, err
+		}
+		if err := unix.PtraceDetach(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return 0, fmt.Errorf("release the shell: %w", err)
+		}
+		return pid, nil
+	}, nil
+}
+
+// forkShell forks `shell -c command` from this thread, with descriptors
+// 0-2 only, in the workspace.
+func forkShell(req *runRequest, wsPath string, sys *syscall.SysProcAttr) (int, error) {
+	shell, err := filepath.Abs(req.Shell)
 	if err != nil {
 		return 0, err
 	}
-	var ws unix.WaitStatus
-	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if !ws.Stopped() {
-		return 0, fmt.Errorf("the shell did not stop at exec (%v)", ws)
-	}
-	if err := setLimits(pid); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		return 0, err
-	}
-	if err := unix.PtraceDetach(pid); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		return 0, fmt.Errorf("release the shell: %w", err)
-	}
-	return pid, nil
+	attr := &syscall.ProcAttr{Dir: wsPath, Env: req.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
+	return syscall.ForkExec(shell, []string{shell, "-c", req.Command}, attr)
 }
 
 // roomToSpare reports whether an address-space limit of as bytes leaves

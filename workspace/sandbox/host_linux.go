@@ -28,6 +28,7 @@ type Process struct {
 	status int      // read end of the report pipe (non-blocking once ready), -1 once closed
 	buf    []byte   // what was read from it and not yet parsed
 	eof    bool     // the report pipe reached its end: the helper is exiting
+	last   report   // the last report, once eof
 	prot   *Protections
 	ran    bool // Run was called
 }
@@ -46,18 +47,21 @@ func (p *Process) Terminate() {
 func (p *Process) Protections() *Protections { return p.prot }
 
 // StatusFD is the read end of the helper's report pipe, for a caller
-// that polls it (POLLIN) with its other descriptors. It ends when the
-// helper is done: after its last report, once every process of the
-// sandbox is dead, or when the helper was killed. Call [Process.ReadStatus]
-// when it is readable.
+// that polls it with its other descriptors. It ends when the helper is
+// done: after its last report, once every process of the sandbox is
+// dead, or when the helper was killed. Its end (POLLHUP) is all a caller
+// need wait for: the helper's reports come before it, so polling for
+// POLLIN as well only wakes the caller once more. Call
+// [Process.ReadStatus] when it is ready.
 func (p *Process) StatusFD() int { return p.status }
 
 // ReadStatus reads what the report pipe holds without blocking and
-// reports whether it has ended. Once it has, every process of the
-// command is dead and the helper is exiting: the kernel is tearing its
-// namespaces down, which can take milliseconds more, and need not be
-// waited for to answer the call ([Process.Finish] gives the answer; the
-// helper is reaped with Cmd.Wait when convenient).
+// reports whether it has ended. Once it has, the helper is exiting: the
+// kernel is tearing its namespaces down, which can take milliseconds
+// more, and need not be waited for to answer the call ([Process.Finish]
+// gives the answer; the helper is reaped with Cmd.Wait when convenient).
+// Whether every process of the command is dead by then is what
+// [Process.Exited] says.
 func (p *Process) ReadStatus() bool {
 	for !p.eof {
 		var tmp [512]byte
@@ -69,11 +73,30 @@ func (p *Process) ReadStatus() bool {
 			return false
 		case err != nil || n == 0:
 			p.eof = true
+			for line := range bytes.SplitSeq(p.buf, []byte{'\n'}) {
+				var r report
+				if json.Unmarshal(line, &r) == nil {
+					p.last = r
+				}
+			}
 		default:
 			p.buf = append(p.buf, tmp[:n]...)
 		}
 	}
 	return true
+}
+
+// Exited reports whether the report pipe has ended (see
+// [Process.ReadStatus]) after the helper reported that the command's
+// shell exited. The helper reports that only once it has killed and
+// reaped every other process of the sandbox, so everything the command
+// wrote is then in the output pipes, to be read without waiting for
+// their end: the helper holds its own copies of them until it exits.
+// When the helper ended otherwise (it was killed, or failed), the other
+// processes die with it, the last of them some time after the report
+// pipe's end, and the output pipes end once they are all dead.
+func (p *Process) Exited() bool {
+	return p.eof && p.last.Phase == "exit" && p.last.Exit != nil
 }
 
 // Finish returns how the command's shell ended, as the helper reported
@@ -83,20 +106,13 @@ func (p *Process) ReadStatus() bool {
 func (p *Process) Finish() (Exit, error) {
 	defer p.ctl.Close()
 	for !p.ReadStatus() {
-		fds := []unix.PollFd{{Fd: int32(p.status), Events: unix.POLLIN}}
+		fds := []unix.PollFd{{Fd: int32(p.status)}} // its end: POLLHUP
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
 			break
 		}
 	}
 	p.closeStatus()
-	var last report
-	for line := range bytes.SplitSeq(p.buf, []byte{'\n'}) {
-		var r report
-		if json.Unmarshal(line, &r) == nil {
-			last = r
-		}
-	}
-	switch {
+	switch last := p.last; {
 	case last.Phase == "exit" && last.Exit != nil:
 		return *last.Exit, nil
 	case last.Phase == "error":

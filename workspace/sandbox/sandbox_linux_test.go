@@ -3,9 +3,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func defaults(t *testing.T, c Config) Config {
@@ -112,4 +115,73 @@ func TestPrepareRunRelease(t *testing.T) {
 	if b, err := os.ReadFile(dir + "/f"); err != nil || string(b) != "ran\n" {
 		t.Errorf("f = %q, %v", b, err)
 	}
+}
+
+// Exited says the helper reported the shell's exit, which it does once
+// everything in the sandbox is dead: all the command wrote is then in
+// the output pipe, though the pipe has not ended (the helper holds it
+// until it exits). A helper killed before the shell exited reports
+// nothing, and Exited says so.
+func TestExited(t *testing.T) {
+	root, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	cfg := defaults(t, Config{})
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	p, err := Prepare(cfg, root, outW, outW)
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Less than a pipe holds, so the command need not wait for a reader.
+	if err := p.Run("/bin/sh", `sleep 1000 & head -c 50000 /dev/zero | tr '\0' x`, nil); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := p.Finish()
+	if err != nil || exit.Code != 0 || !p.Exited() {
+		t.Fatalf("exit %+v, %v, exited %v", exit, err, p.Exited())
+	}
+	fd := int(outR.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := unix.Read(fd, buf)
+		if n <= 0 || err != nil {
+			break // EAGAIN, or EOF once the helper has exited
+		}
+		out = append(out, buf[:n]...)
+	}
+	_ = p.Cmd.Wait()
+	if !bytes.Equal(out, bytes.Repeat([]byte("x"), 50000)) {
+		t.Errorf("read %d bytes after the report, want 50000 x", len(out))
+	}
+
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	killed, err := Prepare(cfg, root, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := killed.Run("/bin/sh", "sleep 1000", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := killed.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := killed.Finish(); err == nil || killed.Exited() {
+		t.Errorf("a killed helper: Finish error %v, exited %v", err, killed.Exited())
+	}
+	_ = killed.Cmd.Wait()
 }

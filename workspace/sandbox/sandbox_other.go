@@ -54,3 +54,6 @@ func (p *Process) StatusFD() int { return -1 }
 
 // ReadStatus reports true on this system.
 func (p *Process) ReadStatus() bool { return true }
+
+// Exited reports false on this system.
+func (p *Process) Exited() bool { return false }

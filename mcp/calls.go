@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
+	"sync/atomic"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -17,29 +17,26 @@ import (
 // caller runs tool calls that arrive from outside any actor (an MCP
 // request handler) as TOOL_CALL frames through a tool router started on a
 // runtime, so that every guarantee of a router holds for them: arguments
-// are validated, timeouts and CANCEL stop the work, tools are supervised
+// are validated, timeouts and CANCEL stop work, tools are supervised
 // actors behind a circuit breaker, and each call gets exactly one
 // TOOL_RESULT.
 //
 // The router wraps a reflector: a duplex that emits every TOOL_CALL
 // written into it (the router intercepts and runs it, as it would a
 // model's call) and every TOOL_RESULT the router writes back into it (the
-// router passes it out, to the caller's Conn). Each call has a stream of
-// its own, so a CANCEL for that stream reaches that call only.
+// router passes it out). Each call has a stream of its own, opened on the
+// router's Mux, so that its result goes straight to the request waiting
+// for it (no goroutine in between) and a CANCEL for that stream reaches
+// that call only.
 //
 // A caller is safe for concurrent use.
 type caller struct {
-	conn *actors.Conn
-	stop context.CancelFunc
-	done chan struct{}
-
-	mu      sync.Mutex
-	next    uint64
-	waiting map[string]chan *messages.Frame
-	closed  error
+	mux  *actors.Mux
+	next atomic.Uint64
 }
 
-// errCallerClosed is the error of calls made after [caller.close].
+// errCallerClosed is the error of calls made after [caller.close], and of
+// calls still waiting when the router stops.
 var errCallerClosed = errors.New("mcp: server closed")
 
 func newCaller(rt *actors.Runtime, name string, ts []*tools.Tool, breaker tools.BreakerOptions, sup *supervisor.Strategy) (*caller, error) {
@@ -54,97 +51,60 @@ func newCaller(rt *actors.Runtime, name string, ts []*tools.Tool, breaker tools.
 		return nil, err
 	}
 	spec.Name = "" // unique per start: several servers may share a runtime
-	conn, err := rt.Start(spec)
+	mux, err := rt.StartMux(spec)
 	if err != nil {
 		return nil, fmt.Errorf("start tool router: %w", err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	c := &caller{conn: conn, stop: stop, done: make(chan struct{}), waiting: map[string]chan *messages.Frame{}}
-	go c.demux(ctx)
-	return c, nil
+	return &caller{mux: mux}, nil
 }
 
-// demux hands each TOOL_RESULT to the call waiting for its stream. When
-// the router stops, every call still waiting is answered with an error
-// result: a call never waits for an answer that cannot come.
-func (c *caller) demux(ctx context.Context) {
-	defer close(c.done)
-	for {
-		f, err := c.conn.Recv(ctx)
-		if err != nil {
-			c.fail(fmt.Errorf("tool router stopped: %w", err))
-			return
-		}
-		if f.GetType() != messages.FrameType_TOOL_RESULT {
-			continue
-		}
-		c.mu.Lock()
-		ch, ok := c.waiting[f.GetStreamId()]
-		delete(c.waiting, f.GetStreamId())
-		c.mu.Unlock()
-		if ok {
-			ch <- f // buffered: one result per call
-		}
-	}
-}
-
-func (c *caller) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed == nil {
-		c.closed = err
-	}
-	for stream, ch := range c.waiting {
-		ch <- messages.ToolError(stream, stream, "", err.Error())
-		delete(c.waiting, stream)
-	}
-}
-
-// call is one call in flight.
-type call struct {
-	c      *caller
-	stream string
-	result chan *messages.Frame
-}
+// call is one call in flight: the Mux stream its result comes on.
+type call actors.MuxStream
 
 // start sends a TOOL_CALL for name with args and returns the call to wait
 // on.
 func (c *caller) start(name string, args json.RawMessage) (*call, error) {
-	c.mu.Lock()
-	if c.closed != nil {
-		err := c.closed
-		c.mu.Unlock()
-		return nil, err
+	stream := "mcp-" + strconv.FormatUint(c.next.Add(1), 10)
+	s, err := c.mux.Open(stream)
+	if err != nil {
+		if errors.Is(err, actors.ErrDuplexStopped) {
+			return nil, errCallerClosed
+		}
+		return nil, fmt.Errorf("mcp: open call stream: %w", err)
 	}
-	c.next++
-	stream := "mcp-" + strconv.FormatUint(c.next, 10)
-	ch := make(chan *messages.Frame, 1)
-	c.waiting[stream] = ch
-	c.mu.Unlock()
-	if err := c.conn.Send(messages.ToolCall(stream, stream, name, args)); err != nil {
-		c.mu.Lock()
-		delete(c.waiting, stream)
-		c.mu.Unlock()
-		return nil, fmt.Errorf("send tool call: %w", err)
+	if err := s.Send(messages.ToolCall(stream, stream, name, args)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: send tool call: %w", errCallerClosed, err)
 	}
-	return &call{c: c, stream: stream, result: ch}, nil
+	return (*call)(s), nil
 }
 
-// cancel sends CANCEL for the call; its (cancelled) result still comes.
-func (cl *call) cancel() {
-	_ = cl.c.conn.Send(messages.Cancel(cl.stream, cl.stream))
+// wait returns the call's one TOOL_RESULT. When ctx ends first it sends
+// CANCEL for the call and still waits for its (cancelled) result, so that
+// the call never outlives the request unanswered; when the router stops
+// first the result is an error result.
+func (cl *call) wait(ctx context.Context) *messages.Frame {
+	s := (*actors.MuxStream)(cl)
+	defer s.Close()
+	id := s.ID()
+	for {
+		f, err := s.Recv(ctx)
+		switch {
+		case err == nil:
+			if f.GetType() == messages.FrameType_TOOL_RESULT {
+				return f
+			}
+		case ctx.Err() != nil && !errors.Is(err, actors.ErrDuplexStopped):
+			_ = s.Send(messages.Cancel(id, id))
+			ctx = context.Background()
+		default:
+			return messages.ToolError(id, id, "", fmt.Sprintf("%v: tool router stopped: %v", errCallerClosed, err))
+		}
+	}
 }
 
-// close stops the router (and its tool actors) and waits for the demux to
-// end; calls still waiting get error results.
+// close stops the router (and its tool actors) and waits until it is gone
+// or ctx ends; calls still waiting get error results.
 func (c *caller) close(ctx context.Context) error {
-	err := c.conn.Close(ctx)
-	c.stop()
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c.fail(errCallerClosed)
-	return err
+	return c.mux.Close(ctx)
 }

@@ -196,36 +196,40 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
-		var tick <-chan time.Time
-		var token any
-		if req.Params != nil && s.progress > 0 {
-			token = req.Params.GetProgressToken()
-		}
-		if token != nil && req.Session != nil {
-			t := time.NewTicker(s.progress)
-			defer t.Stop()
-			tick = t.C
-		}
-		began := time.Now()
-		done := ctx.Done()
-		for {
-			select {
-			case f := <-cl.result:
-				return resultOf(f), nil
-			case <-done:
-				// notifications/cancelled, or the session ended: the call
-				// is cancelled and its one result is still awaited, so
-				// that it never outlives the request unanswered.
-				cl.cancel()
-				done = nil
-				tick = nil
-			case <-tick:
-				elapsed := time.Since(began)
-				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token,
-					Progress: elapsed.Seconds(), Message: fmt.Sprintf("%s running for %s", name, elapsed.Round(time.Second))})
+		if req.Params != nil && s.progress > 0 && req.Session != nil {
+			if token := req.Params.GetProgressToken(); token != nil {
+				defer s.reportProgress(ctx, req.Session, token, name)()
 			}
 		}
+		return resultOf(cl.wait(ctx)), nil
 	}
+}
+
+// reportProgress sends notifications/progress for a running call every
+// progress interval until the returned stop is called (or ctx ends);
+// stop returns once no notification is being sent, so that none follows
+// the call's result.
+func (s *Server) reportProgress(ctx context.Context, ss *sdk.ServerSession, token any, name string) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.progress)
+		defer t.Stop()
+		began := time.Now()
+		for {
+			select {
+			case <-t.C:
+				elapsed := time.Since(began)
+				_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token,
+					Progress: elapsed.Seconds(), Message: fmt.Sprintf("%s running for %s", name, elapsed.Round(time.Second))})
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // resultOf turns a TOOL_RESULT into an MCP result. An error result, or a

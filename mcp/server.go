@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -244,7 +245,7 @@ func resultOf(f *messages.Frame) *sdk.CallToolResult {
 		Error   json.RawMessage `json:"error"`
 	}
 	isObject := firstByte(payload) == '{'
-	if isObject {
+	if isObject && (f.IsErrorResult() || mayHoldSuccess(payload)) {
 		_ = json.Unmarshal(payload, &head)
 	}
 	if f.IsErrorResult() || (head.Success != nil && !*head.Success) {
@@ -274,6 +275,36 @@ func resultOf(f *messages.Frame) *sdk.CallToolResult {
 
 func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// mayHoldSuccess reports whether a JSON object might have a "success"
+// member, as encoding/json matches names: case-insensitively, and with
+// escapes or non-ASCII letters that fold to ASCII ones. When it reports
+// false the object surely has none, and a successful result need not be
+// decoded to learn so.
+func mayHoldSuccess(b []byte) bool {
+	const name = "success"
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+		if i+len(name) <= len(b) && c|0x20 == name[0] && asciiFoldEqual(b[i:i+len(name)], name) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiFoldEqual reports whether b is lower, ignoring ASCII case; lower
+// is lower-case letters.
+func asciiFoldEqual(b []byte, lower string) bool {
+	for i := range b {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func firstByte(b []byte) byte {

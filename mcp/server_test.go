@@ -350,3 +350,36 @@ func TestNewServer_Errors(t *testing.T) {
 	}
 	var _ *actors.Runtime = rt
 }
+
+// A result object whose "success" member is false is an isError result,
+// whatever way the name is spelled that encoding/json matches; objects
+// without one, or with "success": true, are successful results.
+func TestServer_SuccessFalseInAnySpelling(t *testing.T) {
+	var ts []*tools.Tool
+	results := map[string]string{
+		"lower":   `{"success":false,"error":"refused"}`,
+		"upper":   `{"SUCCESS":false,"error":"refused"}`,
+		"escaped": `{"\u0073uccess":false,"error":"refused"}`,
+		"folded":  `{"ſuccess":false,"error":"refused"}`, // U+017F folds to s
+		"true":    `{"success":true,"n":1}`,
+		"none":    `{"successful":false,"n":1}`,
+	}
+	for name, out := range results {
+		ts = append(ts, tools.MustNew(tools.Definition{Name: name, Sync: name != "upper",
+			Handler: func(context.Context, json.RawMessage) (any, error) { return json.RawMessage(out), nil }}))
+	}
+	cs := serve(t, ts, nil, nil)
+	for name, out := range results {
+		res := callTool(t, cs, name, nil)
+		wantError := name != "true" && name != "none"
+		if res.IsError != wantError {
+			t.Errorf("%s: isError=%v %q, want %v", name, res.IsError, text(res), wantError)
+		}
+		if wantError && text(res) != "refused" {
+			t.Errorf("%s: text %q, want the error message alone", name, text(res))
+		}
+		if !wantError && text(res) != out {
+			t.Errorf("%s: text %q, want %s", name, text(res), out)
+		}
+	}
+}

@@ -240,13 +240,10 @@ func (s *Server) reportProgress(ctx context.Context, ss *sdk.ServerSession, toke
 // JSON string is sent as its text; an object also as structuredContent.
 func resultOf(f *messages.Frame) *sdk.CallToolResult {
 	payload := f.GetPayload()
-	var head struct {
-		Success *bool           `json:"success"`
-		Error   json.RawMessage `json:"error"`
-	}
+	var head resultHead
 	isObject := firstByte(payload) == '{'
 	if isObject && (f.IsErrorResult() || mayHoldSuccess(payload)) {
-		_ = json.Unmarshal(payload, &head)
+		head = decodeHead(payload)
 	}
 	if f.IsErrorResult() || (head.Success != nil && !*head.Success) {
 		msg := string(payload)
@@ -271,6 +268,20 @@ func resultOf(f *messages.Frame) *sdk.CallToolResult {
 			StructuredContent: json.RawMessage(payload)}
 	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(payload)}}}
+}
+
+// resultHead is what resultOf reads of a result object.
+type resultHead struct {
+	Success *bool           `json:"success"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// decodeHead decodes the head of a result object; its own function, so
+// that the head is on the heap only for results that are decoded.
+func decodeHead(payload []byte) resultHead {
+	var h resultHead
+	_ = json.Unmarshal(payload, &h)
+	return h
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

@@ -303,26 +303,31 @@ func storeRows(c *config) []Row {
 	if c.smoke {
 		writers = 2
 	}
+	// The interleaved rows run longer than one measurement of the others
+	// (their two sides share the time, and fsync times vary commit to
+	// commit): a round is one run of 6 or 3 times -benchtime.
+	long, longer := c.abTime(3), c.abTime(6)
+	fsyncOn, fsyncOff := checksumSides(false, longer, persistAB(writers, 8, nil))
+	noSyncOn, noSyncOff := checksumSides(true, long, persistAB(writers, 32, &boltstore.Options{NoSync: true}))
+	readOn, readOff := checksumSides(false, long, readAB)
+	readCPUOn, readCPUOff := checksumSides(true, long, readAB)
 	return c.rows([]pair{
 		{figure: "4", name: fmt.Sprintf("store: persist, bbolt, %d writers, checksums on vs off", writers),
-			ours: metricSide("checksums on", "events/s", withChecksums(true, func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) })),
-			base: metricSide("checksums off", "events/s", withChecksums(false, func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) })),
-			kind: throughput, unit: "events", goal: ratioAtLeast(0.97)},
+			ours: fsyncOn, base: fsyncOff,
+			kind: throughput, unit: "events", goal: ratioAtLeast(0.97),
+			note: "one run per round, the sides interleaved: two stores (one with checksums, one without) written in turn, 8 events per writer at a time, the wall time of each side summed over its turns, so that the disk's speed drifting during the run falls on both"},
 		{figure: "4", name: fmt.Sprintf("store: persist, bbolt without fsync, %d writers, checksums on vs off, per CPU second", writers),
-			ours: metricSide("checksums on", "events/cpu-s", withChecksums(true, func(b *testing.B) { benchPersist(b, writers, openBolt(&boltstore.Options{NoSync: true})) })),
-			base: metricSide("checksums off", "events/cpu-s", withChecksums(false, func(b *testing.B) { benchPersist(b, writers, openBolt(&boltstore.Options{NoSync: true})) })),
+			ours: noSyncOn, base: noSyncOff,
 			kind: throughput, unit: "events per CPU", goal: ratioAtLeast(0.97),
-			note: "events per second of the process's CPU time, fsync left out: the work checksums add to a write (the writers' record checksums, the committer's log value checksum), which the row above measures through fsync waits that swing with the shared disk"},
+			note: "events per second of the process's CPU time, fsync left out: the work checksums add to a write (the writers' record checksums, the committer's log value checksum); measured as the row above, 32 events per writer at a turn, the process's CPU time of each side summed over its turns"},
 		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs off",
-			ours: benchSide("checksums on", recoveryReads(true)),
-			base: benchSide("checksums off", recoveryReads(false)),
+			ours: readOn, base: readOff,
 			kind: duration, unit: "read", goal: ratioAtMost(1.03),
-			note: "both sides read a file written with checksums, opened again; the baseline reads it with the checks skipped: the same bytes, the same pages, the same copies"},
+			note: "one run per round, the sides interleaved read by read: a file written with checksums, opened again, read whole with the checks and without them in turn (the same bytes, the same pages, the same copies), the wall time of each side summed over its reads"},
 		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs off, per CPU second",
-			ours: metricSide("checksums on", "reads/cpu-s", recoveryReads(true)),
-			base: metricSide("checksums off", "reads/cpu-s", recoveryReads(false)),
+			ours: readCPUOn, base: readCPUOff,
 			kind: throughput, unit: "reads per CPU", goal: info,
-			note: "reads per second of the process's CPU time (the GC's included): the read row's cost, whatever share of a busy machine the process gets"},
+			note: "reads per second of the process's CPU time (the GC's included), measured as the row above: the read row's cost, whatever share of a busy machine the process gets"},
 		{figure: "4", name: fmt.Sprintf("store: persist batches of 8, bbolt, %d writers", writers),
 			ours: metricSide("PersistEvents", "events/s", func(b *testing.B) { benchPersistBatch(b, writers, 8) }),
 			base: metricSide("PersistEvent", "events/s", func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) }),
@@ -342,52 +347,6 @@ func storeRows(c *config) []Row {
 			ours: checkpointWaitSide("longest", false, true), base: checkpointWaitSide("median", false, false),
 			kind: duration, unit: "write", goal: info},
 	})
-}
-
-// withChecksums runs fn with boltstore's checksums on or off.
-func withChecksums(on bool, fn func(b *testing.B)) func(b *testing.B) {
-	return func(b *testing.B) {
-		benchhook.ChecksumsOff.Store(!on)
-		defer benchhook.ChecksumsOff.Store(false)
-		fn(b)
-	}
-}
-
-// recoveryReads reads back 10 000 events of one actor from a bbolt file
-// it fills (in batches, outside the timer) and opens again, as a
-// recovering process reads them: from the actor's bucket, the log
-// checkpointed by Open. The file is written with checksums either way;
-// on says whether the reads check them, so that the two sides differ by
-// the checks alone.
-func recoveryReads(on bool) func(b *testing.B) {
-	return func(b *testing.B) {
-		b.StopTimer()
-		path := filepath.Join(b.TempDir(), "reads.db")
-		s, err := noSyncBolt(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		batch := make([][]byte, 1000)
-		for i := range batch {
-			batch[i] = bytes.Repeat([]byte{'r'}, eventSize)
-		}
-		for i := 0; i < recoveryEntries; i += len(batch) {
-			if err := s.PersistEvents(context.Background(), "router", uint64(i), batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			b.Fatal(err)
-		}
-		if s, err = noSyncBolt(path); err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		benchhook.ChecksumsOff.Store(!on)
-		defer benchhook.ChecksumsOff.Store(false)
-		b.StartTimer()
-		recoveryStore{name: fmt.Sprint("checksums ", on), s: s}.benchGetEvents(b)
-	}
 }
 
 // benchPersistBatch reports events/s for writers each persisting batches

@@ -1,6 +1,7 @@
 package durability
 
 import (
+	"fmt"
 	"hash/crc32"
 	"unsafe"
 )
@@ -62,16 +63,41 @@ const shortName = 16
 // record damaged on disk or in memory, or found under another key, is
 // reported (as [ErrDamaged]) instead of returned.
 //
-// It does not allocate and reads name and data in place; the name and
-// the data go through crc32.Update's hardware path.
+// It does not allocate and reads name and data in place. Where the CPU
+// has a CRC-32C instruction, key and data go through it in a few calls
+// of this package's own (copysum_amd64.s), and data of bulkSize bytes or
+// more through crc32.Update, which hashes three streams at once.
 func Checksum(kind RecordKind, name string, index uint64, data []byte) uint32 {
-	return crc32.Update(^keyRegister(kind, name, index), castagnoli, data)
+	if len(data) >= bulkSize {
+		return crc32.Update(^keyRegister(kind, name, index), castagnoli, data)
+	}
+	return ^update(keyRegister(kind, name, index), data)
 }
 
-// keyRegister returns the CRC-32C register (not inverted) after a
-// record's key: its kind, its name's length as a uvarint, its index (8
-// bytes big-endian) and its name.
-func keyRegister(kind RecordKind, name string, index uint64) uint32 {
+// CRC32C returns the CRC-32C (Castagnoli) of p, as crc32.Checksum with
+// the Castagnoli table does, for a store's own framing (a record
+// header's checksum, say): short p goes straight to the CRC32
+// instruction where the CPU has one, without crc32's dispatch.
+func CRC32C(p []byte) uint32 {
+	if len(p) >= bulkSize {
+		return crc32.Checksum(p, castagnoli)
+	}
+	return ^update(^uint32(0), p)
+}
+
+// bulkSize is the size from which Checksum hashes data with crc32.Update.
+const bulkSize = 1024
+
+// updateSlow is update through crc32.Update.
+func updateSlow(crc uint32, p []byte) uint32 {
+	return ^crc32.Update(^crc, castagnoli, p)
+}
+
+// keyRegisterTables is keyRegister without the CRC32 instruction, and
+// without a buffer (which crc32.Update would move to the heap): the kind
+// and length byte by byte, the index in one slicing-by-8 step, a short
+// name byte by byte.
+func keyRegisterTables(kind RecordKind, name string, index uint64) uint32 {
 	c := ^uint32(0)
 	c = castagnoli[byte(c)^byte(kind)] ^ c>>8
 	for n := uint64(len(name)); ; n >>= 7 { // the name's length as a uvarint
@@ -143,24 +169,38 @@ func (s *Summer) Sum(index uint64, data []byte) uint32 {
 	if index>>8 != s.high {
 		s.high, s.reg = index>>8, keyRegister(s.kind, s.name, index&^0xff)
 	}
-	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, data)
+	if len(data) >= bulkSize {
+		return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, data)
+	}
+	return ^update(s.reg^s.low[byte(index)], data)
 }
 
-// CopySum returns a copy of data and Sum(index, data), the checksum
+// CopySum copies src into dst and returns Sum(index, src), the checksum
 // computed as the bytes are copied: where the CPU has a CRC-32C
-// instruction (amd64), each word of data is read once, for the copy and
+// instruction (amd64), each word of src is read once, for the copy and
 // the checksum together, instead of once by a copy and again by a check
-// of it. The copy is a new slice whose length and capacity are
-// len(data). A store that returns copies of its records checks them with
-// it: what is returned is what was checked.
-func (s *Summer) CopySum(index uint64, data []byte) ([]byte, uint32) {
+// of it. dst must be at least as long as src (CopySum panics otherwise);
+// the caller allocates it, so that a store's read makes the same
+// allocation with checks as without. A store that returns copies of its
+// records checks them with it: what is returned is what was checked.
+func (s *Summer) CopySum(index uint64, dst, src []byte) uint32 {
+	// One call, so that it inlines: a store's read calls the copy
+	// routine directly, once a record.
+	return copySum(s, index, dst, src)
+}
+
+// copySumSlow is CopySum for an index outside the 256 s has its register
+// for, a dst shorter than src (a panic) or a CPU without SSE4.2.
+func copySumSlow(s *Summer, index uint64, dst, src []byte) uint32 {
+	if len(dst) < len(src) {
+		panic(fmt.Sprintf("durability: CopySum of %d bytes into %d", len(src), len(dst)))
+	}
 	if index>>8 != s.high {
 		s.high, s.reg = index>>8, keyRegister(s.kind, s.name, index&^0xff)
 	}
-	c := make([]byte, len(data))
 	if haveSSE42 {
-		return c, ^copyCastagnoliSSE42(s.reg^s.low[byte(index)], c, data)
+		return copySum(s, index, dst, src)
 	}
-	copy(c, data)
-	return c, crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, c)
+	copy(dst, src)
+	return crc32.Update(^(s.reg ^ s.low[byte(index)]), castagnoli, dst[:len(src)])
 }

@@ -113,50 +113,63 @@ func BenchmarkSummer(b *testing.B) {
 // TestSummer_CopySum checks CopySum against Checksum and the copy against
 // its data, for every length up to 300 at every alignment within a word
 // (the copy hashes 32, 8, 4, 2 and 1 bytes a step), for indexes in and
-// out of order, and that it allocates the copy alone.
+// out of order; that it writes no byte of dst past len(src), refuses a
+// dst shorter than src, and does not allocate.
 func TestSummer_CopySum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 21))
 	buf := make([]byte, 320)
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
+	dst := make([]byte, 310)
 	for _, name := range []string{"router", strings.Repeat("n", 40)} {
 		s := durability.NewSummer(durability.RecordSnapshot, name)
 		for n := range 301 {
 			for align := range 8 {
 				data := buf[align : align+n]
+				for i := range dst {
+					dst[i] = 0xee
+				}
 				index := uint64(n*8+align) ^ rng.Uint64N(3)<<rng.UintN(64)
-				c, sum := s.CopySum(index, data)
+				sum := s.CopySum(index, dst, data)
 				if want := durability.Checksum(durability.RecordSnapshot, name, index, data); sum != want {
 					t.Fatalf("CopySum(%d, %d bytes at +%d) = %#x, Checksum = %#x", index, n, align, sum, want)
 				}
-				if !bytes.Equal(c, data) || len(c) != n || cap(c) != n {
-					t.Fatalf("CopySum(%d, %d bytes at +%d): copy %x (cap %d), want %x", index, n, align, c, cap(c), data)
+				if !bytes.Equal(dst[:n], data) {
+					t.Fatalf("CopySum(%d, %d bytes at +%d): copy %x, want %x", index, n, align, dst[:n], data)
 				}
-				if n > 0 && &c[0] == &data[0] {
-					t.Fatal("CopySum returned data, not a copy")
+				if len(bytes.Trim(dst[n:], "\xee")) != 0 {
+					t.Fatalf("CopySum(%d, %d bytes at +%d) wrote past the copy: %x", index, n, align, dst[n:])
 				}
 			}
 		}
 	}
 	s := durability.NewSummer(durability.RecordEvent, "router")
 	data := make([]byte, 100)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("CopySum into a dst shorter than src did not panic")
+			}
+		}()
+		s.CopySum(1, make([]byte, 99, 100), data)
+	}()
 	i := uint64(0)
-	if n := testing.AllocsPerRun(100, func() { i++; s.CopySum(i, data) }); n != 1 {
-		t.Errorf("CopySum allocates %.0f times, want 1 (the copy)", n)
+	if n := testing.AllocsPerRun(100, func() { i++; s.CopySum(i, dst, data) }); n != 0 {
+		t.Errorf("CopySum allocates %.0f times", n)
 	}
 }
 
 // BenchmarkSummer_CopySum is what a store's read of a 100-byte event
-// costs with its check: the copy and the checksum (compare with
-// BenchmarkCopy, the copy alone, and BenchmarkSummer).
+// costs with its check: the copy, allocated, and the checksum (compare
+// with BenchmarkCopy, the copy alone, and BenchmarkSummer).
 func BenchmarkSummer_CopySum(b *testing.B) {
 	data := make([]byte, 100)
 	s := durability.NewSummer(durability.RecordEvent, "router")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for i := uint64(0); b.Loop(); i++ {
-		s.CopySum(i, data)
+		s.CopySum(i, make([]byte, len(data)), data)
 	}
 }
 
@@ -168,5 +181,27 @@ func BenchmarkCopy(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = append(make([]byte, 0, len(data)), data...)
+	}
+}
+
+// TestCRC32C checks CRC32C against hash/crc32 for lengths around its
+// steps (32, 8, 4, 2, 1 bytes) and around the size from which it hands
+// over to crc32, and that it does not allocate.
+func TestCRC32C(t *testing.T) {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	buf := make([]byte, 3000)
+	for i := range buf {
+		buf[i] = byte(i*31 + 7)
+	}
+	for n := range 80 {
+		for _, p := range [][]byte{buf[:n], buf[3 : 3+n], buf[1000-n : 1000+n], buf[:1000+n], buf[n:]} {
+			if got, want := durability.CRC32C(p), crc32.Checksum(p, tab); got != want {
+				t.Fatalf("CRC32C(%d bytes) = %#x, want %#x", len(p), got, want)
+			}
+		}
+	}
+	p := buf[:25]
+	if n := testing.AllocsPerRun(100, func() { durability.CRC32C(p) }); n != 0 {
+		t.Errorf("CRC32C allocates %.0f times", n)
 	}
 }

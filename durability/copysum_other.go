@@ -7,7 +7,16 @@ package durability
 // one).
 const haveSSE42 = false
 
-// copyCastagnoliSSE42 is not called where haveSSE42 is false.
-func copyCastagnoliSSE42(crc uint32, dst, src []byte) uint32 {
-	panic("durability: copyCastagnoliSSE42 without SSE4.2")
+// copySum is [Summer.CopySum].
+func copySum(s *Summer, index uint64, dst, src []byte) uint32 {
+	return copySumSlow(s, index, dst, src)
+}
+
+// update updates crc, a CRC-32C register (not inverted), over p.
+func update(crc uint32, p []byte) uint32 { return updateSlow(crc, p) }
+
+// keyRegister returns the CRC-32C register (not inverted) after a
+// record's key (see keyRegisterTables).
+func keyRegister(kind RecordKind, name string, index uint64) uint32 {
+	return keyRegisterTables(kind, name, index)
 }

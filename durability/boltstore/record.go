@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
@@ -45,10 +44,6 @@ const (
 	withoutSums recordLayout = false // formats 2 and 3
 )
 
-// castagnoli is the CRC-32C table (crc32 runs the hardware instruction
-// for it).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // recordKind is the durability record kind a write's checksum is made
 // with: its bucket value's kind for puts.
 func recordKind(k writeKind) durability.RecordKind {
@@ -80,7 +75,7 @@ func (r record) appendTo(b []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, r.sum)
 	var hsum uint32
 	if !benchhook.ChecksumsOff.Load() {
-		hsum = crc32.Checksum(b[start:], castagnoli)
+		hsum = durability.CRC32C(b[start:])
 	}
 	b = binary.BigEndian.AppendUint32(b, hsum)
 	return append(b, r.data...)
@@ -173,7 +168,7 @@ func decodeRecord(b []byte, layout recordLayout) (record, error) {
 		return r, nil
 	}
 	headerLen := len(b) - len(rest) + int(n) + 12
-	if crc32.Checksum(b[:headerLen], castagnoli) != hsum {
+	if durability.CRC32C(b[:headerLen]) != hsum {
 		return record{}, errors.New("checksum mismatch in the record's header")
 	}
 	if durability.Checksum(recordKind(r.kind), r.name, r.index, r.data) != r.sum {

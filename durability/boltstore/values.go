@@ -58,24 +58,17 @@ func (c *checker) sum(index uint64, data []byte) uint32 {
 	return durability.Checksum(c.kind, c.name, index, data)
 }
 
-// copySum returns a copy of data and its checksum: with the Summer, in
-// one pass over data ([durability.Summer.CopySum]).
-func (c *checker) copySum(index uint64, data []byte) ([]byte, uint32) {
-	if c.summer != nil {
-		return c.summer.CopySum(index, data)
-	}
-	return c.copySumFirst(index, data)
-}
-
-// copySumFirst is copySum for a checker that has no Summer yet.
-func (c *checker) copySumFirst(index uint64, data []byte) ([]byte, uint32) {
+// copySumFirst copies src into dst and returns its checksum, for a
+// checker that has no Summer yet (openValue calls the Summer's CopySum
+// itself once it has one: one call less a record).
+func (c *checker) copySumFirst(index uint64, dst, src []byte) uint32 {
 	if c.makeSummer() {
-		return c.summer.CopySum(index, data)
+		return c.summer.CopySum(index, dst, src)
 	}
 	// The copy is checked: what is returned is what passed the check,
 	// and the check reads bytes the copy has just brought into the cache.
-	cp := append(make([]byte, 0, len(data)), data...)
-	return cp, durability.Checksum(c.kind, c.name, index, cp)
+	copy(dst, src)
+	return durability.Checksum(c.kind, c.name, index, dst)
 }
 
 // makeSummer counts a record checked without c's Summer and makes the
@@ -108,8 +101,14 @@ func (s *Store) openValue(c *checker, index uint64, v []byte) ([]byte, error) {
 	}
 	// The checksum is computed as the data is copied (on the copy, where
 	// copy and checksum are two passes): what is returned is what passed
-	// the check.
-	data, sum := c.copySum(index, v[crcSize:])
+	// the check. The copy is allocated as without checks.
+	data := make([]byte, len(v)-crcSize)
+	var sum uint32
+	if c.summer != nil {
+		sum = c.summer.CopySum(index, data, v[crcSize:])
+	} else {
+		sum = c.copySumFirst(index, data, v[crcSize:])
+	}
 	if binary.BigEndian.Uint32(v) != sum {
 		return nil, s.damagedValue(kind, index, v, "checksum mismatch")
 	}

@@ -46,7 +46,11 @@ func storedBytes(t *testing.T, path, name string, kind durability.RecordKind, in
 		if kind == durability.RecordSnapshot {
 			want = putSnapshot
 		}
-		return tx.Bucket(walBucket).ForEach(func(_, v []byte) error {
+		wal := tx.Bucket(walBucket)
+		return wal.ForEach(func(k, v []byte) error {
+			if v == nil { // a big value, in its nested bucket
+				v = wal.Bucket(k).Get(k)
+			}
 			// Read past a record's damaged data: it is what is looked for.
 			return decodeFramesWith(v[crcSize:], withSums, func(r record, _ error) error {
 				if r.kind == want && r.name == name && r.index == index {

@@ -299,3 +299,69 @@ func TestOpen_FormatV4(t *testing.T) {
 		}
 	}
 }
+
+// TestLog_EntryCutAtARecordEnd cuts a log entry of three records after
+// its first (its length damaged in the leaf, or its big value's), and
+// damages another's checksum alone: each record still checks, but the
+// entry's checksum does not. Open refuses the file naming the entry
+// rather than drop the records after the cut unseen; Verify reports it.
+func TestLog_EntryCutAtARecordEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		cut  bool
+	}{
+		{"Cut", 10, true},
+		{"CutBig", bigLogValue, true},
+		{"Checksum", 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, path := openTemp(t, &Options{NoSync: true})
+			batch := [][]byte{bytes.Repeat([]byte("a"), tc.size), []byte("b"), []byte("c")}
+			if err := s.PersistEvents(t.Context(), "x", 0, batch); err != nil {
+				t.Fatal(err)
+			}
+			seq := s.nextSeq - 1
+			crash(t, s)
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				b, k := tx.Bucket(walBucket), indexKey(seq)
+				if nb := b.Bucket(k); nb != nil {
+					b = nb
+				}
+				v := bytes.Clone(b.Get(k))
+				if !tc.cut {
+					v[0] ^= 0xff
+					return b.Put(k, v)
+				}
+				frame, _, err := nextFrame(v[crcSize:])
+				if err != nil {
+					return err
+				}
+				return b.Put(k, v[:crcSize+len(frame)])
+			})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var de *durability.DamageError
+			s, err = Open(path, &Options{NoSync: true})
+			if err == nil {
+				s.Close()
+			}
+			if !errors.As(err, &de) || !de.HasIndex || de.Index != seq {
+				t.Errorf("Open = %v, want a *durability.DamageError naming log entry %d", err, seq)
+			}
+			r, err := Verify(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Problems) != 1 || !errors.As(r.Problems[0], &de) || de.Index != seq {
+				t.Errorf("Verify problems = %v, want one naming log entry %d", r.Problems, seq)
+			}
+		})
+	}
+}

@@ -285,8 +285,12 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bo
 			if err == nil {
 				n := 0
 				var lost []error
+				damagedRecs := 0
 				err = decodeFramesWith(body, layout, func(rec record, recErr error) error {
 					actors[rec.name] = true
+					if recErr != nil {
+						damagedRecs++
+					}
 					if recErr != nil || rec.kind == lostRecord {
 						what := "its write in log entry %d is damaged"
 						if recErr == nil {
@@ -307,6 +311,8 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bo
 					err = entryErr
 				case err != nil:
 					err = durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+				case entryErr != nil && damagedRecs == 0:
+					err = s.unexplainedLogDamage(seq, v)
 				default:
 					r.LogEntries++
 					r.LogRecords += n

@@ -173,7 +173,11 @@ func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed,
 				// record's data.
 				body = slices.Clone(v[crcSize:])
 			}
+			damagedRecs := 0
 			derr := decodeFramesWith(body, layout, func(rec record, recErr error) error {
+				if recErr != nil {
+					damagedRecs++
+				}
 				if recErr != nil || rec.kind == lostRecord {
 					s.lose(r.overlay, r.quarantine, rec, seq)
 					return nil
@@ -181,6 +185,9 @@ func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed,
 				r.overlay.apply(rec)
 				return nil
 			})
+			if derr == nil && err != nil && damagedRecs == 0 {
+				return s.unexplainedLogDamage(seq, v)
+			}
 			if derr != nil {
 				if err != nil {
 					de := durability.Damaged(s.path, durability.RecordLog, seq, fmt.Sprintf("checksum mismatch, and it cannot be read record by record (%v)", derr))
@@ -200,6 +207,14 @@ func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed,
 		return nil
 	})
 	return r, err
+}
+
+// unexplainedLogDamage is the error for log entry seq (value v) whose
+// checksum fails while each of its records checks: what is damaged is its
+// checksum or its length, and a length cut at a record's end would drop
+// the records after it unseen, so the entry is not taken.
+func (s *Store) unexplainedLogDamage(seq uint64, v []byte) error {
+	return s.damagedValue(durability.RecordLog, seq, v, "checksum mismatch, and each of its records checks: its checksum or its length is damaged, records may be lost")
 }
 
 // lose records that rec's data was lost (rec is a put whose data failed

@@ -195,14 +195,21 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
 	}
+	free := make(map[uint64]bool, count)
 	for i := range count {
-		if id := binary.LittleEndian.Uint64(ids[8*i:]); id < 2 || id >= m.pgid {
+		id := binary.LittleEndian.Uint64(ids[8*i:])
+		switch {
+		case id < 2 || id >= m.pgid:
 			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
-		} else if inUse[id] {
-			// bbolt would hand the page out while the tree uses it:
-			// the next commit would overwrite live data.
-			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, which the tree uses", m.freelist, id)
+		case inUse[id] || id >= m.freelist && id <= m.freelist+overflow:
+			// bbolt would hand the page out while it is in use: the
+			// next commit would overwrite live data.
+			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+		case free[id]:
+			// bbolt would hand the page out twice.
+			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
 		}
+		free[id] = true
 	}
 	return m, nil
 }

@@ -21,7 +21,7 @@ const hostKillCommand = `echo running > ready.fifo; while [ ! -e go ]; do sleep 
 // startHostKillHost starts a host process running hostKillCommand in a
 // new workspace and returns once the command runs. The marker variable
 // identifies the command's processes in /proc.
-func startHostKillHost(t *testing.T, mode SandboxMode) (host *exec.Cmd, ws, id string) {
+func startHostKillHost(t testing.TB, mode SandboxMode) (host *exec.Cmd, ws, id string) {
 	t.Helper()
 	ws = filepath.Join(t.TempDir(), "ws")
 	mustDo(t, os.Mkdir(ws, 0o755))
@@ -57,14 +57,36 @@ func TestHostKilled_SandboxedCommandDies(t *testing.T) {
 	host, ws, id := startHostKillHost(t, SandboxRequired)
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
+	// How soon is a speed goal (at most 100 ms), measured by
+	// BenchmarkHostKilled_SandboxedCommandGone: a loaded machine can
+	// delay any process's exit, so the test asserts only that the
+	// processes die (killAndTimeDeaths fails after 10 s) and that the
+	// command's next step never happens.
 	t.Logf("the command's processes were gone %s after the host died", gone)
-	if gone > 100*time.Millisecond {
-		t.Errorf("the command outlived its host by %s, want at most 100 ms", gone)
-	}
 	mustDo(t, os.WriteFile(filepath.Join(ws, "go"), nil, 0o644))
 	if _, err := os.Stat(filepath.Join(ws, "effect")); !os.IsNotExist(err) {
 		t.Errorf("the side effect happened after the host was killed: %v", err)
 	}
+}
+
+// BenchmarkHostKilled_SandboxedCommandGone measures how long a sandboxed
+// command outlives its host after SIGKILL: from the host's exit until no
+// process of the command is left (the goal is at most 100 ms). It reports
+// the median and the slowest of the b.N kills as ms-gone-median and
+// ms-gone-max; each kill starts a host process and a sandbox, so run it
+// with -benchtime=Nx.
+func BenchmarkHostKilled_SandboxedCommandGone(b *testing.B) {
+	requireSandbox(b)
+	var gone []time.Duration
+	for range b.N {
+		host, _, id := startHostKillHost(b, SandboxRequired)
+		gone = append(gone, killAndTimeDeaths(b, host, id))
+		_ = host.Wait()
+	}
+	slices.Sort(gone)
+	b.ReportMetric(float64(gone[len(gone)/2])/1e6, "ms-gone-median")
+	b.ReportMetric(float64(gone[len(gone)-1])/1e6, "ms-gone-max")
+	b.ReportMetric(0, "ns/op")
 }
 
 // Without the sandbox the same command runs on after its host was killed
@@ -98,7 +120,7 @@ func TestHostKilled_UnsandboxedCommandRunsOn(t *testing.T) {
 
 // requireSandbox skips t, saying what is missing, unless this machine
 // gives the full sandbox.
-func requireSandbox(t *testing.T) {
+func requireSandbox(t testing.TB) {
 	t.Helper()
 	ws, err := New(t.TempDir(), nil)
 	mustDo(t, err)
@@ -116,7 +138,7 @@ func requireSandbox(t *testing.T) {
 // signal: tearing down a large host (a race-detector binary) can take a
 // while, and the command's death can only follow it. /proc is checked
 // again at the end.
-func killAndTimeDeaths(t *testing.T, host *exec.Cmd, id string) time.Duration {
+func killAndTimeDeaths(t testing.TB, host *exec.Cmd, id string) time.Duration {
 	t.Helper()
 	pids := processesOf(id)
 	if len(pids) == 0 {

@@ -142,10 +142,7 @@ func TestHostKilled_ResumedCallSaysStopped(t *testing.T) {
 	}
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
-	t.Logf("the command's processes were gone %s after the host died", gone)
-	if gone > 100*time.Millisecond {
-		t.Errorf("the command outlived its host by %s, want at most 100 ms", gone)
-	}
+	t.Logf("the command's processes were gone %s after the host died (how soon: BenchmarkHostKilled_SandboxedCommandGone)", gone)
 	mustDo(t, os.WriteFile(filepath.Join(ws, "go"), nil, 0o644))
 
 	resumed := child("finish")

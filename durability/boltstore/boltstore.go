@@ -29,19 +29,23 @@ const (
 
 // formatVersion is written to a new file and checked on open.
 //
+//   - "5": as 4, and a log value larger than 16 KiB is held by a nested
+//     bucket under its key, as that bucket's one value under the same key
+//     (see [putLogValue]). Open upgrades a version 4 or 3 file to it
+//     (nothing to rewrite).
 //   - "4": as 3, and each record in a log value carries its own checksums
 //     (of its header, and of the record as its bucket value will), and
 //     the log may start after key 0 (key "logstart" of the meta bucket).
-//     Open upgrades a version 3 file to it (nothing to rewrite).
 //   - "3": every stored value carries its CRC-32C: bucket values and log
 //     values start with it (see the package documentation).
 //   - "2": no checksums; the log holds one framed value per commit. Open
-//     reads it once, with a warning, and rewrites it as version 4 (a
+//     reads it once, with a warning, and rewrites it as version 5 (a
 //     read-only Open reads it unchecked, with a warning).
 //   - "1": as 2, with one record per log value: taken like 2 when its log
 //     is empty (closed cleanly), refused otherwise.
 const (
-	formatVersion   = "4"
+	formatVersion   = "5"
+	formatVersionV4 = "4"
 	formatVersionV3 = "3"
 	formatVersionV2 = "2"
 	formatVersionV1 = "1"
@@ -370,7 +374,7 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 
 // load checks the file's layout and format version, replays the log into
 // the overlay and, unless read-only, checkpoints it (upgrading a version
-// 2 or 3 file to version 4 in the same transaction).
+// 2, 3 or 4 file to version 5 in the same transaction).
 func (s *Store) load(readOnly bool) error {
 	var version string
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
@@ -380,7 +384,7 @@ func (s *Store) load(readOnly bool) error {
 		}
 		version = string(meta.Get(formatKey))
 		switch version {
-		case formatVersion, formatVersionV3, formatVersionV2:
+		case formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
 			return nil
 		case formatVersionV1:
 			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
@@ -388,20 +392,19 @@ func (s *Store) load(readOnly bool) error {
 			}
 			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
 		default:
-			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q, %q and %q)", version, formatVersion, formatVersionV3, formatVersionV2, formatVersionV1)
+			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q, %q, %q and %q)", version, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
 		}
 	})
 	if err != nil {
 		return err
 	}
-	legacy := version != formatVersion && version != formatVersionV3
-	layout := recordLayout(version == formatVersion)
+	legacy, layout, nested := logFormat(version)
 	if !legacy {
 		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
 			return err
 		}
 	}
-	r, err := s.replay(legacy, layout)
+	r, err := s.replay(legacy, layout, nested)
 	if err != nil {
 		return err
 	}
@@ -425,10 +428,18 @@ func (s *Store) load(readOnly bool) error {
 	case legacy:
 		s.log.Warn("boltstore: upgrading a file format without checksums: its records are accepted unchecked this once and rewritten with checksums", "path", s.path, "format", version)
 		return s.upgrade()
-	case version == formatVersionV3:
+	case version == formatVersionV4, version == formatVersionV3:
 		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion)) })
 	}
 	return s.checkpoint()
+}
+
+// logFormat says how the log of a file of format version is read: legacy
+// (values without checksums: version 2 or 1), the layout of its records,
+// and whether a log value may be held by a nested bucket (version 5).
+func logFormat(version string) (legacy bool, layout recordLayout, nested bool) {
+	legacy = version != formatVersion && version != formatVersionV4 && version != formatVersionV3
+	return legacy, recordLayout(version == formatVersion || version == formatVersionV4), version == formatVersion
 }
 
 // isEmpty reports whether b holds no keys.

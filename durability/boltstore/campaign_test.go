@@ -15,10 +15,15 @@ import (
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
 )
 
+// campaignBig is an event of actor "campaign-big" that campaignFile
+// leaves in the log with the second phase: a log value large enough to
+// be held by a nested bucket (see [putLogValue]).
+var campaignBig = bytes.Repeat([]byte("campaign-big-value:"), 2*bigLogValue/19)
+
 // campaignFile writes a store of sessions sessions: the first phase of the
 // dataset checkpointed, the second (the last events of one session in
-// ten) left in the log by a crash. It returns the dataset and the file's
-// bytes.
+// ten) left in the log by a crash, with campaignBig. It returns the
+// dataset and the file's bytes.
 func campaignFile(t testing.TB, sessions int) (*durabilitytest.Dataset, []byte) {
 	t.Helper()
 	d := durabilitytest.NewDataset(42, sessions, 10)
@@ -36,6 +41,9 @@ func campaignFile(t testing.TB, sessions int) (*durabilitytest.Dataset, []byte) 
 		t.Fatal(err)
 	}
 	d.Write(t, s, 1)
+	if err := s.PersistEvent(t.Context(), "campaign-big", 0, campaignBig); err != nil {
+		t.Fatal(err)
+	}
 	crash(t, s)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -77,6 +85,12 @@ func campaign(t *testing.T, d *durabilitytest.Dataset, orig []byte, seeds int, m
 			return
 		}
 		o, problems := d.Check(t, s)
+		var big []byte
+		if err := s.GetEvents(t.Context(), "campaign-big", 0, 0, func(_ uint64, d []byte) error { big = bytes.Clone(d); return nil }); err == nil && !bytes.Equal(big, campaignBig) {
+			t.Errorf("seed %d (%s): the big log value read back as %d bytes, not the %d written", seed, what, len(big), len(campaignBig))
+		} else if err != nil && !errors.Is(err, durability.ErrDamaged) {
+			t.Errorf("seed %d (%s): reading the big log value: %v, not damage", seed, what, err)
+		}
 		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
 			t.Errorf("seed %d (%s): Close: %v", seed, what, err)
 		}

@@ -101,7 +101,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 				}
 				dw.FillPercent = 1
 				wal := tx.Bucket(walBucket)
-				if err := wal.ForEach(func(k, v []byte) error { return dw.Put(k, v) }); err != nil {
+				if err := copyBucket(dw, wal); err != nil {
 					return err
 				}
 				return dw.SetSequence(wal.Sequence())
@@ -144,4 +144,23 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// copyBucket copies src's keys into dst, nested buckets (the log's big
+// values, see [putLogValue]) included.
+func copyBucket(dst, src *bolt.Bucket) error {
+	return src.ForEach(func(k, v []byte) error {
+		if v != nil {
+			return dst.Put(k, v)
+		}
+		sb := src.Bucket(k)
+		if sb == nil {
+			return fmt.Errorf("key %x is neither a value nor a nested bucket", k)
+		}
+		db, err := dst.CreateBucket(k)
+		if err != nil {
+			return err
+		}
+		return copyBucket(db, sb)
+	})
 }

@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -46,7 +47,11 @@ func storedBytes(t *testing.T, path, name string, kind durability.RecordKind, in
 		if kind == durability.RecordSnapshot {
 			want = putSnapshot
 		}
-		return tx.Bucket(walBucket).ForEach(func(_, v []byte) error {
+		wal := tx.Bucket(walBucket)
+		return wal.ForEach(func(k, v []byte) error {
+			if v == nil { // a big value, in its nested bucket
+				v = wal.Bucket(k).Get(k)
+			}
 			// Read past a record's damaged data: it is what is looked for.
 			return decodeFramesWith(v[crcSize:], withSums, func(r record, _ error) error {
 				if r.kind == want && r.name == name && r.index == index {
@@ -536,5 +541,62 @@ func checkDamageAt(t *testing.T, err error, index uint64) {
 	var de *durability.DamageError
 	if !errors.As(err, &de) || !de.HasIndex || de.Index != index || de.What != "event" || de.Offset < 0 {
 		t.Fatalf("read: %v, want damage to event %d with its offset in the file", err, index)
+	}
+}
+
+// TestOpen_FreelistDamaged damages a clean file's freelist so that it
+// lists a page in use (the root, the freelist page itself) or a page
+// twice: bbolt would hand the page out and a commit would overwrite live
+// data. Open refuses the file naming the freelist.
+func TestOpen_FreelistDamaged(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		id           func(m meta, second uint64) uint64
+	}{
+		{"Root", "which is in use", func(m meta, _ uint64) uint64 { return m.root }},
+		{"Itself", "which is in use", func(m meta, _ uint64) uint64 { return m.freelist }},
+		{"Twice", "twice", func(_ meta, second uint64) uint64 { return second }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, path := openTemp(t, &Options{NoSync: true})
+			for i := range uint64(20) {
+				if err := s.PersistEvent(ctx, "a", i, bytes.Repeat([]byte("x"), 3000)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(path, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := validateFile(f, path, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := int64(m.freelist) * int64(m.pageSize)
+			hdr := make([]byte, pageHeaderSize+16)
+			if _, err := f.ReadAt(hdr, fl); err != nil {
+				t.Fatal(err)
+			}
+			if count := binary.LittleEndian.Uint16(hdr[10:]); count < 2 || count == 0xFFFF {
+				t.Fatalf("freelist page %d lists %d pages: want a few free pages to damage", m.freelist, count)
+			}
+			id := tc.id(m, binary.LittleEndian.Uint64(hdr[pageHeaderSize+8:]))
+			if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, id), fl+pageHeaderSize); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			s, err = Open(path, &Options{NoSync: true})
+			if err == nil {
+				s.Close()
+			}
+			var de *durability.DamageError
+			if !errors.As(err, &de) || !strings.Contains(de.Reason, tc.reason) {
+				t.Errorf("Open(freelist listing page %d) = %v, want a *durability.DamageError saying %q", id, err, tc.reason)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "4"; key "actors" = the directory
+//   - bucket "polyweave": key "format" = "5"; key "actors" = the directory
 //     summary: CRC-32C, then the number of actor buckets (8 bytes) and the
 //     sum of their names' checksums (4 bytes). Open compares it with the
 //     actors bucket, so an actor bucket lost or renamed by damage is found.
@@ -70,7 +70,10 @@
 //     bytes), set while a checkpoint is under way.
 //   - bucket "wal": key = 8-byte big-endian sequence number, from
 //     "logstart", one per commit (or more if a commit exceeds bbolt's
-//     value limit); the bucket's sequence is the next key. Value = CRC-32C
+//     value limit); the bucket's sequence is the next key. A value larger
+//     than 16 KiB is held by a nested bucket under its key, as its one
+//     value under the same key, so that later commits do not rewrite its
+//     pages. Value = CRC-32C
 //     ([durability.Checksum] of kind log entry over the sequence number and
 //     the rest), then the commit's records in order, each framed as its
 //     length (uvarint) then the record: kind (1 byte: 0 event, 1 snapshot,
@@ -121,9 +124,10 @@
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format
-// "4" by Open; a read-only Open reads them unchecked. Format "3" files
-// (no checksums in log records, the log from key 0) are read as they are
-// and marked "4" by Open. Other formats are refused with an error naming
+// "5" by Open; a read-only Open reads them unchecked. Format "4" files
+// (no log values in nested buckets) and "3" files (no checksums in log
+// records either, the log from key 0) are read as they are and marked "5"
+// by Open. Other formats are refused with an error naming
 // the format.
 //
 // PersistSnapshot at index i deletes events and snapshots below i unless

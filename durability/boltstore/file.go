@@ -165,7 +165,8 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != branchPage && fl != leafPage {
 		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
 	}
-	if err := checkTree(f, path, m); err != nil {
+	inUse, err := checkTree(f, path, m)
+	if err != nil {
 		return meta{}, err
 	}
 	if m.freelist == noFreelist {
@@ -194,10 +195,21 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
 	}
+	free := make(map[uint64]bool, count)
 	for i := range count {
-		if id := binary.LittleEndian.Uint64(ids[8*i:]); id < 2 || id >= m.pgid {
+		id := binary.LittleEndian.Uint64(ids[8*i:])
+		switch {
+		case id < 2 || id >= m.pgid:
 			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
+		case inUse[id] || id >= m.freelist && id <= m.freelist+overflow:
+			// bbolt would hand the page out while it is in use: the
+			// next commit would overwrite live data.
+			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+		case free[id]:
+			// bbolt would hand the page out twice.
+			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
 		}
+		free[id] = true
 	}
 	return m, nil
 }
@@ -322,8 +334,9 @@ func boltInfo(db *bolt.DB) func() uintptr {
 // water mark and reached once, and that every element's key and value,
 // and every inline bucket's page, lie inside their page. bbolt indexes
 // into pages with unchecked pointer arithmetic, so these are the damages
-// that make it read outside a page. It reads each page in use once.
-func checkTree(f *os.File, path string, m meta) error {
+// that make it read outside a page. It reads each page in use once, and
+// returns the pages in use.
+func checkTree(f *os.File, path string, m meta) (map[uint64]bool, error) {
 	ps := int64(m.pageSize)
 	seen := make(map[uint64]bool)
 	var walkPage func(id uint64, depth int) error
@@ -412,5 +425,5 @@ func checkTree(f *os.File, path string, m meta) error {
 		}
 		return nil
 	}
-	return walkPage(m.root, 0)
+	return seen, walkPage(m.root, 0)
 }

@@ -21,7 +21,7 @@ type record struct {
 	sum          uint32 // durability.Checksum of the record (see recordKind)
 }
 
-// Record layout (format 4): kind (1 byte), flags (1 byte, bit 0 =
+// Record layout (formats 4 and 5): kind (1 byte), flags (1 byte, bit 0 =
 // compact), name length (uvarint), name, index (8 bytes big-endian), the
 // record's checksum (4 bytes: [durability.Checksum] over its kind, name,
 // index and data, the one its bucket value will start with), the
@@ -40,7 +40,7 @@ const (
 type recordLayout bool
 
 const (
-	withSums    recordLayout = true  // format 4
+	withSums    recordLayout = true  // formats 4 and 5
 	withoutSums recordLayout = false // formats 2 and 3
 )
 

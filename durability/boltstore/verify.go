@@ -212,7 +212,7 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 		r.Unreadable = err
 		return r, nil
 	}
-	legacy := r.Format != formatVersion && r.Format != formatVersionV3
+	legacy, layout, nested := logFormat(r.Format)
 	s.legacy = legacy
 	if legacy && r.Format != formatVersionV2 && r.Format != formatVersionV1 {
 		r.Unreadable = fmt.Errorf("unsupported file format %q", r.Format)
@@ -223,7 +223,7 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 			r.Problems = append(r.Problems, err)
 		}
 	}
-	s.verifyLog(r, legacy, recordLayout(r.Format == formatVersion))
+	s.verifyLog(r, legacy, layout, nested)
 	var names []string
 	err = s.viewTx("listing the actors", func(tx *bolt.Tx) error {
 		return tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
@@ -243,10 +243,10 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 }
 
 // verifyLog reads the log entry by entry, going on past damaged entries;
-// a damaged entry of a format 4 log is read record by record, and each
+// a damaged entry of a format 4 or 5 log is read record by record, and each
 // record whose data is damaged (or was lost before) is reported with its
 // actor.
-func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout) {
+func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bool) {
 	actors := map[string]bool{}
 	err := s.viewTx("reading the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
@@ -272,6 +272,11 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout) {
 				r.Problems = append(r.Problems, &durability.DamageError{Store: s.path, What: "log", Offset: -1, Reason: fmt.Sprintf("entries %d to %d missing", next, int64(seq)-1)})
 			}
 			next = seq + 1
+			v, err := s.logEntry(wal, k, v, nested)
+			if err != nil {
+				r.Problems = append(r.Problems, err)
+				continue
+			}
 			body, err := s.openLogValue(seq, v, legacy)
 			entryErr := err
 			if err != nil && layout == withSums && len(v) >= crcSize {
@@ -280,8 +285,12 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout) {
 			if err == nil {
 				n := 0
 				var lost []error
+				damagedRecs := 0
 				err = decodeFramesWith(body, layout, func(rec record, recErr error) error {
 					actors[rec.name] = true
+					if recErr != nil {
+						damagedRecs++
+					}
 					if recErr != nil || rec.kind == lostRecord {
 						what := "its write in log entry %d is damaged"
 						if recErr == nil {
@@ -302,6 +311,8 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout) {
 					err = entryErr
 				case err != nil:
 					err = durability.Damaged(s.path, durability.RecordLog, seq, err.Error())
+				case entryErr != nil && damagedRecs == 0:
+					err = s.unexplainedLogDamage(seq, v)
 				default:
 					r.LogEntries++
 					r.LogRecords += n

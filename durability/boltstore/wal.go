@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,6 +42,67 @@ func writeLogStart(tx *bolt.Tx, seq uint64) error {
 	return tx.Bucket(metaBucket).Put(logStartKey, sealValue(nil, logStartKind, "", 0, binary.BigEndian.AppendUint64(nil, seq)))
 }
 
+// bigLogValue is the size above which a log value is stored as the one
+// value of a nested bucket under its key (format 5) rather than as the
+// key's value. bbolt rewrites a whole leaf page, overflow included, when
+// it adds a key to it, and splits a leaf only once it holds 5 keys: a
+// large value inline in the log's last leaf is rewritten by each of the
+// next 3 or 4 commits (a 1 MiB streamed argument then costs 4 to 5 MiB of
+// page writes). A nested bucket too large to be inlined (over a quarter
+// page) has its own root page, which later commits leave alone: the
+// log's leaf holds its 16-byte header. That costs a page of its own and
+// one more page read at replay, so small values, which share the last
+// leaf's pages, stay inline: 16 KiB is 4 pages of 4 KiB, above which the
+// rewrites it saves (up to 4 times the value) outweigh the page it costs.
+const bigLogValue = 16 << 10
+
+// putLogValue stores sealed log value v under key in wal: inline, or, when
+// larger than bigLogValue, as the one value, under the same key, of a
+// nested bucket under key.
+func putLogValue(wal *bolt.Bucket, key, v []byte) error {
+	if len(v) <= bigLogValue {
+		return wal.Put(key, v)
+	}
+	b, err := wal.CreateBucket(key)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, v)
+}
+
+// logEntry returns the value of log entry k, v being what wal holds under
+// k: v itself, or for a nested bucket (v nil) where nested values are
+// allowed (format 5), the value it holds (see [putLogValue]). A nested
+// bucket where none belongs is left to [Store.openLogValue] to report.
+func (s *Store) logEntry(wal *bolt.Bucket, k, v []byte, nested bool) ([]byte, error) {
+	if v != nil || !nested {
+		return v, nil
+	}
+	seq := decodeIndex(k)
+	b := wal.Bucket(k)
+	if b == nil {
+		return nil, s.damagedValue(durability.RecordLog, seq, k, "neither a value nor a nested bucket")
+	}
+	c := b.Cursor()
+	k1, v1 := c.First()
+	if k1 == nil || v1 == nil || !bytes.Equal(k1, k) {
+		return nil, s.damagedValue(durability.RecordLog, seq, k1, "its nested bucket does not hold its value under its key")
+	}
+	if k2, _ := c.Next(); k2 != nil {
+		return nil, s.damagedValue(durability.RecordLog, seq, k2, "its nested bucket holds more than its value")
+	}
+	return v1, nil
+}
+
+// deleteLogEntry deletes log entry key from wal, inline or nested.
+func deleteLogEntry(wal *bolt.Bucket, key []byte) error {
+	err := wal.Delete(key)
+	if errors.Is(err, bolterrors.ErrIncompatibleValue) {
+		err = wal.DeleteBucket(key)
+	}
+	return err
+}
+
 // quarantined is an actor whose stored state is found damaged while the
 // store moves its writes from the log into its bucket, or whose writes in
 // the log are damaged. The rest of the store goes on: the actor's reads
@@ -62,13 +124,15 @@ type replayed struct {
 
 // replay reads the write-ahead log left by the last run into a new
 // overlay. Each log value's checksum is checked (legacy: a version 2 or 1
-// file, whose log values carry none). A damaged value of a format 4 log
+// file, whose log values carry none). A damaged value of a format 4 or 5 log
 // is read record by record: a record whose header checks but whose data
 // does not costs its actor alone (quarantined, the record lost); a
 // record whose header is damaged, a value that cannot be split into
 // records, or entries missing stop the replay with an error naming the
 // log entry: the store does not start from a log it cannot attribute.
-func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
+// Nested says whether a log value may be held by a nested bucket (format
+// 5, see [putLogValue]).
+func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed, error) {
 	r := replayed{overlay: newOverlay(), quarantine: map[string]*quarantined{}}
 	err := s.viewTx("replaying the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
@@ -95,6 +159,10 @@ func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
 				return &durability.DamageError{Store: s.path, What: "log", Index: r.next, HasIndex: true, Offset: s.fileOffset(k),
 					Reason: fmt.Sprintf("entry %d is followed by entry %d: entries lost", int64(r.next)-1, seq)}
 			}
+			v, err := s.logEntry(wal, k, v, nested)
+			if err != nil {
+				return err
+			}
 			body, err := s.openLogValue(seq, v, legacy)
 			if err != nil {
 				var de *durability.DamageError
@@ -105,7 +173,11 @@ func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
 				// record's data.
 				body = slices.Clone(v[crcSize:])
 			}
+			damagedRecs := 0
 			derr := decodeFramesWith(body, layout, func(rec record, recErr error) error {
+				if recErr != nil {
+					damagedRecs++
+				}
 				if recErr != nil || rec.kind == lostRecord {
 					s.lose(r.overlay, r.quarantine, rec, seq)
 					return nil
@@ -113,6 +185,9 @@ func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
 				r.overlay.apply(rec)
 				return nil
 			})
+			if derr == nil && err != nil && damagedRecs == 0 {
+				return s.unexplainedLogDamage(seq, v)
+			}
 			if derr != nil {
 				if err != nil {
 					de := durability.Damaged(s.path, durability.RecordLog, seq, fmt.Sprintf("checksum mismatch, and it cannot be read record by record (%v)", derr))
@@ -132,6 +207,14 @@ func (s *Store) replay(legacy bool, layout recordLayout) (replayed, error) {
 		return nil
 	})
 	return r, err
+}
+
+// unexplainedLogDamage is the error for log entry seq (value v) whose
+// checksum fails while each of its records checks: what is damaged is its
+// checksum or its length, and a length cut at a record's end would drop
+// the records after it unseen, so the entry is not taken.
+func (s *Store) unexplainedLogDamage(seq uint64, v []byte) error {
+	return s.damagedValue(durability.RecordLog, seq, v, "checksum mismatch, and each of its records checks: its checksum or its length is damaged, records may be lost")
 }
 
 // lose records that rec's data was lost (rec is a put whose data failed
@@ -276,7 +359,7 @@ func (s *Store) resetLog(tx *bolt.Tx, except string) (*overlay, uint64, error) {
 	}
 	o, values := s.relogValues(except)
 	for i, v := range values {
-		if err := wal.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), sealLogValue(uint64(i), v)); err != nil {
+		if err := putLogValue(wal, binary.BigEndian.AppendUint64(nil, uint64(i)), sealLogValue(uint64(i), v)); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -329,7 +412,7 @@ func sealLogValue(seq uint64, v []byte) []byte {
 	return v
 }
 
-// upgrade rewrites a version 2 (or 1) file as version 4: every bucket
+// upgrade rewrites a version 2 (or 1) file as version 5: every bucket
 // value gets its checksum, every actor bucket its summary and the actors
 // bucket its directory summary, the replayed log is checkpointed and the
 // format key set, in one transaction, so a crash leaves the old file or

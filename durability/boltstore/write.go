@@ -407,7 +407,7 @@ func (s *Store) appendLog(batch []*write, p *plan) error {
 		for _, vs := range [2][][]byte{relogValues, values} {
 			for _, v := range vs {
 				key := binary.BigEndian.AppendUint64(s.keyBuf[8*i:8*i], next)
-				if err := wal.Put(key, sealLogValue(next, v)); err != nil {
+				if err := putLogValue(wal, key, sealLogValue(next, v)); err != nil {
 					return err
 				}
 				next++
@@ -457,7 +457,7 @@ func (s *Store) appendLog(batch []*write, p *plan) error {
 // that ends in tx has moved into the buckets, and records the new start.
 func (s *Store) dropLog(tx *bolt.Tx, wal *bolt.Bucket) error {
 	for seq := s.logStart; seq < s.cut; seq++ {
-		if err := wal.Delete(indexKey(seq)); err != nil {
+		if err := deleteLogEntry(wal, indexKey(seq)); err != nil {
 			return err
 		}
 	}

@@ -310,3 +310,46 @@ func benchRouterRecoveryOn(b *testing.B, open storeOpener) {
 		b.StartTimer()
 	}
 }
+
+// routerSliceCalls is how many calls of routerChunks chunks one side of
+// the interleaved in-memory-vs-off row streams in a turn (about 10 ms).
+const routerSliceCalls = 64
+
+// routerMemVsOff is the in-memory-vs-off row's interleaved run: two
+// routers, each on a runtime of its own, [0] persisting to an in-memory
+// store and [1] with durability off, stream routerSliceCalls calls in
+// turn (the order swapped every pair), so that the machine's load
+// drifting during a round falls on both sides alike. Items are chunks.
+func routerMemVsOff(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var slices [2]func() (int, error)
+	for i, store := range []durability.Store{openMem(b), nil} {
+		rt, err := actors.NewRuntime(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close(context.Background())
+		if store != nil {
+			defer store.Close()
+		}
+		rs, err := newRouterSession(rt, "router", store)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := rs.call(ctx); err != nil { // warm up: actors started, store ready
+			b.Fatal(err)
+		}
+		slices[i] = func() (int, error) {
+			for range routerSliceCalls {
+				if err := rs.call(ctx); err != nil {
+					return 0, err
+				}
+			}
+			return routerSliceCalls * routerChunks, nil
+		}
+	}
+	b.StartTimer()
+	return runPairs(b, slices, until)
+}

@@ -37,21 +37,33 @@ type abTotals struct {
 type abSlice func(on bool) (int, error)
 
 // runAB runs pairs of slices, one with checksums on and one off, in
-// alternating order, and returns the totals: b.N pairs, or if until is
-// positive as many as fit in until (at least one). Allocations are counted with
-// runtime/metrics, which does not stop the world (the count lags by what
-// the Ps' caches hold, a few dozen objects, far below a slice's).
+// alternating order, and returns the totals (see [runPairs]).
 func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
 	b.Helper()
 	defer benchhook.ChecksumsOff.Store(false)
+	side := func(on bool) func() (int, error) {
+		return func() (int, error) {
+			benchhook.ChecksumsOff.Store(!on)
+			return slice(on)
+		}
+	}
+	return runPairs(b, [2]func() (int, error){side(true), side(false)}, until)
+}
+
+// runPairs runs pairs of slices, one of each side, in alternating order,
+// and returns the totals: b.N pairs, or if until is positive as many as
+// fit in until (at least one). Allocations are counted with
+// runtime/metrics, which does not stop the world (the count lags by what
+// the Ps' caches hold, a few dozen objects, far below a slice's).
+func runPairs(b *testing.B, slices [2]func() (int, error), until time.Duration) abTotals {
+	b.Helper()
 	var t abTotals
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	measure := func(side int) {
-		benchhook.ChecksumsOff.Store(side == 1)
 		metrics.Read(allocs)
 		before := allocs[0].Value.Uint64()
 		cpu, start := processCPU(), time.Now()
-		n, err := slice(side == 0)
+		n, err := slices[side]()
 		wall, used := time.Since(start), processCPU()-cpu
 		metrics.Read(allocs)
 		if err != nil {
@@ -75,33 +87,41 @@ func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
 }
 
 // checksumSides returns the two sides of a checksums-on-vs-off row whose
-// figures come from one interleaved run per round: whichever side the
-// harness measures first in a round runs it (with testing.Benchmark,
-// newSlice making a fresh setup for each of its calls) and keeps the
-// other side's figure, which that side returns when it is measured next,
-// in the same round. perCPU says whether a side's time is the process's
-// CPU time in its slices (otherwise wall time). The run lasts until (so
-// testing.Benchmark calls it once), or b.N pairs if until is 0 (the
-// smoke run: one pair).
+// figures come from one interleaved run per round (see [interleavedSides]).
 func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
-	run := func() [2]sample {
-		var t abTotals
-		r := testing.Benchmark(func(b *testing.B) {
+	return interleavedSides([2]string{"checksums on", "checksums off"}, "ChecksumsAB", perCPU, until,
+		func(b *testing.B, until time.Duration) abTotals {
 			b.StopTimer()
 			slice, done := newSlice(b)
 			defer done()
 			b.StartTimer()
-			t = runAB(b, slice, until)
+			return runAB(b, slice, until)
 		})
+}
+
+// interleavedSides returns the two sides (named names) of a row whose
+// figures come from one interleaved run per round: whichever side the
+// harness measures first in a round runs it (run, called by
+// testing.Benchmark, makes a fresh setup for each of its calls) and keeps
+// the other side's figure, which that side returns when it is measured
+// next, in the same round. perCPU says whether a side's time is the
+// process's CPU time in its slices (otherwise wall time). The run lasts
+// until (so testing.Benchmark calls it once), or b.N pairs if until is 0
+// (the smoke run: one pair). bench names the go test benchmark that
+// shows a failed run's message.
+func interleavedSides(names [2]string, bench string, perCPU bool, until time.Duration, run func(b *testing.B, until time.Duration) abTotals) (ours, base side) {
+	measure := func() [2]sample {
+		var t abTotals
+		r := testing.Benchmark(func(b *testing.B) { t = run(b, until) })
 		var out [2]sample
-		for side, name := range []string{"checksums on", "checksums off"} {
+		for side, name := range names {
 			d := t.wall[side]
 			if perCPU {
 				d = t.cpu[side]
 			}
 			switch {
 			case r.N == 0 || t.items[0] == 0 || t.items[1] == 0:
-				out[side].err = fmt.Errorf("%s: the interleaved run failed (run `go test -run '^$' -bench ChecksumsAB ./bench` for its message)", name)
+				out[side].err = fmt.Errorf("%s: the interleaved run failed (run `go test -run '^$' -bench %s ./bench` for its message)", name, bench)
 			case d <= 0:
 				out[side].err = fmt.Errorf("%s: the process's CPU time cannot be read here", name)
 			default:
@@ -110,8 +130,8 @@ func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B)
 		}
 		return out
 	}
-	on, off := pairedSides(run)
-	return side{name: "checksums on", measure: on}, side{name: "checksums off", measure: off}
+	first, second := pairedSides(measure)
+	return side{name: names[0], measure: first}, side{name: names[1], measure: second}
 }
 
 // pairedSides returns the measures of two sides whose figures come from

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"runtime/metrics"
 	"sync"
@@ -16,12 +17,12 @@ import (
 )
 
 // Checksums on against off, measured in one run: the two sides alternate
-// at fine grain (a slice of work each, in turn, the order swapped every
-// pair) and the time of each side is summed over its slices, so that a
-// change in the machine's load or the disk's speed during a round falls
-// on both sides alike instead of on whichever side ran then. Each row
-// measures one such run per round; its baseline's figure is the off
-// side of that same run.
+// at fine grain (a slice of work each, in pairs, which side of a pair goes
+// first drawn at random) and the time of each side is summed over its
+// slices, so that a change in the machine's load or the disk's speed
+// during a round falls on both sides alike instead of on whichever side
+// ran then. Each row measures one such run per round; its baseline's
+// figure is the off side of that same run.
 
 // abTotals is what an interleaved run measured of each side: [0] with
 // checksums on, [1] with them off.
@@ -36,8 +37,8 @@ type abTotals struct {
 // already set) and returns how many operations it completed.
 type abSlice func(on bool) (int, error)
 
-// runAB runs pairs of slices, one with checksums on and one off, in
-// alternating order, and returns the totals (see [runPairs]).
+// runAB runs pairs of slices, one with checksums on and one off, each
+// pair in random order, and returns the totals (see [runPairs]).
 func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
 	b.Helper()
 	defer benchhook.ChecksumsOff.Store(false)
@@ -50,9 +51,14 @@ func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
 	return runPairs(b, [2]func() (int, error){side(true), side(false)}, until)
 }
 
-// runPairs runs pairs of slices, one of each side, in alternating order,
-// and returns the totals: b.N pairs, or if until is positive as many as
-// fit in until (at least one). Allocations are counted with
+// runPairs runs pairs of slices, one of each side, and returns the
+// totals: b.N pairs, or if until is positive as many as fit in until (at
+// least one). Which side of a pair goes first is drawn at random, not
+// alternated: work that comes back every few slices (a store's checkpoint
+// every few pairs, a collection every so many) would otherwise fall at the
+// same place in the order every time, and an order kept for a whole run
+// can favour one side by several per cent where both sides do the same
+// work (an A/A run, both with checksums). Allocations are counted with
 // runtime/metrics, which does not stop the world (the count lags by what
 // the Ps' caches hold, a few dozen objects, far below a slice's).
 func runPairs(b *testing.B, slices [2]func() (int, error), until time.Duration) abTotals {
@@ -77,7 +83,7 @@ func runPairs(b *testing.B, slices [2]func() (int, error), until time.Duration) 
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; ; i++ {
-		first := i % 2 // alternate which side goes first
+		first := rand.IntN(2)
 		measure(first)
 		measure(1 - first)
 		if until > 0 && time.Since(start) >= until || until <= 0 && i+1 >= b.N {

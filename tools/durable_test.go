@@ -528,6 +528,50 @@ func TestDurableRouter_StoreFailureIsSupervised(t *testing.T) {
 	}
 }
 
+// TestDurableRouter_HeldChunksStoreFailure: when the write that carries a
+// call's held argument chunks fails, the call does not run on what was
+// never persisted: its stream is closed with the store's ERROR and END
+// (the failure is the answer) and the supervisor sees the store error.
+func TestDurableRouter_HeldChunksStoreFailure(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	failures := make(chan error, 64)
+	rt := runtimeWith(t, &actors.RuntimeOptions{OnSupervision: func(e supervisor.Event) {
+		failures <- e.Reason
+	}})
+	rec, tool := newArgsTool(t)
+	conn, err := rt.Start(durableRouter(t, store, tool, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := `{"id":"h","text":"held"}`
+	send(t, conn, messages.StreamingToolCall("s", "call_h", "record"))
+	waitState(t, conn, "s", "started")
+	send(t, conn, messages.ToolArgChunk("s", "call_h", args[:7]), messages.ToolArgChunk("s", "call_h", args[7:]))
+	store.Close()
+	send(t, conn, messages.ToolComplete("s", "call_h"))
+	got, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatalf("stream s: %v after %q", err, lines(got))
+	}
+	if n := len(got); n < 2 || got[n-2].GetType() != messages.FrameType_ERROR ||
+		!strings.Contains(got[n-2].GetText(), "persist event") {
+		t.Errorf("stream s = %q, want it closed with the store's ERROR and END", lines(got))
+	}
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_TOOL_RESULT {
+			t.Errorf("a result for a call whose arguments were never persisted: %s", line(f))
+		}
+	}
+	if ran := rec.got("h"); len(ran) != 0 {
+		t.Errorf("the tool ran with %q on arguments the store never took", ran)
+	}
+	var se *durability.StoreError
+	if reason := <-failures; !errors.As(reason, &se) {
+		t.Errorf("supervisor saw %v, want a *durability.StoreError", reason)
+	}
+}
+
 func TestDurabilityOptions_Validated(t *testing.T) {
 	store := memstore.New(nil)
 	defer store.Close()

@@ -8,10 +8,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(hostileHostEnv) != "" {
+	if code, ok := runAsHost(); ok {
 		// This process is the host of one hostile command (see
 		// hostile_test.go), not a test run.
-		os.Exit(runHostileHost())
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -253,7 +252,7 @@ func startMember(self string, mc memberConfig, onLine func(string)) (*member, er
 	m.cmd = exec.Command(self)
 	m.cmd.Env = append(os.Environ(), memberEnv+"="+string(b))
 	m.cmd.Stderr = os.Stderr
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	m.cmd.SysProcAttr = dieWithParent()
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

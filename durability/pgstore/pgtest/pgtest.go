@@ -208,9 +208,7 @@ func (s *Server) start(bin string, cred *syscall.Credential, o Options) error {
 		cmd.Dir = s.Dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		// The server dies with this process (immediate shutdown on SIGQUIT)
-		// even when the test binary is killed before it can call Stop.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+		cmd.SysProcAttr = serverProcAttr(cred)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("pgtest: start postgres: %w", err)
 		}

@@ -100,23 +100,11 @@ func TestMember_RunsSessions(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
 	side := newSideFile(t)
-	port := freePorts(t, 1)[0]
-	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
-		Store:    store,
-		Session:  sessionFunc(t, 3, side, nil),
-		Hold:     200 * time.Millisecond,
+	m := startLoneMember(t, &cluster.Options{
+		Store:   store,
+		Session: sessionFunc(t, 3, side, nil),
+		Hold:    200 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -167,24 +155,12 @@ func TestMember_EndedSessionStopsAndAnswersFromStore(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
 	side := newSideFile(t)
-	port := freePorts(t, 1)[0]
-	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
-		Store:    store,
-		Session:  sessionFunc(t, 2, side, nil),
-		Hold:     200 * time.Millisecond,
-		Linger:   -1,
+	m := startLoneMember(t, &cluster.Options{
+		Store:   store,
+		Session: sessionFunc(t, 2, side, nil),
+		Hold:    200 * time.Millisecond,
+		Linger:  -1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	first, err := m.Run(ctx, "s", firstRequest("s")...)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -113,13 +112,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	marker := os.NewFile(3, "marker")
-	mark := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(marker, format+"\n", args...)
-	}
+	mark := tooltest.Marker()
 	mark("ready %s", m.Address())
 	topology := func(members []string) {
 		slices.Sort(members)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
 	"github.com/polyweave/polyweave-go/messages"
@@ -230,4 +231,25 @@ func childMain(t *testing.T, env string, run func(*testing.T, string) error) {
 		t.Fatal(err)
 	}
 	os.Exit(0)
+}
+
+// startLoneMember starts a one-member cluster (the automanaged provider
+// on a free port of loopback) with opts, whose Provider it sets, and
+// closes it at t's cleanup, before leakCheck's check.
+func startLoneMember(t *testing.T, opts *cluster.Options) *cluster.Member {
+	t.Helper()
+	port := freePorts(t, 1)[0]
+	opts.Provider = cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)
+	m, err := cluster.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return m
 }

@@ -43,13 +43,7 @@ func runHostChild(t *testing.T, portText string) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	marker := os.NewFile(3, "marker")
-	mark := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(marker, format+"\n", args...)
-	}
+	mark := tooltest.Marker()
 	release := make(chan struct{})
 	var once sync.Once
 	m, err := cluster.Start(&cluster.Options{
@@ -123,13 +117,7 @@ func runClientChild(t *testing.T, address string) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	marker := os.NewFile(3, "marker")
-	mark := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(marker, format+"\n", args...)
-	}
+	mark := tooltest.Marker()
 	mark("ready %s", c.System().ID)
 	var runs sync.WaitGroup
 	sc := bufio.NewScanner(os.Stdin)
@@ -267,22 +255,10 @@ func TestMember_SessionRefusesAnotherSessionsRequest(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
 	side := newSideFile(t)
-	port := freePorts(t, 1)[0]
-	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
-		Store:    store,
-		Session:  sessionFunc(t, 1, side, nil),
+	m := startLoneMember(t, &cluster.Options{
+		Store:   store,
+		Session: sessionFunc(t, 1, side, nil),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := m.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A session first: the member then knows it is in the cluster.

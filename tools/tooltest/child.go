@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,6 +23,20 @@ type Child struct {
 	output bytes.Buffer // the child's stdout and stderr, shown on failure
 	marks  *bufio.Reader
 	stdin  io.WriteCloser
+}
+
+// Marker returns, in a child started by [StartChild], the function that
+// sends its parent a mark: one line, formatted as by fmt.Sprintf, that
+// the parent reads with [Child.Mark]. Calls from several goroutines are
+// written whole, one after the other.
+func Marker() func(format string, args ...any) {
+	var mu sync.Mutex
+	marker := os.NewFile(3, "marker")
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(marker, format+"\n", args...)
+	}
 }
 
 // StartChild runs the test matching run (e.g. "^TestKillChild$") in a

@@ -491,15 +491,7 @@ func TestDurableRouter_StoreFailureIsSupervised(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store, breakIt := tc.store(t)
 			t.Cleanup(func() { store.Close() })
-			failures := make(chan error, 64)
-			rt := runtimeWith(t, &actors.RuntimeOptions{OnSupervision: func(e supervisor.Event) {
-				failures <- e.Reason
-			}})
-			_, tool := newArgsTool(t)
-			conn, err := rt.Start(durableRouter(t, store, tool, 0))
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, conn, failures := startWatchedRouter(t, store)
 			if tc.name != "read-only bbolt" { // a read-only store fails from the first event
 				send(t, conn, messages.StreamingToolCall("sync", "call_sync", "record"))
 				waitState(t, conn, "sync", "started") // recovered and running
@@ -512,18 +504,7 @@ func TestDurableRouter_StoreFailureIsSupervised(t *testing.T) {
 			// the store closed, every restart fails to recover and the
 			// supervisor stops it within milliseconds.)
 			send(t, conn, messages.StreamingToolCall("s", "call_a", "record"))
-			got, err := conn.RecvStream(testCtx(t), "s")
-			if err != nil {
-				t.Fatalf("stream s: %v after %q", err, lines(got))
-			}
-			if n := len(got); n < 2 || got[n-2].GetType() != messages.FrameType_ERROR ||
-				!strings.Contains(got[n-2].GetText(), "persist event") {
-				t.Errorf("stream s = %q, want it closed with the store's ERROR and END", lines(got))
-			}
-			var se *durability.StoreError
-			if reason := <-failures; !errors.As(reason, &se) {
-				t.Errorf("supervisor saw %v, want a *durability.StoreError", reason)
-			}
+			closedByStore(t, conn, "s", failures)
 		})
 	}
 }
@@ -535,30 +516,14 @@ func TestDurableRouter_StoreFailureIsSupervised(t *testing.T) {
 func TestDurableRouter_HeldChunksStoreFailure(t *testing.T) {
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
-	failures := make(chan error, 64)
-	rt := runtimeWith(t, &actors.RuntimeOptions{OnSupervision: func(e supervisor.Event) {
-		failures <- e.Reason
-	}})
-	rec, tool := newArgsTool(t)
-	conn, err := rt.Start(durableRouter(t, store, tool, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, conn, failures := startWatchedRouter(t, store)
 	args := `{"id":"h","text":"held"}`
 	send(t, conn, messages.StreamingToolCall("s", "call_h", "record"))
 	waitState(t, conn, "s", "started")
 	send(t, conn, messages.ToolArgChunk("s", "call_h", args[:7]), messages.ToolArgChunk("s", "call_h", args[7:]))
 	store.Close()
 	send(t, conn, messages.ToolComplete("s", "call_h"))
-	got, err := conn.RecvStream(testCtx(t), "s")
-	if err != nil {
-		t.Fatalf("stream s: %v after %q", err, lines(got))
-	}
-	if n := len(got); n < 2 || got[n-2].GetType() != messages.FrameType_ERROR ||
-		!strings.Contains(got[n-2].GetText(), "persist event") {
-		t.Errorf("stream s = %q, want it closed with the store's ERROR and END", lines(got))
-	}
-	for _, f := range got {
+	for _, f := range closedByStore(t, conn, "s", failures) {
 		if f.GetType() == messages.FrameType_TOOL_RESULT {
 			t.Errorf("a result for a call whose arguments were never persisted: %s", line(f))
 		}
@@ -566,10 +531,42 @@ func TestDurableRouter_HeldChunksStoreFailure(t *testing.T) {
 	if ran := rec.got("h"); len(ran) != 0 {
 		t.Errorf("the tool ran with %q on arguments the store never took", ran)
 	}
+}
+
+// startWatchedRouter starts a durable router on store with a recording
+// tool, in a runtime whose supervision events' reasons go to failures.
+func startWatchedRouter(t *testing.T, store durability.Store) (rec *argsTool, conn *actors.Conn, failures <-chan error) {
+	t.Helper()
+	reasons := make(chan error, 64)
+	rt := runtimeWith(t, &actors.RuntimeOptions{OnSupervision: func(e supervisor.Event) {
+		reasons <- e.Reason
+	}})
+	rec, tool := newArgsTool(t)
+	conn, err := rt.Start(durableRouter(t, store, tool, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, conn, reasons
+}
+
+// closedByStore reads stream until its END and checks that the router
+// closed it with the store's ERROR and END and that the supervisor saw a
+// *durability.StoreError; it returns the stream's frames.
+func closedByStore(t *testing.T, conn *actors.Conn, stream string, failures <-chan error) []*messages.Frame {
+	t.Helper()
+	got, err := conn.RecvStream(testCtx(t), stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v after %q", stream, err, lines(got))
+	}
+	if n := len(got); n < 2 || got[n-2].GetType() != messages.FrameType_ERROR ||
+		!strings.Contains(got[n-2].GetText(), "persist event") {
+		t.Errorf("stream %s = %q, want it closed with the store's ERROR and END", stream, lines(got))
+	}
 	var se *durability.StoreError
 	if reason := <-failures; !errors.As(reason, &se) {
 		t.Errorf("supervisor saw %v, want a *durability.StoreError", reason)
 	}
+	return got
 }
 
 func TestDurabilityOptions_Validated(t *testing.T) {

@@ -40,6 +40,10 @@ const (
 // the rounds of the kill test's sessions (the second is the round).
 const gateClass = 7070
 
+// progressChannel is the PostgreSQL notification channel on which each
+// of the kill test's calls says it has done its work and reached its gate.
+const progressChannel = "polyweave_kill_progress"
+
 // Timing of the kill test's cluster: members poll each other's health
 // every refresh; a session holds a request for hold, and a request left
 // unanswered (its member died) is sent again after hold + timeout.
@@ -91,8 +95,11 @@ func runMemberChild(t *testing.T, portText string) error {
 		if err != nil {
 			return
 		}
-		// Held until the implicit transaction ends: taken once the
-		// parent has released its exclusive lock, and let go at once.
+		// Tell the parent a call has done its work (it times its kills
+		// by these), then wait: held until the implicit transaction ends,
+		// the lock is taken once the parent has released its exclusive
+		// lock, and let go at once.
+		_, _ = pool.Exec(ctx, "SELECT pg_notify($1, $2)", progressChannel, call)
 		_, _ = pool.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1, $2)", gateClass, min(k, gates))
 	}
 	work := func(ctx context.Context, _ string) {
@@ -121,8 +128,7 @@ func runMemberChild(t *testing.T, portText string) error {
 	if err != nil {
 		return err
 	}
-	marker := os.NewFile(3, "marker")
-	fmt.Fprintln(marker, "ready", m.Address())
+	tooltest.Marker()("ready %s", m.Address())
 	io.Copy(io.Discard, os.Stdin) // until the parent is done with us
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -134,10 +140,10 @@ func runMemberChild(t *testing.T, portText string) error {
 // provider, the store on PostgreSQL) from a client process, and kills a
 // member with SIGKILL 20 times at random moments, starting a new one in
 // its place each time. Every session's tool calls append a line to one
-// file, shared by all processes, then wait at a gate (a PostgreSQL
-// advisory lock) that the test opens round by round, a random moment
-// before each kill: a kill finds calls that have appended their line but
-// whose result is not stored. At the end every session has completed
+// file, shared by all processes, then notify the test and wait at a gate
+// (a PostgreSQL advisory lock) that the test opens round by round; each
+// kill follows a random number of those notifications, so it finds calls
+// that have appended their line but whose result is not stored. At the end every session has completed
 // with its final answer; no call ran twice (each line is in the file at
 // most once); every call whose result was stored as a success appended
 // its line exactly once; the sessions of killed members were taken over
@@ -175,6 +181,14 @@ func TestCluster_KillMembers(t *testing.T) {
 		if _, err := gates.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", gateClass, k); err != nil {
 			t.Fatal(err)
 		}
+	}
+	progress, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer progress.Close(context.Background())
+	if _, err := progress.Exec(ctx, "LISTEN "+progressChannel); err != nil {
+		t.Fatal(err)
 	}
 	release := func(k int) {
 		t.Helper()
@@ -231,10 +245,16 @@ func TestCluster_KillMembers(t *testing.T) {
 
 	for k := 1; k <= kills; k++ {
 		release(k)
-		// Not a wait for anything: the kill lands at a random moment of the
-		// sessions' work, which runs in other processes (out of synctest's
-		// reach); what the test asserts does not depend on when.
-		time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+		// The kill lands at a random point of the sessions' work: once a
+		// random number of calls (up to half a round's) have done theirs
+		// since the last kill; the others are on their way between two
+		// gates. Every round after this one still has all its calls to
+		// make, so the count is always reached.
+		for range rand.IntN(sessions/2 + 1) {
+			if _, err := progress.WaitForNotification(ctx); err != nil {
+				t.Fatalf("waiting for the calls' progress before kill %d: %v", k, err)
+			}
+		}
 		victim := rand.IntN(members)
 		children[victim].Kill(t)
 		children[victim] = start(victim)

@@ -3,6 +3,7 @@ package durability_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"strings"
@@ -164,12 +165,23 @@ func TestSummer_CopySum(t *testing.T) {
 // costs with its check: the copy, allocated, and the checksum (compare
 // with BenchmarkCopy, the copy alone, and BenchmarkSummer).
 func BenchmarkSummer_CopySum(b *testing.B) {
-	data := make([]byte, 100)
-	s := durability.NewSummer(durability.RecordEvent, "router")
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for i := uint64(0); b.Loop(); i++ {
-		s.CopySum(i, make([]byte, len(data)), data)
+	for _, n := range []int{100, 2 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20} {
+		data := make([]byte, n)
+		dst := make([]byte, n)
+		s := durability.NewSummer(durability.RecordEvent, "router")
+		b.Run(fmt.Sprintf("CopySum/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for i := uint64(0); b.Loop(); i++ {
+				s.CopySum(i, dst, data)
+			}
+		})
+		b.Run(fmt.Sprintf("copy-then-sum/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for i := uint64(0); b.Loop(); i++ {
+				copy(dst, data)
+				s.Sum(i, dst)
+			}
+		})
 	}
 }
 

@@ -10,8 +10,9 @@
 // copies src into dst and returns the checksum, computed in the same pass
 // (32 bytes a step are copied with two 16-byte moves and hashed with four
 // CRC32 instructions reading the same, just loaded, cache line; then 8,
-// 4, 2 and 1 bytes a step). Anything else goes to copySumSlow, with the
-// same arguments.
+// 4, 2 and 1 bytes a step), for src shorter than bulkSize or of fusedFrom
+// bytes or more. Anything else goes to copySumSlow, with the same
+// arguments.
 TEXT ·copySum(SB), NOSPLIT, $0-68
 	CMPB ·haveSSE42(SB), $0
 	JEQ  slow
@@ -20,6 +21,11 @@ TEXT ·copySum(SB), NOSPLIT, $0-68
 	MOVQ src_len+48(FP), CX
 	CMPQ dst_len+24(FP), CX
 	JLT  slow
+	CMPQ CX, $const_bulkSize
+	JB   fused
+	CMPQ CX, $const_fusedFrom
+	JB   slow
+fused:
 	MOVQ BX, R8
 	SHRQ $8, R8
 	CMPQ R8, Summer_high(R11)

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestCopySum_WithoutSSE42 runs CopySum's path for a CPU without SSE4.2
+// TestCopySumChecksum_WithoutSSE42 runs CopySum's path for a CPU without SSE4.2
 // (copy, then crc32.Update) where the machine has it, and checks it
 // against Checksum and the fast path, for indexes in and out of the
 // Summer's 256. Checksum itself is checked against hash/crc32 with and
@@ -38,7 +38,7 @@ func TestCopySumChecksum_WithoutSSE42(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"", "a", "stream-001", "sixteen-byte-nam", strings.Repeat("n", 200)} {
-				for _, n := range []int{0, 7, 100, bulkSize - 1, bulkSize, 3000} {
+				for _, n := range []int{0, 7, 100, bulkSize - 1, bulkSize, 3000, fusedFrom - 1, fusedFrom, fusedFrom + 77} {
 					data := bytes.Repeat([]byte{byte(n)}, n)
 					key := []byte{byte(RecordSnapshot)}
 					key = binary.AppendUvarint(key, uint64(len(name)))

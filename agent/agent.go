@@ -349,16 +349,17 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			stream += "#" + strconv.Itoa(attempt)
 		}
 		ans, err := c.attempt(ctx, mux, stream, payload, attempt)
-		res := c.result(ans)
+		// Merge only on the way out: result changes ans, and a retry keeps
+		// ans's own rounds, not those already kept.
 		switch {
 		case err != nil:
-			return res, err
+			return c.result(ans), err
 		case ans.Answered:
-			return res, nil
+			return c.result(ans), nil
 		case !ans.Failed:
-			return res, ErrNoAnswer
+			return c.result(ans), ErrNoAnswer
 		case attempt >= a.opts.MaxAttempts:
-			return res, &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
 		}
 		// Keep what ran, and ask again.
 		c.keep(ans)
@@ -404,7 +405,8 @@ func ran(r models.Round) bool {
 	return true
 }
 
-// result merges the kept rounds of failed attempts with the last one.
+// result merges the kept rounds of failed attempts with the last one,
+// in last itself: call it once, when the conversation returns.
 func (c *conversation) result(last *models.Answer) *models.Answer {
 	if last == nil {
 		out := c.total

@@ -179,6 +179,84 @@ func TestRun_RestartMidAnswerResumed(t *testing.T) {
 	}
 }
 
+// TestRun_RestartsKeepRoundsOnce: over three attempts, the rounds kept
+// from each failed attempt are kept once: the answer holds each round
+// and each attempt's usage once, and the last attempt sends the model
+// each round once (a round sent twice would make the script answer
+// "Dup.").
+func TestRun_RestartsKeepRoundsOnce(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Run", true: "Stream"}[stream], func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			var calls, crashes atomic.Int64
+			m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"one"}`)}, Usage: &models.Usage{TotalTokens: 1}},
+				{ToolCalls: []scripted.ToolCall{call("c2", "echo", `{"text":"two"}`)}, Usage: &models.Usage{TotalTokens: 10}},
+				{Text: "Done.", Usage: &models.Usage{TotalTokens: 100}},
+				{Text: "Dup.", Usage: &models.Usage{TotalTokens: 1000}},
+			}}, nil)
+			a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(&calls)}, MaxAttempts: 5,
+				OnToolResult: func(tools.ToolResultEvent) {
+					if crashes.Add(1) <= 2 {
+						panic("injected: loop crash")
+					}
+				}})
+			var ans *models.Answer
+			var err error
+			var restarts []int // rounds kept at each restart
+			if stream {
+				for ev, evErr := range a.Stream(testCtx(t), "s1", ask) {
+					ans, err = ev.Answer, evErr
+					if ev.Kind == agent.EventRestart {
+						restarts = append(restarts, len(ev.Answer.Rounds))
+					}
+				}
+				if want := []int{1, 2}; err == nil && !slices.Equal(restarts, want) {
+					t.Errorf("rounds kept at the restarts %v, want %v", restarts, want)
+				}
+			} else {
+				ans, err = a.Run(testCtx(t), "s1", ask)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range ans.Rounds {
+				for _, c := range r.Calls {
+					ids = append(ids, c.ID)
+				}
+			}
+			if ans.Text != "Done." || !slices.Equal(ids, []string{"c1", "c2"}) || calls.Load() != 2 {
+				t.Errorf("answer %q with rounds of calls %v, tool ran %d times; want \"Done.\" with [c1 c2], 2 runs",
+					ans.Text, ids, calls.Load())
+			}
+			if ans.Usage.TotalTokens != 111 {
+				t.Errorf("usage %+v, want 111 total tokens (each attempt once)", ans.Usage)
+			}
+			reqs := m.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("the model got %d requests, want 3", len(reqs))
+			}
+			raw, _ := reqs[2].Request.Param(models.ParamMessages)
+			msgs, decErr := models.DecodeMessages(raw)
+			if decErr != nil {
+				t.Fatal(decErr)
+			}
+			var got []string
+			for _, msg := range msgs {
+				got = append(got, msg.Role+":"+msg.ToolCallID)
+				for _, c := range msg.ToolCalls {
+					got[len(got)-1] += c.ID
+				}
+			}
+			want := []string{"user:", "assistant:c1", "tool:c1", "assistant:c2", "tool:c2"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("the last attempt sent %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestRun_AttemptsExhausted: a model that always fails gives a
 // FailedError after MaxAttempts.
 func TestRun_AttemptsExhausted(t *testing.T) {

@@ -149,7 +149,7 @@ func (d *durableCore) stage(c *PendingCall, at int, chunk string) {
 	d.size += len(chunk)
 	n := len(c.Args)
 	if c.Args == nil { // room for the usual arguments at once, as appendChunk
-		c.Args = make([]byte, 0, max(len(chunk), 256))
+		c.Args = make([]byte, 0, max(len(chunk), pendingArgsRoom))
 	}
 	c.Args = append(c.Args[:n+at], chunk...)[:n]
 }

@@ -324,21 +324,15 @@ func (sl *sessionLog) decodeSnapshot(data []byte) (*messages.LoopSession, error)
 	return nil, err
 }
 
-// add queues e for the next write; text and chunks join the queued event
-// of the same kind (and call) right before them.
+// add queues e for the next write; text joins the queued text right
+// before it. (Argument chunks are joined before they become events, by
+// recordArgs: a LoopArgs reaches add only when it starts a new run.)
 func (sl *sessionLog) add(e proto.Message) {
 	var size int
 	switch m := e.(type) {
 	case *messages.LoopArgs:
 		size = len(m.GetChunk())
 		sl.dataBytes += size
-		if n := len(sl.buf); n > 0 {
-			if last, ok := sl.buf[n-1].(*messages.LoopArgs); ok && last.GetToolCallId() == m.GetToolCallId() {
-				last.Chunk = append(last.Chunk, m.GetChunk()...)
-				sl.bufBytes += size
-				return
-			}
-		}
 	case *messages.LoopText:
 		size = len(m.GetText())
 		sl.dataBytes += size

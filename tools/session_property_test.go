@@ -104,7 +104,7 @@ func TestSessionRecord_LiveEqualsReplay(t *testing.T) {
 			case k < 70:
 				e := randomSessionEvent(r, step)
 				queued = append(queued, e)
-				live.add(proto.Clone(e)) // add may join e into the event before it
+				live.add(proto.Clone(e)) // add may join text into the event before it
 			case k < 90:
 				live.flush()
 				for _, e := range queued {

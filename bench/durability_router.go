@@ -318,7 +318,7 @@ const routerSliceCalls = 64
 // routerMemVsOff is the in-memory-vs-off row's interleaved run: two
 // routers, each on a runtime of its own, [0] persisting to an in-memory
 // store and [1] with durability off, stream routerSliceCalls calls in
-// turn (the order swapped every pair), so that the machine's load
+// turn (each pair's order drawn at random, see runPairs), so that the machine's load
 // drifting during a round falls on both sides alike. Items are chunks.
 func routerMemVsOff(b *testing.B, until time.Duration) abTotals {
 	b.StopTimer()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -9,14 +10,16 @@ import (
 // BenchmarkInspectedInterleaved measures the inspector's cost in CPU time
 // rather than wall time: the conversation with the inspector mounted and
 // followed, and the same conversation without it, both started once and
-// played in alternating batches, the process's CPU time read around each
-// batch. On a machine shared with other work, CPU time per run compared
-// batch by batch moves less than wall time (still by a few percent from
-// one invocation to the next: compare several). It
-// reports the CPU time per run of each side (medians over the batches)
-// and the median of the batches' ratios ("cpu-ratio", goal ≤ 1.1; robust
-// to the machine's load drifting between batches). One op is a pair of
-// batches: its allocations are those of 2×200 runs.
+// played in batches taken in turn (each pair's order drawn at random, as
+// runPairs does: a fixed order lets work that recurs every few batches
+// fall on one side), the process's CPU time read around each batch. On a
+// machine shared with other work, CPU time per run compared batch by
+// batch moves less than wall time (still by a few percent from one
+// invocation to the next: compare several). It reports the CPU time per
+// run of each side (medians over the batches) and the median of the
+// batches' ratios ("cpu-ratio", goal ≤ 1.1; robust to the machine's load
+// drifting between batches). One op is a pair of batches: its
+// allocations are those of 2×200 runs.
 func BenchmarkInspectedInterleaved(b *testing.B) {
 	with, closeInspector, err := newInspectedConversation()
 	if err != nil {
@@ -45,9 +48,9 @@ func BenchmarkInspectedInterleaved(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var ratios, withs, withouts []float64
-	for i := range b.N {
+	for range b.N {
 		var w, wo time.Duration
-		if i%2 == 0 { // alternate which side goes first
+		if rand.IntN(2) == 0 { // which side goes first: at random, as runPairs
 			w, wo = batchCPU(with), batchCPU(without)
 		} else {
 			wo, w = batchCPU(without), batchCPU(with)

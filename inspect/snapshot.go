@@ -118,8 +118,9 @@ type Position struct {
 // ToolFigures are one tool's call count, failure kinds and latency
 // percentiles (from the end of the model response that made a call,
 // when the loop runs it, to its result; over the newest 512 calls
-// timed: every call, unless the tool is called more than 4 times a
-// millisecond, when 4 calls a millisecond are timed).
+// timed: every call, unless the tool is called more than 8 times in one
+// 50 ms tick of the inspector's clock, when the first 8 of each tick are
+// timed).
 type ToolFigures struct {
 	Name     string         `json:"name"`
 	Calls    int            `json:"calls"`

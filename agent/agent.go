@@ -103,8 +103,8 @@ type Options struct {
 	Approval *tools.ApprovalOptions
 	// Telemetry, when set, traces and measures the agent: its tool loop is
 	// tapped (telemetry.Telemetry.Agent: a span per run and per tool
-	// call), its breakers report their state (unless Breaker.OnChange is
-	// set) and Store's calls are measured. Tap the model adapter with
+	// call), its breakers report their state (as well as to
+	// Breaker.OnChange, when set) and Store's calls are measured. Tap the model adapter with
 	// Telemetry.Model to see its requests as spans of the runs.
 	Telemetry *telemetry.Telemetry
 }
@@ -161,7 +161,12 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
 	if t := opts.Telemetry; t != nil {
-		if opts.Breaker.OnChange == nil {
+		if own := opts.Breaker.OnChange; own != nil {
+			opts.Breaker.OnChange = func(tool string, state tools.BreakerState) {
+				t.BreakerChanged(tool, state)
+				own(tool, state)
+			}
+		} else {
 			opts.Breaker.OnChange = t.BreakerChanged
 		}
 		if opts.Store != nil {

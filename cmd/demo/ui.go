@@ -76,13 +76,7 @@ func (u *liveView) agent(model actors.Spec, opts *agent.Options) (actors.Spec, e
 	} else {
 		opts.OnToolResult = u.insp.OnToolResult
 	}
-	prev := opts.Breaker.OnChange
-	if prev == nil && opts.Telemetry != nil {
-		// What agent.New gives a traced agent without a hook of its own:
-		// the live view's hook must not silence it (-ui with -trace).
-		prev = opts.Telemetry.BreakerChanged
-	}
-	if prev != nil {
+	if prev := opts.Breaker.OnChange; prev != nil {
 		opts.Breaker.OnChange = func(tool string, state tools.BreakerState) { u.insp.OnBreakerChange(tool, state); prev(tool, state) }
 	} else {
 		opts.Breaker.OnChange = u.insp.OnBreakerChange

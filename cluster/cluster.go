@@ -362,6 +362,11 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 		return nil, fmt.Errorf("unexpected answer %T", resp)
 	}
 	if f.GetStreamId() != id {
+		// A stale activation that refused the request says why.
+		var st status
+		if json.Unmarshal(f.GetPayload(), &st) == nil && st.State == stateMoved && st.Error != "" {
+			return nil, fmt.Errorf("%w (%q): %s", errOtherSession, f.GetStreamId(), st.Error)
+		}
 		return nil, fmt.Errorf("%w (%q)", errOtherSession, f.GetStreamId())
 	}
 	var st status

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -73,5 +75,24 @@ func TestActivationOf(t *testing.T) {
 	}
 	if activationOf(nil, "a:1", ci) {
 		t.Error("activationOf(nil) = true")
+	}
+}
+
+// TestParseStatus_AnotherSessionsAnswer: an answer named for another
+// session is never taken as this one's; when it is a stale activation's
+// refusal, the error carries its reason.
+func TestParseStatus_AnotherSessionsAnswer(t *testing.T) {
+	refusal := statusFrame("t", status{State: stateMoved, Member: "m1",
+		Error: `a run request for session "u" reached session "t"`})
+	if _, err := parseStatus(refusal, nil, "u"); !errors.Is(err, errOtherSession) ||
+		!strings.Contains(err.Error(), `reached session "t"`) {
+		t.Errorf("refusal: %v, want errOtherSession with its reason", err)
+	}
+	done := statusFrame("t", status{State: stateDone, Text: "t's answer"})
+	if st, err := parseStatus(done, nil, "u"); !errors.Is(err, errOtherSession) || st != nil {
+		t.Errorf("another session's answer: %+v, %v, want errOtherSession", st, err)
+	}
+	if st, err := parseStatus(done, nil, "t"); err != nil || st.Text != "t's answer" {
+		t.Errorf("own answer: %+v, %v", st, err)
 	}
 }

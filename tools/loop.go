@@ -361,19 +361,16 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 		return
 	}
 	s.injected = true
-	if l.opts.SystemPrompt == "" && list != nil {
-		// The model gets the messages as they came: the frame is immutable.
-		s.messages = list
-		l.sendTools(c, s)
-		c.ToInner(f)
-		return
-	}
-	if l.opts.SystemPrompt != "" {
-		list = withSystem(list, l.opts.SystemPrompt)
+	out := f // the model gets the messages as they came: the frame is immutable
+	if l.opts.SystemPrompt != "" || list == nil {
+		if l.opts.SystemPrompt != "" {
+			list = withSystem(list, l.opts.SystemPrompt)
+		}
+		out = messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list))
 	}
 	s.messages = list
 	l.sendTools(c, s)
-	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
+	c.ToInner(out)
 }
 
 // bareEnd reports whether f is an END frame with nothing but its stream

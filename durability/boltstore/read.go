@@ -30,7 +30,7 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 		more := false
 		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
 			var err error
-			page, more, err = s.readPage(tx, &check, name, pending, from, to)
+			page, more, err = s.readPage(tx, &check, pending, from, to)
 			return err
 		})
 		if err != nil {
@@ -52,11 +52,12 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	}
 }
 
-// readPage returns up to a page of name's events in [from, to), from its
-// bucket with its overlay (pending, may be nil) on top, copied and checked
-// with check, name's events checker; more says whether events may follow
-// the page.
-func (s *Store) readPage(tx *bolt.Tx, check *checker, name string, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
+// readPage returns up to a page of the events of check's actor in
+// [from, to), from its bucket with its overlay (pending, may be nil) on
+// top, copied and checked with check, the actor's events checker; more
+// says whether events may follow the page.
+func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
+	name := check.name
 	var over *pendingLog
 	if pending != nil {
 		over = &pending.events

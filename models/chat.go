@@ -379,13 +379,8 @@ func stringLen(s string) int {
 	n := 2 + len(s)
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-				n++
-			case c < 0x20:
-				n += 5
-			}
+		if x := escapeExtra[c]; x != multiByte {
+			n += int(x)
 			i++
 			continue
 		}
@@ -397,6 +392,25 @@ func stringLen(s string) int {
 	}
 	return n
 }
+
+// escapeExtra is what appendString writes for a byte beyond the byte
+// itself: nothing for most of ASCII, 1 for a two-byte escape, 5 for
+// \u00XX; multiByte marks the bytes of longer UTF-8 sequences.
+var escapeExtra = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = multiByte
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			t[c] = 1
+		case c < 0x20:
+			t[c] = 5
+		}
+	}
+	return t
+}()
+
+const multiByte = 0xff
 
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else

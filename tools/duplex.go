@@ -205,6 +205,8 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 	switch r := v.(type) {
 	case nil:
 		return outcome{payload: json.RawMessage("{}")}
+	case encodedResult:
+		return outcome{payload: json.RawMessage(r)}
 	case json.RawMessage:
 		if !json.Valid(r) {
 			return outcome{err: errors.New("handler returned invalid JSON")}
@@ -217,6 +219,10 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 	}
 	return outcome{payload: payload}
 }
+
+// encodedResult is a result a typed tool encoded itself, exactly as
+// encodeResult would have (see flatEncoder).
+type encodedResult json.RawMessage
 
 // resultEncoder is a buffer with its encoder, reused by encodeResult.
 type resultEncoder struct {

@@ -44,18 +44,24 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 			def.OutputSchema, _ = json.Marshal(s) // a schema inferred from a type always encodes
 		}
 	}
-	flat := newFlatDecoder(reflect.TypeFor[In]())
+	flatIn, flatOut := newFlatDecoder(reflect.TypeFor[In]()), newFlatEncoder(reflect.TypeFor[Out]())
 	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if flat != nil && flat.decode(args, unsafe.Pointer(&in)) {
-			return fn(ctx, in)
+		if flatIn == nil || !flatIn.decode(args, unsafe.Pointer(&in)) {
+			var zero In
+			in = zero // what the flat decoder set before it declined
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("decode arguments: %w", err)
+			}
 		}
-		var zero In
-		in = zero // what the flat decoder set before it declined
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, fmt.Errorf("decode arguments: %w", err)
+		out, err := fn(ctx, in)
+		if err != nil || flatOut == nil {
+			return out, err
 		}
-		return fn(ctx, in)
+		if b, ok := flatOut.encode(unsafe.Pointer(&out)); ok {
+			return encodedResult(b), nil
+		}
+		return out, nil
 	}
 	return New(def)
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -343,4 +344,181 @@ func number(data []byte, i int) (n int, integer bool) {
 		}
 	}
 	return j - i, integer
+}
+
+// flatEncoder encodes the result of a typed tool whose output is a flat
+// struct (fields of kind string, bool or integer) without encoding/json,
+// when that gives the bytes encodeResult would: it declines a string
+// holding anything but printable ASCII other than quote and backslash
+// (what encoding/json escapes, replaces or may escape), and the caller
+// encodes with encoding/json.
+type flatEncoder struct {
+	fields []flatOut
+}
+
+type flatOut struct {
+	key    string // `"name":`, with the comma before it for all but the first
+	offset uintptr
+	kind   reflect.Kind
+	omit   bool // omitempty or omitzero: the zero value is left out
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// newFlatEncoder returns the encoder of t, or nil when t is not a flat
+// struct it can encode.
+func newFlatEncoder(t reflect.Type) *flatEncoder {
+	if t.Kind() != reflect.Struct || customMarshal(t) {
+		return nil
+	}
+	e := &flatEncoder{}
+	seen := map[string]bool{}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, hasTag := sf.Tag.Lookup("json")
+		if tag == "-" {
+			continue
+		}
+		if sf.Anonymous {
+			return nil
+		}
+		if !sf.IsExported() {
+			continue // encoding/json leaves it out
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		omit := false
+		for opt := range strings.SplitSeq(opts, ",") {
+			switch opt {
+			case "string":
+				return nil
+			case "omitempty", "omitzero":
+				omit = true
+			}
+		}
+		if !hasTag || name == "" {
+			name = sf.Name
+		}
+		if !plainName(name) || seen[name] {
+			return nil
+		}
+		seen[name] = true
+		switch k := sf.Type.Kind(); k {
+		case reflect.String, reflect.Bool,
+			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			if customMarshal(sf.Type) || sf.Type == jsonNumberType || hasIsZero(sf.Type) {
+				return nil
+			}
+			e.fields = append(e.fields, flatOut{key: `"` + name + `":`, offset: sf.Offset, kind: k, omit: omit})
+		default:
+			return nil
+		}
+	}
+	return e
+}
+
+// customMarshal reports whether encoding/json would encode t (or *t)
+// with a method of its own.
+func customMarshal(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return t.Implements(jsonMarshalerType) || p.Implements(jsonMarshalerType) ||
+		t.Implements(textMarshalerType) || p.Implements(textMarshalerType)
+}
+
+// hasIsZero reports whether t has an IsZero method, which omitzero asks.
+func hasIsZero(t reflect.Type) bool {
+	_, ok := t.MethodByName("IsZero")
+	_, pok := reflect.PointerTo(t).MethodByName("IsZero")
+	return ok || pok
+}
+
+// encode returns the encoding of the struct at src, in a new slice, or
+// false when it declined.
+func (e *flatEncoder) encode(src unsafe.Pointer) (json.RawMessage, bool) {
+	var scratch [256]byte
+	b := append(scratch[:0], '{')
+	first := true
+	for i := range e.fields {
+		f := &e.fields[i]
+		p := unsafe.Add(src, f.offset)
+		var n int64
+		var u uint64
+		var signed bool
+		switch f.kind {
+		case reflect.String:
+			s := *(*string)(p)
+			if f.omit && s == "" {
+				continue
+			}
+			if !plainASCII(s) {
+				return nil, false
+			}
+			b = appendKey(b, f.key, &first)
+			b = append(append(append(b, '"'), s...), '"')
+			continue
+		case reflect.Bool:
+			v := *(*bool)(p)
+			if f.omit && !v {
+				continue
+			}
+			b = appendKey(b, f.key, &first)
+			b = strconv.AppendBool(b, v)
+			continue
+		case reflect.Int:
+			n, signed = int64(*(*int)(p)), true
+		case reflect.Int8:
+			n, signed = int64(*(*int8)(p)), true
+		case reflect.Int16:
+			n, signed = int64(*(*int16)(p)), true
+		case reflect.Int32:
+			n, signed = int64(*(*int32)(p)), true
+		case reflect.Int64:
+			n, signed = *(*int64)(p), true
+		case reflect.Uint:
+			u = uint64(*(*uint)(p))
+		case reflect.Uint8:
+			u = uint64(*(*uint8)(p))
+		case reflect.Uint16:
+			u = uint64(*(*uint16)(p))
+		case reflect.Uint32:
+			u = uint64(*(*uint32)(p))
+		case reflect.Uintptr:
+			u = uint64(*(*uintptr)(p))
+		default:
+			u = *(*uint64)(p)
+		}
+		if f.omit && n == 0 && u == 0 {
+			continue
+		}
+		b = appendKey(b, f.key, &first)
+		if signed {
+			b = strconv.AppendInt(b, n, 10)
+		} else {
+			b = strconv.AppendUint(b, u, 10)
+		}
+	}
+	b = append(b, '}')
+	return json.RawMessage(bytes.Clone(b)), true
+}
+
+func appendKey(b []byte, key string, first *bool) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	return append(b, key...)
+}
+
+// plainASCII reports whether s is printable ASCII without quote and
+// backslash: what encodeResult writes as it is (it does not escape HTML).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // flatIn has a field of every kind the flat decoder reads.
@@ -175,5 +177,121 @@ func FuzzFlatDecoder(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
 		checkLikeEncodingJSON(t, doc)
+	})
+}
+
+// flatOutT has a field of every kind the flat encoder writes.
+type flatOutT struct {
+	S     string `json:"s"`
+	Empty string `json:"empty,omitempty"`
+	B     bool   `json:"b"`
+	NoB   bool   `json:"nob,omitzero"`
+	I     int    `json:"i"`
+	I8    int8
+	I64   int64  `json:"i64,omitempty"`
+	U16   uint16 `json:"u16"`
+	U64   uint64 `json:"u64,omitempty"`
+	Mode  mode   `json:"mode"`
+	Skip  string `json:"-"`
+	quiet int
+}
+
+// checkEncodesLikeEncodeResult fails when the flat encoder encodes v
+// other than encodeResult does; it reports whether it encoded v.
+func checkEncodesLikeEncodeResult(t testing.TB, v flatOutT) bool {
+	t.Helper()
+	e := newFlatEncoder(reflect.TypeFor[flatOutT]())
+	if e == nil {
+		t.Fatal("flatOutT is not encodable by the flat encoder")
+	}
+	got, ok := e.encode(unsafe.Pointer(&v))
+	if !ok {
+		return false
+	}
+	want, err := encodeResult(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%+v: flat encoder gives %s, encodeResult %s", v, got, want)
+	}
+	return true
+}
+
+func TestFlatEncoder_EncodesAsEncodeResult(t *testing.T) {
+	for _, v := range []flatOutT{
+		{},
+		{S: "ok", B: true, I: -3, I8: -128, U16: 65535, Mode: "m", Skip: "x", quiet: 1},
+		{Empty: "e", NoB: true, I64: 1 << 62, U64: 1<<64 - 1},
+		{S: "a <b> & 'c' ~ {}"},
+	} {
+		if !checkEncodesLikeEncodeResult(t, v) {
+			t.Errorf("flat encoder declines %+v", v)
+		}
+	}
+	for _, s := range []string{"a\"b", `a\b`, "a\nb", "é", "\u2028", "\x7f", "\xff"} {
+		if checkEncodesLikeEncodeResult(t, flatOutT{S: s}) {
+			t.Errorf("flat encoder encodes %q", s)
+		}
+	}
+}
+
+func TestFlatEncoder_TypesLeftToEncodingJSON(t *testing.T) {
+	type withFloat struct{ F float64 }
+	type withStringOpt struct {
+		N int `json:"n,string"`
+	}
+	type withSlice struct{ L []int }
+	type withRaw struct{ R json.RawMessage }
+	type withTime struct{ T zeroer }
+	for _, c := range []struct {
+		name string
+		t    reflect.Type
+	}{
+		{"float", reflect.TypeFor[withFloat]()},
+		{"string option", reflect.TypeFor[withStringOpt]()},
+		{"slice", reflect.TypeFor[withSlice]()},
+		{"custom marshaler", reflect.TypeFor[withRaw]()},
+		{"IsZero method", reflect.TypeFor[withTime]()},
+		{"not a struct", reflect.TypeFor[string]()},
+	} {
+		if newFlatEncoder(c.t) != nil {
+			t.Errorf("%s: encoded by the flat encoder", c.name)
+		}
+	}
+}
+
+type zeroer int
+
+func (zeroer) IsZero() bool { return true }
+
+// TestTyped_EncodedResult: a typed tool's flat result reaches the
+// TOOL_RESULT as encodeResult would write it, and a result the flat
+// encoder declines is encoded by encoding/json.
+func TestTyped_EncodedResult(t *testing.T) {
+	tool := MustNewTyped(Definition{Name: "t", Sync: true}, func(_ context.Context, in struct {
+		S string `json:"s"`
+	}) (flatOutT, error) {
+		return flatOutT{S: in.S, B: true}, nil
+	})
+	for _, s := range []string{"plain", "with \\\"quotes\\\" and é"} {
+		call := messages.ToolCall("s", "c", "t", json.RawMessage(`{"s":"`+s+`"}`))
+		res := tool.callInline(call)
+		var in struct{ S string }
+		if err := json.Unmarshal([]byte(`{"s":"`+s+`"}`), &in); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := encodeResult(flatOutT{S: in.S, B: true})
+		if KindOf(res) != "" || string(res.GetPayload()) != string(want) {
+			t.Errorf("%s: result %s, want %s", s, messages.Format(res), want)
+		}
+	}
+}
+
+func FuzzFlatEncoder(f *testing.F) {
+	f.Add("ok", true, int64(-1), uint64(2))
+	f.Add("", false, int64(0), uint64(0))
+	f.Fuzz(func(t *testing.T, s string, b bool, n int64, u uint64) {
+		checkEncodesLikeEncodeResult(t, flatOutT{S: s, Empty: s, B: b, NoB: b, I: int(n), I8: int8(n), I64: n, U16: uint16(u), U64: u, Mode: mode(s)})
 	})
 }

@@ -205,13 +205,16 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 	switch r := v.(type) {
 	case nil:
 		return outcome{payload: json.RawMessage("{}")}
-	case encodedResult:
-		return outcome{payload: json.RawMessage(r)}
 	case json.RawMessage:
 		if !json.Valid(r) {
 			return outcome{err: errors.New("handler returned invalid JSON")}
 		}
 		return outcome{payload: r}
+	}
+	if t.encode != nil {
+		if payload, ok := t.encode(v); ok {
+			return outcome{payload: payload}
+		}
 	}
 	payload, err := encodeResult(v)
 	if err != nil {
@@ -219,10 +222,6 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 	}
 	return outcome{payload: payload}
 }
-
-// encodedResult is a result a typed tool encoded itself, exactly as
-// encodeResult would have (see flatEncoder).
-type encodedResult json.RawMessage
 
 // resultEncoder is a buffer with its encoder, reused by encodeResult.
 type resultEncoder struct {

@@ -54,16 +54,20 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 				return nil, fmt.Errorf("decode arguments: %w", err)
 			}
 		}
-		out, err := fn(ctx, in)
-		if err != nil || flatOut == nil {
-			return out, err
-		}
-		if b, ok := flatOut.encode(unsafe.Pointer(&out)); ok {
-			return encodedResult(b), nil
-		}
-		return out, nil
+		return fn(ctx, in)
 	}
-	return New(def)
+	t, err := New(def)
+	if err != nil || flatOut == nil {
+		return t, err
+	}
+	t.encode = func(v any) (json.RawMessage, bool) {
+		out, ok := v.(Out)
+		if !ok {
+			return nil, false
+		}
+		return flatOut.encode(unsafe.Pointer(&out))
+	}
+	return t, nil
 }
 
 // MustNewTyped is [NewTyped] for definitions known to be valid; it panics

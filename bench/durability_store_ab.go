@@ -26,36 +26,28 @@ import (
 // baseline's figure is the off side of that same run.
 //
 // The checksum rows take a round's ratio as the interquartile mean of the
-// ratios of its blocks of pairs (see [pairRatio]) rather than as the ratio
-// of the sides' sums over the round: a pair hit by a neighbour's burst of
-// work counts as one of many instead of as its share of the sum. A block
-// is one pair, or for the persist run without fsync the 4 pairs in which
-// each store takes the writes of one checkpoint (the block's ratio is
-// then of the sums over its pairs): a store checkpoints every 8192 writes
-// (DefaultCheckpointOps), every 4 slices of 2048, and whether a
-// checkpoint's commits fall at the end of one slice or at the start of
-// the next is a matter of a few commits, so that A/A runs had pairs with
-// ratios near 3 and 1/3; the blocks start 2 pairs after a checkpoint
-// ([pairRun].warmup), so each holds one of each store. Every slice of
+// ratios of its pairs (see [pairRatio]) rather than as the ratio of the
+// sides' sums over the round: a pair hit by a neighbour's burst of work
+// counts as one of many instead of by its share of the sum. Every slice of
 // these rows starts from a collected heap ([pairRun].gc), so that the
 // garbage collector, which runs when the heap has grown by so much, runs
 // at the same points of both sides' work instead of wherever the last
-// cycle left it (an A/A run spread ±8 % a round with it on whichever side
-// it fell, ±3 % with it off), and a run's first pairs, where a fresh
-// store makes its buckets and grows its file, are not counted. Figure 4's
-// A/A rows (the same side twice) show the spread of the method itself.
+// cycle left it (in A/A runs of the persist row without fsync, the
+// spread of the pairs' ratios halved), and a run's first pairs, where a
+// fresh store makes its buckets and grows its file, are not counted.
+// Figure 4's A/A rows (the same side twice) show the spread of the method
+// itself.
 
 // abTotals is what an interleaved run measured of each side: [0] with
 // checksums on, [1] with them off (or on, in an A/A run); and the ratios
-// of its blocks of pairs.
+// of its pairs.
 type abTotals struct {
 	items  [2]int           // operations completed (events, reads)
 	wall   [2]time.Duration // wall time spent in the side's slices
 	cpu    [2]time.Duration // the process's CPU time during them
 	allocs [2]uint64        // heap allocations during them
-	// wallRatios and cpuRatios are, for each block of pairs measured
-	// (see [pairRun].block), side 0's time per item in the block over
-	// side 1's, in wall and in CPU time.
+	// wallRatios and cpuRatios are, for each pair measured, side 0's time
+	// per item over side 1's, in wall and in CPU time.
 	wallRatios, cpuRatios []float64
 }
 
@@ -102,12 +94,6 @@ type pairRun struct {
 	// the first slices of a fresh store pay for its first pages, its
 	// first checkpoint's bookkeeping, the code's first use.
 	warmup int
-	// block is how many pairs make one block, the unit of the ratios the
-	// run returns (0 or 1: a pair): for a store, the pairs in which it
-	// takes as many writes as make one checkpoint, so that every block
-	// holds one checkpoint's work, wherever its commits fall between
-	// slices.
-	block int
 	// gc collects the heap before every slice (outside its measurement,
 	// the same for both sides): a slice then starts with no garbage of
 	// the other side's and no cycle under way, and its allocations bring
@@ -169,20 +155,6 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 		measure(0)
 		measure(1)
 	}
-	var block [2]slice // the block so far: its sides' sums
-	inBlock := 0
-	endBlock := func() {
-		if block[0].items > 0 && block[1].items > 0 {
-			per := func(a, b time.Duration) float64 {
-				return float64(a) / float64(block[0].items) / (float64(b) / float64(block[1].items))
-			}
-			t.wallRatios = append(t.wallRatios, per(block[0].wall, block[1].wall))
-			if block[0].cpu > 0 && block[1].cpu > 0 {
-				t.cpuRatios = append(t.cpuRatios, per(block[0].cpu, block[1].cpu))
-			}
-		}
-		block, inBlock = [2]slice{}, 0
-	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; ; i++ {
@@ -195,28 +167,27 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 			t.wall[side] += s.wall
 			t.cpu[side] += s.cpu
 			t.allocs[side] += s.allocs
-			block[side].items += s.items
-			block[side].wall += s.wall
-			block[side].cpu += s.cpu
 		}
-		if inBlock++; inBlock >= r.block {
-			endBlock()
+		if m[0].items > 0 && m[1].items > 0 {
+			per := func(a, b time.Duration) float64 {
+				return float64(a) / float64(m[0].items) / (float64(b) / float64(m[1].items))
+			}
+			t.wallRatios = append(t.wallRatios, per(m[0].wall, m[1].wall))
+			if m[0].cpu > 0 && m[1].cpu > 0 {
+				t.cpuRatios = append(t.cpuRatios, per(m[0].cpu, m[1].cpu))
+			}
 		}
 		if r.until > 0 && time.Since(start) >= r.until || r.until <= 0 && i+1 >= b.N {
-			// A block cut short counts only where no block is whole.
-			if len(t.wallRatios) == 0 {
-				endBlock()
-			}
 			return t
 		}
 	}
 }
 
-// pairRatio is a run's ratio from the ratios of its blocks of pairs:
-// their interquartile mean, the mean of the middle half (all of them
-// below 4 blocks). Like a median it leaves out the blocks a burst of
-// other work made extreme, and it averages the middle half, where a
-// median takes one block: its spread is about that of the mean.
+// pairRatio is a run's ratio from the ratios of its pairs: their
+// interquartile mean, the mean of the middle half (all of them below 4
+// pairs). Like a median it leaves out the pairs a burst of other work made
+// extreme, and it averages the middle half, where a median takes one
+// pair.
 func pairRatio(ratios []float64) float64 {
 	if len(ratios) == 0 {
 		return 0
@@ -238,8 +209,8 @@ func pairRatio(ratios []float64) float64 {
 // whose figures come from one interleaved run per round (see
 // [interleavedSides]), run as r says (r.until: how long; 0, b.N pairs),
 // with checksums on or off as checks says: the baseline's figure is side
-// 1's time per item, ours is that times the run's ratio from its blocks
-// of pairs ([pairRatio]).
+// 1's time per item, ours is that times the run's ratio from its pairs
+// ([pairRatio]).
 func checksumSides(names [2]string, checks [2]bool, perCPU bool, r pairRun, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
 	return pairedRun(names, "ChecksumsAB", perCPU, true,
 		func(b *testing.B, until time.Duration) abTotals {

@@ -32,7 +32,7 @@ func TestPairedSides(t *testing.T) {
 	}
 }
 
-// TestPairRatio checks that a run's ratio leaves out its extreme blocks
+// TestPairRatio checks that a run's ratio leaves out its extreme pairs
 // (the quarter at each end) and averages the rest, and takes the mean of
 // fewer than 4.
 func TestPairRatio(t *testing.T) {
@@ -52,9 +52,9 @@ func TestPairRatio(t *testing.T) {
 }
 
 // TestPairRun checks how a timed interleaved run counts: its warm-up
-// pairs run but are not counted, every counted block of pairs gives one
-// ratio of each kind, and with gc every slice, warm-up included, starts
-// with a collection.
+// pairs run but are not counted, every counted pair gives one wall ratio
+// (and one CPU ratio where its CPU time could be told apart), and with gc
+// every slice, warm-up included, starts with a collection.
 func TestPairRun(t *testing.T) {
 	var calls [2]int
 	slices := [2]func() (int, error){
@@ -67,7 +67,7 @@ func TestPairRun(t *testing.T) {
 	var tot abTotals
 	testing.Benchmark(func(b *testing.B) {
 		calls = [2]int{} // testing.Benchmark may call this more than once
-		tot = pairRun{until: time.Millisecond, warmup: 2, block: 3, gc: true}.run(b, slices)
+		tot = pairRun{until: time.Millisecond, warmup: 2, gc: true}.run(b, slices)
 	})
 	metrics.Read(forced)
 	if calls[0] != calls[1] {
@@ -77,8 +77,8 @@ func TestPairRun(t *testing.T) {
 	if pairs < 1 || tot.items != [2]int{3 * pairs, 5 * pairs} {
 		t.Fatalf("%d slices a side, 2 of them warm-up: items %v, want %d and %d", calls[0], tot.items, 3*pairs, 5*pairs)
 	}
-	if want := max(1, pairs/3); len(tot.wallRatios) != want || len(tot.cpuRatios) > want {
-		t.Errorf("%d pairs in blocks of 3 gave %d wall and %d CPU ratios, want %d", pairs, len(tot.wallRatios), len(tot.cpuRatios), want)
+	if len(tot.wallRatios) != pairs || len(tot.cpuRatios) > pairs {
+		t.Errorf("%d pairs gave %d wall and %d CPU ratios, want %d", pairs, len(tot.wallRatios), len(tot.cpuRatios), pairs)
 	}
 	if got := forced[0].Value.Uint64() - before; got < uint64(2*calls[0]) {
 		t.Errorf("%d slices, %d forced collections", 2*calls[0], got)

@@ -76,7 +76,7 @@ func BenchmarkChecksumsAB(b *testing.B) {
 		setup func(b *testing.B) (abSlice, func())
 	}{
 		{"persist/bolt/writers=64", persistAB(64, 8, nil)},
-		{"persist/bolt-nosync/writers=64", persistAB(64, 32, &boltstore.Options{NoSync: true})},
+		{"persist/bolt-nosync/writers=64", persistAB(64, noSyncBurst, &boltstore.Options{NoSync: true})},
 		{"read/bolt/10000-events", readAB},
 	} {
 		b.Run(c.name, func(b *testing.B) {

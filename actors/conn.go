@@ -105,7 +105,10 @@ func (c *Conn) Recv(ctx context.Context) (*messages.Frame, error) {
 // Recv calls. It returns what it read so far with an error when the duplex
 // stops or ctx ends first.
 func (c *Conn) RecvStream(ctx context.Context, streamID string) ([]*messages.Frame, error) {
-	var got, others []*messages.Frame
+	// Room for a short stream at once: growing from nil would allocate
+	// four or five times for a dozen frames.
+	got := make([]*messages.Frame, 0, recvStreamRoom)
+	var others []*messages.Frame
 	defer func() { c.port.unread(others) }()
 	for {
 		f, err := c.port.recv(ctx)
@@ -122,6 +125,10 @@ func (c *Conn) RecvStream(ctx context.Context, streamID string) ([]*messages.Fra
 		}
 	}
 }
+
+// recvStreamRoom is the room RecvStream makes for a stream's frames
+// before it has read any: a tool conversation's run is about a dozen.
+const recvStreamRoom = 16
 
 // Close stops the duplex and its subtree and waits until it is gone or ctx
 // ends. Frames it emitted before stopping can still be read with Recv.

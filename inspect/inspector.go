@@ -100,6 +100,7 @@ type Inspector struct {
 	sessionOrder ring[*session]
 	storeOrder   ring[string]
 	tools        map[string]*toolStats
+	toolList     []*toolStats // the same, by index (pendingCall.tool)
 	stalls       map[string]*stall
 	stores       map[string]storePosition
 	restarts     int
@@ -391,12 +392,12 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 			s = in.sessions[sessionKey(ev.StreamID)]
 		}
 		if s != nil {
-			in.results.remember(ev.StreamID, s)
+			in.results.remember(s)
 		}
 	}
 	if s != nil {
 		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok {
-			st = p.stats
+			st = in.toolList[p.tool]
 			if p.dispatched > 0 {
 				latency = monoNow() - p.dispatched // precise: a latency
 			}
@@ -440,8 +441,9 @@ func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 func (in *Inspector) toolStats(name string) *toolStats {
 	st := in.tools[name]
 	if st == nil {
-		st = &toolStats{name: name, kinds: map[string]int{}}
+		st = &toolStats{name: name, index: int32(len(in.toolList)), kinds: map[string]int{}}
 		in.tools[name] = st
+		in.toolList = append(in.toolList, st)
 	}
 	return st
 }
@@ -449,6 +451,7 @@ func (in *Inspector) toolStats(name string) *toolStats {
 // toolStats are the figures of one tool.
 type toolStats struct {
 	name            string // the tool's name
+	index           int32  // in in.toolList
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int
@@ -551,11 +554,12 @@ func (r *ring[T]) push(x T) {
 	r.n++
 }
 
-// pop removes and returns the first; the ring must not be empty.
+// pop removes and returns the first; the ring must not be empty. Its
+// slot keeps x until a push reuses it (no pointer written: a write
+// barrier while the garbage collector marks), so the ring holds what it
+// held at its longest.
 func (r *ring[T]) pop() T {
 	x := r.items[r.head]
-	var zero T
-	r.items[r.head] = zero
 	if r.head++; r.head == len(r.items) {
 		r.head = 0
 	}

@@ -28,7 +28,9 @@ func (in *Inspector) Model(spec actors.Spec) actors.Spec {
 	in.mu.Unlock()
 	newLogic := spec.New
 	spec.New = func() actors.Logic {
-		return &modelLogic{inner: newLogic(), obs: &modelObserver{in: in}}
+		l := &modelLogic{inner: newLogic(), obs: &modelObserver{in: in}}
+		l.ctx.obs = l.obs
+		return l
 	}
 	return spec
 }
@@ -39,11 +41,13 @@ type cutStream struct{ stream string }
 // modelObserver is the inspector's side of one incarnation of a
 // decorated adapter. Its fields are the actor's: no lock.
 type modelObserver struct {
-	in     *Inspector
-	self   actors.Ref
-	cut    map[string]bool // streams cut, until the adapter's own END
-	last   sessionCache    // the session of the last frame seen (under in.mu)
-	staged stagedMessages
+	in   *Inspector
+	self actors.Ref
+	cut  map[string]bool // streams cut, until the adapter's own END
+	last sessionCache    // the session of the last frame seen (under in.mu)
+	// staged is the "messages" PARAM of a request whose END has not come
+	// yet, or nil.
+	staged *messages.Frame
 	turn   []observed   // this turn's frames, not shown yet
 	tools  []*toolStats // the tools its calls named (under in.mu)
 }
@@ -56,7 +60,7 @@ type modelLogic struct {
 
 // context is the Context inner gets in this turn (no allocation).
 func (m *modelLogic) context(c actors.Context) *modelContext {
-	m.ctx.Context, m.ctx.obs = c, m.obs
+	m.ctx.Context = c
 	return &m.ctx
 }
 
@@ -134,7 +138,7 @@ func (o *modelObserver) stop(err error) {
 			s.lastError = "the model adapter stopped: " + err.Error()
 		}
 	}
-	o.staged = stagedMessages{}
+	o.staged = nil
 	in.mu.Unlock()
 	in.changed()
 }
@@ -165,20 +169,19 @@ func (o *modelObserver) session(stream string) *session {
 		return s
 	}
 	s := o.in.session(stream)
-	o.last.remember(stream, s)
+	o.last.remember(s)
 	return s
 }
 
 // sessionCache remembers the session of the last stream looked up: the
 // frames of a response, and the results of its calls, come in a row.
-// It is used under in.mu.
-type sessionCache struct {
-	s           *session
-	stream, key string // the stream looked up and its session key
-}
+// It is used under in.mu. It holds one pointer, written only when the
+// session changes: every pointer the hot path writes costs a write
+// barrier while the garbage collector marks.
+type sessionCache struct{ s *session }
 
 // find returns the session of stream if it is the one remembered and
-// still kept, or nil. The same stream again needs no sessionKey.
+// still kept, or nil.
 func (c *sessionCache) find(stream string) *session {
 	// A session has its id while in in.sessions; forgotten, it has none
 	// (and reused for another session, another id).
@@ -186,19 +189,17 @@ func (c *sessionCache) find(stream string) *session {
 	if s == nil || s.id == "" {
 		return nil
 	}
-	if stream == c.stream && s.id == c.key {
-		return s
-	}
-	if key := sessionKey(stream); s.id == key {
-		c.stream, c.key = stream, key
+	if s.id == stream || s.id == sessionKey(stream) {
 		return s
 	}
 	return nil
 }
 
-// remember makes s, the session of stream, the one find returns.
-func (c *sessionCache) remember(stream string, s *session) {
-	c.s, c.stream, c.key = s, stream, s.id
+// remember makes s the session find returns.
+func (c *sessionCache) remember(s *session) {
+	if c.s != s {
+		c.s = s
+	}
 }
 
 // session returns the session of stream, making it; in.mu must be held.
@@ -215,7 +216,7 @@ func (in *Inspector) session(stream string) *session {
 		in.sessions[key] = s
 		in.sessionOrder.push(s)
 		in.forget(s)
-		in.newest.remember(stream, s)
+		in.newest.remember(s)
 	}
 	return s
 }
@@ -229,10 +230,10 @@ func (o *modelObserver) request(f *messages.Frame) {
 		}
 		// Kept until the request's END: another stream's request in
 		// between shows it at once.
-		if stream := f.GetStreamId(); o.staged.stream != "" && o.staged.stream != stream {
+		if o.staged != nil && o.staged.GetStreamId() != f.GetStreamId() {
 			o.flushStaged()
 		}
-		o.staged = stagedMessages{stream: f.GetStreamId(), payload: f.GetPayload()}
+		o.staged = f
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		o.turn = append(o.turn, observed{f: f, request: true})
 	}
@@ -256,9 +257,9 @@ func (o *modelObserver) flush() {
 	in := o.in
 	now := in.clock.unixNano()
 	in.mu.Lock()
-	for _, ob := range o.turn {
+	for i, ob := range o.turn {
 		if ob.request {
-			o.applyRequest(ob.f, now)
+			o.applyRequest(ob.f, now, o.endsInTurn(i))
 		} else {
 			o.applyResponse(ob.f, now)
 		}
@@ -268,39 +269,58 @@ func (o *modelObserver) flush() {
 	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
 }
 
-// applyRequest shows a request's END, CANCEL or ABORT; in.mu must be held.
-func (o *modelObserver) applyRequest(f *messages.Frame, now int64) {
+// endsInTurn reports whether the stream of the request frame o.turn[i]
+// is answered to its END later in the same turn: an adapter that answers
+// at once (a scripted model, a cache) opens and closes it unseen, and
+// the stream's record is neither made nor dropped.
+func (o *modelObserver) endsInTurn(i int) bool {
+	f := o.turn[i].f
+	if f.GetType() != messages.FrameType_END {
+		return false
+	}
+	stream := f.GetStreamId()
+	for _, ob := range o.turn[i+1:] {
+		if ob.f.GetStreamId() == stream {
+			if ob.request { // a new request of the stream: it stays open
+				return false
+			}
+			if ob.f.GetType() == messages.FrameType_END {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// applyRequest shows a request's END, CANCEL or ABORT (with answered,
+// an END whose response ends in the same turn); in.mu must be held.
+func (o *modelObserver) applyRequest(f *messages.Frame, now int64, answered bool) {
 	stream := f.GetStreamId()
 	s := o.session(stream)
-	if o.staged.stream == stream {
-		s.request(o.staged.payload)
-		o.staged = stagedMessages{}
+	if o.staged != nil && o.staged.GetStreamId() == stream {
+		s.request(o.staged.GetPayload())
+		o.staged = nil
 	}
 	switch f.GetType() {
 	case messages.FrameType_END:
 		s.requests++
 		s.updated = now
-		s.openStream(stream, o, now)
+		if !answered {
+			s.openStream(stream, o, now)
+		}
 	default:
 		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), stream)
 	}
-}
-
-// stagedMessages is the "messages" PARAM of a request whose END has not
-// come yet.
-type stagedMessages struct {
-	stream  string
-	payload json.RawMessage
 }
 
 // flushStaged shows the staged messages now.
 func (o *modelObserver) flushStaged() {
 	in := o.in
 	in.mu.Lock()
-	o.session(o.staged.stream).request(o.staged.payload)
+	o.session(o.staged.GetStreamId()).request(o.staged.GetPayload())
 	in.version.Add(1)
 	in.mu.Unlock()
-	o.staged = stagedMessages{}
+	o.staged = nil
 }
 
 // request starts a new request of s with its messages.
@@ -341,18 +361,20 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now int64) {
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
-			if p := s.call(f.GetToolCallId()); p != nil && len(p.args) < in.opts.Clip*2 {
-				p.args = append(p.args, f.GetText()...)
+			if p := s.call(f.GetToolCallId()); p != nil && len(p.chunks) < in.opts.Clip*2 {
+				if !p.chunked {
+					p.chunks, p.chunked = append(p.chunks[:0], p.call.GetPayload()...), true
+				}
+				p.chunks = append(p.chunks, f.GetText()...)
 			}
 		} else if len(s.text) < maxText {
 			s.text = append(s.text, f.GetText()...)
 		}
 	case messages.FrameType_TOOL_CALL:
 		if p := s.call(f.GetToolCallId()); p != nil {
-			p.args = slices.Clip(f.GetPayload()) // complete now; clipped: appending never writes into the frame
+			p.call, p.chunked = f, false // complete now
 		} else {
-			s.calls = append(s.calls, pendingCall{id: f.GetToolCallId(), stats: o.toolStats(f.GetName()), stream: stream,
-				args: slices.Clip(f.GetPayload()), since: now})
+			s.calls = append(s.calls, pendingCall{call: f, tool: o.toolStats(f.GetName()).index, since: now})
 		}
 	case messages.FrameType_ERROR:
 		s.lastError = f.GetText()
@@ -371,7 +393,7 @@ func (o *modelObserver) applyResponse(f *messages.Frame, now int64) {
 				continue
 			}
 			p.running = true // the loop runs the response's calls at its END
-			if p.stats.timeCall(now) {
+			if in.toolList[p.tool].timeCall(now) {
 				if timed == 0 {
 					timed = monoNow()
 				}
@@ -431,13 +453,29 @@ type openStream struct {
 	since int64 // unix nanoseconds, coarse
 }
 
+// pendingCall is a call without a result yet. It keeps the model's
+// TOOL_CALL frame (its id, stream, name and arguments) rather than copies
+// of its strings: one pointer to write, not four.
 type pendingCall struct {
-	id, stream string
-	stats      *toolStats    // the figures of its tool (its name is the call's)
-	args       []byte        // kept as the frame has them; clipped when shown
+	call *messages.Frame
+	// chunks are the arguments streamed so far (chunked) of a call whose
+	// TOOL_CALL came without them complete; kept up to twice Options.Clip.
+	chunks     []byte
+	chunked    bool
+	tool       int32         // the figures of its tool: in.toolList[tool]
 	since      int64         // when the model made it, unix nanoseconds (coarse)
 	dispatched time.Duration // when, on monoNow, if its latency is measured; 0 otherwise
 	running    bool          // its response ended: the loop runs it
+}
+
+func (p *pendingCall) id() string { return p.call.GetToolCallId() }
+
+// args are the call's arguments as the model gave them (so far).
+func (p *pendingCall) args() []byte {
+	if p.chunked {
+		return p.chunks
+	}
+	return p.call.GetPayload()
 }
 
 // stream returns the open stream id, or nil.
@@ -462,7 +500,9 @@ func (s *session) closeStream(id string) {
 	for i := range s.streams {
 		if s.streams[i].id == id { // the order does not matter: the page sorts them
 			last := len(s.streams) - 1
-			s.streams[i] = s.streams[last]
+			if i != last {
+				s.streams[i] = s.streams[last]
+			}
 			s.streams[last] = openStream{}
 			s.streams = s.streams[:last]
 			return
@@ -470,39 +510,59 @@ func (s *session) closeStream(id string) {
 	}
 }
 
-// reset empties s for reuse by another session, keeping its buffers.
+// reset empties s for reuse by another session, keeping its buffers and
+// writing only the fields that hold something (each pointer written is
+// a write barrier while the garbage collector marks).
 func (s *session) reset() {
-	s.clearCalls()
-	clear(s.streams)
-	s.streams = s.streams[:0]
-	clear(s.approvals)
-	streams, calls, text, approvals := s.streams, s.calls, s.text[:0], s.approvals[:0]
-	*s = session{streams: streams, calls: calls, text: text, approvals: approvals}
+	clear(s.calls[:cap(s.calls)]) // the frames removeCall left past the length too
+	s.calls = s.calls[:0]
+	if len(s.streams) > 0 {
+		clear(s.streams)
+		s.streams = s.streams[:0]
+	}
+	if len(s.approvals) > 0 {
+		clear(s.approvals)
+		s.approvals = s.approvals[:0]
+	}
+	s.id = ""
+	if s.messages != nil {
+		s.messages = nil
+	}
+	if s.lastError != "" {
+		s.lastError = ""
+	}
+	s.text = s.text[:0]
+	s.updated, s.answered, s.requests, s.errors = 0, false, 0, 0
 }
 
-// clearCalls forgets the pending calls, keeping the slice (and letting
-// go of the frames' payloads it held: past len, removeCall left none).
+// clearCalls forgets the pending calls, keeping the slice.
 func (s *session) clearCalls() {
-	clear(s.calls)
-	s.calls = s.calls[:0]
+	if len(s.calls) > 0 {
+		clear(s.calls)
+		s.calls = s.calls[:0]
+	}
 }
 
 // call returns the pending call id, valid until calls changes.
 func (s *session) call(id string) *pendingCall {
 	for i := range s.calls {
-		if s.calls[i].id == id {
+		if s.calls[i].id() == id {
 			return &s.calls[i]
 		}
 	}
 	return nil
 }
 
+// removeCall removes the pending call id. The slot past the new length
+// keeps its frame until the slot is reused by a later call or the
+// session is forgotten: what a session holds so is bounded by the most
+// calls it had pending at once, and removing the last call, the common
+// case, writes no pointer.
 func (s *session) removeCall(id string) (pendingCall, bool) {
 	for i := range s.calls {
-		if s.calls[i].id == id {
+		if s.calls[i].id() == id {
 			p, last := s.calls[i], len(s.calls)-1
 			copy(s.calls[i:], s.calls[i+1:])
-			s.calls[last] = pendingCall{} // nothing kept past len
 			s.calls = s.calls[:last]
 			return p, true
 		}

@@ -329,10 +329,11 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 		d.Response = clip(string(s.text), in.opts.Clip*8)
 	}
 	d.Approvals = in.waiting(s, now)
-	for _, p := range s.calls {
+	for i := range s.calls {
+		p := &s.calls[i]
 		age := now.Sub(time.Unix(0, p.since))
-		d.Pending = append(d.Pending, PendingCall{ID: p.id, Name: p.stats.name, Stream: p.stream, Args: clip(string(p.args), in.opts.Clip),
-			AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: p.running})
+		d.Pending = append(d.Pending, PendingCall{ID: p.id(), Name: in.toolList[p.tool].name, Stream: p.call.GetStreamId(),
+			Args: clip(string(p.args()), in.opts.Clip), AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: p.running})
 	}
 	for _, st := range s.streams {
 		d.Streams = append(d.Streams, OpenStream{ID: st.id, Model: st.model.self.String(), Age: shortDuration(now.Sub(time.Unix(0, st.since)))})

@@ -15,10 +15,12 @@ func BenchmarkConversation(b *testing.B) {
 }
 
 // BenchmarkAgent plays the same conversation through agent.Run: one agent
-// (runs one after the other), and 1000 agents answering at once (runs/s
+// (runs one after the other), against the raw loop played by hand as a
+// host would (the baseline of the agent.Run row), and 1000 agents answering at once (runs/s
 // over all agents), the bodies of figure 7's agent rows.
 func BenchmarkAgent(b *testing.B) {
 	b.Run("one", func(b *testing.B) { benchAgentConversation(b, true) })
+	b.Run("raw-loop-by-hand", benchLoopByHand)
 	b.Run("fleet-1000", func(b *testing.B) { benchAgentFleet(b, 1000) })
 }
 

@@ -295,6 +295,14 @@ func noSyncBolt(path string) (durability.Store, error) {
 	return boltstore.Open(path, &boltstore.Options{NoSync: true})
 }
 
+// noSyncBurst is how many events each writer persists in a slice of the
+// checksum rows without fsync: 128, 8192 with 64 writers, as many as a
+// store takes between checkpoints (DefaultCheckpointOps), so that every
+// slice holds about one checkpoint's work (with 32, one slice in four
+// held it, about 4 times a plain slice's CPU, and a few commits decided
+// whether it fell at the end of a slice or at the start of the next).
+const noSyncBurst = 128
+
 // storeRows are figure 4's store-level rows: what checksums cost (the same
 // code with them off, in the same run), batched persists, compaction and
 // how long a checkpoint makes writers wait.
@@ -307,27 +315,49 @@ func storeRows(c *config) []Row {
 	// (their two sides share the time, and fsync times vary commit to
 	// commit): a round is one run of 6 or 3 times -benchtime.
 	long, longer := c.abTime(3), c.abTime(6)
-	fsyncOn, fsyncOff := checksumSides(false, longer, persistAB(writers, 8, nil))
-	noSyncOn, noSyncOff := checksumSides(true, long, persistAB(writers, 32, &boltstore.Options{NoSync: true}))
-	readOn, readOff := checksumSides(false, long, readAB)
-	readCPUOn, readCPUOff := checksumSides(true, long, readAB)
+	onOff, onOn := [2]string{"checksums on", "checksums off"}, [2]string{"checksums on", "checksums on, again"}
+	// Each slice starts from a collected heap; a run's first pairs (a
+	// fresh store: its buckets made, its file grown) are not counted.
+	// Without fsync a slice is 128 events per writer, 8192 in all: a
+	// store checkpoints every DefaultCheckpointOps (8192) writes, so each
+	// slice holds one checkpoint's work, as the writes' cost does.
+	fsync := pairRun{until: longer, warmup: 4, gc: true}
+	noSync := pairRun{until: long, warmup: 2, gc: true}
+	reads := pairRun{until: long, warmup: 2, gc: true}
+	noSyncAB := persistAB(writers, noSyncBurst, &boltstore.Options{NoSync: true})
+	fsyncOn, fsyncOff := checksumSides(onOff, checksumsAB, false, fsync, persistAB(writers, 8, nil))
+	noSyncOn, noSyncOff := checksumSides(onOff, checksumsAB, true, noSync, noSyncAB)
+	noSyncAA, noSyncAA2 := checksumSides(onOn, checksumsAA, true, noSync, noSyncAB)
+	readOn, readOff := checksumSides(onOff, checksumsAB, false, reads, readAB)
+	readCPUOn, readCPUOff := checksumSides(onOff, checksumsAB, true, reads, readAB)
+	readAA, readAA2 := checksumSides(onOn, checksumsAA, false, reads, readAB)
+	// How the rows below take a round's ratio (see durability_store_ab.go).
+	const byPairs = "; a round's ratio is the interquartile mean of its pairs' ratios (each slice starts from a collected heap, the first pairs are not counted), the baseline's figure its side's time summed over its slices, ours that times the ratio"
 	return c.rows([]pair{
 		{figure: "4", name: fmt.Sprintf("store: persist, bbolt, %d writers, checksums on vs off", writers),
 			ours: fsyncOn, base: fsyncOff,
 			kind: throughput, unit: "events", goal: ratioAtLeast(0.97),
-			note: "one run per round, the sides interleaved: two stores (one with checksums, one without) written in turn, in pairs of turns whose order is drawn at random, 8 events per writer at a turn, the wall time of each side summed over its turns, so that the disk's speed drifting during the run falls on both"},
+			note: "one run per round, the sides interleaved: two stores (one with checksums, one without) written in turn, in pairs of turns whose order is drawn at random, 8 events per writer at a turn, wall time, so that the disk's speed drifting during the run falls on both" + byPairs},
 		{figure: "4", name: fmt.Sprintf("store: persist, bbolt without fsync, %d writers, checksums on vs off, per CPU second", writers),
 			ours: noSyncOn, base: noSyncOff,
 			kind: throughput, unit: "events per CPU", goal: ratioAtLeast(0.97),
-			note: "events per second of the process's CPU time, fsync left out: the work checksums add to a write (the writers' record checksums, the committer's log value checksum); measured as the row above, 32 events per writer at a turn, the process's CPU time of each side summed over its turns"},
+			note: "events per second of the process's CPU time, fsync left out: the work checksums add to a write (the writers' record checksums, the committer's log value checksum); measured as the row above, 128 events per writer at a turn (8192 writes, those of one checkpoint), the process's CPU time of each slice" + byPairs},
+		{figure: "4", name: fmt.Sprintf("store: persist, bbolt without fsync, %d writers, checksums on vs on (A/A), per CPU second", writers),
+			ours: noSyncAA, base: noSyncAA2,
+			kind: throughput, unit: "events per CPU", goal: info,
+			note: "the row above with checksums on both sides: what it measures of two sides that do the same work, the spread of the method itself (1.00× is exact)"},
 		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs off",
 			ours: readOn, base: readOff,
 			kind: duration, unit: "read", goal: ratioAtMost(1.03),
-			note: "one run per round, the sides interleaved read by read: a file written with checksums, opened again, read whole with the checks and without them in turn, in pairs of reads whose order is drawn at random (the same bytes, the same pages, the same copies), the wall time of each side summed over its reads"},
+			note: "one run per round, the sides interleaved read by read: a file written with checksums, opened again, read whole with the checks and without them in turn, in pairs of reads whose order is drawn at random (the same bytes, the same pages, the same copies), wall time" + byPairs},
 		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs off, per CPU second",
 			ours: readCPUOn, base: readCPUOff,
 			kind: throughput, unit: "reads per CPU", goal: info,
 			note: "reads per second of the process's CPU time (the GC's included), measured as the row above: the read row's cost, whatever share of a busy machine the process gets"},
+		{figure: "4", name: "store: read 10 000 events, bbolt, checksums on vs on (A/A)",
+			ours: readAA, base: readAA2,
+			kind: duration, unit: "read", goal: info,
+			note: "the read row with the checks on both sides: the spread of the method itself (1.00× is exact)"},
 		{figure: "4", name: fmt.Sprintf("store: persist batches of 8, bbolt, %d writers", writers),
 			ours: metricSide("PersistEvents", "events/s", func(b *testing.B) { benchPersistBatch(b, writers, 8) }),
 			base: metricSide("PersistEvent", "events/s", func(b *testing.B) { benchPersist(b, writers, openBolt(nil)) }),

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,91 +20,206 @@ import (
 
 // Checksums on against off, measured in one run: the two sides alternate
 // at fine grain (a slice of work each, in pairs, which side of a pair goes
-// first drawn at random) and the time of each side is summed over its
-// slices, so that a change in the machine's load or the disk's speed
-// during a round falls on both sides alike instead of on whichever side
-// ran then. Each row measures one such run per round; its baseline's
-// figure is the off side of that same run.
+// first drawn at random), so that a change in the machine's load or the
+// disk's speed during a round falls on both sides alike instead of on
+// whichever side ran then. Each row measures one such run per round; its
+// baseline's figure is the off side of that same run.
+//
+// The checksum rows take a round's ratio as the interquartile mean of the
+// ratios of its pairs (see [pairRatio]) rather than as the ratio of the
+// sides' sums over the round: a pair hit by a neighbour's burst of work
+// counts as one of many instead of by its share of the sum. Every slice of
+// these rows starts from a collected heap ([pairRun].gc), so that the
+// garbage collector, which runs when the heap has grown by so much, runs
+// at the same points of both sides' work instead of wherever the last
+// cycle left it (in A/A runs of the persist row without fsync, the
+// spread of the pairs' ratios halved), and a run's first pairs, where a
+// fresh store makes its buckets and grows its file, are not counted.
+// Figure 4's A/A rows (the same side twice) show the spread of the method
+// itself.
 
 // abTotals is what an interleaved run measured of each side: [0] with
-// checksums on, [1] with them off.
+// checksums on, [1] with them off (or on, in an A/A run); and the ratios
+// of its pairs.
 type abTotals struct {
 	items  [2]int           // operations completed (events, reads)
 	wall   [2]time.Duration // wall time spent in the side's slices
 	cpu    [2]time.Duration // the process's CPU time during them
 	allocs [2]uint64        // heap allocations during them
+	// wallRatios and cpuRatios are, for each pair measured, side 0's time
+	// per item over side 1's, in wall and in CPU time.
+	wallRatios, cpuRatios []float64
 }
 
-// abSlice runs one slice of work with checksums on or off (the switch is
-// already set) and returns how many operations it completed.
-type abSlice func(on bool) (int, error)
+// abSlice runs one slice of work of side 0 or 1 with checksums on or off
+// (the switch is already set) and returns how many operations it
+// completed.
+type abSlice func(side int, on bool) (int, error)
 
-// runAB runs pairs of slices, one with checksums on and one off, each
-// pair in random order, and returns the totals (see [runPairs]).
-func runAB(b *testing.B, slice abSlice, until time.Duration) abTotals {
+// checksumsAB is an A/B run: side 0 with checksums, side 1 without.
+var checksumsAB = [2]bool{true, false}
+
+// checksumsAA is an A/A run, both sides with checksums: the spread of its
+// ratios is the method's own.
+var checksumsAA = [2]bool{true, true}
+
+// runAB runs pairs of slices, one of each side with checksums on or off
+// as checks says, each pair in random order, and returns the totals (see
+// [pairRun.run]).
+func runAB(b *testing.B, slice abSlice, checks [2]bool, r pairRun) abTotals {
 	b.Helper()
 	defer benchhook.ChecksumsOff.Store(false)
-	side := func(on bool) func() (int, error) {
+	side := func(i int) func() (int, error) {
 		return func() (int, error) {
-			benchhook.ChecksumsOff.Store(!on)
-			return slice(on)
+			benchhook.ChecksumsOff.Store(!checks[i])
+			return slice(i, checks[i])
 		}
 	}
-	return runPairs(b, [2]func() (int, error){side(true), side(false)}, until)
+	return r.run(b, [2]func() (int, error){side(0), side(1)})
 }
 
 // runPairs runs pairs of slices, one of each side, and returns the
 // totals: b.N pairs, or if until is positive as many as fit in until (at
-// least one). Which side of a pair goes first is drawn at random, not
-// alternated: work that comes back every few slices (a store's checkpoint
-// every few pairs, a collection every so many) would otherwise fall at the
-// same place in the order every time, and an order kept for a whole run
-// can favour one side by several per cent where both sides do the same
-// work (an A/A run, both with checksums). Allocations are counted with
-// runtime/metrics, which does not stop the world (the count lags by what
-// the Ps' caches hold, a few dozen objects, far below a slice's).
+// least one). See [pairRun.run].
 func runPairs(b *testing.B, slices [2]func() (int, error), until time.Duration) abTotals {
+	b.Helper()
+	return pairRun{until: until}.run(b, slices)
+}
+
+// pairRun says how an interleaved run goes.
+type pairRun struct {
+	// until is how long the run lasts (0: b.N pairs).
+	until time.Duration
+	// warmup is how many pairs a timed run makes before those it counts:
+	// the first slices of a fresh store pay for its first pages, its
+	// first checkpoint's bookkeeping, the code's first use.
+	warmup int
+	// gc collects the heap before every slice (outside its measurement,
+	// the same for both sides): a slice then starts with no garbage of
+	// the other side's and no cycle under way, and its allocations bring
+	// on the collector at the same points for both sides.
+	gc bool
+}
+
+// run runs pairs of slices, one of each side, and returns the totals:
+// b.N pairs, or if r.until is positive as many as fit in it after
+// r.warmup uncounted ones (at least one counted). Which side of a pair
+// goes first is drawn at random, not alternated: work that comes back
+// every few slices (a store's checkpoint every few pairs, a collection
+// every so many) would otherwise fall at the same place in the order
+// every time, and an order kept for a whole run can favour one side by
+// several per cent where both sides do the same work (an A/A run, both
+// with checksums). Allocations are counted with runtime/metrics, which
+// does not stop the world (without r.gc the count lags by what the Ps'
+// caches hold, a few dozen objects, far below a slice's).
+func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 	b.Helper()
 	var t abTotals
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
-	measure := func(side int) {
+	type slice struct {
+		items     int
+		wall, cpu time.Duration
+		allocs    uint64
+	}
+	// With gc, the collection that ends a slice is the one the next
+	// starts from (the first comes before the run): it also flushes the
+	// Ps' caches, so that the slice's allocations are all counted.
+	readAllocs := func() uint64 {
 		metrics.Read(allocs)
-		before := allocs[0].Value.Uint64()
+		return allocs[0].Value.Uint64()
+	}
+	if r.gc {
+		runtime.GC()
+	}
+	last := readAllocs()
+	measure := func(side int) slice {
 		cpu, start := processCPU(), time.Now()
 		n, err := slices[side]()
 		wall, used := time.Since(start), processCPU()-cpu
-		metrics.Read(allocs)
 		if err != nil {
 			b.Fatal(err)
 		}
-		t.items[side] += n
-		t.wall[side] += wall
-		t.cpu[side] += used
-		t.allocs[side] += allocs[0].Value.Uint64() - before
+		if r.gc {
+			runtime.GC()
+		}
+		now := readAllocs()
+		s := slice{items: n, wall: wall, cpu: used, allocs: now - last}
+		last = now
+		return s
+	}
+	warmup := 0
+	if r.until > 0 {
+		warmup = r.warmup
+	}
+	for range warmup {
+		measure(0)
+		measure(1)
 	}
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; ; i++ {
+		var m [2]slice
 		first := rand.IntN(2)
-		measure(first)
-		measure(1 - first)
-		if until > 0 && time.Since(start) >= until || until <= 0 && i+1 >= b.N {
+		m[first] = measure(first)
+		m[1-first] = measure(1 - first)
+		for side, s := range m {
+			t.items[side] += s.items
+			t.wall[side] += s.wall
+			t.cpu[side] += s.cpu
+			t.allocs[side] += s.allocs
+		}
+		if m[0].items > 0 && m[1].items > 0 {
+			per := func(a, b time.Duration) float64 {
+				return float64(a) / float64(m[0].items) / (float64(b) / float64(m[1].items))
+			}
+			t.wallRatios = append(t.wallRatios, per(m[0].wall, m[1].wall))
+			if m[0].cpu > 0 && m[1].cpu > 0 {
+				t.cpuRatios = append(t.cpuRatios, per(m[0].cpu, m[1].cpu))
+			}
+		}
+		if r.until > 0 && time.Since(start) >= r.until || r.until <= 0 && i+1 >= b.N {
 			return t
 		}
 	}
 }
 
-// checksumSides returns the two sides of a checksums-on-vs-off row whose
-// figures come from one interleaved run per round (see [interleavedSides]).
-func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
-	return interleavedSides([2]string{"checksums on", "checksums off"}, "ChecksumsAB", perCPU, until,
+// pairRatio is a run's ratio from the ratios of its pairs: their
+// interquartile mean, the mean of the middle half (all of them below 4
+// pairs). Like a median it leaves out the pairs a burst of other work made
+// extreme, and it averages the middle half, where a median takes one
+// pair.
+func pairRatio(ratios []float64) float64 {
+	if len(ratios) == 0 {
+		return 0
+	}
+	s := slices.Clone(ratios)
+	slices.Sort(s)
+	if len(s) >= 4 {
+		q := len(s) / 4
+		s = s[q : len(s)-q]
+	}
+	sum := 0.0
+	for _, x := range s {
+		sum += x
+	}
+	return sum / float64(len(s))
+}
+
+// checksumSides returns the two sides (named names) of a checksums row
+// whose figures come from one interleaved run per round (see
+// [interleavedSides]), run as r says (r.until: how long; 0, b.N pairs),
+// with checksums on or off as checks says: the baseline's figure is side
+// 1's time per item, ours is that times the run's ratio from its pairs
+// ([pairRatio]).
+func checksumSides(names [2]string, checks [2]bool, perCPU bool, r pairRun, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
+	return pairedRun(names, "ChecksumsAB", perCPU, true,
 		func(b *testing.B, until time.Duration) abTotals {
 			b.StopTimer()
 			slice, done := newSlice(b)
 			defer done()
 			b.StartTimer()
-			return runAB(b, slice, until)
-		})
+			return runAB(b, slice, checks, r)
+		}, r.until)
 }
 
 // interleavedSides returns the two sides (named names) of a row whose
@@ -111,28 +228,37 @@ func checksumSides(perCPU bool, until time.Duration, newSlice func(b *testing.B)
 // testing.Benchmark, makes a fresh setup for each of its calls) and keeps
 // the other side's figure, which that side returns when it is measured
 // next, in the same round. perCPU says whether a side's time is the
-// process's CPU time in its slices (otherwise wall time). The run lasts
-// until (so testing.Benchmark calls it once), or b.N pairs if until is 0
-// (the smoke run: one pair). bench names the go test benchmark that
-// shows a failed run's message.
+// process's CPU time in its slices (otherwise wall time), summed over
+// them. The run lasts until (so testing.Benchmark calls it once), or b.N
+// pairs if until is 0 (the smoke run: one pair). bench names the go test
+// benchmark that shows a failed run's message.
 func interleavedSides(names [2]string, bench string, perCPU bool, until time.Duration, run func(b *testing.B, until time.Duration) abTotals) (ours, base side) {
+	return pairedRun(names, bench, perCPU, false, run, until)
+}
+
+// pairedRun is interleavedSides, with ours the baseline's time per item
+// times the run's [pairRatio] if byPairs, instead of its own sum.
+func pairedRun(names [2]string, bench string, perCPU, byPairs bool, run func(b *testing.B, until time.Duration) abTotals, until time.Duration) (ours, base side) {
 	measure := func() [2]sample {
 		var t abTotals
 		r := testing.Benchmark(func(b *testing.B) { t = run(b, until) })
 		var out [2]sample
+		d, ratios := t.wall, t.wallRatios
+		if perCPU {
+			d, ratios = t.cpu, t.cpuRatios
+		}
 		for side, name := range names {
-			d := t.wall[side]
-			if perCPU {
-				d = t.cpu[side]
-			}
 			switch {
 			case r.N == 0 || t.items[0] == 0 || t.items[1] == 0:
 				out[side].err = fmt.Errorf("%s: the interleaved run failed (run `go test -run '^$' -bench %s ./bench` for its message)", name, bench)
-			case d <= 0:
+			case d[side] <= 0 || byPairs && len(ratios) == 0:
 				out[side].err = fmt.Errorf("%s: the process's CPU time cannot be read here", name)
 			default:
-				out[side] = sample{ns: float64(d.Nanoseconds()) / float64(t.items[side]), allocs: float64(t.allocs[side]) / float64(t.items[side])}
+				out[side] = sample{ns: float64(d[side].Nanoseconds()) / float64(t.items[side]), allocs: float64(t.allocs[side]) / float64(t.items[side])}
 			}
+		}
+		if byPairs && out[0].err == nil && out[1].err == nil {
+			out[0].ns = out[1].ns * pairRatio(ratios)
 		}
 		return out
 	}
@@ -159,14 +285,14 @@ func pairedSides(run func() [2]sample) (first, second func() sample) {
 }
 
 // persistAB returns the setup of an interleaved persist run: two bbolt
-// stores in one folder, one written with checksums on and one with them
-// off (each file is consistent), and a slice in which writers goroutines
-// persist each bursts events, one at a time and waiting for each, to
-// their own actor of the side's store.
+// stores in one folder, one a side, each written with checksums on or off
+// as its side is (each file is consistent), and a slice in which writers
+// goroutines persist each bursts events, one at a time and waiting for
+// each, to their own actor of the side's store.
 func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (abSlice, func()) {
 	return func(b *testing.B) (abSlice, func()) {
 		var stores [2]*boltstore.Store
-		for i, name := range []string{"on.db", "off.db"} {
+		for i, name := range []string{"side0.db", "side1.db"} {
 			s, err := boltstore.Open(filepath.Join(b.TempDir(), name), opts)
 			if err != nil {
 				b.Fatal(err)
@@ -180,12 +306,10 @@ func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (
 		next := [2][]uint64{make([]uint64, writers), make([]uint64, writers)} // each writer's next index, per store
 		data := bytes.Repeat([]byte{'c'}, eventSize)
 		ctx := context.Background()
-		slice := func(on bool) (int, error) {
-			side := 0
-			if !on {
-				side = 1
-			}
+		checked := [2]bool{true, true} // how each store is written
+		slice := func(side int, on bool) (int, error) {
 			s := stores[side]
+			checked[side] = on
 			var wg sync.WaitGroup
 			errs := make([]error, writers)
 			for w := range writers {
@@ -205,7 +329,7 @@ func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (
 		return slice, func() {
 			// Each store is closed (and checkpointed) as it was written.
 			for side, s := range stores {
-				benchhook.ChecksumsOff.Store(side == 1)
+				benchhook.ChecksumsOff.Store(!checked[side])
 				if err := s.Close(); err != nil {
 					b.Error(err)
 				}
@@ -242,7 +366,7 @@ func readAB(b *testing.B) (abSlice, func()) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	slice := func(bool) (int, error) {
+	slice := func(int, bool) (int, error) {
 		n := 0
 		if err := s.GetEvents(ctx, "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil {
 			return 0, err

@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"math"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
 
 // TestPairedSides checks that both figures of a round come from the same
 // run whichever side the harness measures first (it alternates), and
@@ -24,5 +29,58 @@ func TestPairedSides(t *testing.T) {
 	}
 	if runs != 6 {
 		t.Errorf("6 rounds made %d runs", runs)
+	}
+}
+
+// TestPairRatio checks that a run's ratio leaves out its extreme pairs
+// (the quarter at each end) and averages the rest, and takes the mean of
+// fewer than 4.
+func TestPairRatio(t *testing.T) {
+	for _, c := range []struct {
+		ratios []float64
+		want   float64
+	}{
+		{[]float64{1.0, 1.02, 0.98, 1.0, 3.0, 0.3, 1.0, 1.0}, 1.0},
+		{[]float64{1.1, 1.3}, 1.2},
+		{[]float64{0.9}, 0.9},
+		{nil, 0},
+	} {
+		if got := pairRatio(c.ratios); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("pairRatio(%v) = %v, want %v", c.ratios, got, c.want)
+		}
+	}
+}
+
+// TestPairRun checks how a timed interleaved run counts: its warm-up
+// pairs run but are not counted, every counted pair gives one wall ratio
+// (and one CPU ratio where its CPU time could be told apart), and with gc
+// every slice, warm-up included, starts with a collection.
+func TestPairRun(t *testing.T) {
+	var calls [2]int
+	slices := [2]func() (int, error){
+		func() (int, error) { calls[0]++; return 3, nil },
+		func() (int, error) { calls[1]++; return 5, nil },
+	}
+	forced := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(forced)
+	before := forced[0].Value.Uint64()
+	var tot abTotals
+	testing.Benchmark(func(b *testing.B) {
+		calls = [2]int{} // testing.Benchmark may call this more than once
+		tot = pairRun{until: time.Millisecond, warmup: 2, gc: true}.run(b, slices)
+	})
+	metrics.Read(forced)
+	if calls[0] != calls[1] {
+		t.Fatalf("side 0 ran %d slices, side 1 %d", calls[0], calls[1])
+	}
+	pairs := calls[0] - 2
+	if pairs < 1 || tot.items != [2]int{3 * pairs, 5 * pairs} {
+		t.Fatalf("%d slices a side, 2 of them warm-up: items %v, want %d and %d", calls[0], tot.items, 3*pairs, 5*pairs)
+	}
+	if len(tot.wallRatios) != pairs || len(tot.cpuRatios) > pairs {
+		t.Errorf("%d pairs gave %d wall and %d CPU ratios, want %d", pairs, len(tot.wallRatios), len(tot.cpuRatios), pairs)
+	}
+	if got := forced[0].Value.Uint64() - before; got < uint64(2*calls[0]) {
+		t.Errorf("%d slices, %d forced collections", 2*calls[0], got)
 	}
 }

@@ -66,36 +66,32 @@ func BenchmarkRecover(b *testing.B) {
 
 // BenchmarkChecksumsAB is figure 4's checksums-on-vs-off rows as plain
 // benchmarks: each op is a pair of turns, one with checksums and one
-// without (see runAB); it reports each side's wall and CPU time per item
-// and their ratios (on/off: above 1 is slower with checksums).
+// without (see runAB), each from a collected heap; it reports each side's
+// wall and CPU time per item and their ratios (on/off: above 1 is slower
+// with checksums), each the interquartile mean of the pairs' ratios (see
+// pairRatio).
 func BenchmarkChecksumsAB(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		setup func(b *testing.B) (abSlice, func())
 	}{
 		{"persist/bolt/writers=64", persistAB(64, 8, nil)},
-		{"persist/bolt-nosync/writers=64", persistAB(64, 32, &boltstore.Options{NoSync: true})},
+		{"persist/bolt-nosync/writers=64", persistAB(64, noSyncBurst, &boltstore.Options{NoSync: true})},
 		{"read/bolt/10000-events", readAB},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			slice, done := c.setup(b)
 			defer done()
 			b.ReportAllocs()
-			t := runAB(b, slice, 0)
+			t := runAB(b, slice, checksumsAB, pairRun{gc: true})
 			b.StopTimer()
 			for side, name := range []string{"on", "off"} {
 				n := float64(t.items[side])
 				b.ReportMetric(float64(t.wall[side].Nanoseconds())/n, name+"-ns/item")
 				b.ReportMetric(float64(t.cpu[side].Nanoseconds())/n, name+"-cpu-ns/item")
 			}
-			b.ReportMetric(ratioOf(t.wall, t.items), "wall-ratio")
-			b.ReportMetric(ratioOf(t.cpu, t.items), "cpu-ratio")
+			b.ReportMetric(pairRatio(t.wallRatios), "wall-ratio")
+			b.ReportMetric(pairRatio(t.cpuRatios), "cpu-ratio")
 		})
 	}
-}
-
-// ratioOf is the time per item with checksums over the time per item
-// without.
-func ratioOf(d [2]time.Duration, items [2]int) float64 {
-	return float64(d[0]) / float64(items[0]) / (float64(d[1]) / float64(items[1]))
 }

@@ -21,11 +21,10 @@ import (
 // actors behind a circuit breaker, and each call gets exactly one
 // TOOL_RESULT.
 //
-// The router wraps a reflector: a duplex that emits every TOOL_CALL
-// written into it (the router intercepts and runs it, as it would a
-// model's call) and every TOOL_RESULT the router writes back into it (the
-// router passes it out). Each call has a stream of its own, opened on the
-// router's Mux, so that its result goes straight to the request waiting
+// The calls run on a call runner (tools.NewCallRunner): a router that
+// takes each TOOL_CALL written into it and emits its TOOL_RESULT, with no
+// duplex to pass through. Each call has a stream of its own, opened on the
+// runner's Mux, so that its result goes straight to the request waiting
 // for it (no goroutine in between) and a CANCEL for that stream reaches
 // that call only.
 //
@@ -40,13 +39,7 @@ type caller struct {
 var errCallerClosed = errors.New("mcp: server closed")
 
 func newCaller(rt *actors.Runtime, name string, ts []*tools.Tool, breaker tools.BreakerOptions, sup *supervisor.Strategy) (*caller, error) {
-	reflector := actors.Duplex(name+"-calls", func(f *messages.Frame, emit func(*messages.Frame)) {
-		switch f.GetType() {
-		case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT:
-			emit(f)
-		}
-	})
-	spec, err := tools.NewAsyncRouter(reflector, &tools.RouterOptions{Name: name, Tools: ts, Breaker: breaker, Supervision: sup})
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Name: name, Tools: ts, Breaker: breaker, Supervision: sup})
 	if err != nil {
 		return nil, err
 	}

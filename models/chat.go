@@ -111,6 +111,10 @@ func (m Message) AppendJSON(b []byte) []byte {
 }
 
 // encodedLen is the length of m's encoding by AppendJSON.
+// EncodedLen is the length of m's JSON encoding, what [Message.AppendJSON]
+// appends: room for several messages can be made at once.
+func (m Message) EncodedLen() int { return m.encodedLen() }
+
 func (m Message) encodedLen() int {
 	n := len(`{"role":,"content":}`) + stringLen(m.Role)
 	if m.Content == "" && m.Role == RoleAssistant && len(m.ToolCalls) > 0 {
@@ -251,29 +255,53 @@ func JoinMessages(list []json.RawMessage) json.RawMessage {
 // slices of payload, not copies (a frame's payload is never changed):
 // change neither while the other is in use.
 func SplitMessages(payload []byte) ([]json.RawMessage, error) {
+	list, null, err := splitMessages(nil, payload)
+	switch {
+	case err != nil || null:
+		return nil, err // null: as json.Unmarshal leaves a nil slice
+	case list == nil:
+		return []json.RawMessage{}, nil
+	}
+	return list, nil
+}
+
+// AppendSplitMessages is [SplitMessages] appending the elements to dst,
+// for a caller that keeps the storage of its lists from one conversation
+// to the next; a null payload appends nothing.
+func AppendSplitMessages(dst []json.RawMessage, payload []byte) ([]json.RawMessage, error) {
+	list, _, err := splitMessages(dst, payload)
+	if err != nil {
+		return dst, err
+	}
+	return list, nil
+}
+
+func splitMessages(list []json.RawMessage, payload []byte) (_ []json.RawMessage, null bool, _ error) {
 	if !json.Valid(payload) {
 		var list []json.RawMessage
 		err := json.Unmarshal(payload, &list) // for its error's wording
-		return nil, fmt.Errorf("decode messages: %w", err)
+		return nil, false, fmt.Errorf("decode messages: %w", err)
 	}
 	rest := skipSpace(payload)
 	if len(rest) == 0 || rest[0] != '[' {
 		if bytes.Equal(rest, []byte("null")) {
-			return nil, nil // as json.Unmarshal leaves a nil slice
+			return list, true, nil
 		}
-		return nil, fmt.Errorf("decode messages: a %s is not an array", jsonKind(rest[0]))
+		return nil, false, fmt.Errorf("decode messages: a %s is not an array", jsonKind(rest[0]))
 	}
 	rest = skipSpace(rest[1:])
 	if rest[0] == ']' {
-		return []json.RawMessage{}, nil
+		return list, false, nil
 	}
-	list := make([]json.RawMessage, 0, 1+bytes.Count(rest, []byte(`"role"`)))
+	if list == nil {
+		list = make([]json.RawMessage, 0, 1+bytes.Count(rest, []byte(`"role"`)))
+	}
 	for {
 		n := valueEnd(rest)
 		list = append(list, json.RawMessage(rest[:n:n]))
 		rest = skipSpace(rest[n:])
 		if rest[0] == ']' {
-			return list, nil
+			return list, false, nil
 		}
 		rest = skipSpace(rest[1:]) // the comma
 	}
@@ -351,13 +379,8 @@ func stringLen(s string) int {
 	n := 2 + len(s)
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
-				n++
-			case c < 0x20:
-				n += 5
-			}
+		if x := escapeExtra[c]; x != multiByte {
+			n += int(x)
 			i++
 			continue
 		}
@@ -369,6 +392,25 @@ func stringLen(s string) int {
 	}
 	return n
 }
+
+// escapeExtra is what appendString writes for a byte beyond the byte
+// itself: nothing for most of ASCII, 1 for a two-byte escape, 5 for
+// \u00XX; multiByte marks the bytes of longer UTF-8 sequences.
+var escapeExtra = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = multiByte
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			t[c] = 1
+		case c < 0x20:
+			t[c] = 5
+		}
+	}
+	return t
+}()
+
+const multiByte = 0xff
 
 // appendString appends s as a JSON string: quotes, backslashes and control
 // characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else

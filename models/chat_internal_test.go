@@ -42,3 +42,18 @@ func TestAnswerWithRoom_SizeClass(t *testing.T) {
 		t.Errorf("NewAnswer allocates %d bytes, more than the 1152-byte size class", n)
 	}
 }
+
+// TestStringLen_IsAppendStringsLength: the room AppendJSON makes for a
+// string is what appendString writes, for every byte alone and for mixes
+// of escapes, multi-byte runes and invalid UTF-8.
+func TestStringLen_IsAppendStringsLength(t *testing.T) {
+	strs := []string{"", "plain", "a\"b\\c\nd\re\tf", "\x00\x01\x1f", "é日本\U0001F600", "\xff\xfe", "a\xe2\x82", "\u2028<>&"}
+	for c := range 256 {
+		strs = append(strs, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"é")
+	}
+	for _, s := range strs {
+		if got, want := stringLen(s), len(appendString(nil, s)); got != want {
+			t.Errorf("stringLen(%q) = %d, appendString writes %d", s, got, want)
+		}
+	}
+}

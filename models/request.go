@@ -73,12 +73,16 @@ func (r *Request) Frames() []*messages.Frame {
 // The zero Tracker is ready. It is not safe for concurrent use: it lives
 // inside one adapter Logic.
 type Tracker struct {
-	streams map[string]*streamRequests
-	spare   *streamRequests // of a stream forgotten, for the next one
+	// one is a stream kept out of the map: an adapter mostly serves one
+	// stream at a time, which then costs no hashing and no map entry.
+	one     *streamRequests
+	streams map[string]*streamRequests // the others
+	spare   *streamRequests            // of a stream forgotten, for the next one
 }
 
 // streamRequests is what a tracker knows of one stream.
 type streamRequests struct {
+	id      string
 	pending *Request   // PARAMs seen, END not yet
 	queue   []*Request // complete, waiting for active to end
 	active  *Request   // being answered
@@ -117,11 +121,11 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 		if f.GetToolCallId() != "" {
 			return nil // cancels a tool call, not the model's answer
 		}
-		s, ok := t.streams[id]
+		s, ok := t.lookup(id)
 		if !ok {
 			return nil
 		}
-		delete(t.streams, id)
+		t.remove(s)
 		if s.stop != nil {
 			s.stop()
 		}
@@ -154,25 +158,48 @@ type requestWithParams struct {
 }
 
 func (t *Tracker) stream(id string) *streamRequests {
-	s, ok := t.streams[id]
+	s, ok := t.lookup(id)
 	if !ok {
-		if t.streams == nil {
-			t.streams = make(map[string]*streamRequests)
-		}
 		s, t.spare = t.spare, nil
 		if s == nil {
 			s = &streamRequests{}
 		}
-		t.streams[id] = s
+		s.id = id
+		switch {
+		case t.one == nil:
+			t.one = s
+		case t.streams == nil:
+			t.streams = map[string]*streamRequests{id: s}
+		default:
+			t.streams[id] = s
+		}
 	}
 	return s
+}
+
+// lookup returns the stream id's requests, if it has any.
+func (t *Tracker) lookup(id string) (*streamRequests, bool) {
+	if t.one != nil && t.one.id == id {
+		return t.one, true
+	}
+	s, ok := t.streams[id]
+	return s, ok
+}
+
+// remove forgets s.
+func (t *Tracker) remove(s *streamRequests) {
+	if t.one == s {
+		t.one = nil
+		return
+	}
+	delete(t.streams, s.id)
 }
 
 // Start records the function that stops the work answering req (a
 // cancel function from actors.Context.Go, a timer's stop, nil when
 // answering needs no background work). It replaces an earlier one.
 func (t *Tracker) Start(req *Request, stop func()) {
-	if s, ok := t.streams[req.StreamID]; ok && s.active == req {
+	if s, ok := t.lookup(req.StreamID); ok && s.active == req {
 		s.stop = stop
 	}
 }
@@ -181,14 +208,14 @@ func (t *Tracker) Start(req *Request, stop func()) {
 // neither cancelled nor done. News about a request that is not live (late
 // progress of cancelled work) must be dropped.
 func (t *Tracker) Live(req *Request) bool {
-	s, ok := t.streams[req.StreamID]
+	s, ok := t.lookup(req.StreamID)
 	return ok && s.active == req
 }
 
 // Done says the adapter has emitted the END of req. It returns the next
 // request of the stream to start, if one is queued.
 func (t *Tracker) Done(req *Request) *Request {
-	s, ok := t.streams[req.StreamID]
+	s, ok := t.lookup(req.StreamID)
 	if !ok || s.active != req {
 		return nil
 	}
@@ -201,7 +228,7 @@ func (t *Tracker) Done(req *Request) *Request {
 		return next
 	}
 	if s.pending == nil {
-		delete(t.streams, req.StreamID)
+		t.remove(s)
 		*s = streamRequests{queue: s.queue[:0]}
 		t.spare = s
 	}
@@ -209,7 +236,12 @@ func (t *Tracker) Done(req *Request) *Request {
 }
 
 // Open reports how many streams have a request not yet ended.
-func (t *Tracker) Open() int { return len(t.streams) }
+func (t *Tracker) Open() int {
+	if t.one != nil {
+		return 1 + len(t.streams)
+	}
+	return len(t.streams)
+}
 
 // FinishFrame builds the META frame carrying a response's finish reason.
 func FinishFrame(streamID, reason string) *messages.Frame {

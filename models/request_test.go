@@ -178,3 +178,47 @@ func TestResponse_RejectsContractViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTracker_StreamsApart: requests of several streams open at once are
+// kept apart, whichever ends or is cancelled first, and a stream that
+// comes after them is tracked as the first was.
+func TestTracker_StreamsApart(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	reqs := map[string]*models.Request{}
+	for _, id := range []string{"a", "b", "c"} {
+		tr.Frame(messages.RawParam(id, "model", json.RawMessage(`"`+id+`"`)), out.emit)
+		reqs[id] = tr.Frame(messages.End(id), out.emit)
+		if reqs[id] == nil || reqs[id].StreamID != id {
+			t.Fatalf("stream %s: request %+v", id, reqs[id])
+		}
+		if v, _ := reqs[id].Param("model"); string(v) != `"`+id+`"` {
+			t.Fatalf("stream %s: model %s", id, v)
+		}
+	}
+	stopped := ""
+	for id, r := range reqs {
+		tr.Start(r, func() { stopped += id })
+	}
+	if tr.Open() != 3 {
+		t.Fatalf("%d streams open, want 3", tr.Open())
+	}
+	tr.Frame(messages.Cancel("b", ""), out.emit)
+	if stopped != "b" || !slices.Equal(kinds(out), []string{"b:ERROR(cancelled)", "b:END"}) || tr.Live(reqs["b"]) {
+		t.Fatalf("cancelling b: stopped %q, emitted %v", stopped, kinds(out))
+	}
+	if tr.Done(reqs["a"]) != nil || tr.Live(reqs["a"]) || !tr.Live(reqs["c"]) || tr.Open() != 1 {
+		t.Fatal("a's end touched another stream")
+	}
+	d := tr.Frame(messages.End("d"), out.emit)
+	if !tr.Live(d) || !tr.Live(reqs["c"]) || tr.Open() != 2 {
+		t.Fatal("a new stream is not tracked beside c")
+	}
+	tr.Frame(messages.Abort("c"), out.emit)
+	if stopped != "bc" || tr.Live(reqs["c"]) || !tr.Live(d) {
+		t.Fatalf("aborting c: stopped %q", stopped)
+	}
+	if tr.Done(d) != nil || tr.Open() != 0 {
+		t.Fatalf("%d streams open after all ended", tr.Open())
+	}
+}

@@ -24,19 +24,19 @@ func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
 }
 
 // assistantMessage is the assistant turn that made calls, as accumulated,
-// with the reasoning blocks the model needs back (nil when none).
-func assistantMessage(text string, calls []*messages.Frame, thinking json.RawMessage) json.RawMessage {
-	var few [4]models.ToolCall // most responses make few calls: no list to allocate
+// with the reasoning blocks the model needs back (nil when none). few is
+// room for the calls of a response that makes few.
+func assistantMessage(text string, calls []*messages.Frame, thinking json.RawMessage, few *[4]models.ToolCall) models.Message {
 	tc := few[:0]
 	for i, c := range calls {
 		tc = append(tc, models.ToolCall{Index: i, ID: c.GetToolCallId(), Name: c.GetName(), Arguments: c.GetPayload()})
 	}
 	m := models.AssistantMessage(text, tc...)
 	m.ThinkingBlocks = thinking
-	return encodeMessage(m)
+	return m
 }
 
 // toolMessage answers one call: content is the result JSON as a string.
-func toolMessage(result *messages.Frame) json.RawMessage {
-	return encodeMessage(models.ToolMessage(result.GetToolCallId(), result.GetPayload()))
+func toolMessage(result *messages.Frame) models.Message {
+	return models.ToolMessage(result.GetToolCallId(), result.GetPayload())
 }

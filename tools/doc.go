@@ -33,6 +33,9 @@
 // into every request (or the first only, [InstallerOptions].Once).
 // [NewLoop] runs whole tool conversations: it sends
 // the follow-up requests itself until the model answers without calls.
+// [NewCallRunner] is a router without a model, for calls made outside any
+// conversation (an MCP server's): TOOL_CALLs written into it run, and
+// their TOOL_RESULTs come out.
 // The decision logic of every stage ([Assembler], [PendingCalls],
 // [Breaker]) is plain data with step methods, tested without actors.
 //

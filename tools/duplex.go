@@ -211,6 +211,11 @@ func (t *Tool) run(ctx context.Context, call *messages.Frame, args json.RawMessa
 		}
 		return outcome{payload: r}
 	}
+	if t.encode != nil {
+		if payload, ok := t.encode(v); ok {
+			return outcome{payload: payload}
+		}
+	}
 	payload, err := encodeResult(v)
 	if err != nil {
 		return outcome{err: fmt.Errorf("encode result: %w", err)}

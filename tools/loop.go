@@ -151,6 +151,9 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	}
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
 		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
+		if opts.SystemPrompt != "" {
+			l.system = systemMessage(opts.SystemPrompt)
+		}
 		l.d = newDispatcher(all, ropts.Breaker, l.delivered)
 		l.d.gate = newApprovalGate(approval, opts.Session, all)
 		if opts.Session != nil {
@@ -189,6 +192,9 @@ type loopSession struct {
 	dispatching bool
 	// slab holds the records of calls, reused from round to round.
 	slab []turnCall
+	// store is the storage of messages, kept from stream to stream when
+	// the loop alone holds it (without a Session).
+	store []json.RawMessage
 	// The frames every request of the stream sends alike, made once.
 	toolsFrame, choiceFrame, endFrame *messages.Frame
 
@@ -212,6 +218,8 @@ type loopLogic struct {
 	asm      Assembler
 	sessions map[string]*loopSession
 	sess     *sessionState // nil without a Session
+	// system is SystemPrompt's message, encoded once (nil without one).
+	system json.RawMessage
 
 	// roundCalls and roundResults are the scratch lists of a round's
 	// calls and results, kept for the next round.
@@ -254,7 +262,12 @@ func (l *loopLogic) session(stream string) *loopSession {
 func (l *loopLogic) forget(s *loopSession) {
 	delete(l.sessions, s.stream)
 	s.clearCalls()
-	*s = loopSession{calls: s.calls, slab: s.slab}
+	var store []json.RawMessage
+	if l.sess == nil { // else the messages may be the session record's
+		store = s.messages
+		clear(store)
+	}
+	*s = loopSession{calls: s.calls, slab: s.slab, store: store[:0]}
 	l.spare = s
 }
 
@@ -347,7 +360,19 @@ func (s *loopSession) setParam(f *messages.Frame) {
 }
 
 func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *messages.Frame) {
-	list, err := models.SplitMessages(f.GetPayload())
+	var list []json.RawMessage
+	var err error
+	if l.sess == nil && !s.injected {
+		// The loop alone holds the list: into the storage of the streams
+		// before, with room for the system prompt in front.
+		list = s.store[:0]
+		if l.system != nil {
+			list = append(list, l.system)
+		}
+		list, err = models.AppendSplitMessages(list, f.GetPayload())
+	} else {
+		list, err = models.SplitMessages(f.GetPayload())
+	}
 	if err != nil {
 		l.fail(c, s, fmt.Sprintf("tool loop: %v", err))
 		return
@@ -360,14 +385,17 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 	if l.sess != nil && !l.sess.admit(c, l, s, f.GetPayload()) {
 		return
 	}
-	s.injected = true
 	out := f // the model gets the messages as they came: the frame is immutable
-	if l.opts.SystemPrompt != "" || list == nil {
-		if l.opts.SystemPrompt != "" {
-			list = withSystem(list, l.opts.SystemPrompt)
-		}
+	switch {
+	case l.system != nil && l.sess == nil: // the system message is in front already
+		out = messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list))
+	case l.system != nil:
+		list = append([]json.RawMessage{l.system}, list...)
+		out = messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list))
+	case len(list) == 0: // null or [] sent on as []
 		out = messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list))
 	}
+	s.injected = true
 	s.messages = list
 	l.sendTools(c, s)
 	c.ToInner(out)

@@ -181,3 +181,78 @@ func (r *routerLogic) act(c actors.WrapperContext, decisions []Decision) {
 
 // HandleMessage implements actors.MessageHandler.
 func (r *routerLogic) HandleMessage(c actors.WrapperContext, msg any) { r.d.handle(c, msg) }
+
+// runnerDefaultName is the default name of call runners.
+const runnerDefaultName = "tool-runner"
+
+// NewCallRunner returns the spec of a router for calls made outside any
+// model (a host's request handler, an MCP server): each TOOL_CALL written
+// into it (atomic, or streaming once complete) is run as a router runs a
+// model's call — arguments validated, Sync tools inline in its turn, the
+// others on their tool actors, behind the circuit breaker — and its one
+// TOOL_RESULT is emitted on the call's stream. CANCEL and ABORT cancel the
+// running calls of their stream; other frames are dropped. When the
+// runner fails, every call it was running is answered with an error
+// result (FailureStopped) before the runtime restarts it. Handlers given
+// as a map run asynchronously; Durability is not taken.
+//
+// It does what a router around a duplex that reflects calls and results
+// does, without the two trips through that duplex per call.
+func NewCallRunner(o *RouterOptions) (actors.Spec, error) {
+	opts, all, err := o.prepare(runnerDefaultName, false)
+	if err != nil {
+		return actors.Spec{}, err
+	}
+	none := actors.Duplex(opts.Name+"-none", func(*messages.Frame, func(*messages.Frame)) {})
+	spec := actors.Wrap(opts.Name, none, func() actors.Wrapped {
+		r := &callRunner{}
+		r.d = newDispatcher(all, opts.Breaker, func(c actors.WrapperContext, _, result *messages.Frame) {
+			c.ToOuter(result)
+		})
+		return r
+	})
+	spec.Supervision = opts.Supervision
+	return spec, nil
+}
+
+// callRunner is the Wrapped of NewCallRunner: calls come on the request
+// path, results go out; the inner duplex is never written to.
+type callRunner struct {
+	d   *dispatcher
+	asm Assembler
+}
+
+// Start implements actors.WrapperStarter.
+func (r *callRunner) Start(c actors.WrapperContext) { r.d.start(c) }
+
+// HandleMessage implements actors.MessageHandler.
+func (r *callRunner) HandleMessage(c actors.WrapperContext, msg any) { r.d.handle(c, msg) }
+
+// Request implements actors.Wrapped.
+func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
+	switch f.GetType() {
+	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		r.d.cancel(c, f)
+		return
+	}
+	for _, d := range r.asm.Step(f) {
+		switch d.Kind {
+		case Run:
+			r.d.run(c, d.Frame)
+		case Reject:
+			r.d.reject(c, d.Frame, d.Message)
+		}
+	}
+}
+
+// Response implements actors.Wrapped: the inner duplex emits nothing.
+func (r *callRunner) Response(actors.WrapperContext, *messages.Frame) {}
+
+// OnFailure implements actors.WrapperFailureHandler: the calls running
+// get their error results, since a restarted runner knows none of them.
+func (r *callRunner) OnFailure(c actors.WrapperContext, err error) {
+	for _, o := range r.d.outstanding {
+		c.ToOuter(errorResult(o.call, FailureStopped, fmt.Sprintf("Tool %s stopped: the tool runner failed: %v", o.call.GetName(), err)))
+	}
+	clear(r.d.outstanding)
+}

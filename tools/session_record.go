@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // sessionRecord is the durable state of a loop session: what its stored
@@ -139,10 +140,20 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 // message (the response's text, its calls and thinking blocks) and one
 // tool message per call, in call order. The live loop and the session
 // record both build the follow-up with it.
+// The messages are encoded into one allocation.
 func appendRound(list []json.RawMessage, text string, calls, results []*messages.Frame, thinking json.RawMessage) []json.RawMessage {
-	list = append(list, assistantMessage(text, calls, thinking))
+	var few [4]models.ToolCall // most responses make few calls: no list to allocate
+	am := assistantMessage(text, calls, thinking, &few)
+	n := am.EncodedLen()
 	for _, r := range results {
-		list = append(list, toolMessage(r))
+		n += toolMessage(r).EncodedLen()
+	}
+	buf := am.AppendJSON(make([]byte, 0, n))
+	list = append(list, buf[:len(buf):len(buf)])
+	for _, r := range results {
+		start := len(buf)
+		buf = toolMessage(r).AppendJSON(buf)
+		list = append(list, buf[start:len(buf):len(buf)])
 	}
 	return list
 }

@@ -90,6 +90,9 @@ type Tool struct {
 	def       Definition
 	validator *validator
 	describe  json.RawMessage
+	// encode, when set, encodes a result of the handler as encodeResult
+	// would, or declines (a typed tool's flat encoder).
+	encode func(v any) (json.RawMessage, bool)
 }
 
 // ErrInvalidDefinition is wrapped by the errors [New] returns for a

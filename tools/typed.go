@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -18,7 +20,9 @@ type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
 // jsonschema.For[In] (struct fields by their json tags, required unless
 // omitempty/omitzero, no additional properties), and def.OutputSchema from
 // Out when it can be. Arguments are validated against the schema before
-// they are decoded into In, so fn only sees valid input.
+// they are decoded into In, so fn only sees valid input. They are decoded
+// as encoding/json decodes them (a flat struct of strings, booleans and
+// numbers is read without it when that gives the same value).
 func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error) {
 	if def.Handler != nil {
 		return nil, fmt.Errorf("%w %q: a typed tool takes no Handler", ErrInvalidDefinition, def.Name)
@@ -40,14 +44,30 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 			def.OutputSchema, _ = json.Marshal(s) // a schema inferred from a type always encodes
 		}
 	}
+	flatIn, flatOut := newFlatDecoder(reflect.TypeFor[In]()), newFlatEncoder(reflect.TypeFor[Out]())
 	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, fmt.Errorf("decode arguments: %w", err)
+		if flatIn == nil || !flatIn.decode(args, unsafe.Pointer(&in)) {
+			var zero In
+			in = zero // what the flat decoder set before it declined
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("decode arguments: %w", err)
+			}
 		}
 		return fn(ctx, in)
 	}
-	return New(def)
+	t, err := New(def)
+	if err != nil || flatOut == nil {
+		return t, err
+	}
+	t.encode = func(v any) (json.RawMessage, bool) {
+		out, ok := v.(Out)
+		if !ok {
+			return nil, false
+		}
+		return flatOut.encode(unsafe.Pointer(&out))
+	}
+	return t, nil
 }
 
 // MustNewTyped is [NewTyped] for definitions known to be valid; it panics

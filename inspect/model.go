@@ -257,11 +257,18 @@ func (o *modelObserver) flush() {
 	in := o.in
 	now := in.clock.unixNano()
 	in.mu.Lock()
+	var s *session // the session of stream, the stream of the frame before
+	var stream string
 	for i, ob := range o.turn {
+		// Frames of one stream come in a row: one look-up for them (no
+		// other session is made in between, which could forget s).
+		if f := ob.f.GetStreamId(); s == nil || f != stream {
+			stream, s = f, o.session(f)
+		}
 		if ob.request {
-			o.applyRequest(ob.f, now, o.endsInTurn(i))
+			o.applyRequest(s, ob.f, now, o.endsInTurn(i))
 		} else {
-			o.applyResponse(ob.f, now)
+			o.applyResponse(s, ob.f, now)
 		}
 	}
 	in.version.Add(1)
@@ -293,10 +300,10 @@ func (o *modelObserver) endsInTurn(i int) bool {
 }
 
 // applyRequest shows a request's END, CANCEL or ABORT (with answered,
-// an END whose response ends in the same turn); in.mu must be held.
-func (o *modelObserver) applyRequest(f *messages.Frame, now int64, answered bool) {
+// an END whose response ends in the same turn) in s, its session; in.mu
+// must be held.
+func (o *modelObserver) applyRequest(s *session, f *messages.Frame, now int64, answered bool) {
 	stream := f.GetStreamId()
-	s := o.session(stream)
 	if o.staged != nil && o.staged.GetStreamId() == stream {
 		s.request(o.staged.GetPayload())
 		o.staged = nil
@@ -352,11 +359,11 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 	return true // META and the rest: nothing the page shows
 }
 
-// applyResponse shows a frame the adapter emitted; in.mu must be held.
-func (o *modelObserver) applyResponse(f *messages.Frame, now int64) {
+// applyResponse shows a frame the adapter emitted in s, its session;
+// in.mu must be held.
+func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) {
 	in := o.in
 	stream := f.GetStreamId()
-	s := o.session(stream)
 	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_TEXT:

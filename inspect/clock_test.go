@@ -62,3 +62,35 @@ func TestTimeCall(t *testing.T) {
 		t.Fatal("the first call of the next tick not timed")
 	}
 }
+
+// A follower of the ticks gets one every coarseResolution and keeps the
+// clock ticking without reads; once it unsubscribes, the clock stops
+// after coarseIdle.
+func TestCoarseClock_Subscribe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c coarseClock
+		defer c.close()
+		ticks, unsubscribe := c.subscribe()
+		start := time.Now()
+		for i := range 2 * int(coarseIdle/coarseResolution) {
+			<-ticks
+			if got, want := time.Since(start), time.Duration(i+1)*coarseResolution; got != want {
+				t.Fatalf("tick %d at %v, want %v", i+1, got, want)
+			}
+		}
+		if !c.running {
+			t.Fatal("not ticking while followed")
+		}
+		unsubscribe()
+		time.Sleep(2 * coarseIdle)
+		synctest.Wait()
+		if c.running || c.ns.Load() != 0 {
+			t.Fatalf("still ticking %v after the follower left", 2*coarseIdle)
+		}
+		select {
+		case <-ticks:
+			t.Fatal("a tick after unsubscribing")
+		default:
+		}
+	})
+}

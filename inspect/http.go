@@ -159,11 +159,13 @@ func (in *Inspector) event(r *http.Request, html bool) (name string, data []byte
 
 // serveEvents follows the inspector for one client. It coalesces: the
 // hooks on the hot path only bump in.version (no channel, no goroutine
-// woken per change); the stream looks at it every Options.Interval
-// (250ms by default: the page still feels live) and sends what
-// accumulated as one event, one write and one flush; a stream with
-// nothing new sends a snapshot once it is stale (ages move on) and a
-// comment line now and then.
+// woken per change); the stream looks at it at the ticks of the
+// inspector's clock (every coarseResolution: no timer of its own, see
+// coarseClock) and, Options.Interval after its last event (250ms by
+// default: the page still feels live), sends what accumulated as one
+// event, one write and one flush; a stream with nothing new sends a
+// snapshot once it is stale (ages move on) and a comment line now and
+// then.
 func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	html := r.URL.Query().Get("view") == "html"
@@ -188,16 +190,17 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sent, beat := time.Now(), time.Now()
-	tick := time.NewTicker(in.opts.Interval)
-	defer tick.Stop()
+	ticks, unsubscribe := in.clock.subscribe()
+	defer unsubscribe()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-in.closed:
 			return
-		case now := <-tick.C:
-			if v := in.version.Load(); v != last || now.Sub(sent) >= stale {
+		case <-ticks:
+			now, v := time.Now(), in.version.Load()
+			if since := now.Sub(sent); since >= in.opts.Interval && v != last || since >= stale {
 				last, sent, beat = v, now, now
 				if send() != nil {
 					return

@@ -48,7 +48,9 @@ type Options struct {
 	// for them. Default: absent.
 	Faults bool
 	// Interval is the shortest time between two snapshots sent to one
-	// event stream client; default [DefaultInterval].
+	// event stream client; default [DefaultInterval]. The streams look
+	// for changes every 50 ms (the inspector's clock): a shorter interval
+	// is 50 ms.
 	Interval time.Duration
 	// Refresh is how often the page refreshes itself without JavaScript;
 	// default [DefaultRefresh].

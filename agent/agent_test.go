@@ -111,6 +111,42 @@ func TestRun_ToolRoundsTextKeptApart(t *testing.T) {
 	}
 }
 
+// TestRun_SessionsOfOneAgentAtOnce: sessions of one agent run at the same
+// time on its one loop, their rounds interleaved, and each gets its own
+// answer with its own results.
+func TestRun_SessionsOfOneAgentAtOnce(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	var calls atomic.Int64
+	a := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"one"}`)}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c2", "echo", `{"text":"two"}`)}},
+		scripted.Turn{Text: "done"},
+	), &agent.Options{Tools: []*tools.Tool{echo(&calls)}, SystemPrompt: "Be brief."})
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			ans, err := a.Run(testCtx(t), fmt.Sprintf("s%d", i), ask)
+			switch {
+			case err != nil:
+			case ans.Text != "done" || len(ans.Rounds) != 2:
+				err = fmt.Errorf("session %d: answer %+v", i, ans)
+			case string(ans.Rounds[0].Results[0].Content) != `{"echo":"one"}` || string(ans.Rounds[1].Results[0].Content) != `{"echo":"two"}`:
+				err = fmt.Errorf("session %d: results %s, %s", i, ans.Rounds[0].Results[0].Content, ans.Rounds[1].Results[0].Content)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if calls.Load() != 2*n {
+		t.Errorf("%d calls ran, want %d", calls.Load(), 2*n)
+	}
+}
+
 // TestStream_Events: the events of a tool round, in order, then the
 // answer.
 func TestStream_Events(t *testing.T) {

@@ -99,11 +99,12 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 			s.tool.Name(), d.breaker.Failures, d.breaker.Window)))
 		return
 	}
-	d.outstanding[key] = outstanding{call: call, slot: s}
 	if s.tool.def.Sync {
-		d.result(c, s, s.tool.callInline(call))
+		// Answered in this turn: nothing else can see it outstanding.
+		d.settle(c, s, call, s.tool.callInline(call))
 		return
 	}
+	d.outstanding[key] = outstanding{call: call, slot: s}
 	c.Send(s.ref, call)
 }
 
@@ -197,6 +198,11 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 		return // not ours or answered already: never deliver twice
 	}
 	delete(d.outstanding, key)
+	d.settle(c, s, o.call, result)
+}
+
+// settle counts result for s's breaker and delivers it as call's answer.
+func (d *dispatcher) settle(c actors.WrapperContext, s *slot, call, result *messages.Frame) {
 	if !d.breaker.Disabled {
 		switch kind := KindOf(result); {
 		case kind == "":
@@ -213,7 +219,7 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 			s.breaker.Neutral()
 		}
 	}
-	d.deliver(c, o.call, result)
+	d.deliver(c, call, result)
 }
 
 // inStream counts the outstanding calls of a stream.

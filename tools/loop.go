@@ -213,11 +213,15 @@ type turnCall struct {
 }
 
 type loopLogic struct {
-	opts     LoopOptions
-	d        *dispatcher
-	asm      Assembler
-	sessions map[string]*loopSession
-	sess     *sessionState // nil without a Session
+	opts LoopOptions
+	d    *dispatcher
+	asm  Assembler
+	// one is a stream's session kept out of sessions: a loop mostly
+	// serves one stream at a time, which then costs no hashing per frame
+	// and no map entry.
+	one      *loopSession
+	sessions map[string]*loopSession // the others
+	sess     *sessionState           // nil without a Session
 	// system is SystemPrompt's message, encoded once (nil without one).
 	system json.RawMessage
 
@@ -246,21 +250,55 @@ func (l *loopLogic) record(c actors.Context, s *loopSession, e proto.Message) {
 }
 
 func (l *loopLogic) session(stream string) *loopSession {
-	s, ok := l.sessions[stream]
+	s, ok := l.lookup(stream)
 	if !ok {
 		if s, l.spare = l.spare, nil; s == nil {
 			s = &loopSession{}
 		}
 		s.stream = stream
-		l.sessions[stream] = s
+		if l.one == nil {
+			l.one = s
+		} else {
+			l.sessions[stream] = s
+		}
 	}
 	return s
+}
+
+// lookup returns the session of stream, if it has one.
+func (l *loopLogic) lookup(stream string) (*loopSession, bool) {
+	if l.one != nil && l.one.stream == stream {
+		return l.one, true
+	}
+	s, ok := l.sessions[stream]
+	return s, ok
+}
+
+// drop removes s from the sessions.
+func (l *loopLogic) drop(s *loopSession) {
+	if l.one == s {
+		l.one = nil
+		return
+	}
+	delete(l.sessions, s.stream)
+}
+
+// all returns every session.
+func (l *loopLogic) all() []*loopSession {
+	out := make([]*loopSession, 0, 1+len(l.sessions))
+	if l.one != nil {
+		out = append(out, l.one)
+	}
+	for _, s := range l.sessions {
+		out = append(out, s)
+	}
+	return out
 }
 
 // forget drops the session of s's stream, which is over, keeping its
 // storage for the next stream: nothing may use s afterwards.
 func (l *loopLogic) forget(s *loopSession) {
-	delete(l.sessions, s.stream)
+	l.drop(s)
 	s.clearCalls()
 	var store []json.RawMessage
 	if l.sess == nil { // else the messages may be the session record's
@@ -306,7 +344,7 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	if t := f.GetType(); t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
-		if _, ok := l.sessions[f.GetStreamId()]; !ok {
+		if _, ok := l.lookup(f.GetStreamId()); !ok {
 			return // nothing in flight on the stream: nothing to cancel, nothing to remember
 		}
 	}
@@ -599,7 +637,7 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 
 // delivered is the dispatcher's answer for one call.
 func (l *loopLogic) delivered(c actors.WrapperContext, call, result *messages.Frame) {
-	s, ok := l.sessions[call.GetStreamId()]
+	s, ok := l.lookup(call.GetStreamId())
 	if !ok {
 		return
 	}
@@ -706,7 +744,7 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
 // consumer get their error results before the runtime closes the streams
 // with ERROR and END.
 func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
-	for _, s := range l.sessions {
+	for _, s := range l.all() {
 		for _, tc := range s.calls {
 			if tc.result == nil {
 				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))

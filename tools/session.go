@@ -533,7 +533,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		}
 		ss.active = ""
 		c.ToOuter(messages.End(s.stream))
-		delete(l.sessions, s.stream)
+		l.drop(s)
 		return
 	case len(st.GetCalls()) == 0:
 		l.emitSession(c, s, ev)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -15,8 +16,13 @@ import (
 // deadline, its done channel closes at the deadline for a handler that
 // waits on it, a handler that overruns is answered with the timeout, and
 // once the handler has returned the context is cancelled for whatever
-// kept it (a goroutine, a child context).
+// kept it (a goroutine, a child context). It runs on synctest's clock, so
+// a loaded machine cannot make the quick handler start past its 5 ms.
 func TestSyncContext(t *testing.T) {
+	synctest.Test(t, testSyncContext)
+}
+
+func testSyncContext(t *testing.T) {
 	kept := make(chan context.Context, 1)
 	child := make(chan context.Context, 1)
 	var seen CallInfo

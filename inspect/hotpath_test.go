@@ -112,3 +112,68 @@ func TestStreams_AnsweredInTheSameTurnNotLeftOpen(t *testing.T) {
 func toolResult(stream string, call, result *messages.Frame) tools.ToolResultEvent {
 	return tools.ToolResultEvent{StreamID: stream, Iteration: 1, Call: call, Result: result}
 }
+
+// A session id may itself contain '#': stream "job#7#2" belongs to
+// session "job#7", stream "job#7" to session "job". The sessions the
+// observer and OnToolResult remember are not taken for a stream whose
+// id merely equals theirs.
+func TestSessions_IDsWithHashNotMistakenForTheirStreams(t *testing.T) {
+	in, o := newObserved(t)
+	c1 := messages.ToolCall("job#7", "c1", "echo", []byte(`{}`))
+	c3 := messages.ToolCall("job#7", "c3", "echo", []byte(`{}`))
+	requestTurn(o, "job#7", c1, c3, messages.End("job#7"))
+	c2 := messages.ToolCall("job#7#2", "c2", "echo", []byte(`{}`))
+	// Attempt 2 makes session "job#7", which the observer remembers;
+	// then attempt 1's stream, "job#7", still belongs to session "job".
+	requestTurn(o, "job#7#2", c2, messages.End("job#7#2"))
+	requestTurn(o, "job#7", messages.Text("job#7", "late"))
+
+	pending := func(session string) []string {
+		t.Helper()
+		d := in.Snapshot(session).Session
+		if d == nil {
+			t.Fatalf("session %q not shown", session)
+		}
+		var ids []string
+		for _, p := range d.Pending {
+			ids = append(ids, p.ID)
+		}
+		return ids
+	}
+	in.mu.Lock()
+	job, job7 := in.sessions["job"], in.sessions["job#7"]
+	in.mu.Unlock()
+	if job == nil || job7 == nil {
+		t.Fatalf("sessions job %v, job#7 %v, want both", job != nil, job7 != nil)
+	}
+	if job.requests != 2 || job7.requests != 1 {
+		t.Fatalf("requests: job %d, job#7 %d, want 2 and 1", job.requests, job7.requests)
+	}
+	if d := in.Snapshot("job").Session; d.Response != "late" {
+		t.Fatalf("job's response %q, want the one of its stream job#7", d.Response)
+	}
+
+	result := func(stream string, call *messages.Frame) {
+		t.Helper()
+		r, err := messages.ToolResult(stream, call.GetToolCallId(), "echo", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.OnToolResult(toolResult(stream, call, r))
+	}
+	// Requests cleared job's calls: make them again, then job#7 newest.
+	requestTurn(o, "job#7", c1, c3, messages.End("job#7"))
+	requestTurn(o, "job#7#2", c2, messages.End("job#7#2"))
+	result("job#7", c1) // the newest session is job#7, not c1's
+	if got := pending("job"); len(got) != 1 || got[0] != "c3" {
+		t.Fatalf("job pending %v after c1's result, want c3", got)
+	}
+	result("job#7#2", c2) // the results' session is job#7 now
+	result("job#7", c3)
+	if got := pending("job"); len(got) != 0 {
+		t.Fatalf("job pending %v after the results, want none", got)
+	}
+	if got := pending("job#7"); len(got) != 0 {
+		t.Fatalf("job#7 pending %v after the results, want none", got)
+	}
+}

@@ -189,7 +189,11 @@ func (c *sessionCache) find(stream string) *session {
 	if s == nil || s.id == "" {
 		return nil
 	}
-	if s.id == stream || s.id == sessionKey(stream) {
+	// Compared with the stream's session, never with the stream itself: a
+	// session's id may contain '#' ("job#7", made by stream "job#7#2")
+	// while stream "job#7" belongs to session "job".
+	if s.id == sessionKey(stream) {
+
 		return s
 	}
 	return nil

@@ -124,3 +124,95 @@ func TestEvents_ChangesCoalescedPerInterval(t *testing.T) {
 		<-done
 	})
 }
+
+// followEvents serves an event stream to rec until the returned func
+// is called; it waits for the stream to end.
+func followEvents(in *Inspector, rec http.ResponseWriter) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.serveEvents(rec, httptest.NewRequest("GET", "/api/events", nil).WithContext(ctx))
+	}()
+	return func() { cancel(); <-done }
+}
+
+// An Interval longer than a snapshot's staleness is respected: with or
+// without changes, a stream gets a snapshot at most every Interval.
+func TestEvents_LongIntervalRespected(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 5 * time.Second
+		in, err := New(rt, &Options{Interval: interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		rec := &streamRecorder{header: http.Header{}}
+		stop := followEvents(in, rec)
+		for range 10 { // a change every second
+			time.Sleep(time.Second)
+			in.OnBreakerChange("flaky", tools.BreakerOpen)
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if snaps, _, _ := rec.events(t); len(snaps) != 3 {
+			t.Fatalf("%d events in 10s with changes, want 3 (at once, at 5s, at 10s)", len(snaps))
+		}
+		time.Sleep(10 * time.Second) // nothing new
+		synctest.Wait()
+		if snaps, _, _ := rec.events(t); len(snaps) != 5 {
+			t.Fatalf("%d events in 20s, want 5 (one every 5s without changes)", len(snaps))
+		}
+		stop()
+	})
+}
+
+// slowStart is a stream response whose first write takes a millisecond:
+// the stream's clock of its last event runs a little behind the ticks.
+type slowStart struct {
+	streamRecorder
+	started bool
+}
+
+func (r *slowStart) Write(p []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		time.Sleep(time.Millisecond)
+	}
+	return r.streamRecorder.Write(p)
+}
+
+// An event stamped a little after its tick does not make the next one a
+// tick late: with the default Interval, a change is sent 250 ms after the
+// last event, not 300.
+func TestEvents_IntervalNotATickLate(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	synctest.Test(t, func(t *testing.T) {
+		in, err := New(rt, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		in.clock.now() // ticking from now on: every 50 ms
+		rec := &slowStart{streamRecorder: streamRecorder{header: http.Header{}}}
+		stop := followEvents(in, rec)
+		time.Sleep(2 * time.Millisecond) // the first event is out, at 1 ms
+		synctest.Wait()
+		if snaps, _, _ := rec.events(t); len(snaps) != 1 {
+			t.Fatalf("%d events at once, want 1", len(snaps))
+		}
+		in.OnBreakerChange("flaky", tools.BreakerOpen)
+		time.Sleep(DefaultInterval - 10*time.Millisecond) // past the tick at 200 ms
+		synctest.Wait()
+		if snaps, _, _ := rec.events(t); len(snaps) != 1 {
+			t.Fatalf("%d events 200 ms after the first, want none yet", len(snaps)-1)
+		}
+		time.Sleep(10 * time.Millisecond) // past the tick at 250 ms
+		synctest.Wait()
+		if snaps, _, _ := rec.events(t); len(snaps) != 2 {
+			t.Fatalf("%d events %v after the first, want the change's", len(snaps)-1, DefaultInterval)
+		}
+		stop()
+	})
+}

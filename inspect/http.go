@@ -164,8 +164,8 @@ func (in *Inspector) event(r *http.Request, html bool) (name string, data []byte
 // coarseClock) and, Options.Interval after its last event (250ms by
 // default: the page still feels live), sends what accumulated as one
 // event, one write and one flush; a stream with nothing new sends a
-// snapshot once it is stale (ages move on) and a comment line now and
-// then.
+// snapshot once it is stale (ages move on; never sooner than
+// Options.Interval) and a comment line now and then.
 func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	html := r.URL.Query().Get("view") == "html"
@@ -190,6 +190,7 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sent, beat := time.Now(), time.Now()
+	wait, refresh := ticksLater(in.opts.Interval), ticksLater(max(stale, in.opts.Interval))
 	ticks, unsubscribe := in.clock.subscribe()
 	defer unsubscribe()
 	for {
@@ -200,7 +201,7 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-ticks:
 			now, v := time.Now(), in.version.Load()
-			if since := now.Sub(sent); since >= in.opts.Interval && v != last || since >= stale {
+			if since := now.Sub(sent); since >= wait && (v != last || since >= refresh) {
 				last, sent, beat = v, now, now
 				if send() != nil {
 					return
@@ -213,6 +214,17 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// ticksLater is how long after its last event a stream sends the next
+// one d later, at a tick of the inspector's clock: d rounded up to a
+// whole number of ticks, less half a tick. The stream's times are read
+// when it handles a tick, a little after the tick, and by a little more
+// or less each time: without the half tick of slack, an event stamped
+// late would make the one d later a tick late.
+func ticksLater(d time.Duration) time.Duration {
+	n := max(1, (d+coarseResolution-1)/coarseResolution)
+	return n*coarseResolution - coarseResolution/2
 }
 
 // serveFault runs one fault injection.

@@ -49,8 +49,10 @@ type Options struct {
 	Faults bool
 	// Interval is the shortest time between two snapshots sent to one
 	// event stream client; default [DefaultInterval]. The streams look
-	// for changes every 50 ms (the inspector's clock): a shorter interval
-	// is 50 ms.
+	// for changes every 50 ms (the inspector's clock): the interval is
+	// rounded up to a multiple of 50 ms. A stream with nothing new gets a
+	// snapshot every second anyway (ages move on), or every Interval if
+	// that is longer.
 	Interval time.Duration
 	// Refresh is how often the page refreshes itself without JavaScript;
 	// default [DefaultRefresh].

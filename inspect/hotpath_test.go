@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -175,5 +176,28 @@ func TestSessions_IDsWithHashNotMistakenForTheirStreams(t *testing.T) {
 	}
 	if got := pending("job#7"); len(got) != 0 {
 		t.Fatalf("job#7 pending %v after the results, want none", got)
+	}
+}
+
+// A finished call's frame is not kept by its session past the next
+// request: nothing in s.calls, to its capacity, holds it.
+func TestPending_FinishedCallsFrameNotKept(t *testing.T) {
+	in, o := newObserved(t)
+	big := bytes.Repeat([]byte("x"), 1<<20)
+	call := messages.ToolCall("s", "c1", "echo", big)
+	requestTurn(o, "s", call, messages.End("s"))
+	r, err := messages.ToolResult("s", "c1", "echo", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.OnToolResult(toolResult("s", call, r))
+	requestTurn(o, "s", messages.Text("s", "done"), messages.End("s"))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	s := in.sessions["s"]
+	for i, p := range s.calls[:cap(s.calls)] {
+		if p.call != nil {
+			t.Fatalf("calls[%d] (length %d) still holds call %s", i, len(s.calls), p.id())
+		}
 	}
 }

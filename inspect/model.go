@@ -193,7 +193,6 @@ func (c *sessionCache) find(stream string) *session {
 	// session's id may contain '#' ("job#7", made by stream "job#7#2")
 	// while stream "job#7" belongs to session "job".
 	if s.id == sessionKey(stream) {
-
 		return s
 	}
 	return nil
@@ -525,8 +524,7 @@ func (s *session) closeStream(id string) {
 // writing only the fields that hold something (each pointer written is
 // a write barrier while the garbage collector marks).
 func (s *session) reset() {
-	clear(s.calls[:cap(s.calls)]) // the frames removeCall left past the length too
-	s.calls = s.calls[:0]
+	s.clearCalls()
 	if len(s.streams) > 0 {
 		clear(s.streams)
 		s.streams = s.streams[:0]
@@ -546,10 +544,13 @@ func (s *session) reset() {
 	s.updated, s.answered, s.requests, s.errors = 0, false, 0, 0
 }
 
-// clearCalls forgets the pending calls, keeping the slice.
+// clearCalls forgets the pending calls, keeping the slice, and the
+// frames removeCall left past its length: a finished call's frame (its
+// arguments may be large) is kept until the session's next request at
+// most. Once a request: the slots are few.
 func (s *session) clearCalls() {
-	if len(s.calls) > 0 {
-		clear(s.calls)
+	if cap(s.calls) > 0 {
+		clear(s.calls[:cap(s.calls)])
 		s.calls = s.calls[:0]
 	}
 }
@@ -565,10 +566,9 @@ func (s *session) call(id string) *pendingCall {
 }
 
 // removeCall removes the pending call id. The slot past the new length
-// keeps its frame until the slot is reused by a later call or the
-// session is forgotten: what a session holds so is bounded by the most
-// calls it had pending at once, and removing the last call, the common
-// case, writes no pointer.
+// keeps its frame until the session's next request (clearCalls), the
+// slot's reuse by a later call, or the session is forgotten: removing
+// the last call, the common case, writes no pointer.
 func (s *session) removeCall(id string) (pendingCall, bool) {
 	for i := range s.calls {
 		if s.calls[i].id() == id {

@@ -559,11 +559,12 @@ func (r *ring[T]) push(x T) {
 }
 
 // pop removes and returns the first; the ring must not be empty. Its
-// slot keeps x until a push reuses it (no pointer written: a write
-// barrier while the garbage collector marks), so the ring holds what it
-// held at its longest.
+// slot is zeroed: what was popped (a forgotten session and its buffers)
+// is not kept reachable by the ring.
 func (r *ring[T]) pop() T {
 	x := r.items[r.head]
+	var zero T
+	r.items[r.head] = zero
 	if r.head++; r.head == len(r.items) {
 		r.head = 0
 	}

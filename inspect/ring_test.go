@@ -87,3 +87,19 @@ func TestSessions_RingKeepsTheNewest(t *testing.T) {
 		t.Fatalf("sessions %v, want s0 in place of the oldest (s9)", got)
 	}
 }
+
+// A popped slot of the ring no longer holds what was popped.
+func TestRing_PopLetsGo(t *testing.T) {
+	var r ring[*session]
+	a, b := &session{id: "a"}, &session{id: "b"}
+	r.push(a)
+	r.push(b)
+	if r.pop() != a {
+		t.Fatal("pop: want a")
+	}
+	for i, x := range r.items {
+		if x == a {
+			t.Fatalf("items[%d] still holds the popped session", i)
+		}
+	}
+}

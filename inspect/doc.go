@@ -33,10 +33,13 @@
 // is over.
 //
 // The page is one screen: the tree on the left, the selected session on
-// the right, the feed and the tools below; restarts flash. It is plain
-// html/template output with a small hand-written script (embedded, no
-// external assets) that follows the server-sent events of /api/events
-// and re-renders; without JavaScript the page refreshes itself.
+// the right, the feed and the tools below; restarts flash. It is
+// html/template output, but for the session list, which is written in
+// Go with the same markup and escaping (it grows with the sessions kept
+// and is redrawn at every event), and a small hand-written script
+// (embedded, no external assets) that follows the server-sent events of
+// /api/events and re-renders; without JavaScript the page refreshes
+// itself.
 //
 // # Endpoints
 //

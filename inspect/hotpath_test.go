@@ -74,16 +74,32 @@ func TestPending_StreamedArgumentsShownSoFar(t *testing.T) {
 	}
 }
 
-// A response that ends in the turn of its request leaves no stream open;
-// one that does not is shown open until its END, and a second call
-// removed before the first keeps the first pending.
+// A response that ends in the turn of its request leaves no stream open,
+// and its stream is never recorded (a fresh session's list of streams
+// is not even made); one that fails before its END in that turn is left
+// open neither, with its error shown; one that does not end is shown
+// open until its END, and a second call removed before the first keeps
+// the first pending.
 func TestStreams_AnsweredInTheSameTurnNotLeftOpen(t *testing.T) {
 	in, o := newObserved(t)
 	requestTurn(o, "a", messages.Text("a", "hi"), messages.End("a"))
+	requestTurn(o, "e", messages.Text("e", "half"), messages.Error("e", "model down"), messages.End("e"))
 	requestTurn(o, "b", messages.Text("b", "thinking"))
 	streams := func(id string) int { return len(in.Snapshot(id).Session.Streams) }
 	if n := streams("a"); n != 0 {
 		t.Fatalf("a: %d streams open, want none (answered in its turn)", n)
+	}
+	in.mu.Lock()
+	made := cap(in.sessions["a"].streams)
+	in.mu.Unlock()
+	if made != 0 {
+		t.Fatalf("a: a list of %d streams made, want none (its stream never recorded)", made)
+	}
+	if n := streams("e"); n != 0 {
+		t.Fatalf("e: %d streams open, want none (failed and ended in its turn)", n)
+	}
+	if d := in.Snapshot("e").Session; d.LastError != "model down" || d.Errors != 1 {
+		t.Fatalf("e: last error %q, %d errors, want the model's", d.LastError, d.Errors)
 	}
 	if n := streams("b"); n != 1 {
 		t.Fatalf("b: %d streams open, want 1", n)

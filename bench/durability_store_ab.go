@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
@@ -25,10 +26,11 @@ import (
 // whichever side ran then. Each row measures one such run per round; its
 // baseline's figure is the off side of that same run.
 //
-// The checksum rows take a round's ratio as the interquartile mean of the
-// ratios of its pairs (see [pairRatio]) rather than as the ratio of the
-// sides' sums over the round: a pair hit by a neighbour's burst of work
-// counts as one of many instead of by its share of the sum. Every slice of
+// The checksum rows take a round's ratio as the geometric mean of the
+// middle half of the ratios of its pairs (see [pairRatio]) rather than as
+// the ratio of the sides' sums over the round: a pair hit by a
+// neighbour's burst of work counts as one of many instead of by its share
+// of the sum. Every slice of
 // these rows starts from a collected heap ([pairRun].gc), so that the
 // garbage collector, which runs when the heap has grown by so much, runs
 // at the same points of both sides' work instead of wherever the last
@@ -157,9 +159,17 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 	}
 	b.ResetTimer()
 	start := time.Now()
+	flip := 0
 	for i := 0; ; i++ {
+		// The order of each two pairs is drawn at random, one of them
+		// each way round, so that a round's pairs are balanced: whatever
+		// the second of two turns gains (pages the first made warm) falls
+		// on both sides.
+		if i%2 == 0 {
+			flip = rand.IntN(2)
+		}
 		var m [2]slice
-		first := rand.IntN(2)
+		first := (i + flip) % 2
 		m[first] = measure(first)
 		m[1-first] = measure(1 - first)
 		for side, s := range m {
@@ -183,11 +193,13 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 	}
 }
 
-// pairRatio is a run's ratio from the ratios of its pairs: their
-// interquartile mean, the mean of the middle half (all of them below 4
-// pairs). Like a median it leaves out the pairs a burst of other work made
-// extreme, and it averages the middle half, where a median takes one
-// pair.
+// pairRatio is a run's ratio from the ratios of its pairs: the geometric
+// mean of the middle half (all of them below 4 pairs). Like a median it
+// leaves out the pairs a burst of other work made extreme, and it averages
+// the middle half, where a median takes one pair. The mean is taken of the
+// ratios' logarithms so that it leans to neither side: the ratio of the
+// sides swapped is exactly the inverse (an arithmetic mean of on/off
+// ratios comes out above 1 for two sides that do the same work).
 func pairRatio(ratios []float64) float64 {
 	if len(ratios) == 0 {
 		return 0
@@ -200,9 +212,9 @@ func pairRatio(ratios []float64) float64 {
 	}
 	sum := 0.0
 	for _, x := range s {
-		sum += x
+		sum += math.Log(x)
 	}
-	return sum / float64(len(s))
+	return math.Exp(sum / float64(len(s)))
 }
 
 // checksumSides returns the two sides (named names) of a checksums row

@@ -33,21 +33,31 @@ func TestPairedSides(t *testing.T) {
 }
 
 // TestPairRatio checks that a run's ratio leaves out its extreme pairs
-// (the quarter at each end) and averages the rest, and takes the mean of
-// fewer than 4.
+// (the quarter at each end) and takes the geometric mean of the rest (of
+// all of them below 4), and that it leans to neither side: the ratios
+// inverted (the sides swapped) give exactly its inverse.
 func TestPairRatio(t *testing.T) {
 	for _, c := range []struct {
 		ratios []float64
 		want   float64
 	}{
 		{[]float64{1.0, 1.02, 0.98, 1.0, 3.0, 0.3, 1.0, 1.0}, 1.0},
-		{[]float64{1.1, 1.3}, 1.2},
+		{[]float64{0.5, 2, 4, 0.25, 1, 1}, 1},
+		{[]float64{1.1, 1.3}, math.Sqrt(1.1 * 1.3)},
 		{[]float64{0.9}, 0.9},
 		{nil, 0},
 	} {
 		if got := pairRatio(c.ratios); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("pairRatio(%v) = %v, want %v", c.ratios, got, c.want)
 		}
+	}
+	ratios := []float64{0.85, 0.9, 1.18, 1.02, 0.7, 1.4, 1.1, 0.95, 1.3}
+	inverse := make([]float64, len(ratios))
+	for i, r := range ratios {
+		inverse[i] = 1 / r
+	}
+	if got, swapped := pairRatio(ratios), pairRatio(inverse); math.Abs(got*swapped-1) > 1e-12 {
+		t.Errorf("pairRatio = %v, with the sides swapped %v: their product is %v, want 1", got, swapped, got*swapped)
 	}
 }
 

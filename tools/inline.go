@@ -11,20 +11,25 @@ import (
 // the same validation, results and failure kinds as the tool duplex. The
 // timeout reaches the handler as its context's deadline (a sync handler
 // that ignores it runs to the end, and its result is then replaced by the
-// timeout result); a panic becomes a "panicked" result and leaves the
+// timeout result); a panic (in validation or in the handler) becomes a "panicked" result and leaves the
 // dispatcher serving, since a sync handler holds no state of its own.
 func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
+	var ctx *syncContext
+	// Installed first: a panic while the arguments are validated is this
+	// call's answer too, not the dispatcher's failure.
+	defer func() {
+		if r := recover(); r != nil {
+			if ctx != nil {
+				ctx.end()
+			}
+			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
+		}
+	}()
 	args, err := t.validator.validate(call.GetPayload())
 	if err != nil {
 		return errorResult(call, FailureInvalidArguments, err.Error())
 	}
-	ctx := newSyncContext(call, t.def.Timeout)
-	defer func() {
-		if r := recover(); r != nil {
-			ctx.end()
-			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
-		}
-	}()
+	ctx = newSyncContext(call, t.def.Timeout)
 	out := t.run(ctx, call, args)
 	if ctx.end() {
 		return errorResult(call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms", t.def.Name, t.def.Timeout.Milliseconds()))

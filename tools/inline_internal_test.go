@@ -1,0 +1,43 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestCallInline_ValidationPanicIsTheCallsResult: a panic while a Sync
+// tool's arguments are validated is that call's answer (a panicked error
+// result), like a panic in its handler: the runner running it inline does
+// not fail, and the call is not left without a result.
+func TestCallInline_ValidationPanicIsTheCallsResult(t *testing.T) {
+	ran := false
+	tool := MustNew(Definition{Name: "v", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
+		ran = true
+		return "ran", nil
+	}})
+	tool.validator = &validator{tool: "v"} // no compiled schema: validating arguments other than {} panics
+	spec, err := NewCallRunner(&RouterOptions{Tools: []*Tool{tool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r actorstest.Recorder
+	l := spec.New()
+	if err := r.Deliver(l, actors.Started{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Deliver(l, messages.ToolCall("s", "c1", "v", json.RawMessage(`{"a":1}`))); err != nil {
+		t.Fatalf("the runner failed: %v", err)
+	}
+	if len(r.Emitted) == 0 || r.Emitted[0].GetType() != messages.FrameType_TOOL_RESULT ||
+		KindOf(r.Emitted[0]) != FailurePanic || r.Emitted[0].GetToolCallId() != "c1" {
+		t.Fatalf("emitted %d frames, want a panicked result for c1 first: %v", len(r.Emitted), r.Emitted)
+	}
+	if ran {
+		t.Error("the handler ran without validated arguments")
+	}
+}

@@ -74,18 +74,29 @@ func (c *caller) start(name string, args json.RawMessage) (*call, error) {
 
 // wait returns the call's one TOOL_RESULT. When ctx ends first it sends
 // CANCEL for the call and still waits for its (cancelled) result, so that
-// the call never outlives the request unanswered; when the router stops
-// first the result is an error result.
+// the call never outlives the request unanswered. When the stream ends
+// (END) without a result — the runner lost the call, failing as it took
+// it — or the router stops first, the result is an error result: a
+// request never waits for an answer that cannot come.
 func (cl *call) wait(ctx context.Context) *messages.Frame {
 	s := (*actors.MuxStream)(cl)
 	defer s.Close()
 	id := s.ID()
+	var reason string // the ERROR the stream carried, if any
 	for {
 		f, err := s.Recv(ctx)
 		switch {
 		case err == nil:
-			if f.GetType() == messages.FrameType_TOOL_RESULT {
+			switch f.GetType() {
+			case messages.FrameType_TOOL_RESULT:
 				return f
+			case messages.FrameType_ERROR:
+				reason = f.GetText()
+			case messages.FrameType_END:
+				if reason == "" {
+					reason = "the stream ended"
+				}
+				return messages.ToolError(id, id, "", fmt.Sprintf("mcp: the tool call was not answered: %s", reason))
 			}
 		case ctx.Err() != nil && !errors.Is(err, actors.ErrDuplexStopped):
 			_ = s.Send(messages.Cancel(id, id))

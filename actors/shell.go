@@ -266,13 +266,25 @@ func (s *shell) finish(reason error) {
 // ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
 // they arrive on after its END stays closed.
 func (s *shell) input(f *messages.Frame) {
-	switch f.GetType() {
-	case messages.FrameType_TOOL_RESULT, messages.FrameType_END, messages.FrameType_CANCEL,
-		messages.FrameType_ABORT, messages.FrameType_TICK, messages.FrameType_ERROR:
-	default:
+	if OpensStream(f.GetType()) {
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
+}
+
+// OpensStream reports whether a frame of type t written into a duplex's
+// sink opens its stream: the duplex then owes the stream an END (emitted
+// by its Logic, or ERROR and END when its incarnation ends). Answers
+// (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), ERROR and END open
+// nothing. A Logic that closes streams itself once it owes them nothing
+// more (a call runner) uses it to know which streams it must close.
+func OpensStream(t messages.FrameType) bool {
+	switch t {
+	case messages.FrameType_TOOL_RESULT, messages.FrameType_END, messages.FrameType_CANCEL,
+		messages.FrameType_ABORT, messages.FrameType_TICK, messages.FrameType_ERROR:
+		return false
+	}
+	return true
 }
 
 func (s *shell) noteOpen(stream string) {

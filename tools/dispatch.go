@@ -19,8 +19,11 @@ type dispatcher struct {
 	byRef       map[string]*slot
 	breaker     BreakerOptions
 	outstanding map[callKey]outstanding
-	deliver     func(c actors.WrapperContext, call, result *messages.Frame)
-	gate        *approvalGate // nil: every call runs (see ApprovalOptions)
+	// perStream, when set (countStreams), counts the outstanding calls
+	// of each stream; streams with none are not in it.
+	perStream map[string]int
+	deliver   func(c actors.WrapperContext, call, result *messages.Frame)
+	gate      *approvalGate // nil: every call runs (see ApprovalOptions)
 }
 
 type slot struct {
@@ -105,6 +108,9 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 		return
 	}
 	d.outstanding[key] = outstanding{call: call, slot: s}
+	if d.perStream != nil {
+		d.perStream[key.stream]++
+	}
 	c.Send(s.ref, call)
 }
 
@@ -198,6 +204,13 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 		return // not ours or answered already: never deliver twice
 	}
 	delete(d.outstanding, key)
+	if d.perStream != nil {
+		if n := d.perStream[key.stream] - 1; n > 0 {
+			d.perStream[key.stream] = n
+		} else {
+			delete(d.perStream, key.stream)
+		}
+	}
 	d.settle(c, s, o.call, result)
 }
 
@@ -222,13 +235,23 @@ func (d *dispatcher) settle(c actors.WrapperContext, s *slot, call, result *mess
 	d.deliver(c, call, result)
 }
 
-// inStream counts the outstanding calls of a stream.
-func (d *dispatcher) inStream(stream string) int {
-	n := 0
-	for k := range d.outstanding {
-		if k.stream == stream {
-			n++
-		}
+// countStreams makes inStream answer without going through every
+// outstanding call: from then on the dispatcher counts them per stream.
+// Call it before the first call.
+func (d *dispatcher) countStreams() { d.perStream = map[string]int{} }
+
+// inStream is the number of outstanding calls of a stream; it needs
+// countStreams.
+func (d *dispatcher) inStream(stream string) int { return d.perStream[stream] }
+
+// forget drops every outstanding call without answering it and returns
+// them, for the owner to answer (as a failing call runner does).
+func (d *dispatcher) forget() []outstanding {
+	out := make([]outstanding, 0, len(d.outstanding))
+	for _, o := range d.outstanding {
+		out = append(out, o)
 	}
-	return n
+	clear(d.outstanding)
+	clear(d.perStream)
+	return out
 }

@@ -34,8 +34,8 @@
 // [NewLoop] runs whole tool conversations: it sends
 // the follow-up requests itself until the model answers without calls.
 // [NewCallRunner] is a router without a model, for calls made outside any
-// conversation (an MCP server's): TOOL_CALLs written into it run, and
-// their TOOL_RESULTs come out.
+// conversation (an MCP server's): TOOL_CALLs written into it run, their
+// TOOL_RESULTs come out, and each stream is closed with END once answered.
 // The decision logic of every stage ([Assembler], [PendingCalls],
 // [Breaker]) is plain data with step methods, tested without actors.
 //

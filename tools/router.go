@@ -191,10 +191,23 @@ const runnerDefaultName = "tool-runner"
 // model's call — arguments validated, Sync tools inline in its turn, the
 // others on their tool actors, behind the circuit breaker — and its one
 // TOOL_RESULT is emitted on the call's stream. CANCEL and ABORT cancel the
-// running calls of their stream; other frames are dropped. When the
-// runner fails, every call it was running is answered with an error
-// result (FailureStopped) before the runtime restarts it. Handlers given
-// as a map run asynchronously; Durability is not taken.
+// running calls of their stream; other frames are dropped.
+//
+// The runner closes a stream with END once it owes it nothing: after the
+// result that leaves none of the stream's calls running or receiving
+// arguments, or, with nothing of the stream running, when the caller ends
+// it (END or ERROR) or completes a call the runner does not know (the
+// rest of a call it answered when it failed). A caller that sends another
+// call on the stream later opens it again and gets another END after that
+// call's result. So a long-lived runner keeps nothing per stream it has
+// answered.
+//
+// When the runner fails, every call it was running or assembling is
+// answered with an error result (FailureStopped) before the runtime
+// restarts it; what of such a call reaches the restarted runner later (its
+// argument chunks, its completion) is dropped, and it gets no second
+// result. Handlers given as a map run asynchronously; Durability is not
+// taken.
 //
 // It does what a router around a duplex that reflects calls and results
 // does, without the two trips through that duplex per call.
@@ -205,10 +218,12 @@ func NewCallRunner(o *RouterOptions) (actors.Spec, error) {
 	}
 	none := actors.Duplex(opts.Name+"-none", func(*messages.Frame, func(*messages.Frame)) {})
 	spec := actors.Wrap(opts.Name, none, func() actors.Wrapped {
-		r := &callRunner{}
+		r := &callRunner{open: map[string]struct{}{}}
 		r.d = newDispatcher(all, opts.Breaker, func(c actors.WrapperContext, _, result *messages.Frame) {
 			c.ToOuter(result)
+			r.closeIfDone(c, result.GetStreamId())
 		})
+		r.d.countStreams()
 		return r
 	})
 	spec.Supervision = opts.Supervision
@@ -220,6 +235,9 @@ func NewCallRunner(o *RouterOptions) (actors.Spec, error) {
 type callRunner struct {
 	d   *dispatcher
 	asm Assembler
+	// open holds the streams that a frame opened (actors.OpensStream)
+	// and that the runner has not closed with END yet.
+	open map[string]struct{}
 }
 
 // Start implements actors.WrapperStarter.
@@ -235,6 +253,10 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.d.cancel(c, f)
 		return
 	}
+	stream := f.GetStreamId()
+	if stream != "" && actors.OpensStream(f.GetType()) {
+		r.open[stream] = struct{}{}
+	}
 	for _, d := range r.asm.Step(f) {
 		switch d.Kind {
 		case Run:
@@ -243,16 +265,39 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 			r.d.reject(c, d.Frame, d.Message)
 		}
 	}
+	if f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR || f.IsToolComplete() {
+		// The caller is done with the stream, or with a call of it: a
+		// frame dropped (one of a call the runner no longer knows) may
+		// have opened it.
+		r.closeIfDone(c, stream)
+	}
+}
+
+// closeIfDone emits END on stream when the runner opened it and nothing
+// of it is running: no call outstanding, none assembling.
+func (r *callRunner) closeIfDone(c actors.WrapperContext, stream string) {
+	if _, ok := r.open[stream]; !ok || r.d.inStream(stream) > 0 || r.asm.Pending.InStream(stream) > 0 {
+		return
+	}
+	delete(r.open, stream)
+	c.ToOuter(messages.End(stream))
 }
 
 // Response implements actors.Wrapped: the inner duplex emits nothing.
 func (r *callRunner) Response(actors.WrapperContext, *messages.Frame) {}
 
-// OnFailure implements actors.WrapperFailureHandler: the calls running
-// get their error results, since a restarted runner knows none of them.
+// OnFailure implements actors.WrapperFailureHandler: the calls running,
+// and those whose arguments are still arriving, get their error results,
+// since a restarted runner knows none of them. The streams still open are
+// closed by the runtime (ERROR and END).
 func (r *callRunner) OnFailure(c actors.WrapperContext, err error) {
-	for _, o := range r.d.outstanding {
+	for _, o := range r.d.forget() {
 		c.ToOuter(errorResult(o.call, FailureStopped, fmt.Sprintf("Tool %s stopped: the tool runner failed: %v", o.call.GetName(), err)))
 	}
-	clear(r.d.outstanding)
+	for _, pc := range r.asm.Pending.Snapshot() {
+		c.ToOuter(errorResult(pc.frame(), FailureStopped, fmt.Sprintf(
+			"Tool %s stopped before its arguments were complete: the tool runner failed: %v", pc.Name, err)))
+	}
+	r.asm = Assembler{}
+	clear(r.open)
 }

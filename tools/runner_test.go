@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -148,4 +149,223 @@ func TestCallRunner_RejectsDurability(t *testing.T) {
 	if err == nil {
 		t.Fatal("a call runner took durability options")
 	}
+}
+
+// drain closes conn and returns every frame it emitted that was not read
+// yet, the closing ones included.
+func drain(t *testing.T, conn *actors.Conn) []*messages.Frame {
+	t.Helper()
+	ctx := testCtx(t)
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []*messages.Frame
+	for {
+		f, err := conn.Recv(ctx)
+		if errors.Is(err, actors.ErrDuplexStopped) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+}
+
+// untilResult reads conn until the TOOL_RESULT of stream and returns what
+// it read, that result last.
+func untilResult(t *testing.T, conn *actors.Conn, stream string) []*messages.Frame {
+	t.Helper()
+	ctx := testCtx(t)
+	var out []*messages.Frame
+	for {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the result on %s (read %q): %v", stream, lines(out), err)
+		}
+		out = append(out, f)
+		if f.GetType() == messages.FrameType_TOOL_RESULT && f.GetStreamId() == stream {
+			return out
+		}
+	}
+}
+
+// TestCallRunner_FailureAnswersStreamingCalls: a streaming call whose
+// arguments are still arriving when the runner fails gets its one error
+// result then, and the rest of it (a chunk, its completion) reaching the
+// restarted runner gets no second one, and leaves no stream open.
+func TestCallRunner_FailureAnswersStreamingCalls(t *testing.T) {
+	rt := newRuntime(t)
+	ran := make(chan struct{}, 1)
+	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(context.Context, json.RawMessage) (any, error) {
+		ran <- struct{}{}
+		return "ran", nil
+	}})
+	ping := tools.MustNew(tools.Definition{Name: "ping", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
+		return "pong", nil
+	}})
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{slow, ping}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(messages.StreamingToolCall("s", "c1", "slow"), messages.ToolArgChunk("s", "c1", "{"),
+		messages.ToolCall("m0", "m0", "ping", nil)); err != nil {
+		t.Fatal(err)
+	}
+	got := untilResult(t, conn, "m0") // the runner is up and has taken the frames of s
+	if err := rt.InjectPanic(actorID(t, rt, "tool-runner"), "injected by the test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(messages.ToolArgChunk("s", "c1", "}"), messages.ToolComplete("s", "c1"),
+		messages.ToolCall("m", "m", "ping", nil)); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, untilResult(t, conn, "m")...) // the restarted runner has taken every frame of s
+	got = append(got, drain(t, conn)...)
+	var results []*messages.Frame
+	for _, f := range got {
+		if f.GetStreamId() != "s" {
+			continue
+		}
+		switch f.GetType() {
+		case messages.FrameType_TOOL_RESULT:
+			results = append(results, f)
+		case messages.FrameType_ERROR, messages.FrameType_END:
+		default:
+			t.Errorf("on s: %s", line(f))
+		}
+	}
+	if len(results) != 1 || tools.KindOf(results[0]) != tools.FailureStopped || results[0].GetToolCallId() != "c1" {
+		t.Fatalf("results of c1: %q, want one stopped result; all frames: %q", lines(results), lines(got))
+	}
+	// The restarted runner closed s, which it took orphan frames on: the
+	// runner's stop closes nothing of it.
+	for _, f := range drainTail(got) {
+		if f.GetStreamId() == "s" && f.GetType() == messages.FrameType_ERROR {
+			t.Errorf("s still open in the restarted runner: %q", lines(got))
+		}
+	}
+	select {
+	case <-ran:
+		t.Error("the call ran after its stopped result")
+	default:
+	}
+}
+
+// drainTail is the frames after the last TOOL_RESULT of stream m.
+func drainTail(got []*messages.Frame) []*messages.Frame {
+	for i := len(got) - 1; i >= 0; i-- {
+		if got[i].GetType() == messages.FrameType_TOOL_RESULT && got[i].GetStreamId() == "m" {
+			return got[i+1:]
+		}
+	}
+	return got
+}
+
+// TestCallRunner_ClosesAnsweredStreams: the runner closes a call's stream
+// with END once its result is out and nothing else of the stream runs, so
+// that a long-lived runner keeps no state per call it has answered: after
+// many calls, its stop closes no stream.
+func TestCallRunner_ClosesAnsweredStreams(t *testing.T) {
+	rt := newRuntime(t)
+	ping := tools.MustNew(tools.Definition{Name: "ping", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
+		return "pong", nil
+	}})
+	echo := tools.MustNew(tools.Definition{Name: "echo", Handler: func(_ context.Context, args json.RawMessage) (any, error) {
+		return args, nil
+	}})
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{ping, echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	const calls = 1000
+	for i := range calls {
+		id := fmt.Sprint("c", i)
+		name := "ping"
+		if i%2 == 1 {
+			name = "echo"
+		}
+		if err := conn.Send(messages.ToolCall(id, id, name, raw(`{}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two calls on one stream: END once both are answered, not before.
+	if err := conn.SendAll(messages.ToolCall("two", "a", "echo", raw(`{}`)), messages.ToolCall("two", "b", "echo", raw(`{}`))); err != nil {
+		t.Fatal(err)
+	}
+	// A frame that is no call, then the caller's END: closed, no result.
+	if err := conn.SendAll(messages.Text("stray", "not a call"), messages.End("stray")); err != nil {
+		t.Fatal(err)
+	}
+	wantResults := func(stream string) int {
+		switch stream {
+		case "two":
+			return 2
+		case "stray":
+			return 0
+		}
+		return 1
+	}
+	ctx := testCtx(t)
+	results, ends := map[string]int{}, map[string]int{}
+	var errs []*messages.Frame
+	see := func(f *messages.Frame) {
+		id := f.GetStreamId()
+		switch f.GetType() {
+		case messages.FrameType_TOOL_RESULT:
+			if ends[id] != 0 {
+				t.Errorf("a result on %s after its END", id)
+			}
+			results[id]++
+		case messages.FrameType_END:
+			if want := wantResults(id); results[id] != want {
+				t.Errorf("END on %s after %d results, want %d", id, results[id], want)
+			}
+			ends[id]++
+		case messages.FrameType_ERROR:
+			errs = append(errs, f)
+		default:
+			t.Errorf("unexpected %s", line(f))
+		}
+	}
+	for n := 0; n < calls+2; {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			t.Fatalf("after %d results: %v", n, err)
+		}
+		if f.GetType() == messages.FrameType_TOOL_RESULT {
+			n++
+		}
+		see(f)
+	}
+	// Every call is answered: what the runner's stop adds must close no
+	// stream it still held open.
+	for _, f := range drain(t, conn) {
+		see(f)
+	}
+	if len(errs) != 0 {
+		t.Errorf("the runner's stop closed %d streams it held open, e.g. %s", len(errs), line(errs[0]))
+	}
+	for id, n := range results {
+		if n != wantResults(id) || ends[id] != 1 {
+			t.Errorf("stream %s: %d results, %d ends", id, n, ends[id])
+		}
+	}
+	if len(results) != calls+1 || ends["stray"] != 1 {
+		t.Errorf("%d streams answered, want %d; %d ENDs on the stream without a call, want 1", len(results), calls+1, ends["stray"])
+	}
+}
+
+// actorID is the id of the runtime's live duplex named name.
+func actorID(t *testing.T, rt *actors.Runtime, name string) string {
+	t.Helper()
+	for _, a := range rt.Actors() {
+		if a.Name == name {
+			return a.ID
+		}
+	}
+	t.Fatalf("no actor named %q in %+v", name, rt.Actors())
+	return ""
 }

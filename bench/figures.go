@@ -264,6 +264,7 @@ func figureConversation(c *config) []Row {
 	rows = append(rows, figureAgents(c)...)
 	rows = append(rows, figureTracing(c)...)
 	rows = append(rows, figureInspector(c)...)
+	rows = append(rows, interleavedRunRows(c)...)
 	if c.peers == "" {
 		return rows
 	}

@@ -70,3 +70,27 @@ func BenchmarkInspectedInterleaved(b *testing.B) {
 	b.ReportMetric(median(withouts), "without-cpu-ns/run")
 	b.ReportMetric(median(ratios), "cpu-ratio")
 }
+
+// BenchmarkRunsAB runs figure 7's interleaved rows (see runs_ab.go) as
+// plain benchmarks, reporting each side's time per run and the ratio
+// from the pairs.
+func BenchmarkRunsAB(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		run  func(b *testing.B, until time.Duration) abTotals
+	}{
+		{"inspector", inspectedAB},
+		{"loop-aa", loopAA},
+		{"agent", agentAB},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			t := c.run(b, 0)
+			b.StopTimer()
+			for side, name := range []string{"a", "b"} {
+				b.ReportMetric(float64(t.wall[side].Nanoseconds())/float64(t.items[side]), name+"-ns/run")
+			}
+			b.ReportMetric(pairRatio(t.wallRatios), "wall-ratio")
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Figure 7's goal rows whose two sides can live in one process (the
+// inspector mounted or not, agent.Run or the raw loop) are also measured
+// interleaved, as figure 4's checksum rows are: both sides started once,
+// then played in pairs of slices of runSliceRuns conversations, the
+// order of each two pairs balanced, a run's first pairs not counted, and
+// a round's ratio taken from its pairs ([pairRatio]). Measured one side
+// after the other for a whole round each, two sides that do the same
+// work differ by up to ±15 % in a round on this kind of machine (the
+// "tracing off" row is such a pair), more than the 10 % such a goal
+// allows; slices a few milliseconds long, taken in turn, put the
+// machine's drift on both sides.
+//
+// What both sides share in one process is split between them: the
+// garbage collector runs for the heap of both, on whichever side's slice
+// it falls, and goroutines of one side that work in the background (the
+// inspector's clock and event stream) take the core from either side.
+// The rows measured one side after the other, which keep those apart,
+// stay in the table beside these.
+
+// runSliceRuns is how many conversations one slice of an interleaved
+// figure 7 row plays: a few milliseconds.
+const runSliceRuns = 200
+
+// runsAB plays pairs of slices of the two sides' conversations for until
+// (see [pairRun.run]) and returns the totals, items counted in runs.
+func runsAB(b *testing.B, until time.Duration, sides [2]func(context.Context) error) abTotals {
+	b.Helper()
+	ctx := context.Background()
+	var slices [2]func() (int, error)
+	for i, run := range sides {
+		if err := run(ctx); err != nil { // warm up: actors started
+			b.Fatal(err)
+		}
+		slices[i] = func() (int, error) {
+			for range runSliceRuns {
+				if err := run(ctx); err != nil {
+					return 0, err
+				}
+			}
+			return runSliceRuns, nil
+		}
+	}
+	return pairRun{until: until, warmup: 2}.run(b, slices)
+}
+
+// inspectedAB: side 0 with the inspector mounted and followed, side 1
+// the same conversation without it.
+func inspectedAB(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	with, closeInspector, err := newInspectedConversation()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeInspector()
+	defer with.Close()
+	without, err := newTappedConversation(true, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer without.Close()
+	return runsAB(b, until, [2]func(context.Context) error{with.run, without.run})
+}
+
+// loopAA: the raw loop against another of itself, the spread of the
+// method.
+func loopAA(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	var sides [2]func(context.Context) error
+	for i := range sides {
+		lc, err := newLoopConversation(true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer lc.Close()
+		sides[i] = lc.run
+	}
+	return runsAB(b, until, sides)
+}
+
+// agentAB: side 0 one agent's Run, side 1 the raw loop played by hand
+// as a host would ([loopConversation.runByHand]).
+func agentAB(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	f, err := newAgentFleet(1, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	lc, err := newLoopConversation(true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lc.Close()
+	runs := 0
+	agentRun := func(ctx context.Context) error {
+		runs++
+		return f.run(ctx, 0, runs)
+	}
+	return runsAB(b, until, [2]func(context.Context) error{agentRun, lc.runByHand})
+}
+
+// interleavedRunRows are the interleaved figure 7 rows (see above).
+func interleavedRunRows(c *config) []Row {
+	until := c.abTime(3)
+	inspOn, inspOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector", false, true, inspectedAB, until)
+	aa, aa2 := pairedRun([2]string{"loop", "loop, again"}, "RunsAB/loop-aa", false, true, loopAA, until)
+	agentOn, agentOff := pairedRun([2]string{"agent.Run", "raw loop"}, "RunsAB/agent", false, true, agentAB, until)
+	const how = "one run per round, the sides interleaved: both started once, then played in pairs of slices of 200 conversations, the order of each two pairs balanced, the first pairs not counted; a round's ratio is the geometric mean of the middle half of its pairs' ratios, the baseline's figure its side's time summed over its slices, ours that times the ratio; the garbage collector and background goroutines of one side fall on whichever slice they meet"
+	return c.rows([]pair{
+		{figure: "7", name: "(a) the loop vs itself (A/A), interleaved", kind: duration, unit: "run",
+			ours: aa, base: aa2, goal: info,
+			note: "two loops doing the same work: the spread of the interleaved method itself (1.00× is exact); " + how},
+		{figure: "7", name: "(a) inspector mounted, one event stream client vs without, interleaved", kind: duration, unit: "run",
+			ours: inspOn, base: inspOff, goal: ratioAtMost(1.1),
+			note: "the client follows the page's stream; " + how},
+		{figure: "7", name: "(a) through agent.Run vs through the raw loop, interleaved", kind: throughput, unit: "runs",
+			ours: agentOn, base: agentOff, goal: ratioAtLeast(1),
+			note: "the raw loop played by hand as a host would (runByHand); " + how},
+	})
+}

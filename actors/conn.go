@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -156,10 +157,17 @@ func (c *Conn) Close(ctx context.Context) error {
 // port is the protoactor process behind a Conn: it queues what the duplex
 // emits for Recv, with no actor (and no goroutine) of its own.
 type port struct {
-	mu      sync.Mutex
-	queue   []*messages.Frame
-	head    int
-	stopped bool
+	mu    sync.Mutex
+	queue []*messages.Frame
+	head  int
+	// stopped is written under mu and read without it by Send, which
+	// only needs to know whether the duplex is gone.
+	stopped atomic.Bool
+	// closed is set under mu by MuxStream.Close: the port takes no more
+	// frames and Recv waits no more, so that the Mux can give notify to
+	// a stream opened later once no reader waits on it (readers == 0).
+	closed  bool
+	readers int
 	notify  chan struct{}
 	// wake, when set, says which frames wake a reader waiting in recv;
 	// the others are queued without waking it (see Mux.OpenWake).
@@ -180,6 +188,12 @@ func (p *port) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	p.mu.Lock()
+	if p.closed {
+		// A late frame for a closed stream: dropped, and notify, which
+		// may serve another stream now, is not touched.
+		p.mu.Unlock()
+		return
+	}
 	p.queue = append(p.queue, f)
 	p.mu.Unlock()
 	if p.wake == nil || p.wake(f) {
@@ -190,7 +204,7 @@ func (p *port) SendUserMessage(_ *actor.PID, message any) {
 func (p *port) SendSystemMessage(_ *actor.PID, message any) {
 	if _, ok := message.(*actor.Terminated); ok {
 		p.mu.Lock()
-		p.stopped = true
+		p.stopped.Store(true)
 		self := p.self
 		p.mu.Unlock()
 		if self != nil {
@@ -209,15 +223,16 @@ func (p *port) signal() {
 	}
 }
 
-func (p *port) isStopped() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stopped
-}
+func (p *port) isStopped() bool { return p.stopped.Load() }
 
 func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
+	waiting := false
 	for {
 		p.mu.Lock()
+		if waiting {
+			p.readers--
+			waiting = false
+		}
 		if p.head < len(p.queue) {
 			f := p.queue[p.head]
 			p.queue[p.head] = nil
@@ -228,14 +243,23 @@ func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
 			p.mu.Unlock()
 			return f, nil
 		}
-		stopped := p.stopped
-		p.mu.Unlock()
-		if stopped {
+		switch {
+		case p.closed:
+			p.mu.Unlock()
+			return nil, ErrStreamClosed
+		case p.stopped.Load():
+			p.mu.Unlock()
 			return nil, ErrDuplexStopped
 		}
+		p.readers++
+		waiting = true
+		p.mu.Unlock()
 		select {
 		case <-p.notify:
 		case <-ctx.Done():
+			p.mu.Lock()
+			p.readers--
+			p.mu.Unlock()
 			return nil, ctx.Err()
 		}
 	}

@@ -14,6 +14,10 @@ import (
 // ErrStreamOpen is returned by [Mux.Open] for a stream id that is open.
 var ErrStreamOpen = errors.New("actors: stream already open")
 
+// ErrStreamClosed is returned by [MuxStream.Recv] once the stream was
+// closed and every frame queued before was read.
+var ErrStreamClosed = errors.New("actors: stream closed")
+
 // Mux connects plain Go code to a duplex, like a [Conn], for many
 // conversations at once: what the duplex emits is routed by stream id to
 // the [MuxStream] opened for it, so each caller reads its own frames
@@ -84,9 +88,11 @@ func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxSt
 	if _, ok := m.in.streams[streamID]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrStreamOpen, streamID)
 	}
-	// Room for a conversation's frames: the queue is drained as it is
-	// read, so it rarely grows past this.
-	s := &MuxStream{m: m, id: streamID, port: port{notify: make(chan struct{}, 1), queue: make([]*messages.Frame, 0, 16), wake: wake}}
+	notify := m.in.takeNotify()
+	s := &MuxStream{m: m, id: streamID, port: port{notify: notify, wake: wake}}
+	// Room for a conversation's frames in the stream itself: the queue
+	// is drained as it is read, so it rarely grows past this.
+	s.port.queue = s.room[:0]
 	s.p = &s.port
 	m.in.streams[streamID] = s.p
 	return s, nil
@@ -120,7 +126,12 @@ type MuxStream struct {
 	id   string
 	p    *port // &port
 	port port  // allocated with the stream
+	room [muxStreamRoom]*messages.Frame
 }
+
+// muxStreamRoom is how many frames a stream queues before its queue
+// grows: a tool conversation's run is about a dozen.
+const muxStreamRoom = 16
 
 // ID is the stream id.
 func (s *MuxStream) ID() string { return s.id }
@@ -147,24 +158,57 @@ func (s *MuxStream) SendAll(frames ...*messages.Frame) error {
 
 // Recv returns the stream's next frame. It blocks until there is one, the
 // duplex has stopped and every frame before was read (ErrDuplexStopped),
-// or ctx ends (ctx.Err()).
+// the stream was closed and every frame queued before was read
+// (ErrStreamClosed), or ctx ends (ctx.Err()).
 func (s *MuxStream) Recv(ctx context.Context) (*messages.Frame, error) { return s.p.recv(ctx) }
 
 // Close stops routing the stream's frames; later ones are dropped, and
-// the id can be opened again.
+// the id can be opened again. A Recv waiting for a frame returns
+// ErrStreamClosed.
 func (s *MuxStream) Close() {
-	s.m.in.mu.Lock()
-	defer s.m.in.mu.Unlock()
-	if s.m.in.streams[s.id] == s.p {
-		delete(s.m.in.streams, s.id)
+	in := s.m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.streams[s.id] == s.p {
+		delete(in.streams, s.id)
 	}
+	if in.last == s.p {
+		in.last, in.lastID = nil, ""
+	}
+	p := s.p
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	idle := p.readers == 0
+	p.mu.Unlock()
+	if !idle {
+		// A reader waits on notify: wake it to see the stream closed,
+		// and leave notify to it.
+		p.signal()
+		return
+	}
+	// No reader waits on notify, and none will (the port is closed): a
+	// stream opened later can have it. A frame delivered to this port
+	// just before it closed may still signal it; its new reader then
+	// wakes once for nothing and waits again.
+	in.putNotify(p.notify)
 }
 
 // muxProcess is the protoactor process behind a Mux: it hands each frame
 // to the port of its stream, with no actor and no goroutine of its own.
 type muxProcess struct {
-	mu       sync.Mutex
-	streams  map[string]*port
+	mu      sync.Mutex
+	streams map[string]*port
+	// last is the open stream that got the last frame, a look-up saved
+	// when a stream's frames come one after another.
+	last   *port
+	lastID string
+	// free holds the notify channels of closed streams that no reader
+	// waits on, for streams opened later.
+	free     []chan struct{}
 	stopped  bool
 	registry *actor.ProcessRegistryValue
 	self     *actor.PID
@@ -180,8 +224,14 @@ func (m *muxProcess) SendUserMessage(_ *actor.PID, message any) {
 	if !ok {
 		return
 	}
+	id := f.GetStreamId()
 	m.mu.Lock()
-	p := m.streams[f.GetStreamId()]
+	p := m.last
+	if p == nil || m.lastID != id {
+		if p = m.streams[id]; p != nil {
+			m.last, m.lastID = p, id
+		}
+	}
 	m.mu.Unlock()
 	if p != nil {
 		p.SendUserMessage(nil, f)
@@ -203,10 +253,38 @@ func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
 	m.registry.Remove(m.self)
 	for _, p := range streams {
 		p.mu.Lock()
-		p.stopped = true
+		p.stopped.Store(true)
 		p.mu.Unlock()
 		p.signal()
 	}
 }
 
 func (m *muxProcess) Stop(*actor.PID) {}
+
+// maxFreeNotify bounds the channels a Mux keeps for streams to come.
+const maxFreeNotify = 64
+
+// takeNotify returns a notify channel for a new stream, one of a closed
+// stream's when there is one. Call it with mu held.
+func (m *muxProcess) takeNotify() chan struct{} {
+	if n := len(m.free); n > 0 {
+		c := m.free[n-1]
+		m.free[n-1] = nil
+		m.free = m.free[:n-1]
+		return c
+	}
+	return make(chan struct{}, 1)
+}
+
+// putNotify keeps the notify channel of a closed stream no reader waits
+// on, emptied, for takeNotify. Call it with mu held.
+func (m *muxProcess) putNotify(c chan struct{}) {
+	if len(m.free) >= maxFreeNotify {
+		return
+	}
+	select {
+	case <-c:
+	default:
+	}
+	m.free = append(m.free, c)
+}

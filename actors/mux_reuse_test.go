@@ -141,3 +141,19 @@ func TestMux_LastStreamCacheFollowsClose(t *testing.T) {
 		t.Fatalf("the reopened stream read %q, %v", f.GetText(), err)
 	}
 }
+
+// TestMux_StreamCostsOneAllocation checks that opening and closing a
+// stream, the channel of the last one reused, allocates the stream alone.
+func TestMux_StreamCostsOneAllocation(t *testing.T) {
+	m := newBareMux()
+	allocs := testing.AllocsPerRun(100, func() {
+		s, err := m.OpenWake("s", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	})
+	if allocs != 1 {
+		t.Fatalf("a stream opened and closed allocates %v times, want 1", allocs)
+	}
+}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -93,4 +94,28 @@ func TestCoarseClock_Subscribe(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// TestTicksLater: an interval is rounded up to whole ticks of the coarse
+// clock, less half a tick, at least one tick; one too long to count in
+// ticks (up to the largest Duration) is never, not one tick, as the sum
+// that rounded it up once overflowed to.
+func TestTicksLater(t *testing.T) {
+	half := coarseResolution / 2
+	for _, c := range []struct {
+		d, want time.Duration
+	}{
+		{0, coarseResolution - half},
+		{time.Nanosecond, coarseResolution - half},
+		{coarseResolution, coarseResolution - half},
+		{coarseResolution + 1, 2*coarseResolution - half},
+		{250 * time.Millisecond, 250*time.Millisecond - half},
+		{time.Second, time.Second - half},
+		{math.MaxInt64 / coarseResolution * coarseResolution, math.MaxInt64/coarseResolution*coarseResolution - half},
+		{math.MaxInt64, math.MaxInt64},
+	} {
+		if got := ticksLater(c.d); got != c.want {
+			t.Errorf("ticksLater(%v) = %v, want %v", c.d, got, c.want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -222,9 +223,16 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 // when it handles a tick, a little after the tick, and by a little more
 // or less each time: without the half tick of slack, an event stamped
 // late would make the one d later a tick late.
+// An interval too long to count in ticks (hundreds of years) is never.
 func ticksLater(d time.Duration) time.Duration {
-	n := max(1, (d+coarseResolution-1)/coarseResolution)
-	return n*coarseResolution - coarseResolution/2
+	n := d / coarseResolution
+	if d%coarseResolution != 0 {
+		n++ // rounded up without d+resolution-1, which overflows near the maximum
+	}
+	if n > math.MaxInt64/coarseResolution {
+		return math.MaxInt64
+	}
+	return max(1, n)*coarseResolution - coarseResolution/2
 }
 
 // serveFault runs one fault injection.

@@ -15,7 +15,8 @@ import (
 // TOOL_RESULT (the runner lost it: it failed while taking the call) is
 // answered with an error result when its END comes, instead of leaving
 // the request waiting for a result that will never come. The real runner
-// loses no call any more, so a stand-in duplex plays one that does.
+// answers every call it takes, even when it fails (its tests say so), so
+// a stand-in duplex plays one that loses a call.
 func TestCallWait_EndWithoutResult(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	loses := actors.Duplex("loses-calls", func(f *messages.Frame, emit func(*messages.Frame)) {

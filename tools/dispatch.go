@@ -215,24 +215,31 @@ func (d *dispatcher) result(c actors.WrapperContext, s *slot, result *messages.F
 }
 
 // settle counts result for s's breaker and delivers it as call's answer.
+// The call is answered before the host's OnChange hears of a change in
+// the breaker: the call is no longer among the outstanding ones, so a
+// panicking OnChange would otherwise leave it without an answer.
 func (d *dispatcher) settle(c actors.WrapperContext, s *slot, call, result *messages.Frame) {
+	changed, state := false, BreakerClosed
 	if !d.breaker.Disabled {
 		switch kind := KindOf(result); {
 		case kind == "":
 			s.breaker.Success()
-			d.breakerChanged(s, BreakerClosed)
+			changed = true
 		case kind.countsAgainstTool():
 			c.After(d.breaker.Window, breakerExpired{s.tool.Name()})
 			if s.breaker.Failure() {
 				c.Logger().Warn("tool circuit opened", "tool", s.tool.Name())
 				c.After(d.breaker.Cooldown, breakerCooled{s.tool.Name()})
-				d.breakerChanged(s, BreakerOpen)
+				changed, state = true, BreakerOpen
 			}
 		default:
 			s.breaker.Neutral()
 		}
 	}
 	d.deliver(c, call, result)
+	if changed {
+		d.breakerChanged(s, state)
+	}
 }
 
 // countStreams makes inStream answer without going through every

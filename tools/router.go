@@ -221,6 +221,13 @@ func NewCallRunner(o *RouterOptions) (actors.Spec, error) {
 		r := &callRunner{open: map[string]struct{}{}}
 		r.d = newDispatcher(all, opts.Breaker, func(c actors.WrapperContext, _, result *messages.Frame) {
 			c.ToOuter(result)
+			if r.stepping {
+				// Answered while Request still hands out a frame's
+				// decisions: the stream's other decisions may be
+				// results too, so it is closed once they are out.
+				r.answered = append(r.answered, result.GetStreamId())
+				return
+			}
 			r.closeIfDone(c, result.GetStreamId())
 		})
 		r.d.countStreams()
@@ -238,6 +245,14 @@ type callRunner struct {
 	// open holds the streams that a frame opened (actors.OpensStream)
 	// and that the runner has not closed with END yet.
 	open map[string]struct{}
+	// stepping is set while Request hands out the decisions of one
+	// frame; answered collects the streams of the results delivered
+	// meanwhile. An END or ERROR from the caller takes all of a stream's
+	// assembling calls out of the Assembler at once, before their
+	// rejections are delivered: closing the stream at the first of them
+	// would put END before the others.
+	stepping bool
+	answered []string
 }
 
 // Start implements actors.WrapperStarter.
@@ -257,6 +272,7 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 	if stream != "" && actors.OpensStream(f.GetType()) {
 		r.open[stream] = struct{}{}
 	}
+	r.stepping = true
 	for _, d := range r.asm.Step(f) {
 		switch d.Kind {
 		case Run:
@@ -265,6 +281,11 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 			r.d.reject(c, d.Frame, d.Message)
 		}
 	}
+	r.stepping = false
+	for _, s := range r.answered {
+		r.closeIfDone(c, s)
+	}
+	r.answered = r.answered[:0]
 	if f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR || f.IsToolComplete() {
 		// The caller is done with the stream, or with a call of it: a
 		// frame dropped (one of a call the runner no longer knows) may

@@ -369,3 +369,78 @@ func actorID(t *testing.T, rt *actors.Runtime, name string) string {
 	t.Fatalf("no actor named %q in %+v", name, rt.Actors())
 	return ""
 }
+
+// TestCallRunner_EndAfterEveryRejection: the caller's END on a stream
+// with two calls still receiving their arguments rejects both, and the
+// runner's END on the stream comes after both results, once: closing it
+// at the first rejection put END between them, and the second result
+// then opened the stream again.
+func TestCallRunner_EndAfterEveryRejection(t *testing.T) {
+	rt := newRuntime(t)
+	echo := tools.MustNew(tools.Definition{Name: "echo", Handler: func(_ context.Context, args json.RawMessage) (any, error) {
+		return args, nil
+	}})
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(messages.StreamingToolCall("s", "a", "echo"), messages.StreamingToolCall("s", "b", "echo"),
+		messages.End("s")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatalf("stream s: %v (so far %q)", err, lines(got))
+	}
+	var kinds []string
+	for _, f := range got {
+		kinds = append(kinds, f.GetType().String()+" "+f.GetToolCallId())
+	}
+	if len(got) != 3 || got[0].GetType() != messages.FrameType_TOOL_RESULT || got[1].GetType() != messages.FrameType_TOOL_RESULT ||
+		got[2].GetType() != messages.FrameType_END {
+		t.Fatalf("stream s: %q, want the two calls' results, then END", kinds)
+	}
+	// The stream is closed: the runner's stop has nothing to close.
+	for _, f := range drain(t, conn) {
+		if f.GetStreamId() == "s" {
+			t.Errorf("after END: %s", line(f))
+		}
+	}
+}
+
+// TestCallRunner_PanickingOnChangeLosesNoCall: a breaker's OnChange that
+// panics when a failure opens the breaker fails the runner, but the
+// failed call that opened it has its result already: it goes out before
+// the host's hook is told.
+func TestCallRunner_PanickingOnChangeLosesNoCall(t *testing.T) {
+	rt := newRuntime(t)
+	fails := tools.MustNew(tools.Definition{Name: "fails", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
+		return nil, errors.New("broken")
+	}})
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{fails},
+		Breaker: tools.BreakerOptions{Failures: 1, OnChange: func(string, tools.BreakerState) { panic("hook") }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.Send(messages.ToolCall("s", "c1", "fails", raw(`{}`))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatalf("stream s: %v (so far %q)", err, lines(got))
+	}
+	results := 0
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_TOOL_RESULT && f.GetToolCallId() == "c1" {
+			results++
+			if tools.KindOf(f) == "" {
+				t.Errorf("c1's result is a success: %s", line(f))
+			}
+		}
+	}
+	if results != 1 {
+		t.Fatalf("c1 has %d results, want 1: %q", results, lines(got))
+	}
+}

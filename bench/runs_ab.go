@@ -48,6 +48,10 @@ func runsAB(b *testing.B, until time.Duration, sides [2]func(context.Context) er
 			return runSliceRuns, nil
 		}
 	}
+	// The callers stop the timer while they start both sides; a stopped
+	// timer would make testing.Benchmark take the pairs for free and ask
+	// for ever more of them.
+	b.StartTimer()
 	return pairRun{until: until, warmup: 2}.run(b, slices)
 }
 

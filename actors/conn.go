@@ -187,16 +187,19 @@ func (p *port) SendUserMessage(_ *actor.PID, message any) {
 	if !ok {
 		return
 	}
+	wakes := p.wake == nil || p.wake(f)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.closed {
 		// A late frame for a closed stream: dropped, and notify, which
 		// may serve another stream now, is not touched.
-		p.mu.Unlock()
 		return
 	}
 	p.queue = append(p.queue, f)
-	p.mu.Unlock()
-	if p.wake == nil || p.wake(f) {
+	if wakes {
+		// Under mu, as closed was read: once Close has taken mu, no
+		// signal of this stream can reach notify, which the Mux may
+		// then give to the next stream it opens.
 		p.signal()
 	}
 }
@@ -223,6 +226,16 @@ func (p *port) signal() {
 	}
 }
 
+// passOn wakes another waiting reader, if there is one: notify holds one
+// signal, so when several readers wait, the one a signal woke hands it on
+// when it leaves frames behind or finds the port closed or stopped, which
+// ends every reader's wait, not only the first's. Called with mu held.
+func (p *port) passOn() {
+	if p.readers > 0 {
+		p.signal()
+	}
+}
+
 func (p *port) isStopped() bool { return p.stopped.Load() }
 
 func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
@@ -239,15 +252,19 @@ func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
 			p.head++
 			if p.head == len(p.queue) {
 				p.queue, p.head = p.queue[:0], 0
+			} else {
+				p.passOn() // frames are left: another reader may take them
 			}
 			p.mu.Unlock()
 			return f, nil
 		}
 		switch {
 		case p.closed:
+			p.passOn()
 			p.mu.Unlock()
 			return nil, ErrStreamClosed
 		case p.stopped.Load():
+			p.passOn()
 			p.mu.Unlock()
 			return nil, ErrDuplexStopped
 		}

@@ -191,9 +191,8 @@ func (s *MuxStream) Close() {
 		return
 	}
 	// No reader waits on notify, and none will (the port is closed): a
-	// stream opened later can have it. A frame delivered to this port
-	// just before it closed may still signal it; its new reader then
-	// wakes once for nothing and waits again.
+	// stream opened later can have it. No frame can signal it any more:
+	// a frame signals under mu, after reading closed.
 	in.putNotify(p.notify)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/polyweave/polyweave-go/internal/onemap"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -73,11 +74,10 @@ func (r *Request) Frames() []*messages.Frame {
 // The zero Tracker is ready. It is not safe for concurrent use: it lives
 // inside one adapter Logic.
 type Tracker struct {
-	// one is a stream kept out of the map: an adapter mostly serves one
-	// stream at a time, which then costs no hashing and no map entry.
-	one     *streamRequests
-	streams map[string]*streamRequests // the others
-	spare   *streamRequests            // of a stream forgotten, for the next one
+	// streams by id: an adapter mostly serves one stream at a time,
+	// which onemap keeps out of its Go map.
+	streams onemap.Map[streamRequests]
+	spare   *streamRequests // of a stream forgotten, for the next one
 }
 
 // streamRequests is what a tracker knows of one stream.
@@ -165,35 +165,16 @@ func (t *Tracker) stream(id string) *streamRequests {
 			s = &streamRequests{}
 		}
 		s.id = id
-		switch {
-		case t.one == nil:
-			t.one = s
-		case t.streams == nil:
-			t.streams = map[string]*streamRequests{id: s}
-		default:
-			t.streams[id] = s
-		}
+		t.streams.Add(id, s)
 	}
 	return s
 }
 
 // lookup returns the stream id's requests, if it has any.
-func (t *Tracker) lookup(id string) (*streamRequests, bool) {
-	if t.one != nil && t.one.id == id {
-		return t.one, true
-	}
-	s, ok := t.streams[id]
-	return s, ok
-}
+func (t *Tracker) lookup(id string) (*streamRequests, bool) { return t.streams.Get(id) }
 
 // remove forgets s.
-func (t *Tracker) remove(s *streamRequests) {
-	if t.one == s {
-		t.one = nil
-		return
-	}
-	delete(t.streams, s.id)
-}
+func (t *Tracker) remove(s *streamRequests) { t.streams.Delete(s.id) }
 
 // Start records the function that stops the work answering req (a
 // cancel function from actors.Context.Go, a timer's stop, nil when
@@ -236,12 +217,7 @@ func (t *Tracker) Done(req *Request) *Request {
 }
 
 // Open reports how many streams have a request not yet ended.
-func (t *Tracker) Open() int {
-	if t.one != nil {
-		return 1 + len(t.streams)
-	}
-	return len(t.streams)
-}
+func (t *Tracker) Open() int { return t.streams.Len() }
 
 // FinishFrame builds the META frame carrying a response's finish reason.
 func FinishFrame(streamID, reason string) *messages.Frame {

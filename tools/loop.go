@@ -10,6 +10,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/onemap"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 )
@@ -150,7 +151,7 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 		return actors.Spec{}, fmt.Errorf("loop %q: tools param is not JSON", ropts.Name)
 	}
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
-		l := &loopLogic{opts: opts, sessions: map[string]*loopSession{}}
+		l := &loopLogic{opts: opts}
 		if opts.SystemPrompt != "" {
 			l.system = systemMessage(opts.SystemPrompt)
 		}
@@ -216,12 +217,10 @@ type loopLogic struct {
 	opts LoopOptions
 	d    *dispatcher
 	asm  Assembler
-	// one is a stream's session kept out of sessions: a loop mostly
-	// serves one stream at a time, which then costs no hashing per frame
-	// and no map entry.
-	one      *loopSession
-	sessions map[string]*loopSession // the others
-	sess     *sessionState           // nil without a Session
+	// sessions by stream: a loop mostly serves one stream at a time,
+	// which onemap keeps out of its Go map.
+	sessions onemap.Map[loopSession]
+	sess     *sessionState // nil without a Session
 	// system is SystemPrompt's message, encoded once (nil without one).
 	system json.RawMessage
 
@@ -256,44 +255,19 @@ func (l *loopLogic) session(stream string) *loopSession {
 			s = &loopSession{}
 		}
 		s.stream = stream
-		if l.one == nil {
-			l.one = s
-		} else {
-			l.sessions[stream] = s
-		}
+		l.sessions.Add(stream, s)
 	}
 	return s
 }
 
 // lookup returns the session of stream, if it has one.
-func (l *loopLogic) lookup(stream string) (*loopSession, bool) {
-	if l.one != nil && l.one.stream == stream {
-		return l.one, true
-	}
-	s, ok := l.sessions[stream]
-	return s, ok
-}
+func (l *loopLogic) lookup(stream string) (*loopSession, bool) { return l.sessions.Get(stream) }
 
 // drop removes s from the sessions.
-func (l *loopLogic) drop(s *loopSession) {
-	if l.one == s {
-		l.one = nil
-		return
-	}
-	delete(l.sessions, s.stream)
-}
+func (l *loopLogic) drop(s *loopSession) { l.sessions.Delete(s.stream) }
 
 // all returns every session.
-func (l *loopLogic) all() []*loopSession {
-	out := make([]*loopSession, 0, 1+len(l.sessions))
-	if l.one != nil {
-		out = append(out, l.one)
-	}
-	for _, s := range l.sessions {
-		out = append(out, s)
-	}
-	return out
-}
+func (l *loopLogic) all() []*loopSession { return l.sessions.Values() }
 
 // forget drops the session of s's stream, which is over, keeping its
 // storage for the next stream: nothing may use s afterwards.

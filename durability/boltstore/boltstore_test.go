@@ -588,15 +588,23 @@ func TestOpen_FormatV1(t *testing.T) {
 // TestGroupCommit_WritersShareCommits checks that concurrent writers
 // share commits: the committer waits for every writer inside a write call
 // (a count, not a delay), so 64 writers with one write in flight each
-// settle into commits of about 64 writes, whatever the machine's load.
+// settle into commits of many writes. The writers start together; how
+// many a commit takes still depends on when the scheduler runs them
+// (under a loaded CI run, 6 a commit on average where a quiet machine
+// gives about 64), so the test asks for at least 4 on average: without
+// sharing, every write would be a commit of its own.
 func TestGroupCommit_WritersShareCommits(t *testing.T) {
 	s, _ := openTemp(t, &Options{NoSync: true})
 	defer s.Close()
 	const writers, each = 64, 20
 	before := s.nextSeq
-	var wg sync.WaitGroup
+	var wg, ready sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(writers)
 	for w := range writers {
 		wg.Go(func() {
+			ready.Done()
+			<-start
 			for i := range uint64(each) {
 				if err := s.PersistEvent(t.Context(), fmt.Sprint("w", w), i, []byte("x")); err != nil {
 					t.Error(err)
@@ -605,9 +613,11 @@ func TestGroupCommit_WritersShareCommits(t *testing.T) {
 			}
 		})
 	}
+	ready.Wait()
+	close(start)
 	wg.Wait()
 	commits := s.nextSeq - before
-	if commits*8 > writers*each {
+	if commits*4 > writers*each {
 		t.Errorf("%d writes took %d commits: writers are not sharing them", writers*each, commits)
 	}
 	t.Logf("%d writes in %d commits", writers*each, commits)

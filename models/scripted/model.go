@@ -83,6 +83,16 @@ func New(script Script, opts *Options) (*Model, error) {
 	return m, nil
 }
 
+// Fork returns a new Model playing m's script with its own selection state
+// and records (as a Model made by [New] from the same script and options
+// starts: at the first turn, nothing recorded). The compiled turns are
+// shared, never copied: they are not changed once compiled, so many
+// Models forked from one (one per session of a host running the same
+// script on many sessions) hold one copy of the script between them.
+func (m *Model) Fork() *Model {
+	return &Model{turns: m.turns, selection: m.selection, repeat: m.repeat, maxRecorded: m.maxRecorded}
+}
+
 // MustNew is New for scripts known to be valid (literals in tests and
 // examples); it panics on error.
 func MustNew(script Script, opts *Options) *Model {

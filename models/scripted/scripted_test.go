@@ -300,3 +300,42 @@ func TestModel_SplitNeverCutsACharacter(t *testing.T) {
 		t.Fatalf("text %q in %d deltas, args %s", resp.Text, deltas, resp.ToolCalls[0].Arguments)
 	}
 }
+
+func TestModel_ForkHasItsOwnSequenceAndRecords(t *testing.T) {
+	m, err := scripted.New(scripted.Script{Turns: []scripted.Turn{{Text: "a"}, {Text: "b"}}}, &scripted.Options{MaxRecorded: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	play := func(m *scripted.Model, stream string) string {
+		t.Helper()
+		var r actorstest.Recorder
+		request(t, &r, m.Spec("m").New(), stream, `[{"role":"user","content":"hi"}]`)
+		var text string
+		for _, f := range r.Emitted {
+			text += f.GetText() + f.GetType().String() + ";"
+		}
+		return text
+	}
+	first := play(m, "s1")
+	f := m.Fork()
+	// The fork starts at the first turn, whatever the original served.
+	if got := play(f, "s2"); got != strings.ReplaceAll(first, "s1", "s2") || !strings.HasPrefix(got, "a") {
+		t.Fatalf("fork's first turn %q, want the script's first (%q)", got, first)
+	}
+	if got := play(m, "s3"); !strings.HasPrefix(got, "b") {
+		t.Fatalf("original's second turn %q, want b: the fork must not advance it", got)
+	}
+	if got := play(f, "s4"); !strings.HasPrefix(got, "b") {
+		t.Fatalf("fork's second turn %q, want b", got)
+	}
+	// Each keeps its own records and count, with the same bound.
+	if m.Served() != 2 || f.Served() != 2 || len(m.Requests()) != 2 || len(f.Requests()) != 2 {
+		t.Fatalf("served %d and %d, recorded %d and %d, want 2 each", m.Served(), f.Served(), len(m.Requests()), len(f.Requests()))
+	}
+	// Past the script's end (no Repeat), a fork is exhausted as the original is.
+	var r actorstest.Recorder
+	request(t, &r, f.Spec("m").New(), "s5", `[{"role":"user","content":"hi"}]`)
+	if len(r.Emitted) == 0 || r.Emitted[0].GetType() != messages.FrameType_ERROR {
+		t.Fatalf("fork past its script: %v, want ERROR", r.Emitted)
+	}
+}

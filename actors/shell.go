@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,19 +32,19 @@ type shell struct {
 	// childRecv is logic's ChildFrameReceiver fast path, if it has one.
 	childRecv ChildFrameReceiver
 
-	ctx         actor.Context // valid during Receive only
-	self        *actor.PID
-	childPrefix string
-	children    map[string]Ref
-	lastChild   Ref // the child the last child frame came from
-	logger      *slog.Logger
+	ctx       actor.Context // valid during Receive only
+	self      *actor.PID
+	children  map[string]Ref // made by the first Spawn
+	lastChild Ref            // the child the last child frame came from
+	logger    *slog.Logger   // made by the first Logger call
 
 	// open holds the streams that have seen a frame and no emitted END yet;
-	// lastOpen caches the most recent one to keep the hot path map-free.
-	open     map[string]struct{}
+	// lastOpen caches the most recent one to keep the hot path free of
+	// lookups.
+	open     openStreams
 	lastOpen string
 
-	jobs     context.Context // cancelled when the incarnation ends
+	jobs     context.Context // cancelled when the incarnation ends; made by the first Go
 	endJobs  context.CancelFunc
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
@@ -99,7 +98,7 @@ func (s *shell) Receive(ctx actor.Context) {
 			return
 		}
 		if sender != s.lastChild.pid { // the same child sends with the same *PID
-			if !strings.HasPrefix(sender.Id, s.childPrefix) {
+			if !isChildID(sender.Id, s.self.Id) {
 				s.input(m)
 				return
 			}
@@ -163,11 +162,6 @@ func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
-	s.childPrefix = s.self.Id + "/"
-	s.children = make(map[string]Ref)
-	s.open = make(map[string]struct{})
-	s.logger = s.rt.logger.With(slog.String("actor", s.self.Id))
-	s.jobs, s.endJobs = context.WithCancel(context.Background())
 	if s.logic = s.spec.New(); s.logic == nil {
 		s.logic = LogicFunc(func(Context, any) {})
 		s.failure = fmt.Errorf("spec %q: New returned a nil Logic", s.spec.Name)
@@ -233,7 +227,9 @@ func (s *shell) finish(reason error) {
 		return
 	}
 	s.finished = true
-	s.endJobs()
+	if s.endJobs != nil {
+		s.endJobs()
+	}
 	for t := range s.timers {
 		t.Stop()
 	}
@@ -241,19 +237,16 @@ func (s *shell) finish(reason error) {
 		func() {
 			defer func() {
 				if r := recover(); r != nil {
-					s.logger.Error("failure handler panicked", slog.Any("panic", r))
+					s.Logger().Error("failure handler panicked", slog.Any("panic", r))
 				}
 			}()
 			h.OnFailure(s, reason)
 		}()
 	}
-	if len(s.open) == 0 {
+	if s.open.len() == 0 {
 		return
 	}
-	streams := make([]string, 0, len(s.open))
-	for id := range s.open {
-		streams = append(streams, id)
-	}
+	streams := s.open.all()
 	slices.Sort(streams)
 	for _, id := range streams {
 		s.Emit(messages.Error(id, reason.Error()))
@@ -291,14 +284,75 @@ func (s *shell) noteOpen(stream string) {
 	if stream == "" || stream == s.lastOpen {
 		return
 	}
-	s.open[stream] = struct{}{}
+	s.open.add(stream)
 	s.lastOpen = stream
+}
+
+// isChildID reports whether id names a child of the actor named parent
+// (its id is the parent's, a slash, and the child's name).
+func isChildID(id, parent string) bool {
+	return len(id) > len(parent) && id[len(parent)] == '/' && id[:len(parent)] == parent
+}
+
+// openStreams is the set of streams a shell owes an END. A duplex has
+// one or two open at once, most of the time: they are kept in the shell
+// itself, without a map's two allocations and hashing; more go to a map.
+type openStreams struct {
+	few  [openInline]string
+	n    int // few[:n] are open
+	more map[string]struct{}
+}
+
+// openInline is how many open streams a shell keeps without a map.
+const openInline = 2
+
+func (o *openStreams) add(id string) {
+	for _, f := range o.few[:o.n] {
+		if f == id {
+			return
+		}
+	}
+	if _, ok := o.more[id]; ok {
+		return
+	}
+	if o.n < len(o.few) {
+		o.few[o.n] = id
+		o.n++
+		return
+	}
+	if o.more == nil {
+		o.more = make(map[string]struct{})
+	}
+	o.more[id] = struct{}{}
+}
+
+func (o *openStreams) remove(id string) {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			o.n--
+			o.few[i], o.few[o.n] = o.few[o.n], ""
+			return
+		}
+	}
+	delete(o.more, id)
+}
+
+func (o *openStreams) len() int { return o.n + len(o.more) }
+
+// all returns the open streams, in no order.
+func (o *openStreams) all() []string {
+	out := make([]string, 0, o.len())
+	out = append(out, o.few[:o.n]...)
+	for id := range o.more {
+		out = append(out, id)
+	}
+	return out
 }
 
 // Emit implements Context.
 func (s *shell) Emit(f *messages.Frame) {
 	if f.GetType() == messages.FrameType_END {
-		delete(s.open, f.GetStreamId())
+		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {
 			s.lastOpen = ""
 		}
@@ -351,6 +405,9 @@ func (s *shell) Spawn(spec Spec) (Ref, error) {
 		pid = s.ctx.Spawn(props)
 	}
 	ref := Ref{pid: pid}
+	if s.children == nil {
+		s.children = make(map[string]Ref)
+	}
 	s.children[pid.Id] = ref
 	return ref, nil
 }
@@ -364,7 +421,8 @@ func (s *shell) Stop(child Ref) {
 
 // Go implements Context.
 func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any) func() {
-	ctx, cancel := context.WithCancel(context.WithValue(s.jobs, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: s.jobs.Done()}))
+	jobs := s.jobsContext()
+	ctx, cancel := context.WithCancel(context.WithValue(jobs, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: jobs.Done()}))
 	root, self := s.rt.system.Root, s.self
 	progress := func(v any) {
 		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})
@@ -415,8 +473,27 @@ func (s *shell) Fail(err error) {
 // Self implements Context.
 func (s *shell) Self() Ref { return Ref{pid: s.self} }
 
-// Logger implements Context.
-func (s *shell) Logger() *slog.Logger { return s.logger }
+// jobsContext is the context of the incarnation's background work, made
+// on first use (most duplexes start none): cancelled when the incarnation
+// ends, and already cancelled when asked for after that.
+func (s *shell) jobsContext() context.Context {
+	if s.jobs == nil {
+		s.jobs, s.endJobs = context.WithCancel(context.Background())
+		if s.finished {
+			s.endJobs()
+		}
+	}
+	return s.jobs
+}
+
+// Logger implements Context: the runtime's logger with the actor's id,
+// made on first use (most duplexes never log).
+func (s *shell) Logger() *slog.Logger {
+	if s.logger == nil {
+		s.logger = s.rt.logger.With(slog.String("actor", s.self.Id))
+	}
+	return s.logger
+}
 
 // isClosed reports whether ch is closed; a nil channel never is.
 func isClosed(ch <-chan struct{}) bool {

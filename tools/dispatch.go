@@ -14,9 +14,11 @@ import (
 // (circuit-open) tool. It lives inside one actor and is not safe for
 // concurrent use.
 type dispatcher struct {
+	// slots finds a tool's slot by name; nil for a few tools, found by
+	// a scan of order (see slot).
 	slots       map[string]*slot
 	order       []*slot
-	byRef       map[string]*slot
+	byRef       map[string]*slot // the async tools' actors; made by start
 	breaker     BreakerOptions
 	outstanding map[callKey]outstanding
 	// perStream, when set (countStreams), counts the outstanding calls
@@ -47,14 +49,41 @@ type (
 )
 
 func newDispatcher(tools []*Tool, b BreakerOptions, deliver func(c actors.WrapperContext, call, result *messages.Frame)) *dispatcher {
-	d := &dispatcher{slots: map[string]*slot{}, byRef: map[string]*slot{}, breaker: b,
-		outstanding: map[callKey]outstanding{}, deliver: deliver}
-	for _, t := range tools {
-		s := &slot{tool: t, breaker: Breaker{Threshold: b.Failures}}
-		d.slots[t.Name()] = s
-		d.order = append(d.order, s)
+	d := &dispatcher{breaker: b, outstanding: map[callKey]outstanding{}, deliver: deliver}
+	// One allocation for the slots and one for their order: a dispatcher
+	// lives as long as its loop or router, one per session.
+	all := make([]slot, len(tools))
+	d.order = make([]*slot, len(tools))
+	for i, t := range tools {
+		all[i] = slot{tool: t, breaker: Breaker{Threshold: b.Failures}}
+		d.order[i] = &all[i]
+	}
+	if len(tools) > scanSlots {
+		d.slots = make(map[string]*slot, len(tools))
+		for _, s := range d.order {
+			d.slots[s.tool.Name()] = s
+		}
 	}
 	return d
+}
+
+// scanSlots is the most tools a dispatcher finds by scanning its slots
+// rather than through a map (a short scan costs no more than the hash, and
+// the map's memory is kept for the dispatcher's life).
+const scanSlots = 8
+
+// slot returns the slot of the tool named name.
+func (d *dispatcher) slot(name string) (*slot, bool) {
+	if d.slots != nil {
+		s, ok := d.slots[name]
+		return s, ok
+	}
+	for _, s := range d.order {
+		if s.tool.Name() == name {
+			return s, true
+		}
+	}
+	return nil, false
 }
 
 // start spawns the actors of the async tools; sync tools run inline, in
@@ -70,6 +99,9 @@ func (d *dispatcher) start(c actors.Context) {
 		}
 		s.ref = ref
 		s.gone = false
+		if d.byRef == nil {
+			d.byRef = make(map[string]*slot)
+		}
 		d.byRef[ref.String()] = s
 	}
 }
@@ -82,7 +114,7 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 		c.Logger().Warn("duplicate tool call dropped", "tool", call.GetName(), "tool_call_id", key.id)
 		return
 	}
-	s, ok := d.slots[call.GetName()]
+	s, ok := d.slot(call.GetName())
 	switch {
 	case !ok:
 		d.deliver(c, call, errorResult(call, FailureUnknownTool, fmt.Sprintf("Unknown tool: %s", call.GetName())))
@@ -172,12 +204,12 @@ func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
 	case actors.Timer:
 		switch k := m.Key.(type) {
 		case breakerExpired:
-			if s, ok := d.slots[k.tool]; ok {
+			if s, ok := d.slot(k.tool); ok {
 				s.breaker.Expire()
 			}
 			return true
 		case breakerCooled:
-			if s, ok := d.slots[k.tool]; ok {
+			if s, ok := d.slot(k.tool); ok {
 				s.breaker.Cooled()
 				d.breakerChanged(s, BreakerHalfOpen)
 			}

@@ -315,8 +315,13 @@ func storeRows(c *config) []Row {
 	}
 	// The interleaved rows run longer than one measurement of the others
 	// (their two sides share the time, and fsync times vary commit to
-	// commit): a round is one run of 6 or 3 times -benchtime.
-	long, longer := c.abTime(3), c.abTime(6)
+	// commit): a round is one run of 3, 6 or 10 times -benchtime. Without
+	// fsync a pair of slices (with its collections) took 0.13-0.15 s on 2
+	// shared cores, so that 3 times the default 300 ms made a round of
+	// some 6 pairs, 3 of them counted: in 7 runs of 5 rounds, the A/A
+	// row's rounds spanned 0.06 to 0.53 (median 0.11, e.g. 0.95-1.06);
+	// at 10 times, about 20 pairs, 0.05 to 0.09 (median 0.06).
+	long, longer, longest := c.abTime(3), c.abTime(6), c.abTime(10)
 	onOff, onOn := [2]string{"checksums on", "checksums off"}, [2]string{"checksums on", "checksums on, again"}
 	// Each slice starts from a collected heap; a run's first pairs (a
 	// fresh store: its buckets made, its file grown) are not counted.
@@ -324,7 +329,7 @@ func storeRows(c *config) []Row {
 	// store checkpoints every DefaultCheckpointOps (8192) writes, so each
 	// slice holds one checkpoint's work, as the writes' cost does.
 	fsync := pairRun{until: longer, warmup: 4, gc: true}
-	noSync := pairRun{until: long, warmup: 2, gc: true}
+	noSync := pairRun{until: longest, warmup: 2, gc: true}
 	reads := pairRun{until: long, warmup: 2, gc: true}
 	noSyncAB := persistAB(writers, noSyncBurst(writers), &boltstore.Options{NoSync: true})
 	fsyncOn, fsyncOff := checksumSides(onOff, checksumsAB, false, fsync, persistAB(writers, 8, nil))

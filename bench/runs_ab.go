@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime/pprof"
 	"testing"
 	"time"
 )
@@ -30,18 +31,23 @@ import (
 const runSliceRuns = 200
 
 // runsAB plays pairs of slices of the two sides' conversations for until
-// (see [pairRun.run]) and returns the totals, items counted in runs.
+// (see [pairRun.run]) and returns the totals, items counted in runs. The
+// runs of side i get, and run on a goroutine labelled with, sideLabels(i).
 func runsAB(b *testing.B, until time.Duration, sides [2]func(context.Context) error) abTotals {
 	b.Helper()
 	ctx := context.Background()
+	defer pprof.SetGoroutineLabels(ctx)
 	var slices [2]func() (int, error)
 	for i, run := range sides {
-		if err := run(ctx); err != nil { // warm up: actors started
+		labelled := sideLabels(i) // what the side's runs start is its
+		pprof.SetGoroutineLabels(labelled)
+		if err := run(labelled); err != nil { // warm up: actors started
 			b.Fatal(err)
 		}
 		slices[i] = func() (int, error) {
+			pprof.SetGoroutineLabels(labelled)
 			for range runSliceRuns {
-				if err := run(ctx); err != nil {
+				if err := run(labelled); err != nil {
 					return 0, err
 				}
 			}
@@ -55,16 +61,28 @@ func runsAB(b *testing.B, until time.Duration, sides [2]func(context.Context) er
 	return pairRun{until: until, warmup: 2}.run(b, slices)
 }
 
+// sideLabels is a context whose profiler labels name side i ("a" or
+// "b"): the goroutines a side starts (its runtime's workers, on demand,
+// the inspector's clock and event stream) inherit them from the
+// goroutine that starts them, so a CPU profile of an interleaved
+// benchmark splits by side (go tool pprof -tagfocus side=a).
+func sideLabels(i int) context.Context {
+	return pprof.WithLabels(context.Background(), pprof.Labels("side", string(rune('a'+i))))
+}
+
 // inspectedAB: side 0 with the inspector mounted and followed, side 1
 // the same conversation without it.
 func inspectedAB(b *testing.B, until time.Duration) abTotals {
 	b.StopTimer()
+	defer pprof.SetGoroutineLabels(context.Background())
+	pprof.SetGoroutineLabels(sideLabels(0)) // the goroutines each side starts now are its
 	with, closeInspector, err := newInspectedConversation()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer closeInspector()
 	defer with.Close()
+	pprof.SetGoroutineLabels(sideLabels(1))
 	without, err := newTappedConversation(true, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -77,8 +95,10 @@ func inspectedAB(b *testing.B, until time.Duration) abTotals {
 // method.
 func loopAA(b *testing.B, until time.Duration) abTotals {
 	b.StopTimer()
+	defer pprof.SetGoroutineLabels(context.Background())
 	var sides [2]func(context.Context) error
 	for i := range sides {
+		pprof.SetGoroutineLabels(sideLabels(i))
 		lc, err := newLoopConversation(true)
 		if err != nil {
 			b.Fatal(err)
@@ -93,11 +113,14 @@ func loopAA(b *testing.B, until time.Duration) abTotals {
 // as a host would ([loopConversation.runByHand]).
 func agentAB(b *testing.B, until time.Duration) abTotals {
 	b.StopTimer()
+	defer pprof.SetGoroutineLabels(context.Background())
+	pprof.SetGoroutineLabels(sideLabels(0))
 	f, err := newAgentFleet(1, true)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
+	pprof.SetGoroutineLabels(sideLabels(1))
 	lc, err := newLoopConversation(true)
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"runtime/pprof"
 	"testing"
 	"time"
 )
@@ -8,7 +10,11 @@ import (
 // BenchmarkRunsAB runs figure 7's interleaved rows (see runs_ab.go) as
 // plain benchmarks, reporting each side's time per run and the ratios
 // (a over b) from the pairs, in wall time and in the process's CPU time
-// (steadier than wall time on a machine shared with other work).
+// (steadier than wall time on a machine shared with other work). With
+// -cpuprofile, the samples of each side's goroutines carry its label
+// (side a or b, see sideLabels): go tool pprof -tagfocus side=a shows one
+// side; the garbage collector's background workers and the scheduler's
+// own work carry none.
 func BenchmarkRunsAB(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -28,5 +34,33 @@ func BenchmarkRunsAB(b *testing.B) {
 			b.ReportMetric(pairRatio(t.wallRatios), "wall-ratio")
 			b.ReportMetric(pairRatio(t.cpuRatios), "cpu-ratio")
 		})
+	}
+}
+
+// The runs of each side are labelled with the side, for profiles split
+// by side.
+func TestRunsABLabelsSides(t *testing.T) {
+	var seen [2]map[string]int
+	for i := range seen {
+		seen[i] = map[string]int{}
+	}
+	side := func(i int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			label, _ := pprof.Label(ctx, "side")
+			seen[i][label]++
+			return nil
+		}
+	}
+	var totals abTotals
+	testing.Benchmark(func(b *testing.B) {
+		totals = runsAB(b, 0, [2]func(context.Context) error{side(0), side(1)})
+	})
+	if totals.items[0] == 0 || totals.items[0] != totals.items[1] {
+		t.Fatalf("runs %v, want as many on both sides", totals.items)
+	}
+	for i, want := range []string{"a", "b"} {
+		if len(seen[i]) != 1 || seen[i][want] == 0 {
+			t.Errorf("side %d ran with labels %v, want side %q only", i, seen[i], want)
+		}
 	}
 }

@@ -10,7 +10,8 @@
 // copies src into dst and returns the checksum, computed in the same pass
 // (32 bytes a step are copied with two 16-byte moves and hashed with four
 // CRC32 instructions reading the same, just loaded, cache line; then 8,
-// 4, 2 and 1 bytes a step), for src shorter than bulkSize or of fusedFrom
+// 4, 2 and 1 bytes a step; src of threeFrom bytes up to bulkSize as three
+// streams, see below), for src shorter than bulkSize or of fusedFrom
 // bytes or more. Anything else goes to copySumSlow, with the same
 // arguments.
 TEXT ·copySum(SB), NOSPLIT, $0-68
@@ -35,6 +36,14 @@ fused:
 	XORL Summer_low(R11)(BX*4), AX
 	MOVQ dst_base+16(FP), DI
 	MOVQ src_base+40(FP), SI
+	CMPQ CX, $const_threeFrom
+	JB   one
+	CMPQ CX, $const_bulkSize
+	JAE  one
+	CMPB ·haveCLMUL(SB), $0
+	JNE  three
+
+one:
 	SUBQ $32, CX
 	JB   short
 
@@ -100,6 +109,70 @@ done:
 
 slow:
 	JMP ·copySumSlow(SB)
+
+// Three streams (src of threeFrom bytes up to bulkSize, with PCLMULQDQ):
+// the first 3m bytes, m = 8*(n/24), are hashed as three runs of m bytes,
+// each its own chain of CRC32 instructions, 8 bytes a step, copied as
+// they are read (the chains overlap, where one chain over all of them
+// waits out each instruction's latency): the first from the key's
+// register, the other two from 0. The first two registers are then moved
+// past the bytes that follow them by a carry-less multiplication with
+// crcShift's constants and folded into the third run's last word (CRC is
+// linear: the CRC32 instruction over w^t from c is its value over w from
+// c xor its value over t from 0), and the rest (under 24 bytes) goes
+// through the one-stream steps.
+three:
+	MOVQ CX, R11
+	SHRQ $3, R11
+	IMULQ $43691, R11
+	SHRQ $17, R11             // (n/8)/3 = n/24, exact for n < 2^20
+	SHLQ $3, R11              // m
+	MOVQ R11, R12
+	SHRQ $3, R12
+	DECQ R12                  // m/8 - 1 steps before the last words
+	XORL BX, BX
+	XORL DX, DX
+
+tloop:
+	MOVQ   (SI), R8
+	MOVQ   (SI)(R11*1), R9
+	MOVQ   (SI)(R11*2), R10
+	MOVQ   R8, (DI)
+	MOVQ   R9, (DI)(R11*1)
+	MOVQ   R10, (DI)(R11*2)
+	CRC32Q R8, AX
+	CRC32Q R9, BX
+	CRC32Q R10, DX
+	ADDQ   $8, SI
+	ADDQ   $8, DI
+	DECQ   R12
+	JNZ    tloop
+
+	MOVQ      (SI), R8
+	MOVQ      (SI)(R11*1), R9
+	MOVQ      (SI)(R11*2), R10
+	MOVQ      R8, (DI)
+	MOVQ      R9, (DI)(R11*1)
+	MOVQ      R10, (DI)(R11*2)
+	CRC32Q    R8, AX
+	CRC32Q    R9, BX
+	LEAQ      ·crcShift(SB), R13
+	MOVQ      (R13)(R11*2), X2     // crcShift[2m/8]: past 2m bytes
+	MOVQ      (R13)(R11*1), X3     // crcShift[m/8]: past m bytes
+	MOVQ      AX, X0
+	MOVQ      BX, X1
+	PCLMULQDQ $0x00, X2, X0
+	PCLMULQDQ $0x00, X3, X1
+	PXOR      X1, X0
+	MOVQ      X0, R8
+	XORQ      R10, R8
+	CRC32Q    R8, DX
+	MOVL      DX, AX
+	LEAQ      8(SI)(R11*2), SI
+	LEAQ      8(DI)(R11*2), DI
+	LEAQ      (R11)(R11*2), R11
+	SUBQ      R11, CX
+	JMP       words
 
 // func update(crc uint32, p []byte) uint32
 //

@@ -5,6 +5,7 @@ package durability
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"strings"
 	"testing"
@@ -57,5 +58,99 @@ func TestCopySumChecksum_WithoutSSE42(t *testing.T) {
 				}
 			}
 		}()
+	}
+}
+
+// TestCopySum_ThreeStreams checks CopySum against Checksum and the copy
+// against its data for every length from just below threeFrom to
+// bulkSize, at every alignment within a word, with three streams and
+// with one (haveCLMUL off), where the CPU has PCLMULQDQ: the three streams' split (m = 8*(n/24)), the
+// constants that join them (crcShift) and the rest after them.
+func TestCopySum_ThreeStreams(t *testing.T) {
+	src := make([]byte, bulkSize+8)
+	for i := range src {
+		src[i] = byte(i*131 + i>>8 + 5)
+	}
+	dst := make([]byte, bulkSize+8)
+	for _, three := range []bool{true, false} {
+		func() {
+			defer func(had bool) { haveCLMUL = had }(haveCLMUL)
+			haveCLMUL = three && haveCLMUL // on a CPU without it, both runs take one stream
+			s := NewSummer(RecordEvent, "stream-007")
+			for n := threeFrom - 9; n <= bulkSize; n++ {
+				for align := range 8 {
+					data := src[align : align+n]
+					for i := range dst {
+						dst[i] = 0xee
+					}
+					index := uint64(n*8 + align)
+					sum := s.CopySum(index, dst, data)
+					if want := Checksum(RecordEvent, "stream-007", index, data); sum != want {
+						t.Fatalf("three streams %v: CopySum(%d bytes at +%d) = %#x, Checksum = %#x", three, n, align, sum, want)
+					}
+					if !bytes.Equal(dst[:n], data) {
+						t.Fatalf("three streams %v: CopySum(%d bytes at +%d) copied %x", three, n, align, dst[:n])
+					}
+					if len(bytes.Trim(dst[n:], "\xee")) != 0 {
+						t.Fatalf("three streams %v: CopySum(%d bytes at +%d) wrote past the copy", three, n, align)
+					}
+				}
+			}
+		}()
+	}
+}
+
+// TestCRCShift checks crcShift against its definition: the CRC32
+// instruction's register r moved past 8k zero bytes, computed by
+// hash/crc32, equals the register hashed from 0 over the carry-less
+// product of r and crcShift[k] (computed here bit by bit).
+func TestCRCShift(t *testing.T) {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	raw := func(c uint32, p []byte) uint32 { return ^crc32.Update(^c, tab, p) }
+	for k := 1; k < len(crcShift); k++ {
+		for _, r := range []uint32{1, 0x80000000, 0x12345678, 0xffffffff} {
+			var prod uint64
+			for i := range 32 {
+				if crcShift[k]>>i&1 != 0 {
+					prod ^= uint64(r) << i
+				}
+			}
+			var w [8]byte
+			binary.LittleEndian.PutUint64(w[:], prod)
+			if got, want := raw(0, w[:]), raw(r, make([]byte, 8*k)); got != want {
+				t.Fatalf("crcShift[%d] moves %#x to %#x, want %#x", k, r, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkCopySum_Streams is CopySum of records around threeFrom and up
+// to bulkSize with one stream and with three (haveCLMUL): "chained" makes
+// each record's index depend on the last one's checksum, so that a
+// record's chain of CRC32 instructions waits for the last one's, as a
+// store's read, with a cursor step and an allocation between records,
+// partly does.
+func BenchmarkCopySum_Streams(b *testing.B) {
+	for _, n := range []int{100, 256, 400, 1000} {
+		src := make([]byte, n)
+		dst := make([]byte, n)
+		for _, three := range []bool{false, true} {
+			for _, chained := range []bool{false, true} {
+				b.Run(fmt.Sprintf("n=%d/three=%v/chained=%v", n, three, chained), func(b *testing.B) {
+					defer func(had bool) { haveCLMUL = had }(haveCLMUL)
+					haveCLMUL = three && haveCLMUL
+					s := NewSummer(RecordEvent, "router")
+					b.SetBytes(int64(n))
+					var sum uint32
+					for i := uint64(0); b.Loop(); i++ {
+						index := i & 0xff
+						if chained {
+							index ^= uint64(sum & 1)
+						}
+						sum = s.CopySum(index, dst, src)
+					}
+				})
+			}
+		}
 	}
 }

@@ -43,6 +43,7 @@ type toolSpan struct {
 // failed run in the agent's turn and only queue events; the rest runs on
 // the recorder's goroutine.
 type agentObserver struct {
+	listed
 	t    *Telemetry
 	name string // gen_ai.agent.name
 
@@ -96,11 +97,12 @@ func (o *agentObserver) start(ev *event) {
 	if _, ok := o.runs[ev.stream]; ok {
 		return
 	}
-	ctx, span := o.t.tracer.Start(o.t.enclosing(ev.actor, o.name), o.t.spanName("invoke_agent", o.name),
-		trace.WithTimestamp(ev.at), internalKind, trace.WithAttributes(opInvokeAgent,
-			attribute.String("gen_ai.agent.name", o.name),
-			attribute.String("gen_ai.conversation.id", ev.stream)))
-	r := &liveRun{ctx: ctx, span: span, actor: ev.actor}
+	attrs := append(o.t.scratch[:0], opInvokeAgent, attribute.String("gen_ai.agent.name", o.name),
+		attribute.String("gen_ai.conversation.id", ev.stream))
+	o.t.scratch = attrs
+	ctx, span := o.t.startSpan(o.t.enclosing(ev.actor, o.name), o.t.spanName("invoke_agent", o.name), ev.at, internalKind, attrs)
+	r := o.t.spareRuns.get()
+	r.ctx, r.span, r.actor = ctx, span, ev.actor
 	if o.runs == nil {
 		o.runs = map[string]*liveRun{}
 	}
@@ -130,8 +132,9 @@ const incompleteKey = attribute.Key("polyweave.telemetry.incomplete")
 // it was not.
 func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 	if ts.span == nil {
-		ts.ctx, ts.span = t.tracer.Start(r.ctx, t.spanName("execute_tool", ts.name), trace.WithTimestamp(ts.start), internalKind,
-			trace.WithAttributes(opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID)))
+		attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID))
+		t.scratch = attrs
+		ts.ctx, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
 	}
 	return ts.ctx
 }
@@ -146,14 +149,14 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 	}
 	t.scratch = attrs
 	if ts.span == nil {
-		_, ts.span = t.tracer.Start(r.ctx, t.spanName("execute_tool", ts.name), trace.WithTimestamp(ts.start), internalKind, trace.WithAttributes(attrs...))
+		_, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
 	} else {
 		ts.span.SetAttributes(attrs[3:]...)
 	}
 	if status != "" {
 		ts.span.SetStatus(codes.Error, status)
 	}
-	ts.span.End(trace.WithTimestamp(at))
+	t.endSpan(ts.span, at)
 }
 
 func (o *agentObserver) tracedOut(ev *event) {
@@ -168,7 +171,9 @@ func (o *agentObserver) tracedOut(ev *event) {
 				return
 			}
 		}
-		r.tools = append(r.tools, &toolSpan{name: ev.name, callID: ev.callID, start: ev.at})
+		ts := o.t.spareTools.get()
+		ts.name, ts.callID, ts.start = ev.name, ev.callID, ev.at
+		r.tools = append(r.tools, ts)
 	case messages.FrameType_TOOL_RESULT:
 		i := len(r.tools) - 1
 		for i >= 0 && r.tools[i].callID != ev.callID {
@@ -186,6 +191,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 			o.t.endTool(r, ts, outcomeOK, "", "", ev.at)
 		}
 		o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
+		o.t.spareTools.put(ts, toolSpan{})
 	case messages.FrameType_ERROR:
 		r.span.SetStatus(codes.Error, ev.text)
 		r.span.SetAttributes(attribute.String("error.type", "run_error"))
@@ -248,9 +254,10 @@ func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned
 		} else {
 			ts.span.SetStatus(codes.Error, "no result")
 		}
-		ts.span.End(trace.WithTimestamp(end))
+		o.t.endSpan(ts.span, end)
+		o.t.spareTools.put(ts, toolSpan{})
 	}
-	r.tools = nil
+	clear(r.tools)
 	if abandoned {
 		r.span.SetAttributes(incomplete)
 	}
@@ -258,9 +265,11 @@ func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned
 		r.span.SetStatus(codes.Error, failure)
 		r.span.SetAttributes(attribute.String("error.type", "agent_failed"))
 	}
-	r.span.End(trace.WithTimestamp(at))
+	o.t.endSpan(r.span, at)
 	delete(o.runs, stream)
 	o.t.removeRun(stream, r)
+	clear(r.tools)
+	o.t.spareRuns.put(r, liveRun{tools: r.tools[:0]}) // its tools slice kept
 }
 
 // failedAll ends the runs still open: the runtime closes their streams

@@ -47,11 +47,16 @@ type chat struct {
 
 // modelObserver is the tap of one incarnation of a model adapter.
 type modelObserver struct {
+	listed
 	t        *Telemetry
 	provider string
 	self     string            // id of the adapter's actor, once seen
 	models   map[string]string // stream → model of the request being written
-	open     map[string]*chat  // stream → request being answered
+	// lastParam is the payload (JSON) of the last model parameter
+	// decoded, lastModel its value: requests name the same model again
+	// and again.
+	lastParam, lastModel string
+	open                 map[string]*chat // stream → request being answered
 }
 
 func (o *modelObserver) in(c actors.Context, f *messages.Frame) {
@@ -103,18 +108,23 @@ func (o *modelObserver) handle(ev *event) {
 func (o *modelObserver) request(ev *event) {
 	id := ev.stream
 	if ev.ftype == messages.FrameType_PARAM {
-		var m string
-		if json.Unmarshal(ev.payload, &m) == nil {
-			if o.models == nil {
-				o.models = map[string]string{}
+		if o.lastParam == "" || string(ev.payload) != o.lastParam { // a comparison that allocates nothing
+			var m string
+			if json.Unmarshal(ev.payload, &m) != nil {
+				return
 			}
-			o.models[id] = m
+			o.lastParam, o.lastModel = string(ev.payload), m
 		}
+		if o.models == nil {
+			o.models = map[string]string{}
+		}
+		o.models[id] = o.lastModel
 		return
 	}
 	model := o.models[id]
 	delete(o.models, id)
-	ch := &chat{model: model, start: ev.at}
+	ch := o.t.spareChats.get()
+	ch.model, ch.start = model, ev.at
 	if o.t.tracing {
 		ch.parent = o.t.runContext(id, ev.actor)
 	}
@@ -131,8 +141,7 @@ func (o *modelObserver) request(ev *event) {
 // started returns the span of ch, started now if it was not.
 func (o *modelObserver) started(ch *chat) trace.Span {
 	if ch.span == nil {
-		_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
-			trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(o.chatAttrs(ch, false)...))
+		_, ch.span = o.t.startSpan(ch.parent, o.t.spanName("chat", ch.model), ch.start, clientKind, o.chatAttrs(ch, false))
 	}
 	return ch.span
 }
@@ -143,6 +152,7 @@ func (o *modelObserver) started(ch *chat) trace.Span {
 func (o *modelObserver) chatAttrs(ch *chat, answer bool) []attribute.KeyValue {
 	a := append(o.t.scratch[:0], opChat, attribute.String("gen_ai.provider.name", o.provider), attribute.String("gen_ai.request.model", ch.model))
 	if !answer {
+		o.t.scratch = a
 		return a
 	}
 	if ch.usage {
@@ -181,6 +191,7 @@ func (o *modelObserver) answer(ev *event) {
 		} else {
 			delete(o.open, id)
 		}
+		o.t.spareChats.put(ch, chat{}) // its queue, now the next request's, is dropped
 	}
 }
 
@@ -245,15 +256,14 @@ func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 			o.t.scratch = attrs
 		}
 		if ch.span == nil {
-			_, ch.span = o.t.tracer.Start(ch.parent, o.t.spanName("chat", ch.model),
-				trace.WithTimestamp(ch.start), clientKind, trace.WithAttributes(attrs...))
+			_, ch.span = o.t.startSpan(ch.parent, o.t.spanName("chat", ch.model), ch.start, clientKind, attrs)
 		} else {
 			ch.span.SetAttributes(attrs[3:]...)
 		}
 		if ch.status != "" {
 			ch.span.SetStatus(codes.Error, ch.status)
 		}
-		ch.span.End(trace.WithTimestamp(at))
+		o.t.endSpan(ch.span, at)
 	}
 	if o.t.metering && !abandoned {
 		o.t.duration.Record(context.Background(), at.Sub(ch.start).Seconds(), metric.WithAttributes(o.attrs(ch)...))

@@ -58,7 +58,16 @@ type handler interface {
 	// abandon ends the spans open at at, marked incomplete, without
 	// metrics, and forgets all state: events were dropped.
 	abandon(at time.Time)
+	// listing tells whether the handler is in Telemetry.active.
+	listing() *listed
 }
+
+// listed is whether a handler is in Telemetry.active, so that the
+// recorder touches the map only when the handler starts or stops
+// keeping state, not for every event.
+type listed struct{ in bool }
+
+func (l *listed) listing() *listed { return l }
 
 // frameEvent copies f into an event.
 func frameEvent(kind eventKind, to handler, f *messages.Frame) event {
@@ -250,10 +259,13 @@ func (r *recorder) record(ev *event) {
 	default:
 		h := ev.to
 		h.handle(ev)
-		if h.idle() {
-			delete(r.t.active, h)
-		} else {
-			r.t.active[h] = struct{}{}
+		if l, idle := h.listing(), h.idle(); idle == l.in {
+			if idle {
+				delete(r.t.active, h)
+			} else {
+				r.t.active[h] = struct{}{}
+			}
+			l.in = !idle
 		}
 	}
 }
@@ -264,6 +276,7 @@ func (r *recorder) record(ev *event) {
 func (t *Telemetry) abandonAll(since time.Time) {
 	for h := range t.active {
 		h.abandon(since)
+		h.listing().in = false
 	}
 	clear(t.active)
 }

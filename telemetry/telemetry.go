@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -91,6 +92,60 @@ type Telemetry struct {
 	// scratch holds the attributes of a span being started or ended (a
 	// tracer copies them).
 	scratch []attribute.KeyValue
+	// startOpts and endOpts hold the options of the span being started or
+	// ended, so that a call does not allocate its variadic slice (a tracer
+	// reads the options during the call and keeps none of them).
+	startOpts []trace.SpanStartOption
+	endOpts   [1]trace.SpanEndOption
+	// Records of ended runs, requests and tool calls, reused for the next
+	// ones.
+	spareRuns  spares[liveRun]
+	spareChats spares[chat]
+	spareTools spares[toolSpan]
+}
+
+// spares keeps up to maxSpare records no longer used, to be reused
+// instead of allocated.
+type spares[T any] struct{ free []*T }
+
+const maxSpare = 64
+
+// get returns a spare record, or a new zero one.
+func (s *spares[T]) get() *T {
+	n := len(s.free)
+	if n == 0 {
+		return new(T)
+	}
+	x := s.free[n-1]
+	s.free[n-1] = nil
+	s.free = s.free[:n-1]
+	return x
+}
+
+// put sets x, which nothing refers to any more, to zero (a zero record,
+// or one that keeps some of x's buffers) and keeps it as a spare.
+func (s *spares[T]) put(x *T, zero T) {
+	if len(s.free) < maxSpare {
+		*x = zero
+		s.free = append(s.free, x)
+	}
+}
+
+// startSpan starts a span at at, of kind, with attrs (the tracer copies
+// them: attrs may be the scratch slice), under parent.
+func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (context.Context, trace.Span) {
+	opts := append(t.startOpts[:0], trace.WithTimestamp(at), kind, trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(parent, name, opts...)
+	clear(opts) // keep nothing of this span alive
+	t.startOpts = opts
+	return ctx, span
+}
+
+// endSpan ends span at at.
+func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
+	t.endOpts[0] = trace.WithTimestamp(at)
+	span.End(t.endOpts[:]...)
+	t.endOpts[0] = nil
 }
 
 // Up to this many span names and finish reasons are kept.

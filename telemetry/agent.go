@@ -97,10 +97,13 @@ func (o *agentObserver) start(ev *event) {
 	if _, ok := o.runs[ev.stream]; ok {
 		return
 	}
+	// The parent first: finding it may start the calling tool's span,
+	// which fills the scratch slice too.
+	parent := o.t.enclosing(ev.actor, o.name)
 	attrs := append(o.t.scratch[:0], opInvokeAgent, attribute.String("gen_ai.agent.name", o.name),
 		attribute.String("gen_ai.conversation.id", ev.stream))
 	o.t.scratch = attrs
-	ctx, span := o.t.startSpan(o.t.enclosing(ev.actor, o.name), o.t.spanName("invoke_agent", o.name), ev.at, internalKind, attrs)
+	ctx, span := o.t.startSpan(parent, o.t.spanName("invoke_agent", o.name), ev.at, internalKind, attrs)
 	r := o.t.spareRuns.get()
 	r.ctx, r.span, r.actor = ctx, span, ev.actor
 	if o.runs == nil {

@@ -90,7 +90,8 @@ type Telemetry struct {
 	// reason (a string slice attribute is a copy of its slice).
 	finishReasons map[string]attribute.KeyValue
 	// scratch holds the attributes of a span being started or ended (a
-	// tracer copies them).
+	// tracer copies them). Nothing that may start or end another span
+	// runs between filling it and handing it to the tracer.
 	scratch []attribute.KeyValue
 	// startOpts and endOpts hold the options of the span being started or
 	// ended, so that a call does not allocate its variadic slice (a tracer

@@ -475,11 +475,19 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	if c.emit == nil && c.approval == nil {
 		wake = isEnd
 	}
-	s, err := mux.OpenWake(stream, wake)
-	if err != nil {
-		return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+	s := c.heldStream(stream)
+	if s == nil {
+		var err error
+		if s, err = mux.OpenWake(stream, wake); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+		}
 	}
-	defer s.Close()
+	kept := false // the stream waits for a Resume
+	defer func() {
+		if !kept {
+			s.Close()
+		}
+	}()
 	ans := c.answerOf(stream)
 	if err := c.open(s, payload); err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
@@ -505,7 +513,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		if c.emit != nil {
 			c.emit(event(f, n))
 		}
-		if err := c.waitingFor(f, ans); err != nil {
+		if kept, err = c.waitingFor(f, ans, s); err != nil {
 			return ans, err
 		}
 		if ans.Ended {

@@ -21,7 +21,9 @@ import (
 // it is what was answered so far.
 //
 // Nothing waits in memory for the answer but the held calls' entries in
-// the session's loop: no goroutine. With a Store the session's loop is
+// the session's loop (without a Store, also the session's stream of the
+// agent's loop, which keeps what the loop says meanwhile for Resume): no
+// goroutine. With a Store the session's loop is
 // stopped and the held calls are in the store, so the answer can come
 // from another process, days later. Give it with [Agent.Resume].
 type WaitingError struct {
@@ -77,9 +79,10 @@ type decisionsKey struct{}
 // deadline passed) are ignored.
 //
 // Without a Store the held calls wait in the agent's loop, and only this
-// agent can resume them; a deadline (tools.ApprovalOptions.Deadline) that
-// passes before Resume lets the conversation go on with nobody reading
-// it, and a later Resume then waits for ctx: use a Store with deadlines.
+// agent can resume them. A deadline (tools.ApprovalOptions.Deadline) that
+// passes before Resume lets the conversation go on meanwhile (the call
+// denied): what it answered is kept, and Resume reads it, waiting only for
+// what is still to come, as Run would have.
 //
 // With a Store, Resume works in any process that opens the same store,
 // and a decision is applied once: an approved call runs once even when
@@ -97,14 +100,17 @@ type approvalState struct {
 	decisions []tools.ApprovalAnswer // sent after the request
 	decided   map[string]bool
 	stream    string // without a Store: the stream a Resume continues on
+	held      *actors.MuxStream
 	ans       *models.Answer
 }
 
 // waitingStream is a conversation of the shared loop (no Store) that
-// waits for approval: its stream and what was answered on it so far.
+// waits for approval: its stream, kept open so that the frames the loop
+// sends meanwhile (after a deadline denied the held calls) wait for the
+// Resume instead of being dropped, and what was answered on it so far.
 type waitingStream struct {
-	stream string
-	ans    *models.Answer
+	s   *actors.MuxStream
+	ans *models.Answer
 }
 
 // answerOf starts the answer of an attempt on stream: a Resume without a
@@ -141,7 +147,7 @@ func (c *conversation) prepareApproval(ctx context.Context) error {
 		return fmt.Errorf("%w: %q", ErrWaiting, c.session)
 	case resuming:
 		delete(a.waiting, c.session)
-		c.approval.stream, c.approval.ans = ws.stream, ws.ans
+		c.approval.stream, c.approval.held, c.approval.ans = ws.s.ID(), ws.s, ws.ans
 	}
 	return nil
 }
@@ -172,6 +178,18 @@ func (c *conversation) open(s *actors.MuxStream, payload json.RawMessage) error 
 	return nil
 }
 
+// heldStream takes the stream a Resume without a Store continues, if
+// stream is it: the attempt reads on where the waiting one stopped.
+func (c *conversation) heldStream(stream string) *actors.MuxStream {
+	ap := c.approval
+	if ap == nil || ap.held == nil || ap.held.ID() != stream {
+		return nil
+	}
+	s := ap.held
+	ap.held = nil
+	return s
+}
+
 // streamOf is the stream of an attempt: a Resume without a Store goes on
 // on the stream left waiting.
 func (c *conversation) streamOf(stream string) string {
@@ -182,14 +200,16 @@ func (c *conversation) streamOf(stream string) string {
 }
 
 // waitingFor returns a *WaitingError when f says the round waits for
-// calls no decision of this conversation answers.
-func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer) error {
+// calls no decision of this conversation answers. On the shared loop it
+// keeps s, f's stream, for the Resume, and reports so: the caller leaves
+// it open.
+func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *actors.MuxStream) (kept bool, err error) {
 	if f.GetType() != messages.FrameType_META || f.GetName() != tools.MetaApprovalWaiting || c.approval == nil {
-		return nil
+		return false, nil
 	}
 	var w tools.ApprovalWaiting
 	if err := json.Unmarshal(f.GetPayload(), &w); err != nil {
-		return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalWaiting, err)
+		return false, fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalWaiting, err)
 	}
 	open := w.Pending[:0:0]
 	for _, p := range w.Pending {
@@ -200,17 +220,18 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer) error {
 	if len(open) == 0 || len(open) < len(w.Pending) {
 		// Decisions sent are still on their way: the loop says so again
 		// once they are applied, if anything still waits.
-		return nil
+		return false, nil
 	}
 	if !c.ownLoop() {
 		c.a.mu.Lock()
 		if c.a.waiting == nil {
 			c.a.waiting = map[string]*waitingStream{}
 		}
-		c.a.waiting[c.session] = &waitingStream{stream: f.GetStreamId(), ans: ans}
+		c.a.waiting[c.session] = &waitingStream{s: s, ans: ans}
 		c.a.mu.Unlock()
+		kept = true
 	}
-	return &WaitingError{Session: c.session, Pending: open}
+	return kept, &WaitingError{Session: c.session, Pending: open}
 }
 
 // ResumeStream is [Agent.Resume] as a sequence of events, as

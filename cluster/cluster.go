@@ -222,8 +222,16 @@ func Start(opts *Options) (m *Member, err error) {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {
 			_ = m.shutdownProvider()
+			if m.c.Remote != nil {
+				remote.StopRemote(rt.System(), m.c.Remote)
+			}
 			_ = rt.Close(context.Background())
-			m, err = nil, fmt.Errorf("cluster: start on %s: %v", o.Address, p)
+			if perr, ok := p.(error); ok {
+				err = fmt.Errorf("cluster: start on %s: %w", o.Address, perr)
+			} else {
+				err = fmt.Errorf("cluster: start on %s: %v", o.Address, p)
+			}
+			m = nil
 		}
 	}()
 	if o.Client {

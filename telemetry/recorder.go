@@ -135,6 +135,9 @@ type recorder struct {
 	warning   chan struct{} // closed when the burst's warning is logged; nil when none was started
 
 	dropped atomic.Uint64 // events dropped since the start
+	// gaveUp is set when a Shutdown's context ended before the goroutine
+	// returned: it then records nothing more.
+	gaveUp atomic.Bool
 }
 
 // lostKey names what a dropped event belonged to: one stream of a tap,
@@ -287,10 +290,15 @@ func (r *recorder) loop() {
 		r.lost, r.nLostKeys, r.lostAll = 0, 0, false
 		r.mu.Unlock()
 		for i := range batch {
-			r.record(&batch[i])
+			if !r.gaveUp.Load() {
+				r.record(&batch[i])
+			} else if batch[i].kind == evFlush {
+				close(batch[i].done)
+			}
 			batch[i] = event{}
 		}
 		switch { // the burst came right after the batch
+		case r.gaveUp.Load():
 		case all:
 			r.t.abandonAll(since)
 		case lost > 0:
@@ -388,6 +396,14 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 // events seen afterwards are dropped (and not counted by [Telemetry.Dropped]).
 // The metric polyweave.telemetry.dropped is no longer reported. It does not
 // shut the providers down (the host owns them). Shutdown is idempotent.
+//
+// If ctx ends first (a span processor or exporter blocks, or is too
+// slow), Shutdown returns ctx's error and the recorder gives up: what is
+// still queued is discarded, spans still open are neither ended nor
+// handed to the processors, and the goroutine returns as soon as the
+// processor or meter call it is in returns. A call that never returns
+// keeps the goroutine blocked in it: nothing can stop a goroutine from
+// outside.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t.rec == nil {
 		return nil
@@ -412,6 +428,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
+			select {
+			case <-done: // done as well: Shutdown did not give up
+				continue
+			default:
+			}
+			if done == r.done {
+				r.gaveUp.Store(true)
+			}
 			return ctx.Err()
 		}
 	}

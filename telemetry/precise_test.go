@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -225,5 +226,62 @@ func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
 	}
 	if runs != 2 || len(tel.runs) != 0 || len(tel.active) != 0 {
 		t.Fatalf("%d runs ended, %d open, %d handlers active; want 2, 0, 0", runs, len(tel.runs), len(tel.active))
+	}
+}
+
+// TestQueueFull_DroppingAllocatesNothing: an event that finds the queue
+// full is dropped and its stream remembered without allocating, for
+// streams beyond what a burst remembers too.
+func TestQueueFull_DroppingAllocatesNothing(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	stall := newStallingProcessor()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
+	defer tp.Shutdown(context.Background())
+	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	defer stall.unblock()
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.End("s"))
+	release := stall.stallNext()
+	agent.out(messages.ToolCall("s", "c0", "add", nil))
+	agent.out(messages.ToolCall("s", "c1", "add", nil))
+	frames := make([]*messages.Frame, 2*maxLost)
+	for i := range frames {
+		frames[i] = messages.ToolCall(fmt.Sprint("s", i), "c", "add", nil)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(len(frames)-1, func() { // and a first run, whose drop starts the warning
+		agent.out(frames[i])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per dropped event, want 0", allocs)
+	}
+	if d := tel.Dropped(); d != uint64(len(frames)) {
+		t.Errorf("Dropped() = %d, want %d", d, len(frames))
+	}
+	stall.stalling.Store(false)
+	close(release)
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAbandonStream_MetricsOnly: with metrics only, abandoning a stream
+// forgets its tool calls and no other stream's, even one whose id starts
+// with it.
+func TestAbandonStream_MetricsOnly(t *testing.T) {
+	o := &agentObserver{untraced: map[string]toolSpan{
+		"s1\x00c1": {name: "x"}, "s1\x00c2": {name: "x"}, "s10\x00c1": {name: "y"}, "s2\x00s1": {name: "z"},
+	}}
+	o.abandonStream("s1", time.Now())
+	if len(o.untraced) != 2 || o.untraced["s10\x00c1"].name != "y" || o.untraced["s2\x00s1"].name != "z" {
+		t.Fatalf("after abandoning s1: %v", o.untraced)
 	}
 }

@@ -146,6 +146,7 @@ type Member struct {
 	store      *pgstore.Store
 	newSession SessionFunc
 	provider   pacluster.ClusterProvider
+	lookup     *lookup
 	client     bool
 	hold       time.Duration
 	linger     time.Duration
@@ -207,7 +208,7 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m = &Member{
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
-		provider: o.Provider, client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
+		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
 	}
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
 		paremote.WithEndpointWriterQueueSize(1024))
@@ -215,15 +216,23 @@ func Start(opts *Options) (m *Member, err error) {
 	// requests to a dead member fail fast and go elsewhere.
 	rcfg.MaxRetryCount = 1
 	kind := pacluster.NewKind(Kind, actor.PropsFromProducer(func() actor.Actor { return &sessionActor{m: m} }))
-	ccfg := pacluster.Configure(o.Name, o.Provider, newLookup(o.RequestTimeout), rcfg,
+	ccfg := pacluster.Configure(o.Name, o.Provider, m.lookup, rcfg,
 		pacluster.WithKinds(kind), pacluster.WithRequestTimeout(o.Hold+o.RequestTimeout))
 	m.c = pacluster.New(rt.System(), ccfg)
 	defer func() {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {
 			_ = m.shutdownProvider()
+			if m.c.Remote != nil {
+				remote.StopRemote(rt.System(), m.c.Remote)
+			}
 			_ = rt.Close(context.Background())
-			m, err = nil, fmt.Errorf("cluster: start on %s: %v", o.Address, p)
+			if perr, ok := p.(error); ok {
+				err = fmt.Errorf("cluster: start on %s: %w", o.Address, perr)
+			} else {
+				err = fmt.Errorf("cluster: start on %s: %v", o.Address, p)
+			}
+			m = nil
 		}
 	}()
 	if o.Client {
@@ -291,7 +300,9 @@ var ErrSessionFailed = errors.New("session failed")
 // answer, so Run may be called again for the same id, from any member.
 // Every call for one id must pass the same request.
 //
-// Run gives up when ctx ends. A failed session is an error wrapping
+// Run gives up as soon as ctx ends, also while the session holds its
+// request, and returns an error wrapping ctx's; the session itself goes
+// on (a later Run gets its answer). A failed session is an error wrapping
 // [ErrSessionFailed].
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if id == "" {
@@ -314,7 +325,10 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
 		}
-		resp, err := m.c.Request(id, Kind, frame, pacluster.WithTimeout(m.hold+m.timeout), pacluster.WithRetryCount(2))
+		resp, err := m.request(ctx, id, frame)
+		if err != nil && ctx.Err() != nil {
+			continue // gave up waiting: say so above, with the answer before
+		}
 		st, perr := parseStatus(resp, err, id)
 		switch {
 		case errors.Is(perr, errOtherSession):
@@ -345,6 +359,54 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// request sends a run request to session id's activation (the cached
+// one, or the one its owner gives) and returns the answer. It fails when
+// there is no activation, when no answer comes within Hold +
+// RequestTimeout (the activation is then forgotten, as it is when the
+// request could not be delivered), or as soon as ctx ends.
+func (m *Member) request(ctx context.Context, id string, frame *messages.Frame) (any, error) {
+	pid, _ := m.c.PidCache.Get(id, Kind)
+	if pid == nil {
+		if pid = m.lookup.get(ctx, pacluster.NewClusterIdentity(id, Kind)); pid == nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("no activation of the session: its owner did not give one")
+		}
+		m.c.PidCache.Set(id, Kind, pid)
+	}
+	sys := m.rt.System()
+	resp, err := await(ctx, sys, sys.Root.RequestFuture(pid, frame, m.hold+m.timeout))
+	if errors.Is(err, actor.ErrTimeout) || errors.Is(err, actor.ErrDeadLetter) {
+		m.c.PidCache.Remove(id, Kind)
+	}
+	return resp, err
+}
+
+// await returns f's answer, or ctx's error as soon as ctx ends: then it
+// completes f itself (a late answer goes to the dead letters), so that
+// nothing is left waiting for it.
+func await(ctx context.Context, sys *actor.ActorSystem, f *actor.Future) (any, error) {
+	if ctx.Done() == nil {
+		return f.Result()
+	}
+	var resp any
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err = f.Result()
+	}()
+	select {
+	case <-done:
+		return resp, err
+	case <-ctx.Done():
+		sys.Root.Stop(f.PID()) // a future's Stop completes it: the goroutine ends
+		<-done
+		return nil, ctx.Err()
 	}
 }
 

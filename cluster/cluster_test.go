@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -173,5 +174,63 @@ func TestMember_EndedSessionStopsAndAnswersFromStore(t *testing.T) {
 	}
 	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["s c2"] != 1 {
 		t.Errorf("side effects %v, want s c1 and s c2 once each", got)
+	}
+}
+
+// TestMember_RunReturnsWhenCancelled: Run gives up as soon as its ctx
+// ends, also while the session holds its request (Hold and
+// RequestTimeout are long here), and leaves nothing waiting. The session
+// is not disturbed: it goes on, and a later Run gets its answer from the
+// same incarnation.
+func TestMember_RunReturnsWhenCancelled(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	m := startLoneMember(t, &cluster.Options{
+		Store: store,
+		Session: sessionFunc(t, 1, side, func(string) hooks {
+			return hooks{before: func(ctx context.Context, _ string) {
+				once.Do(func() { close(started) })
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}}
+		}),
+		Hold:           10 * time.Minute,
+		RequestTimeout: 10 * time.Minute,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Run(ctx, "s", firstRequest("s")...)
+		done <- err
+	}()
+	select {
+	case <-started: // the session holds the request: its call is running
+	case err := <-done:
+		t.Fatalf("Run ended before the session's call ran: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run after its ctx was cancelled: %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute): // a bound on a hang, not a speed check
+		t.Fatal("Run still waiting a minute after its ctx was cancelled")
+	}
+
+	close(release)
+	again, cancelAgain := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelAgain()
+	res, err := m.Run(again, "s", firstRequest("s")...)
+	if err != nil || res.Text != "All done." || res.Epoch != 1 {
+		t.Fatalf("Run again: %+v, %v; want \"All done.\" from the first incarnation", res, err)
+	}
+	if got := side.runs(t); len(got) != 1 || got["s c1"] != 1 {
+		t.Errorf("side effects %v, want s c1 once", got)
 	}
 }

@@ -42,8 +42,10 @@
 // decode. A session that cannot answer yet keeps the request for
 // Options.Hold and then answers "running"; Run asks again, so a request
 // whose member died unanswered is given up after Hold +
-// Options.RequestTimeout and sent to wherever the session is then. A
-// session that has ended answers with its stored answer, from any member.
+// Options.RequestTimeout and sent to wherever the session is then. Run
+// returns as soon as its context ends, whatever it is waiting for; the
+// session goes on without it. A session that has ended answers with its
+// stored answer, from any member.
 //
 // A process that restarts at the address of an earlier one (under a new
 // member id) names its requests' futures as the earlier one did, so it

@@ -3,7 +3,9 @@ package cluster_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,5 +304,74 @@ func TestEtcd_NothingBeforeStart(t *testing.T) {
 	}
 	if _, err := cluster.Start(&cluster.Options{Provider: provider}); err == nil || !strings.Contains(err.Error(), "no store") {
 		t.Fatalf("Start without a store: %v, want the error that it has none", err)
+	}
+}
+
+// TestEtcd_UnreachableStartFails: a member whose etcd cannot be reached
+// (nothing listens at the endpoint, or a server accepts connections and
+// never answers) does not hang in Start: once the provider's timeout has
+// passed, Start fails with ErrEtcdUnreachable, naming the endpoint, and
+// leaves nothing running.
+func TestEtcd_UnreachableStartFails(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		silent.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	store := openStore(t, freshSchema())
+	for name, endpoint := range map[string]string{
+		"closed port":     fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]),
+		"silent listener": silent.Addr().String(),
+	} {
+		for _, client := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/client=%v", name, client), func(t *testing.T) {
+				leakCheck(t)
+				provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				type started struct {
+					m   *cluster.Member
+					err error
+				}
+				done := make(chan started, 1)
+				go func() {
+					m, err := cluster.Start(&cluster.Options{Provider: provider, Store: store, Client: client,
+						Session: sessionFunc(t, 1, newSideFile(t), nil)})
+					done <- started{m, err}
+				}()
+				var s started
+				select {
+				case s = <-done:
+				case <-time.After(time.Minute): // a bound on a hang, not a speed check
+					t.Fatal("Start still waiting for an unreachable etcd after a minute")
+				}
+				if s.err == nil {
+					s.m.Close(context.Background())
+					t.Fatal("Start succeeded without etcd")
+				}
+				if !errors.Is(s.err, cluster.ErrEtcdUnreachable) || !strings.Contains(s.err.Error(), endpoint) {
+					t.Fatalf("Start: %v; want an error wrapping %q that names %s", s.err, cluster.ErrEtcdUnreachable, endpoint)
+				}
+				t.Log(s.err)
+			})
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -82,12 +83,17 @@ func (l *lookup) owner(ci *pacluster.ClusterIdentity) string {
 // actor for the activation, nil when there is no owner or it cannot
 // answer (the caller asks again).
 func (l *lookup) Get(ci *pacluster.ClusterIdentity) *actor.PID {
+	return l.get(context.Background(), ci)
+}
+
+// get is Get that gives up (nil) as soon as ctx ends.
+func (l *lookup) get(ctx context.Context, ci *pacluster.ClusterIdentity) *actor.PID {
 	owner := l.owner(ci)
 	if owner == "" {
 		return nil
 	}
-	res, err := l.c.ActorSystem.Root.RequestFuture(actor.NewPID(owner, placementName),
-		&pacluster.ActivationRequest{ClusterIdentity: ci}, l.timeout).Result()
+	res, err := await(ctx, l.c.ActorSystem, l.c.ActorSystem.Root.RequestFuture(actor.NewPID(owner, placementName),
+		&pacluster.ActivationRequest{ClusterIdentity: ci}, l.timeout))
 	if err != nil {
 		return nil
 	}

@@ -303,3 +303,14 @@ func (o *agentObserver) abandon(at time.Time) {
 	}
 	o.untraced = nil
 }
+
+func (o *agentObserver) abandonStream(stream string, at time.Time) {
+	if r := o.runs[stream]; r != nil {
+		o.end(stream, r, "", true, at)
+	}
+	for k := range o.untraced { // keys are stream + "\x00" + call id
+		if len(k) > len(stream) && k[len(stream)] == 0 && k[:len(stream)] == stream {
+			delete(o.untraced, k)
+		}
+	}
+}

@@ -23,10 +23,12 @@
 // find the queue full are dropped. [Telemetry.Dropped] and the counter
 // polyweave.telemetry.dropped count them, [Options.Logger] gets one
 // warning per burst of drops, and once the recorder has caught up with a
-// burst it ends the spans still open, marked
-// polyweave.telemetry.incomplete (their ends may have been dropped; they
-// get no duration metric), and does not record the rest of those runs and
-// requests. Flush and Shutdown still return.
+// burst it ends the spans still open of the streams whose events were
+// dropped, marked polyweave.telemetry.incomplete (their ends may have been
+// dropped; they get no duration metric), and does not record the rest of
+// those runs and requests; other streams' spans go on (all of them are
+// ended when a dropped event belongs to no stream: see
+// [Options.MaxQueued]). Flush and Shutdown still return.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
 //     loop): each stream is a run, one "invoke_agent {name}" span; each

@@ -286,11 +286,18 @@ func (o *modelObserver) failedAll(ev *event) {
 func (o *modelObserver) idle() bool { return len(o.open) == 0 && len(o.models) == 0 }
 
 func (o *modelObserver) abandon(at time.Time) {
-	for id, ch := range o.open {
+	for id := range o.open {
+		o.abandonStream(id, at)
+	}
+	o.models = nil
+}
+
+func (o *modelObserver) abandonStream(stream string, at time.Time) {
+	if ch, ok := o.open[stream]; ok {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
 			o.finish(c, true, notBefore(at, c.start))
 		}
-		delete(o.open, id)
+		delete(o.open, stream)
 	}
-	o.models = nil
+	delete(o.models, stream)
 }

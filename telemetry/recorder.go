@@ -58,6 +58,9 @@ type handler interface {
 	// abandon ends the spans open at at, marked incomplete, without
 	// metrics, and forgets all state: events were dropped.
 	abandon(at time.Time)
+	// abandonStream does what abandon does for the spans of one stream
+	// only: events of that stream were dropped.
+	abandonStream(stream string, at time.Time)
 	// listing tells whether the handler is in Telemetry.active.
 	listing() *listed
 }
@@ -103,8 +106,14 @@ const DefaultMaxQueued = 1 << 14
 // drops since the recorder last took the queue are a burst; nothing is
 // queued behind them (the queue stays full until the recorder takes it),
 // so the recorder meets the burst right after the events it took: it
-// then ends every span still open, marked incomplete (their ends may be
-// among the lost events), and forgets the state it kept for them.
+// then ends the spans still open that may have lost events (their ends
+// may be among them), marked incomplete, and forgets the state it kept
+// for them. Which spans those are, the burst remembers as it drops: the
+// streams of the taps whose frames were dropped (a stream's spans in
+// other taps go on: their own events are all there), every stream of a
+// tap whose failure was dropped, and every span open when a supervision
+// decision (which belongs to no stream) was dropped or when more than
+// maxLost streams lost events.
 type recorder struct {
 	t   *Telemetry
 	max int
@@ -118,12 +127,31 @@ type recorder struct {
 	wake    chan struct{} // a token when the queue is to be recorded
 	done    chan struct{} // closed when the goroutine has returned
 	// The burst of drops since the recorder last took the queue:
-	lost      int           // events dropped in it
-	lostSince time.Time     // when the first of them was dropped
+	lost      int       // events dropped in it
+	lostSince time.Time // when the first of them was dropped
+	lostKeys  [maxLost]lostKey
+	nLostKeys int           // of lostKeys in use
+	lostAll   bool          // a lost event's stream is unknown, or lostKeys overflowed
 	warning   chan struct{} // closed when the burst's warning is logged; nil when none was started
 
 	dropped atomic.Uint64 // events dropped since the start
+	// gaveUp is set when a Shutdown's context ended before the goroutine
+	// returned: it then records nothing more.
+	gaveUp atomic.Bool
 }
+
+// lostKey names what a dropped event belonged to: one stream of a tap,
+// or with all every stream of the tap (its failure was dropped).
+type lostKey struct {
+	to     handler
+	stream string
+	all    bool
+}
+
+// A burst remembers up to maxLost streams that lost events; beyond them,
+// every open span is abandoned. It is kept in the recorder, so that
+// dropping allocates nothing.
+const maxLost = 16
 
 func startRecorder(t *Telemetry, max int) *recorder {
 	r := &recorder{t: t, max: max, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -170,7 +198,7 @@ func (r *recorder) put(ev *event) {
 			// Answered once what is queued (all of it seen before) is recorded.
 			r.waiters = append(r.waiters, ev.done)
 		} else {
-			r.drop()
+			r.drop(ev)
 		}
 		r.mu.Unlock()
 		return
@@ -195,10 +223,12 @@ func (r *recorder) put(ev *event) {
 	r.mu.Unlock()
 }
 
-// drop counts an event that found the queue full; r.mu is held. The
-// first drop of a burst has a warning logged, off the actor's turn.
-func (r *recorder) drop() {
+// drop counts an event that found the queue full and remembers whose
+// it was; r.mu is held. The first drop of a burst has a warning logged,
+// off the actor's turn.
+func (r *recorder) drop(ev *event) {
 	r.dropped.Add(1)
+	r.lose(ev)
 	if r.lost++; r.lost > 1 {
 		return
 	}
@@ -216,30 +246,65 @@ func (r *recorder) drop() {
 	go func() {
 		defer close(warned)
 		r.t.logger.Warn("telemetry: event queue full, dropping events until the recorder catches up; "+
-			"the spans open then end marked "+string(incompleteKey)+"; the span processor or exporter is slower than the run",
+			"the spans then open of the streams that lose events end marked "+string(incompleteKey)+"; the span processor or exporter is slower than the run",
 			slog.Int("max_queued", r.max), slog.Uint64("dropped_total", total))
 	}()
+}
+
+// lose adds the stream ev belonged to to the burst's; r.mu is held.
+func (r *recorder) lose(ev *event) {
+	if r.lostAll {
+		return
+	}
+	if ev.to == nil { // a supervision decision: of no stream
+		r.lostAll = true
+		return
+	}
+	k := lostKey{to: ev.to, stream: ev.stream, all: ev.kind == evFailed}
+	for _, l := range r.lostKeys[:r.nLostKeys] {
+		if l == k {
+			return
+		}
+	}
+	if r.nLostKeys == maxLost {
+		r.lostAll = true
+		return
+	}
+	r.lostKeys[r.nLostKeys] = k
+	r.nLostKeys++
 }
 
 func (r *recorder) loop() {
 	defer close(r.done)
 	var batch []event
 	var waiters []chan struct{}
+	var lostKeys [maxLost]lostKey
 	for {
 		_, open := <-r.wake
 		r.mu.Lock()
 		batch, r.queue = r.queue, batch[:0]
 		waiters, r.waiters = r.waiters, waiters[:0]
-		lost, since := r.lost, r.lostSince
-		r.lost = 0
+		lost, since, all := r.lost, r.lostSince, r.lostAll
+		lostKeys, r.lostKeys = r.lostKeys, lostKeys
+		nLost := r.nLostKeys
+		r.lost, r.nLostKeys, r.lostAll = 0, 0, false
 		r.mu.Unlock()
 		for i := range batch {
-			r.record(&batch[i])
+			if !r.gaveUp.Load() {
+				r.record(&batch[i])
+			} else if batch[i].kind == evFlush {
+				close(batch[i].done)
+			}
 			batch[i] = event{}
 		}
-		if lost > 0 { // the burst came right after the batch
+		switch { // the burst came right after the batch
+		case r.gaveUp.Load():
+		case all:
 			r.t.abandonAll(since)
+		case lost > 0:
+			r.t.abandon(lostKeys[:nLost], since)
 		}
+		clear(lostKeys[:]) // keep no handler alive
 		for i, w := range waiters {
 			close(w)
 			waiters[i] = nil
@@ -257,22 +322,41 @@ func (r *recorder) record(ev *event) {
 	case evSupervision:
 		r.t.recordSupervision(ev.sup)
 	default:
-		h := ev.to
-		h.handle(ev)
-		if l, idle := h.listing(), h.idle(); idle == l.in {
-			if idle {
-				delete(r.t.active, h)
-			} else {
-				r.t.active[h] = struct{}{}
-			}
-			l.in = !idle
+		ev.to.handle(ev)
+		r.t.relist(ev.to)
+	}
+}
+
+// relist puts h into t.active, or takes it out, when it started or
+// stopped keeping state.
+func (t *Telemetry) relist(h handler) {
+	if l, idle := h.listing(), h.idle(); idle == l.in {
+		if idle {
+			delete(t.active, h)
+		} else {
+			t.active[h] = struct{}{}
 		}
+		l.in = !idle
+	}
+}
+
+// abandon ends the spans of the streams that lost events, marked
+// incomplete, at since, and forgets their state.
+func (t *Telemetry) abandon(lost []lostKey, since time.Time) {
+	for _, k := range lost {
+		if k.all {
+			k.to.abandon(since)
+		} else {
+			k.to.abandonStream(k.stream, since)
+		}
+		t.relist(k.to)
 	}
 }
 
 // abandonAll ends the spans every tap has open, marked incomplete, at
 // since (when events began to be dropped), and forgets their state: any
-// of them may have lost its end.
+// of them may have lost its end (the burst does not know whose events
+// it dropped).
 func (t *Telemetry) abandonAll(since time.Time) {
 	for h := range t.active {
 		h.abandon(since)
@@ -312,6 +396,14 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 // events seen afterwards are dropped (and not counted by [Telemetry.Dropped]).
 // The metric polyweave.telemetry.dropped is no longer reported. It does not
 // shut the providers down (the host owns them). Shutdown is idempotent.
+//
+// If ctx ends first (a span processor or exporter blocks, or is too
+// slow), Shutdown returns ctx's error and the recorder gives up: what is
+// still queued is discarded, spans still open are neither ended nor
+// handed to the processors, and the goroutine returns as soon as the
+// processor or meter call it is in returns. A call that never returns
+// keeps the goroutine blocked in it: nothing can stop a goroutine from
+// outside.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t.rec == nil {
 		return nil
@@ -336,6 +428,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
+			select {
+			case <-done: // done as well: Shutdown did not give up
+				continue
+			default:
+			}
+			if done == r.done {
+				r.gaveUp.Store(true)
+			}
 			return ctx.Err()
 		}
 	}

@@ -53,10 +53,13 @@ type Options struct {
 	// dropped instead of making the actors wait: [Telemetry.Dropped] and
 	// the counter polyweave.telemetry.dropped count them, the Logger gets
 	// one warning per burst of drops, and once the recorder has caught up
-	// with the burst the spans open then are ended, marked with
-	// polyweave.telemetry.incomplete (their ends may have been dropped),
-	// without duration metrics; later frames of those runs and requests
-	// are not recorded, new ones are.
+	// with the burst the spans then open of the streams whose events were
+	// dropped are ended, marked with polyweave.telemetry.incomplete (their
+	// ends may have been dropped), without duration metrics; later frames
+	// of those runs and requests are not recorded, new ones are, and the
+	// other streams' spans go on. When the drops cannot be told apart by
+	// stream (a supervision decision was dropped, or more than 16 streams
+	// lost events in one burst), every span open then is ended so.
 	MaxQueued int
 	// Logger receives the warnings (events dropped); default: discard.
 	Logger *slog.Logger

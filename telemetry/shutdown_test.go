@@ -1,0 +1,65 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestShutdown_GivesUpOnAStuckProcessor: a span processor's OnEnd blocks
+// with spans still queued behind it. Shutdown returns its context's error
+// once the context is cancelled; the recorder then hands nothing more to
+// the processor: when the blocked OnEnd returns, the recorder goroutine
+// returns too (it is not left waiting on the processor for each span
+// still queued), and no goroutine is left.
+func TestShutdown_GivesUpOnAStuckProcessor(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	stall := newStallingProcessor()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
+	defer tp.Shutdown(context.Background())
+	tel, err := New(&Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.unblock()
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.ToolCall("s1", "c0", "add", nil))
+	agent.out(messages.RawToolResult("s1", "c0", "add", []byte(`2`)))
+	release := stall.stallNext()
+	for i := 1; i <= 10; i++ { // 10 more spans to end, queued behind the stuck one
+		id := fmt.Sprint("c", i)
+		agent.out(messages.ToolCall("s1", id, "add", nil))
+		agent.out(messages.RawToolResult("s1", id, "add", []byte(`2`)))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	shut := make(chan error, 1)
+	go func() { shut <- tel.Shutdown(ctx) }()
+	cancel()
+	if err := <-shut; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown with a stuck processor: %v, want context.Canceled", err)
+	}
+
+	close(release) // the stuck OnEnd returns; the processor still stalls
+	select {
+	case next := <-stall.stalled:
+		close(next)
+		t.Fatal("a span was handed to the processor after Shutdown gave up")
+	case <-tel.rec.done:
+	}
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

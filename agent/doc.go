@@ -30,7 +30,10 @@
 // Agents are cheap: any number of them, with default options, can share a
 // runtime (stage names are made unique per start), and one agent serves
 // any number of sessions concurrently (one conversation per session at a
-// time: [ErrSessionBusy]). A runtime embedded in a host's actor tree
+// time: [ErrSessionBusy]). Building one starts no actor: its tool loop is
+// started by the first conversation that needs it (concurrent first Runs
+// start one), so an agent used only as another's tool keeps no idle loop,
+// and [Agent.Close] stops the loop only if it was started. A runtime embedded in a host's actor tree
 // (actors.RuntimeOptions.Parent) puts every agent under the host's
 // supervision.
 //
@@ -40,7 +43,8 @@
 // a lead agent delegates to specialists, each delegation a conversation
 // of its own on a loop started as a child of the lead's calling tool
 // actor (actors.ParentFrom), so the lead's supervision covers it and
-// stopping the lead stops it. A specialist that fails, times out or is
+// stopping the lead stops it; the specialist's own loop is never started
+// for it. A specialist that fails, times out or is
 // cancelled makes an error result of that one call, and the lead goes on.
 // The delegation tool's flags come from the specialist's tools
 // ([Agent.ToolFlags]): read-only only when all of them are, irreversible

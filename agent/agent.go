@@ -272,13 +272,11 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // Close stops the agent's loop, if a conversation started it, once the
 // conversations running have returned (cancel their contexts to make them
 // return early); an agent whose loop never started has nothing to stop.
-// Later calls return nil; Run and Stream then fail with [ErrClosed].
+// Run and Stream then fail with [ErrClosed]. A Close whose ctx ends first
+// returns its error, and a later Close finishes the work; once one has
+// returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
-	}
 	a.closed = true
 	a.mu.Unlock()
 	done := make(chan struct{})

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -232,5 +233,39 @@ func TestLazy_CloseDuringFirstRun(t *testing.T) {
 	}
 	if err := <-ran; err != nil && !errors.Is(err, agent.ErrClosed) {
 		t.Fatalf("run racing Close: %v, want its answer or ErrClosed", err)
+	}
+}
+
+// TestLazy_CloseAgainAfterItGaveUp: a Close whose ctx ends while a
+// conversation runs reports so, and a later Close, once the conversation
+// returned, still stops the loop that conversation started.
+func TestLazy_CloseAgainAfterItGaveUp(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	started, cancelled := make(chan string, 1), make(chan string, 1)
+	a := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`)}},
+		scripted.Turn{Text: "never"},
+	), &agent.Options{Name: "slow", Tools: []*tools.Tool{blocker(started, cancelled)}})
+	ctx, stopRun := context.WithCancel(testCtx(t))
+	ran := make(chan error, 1)
+	go func() {
+		_, err := a.Run(ctx, "s1", ask)
+		ran <- err
+	}()
+	<-started
+	gaveUp, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if err := a.Close(gaveUp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("close while a conversation runs, its ctx ended: %v, want context.Canceled", err)
+	}
+	stopRun()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v, want context.Canceled", err)
+	}
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if live := rt.Actors(); len(live) != 0 {
+		t.Fatalf("actors after the second Close: %+v, want none", live)
 	}
 }

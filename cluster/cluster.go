@@ -226,6 +226,9 @@ func Start(opts *Options) (m *Member, err error) {
 	ccfg := pacluster.Configure(o.Name, o.Provider, m.lookup, rcfg,
 		pacluster.WithKinds(kind), pacluster.WithRequestTimeout(o.Hold+o.RequestTimeout))
 	m.c = pacluster.New(rt.System(), ccfg)
+	if p, ok := o.Provider.(interface{ useLogger(*slog.Logger) }); ok {
+		p.useLogger(o.Logger) // a provider of this package (Etcd)
+	}
 	defer func() {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {

@@ -2,9 +2,12 @@ package cluster_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,7 +315,8 @@ func TestEtcd_NothingBeforeStart(t *testing.T) {
 // (nothing listens at the endpoint, or a server accepts connections and
 // never answers) does not hang in Start: once the provider's timeout has
 // passed, Start fails with ErrEtcdUnreachable, naming the endpoint, and
-// leaves nothing running.
+// leaves nothing running. The etcd client logs to the member's logger
+// only: nothing is written to stderr.
 func TestEtcd_UnreachableStartFails(t *testing.T) {
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -347,31 +352,152 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				type started struct {
-					m   *cluster.Member
-					err error
-				}
-				done := make(chan started, 1)
-				go func() {
-					m, err := cluster.Start(&cluster.Options{Provider: provider, Store: store, Client: client,
-						Session: sessionFunc(t, 1, newSideFile(t), nil)})
-					done <- started{m, err}
-				}()
-				var s started
-				select {
-				case s = <-done:
-				case <-time.After(time.Minute): // a bound on a hang, not a speed check
-					t.Fatal("Start still waiting for an unreachable etcd after a minute")
-				}
-				if s.err == nil {
-					s.m.Close(context.Background())
+				var logs lockedBuffer
+				var m *cluster.Member
+				var took time.Duration
+				stderr := captureStderr(t, func() {
+					began := time.Now()
+					m, err = cluster.Start(&cluster.Options{Provider: provider, Store: store, Client: client,
+						Session: sessionFunc(t, 1, newSideFile(t), nil),
+						Logger:  slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+					took = time.Since(began)
+				})
+				if err == nil {
+					m.Close(context.Background())
 					t.Fatal("Start succeeded without etcd")
 				}
-				if !errors.Is(s.err, cluster.ErrEtcdUnreachable) || !strings.Contains(s.err.Error(), endpoint) {
-					t.Fatalf("Start: %v; want an error wrapping %q that names %s", s.err, cluster.ErrEtcdUnreachable, endpoint)
+				if !errors.Is(err, cluster.ErrEtcdUnreachable) || !strings.Contains(err.Error(), endpoint) {
+					t.Fatalf("Start: %v; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, endpoint)
 				}
-				t.Log(s.err)
+				if stderr != "" {
+					t.Errorf("Start wrote %d lines to stderr, want none; the first: %s", strings.Count(stderr, "\n"), firstLine(stderr))
+				}
+				if !strings.Contains(logs.String(), `"component":"etcd-client"`) {
+					t.Errorf("no record of the etcd client in the member's logs:\n%s", logs.String())
+				}
+				t.Logf("Start failed after %v (timeout 300ms): %v", took.Round(time.Millisecond), err)
 			})
 		}
 	}
+}
+
+// childFakeEtcdEnv makes this test binary a member with the etcd provider
+// (TestClusterFakeEtcdChild): "KIND ENDPOINT", a fakeEtcd silent on KIND
+// at ENDPOINT.
+const childFakeEtcdEnv = "POLYWEAVE_CLUSTER_FAKE_ETCD"
+
+// TestClusterFakeEtcdChild is the body of TestEtcd_SilentOnRegisterOrDeregister's
+// members; it does nothing unless started by it. The member's etcd timeout
+// is 300 ms. It starts, and marks "start ERROR" when Start fails, or
+// "close ERROR" (the error of Close, "<nil>" for none) once it has closed;
+// then it marks "stderr N" (the lines written to stderr meanwhile), and
+// fails when goroutines it started are still running.
+func TestClusterFakeEtcdChild(t *testing.T) {
+	childMain(t, childFakeEtcdEnv, func(t *testing.T, value string) error {
+		_, endpoint, _ := strings.Cut(value, " ")
+		store := openStore(t, os.Getenv(childSchemaEnv))
+		before := goleak.IgnoreCurrent()
+		mark := tooltest.Marker()
+		stderr := captureStderr(t, func() {
+			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
+			if err != nil {
+				mark("start %v", err)
+				return
+			}
+			m, err := cluster.Start(&cluster.Options{Provider: provider, Store: store,
+				Session: sessionFunc(t, 1, newSideFile(t), nil)})
+			if err != nil {
+				mark("start %v", err)
+				return
+			}
+			mark("close %v", m.Close(context.Background()))
+		})
+		mark("stderr %d", strings.Count(stderr, "\n"))
+		if err := findLeaks(before); err != nil {
+			return fmt.Errorf("the member left goroutines behind: %w", err)
+		}
+		return nil
+	})
+}
+
+// TestEtcd_SilentOnRegisterOrDeregister: an etcd that answers until the
+// member registers its lease, and then falls silent, fails Start with
+// ErrEtcdUnreachable (the watch of the members had started: it ends); one
+// that falls silent when the member deregisters fails Close with
+// ErrEtcdUnreachable. Neither writes to stderr or leaves goroutines
+// behind. The members run in child processes: the pinned etcd provider's
+// own data races (its shutdown flag) are told from this module's there.
+func TestEtcd_SilentOnRegisterOrDeregister(t *testing.T) {
+	schema := freshSchema()
+	openStore(t, schema) // creates it
+	for _, tc := range []struct{ silentOn, mark, want string }{
+		{"grant", "start ", "register with"},
+		{"delete", "close ", "deregister from"},
+	} {
+		t.Run(tc.silentOn, func(t *testing.T) {
+			raceLog := filepath.Join(t.TempDir(), "race")
+			c := tooltest.StartChild(t, "^TestClusterFakeEtcdChild$",
+				childFakeEtcdEnv+"="+tc.silentOn+" "+startFakeEtcd(t, tc.silentOn),
+				childSchemaEnv+"="+schema, "POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+			got, ok := strings.CutPrefix(c.Mark(t), tc.mark)
+			if !ok || !strings.Contains(got, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(got, tc.want) {
+				t.Fatalf("member: %q; want %q and an error of %q that wraps %q", got, tc.mark, tc.want, cluster.ErrEtcdUnreachable)
+			}
+			if stderr := c.Mark(t); stderr != "stderr 0" {
+				t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
+			}
+			c.Wait(t)
+			checkRaceReports(t, filepath.Dir(raceLog))
+			t.Log(got)
+		})
+	}
+}
+
+// captureStderr runs fn with os.Stderr sent to a pipe, and returns what
+// was written to it.
+func captureStderr(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		read <- string(b)
+	}()
+	saved := os.Stderr
+	os.Stderr = w
+	defer func() {
+		os.Stderr = saved
+		w.Close()
+	}()
+	fn()
+	os.Stderr = saved
+	w.Close()
+	return <-read
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// lockedBuffer is a log destination that goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -22,7 +22,7 @@ func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
 			if ctx != nil {
 				ctx.end()
 			}
-			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
+			result = t.panicked(call, r)
 		}
 	}()
 	args, err := t.validator.validate(call.GetPayload())

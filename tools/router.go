@@ -196,10 +196,12 @@ const runnerDefaultName = "tool-runner"
 // The runner closes a stream with END once it owes it nothing: after the
 // result that leaves none of the stream's calls running or receiving
 // arguments, or, with nothing of the stream running, when the caller ends
-// it (END or ERROR) or completes a call the runner does not know (the
-// rest of a call it answered when it failed). A caller that sends another
-// call on the stream later opens it again and gets another END after that
-// call's result. So a long-lived runner keeps nothing per stream it has
+// it (END or ERROR) or sends an argument chunk or the completion of a
+// call the runner does not know (the rest of a call it answered when it
+// failed: the stream is closed after each such frame, since the caller
+// may send nothing more of it). A caller that sends another call on the
+// stream later opens it again and gets another END after that call's
+// result. So a long-lived runner keeps nothing per stream it has
 // answered.
 //
 // When the runner fails, every call it was running or assembling is
@@ -286,10 +288,16 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.closeIfDone(c, s)
 	}
 	r.answered = r.answered[:0]
-	if f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR || f.IsToolComplete() {
+	switch {
+	case f.GetType() == messages.FrameType_END, f.GetType() == messages.FrameType_ERROR, f.IsToolComplete():
 		// The caller is done with the stream, or with a call of it: a
 		// frame dropped (one of a call the runner no longer knows) may
 		// have opened it.
+		r.closeIfDone(c, stream)
+	case f.IsToolArgChunk() && !r.asm.Pending.Has(stream, f.GetToolCallId()):
+		// A chunk dropped, of a call the runner no longer knows: it
+		// opened the stream, and the caller, which has that call's
+		// result, may send nothing more of it.
 		r.closeIfDone(c, stream)
 	}
 }

@@ -92,6 +92,26 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 	return args, nil
 }
 
+// validationPanic is a panic raised while a call's arguments were
+// validated: a fault of the validator, not of the arguments. check
+// returns it as its error.
+type validationPanic struct{ value any }
+
+func (p *validationPanic) Error() string { return fmt.Sprintf("validation panicked: %v", p.value) }
+
+// check is validate for a call answered in the caller's turn: a panic
+// while validating is returned as a *validationPanic, so that it is that
+// call's answer rather than the failure of the actor validating it (and
+// of every other call that actor runs).
+func (v *validator) check(args json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &validationPanic{value: r}
+		}
+	}()
+	return v.validate(args)
+}
+
 func jsonProblem(err error) string {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "unexpected end of JSON input (truncated arguments)"

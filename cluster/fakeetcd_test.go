@@ -22,8 +22,8 @@ type fakeEtcd struct {
 }
 
 // startFakeEtcd serves a fakeEtcd silent on silentOn on loopback and
-// returns its endpoint; t's cleanup stops it.
-func startFakeEtcd(t *testing.T, silentOn string) string {
+// returns its endpoint, and stop, which stops it.
+func startFakeEtcd(t *testing.T, silentOn string) (endpoint string, stop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,11 +39,10 @@ func startFakeEtcd(t *testing.T, silentOn string) string {
 		defer close(served)
 		s.Serve(l)
 	}()
-	t.Cleanup(func() {
+	return l.Addr().String(), func() {
 		s.Stop() // ends the unanswered requests too
 		<-served
-	})
-	return l.Addr().String()
+	}
 }
 
 var fakeHeader = &pb.ResponseHeader{ClusterId: 1, MemberId: 1, Revision: 1, RaftTerm: 1}

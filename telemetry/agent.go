@@ -305,7 +305,7 @@ func (o *agentObserver) abandon(at time.Time) {
 	o.untraced = nil
 }
 
-func (o *agentObserver) abandonStream(stream string, at time.Time) {
+func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {
 	if r := o.runs[stream]; r != nil {
 		o.end(stream, r, "", true, at)
 	}

@@ -511,3 +511,94 @@ func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
 		t.Fatalf("spans of a new request on s1: %v", spans)
 	}
 }
+
+// TestQueueFull_NextRequestKeepsItsModel: when only the answer of a
+// stream's request lost events, the next request on the stream, whose
+// model was written before the drops and whose own frames all came, is
+// recorded with its model. When that request's END was lost instead, the
+// request is not recorded and its model is forgotten.
+func TestQueueFull_NextRequestKeepsItsModel(t *testing.T) {
+	for _, requestLost := range []bool{false, true} {
+		t.Run(fmt.Sprint("request lost ", requestLost), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, before) })
+			stall := newStallingProcessor()
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
+			defer tp.Shutdown(context.Background())
+			const maxQueued = 4
+			tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			defer stall.unblock()
+			ctx := context.Background()
+			c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent/model"))}
+			model := &modelObserver{t: tel, provider: "p"}
+			param := func(stream, name string) {
+				model.in(c, messages.RawParam(stream, models.ParamModel, json.RawMessage(`"`+name+`"`)))
+			}
+
+			// s1's first request is answered and its next one written
+			// when s0's request ends in the stalled processor; then s1
+			// loses the first answer's end, or the next request's END.
+			param("s1", "m1")
+			model.in(c, messages.End("s1"))
+			param("s1", "m2")
+			if err := tel.Flush(ctx); err != nil { // no span ends yet
+				t.Fatal(err)
+			}
+			param("s0", "m0")
+			model.in(c, messages.End("s0"))
+			model.out(messages.End("s0"))
+			release := stall.stallNext()
+			for range maxQueued {
+				model.out(messages.Meta("s1", models.MetaFinish, json.RawMessage(`"stop"`)))
+			}
+			if requestLost {
+				model.in(c, messages.End("s1"))
+			} else {
+				model.out(messages.End("s1"))
+			}
+			if d := tel.Dropped(); d != 1 {
+				t.Fatalf("Dropped() = %d, want 1", d)
+			}
+			stall.stalling.Store(false)
+			close(release)
+			if err := tel.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			exp.Reset()
+
+			if requestLost {
+				// The lost request's answer is not recorded; the tap
+				// keeps nothing.
+				model.out(messages.End("s1"))
+				if err := tel.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if len(model.models) != 0 || len(model.open) != 0 || len(tel.active) != 0 {
+					t.Fatalf("state kept for a lost request: models %v, open %v, active %v", model.models, model.open, tel.active)
+				}
+				if spans := exp.GetSpans(); len(spans) != 0 {
+					t.Fatalf("%d spans for a lost request", len(spans))
+				}
+				return
+			}
+			// The next request is sent and answered.
+			model.in(c, messages.End("s1"))
+			model.out(messages.End("s1"))
+			if err := tel.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			spans := exp.GetSpans()
+			if len(spans) != 1 || spans[0].Name != "chat m2" || spanAttr(spans[0], "gen_ai.request.model") != "m2" || spanAttr(spans[0], string(incompleteKey)) != "" {
+				for _, s := range spans {
+					t.Errorf("span %s %v", s.Name, s.Attributes)
+				}
+				t.Fatalf("%d spans of the next request, want chat m2", len(spans))
+			}
+		})
+	}
+}

@@ -294,6 +294,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		case errors.As(err, &p):
 			// Denied like invalid arguments: the gate holds the call, and
 			// the loop goes on serving its other calls and sessions.
+			logPanic(c.Logger(), call, "validation", p.value, p.stack)
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: validating the arguments a person edited panicked: %v", call.GetName(), p.value))
 			return
 		case err != nil:

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -142,7 +143,7 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 	// answer alone, and the actor goes on serving (see check).
 	args, err := l.t.validator.check(call.GetPayload())
 	if err != nil {
-		answer(c, l.t.refused(call, err))
+		answer(c, l.t.refused(c, call, err))
 		return
 	}
 	l.seq++
@@ -259,13 +260,25 @@ func encodeResult(v any) (json.RawMessage, error) {
 
 // refused is the answer to a call whose arguments check refused: invalid
 // arguments, or a panicked result when validating them panicked (as a
-// panic in the handler is answered).
-func (t *Tool) refused(call *messages.Frame, err error) *messages.Frame {
+// panic in the handler is answered), logged on c with its stack.
+func (t *Tool) refused(c actors.Context, call *messages.Frame, err error) *messages.Frame {
 	var p *validationPanic
 	if errors.As(err, &p) {
+		logPanic(c.Logger(), call, "validation", p.value, p.stack)
 		return t.panicked(call, p.value)
 	}
 	return errorResult(call, FailureInvalidArguments, err.Error())
+}
+
+// logPanic logs at Error level a panic that became call's answer rather
+// than a failure of the actor (which the runtime reports): the result
+// tells the caller what panicked, the log tells where, by the stack the
+// panic was raised on. during is what of the call panicked: "validation"
+// or "handler".
+func logPanic(l *slog.Logger, call *messages.Frame, during string, value any, stack []byte) {
+	l.Error("tool call panicked", slog.String("tool", call.GetName()), slog.String("tool_call_id", call.GetToolCallId()),
+		slog.String("stream_id", call.GetStreamId()), slog.String("during", during), slog.Any("panic", value),
+		slog.String("stack", string(stack)))
 }
 
 // panicked is the answer to a call whose handler, or validation, panicked

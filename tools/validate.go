@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -94,8 +95,12 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 
 // validationPanic is a panic raised while a call's arguments were
 // validated: a fault of the validator, not of the arguments. check
-// returns it as its error.
-type validationPanic struct{ value any }
+// returns it as its error, with the stack it was raised on for the log
+// (logPanic) of whoever answers the call.
+type validationPanic struct {
+	value any
+	stack []byte
+}
 
 func (p *validationPanic) Error() string { return fmt.Sprintf("validation panicked: %v", p.value) }
 
@@ -106,7 +111,7 @@ func (p *validationPanic) Error() string { return fmt.Sprintf("validation panick
 func (v *validator) check(args json.RawMessage) (out json.RawMessage, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, &validationPanic{value: r}
+			out, err = nil, &validationPanic{value: r, stack: debug.Stack()}
 		}
 	}()
 	return v.validate(args)

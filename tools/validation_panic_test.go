@@ -114,7 +114,8 @@ func TestCallRunner_ValidationPanicOnToolActor(t *testing.T) {
 
 // TestLoopApproval_EditedArgumentsValidationPanics: arguments a person
 // edited whose validation panics deny the call (it is not run), as
-// invalid ones do; the loop does not fail, and the round goes on.
+// invalid ones do; the loop does not fail, and the round goes on. The
+// panic is logged with its stack.
 func TestLoopApproval_EditedArgumentsValidationPanics(t *testing.T) {
 	ran := make(chan string, 4)
 	nuke := tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true,
@@ -126,7 +127,7 @@ func TestLoopApproval_EditedArgumentsValidationPanics(t *testing.T) {
 	}, {
 		messages.Text("", "ok"), messages.End(""),
 	}}
-	rt := newRuntime(t)
+	rt, logs := loggedRuntime(t)
 	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil), &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{nuke}},
 		Approval:      &tools.ApprovalOptions{},
@@ -165,4 +166,5 @@ func TestLoopApproval_EditedArgumentsValidationPanics(t *testing.T) {
 	if len(ran) != 0 {
 		t.Errorf("nuke ran with %q", <-ran)
 	}
+	checkPanicLog(t, logs, "nuke", "validation", "(*validator).validate")
 }

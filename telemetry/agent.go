@@ -12,6 +12,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // Agent taps the outermost stage of an agent (a tool loop), see the
@@ -51,12 +52,12 @@ type agentObserver struct {
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
 }
 
+// in records the request that starts a run: its messages. Nothing else
+// an agent gets starts one: a stream's later frames (an approval, a
+// cancellation) may come after its run ended, or was abandoned when
+// events were dropped, and a run started by them would never end.
 func (o *agentObserver) in(c actors.Context, f *messages.Frame) {
-	if !o.t.tracing {
-		return
-	}
-	switch f.GetType() {
-	case messages.FrameType_CANCEL, messages.FrameType_ABORT, messages.FrameType_TOOL_RESULT, messages.FrameType_END:
+	if !o.t.tracing || !f.IsParam(models.ParamMessages) {
 		return
 	}
 	ev := frameEvent(evIn, o, f)
@@ -89,7 +90,7 @@ func (o *agentObserver) handle(ev *event) {
 	}
 }
 
-// start opens the run of a stream at its first frame. A run started
+// start opens the run of a stream at its request. A run started
 // inside another agent's run (an agent called as a tool runs under the
 // calling tool's actor) is a child of that run's tool call: one trace
 // for the whole delegation.
@@ -304,7 +305,7 @@ func (o *agentObserver) abandon(at time.Time) {
 	o.untraced = nil
 }
 
-func (o *agentObserver) abandonStream(stream string, at time.Time) {
+func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {
 	if r := o.runs[stream]; r != nil {
 		o.end(stream, r, "", true, at)
 	}

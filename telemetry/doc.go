@@ -31,11 +31,13 @@
 // [Options.MaxQueued]). Flush and Shutdown still return.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
-//     loop): each stream is a run, one "invoke_agent {name}" span; each
-//     TOOL_CALL the agent emits starts an "execute_tool {tool}" span,
-//     child of the run, ended by its TOOL_RESULT with the outcome
-//     (polyweave.tool.outcome "ok" or "error") and, for a failure, its
-//     failure kind as error.type;
+//     loop): each request on a stream (the conversation, sent as the
+//     messages parameter) starts a run, one "invoke_agent {name}" span,
+//     ended by the stream's END; frames of a stream with no run open are
+//     not recorded. Each TOOL_CALL the agent emits starts an
+//     "execute_tool {tool}" span, child of the run, ended by its
+//     TOOL_RESULT with the outcome (polyweave.tool.outcome "ok" or
+//     "error") and, for a failure, its failure kind as error.type;
 //   - [Telemetry.Model] taps a model adapter: each request is a
 //     "chat {model}" span, child of the run of the same stream id in the
 //     agent the adapter belongs to, with the request model, token usage

@@ -1,0 +1,216 @@
+package telemetry_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/telemetry"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// openSpans is a span processor that keeps the spans started and not
+// ended: a span left open is invisible to an exporter.
+type openSpans struct {
+	mu   sync.Mutex
+	open map[trace.SpanID]string // → span name
+}
+
+func (p *openSpans) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.open == nil {
+		p.open = map[trace.SpanID]string{}
+	}
+	p.open[s.SpanContext().SpanID()] = s.Name()
+}
+
+func (p *openSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.open, s.SpanContext().SpanID())
+}
+
+func (p *openSpans) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var names []string
+	for _, n := range p.open {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (p *openSpans) Shutdown(context.Context) error   { return nil }
+func (p *openSpans) ForceFlush(context.Context) error { return nil }
+
+// approvalTrace is a Telemetry recording into exp, with open keeping
+// the spans not ended.
+func approvalTrace(t *testing.T) (tel *telemetry.Telemetry, exp *tracetest.InMemoryExporter, open *openSpans) {
+	t.Helper()
+	exp, open = tracetest.NewInMemoryExporter(), &openSpans{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(open), sdktrace.WithSyncer(exp))
+	tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Errorf("telemetry shutdown: %v", err)
+		}
+	})
+	return tel, exp, open
+}
+
+// approvalAgent is an agent whose model asks for an echo and an
+// irreversible launch, then answers "Done."; the launch waits for
+// approval.
+func approvalAgent(t *testing.T, rt *actors.Runtime, tel *telemetry.Telemetry, approval *tools.ApprovalOptions, store *memstore.Store) *agent.Agent {
+	t.Helper()
+	call := func(id, name, args string) scripted.ToolCall {
+		return scripted.ToolCall{ID: id, Name: name, Arguments: args}
+	}
+	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+		{Text: "Echo and launch.", ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`), call("c2", "launch", `{"target":"moon"}`)}},
+		{Text: "Done."},
+	}}, nil)
+	type text struct {
+		Text string `json:"text"`
+	}
+	echo := tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text."},
+		func(_ context.Context, in text) (string, error) { return in.Text, nil })
+	type target struct {
+		Target string `json:"target"`
+	}
+	launch := tools.MustNewTyped(tools.Definition{Name: "launch", Capabilities: []string{"execute"}, Irreversible: true},
+		func(_ context.Context, in target) (string, error) { return in.Target, nil })
+	opts := &agent.Options{Name: "launcher", Tools: []*tools.Tool{echo, launch}, Approval: approval, Telemetry: tel}
+	if store != nil {
+		opts.Store = store
+	}
+	a, err := agent.New(rt, tel.Model(model.Spec("model"), "scripted"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := a.Close(context.Background()); err != nil {
+			t.Errorf("close agent: %v", err)
+		}
+	})
+	return a
+}
+
+var launchAsk = []models.Message{models.UserMessage("Echo, then launch.")}
+
+// spansNamed returns the ended spans named name.
+func spansNamed(exp *tracetest.InMemoryExporter, name string) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestAgent_ApprovalDeadlinePassedBeforeResume: without a Store, a
+// deadline that passes before Resume lets the loop finish the
+// conversation, which ends its run span; the approval frames the Resume
+// then sends on that stream start no run (one would never end).
+func TestAgent_ApprovalDeadlinePassedBeforeResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		tel, exp, open := approvalTrace(t)
+		a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{Deadline: time.Hour}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 24*time.Hour)
+		defer cancel()
+		if _, err := a.Run(ctx, "s1", launchAsk); err == nil {
+			t.Fatal("Run did not wait for approval")
+		}
+		time.Sleep(time.Hour + time.Minute) // the fake clock passes the deadline
+		synctest.Wait()                     // and the loop has finished the conversation
+		ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
+		if err != nil || ans.Text != "Done." {
+			t.Fatalf("resume: %v, %q", err, ans.Text)
+		}
+		if err := tel.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if names := open.names(); len(names) != 0 {
+			t.Fatalf("spans left open: %v", names)
+		}
+		if runs := spansNamed(exp, "invoke_agent launcher"); len(runs) != 1 {
+			t.Fatalf("%d run spans, want 1", len(runs))
+		}
+	})
+}
+
+// TestAgent_ResumeTraced: a Resume, on the waiting stream without a
+// Store or as a new request to a session loop with one, is traced to its
+// end: every span ends, and the approved launch is a tool span of a run.
+func TestAgent_ResumeTraced(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		name := "shared loop"
+		if durable {
+			name = "store"
+		}
+		t.Run(name, func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			tel, exp, open := approvalTrace(t)
+			var store *memstore.Store
+			if durable {
+				store = memstore.New(nil)
+				defer store.Close()
+			}
+			a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := a.Run(ctx, "s1", launchAsk); err == nil {
+				t.Fatal("Run did not wait for approval")
+			}
+			ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
+			if err != nil || ans.Text != "Done." {
+				t.Fatalf("resume: %v, %q", err, ans.Text)
+			}
+			if err := tel.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if names := open.names(); len(names) != 0 {
+				t.Fatalf("spans left open: %v", names)
+			}
+			// The launch approved and run is a tool span of a run (with a
+			// Store, the waiting attempt's loop is stopped: its held call
+			// ends there as stopped, and the Resume is a run of its own).
+			var launch tracetest.SpanStub
+			for _, s := range spansNamed(exp, "execute_tool launch") {
+				if slices.Contains(s.Attributes, attribute.String("polyweave.tool.outcome", "ok")) {
+					launch = s
+				}
+			}
+			if !launch.SpanContext.IsValid() {
+				t.Fatal("no span of the approved launch")
+			}
+			runs := spansNamed(exp, "invoke_agent launcher")
+			i := slices.IndexFunc(runs, func(r tracetest.SpanStub) bool { return r.SpanContext.SpanID() == launch.Parent.SpanID() })
+			if i < 0 || runs[i].EndTime.Before(launch.EndTime) || runs[i].Status.Code != codes.Unset {
+				t.Fatalf("launch span not within a run that ended well: %+v", runs)
+			}
+		})
+	}
+}

@@ -33,9 +33,9 @@
 // time: [ErrSessionBusy]). Building one starts no actor: its tool loop is
 // started by the first conversation that needs it (concurrent first Runs
 // start one), so an agent used only as another's tool keeps no idle loop,
-// and [Agent.Close] stops the loop only if it was started. A runtime embedded in a host's actor tree
-// (actors.RuntimeOptions.Parent) puts every agent under the host's
-// supervision.
+// and [Agent.Close] stops the loop only if it was started. A runtime
+// embedded in a host's actor tree (actors.RuntimeOptions.Parent) puts
+// every agent under the host's supervision.
 //
 // # Agents as tools
 //
@@ -44,8 +44,8 @@
 // of its own on a loop started as a child of the lead's calling tool
 // actor (actors.ParentFrom), so the lead's supervision covers it and
 // stopping the lead stops it; the specialist's own loop is never started
-// for it. A specialist that fails, times out or is
-// cancelled makes an error result of that one call, and the lead goes on.
+// for it. A specialist that fails, times out or is cancelled makes an
+// error result of that one call, and the lead goes on.
 // The delegation tool's flags come from the specialist's tools
 // ([Agent.ToolFlags]): read-only only when all of them are, irreversible
 // when any is, so approval policies and MCP clients see what a delegation

@@ -272,7 +272,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // Close stops the agent's loop, if a conversation started it, once the
 // conversations running have returned (cancel their contexts to make them
 // return early); an agent whose loop never started has nothing to stop.
-// Run and Stream then fail with [ErrClosed]. A Close whose ctx ends first
+// Run and Stream then fail with [ErrClosed]. Sessions waiting for
+// approval without a Store are dropped: the loop, stopping, answers their
+// held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
 // returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
@@ -287,14 +289,20 @@ func (a *Agent) Close(ctx context.Context) error {
 		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
 	}
 	// Every conversation has returned and no other can enter: a start of
-	// the shared loop, made only by one of them, is done.
+	// the shared loop, made only by one of them, is done, and no session
+	// starts or stops waiting.
 	a.mu.Lock()
-	s := a.shared
+	s, waiting := a.shared, a.waiting
+	a.waiting = nil
 	a.mu.Unlock()
-	if s == nil || s.mux == nil {
-		return nil
+	var err error
+	if s != nil && s.mux != nil {
+		err = s.mux.Close(ctx)
 	}
-	return s.mux.Close(ctx)
+	for _, ws := range waiting {
+		ws.s.Close()
+	}
+	return err
 }
 
 // Run runs the conversation msgs of session sessionID to its final
@@ -593,16 +601,24 @@ func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_EN
 // abort sends ABORT for the stream and reads on until its END, so that
 // every call that started is answered, for CancelGrace at most.
 func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
-	_ = s.Send(messages.Abort(s.ID()))
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
 	defer cancel()
+	_ = abortStream(ctx, s, ans)
+}
+
+// abortStream sends ABORT for s and reads on until its END (every call
+// that started is then answered), or until ctx ends or the loop stops:
+// it returns that error.
+func abortStream(ctx context.Context, s *actors.MuxStream, ans *models.Answer) error {
+	_ = s.Send(messages.Abort(s.ID()))
 	for !ans.Ended {
 		f, err := s.Recv(ctx)
 		if err != nil {
-			return
+			return err
 		}
 		ans.Add(f)
 	}
+	return nil
 }
 
 // event turns a frame of the loop into an event for Stream.

@@ -25,6 +25,19 @@
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far.
 //
+// # Approval
+//
+// With [Options].Approval, calls the policy asks about are held until a
+// person answers: Run returns a *[WaitingError] and [Agent.Resume] gives
+// the decisions. With a Store the held calls are in the store and the
+// session's loop is stopped: nothing stays in memory, and the answer may
+// come from another process (its telemetry ends the waiting run marked
+// awaiting approval, not failed). Without a Store the session waits in
+// the agent's loop until Resume: [Agent.Waiting] lists such sessions, and
+// [Agent.Discard] gives one up (its held calls answered as cancelled), so
+// that a host whose people may never answer does not keep them for the
+// agent's life; [Agent.Close] drops those left.
+//
 // # Many agents
 //
 // Agents are cheap: any number of them, with default options, can share a

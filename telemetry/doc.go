@@ -37,7 +37,14 @@
 //     not recorded. Each TOOL_CALL the agent emits starts an
 //     "execute_tool {tool}" span, child of the run, ended by its
 //     TOOL_RESULT with the outcome (polyweave.tool.outcome "ok" or
-//     "error") and, for a failure, its failure kind as error.type;
+//     "error") and, for a failure, its failure kind as error.type. A run
+//     whose open calls all wait for approval (the loop said
+//     approval_waiting, no answer came) when its agent is stopped, as a
+//     durable agent stops a waiting session's loop, is no failure: the
+//     run span ends with polyweave.agent.outcome "awaiting_approval"
+//     ([OutcomeAwaitingApproval]) and no error status, its held calls'
+//     spans with that polyweave.tool.outcome, and they get no duration
+//     metric; the resumed session is a new run with the calls' outcomes;
 //   - [Telemetry.Model] taps a model adapter: each request is a
 //     "chat {model}" span, child of the run of the same stream id in the
 //     agent the adapter belongs to, with the request model, token usage

@@ -45,6 +45,9 @@ type toolSpan struct {
 	// held: the loop said the call waits for approval (approval_waiting)
 	// and no answer was sent since.
 	held bool
+	// reused: the call's result is the one a resumed session stored when
+	// the call ran before (it is not run again).
+	reused bool
 	// stopped is the "stopped" result of a held call, kept until the
 	// incarnation's end says why it stopped: a stop while the run waits
 	// for approval is no failure of the call.
@@ -67,6 +70,10 @@ type agentObserver struct {
 
 	runs     map[string]*liveRun // by stream id
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
+	// reused are the calls a resumed session said it answers with their
+	// stored results (META session), by stream and call id, until their
+	// TOOL_CALL frames, which follow at once.
+	reused map[string]bool
 }
 
 // in records the request that starts a run: its messages. Nothing else
@@ -93,7 +100,7 @@ func (o *agentObserver) out(f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR, messages.FrameType_END:
 	case messages.FrameType_META:
-		if f.GetName() != tools.MetaApprovalWaiting {
+		if n := f.GetName(); n != tools.MetaApprovalWaiting && n != tools.MetaSession {
 			return
 		}
 	default:
@@ -112,7 +119,7 @@ func (o *agentObserver) handle(ev *event) {
 	case ev.kind == evFailed:
 		o.failedAll(ev)
 	case ev.ftype == messages.FrameType_META:
-		o.approval(ev)
+		o.meta(ev)
 	case !o.t.tracing:
 		o.untracedOut(ev)
 	case ev.kind == evIn:
@@ -157,6 +164,9 @@ var (
 	// agent is stopped while the run waits (a durable session, resumed
 	// later: the resumed run has the call's real outcome).
 	outcomeAwaiting = attribute.String("polyweave.tool.outcome", OutcomeAwaitingApproval)
+	// reusedResult marks the span of a call a resumed session answered
+	// with its stored result.
+	reusedResult = attribute.Bool("polyweave.tool.reused", true)
 	// runAwaiting marks a run that ended waiting for approval.
 	runAwaiting  = attribute.String("polyweave.agent.outcome", OutcomeAwaitingApproval)
 	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
@@ -195,6 +205,9 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
+	if ts.reused {
+		attrs = append(attrs, reusedResult)
+	}
 	t.scratch = attrs
 	if ts.span == nil {
 		_, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
@@ -220,7 +233,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 			}
 		}
 		ts := o.t.spareTools.get()
-		ts.name, ts.callID, ts.start = ev.name, ev.callID, ev.at
+		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, o.takeReused(ev)
 		r.tools = append(r.tools, ts)
 	case messages.FrameType_TOOL_RESULT:
 		i := len(r.tools) - 1
@@ -241,7 +254,9 @@ func (o *agentObserver) tracedOut(ev *event) {
 		} else {
 			o.t.endTool(r, ts, outcomeOK, "", "", ev.at)
 		}
-		o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
+		if !ts.reused {
+			o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
+		}
 		o.t.spareTools.put(ts, toolSpan{})
 	case messages.FrameType_ERROR:
 		r.span.SetStatus(codes.Error, ev.text)
@@ -259,7 +274,7 @@ func (o *agentObserver) untracedOut(ev *event) {
 		if o.untraced == nil {
 			o.untraced = map[string]toolSpan{}
 		}
-		o.untraced[key] = toolSpan{name: ev.name, start: ev.at}
+		o.untraced[key] = toolSpan{name: ev.name, start: ev.at, reused: o.takeReused(ev)}
 	case messages.FrameType_TOOL_RESULT:
 		if call, ok := o.untraced[key]; ok {
 			if heldStop(&call, ev) {
@@ -267,15 +282,17 @@ func (o *agentObserver) untracedOut(ev *event) {
 				return
 			}
 			delete(o.untraced, key)
-			outcome, kind := toolOutcome(ev)
-			o.t.recordTool(call.name, outcome, kind, ev.at.Sub(call.start))
+			if !call.reused {
+				outcome, kind := toolOutcome(ev)
+				o.t.recordTool(call.name, outcome, kind, ev.at.Sub(call.start))
+			}
 		}
 	}
 }
 
 // heldStop reports whether ev is the "stopped" result of the held call
 // ts, and keeps it in ts: the loop answers its held calls so when its
-// incarnation ends, and only the end's reason (events.failed) tells a
+// incarnation ends, and only the end's reason (observer.failed) tells a
 // stop of a run waiting for approval from a failure.
 func heldStop(ts *toolSpan, ev *event) bool {
 	if !ts.held || !ev.isError || ev.text != string(tools.FailureStopped) {
@@ -285,13 +302,36 @@ func heldStop(ts *toolSpan, ev *event) bool {
 	return true
 }
 
-// approval follows the approval frames: the calls an approval_waiting
-// lists are held; an approval answer releases its call.
-func (o *agentObserver) approval(ev *event) {
-	if ev.kind == evIn {
+// sessionResumed is what the tap reads of the payload of a resumed
+// session's META session frame (see tools.MetaSession): the calls
+// answered with their stored results.
+type sessionResumed struct {
+	Reused []string `json:"reused"`
+}
+
+// meta follows the META frames the tap records. A resumed session's
+// says which calls are answered with their stored results: their spans
+// are marked polyweave.tool.reused and get no duration metric (the call
+// ran, and was measured, before). The approval frames: the calls an
+// approval_waiting lists are held; an approval answer releases its call.
+func (o *agentObserver) meta(ev *event) {
+	switch {
+	case ev.kind == evIn:
 		var a tools.ApprovalAnswer
 		if json.Unmarshal(ev.payload, &a) == nil {
 			o.hold(ev.stream, a.ToolCallID, false)
+		}
+		return
+	case ev.name == tools.MetaSession:
+		var sr sessionResumed
+		if json.Unmarshal(ev.payload, &sr) != nil || len(sr.Reused) == 0 {
+			return
+		}
+		if o.reused == nil {
+			o.reused = map[string]bool{}
+		}
+		for _, id := range sr.Reused {
+			o.reused[ev.stream+"\x00"+id] = true
 		}
 		return
 	}
@@ -302,6 +342,18 @@ func (o *agentObserver) approval(ev *event) {
 	for _, p := range w.Pending {
 		o.hold(ev.stream, p.ToolCallID, true)
 	}
+}
+
+// takeReused reports whether the call of the TOOL_CALL ev is answered
+// with its stored result, and forgets it.
+func (o *agentObserver) takeReused(ev *event) bool {
+	if len(o.reused) == 0 {
+		return false
+	}
+	key := ev.stream + "\x00" + ev.callID
+	reused := o.reused[key]
+	delete(o.reused, key)
+	return reused
 }
 
 // hold marks the open call id of stream held for approval, or not.
@@ -404,7 +456,7 @@ func (o *agentObserver) failedAll(ev *event) {
 	if len(o.untraced) > 0 {
 		o.failedUntraced(stopped)
 	}
-	o.untraced = nil
+	o.untraced, o.reused = nil, nil
 }
 
 // failedUntraced records, with metrics only, the held calls answered
@@ -456,7 +508,7 @@ func (o *agentObserver) abandon(at time.Time) {
 	for id, r := range o.runs {
 		o.end(id, r, "", true, false, at)
 	}
-	o.untraced = nil
+	o.untraced, o.reused = nil, nil
 }
 
 func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {

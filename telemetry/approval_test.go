@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,7 +239,7 @@ func TestAgent_ResumeTraced(t *testing.T) {
 // run span ends without error, marked awaiting approval, and so does the
 // held call's span, which the tool-call metrics do not count. The
 // resumed run has the call's real outcome, and the call that ran before
-// the wait does not run again.
+// the wait does not run again: its span there is marked reused.
 func TestAgent_DurableWaitIsNotAFailure(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	tel, exp, open, reader := approvalTelemetry(t)
@@ -306,10 +305,15 @@ func TestAgent_DurableWaitIsNotAFailure(t *testing.T) {
 	if !slices.Equal(outcomes, []string{"ok"}) {
 		t.Fatalf("launch outcomes in the resumed run %v, want [ok]", outcomes)
 	}
-	for k, n := range toolDurations(t, reader) {
-		if strings.Contains(k, "error") {
-			t.Fatalf("tool-call durations count %d error(s) %q", n, k)
+	// The echo that ran before the wait is answered from the store in the
+	// resumed run: its span says so, and its duration is counted once.
+	for _, s := range spansNamed(exp, "execute_tool echo") {
+		if reused := attrs(s)["polyweave.tool.reused"] == "true"; reused != (s.Parent.SpanID() == resumed.SpanContext.SpanID()) {
+			t.Fatalf("echo span of run %v: attributes %v", s.Parent.SpanID(), s.Attributes)
 		}
+	}
+	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(map[string]uint64{"echo/ok/": 1, "launch/ok/": 1}) {
+		t.Fatalf("tool-call durations %v, want each call once, ok", got)
 	}
 }
 
@@ -340,7 +344,9 @@ func toolDurations(t *testing.T, reader *sdkmetric.ManualReader) map[string]uint
 
 // TestMetrics_DurableWaitCountsNoError: with metrics only, the held call
 // answered "stopped" when a durable agent stops the waiting session's
-// loop is no failed tool call; approved after Resume, it counts once, ok.
+// loop is no failed tool call; approved after Resume, it counts once, ok,
+// and the call the resumed session answers from the store is not counted
+// again.
 func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	reader := sdkmetric.NewManualReader()
@@ -372,7 +378,7 @@ func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := toolDurations(t, reader)["launch/ok/"]; got != 1 {
-		t.Fatalf("%d launch durations, want 1 (ok): %v", got, toolDurations(t, reader))
+	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(map[string]uint64{"echo/ok/": 1, "launch/ok/": 1}) {
+		t.Fatalf("tool-call durations %v, want each call once, ok", got)
 	}
 }

@@ -44,7 +44,10 @@
 //     run span ends with polyweave.agent.outcome "awaiting_approval"
 //     ([OutcomeAwaitingApproval]) and no error status, its held calls'
 //     spans with that polyweave.tool.outcome, and they get no duration
-//     metric; the resumed session is a new run with the calls' outcomes;
+//     metric; the resumed session is a new run with the calls' outcomes.
+//     There, a call answered with the result stored when it ran before
+//     (see tools.MetaSession) is marked polyweave.tool.reused and gets no
+//     duration metric: each call is measured once;
 //   - [Telemetry.Model] taps a model adapter: each request is a
 //     "chat {model}" span, child of the run of the same stream id in the
 //     agent the adapter belongs to, with the request model, token usage

@@ -310,10 +310,11 @@ type sessionResumed struct {
 }
 
 // meta follows the META frames the tap records. A resumed session's
-// says which calls are answered with their stored results: their spans
-// are marked polyweave.tool.reused and get no duration metric (the call
-// ran, and was measured, before). The approval frames: the calls an
-// approval_waiting lists are held; an approval answer releases its call.
+// session frame says which calls are answered with their stored results:
+// their spans are marked polyweave.tool.reused and get no duration metric
+// (the call ran, and was measured, before). Of the approval frames, an
+// approval_waiting holds the calls it lists, and an approval answer
+// releases its call.
 func (o *agentObserver) meta(ev *event) {
 	switch {
 	case ev.kind == evIn:

@@ -278,6 +278,42 @@ func TestOpen_LockedFileTimesOut(t *testing.T) {
 	}
 }
 
+// TestOpen_ReadOnlySharesTheLock: read-only stores share the file, and
+// a store that writes waits for them and then fails with ErrLocked; once
+// they are closed it opens.
+func TestOpen_ReadOnlySharesTheLock(t *testing.T) {
+	s, path := openTemp(t, nil)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var readers []*Store
+	for range 2 {
+		ro, err := Open(path, &Options{ReadOnly: true, OpenTimeout: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("read-only Open next to %d read-only stores: %v", len(readers), err)
+		}
+		readers = append(readers, ro)
+	}
+	if w, err := Open(path, &Options{OpenTimeout: 50 * time.Millisecond}); !errors.Is(err, durability.ErrLocked) {
+		if err == nil {
+			w.Close()
+		}
+		t.Errorf("Open for writing next to read-only stores: %v, want an error wrapping ErrLocked", err)
+	}
+	for _, ro := range readers {
+		if err := ro.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := Open(path, &Options{OpenTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open for writing once the read-only stores are closed: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOpen_FileMode(t *testing.T) {
 	s, path := openTemp(t, &Options{FileMode: 0o640})
 	defer s.Close()

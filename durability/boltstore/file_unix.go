@@ -43,3 +43,13 @@ func lockHolder(f *os.File) string {
 	defer locks.Close()
 	return findLockHolder(locks, st.Ino, os.Getpid())
 }
+
+// syncDir fsyncs a directory, so that a rename in it is durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return errors.Join(d.Sync(), d.Close())
+}

@@ -77,3 +77,17 @@ func fdPath(f *os.File) (string, error) {
 	}
 	return p, nil
 }
+
+// syncDir fsyncs the directory dir of root, so that a rename in it is
+// durable.
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -81,3 +81,8 @@ func fdPath(f *os.File) (string, error) {
 	}
 	return p, nil
 }
+
+// syncDir does nothing on Windows: a directory cannot be flushed there as
+// on Unix systems (FlushFileBuffers fails on the handle a directory opens
+// with), so a rename is as durable as NTFS's metadata journal makes it.
+func syncDir(*os.Root, string) error { return nil }

@@ -117,11 +117,18 @@ type Agent struct {
 	model actors.Spec
 	opts  Options
 	loop  tools.LoopOptions
+	spec  actors.Spec // the shared loop's spec (traced); unused with a Store
+	// startShared starts the shared loop: the runtime's StartMux (tests
+	// put a failing start in front of it).
+	startShared func(actors.Spec) (*actors.Mux, error)
 
 	delegations atomic.Uint64 // numbers the sessions of AsTool calls
 
-	mu  sync.Mutex
-	mux *actors.Mux // the shared loop; nil with a Store
+	mu sync.Mutex
+	// shared is the start of the shared loop (never with a Store): nil
+	// until a conversation first needs it, then the start under way or
+	// done. A start that failed is replaced by the next one needing it.
+	shared *loopStart
 	// The sessions running: the first in busyOne, more in busy (an agent
 	// that runs one session at a time keeps no map).
 	busyOne string
@@ -131,10 +138,26 @@ type Agent struct {
 	running sync.WaitGroup
 }
 
+// loopStart is one start of an agent's shared loop: done is closed once
+// it has returned mux or err, which are read only after done.
+type loopStart struct {
+	done chan struct{}
+	mux  *actors.Mux
+	err  error
+}
+
 // New builds an agent on rt around the model adapter model (a duplex
-// speaking the contract of package models). Without a Store the agent's
-// tool loop is started now and serves every session; with one, each Run
-// starts a loop for its session.
+// speaking the contract of package models). New starts no actor. Without
+// a Store the agent's tool loop is started by the first conversation that
+// needs it (a Run, Stream or Resume, or a delegation from an agent of
+// another runtime) and then serves every session; with a Store, each of
+// them starts a loop for its session. A delegation through [AsTool] from
+// an agent of the same runtime runs on a loop of its own, so an agent used
+// only as a tool never starts the shared one.
+//
+// A durable agent needs no loop before a Run either: a session is resumed
+// by the Run or Resume that names it (nothing else finds it in the store),
+// and it then starts the session's loop.
 func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	var opts Options
 	if o != nil {
@@ -173,7 +196,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts}
+	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -188,13 +211,51 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
-	spec = a.traced(spec)
-	if opts.Store == nil {
-		if a.mux, err = rt.StartMux(spec); err != nil {
-			return nil, fmt.Errorf("agent %q: start: %w", opts.Name, err)
-		}
-	}
+	a.spec = a.traced(spec)
 	return a, nil
+}
+
+// sharedLoop returns the agent's shared loop, starting it when no
+// conversation has yet. Callers that come while a start is under way wait
+// for it and share its result, an error included; after a start that
+// failed, the next caller tries again. A caller whose ctx ends while it
+// waits returns ctx's error. Only conversations that entered (see enter)
+// call it, so that Close, which waits for them, sees every loop started.
+func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
+	a.mu.Lock()
+	s := a.shared
+	if s != nil && s.failed() {
+		s = nil
+	}
+	starter := s == nil
+	if starter {
+		s = &loopStart{done: make(chan struct{})}
+		a.shared = s
+	}
+	a.mu.Unlock()
+	if starter {
+		s.mux, s.err = a.startShared(a.spec)
+		if s.err != nil {
+			s.err = fmt.Errorf("agent %q: start its loop: %w", a.opts.Name, s.err)
+		}
+		close(s.done)
+	}
+	select {
+	case <-s.done:
+		return s.mux, s.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// failed reports whether s is done and failed.
+func (s *loopStart) failed() bool {
+	select {
+	case <-s.done:
+		return s.err != nil
+	default:
+		return false
+	}
 }
 
 // Name is the agent's name.
@@ -208,17 +269,17 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 	return a.opts.Telemetry.Agent(loop)
 }
 
-// Close stops the agent's loop once the conversations running have
-// returned (cancel their contexts to make them return early). Later calls
-// return nil; Run and Stream then fail with [ErrClosed].
+// Close stops the agent's loop, if a conversation started it, once the
+// conversations running have returned (cancel their contexts to make them
+// return early); an agent whose loop never started has nothing to stop.
+// Run and Stream then fail with [ErrClosed]. Sessions waiting for
+// approval without a Store are dropped: the loop, stopping, answers their
+// held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
+// returns its error, and a later Close finishes the work; once one has
+// returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
-	}
 	a.closed = true
-	mux := a.mux
 	a.mu.Unlock()
 	done := make(chan struct{})
 	go func() { a.running.Wait(); close(done) }()
@@ -227,10 +288,21 @@ func (a *Agent) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
 	}
-	if mux != nil {
-		return mux.Close(ctx)
+	// Every conversation has returned and no other can enter: a start of
+	// the shared loop, made only by one of them, is done, and no session
+	// starts or stops waiting.
+	a.mu.Lock()
+	s, waiting := a.shared, a.waiting
+	a.waiting = nil
+	a.mu.Unlock()
+	var err error
+	if s != nil && s.mux != nil {
+		err = s.mux.Close(ctx)
 	}
-	return nil
+	for _, ws := range waiting {
+		ws.s.Close()
+	}
+	return err
 }
 
 // Run runs the conversation msgs of session sessionID to its final
@@ -240,7 +312,8 @@ func (a *Agent) Close(ctx context.Context) error {
 // the answer, or with an error what was answered so far: a
 // *[FailedError] when every attempt failed, [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
-// passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop.
+// passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop
+// (the first conversation starts it: see [New]).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
@@ -345,7 +418,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	payload := c.first
 	for attempt := 1; ; attempt++ {
-		mux, err := c.loop()
+		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err
 		}
@@ -428,11 +501,12 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 func (c *conversation) ownLoop() bool { return c.a.opts.Store != nil || c.parent != nil }
 
 // loop returns the mux of the loop serving this conversation, starting
-// the conversation's own loop when it has one (again, when it stopped).
-func (c *conversation) loop() (*actors.Mux, error) {
+// the conversation's own loop when it has one (again, when it stopped), or
+// else the agent's shared loop when no conversation has yet.
+func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	a := c.a
 	if !c.ownLoop() {
-		return a.mux, nil
+		return a.sharedLoop(ctx)
 	}
 	if c.mux != nil && !c.mux.Stopped() {
 		return c.mux, nil
@@ -527,16 +601,24 @@ func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_EN
 // abort sends ABORT for the stream and reads on until its END, so that
 // every call that started is answered, for CancelGrace at most.
 func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
-	_ = s.Send(messages.Abort(s.ID()))
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
 	defer cancel()
+	_ = abortStream(ctx, s, ans)
+}
+
+// abortStream sends ABORT for s and reads on until its END (every call
+// that started is then answered), or until ctx ends or the loop stops:
+// it returns that error.
+func abortStream(ctx context.Context, s *actors.MuxStream, ans *models.Answer) error {
+	_ = s.Send(messages.Abort(s.ID()))
 	for !ans.Ended {
 		f, err := s.Recv(ctx)
 		if err != nil {
-			return
+			return err
 		}
 		ans.Add(f)
 	}
+	return nil
 }
 
 // event turns a frame of the loop into an event for Stream.

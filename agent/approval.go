@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -23,7 +24,9 @@ import (
 // Nothing waits in memory for the answer but the held calls' entries in
 // the session's loop (without a Store, also the session's stream of the
 // agent's loop, which keeps what the loop says meanwhile for Resume): no
-// goroutine. With a Store the session's loop is
+// goroutine. Without a Store that memory is kept until Resume, [Agent.Discard]
+// or [Agent.Close]: a host that may never answer discards the session
+// ([Agent.Waiting] lists them). With a Store the session's loop is
 // stopped and the held calls are in the store, so the answer can come
 // from another process, days later. Give it with [Agent.Resume].
 type WaitingError struct {
@@ -56,8 +59,9 @@ func Edit(id string, args json.RawMessage) tools.ApprovalAnswer {
 	return tools.ApprovalAnswer{ToolCallID: id, Decision: tools.DecisionEdit, Arguments: args}
 }
 
-// ErrNotWaiting is returned by [Agent.Resume] without a Store for a
-// session that does not wait for approval.
+// ErrNotWaiting is returned by [Agent.Resume] and [Agent.Discard] without
+// a Store for a session that does not wait for approval (never did, was
+// resumed or discarded already).
 var ErrNotWaiting = errors.New("agent: session does not wait for approval")
 
 // ErrWaiting is returned by [Agent.Run] and [Agent.Stream] without a
@@ -241,4 +245,60 @@ func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []model
 		decisions = []tools.ApprovalAnswer{}
 	}
 	return a.Stream(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs)
+}
+
+// Discard gives up the session sessionID that waits for approval without
+// a Store: its held calls are answered as cancelled (each gets its one
+// result; none runs), its conversation ends, and the agent forgets it, so
+// a later Resume of it fails with [ErrNotWaiting]. A host that may leave
+// a session unanswered discards it, or the agent keeps it (its loop's
+// entries and what the loop says meanwhile) until Close. Discard waits,
+// for CancelGrace at most, until the loop has ended the conversation, and
+// returns ctx's error if ctx ends first (the session is discarded all
+// the same). It returns ErrNotWaiting for a session that does not wait,
+// [ErrSessionBusy] while a Run or Resume of it runs, [ErrClosed] once the
+// agent is closed, and an error with a Store: a durable session waits in
+// the store, not in memory (deny its calls with Resume).
+func (a *Agent) Discard(ctx context.Context, sessionID string) error {
+	switch {
+	case sessionID == "":
+		return errors.New("agent: empty session id")
+	case a.opts.Store != nil:
+		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
+			a.opts.Name, sessionID)
+	}
+	if err := a.enter(sessionID); err != nil {
+		return err
+	}
+	defer a.leave(sessionID)
+	a.mu.Lock()
+	ws, ok := a.waiting[sessionID]
+	delete(a.waiting, sessionID)
+	a.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotWaiting, sessionID)
+	}
+	defer ws.s.Close()
+	ctx, cancel := context.WithTimeout(ctx, a.opts.CancelGrace)
+	defer cancel()
+	err := abortStream(ctx, ws.s, ws.ans)
+	if err != nil && !errors.Is(err, actors.ErrDuplexStopped) { // a stopped loop answered the calls
+		return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, sessionID, err)
+	}
+	return nil
+}
+
+// Waiting returns the ids of the sessions that wait for approval in
+// memory (without a Store), sorted: those a host may [Agent.Resume] or
+// [Agent.Discard]. With a Store it returns none (see
+// tools.ReadApprovals for a stored session).
+func (a *Agent) Waiting() []string {
+	a.mu.Lock()
+	ids := make([]string, 0, len(a.waiting))
+	for id := range a.waiting {
+		ids = append(ids, id)
+	}
+	a.mu.Unlock()
+	slices.Sort(ids)
+	return ids
 }

@@ -25,14 +25,30 @@
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far.
 //
+// # Approval
+//
+// With [Options].Approval, calls the policy asks about are held until a
+// person answers: Run returns a *[WaitingError] and [Agent.Resume] gives
+// the decisions. With a Store the held calls are in the store and the
+// session's loop is stopped: nothing stays in memory, and the answer may
+// come from another process (its telemetry ends the waiting run marked
+// awaiting approval, not failed). Without a Store the session waits in
+// the agent's loop until Resume: [Agent.Waiting] lists such sessions, and
+// [Agent.Discard] gives one up (its held calls answered as cancelled), so
+// that a host whose people may never answer does not keep them for the
+// agent's life; [Agent.Close] drops those left.
+//
 // # Many agents
 //
 // Agents are cheap: any number of them, with default options, can share a
 // runtime (stage names are made unique per start), and one agent serves
 // any number of sessions concurrently (one conversation per session at a
-// time: [ErrSessionBusy]). A runtime embedded in a host's actor tree
-// (actors.RuntimeOptions.Parent) puts every agent under the host's
-// supervision.
+// time: [ErrSessionBusy]). Building one starts no actor: its tool loop is
+// started by the first conversation that needs it (concurrent first Runs
+// start one), so an agent used only as another's tool keeps no idle loop,
+// and [Agent.Close] stops the loop only if it was started. A runtime
+// embedded in a host's actor tree (actors.RuntimeOptions.Parent) puts
+// every agent under the host's supervision.
 //
 // # Agents as tools
 //
@@ -40,8 +56,9 @@
 // a lead agent delegates to specialists, each delegation a conversation
 // of its own on a loop started as a child of the lead's calling tool
 // actor (actors.ParentFrom), so the lead's supervision covers it and
-// stopping the lead stops it. A specialist that fails, times out or is
-// cancelled makes an error result of that one call, and the lead goes on.
+// stopping the lead stops it; the specialist's own loop is never started
+// for it. A specialist that fails, times out or is cancelled makes an
+// error result of that one call, and the lead goes on.
 // The delegation tool's flags come from the specialist's tools
 // ([Agent.ToolFlags]): read-only only when all of them are, irreversible
 // when any is, so approval policies and MCP clients see what a delegation

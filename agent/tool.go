@@ -115,7 +115,9 @@ type toolAnswer struct {
 // the calling tool's actor (in the calling agent's tool router) when the
 // caller runs in sub's runtime: the caller's supervision covers it (a
 // failure past its restart intensity escalates there) and stopping the
-// calling agent stops it.
+// calling agent stops it; sub's own loop is not started for it. A
+// caller in another runtime delegates as a Run of sub would, on sub's
+// loop, which the first conversation needing it starts (see [New]).
 // A sub-agent that fails (every attempt ended with ERROR: a crash its
 // restarts did not heal, the model failing), gives no final answer or
 // times out makes the call's one error result, and the calling agent goes

@@ -158,9 +158,16 @@ type Member struct {
 	closeErr  error
 }
 
+// unstartedAddress is the address of an actor system whose remote has not
+// started listening: protoactor sets the listener's address, then creates
+// the gRPC server, once net.Listen has succeeded.
+const unstartedAddress = "nonhost"
+
 // Start joins the cluster: it starts protoactor remote on opts.Address and
 // the cluster member (or client), and returns once the member has
-// registered with the provider.
+// registered with the provider. When it cannot listen on opts.Address
+// (another process holds it) or cannot register, it returns an error that
+// names the address, and leaves nothing running.
 func Start(opts *Options) (m *Member, err error) {
 	var o Options
 	if opts != nil {
@@ -219,11 +226,16 @@ func Start(opts *Options) (m *Member, err error) {
 	ccfg := pacluster.Configure(o.Name, o.Provider, m.lookup, rcfg,
 		pacluster.WithKinds(kind), pacluster.WithRequestTimeout(o.Hold+o.RequestTimeout))
 	m.c = pacluster.New(rt.System(), ccfg)
+	if p, ok := o.Provider.(interface{ useLogger(*slog.Logger) }); ok {
+		p.useLogger(o.Logger) // a provider of this package (Etcd)
+	}
 	defer func() {
 		// The pinned cluster panics when it cannot listen or register.
 		if p := recover(); p != nil {
 			_ = m.shutdownProvider()
-			if m.c.Remote != nil {
+			if m.c.Remote != nil && rt.System().Address() != unstartedAddress {
+				// Only a remote that listens has a server to stop: one
+				// that could not listen panicked before it had one.
 				remote.StopRemote(rt.System(), m.c.Remote)
 			}
 			_ = rt.Close(context.Background())

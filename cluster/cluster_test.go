@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,5 +233,38 @@ func TestMember_RunReturnsWhenCancelled(t *testing.T) {
 	}
 	if got := side.runs(t); len(got) != 1 || got["s c1"] != 1 {
 		t.Errorf("side effects %v, want s c1 once", got)
+	}
+}
+
+// TestStart_AddressInUse: Start on an address another listener holds
+// (as a member and as a client) fails with an error that names the
+// address and says it is in use, and leaves nothing running.
+func TestStart_AddressInUse(t *testing.T) {
+	store := openStore(t, freshSchema())
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for _, client := range []bool{false, true} {
+		t.Run(fmt.Sprintf("client=%v", client), func(t *testing.T) {
+			leakCheck(t)
+			port := freePorts(t, 1)[0]
+			m, err := cluster.Start(&cluster.Options{
+				Address:  addr,
+				Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+				Store:    store, Client: client,
+				Session: sessionFunc(t, 1, newSideFile(t), nil),
+			})
+			if err == nil {
+				m.Close(context.Background())
+				t.Fatalf("Start on %s, which another listener holds, succeeded", addr)
+			}
+			if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "address already in use") {
+				t.Fatalf("Start on a taken address: %v; want an error naming %s and saying it is in use", err, addr)
+			}
+			t.Log(err)
+		})
 	}
 }

@@ -10,9 +10,12 @@
 //
 // [Start] joins this process to a cluster: protoactor remote (gRPC) on
 // Options.Address, protoactor cluster with a membership provider
-// ([Automanaged] for a static list of hosts, or any protoactor provider,
-// e.g. the etcd one), and the shared store (durability/pgstore on
-// PostgreSQL). Sessions are placed by rendezvous hashing of their id over
+// ([Automanaged] for a static list of hosts, [Etcd] when members come and
+// go, or any protoactor provider), and the shared store (durability/pgstore
+// on PostgreSQL). An address already in use, or a provider that cannot
+// register the member, fails Start with an error; with [Etcd], an etcd
+// that does not answer fails it once the provider's timeout
+// ([EtcdTimeout]) has passed, with an error wrapping [ErrEtcdUnreachable]. Sessions are placed by rendezvous hashing of their id over
 // the members: when the members change, the sessions whose owner changed
 // are stopped where they ran and activated on their new owner by their
 // next request. A member activates only the sessions that its own view of

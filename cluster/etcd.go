@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,25 +21,32 @@ import (
 // members when baseKey is empty.
 const DefaultEtcdKey = "/polyweave"
 
-// DefaultEtcdTimeout bounds the etcd provider's start and shutdown unless
-// [EtcdTimeout] says otherwise.
+// DefaultEtcdTimeout bounds each request of the etcd provider to etcd, and
+// its start and its shutdown, unless [EtcdTimeout] says otherwise.
 const DefaultEtcdTimeout = 10 * time.Second
 
 // ErrEtcdUnreachable is the cause of the error [Start] returns when the
 // etcd provider could not reach etcd within its timeout (see
-// [EtcdTimeout]), and of the provider's shutdown error when it could not
-// deregister in time.
+// [EtcdTimeout]), of the provider's shutdown error when it could not
+// deregister in time, and of the error of any of its requests that etcd
+// did not answer in time.
 var ErrEtcdUnreachable = errors.New("etcd unreachable")
 
 // EtcdOption configures [Etcd].
 type EtcdOption func(*etcdProvider)
 
-// EtcdTimeout bounds the etcd provider's exchanges with etcd when the
-// member starts (reading the members, registering this one) and when it
-// closes (deregistering). When etcd does not answer within d, the
-// provider gives up: it closes its connection, and Start (or Close)
-// returns an error wrapping ErrEtcdUnreachable that names the endpoints.
-// d zero or negative means DefaultEtcdTimeout.
+// EtcdTimeout bounds the etcd provider's exchanges with etcd: each
+// request (a request that etcd does not answer within d fails with an
+// error wrapping ErrEtcdUnreachable), and, as a whole, the member's start
+// (reading the members, registering this one) and its close
+// (deregistering). When the start or the close has not finished within d,
+// the provider gives up: it closes its connection, which ends its pending
+// requests at once, and Start (or Close) returns an error wrapping
+// ErrEtcdUnreachable that names the endpoints. A Start that gives up does
+// not deregister (nothing answers) and returns without waiting further.
+// The watch of the members and the lease's keep-alive stream are not
+// requests: they last as long as the member. d zero or negative means
+// DefaultEtcdTimeout.
 func EtcdTimeout(d time.Duration) EtcdOption {
 	return func(e *etcdProvider) {
 		if d > 0 {
@@ -61,7 +70,9 @@ func EtcdTimeout(d time.Duration) EtcdOption {
 // a second after the member has closed before it ends.
 //
 // An etcd that cannot be reached does not hang the member: its start and
-// its shutdown are bounded (DefaultEtcdTimeout, or [EtcdTimeout]).
+// its shutdown, and each request, are bounded (DefaultEtcdTimeout, or
+// [EtcdTimeout]). The etcd client logs to the member's logger
+// ([Options].Logger), with the attribute component=etcd-client.
 func Etcd(endpoints []string, baseKey string, opts ...EtcdOption) (pacluster.ClusterProvider, error) {
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("cluster: etcd provider: no endpoints")
@@ -72,8 +83,9 @@ func Etcd(endpoints []string, baseKey string, opts ...EtcdOption) (pacluster.Clu
 	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("client"); !ok || f.Type != reflect.TypeFor[*clientv3.Client]() {
 		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no client field to close: update cluster.Etcd for this protoactor")
 	}
-	e := &etcdProvider{baseKey: baseKey, timeout: DefaultEtcdTimeout,
-		cfg: clientv3.Config{Endpoints: slices.Clone(endpoints), DialTimeout: 5 * time.Second}}
+	e := &etcdProvider{baseKey: baseKey, timeout: DefaultEtcdTimeout, log: slog.New(slog.DiscardHandler),
+		cfg:     clientv3.Config{Endpoints: slices.Clone(endpoints), DialTimeout: 5 * time.Second},
+		stopped: make(chan struct{})}
 	for _, o := range opts {
 		o(e)
 	}
@@ -86,13 +98,22 @@ func Etcd(endpoints []string, baseKey string, opts ...EtcdOption) (pacluster.Clu
 type etcdProvider struct {
 	baseKey string
 	cfg     clientv3.Config
-	timeout time.Duration // of a start or a shutdown
+	timeout time.Duration // of a request, a start or a shutdown
+	log     *slog.Logger  // the member's (see useLogger)
 
-	mu     sync.Mutex
-	p      *etcd.Provider // once started
-	client *clientv3.Client
-	used   bool
-	closed bool
+	mu      sync.Mutex
+	p       *etcd.Provider // once started
+	client  *clientv3.Client
+	used    bool
+	gaveUp  bool          // bounded closed the client: etcd did not answer
+	closed  bool          // Shutdown has run
+	stopped chan struct{} // closed when Shutdown has stopped the pinned provider
+}
+
+// useLogger makes the etcd client log to the member's logger; Start calls
+// it before it starts the provider.
+func (e *etcdProvider) useLogger(l *slog.Logger) {
+	e.log = l.With(slog.String("component", "etcd-client"))
 }
 
 func (e *etcdProvider) StartMember(c *pacluster.Cluster) error {
@@ -111,12 +132,12 @@ func (e *etcdProvider) StartClient(c *pacluster.Cluster) error {
 	return e.bounded("read the members from", func() error { return p.StartClient(c) })
 }
 
-// bounded runs fn, an exchange of the pinned provider with etcd (whose
-// requests have no deadline: they wait for etcd forever), for up to
-// e.timeout. When that passes, it closes the etcd client, which fails
-// fn's pending requests, waits for fn to return, and returns an error
-// wrapping ErrEtcdUnreachable; the provider is of no further use. A panic
-// of fn is returned as an error.
+// bounded runs fn, an exchange of the pinned provider with etcd (several
+// requests, each bounded by e.timeout: see boundRequests), for up to
+// e.timeout. When that passes, it closes the etcd client, which ends
+// fn's pending request at once, waits for fn to return, and returns an
+// error wrapping ErrEtcdUnreachable; the provider is of no further use.
+// A panic of fn is returned as an error.
 func (e *etcdProvider) bounded(what string, fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
@@ -138,8 +159,12 @@ func (e *etcdProvider) bounded(what string, fn func() error) error {
 		return nil
 	case <-t.C:
 	}
-	_ = e.client.Close() // fails fn's pending requests
+	e.gaveUp = true
+	_ = e.client.Close() // ends fn's pending request
 	err := <-done
+	if errors.Is(err, ErrEtcdUnreachable) { // a request's own timeout passed too
+		return fmt.Errorf("cluster: etcd provider: %s etcd at %s: %w", what, where, err)
+	}
 	return fmt.Errorf("cluster: etcd provider: %s etcd at %s: %w: no answer within %v (then: %v)", what, where, ErrEtcdUnreachable, e.timeout, err)
 }
 
@@ -150,7 +175,9 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 		return nil, errors.New("cluster: etcd provider: already used by a member; give each Start its own")
 	}
 	e.used = true
-	p, err := etcd.NewWithConfig(e.baseKey, e.cfg)
+	cfg := e.cfg
+	cfg.Logger = zapToSlog(e.log)
+	p, err := etcd.NewWithConfig(e.baseKey, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
 	}
@@ -158,12 +185,28 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 	// there is no other way to reach it (Etcd checked that it is there).
 	f := reflect.ValueOf(p).Elem().FieldByName("client")
 	e.p, e.client = p, *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
+	e.boundRequests()
 	return p, nil
+}
+
+// boundRequests makes every request of the etcd client end after
+// e.timeout, or as soon as the client closes: the pinned provider's
+// requests have no deadline, and etcd's client retries a request that
+// failed because its connection was closing until the request's own
+// context ends. It also keeps the pinned provider's watch loop, which
+// watches again as soon as a watch ends, from spinning on a closed client.
+func (e *etcdProvider) boundRequests() {
+	r := requests{timeout: e.timeout, client: e.client.Ctx()}
+	e.client.KV = boundedKV{KV: e.client.KV, r: r}
+	e.client.Lease = boundedLease{Lease: e.client.Lease, r: r}
+	e.client.Watcher = stoppedWatcher{Watcher: e.client.Watcher, client: e.client.Ctx(), stopped: e.stopped}
 }
 
 // Shutdown deregisters the member (when it had started), stops watching
 // and closes the etcd client, which ends the lease's keep-alive. It gives
-// up deregistering after the provider's timeout (the lease then expires).
+// up deregistering after the provider's timeout (the lease then expires),
+// and does not try when the provider has already given up on etcd (its
+// start timed out, and its client is closed).
 func (e *etcdProvider) Shutdown(graceful bool) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -171,11 +214,124 @@ func (e *etcdProvider) Shutdown(graceful bool) (err error) {
 		return nil
 	}
 	e.closed = true
+	defer close(e.stopped) // after the pinned Shutdown: see stoppedWatcher
+	if e.gaveUp {
+		// The pinned Shutdown is what stops its goroutines; on the
+		// closed client its deregistration fails at once, as it should.
+		_ = e.p.Shutdown(graceful)
+		return nil
+	}
 	defer func() {
 		// Also when the pinned Shutdown failed or timed out.
+		if e.gaveUp {
+			return // bounded closed it
+		}
 		if cerr := e.client.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close etcd client: %w", cerr)
 		}
 	}()
 	return e.bounded("deregister from", func() error { return e.p.Shutdown(graceful) })
+}
+
+// requests bounds the etcd client's requests (see boundRequests).
+type requests struct {
+	timeout time.Duration
+	client  context.Context // the client's: ends when it closes
+}
+
+// bound runs a request with ctx bounded by r.timeout and by the client's
+// life; a request that etcd did not answer in time fails with an error
+// wrapping ErrEtcdUnreachable.
+func bound[T any](ctx context.Context, r requests, req func(context.Context) (T, error)) (T, error) {
+	rctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	stop := context.AfterFunc(r.client, cancel)
+	defer stop()
+	if r.client.Err() != nil {
+		cancel() // closed: AfterFunc cancels, but later
+	}
+	resp, err := req(rctx)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: no answer within %v: %w", ErrEtcdUnreachable, r.timeout, err)
+	}
+	return resp, err
+}
+
+// boundedKV bounds the requests of a KV (see bound). A Txn is not
+// bounded: the pinned provider makes none.
+type boundedKV struct {
+	clientv3.KV
+	r requests
+}
+
+func (kv boundedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
+	return bound(ctx, kv.r, func(ctx context.Context) (*clientv3.PutResponse, error) { return kv.KV.Put(ctx, key, val, opts...) })
+}
+
+func (kv boundedKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	return bound(ctx, kv.r, func(ctx context.Context) (*clientv3.GetResponse, error) { return kv.KV.Get(ctx, key, opts...) })
+}
+
+func (kv boundedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	return bound(ctx, kv.r, func(ctx context.Context) (*clientv3.DeleteResponse, error) { return kv.KV.Delete(ctx, key, opts...) })
+}
+
+func (kv boundedKV) Compact(ctx context.Context, rev int64, opts ...clientv3.CompactOption) (*clientv3.CompactResponse, error) {
+	return bound(ctx, kv.r, func(ctx context.Context) (*clientv3.CompactResponse, error) { return kv.KV.Compact(ctx, rev, opts...) })
+}
+
+func (kv boundedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
+	return bound(ctx, kv.r, func(ctx context.Context) (clientv3.OpResponse, error) { return kv.KV.Do(ctx, op) })
+}
+
+// boundedLease bounds the requests of a Lease (see bound); its
+// keep-alive stream lasts as long as its context, or the client.
+type boundedLease struct {
+	clientv3.Lease
+	r requests
+}
+
+func (l boundedLease) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
+	return bound(ctx, l.r, func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) { return l.Lease.Grant(ctx, ttl) })
+}
+
+func (l boundedLease) Revoke(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseRevokeResponse, error) {
+	return bound(ctx, l.r, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) { return l.Lease.Revoke(ctx, id) })
+}
+
+func (l boundedLease) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	return bound(ctx, l.r, func(ctx context.Context) (*clientv3.LeaseTimeToLiveResponse, error) {
+		return l.Lease.TimeToLive(ctx, id, opts...)
+	})
+}
+
+func (l boundedLease) Leases(ctx context.Context) (*clientv3.LeaseLeasesResponse, error) {
+	return bound(ctx, l.r, l.Lease.Leases)
+}
+
+func (l boundedLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
+	return bound(ctx, l.r, func(ctx context.Context) (*clientv3.LeaseKeepAliveResponse, error) {
+		return l.Lease.KeepAliveOnce(ctx, id)
+	})
+}
+
+// stoppedWatcher is a Watcher whose Watch, on a closed client, waits
+// until the provider has stopped (or ctx ends) before it returns the
+// closed client's watch channel, which is closed at once. The pinned
+// provider watches again whenever a watch ends, until it is shut down:
+// on a closed client, whose watches end at once, it would spin.
+type stoppedWatcher struct {
+	clientv3.Watcher
+	client  context.Context // the client's: ends when it closes
+	stopped <-chan struct{}
+}
+
+func (w stoppedWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	if w.client.Err() != nil {
+		select {
+		case <-w.stopped:
+		case <-ctx.Done():
+		}
+	}
+	return w.Watcher.Watch(ctx, key, opts...)
 }

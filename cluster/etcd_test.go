@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -307,11 +310,97 @@ func TestEtcd_NothingBeforeStart(t *testing.T) {
 	}
 }
 
+// childEtcdStartEnv makes this test binary a member (or a client) with
+// the etcd provider whose etcd does not answer (TestClusterEtcdStartChild):
+// "member ENDPOINT" or "client ENDPOINT", where ENDPOINT is an etcd
+// client endpoint, or "fake:KIND" for a fakeEtcd that the child serves,
+// silent on KIND.
+const childEtcdStartEnv = "POLYWEAVE_CLUSTER_ETCD_START"
+
+// TestClusterEtcdStartChild is the body of the members of
+// TestEtcd_UnreachableStartFails and TestEtcd_SilentOnRegisterOrDeregister;
+// it does nothing unless started by them. The provider's timeout is
+// 300 ms. The child starts, and marks "start ERROR" when Start fails,
+// or, once it has started and closed, "close ERROR" (the error of Close,
+// "<nil>" for none); then "took D" (how long the failed call took),
+// "etcdlogs N" (the etcd client's records in the member's logs) and
+// "stderr N" (the lines written to stderr meanwhile). It fails when
+// goroutines it started are still running.
+func TestClusterEtcdStartChild(t *testing.T) {
+	childMain(t, childEtcdStartEnv, func(t *testing.T, value string) error {
+		mode, endpoint, _ := strings.Cut(value, " ")
+		store := openStore(t, os.Getenv(childSchemaEnv))
+		before := goleak.IgnoreCurrent()
+		stopFake := func() {}
+		if kind, ok := strings.CutPrefix(endpoint, "fake:"); ok {
+			endpoint, stopFake = startFakeEtcd(t, kind)
+		}
+		mark := tooltest.Marker()
+		var logs lockedBuffer
+		var took time.Duration
+		stderr := captureStderr(t, func() {
+			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
+			if err != nil {
+				mark("start %v", err)
+				return
+			}
+			began := time.Now()
+			m, err := cluster.Start(&cluster.Options{Provider: provider, Store: store, Client: mode == "client",
+				Session: sessionFunc(t, 1, newSideFile(t), nil),
+				Logger:  slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err != nil {
+				took = time.Since(began)
+				mark("start %v", err)
+				return
+			}
+			began = time.Now()
+			err = m.Close(context.Background())
+			took = time.Since(began)
+			mark("close %v", err)
+		})
+		mark("took %v", took.Round(time.Millisecond))
+		mark("etcdlogs %d", strings.Count(logs.String(), `"component":"etcd-client"`))
+		mark("stderr %d", strings.Count(stderr, "\n"))
+		stopFake()
+		if err := findLeaks(before); err != nil {
+			return fmt.Errorf("the member left goroutines behind: %w", err)
+		}
+		return nil
+	})
+}
+
+// etcdStartChild runs TestClusterEtcdStartChild with value in a child
+// process, reads its marks, and checks that it wrote nothing to stderr and
+// hit no data race in this module's code. It returns the error its
+// Start or Close returned (the mark that starts with want) and how long
+// that took, and the number of the etcd client's log records.
+func etcdStartChild(t *testing.T, schema, value, want string) (err string, took string, etcdLogs int) {
+	t.Helper()
+	raceLog := filepath.Join(t.TempDir(), "race")
+	c := tooltest.StartChild(t, "^TestClusterEtcdStartChild$", childEtcdStartEnv+"="+value,
+		childSchemaEnv+"="+schema, "POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	got := c.Mark(t)
+	err, ok := strings.CutPrefix(got, want)
+	if !ok {
+		t.Fatalf("member: %q, want a mark %q", got, want)
+	}
+	took = strings.TrimPrefix(c.Mark(t), "took ")
+	etcdLogs, _ = strconv.Atoi(strings.TrimPrefix(c.Mark(t), "etcdlogs "))
+	if stderr := c.Mark(t); stderr != "stderr 0" {
+		t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
+	}
+	c.Wait(t)
+	checkRaceReports(t, filepath.Dir(raceLog))
+	return err, took, etcdLogs
+}
+
 // TestEtcd_UnreachableStartFails: a member whose etcd cannot be reached
 // (nothing listens at the endpoint, or a server accepts connections and
 // never answers) does not hang in Start: once the provider's timeout has
 // passed, Start fails with ErrEtcdUnreachable, naming the endpoint, and
-// leaves nothing running.
+// leaves nothing running. The etcd client logs to the member's logger
+// only: nothing is written to stderr. The members run in child processes
+// (see TestEtcd_SilentOnRegisterOrDeregister).
 func TestEtcd_UnreachableStartFails(t *testing.T) {
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -335,43 +424,99 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 			c.Close()
 		}
 	}()
-	store := openStore(t, freshSchema())
+	schema := freshSchema()
+	openStore(t, schema) // creates it
 	for name, endpoint := range map[string]string{
 		"closed port":     fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]),
 		"silent listener": silent.Addr().String(),
 	} {
-		for _, client := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/client=%v", name, client), func(t *testing.T) {
-				leakCheck(t)
-				provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
-				if err != nil {
-					t.Fatal(err)
+		for _, mode := range []string{"member", "client"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				err, took, etcdLogs := etcdStartChild(t, schema, mode+" "+endpoint, "start ")
+				if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, endpoint) {
+					t.Fatalf("Start: %s; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, endpoint)
 				}
-				type started struct {
-					m   *cluster.Member
-					err error
+				if etcdLogs == 0 {
+					t.Error("no record of the etcd client in the member's logs")
 				}
-				done := make(chan started, 1)
-				go func() {
-					m, err := cluster.Start(&cluster.Options{Provider: provider, Store: store, Client: client,
-						Session: sessionFunc(t, 1, newSideFile(t), nil)})
-					done <- started{m, err}
-				}()
-				var s started
-				select {
-				case s = <-done:
-				case <-time.After(time.Minute): // a bound on a hang, not a speed check
-					t.Fatal("Start still waiting for an unreachable etcd after a minute")
-				}
-				if s.err == nil {
-					s.m.Close(context.Background())
-					t.Fatal("Start succeeded without etcd")
-				}
-				if !errors.Is(s.err, cluster.ErrEtcdUnreachable) || !strings.Contains(s.err.Error(), endpoint) {
-					t.Fatalf("Start: %v; want an error wrapping %q that names %s", s.err, cluster.ErrEtcdUnreachable, endpoint)
-				}
-				t.Log(s.err)
+				t.Logf("Start failed after %s (timeout 300ms): %s", took, err)
 			})
 		}
 	}
+}
+
+// TestEtcd_SilentOnRegisterOrDeregister: an etcd that answers until the
+// member registers its lease, and then falls silent, fails Start with
+// ErrEtcdUnreachable (the watch of the members had started: it ends); one
+// that falls silent when the member deregisters fails Close with
+// ErrEtcdUnreachable. Neither writes to stderr or leaves goroutines
+// behind. The members, and their fake etcd, run in child processes:
+// protoactor sets gRPC's global logger whenever a member starts, which
+// races with the gRPC goroutines of the process that log (the etcd
+// client's and server's); data races of the pinned etcd provider (its
+// shutdown flag) are told from this module's there too.
+func TestEtcd_SilentOnRegisterOrDeregister(t *testing.T) {
+	schema := freshSchema()
+	openStore(t, schema) // creates it
+	for _, tc := range []struct{ silentOn, mark, want string }{
+		{"grant", "start ", "register with"},
+		{"delete", "close ", "deregister from"},
+	} {
+		t.Run(tc.silentOn, func(t *testing.T) {
+			err, took, _ := etcdStartChild(t, schema, "member fake:"+tc.silentOn, tc.mark)
+			if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, tc.want) {
+				t.Fatalf("member: %s; want an error of %q that wraps %q", err, tc.want, cluster.ErrEtcdUnreachable)
+			}
+			t.Logf("%s failed after %s (timeout 300ms): %s", strings.TrimSpace(tc.mark), took, err)
+		})
+	}
+}
+
+// captureStderr runs fn with os.Stderr sent to a pipe, and returns what
+// was written to it.
+func captureStderr(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		r.Close()
+		read <- string(b)
+	}()
+	saved := os.Stderr
+	os.Stderr = w
+	defer func() {
+		os.Stderr = saved
+		w.Close()
+	}()
+	fn()
+	os.Stderr = saved
+	w.Close()
+	return <-read
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// lockedBuffer is a log destination that goroutines share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -2,7 +2,10 @@ package telemetry
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Agent taps the outermost stage of an agent (a tool loop), see the
@@ -37,6 +42,22 @@ type toolSpan struct {
 	start        time.Time
 	ctx          context.Context // carries span; nil until the span is started
 	span         trace.Span
+	// held: the loop said the call waits for approval (approval_waiting)
+	// and no answer was sent since.
+	held bool
+	// reused: the call's result is the one a resumed session stored when
+	// the call ran before (it is not run again).
+	reused bool
+	// stopped is the "stopped" result of a held call, kept until the
+	// incarnation's end says why it stopped: a stop while the run waits
+	// for approval is no failure of the call.
+	stopped *stoppedResult
+}
+
+// stoppedResult is the "stopped" result of a held call.
+type stoppedResult struct {
+	at      time.Time
+	message string
 }
 
 // agentObserver is the tap of one incarnation of an agent. in, out and
@@ -49,27 +70,44 @@ type agentObserver struct {
 
 	runs     map[string]*liveRun // by stream id
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
+	// reused are the calls a resumed session said it answers with their
+	// stored results (META session), by stream and call id, until their
+	// TOOL_CALL frames, which follow at once.
+	reused map[string]bool
 }
 
+// in records the request that starts a run: its messages. Nothing else
+// an agent gets starts one: a stream's later frames (an approval, a
+// cancellation) may come after its run ended, or was abandoned when
+// events were dropped, and a run started by them would never end. An
+// approval answer is recorded too: the call it answers no longer waits.
 func (o *agentObserver) in(c actors.Context, f *messages.Frame) {
-	if !o.t.tracing {
-		return
+	switch {
+	case f.IsParam(models.ParamMessages):
+		if !o.t.tracing {
+			return
+		}
+		ev := frameEvent(evIn, o, f)
+		ev.actor = c.Self().String()
+		o.t.rec.put(&ev)
+	case f.GetType() == messages.FrameType_META && f.GetName() == tools.MetaApproval:
+		ev := frameEvent(evIn, o, f)
+		o.t.rec.put(&ev)
 	}
-	switch f.GetType() {
-	case messages.FrameType_CANCEL, messages.FrameType_ABORT, messages.FrameType_TOOL_RESULT, messages.FrameType_END:
-		return
-	}
-	ev := frameEvent(evIn, o, f)
-	ev.actor = c.Self().String()
-	o.t.rec.put(&ev)
 }
 
 func (o *agentObserver) out(f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR, messages.FrameType_END:
-		ev := frameEvent(evOut, o, f)
-		o.t.rec.put(&ev)
+	case messages.FrameType_META:
+		if n := f.GetName(); n != tools.MetaApprovalWaiting && n != tools.MetaSession {
+			return
+		}
+	default:
+		return
 	}
+	ev := frameEvent(evOut, o, f)
+	o.t.rec.put(&ev)
 }
 
 func (o *agentObserver) failed(_ actors.Context, err error) {
@@ -80,6 +118,8 @@ func (o *agentObserver) handle(ev *event) {
 	switch {
 	case ev.kind == evFailed:
 		o.failedAll(ev)
+	case ev.ftype == messages.FrameType_META:
+		o.meta(ev)
 	case !o.t.tracing:
 		o.untracedOut(ev)
 	case ev.kind == evIn:
@@ -89,7 +129,7 @@ func (o *agentObserver) handle(ev *event) {
 	}
 }
 
-// start opens the run of a stream at its first frame. A run started
+// start opens the run of a stream at its request. A run started
 // inside another agent's run (an agent called as a tool runs under the
 // calling tool's actor) is a child of that run's tool call: one trace
 // for the whole delegation.
@@ -120,12 +160,27 @@ var (
 	opChat        = attribute.String("gen_ai.operation.name", "chat")
 	outcomeOK     = attribute.String("polyweave.tool.outcome", "ok")
 	outcomeError  = attribute.String("polyweave.tool.outcome", "error")
-	clientKind    = trace.WithSpanKind(trace.SpanKindClient)
-	internalKind  = trace.WithSpanKind(trace.SpanKindInternal)
+	// outcomeAwaiting ends the span of a call held for approval when its
+	// agent is stopped while the run waits (a durable session, resumed
+	// later: the resumed run has the call's real outcome).
+	outcomeAwaiting = attribute.String("polyweave.tool.outcome", OutcomeAwaitingApproval)
+	// reusedResult marks the span of a call a resumed session answered
+	// with its stored result.
+	reusedResult = attribute.Bool("polyweave.tool.reused", true)
+	// runAwaiting marks a run that ended waiting for approval.
+	runAwaiting  = attribute.String("polyweave.agent.outcome", OutcomeAwaitingApproval)
+	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
 	// incomplete marks a span ended because events were dropped: its end
 	// time is when the drops began, and what came after is missing.
 	incomplete = incompleteKey.Bool(true)
 )
+
+// OutcomeAwaitingApproval is the polyweave.agent.outcome of a run, and
+// the polyweave.tool.outcome of its held calls, when the agent was
+// stopped while the run waited for approval: with a durability store,
+// the session is persisted and resumed later, so this is no failure.
+const OutcomeAwaitingApproval = "awaiting_approval"
 
 // incompleteKey is the attribute of spans ended because events were
 // dropped.
@@ -149,6 +204,9 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
+	}
+	if ts.reused {
+		attrs = append(attrs, reusedResult)
 	}
 	t.scratch = attrs
 	if ts.span == nil {
@@ -175,7 +233,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 			}
 		}
 		ts := o.t.spareTools.get()
-		ts.name, ts.callID, ts.start = ev.name, ev.callID, ev.at
+		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, o.takeReused(ev)
 		r.tools = append(r.tools, ts)
 	case messages.FrameType_TOOL_RESULT:
 		i := len(r.tools) - 1
@@ -186,6 +244,9 @@ func (o *agentObserver) tracedOut(ev *event) {
 			return
 		}
 		ts := r.tools[i]
+		if heldStop(ts, ev) {
+			return // ended with the run, once its end says why
+		}
 		r.tools = slices.Delete(r.tools, i, i+1)
 		outcome, kind := toolOutcome(ev)
 		if kind != "" {
@@ -193,13 +254,15 @@ func (o *agentObserver) tracedOut(ev *event) {
 		} else {
 			o.t.endTool(r, ts, outcomeOK, "", "", ev.at)
 		}
-		o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
+		if !ts.reused {
+			o.t.recordTool(ts.name, outcome, kind, ev.at.Sub(ts.start))
+		}
 		o.t.spareTools.put(ts, toolSpan{})
 	case messages.FrameType_ERROR:
 		r.span.SetStatus(codes.Error, ev.text)
 		r.span.SetAttributes(attribute.String("error.type", "run_error"))
 	case messages.FrameType_END:
-		o.end(ev.stream, r, "", false, ev.at)
+		o.end(ev.stream, r, "", false, false, ev.at)
 	}
 }
 
@@ -211,13 +274,103 @@ func (o *agentObserver) untracedOut(ev *event) {
 		if o.untraced == nil {
 			o.untraced = map[string]toolSpan{}
 		}
-		o.untraced[key] = toolSpan{name: ev.name, start: ev.at}
+		o.untraced[key] = toolSpan{name: ev.name, start: ev.at, reused: o.takeReused(ev)}
 	case messages.FrameType_TOOL_RESULT:
 		if call, ok := o.untraced[key]; ok {
+			if heldStop(&call, ev) {
+				o.untraced[key] = call
+				return
+			}
 			delete(o.untraced, key)
-			outcome, kind := toolOutcome(ev)
-			o.t.recordTool(call.name, outcome, kind, ev.at.Sub(call.start))
+			if !call.reused {
+				outcome, kind := toolOutcome(ev)
+				o.t.recordTool(call.name, outcome, kind, ev.at.Sub(call.start))
+			}
 		}
+	}
+}
+
+// heldStop reports whether ev is the "stopped" result of the held call
+// ts, and keeps it in ts: the loop answers its held calls so when its
+// incarnation ends, and only the end's reason (observer.failed) tells a
+// stop of a run waiting for approval from a failure.
+func heldStop(ts *toolSpan, ev *event) bool {
+	if !ts.held || !ev.isError || ev.text != string(tools.FailureStopped) {
+		return false
+	}
+	ts.stopped = &stoppedResult{at: ev.at, message: string(ev.payload)}
+	return true
+}
+
+// sessionResumed is what the tap reads of the payload of a resumed
+// session's META session frame (see tools.MetaSession): the calls
+// answered with their stored results.
+type sessionResumed struct {
+	Reused []string `json:"reused"`
+}
+
+// meta follows the META frames the tap records. A resumed session's
+// session frame says which calls are answered with their stored results:
+// their spans are marked polyweave.tool.reused and get no duration metric
+// (the call ran, and was measured, before). Of the approval frames, an
+// approval_waiting holds the calls it lists, and an approval answer
+// releases its call.
+func (o *agentObserver) meta(ev *event) {
+	switch {
+	case ev.kind == evIn:
+		var a tools.ApprovalAnswer
+		if json.Unmarshal(ev.payload, &a) == nil {
+			o.hold(ev.stream, a.ToolCallID, false)
+		}
+		return
+	case ev.name == tools.MetaSession:
+		var sr sessionResumed
+		if json.Unmarshal(ev.payload, &sr) != nil || len(sr.Reused) == 0 {
+			return
+		}
+		if o.reused == nil {
+			o.reused = map[string]bool{}
+		}
+		for _, id := range sr.Reused {
+			o.reused[ev.stream+"\x00"+id] = true
+		}
+		return
+	}
+	var w tools.ApprovalWaiting
+	if json.Unmarshal(ev.payload, &w) != nil {
+		return
+	}
+	for _, p := range w.Pending {
+		o.hold(ev.stream, p.ToolCallID, true)
+	}
+}
+
+// takeReused reports whether the call of the TOOL_CALL ev is answered
+// with its stored result, and forgets it.
+func (o *agentObserver) takeReused(ev *event) bool {
+	if len(o.reused) == 0 {
+		return false
+	}
+	key := ev.stream + "\x00" + ev.callID
+	reused := o.reused[key]
+	delete(o.reused, key)
+	return reused
+}
+
+// hold marks the open call id of stream held for approval, or not.
+func (o *agentObserver) hold(stream, id string, held bool) {
+	if r := o.runs[stream]; r != nil {
+		for _, ts := range r.tools {
+			if ts.callID == id {
+				ts.held = held
+			}
+		}
+		return
+	}
+	key := stream + "\x00" + id
+	if call, ok := o.untraced[key]; ok {
+		call.held = held
+		o.untraced[key] = call
 	}
 }
 
@@ -246,23 +399,34 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 
 // end ends a run; failure, when set, is why its agent stopped under it.
 // An abandoned run (events were dropped) and its calls are marked
-// incomplete.
-func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned bool, at time.Time) {
+// incomplete. A run awaiting approval (its agent stopped while it
+// waited) ends without error, and so do its held calls.
+func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned, awaiting bool, at time.Time) {
 	for _, ts := range r.tools { // a call without a result: the run ended under it
-		o.t.toolContext(r, ts)
-		end := at
-		if abandoned {
+		switch {
+		case abandoned:
+			o.t.toolContext(r, ts)
 			ts.span.SetAttributes(incomplete)
-			end = notBefore(at, ts.start)
-		} else {
+			o.t.endSpan(ts.span, notBefore(at, ts.start))
+		case awaiting && ts.held:
+			o.t.endTool(r, ts, outcomeAwaiting, "", "", notBefore(at, ts.start))
+		case ts.stopped != nil:
+			o.t.endTool(r, ts, outcomeError, string(tools.FailureStopped), ts.stopped.message, ts.stopped.at)
+			o.t.recordTool(ts.name, "error", string(tools.FailureStopped), ts.stopped.at.Sub(ts.start))
+		default:
+			o.t.toolContext(r, ts)
 			ts.span.SetStatus(codes.Error, "no result")
+			o.t.endSpan(ts.span, at)
 		}
-		o.t.endSpan(ts.span, end)
 		o.t.spareTools.put(ts, toolSpan{})
 	}
 	clear(r.tools)
 	if abandoned {
 		r.span.SetAttributes(incomplete)
+	}
+	if awaiting {
+		r.span.SetAttributes(runAwaiting)
+		failure = ""
 	}
 	if failure != "" {
 		r.span.SetStatus(codes.Error, failure)
@@ -276,14 +440,58 @@ func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned
 }
 
 // failedAll ends the runs still open: the runtime closes their streams
-// with ERROR and END, which the tap does not see.
+// with ERROR and END, which the tap does not see. A run whose calls all
+// wait for approval when its agent is stopped (not failed) ends awaiting
+// approval: a durable agent stops a session's loop while it waits.
 func (o *agentObserver) failedAll(ev *event) {
+	stopped := errors.Is(ev.err, actors.ErrStopped)
 	for id, r := range o.runs {
+		if stopped && awaitingApproval(r.tools) {
+			o.end(id, r, "", false, true, ev.at)
+			continue
+		}
 		r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
 			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", ev.err.Error())))
-		o.end(id, r, ev.err.Error(), false, ev.at)
+		o.end(id, r, ev.err.Error(), false, false, ev.at)
 	}
-	o.untraced = nil
+	if len(o.untraced) > 0 {
+		o.failedUntraced(stopped)
+	}
+	o.untraced, o.reused = nil, nil
+}
+
+// failedUntraced records, with metrics only, the held calls answered
+// "stopped" as failed unless their run was awaiting approval when its
+// agent was stopped (as failedAll decides for a traced run).
+func (o *agentObserver) failedUntraced(stopped bool) {
+	busy := map[string]bool{} // streams with a call open that is not held
+	for key, call := range o.untraced {
+		if !call.held {
+			busy[streamOf(key)] = true
+		}
+	}
+	for key, call := range o.untraced {
+		if s := call.stopped; s != nil && (!stopped || busy[streamOf(key)]) {
+			o.t.recordTool(call.name, "error", string(tools.FailureStopped), s.at.Sub(call.start))
+		}
+	}
+}
+
+// streamOf is the stream of a key of agentObserver.untraced.
+func streamOf(key string) string {
+	stream, _, _ := strings.Cut(key, "\x00")
+	return stream
+}
+
+// awaitingApproval reports whether the open calls of a run all wait for
+// approval (the loop said so, and no answer was sent since).
+func awaitingApproval(calls []*toolSpan) bool {
+	for _, ts := range calls {
+		if !ts.held {
+			return false
+		}
+	}
+	return len(calls) > 0
 }
 
 // notBefore returns at, or start when at is before it: the time a
@@ -299,14 +507,14 @@ func (o *agentObserver) idle() bool { return len(o.runs) == 0 && len(o.untraced)
 
 func (o *agentObserver) abandon(at time.Time) {
 	for id, r := range o.runs {
-		o.end(id, r, "", true, at)
+		o.end(id, r, "", true, false, at)
 	}
-	o.untraced = nil
+	o.untraced, o.reused = nil, nil
 }
 
-func (o *agentObserver) abandonStream(stream string, at time.Time) {
+func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {
 	if r := o.runs[stream]; r != nil {
-		o.end(stream, r, "", true, at)
+		o.end(stream, r, "", true, false, at)
 	}
 	for k := range o.untraced { // keys are stream + "\x00" + call id
 		if len(k) > len(stream) && k[len(stream)] == 0 && k[:len(stream)] == stream {

@@ -31,11 +31,23 @@
 // [Options.MaxQueued]). Flush and Shutdown still return.
 //
 //   - [Telemetry.Agent] taps the outermost stage of an agent (a tool
-//     loop): each stream is a run, one "invoke_agent {name}" span; each
-//     TOOL_CALL the agent emits starts an "execute_tool {tool}" span,
-//     child of the run, ended by its TOOL_RESULT with the outcome
-//     (polyweave.tool.outcome "ok" or "error") and, for a failure, its
-//     failure kind as error.type;
+//     loop): each request on a stream (the conversation, sent as the
+//     messages parameter) starts a run, one "invoke_agent {name}" span,
+//     ended by the stream's END; frames of a stream with no run open are
+//     not recorded. Each TOOL_CALL the agent emits starts an
+//     "execute_tool {tool}" span, child of the run, ended by its
+//     TOOL_RESULT with the outcome (polyweave.tool.outcome "ok" or
+//     "error") and, for a failure, its failure kind as error.type. A run
+//     whose open calls all wait for approval (the loop said
+//     approval_waiting, no answer came) when its agent is stopped, as a
+//     durable agent stops a waiting session's loop, is no failure: the
+//     run span ends with polyweave.agent.outcome "awaiting_approval"
+//     ([OutcomeAwaitingApproval]) and no error status, its held calls'
+//     spans with that polyweave.tool.outcome, and they get no duration
+//     metric; the resumed session is a new run with the calls' outcomes.
+//     There, a call answered with the result stored when it ran before
+//     (see tools.MetaSession) is marked polyweave.tool.reused and gets no
+//     duration metric: each call is measured once;
 //   - [Telemetry.Model] taps a model adapter: each request is a
 //     "chat {model}" span, child of the run of the same stream id in the
 //     agent the adapter belongs to, with the request model, token usage

@@ -287,17 +287,22 @@ func (o *modelObserver) idle() bool { return len(o.open) == 0 && len(o.models) =
 
 func (o *modelObserver) abandon(at time.Time) {
 	for id := range o.open {
-		o.abandonStream(id, at)
+		o.abandonStream(id, true, at)
 	}
 	o.models = nil
 }
 
-func (o *modelObserver) abandonStream(stream string, at time.Time) {
+// abandonStream ends the stream's requests being answered. The model of
+// the request being written is kept when no frame written into the
+// adapter was lost: that request lost nothing, its END is still to come.
+func (o *modelObserver) abandonStream(stream string, in bool, at time.Time) {
 	if ch, ok := o.open[stream]; ok {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
 			o.finish(c, true, notBefore(at, c.start))
 		}
 		delete(o.open, stream)
 	}
-	delete(o.models, stream)
+	if in {
+		delete(o.models, stream)
+	}
 }

@@ -280,7 +280,7 @@ func TestAbandonStream_MetricsOnly(t *testing.T) {
 	o := &agentObserver{untraced: map[string]toolSpan{
 		"s1\x00c1": {name: "x"}, "s1\x00c2": {name: "x"}, "s10\x00c1": {name: "y"}, "s2\x00s1": {name: "z"},
 	}}
-	o.abandonStream("s1", time.Now())
+	o.abandonStream("s1", true, time.Now())
 	if len(o.untraced) != 2 || o.untraced["s10\x00c1"].name != "y" || o.untraced["s2\x00s1"].name != "z" {
 		t.Fatalf("after abandoning s1: %v", o.untraced)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // stallingProcessor is a span processor that, while stalling, blocks a
@@ -421,5 +422,183 @@ func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
 	}
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestQueueFull_LaterFramesOfAbandonedRun: once a run is abandoned
+// after its events were dropped, the frames its agent still gets on the
+// stream (an approval, a parameter) or emits start no run and are not
+// recorded; a new request on the stream is a new run, recorded in full.
+func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	stall := newStallingProcessor()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	const maxQueued = 8 // room for the later frames
+	tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	defer stall.unblock()
+	ctx := context.Background()
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	request := func(stream string) {
+		agent.in(c, messages.RawParam(stream, models.ParamMessages, json.RawMessage(`[]`)))
+	}
+
+	// s1's run is open when s0's end stalls in the processor; s1 then
+	// loses events.
+	request("s1")
+	request("s0")
+	agent.out(messages.End("s0"))
+	release := stall.stallNext()
+	for i := range maxQueued + 3 {
+		agent.out(messages.ToolCall("s1", fmt.Sprint("c", i), "add", nil))
+	}
+	if d := tel.Dropped(); d != 3 {
+		t.Fatalf("Dropped() = %d, want 3", d)
+	}
+	stall.stalling.Store(false)
+	close(release)
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Later frames of s1's run.
+	agent.in(c, tools.ApprovalFrame("s1", tools.ApprovalAnswer{ToolCallID: "c0", Decision: tools.DecisionApprove}))
+	agent.in(c, messages.RawParam("s1", "temperature", json.RawMessage(`0`)))
+	agent.out(messages.ToolCall("s1", "late", "add", nil))
+	agent.out(messages.RawToolResult("s1", "late", "add", []byte(`2`)))
+	agent.out(messages.End("s1"))
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := tel.Dropped(); d != 3 {
+		t.Fatalf("Dropped() = %d after the later frames, want 3", d)
+	}
+	if len(tel.runs) != 0 || len(tel.active) != 0 || len(agent.runs) != 0 {
+		t.Fatalf("state kept for an abandoned run: runs %v, active %v, agent %v", tel.runs, tel.active, agent.runs)
+	}
+	var s0, s1 int
+	for _, s := range exp.GetSpans() {
+		switch {
+		case s.Name == "invoke_agent a" && spanAttr(s, "gen_ai.conversation.id") == "s0" && spanAttr(s, string(incompleteKey)) == "":
+			s0++
+		case s.Name == "invoke_agent a" && spanAttr(s, "gen_ai.conversation.id") == "s1" && spanAttr(s, string(incompleteKey)) == "true":
+			s1++
+		case s.Name == "execute_tool add" && spanAttr(s, string(incompleteKey)) == "true": // open in s1's run
+		default:
+			t.Errorf("span %s %v", s.Name, s.Attributes)
+		}
+	}
+	if s0 != 1 || s1 != 1 {
+		t.Fatalf("%d runs of s0, %d abandoned runs of s1; want 1 and 1", s0, s1)
+	}
+
+	// A new request on s1.
+	exp.Reset()
+	request("s1")
+	agent.out(messages.End("s1"))
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spanAttr(spans[0], "gen_ai.conversation.id") != "s1" || spanAttr(spans[0], string(incompleteKey)) != "" {
+		t.Fatalf("spans of a new request on s1: %v", spans)
+	}
+}
+
+// TestQueueFull_NextRequestKeepsItsModel: when only the answer of a
+// stream's request lost events, the next request on the stream, whose
+// model was written before the drops and whose own frames all came, is
+// recorded with its model. When that request's END was lost instead, the
+// request is not recorded and its model is forgotten.
+func TestQueueFull_NextRequestKeepsItsModel(t *testing.T) {
+	for _, requestLost := range []bool{false, true} {
+		t.Run(fmt.Sprint("request lost ", requestLost), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			t.Cleanup(func() { goleak.VerifyNone(t, before) })
+			stall := newStallingProcessor()
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
+			defer tp.Shutdown(context.Background())
+			const maxQueued = 4
+			tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tel.Shutdown(context.Background())
+			defer stall.unblock()
+			ctx := context.Background()
+			c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent/model"))}
+			model := &modelObserver{t: tel, provider: "p"}
+			param := func(stream, name string) {
+				model.in(c, messages.RawParam(stream, models.ParamModel, json.RawMessage(`"`+name+`"`)))
+			}
+
+			// s1's first request is answered and its next one written
+			// when s0's request ends in the stalled processor; then s1
+			// loses the first answer's end, or the next request's END.
+			param("s1", "m1")
+			model.in(c, messages.End("s1"))
+			param("s1", "m2")
+			if err := tel.Flush(ctx); err != nil { // no span ends yet
+				t.Fatal(err)
+			}
+			param("s0", "m0")
+			model.in(c, messages.End("s0"))
+			model.out(messages.End("s0"))
+			release := stall.stallNext()
+			for range maxQueued {
+				model.out(messages.Meta("s1", models.MetaFinish, json.RawMessage(`"stop"`)))
+			}
+			if requestLost {
+				model.in(c, messages.End("s1"))
+			} else {
+				model.out(messages.End("s1"))
+			}
+			if d := tel.Dropped(); d != 1 {
+				t.Fatalf("Dropped() = %d, want 1", d)
+			}
+			stall.stalling.Store(false)
+			close(release)
+			if err := tel.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			exp.Reset()
+
+			if requestLost {
+				// The lost request's answer is not recorded; the tap
+				// keeps nothing.
+				model.out(messages.End("s1"))
+				if err := tel.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if len(model.models) != 0 || len(model.open) != 0 || len(tel.active) != 0 {
+					t.Fatalf("state kept for a lost request: models %v, open %v, active %v", model.models, model.open, tel.active)
+				}
+				if spans := exp.GetSpans(); len(spans) != 0 {
+					t.Fatalf("%d spans for a lost request", len(spans))
+				}
+				return
+			}
+			// The next request is sent and answered.
+			model.in(c, messages.End("s1"))
+			model.out(messages.End("s1"))
+			if err := tel.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			spans := exp.GetSpans()
+			if len(spans) != 1 || spans[0].Name != "chat m2" || spanAttr(spans[0], "gen_ai.request.model") != "m2" || spanAttr(spans[0], string(incompleteKey)) != "" {
+				for _, s := range spans {
+					t.Errorf("span %s %v", s.Name, s.Attributes)
+				}
+				t.Fatalf("%d spans of the next request, want chat m2", len(spans))
+			}
+		})
 	}
 }

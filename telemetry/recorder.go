@@ -59,8 +59,9 @@ type handler interface {
 	// metrics, and forgets all state: events were dropped.
 	abandon(at time.Time)
 	// abandonStream does what abandon does for the spans of one stream
-	// only: events of that stream were dropped.
-	abandonStream(stream string, at time.Time)
+	// only: events of that stream were dropped, among them events of
+	// frames written into the tapped actor when in is set.
+	abandonStream(stream string, in bool, at time.Time)
 	// listing tells whether the handler is in Telemetry.active.
 	listing() *listed
 }
@@ -141,11 +142,14 @@ type recorder struct {
 }
 
 // lostKey names what a dropped event belonged to: one stream of a tap,
-// or with all every stream of the tap (its failure was dropped).
+// or with all every stream of the tap (its failure was dropped). in is
+// set when an event of a frame written into the tapped actor was among
+// those dropped (a request may have been lost, not only an answer).
 type lostKey struct {
 	to     handler
 	stream string
 	all    bool
+	in     bool
 }
 
 // A burst remembers up to maxLost streams that lost events; beyond them,
@@ -260,9 +264,10 @@ func (r *recorder) lose(ev *event) {
 		r.lostAll = true
 		return
 	}
-	k := lostKey{to: ev.to, stream: ev.stream, all: ev.kind == evFailed}
-	for _, l := range r.lostKeys[:r.nLostKeys] {
-		if l == k {
+	all, in := ev.kind == evFailed, ev.kind == evIn
+	for i := range r.lostKeys[:r.nLostKeys] {
+		if l := &r.lostKeys[i]; l.to == ev.to && l.stream == ev.stream && l.all == all {
+			l.in = l.in || in
 			return
 		}
 	}
@@ -270,7 +275,7 @@ func (r *recorder) lose(ev *event) {
 		r.lostAll = true
 		return
 	}
-	r.lostKeys[r.nLostKeys] = k
+	r.lostKeys[r.nLostKeys] = lostKey{to: ev.to, stream: ev.stream, all: all, in: in}
 	r.nLostKeys++
 }
 
@@ -347,7 +352,7 @@ func (t *Telemetry) abandon(lost []lostKey, since time.Time) {
 		if k.all {
 			k.to.abandon(since)
 		} else {
-			k.to.abandonStream(k.stream, since)
+			k.to.abandonStream(k.stream, k.in, since)
 		}
 		t.relist(k.to)
 	}

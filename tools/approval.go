@@ -150,6 +150,8 @@ type ApprovalAnswer struct {
 	Message string `json:"message,omitempty"`
 	// Arguments, for an edit, replace the call's arguments; they are
 	// validated against the tool's schema and the call runs with them.
+	// Arguments that fail validation (or whose validation panics) deny
+	// the call, and the model is told why.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 

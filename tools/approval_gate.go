@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -287,8 +288,16 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		g.deny(c, d, call, msg)
 		return
 	case DecisionEdit:
-		args, err := h.slot.tool.validator.validate(a.Arguments)
-		if err != nil {
+		args, err := h.slot.tool.validator.check(a.Arguments)
+		var p *validationPanic
+		switch {
+		case errors.As(err, &p):
+			// Denied like invalid arguments: the gate holds the call, and
+			// the loop goes on serving its other calls and sessions.
+			logPanic(c.Logger(), call, "validation", p.value, p.stack)
+			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: validating the arguments a person edited panicked: %v", call.GetName(), p.value))
+			return
+		case err != nil:
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: the arguments a person edited are invalid: %v", call.GetName(), err))
 			return
 		}

@@ -136,7 +136,7 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 	}
 	if s.tool.def.Sync {
 		// Answered in this turn: nothing else can see it outstanding.
-		d.settle(c, s, call, s.tool.callInline(call))
+		d.settle(c, s, call, s.tool.callInline(c, call))
 		return
 	}
 	d.outstanding[key] = outstanding{call: call, slot: s}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -33,7 +34,10 @@ func (t *Tool) Spec() actors.Spec {
 // the whole stream when the CANCEL has no call id) or ABORT (of the
 // stream), and a panic. A panic in a handler fails the actor: the call gets
 // a "panicked" result, every other call in flight a "stopped" result, and
-// the supervisor restarts the tool. A second TOOL_CALL with the id of a
+// the supervisor restarts the tool. A panic while a call's arguments are
+// validated, before anything of the call is kept, is that call's
+// "panicked" result alone and the actor goes on serving, as a dispatcher
+// that runs the call inline does. A second TOOL_CALL with the id of a
 // call still running is ignored.
 func (t *Tool) Logic() actors.Logic {
 	return &toolLogic{t: t, running: map[callKey]*runningCall{}, bySeq: map[uint64]callKey{}}
@@ -135,9 +139,11 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 		c.Logger().Warn("duplicate tool call ignored", "tool", l.t.def.Name, "tool_call_id", key.id)
 		return
 	}
-	args, err := l.t.validator.validate(call.GetPayload())
+	// Nothing is registered yet: a panic while validating is this call's
+	// answer alone, and the actor goes on serving (see check).
+	args, err := l.t.validator.check(call.GetPayload())
 	if err != nil {
-		answer(c, errorResult(call, FailureInvalidArguments, err.Error()))
+		answer(c, l.t.refused(c, call, err))
 		return
 	}
 	l.seq++
@@ -252,6 +258,35 @@ func encodeResult(v any) (json.RawMessage, error) {
 	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
 
+// refused is the answer to a call whose arguments check refused: invalid
+// arguments, or a panicked result when validating them panicked (as a
+// panic in the handler is answered), logged on c with its stack.
+func (t *Tool) refused(c actors.Context, call *messages.Frame, err error) *messages.Frame {
+	var p *validationPanic
+	if errors.As(err, &p) {
+		logPanic(c.Logger(), call, "validation", p.value, p.stack)
+		return t.panicked(call, p.value)
+	}
+	return errorResult(call, FailureInvalidArguments, err.Error())
+}
+
+// logPanic logs at Error level a panic that became call's answer rather
+// than a failure of the actor (which the runtime reports): the result
+// tells the caller what panicked, the log tells where, by the stack the
+// panic was raised on. during is what of the call panicked: "validation"
+// or "handler".
+func logPanic(l *slog.Logger, call *messages.Frame, during string, value any, stack []byte) {
+	l.Error("tool call panicked", slog.String("tool", call.GetName()), slog.String("tool_call_id", call.GetToolCallId()),
+		slog.String("stream_id", call.GetStreamId()), slog.String("during", during), slog.Any("panic", value),
+		slog.String("stack", string(stack)))
+}
+
+// panicked is the answer to a call whose handler, or validation, panicked
+// with value.
+func (t *Tool) panicked(call *messages.Frame, value any) *messages.Frame {
+	return errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, value))
+}
+
 func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {
 	if out.err != nil {
 		return errorResult(call, FailureHandler, out.err.Error())
@@ -270,7 +305,7 @@ func (l *toolLogic) done(c actors.Context, seq uint64, d actors.AsyncDone) {
 			l.finish(c, rc, errorResult(rc.call, FailureStopped, fmt.Sprintf("Tool %s stopped: %v", l.t.def.Name, d.Err)))
 			return
 		}
-		l.finish(c, rc, errorResult(rc.call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", l.t.def.Name, pe.Value)))
+		l.finish(c, rc, l.t.panicked(rc.call, pe.Value))
 		c.Fail(&HandlerPanicError{Tool: l.t.def.Name, ToolCallID: rc.call.GetToolCallId(), Err: d.Err})
 		return
 	}
@@ -318,7 +353,7 @@ func (l *toolLogic) OnFailure(c actors.Context, err error) {
 		l.inTurn = nil
 		var pe *actors.PanicError
 		if errors.As(err, &pe) {
-			l.finish(c, rc, errorResult(rc.call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", l.t.def.Name, pe.Value)))
+			l.finish(c, rc, l.t.panicked(rc.call, pe.Value))
 		}
 	}
 	for _, rc := range l.inOrder(func(callKey) bool { return true }) {

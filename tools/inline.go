@@ -2,7 +2,9 @@ package tools
 
 import (
 	"fmt"
+	"runtime/debug"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -11,18 +13,22 @@ import (
 // the same validation, results and failure kinds as the tool duplex. The
 // timeout reaches the handler as its context's deadline (a sync handler
 // that ignores it runs to the end, and its result is then replaced by the
-// timeout result); a panic (in validation or in the handler) becomes a "panicked" result and leaves the
-// dispatcher serving, since a sync handler holds no state of its own.
-func (t *Tool) callInline(call *messages.Frame) (result *messages.Frame) {
+// timeout result); a panic (in validation or in the handler) becomes a
+// "panicked" result, logged on c with its stack, and leaves the dispatcher
+// serving, since a sync handler holds no state of its own.
+func (t *Tool) callInline(c actors.WrapperContext, call *messages.Frame) (result *messages.Frame) {
 	var ctx *syncContext
 	// Installed first: a panic while the arguments are validated is this
 	// call's answer too, not the dispatcher's failure.
 	defer func() {
 		if r := recover(); r != nil {
+			during := "validation"
 			if ctx != nil {
 				ctx.end()
+				during = "handler"
 			}
-			result = errorResult(call, FailurePanic, fmt.Sprintf("Tool %s panicked: %v", t.def.Name, r))
+			logPanic(c.Logger(), call, during, r, debug.Stack())
+			result = t.panicked(call, r)
 		}
 	}()
 	args, err := t.validator.validate(call.GetPayload())

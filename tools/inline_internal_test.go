@@ -41,3 +41,11 @@ func TestCallInline_ValidationPanicIsTheCallsResult(t *testing.T) {
 		t.Error("the handler ran without validated arguments")
 	}
 }
+
+// inlineCtx is the context of a call run inline outside any dispatcher,
+// for tests: a Recorder (its logger discards) that is a wrapper's.
+type inlineCtx struct{ actorstest.Recorder }
+
+func (*inlineCtx) ToInner(*messages.Frame)     {}
+func (c *inlineCtx) ToOuter(f *messages.Frame) { c.Emit(f) }
+func (*inlineCtx) Inner() actors.Ref           { return actors.Ref{} }

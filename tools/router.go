@@ -190,16 +190,24 @@ const runnerDefaultName = "tool-runner"
 // into it (atomic, or streaming once complete) is run as a router runs a
 // model's call — arguments validated, Sync tools inline in its turn, the
 // others on their tool actors, behind the circuit breaker — and its one
-// TOOL_RESULT is emitted on the call's stream. CANCEL and ABORT cancel the
-// running calls of their stream; other frames are dropped.
+// TOOL_RESULT is emitted on the call's stream. A CANCEL (of the call it
+// names, or of every call of its stream when it names none) and an ABORT
+// (of every call of its stream) cancel the calls they concern: one
+// running gets its cancelled result from its tool, and one still
+// receiving its arguments gets a cancelled result at once and is
+// forgotten, so that it never runs and what more of it comes (chunks,
+// completion) is dropped. Other frames are dropped.
 //
 // The runner closes a stream with END once it owes it nothing: after the
 // result that leaves none of the stream's calls running or receiving
 // arguments, or, with nothing of the stream running, when the caller ends
-// it (END or ERROR) or completes a call the runner does not know (the
-// rest of a call it answered when it failed). A caller that sends another
-// call on the stream later opens it again and gets another END after that
-// call's result. So a long-lived runner keeps nothing per stream it has
+// it (END or ERROR), cancels or aborts it (CANCEL, ABORT), or sends an
+// argument chunk or the completion of a call the runner does not know
+// (the rest of a call it answered when it was cancelled or failed: the
+// stream is closed after each such frame, since the caller may send
+// nothing more of it). A caller that sends another call on the
+// stream later opens it again and gets another END after that call's
+// result. So a long-lived runner keeps nothing per stream it has
 // answered.
 //
 // When the runner fails, every call it was running or assembling is
@@ -263,12 +271,14 @@ func (r *callRunner) HandleMessage(c actors.WrapperContext, msg any) { r.d.handl
 
 // Request implements actors.Wrapped.
 func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
+	stream := f.GetStreamId()
 	switch f.GetType() {
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		r.d.cancel(c, f)
+		r.cancelAssembling(c, f)
+		r.closeIfDone(c, stream)
 		return
 	}
-	stream := f.GetStreamId()
 	if stream != "" && actors.OpensStream(f.GetType()) {
 		r.open[stream] = struct{}{}
 	}
@@ -286,11 +296,45 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.closeIfDone(c, s)
 	}
 	r.answered = r.answered[:0]
-	if f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR || f.IsToolComplete() {
+	switch {
+	case f.GetType() == messages.FrameType_END, f.GetType() == messages.FrameType_ERROR, f.IsToolComplete():
 		// The caller is done with the stream, or with a call of it: a
 		// frame dropped (one of a call the runner no longer knows) may
 		// have opened it.
 		r.closeIfDone(c, stream)
+	case f.IsToolArgChunk() && !r.asm.Pending.Has(stream, f.GetToolCallId()):
+		// A chunk dropped, of a call the runner no longer knows: it
+		// opened the stream, and the caller, which has that call's
+		// result, may send nothing more of it.
+		r.closeIfDone(c, stream)
+	}
+}
+
+// cancelAssembling answers the calls of f's stream whose arguments are
+// still arriving and that the CANCEL or ABORT f concerns (a CANCEL with a
+// call id: that call; otherwise all of them) with a cancelled result, and
+// forgets them: what more of them comes is dropped, as the rest of a call
+// the runner does not know. Each is taken out before its result is
+// delivered, so the stream is closed after the last of them (when nothing
+// else of it runs), not before.
+func (r *callRunner) cancelAssembling(c actors.WrapperContext, f *messages.Frame) {
+	stream := f.GetStreamId()
+	if r.asm.Pending.InStream(stream) == 0 {
+		return
+	}
+	id, why := f.GetToolCallId(), "cancelled"
+	if f.GetType() == messages.FrameType_ABORT {
+		id, why = "", "aborted"
+	}
+	for _, pc := range r.asm.Pending.inStream(stream) {
+		if id != "" && pc.ToolCallID != id {
+			continue
+		}
+		// Taken out as its completion would take it, without running it.
+		r.asm.Pending.Apply(Event{Kind: EventCallCompleted, StreamID: stream, ToolCallID: pc.ToolCallID})
+		call := pc.frame()
+		r.d.deliver(c, call, errorResult(call, FailureCancelled, fmt.Sprintf(
+			"Tool call %s was %s before its arguments were complete", pc.Name, why)))
 	}
 }
 

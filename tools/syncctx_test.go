@@ -43,12 +43,12 @@ func testSyncContext(t *testing.T) {
 			return map[string]bool{"ok": true}, nil
 		}})
 
-	result := tool.callInline(messages.ToolCall("s", "c1", "waits", json.RawMessage(`{"wait":true}`)))
+	result := tool.callInline(&inlineCtx{}, messages.ToolCall("s", "c1", "waits", json.RawMessage(`{"wait":true}`)))
 	if KindOf(result) != FailureTimeout || seen != (CallInfo{StreamID: "s", ToolCallID: "c1", Tool: "waits"}) {
 		t.Fatalf("waiting handler: %s (call %+v), want a timeout", messages.Format(result), seen)
 	}
 
-	result = tool.callInline(messages.ToolCall("s", "c2", "waits", json.RawMessage(`{}`)))
+	result = tool.callInline(&inlineCtx{}, messages.ToolCall("s", "c2", "waits", json.RawMessage(`{}`)))
 	if KindOf(result) != "" || string(result.GetPayload()) != `{"ok":true}` {
 		t.Fatalf("quick handler: %s", messages.Format(result))
 	}
@@ -66,7 +66,7 @@ func testSyncContext(t *testing.T) {
 			<-time.After(time.Until(deadline) + time.Millisecond)
 			return nil, nil
 		}})
-	if result := slow.callInline(messages.ToolCall("s", "c3", "slow", nil)); KindOf(result) != FailureTimeout {
+	if result := slow.callInline(&inlineCtx{}, messages.ToolCall("s", "c3", "slow", nil)); KindOf(result) != FailureTimeout {
 		t.Fatalf("overrunning handler: %s", messages.Format(result))
 	}
 
@@ -78,7 +78,7 @@ func testSyncContext(t *testing.T) {
 			}
 			return nil, nil
 		}})
-	if result := free.callInline(messages.ToolCall("s", "c4", "free", nil)); KindOf(result) != "" {
+	if result := free.callInline(&inlineCtx{}, messages.ToolCall("s", "c4", "free", nil)); KindOf(result) != "" {
 		t.Fatalf("handler without timeout: %s", messages.Format(result))
 	}
 }

@@ -276,7 +276,7 @@ func TestTyped_EncodedResult(t *testing.T) {
 	})
 	for _, s := range []string{"plain", "with \\\"quotes\\\" and é"} {
 		call := messages.ToolCall("s", "c", "t", json.RawMessage(`{"s":"`+s+`"}`))
-		res := tool.callInline(call)
+		res := tool.callInline(&inlineCtx{}, call)
 		var in struct{ S string }
 		if err := json.Unmarshal([]byte(`{"s":"`+s+`"}`), &in); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -90,6 +91,30 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 		return nil, &ArgumentsError{Tool: v.tool, Problems: leafProblems(ve, nil)}
 	}
 	return args, nil
+}
+
+// validationPanic is a panic raised while a call's arguments were
+// validated: a fault of the validator, not of the arguments. check
+// returns it as its error, with the stack it was raised on for the log
+// (logPanic) of whoever answers the call.
+type validationPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *validationPanic) Error() string { return fmt.Sprintf("validation panicked: %v", p.value) }
+
+// check is validate for a call answered in the caller's turn: a panic
+// while validating is returned as a *validationPanic, so that it is that
+// call's answer rather than the failure of the actor validating it (and
+// of every other call that actor runs).
+func (v *validator) check(args json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &validationPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return v.validate(args)
 }
 
 func jsonProblem(err error) string {

@@ -43,7 +43,22 @@ func TestUI_Browser(t *testing.T) {
 	if _, err := b.WaitFor(ctx, `document.body.dataset.live === "true"`, 20000); err != nil {
 		t.Fatal(err)
 	}
-	const victim = "polyweave/writer/tool-write_file"
+	// The writer serves only as the lead's tool: its delegation's loop
+	// shows under the lead's writer tool (ended, kept for the crash -crash
+	// tool made in it), and no loop of its own under the runtime.
+	const writerLoop = "polyweave/lead/tool-writer/writer"
+	shown := `(() => { const n = document.querySelector('li.node[data-id="` + writerLoop + `"]');
+  return !!n && n.dataset.role === "agent loop" && n.dataset.state === "stopped" &&
+    document.querySelectorAll('li.node[data-role="agent"]').length === 1 &&
+    !!document.querySelector('li.node[data-role="agent"][data-id="polyweave/lead"]'); })()`
+	if _, err := b.WaitFor(ctx, shown, 10000); err != nil {
+		var html string
+		_ = b.Eval(ctx, `document.getElementById("tree").innerHTML`, &html)
+		t.Fatalf("want the lead alone as an agent and the writer's delegation loop under its tool: %v\ntree:\n%s", err, html)
+	}
+	// The victim: the lead's reviewer tool, a sibling of the writer tool
+	// whose ended delegation stays in sight.
+	const victim = "polyweave/lead/tool-reviewer"
 	node := `document.querySelector('li.node[data-id="` + victim + `"]')`
 	restarts, err := b.WaitFor(ctx, node+` && `+node+`.dataset.restarts`, 10000)
 	if err != nil {
@@ -60,7 +75,7 @@ func TestUI_Browser(t *testing.T) {
 		t.Fatalf("restart items for %s before the crash: %d, %v", victim, before, err)
 	}
 
-	// A person clicks the panic button of the writer's write_file tool.
+	// A person clicks the panic button of the lead's reviewer tool.
 	click := `(() => { const b = document.querySelector('button[data-fault="panic"][data-actor="` + victim + `"]');
   if (!b) throw new Error("no panic button for ` + victim + `"); b.click(); return true; })()`
 	if err := b.Eval(ctx, click, nil); err != nil {
@@ -79,6 +94,9 @@ func TestUI_Browser(t *testing.T) {
 	}
 	if _, err := b.WaitFor(ctx, feed+` >= 1`, 10000); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := b.WaitFor(ctx, shown, 10000); err != nil {
+		t.Fatalf("the writer's delegation after the reviewer tool's restart: %v", err)
 	}
 	var failure string
 	if err := b.Eval(ctx, node+`.querySelector(".failure").textContent`, &failure); err != nil || !strings.Contains(failure, "injected from the inspector") {

@@ -108,14 +108,29 @@ func TestUI_LingersWithTheLiveViewUntilInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents := map[string]bool{}
+	// The lead is the one agent running under the runtime: the writer
+	// and reviewer serve only as its tools, so they start no loop of
+	// their own; each delegation ran on a loop under the lead's tool
+	// that called it.
+	var agents []string
+	nodes := map[string]inspect.Node{}
 	for _, n := range snap.Tree {
+		nodes[n.ID] = n
 		if n.Role == "agent" {
-			agents[n.Name] = true
+			agents = append(agents, n.ID)
 		}
 	}
-	if !agents["lead"] || !agents["writer"] || !agents["reviewer"] {
-		t.Fatalf("tree %+v: want the lead, writer and reviewer agents", snap.Tree)
+	if strings.Join(agents, ",") != "polyweave/lead" {
+		t.Fatalf("tree %+v: want the lead alone as a top-level agent, got %v", snap.Tree, agents)
+	}
+	for _, id := range []string{"polyweave/lead/tool-writer", "polyweave/lead/tool-reviewer"} {
+		if n, ok := nodes[id]; !ok || n.Role != "tool" || n.State != "running" || n.Depth != 2 {
+			t.Fatalf("tree %+v: want the lead's delegation tool %s running", snap.Tree, id)
+		}
+	}
+	const writerLoop = "polyweave/lead/tool-writer/writer"
+	if n, ok := nodes[writerLoop]; !ok || n.Role != "agent loop" || n.Ended == nil || n.Depth != 3 {
+		t.Fatalf("tree %+v: want the writer's delegation loop %s kept, ended, under the lead's writer tool", snap.Tree, writerLoop)
 	}
 	// -crash tool crashed run_command in the writer's delegation, whose
 	// loop ran under the lead's writer tool and is over now: the feed

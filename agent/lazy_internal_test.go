@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+)
+
+// TestSharedLoop_StartRetriedAfterFailure: a start of the shared loop
+// that failed is reported to its Run, and the next Run starts the loop
+// again; once started, it is not started anew.
+func TestSharedLoop_StartRetriedAfterFailure(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	m, err := scripted.New(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "Hello."}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(rt, m.Spec("model"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	defer func() {
+		if err := a.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	boom := errors.New("injected start failure")
+	var starts atomic.Int32
+	start := a.startShared
+	a.startShared = func(spec actors.Spec) (*actors.Mux, error) {
+		if starts.Add(1) == 1 {
+			return nil, boom
+		}
+		return start(spec)
+	}
+	msgs := []models.Message{models.UserMessage("Hello?")}
+	if _, err := a.Run(ctx, "s1", msgs); !errors.Is(err, boom) || !strings.Contains(err.Error(), `agent "agent": start its loop`) {
+		t.Fatalf("first run: %v, want the start's failure naming the agent", err)
+	}
+	for _, id := range []string{"s2", "s3"} {
+		if ans, err := a.Run(ctx, id, msgs); err != nil || ans.Text != "Hello." {
+			t.Fatalf("run %s: %+v, %v", id, ans, err)
+		}
+	}
+	if n := starts.Load(); n != 2 {
+		t.Fatalf("%d starts, want 2: the failed one and the one serving both later runs", n)
+	}
+}
+
+// TestSharedLoop_OneStartForConcurrentCallers: callers that need the
+// shared loop while its start is under way make no start of their own:
+// they wait for that one and each gets its result, an error included
+// (a caller whose ctx ends stops waiting); the next caller after a
+// failure starts again, and a started loop is kept.
+func TestSharedLoop_OneStartForConcurrentCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 8
+		boom := errors.New("injected start failure")
+		release := make(chan struct{})
+		var starts atomic.Int32
+		a := &Agent{opts: Options{Name: "solo"}}
+		a.startShared = func(actors.Spec) (*actors.Mux, error) {
+			starts.Add(1)
+			<-release
+			return nil, boom
+		}
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				_, err := a.sharedLoop(context.Background())
+				errs <- err
+			}()
+		}
+		synctest.Wait() // one caller is in the start: the next one waits for it
+		impatient, cancel := context.WithCancel(context.Background())
+		gaveUp := make(chan error, 1)
+		go func() {
+			_, err := a.sharedLoop(impatient)
+			gaveUp <- err
+		}()
+		synctest.Wait() // every caller waits: in the start, or for it
+		if got := starts.Load(); got != 1 {
+			t.Fatalf("%d starts by %d concurrent callers, want 1", got, n+1)
+		}
+		cancel()
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Fatalf("caller whose ctx ended: %v, want context.Canceled", err)
+		}
+		close(release)
+		for range n {
+			if err := <-errs; !errors.Is(err, boom) || !strings.Contains(err.Error(), `agent "solo": start its loop`) {
+				t.Fatalf("caller of the failed start: %v, want its error naming the agent", err)
+			}
+		}
+		loop := &actors.Mux{}
+		a.startShared = func(actors.Spec) (*actors.Mux, error) {
+			starts.Add(1)
+			return loop, nil
+		}
+		for range 2 {
+			if mux, err := a.sharedLoop(context.Background()); mux != loop || err != nil {
+				t.Fatalf("after the failed start: %p, %v, want the loop started anew", mux, err)
+			}
+		}
+		if got := starts.Load(); got != 2 {
+			t.Fatalf("%d starts, want 2: the failed one, then one kept", got)
+		}
+	})
+}

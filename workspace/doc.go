@@ -113,11 +113,12 @@
 // kernel has it, and a per-namespace pid_max, Linux 6.14, to bound
 // processes when the host runs as root). Elsewhere commands run
 // unsandboxed and Protections says "no sandbox". On Unix systems output
-// pipes are drained with one poll(2) loop in the calling goroutine, and
-// the extension check on a resolved symbolic link (and write_file through
-// one) reads the open file's name from /proc/self/fd, which only Linux
-// has: on the other Unix systems those calls are refused with an I/O
-// reason.
+// pipes are drained with one poll(2) loop in the calling goroutine. The
+// name an open file resolves to, which read_file checks against
+// [Options.AllowedExtensions] and write_file through a symbolic link
+// writes to, comes from /proc/self/fd, which only Linux has: on the other
+// Unix systems those calls are refused with [ReasonIO] (on Windows the
+// name comes from GetFinalPathNameByHandle).
 //
 // On Windows the shell is [Options.Shell] too, so it must name a POSIX
 // shell that takes -c (sh.exe of Git for Windows or MSYS2, say; the

@@ -116,9 +116,15 @@
 // pipes are drained with one poll(2) loop in the calling goroutine. The
 // name an open file resolves to, which read_file checks against
 // [Options.AllowedExtensions] and write_file through a symbolic link
-// writes to, comes from /proc/self/fd, which only Linux has: on the other
-// Unix systems those calls are refused with [ReasonIO] (on Windows the
-// name comes from GetFinalPathNameByHandle).
+// writes to, comes from the kernel on Linux (/proc/self/fd) and Windows
+// (GetFinalPathNameByHandle). The other Unix systems have no such name:
+// there the path the tool opened is resolved again through the root, one
+// component and one symbolic link at a time, and the name found must be
+// the very file opened (the same device and inode), or the call is
+// refused with [ReasonIO], as when the path was changed in between. That
+// name is spelled as the path and its links spell it, which on a
+// case-insensitive file system (macOS's, by default) may differ in case
+// from the name on disk; the allow-list ignores case.
 //
 // On Windows the shell is [Options.Shell] too, so it must name a POSIX
 // shell that takes -c (sh.exe of Git for Windows or MSYS2, say; the

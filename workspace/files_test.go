@@ -89,6 +89,23 @@ func newFixture(t *testing.T, opts *Options) *fixture {
 	return fx
 }
 
+// naming makes the fixture's workspace learn the names of the files it
+// opens by resolving their paths through the root (byPath), or the way
+// the system the tests run on does.
+func (fx *fixture) naming(byPath bool) *fixture {
+	fx.ws.nameByPath = byPath
+	return fx
+}
+
+// eachNaming runs a test both ways the file tools learn the name of a
+// file they opened: the way this system does (from the kernel, where it
+// names open files), and by resolving the path through the root, as
+// systems without /proc/self/fd do; so both are tested on every system.
+func eachNaming(t *testing.T, run func(t *testing.T, byPath bool)) {
+	t.Run("system", func(t *testing.T) { run(t, !kernelNames) })
+	t.Run("by-path", func(t *testing.T) { run(t, true) })
+}
+
 func mustDo(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -157,49 +174,53 @@ var hostileNames = []struct {
 }
 
 func TestReadFile_HostileInput(t *testing.T) {
-	fx := newFixture(t, nil)
-	ctx := t.Context()
-	for _, tc := range hostileNames {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := fx.ws.ReadFile(ctx, ReadFileInput{Path: tc.path})
-			if err != nil {
-				t.Fatalf("Go error %v; tool failures must be results", err)
-			}
-			assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
-			if res.Content != "" || res.Files != nil {
-				t.Errorf("refused read returned data: %+v", res)
-			}
-		})
-	}
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		ctx := t.Context()
+		for _, tc := range hostileNames {
+			t.Run(tc.name, func(t *testing.T) {
+				res, err := fx.ws.ReadFile(ctx, ReadFileInput{Path: tc.path})
+				if err != nil {
+					t.Fatalf("Go error %v; tool failures must be results", err)
+				}
+				assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
+				if res.Content != "" || res.Files != nil {
+					t.Errorf("refused read returned data: %+v", res)
+				}
+			})
+		}
+	})
 }
 
 func TestWriteFile_HostileInput(t *testing.T) {
-	fx := newFixture(t, nil)
-	ctx := t.Context()
-	for _, tc := range hostileNames {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: tc.path, Content: "pwned\n"})
-			if err != nil {
-				t.Fatalf("Go error %v; tool failures must be results", err)
-			}
-			assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
-		})
-	}
-	// Nothing outside changed and nothing was created there, and the
-	// protected files inside are intact.
-	if got := readFile(t, filepath.Join(fx.outside, "secret.txt")); got != secretContent {
-		t.Errorf("outside secret changed: %q", got)
-	}
-	if got := readFile(t, filepath.Join(fx.sibling, "key.txt")); got != siblingContent {
-		t.Errorf("sibling secret changed: %q", got)
-	}
-	if got := readFile(t, filepath.Join(fx.root, ".env")); got != envContent {
-		t.Errorf(".env changed: %q", got)
-	}
-	assertTree(t, fx.outside, []string{"secret.txt"})
-	assertTree(t, fx.sibling, []string{"key.txt"})
-	assertTree(t, fx.base, []string{"outside", "ws", "ws-secret"})
-	assertNoTemp(t, fx.root)
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		ctx := t.Context()
+		for _, tc := range hostileNames {
+			t.Run(tc.name, func(t *testing.T) {
+				res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: tc.path, Content: "pwned\n"})
+				if err != nil {
+					t.Fatalf("Go error %v; tool failures must be results", err)
+				}
+				assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
+			})
+		}
+		// Nothing outside changed and nothing was created there, and the
+		// protected files inside are intact.
+		if got := readFile(t, filepath.Join(fx.outside, "secret.txt")); got != secretContent {
+			t.Errorf("outside secret changed: %q", got)
+		}
+		if got := readFile(t, filepath.Join(fx.sibling, "key.txt")); got != siblingContent {
+			t.Errorf("sibling secret changed: %q", got)
+		}
+		if got := readFile(t, filepath.Join(fx.root, ".env")); got != envContent {
+			t.Errorf(".env changed: %q", got)
+		}
+		assertTree(t, fx.outside, []string{"secret.txt"})
+		assertTree(t, fx.sibling, []string{"key.txt"})
+		assertTree(t, fx.base, []string{"outside", "ws", "ws-secret"})
+		assertNoTemp(t, fx.root)
+	})
 }
 
 func assertRefused(t *testing.T, success bool, got Reason, msg, path string, want Reason) {
@@ -260,42 +281,44 @@ func assertNoTemp(t *testing.T, root string) {
 // Names that look hostile but stay inside the root get a safe result: the
 // file they really name inside the root, or not found.
 func TestReadFile_SafeLookalikes(t *testing.T) {
-	fx := newFixture(t, nil)
-	cases := []struct {
-		name, path string
-		content    string // want this content, or:
-		reason     Reason // want this refusal
-	}{
-		{"dotdot inside", "sub/../notes.txt", notesContent, ""},
-		{"dot prefix", "./notes.txt", notesContent, ""},
-		{"trailing dots name", "...", "", ReasonNotFound},
-		{"dots as a name", ".../notes.txt", "", ReasonNotFound},
-		{"fullwidth dots", "\uff0e\uff0e/outside/secret.txt", "", ReasonNotFound},
-		{"one dot leaders", "\u2024\u2024/outside/secret.txt", "", ReasonNotFound},
-		{"tilde", "~/notes.txt", "", ReasonNotFound},
-		{"lone percent", "100%.txt", "", ReasonNotFound},
-		{"in-root symlink", "good-link.txt", notesContent, ""},
-		{"in-root symlink into subdir", "sub-link.txt", "a\n", ""},
-		{"through root symlink", "self/notes.txt", notesContent, ""},
-		// Cleaned lexically to outside/secret.txt inside the root.
-		{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonNotFound},
-		{"through parent symlink back in", "up/ws/notes.txt", "", ReasonEscapes},
-		{"missing", "missing.txt", "", ReasonNotFound},
-		{"empty file", "empty.txt", "", ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: tc.path})
-			mustDo(t, err)
-			if tc.reason != "" {
-				assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
-				return
-			}
-			if !res.Success || res.Content != tc.content || res.Truncated || res.Binary {
-				t.Errorf("got %+v, want content %q", res, tc.content)
-			}
-		})
-	}
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		cases := []struct {
+			name, path string
+			content    string // want this content, or:
+			reason     Reason // want this refusal
+		}{
+			{"dotdot inside", "sub/../notes.txt", notesContent, ""},
+			{"dot prefix", "./notes.txt", notesContent, ""},
+			{"trailing dots name", "...", "", ReasonNotFound},
+			{"dots as a name", ".../notes.txt", "", ReasonNotFound},
+			{"fullwidth dots", "\uff0e\uff0e/outside/secret.txt", "", ReasonNotFound},
+			{"one dot leaders", "\u2024\u2024/outside/secret.txt", "", ReasonNotFound},
+			{"tilde", "~/notes.txt", "", ReasonNotFound},
+			{"lone percent", "100%.txt", "", ReasonNotFound},
+			{"in-root symlink", "good-link.txt", notesContent, ""},
+			{"in-root symlink into subdir", "sub-link.txt", "a\n", ""},
+			{"through root symlink", "self/notes.txt", notesContent, ""},
+			// Cleaned lexically to outside/secret.txt inside the root.
+			{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonNotFound},
+			{"through parent symlink back in", "up/ws/notes.txt", "", ReasonEscapes},
+			{"missing", "missing.txt", "", ReasonNotFound},
+			{"empty file", "empty.txt", "", ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				res, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: tc.path})
+				mustDo(t, err)
+				if tc.reason != "" {
+					assertRefused(t, res.Success, res.Reason, res.Error, tc.path, tc.reason)
+					return
+				}
+				if !res.Success || res.Content != tc.content || res.Truncated || res.Binary {
+					t.Errorf("got %+v, want content %q", res, tc.content)
+				}
+			})
+		}
+	})
 }
 
 func TestReadFile_Content(t *testing.T) {
@@ -391,81 +414,83 @@ func TestReadFile_Listing(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
-	fx := newFixture(t, nil)
-	ctx := t.Context()
-	in := func(name string) string { return filepath.Join(fx.root, name) }
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		ctx := t.Context()
+		in := func(name string) string { return filepath.Join(fx.root, name) }
 
-	t.Run("creates missing parents", func(t *testing.T) {
-		res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "new/deep/file.md", Content: "# deep\n"})
-		mustDo(t, err)
-		if !res.Success || res.Path != "new/deep/file.md" || res.Bytes != 7 {
-			t.Fatalf("got %+v", res)
-		}
-		if got := readFile(t, in("new/deep/file.md")); got != "# deep\n" {
-			t.Errorf("content %q", got)
-		}
+		t.Run("creates missing parents", func(t *testing.T) {
+			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "new/deep/file.md", Content: "# deep\n"})
+			mustDo(t, err)
+			if !res.Success || res.Path != "new/deep/file.md" || res.Bytes != 7 {
+				t.Fatalf("got %+v", res)
+			}
+			if got := readFile(t, in("new/deep/file.md")); got != "# deep\n" {
+				t.Errorf("content %q", got)
+			}
+		})
+		t.Run("replaces and keeps mode", func(t *testing.T) {
+			mustDo(t, os.Chmod(in("sub/a.txt"), 0o600))
+			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "sub/a.txt", Content: "é"})
+			mustDo(t, err)
+			if !res.Success || res.Bytes != 2 {
+				t.Fatalf("got %+v", res)
+			}
+			fi, err := os.Stat(in("sub/a.txt"))
+			mustDo(t, err)
+			if fi.Mode().Perm() != 0o600 || readFile(t, in("sub/a.txt")) != "é" {
+				t.Errorf("mode %v content %q", fi.Mode().Perm(), readFile(t, in("sub/a.txt")))
+			}
+		})
+		t.Run("writes through an in-root symlink", func(t *testing.T) {
+			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "good-link.txt", Content: "via link\n"})
+			mustDo(t, err)
+			if !res.Success {
+				t.Fatalf("got %+v", res)
+			}
+			if got := readFile(t, in("notes.txt")); got != "via link\n" {
+				t.Errorf("notes.txt = %q", got)
+			}
+			if fi, err := os.Lstat(in("good-link.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("link replaced: %v %v", fi, err)
+			}
+		})
+		t.Run("directory is refused", func(t *testing.T) {
+			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "sub", Content: "x"})
+			mustDo(t, err)
+			// "sub" has no extension, so the allow-list refuses it first; a
+			// workspace without a list reaches the directory check.
+			assertRefused(t, res.Success, res.Reason, res.Error, "sub", ReasonExtension)
+			ws, err := New(fx.root, nil)
+			mustDo(t, err)
+			defer ws.Close()
+			res, err = ws.WriteFile(ctx, WriteFileInput{Path: "sub", Content: "x"})
+			mustDo(t, err)
+			assertRefused(t, res.Success, res.Reason, res.Error, "sub", ReasonIsDirectory)
+		})
+		t.Run("empty path", func(t *testing.T) {
+			res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: " ", Content: "x"})
+			mustDo(t, err)
+			assertRefused(t, res.Success, res.Reason, res.Error, " ", ReasonEmptyPath)
+		})
+		t.Run("failed write leaves old content", func(t *testing.T) {
+			ws, err := New(fx.root, nil)
+			mustDo(t, err)
+			defer ws.Close()
+			ws.hookBeforeRename = func() error { return errors.New("disk on fire") }
+			before := readFile(t, in("notes.txt"))
+			res, err := ws.WriteFile(ctx, WriteFileInput{Path: "notes.txt", Content: "half-written"})
+			mustDo(t, err)
+			assertRefused(t, res.Success, res.Reason, res.Error, "notes.txt", ReasonIO)
+			if !strings.Contains(res.Error, "disk on fire") {
+				t.Errorf("error %q lacks the cause", res.Error)
+			}
+			if got := readFile(t, in("notes.txt")); got != before {
+				t.Errorf("notes.txt = %q, want the old %q", got, before)
+			}
+		})
+		assertNoTemp(t, fx.root)
 	})
-	t.Run("replaces and keeps mode", func(t *testing.T) {
-		mustDo(t, os.Chmod(in("sub/a.txt"), 0o600))
-		res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "sub/a.txt", Content: "é"})
-		mustDo(t, err)
-		if !res.Success || res.Bytes != 2 {
-			t.Fatalf("got %+v", res)
-		}
-		fi, err := os.Stat(in("sub/a.txt"))
-		mustDo(t, err)
-		if fi.Mode().Perm() != 0o600 || readFile(t, in("sub/a.txt")) != "é" {
-			t.Errorf("mode %v content %q", fi.Mode().Perm(), readFile(t, in("sub/a.txt")))
-		}
-	})
-	t.Run("writes through an in-root symlink", func(t *testing.T) {
-		res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "good-link.txt", Content: "via link\n"})
-		mustDo(t, err)
-		if !res.Success {
-			t.Fatalf("got %+v", res)
-		}
-		if got := readFile(t, in("notes.txt")); got != "via link\n" {
-			t.Errorf("notes.txt = %q", got)
-		}
-		if fi, err := os.Lstat(in("good-link.txt")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			t.Errorf("link replaced: %v %v", fi, err)
-		}
-	})
-	t.Run("directory is refused", func(t *testing.T) {
-		res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "sub", Content: "x"})
-		mustDo(t, err)
-		// "sub" has no extension, so the allow-list refuses it first; a
-		// workspace without a list reaches the directory check.
-		assertRefused(t, res.Success, res.Reason, res.Error, "sub", ReasonExtension)
-		ws, err := New(fx.root, nil)
-		mustDo(t, err)
-		defer ws.Close()
-		res, err = ws.WriteFile(ctx, WriteFileInput{Path: "sub", Content: "x"})
-		mustDo(t, err)
-		assertRefused(t, res.Success, res.Reason, res.Error, "sub", ReasonIsDirectory)
-	})
-	t.Run("empty path", func(t *testing.T) {
-		res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: " ", Content: "x"})
-		mustDo(t, err)
-		assertRefused(t, res.Success, res.Reason, res.Error, " ", ReasonEmptyPath)
-	})
-	t.Run("failed write leaves old content", func(t *testing.T) {
-		ws, err := New(fx.root, nil)
-		mustDo(t, err)
-		defer ws.Close()
-		ws.hookBeforeRename = func() error { return errors.New("disk on fire") }
-		before := readFile(t, in("notes.txt"))
-		res, err := ws.WriteFile(ctx, WriteFileInput{Path: "notes.txt", Content: "half-written"})
-		mustDo(t, err)
-		assertRefused(t, res.Success, res.Reason, res.Error, "notes.txt", ReasonIO)
-		if !strings.Contains(res.Error, "disk on fire") {
-			t.Errorf("error %q lacks the cause", res.Error)
-		}
-		if got := readFile(t, in("notes.txt")); got != before {
-			t.Errorf("notes.txt = %q, want the old %q", got, before)
-		}
-	})
-	assertNoTemp(t, fx.root)
 }
 
 func TestWorkspace_Lifecycle(t *testing.T) {
@@ -529,48 +554,139 @@ func TestNew_Options(t *testing.T) {
 // tools use it, never yields or changes the outside file: the check and
 // the use are the same os.Root descriptor walk, not two lookups.
 func TestFiles_SwapRace(t *testing.T) {
-	fx := newFixture(t, &Options{})
-	swap := filepath.Join(fx.root, "swap.txt")
-	tmpLink := filepath.Join(fx.root, "swap-link.tmp")
-	tmpFile := filepath.Join(fx.root, "swap-file.tmp")
-	stop := make(chan struct{})
-	flipped := make(chan struct{})
-	go func() {
-		defer close(flipped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, &Options{}).naming(byPath)
+		swap := filepath.Join(fx.root, "swap.txt")
+		tmpLink := filepath.Join(fx.root, "swap-link.tmp")
+		tmpFile := filepath.Join(fx.root, "swap-file.tmp")
+		stop := make(chan struct{})
+		flipped := make(chan struct{})
+		go func() {
+			defer close(flipped)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Replace swap.txt atomically by a link to outside or a file.
+				if i%2 == 0 {
+					os.Remove(tmpLink)
+					_ = os.Symlink("../outside/secret.txt", tmpLink)
+					_ = os.Rename(tmpLink, swap)
+				} else {
+					_ = os.WriteFile(tmpFile, []byte("inside\n"), 0o644)
+					_ = os.Rename(tmpFile, swap)
+				}
 			}
-			// Replace swap.txt atomically by a link to outside or a file.
-			if i%2 == 0 {
-				os.Remove(tmpLink)
-				_ = os.Symlink("../outside/secret.txt", tmpLink)
-				_ = os.Rename(tmpLink, swap)
-			} else {
-				_ = os.WriteFile(tmpFile, []byte("inside\n"), 0o644)
-				_ = os.Rename(tmpFile, swap)
+		}()
+		for range 300 {
+			r, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: "swap.txt"})
+			mustDo(t, err)
+			if strings.Contains(r.Content, "secret") {
+				t.Fatalf("read reached outside: %+v", r)
+			}
+			w, err := fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "swap.txt", Content: "written\n"})
+			mustDo(t, err)
+			// Depending on the moment, the write succeeds inside or is
+			// refused; either is safe as long as outside stays untouched.
+			if !w.Success && w.Reason == "" {
+				t.Errorf("refusal without a reason: %+v", w)
 			}
 		}
-	}()
-	for range 300 {
-		r, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: "swap.txt"})
-		mustDo(t, err)
-		if strings.Contains(r.Content, "secret") {
-			t.Fatalf("read reached outside: %+v", r)
+		close(stop)
+		<-flipped
+		if got := readFile(t, filepath.Join(fx.outside, "secret.txt")); got != secretContent {
+			t.Fatalf("outside file changed to %q", got)
 		}
-		w, err := fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "swap.txt", Content: "written\n"})
-		mustDo(t, err)
-		// Depending on the moment, the write succeeds inside or is
-		// refused; either is safe as long as outside stays untouched.
-		if !w.Success && w.Reason == "" {
-			t.Errorf("refusal without a reason: %+v", w)
+	})
+}
+
+// A link re-pointed between the open and the check of the name opened
+// (from .env to notes.txt) does not lend the file read or written the
+// allowed name: the name checked is the open file's, or the call is
+// refused.
+func TestFiles_RepointedBeforeName(t *testing.T) {
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		link := filepath.Join(fx.root, "alias.txt")
+		repoint := func(target string) {
+			if err := os.Remove(link); err != nil {
+				t.Error(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Error(err)
+			}
 		}
-	}
-	close(stop)
-	<-flipped
-	if got := readFile(t, filepath.Join(fx.outside, "secret.txt")); got != secretContent {
-		t.Fatalf("outside file changed to %q", got)
-	}
+		fx.ws.hookBeforeName = func() { repoint("notes.txt") }
+		r, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: "alias.txt"})
+		mustDo(t, err)
+		if r.Success || strings.Contains(r.Content, "TOKEN") {
+			t.Fatalf("read through the re-pointed link: %+v", r)
+		}
+		if r.Reason != ReasonExtension && r.Reason != ReasonIO {
+			t.Errorf("read refused with %q (%s), want %q or %q", r.Reason, r.Error, ReasonExtension, ReasonIO)
+		}
+		repoint(".env")
+		w, err := fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "alias.txt", Content: "pwned\n"})
+		mustDo(t, err)
+		if w.Success {
+			t.Fatalf("write through the re-pointed link: %+v", w)
+		}
+		if w.Reason != ReasonExtension && w.Reason != ReasonIO {
+			t.Errorf("write refused with %q (%s), want %q or %q", w.Reason, w.Error, ReasonExtension, ReasonIO)
+		}
+		if got := readFile(t, filepath.Join(fx.root, ".env")); got != envContent {
+			t.Errorf(".env = %q", got)
+		}
+		if got := readFile(t, filepath.Join(fx.root, "notes.txt")); got != notesContent {
+			t.Errorf("notes.txt = %q", got)
+		}
+		assertNoTemp(t, fx.root)
+	})
+}
+
+// Chains of links inside the root, through parents and directories, are
+// followed to the file they name, and the allow-list applies to its name.
+func TestFiles_LinkChains(t *testing.T) {
+	eachNaming(t, func(t *testing.T, byPath bool) {
+		fx := newFixture(t, nil).naming(byPath)
+		in := func(name string) string { return filepath.Join(fx.root, name) }
+		mustDo(t, os.Symlink("../good-link.txt", in("sub/chain.txt")))
+		mustDo(t, os.Symlink("../sub", in("sub/again")))
+		// In a link's target, again/.. is the parent of what again names.
+		mustDo(t, os.Symlink("./again/../alias.txt", in("sub/env-chain.txt")))
+		for _, tc := range []struct {
+			path, content string
+			reason        Reason
+		}{
+			{"sub/chain.txt", notesContent, ""},
+			{"sub/again/again/a.txt", "a\n", ""},
+			{"sub/env-chain.txt", "", ReasonExtension},
+		} {
+			r, err := fx.ws.ReadFile(t.Context(), ReadFileInput{Path: tc.path})
+			mustDo(t, err)
+			if tc.reason != "" {
+				assertRefused(t, r.Success, r.Reason, r.Error, tc.path, tc.reason)
+				continue
+			}
+			if !r.Success || r.Content != tc.content {
+				t.Errorf("read %s: %+v, want %q", tc.path, r, tc.content)
+			}
+		}
+		w, err := fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "sub/again/chain.txt", Content: "chained\n"})
+		mustDo(t, err)
+		if !w.Success {
+			t.Fatalf("write through the chain: %+v", w)
+		}
+		if got := readFile(t, in("notes.txt")); got != "chained\n" {
+			t.Errorf("notes.txt = %q", got)
+		}
+		w, err = fx.ws.WriteFile(t.Context(), WriteFileInput{Path: "sub/env-chain.txt", Content: "pwned\n"})
+		mustDo(t, err)
+		assertRefused(t, w.Success, w.Reason, w.Error, "sub/env-chain.txt", ReasonExtension)
+		if got := readFile(t, in(".env")); got != envContent {
+			t.Errorf(".env = %q", got)
+		}
+	})
 }

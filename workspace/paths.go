@@ -32,6 +32,15 @@ func (r *refusal) message(op, path string) string {
 	return fmt.Sprintf("%s %s: %s (%s)", op, shown, r.reason, r.detail)
 }
 
+// context says, in the detail of an I/O refusal, what was being done.
+// Other refusals already say what is wrong with the file.
+func (r *refusal) context(doing string) *refusal {
+	if r.reason != ReasonIO {
+		return r
+	}
+	return refuse(ReasonIO, doing+": "+r.detail)
+}
+
 // maxShownPath bounds how much of a path a message repeats: a model that
 // sent a huge path does not get it back in full.
 const maxShownPath = 200
@@ -201,23 +210,132 @@ func (w *Workspace) checkExt(name string) *refusal {
 	return refuse(ReasonExtension, fmt.Sprintf("%s is not one of %s", ext, strings.Join(w.opts.AllowedExtensions, ", ")))
 }
 
-// checkResolvedExt applies the extension allow-list to the name an open
-// file actually has, so a link like notes.txt -> .env cannot bypass it.
-// The name comes from the open descriptor, not from resolving the path a
-// second time, so it is the file that will be read.
-func (w *Workspace) checkResolvedExt(f *os.File) *refusal {
+// checkResolvedExt applies the extension allow-list to the name the open
+// file f (opened through the root as name) actually has, so a link like
+// notes.txt -> .env cannot bypass it. The name is the file that will be
+// read: the kernel's name for the open descriptor, or name resolved
+// through the root and confirmed to be the descriptor's file.
+func (w *Workspace) checkResolvedExt(f *os.File, name string) *refusal {
 	if w.exts == nil {
 		return nil
 	}
-	real, err := fdPath(f)
-	if err != nil {
-		return refuse(ReasonIO, "cannot verify the resolved name: "+err.Error())
+	real, rf := w.realName(f, name, false)
+	if rf != nil {
+		return rf.context("cannot verify the resolved name")
 	}
 	if !w.extAllowed(real) {
 		return refuse(ReasonExtension, fmt.Sprintf("it resolves to %q", filepath.Base(real)))
 	}
 	return nil
 }
+
+// realName returns the name of the regular file f, which was opened
+// through the root as name: the path the kernel has for f (fdPath), or,
+// where the kernel has none or w.nameByPath says so, name resolved through
+// the root (nameInRoot). With relative, the name is made relative to the
+// root, and refused when it is not inside it.
+func (w *Workspace) realName(f *os.File, name string, relative bool) (string, *refusal) {
+	if w.hookBeforeName != nil {
+		w.hookBeforeName()
+	}
+	if w.nameByPath {
+		return w.nameInRoot(f, name)
+	}
+	realPath, err := fdPath(f)
+	if err != nil {
+		return "", refuse(ReasonIO, err.Error())
+	}
+	if !relative {
+		return realPath, nil
+	}
+	// The root's own path is asked for now, not taken from w.dir, in case
+	// the root directory was moved since New.
+	d, err := w.root.Open(".")
+	if err != nil {
+		return "", classify(err)
+	}
+	defer d.Close()
+	rootPath, err := fdPath(d)
+	if err != nil {
+		return "", refuse(ReasonIO, err.Error())
+	}
+	rel, err := filepath.Rel(rootPath, realPath)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", refuse(ReasonEscapes, "it resolves to "+realPath)
+	}
+	return rel, nil
+}
+
+// maxLinks bounds the symbolic links nameInRoot follows for one name, as
+// the kernels bound them (Linux follows 40, the BSDs 32).
+const maxLinks = 40
+
+// nameInRoot returns the root-relative name of the regular file f, which
+// was opened through the root as name: name is resolved through the root
+// one component at a time, following each symbolic link on the way as
+// os.Root does (a link out of the root, or to an absolute path, is
+// refused), and the name found must name the very file f is, or the call
+// is refused: the path changed between the open and now.
+func (w *Workspace) nameInRoot(f *os.File, name string) (string, *refusal) {
+	var done []string // the components resolved, none a symbolic link
+	todo := strings.FieldsFunc(name, isSeparator)
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", refuse(ReasonEscapes, "")
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		p := filepath.Join(append(done[:len(done):len(done)], c)...)
+		fi, err := w.root.Lstat(p)
+		if err != nil {
+			return "", classify(err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, c)
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", refuse(ReasonSymlinkLoop, "")
+		}
+		target, err := w.root.Readlink(p)
+		if err != nil {
+			return "", classify(err)
+		}
+		if target == "" {
+			return "", refuse(ReasonNotFound, filepath.ToSlash(p)+" is an empty link")
+		}
+		if isSeparator(rune(target[0])) || filepath.VolumeName(target) != "" {
+			return "", refuse(ReasonEscapes, fmt.Sprintf("%s links to %q", filepath.ToSlash(p), target))
+		}
+		todo = append(strings.FieldsFunc(target, isSeparator), todo...)
+	}
+	rel := filepath.Join(done...)
+	if rel == "" {
+		rel = "."
+	}
+	named, err := w.root.Lstat(rel)
+	if err != nil {
+		return "", classify(err)
+	}
+	opened, err := f.Stat()
+	if err != nil {
+		return "", classify(err)
+	}
+	if !os.SameFile(named, opened) {
+		return "", refuse(ReasonIO, "the file was replaced while its name was checked")
+	}
+	return rel, nil
+}
+
+func isSeparator(r rune) bool { return r < 0x80 && os.IsPathSeparator(uint8(r)) }
 
 // checkRegular refuses anything but a regular file with a single link.
 func checkRegular(fi fs.FileInfo) *refusal {

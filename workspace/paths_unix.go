@@ -3,12 +3,8 @@
 package workspace
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -53,29 +49,6 @@ func errnoReason(errno syscall.Errno) (Reason, bool) {
 		return ReasonPermission, true
 	}
 	return "", false
-}
-
-// fdPath returns the path the kernel has for an open file (Linux
-// /proc/self/fd). It fails for a file that has been deleted.
-func fdPath(f *os.File) (string, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return "", err
-	}
-	var p string
-	var rerr error
-	if err := rc.Control(func(fd uintptr) {
-		p, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	}); err != nil {
-		return "", err
-	}
-	if rerr != nil {
-		return "", rerr
-	}
-	if strings.HasSuffix(p, " (deleted)") || !filepath.IsAbs(p) {
-		return "", fmt.Errorf("file has no path (%s)", p)
-	}
-	return p, nil
 }
 
 // syncDir fsyncs the directory dir of root, so that a rename in it is

@@ -58,6 +58,9 @@ func errnoReason(errno syscall.Errno) (Reason, bool) {
 	return "", false
 }
 
+// kernelNames says that fdPath works here (GetFinalPathNameByHandle).
+const kernelNames = true
+
 // fdPath returns the path Windows has for an open file
 // (GetFinalPathNameByHandle), without the \\?\ prefix.
 func fdPath(f *os.File) (string, error) {

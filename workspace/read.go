@@ -60,7 +60,7 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 	if rf := w.checkExt(name); rf != nil {
 		return w.readRefused(in.Path, rf), nil
 	}
-	if rf := w.checkResolvedExt(f); rf != nil {
+	if rf := w.checkResolvedExt(f, name); rf != nil {
 		return w.readRefused(in.Path, rf), nil
 	}
 	data, truncated, err := readCapped(f, fi.Size(), w.opts.MaxReadBytes)

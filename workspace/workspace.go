@@ -222,6 +222,17 @@ type Workspace struct {
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
 	hookBeforeRename func() error
+
+	// nameByPath makes the file tools learn the name of a file they opened
+	// by resolving the path they opened it by through the root, rather
+	// than from the kernel (see realName). It is set where the kernel has
+	// no name for an open file, and by tests, to run the same cases both
+	// ways.
+	nameByPath bool
+
+	// hookBeforeName, when set by tests, runs after a file is opened and
+	// before the name it resolves to is learnt.
+	hookBeforeName func()
 }
 
 // New opens the directory root as a workspace. root must exist and be a
@@ -282,6 +293,8 @@ func New(root string, opts *Options) (*Workspace, error) {
 		opts:     o,
 		log:      o.Logger,
 		shell:    shell,
+
+		nameByPath: !kernelNames,
 	}
 	if o.AllowedExtensions != nil {
 		w.exts = make(map[string]bool, len(o.AllowedExtensions))

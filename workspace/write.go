@@ -85,8 +85,9 @@ func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, e
 }
 
 // linkTarget resolves the symbolic link name to a root-relative name. The
-// link is opened through the root (which refuses an outward link) and the
-// name is taken from the open descriptor, then checked like any target.
+// link is opened through the root (which refuses an outward link), the
+// name of the file opened is learnt (realName), then checked like any
+// target.
 func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal) {
 	f, err := w.root.OpenFile(name, openFlags, 0)
 	if err != nil {
@@ -100,22 +101,9 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 	if rf := checkRegular(fi); rf != nil {
 		return "", 0, false, rf
 	}
-	d, err := w.root.Open(".")
-	if err != nil {
-		return "", 0, false, classify(err)
-	}
-	defer d.Close()
-	rootPath, err := fdPath(d)
-	if err != nil {
-		return "", 0, false, refuse(ReasonIO, "cannot resolve the link: "+err.Error())
-	}
-	realPath, err := fdPath(f)
-	if err != nil {
-		return "", 0, false, refuse(ReasonIO, "cannot resolve the link: "+err.Error())
-	}
-	rel, err := filepath.Rel(rootPath, realPath)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", 0, false, refuse(ReasonEscapes, "the link resolves to "+realPath)
+	rel, rf := w.realName(f, name, true)
+	if rf != nil {
+		return "", 0, false, rf.context("cannot resolve the link")
 	}
 	if !w.extAllowed(rel) {
 		return "", 0, false, refuse(ReasonExtension, "it resolves to "+strconv.Quote(filepath.Base(rel)))

@@ -42,8 +42,8 @@ type toolSpan struct {
 	start        time.Time
 	ctx          context.Context // carries span; nil until the span is started
 	span         trace.Span
-	// held: the loop said the call waits for approval (approval_waiting)
-	// and no answer was sent since.
+	// held: the loop said the call waits for approval in its session
+	// store (approval_waiting, durable) and no answer was sent since.
 	held bool
 	// reused: the call's result is the one a resumed session stored when
 	// the call ran before (it is not run again).
@@ -178,8 +178,10 @@ var (
 
 // OutcomeAwaitingApproval is the polyweave.agent.outcome of a run, and
 // the polyweave.tool.outcome of its held calls, when the agent was
-// stopped while the run waited for approval: with a durability store,
-// the session is persisted and resumed later, so this is no failure.
+// stopped while the run waited for approval with its held calls in a
+// durability store (tools.ApprovalWaiting.Durable): the session is
+// resumed later, so this is no failure. A run whose held calls waited
+// only in memory ends failed: nothing resumes it.
 const OutcomeAwaitingApproval = "awaiting_approval"
 
 // incompleteKey is the attribute of spans ended because events were
@@ -312,9 +314,10 @@ type sessionResumed struct {
 // meta follows the META frames the tap records. A resumed session's
 // session frame says which calls are answered with their stored results:
 // their spans are marked polyweave.tool.reused and get no duration metric
-// (the call ran, and was measured, before). Of the approval frames, an
-// approval_waiting holds the calls it lists, and an approval answer
-// releases its call.
+// (the call ran, and was measured, before). Of the approval frames, a
+// durable approval_waiting holds the calls it lists (one without a
+// session store is ignored: a stop loses those calls, a failure as any
+// other), and an approval answer releases its call.
 func (o *agentObserver) meta(ev *event) {
 	switch {
 	case ev.kind == evIn:
@@ -337,7 +340,7 @@ func (o *agentObserver) meta(ev *event) {
 		return
 	}
 	var w tools.ApprovalWaiting
-	if json.Unmarshal(ev.payload, &w) != nil {
+	if json.Unmarshal(ev.payload, &w) != nil || !w.Durable {
 		return
 	}
 	for _, p := range w.Pending {
@@ -441,8 +444,9 @@ func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned
 
 // failedAll ends the runs still open: the runtime closes their streams
 // with ERROR and END, which the tap does not see. A run whose calls all
-// wait for approval when its agent is stopped (not failed) ends awaiting
-// approval: a durable agent stops a session's loop while it waits.
+// wait for approval in the session store when its agent is stopped (not
+// failed) ends awaiting approval: a durable agent stops a session's loop
+// while it waits.
 func (o *agentObserver) failedAll(ev *event) {
 	stopped := errors.Is(ev.err, actors.ErrStopped)
 	for id, r := range o.runs {

@@ -72,7 +72,8 @@ type agentObserver struct {
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
 	// reused are the calls a resumed session said it answers with their
 	// stored results (META session), by stream and call id, until their
-	// TOOL_CALL frames, which follow at once.
+	// TOOL_CALL frames, which follow at once, or until their stream is
+	// abandoned (the frames may have been dropped).
 	reused map[string]bool
 }
 
@@ -223,6 +224,8 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 }
 
 func (o *agentObserver) tracedOut(ev *event) {
+	// A reused call is forgotten at its TOOL_CALL, whether a run takes it or not.
+	reused := ev.ftype == messages.FrameType_TOOL_CALL && o.takeReused(ev)
 	r := o.runs[ev.stream]
 	if r == nil {
 		return
@@ -235,7 +238,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 			}
 		}
 		ts := o.t.spareTools.get()
-		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, o.takeReused(ev)
+		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, reused
 		r.tools = append(r.tools, ts)
 	case messages.FrameType_TOOL_RESULT:
 		i := len(r.tools) - 1
@@ -507,7 +510,9 @@ func notBefore(at, start time.Time) time.Time {
 	return at
 }
 
-func (o *agentObserver) idle() bool { return len(o.runs) == 0 && len(o.untraced) == 0 }
+func (o *agentObserver) idle() bool {
+	return len(o.runs) == 0 && len(o.untraced) == 0 && len(o.reused) == 0
+}
 
 func (o *agentObserver) abandon(at time.Time) {
 	for id, r := range o.runs {
@@ -520,9 +525,16 @@ func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {
 	if r := o.runs[stream]; r != nil {
 		o.end(stream, r, "", true, false, at)
 	}
-	for k := range o.untraced { // keys are stream + "\x00" + call id
+	deleteStream(o.untraced, stream)
+	deleteStream(o.reused, stream)
+}
+
+// deleteStream deletes the entries of stream from m, whose keys are
+// stream + "\x00" + call id.
+func deleteStream[V any](m map[string]V, stream string) {
+	for k := range m {
 		if len(k) > len(stream) && k[len(stream)] == 0 && k[:len(stream)] == stream {
-			delete(o.untraced, k)
+			delete(m, k)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +89,15 @@ func pidOf(t *testing.T, f *messages.Frame) int {
 	return v.PID
 }
 
+// killPID kills the process pid at once (SIGKILL on Unix systems).
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
 func waitFile(t *testing.T, file, want string) {
 	t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -153,7 +161,7 @@ func TestImport_ServerKilledMidCallIsRestarted(t *testing.T) {
 		deadline := time.After(30 * time.Second)
 		for {
 			if _, err := os.Stat(marker); err == nil {
-				killed <- syscall.Kill(pid1, syscall.SIGKILL)
+				killed <- killPID(pid1)
 				return
 			}
 			select {

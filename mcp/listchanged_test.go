@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -115,7 +114,7 @@ func TestImport_RestartedServerOffersMore(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := killPID(pid); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -132,7 +131,7 @@ func TestImport_ServerEverythingKilledMidCall(t *testing.T) {
 		<-started
 		var err error
 		for _, pid := range before {
-			if e := syscall.Kill(pid, syscall.SIGKILL); e != nil {
+			if e := killPID(pid); e != nil {
 				err = e
 			}
 		}

@@ -155,8 +155,12 @@ type ApprovalAnswer struct {
 	Message string `json:"message,omitempty"`
 	// Arguments, for an edit, replace the call's arguments; they are
 	// validated against the tool's schema and the call runs with them.
-	// Arguments that fail validation (or whose validation panics) deny
-	// the call, and the model is told why.
+	// Arguments that fail validation deny the call ([FailureDenied]), and
+	// the model is told why. So do arguments whose validation panics: the
+	// call is denied, not answered as panicked ([FailurePanic]), on
+	// purpose, since the tool never ran and a denial is what the gate
+	// records in a durable session's store, so that the session resumed
+	// after a stop answers the call with the same denial.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 

@@ -292,10 +292,12 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		var p *validationPanic
 		switch {
 		case errors.As(err, &p):
-			// Denied like invalid arguments: the gate holds the call, and
-			// the loop goes on serving its other calls and sessions.
-			logPanic(c.Logger(), call, "validation", p.value, p.stack)
+			// Denied like invalid arguments (see ApprovalAnswer), then
+			// logged: the call, released above, has no answer but this
+			// denial, and the loop goes on serving its other calls and
+			// sessions.
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: validating the arguments a person edited panicked: %v", call.GetName(), p.value))
+			logPanic(c.Logger(), call, "validation", p.value, p.stack)
 			return
 		case err != nil:
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: the arguments a person edited are invalid: %v", call.GetName(), err))

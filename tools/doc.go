@@ -14,8 +14,11 @@
 //
 // Every call gets exactly one TOOL_RESULT: the handler's result, or
 // {"success":false,"error":"..."} (meta.is_error) for an unknown tool,
-// invalid arguments, a handler error, a panic (the tool actor is restarted
-// by its supervisor; its other calls in flight are answered too), a
+// invalid arguments, a handler error, a panic (a handler's panic on a
+// tool actor fails the actor, which its supervisor restarts, and its
+// other calls in flight are answered too; a panic while validating the
+// arguments, or of a Sync handler a stage runs inline, is that call's
+// result alone, and the tool actor or the stage goes on serving), a
 // timeout ("Tool <name> timed out after <ms>ms"; the handler's context is
 // cancelled and a late result is discarded), a CANCEL/ABORT, or a tool
 // that is gone or whose circuit breaker is open ([BreakerOptions]). Error
@@ -36,6 +39,9 @@
 // [NewCallRunner] is a router without a model, for calls made outside any
 // conversation (an MCP server's): TOOL_CALLs written into it run, their
 // TOOL_RESULTs come out, and each stream is closed with END once answered.
+// What a caller still sends of a call answered early (cancelled, failed)
+// is dropped and closes the stream with an END of its own each time, so a
+// caller stops sending a call once it has its result.
 // The decision logic of every stage ([Assembler], [PendingCalls],
 // [Breaker]) is plain data with step methods, tested without actors.
 //

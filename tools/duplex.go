@@ -143,7 +143,7 @@ func (l *toolLogic) call(c actors.Context, call *messages.Frame) {
 	// answer alone, and the actor goes on serving (see check).
 	args, err := l.t.validator.check(call.GetPayload())
 	if err != nil {
-		answer(c, l.t.refused(c, call, err))
+		l.t.refuse(c, call, err)
 		return
 	}
 	l.seq++
@@ -258,24 +258,28 @@ func encodeResult(v any) (json.RawMessage, error) {
 	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
 
-// refused is the answer to a call whose arguments check refused: invalid
-// arguments, or a panicked result when validating them panicked (as a
-// panic in the handler is answered), logged on c with its stack.
-func (t *Tool) refused(c actors.Context, call *messages.Frame, err error) *messages.Frame {
+// refuse answers a call whose arguments check refused: invalid arguments,
+// or a panicked result when validating them panicked (as a panic in the
+// handler is answered), then logged on c with its stack.
+func (t *Tool) refuse(c actors.Context, call *messages.Frame, err error) {
 	var p *validationPanic
-	if errors.As(err, &p) {
-		logPanic(c.Logger(), call, "validation", p.value, p.stack)
-		return t.panicked(call, p.value)
+	if !errors.As(err, &p) {
+		answer(c, errorResult(call, FailureInvalidArguments, err.Error()))
+		return
 	}
-	return errorResult(call, FailureInvalidArguments, err.Error())
+	answer(c, t.panicked(call, p.value))
+	logPanic(c.Logger(), call, "validation", p.value, p.stack)
 }
 
 // logPanic logs at Error level a panic that became call's answer rather
 // than a failure of the actor (which the runtime reports): the result
 // tells the caller what panicked, the log tells where, by the stack the
 // panic was raised on. during is what of the call panicked: "validation"
-// or "handler".
+// or "handler". It is called once the answer is made, and a panic of the
+// logger's handler is recovered and dropped: a faulty log loses the
+// record, never the call's answer nor the answering actor.
 func logPanic(l *slog.Logger, call *messages.Frame, during string, value any, stack []byte) {
+	defer func() { _ = recover() }()
 	l.Error("tool call panicked", slog.String("tool", call.GetName()), slog.String("tool_call_id", call.GetToolCallId()),
 		slog.String("stream_id", call.GetStreamId()), slog.String("during", during), slog.Any("panic", value),
 		slog.String("stack", string(stack)))

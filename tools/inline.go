@@ -27,8 +27,8 @@ func (t *Tool) callInline(c actors.WrapperContext, call *messages.Frame) (result
 				ctx.end()
 				during = "handler"
 			}
-			logPanic(c.Logger(), call, during, r, debug.Stack())
 			result = t.panicked(call, r)
+			logPanic(c.Logger(), call, during, r, debug.Stack())
 		}
 	}()
 	args, err := t.validator.validate(call.GetPayload())

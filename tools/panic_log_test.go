@@ -14,8 +14,11 @@ import (
 	"github.com/polyweave/polyweave-go/tools"
 )
 
-// logCapture is a slog.Handler that keeps every record it is given.
+// logCapture is a slog.Handler that keeps every record it is given, or,
+// when it breaks, panics on a "tool call panicked" record, as a host's
+// faulty handler may.
 type logCapture struct {
+	breaks  bool
 	mu      sync.Mutex
 	records []slog.Record
 }
@@ -23,6 +26,9 @@ type logCapture struct {
 func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
+	if h.breaks && r.Message == "tool call panicked" {
+		panic("log handler broke")
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.records = append(h.records, r.Clone())
@@ -57,16 +63,29 @@ func (h *logCapture) panics() []panicLog {
 	return out
 }
 
-// loggedRuntime starts a runtime whose logs go to the returned capture.
-func loggedRuntime(t *testing.T) (*actors.Runtime, *logCapture) {
-	logs := &logCapture{}
+// logCases are the loggers a panic's log is tried on: one that keeps the
+// records, and one whose handler panics on the panic's record, which must
+// cost the call neither its result nor the answering actor its life.
+var logCases = []struct {
+	name   string
+	breaks bool
+}{{"logged", false}, {"log handler panics", true}}
+
+// loggedRuntime starts a runtime whose logs go to the returned capture,
+// which panics on a panic's record if breaks.
+func loggedRuntime(t *testing.T, breaks bool) (*actors.Runtime, *logCapture) {
+	logs := &logCapture{breaks: breaks}
 	return actorstest.NewRuntime(t, &actors.RuntimeOptions{Logger: slog.New(logs)}), logs
 }
 
 // checkPanicLog checks that logs hold one Error record of the panic of
-// tool's call c1 during what, whose stack shows where it was raised (in).
+// tool's call c1 during what, whose stack shows where it was raised (in);
+// a capture that breaks holds none to check.
 func checkPanicLog(t *testing.T, logs *logCapture, tool, during, in string) {
 	t.Helper()
+	if logs.breaks {
+		return
+	}
 	got := logs.panics()
 	if len(got) != 1 {
 		t.Fatalf("%d records of the panic, want 1: %+v", len(got), got)
@@ -85,7 +104,15 @@ func checkPanicLog(t *testing.T, logs *logCapture, tool, during, in string) {
 // result, rather than failing an actor, is logged once at Error level
 // with the stack it was raised on, whether the arguments' validation
 // panicked on the tool's actor or inline, or a Sync handler did inline.
+// A log handler that panics on that record loses the record, not the
+// call's result.
 func TestCallRunner_LogsPanicStack(t *testing.T) {
+	for _, lc := range logCases {
+		t.Run(lc.name, func(t *testing.T) { testCallRunnerLogsPanicStack(t, lc.breaks) })
+	}
+}
+
+func testCallRunnerLogsPanicStack(t *testing.T, breaks bool) {
 	for _, tc := range []struct {
 		name         string
 		sync, broken bool
@@ -93,10 +120,10 @@ func TestCallRunner_LogsPanicStack(t *testing.T) {
 	}{
 		{"validation on the tool's actor", false, true, "validation", "(*validator).validate"},
 		{"validation inline", true, true, "validation", "(*validator).validate"},
-		{"handler inline", true, false, "handler", "TestCallRunner_LogsPanicStack"},
+		{"handler inline", true, false, "handler", "testCallRunnerLogsPanicStack"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt, logs := loggedRuntime(t)
+			rt, logs := loggedRuntime(t, breaks)
 			tool := tools.MustNew(tools.Definition{Name: "v", Sync: tc.sync, Handler: func(context.Context, json.RawMessage) (any, error) {
 				panic("handler broke")
 			}})

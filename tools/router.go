@@ -210,6 +210,14 @@ const runnerDefaultName = "tool-runner"
 // result. So a long-lived runner keeps nothing per stream it has
 // answered.
 //
+// A caller should therefore stop sending a call once it has the call's
+// result: each argument chunk or completion of it sent after a cancelled
+// or failed result is dropped and, when nothing else of the stream is
+// running, closes the stream with an END of its own. A caller that goes
+// on sending must expect one END per such frame; one that then reuses the
+// stream id for its next call and reads it with [actors.Conn.RecvStream]
+// may otherwise take such a stale END for the end of that call.
+//
 // When the runner fails, every call it was running or assembling is
 // answered with an error result (FailureStopped) before the runtime
 // restarts it; what of such a call reaches the restarted runner later (its

@@ -115,8 +115,15 @@ func TestCallRunner_ValidationPanicOnToolActor(t *testing.T) {
 // TestLoopApproval_EditedArgumentsValidationPanics: arguments a person
 // edited whose validation panics deny the call (it is not run), as
 // invalid ones do; the loop does not fail, and the round goes on. The
-// panic is logged with its stack.
+// panic is logged with its stack; a log handler that panics on that
+// record loses the record, not the call's denial.
 func TestLoopApproval_EditedArgumentsValidationPanics(t *testing.T) {
+	for _, lc := range logCases {
+		t.Run(lc.name, func(t *testing.T) { testEditedArgumentsValidationPanics(t, lc.breaks) })
+	}
+}
+
+func testEditedArgumentsValidationPanics(t *testing.T, breaks bool) {
 	ran := make(chan string, 4)
 	nuke := tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true,
 		Handler: func(_ context.Context, args json.RawMessage) (any, error) { ran <- string(args); return nil, nil }})
@@ -127,7 +134,7 @@ func TestLoopApproval_EditedArgumentsValidationPanics(t *testing.T) {
 	}, {
 		messages.Text("", "ok"), messages.End(""),
 	}}
-	rt, logs := loggedRuntime(t)
+	rt, logs := loggedRuntime(t, breaks)
 	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil), &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{nuke}},
 		Approval:      &tools.ApprovalOptions{},

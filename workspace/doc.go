@@ -107,14 +107,32 @@
 //
 // # Platform
 //
-// The package builds on every OS; the sandbox and the pidfd that watches
-// the shell are Linux's (5.3 or later; the sandbox needs user namespaces
-// and uses Landlock where the kernel has it, and a per-namespace pid_max,
-// Linux 6.14, to bound processes when the host runs as root). Elsewhere
-// commands run unsandboxed and Protections says "no sandbox". Output
-// pipes are drained with one poll(2) loop in the calling goroutine, and
-// the extension check on a resolved symbolic link reads the open file's
-// name from /proc/self/fd.
+// The package builds on Linux, the other Unix systems and Windows; the
+// sandbox and the pidfd that watches the shell are Linux's (5.3 or
+// later; the sandbox needs user namespaces and uses Landlock where the
+// kernel has it, and a per-namespace pid_max, Linux 6.14, to bound
+// processes when the host runs as root). Elsewhere commands run
+// unsandboxed and Protections says "no sandbox". On Unix systems output
+// pipes are drained with one poll(2) loop in the calling goroutine. The
+// name an open file resolves to, which read_file checks against
+// [Options.AllowedExtensions] and write_file through a symbolic link
+// writes to, comes from /proc/self/fd, which only Linux has: on the other
+// Unix systems those calls are refused with [ReasonIO] (on Windows the
+// name comes from GetFinalPathNameByHandle).
+//
+// On Windows the shell is [Options.Shell] too, so it must name a POSIX
+// shell that takes -c (sh.exe of Git for Windows or MSYS2, say; the
+// default /bin/sh is not found there and New fails saying so). It starts
+// suspended, is put into a job object of its own and then resumed, so
+// every process it starts is in the job, and none can leave it; the job
+// is killed when the shell exits, at the timeout, on cancellation and on
+// Close, and the system kills it with the host process (the job is
+// closed with the host's last handle to it). There is no SIGTERM there:
+// a command is killed at once, [Options.KillGrace] does not apply, and
+// the exit code of a killed command is 1, with no signal. Each output
+// pipe is read by a goroutine of its own. The file tools confine access
+// the same way (os.Root), but a file's number of hard links is not known
+// from its FileInfo there, so a hard link is not refused.
 //
 // # Results and errors
 //

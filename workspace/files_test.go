@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -75,7 +74,7 @@ func newFixture(t *testing.T, opts *Options) *fixture {
 		mustDo(t, os.Symlink(target, in(name)))
 	}
 	mustDo(t, os.Link(filepath.Join(fx.outside, "secret.txt"), in("hard.txt")))
-	mustDo(t, syscall.Mkfifo(in("fifo.txt"), 0o644))
+	mustDo(t, mkfifo(in("fifo.txt")))
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: in("sock.txt"), Net: "unix"})
 	mustDo(t, err)
 	l.SetUnlinkOnClose(false)

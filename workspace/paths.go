@@ -51,13 +51,7 @@ func shownPath(path string) string {
 // was refused, or that the name has invisible space at an end.
 func (w *Workspace) explain(name string, rf *refusal) *refusal {
 	if rf.reason == ReasonNotFound || rf.reason == ReasonIO || rf.reason == ReasonEscapes {
-		var st syscall.Stat_t
-		if fi, err := w.rootDir.Stat(); err == nil {
-			if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-				st = *s
-			}
-		}
-		if st.Nlink == 0 {
+		if removed(w.rootDir) {
 			return refuse(ReasonWorkspaceGone, "")
 		}
 	}
@@ -157,19 +151,8 @@ func classify(err error) *refusal {
 	if !errors.As(err, &errno) {
 		return refuse(ReasonEscapes, unwrapPathError(err).Error())
 	}
-	switch errno {
-	case syscall.ENOENT:
-		return refuse(ReasonNotFound, "")
-	case syscall.ELOOP:
-		return refuse(ReasonSymlinkLoop, "")
-	case syscall.ENOTDIR:
-		return refuse(ReasonNotDirectory, "")
-	case syscall.EISDIR:
-		return refuse(ReasonIsDirectory, "")
-	case syscall.ENAMETOOLONG:
-		return refuse(ReasonNameTooLong, "")
-	case syscall.EACCES, syscall.EPERM:
-		return refuse(ReasonPermission, "")
+	if reason, ok := errnoReason(errno); ok {
+		return refuse(reason, "")
 	}
 	return refuse(ReasonIO, errno.Error())
 }
@@ -236,29 +219,6 @@ func (w *Workspace) checkResolvedExt(f *os.File) *refusal {
 	return nil
 }
 
-// fdPath returns the path the kernel has for an open file (Linux
-// /proc/self/fd). It fails for a file that has been deleted.
-func fdPath(f *os.File) (string, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return "", err
-	}
-	var p string
-	var rerr error
-	if err := rc.Control(func(fd uintptr) {
-		p, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	}); err != nil {
-		return "", err
-	}
-	if rerr != nil {
-		return "", rerr
-	}
-	if strings.HasSuffix(p, " (deleted)") || !filepath.IsAbs(p) {
-		return "", fmt.Errorf("file has no path (%s)", p)
-	}
-	return p, nil
-}
-
 // checkRegular refuses anything but a regular file with a single link.
 func checkRegular(fi fs.FileInfo) *refusal {
 	if !fi.Mode().IsRegular() {
@@ -267,8 +227,8 @@ func checkRegular(fi fs.FileInfo) *refusal {
 		}
 		return refuse(ReasonNotRegular, "it is a "+kindOf(fi.Mode()))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return refuse(ReasonHardLink, fmt.Sprintf("%d links; it may be shared with a file outside the workspace", st.Nlink))
+	if n, ok := linkCount(fi); ok && n > 1 {
+		return refuse(ReasonHardLink, fmt.Sprintf("%d links; it may be shared with a file outside the workspace", n))
 	}
 	return nil
 }

@@ -8,14 +8,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 	"unsafe"
 )
-
-// openFlags opens without blocking on a FIFO or device and without
-// acquiring a controlling terminal; the file type is checked after open.
-const openFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
 
 // listHint is the seed's hint on a directory listing, in our words.
 const listHint = "Call read_file with one of these paths to read it, or with a directory path to list it."

@@ -53,8 +53,10 @@ const (
 
 // DefaultInheritEnv lists the environment variables a command inherits
 // from the current process when [Options.InheritEnv] is nil. HOME is not
-// inherited: it is always set to the workspace directory.
-var DefaultInheritEnv = []string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"}
+// inherited: it is always set to the workspace directory. On Windows the
+// list also has what programs there need to run: SystemRoot, ComSpec,
+// PATHEXT, TEMP and TMP.
+var DefaultInheritEnv = append([]string{"PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"}, systemInheritEnv...)
 
 // Limits are the resource limits of sandboxed commands; see
 // [sandbox.Limits] for each field and its default.
@@ -123,6 +125,7 @@ type Options struct {
 
 	// KillGrace is how long a timed-out or cancelled command's process
 	// group has between SIGTERM and SIGKILL (default DefaultKillGrace).
+	// It does not apply on Windows, which kills at once.
 	KillGrace time.Duration
 
 	// WaitDelay bounds how long run_command waits for the output pipes to
@@ -141,6 +144,8 @@ type Options struct {
 	InheritEnv []string
 
 	// Shell runs commands as `Shell -c command` (default DefaultShell).
+	// On Windows it must name a POSIX shell, such as Git for Windows'
+	// sh.exe.
 	Shell string
 
 	// MaxWriteBytes caps the content of one write_file call in bytes
@@ -371,9 +376,13 @@ var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib",
 	"/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var/lib", "/var/tmp",
 	"/System", "/Library", "/Applications", "/Users", "/private", "/private/tmp", "/private/var"}
 
-// isSystemDir reports whether dir (absolute, clean) is "/" or one of
+// isSystemDir reports whether dir (absolute, clean) is the root of a
+// file system ("/", or on Windows a drive or share like C:\) or one of
 // systemDirs.
 func isSystemDir(dir string) bool {
+	if filepath.Dir(dir) == dir {
+		return true
+	}
 	for _, s := range systemDirs {
 		if dir == s {
 			return true

@@ -176,18 +176,6 @@ func writeSynced(f *os.File, content string, perm fs.FileMode, exists bool) erro
 	return err
 }
 
-func syncDir(root *os.Root, dir string) error {
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // classifyWrite is classify for errors while writing, where an errno
 // like ENOSPC is the useful detail. The temporary file's name, which
 // means nothing to the model, is replaced by the target's.

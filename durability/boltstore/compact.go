@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,16 +133,6 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	}
 	s.log.Info("boltstore compacted", "path", s.path, "before", st.Before, "after", st.After, "blocked", st.Blocked)
 	return st, nil
-}
-
-// syncDir fsyncs a directory, so that a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return errors.Join(d.Sync(), d.Close())
 }
 
 // copyBucket copies src's keys into dst, nested buckets (the log's big

@@ -140,9 +140,11 @@
 // accepting operations, waits for queued writes and running reads, stops the
 // committer, checkpoints and closes the file. Close is idempotent, and every
 // operation after it fails with [durability.ErrClosed]. A second Open of the
-// same file, from this process or another, waits for bbolt's file lock up to
-// [Options].OpenTimeout. [Options].ReadOnly opens under a shared lock; it
-// reads a log left by a killed process without checkpointing it.
+// same file, from this process or another, waits for the file lock up to
+// [Options].OpenTimeout: bbolt's flock(2) on Unix systems, and on Windows a
+// LockFileEx lock on a byte past the data next to bbolt's own, so that one
+// process holds the file there too. [Options].ReadOnly opens under a shared
+// lock; it reads a log left by a killed process without checkpointing it.
 //
 // A Store is safe for concurrent use; its zero value is not usable.
 package boltstore

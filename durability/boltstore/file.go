@@ -8,10 +8,8 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -214,22 +212,19 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	return m, nil
 }
 
-// lockFile takes bbolt's lock on f (exclusive, or shared when readOnly),
-// retrying until timeout. A file still held then gives an error that says
-// so, naming the path and, where the system tells, the holding process.
+// lockFile takes the store's lock on f (exclusive, or shared when
+// readOnly; see tryLock), retrying until timeout. A file still held then
+// gives an error that says so, naming the path and, where the system
+// tells, the holding process.
 func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) error {
-	how := syscall.LOCK_EX
-	if readOnly {
-		how = syscall.LOCK_SH
-	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		held, err := tryLock(f, readOnly)
+		if err != nil {
 			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		if held {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			holder := lockHolder(f)
@@ -240,25 +235,6 @@ func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// lockHolder names the process holding a lock on f, from /proc/locks
-// (Linux); empty when it cannot tell.
-func lockHolder(f *os.File) string {
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || runtime.GOOS != "linux" {
-		return ""
-	}
-	locks, err := os.Open("/proc/locks")
-	if err != nil {
-		return ""
-	}
-	defer locks.Close()
-	return findLockHolder(locks, st.Ino, os.Getpid())
 }
 
 // findLockHolder reads /proc/locks lines ("1: FLOCK  ADVISORY  WRITE 1234

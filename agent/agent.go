@@ -218,8 +218,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 // sharedLoop returns the agent's shared loop, starting it when no
 // conversation has yet. Callers that come while a start is under way wait
 // for it and share its result, an error included; after a start that
-// failed, the next caller tries again. A caller whose ctx ends while it
-// waits returns ctx's error. Only conversations that entered (see enter)
+// failed, the next caller tries again. A loop started is kept, also once
+// it has stopped for good (its supervisor gave up): conversations on it
+// then fail with actors.ErrDuplexStopped. A caller whose ctx ends while it
+// waits returns ctx's error (a start done wins over an ended ctx). Only conversations that entered (see enter)
 // call it, so that Close, which waits for them, sees every loop started.
 func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 	a.mu.Lock()
@@ -239,6 +241,11 @@ func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 			s.err = fmt.Errorf("agent %q: start its loop: %w", a.opts.Name, s.err)
 		}
 		close(s.done)
+	}
+	select {
+	case <-s.done: // a start that is done wins over a ctx that ended too
+		return s.mux, s.err
+	default:
 	}
 	select {
 	case <-s.done:
@@ -312,8 +319,10 @@ func (a *Agent) Close(ctx context.Context) error {
 // the answer, or with an error what was answered so far: a
 // *[FailedError] when every attempt failed, [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
-// passed), [ErrSessionBusy], [ErrClosed], or an error starting the loop
-// (the first conversation starts it: see [New]).
+// passed), [ErrSessionBusy], [ErrClosed], an error starting the loop
+// (the first conversation starts it: see [New]), or one wrapping
+// actors.ErrDuplexStopped once the agent's loop stopped for good (it is
+// not started again: see the package doc).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
@@ -409,10 +418,14 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return nil, err
 	}
 	defer a.leave(sessionID)
+	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
+		return &models.Answer{}, context.Cause(ctx)
+	}
 	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent}
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}
+	defer c.keepWaiting()
 	if c.ownLoop() {
 		defer c.stopLoop()
 	}

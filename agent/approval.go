@@ -80,7 +80,10 @@ type decisionsKey struct{}
 // conversation is sent again). Held calls without a decision keep
 // waiting: Resume returns a *WaitingError listing them once nothing else
 // runs. Decisions about calls that do not wait (answered already, their
-// deadline passed) are ignored.
+// deadline passed) are ignored. A Resume whose ctx ends before it has
+// sent the decisions (ended already, or while the agent's loop starts)
+// returns ctx's error and leaves the session waiting as it was; one whose
+// ctx ends later cancels the conversation as Run does.
 //
 // Without a Store the held calls wait in the agent's loop, and only this
 // agent can resume them. A deadline (tools.ApprovalOptions.Deadline) that
@@ -154,6 +157,26 @@ func (c *conversation) prepareApproval(ctx context.Context) error {
 		c.approval.stream, c.approval.held, c.approval.ans = ws.s.ID(), ws.s, ws.ans
 	}
 	return nil
+}
+
+// keepWaiting puts a Resume's session back among those waiting when the
+// Resume returns before an attempt took its held stream (its ctx ended
+// while the shared loop's start was under way, the start failed): nothing
+// was sent on the stream, so the held calls still wait, and the session
+// waits for another Resume, Discard or Close as before.
+func (c *conversation) keepWaiting() {
+	ap := c.approval
+	if ap == nil || ap.held == nil {
+		return
+	}
+	a := c.a
+	a.mu.Lock()
+	if a.waiting == nil {
+		a.waiting = map[string]*waitingStream{}
+	}
+	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans}
+	a.mu.Unlock()
+	ap.held = nil
 }
 
 // open sends the attempt's request on s (the first request, or nothing

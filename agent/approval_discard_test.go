@@ -181,3 +181,38 @@ func TestApprovalDurable_ResumeRunsEachCallOnce(t *testing.T) {
 		t.Fatalf("answer %q, echo result %+v, %d echoes, %d launches", ans.Text, r, echoes.Load(), l.runs.Load())
 	}
 }
+
+// TestApproval_ResumeWithEndedCtxKeepsWaiting: without a Store, a Resume
+// whose ctx has already ended returns ctx's error and leaves the session
+// waiting as it was (each try: the loop started, the ended ctx must not
+// win a race against it): Waiting lists it, nothing of it ran or was
+// answered, and a later Resume runs the held call once to the answer.
+func TestApproval_ResumeWithEndedCtxKeepsWaiting(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	var results resultKinds
+	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()},
+		Approval: &tools.ApprovalOptions{}, OnToolResult: results.record})
+	_, err := a.Run(testCtx(t), "s1", ask)
+	waiting(t, err, "c2")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for try := range 20 {
+		if _, err := a.Resume(ended, "s1", ask, agent.Approve("c2")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("try %d: Resume with an ended ctx: %v, want context.Canceled", try, err)
+		}
+		if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
+			t.Fatalf("try %d: waiting sessions %v, want [s1]", try, got)
+		}
+	}
+	if _, err := a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrWaiting) {
+		t.Fatalf("a Run of the session still waiting: %v", err)
+	}
+	ans, err := a.Resume(testCtx(t), "s1", ask, agent.Approve("c2"))
+	if err != nil || ans.Text != "Done." {
+		t.Fatalf("Resume: %v, %+v", err, ans)
+	}
+	if got := results.of("c2"); !slices.Equal(got, []string{"ok"}) || l.runs.Load() != 1 {
+		t.Fatalf("results of the held call %v, %d launches; want one ok result, one launch", got, l.runs.Load())
+	}
+}

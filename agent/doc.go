@@ -45,8 +45,15 @@
 // any number of sessions concurrently (one conversation per session at a
 // time: [ErrSessionBusy]). Building one starts no actor: its tool loop is
 // started by the first conversation that needs it (concurrent first Runs
-// start one), so an agent used only as another's tool keeps no idle loop,
-// and [Agent.Close] stops the loop only if it was started. A runtime
+// start one; a failed start is tried again by the next), so an agent used
+// only as another's tool keeps no idle loop, and [Agent.Close] stops the
+// loop only if it was started. A started loop that stops for good (its
+// supervisor gives up restarting it) is not started again: the Run under
+// way fails, and every later Run, Stream or Resume of the agent fails,
+// once its attempts are made, with an error wrapping
+// actors.ErrDuplexStopped (with MaxAttempts 1, one that started while the
+// loop was stopping fails with a *[FailedError] whose reason is "the tool
+// loop stopped"); make a new agent. A runtime
 // embedded in a host's actor tree (actors.RuntimeOptions.Parent) puts
 // every agent under the host's supervision.
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestSharedLoop_StartRetriedAfterFailure: a start of the shared loop
@@ -117,4 +118,73 @@ func TestSharedLoop_OneStartForConcurrentCallers(t *testing.T) {
 			t.Fatalf("%d starts, want 2: the failed one, then one kept", got)
 		}
 	})
+}
+
+// TestResume_EndedWhileLoopStartsKeepsWaiting: without a Store, a Resume
+// whose ctx ends while it waits for the shared loop's start returns ctx's
+// error, and the session it took off the waiting ones is put back, its
+// held stream with it: nothing was sent on it, so a later Resume goes on.
+func TestResume_EndedWhileLoopStartsKeepsWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+			{Text: "Launch.", ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "launch", Arguments: `{}`}}},
+			{Text: "Done."},
+		}}, nil)
+		launch := tools.MustNewTyped(tools.Definition{Name: "launch", Capabilities: []string{"execute"}, Irreversible: true},
+			func(context.Context, struct{}) (string, error) { return "launched", nil })
+		a, err := New(rt, m.Spec("model"), &Options{Tools: []*tools.Tool{launch}, Approval: &tools.ApprovalOptions{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		defer func() {
+			if err := a.Close(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		msgs := []models.Message{models.UserMessage("Launch?")}
+		var w *WaitingError
+		if _, err := a.Run(ctx, "s1", msgs); !errors.As(err, &w) {
+			t.Fatalf("Run: %v, want a wait for approval", err)
+		}
+		started := a.shared
+		a.shared = &loopStart{done: make(chan struct{})} // a start under way
+		impatient, cancel := context.WithCancel(ctx)
+		errs := make(chan error, 1)
+		go func() {
+			_, err := a.Resume(impatient, "s1", msgs, Approve("c1"))
+			errs <- err
+		}()
+		synctest.Wait() // the Resume waits for the start
+		cancel()
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Resume whose ctx ended: %v, want context.Canceled", err)
+		}
+		if got := a.Waiting(); len(got) != 1 || got[0] != "s1" {
+			t.Fatalf("waiting sessions %v, want [s1]", got)
+		}
+		a.shared = started
+		if ans, err := a.Resume(ctx, "s1", msgs, Approve("c1")); err != nil || ans.Text != "Done." {
+			t.Fatalf("later Resume: %v, %+v", err, ans)
+		}
+	})
+}
+
+// TestSharedLoop_StartedWinsOverEndedCtx: a caller whose ctx has ended
+// gets the shared loop all the same once it is started (each try: a
+// select between the two must not pick the ctx by chance).
+func TestSharedLoop_StartedWinsOverEndedCtx(t *testing.T) {
+	loop := &actors.Mux{}
+	a := &Agent{opts: Options{Name: "solo"}, startShared: func(actors.Spec) (*actors.Mux, error) { return loop, nil }}
+	if mux, err := a.sharedLoop(context.Background()); mux != loop || err != nil {
+		t.Fatalf("start: %p, %v", mux, err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for try := range 64 {
+		if mux, err := a.sharedLoop(ended); mux != loop || err != nil {
+			t.Fatalf("try %d with an ended ctx: %p, %v, want the started loop", try, mux, err)
+		}
+	}
 }

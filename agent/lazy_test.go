@@ -17,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -267,5 +268,35 @@ func TestLazy_CloseAgainAfterItGaveUp(t *testing.T) {
 	}
 	if live := rt.Actors(); len(live) != 0 {
 		t.Fatalf("actors after the second Close: %+v, want none", live)
+	}
+}
+
+// TestSharedLoop_StoppedForGoodIsNotRestarted: a started shared loop
+// that its supervisor stops for good (here: at its first failure) is not
+// started again: the Run under way when it stopped fails, and every
+// later Run (its attempts made) fails with actors.ErrDuplexStopped; Close
+// still succeeds.
+func TestSharedLoop_StoppedForGoodIsNotRestarted(t *testing.T) {
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})})
+	m := scripted.MustNew(scripted.Script{Repeat: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"hi"}`}}}}}, nil)
+	a, err := agent.New(rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil)},
+		OnToolResult: func(tools.ToolResultEvent) { panic("injected: the loop crashed") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer func() {
+		if err := a.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := a.Run(ctx, "s1", ask); err == nil {
+		t.Fatal("the Run whose loop stopped answered")
+	}
+	for _, id := range []string{"s1", "s2"} {
+		if _, err := a.Run(ctx, id, ask); !errors.Is(err, actors.ErrDuplexStopped) || !strings.Contains(err.Error(), `agent "agent"`) {
+			t.Fatalf("a later Run of %s: %v, want ErrDuplexStopped naming the agent", id, err)
+		}
 	}
 }

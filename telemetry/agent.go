@@ -42,8 +42,8 @@ type toolSpan struct {
 	start        time.Time
 	ctx          context.Context // carries span; nil until the span is started
 	span         trace.Span
-	// held: the loop said the call waits for approval (approval_waiting)
-	// and no answer was sent since.
+	// held: the loop said the call waits for approval in its session
+	// store (approval_waiting, durable) and no answer was sent since.
 	held bool
 	// reused: the call's result is the one a resumed session stored when
 	// the call ran before (it is not run again).
@@ -72,7 +72,8 @@ type agentObserver struct {
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
 	// reused are the calls a resumed session said it answers with their
 	// stored results (META session), by stream and call id, until their
-	// TOOL_CALL frames, which follow at once.
+	// TOOL_CALL frames, which follow at once, or until their stream is
+	// abandoned (the frames may have been dropped).
 	reused map[string]bool
 }
 
@@ -178,8 +179,10 @@ var (
 
 // OutcomeAwaitingApproval is the polyweave.agent.outcome of a run, and
 // the polyweave.tool.outcome of its held calls, when the agent was
-// stopped while the run waited for approval: with a durability store,
-// the session is persisted and resumed later, so this is no failure.
+// stopped while the run waited for approval with its held calls in a
+// durability store (tools.ApprovalWaiting.Durable): the session is
+// resumed later, so this is no failure. A run whose held calls waited
+// only in memory ends failed: nothing resumes it.
 const OutcomeAwaitingApproval = "awaiting_approval"
 
 // incompleteKey is the attribute of spans ended because events were
@@ -221,6 +224,8 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 }
 
 func (o *agentObserver) tracedOut(ev *event) {
+	// A reused call is forgotten at its TOOL_CALL, whether a run takes it or not.
+	reused := ev.ftype == messages.FrameType_TOOL_CALL && o.takeReused(ev)
 	r := o.runs[ev.stream]
 	if r == nil {
 		return
@@ -233,7 +238,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 			}
 		}
 		ts := o.t.spareTools.get()
-		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, o.takeReused(ev)
+		ts.name, ts.callID, ts.start, ts.reused = ev.name, ev.callID, ev.at, reused
 		r.tools = append(r.tools, ts)
 	case messages.FrameType_TOOL_RESULT:
 		i := len(r.tools) - 1
@@ -312,9 +317,10 @@ type sessionResumed struct {
 // meta follows the META frames the tap records. A resumed session's
 // session frame says which calls are answered with their stored results:
 // their spans are marked polyweave.tool.reused and get no duration metric
-// (the call ran, and was measured, before). Of the approval frames, an
-// approval_waiting holds the calls it lists, and an approval answer
-// releases its call.
+// (the call ran, and was measured, before). Of the approval frames, a
+// durable approval_waiting holds the calls it lists (one without a
+// session store is ignored: a stop loses those calls, a failure as any
+// other), and an approval answer releases its call.
 func (o *agentObserver) meta(ev *event) {
 	switch {
 	case ev.kind == evIn:
@@ -337,7 +343,7 @@ func (o *agentObserver) meta(ev *event) {
 		return
 	}
 	var w tools.ApprovalWaiting
-	if json.Unmarshal(ev.payload, &w) != nil {
+	if json.Unmarshal(ev.payload, &w) != nil || !w.Durable {
 		return
 	}
 	for _, p := range w.Pending {
@@ -441,8 +447,9 @@ func (o *agentObserver) end(stream string, r *liveRun, failure string, abandoned
 
 // failedAll ends the runs still open: the runtime closes their streams
 // with ERROR and END, which the tap does not see. A run whose calls all
-// wait for approval when its agent is stopped (not failed) ends awaiting
-// approval: a durable agent stops a session's loop while it waits.
+// wait for approval in the session store when its agent is stopped (not
+// failed) ends awaiting approval: a durable agent stops a session's loop
+// while it waits.
 func (o *agentObserver) failedAll(ev *event) {
 	stopped := errors.Is(ev.err, actors.ErrStopped)
 	for id, r := range o.runs {
@@ -503,7 +510,9 @@ func notBefore(at, start time.Time) time.Time {
 	return at
 }
 
-func (o *agentObserver) idle() bool { return len(o.runs) == 0 && len(o.untraced) == 0 }
+func (o *agentObserver) idle() bool {
+	return len(o.runs) == 0 && len(o.untraced) == 0 && len(o.reused) == 0
+}
 
 func (o *agentObserver) abandon(at time.Time) {
 	for id, r := range o.runs {
@@ -516,9 +525,16 @@ func (o *agentObserver) abandonStream(stream string, _ bool, at time.Time) {
 	if r := o.runs[stream]; r != nil {
 		o.end(stream, r, "", true, false, at)
 	}
-	for k := range o.untraced { // keys are stream + "\x00" + call id
+	deleteStream(o.untraced, stream)
+	deleteStream(o.reused, stream)
+}
+
+// deleteStream deletes the entries of stream from m, whose keys are
+// stream + "\x00" + call id.
+func deleteStream[V any](m map[string]V, stream string) {
+	for k := range m {
 		if len(k) > len(stream) && k[len(stream)] == 0 && k[:len(stream)] == stream {
-			delete(o.untraced, k)
+			delete(m, k)
 		}
 	}
 }

@@ -382,3 +382,71 @@ func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 		t.Fatalf("tool-call durations %v, want each call once, ok", got)
 	}
 }
+
+// TestAgent_DroppedWaitIsAFailure: without a Store, a session waiting
+// for approval waits only in the agent's loop: Close drops it, and
+// nothing will resume it. Its run span ends failed, not awaiting
+// approval, and its held call ends "stopped", counted as such.
+func TestAgent_DroppedWaitIsAFailure(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	tel, exp, open, reader := approvalTelemetry(t)
+	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var w *agent.WaitingError
+	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
+		t.Fatalf("Run: %v, want a wait for approval", err)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if names := open.names(); len(names) != 0 {
+		t.Fatalf("spans left open: %v", names)
+	}
+	runs := spansNamed(exp, "invoke_agent launcher")
+	if len(runs) != 1 || runs[0].Status.Code != codes.Error || attrs(runs[0])["polyweave.agent.outcome"] != "" {
+		t.Fatalf("dropped run spans %+v, want one failed, not awaiting approval", runs)
+	}
+	held := spansNamed(exp, "execute_tool launch")
+	if len(held) != 1 || held[0].Status.Code != codes.Error || attrs(held[0])["error.type"] != string(tools.FailureStopped) {
+		t.Fatalf("held call spans %+v, want one stopped", held)
+	}
+	want := map[string]uint64{"echo/ok/": 1, "launch/error/stopped": 1}
+	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("tool-call durations %v, want %v", got, want)
+	}
+}
+
+// TestMetrics_DroppedWaitCountsStopped: with metrics only, the held call
+// of a session Close drops without a Store counts as stopped.
+func TestMetrics_DroppedWaitCountsStopped(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var w *agent.WaitingError
+	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
+		t.Fatalf("Run: %v, want a wait for approval", err)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{"echo/ok/": 1, "launch/error/stopped": 1}
+	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("tool-call durations %v, want %v", got, want)
+	}
+}

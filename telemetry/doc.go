@@ -38,13 +38,16 @@
 //     "execute_tool {tool}" span, child of the run, ended by its
 //     TOOL_RESULT with the outcome (polyweave.tool.outcome "ok" or
 //     "error") and, for a failure, its failure kind as error.type. A run
-//     whose open calls all wait for approval (the loop said
-//     approval_waiting, no answer came) when its agent is stopped, as a
-//     durable agent stops a waiting session's loop, is no failure: the
+//     whose open calls all wait for approval in a session store (the loop
+//     said approval_waiting, durable, and no answer came) when its agent
+//     is stopped, as a durable agent stops a waiting session's loop, is
+//     no failure: the
 //     run span ends with polyweave.agent.outcome "awaiting_approval"
 //     ([OutcomeAwaitingApproval]) and no error status, its held calls'
 //     spans with that polyweave.tool.outcome, and they get no duration
 //     metric; the resumed session is a new run with the calls' outcomes.
+//     Calls held only in memory (no store) are lost with the agent: their
+//     run ends failed, and they end "stopped", as any stopped call.
 //     There, a call answered with the result stored when it ran before
 //     (see tools.MetaSession) is marked polyweave.tool.reused and gets no
 //     duration metric: each call is measured once;

@@ -17,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestQueueFull_AbandonsOnlyTheRunsThatLostEvents: two runs are open, in
@@ -283,5 +284,39 @@ func TestAbandonStream_MetricsOnly(t *testing.T) {
 	o.abandonStream("s1", true, time.Now())
 	if len(o.untraced) != 2 || o.untraced["s10\x00c1"].name != "y" || o.untraced["s2\x00s1"].name != "z" {
 		t.Fatalf("after abandoning s1: %v", o.untraced)
+	}
+}
+
+// TestReused_ForgottenWithTheirCalls: the calls a resumed session says
+// it answers from the store are state the tap keeps (the observer is not
+// idle) until their TOOL_CALL frames, also those of a stream with no run
+// open, or until their stream is abandoned, which forgets no other
+// stream's.
+func TestReused_ForgottenWithTheirCalls(t *testing.T) {
+	o := &agentObserver{t: &Telemetry{tracing: true}}
+	session := func(stream string, ids ...string) {
+		payload, err := json.Marshal(map[string][]string{"reused": ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.handle(&event{kind: evOut, ftype: messages.FrameType_META, stream: stream, name: tools.MetaSession, payload: payload, at: time.Now()})
+	}
+	session("s1", "c1", "c2")
+	session("s10", "c1")
+	if o.idle() {
+		t.Fatal("idle while it keeps reused calls")
+	}
+	// No run is open on s1 (its request was dropped): the call is forgotten all the same.
+	o.handle(&event{kind: evOut, ftype: messages.FrameType_TOOL_CALL, stream: "s1", callID: "c1", name: "x", at: time.Now()})
+	if o.reused["s1\x00c1"] {
+		t.Fatalf("reused call kept after its TOOL_CALL: %v", o.reused)
+	}
+	o.abandonStream("s1", false, time.Now())
+	if len(o.reused) != 1 || !o.reused["s10\x00c1"] {
+		t.Fatalf("after abandoning s1: %v, want only s10's call", o.reused)
+	}
+	o.abandonStream("s10", false, time.Now())
+	if !o.idle() {
+		t.Fatalf("not idle once every stream was abandoned: %v", o.reused)
 	}
 }

@@ -131,6 +131,11 @@ type ApprovalRequest struct {
 // round waits for, in call order.
 type ApprovalWaiting struct {
 	Pending []ApprovalRequest `json:"pending"`
+	// Durable is true when the held calls are persisted in the loop's
+	// session store ([SessionOptions]): a loop stopped now leaves them to
+	// a later resume. Without a store they wait only in the loop, and a
+	// loop stopped now answers them "stopped" for good.
+	Durable bool `json:"durable,omitempty"`
 }
 
 // The decisions of an [ApprovalAnswer].

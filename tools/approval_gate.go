@@ -356,7 +356,7 @@ func (l *loopLogic) approvalWaiting(c actors.WrapperContext, s *loopSession) {
 	if g == nil || len(g.held) == 0 {
 		return
 	}
-	var w ApprovalWaiting
+	w := ApprovalWaiting{Durable: g.store != nil}
 	for _, tc := range s.calls {
 		if tc.result != nil {
 			continue

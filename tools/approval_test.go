@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -89,4 +90,39 @@ func TestLoopApproval_Frames(t *testing.T) {
 	if len(ran) != 1 {
 		t.Fatalf("nuke ran %d times", len(ran))
 	}
+}
+
+// TestLoopApproval_WaitingSaysDurable: a loop with a session store says
+// in approval_waiting that the held calls are persisted (a stop leaves
+// them to a later resume); without one the frame says nothing of it (see
+// TestLoopApproval_Frames).
+func TestLoopApproval_WaitingSaysDurable(t *testing.T) {
+	nuke := tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"},
+		Handler: func(context.Context, json.RawMessage) (any, error) { return nil, nil }})
+	script := [][]*messages.Frame{{messages.ToolCall("", "c1", "nuke", raw(`{}`)), messages.End("")}}
+	store := memstore.New(nil)
+	defer store.Close()
+	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{nuke}},
+		Approval:      &tools.ApprovalOptions{},
+		Session:       &tools.SessionOptions{ID: "s", Store: store},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, newRuntime(t), spec)
+	if err := conn.SendAll(request("s1")...); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range recvN(t, conn, 3) {
+		if f.GetType() != messages.FrameType_META || f.GetName() != tools.MetaApprovalWaiting {
+			continue
+		}
+		var w tools.ApprovalWaiting
+		if err := json.Unmarshal(f.GetPayload(), &w); err != nil || !w.Durable || len(w.Pending) != 1 {
+			t.Fatalf("approval_waiting %s: %+v, %v; want the held call, durable", f.GetPayload(), w, err)
+		}
+		return
+	}
+	t.Fatal("no approval_waiting")
 }

@@ -21,6 +21,10 @@ type logCapture struct {
 	breaks  bool
 	mu      sync.Mutex
 	records []slog.Record
+	// panicked gets a signal for each "tool call panicked" record kept:
+	// a tool's actor answers the call before it logs the panic, so the
+	// record may come after the answer.
+	panicked chan struct{}
 }
 
 func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
@@ -32,6 +36,9 @@ func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.records = append(h.records, r.Clone())
+	if r.Message == "tool call panicked" {
+		h.panicked <- struct{}{}
+	}
 	return nil
 }
 
@@ -74,7 +81,7 @@ var logCases = []struct {
 // loggedRuntime starts a runtime whose logs go to the returned capture,
 // which panics on a panic's record if breaks.
 func loggedRuntime(t *testing.T, breaks bool) (*actors.Runtime, *logCapture) {
-	logs := &logCapture{breaks: breaks}
+	logs := &logCapture{breaks: breaks, panicked: make(chan struct{}, 16)}
 	return actorstest.NewRuntime(t, &actors.RuntimeOptions{Logger: slog.New(logs)}), logs
 }
 
@@ -85,6 +92,11 @@ func checkPanicLog(t *testing.T, logs *logCapture, tool, during, in string) {
 	t.Helper()
 	if logs.breaks {
 		return
+	}
+	select {
+	case <-logs.panicked:
+	case <-testCtx(t).Done():
+		t.Fatalf("no record of the panic of %s's call c1", tool)
 	}
 	got := logs.panics()
 	if len(got) != 1 {

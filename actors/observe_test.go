@@ -69,6 +69,11 @@ func TestRuntime_WatchActorsAndInjectPanic(t *testing.T) {
 			continue
 		}
 		states = append(states, ev.Actor.State)
+		// The decision is reported before it is carried out, so the
+		// restart is seen with the failure that caused it.
+		if ev.Actor.State == actors.ActorRestarting && !errors.As(ev.Actor.LastFailure, &pe) {
+			t.Fatalf("restart reported with failure %v, want the injected panic", ev.Actor.LastFailure)
+		}
 		if ev.Actor.Restarts == 1 && ev.Actor.State == actors.ActorRunning {
 			break
 		}

@@ -80,7 +80,8 @@ type Options struct {
 	// Decider chooses the directive for a failure; default [DefaultDecider].
 	Decider Decider
 	// Observer is called with every decision, on the supervising actor's
-	// goroutine: it must be quick and safe for concurrent use.
+	// goroutine, before the decision is carried out: it must be quick and
+	// safe for concurrent use.
 	Observer func(Event)
 	// Logger receives one record per decision; default: discard.
 	Logger *slog.Logger
@@ -200,25 +201,30 @@ func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 		ev.Affected = append(ev.Affected, t.GetId())
 	}
 
+	if ev.Directive == Restart {
+		rs.Fail()
+		ev.Failures = rs.NumberOfFailures(s.opts.Within)
+		switch {
+		case ev.Failures > s.opts.MaxRestarts:
+			rs.Reset()
+			ev.IntensityExceeded = true
+			ev.Directive = Stop
+			if s.opts.EscalateWhenExceeded {
+				ev.Directive = Escalate
+			}
+		default:
+			ev.Backoff = s.backoff(ev.Failures)
+		}
+	}
+	// Reported before it is carried out: what the children do next (a
+	// restart's fresh incarnation, a stop) is seen by observers after the
+	// decision that caused it, with its reason.
+	s.report(ev)
+
 	switch ev.Directive {
 	case Resume:
 		sup.ResumeChildren(targets...)
 	case Restart:
-		rs.Fail()
-		ev.Failures = rs.NumberOfFailures(s.opts.Within)
-		if ev.Failures > s.opts.MaxRestarts {
-			rs.Reset()
-			ev.IntensityExceeded = true
-			if s.opts.EscalateWhenExceeded {
-				ev.Directive = Escalate
-				sup.EscalateFailure(reason, message)
-				break
-			}
-			ev.Directive = Stop
-			sup.StopChildren(targets...)
-			break
-		}
-		ev.Backoff = s.backoff(ev.Failures)
 		if ev.Backoff > 0 {
 			time.AfterFunc(ev.Backoff, func() { sup.RestartChildren(targets...) })
 		} else {
@@ -229,7 +235,6 @@ func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 	case Escalate:
 		sup.EscalateFailure(reason, message)
 	}
-	s.report(ev)
 }
 
 func (s *Strategy) decide(err error) (d Directive) {

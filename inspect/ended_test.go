@@ -8,6 +8,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // The ended actors kept in the tree go after KeepEnded, when their path
@@ -50,5 +51,54 @@ func TestTree_EndedActorsExpire(t *testing.T) {
 	}
 	if got := ended(); len(got) != maxEnded || got["new"] || got["n009"] || !got["n010"] {
 		t.Fatalf("%d ended nodes, want the newest %d", len(got), maxEnded)
+	}
+}
+
+// A crashed actor that stopped before its supervisor's decision was
+// reported (its delegation's loop stopping as the crash is handled) is
+// still kept, with the failure the decision names and the loop it ran
+// under, once the decision comes.
+func TestTree_DecisionAfterQuietStopKeepsTheCrash(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	host := rt.Host().Id
+	delegating := host + "/tool-writer"
+	loop := delegating + "/writer"
+	tool, model := loop+"/tool-boom", loop+"/writer-model"
+	in.mu.Lock()
+	in.models["writer-model"] = true
+	in.mu.Unlock()
+	now := time.Now()
+	stop := func(id, parent, name string) {
+		in.actorEvent(actors.ActorEvent{Time: now, Actor: actors.ActorInfo{ID: id, Parent: parent, Name: name,
+			State: actors.ActorStopped}})
+	}
+	stop(tool, loop, "tool-boom")
+	stop(model, loop, "writer-model")
+	stop(loop, delegating, "writer")
+	for _, n := range in.Snapshot("").Tree {
+		if n.Ended != nil {
+			t.Fatalf("ended node %+v kept before any failure is known", n)
+		}
+	}
+	in.supervisionEvent(supervisor.Event{Time: now, Supervisor: loop, Child: tool, Directive: supervisor.Restart,
+		Reason: errors.New("boom went off")})
+	byID := map[string]Node{}
+	for _, n := range in.Snapshot("").Tree {
+		byID[n.ID] = n
+	}
+	crashed, ok := byID[tool]
+	if !ok || crashed.Ended == nil || crashed.LastFailure != "boom went off" {
+		t.Fatalf("crashed tool %+v (found %v): want it kept, ended, with the decision's failure", crashed, ok)
+	}
+	if l := byID[loop]; l.Ended == nil || l.Role != "agent loop" {
+		t.Fatalf("its loop %+v: want it kept, ended, as an agent loop", l)
+	}
+	if _, ok := byID[model]; ok {
+		t.Fatal("the model adapter that stopped quietly is kept")
 	}
 }

@@ -166,6 +166,7 @@ type events struct {
 	t    *testing.T
 	r    *bufio.Reader
 	body io.Closer
+	last string // the newest event's data, shown when the stream fails
 }
 
 func (r *rig) events(t *testing.T, query string) *events {
@@ -192,7 +193,7 @@ func (e *events) next() (name, data string) {
 	for {
 		line, err := e.r.ReadString('\n')
 		if err != nil {
-			e.t.Fatalf("event stream: %v", err)
+			e.t.Fatalf("event stream: %v; last %s", err, e.last)
 		}
 		line = strings.TrimRight(line, "\n")
 		switch {
@@ -215,6 +216,7 @@ func (e *events) until(what string, cond func(inspect.Snapshot) bool) inspect.Sn
 			e.t.Fatalf("event %q, want snapshot", name)
 		}
 		var snap inspect.Snapshot
+		e.last = data
 		if err := json.Unmarshal([]byte(data), &snap); err != nil {
 			e.t.Fatalf("snapshot event: %v", err)
 		}

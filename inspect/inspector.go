@@ -260,8 +260,15 @@ func (in *Inspector) actorEnded(a actors.ActorInfo, at time.Time) {
 		in.stoppedNext++
 		return
 	}
+	in.keepWithAncestors(e)
+}
+
+// keepWithAncestors keeps e in the tree with its ancestors that stopped
+// quietly before it was kept (a delegation's loop may stop before the
+// crashed actor under it is known to have crashed). in.mu must be held.
+func (in *Inspector) keepWithAncestors(e endedActor) {
 	in.keepEnded(e)
-	for parent := a.Parent; ; {
+	for parent := e.info.Parent; ; {
 		if _, kept := in.ended[parent]; kept {
 			return
 		}
@@ -371,6 +378,16 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 	}
 	in.mu.Lock()
 	in.addFeed(FeedItem{Time: ev.Time, Kind: "supervision", Actor: ev.Child, Text: text, Alert: true})
+	// The child may have stopped before its supervisor's decision was
+	// reported (its parent stopping at the same time, as a delegation's
+	// loop does once its call is answered): it stopped quietly as far as
+	// its own report goes, but it crashed, and the crash is kept.
+	if _, kept := in.ended[ev.Child]; !kept {
+		if e, ok := in.stoppedActor(ev.Child); ok {
+			e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
+			in.keepWithAncestors(e)
+		}
+	}
 	in.mu.Unlock()
 	in.changed()
 }

@@ -86,15 +86,17 @@ func TestTree_FinishedDelegationKeepsItsCrash(t *testing.T) {
 	if ans.Text != "the writer is done" {
 		t.Fatalf("answer %q", ans.Text)
 	}
-	// The actors of the delegation report their ends after it answered.
+	// The actors of the delegation report their ends after it answered
+	// (snapshots taken while it ran come first: the loop is shown then
+	// too, not yet ended).
 	const loopID = "polyweave/lead/tool-writer/writer"
 	snap := ev.until("the delegation's end", func(s inspect.Snapshot) bool {
+		var loopEnded, crashKept bool
 		for _, n := range s.Tree {
-			if n.ID == loopID && n.Role == "agent loop" {
-				return true
-			}
+			loopEnded = loopEnded || n.ID == loopID && n.Ended != nil
+			crashKept = crashKept || n.ID == crashedTool && n.Ended != nil && n.LastFailure != ""
 		}
-		return false
+		return loopEnded && crashKept
 	})
 	byID := map[string]inspect.Node{}
 	for _, n := range snap.Tree {
@@ -104,8 +106,11 @@ func TestTree_FinishedDelegationKeepsItsCrash(t *testing.T) {
 	if !ok {
 		t.Fatalf("tree %+v: want the delegation's crashed tool %s", snap.Tree, crashedTool)
 	}
-	if boom.Restarts != 1 || !strings.Contains(boom.LastFailure, "boom went off") || boom.State != "stopped" || boom.Ended == nil {
-		t.Fatalf("crashed tool %+v: want 1 restart, its failure, stopped and ended", boom)
+	// Its supervisor decided to restart it; the delegation's loop, which
+	// goes on once the crashed call is answered, may stop it before the
+	// restart is carried out.
+	if boom.Restarts > 1 || !strings.Contains(boom.LastFailure, "boom went off") || boom.State != "stopped" || boom.Ended == nil {
+		t.Fatalf("crashed tool %+v: want at most 1 restart, its failure, stopped and ended", boom)
 	}
 	loop := byID[loopID]
 	if loop.State != "stopped" || loop.Ended == nil || loop.Role != "agent loop" {
@@ -122,8 +127,11 @@ func TestTree_FinishedDelegationKeepsItsCrash(t *testing.T) {
 		loop.Depth != parent.Depth+1 || boom.Depth != loop.Depth+1 {
 		t.Fatalf("tree %+v: want the lead's tool, then the ended loop, then the crashed tool, one level down each", snap.Tree)
 	}
-	if snap.Restarts != 1 || !feedHas(snap, "restart", crashedTool, "boom went off") {
-		t.Fatalf("restarts %d, feed %+v: want the crash's restart", snap.Restarts, snap.Feed)
+	if !feedHas(snap, "supervision", crashedTool, "decided restart", "boom went off") {
+		t.Fatalf("feed %+v: want the decision about the crash", snap.Feed)
+	}
+	if snap.Restarts != boom.Restarts || boom.Restarts == 1 && !feedHas(snap, "restart", crashedTool, "boom went off") {
+		t.Fatalf("restarts %d, feed %+v: want the crash's restart, with its failure, if it restarted (%d)", snap.Restarts, snap.Feed, boom.Restarts)
 	}
 	// Only what leads to the crash is kept: the delegation's model
 	// adapter ended quietly.

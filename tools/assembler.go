@@ -44,7 +44,9 @@ type Assembler struct {
 //   - TEXT with meta.tool_arg_stream: append to its call, nothing to pass;
 //   - META with meta.tool_complete: Run the call with the joined arguments;
 //   - END or ERROR: Reject the stream's calls that never completed, then
-//     Pass the frame;
+//     Pass the frame (a router answers the calls a CANCEL or ABORT cut
+//     short before, as cancelled, and takes them out: the END finds
+//     none of them);
 //   - anything else: Pass.
 //
 // Chunks and completions for calls that are not pending are dropped. The

@@ -20,7 +20,9 @@
 // arguments, or of a Sync handler a stage runs inline, is that call's
 // result alone, and the tool actor or the stage goes on serving), a
 // timeout ("Tool <name> timed out after <ms>ms"; the handler's context is
-// cancelled and a late result is discarded), a CANCEL/ABORT, or a tool
+// cancelled and a late result is discarded), a CANCEL/ABORT (a streaming
+// call whose arguments it cuts short is answered as cancelled, once; one
+// whose stream merely ends first, as invalid arguments), or a tool
 // that is gone or whose circuit breaker is open ([BreakerOptions]). Error
 // results made here carry a [FailureKind] in the frame's
 // Meta.FailureKind ([KindOf]); the model reads only the payload. Results

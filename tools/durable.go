@@ -81,7 +81,10 @@ const MetaState = "state"
 //
 //	{"event":"started","tool_call_id":"call_1","stream_pending":1,"pending":3}
 //
-// with event one of started, completed, stream_ended, and, listing the
+// with event one of started, completed, cancelled (a CANCEL or ABORT cut
+// the call's arguments short: its removal is persisted before its
+// cancelled result leaves, so a recovered router does not answer it
+// again), stream_ended, and, listing the
 // stream's pending call ids in "tool_call_ids", recovered (after a
 // restart) and restored. A META frame written into the router whose
 // meta.durability.restore_state is set, and whose wrapper_id is empty or
@@ -170,7 +173,16 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d := &durableRouter{routerLogic: r, id: o.WrapperID,
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
+	r.take = d.takeCancelled
 	return d
+}
+
+// takeCancelled persists and applies the removal of a pending call that a
+// CANCEL or ABORT answers, and announces it, before its cancelled result
+// leaves the router: a recovered router does not take it for pending.
+func (r *durableRouter) takeCancelled(c actors.WrapperContext, e Event) {
+	r.core.persist(persister(c), e)
+	r.announce(c, e.StreamID, "cancelled", e.ToolCallID)
 }
 
 // persister returns the Persister of the turn c belongs to.

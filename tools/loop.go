@@ -70,7 +70,10 @@ type ToolResultEvent struct {
 //     The first "messages" PARAM of a stream is preceded by the "tools" and
 //     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
 //     ABORT pass on; CANCEL and ABORT also cancel the stream's running
-//     tool calls and stop the loop for that stream. CANCEL and ABORT for a
+//     tool calls and stop the loop for that stream: the calls of the
+//     response are answered as cancelled (FailureCancelled), those whose
+//     arguments the model's end of the response cut short included (not
+//     as invalid arguments), and that is the result a session keeps. CANCEL and ABORT for a
 //     stream with nothing in flight change nothing (a stream id used again
 //     later starts clean).
 //   - Response path: the loop collects the TOOL_CALLs of one model
@@ -185,6 +188,7 @@ type loopSession struct {
 	injected  bool
 	iteration int // tool rounds done
 	cancelled bool
+	aborted   bool // the stream was cancelled by an ABORT (cancelled is set too)
 
 	// The current model response.
 	text        strings.Builder
@@ -356,6 +360,7 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		s.cancelled = true
+		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
 		l.d.cancel(c, f)
 	}
 	c.ToInner(f)
@@ -480,6 +485,9 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 			c.ToOuter(d.Frame)
 		case Reject:
 			result := errorResult(d.Frame, FailureInvalidArguments, d.Message)
+			if s.cancelled { // the stream ended because it was cancelled: the call was not wrong
+				result = cutShort(d.Frame, s.aborted)
+			}
 			s.addCall(d.Frame, result)
 			if l.sess != nil {
 				l.commit(c, s, surfacedEvent(f, d.Frame, result))

@@ -81,7 +81,14 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 // the call from the outgoing stream; every other frame passes unchanged.
 // Unknown tools, invalid arguments and unavailable tools get error results.
 // CANCEL and ABORT on the request path go to inner and cancel the stream's
-// running calls. Handlers given as a map run Sync (the seed's synchronous
+// calls they concern (a CANCEL's named call, or all of them when it names
+// none; all of them for an ABORT): one running gets its cancelled result
+// from its tool, and one still receiving its arguments gets a cancelled
+// result (FailureCancelled) at once, before the CANCEL or ABORT goes on,
+// and is forgotten, so what more of it comes from inner (chunks,
+// completion, the stream's END) neither runs it nor answers it again. A
+// call whose stream ends with no such CANCEL or ABORT before its
+// arguments are complete is answered as invalid arguments. Handlers given as a map run Sync (the seed's synchronous
 // router): keep them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
 	return newRouter(inner, opts, true)
@@ -99,7 +106,9 @@ func NewAsyncRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error)
 // runs at its META tool_complete. (Every router assembles streaming calls
 // — running half a call is never right — so this constructor is the seed's
 // name for the same router.) Its pending state is an [Assembler]'s
-// [PendingCalls].
+// [PendingCalls]. A call cut short by a CANCEL or ABORT of its stream is
+// answered as cancelled, once, as [NewRouter] says; one cut short by the
+// end of its stream alone, as invalid arguments.
 func NewStreamingRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
 	return newRouter(inner, opts, false)
 }
@@ -136,6 +145,10 @@ type routerLogic struct {
 	asm Assembler
 	// install, when set, runs on request frames instead of passing them.
 	install func(c actors.WrapperContext, f *messages.Frame)
+	// take, when set, removes a pending call a CANCEL or ABORT answers
+	// instead of applying the removal alone (a durable router persists
+	// it first).
+	take func(c actors.WrapperContext, e Event)
 }
 
 func newRouterLogic(all []*Tool, b BreakerOptions) *routerLogic {
@@ -152,6 +165,11 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		r.d.cancel(c, f)
+		take := r.asm.Pending.Apply
+		if r.take != nil {
+			take = func(e Event) { r.take(c, e) }
+		}
+		cancelAssembling(c, &r.asm, r.d, f, take)
 	}
 	if r.install != nil {
 		r.install(c, f)
@@ -283,7 +301,7 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 	switch f.GetType() {
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		r.d.cancel(c, f)
-		r.cancelAssembling(c, f)
+		cancelAssembling(c, &r.asm, r.d, f, r.asm.Pending.Apply)
 		r.closeIfDone(c, stream)
 		return
 	}
@@ -320,30 +338,42 @@ func (r *callRunner) Request(c actors.WrapperContext, f *messages.Frame) {
 
 // cancelAssembling answers the calls of f's stream whose arguments are
 // still arriving and that the CANCEL or ABORT f concerns (a CANCEL with a
-// call id: that call; otherwise all of them) with a cancelled result, and
-// forgets them: what more of them comes is dropped, as the rest of a call
-// the runner does not know. Each is taken out before its result is
-// delivered, so the stream is closed after the last of them (when nothing
-// else of it runs), not before.
-func (r *callRunner) cancelAssembling(c actors.WrapperContext, f *messages.Frame) {
+// call id: that call; otherwise all of them) with a cancelled result, once:
+// take removes each from asm's pending calls (as its completion would,
+// without running it) before its result is delivered, so what more of it
+// comes (chunks, completion, the end of its stream) is dropped, as the
+// rest of a call that is not pending. A durable router's take persists
+// the removal first.
+func cancelAssembling(c actors.WrapperContext, asm *Assembler, d *dispatcher, f *messages.Frame, take func(Event)) {
 	stream := f.GetStreamId()
-	if r.asm.Pending.InStream(stream) == 0 {
+	if asm.Pending.InStream(stream) == 0 {
 		return
 	}
-	id, why := f.GetToolCallId(), "cancelled"
-	if f.GetType() == messages.FrameType_ABORT {
-		id, why = "", "aborted"
+	abort := f.GetType() == messages.FrameType_ABORT
+	id := f.GetToolCallId()
+	if abort {
+		id = ""
 	}
-	for _, pc := range r.asm.Pending.inStream(stream) {
+	for _, pc := range asm.Pending.inStream(stream) {
 		if id != "" && pc.ToolCallID != id {
 			continue
 		}
-		// Taken out as its completion would take it, without running it.
-		r.asm.Pending.Apply(Event{Kind: EventCallCompleted, StreamID: stream, ToolCallID: pc.ToolCallID})
 		call := pc.frame()
-		r.d.deliver(c, call, errorResult(call, FailureCancelled, fmt.Sprintf(
-			"Tool call %s was %s before its arguments were complete", pc.Name, why)))
+		take(Event{Kind: EventCallCompleted, StreamID: stream, ToolCallID: pc.ToolCallID})
+		d.deliver(c, call, cutShort(call, abort))
 	}
+}
+
+// cutShort is the result of a streaming call whose arguments a CANCEL
+// (abort false) or an ABORT cut short: cancelled, not invalid arguments,
+// since the call was not wrong, only stopped.
+func cutShort(call *messages.Frame, abort bool) *messages.Frame {
+	why := "cancelled"
+	if abort {
+		why = "aborted"
+	}
+	return errorResult(call, FailureCancelled, fmt.Sprintf(
+		"Tool call %s was %s before its arguments were complete", call.GetName(), why))
 }
 
 // closeIfDone emits END on stream when the runner opened it and nothing

@@ -19,7 +19,8 @@ const (
 	// EventChunkAppended adds Chunk to the arguments of the call with Seq.
 	EventChunkAppended
 	// EventCallCompleted removes the call (StreamID, ToolCallID): its
-	// arguments are complete and it runs.
+	// arguments are complete and it runs, or a CANCEL or ABORT cut them
+	// short and it is answered as cancelled.
 	EventCallCompleted
 	// EventStreamEnded removes the calls of StreamID that never completed
 	// (they are answered with error results).

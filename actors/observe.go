@@ -65,8 +65,12 @@ type ActorInfo struct {
 	LastFailureAt time.Time
 }
 
-// ActorEvent reports that a duplex actor changed state: Actor is as it is
-// after the change.
+// ActorEvent reports that a duplex actor changed state, or that its
+// supervisor decided about a failure of it: Actor is as it is after the
+// change. A decision's event comes before the restart or stop it leads to,
+// with LastFailure set and, for a restart carried out at once, State and
+// Restarts still those of the failed incarnation (a restart with backoff
+// and an escalation show ActorFailed).
 type ActorEvent struct {
 	Time  time.Time
 	Actor ActorInfo

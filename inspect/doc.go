@@ -30,7 +30,9 @@
 // marked ended, with the ancestors that stopped with it, for KeepEnded
 // (or until its path runs again): a tool that crashed in a sub-agent's
 // delegation stays in sight, under the calling tool, once the delegation
-// is over.
+// is over. A restart of the calling tool keeps it (the past children of
+// an incarnation are history); the same path started afresh replaces
+// the records under it.
 //
 // The page is one screen: the tree on the left, the selected session on
 // the right, the feed and the tools below; restarts flash. It is

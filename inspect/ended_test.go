@@ -102,3 +102,56 @@ func TestTree_DecisionAfterQuietStopKeepsTheCrash(t *testing.T) {
 		t.Fatal("the model adapter that stopped quietly is kept")
 	}
 }
+
+// A restart of an actor, under which a finished delegation's crash is
+// kept, is a new incarnation of it: the crash stays. Its supervisor's
+// decision, reported before the restart, says running, with the failure
+// and no restart yet counted: nothing ran again then. The same path
+// started afresh replaces the records under it.
+func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	host := rt.Host().Id
+	lead := host + "/lead"
+	delegating := lead + "/tool-writer"
+	loop := delegating + "/writer"
+	tool := loop + "/tool-boom"
+	now := time.Now()
+	boom := errors.New("boom went off")
+	event := func(id, parent string, state actors.ActorState, restarts int, failure error) {
+		in.actorEvent(actors.ActorEvent{Time: now, Actor: actors.ActorInfo{ID: id, Parent: parent,
+			Name: id[len(parent)+1:], State: state, Restarts: restarts, LastFailure: failure}})
+	}
+	event(loop, delegating, actors.ActorStopped, 0, nil)
+	event(tool, loop, actors.ActorStopped, 1, boom)
+	kept := func() bool {
+		for _, n := range in.Snapshot("").Tree {
+			if n.ID == tool && n.Ended != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if !kept() {
+		t.Fatal("the delegation's crash is not kept")
+	}
+	down := errors.New("writer tool down")
+	event(delegating, lead, actors.ActorRunning, 0, down) // its supervisor's decision
+	if !kept() {
+		t.Fatal("the crash under the tool went at its supervisor's decision to restart it")
+	}
+	event(delegating, lead, actors.ActorRestarting, 1, down)
+	event(delegating, lead, actors.ActorRunning, 1, down)
+	if !kept() {
+		t.Fatal("the crash under the tool went at its restart")
+	}
+	event(delegating, lead, actors.ActorStopped, 1, down)
+	event(delegating, lead, actors.ActorRunning, 0, nil) // started afresh
+	if kept() {
+		t.Fatal("the crash under the tool is kept after the tool started afresh")
+	}
+}

@@ -216,9 +216,13 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		in.addFeed(FeedItem{Time: ev.Time, Kind: "restart", Actor: a.ID, Alert: true,
 			Text: fmt.Sprintf("%s restarted (restart %d)%s", a.ID, a.Restarts, failureSuffix(a.LastFailure))})
 	case actors.ActorRunning:
-		if len(in.ended) > 0 {
-			// The path runs again: it replaces the record of its end (and,
-			// started afresh, the records under it).
+		// The path runs again: it replaces the record of its end and,
+		// started afresh, the records under it. A restart is a new
+		// incarnation: what its past children left (a finished
+		// delegation's crash) is history, kept. A supervisor's decision
+		// about a first incarnation is reported running too, with its
+		// failure and no restart counted yet: nothing runs again then.
+		if len(in.ended) > 0 && (a.Restarts > 0 || a.LastFailure == nil) {
 			in.dropEnded(a.ID, a.Restarts == 0)
 		}
 	case actors.ActorStopped:

@@ -145,3 +145,38 @@ func TestTree_FinishedDelegationKeepsItsCrash(t *testing.T) {
 		t.Fatal("the page does not show the ended delegation's crash")
 	}
 }
+
+// A restart of the lead's writer tool, once its delegation is over, is a
+// new incarnation of it: the crash kept from the delegation under it
+// stays in sight.
+func TestTree_RestartKeepsTheCrashOfAFinishedDelegation(t *testing.T) {
+	r := newTeamRig(t)
+	ev := r.events(t, "")
+	if _, err := r.lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("write it")}); err != nil {
+		t.Fatal(err)
+	}
+	const writerTool = "polyweave/lead/tool-writer"
+	kept := func(s inspect.Snapshot) bool {
+		for _, n := range s.Tree {
+			if n.ID == crashedTool && n.Ended != nil && n.LastFailure != "" {
+				return true
+			}
+		}
+		return false
+	}
+	ev.until("the delegation's crash kept", kept)
+	if err := r.rt.InjectPanic(writerTool, "writer tool down"); err != nil {
+		t.Fatal(err)
+	}
+	snap := ev.until("the writer tool restarted", func(s inspect.Snapshot) bool {
+		for _, n := range s.Tree {
+			if n.ID == writerTool && n.Restarts == 1 && n.State == "running" {
+				return true
+			}
+		}
+		return false
+	})
+	if !kept(snap) {
+		t.Fatalf("tree %+v: want the delegation's crash %s kept after its calling tool restarted", snap.Tree, crashedTool)
+	}
+}

@@ -84,9 +84,8 @@ const MetaState = "state"
 // with event one of started, completed, cancelled (a CANCEL or ABORT cut
 // the call's arguments short: its removal is persisted before its
 // cancelled result leaves, so a recovered router does not answer it
-// again), stream_ended, and, listing the
-// stream's pending call ids in "tool_call_ids", recovered (after a
-// restart) and restored. A META frame written into the router whose
+// again), stream_ended, and, listing the stream's pending call ids in
+// "tool_call_ids", recovered (after a restart) and restored. A META frame written into the router whose
 // meta.durability.restore_state is set, and whose wrapper_id is empty or
 // WrapperID, replaces the pending calls with that snapshot (a serialized
 // messages.RouterState, see [RestoreFrame]); it is persisted like any

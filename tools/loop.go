@@ -73,9 +73,9 @@ type ToolResultEvent struct {
 //     tool calls and stop the loop for that stream: the calls of the
 //     response are answered as cancelled (FailureCancelled), those whose
 //     arguments the model's end of the response cut short included (not
-//     as invalid arguments), and that is the result a session keeps. CANCEL and ABORT for a
-//     stream with nothing in flight change nothing (a stream id used again
-//     later starts clean).
+//     as invalid arguments), and that is the result a session keeps.
+//     CANCEL and ABORT for a stream with nothing in flight change nothing
+//     (a stream id used again later starts clean).
 //   - Response path: the loop collects the TOOL_CALLs of one model
 //     response (atomic, or streaming ones once complete) until the
 //     response's END, then runs them all (in parallel unless Sync) and,

@@ -88,8 +88,9 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 // and is forgotten, so what more of it comes from inner (chunks,
 // completion, the stream's END) neither runs it nor answers it again. A
 // call whose stream ends with no such CANCEL or ABORT before its
-// arguments are complete is answered as invalid arguments. Handlers given as a map run Sync (the seed's synchronous
-// router): keep them cheap.
+// arguments are complete is answered as invalid arguments. Handlers
+// given as a map run Sync (the seed's synchronous router): keep them
+// cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
 	return newRouter(inner, opts, true)
 }

@@ -85,12 +85,13 @@ const MetaState = "state"
 // the call's arguments short: its removal is persisted before its
 // cancelled result leaves, so a recovered router does not answer it
 // again), stream_ended, and, listing the stream's pending call ids in
-// "tool_call_ids", recovered (after a restart) and restored. A META frame written into the router whose
-// meta.durability.restore_state is set, and whose wrapper_id is empty or
-// WrapperID, replaces the pending calls with that snapshot (a serialized
-// messages.RouterState, see [RestoreFrame]); it is persisted like any
-// change and consumed, not forwarded. A restore frame that cannot be
-// decoded is answered with a META frame named "restore_error".
+// "tool_call_ids", recovered (after a restart) and restored. A META
+// frame written into the router whose meta.durability.restore_state is
+// set, and whose wrapper_id is empty or WrapperID, replaces the pending
+// calls with that snapshot (a serialized messages.RouterState, see
+// [RestoreFrame]); it is persisted like any change and consumed, not
+// forwarded. A restore frame that cannot be decoded is answered with a
+// META frame named "restore_error".
 type DurabilityOptions struct {
 	// Store keeps the router's events and snapshots; required. The caller
 	// owns it and closes it after the router has stopped.
@@ -242,7 +243,7 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	case EventStreamEnded: // before the END passes
 		r.announce(c, e.StreamID, "stream_ended", "")
 	}
-	r.act(c, decisions)
+	r.act(c, f, decisions)
 }
 
 // HandleMessage implements actors.MessageHandler: recovery replays stored

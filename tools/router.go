@@ -77,8 +77,9 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 // NewRouter returns the spec of a tool router around inner (the model
 // adapter). On the response path it intercepts TOOL_CALLs (atomic, and
 // streaming ones once complete), runs them (async tools on tool actors
-// that are its children, Sync tools inline in its own turn), writes each call's one TOOL_RESULT into inner's sink and drops
-// the call from the outgoing stream; every other frame passes unchanged.
+// that are its children, Sync tools inline in its own turn), writes each
+// call's one TOOL_RESULT into inner's sink and drops the call from the
+// outgoing stream; every other frame passes unchanged.
 // Unknown tools, invalid arguments and unavailable tools get error results.
 // CANCEL and ABORT on the request path go to inner and cancel the stream's
 // calls they concern (a CANCEL's named call, or all of them when it names
@@ -87,10 +88,13 @@ func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, [
 // result (FailureCancelled) at once, before the CANCEL or ABORT goes on,
 // and is forgotten, so what more of it comes from inner (chunks,
 // completion, the stream's END) neither runs it nor answers it again. A
-// call whose stream ends with no such CANCEL or ABORT before its
-// arguments are complete is answered as invalid arguments. Handlers
-// given as a map run Sync (the seed's synchronous router): keep them
-// cheap.
+// call inner starts after a CANCEL of its whole stream or an ABORT went
+// through (inner had not seen it yet) and whose arguments inner's end of
+// the stream (END or ERROR) then cuts short is answered as cancelled too,
+// at that end. A call whose stream ends with no such CANCEL or ABORT
+// before its arguments are complete is answered as invalid arguments.
+// Handlers given as a map run Sync (the seed's synchronous router): keep
+// them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
 	return newRouter(inner, opts, true)
 }
@@ -150,6 +154,14 @@ type routerLogic struct {
 	// instead of applying the removal alone (a durable router persists
 	// it first).
 	take func(c actors.WrapperContext, e Event)
+	// cut holds the streams a CANCEL of the whole stream (false) or an
+	// ABORT (true) went through towards inner for, until inner ends them
+	// (END or ERROR): the calls such an end cuts short are answered as
+	// cancelled, since inner started them before it had the CANCEL or
+	// ABORT. Nil until the first one: nothing on the path without them.
+	// A durable router does not persist it: a restart closes the open
+	// streams.
+	cut map[string]bool
 }
 
 func newRouterLogic(all []*Tool, b BreakerOptions) *routerLogic {
@@ -171,6 +183,12 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 			take = func(e Event) { r.take(c, e) }
 		}
 		cancelAssembling(c, &r.asm, r.d, f, take)
+		if abort := f.GetType() == messages.FrameType_ABORT; abort || f.GetToolCallId() == "" {
+			if r.cut == nil {
+				r.cut = map[string]bool{}
+			}
+			r.cut[f.GetStreamId()] = r.cut[f.GetStreamId()] || abort
+		}
 	}
 	if r.install != nil {
 		r.install(c, f)
@@ -181,20 +199,27 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 
 // Response implements actors.Wrapped.
 func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
-	r.act(c, r.asm.Step(f))
+	r.act(c, f, r.asm.Step(f))
 }
 
-// act carries out the decisions about one response frame.
-func (r *routerLogic) act(c actors.WrapperContext, decisions []Decision) {
+// act carries out the decisions about one response frame, f.
+func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions []Decision) {
 	for _, d := range decisions {
 		switch d.Kind {
 		case Run:
 			r.d.run(c, d.Frame)
-		case Reject:
+		case Reject: // at the end of the stream (END or ERROR)
+			if abort, ok := r.cut[d.Frame.GetStreamId()]; ok {
+				r.d.deliver(c, d.Frame, cutShort(d.Frame, abort))
+				continue
+			}
 			r.d.reject(c, d.Frame, d.Message)
 		default:
 			c.ToOuter(d.Frame)
 		}
+	}
+	if len(r.cut) > 0 && (f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR) {
+		delete(r.cut, f.GetStreamId())
 	}
 }
 

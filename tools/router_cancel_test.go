@@ -7,6 +7,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -211,6 +212,76 @@ func TestLoop_CancelWhileAssembling(t *testing.T) {
 			}
 			if again := run("loop-2", false); len(toolResults(again)) != 0 {
 				t.Errorf("the resumed session answered again: %q", lines(again))
+			}
+			if got := rec.got("a"); len(got) != 0 {
+				t.Errorf("the call ran with %q", got)
+			}
+		})
+	}
+}
+
+// cancelledModel answers "go" with a streaming call whose arguments it
+// leaves half sent, and a CANCEL or ABORT of the stream as model adapters
+// do (ERROR "cancelled", then END); it gives back the results written into
+// it and the TEXT "after".
+func cancelledModel() actors.Spec {
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		stream := f.GetStreamId()
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			if f.GetText() == "go" {
+				emit(messages.StreamingToolCall(stream, "call_a", "record"))
+				emit(messages.ToolArgChunk(stream, "call_a", argsA[:9]))
+				return
+			}
+			emit(f)
+		case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+			emit(messages.Error(stream, models.ErrCancelled.Error()))
+			emit(messages.End(stream))
+		case messages.FrameType_TOOL_RESULT:
+			emit(f)
+		}
+	})
+}
+
+// TestStreamingRouter_CancelBeforeTheCall: a CANCEL of the stream or an
+// ABORT sent right after the request reaches the router before the call
+// the model starts in answer (the model sees it only once the router has
+// passed it on); the model then ends the stream with ERROR, cutting the
+// call short, and the router answers it once as cancelled, not as
+// invalid arguments.
+func TestStreamingRouter_CancelBeforeTheCall(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cancel  *messages.Frame
+		durable bool
+		says    string
+	}{
+		{"cancel", messages.Cancel("s", ""), false, "was cancelled before its arguments were complete"},
+		{"abort", messages.Abort("s"), false, "was aborted before its arguments were complete"},
+		{"durable cancel", messages.Cancel("s", ""), true, "was cancelled before its arguments were complete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tool := newArgsTool(t)
+			opts := &tools.RouterOptions{Tools: []*tools.Tool{tool}}
+			if tc.durable {
+				store := memstore.New(nil)
+				t.Cleanup(func() { store.Close() })
+				opts.Durability = &tools.DurabilityOptions{Store: store}
+			}
+			spec, err := tools.NewStreamingRouter(cancelledModel(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := start(t, newRuntime(t), spec)
+			send(t, conn, messages.Text("s", "go"), tc.cancel)
+			out := streamUntil(t, conn, "s", isEnd)
+			send(t, conn, messages.Text("s", "after"))
+			out = append(out, streamUntil(t, conn, "s", isText("after"))...)
+			results := toolResults(out)
+			if len(results) != 1 || results[0].GetToolCallId() != "call_a" || tools.KindOf(results[0]) != tools.FailureCancelled ||
+				!strings.Contains(string(results[0].GetPayload()), tc.says) {
+				t.Fatalf("got %q, want one cancelled result saying %q", lines(out), tc.says)
 			}
 			if got := rec.got("a"); len(got) != 0 {
 				t.Errorf("the call ran with %q", got)

@@ -46,7 +46,9 @@ type Assembler struct {
 //   - END or ERROR: Reject the stream's calls that never completed, then
 //     Pass the frame (a router answers the calls a CANCEL or ABORT cut
 //     short before, as cancelled, and takes them out: the END finds
-//     none of them);
+//     none of them; it answers those this END or ERROR rejects as
+//     cancelled too when a CANCEL of the stream or an ABORT went to its
+//     model before it started them);
 //   - anything else: Pass.
 //
 // Chunks and completions for calls that are not pending are dropped. The

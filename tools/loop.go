@@ -70,10 +70,18 @@ type ToolResultEvent struct {
 //     The first "messages" PARAM of a stream is preceded by the "tools" and
 //     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
 //     ABORT pass on; CANCEL and ABORT also cancel the stream's running
-//     tool calls and stop the loop for that stream: the calls of the
-//     response are answered as cancelled (FailureCancelled), those whose
-//     arguments the model's end of the response cut short included (not
-//     as invalid arguments), and that is the result a session keeps.
+//     tool calls they concern and stop the loop for that stream: the
+//     calls of the response without a result are answered as cancelled
+//     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
+//     the model too, so the calls whose arguments its end of the
+//     response cuts short are answered as cancelled as well (not as
+//     invalid arguments). When the model ends the response with END,
+//     those are the results a session keeps; when it ends it with ERROR
+//     and END, as model adapters answer a CANCEL or ABORT, the stream
+//     ends with that ERROR and END after the results, and the session
+//     keeps the step it last persisted, as after any model ERROR (see
+//     [SessionOptions]). A CANCEL naming a call does not stop the model:
+//     a call it then leaves incomplete is answered as invalid arguments.
 //     CANCEL and ABORT for a stream with nothing in flight change nothing
 //     (a stream id used again later starts clean).
 //   - Response path: the loop collects the TOOL_CALLs of one model
@@ -187,8 +195,15 @@ type loopSession struct {
 	messages  []json.RawMessage
 	injected  bool
 	iteration int // tool rounds done
+	// cancelled is set by every CANCEL or ABORT: the loop stops after the
+	// response. stopped is set by those that stop the model (a CANCEL of
+	// the whole stream, an ABORT): the end of its response (END or ERROR)
+	// then cuts its calls short because of them. A CANCEL naming a call
+	// goes to that call's tool alone, so a call the model leaves
+	// incomplete after it is the model's doing.
 	cancelled bool
-	aborted   bool // the stream was cancelled by an ABORT (cancelled is set too)
+	stopped   bool
+	aborted   bool // the stream was cancelled by an ABORT (stopped is set too)
 
 	// The current model response.
 	text        strings.Builder
@@ -361,6 +376,7 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		s.cancelled = true
 		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
+		s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
 		l.d.cancel(c, f)
 	}
 	c.ToInner(f)
@@ -485,7 +501,7 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 			c.ToOuter(d.Frame)
 		case Reject:
 			result := errorResult(d.Frame, FailureInvalidArguments, d.Message)
-			if s.cancelled { // the stream ended because it was cancelled: the call was not wrong
+			if s.stopped { // the stream ended because it was cancelled: the call was not wrong
 				result = cutShort(d.Frame, s.aborted)
 			}
 			s.addCall(d.Frame, result)
@@ -552,10 +568,15 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 }
 
 // fail ends the stream outward with ERROR and END; surfaced calls without
-// a result get one first.
+// a result get one first: cancelled when a CANCEL or ABORT stopped the
+// model (its ERROR is its answer to them), else stopped.
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
 	for _, tc := range s.calls {
-		if tc.result == nil {
+		switch {
+		case tc.result != nil:
+		case s.stopped:
+			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
+		default:
 			tc.result = errorResult(tc.call, FailureStopped, "the model stream failed: "+reason)
 		}
 		if !tc.sent {

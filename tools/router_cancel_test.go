@@ -289,3 +289,87 @@ func TestStreamingRouter_CancelBeforeTheCall(t *testing.T) {
 		})
 	}
 }
+
+// errorModel answers a request with a complete streaming call (call_b),
+// then one whose arguments it leaves half sent (call_a), then a marker. It
+// answers a CANCEL of the stream or an ABORT as model adapters do (ERROR
+// "cancelled", then END), ignores a CANCEL naming a call, as they do, and
+// ends its response at the TEXT "finish".
+func errorModel() actors.Spec {
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		stream := f.GetStreamId()
+		switch f.GetType() {
+		case messages.FrameType_END:
+			emit(messages.StreamingToolCall(stream, "call_b", "record"))
+			emit(messages.ToolArgChunk(stream, "call_b", argsB))
+			emit(messages.ToolComplete(stream, "call_b"))
+			emit(messages.StreamingToolCall(stream, "call_a", "record"))
+			emit(messages.ToolArgChunk(stream, "call_a", argsA[:9]))
+			emit(messages.Text(stream, "marker"))
+		case messages.FrameType_TEXT:
+			if f.GetText() == "finish" {
+				emit(messages.End(stream))
+			}
+		case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+			if f.GetType() == messages.FrameType_CANCEL && f.GetToolCallId() != "" {
+				return
+			}
+			emit(messages.Error(stream, models.ErrCancelled.Error()))
+			emit(messages.End(stream))
+		}
+	})
+}
+
+// TestLoop_CancelAnsweredWithError: a model that answers the loop's CANCEL
+// of the stream or ABORT with ERROR and END, as adapters do, gets every
+// call of its response answered as cancelled, the complete one not yet run
+// as the one cut short (not as stopped by a failed stream), and the
+// stream ends with that ERROR and END. A CANCEL naming another call does
+// not stop the model: the call it leaves incomplete when it ends its
+// response is answered as invalid arguments, as in a router, and the loop
+// still stops, answering the complete call as cancelled.
+func TestLoop_CancelAnsweredWithError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cancel *messages.Frame
+		kindA  tools.FailureKind
+		saysA  string
+		last   messages.FrameType // the frame before the stream's END
+	}{
+		{"cancel", messages.Cancel("s", ""), tools.FailureCancelled, "was cancelled before its arguments were complete", messages.FrameType_ERROR},
+		{"abort", messages.Abort("s"), tools.FailureCancelled, "was aborted before its arguments were complete", messages.FrameType_ERROR},
+		{"cancel of another call", messages.Cancel("s", "call_x"), tools.FailureInvalidArguments, "the stream ended before the arguments were complete", messages.FrameType_TOOL_RESULT},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tool := newArgsTool(t)
+			loop, err := tools.NewLoop(errorModel(), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{tool}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := start(t, newRuntime(t), loop)
+			send(t, conn, messages.RawParam("s", "messages", raw(`[{"role":"user","content":"record"}]`)), messages.End("s"))
+			out := streamUntil(t, conn, "s", isText("marker"))
+			send(t, conn, tc.cancel, messages.Text("s", "finish"))
+			out = append(out, streamUntil(t, conn, "s", isEnd)...)
+			got := map[string]*messages.Frame{}
+			for _, r := range toolResults(out) {
+				if got[r.GetToolCallId()] != nil {
+					t.Fatalf("call %s answered twice: %q", r.GetToolCallId(), lines(out))
+				}
+				got[r.GetToolCallId()] = r
+			}
+			if a := got["call_a"]; a == nil || tools.KindOf(a) != tc.kindA || !strings.Contains(string(a.GetPayload()), tc.saysA) {
+				t.Errorf("call_a: got %q, want %s saying %q", lines(out), tc.kindA, tc.saysA)
+			}
+			if b := got["call_b"]; b == nil || tools.KindOf(b) != tools.FailureCancelled {
+				t.Errorf("call_b: got %q, want cancelled", lines(out))
+			}
+			if len(got) != 2 || out[len(out)-2].GetType() != tc.last {
+				t.Errorf("got %q, want the two results and %s before END", lines(out), tc.last)
+			}
+			if ran := append(rec.got("a"), rec.got("b")...); len(ran) != 0 {
+				t.Errorf("calls ran with %q", ran)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -160,9 +161,20 @@ type routerLogic struct {
 	// cancelled, since inner started them before it had the CANCEL or
 	// ABORT. Nil until the first one: nothing on the path without them.
 	// A durable router does not persist it: a restart closes the open
-	// streams.
-	cut map[string]bool
+	// streams. A CANCEL that comes after inner ended its stream leaves an
+	// entry no END removes: cutOrder keeps the order they were added in,
+	// and past cutLimit the oldest go.
+	cut      map[string]bool
+	cutOrder []string
 }
+
+// cutLimit bounds routerLogic.cut, whose entries are removed at their
+// stream's END or ERROR; the ones no END removes go, oldest first, once
+// there are more. An entry evicted while its stream is still open (more
+// than cutLimit streams cancelled at once) only changes how a call that
+// stream's end cuts short is answered: invalid arguments rather than
+// cancelled.
+const cutLimit = 256
 
 func newRouterLogic(all []*Tool, b BreakerOptions) *routerLogic {
 	return &routerLogic{d: newDispatcher(all, b, func(c actors.WrapperContext, _, result *messages.Frame) {
@@ -184,10 +196,7 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 		cancelAssembling(c, &r.asm, r.d, f, take)
 		if abort := f.GetType() == messages.FrameType_ABORT; abort || f.GetToolCallId() == "" {
-			if r.cut == nil {
-				r.cut = map[string]bool{}
-			}
-			r.cut[f.GetStreamId()] = r.cut[f.GetStreamId()] || abort
+			r.noteCut(f.GetStreamId(), abort)
 		}
 	}
 	if r.install != nil {
@@ -195,6 +204,24 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	c.ToInner(f)
+}
+
+// noteCut remembers that a CANCEL of all of stream, or an ABORT of it,
+// went towards inner (see routerLogic.cut).
+func (r *routerLogic) noteCut(stream string, abort bool) {
+	if was, ok := r.cut[stream]; ok {
+		r.cut[stream] = was || abort
+		return
+	}
+	if r.cut == nil {
+		r.cut = map[string]bool{}
+	}
+	if len(r.cutOrder) == cutLimit {
+		delete(r.cut, r.cutOrder[0])
+		r.cutOrder = append(r.cutOrder[:0], r.cutOrder[1:]...)
+	}
+	r.cut[stream] = abort
+	r.cutOrder = append(r.cutOrder, stream)
 }
 
 // Response implements actors.Wrapped.
@@ -219,7 +246,10 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 		}
 	}
 	if len(r.cut) > 0 && (f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR) {
-		delete(r.cut, f.GetStreamId())
+		if _, ok := r.cut[f.GetStreamId()]; ok {
+			delete(r.cut, f.GetStreamId())
+			r.cutOrder = slices.DeleteFunc(r.cutOrder, func(id string) bool { return id == f.GetStreamId() })
+		}
 	}
 }
 

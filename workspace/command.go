@@ -141,16 +141,25 @@ type prepared struct {
 	stdout, stderr *stream
 }
 
-// prepare sets up a new sandbox for one command.
-func (w *Workspace) prepare() (*prepared, error) {
-	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
-	if err != nil {
-		return nil, err
+// newStreams makes the command's two output pipes: the streams that read
+// them, each keeping max bytes, and the write ends for the child. On an
+// error nothing is left open.
+func newStreams(max int) (stdout, stderr *stream, outW, errW *os.File, err error) {
+	if stdout, outW, err = newStream(max); err != nil {
+		return nil, nil, nil, nil, err
 	}
-	stderr, errW, err := newStream(w.opts.MaxOutputBytes)
-	if err != nil {
+	if stderr, errW, err = newStream(max); err != nil {
 		stdout.close()
 		outW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return stdout, stderr, outW, errW, nil
+}
+
+// prepare sets up a new sandbox for one command.
+func (w *Workspace) prepare() (*prepared, error) {
+	stdout, stderr, outW, errW, err := newStreams(w.opts.MaxOutputBytes)
+	if err != nil {
 		return nil, err
 	}
 	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)

@@ -85,14 +85,8 @@ func (w *Workspace) start(ctx context.Context, command string) (*process, error)
 
 // startUnsandboxed starts the shell in a new session.
 func (w *Workspace) startUnsandboxed(command string) (*process, error) {
-	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
+	stdout, stderr, outW, errW, err := newStreams(w.opts.MaxOutputBytes)
 	if err != nil {
-		return nil, err
-	}
-	stderr, errW, err := newStream(w.opts.MaxOutputBytes)
-	if err != nil {
-		stdout.close()
-		outW.Close()
 		return nil, err
 	}
 	p := &process{stdout: stdout, stderr: stderr, outW: outW, errW: errW}

@@ -58,14 +58,8 @@ func (w *Workspace) start(ctx context.Context, command string) (*process, error)
 		// Never: sandbox.Prepare fails on Windows, so New leaves it nil.
 		return w.startSandboxed(ctx, command)
 	}
-	stdout, outW, err := newStream(w.opts.MaxOutputBytes)
+	stdout, stderr, outW, errW, err := newStreams(w.opts.MaxOutputBytes)
 	if err != nil {
-		return nil, err
-	}
-	stderr, errW, err := newStream(w.opts.MaxOutputBytes)
-	if err != nil {
-		outW.Close()
-		stdout.close()
 		return nil, err
 	}
 	p := &process{stdout: stdout, stderr: stderr}

@@ -234,6 +234,30 @@ func TestAgent_ResumeTraced(t *testing.T) {
 	}
 }
 
+// metricsTelemetry is a Telemetry with a meter provider only, read by
+// the returned reader.
+func metricsTelemetry(t *testing.T) (*telemetry.Telemetry, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	return tel, reader
+}
+
+// runToWait runs session s1 of a until it waits for approval.
+func runToWait(ctx context.Context, t *testing.T, a *agent.Agent) {
+	t.Helper()
+	var w *agent.WaitingError
+	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
+		t.Fatalf("Run: %v, want a wait for approval", err)
+	}
+}
+
 // TestAgent_DurableWaitIsNotAFailure: with a Store, the loop of a run
 // that waits for approval is stopped (the session is in the store); its
 // run span ends without error, marked awaiting approval, and so does the
@@ -249,10 +273,7 @@ func TestAgent_DurableWaitIsNotAFailure(t *testing.T) {
 	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store, &echoes)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var w *agent.WaitingError
-	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
-		t.Fatalf("Run: %v, want a wait for approval", err)
-	}
+	runToWait(ctx, t, a)
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -349,23 +370,13 @@ func toolDurations(t *testing.T, reader *sdkmetric.ManualReader) map[string]uint
 // again.
 func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	tel, reader := metricsTelemetry(t)
 	store := memstore.New(nil)
 	defer store.Close()
 	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var w *agent.WaitingError
-	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
-		t.Fatalf("Run: %v, want a wait for approval", err)
-	}
+	runToWait(ctx, t, a)
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -393,10 +404,7 @@ func TestAgent_DroppedWaitIsAFailure(t *testing.T) {
 	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var w *agent.WaitingError
-	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
-		t.Fatalf("Run: %v, want a wait for approval", err)
-	}
+	runToWait(ctx, t, a)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -424,21 +432,11 @@ func TestAgent_DroppedWaitIsAFailure(t *testing.T) {
 // of a session Close drops without a Store counts as stopped.
 func TestMetrics_DroppedWaitCountsStopped(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	tel, reader := metricsTelemetry(t)
 	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var w *agent.WaitingError
-	if _, err := a.Run(ctx, "s1", launchAsk); !errors.As(err, &w) {
-		t.Fatalf("Run: %v, want a wait for approval", err)
-	}
+	runToWait(ctx, t, a)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

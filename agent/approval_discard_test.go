@@ -43,18 +43,27 @@ func (r *resultKinds) of(id string) []string {
 	return slices.Clone(r.kinds[id])
 }
 
+// waitingSession starts an agent without a Store whose session s1 waits
+// for approval of the launch call c2; results records the kinds of the
+// results its tool calls get.
+func waitingSession(t *testing.T) (*agent.Agent, *launcher, *resultKinds) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	results := &resultKinds{}
+	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()},
+		Approval: &tools.ApprovalOptions{}, OnToolResult: results.record})
+	_, err := a.Run(testCtx(t), "s1", ask)
+	waiting(t, err, "c2")
+	return a, l, results
+}
+
 // TestApproval_DiscardReleasesWaitingSession: without a Store, Discard
 // answers the held call as cancelled (its one result; it never runs),
 // releases the session's stream (the id can run again) and forgets it:
 // Waiting no longer lists it, and a Resume names it as not waiting.
 func TestApproval_DiscardReleasesWaitingSession(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	l := newLauncher()
-	var results resultKinds
-	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()},
-		Approval: &tools.ApprovalOptions{}, OnToolResult: results.record})
-	_, err := a.Run(testCtx(t), "s1", ask)
-	waiting(t, err, "c2")
+	a, l, results := waitingSession(t)
 	if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
 		t.Fatalf("waiting sessions %v, want [s1]", got)
 	}
@@ -67,7 +76,7 @@ func TestApproval_DiscardReleasesWaitingSession(t *testing.T) {
 	if got := results.of("c2"); !slices.Equal(got, []string{string(tools.FailureCancelled)}) || l.runs.Load() != 0 {
 		t.Fatalf("held call's results %v, %d launches", got, l.runs.Load())
 	}
-	_, err = a.Resume(testCtx(t), "s1", ask, agent.Approve("c2"))
+	_, err := a.Resume(testCtx(t), "s1", ask, agent.Approve("c2"))
 	if !errors.Is(err, agent.ErrNotWaiting) || !strings.Contains(err.Error(), `"s1"`) {
 		t.Fatalf("Resume of a discarded session: %v", err)
 	}
@@ -188,13 +197,7 @@ func TestApprovalDurable_ResumeRunsEachCallOnce(t *testing.T) {
 // win a race against it): Waiting lists it, nothing of it ran or was
 // answered, and a later Resume runs the held call once to the answer.
 func TestApproval_ResumeWithEndedCtxKeepsWaiting(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	l := newLauncher()
-	var results resultKinds
-	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()},
-		Approval: &tools.ApprovalOptions{}, OnToolResult: results.record})
-	_, err := a.Run(testCtx(t), "s1", ask)
-	waiting(t, err, "c2")
+	a, l, results := waitingSession(t)
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	for try := range 20 {

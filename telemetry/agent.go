@@ -307,13 +307,6 @@ func heldStop(ts *toolSpan, ev *event) bool {
 	return true
 }
 
-// sessionResumed is what the tap reads of the payload of a resumed
-// session's META session frame (see tools.MetaSession): the calls
-// answered with their stored results.
-type sessionResumed struct {
-	Reused []string `json:"reused"`
-}
-
 // meta follows the META frames the tap records. A resumed session's
 // session frame says which calls are answered with their stored results:
 // their spans are marked polyweave.tool.reused and get no duration metric
@@ -330,7 +323,7 @@ func (o *agentObserver) meta(ev *event) {
 		}
 		return
 	case ev.name == tools.MetaSession:
-		var sr sessionResumed
+		var sr tools.SessionEvent
 		if json.Unmarshal(ev.payload, &sr) != nil || len(sr.Reused) == 0 {
 			return
 		}

@@ -22,7 +22,7 @@ import (
 const FailureInterrupted FailureKind = "interrupted"
 
 // MetaSession is the name of the META frame a loop emits when it resumes
-// a session.
+// a session; its payload is a [SessionEvent].
 const MetaSession = "session"
 
 // SessionOptions make a tool loop's conversation resumable: the session
@@ -197,8 +197,11 @@ func newSessionLog(o SessionOptions, prov *durability.Provider) *sessionLog {
 	return &sessionLog{id: o.ID, store: o.Store, prov: prov, timeout: o.Timeout, every: o.SnapshotEvery, flushAt: o.BufferBytes}
 }
 
-// sessionEvent is the payload of the META session frame.
-type sessionEvent struct {
+// SessionEvent is the payload of the META frame named [MetaSession] a
+// loop emits when it resumes a session: the calls answered with their
+// stored results (Reused), run again, interrupted, and waiting for
+// approval again, by tool-call id.
+type SessionEvent struct {
 	Event       string   `json:"event"`
 	SessionID   string   `json:"session_id"`
 	Iteration   int      `json:"iteration"`
@@ -524,7 +527,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	s.iteration = int(st.GetIteration())
 	s.injected = true
 	s.text.Reset()
-	ev := sessionEvent{Event: "resumed", SessionID: ss.opts.ID, Iteration: s.iteration}
+	ev := SessionEvent{Event: "resumed", SessionID: ss.opts.ID, Iteration: s.iteration}
 
 	switch {
 	case st.GetPhase() == messages.LoopPhase_LOOP_PHASE_DONE:
@@ -598,6 +601,6 @@ func interruptedMessage(tool string, midStream, stopped bool) string {
 	return fmt.Sprintf("Tool call %s was interrupted: the session stopped while it was running; it was not run again", tool)
 }
 
-func (l *loopLogic) emitSession(c actors.WrapperContext, s *loopSession, ev sessionEvent) {
+func (l *loopLogic) emitSession(c actors.WrapperContext, s *loopSession, ev SessionEvent) {
 	c.ToOuter(messages.Meta(s.stream, MetaSession, mustJSON(ev)))
 }

@@ -125,14 +125,7 @@ func firstPrompt(payload []byte) string {
 
 // sessionLine renders the payload of a loop's META session frame.
 func sessionLine(payload []byte) string {
-	var ev struct {
-		Event       string   `json:"event"`
-		Iteration   int      `json:"iteration"`
-		Reused      []string `json:"reused"`
-		Rerun       []string `json:"rerun"`
-		Interrupted []string `json:"interrupted"`
-		Held        []string `json:"held"`
-	}
+	var ev tools.SessionEvent
 	if json.Unmarshal(payload, &ev) != nil {
 		return string(payload)
 	}

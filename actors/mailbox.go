@@ -20,23 +20,35 @@ import (
 //     beside it, where protoactor's Request allocates a *MessageEnvelope
 //     per frame to carry the sender: the parent reads it from [mailbox.from]
 //     while the frame is being delivered;
+//   - children's frames have a queue of their own, and while both queues
+//     hold messages the consumer takes from each in turn: a backlog
+//     written into a wrapper does not hold its inner duplex's answers
+//     back (in one queue, each answer would wait behind every input
+//     written since its request, and the backlog would be held twice).
+//     Each queue is first in, first out: a child's frames keep their
+//     order, and so do the messages written into the actor by any one
+//     sender (the order protoactor promises). Between the two queues
+//     there is no order, as between any two senders;
 //   - the consumer takes up to mailboxBatch messages per lock;
-//   - the queue is a list of segments that grow from mailboxFirst to
+//   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
 //     message costs no allocation unless the backlog outgrows the
 //     segment, a burst never copies what is queued (protoactor's ring
 //     copies it at each doubling), and an actor keeps one segment of at
-//     most mailboxSegment entries after a burst (protoactor's keeps the
-//     ring the burst grew).
+//     most mailboxSegment entries a queue after a burst (protoactor's
+//     keeps the ring the burst grew).
 type mailbox struct {
-	// The queue (under mu): n entries, read from head at hi, written
-	// into tail at ti.
-	mu         sync.Mutex
-	head, tail *segment
-	hi, ti     int
-	n          int
+	// The queues (under mu): in holds messages written into the actor
+	// (frames and everything else), kids the frames its children emit
+	// to it. turn says which the consumer takes from next when both have
+	// some.
+	mu     sync.Mutex
+	in     queue[any]
+	kids   queue[childFrame]
+	turn   bool // the next pick is from kids
+	queued int  // entries in both
 
-	// batch holds what the consumer took from the queue with one lock:
+	// batch holds what the consumer took from the queues with one lock:
 	// batch[next:taken] are still to process. Consumer only.
 	batch [mailboxBatch]entry
 	next  int
@@ -63,10 +75,16 @@ type mailbox struct {
 	from *actor.PID
 }
 
-// entry is a queued user message, and the child that emitted it when it
-// is a child's frame.
+// entry is a user message taken for processing, and the child that
+// emitted it when it is a child's frame.
 type entry struct {
 	msg  any
+	from *actor.PID
+}
+
+// childFrame is a queued frame from a child.
+type childFrame struct {
+	f    *messages.Frame
 	from *actor.PID
 }
 
@@ -76,7 +94,7 @@ const (
 )
 
 // mailboxBatch is the most user messages the consumer takes per lock;
-// mailboxFirst is the size of a mailbox's first segment, doubled for each
+// mailboxFirst is the size of a queue's first segment, doubled for each
 // next one up to mailboxSegment. The first two are small: every duplex
 // has a mailbox, and an idle session keeps a dozen of them.
 const (
@@ -85,10 +103,52 @@ const (
 	mailboxSegment = 256
 )
 
+// queue is a FIFO of segments that grow from mailboxFirst to
+// mailboxSegment entries, rewound whenever it empties: n entries, read
+// from head at hi, written into tail at ti.
+type queue[T any] struct {
+	head, tail *segment[T]
+	hi, ti     int
+	n          int
+}
+
 // segment is a run of queued entries and the next one.
-type segment struct {
-	e    []entry
-	next *segment
+type segment[T any] struct {
+	e    []T
+	next *segment[T]
+}
+
+func (q *queue[T]) push(v T) {
+	switch {
+	case q.tail == nil:
+		q.tail = &segment[T]{e: make([]T, mailboxFirst)}
+		q.head = q.tail
+	case q.ti == len(q.tail.e):
+		s := &segment[T]{e: make([]T, min(2*len(q.tail.e), mailboxSegment))}
+		q.tail.next, q.tail, q.ti = s, s, 0
+	}
+	q.tail.e[q.ti] = v
+	q.ti++
+	q.n++
+}
+
+// pop takes the first entry; the queue must hold one.
+func (q *queue[T]) pop() T {
+	if q.hi == len(q.head.e) {
+		next := q.head.next
+		q.head.next = nil
+		q.head, q.hi = next, 0
+	}
+	v := q.head.e[q.hi]
+	var zero T
+	q.head.e[q.hi] = zero
+	q.hi++
+	if q.n--; q.n == 0 {
+		// Empty, so head is tail and everything in it was read: the
+		// next entry goes to its start.
+		q.hi, q.ti = 0, 0
+	}
+	return v
 }
 
 var _ actor.Mailbox = (*mailbox)(nil)
@@ -120,7 +180,7 @@ func (m *mailbox) PostUserMessage(message any) {
 	if f, ok := message.(*messages.Frame); ok {
 		// The hop path: a frame is not a batch (a concrete type check
 		// costs less than the two interface checks below).
-		m.post(entry{msg: f})
+		m.post(f)
 		return
 	}
 	// As protoactor's mailbox: a batch is delivered message by message,
@@ -137,29 +197,29 @@ func (m *mailbox) PostUserMessage(message any) {
 			}
 		}
 	}
-	m.post(entry{msg: message})
+	m.post(message)
 }
 
 // postFrom queues f as a frame from the child from: the hop a child's
 // Emit makes to its parent, with no envelope.
 func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
-	m.post(entry{msg: f, from: from})
+	m.mu.Lock()
+	m.kids.push(childFrame{f: f, from: from})
+	m.queued++
+	m.mu.Unlock()
+	m.posted()
 }
 
-func (m *mailbox) post(e entry) {
+func (m *mailbox) post(msg any) {
 	m.mu.Lock()
-	switch {
-	case m.tail == nil:
-		m.tail = &segment{e: make([]entry, mailboxFirst)}
-		m.head = m.tail
-	case m.ti == len(m.tail.e):
-		s := &segment{e: make([]entry, min(2*len(m.tail.e), mailboxSegment))}
-		m.tail.next, m.tail, m.ti = s, s, 0
-	}
-	m.tail.e[m.ti] = e
-	m.ti++
-	m.n++
+	m.in.push(msg)
+	m.queued++
 	m.mu.Unlock()
+	m.posted()
+}
+
+// posted counts a message just queued and schedules the mailbox.
+func (m *mailbox) posted() {
 	// Counted after it is queued, as protoactor does: the consumer never
 	// sees a count for a message it cannot take.
 	m.user.Add(1)
@@ -269,31 +329,28 @@ func (m *mailbox) popSystem() any {
 	return msg
 }
 
-// popUser takes the next user message; consumer only.
+// popUser takes the next user message; consumer only. While both
+// queues hold messages it takes from each in turn, so that a backlog
+// written into the actor does not hold its children's frames back.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
-		// Every message counted is in the batch or the queue: with the
-		// batch drained, a positive count means the queue holds some.
+		// Every message counted is in the batch or the queues: with the
+		// batch drained, a positive count means the queues hold some.
 		if m.user.Load() <= 0 {
 			return entry{}, false
 		}
 		m.mu.Lock()
-		k := min(m.n, mailboxBatch)
+		k := min(m.queued, mailboxBatch)
 		for i := range k {
-			if m.hi == len(m.head.e) {
-				next := m.head.next
-				m.head.next = nil
-				m.head, m.hi = next, 0
+			if m.kids.n > 0 && (m.turn || m.in.n == 0) {
+				c := m.kids.pop()
+				m.batch[i] = entry{msg: c.f, from: c.from}
+			} else {
+				m.batch[i] = entry{msg: m.in.pop()}
 			}
-			m.batch[i] = m.head.e[m.hi]
-			m.head.e[m.hi] = entry{}
-			m.hi++
+			m.turn = !m.turn
 		}
-		if m.n -= k; m.n == 0 {
-			// Empty, so head is tail and everything in it was read:
-			// the next message goes to its start.
-			m.hi, m.ti = 0, 0
-		}
+		m.queued -= k
 		m.mu.Unlock()
 		m.next, m.taken = 0, k
 		if k == 0 {

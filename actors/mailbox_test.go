@@ -53,24 +53,24 @@ func newTestMailbox() (*mailbox, *recordingInvoker, *manualDispatcher) {
 	return mb, inv, d
 }
 
-// TestMailbox_OrderAndSenders queues more messages than the ring's first
+// TestMailbox_OrderAndSenders queues more messages than a segment's first
 // size and one batch hold, children's frames among plain messages, and
-// checks they come out in order, each child's frame with the child beside
-// it and nothing beside the others.
+// checks that what was written into the actor comes out in order, the
+// children's frames in order with the child beside each, and nothing
+// beside the others.
 func TestMailbox_OrderAndSenders(t *testing.T) {
 	mb, inv, d := newTestMailbox()
 	child := actor.NewPID("test", "parent/child")
-	var want []any
-	var wantFrom []*actor.PID
+	var wantIn, wantKids []any
 	for i := range 100 {
 		if i%3 == 0 {
 			f := messages.Text("s", fmt.Sprint(i))
 			mb.postFrom(child, f)
-			want, wantFrom = append(want, f), append(wantFrom, child)
+			wantKids = append(wantKids, f)
 			continue
 		}
 		mb.PostUserMessage(i)
-		want, wantFrom = append(want, i), append(wantFrom, nil)
+		wantIn = append(wantIn, i)
 	}
 	if n := mb.UserMessageCount(); n != 100 {
 		t.Fatalf("UserMessageCount = %d before the run, want 100", n)
@@ -79,8 +79,19 @@ func TestMailbox_OrderAndSenders(t *testing.T) {
 		t.Fatalf("%d runs scheduled for 100 posts, want 1", len(d.runs))
 	}
 	d.runAll()
-	if !slices.Equal(inv.user, want) || !slices.Equal(inv.from, wantFrom) {
-		t.Fatalf("invoked %v from %v,\nwant %v from %v", inv.user, inv.from, want, wantFrom)
+	var gotIn, gotKids []any
+	for i, m := range inv.user {
+		switch from := inv.from[i]; {
+		case from == child:
+			gotKids = append(gotKids, m)
+		case from != nil:
+			t.Fatalf("message %v invoked beside %v", m, from)
+		default:
+			gotIn = append(gotIn, m)
+		}
+	}
+	if !slices.Equal(gotIn, wantIn) || !slices.Equal(gotKids, wantKids) {
+		t.Fatalf("invoked %v, and from the child %v;\nwant %v, and from the child %v", gotIn, gotKids, wantIn, wantKids)
 	}
 	if mb.from != nil || mb.UserMessageCount() != 0 {
 		t.Fatalf("after the run: from %v, %d user messages left", mb.from, mb.UserMessageCount())
@@ -93,6 +104,29 @@ func TestMailbox_OrderAndSenders(t *testing.T) {
 	d.runAll()
 	if last := inv.user[len(inv.user)-1]; last != "again" {
 		t.Fatalf("last invoked %v, want again", last)
+	}
+}
+
+// TestMailbox_ChildFramesNotBehindBacklog: a child's frame is not queued
+// behind a backlog of messages written into the actor (a wrapper's
+// inner answers would otherwise wait behind every input sent since):
+// while both queues hold messages, they are taken in turn.
+func TestMailbox_ChildFramesNotBehindBacklog(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	child := actor.NewPID("test", "parent/child")
+	for i := range 100 {
+		mb.PostUserMessage(i)
+	}
+	f1, f2 := messages.Text("s", "1"), messages.Text("s", "2")
+	mb.postFrom(child, f1)
+	mb.postFrom(child, f2)
+	d.runAll()
+	want := []any{0, f1, 1, f2, 2, 3}
+	if len(inv.user) != 102 || !slices.Equal(inv.user[:len(want)], want) {
+		t.Fatalf("invoked %v..., want %v... (102 in all)", inv.user[:min(len(inv.user), len(want))], want)
+	}
+	if slices.ContainsFunc(mb.kids.head.e, func(c childFrame) bool { return c != childFrame{} }) {
+		t.Fatalf("after the run the children's queue still holds %v", mb.kids.head.e)
 	}
 }
 
@@ -128,7 +162,8 @@ func TestMailbox_PanicEscalates(t *testing.T) {
 	child := actor.NewPID("test", "parent/child")
 	bad := messages.Text("s", "bad")
 	inv.panicOn = bad
-	mb.postFrom(child, bad)
+	mb.PostUserMessage("first")
+	mb.postFrom(child, bad) // taken between the two (see TestMailbox_ChildFramesNotBehindBacklog)
 	mb.PostUserMessage("next")
 	d.runAll()
 	if !slices.Equal(inv.escalated, []any{bad}) {
@@ -137,8 +172,8 @@ func TestMailbox_PanicEscalates(t *testing.T) {
 	if mb.from != nil {
 		t.Fatalf("from = %v after the panic, want nil", mb.from)
 	}
-	if !slices.Equal(inv.user, []any{any(bad), "next"}) || inv.from[1] != nil {
-		t.Fatalf("invoked %v from %v, want bad then next (no child)", inv.user, inv.from)
+	if !slices.Equal(inv.user, []any{"first", any(bad), "next"}) || inv.from[2] != nil {
+		t.Fatalf("invoked %v from %v, want first, bad, then next (no child)", inv.user, inv.from)
 	}
 }
 
@@ -205,8 +240,13 @@ func TestMailbox_BurstLeavesOneSegment(t *testing.T) {
 	if len(inv.user) != burst {
 		t.Fatalf("%d messages delivered, want %d", len(inv.user), burst)
 	}
-	if mb.head != mb.tail || len(mb.head.e) > mailboxSegment || mb.hi != 0 || mb.ti != 0 {
+	q := &mb.in
+	if q.head != q.tail || len(q.head.e) > mailboxSegment || q.hi != 0 || q.ti != 0 {
 		t.Fatalf("after the burst: head %p tail %p, segment of %d, read at %d, written at %d; want one rewound segment of at most %d",
-			mb.head, mb.tail, len(mb.head.e), mb.hi, mb.ti, mailboxSegment)
+			q.head, q.tail, len(q.head.e), q.hi, q.ti, mailboxSegment)
+	}
+	// Nothing delivered is still referenced by the mailbox.
+	if slices.ContainsFunc(q.head.e, func(m any) bool { return m != nil }) || mb.batch != [mailboxBatch]entry{} {
+		t.Fatalf("after the burst the mailbox still holds delivered messages: segment %v, batch %v", q.head.e, mb.batch)
 	}
 }

@@ -73,6 +73,12 @@ type mailbox struct {
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
 	from *actor.PID
+
+	// direct is the shell of the running incarnation, which the run
+	// hands the frames it queued (a child's with the child beside it)
+	// without protoactor's invocation (see shell.begin): set by the
+	// shell as it starts, in a run, and read by the consumer.
+	direct *shell
 }
 
 // entry is a user message taken for processing, and the child that
@@ -307,6 +313,10 @@ func (m *mailbox) run() {
 			return
 		}
 		msg = e.msg
+		if f, ok := msg.(*messages.Frame); ok && m.direct != nil {
+			m.direct.receiveFrame(f, e.from)
+			continue
+		}
 		m.from = e.from
 		m.invoker.InvokeUserMessage(msg)
 		m.from = nil

@@ -93,22 +93,7 @@ func (s *shell) Receive(ctx actor.Context) {
 		if sender == nil {
 			sender = ctx.Sender()
 		}
-		if sender == nil {
-			s.input(m)
-			return
-		}
-		if sender != s.lastChild.pid { // the same child sends with the same *PID
-			if !isChildID(sender.Id, s.self.Id) {
-				s.input(m)
-				return
-			}
-			child, ok := s.children[sender.Id]
-			if !ok || child.pid != sender { // a named child of an earlier incarnation has the same id, not the same *PID
-				return // from a child of an earlier incarnation: its stream was closed then
-			}
-			s.lastChild = child
-		}
-		s.deliverChild(s.lastChild, m)
+		s.receiveFrame(m, sender)
 	case *asyncProgressMsg:
 		if m.owner == s {
 			s.deliver(m.AsyncProgress)
@@ -158,10 +143,40 @@ func (s *shell) Receive(ctx actor.Context) {
 	}
 }
 
+// receiveFrame delivers a frame from sender: a child's frame to the
+// Logic's child path, anything else as input. The mailbox calls it
+// directly for the frames it queued itself (see mailbox.direct).
+func (s *shell) receiveFrame(m *messages.Frame, sender *actor.PID) {
+	if sender == nil {
+		s.input(m)
+		return
+	}
+	if sender != s.lastChild.pid { // the same child sends with the same *PID
+		if !isChildID(sender.Id, s.self.Id) {
+			s.input(m)
+			return
+		}
+		child, ok := s.children[sender.Id]
+		if !ok || child.pid != sender { // a named child of an earlier incarnation has the same id, not the same *PID
+			return // from a child of an earlier incarnation: its stream was closed then
+		}
+		s.lastChild = child
+	}
+	s.deliverChild(s.lastChild, m)
+}
+
 func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
+	// Frames skip protoactor's invocation (its metrics, receive timeout
+	// and middleware, none of which a duplex uses) unless the system
+	// records actor metrics, or the shell is a durable one's.
+	if s.durable == nil && ctx.ActorSystem().Config.MetricsProvider == nil {
+		s.mb.direct = s
+	} else {
+		s.mb.direct = nil
+	}
 	if s.logic = s.spec.New(); s.logic == nil {
 		s.logic = LogicFunc(func(Context, any) {})
 		s.failure = fmt.Errorf("spec %q: New returned a nil Logic", s.spec.Name)

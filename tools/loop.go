@@ -677,6 +677,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	round := s.calls
 	done := s.cancelled || limited
 	var ended *messages.LoopRoundEnded // the event, with a Session
+	var followUp json.RawMessage       // the follow-up's messages, when built with the round
 	if l.sess != nil {
 		ended = &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
 	}
@@ -695,7 +696,11 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 			for _, tc := range round {
 				calls, results = append(calls, tc.call), append(results, tc.result)
 			}
-			s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
+			var final json.RawMessage
+			if s.iteration >= l.opts.MaxIterations {
+				final = systemMessage(l.opts.FinalSystemPrompt)
+			}
+			followUp, s.messages = joinRound(s.messages, s.text.String(), calls, results, s.thinking, final)
 			clear(calls)
 			clear(results)
 			l.roundCalls, l.roundResults = calls, results
@@ -724,22 +729,27 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		l.forget(s)
 		return
 	}
-	l.sendRequest(c, s)
+	l.sendRequest(c, s, followUp)
 }
 
 // sendRequest sends the stream's request to the model: the remembered
 // PARAMs, tools, tool_choice, the messages (with the final system prompt
-// once the rounds are used up) and END.
-func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
-	list := s.messages
-	if s.iteration >= l.opts.MaxIterations {
-		list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+// once the rounds are used up) and END. payload is the messages' JSON
+// array when the caller built it already, else nil: it is joined from
+// s.messages.
+func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession, payload json.RawMessage) {
+	if payload == nil {
+		list := s.messages
+		if s.iteration >= l.opts.MaxIterations {
+			list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+		}
+		payload = models.JoinMessages(list)
 	}
 	for _, p := range s.params {
 		c.ToInner(p)
 	}
 	l.sendTools(c, s)
-	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
+	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, payload))
 	c.ToInner(s.end())
 }
 

@@ -542,7 +542,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		l.emitSession(c, s, ev)
 		s.phase = phaseModel
 		ss.commit(c, s, &messages.LoopRequestSent{})
-		l.sendRequest(c, s)
+		l.sendRequest(c, s, nil)
 		return
 	}
 

@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// TestJoinRound_AsAppendRoundThenJoin: the follow-up built with its round
+// is what appending the round and joining the list gives (with the final
+// system message after it, which the list does not keep), and every
+// element of the list is then a slice of the payload.
+func TestJoinRound_AsAppendRoundThenJoin(t *testing.T) {
+	calls := []*messages.Frame{
+		messages.ToolCall("s", "c1", "f", json.RawMessage(`{"a":"<\"x\">"}`)),
+		messages.ToolCall("s", "c2", "g", nil),
+	}
+	results := []*messages.Frame{
+		messages.RawToolResult("s", "c1", "f", json.RawMessage(`{"ok":true}`)),
+		messages.ToolError("s", "c2", "g", "no\nway"),
+	}
+	first := models.EncodeMessages([]models.Message{models.UserMessage("go"), models.AssistantMessage("é")})
+	for _, c := range []struct {
+		name     string
+		text     string
+		thinking json.RawMessage
+		final    json.RawMessage
+		extra    []json.RawMessage
+	}{
+		{name: "plain"},
+		{name: "text, thinking and final", text: "let me\tsee", thinking: json.RawMessage(`[{"t":1}]`),
+			final: systemMessage("answer now")},
+		{name: "an empty element", extra: []json.RawMessage{nil}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			split, err := models.SplitMessages(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			split = append(split, c.extra...)
+			want := appendRound(slices.Clone(split), c.text, calls, results, c.thinking)
+			wantPayload := want
+			if c.final != nil {
+				wantPayload = append(slices.Clip(want), c.final)
+			}
+			payload, got := joinRound(split, c.text, calls, results, c.thinking, c.final)
+			if string(payload) != string(models.JoinMessages(wantPayload)) {
+				t.Errorf("payload\n%s\nwant\n%s", payload, models.JoinMessages(wantPayload))
+			}
+			if !json.Valid(payload) {
+				t.Errorf("payload is not JSON: %s", payload)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d messages, want %d", len(got), len(want))
+			}
+			start, end := uintptr(unsafe.Pointer(unsafe.SliceData(payload))), uintptr(unsafe.Pointer(unsafe.SliceData(payload)))+uintptr(len(payload))
+			for i, m := range got {
+				wantM := string(want[i])
+				if len(want[i]) == 0 {
+					wantM = "null"
+				}
+				if string(m) != wantM {
+					t.Errorf("message %d: %s, want %s", i, m, wantM)
+				}
+				if p := uintptr(unsafe.Pointer(unsafe.SliceData(m))); p < start || p+uintptr(len(m)) > end || cap(m) != len(m) {
+					t.Errorf("message %d is not a capped slice of the payload", i)
+				}
+			}
+		})
+	}
+}

@@ -69,7 +69,11 @@ func (l *logic) run(c actors.Context, req *models.Request) {
 				// a CANCEL could stop.
 				now := playback{turn: turn}
 				l.play(c, req, &now)
-				req = l.tracker.Done(req)
+				done := req
+				req = l.tracker.Done(done)
+				if l.model.maxRecorded == 0 { // nothing keeps done
+					l.tracker.Release(done)
+				}
 				continue
 			}
 			p = &playback{turn: turn}

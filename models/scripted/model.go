@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -207,6 +208,12 @@ type step struct {
 func (s *step) fill(f *messages.Frame, streamID string) *messages.Frame {
 	f.Type, f.StreamId, f.ToolCallId, f.Name, f.Text, f.Payload, f.Meta = s.typ, streamID, s.callID, s.name, s.text, s.payload, s.meta
 	return f
+}
+
+// makes reports whether f is the frame s makes (on f's stream).
+func (s *step) makes(f *messages.Frame) bool {
+	return f.Type == s.typ && f.ToolCallId == s.callID && f.Name == s.name && f.Text == s.text &&
+		f.Meta == s.meta && bytes.Equal(f.Payload, s.payload)
 }
 
 // compiledTurn is a turn ready to play: its steps, then its ending.

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -71,5 +72,26 @@ func TestJoinRound_AsAppendRoundThenJoin(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJoinRound_OneAllocation: a round's follow-up is one allocation, the
+// payload, however long the results (a result's text is not copied to be
+// encoded) when the list has room for the round's messages.
+func TestJoinRound_OneAllocation(t *testing.T) {
+	long := json.RawMessage(`{"text":"` + strings.Repeat("x", 200) + `"}`)
+	calls := []*messages.Frame{messages.ToolCall("s", "c1", "f", json.RawMessage(`{}`)), messages.ToolCall("s", "c2", "f", nil)}
+	results := []*messages.Frame{messages.RawToolResult("s", "c1", "f", long), messages.RawToolResult("s", "c2", "f", long)}
+	user := models.UserMessage("go").AppendJSON(nil)
+	list := make([]json.RawMessage, 0, 8)
+	var payload json.RawMessage
+	n := testing.AllocsPerRun(50, func() {
+		payload, list = joinRound(append(list[:0], user), "", calls, results, nil, nil)
+	})
+	if len(list) != 4 || !json.Valid(payload) {
+		t.Fatalf("%d messages, payload %s", len(list), payload)
+	}
+	if n != 1 && !raceDetector {
+		t.Errorf("a round's follow-up allocates %.0f times, want 1", n)
 	}
 }

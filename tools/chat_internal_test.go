@@ -95,3 +95,37 @@ func TestJoinRound_OneAllocation(t *testing.T) {
 		t.Errorf("a round's follow-up allocates %.0f times, want 1", n)
 	}
 }
+
+// TestResponseText: the pieces of a response's text join in order, empty
+// ones change nothing, and a text in one piece is kept without a copy.
+func TestResponseText(t *testing.T) {
+	var text responseText
+	for _, c := range []struct {
+		pieces []string
+		want   string
+	}{
+		{nil, ""},
+		{[]string{"", "one", ""}, "one"},
+		{[]string{"a", "", "b", "c"}, "abc"},
+		{[]string{"", "x", "y"}, "xy"},
+	} {
+		text.Reset()
+		for _, p := range c.pieces {
+			text.WriteString(p)
+		}
+		if got := text.String(); got != c.want {
+			t.Errorf("%q: %q, want %q", c.pieces, got, c.want)
+		}
+	}
+	piece := strings.Repeat("z", 40)
+	n := testing.AllocsPerRun(50, func() {
+		text.Reset()
+		text.WriteString(piece)
+		if text.String() != piece {
+			t.Fatal("the piece changed")
+		}
+	})
+	if n != 0 && !raceDetector {
+		t.Errorf("a text of one piece allocates %.0f times, want 0", n)
+	}
+}

@@ -206,7 +206,7 @@ type loopSession struct {
 	aborted   bool // the stream was cancelled by an ABORT (stopped is set too)
 
 	// The current model response.
-	text        strings.Builder
+	text        responseText
 	thinking    json.RawMessage // META thinking_blocks of the response
 	calls       []*turnCall
 	dispatching bool
@@ -224,6 +224,42 @@ type loopSession struct {
 	first  []byte
 	hold   bool
 	resume *messages.LoopSession
+}
+
+// responseText gathers the TEXT of a model response. A response sends
+// its text in one frame or none more often than in many: one piece is
+// kept as it came, not copied; once a second comes they are joined.
+type responseText struct {
+	one  string          // the only piece so far
+	more strings.Builder // every piece, once there were two
+}
+
+func (t *responseText) WriteString(s string) {
+	switch {
+	case s == "":
+	case t.more.Len() > 0:
+		t.more.WriteString(s)
+	case t.one == "":
+		t.one = s
+	default:
+		t.more.WriteString(t.one)
+		t.more.WriteString(s)
+		t.one = ""
+	}
+}
+
+// String returns the text so far.
+func (t *responseText) String() string {
+	if t.more.Len() > 0 {
+		return t.more.String()
+	}
+	return t.one
+}
+
+// Reset forgets the text.
+func (t *responseText) Reset() {
+	t.one = ""
+	t.more.Reset()
 }
 
 type turnCall struct {

@@ -75,11 +75,12 @@ type ToolResultEvent struct {
 //     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
 //     the model too, so the calls whose arguments its end of the
 //     response cuts short are answered as cancelled as well (not as
-//     invalid arguments). When the model ends the response with END,
-//     those are the results a session keeps; when it ends it with ERROR
-//     and END, as model adapters answer a CANCEL or ABORT, the stream
+//     invalid arguments). Those are the results a session keeps, whether
+//     the model ends the response with END or with ERROR and END, as
+//     model adapters answer a CANCEL or ABORT. After ERROR the stream
 //     ends with that ERROR and END after the results, and the session
-//     keeps the step it last persisted, as after any model ERROR (see
+//     stays resumable, as after any model ERROR: resumed, it gives those
+//     calls the same results and runs none of them (see
 //     [SessionOptions]). A CANCEL naming a call does not stop the model:
 //     a call it then leaves incomplete is answered as invalid arguments.
 //     CANCEL and ABORT for a stream with nothing in flight change nothing
@@ -570,15 +571,33 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // fail ends the stream outward with ERROR and END; surfaced calls without
 // a result get one first: cancelled when a CANCEL or ABORT stopped the
 // model (its ERROR is its answer to them), else stopped.
+//
+// With a Session, the events waiting are written before anything goes
+// out, with the cancelled results: an ERROR answering the loop's own
+// CANCEL or ABORT ends the response as its END would, and a resumed
+// session must give those calls the results their consumer got, not run
+// them or answer them again. Stopped results are not kept: the calls
+// did not fail, the model did, and a resume runs them or answers them as
+// interrupted (see [SessionOptions]).
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
+	var events []proto.Message // the results to keep, with a Session
 	for _, tc := range s.calls {
 		switch {
 		case tc.result != nil:
 		case s.stopped:
 			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
+			if l.sess != nil {
+				events = append(events, &messages.LoopCallResult{Result: tc.result})
+			}
 		default:
 			tc.result = errorResult(tc.call, FailureStopped, "the model stream failed: "+reason)
 		}
+	}
+	if l.sess != nil && l.sess.active == s.stream {
+		l.commit(c, s, events...)
+		l.sess.active = "" // the stored session stays resumable
+	}
+	for _, tc := range s.calls {
 		if !tc.sent {
 			tc.sent = true
 			c.ToOuter(tc.result)
@@ -588,10 +607,6 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	c.ToOuter(messages.Error(s.stream, reason))
 	c.ToOuter(s.end())
 	s.phase = phaseClosed
-	if l.sess != nil && l.sess.active == s.stream {
-		l.sess.log.drop()
-		l.sess.active = "" // the stored session stays resumable
-	}
 }
 
 // endOfResponse runs the calls of the model's response, or ends the

@@ -471,7 +471,18 @@ func (l *loopLogic) sendTools(c actors.WrapperContext, s *loopSession) {
 
 // Response implements actors.Wrapped.
 func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
-	s := l.session(f.GetStreamId())
+	s, ok := l.lookup(f.GetStreamId())
+	if !ok {
+		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
+			// The end of a response the loop no longer waits for: an
+			// adapter answering a CANCEL or ABORT with ERROR and END
+			// after the tools' answers ended the stream. It ended
+			// outward already.
+			l.asm.Step(f) // keep the assembler's state clean
+			return
+		}
+		s = l.session(f.GetStreamId())
+	}
 	if s.phase == phaseClosed {
 		l.asm.Step(f) // keep the assembler's state clean
 		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {

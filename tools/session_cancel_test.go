@@ -315,3 +315,54 @@ func TestSession_StopAnsweredWithErrorMidAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestLoop_StopAnsweredWithErrorAnswersOnce: without a session, a CANCEL
+// or ABORT while the calls run, which the model answers with ERROR and
+// END, gets each call exactly one result to the consumer, and the stream
+// ends once, whether the model's answer or the tools' reaches the loop
+// first; what comes later for the stream is dropped.
+func TestLoop_StopAnsweredWithErrorAnswersOnce(t *testing.T) {
+	for _, tc := range stopFrames {
+		for _, order := range []string{"model first", "tools first"} {
+			t.Run(tc.name+"/"+order, func(t *testing.T) {
+				s := newLoopStep(t, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+					tools.MustNew(tools.Definition{Name: "wait", Idempotent: true}),
+					tools.MustNew(tools.Definition{Name: "hold"}),
+				}}})
+				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.ToolCall("s", "c2", "hold", raw(`{}`)), messages.End("s"))
+				s.outer(tc.stop("s"))
+				model := func() { s.model(messages.Error("s", models.ErrCancelled.Error()), messages.End("s")) }
+				toolsAnswer := func() {
+					s.tool("wait", cancelledResult("s", "c1", "wait"), messages.End("s"))
+					s.tool("hold", cancelledResult("s", "c2", "hold"), messages.End("s"))
+				}
+				if order == "model first" {
+					model()
+					toolsAnswer()
+				} else {
+					toolsAnswer()
+					model()
+				}
+				got := resultsByCall(s.r.Emitted)
+				for _, id := range []string{"c1", "c2"} {
+					if len(got[id]) != 1 {
+						t.Errorf("call %s answered %d times: %q", id, len(got[id]), lines(s.r.Emitted))
+					}
+				}
+				ends := 0
+				for _, f := range s.r.Emitted {
+					if isEnd(f) {
+						ends++
+					}
+				}
+				if n := len(s.r.Emitted); ends != 1 || !isEnd(s.r.Emitted[n-1]) {
+					t.Errorf("the stream ended %d times: %q, want once, at the end", ends, lines(s.r.Emitted))
+				}
+				if ran := s.ran(); len(ran) != 2 {
+					t.Errorf("calls run: %q, want each once", ran)
+				}
+			})
+		}
+	}
+}

@@ -39,10 +39,12 @@ type LoopOptions struct {
 	FinalSystemPrompt string
 	// OnToolResult, when set, is called once per call with its result, in
 	// call order, on the loop actor's goroutine: it must be quick and must
-	// not block (hand slow work to a goroutine or channel of your own). A
-	// panic in it fails the loop actor like any panic in its logic: the
-	// calls not yet reported get error results and the open streams end
-	// with ERROR and END.
+	// not block (hand slow work to a goroutine or channel of your own). It
+	// hears the results the loop gives when the model ends a stream with
+	// ERROR too (cancelled or stopped calls), not those the failure of the
+	// loop actor itself gives. A panic in it fails the loop actor like any
+	// panic in its logic: the calls not yet reported get error results
+	// and the open streams end with ERROR and END.
 	OnToolResult func(ToolResultEvent)
 	// Session, when set, persists the conversation at each step so that
 	// it can be resumed after a crash or in a new process (see
@@ -612,6 +614,9 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		if !tc.sent {
 			tc.sent = true
 			c.ToOuter(tc.result)
+			if l.opts.OnToolResult != nil { // the round is not counted: it did not end
+				l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration + 1, Call: tc.call, Result: tc.result})
+			}
 		}
 	}
 	s.clearCalls()

@@ -366,3 +366,44 @@ func TestLoop_StopAnsweredWithErrorAnswersOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLoop_HookHearsResultsOfAnEndedStream: OnToolResult hears, once per
+// call, the result the consumer got when the model ended the stream with
+// ERROR: cancelled calls after a CANCEL or ABORT, stopped ones after a
+// failure of the model.
+func TestLoop_HookHearsResultsOfAnEndedStream(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop *messages.Frame // nil: the model fails by itself
+	}{
+		{"cancel", messages.Cancel("s", "")},
+		{"abort", messages.Abort("s")},
+		{"model failure", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var heard []tools.ToolResultEvent
+			s := newLoopStep(t, &tools.LoopOptions{
+				RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "wait"})}},
+				OnToolResult:  func(e tools.ToolResultEvent) { heard = append(heard, e) },
+			})
+			s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+			s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.ToolCall("s", "c2", "wait", raw(`{}`)))
+			reason := "the model went away"
+			if tc.stop != nil {
+				s.outer(tc.stop)
+				reason = models.ErrCancelled.Error()
+			}
+			s.model(messages.Error("s", reason), messages.End("s"))
+			got := toolResults(s.r.Emitted)
+			if len(got) != 2 || len(heard) != 2 {
+				t.Fatalf("the consumer got %q, the hook heard %d results; want both calls' results, each heard once", lines(s.r.Emitted), len(heard))
+			}
+			for i, e := range heard {
+				if e.Result != got[i] || e.Call.GetToolCallId() != got[i].GetToolCallId() || e.StreamID != "s" || e.Iteration != 1 {
+					t.Errorf("the hook heard %s (call %s, stream %q, round %d), want %s in round 1",
+						line(e.Result), e.Call.GetToolCallId(), e.StreamID, e.Iteration, line(got[i]))
+				}
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,8 +13,6 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/durability"
-	"github.com/polyweave/polyweave-go/durability/boltstore"
-	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
@@ -115,24 +112,6 @@ func sameResult(a, b *messages.Frame) bool {
 	a, b = messages.CloneFrame(a), messages.CloneFrame(b)
 	a.StreamId, b.StreamId = "", ""
 	return proto.Equal(a, b)
-}
-
-// forEachStore runs test on a session store of each kind: in memory and
-// bbolt.
-func forEachStore(t *testing.T, test func(t *testing.T, store durability.Store)) {
-	t.Run("memstore", func(t *testing.T) {
-		store := memstore.New(nil)
-		t.Cleanup(func() { store.Close() })
-		test(t, store)
-	})
-	t.Run("bbolt", func(t *testing.T) {
-		store, err := boltstore.Open(filepath.Join(t.TempDir(), "sessions.db"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		test(t, store)
-	})
 }
 
 // stopFrames are the frames by which a consumer stops a stream's

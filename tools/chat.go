@@ -19,11 +19,6 @@ func systemMessage(prompt string) json.RawMessage {
 	return encodeMessage(models.SystemMessage(prompt))
 }
 
-// withSystem returns list with a system message in front.
-func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
-	return append([]json.RawMessage{systemMessage(prompt)}, list...)
-}
-
 // assistantMessage is the assistant turn that made calls, as accumulated,
 // with the reasoning blocks the model needs back (nil when none). few is
 // room for the calls of a response that makes few.

@@ -17,6 +17,9 @@ type logic struct {
 	// END; ERROR and END) last made for stream keptFor: a later turn of
 	// that stream whose ending has the same frames sends these again,
 	// as frames are immutable once sent, instead of making them anew.
+	// They are kept after a turn that made calls, whose follow-up comes
+	// next, and dropped after one that made none, which usually ends
+	// the conversation: an idle adapter holds none.
 	keptFor string
 	kept    []*messages.Frame
 }
@@ -166,6 +169,10 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 	}
 	for i := range t.ending {
 		c.Emit(l.ending(p, &t.ending[i], req.StreamID))
+	}
+	if !t.calls {
+		clear(l.kept)
+		l.keptFor, l.kept = "", l.kept[:0]
 	}
 	return true
 }

@@ -151,6 +151,9 @@ func TestSupervision_PanicMidStreamClosesStream(t *testing.T) {
 	if msg := got[1].GetText(); !strings.Contains(msg, "asked to crash") {
 		t.Errorf("error frame %q does not say why", msg)
 	}
+	if k := got[1].GetMeta().GetFailureKind(); k != "" {
+		t.Errorf("the ERROR of a failed (not stopped) duplex has failure kind %q, want none", k)
+	}
 	select {
 	case e := <-events:
 		var pe *actors.PanicError
@@ -263,6 +266,9 @@ func TestRuntime_CloseStopsEverything(t *testing.T) {
 	}
 	if !strings.Contains(got[0].GetText(), actors.ErrStopped.Error()) {
 		t.Errorf("error frame %q, want it to say the duplex stopped", got[0].GetText())
+	}
+	if k := got[0].GetMeta().GetFailureKind(); k != actors.StoppedKind {
+		t.Errorf("error frame's failure kind %q, want %q", k, actors.StoppedKind)
 	}
 	if _, err := rt.Start(upper()); !errors.Is(err, actors.ErrClosed) {
 		t.Fatalf("start after close: %v, want ErrClosed", err)

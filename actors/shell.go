@@ -18,6 +18,12 @@ import (
 // than failed.
 var ErrStopped = errors.New("duplex stopped")
 
+// StoppedKind is the failure kind (metadata failure_kind) of the ERROR
+// frames that close a stopped duplex's open streams, so that a reader can
+// tell "stopped for good" from a failure without parsing the text. It is
+// tools.FailureStopped.
+const StoppedKind = "stopped"
+
 // shell is the protoactor actor around a Logic: one per incarnation.
 type shell struct {
 	rt         *Runtime
@@ -263,8 +269,13 @@ func (s *shell) finish(reason error) {
 	}
 	streams := s.open.all()
 	slices.Sort(streams)
+	stopped := errors.Is(reason, ErrStopped)
 	for _, id := range streams {
-		s.Emit(messages.Error(id, reason.Error()))
+		f := messages.Error(id, reason.Error())
+		if stopped {
+			f.Meta = &messages.Metadata{FailureKind: StoppedKind}
+		}
+		s.Emit(f)
 		s.Emit(messages.End(id))
 	}
 }

@@ -41,16 +41,24 @@ var (
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every
 // attempt at the conversation failed (a stage crashed and its restart did
 // not heal it, the model kept failing): Reason is the last attempt's
-// ERROR text.
+// ERROR text. When the last attempt failed because the tool loop was
+// stopped for good (a host stopped the runtime's subtree, a supervisor
+// gave up), Err is actors.ErrDuplexStopped, so that errors.Is tells that
+// case the same way whether it was seen by the last attempt or by the
+// next one's start.
 type FailedError struct {
 	Session  string
 	Attempts int
 	Reason   string
+	Err      error // the cause when known, else nil
 }
 
 func (e *FailedError) Error() string {
 	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", e.Session, e.Attempts, e.Reason)
 }
+
+// Unwrap returns the cause, if known.
+func (e *FailedError) Unwrap() error { return e.Err }
 
 // Options configure [New]. A nil *Options or a zero field means the
 // default; options are copied.
@@ -405,6 +413,9 @@ type conversation struct {
 	parent   *actors.Parent
 	mux      *actors.Mux // the conversation's own loop (with a Store or a parent)
 	approval *approvalState
+	// stopped: the last attempt ended because the loop was stopped (its
+	// ERROR frame's failure kind, or its stream's end without one).
+	stopped bool
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
@@ -450,7 +461,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		case !ans.Failed:
 			return c.result(ans), ErrNoAnswer
 		case attempt >= a.opts.MaxAttempts:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+			failed := &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+			if c.stopped {
+				failed.Err = actors.ErrDuplexStopped
+			}
+			return c.result(ans), failed
 		}
 		// Keep what ran, and ask again.
 		c.keep(ans)
@@ -589,6 +604,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
 			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
+			c.stopped = true
 			if c.emit != nil {
 				c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
 			}
@@ -597,6 +613,9 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 		}
 		ans.Add(f)
+		if f.GetType() == messages.FrameType_ERROR {
+			c.stopped = f.GetMeta().GetFailureKind() == actors.StoppedKind
+		}
 		if c.emit != nil {
 			c.emit(event(f, n))
 		}

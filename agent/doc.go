@@ -52,8 +52,8 @@
 // way fails, and every later Run, Stream or Resume of the agent fails,
 // once its attempts are made, with an error wrapping
 // actors.ErrDuplexStopped (with MaxAttempts 1, one that started while the
-// loop was stopping fails with a *[FailedError] whose reason is "the tool
-// loop stopped"); make a new agent. A runtime
+// loop was stopping fails with a *[FailedError], which wraps it too); make
+// a new agent. A runtime
 // embedded in a host's actor tree (actors.RuntimeOptions.Parent) puts
 // every agent under the host's supervision.
 //

@@ -99,7 +99,7 @@ func TestAgents_EmbeddedInHostTree(t *testing.T) {
 		a, err := agent.New(rt, model(t,
 			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`)}},
 			scripted.Turn{Text: "never"},
-		), &agent.Options{Tools: []*tools.Tool{blocker(started, cancelled)}})
+		), &agent.Options{Tools: []*tools.Tool{blocker(started, cancelled)}, MaxAttempts: i % 2}) // 0: the default; 1: no second attempt
 		if err != nil {
 			t.Fatal(err)
 		}

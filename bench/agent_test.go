@@ -10,8 +10,8 @@ import (
 // agentAllocs is the allocation budget of one run of figure 7's
 // conversation through agent.Run (the raw loop's run, TestLoopConversation_Allocs,
 // plus what the agent adds: the encoded request, its Mux stream and the
-// folded answer, 5 allocations: 39 on 2026-12-03).
-const agentAllocs = 45
+// folded answer: 39 on 2026-12-03, 26 on 2026-12-04).
+const agentAllocs = 27
 
 func TestAgentConversation_Allocs(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())

@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/polyweave/polyweave-go/internal/onemap"
 	"github.com/polyweave/polyweave-go/messages"
@@ -78,6 +79,8 @@ type Tracker struct {
 	// which onemap keeps out of its Go map.
 	streams onemap.Map[streamRequests]
 	spare   *streamRequests // of a stream forgotten, for the next one
+	// spareRequest is a request given back by Release, for the next one.
+	spareRequest *Request
 }
 
 // streamRequests is what a tracker knows of one stream.
@@ -101,14 +104,16 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 	case messages.FrameType_PARAM:
 		s := t.stream(id)
 		if s.pending == nil {
-			s.pending = newRequest(id)
+			s.pending = t.newRequest(id)
 		}
 		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
 	case messages.FrameType_END:
 		s := t.stream(id)
 		req := s.pending
 		if req == nil {
-			req = &Request{StreamID: id}
+			if req = t.released(id); req == nil {
+				req = &Request{StreamID: id}
+			}
 		}
 		s.pending = nil
 		if s.active != nil {
@@ -144,12 +149,27 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 	return nil
 }
 
-// newRequest makes a request with room for a few PARAMs in the same
+// newRequest returns a request of stream without PARAMs: the one given
+// back by Release, or a new one with room for a few PARAMs in the same
 // allocation.
-func newRequest(stream string) *Request {
+func (t *Tracker) newRequest(stream string) *Request {
+	if r := t.released(stream); r != nil {
+		return r
+	}
 	r := &requestWithParams{}
 	r.StreamID, r.Params = stream, r.few[:0]
 	return &r.Request
+}
+
+// released returns the request given back by Release as a request of
+// stream, or nil.
+func (t *Tracker) released(stream string) *Request {
+	r := t.spareRequest
+	if r != nil {
+		t.spareRequest = nil
+		r.StreamID = stream
+	}
+	return r
 }
 
 type requestWithParams struct {
@@ -214,6 +234,21 @@ func (t *Tracker) Done(req *Request) *Request {
 		t.spare = s
 	}
 	return nil
+}
+
+// Release gives back req, a request the adapter has called [Tracker.Done]
+// for and keeps no reference to (no record of it, no timer or work keyed
+// by it, nothing of its Params): the tracker makes its next request in
+// req's storage instead of allocating one. A request the adapter keeps
+// is not released, and is simply collected once unused. Release ignores
+// a request its stream is still answering or has queued.
+func (t *Tracker) Release(req *Request) {
+	if s, ok := t.lookup(req.StreamID); ok && (s.active == req || s.pending == req || slices.Contains(s.queue, req)) {
+		return
+	}
+	clear(req.Params)
+	*req = Request{Params: req.Params[:0]}
+	t.spareRequest = req
 }
 
 // Open reports how many streams have a request not yet ended.

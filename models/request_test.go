@@ -222,3 +222,62 @@ func TestTracker_StreamsApart(t *testing.T) {
 		t.Fatalf("%d streams open after all ended", tr.Open())
 	}
 }
+
+// TestTracker_ReleasedRequestIsReused: the next request of any stream is
+// made in the storage of the one released, without allocating, and holds
+// nothing of it; a request not released is never reused, and releasing
+// one still answered or queued is ignored.
+func TestTracker_ReleasedRequestIsReused(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	tr.Frame(messages.RawParam("s", "model", json.RawMessage(`"a"`)), out.emit)
+	tr.Frame(messages.RawParam("s", "tools", json.RawMessage(`[]`)), out.emit)
+	first := tr.Frame(messages.End("s"), out.emit)
+	tr.Frame(messages.RawParam("s", "model", json.RawMessage(`"q"`)), out.emit) // a second request, queued
+	if r := tr.Frame(messages.End("s"), out.emit); r != nil {
+		t.Fatal("a second request of the stream started at once")
+	}
+	tr.Release(first) // still active: ignored
+	second := tr.Done(first)
+	if second == nil {
+		t.Fatal("queued request not handed over")
+	}
+	tr.Release(second) // active now: ignored
+	if v, _ := second.Param("model"); string(v) != `"q"` || len(first.Params) != 2 {
+		t.Fatalf("a request answered or queued was released: %+v, %+v", first, second)
+	}
+	if tr.Done(second) != nil {
+		t.Fatal("nothing was queued")
+	}
+	tr.Release(second)
+	tr.Frame(messages.RawParam("o", "messages", json.RawMessage(`[]`)), out.emit)
+	third := tr.Frame(messages.End("o"), out.emit)
+	if third != second {
+		t.Fatal("the released request was not reused")
+	}
+	if third.StreamID != "o" || len(third.Params) != 1 || third.Params[0].Name != "messages" {
+		t.Fatalf("reused request: %+v", third)
+	}
+	if v, _ := first.Param("model"); string(v) != `"a"` {
+		t.Fatal("a request never released changed")
+	}
+	tr.Done(third)
+	tr.Release(third)
+	if bare := tr.Frame(messages.End("o"), out.emit); bare != third || len(bare.Params) != 0 {
+		t.Fatalf("a request without PARAMs: %+v, want the released one, empty", bare)
+	}
+
+	param, end := messages.RawParam("s", "messages", json.RawMessage(`[]`)), messages.End("s")
+	allocs := testing.AllocsPerRun(100, func() {
+		tr.Frame(param, out.emit)
+		req := tr.Frame(end, out.emit)
+		tr.Done(req)
+		tr.Release(req)
+	})
+	if allocs != 0 && !raceDetector {
+		t.Errorf("a request released and made again allocates %.0f times, want 0", allocs)
+	}
+	if len(out) != 0 {
+		t.Fatalf("tracker emitted %v", kinds(out))
+	}
+}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -18,11 +19,6 @@ func systemMessage(prompt string) json.RawMessage {
 	return encodeMessage(models.SystemMessage(prompt))
 }
 
-// withSystem returns list with a system message in front.
-func withSystem(list []json.RawMessage, prompt string) []json.RawMessage {
-	return append([]json.RawMessage{systemMessage(prompt)}, list...)
-}
-
 // assistantMessage is the assistant turn that made calls, as accumulated,
 // with the reasoning blocks the model needs back (nil when none). few is
 // room for the calls of a response that makes few.
@@ -36,7 +32,10 @@ func assistantMessage(text string, calls []*messages.Frame, thinking json.RawMes
 	return m
 }
 
-// toolMessage answers one call: content is the result JSON as a string.
+// toolMessage answers one call: content is the result JSON as a string,
+// the frame's payload itself (never changed) rather than a copy, which
+// every encoding of the message made for a result longer than 32 bytes.
 func toolMessage(result *messages.Frame) models.Message {
-	return models.ToolMessage(result.GetToolCallId(), result.GetPayload())
+	p := result.GetPayload()
+	return models.Message{Role: models.RoleTool, ToolCallID: result.GetToolCallId(), Content: unsafe.String(unsafe.SliceData(p), len(p))}
 }

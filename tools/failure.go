@@ -1,6 +1,9 @@
 package tools
 
-import "github.com/polyweave/polyweave-go/messages"
+import (
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+)
 
 // FailureKind says why a call failed. Error TOOL_RESULT frames made by this
 // package carry it in their metadata's failure_kind (the model reads only
@@ -14,7 +17,7 @@ const (
 	FailureHandler          FailureKind = "handler_error"
 	FailureTimeout          FailureKind = "timeout"
 	FailurePanic            FailureKind = "panic"
-	FailureStopped          FailureKind = "stopped" // the tool actor failed, restarted or stopped mid-call
+	FailureStopped          FailureKind = actors.StoppedKind // the tool actor failed, restarted or stopped mid-call
 	FailureCancelled        FailureKind = "cancelled"
 	FailureUnknownTool      FailureKind = "unknown_tool"
 	FailureUnavailable      FailureKind = "unavailable" // circuit breaker open, or the tool is gone

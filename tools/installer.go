@@ -87,9 +87,13 @@ func NewInstaller(inner actors.Spec, o *InstallerOptions) (actors.Spec, error) {
 	if len(tp) > 0 && !json.Valid(tp) {
 		return actors.Spec{}, fmt.Errorf("installer %q: tools param is not JSON", ropts.Name)
 	}
+	var system json.RawMessage // encoded once, sent with every request
+	if opts.SystemPrompt != "" {
+		system = systemMessage(opts.SystemPrompt)
+	}
 	spec := actors.Wrap(ropts.Name, inner, func() actors.Wrapped {
 		r := newRouterLogic(all, ropts.Breaker)
-		in := &installation{tools: tp, toolChoice: opts.ToolChoice, systemPrompt: opts.SystemPrompt, once: opts.Once}
+		in := &installation{tools: tp, toolChoice: opts.ToolChoice, system: system, once: opts.Once}
 		r.install = in.request
 		return r
 	})
@@ -101,7 +105,7 @@ func NewInstaller(inner actors.Spec, o *InstallerOptions) (actors.Spec, error) {
 // streams are in the middle of a request (installed already).
 type installation struct {
 	tools, toolChoice json.RawMessage
-	systemPrompt      string
+	system            json.RawMessage // the system prompt's message, encoded once; nil without one
 	once              bool
 
 	done    bool            // with once: installed
@@ -137,14 +141,14 @@ func (in *installation) request(c actors.WrapperContext, f *messages.Frame) {
 	if len(in.toolChoice) > 0 {
 		c.ToInner(messages.RawParam(stream, models.ParamToolChoice, in.toolChoice))
 	}
-	if f.IsParam(models.ParamMessages) && in.systemPrompt != "" {
+	if f.IsParam(models.ParamMessages) && in.system != nil {
 		list, err := models.SplitMessages(f.GetPayload())
 		if err != nil {
 			c.Logger().Warn("messages PARAM is not a JSON array; system prompt not installed", "error", err)
 			c.ToInner(f)
 			return
 		}
-		c.ToInner(messages.RawParam(stream, models.ParamMessages, models.JoinMessages(withSystem(list, in.systemPrompt))))
+		c.ToInner(messages.RawParam(stream, models.ParamMessages, models.JoinMessages(append([]json.RawMessage{in.system}, list...))))
 		return
 	}
 	c.ToInner(f)

@@ -39,10 +39,12 @@ type LoopOptions struct {
 	FinalSystemPrompt string
 	// OnToolResult, when set, is called once per call with its result, in
 	// call order, on the loop actor's goroutine: it must be quick and must
-	// not block (hand slow work to a goroutine or channel of your own). A
-	// panic in it fails the loop actor like any panic in its logic: the
-	// calls not yet reported get error results and the open streams end
-	// with ERROR and END.
+	// not block (hand slow work to a goroutine or channel of your own). It
+	// hears the results the loop gives when the model ends a stream with
+	// ERROR too (cancelled or stopped calls), not those the failure of the
+	// loop actor itself gives. A panic in it fails the loop actor like any
+	// panic in its logic: the calls not yet reported get error results
+	// and the open streams end with ERROR and END.
 	OnToolResult func(ToolResultEvent)
 	// Session, when set, persists the conversation at each step so that
 	// it can be resumed after a crash or in a new process (see
@@ -75,11 +77,12 @@ type ToolResultEvent struct {
 //     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
 //     the model too, so the calls whose arguments its end of the
 //     response cuts short are answered as cancelled as well (not as
-//     invalid arguments). When the model ends the response with END,
-//     those are the results a session keeps; when it ends it with ERROR
-//     and END, as model adapters answer a CANCEL or ABORT, the stream
+//     invalid arguments). Those are the results a session keeps, whether
+//     the model ends the response with END or with ERROR and END, as
+//     model adapters answer a CANCEL or ABORT. After ERROR the stream
 //     ends with that ERROR and END after the results, and the session
-//     keeps the step it last persisted, as after any model ERROR (see
+//     stays resumable, as after any model ERROR: resumed, it gives those
+//     calls the same results and runs none of them (see
 //     [SessionOptions]). A CANCEL naming a call does not stop the model:
 //     a call it then leaves incomplete is answered as invalid arguments.
 //     CANCEL and ABORT for a stream with nothing in flight change nothing
@@ -206,7 +209,7 @@ type loopSession struct {
 	aborted   bool // the stream was cancelled by an ABORT (stopped is set too)
 
 	// The current model response.
-	text        strings.Builder
+	text        responseText
 	thinking    json.RawMessage // META thinking_blocks of the response
 	calls       []*turnCall
 	dispatching bool
@@ -224,6 +227,42 @@ type loopSession struct {
 	first  []byte
 	hold   bool
 	resume *messages.LoopSession
+}
+
+// responseText gathers the TEXT of a model response. A response sends
+// its text in one frame or none more often than in many: one piece is
+// kept as it came, not copied; once a second comes they are joined.
+type responseText struct {
+	one  string          // the only piece so far
+	more strings.Builder // every piece, once there were two
+}
+
+func (t *responseText) WriteString(s string) {
+	switch {
+	case s == "":
+	case t.more.Len() > 0:
+		t.more.WriteString(s)
+	case t.one == "":
+		t.one = s
+	default:
+		t.more.WriteString(t.one)
+		t.more.WriteString(s)
+		t.one = ""
+	}
+}
+
+// String returns the text so far.
+func (t *responseText) String() string {
+	if t.more.Len() > 0 {
+		return t.more.String()
+	}
+	return t.one
+}
+
+// Reset forgets the text.
+func (t *responseText) Reset() {
+	t.one = ""
+	t.more.Reset()
 }
 
 type turnCall struct {
@@ -470,7 +509,18 @@ func (l *loopLogic) sendTools(c actors.WrapperContext, s *loopSession) {
 
 // Response implements actors.Wrapped.
 func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
-	s := l.session(f.GetStreamId())
+	s, ok := l.lookup(f.GetStreamId())
+	if !ok {
+		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
+			// The end of a response the loop no longer waits for: an
+			// adapter answering a CANCEL or ABORT with ERROR and END
+			// after the tools' answers ended the stream. It ended
+			// outward already.
+			l.asm.Step(f) // keep the assembler's state clean
+			return
+		}
+		s = l.session(f.GetStreamId())
+	}
 	if s.phase == phaseClosed {
 		l.asm.Step(f) // keep the assembler's state clean
 		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
@@ -570,28 +620,45 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // fail ends the stream outward with ERROR and END; surfaced calls without
 // a result get one first: cancelled when a CANCEL or ABORT stopped the
 // model (its ERROR is its answer to them), else stopped.
+//
+// With a Session, the events waiting are written before anything goes
+// out, with the cancelled results: an ERROR answering the loop's own
+// CANCEL or ABORT ends the response as its END would, and a resumed
+// session must give those calls the results their consumer got, not run
+// them or answer them again. Stopped results are not kept: the calls
+// did not fail, the model did, and a resume runs them or answers them as
+// interrupted (see [SessionOptions]).
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
+	var events []proto.Message // the results to keep, with a Session
 	for _, tc := range s.calls {
 		switch {
 		case tc.result != nil:
 		case s.stopped:
 			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
+			if l.sess != nil {
+				events = append(events, &messages.LoopCallResult{Result: tc.result})
+			}
 		default:
 			tc.result = errorResult(tc.call, FailureStopped, "the model stream failed: "+reason)
 		}
+	}
+	if l.sess != nil && l.sess.active == s.stream {
+		l.commit(c, s, events...)
+		l.sess.active = "" // the stored session stays resumable
+	}
+	for _, tc := range s.calls {
 		if !tc.sent {
 			tc.sent = true
 			c.ToOuter(tc.result)
+			if l.opts.OnToolResult != nil { // the round is not counted: it did not end
+				l.opts.OnToolResult(ToolResultEvent{StreamID: s.stream, Iteration: s.iteration + 1, Call: tc.call, Result: tc.result})
+			}
 		}
 	}
 	s.clearCalls()
 	c.ToOuter(messages.Error(s.stream, reason))
 	c.ToOuter(s.end())
 	s.phase = phaseClosed
-	if l.sess != nil && l.sess.active == s.stream {
-		l.sess.log.drop()
-		l.sess.active = "" // the stored session stays resumable
-	}
 }
 
 // endOfResponse runs the calls of the model's response, or ends the
@@ -677,6 +744,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	round := s.calls
 	done := s.cancelled || limited
 	var ended *messages.LoopRoundEnded // the event, with a Session
+	var followUp json.RawMessage       // the follow-up's messages, when built with the round
 	if l.sess != nil {
 		ended = &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
 	}
@@ -695,7 +763,11 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 			for _, tc := range round {
 				calls, results = append(calls, tc.call), append(results, tc.result)
 			}
-			s.messages = appendRound(s.messages, s.text.String(), calls, results, s.thinking)
+			var final json.RawMessage
+			if s.iteration >= l.opts.MaxIterations {
+				final = systemMessage(l.opts.FinalSystemPrompt)
+			}
+			followUp, s.messages = joinRound(s.messages, s.text.String(), calls, results, s.thinking, final)
 			clear(calls)
 			clear(results)
 			l.roundCalls, l.roundResults = calls, results
@@ -724,22 +796,27 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 		l.forget(s)
 		return
 	}
-	l.sendRequest(c, s)
+	l.sendRequest(c, s, followUp)
 }
 
 // sendRequest sends the stream's request to the model: the remembered
 // PARAMs, tools, tool_choice, the messages (with the final system prompt
-// once the rounds are used up) and END.
-func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession) {
-	list := s.messages
-	if s.iteration >= l.opts.MaxIterations {
-		list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+// once the rounds are used up) and END. payload is the messages' JSON
+// array when the caller built it already, else nil: it is joined from
+// s.messages.
+func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession, payload json.RawMessage) {
+	if payload == nil {
+		list := s.messages
+		if s.iteration >= l.opts.MaxIterations {
+			list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+		}
+		payload = models.JoinMessages(list)
 	}
 	for _, p := range s.params {
 		c.ToInner(p)
 	}
 	l.sendTools(c, s)
-	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, models.JoinMessages(list)))
+	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, payload))
 	c.ToInner(s.end())
 }
 

@@ -89,7 +89,9 @@ const MetaSession = "session"
 // the stream open at the failure was closed with ERROR and END, and the
 // caller resumes by sending the first request again. A loop that stayed up
 // while the stream failed (the model answered ERROR) resumes the same way,
-// from the step it last persisted.
+// from the step it last persisted; when that ERROR answered a CANCEL or
+// ABORT, the step holds the cancelled results the caller got, which the
+// resumed session gives again.
 //
 // # Failures
 //
@@ -542,7 +544,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		l.emitSession(c, s, ev)
 		s.phase = phaseModel
 		ss.commit(c, s, &messages.LoopRequestSent{})
-		l.sendRequest(c, s)
+		l.sendRequest(c, s, nil)
 		return
 	}
 

@@ -158,6 +158,51 @@ func appendRound(list []json.RawMessage, text string, calls, results []*messages
 	return list
 }
 
+// joinRound is appendRound and the join of the follow-up's "messages"
+// in one buffer: the JSON array of list's messages, the round's and, when
+// not nil, final (a system message the follow-up alone carries). The
+// round's messages are appended to list, and every element of list,
+// old and new, becomes a slice of the payload, so that the buffers of the
+// requests before are not kept for the messages they repeat. The payload
+// is sent in a frame, and so never changed.
+func joinRound(list []json.RawMessage, text string, calls, results []*messages.Frame, thinking, final json.RawMessage) (json.RawMessage, []json.RawMessage) {
+	var few [4]models.ToolCall // most responses make few calls: no list to allocate
+	am := assistantMessage(text, calls, thinking, &few)
+	n := len("[]") + am.EncodedLen()
+	for _, m := range list {
+		n += max(len(m), len("null")) + 1
+	}
+	for _, r := range results {
+		n += 1 + toolMessage(r).EncodedLen()
+	}
+	if final != nil {
+		n += 1 + len(final)
+	}
+	b := append(make([]byte, 0, n), '[')
+	for i, m := range list {
+		if len(m) == 0 {
+			m = json.RawMessage("null")
+		}
+		start := len(b)
+		b = append(b, m...)
+		list[i] = b[start:len(b):len(b)]
+		b = append(b, ',')
+	}
+	start := len(b)
+	b = am.AppendJSON(b)
+	list = append(list, b[start:len(b):len(b)])
+	for _, r := range results {
+		b = append(b, ',')
+		start := len(b)
+		b = toolMessage(r).AppendJSON(b)
+		list = append(list, b[start:len(b):len(b)])
+	}
+	if final != nil {
+		b = append(append(b, ','), final...)
+	}
+	return append(b, ']'), list
+}
+
 func rawMessages(b [][]byte) []json.RawMessage {
 	out := make([]json.RawMessage, len(b))
 	for i, m := range b {

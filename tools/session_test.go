@@ -172,19 +172,27 @@ func flakyOnce(model actors.Spec, n int, reason string) actors.Spec {
 // TestDeleteSession: an ended session, once deleted, is gone from the
 // store (ReadSession finds nothing, no event or snapshot is left), and the
 // same id starts a new conversation that asks the model again.
-func TestDeleteSession(t *testing.T) {
-	t.Run("memstore", func(t *testing.T) { testDeleteSession(t, memstore.New(nil)) })
+func TestDeleteSession(t *testing.T) { forEachStore(t, testDeleteSession) }
+
+// forEachStore runs test on a session store of each kind: in memory and
+// bbolt.
+func forEachStore(t *testing.T, test func(t *testing.T, store durability.Store)) {
+	t.Run("memstore", func(t *testing.T) {
+		store := memstore.New(nil)
+		t.Cleanup(func() { store.Close() })
+		test(t, store)
+	})
 	t.Run("bbolt", func(t *testing.T) {
-		store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"), nil)
+		store, err := boltstore.Open(filepath.Join(t.TempDir(), "sessions.db"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		testDeleteSession(t, store)
+		t.Cleanup(func() { store.Close() })
+		test(t, store)
 	})
 }
 
 func testDeleteSession(t *testing.T, store durability.Store) {
-	t.Cleanup(func() { store.Close() })
 	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "One."}, {Text: "Two."}}}, nil)
 	rt := newRuntime(t)
 	ask := func(name string) string {

@@ -18,10 +18,17 @@ type syncContext struct {
 	call     *messages.Frame
 	deadline time.Time // zero: none, never done
 
-	mu     sync.Mutex
-	timed  context.Context // made by Done
+	mu    sync.Mutex
+	timed *timedContext // made by Done
+	ended bool
+}
+
+// timedContext is the done channel's context of a syncContext and its
+// cancel, apart so that a syncContext whose Done is never called (most)
+// fits in 64 bytes.
+type timedContext struct {
+	context.Context
 	cancel context.CancelFunc
-	ended  bool
 }
 
 func newSyncContext(call *messages.Frame, timeout time.Duration) *syncContext {
@@ -43,9 +50,10 @@ func (c *syncContext) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.timed == nil {
-		c.timed, c.cancel = context.WithDeadline(context.Background(), c.deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), c.deadline)
+		c.timed = &timedContext{Context: ctx, cancel: cancel}
 		if c.ended {
-			c.cancel()
+			cancel()
 		}
 	}
 	return c.timed.Done()
@@ -97,8 +105,8 @@ func (c *syncContext) end() (timedOut bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ended = true
-	if c.cancel != nil {
-		c.cancel()
+	if c.timed != nil {
+		c.timed.cancel()
 	}
 	return timedOut
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -80,5 +81,13 @@ func testSyncContext(t *testing.T) {
 		}})
 	if result := free.callInline(&inlineCtx{}, messages.ToolCall("s", "c4", "free", nil)); KindOf(result) != "" {
 		t.Fatalf("handler without timeout: %s", messages.Format(result))
+	}
+}
+
+// TestSyncContext_Size: the context of every inline Sync call stays in
+// the 64-byte size class; what Done makes is apart.
+func TestSyncContext_Size(t *testing.T) {
+	if n := unsafe.Sizeof(syncContext{}); n > 64 {
+		t.Errorf("a syncContext is %d bytes, want at most 64", n)
 	}
 }

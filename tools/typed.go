@@ -46,13 +46,13 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 	}
 	flatIn, flatOut := newFlatDecoder(reflect.TypeFor[In]()), newFlatEncoder(reflect.TypeFor[Out]())
 	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
-		var in In
+		var in In // on the stack: the flat decoder keeps no pointer to it
 		if flatIn == nil || !flatIn.decode(args, unsafe.Pointer(&in)) {
-			var zero In
-			in = zero // what the flat decoder set before it declined
-			if err := json.Unmarshal(args, &in); err != nil {
+			decoded := new(In) // not what the flat decoder set before it declined
+			if err := json.Unmarshal(args, decoded); err != nil {
 				return nil, fmt.Errorf("decode arguments: %w", err)
 			}
+			in = *decoded
 		}
 		return fn(ctx, in)
 	}

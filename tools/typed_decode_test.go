@@ -171,6 +171,24 @@ func TestTyped_FlatAndFallbackAgree(t *testing.T) {
 	}
 }
 
+// TestTyped_FlatArgumentsStayOnTheStack: arguments the flat decoder reads
+// are decoded into the handler's stack, not a value on the heap (only
+// encoding/json's fallback, which keeps a pointer, decodes into one).
+func TestTyped_FlatArgumentsStayOnTheStack(t *testing.T) {
+	tool := MustNewTyped(Definition{Name: "t", Schema: json.RawMessage(`{}`)}, func(_ context.Context, in flatIn) (bool, error) {
+		return in.I == 2, nil
+	})
+	h, args, ctx := tool.def.Handler, json.RawMessage(`{"i":2,"b":true}`), context.Background()
+	var ok any
+	n := testing.AllocsPerRun(100, func() { ok, _ = h(ctx, args) })
+	if ok != true {
+		t.Fatalf("handler returned %v", ok)
+	}
+	if n != 0 && !raceDetector {
+		t.Errorf("a call decoding flat arguments allocates %.0f times, want 0", n)
+	}
+}
+
 func FuzzFlatDecoder(f *testing.F) {
 	for _, s := range []string{`{"s":"a","i":1}`, `{"f64":1e3,"b":true}`, `{"u8":255}`, `{"i":-0}`, `{"s":"é"}`} {
 		f.Add(s)

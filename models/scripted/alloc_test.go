@@ -1,11 +1,13 @@
 package scripted_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -44,5 +46,40 @@ func TestModel_StreamedTurnAllocations(t *testing.T) {
 	}
 	if many != few || few > 3 {
 		t.Errorf("allocations per turn: %.0f with 2 chunks and 1 delta, %.0f with 64 chunks and 32 deltas; want the same, at most 3", few, many)
+	}
+}
+
+// TestModel_UnrecordedRequestsReused: a model that records no requests
+// gives each one back to its tracker once answered, so a request (its
+// PARAMs gathered) costs the adapter the turn's frames alone, one
+// allocation; a recording model keeps every request it records intact
+// (TestModel_SequenceRepeatsAndRecordsBoundedHistory).
+func TestModel_UnrecordedRequestsReused(t *testing.T) {
+	m, err := scripted.New(scripted.Script{Repeat: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c", Name: "f", Arguments: `{"n":1}`}}},
+		{Text: "done"},
+	}}, &scripted.Options{MaxRecorded: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := m.Spec("model").New()
+	r := actorstest.Recorder{Emitted: make([]*messages.Frame, 0, 8)}
+	tools := messages.RawParam("s", models.ParamTools, json.RawMessage(`[]`))
+	msgs := messages.RawParam("s", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"hi"}]`))
+	end := messages.End("s")
+	n := testing.AllocsPerRun(100, func() {
+		r.Emitted = r.Emitted[:0]
+		for _, f := range []*messages.Frame{tools, msgs, end} {
+			if err := r.Deliver(l, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if len(r.Emitted) == 0 || r.Emitted[len(r.Emitted)-1].GetType() != messages.FrameType_END {
+		t.Fatalf("the request was not answered: %d frames", len(r.Emitted))
+	}
+	t.Logf("allocations per request: %.0f", n)
+	if n > 1 && !raceDetector {
+		t.Errorf("allocations per request: %.0f, want 1 (the turn's frames)", n)
 	}
 }

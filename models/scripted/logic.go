@@ -13,7 +13,19 @@ type logic struct {
 	model   *Model
 	tracker models.Tracker
 	plays   map[*models.Request]*playback
+	// kept are the ending frames (META finish, usage or thinking_blocks,
+	// END; ERROR and END) last made for stream keptFor: a later turn of
+	// that stream whose ending has the same frames sends these again,
+	// as frames are immutable once sent, instead of making them anew.
+	// They are kept after a turn that made calls, whose follow-up comes
+	// next, and dropped after one that made none, which usually ends
+	// the conversation: an idle adapter holds none.
+	keptFor string
+	kept    []*messages.Frame
 }
+
+// maxKept bounds the ending frames an adapter keeps for its stream.
+const maxKept = 4
 
 // playback is the progress of a turn answering one request.
 type playback struct {
@@ -26,14 +38,56 @@ type playback struct {
 	slab []messages.Frame
 }
 
-// frame returns s as a frame of streamID, taken from p's slab.
-func (p *playback) frame(s *step, streamID string) *messages.Frame {
+// frame returns s as a new frame of streamID, taken from p's slab, made
+// when empty with room for the frames of the turn still to make.
+func (l *logic) frame(p *playback, s *step, streamID string) *messages.Frame {
 	if len(p.slab) == 0 {
-		p.slab = make([]messages.Frame, p.turn.frames()-p.pos)
+		p.slab = make([]messages.Frame, max(1, p.turn.frames()-p.pos-l.keptEndings(p.turn, streamID)))
 	}
 	f := &p.slab[0]
 	p.slab = p.slab[1:]
 	return s.fill(f, streamID)
+}
+
+// ending returns the frame of s, a step of a turn's ending, on streamID:
+// one kept for the stream when it is the same, else a new one, kept.
+func (l *logic) ending(p *playback, s *step, streamID string) *messages.Frame {
+	if streamID != l.keptFor {
+		clear(l.kept)
+		l.keptFor, l.kept = streamID, l.kept[:0]
+	}
+	if f := l.keptFrame(s); f != nil {
+		return f
+	}
+	f := l.frame(p, s, streamID)
+	if len(l.kept) < maxKept {
+		l.kept = append(l.kept, f)
+	}
+	return f
+}
+
+// keptFrame returns the kept frame that s would make, or nil.
+func (l *logic) keptFrame(s *step) *messages.Frame {
+	for _, f := range l.kept {
+		if s.makes(f) {
+			return f
+		}
+	}
+	return nil
+}
+
+// keptEndings is how many frames of t's ending on streamID are kept.
+func (l *logic) keptEndings(t *compiledTurn, streamID string) int {
+	if streamID != l.keptFor || len(l.kept) == 0 {
+		return 0
+	}
+	n := 0
+	for i := range t.ending {
+		if l.keptFrame(&t.ending[i]) != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *logic) Receive(c actors.Context, msg any) {
@@ -69,7 +123,11 @@ func (l *logic) run(c actors.Context, req *models.Request) {
 				// a CANCEL could stop.
 				now := playback{turn: turn}
 				l.play(c, req, &now)
-				req = l.tracker.Done(req)
+				done := req
+				req = l.tracker.Done(done)
+				if l.model.maxRecorded == 0 { // nothing keeps done
+					l.tracker.Release(done)
+				}
 				continue
 			}
 			p = &playback{turn: turn}
@@ -99,7 +157,7 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 			return false
 		}
 		p.waited = false
-		c.Emit(p.frame(s, req.StreamID))
+		c.Emit(l.frame(p, s, req.StreamID))
 		p.pos++
 	}
 	if t.stall {
@@ -110,7 +168,11 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 		return false
 	}
 	for i := range t.ending {
-		c.Emit(p.frame(&t.ending[i], req.StreamID))
+		c.Emit(l.ending(p, &t.ending[i], req.StreamID))
+	}
+	if !t.calls {
+		clear(l.kept)
+		l.keptFor, l.kept = "", l.kept[:0]
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,6 +210,12 @@ func (s *step) fill(f *messages.Frame, streamID string) *messages.Frame {
 	return f
 }
 
+// makes reports whether f is the frame s makes (on f's stream).
+func (s *step) makes(f *messages.Frame) bool {
+	return f.Type == s.typ && f.ToolCallId == s.callID && f.Name == s.name && f.Text == s.text &&
+		f.Meta == s.meta && bytes.Equal(f.Payload, s.payload)
+}
+
 // compiledTurn is a turn ready to play: its steps, then its ending.
 type compiledTurn struct {
 	steps []step
@@ -219,6 +226,9 @@ type compiledTurn struct {
 	// instant says the turn has no waits and does not stall: it is
 	// played whole within one actor step.
 	instant bool
+	// calls says the turn makes tool calls: a follow-up on its stream
+	// comes next.
+	calls bool
 	// ending are the frames that end the turn, after endWait: META
 	// thinking_blocks (when set), META usage (when set), META finish and
 	// END; or ERROR and END when the turn fails. Their stream id is the
@@ -317,7 +327,7 @@ func compile(t Turn) (compiledTurn, error) {
 			}
 		}
 	}
-	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall}
+	ct := compiledTurn{steps: steps, endWait: t.Pace, stall: t.Stall, calls: len(t.ToolCalls) > 0}
 	if len(steps) == 0 {
 		ct.endWait = t.Delay
 	}

@@ -339,3 +339,60 @@ func TestModel_ForkHasItsOwnSequenceAndRecords(t *testing.T) {
 		t.Fatalf("fork past its script: %v, want ERROR", r.Emitted)
 	}
 }
+
+// TestModel_StreamSendsItsEndingFramesAgain: the turns of one stream that
+// end alike send the same META finish and END frames again (frames are
+// immutable once sent), a different ending gets frames of its own, and
+// another stream gets frames of its own stream; after a turn without
+// calls, which usually ends a conversation, none are kept; what every
+// frame says is what the turn says.
+func TestModel_StreamSendsItsEndingFramesAgain(t *testing.T) {
+	_, l := newLogic(t, scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "a", Name: "f"}}},
+		{ToolCalls: []scripted.ToolCall{{ID: "b", Name: "f"}}},
+		{Text: "done", Usage: &scripted.Usage{TotalTokens: 2}},
+		{Text: "other"},
+		{ToolCalls: []scripted.ToolCall{{ID: "c", Name: "f"}}, Error: "boom"},
+		{ToolCalls: []scripted.ToolCall{{ID: "d", Name: "f"}}, Error: "boom"},
+	}})
+	var r actorstest.Recorder
+	var turns [][]*messages.Frame
+	for _, stream := range []string{"s", "s", "s", "o", "o", "o"} {
+		r.Emitted = nil
+		request(t, &r, l, stream, "")
+		for _, f := range r.Emitted {
+			if f.GetStreamId() != stream {
+				t.Fatalf("a frame of stream %q answering a request of %q", f.GetStreamId(), stream)
+			}
+		}
+		turns = append(turns, r.Emitted)
+	}
+	want := [][]string{
+		{"CALL a {}", `META finish "tool_calls"`, "END"},
+		{"CALL b {}", `META finish "tool_calls"`, "END"},
+		{"TEXT done", `META usage {"prompt_tokens":0,"completion_tokens":0,"total_tokens":2}`, `META finish "stop"`, "END"},
+		{"TEXT other", `META finish "stop"`, "END"},
+		{"CALL c {}", "ERROR boom", "END"},
+		{"CALL d {}", "ERROR boom", "END"},
+	}
+	for i, frames := range turns {
+		if got := trace(frames); !slices.Equal(got, want[i]) {
+			t.Errorf("turn %d: %q, want %q", i, got, want[i])
+		}
+	}
+	last := func(i, back int) *messages.Frame { return turns[i][len(turns[i])-1-back] }
+	switch {
+	case last(0, 0) != last(1, 0) || last(1, 0) != last(2, 0):
+		t.Error("the stream's turns made END anew")
+	case last(0, 1) != last(1, 1):
+		t.Error("the stream's turns made the same META finish anew")
+	case last(1, 1) == last(2, 1):
+		t.Error(`META finish "stop" sent as "tool_calls"`)
+	case last(3, 0) == last(2, 0) || last(3, 1) == last(2, 1):
+		t.Error("another stream got the first stream's ending frames")
+	case last(4, 0) == last(3, 0):
+		t.Error("the END of a turn without calls was kept")
+	case last(5, 0) != last(4, 0) || last(5, 1) != last(4, 1):
+		t.Error("the ERROR and END of a stream were made anew")
+	}
+}

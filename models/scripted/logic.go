@@ -19,13 +19,21 @@ type logic struct {
 	// as frames are immutable once sent, instead of making them anew.
 	// They are kept after a turn that made calls, whose follow-up comes
 	// next, and dropped after one that made none, which usually ends
-	// the conversation: an idle adapter holds none.
+	// the conversation. A conversation that ends at a turn with calls
+	// (an iteration limit, a CANCEL) leaves them kept, with the slab of
+	// the turn that made them: only turns of at most keepFrom frames
+	// keep theirs, so an idle adapter holds at most that slab.
 	keptFor string
 	kept    []*messages.Frame
 }
 
 // maxKept bounds the ending frames an adapter keeps for its stream.
 const maxKept = 4
+
+// keepFrom is the most frames a turn has whose ending frames are kept: a
+// larger turn (a streamed one) makes its own again rather than have an
+// idle adapter hold its slab.
+const keepFrom = 16
 
 // playback is the progress of a turn answering one request.
 type playback struct {
@@ -60,7 +68,7 @@ func (l *logic) ending(p *playback, s *step, streamID string) *messages.Frame {
 		return f
 	}
 	f := l.frame(p, s, streamID)
-	if len(l.kept) < maxKept {
+	if len(l.kept) < maxKept && p.turn.frames() <= keepFrom {
 		l.kept = append(l.kept, f)
 	}
 	return f

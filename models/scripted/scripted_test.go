@@ -396,3 +396,31 @@ func TestModel_StreamSendsItsEndingFramesAgain(t *testing.T) {
 		t.Error("the ERROR and END of a stream were made anew")
 	}
 }
+
+// TestModel_LargeTurnKeepsNoEndingFrames: the ending frames of a turn of
+// many frames (streamed text) are not sent again by the stream's next
+// turn: kept, they would hold the whole turn's frames on an idle adapter
+// whose conversation ended at that turn.
+func TestModel_LargeTurnKeepsNoEndingFrames(t *testing.T) {
+	_, l := newLogic(t, scripted.Script{Turns: []scripted.Turn{
+		{Text: strings.Repeat("x", 64), Deltas: 64, ToolCalls: []scripted.ToolCall{{ID: "a", Name: "f"}}},
+		{ToolCalls: []scripted.ToolCall{{ID: "b", Name: "f"}}},
+		{ToolCalls: []scripted.ToolCall{{ID: "c", Name: "f"}}},
+	}})
+	var r actorstest.Recorder
+	var ends []*messages.Frame
+	for range 3 {
+		r.Emitted = nil
+		request(t, &r, l, "s", "")
+		if n := len(r.Emitted); n < 3 || r.Emitted[n-1].GetType() != messages.FrameType_END {
+			t.Fatalf("turn: %q", trace(r.Emitted))
+		}
+		ends = append(ends, r.Emitted[len(r.Emitted)-1])
+	}
+	if ends[0] == ends[1] {
+		t.Error("the END of a turn of 67 frames was kept and sent again")
+	}
+	if ends[1] != ends[2] {
+		t.Error("the END of a small turn was made anew: small turns should keep theirs")
+	}
+}

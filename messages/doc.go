@@ -8,7 +8,10 @@
 // cost no conversion on the hot path.
 //
 // Frames are immutable once sent. Local sends pass the pointer, so a stage
-// that wants to change a frame calls [CloneFrame] first. The constructors in
+// that wants to change a frame calls [CloneFrame] first. A stage may send
+// one frame more than once (an adapter's END for each turn of a stream, a
+// loop's own END), so nothing should take a frame's pointer as its
+// identity: key by stream and call ids instead. The constructors in
 // this package never retain the slices they are given beyond the frame they
 // build.
 //

@@ -587,7 +587,10 @@ type LoopSession struct {
 	// thinking is the current response's reasoning blocks (the payload of
 	// its META thinking_blocks frame), sent back with its assistant message
 	// in the follow-up, as models that think require.
-	Thinking      []byte `protobuf:"bytes,10,opt,name=thinking,proto3" json:"thinking,omitempty"`
+	Thinking []byte `protobuf:"bytes,10,opt,name=thinking,proto3" json:"thinking,omitempty"`
+	// cancel is how the caller cancelled the current response (its
+	// LoopCancelled events); unset when it did not.
+	Cancel        *LoopCancel `protobuf:"bytes,11,opt,name=cancel,proto3" json:"cancel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -692,6 +695,80 @@ func (x *LoopSession) GetThinking() []byte {
 	return nil
 }
 
+func (x *LoopSession) GetCancel() *LoopCancel {
+	if x != nil {
+		return x.Cancel
+	}
+	return nil
+}
+
+// LoopCancel is the caller's cancel of a session's current response.
+type LoopCancel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stopped: the whole response was cancelled (a CANCEL of the stream, or
+	// an ABORT): none of its calls without a result runs.
+	Stopped bool `protobuf:"varint,1,opt,name=stopped,proto3" json:"stopped,omitempty"`
+	// aborted: by an ABORT.
+	Aborted bool `protobuf:"varint,2,opt,name=aborted,proto3" json:"aborted,omitempty"`
+	// calls are the calls a CANCEL named, in order: with the response
+	// complete only they are cancelled; before it ended, the loop stops
+	// after the response, so none of its complete calls runs.
+	Calls         []string `protobuf:"bytes,3,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoopCancel) Reset() {
+	*x = LoopCancel{}
+	mi := &file_durability_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoopCancel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoopCancel) ProtoMessage() {}
+
+func (x *LoopCancel) ProtoReflect() protoreflect.Message {
+	mi := &file_durability_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoopCancel.ProtoReflect.Descriptor instead.
+func (*LoopCancel) Descriptor() ([]byte, []int) {
+	return file_durability_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LoopCancel) GetStopped() bool {
+	if x != nil {
+		return x.Stopped
+	}
+	return false
+}
+
+func (x *LoopCancel) GetAborted() bool {
+	if x != nil {
+		return x.Aborted
+	}
+	return false
+}
+
+func (x *LoopCancel) GetCalls() []string {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
 var File_durability_proto protoreflect.FileDescriptor
 
 const file_durability_proto_rawDesc = "" +
@@ -728,7 +805,7 @@ const file_durability_proto_rawDesc = "" +
 	"\bLoopCall\x12'\n" +
 	"\x04call\x18\x01 \x01(\v2\x13.polyweave.v1.FrameR\x04call\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
-	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\xdb\x02\n" +
+	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\x8d\x03\n" +
 	"\vLoopSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
@@ -741,7 +818,13 @@ const file_durability_proto_rawDesc = "" +
 	"\x05calls\x18\b \x03(\v2\x16.polyweave.v1.LoopCallR\x05calls\x12\x14\n" +
 	"\x05steps\x18\t \x01(\x04R\x05steps\x12\x1a\n" +
 	"\bthinking\x18\n" +
-	" \x01(\fR\bthinking*h\n" +
+	" \x01(\fR\bthinking\x120\n" +
+	"\x06cancel\x18\v \x01(\v2\x18.polyweave.v1.LoopCancelR\x06cancel\"V\n" +
+	"\n" +
+	"LoopCancel\x12\x18\n" +
+	"\astopped\x18\x01 \x01(\bR\astopped\x12\x18\n" +
+	"\aaborted\x18\x02 \x01(\bR\aaborted\x12\x14\n" +
+	"\x05calls\x18\x03 \x03(\tR\x05calls*h\n" +
 	"\tLoopPhase\x12\x1a\n" +
 	"\x16LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10LOOP_PHASE_MODEL\x10\x01\x12\x14\n" +
@@ -761,7 +844,7 @@ func file_durability_proto_rawDescGZIP() []byte {
 }
 
 var file_durability_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_durability_proto_goTypes = []any{
 	(LoopPhase)(0),              // 0: polyweave.v1.LoopPhase
 	(*PendingToolCall)(nil),     // 1: polyweave.v1.PendingToolCall
@@ -773,21 +856,23 @@ var file_durability_proto_goTypes = []any{
 	(*RouterRestored)(nil),      // 7: polyweave.v1.RouterRestored
 	(*LoopCall)(nil),            // 8: polyweave.v1.LoopCall
 	(*LoopSession)(nil),         // 9: polyweave.v1.LoopSession
-	(*Frame)(nil),               // 10: polyweave.v1.Frame
+	(*LoopCancel)(nil),          // 10: polyweave.v1.LoopCancel
+	(*Frame)(nil),               // 11: polyweave.v1.Frame
 }
 var file_durability_proto_depIdxs = []int32{
 	1,  // 0: polyweave.v1.RouterState.calls:type_name -> polyweave.v1.PendingToolCall
 	2,  // 1: polyweave.v1.RouterRestored.state:type_name -> polyweave.v1.RouterState
-	10, // 2: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
-	10, // 3: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
-	10, // 4: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
+	11, // 2: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
+	11, // 3: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
+	11, // 4: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
 	0,  // 5: polyweave.v1.LoopSession.phase:type_name -> polyweave.v1.LoopPhase
 	8,  // 6: polyweave.v1.LoopSession.calls:type_name -> polyweave.v1.LoopCall
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 7: polyweave.v1.LoopSession.cancel:type_name -> polyweave.v1.LoopCancel
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_durability_proto_init() }
@@ -802,7 +887,7 @@ func file_durability_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_durability_proto_rawDesc), len(file_durability_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

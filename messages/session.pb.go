@@ -554,6 +554,64 @@ func (*LoopAnswered) Descriptor() ([]byte, []int) {
 	return file_session_proto_rawDescGZIP(), []int{9}
 }
 
+// LoopCancelled: the caller cancelled the current response (a CANCEL
+// without a tool-call id), aborted it (ABORT, abort set), or cancelled one
+// of its calls (a CANCEL naming tool_call_id); stored before the loop acts
+// on it. A call it covers that has no result when the session stops is
+// never run: a resumed session answers it as cancelled (see
+// LoopSession.cancel). A session stored without it was not cancelled.
+type LoopCancelled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ToolCallId    string                 `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	Abort         bool                   `protobuf:"varint,2,opt,name=abort,proto3" json:"abort,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoopCancelled) Reset() {
+	*x = LoopCancelled{}
+	mi := &file_session_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoopCancelled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoopCancelled) ProtoMessage() {}
+
+func (x *LoopCancelled) ProtoReflect() protoreflect.Message {
+	mi := &file_session_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoopCancelled.ProtoReflect.Descriptor instead.
+func (*LoopCancelled) Descriptor() ([]byte, []int) {
+	return file_session_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LoopCancelled) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *LoopCancelled) GetAbort() bool {
+	if x != nil {
+		return x.Abort
+	}
+	return false
+}
+
 var File_session_proto protoreflect.FileDescriptor
 
 const file_session_proto_rawDesc = "" +
@@ -589,7 +647,11 @@ const file_session_proto_rawDesc = "" +
 	"\x0eLoopRoundEnded\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\bR\x04done\x12\x1a\n" +
 	"\bthinking\x18\x02 \x01(\fR\bthinking\"\x0e\n" +
-	"\fLoopAnsweredB,Z*github.com/polyweave/polyweave-go/messagesb\x06proto3"
+	"\fLoopAnswered\"G\n" +
+	"\rLoopCancelled\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x14\n" +
+	"\x05abort\x18\x02 \x01(\bR\x05abortB,Z*github.com/polyweave/polyweave-go/messagesb\x06proto3"
 
 var (
 	file_session_proto_rawDescOnce sync.Once
@@ -603,7 +665,7 @@ func file_session_proto_rawDescGZIP() []byte {
 	return file_session_proto_rawDescData
 }
 
-var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_session_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_session_proto_goTypes = []any{
 	(*LoopStarted)(nil),      // 0: polyweave.v1.LoopStarted
 	(*LoopRequestSent)(nil),  // 1: polyweave.v1.LoopRequestSent
@@ -615,13 +677,14 @@ var file_session_proto_goTypes = []any{
 	(*LoopToolsStarted)(nil), // 7: polyweave.v1.LoopToolsStarted
 	(*LoopRoundEnded)(nil),   // 8: polyweave.v1.LoopRoundEnded
 	(*LoopAnswered)(nil),     // 9: polyweave.v1.LoopAnswered
-	(*Frame)(nil),            // 10: polyweave.v1.Frame
+	(*LoopCancelled)(nil),    // 10: polyweave.v1.LoopCancelled
+	(*Frame)(nil),            // 11: polyweave.v1.Frame
 }
 var file_session_proto_depIdxs = []int32{
-	10, // 0: polyweave.v1.LoopStarted.params:type_name -> polyweave.v1.Frame
-	10, // 1: polyweave.v1.LoopCallSurfaced.call:type_name -> polyweave.v1.Frame
-	10, // 2: polyweave.v1.LoopCallSurfaced.result:type_name -> polyweave.v1.Frame
-	10, // 3: polyweave.v1.LoopCallResult.result:type_name -> polyweave.v1.Frame
+	11, // 0: polyweave.v1.LoopStarted.params:type_name -> polyweave.v1.Frame
+	11, // 1: polyweave.v1.LoopCallSurfaced.call:type_name -> polyweave.v1.Frame
+	11, // 2: polyweave.v1.LoopCallSurfaced.result:type_name -> polyweave.v1.Frame
+	11, // 3: polyweave.v1.LoopCallResult.result:type_name -> polyweave.v1.Frame
 	4,  // [4:4] is the sub-list for method output_type
 	4,  // [4:4] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
@@ -641,7 +704,7 @@ func file_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_session_proto_rawDesc), len(file_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

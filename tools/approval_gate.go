@@ -165,6 +165,19 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 	return g.rec.find(id) != nil
 }
 
+// discard forgets the stored session's held call id, if it holds it: the
+// caller cancelled it before the session stopped (a resume answers it).
+func (g *approvalGate) discard(c actors.Context, id string) {
+	if g == nil {
+		return
+	}
+	g.load(c)
+	if g.rec.find(id) != nil {
+		g.rec.remove(id)
+		g.save(c)
+	}
+}
+
 // hold decides whether call (of the tool in s) runs now: false lets it
 // run; true means the gate answered it (denied) or holds it.
 func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messages.Frame, s *slot) bool {

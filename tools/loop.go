@@ -77,14 +77,15 @@ type ToolResultEvent struct {
 //     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
 //     the model too, so the calls whose arguments its end of the
 //     response cuts short are answered as cancelled as well (not as
-//     invalid arguments). Those are the results a session keeps, whether
-//     the model ends the response with END or with ERROR and END, as
-//     model adapters answer a CANCEL or ABORT. After ERROR the stream
-//     ends with that ERROR and END after the results, and the session
-//     stays resumable, as after any model ERROR: resumed, it gives those
-//     calls the same results and runs none of them (see
-//     [SessionOptions]). A CANCEL naming a call does not stop the model:
-//     a call it then leaves incomplete is answered as invalid arguments.
+//     invalid arguments). After ERROR (model adapters answer a CANCEL or
+//     ABORT so) the stream ends with that ERROR and END after the
+//     results. With a Session the CANCEL or ABORT is stored before the
+//     loop acts on it, those are the results the session keeps, and the
+//     session stays resumable however the stream ended: resumed, it
+//     gives those calls the same results, runs none of them and carries
+//     on (see [SessionOptions]). A CANCEL naming a call does not stop
+//     the model: a call it then leaves incomplete is answered as invalid
+//     arguments.
 //     CANCEL and ABORT for a stream with nothing in flight change nothing
 //     (a stream id used again later starts clean).
 //   - Response path: the loop collects the TOOL_CALLs of one model
@@ -413,6 +414,15 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 			}
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+		if l.sess != nil && (s.phase == phaseModel || s.phase == phaseTools) {
+			// Stored before the calls and the model hear of it: a session
+			// resumed after a stop never runs a call the caller cancelled.
+			e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
+			if !e.Abort {
+				e.ToolCallId = f.GetToolCallId()
+			}
+			l.commit(c, s, e)
+		}
 		s.cancelled = true
 		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
 		s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
@@ -618,8 +628,9 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 }
 
 // fail ends the stream outward with ERROR and END; surfaced calls without
-// a result get one first: cancelled when a CANCEL or ABORT stopped the
-// model (its ERROR is its answer to them), else stopped.
+// a result get one first: cancelled after a CANCEL or ABORT (the loop
+// runs no call of a response the caller cancelled; the model's ERROR
+// answers a CANCEL of the stream or an ABORT), else stopped.
 //
 // With a Session, the events waiting are written before anything goes
 // out, with the cancelled results: an ERROR answering the loop's own
@@ -633,7 +644,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	for _, tc := range s.calls {
 		switch {
 		case tc.result != nil:
-		case s.stopped:
+		case s.cancelled:
 			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
 			if l.sess != nil {
 				events = append(events, &messages.LoopCallResult{Result: tc.result})
@@ -745,7 +756,13 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 	done := s.cancelled || limited
 	var ended *messages.LoopRoundEnded // the event, with a Session
 	var followUp json.RawMessage       // the follow-up's messages, when built with the round
-	if l.sess != nil {
+	switch {
+	case l.sess != nil && done && !limited:
+		// The caller cancelled: the stream ends, but the session stays
+		// at this round with its results, and a resume sends the
+		// follow-up (see SessionOptions).
+		l.sess.release(c, s)
+	case l.sess != nil:
 		ended = &messages.LoopRoundEnded{Done: done, Thinking: s.thinking}
 	}
 	if done {
@@ -822,11 +839,20 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession, payload
 
 // OnFailure implements actors.WrapperFailureHandler: calls surfaced to the
 // consumer get their error results before the runtime closes the streams
-// with ERROR and END.
+// with ERROR and END: stopped, or, with a Session, cancelled when the
+// caller's stored CANCEL or ABORT covers them, as a resume answers them.
 func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
 	for _, s := range l.all() {
+		var rec *sessionRecord // the stored session of s, if it runs one
+		if l.sess != nil && l.sess.active == s.stream {
+			rec = &l.sess.log.rec
+		}
 		for _, tc := range s.calls {
-			if tc.result == nil {
+			switch {
+			case tc.result != nil:
+			case rec != nil && cancels(rec.cancel, tc.call.GetToolCallId(), true, rec.phase == messages.LoopPhase_LOOP_PHASE_TOOLS):
+				tc.result = cancelledResult(tc.call, rec.cancel, true)
+			default:
 				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))
 			}
 			if !tc.sent {

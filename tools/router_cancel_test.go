@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,12 +154,23 @@ func TestDurableRouter_CancelWhileAssemblingIsPersisted(t *testing.T) {
 
 // cutModel answers a request with a streaming call whose arguments it
 // leaves half sent, then a marker, and ends its response when it is
-// cancelled or aborted.
+// cancelled or aborted; it answers a request that carries tool results
+// with the TEXT "done" and END.
 func cutModel() actors.Spec {
+	var followUp bool // the request being sent carries tool results
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
 		stream := f.GetStreamId()
 		switch f.GetType() {
+		case messages.FrameType_PARAM:
+			if f.IsParam(models.ParamMessages) {
+				followUp = strings.Contains(string(f.GetPayload()), `"role":"tool"`)
+			}
 		case messages.FrameType_END:
+			if followUp {
+				emit(messages.Text(stream, "done"))
+				emit(messages.End(stream))
+				return
+			}
 			emit(messages.StreamingToolCall(stream, "call_a", "record"))
 			emit(messages.ToolArgChunk(stream, "call_a", argsA[:9]))
 			emit(messages.Text(stream, "marker"))
@@ -171,7 +183,8 @@ func cutModel() actors.Spec {
 // TestLoop_CancelWhileAssembling: the tool loop answers a call whose
 // arguments a CANCEL or ABORT cut short as cancelled, not as invalid
 // arguments, and that is the result its session keeps: the session
-// resumed later gives no other.
+// resumed later gives that result again, no other, and carries on to the
+// model's answer.
 func TestLoop_CancelWhileAssembling(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -210,8 +223,9 @@ func TestLoop_CancelWhileAssembling(t *testing.T) {
 				!strings.Contains(string(results[0].GetPayload()), tc.says) {
 				t.Fatalf("got %q, want one cancelled result saying %q", lines(out), tc.says)
 			}
-			if again := run("loop-2", false); len(toolResults(again)) != 0 {
-				t.Errorf("the resumed session answered again: %q", lines(again))
+			again := run("loop-2", false)
+			if got := toolResults(again); len(got) != 1 || !sameResult(got[0], results[0]) || !slices.ContainsFunc(again, isText("done")) {
+				t.Errorf("resumed: got %q, want the call's result once, as before (%s), and the model's answer", lines(again), line(results[0]))
 			}
 			if got := rec.got("a"); len(got) != 0 {
 				t.Errorf("the call ran with %q", got)

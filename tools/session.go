@@ -71,17 +71,35 @@ const MetaSession = "session"
 //     sent again;
 //   - otherwise the calls of the interrupted response are emitted as
 //     TOOL_CALL frames and answered: a call that completed keeps its
-//     stored result and is NEVER run again; a call that was still
-//     streaming or running gets an error result of kind
+//     stored result and is NEVER run again; a call the caller had
+//     cancelled is answered as cancelled (see below); a call that was
+//     still streaming or running gets an error result of kind
 //     [FailureInterrupted], unless its tool is Idempotent and its
 //     arguments were complete, in which case it runs (again); a call
 //     that waited for approval (LoopOptions.Approval) waits again, or
 //     gets the answer given before the stop; then the follow-up request
 //     goes to the model and the loop carries on to a final answer. A
 //     META frame named [MetaSession] says what was reused, run again,
-//     interrupted and held, by tool-call id. A call
+//     interrupted, cancelled and held, by tool-call id. A call
 //     interrupted while it was streamed is sent back to the model with
 //     the argument bytes that were stored, exactly;
+//   - a session the caller cancelled (CANCEL or ABORT on its stream)
+//     resumes like the others, whenever the cancel came: while the
+//     model answered, while the calls ran, or just before the loop
+//     stopped. The cancel is stored before the loop acts on it, and a
+//     cancelled round does not end the session (its stream ends, with
+//     the results and END, or ERROR and END). Resumed, each call of the
+//     cancelled response gets exactly one result, the one the caller
+//     saw: its stored result when it had completed, else
+//     [FailureCancelled] (as the tool or the loop answers a cancelled
+//     call; one cut short while it was streamed says so), and it is
+//     never run again, even Idempotent, nor held for approval again;
+//     then the follow-up request goes to the model and the loop carries
+//     on to a final answer. A CANCEL of the stream and an ABORT cover
+//     every call of the response; a CANCEL naming a call covers that
+//     call, and, while the model was still answering, every complete
+//     call of the response (the loop runs none of them). A response the
+//     model had ended without a call is the final answer all the same;
 //   - a session that had already ended answers with its final text and
 //     END, without asking the model.
 //
@@ -96,11 +114,14 @@ const MetaSession = "session"
 // # Failures
 //
 // A store failure fails the loop actor with the *durability.StoreError
-// (errors.As): calls already surfaced get error results and the stream
-// ends with ERROR and END. Stored data the loop cannot read fails it the
-// same way (a StoreError with Op durability.OpDecode). Snapshots written
-// by earlier versions, which wrote a bare messages.LoopSession per step,
-// load as the state they hold.
+// (errors.As): calls already surfaced get error results (cancelled ones
+// when a stored cancel of the caller covers them, as a resume answers
+// them) and the stream ends with ERROR and END. Stored data the loop
+// cannot read fails it the same way (a StoreError with Op
+// durability.OpDecode). Snapshots written by earlier versions, which
+// wrote a bare messages.LoopSession per step, load as the state they
+// hold, and sessions stored before cancels were stored (without
+// messages.LoopCancelled) load as sessions not cancelled.
 type SessionOptions struct {
 	// ID names the session in the store (it is the store's actor name);
 	// required.
@@ -201,8 +222,9 @@ func newSessionLog(o SessionOptions, prov *durability.Provider) *sessionLog {
 
 // SessionEvent is the payload of the META frame named [MetaSession] a
 // loop emits when it resumes a session: the calls answered with their
-// stored results (Reused), run again, interrupted, and waiting for
-// approval again, by tool-call id.
+// stored results (Reused), run again, interrupted, answered as cancelled
+// by the caller's cancel, and waiting for approval again, by tool-call
+// id.
 type SessionEvent struct {
 	Event       string   `json:"event"`
 	SessionID   string   `json:"session_id"`
@@ -210,6 +232,9 @@ type SessionEvent struct {
 	Reused      []string `json:"reused,omitempty"`
 	Rerun       []string `json:"rerun,omitempty"`
 	Interrupted []string `json:"interrupted,omitempty"`
+	// Cancelled are the calls the caller cancelled (CANCEL or ABORT)
+	// before the session stopped, answered as cancelled and not run.
+	Cancelled []string `json:"cancelled,omitempty"`
 	// Held are the calls that wait for approval again (ApprovalOptions).
 	Held []string `json:"held,omitempty"`
 }
@@ -464,6 +489,16 @@ func (ss *sessionState) commit(c actors.Context, s *loopSession, events ...proto
 	}
 }
 
+// release writes the events waiting for s's session and lets the session
+// go: the stream ends, and the stored session stays resumable from there.
+func (ss *sessionState) release(c actors.Context, s *loopSession) {
+	if s.stream != ss.active {
+		return
+	}
+	ss.write(c)
+	ss.active = ""
+}
+
 // write flushes the log; a store failure fails the loop actor.
 func (ss *sessionState) write(c actors.Context) {
 	defer func() {
@@ -549,6 +584,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	}
 
 	midStream := st.GetPhase() == messages.LoopPhase_LOOP_PHASE_MODEL
+	cancel := st.GetCancel() // the caller's, before the stop
 	s.text.WriteString(st.GetText())
 	s.thinking = st.GetThinking()
 	var rerun []*turnCall
@@ -560,6 +596,15 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		case lc.GetResult() != nil:
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
+		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
+			l.d.gate.discard(c, id) // held, it waits no more
+			tc.result = cancelledResult(tc.call, cancel, lc.GetComplete())
+			ev.Cancelled = append(ev.Cancelled, id)
+			if lc.GetComplete() {
+				events = append(events, &messages.LoopCallResult{Result: tc.result})
+			} else {
+				events = append(events, &messages.LoopCallSurfaced{ToolCallId: id, Result: tc.result})
+			}
 		case lc.GetComplete() && l.d.gate.awaiting(c, id): // held again, or its stored answer applied
 			rerun = append(rerun, tc)
 			ev.Held = append(ev.Held, id)

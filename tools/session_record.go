@@ -27,6 +27,9 @@ type sessionRecord struct {
 	thinking  []byte        // the current response's thinking blocks, once it ended
 	calls     []*recordCall // handed to the consumer, in order
 	streaming []*recordCall // streaming calls not complete, in the order they started
+	// cancel is the caller's cancel of the current response; nil when it
+	// did not cancel it.
+	cancel *messages.LoopCancel
 }
 
 // recordCall is one call of the current response.
@@ -74,7 +77,9 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 			messages: rawMessages(m.GetMessages()), phase: messages.LoopPhase_LOOP_PHASE_MODEL}
 	case *messages.LoopRequestSent:
 		r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
-		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
+		r.text, r.thinking, r.calls, r.streaming, r.cancel = nil, nil, nil, nil, nil
+	case *messages.LoopCancelled:
+		r.cancel = joinCancel(r.cancel, m)
 	case *messages.LoopText:
 		r.text = append(r.text, m.GetText()...)
 	case *messages.LoopCallStarted:
@@ -126,14 +131,65 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 			r.messages = appendRound(r.messages, string(r.text), calls, results, m.GetThinking())
 			r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
 		}
-		r.text, r.thinking, r.calls, r.streaming = nil, nil, nil, nil
+		r.text, r.thinking, r.calls, r.streaming, r.cancel = nil, nil, nil, nil, nil
 	case *messages.LoopAnswered:
 		r.phase = messages.LoopPhase_LOOP_PHASE_DONE
-		r.calls, r.streaming = nil, nil
+		r.calls, r.streaming, r.cancel = nil, nil, nil
 	default:
 		return false
 	}
 	return true
+}
+
+// joinCancel returns the cancel of a response after the caller's cancel
+// e: a new value (the record's bytes never change once persisted).
+func joinCancel(old *messages.LoopCancel, e *messages.LoopCancelled) *messages.LoopCancel {
+	c := &messages.LoopCancel{Stopped: old.GetStopped(), Aborted: old.GetAborted(), Calls: slices.Clone(old.GetCalls())}
+	switch {
+	case e.GetAbort():
+		c.Stopped, c.Aborted = true, true
+	case e.GetToolCallId() == "":
+		c.Stopped = true
+	case !slices.Contains(c.Calls, e.GetToolCallId()):
+		c.Calls = append(c.Calls, e.GetToolCallId())
+	}
+	return c
+}
+
+// cancels reports whether the caller's cancel of a response (nil: none)
+// covers its call id that has no result, as the live loop would have
+// answered it: complete says the call's arguments were complete, ended
+// that the response had ended (its calls started). A CANCEL of the stream
+// or an ABORT covers every call; a CANCEL naming a call covers that call
+// once the response ended, and before that every complete call (the loop
+// stops after the response and runs none of them). A call still streaming
+// that only a named CANCEL reached is not covered: the model went on.
+func cancels(c *messages.LoopCancel, id string, complete, ended bool) bool {
+	switch {
+	case c == nil:
+		return false
+	case c.GetStopped():
+		return true
+	case !complete:
+		return false
+	case !ended:
+		return len(c.GetCalls()) > 0
+	}
+	return slices.Contains(c.GetCalls(), id)
+}
+
+// cancelledResult is the result of a call the caller's cancel covers
+// when the session stops before its tool answers it: what the tool
+// answers a cancelled call; one whose arguments were not complete was cut
+// short, as the live loop answers it.
+func cancelledResult(call *messages.Frame, c *messages.LoopCancel, complete bool) *messages.Frame {
+	switch {
+	case !complete:
+		return cutShort(call, c.GetAborted())
+	case c.GetAborted():
+		return errorResult(call, FailureCancelled, "Tool call aborted")
+	}
+	return errorResult(call, FailureCancelled, "Tool call cancelled")
 }
 
 // appendRound extends a conversation with one tool round: the assistant
@@ -216,7 +272,8 @@ func rawMessages(b [][]byte) []json.RawMessage {
 // with complete unset.
 func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 	st := &messages.LoopSession{SessionId: id, FirstRequest: r.first, Params: r.params,
-		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps, Thinking: r.thinking}
+		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps, Thinking: r.thinking,
+		Cancel: r.cancel}
 	st.Messages = make([][]byte, len(r.messages))
 	for i, m := range r.messages {
 		st.Messages[i] = m
@@ -234,7 +291,7 @@ func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 func (r *sessionRecord) restore(st *messages.LoopSession) {
 	*r = sessionRecord{started: true, first: st.GetFirstRequest(), params: st.GetParams(),
 		messages: rawMessages(st.GetMessages()), iteration: int(st.GetIteration()), phase: st.GetPhase(),
-		text: []byte(st.GetText()), thinking: st.GetThinking()}
+		text: []byte(st.GetText()), thinking: st.GetThinking(), cancel: st.GetCancel()}
 	for _, lc := range st.GetCalls() {
 		f := lc.GetCall()
 		rc := &recordCall{id: f.GetToolCallId(), result: lc.GetResult()}

@@ -82,7 +82,9 @@ type Options struct {
 	// persisted at each step under its session id, an attempt that failed
 	// is resumed from the store (completed tool calls are not run again),
 	// and a Run with the same session id and messages in a later process
-	// resumes it, or answers with its final text when it had ended. A
+	// resumes it (also after a Run whose ctx was cancelled: its cancelled
+	// calls keep their results), or answers with its final text when it
+	// had ended. A
 	// session id names one conversation: a Run with other messages under
 	// an id already used fails. The caller owns and closes the store.
 	Store durability.Store

@@ -17,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
@@ -506,4 +507,62 @@ func TestRun_ManyAgentsOneRuntime(t *testing.T) {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// TestRun_DurableCancelledResumes: with a Store, a Run cancelled while
+// its call runs (ABORT: the call is answered as cancelled) leaves the
+// session resumable: a later Run with the same session id and messages
+// gives the call the same cancelled result, does not run it again
+// (although it is idempotent), and carries on to the model's answer.
+func TestRun_DurableCancelledResumes(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	var runs atomic.Int64
+	started := make(chan struct{}, 1)
+	block := tools.MustNew(tools.Definition{Name: "block", Idempotent: true,
+		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			runs.Add(1)
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}})
+	a := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "block", `{}`)}},
+		scripted.Turn{Text: "Answered after the cancel."},
+	), &agent.Options{Name: "durable", Tools: []*tools.Tool{block}, Store: store})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	type result struct {
+		ans *models.Answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ans, err := a.Run(ctx, "session-1", ask)
+		done <- result{ans, err}
+	}()
+	<-started
+	cancel()
+	first := <-done
+	if !errors.Is(first.err, context.Canceled) || len(first.ans.Rounds) != 1 || len(first.ans.Rounds[0].Results) != 1 {
+		t.Fatalf("cancelled Run: %+v, %v, want context.Canceled and the call's result", first.ans, first.err)
+	}
+	saw := first.ans.Rounds[0].Results[0]
+	if saw.FailureKind != string(tools.FailureCancelled) {
+		t.Fatalf("cancelled Run: the call's result %+v, want cancelled", saw)
+	}
+	ans, err := a.Run(testCtx(t), "session-1", ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Text != "Answered after the cancel." || len(ans.Rounds) != 1 || len(ans.Rounds[0].Results) != 1 {
+		t.Fatalf("resumed Run: %+v, want the cancelled round and the model's answer", ans)
+	}
+	if got := ans.Rounds[0].Results[0]; got.FailureKind != saw.FailureKind || string(got.Content) != string(saw.Content) {
+		t.Errorf("resumed Run: the call's result %+v, want what the cancelled Run saw: %+v", got, saw)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the call ran %d times, want once", n)
+	}
 }

@@ -23,7 +23,11 @@
 // the conversation again with every round whose calls ran. When the
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
-// returns ctx's error with the answer so far.
+// returns ctx's error with the answer so far. With a Store the cancelled
+// session stays resumable: a later Run with the same session id and
+// messages gives the cancelled calls the results the cancelled Run got
+// (none of them runs again), sends the follow-up to the model and
+// carries on to a final answer.
 //
 // # Approval
 //

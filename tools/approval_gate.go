@@ -165,17 +165,24 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 	return g.rec.find(id) != nil
 }
 
-// discard forgets the stored session's held call id, if it holds it: the
-// caller cancelled it before the session stopped (a resume answers it).
-func (g *approvalGate) discard(c actors.Context, id string) {
+// heldCancelled is the message of the result of a call cancelled while it
+// waited for approval.
+const heldCancelled = "Tool call cancelled while it waited for approval"
+
+// discard forgets the stored session's held call id and reports whether
+// it held it: the caller cancelled the call before the session stopped,
+// and a resume answers it.
+func (g *approvalGate) discard(c actors.Context, id string) bool {
 	if g == nil {
-		return
+		return false
 	}
 	g.load(c)
-	if g.rec.find(id) != nil {
-		g.rec.remove(id)
-		g.save(c)
+	if g.rec.find(id) == nil {
+		return false
 	}
+	g.rec.remove(id)
+	g.save(c)
+	return true
 }
 
 // hold decides whether call (of the tool in s) runs now: false lets it
@@ -338,7 +345,7 @@ func (g *approvalGate) cancel(c actors.WrapperContext, d *dispatcher, f *message
 			continue
 		}
 		g.release(key)
-		d.deliver(c, h.call, errorResult(h.call, FailureCancelled, "Tool call cancelled while it waited for approval"))
+		d.deliver(c, h.call, errorResult(h.call, FailureCancelled, heldCancelled))
 		if g.rec.find(key.id) != nil {
 			g.rec.remove(key.id)
 			g.save(c)

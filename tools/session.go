@@ -92,7 +92,8 @@ const MetaSession = "session"
 //     cancelled response gets exactly one result, the one the caller
 //     saw: its stored result when it had completed, else
 //     [FailureCancelled] (as the tool or the loop answers a cancelled
-//     call; one cut short while it was streamed says so), and it is
+//     call; one cut short while it was streamed, or one held for
+//     approval, says so), and it is
 //     never run again, even Idempotent, nor held for approval again;
 //     then the follow-up request goes to the model and the loop carries
 //     on to a final answer. A CANCEL of the stream and an ABORT cover
@@ -597,8 +598,10 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
-			l.d.gate.discard(c, id) // held, it waits no more
 			tc.result = cancelledResult(tc.call, cancel, lc.GetComplete())
+			if l.d.gate.discard(c, id) { // it waits no more, answered as the gate answers it
+				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
+			}
 			ev.Cancelled = append(ev.Cancelled, id)
 			if lc.GetComplete() {
 				events = append(events, &messages.LoopCallResult{Result: tc.result})

@@ -180,27 +180,37 @@ func TestSession_CancelMidAnswerResumes(t *testing.T) {
 	}
 }
 
-// failingStore fails every event write once armed, as a store that went
-// away does.
+// failingStore fails every write once armed (after spare more), as a
+// store that went away does.
 type failingStore struct {
 	durability.Store
 	armed atomic.Bool
+	spare atomic.Int64 // writes that still succeed once armed
 }
 
 var errStoreGone = errors.New("store gone")
 
+func (s *failingStore) fails() bool { return s.armed.Load() && s.spare.Add(-1) < 0 }
+
 func (s *failingStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
-	if s.armed.Load() {
+	if s.fails() {
 		return errStoreGone
 	}
 	return s.Store.PersistEvent(ctx, name, index, data)
 }
 
 func (s *failingStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
-	if s.armed.Load() {
+	if s.fails() {
 		return errStoreGone
 	}
 	return s.Store.PersistEvents(ctx, name, first, data)
+}
+
+func (s *failingStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	if s.fails() {
+		return errStoreGone
+	}
+	return s.Store.PersistSnapshot(ctx, name, index, data)
 }
 
 // TestSession_CancelThenStopResumes: the consumer cancels (or aborts) a
@@ -276,4 +286,48 @@ func compacted(t *testing.T, store durability.Store, id string) durability.Store
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestSession_CancelHeldCallThenStopResumes: the consumer cancels (or
+// aborts) a durable session whose call waits for approval, and the loop
+// fails once the cancel is stored: neither the call's cancelled result
+// nor the approval record without the call is. The consumer got the
+// result "cancelled while it waited for approval"; the resumed session
+// gives the call that result again, does not hold it for approval again,
+// and carries on to the model's answer.
+func TestSession_CancelHeldCallThenStopResumes(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				fs := &failingStore{Store: store}
+				opts := &tools.LoopOptions{
+					RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+						tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
+					}},
+					Session:  &tools.SessionOptions{ID: "session", Store: fs},
+					Approval: &tools.ApprovalOptions{},
+				}
+				first := newLoopStep(t, opts)
+				first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+				if ran := first.ran(); len(ran) != 0 {
+					t.Fatalf("%q ran without approval", ran)
+				}
+				fs.spare.Store(1) // the cancel's write, and none after it
+				fs.armed.Store(true)
+				err := first.r.Deliver(first.l, tc.stop("s"))
+				if !errors.Is(err, errStoreGone) {
+					t.Fatalf("the loop went on after its store failed: %v", err)
+				}
+				first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+				fs.armed.Store(false)
+				want := messages.ToolError("s", "c1", "nuke", "Tool call cancelled while it waited for approval")
+				want.Meta.FailureKind = string(tools.FailureCancelled)
+				if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !sameResult(saw[0], want) {
+					t.Fatalf("the failing loop answered %q, want once %s", lines(saw), line(want))
+				}
+				checkResumed(t, opts, map[string]*messages.Frame{"c1": want})
+			})
+		})
+	}
 }

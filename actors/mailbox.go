@@ -28,7 +28,13 @@ import (
 //     Each queue is first in, first out: a child's frames keep their
 //     order, and so do the messages written into the actor by any one
 //     sender (the order protoactor promises). Between the two queues
-//     there is no order, as between any two senders;
+//     there is one order: a stop written into the actor (protoactor's
+//     PoisonPill, what Context.Stop sends) comes after every child's
+//     frame queued before it. The input queue waits while the
+//     children's queue still holds frames queued before a stop, so an
+//     actor stopped "after the messages already queued to it" gets its
+//     children's last answers first. Otherwise there is no order
+//     between the queues, as between any two senders;
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -47,6 +53,11 @@ type mailbox struct {
 	kids   queue[childFrame]
 	turn   bool // the next pick is from kids
 	queued int  // entries in both
+	// kidsIn counts the entries ever queued in kids, so kidsIn - kids.n
+	// is how many were taken; stopAt is kidsIn when the last stop was
+	// queued in in: until that many were taken, in waits.
+	kidsIn uint64
+	stopAt uint64
 
 	// batch holds what the consumer took from the queues with one lock:
 	// batch[next:taken] are still to process. Consumer only.
@@ -196,14 +207,31 @@ func (m *mailbox) PostUserMessage(message any) {
 			m.PostUserMessage(msg)
 		}
 	}
+	inner := message
 	if env, ok := message.(*actor.MessageEnvelope); ok {
+		inner = env.Message
 		if batch, ok := env.Message.(actor.MessageBatch); ok {
 			for _, msg := range batch.GetMessages() {
 				m.PostUserMessage(msg)
 			}
 		}
 	}
+	if _, ok := inner.(*actor.PoisonPill); ok {
+		m.postStop(message)
+		return
+	}
 	m.post(message)
+}
+
+// postStop queues msg, a stop, after every child's frame queued so far
+// (see popUser).
+func (m *mailbox) postStop(msg any) {
+	m.mu.Lock()
+	m.in.push(msg)
+	m.queued++
+	m.stopAt = m.kidsIn // the latest stop's mark is the largest
+	m.mu.Unlock()
+	m.posted()
 }
 
 // postFrom queues f as a frame from the child from: the hop a child's
@@ -211,6 +239,7 @@ func (m *mailbox) PostUserMessage(message any) {
 func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
 	m.mu.Lock()
 	m.kids.push(childFrame{f: f, from: from})
+	m.kidsIn++
 	m.queued++
 	m.mu.Unlock()
 	m.posted()
@@ -341,7 +370,10 @@ func (m *mailbox) popSystem() any {
 
 // popUser takes the next user message; consumer only. While both
 // queues hold messages it takes from each in turn, so that a backlog
-// written into the actor does not hold its children's frames back.
+// written into the actor does not hold its children's frames back;
+// but while fewer children's frames were taken than were queued before
+// the last stop, it takes from the children's queue only, so that the
+// stop comes after them.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
 		// Every message counted is in the batch or the queues: with the
@@ -352,7 +384,9 @@ func (m *mailbox) popUser() (entry, bool) {
 		m.mu.Lock()
 		k := min(m.queued, mailboxBatch)
 		for i := range k {
-			if m.kids.n > 0 && (m.turn || m.in.n == 0) {
+			// kidsIn-kids.n < stopAt implies kids.n > 0: it is only
+			// looked at when in would be taken.
+			if m.kids.n > 0 && (m.turn || m.in.n == 0 || m.kidsIn-uint64(m.kids.n) < m.stopAt) {
 				c := m.kids.pop()
 				m.batch[i] = entry{msg: c.f, from: c.from}
 			} else {

@@ -250,3 +250,120 @@ func TestMailbox_BurstLeavesOneSegment(t *testing.T) {
 		t.Fatalf("after the burst the mailbox still holds delivered messages: segment %v, batch %v", q.head.e, mb.batch)
 	}
 }
+
+// TestMailbox_StopAfterQueuedChildFrames: a stop written into the actor
+// (protoactor's PoisonPill, bare or in an envelope) is taken after every
+// child's frame queued before it, though the two queues are otherwise
+// taken in turn; frames queued after a stop may come before or after it.
+func TestMailbox_StopAfterQueuedChildFrames(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	child := actor.NewPID("test", "parent/child")
+	f1, f2, f3, f4 := messages.Text("s", "1"), messages.Text("s", "2"), messages.Text("s", "3"), messages.Text("s", "4")
+	stop1, stop2 := &actor.PoisonPill{}, &actor.MessageEnvelope{Message: &actor.PoisonPill{}}
+	mb.PostUserMessage("a")
+	mb.postFrom(child, f1)
+	mb.postFrom(child, f2)
+	mb.PostUserMessage(stop1)
+	mb.postFrom(child, f3)
+	mb.PostUserMessage(stop2)
+	mb.postFrom(child, f4)
+	mb.PostUserMessage("b")
+	d.runAll()
+	if len(inv.user) != 8 {
+		t.Fatalf("invoked %v, want 8 messages", inv.user)
+	}
+	at := func(m any) int { return slices.Index(inv.user, m) }
+	if at(stop1) < at(f2) || at(stop2) < at(f3) || at("a") > at(stop1) || at(stop1) > at(stop2) || at(stop2) > at("b") {
+		t.Fatalf("invoked %v: want the first stop after frames 1 and 2, the second after frame 3, and a, the stops and b in order", inv.user)
+	}
+	if mb.UserMessageCount() != 0 {
+		t.Fatalf("%d user messages left after the run", mb.UserMessageCount())
+	}
+}
+
+// TestMailbox_ConcurrentChildrenAndStops posts from several goroutines
+// at once (run it with -race): messages written into the actor,
+// children's frames, stops queued after some of them, and suspensions.
+// Every message arrives, each producer's in its order, and each stop
+// after the frames its producer queued before it.
+func TestMailbox_ConcurrentChildrenAndStops(t *testing.T) {
+	const producers, each = 4, 2000
+	mb := newMailbox()
+	type msg struct{ producer, seq int }
+	var (
+		mu    sync.Mutex
+		after = map[*actor.PoisonPill]msg{} // each stop, and the last frame queued before it
+	)
+	kids := make([]*actor.PID, producers)
+	for p := range kids {
+		kids[p] = actor.NewPID("test", fmt.Sprintf("parent/%d", p))
+	}
+	done := make(chan struct{})
+	next := make(map[*actor.PID][]int)
+	var bad []string
+	got, want := 0, producers*(2*each+(each+96)/97) // frames and stops
+	count := func() {
+		if got++; got == want {
+			close(done)
+		}
+	}
+	mb.RegisterHandlers(invokerFunc(func(m any) {
+		if stop, ok := m.(*actor.PoisonPill); ok {
+			mu.Lock()
+			last := after[stop]
+			mu.Unlock()
+			if seqs := next[kids[last.producer]]; seqs == nil || seqs[last.producer] <= last.seq {
+				seen := 0
+				if seqs != nil {
+					seen = seqs[last.producer]
+				}
+				bad = append(bad, fmt.Sprintf("a stop queued after frame %v came after %d of its producer's frames only", last, seen))
+			}
+			count()
+			return
+		}
+		f := m.(*messages.Frame)
+		var x msg
+		fmt.Sscan(f.GetText(), &x.producer, &x.seq)
+		seqs := next[mb.from] // nil: written into the actor
+		if seqs == nil {
+			seqs = make([]int, producers)
+			next[mb.from] = seqs
+		}
+		if x.seq != seqs[x.producer] {
+			bad = append(bad, fmt.Sprintf("from %v, producer %d: got %d, want %d", mb.from, x.producer, x.seq, seqs[x.producer]))
+		}
+		seqs[x.producer] = x.seq + 1
+		count()
+	}), actor.NewDefaultDispatcher(7))
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				mb.PostUserMessage(messages.Text("in", fmt.Sprint(p, i)))
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				mb.postFrom(kids[p], messages.Text("kid", fmt.Sprint(p, i)))
+				if i%97 == 0 {
+					stop := &actor.PoisonPill{}
+					mu.Lock()
+					after[stop] = msg{p, i}
+					mu.Unlock()
+					mb.PostUserMessage(stop)
+					mb.PostSystemMessage(&actor.SuspendMailbox{})
+					mb.PostSystemMessage(&actor.ResumeMailbox{})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	if len(bad) > 0 {
+		t.Fatalf("out of order: %v", bad[:min(len(bad), 5)])
+	}
+}

@@ -35,6 +35,10 @@ import (
 //     actor stopped "after the messages already queued to it" gets its
 //     children's last answers first. Otherwise there is no order
 //     between the queues, as between any two senders;
+//   - a child's end (see shell's handling of protoactor's Terminated) is
+//     queued among its frames, after the last of them, as a childFrame
+//     without a frame: it is taken as a [childGone] with the child
+//     beside it;
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -99,11 +103,16 @@ type entry struct {
 	from *actor.PID
 }
 
-// childFrame is a queued frame from a child.
+// childFrame is a queued frame from a child; without a frame (f nil), the
+// child's end, queued after its last frame.
 type childFrame struct {
 	f    *messages.Frame
 	from *actor.PID
 }
+
+// childGone is the user message a child's end is taken as (see
+// mailbox.postGone), with the child in [mailbox.from].
+type childGone struct{}
 
 const (
 	mailboxIdle int32 = iota
@@ -244,6 +253,10 @@ func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
 	m.mu.Unlock()
 	m.posted()
 }
+
+// postGone queues the end of the child from after its frames: taken, it
+// is a [childGone] with the child in [mailbox.from].
+func (m *mailbox) postGone(from *actor.PID) { m.postFrom(from, nil) }
 
 func (m *mailbox) post(msg any) {
 	m.mu.Lock()
@@ -388,7 +401,11 @@ func (m *mailbox) popUser() (entry, bool) {
 			// looked at when in would be taken.
 			if m.kids.n > 0 && (m.turn || m.in.n == 0 || m.kidsIn-uint64(m.kids.n) < m.stopAt) {
 				c := m.kids.pop()
-				m.batch[i] = entry{msg: c.f, from: c.from}
+				if c.f == nil {
+					m.batch[i] = entry{msg: childGone{}, from: c.from}
+				} else {
+					m.batch[i] = entry{msg: c.f, from: c.from}
+				}
 			} else {
 				m.batch[i] = entry{msg: m.in.pop()}
 			}

@@ -281,6 +281,28 @@ func TestMailbox_StopAfterQueuedChildFrames(t *testing.T) {
 	}
 }
 
+// TestMailbox_ChildGoneAfterItsFrames: a child's end is taken after the
+// frames it queued before, as a childGone with the child beside it.
+func TestMailbox_ChildGoneAfterItsFrames(t *testing.T) {
+	mb, inv, d := newTestMailbox()
+	child := actor.NewPID("test", "parent/child")
+	f1, f2 := messages.Text("s", "1"), messages.Text("s", "2")
+	mb.postFrom(child, f1)
+	mb.postFrom(child, f2)
+	mb.postGone(child)
+	mb.PostUserMessage("x")
+	d.runAll()
+	var kids []any
+	for i, m := range inv.user {
+		if inv.from[i] == child {
+			kids = append(kids, m)
+		}
+	}
+	if want := []any{f1, f2, childGone{}}; !slices.Equal(kids, want) || len(inv.user) != 4 {
+		t.Fatalf("invoked %v, from the child %v; want %v from the child, and x", inv.user, kids, want)
+	}
+}
+
 // TestMailbox_ConcurrentChildrenAndStops posts from several goroutines
 // at once (run it with -race): messages written into the actor,
 // children's frames, stops queued after some of them, and suspensions.

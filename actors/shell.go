@@ -128,13 +128,14 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.begin(ctx)
 		s.deliver(Started{})
 	case *actor.Terminated:
-		if child, ok := s.children[m.Who.GetId()]; ok {
-			delete(s.children, m.Who.GetId())
-			if child.Equal(s.lastChild) {
-				s.lastChild = Ref{}
-			}
-			s.deliver(ChildStopped{Child: child})
+		// A system message, so it may be handled before the child's last
+		// frames, still queued: its end is queued after them (the child
+		// queued them before it stopped), and delivered when taken.
+		if child, ok := s.children[m.Who.GetId()]; ok && child.pid == m.Who && !s.finished {
+			s.mb.postGone(m.Who)
 		}
+	case childGone:
+		s.childGone(s.mb.from)
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
 		s.rt.watch.ended(s, true)
@@ -169,6 +170,21 @@ func (s *shell) receiveFrame(m *messages.Frame, sender *actor.PID) {
 		s.lastChild = child
 	}
 	s.deliverChild(s.lastChild, m)
+}
+
+// childGone delivers ChildStopped for child, whose frames were all
+// delivered before. A child of an earlier incarnation of this actor, or
+// one whose name a newer child took, is no child of this Logic's.
+func (s *shell) childGone(child *actor.PID) {
+	ref, ok := s.children[child.GetId()]
+	if !ok || ref.pid != child {
+		return
+	}
+	delete(s.children, child.Id)
+	if s.lastChild.pid == child {
+		s.lastChild = Ref{}
+	}
+	s.deliver(ChildStopped{Child: ref})
 }
 
 func (s *shell) begin(ctx actor.Context) {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"testing"
@@ -150,5 +151,142 @@ func TestShell_StopAfterQueuedChildFrames(t *testing.T) {
 	}
 	if want := []string{"TEXT(r)", "END"}; !slices.Equal(got, want) {
 		t.Errorf("the stopped duplex got %v from its child, want %v", got, want)
+	}
+}
+
+// TestShell_ChildStoppedAfterItsLastFrames: a child's last frames are
+// delivered before its ChildStopped, though protoactor's notice that the
+// child stopped (a system message) is handled before the frames still
+// queued. Here the parent is held while its child answers (TEXT, END)
+// and stops.
+func TestShell_ChildStoppedAfterItsLastFrames(t *testing.T) {
+	rt := startRuntime(t)
+	p := newHoldingParent(answering("c"), true)
+	ref, err := rt.Spawn(Spec{Name: "p", New: func() Logic { return p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.System().Root.Send(ref.pid, messages.Text("s", "go"))
+	waitQueued(<-p.entered, 2, 1) // the child's TEXT and END, and its Terminated
+	close(p.release)
+	if got, want := p.collect("STOPPED"), []string{"TEXT(r)", "END", "STOPPED"}; !slices.Equal(got, want) {
+		t.Errorf("the parent got %v, want %v", got, want)
+	}
+}
+
+// TestShell_StoppedWrapperAnswersOnce: a wrapper stopped by its parent
+// after its inner duplex's answer was queued to it passes the answer on
+// and then stops with nothing open: the call gets one result (not the
+// result and then a "stopped" ERROR), and the parent gets it, its END
+// and then the wrapper's ChildStopped.
+func TestShell_StoppedWrapperAnswersOnce(t *testing.T) {
+	rt := startRuntime(t)
+	inner := Duplex("tool", func(f *messages.Frame, emit func(*messages.Frame)) {
+		emit(messages.RawToolResult(f.GetStreamId(), "c1", "t", []byte(`"ok"`)))
+		emit(messages.End(f.GetStreamId()))
+	})
+	entered, release := make(chan *mailbox, 1), make(chan struct{})
+	hooks := Hooks{OnRequest: func(c WrapperContext, f *messages.Frame) {
+		c.ToInner(f)
+		entered <- c.(*WrapperLogic).c.(*shell).mb
+		<-release // the wrapper is held while the answer and the stop queue up
+	}}
+	stopper := &stoppingParent{wrapped: Wrap("w", inner, func() Wrapped { return hooks }), got: make(chan string, 16)}
+	ref, err := rt.Spawn(Spec{Name: "p", New: func() Logic { return stopper }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.System().Root.Send(ref.pid, messages.ToolCall("s", "c1", "t", []byte(`{}`)))
+	wmb := <-entered
+	waitQueued(wmb, 2, 0) // the inner's TOOL_RESULT and END
+	rt.System().Root.Send(ref.pid, messages.Text("x", "stop"))
+	waitQueued(wmb, 3, 0) // the parent's stop after them
+	close(release)
+	var got []string
+	for s := range stopper.got {
+		got = append(got, s)
+		if s == "STOPPED" {
+			break
+		}
+	}
+	if want := []string{`TOOL_RESULT("ok")`, "END", "STOPPED"}; !slices.Equal(got, want) {
+		t.Errorf("the wrapper's parent got %v, want %v", got, want)
+	}
+}
+
+// stoppingParent spawns wrapped at start, writes frames into it, and
+// stops it when written a TEXT "stop". What it gets from it, and its
+// stop, go to got.
+type stoppingParent struct {
+	wrapped Spec
+	w       Ref
+	got     chan string
+}
+
+func (p *stoppingParent) Receive(c Context, msg any) {
+	switch m := msg.(type) {
+	case Started:
+		w, err := c.Spawn(p.wrapped)
+		if err != nil {
+			c.Fail(err)
+		}
+		p.w = w
+	case *messages.Frame:
+		if m.GetText() == "stop" {
+			c.Stop(p.w)
+			return
+		}
+		c.Send(p.w, m)
+	case ChildFrame:
+		p.got <- frameName(m.Frame)
+	case ChildStopped:
+		p.got <- "STOPPED"
+	}
+}
+
+// TestShell_RestartedParentKeepsItsNewChild: a parent that restarts
+// stops its children and spawns one with the same name anew; the old
+// child's stop is no news to the new incarnation (no ChildStopped), and
+// the new child's frames reach it.
+func TestShell_RestartedParentKeepsItsNewChild(t *testing.T) {
+	rt := startRuntime(t)
+	got := make(chan string, 16)
+	ref, err := rt.Spawn(Spec{Name: "p", New: func() Logic {
+		var child Ref
+		return LogicFunc(func(c Context, msg any) {
+			switch m := msg.(type) {
+			case Started:
+				var err error
+				if child, err = c.Spawn(answering("c")); err != nil {
+					c.Fail(err)
+				}
+				got <- "STARTED"
+			case *messages.Frame:
+				if m.GetText() == "fail" {
+					c.Fail(errors.New("asked to"))
+				}
+				c.Send(child, m)
+			case ChildFrame:
+				got <- frameName(m.Frame)
+			case ChildStopped:
+				got <- "STOPPED"
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rt.System().Root
+	root.Send(ref.pid, messages.Text("s", "fail"))
+	root.Send(ref.pid, messages.Text("s", "go"))
+	var seen []string
+	for s := range got {
+		seen = append(seen, s)
+		if s == "END" {
+			break
+		}
+	}
+	if want := []string{"STARTED", "STARTED", "TEXT(r)", "END"}; !slices.Equal(seen, want) {
+		t.Errorf("the parent got %v, want %v", seen, want)
 	}
 }

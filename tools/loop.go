@@ -645,7 +645,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		switch {
 		case tc.result != nil:
 		case s.cancelled:
-			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
+			tc.result = cancelledResult(tc.call, s.aborted, true)
 			if l.sess != nil {
 				events = append(events, &messages.LoopCallResult{Result: tc.result})
 			}
@@ -683,20 +683,20 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 		l.forget(s)
 		return
 	}
-	var why string
-	var kind FailureKind
-	switch {
-	case s.cancelled:
-		why, kind = "Tool call cancelled", FailureCancelled
-	case s.iteration >= l.opts.MaxIterations:
-		why, kind = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations)), FailureLimit
+	var refused string // why calls are not run: the limit was reached
+	if !s.cancelled && s.iteration >= l.opts.MaxIterations {
+		refused = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations))
 	}
 	s.phase = phaseTools
 	var events []proto.Message
-	if why != "" {
+	if s.cancelled || refused != "" {
 		for _, tc := range s.calls {
 			if tc.result == nil {
-				tc.result = errorResult(tc.call, kind, why)
+				if s.cancelled {
+					tc.result = cancelledResult(tc.call, s.aborted, true)
+				} else {
+					tc.result = errorResult(tc.call, FailureLimit, refused)
+				}
 				if l.sess != nil {
 					events = append(events, &messages.LoopCallResult{Result: tc.result})
 				}
@@ -851,7 +851,7 @@ func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
 			switch {
 			case tc.result != nil:
 			case rec != nil && cancels(rec.cancel, tc.call.GetToolCallId(), true, rec.phase == messages.LoopPhase_LOOP_PHASE_TOOLS):
-				tc.result = cancelledResult(tc.call, rec.cancel, true)
+				tc.result = cancelledResult(tc.call, rec.cancel.GetAborted(), true)
 			default:
 				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))
 			}

@@ -598,7 +598,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
-			tc.result = cancelledResult(tc.call, cancel, lc.GetComplete())
+			tc.result = cancelledResult(tc.call, cancel.GetAborted(), lc.GetComplete())
 			if l.d.gate.discard(c, id) { // it waits no more, answered as the gate answers it
 				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
 			}

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -384,5 +385,56 @@ func TestLoop_HookHearsResultsOfAnEndedStream(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSession_CancelMidAnswerStoreFailsResumesSameText: the caller stops
+// the stream (CANCEL or ABORT) while the model answers, and the store
+// fails on the write that ends the response (the model's ERROR or END).
+// The failing loop and the resumed session give the cancelled call one
+// text: "Tool call aborted" after an ABORT, "Tool call cancelled" after a
+// CANCEL, whichever path answered it.
+func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
+	for _, tc := range stopFrames {
+		for _, answer := range []string{"error", "end"} {
+			t.Run(tc.name+"/"+answer, func(t *testing.T) {
+				forEachStore(t, func(t *testing.T, store durability.Store) {
+					fs := &failingStore{Store: store}
+					opts := cancelRoundOptions(fs)
+					first := newLoopStep(t, opts)
+					first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+					first.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)))
+					first.outer(tc.stop("s"))
+					fs.armed.Store(true)
+					f := messages.End("s")
+					if answer == "error" {
+						f = messages.Error("s", models.ErrCancelled.Error())
+					}
+					err := first.r.Deliver(first.l, actors.ChildFrame{Child: first.inner, Frame: f})
+					if !errors.Is(err, errStoreGone) {
+						t.Fatalf("the response's end: want the store's failure, got %v", err)
+					}
+					first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+					fs.armed.Store(false)
+					saw := resultsByCall(first.r.Emitted)["c1"]
+					if len(saw) != 1 {
+						t.Fatalf("the failing loop answered c1 %q, want once", lines(saw))
+					}
+					want := "Tool call cancelled"
+					if tc.name == "abort" {
+						want = "Tool call aborted"
+					}
+					if !strings.Contains(line(saw[0]), want) {
+						t.Errorf("the caller saw %s, want %q", line(saw[0]), want)
+					}
+					r := newLoopStep(t, opts)
+					r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+					got := resultsByCall(r.r.Emitted)["c1"]
+					if len(got) != 1 || !sameResult(got[0], saw[0]) {
+						t.Errorf("c1: the caller saw %s, the resume gave %q", line(saw[0]), lines(got))
+					}
+				})
+			})
+		}
 	}
 }

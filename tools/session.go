@@ -590,6 +590,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	s.thinking = st.GetThinking()
 	var rerun []*turnCall
 	var events []proto.Message // the interrupted calls' results, then the calls start
+	var discard []string       // held calls the cancel covers: forgotten once their results are stored
 	for _, lc := range st.GetCalls() {
 		tc := &turnCall{call: restamp(lc.GetCall(), s.stream)}
 		id := tc.call.GetToolCallId()
@@ -599,8 +600,9 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
 			tc.result = cancelledResult(tc.call, cancel.GetAborted(), lc.GetComplete())
-			if l.d.gate.discard(c, id) { // it waits no more, answered as the gate answers it
+			if l.d.gate.holding(c, id) { // it waits no more, answered as the gate answers it
 				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
+				discard = append(discard, id)
 			}
 			ev.Cancelled = append(ev.Cancelled, id)
 			if lc.GetComplete() {
@@ -631,6 +633,9 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	}
 	s.phase = phaseTools
 	ss.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...)
+	for _, id := range discard {
+		l.d.gate.discard(c, id)
+	}
 	s.dispatching = true
 	for _, tc := range rerun {
 		l.d.run(c, tc.call)

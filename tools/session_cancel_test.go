@@ -438,3 +438,57 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 		}
 	}
 }
+
+// TestSession_HeldCancelResumeStoreFailsBetweenWrites: as
+// TestSession_CancelHeldCallThenStopResumes, then the first resume's store
+// takes one write (of its result and of the approval record's) and fails
+// on the other. The resume writes the call's result first, so a second
+// resume still gives the text the callers saw, "cancelled while it waited
+// for approval", not another one.
+func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		fs := &failingStore{Store: store}
+		opts := &tools.LoopOptions{
+			RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+				tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
+			}},
+			Session:  &tools.SessionOptions{ID: "session", Store: fs},
+			Approval: &tools.ApprovalOptions{},
+		}
+		first := newLoopStep(t, opts)
+		first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+		first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+		fs.spare.Store(1) // the cancel is stored, then the session stops
+		fs.armed.Store(true)
+		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the cancel: want the store's failure, got %v", err)
+		}
+		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+		fs.armed.Store(false)
+		want := "cancelled while it waited for approval"
+		if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
+			t.Fatalf("caller 1 saw %q, want %q", lines(saw), want)
+		}
+
+		second := newLoopStep(t, opts)
+		second.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)))
+		fs.spare.Store(1) // one of the resume's two writes
+		fs.armed.Store(true)
+		err = second.r.Deliver(second.l, messages.End("r"))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the first resume: want the store's failure, got %v", err)
+		}
+		second.l.(actors.FailureHandler).OnFailure(&second.r, err)
+		fs.armed.Store(false)
+		if saw := resultsByCall(second.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
+			t.Fatalf("caller 2 saw %q, want %q", lines(saw), want)
+		}
+
+		third := newLoopStep(t, opts)
+		third.outer(messages.RawParam("q", models.ParamMessages, raw(cancelFirst)), messages.End("q"))
+		if got := resultsByCall(third.r.Emitted)["c1"]; len(got) != 1 || !strings.Contains(line(got[0]), want) {
+			t.Errorf("the second resume answered c1 %q, the callers saw %q", lines(got), want)
+		}
+	})
+}

@@ -70,9 +70,12 @@ type ToolResultEvent struct {
 //
 //   - Request path: PARAM frames are remembered (by name) and passed on.
 //     The first "messages" PARAM of a stream is preceded by the "tools" and
-//     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
-//     ABORT pass on; CANCEL and ABORT also cancel the stream's running
-//     tool calls they concern and stop the loop for that stream: the
+//     "tool_choice" PARAMs and gets SystemPrompt prepended. END passes
+//     on; CANCEL and ABORT pass on while the model has a request of the
+//     stream open, not once its response ended and its calls run (a model
+//     with nothing open ignores them: see models, Cancellation; the loop
+//     alone acts on them then). CANCEL and ABORT also cancel the stream's
+//     running tool calls they concern and stop the loop for that stream: the
 //     calls of the response without a result are answered as cancelled
 //     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
 //     the model too, so the calls whose arguments its end of the
@@ -427,6 +430,14 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
 		s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
 		l.d.cancel(c, f)
+		if s.phase == phaseTools {
+			// The model's response ended: it has nothing open on the
+			// stream and would ignore the CANCEL or ABORT (see models,
+			// Cancellation). It is for the tools alone, so that nothing
+			// of it reaches the model and no late answer to it can meet
+			// the stream's next request.
+			return
+		}
 	}
 	c.ToInner(f)
 }
@@ -522,10 +533,13 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 	s, ok := l.lookup(f.GetStreamId())
 	if !ok {
 		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
-			// The end of a response the loop no longer waits for: an
-			// adapter answering a CANCEL or ABORT with ERROR and END
-			// after the tools' answers ended the stream. It ended
-			// outward already.
+			// The end of a response the loop does not wait for: the
+			// model has no request of the stream open (the loop passes
+			// no CANCEL or ABORT to a model with nothing open, so an
+			// adapter following the models contract never sends one).
+			// Dropped, as the stream ended outward already; a stream id
+			// used again may still meet one that comes later.
+			c.Logger().Warn("model ended a response that was not open; dropped", "stream", f.GetStreamId(), "type", t.String(), "text", f.GetText())
 			l.asm.Step(f) // keep the assembler's state clean
 			return
 		}

@@ -103,9 +103,10 @@ func checkResumed(t *testing.T, opts *tools.LoopOptions, want map[string]*messag
 }
 
 // TestSession_CancelWhileToolsRunResumes: the consumer cancels (or aborts)
-// a durable session while its calls run, and the model, which has no
-// response open, ignores it (as adapters do); the tools answer the
-// running calls as cancelled and the stream ends. The session stays
+// a durable session while its calls run; the model's response has ended,
+// so the CANCEL or ABORT is the tools' alone (the loop does not pass it
+// to the model); they answer the running calls as cancelled and the
+// stream ends. The session stays
 // resumable: resumed, it gives each call the result the consumer saw and
 // carries on to the model's answer.
 func TestSession_CancelWhileToolsRunResumes(t *testing.T) {

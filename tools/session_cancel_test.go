@@ -136,9 +136,11 @@ func cancelledResult(stream, id, name string) *messages.Frame {
 }
 
 // TestSession_StopAnsweredWithErrorWhileToolsRun: the consumer cancels (or
-// aborts) while the calls of a durable session run, and the model answers
-// that with ERROR and END before the tools answer (an adapter may answer a
-// stream it has nothing open on so). The calls are answered once, as
+// aborts) while the calls of a durable session run, and the model sends
+// ERROR and END before the tools answer. The loop passes the model no
+// CANCEL or ABORT then (its response ended), so only an adapter breaking
+// the models contract does that: the test keeps the loop's guard against
+// it. The calls are answered once, as
 // cancelled, and that is what the session keeps: resumed, it gives each
 // call the result its consumer saw, runs none of them again (not even the
 // idempotent one) and goes on to the model's answer. The tools' own late
@@ -297,8 +299,10 @@ func TestSession_StopAnsweredWithErrorMidAnswer(t *testing.T) {
 }
 
 // TestLoop_StopAnsweredWithErrorAnswersOnce: without a session, a CANCEL
-// or ABORT while the calls run, which the model answers with ERROR and
-// END, gets each call exactly one result to the consumer, and the stream
+// or ABORT while the calls run, after which the model sends ERROR and END
+// anyway (the loop passes it neither, so only an adapter breaking the
+// models contract does: the loop's guard against it), gets each call
+// exactly one result to the consumer, and the stream
 // ends once, whether the model's answer or the tools' reaches the loop
 // first; what comes later for the stream is dropped.
 func TestLoop_StopAnsweredWithErrorAnswersOnce(t *testing.T) {
@@ -491,4 +495,88 @@ func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 			t.Errorf("the second resume answered c1 %q, the callers saw %q", lines(got), want)
 		}
 	})
+}
+
+// stopsToModel returns the CANCEL and ABORT frames the loop wrote into the
+// model.
+func (s *loopStep) stopsToModel() []*messages.Frame {
+	var out []*messages.Frame
+	for _, f := range s.toModel() {
+		if t := f.GetType(); t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cleanConversation checks that the frames a consumer got for a
+// conversation hold no ERROR and end with the model's answer "hello" and
+// END.
+func cleanConversation(t *testing.T, got []*messages.Frame) {
+	t.Helper()
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_ERROR {
+			t.Errorf("the conversation got an ERROR: %q", lines(got))
+			return
+		}
+	}
+	if n := len(got); n < 2 || got[n-2].GetText() != "hello" || !isEnd(got[n-1]) {
+		t.Errorf("the conversation got %q, want the model's answer and END", lines(got))
+	}
+}
+
+// TestLoop_StopWhileToolsRunLeavesReusedStreamClean: without a session,
+// the consumer cancels (or aborts) while the calls run, the tools answer
+// and the stream ends; then a new conversation starts on the same stream
+// id. The model's response had ended, so the loop passes it no CANCEL or
+// ABORT (a model with nothing open ignores them), and nothing of the
+// cancelled conversation reaches the new one.
+func TestLoop_StopWhileToolsRunLeavesReusedStreamClean(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLoopStep(t, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+				tools.MustNew(tools.Definition{Name: "wait", Idempotent: true}),
+			}}})
+			s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+			s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+			s.outer(tc.stop("s"))
+			if stops := s.stopsToModel(); len(stops) != 0 {
+				t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+			}
+			s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
+			n := len(s.r.Emitted)
+			if n == 0 || !isEnd(s.r.Emitted[n-1]) {
+				t.Fatalf("the stream did not end: %q", lines(s.r.Emitted))
+			}
+			s.outer(messages.RawParam("s", models.ParamMessages, raw(`[{"role":"user","content":"hi again"}]`)), messages.End("s"))
+			s.model(messages.Text("s", "hello"), messages.End("s"))
+			cleanConversation(t, s.r.Emitted[n:])
+		})
+	}
+}
+
+// TestSession_StopWhileToolsRunLeavesResumeClean: as
+// TestLoop_StopWhileToolsRunLeavesReusedStreamClean with a durable
+// session, which the consumer then resumes on the same loop and stream id:
+// the model gets no CANCEL or ABORT, and the resumed session runs clean
+// to the model's answer.
+func TestSession_StopWhileToolsRunLeavesResumeClean(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				s := newLoopStep(t, cancelRoundOptions(store))
+				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+				s.outer(tc.stop("s"))
+				if stops := s.stopsToModel(); len(stops) != 0 {
+					t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+				}
+				s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
+				n := len(s.r.Emitted)
+				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // the resume
+				s.model(messages.Text("s", "hello"), messages.End("s"))
+				cleanConversation(t, s.r.Emitted[n:])
+			})
+		})
+	}
 }

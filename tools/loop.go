@@ -386,7 +386,17 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	}
 	s := l.session(f.GetStreamId())
 	if s.hold { // refused, or resuming at END: nothing goes to the model
-		if f.GetType() == messages.FrameType_END {
+		switch f.GetType() {
+		case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+			if st := s.resume; st != nil && st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE {
+				// Stored before the resume acts on it: the stored calls it
+				// covers are answered as cancelled, none of them runs.
+				if e := l.storeCancel(c, s, f); e != nil {
+					st.Cancel = joinCancel(st.GetCancel(), e)
+				}
+				s.noteCancel(f)
+			}
+		case messages.FrameType_END:
 			s.hold = false
 			if st := s.resume; st != nil {
 				s.resume = nil
@@ -417,18 +427,12 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 			}
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
-		if l.sess != nil && (s.phase == phaseModel || s.phase == phaseTools) {
+		if s.phase == phaseModel || s.phase == phaseTools {
 			// Stored before the calls and the model hear of it: a session
 			// resumed after a stop never runs a call the caller cancelled.
-			e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
-			if !e.Abort {
-				e.ToolCallId = f.GetToolCallId()
-			}
-			l.commit(c, s, e)
+			l.storeCancel(c, s, f)
 		}
-		s.cancelled = true
-		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
-		s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
+		s.noteCancel(f)
 		l.d.cancel(c, f)
 		if s.phase == phaseTools {
 			// The model's response ended: it has nothing open on the
@@ -440,6 +444,27 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 	}
 	c.ToInner(f)
+}
+
+// noteCancel marks s cancelled by the caller's CANCEL or ABORT f.
+func (s *loopSession) noteCancel(f *messages.Frame) {
+	s.cancelled = true
+	s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
+	s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
+}
+
+// storeCancel stores the caller's CANCEL or ABORT f of s's response in
+// s's session, if it runs one, and returns the event stored (nil: none).
+func (l *loopLogic) storeCancel(c actors.WrapperContext, s *loopSession, f *messages.Frame) *messages.LoopCancelled {
+	if l.sess == nil || l.sess.active != s.stream {
+		return nil
+	}
+	e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
+	if !e.Abort {
+		e.ToolCallId = f.GetToolCallId()
+	}
+	l.commit(c, s, e)
+	return e
 }
 
 func (s *loopSession) setParam(f *messages.Frame) {

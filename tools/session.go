@@ -100,7 +100,13 @@ const MetaSession = "session"
 //     every call of the response; a CANCEL naming a call covers that
 //     call, and, while the model was still answering, every complete
 //     call of the response (the loop runs none of them). A response the
-//     model had ended without a call is the final answer all the same;
+//     model had ended without a call is the final answer all the same.
+//     A CANCEL or ABORT on the resuming stream before its request's END
+//     counts as one before the stop: it is stored, and the resume answers
+//     the calls it covers as cancelled and runs none of them; the stream
+//     then ends after the calls' results, or, with no call to answer (a
+//     CANCEL of the stream, an ABORT), at once, with nothing sent to the
+//     model; the session stays resumable;
 //   - a session that had already ended answers with its final text and
 //     END, without asking the model.
 //
@@ -578,6 +584,12 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		return
 	case len(st.GetCalls()) == 0:
 		l.emitSession(c, s, ev)
+		if s.stopped { // the caller stopped the stream before its END: no request goes out
+			ss.active = "" // the stored session stays resumable
+			c.ToOuter(s.end())
+			l.forget(s)
+			return
+		}
 		s.phase = phaseModel
 		ss.commit(c, s, &messages.LoopRequestSent{})
 		l.sendRequest(c, s, nil)

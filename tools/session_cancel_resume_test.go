@@ -332,3 +332,74 @@ func TestSession_CancelHeldCallThenStopResumes(t *testing.T) {
 		})
 	}
 }
+
+// TestSession_StopBeforeResumeEnd: the session stops (the process dies)
+// while its calls run, and the consumer resuming it cancels (or aborts)
+// the stream before its request's END. The cancel is stored before the
+// resume acts on it: the stored calls without a result are answered as
+// cancelled and none runs (not even the idempotent one), nothing goes to
+// the model, the stream ends, and a later resume gives those results and
+// carries on.
+func TestSession_StopBeforeResumeEnd(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				opts := cancelRoundOptions(store)
+				startRound(newLoopStep(t, opts)) // then killed
+				r := newLoopStep(t, opts)
+				r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), tc.stop("r"), messages.End("r"))
+				if ran := r.ran(); len(ran) != 0 {
+					t.Errorf("the resume ran %q after the consumer's %s", ran, tc.name)
+				}
+				if sent := r.toModel(); len(sent) != 0 {
+					t.Errorf("the resume sent the model %q", lines(sent))
+				}
+				out := r.r.Emitted
+				if n := len(out); n == 0 || !isEnd(out[n-1]) {
+					t.Fatalf("the consumer got %q, want the stream ended", lines(out))
+				}
+				saw := map[string]*messages.Frame{}
+				for id, got := range resultsByCall(out) {
+					if len(got) != 1 {
+						t.Fatalf("call %s answered %q, want once", id, lines(got))
+					}
+					saw[id] = got[0]
+				}
+				abort := tc.name == "abort"
+				for _, id := range []string{"c1", "c2"} {
+					if want := stoppedResult("r", id, saw[id].GetName(), abort); !sameResult(saw[id], want) {
+						t.Errorf("call %s: the consumer got %s, want %s", id, line(saw[id]), line(want))
+					}
+				}
+				if saw["c3"].IsErrorResult() {
+					t.Errorf("c3: the consumer got %s, want its stored result", line(saw["c3"]))
+				}
+				checkResumed(t, opts, saw)
+			})
+		})
+	}
+}
+
+// TestSession_StopBeforeResumeEndAwaitingModel: as TestSession_StopBeforeResumeEnd
+// for a session that stopped while it waited for the model's first
+// response: the stopped resume sends the model nothing and ends the
+// stream, and a later resume sends the request.
+func TestSession_StopBeforeResumeEndAwaitingModel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		opts := cancelRoundOptions(store)
+		newLoopStep(t, opts).outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // then killed
+		r := newLoopStep(t, opts)
+		r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.Cancel("r", ""), messages.End("r"))
+		if sent := r.toModel(); len(sent) != 0 {
+			t.Errorf("the stopped resume sent the model %q", lines(sent))
+		}
+		if out := r.r.Emitted; len(out) == 0 || !isEnd(out[len(out)-1]) {
+			t.Fatalf("the consumer got %q, want the stream ended", lines(out))
+		}
+		again := newLoopStep(t, opts)
+		again.outer(messages.RawParam("q", models.ParamMessages, raw(cancelFirst)), messages.End("q"))
+		if sent := again.toModel(); len(sent) == 0 || sent[len(sent)-1].GetType() != messages.FrameType_END {
+			t.Errorf("the later resume sent the model %q, want the request", lines(sent))
+		}
+	})
+}

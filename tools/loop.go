@@ -454,7 +454,10 @@ func (s *loopSession) noteCancel(f *messages.Frame) {
 }
 
 // storeCancel stores the caller's CANCEL or ABORT f of s's response in
-// s's session, if it runs one, and returns the event stored (nil: none).
+// s's session, if it runs one, and returns the event stored: nil when
+// there is none, or when f changes nothing the session keeps (a CANCEL
+// or ABORT repeated, a CANCEL naming a call the ended response did not
+// make), which costs no write.
 func (l *loopLogic) storeCancel(c actors.WrapperContext, s *loopSession, f *messages.Frame) *messages.LoopCancelled {
 	if l.sess == nil || l.sess.active != s.stream {
 		return nil
@@ -462,6 +465,10 @@ func (l *loopLogic) storeCancel(c actors.WrapperContext, s *loopSession, f *mess
 	e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
 	if !e.Abort {
 		e.ToolCallId = f.GetToolCallId()
+	}
+	old := l.sess.log.rec.cancel
+	if proto.Equal(joinCancel(old, e), old) || (s.phase == phaseTools && e.ToolCallId != "" && !s.hasCall(e.ToolCallId)) {
+		return nil
 	}
 	l.commit(c, s, e)
 	return e

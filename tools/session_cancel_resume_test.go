@@ -403,3 +403,59 @@ func TestSession_StopBeforeResumeEndAwaitingModel(t *testing.T) {
 		}
 	})
 }
+
+// countingStore counts the writes of a store.
+type countingStore struct {
+	durability.Store
+	writes atomic.Int64
+}
+
+func (s *countingStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistEvent(ctx, name, index, data)
+}
+
+func (s *countingStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistEvents(ctx, name, first, data)
+}
+
+func (s *countingStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistSnapshot(ctx, name, index, data)
+}
+
+// TestSession_CancelChangingNothingIsNotWritten: a CANCEL or ABORT that
+// changes nothing a session keeps (the same CANCEL again, an ABORT after
+// an ABORT, a CANCEL of the stream after an ABORT, a CANCEL naming a call
+// the ended response did not make) costs no store write; the first one
+// is written.
+func TestSession_CancelChangingNothingIsNotWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, then *messages.Frame
+	}{
+		{"cancel twice", messages.Cancel("s", ""), messages.Cancel("s", "")},
+		{"cancel of a call twice", messages.Cancel("s", "c1"), messages.Cancel("s", "c1")},
+		{"abort twice", messages.Abort("s"), messages.Abort("s")},
+		{"cancel after abort", messages.Abort("s"), messages.Cancel("s", "")},
+		{"cancel of no call", messages.Cancel("s", "c1"), messages.Cancel("s", "nope")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				cs := &countingStore{Store: store}
+				s := newLoopStep(t, cancelRoundOptions(cs))
+				startRound(s)
+				before := cs.writes.Load()
+				s.outer(tc.first)
+				if got := cs.writes.Load() - before; got != 1 {
+					t.Fatalf("the first cancel cost %d writes, want 1", got)
+				}
+				s.outer(tc.then)
+				if got := cs.writes.Load() - before; got != 1 {
+					t.Errorf("the second cancel cost %d more writes, want none", got-1)
+				}
+			})
+		})
+	}
+}

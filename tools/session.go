@@ -123,7 +123,10 @@ const MetaSession = "session"
 // A store failure fails the loop actor with the *durability.StoreError
 // (errors.As): calls already surfaced get error results (cancelled ones
 // when a stored cancel of the caller covers them, as a resume answers
-// them) and the stream ends with ERROR and END. Stored data the loop
+// them) and the stream ends with ERROR and END. A failure of the write
+// that stores a CANCEL or ABORT itself loses that cancel: the calls get
+// stopped results ([FailureStopped]), and a resume runs or interrupts
+// them as after any stop (an Idempotent call runs again). Stored data the loop
 // cannot read fails it the same way (a StoreError with Op
 // durability.OpDecode). Snapshots written by earlier versions, which
 // wrote a bare messages.LoopSession per step, load as the state they

@@ -459,3 +459,39 @@ func TestSession_CancelChangingNothingIsNotWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestSession_CancelWriteFailsLosesCancel pins what SessionOptions says of
+// a store failing on the write of the caller's cancel itself: the cancel
+// is lost, the running calls get stopped results, and a resume treats
+// them as after any stop: it runs the Idempotent one again and answers
+// the other as interrupted.
+func TestSession_CancelWriteFailsLosesCancel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		fs := &failingStore{Store: store}
+		opts := cancelRoundOptions(fs)
+		first := newLoopStep(t, opts)
+		startRound(first)
+		fs.armed.Store(true)
+		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the cancel: want the store's failure, got %v", err)
+		}
+		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+		fs.armed.Store(false)
+		saw := resultsByCall(first.r.Emitted)
+		for _, id := range []string{"c1", "c2"} {
+			if len(saw[id]) != 1 || tools.KindOf(saw[id][0]) != tools.FailureStopped {
+				t.Errorf("call %s: the caller got %q, want one stopped result", id, lines(saw[id]))
+			}
+		}
+		r := newLoopStep(t, opts)
+		r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+		if ran := r.ran(); strings.Join(ran, ",") != "c1" {
+			t.Errorf("the resume ran %q, want c1 (idempotent) again", ran)
+		}
+		r.tool("wait", messages.RawToolResult("r", "c1", "wait", raw(`{"ok":true}`)), messages.End("r"))
+		if got := resultsByCall(r.r.Emitted)["c2"]; len(got) != 1 || tools.KindOf(got[0]) != tools.FailureInterrupted {
+			t.Errorf("c2: the resume answered %q, want it interrupted", lines(got))
+		}
+	})
+}

@@ -682,7 +682,8 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // out, with the cancelled results: an ERROR answering the loop's own
 // CANCEL or ABORT ends the response as its END would, and a resumed
 // session must give those calls the results their consumer got, not run
-// them or answer them again. Stopped results are not kept: the calls
+// them or answer them again (a cancelled round past MaxIterations ends
+// the session, as its END would). Stopped results are not kept: the calls
 // did not fail, the model did, and a resume runs them or answers them as
 // interrupted (see [SessionOptions]).
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
@@ -700,8 +701,13 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		}
 	}
 	if l.sess != nil && l.sess.active == s.stream {
+		if s.cancelled && len(s.calls) > 0 && s.iteration >= l.opts.MaxIterations {
+			// The round past the limit, its calls answered: it ends the
+			// session, as it does when the model ends it with END.
+			events = append(events, &messages.LoopRoundEnded{Done: true, Thinking: s.thinking})
+		}
 		l.commit(c, s, events...)
-		l.sess.active = "" // the stored session stays resumable
+		l.sess.active = "" // the stored session stays resumable, unless it ended
 	}
 	for _, tc := range s.calls {
 		if !tc.sent {

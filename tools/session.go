@@ -88,7 +88,9 @@ const MetaSession = "session"
 //     model answered, while the calls ran, or just before the loop
 //     stopped. The cancel is stored before the loop acts on it, and a
 //     cancelled round does not end the session (its stream ends, with
-//     the results and END, or ERROR and END). Resumed, each call of the
+//     the results and END, or ERROR and END), except the round past
+//     MaxIterations: that one ends the session as any last round does,
+//     however the model ended its response. Resumed, each call of the
 //     cancelled response gets exactly one result, the one the caller
 //     saw: its stored result when it had completed, else
 //     [FailureCancelled] (as the tool or the loop answers a cancelled

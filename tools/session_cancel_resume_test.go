@@ -495,3 +495,45 @@ func TestSession_CancelWriteFailsLosesCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestSession_CancelInLastRoundEndsSession: the consumer cancels while
+// the model answers in the round past MaxIterations, with a call. The
+// round is the last either way, so the session ends as any last round
+// does, whether the model ends its response with END or answers the
+// cancel with ERROR: stored as done, and a resume gives END without
+// asking the model or answering the call again.
+func TestSession_CancelInLastRoundEndsSession(t *testing.T) {
+	for _, answer := range []string{"error", "end"} {
+		t.Run(answer, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				opts := cancelRoundOptions(store)
+				opts.MaxIterations = 1
+				first := newLoopStep(t, opts)
+				first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				first.model(messages.ToolCall("s", "c1", "quick", raw(`{}`)), messages.End("s"))
+				first.tool("quick", messages.RawToolResult("s", "c1", "quick", raw(`{"ok":true}`)), messages.End("s"))
+				first.model(messages.Text("s", "partial"), messages.ToolCall("s", "c2", "quick", raw(`{}`)))
+				first.outer(messages.Cancel("s", ""))
+				if answer == "error" {
+					first.model(messages.Error("s", models.ErrCancelled.Error()))
+				}
+				first.model(messages.End("s"))
+				if got := resultsByCall(first.r.Emitted)["c2"]; len(got) != 1 || tools.KindOf(got[0]) != tools.FailureCancelled {
+					t.Fatalf("c2: the consumer got %q, want it cancelled", lines(got))
+				}
+				st, ok, err := tools.ReadSession(t.Context(), store, "session")
+				if err != nil || !ok || st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE {
+					t.Errorf("stored session: %v (found %v, %v), want it done", st, ok, err)
+				}
+				r := newLoopStep(t, opts)
+				r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+				if out := r.r.Emitted; len(out) != 1 || !isEnd(out[0]) {
+					t.Errorf("the resume gave %q, want END alone", lines(out))
+				}
+				if sent := r.toModel(); len(sent) != 0 {
+					t.Errorf("the resume sent the model %q", lines(sent))
+				}
+			})
+		})
+	}
+}

@@ -27,7 +27,11 @@
 // session stays resumable: a later Run with the same session id and
 // messages gives the cancelled calls the results the cancelled Run got
 // (none of them runs again), sends the follow-up to the model and
-// carries on to a final answer.
+// carries on to a final answer. To start over instead, run with a new
+// session id, or remove the cancelled one from the Store with
+// [tools.DeleteSession] (once no Run uses it) and run it again: a Run
+// with the same id and other messages is refused, as the session was
+// started with a different request.
 //
 // # Approval
 //

@@ -169,20 +169,27 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 // waited for approval.
 const heldCancelled = "Tool call cancelled while it waited for approval"
 
-// discard forgets the stored session's held call id and reports whether
-// it held it: the caller cancelled the call before the session stopped,
-// and a resume answers it.
-func (g *approvalGate) discard(c actors.Context, id string) bool {
+// holding reports whether the stored session's approval record holds
+// call id.
+func (g *approvalGate) holding(c actors.Context, id string) bool {
 	if g == nil {
 		return false
 	}
 	g.load(c)
-	if g.rec.find(id) == nil {
-		return false
+	return g.rec.find(id) != nil
+}
+
+// discard forgets the stored session's held call id: the caller cancelled
+// the call before the session stopped, and a resume answered it. The
+// resume stores the call's result first: a record that still holds a call
+// with a stored result (the store failed in between) changes nothing, as
+// a resume gives a stored result before it asks the gate.
+func (g *approvalGate) discard(c actors.Context, id string) {
+	if !g.holding(c, id) {
+		return
 	}
 	g.rec.remove(id)
 	g.save(c)
-	return true
 }
 
 // hold decides whether call (of the tool in s) runs now: false lets it

@@ -110,9 +110,9 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 				l.call(c, m)
 			}
 		case messages.FrameType_CANCEL:
-			l.cancel(c, m.GetStreamId(), m.GetToolCallId(), "Tool call cancelled")
+			l.cancel(c, m.GetStreamId(), m.GetToolCallId(), cancelledText(false))
 		case messages.FrameType_ABORT:
-			l.cancel(c, m.GetStreamId(), "", "Tool call aborted")
+			l.cancel(c, m.GetStreamId(), "", cancelledText(true))
 		}
 	case actors.AsyncDone:
 		if k, ok := m.Key.(jobKey); ok {

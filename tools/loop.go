@@ -70,9 +70,12 @@ type ToolResultEvent struct {
 //
 //   - Request path: PARAM frames are remembered (by name) and passed on.
 //     The first "messages" PARAM of a stream is preceded by the "tools" and
-//     "tool_choice" PARAMs and gets SystemPrompt prepended. END, CANCEL and
-//     ABORT pass on; CANCEL and ABORT also cancel the stream's running
-//     tool calls they concern and stop the loop for that stream: the
+//     "tool_choice" PARAMs and gets SystemPrompt prepended. END passes
+//     on; CANCEL and ABORT pass on while the model has a request of the
+//     stream open, not once its response ended and its calls run (a model
+//     with nothing open ignores them: see models, Cancellation; the loop
+//     alone acts on them then). CANCEL and ABORT also cancel the stream's
+//     running tool calls they concern and stop the loop for that stream: the
 //     calls of the response without a result are answered as cancelled
 //     (FailureCancelled). A CANCEL of the whole stream and an ABORT stop
 //     the model too, so the calls whose arguments its end of the
@@ -383,7 +386,17 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 	}
 	s := l.session(f.GetStreamId())
 	if s.hold { // refused, or resuming at END: nothing goes to the model
-		if f.GetType() == messages.FrameType_END {
+		switch f.GetType() {
+		case messages.FrameType_CANCEL, messages.FrameType_ABORT:
+			if st := s.resume; st != nil && st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE {
+				// Stored before the resume acts on it: the stored calls it
+				// covers are answered as cancelled, none of them runs.
+				if e := l.storeCancel(c, s, f); e != nil {
+					st.Cancel = joinCancel(st.GetCancel(), e)
+				}
+				s.noteCancel(f)
+			}
+		case messages.FrameType_END:
 			s.hold = false
 			if st := s.resume; st != nil {
 				s.resume = nil
@@ -414,21 +427,51 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 			}
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
-		if l.sess != nil && (s.phase == phaseModel || s.phase == phaseTools) {
+		if s.phase == phaseModel || s.phase == phaseTools {
 			// Stored before the calls and the model hear of it: a session
 			// resumed after a stop never runs a call the caller cancelled.
-			e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
-			if !e.Abort {
-				e.ToolCallId = f.GetToolCallId()
-			}
-			l.commit(c, s, e)
+			l.storeCancel(c, s, f)
 		}
-		s.cancelled = true
-		s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
-		s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
+		s.noteCancel(f)
 		l.d.cancel(c, f)
+		if s.phase == phaseTools {
+			// The model's response ended: it has nothing open on the
+			// stream and would ignore the CANCEL or ABORT (see models,
+			// Cancellation). It is for the tools alone, so that nothing
+			// of it reaches the model and no late answer to it can meet
+			// the stream's next request.
+			return
+		}
 	}
 	c.ToInner(f)
+}
+
+// noteCancel marks s cancelled by the caller's CANCEL or ABORT f.
+func (s *loopSession) noteCancel(f *messages.Frame) {
+	s.cancelled = true
+	s.aborted = s.aborted || f.GetType() == messages.FrameType_ABORT
+	s.stopped = s.stopped || s.aborted || f.GetToolCallId() == ""
+}
+
+// storeCancel stores the caller's CANCEL or ABORT f of s's response in
+// s's session, if it runs one, and returns the event stored: nil when
+// there is none, or when f changes nothing the session keeps (a CANCEL
+// or ABORT repeated, a CANCEL naming a call the ended response did not
+// make), which costs no write.
+func (l *loopLogic) storeCancel(c actors.WrapperContext, s *loopSession, f *messages.Frame) *messages.LoopCancelled {
+	if l.sess == nil || l.sess.active != s.stream {
+		return nil
+	}
+	e := &messages.LoopCancelled{Abort: f.GetType() == messages.FrameType_ABORT}
+	if !e.Abort {
+		e.ToolCallId = f.GetToolCallId()
+	}
+	old := l.sess.log.rec.cancel
+	if proto.Equal(joinCancel(old, e), old) || (s.phase == phaseTools && e.ToolCallId != "" && !s.hasCall(e.ToolCallId)) {
+		return nil
+	}
+	l.commit(c, s, e)
+	return e
 }
 
 func (s *loopSession) setParam(f *messages.Frame) {
@@ -522,10 +565,13 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 	s, ok := l.lookup(f.GetStreamId())
 	if !ok {
 		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
-			// The end of a response the loop no longer waits for: an
-			// adapter answering a CANCEL or ABORT with ERROR and END
-			// after the tools' answers ended the stream. It ended
-			// outward already.
+			// The end of a response the loop does not wait for: the
+			// model has no request of the stream open (the loop passes
+			// no CANCEL or ABORT to a model with nothing open, so an
+			// adapter following the models contract never sends one).
+			// Dropped, as the stream ended outward already; a stream id
+			// used again may still meet one that comes later.
+			c.Logger().Warn("model ended a response that was not open; dropped", "stream", f.GetStreamId(), "type", t.String(), "text", f.GetText())
 			l.asm.Step(f) // keep the assembler's state clean
 			return
 		}
@@ -636,7 +682,8 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // out, with the cancelled results: an ERROR answering the loop's own
 // CANCEL or ABORT ends the response as its END would, and a resumed
 // session must give those calls the results their consumer got, not run
-// them or answer them again. Stopped results are not kept: the calls
+// them or answer them again (a cancelled round past MaxIterations ends
+// the session, as its END would). Stopped results are not kept: the calls
 // did not fail, the model did, and a resume runs them or answers them as
 // interrupted (see [SessionOptions]).
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
@@ -645,7 +692,7 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		switch {
 		case tc.result != nil:
 		case s.cancelled:
-			tc.result = errorResult(tc.call, FailureCancelled, "Tool call cancelled")
+			tc.result = cancelledResult(tc.call, s.aborted, true)
 			if l.sess != nil {
 				events = append(events, &messages.LoopCallResult{Result: tc.result})
 			}
@@ -654,8 +701,13 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 		}
 	}
 	if l.sess != nil && l.sess.active == s.stream {
+		if s.cancelled && len(s.calls) > 0 && s.iteration >= l.opts.MaxIterations {
+			// The round past the limit, its calls answered: it ends the
+			// session, as it does when the model ends it with END.
+			events = append(events, &messages.LoopRoundEnded{Done: true, Thinking: s.thinking})
+		}
 		l.commit(c, s, events...)
-		l.sess.active = "" // the stored session stays resumable
+		l.sess.active = "" // the stored session stays resumable, unless it ended
 	}
 	for _, tc := range s.calls {
 		if !tc.sent {
@@ -683,20 +735,20 @@ func (l *loopLogic) endOfResponse(c actors.WrapperContext, s *loopSession) {
 		l.forget(s)
 		return
 	}
-	var why string
-	var kind FailureKind
-	switch {
-	case s.cancelled:
-		why, kind = "Tool call cancelled", FailureCancelled
-	case s.iteration >= l.opts.MaxIterations:
-		why, kind = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations)), FailureLimit
+	var refused string // why calls are not run: the limit was reached
+	if !s.cancelled && s.iteration >= l.opts.MaxIterations {
+		refused = fmt.Sprintf("Tool call refused: the limit of %s was reached; answer directly", rounds(l.opts.MaxIterations))
 	}
 	s.phase = phaseTools
 	var events []proto.Message
-	if why != "" {
+	if s.cancelled || refused != "" {
 		for _, tc := range s.calls {
 			if tc.result == nil {
-				tc.result = errorResult(tc.call, kind, why)
+				if s.cancelled {
+					tc.result = cancelledResult(tc.call, s.aborted, true)
+				} else {
+					tc.result = errorResult(tc.call, FailureLimit, refused)
+				}
 				if l.sess != nil {
 					events = append(events, &messages.LoopCallResult{Result: tc.result})
 				}
@@ -851,7 +903,7 @@ func (l *loopLogic) OnFailure(c actors.WrapperContext, err error) {
 			switch {
 			case tc.result != nil:
 			case rec != nil && cancels(rec.cancel, tc.call.GetToolCallId(), true, rec.phase == messages.LoopPhase_LOOP_PHASE_TOOLS):
-				tc.result = cancelledResult(tc.call, rec.cancel, true)
+				tc.result = cancelledResult(tc.call, rec.cancel.GetAborted(), true)
 			default:
 				tc.result = errorResult(tc.call, FailureStopped, fmt.Sprintf("tool loop stopped: %v", err))
 			}

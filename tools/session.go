@@ -88,7 +88,9 @@ const MetaSession = "session"
 //     model answered, while the calls ran, or just before the loop
 //     stopped. The cancel is stored before the loop acts on it, and a
 //     cancelled round does not end the session (its stream ends, with
-//     the results and END, or ERROR and END). Resumed, each call of the
+//     the results and END, or ERROR and END), except the round past
+//     MaxIterations: that one ends the session as any last round does,
+//     however the model ended its response. Resumed, each call of the
 //     cancelled response gets exactly one result, the one the caller
 //     saw: its stored result when it had completed, else
 //     [FailureCancelled] (as the tool or the loop answers a cancelled
@@ -100,7 +102,13 @@ const MetaSession = "session"
 //     every call of the response; a CANCEL naming a call covers that
 //     call, and, while the model was still answering, every complete
 //     call of the response (the loop runs none of them). A response the
-//     model had ended without a call is the final answer all the same;
+//     model had ended without a call is the final answer all the same.
+//     A CANCEL or ABORT on the resuming stream before its request's END
+//     counts as one before the stop: it is stored, and the resume answers
+//     the calls it covers as cancelled and runs none of them; the stream
+//     then ends after the calls' results, or, with no call to answer (a
+//     CANCEL of the stream, an ABORT), at once, with nothing sent to the
+//     model; the session stays resumable;
 //   - a session that had already ended answers with its final text and
 //     END, without asking the model.
 //
@@ -117,7 +125,10 @@ const MetaSession = "session"
 // A store failure fails the loop actor with the *durability.StoreError
 // (errors.As): calls already surfaced get error results (cancelled ones
 // when a stored cancel of the caller covers them, as a resume answers
-// them) and the stream ends with ERROR and END. Stored data the loop
+// them) and the stream ends with ERROR and END. A failure of the write
+// that stores a CANCEL or ABORT itself loses that cancel: the calls get
+// stopped results ([FailureStopped]), and a resume runs or interrupts
+// them as after any stop (an Idempotent call runs again). Stored data the loop
 // cannot read fails it the same way (a StoreError with Op
 // durability.OpDecode). Snapshots written by earlier versions, which
 // wrote a bare messages.LoopSession per step, load as the state they
@@ -578,6 +589,12 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 		return
 	case len(st.GetCalls()) == 0:
 		l.emitSession(c, s, ev)
+		if s.stopped { // the caller stopped the stream before its END: no request goes out
+			ss.active = "" // the stored session stays resumable
+			c.ToOuter(s.end())
+			l.forget(s)
+			return
+		}
 		s.phase = phaseModel
 		ss.commit(c, s, &messages.LoopRequestSent{})
 		l.sendRequest(c, s, nil)
@@ -590,6 +607,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	s.thinking = st.GetThinking()
 	var rerun []*turnCall
 	var events []proto.Message // the interrupted calls' results, then the calls start
+	var discard []string       // held calls the cancel covers: forgotten once their results are stored
 	for _, lc := range st.GetCalls() {
 		tc := &turnCall{call: restamp(lc.GetCall(), s.stream)}
 		id := tc.call.GetToolCallId()
@@ -598,9 +616,10 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
-			tc.result = cancelledResult(tc.call, cancel, lc.GetComplete())
-			if l.d.gate.discard(c, id) { // it waits no more, answered as the gate answers it
+			tc.result = cancelledResult(tc.call, cancel.GetAborted(), lc.GetComplete())
+			if l.d.gate.holding(c, id) { // it waits no more, answered as the gate answers it
 				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
+				discard = append(discard, id)
 			}
 			ev.Cancelled = append(ev.Cancelled, id)
 			if lc.GetComplete() {
@@ -631,6 +650,9 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	}
 	s.phase = phaseTools
 	ss.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...)
+	for _, id := range discard {
+		l.d.gate.discard(c, id)
+	}
 	s.dispatching = true
 	for _, tc := range rerun {
 		l.d.run(c, tc.call)

@@ -103,9 +103,10 @@ func checkResumed(t *testing.T, opts *tools.LoopOptions, want map[string]*messag
 }
 
 // TestSession_CancelWhileToolsRunResumes: the consumer cancels (or aborts)
-// a durable session while its calls run, and the model, which has no
-// response open, ignores it (as adapters do); the tools answer the
-// running calls as cancelled and the stream ends. The session stays
+// a durable session while its calls run; the model's response has ended,
+// so the CANCEL or ABORT is the tools' alone (the loop does not pass it
+// to the model); they answer the running calls as cancelled and the
+// stream ends. The session stays
 // resumable: resumed, it gives each call the result the consumer saw and
 // carries on to the model's answer.
 func TestSession_CancelWhileToolsRunResumes(t *testing.T) {
@@ -327,6 +328,211 @@ func TestSession_CancelHeldCallThenStopResumes(t *testing.T) {
 					t.Fatalf("the failing loop answered %q, want once %s", lines(saw), line(want))
 				}
 				checkResumed(t, opts, map[string]*messages.Frame{"c1": want})
+			})
+		})
+	}
+}
+
+// TestSession_StopBeforeResumeEnd: the session stops (the process dies)
+// while its calls run, and the consumer resuming it cancels (or aborts)
+// the stream before its request's END. The cancel is stored before the
+// resume acts on it: the stored calls without a result are answered as
+// cancelled and none runs (not even the idempotent one), nothing goes to
+// the model, the stream ends, and a later resume gives those results and
+// carries on.
+func TestSession_StopBeforeResumeEnd(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				opts := cancelRoundOptions(store)
+				startRound(newLoopStep(t, opts)) // then killed
+				r := newLoopStep(t, opts)
+				r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), tc.stop("r"), messages.End("r"))
+				if ran := r.ran(); len(ran) != 0 {
+					t.Errorf("the resume ran %q after the consumer's %s", ran, tc.name)
+				}
+				if sent := r.toModel(); len(sent) != 0 {
+					t.Errorf("the resume sent the model %q", lines(sent))
+				}
+				out := r.r.Emitted
+				if n := len(out); n == 0 || !isEnd(out[n-1]) {
+					t.Fatalf("the consumer got %q, want the stream ended", lines(out))
+				}
+				saw := map[string]*messages.Frame{}
+				for id, got := range resultsByCall(out) {
+					if len(got) != 1 {
+						t.Fatalf("call %s answered %q, want once", id, lines(got))
+					}
+					saw[id] = got[0]
+				}
+				abort := tc.name == "abort"
+				for _, id := range []string{"c1", "c2"} {
+					if want := stoppedResult("r", id, saw[id].GetName(), abort); !sameResult(saw[id], want) {
+						t.Errorf("call %s: the consumer got %s, want %s", id, line(saw[id]), line(want))
+					}
+				}
+				if saw["c3"].IsErrorResult() {
+					t.Errorf("c3: the consumer got %s, want its stored result", line(saw["c3"]))
+				}
+				checkResumed(t, opts, saw)
+			})
+		})
+	}
+}
+
+// TestSession_StopBeforeResumeEndAwaitingModel: as TestSession_StopBeforeResumeEnd
+// for a session that stopped while it waited for the model's first
+// response: the stopped resume sends the model nothing and ends the
+// stream, and a later resume sends the request.
+func TestSession_StopBeforeResumeEndAwaitingModel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		opts := cancelRoundOptions(store)
+		newLoopStep(t, opts).outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // then killed
+		r := newLoopStep(t, opts)
+		r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.Cancel("r", ""), messages.End("r"))
+		if sent := r.toModel(); len(sent) != 0 {
+			t.Errorf("the stopped resume sent the model %q", lines(sent))
+		}
+		if out := r.r.Emitted; len(out) == 0 || !isEnd(out[len(out)-1]) {
+			t.Fatalf("the consumer got %q, want the stream ended", lines(out))
+		}
+		again := newLoopStep(t, opts)
+		again.outer(messages.RawParam("q", models.ParamMessages, raw(cancelFirst)), messages.End("q"))
+		if sent := again.toModel(); len(sent) == 0 || sent[len(sent)-1].GetType() != messages.FrameType_END {
+			t.Errorf("the later resume sent the model %q, want the request", lines(sent))
+		}
+	})
+}
+
+// countingStore counts the writes of a store.
+type countingStore struct {
+	durability.Store
+	writes atomic.Int64
+}
+
+func (s *countingStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistEvent(ctx, name, index, data)
+}
+
+func (s *countingStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistEvents(ctx, name, first, data)
+}
+
+func (s *countingStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	s.writes.Add(1)
+	return s.Store.PersistSnapshot(ctx, name, index, data)
+}
+
+// TestSession_CancelChangingNothingIsNotWritten: a CANCEL or ABORT that
+// changes nothing a session keeps (the same CANCEL again, an ABORT after
+// an ABORT, a CANCEL of the stream after an ABORT, a CANCEL naming a call
+// the ended response did not make) costs no store write; the first one
+// is written.
+func TestSession_CancelChangingNothingIsNotWritten(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, then *messages.Frame
+	}{
+		{"cancel twice", messages.Cancel("s", ""), messages.Cancel("s", "")},
+		{"cancel of a call twice", messages.Cancel("s", "c1"), messages.Cancel("s", "c1")},
+		{"abort twice", messages.Abort("s"), messages.Abort("s")},
+		{"cancel after abort", messages.Abort("s"), messages.Cancel("s", "")},
+		{"cancel of no call", messages.Cancel("s", "c1"), messages.Cancel("s", "nope")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				cs := &countingStore{Store: store}
+				s := newLoopStep(t, cancelRoundOptions(cs))
+				startRound(s)
+				before := cs.writes.Load()
+				s.outer(tc.first)
+				if got := cs.writes.Load() - before; got != 1 {
+					t.Fatalf("the first cancel cost %d writes, want 1", got)
+				}
+				s.outer(tc.then)
+				if got := cs.writes.Load() - before; got != 1 {
+					t.Errorf("the second cancel cost %d more writes, want none", got-1)
+				}
+			})
+		})
+	}
+}
+
+// TestSession_CancelWriteFailsLosesCancel pins what SessionOptions says of
+// a store failing on the write of the caller's cancel itself: the cancel
+// is lost, the running calls get stopped results, and a resume treats
+// them as after any stop: it runs the Idempotent one again and answers
+// the other as interrupted.
+func TestSession_CancelWriteFailsLosesCancel(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		fs := &failingStore{Store: store}
+		opts := cancelRoundOptions(fs)
+		first := newLoopStep(t, opts)
+		startRound(first)
+		fs.armed.Store(true)
+		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the cancel: want the store's failure, got %v", err)
+		}
+		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+		fs.armed.Store(false)
+		saw := resultsByCall(first.r.Emitted)
+		for _, id := range []string{"c1", "c2"} {
+			if len(saw[id]) != 1 || tools.KindOf(saw[id][0]) != tools.FailureStopped {
+				t.Errorf("call %s: the caller got %q, want one stopped result", id, lines(saw[id]))
+			}
+		}
+		r := newLoopStep(t, opts)
+		r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+		if ran := r.ran(); strings.Join(ran, ",") != "c1" {
+			t.Errorf("the resume ran %q, want c1 (idempotent) again", ran)
+		}
+		r.tool("wait", messages.RawToolResult("r", "c1", "wait", raw(`{"ok":true}`)), messages.End("r"))
+		if got := resultsByCall(r.r.Emitted)["c2"]; len(got) != 1 || tools.KindOf(got[0]) != tools.FailureInterrupted {
+			t.Errorf("c2: the resume answered %q, want it interrupted", lines(got))
+		}
+	})
+}
+
+// TestSession_CancelInLastRoundEndsSession: the consumer cancels while
+// the model answers in the round past MaxIterations, with a call. The
+// round is the last either way, so the session ends as any last round
+// does, whether the model ends its response with END or answers the
+// cancel with ERROR: stored as done, and a resume gives END without
+// asking the model or answering the call again.
+func TestSession_CancelInLastRoundEndsSession(t *testing.T) {
+	for _, answer := range []string{"error", "end"} {
+		t.Run(answer, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				opts := cancelRoundOptions(store)
+				opts.MaxIterations = 1
+				first := newLoopStep(t, opts)
+				first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				first.model(messages.ToolCall("s", "c1", "quick", raw(`{}`)), messages.End("s"))
+				first.tool("quick", messages.RawToolResult("s", "c1", "quick", raw(`{"ok":true}`)), messages.End("s"))
+				first.model(messages.Text("s", "partial"), messages.ToolCall("s", "c2", "quick", raw(`{}`)))
+				first.outer(messages.Cancel("s", ""))
+				if answer == "error" {
+					first.model(messages.Error("s", models.ErrCancelled.Error()))
+				}
+				first.model(messages.End("s"))
+				if got := resultsByCall(first.r.Emitted)["c2"]; len(got) != 1 || tools.KindOf(got[0]) != tools.FailureCancelled {
+					t.Fatalf("c2: the consumer got %q, want it cancelled", lines(got))
+				}
+				st, ok, err := tools.ReadSession(t.Context(), store, "session")
+				if err != nil || !ok || st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE {
+					t.Errorf("stored session: %v (found %v, %v), want it done", st, ok, err)
+				}
+				r := newLoopStep(t, opts)
+				r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+				if out := r.r.Emitted; len(out) != 1 || !isEnd(out[0]) {
+					t.Errorf("the resume gave %q, want END alone", lines(out))
+				}
+				if sent := r.toModel(); len(sent) != 0 {
+					t.Errorf("the resume sent the model %q", lines(sent))
+				}
 			})
 		})
 	}

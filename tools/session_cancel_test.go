@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -135,9 +136,11 @@ func cancelledResult(stream, id, name string) *messages.Frame {
 }
 
 // TestSession_StopAnsweredWithErrorWhileToolsRun: the consumer cancels (or
-// aborts) while the calls of a durable session run, and the model answers
-// that with ERROR and END before the tools answer (an adapter may answer a
-// stream it has nothing open on so). The calls are answered once, as
+// aborts) while the calls of a durable session run, and the model sends
+// ERROR and END before the tools answer. The loop passes the model no
+// CANCEL or ABORT then (its response ended), so only an adapter breaking
+// the models contract does that: the test keeps the loop's guard against
+// it. The calls are answered once, as
 // cancelled, and that is what the session keeps: resumed, it gives each
 // call the result its consumer saw, runs none of them again (not even the
 // idempotent one) and goes on to the model's answer. The tools' own late
@@ -296,8 +299,10 @@ func TestSession_StopAnsweredWithErrorMidAnswer(t *testing.T) {
 }
 
 // TestLoop_StopAnsweredWithErrorAnswersOnce: without a session, a CANCEL
-// or ABORT while the calls run, which the model answers with ERROR and
-// END, gets each call exactly one result to the consumer, and the stream
+// or ABORT while the calls run, after which the model sends ERROR and END
+// anyway (the loop passes it neither, so only an adapter breaking the
+// models contract does: the loop's guard against it), gets each call
+// exactly one result to the consumer, and the stream
 // ends once, whether the model's answer or the tools' reaches the loop
 // first; what comes later for the stream is dropped.
 func TestLoop_StopAnsweredWithErrorAnswersOnce(t *testing.T) {
@@ -383,6 +388,195 @@ func TestLoop_HookHearsResultsOfAnEndedStream(t *testing.T) {
 						line(e.Result), e.Call.GetToolCallId(), e.StreamID, e.Iteration, line(got[i]))
 				}
 			}
+		})
+	}
+}
+
+// TestSession_CancelMidAnswerStoreFailsResumesSameText: the caller stops
+// the stream (CANCEL or ABORT) while the model answers, and the store
+// fails on the write that ends the response (the model's ERROR or END).
+// The failing loop and the resumed session give the cancelled call one
+// text: "Tool call aborted" after an ABORT, "Tool call cancelled" after a
+// CANCEL, whichever path answered it.
+func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
+	for _, tc := range stopFrames {
+		for _, answer := range []string{"error", "end"} {
+			t.Run(tc.name+"/"+answer, func(t *testing.T) {
+				forEachStore(t, func(t *testing.T, store durability.Store) {
+					fs := &failingStore{Store: store}
+					opts := cancelRoundOptions(fs)
+					first := newLoopStep(t, opts)
+					first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+					first.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)))
+					first.outer(tc.stop("s"))
+					fs.armed.Store(true)
+					f := messages.End("s")
+					if answer == "error" {
+						f = messages.Error("s", models.ErrCancelled.Error())
+					}
+					err := first.r.Deliver(first.l, actors.ChildFrame{Child: first.inner, Frame: f})
+					if !errors.Is(err, errStoreGone) {
+						t.Fatalf("the response's end: want the store's failure, got %v", err)
+					}
+					first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+					fs.armed.Store(false)
+					saw := resultsByCall(first.r.Emitted)["c1"]
+					if len(saw) != 1 {
+						t.Fatalf("the failing loop answered c1 %q, want once", lines(saw))
+					}
+					want := "Tool call cancelled"
+					if tc.name == "abort" {
+						want = "Tool call aborted"
+					}
+					if !strings.Contains(line(saw[0]), want) {
+						t.Errorf("the caller saw %s, want %q", line(saw[0]), want)
+					}
+					r := newLoopStep(t, opts)
+					r.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)), messages.End("r"))
+					got := resultsByCall(r.r.Emitted)["c1"]
+					if len(got) != 1 || !sameResult(got[0], saw[0]) {
+						t.Errorf("c1: the caller saw %s, the resume gave %q", line(saw[0]), lines(got))
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestSession_HeldCancelResumeStoreFailsBetweenWrites: as
+// TestSession_CancelHeldCallThenStopResumes, then the first resume's store
+// takes one write (of its result and of the approval record's) and fails
+// on the other. The resume writes the call's result first, so a second
+// resume still gives the text the callers saw, "cancelled while it waited
+// for approval", not another one.
+func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
+	forEachStore(t, func(t *testing.T, store durability.Store) {
+		fs := &failingStore{Store: store}
+		opts := &tools.LoopOptions{
+			RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+				tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
+			}},
+			Session:  &tools.SessionOptions{ID: "session", Store: fs},
+			Approval: &tools.ApprovalOptions{},
+		}
+		first := newLoopStep(t, opts)
+		first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+		first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+		fs.spare.Store(1) // the cancel is stored, then the session stops
+		fs.armed.Store(true)
+		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the cancel: want the store's failure, got %v", err)
+		}
+		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
+		fs.armed.Store(false)
+		want := "cancelled while it waited for approval"
+		if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
+			t.Fatalf("caller 1 saw %q, want %q", lines(saw), want)
+		}
+
+		second := newLoopStep(t, opts)
+		second.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)))
+		fs.spare.Store(1) // one of the resume's two writes
+		fs.armed.Store(true)
+		err = second.r.Deliver(second.l, messages.End("r"))
+		if !errors.Is(err, errStoreGone) {
+			t.Fatalf("the first resume: want the store's failure, got %v", err)
+		}
+		second.l.(actors.FailureHandler).OnFailure(&second.r, err)
+		fs.armed.Store(false)
+		if saw := resultsByCall(second.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
+			t.Fatalf("caller 2 saw %q, want %q", lines(saw), want)
+		}
+
+		third := newLoopStep(t, opts)
+		third.outer(messages.RawParam("q", models.ParamMessages, raw(cancelFirst)), messages.End("q"))
+		if got := resultsByCall(third.r.Emitted)["c1"]; len(got) != 1 || !strings.Contains(line(got[0]), want) {
+			t.Errorf("the second resume answered c1 %q, the callers saw %q", lines(got), want)
+		}
+	})
+}
+
+// stopsToModel returns the CANCEL and ABORT frames the loop wrote into the
+// model.
+func (s *loopStep) stopsToModel() []*messages.Frame {
+	var out []*messages.Frame
+	for _, f := range s.toModel() {
+		if t := f.GetType(); t == messages.FrameType_CANCEL || t == messages.FrameType_ABORT {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// cleanConversation checks that the frames a consumer got for a
+// conversation hold no ERROR and end with the model's answer "hello" and
+// END.
+func cleanConversation(t *testing.T, got []*messages.Frame) {
+	t.Helper()
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_ERROR {
+			t.Errorf("the conversation got an ERROR: %q", lines(got))
+			return
+		}
+	}
+	if n := len(got); n < 2 || got[n-2].GetText() != "hello" || !isEnd(got[n-1]) {
+		t.Errorf("the conversation got %q, want the model's answer and END", lines(got))
+	}
+}
+
+// TestLoop_StopWhileToolsRunLeavesReusedStreamClean: without a session,
+// the consumer cancels (or aborts) while the calls run, the tools answer
+// and the stream ends; then a new conversation starts on the same stream
+// id. The model's response had ended, so the loop passes it no CANCEL or
+// ABORT (a model with nothing open ignores them), and nothing of the
+// cancelled conversation reaches the new one.
+func TestLoop_StopWhileToolsRunLeavesReusedStreamClean(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLoopStep(t, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+				tools.MustNew(tools.Definition{Name: "wait", Idempotent: true}),
+			}}})
+			s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+			s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+			s.outer(tc.stop("s"))
+			if stops := s.stopsToModel(); len(stops) != 0 {
+				t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+			}
+			s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
+			n := len(s.r.Emitted)
+			if n == 0 || !isEnd(s.r.Emitted[n-1]) {
+				t.Fatalf("the stream did not end: %q", lines(s.r.Emitted))
+			}
+			s.outer(messages.RawParam("s", models.ParamMessages, raw(`[{"role":"user","content":"hi again"}]`)), messages.End("s"))
+			s.model(messages.Text("s", "hello"), messages.End("s"))
+			cleanConversation(t, s.r.Emitted[n:])
+		})
+	}
+}
+
+// TestSession_StopWhileToolsRunLeavesResumeClean: as
+// TestLoop_StopWhileToolsRunLeavesReusedStreamClean with a durable
+// session, which the consumer then resumes on the same loop and stream id:
+// the model gets no CANCEL or ABORT, and the resumed session runs clean
+// to the model's answer.
+func TestSession_StopWhileToolsRunLeavesResumeClean(t *testing.T) {
+	for _, tc := range stopFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, store durability.Store) {
+				s := newLoopStep(t, cancelRoundOptions(store))
+				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+				s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+				s.outer(tc.stop("s"))
+				if stops := s.stopsToModel(); len(stops) != 0 {
+					t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+				}
+				s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
+				n := len(s.r.Emitted)
+				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // the resume
+				s.model(messages.Text("s", "hello"), messages.End("s"))
+				cleanConversation(t, s.r.Emitted[n:])
+			})
 		})
 	}
 }

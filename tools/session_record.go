@@ -178,18 +178,26 @@ func cancels(c *messages.LoopCancel, id string, complete, ended bool) bool {
 	return slices.Contains(c.GetCalls(), id)
 }
 
-// cancelledResult is the result of a call the caller's cancel covers
-// when the session stops before its tool answers it: what the tool
-// answers a cancelled call; one whose arguments were not complete was cut
-// short, as the live loop answers it.
-func cancelledResult(call *messages.Frame, c *messages.LoopCancel, complete bool) *messages.Frame {
-	switch {
-	case !complete:
-		return cutShort(call, c.GetAborted())
-	case c.GetAborted():
-		return errorResult(call, FailureCancelled, "Tool call aborted")
+// cancelledResult is the result of a call the caller's CANCEL (aborted
+// false) or ABORT covers when its tool does not answer it. Every path
+// that answers such a call gives it (the live loop, its failure, OnFailure
+// and a resumed session), so a caller and a resume see one text: what a
+// tool answers a cancelled call (cancelledText); a call whose arguments
+// were not complete was cut short.
+func cancelledResult(call *messages.Frame, aborted, complete bool) *messages.Frame {
+	if !complete {
+		return cutShort(call, aborted)
 	}
-	return errorResult(call, FailureCancelled, "Tool call cancelled")
+	return errorResult(call, FailureCancelled, cancelledText(aborted))
+}
+
+// cancelledText is the error text of a cancelled call: what a tool's
+// duplex answers to CANCEL (aborted false) or ABORT.
+func cancelledText(aborted bool) string {
+	if aborted {
+		return "Tool call aborted"
+	}
+	return "Tool call cancelled"
 }
 
 // appendRound extends a conversation with one tool round: the assistant

@@ -64,7 +64,9 @@ type Context interface {
 	Send(to Ref, f *messages.Frame)
 	// Spawn starts a child duplex. Unless spec.Subscriber is set, the
 	// child's frames come back to this Logic as [ChildFrame] messages.
-	// The child is supervised by this actor's strategy.
+	// The child is supervised by this actor's strategy. A name is this
+	// actor's until its child's [ChildStopped] has been received: a
+	// Spawn under it before then fails with [ErrChildNameInUse].
 	Spawn(spec Spec) (Ref, error)
 	// Stop stops a child after the messages already queued to it.
 	Stop(child Ref)

@@ -18,6 +18,11 @@ import (
 // than failed.
 var ErrStopped = errors.New("duplex stopped")
 
+// ErrChildNameInUse is wrapped by the error [Context.Spawn] returns when
+// a child of the same name is still this actor's, running or stopping: a
+// name is free again once its child's [ChildStopped] has been received.
+var ErrChildNameInUse = errors.New("a child of that name has not stopped (its ChildStopped has not been received)")
+
 // StoppedKind is the failure kind (metadata failure_kind) of the ERROR
 // frames that close a stopped duplex's open streams, so that a reader can
 // tell "stopped for good" from a failure without parsing the text. It is
@@ -439,6 +444,13 @@ func (s *shell) Spawn(spec Spec) (Ref, error) {
 	props := s.rt.props(spec, subscriber, up)
 	var pid *actor.PID
 	if spec.Name != "" {
+		// protoactor frees a stopped child's name before this actor has
+		// handled its end: a new child under it would take the old one's
+		// place here, and the old one's last frames and its ChildStopped
+		// would be lost.
+		if _, listed := s.children[s.self.Id+"/"+spec.Name]; listed {
+			return Ref{}, fmt.Errorf("spawn %q: %w", spec.Name, ErrChildNameInUse)
+		}
 		var err error
 		if pid, err = s.ctx.SpawnNamed(props, spec.Name); err != nil {
 			return Ref{}, fmt.Errorf("spawn %q: %w", spec.Name, err)

@@ -3,8 +3,10 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,5 +290,69 @@ func TestShell_RestartedParentKeepsItsNewChild(t *testing.T) {
 	}
 	if want := []string{"STARTED", "STARTED", "TEXT(r)", "END"}; !slices.Equal(seen, want) {
 		t.Errorf("the parent got %v, want %v", seen, want)
+	}
+}
+
+// TestShell_NameReusedOnlyAfterChildStopped: a Logic that stops its
+// named child and spawns a new one under the same name before the old
+// one's ChildStopped gets ErrChildNameInUse (protoactor frees the name
+// earlier, and the new child would take the old one's place: its last
+// answer and its ChildStopped would be lost); once the ChildStopped has
+// come, the name is free, and the old child's answer came before it.
+func TestShell_NameReusedOnlyAfterChildStopped(t *testing.T) {
+	rt := startRuntime(t)
+	got := make(chan string, 16)
+	entered, release := make(chan *mailbox, 1), make(chan struct{})
+	var old, nu Ref
+	ref, err := rt.Spawn(Spec{Name: "p", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			switch m := msg.(type) {
+			case Started:
+				var err error
+				if old, err = c.Spawn(answering("c")); err != nil {
+					c.Fail(err)
+				}
+			case *messages.Frame:
+				c.Send(old, m) // a call routed to the old child
+				c.Stop(old)
+				entered <- c.(*shell).mb
+				<-release // the old child answers, stops, leaves the registry
+				if _, err := c.Spawn(answering("c")); !errors.Is(err, ErrChildNameInUse) {
+					got <- fmt.Sprintf("spawn before ChildStopped: %v", err)
+				}
+			case ChildFrame:
+				who := "old"
+				if m.Child.pid == nu.pid {
+					who = "new"
+				}
+				got <- who + ":" + frameName(m.Frame)
+			case ChildStopped:
+				got <- "old:STOPPED"
+				var err error
+				if nu, err = c.Spawn(answering("c")); err != nil {
+					got <- fmt.Sprintf("spawn after ChildStopped: %v", err)
+					return
+				}
+				c.Send(nu, messages.Text("s2", "again"))
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := rt.System().Root
+	root.Send(ref.pid, messages.Text("s", "go"))
+	mb := <-entered
+	waitQueued(mb, 2, 1) // the old child's TEXT and END, then its Terminated
+	close(release)
+	var seen []string
+	for s := range got {
+		seen = append(seen, s)
+		if s == "new:END" || strings.HasPrefix(s, "spawn") {
+			break
+		}
+	}
+	if want := []string{"old:TEXT(r)", "old:END", "old:STOPPED", "new:TEXT(r)", "new:END"}; !slices.Equal(seen, want) {
+		t.Fatalf("the parent saw %q, want %q", seen, want)
 	}
 }

@@ -431,13 +431,17 @@ func TestFaults_AbsentUnlessEnabled(t *testing.T) {
 
 func TestFaults_PanicFromThePage(t *testing.T) {
 	r := newRig(t, &inspect.Options{Faults: true}, actors.Spec{})
+	// The tree learns of a started actor from its start event: wait for
+	// it before reading the page (under load the page could come first).
+	ev := r.events(t, "")
+	agent, _ := node(ev.until("the agent running", func(s inspect.Snapshot) bool {
+		n, ok := node(s, "agent")
+		return ok && n.State == "running"
+	}), "agent")
 	_, page := r.get(t, "/")
-	agent, _ := node(r.state(t, ""), "agent")
 	if !strings.Contains(page, `data-fault="panic" data-actor="`+agent.ID+`"`) {
 		t.Fatal("the page has no panic button for the agent")
 	}
-	ev := r.events(t, "")
-	ev.until("the first snapshot", func(inspect.Snapshot) bool { return true })
 
 	if code, _ := r.get(t, "/api/fault/panic"); code.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /api/fault/panic: %s, want 405", code.Status)

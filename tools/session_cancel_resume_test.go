@@ -300,17 +300,7 @@ func TestSession_CancelHeldCallThenStopResumes(t *testing.T) {
 	for _, tc := range stopFrames {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachStore(t, func(t *testing.T, store durability.Store) {
-				fs := &failingStore{Store: store}
-				opts := &tools.LoopOptions{
-					RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
-						tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
-					}},
-					Session:  &tools.SessionOptions{ID: "session", Store: fs},
-					Approval: &tools.ApprovalOptions{},
-				}
-				first := newLoopStep(t, opts)
-				first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-				first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+				fs, opts, first := heldCallSession(t, store)
 				if ran := first.ran(); len(ran) != 0 {
 					t.Fatalf("%q ran without approval", ran)
 				}
@@ -536,4 +526,24 @@ func TestSession_CancelInLastRoundEndsSession(t *testing.T) {
 			})
 		})
 	}
+}
+
+// heldCallSession starts a durable session, on store behind a
+// failingStore (not armed), whose model calls "nuke", an irreversible
+// tool the approval gate holds: the call waits for approval when it
+// returns.
+func heldCallSession(t *testing.T, store durability.Store) (*failingStore, *tools.LoopOptions, *loopStep) {
+	t.Helper()
+	fs := &failingStore{Store: store}
+	opts := &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
+			tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
+		}},
+		Session:  &tools.SessionOptions{ID: "session", Store: fs},
+		Approval: &tools.ApprovalOptions{},
+	}
+	first := newLoopStep(t, opts)
+	first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+	first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+	return fs, opts, first
 }

@@ -451,17 +451,7 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 // for approval", not another one.
 func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 	forEachStore(t, func(t *testing.T, store durability.Store) {
-		fs := &failingStore{Store: store}
-		opts := &tools.LoopOptions{
-			RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
-				tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"}}),
-			}},
-			Session:  &tools.SessionOptions{ID: "session", Store: fs},
-			Approval: &tools.ApprovalOptions{},
-		}
-		first := newLoopStep(t, opts)
-		first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-		first.model(messages.ToolCall("s", "c1", "nuke", raw(`{}`)), messages.End("s"))
+		fs, opts, first := heldCallSession(t, store)
 		fs.spare.Store(1) // the cancel is stored, then the session stops
 		fs.armed.Store(true)
 		err := first.r.Deliver(first.l, messages.Cancel("s", ""))

@@ -283,8 +283,7 @@ func benchRouterRecoveryOn(b *testing.B, open storeOpener) {
 // fills store with recoveryCalls pending calls of that router
 // (fillRouterRecovery) for each start of the spec to recover.
 func recoveryRouter(ctx context.Context, rt *actors.Runtime, store durability.Store) (actors.Spec, error) {
-	spec, err := tools.NewStreamingRouter(chunkSource("probe"), &tools.RouterOptions{Name: "router",
-		Tools: []*tools.Tool{sinkTool}, Durability: &tools.DurabilityOptions{Store: store}})
+	spec, err := recoverySpec(store)
 	if err != nil {
 		return actors.Spec{}, err
 	}
@@ -299,6 +298,13 @@ func recoveryRouter(ctx context.Context, rt *actors.Runtime, store durability.St
 		return actors.Spec{}, err
 	}
 	return spec, fillRouterRecovery(store, key)
+}
+
+// recoverySpec is the spec of the durable router that the recovery rows
+// recover, persisting in store.
+func recoverySpec(store durability.Store) (actors.Spec, error) {
+	return tools.NewStreamingRouter(chunkSource("probe"), &tools.RouterOptions{Name: "router",
+		Tools: []*tools.Tool{sinkTool}, Durability: &tools.DurabilityOptions{Store: store}})
 }
 
 // recoverRouter starts the router of spec and returns its connection

@@ -78,6 +78,9 @@ func BenchmarkChecksumsAB(b *testing.B) {
 		{"persist/bolt/writers=64", persistAB(64, 8, nil)},
 		{"persist/bolt-nosync/writers=64", persistAB(64, noSyncBurst(64), &boltstore.Options{NoSync: true})},
 		{"read/bolt/10000-events", readAB},
+		{"router-chunks/bolt/streams=64", routerChunksAB(64, 2)},
+		{"router-recovery/bolt/10000-calls", routerRecoveryAB},
+		{"loop-1MiB/bolt", loopBigArgAB(1)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			fx := c.setup(b, checksumsAB)

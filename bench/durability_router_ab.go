@@ -235,38 +235,40 @@ func routerChecksumRows(c *config) []Row {
 	if c.smoke {
 		streams, calls = 2, 1
 	}
-	onOff, onOn := [2]string{"checksums on", "checksums off"}, [2]string{"checksums on", "checksums on, again"}
 	// A pair of slices (each from a collected heap) takes some 0.05 to
 	// 0.1 s on 2 busy cores: a round of 10 times -benchtime (6 for the
 	// recovery, whose pairs spread less) holds some 30 pairs, the first 2
 	// not counted.
 	r, rec := pairRun{until: c.abTime(10), warmup: 2, gc: true}, pairRun{until: c.abTime(6), warmup: 2, gc: true}
 	chunks := routerChunksAB(streams, calls)
-	loop := loopBigArgAB(1)
-	chunksOn, chunksOff := checksumSides(onOff, checksumsAB, false, r, chunks)
-	chunksAA, chunksAA2 := checksumSides(onOn, checksumsAA, false, r, chunks)
-	recOn, recOff := checksumSides(onOff, checksumsAB, false, rec, routerRecoveryAB)
-	recAA, recAA2 := checksumSides(onOn, checksumsAA, false, rec, routerRecoveryAB)
-	loopOn, loopOff := checksumSides(onOff, checksumsAB, false, r, loop)
-	loopAA, loopAA2 := checksumSides(onOn, checksumsAA, false, r, loop)
-	const how = "; a round's ratio is the geometric mean of the middle half of its pairs' ratios, whose order is balanced two pairs at a time (each slice starts from a collected heap, the first pairs are not counted), the baseline's figure its side's time summed over its slices, ours that times the ratio"
+	chunksOn, chunksOff, chunksAA, chunksAA2 := wallABAndAA(r, chunks)
+	recOn, recOff, recAA, recAA2 := wallABAndAA(rec, routerRecoveryAB)
+	loopOn, loopOff, loopAA, loopAA2 := wallABAndAA(r, loopBigArgAB(1))
 	const aa = "the row above with checksums on both sides: the spread of the method itself (1.00× is exact)"
 	chunksName := fmt.Sprintf("router chunks/s, bbolt, %d streams", streams)
 	return c.rows([]pair{
 		{figure: "4", name: chunksName + ", checksums on vs off", ours: chunksOn, base: chunksOff,
 			kind: throughput, unit: "chunks", goal: ratioAtLeast(0.97),
-			note: fmt.Sprintf("one run per round, the sides interleaved: two runtimes of %d streaming routers, each side's on a bbolt file of its own written only with its setting, stream %d calls of %d chunks per router in turn, in pairs of turns whose order is drawn at random, wall time", streams, calls, routerChunks) + how},
+			note: fmt.Sprintf("one run per round, the sides interleaved: two runtimes of %d streaming routers, each side's on a bbolt file of its own written only with its setting, stream %d calls of %d chunks per router in turn, in pairs of turns whose order is drawn at random, wall time", streams, calls, routerChunks) + byPairsNote},
 		{figure: "4", name: chunksName + ", checksums on vs on (A/A)", ours: chunksAA, base: chunksAA2,
 			kind: throughput, unit: "chunks", goal: info, note: aa},
 		{figure: "4", name: "router recovery of 10 000 pending calls (bbolt), checksums on vs off", ours: recOn, base: recOff,
 			kind: duration, unit: "recovery", goal: ratioAtMost(1.03),
-			note: "one run per round, the sides interleaved: two durable routers, each on a runtime and a bbolt file of its own holding its 10 000 pending calls written with its side's setting (without fsync, then opened again with it, as after a restart: the recovery reads the calls from the file, checked, where the store of the row \"router recovery of 10 000 pending calls (bbolt)\", filled in the same process, holds them in its log in memory until a checkpoint moves them), started in turn until each has recovered and announced them all (stopped again outside the measurement), in pairs whose order is drawn at random, wall time" + how},
+			note: "one run per round, the sides interleaved: two durable routers, each on a runtime and a bbolt file of its own holding its 10 000 pending calls written with its side's setting (without fsync, then opened again with it, as after a restart: the recovery reads the calls from the file, checked, where the store of the row \"router recovery of 10 000 pending calls (bbolt)\", filled in the same process, holds them in its log in memory until a checkpoint moves them), started in turn until each has recovered and announced them all (stopped again outside the measurement), in pairs whose order is drawn at random, wall time" + byPairsNote},
 		{figure: "4", name: "router recovery of 10 000 pending calls (bbolt), checksums on vs on (A/A)", ours: recAA, base: recAA2,
 			kind: duration, unit: "recovery", goal: info, note: aa},
 		{figure: "4", name: "loop session, 1 MiB streamed argument, bbolt, checksums on vs off", ours: loopOn, base: loopOff,
 			kind: duration, unit: "conversation", goal: ratioAtMost(1.03),
-			note: "one run per round, the sides interleaved: each side's sessions on a runtime and a bbolt file of its own written only with its setting, one conversation a turn, in pairs of turns whose order is drawn at random, wall time" + how},
+			note: "one run per round, the sides interleaved: each side's sessions on a runtime and a bbolt file of its own written only with its setting, one conversation a turn, in pairs of turns whose order is drawn at random, wall time" + byPairsNote},
 		{figure: "4", name: "loop session, 1 MiB streamed argument, bbolt, checksums on vs on (A/A)", ours: loopAA, base: loopAA2,
 			kind: duration, unit: "conversation", goal: info, note: aa},
 	})
+}
+
+// wallABAndAA returns the sides of a checksums row in wall time, run as r
+// says on the fixtures setup makes, and those of its A/A row.
+func wallABAndAA(r pairRun, setup abSetup) (on, off, aa, aa2 side) {
+	on, off = checksumSides(onOffNames, checksumsAB, false, r, setup)
+	aa, aa2 = checksumSides(onOnNames, checksumsAA, false, r, setup)
+	return on, off, aa, aa2
 }

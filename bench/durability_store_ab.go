@@ -90,6 +90,16 @@ var checksumsAB = [2]bool{true, false}
 // ratios is the method's own.
 var checksumsAA = [2]bool{true, true}
 
+// The names of the sides of checksumsAB and checksumsAA rows.
+var (
+	onOffNames = [2]string{"checksums on", "checksums off"}
+	onOnNames  = [2]string{"checksums on", "checksums on, again"}
+)
+
+// byPairsNote ends the note of a checksums row: how it takes a round's
+// ratio.
+const byPairsNote = "; a round's ratio is the geometric mean of the middle half of its pairs' ratios, whose order is balanced two pairs at a time (each slice starts from a collected heap, the first pairs are not counted), the baseline's figure its side's time summed over its slices, ours that times the ratio"
+
 // runAB runs pairs of slices of fx, one of each side with checksums on or
 // off as checks says, each pair in random order, and returns the totals
 // (see [pairRun.run]).

@@ -132,8 +132,17 @@ const (
 // queue is a FIFO of segments that grow from mailboxFirst to
 // mailboxSegment entries, rewound whenever it empties: n entries, read
 // from head at hi, written into tail at ti.
+//
+// While a backlog stands in the queue, the consumer hands each full-size
+// segment it has read to the producer (spare), which writes into it
+// once the tail is full: a backlog that moves through the queue costs
+// no allocation, where a segment per mailboxSegment messages would be
+// garbage, and the collector would run the more often, with the write
+// barriers of every hop on. The spare is dropped when the queue
+// empties, so an idle actor still keeps one segment.
 type queue[T any] struct {
 	head, tail *segment[T]
+	spare      *segment[T]
 	hi, ti     int
 	n          int
 }
@@ -150,7 +159,12 @@ func (q *queue[T]) push(v T) {
 		q.tail = &segment[T]{e: make([]T, mailboxFirst)}
 		q.head = q.tail
 	case q.ti == len(q.tail.e):
-		s := &segment[T]{e: make([]T, min(2*len(q.tail.e), mailboxSegment))}
+		s := q.spare
+		if s != nil {
+			q.spare = nil
+		} else {
+			s = &segment[T]{e: make([]T, min(2*len(q.tail.e), mailboxSegment))}
+		}
 		q.tail.next, q.tail, q.ti = s, s, 0
 	}
 	q.tail.e[q.ti] = v
@@ -161,9 +175,13 @@ func (q *queue[T]) push(v T) {
 // pop takes the first entry; the queue must hold one.
 func (q *queue[T]) pop() T {
 	if q.hi == len(q.head.e) {
-		next := q.head.next
-		q.head.next = nil
-		q.head, q.hi = next, 0
+		read := q.head
+		q.head, q.hi = read.next, 0
+		read.next = nil
+		if len(read.e) == mailboxSegment {
+			// Every entry of it was cleared as it was read.
+			q.spare = read
+		}
 	}
 	v := q.head.e[q.hi]
 	var zero T
@@ -171,8 +189,9 @@ func (q *queue[T]) pop() T {
 	q.hi++
 	if q.n--; q.n == 0 {
 		// Empty, so head is tail and everything in it was read: the
-		// next entry goes to its start.
+		// next entry goes to its start, and a burst's spare goes.
 		q.hi, q.ti = 0, 0
+		q.spare = nil
 	}
 	return v
 }

@@ -69,9 +69,11 @@ type mailbox struct {
 	next  int
 	taken int
 
-	// user counts the user messages posted and not yet taken for
-	// processing: the run loop and the scheduling check read it without
-	// the lock.
+	// user counts the user messages posted and not yet taken from the
+	// queues into the batch: the run loop and the scheduling check read
+	// it without the lock. The consumer subtracts a whole batch at once,
+	// one atomic operation on a line the producers write per batch
+	// rather than per message.
 	user atomic.Int32
 
 	sysMu   sync.Mutex
@@ -327,9 +329,13 @@ func (m *mailbox) schedule() {
 func (m *mailbox) processMessages() {
 	for {
 		m.run()
+		// A run that ended on a panic or a suspension may leave messages
+		// in the batch, which the count no longer holds: read before
+		// going idle, since a run scheduled then may take them.
+		batched := m.next < m.taken
 		m.status.Store(mailboxIdle)
 		// Messages posted after the run ended and before it went idle.
-		if m.sysN.Load() > 0 || (!m.suspended.Load() && m.user.Load() > 0) {
+		if m.sysN.Load() > 0 || (!m.suspended.Load() && (batched || m.user.Load() > 0)) {
 			if m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
 				continue
 			}
@@ -408,8 +414,9 @@ func (m *mailbox) popSystem() any {
 // stop comes after them.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
-		// Every message counted is in the batch or the queues: with the
-		// batch drained, a positive count means the queues hold some.
+		// Every message counted is in the queues (counted once queued,
+		// and no longer once taken into the batch): a positive count
+		// means they hold some.
 		if m.user.Load() <= 0 {
 			return entry{}, false
 		}
@@ -436,10 +443,10 @@ func (m *mailbox) popUser() (entry, bool) {
 		if k == 0 {
 			return entry{}, false
 		}
+		m.user.Add(int32(-k))
 	}
 	e := m.batch[m.next]
 	m.batch[m.next] = entry{}
 	m.next++
-	m.user.Add(-1)
 	return e, true
 }

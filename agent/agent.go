@@ -589,7 +589,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	kept := false // the stream waits for a Resume
 	defer func() {
 		if !kept {
-			s.Close()
+			s.Release() // s is not used after: the next attempt or Run takes it
 		}
 	}()
 	ans := c.answerOf(stream)

@@ -169,6 +169,27 @@ func (s *MuxStream) SendAll(frames ...*messages.Frame) error {
 // (ErrStreamClosed), or ctx ends (ctx.Err()).
 func (s *MuxStream) Recv(ctx context.Context) (*messages.Frame, error) { return s.p.recv(ctx) }
 
+// RecvAll is Recv for a reader that takes frames in batches: it waits as
+// Recv does for the next frame and returns it with every frame queued
+// behind it, appended to dst, under one lock instead of one per frame.
+// With an error it returns dst unchanged.
+func (s *MuxStream) RecvAll(ctx context.Context, dst []*messages.Frame) ([]*messages.Frame, error) {
+	f, err := s.p.recv(ctx)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, f)
+	p := s.p
+	p.mu.Lock()
+	if rest := p.queue[p.head:]; len(rest) > 0 {
+		dst = append(dst, rest...)
+		clear(rest)
+		p.queue, p.head = p.queue[:0], 0
+	}
+	p.mu.Unlock()
+	return dst, nil
+}
+
 // Close stops routing the stream's frames; later ones are dropped, and
 // the id can be opened again. A Recv waiting for a frame returns
 // ErrStreamClosed.

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -180,4 +181,58 @@ func TestMux_FrameHandedOverUnderMuxLock(t *testing.T) {
 		t.Fatalf("the stream read %q, %v; want the frame handed over", f.GetText(), err)
 	}
 	old.Release()
+}
+
+// TestMuxStream_RecvAll checks that RecvAll waits for a frame as Recv
+// does and returns it with every frame queued behind it, in order,
+// appended to dst; that the stream then reads on from an empty queue; and
+// that an error leaves dst as it was.
+func TestMuxStream_RecvAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newBareMux()
+		s, err := m.OpenWake("s", isEndFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		got := make(chan []*messages.Frame, 1)
+		go func() {
+			frames, err := s.RecvAll(ctx, []*messages.Frame{messages.Text("x", "kept")})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- frames
+		}()
+		synctest.Wait() // waiting: nothing queued
+		for _, text := range []string{"1", "2", "3"} {
+			m.in.SendUserMessage(nil, messages.Text("s", text))
+		}
+		m.in.SendUserMessage(nil, messages.End("s"))
+		frames := <-got
+		if want := []string{"kept", "1", "2", "3", "<END>"}; !slices.Equal(frameTexts(frames), want) {
+			t.Fatalf("RecvAll read %q, want %q", frameTexts(frames), want)
+		}
+		m.in.SendUserMessage(nil, messages.Text("s", "4"))
+		m.in.SendUserMessage(nil, messages.End("s"))
+		if frames, err := s.RecvAll(ctx, nil); err != nil || !slices.Equal(frameTexts(frames), []string{"4", "<END>"}) {
+			t.Fatalf("the next RecvAll read %q, %v; want the frames queued since", frameTexts(frames), err)
+		}
+		s.Close()
+		dst := []*messages.Frame{messages.Text("x", "kept")}
+		if frames, err := s.RecvAll(ctx, dst); !errors.Is(err, ErrStreamClosed) || len(frames) != 1 {
+			t.Fatalf("RecvAll on a closed stream: %d frames, %v; want dst unchanged and ErrStreamClosed", len(frames), err)
+		}
+	})
+}
+
+func frameTexts(frames []*messages.Frame) []string {
+	var out []string
+	for _, f := range frames {
+		if f.GetType() == messages.FrameType_END {
+			out = append(out, "<END>")
+		} else {
+			out = append(out, f.GetText())
+		}
+	}
+	return out
 }

@@ -77,42 +77,10 @@ func benchLoopBigArg(b *testing.B, open storeOpener) {
 			store.Close()
 		}
 	}()
-	frames := bigCallFrames()
-	first := messages.RawParam("s", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"store this"}]`))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run := func() error {
-		n := loopSessions.Add(1)
-		o := &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: fmt.Sprintf("loop-%d", n), Tools: []*tools.Tool{sinkTool}}}
-		if store != nil {
-			o.Session = &tools.SessionOptions{ID: fmt.Sprintf("session-%d", n), Store: store}
-		}
-		spec, err := tools.NewLoop(bigCallModel(frames), o)
-		if err != nil {
-			return err
-		}
-		conn, err := rt.Start(spec)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		if err := conn.SendAll(first, messages.End("s")); err != nil {
-			return err
-		}
-		got, err := conn.RecvStream(ctx, "s")
-		if err != nil {
-			return err
-		}
-		for _, f := range got {
-			if f.GetType() == messages.FrameType_ERROR || f.IsErrorResult() {
-				return fmt.Errorf("loop answered %s", messages.Format(f))
-			}
-		}
-		if n := len(got); n < 2 || got[n-2].GetText() != "Stored." {
-			return fmt.Errorf("loop ended without the answer: %d frames", n)
-		}
-		return nil
-	}
+	conv := newBigArgConversation(rt, store)
+	run := func() error { return conv.run(ctx) }
 	if err := run(); err != nil { // warm up
 		b.Fatal(err)
 	}
@@ -123,4 +91,53 @@ func benchLoopBigArg(b *testing.B, open storeOpener) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// bigArgConversation plays the loop conversation of benchLoopBigArg on a
+// runtime, each run on a new loop whose Session (if store is not nil)
+// persists in store.
+type bigArgConversation struct {
+	rt     *actors.Runtime
+	store  durability.Store
+	frames []*messages.Frame
+	first  *messages.Frame
+}
+
+func newBigArgConversation(rt *actors.Runtime, store durability.Store) *bigArgConversation {
+	return &bigArgConversation{rt: rt, store: store, frames: bigCallFrames(),
+		first: messages.RawParam("s", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"store this"}]`))}
+}
+
+// run plays one conversation on a new loop and checks its answer.
+func (c *bigArgConversation) run(ctx context.Context) error {
+	n := loopSessions.Add(1)
+	o := &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: fmt.Sprintf("loop-%d", n), Tools: []*tools.Tool{sinkTool}}}
+	if c.store != nil {
+		o.Session = &tools.SessionOptions{ID: fmt.Sprintf("session-%d", n), Store: c.store}
+	}
+	spec, err := tools.NewLoop(bigCallModel(c.frames), o)
+	if err != nil {
+		return err
+	}
+	conn, err := c.rt.Start(spec)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if err := conn.SendAll(c.first, messages.End("s")); err != nil {
+		return err
+	}
+	got, err := conn.RecvStream(ctx, "s")
+	if err != nil {
+		return err
+	}
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_ERROR || f.IsErrorResult() {
+			return fmt.Errorf("loop answered %s", messages.Format(f))
+		}
+	}
+	if n := len(got); n < 2 || got[n-2].GetText() != "Stored." {
+		return fmt.Errorf("loop ended without the answer: %d frames", n)
+	}
+	return nil
 }

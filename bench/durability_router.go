@@ -258,50 +258,18 @@ func benchRouterRecoveryOn(b *testing.B, open storeOpener) {
 		b.Fatal(err)
 	}
 	defer rt.Close(context.Background())
-	spec, err := tools.NewStreamingRouter(chunkSource("probe"), &tools.RouterOptions{Name: "router",
-		Tools: []*tools.Tool{sinkTool}, Durability: &tools.DurabilityOptions{Store: store}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// The persistence key is the router's actor id (its path of names):
-	// start it once, empty, to learn it.
-	conn, err := rt.Start(spec)
+	spec, err := recoveryRouter(ctx, rt, store)
 	if err != nil {
-		b.Fatal(err)
-	}
-	key := conn.Ref().String()
-	if err := conn.Close(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := fillRouterRecovery(store, key); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		conn, err := rt.Start(spec)
+		conn, err := recoverRouter(ctx, rt, spec)
 		if err != nil {
 			b.Fatal(err)
-		}
-		// After its recovery the router announces the pending calls of
-		// each stream in a META state frame.
-		recovered := 0
-		for recovered < recoveryCalls {
-			f, err := conn.Recv(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if f.GetType() == messages.FrameType_META && f.GetName() == tools.MetaState {
-				var ev struct {
-					StreamPending int `json:"stream_pending"`
-				}
-				if err := json.Unmarshal(f.GetPayload(), &ev); err != nil {
-					b.Fatal(err)
-				}
-				recovered += ev.StreamPending
-			}
 		}
 		b.StopTimer()
 		if err := conn.Close(ctx); err != nil {
@@ -309,6 +277,64 @@ func benchRouterRecoveryOn(b *testing.B, open storeOpener) {
 		}
 		b.StartTimer()
 	}
+}
+
+// recoveryRouter returns the spec of a durable router on store, and
+// fills store with recoveryCalls pending calls of that router
+// (fillRouterRecovery) for each start of the spec to recover.
+func recoveryRouter(ctx context.Context, rt *actors.Runtime, store durability.Store) (actors.Spec, error) {
+	spec, err := recoverySpec(store)
+	if err != nil {
+		return actors.Spec{}, err
+	}
+	// The persistence key is the router's actor id (its path of names):
+	// start it once, empty, to learn it.
+	conn, err := rt.Start(spec)
+	if err != nil {
+		return actors.Spec{}, err
+	}
+	key := conn.Ref().String()
+	if err := conn.Close(ctx); err != nil {
+		return actors.Spec{}, err
+	}
+	return spec, fillRouterRecovery(store, key)
+}
+
+// recoverySpec is the spec of the durable router that the recovery rows
+// recover, persisting in store.
+func recoverySpec(store durability.Store) (actors.Spec, error) {
+	return tools.NewStreamingRouter(chunkSource("probe"), &tools.RouterOptions{Name: "router",
+		Tools: []*tools.Tool{sinkTool}, Durability: &tools.DurabilityOptions{Store: store}})
+}
+
+// recoverRouter starts the router of spec and returns its connection
+// once the router has recovered and announced all recoveryCalls pending
+// calls.
+func recoverRouter(ctx context.Context, rt *actors.Runtime, spec actors.Spec) (*actors.Conn, error) {
+	conn, err := rt.Start(spec)
+	if err != nil {
+		return nil, err
+	}
+	// After its recovery the router announces the pending calls of each
+	// stream in a META state frame.
+	for recovered := 0; recovered < recoveryCalls; {
+		f, err := conn.Recv(ctx)
+		if err != nil {
+			conn.Close(ctx)
+			return nil, fmt.Errorf("recovering the router: %w", err)
+		}
+		if f.GetType() == messages.FrameType_META && f.GetName() == tools.MetaState {
+			var ev struct {
+				StreamPending int `json:"stream_pending"`
+			}
+			if err := json.Unmarshal(f.GetPayload(), &ev); err != nil {
+				conn.Close(ctx)
+				return nil, fmt.Errorf("the router's state frame: %w", err)
+			}
+			recovered += ev.StreamPending
+		}
+	}
+	return conn, nil
 }
 
 // routerSliceCalls is how many calls of routerChunks chunks one side of

@@ -322,7 +322,7 @@ func storeRows(c *config) []Row {
 	// row's rounds spanned 0.06 to 0.53 (median 0.11, e.g. 0.95-1.06);
 	// at 10 times, about 20 pairs, 0.05 to 0.09 (median 0.06).
 	long, longer, longest := c.abTime(3), c.abTime(6), c.abTime(10)
-	onOff, onOn := [2]string{"checksums on", "checksums off"}, [2]string{"checksums on", "checksums on, again"}
+	onOff, onOn := onOffNames, onOnNames
 	// Each slice starts from a collected heap; a run's first pairs (a
 	// fresh store: its buckets made, its file grown) are not counted.
 	// Without fsync a slice is 128 events per writer, 8192 in all: a
@@ -339,7 +339,7 @@ func storeRows(c *config) []Row {
 	readCPUOn, readCPUOff := checksumSides(onOff, checksumsAB, true, reads, readAB)
 	readAA, readAA2 := checksumSides(onOn, checksumsAA, false, reads, readAB)
 	// How the rows below take a round's ratio (see durability_store_ab.go).
-	const byPairs = "; a round's ratio is the geometric mean of the middle half of its pairs' ratios, whose order is balanced two pairs at a time (each slice starts from a collected heap, the first pairs are not counted), the baseline's figure its side's time summed over its slices, ours that times the ratio"
+	const byPairs = byPairsNote
 	return c.rows([]pair{
 		{figure: "4", name: fmt.Sprintf("store: persist, bbolt, %d writers, checksums on vs off", writers),
 			ours: fsyncOn, base: fsyncOff,

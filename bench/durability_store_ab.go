@@ -58,6 +58,31 @@ type abTotals struct {
 // completed.
 type abSlice func(side int, on bool) (int, error)
 
+// abFixture is what an interleaved checksums run works on.
+type abFixture struct {
+	slice abSlice
+	// after, if set, runs after each slice of side, outside its
+	// measurement and with checksums still as the slice had them: it
+	// undoes what the slice set up that is not the work measured (a
+	// router recovered by the slice is stopped again).
+	after func(side int) error
+	// done, if set, runs once the run is over.
+	done func()
+}
+
+// abSetup makes the fixture of an interleaved checksums run whose sides
+// have checksums on or off as checks says: a store that a side writes is
+// its own, written only with that side's setting (data written with
+// checksums off fails the checks once they are on again).
+type abSetup func(b *testing.B, checks [2]bool) abFixture
+
+// withChecks runs fn with checksums on or off, then puts them back on.
+func withChecks(on bool, fn func() error) error {
+	benchhook.ChecksumsOff.Store(!on)
+	defer benchhook.ChecksumsOff.Store(false)
+	return fn()
+}
+
 // checksumsAB is an A/B run: side 0 with checksums, side 1 without.
 var checksumsAB = [2]bool{true, false}
 
@@ -65,18 +90,29 @@ var checksumsAB = [2]bool{true, false}
 // ratios is the method's own.
 var checksumsAA = [2]bool{true, true}
 
-// runAB runs pairs of slices, one of each side with checksums on or off
-// as checks says, each pair in random order, and returns the totals (see
-// [pairRun.run]).
-func runAB(b *testing.B, slice abSlice, checks [2]bool, r pairRun) abTotals {
+// The names of the sides of checksumsAB and checksumsAA rows.
+var (
+	onOffNames = [2]string{"checksums on", "checksums off"}
+	onOnNames  = [2]string{"checksums on", "checksums on, again"}
+)
+
+// byPairsNote ends the note of a checksums row: how it takes a round's
+// ratio.
+const byPairsNote = "; a round's ratio is the geometric mean of the middle half of its pairs' ratios, whose order is balanced two pairs at a time (each slice starts from a collected heap, the first pairs are not counted), the baseline's figure its side's time summed over its slices, ours that times the ratio"
+
+// runAB runs pairs of slices of fx, one of each side with checksums on or
+// off as checks says, each pair in random order, and returns the totals
+// (see [pairRun.run]).
+func runAB(b *testing.B, fx abFixture, checks [2]bool, r pairRun) abTotals {
 	b.Helper()
 	defer benchhook.ChecksumsOff.Store(false)
 	side := func(i int) func() (int, error) {
 		return func() (int, error) {
 			benchhook.ChecksumsOff.Store(!checks[i])
-			return slice(i, checks[i])
+			return fx.slice(i, checks[i])
 		}
 	}
+	r.after = fx.after
 	return r.run(b, [2]func() (int, error){side(0), side(1)})
 }
 
@@ -101,6 +137,9 @@ type pairRun struct {
 	// the other side's and no cycle under way, and its allocations bring
 	// on the collector at the same points for both sides.
 	gc bool
+	// after, if set, runs after each slice of side, outside its
+	// measurement, before the collection.
+	after func(side int) error
 }
 
 // run runs pairs of slices, one of each side, and returns the totals:
@@ -140,6 +179,11 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 		wall, used := time.Since(start), processCPU()-cpu
 		if err != nil {
 			b.Fatal(err)
+		}
+		if r.after != nil {
+			if err := r.after(side); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if r.gc {
 			runtime.GC()
@@ -223,14 +267,16 @@ func pairRatio(ratios []float64) float64 {
 // with checksums on or off as checks says: the baseline's figure is side
 // 1's time per item, ours is that times the run's ratio from its pairs
 // ([pairRatio]).
-func checksumSides(names [2]string, checks [2]bool, perCPU bool, r pairRun, newSlice func(b *testing.B) (abSlice, func())) (ours, base side) {
+func checksumSides(names [2]string, checks [2]bool, perCPU bool, r pairRun, setup abSetup) (ours, base side) {
 	return pairedRun(names, "ChecksumsAB", perCPU, true,
 		func(b *testing.B, until time.Duration) abTotals {
 			b.StopTimer()
-			slice, done := newSlice(b)
-			defer done()
+			fx := setup(b, checks)
+			if fx.done != nil {
+				defer fx.done()
+			}
 			b.StartTimer()
-			return runAB(b, slice, checks, r)
+			return runAB(b, fx, checks, r)
 		}, r.until)
 }
 
@@ -301,8 +347,8 @@ func pairedSides(run func() [2]sample) (first, second func() sample) {
 // as its side is (each file is consistent), and a slice in which writers
 // goroutines persist each bursts events, one at a time and waiting for
 // each, to their own actor of the side's store.
-func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (abSlice, func()) {
-	return func(b *testing.B) (abSlice, func()) {
+func persistAB(writers, burst int, opts *boltstore.Options) abSetup {
+	return func(b *testing.B, _ [2]bool) abFixture {
 		var stores [2]*boltstore.Store
 		for i, name := range []string{"side0.db", "side1.db"} {
 			s, err := boltstore.Open(filepath.Join(b.TempDir(), name), opts)
@@ -338,7 +384,7 @@ func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (
 			wg.Wait()
 			return writers * burst, errors.Join(errs...)
 		}
-		return slice, func() {
+		return abFixture{slice: slice, done: func() {
 			// Each store is closed (and checkpointed) as it was written.
 			for side, s := range stores {
 				benchhook.ChecksumsOff.Store(!checked[side])
@@ -347,7 +393,7 @@ func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (
 				}
 			}
 			benchhook.ChecksumsOff.Store(false)
-		}
+		}}
 	}
 }
 
@@ -356,7 +402,7 @@ func persistAB(writers, burst int, opts *boltstore.Options) func(b *testing.B) (
 // batches of 1000, opened again (so read from the actor's bucket, the log
 // checkpointed by Open), and a slice that reads them all
 // back once, checking them or not.
-func readAB(b *testing.B) (abSlice, func()) {
+func readAB(b *testing.B, _ [2]bool) abFixture {
 	path := filepath.Join(b.TempDir(), "reads.db")
 	s, err := noSyncBolt(path)
 	if err != nil {
@@ -388,7 +434,7 @@ func readAB(b *testing.B) (abSlice, func()) {
 		}
 		return 1, nil
 	}
-	return slice, func() { s.Close() }
+	return abFixture{slice: slice, done: func() { s.Close() }}
 }
 
 // abTime is how long an interleaved checksums run lasts: times

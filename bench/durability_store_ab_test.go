@@ -64,20 +64,23 @@ func TestPairRatio(t *testing.T) {
 // TestPairRun checks how a timed interleaved run counts: its warm-up
 // pairs run but are not counted, every counted pair gives one wall ratio
 // (and one CPU ratio where its CPU time could be told apart), and with gc
-// every slice, warm-up included, starts with a collection.
+// every slice, warm-up included, starts with a collection, and after runs
+// once after each slice, for its side.
 func TestPairRun(t *testing.T) {
-	var calls [2]int
+	var calls, afters [2]int
+	var trail []int // the sides of the slices (0, 1) and of the afters (10, 11)
 	slices := [2]func() (int, error){
-		func() (int, error) { calls[0]++; return 3, nil },
-		func() (int, error) { calls[1]++; return 5, nil },
+		func() (int, error) { calls[0]++; trail = append(trail, 0); return 3, nil },
+		func() (int, error) { calls[1]++; trail = append(trail, 1); return 5, nil },
 	}
+	after := func(side int) error { afters[side]++; trail = append(trail, 10+side); return nil }
 	forced := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
 	metrics.Read(forced)
 	before := forced[0].Value.Uint64()
 	var tot abTotals
 	testing.Benchmark(func(b *testing.B) {
-		calls = [2]int{} // testing.Benchmark may call this more than once
-		tot = pairRun{until: time.Millisecond, warmup: 2, gc: true}.run(b, slices)
+		calls, afters, trail = [2]int{}, [2]int{}, nil // testing.Benchmark may call this more than once
+		tot = pairRun{until: time.Millisecond, warmup: 2, gc: true, after: after}.run(b, slices)
 	})
 	metrics.Read(forced)
 	if calls[0] != calls[1] {
@@ -89,6 +92,14 @@ func TestPairRun(t *testing.T) {
 	}
 	if len(tot.wallRatios) != pairs || len(tot.cpuRatios) > pairs {
 		t.Errorf("%d pairs gave %d wall and %d CPU ratios, want %d", pairs, len(tot.wallRatios), len(tot.cpuRatios), pairs)
+	}
+	if afters != calls {
+		t.Errorf("slices %v, afters %v", calls, afters)
+	}
+	for i := 0; i+1 < len(trail); i += 2 {
+		if trail[i] > 1 || trail[i+1] != 10+trail[i] {
+			t.Fatalf("slice and after out of step at %d: %v", i, trail)
+		}
 	}
 	if got := forced[0].Value.Uint64() - before; got < uint64(2*calls[0]) {
 		t.Errorf("%d slices, %d forced collections", 2*calls[0], got)

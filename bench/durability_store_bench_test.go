@@ -73,17 +73,22 @@ func BenchmarkRecover(b *testing.B) {
 func BenchmarkChecksumsAB(b *testing.B) {
 	for _, c := range []struct {
 		name  string
-		setup func(b *testing.B) (abSlice, func())
+		setup abSetup
 	}{
 		{"persist/bolt/writers=64", persistAB(64, 8, nil)},
 		{"persist/bolt-nosync/writers=64", persistAB(64, noSyncBurst(64), &boltstore.Options{NoSync: true})},
 		{"read/bolt/10000-events", readAB},
+		{"router-chunks/bolt/streams=64", routerChunksAB(64, 2)},
+		{"router-recovery/bolt/10000-calls", routerRecoveryAB},
+		{"loop-1MiB/bolt", loopBigArgAB(1)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			slice, done := c.setup(b)
-			defer done()
+			fx := c.setup(b, checksumsAB)
+			if fx.done != nil {
+				defer fx.done()
+			}
 			b.ReportAllocs()
-			t := runAB(b, slice, checksumsAB, pairRun{gc: true})
+			t := runAB(b, fx, checksumsAB, pairRun{gc: true})
 			b.StopTimer()
 			for side, name := range []string{"on", "off"} {
 				n := float64(t.items[side])

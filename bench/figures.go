@@ -145,6 +145,7 @@ func figureDurability(c *config) []Row {
 			base: benchSide("bbolt db.Batch", func(b *testing.B) { benchBoltBatch(b, 64) }),
 			kind: throughput, unit: "events", goal: info},
 	})
+	rows = append(rows, routerChecksumRows(c)...)
 	return append(rows, storeRows(c)...)
 }
 

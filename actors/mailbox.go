@@ -69,9 +69,11 @@ type mailbox struct {
 	next  int
 	taken int
 
-	// user counts the user messages posted and not yet taken for
-	// processing: the run loop and the scheduling check read it without
-	// the lock.
+	// user counts the user messages posted and not yet taken from the
+	// queues into the batch: the run loop and the scheduling check read
+	// it without the lock. The consumer subtracts a whole batch at once,
+	// one atomic operation on a line the producers write per batch
+	// rather than per message.
 	user atomic.Int32
 
 	sysMu   sync.Mutex
@@ -132,8 +134,17 @@ const (
 // queue is a FIFO of segments that grow from mailboxFirst to
 // mailboxSegment entries, rewound whenever it empties: n entries, read
 // from head at hi, written into tail at ti.
+//
+// While a backlog stands in the queue, the consumer hands each full-size
+// segment it has read to the producer (spare), which writes into it
+// once the tail is full: a backlog that moves through the queue costs
+// no allocation, where a segment per mailboxSegment messages would be
+// garbage, and the collector would run the more often, with the write
+// barriers of every hop on. The spare is dropped when the queue
+// empties, so an idle actor still keeps one segment.
 type queue[T any] struct {
 	head, tail *segment[T]
+	spare      *segment[T]
 	hi, ti     int
 	n          int
 }
@@ -150,7 +161,12 @@ func (q *queue[T]) push(v T) {
 		q.tail = &segment[T]{e: make([]T, mailboxFirst)}
 		q.head = q.tail
 	case q.ti == len(q.tail.e):
-		s := &segment[T]{e: make([]T, min(2*len(q.tail.e), mailboxSegment))}
+		s := q.spare
+		if s != nil {
+			q.spare = nil
+		} else {
+			s = &segment[T]{e: make([]T, min(2*len(q.tail.e), mailboxSegment))}
+		}
 		q.tail.next, q.tail, q.ti = s, s, 0
 	}
 	q.tail.e[q.ti] = v
@@ -161,9 +177,13 @@ func (q *queue[T]) push(v T) {
 // pop takes the first entry; the queue must hold one.
 func (q *queue[T]) pop() T {
 	if q.hi == len(q.head.e) {
-		next := q.head.next
-		q.head.next = nil
-		q.head, q.hi = next, 0
+		read := q.head
+		q.head, q.hi = read.next, 0
+		read.next = nil
+		if len(read.e) == mailboxSegment {
+			// Every entry of it was cleared as it was read.
+			q.spare = read
+		}
 	}
 	v := q.head.e[q.hi]
 	var zero T
@@ -171,8 +191,9 @@ func (q *queue[T]) pop() T {
 	q.hi++
 	if q.n--; q.n == 0 {
 		// Empty, so head is tail and everything in it was read: the
-		// next entry goes to its start.
+		// next entry goes to its start, and a burst's spare goes.
 		q.hi, q.ti = 0, 0
+		q.spare = nil
 	}
 	return v
 }
@@ -308,9 +329,13 @@ func (m *mailbox) schedule() {
 func (m *mailbox) processMessages() {
 	for {
 		m.run()
+		// A run that ended on a panic or a suspension may leave messages
+		// in the batch, which the count no longer holds: read before
+		// going idle, since a run scheduled then may take them.
+		batched := m.next < m.taken
 		m.status.Store(mailboxIdle)
 		// Messages posted after the run ended and before it went idle.
-		if m.sysN.Load() > 0 || (!m.suspended.Load() && m.user.Load() > 0) {
+		if m.sysN.Load() > 0 || (!m.suspended.Load() && (batched || m.user.Load() > 0)) {
 			if m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
 				continue
 			}
@@ -389,8 +414,9 @@ func (m *mailbox) popSystem() any {
 // stop comes after them.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
-		// Every message counted is in the batch or the queues: with the
-		// batch drained, a positive count means the queues hold some.
+		// Every message counted is in the queues (counted once queued,
+		// and no longer once taken into the batch): a positive count
+		// means they hold some.
 		if m.user.Load() <= 0 {
 			return entry{}, false
 		}
@@ -417,10 +443,10 @@ func (m *mailbox) popUser() (entry, bool) {
 		if k == 0 {
 			return entry{}, false
 		}
+		m.user.Add(int32(-k))
 	}
 	e := m.batch[m.next]
 	m.batch[m.next] = entry{}
 	m.next++
-	m.user.Add(-1)
 	return e, true
 }

@@ -241,13 +241,56 @@ func TestMailbox_BurstLeavesOneSegment(t *testing.T) {
 		t.Fatalf("%d messages delivered, want %d", len(inv.user), burst)
 	}
 	q := &mb.in
-	if q.head != q.tail || len(q.head.e) > mailboxSegment || q.hi != 0 || q.ti != 0 {
+	if q.head != q.tail || q.spare != nil || len(q.head.e) > mailboxSegment || q.hi != 0 || q.ti != 0 {
 		t.Fatalf("after the burst: head %p tail %p, segment of %d, read at %d, written at %d; want one rewound segment of at most %d",
 			q.head, q.tail, len(q.head.e), q.hi, q.ti, mailboxSegment)
 	}
 	// Nothing delivered is still referenced by the mailbox.
 	if slices.ContainsFunc(q.head.e, func(m any) bool { return m != nil }) || mb.batch != [mailboxBatch]entry{} {
 		t.Fatalf("after the burst the mailbox still holds delivered messages: segment %v, batch %v", q.head.e, mb.batch)
+	}
+}
+
+// TestQueue_StandingBacklogAllocatesNothing: a backlog that moves
+// through a queue (as many messages taken as written, more than a
+// segment queued all along) reuses the segments already read, so it
+// allocates nothing once the queue holds full-size segments; and what
+// is taken is what was written, in order.
+func TestQueue_StandingBacklogAllocatesNothing(t *testing.T) {
+	var q queue[childFrame]
+	frames := make([]*messages.Frame, 3*mailboxSegment)
+	for i := range frames {
+		frames[i] = messages.Text("s", fmt.Sprint(i))
+	}
+	in, out := 0, 0
+	write := func() { q.push(childFrame{f: frames[in%len(frames)]}); in++ }
+	read := func() {
+		if got := q.pop().f; got != frames[out%len(frames)] {
+			t.Fatalf("entry %d is %v, want %v", out, got, frames[out%len(frames)])
+		}
+		out++
+	}
+	// A standing backlog of a segment and a half, in full-size segments.
+	for range 4*mailboxSegment + mailboxSegment/2 {
+		write()
+	}
+	for range 3 * mailboxSegment {
+		read()
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		for range 2 * mailboxSegment {
+			write()
+			read()
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per %d messages through a standing backlog, want 0", allocs, 2*mailboxSegment)
+	}
+	for q.n > 0 {
+		read()
+	}
+	if q.spare != nil || q.head != q.tail {
+		t.Errorf("drained queue keeps spare %p and head %p, tail %p; want one segment", q.spare, q.head, q.tail)
 	}
 }
 

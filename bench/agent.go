@@ -27,9 +27,7 @@ var conversationAsk = []models.Message{models.UserMessage(userPrompt)}
 type agentFleet struct {
 	rt      *actors.Runtime
 	agents  []*agent.Agent
-	runs    int
-	drivers []chan int // one goroutine per agent (see runAll)
-	errs    chan error
+	drivers *fleetDrivers
 }
 
 func newAgentFleet(n int, sync bool) (*agentFleet, error) {
@@ -55,12 +53,15 @@ func newAgentFleet(n int, sync bool) (*agentFleet, error) {
 		}
 		f.agents = append(f.agents, a)
 	}
+	f.drivers = newFleetDrivers(n, false, func(ctx context.Context, i, run int) (time.Duration, error) {
+		return 0, f.run(ctx, i, run)
+	})
 	return f, nil
 }
 
 func (f *agentFleet) Close() error {
-	for _, d := range f.drivers {
-		close(d)
+	if f.drivers != nil {
+		f.drivers.close()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -77,41 +78,6 @@ func (f *agentFleet) run(ctx context.Context, i, run int) error {
 		return fmt.Errorf("conversation strayed: %d calls (%d failed), text %q", ans.ToolCalls(), ans.FailedCalls(), ans.Text)
 	}
 	return nil
-}
-
-// runAll plays one conversation on every agent at once, each agent
-// driven by a goroutine of its own that lives as long as the fleet (as a
-// host's session goroutine would; one started per run would cost a
-// goroutine and the growth of its stack each time, which the one-agent
-// case, run on the benchmark's goroutine, does not pay).
-func (f *agentFleet) runAll(ctx context.Context) error {
-	f.runs++
-	if f.drivers == nil {
-		f.drivers = make([]chan int, len(f.agents))
-		f.errs = make(chan error, len(f.agents))
-		for i := range f.agents {
-			f.drivers[i] = make(chan int, 1)
-			go func() {
-				for run := range f.drivers[i] {
-					err := f.run(ctx, i, run)
-					if err != nil {
-						err = fmt.Errorf("agent %d: %w", i, err)
-					}
-					f.errs <- err
-				}
-			}()
-		}
-	}
-	for _, d := range f.drivers {
-		d <- f.runs
-	}
-	var first error
-	for range f.drivers {
-		if err := <-f.errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }
 
 // benchAgentConversation measures runs of one agent.
@@ -195,8 +161,9 @@ func reportRuns(b *testing.B, runs int, cpu time.Duration) {
 	}
 }
 
-// benchAgentFleet measures n agents each playing one conversation at the
-// same time, per b.N; the metric is runs/s over all agents.
+// benchAgentFleet measures n agents playing at the same time, b.N
+// conversations each (see fleetDrivers); the metric is runs/s over all
+// agents.
 func benchAgentFleet(b *testing.B, n int) {
 	f, err := newAgentFleet(n, true)
 	if err != nil {
@@ -204,16 +171,14 @@ func benchAgentFleet(b *testing.B, n int) {
 	}
 	defer f.Close()
 	ctx := context.Background()
-	if err := f.runAll(ctx); err != nil {
+	if err := f.drivers.drive(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := processCPU()
-	for range b.N {
-		if err := f.runAll(ctx); err != nil {
-			b.Fatal(err)
-		}
+	if err := f.drivers.drive(ctx, b.N); err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
 	reportRuns(b, b.N*n, processCPU()-cpu)
@@ -228,7 +193,7 @@ func agentMemory(n int) (float64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if err := f.runAll(context.Background()); err != nil {
+	if err := f.drivers.drive(context.Background(), 1); err != nil {
 		return 0, err
 	}
 	after := heapAfterGC()
@@ -263,7 +228,7 @@ func figureAgents(c *config) []Row {
 		{figure: "7", name: fmt.Sprintf("%d concurrent agents vs one agent", n),
 			ours: metricSide(fmt.Sprintf("%d agents", n), "runs/s", fleet),
 			base: single, kind: throughput, unit: "runs", goal: ratioAtLeast(1.5),
-			note: "every agent with its own scripted model (forked from one compiled script); runs/s over all agents"},
+			note: "every agent with its own scripted model (forked from one compiled script), driven by a goroutine of its own playing its runs back to back; runs/s over all agents"},
 		{figure: "7", name: fmt.Sprintf("%d concurrent agents vs one agent, per CPU second", n),
 			ours: metricSide(fmt.Sprintf("%d agents", n), "runs/cpu-s", fleet),
 			base: metricSide("one agent", "runs/cpu-s", func(b *testing.B) { benchAgentConversation(b, true) }),

@@ -126,6 +126,35 @@ func TestStreams_AnsweredInTheSameTurnNotLeftOpen(t *testing.T) {
 	}
 }
 
+// A failed call is no longer pending, and its tool counts the call, the
+// failure and its kind, with an alert in the feed; a CANCEL written into
+// the adapter is the session's last error. (The paths the hooks take
+// seldom, kept apart from the common ones.)
+func TestResults_FailureCountedAndCancelShown(t *testing.T) {
+	in, o := newObserved(t)
+	call := messages.ToolCall("f", "c1", "echo", []byte(`{}`))
+	requestTurn(o, "f", call, messages.End("f"))
+	failed := messages.ToolError("f", "c1", "echo", "no such file")
+	failed.Meta.FailureKind = string(tools.FailureTimeout)
+	in.OnToolResult(toolResult("f", call, failed))
+	snap := in.Snapshot("f")
+	if p := snap.Session.Pending; len(p) != 0 {
+		t.Fatalf("pending %+v after the failed result, want none", p)
+	}
+	if st := snap.Tools; len(st) != 1 || st[0].Calls != 1 || st[0].Failures != 1 || st[0].Kinds[string(tools.FailureTimeout)] != 1 {
+		t.Fatalf("tools %+v, want echo with one call failed by a timeout", st)
+	}
+	if len(snap.Feed) == 0 || !snap.Feed[0].Alert || snap.Feed[0].Text != "echo call c1 on f failed (timeout)" {
+		t.Fatalf("feed %+v, want the failure first", snap.Feed)
+	}
+	requestTurn(o, "f")
+	o.request(messages.Cancel("f", "c9"))
+	o.flush()
+	if d := in.Snapshot("f").Session; d.LastError != "CANCEL sent on f" {
+		t.Fatalf("last error %q, want the CANCEL", d.LastError)
+	}
+}
+
 func toolResult(stream string, call, result *messages.Frame) tools.ToolResultEvent {
 	return tools.ToolResultEvent{StreamID: stream, Iteration: 1, Call: call, Result: result}
 }

@@ -401,51 +401,92 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 // or agent.Options.OnToolResult (calling it from a hook of your own is
 // fine: it is quick and does not block).
 func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
-	name := ev.Call.GetName()
-	kind := ""
 	if ev.Result.IsErrorResult() {
-		if kind = string(tools.KindOf(ev.Result)); kind == "" {
-			kind = "error"
-		}
+		in.failedToolResult(ev)
+		return
 	}
 	in.mu.Lock()
-	var latency time.Duration = -1
+	in.toolResult(ev, "")
+	in.version.Add(1)
+	in.mu.Unlock()
+}
+
+// failedToolResult is OnToolResult for a call that failed: its kind is
+// counted and the feed says so. Apart: the common path stays short.
+//
+//go:noinline
+func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
+	kind := string(tools.KindOf(ev.Result))
+	if kind == "" {
+		kind = "error"
+	}
+	in.mu.Lock()
+	st := in.toolResult(ev, kind)
+	st.failures++
+	st.kinds[kind]++
+	in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", st.name, ev.Call.GetToolCallId(),
+		ev.StreamID, kind), Alert: true})
+	in.version.Add(1)
+	in.mu.Unlock()
+}
+
+// toolResult records the result of a call (with kind, its failure kind,
+// "" for none): the call is no longer pending, its tool counts it and
+// its latency when it was timed. It returns the tool's figures; in.mu
+// must be held.
+func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStats {
 	var st *toolStats
+	var dispatched time.Duration
 	s := in.results.find(ev.StreamID)
 	if s == nil {
-		if s = in.newest.find(ev.StreamID); s == nil {
-			s = in.sessions[sessionKey(ev.StreamID)]
-		}
-		if s != nil {
-			in.results.remember(s)
-		}
+		s = in.resultSession(ev.StreamID)
 	}
 	if s != nil {
 		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok {
-			st = in.toolList[p.tool]
-			if p.dispatched > 0 {
-				latency = monoNow() - p.dispatched // precise: a latency
-			}
+			st, dispatched = in.toolList[p.tool], p.dispatched
 		}
 		if len(s.approvals) > 0 {
-			in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
+			in.answeredByResult(ev, kind)
 		}
 	}
-	if st == nil || name != st.name {
-		st = in.toolStats(name)
+	if name := ev.Call.GetName(); st == nil || name != st.name {
+		st = in.toolStatsApart(name)
 	}
 	st.calls++
-	if kind != "" {
-		st.failures++
-		st.kinds[kind]++
-		in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", name, ev.Call.GetToolCallId(),
-			ev.StreamID, kind), Alert: true})
+	if dispatched > 0 {
+		st.addLatency(monoNow() - dispatched) // precise: a latency
 	}
-	if latency >= 0 {
-		st.addLatency(latency)
+	return st
+}
+
+// answeredByResult forgets a call waiting for approval that got its
+// result; in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) answeredByResult(ev tools.ToolResultEvent, kind string) {
+	in.answered(ev.StreamID, ev.Call.GetToolCallId(), approvalResult(kind))
+}
+
+// toolStatsApart is toolStats, not inlined in the hot paths that seldom
+// need it.
+//
+//go:noinline
+func (in *Inspector) toolStatsApart(name string) *toolStats { return in.toolStats(name) }
+
+// resultSession finds the session of a tool result that is not the one
+// of the result before, and remembers it for the next; in.mu must be
+// held.
+//
+//go:noinline
+func (in *Inspector) resultSession(stream string) *session {
+	s := in.newest.find(stream)
+	if s == nil {
+		s = in.sessions[sessionKey(stream)]
 	}
-	in.version.Add(1)
-	in.mu.Unlock()
+	if s != nil {
+		in.results.remember(s)
+	}
+	return s
 }
 
 // OnBreakerChange records that the circuit breaker of tool moved to

@@ -76,7 +76,9 @@ func (m *modelLogic) Receive(c actors.Context, msg any) {
 		return
 	}
 	m.inner.Receive(m.context(c), msg)
-	m.obs.flush()
+	if len(m.obs.turn) > 0 { // most turns were shown at their END
+		m.obs.flush()
+	}
 }
 
 // ReceiveChildFrame implements actors.ChildFrameReceiver for an adapter
@@ -319,8 +321,15 @@ func (o *modelObserver) applyRequest(s *session, f *messages.Frame, now int64, a
 			s.openStream(stream, o, now)
 		}
 	default:
-		s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), stream)
+		s.cancelled(f)
 	}
+}
+
+// cancelled shows a CANCEL or ABORT written into the adapter.
+//
+//go:noinline
+func (s *session) cancelled(f *messages.Frame) {
+	s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
 }
 
 // flushStaged shows the staged messages now.
@@ -345,11 +354,7 @@ func (s *session) request(messages json.RawMessage) {
 // on (not when its stream was cut). An END or ERROR is shown before it
 // goes on.
 func (o *modelObserver) response(f *messages.Frame) bool {
-	stream := f.GetStreamId()
-	if o.cut != nil && o.cut[stream] {
-		if f.GetType() == messages.FrameType_END {
-			delete(o.cut, stream)
-		}
+	if o.cut != nil && o.cutOff(f) {
 		return false
 	}
 	switch f.GetType() {
@@ -362,21 +367,32 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 	return true // META and the rest: nothing the page shows
 }
 
-// applyResponse shows a frame the adapter emitted in s, its session;
-// in.mu must be held.
-func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) {
-	in := o.in
+// cutOff reports whether f is of a stream cut (and forgets the cut at
+// the adapter's own END of it).
+//
+//go:noinline
+func (o *modelObserver) cutOff(f *messages.Frame) bool {
 	stream := f.GetStreamId()
+	if !o.cut[stream] {
+		return false
+	}
+	if f.GetType() == messages.FrameType_END {
+		delete(o.cut, stream)
+	}
+	return true
+}
+
+// applyResponse shows a frame the adapter emitted in s, its session;
+// in.mu must be held. It runs for most frames of every turn: the rare
+// cases (argument chunks, errors) are functions of their own, which
+// keeps the common path's code short (the hooks' code competes with the
+// runtime's for the instruction cache).
+func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) {
 	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
 		if f.IsToolArgChunk() {
-			if p := s.call(f.GetToolCallId()); p != nil && len(p.chunks) < in.opts.Clip*2 {
-				if !p.chunked {
-					p.chunks, p.chunked = append(p.chunks[:0], p.call.GetPayload()...), true
-				}
-				p.chunks = append(p.chunks, f.GetText()...)
-			}
+			o.applyArgChunk(s, f)
 		} else if len(s.text) < maxText {
 			s.text = append(s.text, f.GetText()...)
 		}
@@ -387,28 +403,60 @@ func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) 
 			s.calls = append(s.calls, pendingCall{call: f, tool: o.toolStats(f.GetName()).index, since: now})
 		}
 	case messages.FrameType_ERROR:
-		s.lastError = f.GetText()
-		s.errors++
-		in.addFeed(FeedItem{Time: time.Unix(0, now), Kind: "model", Actor: o.self.String(), Alert: true,
-			Text: fmt.Sprintf("model stream %s failed: %s", stream, f.GetText())})
+		o.applyError(s, f, now)
 	case messages.FrameType_END:
-		s.closeStream(stream)
-		if len(s.calls) == 0 && len(s.text) > 0 {
-			s.answered = true // the text is a final answer
+		if len(s.streams) > 0 {
+			s.closeStream(f.GetStreamId())
 		}
-		var timed time.Duration
-		for i := range s.calls {
-			p := &s.calls[i]
-			if p.running {
-				continue
+		if len(s.calls) == 0 {
+			if len(s.text) > 0 {
+				s.answered = true // the text is a final answer
 			}
-			p.running = true // the loop runs the response's calls at its END
-			if in.toolList[p.tool].timeCall(now) {
-				if timed == 0 {
-					timed = monoNow()
-				}
-				p.dispatched = timed
+			return
+		}
+		o.callsRun(s, now)
+	}
+}
+
+// applyArgChunk adds a chunk of a call's arguments to its pending call;
+// in.mu must be held.
+//
+//go:noinline
+func (o *modelObserver) applyArgChunk(s *session, f *messages.Frame) {
+	if p := s.call(f.GetToolCallId()); p != nil && len(p.chunks) < o.in.opts.Clip*2 {
+		if !p.chunked {
+			p.chunks, p.chunked = append(p.chunks[:0], p.call.GetPayload()...), true
+		}
+		p.chunks = append(p.chunks, f.GetText()...)
+	}
+}
+
+// applyError shows a response's ERROR; in.mu must be held.
+//
+//go:noinline
+func (o *modelObserver) applyError(s *session, f *messages.Frame, now int64) {
+	s.lastError = f.GetText()
+	s.errors++
+	o.in.addFeed(FeedItem{Time: time.Unix(0, now), Kind: "model", Actor: o.self.String(), Alert: true,
+		Text: fmt.Sprintf("model stream %s failed: %s", f.GetStreamId(), f.GetText())})
+}
+
+// callsRun marks the calls of a response that ended as running (the
+// loop runs them at its END), and times a sample of them; in.mu must be
+// held.
+func (o *modelObserver) callsRun(s *session, now int64) {
+	var timed time.Duration
+	for i := range s.calls {
+		p := &s.calls[i]
+		if p.running {
+			continue
+		}
+		p.running = true
+		if o.in.toolList[p.tool].timeCall(now) {
+			if timed == 0 {
+				timed = monoNow()
 			}
+			p.dispatched = timed
 		}
 	}
 }

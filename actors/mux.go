@@ -77,8 +77,9 @@ func (m *Mux) Open(streamID string) (*MuxStream, error) {
 // (and when the duplex stops), and finds the frames before them queued.
 // With wake accepting only END, a caller that wants a stream's frames
 // once it has ended sleeps through the stream instead of waking for
-// every frame. wake runs on the duplex's goroutine: it must be quick and
-// must not block. A nil wake accepts every frame (Open).
+// every frame. wake runs on the duplex's goroutine with the Mux's lock
+// held: it must be quick, must not block and must not call the Mux or its
+// streams. A nil wake accepts every frame (Open).
 func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxStream, error) {
 	m.in.mu.Lock()
 	defer m.in.mu.Unlock()
@@ -88,12 +89,15 @@ func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxSt
 	if _, ok := m.in.streams[streamID]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrStreamOpen, streamID)
 	}
-	notify := m.in.takeNotify()
-	s := &MuxStream{m: m, id: streamID, port: port{notify: notify, wake: wake}}
+	s := m.in.takeStream()
+	if s == nil {
+		s = &MuxStream{m: m, port: port{notify: m.in.takeNotify()}}
+		s.p = &s.port
+	}
+	s.id, s.port.wake, s.released = streamID, wake, false
 	// Room for a conversation's frames in the stream itself: the queue
 	// is drained as it is read, so it rarely grows past this.
 	s.port.queue = s.room[:0]
-	s.p = &s.port
 	m.in.streams[streamID] = s.p
 	return s, nil
 }
@@ -122,11 +126,14 @@ func (m *Mux) Close(ctx context.Context) error {
 // duplex's sink, Recv reads the frames it emitted with this stream id.
 // Close stops the routing; it does not touch the duplex.
 type MuxStream struct {
-	m    *Mux
-	id   string
-	p    *port // &port
-	port port  // allocated with the stream
-	room [muxStreamRoom]*messages.Frame
+	m  *Mux
+	id string
+	// released: s is in the Mux's free list (read and written with the
+	// Mux's mu held).
+	released bool
+	p        *port // &port
+	port     port  // allocated with the stream
+	room     [muxStreamRoom]*messages.Frame
 }
 
 // muxStreamRoom is how many frames a stream queues before its queue
@@ -162,6 +169,27 @@ func (s *MuxStream) SendAll(frames ...*messages.Frame) error {
 // (ErrStreamClosed), or ctx ends (ctx.Err()).
 func (s *MuxStream) Recv(ctx context.Context) (*messages.Frame, error) { return s.p.recv(ctx) }
 
+// RecvAll is Recv for a reader that takes frames in batches: it waits as
+// Recv does for the next frame and returns it with every frame queued
+// behind it, appended to dst, under one lock instead of one per frame.
+// With an error it returns dst unchanged.
+func (s *MuxStream) RecvAll(ctx context.Context, dst []*messages.Frame) ([]*messages.Frame, error) {
+	f, err := s.p.recv(ctx)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, f)
+	p := s.p
+	p.mu.Lock()
+	if rest := p.queue[p.head:]; len(rest) > 0 {
+		dst = append(dst, rest...)
+		clear(rest)
+		p.queue, p.head = p.queue[:0], 0
+	}
+	p.mu.Unlock()
+	return dst, nil
+}
+
 // Close stops routing the stream's frames; later ones are dropped, and
 // the id can be opened again. A Recv waiting for a frame returns
 // ErrStreamClosed.
@@ -169,12 +197,54 @@ func (s *MuxStream) Close() {
 	in := s.m.in
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.streams[s.id] == s.p {
-		delete(in.streams, s.id)
+	if s.released { // used after Release: s may be another stream's now
+		return
 	}
-	if in.last == s.p {
-		in.last, in.lastID = nil, ""
+	in.unroute(s)
+	s.close()
+}
+
+// Release is Close for a caller that is done with s: the Mux may give s
+// to a stream opened later, so that a stream opened and released for
+// every conversation allocates nothing. s must not be used after Release
+// (not even its ID), and must have been used by one goroutine at a time:
+// when a Recv still waits on it, or it was closed before, Release is
+// Close and s is not reused. Frames of s queued and not read are dropped.
+func (s *MuxStream) Release() {
+	in := s.m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if s.released {
+		return
 	}
+	in.unroute(s)
+	p := s.p
+	p.mu.Lock()
+	// Frames are handed to p with in.mu held (see SendUserMessage): none
+	// is on its way to p now, and none can come once it is unrouted.
+	reusable := !p.closed && p.readers == 0 && !in.stopped && len(in.freeStreams) < maxFreeNotify
+	if reusable {
+		clear(p.queue)
+		p.queue, p.head = nil, 0
+		p.wake = nil
+		select { // a signal no Recv took (END, when no reader waited)
+		case <-p.notify:
+		default:
+		}
+	}
+	p.mu.Unlock()
+	if !reusable {
+		s.close()
+		return
+	}
+	s.id, s.released = "", true
+	in.freeStreams = append(in.freeStreams, s)
+}
+
+// close closes the port of s, unrouted already. Call it with s.m.in.mu
+// held.
+func (s *MuxStream) close() {
+	in := s.m.in
 	p := s.p
 	p.mu.Lock()
 	if p.closed {
@@ -206,11 +276,13 @@ type muxProcess struct {
 	last   *port
 	lastID string
 	// free holds the notify channels of closed streams that no reader
-	// waits on, for streams opened later.
-	free     []chan struct{}
-	stopped  bool
-	registry *actor.ProcessRegistryValue
-	self     *actor.PID
+	// waits on, for streams opened later; freeStreams the streams
+	// released (MuxStream.Release), with their channels.
+	free        []chan struct{}
+	freeStreams []*MuxStream
+	stopped     bool
+	registry    *actor.ProcessRegistryValue
+	self        *actor.PID
 }
 
 var _ actor.Process = (*muxProcess)(nil)
@@ -225,13 +297,16 @@ func (m *muxProcess) SendUserMessage(_ *actor.PID, message any) {
 	}
 	id := f.GetStreamId()
 	m.mu.Lock()
+	// mu is held while p takes the frame: a stream released meanwhile
+	// could otherwise be opened again under another id, and get the
+	// frame of the stream it was (see MuxStream.Release).
+	defer m.mu.Unlock()
 	p := m.last
 	if p == nil || m.lastID != id {
 		if p = m.streams[id]; p != nil {
 			m.last, m.lastID = p, id
 		}
 	}
-	m.mu.Unlock()
 	if p != nil {
 		p.SendUserMessage(nil, f)
 	}
@@ -262,6 +337,29 @@ func (m *muxProcess) Stop(*actor.PID) {}
 
 // maxFreeNotify bounds the channels a Mux keeps for streams to come.
 const maxFreeNotify = 64
+
+// unroute stops routing frames to s. Call it with mu held.
+func (m *muxProcess) unroute(s *MuxStream) {
+	if m.streams[s.id] == s.p {
+		delete(m.streams, s.id)
+	}
+	if m.last == s.p {
+		m.last, m.lastID = nil, ""
+	}
+}
+
+// takeStream returns a released stream for a new one, or nil. Call it
+// with mu held.
+func (m *muxProcess) takeStream() *MuxStream {
+	n := len(m.freeStreams)
+	if n == 0 {
+		return nil
+	}
+	s := m.freeStreams[n-1]
+	m.freeStreams[n-1] = nil
+	m.freeStreams = m.freeStreams[:n-1]
+	return s
+}
 
 // takeNotify returns a notify channel for a new stream, one of a closed
 // stream's when there is one. Call it with mu held.

@@ -589,15 +589,31 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	kept := false // the stream waits for a Resume
 	defer func() {
 		if !kept {
-			s.Close()
+			s.Release() // s is not used after: the next attempt or Run takes it
 		}
 	}()
 	ans := c.answerOf(stream)
 	if err := c.open(s, payload); err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
 	}
+	// Woken at END only, the reader finds the stream's frames queued and
+	// takes them in one batch, one lock for all instead of one each: that
+	// work comes after the loop's last frame, on the run's critical path.
+	var room [16]*messages.Frame
+	var batch []*messages.Frame // read and not yet handled
 	for {
-		f, err := s.Recv(ctx)
+		var f *messages.Frame
+		var err error
+		switch {
+		case wake == nil:
+			f, err = s.Recv(ctx)
+		case len(batch) == 0:
+			if batch, err = s.RecvAll(ctx, room[:0]); err == nil {
+				f, batch = batch[0], batch[1:]
+			}
+		default:
+			f, batch = batch[0], batch[1:]
+		}
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

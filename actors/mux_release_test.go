@@ -1,0 +1,238 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestMux_ReleasedStreamIsReused checks that a stream released is the
+// next one opened, with none of the old stream's frames, signal or wake:
+// opening and releasing a stream then allocates nothing.
+func TestMux_ReleasedStreamIsReused(t *testing.T) {
+	m := newBareMux()
+	old, err := m.OpenWake("a", isEndFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Frames left unread, END's signal not taken.
+	m.in.SendUserMessage(nil, messages.Text("a", "unread"))
+	m.in.SendUserMessage(nil, messages.End("a"))
+	old.Release()
+	s, err := m.Open("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != old {
+		t.Fatal("the stream opened after a Release is not the released one")
+	}
+	if s.ID() != "b" || len(s.p.queue) != 0 || len(s.p.notify) != 0 || s.p.wake != nil {
+		t.Fatalf("the reused stream kept the old one's state: id %q, %d frames, %d signals, wake set %v",
+			s.ID(), len(s.p.queue), len(s.p.notify), s.p.wake != nil)
+	}
+	m.in.SendUserMessage(nil, messages.Text("a", "late"))
+	m.in.SendUserMessage(nil, messages.Text("b", "new"))
+	if f, err := s.Recv(context.Background()); err != nil || f.GetText() != "new" {
+		t.Fatalf("the reused stream read %q, %v; want \"new\"", f.GetText(), err)
+	}
+	s.Release()
+	allocs := testing.AllocsPerRun(100, func() {
+		s, err := m.OpenWake("s", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+	})
+	if allocs != 0 {
+		t.Fatalf("a stream opened and released allocates %v times, want 0", allocs)
+	}
+}
+
+func isEndFrame(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }
+
+// TestMux_ReleaseAfterCloseOrTwice checks that a stream is given to a
+// new one only once: a Release after Close, a second Release and a Close
+// after Release leave the stream opened since alone.
+func TestMux_ReleaseAfterCloseOrTwice(t *testing.T) {
+	m := newBareMux()
+	closed, _ := m.Open("c")
+	closed.Close()
+	closed.Release()
+	released, _ := m.Open("r")
+	if released == closed {
+		t.Fatal("a stream released after Close was reused")
+	}
+	released.Release()
+	released.Release()
+	released.Close()
+	a, _ := m.Open("a")
+	b, _ := m.Open("b")
+	if a != released || b == released {
+		t.Fatalf("a stream released twice served %v and %v, want the first only", a == released, b == released)
+	}
+	m.in.SendUserMessage(nil, messages.Text("a", "kept"))
+	if f, err := a.Recv(context.Background()); err != nil || f.GetText() != "kept" {
+		t.Fatalf("the stream reused read %q, %v after a Close of its old handle", f.GetText(), err)
+	}
+}
+
+// TestMux_ReleaseWithWaitingReaderCloses checks that a Release while a
+// Recv waits is a Close: the reader returns ErrStreamClosed and the
+// stream is not reused.
+func TestMux_ReleaseWithWaitingReaderCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newBareMux()
+		s, _ := m.Open("s")
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Recv(context.Background())
+			done <- err
+		}()
+		synctest.Wait()
+		s.Release()
+		if err := <-done; !errors.Is(err, ErrStreamClosed) {
+			t.Fatalf("a reader waiting at Release got %v, want ErrStreamClosed", err)
+		}
+		if next, _ := m.Open("t"); next == s {
+			t.Fatal("a stream released with a reader waiting was reused")
+		}
+	})
+}
+
+// TestMux_ReusedStreamGetsNoFrameOfItsOldID checks, with frames of a
+// stream handed to the Mux all the while (each waking its reader), that
+// the stream opened next on its channel (after Close) or as itself (after
+// Release) under another id never gets one of them nor their signal: a
+// frame looked up before the Close or Release is handed over before it,
+// not after.
+func TestMux_ReusedStreamGetsNoFrameOfItsOldID(t *testing.T) {
+	for _, done := range []struct {
+		name string
+		end  func(*MuxStream)
+	}{{"close", (*MuxStream).Close}, {"release", (*MuxStream).Release}} {
+		t.Run(done.name, func(t *testing.T) {
+			m := newBareMux()
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { // the duplex, emitting frames of stream "old"
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					m.in.SendUserMessage(nil, messages.Text("old", strconv.Itoa(i)))
+				}
+			}()
+			defer func() { close(stop); wg.Wait() }()
+			for range 2000 {
+				s, err := m.Open("old")
+				if err != nil {
+					t.Fatal(err)
+				}
+				done.end(s)
+				n, err := m.OpenWake("new", isEndFrame)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.p.mu.Lock()
+				frames, signals := len(n.p.queue), len(n.p.notify)
+				n.p.mu.Unlock()
+				if frames != 0 || signals != 0 {
+					t.Fatalf("the stream opened as \"new\" got %d frame(s) and %d signal(s) of \"old\"", frames, signals)
+				}
+				done.end(n)
+			}
+		})
+	}
+}
+
+// TestMux_FrameHandedOverUnderMuxLock checks what makes a released stream
+// safe to reuse: a frame is handed to its stream's port with the Mux's
+// lock held, which Release and Open take, so that no frame looked up for
+// a stream reaches it after its Release.
+func TestMux_FrameHandedOverUnderMuxLock(t *testing.T) {
+	m := newBareMux()
+	inWake, release := make(chan struct{}), make(chan struct{})
+	old, err := m.OpenWake("old", func(*messages.Frame) bool { close(inWake); <-release; return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := make(chan struct{})
+	go func() { m.in.SendUserMessage(nil, messages.Text("old", "x")); close(delivered) }()
+	<-inWake // the frame was looked up and is being handed over
+	if m.in.mu.TryLock() {
+		m.in.mu.Unlock()
+		close(release)
+		<-delivered
+		t.Fatal("a frame is handed to its stream without the Mux's lock: a Release could come in between")
+	}
+	close(release)
+	<-delivered
+	if f, err := old.Recv(context.Background()); err != nil || f.GetText() != "x" {
+		t.Fatalf("the stream read %q, %v; want the frame handed over", f.GetText(), err)
+	}
+	old.Release()
+}
+
+// TestMuxStream_RecvAll checks that RecvAll waits for a frame as Recv
+// does and returns it with every frame queued behind it, in order,
+// appended to dst; that the stream then reads on from an empty queue; and
+// that an error leaves dst as it was.
+func TestMuxStream_RecvAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newBareMux()
+		s, err := m.OpenWake("s", isEndFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		got := make(chan []*messages.Frame, 1)
+		go func() {
+			frames, err := s.RecvAll(ctx, []*messages.Frame{messages.Text("x", "kept")})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- frames
+		}()
+		synctest.Wait() // waiting: nothing queued
+		for _, text := range []string{"1", "2", "3"} {
+			m.in.SendUserMessage(nil, messages.Text("s", text))
+		}
+		m.in.SendUserMessage(nil, messages.End("s"))
+		frames := <-got
+		if want := []string{"kept", "1", "2", "3", "<END>"}; !slices.Equal(frameTexts(frames), want) {
+			t.Fatalf("RecvAll read %q, want %q", frameTexts(frames), want)
+		}
+		m.in.SendUserMessage(nil, messages.Text("s", "4"))
+		m.in.SendUserMessage(nil, messages.End("s"))
+		if frames, err := s.RecvAll(ctx, nil); err != nil || !slices.Equal(frameTexts(frames), []string{"4", "<END>"}) {
+			t.Fatalf("the next RecvAll read %q, %v; want the frames queued since", frameTexts(frames), err)
+		}
+		s.Close()
+		dst := []*messages.Frame{messages.Text("x", "kept")}
+		if frames, err := s.RecvAll(ctx, dst); !errors.Is(err, ErrStreamClosed) || len(frames) != 1 {
+			t.Fatalf("RecvAll on a closed stream: %d frames, %v; want dst unchanged and ErrStreamClosed", len(frames), err)
+		}
+	})
+}
+
+func frameTexts(frames []*messages.Frame) []string {
+	var out []string
+	for _, f := range frames {
+		if f.GetType() == messages.FrameType_END {
+			out = append(out, "<END>")
+		} else {
+			out = append(out, f.GetText())
+		}
+	}
+	return out
+}

@@ -225,6 +225,9 @@ func (s *MuxStream) Release() {
 	reusable := !p.closed && p.readers == 0 && !in.stopped && len(in.freeStreams) < maxFreeNotify
 	if reusable {
 		clear(p.queue)
+		// A queue that outgrew the room left the room's slots pointing
+		// at its first frames: a stream in the free list keeps none.
+		clear(s.room[:])
 		p.queue, p.head = nil, 0
 		p.wake = nil
 		select { // a signal no Recv took (END, when no reader waited)

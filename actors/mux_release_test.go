@@ -236,3 +236,32 @@ func frameTexts(frames []*messages.Frame) []string {
 	}
 	return out
 }
+
+// TestMux_ReleasedStreamKeepsNoFrames checks that a stream in the Mux's
+// free list holds none of the frames it was given: a run of more frames
+// than the stream's own room moves its queue to a bigger array and
+// leaves the room's slots pointing at the first frames, which a released
+// stream would otherwise keep alive (with their payloads) until reused.
+func TestMux_ReleasedStreamKeepsNoFrames(t *testing.T) {
+	m := newBareMux()
+	s, err := m.Open("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range muxStreamRoom + 1 {
+		m.in.SendUserMessage(nil, messages.Text("a", strconv.Itoa(i)))
+	}
+	got, err := s.RecvAll(context.Background(), nil)
+	if err != nil || len(got) != muxStreamRoom+1 {
+		t.Fatalf("RecvAll: %d frames, %v; want %d", len(got), err, muxStreamRoom+1)
+	}
+	s.Release()
+	if len(m.in.freeStreams) != 1 {
+		t.Fatal("the stream was not released to the free list")
+	}
+	for i, f := range s.room {
+		if f != nil {
+			t.Fatalf("the released stream still holds frame %q in slot %d of its room", f.GetText(), i)
+		}
+	}
+}

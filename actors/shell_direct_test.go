@@ -1,13 +1,8 @@
 package actors
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/metric/noop"
-	"go.uber.org/goleak"
 )
 
 // TestShell_FramesSkipProtoactorUnlessMetrics: a duplex's mailbox hands
@@ -20,18 +15,9 @@ func TestShell_FramesSkipProtoactorUnlessMetrics(t *testing.T) {
 		metrics bool
 	}{{"without metrics", false}, {"with metrics", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
-			var opts []actor.ConfigOption
-			if tc.metrics {
-				opts = append(opts, actor.WithMetricProviders(noop.NewMeterProvider()))
-			}
-			system := actor.NewActorSystem(opts...)
-			rt, err := NewRuntime(&RuntimeOptions{Parent: system.Root})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rt, _ := startHostedRuntime(t, tc.metrics)
 			direct := make(chan bool, 1)
-			_, err = rt.Spawn(Spec{Name: "probe", New: func() Logic {
+			_, err := rt.Spawn(Spec{Name: "probe", New: func() Logic {
 				return LogicFunc(func(c Context, msg any) {
 					if _, ok := msg.(Started); ok {
 						s := c.(*shell)
@@ -50,13 +36,6 @@ func TestShell_FramesSkipProtoactorUnlessMetrics(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the duplex never started")
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := rt.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-			system.Shutdown()
-			goleak.VerifyNone(t, before)
 		})
 	}
 }

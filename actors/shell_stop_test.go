@@ -10,17 +10,47 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/messages"
 )
 
-// startRuntime starts a runtime that the test closes, checking that no
-// goroutine outlives it.
+// startRuntime starts a runtime of its own that the test closes,
+// checking that no goroutine outlives it: actorstest.NewRuntime, which
+// the tests inside the package cannot import (actorstest imports it).
 func startRuntime(t *testing.T) *Runtime {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	rt, err := NewRuntime(nil)
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	return closedRuntime(t, nil)
+}
+
+// startHostedRuntime starts an actor system, as a host application's,
+// that records actor metrics when metrics is set, and a runtime on its
+// root. The test's cleanup closes the runtime, shuts the system down,
+// then checks that no goroutine outlives them.
+func startHostedRuntime(t *testing.T, metrics bool) (*Runtime, *actor.ActorSystem) {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	var opts []actor.ConfigOption
+	if metrics {
+		opts = append(opts, actor.WithMetricProviders(noop.NewMeterProvider()))
+	}
+	system := actor.NewActorSystem(opts...)
+	t.Cleanup(func() {
+		system.Shutdown()
+		goleak.VerifyNone(t, before)
+	})
+	return closedRuntime(t, &RuntimeOptions{Parent: system.Root}), system
+}
+
+// closedRuntime starts a runtime with opts that t's cleanup closes,
+// before the cleanups registered earlier run.
+func closedRuntime(t *testing.T, opts *RuntimeOptions) *Runtime {
+	t.Helper()
+	rt, err := NewRuntime(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +58,8 @@ func startRuntime(t *testing.T) *Runtime {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := rt.Close(ctx); err != nil {
-			t.Error(err)
+			t.Errorf("close runtime: %v", err)
 		}
-		goleak.VerifyNone(t, before)
 	})
 	return rt
 }

@@ -1,17 +1,13 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.opentelemetry.io/otel/metric/noop"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -102,27 +98,7 @@ func TestShell_NoFrameAfterStop(t *testing.T) {
 }
 
 func testNoFrameAfterStop(t *testing.T, metrics, withChild, byParent bool) {
-	before := goleak.IgnoreCurrent()
-	var opts []actor.ConfigOption
-	if metrics {
-		opts = append(opts, actor.WithMetricProviders(noop.NewMeterProvider()))
-	}
-	system := actor.NewActorSystem(opts...)
-	defer func() {
-		system.Shutdown()
-		goleak.VerifyNone(t, before)
-	}()
-	rt, err := NewRuntime(&RuntimeOptions{Parent: system.Root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	rt, system := startHostedRuntime(t, metrics)
 	root := system.Root
 
 	// The subscriber records what the duplex emits, in order, and tells

@@ -142,12 +142,9 @@ func routerChunksAB(sessions, calls int) abSetup {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		var routers [2][]*routerSession
 		_, closeSides := openABSides(b, checks, nil, func(i int, s *abSide) error {
-			routers[i] = make([]*routerSession, sessions)
-			for j := range routers[i] {
-				var err error
-				if routers[i][j], err = newRouterSession(s.rt, fmt.Sprintf("router-%d", j), s.store); err != nil {
-					return err
-				}
+			var err error
+			if routers[i], err = newRouterSessions(s.rt, sessions, s.store); err != nil {
+				return err
 			}
 			return callAll(ctx, routers[i], 1) // warm up: actors started, store ready
 		})

@@ -19,8 +19,9 @@ import (
 // side's setting, and the two sides' slices of work alternate in pairs.
 
 // abSide is one side of an interleaved checksums run of figure 4's
-// router and loop rows: a runtime of its own and a bbolt store (default
-// options: fsync on commit) that only this side writes.
+// router and loop rows: a runtime of its own and a bbolt store that only
+// this side writes (opened with newABSides' options, again with the
+// defaults by reopen).
 type abSide struct {
 	on    bool
 	path  string

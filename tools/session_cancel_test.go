@@ -499,6 +499,24 @@ func (s *loopStep) stopsToModel() []*messages.Frame {
 	return out
 }
 
+// stopWhileToolsRun starts a conversation on stream "s" whose model calls
+// c1 (tool "wait") and ends its response, stops it with stop (named as in
+// stopFrames) while c1 runs, checks that the loop passes the model no
+// CANCEL or ABORT (a model with nothing open ignores them), and has the
+// tool answer c1 stopped. It returns how many frames the loop had emitted
+// by then.
+func (s *loopStep) stopWhileToolsRun(name string, stop func(stream string) *messages.Frame) int {
+	s.t.Helper()
+	s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+	s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+	s.outer(stop("s"))
+	if stops := s.stopsToModel(); len(stops) != 0 {
+		s.t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+	}
+	s.tool("wait", stoppedResult("s", "c1", "wait", name == "abort"), messages.End("s"))
+	return len(s.r.Emitted)
+}
+
 // cleanConversation checks that the frames a consumer got for a
 // conversation hold no ERROR and end with the model's answer "hello" and
 // END.
@@ -527,14 +545,7 @@ func TestLoop_StopWhileToolsRunLeavesReusedStreamClean(t *testing.T) {
 			s := newLoopStep(t, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
 				tools.MustNew(tools.Definition{Name: "wait", Idempotent: true}),
 			}}})
-			s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-			s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
-			s.outer(tc.stop("s"))
-			if stops := s.stopsToModel(); len(stops) != 0 {
-				t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
-			}
-			s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
-			n := len(s.r.Emitted)
+			n := s.stopWhileToolsRun(tc.name, tc.stop)
 			if n == 0 || !isEnd(s.r.Emitted[n-1]) {
 				t.Fatalf("the stream did not end: %q", lines(s.r.Emitted))
 			}
@@ -555,14 +566,7 @@ func TestSession_StopWhileToolsRunLeavesResumeClean(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachStore(t, func(t *testing.T, store durability.Store) {
 				s := newLoopStep(t, cancelRoundOptions(store))
-				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-				s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
-				s.outer(tc.stop("s"))
-				if stops := s.stopsToModel(); len(stops) != 0 {
-					t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
-				}
-				s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
-				n := len(s.r.Emitted)
+				n := s.stopWhileToolsRun(tc.name, tc.stop)
 				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // the resume
 				s.model(messages.Text("s", "hello"), messages.End("s"))
 				cleanConversation(t, s.r.Emitted[n:])

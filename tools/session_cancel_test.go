@@ -3,7 +3,6 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -409,17 +408,11 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 					first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
 					first.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)))
 					first.outer(tc.stop("s"))
-					fs.armed.Store(true)
 					f := messages.End("s")
 					if answer == "error" {
 						f = messages.Error("s", models.ErrCancelled.Error())
 					}
-					err := first.r.Deliver(first.l, actors.ChildFrame{Child: first.inner, Frame: f})
-					if !errors.Is(err, errStoreGone) {
-						t.Fatalf("the response's end: want the store's failure, got %v", err)
-					}
-					first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-					fs.armed.Store(false)
+					first.failsOnStore(fs, 0, "the response's end", actors.ChildFrame{Child: first.inner, Frame: f})
 					saw := resultsByCall(first.r.Emitted)["c1"]
 					if len(saw) != 1 {
 						t.Fatalf("the failing loop answered c1 %q, want once", lines(saw))
@@ -452,14 +445,7 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 	forEachStore(t, func(t *testing.T, store durability.Store) {
 		fs, opts, first := heldCallSession(t, store)
-		fs.spare.Store(1) // the cancel is stored, then the session stops
-		fs.armed.Store(true)
-		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
-		if !errors.Is(err, errStoreGone) {
-			t.Fatalf("the cancel: want the store's failure, got %v", err)
-		}
-		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-		fs.armed.Store(false)
+		first.failsOnStore(fs, 1, "the cancel", messages.Cancel("s", "")) // the cancel is stored, then the session stops
 		want := "cancelled while it waited for approval"
 		if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
 			t.Fatalf("caller 1 saw %q, want %q", lines(saw), want)
@@ -467,14 +453,7 @@ func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 
 		second := newLoopStep(t, opts)
 		second.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)))
-		fs.spare.Store(1) // one of the resume's two writes
-		fs.armed.Store(true)
-		err = second.r.Deliver(second.l, messages.End("r"))
-		if !errors.Is(err, errStoreGone) {
-			t.Fatalf("the first resume: want the store's failure, got %v", err)
-		}
-		second.l.(actors.FailureHandler).OnFailure(&second.r, err)
-		fs.armed.Store(false)
+		second.failsOnStore(fs, 1, "the first resume", messages.End("r")) // one of the resume's two writes
 		if saw := resultsByCall(second.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
 			t.Fatalf("caller 2 saw %q, want %q", lines(saw), want)
 		}

@@ -36,6 +36,9 @@ func newAgentFleet(n int, sync bool) (*agentFleet, error) {
 		return nil, err
 	}
 	f := &agentFleet{rt: rt}
+	f.drivers = newFleetDrivers(n, false, func(ctx context.Context, i, run int) (time.Duration, error) {
+		return 0, f.run(ctx, i, run)
+	}) // no goroutine until the first drive
 	noops := noopTools(sync)
 	// One compiled script, a Model of its own (its own turn sequence) for
 	// each session: a host's sessions share their model's configuration.
@@ -53,16 +56,11 @@ func newAgentFleet(n int, sync bool) (*agentFleet, error) {
 		}
 		f.agents = append(f.agents, a)
 	}
-	f.drivers = newFleetDrivers(n, false, func(ctx context.Context, i, run int) (time.Duration, error) {
-		return 0, f.run(ctx, i, run)
-	})
 	return f, nil
 }
 
 func (f *agentFleet) Close() error {
-	if f.drivers != nil {
-		f.drivers.close()
-	}
+	f.drivers.close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return f.rt.Close(ctx)

@@ -105,6 +105,19 @@ func newRouterSession(rt *actors.Runtime, name string, store durability.Store) (
 	return &routerSession{conn: conn, stream: "s", end: messages.End("s")}, nil
 }
 
+// newRouterSessions starts n router sessions on rt, named router-0 on,
+// persisting in store (nil: durability off).
+func newRouterSessions(rt *actors.Runtime, n int, store durability.Store) ([]*routerSession, error) {
+	all := make([]*routerSession, n)
+	for i := range all {
+		var err error
+		if all[i], err = newRouterSession(rt, fmt.Sprintf("router-%d", i), store); err != nil {
+			return nil, err
+		}
+	}
+	return all, nil
+}
+
 // call streams one call through the router and waits for its END.
 func (rs *routerSession) call(ctx context.Context) error {
 	if err := rs.conn.Send(rs.end); err != nil {
@@ -155,11 +168,9 @@ func benchRouterChunksOn(b *testing.B, open storeOpener, sessions int) {
 			store.Close()
 		}
 	}()
-	all := make([]*routerSession, sessions)
-	for i := range all {
-		if all[i], err = newRouterSession(rt, fmt.Sprintf("router-%d", i), store); err != nil {
-			b.Fatal(err)
-		}
+	all, err := newRouterSessions(rt, sessions, store)
+	if err != nil {
+		b.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -19,8 +19,9 @@ import (
 // side's setting, and the two sides' slices of work alternate in pairs.
 
 // abSide is one side of an interleaved checksums run of figure 4's
-// router and loop rows: a runtime of its own and a bbolt store (default
-// options: fsync on commit) that only this side writes.
+// router and loop rows: a runtime of its own and a bbolt store that only
+// this side writes (opened with newABSides' options, again with the
+// defaults by reopen).
 type abSide struct {
 	on    bool
 	path  string
@@ -142,12 +143,9 @@ func routerChunksAB(sessions, calls int) abSetup {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		var routers [2][]*routerSession
 		_, closeSides := openABSides(b, checks, nil, func(i int, s *abSide) error {
-			routers[i] = make([]*routerSession, sessions)
-			for j := range routers[i] {
-				var err error
-				if routers[i][j], err = newRouterSession(s.rt, fmt.Sprintf("router-%d", j), s.store); err != nil {
-					return err
-				}
+			var err error
+			if routers[i], err = newRouterSessions(s.rt, sessions, s.store); err != nil {
+				return err
 			}
 			return callAll(ctx, routers[i], 1) // warm up: actors started, store ready
 		})

@@ -387,12 +387,10 @@ func persistAB(writers, burst int, opts *boltstore.Options) abSetup {
 		return abFixture{slice: slice, done: func() {
 			// Each store is closed (and checkpointed) as it was written.
 			for side, s := range stores {
-				benchhook.ChecksumsOff.Store(!checked[side])
-				if err := s.Close(); err != nil {
+				if err := withChecks(checked[side], s.Close); err != nil {
 					b.Error(err)
 				}
 			}
-			benchhook.ChecksumsOff.Store(false)
 		}}
 	}
 }

@@ -37,6 +37,7 @@ func newSessionFleet(n int) (*sessionFleet, error) {
 		return nil, err
 	}
 	f := &sessionFleet{rt: rt}
+	f.drivers = newFleetDrivers(n, true, f.run) // no goroutine until the first drive
 	noops := noopTools(true)
 	// One compiled script, a Model of its own (its own turn sequence) for
 	// each session: a host's sessions share their model's configuration.
@@ -62,14 +63,11 @@ func newSessionFleet(n int) (*sessionFleet, error) {
 		}
 		f.conns = append(f.conns, conn)
 	}
-	f.drivers = newFleetDrivers(n, true, f.run)
 	return f, nil
 }
 
 func (f *sessionFleet) Close() error {
-	if f.drivers != nil {
-		f.drivers.close()
-	}
+	f.drivers.close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return f.rt.Close(ctx)

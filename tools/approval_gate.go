@@ -156,7 +156,8 @@ func (g *approvalGate) save(c actors.Context) {
 
 // awaiting reports whether the stored session holds the call with this id
 // (asked, or denied without its result stored yet): a resumed session
-// dispatches it again instead of calling it interrupted.
+// dispatches it again instead of calling it interrupted, or, when the
+// caller had cancelled it, answers it as cancelled while it waited.
 func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 	if g == nil {
 		return false
@@ -169,23 +170,14 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 // waited for approval.
 const heldCancelled = "Tool call cancelled while it waited for approval"
 
-// holding reports whether the stored session's approval record holds
-// call id.
-func (g *approvalGate) holding(c actors.Context, id string) bool {
-	if g == nil {
-		return false
-	}
-	g.load(c)
-	return g.rec.find(id) != nil
-}
-
-// discard forgets the stored session's held call id: the caller cancelled
-// the call before the session stopped, and a resume answered it. The
-// resume stores the call's result first: a record that still holds a call
-// with a stored result (the store failed in between) changes nothing, as
-// a resume gives a stored result before it asks the gate.
+// discard forgets the stored session's held call id, if it holds it: the
+// call was approved, or cancelled (live, or before the session stopped
+// and answered by a resume). A resume stores the call's result first: a
+// record that still holds a call with a stored result (the store failed
+// in between) changes nothing, as a resume gives a stored result before
+// it asks the gate.
 func (g *approvalGate) discard(c actors.Context, id string) {
-	if !g.holding(c, id) {
+	if !g.awaiting(c, id) {
 		return
 	}
 	g.rec.remove(id)
@@ -333,10 +325,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		call = messages.CloneFrame(call)
 		call.Payload = args
 	}
-	if g.rec.find(key.id) != nil {
-		g.rec.remove(key.id)
-		g.save(c) // approved: forgotten before it runs, so it never runs twice
-	}
+	g.discard(c, key.id) // approved: forgotten before it runs, so it never runs twice
 	g.pass[key] = true
 	d.run(c, call)
 	delete(g.pass, key) // taken by hold, unless the call was answered before it (a tool gone)
@@ -353,10 +342,7 @@ func (g *approvalGate) cancel(c actors.WrapperContext, d *dispatcher, f *message
 		}
 		g.release(key)
 		d.deliver(c, h.call, errorResult(h.call, FailureCancelled, heldCancelled))
-		if g.rec.find(key.id) != nil {
-			g.rec.remove(key.id)
-			g.save(c)
-		}
+		g.discard(c, key.id)
 	}
 }
 

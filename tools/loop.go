@@ -832,11 +832,7 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 			for _, tc := range round {
 				calls, results = append(calls, tc.call), append(results, tc.result)
 			}
-			var final json.RawMessage
-			if s.iteration >= l.opts.MaxIterations {
-				final = systemMessage(l.opts.FinalSystemPrompt)
-			}
-			followUp, s.messages = joinRound(s.messages, s.text.String(), calls, results, s.thinking, final)
+			followUp, s.messages = joinRound(s.messages, s.text.String(), calls, results, s.thinking, l.finalMessage(s))
 			clear(calls)
 			clear(results)
 			l.roundCalls, l.roundResults = calls, results
@@ -876,8 +872,8 @@ func (l *loopLogic) maybeFinishRound(c actors.WrapperContext, s *loopSession) {
 func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession, payload json.RawMessage) {
 	if payload == nil {
 		list := s.messages
-		if s.iteration >= l.opts.MaxIterations {
-			list = append(list[:len(list):len(list)], systemMessage(l.opts.FinalSystemPrompt))
+		if final := l.finalMessage(s); final != nil {
+			list = append(list[:len(list):len(list)], final)
 		}
 		payload = models.JoinMessages(list)
 	}
@@ -887,6 +883,16 @@ func (l *loopLogic) sendRequest(c actors.WrapperContext, s *loopSession, payload
 	l.sendTools(c, s)
 	c.ToInner(messages.RawParam(s.stream, models.ParamMessages, payload))
 	c.ToInner(s.end())
+}
+
+// finalMessage is the message of the final system prompt when s's rounds
+// are used up (its next request is its last), else nil: both ways of
+// building a follow-up append it.
+func (l *loopLogic) finalMessage(s *loopSession) json.RawMessage {
+	if s.iteration < l.opts.MaxIterations {
+		return nil
+	}
+	return systemMessage(l.opts.FinalSystemPrompt)
 }
 
 // OnFailure implements actors.WrapperFailureHandler: calls surfaced to the

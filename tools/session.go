@@ -616,10 +616,11 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
-			tc.result = cancelledResult(tc.call, cancel.GetAborted(), lc.GetComplete())
-			if l.d.gate.holding(c, id) { // it waits no more, answered as the gate answers it
+			if l.d.gate.awaiting(c, id) { // it waits no more, answered as the gate answers it
 				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
 				discard = append(discard, id)
+			} else {
+				tc.result = cancelledResult(tc.call, cancel.GetAborted(), lc.GetComplete())
 			}
 			ev.Cancelled = append(ev.Cancelled, id)
 			if lc.GetComplete() {

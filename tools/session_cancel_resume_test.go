@@ -214,6 +214,22 @@ func (s *failingStore) PersistSnapshot(ctx context.Context, name string, index u
 	return s.Store.PersistSnapshot(ctx, name, index, data)
 }
 
+// failsOnStore delivers msg to the loop with fs failing after spare more
+// writes, wants the loop to fail with the store's error (what names msg in
+// the failure), and has the loop's failure handler run, as its actor's
+// supervisor does; fs works again after.
+func (s *loopStep) failsOnStore(fs *failingStore, spare int64, what string, msg any) {
+	s.t.Helper()
+	fs.spare.Store(spare)
+	fs.armed.Store(true)
+	defer fs.armed.Store(false)
+	err := s.r.Deliver(s.l, msg)
+	if !errors.Is(err, errStoreGone) {
+		s.t.Fatalf("%s: want the store's failure, got %v", what, err)
+	}
+	s.l.(actors.FailureHandler).OnFailure(&s.r, err)
+}
+
 // TestSession_CancelThenStopResumes: the consumer cancels (or aborts) a
 // durable session while its calls run, and the loop stops before the
 // tools answered the cancelled calls: the process is killed, or the loop
@@ -240,13 +256,7 @@ func TestSession_CancelThenStopResumes(t *testing.T) {
 						"c3": messages.RawToolResult("s", "c3", "quick", raw(`{"ok":true}`)),
 					}
 					if stop == "failed" {
-						fs.armed.Store(true)
-						err := first.r.Deliver(first.l, actors.ChildFrame{Child: first.tools["wait"], Frame: stoppedResult("s", "c1", "wait", abort)})
-						if !errors.Is(err, errStoreGone) {
-							t.Fatalf("the loop went on after its store failed: %v", err)
-						}
-						first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-						fs.armed.Store(false)
+						first.failsOnStore(fs, 0, "c1's stopped result", actors.ChildFrame{Child: first.tools["wait"], Frame: stoppedResult("s", "c1", "wait", abort)})
 						saw := resultsByCall(first.r.Emitted)
 						for id, w := range want {
 							if len(saw[id]) != 1 || !sameResult(saw[id][0], w) {
@@ -304,14 +314,7 @@ func TestSession_CancelHeldCallThenStopResumes(t *testing.T) {
 				if ran := first.ran(); len(ran) != 0 {
 					t.Fatalf("%q ran without approval", ran)
 				}
-				fs.spare.Store(1) // the cancel's write, and none after it
-				fs.armed.Store(true)
-				err := first.r.Deliver(first.l, tc.stop("s"))
-				if !errors.Is(err, errStoreGone) {
-					t.Fatalf("the loop went on after its store failed: %v", err)
-				}
-				first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-				fs.armed.Store(false)
+				first.failsOnStore(fs, 1, "the "+tc.name, tc.stop("s")) // the cancel's write, and none after it
 				want := messages.ToolError("s", "c1", "nuke", "Tool call cancelled while it waited for approval")
 				want.Meta.FailureKind = string(tools.FailureCancelled)
 				if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !sameResult(saw[0], want) {
@@ -461,13 +464,7 @@ func TestSession_CancelWriteFailsLosesCancel(t *testing.T) {
 		opts := cancelRoundOptions(fs)
 		first := newLoopStep(t, opts)
 		startRound(first)
-		fs.armed.Store(true)
-		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
-		if !errors.Is(err, errStoreGone) {
-			t.Fatalf("the cancel: want the store's failure, got %v", err)
-		}
-		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-		fs.armed.Store(false)
+		first.failsOnStore(fs, 0, "the cancel", messages.Cancel("s", ""))
 		saw := resultsByCall(first.r.Emitted)
 		for _, id := range []string{"c1", "c2"} {
 			if len(saw[id]) != 1 || tools.KindOf(saw[id][0]) != tools.FailureStopped {

@@ -3,7 +3,6 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -409,17 +408,11 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 					first.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
 					first.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)))
 					first.outer(tc.stop("s"))
-					fs.armed.Store(true)
 					f := messages.End("s")
 					if answer == "error" {
 						f = messages.Error("s", models.ErrCancelled.Error())
 					}
-					err := first.r.Deliver(first.l, actors.ChildFrame{Child: first.inner, Frame: f})
-					if !errors.Is(err, errStoreGone) {
-						t.Fatalf("the response's end: want the store's failure, got %v", err)
-					}
-					first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-					fs.armed.Store(false)
+					first.failsOnStore(fs, 0, "the response's end", actors.ChildFrame{Child: first.inner, Frame: f})
 					saw := resultsByCall(first.r.Emitted)["c1"]
 					if len(saw) != 1 {
 						t.Fatalf("the failing loop answered c1 %q, want once", lines(saw))
@@ -452,14 +445,7 @@ func TestSession_CancelMidAnswerStoreFailsResumesSameText(t *testing.T) {
 func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 	forEachStore(t, func(t *testing.T, store durability.Store) {
 		fs, opts, first := heldCallSession(t, store)
-		fs.spare.Store(1) // the cancel is stored, then the session stops
-		fs.armed.Store(true)
-		err := first.r.Deliver(first.l, messages.Cancel("s", ""))
-		if !errors.Is(err, errStoreGone) {
-			t.Fatalf("the cancel: want the store's failure, got %v", err)
-		}
-		first.l.(actors.FailureHandler).OnFailure(&first.r, err)
-		fs.armed.Store(false)
+		first.failsOnStore(fs, 1, "the cancel", messages.Cancel("s", "")) // the cancel is stored, then the session stops
 		want := "cancelled while it waited for approval"
 		if saw := resultsByCall(first.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
 			t.Fatalf("caller 1 saw %q, want %q", lines(saw), want)
@@ -467,14 +453,7 @@ func TestSession_HeldCancelResumeStoreFailsBetweenWrites(t *testing.T) {
 
 		second := newLoopStep(t, opts)
 		second.outer(messages.RawParam("r", models.ParamMessages, raw(cancelFirst)))
-		fs.spare.Store(1) // one of the resume's two writes
-		fs.armed.Store(true)
-		err = second.r.Deliver(second.l, messages.End("r"))
-		if !errors.Is(err, errStoreGone) {
-			t.Fatalf("the first resume: want the store's failure, got %v", err)
-		}
-		second.l.(actors.FailureHandler).OnFailure(&second.r, err)
-		fs.armed.Store(false)
+		second.failsOnStore(fs, 1, "the first resume", messages.End("r")) // one of the resume's two writes
 		if saw := resultsByCall(second.r.Emitted)["c1"]; len(saw) != 1 || !strings.Contains(line(saw[0]), want) {
 			t.Fatalf("caller 2 saw %q, want %q", lines(saw), want)
 		}
@@ -497,6 +476,24 @@ func (s *loopStep) stopsToModel() []*messages.Frame {
 		}
 	}
 	return out
+}
+
+// stopWhileToolsRun starts a conversation on stream "s" whose model calls
+// c1 (tool "wait") and ends its response, stops it with stop (named as in
+// stopFrames) while c1 runs, checks that the loop passes the model no
+// CANCEL or ABORT (a model with nothing open ignores them), and has the
+// tool answer c1 stopped. It returns how many frames the loop had emitted
+// by then.
+func (s *loopStep) stopWhileToolsRun(name string, stop func(stream string) *messages.Frame) int {
+	s.t.Helper()
+	s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
+	s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
+	s.outer(stop("s"))
+	if stops := s.stopsToModel(); len(stops) != 0 {
+		s.t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
+	}
+	s.tool("wait", stoppedResult("s", "c1", "wait", name == "abort"), messages.End("s"))
+	return len(s.r.Emitted)
 }
 
 // cleanConversation checks that the frames a consumer got for a
@@ -527,14 +524,7 @@ func TestLoop_StopWhileToolsRunLeavesReusedStreamClean(t *testing.T) {
 			s := newLoopStep(t, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{
 				tools.MustNew(tools.Definition{Name: "wait", Idempotent: true}),
 			}}})
-			s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-			s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
-			s.outer(tc.stop("s"))
-			if stops := s.stopsToModel(); len(stops) != 0 {
-				t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
-			}
-			s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
-			n := len(s.r.Emitted)
+			n := s.stopWhileToolsRun(tc.name, tc.stop)
 			if n == 0 || !isEnd(s.r.Emitted[n-1]) {
 				t.Fatalf("the stream did not end: %q", lines(s.r.Emitted))
 			}
@@ -555,14 +545,7 @@ func TestSession_StopWhileToolsRunLeavesResumeClean(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			forEachStore(t, func(t *testing.T, store durability.Store) {
 				s := newLoopStep(t, cancelRoundOptions(store))
-				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s"))
-				s.model(messages.ToolCall("s", "c1", "wait", raw(`{}`)), messages.End("s"))
-				s.outer(tc.stop("s"))
-				if stops := s.stopsToModel(); len(stops) != 0 {
-					t.Errorf("the loop passed %q to the model, which had nothing open", lines(stops))
-				}
-				s.tool("wait", stoppedResult("s", "c1", "wait", tc.name == "abort"), messages.End("s"))
-				n := len(s.r.Emitted)
+				n := s.stopWhileToolsRun(tc.name, tc.stop)
 				s.outer(messages.RawParam("s", models.ParamMessages, raw(cancelFirst)), messages.End("s")) // the resume
 				s.model(messages.Text("s", "hello"), messages.End("s"))
 				cleanConversation(t, s.r.Emitted[n:])

@@ -61,8 +61,7 @@ func (l *logic) frame(p *playback, s *step, streamID string) *messages.Frame {
 // one kept for the stream when it is the same, else a new one, kept.
 func (l *logic) ending(p *playback, s *step, streamID string) *messages.Frame {
 	if streamID != l.keptFor {
-		clear(l.kept)
-		l.keptFor, l.kept = streamID, l.kept[:0]
+		l.keepFor(streamID)
 	}
 	if f := l.keptFrame(s); f != nil {
 		return f
@@ -72,6 +71,13 @@ func (l *logic) ending(p *playback, s *step, streamID string) *messages.Frame {
 		l.kept = append(l.kept, f)
 	}
 	return f
+}
+
+// keepFor drops the kept ending frames (and their slab) and keeps the
+// next ones for stream ("" for none).
+func (l *logic) keepFor(stream string) {
+	clear(l.kept)
+	l.keptFor, l.kept = stream, l.kept[:0]
 }
 
 // keptFrame returns the kept frame that s would make, or nil.
@@ -179,8 +185,7 @@ func (l *logic) play(c actors.Context, req *models.Request, p *playback) bool {
 		c.Emit(l.ending(p, &t.ending[i], req.StreamID))
 	}
 	if !t.calls {
-		clear(l.kept)
-		l.keptFor, l.kept = "", l.kept[:0]
+		l.keepFor("")
 	}
 	return true
 }

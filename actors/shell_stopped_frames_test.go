@@ -108,6 +108,12 @@ func testNoFrameAfterStop(t *testing.T, metrics, withChild, byParent bool) {
 
 	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
 	childEntered, childRelease := make(chan struct{}), make(chan struct{})
+	// Released at the latest when the test ends (before the runtime is
+	// closed): a check that fails while they hold fails the test instead
+	// of leaving the close waiting on them.
+	releaseProbe := sync.OnceFunc(func() { close(probe.release) })
+	releaseChild := sync.OnceFunc(func() { close(childRelease) })
+	t.Cleanup(func() { releaseProbe(); releaseChild() })
 	if withChild {
 		probe.child = Duplex("k", func(*messages.Frame, func(*messages.Frame)) {
 			close(childEntered)
@@ -176,13 +182,13 @@ func testNoFrameAfterStop(t *testing.T, metrics, withChild, byParent bool) {
 		root.Send(target, messages.Text(stream, "late"))
 	}
 	waitQueued(mb, 7, 0)
-	close(probe.release)
+	releaseProbe()
 	waitDrained(mb) // it ran from the hold until then
 	if withChild {
 		// The child's ERROR and END come after the duplex stopped (with
 		// the child's end handled first, a system message): they reach
 		// its Logic no more either.
-		close(childRelease)
+		releaseChild()
 	}
 	<-rec.gone
 	waitDrained(mb)

@@ -91,3 +91,22 @@ func BenchmarkHooks(b *testing.B) {
 		n++
 	}
 }
+
+// BenchmarkHooksOneSession is BenchmarkHooks with every run on the same
+// stream: no session made, looked up or forgotten per run. The
+// difference between the two is what a new session costs.
+func BenchmarkHooksOneSession(b *testing.B) {
+	rt := actorstest.NewRuntime(b, nil)
+	in, err := New(rt, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(in.Close)
+	o := &modelObserver{in: in}
+	run := newHookRun(b, "run-0")
+	run.play(in, o)
+	b.ReportAllocs()
+	for b.Loop() {
+		run.play(in, o)
+	}
+}

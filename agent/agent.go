@@ -607,8 +607,18 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			s.Release() // s is not used after: the next attempt or Run takes it
 		}
 	}()
-	ans := c.answerOf(stream)
-	if err := c.open(s, payload); err != nil {
+	// The answer a Resume goes on with is taken before open forgets the
+	// stream left waiting; a new one after the request is sent, while
+	// the loop works on it, as a host playing the loop by hand would.
+	var ans *models.Answer
+	if c.approval != nil {
+		ans = c.answerOf(stream)
+	}
+	err := c.open(s, payload)
+	if ans == nil {
+		ans = models.NewAnswer(stream)
+	}
+	if err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
 	}
 	// Woken at END only, the reader finds the stream's frames queued and

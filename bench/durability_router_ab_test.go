@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,5 +94,51 @@ func TestChecksumRowsHaveAA(t *testing.T) {
 	}
 	if goals < 5 {
 		t.Errorf("%d checksum rows with a goal, want the 5 of figure 4 at least:\n%s", goals, out.String())
+	}
+}
+
+// TestTurnStorePassesToItsTurn checks that a turnStore writes to, and
+// reads from, the store it was last pointed to and no other: the chunks
+// row's routers serve both sides through it, and a write that reached the
+// other side's store would be measured on the wrong side.
+func TestTurnStorePassesToItsTurn(t *testing.T) {
+	ctx := context.Background()
+	sides, err := newABSides(t.TempDir(), checksumsAA, nil, func(int, *abSide) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := closeABSides(sides); err != nil {
+			t.Error(err)
+		}
+	}()
+	turn := &turnStore{}
+	for i, s := range sides {
+		turn.to(s.store)
+		if err := turn.PersistEvent(ctx, "actor", uint64(i), []byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range sides {
+		var got []uint64
+		if err := s.store.GetEvents(ctx, "actor", 0, 0, func(index uint64, _ []byte) error {
+			got = append(got, index)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []uint64{uint64(i)}) {
+			t.Errorf("side %d's store holds events %v, want [%d]", i, got, i)
+		}
+	}
+	var read []uint64
+	if err := turn.GetEvents(ctx, "actor", 0, 0, func(index uint64, _ []byte) error {
+		read = append(read, index)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(read, []uint64{1}) {
+		t.Errorf("the turn store, pointed to side 1, reads events %v, want [1]", read)
 	}
 }

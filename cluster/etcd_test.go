@@ -498,11 +498,6 @@ func captureStderr(t *testing.T, fn func()) string {
 	return <-read
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
 // lockedBuffer is a log destination that goroutines share.
 type lockedBuffer struct {
 	mu  sync.Mutex

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -205,16 +204,6 @@ func findLeaks(before goleak.Option) error {
 		}
 	}
 	return err
-}
-
-// sortedKeys is for messages.
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // childMain is the body of a test that makes this binary a child process

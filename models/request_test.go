@@ -110,7 +110,7 @@ func TestTracker_CancelAnswersEveryOpenRequest(t *testing.T) {
 	if len(out) != 0 {
 		t.Fatalf("ABORT of an idle stream emitted %v", kinds(out))
 	}
-	if errors.Is(models.ErrCancelled, nil) || models.ErrCancelled.Error() != "cancelled" {
+	if models.ErrCancelled.Error() != "cancelled" {
 		t.Fatal("ErrCancelled text changed")
 	}
 }

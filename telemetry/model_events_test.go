@@ -51,7 +51,7 @@ func TestModel_ResilienceAndTruncationEvents(t *testing.T) {
 	s := spans[0]
 	a := map[string]string{}
 	for _, kv := range s.Attributes {
-		a[string(kv.Key)] = kv.Value.Emit()
+		a[string(kv.Key)] = kv.Value.String()
 	}
 	if a["gen_ai.provider.name"] != "openai" || a["gen_ai.usage.input_tokens"] != "7" || a["gen_ai.usage.output_tokens"] != "3" ||
 		a["gen_ai.usage.cache_read.input_tokens"] != "5" || a["gen_ai.response.finish_reasons"] != `["length"]` {

@@ -68,7 +68,7 @@ func TestTraced_NestedRunKeepsItsAttributes(t *testing.T) {
 func spanAttrs(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

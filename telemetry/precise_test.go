@@ -114,7 +114,6 @@ func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	type key struct{ name, conv string }
 	got := map[string]tracetest.SpanStub{}
 	runs := map[string]tracetest.SpanStub{}
 	for _, s := range exp.GetSpans() {

@@ -160,7 +160,7 @@ func queued(tel *Telemetry) (n, capacity int) {
 func spanAttr(s tracetest.SpanStub, key string) string {
 	for _, kv := range s.Attributes {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

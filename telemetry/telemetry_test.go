@@ -257,7 +257,7 @@ func supervisionEvent(s tracetest.SpanStub) map[string]string {
 		if ev.Name == "supervision" {
 			m = map[string]string{}
 			for _, kv := range ev.Attributes {
-				m[string(kv.Key)] = kv.Value.Emit()
+				m[string(kv.Key)] = kv.Value.String()
 			}
 		}
 	}
@@ -267,7 +267,7 @@ func supervisionEvent(s tracetest.SpanStub) map[string]string {
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, a := range s.Attributes {
-		m[string(a.Key)] = a.Value.Emit()
+		m[string(a.Key)] = a.Value.String()
 	}
 	return m
 }
@@ -361,7 +361,7 @@ func key(set attribute.Set, names ...string) string {
 	var parts []string
 	for _, n := range names {
 		v, _ := set.Value(attribute.Key(n))
-		parts = append(parts, v.Emit())
+		parts = append(parts, v.String())
 	}
 	return strings.Join(parts, "/")
 }

@@ -71,11 +71,6 @@ func newSessionID() string {
 	return "s-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// options are the tool loop's session options.
-func (s *session) options() *tools.SessionOptions {
-	return &tools.SessionOptions{ID: s.id, Store: s.store}
-}
-
 // workspaceDir is where a durable session works when -workspace is not
 // given: a folder per session beside the store, kept so that a resumed
 // session finds its files.

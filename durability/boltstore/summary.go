@@ -155,10 +155,9 @@ func (s *Store) checkDirectory(tx *bolt.Tx) error {
 // walkCheck accumulates what a read walked of one bucket, to compare with
 // the bucket's stat when the walk covered the whole bucket.
 type walkCheck struct {
-	first   bool // the walk started at or before the bucket's first entry
-	count   uint64
-	sum     uint32
-	entries int
+	first bool // the walk started at or before the bucket's first entry
+	count uint64
+	sum   uint32
 }
 
 // verify compares a walk that covered the whole bucket with st.

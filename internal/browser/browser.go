@@ -313,5 +313,13 @@ func (b *Browser) Close() {
 	}
 	b.wait.Wait()
 	_ = b.cmd.Wait()
+	// Chromium keeps its singleton socket in a folder of its own in the
+	// temporary folder (a socket's path must be short), linked from the
+	// profile; killed, it leaves that folder behind.
+	if socket, err := os.Readlink(filepath.Join(b.dir, "SingletonSocket")); err == nil {
+		if d := filepath.Dir(socket); strings.HasPrefix(filepath.Base(d), "org.chromium.Chromium.") {
+			_ = os.RemoveAll(d)
+		}
+	}
 	_ = os.RemoveAll(b.dir)
 }

@@ -40,14 +40,19 @@ func Marker() func(format string, args ...any) {
 }
 
 // StartChild runs the test matching run (e.g. "^TestKillChild$") in a
-// child process with env added to this process's environment. t's cleanup
-// releases the child's pipes; a child still running after two minutes is
-// killed.
+// child process with env added to this process's environment. The child's
+// TMPDIR is a folder of t's, so that what its t.TempDir calls leave behind
+// (a child that is killed, or exits without its cleanups, leaves them all)
+// is removed with t's own. t's cleanup kills a child still running, waits
+// for it and releases its pipes; a child still running after two minutes
+// is killed.
 func StartChild(t testing.TB, run string, env ...string) *Child {
 	t.Helper()
+	tmp := t.TempDir() // made before the cleanup below, so removed after it
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c := &Child{cmd: exec.CommandContext(ctx, os.Args[0], "-test.run="+run, "-test.count=1")}
-	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Env = append(append(os.Environ(), "TMPDIR="+tmp), env...)
+	c.cmd.WaitDelay = 10 * time.Second // a grandchild holding the output pipes
 	c.cmd.Stdout, c.cmd.Stderr = &c.output, &c.output
 	markR, markW, err := os.Pipe()
 	if err != nil {
@@ -71,6 +76,7 @@ func StartChild(t testing.TB, run string, env ...string) *Child {
 		stdin.Close()
 		markR.Close()
 		cancel()
+		c.cmd.Wait() // reaps it; an error was the test's to report
 	})
 	return c
 }

@@ -17,8 +17,10 @@ import (
 
 // Figure 4's bbolt rows with checksums on against off, measured as the
 // store's checksum rows are (see durability_store_ab.go): each side has a
-// runtime and a bbolt store of its own, written and read only with its
-// side's setting, and the two sides' slices of work alternate in pairs.
+// bbolt store of its own, written and read only with its side's setting,
+// and a runtime of its own (the chunks row's sides share one runtime of
+// routers, see routerChunksAB), and the two sides' slices of work
+// alternate in pairs.
 
 // abSide is one side of an interleaved checksums run of figure 4's
 // router and loop rows: a runtime of its own and a bbolt store that only

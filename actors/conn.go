@@ -170,8 +170,16 @@ type port struct {
 	readers int
 	notify  chan struct{}
 	// wake, when set, says which frames wake a reader waiting in recv;
-	// the others are queued without waking it (see Mux.OpenWake).
+	// the others are queued without waking it (see Mux.OpenWake). It is
+	// written and called with mu held.
 	wake func(*messages.Frame) bool
+	// route is the stream id a Mux routes to the port while routed (Conn
+	// ports: never). Both are written with the Mux's lock and mu held, and
+	// read with either: a frame is handed over (deliver) only under mu to
+	// a port routed under the frame's id, so that a stream released and
+	// opened again under another id never gets a frame of the one it was.
+	route  string
+	routed bool
 
 	registry *actor.ProcessRegistryValue
 	self     *actor.PID
@@ -187,16 +195,33 @@ func (p *port) SendUserMessage(_ *actor.PID, message any) {
 	if !ok {
 		return
 	}
-	wakes := p.wake == nil || p.wake(f)
+	p.mu.Lock()
+	p.put(f)
+	p.mu.Unlock()
+}
+
+// deliver queues f, a frame of stream id, if the port is routed under id
+// (see route), and reports whether it was.
+func (p *port) deliver(id string, f *messages.Frame) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.routed || p.route != id {
+		return false
+	}
+	p.put(f)
+	return true
+}
+
+// put queues f and wakes a waiting reader if wake accepts f. Call it
+// with mu held.
+func (p *port) put(f *messages.Frame) {
 	if p.closed {
 		// A late frame for a closed stream: dropped, and notify, which
 		// may serve another stream now, is not touched.
 		return
 	}
 	p.queue = append(p.queue, f)
-	if wakes {
+	if p.wake == nil || p.wake(f) {
 		// Under mu, as closed was read: once Close has taken mu, no
 		// signal of this stream can reach notify, which the Mux may
 		// then give to the next stream it opens.
@@ -239,6 +264,18 @@ func (p *port) passOn() {
 func (p *port) isStopped() bool { return p.stopped.Load() }
 
 func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
+	var one [1]*messages.Frame
+	got, err := p.recvInto(ctx, one[:0], false)
+	if err != nil {
+		return nil, err
+	}
+	return got[0], nil
+}
+
+// recvInto waits as recv does for the next frame and appends it to dst,
+// with all every frame queued behind it too, under one lock. With an
+// error it returns dst unchanged.
+func (p *port) recvInto(ctx context.Context, dst []*messages.Frame, all bool) ([]*messages.Frame, error) {
 	waiting := false
 	for {
 		p.mu.Lock()
@@ -247,26 +284,33 @@ func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
 			waiting = false
 		}
 		if p.head < len(p.queue) {
-			f := p.queue[p.head]
-			p.queue[p.head] = nil
-			p.head++
-			if p.head == len(p.queue) {
+			if all {
+				rest := p.queue[p.head:]
+				dst = append(dst, rest...)
+				clear(rest)
 				p.queue, p.head = p.queue[:0], 0
 			} else {
-				p.passOn() // frames are left: another reader may take them
+				dst = append(dst, p.queue[p.head])
+				p.queue[p.head] = nil
+				p.head++
+				if p.head == len(p.queue) {
+					p.queue, p.head = p.queue[:0], 0
+				} else {
+					p.passOn() // frames are left: another reader may take them
+				}
 			}
 			p.mu.Unlock()
-			return f, nil
+			return dst, nil
 		}
 		switch {
 		case p.closed:
 			p.passOn()
 			p.mu.Unlock()
-			return nil, ErrStreamClosed
+			return dst, ErrStreamClosed
 		case p.stopped.Load():
 			p.passOn()
 			p.mu.Unlock()
-			return nil, ErrDuplexStopped
+			return dst, ErrDuplexStopped
 		}
 		p.readers++
 		waiting = true
@@ -277,7 +321,7 @@ func (p *port) recv(ctx context.Context) (*messages.Frame, error) {
 			p.mu.Lock()
 			p.readers--
 			p.mu.Unlock()
-			return nil, ctx.Err()
+			return dst, ctx.Err()
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -77,28 +78,41 @@ func (m *Mux) Open(streamID string) (*MuxStream, error) {
 // (and when the duplex stops), and finds the frames before them queued.
 // With wake accepting only END, a caller that wants a stream's frames
 // once it has ended sleeps through the stream instead of waking for
-// every frame. wake runs on the duplex's goroutine with the Mux's lock
-// held: it must be quick, must not block and must not call the Mux or its
-// streams. A nil wake accepts every frame (Open).
+// every frame. wake runs on the duplex's goroutine with the stream's lock
+// held (and at times the Mux's): it must be quick, must not block and
+// must not call the Mux or its streams. A nil wake accepts every frame
+// (Open).
 func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxStream, error) {
-	m.in.mu.Lock()
-	defer m.in.mu.Unlock()
-	if m.in.stopped {
+	in := m.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.stopped {
 		return nil, ErrDuplexStopped
 	}
-	if _, ok := m.in.streams[streamID]; ok {
+	if in.lookup(streamID) != nil {
 		return nil, fmt.Errorf("%w: %q", ErrStreamOpen, streamID)
 	}
-	s := m.in.takeStream()
+	s := in.takeStream()
 	if s == nil {
-		s = &MuxStream{m: m, port: port{notify: m.in.takeNotify()}}
+		s = &MuxStream{m: m, port: port{notify: in.takeNotify()}}
 		s.p = &s.port
 	}
-	s.id, s.port.wake, s.released = streamID, wake, false
+	s.id, s.released = streamID, false
+	p := s.p
+	// Under p's lock too: a frame looked up for the stream s was (see
+	// muxProcess.one) may be about to reach p.
+	p.mu.Lock()
+	p.wake, p.route, p.routed = wake, streamID, true
 	// Room for a conversation's frames in the stream itself: the queue
 	// is drained as it is read, so it rarely grows past this.
-	s.port.queue = s.room[:0]
-	m.in.streams[streamID] = s.p
+	p.queue = s.room[:0]
+	p.mu.Unlock()
+	if in.one.Load() == nil {
+		in.one.Store(p)
+	} else {
+		in.streams[streamID] = p
+		in.mapped.Store(int32(len(in.streams)))
+	}
 	return s, nil
 }
 
@@ -174,20 +188,7 @@ func (s *MuxStream) Recv(ctx context.Context) (*messages.Frame, error) { return 
 // behind it, appended to dst, under one lock instead of one per frame.
 // With an error it returns dst unchanged.
 func (s *MuxStream) RecvAll(ctx context.Context, dst []*messages.Frame) ([]*messages.Frame, error) {
-	f, err := s.p.recv(ctx)
-	if err != nil {
-		return dst, err
-	}
-	dst = append(dst, f)
-	p := s.p
-	p.mu.Lock()
-	if rest := p.queue[p.head:]; len(rest) > 0 {
-		dst = append(dst, rest...)
-		clear(rest)
-		p.queue, p.head = p.queue[:0], 0
-	}
-	p.mu.Unlock()
-	return dst, nil
+	return s.p.recvInto(ctx, dst, true)
 }
 
 // Close stops routing the stream's frames; later ones are dropped, and
@@ -220,8 +221,9 @@ func (s *MuxStream) Release() {
 	in.unroute(s)
 	p := s.p
 	p.mu.Lock()
-	// Frames are handed to p with in.mu held (see SendUserMessage): none
-	// is on its way to p now, and none can come once it is unrouted.
+	// Frames are handed to p under its lock to its route (see
+	// port.deliver): none can come once the route is gone.
+	p.routed = false
 	reusable := !p.closed && p.readers == 0 && !in.stopped && len(in.freeStreams) < maxFreeNotify
 	if reusable {
 		clear(p.queue)
@@ -250,6 +252,7 @@ func (s *MuxStream) close() {
 	in := s.m.in
 	p := s.p
 	p.mu.Lock()
+	p.routed = false
 	if p.closed {
 		p.mu.Unlock()
 		return
@@ -272,8 +275,17 @@ func (s *MuxStream) close() {
 // muxProcess is the protoactor process behind a Mux: it hands each frame
 // to the port of its stream, with no actor and no goroutine of its own.
 type muxProcess struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// one is an open stream routed without the map (or nil): the first
+	// opened while none was, so that a Mux serving one stream at a time
+	// (an agent running one session) hands its frames over under the
+	// stream's lock alone and opens and releases streams without touching
+	// the map. It is written with mu held and read without it.
+	one atomic.Pointer[port]
+	// streams are the other open streams; mapped is their number, read
+	// without mu: frames go the way of one only while there are none.
 	streams map[string]*port
+	mapped  atomic.Int32
 	// last is the open stream that got the last frame, a look-up saved
 	// when a stream's frames come one after another.
 	last   *port
@@ -299,20 +311,33 @@ func (m *muxProcess) SendUserMessage(_ *actor.PID, message any) {
 		return
 	}
 	id := f.GetStreamId()
+	// p takes the frame only while routed under its id (port.deliver): a
+	// stream released meanwhile, and opened again under another id, does
+	// not get the frame of the stream it was (see MuxStream.Release).
+	if m.mapped.Load() == 0 {
+		if p := m.one.Load(); p != nil && p.deliver(id, f) {
+			return
+		}
+	}
 	m.mu.Lock()
-	// mu is held while p takes the frame: a stream released meanwhile
-	// could otherwise be opened again under another id, and get the
-	// frame of the stream it was (see MuxStream.Release).
 	defer m.mu.Unlock()
 	p := m.last
 	if p == nil || m.lastID != id {
-		if p = m.streams[id]; p != nil {
+		if p = m.lookup(id); p != nil {
 			m.last, m.lastID = p, id
 		}
 	}
 	if p != nil {
-		p.SendUserMessage(nil, f)
+		p.deliver(id, f)
 	}
+}
+
+// lookup returns the port open under id, or nil. Call it with mu held.
+func (m *muxProcess) lookup(id string) *port {
+	if p := m.one.Load(); p != nil && p.route == id {
+		return p
+	}
+	return m.streams[id]
 }
 
 func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
@@ -322,8 +347,11 @@ func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
 	m.mu.Lock()
 	m.stopped = true
 	// A copy: MuxStream.Close deletes from the map meanwhile.
-	streams := make([]*port, 0, len(m.streams))
+	streams := make([]*port, 0, len(m.streams)+1)
 	for _, p := range m.streams {
+		streams = append(streams, p)
+	}
+	if p := m.one.Load(); p != nil {
 		streams = append(streams, p)
 	}
 	m.mu.Unlock()
@@ -343,8 +371,11 @@ const maxFreeNotify = 64
 
 // unroute stops routing frames to s. Call it with mu held.
 func (m *muxProcess) unroute(s *MuxStream) {
-	if m.streams[s.id] == s.p {
+	if m.one.Load() == s.p {
+		m.one.Store(nil)
+	} else if m.streams[s.id] == s.p {
 		delete(m.streams, s.id)
+		m.mapped.Store(int32(len(m.streams)))
 	}
 	if m.last == s.p {
 		m.last, m.lastID = nil, ""

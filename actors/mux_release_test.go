@@ -155,34 +155,6 @@ func TestMux_ReusedStreamGetsNoFrameOfItsOldID(t *testing.T) {
 	}
 }
 
-// TestMux_FrameHandedOverUnderMuxLock checks what makes a released stream
-// safe to reuse: a frame is handed to its stream's port with the Mux's
-// lock held, which Release and Open take, so that no frame looked up for
-// a stream reaches it after its Release.
-func TestMux_FrameHandedOverUnderMuxLock(t *testing.T) {
-	m := newBareMux()
-	inWake, release := make(chan struct{}), make(chan struct{})
-	old, err := m.OpenWake("old", func(*messages.Frame) bool { close(inWake); <-release; return true })
-	if err != nil {
-		t.Fatal(err)
-	}
-	delivered := make(chan struct{})
-	go func() { m.in.SendUserMessage(nil, messages.Text("old", "x")); close(delivered) }()
-	<-inWake // the frame was looked up and is being handed over
-	if m.in.mu.TryLock() {
-		m.in.mu.Unlock()
-		close(release)
-		<-delivered
-		t.Fatal("a frame is handed to its stream without the Mux's lock: a Release could come in between")
-	}
-	close(release)
-	<-delivered
-	if f, err := old.Recv(context.Background()); err != nil || f.GetText() != "x" {
-		t.Fatalf("the stream read %q, %v; want the frame handed over", f.GetText(), err)
-	}
-	old.Release()
-}
-
 // TestMuxStream_RecvAll checks that RecvAll waits for a frame as Recv
 // does and returns it with every frame queued behind it, in order,
 // appended to dst; that the stream then reads on from an empty queue; and

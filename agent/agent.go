@@ -139,6 +139,10 @@ type Agent struct {
 	// until a conversation first needs it, then the start under way or
 	// done. A start that failed is replaced by the next one needing it.
 	shared *loopStart
+	// ready is the shared loop once a start of it succeeded (it is kept
+	// for good): enter hands it to a conversation under the lock it takes
+	// anyway.
+	ready *actors.Mux
 	// The sessions running: the first in busyOne, more in busy (an agent
 	// that runs one session at a time keeps no map).
 	busyOne string
@@ -249,6 +253,10 @@ func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 		s.mux, s.err = a.startShared(a.spec)
 		if s.err != nil {
 			s.err = fmt.Errorf("agent %q: start its loop: %w", a.opts.Name, s.err)
+		} else {
+			a.mu.Lock()
+			a.ready = s.mux
+			a.mu.Unlock()
 		}
 		close(s.done)
 	}
@@ -369,15 +377,16 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 	}
 }
 
-// enter marks the session busy.
-func (a *Agent) enter(sessionID string) error {
+// enter marks the session busy, and returns the shared loop if it was
+// started (else nil).
+func (a *Agent) enter(sessionID string) (*actors.Mux, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	switch {
 	case a.closed:
-		return ErrClosed
+		return nil, ErrClosed
 	case a.busyOne == sessionID || a.busy[sessionID]:
-		return fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+		return nil, fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
 	}
 	switch {
 	case a.busyOne == "":
@@ -388,7 +397,7 @@ func (a *Agent) enter(sessionID string) error {
 		a.busy[sessionID] = true
 	}
 	a.running.Add(1)
-	return nil
+	return a.ready, nil
 }
 
 func (a *Agent) leave(sessionID string) {
@@ -414,6 +423,7 @@ type conversation struct {
 	// under (a delegation: the calling tool's actor).
 	parent   *actors.Parent
 	mux      *actors.Mux // the conversation's own loop (with a Store or a parent)
+	shared   *actors.Mux // the agent's shared loop, when started before the conversation
 	approval *approvalState
 	// stopped: the last attempt ended because the loop was stopped (its
 	// ERROR frame's failure kind, or its stream's end without one).
@@ -427,14 +437,16 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if sessionID == "" {
 		return nil, errors.New("agent: empty session id")
 	}
-	if err := a.enter(sessionID); err != nil {
+	shared, err := a.enter(sessionID)
+	if err != nil {
 		return nil, err
 	}
 	defer a.leave(sessionID)
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
 	}
-	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent}
+	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent,
+		shared: shared}
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}
@@ -536,6 +548,9 @@ func (c *conversation) ownLoop() bool { return c.a.opts.Store != nil || c.parent
 func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	a := c.a
 	if !c.ownLoop() {
+		if c.shared != nil {
+			return c.shared, nil
+		}
 		return a.sharedLoop(ctx)
 	}
 	if c.mux != nil && !c.mux.Stopped() {
@@ -592,8 +607,18 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			s.Release() // s is not used after: the next attempt or Run takes it
 		}
 	}()
-	ans := c.answerOf(stream)
-	if err := c.open(s, payload); err != nil {
+	// The answer a Resume goes on with is taken before open forgets the
+	// stream left waiting; a new one after the request is sent, while
+	// the loop works on it, as a host playing the loop by hand would.
+	var ans *models.Answer
+	if c.approval != nil {
+		ans = c.answerOf(stream)
+	}
+	err := c.open(s, payload)
+	if ans == nil {
+		ans = models.NewAnswer(stream)
+	}
+	if err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
 	}
 	// Woken at END only, the reader finds the stream's frames queued and

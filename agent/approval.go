@@ -290,7 +290,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
 			a.opts.Name, sessionID)
 	}
-	if err := a.enter(sessionID); err != nil {
+	if _, err := a.enter(sessionID); err != nil {
 		return err
 	}
 	defer a.leave(sessionID)

@@ -148,8 +148,8 @@ func TestResume_EndedWhileLoopStartsKeepsWaiting(t *testing.T) {
 		if _, err := a.Run(ctx, "s1", msgs); !errors.As(err, &w) {
 			t.Fatalf("Run: %v, want a wait for approval", err)
 		}
-		started := a.shared
-		a.shared = &loopStart{done: make(chan struct{})} // a start under way
+		started, ready := a.shared, a.ready
+		a.shared, a.ready = &loopStart{done: make(chan struct{})}, nil // a start under way
 		impatient, cancel := context.WithCancel(ctx)
 		errs := make(chan error, 1)
 		go func() {
@@ -164,7 +164,7 @@ func TestResume_EndedWhileLoopStartsKeepsWaiting(t *testing.T) {
 		if got := a.Waiting(); len(got) != 1 || got[0] != "s1" {
 			t.Fatalf("waiting sessions %v, want [s1]", got)
 		}
-		a.shared = started
+		a.shared, a.ready = started, ready
 		if ans, err := a.Resume(ctx, "s1", msgs, Approve("c1")); err != nil || ans.Text != "Done." {
 			t.Fatalf("later Resume: %v, %+v", err, ans)
 		}

@@ -23,6 +23,14 @@ import (
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
+// workspaces holds the workspace testTools made for a test until the
+// cleanup of the server that serves its tools (serveOn) closes it. The
+// runtime's leak check (actorstest.NewRuntime), made after the workspace,
+// runs before the workspace's own cleanup; a workspace still open then
+// may be preparing the sandbox of its next command, in a goroutine the
+// check reports (it did, under load, after a run_command was cancelled).
+var workspaces sync.Map // *testing.T → *workspace.Workspace
+
 // testTools are the workspace tools of a fresh folder plus tools that
 // fail in each way a tool can.
 func testTools(t *testing.T) (string, []*tools.Tool) {
@@ -32,7 +40,11 @@ func testTools(t *testing.T) (string, []*tools.Tool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ws.Close() })
+	workspaces.Store(t, ws)
+	t.Cleanup(func() {
+		workspaces.Delete(t)
+		ws.Close()
+	})
 	wsTools, err := workspace.Tools(ws)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +107,9 @@ func serveOn(t *testing.T, rt *actors.Runtime, ts []*tools.Tool, opts *mcp.Serve
 		<-served
 		if err := srv.Close(context.Background()); err != nil {
 			t.Error(err)
+		}
+		if ws, ok := workspaces.LoadAndDelete(t); ok {
+			ws.(*workspace.Workspace).Close()
 		}
 	})
 	return cs

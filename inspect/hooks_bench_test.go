@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
@@ -69,13 +68,7 @@ func (r *hookRun) play(in *Inspector, o *modelObserver) {
 // bookkeeping alone), each run on a stream of its own past the session
 // list's bound.
 func BenchmarkHooks(b *testing.B) {
-	rt := actorstest.NewRuntime(b, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(in.Close)
-	o := &modelObserver{in: in}
+	in, o := newObserved(b)
 	const streams = 4 * DefaultMaxSessions
 	runs := make([]hookRun, streams)
 	for i := range runs {
@@ -96,13 +89,7 @@ func BenchmarkHooks(b *testing.B) {
 // stream: no session made, looked up or forgotten per run. The
 // difference between the two is what a new session costs.
 func BenchmarkHooksOneSession(b *testing.B) {
-	rt := actorstest.NewRuntime(b, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(in.Close)
-	o := &modelObserver{in: in}
+	in, o := newObserved(b)
 	run := newHookRun(b, "run-0")
 	run.play(in, o)
 	b.ReportAllocs()

@@ -12,7 +12,7 @@ import (
 
 // newObserved is an inspector and the observer of one adapter, fed by
 // hand as the adapter's actor would feed it.
-func newObserved(t *testing.T) (*Inspector, *modelObserver) {
+func newObserved(t testing.TB) (*Inspector, *modelObserver) {
 	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
 	in, err := New(rt, nil)

@@ -96,7 +96,9 @@ type Options struct {
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// answer every started tool call after sending ABORT; default
-	// [DefaultCancelGrace].
+	// [DefaultCancelGrace]. Past it the Run returns and the agent waits
+	// for the rest in the background, the session taken meanwhile (see
+	// [Agent.Run]).
 	CancelGrace time.Duration
 	// Breaker configures the tools' circuit breaker; Supervision
 	// supervises the model and the tool actors (nil: the runtime's).
@@ -148,8 +150,14 @@ type Agent struct {
 	busyOne string
 	busy    map[string]bool
 	waiting map[string]*waitingStream // without a Store: the sessions waiting for approval
-	closed  bool
-	running sync.WaitGroup
+	// draining: the sessions whose cancelled conversation the shared loop
+	// still winds down past CancelGrace (see drain); each channel is
+	// closed when its drain is over. Such a session is taken: enter waits
+	// for the channel.
+	draining map[string]chan struct{}
+	closed   bool
+	running  sync.WaitGroup
+	drains   sync.WaitGroup // the drain goroutines
 }
 
 // loopStart is one start of an agent's shared loop: done is closed once
@@ -297,9 +305,12 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // Close stops the agent's loop, if a conversation started it, once the
 // conversations running have returned (cancel their contexts to make them
 // return early); an agent whose loop never started has nothing to stop.
-// Run and Stream then fail with [ErrClosed]. Sessions waiting for
-// approval without a Store are dropped: the loop, stopping, answers their
-// held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
+// Run and Stream then fail with [ErrClosed], as do those waiting for the
+// loop to end a cancelled conversation of their session (see [Agent.Run]):
+// stopping the loop ends those conversations, and Close waits for the
+// agent's readers of them to see it, not for their tools to wind down.
+// Sessions waiting for approval without a Store are dropped: the loop,
+// stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
 // returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
@@ -327,7 +338,18 @@ func (a *Agent) Close(ctx context.Context) error {
 	for _, ws := range waiting {
 		ws.s.Close()
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The loop has stopped: the drains read to its end and return.
+	drained := make(chan struct{})
+	go func() { a.drains.Wait(); close(drained) }()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+	}
 }
 
 // Run runs the conversation msgs of session sessionID to its final
@@ -341,6 +363,16 @@ func (a *Agent) Close(ctx context.Context) error {
 // (the first conversation starts it: see [New]), or one wrapping
 // actors.ErrDuplexStopped once the agent's loop stopped for good (it is
 // not started again: see the package doc).
+//
+// A cancelled Run whose CancelGrace passes before the loop has ended the
+// conversation (a tool or the model slow to notice the cancel) leaves
+// the rest to the agent: it reads the conversation's stream to its end
+// in the background, and the session stays taken until then. A Run,
+// Stream, Resume or Discard of the session meanwhile waits for that end
+// before it sends anything, so that it never gets the cancelled
+// conversation's late frames; if its ctx ends first it returns ctx's
+// error, having sent nothing. [ErrSessionBusy] is for a session whose
+// conversation runs, not for one being drained.
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
@@ -378,15 +410,31 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 }
 
 // enter marks the session busy, and returns the shared loop if it was
-// started (else nil).
-func (a *Agent) enter(sessionID string) (*actors.Mux, error) {
+// started (else nil). While the loop winds down a cancelled conversation
+// of the session (see drain), it waits for that to end, or returns ctx's
+// error if ctx ends first.
+func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	switch {
-	case a.closed:
-		return nil, ErrClosed
-	case a.busyOne == sessionID || a.busy[sessionID]:
-		return nil, fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+	for {
+		switch {
+		case a.closed:
+			return nil, ErrClosed
+		case a.busyOne == sessionID || a.busy[sessionID]:
+			return nil, fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+		}
+		drained, draining := a.draining[sessionID]
+		if !draining {
+			break
+		}
+		a.mu.Unlock()
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			a.mu.Lock()
+			return nil, context.Cause(ctx)
+		}
+		a.mu.Lock()
 	}
 	switch {
 	case a.busyOne == "":
@@ -400,15 +448,53 @@ func (a *Agent) enter(sessionID string) (*actors.Mux, error) {
 	return a.ready, nil
 }
 
-func (a *Agent) leave(sessionID string) {
+// leave ends what enter began. With drain, a stream of the shared loop
+// whose cancelled conversation the loop has not ended yet, the session
+// stays taken until a drain goroutine has read the stream to its end.
+func (a *Agent) leave(sessionID string, drain *actors.MuxStream) {
 	a.mu.Lock()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
 	} else {
 		delete(a.busy, sessionID)
 	}
+	var drained chan struct{}
+	if drain != nil {
+		drained = make(chan struct{})
+		if a.draining == nil {
+			a.draining = map[string]chan struct{}{}
+		}
+		a.draining[sessionID] = drained
+		// Before running.Done: a Close that saw every conversation
+		// return waits for this drain too.
+		a.drains.Add(1)
+	}
 	a.mu.Unlock()
+	if drain != nil {
+		go a.drain(sessionID, drain, drained)
+	}
 	a.running.Done()
+}
+
+// drain reads s, the stream of a conversation that was aborted, until
+// its END (the loop has answered every call and forgotten the stream) or
+// until the loop stops, drops what it reads, releases s and frees the
+// session: a stream of the same id opened before that would get the old
+// conversation's late frames, and the loop would take its request into
+// the old conversation.
+func (a *Agent) drain(sessionID string, s *actors.MuxStream, drained chan struct{}) {
+	defer a.drains.Done()
+	for {
+		f, err := s.Recv(context.Background())
+		if err != nil || f.GetType() == messages.FrameType_END {
+			break // the loop stopped (ErrDuplexStopped), or the stream ended
+		}
+	}
+	s.Release()
+	a.mu.Lock()
+	delete(a.draining, sessionID)
+	a.mu.Unlock()
+	close(drained)
 }
 
 // conversation is one Run.
@@ -421,8 +507,12 @@ type conversation struct {
 	total   models.Answer // what the attempts that failed contributed
 	// parent, when set, is the actor the conversation's own loop runs
 	// under (a delegation: the calling tool's actor).
-	parent   *actors.Parent
-	mux      *actors.Mux // the conversation's own loop (with a Store or a parent)
+	parent *actors.Parent
+	mux    *actors.Mux // the conversation's own loop (with a Store or a parent)
+	// drain is the stream of the shared loop left to read to its end when
+	// the conversation returns: it was aborted and CancelGrace passed
+	// before its END.
+	drain    *actors.MuxStream
 	shared   *actors.Mux // the agent's shared loop, when started before the conversation
 	approval *approvalState
 	// stopped: the last attempt ended because the loop was stopped (its
@@ -437,16 +527,19 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if sessionID == "" {
 		return nil, errors.New("agent: empty session id")
 	}
-	shared, err := a.enter(sessionID)
-	if err != nil {
+	shared, err := a.enter(ctx, sessionID)
+	switch {
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrSessionBusy):
 		return nil, err
-	}
-	defer a.leave(sessionID)
-	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
-		return &models.Answer{}, context.Cause(ctx)
+	case err != nil: // ctx ended while the session drained: nothing was sent
+		return &models.Answer{}, err
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent,
 		shared: shared}
+	defer func() { a.leave(sessionID, c.drain) }()
+	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
+		return &models.Answer{}, context.Cause(ctx)
+	}
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}
@@ -642,7 +735,11 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			c.abort(s, ans)
+			if !c.abort(s, ans) && !c.ownLoop() {
+				// The loop still works on the conversation: s is read to
+				// its end once the Run has returned (see Agent.drain).
+				c.drain, kept = s, true
+			}
 			return ans, context.Cause(ctx)
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
@@ -674,11 +771,13 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }
 
 // abort sends ABORT for the stream and reads on until its END, so that
-// every call that started is answered, for CancelGrace at most.
-func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) {
+// every call that started is answered, for CancelGrace at most. It
+// reports whether the loop is done with the stream: it ended, or the
+// loop stopped.
+func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
 	defer cancel()
-	_ = abortStream(ctx, s, ans)
+	return !errors.Is(abortStream(ctx, s, ans), context.DeadlineExceeded)
 }
 
 // abortStream sends ABORT for s and reads on until its END (every call

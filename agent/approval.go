@@ -278,7 +278,10 @@ func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []model
 // entries and what the loop says meanwhile) until Close. Discard waits,
 // for CancelGrace at most, until the loop has ended the conversation, and
 // returns ctx's error if ctx ends first (the session is discarded all
-// the same). It returns ErrNotWaiting for a session that does not wait,
+// the same, and the agent waits for that end in the background: a Run
+// of the session meanwhile waits for it, as after a cancelled Run). It
+// waits as Run does, too, while a cancelled conversation of the session
+// is still being ended. It returns ErrNotWaiting for a session that does not wait,
 // [ErrSessionBusy] while a Run or Resume of it runs, [ErrClosed] once the
 // agent is closed, and an error with a Store: a durable session waits in
 // the store, not in memory (deny its calls with Resume).
@@ -290,10 +293,11 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
 			a.opts.Name, sessionID)
 	}
-	if _, err := a.enter(sessionID); err != nil {
+	if _, err := a.enter(ctx, sessionID); err != nil {
 		return err
 	}
-	defer a.leave(sessionID)
+	var drain *actors.MuxStream
+	defer func() { a.leave(sessionID, drain) }()
 	a.mu.Lock()
 	ws, ok := a.waiting[sessionID]
 	delete(a.waiting, sessionID)
@@ -301,14 +305,21 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotWaiting, sessionID)
 	}
-	defer ws.s.Close()
 	ctx, cancel := context.WithTimeout(ctx, a.opts.CancelGrace)
 	defer cancel()
 	err := abortStream(ctx, ws.s, ws.ans)
-	if err != nil && !errors.Is(err, actors.ErrDuplexStopped) { // a stopped loop answered the calls
-		return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, sessionID, err)
+	switch {
+	case err == nil, errors.Is(err, actors.ErrDuplexStopped): // a stopped loop answered the calls
+		ws.s.Close()
+		return nil
+	case ctx.Err() != nil:
+		// The loop still ends the conversation: the stream is read to
+		// its end in the background, and the session stays taken.
+		drain = ws.s
+	default:
+		ws.s.Close()
 	}
-	return nil
+	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, sessionID, err)
 }
 
 // Waiting returns the ids of the sessions that wait for approval in

@@ -1,0 +1,318 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// The tests of a cancelled Run whose loop takes longer than CancelGrace
+// to wind its conversation down run in a synctest bubble: the model's
+// slowness and the grace are fake time, and synctest.Wait tells when
+// every goroutine (the agent's, the runtime's, the test's Runs) waits.
+const (
+	drainGrace = time.Second // the agent's CancelGrace
+	windDown   = time.Minute // how long the model takes to notice an ABORT
+)
+
+// slowToAbort is a scripted model adapter slow to notice a cancel: each
+// ABORT reaches the script windDown after it came. over tells when one
+// has.
+type slowToAbort struct {
+	m    *scripted.Model
+	over atomic.Bool
+}
+
+// heldAbort is the timer key of an ABORT slowToAbort holds back.
+type heldAbort struct{ f *messages.Frame }
+
+func (s *slowToAbort) spec() actors.Spec {
+	inner := s.m.Spec("model")
+	return actors.Spec{Name: inner.Name, New: func() actors.Logic {
+		l := inner.New()
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			switch m := msg.(type) {
+			case *messages.Frame:
+				if m.GetType() == messages.FrameType_ABORT {
+					c.After(windDown, heldAbort{m})
+					return
+				}
+			case actors.Timer:
+				if h, ok := m.Key.(heldAbort); ok {
+					s.over.Store(true)
+					l.Receive(c, h.f)
+					return
+				}
+			}
+			l.Receive(c, msg)
+		})
+	}}
+}
+
+// slowModel answers a fresh conversation (A's) with text and then
+// nothing until it is cancelled, and one holding an assistant message
+// already (B's) with a round of echo and a final text of its own: each
+// conversation's answer tells whose it is.
+func slowModel(t *testing.T) *slowToAbort {
+	t.Helper()
+	m, err := scripted.New(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+		{Text: "A is working on it.", Stall: true},
+		{Text: "B echoes.", ToolCalls: []scripted.ToolCall{call("b1", "echo", `{"text":"b"}`)}},
+		{Text: "B's own answer."},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &slowToAbort{m: m}
+}
+
+var (
+	askA = []models.Message{models.UserMessage("Task A: take your time.")}
+	askB = []models.Message{models.UserMessage("Task B."), models.AssistantMessage("Noted."),
+		models.UserMessage("Now answer B.")}
+)
+
+// cancelledMidAnswer streams A on session s1 and cancels it once the
+// model has said something: by ending its ctx, or with stop by stopping
+// the iteration (which cancels it too). A returns after CancelGrace,
+// long before the model notices the ABORT, so the loop still works on
+// A's conversation.
+func cancelledMidAnswer(t *testing.T, a *agent.Agent, slow *slowToAbort, stop bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	for ev, evErr := range a.Stream(ctx, "s1", askA) {
+		err = evErr
+		if ev.Kind == agent.EventText {
+			if stop {
+				break
+			}
+			cancel()
+		}
+	}
+	if !stop && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run A: %v, want context.Canceled", err)
+	}
+	if slow.over.Load() {
+		t.Fatal("the model noticed the ABORT within the grace: the test tests nothing")
+	}
+}
+
+// requestsOf returns the messages of each request the model got, as
+// role:content strings.
+func requestsOf(t *testing.T, m *scripted.Model) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, r := range m.Requests() {
+		raw, _ := r.Request.Param(models.ParamMessages)
+		msgs, err := models.DecodeMessages(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, msg := range msgs {
+			got = append(got, msg.Role+":"+msg.Content)
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
+// TestRun_CancelledPastGraceDrains: a Stream whose consumer stops while
+// the model is slower than CancelGrace to notice the ABORT returns, and
+// the next Run of its session, with another conversation, waits until
+// the loop has ended the cancelled one: it gets exactly its own answer
+// (its round of echo and its final text) in one attempt, none of the
+// cancelled conversation's late frames (its ERROR, its END), and the
+// model gets its requests as a conversation of its own.
+func TestRun_CancelledPastGraceDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		slow := slowModel(t)
+		m := slow.m
+		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
+		cancelledMidAnswer(t, a, slow, true)
+
+		type streamed struct {
+			events []agent.Event
+			err    error
+		}
+		done := make(chan streamed, 1)
+		go func() {
+			var out streamed
+			for ev, err := range a.Stream(context.Background(), "s1", askB) {
+				out.events, out.err = append(out.events, ev), err
+			}
+			done <- out
+		}()
+		b := <-done
+		if b.err != nil {
+			t.Fatalf("run B: %v", b.err)
+		}
+		for _, ev := range b.events {
+			switch {
+			case ev.Attempt > 1, ev.Kind == agent.EventRestart, ev.Kind == agent.EventError:
+				t.Errorf("run B: %v event of attempt %d: %q", ev.Kind, ev.Attempt, ev.Text)
+			case ev.Frame != nil && ev.Frame.GetToolCallId() != "" && ev.Frame.GetToolCallId() != "b1":
+				t.Errorf("run B got A's %v frame of call %s", ev.Frame.GetType(), ev.Frame.GetToolCallId())
+			case ev.Kind == agent.EventText && ev.Text != "B echoes." && ev.Text != "B's own answer.":
+				t.Errorf("run B got text %q", ev.Text)
+			}
+		}
+		ans := b.events[len(b.events)-1].Answer
+		if ans == nil || ans.Text != "B's own answer." || len(ans.Rounds) != 1 {
+			t.Fatalf("run B's answer %+v, want B's own", ans)
+		}
+		if r := resultOf(t, ans, "b1"); r.IsError || string(r.Content) != `{"echo":"b"}` {
+			t.Errorf("run B's echo result %+v", r)
+		}
+		if !slow.over.Load() {
+			t.Error("run B ended before the model had noticed A's ABORT")
+		}
+		b1 := []string{"user:Task B.", "assistant:Noted.", "user:Now answer B."}
+		want := [][]string{
+			{"user:Task A: take your time."},
+			b1,
+			append(b1[:3:3], "assistant:B echoes.", `tool:{"echo":"b"}`),
+		}
+		if got := requestsOf(t, m); !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("the model got the requests %q, want %q", got, want)
+		}
+	})
+}
+
+// TestRun_WaitForDrainEndsWithCtx: a Run of a session whose cancelled
+// conversation the loop still winds down, with a ctx that ends first,
+// returns ctx's error having sent nothing: the model never sees its
+// request, even once the drain is over. A Run after the drain runs as
+// usual.
+func TestRun_WaitForDrainEndsWithCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		slow := slowModel(t)
+		m := slow.m
+		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
+		cancelledMidAnswer(t, a, slow, false)
+
+		ctx, cancel := context.WithTimeout(context.Background(), windDown/2)
+		defer cancel()
+		start := time.Now()
+		_, err := a.Run(ctx, "s1", askB)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("run B: %v, want context.DeadlineExceeded", err)
+		}
+		if waited := time.Since(start); waited != windDown/2 {
+			t.Errorf("run B returned after %v, want its ctx's %v", waited, windDown/2)
+		}
+		time.Sleep(windDown)
+		synctest.Wait() // the drain is over
+		if got := requestsOf(t, m); len(got) != 1 {
+			t.Fatalf("the model got the requests %q, want A's alone", got)
+		}
+		ans, err := a.Run(context.Background(), "s1", askB)
+		if err != nil || ans.Text != "B's own answer." || len(ans.Rounds) != 1 {
+			t.Fatalf("run after the drain: %+v, %v", ans, err)
+		}
+	})
+}
+
+// TestClose_EndsDrain: Close while the loop still winds a cancelled
+// conversation down (and a Run of its session waits for that) stops the
+// loop at once, which ends the drain: Close returns before the model has
+// noticed the ABORT, the waiting Run fails with ErrClosed, and the runtime's
+// cleanup finds no goroutine of the agent left.
+func TestClose_EndsDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		slow := slowModel(t)
+		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)},
+			CancelGrace: drainGrace})
+		cancelledMidAnswer(t, a, slow, false)
+		waited := make(chan error, 1)
+		go func() {
+			_, err := a.Run(context.Background(), "s1", askB)
+			waited <- err
+		}()
+		synctest.Wait()
+		if err := a.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if slow.over.Load() {
+			t.Error("Close waited for the model to notice the ABORT")
+		}
+		if err := <-waited; !errors.Is(err, agent.ErrClosed) {
+			t.Errorf("the Run waiting for the drain: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// TestDiscard_PastGraceDrains: a Discard whose grace passes before the
+// loop has ended the discarded conversation (the loop is held up as it
+// answers the held call) returns ctx's error, and a Run of the session
+// meanwhile waits until the loop has ended the old conversation: it runs
+// one attempt of its own, sees none of the old conversation's frames (the
+// held call's cancelled result, its ERROR and END) and waits for approval
+// of its own call.
+func TestDiscard_PastGraceDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		m := approvalScript(t)
+		paused, release := make(chan struct{}), make(chan struct{})
+		var once atomic.Bool
+		a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), newLauncher().tool()},
+			Approval: &tools.ApprovalOptions{}, CancelGrace: drainGrace,
+			OnToolResult: func(ev tools.ToolResultEvent) {
+				if ev.Call.GetToolCallId() == "c2" && ev.Result.IsErrorResult() && once.CompareAndSwap(false, true) {
+					close(paused)
+					<-release // the loop is slow to end the discarded conversation
+				}
+			}})
+		_, err := a.Run(context.Background(), "s1", ask)
+		waiting(t, err, "c2")
+		if err := a.Discard(context.Background(), "s1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Discard: %v, want context.DeadlineExceeded after the grace", err)
+		}
+		<-paused
+		type streamed struct {
+			events []agent.Event
+			err    error
+		}
+		done := make(chan streamed, 1)
+		go func() {
+			var out streamed
+			for ev, err := range a.Stream(context.Background(), "s1", ask) {
+				out.events, out.err = append(out.events, ev), err
+			}
+			done <- out
+		}()
+		synctest.Wait() // the new Run has sent its request, or waits to
+		close(release)
+		b := <-done
+		waiting(t, b.err, "c2")
+		for _, ev := range b.events {
+			if ev.Attempt > 1 || ev.Kind == agent.EventRestart ||
+				(ev.Kind == agent.EventToolResult && ev.Result.FailureKind != "") {
+				t.Errorf("the Run after the Discard got %v (attempt %d): %+v", ev.Kind, ev.Attempt, ev.Result)
+			}
+		}
+		if n := len(m.Requests()); n != 2 {
+			t.Errorf("the model got %d requests, want 2 (the discarded conversation's, the new one's)", n)
+		}
+		if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("waiting sessions %v, want [s1]", got)
+		}
+	})
+}

@@ -41,6 +41,21 @@ func model(t *testing.T, turns ...scripted.Turn) actors.Spec {
 	return m.Spec("model")
 }
 
+// requestMessages returns the messages of each request m got.
+func requestMessages(t *testing.T, m *scripted.Model) [][]models.Message {
+	t.Helper()
+	var out [][]models.Message
+	for _, r := range m.Requests() {
+		raw, _ := r.Request.Param(models.ParamMessages)
+		msgs, err := models.DecodeMessages(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, msgs)
+	}
+	return out
+}
+
 func call(id, name, args string) scripted.ToolCall {
 	return scripted.ToolCall{ID: id, Name: name, Arguments: args}
 }
@@ -270,17 +285,12 @@ func TestRun_RestartsKeepRoundsOnce(t *testing.T) {
 			if ans.Usage.TotalTokens != 111 {
 				t.Errorf("usage %+v, want 111 total tokens (each attempt once)", ans.Usage)
 			}
-			reqs := m.Requests()
+			reqs := requestMessages(t, m)
 			if len(reqs) != 3 {
 				t.Fatalf("the model got %d requests, want 3", len(reqs))
 			}
-			raw, _ := reqs[2].Request.Param(models.ParamMessages)
-			msgs, decErr := models.DecodeMessages(raw)
-			if decErr != nil {
-				t.Fatal(decErr)
-			}
 			var got []string
-			for _, msg := range msgs {
+			for _, msg := range reqs[2] {
 				got = append(got, msg.Role+":"+msg.ToolCallID)
 				for _, c := range msg.ToolCalls {
 					got[len(got)-1] += c.ID

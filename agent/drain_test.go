@@ -111,17 +111,32 @@ func cancelledMidAnswer(t *testing.T, a *agent.Agent, slow *slowToAbort, stop bo
 	}
 }
 
+// streamed is what a Stream gave: its events and its last error.
+type streamed struct {
+	events []agent.Event
+	err    error
+}
+
+// streamOf streams the conversation msgs of session on a goroutine of its
+// own and hands over what it gave once it has ended.
+func streamOf(a *agent.Agent, session string, msgs []models.Message) <-chan streamed {
+	done := make(chan streamed, 1)
+	go func() {
+		var out streamed
+		for ev, err := range a.Stream(context.Background(), session, msgs) {
+			out.events, out.err = append(out.events, ev), err
+		}
+		done <- out
+	}()
+	return done
+}
+
 // requestsOf returns the messages of each request the model got, as
 // role:content strings.
 func requestsOf(t *testing.T, m *scripted.Model) [][]string {
 	t.Helper()
 	var out [][]string
-	for _, r := range m.Requests() {
-		raw, _ := r.Request.Param(models.ParamMessages)
-		msgs, err := models.DecodeMessages(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, msgs := range requestMessages(t, m) {
 		var got []string
 		for _, msg := range msgs {
 			got = append(got, msg.Role+":"+msg.Content)
@@ -146,19 +161,7 @@ func TestRun_CancelledPastGraceDrains(t *testing.T) {
 		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
 		cancelledMidAnswer(t, a, slow, true)
 
-		type streamed struct {
-			events []agent.Event
-			err    error
-		}
-		done := make(chan streamed, 1)
-		go func() {
-			var out streamed
-			for ev, err := range a.Stream(context.Background(), "s1", askB) {
-				out.events, out.err = append(out.events, ev), err
-			}
-			done <- out
-		}()
-		b := <-done
+		b := <-streamOf(a, "s1", askB)
 		if b.err != nil {
 			t.Fatalf("run B: %v", b.err)
 		}
@@ -286,18 +289,7 @@ func TestDiscard_PastGraceDrains(t *testing.T) {
 			t.Fatalf("Discard: %v, want context.DeadlineExceeded after the grace", err)
 		}
 		<-paused
-		type streamed struct {
-			events []agent.Event
-			err    error
-		}
-		done := make(chan streamed, 1)
-		go func() {
-			var out streamed
-			for ev, err := range a.Stream(context.Background(), "s1", ask) {
-				out.events, out.err = append(out.events, ev), err
-			}
-			done <- out
-		}()
+		done := streamOf(a, "s1", ask)
 		synctest.Wait() // the new Run has sent its request, or waits to
 		close(release)
 		b := <-done

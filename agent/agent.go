@@ -96,9 +96,11 @@ type Options struct {
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// answer every started tool call after sending ABORT; default
-	// [DefaultCancelGrace]. Past it the Run returns and the agent waits
-	// for the rest in the background, the session taken meanwhile (see
-	// [Agent.Run]).
+	// [DefaultCancelGrace]. Past it the Run returns and, on the agent's
+	// shared loop, the agent waits for the rest in the background, the
+	// session taken meanwhile (see [Agent.Run]); a conversation on a loop
+	// of its own (with a Store, or delegated to within one runtime) has
+	// that loop stopped instead, for CancelGrace at most.
 	CancelGrace time.Duration
 	// Breaker configures the tools' circuit breaker; Supervision
 	// supervises the model and the tool actors (nil: the runtime's).
@@ -364,10 +366,14 @@ func (a *Agent) Close(ctx context.Context) error {
 // actors.ErrDuplexStopped once the agent's loop stopped for good (it is
 // not started again: see the package doc).
 //
-// A cancelled Run whose CancelGrace passes before the loop has ended the
-// conversation (a tool or the model slow to notice the cancel) leaves
+// A cancelled Run whose CancelGrace passes before the shared loop has
+// ended the conversation (the model slow to notice the cancel) leaves
 // the rest to the agent: it reads the conversation's stream to its end
-// in the background, and the session stays taken until then. A Run,
+// in the background, and the session stays taken until then. So does a
+// Run that leaves before the conversation's end without a cancel (a
+// Stream consumer that panicked, a frame it could not read), after
+// sending ABORT. A conversation on a loop of its own (with a Store, or
+// delegated to within one runtime) has that loop stopped instead. A Run,
 // Stream, Resume or Discard of the session meanwhile waits for that end
 // before it sends anything, so that it never gets the cancelled
 // conversation's late frames; if its ctx ends first it returns ctx's
@@ -694,16 +700,26 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 		}
 	}
-	kept := false // the stream waits for a Resume
+	kept := false // the stream waits for a Resume, or a drain
+	sent := false
+	var ans *models.Answer
 	defer func() {
-		if !kept {
+		switch {
+		case kept:
+		case sent && !ans.Ended && !c.ownLoop():
+			// Left before the END without a cancel (a Stream consumer
+			// that panicked, a frame it could not read): the loop still
+			// works on the conversation, which is aborted and drained as
+			// a cancelled one is (see Agent.drain).
+			_ = s.Send(messages.Abort(s.ID()))
+			c.drain = s
+		default:
 			s.Release() // s is not used after: the next attempt or Run takes it
 		}
 	}()
 	// The answer a Resume goes on with is taken before open forgets the
 	// stream left waiting; a new one after the request is sent, while
 	// the loop works on it, as a host playing the loop by hand would.
-	var ans *models.Answer
 	if c.approval != nil {
 		ans = c.answerOf(stream)
 	}
@@ -714,6 +730,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	if err != nil {
 		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
 	}
+	sent = true
 	// Woken at END only, the reader finds the stream's frames queued and
 	// takes them in one batch, one lock for all instead of one each: that
 	// work comes after the loop's last frame, on the run's critical path.

@@ -308,3 +308,37 @@ func TestDiscard_PastGraceDrains(t *testing.T) {
 		}
 	})
 }
+
+// TestStream_PanickingConsumerDrains: a Stream whose consumer panics
+// (a host bug the host recovers) leaves the conversation unfinished with
+// no cancel: the agent aborts it and drains it as it does a cancelled
+// one, so the next Run of the session gets exactly its own answer, not a
+// conversation the loop is still working on.
+func TestStream_PanickingConsumerDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		slow := slowModel(t)
+		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
+		func() {
+			defer func() {
+				if r := recover(); r != "host bug" {
+					t.Errorf("recovered %v, want the consumer's panic", r)
+				}
+			}()
+			for ev := range a.Stream(context.Background(), "s1", askA) {
+				if ev.Kind == agent.EventText {
+					panic("host bug")
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*windDown)
+		defer cancel()
+		ans, err := a.Run(ctx, "s1", askB)
+		if err != nil || ans.Text != "B's own answer." || len(ans.Rounds) != 1 {
+			t.Fatalf("run B after a panicking consumer: %+v, %v; want B's own answer", ans, err)
+		}
+		if !slow.over.Load() {
+			t.Error("run B ended before the model had noticed A's ABORT")
+		}
+	})
+}

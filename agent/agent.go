@@ -158,8 +158,11 @@ type Agent struct {
 	// for the channel.
 	draining map[string]chan struct{}
 	closed   bool
-	running  sync.WaitGroup
-	drains   sync.WaitGroup // the drain goroutines
+	// closing is closed by the first Close, for the Runs waiting for a
+	// drain (see enter); made by the first of them.
+	closing chan struct{}
+	running sync.WaitGroup
+	drains  sync.WaitGroup // the drain goroutines
 }
 
 // loopStart is one start of an agent's shared loop: done is closed once
@@ -307,16 +310,20 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // Close stops the agent's loop, if a conversation started it, once the
 // conversations running have returned (cancel their contexts to make them
 // return early); an agent whose loop never started has nothing to stop.
-// Run and Stream then fail with [ErrClosed], as do those waiting for the
-// loop to end a cancelled conversation of their session (see [Agent.Run]):
-// stopping the loop ends those conversations, and Close waits for the
-// agent's readers of them to see it, not for their tools to wind down.
+// Run and Stream then fail with [ErrClosed], as do, as soon as Close
+// begins, those waiting for the loop to end a cancelled conversation of
+// their session (see [Agent.Run]): stopping the loop ends those
+// conversations, and Close waits for the agent's readers of them to see
+// it, not for their tools to wind down.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
 // returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Lock()
+	if !a.closed && a.closing != nil {
+		close(a.closing) // the Runs waiting for a drain fail now
+	}
 	a.closed = true
 	a.mu.Unlock()
 	done := make(chan struct{})
@@ -433,9 +440,14 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 		if !draining {
 			break
 		}
+		if a.closing == nil {
+			a.closing = make(chan struct{})
+		}
+		closing := a.closing
 		a.mu.Unlock()
 		select {
 		case <-drained:
+		case <-closing: // a.closed is set: the loop returns ErrClosed
 		case <-ctx.Done():
 			a.mu.Lock()
 			return nil, context.Cause(ctx)

@@ -342,3 +342,56 @@ func TestStream_PanickingConsumerDrains(t *testing.T) {
 		}
 	})
 }
+
+// TestClose_WaiterFailsAtOnce: a Run waiting for the drain of its
+// session fails with ErrClosed as soon as Close begins, even while Close
+// still waits for another session's running conversation: it does not
+// wait for that conversation, nor for the drain.
+func TestClose_WaiterFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		slow := slowModel(t)
+		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)},
+			CancelGrace: drainGrace})
+		cancelledMidAnswer(t, a, slow, false)
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		defer cancel2()
+		running := make(chan error, 1)
+		go func() { // another session's conversation, which stalls until cancelled
+			_, err := a.Run(ctx2, "s2", askA)
+			running <- err
+		}()
+		waited := make(chan error, 1)
+		go func() {
+			_, err := a.Run(context.Background(), "s1", askB)
+			waited <- err
+		}()
+		synctest.Wait()
+		closed := make(chan error, 1)
+		go func() { closed <- a.Close(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			if !errors.Is(err, agent.ErrClosed) {
+				t.Errorf("the Run waiting for the drain: %v, want ErrClosed", err)
+			}
+		default:
+			t.Error("the Run waiting for the drain still waits once Close has begun")
+		}
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned %v while a conversation runs", err)
+		default:
+		}
+		cancel2()
+		if err := <-running; !errors.Is(err, context.Canceled) {
+			t.Errorf("the running conversation: %v, want context.Canceled", err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if len(waited) > 0 {
+			t.Errorf("the waiting Run: %v, after Close", <-waited)
+		}
+	})
+}

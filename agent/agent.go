@@ -552,12 +552,12 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	case err != nil: // ctx ended while the session drained: nothing was sent
 		return &models.Answer{}, err
 	}
-	c := &conversation{a: a, session: sessionID, emit: emit, first: models.EncodeMessages(msgs), parent: parent,
-		shared: shared}
+	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
 	defer func() { a.leave(sessionID, c.drain) }()
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
 	}
+	c.first = models.EncodeMessages(msgs)
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}
@@ -712,18 +712,23 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
 		}
 	}
-	kept := false // the stream waits for a Resume, or a drain
-	sent := false
+	kept := false    // the stream waits for a Resume
+	sent := false    // the request went out: the loop works on it until its END
+	aborted := false // cancelled: ABORT sent and read on for CancelGrace
+	done := false    // the loop stopped, which ends every stream
 	var ans *models.Answer
 	defer func() {
 		switch {
 		case kept:
-		case sent && !ans.Ended && !c.ownLoop():
-			// Left before the END without a cancel (a Stream consumer
-			// that panicked, a frame it could not read): the loop still
-			// works on the conversation, which is aborted and drained as
-			// a cancelled one is (see Agent.drain).
-			_ = s.Send(messages.Abort(s.ID()))
+		case sent && !ans.Ended && !done && !c.ownLoop():
+			// Left before the END (cancelled past CancelGrace, a Stream
+			// consumer that panicked, a frame it could not read): the
+			// shared loop still works on the conversation, which is
+			// aborted and read to its end once the Run has returned (see
+			// Agent.drain).
+			if !aborted {
+				_ = s.Send(messages.Abort(s.ID()))
+			}
 			c.drain = s
 		default:
 			s.Release() // s is not used after: the next attempt or Run takes it
@@ -764,11 +769,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			if !c.abort(s, ans) && !c.ownLoop() {
-				// The loop still works on the conversation: s is read to
-				// its end once the Run has returned (see Agent.drain).
-				c.drain, kept = s, true
-			}
+			aborted, done = true, c.abort(s, ans)
 			return ans, context.Cause(ctx)
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
@@ -801,12 +802,12 @@ func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_EN
 
 // abort sends ABORT for the stream and reads on until its END, so that
 // every call that started is answered, for CancelGrace at most. It
-// reports whether the loop is done with the stream: it ended, or the
-// loop stopped.
-func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) bool {
+// reports whether the loop stopped meanwhile (an ended stream sets
+// ans.Ended).
+func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) (stopped bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
 	defer cancel()
-	return !errors.Is(abortStream(ctx, s, ans), context.DeadlineExceeded)
+	return errors.Is(abortStream(ctx, s, ans), actors.ErrDuplexStopped)
 }
 
 // abortStream sends ABORT for s and reads on until its END (every call

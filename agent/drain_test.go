@@ -78,6 +78,15 @@ func slowModel(t *testing.T) *slowToAbort {
 	return &slowToAbort{m: m}
 }
 
+// drainAgent starts an agent on rt with slowModel's model, the echo tool
+// and CancelGrace drainGrace, inside the test's synctest bubble.
+func drainAgent(t *testing.T) (*agent.Agent, *slowToAbort) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	slow := slowModel(t)
+	return newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace}), slow
+}
+
 var (
 	askA = []models.Message{models.UserMessage("Task A: take your time.")}
 	askB = []models.Message{models.UserMessage("Task B."), models.AssistantMessage("Noted."),
@@ -155,10 +164,8 @@ func requestsOf(t *testing.T, m *scripted.Model) [][]string {
 // model gets its requests as a conversation of its own.
 func TestRun_CancelledPastGraceDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		slow := slowModel(t)
+		a, slow := drainAgent(t)
 		m := slow.m
-		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
 		cancelledMidAnswer(t, a, slow, true)
 
 		b := <-streamOf(a, "s1", askB)
@@ -204,10 +211,8 @@ func TestRun_CancelledPastGraceDrains(t *testing.T) {
 // usual.
 func TestRun_WaitForDrainEndsWithCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		slow := slowModel(t)
+		a, slow := drainAgent(t)
 		m := slow.m
-		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
 		cancelledMidAnswer(t, a, slow, false)
 
 		ctx, cancel := context.WithTimeout(context.Background(), windDown/2)
@@ -239,10 +244,7 @@ func TestRun_WaitForDrainEndsWithCtx(t *testing.T) {
 // cleanup finds no goroutine of the agent left.
 func TestClose_EndsDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		slow := slowModel(t)
-		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)},
-			CancelGrace: drainGrace})
+		a, slow := drainAgent(t)
 		cancelledMidAnswer(t, a, slow, false)
 		waited := make(chan error, 1)
 		go func() {
@@ -316,9 +318,7 @@ func TestDiscard_PastGraceDrains(t *testing.T) {
 // conversation the loop is still working on.
 func TestStream_PanickingConsumerDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		slow := slowModel(t)
-		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)}, CancelGrace: drainGrace})
+		a, slow := drainAgent(t)
 		func() {
 			defer func() {
 				if r := recover(); r != "host bug" {
@@ -349,10 +349,7 @@ func TestStream_PanickingConsumerDrains(t *testing.T) {
 // wait for that conversation, nor for the drain.
 func TestClose_WaiterFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		slow := slowModel(t)
-		a := newAgent(t, rt, slow.spec(), &agent.Options{Tools: []*tools.Tool{echo(nil)},
-			CancelGrace: drainGrace})
+		a, slow := drainAgent(t)
 		cancelledMidAnswer(t, a, slow, false)
 		ctx2, cancel2 := context.WithCancel(context.Background())
 		defer cancel2()

@@ -29,20 +29,32 @@ const (
 
 // slowToAbort is a scripted model adapter slow to notice a cancel: each
 // ABORT reaches the script windDown after it came. over tells when one
-// has.
+// has. With lagEnd, the END that follows the script's ERROR answering
+// the ABORT goes out endLag after that ERROR, and every frame the script
+// emits meanwhile after it.
 type slowToAbort struct {
-	m    *scripted.Model
-	over atomic.Bool
+	m      *scripted.Model
+	over   atomic.Bool
+	lagEnd bool
 }
 
-// heldAbort is the timer key of an ABORT slowToAbort holds back.
-type heldAbort struct{ f *messages.Frame }
+// endLag is how long slowToAbort with lagEnd holds an END back.
+const endLag = time.Millisecond
+
+// heldAbort is the timer key of an ABORT slowToAbort holds back;
+// heldEnd the key of the END (and the frames after it) it holds back.
+type (
+	heldAbort struct{ f *messages.Frame }
+	heldEnd   struct{}
+)
 
 func (s *slowToAbort) spec() actors.Spec {
 	inner := s.m.Spec("model")
 	return actors.Spec{Name: inner.Name, New: func() actors.Logic {
 		l := inner.New()
+		lag := &lagging{}
 		return actors.LogicFunc(func(c actors.Context, msg any) {
+			lag.Context = c
 			switch m := msg.(type) {
 			case *messages.Frame:
 				if m.GetType() == messages.FrameType_ABORT {
@@ -50,15 +62,47 @@ func (s *slowToAbort) spec() actors.Spec {
 					return
 				}
 			case actors.Timer:
-				if h, ok := m.Key.(heldAbort); ok {
+				switch h := m.Key.(type) {
+				case heldAbort:
 					s.over.Store(true)
-					l.Receive(c, h.f)
+					lag.armed = s.lagEnd
+					l.Receive(lag, h.f)
+					lag.armed = false
+					return
+				case heldEnd:
+					held := lag.held
+					lag.held = nil
+					for _, f := range held {
+						c.Emit(f)
+					}
 					return
 				}
 			}
-			l.Receive(c, msg)
+			l.Receive(lag, msg)
 		})
 	}}
+}
+
+// lagging is the context slowToAbort's script gets: while armed, the
+// first END it emits is held back endLag, and so is every frame after it
+// until then.
+type lagging struct {
+	actors.Context
+	armed bool
+	held  []*messages.Frame // nil: nothing held
+}
+
+func (l *lagging) Emit(f *messages.Frame) {
+	switch {
+	case l.held != nil:
+		l.held = append(l.held, f)
+	case l.armed && f.GetType() == messages.FrameType_END:
+		l.armed = false
+		l.held = []*messages.Frame{f}
+		l.After(endLag, heldEnd{})
+	default:
+		l.Context.Emit(f)
+	}
 }
 
 // slowModel answers a fresh conversation (A's) with text and then
@@ -163,8 +207,19 @@ func requestsOf(t *testing.T, m *scripted.Model) [][]string {
 // cancelled conversation's late frames (its ERROR, its END), and the
 // model gets its requests as a conversation of its own.
 func TestRun_CancelledPastGraceDrains(t *testing.T) {
+	t.Run("END with its ERROR", func(t *testing.T) { testCancelledPastGraceDrains(t, false) })
+	// The model sends the END of its answer to the ABORT a moment after
+	// its ERROR: the loop ends A's stream when that END comes, and B's
+	// request, sent as soon as A's stream ended, is not taken into A's
+	// failed conversation (whose follow-up would lack B's messages, and
+	// repeat B's first round).
+	t.Run("END after its ERROR", func(t *testing.T) { testCancelledPastGraceDrains(t, true) })
+}
+
+func testCancelledPastGraceDrains(t *testing.T, lagEnd bool) {
 	synctest.Test(t, func(t *testing.T) {
 		a, slow := drainAgent(t)
+		slow.lagEnd = lagEnd
 		m := slow.m
 		cancelledMidAnswer(t, a, slow, true)
 
@@ -184,7 +239,12 @@ func TestRun_CancelledPastGraceDrains(t *testing.T) {
 		}
 		ans := b.events[len(b.events)-1].Answer
 		if ans == nil || ans.Text != "B's own answer." || len(ans.Rounds) != 1 {
-			t.Fatalf("run B's answer %+v, want B's own", ans)
+			var rounds []string
+			for _, r := range ans.Rounds {
+				rounds = append(rounds, r.Text)
+			}
+			t.Fatalf("run B's answer %q after the rounds %q, want B's own after one round; the model got the requests %q",
+				ans.Text, rounds, requestsOf(t, m))
 		}
 		if r := resultOf(t, ans, "b1"); r.IsError || string(r.Content) != `{"echo":"b"}` {
 			t.Errorf("run B's echo result %+v", r)

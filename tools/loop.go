@@ -118,7 +118,9 @@ type ToolResultEvent struct {
 // frames (usage...) as they come, and finally END — or ERROR then END
 // when the model failed (calls already surfaced then get error results
 // first). Every TOOL_CALL the consumer sees is followed by exactly one
-// TOOL_RESULT with its id. The loop is the outermost tool stage: wrapping
+// TOOL_RESULT with its id. The END comes once the loop holds nothing of
+// the stream any more (after the model's ERROR, with the model's END):
+// a new request may use the stream id as soon as the END is out. The loop is the outermost tool stage: wrapping
 // it in a router would run the surfaced calls again.
 func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	var opts LoopOptions
@@ -191,7 +193,7 @@ const (
 	phaseRequest loopPhase = iota // the outer is sending a request
 	phaseModel                    // the model is answering
 	phaseTools                    // the tools of a model response are running
-	phaseClosed                   // ended outward; waiting for the model's END to forget
+	phaseClosed                   // failed; waiting for the model's END to forget
 )
 
 // loopSession is the state of one stream.
@@ -211,6 +213,10 @@ type loopSession struct {
 	cancelled bool
 	stopped   bool
 	aborted   bool // the stream was cancelled by an ABORT (stopped is set too)
+	// endOwed: the model failed the response with ERROR, which went out,
+	// and the stream's END goes out with the model's END, once the loop
+	// forgets the stream (see fail).
+	endOwed bool
 
 	// The current model response.
 	text        responseText
@@ -499,7 +505,7 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 		list, err = models.SplitMessages(f.GetPayload())
 	}
 	if err != nil {
-		l.fail(c, s, fmt.Sprintf("tool loop: %v", err))
+		l.fail(c, s, fmt.Sprintf("tool loop: %v", err), false)
 		return
 	}
 	if s.injected {
@@ -579,7 +585,12 @@ func (l *loopLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 	}
 	if s.phase == phaseClosed {
 		l.asm.Step(f) // keep the assembler's state clean
-		if t := f.GetType(); t == messages.FrameType_END || t == messages.FrameType_ERROR {
+		switch t := f.GetType(); {
+		case t == messages.FrameType_END && s.endOwed:
+			end := s.end()
+			l.forget(s) // before the END: the stream may be used again once it is out
+			c.ToOuter(end)
+		case t == messages.FrameType_END, t == messages.FrameType_ERROR && !s.endOwed:
 			l.forget(s)
 		}
 		return
@@ -639,7 +650,7 @@ func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Fr
 		}
 		c.ToOuter(f)
 	case messages.FrameType_ERROR:
-		l.fail(c, s, f.GetText()) // the model's END that follows is dropped
+		l.fail(c, s, f.GetText(), true) // the model's END that follows ends the stream
 	case messages.FrameType_END:
 		l.endOfResponse(c, s)
 	case messages.FrameType_META:
@@ -686,7 +697,15 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // the session, as its END would). Stopped results are not kept: the calls
 // did not fail, the model did, and a resume runs them or answers them as
 // interrupted (see [SessionOptions]).
-func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string) {
+//
+// With modelEnds (the model failed the response with ERROR, and its END
+// follows) the stream's END goes out when the model's END comes, as the
+// loop forgets the stream: a consumer may send a new request on the
+// stream as soon as it has the END, and that request must not meet a
+// session still waiting for the old response's end (it would be taken
+// into the failed conversation). Otherwise (the loop itself failed the
+// request) the END goes out at once.
+func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string, modelEnds bool) {
 	var events []proto.Message // the results to keep, with a Session
 	for _, tc := range s.calls {
 		switch {
@@ -720,8 +739,12 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string)
 	}
 	s.clearCalls()
 	c.ToOuter(messages.Error(s.stream, reason))
-	c.ToOuter(s.end())
 	s.phase = phaseClosed
+	if modelEnds {
+		s.endOwed = true
+		return
+	}
+	c.ToOuter(s.end())
 }
 
 // endOfResponse runs the calls of the model's response, or ends the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -571,11 +570,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		if err != nil {
 			return c.result(nil), err
 		}
-		stream := sessionID
-		if attempt > 1 {
-			stream += "#" + strconv.Itoa(attempt)
-		}
-		ans, err := c.attempt(ctx, mux, stream, payload, attempt)
+		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		// Merge only on the way out: result changes ans, and a retry keeps
 		// ans's own rounds, not those already kept.
 		switch {

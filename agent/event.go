@@ -71,8 +71,9 @@ type Event struct {
 	// all ran), or what was answered before an error ended the sequence.
 	Answer *models.Answer
 	// Frame is the frame of the tool loop the event was read from (its
-	// stream id is the session id, with "#<attempt>" from the second
-	// attempt on); nil for EventRestart, EventDone and a failure not
-	// told by a frame (the loop stopping for good).
+	// stream id is [StreamID] of the session and attempt: the session id,
+	// with "#<attempt>" from the second attempt on); nil for
+	// EventRestart, EventDone and a failure not told by a frame (the loop
+	// stopping for good).
 	Frame *messages.Frame
 }

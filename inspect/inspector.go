@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -634,13 +635,13 @@ func (r *ring[T]) pop() T {
 	return x
 }
 
-// sessionKey is the session a stream belongs to: agent attempts after the
-// first run on "<session>#<n>".
+// sessionKey is the session a stream belongs to, read as the agent
+// names its streams (see agent.StreamID): attempts after the first run
+// on "<session>#<n>", and a '#' or '%' of the session id is written
+// "%23" or "%25".
 func sessionKey(stream string) string {
-	if i := strings.LastIndexByte(stream, '#'); i > 0 {
-		return stream[:i]
-	}
-	return stream
+	session, _ := agent.SessionOf(stream)
+	return session
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.

@@ -191,10 +191,11 @@ func (c *sessionCache) find(stream string) *session {
 	if s == nil || s.id == "" {
 		return nil
 	}
-	// Compared with the stream's session, never with the stream itself: a
-	// session's id may contain '#' ("job#7", made by stream "job#7#2")
-	// while stream "job#7" belongs to session "job".
-	if s.id == sessionKey(stream) {
+	// Compared with the stream's session, not with the stream itself
+	// unless the id reads as that session's stream: a session's id may
+	// contain '#' ("x#2", whose streams are "x%232" and "x%232#2") while
+	// stream "x#2" belongs to session "x".
+	if s.ownStream && s.id == stream || s.id == sessionKey(stream) {
 		return s
 	}
 	return nil
@@ -218,6 +219,7 @@ func (in *Inspector) session(stream string) *session {
 			s = &session{}
 		}
 		s.id, s.updated = key, in.clock.unixNano()
+		s.ownStream = key == stream && sessionKey(key) == key
 		in.sessions[key] = s
 		in.sessionOrder.push(s)
 		in.forget(s)
@@ -493,14 +495,18 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 // session touches memory long cold); times are unix nanoseconds from the
 // coarse clock.
 type session struct {
-	id               string
-	streams          []openStream   // few: a slice
-	approvals        []heldApproval // calls waiting for a person, held first first
-	updated          int64
-	calls            []pendingCall   // tool calls of the current response without a result yet
-	text             []byte          // the current response's text
-	messages         json.RawMessage // the last request's messages
-	answered         bool            // text is the final answer
+	id        string
+	streams   []openStream   // few: a slice
+	approvals []heldApproval // calls waiting for a person, held first first
+	updated   int64
+	calls     []pendingCall   // tool calls of the current response without a result yet
+	text      []byte          // the current response's text
+	messages  json.RawMessage // the last request's messages
+	answered  bool            // text is the final answer
+	// ownStream: the id, read as a stream id, is the session's own first
+	// stream (it holds no '#' or '%': see sessionKey), which find takes
+	// without reading the stream.
+	ownStream        bool
 	requests, errors int
 	lastError        string
 }

@@ -1,0 +1,91 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/models/scripted"
+)
+
+// TestRun_StreamsOfSessionsWithHashApart: session "x#2" runs its first
+// attempt on the shared loop while session "x" fails its first and runs
+// its second: the two never share a stream, and each gets its own answer.
+func TestRun_StreamsOfSessionsWithHashApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		m, err := scripted.New(scripted.Script{Turns: []scripted.Turn{ // in the order the requests come
+			{Text: "x#2's answer.", Delay: time.Minute}, // x#2's stream stays open meanwhile
+			{Error: "overloaded"},                       // x's first attempt
+			{Text: "x's answer."},                       // x's second
+		}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAgent(t, rt, m.Spec("model"), nil)
+		other := make(chan error, 1)
+		go func() {
+			ans, err := a.Run(context.Background(), "x#2", ask)
+			if err == nil && ans.Text != "x#2's answer." {
+				err = fmt.Errorf("answer %q", ans.Text)
+			}
+			other <- err
+		}()
+		synctest.Wait() // x#2's request is out
+		ans, err := a.Run(context.Background(), "x", ask)
+		if err != nil || ans.Text != "x's answer." {
+			t.Fatalf("session x: %+v, %v; want its answer at its second attempt", ans, err)
+		}
+		if err := <-other; err != nil {
+			t.Fatalf("session x#2: %v", err)
+		}
+		type run struct {
+			session string
+			attempt int
+		}
+		want := []run{{"x#2", 1}, {"x", 1}, {"x", 2}}
+		recs := m.Requests()
+		if len(recs) != len(want) {
+			t.Fatalf("the model got %d requests, want %d", len(recs), len(want))
+		}
+		seen := map[string]bool{}
+		for i, r := range recs {
+			id := r.Request.StreamID
+			if s, n := agent.SessionOf(id); (run{s, n}) != want[i] || seen[id] {
+				t.Errorf("request %d on stream %q: session %q attempt %d, want %+v on a stream of its own", i, id, s, n, want[i])
+			}
+			seen[id] = true
+		}
+	})
+}
+
+// StreamID and SessionOf: every (session, attempt) pair has a stream of
+// its own, read back as that pair; an id without '#' or '%' is kept.
+func TestStreamID_RoundTrip(t *testing.T) {
+	sessions := []string{"s1", "x", "x#2", "x%232", "x%", "%", "#", "a#b#3", "job#07", "naïve ☃#9", "x#1", "x#0"}
+	ids := map[string]string{}
+	for _, s := range sessions {
+		for n := 1; n <= 12; n++ {
+			id := agent.StreamID(s, n)
+			if prev, dup := ids[id]; dup {
+				t.Errorf("session %q attempt %d and %s share stream %q", s, n, prev, id)
+			}
+			ids[id] = fmt.Sprintf("session %q attempt %d", s, n)
+			if gotS, gotN := agent.SessionOf(id); gotS != s || gotN != n {
+				t.Errorf("SessionOf(%q) = %q, %d; want %q, %d", id, gotS, gotN, s, n)
+			}
+		}
+	}
+	for s, want := range map[string]string{"s1": "s1", "session-1": "session-1"} {
+		if got := agent.StreamID(s, 1); got != want {
+			t.Errorf("StreamID(%q, 1) = %q, want %q", s, got, want)
+		}
+	}
+	if got := agent.StreamID("s1", 3); got != "s1#3" {
+		t.Errorf("StreamID(s1, 3) = %q, want s1#3", got)
+	}
+}

@@ -64,6 +64,14 @@ func Edit(id string, args json.RawMessage) tools.ApprovalAnswer {
 // resumed or discarded already).
 var ErrNotWaiting = errors.New("agent: session does not wait for approval")
 
+// ErrGracePassed is returned by [Agent.Discard] when CancelGrace passed
+// before the loop had ended the discarded conversation: the session is
+// discarded all the same, and the agent waits for that end in the
+// background (a Run of the session meanwhile waits for it). It is not
+// context.DeadlineExceeded, which Discard returns only when the deadline
+// of its own ctx passed first.
+var ErrGracePassed = errors.New("agent: the loop did not end the conversation within CancelGrace")
+
 // ErrWaiting is returned by [Agent.Run] and [Agent.Stream] without a
 // Store for a session that waits for approval: answer with
 // [Agent.Resume].
@@ -276,8 +284,9 @@ func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []model
 // a later Resume of it fails with [ErrNotWaiting]. A host that may leave
 // a session unanswered discards it, or the agent keeps it (its loop's
 // entries and what the loop says meanwhile) until Close. Discard waits,
-// for CancelGrace at most, until the loop has ended the conversation, and
-// returns ctx's error if ctx ends first (the session is discarded all
+// for CancelGrace at most, until the loop has ended the conversation:
+// past CancelGrace it returns an error wrapping [ErrGracePassed], and
+// ctx's error if ctx ends first (either way the session is discarded all
 // the same, and the agent waits for that end in the background: a Run
 // of the session meanwhile waits for it, as after a cancelled Run). It
 // waits as Run does, too, while a cancelled conversation of the session
@@ -305,7 +314,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotWaiting, sessionID)
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.opts.CancelGrace)
+	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.CancelGrace, ErrGracePassed)
 	defer cancel()
 	err := abortStream(ctx, ws.s, ws.ans)
 	switch {
@@ -316,6 +325,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		// The loop still ends the conversation: the stream is read to
 		// its end in the background, and the session stays taken.
 		drain = ws.s
+		err = context.Cause(ctx) // ErrGracePassed, or the caller's ctx's own
 	default:
 		ws.s.Close()
 	}

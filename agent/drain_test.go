@@ -333,22 +333,10 @@ func TestClose_EndsDrain(t *testing.T) {
 // of its own call.
 func TestDiscard_PastGraceDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		m := approvalScript(t)
-		paused, release := make(chan struct{}), make(chan struct{})
-		var once atomic.Bool
-		a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), newLauncher().tool()},
-			Approval: &tools.ApprovalOptions{}, CancelGrace: drainGrace,
-			OnToolResult: func(ev tools.ToolResultEvent) {
-				if ev.Call.GetToolCallId() == "c2" && ev.Result.IsErrorResult() && once.CompareAndSwap(false, true) {
-					close(paused)
-					<-release // the loop is slow to end the discarded conversation
-				}
-			}})
-		_, err := a.Run(context.Background(), "s1", ask)
-		waiting(t, err, "c2")
-		if err := a.Discard(context.Background(), "s1"); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Discard: %v, want context.DeadlineExceeded after the grace", err)
+		a, m, paused, release := slowToDiscard(t)
+		err := a.Discard(context.Background(), "s1")
+		if !errors.Is(err, agent.ErrGracePassed) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Discard: %v, want ErrGracePassed after the grace, not context.DeadlineExceeded", err)
 		}
 		<-paused
 		done := streamOf(a, "s1", ask)
@@ -368,6 +356,50 @@ func TestDiscard_PastGraceDrains(t *testing.T) {
 		if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
 			t.Errorf("waiting sessions %v, want [s1]", got)
 		}
+	})
+}
+
+// slowToDiscard starts an agent whose session s1 waits for approval of
+// call c2 and whose loop, once the session is discarded, is held up as it
+// answers c2 (paused tells when) until release is closed.
+func slowToDiscard(t *testing.T) (a *agent.Agent, m *scripted.Model, paused, release chan struct{}) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	m = approvalScript(t)
+	paused, release = make(chan struct{}), make(chan struct{})
+	var once atomic.Bool
+	a = newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), newLauncher().tool()},
+		Approval: &tools.ApprovalOptions{}, CancelGrace: drainGrace,
+		OnToolResult: func(ev tools.ToolResultEvent) {
+			if ev.Call.GetToolCallId() == "c2" && ev.Result.IsErrorResult() && once.CompareAndSwap(false, true) {
+				close(paused)
+				<-release // the loop is slow to end the discarded conversation
+			}
+		}})
+	_, err := a.Run(context.Background(), "s1", ask)
+	waiting(t, err, "c2")
+	return a, m, paused, release
+}
+
+// TestDiscard_OwnDeadlineBeforeGrace: a Discard whose ctx's deadline
+// passes before CancelGrace (the loop held up as it ends the discarded
+// conversation) returns context.DeadlineExceeded, its ctx's own, at that
+// deadline: not ErrGracePassed, which is for the grace alone.
+func TestDiscard_OwnDeadlineBeforeGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, _, paused, release := slowToDiscard(t)
+		ctx, cancel := context.WithTimeout(context.Background(), drainGrace/4)
+		defer cancel()
+		start := time.Now()
+		err := a.Discard(ctx, "s1")
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, agent.ErrGracePassed) {
+			t.Errorf("Discard: %v, want its ctx's context.DeadlineExceeded, not ErrGracePassed", err)
+		}
+		if waited := time.Since(start); waited != drainGrace/4 {
+			t.Errorf("Discard returned after %v, want its ctx's %v", waited, drainGrace/4)
+		}
+		<-paused
+		close(release)
 	})
 }
 

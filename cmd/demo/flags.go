@@ -189,6 +189,9 @@ func (cfg *config) validate(rest []string) error {
 		return bad("-timeout must be positive, not %v", cfg.timeout)
 	case cfg.session != "" && cfg.store == "":
 		return bad("-session needs -store (the file the session lives in)")
+	case cfg.session != "" && !validSessionID(cfg.session):
+		return bad("-session %q: a session id is 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the folder <store>.files/ID)",
+			cfg.session, maxSessionID)
 	case cfg.baseURL != "" && cfg.model == "":
 		return bad("-model is empty")
 	case cfg.apiKeyEnv == "":
@@ -272,4 +275,25 @@ func (p *crashPoint) Set(s string) error {
 	}
 	*p = crashPoint{site: site, n: n}
 	return nil
+}
+
+// maxSessionID is the longest session id -session takes.
+const maxSessionID = 128
+
+// validSessionID says whether id can name a session's folder under
+// <store>.files/ (or the -cluster root): one path element, never "." or
+// "..", so the workspace stays inside the folder the README promises.
+func validSessionID(id string) bool {
+	if id == "" || len(id) > maxSessionID {
+		return false
+	}
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '.' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -451,3 +451,30 @@ func TestRun_Team(t *testing.T) {
 		})
 	}
 }
+
+// A session id names a folder under <store>.files/: one that would put the
+// workspace elsewhere (.., ../x, a/b) or share the store's folder (.) is a
+// usage error, and nothing is made.
+func TestRun_SessionIDMustNameOneFolder(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "st", "demo.db")
+	if err := os.Mkdir(filepath.Dir(store), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"..", ".", "../escape", "a/b", "/abs", ".hidden", "a\\b", strings.Repeat("x", 129)} {
+		_, _, err := runInProcess(t, "-store", store, "-session", id)
+		var usage *usageError
+		var printed bytes.Buffer
+		if !errors.As(err, &usage) || exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "<store>.files/ID") {
+			t.Errorf("-session %q: err = %v (%q), want a usage error", id, err, printed.String())
+		}
+	}
+	for _, leftover := range []string{filepath.Join(dir, "st", "escape"), store, store + ".files"} {
+		if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+			t.Errorf("%s was made: %v", leftover, err)
+		}
+	}
+	if !validSessionID("s-20261205-041500-a1b2c3") || !validSessionID("k") || !validSessionID("run_1.2") {
+		t.Error("an ordinary session id is refused")
+	}
+}

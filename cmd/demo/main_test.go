@@ -15,7 +15,9 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // The greeting the embedded script's hello.sh prints for Ada.
@@ -476,5 +478,67 @@ func TestRun_SessionIDMustNameOneFolder(t *testing.T) {
 	}
 	if !validSessionID("s-20261205-041500-a1b2c3") || !validSessionID("k") || !validSessionID("run_1.2") {
 		t.Error("an ordinary session id is refused")
+	}
+}
+
+// The resume hint names every flag the session needs, quoted for the
+// shell: the workspace it works in (here a folder with a blank and a
+// quote) as well as the store and the id.
+func TestRun_ResumeHintHasTheWorkspace(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := filepath.Join(t.TempDir(), "Ada's work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "demo.db")
+	out, errOut, err := runInProcess(t, "-store", store, "-session", "s1", "-workspace", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errOut)
+	}
+	want := "to resume or replay it: go run ./cmd/demo -store " + store + " -session s1 -workspace '" +
+		strings.ReplaceAll(dir, "'", `'\''`) + "'\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the hint is not %q:\n%s", want, out)
+	}
+}
+
+func TestResumeHint(t *testing.T) {
+	s := &session{id: "s1", path: "/tmp/a b.db"}
+	cfg := config{workspace: "/w", team: true, baseURL: "http://h/v1", model: "m 1", modelSet: true,
+		mcp: mcpServers{{raw: "fs=npx -y server"}}}
+	want := `go run ./cmd/demo -store '/tmp/a b.db' -session s1 -workspace /w -team -base-url http://h/v1 -model 'm 1' -mcp 'fs=npx -y server'`
+	if got := s.resumeHint(cfg); got != want {
+		t.Errorf("hint\n%s\nwant\n%s", got, want)
+	}
+	for in, want := range map[string]string{"": "''", "plain-1.db": "plain-1.db", "it's": `'it'\''s'`, "$HOME": `'$HOME'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// A store that holds nothing of the session gives no resume hint.
+func TestSession_PersistedOnlyOnceStored(t *testing.T) {
+	ctx := context.Background()
+	cfg := config{store: filepath.Join(t.TempDir(), "demo.db"), session: "k", prompt: "hi"}
+	s, err := openSession(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if ok, err := s.persisted(ctx); ok || err != nil {
+		t.Errorf("a new session is persisted: %v, %v", ok, err)
+	}
+}
+
+// The retry line names the stream the agent really uses.
+func TestResumeLineNamesTheStream(t *testing.T) {
+	d := &driver{}
+	ev := agent.Event{Attempt: 2, Answer: &models.Answer{}}
+	for _, id := range []string{"demo", "a#b"} {
+		line := d.resumeLine(ev, id, 1, false, true)
+		if want := "on stream " + agent.StreamID(id, 2); !strings.HasSuffix(line, want) {
+			t.Errorf("%s: %q, want it to end %q", id, line, want)
+		}
 	}
 }

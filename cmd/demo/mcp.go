@@ -29,6 +29,7 @@ const mcpUsage = "give the agent the tools of the MCP server that `[name=]comman
 type mcpServer struct {
 	prefix  string
 	command []string
+	raw     string // the flag's value, for the resume hint
 }
 
 // mcpServers is the value of -mcp (repeatable).
@@ -50,7 +51,7 @@ var serverName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*=`)
 
 // Set parses one -mcp value.
 func (m *mcpServers) Set(v string) error {
-	var s mcpServer
+	s := mcpServer{raw: v}
 	if name := serverName.FindString(v); name != "" {
 		s.prefix = strings.TrimSuffix(name, "=") + "_"
 		v = v[len(name):]

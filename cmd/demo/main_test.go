@@ -305,8 +305,8 @@ func TestRun_SessionReplaysOnceEnded(t *testing.T) {
 	}
 
 	_, _, err = runInProcess(t, "-store", store, "-session", "s1", "-prompt", "something else")
-	if err == nil || !strings.Contains(err.Error(), `session "s1" was started with another prompt`) {
-		t.Errorf("another prompt: err = %v", err)
+	if err == nil || !strings.Contains(err.Error(), `session "s1" was started with another prompt`) || exitCode(err, &bytes.Buffer{}) != 2 {
+		t.Errorf("another prompt: err = %v, want a usage error (exit 2)", err)
 	}
 }
 

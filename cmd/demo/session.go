@@ -56,8 +56,8 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	}
 	if cfg.promptSet && !bytes.Equal(stored.GetFirstRequest(), s.first) {
 		st.Close()
-		return nil, fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
-			s.id, clip(firstPrompt(stored.GetFirstRequest())))
+		return nil, &usageError{err: fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
+			s.id, clip(firstPrompt(stored.GetFirstRequest())))}
 	}
 	s.stored, s.first = stored, stored.GetFirstRequest()
 	return s, nil
@@ -136,7 +136,7 @@ func (s *session) persisted(ctx context.Context) (bool, error) {
 
 // shellQuote returns word as a POSIX shell reads it back: unchanged when
 // it has only characters no shell treats specially, else in single
-// quotes (a ' inside written '\”).
+// quotes (a single quote inside is closed, escaped and opened again).
 func shellQuote(word string) string {
 	if word == "" {
 		return "''"

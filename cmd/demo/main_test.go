@@ -542,3 +542,15 @@ func TestResumeLineNamesTheStream(t *testing.T) {
 		}
 	}
 }
+
+// A system folder as -workspace is a usage error that says what to do
+// with the demo's flags, not which library option to set.
+func TestRun_SystemWorkspace(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	_, _, err := runInProcess(t, "-workspace", "/usr")
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "-workspace /usr is a system directory: make a folder inside it") ||
+		strings.Contains(printed.String(), "Options.") {
+		t.Errorf("-workspace /usr: %q, want exit 2 and advice in terms of flags", printed.String())
+	}
+}

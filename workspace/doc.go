@@ -42,8 +42,8 @@
 // unless [Options.AllowNetwork]; no capabilities; rlimits on address
 // space, file size, processes and CPU time ([Options.Limits]); only
 // descriptors 0–2. When the shell exits, at the timeout, on cancellation
-// or Close, and when the host process dies (the helper's parent-death
-// signal), the helper dies and the kernel kills every process of the
+// or Close, and when the host process dies (the helper's control pipe
+// from the host ends), the helper dies and the kernel kills every process of the
 // namespace, including those that called setsid or forked twice.
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,

@@ -222,6 +222,11 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if !req.Config.AllowNetwork {
 		flags |= syscall.CLONE_NEWNET
 	}
+	// No parent-death signal: the kernel sends it when the thread that
+	// forked the helper ends, not the host process, and any goroutine
+	// that locks its thread and returns ends one. The helper watches the
+	// control pipe instead, whose only writer is this process: its end
+	// means the host let the sandbox go or died.
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
@@ -231,7 +236,6 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		ExtraFiles: []*os.File{ctlR, root, stW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:      true,
-			Pdeathsig:   syscall.SIGKILL,
 			Cloneflags:  uintptr(flags),
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},

@@ -154,8 +154,9 @@ type Protections struct {
 	// ClosedFDs: the command inherits only descriptors 0, 1 and 2.
 	ClosedFDs bool `json:"closedFDs,omitempty"`
 	// DiesWithHost: the sandbox's first process is PID 1 of its
-	// namespace with a parent-death signal, so every process of the
-	// command dies when the call ends or the host dies.
+	// namespace and exits when its control pipe from the host ends, so
+	// every process of the command dies when the call ends or the host
+	// dies.
 	DiesWithHost bool `json:"diesWithHost,omitempty"`
 	// Missing says, in words, what was asked for and is not in force,
 	// and why. Empty when nothing is missing.

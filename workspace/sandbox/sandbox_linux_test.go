@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -184,4 +185,49 @@ func TestExited(t *testing.T) {
 		t.Errorf("a killed helper: Finish error %v, exited %v", err, killed.Exited())
 	}
 	_ = killed.Cmd.Wait()
+}
+
+// A sandbox outlives the thread that started it: host code elsewhere
+// may lock a goroutine to its thread and end it, which ends the thread,
+// and the sandbox must live on until the host lets it go or dies.
+func TestOutlivesStartingThread(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	started := make(chan *Process)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		p, err := Prepare(defaults(t, Config{}), root, null, null)
+		if err != nil {
+			t.Error(err)
+		}
+		started <- p
+	}()
+	p := <-started
+	if p == nil {
+		return
+	}
+	// Another locked goroutine forces the runtime to start and end
+	// threads, so the one that forked the helper is surely gone.
+	for range 20 {
+		done := make(chan struct{})
+		go func() { runtime.LockOSThread(); close(done) }()
+		<-done
+	}
+	if err := p.Run("/bin/sh", "echo ok > f", nil); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := p.Finish()
+	_ = p.Cmd.Wait()
+	if err != nil || exit.Code != 0 {
+		t.Errorf("the sandbox died with the thread that started it: exit %+v, %v", exit, err)
+	}
 }

@@ -20,7 +20,9 @@
 //     when the host's thread that forked it ends, which any goroutine
 //     that locks its thread and returns can cause);
 //   - makes every mount private and read-only (and nosuid), mounts a
-//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths,
+//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths
+//     ([DefaultHidden], the workspace's [Surroundings], the configured
+//     ones; one that holds the workspace keeps the way to it),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;

@@ -247,7 +247,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if err != nil {
 		ctlW.Close()
 		unix.Close(st[0])
-		return nil, fmt.Errorf("sandbox: start the helper with new namespaces: %w", err)
+		return nil, unsupportedError(fmt.Errorf("sandbox: start the helper with new namespaces: %w", err))
 	}
 	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
 	fail := func(err error) (*Process, error) {
@@ -272,7 +272,14 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		return fail(fmt.Errorf("sandbox helper: bad report %q", first))
 	}
 	if r.Phase != "ready" {
-		return fail(fmt.Errorf("sandbox set-up failed: %s", r.Error))
+		err := fmt.Errorf("sandbox set-up failed: %s", r.Error)
+		switch {
+		case r.Unsupported:
+			err = unsupportedError(err)
+		case r.Config:
+			err = markedError{err, ErrConfig}
+		}
+		return fail(err)
 	}
 	if err := unix.SetNonblock(p.status, true); err != nil {
 		return fail(fmt.Errorf("sandbox status pipe: %w", err))

@@ -128,17 +128,25 @@ func TestClient_CloseAnswersEveryRequest(t *testing.T) {
 	}
 }
 
-// A client that closes with a call in flight cancels the call on the node:
-// the handler's context is cancelled, the work stops.
-func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
-	node := startNode(t, remote.DefaultAddress)
-	client := startChild(t, envClient+"="+node.addr)
+// startCall starts a node and a client process that calls hold on it, and
+// waits until the call runs on the node.
+func startCall(t *testing.T) (node, client *nodeProc) {
+	t.Helper()
+	node = startNode(t, remote.DefaultAddress)
+	client = startChild(t, envClient+"="+node.addr)
 	if e := client.next(t); e != "calling" {
 		t.Fatalf("client said %q", e)
 	}
 	if e := node.next(t); e != "started c" {
 		t.Fatalf("node event %q", e)
 	}
+	return node, client
+}
+
+// A client that closes with a call in flight cancels the call on the node:
+// the handler's context is cancelled, the work stops.
+func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
+	node, client := startCall(t)
 	if _, err := client.stdin.Write([]byte("close\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +166,7 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 // A client process that dies mid-call (SIGKILL: no CANCEL, no goodbye):
 // the node sees its connection go, cancels the call and forgets its route.
 func TestNode_CallerKilledCancelsItsCalls(t *testing.T) {
-	node := startNode(t, remote.DefaultAddress)
-	client := startChild(t, envClient+"="+node.addr)
-	if e := client.next(t); e != "calling" {
-		t.Fatalf("client said %q", e)
-	}
-	if e := node.next(t); e != "started c" {
-		t.Fatalf("node event %q", e)
-	}
+	node, client := startCall(t)
 	client.kill()
 	if e := node.next(t); e != "cancelled c" {
 		t.Fatalf("node event %q, want the handler cancelled", e)

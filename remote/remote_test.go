@@ -84,33 +84,26 @@ func nodeTools(events func(string)) []*tools.Tool {
 			events("echo " + in.Text)
 			return map[string]string{"echo": in.Text}, nil
 		})
+	// waits reports its events and waits for its context.
+	waits := func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(args, &in)
+		events("started " + in.ID)
+		<-ctx.Done()
+		events("cancelled " + in.ID)
+		return nil, ctx.Err()
+	}
 	block := tools.MustNew(tools.Definition{Name: "block", Description: "Runs until cancelled.", Timeout: 5 * time.Second,
-		Irreversible: true, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
-			var in struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(args, &in)
-			events("started " + in.ID)
-			<-ctx.Done()
-			events("cancelled " + in.ID)
-			return nil, ctx.Err()
-		}})
+		Irreversible: true, Handler: waits})
 	fail := tools.MustNew(tools.Definition{Name: "fail", Handler: func(context.Context, json.RawMessage) (any, error) {
 		return nil, errors.New("the disk is full")
 	}})
 	// hold is block without a timeout: only a cancel from its caller (or
 	// the caller's going away) stops it.
 	hold := tools.MustNew(tools.Definition{Name: "hold", Description: "Runs until its caller cancels it.", Timeout: tools.NoTimeout,
-		Irreversible: true, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
-			var in struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(args, &in)
-			events("started " + in.ID)
-			<-ctx.Done()
-			events("cancelled " + in.ID)
-			return nil, ctx.Err()
-		}})
+		Irreversible: true, Handler: waits})
 	return []*tools.Tool{echo, block, fail, hold}
 }
 

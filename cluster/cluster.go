@@ -153,7 +153,10 @@ type Member struct {
 	timeout    time.Duration
 	log        *slog.Logger
 
-	runs      runs
+	runs      runs            // session incarnations on this member
+	calls     runs            // Run calls of this member
+	closing   context.Context // ends when Close begins
+	markClose context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -217,6 +220,7 @@ func Start(opts *Options) (m *Member, err error) {
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
 		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
 	}
+	m.closing, m.markClose = context.WithCancel(context.Background())
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
 		paremote.WithEndpointWriterQueueSize(1024))
 	// A member that cannot be reached is given up after one attempt:
@@ -301,6 +305,12 @@ type Result struct {
 // refused it): asking again does not help.
 var ErrSessionFailed = errors.New("session failed")
 
+// ErrClosed is the cause of the error Run returns when its member has
+// begun to close ([Member.Close]), whether the Run was in progress then or
+// started later: the member cannot reach sessions any more. The session
+// goes on elsewhere; a Run from another member gets its answer.
+var ErrClosed = errors.New("member closed")
+
 // Run runs session id to its end and returns its result. request is the
 // session's first request: PARAM frames (the "messages" PARAM, and any
 // other the model reads); their stream ids are ignored. The session is
@@ -315,7 +325,8 @@ var ErrSessionFailed = errors.New("session failed")
 // Run gives up as soon as ctx ends, also while the session holds its
 // request, and returns an error wrapping ctx's; the session itself goes
 // on (a later Run gets its answer). A failed session is an error wrapping
-// [ErrSessionFailed].
+// [ErrSessionFailed]. Run returns as soon as its member begins to close,
+// with an error wrapping [ErrClosed].
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if id == "" {
 		return nil, errors.New("cluster: run: empty session id")
@@ -331,11 +342,24 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run session %q: %w", id, err)
 	}
+	if !m.calls.add() {
+		return nil, fmt.Errorf("cluster: run session %q: %w", id, ErrClosed)
+	}
+	defer m.calls.done()
+	// Every wait below ends when ctx ends or the member begins to close.
+	callerCtx := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(m.closing, cancel)
+	defer stop()
 	var last error
 	backoff := 20 * time.Millisecond
 	for n := 1; ; n++ {
-		if err := ctx.Err(); err != nil {
+		if err := callerCtx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
+		}
+		if m.closing.Err() != nil {
+			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, ErrClosed, last)
 		}
 		resp, err := m.request(ctx, id, frame)
 		if err != nil && ctx.Err() != nil {
@@ -454,19 +478,31 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // sessions it hosts (each is taken over by the next request for it,
 // elsewhere: an incarnation stopped mid-step resumes from its last stored
 // step), and shuts the remote and the runtime down. It waits for them or
-// until ctx ends. The store is the caller's.
+// until ctx ends. The store is the caller's. Every Run of this member, in
+// progress or later, returns as soon as Close begins, with an error
+// wrapping [ErrClosed].
 func (m *Member) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
+		m.markClose() // ends every Run: see ErrClosed
 		var errs []error
 		if !m.client {
 			m.c.Gossip.SetState(pacluster.GracefullyLeftKey, &emptypb.Empty{})
 		}
 		errs = append(errs, m.shutdownProvider())
+		// The Runs return (ErrClosed) before the sessions stop: a
+		// session that stops answers its waiters, and the pinned
+		// protoactor's futures take an answer without a lock, so an
+		// answer to a future that a Run is giving up at that moment
+		// would race with it.
+		m.calls.close()
+		if err := m.calls.wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("runs: %w", err))
+		}
 		// Poisons the placement actor, which poisons every session.
 		m.c.IdentityLookup.Shutdown()
 		m.runs.close()
 		if err := m.runs.wait(ctx); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 		if !m.client {
 			m.c.Gossip.Shutdown()
@@ -490,23 +526,38 @@ func (m *Member) shutdownProvider() (err error) {
 	return m.provider.Shutdown(true)
 }
 
-// runs counts the running session incarnations so that Close can wait for
-// them; it refuses new ones once closed.
+// runs counts running work (session incarnations, Run calls) so that
+// Close can wait for it; it refuses new work once closed.
 type runs struct {
 	mu     sync.Mutex
 	wg     sync.WaitGroup
 	closed bool
 }
 
+// Go runs fn in a goroutine and counts it, unless r is closed.
 func (r *runs) Go(fn func()) bool {
+	if !r.add() {
+		return false
+	}
+	go func() {
+		defer r.done()
+		fn()
+	}()
+	return true
+}
+
+// add counts one more piece of work, unless r is closed; done ends it.
+func (r *runs) add() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return false
 	}
-	r.wg.Go(fn)
+	r.wg.Add(1)
 	return true
 }
+
+func (r *runs) done() { r.wg.Done() }
 
 func (r *runs) close() {
 	r.mu.Lock()
@@ -521,6 +572,6 @@ func (r *runs) wait(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("sessions still running: %w", ctx.Err())
+		return fmt.Errorf("still running: %w", ctx.Err())
 	}
 }

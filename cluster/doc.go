@@ -65,4 +65,11 @@
 // its disthash identity lookup, whose member set raced with every request,
 // but cannot fix those. A member it has once seen leave is blocked for
 // good: a restarted member joins under a new id, as a new member.
+//
+// # Closing
+//
+// [Member.Close] ends every Run of the member (in progress or later) with
+// an error wrapping [ErrClosed] before it stops the member's sessions;
+// each session is taken over by the next request for it, on another
+// member.
 package cluster

@@ -170,6 +170,22 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	return nil
 }
 
+// startEtcdChild starts a member (TestClusterEtcdChild) on etcd at
+// endpoint, with the store's schema, the side file and the race log, and
+// returns it with its address and process id once it is ready.
+func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLog string) (*tooltest.Child, string, int) {
+	t.Helper()
+	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
+		childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
+		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	var addr string
+	var pid int
+	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
+		t.Fatalf("member did not say it was ready: %v", err)
+	}
+	return c, addr, pid
+}
+
 // TestEtcd_MembersJoinAndLeave runs members in child processes with the
 // etcd provider against a real etcd server: three members join and each
 // sees the three; sessions run from one member are placed on several, and
@@ -184,14 +200,7 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	raceLog := filepath.Join(t.TempDir(), "race")
 
 	start := func() (*tooltest.Child, string) {
-		c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
-			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		var addr string
-		var pid int
-		if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
-			t.Fatalf("member did not say it was ready: %v", err)
-		}
+		c, addr, _ := startEtcdChild(t, endpoint, schema, side, raceLog)
 		return c, addr
 	}
 	// waitMark reads c's marks until one starts with prefix and returns

@@ -3,7 +3,6 @@
 package cluster_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,17 +22,7 @@ func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
 	endpoint := startEtcd(t)
 	schema, side := freshSchema(), newSideFile(t)
 	raceLog := filepath.Join(t.TempDir(), "race")
-	start := func() (*tooltest.Child, string, int) {
-		c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
-			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		var addr string
-		var pid int
-		if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
-			t.Fatalf("member did not say it was ready: %v", err)
-		}
-		return c, addr, pid
-	}
+	start := func() (*tooltest.Child, string, int) { return startEtcdChild(t, endpoint, schema, side, raceLog) }
 	waitTopology := func(c *tooltest.Child, want ...string) {
 		t.Helper()
 		slices.Sort(want)

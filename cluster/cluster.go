@@ -437,6 +437,9 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			backoff = 20 * time.Millisecond
 			continue
 		default: // moved: ask again, where the session is now
+			// The incarnation that answered has stopped: a request to
+			// it would be a dead letter.
+			m.c.PidCache.Remove(id, Kind)
 			last = fmt.Errorf("session moved from %s (epoch %d): %s", st.Member, st.Epoch, st.Error)
 		}
 		// No answer, or the incarnation stopped: wait a little for the

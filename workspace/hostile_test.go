@@ -227,13 +227,7 @@ var hostileCases = []hostileCase{
 
 func TestHostileCommands_Sandboxed(t *testing.T) {
 	t.Parallel()
-	ws, err := New(t.TempDir(), nil)
-	mustDo(t, err)
-	prot := ws.Protections()
-	ws.Close()
-	if !prot.Complete() {
-		t.Skipf("this kernel does not give the full sandbox: %s", prot)
-	}
+	requireFullSandbox(t)
 	runHostileSuite(t, SandboxRequired)
 }
 

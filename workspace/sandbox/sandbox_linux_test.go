@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -39,29 +38,8 @@ func TestProbe(t *testing.T) {
 
 func TestStart(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	outR, outW, _ := os.Pipe()
-	p, err := Start(defaults(t, Config{}), root, "/bin/sh", "echo hi > f; id -u; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd; exit 3", []string{"PATH=/usr/bin:/bin"}, outW, outW)
-	outW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := new(strings.Builder)
-	buf := make([]byte, 4096)
-	for {
-		n, err := outR.Read(buf)
-		out.WriteString(string(buf[:n]))
-		if err != nil {
-			break
-		}
-	}
-	_ = p.Cmd.Wait()
-	exit, err := p.Finish()
-	t.Logf("out=%q exit=%+v err=%v", out, exit, err)
+	out, exit := runIn(t, Config{}, dir, "echo hi > f; id -u; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd; exit 3")
+	t.Logf("out=%q exit=%+v", out, exit)
 	if exit.Code != 3 {
 		t.Errorf("exit %+v", exit)
 	}
@@ -74,16 +52,7 @@ func TestStart(t *testing.T) {
 // runs exactly one, and a released one is gone.
 func TestPrepareRunRelease(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	root, null := openRootAndNull(t, dir)
 	cfg := defaults(t, Config{})
 
 	unused, err := Prepare(cfg, root, null, null)
@@ -192,16 +161,7 @@ func TestExited(t *testing.T) {
 // and the sandbox must live on until the host lets it go or dies.
 func TestOutlivesStartingThread(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	root, null := openRootAndNull(t, dir)
 	started := make(chan *Process)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
@@ -230,4 +190,21 @@ func TestOutlivesStartingThread(t *testing.T) {
 	if err != nil || exit.Code != 0 {
 		t.Errorf("the sandbox died with the thread that started it: exit %+v, %v", exit, err)
 	}
+}
+
+// openRootAndNull opens dir as a sandbox's root, and /dev/null for its
+// output; both are closed at the end of the test.
+func openRootAndNull(t *testing.T, dir string) (root, null *os.File) {
+	t.Helper()
+	root, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	null, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { null.Close() })
+	return root, null
 }

@@ -35,6 +35,11 @@ var (
 	// ErrNoAnswer: the model still called tools when the iteration limit
 	// was reached, so there is no final answer.
 	ErrNoAnswer = errors.New("agent: no final answer within the iteration limit")
+	// ErrNameTaken is returned by [New] for an agent with a Store when an
+	// agent of the same name that uses the same Store is still open (not
+	// closed): the two would read and write each other's sessions (see
+	// [SessionKey]).
+	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
 )
 
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every
@@ -64,6 +69,13 @@ func (e *FailedError) Unwrap() error { return e.Err }
 type Options struct {
 	// Name names the agent's tool loop actor; default [DefaultName]. Many
 	// agents of one name run side by side (the runtime numbers them).
+	// With a Store it also keeps the agent's sessions apart from other
+	// agents' in that store: they are stored under [SessionKey](Name,
+	// session id), so a host must give the agent the same Name when it
+	// starts again to resume them, and agents sharing a Store need names
+	// of their own ([New] refuses a second open agent of one name on the
+	// same Store value with [ErrNameTaken]; agents of other processes it
+	// cannot see).
 	Name string
 	// Tools are the tools the agent may call (see also [AsTool]).
 	Tools []*tools.Tool
@@ -85,7 +97,9 @@ type Options struct {
 	// calls keep their results), or answers with its final text when it
 	// had ended. A
 	// session id names one conversation: a Run with other messages under
-	// an id already used fails. The caller owns and closes the store.
+	// an id already used fails. Sessions are stored under [SessionKey] of
+	// the agent's Name and the session id (see Name). The caller owns and
+	// closes the store.
 	Store durability.Store
 	// MaxAttempts bounds the attempts of one Run, the first included:
 	// when an attempt ends with ERROR (a supervised restart, a model
@@ -162,6 +176,10 @@ type Agent struct {
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
+	// claim is the agent's hold of its name on its Store (see
+	// claimName), given back by the first Close that completes; nil when
+	// there is none.
+	claim *storeClaim
 }
 
 // loopStart is one start of an agent's shared loop: done is closed once
@@ -209,6 +227,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
+	claim, err := claimName(opts.Store, opts.Name)
+	if err != nil {
+		return nil, err
+	}
 	if t := opts.Telemetry; t != nil {
 		if own := opts.Breaker.OnChange; own != nil {
 			opts.Breaker.OnChange = func(tool string, state tools.BreakerState) {
@@ -222,7 +244,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux}
+	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -235,6 +257,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	spec, err := tools.NewLoop(model, &a.loop) // validates the options
 	if err != nil {
+		claim.release()
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
 	a.spec = a.traced(spec)
@@ -354,6 +377,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	go func() { a.drains.Wait(); close(drained) }()
 	select {
 	case <-drained:
+		a.claim.release() // nothing of the agent runs any more
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
@@ -664,7 +688,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	}
 	opts := a.loop
 	if a.opts.Store != nil {
-		opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+		opts.Session = &tools.SessionOptions{ID: a.SessionKey(c.session), Store: a.opts.Store}
 	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -40,7 +41,27 @@ var (
 	// closed): the two would read and write each other's sessions (see
 	// [SessionKey]).
 	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
+	// ErrInvalidSessionID: the session id is empty, not valid UTF-8, or
+	// longer than [MaxSessionIDBytes]. Nothing was sent.
+	ErrInvalidSessionID = errors.New("agent: invalid session id")
+	// ErrNoMessages: the conversation has no message. Nothing was sent.
+	ErrNoMessages = errors.New("agent: no messages")
+	// ErrSessionConflict: with a Store, the session was started with other
+	// messages (a session id names one conversation); sending them again
+	// cannot help. Use a new session id for a new conversation.
+	ErrSessionConflict = errors.New("agent: session was started with a different request; use a new session id for a new conversation")
+	// ErrPermanent is the cause (FailedError.Err) of a conversation whose
+	// model failed in a way that another attempt would meet again (the
+	// adapter said so: models.FailurePermanent, e.g. a key refused, a
+	// model that does not exist, a request rejected as malformed): Run
+	// gives up at once instead of making MaxAttempts attempts.
+	ErrPermanent = errors.New("agent: permanent failure")
 )
+
+// MaxSessionIDBytes bounds the length of a session id in bytes: ids name
+// streams and, with a Store, the store's records, whose keys stores
+// limit.
+const MaxSessionIDBytes = 1024
 
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every
 // attempt at the conversation failed (a stage crashed and its restart did
@@ -58,7 +79,30 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
-	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", e.Session, e.Attempts, e.Reason)
+	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", clip(e.Session), e.Attempts, e.Reason)
+}
+
+// clip shortens a session id for an error message.
+func clip(id string) string {
+	const keep = 64
+	if len(id) <= keep {
+		return id
+	}
+	return fmt.Sprintf("%s…(%d bytes)", id[:keep], len(id))
+}
+
+// checkSession returns an error wrapping ErrInvalidSessionID when id is
+// not one a conversation can have.
+func checkSession(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidSessionID)
+	case len(id) > MaxSessionIDBytes:
+		return fmt.Errorf("%w: %q is %d bytes long, more than %d", ErrInvalidSessionID, clip(id), len(id), MaxSessionIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidSessionID, clip(id))
+	}
+	return nil
 }
 
 // Unwrap returns the cause, if known.
@@ -389,7 +433,11 @@ func (a *Agent) Close(ctx context.Context) error {
 // the model answers without calls. An attempt that ends with ERROR is
 // resumed or sent again (see [Options].MaxAttempts and Store). It returns
 // the answer, or with an error what was answered so far: a
-// *[FailedError] when every attempt failed, [ErrNoAnswer], ctx's error
+// *[FailedError] when every attempt failed (or the first failure was one
+// another attempt would meet again: its Err is then [ErrPermanent]),
+// [ErrSessionConflict] (with a Store, the session was started with other
+// messages), [ErrInvalidSessionID] or [ErrNoMessages] (nothing was sent),
+// [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
 // passed), [ErrSessionBusy], [ErrClosed], an error starting the loop
 // (the first conversation starts it: see [New]), or one wrapping
@@ -556,17 +604,22 @@ type conversation struct {
 	drain    *actors.MuxStream
 	shared   *actors.Mux // the agent's shared loop, when started before the conversation
 	approval *approvalState
-	// stopped: the last attempt ended because the loop was stopped (its
-	// ERROR frame's failure kind, or its stream's end without one).
-	stopped bool
+	// failure is the failure kind of the last attempt's ERROR:
+	// actors.StoppedKind when it ended because the loop was stopped (its
+	// ERROR frame's failure kind, or its stream's end without one), one
+	// that says another attempt cannot help, or "".
+	failure string
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
 // child of that actor, and stopped at the end; otherwise it is the
 // agent's shared loop, or with a Store one started for the session.
 func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
-	if sessionID == "" {
-		return nil, errors.New("agent: empty session id")
+	if err := checkSession(sessionID); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 && !resuming(ctx) {
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
 	shared, err := a.enter(ctx, sessionID)
 	switch {
@@ -604,9 +657,13 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), nil
 		case !ans.Failed:
 			return c.result(ans), ErrNoAnswer
+		case c.failure == string(tools.FailureSessionConflict):
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionConflict)
+		case c.failure == models.FailurePermanent:
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error, Err: ErrPermanent}
 		case attempt >= a.opts.MaxAttempts:
 			failed := &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
-			if c.stopped {
+			if c.failure == actors.StoppedKind {
 				failed.Err = actors.ErrDuplexStopped
 			}
 			return c.result(ans), failed
@@ -793,7 +850,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
 			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
-			c.stopped = true
+			c.failure = actors.StoppedKind
 			if c.emit != nil {
 				c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
 			}
@@ -803,7 +860,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		}
 		ans.Add(f)
 		if f.GetType() == messages.FrameType_ERROR {
-			c.stopped = f.GetMeta().GetFailureKind() == actors.StoppedKind
+			c.failure = f.GetMeta().GetFailureKind()
 		}
 		if c.emit != nil {
 			c.emit(event(f, n))

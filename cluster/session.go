@@ -31,6 +31,7 @@ const (
 	stateDone    = "done"    // answered: Text holds the answer
 	stateFailed  = "failed"  // failed: Error says why
 	stateMoved   = "moved"   // this incarnation stopped (moved, fenced): ask again
+	stateRetry   = "retry"   // this incarnation could not run (its store failed): ask again
 )
 
 // param is one PARAM of the request that starts a session.
@@ -106,10 +107,11 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			delete(s.waiters, k)
 		}
 		switch {
-		case s.st.State == stateMoved || s.m.linger < 0:
-			// Fenced (a newer incarnation owns the session), or not
-			// to be kept: the next request activates it again,
-			// wherever the cluster says.
+		case s.st.State == stateMoved || s.st.State == stateRetry || s.m.linger < 0:
+			// Fenced (a newer incarnation owns the session), failed
+			// for a cause that may pass (the store), or not to be
+			// kept: the next request activates it again, wherever the
+			// cluster says.
 			ctx.Stop(ctx.Self())
 		default:
 			s.linger(ctx)
@@ -192,7 +194,7 @@ func (s *sessionActor) linger(ctx actor.Context) {
 // claim, sends it the first request and reads the stream to its end. A
 // loop resuming a stored session continues it (see tools.SessionOptions).
 func (m *Member) run(ctx context.Context, id string, params []param) *status {
-	st, claim := runSession(ctx, m.rt, m.store, m.newSession, id, params)
+	st, claim := runSession(ctx, m.rt, m.store, m.timeout, m.newSession, id, params)
 	st.Member = m.Address()
 	if claim != nil {
 		st.Epoch = claim.Epoch()
@@ -202,10 +204,19 @@ func (m *Member) run(ctx context.Context, id string, params []param) *status {
 		m.log.Debug("session done", "session", id, "epoch", st.Epoch)
 	case stateMoved:
 		m.log.Info("session incarnation ended: moved or fenced", "session", id, "epoch", st.Epoch, "reason", st.Error)
+	case stateRetry:
+		m.log.Warn("session incarnation could not run: its store failed; the next request tries again", "session", id, "epoch", st.Epoch, "error", st.Error)
 	default:
 		m.log.Warn("session failed", "session", id, "epoch", st.Epoch, "error", st.Error)
 	}
 	return st
+}
+
+// sessionStore is what an incarnation needs of the shared store (a
+// *pgstore.Store).
+type sessionStore interface {
+	Claim(ctx context.Context, key string) (*pgstore.Claim, error)
+	Epoch(ctx context.Context, key string) (uint64, error)
 }
 
 // sessionStream is the stream id a session's loop runs its conversation
@@ -215,15 +226,18 @@ const sessionStream = "session"
 // runSession runs one incarnation of session id in rt, on a claim of it
 // in store, to the end of its stream or until ctx ends (then the state is
 // moved). A run whose loop failed because a newer claim was taken is
-// moved, with the fencing error.
-func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
+// moved, with the fencing error. A failure of the store (the claim, or
+// the check for a newer claim after the loop failed, which gives up
+// after timeout) is retry, not failed: it may pass, and the session has
+// not failed.
+func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	claim, err := store.Claim(ctx, id)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
 		}
-		return failed(fmt.Errorf("claim session %q: %w", id, err)), nil
+		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
 	}
 	defer claim.Close()
 	model, lo, err := newSession(id)
@@ -281,8 +295,18 @@ func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, n
 		return &status{State: stateDone, Text: text.String()}, claim
 	}
 	// The loop failed; when a newer claim has been taken, it was fenced.
-	epoch, eerr := store.Epoch(context.WithoutCancel(ctx), id)
-	if eerr == nil && epoch != claim.Epoch() {
+	// Also when ctx has ended (the incarnation is stopping), but not
+	// for longer than a request may take: a store that does not answer
+	// must not keep the incarnation, and Close, waiting.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	epoch, eerr := store.Epoch(ectx, id)
+	cancel()
+	switch {
+	case eerr != nil:
+		// Whether it was fenced is unknown: the next incarnation,
+		// which resumes from the store, tells.
+		return &status{State: stateRetry, Error: fmt.Sprintf("session %q: %s (and its epoch could not be read: %v)", id, streamErr, eerr)}, claim
+	case epoch != claim.Epoch():
 		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, streamErr)}, claim
 	}
 	return failed(fmt.Errorf("session %q: %s", id, streamErr)), claim

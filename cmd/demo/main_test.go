@@ -554,3 +554,23 @@ func TestRun_SystemWorkspace(t *testing.T) {
 		t.Errorf("-workspace /usr: %q, want exit 2 and advice in terms of flags", printed.String())
 	}
 }
+
+// A team's session is the lead agent's: a second run finds it in the
+// store (and says so), and the hint to resume it includes -team.
+func TestRun_TeamSessionIsFoundAgain(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	store := filepath.Join(t.TempDir(), "demo.db")
+	args := []string{"-team", "-store", store, "-session", "t1"}
+	if out, errOut, err := runInProcess(t, args...); err != nil {
+		t.Fatalf("first run: %v\n%s\n%s", err, out, errOut)
+	}
+	out, errOut, err := runInProcess(t, args...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, want := range []string{"resuming session t1 from " + store, "-session t1 -team\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the second run lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -23,11 +23,15 @@ import (
 // under agent.SessionKey of it and the session id.
 const agentName = "agent"
 
+// leadName is the name of a -team run's lead agent.
+const leadName = "lead"
+
 // session is the durable side of a run with -store: the bbolt file the
 // tool loop persists the conversation in, at every step, under the
 // agent's key of the session id.
 type session struct {
 	id    string
+	key   string // the store's key of the session: agent.SessionKey of the agent that runs it
 	path  string
 	store *boltstore.Store
 	// stored is the session as the store held it when the run began; nil
@@ -50,8 +54,13 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	if s.id == "" {
 		s.id = newSessionID()
 	}
+	who := agentName
+	if cfg.team {
+		who = leadName // the lead agent runs a team's session
+	}
+	s.key = agent.SessionKey(who, s.id)
 	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
-	stored, ok, err := tools.ReadSession(ctx, st, agent.SessionKey(agentName, s.id))
+	stored, ok, err := tools.ReadSession(ctx, st, s.key)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -135,7 +144,7 @@ func (s *session) resumeHint(cfg config) string {
 // persisted says whether the store holds anything of the session: a run
 // cut before the tool loop's first step leaves nothing to resume.
 func (s *session) persisted(ctx context.Context) (bool, error) {
-	_, ok, err := tools.ReadSession(context.WithoutCancel(ctx), s.store, s.id)
+	_, ok, err := tools.ReadSession(context.WithoutCancel(ctx), s.store, s.key)
 	return ok, err
 }
 

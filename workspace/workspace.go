@@ -218,6 +218,10 @@ type Workspace struct {
 	// shell or sandbox helper of each command once it started.
 	hookStarted func(pid int)
 
+	// hookWaitPrepared, when set by tests, runs when a command is about
+	// to wait for the sandbox being prepared for it.
+	hookWaitPrepared func()
+
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.

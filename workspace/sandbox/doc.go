@@ -1,7 +1,7 @@
 // Package sandbox runs a workspace command in a sandbox of its own: new
 // user, PID, mount, network, IPC and UTS namespaces, a fresh /proc, the
 // file system read-only except the workspace and a private /tmp,
-// Landlock, resource limits, only descriptors 0–2, and a first process
+// Landlock, a seccomp filter, resource limits, only descriptors 0–2, and a first process
 // that is PID 1 of the namespace with a parent-death signal.
 //
 // # The helper
@@ -25,8 +25,15 @@
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
 //     domain (read and execute everywhere, write only beneath the
 //     workspace and /tmp, no TCP unless the network is allowed, no
-//     signals or abstract sockets out of the domain, no mounts), and
-//     empties the capability bounding set;
+//     signals or abstract sockets out of the domain, no mounts),
+//     empties the capability bounding set, joins a new, empty session
+//     keyring, and installs a seccomp filter that refuses (EPERM)
+//     sockets other than TCP/IP ones unless the network is allowed
+//     (a named Unix socket of the host is otherwise reachable through
+//     any path the sandbox sees; socketpair stays allowed), io_uring,
+//     the key system calls, and set-user-ID or set-group-ID modes in
+//     chmod and file creation (openat2 fails with ENOSYS, so the C
+//     library falls back to openat);
 //   - reports that it is ready, and waits for its one command: a
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run]);

@@ -324,6 +324,17 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		return p, "", fmt.Errorf("drop capabilities: %w", err)
 	}
 	p.NoCapabilities = true
+	// The session keyring is inherited from the host, and keyrings are
+	// not namespaced: the command gets a new, empty one (and the filter
+	// below refuses the key system calls besides).
+	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
+		return p, "", fmt.Errorf("join a new session keyring: %w", errno)
+	}
+	if err := installSeccomp(cfg.AllowNetwork); err != nil {
+		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
+	} else {
+		p.Seccomp = true
+	}
 	return p, wsPath, nil
 }
 

@@ -141,6 +141,12 @@ type Protections struct {
 	// NoCapabilities: the command runs with an empty capability bounding
 	// set and no_new_privs.
 	NoCapabilities bool `json:"noCapabilities,omitempty"`
+	// Seccomp: a system call filter refuses, with EPERM, sockets other
+	// than TCP/IP ones when there is no network (Unix sockets, netlink,
+	// …; socketpair stays allowed), io_uring, the kernel's keyrings, and
+	// setting the set-user-ID or set-group-ID bit on a file. The command
+	// also starts with a new, empty session keyring.
+	Seccomp bool `json:"seccomp,omitempty"`
 	// Limits are the resource limits in force; ProcessesByPidMax says the
 	// process limit is also enforced through the namespace's pid_max.
 	Limits            *Limits `json:"limits,omitempty"`
@@ -187,6 +193,7 @@ func (p Protections) String() string {
 	}
 	add(p.NoNetwork, "no network")
 	add(p.NoCapabilities, "no capabilities")
+	add(p.Seccomp, "seccomp")
 	if p.Limits != nil {
 		l := p.Limits
 		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s",

@@ -148,5 +148,15 @@
 // infrastructure: a context done before the call (or during a command)
 // and a closed workspace ([ErrClosed]). Results marshal to the seed's JSON
 // shapes, with this package's additions (truncated, binary, timedOut, …)
-// present only when set.
+// present only when set, and without HTML escapes.
+//
+// Bound as tools ([Tools]), an unsuccessful result is also an error
+// result of the call (the frame's IsError and failure kind, see package
+// tools), with the same JSON for the model: kind invalid_arguments for a
+// call that asked what cannot be done (a refused or missing path, an
+// empty command), which does not count against the tool's circuit
+// breaker, and handler_error when the workspace failed (a file system
+// error, the directory gone, a shell that could not start). A command
+// that ran is a successful result whatever its exit code, and one that
+// timed out too: the model reads what it did.
 package workspace

@@ -131,7 +131,7 @@ func (j *Journal) Tools() ([]*tools.Tool, error) {
 		}
 		def := t.Definition()
 		def.Handler = nil
-		if all[i], err = tools.NewTyped(def, j.writeFile); err != nil {
+		if all[i], err = tools.NewTyped(def, markFailed(j.writeFile)); err != nil {
 			return nil, err
 		}
 	}

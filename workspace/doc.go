@@ -18,8 +18,11 @@
 //
 // Reads return at most [Options.MaxReadBytes], marked truncated when cut,
 // and either valid UTF-8 text or binary:true without content. An empty
-// path lists the root (the seed's listing), a directory path lists that
-// directory; listings are sorted and bounded by [Options.MaxListEntries].
+// path lists the root as "." does (its path is "." in the result, never
+// the host's path), a directory path lists that directory; listings are
+// sorted and bounded by [Options.MaxListEntries]. A name that is not
+// UTF-8 is shown with U+FFFD in place of its invalid bytes, which names
+// no file; the listing's hint then says to rename it with run_command.
 // Writes are atomic: a temporary file in the target's directory is
 // written, synced and renamed over the target, and the directory is
 // synced; missing parents are created inside the root, and a failed write

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pacluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -96,7 +98,8 @@ type Options struct {
 // every interface), and every member polls hosts (each member's
 // host:port for those checks, this one's included) every refresh to learn
 // which are up. A member that stops answering leaves the cluster within
-// about refresh. refresh zero means two seconds. A client ([Options].Client)
+// about refresh; one that was only paused is not taken back when it
+// resumes (see [Member.Excluded]). refresh zero means two seconds. A client ([Options].Client)
 // polls hosts and serves nothing; its port is unused.
 func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.ClusterProvider {
 	if refresh <= 0 {
@@ -153,7 +156,13 @@ type Member struct {
 	timeout    time.Duration
 	log        *slog.Logger
 
-	runs      runs
+	runs      runs            // session incarnations on this member
+	calls     runs            // Run calls of this member
+	closing   context.Context // ends when Close begins
+	markClose context.CancelFunc
+	excluded  context.Context // ends when the cluster has excluded this member
+	exclude   context.CancelFunc
+	topoSub   *eventstream.Subscription
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -217,6 +226,8 @@ func Start(opts *Options) (m *Member, err error) {
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
 		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
 	}
+	m.closing, m.markClose = context.WithCancel(context.Background())
+	m.excluded, m.exclude = context.WithCancel(context.Background())
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
 		paremote.WithEndpointWriterQueueSize(1024))
 	// A member that cannot be reached is given up after one attempt:
@@ -250,6 +261,7 @@ func Start(opts *Options) (m *Member, err error) {
 	if o.Client {
 		m.c.StartClient()
 	} else {
+		m.topoSub = rt.System().EventStream.Subscribe(m.watchExclusion)
 		m.c.StartMember()
 	}
 	m.log.Info("cluster member started", "address", m.Address(), "cluster", o.Name, "client", o.Client)
@@ -274,6 +286,45 @@ func (m *Member) Members() []string {
 		out = append(out, mem.Address())
 	}
 	return out
+}
+
+// ErrExcluded is the cause of the error Run returns once the cluster has
+// excluded its member for good (see [Member.Excluded]).
+var ErrExcluded = errors.New("member excluded from the cluster")
+
+// Excluded returns a channel that is closed when the cluster has excluded
+// this member for good while it was not closing: its own view of the
+// members no longer counts it, so it hosts no session, and the other
+// members refuse its connections. The pinned protoactor never takes a
+// member id back once a member saw it leave, as happens to a member that
+// was paused (a stopped process, a long garbage collection, a migrated
+// VM) for longer than its provider's failure detection (with [Etcd],
+// its lease of about three seconds): when it resumes, it registers again
+// under the same id, and is not counted. From then on its Runs fail
+// with an error wrapping [ErrExcluded]. The host should close the member
+// and start a new one (a new [Start], with a new provider): it joins
+// under a new id and hosts sessions again. A client's channel is never
+// closed.
+func (m *Member) Excluded() <-chan struct{} { return m.excluded.Done() }
+
+// watchExclusion closes Excluded's channel when a topology says that
+// this member left, unless it is closing (a member that closes leaves).
+func (m *Member) watchExclusion(ev any) {
+	t, ok := ev.(*pacluster.ClusterTopology)
+	if !ok || m.closing.Err() != nil || m.excluded.Err() != nil {
+		return
+	}
+	self := m.rt.System().ID
+	for _, left := range t.Left {
+		// Providers name a member by its actor system's id, or (Etcd)
+		// by the cluster's name and that id: "name@id".
+		if left.Id == self || strings.HasSuffix(left.Id, "@"+self) {
+			m.log.Error("cluster member excluded: the cluster no longer counts this member, which hosts no session and cannot reach the others; restart it (a new Start joins under a new id)",
+				"address", m.Address(), "member", self)
+			m.exclude()
+			return
+		}
+	}
 }
 
 // Dropped counts the incoming messages refused because they could not be
@@ -301,6 +352,12 @@ type Result struct {
 // refused it): asking again does not help.
 var ErrSessionFailed = errors.New("session failed")
 
+// ErrClosed is the cause of the error Run returns when its member has
+// begun to close ([Member.Close]), whether the Run was in progress then or
+// started later: the member cannot reach sessions any more. The session
+// goes on elsewhere; a Run from another member gets its answer.
+var ErrClosed = errors.New("member closed")
+
 // Run runs session id to its end and returns its result. request is the
 // session's first request: PARAM frames (the "messages" PARAM, and any
 // other the model reads); their stream ids are ignored. The session is
@@ -315,7 +372,9 @@ var ErrSessionFailed = errors.New("session failed")
 // Run gives up as soon as ctx ends, also while the session holds its
 // request, and returns an error wrapping ctx's; the session itself goes
 // on (a later Run gets its answer). A failed session is an error wrapping
-// [ErrSessionFailed].
+// [ErrSessionFailed]. Run returns as soon as its member begins to close,
+// with an error wrapping [ErrClosed], and as soon as the cluster has
+// excluded its member, with one wrapping [ErrExcluded].
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if id == "" {
 		return nil, errors.New("cluster: run: empty session id")
@@ -331,11 +390,29 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run session %q: %w", id, err)
 	}
+	if !m.calls.add() {
+		return nil, fmt.Errorf("cluster: run session %q: %w", id, ErrClosed)
+	}
+	defer m.calls.done()
+	// Every wait below ends when ctx ends or the member begins to close.
+	callerCtx := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopClosing := context.AfterFunc(m.closing, cancel)
+	defer stopClosing()
+	stopExcluded := context.AfterFunc(m.excluded, cancel)
+	defer stopExcluded()
 	var last error
 	backoff := 20 * time.Millisecond
 	for n := 1; ; n++ {
-		if err := ctx.Err(); err != nil {
+		if err := callerCtx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
+		}
+		if m.closing.Err() != nil {
+			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, ErrClosed, last)
+		}
+		if m.excluded.Err() != nil {
+			return nil, fmt.Errorf("cluster: run session %q on %s: %w: restart the member (last answer: %v)", id, m.Address(), ErrExcluded, last)
 		}
 		resp, err := m.request(ctx, id, frame)
 		if err != nil && ctx.Err() != nil {
@@ -454,19 +531,34 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // sessions it hosts (each is taken over by the next request for it,
 // elsewhere: an incarnation stopped mid-step resumes from its last stored
 // step), and shuts the remote and the runtime down. It waits for them or
-// until ctx ends. The store is the caller's.
+// until ctx ends. The store is the caller's. Every Run of this member, in
+// progress or later, returns as soon as Close begins, with an error
+// wrapping [ErrClosed].
 func (m *Member) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
+		m.markClose() // ends every Run: see ErrClosed
+		if m.topoSub != nil {
+			m.rt.System().EventStream.Unsubscribe(m.topoSub)
+		}
 		var errs []error
 		if !m.client {
 			m.c.Gossip.SetState(pacluster.GracefullyLeftKey, &emptypb.Empty{})
 		}
 		errs = append(errs, m.shutdownProvider())
+		// The Runs return (ErrClosed) before the sessions stop: a
+		// session that stops answers its waiters, and the pinned
+		// protoactor's futures take an answer without a lock, so an
+		// answer to a future that a Run is giving up at that moment
+		// would race with it.
+		m.calls.close()
+		if err := m.calls.wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("runs: %w", err))
+		}
 		// Poisons the placement actor, which poisons every session.
 		m.c.IdentityLookup.Shutdown()
 		m.runs.close()
 		if err := m.runs.wait(ctx); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("sessions: %w", err))
 		}
 		if !m.client {
 			m.c.Gossip.Shutdown()
@@ -490,23 +582,38 @@ func (m *Member) shutdownProvider() (err error) {
 	return m.provider.Shutdown(true)
 }
 
-// runs counts the running session incarnations so that Close can wait for
-// them; it refuses new ones once closed.
+// runs counts running work (session incarnations, Run calls) so that
+// Close can wait for it; it refuses new work once closed.
 type runs struct {
 	mu     sync.Mutex
 	wg     sync.WaitGroup
 	closed bool
 }
 
+// Go runs fn in a goroutine and counts it, unless r is closed.
 func (r *runs) Go(fn func()) bool {
+	if !r.add() {
+		return false
+	}
+	go func() {
+		defer r.done()
+		fn()
+	}()
+	return true
+}
+
+// add counts one more piece of work, unless r is closed; done ends it.
+func (r *runs) add() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return false
 	}
-	r.wg.Go(fn)
+	r.wg.Add(1)
 	return true
 }
+
+func (r *runs) done() { r.wg.Done() }
 
 func (r *runs) close() {
 	r.mu.Lock()
@@ -521,6 +628,6 @@ func (r *runs) wait(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("sessions still running: %w", ctx.Err())
+		return fmt.Errorf("still running: %w", ctx.Err())
 	}
 }

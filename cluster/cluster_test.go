@@ -236,6 +236,59 @@ func TestMember_RunReturnsWhenCancelled(t *testing.T) {
 	}
 }
 
+// TestMember_RunEndsWhenMemberCloses: a Run in progress (its ctx has no
+// deadline, its session's call runs until cancelled) returns as soon as
+// its member closes, with an error wrapping ErrClosed, rather than asking
+// the stopped system again for ever; a Run after Close returns it at once.
+func TestMember_RunEndsWhenMemberCloses(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	started := make(chan struct{})
+	var once sync.Once
+	port := freePorts(t, 1)[0]
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Store:    store,
+		Session: sessionFunc(t, 1, side, func(string) hooks {
+			return hooks{before: func(ctx context.Context, _ string) {
+				once.Do(func() { close(started) })
+				<-ctx.Done()
+			}}
+		}),
+		Hold: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Run(context.Background(), "s", firstRequest("s")...)
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Run ended before the session's call ran: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, cluster.ErrClosed) {
+			t.Errorf("Run when its member closed: %v, want ErrClosed", err)
+		}
+	case <-time.After(20 * time.Second): // a bound on a hang, not a speed check
+		t.Fatal("Run still running 20 s after its member closed")
+	}
+	if _, err := m.Run(context.Background(), "s", firstRequest("s")...); !errors.Is(err, cluster.ErrClosed) {
+		t.Errorf("Run after Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestStart_AddressInUse: Start on an address another listener holds
 // (as a member and as a client) fails with an error that names the
 // address and says it is in use, and leaves nothing running.

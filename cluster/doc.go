@@ -64,5 +64,17 @@
 // provider's goroutine replaces, without a lock); this package replaces
 // its disthash identity lookup, whose member set raced with every request,
 // but cannot fix those. A member it has once seen leave is blocked for
-// good: a restarted member joins under a new id, as a new member.
+// good: a restarted member joins under a new id, as a new member. A
+// member that was seen to leave while it was alive (paused, or cut off,
+// for longer than its provider's failure detection) is excluded for good
+// when it comes back: it hosts nothing and reaches no one. It says so
+// ([Member.Excluded] is closed, and its Runs fail with [ErrExcluded]);
+// its host should close it and start a new member in its place.
+//
+// # Closing
+//
+// [Member.Close] ends every Run of the member (in progress or later) with
+// an error wrapping [ErrClosed] before it stops the member's sessions;
+// each session is taken over by the next request for it, on another
+// member.
 package cluster

@@ -63,6 +63,17 @@ func EtcdTimeout(d time.Duration) EtcdOption {
 // its lease expires (about three seconds). Give each [Start] its own
 // provider.
 //
+// A member that stops answering for longer than its lease without dying
+// (a stopped process, a long garbage collection, a migrated VM) is seen
+// to leave too, and is not taken back when it resumes: it registers again
+// under the same id, but the pinned protoactor never counts an id again
+// once it saw it leave, and the member drops itself from its own view. It
+// then hosts no session and cannot reach the other members. The member
+// tells its host: [Member.Excluded]'s channel is closed and its Runs fail
+// with an error wrapping [ErrExcluded]. The host should close it and
+// start a new member (a new Start, with a new provider), which joins
+// under a new id.
+//
 // The provider connects to etcd when the member starts (after protoactor
 // has set up gRPC, whose global logger it replaces then), and closes that
 // connection when the member closes; a provider that is not used holds

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -118,7 +119,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		return err
 	}
 	mark := tooltest.Marker()
-	mark("ready %s", m.Address())
+	mark("ready %s %d", m.Address(), os.Getpid())
 	topology := func(members []string) {
 		slices.Sort(members)
 		mark("topology %s", strings.Join(members, ","))
@@ -135,6 +136,15 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	topology(m.Members()) // the topology before the subscription
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if sc.Text() == "excluded?" {
+			select {
+			case <-m.Excluded():
+				mark("excluded yes")
+			case <-time.After(20 * time.Second):
+				mark("excluded no")
+			}
+			continue
+		}
 		id, ok := strings.CutPrefix(sc.Text(), "run ")
 		if !ok {
 			continue
@@ -143,7 +153,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		res, err := m.Run(ctx, id, firstRequest(id)...)
 		cancel()
 		if err != nil {
-			mark("error %s %v", id, err)
+			mark("error %s excluded=%t %v", id, errors.Is(err, cluster.ErrExcluded), err)
 			continue
 		}
 		mark("ran %s %s %d", id, res.Member, res.Epoch)
@@ -160,6 +170,22 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	return nil
 }
 
+// startEtcdChild starts a member (TestClusterEtcdChild) on etcd at
+// endpoint, with the store's schema, the side file and the race log, and
+// returns it with its address and process id once it is ready.
+func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLog string) (*tooltest.Child, string, int) {
+	t.Helper()
+	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
+		childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
+		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	var addr string
+	var pid int
+	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
+		t.Fatalf("member did not say it was ready: %v", err)
+	}
+	return c, addr, pid
+}
+
 // TestEtcd_MembersJoinAndLeave runs members in child processes with the
 // etcd provider against a real etcd server: three members join and each
 // sees the three; sessions run from one member are placed on several, and
@@ -174,13 +200,7 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	raceLog := filepath.Join(t.TempDir(), "race")
 
 	start := func() (*tooltest.Child, string) {
-		c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
-			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		addr, ok := strings.CutPrefix(c.Mark(t), "ready ")
-		if !ok {
-			t.Fatal("member did not say it was ready")
-		}
+		c, addr, _ := startEtcdChild(t, endpoint, schema, side, raceLog)
 		return c, addr
 	}
 	// waitMark reads c's marks until one starts with prefix and returns

@@ -65,8 +65,12 @@ type Client struct {
 	callTimeout time.Duration
 	log         *slog.Logger
 
-	mu     sync.Mutex
-	closed bool
+	// mu guards closed and waiting: every request registers its waiter
+	// here before it is handed to the proxy, so that Close can answer the
+	// ones the stopped proxy never saw.
+	mu      sync.Mutex
+	closed  bool
+	waiting map[*waiter]struct{}
 
 	closeOnce sync.Once
 }
@@ -90,7 +94,8 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	case o.CallTimeout < 0:
 		o.CallTimeout = tools.NoTimeout
 	}
-	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, callTimeout: o.CallTimeout, log: o.Logger}
+	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, callTimeout: o.CallTimeout, log: o.Logger,
+		waiting: map[*waiter]struct{}{}}
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
 	var err error
 	// Remote first: a PID carries the system's address as it is at spawn.
@@ -134,6 +139,28 @@ func (c *Client) send(msg any) error {
 	return nil
 }
 
+// begin registers a waiter for frame and hands the request to the proxy,
+// unless the client is closed. The caller must call end when it stops
+// waiting.
+func (c *Client) begin(node *actor.PID, frame *messages.Frame) (*waiter, error) {
+	w := &waiter{node: node, done: make(chan struct{})}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	c.waiting[w] = struct{}{}
+	c.system.Root.Send(c.proxy, &start{frame: frame, w: w})
+	return w, nil
+}
+
+// end forgets w: its caller no longer waits.
+func (c *Client) end(w *waiter) {
+	c.mu.Lock()
+	delete(c.waiting, w)
+	c.mu.Unlock()
+}
+
 // Tools asks the node at address to describe its tools (DESCRIBE over the
 // wire) and returns them as tools whose handlers call the node. Use them
 // like local tools, in routers, loops and agents: arguments are validated
@@ -144,10 +171,11 @@ func (c *Client) send(msg any) error {
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
 	node := actor.NewPID(address, ServiceName)
 	stream := c.nextStream()
-	w := &waiter{done: make(chan struct{})}
-	if err := c.send(&start{node: node, frame: messages.Describe(stream), w: w}); err != nil {
+	w, err := c.begin(node, messages.Describe(stream))
+	if err != nil {
 		return nil, err
 	}
+	defer c.end(w)
 	select {
 	case <-w.done:
 	case <-ctx.Done():
@@ -193,11 +221,11 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		stream := c.nextStream()
-		w := &waiter{done: make(chan struct{})}
-		call := messages.ToolCall(stream, stream, name, args)
-		if err := c.send(&start{node: node, frame: call, w: w}); err != nil {
+		w, err := c.begin(node, messages.ToolCall(stream, stream, name, args))
+		if err != nil {
 			return nil, err
 		}
+		defer c.end(w)
 		select {
 		case <-w.done:
 		case <-ctx.Done():
@@ -220,7 +248,9 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 	}
 }
 
-// Close stops the client: calls still waiting are answered with ErrClosed.
+// Close stops the client: the calls still waiting are cancelled on their
+// nodes (CANCEL) and answered with ErrClosed, and so is every DESCRIBE
+// still waiting.
 func (c *Client) Close(ctx context.Context) error {
 	var err error
 	c.closeOnce.Do(func() {
@@ -228,6 +258,14 @@ func (c *Client) Close(ctx context.Context) error {
 		c.closed = true
 		c.mu.Unlock()
 		err = c.system.Root.StopFuture(c.proxy).Wait()
+		// The proxy answered what it had; a request still in its mailbox
+		// when it stopped was dropped with it.
+		c.mu.Lock()
+		for w := range c.waiting {
+			w.finish(func() { w.err = ErrClosed })
+		}
+		clear(c.waiting)
+		c.mu.Unlock()
 		stopRemote(c.system, c.remote)
 		c.system.Shutdown()
 	})
@@ -235,20 +273,31 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // waiter is one DESCRIBE or TOOL_CALL waiting for its answer; done is
-// closed once result (or descriptions) or err is set.
+// closed once result (or descriptions) or err is set, by finish.
 type waiter struct {
-	node         string
+	node         *actor.PID
 	result       *messages.Frame
 	descriptions []*messages.Frame
 	err          error
 	done         chan struct{}
+
+	once  sync.Once
+	descs []*messages.Frame // DESCRIPTION frames so far; the proxy's alone
+}
+
+// finish sets the answer (set) and closes done, the first time only: the
+// proxy and Close may both answer a waiter.
+func (w *waiter) finish(set func()) {
+	w.once.Do(func() {
+		set()
+		close(w.done)
+	})
 }
 
 // Messages from the client's methods to its proxy actor (never sent over
 // the wire).
 type (
 	start struct {
-		node  *actor.PID
 		frame *messages.Frame
 		w     *waiter
 	}
@@ -273,13 +322,13 @@ func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
 		key := callKey{m.frame.GetStreamId(), m.frame.GetToolCallId()}
-		m.w.node = m.node.Address
+		node := m.w.node
 		p.pending[key] = m.w
-		if !p.watched[m.node.Address] {
-			p.watched[m.node.Address] = true
-			ctx.Watch(m.node)
+		if !p.watched[node.Address] {
+			p.watched[node.Address] = true
+			ctx.Watch(node)
 		}
-		ctx.Request(m.node, m.frame)
+		ctx.Request(node, m.frame)
 	case *forget:
 		delete(p.pending, m.key)
 		if m.cancel {
@@ -302,9 +351,13 @@ func (p *proxy) Receive(ctx actor.Context) {
 		addr := m.GetTarget().GetAddress()
 		p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	case *actor.Stopping:
+		// The client closes: its calls still running on nodes are
+		// cancelled there, and every request is answered.
 		for k, w := range p.pending {
-			w.err = ErrClosed
-			close(w.done)
+			if k.id != "" {
+				ctx.Send(w.node, messages.Cancel(k.stream, k.id))
+			}
+			w.finish(func() { w.err = ErrClosed })
 			delete(p.pending, k)
 		}
 	}
@@ -316,18 +369,17 @@ func (p *proxy) frame(f *messages.Frame) {
 		key := callKey{f.GetStreamId(), f.GetToolCallId()}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
-			w.result = f
-			close(w.done)
+			w.finish(func() { w.result = f })
 		}
 	case messages.FrameType_DESCRIPTION:
 		if w, ok := p.pending[callKey{f.GetStreamId(), ""}]; ok {
-			w.descriptions = append(w.descriptions, f)
+			w.descs = append(w.descs, f)
 		}
 	case messages.FrameType_END:
 		key := callKey{f.GetStreamId(), ""}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
-			close(w.done)
+			w.finish(func() { w.descriptions = w.descs })
 		}
 	}
 }
@@ -335,9 +387,8 @@ func (p *proxy) frame(f *messages.Frame) {
 // fail completes every waiter on the node at addr with err.
 func (p *proxy) fail(addr string, err error) {
 	for k, w := range p.pending {
-		if w.node == addr {
-			w.err = err
-			close(w.done)
+		if w.node.Address == addr {
+			w.finish(func() { w.err = err })
 			delete(p.pending, k)
 		}
 	}

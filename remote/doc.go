@@ -22,7 +22,12 @@
 // CANCEL/ABORT forwarded. The client watches every node it calls: when a
 // node dies (killed, disconnected) or cannot be reached, its calls in
 // flight are answered at once with [ErrNodeUnreachable], and later calls
-// reconnect, so a node that comes back serves again. A node's result that
+// reconnect, so a node that comes back serves again. The other way round,
+// a node watches each caller: when a caller's process dies or its
+// connection drops, the node cancels that caller's calls (their handlers'
+// contexts end) and forgets them; [Client.Close] cancels its calls still
+// running on nodes and answers every request still waiting with
+// [ErrClosed]. A node's result that
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
 //

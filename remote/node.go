@@ -43,7 +43,13 @@ type Node struct {
 	conns map[string]*actors.Conn
 	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
 
-	routes sync.Map // callKey → *actor.PID of the caller awaiting the result
+	routes sync.Map // callKey → route of the caller awaiting the result
+
+	// callers are the callers the service actor watches (by PID key), so
+	// that a caller's going away (its process killed, its connection
+	// lost, its actor stopped) cancels its calls; the service actor's
+	// alone.
+	callers map[string]bool
 
 	cancel  context.CancelFunc
 	readers sync.WaitGroup
@@ -53,6 +59,13 @@ type Node struct {
 }
 
 type callKey struct{ stream, id string }
+
+// route is where a call's result goes: the caller's PID, and the tool
+// that runs the call.
+type route struct {
+	to   *actor.PID
+	tool string
+}
 
 // Serve starts a node serving opts.Tools.
 func Serve(opts *NodeOptions) (*Node, error) {
@@ -83,7 +96,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, conns: map[string]*actors.Conn{}}
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -125,10 +138,17 @@ func (n *Node) Address() string { return n.addr }
 // not decode them safely (see the package documentation).
 func (n *Node) Dropped() int64 { return n.guard.Dropped() }
 
-// receive is the service actor: frames from callers go to the tools.
+// receive is the service actor: frames from callers go to the tools, and
+// a caller's Terminated cancels its calls.
 func (n *Node) receive(ctx actor.Context) {
-	f, ok := ctx.Message().(*messages.Frame)
-	if !ok {
+	var f *messages.Frame
+	switch m := ctx.Message().(type) {
+	case *messages.Frame:
+		f = m
+	case *actor.Terminated:
+		n.callerGone(m.GetWho())
+		return
+	default:
 		return
 	}
 	switch f.GetType() {
@@ -152,7 +172,8 @@ func (n *Node) receive(ctx actor.Context) {
 			ctx.Send(ctx.Sender(), unknownTool(f))
 			return
 		}
-		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, ctx.Sender())
+		n.watchCaller(ctx, ctx.Sender())
+		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName()})
 		if err := conn.Send(f); err != nil {
 			n.routes.Delete(callKey{f.GetStreamId(), f.GetToolCallId()})
 			ctx.Send(ctx.Sender(), messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(),
@@ -163,6 +184,36 @@ func (n *Node) receive(ctx actor.Context) {
 			_ = conn.Send(f) // a tool without the stream ignores it
 		}
 	}
+}
+
+// watchCaller watches caller unless the service actor already does.
+func (n *Node) watchCaller(ctx actor.Context, caller *actor.PID) {
+	if k := caller.String(); !n.callers[k] {
+		n.callers[k] = true
+		ctx.Watch(caller)
+	}
+}
+
+// callerGone cancels every call of caller, which is gone (or whose
+// connection is): nobody will read their results, and a tool without a
+// timeout would run on forever. The routes go first, so the cancelled
+// results are dropped.
+func (n *Node) callerGone(caller *actor.PID) {
+	delete(n.callers, caller.String())
+	cancelled := 0
+	n.routes.Range(func(k, v any) bool {
+		r := v.(route)
+		if !r.to.Equal(caller) {
+			return true
+		}
+		if _, ok := n.routes.LoadAndDelete(k); ok {
+			key := k.(callKey)
+			_ = n.conns[r.tool].Send(messages.Cancel(key.stream, key.id))
+			cancelled++
+		}
+		return true
+	})
+	n.log.Info("caller gone", "caller", caller.String(), "cancelled_calls", cancelled)
 }
 
 func unknownTool(call *messages.Frame) *messages.Frame {
@@ -181,8 +232,8 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 		if f.GetType() != messages.FrameType_TOOL_RESULT {
 			continue
 		}
-		if to, ok := n.routes.LoadAndDelete(callKey{f.GetStreamId(), f.GetToolCallId()}); ok {
-			n.rt.System().Root.Send(to.(*actor.PID), f)
+		if r, ok := n.routes.LoadAndDelete(callKey{f.GetStreamId(), f.GetToolCallId()}); ok {
+			n.rt.System().Root.Send(r.(route).to, f)
 		}
 	}
 }

@@ -43,6 +43,12 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(envNode); addr != "" {
 		os.Exit(runTestNode(addr))
 	}
+	if addr := os.Getenv(envClient); addr != "" {
+		os.Exit(runTestClient(addr))
+	}
+	if addr := os.Getenv(envCloseRace); addr != "" {
+		os.Exit(runCloseRace(addr))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {
@@ -78,25 +84,32 @@ func nodeTools(events func(string)) []*tools.Tool {
 			events("echo " + in.Text)
 			return map[string]string{"echo": in.Text}, nil
 		})
+	// waits reports its events and waits for its context.
+	waits := func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(args, &in)
+		events("started " + in.ID)
+		<-ctx.Done()
+		events("cancelled " + in.ID)
+		return nil, ctx.Err()
+	}
 	block := tools.MustNew(tools.Definition{Name: "block", Description: "Runs until cancelled.", Timeout: 5 * time.Second,
-		Irreversible: true, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
-			var in struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(args, &in)
-			events("started " + in.ID)
-			<-ctx.Done()
-			events("cancelled " + in.ID)
-			return nil, ctx.Err()
-		}})
+		Irreversible: true, Handler: waits})
 	fail := tools.MustNew(tools.Definition{Name: "fail", Handler: func(context.Context, json.RawMessage) (any, error) {
 		return nil, errors.New("the disk is full")
 	}})
-	return []*tools.Tool{echo, block, fail}
+	// hold is block without a timeout: only a cancel from its caller (or
+	// the caller's going away) stops it.
+	hold := tools.MustNew(tools.Definition{Name: "hold", Description: "Runs until its caller cancels it.", Timeout: tools.NoTimeout,
+		Irreversible: true, Handler: waits})
+	return []*tools.Tool{echo, block, fail, hold}
 }
 
 // runTestNode serves nodeTools on addr, printing "listening ADDR" and then
-// the tools' events on stdout, until stdin closes.
+// the tools' events on stdout, until stdin closes. A line "routes" on stdin
+// prints "routes N", N the calls the node still routes results for.
 func runTestNode(addr string) int {
 	var mu sync.Mutex
 	events := func(e string) {
@@ -110,7 +123,12 @@ func runTestNode(addr string) int {
 		return 1
 	}
 	events("listening " + node.Address())
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if sc.Text() == "routes" {
+			events(fmt.Sprint("routes ", remote.Routes(node)))
+		}
+	}
 	events(fmt.Sprint("dropped ", node.Dropped()))
 	if err := node.Close(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -123,7 +141,7 @@ func runTestNode(addr string) int {
 type nodeProc struct {
 	addr   string
 	cmd    *exec.Cmd
-	stdin  io.Closer
+	stdin  io.WriteCloser
 	events chan string
 	done   chan struct{}
 }
@@ -132,8 +150,23 @@ type nodeProc struct {
 // waits until it serves. Cleanup kills it if it still runs.
 func startNode(t testing.TB, addr string) *nodeProc {
 	t.Helper()
+	p := startChild(t, envNode+"="+addr)
+	first := p.next(t)
+	addr, ok := strings.CutPrefix(first, "listening ")
+	if !ok {
+		t.Fatalf("test node said %q", first)
+	}
+	p.addr = addr
+	return p
+}
+
+// startChild starts this test binary again with env (NAME=value) set, for
+// TestMain to run one of the child roles; its stdout lines are its events.
+// Cleanup kills it if it still runs.
+func startChild(t testing.TB, env string) *nodeProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envNode+"="+addr)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -157,12 +190,6 @@ func startNode(t testing.TB, addr string) *nodeProc {
 		close(p.events)
 	}()
 	t.Cleanup(p.kill)
-	first := p.next(t)
-	addr, ok := strings.CutPrefix(first, "listening ")
-	if !ok {
-		t.Fatalf("test node said %q", first)
-	}
-	p.addr = addr
 	return p
 }
 
@@ -172,11 +199,11 @@ func (p *nodeProc) next(t testing.TB) string {
 	select {
 	case e, ok := <-p.events:
 		if !ok {
-			t.Fatal("test node exited")
+			t.Fatal("test child process exited")
 		}
 		return e
 	case <-time.After(30 * time.Second):
-		t.Fatal("no event from the test node in 30s")
+		t.Fatal("no event from the test child process in 30s")
 	}
 	return ""
 }
@@ -326,16 +353,23 @@ func TestClient_ToolsLikeLocal(t *testing.T) {
 	client, rt := setup(t)
 	node := startNode(t, remote.DefaultAddress)
 	ts := remoteTools(t, client, node.addr)
-	if len(ts) != 3 {
-		t.Fatalf("got %d tools, want 3", len(ts))
+	if len(ts) != 4 {
+		t.Fatalf("got %d tools, want 4", len(ts))
 	}
 	for _, local := range nodeTools(func(string) {}) {
 		r := ts[local.Name()]
 		if r == nil {
 			t.Fatalf("no remote %s", local.Name())
 		}
-		lj, _ := json.Marshal(local.Description())
-		rj, _ := json.Marshal(r.Description())
+		ld, rd := local.Description(), r.Description()
+		if ld.TimeoutMs == 0 { // no timeout of its own: the client's bound
+			if rd.TimeoutMs != remote.DefaultCallTimeout.Milliseconds() {
+				t.Errorf("remote %s without a timeout: %d ms, want the client's %v", local.Name(), rd.TimeoutMs, remote.DefaultCallTimeout)
+			}
+			rd.TimeoutMs = 0
+		}
+		lj, _ := json.Marshal(ld)
+		rj, _ := json.Marshal(rd)
 		if string(lj) != string(rj) {
 			t.Errorf("description of %s:\nremote %s\nlocal  %s", local.Name(), rj, lj)
 		}

@@ -348,8 +348,9 @@ type Result struct {
 }
 
 // ErrSessionFailed is the cause of the error Run returns for a session
-// that ended in failure (its loop's error, a bad request, a store that
-// refused it): asking again does not help.
+// that ended in failure (its loop's error, a bad request): asking again
+// does not help. A store that fails (the session cannot be claimed) is
+// not a failed session: Run asks again until ctx ends.
 var ErrSessionFailed = errors.New("session failed")
 
 // ErrClosed is the cause of the error Run returns when its member has
@@ -436,7 +437,15 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		case st.State == stateRunning:
 			backoff = 20 * time.Millisecond
 			continue
+		case st.State == stateRetry:
+			// The incarnation could not run (its store failed) and
+			// has stopped: ask again, for a new one.
+			m.c.PidCache.Remove(id, Kind)
+			last = fmt.Errorf("session could not run on %s: %s", st.Member, st.Error)
 		default: // moved: ask again, where the session is now
+			// The incarnation that answered has stopped: a request to
+			// it would be a dead letter.
+			m.c.PidCache.Remove(id, Kind)
 			last = fmt.Errorf("session moved from %s (epoch %d): %s", st.Member, st.Epoch, st.Error)
 		}
 		// No answer, or the incarnation stopped: wait a little for the

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/cluster"
@@ -288,6 +291,85 @@ func TestMember_RunEndsWhenMemberCloses(t *testing.T) {
 		t.Errorf("Run after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestMember_StoreFailureIsNotASessionFailure: a session that cannot be
+// claimed because its store fails (here its fences table is missing for a
+// while) has not failed: its incarnation stops without keeping an answer,
+// Run asks again, and once the store works the session runs to its end.
+func TestMember_StoreFailureIsNotASessionFailure(t *testing.T) {
+	leakCheck(t)
+	schema := freshSchema()
+	store := openStore(t, schema)
+	side := newSideFile(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rename := func(from, to string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, "ALTER TABLE "+pgx.Identifier{schema, from}.Sanitize()+" RENAME TO "+pgx.Identifier{to}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimFailed := make(chan struct{})
+	m := startLoneMember(t, &cluster.Options{
+		Store:   store,
+		Session: sessionFunc(t, 1, side, nil),
+		Hold:    200 * time.Millisecond,
+		Logger:  slog.New(&onWarn{session: "s", warned: claimFailed}),
+	})
+	rename("fences", "fences_away")
+	done := make(chan error, 1)
+	go func() {
+		res, err := m.Run(ctx, "s", firstRequest("s")...)
+		if err == nil && res.Text != "All done." {
+			err = fmt.Errorf("answer %q, want \"All done.\"", res.Text)
+		}
+		done <- err
+	}()
+	select {
+	case <-claimFailed:
+	case err := <-done:
+		t.Fatalf("Run ended while the session could not be claimed: %v", err)
+	}
+	rename("fences_away", "fences")
+	if err := <-done; err != nil {
+		t.Fatalf("Run, once the store works again: %v; want the session's answer", err)
+	}
+	if got := side.runs(t); len(got) != 1 || got["s c1"] != 1 {
+		t.Errorf("side effects %v, want s c1 once", got)
+	}
+}
+
+// onWarn is a slog handler that closes warned at the first warning about
+// session.
+type onWarn struct {
+	session string
+	warned  chan struct{}
+	once    sync.Once
+}
+
+func (h *onWarn) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *onWarn) Handle(_ context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "session" && a.Value.String() == h.session {
+			h.once.Do(func() { close(h.warned) })
+			return false
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *onWarn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onWarn) WithGroup(string) slog.Handler      { return h }
 
 // TestStart_AddressInUse: Start on an address another listener holds
 // (as a member and as a client) fails with an error that names the

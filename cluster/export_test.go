@@ -10,7 +10,8 @@ import (
 
 // RunIncarnation runs one incarnation of session id in rt on a claim of it
 // in store, as a member's session actor does, and returns its state
-// ("done", "failed", "moved"), its text or error, and its claim's epoch.
+// ("done", "failed", "moved", "retry"), its text or error, and its
+// claim's epoch.
 func RunIncarnation(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, fn SessionFunc, id string, request ...*messages.Frame) (state, text string, epoch uint64) {
 	var params []param
 	for _, f := range request {

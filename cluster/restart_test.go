@@ -26,8 +26,13 @@ import (
 // through childSchemaEnv and childSideEnv.
 const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
 
+// childHoldEnv, when set, is the Hold of TestClusterHostChild's member
+// (time.ParseDuration); it is 3 s otherwise.
+const childHoldEnv = "POLYWEAVE_CLUSTER_HOLD"
+
 // TestClusterHostChild is a cluster member's body; it does nothing unless
-// started by TestMember_RestartedAtSameAddress. It hosts one-call
+// started by TestMember_RestartedAtSameAddress or
+// TestMember_MovedAnswerForgetsTheActivation. It hosts one-call
 // sessions; session t's call waits for a "release" line on its stdin, and
 // the member marks "started t" when it begins. It marks "ready ADDRESS"
 // once it has joined; a line "stale ADDRESS ID…" makes it send the
@@ -42,6 +47,12 @@ func runHostChild(t *testing.T, portText string) error {
 	port, err := strconv.Atoi(portText)
 	if err != nil {
 		return err
+	}
+	hold := 3 * time.Second
+	if v := os.Getenv(childHoldEnv); v != "" {
+		if hold, err = time.ParseDuration(v); err != nil {
+			return err
+		}
 	}
 	mark := tooltest.Marker()
 	release := make(chan struct{})
@@ -63,7 +74,7 @@ func runHostChild(t *testing.T, portText string) error {
 		}),
 		// Long enough that t's run request is pending while the stale
 		// answers arrive.
-		Hold: 3 * time.Second,
+		Hold: hold,
 	})
 	if err != nil {
 		return err
@@ -290,4 +301,74 @@ func TestMember_SessionRefusesAnotherSessionsRequest(t *testing.T) {
 	if got := side.runs(t); len(got) != 1 || got["w c1"] != 1 {
 		t.Errorf("side effects %v, want w c1 once", got)
 	}
+}
+
+// TestMember_MovedAnswerForgetsTheActivation: an incarnation that answers
+// "moved" (here: fenced by a newer claim) stops; a Run on another member
+// forgets it and asks the session's owner for a new activation with its
+// next request, rather than sending that request to the stopped one (a
+// dead letter: a request lost, and a round trip). The member is a child
+// process; this process is a client, whose Run is observed.
+func TestMember_MovedAnswerForgetsTheActivation(t *testing.T) {
+	leakCheck(t)
+	schema := freshSchema()
+	side := newSideFile(t)
+	raceLog := filepath.Join(t.TempDir(), "race")
+	health := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
+	_, port, _ := strings.Cut(health, ":")
+	// No "running" answer while the test works: every request is
+	// answered once, when the incarnation ends.
+	host := tooltest.StartChild(t, "^TestClusterHostChild$", childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
+		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog, childHostEnv+"="+port, childHoldEnv+"=10m")
+	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
+		t.Fatalf("member: mark %q", m)
+	}
+	store := openStore(t, schema)
+	client, err := cluster.Start(&cluster.Options{Client: true, Store: store,
+		Provider: cluster.Automanaged(0, []string{health}, 100*time.Millisecond),
+		Hold:     10 * time.Minute, RequestTimeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := client.Close(ctx); err != nil {
+			t.Errorf("close client: %v", err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Once s ran, the client knows the member: t's first request is
+	// delivered.
+	if _, err := client.Run(ctx, "s", firstRequest("s")...); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res *cluster.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := client.Run(ctx, "t", firstRequest("t")...)
+		done <- outcome{res, err}
+	}()
+	if m := host.Mark(t); m != "started t" {
+		t.Fatalf("member: mark %q, want \"started t\"", m)
+	}
+	// A newer incarnation elsewhere takes the session over and ends it;
+	// the member's incarnation is fenced when its call returns.
+	if state, text, epoch := cluster.RunIncarnation(ctx, newRuntime(t), store, sessionFunc(t, 1, side, nil), "t", firstRequest("t")...); state != "done" || epoch != 2 {
+		t.Fatalf("newer incarnation: %s %q epoch %d, want done at epoch 2", state, text, epoch)
+	}
+	host.Send(t, "release")
+	o := <-done
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.res.Epoch != 3 || o.res.Requests != 2 {
+		t.Errorf("Run: epoch %d after %d requests, want epoch 3 (a new activation, answering from the store) after 2: the one answered \"moved\", then the new activation's", o.res.Epoch, o.res.Requests)
+	}
+	host.Stop(t)
+	checkRaceReports(t, filepath.Dir(raceLog))
 }

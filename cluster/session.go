@@ -31,6 +31,7 @@ const (
 	stateDone    = "done"    // answered: Text holds the answer
 	stateFailed  = "failed"  // failed: Error says why
 	stateMoved   = "moved"   // this incarnation stopped (moved, fenced): ask again
+	stateRetry   = "retry"   // this incarnation could not run (its store failed): ask again
 )
 
 // param is one PARAM of the request that starts a session.
@@ -106,10 +107,11 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			delete(s.waiters, k)
 		}
 		switch {
-		case s.st.State == stateMoved || s.m.linger < 0:
-			// Fenced (a newer incarnation owns the session), or not
-			// to be kept: the next request activates it again,
-			// wherever the cluster says.
+		case s.st.State == stateMoved || s.st.State == stateRetry || s.m.linger < 0:
+			// Fenced (a newer incarnation owns the session), failed
+			// for a cause that may pass (the store), or not to be
+			// kept: the next request activates it again, wherever the
+			// cluster says.
 			ctx.Stop(ctx.Self())
 		default:
 			s.linger(ctx)
@@ -202,6 +204,8 @@ func (m *Member) run(ctx context.Context, id string, params []param) *status {
 		m.log.Debug("session done", "session", id, "epoch", st.Epoch)
 	case stateMoved:
 		m.log.Info("session incarnation ended: moved or fenced", "session", id, "epoch", st.Epoch, "reason", st.Error)
+	case stateRetry:
+		m.log.Warn("session incarnation could not run: its store failed; the next request tries again", "session", id, "epoch", st.Epoch, "error", st.Error)
 	default:
 		m.log.Warn("session failed", "session", id, "epoch", st.Epoch, "error", st.Error)
 	}
@@ -215,7 +219,9 @@ const sessionStream = "session"
 // runSession runs one incarnation of session id in rt, on a claim of it
 // in store, to the end of its stream or until ctx ends (then the state is
 // moved). A run whose loop failed because a newer claim was taken is
-// moved, with the fencing error.
+// moved, with the fencing error. A failure of the store (the claim, or
+// the check for a newer claim after the loop failed) is retry, not
+// failed: it may pass, and the session has not failed.
 func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	claim, err := store.Claim(ctx, id)
@@ -223,7 +229,7 @@ func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, n
 		if ctx.Err() != nil {
 			return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
 		}
-		return failed(fmt.Errorf("claim session %q: %w", id, err)), nil
+		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
 	}
 	defer claim.Close()
 	model, lo, err := newSession(id)
@@ -282,7 +288,12 @@ func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, n
 	}
 	// The loop failed; when a newer claim has been taken, it was fenced.
 	epoch, eerr := store.Epoch(context.WithoutCancel(ctx), id)
-	if eerr == nil && epoch != claim.Epoch() {
+	switch {
+	case eerr != nil:
+		// Whether it was fenced is unknown: the next incarnation,
+		// which resumes from the store, tells.
+		return &status{State: stateRetry, Error: fmt.Sprintf("session %q: %s (and its epoch could not be read: %v)", id, streamErr, eerr)}, claim
+	case epoch != claim.Epoch():
 		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, streamErr)}, claim
 	}
 	return failed(fmt.Errorf("session %q: %s", id, streamErr)), claim

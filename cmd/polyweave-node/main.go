@@ -5,6 +5,13 @@
 //
 //	polyweave-node -listen 127.0.0.1:7710 -root /srv/agent-files
 //
+// The node has no authentication and no TLS: whoever reaches its port can
+// read and write files under its root and run commands there. It
+// therefore listens on loopback only (the default, 127.0.0.1 on a free
+// port) and refuses any other -listen address unless -allow-remote is
+// given, and then warns on stderr; serve beyond loopback only on a network
+// where every peer is trusted, or behind a tunnel that authenticates.
+//
 // Once it serves, it prints "polyweave-node listening on HOST:PORT" on
 // stdout. SIGINT or SIGTERM stops it: calls in flight are answered
 // "stopped" before it exits.
@@ -20,8 +27,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,9 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", remote.DefaultAddress, "`host:port` to serve on (port 0 picks a free one)")
 	root := fs.String("root", "", "the workspace `folder` the tools are confined to (required; created if missing)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a -listen address that is not loopback (the node has no authentication: anyone who reaches it can run commands)")
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-v]")
+		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-allow-remote] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -55,6 +65,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if !isLoopback(*listen) {
+		if !*allowRemote {
+			fmt.Fprintf(stderr, "polyweave-node: -listen %s is not a loopback address, and the node has no authentication or TLS: "+
+				"anyone who reaches it could run commands in %s. Pass -allow-remote to serve there anyway (trusted networks only).\n", *listen, *root)
+			return 2
+		}
+		fmt.Fprintf(stderr, "polyweave-node: WARNING: serving on %s with no authentication or TLS: "+
+			"anyone who reaches this address can read and write files in %s and run commands there.\n", *listen, *root)
+	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
@@ -64,6 +83,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// isLoopback reports whether the listen address hostport is on the
+// loopback interface only: a loopback IP or "localhost". An empty host
+// (":7710") means every interface.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return true // not an address at all: serving reports it
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func serve(listen, root string, logger *slog.Logger, stdout io.Writer) error {

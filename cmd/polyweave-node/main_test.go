@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,5 +116,80 @@ func TestNode_ServesWorkspace(t *testing.T) {
 	}
 	if err := client.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// runChild runs the command (this test binary) with args and returns its
+// exit code, stdout and stderr; a command still running after 30 s is
+// killed and fails the test.
+func runChild(t *testing.T, args string, stop func(*exec.Cmd, *bufio.Reader)) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envRun+"="+args)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if stop != nil {
+			stop(cmd, bufio.NewReader(stdout))
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("polyweave-node %s still ran after 30 s; stderr %q", args, errOut.String())
+	}
+	return cmd.ProcessState.ExitCode(), errOut.String()
+}
+
+// The node has no authentication: it refuses to listen beyond loopback
+// unless told to, and says why.
+func TestRun_RefusesNonLoopback(t *testing.T) {
+	root := t.TempDir()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		code, errOut := runChild(t, "-root "+root+" -listen "+addr, nil)
+		if code != 2 || !strings.Contains(errOut, "not a loopback address") || !strings.Contains(errOut, "-allow-remote") {
+			t.Errorf("-listen %s: exit %d, stderr %q; want 2 and the refusal", addr, code, errOut)
+		}
+	}
+}
+
+// With -allow-remote it serves on every interface, and warns that anyone
+// reaching it can run commands.
+func TestRun_AllowRemoteWarns(t *testing.T) {
+	root := t.TempDir()
+	var said string
+	code, errOut := runChild(t, "-root "+root+" -listen 0.0.0.0:0 -allow-remote", func(cmd *exec.Cmd, out *bufio.Reader) {
+		said, _ = out.ReadString('\n')
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	})
+	if !strings.HasPrefix(said, "polyweave-node listening on ") {
+		t.Errorf("node said %q (stderr %q)", said, errOut)
+	}
+	if code != 0 || !strings.Contains(errOut, "WARNING") || !strings.Contains(errOut, "no authentication") {
+		t.Errorf("exit %d, stderr %q; want 0 and a warning", code, errOut)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7710": true, "127.8.9.1:0": true, "[::1]:7710": true, "localhost:7710": true, "LocalHost:0": true,
+		"0.0.0.0:7710": false, ":7710": false, "[::]:7710": false, "10.0.0.7:7710": false, "node.example:7710": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v", addr, got)
+		}
 	}
 }

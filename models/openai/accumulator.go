@@ -21,7 +21,7 @@ var (
 	// finish_reason arrived, so nothing proves the answer is whole.
 	ErrIncomplete = errors.New("stream ended without a finish reason")
 	// ErrInvalidToolCall: a finished tool call has no name or arguments
-	// that are not JSON.
+	// that are not JSON, or two calls share an id.
 	ErrInvalidToolCall = errors.New("invalid tool call")
 )
 
@@ -61,20 +61,30 @@ type Result struct {
 // real servers send: parallel calls at indices 0, 1, 2; every parallel call
 // at index 0 with distinct ids; index 1 starting before index 0 is done; a
 // whole call in one fragment; a first fragment without the function name.
+// The index says which call a fragment belongs to; an id only tells calls
+// at the same index apart, so fragments at different indices are never
+// merged. Two calls with one id are an error: results are matched to calls
+// by id, so one of them could never be answered.
 // Arguments are only checked once the stream has finished properly, and a
 // call that is cut or invalid is an error, never repaired.
 //
 // Only choice 0 is read. Its zero value is ready. It is not safe for
 // concurrent use: one goroutine reads one stream.
 type Accumulator struct {
-	calls   []*callState          // in order of first appearance
-	byIndex map[int64]*callState  // the latest call seen at each index
-	byID    map[string]*callState // calls by id
+	calls   []*callState           // in order of first appearance
+	byIndex map[int64]*callState   // the latest call seen at each index
+	byID    map[callRef]*callState // calls by index and id
 	finish  string
 	usage   json.RawMessage
 	done    bool
 	chunkID string
 	err     error
+}
+
+// callRef names a call by its index and id.
+type callRef struct {
+	index int64
+	id    string
 }
 
 type callState struct {
@@ -129,22 +139,23 @@ func (a *Accumulator) Add(chunk *sdk.ChatCompletionChunk) (string, error) {
 // fragment folds one tool-call fragment in.
 func (a *Accumulator) fragment(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) {
 	var c *callState
+	ref := callRef{tc.Index, tc.ID}
 	switch cur := a.byIndex[tc.Index]; {
-	case tc.ID != "" && a.byID[tc.ID] != nil:
-		c = a.byID[tc.ID] // a later fragment repeating its id
+	case tc.ID != "" && a.byID[ref] != nil:
+		c = a.byID[ref] // a later fragment repeating its id
 	case tc.ID != "" && cur != nil && cur.id == "":
 		c = cur // the id arrives after a first fragment without one
 		c.id = tc.ID
-		a.byID[tc.ID] = c
+		a.byID[ref] = c
 	case tc.ID != "" || cur == nil:
 		c = &callState{index: tc.Index, id: tc.ID} // a new call, even at a used index
 		a.calls = append(a.calls, c)
 		if a.byIndex == nil {
 			a.byIndex = make(map[int64]*callState)
-			a.byID = make(map[string]*callState)
+			a.byID = make(map[callRef]*callState)
 		}
 		if tc.ID != "" {
-			a.byID[tc.ID] = c
+			a.byID[ref] = c
 		}
 	default:
 		c = cur
@@ -192,7 +203,13 @@ func (a *Accumulator) Result() (Result, error) {
 			ordered, cut = ordered[:n-1], last
 		}
 	}
+	seen := make(map[string]int, n)
 	for i, c := range ordered {
+		if at, dup := seen[c.id]; dup && c.id != "" {
+			return Result{}, fmt.Errorf("%w: calls %d (%s, index %d) and %d (%s, index %d) share the id %q",
+				ErrInvalidToolCall, at, ordered[at].name, ordered[at].index, i, c.name, c.index, c.id)
+		}
+		seen[c.id] = i
 		if c.name == "" {
 			return Result{}, fmt.Errorf("%w: call %d (id %q) has no function name", ErrInvalidToolCall, i, c.id)
 		}

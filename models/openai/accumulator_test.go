@@ -70,8 +70,8 @@ func TestAccumulator_AwkwardCases(t *testing.T) {
 				t.Errorf("text %q, want %q", text, fx.text)
 			}
 			if fx.err != nil {
-				if !errors.Is(err, fx.err) {
-					t.Fatalf("err = %v, want %v", err, fx.err)
+				if !errors.Is(err, fx.err) || !strings.Contains(err.Error(), fx.errText) {
+					t.Fatalf("err = %v, want %v saying %q", err, fx.err, fx.errText)
 				}
 				if len(res.ToolCalls) != 0 {
 					t.Fatalf("a failed answer returned calls %+v", res.ToolCalls)

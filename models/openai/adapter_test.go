@@ -119,6 +119,9 @@ func TestAdapter_AwkwardCasesOverSSE(t *testing.T) {
 				if !r.Failed || !strings.Contains(r.Error, fx.err.Error()) || len(r.ToolCalls) != 0 || r.Finish != "" {
 					t.Fatalf("failed %v %q, calls %+v, finish %q: want ERROR %q and no calls", r.Failed, r.Error, r.ToolCalls, r.Finish, fx.err)
 				}
+				if !strings.Contains(r.Error, fx.errText) {
+					t.Fatalf("ERROR %q, want it to say %q", r.Error, fx.errText)
+				}
 				return
 			}
 			if r.Failed {

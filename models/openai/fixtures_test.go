@@ -55,6 +55,8 @@ type fixture struct {
 	// META payload).
 	truncated []wantCall
 	err       error // errors.Is target; nil for success
+	// errText, when set, must be in the error's text.
+	errText string
 }
 
 var fixtures = []fixture{
@@ -191,5 +193,17 @@ var fixtures = []fixture{
 		name: "finished call with arguments that are not JSON",
 		body: sse(chunk(roleChunk, ""), first(0, "call_A", "read_file", `{"path":`), finish("tool_calls"), done),
 		err:  openai.ErrInvalidToolCall,
+	},
+	{
+		// The index says which call a fragment belongs to: the two are
+		// never merged, and since results are matched by id, two calls
+		// with one id cannot both be answered.
+		name: "two calls sharing an id at different indexes",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "c1", "run_command", ""), args(0, `{"command":"ls"}`),
+			first(1, "c1", "read_file", ""), args(1, `{"path":"a.txt"}`),
+			finish("tool_calls"), done),
+		err:     openai.ErrInvalidToolCall,
+		errText: `calls 0 (run_command, index 0) and 1 (read_file, index 1) share the id "c1"`,
 	},
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 func newRuntime(t *testing.T) *actors.Runtime {
@@ -94,6 +96,56 @@ func TestSession_StaleIncarnationIsFenced(t *testing.T) {
 	}
 	if e, err := store.Epoch(ctx, "s"); err != nil || e != 2 {
 		t.Errorf("epoch %d, %v; want 2", e, err)
+	}
+}
+
+// TestSession_EpochCheckIsBounded: when a session's loop fails, its
+// incarnation reads the session's epoch to tell a fenced incarnation from
+// a failed session. A store that does not answer that read does not keep
+// the incarnation (nor a member's Close, which waits for it) for ever: the
+// read gives up after the request timeout, and the incarnation ends as
+// "retry" (whether it was fenced is unknown).
+func TestSession_EpochCheckIsBounded(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	// One tool call, and no answer after it: the loop fails once the
+	// call has run (the script is exhausted).
+	s := script(1)
+	s.Turns = s.Turns[:1]
+	model, err := scripted.New(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(id string) (actors.Spec, *tools.LoopOptions, error) {
+		return model.Spec("model"), &tools.LoopOptions{
+			RouterOptions: tools.RouterOptions{Name: "session", Tools: []*tools.Tool{side.appendTool(id, hooks{})}},
+			MaxIterations: 2,
+		}, nil
+	}
+	unblock := make(chan struct{})
+	defer close(unblock)
+	silent := func(ctx context.Context, _ string) (uint64, error) {
+		select { // a store that does not answer
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-unblock:
+			return 0, errors.New("the test ended")
+		}
+	}
+	type outcome struct{ state, text string }
+	done := make(chan outcome, 1)
+	go func() {
+		state, text, _ := cluster.RunIncarnationEpoch(context.Background(), newRuntime(t), store, silent, 100*time.Millisecond, fn, "s", firstRequest("s")...)
+		done <- outcome{state, text}
+	}()
+	select {
+	case o := <-done:
+		if o.state != "retry" || !strings.Contains(o.text, "epoch could not be read") {
+			t.Errorf("incarnation: %s %q, want retry: its epoch could not be read", o.state, o.text)
+		}
+	case <-time.After(30 * time.Second): // a bound on a hang, not a speed check
+		t.Fatal("the incarnation still waits for its epoch 30 s after its loop failed")
 	}
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
@@ -13,16 +14,34 @@ import (
 // ("done", "failed", "moved", "retry"), its text or error, and its
 // claim's epoch.
 func RunIncarnation(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, fn SessionFunc, id string, request ...*messages.Frame) (state, text string, epoch uint64) {
+	return RunIncarnationEpoch(ctx, rt, store, nil, DefaultRequestTimeout, fn, id, request...)
+}
+
+// RunIncarnationEpoch is RunIncarnation, where epoch (unless nil) stands
+// for store's Epoch, and timeout for the member's RequestTimeout.
+func RunIncarnationEpoch(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, epoch func(context.Context, string) (uint64, error), timeout time.Duration, fn SessionFunc, id string, request ...*messages.Frame) (state, text string, epochOut uint64) {
 	var params []param
 	for _, f := range request {
 		params = append(params, param{Name: f.GetName(), Value: f.GetPayload()})
 	}
-	st, claim := runSession(ctx, rt, store, fn, id, params)
+	var s sessionStore = store
+	if epoch != nil {
+		s = epochStore{store, epoch}
+	}
+	st, claim := runSession(ctx, rt, s, timeout, fn, id, params)
 	if claim != nil {
-		epoch = claim.Epoch()
+		epochOut = claim.Epoch()
 	}
 	if st.State == stateDone {
-		return st.State, st.Text, epoch
+		return st.State, st.Text, epochOut
 	}
-	return st.State, st.Error, epoch
+	return st.State, st.Error, epochOut
 }
+
+// epochStore is a store whose Epoch is a function's.
+type epochStore struct {
+	*pgstore.Store
+	epoch func(context.Context, string) (uint64, error)
+}
+
+func (s epochStore) Epoch(ctx context.Context, key string) (uint64, error) { return s.epoch(ctx, key) }

@@ -194,7 +194,7 @@ func (s *sessionActor) linger(ctx actor.Context) {
 // claim, sends it the first request and reads the stream to its end. A
 // loop resuming a stored session continues it (see tools.SessionOptions).
 func (m *Member) run(ctx context.Context, id string, params []param) *status {
-	st, claim := runSession(ctx, m.rt, m.store, m.newSession, id, params)
+	st, claim := runSession(ctx, m.rt, m.store, m.timeout, m.newSession, id, params)
 	st.Member = m.Address()
 	if claim != nil {
 		st.Epoch = claim.Epoch()
@@ -212,6 +212,13 @@ func (m *Member) run(ctx context.Context, id string, params []param) *status {
 	return st
 }
 
+// sessionStore is what an incarnation needs of the shared store (a
+// *pgstore.Store).
+type sessionStore interface {
+	Claim(ctx context.Context, key string) (*pgstore.Claim, error)
+	Epoch(ctx context.Context, key string) (uint64, error)
+}
+
 // sessionStream is the stream id a session's loop runs its conversation
 // on.
 const sessionStream = "session"
@@ -220,9 +227,10 @@ const sessionStream = "session"
 // in store, to the end of its stream or until ctx ends (then the state is
 // moved). A run whose loop failed because a newer claim was taken is
 // moved, with the fencing error. A failure of the store (the claim, or
-// the check for a newer claim after the loop failed) is retry, not
-// failed: it may pass, and the session has not failed.
-func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
+// the check for a newer claim after the loop failed, which gives up
+// after timeout) is retry, not failed: it may pass, and the session has
+// not failed.
+func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	claim, err := store.Claim(ctx, id)
 	if err != nil {
@@ -287,7 +295,12 @@ func runSession(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, n
 		return &status{State: stateDone, Text: text.String()}, claim
 	}
 	// The loop failed; when a newer claim has been taken, it was fenced.
-	epoch, eerr := store.Epoch(context.WithoutCancel(ctx), id)
+	// Also when ctx has ended (the incarnation is stopping), but not
+	// for longer than a request may take: a store that does not answer
+	// must not keep the incarnation, and Close, waiting.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	epoch, eerr := store.Epoch(ectx, id)
+	cancel()
 	switch {
 	case eerr != nil:
 		// Whether it was fenced is unknown: the next incarnation,

@@ -37,14 +37,36 @@
 // (package [github.com/polyweave/polyweave-go/workspace/sandbox]): new
 // user, PID, mount, network, IPC and UTS namespaces under a helper that
 // is their PID 1; a fresh /proc; everything read-only but the workspace
-// and a private /tmp ([Options.HidePaths] hides more); Landlock allowing
-// writes only beneath the workspace and /tmp, and no TCP; no network
-// unless [Options.AllowNetwork]; no capabilities; rlimits on address
-// space, file size, processes and CPU time ([Options.Limits]); only
-// descriptors 0–2. When the shell exits, at the timeout, on cancellation
-// or Close, and when the host process dies (the helper's parent-death
-// signal), the helper dies and the kernel kills every process of the
-// namespace, including those that called setsid or forked twice.
+// and a private /tmp; nothing visible around the workspace (the
+// directory [sandbox.Surroundings] names, its highest ancestor that is
+// not a system directory such as /usr or /var, shows only the way to
+// the workspace), nor in /root, /home, /etc/shadow and the system's
+// other secrets, nor, without network, in /run ([sandbox.DefaultHidden];
+// [Options.HidePaths] hides more); Landlock allowing writes only beneath
+// the workspace and /tmp, and no TCP; no network unless
+// [Options.AllowNetwork], and without it no Unix, netlink or other
+// non-TCP/IP sockets either (a seccomp filter; socketpair works, and
+// with the network allowed so do the host's Unix sockets); no keyrings, no
+// io_uring, no set-user-ID or set-group-ID files; no capabilities;
+// rlimits on address space, file size, processes and CPU time
+// ([Options.Limits]); only descriptors 0–2. When the shell exits, at the
+// timeout, on cancellation or Close, and when the host process dies (the
+// helper's control pipe from the host ends), the helper dies and the
+// kernel kills every process of the namespace, including those that
+// called setsid or forked twice.
+//
+// The limits are rlimits, and an rlimit bounds one process (address
+// space, CPU time) or one file (size): a command that starts many
+// processes can use that many times the memory and CPU (40 processes of
+// 128 MiB each hold 5 GiB under a 128 MiB limit), up to the process
+// limit, and write many files. They stop a runaway program, not a
+// command bent on exhausting the host: run such commands under a cgroup
+// of the host's (systemd-run --scope -p MemoryMax=…) as well.
+//
+// A configuration the sandbox cannot honour (a hidden path that is "/"
+// or the workspace itself, or that cannot be resolved) makes New fail,
+// whatever the mode: commands run unsandboxed under [SandboxAuto] only
+// when the system cannot sandbox at all ([sandbox.ErrUnsupported]).
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,
 // Landlock) is most of what a sandboxed command costs, so it is done
@@ -81,11 +103,14 @@
 //	cat /proc/$PPID/environ           the host's environment is read
 //	cd .. and write, cat ../secret    files outside are written and read
 //	absolute-path write and read      files outside are written and read
+//	  (the sandbox shows no file beside the workspace, nor beside the
+//	  directories on the way to it below the first system directory)
 //	unshare -m; mount --bind outside  files outside are written and read
 //	network connect (127.0.0.1)       the network is reached
 //	descriptor left open by the host  a descriptor of the host is read
 //	fork bomb (400 processes)         400 processes start
-//	memory bomb (300 MB)              300 MB are allocated
+//	memory bomb (one 300 MB process)  300 MB are allocated
+//	  (the limit is per process: see the limits above)
 //	disk bomb (50 MB file)            a 50 MB file is written
 //	CPU spin                          it spins until the timeout
 //	host killed (kill -9) mid-command the command runs on and finishes

@@ -227,13 +227,7 @@ var hostileCases = []hostileCase{
 
 func TestHostileCommands_Sandboxed(t *testing.T) {
 	t.Parallel()
-	ws, err := New(t.TempDir(), nil)
-	mustDo(t, err)
-	prot := ws.Protections()
-	ws.Close()
-	if !prot.Complete() {
-		t.Skipf("this kernel does not give the full sandbox: %s", prot)
-	}
+	requireFullSandbox(t)
 	runHostileSuite(t, SandboxRequired)
 }
 
@@ -268,7 +262,10 @@ func runHostileSuite(t *testing.T, mode SandboxMode) {
 
 // runHostileCase runs hc in a host process and returns the harms it did.
 func runHostileCase(t *testing.T, hc hostileCase, mode SandboxMode) []string {
-	base := t.TempDir()
+	// Not in /tmp, which the sandbox replaces with a tmpfs of its own:
+	// what is outside the workspace must be there for the command to
+	// find, wherever TMPDIR points.
+	base := dirOutsideTmp(t)
 	env := hostileEnv{base: base, ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside"),
 		secret: "TOPSECRET-" + randomHex(), hostSecret: "HOSTSECRET-" + randomHex(), id: randomHex()}
 	mustDo(t, os.Mkdir(env.ws, 0o755))

@@ -72,7 +72,9 @@ type SandboxMode int
 const (
 	// SandboxAuto (the default) sandboxes commands where the kernel
 	// allows it and otherwise runs them unsandboxed, logging a warning
-	// and saying so in [Workspace.Protections].
+	// and saying so in [Workspace.Protections]. A configuration the
+	// sandbox cannot honour makes New fail: it is not a reason to run
+	// unsandboxed.
 	SandboxAuto SandboxMode = iota
 	// SandboxRequired makes New fail when the sandbox, with every
 	// protection it sets up, is not available.
@@ -162,9 +164,16 @@ type Options struct {
 	AllowNetwork bool
 
 	// HidePaths lists absolute paths that sandboxed commands cannot see
-	// (an empty directory or an empty file stands in their place), for
-	// example the host user's home directory. Everything else outside
-	// the workspace stays readable, and read-only.
+	// (an empty directory or an empty file stands in their place), on
+	// top of what the sandbox hides by default (the workspace's
+	// surroundings, /root, /home, the system's secrets, and /run
+	// without network: see [sandbox.DefaultHidden] and
+	// [sandbox.Surroundings]). Links are followed: what a link points to
+	// is hidden. A path that holds the workspace shows only the way to
+	// it; a path inside the workspace is hidden from commands (not from
+	// the file tools). New refuses "/", the workspace itself, and a path
+	// that cannot be resolved. Everything else outside the workspace
+	// stays readable, and read-only.
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields
@@ -244,7 +253,8 @@ type Workspace struct {
 //
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once
-// per configuration and process, and keeps it for the first command.
+// per workspace directory, configuration and process, and keeps it for
+// the first command.
 // With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
 // is missing. The options are validated and copied; see [Options] for the
 // defaults.
@@ -326,6 +336,9 @@ func (w *Workspace) setUpSandbox() error {
 		return nil
 	}
 	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits}.WithDefaults()
+	if err == nil {
+		err = sandbox.CheckHide(cfg.Hide, w.dir)
+	}
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)
 	}
@@ -333,6 +346,10 @@ func (w *Workspace) setUpSandbox() error {
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
 		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
+	case err != nil && !errors.Is(err, sandbox.ErrUnsupported):
+		// A configuration the sandbox cannot honour, or a failure: never
+		// a reason to run commands unsandboxed.
+		return fmt.Errorf("workspace: set up the sandbox: %w", err)
 	case err != nil:
 		w.log.Warn("workspace: commands run WITHOUT a sandbox", "reason", err)
 		w.prot = prot
@@ -350,19 +367,23 @@ func (w *Workspace) setUpSandbox() error {
 	return nil
 }
 
-// probes caches the protections sandboxes get, by configuration: what
-// the kernel allows does not change while the process runs.
-var probes sync.Map // string (JSON of the config) -> Protections
+// probes caches the protections sandboxes get, by workspace directory
+// and configuration: what the kernel allows does not change while the
+// process runs, but what a sandbox hides depends on where the workspace
+// is.
+var probes sync.Map // string (directory, NUL, JSON of the config) -> Protections
 
 // probe learns which protections cfg gets: from an earlier workspace
-// with the same configuration, or by setting up a sandbox, which is
-// then kept for the first command. It sets w.sandbox when there is one.
+// on the same directory with the same configuration, or by setting up a
+// sandbox, which is then kept for the first command. It sets w.sandbox
+// when there is one.
 func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
-	key, err := json.Marshal(cfg)
+	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		return Protections{}, err
 	}
-	if p, ok := probes.Load(string(key)); ok {
+	key := w.dir + "\x00" + string(cfgJSON)
+	if p, ok := probes.Load(key); ok {
 		w.sandbox = &cfg
 		return p.(Protections), nil
 	}
@@ -373,7 +394,7 @@ func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 		return Protections{Missing: []string{err.Error()}}, err
 	}
 	prot := *h.sb.Protections()
-	probes.Store(string(key), prot)
+	probes.Store(key, prot)
 	w.warm = h
 	return prot, nil
 }

@@ -1,8 +1,8 @@
 // Package sandbox runs a workspace command in a sandbox of its own: new
 // user, PID, mount, network, IPC and UTS namespaces, a fresh /proc, the
 // file system read-only except the workspace and a private /tmp,
-// Landlock, a seccomp filter, resource limits, only descriptors 0–2, and a first process
-// that is PID 1 of the namespace with a parent-death signal.
+// Landlock, a seccomp filter, resource limits, only descriptors 0–2, and
+// a first process that is PID 1 of the namespace and dies with the host.
 //
 // # The helper
 //
@@ -14,10 +14,15 @@
 // install. The helper
 //
 //   - is PID 1 of new user, PID, mount, IPC, UTS and (unless the network
-//     is allowed) network namespaces, mapped to the host's user, and has
-//     SIGKILL as its parent-death signal;
+//     is allowed) network namespaces, mapped to the host's user, and
+//     exits, killing the namespace, when its control pipe from the host
+//     ends: the host let it go or died (a parent-death signal would fire
+//     when the host's thread that forked it ends, which any goroutine
+//     that locks its thread and returns can cause);
 //   - makes every mount private and read-only (and nosuid), mounts a
-//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths,
+//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths
+//     ([DefaultHidden], the workspace's [Surroundings], the configured
+//     ones; one that holds the workspace keeps the way to it),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;
@@ -55,8 +60,8 @@
 //
 // Because the helper is PID 1, its death kills every process of the
 // namespace, including those that called setsid or double-forked. The
-// host kills it to stop a command, and the kernel kills it when the host
-// dies. A command cannot kill it: PID 1 gets no signal from inside its
+// host kills it to stop a command, and it kills itself when the host
+// dies (its control pipe ends). A command cannot kill it: PID 1 gets no signal from inside its
 // namespace that it does not handle, and it ignores them all.
 //
 // # Degrading

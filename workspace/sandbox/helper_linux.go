@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +60,10 @@ type report struct {
 	Protections *Protections `json:"protections,omitempty"`
 	Exit        *Exit        `json:"exit,omitempty"`
 	Error       string       `json:"error,omitempty"`
+	// Unsupported: the set-up failed for want of a kernel feature;
+	// Config: for a configuration it cannot honour.
+	Unsupported bool `json:"unsupported,omitempty"`
+	Config      bool `json:"config,omitempty"`
 }
 
 func init() {
@@ -107,7 +112,8 @@ func helperMain() int {
 	}
 	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
-		status.send(report{Phase: "error", Error: err.Error(), Protections: prot})
+		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
+			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig)})
 		return 2
 	}
 	if setup.Probe {
@@ -252,12 +258,12 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		return p, "", err
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return p, "", fmt.Errorf("make mounts private: %w", err)
+		return p, "", unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(unix.AT_FDCWD, wsPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 	if err != nil {
-		return p, "", fmt.Errorf("clone the workspace mount: %w", err)
+		return p, "", unsupported("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -267,7 +273,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", fmt.Errorf("mount a fresh /proc: %w", err)
+		return p, "", unsupported("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -279,16 +285,16 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
-		return p, "", fmt.Errorf("mount a private /tmp: %w", err)
+		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	for _, h := range cfg.Hide {
-		hidden, err := hide(h)
-		if err != nil {
+	plan, err := planHiding(hideList(cfg, wsPath), wsPath)
+	if err != nil {
+		return p, "", err
+	}
+	for _, h := range plan.outside {
+		if err := hide(h, slices.Contains(plan.ancestors, h)); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
-		}
-		if hidden {
-			p.Hidden = append(p.Hidden, h)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
@@ -297,13 +303,26 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, wsPath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return p, "", fmt.Errorf("mount the workspace: %w", err)
 	}
+	for _, h := range plan.inside {
+		if err := hide(h, false); err != nil {
+			return p, "", fmt.Errorf("hide %s: %w", h, err)
+		}
+	}
+	// The directories that hide the workspace's surroundings were left
+	// writable to make its mount point; nothing else is made in them.
+	for _, h := range plan.ancestors {
+		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return p, "", fmt.Errorf("hide %s: make it read-only: %w", h, err)
+		}
+	}
+	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
 	if err := unix.Chdir(wsPath); err != nil {
 		return p, "", fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, "", fmt.Errorf("no_new_privs: %w", err)
+		return p, "", unsupported("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
@@ -313,7 +332,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	case cfg.WithoutLandlock:
 		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
-		return p, "", fmt.Errorf("landlock: %w", err)
+		return p, "", unsupported("landlock", err)
 	case abi == 0:
 		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
 	default:
@@ -321,14 +340,14 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, "", fmt.Errorf("drop capabilities: %w", err)
+		return p, "", unsupported("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, "", fmt.Errorf("join a new session keyring: %w", errno)
+		return p, "", unsupported("join a new session keyring", errno)
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
@@ -336,6 +355,12 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.Seccomp = true
 	}
 	return p, wsPath, nil
+}
+
+// unsupported is the error of a set-up step that fails when the kernel
+// lacks (or does not allow) what it uses.
+func unsupported(step string, err error) error {
+	return unsupportedError(fmt.Errorf("%s: %w", step, err))
 }
 
 // workspacePath is the path, in this mount namespace, of the directory
@@ -355,23 +380,29 @@ func workspacePath() (string, error) {
 	return path, nil
 }
 
-// hide covers path with an empty read-only tmpfs (a directory) or
-// /dev/null (anything else). A missing path is not hidden.
-func hide(path string) (bool, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
+// hide covers path (resolved, existing) with an empty read-only tmpfs (a
+// directory) or /dev/null (anything else). An ancestor of the workspace
+// gets a writable tmpfs, to hold the workspace's mount point, made
+// read-only once the workspace is mounted.
+func hide(path string, ancestor bool) error {
+	fi, err := os.Stat(path)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if fi.IsDir() {
-		return true, unix.Mount("tmpfs", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+		size := "4k"
+		if !ancestor {
+			flags |= unix.MS_RDONLY
+		} else {
+			size = "64k"
+		}
+		return unix.Mount("tmpfs", path, "tmpfs", flags, "size="+size+",mode=0555")
 	}
 	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
-		return false, err
+		return err
 	}
-	return true, unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows

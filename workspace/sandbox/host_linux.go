@@ -222,6 +222,11 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if !req.Config.AllowNetwork {
 		flags |= syscall.CLONE_NEWNET
 	}
+	// No parent-death signal: the kernel sends it when the thread that
+	// forked the helper ends, not the host process, and any goroutine
+	// that locks its thread and returns ends one. The helper watches the
+	// control pipe instead, whose only writer is this process: its end
+	// means the host let the sandbox go or died.
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
@@ -231,7 +236,6 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		ExtraFiles: []*os.File{ctlR, root, stW},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setsid:      true,
-			Pdeathsig:   syscall.SIGKILL,
 			Cloneflags:  uintptr(flags),
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
@@ -243,7 +247,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if err != nil {
 		ctlW.Close()
 		unix.Close(st[0])
-		return nil, fmt.Errorf("sandbox: start the helper with new namespaces: %w", err)
+		return nil, unsupportedError(fmt.Errorf("sandbox: start the helper with new namespaces: %w", err))
 	}
 	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
 	fail := func(err error) (*Process, error) {
@@ -268,7 +272,14 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		return fail(fmt.Errorf("sandbox helper: bad report %q", first))
 	}
 	if r.Phase != "ready" {
-		return fail(fmt.Errorf("sandbox set-up failed: %s", r.Error))
+		err := fmt.Errorf("sandbox set-up failed: %s", r.Error)
+		switch {
+		case r.Unsupported:
+			err = unsupportedError(err)
+		case r.Config:
+			err = markedError{err, ErrConfig}
+		}
+		return fail(err)
 	}
 	if err := unix.SetNonblock(p.status, true); err != nil {
 		return fail(fmt.Errorf("sandbox status pipe: %w", err))

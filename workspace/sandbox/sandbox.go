@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -25,10 +26,12 @@ const (
 type Limits struct {
 	// MaxAddressSpace is RLIMIT_AS: virtual memory per process, in bytes
 	// (default DefaultMaxAddressSpace). An allocation past it fails with
-	// ENOMEM.
+	// ENOMEM. It bounds each process, not the command: n processes may
+	// use n times as much, up to MaxProcesses.
 	MaxAddressSpace int64 `json:"maxAddressSpace"`
 	// MaxFileSize is RLIMIT_FSIZE: the largest file a process may write,
 	// in bytes (default DefaultMaxFileSize). A write past it gets SIGXFSZ.
+	// It bounds each file, not the total written.
 	MaxFileSize int64 `json:"maxFileSize"`
 	// MaxProcesses bounds the processes in the sandbox (default
 	// DefaultMaxProcesses, at least MinProcesses). It is enforced by the
@@ -68,14 +71,19 @@ func (l Limits) WithDefaults() (Limits, error) {
 
 // Config says how to sandbox commands. The zero value is the default
 // sandbox: no network, the whole file system read-only but the
-// workspace and a private /tmp, default limits.
+// workspace and a private /tmp, the workspace's surroundings and the
+// [DefaultHidden] paths hidden, default limits.
 type Config struct {
 	// AllowNetwork keeps the host's network namespace and does not
 	// restrict TCP with Landlock.
 	AllowNetwork bool `json:"allowNetwork"`
-	// Hide lists absolute paths made invisible in the sandbox: a
-	// directory is covered by an empty read-only tmpfs, a file by
-	// /dev/null. Paths that do not exist are ignored.
+	// Hide lists absolute paths made invisible in the sandbox, on top of
+	// [DefaultHidden], [HiddenWithoutNetwork] (without network) and the
+	// workspace's [Surroundings]: a directory is covered by an empty
+	// read-only tmpfs, a file by /dev/null. Links are followed; paths
+	// that do not exist are ignored; "/" and the workspace itself are
+	// refused ([CheckHide]). A directory that holds the workspace shows
+	// only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
 	// (default DefaultTmpSize).
@@ -128,7 +136,9 @@ type Protections struct {
 	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
 	// PrivateTmp: /tmp is an empty tmpfs of the sandbox's own.
 	PrivateTmp bool `json:"privateTmp,omitempty"`
-	// Hidden lists the paths hidden in the sandbox.
+	// Hidden lists the paths hidden in the sandbox, resolved: the
+	// defaults, the workspace's surroundings and the configured ones
+	// that exist.
 	Hidden []string `json:"hidden,omitempty"`
 	// Landlock is the Landlock ABI version in force (0 = none): writes
 	// only beneath the workspace and /tmp, no mounts, and with
@@ -154,8 +164,9 @@ type Protections struct {
 	// ClosedFDs: the command inherits only descriptors 0, 1 and 2.
 	ClosedFDs bool `json:"closedFDs,omitempty"`
 	// DiesWithHost: the sandbox's first process is PID 1 of its
-	// namespace with a parent-death signal, so every process of the
-	// command dies when the call ends or the host dies.
+	// namespace and exits when its control pipe from the host ends, so
+	// every process of the command dies when the call ends or the host
+	// dies.
 	DiesWithHost bool `json:"diesWithHost,omitempty"`
 	// Missing says, in words, what was asked for and is not in force,
 	// and why. Empty when nothing is missing.
@@ -213,6 +224,22 @@ func (p Protections) String() string {
 func (p Protections) Complete() bool {
 	return p.Sandbox && len(p.Missing) == 0
 }
+
+// ErrUnsupported is wrapped by the errors that say this system cannot
+// sandbox commands: another OS, no user namespaces, a kernel without a
+// feature the sandbox needs. Any other set-up error is a bad
+// configuration ([ErrConfig]) or a failure, never a reason to run
+// commands unsandboxed.
+var ErrUnsupported = errors.New("sandbox not supported on this system")
+
+// markedError is err, also matching mark for errors.Is, with err's text.
+type markedError struct{ err, mark error }
+
+func (e markedError) Error() string   { return e.err.Error() }
+func (e markedError) Unwrap() []error { return []error{e.err, e.mark} }
+
+// unsupportedError marks err as [ErrUnsupported].
+func unsupportedError(err error) error { return markedError{err, ErrUnsupported} }
 
 // Exit is how a sandboxed command's shell ended.
 type Exit struct {

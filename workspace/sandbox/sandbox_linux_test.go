@@ -5,7 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"os"
-	"strings"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -38,29 +38,8 @@ func TestProbe(t *testing.T) {
 
 func TestStart(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	outR, outW, _ := os.Pipe()
-	p, err := Start(defaults(t, Config{}), root, "/bin/sh", "echo hi > f; id -u; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd; exit 3", []string{"PATH=/usr/bin:/bin"}, outW, outW)
-	outW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := new(strings.Builder)
-	buf := make([]byte, 4096)
-	for {
-		n, err := outR.Read(buf)
-		out.WriteString(string(buf[:n]))
-		if err != nil {
-			break
-		}
-	}
-	_ = p.Cmd.Wait()
-	exit, err := p.Finish()
-	t.Logf("out=%q exit=%+v err=%v", out, exit, err)
+	out, exit := runIn(t, Config{}, dir, "echo hi > f; id -u; pwd; ls /proc | grep -c '^[0-9]'; ls /proc/self/fd; exit 3")
+	t.Logf("out=%q exit=%+v", out, exit)
 	if exit.Code != 3 {
 		t.Errorf("exit %+v", exit)
 	}
@@ -73,16 +52,7 @@ func TestStart(t *testing.T) {
 // runs exactly one, and a released one is gone.
 func TestPrepareRunRelease(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer null.Close()
+	root, null := openRootAndNull(t, dir)
 	cfg := defaults(t, Config{})
 
 	unused, err := Prepare(cfg, root, null, null)
@@ -184,4 +154,57 @@ func TestExited(t *testing.T) {
 		t.Errorf("a killed helper: Finish error %v, exited %v", err, killed.Exited())
 	}
 	_ = killed.Cmd.Wait()
+}
+
+// A sandbox outlives the thread that started it: host code elsewhere
+// may lock a goroutine to its thread and end it, which ends the thread,
+// and the sandbox must live on until the host lets it go or dies.
+func TestOutlivesStartingThread(t *testing.T) {
+	dir := t.TempDir()
+	root, null := openRootAndNull(t, dir)
+	started := make(chan *Process)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		p, err := Prepare(defaults(t, Config{}), root, null, null)
+		if err != nil {
+			t.Error(err)
+		}
+		started <- p
+	}()
+	p := <-started
+	if p == nil {
+		return
+	}
+	// Another locked goroutine forces the runtime to start and end
+	// threads, so the one that forked the helper is surely gone.
+	for range 20 {
+		done := make(chan struct{})
+		go func() { runtime.LockOSThread(); close(done) }()
+		<-done
+	}
+	if err := p.Run("/bin/sh", "echo ok > f", nil); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := p.Finish()
+	_ = p.Cmd.Wait()
+	if err != nil || exit.Code != 0 {
+		t.Errorf("the sandbox died with the thread that started it: exit %+v, %v", exit, err)
+	}
+}
+
+// openRootAndNull opens dir as a sandbox's root, and /dev/null for its
+// output; both are closed at the end of the test.
+func openRootAndNull(t *testing.T, dir string) (root, null *os.File) {
+	t.Helper()
+	root, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	null, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { null.Close() })
+	return root, null
 }

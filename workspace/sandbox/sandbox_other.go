@@ -13,7 +13,7 @@ import (
 const Supported = false
 
 // errUnsupported is the reason there is no sandbox on this system.
-var errUnsupported = errors.New("no sandbox on " + runtime.GOOS + ": it needs Linux namespaces and Landlock")
+var errUnsupported error = unsupportedError(errors.New("no sandbox on " + runtime.GOOS + ": it needs Linux namespaces and Landlock"))
 
 // Process is a sandboxed command; there are none on this system.
 type Process struct{ Cmd *exec.Cmd }

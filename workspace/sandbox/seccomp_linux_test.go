@@ -135,3 +135,54 @@ func TestNoSetuidFiles(t *testing.T) {
 		t.Errorf("an ordinary create or chmod failed: %v, %q", err, out)
 	}
 }
+
+// dirOutsideTmp is a new directory, removed after the test, that is not
+// beneath /tmp (which the sandbox replaces with a tmpfs of its own).
+func dirOutsideTmp(t *testing.T) string {
+	t.Helper()
+	if d := t.TempDir(); !within(d, "/tmp") {
+		return d
+	}
+	d, err := os.MkdirTemp("/var/tmp", "pw-test-")
+	if err != nil {
+		t.Fatalf("a directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// By default a command sees nothing around its workspace, nor the
+// homes and secrets of the host, and ordinary programs still run.
+func TestDefaultHiding(t *testing.T) {
+	base := dirOutsideTmp(t)
+	ws := filepath.Join(base, "a", "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(base, "secret.txt"), filepath.Join(base, "a", "secret.txt")} {
+		if err := os.WriteFile(f, []byte("NEIGHBOUR-SECRET"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := `cat ../secret.txt ../../secret.txt ` + base + `/secret.txt; ls .. ../..; echo shadow $(wc -c < /etc/shadow); ` +
+		`echo root $(ls -A /root | wc -l) home $(ls -A /home | wc -l) run $(ls -A /run | wc -l); ` +
+		`echo x > ../x; ls /usr/bin/env && perl -e 'print "perl ok\n"'`
+	out, _ := runIn(t, Config{}, ws, cmd)
+	if strings.Contains(out, "NEIGHBOUR-SECRET") || strings.Contains(out, "secret.txt\n") {
+		t.Errorf("the workspace's surroundings are visible: %q", out)
+	}
+	for _, want := range []string{"shadow 0\n", "root 0 home 0 run 0\n", "/usr/bin/env\nperl ok\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in %q", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "a", "x")); err == nil {
+		t.Errorf("the command wrote beside its workspace")
+	}
+	if got := Surroundings("/opt/ws"); got != "" {
+		t.Errorf("Surroundings(/opt/ws) = %q, want none", got)
+	}
+	if got := Surroundings("/var/tmp/a/b/ws"); got != "/var/tmp" {
+		t.Errorf("Surroundings(/var/tmp/a/b/ws) = %q, want /var/tmp", got)
+	}
+}

@@ -1,0 +1,163 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// What the sandbox hides whatever the configuration, besides the
+// workspace's surroundings (see [Surroundings]): the homes of the
+// host's users, and the secrets of the system. An entry may be a
+// pattern (filepath.Match). A hidden path that holds the workspace
+// shows only the directories on the way to it.
+var DefaultHidden = []string{
+	"/root", "/home",
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key",
+}
+
+// HiddenWithoutNetwork is hidden too when the network is not allowed:
+// the host's run-time state (daemons' sockets, credentials handed to
+// services). With the network allowed commands may need it (the name
+// resolver's configuration is often a link into /run).
+var HiddenWithoutNetwork = []string{"/run", "/var/run"}
+
+// systemDirs hold the software commands run and are never hidden as a
+// workspace's surroundings.
+var systemDirs = []string{"/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+	"/usr", "/usr/local", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libexec", "/usr/share",
+	"/usr/include", "/usr/src", "/opt", "/var", "/var/lib", "/var/cache", "/nix", "/nix/store",
+	"/gnu", "/gnu/store", "/snap"}
+
+// Surroundings returns the directory the sandbox hides around the
+// workspace (an absolute, resolved path): its highest ancestor that is
+// not a system directory (/usr, /opt, /var, …; "/" included), so that
+// nothing beside the workspace, nor beside any of the directories on
+// the way to it below that ancestor, is visible ("cat ../secret" finds
+// nothing). It returns "" when every ancestor is a system directory
+// (a workspace right in /opt, say): then only the hidden paths are.
+func Surroundings(workspace string) string {
+	var top string
+	for d := filepath.Dir(workspace); d != workspace && !slices.Contains(systemDirs, d); d = filepath.Dir(d) {
+		top = d
+		workspace = d
+	}
+	return top
+}
+
+// hideList is every path (or pattern) a sandbox of cfg around the
+// workspace wsPath hides.
+func hideList(cfg *Config, wsPath string) []string {
+	list := slices.Clone(DefaultHidden)
+	if !cfg.AllowNetwork {
+		list = append(list, HiddenWithoutNetwork...)
+	}
+	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
+		list = append(list, s)
+	}
+	return append(list, cfg.Hide...)
+}
+
+// hidePlan is what to cover, resolved: paths outside the workspace
+// (ancestors of the workspace among them) and paths inside it, covered
+// once it is mounted.
+type hidePlan struct {
+	outside, inside, ancestors []string
+}
+
+// ErrConfig is wrapped by the errors that come from a configuration the
+// sandbox cannot honour, not from what the kernel lacks.
+var ErrConfig = errors.New("sandbox configuration")
+
+// planHiding resolves list (links followed, patterns expanded, missing
+// paths left out) around the workspace wsPath (resolved).
+func planHiding(list []string, wsPath string) (hidePlan, error) {
+	var resolved []string
+	for _, h := range list {
+		matches := []string{h}
+		if strings.ContainsAny(h, "*?[") {
+			var err error
+			if matches, err = filepath.Glob(h); err != nil {
+				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
+			}
+		}
+		for _, m := range matches {
+			r, err := resolveHidden(m, wsPath)
+			if err != nil {
+				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
+			}
+			if r != "" && !slices.Contains(resolved, r) {
+				resolved = append(resolved, r)
+			}
+		}
+	}
+	// Parents first: what is beneath a hidden directory is hidden with
+	// it, except beneath the workspace, which stays visible.
+	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
+	var plan hidePlan
+	for _, r := range resolved {
+		if within(r, wsPath) {
+			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
+				plan.inside = append(plan.inside, r)
+			}
+			continue
+		}
+		if slices.ContainsFunc(plan.outside, func(k string) bool { return within(r, k) }) {
+			continue
+		}
+		plan.outside = append(plan.outside, r)
+		if within(wsPath, r) {
+			plan.ancestors = append(plan.ancestors, r)
+		}
+	}
+	return plan, nil
+}
+
+// resolveHidden resolves a path to hide and checks it can be: "" when
+// it does not exist.
+func resolveHidden(path, wsPath string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", errors.New("want an absolute path")
+	}
+	r, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case r == "/":
+		return "", errors.New("it is the whole file system")
+	case wsPath != "" && r == wsPath:
+		return "", errors.New("it is the workspace itself")
+	}
+	return r, nil
+}
+
+// within reports whether path is dir or beneath it (both clean).
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/") || dir == "/"
+}
+
+// CheckHide checks, before any sandbox is set up, that the paths to hide
+// suit the workspace (absolute, resolved): each is absolute, can be
+// resolved (links are followed; a missing path is left out), and is
+// neither "/" nor the workspace itself. An ancestor of the workspace may
+// be hidden: the workspace stays visible in it.
+func CheckHide(hide []string, workspace string) error {
+	ws, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
+	}
+	for i, h := range hide {
+		if _, err := resolveHidden(h, ws); err != nil {
+			return fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+		}
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -35,7 +36,32 @@ var (
 	// ErrNoAnswer: the model still called tools when the iteration limit
 	// was reached, so there is no final answer.
 	ErrNoAnswer = errors.New("agent: no final answer within the iteration limit")
+	// ErrNameTaken is returned by [New] for an agent with a Store when an
+	// agent of the same name that uses the same Store is still open (not
+	// closed): the two would read and write each other's sessions (see
+	// [SessionKey]).
+	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
+	// ErrInvalidSessionID: the session id is empty, not valid UTF-8, or
+	// longer than [MaxSessionIDBytes]. Nothing was sent.
+	ErrInvalidSessionID = errors.New("agent: invalid session id")
+	// ErrNoMessages: the conversation has no message. Nothing was sent.
+	ErrNoMessages = errors.New("agent: no messages")
+	// ErrSessionConflict: with a Store, the session was started with other
+	// messages (a session id names one conversation); sending them again
+	// cannot help. Use a new session id for a new conversation.
+	ErrSessionConflict = errors.New("agent: session was started with a different request; use a new session id for a new conversation")
+	// ErrPermanent is the cause (FailedError.Err) of a conversation whose
+	// model failed in a way that another attempt would meet again (the
+	// adapter said so: models.FailurePermanent, e.g. a key refused, a
+	// model that does not exist, a request rejected as malformed): Run
+	// gives up at once instead of making MaxAttempts attempts.
+	ErrPermanent = errors.New("agent: permanent failure")
 )
+
+// MaxSessionIDBytes bounds the length of a session id in bytes: ids name
+// streams and, with a Store, the store's records, whose keys stores
+// limit.
+const MaxSessionIDBytes = 1024
 
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every
 // attempt at the conversation failed (a stage crashed and its restart did
@@ -53,7 +79,30 @@ type FailedError struct {
 }
 
 func (e *FailedError) Error() string {
-	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", e.Session, e.Attempts, e.Reason)
+	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", clip(e.Session), e.Attempts, e.Reason)
+}
+
+// clip shortens a session id for an error message.
+func clip(id string) string {
+	const keep = 64
+	if len(id) <= keep {
+		return id
+	}
+	return fmt.Sprintf("%s…(%d bytes)", id[:keep], len(id))
+}
+
+// checkSession returns an error wrapping ErrInvalidSessionID when id is
+// not one a conversation can have.
+func checkSession(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidSessionID)
+	case len(id) > MaxSessionIDBytes:
+		return fmt.Errorf("%w: %q is %d bytes long, more than %d", ErrInvalidSessionID, clip(id), len(id), MaxSessionIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidSessionID, clip(id))
+	}
+	return nil
 }
 
 // Unwrap returns the cause, if known.
@@ -64,6 +113,13 @@ func (e *FailedError) Unwrap() error { return e.Err }
 type Options struct {
 	// Name names the agent's tool loop actor; default [DefaultName]. Many
 	// agents of one name run side by side (the runtime numbers them).
+	// With a Store it also keeps the agent's sessions apart from other
+	// agents' in that store: they are stored under [SessionKey](Name,
+	// session id), so a host must give the agent the same Name when it
+	// starts again to resume them, and agents sharing a Store need names
+	// of their own ([New] refuses a second open agent of one name on the
+	// same Store value with [ErrNameTaken]; agents of other processes it
+	// cannot see).
 	Name string
 	// Tools are the tools the agent may call (see also [AsTool]).
 	Tools []*tools.Tool
@@ -85,7 +141,9 @@ type Options struct {
 	// calls keep their results), or answers with its final text when it
 	// had ended. A
 	// session id names one conversation: a Run with other messages under
-	// an id already used fails. The caller owns and closes the store.
+	// an id already used fails. Sessions are stored under [SessionKey] of
+	// the agent's Name and the session id (see Name). The caller owns and
+	// closes the store.
 	Store durability.Store
 	// MaxAttempts bounds the attempts of one Run, the first included:
 	// when an attempt ends with ERROR (a supervised restart, a model
@@ -162,6 +220,10 @@ type Agent struct {
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
+	// claim is the agent's hold of its name on its Store (see
+	// claimName), given back by the first Close that completes; nil when
+	// there is none.
+	claim *storeClaim
 }
 
 // loopStart is one start of an agent's shared loop: done is closed once
@@ -209,6 +271,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
+	claim, err := claimName(opts.Store, opts.Name)
+	if err != nil {
+		return nil, err
+	}
 	if t := opts.Telemetry; t != nil {
 		if own := opts.Breaker.OnChange; own != nil {
 			opts.Breaker.OnChange = func(tool string, state tools.BreakerState) {
@@ -222,7 +288,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux}
+	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -235,6 +301,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	spec, err := tools.NewLoop(model, &a.loop) // validates the options
 	if err != nil {
+		claim.release()
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
 	a.spec = a.traced(spec)
@@ -354,6 +421,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	go func() { a.drains.Wait(); close(drained) }()
 	select {
 	case <-drained:
+		a.claim.release() // nothing of the agent runs any more
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
@@ -365,7 +433,11 @@ func (a *Agent) Close(ctx context.Context) error {
 // the model answers without calls. An attempt that ends with ERROR is
 // resumed or sent again (see [Options].MaxAttempts and Store). It returns
 // the answer, or with an error what was answered so far: a
-// *[FailedError] when every attempt failed, [ErrNoAnswer], ctx's error
+// *[FailedError] when every attempt failed (or the first failure was one
+// another attempt would meet again: its Err is then [ErrPermanent]),
+// [ErrSessionConflict] (with a Store, the session was started with other
+// messages), [ErrInvalidSessionID] or [ErrNoMessages] (nothing was sent),
+// [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
 // passed), [ErrSessionBusy], [ErrClosed], an error starting the loop
 // (the first conversation starts it: see [New]), or one wrapping
@@ -532,17 +604,22 @@ type conversation struct {
 	drain    *actors.MuxStream
 	shared   *actors.Mux // the agent's shared loop, when started before the conversation
 	approval *approvalState
-	// stopped: the last attempt ended because the loop was stopped (its
-	// ERROR frame's failure kind, or its stream's end without one).
-	stopped bool
+	// failure is the failure kind of the last attempt's ERROR:
+	// actors.StoppedKind when it ended because the loop was stopped (its
+	// ERROR frame's failure kind, or its stream's end without one), one
+	// that says another attempt cannot help, or "".
+	failure string
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
 // child of that actor, and stopped at the end; otherwise it is the
 // agent's shared loop, or with a Store one started for the session.
 func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
-	if sessionID == "" {
-		return nil, errors.New("agent: empty session id")
+	if err := checkSession(sessionID); err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 && !resuming(ctx) {
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
 	shared, err := a.enter(ctx, sessionID)
 	switch {
@@ -580,9 +657,13 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), nil
 		case !ans.Failed:
 			return c.result(ans), ErrNoAnswer
+		case c.failure == string(tools.FailureSessionConflict):
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionConflict)
+		case c.failure == models.FailurePermanent:
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error, Err: ErrPermanent}
 		case attempt >= a.opts.MaxAttempts:
 			failed := &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
-			if c.stopped {
+			if c.failure == actors.StoppedKind {
 				failed.Err = actors.ErrDuplexStopped
 			}
 			return c.result(ans), failed
@@ -664,7 +745,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	}
 	opts := a.loop
 	if a.opts.Store != nil {
-		opts.Session = &tools.SessionOptions{ID: c.session, Store: a.opts.Store}
+		opts.Session = &tools.SessionOptions{ID: a.SessionKey(c.session), Store: a.opts.Store}
 	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
@@ -769,7 +850,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
 			ans.Failed, ans.Error, ans.Ended = true, "the tool loop stopped", true
-			c.stopped = true
+			c.failure = actors.StoppedKind
 			if c.emit != nil {
 				c.emit(Event{Kind: EventError, Attempt: n, Text: ans.Error})
 			}
@@ -779,7 +860,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		}
 		ans.Add(f)
 		if f.GetType() == messages.FrameType_ERROR {
-			c.stopped = f.GetMeta().GetFailureKind() == actors.StoppedKind
+			c.failure = f.GetMeta().GetFailureKind()
 		}
 		if c.emit != nil {
 			c.emit(event(f, n))

@@ -137,6 +137,14 @@ func (c *conversation) answerOf(stream string) *models.Answer {
 	return models.NewAnswer(stream)
 }
 
+// resuming reports whether ctx is that of a Resume, which may go on
+// without messages (without a Store, the held conversation is in the
+// loop).
+func resuming(ctx context.Context) bool {
+	_, ok := ctx.Value(decisionsKey{}).([]tools.ApprovalAnswer)
+	return ok
+}
+
 // prepareApproval reads the decisions of a Resume (ctx) and, without a
 // Store, checks the session's state in the shared loop.
 func (c *conversation) prepareApproval(ctx context.Context) error {
@@ -295,9 +303,10 @@ func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []model
 // agent is closed, and an error with a Store: a durable session waits in
 // the store, not in memory (deny its calls with Resume).
 func (a *Agent) Discard(ctx context.Context, sessionID string) error {
+	if err := checkSession(sessionID); err != nil {
+		return err
+	}
 	switch {
-	case sessionID == "":
-		return errors.New("agent: empty session id")
 	case a.opts.Store != nil:
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
 			a.opts.Name, sessionID)

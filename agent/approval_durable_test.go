@@ -93,7 +93,7 @@ func resumeInProcess(t *testing.T, path, dir string, opts *tools.ApprovalOptions
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	pending, err := tools.ReadApprovals(store, "session-1")
+	pending, err := tools.ReadApprovals(store, agent.SessionKey("durable", "session-1"))
 	if err != nil || len(pending) != 1 || pending[0].ToolCallID != "c2" || pending[0].Tool != "launch" {
 		t.Fatalf("stored approvals %+v, %v", pending, err)
 	}
@@ -124,7 +124,7 @@ func TestApprovalDurable_ApproveAfterRestart(t *testing.T) {
 	if r := resultOf(t, ans, "c2"); ans.Text != "Done." || r.IsError || launched(t, dir) != "moon\n" {
 		t.Fatalf("answer %q, result %+v, launched %q", ans.Text, r, launched(t, dir))
 	}
-	if pending, err := tools.ReadApprovals(store, "session-1"); err != nil || len(pending) != 0 {
+	if pending, err := tools.ReadApprovals(store, agent.SessionKey("durable", "session-1")); err != nil || len(pending) != 0 {
 		t.Fatalf("approvals left: %+v %v", pending, err)
 	}
 	ans, err = a.Run(testCtx(t), "session-1", ask)

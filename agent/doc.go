@@ -34,9 +34,15 @@
 // (none of them runs again), sends the follow-up to the model and
 // carries on to a final answer. To start over instead, run with a new
 // session id, or remove the cancelled one from the Store with
-// [tools.DeleteSession] (once no Run uses it) and run it again: a Run
-// with the same id and other messages is refused, as the session was
-// started with a different request.
+// [tools.DeleteSession] of its [SessionKey] (once no Run uses it) and
+// run it again: a Run with the same id and other messages is refused, as
+// the session was started with a different request.
+//
+// An agent keeps its sessions in the Store under its [Options].Name
+// (see [SessionKey]): agents sharing a Store never see each other's
+// sessions, and an agent started again under the same name (in a new
+// process, say) resumes its own. [New] refuses a second open agent of
+// one name on one Store value ([ErrNameTaken]).
 //
 // # Approval
 //

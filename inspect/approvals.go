@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -54,10 +55,23 @@ func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
 // counts from the restore. Sessions that hold nothing are skipped; it
 // returns the first error reading the store, after reading the others.
 func (in *Inspector) RestoreApprovals(store durability.Store, sessionIDs ...string) error {
+	return in.restoreApprovals(store, func(id string) string { return id }, sessionIDs)
+}
+
+// RestoreAgentApprovals is [Inspector.RestoreApprovals] for the sessions
+// of the agent named agentName, which keeps them in store under
+// agent.SessionKey of its name and the session id.
+func (in *Inspector) RestoreAgentApprovals(store durability.Store, agentName string, sessionIDs ...string) error {
+	return in.restoreApprovals(store, func(id string) string { return agent.SessionKey(agentName, id) }, sessionIDs)
+}
+
+// restoreApprovals restores the calls of sessionIDs, each read from
+// store under key(id).
+func (in *Inspector) restoreApprovals(store durability.Store, key func(string) string, sessionIDs []string) error {
 	var errs []error
 	now := time.Now()
 	for _, id := range sessionIDs {
-		reqs, err := tools.ReadApprovals(store, id)
+		reqs, err := tools.ReadApprovals(store, key(id))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("inspect: restore approvals of session %q: %w", id, err))
 			continue

@@ -94,7 +94,7 @@ func TestRestoreApprovals_HeldBeforeRestart(t *testing.T) {
 	if snap := r.state(t, "s1"); snap.Session != nil && len(snap.Session.Approvals) != 0 {
 		t.Fatalf("listed before the restore: %+v", snap.Session.Approvals)
 	}
-	if err := in.RestoreApprovals(store, "s1", "never-held"); err != nil {
+	if err := in.RestoreAgentApprovals(store, "durable", "s1", "never-held"); err != nil {
 		t.Fatal(err)
 	}
 	snap := r.state(t, "s1")

@@ -58,7 +58,10 @@
 // already streamed, nothing of an incomplete tool call), then an ERROR
 // frame whose text says why, then END. A truncated or invalid tool call is
 // never emitted as a complete call. Without an ERROR, the stream ends with
-// META finish and END.
+// META finish and END. An ERROR whose failure a new attempt of the same
+// request would meet again (the key refused, a model that does not exist,
+// a request the API rejects as malformed) carries [FailurePermanent] as
+// its metadata's failure_kind, so that consumers do not retry it.
 //
 // Length limit. A response that stops on the length limit in the middle
 // of a tool call is not a failure: the calls complete before the cut are

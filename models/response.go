@@ -60,6 +60,9 @@ type Response struct {
 	// Error is the text of the ERROR frame; Failed tells there was one.
 	Error  string
 	Failed bool
+	// ErrorKind is the ERROR frame's failure kind, if it has one (see
+	// [FailurePermanent]).
+	ErrorKind string
 	// Ended is set by the END frame.
 	Ended bool
 
@@ -165,7 +168,7 @@ func (r *Response) Add(f *messages.Frame) error {
 			r.ThinkingBlocks = f.GetPayload()
 		}
 	case messages.FrameType_ERROR:
-		r.Failed, r.Error = true, f.GetText()
+		r.Failed, r.Error, r.ErrorKind = true, f.GetText(), f.GetMeta().GetFailureKind()
 	case messages.FrameType_END:
 		if len(r.open) > 0 && !r.Failed {
 			return bad("%d streaming call(s) left incomplete without an ERROR", len(r.open))

@@ -25,6 +25,16 @@ const (
 	FailureTruncated        FailureKind = "truncated" // the length limit cut the call's arguments off
 )
 
+// FailureSessionConflict is the failure kind of the ERROR with which a
+// loop with a Session refuses a request whose messages differ from those
+// that started the stored session (see [SessionOptions]): sending it
+// again cannot help; a new conversation needs a new session id. The
+// loop's other refusals of a request that cannot succeed (messages that
+// are not a JSON array) and a model's failure of kind
+// models.FailurePermanent end with an ERROR of kind
+// models.FailurePermanent.
+const FailureSessionConflict FailureKind = "session_conflict"
+
 // countsAgainstTool reports whether a failure of this kind says the tool is
 // unhealthy (and counts for its circuit breaker).
 func (k FailureKind) countsAgainstTool() bool {

@@ -505,7 +505,7 @@ func (l *loopLogic) requestMessages(c actors.WrapperContext, s *loopSession, f *
 		list, err = models.SplitMessages(f.GetPayload())
 	}
 	if err != nil {
-		l.fail(c, s, fmt.Sprintf("tool loop: %v", err), false)
+		l.fail(c, s, fmt.Sprintf("tool loop: %v", err), models.FailurePermanent, false)
 		return
 	}
 	if s.injected {
@@ -650,7 +650,13 @@ func (l *loopLogic) pass(c actors.WrapperContext, s *loopSession, f *messages.Fr
 		}
 		c.ToOuter(f)
 	case messages.FrameType_ERROR:
-		l.fail(c, s, f.GetText(), true) // the model's END that follows ends the stream
+		// The model's END that follows ends the stream. A failure the
+		// model says is permanent stays so: the consumer does not retry.
+		var kind FailureKind
+		if f.GetMeta().GetFailureKind() == models.FailurePermanent {
+			kind = models.FailurePermanent
+		}
+		l.fail(c, s, f.GetText(), kind, true)
 	case messages.FrameType_END:
 		l.endOfResponse(c, s)
 	case messages.FrameType_META:
@@ -698,6 +704,10 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // did not fail, the model did, and a resume runs them or answers them as
 // interrupted (see [SessionOptions]).
 //
+// The ERROR carries kind, if not empty, as its failure kind: what tells a
+// consumer whether another attempt can help (see [FailureSessionConflict]
+// and models.FailurePermanent).
+//
 // With modelEnds (the model failed the response with ERROR, and its END
 // follows) the stream's END goes out when the model's END comes, as the
 // loop forgets the stream: a consumer may send a new request on the
@@ -705,7 +715,7 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // session still waiting for the old response's end (it would be taken
 // into the failed conversation). Otherwise (the loop itself failed the
 // request) the END goes out at once.
-func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string, modelEnds bool) {
+func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string, kind FailureKind, modelEnds bool) {
 	var events []proto.Message // the results to keep, with a Session
 	for _, tc := range s.calls {
 		switch {
@@ -738,7 +748,11 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string,
 		}
 	}
 	s.clearCalls()
-	c.ToOuter(messages.Error(s.stream, reason))
+	ef := messages.Error(s.stream, reason)
+	if kind != "" {
+		ef.Meta = &messages.Metadata{FailureKind: string(kind)}
+	}
+	c.ToOuter(ef)
 	s.phase = phaseClosed
 	if modelEnds {
 		s.endOwed = true

@@ -531,7 +531,7 @@ func (ss *sessionState) write(c actors.Context) {
 func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSession, payload []byte) bool {
 	if ss.active != "" && ss.active != s.stream {
 		s.hold = true
-		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ss.opts.ID), false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ss.opts.ID), "", false)
 		return false
 	}
 	if !ss.log.rec.started {
@@ -542,7 +542,7 @@ func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSess
 	s.hold = true
 	st := ss.log.rec.state(ss.opts.ID, ss.log.index)
 	if !bytes.Equal(st.GetFirstRequest(), payload) {
-		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ss.opts.ID), false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ss.opts.ID), FailureSessionConflict, false)
 		return false
 	}
 	ss.active = s.stream

@@ -303,7 +303,7 @@ func (d *driver) solo() (*agent.Agent, string, error) {
 	if toolset, err = d.in.wrapTools(append(toolset, d.mcp...)); err != nil {
 		return nil, "", err
 	}
-	opts := &agent.Options{Name: "agent", Tools: toolset, SystemPrompt: systemPrompt}
+	opts := &agent.Options{Name: agentName, Tools: toolset, SystemPrompt: systemPrompt}
 	if err := d.applyApproval(opts); err != nil {
 		return nil, "", err
 	}

@@ -12,15 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
+// agentName is the demo agent's name: with -store, its sessions are kept
+// under agent.SessionKey of it and the session id.
+const agentName = "agent"
+
 // session is the durable side of a run with -store: the bbolt file the
 // tool loop persists the conversation in, at every step, under the
-// session id.
+// agent's key of the session id.
 type session struct {
 	id    string
 	path  string
@@ -46,7 +51,7 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 		s.id = newSessionID()
 	}
 	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
-	stored, ok, err := tools.ReadSession(ctx, st, s.id)
+	stored, ok, err := tools.ReadSession(ctx, st, agent.SessionKey(agentName, s.id))
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -94,7 +94,7 @@ func (u *liveView) restore(s *session) {
 	if u == nil || s == nil {
 		return
 	}
-	if err := u.insp.RestoreApprovals(s.store, s.id); err != nil {
+	if err := u.insp.RestoreAgentApprovals(s.store, agentName, s.id); err != nil {
 		u.tr.Note("ui", "the calls waiting for approval are not shown: %v", err)
 	}
 }

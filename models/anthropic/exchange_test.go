@@ -205,8 +205,8 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rg.ask("s-"+tc.name, tc.params...)
-			if !r.Failed || !containsAll(r.Error, tc.want) {
-				t.Fatalf("error %q, want one saying %q", r.Error, tc.want)
+			if !r.Failed || !containsAll(r.Error, tc.want) || r.ErrorKind != models.FailurePermanent {
+				t.Fatalf("error %q of kind %q, want a permanent one saying %q", r.Error, r.ErrorKind, tc.want)
 			}
 		})
 	}
@@ -224,6 +224,20 @@ func TestAdapter_HTTPErrorSaysWhy(t *testing.T) {
 	r := rg.ask("s1", userAsk)
 	if !r.Failed || !containsAll(r.Error, "HTTP 400", "invalid_request_error", "unexpected tool_use_id") {
 		t.Fatalf("error %q", r.Error)
+	}
+	if r.ErrorKind != models.FailurePermanent {
+		t.Fatalf("a rejected request's error is of kind %q, want permanent", r.ErrorKind)
+	}
+}
+
+// TestAdapter_OverloadIsNotPermanent: an error status worth another
+// attempt ends the response with an ERROR of no kind.
+func TestAdapter_OverloadIsNotPermanent(t *testing.T) {
+	rg := newRig(t, anthropic.Options{MaxRetries: anthropic.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		anthropictest.WriteError(w, 529, "overloaded_error", "Overloaded")
+	})
+	if r := rg.ask("s1", userAsk); !r.Failed || r.ErrorKind != "" {
+		t.Fatalf("failed %v with %q of kind %q, want a failure of no kind", r.Failed, r.Error, r.ErrorKind)
 	}
 }
 

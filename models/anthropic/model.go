@@ -169,7 +169,7 @@ func (m *Model) Spec(name string) actors.Spec {
 func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 	body, err := requestBody(req, m.model, m.maxTokens)
 	if err != nil {
-		return nil, err
+		return nil, models.Permanent(err) // the same request cannot be sent again either
 	}
 	// Waits for a slot and retries of a resilience.Transport show on the
 	// stream.
@@ -256,11 +256,15 @@ func (e *APIError) Error() string {
 func (e *APIError) Unwrap() error { return e.err }
 
 // describe turns the SDK's API error, whose text is the request and the
-// raw body, into an *APIError saying what the server said.
+// raw body, into an *APIError saying what the server said, marked
+// models.Permanent when its status says another attempt would fail too.
 func describe(err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) && (apiErr.Message != "" || apiErr.Type() != "") {
-		return &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+		err = &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+	}
+	if apiErr != nil && models.PermanentStatus(apiErr.StatusCode) {
+		err = models.Permanent(err) // another attempt would be refused the same way
 	}
 	return err
 }

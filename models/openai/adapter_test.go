@@ -330,6 +330,30 @@ func TestAdapter_EventStreamWithParameters(t *testing.T) {
 	}
 }
 
+// TestAdapter_RefusalsArePermanent: an error status that a new attempt
+// would get again (the key, the model, the request refused) ends the
+// response with an ERROR of kind models.FailurePermanent; one worth
+// another attempt does not, nor does a request that could not be sent
+// with a kind other than permanent.
+func TestAdapter_RefusalsArePermanent(t *testing.T) {
+	for status, permanent := range map[int]bool{http.StatusUnauthorized: true, http.StatusNotFound: true,
+		http.StatusBadRequest: true, http.StatusServiceUnavailable: false, http.StatusTooManyRequests: false} {
+		rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, `{"error":{"message":"refused","type":"some_error"}}`)
+		})
+		r := rg.ask("s1", userAsk)
+		if got := r.ErrorKind == models.FailurePermanent; !r.Failed || got != permanent {
+			t.Errorf("HTTP %d: failed %v, kind %q, want permanent %v", status, r.Failed, r.ErrorKind, permanent)
+		}
+	}
+	rg := newRig(t, openai.Options{}, streamBody(""))
+	if r := rg.ask("s1"); !r.Failed || r.ErrorKind != models.FailurePermanent {
+		t.Errorf("a request it cannot send: failed %v, kind %q, want permanent", r.Failed, r.ErrorKind)
+	}
+}
+
 func TestAdapter_APIKeyComesOnlyFromOptions(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "from-env")
 	ok := sse(content("x"), finish("stop"), done)

@@ -159,7 +159,7 @@ func (m *Model) Spec(name string) actors.Spec {
 func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 	body, err := requestBody(req, m.model, m.includeUsage)
 	if err != nil {
-		return nil, err
+		return nil, models.Permanent(err) // the same request cannot be sent again either
 	}
 	// Waits for a slot and retries of a resilience.Transport show on the
 	// stream.
@@ -184,10 +184,18 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		// The SDK's error text is the status alone; the server's message
 		// is what tells a user (or the model) what went wrong.
 		var apiErr *sdk.Error
-		if errors.As(err, &apiErr) && apiErr.Message != "" {
-			return nil, fmt.Errorf("request: %w: %s", err, apiErr.Message)
+		if !errors.As(err, &apiErr) {
+			return nil, fail("request", err)
 		}
-		return nil, fail("request", err)
+		if apiErr.Message != "" {
+			err = fmt.Errorf("request: %w: %s", err, apiErr.Message)
+		} else {
+			err = fail("request", err)
+		}
+		if models.PermanentStatus(apiErr.StatusCode) {
+			err = models.Permanent(err) // another attempt would be refused the same way
+		}
+		return nil, err
 	}
 	if err := checkEventStream(res); err != nil {
 		return nil, err

@@ -14,7 +14,8 @@ import (
 // frames of the answer that are ready early (TEXT deltas, META frames)
 // to emit as they arrive, and returns the frames that end the answer (tool
 // calls, META usage and finish; not END) or the error that ends it (the
-// text of the ERROR frame). emit may be called from that goroutine only,
+// text of the ERROR frame; one marked by models.Permanent makes it of
+// kind models.FailurePermanent). emit may be called from that goroutine only,
 // and not after the function returned.
 type AnswerFunc func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error)
 
@@ -72,7 +73,11 @@ func (l *logic) start(c actors.Context, req *models.Request) {
 
 func (l *logic) finish(c actors.Context, req *models.Request, out outcome) {
 	if out.err != nil {
-		c.Emit(messages.Error(req.StreamID, out.err.Error()))
+		f := messages.Error(req.StreamID, out.err.Error())
+		if models.IsPermanent(out.err) {
+			f.Meta = &messages.Metadata{FailureKind: models.FailurePermanent}
+		}
+		c.Emit(f)
 	} else {
 		for _, f := range out.frames {
 			c.Emit(f)

@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// SessionKey returns the name under which an agent named name keeps
+// session sessionID in its Store (an empty name is [DefaultName]): the
+// name, with '%' and '/' written as %25 and %2F, then '/' and the
+// session id. Keys of different names or ids never clash, and a key
+// depends on nothing but the two, so an agent started again with the
+// same Name resumes its sessions in any process. Hosts pass it to what
+// reads a session of the store directly (tools.ReadSession,
+// tools.DeleteSession, tools.ReadApprovals).
+func SessionKey(name, sessionID string) string {
+	if name == "" {
+		name = DefaultName
+	}
+	return keyEscaper.Replace(name) + "/" + sessionID
+}
+
+var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// SessionKey is [SessionKey] of the agent's name and sessionID.
+func (a *Agent) SessionKey(sessionID string) string {
+	return SessionKey(a.opts.Name, sessionID)
+}
+
+// storeClaim is an open agent's hold of its name on a Store.
+type storeClaim struct {
+	key  storeName
+	once sync.Once
+}
+
+// storeName is a Store value and an agent name on it.
+type storeName struct {
+	store durability.Store
+	name  string
+}
+
+// claimed holds the names that open agents use on each Store value of
+// the process.
+var claimed = struct {
+	sync.Mutex
+	names map[storeName]bool
+}{names: map[storeName]bool{}}
+
+// claimName takes name on store for a new agent, or fails with
+// ErrNameTaken while an open agent holds it. A store that is nil, or of a
+// type whose values cannot be compared (so that the same store cannot be
+// told), is not claimed: it returns nil.
+func claimName(store durability.Store, name string) (*storeClaim, error) {
+	if store == nil || !reflect.TypeOf(store).Comparable() {
+		return nil, nil
+	}
+	key := storeName{store: store, name: name}
+	claimed.Lock()
+	defer claimed.Unlock()
+	if claimed.names[key] {
+		return nil, fmt.Errorf("agent %q: %w: give each agent on one Store a Name of its own (its sessions are kept under it), or Close the other first", name, ErrNameTaken)
+	}
+	claimed.names[key] = true
+	return &storeClaim{key: key}, nil
+}
+
+// release gives the name back; later calls do nothing. A nil claim has
+// nothing to give back.
+func (c *storeClaim) release() {
+	if c == nil {
+		return
+	}
+	c.once.Do(func() {
+		claimed.Lock()
+		delete(claimed.names, c.key)
+		claimed.Unlock()
+	})
+}

@@ -1,0 +1,82 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/models/streaming"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// errorOf sends a request of msgs on stream and returns the ERROR frame
+// that ends it (nil when it ends without one).
+func errorOf(t *testing.T, conn *actors.Conn, stream, msgs string) *messages.Frame {
+	t.Helper()
+	send(t, conn, messages.RawParam(stream, models.ParamMessages, json.RawMessage(msgs)), messages.End(stream))
+	got, err := conn.RecvStream(testCtx(t), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		if f.GetType() == messages.FrameType_ERROR {
+			return f
+		}
+	}
+	return nil
+}
+
+// TestLoop_RefusalsSayTheyArePermanent: the ERROR of a request that
+// cannot succeed when sent again carries a failure kind that says so: a
+// request conflicting with the stored session, messages that are not a
+// list, a model failure the model marks permanent. A model failure that
+// may heal carries none.
+func TestLoop_RefusalsSayTheyArePermanent(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := newRuntime(t)
+	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "Hi."}}}, nil)
+	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Name: "durable"},
+		Session:       &tools.SessionOptions{ID: "s", Store: store},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, loop)
+	if f := errorOf(t, conn, "a", `[{"role":"user","content":"hi"}]`); f != nil {
+		t.Fatalf("first request: %s", messages.Format(f))
+	}
+	if f := errorOf(t, conn, "b", `[{"role":"user","content":"other"}]`); f.GetMeta().GetFailureKind() != string(tools.FailureSessionConflict) {
+		t.Errorf("a conflicting request: %s of kind %q, want %q", messages.Format(f), f.GetMeta().GetFailureKind(), tools.FailureSessionConflict)
+	}
+
+	for _, tc := range []struct {
+		name string
+		err  error
+		msgs string
+		kind string
+	}{
+		{"permanent model failure", models.Permanent(errors.New("HTTP 401: bad key")), `[]`, models.FailurePermanent},
+		{"model failure", errors.New("HTTP 503: later"), `[]`, ""},
+		{"messages not a list", nil, `"hi"`, models.FailurePermanent},
+	} {
+		failing := streaming.Spec("model", func(context.Context, *models.Request, func(*messages.Frame)) ([]*messages.Frame, error) {
+			return nil, tc.err
+		})
+		loop, err := tools.NewLoop(failing, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: "plain"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := errorOf(t, start(t, rt, loop), "s", tc.msgs)
+		if f == nil || f.GetMeta().GetFailureKind() != tc.kind {
+			t.Errorf("%s: %v of kind %q, want kind %q", tc.name, messages.Format(f), f.GetMeta().GetFailureKind(), tc.kind)
+		}
+	}
+}

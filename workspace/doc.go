@@ -18,8 +18,11 @@
 //
 // Reads return at most [Options.MaxReadBytes], marked truncated when cut,
 // and either valid UTF-8 text or binary:true without content. An empty
-// path lists the root (the seed's listing), a directory path lists that
-// directory; listings are sorted and bounded by [Options.MaxListEntries].
+// path lists the root as "." does (its path is "." in the result, never
+// the host's path), a directory path lists that directory; listings are
+// sorted and bounded by [Options.MaxListEntries]. A name that is not
+// UTF-8 is shown with U+FFFD in place of its invalid bytes, which names
+// no file; the listing's hint then says to rename it with run_command.
 // Writes are atomic: a temporary file in the target's directory is
 // written, synced and renamed over the target, and the directory is
 // synced; missing parents are created inside the root, and a failed write
@@ -37,16 +40,18 @@
 // (package [github.com/polyweave/polyweave-go/workspace/sandbox]): new
 // user, PID, mount, network, IPC and UTS namespaces under a helper that
 // is their PID 1; a fresh /proc; everything read-only but the workspace
-// and a private /tmp; nothing visible around the workspace (the
-// directory [sandbox.Surroundings] names, its highest ancestor that is
-// not a system directory such as /usr or /var, shows only the way to
-// the workspace), nor in /root, /home, /etc/shadow and the system's
-// other secrets, nor, without network, in /run ([sandbox.DefaultHidden];
-// [Options.HidePaths] hides more); Landlock allowing writes only beneath
-// the workspace and /tmp, and no TCP; no network unless
+// and a private /tmp; nothing visible around the workspace (the directory
+// [sandbox.Surroundings] names, its highest ancestor that is not a system
+// directory such as /usr or /var, shows only the way to the workspace),
+// nor in /root, /home, /etc/shadow and the system's other secrets, nor,
+// without network, in /run ([sandbox.DefaultHidden]; [Options.HidePaths]
+// hides more; programs installed under /root or /home, such as a
+// toolchain in the user's home, are hidden with them, so commands find
+// what /usr and /opt hold); Landlock allowing writes only beneath the
+// workspace and /tmp, and no TCP; no network unless
 // [Options.AllowNetwork], and without it no Unix, netlink or other
-// non-TCP/IP sockets either (a seccomp filter; socketpair works, and
-// with the network allowed so do the host's Unix sockets); no keyrings, no
+// non-TCP/IP sockets either (a seccomp filter; socketpair works, and with
+// the network allowed so do the host's Unix sockets); no keyrings, no
 // io_uring, no set-user-ID or set-group-ID files; no capabilities;
 // rlimits on address space, file size, processes and CPU time
 // ([Options.Limits]); only descriptors 0–2. When the shell exits, at the
@@ -112,6 +117,7 @@
 //	memory bomb (one 300 MB process)  300 MB are allocated
 //	  (the limit is per process: see the limits above)
 //	disk bomb (50 MB file)            a 50 MB file is written
+//	chmod 4755 on a copy of sh        a set-user-ID file is left
 //	CPU spin                          it spins until the timeout
 //	host killed (kill -9) mid-command the command runs on and finishes
 //
@@ -173,5 +179,15 @@
 // infrastructure: a context done before the call (or during a command)
 // and a closed workspace ([ErrClosed]). Results marshal to the seed's JSON
 // shapes, with this package's additions (truncated, binary, timedOut, …)
-// present only when set.
+// present only when set, and without HTML escapes.
+//
+// Bound as tools ([Tools]), an unsuccessful result is also an error
+// result of the call (the frame's IsError and failure kind, see package
+// tools), with the same JSON for the model: kind invalid_arguments for a
+// call that asked what cannot be done (a refused or missing path, an
+// empty command), which does not count against the tool's circuit
+// breaker, and handler_error when the workspace failed (a file system
+// error, the directory gone, a shell that could not start). A command
+// that ran is a successful result whatever its exit code, and one that
+// timed out too: the model reads what it did.
 package workspace

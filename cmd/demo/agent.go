@@ -399,8 +399,10 @@ func (d *driver) failure(ctx context.Context, err error) error {
 	var failed *agent.FailedError
 	switch {
 	case errors.Is(context.Cause(ctx), errTimeout):
+		d.tr.CutCalls(fmt.Sprintf("cut by -timeout %v (it may have done part or all of its work)", d.cfg.timeout))
 		return fmt.Errorf("no final answer within -timeout %v", d.cfg.timeout)
 	case ctx.Err() != nil:
+		d.tr.CutCalls("cut by the interrupt (it may have done part or all of its work)")
 		return errors.New("interrupted")
 	case errors.As(err, &failed):
 		if failed.Reason == stoppedForGood {

@@ -574,3 +574,25 @@ func TestRun_TeamSessionIsFoundAgain(t *testing.T) {
 		}
 	}
 }
+
+// A call cut by -timeout gets a result line, the cancelled result a
+// durable session keeps for it; an answered call gets none more.
+func TestTranscript_CutCallsAreShownCancelled(t *testing.T) {
+	var out bytes.Buffer
+	tr := newTranscript(&out, nil, time.Now())
+	tr.Frame(messages.ToolCall("demo", "call_write", "write_file", []byte(`{"path":"a"}`)))
+	tr.Frame(messages.ToolCall("demo", "call_read", "read_file", []byte(`{"path":"b"}`)))
+	res, err := messages.ToolResult("demo", "call_read", "read_file", map[string]bool{"success": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Frame(res)
+	tr.CutCalls("cut by -timeout 1s")
+	got := out.String()
+	if !strings.Contains(got, "result     write_file call_write FAILED (cancelled) after ") || !strings.Contains(got, ": cut by -timeout 1s\n") {
+		t.Errorf("no cancelled result for the cut call:\n%s", got)
+	}
+	if n := strings.Count(got, "call_read"); n != 2 {
+		t.Errorf("the answered call shows %d times, want its call and result:\n%s", n, got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -78,5 +79,24 @@ func TestLoop_RefusalsSayTheyArePermanent(t *testing.T) {
 		if f == nil || f.GetMeta().GetFailureKind() != tc.kind {
 			t.Errorf("%s: %v of kind %q, want kind %q", tc.name, messages.Format(f), f.GetMeta().GetFailureKind(), tc.kind)
 		}
+	}
+}
+
+// TestStages_RefuseAZeroInnerSpec: a loop, router or installer around a
+// zero spec is refused when it is made, not when it starts; a nil Tool
+// has no name rather than a panic.
+func TestStages_RefuseAZeroInnerSpec(t *testing.T) {
+	if _, err := tools.NewLoop(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewLoop: %v", err)
+	}
+	if _, err := tools.NewRouter(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewRouter: %v", err)
+	}
+	if _, err := tools.NewInstaller(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewInstaller: %v", err)
+	}
+	var nilTool *tools.Tool
+	if name := nilTool.Name(); name != "" {
+		t.Errorf("nil Tool's name %q", name)
 	}
 }

@@ -164,8 +164,13 @@ func MustNew(def Definition) *Tool {
 	return t
 }
 
-// Name is the tool's name.
-func (t *Tool) Name() string { return t.def.Name }
+// Name is the tool's name ("" for a nil Tool).
+func (t *Tool) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.def.Name
+}
 
 // Definition returns a copy of the tool's definition with defaults applied.
 func (t *Tool) Definition() Definition {

@@ -37,16 +37,18 @@
 // (package [github.com/polyweave/polyweave-go/workspace/sandbox]): new
 // user, PID, mount, network, IPC and UTS namespaces under a helper that
 // is their PID 1; a fresh /proc; everything read-only but the workspace
-// and a private /tmp; nothing visible around the workspace (the
-// directory [sandbox.Surroundings] names, its highest ancestor that is
-// not a system directory such as /usr or /var, shows only the way to
-// the workspace), nor in /root, /home, /etc/shadow and the system's
-// other secrets, nor, without network, in /run ([sandbox.DefaultHidden];
-// [Options.HidePaths] hides more); Landlock allowing writes only beneath
-// the workspace and /tmp, and no TCP; no network unless
+// and a private /tmp; nothing visible around the workspace (the directory
+// [sandbox.Surroundings] names, its highest ancestor that is not a system
+// directory such as /usr or /var, shows only the way to the workspace),
+// nor in /root, /home, /etc/shadow and the system's other secrets, nor,
+// without network, in /run ([sandbox.DefaultHidden]; [Options.HidePaths]
+// hides more; programs installed under /root or /home, such as a
+// toolchain in the user's home, are hidden with them, so commands find
+// what /usr and /opt hold); Landlock allowing writes only beneath the
+// workspace and /tmp, and no TCP; no network unless
 // [Options.AllowNetwork], and without it no Unix, netlink or other
-// non-TCP/IP sockets either (a seccomp filter; socketpair works, and
-// with the network allowed so do the host's Unix sockets); no keyrings, no
+// non-TCP/IP sockets either (a seccomp filter; socketpair works, and with
+// the network allowed so do the host's Unix sockets); no keyrings, no
 // io_uring, no set-user-ID or set-group-ID files; no capabilities;
 // rlimits on address space, file size, processes and CPU time
 // ([Options.Limits]); only descriptors 0–2. When the shell exits, at the
@@ -112,6 +114,7 @@
 //	memory bomb (one 300 MB process)  300 MB are allocated
 //	  (the limit is per process: see the limits above)
 //	disk bomb (50 MB file)            a 50 MB file is written
+//	chmod 4755 on a copy of sh        a set-user-ID file is left
 //	CPU spin                          it spins until the timeout
 //	host killed (kill -9) mid-command the command runs on and finishes
 //

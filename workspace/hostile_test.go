@@ -186,6 +186,19 @@ var hostileCases = []hostileCase{
 		}
 		return ""
 	}},
+	{name: "set-user-ID copy of sh", command: func(hostileEnv) string {
+		return "cp /bin/sh rootsh; chmod 4755 rootsh; chmod g+s rootsh; echo done"
+	}, offHarm: "a set-user-ID file is left", check: func(t *testing.T, e hostileEnv, res RunCommandResult) string {
+		fi, err := os.Stat(filepath.Join(e.ws, "rootsh"))
+		if err != nil {
+			t.Errorf("the copy of sh is missing: %v (%+v)", err, res)
+			return ""
+		}
+		if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+			return "a set-user-ID file is left"
+		}
+		return ""
+	}},
 	{name: "disk bomb", limits: Limits{MaxFileSize: 8 << 20}, command: func(hostileEnv) string {
 		return "head -c 50000000 /dev/zero > big; echo wrote"
 	}, offHarm: "a 50 MB file is written", check: func(t *testing.T, e hostileEnv, res RunCommandResult) string {

@@ -296,6 +296,40 @@ func TestAdapter_HTTPErrorEndsWithError(t *testing.T) {
 	}
 }
 
+// A 200 that is not an event stream (a proxy's sign-in page, a server
+// that ignored "stream": true) is reported as what it is, with the start
+// of the body, not as a stream cut off.
+func TestAdapter_NotAnEventStream(t *testing.T) {
+	page := "<!DOCTYPE html><html><head><title>Sign in to the corporate proxy</title></head><body>" +
+		strings.Repeat("<p>Please authenticate before using the internet.</p>", 100) + "<p>END OF PAGE</p></body></html>"
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page)
+	})
+	r := rg.ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, openai.ErrNotEventStream.Error()) || !strings.Contains(r.Error, "text/html") ||
+		!strings.Contains(r.Error, "Sign in to the corporate proxy") {
+		t.Fatalf("failed %v with %q, want the content type and the start of the page", r.Failed, r.Error)
+	}
+	if strings.Contains(r.Error, "END OF PAGE") || len(r.Error) > 600 {
+		t.Errorf("error of %d bytes holds the whole page: %q", len(r.Error), r.Error)
+	}
+	if strings.Contains(r.Error, openai.ErrIncomplete.Error()) {
+		t.Errorf("error %q calls the page a cut-off stream", r.Error)
+	}
+}
+
+// The event-stream media type with parameters is an event stream.
+func TestAdapter_EventStreamWithParameters(t *testing.T) {
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "Text/Event-Stream; charset=utf-8")
+		_, _ = io.WriteString(w, sse(content("fine"), finish("stop"), done))
+	})
+	if r := rg.ask("s1", userAsk); r.Failed || r.Text != "fine" {
+		t.Fatalf("answer %+v", r)
+	}
+}
+
 // TestAdapter_RefusalsArePermanent: an error status that a new attempt
 // would get again (the key, the model, the request refused) ends the
 // response with an ERROR of kind models.FailurePermanent; one worth

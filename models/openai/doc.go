@@ -32,8 +32,10 @@
 //     (models.MetaTruncatedCall) instead of a TOOL_CALL;
 //   - no finish reason
 //     ([ErrIncomplete]: the stream was cut off), a call without a name or
-//     with arguments that are not JSON ([ErrInvalidToolCall]), an error
-//     event in the stream ([ServerError]), an HTTP error after the SDK's
+//     with arguments that are not JSON, or two calls with one id
+//     ([ErrInvalidToolCall]), an error event in the stream
+//     ([ServerError]), a body that is not an event stream (an HTML page:
+//     [ErrNotEventStream], quoting its start), an HTTP error after the SDK's
 //     retries, a timeout or a stalled stream: the text already emitted
 //     stays, no tool call is emitted, and ERROR (saying why) and END
 //     follow;

@@ -100,3 +100,32 @@ func TestStages_RefuseAZeroInnerSpec(t *testing.T) {
 		t.Errorf("nil Tool's name %q", name)
 	}
 }
+
+// TestNew_ArgumentsAreAnObject: a schema that is not an object, or whose
+// type is not "object", is refused, and so is a typed tool whose input
+// is not one; object schemas, with a list of types holding "object" or
+// no type at all, and struct and map inputs are taken.
+func TestNew_ArgumentsAreAnObject(t *testing.T) {
+	for schema, ok := range map[string]bool{
+		`{"type":"array"}`: false, `{"type":"string"}`: false, `true`: false, `{"type":["string","null"]}`: false,
+		`{"type":"object"}`: true, `{"type":["object","null"]}`: true, `{}`: true, `{"properties":{"a":{"type":"string"}}}`: true,
+	} {
+		_, err := tools.New(tools.Definition{Name: "t", Schema: json.RawMessage(schema)})
+		if (err == nil) != ok || !ok && (!errors.Is(err, tools.ErrInvalidDefinition) || !strings.Contains(err.Error(), "object")) {
+			t.Errorf("schema %s: %v, want accepted %v", schema, err, ok)
+		}
+	}
+	fn := func(context.Context, string) (string, error) { return "", nil }
+	if _, err := tools.NewTyped(tools.Definition{Name: "s"}, fn); !errors.Is(err, tools.ErrInvalidDefinition) || !strings.Contains(err.Error(), "not a struct") {
+		t.Errorf("string input: %v", err)
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "l"}, func(context.Context, []int) (string, error) { return "", nil }); err == nil {
+		t.Errorf("slice input taken")
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "m"}, func(context.Context, map[string]int) (string, error) { return "", nil }); err != nil {
+		t.Errorf("map input: %v", err)
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "p"}, func(context.Context, *struct{ A int }) (string, error) { return "", nil }); err != nil {
+		t.Errorf("pointer to struct input: %v", err)
+	}
+}

@@ -293,6 +293,12 @@ func (t *Tool) panicked(call *messages.Frame, value any) *messages.Frame {
 
 func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {
 	if out.err != nil {
+		var re *ResultError
+		if errors.As(out.err, &re) {
+			if f, ok := re.frame(call); ok {
+				return f
+			}
+		}
 		return errorResult(call, FailureHandler, out.err.Error())
 	}
 	return messages.RawToolResult(call.GetStreamId(), call.GetToolCallId(), call.GetName(), out.payload)

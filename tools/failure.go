@@ -1,6 +1,9 @@
 package tools
 
 import (
+	"cmp"
+	"encoding/json"
+
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -63,4 +66,37 @@ func errorResult(call *messages.Frame, kind FailureKind, message string) *messag
 	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), call.GetName(), message)
 	f.Meta.FailureKind = string(kind)
 	return f
+}
+
+// ResultError is an error a handler returns to answer its call with an
+// error result whose payload is the tool's own result object rather than
+// {"success":false,"error":...}: a tool that reports a refusal in a shape
+// of its own (say {"success":false,"error":...,"path":...}) keeps that
+// shape, and the call is still marked failed, with Kind (empty means
+// FailureHandler) in the frame's metadata. A Payload that is not valid
+// JSON is ignored and the result is made from Error() as for any error.
+type ResultError struct {
+	Payload json.RawMessage // what the model reads
+	Kind    FailureKind
+	Err     error // what failed, for Go callers and logs; may be nil
+}
+
+func (e *ResultError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return string(e.Payload)
+}
+
+func (e *ResultError) Unwrap() error { return e.Err }
+
+// frame answers call with e's payload, or reports false when it has none
+// that is valid.
+func (e *ResultError) frame(call *messages.Frame) (*messages.Frame, bool) {
+	if len(e.Payload) == 0 || !json.Valid(e.Payload) {
+		return nil, false
+	}
+	f := messages.RawToolResult(call.GetStreamId(), call.GetToolCallId(), call.GetName(), e.Payload)
+	f.Meta = &messages.Metadata{IsError: true, FailureKind: string(cmp.Or(e.Kind, FailureHandler))}
+	return f, true
 }

@@ -28,7 +28,9 @@ const NoTimeout time.Duration = -1
 // cancelled when the call times out, is cancelled (CANCEL/ABORT) or the
 // tool actor stops. The returned value is encoded as JSON and sent as the
 // call's result (nil is sent as {}; a json.RawMessage is sent as is). A
-// non-nil error is sent to the model as {"success":false,"error":err.Error()}.
+// non-nil error is sent to the model as {"success":false,"error":err.Error()},
+// an error result of kind FailureHandler; a [*ResultError] sends its own
+// payload and kind instead.
 //
 // An async handler (the default) runs on its own goroutine, so several
 // calls of one tool may run at once: a HandlerFunc must be safe for

@@ -47,6 +47,8 @@ import (
 // The Go error is non-nil only when the command did not finish on its
 // own terms: ctx done (before or during the run; the command is killed
 // and the partial result returned) or the workspace closed (ErrClosed).
+// A call cancelled or closed while it waited for its sandbox never starts
+// its command: its result has Success false and StoppedBy saying why.
 func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunCommandResult, error) {
 	if err := w.enter(ctx, RunCommandToolName); err != nil {
 		return RunCommandResult{}, err
@@ -60,7 +62,18 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		}, nil
 	}
 	p, err := w.start(ctx, in.Command)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Cancelled before the command started (while its sandbox was
+		// made ready): it never runs.
+		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByCancel,
+				Error: "command was cancelled before it started"},
+			fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
+	case err != nil && errors.Is(err, ErrClosed):
+		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
+				Error: "the workspace was closed before the command started"},
+			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
+	case err != nil:
 		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
 		return RunCommandResult{
 			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
@@ -116,6 +129,12 @@ const (
 func (w *Workspace) startSandboxed(ctx context.Context, command string) (*process, error) {
 	h, err := w.takePrepared(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled while the sandbox was taken: the command never
+		// starts, and the sandbox waits for the next one.
+		w.putBack(h)
 		return nil, err
 	}
 	if err := h.sb.Run(w.shell, command, w.env); err != nil {
@@ -192,10 +211,15 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 		// One is on its way: it is sooner than a new one.
 		ch := w.warming
 		w.warmMu.Unlock()
+		if w.hookWaitPrepared != nil {
+			w.hookWaitPrepared()
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			return nil, ctx.Err()
 		case <-w.closed.Done():
+			return nil, ErrClosed
 		}
 		w.warmMu.Lock()
 	}
@@ -206,6 +230,20 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 		return h, nil
 	}
 	return w.prepare()
+}
+
+// putBack keeps h, taken for a command that did not start, for the next
+// command, or releases it when one is ready already or the workspace is
+// closing.
+func (w *Workspace) putBack(h *prepared) {
+	w.warmMu.Lock()
+	if w.warm == nil && w.closed.Err() == nil {
+		w.warm, h = h, nil
+	}
+	w.warmMu.Unlock()
+	if h != nil {
+		h.release()
+	}
 }
 
 // warmNext starts preparing the sandbox of the next command. It is

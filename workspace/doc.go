@@ -18,8 +18,11 @@
 //
 // Reads return at most [Options.MaxReadBytes], marked truncated when cut,
 // and either valid UTF-8 text or binary:true without content. An empty
-// path lists the root (the seed's listing), a directory path lists that
-// directory; listings are sorted and bounded by [Options.MaxListEntries].
+// path lists the root as "." does (its path is "." in the result, never
+// the host's path), a directory path lists that directory; listings are
+// sorted and bounded by [Options.MaxListEntries]. A name that is not
+// UTF-8 is shown with U+FFFD in place of its invalid bytes, which names
+// no file; the listing's hint then says to rename it with run_command.
 // Writes are atomic: a temporary file in the target's directory is
 // written, synced and renamed over the target, and the directory is
 // synced; missing parents are created inside the root, and a failed write
@@ -176,5 +179,15 @@
 // infrastructure: a context done before the call (or during a command)
 // and a closed workspace ([ErrClosed]). Results marshal to the seed's JSON
 // shapes, with this package's additions (truncated, binary, timedOut, …)
-// present only when set.
+// present only when set, and without HTML escapes.
+//
+// Bound as tools ([Tools]), an unsuccessful result is also an error
+// result of the call (the frame's IsError and failure kind, see package
+// tools), with the same JSON for the model: kind invalid_arguments for a
+// call that asked what cannot be done (a refused or missing path, an
+// empty command), which does not count against the tool's circuit
+// breaker, and handler_error when the workspace failed (a file system
+// error, the directory gone, a shell that could not start). A command
+// that ran is a successful result whatever its exit code, and one that
+// timed out too: the model reads what it did.
 package workspace

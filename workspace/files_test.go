@@ -370,17 +370,43 @@ func TestReadFile_Content(t *testing.T) {
 	})
 }
 
+// A listing with a name that is not UTF-8 says how to reach that file,
+// whose name the JSON cannot show.
+func TestReadFile_ListingNonUTF8Name(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad\xff.txt"), nil, 0o644); err != nil {
+		t.Skipf("this file system refuses a name that is not UTF-8: %v", err)
+	}
+	mustDo(t, os.WriteFile(filepath.Join(dir, "good.txt"), nil, 0o644))
+	ws, err := New(dir, &Options{Sandbox: SandboxOff})
+	mustDo(t, err)
+	defer ws.Close()
+	res, err := ws.ReadFile(t.Context(), ReadFileInput{Path: "."})
+	mustDo(t, err)
+	if !res.Success || !strings.Contains(res.Hint, "not valid UTF-8") || !strings.Contains(res.Hint, "run_command") {
+		t.Errorf("listing = %+v, want a hint on the name that is not UTF-8", res)
+	}
+	mustDo(t, os.Remove(filepath.Join(dir, "bad\xff.txt")))
+	if res, err = ws.ReadFile(t.Context(), ReadFileInput{Path: "."}); err != nil || res.Hint != listHint {
+		t.Errorf("listing of UTF-8 names = %+v, %v, want the plain hint", res, err)
+	}
+}
+
 func TestReadFile_Listing(t *testing.T) {
 	fx := newFixture(t, nil)
 	ctx := t.Context()
 	root := []string{".env", "Makefile", "alias.txt", "big.txt", "dangling.txt", "empty.txt", "fifo.txt", "good-link.txt",
 		"hard.txt", "latin1.txt", "loop1.txt", "loop2.txt", "notes.txt", "out-abs.txt", "out-dir", "out-dir-abs",
 		"out-file.txt", "self", "sibling-link", "sock.txt", "sub", "sub-link.txt", "up", "zeros.txt"}
-	for _, path := range []string{"", "   ", "\n"} {
+	for _, path := range []string{"", "   ", "\n", "."} {
 		res, err := fx.ws.ReadFile(ctx, ReadFileInput{Path: path})
 		mustDo(t, err)
-		if !res.Success || !res.IsDirectory || res.Path != fx.root || res.Truncated || !slices.Equal(res.Files, root) {
+		// The root is ".", as the model names it: the host's path is not shown.
+		if !res.Success || !res.IsDirectory || res.Path != "." || res.Truncated || !slices.Equal(res.Files, root) {
 			t.Errorf("listing for %q: %+v", path, res)
+		}
+		if b, _ := res.MarshalJSON(); strings.Contains(string(b), fx.root) {
+			t.Errorf("listing for %q shows the host path: %s", path, b)
 		}
 	}
 	res, err := fx.ws.ReadFile(ctx, ReadFileInput{Path: "sub"})

@@ -137,3 +137,36 @@ func TestNew_SystemRootsRefused(t *testing.T) {
 	}
 	ws.Close()
 }
+
+// What is beneath the system's configuration, program and kernel
+// directories is refused as they are; beneath homes, temporary files,
+// data and /usr/local, /usr/src is not.
+func TestNew_BeneathSystemDirectoriesRefused(t *testing.T) {
+	for _, root := range []string{"/proc/sys", "/dev/shm", "/etc/cron.d", "/usr/share/doc", "/sys/kernel"} {
+		if _, err := os.Stat(root); err != nil {
+			continue // not on this system; isSystemDir is checked below
+		}
+		if ws, err := New(root, &Options{Sandbox: SandboxOff}); err == nil {
+			ws.Close()
+			t.Errorf("New(%q) succeeded", root)
+		} else if !strings.Contains(err.Error(), "system directory") {
+			t.Errorf("New(%q): %v, want a system directory refusal", root, err)
+		}
+	}
+	for dir, want := range map[string]bool{
+		"/etc/cron.d": true, "/proc/sys": true, "/dev/shm": true, "/usr/lib/x": true, "/boot/efi": true,
+		"/usr/local/bin/x": true, "/private/etc/ssh": true, "/etcetera": false, "/usr/local/src/p": false,
+		"/usr/src/linux": false, "/usr/local/p": false, "/home/u/p": false, "/tmp/x": false,
+		"/var/tmp/x": false, "/var/lib/app": false, "/private/tmp/x": false, "/srv/www": false,
+	} {
+		if got := isSystemDir(dir); got != want {
+			t.Errorf("isSystemDir(%q) = %v, want %v", dir, got, want)
+		}
+	}
+	ws, err := New("/proc/sys", &Options{AllowSystemRoot: true, Sandbox: SandboxOff})
+	if err == nil {
+		ws.Close()
+	} else if _, serr := os.Stat("/proc/sys"); serr == nil {
+		t.Errorf("New(/proc/sys) with AllowSystemRoot: %v", err)
+	}
+}

@@ -12,6 +12,10 @@ import (
 // acquiring a controlling terminal; the file type is checked after open.
 const openFlags = os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
 
+// writeCheckFlags open a file for writing, to learn whether the process
+// may, without changing it or blocking.
+const writeCheckFlags = os.O_WRONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
+
 // removed reports whether the open directory d has been removed: it has
 // no links left.
 func removed(d *os.File) bool {

@@ -17,6 +17,10 @@ import (
 // controlling terminals to acquire.
 const openFlags = os.O_RDONLY
 
+// writeCheckFlags open a file for writing, to learn whether the process
+// may, without changing it.
+const writeCheckFlags = os.O_WRONLY
+
 // fileStandardInfo is FILE_STANDARD_INFO.
 type fileStandardInfo struct {
 	AllocationSize int64

@@ -5,7 +5,9 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,4 +192,38 @@ func TestRunCommand_SandboxedOutputComplete(t *testing.T) {
 		t.Errorf("exit %d, %d bytes of stdout (truncated %v), stderr %q (truncated %v)",
 			res.ExitCode, len(res.Stdout), res.StdoutTruncated, res.Stderr, res.StderrTruncated)
 	}
+}
+
+// A call cancelled while it waits for the sandbox being prepared for it
+// never starts its command: its one result is that it was cancelled.
+func TestRunCommand_CancelledWhileWaitingForSandboxNeverStarts(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired})
+	mustDo(t, err)
+	defer ws.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A preparation under way that the call must wait for; it does not
+	// end before the call is cancelled.
+	ws.warmMu.Lock()
+	if ws.warm != nil {
+		ws.warm.release()
+		ws.warm = nil
+	}
+	underWay := make(chan struct{})
+	ws.warming = underWay
+	ws.warmMu.Unlock()
+	ws.hookWaitPrepared = cancel
+	res, err := ws.RunCommand(ctx, RunCommandInput{Command: "echo x > m"})
+	if !errors.Is(err, context.Canceled) || res.StoppedBy != StoppedByCancel || res.Success {
+		t.Errorf("RunCommand = %+v, %v; want a cancelled call that did not run", res, err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "m")); serr == nil {
+		t.Error("the cancelled command ran: it wrote m")
+	}
+	ws.warmMu.Lock()
+	ws.warming = nil
+	close(underWay)
+	ws.warmMu.Unlock()
 }

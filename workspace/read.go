@@ -15,8 +15,14 @@ import (
 // listHint is the seed's hint on a directory listing, in our words.
 const listHint = "Call read_file with one of these paths to read it, or with a directory path to list it."
 
+// nonUTF8Hint is added to a listing with a name that is not UTF-8: the
+// JSON shows its invalid bytes as U+FFFD, so the name shown names no file.
+const nonUTF8Hint = "Names with \uFFFD are not valid UTF-8 and cannot be given to read_file or write_file as shown; " +
+	"rename such a file with run_command (for example with a shell glob) to read it."
+
 // ReadFile reads a text file in the workspace, or lists a directory: the
-// root for an empty or blank path, any other directory by its path.
+// root for an empty or blank path (reported as "."), any other directory
+// by its path.
 //
 // A refused or failed read is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -28,7 +34,9 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 	defer w.calls.Done()
 
 	if strings.TrimSpace(in.Path) == "" {
-		return w.readDir(".", w.dir)
+		// As ".": the host's path of the workspace is not the model's
+		// business.
+		return w.readDir(".")
 	}
 	name, rf := checkName(in.Path)
 	if rf != nil && rf.reason == ReasonTrailingSlash {
@@ -92,18 +100,14 @@ func (w *Workspace) readRefused(path string, rf *refusal) ReadFileResult {
 	return ReadFileResult{Path: path, Error: msg, Reason: rf.reason}
 }
 
-// readDir opens the directory name in the root and lists it; shown is
-// the path the result reports (the seed reports the workspace directory
-// for the root).
-func (w *Workspace) readDir(name, shown string) (ReadFileResult, error) {
+// readDir opens the directory name in the root and lists it.
+func (w *Workspace) readDir(name string) (ReadFileResult, error) {
 	f, err := w.root.OpenFile(name, openFlags, 0)
 	if err != nil {
-		return w.readRefused(shown, classify(err)), nil
+		return w.readRefused(name, classify(err)), nil
 	}
 	defer f.Close()
-	res, err := w.list(f, name)
-	res.Path = shown
-	return res, err
+	return w.list(f, name)
 }
 
 // list returns the sorted names in the open directory d, bounded by
@@ -135,7 +139,10 @@ func (w *Workspace) list(d *os.File, name string) (ReadFileResult, error) {
 	}
 	if total > limit {
 		res.Truncated = true
-		res.Hint = listHint + " The listing is cut to the first entries in sorted order."
+		res.Hint += " The listing is cut to the first entries in sorted order."
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return !utf8.ValidString(n) }) {
+		res.Hint += " " + nonUTF8Hint
 	}
 	res.Files = names
 	return res, nil

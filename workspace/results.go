@@ -1,6 +1,10 @@
 package workspace
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+)
 
 // ReadFileInput is the argument of read_file. Its JSON schema can be
 // inferred with github.com/google/jsonschema-go. The zero value (an empty
@@ -91,16 +95,16 @@ func (r ReadFileResult) MarshalJSON() ([]byte, error) {
 		if files == nil {
 			files = []string{}
 		}
-		return json.Marshal(struct {
+		return marshal(struct {
 			Success     bool     `json:"success"`
 			Path        string   `json:"path"`
 			IsDirectory bool     `json:"isDirectory"`
 			Files       []string `json:"files"`
 			Hint        string   `json:"hint"`
 			Truncated   bool     `json:"truncated,omitempty"`
-		}{true, r.Path, true, files, r.Hint, r.Truncated})
+		}{true, r.Path, true, files, r.Hint, r.Truncated}, len(r.Path)+len(r.Hint)+16*len(files))
 	case r.Success:
-		return json.Marshal(struct {
+		return marshal(struct {
 			Success   bool   `json:"success"`
 			Path      string `json:"path"`
 			Content   string `json:"content"`
@@ -108,13 +112,13 @@ func (r ReadFileResult) MarshalJSON() ([]byte, error) {
 			Truncated bool   `json:"truncated,omitempty"`
 			Binary    bool   `json:"binary,omitempty"`
 			Hint      string `json:"hint,omitempty"`
-		}{true, r.Path, r.Content, r.Bytes, r.Truncated, r.Binary, r.Hint})
+		}{true, r.Path, r.Content, r.Bytes, r.Truncated, r.Binary, r.Hint}, len(r.Path)+len(r.Content)+len(r.Hint))
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Success bool   `json:"success"`
 		Error   string `json:"error"`
 		Path    string `json:"path"`
-	}{false, r.Error, r.Path})
+	}{false, r.Error, r.Path}, len(r.Path)+len(r.Error))
 }
 
 // WriteFileResult is the result of write_file: {success, path, bytes} or,
@@ -135,16 +139,16 @@ type WriteFileResult struct {
 // success, only success and error on failure.
 func (r WriteFileResult) MarshalJSON() ([]byte, error) {
 	if r.Success {
-		return json.Marshal(struct {
+		return marshal(struct {
 			Success bool   `json:"success"`
 			Path    string `json:"path"`
 			Bytes   int    `json:"bytes"`
-		}{true, r.Path, r.Bytes})
+		}{true, r.Path, r.Bytes}, len(r.Path))
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Success bool   `json:"success"`
 		Error   string `json:"error"`
-	}{false, r.Error})
+	}{false, r.Error}, len(r.Error))
 }
 
 // Values of [RunCommandResult.StoppedBy].
@@ -207,16 +211,16 @@ type RunCommandResult struct {
 // MarshalJSON writes the seed's shapes described on [RunCommandResult].
 func (r RunCommandResult) MarshalJSON() ([]byte, error) {
 	if !r.Success {
-		return json.Marshal(struct {
+		return marshal(struct {
 			Success bool   `json:"success"`
 			Error   string `json:"error"`
-		}{false, r.Error})
+		}{false, r.Error}, len(r.Error))
 	}
 	var stderr *string // omitted on exit 0 with nothing on stderr
 	if r.ExitCode != 0 || r.Stderr != "" {
 		stderr = &r.Stderr
 	}
-	return json.Marshal(struct {
+	return marshal(struct {
 		Success         bool    `json:"success"`
 		Command         string  `json:"command"`
 		Stdout          string  `json:"stdout"`
@@ -230,5 +234,42 @@ func (r RunCommandResult) MarshalJSON() ([]byte, error) {
 		StoppedBy       string  `json:"stoppedBy,omitempty"`
 		Sandboxed       bool    `json:"sandboxed,omitempty"`
 	}{true, r.Command, r.Stdout, stderr, r.ExitCode, r.Error, r.StdoutTruncated, r.StderrTruncated, r.TimedOut,
-		r.Signal, r.StoppedBy, r.Sandboxed})
+		r.Signal, r.StoppedBy, r.Sandboxed}, len(r.Command)+len(r.Stdout)+len(r.Stderr)+len(r.Error))
 }
+
+// marshal encodes v as JSON without escaping <, > and & (as
+// json.Marshal does, for HTML): a result is read by a model, which must
+// see code and commands as they are. The encoder's trailing newline is
+// dropped. size is the length of the result's text fields, which the
+// encoding's length mostly is: the encoding is written into a slice of
+// that capacity, its one allocation.
+func marshal(v any, size int) ([]byte, error) {
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
+	e.out = make([]byte, 0, size+64) // the text and the other fields
+	err := e.enc.Encode(v)
+	out := e.out
+	e.out = nil
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out, []byte("\n")), nil
+}
+
+// encoder is a JSON encoder writing into out, reused by marshal.
+type encoder struct {
+	out []byte
+	enc *json.Encoder
+}
+
+func (e *encoder) Write(p []byte) (int, error) {
+	e.out = append(e.out, p...)
+	return len(p), nil
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(e)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}

@@ -1,6 +1,11 @@
 package workspace
 
-import "github.com/polyweave/polyweave-go/tools"
+import (
+	"context"
+	"errors"
+
+	"github.com/polyweave/polyweave-go/tools"
+)
 
 // Tools binds the read_file, write_file and run_command tools of ws as
 // typed tools (package tools), their schemas inferred from the
@@ -12,24 +17,77 @@ import "github.com/polyweave/polyweave-go/tools"
 // run_command is DiesWithProcess: a durable loop resuming after a crash
 // says the interrupted command was certainly stopped.
 //
+// A result with Success false (a refused path, a missing file, an empty
+// command, a command that could not start) is an error result of the
+// call: the model reads the same JSON, and the frame is marked failed
+// (see [failedResult] for the kinds). A command that ran is not an error
+// result whatever its exit code, timed out or not: the model reads what
+// it did.
+//
 // It lives here, not in package tools, so that package tools builds on
 // every system.
 func Tools(ws *Workspace) ([]*tools.Tool, error) {
 	read, err := tools.NewTyped(tools.Definition{Name: ReadFileToolName, Description: ReadFileDescription,
-		Idempotent: true}, ws.ReadFile)
+		Idempotent: true}, markFailed(ws.ReadFile))
 	if err != nil {
 		return nil, err
 	}
 	write, err := tools.NewTyped(tools.Definition{Name: WriteFileToolName, Description: WriteFileDescription,
-		Capabilities: []string{"write"}, Idempotent: true}, ws.WriteFile)
+		Capabilities: []string{"write"}, Idempotent: true}, markFailed(ws.WriteFile))
 	if err != nil {
 		return nil, err
 	}
 	run, err := tools.NewTyped(tools.Definition{Name: RunCommandToolName, Description: RunCommandDescription,
 		Capabilities: []string{"execute"}, Irreversible: true, Timeout: tools.NoTimeout,
-		DiesWithProcess: ws.Protections().DiesWithHost}, ws.RunCommand)
+		DiesWithProcess: ws.Protections().DiesWithHost}, markFailed(ws.RunCommand))
 	if err != nil {
 		return nil, err
 	}
 	return []*tools.Tool{read, write, run}, nil
+}
+
+// result is a tool result that says whether the call failed, and why.
+type result interface {
+	MarshalJSON() ([]byte, error)
+	failed() (Reason, string, bool)
+}
+
+func (r ReadFileResult) failed() (Reason, string, bool)   { return r.Reason, r.Error, !r.Success }
+func (r WriteFileResult) failed() (Reason, string, bool)  { return r.Reason, r.Error, !r.Success }
+func (r RunCommandResult) failed() (Reason, string, bool) { return r.Reason, r.Error, !r.Success }
+
+// markFailed makes fn's unsuccessful results error results of the call
+// (see failedResult).
+func markFailed[In any, Out result](fn func(context.Context, In) (Out, error)) func(context.Context, In) (Out, error) {
+	return func(ctx context.Context, in In) (Out, error) {
+		out, err := fn(ctx, in)
+		if err != nil {
+			return out, err
+		}
+		if reason, msg, failed := out.failed(); failed {
+			return out, failedResult(out, reason, msg)
+		}
+		return out, nil
+	}
+}
+
+// failedResult is the error that answers a call with the unsuccessful
+// result out as an error result: its JSON is what the model reads, as
+// for a successful one. Its kind is tools.FailureHandler when the
+// workspace itself failed (a file system error, the workspace directory
+// gone, a shell that could not start), which counts against the tool's
+// circuit breaker, and tools.FailureInvalidArguments when the call asked
+// for what cannot be done (a refused or missing path, an empty command,
+// too large a content), which does not.
+func failedResult(out result, reason Reason, msg string) error {
+	payload, err := out.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	kind := tools.FailureInvalidArguments
+	switch reason {
+	case ReasonIO, ReasonWorkspaceGone, ReasonStartFailed, "":
+		kind = tools.FailureHandler
+	}
+	return &tools.ResultError{Payload: payload, Kind: kind, Err: errors.New(msg)}
 }

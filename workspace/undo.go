@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"sync"
 
@@ -129,7 +131,7 @@ func (j *Journal) Tools() ([]*tools.Tool, error) {
 		}
 		def := t.Definition()
 		def.Handler = nil
-		if all[i], err = tools.NewTyped(def, j.writeFile); err != nil {
+		if all[i], err = tools.NewTyped(def, markFailed(j.writeFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -202,17 +204,42 @@ func (w *Workspace) replaced(path string) *writeRecord {
 	if !exists {
 		return rec
 	}
-	if fi, err := w.root.Stat(target); err != nil || fi.Size() > w.opts.MaxWriteBytes {
+	// Opened and checked on the descriptor, so that a FIFO or a bigger
+	// file put there after writeTarget looked is neither waited on nor
+	// read whole.
+	f, _, rf := w.openRegular(target)
+	if rf != nil {
 		rec.NotKept = true
 		return rec
 	}
-	prev, err := w.root.ReadFile(target)
-	if err != nil {
+	defer f.Close()
+	prev, truncated, err := readCapped(f, 0, w.opts.MaxWriteBytes)
+	if err != nil || truncated {
 		rec.NotKept = true
 		return rec
 	}
 	rec.Prev = prev
 	return rec
+}
+
+// openRegular opens name in the root for reading without blocking (a
+// FIFO or a device is not waited on) and returns it when it is a regular
+// file, checked on the opened descriptor, with its size.
+func (w *Workspace) openRegular(name string) (*os.File, int64, *refusal) {
+	f, err := w.root.OpenFile(name, openFlags, 0)
+	if err != nil {
+		return nil, 0, w.classifyOpen(name, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, checkRegular(fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, classify(err)
+	}
+	return f, fi.Size(), nil
 }
 
 func (j *Journal) name(session string) string { return session + JournalStoreSuffix }
@@ -350,8 +377,12 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 		r := undo[i].rec
 		cur, ok := state[r.Path]
 		if !ok {
-			if cur, err = j.ws.currentHash(r.Path); err != nil {
+			var changed string
+			if cur, changed, err = j.ws.currentHash(r.Path); err != nil {
 				return nil, fmt.Errorf("workspace: undo: read %s: %w", r.Path, err)
+			}
+			if changed != "" {
+				return nil, fmt.Errorf("%w: %s (written by call %s): now %s", ErrChangedSince, r.Path, r.CallID, changed)
 			}
 		}
 		switch {
@@ -380,15 +411,34 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 }
 
 // currentHash is the hash of the file's content, "" when there is none.
-func (w *Workspace) currentHash(path string) (string, error) {
-	b, err := w.root.ReadFile(path)
+// Only a regular file of at most MaxWriteBytes can hold what a write of
+// the session wrote or replaced, so for anything else it returns why the
+// file cannot be either (changed), without waiting on it or reading it
+// whole: a FIFO is opened without blocking, and the content is hashed as
+// it is read, up to that size.
+func (w *Workspace) currentHash(path string) (hash, changed string, err error) {
+	f, _, rf := w.openRegular(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", nil
-	case err != nil:
-		return "", err
+	case rf != nil && rf.reason == ReasonNotFound:
+		return "", "", nil
+	case rf != nil && (rf.reason == ReasonNotRegular || rf.reason == ReasonIsDirectory):
+		if rf.detail != "" {
+			return "", fmt.Sprintf("%s (%s)", rf.reason, rf.detail), nil
+		}
+		return "", string(rf.reason), nil
+	case rf != nil:
+		return "", "", errors.New(rf.message("undo", path))
 	}
-	return hashOf(b), nil
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, w.opts.MaxWriteBytes+1))
+	if err != nil {
+		return "", "", err
+	}
+	if n > w.opts.MaxWriteBytes {
+		return "", fmt.Sprintf("holding more than %d bytes, more than one write may", w.opts.MaxWriteBytes), nil
+	}
+	return hex.EncodeToString(h.Sum(nil)), "", nil
 }
 
 // restore puts back what r replaced.

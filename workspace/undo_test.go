@@ -55,6 +55,12 @@ func startJournal(t *testing.T, rt *actors.Runtime, j *workspace.Journal) *journ
 
 func (jt *journaled) call(stream, id, tool, args string) string {
 	jt.t.Helper()
+	return string(jt.frame(stream, id, tool, args).GetPayload())
+}
+
+// frame runs one call of a tool on a stream and returns its result.
+func (jt *journaled) frame(stream, id, tool, args string) *messages.Frame {
+	jt.t.Helper()
 	conn := jt.conns[tool]
 	if err := conn.Send(messages.ToolCall(stream, id, tool, json.RawMessage(args))); err != nil {
 		jt.t.Fatal(err)
@@ -65,11 +71,11 @@ func (jt *journaled) call(stream, id, tool, args string) string {
 	}
 	for _, f := range frames {
 		if f.GetType() == messages.FrameType_TOOL_RESULT {
-			return string(f.GetPayload())
+			return f
 		}
 	}
 	jt.t.Fatalf("no result among %d frames", len(frames))
-	return ""
+	return nil
 }
 
 func (jt *journaled) write(stream, id, path, content string) {

@@ -181,7 +181,8 @@ type Options struct {
 	Limits Limits
 
 	// AllowSystemRoot lets New open "/" or a system directory such as
-	// /etc or /usr as the workspace root, which it refuses otherwise.
+	// /etc or /usr, or a directory beneath one such as /etc/cron.d, as
+	// the workspace root, which it refuses otherwise (see [New]).
 	AllowSystemRoot bool
 
 	// Logger receives debug records for refusals and warnings for cleanup
@@ -227,6 +228,10 @@ type Workspace struct {
 	// shell or sandbox helper of each command once it started.
 	hookStarted func(pid int)
 
+	// hookWaitPrepared, when set by tests, runs when a command is about
+	// to wait for the sandbox being prepared for it.
+	hookWaitPrepared func()
+
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
@@ -248,8 +253,12 @@ type Workspace struct {
 // directory; it is made absolute and its symbolic links are resolved
 // once, here: the file tools and commands use that very directory from
 // then on, even if a link on the way is changed. The empty path, "/" and
-// system directories (/etc, /usr, /proc, …) are refused unless
-// [Options.AllowSystemRoot] is set.
+// system directories are refused unless [Options.AllowSystemRoot] is
+// set: /etc, /proc, /sys, /dev, /boot, /usr (but for /usr/local and
+// /usr/src) and the other directories of programs and libraries, with
+// everything beneath them; and the top directories of homes, temporary
+// files and data (/home, /root, /tmp, /var, /var/tmp, …) themselves, but
+// not what is beneath them.
 //
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once
@@ -410,19 +419,47 @@ var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib",
 	"/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var/lib", "/var/tmp",
 	"/System", "/Library", "/Applications", "/Users", "/private", "/private/tmp", "/private/var"}
 
+// systemTrees are refused as workspace roots, with everything beneath
+// them, unless AllowSystemRoot: the system's configuration, programs,
+// libraries and kernel interfaces. /usr is one, except /usr/local and
+// /usr/src, where people keep their own work (but not
+// /usr/local's programs and libraries). The home, temporary and data
+// directories are refused only themselves.
+var systemTrees = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+	"/proc", "/sbin", "/sys", "/usr", "/usr/local/bin", "/usr/local/etc", "/usr/local/lib",
+	"/usr/local/sbin", "/usr/local/share", "/System", "/private/etc"}
+
+// systemTreeExceptions are beneath a system tree but not refused.
+var systemTreeExceptions = []string{"/usr/local", "/usr/src"}
+
 // isSystemDir reports whether dir (absolute, clean) is the root of a
-// file system ("/", or on Windows a drive or share like C:\) or one of
-// systemDirs.
+// file system ("/", or on Windows a drive or share like C:\), one of
+// systemDirs, or beneath one of systemTrees (and not beneath one of
+// their exceptions unless in a system tree beneath that).
 func isSystemDir(dir string) bool {
-	if filepath.Dir(dir) == dir {
+	if filepath.Dir(dir) == dir || slices.Contains(systemDirs, dir) {
 		return true
 	}
-	for _, s := range systemDirs {
-		if dir == s {
-			return true
+	deepest := ""
+	for _, t := range systemTrees {
+		if within(dir, t) && len(t) > len(deepest) {
+			deepest = t
 		}
 	}
-	return false
+	if deepest == "" {
+		return false
+	}
+	for _, e := range systemTreeExceptions {
+		if within(dir, e) && len(e) > len(deepest) {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether dir is tree or beneath it (both clean).
+func within(dir, tree string) bool {
+	return dir == tree || strings.HasPrefix(dir, tree) && dir[len(tree)] == '/'
 }
 
 // fillDefaults validates o and replaces zero fields with defaults.

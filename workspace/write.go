@@ -26,7 +26,9 @@ const tempPrefix = ".polyweave-write-"
 // A path that is a symbolic link writes to the link's target, which must
 // be inside the root, be a regular file and pass the extension allow-list
 // under its own name. Existing targets must be regular files with a
-// single link; their permission bits are kept.
+// single link that the process may open for writing (a read-only file,
+// or another user's, is refused with ReasonPermission though its
+// directory is writable); their permission bits are kept.
 //
 // A refused or failed write is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -81,7 +83,27 @@ func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, e
 	if rf := checkRegular(fi); rf != nil {
 		return "", 0, false, rf
 	}
+	if rf := w.checkWritable(name); rf != nil {
+		return "", 0, false, rf
+	}
 	return name, fi.Mode().Perm(), true, nil
+}
+
+// checkWritable refuses to replace the existing file name when the
+// process could not open it for writing: the rename that replaces it
+// needs only the directory to be writable, and would otherwise let a
+// write replace a read-only file, or one of another user.
+func (w *Workspace) checkWritable(name string) *refusal {
+	f, err := w.root.OpenFile(name, writeCheckFlags, 0)
+	if err == nil {
+		f.Close()
+		return nil
+	}
+	if rf := classify(err); rf.reason == ReasonPermission {
+		return refuse(ReasonPermission, "the file is not writable by this process; it is not replaced")
+	}
+	// Anything else (a file being executed, say) is left to the write.
+	return nil
 }
 
 // linkTarget resolves the symbolic link name to a root-relative name. The
@@ -107,6 +129,9 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 	}
 	if !w.extAllowed(rel) {
 		return "", 0, false, refuse(ReasonExtension, "it resolves to "+strconv.Quote(filepath.Base(rel)))
+	}
+	if rf := w.checkWritable(rel); rf != nil {
+		return "", 0, false, rf
 	}
 	return rel, fi.Mode().Perm(), true, nil
 }

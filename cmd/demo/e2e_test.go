@@ -542,7 +542,10 @@ func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
 	for _, want := range []string{
 		"session    resumed after 1 tool round; interrupted (not run again) call_run",
 		"result     run_command call_run FAILED (interrupted)",
-		"summary    answered, but run_command call_run (interrupted) failed and was never retried · ",
+		// The file the interrupted command would have written is not
+		// there: a refused read is a failed call.
+		"result     read_file call_read FAILED (invalid_arguments)",
+		"summary    answered, but run_command call_run (interrupted), read_file call_read (invalid_arguments) failed and were never retried · ",
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the resumed run lacks %q:\n%s", want, res.stdout)

@@ -44,6 +44,9 @@ var (
 	// ErrInvalidSessionID: the session id is empty, not valid UTF-8, or
 	// longer than [MaxSessionIDBytes]. Nothing was sent.
 	ErrInvalidSessionID = errors.New("agent: invalid session id")
+	// ErrNoAgent is returned by the methods of a nil or zero *Agent (one
+	// not made by [New]).
+	ErrNoAgent = errors.New("agent: nil or zero Agent; make one with New")
 	// ErrNoMessages: the conversation has no message. Nothing was sent.
 	ErrNoMessages = errors.New("agent: no messages")
 	// ErrSessionConflict: with a Store, the session was started with other
@@ -362,8 +365,21 @@ func (s *loopStart) failed() bool {
 	}
 }
 
-// Name is the agent's name.
-func (a *Agent) Name() string { return a.opts.Name }
+// Name is the agent's name ("" for a nil or zero Agent).
+func (a *Agent) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.opts.Name
+}
+
+// usable returns ErrNoAgent for a nil Agent or one not made by New.
+func (a *Agent) usable() error {
+	if a == nil || a.rt == nil {
+		return ErrNoAgent
+	}
+	return nil
+}
 
 // traced taps the loop spec with Options.Telemetry, if any.
 func (a *Agent) traced(loop actors.Spec) actors.Spec {
@@ -386,6 +402,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // returns its error, and a later Close finishes the work; once one has
 // returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
+	if err := a.usable(); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	if !a.closed && a.closing != nil {
 		close(a.closing) // the Runs waiting for a drain fail now
@@ -615,6 +634,9 @@ type conversation struct {
 // child of that actor, and stopped at the end; otherwise it is the
 // agent's shared loop, or with a Store one started for the session.
 func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
+	if err := a.usable(); err != nil {
+		return nil, err
+	}
 	if err := checkSession(sessionID); err != nil {
 		return nil, err
 	}

@@ -303,6 +303,9 @@ func (a *Agent) ResumeStream(ctx context.Context, sessionID string, msgs []model
 // agent is closed, and an error with a Store: a durable session waits in
 // the store, not in memory (deny its calls with Resume).
 func (a *Agent) Discard(ctx context.Context, sessionID string) error {
+	if err := a.usable(); err != nil {
+		return err
+	}
 	if err := checkSession(sessionID); err != nil {
 		return err
 	}
@@ -346,6 +349,9 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 // [Agent.Discard]. With a Store it returns none (see
 // tools.ReadApprovals for a stored session).
 func (a *Agent) Waiting() []string {
+	if a == nil {
+		return nil
+	}
 	a.mu.Lock()
 	ids := make([]string, 0, len(a.waiting))
 	for id := range a.waiting {

@@ -28,7 +28,7 @@ var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // SessionKey is [SessionKey] of the agent's name and sessionID.
 func (a *Agent) SessionKey(sessionID string) string {
-	return SessionKey(a.opts.Name, sessionID)
+	return SessionKey(a.Name(), sessionID)
 }
 
 // storeClaim is an open agent's hold of its name on a Store.

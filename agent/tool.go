@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -77,6 +76,9 @@ const delegateCapability = "delegate"
 //   - never transactional: a conversation's calls do not commit together.
 func (a *Agent) ToolFlags() ToolFlags {
 	f := ToolFlags{Idempotent: true, DiesWithProcess: true}
+	if a == nil {
+		return ToolFlags{}
+	}
 	var caps []string
 	readOnly := true
 	for _, t := range a.opts.Tools {
@@ -130,8 +132,8 @@ type toolAnswer struct {
 // irreversible, reversible, so approval policies and MCP clients treat
 // it as they would those tools.
 func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
-	if sub == nil {
-		return nil, errors.New("agent: AsTool of a nil agent")
+	if err := sub.usable(); err != nil {
+		return nil, fmt.Errorf("agent: AsTool: %w", err)
 	}
 	var opts ToolOptions
 	if o != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -78,5 +79,53 @@ func TestLoop_RefusalsSayTheyArePermanent(t *testing.T) {
 		if f == nil || f.GetMeta().GetFailureKind() != tc.kind {
 			t.Errorf("%s: %v of kind %q, want kind %q", tc.name, messages.Format(f), f.GetMeta().GetFailureKind(), tc.kind)
 		}
+	}
+}
+
+// TestStages_RefuseAZeroInnerSpec: a loop, router or installer around a
+// zero spec is refused when it is made, not when it starts; a nil Tool
+// has no name rather than a panic.
+func TestStages_RefuseAZeroInnerSpec(t *testing.T) {
+	if _, err := tools.NewLoop(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewLoop: %v", err)
+	}
+	if _, err := tools.NewRouter(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewRouter: %v", err)
+	}
+	if _, err := tools.NewInstaller(actors.Spec{}, nil); err == nil || !strings.Contains(err.Error(), "no New function") {
+		t.Errorf("NewInstaller: %v", err)
+	}
+	var nilTool *tools.Tool
+	if name := nilTool.Name(); name != "" {
+		t.Errorf("nil Tool's name %q", name)
+	}
+}
+
+// TestNew_ArgumentsAreAnObject: a schema that is not an object, or whose
+// type is not "object", is refused, and so is a typed tool whose input
+// is not one; object schemas, with a list of types holding "object" or
+// no type at all, and struct and map inputs are taken.
+func TestNew_ArgumentsAreAnObject(t *testing.T) {
+	for schema, ok := range map[string]bool{
+		`{"type":"array"}`: false, `{"type":"string"}`: false, `true`: false, `{"type":["string","null"]}`: false,
+		`{"type":"object"}`: true, `{"type":["object","null"]}`: true, `{}`: true, `{"properties":{"a":{"type":"string"}}}`: true,
+	} {
+		_, err := tools.New(tools.Definition{Name: "t", Schema: json.RawMessage(schema)})
+		if (err == nil) != ok || !ok && (!errors.Is(err, tools.ErrInvalidDefinition) || !strings.Contains(err.Error(), "object")) {
+			t.Errorf("schema %s: %v, want accepted %v", schema, err, ok)
+		}
+	}
+	fn := func(context.Context, string) (string, error) { return "", nil }
+	if _, err := tools.NewTyped(tools.Definition{Name: "s"}, fn); !errors.Is(err, tools.ErrInvalidDefinition) || !strings.Contains(err.Error(), "not a struct") {
+		t.Errorf("string input: %v", err)
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "l"}, func(context.Context, []int) (string, error) { return "", nil }); err == nil {
+		t.Errorf("slice input taken")
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "m"}, func(context.Context, map[string]int) (string, error) { return "", nil }); err != nil {
+		t.Errorf("map input: %v", err)
+	}
+	if _, err := tools.NewTyped(tools.Definition{Name: "p"}, func(context.Context, *struct{ A int }) (string, error) { return "", nil }); err != nil {
+		t.Errorf("pointer to struct input: %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func NewInstaller(inner actors.Spec, o *InstallerOptions) (actors.Spec, error) {
 	if o != nil {
 		opts = *o
 	}
-	ropts, all, err := opts.RouterOptions.prepare("tool-installer", false)
+	ropts, all, err := opts.RouterOptions.prepare(&inner, "tool-installer", false)
 	if err != nil {
 		return actors.Spec{}, err
 	}

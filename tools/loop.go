@@ -127,7 +127,7 @@ func NewLoop(inner actors.Spec, o *LoopOptions) (actors.Spec, error) {
 	if o != nil {
 		opts = *o
 	}
-	ropts, all, err := opts.RouterOptions.prepare("tool-loop", false)
+	ropts, all, err := opts.RouterOptions.prepare(&inner, "tool-loop", false)
 	if err != nil {
 		return actors.Spec{}, err
 	}

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -41,9 +40,9 @@ func toolSet(defs []*Tool, handlers map[string]HandlerFunc, sync bool) ([]*Tool,
 	}
 	all := append(append([]*Tool(nil), defs...), fromMap...)
 	seen := map[string]bool{}
-	for _, t := range all {
+	for i, t := range all {
 		if t == nil {
-			return nil, errors.New("nil tool")
+			return nil, fmt.Errorf("tool %d of %d is nil", i+1, len(all))
 		}
 		if seen[t.Name()] {
 			return nil, fmt.Errorf("tool %q given twice", t.Name())
@@ -53,13 +52,19 @@ func toolSet(defs []*Tool, handlers map[string]HandlerFunc, sync bool) ([]*Tool,
 	return all, nil
 }
 
-func (o *RouterOptions) prepare(defaultName string, sync bool) (RouterOptions, []*Tool, error) {
+// prepare validates the options of a stage named defaultName by default
+// around inner (nil for a stage with none), and returns them with
+// defaults applied and the tools.
+func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync bool) (RouterOptions, []*Tool, error) {
 	var opts RouterOptions
 	if o != nil {
 		opts = *o
 	}
 	if opts.Name == "" {
 		opts.Name = defaultName
+	}
+	if inner != nil && inner.New == nil { // a zero spec: the stage would fail at its start
+		return opts, nil, fmt.Errorf("%s %q: the inner spec (the model) has no New function", defaultName, opts.Name)
 	}
 	if opts.Durability != nil && defaultName != routerDefaultName {
 		return opts, nil, fmt.Errorf("%s %q: durability options are for routers", defaultName, opts.Name)
@@ -124,7 +129,7 @@ func NewStreamingRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, er
 const routerDefaultName = "tool-router"
 
 func newRouter(inner actors.Spec, o *RouterOptions, sync bool) (actors.Spec, error) {
-	opts, all, err := o.prepare(routerDefaultName, sync)
+	opts, all, err := o.prepare(&inner, routerDefaultName, sync)
 	if err != nil {
 		return actors.Spec{}, err
 	}
@@ -302,7 +307,7 @@ const runnerDefaultName = "tool-runner"
 // It does what a router around a duplex that reflects calls and results
 // does, without the two trips through that duplex per call.
 func NewCallRunner(o *RouterOptions) (actors.Spec, error) {
-	opts, all, err := o.prepare(runnerDefaultName, false)
+	opts, all, err := o.prepare(nil, runnerDefaultName, false)
 	if err != nil {
 		return actors.Spec{}, err
 	}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,10 @@ type Definition struct {
 	// interrupted call as stopped, not as possibly still running.
 	DiesWithProcess bool
 	// Schema is the JSON Schema of the arguments; default
-	// {"type":"object","properties":{},"required":[]}.
+	// {"type":"object","properties":{},"required":[]}. Arguments are a
+	// JSON object, as model APIs require: a schema is itself an object,
+	// and its "type", when it has one, is "object" (or a list of types
+	// holding it).
 	Schema json.RawMessage
 	// OutputSchema, when set, is the JSON Schema of successful results,
 	// mirrored in the DESCRIPTION (not enforced).
@@ -133,6 +137,9 @@ func New(def Definition) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrInvalidDefinition, def.Name, err)
 	}
+	if err := objectSchema(def.Schema); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrInvalidDefinition, def.Name, err)
+	}
 	if len(def.OutputSchema) > 0 && !json.Valid(def.OutputSchema) {
 		return nil, fmt.Errorf("%w %q: output schema is not JSON", ErrInvalidDefinition, def.Name)
 	}
@@ -166,8 +173,13 @@ func MustNew(def Definition) *Tool {
 	return t
 }
 
-// Name is the tool's name.
-func (t *Tool) Name() string { return t.def.Name }
+// Name is the tool's name ("" for a nil Tool).
+func (t *Tool) Name() string {
+	if t == nil {
+		return ""
+	}
+	return t.def.Name
+}
 
 // Definition returns a copy of the tool's definition with defaults applied.
 func (t *Tool) Definition() Definition {
@@ -266,4 +278,27 @@ func FromHandlers(handlers map[string]HandlerFunc, sync bool) ([]*Tool, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// objectSchema returns an error when schema, compiled already, does not
+// describe a JSON object: a boolean schema, or a "type" without
+// "object".
+func objectSchema(schema json.RawMessage) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &top); err != nil {
+		return fmt.Errorf("the schema is %s, not an object: arguments are a JSON object, so is their schema", bytes.TrimSpace(schema))
+	}
+	raw, ok := top["type"]
+	if !ok {
+		return nil
+	}
+	var one string
+	var list []string
+	switch {
+	case json.Unmarshal(raw, &one) == nil && one == "object":
+		return nil
+	case json.Unmarshal(raw, &list) == nil && slices.Contains(list, "object"):
+		return nil
+	}
+	return fmt.Errorf("the schema's type is %s: arguments are a JSON object, so the schema's type is \"object\"", raw)
 }

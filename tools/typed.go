@@ -19,7 +19,8 @@ type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
 // When def.Schema is empty it is inferred from In with
 // jsonschema.For[In] (struct fields by their json tags, required unless
 // omitempty/omitzero, no additional properties), and def.OutputSchema from
-// Out when it can be. Arguments are validated against the schema before
+// Out when it can be; an In whose schema is not that of an object (a
+// string, a number, a slice) is refused, as arguments are a JSON object. Arguments are validated against the schema before
 // they are decoded into In, so fn only sees valid input. They are decoded
 // as encoding/json decodes them (a flat struct of strings, booleans and
 // numbers is read without it when that gives the same value).
@@ -37,6 +38,10 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 		}
 		if def.Schema, err = json.Marshal(s); err != nil {
 			return nil, fmt.Errorf("%w %q: encode input schema: %w", ErrInvalidDefinition, def.Name, err)
+		}
+		if objectSchema(def.Schema) != nil {
+			return nil, fmt.Errorf("%w %q: input type %s is not a struct: arguments are a JSON object (use a struct, or give Definition.Schema)",
+				ErrInvalidDefinition, def.Name, reflect.TypeFor[In]())
 		}
 	}
 	if len(def.OutputSchema) == 0 {

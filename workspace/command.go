@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
@@ -342,12 +343,13 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	p.release()
 
 	res := RunCommandResult{
-		Success:         true,
-		Stdout:          p.stdout.String(),
-		Stderr:          p.stderr.String(),
-		StdoutTruncated: p.stdout.truncated(),
-		StderrTruncated: p.stderr.truncated(),
+		Success: true,
 	}
+	var outCut, errCut bool
+	res.Stdout, outCut = p.stdout.text()
+	res.Stderr, errCut = p.stderr.text()
+	res.StdoutTruncated = outCut || p.stdout.truncated()
+	res.StderrTruncated = errCut || p.stderr.truncated()
 	sig := 0
 	switch {
 	case p.sb == nil:
@@ -475,6 +477,56 @@ func (s *stream) truncated() bool {
 	return s.stopped || !s.ended || s.total > int64(len(s.buf))
 }
 
-// String returns the kept output as valid UTF-8: invalid bytes (and a
-// sequence cut at the cap) become U+FFFD.
-func (s *stream) String() string { return strings.ToValidUTF8(string(s.buf), "\uFFFD") }
+// text returns the kept output as the model reads it: valid UTF-8
+// (invalid bytes, and a sequence cut at the cap, become U+FFFD), cut
+// where its JSON encoding, escapes included, would pass the cap; and
+// whether that cut anything. So a NUL, which JSON spells \u0000, counts
+// six bytes, and the cap bounds what reaches the model.
+func (s *stream) text() (string, bool) {
+	return cutEncoded(strings.ToValidUTF8(string(s.buf), "\uFFFD"), s.max)
+}
+
+// cutEncoded returns the longest prefix of the valid UTF-8 text t whose
+// JSON string encoding (without HTML escapes, without the quotes) is at
+// most max bytes, and whether it is shorter than t.
+func cutEncoded(t string, max int) (string, bool) {
+	if len(t) <= max/6 {
+		return t, false // no byte encodes to more than six
+	}
+	n := 0
+	for i := 0; i < len(t); {
+		c, size, w := t[i], 1, 0
+		if c < utf8.RuneSelf {
+			w = int(asciiWidth[c])
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(t[i:])
+			w = size
+			if r == '\u2028' || r == '\u2029' {
+				w = 6 // escaped by encoding/json
+			}
+		}
+		if n+w > max {
+			return t[:i], true
+		}
+		n += w
+		i += size
+	}
+	return t, false
+}
+
+// asciiWidth is how many bytes JSON encodes an ASCII byte to: \n, \r,
+// \t, \" and \\ two, other control bytes \u00XX six (at most), the rest one.
+var asciiWidth = func() (w [utf8.RuneSelf]uint8) {
+	for c := range w {
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			w[c] = 2
+		case c < 0x20:
+			w[c] = 6
+		default:
+			w[c] = 1
+		}
+	}
+	return w
+}()

@@ -80,7 +80,8 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 			command: "head -c 100000000 /dev/zero",
 			check: func(t *testing.T, res RunCommandResult) {
 				wantExit(t, res, 0, false)
-				if !res.StdoutTruncated || len(res.Stdout) != DefaultMaxOutputBytes || res.StderrTruncated {
+				// A NUL reaches the model as \u0000: six bytes of the cap.
+				if !res.StdoutTruncated || len(res.Stdout) != DefaultMaxOutputBytes/6 || res.StderrTruncated {
 					t.Errorf("stdout %d bytes truncated=%v", len(res.Stdout), res.StdoutTruncated)
 				}
 			},
@@ -100,7 +101,7 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 			command: "head -c 50000000 /dev/zero >&2 & head -c 50000000 /dev/zero; wait",
 			check: func(t *testing.T, res RunCommandResult) {
 				wantExit(t, res, 0, false)
-				if !res.StdoutTruncated || !res.StderrTruncated || len(res.Stdout) != DefaultMaxOutputBytes || len(res.Stderr) != DefaultMaxOutputBytes {
+				if !res.StdoutTruncated || !res.StderrTruncated || len(res.Stdout) != DefaultMaxOutputBytes/6 || len(res.Stderr) != DefaultMaxOutputBytes/6 {
 					t.Errorf("stdout %d stderr %d", len(res.Stdout), len(res.Stderr))
 				}
 			},
@@ -398,4 +399,48 @@ func groupMembers(t *testing.T, pgid int) []int {
 		}
 	}
 	return pids
+}
+
+// The output cap bounds what the model reads: bytes JSON escapes (a NUL
+// is \u0000, six bytes) count as their encoding, and a cut stream says
+// so; output within the cap is whole.
+func TestRunCommand_OutputCapCountsEncodedSize(t *testing.T) {
+	const limit = 1000
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxOff, MaxOutputBytes: limit})
+	mustDo(t, err)
+	defer ws.Close()
+	res, err := ws.RunCommand(t.Context(), RunCommandInput{Command: "head -c 100000 /dev/zero; head -c 700 /dev/zero >&2"})
+	mustDo(t, err)
+	for name, s := range map[string]string{"stdout": res.Stdout, "stderr": res.Stderr} {
+		b, err := json.Marshal(s)
+		mustDo(t, err)
+		if len(b)-2 > limit {
+			t.Errorf("%s reaches the model as %d bytes of JSON, past the cap of %d", name, len(b)-2, limit)
+		}
+	}
+	if !res.StdoutTruncated || !res.StderrTruncated || len(res.Stdout) != limit/6 {
+		t.Errorf("stdout %d NULs, truncated %v/%v; want %d NULs, both cut", len(res.Stdout), res.StdoutTruncated, res.StderrTruncated, limit/6)
+	}
+	text := strings.Repeat("x", limit)
+	res, err = ws.RunCommand(t.Context(), RunCommandInput{Command: "printf %s " + text})
+	mustDo(t, err)
+	if res.Stdout != text || res.StdoutTruncated {
+		t.Errorf("output of exactly the cap: %d bytes, truncated %v", len(res.Stdout), res.StdoutTruncated)
+	}
+}
+
+func TestCutEncoded(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+		cut  bool
+	}{
+		{"abc", 3, "abc", false}, {"abcd", 3, "abc", true}, {"a\"b", 3, "a\"", true}, {"a\x00", 6, "a", true},
+		{"é\u2028", 8, "é\u2028", false}, {"é\u2028", 7, "é", true}, {"\n\t", 4, "\n\t", false}, {"<&>", 3, "<&>", false},
+	} {
+		if got, cut := cutEncoded(c.in, c.max); got != c.want || cut != c.cut {
+			t.Errorf("cutEncoded(%q, %d) = %q, %v; want %q, %v", c.in, c.max, got, cut, c.want, c.cut)
+		}
+	}
 }

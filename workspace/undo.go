@@ -10,9 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strings"
 	"sync"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -40,8 +40,9 @@ var (
 // field means the default.
 type JournalOptions struct {
 	// SessionOf names the session of a call from its stream id; default:
-	// the stream id up to its first '#' (an agent's session id: its
-	// streams are "<session>" and "<session>#<attempt>").
+	// the session of an agent's stream id, read by agent.SessionOf (its
+	// streams are agent.StreamID: the session, with '#' and '%' escaped,
+	// then "#<attempt>" past the first attempt).
 	SessionOf func(stream string) string
 }
 
@@ -83,8 +84,10 @@ func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Jour
 	return j, nil
 }
 
+// defaultSessionOf reads the session off a stream id an agent made, as
+// package agent reads it.
 func defaultSessionOf(stream string) string {
-	session, _, _ := strings.Cut(stream, "#")
+	session, _ := agent.SessionOf(stream)
 	return session
 }
 

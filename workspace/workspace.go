@@ -121,8 +121,11 @@ type Options struct {
 	CommandTimeout time.Duration
 
 	// MaxOutputBytes caps stdout and stderr each (default
-	// DefaultMaxOutputBytes). Output past the cap is read and discarded, so
-	// a chatty command never blocks on a full pipe.
+	// DefaultMaxOutputBytes), as the model reads them: each stream's JSON
+	// string, escapes included (a NUL byte is \u0000, six bytes), holds
+	// at most this many bytes. Output past the cap is read and discarded,
+	// so a chatty command never blocks on a full pipe, and the stream is
+	// marked truncated.
 	MaxOutputBytes int
 
 	// KillGrace is how long a timed-out or cancelled command's process

@@ -207,6 +207,15 @@ func (cfg *config) validate(rest []string) error {
 			return bad("-workspace %s is not an existing folder", cfg.workspace)
 		}
 	}
+	if cfg.baseURL == "" && cfg.provider == "" && cfg.crash.site == crashModel {
+		who, frames := "the scripted model emits", scriptedModelFrames
+		if cfg.team {
+			who, frames = "the scripted writer's model emits", scriptedWriterFrames
+		}
+		if cfg.crash.n > frames {
+			return bad("-crash %s would never fire: %s %d frames", cfg.crash.String(), who, frames)
+		}
+	}
 	if cfg.baseURL == "" && (cfg.crash.site == crashTool || cfg.crash.site == crashLoop) {
 		raw, who := defaultScript, "the scripted model makes"
 		if cfg.team {
@@ -230,6 +239,15 @@ func (cfg *config) validate(rest []string) error {
 	}
 	return nil
 }
+
+// How many frames the scripted models emit in a whole run: the embedded
+// script's, and the team writer's (where -team's crash strikes). A
+// -crash model:N beyond them would never fire. TestRun_CrashModelBound
+// checks them against real runs.
+const (
+	scriptedModelFrames  = 27
+	scriptedWriterFrames = 19
+)
 
 // crashSite is where -crash injects its panic.
 type crashSite string

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -594,5 +595,31 @@ func TestTranscript_CutCallsAreShownCancelled(t *testing.T) {
 	}
 	if n := strings.Count(got, "call_read"); n != 2 {
 		t.Errorf("the answered call shows %d times, want its call and result:\n%s", n, got)
+	}
+}
+
+// -crash model:N beyond the frames the scripted model emits is refused up
+// front, like tool:N beyond its calls; the last frame is still a valid
+// crash point (the panic fires there).
+func TestRun_CrashModelBound(t *testing.T) {
+	for _, tc := range []struct {
+		team   bool
+		frames int
+	}{{false, scriptedModelFrames}, {true, scriptedWriterFrames}} {
+		var args []string
+		if tc.team {
+			args = append(args, "-team")
+		}
+		over := fmt.Sprintf("model:%d", tc.frames+1)
+		_, _, err := runInProcess(t, append(args, "-crash", over)...)
+		var printed bytes.Buffer
+		if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "would never fire") {
+			t.Errorf("team %v, -crash %s: %q, want a usage error", tc.team, over, printed.String())
+		}
+		last := fmt.Sprintf("model:%d", tc.frames)
+		out, errOut, err := runInProcess(t, append(args, "-crash", last)...)
+		if err != nil || strings.Contains(out, "was never reached") || !strings.Contains(out, "fault      panicking in the model adapter") {
+			t.Errorf("team %v, -crash %s did not fire: %v\n%s\n%s", tc.team, last, err, out, errOut)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/openai/openaitest"
 )
 
 // The greeting the embedded script's hello.sh prints for Ada.
@@ -128,9 +129,13 @@ func TestRun_CrashHeals(t *testing.T) {
 
 // TestRun_CrashPointNeverReached: a model frame past the last one (which
 // the flags cannot know in advance) is reported as never reached.
+// With a real model the number of frames is not known up front: a crash
+// point beyond them is reported at the end.
 func TestRun_CrashPointNeverReached(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	out, _, err := runInProcess(t, "-crash", "model:999")
+	srv := openaitest.NewServer(scriptTurns(t))
+	defer srv.Close()
+	out, _, err := runInProcess(t, "-crash", "model:999", "-base-url", srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,18 @@ const shellSpecial = ";&|`$()<>\n\\*?[]{}~!#\"'"
 
 // Commands runs the calls of tool whose "command" argument is a simple
 // command line (no shell operators, redirections, substitutions, quotes
-// or globs) starting with one of the allowed programs, e.g. "go", "ls";
+// or globs) starting with one of the allowed programs, e.g. "ls", "cat";
 // any other call is decided by next (nil: [Default]).
+//
+// Warning: only the program is checked, never its arguments, so allowing
+// a program allows everything it can be told to do. Many common programs
+// run other programs or change files: "go" allows "go run ./evil" (any
+// code in the workspace), "env" allows "env rm -rf x" (any program),
+// "find" allows "find . -delete", "git" allows
+// "git config core.hooksPath …" (code that later git commands run), and
+// likewise "xargs", "make", "npm", "python", "sh", "sed -i". Allow only
+// programs that can neither run others nor write, or leave them to next
+// to ask.
 func Commands(tool string, allow []string, next tools.ApprovalPolicy) tools.ApprovalPolicy {
 	allow = slices.Clone(allow)
 	if next == nil {

@@ -158,7 +158,7 @@ func (s *Server) ListenHTTP(o *HTTPOptions) (*HTTPServer, error) {
 	}
 	host := hostName(opts.Addr)
 	if !opts.AllowRemote && !isLoopbackName(host) {
-		return nil, fmt.Errorf("mcp: listen %s: not a loopback address (set AllowRemote, and a BearerToken, to serve beyond this machine)", opts.Addr)
+		return nil, fmt.Errorf("mcp: listen %s: %w (set AllowRemote, and a BearerToken, to serve beyond this machine)", opts.Addr, ErrNotLoopback)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func TestListenHTTP_RefusesRemoteByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	if _, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if _, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: "0.0.0.0:0"}); !errors.Is(err, mcp.ErrNotLoopback) {
 		t.Fatalf("0.0.0.0 without AllowRemote: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -96,6 +97,16 @@ type Imported struct {
 	liveMu sync.Mutex
 	live   map[*sdk.ClientSession]bool // sessions opened and not yet closed
 
+	// The server processes started while Import waits for the first
+	// list, so that a failed Import kills them at once: a server that
+	// does not answer would otherwise linger until the SDK's closing
+	// grace (stdin closed, then SIGTERM) has passed.
+	procMu   sync.Mutex
+	procs    []*os.Process
+	tracking bool           // Import is waiting: record started processes
+	killed   bool           // Import failed: kill what starts from now on
+	inflight sync.WaitGroup // connect calls started while tracking
+
 	changed   chan struct{} // a change to report (buffered: the latest counts)
 	quit      chan struct{} // closed by Close: the notifier ends
 	closeOnce sync.Once
@@ -160,7 +171,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		}
 	}
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]bool{},
-		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
 	} else {
@@ -179,10 +190,56 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	wctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := im.link.firstList(wctx); err != nil {
+		im.killStarted()
 		_ = im.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
 	}
+	im.procMu.Lock()
+	im.tracking, im.procs = false, nil
+	im.procMu.Unlock()
 	return im, nil
+}
+
+// killStarted kills the server processes a failing Import started (and
+// any that start from now on) and waits until the connection attempts
+// that started them have ended, which reaps them.
+func (im *Imported) killStarted() {
+	im.procMu.Lock()
+	im.killed = true
+	for _, p := range im.procs {
+		_ = p.Kill()
+	}
+	im.procs = nil
+	im.procMu.Unlock()
+	im.inflight.Wait()
+}
+
+// started records a server process started while Import waits, or kills
+// it when Import has already failed.
+func (im *Imported) started(p *os.Process) {
+	im.procMu.Lock()
+	defer im.procMu.Unlock()
+	switch {
+	case im.killed:
+		_ = p.Kill()
+	case im.tracking:
+		im.procs = append(im.procs, p)
+	}
+}
+
+// trackedTransport tells the import of the process its command starts.
+type trackedTransport struct {
+	im  *Imported
+	cmd *exec.Cmd
+	sdk.Transport
+}
+
+func (t trackedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err == nil {
+		t.im.started(t.cmd.Process) // set by Start, in this goroutine
+	}
+	return c, err
 }
 
 // refresh makes the tools of list (read from session s) the import's
@@ -684,6 +741,16 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 // connect starts or dials the server and reads its tool list. A session
 // that cannot list its tools is closed.
 func (im *Imported) connect(job context.Context) connected {
+	im.procMu.Lock()
+	if im.killed {
+		im.procMu.Unlock()
+		return connected{err: errImportClosed}
+	}
+	if im.tracking {
+		im.inflight.Add(1) // never after killStarted's Wait began: killed is set first
+		defer im.inflight.Done()
+	}
+	im.procMu.Unlock()
 	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
 	defer cancel()
 	var transport sdk.Transport
@@ -696,7 +763,7 @@ func (im *Imported) connect(job context.Context) connected {
 		if len(im.opts.Env) > 0 {
 			cmd.Env = append(cmd.Environ(), im.opts.Env...)
 		}
-		transport = &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		transport = trackedTransport{im: im, cmd: cmd, Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
 	} else {
 		var rt http.RoundTripper = im.http
 		if im.opts.BearerToken != "" {

@@ -69,6 +69,10 @@ type Server struct {
 // ErrNoTools is returned by [NewServer] when there is nothing to serve.
 var ErrNoTools = errors.New("mcp: no tools to serve")
 
+// ErrNotLoopback is returned (wrapped) by [Server.ListenHTTP] for an
+// address that is not loopback when [HTTPOptions].AllowRemote is not set.
+var ErrNotLoopback = errors.New("not a loopback address")
+
 // NewServer starts a tool router for opts.Tools on rt and returns a server
 // for them. Every tools/call becomes one TOOL_CALL on that router, so the
 // router's guarantees hold for MCP clients: arguments are validated

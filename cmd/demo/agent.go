@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +85,9 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: min(workspace.DefaultCommandTimeout, cfg.timeout)})
 	if err != nil {
+		if strings.Contains(err.Error(), "AllowSystemRoot") { // the library names its option, not a flag
+			return &usageError{err: fmt.Errorf("-workspace %s is a system directory: make a folder inside it and give that", dir)}
+		}
 		return err
 	}
 	defer ws.Close()
@@ -175,7 +177,14 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	tr.Note("summary", "%s · %s · %s (%d failed) · %s · %s", tally.outcome(err), plural(tally.iterations, "iteration"),
 		plural(tally.calls, "tool call"), tally.failed, plural(int(restarts.Load()), "restart"), shortDuration(time.Since(start)))
 	if sess != nil {
-		tr.Note("session", "to resume or replay it: %s", sess.resumeHint())
+		switch stored, perr := sess.persisted(ctx); {
+		case perr != nil:
+			tr.Note("session", "cannot tell what the store holds of session %s: %v", sess.id, perr)
+		case stored:
+			tr.Note("session", "to resume or replay it: %s", sess.resumeHint(cfg))
+		default:
+			tr.Note("session", "nothing of session %s was stored (the run stopped before the tool loop's first step): run it again to start it anew", sess.id)
+		}
 	}
 	ui.linger(interrupted)
 	if err == nil {
@@ -371,7 +380,7 @@ func (d *driver) follow(ctx context.Context, a *agent.Agent, id string, msgs []m
 
 // resumeLine tells how the agent asks again after a failed attempt.
 func (d *driver) resumeLine(ev agent.Event, id string, first int, unfinished, durable bool) string {
-	stream := id + "#" + strconv.Itoa(ev.Attempt)
+	stream := agent.StreamID(id, ev.Attempt)
 	line := "the answer failed: resuming the session from the store on stream " + stream
 	if !durable {
 		line = fmt.Sprintf("the answer failed: sending the conversation so far (%s) again on stream %s",
@@ -390,8 +399,10 @@ func (d *driver) failure(ctx context.Context, err error) error {
 	var failed *agent.FailedError
 	switch {
 	case errors.Is(context.Cause(ctx), errTimeout):
+		d.tr.CutCalls(fmt.Sprintf("cut by -timeout %v (it may have done part or all of its work)", d.cfg.timeout))
 		return fmt.Errorf("no final answer within -timeout %v", d.cfg.timeout)
 	case ctx.Err() != nil:
+		d.tr.CutCalls("cut by the interrupt (it may have done part or all of its work)")
 		return errors.New("interrupted")
 	case errors.As(err, &failed):
 		if failed.Reason == stoppedForGood {

@@ -74,6 +74,10 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 		return &usageError{err: errors.New("-cluster runs the scripted model only: leave -base-url and -provider out")}
 	case cfg.team || cfg.ui.addr != "" || len(cfg.mcp) > 0 || cfg.crash.site != crashNone || cfg.json:
 		return &usageError{err: errors.New("-cluster does not combine with -team, -ui, -mcp, -crash or -json")}
+	case cfg.approval.mode != approveAll || cfg.approval.undo || cfg.trace.file != "":
+		// The members run every call without asking and trace nothing:
+		// refusing is the only honest answer to -approve deny.
+		return &usageError{err: errors.New("-cluster does not combine with -approve, -undo or -trace (its members run every tool call and record no spans)")}
 	case cfg.store != "" && !isPostgres(cfg.store):
 		return &usageError{err: fmt.Errorf("-cluster needs a store every member reaches: -store postgres://…, not %s", cfg.store)}
 	}

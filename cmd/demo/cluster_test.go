@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -73,5 +74,30 @@ func checkClusterRun(t *testing.T, res processResult) {
 	}
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
+	}
+}
+
+// -cluster's members run every tool call and trace nothing: -approve,
+// -undo and -trace with -cluster are refused before anything starts,
+// rather than ignored.
+func TestRun_ClusterRefusesApproveUndoTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "x.jsonl")
+	for _, args := range [][]string{
+		{"-cluster", "-approve", "deny"},
+		{"-cluster", "-approve", "ask"},
+		{"-cluster", "-undo"},
+		{"-cluster", "-trace", trace},
+	} {
+		stdout, _, err := runInProcess(t, args...)
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "-cluster does not combine with -approve, -undo or -trace") {
+			t.Errorf("%v: err = %v, want a usage error naming -approve, -undo and -trace", args, err)
+		}
+		if stdout != "" {
+			t.Errorf("%v: the run started:\n%s", args, stdout)
+		}
+	}
+	if _, err := os.Stat(trace); !os.IsNotExist(err) {
+		t.Errorf("-trace file was made: %v", err)
 	}
 }

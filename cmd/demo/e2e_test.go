@@ -210,8 +210,8 @@ func TestE2E_BaseURLWithoutKey(t *testing.T) {
 	srv := openaitest.NewServer(scriptTurns(t))
 	defer srv.Close()
 	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-api-key-env", "DEMO_TEST_UNSET_KEY")
-	if res.code != 1 || !strings.Contains(res.stderr, "demo: -api-key-env: openai: no API key: environment variable DEMO_TEST_UNSET_KEY is empty") {
-		t.Errorf("want exit 1 naming the empty variable: %v", res)
+	if res.code != 2 || !strings.Contains(res.stderr, "demo: -api-key-env DEMO_TEST_UNSET_KEY: that environment variable is unset or empty") {
+		t.Errorf("want exit 2 (a usage error) naming the empty variable: %v", res)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("the server got %d requests", n)
@@ -319,14 +319,20 @@ func TestE2E_Help(t *testing.T) {
 
 func TestE2E_BadFlag(t *testing.T) {
 	for args, want := range map[string]string{
-		"-bogus":        "flag provided but not defined: -bogus",
-		"-crash=disk":   `unknown crash site "disk"`,
-		"-timeout=soon": `invalid value "soon" for flag -timeout`,
-		"-session=abc":  "demo: -session needs -store",
+		"-bogus":                        "flag provided but not defined: -bogus",
+		"-crash=disk":                   `unknown crash site "disk"`,
+		"-timeout=soon":                 `invalid value "soon" for flag -timeout`,
+		"-session=abc":                  "demo: -session needs -store",
+		"-store=postgres://localhost/x": "only -cluster keeps sessions in PostgreSQL",
 	} {
 		res, _ := runDemo(t, nil, args)
 		if res.code != 2 || !strings.Contains(res.stderr, want) || res.stdout != "" {
 			t.Errorf("%s: want exit 2, %q on stderr and nothing on stdout: %v", args, want, res)
+		}
+		// One line saying what is wrong and where the flags are explained,
+		// not the whole usage.
+		if lines := strings.Split(strings.TrimSpace(res.stderr), "\n"); len(lines) != 2 || lines[1] != "Run 'demo -h' for the flags." {
+			t.Errorf("%s: want the error and a pointer to -h, got:\n%s", args, res.stderr)
 		}
 	}
 }

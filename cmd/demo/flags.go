@@ -49,11 +49,9 @@ type config struct {
 	cluster       clusterFlag   // -cluster (cluster.go)
 }
 
-// usageError is a problem with the command line. printed says the flag
-// package has already told the user.
+// usageError is a problem with the command line: the demo exits 2.
 type usageError struct {
-	err     error
-	printed bool
+	err error
 }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -91,11 +89,11 @@ Flags:
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	cfg := config{crash: crashPoint{}}
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageIntro)
-		fs.PrintDefaults()
-	}
+	// The flag package prints its errors followed by the whole usage; the
+	// demo prints the one-line error itself (exitCode) and the usage only
+	// for -h.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&cfg.baseURL, "base-url", "",
 		"API root of an OpenAI-compatible server, usually ending in /v1\n"+
 			"(Ollama http://localhost:11434/v1, vLLM http://localhost:8000/v1);\n"+
@@ -144,9 +142,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"notes and the summary go to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprint(stderr, usageIntro)
+			fs.PrintDefaults()
 			return cfg, err
 		}
-		return cfg, &usageError{err: err, printed: true}
+		return cfg, &usageError{err: err}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -189,10 +190,17 @@ func (cfg *config) validate(rest []string) error {
 		return bad("-timeout must be positive, not %v", cfg.timeout)
 	case cfg.session != "" && cfg.store == "":
 		return bad("-session needs -store (the file the session lives in)")
+	case cfg.session != "" && !validSessionID(cfg.session):
+		return bad("-session %q: a session id is 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the folder <store>.files/ID)",
+			cfg.session, maxSessionID)
 	case cfg.baseURL != "" && cfg.model == "":
 		return bad("-model is empty")
 	case cfg.apiKeyEnv == "":
 		return bad("-api-key-env is empty")
+	case cfg.apiKeyEnvSet && (cfg.baseURL != "" || cfg.provider == "anthropic") && os.Getenv(cfg.apiKeyEnv) == "":
+		return bad("-api-key-env %s: that environment variable is unset or empty (leave -api-key-env out to send no key)", cfg.apiKeyEnv)
+	case isPostgres(cfg.store) && !cfg.cluster.on:
+		return bad("-store %s: only -cluster keeps sessions in PostgreSQL; without -cluster -store is a bbolt file path", cfg.store)
 	}
 	if cfg.workspace != "" {
 		if st, err := os.Stat(cfg.workspace); err != nil || !st.IsDir() {
@@ -272,4 +280,25 @@ func (p *crashPoint) Set(s string) error {
 	}
 	*p = crashPoint{site: site, n: n}
 	return nil
+}
+
+// maxSessionID is the longest session id -session takes.
+const maxSessionID = 128
+
+// validSessionID says whether id can name a session's folder under
+// <store>.files/ (or the -cluster root): one path element, never "." or
+// "..", so the workspace stays inside the folder the README promises.
+func validSessionID(id string) bool {
+	if id == "" || len(id) > maxSessionID {
+		return false
+	}
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '.' || r == '_' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -39,10 +39,8 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &usage):
-		if !usage.printed {
-			fmt.Fprintln(stderr, "demo:", err)
-			fmt.Fprintln(stderr, "Run 'demo -h' for the flags.")
-		}
+		fmt.Fprintln(stderr, "demo:", err)
+		fmt.Fprintln(stderr, "Run 'demo -h' for the flags.")
 		return 2
 	default:
 		fmt.Fprintln(stderr, "demo:", err)

@@ -15,7 +15,9 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // The greeting the embedded script's hello.sh prints for Ada.
@@ -303,8 +305,8 @@ func TestRun_SessionReplaysOnceEnded(t *testing.T) {
 	}
 
 	_, _, err = runInProcess(t, "-store", store, "-session", "s1", "-prompt", "something else")
-	if err == nil || !strings.Contains(err.Error(), `session "s1" was started with another prompt`) {
-		t.Errorf("another prompt: err = %v", err)
+	if err == nil || !strings.Contains(err.Error(), `session "s1" was started with another prompt`) || exitCode(err, &bytes.Buffer{}) != 2 {
+		t.Errorf("another prompt: err = %v, want a usage error (exit 2)", err)
 	}
 }
 
@@ -449,5 +451,148 @@ func TestRun_Team(t *testing.T) {
 			}
 			checkWorkspace(t, dir)
 		})
+	}
+}
+
+// A session id names a folder under <store>.files/: one that would put the
+// workspace elsewhere (.., ../x, a/b) or share the store's folder (.) is a
+// usage error, and nothing is made.
+func TestRun_SessionIDMustNameOneFolder(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "st", "demo.db")
+	if err := os.Mkdir(filepath.Dir(store), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"..", ".", "../escape", "a/b", "/abs", ".hidden", "a\\b", strings.Repeat("x", 129)} {
+		_, _, err := runInProcess(t, "-store", store, "-session", id)
+		var usage *usageError
+		var printed bytes.Buffer
+		if !errors.As(err, &usage) || exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "<store>.files/ID") {
+			t.Errorf("-session %q: err = %v (%q), want a usage error", id, err, printed.String())
+		}
+	}
+	for _, leftover := range []string{filepath.Join(dir, "st", "escape"), store, store + ".files"} {
+		if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+			t.Errorf("%s was made: %v", leftover, err)
+		}
+	}
+	if !validSessionID("s-20261205-041500-a1b2c3") || !validSessionID("k") || !validSessionID("run_1.2") {
+		t.Error("an ordinary session id is refused")
+	}
+}
+
+// The resume hint names every flag the session needs, quoted for the
+// shell: the workspace it works in (here a folder with a blank and a
+// quote) as well as the store and the id.
+func TestRun_ResumeHintHasTheWorkspace(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	dir := filepath.Join(t.TempDir(), "Ada's work")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "demo.db")
+	out, errOut, err := runInProcess(t, "-store", store, "-session", "s1", "-workspace", dir)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errOut)
+	}
+	want := "to resume or replay it: go run ./cmd/demo -store " + store + " -session s1 -workspace '" +
+		strings.ReplaceAll(dir, "'", `'\''`) + "'\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the hint is not %q:\n%s", want, out)
+	}
+}
+
+func TestResumeHint(t *testing.T) {
+	s := &session{id: "s1", path: "/tmp/a b.db"}
+	cfg := config{workspace: "/w", team: true, baseURL: "http://h/v1", model: "m 1", modelSet: true,
+		mcp: mcpServers{{raw: "fs=npx -y server"}}}
+	want := `go run ./cmd/demo -store '/tmp/a b.db' -session s1 -workspace /w -team -base-url http://h/v1 -model 'm 1' -mcp 'fs=npx -y server'`
+	if got := s.resumeHint(cfg); got != want {
+		t.Errorf("hint\n%s\nwant\n%s", got, want)
+	}
+	for in, want := range map[string]string{"": "''", "plain-1.db": "plain-1.db", "it's": `'it'\''s'`, "$HOME": `'$HOME'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// A store that holds nothing of the session gives no resume hint.
+func TestSession_PersistedOnlyOnceStored(t *testing.T) {
+	ctx := context.Background()
+	cfg := config{store: filepath.Join(t.TempDir(), "demo.db"), session: "k", prompt: "hi"}
+	s, err := openSession(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if ok, err := s.persisted(ctx); ok || err != nil {
+		t.Errorf("a new session is persisted: %v, %v", ok, err)
+	}
+}
+
+// The retry line names the stream the agent really uses.
+func TestResumeLineNamesTheStream(t *testing.T) {
+	d := &driver{}
+	ev := agent.Event{Attempt: 2, Answer: &models.Answer{}}
+	for _, id := range []string{"demo", "a#b"} {
+		line := d.resumeLine(ev, id, 1, false, true)
+		if want := "on stream " + agent.StreamID(id, 2); !strings.HasSuffix(line, want) {
+			t.Errorf("%s: %q, want it to end %q", id, line, want)
+		}
+	}
+}
+
+// A system folder as -workspace is a usage error that says what to do
+// with the demo's flags, not which library option to set.
+func TestRun_SystemWorkspace(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	_, _, err := runInProcess(t, "-workspace", "/usr")
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "-workspace /usr is a system directory: make a folder inside it") ||
+		strings.Contains(printed.String(), "Options.") {
+		t.Errorf("-workspace /usr: %q, want exit 2 and advice in terms of flags", printed.String())
+	}
+}
+
+// A team's session is the lead agent's: a second run finds it in the
+// store (and says so), and the hint to resume it includes -team.
+func TestRun_TeamSessionIsFoundAgain(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	store := filepath.Join(t.TempDir(), "demo.db")
+	args := []string{"-team", "-store", store, "-session", "t1"}
+	if out, errOut, err := runInProcess(t, args...); err != nil {
+		t.Fatalf("first run: %v\n%s\n%s", err, out, errOut)
+	}
+	out, errOut, err := runInProcess(t, args...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, out, errOut)
+	}
+	for _, want := range []string{"resuming session t1 from " + store, "-session t1 -team\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the second run lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// A call cut by -timeout gets a result line, the cancelled result a
+// durable session keeps for it; an answered call gets none more.
+func TestTranscript_CutCallsAreShownCancelled(t *testing.T) {
+	var out bytes.Buffer
+	tr := newTranscript(&out, nil, time.Now())
+	tr.Frame(messages.ToolCall("demo", "call_write", "write_file", []byte(`{"path":"a"}`)))
+	tr.Frame(messages.ToolCall("demo", "call_read", "read_file", []byte(`{"path":"b"}`)))
+	res, err := messages.ToolResult("demo", "call_read", "read_file", map[string]bool{"success": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Frame(res)
+	tr.CutCalls("cut by -timeout 1s")
+	got := out.String()
+	if !strings.Contains(got, "result     write_file call_write FAILED (cancelled) after ") || !strings.Contains(got, ": cut by -timeout 1s\n") {
+		t.Errorf("no cancelled result for the cut call:\n%s", got)
+	}
+	if n := strings.Count(got, "call_read"); n != 2 {
+		t.Errorf("the answered call shows %d times, want its call and result:\n%s", n, got)
 	}
 }

@@ -29,6 +29,7 @@ const mcpUsage = "give the agent the tools of the MCP server that `[name=]comman
 type mcpServer struct {
 	prefix  string
 	command []string
+	raw     string // the flag's value, for the resume hint
 }
 
 // mcpServers is the value of -mcp (repeatable).
@@ -50,7 +51,7 @@ var serverName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*=`)
 
 // Set parses one -mcp value.
 func (m *mcpServers) Set(v string) error {
-	var s mcpServer
+	s := mcpServer{raw: v}
 	if name := serverName.FindString(v); name != "" {
 		s.prefix = strings.TrimSuffix(name, "=") + "_"
 		v = v[len(name):]
@@ -117,8 +118,8 @@ func splitWords(line string) ([]string, error) {
 }
 
 // mcpConnectTimeout bounds starting one -mcp server and reading its tools
-// (an npx server may be downloaded first).
-const mcpConnectTimeout = time.Minute
+// (an npx server may be downloaded first). A variable for the tests.
+var mcpConnectTimeout = time.Minute
 
 // importMCP starts the -mcp servers and returns their tools, checked
 // against the names of the tools the agent already has, and a function
@@ -152,6 +153,7 @@ func importMCP(ctx context.Context, servers mcpServers, ws *workspace.Workspace,
 	}
 	for _, s := range servers {
 		what := strings.Join(s.command, " ")
+		tr.Note("mcp", "starting %s and waiting for its tool list (up to %v)", what, mcpConnectTimeout)
 		im, err := mcp.Import(ctx, rt, &mcp.ImportOptions{Command: s.command, Prefix: s.prefix,
 			ConnectTimeout: mcpConnectTimeout, Stderr: &noteWriter{tr: tr, label: "mcp", prefix: filepath.Base(s.command[0]) + ": "},
 			OnToolsChanged: func(ts []*tools.Tool) {
@@ -159,6 +161,9 @@ func importMCP(ctx context.Context, servers mcpServers, ws *workspace.Workspace,
 			}})
 		if err != nil {
 			release()
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, nil, fmt.Errorf("-mcp %s: the server did not answer initialize and list its tools within %v", what, mcpConnectTimeout)
+			}
 			return nil, nil, fmt.Errorf("-mcp: %w", err) // err names the command
 		}
 		imports = append(imports, im)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/models/openai/openaitest"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -121,5 +122,19 @@ func TestRun_MCPServerThatCannotStart(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "sh: missing token") {
 		t.Errorf("the server's stderr is not in the transcript:\n%s", stdout)
+	}
+}
+
+// TestRun_MCPServerThatNeverAnswers: the transcript says the demo is
+// waiting for the server, and the error says it did not answer in time.
+func TestRun_MCPServerThatNeverAnswers(t *testing.T) {
+	defer func(d time.Duration) { mcpConnectTimeout = d }(mcpConnectTimeout)
+	mcpConnectTimeout = 300 * time.Millisecond
+	stdout, _, err := runInProcess(t, "-workspace", t.TempDir(), "-mcp", "sleep 100")
+	if err == nil || !strings.Contains(err.Error(), "-mcp sleep 100: the server did not answer initialize and list its tools within 300ms") {
+		t.Errorf("a silent server: %v", err)
+	}
+	if !strings.Contains(stdout, "mcp        starting sleep 100 and waiting for its tool list (up to 300ms)") {
+		t.Errorf("the transcript does not say it waits for the server:\n%s", stdout)
 	}
 }

@@ -23,11 +23,15 @@ import (
 // under agent.SessionKey of it and the session id.
 const agentName = "agent"
 
+// leadName is the name of a -team run's lead agent.
+const leadName = "lead"
+
 // session is the durable side of a run with -store: the bbolt file the
 // tool loop persists the conversation in, at every step, under the
 // agent's key of the session id.
 type session struct {
 	id    string
+	key   string // the store's key of the session: agent.SessionKey of the agent that runs it
 	path  string
 	store *boltstore.Store
 	// stored is the session as the store held it when the run began; nil
@@ -50,8 +54,13 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	if s.id == "" {
 		s.id = newSessionID()
 	}
+	who := agentName
+	if cfg.team {
+		who = leadName // the lead agent runs a team's session
+	}
+	s.key = agent.SessionKey(who, s.id)
 	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
-	stored, ok, err := tools.ReadSession(ctx, st, agent.SessionKey(agentName, s.id))
+	stored, ok, err := tools.ReadSession(ctx, st, s.key)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -61,8 +70,8 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	}
 	if cfg.promptSet && !bytes.Equal(stored.GetFirstRequest(), s.first) {
 		st.Close()
-		return nil, fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
-			s.id, clip(firstPrompt(stored.GetFirstRequest())))
+		return nil, &usageError{err: fmt.Errorf("session %q was started with another prompt (%s); leave -prompt out to resume it, or start a new session",
+			s.id, clip(firstPrompt(stored.GetFirstRequest())))}
 	}
 	s.stored, s.first = stored, stored.GetFirstRequest()
 	return s, nil
@@ -101,9 +110,62 @@ func (s *session) describe() string {
 		s.id, s.path, plural(int(s.stored.GetIteration()), "tool round"), state)
 }
 
-// resumeHint is the command line that resumes the session.
-func (s *session) resumeHint() string {
-	return fmt.Sprintf("go run ./cmd/demo -store %s -session %s", s.path, s.id)
+// resumeHint is the command line that resumes the session: -store and
+// -session, and the flags that shape the agent the session was run by
+// (its workspace, its model, its tools), each quoted for a POSIX shell.
+func (s *session) resumeHint(cfg config) string {
+	args := []string{"go", "run", "./cmd/demo", "-store", s.path, "-session", s.id}
+	add := func(on bool, flag, value string) {
+		if on {
+			args = append(args, flag, value)
+		}
+	}
+	add(cfg.workspace != "", "-workspace", cfg.workspace)
+	if cfg.team {
+		args = append(args, "-team")
+	}
+	add(cfg.provider != "", "-provider", cfg.provider)
+	add(cfg.baseURL != "", "-base-url", cfg.baseURL)
+	add(cfg.modelSet, "-model", cfg.model)
+	add(cfg.apiKeyEnvSet, "-api-key-env", cfg.apiKeyEnv)
+	for _, m := range cfg.mcp {
+		add(true, "-mcp", m.raw)
+	}
+	add(cfg.approval.mode != "" && cfg.approval.mode != approveAll, "-approve", cfg.approval.mode)
+	if cfg.approval.undo {
+		args = append(args, "-undo")
+	}
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// persisted says whether the store holds anything of the session: a run
+// cut before the tool loop's first step leaves nothing to resume.
+func (s *session) persisted(ctx context.Context) (bool, error) {
+	_, ok, err := tools.ReadSession(context.WithoutCancel(ctx), s.store, s.key)
+	return ok, err
+}
+
+// shellQuote returns word as a POSIX shell reads it back: unchanged when
+// it has only characters no shell treats specially, else in single
+// quotes (a single quote inside is closed, escaped and opened again).
+func shellQuote(word string) string {
+	if word == "" {
+		return "''"
+	}
+	plain := true
+	for _, r := range word {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./:=@%+,", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return word
+	}
+	return "'" + strings.ReplaceAll(word, "'", `'\''`) + "'"
 }
 
 func (s *session) close() error { return s.store.Close() }

@@ -92,10 +92,10 @@ func (d *driver) team() (*agent.Agent, string, error) {
 		}
 		delegates = append(delegates, t)
 	}
-	if model, _, err = d.teamModel("lead", crashPoint{}); err != nil {
+	if model, _, err = d.teamModel(leadName, crashPoint{}); err != nil {
 		return nil, "", err
 	}
-	opts := &agent.Options{Name: "lead", Tools: delegates, SystemPrompt: leadPrompt,
+	opts := &agent.Options{Name: leadName, Tools: delegates, SystemPrompt: leadPrompt,
 		MaxIterations: d.cfg.maxIterations, MaxAttempts: maxAttempts}
 	if d.sess != nil {
 		opts.Store = d.sess.store

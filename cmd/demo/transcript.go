@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ type transcript struct {
 	inText bool                 // a model text line is open (deltas go on it)
 	textOf view                 // whose text line it is
 	held   [][2]string          // side notes (label, text) waiting for their place
-	calls  map[string]time.Time // when each call was shown, by id
+	calls  map[string]shownCall // the calls shown and not yet answered, by id
 	named  map[string]int       // how many calls of each tool were shown
 	shown  chan struct{}        // closed and replaced when a call is shown
 	err    error                // the first write error
@@ -56,8 +57,16 @@ func (v view) label() string {
 	return v.name
 }
 
+// shownCall is a call the transcript has shown: when, its tool and the
+// view it was shown in.
+type shownCall struct {
+	at   time.Time
+	name string
+	v    view
+}
+
 func newTranscript(out, frames io.Writer, start time.Time) *transcript {
-	return &transcript{out: out, frames: frames, start: start, calls: map[string]time.Time{},
+	return &transcript{out: out, frames: frames, start: start, calls: map[string]shownCall{},
 		named: map[string]int{}, shown: make(chan struct{})}
 }
 
@@ -254,7 +263,7 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 		}
 		t.printf("%s", strings.ReplaceAll(f.GetText(), "\n", "\n"+strings.Repeat(" ", 21+len(v.indent))))
 	case messages.FrameType_TOOL_CALL:
-		t.calls[f.GetToolCallId()] = time.Now()
+		t.calls[f.GetToolCallId()] = shownCall{at: time.Now(), name: f.GetName(), v: v}
 		t.lineIn(v, "call", "%s %s %s", f.GetName(), f.GetToolCallId(), shown(f.GetPayload()))
 	case messages.FrameType_TOOL_RESULT:
 		status := "ok"
@@ -262,8 +271,8 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 			status = "FAILED (" + string(tools.KindOf(f)) + ")"
 		}
 		took := ""
-		if at, ok := t.calls[f.GetToolCallId()]; ok {
-			took = " in " + shortDuration(time.Since(at))
+		if c, ok := t.calls[f.GetToolCallId()]; ok {
+			took = " in " + shortDuration(time.Since(c.at))
 			delete(t.calls, f.GetToolCallId())
 		}
 		t.lineIn(v, "result", "%s %s %s%s: %s", f.GetName(), f.GetToolCallId(), status, took, shown(f.GetPayload()))
@@ -280,6 +289,28 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 		t.endText()
 	default:
 		t.lineIn(v, strings.ToLower(f.GetType().String()), "%s", clip(messages.Format(f)))
+	}
+}
+
+// CutCalls prints a result line for each call shown but not answered
+// when the run was cut (by -timeout or an interrupt): such a call was
+// cancelled, and that is the result a durable session keeps for it.
+func (t *transcript) CutCalls(why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.frames != nil {
+		return
+	}
+	t.flush()
+	ids := make([]string, 0, len(t.calls))
+	for id := range t.calls {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return t.calls[a].at.Compare(t.calls[b].at) })
+	for _, id := range ids {
+		c := t.calls[id]
+		t.lineIn(c.v, "result", "%s %s FAILED (cancelled) after %s: %s", c.name, id, shortDuration(time.Since(c.at)), why)
+		delete(t.calls, id)
 	}
 }
 

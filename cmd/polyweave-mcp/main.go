@@ -142,6 +142,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: c.commandTimeout, Logger: logger,
 		Sandbox: sandboxModes[c.sandbox], AllowNetwork: c.allowNetwork})
 	if err != nil {
+		if strings.Contains(err.Error(), "AllowSystemRoot") { // the library names its option, not a flag
+			return &usageError{fmt.Sprintf("-dir %s is a system directory: serve a folder inside it instead", dir)}
+		}
 		return err
 	}
 	defer ws.Close()
@@ -169,6 +172,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	h, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: c.httpAddr, AllowRemote: c.allowRemote, BearerToken: token,
 		AllowedHosts: c.allowHosts, AllowedOrigins: c.allowOrigins})
+	if errors.Is(err, mcp.ErrNotLoopback) {
+		return &usageError{fmt.Sprintf("-http %s is not a loopback address: to serve beyond this machine add -allow-remote, and -token-env naming a variable that holds a bearer token", c.httpAddr)}
+	}
 	if err != nil {
 		return err
 	}

@@ -244,6 +244,9 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !o.ReadOnly {
+		if dir := filepath.Dir(path); !isDir(dir) {
+			return fail(fmt.Errorf("cannot create it: the folder %s does not exist", dir))
+		}
 		if err := create(path, &o, openFile); err != nil {
 			return fail(err)
 		}
@@ -286,6 +289,11 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 	defer os.Remove(tmp)
 	db, err := bolt.Open(tmp, o.FileMode, &bolt.Options{NoSync: o.NoSync, FreelistType: bolt.FreelistMapType, OpenFile: openFile})
 	if err != nil {
+		// The temporary name means nothing to the caller: name the store.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == tmp {
+			return fmt.Errorf("create: %w", pe.Err)
+		}
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -491,3 +499,9 @@ func indexKey(i uint64) []byte {
 }
 
 func decodeIndex(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
+
+// isDir says whether path is an existing folder (or a link to one).
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}

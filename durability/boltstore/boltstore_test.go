@@ -281,6 +281,9 @@ func TestOpen_LockedFileTimesOut(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, holder) {
 		t.Errorf("locked-file error %q does not name the path and say %q", msg, holder)
 	}
+	if runtime.GOOS == "linux" && strings.Contains(err.Error(), "by another process") {
+		t.Errorf("locked-file error %q blames another process: the holder is this one", err)
+	}
 }
 
 // TestOpen_ReadOnlySharesTheLock: read-only stores share the file, and
@@ -662,4 +665,19 @@ func TestGroupCommit_WritersShareCommits(t *testing.T) {
 		t.Errorf("%d writes took %d commits: writers are not sharing them", writers*each, commits)
 	}
 	t.Logf("%d writes in %d commits", writers*each, commits)
+}
+
+// TestOpen_MissingFolder: a store whose folder is missing is not created,
+// and the error names the store's path and the missing folder, not the
+// temporary file a new store is laid out in.
+func TestOpen_MissingFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	path := filepath.Join(dir, "x.db")
+	_, err := Open(path, nil)
+	if err == nil {
+		t.Fatal("Open in a missing folder succeeded")
+	}
+	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "the folder "+dir+" does not exist") || strings.Contains(msg, "creating") {
+		t.Errorf("error %q does not name %s and its missing folder (or names the temporary file)", msg, path)
+	}
 }

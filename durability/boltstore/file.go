@@ -231,11 +231,19 @@ func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) err
 			if holder == "" {
 				holder = "another process (or another open store of this process)"
 			}
-			return fmt.Errorf("%s is held by %s; waited %v: %w", path, holder, timeout, durability.ErrLocked)
+			return &lockedError{msg: fmt.Sprintf("%s is held by %s (waited %v for it)", path, holder, timeout)}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// lockedError says who holds a store file. It is durability.ErrLocked
+// (errors.Is) without that error's text, which speaks of another process
+// even when the holder is another store of this one.
+type lockedError struct{ msg string }
+
+func (e *lockedError) Error() string { return e.msg }
+func (e *lockedError) Unwrap() error { return durability.ErrLocked }
 
 // findLockHolder reads /proc/locks lines ("1: FLOCK  ADVISORY  WRITE 1234
 // 08:01:5678 0 EOF") for a flock on inode ino and names its holder:

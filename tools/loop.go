@@ -217,6 +217,10 @@ type loopSession struct {
 	// and the stream's END goes out with the model's END, once the loop
 	// forgets the stream (see fail).
 	endOwed bool
+	// endAtHold: the loop refused the request before the caller's END
+	// came; that END, dropped as the rest of the request, sends the
+	// stream's (see fail).
+	endAtHold bool
 
 	// The current model response.
 	text        responseText
@@ -409,7 +413,11 @@ func (l *loopLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 				l.resume(c, s, st)
 				return
 			}
-			l.forget(s)
+			owed, end := s.endAtHold, s.end()
+			l.forget(s) // before the END: the stream may be used again once it is out
+			if owed {
+				c.ToOuter(end)
+			}
 		}
 		return
 	}
@@ -714,7 +722,12 @@ func (l *loopLogic) truncated(c actors.WrapperContext, s *loopSession, f *messag
 // stream as soon as it has the END, and that request must not meet a
 // session still waiting for the old response's end (it would be taken
 // into the failed conversation). Otherwise (the loop itself failed the
-// request) the END goes out at once.
+// request) nothing more of the request goes to the model, its END
+// included (the model would answer a request the caller never made, and
+// that late answer could meet the stream's next request): the rest of
+// the request is dropped, and the stream's END goes out when the
+// caller's END comes, as the loop forgets the stream, or at once when it
+// had come.
 func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string, kind FailureKind, modelEnds bool) {
 	var events []proto.Message // the results to keep, with a Session
 	for _, tc := range s.calls {
@@ -753,12 +766,16 @@ func (l *loopLogic) fail(c actors.WrapperContext, s *loopSession, reason string,
 		ef.Meta = &messages.Metadata{FailureKind: string(kind)}
 	}
 	c.ToOuter(ef)
+	requesting := s.phase == phaseRequest // the caller's END has not come
 	s.phase = phaseClosed
-	if modelEnds {
+	switch {
+	case modelEnds:
 		s.endOwed = true
-		return
+	case requesting || s.hold:
+		s.hold, s.endAtHold = true, true
+	default:
+		c.ToOuter(s.end())
 	}
-	c.ToOuter(s.end())
 }
 
 // endOfResponse runs the calls of the model's response, or ends the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,28 +359,38 @@ func (rt *Runtime) close(ctx context.Context) error {
 }
 
 // tasks counts goroutines started with Context.Go so that Close can wait
-// for them; unlike a WaitGroup it refuses new tasks once closing.
+// for them, and names the actors that started them; unlike a WaitGroup it
+// refuses new tasks once closing.
 type tasks struct {
 	mu     sync.Mutex
 	n      int
+	by     map[string]int // the tasks running, by the id of the actor that started them
 	closed bool
 	idle   chan struct{} // closed when n drops to 0 after close
 }
 
-func (t *tasks) add() bool {
+// add counts a task of the actor owner, unless closing.
+func (t *tasks) add(owner string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return false
 	}
 	t.n++
+	if t.by == nil {
+		t.by = map[string]int{}
+	}
+	t.by[owner]++
 	return true
 }
 
-func (t *tasks) done() {
+func (t *tasks) done(owner string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.n--
+	if t.by[owner]--; t.by[owner] == 0 {
+		delete(t.by, owner)
+	}
 	if t.n == 0 && t.idle != nil {
 		close(t.idle)
 		t.idle = nil
@@ -398,6 +409,8 @@ func (t *tasks) close() {
 	t.closed = true
 }
 
+// wait waits for every task to end, or returns an error naming the
+// actors whose tasks still run when ctx ends first.
 func (t *tasks) wait(ctx context.Context) error {
 	t.mu.Lock()
 	if t.n == 0 {
@@ -407,12 +420,27 @@ func (t *tasks) wait(ctx context.Context) error {
 	if t.idle == nil {
 		t.idle = make(chan struct{})
 	}
-	idle, n := t.idle, t.n
+	idle := t.idle
 	t.mu.Unlock()
 	select {
 	case <-idle:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%d background task(s) still running: %w", n, ctx.Err())
 	}
+	t.mu.Lock()
+	n, owners := t.n, make([]string, 0, len(t.by))
+	if n == 0 { // the last ended as ctx did
+		t.mu.Unlock()
+		return nil
+	}
+	for owner, k := range t.by {
+		owners = append(owners, fmt.Sprintf("%s (%d)", owner, k))
+	}
+	t.mu.Unlock()
+	slices.Sort(owners)
+	const most = 10
+	if len(owners) > most {
+		owners = append(owners[:most], fmt.Sprintf("and %d more", len(owners)-most))
+	}
+	return fmt.Errorf("%d background task(s) still running, started by %s: %w", n, strings.Join(owners, ", "), ctx.Err())
 }

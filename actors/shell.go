@@ -481,13 +481,13 @@ func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any
 	progress := func(v any) {
 		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})
 	}
-	if !s.rt.tasks.add() {
+	if !s.rt.tasks.add(self.Id) {
 		cancel()
 		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: AsyncDone{Key: key, Err: ErrClosed}})
 		return cancel
 	}
 	s.rt.jobs.run(func() {
-		defer s.rt.tasks.done()
+		defer s.rt.tasks.done(self.Id)
 		defer cancel()
 		done := AsyncDone{Key: key}
 		func() {

@@ -20,12 +20,19 @@ import (
 type NodeOptions struct {
 	// Address is the host:port the node listens on; default
 	// DefaultAddress. Port 0 picks a free port; [Node.Address] tells
-	// which.
+	// which. It must be a loopback one (a loopback IP, or a name all of
+	// whose addresses are loopback ones, such as localhost) unless
+	// AllowRemote.
 	Address string
 	// Tools are the tools the node serves; at least one, names unique.
 	Tools []*tools.Tool
 	// Logger receives the node's logs and protoactor's; nil discards.
 	Logger *slog.Logger
+	// AllowRemote lets the node listen on an address that is not a
+	// loopback one. A node has no authentication and no TLS: whoever
+	// reaches its address runs its tools, so set it only on a network
+	// where every peer is trusted, or behind a tunnel that authenticates.
+	AllowRemote bool
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -67,7 +74,8 @@ type route struct {
 	tool string
 }
 
-// Serve starts a node serving opts.Tools.
+// Serve starts a node serving opts.Tools. It refuses an address that is
+// not a loopback one with [ErrNotLoopback] unless opts.AllowRemote.
 func Serve(opts *NodeOptions) (*Node, error) {
 	var o NodeOptions
 	if opts != nil {
@@ -81,6 +89,13 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	}
 	if len(o.Tools) == 0 {
 		return nil, errors.New("remote: a node needs at least one tool")
+	}
+	if !o.AllowRemote {
+		addr, err := listenAddress(o.Address)
+		if err != nil {
+			return nil, fmt.Errorf("%w (set NodeOptions.AllowRemote to serve beyond this machine: whoever reaches a node runs its tools)", err)
+		}
+		o.Address = addr
 	}
 	seen := map[string]bool{}
 	for _, t := range o.Tools {

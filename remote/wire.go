@@ -44,6 +44,9 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 	if err != nil || port < 0 || port > 65535 {
 		return nil, "", fmt.Errorf("remote: address %q: bad port", address)
 	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
+	}
 	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	paremote "github.com/asynkron/protoactor-go/remote"
@@ -28,6 +29,12 @@ type NodeOptions struct {
 	Tools []*tools.Tool
 	// Logger receives the node's logs and protoactor's; nil discards.
 	Logger *slog.Logger
+	// ConnectTimeout bounds the opening of each connection to a caller
+	// (results go back over the node's own connections): a caller that
+	// does not complete it in time is gone, and Close does not wait for
+	// it longer than that. Default DefaultConnectTimeout; negative:
+	// gRPC's own bound (20 s).
+	ConnectTimeout time.Duration
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
 	// reaches its address runs its tools, so set it only on a network
@@ -43,6 +50,7 @@ type Node struct {
 	rt      *actors.Runtime
 	remote  *paremote.Remote
 	guard   *guard
+	dials   *dials
 	addr    string
 	log     *slog.Logger
 	service *actor.PID
@@ -111,7 +119,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+		conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -134,7 +143,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		n.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
 	}
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -255,7 +264,10 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 
 // Close stops serving: the remote server, the tools (calls in flight are
 // answered "stopped", and the answers go out while the server still
-// runs), and the runtime. It waits until they are gone or ctx ends.
+// runs), and the runtime. It waits until they are gone or ctx ends: then
+// it returns an error wrapping ctx's that names what is still stopping
+// (callers still connecting are given up at NodeOptions.ConnectTimeout).
+// Later calls return the first call's result.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
 		var errs []error
@@ -263,15 +275,19 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, conn.Close(ctx))
 		}
 		if n.service != nil {
-			errs = append(errs, n.rt.System().Root.StopFuture(n.service).Wait())
+			if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
+				errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
+			}
 		}
 		n.readers.Wait() // each reader ends once its tool has stopped
 		n.cancel()
 		if n.remote != nil {
-			stopRemote(n.rt.System(), n.remote)
+			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.dials))
 		}
 		errs = append(errs, n.rt.Close(ctx))
-		n.closeErr = errors.Join(errs...)
+		if err := errors.Join(errs...); err != nil {
+			n.closeErr = fmt.Errorf("remote: close node: %w", err)
+		}
 	})
 	return n.closeErr
 }

@@ -656,6 +656,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, context.Cause(ctx)
 	}
 	c.first = models.EncodeMessages(msgs)
+	if a.opts.Store != nil {
+		if err := c.checkLegacy(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}

@@ -42,7 +42,15 @@
 // (see [SessionKey]): agents sharing a Store never see each other's
 // sessions, and an agent started again under the same name (in a new
 // process, say) resumes its own. [New] refuses a second open agent of
-// one name on one Store value ([ErrNameTaken]).
+// one name on one Store value ([ErrNameTaken]). Versions before
+// [SessionKey] kept a session under its bare id: a Run or Resume that
+// would continue such a session (the store holds nothing under its key,
+// and under the bare id a session started with the same messages) fails
+// with [ErrLegacySession] instead of starting the conversation afresh,
+// and [Agent.MigrateSessions] of the agent that owns those sessions moves
+// them, with their calls held for approval, to its keys. The move is
+// crash-safe: after a crash the session is found whole under one key,
+// and MigrateSessions called again completes it.
 //
 // # Approval
 //

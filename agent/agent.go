@@ -41,8 +41,11 @@ var (
 	// closed): the two would read and write each other's sessions (see
 	// [SessionKey]).
 	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
-	// ErrInvalidSessionID: the session id is empty, not valid UTF-8, or
-	// longer than [MaxSessionIDBytes]. Nothing was sent.
+	// ErrInvalidSessionID: the session id is empty, not valid UTF-8,
+	// longer than [MaxSessionIDBytes], or, for an agent with a Store, ends
+	// with tools.ApprovalStoreSuffix (its key would be the record of
+	// another session's calls held for approval, see [SessionKey]).
+	// Nothing was sent.
 	ErrInvalidSessionID = errors.New("agent: invalid session id")
 	// ErrNoAgent is returned by the methods of a nil or zero *Agent (one
 	// not made by [New]).
@@ -637,7 +640,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
-	if err := checkSession(sessionID); err != nil {
+	if err := a.checkSession(sessionID); err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 && !resuming(ctx) {

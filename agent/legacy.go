@@ -93,6 +93,3 @@ func (c *conversation) checkLegacy(ctx context.Context) error {
 	}
 	return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrLegacySession)
 }
-
-// checkSession is the package's checkSession.
-func (a *Agent) checkSession(id string) error { return checkSession(id) }

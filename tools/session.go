@@ -381,7 +381,10 @@ func MoveSession(ctx context.Context, store durability.Store, from, to string) (
 	}
 	if back, ok, err := ReadSession(ctx, store, to); err != nil || !ok || !proto.Equal(back, st) {
 		// Not what was written: the session stays under from alone.
-		return false, errors.Join(fmt.Errorf("the copy reads back otherwise (read: %v)", err), DeleteSession(ctx, store, to))
+		if err == nil {
+			err = errors.New("the copy reads back otherwise")
+		}
+		return false, errors.Join(err, DeleteSession(ctx, store, to))
 	}
 	return true, deleteMoved(ctx, store, from)
 }

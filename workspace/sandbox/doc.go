@@ -35,10 +35,15 @@
 //     keyring, and installs a seccomp filter that refuses (EPERM)
 //     sockets other than TCP/IP ones unless the network is allowed
 //     (a named Unix socket of the host is otherwise reachable through
-//     any path the sandbox sees; socketpair stays allowed), io_uring,
-//     the key system calls, and set-user-ID or set-group-ID modes in
-//     chmod and file creation (openat2 fails with ENOSYS, so the C
-//     library falls back to openat);
+//     any path the sandbox sees; socketpair stays allowed for stream
+//     and sequenced-packet pairs, not datagram ones, which can send to
+//     a path), new namespaces (unshare and clone with a CLONE_NEW*
+//     flag: each user namespace counts against the host user's quota,
+//     and gives back every capability inside it; clone3 fails with
+//     ENOSYS, so the C library falls back to clone), io_uring, the key
+//     system calls, and set-user-ID or set-group-ID modes in chmod and
+//     file creation (openat2 fails with ENOSYS, so the C library falls
+//     back to openat);
 //   - reports that it is ready, and waits for its one command: a
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run]);
@@ -69,5 +74,9 @@
 // [Probe] says which protections a host gets, in one [Protections]
 // value; [Protections.Missing] names each one that is not in force and
 // why. On systems other than Linux there is no sandbox ([Supported] is
-// false) and Probe says so.
+// false) and Probe says so. Whether the system supports the sandbox is
+// decided by what it has, never by a resource running out: a sandbox that
+// cannot be set up for want of memory, processes or the user's quota of
+// namespaces fails with [ErrResources], not [ErrUnsupported], so that
+// exhausting a quota cannot make commands run unsandboxed.
 package sandbox

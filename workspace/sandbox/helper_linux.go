@@ -64,6 +64,8 @@ type report struct {
 	// Config: for a configuration it cannot honour.
 	Unsupported bool `json:"unsupported,omitempty"`
 	Config      bool `json:"config,omitempty"`
+	// Resources: for want of a resource (see ErrResources).
+	Resources bool `json:"resources,omitempty"`
 }
 
 func init() {
@@ -113,7 +115,7 @@ func helperMain() int {
 	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
-			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig)})
+			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig), Resources: errors.Is(err, ErrResources)})
 		return 2
 	}
 	if setup.Probe {

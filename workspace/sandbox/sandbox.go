@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -153,9 +154,10 @@ type Protections struct {
 	NoCapabilities bool `json:"noCapabilities,omitempty"`
 	// Seccomp: a system call filter refuses, with EPERM, sockets other
 	// than TCP/IP ones when there is no network (Unix sockets, netlink,
-	// …; socketpair stays allowed), io_uring, the kernel's keyrings, and
-	// setting the set-user-ID or set-group-ID bit on a file. The command
-	// also starts with a new, empty session keyring.
+	// …, and datagram socket pairs; stream and sequenced-packet pairs
+	// stay allowed), new namespaces, io_uring, the kernel's keyrings,
+	// and setting the set-user-ID or set-group-ID bit on a file. The
+	// command also starts with a new, empty session keyring.
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Limits are the resource limits in force; ProcessesByPidMax says the
 	// process limit is also enforced through the namespace's pid_max.
@@ -232,14 +234,40 @@ func (p Protections) Complete() bool {
 // commands unsandboxed.
 var ErrUnsupported = errors.New("sandbox not supported on this system")
 
+// ErrResources is wrapped by the errors that say a sandbox could not be
+// set up for want of a resource: the user's quota of namespaces, memory,
+// processes or descriptors (ENOSPC, ENOMEM, EAGAIN, EMFILE, ENFILE). The
+// system supports the sandbox, so such an error is never [ErrUnsupported]
+// and never a reason to run commands unsandboxed: it is the error of the
+// call that needed the sandbox.
+var ErrResources = errors.New("sandbox: out of resources")
+
 // markedError is err, also matching mark for errors.Is, with err's text.
 type markedError struct{ err, mark error }
 
 func (e markedError) Error() string   { return e.err.Error() }
 func (e markedError) Unwrap() []error { return []error{e.err, e.mark} }
 
-// unsupportedError marks err as [ErrUnsupported].
-func unsupportedError(err error) error { return markedError{err, ErrUnsupported} }
+// unsupportedError marks err as [ErrUnsupported], or as [ErrResources]
+// when it comes from a resource running out: a step that fails for that
+// reason fails on a system that supports it.
+func unsupportedError(err error) error {
+	if isResourceError(err) {
+		return markedError{err, ErrResources}
+	}
+	return markedError{err, ErrUnsupported}
+}
+
+// isResourceError reports whether err is one of the errors a system call
+// fails with when a resource runs out.
+func isResourceError(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.ENOMEM, syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // Exit is how a sandboxed command's shell ended.
 type Exit struct {

@@ -66,8 +66,12 @@
 // Because the helper is PID 1, its death kills every process of the
 // namespace, including those that called setsid or double-forked. The
 // host kills it to stop a command, and it kills itself when the host
-// dies (its control pipe ends). A command cannot kill it: PID 1 gets no signal from inside its
-// namespace that it does not handle, and it ignores them all.
+// dies (its control pipe ends). A command cannot kill it: PID 1 gets no
+// signal from inside its namespace that it does not handle, and it
+// catches and drops every one it could get, those that mean a crash
+// (SIGSEGV, SIGABRT, …) included: sent by kill they are ordinary
+// signals. Its runtime prints no stack trace (GOTRACEBACK=none) into
+// the command's stderr should it fail.
 //
 // # Degrading
 //

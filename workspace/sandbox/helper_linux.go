@@ -86,11 +86,16 @@ func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
 	// only delivers to a namespace's init the signals it handles). They
 	// are caught and dropped rather than ignored: an ignored signal would
-	// stay ignored in the command after exec.
+	// stay ignored in the command after exec. The synchronous ones
+	// (SIGSEGV, SIGABRT, …) are among them: sent by kill, they are
+	// ordinary signals that Notify catches, and left to the runtime they
+	// would crash this process and, with it, the command.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH)
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH,
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+		syscall.SIGSYS, syscall.SIGSTKFLT)
 	go func() {
 		for range sigs {
 		}

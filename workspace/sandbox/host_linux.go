@@ -17,6 +17,11 @@ import (
 // Supported reports whether this build has a sandbox (Linux only).
 const Supported = true
 
+// helperTraceback keeps the runtime's stack traces out of the helper's
+// stderr, which is the command's: should the helper crash, the command
+// reads nothing of it (the host reports the failure).
+const helperTraceback = "GOTRACEBACK=none"
+
 // helperEnvExtra is added to the helper's environment (see race_linux.go).
 var helperEnvExtra []string
 
@@ -230,7 +235,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
-		Env:        append([]string{helperEnv}, helperEnvExtra...),
+		Env:        append([]string{helperEnv, helperTraceback}, helperEnvExtra...),
 		Stdout:     stdout,
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{ctlR, root, stW},

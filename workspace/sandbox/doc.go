@@ -48,7 +48,7 @@
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run]);
 //   - forks `shell -c command` with its rlimits (address space, file
-//     size, processes, CPU time; no core files) in force from its first
+//     size, processes, CPU time, open files; no core files) in force from its first
 //     instruction, and descriptors 0–2 only: the helper sets the limits
 //     on itself while it sets up, before it reports ready, when the
 //     address-space limit leaves its Go runtime room (the default
@@ -72,6 +72,17 @@
 // (SIGSEGV, SIGABRT, …) included: sent by kill they are ordinary
 // signals. Its runtime prints no stack trace (GOTRACEBACK=none) into
 // the command's stderr should it fail.
+//
+// # What the limits do not bound
+//
+// RLIMIT_AS bounds each process's mappings, not the kernel's memory
+// that a command can make the kernel hold for it: pipe and socket
+// buffers, memfd and /tmp pages beyond their own limits, page tables,
+// and the like. /tmp is bounded in size and in files (one per page of
+// its size), open files per process by RLIMIT_NOFILE, processes by
+// pid_max, but nothing bounds the sum: that takes a cgroup, which the
+// sandbox does not set up. A host that runs untrusted commands should
+// run its program in a cgroup (v2) with a memory limit.
 //
 // # Degrading
 //

@@ -291,7 +291,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ProcessesByPidMax = true
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
+		tmpOptions(cfg.TmpSize)); err != nil {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
@@ -482,10 +482,21 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		{unix.RLIMIT_NPROC, uint64(l.MaxProcesses), uint64(l.MaxProcesses)},
 		{unix.RLIMIT_CPU, cpu, cpu + 1},
 		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)},
 	}
 	setLimits := func(pid int) error {
 		for _, r := range limits {
-			if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+			rl := syscall.Rlimit{Cur: r.soft, Max: r.hard}
+			var err error
+			if pid == 0 {
+				// syscall.Setrlimit, which also tells the runtime not to
+				// give the processes it forks the RLIMIT_NOFILE this one
+				// started with.
+				err = syscall.Setrlimit(r.res, &rl)
+			} else {
+				err = unix.Prlimit(pid, r.res, (*unix.Rlimit)(&rl), nil)
+			}
+			if err != nil {
 				return fmt.Errorf("rlimit %d: %w", r.res, err)
 			}
 		}
@@ -524,6 +535,14 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		}
 		return pid, nil
 	}, nil
+}
+
+// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// as many files as it has pages (at least 1024), for each file, even an
+// empty one, takes kernel memory that the size does not count.
+func tmpOptions(size int64) string {
+	inodes := max(size/4096, 1024)
+	return "mode=1777,size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.FormatInt(inodes, 10)
 }
 
 // forkShell forks `shell -c command` from this thread, with descriptors

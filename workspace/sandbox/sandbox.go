@@ -15,6 +15,7 @@ const (
 	DefaultMaxProcesses    = 512     // processes in the sandbox
 	DefaultMaxCPUTime      = 60 * time.Second
 	DefaultTmpSize         = 256 << 20 // bytes of the sandbox's own /tmp
+	DefaultMaxOpenFiles    = 1024      // descriptors open per process
 
 	// MinProcesses is the smallest MaxProcesses the kernel can enforce
 	// through the namespace's pid_max (RESERVED_PIDS + 1).
@@ -28,7 +29,9 @@ type Limits struct {
 	// MaxAddressSpace is RLIMIT_AS: virtual memory per process, in bytes
 	// (default DefaultMaxAddressSpace). An allocation past it fails with
 	// ENOMEM. It bounds each process, not the command: n processes may
-	// use n times as much, up to MaxProcesses.
+	// use n times as much, up to MaxProcesses; nor does it bound the
+	// kernel memory a command makes the kernel hold (pipe and socket
+	// buffers, memfd, page tables; see the package documentation).
 	MaxAddressSpace int64 `json:"maxAddressSpace"`
 	// MaxFileSize is RLIMIT_FSIZE: the largest file a process may write,
 	// in bytes (default DefaultMaxFileSize). A write past it gets SIGXFSZ.
@@ -44,12 +47,16 @@ type Limits struct {
 	// rounded up to whole seconds. A process past it gets SIGXCPU, and
 	// SIGKILL one second later.
 	MaxCPUTime time.Duration `json:"maxCPUTime"`
+	// MaxOpenFiles is RLIMIT_NOFILE, soft and hard: the descriptors a
+	// process may have open (default DefaultMaxOpenFiles). Past it,
+	// open, pipe, socket and the like fail with EMFILE.
+	MaxOpenFiles int `json:"maxOpenFiles"`
 }
 
 // WithDefaults validates l and returns it with zero fields set to the
 // defaults.
 func (l Limits) WithDefaults() (Limits, error) {
-	if l.MaxAddressSpace < 0 || l.MaxFileSize < 0 || l.MaxProcesses < 0 || l.MaxCPUTime < 0 {
+	if l.MaxAddressSpace < 0 || l.MaxFileSize < 0 || l.MaxProcesses < 0 || l.MaxCPUTime < 0 || l.MaxOpenFiles < 0 {
 		return l, fmt.Errorf("sandbox limits must not be negative: %+v", l)
 	}
 	if l.MaxAddressSpace == 0 {
@@ -66,6 +73,9 @@ func (l Limits) WithDefaults() (Limits, error) {
 	}
 	if l.MaxCPUTime == 0 {
 		l.MaxCPUTime = DefaultMaxCPUTime
+	}
+	if l.MaxOpenFiles == 0 {
+		l.MaxOpenFiles = DefaultMaxOpenFiles
 	}
 	return l, nil
 }
@@ -87,7 +97,9 @@ type Config struct {
 	// only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
-	// (default DefaultTmpSize).
+	// (default DefaultTmpSize). It also bounds the number of files in
+	// it: one per page (4 KiB) of its size, for an empty file takes
+	// kernel memory that the size does not count.
 	TmpSize int64 `json:"tmpSize"`
 	// Limits are the commands' resource limits.
 	Limits Limits `json:"limits"`
@@ -209,8 +221,8 @@ func (p Protections) String() string {
 	add(p.Seccomp, "seccomp")
 	if p.Limits != nil {
 		l := p.Limits
-		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s",
-			l.MaxAddressSpace>>20, l.MaxFileSize>>20, l.MaxProcesses, l.MaxCPUTime))
+		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s nofile=%d",
+			l.MaxAddressSpace>>20, l.MaxFileSize>>20, l.MaxProcesses, l.MaxCPUTime, l.MaxOpenFiles))
 	}
 	add(p.ClosedFDs, "fds 0-2 only")
 	add(p.DiesWithHost, "dies with host")

@@ -4,6 +4,8 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +50,31 @@ func TestTmpInodesBounded(t *testing.T) {
 	var made int
 	if _, err := fmt.Sscanf(out, "made %d", &made); err != nil || made >= 3000 || made == 0 {
 		t.Errorf("empty files made in a 1 MiB /tmp: %q, want some and fewer than 3000", out)
+	}
+}
+
+// The host's shared memory, message queues, logs, spools, backups and
+// private TLS keys are hidden by default.
+func TestDefaultHidingOfHostState(t *testing.T) {
+	shm := fmt.Sprintf("/dev/shm/pw-sandbox-test-%d", os.Getpid())
+	if err := os.WriteFile(shm, []byte("SHM-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(shm)
+	var want []string
+	for _, p := range []string{"/dev/shm", "/var/log", "/var/spool", "/var/backups", "/etc/ssl/private", "/dev/mqueue"} {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			want = append(want, p)
+		}
+	}
+	cmd := `for d in ` + strings.Join(want, " ") + `; do echo $d $(ls -A $d | wc -l); done; cat /etc/security/opasswd 2>/dev/null | wc -c`
+	out, _ := runIn(t, Config{}, t.TempDir(), cmd)
+	for _, p := range want {
+		if !strings.Contains(out, p+" 0\n") {
+			t.Errorf("%s is not hidden: %q", p, out)
+		}
+	}
+	if strings.Contains(out, "SHM-SECRET") || !strings.HasSuffix(out, "\n0\n") {
+		t.Errorf("host state visible: %q", out)
 	}
 }

@@ -64,6 +64,10 @@ type report struct {
 	// Config: for a configuration it cannot honour.
 	Unsupported bool `json:"unsupported,omitempty"`
 	Config      bool `json:"config,omitempty"`
+	// HiddenMoved: for ErrHiddenMoved.
+	HiddenMoved bool `json:"hiddenMoved,omitempty"`
+	// Resources: for want of a resource (see ErrResources).
+	Resources bool `json:"resources,omitempty"`
 }
 
 func init() {
@@ -84,11 +88,16 @@ func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
 	// only delivers to a namespace's init the signals it handles). They
 	// are caught and dropped rather than ignored: an ignored signal would
-	// stay ignored in the command after exec.
+	// stay ignored in the command after exec. The synchronous ones
+	// (SIGSEGV, SIGABRT, …) are among them: sent by kill, they are
+	// ordinary signals that Notify catches, and left to the runtime they
+	// would crash this process and, with it, the command.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH)
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH,
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+		syscall.SIGSYS, syscall.SIGSTKFLT)
 	go func() {
 		for range sigs {
 		}
@@ -113,7 +122,8 @@ func helperMain() int {
 	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
-			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig)})
+			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
+			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources)})
 		return 2
 	}
 	if setup.Probe {
@@ -289,16 +299,19 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ProcessesByPidMax = true
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
+		tmpOptions(cfg.TmpSize)); err != nil {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	plan, err := planHiding(hideList(cfg, wsPath), wsPath)
+	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
+		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+	}
+	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
 	if err != nil {
 		return p, "", err
 	}
 	for _, h := range plan.outside {
-		if err := hide(h, slices.Contains(plan.ancestors, h)); err != nil {
+		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -311,7 +324,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	defer unix.Close(mounted)
 	for _, h := range plan.inside {
-		if err := hide(h, false); err != nil {
+		if err := hide(h, false, plan.ids[h], true); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -475,16 +488,43 @@ func sameMount(a, b int) error {
 	return nil
 }
 
-// hide covers path (resolved, existing) with an empty read-only tmpfs (a
+// hide covers path (resolved) with an empty read-only tmpfs (a
 // directory) or /dev/null (anything else). An ancestor of the workspace
 // gets a writable tmpfs, to hold the workspace's mount point, made
-// read-only once the workspace is mounted.
-func hide(path string, ancestor bool) error {
-	fi, err := os.Stat(path)
-	if err != nil {
+// read-only once the workspace is mounted. The path is opened without
+// following links and covered by that descriptor, so that what is
+// covered is what was checked: when id has an identity (see
+// [HiddenPath]) and the path no longer has it, a path inside the
+// workspace is refused ([ErrHiddenMoved]); outside it, what is there
+// now is hidden (a file replaced by a rename, say). A path that is
+// gone is left alone, unless it had an identity inside the workspace.
+func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	identified := id.Dev != 0 || id.Ino != 0
+	switch {
+	case err == unix.ENOENT && !(inside && identified):
+		return nil
+	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
+		if inside {
+			return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+		}
+		return err
+	case err != nil:
 		return err
 	}
-	if fi.IsDir() {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
+		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
+	}
+	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		size := "4k"
 		if !ancestor {
@@ -492,12 +532,18 @@ func hide(path string, ancestor bool) error {
 		} else {
 			size = "64k"
 		}
-		return unix.Mount("tmpfs", path, "tmpfs", flags, "size="+size+",mode=0555")
+		return unix.Mount("tmpfs", target, "tmpfs", flags, "size="+size+",mode=0555")
 	}
-	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
 		return err
 	}
-	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	defer unix.Close(null)
+	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		return err
+	}
+	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
@@ -573,10 +619,21 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		{unix.RLIMIT_NPROC, uint64(l.MaxProcesses), uint64(l.MaxProcesses)},
 		{unix.RLIMIT_CPU, cpu, cpu + 1},
 		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)},
 	}
 	setLimits := func(pid int) error {
 		for _, r := range limits {
-			if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+			rl := syscall.Rlimit{Cur: r.soft, Max: r.hard}
+			var err error
+			if pid == 0 {
+				// syscall.Setrlimit, which also tells the runtime not to
+				// give the processes it forks the RLIMIT_NOFILE this one
+				// started with.
+				err = syscall.Setrlimit(r.res, &rl)
+			} else {
+				err = unix.Prlimit(pid, r.res, (*unix.Rlimit)(&rl), nil)
+			}
+			if err != nil {
 				return fmt.Errorf("rlimit %d: %w", r.res, err)
 			}
 		}
@@ -615,6 +672,14 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		}
 		return pid, nil
 	}, nil
+}
+
+// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// as many files as it has pages (at least 1024), for each file, even an
+// empty one, takes kernel memory that the size does not count.
+func tmpOptions(size int64) string {
+	inodes := max(size/4096, 1024)
+	return "mode=1777,size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.FormatInt(inodes, 10)
 }
 
 // forkShell forks `shell -c command` from this thread, with descriptors

@@ -303,7 +303,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	ptys, err := freshDev()
+	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
 		return p, "", unsupported("mount a /dev of the sandbox's own", err)
 	}
@@ -502,10 +502,12 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // freshDev covers /dev with a tmpfs of the sandbox's own that holds only
 // the devices commands need (the host's, bound in), the usual links, a
 // devpts instance of its own for pseudo-terminals (none of the host's
-// terminals is in it) and an empty /dev/shm; it is then made read-only.
-// There is no /dev/tty: a command has no controlling terminal. ptys
-// says whether the devpts instance could be mounted.
-func freshDev() (ptys bool, err error) {
+// terminals is in it) and, on /dev/shm, an empty writable tmpfs of its
+// own (mount options shm) for POSIX shared memory and semaphores; /dev
+// itself is then made read-only. There is no /dev/tty: a command has
+// no controlling terminal. ptys says whether the devpts instance could
+// be mounted.
+func freshDev(shm string) (ptys bool, err error) {
 	trees := make([]int, 0, len(devNodes))
 	names := make([]string, 0, len(devNodes))
 	defer func() {
@@ -549,7 +551,7 @@ func freshDev() (ptys bool, err error) {
 			return false, fmt.Errorf("%s: %w", d, err)
 		}
 	}
-	if err := unix.Chmod("/dev/shm", 0o1777); err != nil {
+	if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, shm); err != nil {
 		return false, fmt.Errorf("/dev/shm: %w", err)
 	}
 	ptys = unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
@@ -620,8 +622,8 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
 // reading and executing everywhere, writing beneath the workspace (the
-// directory on the descriptor ws) and /tmp (and to the null devices and
-// the sandbox's own pseudo-terminals),
+// directory on the descriptor ws), /tmp and /dev/shm (and to the null
+// devices and the sandbox's own pseudo-terminals),
 // and, when noNet, no TCP. It returns the ABI version in force, 0 when
 // the kernel has no Landlock.
 func restrictLandlock(ws int, noNet bool) (int, error) {
@@ -638,7 +640,8 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 		landlock.RODirs("/"),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
-		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp").WithRefer(),
+		// /tmp and /dev/shm are the sandbox's own (see freshDev).
+		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp", "/dev/shm").WithRefer(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
 		// The sandbox's own pseudo-terminals (see freshDev).
 		landlock.RWFiles("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
@@ -749,7 +752,8 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 	}, nil
 }
 
-// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// tmpOptions are the mount options of the sandbox's /tmp (and of its
+// /dev/shm) of size bytes:
 // as many files as it has pages (at least 1024), for each file, even an
 // empty one, takes kernel memory that the size does not count.
 func tmpOptions(size int64) string {

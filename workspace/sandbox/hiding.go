@@ -12,15 +12,19 @@ import (
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
 // host's users, the secrets of the system (password hashes, old ones
-// too, host and TLS private keys), the host's shared memory and message
-// queues (other programs' run-time state), and its logs, spools and
-// backups. An entry may be a pattern (filepath.Match). A hidden path
-// that holds the workspace shows only the directories on the way to it.
+// too, host and TLS private keys), and its logs, spools and backups.
+// An entry may be a pattern (filepath.Match). A hidden path that holds
+// the workspace shows only the directories on the way to it.
+//
+// The host's shared memory (/dev/shm) and message queues (/dev/mqueue)
+// are not listed: no sandbox runs without a /dev of its own (the set-up
+// fails when one cannot be made), which holds neither of the host's,
+// and whose /dev/shm, an empty writable tmpfs of the sandbox's own,
+// hiding would only make unusable.
 var DefaultHidden = []string{
 	"/root", "/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
-	"/dev/shm", "/dev/mqueue",
 	"/var/log", "/var/spool", "/var/backups",
 }
 

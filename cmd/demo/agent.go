@@ -85,7 +85,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: min(workspace.DefaultCommandTimeout, cfg.timeout)})
 	if err != nil {
-		if strings.Contains(err.Error(), "AllowSystemRoot") { // the library names its option, not a flag
+		if errors.Is(err, workspace.ErrSystemRoot) { // the library names its option, not a flag
 			return &usageError{err: fmt.Errorf("-workspace %s is a system directory: make a folder inside it and give that", dir)}
 		}
 		return err

@@ -16,7 +16,9 @@
 //   - turns a panic into a supervised failure ([PanicError]);
 //   - on failure, restart or stop, lets the Logic answer for its open work
 //     ([FailureHandler]) and then closes every stream still open with an
-//     ERROR and an END frame, so no consumer waits forever;
+//     ERROR and an END frame, so no consumer waits forever; a frame that
+//     opens a stream while the actor is still stopping (its children
+//     finishing) is refused the same way, never given to the Logic;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -64,16 +64,20 @@ type mailbox struct {
 	stopAt uint64
 
 	// batch holds what the consumer took from the queues with one lock:
-	// batch[next:taken] are still to process. Consumer only.
-	batch [mailboxBatch]entry
-	next  int
-	taken int
+	// batch[next:taken] are still to process, and batch[:settled] are
+	// no longer counted in user. Consumer only.
+	batch   [mailboxBatch]entry
+	next    int
+	taken   int
+	settled int
 
-	// user counts the user messages posted and not yet taken from the
-	// queues into the batch: the run loop and the scheduling check read
-	// it without the lock. The consumer subtracts a whole batch at once,
-	// one atomic operation on a line the producers write per batch
-	// rather than per message.
+	// user counts the user messages posted and not yet handled, give or
+	// take the batch in hand: those in the queues, and the batch's but
+	// the first (settled) until the consumer settles the rest, as it
+	// takes the next batch or ends a run (see settle). The run loop, the
+	// scheduling check and UserMessageCount read it without the lock.
+	// The consumer subtracts once per batch, one atomic operation on a
+	// line the producers write per batch rather than per message.
 	user atomic.Int32
 
 	sysMu   sync.Mutex
@@ -313,7 +317,12 @@ func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher acto
 // Start implements actor.Mailbox.
 func (m *mailbox) Start() {}
 
-// UserMessageCount implements actor.Mailbox.
+// UserMessageCount implements actor.Mailbox: the user messages waiting,
+// those taken into the consumer's batch and not yet handled among them.
+// It is exact while the mailbox is idle or suspended, and as the first
+// message of a batch is handled; as the next ones of that batch are, it
+// may still count up to mailboxBatch-1 handled before them (they are
+// settled per batch, not per message), never fewer than wait.
 func (m *mailbox) UserMessageCount() int { return int(max(m.user.Load(), 0)) }
 
 func (m *mailbox) schedule() {
@@ -329,9 +338,12 @@ func (m *mailbox) schedule() {
 func (m *mailbox) processMessages() {
 	for {
 		m.run()
+		// The messages handled are counted no more: the count is exact
+		// while the mailbox is idle or suspended.
+		m.settle()
 		// A run that ended on a panic or a suspension may leave messages
-		// in the batch, which the count no longer holds: read before
-		// going idle, since a run scheduled then may take them.
+		// in the batch: read before going idle, since a run scheduled
+		// then may take them.
 		batched := m.next < m.taken
 		m.status.Store(mailboxIdle)
 		// Messages posted after the run ended and before it went idle.
@@ -414,10 +426,12 @@ func (m *mailbox) popSystem() any {
 // stop comes after them.
 func (m *mailbox) popUser() (entry, bool) {
 	if m.next == m.taken {
-		// Every message counted is in the queues (counted once queued,
-		// and no longer once taken into the batch): a positive count
-		// means they hold some.
-		if m.user.Load() <= 0 {
+		// The batch is spent: beyond its messages not yet settled, every
+		// message counted is in the queues (counted once queued), so a
+		// positive rest means they hold some.
+		spent := int32(m.taken - m.settled)
+		if m.user.Load()-spent <= 0 {
+			m.settle()
 			return entry{}, false
 		}
 		m.mu.Lock()
@@ -439,14 +453,26 @@ func (m *mailbox) popUser() (entry, bool) {
 		}
 		m.queued -= k
 		m.mu.Unlock()
-		m.next, m.taken = 0, k
 		if k == 0 {
+			m.settle()
 			return entry{}, false
 		}
-		m.user.Add(int32(-k))
+		// The spent batch is settled, and the first message of this
+		// one, handled now, counted no more: one atomic operation.
+		m.user.Add(-spent - 1)
+		m.next, m.taken, m.settled = 0, k, 1
 	}
 	e := m.batch[m.next]
 	m.batch[m.next] = entry{}
 	m.next++
 	return e, true
+}
+
+// settle stops counting the messages of the batch handled so far (those
+// taken from it); consumer only.
+func (m *mailbox) settle() {
+	if d := m.next - m.settled; d > 0 {
+		m.user.Add(int32(-d))
+		m.settled = m.next
+	}
 }

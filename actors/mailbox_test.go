@@ -432,3 +432,65 @@ func TestMailbox_ConcurrentChildrenAndStops(t *testing.T) {
 		t.Fatalf("out of order: %v", bad[:min(len(bad), 5)])
 	}
 }
+
+// countingInvoker records the mailbox's UserMessageCount as each user
+// message is invoked, panics on panicOn, and suspends the mailbox when
+// a message panics, as protoactor's EscalateFailure does while the
+// supervisor decides.
+type countingInvoker struct {
+	mb      *mailbox
+	counts  []int
+	panicOn any
+}
+
+func (c *countingInvoker) InvokeSystemMessage(any) {}
+func (c *countingInvoker) InvokeUserMessage(m any) {
+	c.counts = append(c.counts, c.mb.UserMessageCount())
+	if m == c.panicOn {
+		panic("asked to")
+	}
+}
+func (c *countingInvoker) EscalateFailure(any, any) {
+	c.mb.PostSystemMessage(&actor.SuspendMailbox{})
+}
+
+// TestMailbox_UserMessageCountHoldsTheBatch: the messages the consumer
+// has taken into its batch and not yet handled still wait, and
+// UserMessageCount (protoactor's mailbox length gauge) counts them: while
+// the first message of a batch is handled, the rest of the batch and
+// the queue; while the mailbox is suspended after a message of a batch
+// panicked, those after it and the queue. While a batch is worked
+// through, the count may hold the messages of it already handled (at
+// most mailboxBatch-1), never fewer than wait.
+func TestMailbox_UserMessageCountHoldsTheBatch(t *testing.T) {
+	mb := newMailbox()
+	inv := &countingInvoker{mb: mb, panicOn: 2}
+	d := &manualDispatcher{}
+	mb.RegisterHandlers(inv, d)
+	const n = 2*mailboxBatch + 1
+	for i := range n {
+		mb.PostUserMessage(i)
+	}
+	d.runAll()
+	// Message 0 is handled with n-1 waiting, 1 with n-2; 2 panics, and
+	// the mailbox is suspended with n-3 waiting.
+	if got, want := inv.counts, []int{n - 1, n - 2, n - 3}; len(got) != len(want) || got[0] != want[0] || got[1] < want[1] || got[2] < want[2] {
+		t.Fatalf("counts as messages 0 to 2 were handled: %v, want %v (at most %d more for 1 and 2)", got, want, mailboxBatch-1)
+	}
+	if got := mb.UserMessageCount(); got != n-3 {
+		t.Fatalf("UserMessageCount = %d while suspended after message 2 of %d, want %d", got, n, n-3)
+	}
+	mb.PostSystemMessage(&actor.ResumeMailbox{})
+	d.runAll()
+	if len(inv.counts) != n {
+		t.Fatalf("%d messages handled after the resume, want %d", len(inv.counts), n)
+	}
+	for i, got := range inv.counts {
+		if waiting := n - 1 - i; got < waiting || got > waiting+mailboxBatch-1 {
+			t.Errorf("UserMessageCount = %d as message %d was handled, with %d waiting", got, i, waiting)
+		}
+	}
+	if got := mb.UserMessageCount(); got != 0 {
+		t.Fatalf("UserMessageCount = %d once all were handled, want 0", got)
+	}
+}

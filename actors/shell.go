@@ -24,9 +24,10 @@ var ErrStopped = errors.New("duplex stopped")
 var ErrChildNameInUse = errors.New("a child of that name has not stopped (its ChildStopped has not been received)")
 
 // StoppedKind is the failure kind (metadata failure_kind) of the ERROR
-// frames that close a stopped duplex's open streams, so that a reader can
-// tell "stopped for good" from a failure without parsing the text. It is
-// tools.FailureStopped.
+// frames that close a stopped duplex's open streams, and of those that
+// refuse a stream opened while it is stopping (its children still
+// finishing), so that a reader can tell "stopped for good" from a failure
+// without parsing the text. It is tools.FailureStopped.
 const StoppedKind = "stopped"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -60,6 +61,12 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
+	// answered holds the streams answered for good since the incarnation
+	// ended: those its end closed (ERROR and END), and those opened after
+	// it and refused (see refuse). terminated: protoactor's Stopped has
+	// come, the duplex's watchers are told, and nothing more is emitted.
+	answered   []string
+	terminated bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
 	seq     int           // numbers given to the names of spawned duplexes (see Parent)
@@ -149,7 +156,9 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.rt.watch.ended(s, false)
 	case *injectedPanic:
 		s.injected(m)
-	case *actor.Stopped, actor.AutoReceiveMessage, actor.SystemMessage:
+	case *actor.Stopped:
+		s.terminated = true
+	case actor.AutoReceiveMessage, actor.SystemMessage:
 	default:
 		s.deliver(m)
 	}
@@ -290,6 +299,7 @@ func (s *shell) finish(reason error) {
 	}
 	streams := s.open.all()
 	slices.Sort(streams)
+	s.answered = streams
 	stopped := errors.Is(reason, ErrStopped)
 	for _, id := range streams {
 		f := messages.Error(id, reason.Error())
@@ -305,11 +315,37 @@ func (s *shell) finish(reason error) {
 // work opens its stream; answers (TOOL_RESULT), control frames (CANCEL,
 // ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
 // they arrive on after its END stays closed.
+//
+// Once the incarnation has ended (its duplex stopping, its children
+// still finishing), the Logic gets no frame: one that opens a stream is
+// refused, the others are dropped.
 func (s *shell) input(f *messages.Frame) {
 	if OpensStream(f.GetType()) {
+		if s.finished {
+			s.refuse(f.GetStreamId())
+			return
+		}
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
+}
+
+// refuse answers a frame that opened stream after the incarnation ended:
+// the Logic will not run it, so the stream gets ERROR (failure kind
+// StoppedKind) and END, at once rather than when the duplex has stopped,
+// and only once, however many frames of it come. A stream the end closed
+// was answered then. Once the duplex has stopped, its subscriber knows
+// (a Conn's or a Mux's Recv returns ErrDuplexStopped, a parent gets
+// ChildStopped) and may be gone: nothing is emitted then.
+func (s *shell) refuse(stream string) {
+	if s.terminated || stream == "" || slices.Contains(s.answered, stream) {
+		return
+	}
+	s.answered = append(s.answered, stream)
+	f := messages.Error(stream, stoppingText)
+	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	s.Emit(f)
+	s.Emit(messages.End(stream))
 }
 
 // OpensStream reports whether a frame of type t written into a duplex's
@@ -558,3 +594,7 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// stoppingText is the text of the ERROR with which a stopping duplex
+// answers a frame that opens a stream (see shell.refuse).
+const stoppingText = "duplex stopping: the frame came after the duplex was stopped (or restarted) and was not run"

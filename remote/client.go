@@ -44,6 +44,12 @@ type ClientOptions struct {
 	CallTimeout time.Duration
 	// Logger receives the client's logs and protoactor's; nil discards.
 	Logger *slog.Logger
+	// ConnectTimeout bounds the opening of each connection to a node:
+	// a node that does not complete it in time (one that accepts TCP but
+	// never speaks gRPC, say) is unreachable, and Close does not wait
+	// for it longer than that. Default DefaultConnectTimeout; negative:
+	// gRPC's own bound (20 s).
+	ConnectTimeout time.Duration
 	// OnNodeGone, when set, is called with a node's address each time the
 	// client learns that a node it has called is gone (its calls in flight
 	// have then been answered with ErrNodeUnreachable). It runs on the
@@ -58,6 +64,7 @@ type Client struct {
 	system      *actor.ActorSystem
 	remote      *paremote.Remote
 	guard       *guard
+	dials       *dials
 	proxy       *actor.PID
 	addr        string
 	prefix      string
@@ -73,6 +80,7 @@ type Client struct {
 	waiting map[*waiter]struct{}
 
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewClient starts a client: an actor system with protoactor remote,
@@ -94,12 +102,12 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	case o.CallTimeout < 0:
 		o.CallTimeout = tools.NoTimeout
 	}
-	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, callTimeout: o.CallTimeout, log: o.Logger,
-		waiting: map[*waiter]struct{}{}}
+	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}}
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
 	var err error
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
 		c.system.Shutdown()
 		return nil, err
 	}
@@ -250,14 +258,20 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 
 // Close stops the client: the calls still waiting are cancelled on their
 // nodes (CANCEL) and answered with ErrClosed, and so is every DESCRIBE
-// still waiting.
+// still waiting; then its connections close. It returns once all of that
+// is done, or when ctx ends: then with an error wrapping ctx's that names
+// the nodes still connecting (each is given up at ClientOptions.ConnectTimeout,
+// and the client finishes stopping on its own). Later calls return the
+// first call's result.
 func (c *Client) Close(ctx context.Context) error {
-	var err error
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
-		err = c.system.Root.StopFuture(c.proxy).Wait()
+		var errs []error
+		if err := await(ctx, c.system.Root.StopFuture(c.proxy)); err != nil {
+			errs = append(errs, fmt.Errorf("stop the client's actor: %w", err))
+		}
 		// The proxy answered what it had; a request still in its mailbox
 		// when it stopped was dropped with it.
 		c.mu.Lock()
@@ -266,10 +280,15 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		clear(c.waiting)
 		c.mu.Unlock()
-		stopRemote(c.system, c.remote)
+		if err := stopRemote(ctx, c.system, c.remote, c.dials); err != nil {
+			errs = append(errs, err)
+		}
 		c.system.Shutdown()
+		if err := errors.Join(errs...); err != nil {
+			c.closeErr = fmt.Errorf("remote: close client: %w", err)
+		}
 	})
-	return err
+	return c.closeErr
 }
 
 // waiter is one DESCRIBE or TOOL_CALL waiting for its answer; done is

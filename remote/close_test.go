@@ -8,10 +8,19 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
@@ -24,6 +33,9 @@ const (
 	// envCloseRace: race many DESCRIBE requests against Close (see
 	// runCloseRace).
 	envCloseRace = "POLYWEAVE_REMOTE_TEST_CLOSE_RACE"
+	// envSilentClose: close a client while it connects to a silent peer
+	// (see runSilentClose).
+	envSilentClose = "POLYWEAVE_REMOTE_TEST_SILENT_CLOSE"
 )
 
 func runTestClient(addr string) int {
@@ -109,6 +121,237 @@ func runCloseRace(string) int {
 	}
 	fmt.Println("returned", raceCalls)
 	return 0
+}
+
+// silentPeer accepts TCP connections and never says a word: a client
+// connecting to it waits for a gRPC handshake that never comes.
+type silentPeer struct {
+	ln       net.Listener
+	accepted chan net.Conn
+	done     chan struct{}
+}
+
+func newSilentPeer() (*silentPeer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &silentPeer{ln: ln, accepted: make(chan net.Conn, 16), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.accepted <- conn
+		}
+	}()
+	return p, nil
+}
+
+func (p *silentPeer) addr() string { return p.ln.Addr().String() }
+
+// close stops listening and hangs up every connection it accepted.
+func (p *silentPeer) close() {
+	_ = p.ln.Close()
+	<-p.done
+	close(p.accepted)
+	for conn := range p.accepted {
+		_ = conn.Close()
+	}
+}
+
+// runSilentClose runs a client against a silent peer. With role "close",
+// it asks the peer for its tools and, once the peer has accepted the
+// client's connection, closes the client; it prints "tools ERR" (the
+// DESCRIBE's, which Close answers) and, after ending Close's ctx, "close
+// ERR" (Close's error). With role "timeout", the client gives up connecting after
+// 50 ms; it prints "tools ERR" (the DESCRIBE's, which waits up to 15 s)
+// and "close ERR" (Close's, without a deadline). Then the peer hangs up,
+// and once the client's endpoint for it has stopped it prints the
+// goroutines left ("leaks none" when none).
+func runSilentClose(role string) int {
+	if role == "caller" {
+		return runSilentCaller()
+	}
+	peer, err := newSilentPeer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts := &remote.ClientOptions{ConnectTimeout: time.Hour} // the peer hangs up when the test says so
+	if role == "timeout" {
+		opts.ConnectTimeout = 50 * time.Millisecond
+	}
+	c, err := remote.NewClient(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stopped := make(chan struct{})
+	c.System().EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
+			close(stopped)
+		}
+	})
+	if role == "timeout" {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second) // gRPC's own bound is 20 s
+		_, err := c.Tools(ctx, peer.addr())
+		cancel()
+		fmt.Println("tools", err)
+		fmt.Println("close", oneLine(c.Close(context.Background())))
+	} else {
+		described := make(chan error, 1)
+		go func() {
+			_, err := c.Tools(context.Background(), peer.addr())
+			described <- err
+		}()
+		first := <-peer.accepted
+		peer.accepted <- first
+		// Close answers the DESCRIBE before it stops the connections:
+		// its ctx ends while it waits for them.
+		ctx, cancel := context.WithCancel(context.Background())
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(ctx) }()
+		fmt.Println("tools", <-described)
+		cancel()
+		fmt.Println("close", oneLine(<-closed))
+	}
+	peer.close()
+	<-stopped
+	if err := goleak.Find(); err != nil {
+		fmt.Println("leaks", err)
+	} else {
+		fmt.Println("leaks none")
+	}
+	return 0
+}
+
+// runSilentCaller serves a node that a caller at a silent peer asks for its
+// tools: the node's answers go to the caller over a connection of the
+// node's own, which never opens. Once the peer has accepted it, the node
+// closes with a ctx that has ended and prints "close ERR"; then the peer
+// hangs up, and once the node's endpoint for it has stopped it prints the
+// goroutines left ("leaks none" when none).
+func runSilentCaller() int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	peer, err := newSilentPeer()
+	if err != nil {
+		return fail(err)
+	}
+	node, err := remote.Serve(&remote.NodeOptions{Tools: nodeTools(func(string) {}), ConnectTimeout: time.Hour})
+	if err != nil {
+		return fail(err)
+	}
+	stopped := make(chan struct{})
+	node.System().EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
+			close(stopped)
+		}
+	})
+	conn, err := grpc.NewClient(node.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fail(err)
+	}
+	stream, err := paremote.NewRemotingClient(conn).Receive(context.Background())
+	if err != nil {
+		return fail(err)
+	}
+	describe, err := proto.Marshal(messages.Describe("s"))
+	if err != nil {
+		return fail(err)
+	}
+	for _, m := range []*paremote.RemoteMessage{
+		{MessageType: &paremote.RemoteMessage_ConnectRequest{ConnectRequest: &paremote.ConnectRequest{
+			ConnectionType: &paremote.ConnectRequest_ServerConnection{ServerConnection: &paremote.ServerConnection{
+				SystemId: "caller", Address: peer.addr()}}}}},
+		{MessageType: &paremote.RemoteMessage_MessageBatch{MessageBatch: &paremote.MessageBatch{
+			TypeNames: []string{"polyweave.v1.Frame"},
+			Targets:   []*actor.PID{actor.NewPID(node.Address(), remote.ServiceName)},
+			Senders:   []*actor.PID{actor.NewPID(peer.addr(), "caller")},
+			Envelopes: []*paremote.MessageEnvelope{{TypeId: 0, Target: 0, Sender: 1, MessageData: describe}},
+		}}},
+	} {
+		if err := stream.Send(m); err != nil {
+			return fail(err)
+		}
+	}
+	first := <-peer.accepted
+	peer.accepted <- first
+	_ = stream.CloseSend()
+	_ = conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	fmt.Println("close", oneLine(node.Close(ctx)))
+	peer.close()
+	<-stopped
+	if err := goleak.Find(); err != nil {
+		fmt.Println("leaks", err)
+	} else {
+		fmt.Println("leaks none")
+	}
+	return 0
+}
+
+// A node answering a caller that accepts TCP but never completes the
+// gRPC handshake: the node's Close returns once its ctx ends, and names
+// the caller it could not reach; once the caller goes nothing is left.
+func TestNode_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	p := startChild(t, envSilentClose+"=caller")
+	closeErr := p.next(t)
+	if !strings.HasPrefix(closeErr, "close ") || !strings.Contains(closeErr, context.Canceled.Error()) ||
+		!strings.Contains(closeErr, "still connecting to 127.0.0.1:") {
+		t.Errorf("%s; want ctx's error and the caller still connecting", closeErr)
+	}
+	if e := p.next(t); e != "leaks none" {
+		t.Error(e)
+	}
+}
+
+// oneLine is err's text on one line (a joined error has several).
+func oneLine(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// A client connecting to a peer that accepts TCP but never completes the
+// gRPC handshake: Close returns once its ctx ends, and says which peer it
+// could not hang up on; the requests are answered all the same, and once
+// the peer goes nothing is left behind.
+func TestClient_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	p := startChild(t, envSilentClose+"=close")
+	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrClosed.Error()) {
+		t.Errorf("%s; want the DESCRIBE answered with ErrClosed", e)
+	}
+	closeErr := p.next(t)
+	if !strings.HasSuffix(closeErr, context.Canceled.Error()) || !strings.Contains(closeErr, "still connecting to 127.0.0.1:") {
+		t.Errorf("%s; want ctx's error and the peer still connecting", closeErr)
+	}
+	if e := p.next(t); e != "leaks none" {
+		t.Error(e)
+	}
+}
+
+// A peer that accepts TCP but never completes the gRPC handshake is given
+// up after ClientOptions.ConnectTimeout: requests to it are answered with
+// ErrNodeUnreachable, and Close does not wait for it.
+func TestClient_ConnectTimeout(t *testing.T) {
+	p := startChild(t, envSilentClose+"=timeout")
+	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrNodeUnreachable.Error()) {
+		t.Errorf("%s; want ErrNodeUnreachable once the connect timeout passed", e)
+	}
+	if e := p.next(t); e != "close <nil>" {
+		t.Error(e)
+	}
+	if e := p.next(t); e != "leaks none" {
+		t.Error(e)
+	}
 }
 
 // Close answers every call and DESCRIBE with ErrClosed, however it races

@@ -22,7 +22,10 @@
 // CANCEL/ABORT forwarded. The client watches every node it calls: when a
 // node dies (killed, disconnected) or cannot be reached, its calls in
 // flight are answered at once with [ErrNodeUnreachable], and later calls
-// reconnect, so a node that comes back serves again. The other way round,
+// reconnect, so a node that comes back serves again. A node that accepts
+// the connection but does not complete the handshake within
+// [ClientOptions].ConnectTimeout cannot be reached either, and a Close
+// whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
 // connection drops, the node cancels that caller's calls (their handlers'
 // contexts end) and forgets them; [Client.Close] cancels its calls still

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	paremote "github.com/asynkron/protoactor-go/remote"
@@ -20,12 +21,25 @@ import (
 type NodeOptions struct {
 	// Address is the host:port the node listens on; default
 	// DefaultAddress. Port 0 picks a free port; [Node.Address] tells
-	// which.
+	// which. It must be a loopback one (a loopback IP, or a name all of
+	// whose addresses are loopback ones, such as localhost) unless
+	// AllowRemote.
 	Address string
 	// Tools are the tools the node serves; at least one, names unique.
 	Tools []*tools.Tool
 	// Logger receives the node's logs and protoactor's; nil discards.
 	Logger *slog.Logger
+	// ConnectTimeout bounds the opening of each connection to a caller
+	// (results go back over the node's own connections): a caller that
+	// does not complete it in time is gone, and Close does not wait for
+	// it longer than that. Default DefaultConnectTimeout; negative:
+	// gRPC's own bound (20 s).
+	ConnectTimeout time.Duration
+	// AllowRemote lets the node listen on an address that is not a
+	// loopback one. A node has no authentication and no TLS: whoever
+	// reaches its address runs its tools, so set it only on a network
+	// where every peer is trusted, or behind a tunnel that authenticates.
+	AllowRemote bool
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -36,6 +50,7 @@ type Node struct {
 	rt      *actors.Runtime
 	remote  *paremote.Remote
 	guard   *guard
+	dials   *dials
 	addr    string
 	log     *slog.Logger
 	service *actor.PID
@@ -67,7 +82,8 @@ type route struct {
 	tool string
 }
 
-// Serve starts a node serving opts.Tools.
+// Serve starts a node serving opts.Tools. It refuses an address that is
+// not a loopback one with [ErrNotLoopback] unless opts.AllowRemote.
 func Serve(opts *NodeOptions) (*Node, error) {
 	var o NodeOptions
 	if opts != nil {
@@ -81,6 +97,13 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	}
 	if len(o.Tools) == 0 {
 		return nil, errors.New("remote: a node needs at least one tool")
+	}
+	if !o.AllowRemote {
+		addr, err := listenAddress(o.Address)
+		if err != nil {
+			return nil, fmt.Errorf("%w (set NodeOptions.AllowRemote to serve beyond this machine: whoever reaches a node runs its tools)", err)
+		}
+		o.Address = addr
 	}
 	seen := map[string]bool{}
 	for _, t := range o.Tools {
@@ -96,7 +119,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+		conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -119,7 +143,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		n.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
 	}
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -240,7 +264,10 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 
 // Close stops serving: the remote server, the tools (calls in flight are
 // answered "stopped", and the answers go out while the server still
-// runs), and the runtime. It waits until they are gone or ctx ends.
+// runs), and the runtime. It waits until they are gone or ctx ends: then
+// it returns an error wrapping ctx's that names what is still stopping
+// (callers still connecting are given up at NodeOptions.ConnectTimeout).
+// Later calls return the first call's result.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
 		var errs []error
@@ -248,15 +275,19 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, conn.Close(ctx))
 		}
 		if n.service != nil {
-			errs = append(errs, n.rt.System().Root.StopFuture(n.service).Wait())
+			if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
+				errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
+			}
 		}
 		n.readers.Wait() // each reader ends once its tool has stopped
 		n.cancel()
 		if n.remote != nil {
-			stopRemote(n.rt.System(), n.remote)
+			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.dials))
 		}
 		errs = append(errs, n.rt.Close(ctx))
-		n.closeErr = errors.Join(errs...)
+		if err := errors.Join(errs...); err != nil {
+			n.closeErr = fmt.Errorf("remote: close node: %w", err)
+		}
 	})
 	return n.closeErr
 }

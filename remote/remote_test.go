@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(envCloseRace); addr != "" {
 		os.Exit(runCloseRace(addr))
 	}
+	if v := os.Getenv(envSilentClose); v != "" {
+		os.Exit(runSilentClose(v))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {

@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,9 +35,10 @@ func newSystem(logger *slog.Logger) *actor.ActorSystem {
 }
 
 // startRemote starts protoactor remote on system, listening on address
-// (host:port; port 0 picks a free one), with the message guard installed.
-// It returns the remote and the address peers reach it at.
-func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremote.Remote, addr string, err error) {
+// (host:port; port 0 picks a free one), with the message guard installed
+// and its connections to peers bounded by d. It returns the remote and the
+// address peers reach it at.
+func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials) (r *paremote.Remote, addr string, err error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
@@ -44,11 +47,15 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 	if err != nil || port < 0 || port > 65535 {
 		return nil, "", fmt.Errorf("remote: address %q: bad port", address)
 	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
+	}
 	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates
 		// 16 MB for every peer a process talks to.
-		paremote.WithEndpointWriterQueueSize(endpointQueueSize))
+		paremote.WithEndpointWriterQueueSize(endpointQueueSize),
+		paremote.WithDialOptions(d.options()...))
 	// A peer that cannot be reached is reported (Terminated to its
 	// watchers) after one attempt, not after five attempts two seconds
 	// apart: calls to a dead node fail fast.
@@ -66,7 +73,10 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 
 // stopRemote shuts down what startRemote started: the gRPC server (with
 // every incoming connection), then protoactor's endpoint actors (each
-// endpoint writer closes its outgoing connection as it stops).
+// endpoint writer closes its outgoing connection as it stops). It waits
+// for them until ctx ends; then it returns an error naming the peers (of
+// d, when not nil) still connecting, which hold their endpoints up until
+// their connect timeout.
 //
 // It does not call the remote's Shutdown(true): that clears the endpoint
 // manager's connection table while an endpoint that lost its peer may
@@ -74,11 +84,20 @@ func startRemote(system *actor.ActorSystem, address string, g *guard) (r *paremo
 // protoactor, hit whenever a peer disconnects during shutdown). Nothing
 // here writes that table. The caller must have stopped its own actors that
 // send to remote PIDs first.
-func stopRemote(system *actor.ActorSystem, r *paremote.Remote) {
+func stopRemote(ctx context.Context, system *actor.ActorSystem, r *paremote.Remote, d *dials) error {
 	r.Shutdown(false) // the gRPC server only
+	var errs []error
 	for _, name := range []string{"EndpointSupervisor", "activator"} {
-		_ = system.Root.StopFuture(actor.NewPID(system.Address(), name)).Wait()
+		err := await(ctx, system.Root.StopFuture(actor.NewPID(system.Address(), name)))
+		switch {
+		case err == nil:
+		case ctx.Err() != nil && name == "EndpointSupervisor":
+			errs = append(errs, fmt.Errorf("stop protoactor's endpoints: %w", d.stopError(err)))
+		default:
+			errs = append(errs, fmt.Errorf("stop protoactor's %s: %w", name, err))
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // StopRemote stops a protoactor remote started outside this package (a
@@ -86,4 +105,6 @@ func stopRemote(system *actor.ActorSystem, r *paremote.Remote) {
 // with its incoming connections, then the endpoint actors, without the
 // pinned Shutdown(true)'s data race on the connection table. Stop the
 // actors that send to remote PIDs first.
-func StopRemote(system *actor.ActorSystem, r *paremote.Remote) { stopRemote(system, r) }
+func StopRemote(system *actor.ActorSystem, r *paremote.Remote) {
+	_ = stopRemote(context.Background(), system, r, nil)
+}

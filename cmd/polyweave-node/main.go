@@ -8,8 +8,9 @@
 // The node has no authentication and no TLS: whoever reaches its port can
 // read and write files under its root and run commands there. It
 // therefore listens on loopback only (the default, 127.0.0.1 on a free
-// port) and refuses any other -listen address unless -allow-remote is
-// given, and then warns on stderr; serve beyond loopback only on a network
+// port; localhost and [::1] do too) and refuses any other -listen address,
+// or a name that resolves beyond loopback, unless -allow-remote is given,
+// and then warns on stderr; serve beyond loopback only on a network
 // where every peer is trusted, or behind a tunnel that authenticates.
 //
 // Once it serves, it prints "polyweave-node listening on HOST:PORT" on
@@ -27,10 +28,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -65,42 +64,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if !isLoopback(*listen) {
-		if !*allowRemote {
-			fmt.Fprintf(stderr, "polyweave-node: -listen %s is not a loopback address, and the node has no authentication or TLS: "+
-				"anyone who reaches it could run commands in %s. Pass -allow-remote to serve there anyway (trusted networks only).\n", *listen, *root)
-			return 2
-		}
-		fmt.Fprintf(stderr, "polyweave-node: WARNING: serving on %s with no authentication or TLS: "+
-			"anyone who reaches this address can read and write files in %s and run commands there.\n", *listen, *root)
+	if *allowRemote {
+		fmt.Fprintf(stderr, "polyweave-node: WARNING: -allow-remote: the node has no authentication or TLS: "+
+			"anyone who reaches %s can read and write files in %s and run commands there.\n", *listen, *root)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	if err := serve(*listen, *root, logger, stdout); err != nil {
+	if err := serve(*listen, *root, *allowRemote, logger, stdout); err != nil {
+		if errors.Is(err, remote.ErrNotLoopback) {
+			fmt.Fprintf(stderr, "polyweave-node: -listen %s is not a loopback address, and the node has no authentication or TLS: "+
+				"anyone who reaches it could run commands in %s. Pass -allow-remote to serve there anyway (trusted networks only).\n", *listen, *root)
+			return 2
+		}
 		fmt.Fprintln(stderr, "polyweave-node:", err)
 		return 1
 	}
 	return 0
 }
 
-// isLoopback reports whether the listen address hostport is on the
-// loopback interface only: a loopback IP or "localhost". An empty host
-// (":7710") means every interface.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return true // not an address at all: serving reports it
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func serve(listen, root string, logger *slog.Logger, stdout io.Writer) error {
+func serve(listen, root string, allowRemote bool, logger *slog.Logger, stdout io.Writer) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
@@ -115,7 +99,7 @@ func serve(listen, root string, logger *slog.Logger, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	node, err := remote.Serve(&remote.NodeOptions{Address: listen, Tools: ts, Logger: logger})
+	node, err := remote.Serve(&remote.NodeOptions{Address: listen, Tools: ts, Logger: logger, AllowRemote: allowRemote})
 	if err != nil {
 		return err
 	}

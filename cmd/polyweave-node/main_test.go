@@ -182,14 +182,3 @@ func TestRun_AllowRemoteWarns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and a warning", code, errOut)
 	}
 }
-
-func TestIsLoopback(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"127.0.0.1:7710": true, "127.8.9.1:0": true, "[::1]:7710": true, "localhost:7710": true, "LocalHost:0": true,
-		"0.0.0.0:7710": false, ":7710": false, "[::]:7710": false, "10.0.0.7:7710": false, "node.example:7710": false,
-	} {
-		if got := isLoopback(addr); got != want {
-			t.Errorf("isLoopback(%q) = %v", addr, got)
-		}
-	}
-}

@@ -1,0 +1,151 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// DefaultConnectTimeout bounds the opening of a connection to a peer (TCP,
+// then gRPC's handshake, then protoactor's) unless the options say
+// otherwise.
+const DefaultConnectTimeout = 5 * time.Second
+
+// dials bounds the connections protoactor opens to peers, and knows which
+// are still opening, so that a Close that cannot wait for them can say
+// which peers hold it up.
+//
+// Each of protoactor's endpoint writers opens its connection in its
+// Started handler, where nothing else can reach it: the pinned remote
+// waits for the stream without a deadline, so a peer that accepts TCP but
+// never speaks gRPC holds the writer (and every Close, which waits for the
+// writers to stop) until gRPC's own connect deadline, 20 s. The client
+// stream interceptor below cancels the stream once timeout passes without
+// the peer's first answer.
+type dials struct {
+	timeout time.Duration // <= 0: none of ours
+
+	mu      sync.Mutex
+	opening map[string]int // peer address → connections opening to it
+}
+
+// newDials returns dials bounded by timeout: 0 means
+// DefaultConnectTimeout, negative no bound but gRPC's.
+func newDials(timeout time.Duration) *dials {
+	if timeout == 0 {
+		timeout = DefaultConnectTimeout
+	}
+	return &dials{timeout: timeout, opening: map[string]int{}}
+}
+
+// options are the gRPC dial options of the remote: no TLS (as protoactor's
+// default) and the interceptor.
+func (d *dials) options() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStreamInterceptor(d.intercept),
+	}
+}
+
+// intercept counts the stream as opening until the peer's first answer
+// (protoactor's connect response), its end, or the timeout, which cancels
+// it.
+func (d *dials) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	addr := cc.Target()
+	d.mu.Lock()
+	d.opening[addr]++
+	d.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	var timer *time.Timer
+	if d.timeout > 0 {
+		timer = time.AfterFunc(d.timeout, cancel)
+	}
+	opened := sync.OnceFunc(func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		d.mu.Lock()
+		if d.opening[addr]--; d.opening[addr] <= 0 {
+			delete(d.opening, addr)
+		}
+		d.mu.Unlock()
+	})
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		opened()
+		cancel()
+		return nil, err
+	}
+	return &dialStream{ClientStream: s, opened: opened, cancel: cancel}, nil
+}
+
+// stillOpening returns the addresses of the peers with a connection still
+// opening, sorted.
+func (d *dials) stillOpening() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.opening))
+	for addr := range d.opening {
+		out = append(out, addr)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dialStream ends the opening of its stream at the first answer or close,
+// and releases its context once the stream has ended.
+type dialStream struct {
+	grpc.ClientStream
+	opened func()
+	cancel context.CancelFunc
+}
+
+func (s *dialStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	s.opened()
+	if err != nil {
+		s.cancel()
+	}
+	return err
+}
+
+func (s *dialStream) CloseSend() error {
+	s.opened()
+	return s.ClientStream.CloseSend()
+}
+
+// await waits for f, or until ctx ends.
+func await(ctx context.Context, f *actor.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Wait() }() // ends by the future's own timeout at the latest
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stopError says what a stop that ctx cut short (with err) left stopping.
+func (d *dials) stopError(err error) error {
+	if d == nil {
+		return err
+	}
+	peers := d.stillOpening()
+	if len(peers) == 0 {
+		return err
+	}
+	bound := "gRPC's own, 20s"
+	if d.timeout > 0 {
+		bound = d.timeout.String()
+	}
+	return fmt.Errorf("still connecting to %s (given up at the connect timeout, %s): %w", strings.Join(peers, ", "), bound, err)
+}

@@ -561,16 +561,21 @@ func TestRun_SystemWorkspace(t *testing.T) {
 	}
 }
 
-// A -timeout that passes while the run is set up (here, before the
-// session is read from -store) fails the run as one that passes later
-// does: exit status 1 and "no final answer within -timeout", not the
-// deadline error of whatever was being set up.
+// A -timeout that passes while the run is set up (before the session is
+// read from -store, or while an -mcp server is started) fails the run as
+// one that passes later does: exit status 1 and "no final answer within
+// -timeout", not the deadline error of whatever was being set up.
 func TestRun_TimeoutDuringSetup(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	_, _, err := runInProcess(t, "-store", filepath.Join(t.TempDir(), "demo.db"), "-timeout", "1ns")
-	var printed bytes.Buffer
-	if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: no final answer within -timeout 1ns") {
-		t.Errorf("-timeout 1ns with -store: %q, want exit 1 and the run's timeout failure", printed.String())
+	for name, args := range map[string][]string{
+		"-store": {"-store", filepath.Join(t.TempDir(), "demo.db")},
+		"-mcp":   {"-workspace", t.TempDir(), "-mcp", "sleep 100"},
+	} {
+		_, _, err := runInProcess(t, append(args, "-timeout", "1ns")...)
+		var printed bytes.Buffer
+		if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: no final answer within -timeout 1ns") {
+			t.Errorf("-timeout 1ns with %s: %q, want exit 1 and the run's timeout failure", name, printed.String())
+		}
 	}
 }
 

@@ -41,8 +41,11 @@ var (
 	// closed): the two would read and write each other's sessions (see
 	// [SessionKey]).
 	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
-	// ErrInvalidSessionID: the session id is empty, not valid UTF-8, or
-	// longer than [MaxSessionIDBytes]. Nothing was sent.
+	// ErrInvalidSessionID: the session id is empty, not valid UTF-8,
+	// longer than [MaxSessionIDBytes], or, for an agent with a Store, ends
+	// with tools.ApprovalStoreSuffix (its key would be the record of
+	// another session's calls held for approval, see [SessionKey]).
+	// Nothing was sent.
 	ErrInvalidSessionID = errors.New("agent: invalid session id")
 	// ErrNoAgent is returned by the methods of a nil or zero *Agent (one
 	// not made by [New]).
@@ -155,7 +158,8 @@ type Options struct {
 	// [DefaultMaxAttempts]; 1 never retries.
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
-	// answer every started tool call after sending ABORT; default
+	// end the conversation after sending ABORT (the loop ends it once the
+	// model adapter has answered the ABORT, see [Agent.Run]); default
 	// [DefaultCancelGrace]. Past it the Run returns and, on the agent's
 	// shared loop, the agent waits for the rest in the background, the
 	// session taken meanwhile (see [Agent.Run]); a conversation on a loop
@@ -455,7 +459,10 @@ func (a *Agent) Close(ctx context.Context) error {
 // *[FailedError] when every attempt failed (or the first failure was one
 // another attempt would meet again: its Err is then [ErrPermanent]),
 // [ErrSessionConflict] (with a Store, the session was started with other
-// messages), [ErrInvalidSessionID] or [ErrNoMessages] (nothing was sent),
+// messages), [ErrLegacySession] (with a Store, the session is kept where
+// versions before [SessionKey] kept it: move it with
+// [Agent.MigrateSessions]), [ErrInvalidSessionID] or [ErrNoMessages]
+// (nothing was sent),
 // [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
 // passed), [ErrSessionBusy], [ErrClosed], an error starting the loop
@@ -476,6 +483,19 @@ func (a *Agent) Close(ctx context.Context) error {
 // conversation's late frames; if its ctx ends first it returns ctx's
 // error, having sent nothing. [ErrSessionBusy] is for a session whose
 // conversation runs, not for one being drained.
+//
+// What bounds that wait is the model adapter: the loop ends an aborted
+// conversation as soon as the adapter has answered the ABORT, which the
+// models contract has it do at once (ERROR and END, its request's context
+// cancelled), and it does not wait for the tool calls under way, which
+// are answered as cancelled at once however long their handlers take to
+// return. With such an adapter the cancelled Run reads the end itself and
+// leaves nothing to drain. The agent sets the wait no bound of its own:
+// freeing the session before the loop has ended the old conversation
+// would let the next Run's frames into it, and the only other way to end
+// it, stopping the shared loop, would end every session's conversation.
+// An adapter that never answers the ABORT holds the session until
+// [Agent.Close], which stops the loop and so ends the wait.
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
@@ -637,7 +657,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
-	if err := checkSession(sessionID); err != nil {
+	if err := a.checkSession(sessionID); err != nil {
 		return nil, err
 	}
 	if len(msgs) == 0 && !resuming(ctx) {
@@ -656,6 +676,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, context.Cause(ctx)
 	}
 	c.first = models.EncodeMessages(msgs)
+	if a.opts.Store != nil {
+		if err := c.checkLegacy(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.prepareApproval(ctx); err != nil {
 		return nil, err
 	}

@@ -24,11 +24,15 @@
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far. It waits for that
-// [Options].CancelGrace at most: when a tool or the model takes longer to
-// notice the cancel, the agent reads the rest of the cancelled
-// conversation in the background, and the next Run of the session waits
-// until the loop has ended it (or its own ctx ends), so that it never
-// mixes with the old one. With a Store the cancelled
+// [Options].CancelGrace at most: when the model adapter takes longer to
+// answer the ABORT (a tool never holds it up: its call is answered as
+// cancelled at once, whenever its handler returns), the agent reads the
+// rest of the cancelled conversation in the background, and the next Run
+// of the session waits until the loop has ended it (or its own ctx
+// ends), so that it never mixes with the old one. That wait has no bound
+// of its own: an adapter that answers the ABORT at once, as the models
+// contract says, leaves nothing to wait for, and one that never does
+// holds the session until [Agent.Close] (see [Agent.Run]). With a Store the cancelled
 // session stays resumable: a later Run with the same session id and
 // messages gives the cancelled calls the results the cancelled Run got
 // (none of them runs again), sends the follow-up to the model and
@@ -42,7 +46,15 @@
 // (see [SessionKey]): agents sharing a Store never see each other's
 // sessions, and an agent started again under the same name (in a new
 // process, say) resumes its own. [New] refuses a second open agent of
-// one name on one Store value ([ErrNameTaken]).
+// one name on one Store value ([ErrNameTaken]). Versions before
+// [SessionKey] kept a session under its bare id: a Run or Resume that
+// would continue such a session (the store holds nothing under its key,
+// and under the bare id a session started with the same messages) fails
+// with [ErrLegacySession] instead of starting the conversation afresh,
+// and [Agent.MigrateSessions] of the agent that owns those sessions moves
+// them, with their calls held for approval, to its keys. The move is
+// crash-safe: after a crash the session is found whole under one key,
+// and MigrateSessions called again completes it.
 //
 // # Approval
 //

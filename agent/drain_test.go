@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -481,6 +482,81 @@ func TestClose_WaiterFailsAtOnce(t *testing.T) {
 		}
 		if len(waited) > 0 {
 			t.Errorf("the waiting Run: %v, after Close", <-waited)
+		}
+	})
+}
+
+// TestRun_AbortAnsweredAtOnce: what bounds a drain. The loop ends an
+// aborted conversation as soon as the model adapter has answered the
+// ABORT, which the models contract has it do at once (ERROR and END of
+// its request, whose context it cancels), and without waiting for the
+// tool calls under way, which its router answers as cancelled at once,
+// however long their handlers take to return. So a cancelled Run reads
+// the conversation's END itself, with no time passing (not the grace, no
+// timeout), leaves nothing to drain, and the next Run of the session runs
+// at once: a drain outlives CancelGrace only with a model adapter slow to
+// answer the ABORT (TestRun_CancelledPastGraceDrains), and lasts as long
+// as it takes, or until Close stops the loop (TestClose_EndsDrain).
+func TestRun_AbortAnsweredAtOnce(t *testing.T) {
+	t.Run("model mid-answer", func(t *testing.T) {
+		testAbortAnsweredAtOnce(t, scripted.Turn{Text: "A is working on it.", Stall: true}, nil)
+	})
+	t.Run("tool that ignores its cancel", func(t *testing.T) {
+		testAbortAnsweredAtOnce(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("a1", "stuck", `{}`)}}, make(chan struct{}))
+	})
+}
+
+// testAbortAnsweredAtOnce cancels session s1's conversation A, whose
+// model answers with turn: once its text has come, or with started, once
+// the tool "stuck" (which ignores its cancel, returning only at the
+// test's end) runs.
+func testAbortAnsweredAtOnce(t *testing.T, turn scripted.Turn, started chan struct{}) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) }) // before the runtime's cleanup
+		stuck := tools.MustNew(tools.Definition{Name: "stuck", Timeout: tools.NoTimeout,
+			Handler: func(context.Context, json.RawMessage) (any, error) {
+				close(started)
+				<-release
+				return "too late", nil
+			}})
+		m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{turn, {Text: "B's own answer."}}}, nil)
+		a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{stuck}, CancelGrace: drainGrace})
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var at time.Time // when A was cancelled
+		cancelA := func() { at = time.Now(); cancel() }
+		if started != nil {
+			go func() { <-started; cancelA() }()
+		}
+		var ans *models.Answer
+		var err error
+		for ev, evErr := range a.Stream(ctx, "s1", askA) {
+			err = evErr
+			if ev.Answer != nil {
+				ans = ev.Answer
+			}
+			if started == nil && ev.Kind == agent.EventText {
+				cancelA()
+			}
+		}
+		if !errors.Is(err, context.Canceled) || ans == nil || !ans.Ended {
+			t.Fatalf("run A: %v, answer %+v; want context.Canceled with the conversation ended", err, ans)
+		}
+		if waited := time.Since(at); waited != 0 {
+			t.Fatalf("run A returned %v after its cancel: the loop's answer waited for a timer", waited)
+		}
+		if started != nil {
+			if r := resultOf(t, ans, "a1"); r.FailureKind != string(tools.FailureCancelled) {
+				t.Fatalf("the stuck call's result %+v, want cancelled", r)
+			}
+		}
+		before := time.Now()
+		b, err := a.Run(context.Background(), "s1", askB)
+		if err != nil || b.Text != "B's own answer." || time.Since(before) != 0 {
+			t.Fatalf("run B: %v, %+v, after %v", err, b, time.Since(before))
 		}
 	})
 }

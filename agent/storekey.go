@@ -7,12 +7,16 @@ import (
 	"sync"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // SessionKey returns the name under which an agent named name keeps
 // session sessionID in its Store (an empty name is [DefaultName]): the
 // name, with '%' and '/' written as %25 and %2F, then '/' and the
-// session id. Keys of different names or ids never clash, and a key
+// session id. Keys of different names or ids never clash (nor with the
+// record of a session's calls held for approval, its key +
+// tools.ApprovalStoreSuffix: an agent with a Store refuses session ids
+// ending with that suffix, [ErrInvalidSessionID]), and a key
 // depends on nothing but the two, so an agent started again with the
 // same Name resumes its sessions in any process. Hosts pass it to what
 // reads a session of the store directly (tools.ReadSession,
@@ -25,6 +29,22 @@ func SessionKey(name, sessionID string) string {
 }
 
 var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// checkSession is the package's checkSession and, with a Store, refuses
+// an id whose key would be a record the store keeps under another
+// session's key: the key of session id + tools.ApprovalStoreSuffix holds
+// the calls of session id held for approval (the only name a session
+// keeps besides its key).
+func (a *Agent) checkSession(id string) error {
+	if err := checkSession(id); err != nil {
+		return err
+	}
+	if a.opts.Store != nil && strings.HasSuffix(id, tools.ApprovalStoreSuffix) {
+		return fmt.Errorf("%w: %q ends with %q: with a Store, the key of session %q holds the calls of session %q held for approval",
+			ErrInvalidSessionID, clip(id), tools.ApprovalStoreSuffix, clip(id), clip(strings.TrimSuffix(id, tools.ApprovalStoreSuffix)))
+	}
+	return nil
+}
 
 // SessionKey is [SessionKey] of the agent's name and sessionID.
 func (a *Agent) SessionKey(sessionID string) string {

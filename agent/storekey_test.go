@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -120,5 +121,38 @@ func TestStore_SecondAgentOfOneNameRefused(t *testing.T) {
 	again := newAgent(t, rt, model(t, scripted.Turn{Text: "second"}), &agent.Options{Store: store})
 	if ans, err := again.Run(testCtx(t), "s1", ask); err != nil || ans.Text != "first" {
 		t.Fatalf("the same name after Close: %v, %+v, want the stored answer", err, ans)
+	}
+}
+
+// TestStore_SessionIDOfARecordKeyRefused: the held calls of session "x"
+// are stored under its key + tools.ApprovalStoreSuffix, which is the key
+// of a session "x/approvals" of the same agent. Such an id is refused
+// (ErrInvalidSessionID, saying why) before anything is read or written:
+// run, it read x's held calls as its own session, and its writes would
+// compact them away. x's held calls stay as they were.
+func TestStore_SessionIDOfARecordKeyRefused(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
+		Approval: &tools.ApprovalOptions{}})
+	_, err := a.Run(testCtx(t), "x", ask)
+	waiting(t, err, "c2")
+	for _, id := range []string{"x" + tools.ApprovalStoreSuffix, tools.ApprovalStoreSuffix} {
+		_, err = a.Run(testCtx(t), id, ask)
+		if !errors.Is(err, agent.ErrInvalidSessionID) || !strings.Contains(err.Error(), tools.ApprovalStoreSuffix) {
+			t.Fatalf("Run of session %q: %v, want ErrInvalidSessionID naming %q", id, err, tools.ApprovalStoreSuffix)
+		}
+	}
+	if err := a.MigrateSessions(testCtx(t), "x"+tools.ApprovalStoreSuffix); !errors.Is(err, agent.ErrInvalidSessionID) {
+		t.Fatalf("MigrateSessions of x/approvals: %v, want ErrInvalidSessionID", err)
+	}
+	if held, err := tools.ReadApprovals(store, a.SessionKey("x")); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
+		t.Fatalf("x's held calls: %+v, %v", held, err)
+	}
+	ans, err := a.Resume(testCtx(t), "x", ask, agent.Approve("c2"))
+	if err != nil || ans.Text != "Done." || l.runs.Load() != 1 {
+		t.Fatalf("Resume of x: %v, %+v, launched %d", err, ans, l.runs.Load())
 	}
 }

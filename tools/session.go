@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -301,6 +302,106 @@ func DeleteSession(ctx context.Context, store durability.Store, id string) error
 		}
 		if err := store.DeleteSnapshots(ctx, name, math.MaxInt64); err != nil {
 			return fmt.Errorf("delete session %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// ErrSessionExists is returned by [MoveSession] when the key a session
+// is moved to holds another conversation (one started with another
+// request): neither is changed.
+var ErrSessionExists = errors.New("move session: the target holds another session")
+
+// MoveSession moves session from of store to the key to, with the record
+// of its calls held for approval (from + [ApprovalStoreSuffix] to to +
+// ApprovalStoreSuffix), for a host that renames where its sessions are
+// kept. The session is written under to as one snapshot of its state (the
+// state [ReadSession] returns, which a loop resuming it starts from: its
+// stored results, cancels and held calls are kept), read back and
+// compared, and only then deleted under from. moved reports whether this
+// call completed a move; it is false, with a nil error, when from holds
+// no session (never stored, or moved already). No loop may run either
+// session meanwhile.
+//
+// Each write is atomic and the session appears under to in one write,
+// after its held calls, so that after a crash at any point a loop (or
+// ReadSession) finds the session whole: under from while to holds none,
+// under to once it does. Calling MoveSession again then completes the
+// move: when to holds a session, what is left under from of the same
+// conversation (the same first request) is deleted, as nothing reads it
+// any more; a session of another conversation under to fails with
+// [ErrSessionExists] and changes nothing.
+func MoveSession(ctx context.Context, store durability.Store, from, to string) (moved bool, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("move session %q to %q: %w", from, to, err)
+		}
+	}()
+	switch {
+	case from == "" || to == "":
+		return false, errors.New("empty id")
+	case from == to:
+		return false, errors.New("same id")
+	case store == nil:
+		return false, errors.New("nil store")
+	}
+	st, ok, err := ReadSession(ctx, store, from)
+	if err != nil || !ok {
+		return false, err
+	}
+	there, taken, err := ReadSession(ctx, store, to)
+	switch {
+	case err != nil:
+		return false, err
+	case taken && !bytes.Equal(there.GetFirstRequest(), st.GetFirstRequest()):
+		return false, ErrSessionExists
+	case taken: // moved before a crash: what is left under from is not read
+		return true, deleteMoved(ctx, store, from)
+	}
+	held, ok, err := store.GetSnapshot(ctx, from+ApprovalStoreSuffix)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		if err := store.PersistSnapshot(ctx, to+ApprovalStoreSuffix, held.Index, held.Data); err != nil {
+			return false, err
+		}
+	}
+	st.SessionId = to
+	packed, err := anypb.New(st)
+	if err != nil {
+		return false, err
+	}
+	data, err := proto.Marshal(packed)
+	if err != nil {
+		return false, err
+	}
+	if err := store.PersistSnapshot(ctx, to, st.GetSteps(), data); err != nil {
+		return false, err
+	}
+	if back, ok, err := ReadSession(ctx, store, to); err != nil || !ok || !proto.Equal(back, st) {
+		// Not what was written: the session stays under from alone.
+		if err == nil {
+			err = errors.New("the copy reads back otherwise")
+		}
+		return false, errors.Join(err, DeleteSession(ctx, store, to))
+	}
+	return true, deleteMoved(ctx, store, from)
+}
+
+// deleteMoved deletes session id once it was moved: the held calls
+// first, then the events, then the snapshots, so that what a crash
+// leaves of it reads as the same conversation or not at all.
+func deleteMoved(ctx context.Context, store durability.Store, id string) error {
+	held := id + ApprovalStoreSuffix
+	for _, step := range []func() error{
+		func() error { return store.DeleteSnapshots(ctx, held, math.MaxInt64) },
+		func() error { return store.DeleteEvents(ctx, held, math.MaxInt64) },
+		func() error { return store.DeleteEvents(ctx, id, math.MaxInt64) },
+		func() error { return store.DeleteSnapshots(ctx, id, math.MaxInt64) },
+	} {
+		if err := step(); err != nil {
+			return fmt.Errorf("delete the moved session: %w", err)
 		}
 	}
 	return nil

@@ -253,15 +253,20 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	p.Namespaces = append(p.Namespaces, "ipc", "uts")
 
-	wsPath, err := workspacePath()
+	// The workspace is found by its descriptor, not by its path: the
+	// names on the way to it may be changed meanwhile by commands of
+	// another sandbox (of a workspace that holds this one), and a path
+	// would then lead elsewhere ("/", say).
+	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
 		return p, "", err
 	}
+	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return p, "", unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
-	tree, err := unix.OpenTree(unix.AT_FDCWD, wsPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return p, "", unsupported("clone the workspace mount", err)
 	}
@@ -300,9 +305,11 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
 		return p, "", fmt.Errorf("workspace mount point: %w", err)
 	}
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, wsPath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return p, "", fmt.Errorf("mount the workspace: %w", err)
+	mounted, err := mountWorkspace(tree, wsPath)
+	if err != nil {
+		return p, "", err
 	}
+	defer unix.Close(mounted)
 	for _, h := range plan.inside {
 		if err := hide(h, false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
@@ -316,7 +323,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
-	if err := unix.Chdir(wsPath); err != nil {
+	if err := unix.Fchdir(mounted); err != nil {
 		return p, "", fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
@@ -326,7 +333,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(wsPath, !cfg.AllowNetwork)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork)
 	}
 	switch {
 	case cfg.WithoutLandlock:
@@ -363,21 +370,109 @@ func unsupported(step string, err error) error {
 	return unsupportedError(fmt.Errorf("%s: %w", step, err))
 }
 
-// workspacePath is the path, in this mount namespace, of the directory
-// on fdRoot, checked to be that very directory.
-func workspacePath() (string, error) {
+// workspaceDir returns the path, in this mount namespace, of the
+// directory on fdRoot (opened in the host's), and a descriptor (O_PATH)
+// of that directory opened in this namespace, checked to be that very
+// directory: the host's descriptor cannot be cloned from here.
+func workspaceDir() (string, int, error) {
 	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fdRoot))
 	if err != nil {
-		return "", fmt.Errorf("workspace directory: %w", err)
+		return "", -1, fmt.Errorf("workspace directory: %w", err)
 	}
-	var want, got unix.Stat_t
-	if err := unix.Fstat(fdRoot, &want); err != nil {
-		return "", fmt.Errorf("workspace directory: %w", err)
+	fd, err := openDirNoLinks(path)
+	if err == nil {
+		err = sameDir(fd, fdRoot)
+		if err != nil {
+			unix.Close(fd)
+		}
 	}
-	if err := unix.Stat(path, &got); err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
-		return "", fmt.Errorf("workspace directory %s is no longer at its path", path)
+	if err != nil {
+		return "", -1, fmt.Errorf("workspace directory %s is no longer at its path (it was moved or replaced "+
+			"while its sandbox was set up): refusing to run there: %w", path, err)
 	}
-	return path, nil
+	return path, fd, nil
+}
+
+// mountWorkspace moves the detached copy of the workspace, tree, onto
+// its mount point wsPath and returns a descriptor (O_PATH) of the
+// mounted copy's root, opened by its path and checked to be that root:
+// the path is how commands will name it.
+func mountWorkspace(tree int, wsPath string) (int, error) {
+	mp, err := openDirNoLinks(wsPath)
+	if err != nil {
+		return -1, fmt.Errorf("workspace mount point: %w", err)
+	}
+	err = unix.MoveMount(tree, "", mp, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	unix.Close(mp)
+	if err != nil {
+		return -1, fmt.Errorf("mount the workspace: %w", err)
+	}
+	fd, err := openDirNoLinks(wsPath)
+	if err == nil {
+		err = sameDir(fd, fdRoot)
+		if err == nil {
+			err = sameMount(fd, tree)
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("the workspace mounted at %s is not there (the path was changed while "+
+			"its sandbox was set up): refusing to run there: %w", wsPath, err)
+	}
+	return fd, nil
+}
+
+// openDirNoLinks opens the directory at path (absolute) as O_PATH,
+// refusing symbolic links anywhere on the way.
+func openDirNoLinks(path string) (int, error) {
+	for {
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, err
+		}
+	}
+}
+
+// errNotSame says a path no longer leads where it did.
+var errNotSame = errors.New("a different file is there now")
+
+// sameDir checks that the descriptors a and b are of the same directory
+// (device and inode).
+func sameDir(a, b int) error {
+	var sa, sb unix.Stat_t
+	if err := unix.Fstat(a, &sa); err != nil {
+		return err
+	}
+	if err := unix.Fstat(b, &sb); err != nil {
+		return err
+	}
+	if sa.Dev != sb.Dev || sa.Ino != sb.Ino {
+		return errNotSame
+	}
+	return nil
+}
+
+// sameMount checks that the descriptors a and b are on the same mount.
+func sameMount(a, b int) error {
+	var sa, sb unix.Statx_t
+	if err := unix.Statx(a, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sa); err != nil {
+		return err
+	}
+	if err := unix.Statx(b, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sb); err != nil {
+		return err
+	}
+	if sa.Mask&unix.STATX_MNT_ID == 0 || sb.Mask&unix.STATX_MNT_ID == 0 {
+		return errors.New("the kernel does not tell mounts apart (statx without STATX_MNT_ID)")
+	}
+	if sa.Mnt_id != sb.Mnt_id {
+		return errNotSame
+	}
+	return nil
 }
 
 // hide covers path (resolved, existing) with an empty read-only tmpfs (a
@@ -406,10 +501,11 @@ func hide(path string, ancestor bool) error {
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing everywhere, writing beneath the workspace and
-// /tmp (and to the null devices), and, when noNet, no TCP. It returns the
-// ABI version in force, 0 when the kernel has no Landlock.
-func restrictLandlock(wsPath string, noNet bool) (int, error) {
+// reading and executing everywhere, writing beneath the workspace (the
+// directory on the descriptor ws) and /tmp (and to the null devices),
+// and, when noNet, no TCP. It returns the ABI version in force, 0 when
+// the kernel has no Landlock.
+func restrictLandlock(ws int, noNet bool) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
@@ -421,7 +517,9 @@ func restrictLandlock(wsPath string, noNet bool) (int, error) {
 	cfg = cfg.BestEffort()
 	fd, flags, err := cfg.NewRulesetFD(
 		landlock.RODirs("/"),
-		landlock.RWDirs(wsPath, "/tmp").WithRefer(),
+		// The workspace by its descriptor (the magic link opens that very
+		// directory), not by a path someone else may change meanwhile.
+		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp").WithRefer(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
 	)
 	if err != nil {
@@ -526,7 +624,9 @@ func forkShell(req *runRequest, wsPath string, sys *syscall.SysProcAttr) (int, e
 	if err != nil {
 		return 0, err
 	}
-	attr := &syscall.ProcAttr{Dir: wsPath, Env: req.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
+	// No Dir: the shell starts in the helper's working directory, the
+	// workspace it entered by descriptor; a path could lead elsewhere.
+	attr := &syscall.ProcAttr{Env: req.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
 	return syscall.ForkExec(shell, []string{shell, "-c", req.Command}, attr)
 }
 

@@ -1,0 +1,321 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+	"google.golang.org/protobuf/proto"
+)
+
+// releasedSession runs session id on store as the released version's
+// agent did: a tool loop whose session is stored under the bare id (and
+// its held calls under id + tools.ApprovalStoreSuffix), its request sent
+// on stream id#1, read until the stream ends or the round waits for
+// approval. The loop is stopped afterwards. A snapshotEvery of 1 makes
+// the session a snapshot and events after it (a long session's shape).
+func releasedSession(t *testing.T, store durability.Store, id string, snapshotEvery int, m actors.Spec, approval *tools.ApprovalOptions, all ...*tools.Tool) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	spec, err := tools.NewLoop(m, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: agent.DefaultName, Tools: all},
+		Session: &tools.SessionOptions{ID: id, Store: store, SnapshotEvery: snapshotEvery}, Approval: approval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := rt.StartMux(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close(context.Background())
+	stream := agent.StreamID(id, 1)
+	s, err := mux.Open(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, models.EncodeMessages(ask)), messages.End(stream)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := s.Recv(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.GetType() == messages.FrameType_END || f.GetName() == tools.MetaApprovalWaiting {
+			return
+		}
+	}
+}
+
+// legacyStores are the stores the upgrade path is tested on.
+var legacyStores = []struct {
+	name string
+	open func(t *testing.T) durability.Store
+}{
+	{"memstore", func(t *testing.T) durability.Store {
+		s := memstore.New(nil)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}},
+	{"boltstore", openBolt},
+}
+
+// TestLegacy_EndedSessionNotLostOnUpgrade: a session the released
+// version ended is stored under its bare id. The upgraded agent's Run of
+// it does not start the conversation afresh (which asked the model
+// again and lost the stored one to the user): it fails with
+// ErrLegacySession, naming MigrateSessions, and changes nothing; once
+// migrated, the Run answers from the store.
+func TestLegacy_EndedSessionNotLostOnUpgrade(t *testing.T) {
+	for _, st := range legacyStores {
+		t.Run(st.name, func(t *testing.T) {
+			store := st.open(t)
+			var echoes atomic.Int64
+			releasedSession(t, store, "s1", 0, model(t,
+				scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`)}},
+				scripted.Turn{Text: "the released answer"},
+			), nil, echo(&echoes))
+			before, ok, err := tools.ReadSession(context.Background(), store, "s1")
+			if err != nil || !ok || before.GetText() != "the released answer" {
+				t.Fatalf("the released session: %v, %v, %v", before, ok, err)
+			}
+			rt := actorstest.NewRuntime(t, nil)
+			fresh := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "a fresh answer"}}}, nil)
+			a := newAgent(t, rt, fresh.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(&echoes)}, Store: store})
+
+			ans, err := a.Run(testCtx(t), "s1", ask)
+			if !errors.Is(err, agent.ErrLegacySession) || !strings.Contains(err.Error(), "MigrateSessions") {
+				t.Fatalf("Run of a session of the released version: %v, %+v; want ErrLegacySession naming MigrateSessions", err, ans)
+			}
+			if n := len(fresh.Requests()); n != 0 {
+				t.Fatalf("the model was asked %d time(s)", n)
+			}
+			if _, ok, err := tools.ReadSession(context.Background(), store, a.SessionKey("s1")); ok || err != nil {
+				t.Fatalf("the refused Run stored a session under the new key: %v, %v", ok, err)
+			}
+
+			if err := a.MigrateSessions(testCtx(t), "s1"); err != nil {
+				t.Fatal(err)
+			}
+			ans, err = a.Run(testCtx(t), "s1", ask)
+			if err != nil || ans.Text != "the released answer" {
+				t.Fatalf("Run after MigrateSessions: %v, %+v; want the stored answer", err, ans)
+			}
+			if n := len(fresh.Requests()); n != 0 || echoes.Load() != 1 {
+				t.Fatalf("after the migration: %d model request(s), %d echo(es); want 0 and the released one", n, echoes.Load())
+			}
+			if _, ok, err := tools.ReadSession(context.Background(), store, "s1"); ok || err != nil {
+				t.Fatalf("the bare id still holds a session after the move: %v, %v", ok, err)
+			}
+		})
+	}
+}
+
+// TestLegacy_HeldCallsMoveWithTheSession: a session of the released
+// version waiting for approval keeps its held call under its bare id +
+// tools.ApprovalStoreSuffix. Resume refuses it until it is migrated;
+// MigrateSessions moves the held call with it, and the approval then
+// runs the call once and ends the conversation.
+func TestLegacy_HeldCallsMoveWithTheSession(t *testing.T) {
+	for _, st := range legacyStores {
+		t.Run(st.name, func(t *testing.T) {
+			store := st.open(t)
+			released := newLauncher()
+			releasedSession(t, store, "session-1", 0, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), released.tool())
+			if held, err := tools.ReadApprovals(store, "session-1"); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
+				t.Fatalf("the released session's held calls: %+v, %v", held, err)
+			}
+			rt := actorstest.NewRuntime(t, nil)
+			l := newLauncher()
+			m := approvalScript(t)
+			a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
+				Approval: &tools.ApprovalOptions{}})
+			if _, err := a.Resume(testCtx(t), "session-1", ask, agent.Approve("c2")); !errors.Is(err, agent.ErrLegacySession) {
+				t.Fatalf("Resume before the migration: %v, want ErrLegacySession", err)
+			}
+			if l.runs.Load() != 0 || len(m.Requests()) != 0 {
+				t.Fatalf("the refused Resume launched %d, asked the model %d time(s)", l.runs.Load(), len(m.Requests()))
+			}
+			if err := a.MigrateSessions(testCtx(t), "session-1"); err != nil {
+				t.Fatal(err)
+			}
+			if held, err := tools.ReadApprovals(store, a.SessionKey("session-1")); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
+				t.Fatalf("held calls under the new key: %+v, %v", held, err)
+			}
+			if held, err := tools.ReadApprovals(store, "session-1"); err != nil || len(held) != 0 {
+				t.Fatalf("held calls left under the bare id: %+v, %v", held, err)
+			}
+			ans, err := a.Resume(testCtx(t), "session-1", ask, agent.Approve("c2"))
+			if err != nil || ans.Text != "Done." {
+				t.Fatalf("Resume after the migration: %v, %+v", err, ans)
+			}
+			if l.runs.Load() != 1 || released.runs.Load() != 0 {
+				t.Fatalf("launched %d time(s) (and %d by the released version), want once", l.runs.Load(), released.runs.Load())
+			}
+			if res := resultOf(t, ans, "c2"); res.IsError {
+				t.Fatalf("approved call answered %+v", res)
+			}
+		})
+	}
+}
+
+// TestLegacy_OtherConversationUnderTheKey: a Run of other messages under
+// the id of a released session is not its continuation: it runs as a new
+// conversation under the agent's key. The released session is left as it
+// is, and MigrateSessions then refuses to replace the new one
+// (tools.ErrSessionExists), changing neither.
+func TestLegacy_OtherConversationUnderTheKey(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	releasedSession(t, store, "s1", 0, model(t, scripted.Turn{Text: "the released answer"}), nil)
+	rt := actorstest.NewRuntime(t, nil)
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "a new conversation"}), &agent.Options{Store: store})
+	other := []models.Message{models.UserMessage("Something else.")}
+	if ans, err := a.Run(testCtx(t), "s1", other); err != nil || ans.Text != "a new conversation" {
+		t.Fatalf("Run of other messages: %v, %+v", err, ans)
+	}
+	err := a.MigrateSessions(testCtx(t), "s1")
+	if !errors.Is(err, tools.ErrSessionExists) {
+		t.Fatalf("MigrateSessions over another conversation: %v, want ErrSessionExists", err)
+	}
+	if st, ok, err := tools.ReadSession(context.Background(), store, "s1"); err != nil || !ok || st.GetText() != "the released answer" {
+		t.Fatalf("the released session after the refused move: %v, %v, %v", st, ok, err)
+	}
+	if ans, err := a.Run(testCtx(t), "s1", other); err != nil || ans.Text != "a new conversation" {
+		t.Fatalf("the new conversation after the refused move: %v, %+v", err, ans)
+	}
+}
+
+// crashingStore fails every write (persist or delete) after the first
+// ok ones, as a process that dies there would leave the store: each
+// write is atomic, so the writes before the crash are all that is
+// stored.
+type crashingStore struct {
+	durability.Store
+	ok atomic.Int64 // writes left before the crash; negative: never
+}
+
+func (s *crashingStore) write() error {
+	if s.ok.Load() < 0 || s.ok.Add(-1) >= 0 {
+		return nil
+	}
+	return errors.New("crashed")
+}
+
+func (s *crashingStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Store.PersistEvent(ctx, name, index, data)
+}
+
+func (s *crashingStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Store.PersistEvents(ctx, name, first, data)
+}
+
+func (s *crashingStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Store.PersistSnapshot(ctx, name, index, data)
+}
+
+func (s *crashingStore) DeleteEvents(ctx context.Context, name string, through uint64) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Store.DeleteEvents(ctx, name, through)
+}
+
+func (s *crashingStore) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
+	if err := s.write(); err != nil {
+		return err
+	}
+	return s.Store.DeleteSnapshots(ctx, name, through)
+}
+
+// TestLegacy_MigrationCrashSafe: a migration that crashes after any of
+// its writes leaves exactly one whole session that a Run reads (under the
+// key once it is there, else under the bare id, refused with
+// ErrLegacySession), with its held call; MigrateSessions called again
+// completes the move, and the session resumes to its end.
+func TestLegacy_MigrationCrashSafe(t *testing.T) {
+	for _, st := range legacyStores {
+		t.Run(st.name, func(t *testing.T) {
+			for crashAt := int64(0); ; crashAt++ {
+				store := &crashingStore{Store: st.open(t)}
+				store.ok.Store(-1)
+				releasedSession(t, store, "session-1", 1, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), newLauncher().tool())
+				want, _, err := tools.ReadSession(context.Background(), store, "session-1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var after int // events after the snapshot
+				store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { after++; return nil })
+				if snap, ok, err := store.GetSnapshot(context.Background(), "session-1"); !ok || err != nil || snap.Index == 0 || after == 0 {
+					t.Fatalf("the released session is not a snapshot and events after it: %v, %v, %v, %d event(s)", snap.Index, ok, err, after)
+				}
+				rt := actorstest.NewRuntime(t, nil)
+				l := newLauncher()
+				a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
+					Approval: &tools.ApprovalOptions{}})
+				key := a.SessionKey("session-1")
+
+				store.ok.Store(crashAt)
+				crashed := a.MigrateSessions(testCtx(t), "session-1") != nil
+				store.ok.Store(-1)
+				// Where a Run reads the session: under its key once it holds one.
+				at := key
+				if _, ok, err := tools.ReadSession(context.Background(), store, key); err != nil || !ok {
+					at = "session-1"
+					if _, err := a.Resume(testCtx(t), "session-1", ask); !errors.Is(err, agent.ErrLegacySession) {
+						t.Fatalf("crash after %d write(s): Resume with the session under its bare id: %v", crashAt, err)
+					}
+				}
+				got, ok, err := tools.ReadSession(context.Background(), store, at)
+				if err != nil || !ok {
+					t.Fatalf("crash after %d write(s): session under %q: %v, %v", crashAt, at, ok, err)
+				}
+				got.SessionId, want.SessionId = "", ""
+				if !proto.Equal(got, want) {
+					t.Fatalf("crash after %d write(s): session under %q\n%v\nwant\n%v", crashAt, at, got, want)
+				}
+				if held, err := tools.ReadApprovals(store, at); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
+					t.Fatalf("crash after %d write(s): held calls under %q: %+v, %v", crashAt, at, held, err)
+				}
+
+				if err := a.MigrateSessions(testCtx(t), "session-1"); err != nil {
+					t.Fatalf("crash after %d write(s): migrate again: %v", crashAt, err)
+				}
+				snap, ok, err := store.GetSnapshot(context.Background(), "session-1")
+				var events int
+				store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { events++; return nil })
+				held, _, _ := store.GetSnapshot(context.Background(), "session-1"+tools.ApprovalStoreSuffix)
+				if ok || err != nil || events != 0 || held.Data != nil {
+					t.Fatalf("crash after %d write(s): left under the bare id: snapshot %v (%v), %d event(s), held %q", crashAt, snap, err, events, held.Data)
+				}
+				ans, err := a.Resume(testCtx(t), "session-1", ask, agent.Approve("c2"))
+				if err != nil || ans.Text != "Done." || l.runs.Load() != 1 {
+					t.Fatalf("crash after %d write(s): Resume: %v, %+v, launched %d", crashAt, err, ans, l.runs.Load())
+				}
+				if !crashed {
+					return // the migration's every write was made
+				}
+			}
+		})
+	}
+}

@@ -64,6 +64,8 @@ type report struct {
 	// Config: for a configuration it cannot honour.
 	Unsupported bool `json:"unsupported,omitempty"`
 	Config      bool `json:"config,omitempty"`
+	// HiddenMoved: for ErrHiddenMoved.
+	HiddenMoved bool `json:"hiddenMoved,omitempty"`
 }
 
 func init() {
@@ -113,7 +115,8 @@ func helperMain() int {
 	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
-			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig)})
+			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
+			HiddenMoved: errors.Is(err, ErrHiddenMoved)})
 		return 2
 	}
 	if setup.Probe {
@@ -293,12 +296,15 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	plan, err := planHiding(hideList(cfg, wsPath), wsPath)
+	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
+		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+	}
+	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
 	if err != nil {
 		return p, "", err
 	}
 	for _, h := range plan.outside {
-		if err := hide(h, slices.Contains(plan.ancestors, h)); err != nil {
+		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -311,7 +317,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	defer unix.Close(mounted)
 	for _, h := range plan.inside {
-		if err := hide(h, false); err != nil {
+		if err := hide(h, false, plan.ids[h], true); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -475,16 +481,43 @@ func sameMount(a, b int) error {
 	return nil
 }
 
-// hide covers path (resolved, existing) with an empty read-only tmpfs (a
+// hide covers path (resolved) with an empty read-only tmpfs (a
 // directory) or /dev/null (anything else). An ancestor of the workspace
 // gets a writable tmpfs, to hold the workspace's mount point, made
-// read-only once the workspace is mounted.
-func hide(path string, ancestor bool) error {
-	fi, err := os.Stat(path)
-	if err != nil {
+// read-only once the workspace is mounted. The path is opened without
+// following links and covered by that descriptor, so that what is
+// covered is what was checked: when id has an identity (see
+// [HiddenPath]) and the path no longer has it, a path inside the
+// workspace is refused ([ErrHiddenMoved]); outside it, what is there
+// now is hidden (a file replaced by a rename, say). A path that is
+// gone is left alone, unless it had an identity inside the workspace.
+func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	identified := id.Dev != 0 || id.Ino != 0
+	switch {
+	case err == unix.ENOENT && !(inside && identified):
+		return nil
+	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
+		if inside {
+			return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+		}
+		return err
+	case err != nil:
 		return err
 	}
-	if fi.IsDir() {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
+		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
+	}
+	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		size := "4k"
 		if !ancestor {
@@ -492,12 +525,18 @@ func hide(path string, ancestor bool) error {
 		} else {
 			size = "64k"
 		}
-		return unix.Mount("tmpfs", path, "tmpfs", flags, "size="+size+",mode=0555")
+		return unix.Mount("tmpfs", target, "tmpfs", flags, "size="+size+",mode=0555")
 	}
-	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
 		return err
 	}
-	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	defer unix.Close(null)
+	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		return err
+	}
+	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows

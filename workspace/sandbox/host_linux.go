@@ -278,6 +278,8 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 			err = unsupportedError(err)
 		case r.Config:
 			err = markedError{err, ErrConfig}
+		case r.HiddenMoved:
+			err = markedError{err, ErrHiddenMoved}
 		}
 		return fail(err)
 	}

@@ -85,6 +85,11 @@ type Config struct {
 	// refused ([CheckHide]). A directory that holds the workspace shows
 	// only the directories on the way to it.
 	Hide []string `json:"hide"`
+	// Resolved is Hide as [ResolveHide] resolved it, once, before any
+	// command ran; a sandbox hides these paths. A Config with Hide and
+	// without Resolved is refused: resolved at each set-up, Hide's
+	// links would lead where earlier commands made them lead.
+	Resolved []HiddenPath `json:"resolved,omitempty"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
 	// (default DefaultTmpSize).
 	TmpSize int64 `json:"tmpSize"`

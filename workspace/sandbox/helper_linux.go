@@ -66,6 +66,8 @@ type report struct {
 	Config      bool `json:"config,omitempty"`
 	// HiddenMoved: for ErrHiddenMoved.
 	HiddenMoved bool `json:"hiddenMoved,omitempty"`
+	// Resources: for want of a resource (see ErrResources).
+	Resources bool `json:"resources,omitempty"`
 }
 
 func init() {
@@ -86,11 +88,16 @@ func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
 	// only delivers to a namespace's init the signals it handles). They
 	// are caught and dropped rather than ignored: an ignored signal would
-	// stay ignored in the command after exec.
+	// stay ignored in the command after exec. The synchronous ones
+	// (SIGSEGV, SIGABRT, …) are among them: sent by kill, they are
+	// ordinary signals that Notify catches, and left to the runtime they
+	// would crash this process and, with it, the command.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH)
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH,
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+		syscall.SIGSYS, syscall.SIGSTKFLT)
 	go func() {
 		for range sigs {
 		}
@@ -116,7 +123,7 @@ func helperMain() int {
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
-			HiddenMoved: errors.Is(err, ErrHiddenMoved)})
+			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources)})
 		return 2
 	}
 	if setup.Probe {
@@ -292,7 +299,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ProcessesByPidMax = true
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
+		tmpOptions(cfg.TmpSize)); err != nil {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
@@ -612,10 +619,21 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		{unix.RLIMIT_NPROC, uint64(l.MaxProcesses), uint64(l.MaxProcesses)},
 		{unix.RLIMIT_CPU, cpu, cpu + 1},
 		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)},
 	}
 	setLimits := func(pid int) error {
 		for _, r := range limits {
-			if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+			rl := syscall.Rlimit{Cur: r.soft, Max: r.hard}
+			var err error
+			if pid == 0 {
+				// syscall.Setrlimit, which also tells the runtime not to
+				// give the processes it forks the RLIMIT_NOFILE this one
+				// started with.
+				err = syscall.Setrlimit(r.res, &rl)
+			} else {
+				err = unix.Prlimit(pid, r.res, (*unix.Rlimit)(&rl), nil)
+			}
+			if err != nil {
 				return fmt.Errorf("rlimit %d: %w", r.res, err)
 			}
 		}
@@ -654,6 +672,14 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		}
 		return pid, nil
 	}, nil
+}
+
+// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// as many files as it has pages (at least 1024), for each file, even an
+// empty one, takes kernel memory that the size does not count.
+func tmpOptions(size int64) string {
+	inodes := max(size/4096, 1024)
+	return "mode=1777,size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.FormatInt(inodes, 10)
 }
 
 // forkShell forks `shell -c command` from this thread, with descriptors

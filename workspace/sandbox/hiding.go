@@ -11,13 +11,17 @@ import (
 
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
-// host's users, and the secrets of the system. An entry may be a
-// pattern (filepath.Match). A hidden path that holds the workspace
-// shows only the directories on the way to it.
+// host's users, the secrets of the system (password hashes, old ones
+// too, host and TLS private keys), the host's shared memory and message
+// queues (other programs' run-time state), and its logs, spools and
+// backups. An entry may be a pattern (filepath.Match). A hidden path
+// that holds the workspace shows only the directories on the way to it.
 var DefaultHidden = []string{
 	"/root", "/home",
-	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key",
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
+	"/dev/shm", "/dev/mqueue",
+	"/var/log", "/var/spool", "/var/backups",
 }
 
 // HiddenWithoutNetwork is hidden too when the network is not allowed:

@@ -70,11 +70,16 @@ type Protections = sandbox.Protections
 type SandboxMode int
 
 const (
-	// SandboxAuto (the default) sandboxes commands where the kernel
+	// SandboxAuto (the default) sandboxes commands where the system
 	// allows it and otherwise runs them unsandboxed, logging a warning
-	// and saying so in [Workspace.Protections]. A configuration the
-	// sandbox cannot honour makes New fail: it is not a reason to run
-	// unsandboxed.
+	// and saying so in [Workspace.Protections]: only when the system
+	// cannot sandbox at all ([sandbox.ErrUnsupported]: another OS, no
+	// user namespaces, a kernel without a feature the sandbox needs).
+	// Any other failure to set the sandbox up makes New fail rather
+	// than run commands unsandboxed: a configuration the sandbox cannot
+	// honour, a resource that ran out ([sandbox.ErrResources]: the
+	// user's quota of namespaces, memory, processes or descriptors),
+	// or another error.
 	SandboxAuto SandboxMode = iota
 	// SandboxRequired makes New fail when the sandbox, with every
 	// protection it sets up, is not available.

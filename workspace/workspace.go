@@ -184,10 +184,13 @@ type Options struct {
 	// without network: see [sandbox.DefaultHidden] and
 	// [sandbox.Surroundings]). Links are followed, once, by New: what a
 	// link points to then is hidden, whatever commands do to the link
-	// later. A path that holds the workspace shows only the way to
-	// it; a path inside the workspace is hidden from commands (not from
-	// the file tools), and a command is refused when an earlier one
-	// moved or replaced it ([sandbox.ErrHiddenMoved]). New refuses "/",
+	// later. A path that does not exist when New runs is resolved
+	// again (its links followed then) for each command, and hidden
+	// from the commands that start once it exists. A path that holds
+	// the workspace shows only the way to it; a path inside the
+	// workspace is hidden from commands (not from the file tools), and
+	// a command is refused when an earlier one moved or replaced it
+	// ([sandbox.ErrHiddenMoved]). New refuses "/",
 	// the workspace itself, and a path that cannot be resolved.
 	// Everything else outside the workspace stays readable, and
 	// read-only.

@@ -331,6 +331,30 @@ func setUp(cfg *Config) (*Protections, error) {
 		return p, err
 	}
 	defer unix.Close(mounted)
+	// What led nowhere may lead into the workspace now that it is
+	// mounted: beneath /tmp, it was not there to be found before (the
+	// sandbox's own /tmp covers the host's), unlike the paths inside it
+	// that were resolved when it was opened (their identities say where).
+	late, err := planHiding(plan.missing, nil, wsPath)
+	if err != nil {
+		return p, err
+	}
+	for _, h := range late.inside {
+		if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(h, k) }) {
+			plan.inside = append(plan.inside, h)
+		}
+	}
+	for _, h := range late.outside {
+		// An ancestor of the workspace found only now was made for its
+		// mount point in the sandbox's own /tmp: nothing of the host's.
+		if within(wsPath, h) || slices.ContainsFunc(plan.outside, func(k string) bool { return within(h, k) }) {
+			continue
+		}
+		if err := hide(h, false, HiddenPath{}, false); err != nil {
+			return p, fmt.Errorf("hide %s: %w", h, err)
+		}
+		plan.outside = append(plan.outside, h)
+	}
 	for _, h := range plan.inside {
 		if err := hide(h, false, plan.ids[h], true); err != nil {
 			return p, fmt.Errorf("hide %s: %w", h, err)

@@ -91,9 +91,11 @@ type Config struct {
 	// Hide lists absolute paths made invisible in the sandbox, on top of
 	// [DefaultHidden], [HiddenWithoutNetwork] (without network) and the
 	// workspace's [Surroundings]: a directory is covered by an empty
-	// read-only tmpfs, a file by /dev/null. Links are followed; paths
-	// that do not exist are ignored; "/" and the workspace itself are
-	// refused ([CheckHide]). A directory that holds the workspace shows
+	// read-only tmpfs, a file by /dev/null. Links are followed; a path
+	// that does not exist is looked for again by each sandbox set up,
+	// and hidden once it exists, in the workspace too (see
+	// [HiddenPath]); "/" and the workspace itself are refused
+	// ([CheckHide]). A directory that holds the workspace shows
 	// only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any

@@ -285,7 +285,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 	var a ApprovalAnswer
 	err := json.Unmarshal(f.GetPayload(), &a)
 	if err == nil {
-		err = a.check()
+		err = a.Check()
 	}
 	if err != nil {
 		c.Logger().Warn("malformed approval answer dropped", "stream", f.GetStreamId(), "error", err)
@@ -307,6 +307,14 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		g.deny(c, d, call, msg)
 		return
 	case DecisionEdit:
+		if !json.Valid(a.Arguments) { // see ApprovalFrame
+			msg := fmt.Sprintf("Tool call %s was not run: the arguments a person edited are not JSON", call.GetName())
+			if a.Message != "" {
+				msg += ": " + a.Message
+			}
+			g.deny(c, d, call, msg)
+			return
+		}
 		args, err := h.slot.tool.validator.check(a.Arguments)
 		var p *validationPanic
 		switch {

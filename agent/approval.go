@@ -94,8 +94,15 @@ type decisionsKey struct{}
 // one; without a Store they are used only if an attempt fails and the
 // conversation is sent again). Held calls without a decision keep
 // waiting: Resume returns a *WaitingError listing them once nothing else
-// runs. Decisions about calls that do not wait (answered already, their
-// deadline passed) are ignored. A Resume whose ctx ends before it has
+// runs, at once when it applies no decision (none given, or only about
+// calls that do not wait) and no held call has a deadline. Decisions about
+// calls that do not wait (answered already, their deadline passed) are
+// ignored. Decisions that cannot be applied (no id, a Decision other than
+// approve, deny or edit, two different ones about one call) are an error
+// wrapping [ErrInvalidDecision], and nothing is sent: the calls wait on.
+// An [Edit] whose arguments are not JSON denies the call, the model told
+// why. A session that holds no call (never ran, was answered) gives
+// [ErrNotWaiting], with a Store too. A Resume whose ctx ends before it has
 // sent the decisions (ended already, or while the agent's loop starts)
 // returns ctx's error and leaves the session waiting as it was; one whose
 // ctx ends later cancels the conversation as Run does.

@@ -101,6 +101,9 @@ func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
 // request goes out and each answer before it is applied: a loop resuming
 // the session holds them again (sending [MetaApprovalRequired] anew) or
 // applies the answer given before the stop; an approved call runs once.
+// A loop without an approval policy that resumes such a session answers
+// its held calls as not run ([FailureDenied], saying they waited for
+// approval), never runs them, even an idempotent tool's, and forgets them.
 type ApprovalOptions struct {
 	// Policy decides per call; nil means [DefaultApprovalPolicy].
 	Policy ApprovalPolicy

@@ -166,6 +166,25 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 	return g.rec.find(id) != nil
 }
 
+// heldRecord is the record of held calls of a loop without an approval
+// policy that resumes the stored session (nil without one): a loop with a
+// policy may have held calls in it before the stop, which this loop
+// answers as not run (see unapprovedMessage) and forgets. It only reads
+// and forgets: it holds nothing.
+func heldRecord(session *SessionOptions) *approvalGate {
+	if session == nil || session.Store == nil {
+		return nil
+	}
+	return &approvalGate{store: session.Store, id: session.ID, tmo: session.Timeout}
+}
+
+// unapprovedMessage is the result of a call that waited for approval when
+// the session stopped, resumed by a loop without an approval policy.
+func unapprovedMessage(tool string) string {
+	return fmt.Sprintf("Tool call %s was not run: it was waiting for approval when the session stopped, and the session "+
+		"was resumed without an approval policy to ask for it", tool)
+}
+
 // heldCancelled is the message of the result of a call cancelled while it
 // waited for approval.
 const heldCancelled = "Tool call cancelled while it waited for approval"

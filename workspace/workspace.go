@@ -171,12 +171,15 @@ type Options struct {
 	// top of what the sandbox hides by default (the workspace's
 	// surroundings, /root, /home, the system's secrets, and /run
 	// without network: see [sandbox.DefaultHidden] and
-	// [sandbox.Surroundings]). Links are followed: what a link points to
-	// is hidden. A path that holds the workspace shows only the way to
+	// [sandbox.Surroundings]). Links are followed, once, by New: what a
+	// link points to then is hidden, whatever commands do to the link
+	// later. A path that holds the workspace shows only the way to
 	// it; a path inside the workspace is hidden from commands (not from
-	// the file tools). New refuses "/", the workspace itself, and a path
-	// that cannot be resolved. Everything else outside the workspace
-	// stays readable, and read-only.
+	// the file tools), and a command is refused when an earlier one
+	// moved or replaced it ([sandbox.ErrHiddenMoved]). New refuses "/",
+	// the workspace itself, and a path that cannot be resolved.
+	// Everything else outside the workspace stays readable, and
+	// read-only.
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields
@@ -349,7 +352,9 @@ func (w *Workspace) setUpSandbox() error {
 	}
 	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits}.WithDefaults()
 	if err == nil {
-		err = sandbox.CheckHide(cfg.Hide, w.dir)
+		// Resolved once, here: a sandbox hides what these paths were,
+		// not what commands may make them lead to later.
+		cfg.Resolved, err = sandbox.ResolveHide(cfg.Hide, w.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)

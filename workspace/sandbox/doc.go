@@ -35,15 +35,20 @@
 //     keyring, and installs a seccomp filter that refuses (EPERM)
 //     sockets other than TCP/IP ones unless the network is allowed
 //     (a named Unix socket of the host is otherwise reachable through
-//     any path the sandbox sees; socketpair stays allowed), io_uring,
-//     the key system calls, and set-user-ID or set-group-ID modes in
-//     chmod and file creation (openat2 fails with ENOSYS, so the C
-//     library falls back to openat);
+//     any path the sandbox sees; socketpair stays allowed for stream
+//     and sequenced-packet pairs, not datagram ones, which can send to
+//     a path), new namespaces (unshare and clone with a CLONE_NEW*
+//     flag: each user namespace counts against the host user's quota,
+//     and gives back every capability inside it; clone3 fails with
+//     ENOSYS, so the C library falls back to clone), io_uring, the key
+//     system calls, and set-user-ID or set-group-ID modes in chmod and
+//     file creation (openat2 fails with ENOSYS, so the C library falls
+//     back to openat);
 //   - reports that it is ready, and waits for its one command: a
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run]);
 //   - forks `shell -c command` with its rlimits (address space, file
-//     size, processes, CPU time; no core files) in force from its first
+//     size, processes, CPU time, open files; no core files) in force from its first
 //     instruction, and descriptors 0–2 only: the helper sets the limits
 //     on itself while it sets up, before it reports ready, when the
 //     address-space limit leaves its Go runtime room (the default
@@ -61,13 +66,32 @@
 // Because the helper is PID 1, its death kills every process of the
 // namespace, including those that called setsid or double-forked. The
 // host kills it to stop a command, and it kills itself when the host
-// dies (its control pipe ends). A command cannot kill it: PID 1 gets no signal from inside its
-// namespace that it does not handle, and it ignores them all.
+// dies (its control pipe ends). A command cannot kill it: PID 1 gets no
+// signal from inside its namespace that it does not handle, and it
+// catches and drops every one it could get, those that mean a crash
+// (SIGSEGV, SIGABRT, …) included: sent by kill they are ordinary
+// signals. Its runtime prints no stack trace (GOTRACEBACK=none) into
+// the command's stderr should it fail.
+//
+// # What the limits do not bound
+//
+// RLIMIT_AS bounds each process's mappings, not the kernel's memory
+// that a command can make the kernel hold for it: pipe and socket
+// buffers, memfd and /tmp pages beyond their own limits, page tables,
+// and the like. /tmp is bounded in size and in files (one per page of
+// its size), open files per process by RLIMIT_NOFILE, processes by
+// pid_max, but nothing bounds the sum: that takes a cgroup, which the
+// sandbox does not set up. A host that runs untrusted commands should
+// run its program in a cgroup (v2) with a memory limit.
 //
 // # Degrading
 //
 // [Probe] says which protections a host gets, in one [Protections]
 // value; [Protections.Missing] names each one that is not in force and
 // why. On systems other than Linux there is no sandbox ([Supported] is
-// false) and Probe says so.
+// false) and Probe says so. Whether the system supports the sandbox is
+// decided by what it has, never by a resource running out: a sandbox that
+// cannot be set up for want of memory, processes or the user's quota of
+// namespaces fails with [ErrResources], not [ErrUnsupported], so that
+// exhausting a quota cannot make commands run unsandboxed.
 package sandbox

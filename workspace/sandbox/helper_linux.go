@@ -64,6 +64,10 @@ type report struct {
 	// Config: for a configuration it cannot honour.
 	Unsupported bool `json:"unsupported,omitempty"`
 	Config      bool `json:"config,omitempty"`
+	// HiddenMoved: for ErrHiddenMoved.
+	HiddenMoved bool `json:"hiddenMoved,omitempty"`
+	// Resources: for want of a resource (see ErrResources).
+	Resources bool `json:"resources,omitempty"`
 }
 
 func init() {
@@ -84,11 +88,16 @@ func helperMain() int {
 	// Signals from the command must not stop PID 1 early (the kernel
 	// only delivers to a namespace's init the signals it handles). They
 	// are caught and dropped rather than ignored: an ignored signal would
-	// stay ignored in the command after exec.
+	// stay ignored in the command after exec. The synchronous ones
+	// (SIGSEGV, SIGABRT, …) are among them: sent by kill, they are
+	// ordinary signals that Notify catches, and left to the runtime they
+	// would crash this process and, with it, the command.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH)
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH,
+		syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+		syscall.SIGSYS, syscall.SIGSTKFLT)
 	go func() {
 		for range sigs {
 		}
@@ -113,7 +122,8 @@ func helperMain() int {
 	prot, wsPath, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
-			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig)})
+			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
+			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources)})
 		return 2
 	}
 	if setup.Probe {
@@ -253,15 +263,20 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	p.Namespaces = append(p.Namespaces, "ipc", "uts")
 
-	wsPath, err := workspacePath()
+	// The workspace is found by its descriptor, not by its path: the
+	// names on the way to it may be changed meanwhile by commands of
+	// another sandbox (of a workspace that holds this one), and a path
+	// would then lead elsewhere ("/", say).
+	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
 		return p, "", err
 	}
+	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return p, "", unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
-	tree, err := unix.OpenTree(unix.AT_FDCWD, wsPath, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return p, "", unsupported("clone the workspace mount", err)
 	}
@@ -284,27 +299,32 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ProcessesByPidMax = true
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
-		"mode=1777,size="+strconv.FormatInt(cfg.TmpSize, 10)); err != nil {
+		tmpOptions(cfg.TmpSize)); err != nil {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	plan, err := planHiding(hideList(cfg, wsPath), wsPath)
+	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
+		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+	}
+	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
 	if err != nil {
 		return p, "", err
 	}
 	for _, h := range plan.outside {
-		if err := hide(h, slices.Contains(plan.ancestors, h)); err != nil {
+		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
 		return p, "", fmt.Errorf("workspace mount point: %w", err)
 	}
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, wsPath, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return p, "", fmt.Errorf("mount the workspace: %w", err)
+	mounted, err := mountWorkspace(tree, wsPath)
+	if err != nil {
+		return p, "", err
 	}
+	defer unix.Close(mounted)
 	for _, h := range plan.inside {
-		if err := hide(h, false); err != nil {
+		if err := hide(h, false, plan.ids[h], true); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -316,7 +336,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
-	if err := unix.Chdir(wsPath); err != nil {
+	if err := unix.Fchdir(mounted); err != nil {
 		return p, "", fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
@@ -326,7 +346,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(wsPath, !cfg.AllowNetwork)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork)
 	}
 	switch {
 	case cfg.WithoutLandlock:
@@ -363,33 +383,148 @@ func unsupported(step string, err error) error {
 	return unsupportedError(fmt.Errorf("%s: %w", step, err))
 }
 
-// workspacePath is the path, in this mount namespace, of the directory
-// on fdRoot, checked to be that very directory.
-func workspacePath() (string, error) {
+// workspaceDir returns the path, in this mount namespace, of the
+// directory on fdRoot (opened in the host's), and a descriptor (O_PATH)
+// of that directory opened in this namespace, checked to be that very
+// directory: the host's descriptor cannot be cloned from here.
+func workspaceDir() (string, int, error) {
 	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fdRoot))
 	if err != nil {
-		return "", fmt.Errorf("workspace directory: %w", err)
+		return "", -1, fmt.Errorf("workspace directory: %w", err)
 	}
-	var want, got unix.Stat_t
-	if err := unix.Fstat(fdRoot, &want); err != nil {
-		return "", fmt.Errorf("workspace directory: %w", err)
+	fd, err := openDirNoLinks(path)
+	if err == nil {
+		err = sameDir(fd, fdRoot)
+		if err != nil {
+			unix.Close(fd)
+		}
 	}
-	if err := unix.Stat(path, &got); err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
-		return "", fmt.Errorf("workspace directory %s is no longer at its path", path)
+	if err != nil {
+		return "", -1, fmt.Errorf("workspace directory %s is no longer at its path (it was moved or replaced "+
+			"while its sandbox was set up): refusing to run there: %w", path, err)
 	}
-	return path, nil
+	return path, fd, nil
 }
 
-// hide covers path (resolved, existing) with an empty read-only tmpfs (a
-// directory) or /dev/null (anything else). An ancestor of the workspace
-// gets a writable tmpfs, to hold the workspace's mount point, made
-// read-only once the workspace is mounted.
-func hide(path string, ancestor bool) error {
-	fi, err := os.Stat(path)
+// mountWorkspace moves the detached copy of the workspace, tree, onto
+// its mount point wsPath and returns a descriptor (O_PATH) of the
+// mounted copy's root, opened by its path and checked to be that root:
+// the path is how commands will name it.
+func mountWorkspace(tree int, wsPath string) (int, error) {
+	mp, err := openDirNoLinks(wsPath)
 	if err != nil {
+		return -1, fmt.Errorf("workspace mount point: %w", err)
+	}
+	err = unix.MoveMount(tree, "", mp, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	unix.Close(mp)
+	if err != nil {
+		return -1, fmt.Errorf("mount the workspace: %w", err)
+	}
+	fd, err := openDirNoLinks(wsPath)
+	if err == nil {
+		err = sameDir(fd, fdRoot)
+		if err == nil {
+			err = sameMount(fd, tree)
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		return -1, fmt.Errorf("the workspace mounted at %s is not there (the path was changed while "+
+			"its sandbox was set up): refusing to run there: %w", wsPath, err)
+	}
+	return fd, nil
+}
+
+// openDirNoLinks opens the directory at path (absolute) as O_PATH,
+// refusing symbolic links anywhere on the way.
+func openDirNoLinks(path string) (int, error) {
+	for {
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != unix.EINTR && err != unix.EAGAIN {
+			return fd, err
+		}
+	}
+}
+
+// errNotSame says a path no longer leads where it did.
+var errNotSame = errors.New("a different file is there now")
+
+// sameDir checks that the descriptors a and b are of the same directory
+// (device and inode).
+func sameDir(a, b int) error {
+	var sa, sb unix.Stat_t
+	if err := unix.Fstat(a, &sa); err != nil {
 		return err
 	}
-	if fi.IsDir() {
+	if err := unix.Fstat(b, &sb); err != nil {
+		return err
+	}
+	if sa.Dev != sb.Dev || sa.Ino != sb.Ino {
+		return errNotSame
+	}
+	return nil
+}
+
+// sameMount checks that the descriptors a and b are on the same mount.
+func sameMount(a, b int) error {
+	var sa, sb unix.Statx_t
+	if err := unix.Statx(a, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sa); err != nil {
+		return err
+	}
+	if err := unix.Statx(b, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &sb); err != nil {
+		return err
+	}
+	if sa.Mask&unix.STATX_MNT_ID == 0 || sb.Mask&unix.STATX_MNT_ID == 0 {
+		return errors.New("the kernel does not tell mounts apart (statx without STATX_MNT_ID)")
+	}
+	if sa.Mnt_id != sb.Mnt_id {
+		return errNotSame
+	}
+	return nil
+}
+
+// hide covers path (resolved) with an empty read-only tmpfs (a
+// directory) or /dev/null (anything else). An ancestor of the workspace
+// gets a writable tmpfs, to hold the workspace's mount point, made
+// read-only once the workspace is mounted. The path is opened without
+// following links and covered by that descriptor, so that what is
+// covered is what was checked: when id has an identity (see
+// [HiddenPath]) and the path no longer has it, a path inside the
+// workspace is refused ([ErrHiddenMoved]); outside it, what is there
+// now is hidden (a file replaced by a rename, say). A path that is
+// gone is left alone, unless it had an identity inside the workspace.
+func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	identified := id.Dev != 0 || id.Ino != 0
+	switch {
+	case err == unix.ENOENT && !(inside && identified):
+		return nil
+	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
+		if inside {
+			return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+		}
+		return err
+	case err != nil:
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
+		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
+	}
+	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
 		size := "4k"
 		if !ancestor {
@@ -397,19 +532,26 @@ func hide(path string, ancestor bool) error {
 		} else {
 			size = "64k"
 		}
-		return unix.Mount("tmpfs", path, "tmpfs", flags, "size="+size+",mode=0555")
+		return unix.Mount("tmpfs", target, "tmpfs", flags, "size="+size+",mode=0555")
 	}
-	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
 		return err
 	}
-	return unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
+	defer unix.Close(null)
+	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		return err
+	}
+	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing everywhere, writing beneath the workspace and
-// /tmp (and to the null devices), and, when noNet, no TCP. It returns the
-// ABI version in force, 0 when the kernel has no Landlock.
-func restrictLandlock(wsPath string, noNet bool) (int, error) {
+// reading and executing everywhere, writing beneath the workspace (the
+// directory on the descriptor ws) and /tmp (and to the null devices),
+// and, when noNet, no TCP. It returns the ABI version in force, 0 when
+// the kernel has no Landlock.
+func restrictLandlock(ws int, noNet bool) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
@@ -421,7 +563,9 @@ func restrictLandlock(wsPath string, noNet bool) (int, error) {
 	cfg = cfg.BestEffort()
 	fd, flags, err := cfg.NewRulesetFD(
 		landlock.RODirs("/"),
-		landlock.RWDirs(wsPath, "/tmp").WithRefer(),
+		// The workspace by its descriptor (the magic link opens that very
+		// directory), not by a path someone else may change meanwhile.
+		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp").WithRefer(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
 	)
 	if err != nil {
@@ -475,10 +619,21 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		{unix.RLIMIT_NPROC, uint64(l.MaxProcesses), uint64(l.MaxProcesses)},
 		{unix.RLIMIT_CPU, cpu, cpu + 1},
 		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_NOFILE, uint64(l.MaxOpenFiles), uint64(l.MaxOpenFiles)},
 	}
 	setLimits := func(pid int) error {
 		for _, r := range limits {
-			if err := unix.Prlimit(pid, r.res, &unix.Rlimit{Cur: r.soft, Max: r.hard}, nil); err != nil {
+			rl := syscall.Rlimit{Cur: r.soft, Max: r.hard}
+			var err error
+			if pid == 0 {
+				// syscall.Setrlimit, which also tells the runtime not to
+				// give the processes it forks the RLIMIT_NOFILE this one
+				// started with.
+				err = syscall.Setrlimit(r.res, &rl)
+			} else {
+				err = unix.Prlimit(pid, r.res, (*unix.Rlimit)(&rl), nil)
+			}
+			if err != nil {
 				return fmt.Errorf("rlimit %d: %w", r.res, err)
 			}
 		}
@@ -519,6 +674,14 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 	}, nil
 }
 
+// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// as many files as it has pages (at least 1024), for each file, even an
+// empty one, takes kernel memory that the size does not count.
+func tmpOptions(size int64) string {
+	inodes := max(size/4096, 1024)
+	return "mode=1777,size=" + strconv.FormatInt(size, 10) + ",nr_inodes=" + strconv.FormatInt(inodes, 10)
+}
+
 // forkShell forks `shell -c command` from this thread, with descriptors
 // 0-2 only, in the workspace.
 func forkShell(req *runRequest, wsPath string, sys *syscall.SysProcAttr) (int, error) {
@@ -526,7 +689,9 @@ func forkShell(req *runRequest, wsPath string, sys *syscall.SysProcAttr) (int, e
 	if err != nil {
 		return 0, err
 	}
-	attr := &syscall.ProcAttr{Dir: wsPath, Env: req.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
+	// No Dir: the shell starts in the helper's working directory, the
+	// workspace it entered by descriptor; a path could lead elsewhere.
+	attr := &syscall.ProcAttr{Env: req.Env, Files: []uintptr{0, 1, 2}, Sys: sys}
 	return syscall.ForkExec(shell, []string{shell, "-c", req.Command}, attr)
 }
 

@@ -11,13 +11,17 @@ import (
 
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
-// host's users, and the secrets of the system. An entry may be a
-// pattern (filepath.Match). A hidden path that holds the workspace
-// shows only the directories on the way to it.
+// host's users, the secrets of the system (password hashes, old ones
+// too, host and TLS private keys), the host's shared memory and message
+// queues (other programs' run-time state), and its logs, spools and
+// backups. An entry may be a pattern (filepath.Match). A hidden path
+// that holds the workspace shows only the directories on the way to it.
 var DefaultHidden = []string{
 	"/root", "/home",
-	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key",
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
+	"/dev/shm", "/dev/mqueue",
+	"/var/log", "/var/spool", "/var/backups",
 }
 
 // HiddenWithoutNetwork is hidden too when the network is not allowed:
@@ -50,7 +54,9 @@ func Surroundings(workspace string) string {
 }
 
 // hideList is every path (or pattern) a sandbox of cfg around the
-// workspace wsPath hides.
+// workspace wsPath hides besides cfg.Hide, which is resolved once
+// ([ResolveHide], cfg.Resolved) rather than at each set-up: these are
+// the system's, out of the commands' reach.
 func hideList(cfg *Config, wsPath string) []string {
 	list := slices.Clone(DefaultHidden)
 	if !cfg.AllowNetwork {
@@ -59,14 +65,77 @@ func hideList(cfg *Config, wsPath string) []string {
 	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
 		list = append(list, s)
 	}
-	return append(list, cfg.Hide...)
+	return list
+}
+
+// HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,
+// before any command ran: its path with the links on the way to it
+// followed, and the identity (device and inode) of what was there.
+// A sandbox hides that path, not what the entry's links lead to by
+// then: commands may have changed those. Beneath the workspace, where
+// commands can rename and replace things, the set-up refuses to run a
+// command when the path no longer holds what was found there
+// ([ErrHiddenMoved]).
+type HiddenPath struct {
+	Path string `json:"path"`
+	// Dev and Ino are 0 when nothing was there: the entry is then
+	// resolved again at each set-up, and hidden if it exists by then.
+	Dev uint64 `json:"dev,omitempty"`
+	Ino uint64 `json:"ino,omitempty"`
+}
+
+// ErrHiddenMoved is wrapped by the set-up error of a sandbox that
+// refused to run its command because a path to hide beneath the
+// workspace was moved or replaced (by an earlier command, say) since
+// [ResolveHide]: what it held may now be elsewhere, visible. Someone
+// must put it back, or open the workspace again.
+var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
+
+// ResolveHide checks hide against the workspace as [CheckHide] does
+// and resolves it once and for all: patterns expanded, links followed,
+// the identity of each path that exists recorded. The result is what a
+// [Config]'s Resolved field wants.
+func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
+	ws, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
+	}
+	var out []HiddenPath
+	for i, h := range hide {
+		matches := []string{h}
+		if strings.ContainsAny(h, "*?[") {
+			if matches, err = filepath.Glob(h); err != nil {
+				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+			}
+		}
+		for _, m := range matches {
+			r, err := resolveHidden(m, ws)
+			if err != nil {
+				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+			}
+			hp := HiddenPath{Path: filepath.Clean(m)}
+			if r != "" {
+				fi, err := os.Lstat(r)
+				if err != nil {
+					return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				}
+				hp.Path = r
+				hp.Dev, hp.Ino = fileID(fi)
+			}
+			if !slices.Contains(out, hp) {
+				out = append(out, hp)
+			}
+		}
+	}
+	return out, nil
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
-// once it is mounted.
+// once it is mounted; ids are the identities ResolveHide recorded.
 type hidePlan struct {
 	outside, inside, ancestors []string
+	ids                        map[string]HiddenPath
 }
 
 // ErrConfig is wrapped by the errors that come from a configuration the
@@ -74,9 +143,21 @@ type hidePlan struct {
 var ErrConfig = errors.New("sandbox configuration")
 
 // planHiding resolves list (links followed, patterns expanded, missing
-// paths left out) around the workspace wsPath (resolved).
-func planHiding(list []string, wsPath string) (hidePlan, error) {
+// paths left out) around the workspace wsPath (resolved), and adds the
+// paths fixed resolved once (those missing then resolved again now).
+func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
 	var resolved []string
+	ids := map[string]HiddenPath{}
+	for _, f := range fixed {
+		if f.Dev == 0 && f.Ino == 0 {
+			list = append(list, f.Path)
+			continue
+		}
+		ids[f.Path] = f
+		if !slices.Contains(resolved, f.Path) {
+			resolved = append(resolved, f.Path)
+		}
+	}
 	for _, h := range list {
 		matches := []string{h}
 		if strings.ContainsAny(h, "*?[") {
@@ -98,7 +179,7 @@ func planHiding(list []string, wsPath string) (hidePlan, error) {
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	var plan hidePlan
+	plan := hidePlan{ids: ids}
 	for _, r := range resolved {
 		if within(r, wsPath) {
 			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
@@ -148,16 +229,9 @@ func within(path, dir string) bool {
 // suit the workspace (absolute, resolved): each is absolute, can be
 // resolved (links are followed; a missing path is left out), and is
 // neither "/" nor the workspace itself. An ancestor of the workspace may
-// be hidden: the workspace stays visible in it.
+// be hidden: the workspace stays visible in it. [ResolveHide] checks
+// the same and keeps what it resolved.
 func CheckHide(hide []string, workspace string) error {
-	ws, err := filepath.EvalSymlinks(workspace)
-	if err != nil {
-		return fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
-	}
-	for i, h := range hide {
-		if _, err := resolveHidden(h, ws); err != nil {
-			return fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
-		}
-	}
-	return nil
+	_, err := ResolveHide(hide, workspace)
+	return err
 }

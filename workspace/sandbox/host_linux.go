@@ -17,6 +17,11 @@ import (
 // Supported reports whether this build has a sandbox (Linux only).
 const Supported = true
 
+// helperTraceback keeps the runtime's stack traces out of the helper's
+// stderr, which is the command's: should the helper crash, the command
+// reads nothing of it (the host reports the failure).
+const helperTraceback = "GOTRACEBACK=none"
+
 // helperEnvExtra is added to the helper's environment (see race_linux.go).
 var helperEnvExtra []string
 
@@ -230,7 +235,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
-		Env:        append([]string{helperEnv}, helperEnvExtra...),
+		Env:        append([]string{helperEnv, helperTraceback}, helperEnvExtra...),
 		Stdout:     stdout,
 		Stderr:     stderr,
 		ExtraFiles: []*os.File{ctlR, root, stW},
@@ -247,7 +252,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if err != nil {
 		ctlW.Close()
 		unix.Close(st[0])
-		return nil, unsupportedError(fmt.Errorf("sandbox: start the helper with new namespaces: %w", err))
+		return nil, startError(err, flags)
 	}
 	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
 	fail := func(err error) (*Process, error) {
@@ -278,6 +283,10 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 			err = unsupportedError(err)
 		case r.Config:
 			err = markedError{err, ErrConfig}
+		case r.HiddenMoved:
+			err = markedError{err, ErrHiddenMoved}
+		case r.Resources:
+			err = markedError{err, ErrResources}
 		}
 		return fail(err)
 	}
@@ -286,6 +295,40 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	}
 	p.prot = r.Protections
 	return p, nil
+}
+
+// namespaceQuotas are the files that hold the user's quota of each kind
+// of namespace the helper is started in.
+var namespaceQuotas = []struct {
+	flag int
+	file string
+}{
+	{syscall.CLONE_NEWUSER, "/proc/sys/user/max_user_namespaces"},
+	{syscall.CLONE_NEWPID, "/proc/sys/user/max_pid_namespaces"},
+	{syscall.CLONE_NEWNS, "/proc/sys/user/max_mnt_namespaces"},
+	{syscall.CLONE_NEWIPC, "/proc/sys/user/max_ipc_namespaces"},
+	{syscall.CLONE_NEWUTS, "/proc/sys/user/max_uts_namespaces"},
+	{syscall.CLONE_NEWNET, "/proc/sys/user/max_net_namespaces"},
+}
+
+// startError is the error of a helper that could not be started in new
+// namespaces (flags). Whether the system supports them is decided by
+// fixed settings, not by how the start failed: the kernel fails with
+// ENOSPC both when a quota of namespaces is used up, which any process
+// of the user can bring about, and when it is 0, which is how an
+// administrator turns that kind of namespace off. Only the second is
+// ErrUnsupported; a resource running out is ErrResources, so that it
+// can never make commands run unsandboxed.
+func startError(err error, flags int) error {
+	err = fmt.Errorf("sandbox: start the helper with new namespaces: %w", err)
+	if errors.Is(err, unix.ENOSPC) {
+		for _, q := range namespaceQuotas {
+			if b, rerr := os.ReadFile(q.file); flags&q.flag != 0 && rerr == nil && string(bytes.TrimSpace(b)) == "0" {
+				return markedError{fmt.Errorf("%w (%s is 0)", err, q.file), ErrUnsupported}
+			}
+		}
+	}
+	return unsupportedError(err)
 }
 
 // readLine reads the report pipe (blocking) until it holds a whole line,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -14,6 +15,7 @@ const (
 	DefaultMaxProcesses    = 512     // processes in the sandbox
 	DefaultMaxCPUTime      = 60 * time.Second
 	DefaultTmpSize         = 256 << 20 // bytes of the sandbox's own /tmp
+	DefaultMaxOpenFiles    = 1024      // descriptors open per process
 
 	// MinProcesses is the smallest MaxProcesses the kernel can enforce
 	// through the namespace's pid_max (RESERVED_PIDS + 1).
@@ -27,7 +29,9 @@ type Limits struct {
 	// MaxAddressSpace is RLIMIT_AS: virtual memory per process, in bytes
 	// (default DefaultMaxAddressSpace). An allocation past it fails with
 	// ENOMEM. It bounds each process, not the command: n processes may
-	// use n times as much, up to MaxProcesses.
+	// use n times as much, up to MaxProcesses; nor does it bound the
+	// kernel memory a command makes the kernel hold (pipe and socket
+	// buffers, memfd, page tables; see the package documentation).
 	MaxAddressSpace int64 `json:"maxAddressSpace"`
 	// MaxFileSize is RLIMIT_FSIZE: the largest file a process may write,
 	// in bytes (default DefaultMaxFileSize). A write past it gets SIGXFSZ.
@@ -43,12 +47,16 @@ type Limits struct {
 	// rounded up to whole seconds. A process past it gets SIGXCPU, and
 	// SIGKILL one second later.
 	MaxCPUTime time.Duration `json:"maxCPUTime"`
+	// MaxOpenFiles is RLIMIT_NOFILE, soft and hard: the descriptors a
+	// process may have open (default DefaultMaxOpenFiles). Past it,
+	// open, pipe, socket and the like fail with EMFILE.
+	MaxOpenFiles int `json:"maxOpenFiles"`
 }
 
 // WithDefaults validates l and returns it with zero fields set to the
 // defaults.
 func (l Limits) WithDefaults() (Limits, error) {
-	if l.MaxAddressSpace < 0 || l.MaxFileSize < 0 || l.MaxProcesses < 0 || l.MaxCPUTime < 0 {
+	if l.MaxAddressSpace < 0 || l.MaxFileSize < 0 || l.MaxProcesses < 0 || l.MaxCPUTime < 0 || l.MaxOpenFiles < 0 {
 		return l, fmt.Errorf("sandbox limits must not be negative: %+v", l)
 	}
 	if l.MaxAddressSpace == 0 {
@@ -65,6 +73,9 @@ func (l Limits) WithDefaults() (Limits, error) {
 	}
 	if l.MaxCPUTime == 0 {
 		l.MaxCPUTime = DefaultMaxCPUTime
+	}
+	if l.MaxOpenFiles == 0 {
+		l.MaxOpenFiles = DefaultMaxOpenFiles
 	}
 	return l, nil
 }
@@ -85,8 +96,15 @@ type Config struct {
 	// refused ([CheckHide]). A directory that holds the workspace shows
 	// only the directories on the way to it.
 	Hide []string `json:"hide"`
+	// Resolved is Hide as [ResolveHide] resolved it, once, before any
+	// command ran; a sandbox hides these paths. A Config with Hide and
+	// without Resolved is refused: resolved at each set-up, Hide's
+	// links would lead where earlier commands made them lead.
+	Resolved []HiddenPath `json:"resolved,omitempty"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
-	// (default DefaultTmpSize).
+	// (default DefaultTmpSize). It also bounds the number of files in
+	// it: one per page (4 KiB) of its size, for an empty file takes
+	// kernel memory that the size does not count.
 	TmpSize int64 `json:"tmpSize"`
 	// Limits are the commands' resource limits.
 	Limits Limits `json:"limits"`
@@ -153,9 +171,10 @@ type Protections struct {
 	NoCapabilities bool `json:"noCapabilities,omitempty"`
 	// Seccomp: a system call filter refuses, with EPERM, sockets other
 	// than TCP/IP ones when there is no network (Unix sockets, netlink,
-	// …; socketpair stays allowed), io_uring, the kernel's keyrings, and
-	// setting the set-user-ID or set-group-ID bit on a file. The command
-	// also starts with a new, empty session keyring.
+	// …, and datagram socket pairs; stream and sequenced-packet pairs
+	// stay allowed), new namespaces, io_uring, the kernel's keyrings,
+	// and setting the set-user-ID or set-group-ID bit on a file. The
+	// command also starts with a new, empty session keyring.
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Limits are the resource limits in force; ProcessesByPidMax says the
 	// process limit is also enforced through the namespace's pid_max.
@@ -207,8 +226,8 @@ func (p Protections) String() string {
 	add(p.Seccomp, "seccomp")
 	if p.Limits != nil {
 		l := p.Limits
-		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s",
-			l.MaxAddressSpace>>20, l.MaxFileSize>>20, l.MaxProcesses, l.MaxCPUTime))
+		parts = append(parts, fmt.Sprintf("limits: as=%dMiB fsize=%dMiB procs=%d cpu=%s nofile=%d",
+			l.MaxAddressSpace>>20, l.MaxFileSize>>20, l.MaxProcesses, l.MaxCPUTime, l.MaxOpenFiles))
 	}
 	add(p.ClosedFDs, "fds 0-2 only")
 	add(p.DiesWithHost, "dies with host")
@@ -232,14 +251,40 @@ func (p Protections) Complete() bool {
 // commands unsandboxed.
 var ErrUnsupported = errors.New("sandbox not supported on this system")
 
+// ErrResources is wrapped by the errors that say a sandbox could not be
+// set up for want of a resource: the user's quota of namespaces, memory,
+// processes or descriptors (ENOSPC, ENOMEM, EAGAIN, EMFILE, ENFILE). The
+// system supports the sandbox, so such an error is never [ErrUnsupported]
+// and never a reason to run commands unsandboxed: it is the error of the
+// call that needed the sandbox.
+var ErrResources = errors.New("sandbox: out of resources")
+
 // markedError is err, also matching mark for errors.Is, with err's text.
 type markedError struct{ err, mark error }
 
 func (e markedError) Error() string   { return e.err.Error() }
 func (e markedError) Unwrap() []error { return []error{e.err, e.mark} }
 
-// unsupportedError marks err as [ErrUnsupported].
-func unsupportedError(err error) error { return markedError{err, ErrUnsupported} }
+// unsupportedError marks err as [ErrUnsupported], or as [ErrResources]
+// when it comes from a resource running out: a step that fails for that
+// reason fails on a system that supports it.
+func unsupportedError(err error) error {
+	if isResourceError(err) {
+		return markedError{err, ErrResources}
+	}
+	return markedError{err, ErrUnsupported}
+}
+
+// isResourceError reports whether err is one of the errors a system call
+// fails with when a resource runs out.
+func isResourceError(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.ENOMEM, syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // Exit is how a sandboxed command's shell ended.
 type Exit struct {

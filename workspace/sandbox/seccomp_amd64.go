@@ -18,3 +18,6 @@ const (
 	sysCreat = unix.SYS_CREAT
 	sysMknod = unix.SYS_MKNOD
 )
+
+// cloneFlagsArg is the argument of clone(2) that holds its flags.
+const cloneFlagsArg = 0

@@ -16,3 +16,6 @@ const (
 	sysCreat = -1
 	sysMknod = -1
 )
+
+// cloneFlagsArg is the argument of clone(2) that holds its flags.
+const cloneFlagsArg = 0

@@ -18,8 +18,18 @@ import (
 //     /var/run/docker.sock say) are reachable through any path the
 //     sandbox can see, and Landlock has no rule for connecting to them;
 //     netlink, packet, vsock and the rest are no part of "no network".
-//     socketpair(2) stays allowed: it makes connected pairs that reach
-//     nothing outside, which pipelines and process pools need.
+//     socketpair(2) stays allowed for stream and sequenced-packet
+//     pairs: they are connected, reach nothing outside, and pipelines
+//     and process pools need them. A datagram pair is refused: each of
+//     its sockets can send to any named datagram socket by path.
+//   - new namespaces: unshare(2) and clone(2) with any CLONE_NEW* flag.
+//     Each user namespace counts against the host user's quota, which a
+//     command could exhaust for every other sandbox of that user; and
+//     in a user namespace of its own the command gets back every
+//     capability, CAP_NET_ADMIN over a network stack of its own (the
+//     kernel's packet filter code) among them. clone3(2) carries its
+//     flags in a structure a filter cannot read: it fails with ENOSYS,
+//     which makes the C library fall back to clone(2).
 //   - io_uring, which can open sockets and files without the system
 //     calls this filter inspects;
 //   - keyctl, add_key and request_key: the kernel's keyrings are not
@@ -47,6 +57,11 @@ const setuidBits = unix.S_ISUID | unix.S_ISGID
 // oTmpfile is __O_TMPFILE, the bit O_TMPFILE adds to O_DIRECTORY: a
 // file it creates takes the call's mode as O_CREAT's does.
 const oTmpfile = unix.O_TMPFILE &^ unix.O_DIRECTORY
+
+// newNamespaces are the CLONE_NEW* flags of clone(2); unshare(2) also
+// takes CLONE_NEWTIME, which clone(2) reads as part of the exit signal.
+const newNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
 // seccompRules lists the rules for a sandbox whose network is allowed
 // or not.
@@ -83,12 +98,26 @@ func seccompRules(allowNetwork bool) []seccompRule {
 		{sysOpen, create(1, 2)},
 		{sysCreat, mode(1)},
 		{sysMknod, mode(1)},
+		{unix.SYS_UNSHARE, func(a *bpfAsm) {
+			a.loadArg(0)
+			a.jset(newNamespaces|unix.CLONE_NEWTIME, lblEPERM, lblAllow)
+		}},
+		{unix.SYS_CLONE, func(a *bpfAsm) {
+			a.loadArg(cloneFlagsArg)
+			a.jset(newNamespaces, lblEPERM, lblAllow)
+		}},
+		{unix.SYS_CLONE3, func(a *bpfAsm) { a.jump(lblENOSYS) }},
 	}
 	if !allowNetwork {
 		rules = append(rules, seccompRule{unix.SYS_SOCKET, func(a *bpfAsm) {
 			a.loadArg(0)
 			a.jeq(unix.AF_INET, lblAllow, "")
 			a.jeq(unix.AF_INET6, lblAllow, lblEPERM)
+		}}, seccompRule{unix.SYS_SOCKETPAIR, func(a *bpfAsm) {
+			a.loadArg(1)
+			a.and(^uint32(unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC))
+			a.jeq(unix.SOCK_STREAM, lblAllow, "")
+			a.jeq(unix.SOCK_SEQPACKET, lblAllow, lblEPERM)
 		}})
 	}
 	return rules
@@ -173,6 +202,11 @@ func (a *bpfAsm) loadArg(i int) { a.load(16 + 8*uint32(i)) }
 
 func (a *bpfAsm) ret(k uint32) {
 	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k})
+}
+
+// and masks the accumulator with k.
+func (a *bpfAsm) and(k uint32) {
+	a.prog = append(a.prog, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k})
 }
 
 func (a *bpfAsm) cond(op uint16, k uint32, jt, jf string) {

@@ -11,4 +11,6 @@ const (
 	sysOpen   = -1
 	sysCreat  = -1
 	sysMknod  = -1
+
+	cloneFlagsArg = 0
 )

@@ -1,0 +1,117 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// resolvedConfig is the default Config hiding hide, resolved around the
+// workspace dir as a workspace resolves it when it is opened.
+func resolvedConfig(t *testing.T, dir string, hide ...string) Config {
+	t.Helper()
+	cfg := defaults(t, Config{Hide: hide})
+	var err error
+	if cfg.Resolved, err = ResolveHide(cfg.Hide, dir); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// workspaceOutsideTmp is a new directory, removed after the test, not
+// beneath /tmp: the sandbox covers /tmp with a tmpfs of its own before
+// it resolves paths to hide, so paths in a workspace there that were
+// not resolved beforehand are never found.
+func workspaceOutsideTmp(t *testing.T) string {
+	t.Helper()
+	if d := t.TempDir(); d != "/tmp" && !strings.HasPrefix(d, "/tmp/") {
+		return d
+	}
+	d, err := os.MkdirTemp("/var/tmp", "pw-test-")
+	if err != nil {
+		t.Fatalf("a directory outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// A hidden link stays hidden as what it led to when the workspace was
+// opened: a command that points the link elsewhere does not make the
+// next command's sandbox hide the new target instead.
+func TestHiddenLinkRetargeted(t *testing.T) {
+	dir := workspaceOutsideTmp(t)
+	if err := os.Mkdir(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "conf.d", "secret.conf")
+	if err := os.WriteFile(secret, []byte("DB-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "dbconf")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "dbconf"))
+
+	out, exit := runIn(t, cfg, dir, "cat conf.d/secret.conf; rm dbconf && ln -s /etc/hostname dbconf")
+	if exit.Code != 0 || strings.Contains(out, "DB-SECRET") {
+		t.Fatalf("first command: %q, %+v", out, exit)
+	}
+	out, _ = runIn(t, cfg, dir, "cat conf.d/secret.conf")
+	if strings.Contains(out, "DB-SECRET") {
+		t.Errorf("the hidden file is visible once a command re-pointed the link to it: %q", out)
+	}
+}
+
+// A hidden directory in the workspace that a command renames away (and
+// replaces) is not shown under its new name to the next command: its
+// sandbox refuses to run it.
+func TestHiddenDirMoved(t *testing.T) {
+	dir := workspaceOutsideTmp(t)
+	private := filepath.Join(dir, "cfg", "private")
+	if err := os.MkdirAll(private, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(private, "key.txt"), []byte("PRIVATE-KEY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := resolvedConfig(t, dir, private)
+
+	out, exit := runIn(t, cfg, dir, "cat cfg/private/key.txt; mv cfg cfg2 && mkdir -p cfg/private")
+	if exit.Code != 0 || strings.Contains(out, "PRIVATE-KEY") {
+		t.Fatalf("first command: %q, %+v", out, exit)
+	}
+	root, null := openRootAndNull(t, dir)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	p, err := Start(cfg, root, "/bin/sh", "cat cfg2/private/key.txt", nil, outW, null)
+	outW.Close()
+	if err == nil {
+		_, _ = p.Finish()
+		_ = p.Cmd.Wait()
+		b, _ := io.ReadAll(outR)
+		t.Fatalf("a command ran after the hidden directory was moved (it printed %q)", b)
+	}
+	if !errors.Is(err, ErrHiddenMoved) {
+		t.Errorf("the refusal does not say why (errors.Is ErrHiddenMoved): %v", err)
+	}
+	t.Log(err)
+}
+
+// A Config with Hide it was not given resolved is refused: resolving it
+// at each set-up is what commands could exploit.
+func TestHideUnresolvedRefused(t *testing.T) {
+	dir := t.TempDir()
+	root, null := openRootAndNull(t, dir)
+	_, err := Prepare(defaults(t, Config{Hide: []string{filepath.Join(dir, "x")}}), root, null, null)
+	if !errors.Is(err, ErrConfig) {
+		t.Errorf("Prepare with Hide unresolved: %v, want ErrConfig", err)
+	}
+}

@@ -1,0 +1,80 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// The command cannot kill or crash the helper, PID 1 of its namespace,
+// with any signal: not even those the Go runtime treats as a crash when
+// it causes them itself (SIGSEGV, SIGABRT, …).
+func TestHelperSurvivesSignals(t *testing.T) {
+	cmd := `for s in $(seq 1 64); do kill -$s 1 2>/dev/null; done; echo alive`
+	out, exit := runIn(t, Config{}, t.TempDir(), cmd)
+	if exit.Code != 0 || out != "alive\n" {
+		t.Errorf("after signalling PID 1: exit %+v, output %q", exit, out)
+	}
+}
+
+// The command runs with RLIMIT_NOFILE at its configured value (default
+// DefaultMaxOpenFiles), soft and hard.
+func TestOpenFilesLimit(t *testing.T) {
+	for _, tc := range []struct {
+		limits Limits
+		want   int
+	}{{Limits{}, DefaultMaxOpenFiles}, {Limits{MaxOpenFiles: 100}, 100}} {
+		for _, as := range []int64{0, 64 << 20} { // the helper's own limits, and the shell's set through ptrace
+			l := tc.limits
+			l.MaxAddressSpace = as
+			out, _ := runIn(t, Config{Limits: l}, t.TempDir(), `ulimit -n; ulimit -Hn`)
+			if want := fmt.Sprintf("%d\n%d\n", tc.want, tc.want); out != want {
+				t.Errorf("limits %+v: ulimit -n, -Hn = %q, want %q", l, out, want)
+			}
+		}
+	}
+	if _, err := (Limits{MaxOpenFiles: -1}).WithDefaults(); err == nil {
+		t.Error("a negative MaxOpenFiles was accepted")
+	}
+}
+
+// The sandbox's /tmp holds as many files as it has pages, not an
+// unbounded number of empty ones (each costs kernel memory that its
+// size does not count).
+func TestTmpInodesBounded(t *testing.T) {
+	out, _ := runIn(t, Config{TmpSize: 1 << 20}, t.TempDir(),
+		`i=0; while [ $i -lt 3000 ] && true 2>/dev/null > /tmp/f$i; do i=$((i+1)); done; echo made $i`)
+	var made int
+	if _, err := fmt.Sscanf(out, "made %d", &made); err != nil || made >= 3000 || made == 0 {
+		t.Errorf("empty files made in a 1 MiB /tmp: %q, want some and fewer than 3000", out)
+	}
+}
+
+// The host's shared memory, message queues, logs, spools, backups and
+// private TLS keys are hidden by default.
+func TestDefaultHidingOfHostState(t *testing.T) {
+	shm := fmt.Sprintf("/dev/shm/pw-sandbox-test-%d", os.Getpid())
+	if err := os.WriteFile(shm, []byte("SHM-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(shm)
+	var want []string
+	for _, p := range []string{"/dev/shm", "/var/log", "/var/spool", "/var/backups", "/etc/ssl/private", "/dev/mqueue"} {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			want = append(want, p)
+		}
+	}
+	cmd := `for d in ` + strings.Join(want, " ") + `; do echo $d $(ls -A $d | wc -l); done; cat /etc/security/opasswd 2>/dev/null | wc -c`
+	out, _ := runIn(t, Config{}, t.TempDir(), cmd)
+	for _, p := range want {
+		if !strings.Contains(out, p+" 0\n") {
+			t.Errorf("%s is not hidden: %q", p, out)
+		}
+	}
+	if strings.Contains(out, "SHM-SECRET") || !strings.HasSuffix(out, "\n0\n") {
+		t.Errorf("host state visible: %q", out)
+	}
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,8 +145,9 @@ type Options struct {
 	// is resumed from the store (completed tool calls are not run again),
 	// and a Run with the same session id and messages in a later process
 	// resumes it (also after a Run whose ctx was cancelled: its cancelled
-	// calls keep their results), or answers with its final text when it
-	// had ended. A
+	// calls keep their results), or answers from the store when it had
+	// ended; either way the answer holds the rounds done before, rebuilt
+	// from the store (see [Agent.Run]). A
 	// session id names one conversation: a Run with other messages under
 	// an id already used fails. Sessions are stored under [SessionKey] of
 	// the agent's Name and the session id (see Name). The caller owns and
@@ -462,6 +464,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // messages), [ErrLegacySession] (with a Store, the session is kept where
 // versions before [SessionKey] kept it: move it with
 // [Agent.MigrateSessions]), [ErrInvalidSessionID] or [ErrNoMessages]
+// (nothing was sent), an error reading the session from the Store
 // (nothing was sent),
 // [ErrNoAnswer], ctx's error
 // (after ABORT, once every started tool call was answered or CancelGrace
@@ -496,6 +499,22 @@ func (a *Agent) Close(ctx context.Context) error {
 // it, stopping the shared loop, would end every session's conversation.
 // An adapter that never answers the ABORT holds the session until
 // [Agent.Close], which stops the loop and so ends the wait.
+//
+// The answer is the whole conversation, also when the Run resumes a
+// durable session (one stopped by a crash, a failed attempt or a
+// cancelled Run, in this process or another, or one that had ended):
+// with a Store, Run reads the session before each attempt, and the
+// answer holds the rounds the session had done, rebuilt from the stored
+// conversation, each once, then the rounds of the Run. A rebuilt round
+// has what the model said in it, its calls and its results' content,
+// which is all the store keeps of them: its results' IsError and
+// FailureKind are not set. The round the Run resumes (its calls given
+// again, with their stored results, answered as interrupted or
+// cancelled, or run) comes from the loop with those fields, and with
+// what the model said before the stop. Usage sums the responses the Run
+// got, not those of earlier Runs. Without a Store nothing of a
+// conversation outlives its Run: the answer holds the rounds of the
+// Run's attempts (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
@@ -633,6 +652,10 @@ type conversation struct {
 	first   json.RawMessage // the messages payload of the first attempt
 	history []json.RawMessage
 	total   models.Answer // what the attempts that failed contributed
+	// resumed, with a Store, is the response whose calls the next
+	// attempt's loop gives again, resuming the stored session (nil when
+	// there is none): its text is not sent again.
+	resumed *resumedResponse
 	// parent, when set, is the actor the conversation's own loop runs
 	// under (a delegation: the calling tool's actor).
 	parent *actors.Parent
@@ -677,7 +700,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	c.first = models.EncodeMessages(msgs)
 	if a.opts.Store != nil {
-		if err := c.checkLegacy(ctx); err != nil {
+		if err := c.readStored(ctx, true); err != nil {
 			return nil, err
 		}
 	}
@@ -695,6 +718,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(nil), err
 		}
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
+		if c.resumed != nil {
+			c.resumed.restoreText(ans)
+		}
 		// Merge only on the way out: result changes ans, and a retry keeps
 		// ans's own rounds, not those already kept.
 		switch {
@@ -719,6 +745,10 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		c.keep(ans)
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
+		} else {
+			// The next attempt resumes the stored session: what it goes on
+			// from is what the store holds, the rounds just kept included.
+			_ = c.readStored(ctx, false)
 		}
 		if emit != nil {
 			kept := c.total
@@ -734,7 +764,8 @@ func (c *conversation) splitFirst() []json.RawMessage {
 }
 
 // keep adds the rounds of a failed attempt whose calls all ran to what
-// the next attempt sends and to the answer.
+// the next attempt sends and to the answer (with a Store, readStored
+// then replaces them with the store's record, unless it cannot read it).
 func (c *conversation) keep(ans *models.Answer) {
 	for _, r := range ans.Rounds {
 		if !r.Complete() || !ran(r) {
@@ -759,8 +790,10 @@ func ran(r models.Round) bool {
 	return true
 }
 
-// result merges the kept rounds of failed attempts with the last one,
-// in last itself: call it once, when the conversation returns.
+// result merges the kept rounds (of failed attempts, or with a Store the
+// rounds the stored session had done before the last attempt) with the
+// last attempt's, in last itself: call it once, when the conversation
+// returns.
 func (c *conversation) result(last *models.Answer) *models.Answer {
 	if last == nil {
 		out := c.total
@@ -771,6 +804,113 @@ func (c *conversation) result(last *models.Answer) *models.Answer {
 	}
 	last.Usage = c.total.Usage.Add(last.Usage)
 	return last
+}
+
+// readStored reads, before an attempt of a durable conversation, what the
+// store holds of the session, which the attempt's loop resumes: the
+// rounds it has done become the conversation's kept rounds (the store
+// is the record of what ran: a round the loop gives again is not among
+// them), and the response whose calls the loop gives again is noted in
+// c.resumed. Before the first attempt (first), a session not stored is
+// looked for where versions before SessionKey kept it (checkLegacy), and
+// a read that fails fails the Run, nothing sent; before a later one, a
+// failed read leaves the rounds kept as they are.
+func (c *conversation) readStored(ctx context.Context, first bool) error {
+	a := c.a
+	c.resumed = nil
+	st, ok, err := tools.ReadSession(ctx, a.opts.Store, a.SessionKey(c.session))
+	switch {
+	case err != nil && first:
+		return fmt.Errorf("agent %q: session %q: read it from the store: %w", a.opts.Name, clip(c.session), err)
+	case err != nil:
+		return err
+	case !ok && first:
+		return c.checkLegacy(ctx)
+	case !ok:
+		c.total.Rounds = nil // nothing was stored: no round ended
+		return nil
+	case !bytes.Equal(st.GetFirstRequest(), c.first):
+		return nil // another conversation: the loop refuses the request
+	}
+	c.total.Rounds = storedRounds(st)
+	if st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE && len(st.GetCalls()) > 0 {
+		c.resumed = &resumedResponse{text: st.GetText(), call: st.GetCalls()[0].GetCall().GetToolCallId()}
+	}
+	return nil
+}
+
+// resumedResponse is the response, interrupted when the session stopped,
+// whose calls a resumed loop gives again (with their stored results, or
+// run or answered anew) without what the model said along with them.
+type resumedResponse struct {
+	text string // what the model said in it
+	call string // the id of its first call
+}
+
+// restoreText gives the round of the resumed response in ans, the
+// attempt's first, the text the model said in it.
+func (r *resumedResponse) restoreText(ans *models.Answer) {
+	if ans == nil || len(ans.Rounds) == 0 {
+		return
+	}
+	if first := &ans.Rounds[0]; first.Text == "" && len(first.Calls) > 0 && first.Calls[0].ID == r.call {
+		first.Text = r.text
+	}
+}
+
+// storedRounds rebuilds the rounds a stored session has done from its
+// conversation: after the messages it started with (the system prompt,
+// if any, and the first request's), each round is an assistant message
+// with its calls followed by one tool message per call, in call order.
+// The store keeps them as the model reads them: a result has its call's
+// id and name and its content, but not whether it was an error result,
+// nor its failure kind. Messages it cannot read as rounds end the list.
+func storedRounds(st *messages.LoopSession) []models.Round {
+	msgs := st.GetMessages()
+	firstReq, err := models.SplitMessages(st.GetFirstRequest())
+	if err != nil {
+		return nil
+	}
+	start := -1
+	for _, skip := range []int{1, 0} { // after a system prompt, or without one
+		if skip+len(firstReq) <= len(msgs) && sameMessages(msgs[skip:skip+len(firstReq)], firstReq) {
+			start = skip + len(firstReq)
+			break
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	var rounds []models.Round
+	for i := start; i < len(msgs); {
+		var m models.Message
+		if json.Unmarshal(msgs[i], &m) != nil || m.Role != models.RoleAssistant || len(m.ToolCalls) == 0 ||
+			i+len(m.ToolCalls) >= len(msgs) {
+			break
+		}
+		r := models.Round{Text: m.Content, Calls: m.ToolCalls, Results: make([]models.ToolResult, len(m.ToolCalls))}
+		for j, call := range m.ToolCalls {
+			var res models.Message
+			if json.Unmarshal(msgs[i+1+j], &res) != nil || res.Role != models.RoleTool || res.ToolCallID != call.ID {
+				return rounds
+			}
+			r.Results[j] = models.ToolResult{CallID: call.ID, Name: call.Name, Content: json.RawMessage(res.Content)}
+		}
+		rounds = append(rounds, r)
+		i += 1 + len(m.ToolCalls)
+	}
+	return rounds
+}
+
+// sameMessages reports whether the stored messages a are b, byte for
+// byte.
+func sameMessages(a [][]byte, b []json.RawMessage) bool {
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ownLoop reports whether the conversation runs on a loop of its own.

@@ -24,7 +24,8 @@ const (
 	// follows when another attempt is made.
 	EventError
 	// EventRestart: the conversation is resumed or sent again (Attempt is
-	// the new attempt's number; Text the failure that caused it).
+	// the new attempt's number; Text the failure that caused it; Answer
+	// the rounds the new attempt goes on from).
 	EventRestart
 	// EventDone: the final answer (Answer), the last event.
 	EventDone
@@ -66,9 +67,13 @@ type Event struct {
 	Call    models.ToolCall
 	Result  models.ToolResult
 	Usage   models.Usage
-	// Answer is the final answer (EventDone), what the conversation kept
-	// of the attempts that failed (EventRestart: the rounds whose calls
-	// all ran), or what was answered before an error ended the sequence.
+	// Answer is the final answer (EventDone), the rounds the next attempt
+	// goes on from (EventRestart: without a Store, those of the failed
+	// attempts whose calls all ran, which it sends again; with one, the
+	// rounds the stored session has done, rebuilt from the store as
+	// [Agent.Run] says, without the round the next attempt resumes, whose
+	// calls it gives again), or what was answered before an error ended
+	// the sequence. Its Usage sums the attempts' responses so far.
 	Answer *models.Answer
 	// Frame is the frame of the tool loop the event was read from (its
 	// stream id is [StreamID] of the session and attempt: the session id,

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
-	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -16,6 +16,13 @@ import (
 // and nothing under its key: the Run would otherwise start the
 // conversation afresh. Nothing was sent or stored. Move such sessions
 // with [Agent.MigrateSessions], then run them again.
+//
+// A bare id that is the key of a session of this agent, or of another
+// agent open on the same Store value ([SessionKey] of its name), holds
+// that agent's session and is never taken for an old one. Data under the
+// bare id that cannot be read fails the Run with the store's error (a
+// *durability.StoreError of Op durability.OpDecode), not ErrLegacySession:
+// a fresh start could lose a damaged old session.
 var ErrLegacySession = errors.New("agent: the session is stored under its bare id, as versions before SessionKey kept it; move it with Agent.MigrateSessions")
 
 // MigrateSessions moves the sessions sessionIDs of the agent's Store that
@@ -33,8 +40,13 @@ var ErrLegacySession = errors.New("agent: the session is stored under its bare i
 // called again completes the move. An id under which nothing is stored
 // (moved already, never stored) is skipped. An id whose key already holds
 // another conversation fails with an error wrapping
-// tools.ErrSessionExists, and neither session is changed. The session is
-// taken while it moves: a Run of it meanwhile fails with
+// tools.ErrSessionExists, and neither session is changed. An id that is
+// the key of a session of this agent or of another agent open on the
+// same Store value (see [ErrLegacySession]) fails, and nothing is moved;
+// so does one whose stored data cannot be read, which is kept. (The key
+// of an agent of another process cannot be told from an old session's
+// id: pass only ids the earlier version stored.) The session is taken
+// while it moves: a Run of it meanwhile fails with
 // [ErrSessionBusy], and MigrateSessions fails so while a Run of it runs.
 // It stops at the first id that fails (an invalid one, a store error, ctx
 // ending); those moved before stay moved, and calling it again with the
@@ -59,6 +71,10 @@ func (a *Agent) MigrateSessions(ctx context.Context, sessionIDs ...string) error
 
 // migrate moves session id, taken meanwhile.
 func (a *Agent) migrate(ctx context.Context, id string) error {
+	if name, session, ok := a.keyOwner(id); ok {
+		return fmt.Errorf("%q is the key of session %q of agent %q, open on this Store: not a session of an earlier version; nothing moved",
+			clip(id), clip(session), name)
+	}
 	if _, err := a.enter(ctx, id); err != nil {
 		return err
 	}
@@ -70,26 +86,44 @@ func (a *Agent) migrate(ctx context.Context, id string) error {
 // checkLegacy returns an error wrapping ErrLegacySession when the store
 // holds nothing under the session's key and, under its bare id, a
 // session that this conversation would continue (started with the same
-// request). A session of another request under the bare id is not taken
-// for this one: an id with a '/' can be another agent's key, and a Run
-// of other messages could not have continued it anyway.
+// request). The bare id is read only when the key holds no session. A
+// session of another request under the bare id is not taken for this
+// one, nor is the bare id when it is the key of a session of this agent
+// or of another open on the Store (see keyOwner): an id with a '/' can be
+// a key, and a Run of other messages could not have continued it anyway.
+// Data under the bare id that cannot be read fails the Run: it may be a
+// session of an earlier version, which a fresh start would lose.
+//
+// When the Run is to start a new conversation under the key, held calls
+// that a crash left there with no session (a migration stopped after it
+// had copied them, a DeleteSession stopped halfway) are deleted first,
+// so that the new conversation's approval gate does not take them for
+// its own.
 func (c *conversation) checkLegacy(ctx context.Context) error {
 	a := c.a
 	store := a.opts.Store
-	old, ok, err := tools.ReadSession(ctx, store, c.session)
-	var se *durability.StoreError
-	switch {
-	case errors.As(err, &se) && se.Op == durability.OpDecode:
-		return nil // the bare id names something else than a session
-	case err != nil:
-		return fmt.Errorf("agent %q: session %q: look for it under its bare id: %w", a.opts.Name, clip(c.session), err)
-	case !ok || !bytes.Equal(old.GetFirstRequest(), c.first):
+	key := a.SessionKey(c.session)
+	// A session under its key is resumed (what a move left under the bare
+	// id is not read); one that cannot be read fails the loop.
+	if _, ok, err := tools.ReadSession(ctx, store, key); ok || err != nil {
 		return nil
 	}
-	// A session under its key is resumed (what a move left under the
-	// bare id is not read); one that cannot be read fails the loop.
-	if _, ok, err := tools.ReadSession(ctx, store, a.SessionKey(c.session)); ok || err != nil {
-		return nil
+	if _, _, owned := a.keyOwner(c.session); !owned {
+		old, ok, err := tools.ReadSession(ctx, store, c.session)
+		switch {
+		case err != nil:
+			return fmt.Errorf("agent %q: session %q: look for it under its bare id, as earlier versions stored it: %w", a.opts.Name, clip(c.session), err)
+		case ok && bytes.Equal(old.GetFirstRequest(), c.first):
+			return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrLegacySession)
+		}
 	}
-	return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrLegacySession)
+	held := key + tools.ApprovalStoreSuffix
+	_, ok, err := store.GetSnapshot(ctx, held)
+	if err == nil && ok {
+		err = store.DeleteSnapshots(ctx, held, math.MaxInt64)
+	}
+	if err != nil {
+		return fmt.Errorf("agent %q: session %q: clear held calls left with no session: %w", a.opts.Name, clip(c.session), err)
+	}
+	return nil
 }

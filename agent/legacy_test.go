@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -317,5 +318,192 @@ func TestLegacy_MigrationCrashSafe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReview11_KeyOfAnotherSessionTakenForALegacyOne(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "the answer"}}}, nil)
+	a := newAgent(t, rt, m.Spec("model"), &agent.Options{Name: "bot", Store: store})
+	if ans, err := a.Run(testCtx(t), "x", ask); err != nil || ans.Text != "the answer" {
+		t.Fatalf("Run of x: %v, %+v", err, ans)
+	}
+	other := a.SessionKey("x") // "bot/x": a valid session id too
+	_, err := a.Run(testCtx(t), other, ask)
+	if errors.Is(err, agent.ErrLegacySession) {
+		t.Errorf("Run of session %q: %v; the store holds no released session, only this agent's session x", other, err)
+	}
+	if err := a.MigrateSessions(testCtx(t), other); err != nil {
+		t.Logf("MigrateSessions(%q): %v", other, err)
+	}
+	n := len(m.Requests())
+	_, err = a.Run(testCtx(t), "x", ask)
+	if err != nil || len(m.Requests()) != n {
+		t.Errorf("Run of x after MigrateSessions(%q): %v, the model asked %d more time(s); want the stored answer, no request", other, err, len(m.Requests())-n)
+	}
+	// Under agent.SessionKey("bot", other) is the Run of session other: a
+	// conversation of its own. Session x stays under its key.
+	if st, ok, err := tools.ReadSession(context.Background(), store, other); err != nil || !ok || st.GetText() != "the answer" {
+		t.Errorf("session x under its key %q: %v, %v, %v; it was moved", other, st, ok, err)
+	}
+}
+
+// TestLegacy_KeyOfAnotherAgentNotMigrated: an id that is the key of a
+// session of another agent open on the same store is neither taken for
+// a released session by a Run nor moved by MigrateSessions, which says
+// whose key it is.
+func TestLegacy_KeyOfAnotherAgentNotMigrated(t *testing.T) {
+	for _, name := range []string{"other", "team/other%1"} {
+		t.Run(name, func(t *testing.T) { keyOfAnotherAgentNotMigrated(t, name) })
+	}
+}
+
+func keyOfAnotherAgentNotMigrated(t *testing.T, name string) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	owner := newAgent(t, rt, model(t, scripted.Turn{Text: "the owner's answer"}), &agent.Options{Name: name, Store: store})
+	if _, err := owner.Run(testCtx(t), "s", ask); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "a fresh answer"}), &agent.Options{Name: "bot", Store: store})
+	id := owner.SessionKey("s")
+	if _, err := a.Run(testCtx(t), id, ask); errors.Is(err, agent.ErrLegacySession) {
+		t.Fatalf("Run of %q: %v; it is the key of agent %q's session s", id, err, name)
+	}
+	err := a.MigrateSessions(testCtx(t), id)
+	if err == nil || !strings.Contains(err.Error(), strconv.Quote(name)) {
+		t.Fatalf("MigrateSessions(%q): %v; want a refusal naming agent %q", id, err, name)
+	}
+	if st, ok, err := tools.ReadSession(context.Background(), store, id); err != nil || !ok || st.GetText() != "the owner's answer" {
+		t.Fatalf("agent %q's session after the refused move: %v, %v, %v", name, st, ok, err)
+	}
+}
+
+func TestReview11_MoveOntoOwnApprovalRecordLosesTheSession(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	releasedSession(t, store, "approvals", 0, model(t, scripted.Turn{Text: "the released answer"}), nil)
+	rt := actorstest.NewRuntime(t, nil)
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "a fresh answer"}), &agent.Options{Name: "approvals", Store: store})
+	err := a.MigrateSessions(testCtx(t), "approvals")
+	_, atKey, _ := tools.ReadSession(context.Background(), store, a.SessionKey("approvals"))
+	_, atBare, _ := tools.ReadSession(context.Background(), store, "approvals")
+	if !atKey && !atBare {
+		t.Errorf("MigrateSessions: %v; the session is stored under neither %q nor the bare id", err, a.SessionKey("approvals"))
+	}
+	if ans, err := a.Run(testCtx(t), "approvals", ask); err == nil && ans.Text != "the released answer" {
+		t.Errorf("Run after the migration answered %q, want the released answer", ans.Text)
+	}
+}
+
+// TestLegacy_DamagedSessionUnderTheBareIdIsAnError: stored data under
+// the bare id that cannot be read (a released session damaged) is not
+// taken for "no session": a Run fails with the store's decode error,
+// asking nothing and storing nothing, and MigrateSessions fails the same
+// way and deletes nothing.
+func TestLegacy_DamagedSessionUnderTheBareIdIsAnError(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	releasedSession(t, store, "s1", 0, model(t, scripted.Turn{Text: "the released answer"}), nil)
+	if err := store.PersistSnapshot(context.Background(), "s1", 1000, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	rt := actorstest.NewRuntime(t, nil)
+	m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "a fresh answer"}}}, nil)
+	a := newAgent(t, rt, m.Spec("model"), &agent.Options{Store: store})
+	var se *durability.StoreError
+	ans, err := a.Run(testCtx(t), "s1", ask)
+	if !errors.As(err, &se) || se.Op != durability.OpDecode {
+		t.Fatalf("Run of a damaged released session: %v, %+v; want the decode error", err, ans)
+	}
+	if n := len(m.Requests()); n != 0 {
+		t.Fatalf("the model was asked %d time(s)", n)
+	}
+	if err := a.MigrateSessions(testCtx(t), "s1"); !errors.As(err, &se) || se.Op != durability.OpDecode {
+		t.Fatalf("MigrateSessions of a damaged released session: %v; want the decode error", err)
+	}
+	if snap, ok, err := store.GetSnapshot(context.Background(), "s1"); err != nil || !ok || string(snap.Data) != "damaged" {
+		t.Fatalf("the damaged session after the refused move: %q, %v, %v", snap.Data, ok, err)
+	}
+	if _, ok, err := tools.ReadSession(context.Background(), store, a.SessionKey("s1")); ok || err != nil {
+		t.Fatalf("under the key: %v, %v; want nothing", ok, err)
+	}
+}
+
+// readCounter counts the reads of one name.
+type readCounter struct {
+	durability.Store
+	name  string
+	reads atomic.Int64
+}
+
+func (s *readCounter) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
+	if name == s.name {
+		s.reads.Add(1)
+	}
+	return s.Store.GetSnapshot(ctx, name)
+}
+
+func (s *readCounter) GetEvents(ctx context.Context, name string, from, max uint64, fn func(uint64, []byte) error) error {
+	if name == s.name {
+		s.reads.Add(1)
+	}
+	return s.Store.GetEvents(ctx, name, from, max, fn)
+}
+
+// TestLegacy_MigratedSessionDoesNotReadTheBareId: once a session is
+// under its key, a Run reads nothing under the bare id, so what is left
+// there (damaged, here) neither costs a read nor blocks it.
+func TestLegacy_MigratedSessionDoesNotReadTheBareId(t *testing.T) {
+	store := &readCounter{Store: memstore.New(nil), name: "s1"}
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "the answer"}), &agent.Options{Store: store})
+	if _, err := a.Run(testCtx(t), "s1", ask); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PersistSnapshot(context.Background(), "s1", 1, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	store.reads.Store(0)
+	if ans, err := a.Run(testCtx(t), "s1", ask); err != nil || ans.Text != "the answer" {
+		t.Fatalf("Run of a session under its key: %v, %+v", err, ans)
+	}
+	if n := store.reads.Load(); n != 0 {
+		t.Fatalf("the Run read the bare id %d time(s)", n)
+	}
+}
+
+// TestLegacy_HeldCallsLeftByACrashNotTakenByAnotherConversation: a
+// migration that crashed once it had copied the held calls leaves them
+// under the key with no session there. A Run of other messages starts a
+// new conversation under the key: the held calls of the released one are
+// not its own (its call c2, which the policy runs, is not held as the
+// released one was).
+func TestLegacy_HeldCallsLeftByACrashNotTakenByAnotherConversation(t *testing.T) {
+	store := &crashingStore{Store: memstore.New(nil)}
+	t.Cleanup(func() { store.Close() })
+	store.ok.Store(-1)
+	releasedSession(t, store, "session-1", 0, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), newLauncher().tool())
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	runAll := func(tools.ApprovalCall) (tools.Verdict, string) { return tools.VerdictRun, "" }
+	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
+		Approval: &tools.ApprovalOptions{Policy: runAll}})
+	store.ok.Store(1) // the held calls are copied, then the process dies
+	if err := a.MigrateSessions(testCtx(t), "session-1"); err == nil {
+		t.Fatal("MigrateSessions did not crash")
+	}
+	store.ok.Store(-1)
+	if held, err := tools.ReadApprovals(store, a.SessionKey("session-1")); err != nil || len(held) != 1 {
+		t.Fatalf("the crash left %+v, %v under the key; want the copied held call", held, err)
+	}
+	other := []models.Message{models.UserMessage("Launch something else.")}
+	ans, err := a.Run(testCtx(t), "session-1", other)
+	if err != nil || ans.Text != "Done." || l.runs.Load() != 1 {
+		t.Fatalf("Run of a new conversation: %v, %+v, launched %d; want c2 run by the policy", err, ans, l.runs.Load())
 	}
 }

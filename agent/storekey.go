@@ -30,6 +30,44 @@ func SessionKey(name, sessionID string) string {
 
 var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
+var keyUnescaper = strings.NewReplacer("%25", "%", "%2F", "/")
+
+// splitKey returns the name and the session id of key when key is
+// [SessionKey] of some name and id: the name, escaped, then '/'.
+func splitKey(key string) (name, sessionID string, ok bool) {
+	escaped, sessionID, found := strings.Cut(key, "/")
+	name = keyUnescaper.Replace(escaped)
+	if !found || escaped == "" || keyEscaper.Replace(name) != escaped {
+		return "", "", false // SessionKey never writes it
+	}
+	return name, sessionID, true
+}
+
+// keyOwner returns the name of the agent whose session key id is: id is
+// [SessionKey] of this agent's name, or of the name of another agent
+// open on the same Store value in this process. Those keys hold that
+// agent's current sessions, never a session an earlier version stored
+// under a bare id.
+func (a *Agent) keyOwner(id string) (name, sessionID string, ok bool) {
+	name, sessionID, ok = splitKey(id)
+	switch {
+	case !ok:
+		return "", "", false
+	case name == a.Name():
+		return name, sessionID, true
+	}
+	store := a.opts.Store
+	if store == nil || !reflect.TypeOf(store).Comparable() {
+		return "", "", false
+	}
+	claimed.Lock()
+	defer claimed.Unlock()
+	if claimed.names[storeName{store: store, name: name}] {
+		return name, sessionID, true
+	}
+	return "", "", false
+}
+
 // checkSession is the package's checkSession and, with a Store, refuses
 // an id whose key would be a record the store keeps under another
 // session's key: the key of session id + tools.ApprovalStoreSuffix holds

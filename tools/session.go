@@ -325,7 +325,9 @@ var ErrSessionExists = errors.New("move session: the target holds another sessio
 // compared, and only then deleted under from. moved reports whether this
 // call completed a move; it is false, with a nil error, when from holds
 // no session (never stored, or moved already). No loop may run either
-// session meanwhile.
+// session meanwhile. A move onto the record of its own held calls (to is
+// from + ApprovalStoreSuffix, or from is to + ApprovalStoreSuffix) is
+// refused: the two sessions would share a name.
 //
 // Each write is atomic and the session appears under to in one write,
 // after its held calls, so that after a crash at any point a loop (or
@@ -334,7 +336,11 @@ var ErrSessionExists = errors.New("move session: the target holds another sessio
 // move: when to holds a session, what is left under from of the same
 // conversation (the same first request) is deleted, as nothing reads it
 // any more; a session of another conversation under to fails with
-// [ErrSessionExists] and changes nothing.
+// [ErrSessionExists] and changes nothing. A crash between the two writes
+// leaves the held calls under to + ApprovalStoreSuffix with no session
+// under to: a host that starts another conversation under to instead
+// deletes them first (the agent package does), or its approval gate
+// would take them for its own.
 func MoveSession(ctx context.Context, store durability.Store, from, to string) (moved bool, err error) {
 	defer func() {
 		if err != nil {
@@ -346,6 +352,12 @@ func MoveSession(ctx context.Context, store durability.Store, from, to string) (
 		return false, errors.New("empty id")
 	case from == to:
 		return false, errors.New("same id")
+	case to == from+ApprovalStoreSuffix:
+		// Written there, the session would be deleted with the held calls
+		// of from.
+		return false, errors.New("the target is where the session keeps its calls held for approval")
+	case from == to+ApprovalStoreSuffix:
+		return false, errors.New("the session is where the target would keep its calls held for approval")
 	case store == nil:
 		return false, errors.New("nil store")
 	}

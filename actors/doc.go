@@ -17,8 +17,10 @@
 //   - on failure, restart or stop, lets the Logic answer for its open work
 //     ([FailureHandler]) and then closes every stream still open with an
 //     ERROR and an END frame, so no consumer waits forever; a frame that
-//     opens a stream while the actor is still stopping (its children
-//     finishing) is refused the same way, never given to the Logic;
+//     opens a new call while the actor is still stopping (its children
+//     finishing) is refused the same way, never given to the Logic, and
+//     one that opens a new call while it restarts is held for the new
+//     incarnation, which serves it;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -25,9 +25,11 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 
 // StoppedKind is the failure kind (metadata failure_kind) of the ERROR
 // frames that close a stopped duplex's open streams, and of those that
-// refuse a stream opened while it is stopping (its children still
+// refuse a call opened while it is stopping (its children still
 // finishing), so that a reader can tell "stopped for good" from a failure
-// without parsing the text. It is tools.FailureStopped.
+// without parsing the text. A duplex that restarts is not stopped: a call
+// opened while it restarts is served by its new incarnation. It is
+// tools.FailureStopped.
 const StoppedKind = "stopped"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -61,11 +63,18 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
-	// answered holds the streams answered for good since the incarnation
-	// ended: those its end closed (ERROR and END), and those opened after
-	// it and refused (see refuse). terminated: protoactor's Stopped has
-	// come, the duplex's watchers are told, and nothing more is emitted.
+	// answered holds the streams whose call was answered for good since
+	// the incarnation ended, and whose caller's input has not ended yet:
+	// those its end closed (ERROR and END) before the caller's END came,
+	// and those opened after it and refused (see refuse). Their frames
+	// are the answered call's, dropped, up to the caller's END; a frame
+	// that opens the stream after that is a new call (see late).
+	// restarting: the incarnation ended for a restart, and new calls are
+	// held for the next one (see mailboxCell.held). terminated:
+	// protoactor's Stopped has come, the duplex's watchers are told, and
+	// nothing more is emitted.
 	answered   []string
+	restarting bool
 	terminated bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
@@ -139,6 +148,9 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.begin(ctx)
 		s.deliver(Started{})
+		if s.durable == nil { // a durable shell recovers its state first
+			s.takeHeld()
+		}
 	case *actor.Terminated:
 		// A system message, so it may be handled before the child's last
 		// frames, still queued: its end is queued after them (the child
@@ -150,10 +162,19 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.childGone(s.mb.from)
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
+		s.restarting = true
 		s.rt.watch.ended(s, true)
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
 		s.rt.watch.ended(s, false)
+		// Stopped while restarting (or failing as it replayed them): the
+		// calls held for a next incarnation are refused.
+		s.restarting = false
+		held := s.cell.held
+		s.cell.held = nil
+		for _, f := range held {
+			s.late(f)
+		}
 	case *injectedPanic:
 		s.injected(m)
 	case *actor.Stopped:
@@ -299,7 +320,11 @@ func (s *shell) finish(reason error) {
 	}
 	streams := s.open.all()
 	slices.Sort(streams)
-	s.answered = streams
+	for _, id := range streams {
+		if !s.open.inputEnded(id) {
+			s.answered = append(s.answered, id)
+		}
+	}
 	stopped := errors.Is(reason, ErrStopped)
 	for _, id := range streams {
 		f := messages.Error(id, reason.Error())
@@ -314,31 +339,74 @@ func (s *shell) finish(reason error) {
 // input delivers a frame written into the sink. A frame that asks for
 // work opens its stream; answers (TOOL_RESULT), control frames (CANCEL,
 // ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
-// they arrive on after its END stays closed.
+// they arrive on after its END stays closed. The caller's END ends its
+// input: the open stream notes it (see late).
 //
-// Once the incarnation has ended (its duplex stopping, its children
-// still finishing), the Logic gets no frame: one that opens a stream is
-// refused, the others are dropped.
+// Once the incarnation has ended (its duplex restarting or stopping, its
+// children still finishing), the Logic gets no frame (see late).
 func (s *shell) input(f *messages.Frame) {
-	if OpensStream(f.GetType()) {
-		if s.finished {
-			s.refuse(f.GetStreamId())
-			return
-		}
+	if s.finished {
+		s.late(f)
+		return
+	}
+	switch t := f.GetType(); {
+	case t == messages.FrameType_END:
+		s.open.endInput(f.GetStreamId())
+	case OpensStream(t):
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
 }
 
-// refuse answers a frame that opened stream after the incarnation ended:
-// the Logic will not run it, so the stream gets ERROR (failure kind
-// StoppedKind) and END, at once rather than when the duplex has stopped,
-// and only once, however many frames of it come. A stream the end closed
-// was answered then. Once the duplex has stopped, its subscriber knows
-// (a Conn's or a Mux's Recv returns ErrDuplexStopped, a parent gets
-// ChildStopped) and may be gone: nothing is emitted then.
+// late takes a frame written into the sink after the incarnation ended.
+// A call is the frames of its stream up to the caller's END: the frames
+// of a call answered since (see answered) are dropped, and its END ends
+// it. Otherwise a frame that opens the stream is a new call (stream ids
+// are reused, call after call): while the duplex restarts, it is held,
+// with the frames of its stream after it, for the next incarnation (see
+// takeHeld); while it stops, it is refused. Frames that open nothing on
+// a stream not held are dropped: a duplex owes nothing for them.
+func (s *shell) late(f *messages.Frame) {
+	id := f.GetStreamId()
+	if i := slices.Index(s.answered, id); i >= 0 {
+		if f.GetType() == messages.FrameType_END {
+			s.answered = slices.Delete(s.answered, i, i+1)
+		}
+		return
+	}
+	opens := OpensStream(f.GetType())
+	switch {
+	case s.restarting:
+		if opens || s.cell.holds(id) {
+			s.cell.held = append(s.cell.held, f)
+		}
+	case opens:
+		s.refuse(id)
+	}
+}
+
+// takeHeld hands the new incarnation, as it has started, the calls held
+// while its duplex restarted, in their order. One left when a frame
+// fails the incarnation goes to the next one.
+func (s *shell) takeHeld() {
+	for len(s.cell.held) > 0 {
+		f := s.cell.held[0]
+		s.cell.held[0] = nil
+		s.cell.held = s.cell.held[1:]
+		s.input(f)
+	}
+	s.cell.held = nil
+}
+
+// refuse answers a frame that opened stream, a new call, while the
+// duplex stops: the Logic will not run it, so the stream gets ERROR
+// (failure kind StoppedKind) and END, at once rather than when the
+// duplex has stopped, and only once for the frames of the call (see
+// late). Once the duplex has stopped, its subscriber knows (a Conn's or
+// a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
+// may be gone: nothing is emitted then.
 func (s *shell) refuse(stream string) {
-	if s.terminated || stream == "" || slices.Contains(s.answered, stream) {
+	if s.terminated || stream == "" {
 		return
 	}
 	s.answered = append(s.answered, stream)
@@ -377,13 +445,15 @@ func isChildID(id, parent string) bool {
 	return len(id) > len(parent) && id[len(parent)] == '/' && id[:len(parent)] == parent
 }
 
-// openStreams is the set of streams a shell owes an END. A duplex has
-// one or two open at once, most of the time: they are kept in the shell
+// openStreams is the set of streams a shell owes an END, each with
+// whether its caller's input has ended (its END came). A duplex has one
+// or two open at once, most of the time: they are kept in the shell
 // itself, without a map's two allocations and hashing; more go to a map.
 type openStreams struct {
-	few  [openInline]string
-	n    int // few[:n] are open
-	more map[string]struct{}
+	few   [openInline]string
+	ended [openInline]bool // ended[i]: few[i]'s caller sent its END
+	n     int              // few[:n] are open
+	more  map[string]bool  // stream: its caller sent its END
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -399,14 +469,14 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n] = id
+		o.few[o.n], o.ended[o.n] = id, false
 		o.n++
 		return
 	}
 	if o.more == nil {
-		o.more = make(map[string]struct{})
+		o.more = make(map[string]bool)
 	}
-	o.more[id] = struct{}{}
+	o.more[id] = false
 }
 
 func (o *openStreams) remove(id string) {
@@ -414,10 +484,34 @@ func (o *openStreams) remove(id string) {
 		if f == id {
 			o.n--
 			o.few[i], o.few[o.n] = o.few[o.n], ""
+			o.ended[i], o.ended[o.n] = o.ended[o.n], false
 			return
 		}
 	}
 	delete(o.more, id)
+}
+
+// endInput notes that the caller of id, if it is open, sent its END.
+func (o *openStreams) endInput(id string) {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			o.ended[i] = true
+			return
+		}
+	}
+	if _, ok := o.more[id]; ok {
+		o.more[id] = true
+	}
+}
+
+// inputEnded reports whether id is open and its caller sent its END.
+func (o *openStreams) inputEnded(id string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return o.ended[i]
+		}
+	}
+	return o.more[id]
 }
 
 func (o *openStreams) len() int { return o.n + len(o.more) }
@@ -597,4 +691,4 @@ func isClosed(ch <-chan struct{}) bool {
 
 // stoppingText is the text of the ERROR with which a stopping duplex
 // answers a frame that opens a stream (see shell.refuse).
-const stoppingText = "duplex stopping: the frame came after the duplex was stopped (or restarted) and was not run"
+const stoppingText = "duplex stopping: the frame came after the duplex was stopped and was not run"

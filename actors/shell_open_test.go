@@ -10,19 +10,29 @@ import (
 
 // openStreams must behave as the set it replaces, past its inline room
 // too: streams added twice are one, removed ones are gone, and all lists
-// each open stream once.
+// each open stream once; each open stream knows whether its caller's
+// END came since it was added (an END on a stream not open notes
+// nothing).
 func TestOpenStreams_BehavesAsASet(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var o openStreams
-	want := map[string]struct{}{}
+	want := map[string]bool{} // open stream: its caller's END came
 	for i := range 5000 {
 		id := "s" + strconv.Itoa(r.IntN(12))
-		if r.IntN(3) == 0 {
+		switch r.IntN(4) {
+		case 0:
 			o.remove(id)
 			delete(want, id)
-		} else {
+		case 1:
+			o.endInput(id)
+			if _, ok := want[id]; ok {
+				want[id] = true
+			}
+		default:
 			o.add(id)
-			want[id] = struct{}{}
+			if _, ok := want[id]; !ok {
+				want[id] = false
+			}
 		}
 		if o.len() != len(want) {
 			t.Fatalf("step %d: len %d, want %d", i, o.len(), len(want))
@@ -31,6 +41,12 @@ func TestOpenStreams_BehavesAsASet(t *testing.T) {
 		slices.Sort(got)
 		if w := slices.Sorted(maps.Keys(want)); !slices.Equal(got, w) {
 			t.Fatalf("step %d: open %v, want %v", i, got, w)
+		}
+		for n := range 12 {
+			id := "s" + strconv.Itoa(n)
+			if got := o.inputEnded(id); got != want[id] {
+				t.Fatalf("step %d: inputEnded(%s) = %v, want %v", i, id, got, want[id])
+			}
 		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 // every message it is given (its children's frames through the
 // ChildFrameReceiver fast path), and its stop; it answers each frame with
 // END on its stream, except a TEXT "hold", for which it sends its
-// mailbox to entered and waits for release, leaving the stream open.
+// mailbox to entered and waits for release, leaving the stream open;
+// a caller's END, which ends the caller's input and owes nothing, it
+// only records.
 // With a child (child set), it spawns it at start and writes it a frame
 // the child holds on, so that the duplex, once stopped, stays stopping
 // until the test releases the child.
@@ -57,7 +59,9 @@ func (p *stopProbe) Receive(c Context, msg any) {
 			<-p.release
 			return
 		}
-		c.Emit(messages.End(m.GetStreamId()))
+		if m.GetType() != messages.FrameType_END {
+			c.Emit(messages.End(m.GetStreamId()))
+		}
 	default:
 		p.record(fmt.Sprintf("%T", msg))
 	}

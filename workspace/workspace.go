@@ -90,6 +90,12 @@ const (
 // available.
 var ErrSandboxUnavailable = errors.New("workspace: sandbox required but not available")
 
+// ErrSystemRoot is wrapped by the error of [New] when the root is "/" or
+// a system directory (or one beneath it, see New) and
+// [Options.AllowSystemRoot] is not set. A caller tells it apart with
+// errors.Is, to ask for a folder inside it instead.
+var ErrSystemRoot = errors.New("workspace: the root is a system directory")
+
 // ErrClosed is returned by [Workspace.ReadFile], [Workspace.WriteFile] and
 // [Workspace.RunCommand] once [Workspace.Close] has been called, including
 // for a command that was still running when Close was called.
@@ -297,7 +303,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	if !o.AllowSystemRoot && isSystemDir(dir) {
-		return nil, fmt.Errorf("workspace root %s is a system directory; set Options.AllowSystemRoot to use it", dir)
+		return nil, fmt.Errorf("%w: %s; set Options.AllowSystemRoot to use it", ErrSystemRoot, dir)
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {

@@ -303,6 +303,14 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
+	ptys, err := freshDev()
+	if err != nil {
+		return p, "", unsupported("mount a /dev of the sandbox's own", err)
+	}
+	p.FreshDev = true
+	if !ptys {
+		p.Missing = append(p.Missing, "pseudo-terminals: no devpts instance of the sandbox's own could be mounted")
+	}
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
 		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
@@ -488,6 +496,70 @@ func sameMount(a, b int) error {
 	return nil
 }
 
+// devNodes are the host's devices that the sandbox's /dev holds.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+// freshDev covers /dev with a tmpfs of the sandbox's own that holds only
+// the devices commands need (the host's, bound in), the usual links, a
+// devpts instance of its own for pseudo-terminals (none of the host's
+// terminals is in it) and an empty /dev/shm; it is then made read-only.
+// There is no /dev/tty: a command has no controlling terminal. ptys
+// says whether the devpts instance could be mounted.
+func freshDev() (ptys bool, err error) {
+	trees := make([]int, 0, len(devNodes))
+	names := make([]string, 0, len(devNodes))
+	defer func() {
+		for _, t := range trees {
+			unix.Close(t)
+		}
+	}()
+	for _, name := range devNodes {
+		t, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("clone /dev/%s: %w", name, err)
+		}
+		trees = append(trees, t)
+		names = append(names, name)
+	}
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+		return false, err
+	}
+	for i, name := range names {
+		path := "/dev/" + name
+		fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o666)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+		unix.Close(fd)
+		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	for link, to := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
+		if err := unix.Symlink(to, "/dev/"+link); err != nil {
+			return false, fmt.Errorf("/dev/%s: %w", link, err)
+		}
+	}
+	for _, d := range []string{"/dev/pts", "/dev/shm"} {
+		if err := unix.Mkdir(d, 0o755); err != nil {
+			return false, fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	if err := unix.Chmod("/dev/shm", 0o1777); err != nil {
+		return false, fmt.Errorf("/dev/shm: %w", err)
+	}
+	ptys = unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
+		"newinstance,ptmxmode=0666,mode=0620") == nil
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return false, fmt.Errorf("make /dev read-only: %w", err)
+	}
+	return ptys, nil
+}
+
 // hide covers path (resolved) with an empty read-only tmpfs (a
 // directory) or /dev/null (anything else). An ancestor of the workspace
 // gets a writable tmpfs, to hold the workspace's mount point, made
@@ -548,7 +620,8 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
 // reading and executing everywhere, writing beneath the workspace (the
-// directory on the descriptor ws) and /tmp (and to the null devices),
+// directory on the descriptor ws) and /tmp (and to the null devices and
+// the sandbox's own pseudo-terminals),
 // and, when noNet, no TCP. It returns the ABI version in force, 0 when
 // the kernel has no Landlock.
 func restrictLandlock(ws int, noNet bool) (int, error) {
@@ -566,7 +639,9 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
 		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp").WithRefer(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
+		// The sandbox's own pseudo-terminals (see freshDev).
+		landlock.RWFiles("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	)
 	if err != nil {
 		return 0, err

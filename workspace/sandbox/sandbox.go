@@ -154,6 +154,10 @@ type Protections struct {
 	ReadOnlyRoot bool `json:"readOnlyRoot,omitempty"`
 	// PrivateTmp: /tmp is an empty tmpfs of the sandbox's own.
 	PrivateTmp bool `json:"privateTmp,omitempty"`
+	// FreshDev: /dev is the sandbox's own, read-only: the null, zero,
+	// full and random devices, pseudo-terminals of its own (a devpts
+	// instance), an empty /dev/shm; none of the host's terminals.
+	FreshDev bool `json:"freshDev,omitempty"`
 	// Hidden lists the paths hidden in the sandbox, resolved: the
 	// defaults, the workspace's surroundings and the configured ones
 	// that exist.
@@ -211,6 +215,7 @@ func (p Protections) String() string {
 	add(p.FreshProc, "fresh /proc")
 	add(p.ReadOnlyRoot, "read-only root")
 	add(p.PrivateTmp, "private /tmp")
+	add(p.FreshDev, "own /dev")
 	if len(p.Hidden) > 0 {
 		parts = append(parts, "hidden: "+strings.Join(p.Hidden, ","))
 	}

@@ -1,0 +1,122 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestMux_StreamReusedOnStoppingDuplex: stream ids repeat (an agent's
+// run after run), so a caller that got its answer on a stream of a
+// stopping duplex and calls again on the same id is refused again: a
+// call is the frames up to the caller's END, and an opening frame after
+// it is a new call. That holds for a stream refused while stopping (n),
+// for a stream the stop closed after the caller had sent its END (h),
+// and for one the stop closed before (g: its END comes late, then the
+// new call). Frames of a call before its END get one answer, and late
+// frames that open nothing (CANCEL, ABORT, TOOL_RESULT, TICK, END) none.
+func TestMux_StreamReusedOnStoppingDuplex(t *testing.T) {
+	rt := startRuntime(t)
+	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
+	var childEntered <-chan struct{}
+	var releaseChild func()
+	probe.child, childEntered, releaseChild = holdingChild(t)
+	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-childEntered
+
+	// Before the stop: h is held and left open after its caller's END, g
+	// too, without an END yet. Both stay open across the stop, which
+	// closes them.
+	open := func(id string) *MuxStream {
+		t.Helper()
+		s, err := mux.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	h, g := open("h"), open("g")
+	if err := h.SendAll(messages.Text("h", "hold"), messages.End("h")); err != nil {
+		t.Fatal(err)
+	}
+	mb := <-probe.entered
+	close(probe.release)
+	if err := g.Send(messages.Text("g", "hold")); err != nil {
+		t.Fatal(err)
+	}
+	waitDrained(mb)
+	rt.System().Root.Stop(mux.pid)
+	waitDrained(mb)
+
+	// read returns what s has queued, without waiting: once the duplex's
+	// mailbox is drained, everything it emitted is there.
+	read := func(s *MuxStream) []string {
+		t.Helper()
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		var got []string
+		for {
+			f, err := s.Recv(done)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("stream %s: Recv: %v after %q", s.ID(), err, got)
+				}
+				return got
+			}
+			got = append(got, frameName(f))
+		}
+	}
+	stopped := []string{"ERROR(duplex stopped)", "END"}
+	for _, s := range []*MuxStream{h, g} {
+		if got := read(s); !slices.Equal(got, stopped) {
+			t.Errorf("stream %s, open at the stop: got %q, want %q", s.ID(), got, stopped)
+		}
+		s.Release()
+	}
+
+	// call sends frames on a stream opened for them and returns what the
+	// duplex emitted on it once it has taken them all.
+	call := func(id string, frames ...*messages.Frame) []string {
+		t.Helper()
+		s := open(id)
+		defer s.Release()
+		if err := s.SendAll(frames...); err != nil {
+			t.Fatal(err)
+		}
+		waitDrained(mb)
+		return read(s)
+	}
+	refused := []string{"ERROR(" + stoppingText + ")", "END"}
+	result, err := messages.ToolResult("n", "c", "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := []*messages.Frame{
+		messages.Cancel("n", ""), messages.Abort("n"), result, messages.Tick("n"), messages.End("n"),
+	}
+	steps := []struct {
+		name   string
+		id     string
+		frames []*messages.Frame
+		want   []string
+	}{
+		{"first call on n", "n", []*messages.Frame{messages.Text("n", "late"), messages.Text("n", "again"), messages.End("n")}, refused},
+		{"second call on n", "n", []*messages.Frame{messages.Text("n", "late"), messages.End("n")}, refused},
+		{"late frames on n", "n", late, nil},
+		{"third call on n", "n", []*messages.Frame{messages.Text("n", "late"), messages.End("n")}, refused},
+		{"second call on h (its caller's END came before the stop)", "h", []*messages.Frame{messages.Text("h", "late"), messages.End("h")}, refused},
+		{"g's late END, then a second call on g", "g", []*messages.Frame{messages.End("g"), messages.Text("g", "late"), messages.End("g")}, refused},
+	}
+	for _, step := range steps {
+		if got := call(step.id, step.frames...); !slices.Equal(got, step.want) {
+			t.Errorf("%s: got %q, want %q", step.name, got, step.want)
+		}
+	}
+	releaseChild()
+}

@@ -18,9 +18,7 @@
 //     ([FailureHandler]) and then closes every stream still open with an
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping (its children
-//     finishing) is refused the same way, never given to the Logic, and
-//     one that opens a new call while it restarts is held for the new
-//     incarnation, which serves it;
+//     finishing) is refused the same way, never given to the Logic;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -106,7 +106,6 @@ func (d *durableShell) Receive(ctx actor.Context) {
 	d.s.Receive(ctx)
 	if _, ok := ctx.Message().(*actor.Started); ok && !d.s.finished {
 		d.recover(ctx)
-		d.s.takeHeld()
 	}
 }
 

@@ -213,23 +213,8 @@ func newMailbox() *mailbox {
 // mailboxCell carries a duplex's mailbox from the props that make it to
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
-// the actor. held carries the frames that open new calls (and the
-// frames of their streams after them) taken while the duplex restarted,
-// from the incarnation that ended to the next one (see shell.late).
-type mailboxCell struct {
-	mb   *mailbox
-	held []*messages.Frame
-}
-
-// holds reports whether a frame of stream is held.
-func (c *mailboxCell) holds(stream string) bool {
-	for _, f := range c.held {
-		if f.GetStreamId() == stream {
-			return true
-		}
-	}
-	return false
-}
+// the actor.
+type mailboxCell struct{ mb *mailbox }
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.

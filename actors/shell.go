@@ -27,9 +27,7 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 // frames that close a stopped duplex's open streams, and of those that
 // refuse a call opened while it is stopping (its children still
 // finishing), so that a reader can tell "stopped for good" from a failure
-// without parsing the text. A duplex that restarts is not stopped: a call
-// opened while it restarts is served by its new incarnation. It is
-// tools.FailureStopped.
+// without parsing the text. It is tools.FailureStopped.
 const StoppedKind = "stopped"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -69,12 +67,9 @@ type shell struct {
 	// and those opened after it and refused (see refuse). Their frames
 	// are the answered call's, dropped, up to the caller's END; a frame
 	// that opens the stream after that is a new call (see late).
-	// restarting: the incarnation ended for a restart, and new calls are
-	// held for the next one (see mailboxCell.held). terminated:
-	// protoactor's Stopped has come, the duplex's watchers are told, and
-	// nothing more is emitted.
+	// terminated: protoactor's Stopped has come, the duplex's watchers
+	// are told, and nothing more is emitted.
 	answered   []string
-	restarting bool
 	terminated bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
@@ -148,9 +143,6 @@ func (s *shell) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.begin(ctx)
 		s.deliver(Started{})
-		if s.durable == nil { // a durable shell recovers its state first
-			s.takeHeld()
-		}
 	case *actor.Terminated:
 		// A system message, so it may be handled before the child's last
 		// frames, still queued: its end is queued after them (the child
@@ -162,19 +154,10 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.childGone(s.mb.from)
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
-		s.restarting = true
 		s.rt.watch.ended(s, true)
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
 		s.rt.watch.ended(s, false)
-		// Stopped while restarting (or failing as it replayed them): the
-		// calls held for a next incarnation are refused.
-		s.restarting = false
-		held := s.cell.held
-		s.cell.held = nil
-		for _, f := range held {
-			s.late(f)
-		}
 	case *injectedPanic:
 		s.injected(m)
 	case *actor.Stopped:
@@ -362,10 +345,8 @@ func (s *shell) input(f *messages.Frame) {
 // A call is the frames of its stream up to the caller's END: the frames
 // of a call answered since (see answered) are dropped, and its END ends
 // it. Otherwise a frame that opens the stream is a new call (stream ids
-// are reused, call after call): while the duplex restarts, it is held,
-// with the frames of its stream after it, for the next incarnation (see
-// takeHeld); while it stops, it is refused. Frames that open nothing on
-// a stream not held are dropped: a duplex owes nothing for them.
+// are reused, call after call), refused. Frames that open nothing are
+// dropped: a duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
 	id := f.GetStreamId()
 	if i := slices.Index(s.answered, id); i >= 0 {
@@ -374,32 +355,13 @@ func (s *shell) late(f *messages.Frame) {
 		}
 		return
 	}
-	opens := OpensStream(f.GetType())
-	switch {
-	case s.restarting:
-		if opens || s.cell.holds(id) {
-			s.cell.held = append(s.cell.held, f)
-		}
-	case opens:
+	if OpensStream(f.GetType()) {
 		s.refuse(id)
 	}
 }
 
-// takeHeld hands the new incarnation, as it has started, the calls held
-// while its duplex restarted, in their order. One left when a frame
-// fails the incarnation goes to the next one.
-func (s *shell) takeHeld() {
-	for len(s.cell.held) > 0 {
-		f := s.cell.held[0]
-		s.cell.held[0] = nil
-		s.cell.held = s.cell.held[1:]
-		s.input(f)
-	}
-	s.cell.held = nil
-}
-
-// refuse answers a frame that opened stream, a new call, while the
-// duplex stops: the Logic will not run it, so the stream gets ERROR
+// refuse answers a frame that opened stream, a new call, after the
+// incarnation ended: the Logic will not run it, so the stream gets ERROR
 // (failure kind StoppedKind) and END, at once rather than when the
 // duplex has stopped, and only once for the frames of the call (see
 // late). Once the duplex has stopped, its subscriber knows (a Conn's or
@@ -691,4 +653,4 @@ func isClosed(ch <-chan struct{}) bool {
 
 // stoppingText is the text of the ERROR with which a stopping duplex
 // answers a frame that opens a stream (see shell.refuse).
-const stoppingText = "duplex stopping: the frame came after the duplex was stopped and was not run"
+const stoppingText = "duplex stopping: the frame came after the duplex was stopped (or restarted) and was not run"

@@ -17,8 +17,9 @@
 //   - on failure, restart or stop, lets the Logic answer for its open work
 //     ([FailureHandler]) and then closes every stream still open with an
 //     ERROR and an END frame, so no consumer waits forever; a frame that
-//     opens a new call while the actor is still stopping (its children
-//     finishing) is refused the same way, never given to the Logic;
+//     opens a new call while the actor is still stopping or restarting
+//     (its children finishing) is refused the same way, never given to
+//     the Logic;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -27,7 +27,8 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 // frames that close a stopped duplex's open streams, and of those that
 // refuse a call opened while it is stopping (its children still
 // finishing), so that a reader can tell "stopped for good" from a failure
-// without parsing the text. It is tools.FailureStopped.
+// without parsing the text. A call opened while the duplex restarts is
+// refused without it: the duplex comes back. It is tools.FailureStopped.
 const StoppedKind = "stopped"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -67,9 +68,11 @@ type shell struct {
 	// and those opened after it and refused (see refuse). Their frames
 	// are the answered call's, dropped, up to the caller's END; a frame
 	// that opens the stream after that is a new call (see late).
-	// terminated: protoactor's Stopped has come, the duplex's watchers
-	// are told, and nothing more is emitted.
+	// restarting: the incarnation ended for a restart, not a stop (see
+	// refuse). terminated: protoactor's Stopped has come, the duplex's
+	// watchers are told, and nothing more is emitted.
 	answered   []string
+	restarting bool
 	terminated bool
 
 	durable *durableShell // set when spec.Persistence is (see durable.go)
@@ -154,9 +157,11 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.childGone(s.mb.from)
 	case *actor.Restarting:
 		s.finish(s.failureOr(errors.New("restarted")))
+		s.restarting = true
 		s.rt.watch.ended(s, true)
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
+		s.restarting = false // stopped while restarting: for good now
 		s.rt.watch.ended(s, false)
 	case *injectedPanic:
 		s.injected(m)
@@ -362,9 +367,11 @@ func (s *shell) late(f *messages.Frame) {
 
 // refuse answers a frame that opened stream, a new call, after the
 // incarnation ended: the Logic will not run it, so the stream gets ERROR
-// (failure kind StoppedKind) and END, at once rather than when the
-// duplex has stopped, and only once for the frames of the call (see
-// late). Once the duplex has stopped, its subscriber knows (a Conn's or
+// and END, at once rather than when the duplex has stopped, and only
+// once for the frames of the call (see late). The ERROR has failure kind
+// StoppedKind while the duplex stops; while it restarts it has none, as
+// the ERROR that closed a call open at the restart: the duplex comes
+// back. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
 func (s *shell) refuse(stream string) {
@@ -372,6 +379,11 @@ func (s *shell) refuse(stream string) {
 		return
 	}
 	s.answered = append(s.answered, stream)
+	if s.restarting {
+		s.Emit(messages.Error(stream, restartingText))
+		s.Emit(messages.End(stream))
+		return
+	}
 	f := messages.Error(stream, stoppingText)
 	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
 	s.Emit(f)
@@ -653,4 +665,8 @@ func isClosed(ch <-chan struct{}) bool {
 
 // stoppingText is the text of the ERROR with which a stopping duplex
 // answers a frame that opens a stream (see shell.refuse).
-const stoppingText = "duplex stopping: the frame came after the duplex was stopped (or restarted) and was not run"
+const stoppingText = "duplex stopping: the frame came after the duplex was stopped and was not run"
+
+// restartingText is the text of the ERROR with which a restarting duplex
+// answers a frame that opens a stream (see shell.refuse).
+const restartingText = "duplex restarting: the frame came while the duplex restarted and was not run"

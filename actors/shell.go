@@ -68,10 +68,16 @@ type shell struct {
 	// and those opened after it and refused (see refuse). Their frames
 	// are the answered call's, dropped, up to the caller's END; a frame
 	// that opens the stream after that is a new call (see late).
+	// ended holds the streams whose call was answered for good and whose
+	// caller's END has come since, or came before the end closed them:
+	// a META on them is that call's, sent after its END (an agent's
+	// approval decisions), and dropped; any other frame that opens the
+	// stream is a new call.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
 	answered   []string
+	ended      []string
 	restarting bool
 	terminated bool
 
@@ -309,7 +315,9 @@ func (s *shell) finish(reason error) {
 	streams := s.open.all()
 	slices.Sort(streams)
 	for _, id := range streams {
-		if !s.open.inputEnded(id) {
+		if s.open.inputEnded(id) {
+			s.ended = append(s.ended, id)
+		} else {
 			s.answered = append(s.answered, id)
 		}
 	}
@@ -349,20 +357,29 @@ func (s *shell) input(f *messages.Frame) {
 // late takes a frame written into the sink after the incarnation ended.
 // A call is the frames of its stream up to the caller's END: the frames
 // of a call answered since (see answered) are dropped, and its END ends
-// it. Otherwise a frame that opens the stream is a new call (stream ids
-// are reused, call after call), refused. Frames that open nothing are
+// it. A META after that END is still the call's (see ended), dropped.
+// Otherwise a frame that opens the stream is a new call (stream ids are
+// reused, call after call), refused. Frames that open nothing are
 // dropped: a duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
-	id := f.GetStreamId()
+	id, t := f.GetStreamId(), f.GetType()
 	if i := slices.Index(s.answered, id); i >= 0 {
-		if f.GetType() == messages.FrameType_END {
+		if t == messages.FrameType_END {
 			s.answered = slices.Delete(s.answered, i, i+1)
+			s.ended = append(s.ended, id)
 		}
 		return
 	}
-	if OpensStream(f.GetType()) {
-		s.refuse(id)
+	if !OpensStream(t) {
+		return
 	}
+	if i := slices.Index(s.ended, id); i >= 0 {
+		if t == messages.FrameType_META {
+			return
+		}
+		s.ended = slices.Delete(s.ended, i, i+1)
+	}
+	s.refuse(id)
 }
 
 // refuse answers a frame that opened stream, a new call, after the

@@ -120,3 +120,86 @@ func TestMux_StreamReusedOnStoppingDuplex(t *testing.T) {
 	}
 	releaseChild()
 }
+
+// TestMux_MetaAfterEndOnStoppingDuplex: an agent sends its approval
+// decisions as META frames on the stream of its call after the call's
+// END. Those of a call the stop closed, or refused while the duplex
+// stops, are late frames of that call: dropped, not refused as a new
+// call (a second ERROR and END), and the caller's next call on the same
+// id is refused, not dropped as the rest of the call before it.
+func TestMux_MetaAfterEndOnStoppingDuplex(t *testing.T) {
+	rt := startRuntime(t)
+	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
+	var childEntered <-chan struct{}
+	var releaseChild func()
+	probe.child, childEntered, releaseChild = holdingChild(t)
+	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-childEntered
+	open := func(id string) *MuxStream {
+		t.Helper()
+		s, err := mux.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	h := open("h")
+	if err := h.SendAll(messages.Text("h", "hold"), messages.End("h")); err != nil {
+		t.Fatal(err)
+	}
+	mb := <-probe.entered
+	close(probe.release)
+	waitDrained(mb)
+	rt.System().Root.Stop(mux.pid)
+	waitDrained(mb)
+
+	read := func(s *MuxStream) []string {
+		t.Helper()
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		var got []string
+		for {
+			f, err := s.Recv(done)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("stream %s: Recv: %v after %q", s.ID(), err, got)
+				}
+				return got
+			}
+			got = append(got, frameName(f))
+		}
+	}
+	approval := messages.Meta("h", "approval", []byte(`{}`))
+	if err := h.Send(approval); err != nil {
+		t.Fatal(err)
+	}
+	waitDrained(mb)
+	if got, want := read(h), []string{"ERROR(duplex stopped)", "END"}; !slices.Equal(got, want) {
+		t.Errorf("a call closed by the stop, then its META: got %q, want %q (the stop's answer alone)", got, want)
+	}
+	h.Release()
+
+	refused := []string{"ERROR(" + stoppingText + ")", "END"}
+	for _, name := range []string{"the next call on h", "a call after the META of a refused one"} {
+		s := open("h")
+		if err := s.SendAll(messages.Text("h", "next"), messages.End("h")); err != nil {
+			t.Fatal(err)
+		}
+		waitDrained(mb)
+		if got := read(s); !slices.Equal(got, refused) {
+			t.Errorf("%s: got %q, want %q", name, got, refused)
+		}
+		if err := s.Send(approval); err != nil {
+			t.Fatal(err)
+		}
+		waitDrained(mb)
+		if got := read(s); len(got) != 0 {
+			t.Errorf("%s, then its META: got %q more, want nothing", name, got)
+		}
+		s.Release()
+	}
+	releaseChild()
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,17 +207,26 @@ func firstPrompt(payload []byte) string {
 	return strings.Join(last, "")
 }
 
-// sessionLine renders the payload of a loop's META session frame.
-func sessionLine(payload []byte) string {
+// sessionLine renders the payload of a loop's META session frame. Of
+// the held calls, those in answered (answered at the terminal) go on with
+// the answer; the others wait for approval again.
+func sessionLine(payload []byte, answered map[string]bool) string {
 	var ev tools.SessionEvent
 	if json.Unmarshal(payload, &ev) != nil {
 		return string(payload)
 	}
+	var given []string
+	ev.Held = slices.DeleteFunc(ev.Held, func(id string) bool {
+		if answered[id] {
+			given = append(given, id)
+		}
+		return answered[id]
+	})
 	line := fmt.Sprintf("%s after %s", ev.Event, plural(ev.Iteration, "tool round"))
 	for _, part := range []struct {
 		what string
 		ids  []string
-	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}, {"waits for approval again", ev.Held}} {
+	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}, {"waits for approval again", ev.Held}, {"goes on with the answer given to", given}} {
 		if len(part.ids) > 0 {
 			line += "; " + part.what + " " + strings.Join(part.ids, ", ")
 		}

@@ -704,8 +704,8 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return nil, err
 		}
 	}
-	if err := c.prepareApproval(ctx); err != nil {
-		return nil, err
+	if ans, err := c.prepareApproval(ctx); err != nil { // ans: what a session still waiting answered so far
+		return ans, err
 	}
 	defer c.keepWaiting()
 	if c.ownLoop() {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,12 @@ func Edit(id string, args json.RawMessage) tools.ApprovalAnswer {
 // resumed or discarded already).
 var ErrNotWaiting = errors.New("agent: session does not wait for approval")
 
+// ErrInvalidDecision is returned by [Agent.Resume] for decisions that
+// cannot be applied: one without a tool call id, one whose Decision is
+// not approve, deny or edit, or two different ones about the same call.
+// Nothing is sent: the held calls wait as they did.
+var ErrInvalidDecision = errors.New("agent: invalid approval decision")
+
 // ErrGracePassed is returned by [Agent.Discard] when CancelGrace passed
 // before the loop had ended the discarded conversation: the session is
 // discarded all the same, and the agent waits for that end in the
@@ -87,8 +94,15 @@ type decisionsKey struct{}
 // one; without a Store they are used only if an attempt fails and the
 // conversation is sent again). Held calls without a decision keep
 // waiting: Resume returns a *WaitingError listing them once nothing else
-// runs. Decisions about calls that do not wait (answered already, their
-// deadline passed) are ignored. A Resume whose ctx ends before it has
+// runs, at once when it applies no decision (none given, or only about
+// calls that do not wait) and no held call has a deadline. Decisions about
+// calls that do not wait (answered already, their deadline passed) are
+// ignored. Decisions that cannot be applied (no id, a Decision other than
+// approve, deny or edit, two different ones about one call) are an error
+// wrapping [ErrInvalidDecision], and nothing is sent: the calls wait on.
+// An [Edit] whose arguments are not JSON denies the call, the model told
+// why. A session that holds no call (never ran, was answered) gives
+// [ErrNotWaiting], with a Store too. A Resume whose ctx ends before it has
 // sent the decisions (ended already, or while the agent's loop starts)
 // returns ctx's error and leaves the session waiting as it was; one whose
 // ctx ends later cancels the conversation as Run does.
@@ -116,6 +130,7 @@ type approvalState struct {
 	decided   map[string]bool
 	stream    string // without a Store: the stream a Resume continues on
 	held      *actors.MuxStream
+	pending   []tools.ApprovalRequest // with held
 	ans       *models.Answer
 }
 
@@ -124,8 +139,9 @@ type approvalState struct {
 // sends meanwhile (after a deadline denied the held calls) wait for the
 // Resume instead of being dropped, and what was answered on it so far.
 type waitingStream struct {
-	s   *actors.MuxStream
-	ans *models.Answer
+	s       *actors.MuxStream
+	ans     *models.Answer
+	pending []tools.ApprovalRequest // the held calls, as the WaitingError said
 }
 
 // answerOf starts the answer of an attempt on stream: a Resume without a
@@ -145,34 +161,100 @@ func resuming(ctx context.Context) bool {
 	return ok
 }
 
-// prepareApproval reads the decisions of a Resume (ctx) and, without a
-// Store, checks the session's state in the shared loop.
-func (c *conversation) prepareApproval(ctx context.Context) error {
+// prepareApproval reads the decisions of a Resume (ctx), checks them and
+// the session's state (without a Store, in the shared loop; with one, in
+// the store) and keeps those about calls that wait. A Resume that applies
+// none, while no held call has a deadline that lets the conversation go
+// on by itself, returns the session's *WaitingError at once, with what was
+// answered so far: nothing is sent and the calls wait on.
+func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, error) {
 	a := c.a
 	decisions, resuming := ctx.Value(decisionsKey{}).([]tools.ApprovalAnswer)
 	if !resuming && a.opts.Approval == nil {
-		return nil
+		return nil, nil
 	}
-	c.approval = &approvalState{decisions: decisions, decided: map[string]bool{}}
-	for _, d := range decisions {
-		c.approval.decided[d.ToolCallID] = true
+	decisions, err := checkDecisions(decisions)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
 	}
-	if c.ownLoop() { // the held calls are in the store (or die with the delegation)
-		return nil
+	c.approval = &approvalState{decided: map[string]bool{}}
+	switch {
+	case resuming && a.opts.Store != nil: // the held calls are in the store
+		pending, err := tools.ReadApprovals(a.opts.Store, a.SessionKey(c.session))
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
+		}
+		if len(pending) == 0 {
+			return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
+		}
+		return c.apply(decisions, pending, &models.Answer{})
+	case c.ownLoop(): // a delegation's: the held calls die with it
+		c.approval.decisions = decisions
+		for _, d := range decisions {
+			c.approval.decided[d.ToolCallID] = true
+		}
+		return nil, nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ws, waiting := a.waiting[c.session]
 	switch {
 	case resuming && !waiting:
-		return fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
+		return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
 	case !resuming && waiting:
-		return fmt.Errorf("%w: %q", ErrWaiting, c.session)
+		return nil, fmt.Errorf("%w: %q", ErrWaiting, c.session)
 	case resuming:
+		kept := *ws.ans
+		if ans, err := c.apply(decisions, ws.pending, &kept); err != nil {
+			return ans, err
+		}
 		delete(a.waiting, c.session)
-		c.approval.stream, c.approval.held, c.approval.ans = ws.s.ID(), ws.s, ws.ans
+		c.approval.stream, c.approval.held, c.approval.ans, c.approval.pending = ws.s.ID(), ws.s, ws.ans, ws.pending
 	}
-	return nil
+	return nil, nil
+}
+
+// apply keeps the decisions about calls in pending (those the session
+// waits for) to be sent, and returns the session's *WaitingError (with
+// ans) when there are none and no pending call has a deadline.
+func (c *conversation) apply(decisions []tools.ApprovalAnswer, pending []tools.ApprovalRequest, ans *models.Answer) (*models.Answer, error) {
+	ap := c.approval
+	deadline := false
+	for _, p := range pending {
+		deadline = deadline || !p.Deadline.IsZero()
+		for _, d := range decisions {
+			if d.ToolCallID == p.ToolCallID {
+				ap.decisions = append(ap.decisions, d)
+				ap.decided[d.ToolCallID] = true
+			}
+		}
+	}
+	if len(ap.decisions) == 0 && !deadline {
+		return ans, &WaitingError{Session: c.session, Pending: pending}
+	}
+	return nil, nil
+}
+
+// checkDecisions returns the decisions of a Resume without repeats, or
+// an error wrapping ErrInvalidDecision for one the loop cannot apply or
+// two different ones about one call.
+func checkDecisions(decisions []tools.ApprovalAnswer) ([]tools.ApprovalAnswer, error) {
+	out := decisions[:0:0]
+	seen := make(map[string]tools.ApprovalAnswer, len(decisions))
+	for _, d := range decisions {
+		if err := d.Check(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidDecision, err)
+		}
+		prev, dup := seen[d.ToolCallID]
+		switch {
+		case !dup:
+			seen[d.ToolCallID] = d
+			out = append(out, d)
+		case prev.Decision != d.Decision || prev.Message != d.Message || !bytes.Equal(prev.Arguments, d.Arguments):
+			return nil, fmt.Errorf("%w: two different decisions about %s (%s and %s)", ErrInvalidDecision, d.ToolCallID, prev.Decision, d.Decision)
+		}
+	}
+	return out, nil
 }
 
 // keepWaiting puts a Resume's session back among those waiting when the
@@ -190,7 +272,7 @@ func (c *conversation) keepWaiting() {
 	if a.waiting == nil {
 		a.waiting = map[string]*waitingStream{}
 	}
-	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans}
+	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans, pending: ap.pending}
 	a.mu.Unlock()
 	ap.held = nil
 }
@@ -270,7 +352,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 		if c.a.waiting == nil {
 			c.a.waiting = map[string]*waitingStream{}
 		}
-		c.a.waiting[c.session] = &waitingStream{s: s, ans: ans}
+		c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending}
 		c.a.mu.Unlock()
 		kept = true
 	}

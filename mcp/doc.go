@@ -9,8 +9,9 @@
 // tools/call runs as a TOOL_CALL through a tool router on the runtime, so
 // argument validation, timeouts, supervision, the circuit breaker and
 // exactly one result per call hold for MCP clients as for a model. A
-// failure is an isError result, never a protocol error; an object result
-// is sent as structuredContent too; notifications/cancelled becomes
+// failure is an isError result, never a protocol error, in the tool's own
+// JSON (a refusal keeps its shape) with its failure kind in _meta; an
+// object result is sent as structuredContent too; notifications/cancelled becomes
 // CANCEL; a call whose request carried a progress token is reported with
 // notifications/progress while it runs. [Server.ServeStdio] serves a
 // local client over stdio; [Server.Handler] and [Server.ListenHTTP]
@@ -24,7 +25,9 @@
 // [Import] connects to an MCP server — a command run over stdio, or a
 // streamable HTTP URL — and makes each of its tools a [tools.Tool] for
 // routers, loops and agents. Arguments are validated against the
-// server's schema before a call is sent. The connection is a supervised
+// server's schema before a call is sent. An isError result is an error
+// result, of the server's structured content when it sent an object. The
+// connection is a supervised
 // actor: when the server dies or the connection drops, calls in flight
 // get error results, and the server is restarted with back-off and its
 // tool list read again. The list is also read again when the server sends

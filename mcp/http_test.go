@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/mcp"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // listenHTTP serves the test tools over HTTP and returns the URL and the
@@ -130,5 +133,71 @@ func TestListenHTTP_RefusesRemoteByDefault(t *testing.T) {
 	defer srv.Close(context.Background())
 	if _, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: "0.0.0.0:0"}); !errors.Is(err, mcp.ErrNotLoopback) {
 		t.Fatalf("0.0.0.0 without AllowRemote: %v", err)
+	}
+}
+
+// An error result keeps the tool's own JSON across MCP: the server sends
+// it as the text and the structuredContent of an isError result, and the
+// importer makes an error result of that JSON again, so that a model on
+// either side reads what the tool answered (read_file's refusal names
+// the path). A plain error still reads as its message alone.
+func TestHTTP_ErrorResultsKeepTheirJSON(t *testing.T) {
+	url, rt := listenHTTP(t, nil)
+	const refusal = `"path":"../outside.txt"`
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	defer hc.CloseIdleConnections()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res := callTool(t, cs, "read_file", map[string]any{"path": "../outside.txt"})
+	sc, _ := json.Marshal(res.StructuredContent)
+	if !res.IsError || !strings.Contains(string(sc), refusal) || !strings.Contains(text(res), refusal) {
+		t.Errorf("read_file refused over MCP: isError %v, structuredContent %s, text %s; want both to hold %s",
+			res.IsError, sc, text(res), refusal)
+	}
+	if k := res.Meta[mcp.FailureKindMeta]; k != string(tools.FailureInvalidArguments) {
+		t.Errorf("read_file refused over MCP: _meta %v, want the failure kind invalid_arguments", res.Meta)
+	}
+	if res := callTool(t, cs, "fail", nil); !res.IsError || text(res) != "it broke" {
+		t.Errorf("handler error over MCP: isError %v, text %q, want the message alone", res.IsError, text(res))
+	}
+	// run_command's refusal does not match its output schema (no stdout,
+	// no exitCode): a client that checks structuredContent against it
+	// would refuse the result, so it is sent as text only.
+	if res := callTool(t, cs, "run_command", map[string]any{"command": " "}); !res.IsError || res.StructuredContent != nil ||
+		text(res) != "run_command: empty command" {
+		t.Errorf("empty command over MCP: isError %v, structuredContent %v, text %q", res.IsError, res.StructuredContent, text(res))
+	}
+
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close(context.Background())
+	got := runLoop(t, rt, im.Tools(), scripted.Turn{ToolCalls: []scripted.ToolCall{
+		{ID: "read", Name: "read_file", Arguments: `{"path":"../outside.txt"}`},
+		{ID: "fail", Name: "fail"},
+		{ID: "empty", Name: "run_command", Arguments: `{"command":" "}`},
+	}}, scripted.Turn{Text: "done"})
+	if f := got["read"]; f == nil || !f.IsErrorResult() || !strings.Contains(string(f.GetPayload()), refusal) ||
+		!strings.HasPrefix(string(f.GetPayload()), `{"success":false,"error":`) { // as read_file wrote it
+		t.Errorf("read_file refused through the importer: %v; want an error result holding %s", f, refusal)
+	}
+	// The kinds come back: a refusal does not count against the imported
+	// tool's circuit breaker, a broken handler does.
+	for id, want := range map[string]tools.FailureKind{"read": tools.FailureInvalidArguments,
+		"empty": tools.FailureInvalidArguments, "fail": tools.FailureHandler} {
+		if f := got[id]; tools.KindOf(f) != want {
+			t.Errorf("%s through the importer: kind %q, want %q (%v)", id, tools.KindOf(f), want, f)
+		}
+	}
+	if f := got["fail"]; f == nil || !f.IsErrorResult() || string(f.GetPayload()) != `{"success":false,"error":"it broke"}` {
+		t.Errorf("handler error through the importer: %v", f)
+	}
+	if f := got["empty"]; f == nil || string(f.GetPayload()) != `{"success":false,"error":"run_command: empty command"}` {
+		t.Errorf("empty command through the importer: %v", f)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -128,7 +130,8 @@ type importedTool struct {
 // → irreversible, idempotent). A tool's result is the server's
 // structuredContent when it sends one, and otherwise its text content as
 // a JSON string; a result with isError, or a call that fails on the way,
-// is an error result.
+// is an error result (of the structuredContent when it is an object, so
+// that a refusal keeps its shape).
 //
 // When the first connection fails (the command cannot start, the server
 // does not answer initialize or tools/list), Import returns its error:
@@ -433,14 +436,22 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 	return valueOf(res)
 }
 
-// valueOf is the tool result of an MCP result.
+// valueOf is the tool result of an MCP result. An isError result is an
+// error result: of the structuredContent when it is an object (the
+// tool's own JSON, as a [Server] sends it), else of the text; its kind
+// is tools.FailureInvalidArguments when the server says so in _meta
+// ([FailureKindMeta]), tools.FailureHandler otherwise.
 func valueOf(res *sdk.CallToolResult) (any, error) {
 	text := contentText(res.Content)
 	if res.IsError {
 		if text == "" {
 			text = "the MCP tool reported an error"
 		}
-		return nil, errors.New(text)
+		kind := tools.FailureHandler
+		if k, _ := res.Meta[FailureKindMeta].(string); tools.FailureKind(k) == tools.FailureInvalidArguments {
+			kind = tools.FailureInvalidArguments
+		}
+		return nil, &tools.ResultError{Payload: errorPayload(res.StructuredContent, text), Kind: kind, Err: errors.New(text)}
 	}
 	if res.StructuredContent != nil {
 		b, err := json.Marshal(res.StructuredContent)
@@ -450,6 +461,24 @@ func valueOf(res *sdk.CallToolResult) (any, error) {
 		return json.RawMessage(b), nil
 	}
 	return text, nil
+}
+
+// errorPayload is the payload of an isError result: its structured
+// content when that is an object, as the server wrote it when the text
+// is its JSON (the structured content is decoded, its members' order
+// lost), and otherwise {"success":false,"error":text}.
+func errorPayload(structured any, text string) json.RawMessage {
+	if _, ok := structured.(map[string]any); ok {
+		var fromText any
+		if json.Unmarshal([]byte(text), &fromText) == nil && reflect.DeepEqual(fromText, structured) {
+			return json.RawMessage(text)
+		}
+		if b, err := json.Marshal(structured); err == nil {
+			return b
+		}
+	}
+	b, _ := json.Marshal(messages.ErrorResult{Success: false, Error: text}) // strings always encode
+	return b
 }
 
 // contentText joins a result's content as text; what is not text is

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -81,10 +83,13 @@ var ErrNotLoopback = errors.New("not a loopback address")
 // tool actors are supervised and behind a circuit breaker, and each call
 // gets exactly one result. A failed call (error result, or a result
 // object with "success": false) is answered as a CallToolResult with
-// isError, never as a protocol error; a successful object result is sent
-// as structuredContent and as its JSON text. notifications/cancelled for a
-// call sends CANCEL for it, which cancels the handler's context (a
-// command is killed with its process group).
+// isError, never as a protocol error: its text is the tool's own JSON
+// (its structuredContent too, when it matches the tool's output schema),
+// or the message alone for a bare {"success":false,"error":...}, and its
+// _meta holds the failure kind ([FailureKindMeta]); a successful object
+// result is sent as structuredContent and as its JSON text.
+// notifications/cancelled for a call sends CANCEL for it, which cancels
+// the handler's context (a command is killed with its process group).
 //
 // Close stops the router; the runtime stays the caller's.
 func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
@@ -132,7 +137,7 @@ func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Instructions: opts.Instructions, Logger: logger})
 	for i, mt := range mcpTools {
-		s.sdk.AddTool(mt, s.handler(opts.Tools[i].Name()))
+		s.sdk.AddTool(mt, s.handler(opts.Tools[i].Name(), outputCheck(opts.Tools[i].Description().OutputSchema)))
 	}
 	return s, nil
 }
@@ -150,6 +155,26 @@ func describe(t *tools.Tool) (*sdk.Tool, error) {
 		mt.OutputSchema = d.OutputSchema
 	}
 	return mt, nil
+}
+
+// outputCheck reports whether a value conforms to a tool's output schema;
+// nil when the tool has none (any value does). A schema that does not
+// compile (or refers to other documents) conforms nothing: no error
+// result is sent as structuredContent that a client would refuse.
+func outputCheck(schema json.RawMessage) func(any) bool {
+	if len(schema) == 0 {
+		return nil
+	}
+	c := jsonschema.NewCompiler()
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("load %s: schemas may not reference other documents", url)
+	}
+	const url = "polyweave://tool/output.json"
+	var compiled *jsonschema.Schema
+	if c.AddResource(url, bytes.NewReader(schema)) == nil {
+		compiled, _ = c.Compile(url)
+	}
+	return func(v any) bool { return compiled != nil && compiled.Validate(v) == nil }
 }
 
 // annotations maps a tool's flags to MCP's hints: read-only when its only
@@ -191,7 +216,7 @@ func (s *Server) Close(ctx context.Context) error {
 	return s.calls.close(ctx)
 }
 
-func (s *Server) handler(name string) sdk.ToolHandler {
+func (s *Server) handler(name string, conforms func(any) bool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		var args json.RawMessage
 		if req.Params != nil {
@@ -206,7 +231,7 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 				defer s.reportProgress(ctx, req.Session, token, name)()
 			}
 		}
-		return resultOf(cl.wait(ctx)), nil
+		return resultOf(cl.wait(ctx), conforms), nil
 	}
 }
 
@@ -237,12 +262,25 @@ func (s *Server) reportProgress(ctx context.Context, ss *sdk.ServerSession, toke
 	return func() { close(quit); <-done }
 }
 
+// FailureKindMeta is the key of the _meta member in which a [Server]'s
+// isError result carries the failure kind of the tool's error result
+// (see tools.FailureKind), and from which an import ([Import]) takes
+// the kind tools.FailureInvalidArguments back: a call the remote tool
+// refused as asking what cannot be done does not count against the
+// imported tool's circuit breaker.
+const FailureKindMeta = "polyweave/failureKind"
+
 // resultOf turns a TOOL_RESULT into an MCP result. An error result, or a
 // result object whose "success" is false (how tools report a refusal),
-// is an isError result whose text is the error message (the whole
-// object stays in structuredContent when the tool sent it). A successful
-// JSON string is sent as its text; an object also as structuredContent.
-func resultOf(f *messages.Frame) *sdk.CallToolResult {
+// is an isError result. Its text is the error message alone when the
+// object says nothing more ({"success":false,"error":...}), and otherwise
+// the object's JSON, as the model of a loop reads it (read_file's refusal
+// names its path), which is then also its structuredContent when it
+// conforms to the tool's output schema (conforms; nil when the tool has
+// none), which clients may check it against. The failure kind of an
+// error result is in _meta ([FailureKindMeta]). A successful JSON string
+// is sent as its text; an object also as structuredContent.
+func resultOf(f *messages.Frame, conforms func(any) bool) *sdk.CallToolResult {
 	payload := f.GetPayload()
 	var head resultHead
 	isObject := firstByte(payload) == '{'
@@ -250,14 +288,21 @@ func resultOf(f *messages.Frame) *sdk.CallToolResult {
 		head = decodeHead(payload)
 	}
 	if f.IsErrorResult() || (head.Success != nil && !*head.Success) {
-		msg := string(payload)
+		var obj map[string]any
+		if isObject {
+			obj = decodeObject(payload)
+		}
+		msg, plain := string(payload), false
 		var s string
-		if len(head.Error) > 0 && json.Unmarshal(head.Error, &s) == nil && s != "" {
-			msg = s // the message alone; a tool's own result object stays structured
+		if len(head.Error) > 0 && json.Unmarshal(head.Error, &s) == nil && s != "" && len(obj) <= 2 {
+			msg, plain = s, true // the message alone: the object holds nothing else
 		}
 		r := errorResult(msg)
-		if isObject && !f.IsErrorResult() {
+		if obj != nil && !plain && (conforms == nil || conforms(obj)) {
 			r.StructuredContent = json.RawMessage(payload)
+		}
+		if k := f.GetMeta().GetFailureKind(); k != "" && f.IsErrorResult() {
+			r.Meta = sdk.Meta{FailureKindMeta: k}
 		}
 		return r
 	}
@@ -286,6 +331,15 @@ func decodeHead(payload []byte) resultHead {
 	var h resultHead
 	_ = json.Unmarshal(payload, &h)
 	return h
+}
+
+// decodeObject decodes a failed result's object whole (nil when it is
+// not one), for resultOf to count its members and check it against the
+// tool's output schema.
+func decodeObject(payload []byte) map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(payload, &m)
+	return m
 }
 
 func errorResult(msg string) *sdk.CallToolResult {

@@ -101,6 +101,9 @@ func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
 // request goes out and each answer before it is applied: a loop resuming
 // the session holds them again (sending [MetaApprovalRequired] anew) or
 // applies the answer given before the stop; an approved call runs once.
+// A loop without an approval policy that resumes such a session answers
+// its held calls as not run ([FailureDenied], saying they waited for
+// approval), never runs them, even an idempotent tool's, and forgets them.
 type ApprovalOptions struct {
 	// Policy decides per call; nil means [DefaultApprovalPolicy].
 	Policy ApprovalPolicy
@@ -151,7 +154,9 @@ type ApprovalAnswer struct {
 	ToolCallID string `json:"tool_call_id"`
 	// Decision is DecisionApprove, DecisionDeny or DecisionEdit.
 	Decision string `json:"decision"`
-	// Message, for a deny, is told to the model (a default one otherwise).
+	// Message, for a deny, is told to the model (a default one otherwise);
+	// for an edit whose arguments were not JSON, it says why (see
+	// [ApprovalFrame]).
 	Message string `json:"message,omitempty"`
 	// Arguments, for an edit, replace the call's arguments; they are
 	// validated against the tool's schema and the call runs with them.
@@ -164,19 +169,35 @@ type ApprovalAnswer struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// ApprovalFrame is the frame carrying answer on stream.
+// ApprovalFrame is the frame carrying answer on stream. It never fails:
+// an edit whose Arguments are not JSON (which no frame can carry) goes
+// out without them, its Message saying why, and the loop denies the call
+// telling the model so, as it denies an edit whose arguments fail
+// validation. An answer that does not [ApprovalAnswer.Check] goes out as
+// it is, and the loop drops it: check answers first.
 func ApprovalFrame(stream string, answer ApprovalAnswer) *messages.Frame {
+	if answer.Decision == DecisionEdit && answer.Arguments != nil && !json.Valid(answer.Arguments) {
+		var v any
+		err := json.Unmarshal(answer.Arguments, &v)
+		answer.Arguments, answer.Message = nil, err.Error()
+	}
 	return messages.Meta(stream, MetaApproval, mustJSON(answer))
 }
 
-func (a ApprovalAnswer) check() error {
+// ErrInvalidAnswer is wrapped by the error of [ApprovalAnswer.Check].
+var ErrInvalidAnswer = errors.New("invalid approval answer")
+
+// Check reports whether the loop can apply a: it names a call and its
+// Decision is one of DecisionApprove, DecisionDeny and DecisionEdit. The
+// arguments of an edit are not checked here: arguments that are not JSON
+// or fail validation are an answer, which denies the call.
+func (a ApprovalAnswer) Check() error {
 	switch {
 	case a.ToolCallID == "":
-		return errors.New("approval answer without tool_call_id")
-	case a.Decision == DecisionEdit && !json.Valid(a.Arguments):
-		return fmt.Errorf("approval answer for %s: edited arguments are not JSON", a.ToolCallID)
+		return fmt.Errorf("%w: no tool_call_id", ErrInvalidAnswer)
 	case a.Decision != DecisionApprove && a.Decision != DecisionDeny && a.Decision != DecisionEdit:
-		return fmt.Errorf("approval answer for %s: unknown decision %q", a.ToolCallID, a.Decision)
+		return fmt.Errorf("%w for %s: unknown decision %q (want %q, %q or %q)", ErrInvalidAnswer, a.ToolCallID, a.Decision,
+			DecisionApprove, DecisionDeny, DecisionEdit)
 	}
 	return nil
 }

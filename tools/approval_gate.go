@@ -166,6 +166,25 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 	return g.rec.find(id) != nil
 }
 
+// heldRecord is the record of held calls of a loop without an approval
+// policy that resumes the stored session (nil without one): a loop with a
+// policy may have held calls in it before the stop, which this loop
+// answers as not run (see unapprovedMessage) and forgets. It only reads
+// and forgets: it holds nothing.
+func heldRecord(session *SessionOptions) *approvalGate {
+	if session == nil || session.Store == nil {
+		return nil
+	}
+	return &approvalGate{store: session.Store, id: session.ID, tmo: session.Timeout}
+}
+
+// unapprovedMessage is the result of a call that waited for approval when
+// the session stopped, resumed by a loop without an approval policy.
+func unapprovedMessage(tool string) string {
+	return fmt.Sprintf("Tool call %s was not run: it was waiting for approval when the session stopped, and the session "+
+		"was resumed without an approval policy to ask for it", tool)
+}
+
 // heldCancelled is the message of the result of a call cancelled while it
 // waited for approval.
 const heldCancelled = "Tool call cancelled while it waited for approval"
@@ -285,7 +304,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 	var a ApprovalAnswer
 	err := json.Unmarshal(f.GetPayload(), &a)
 	if err == nil {
-		err = a.check()
+		err = a.Check()
 	}
 	if err != nil {
 		c.Logger().Warn("malformed approval answer dropped", "stream", f.GetStreamId(), "error", err)
@@ -307,6 +326,14 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		g.deny(c, d, call, msg)
 		return
 	case DecisionEdit:
+		if !json.Valid(a.Arguments) { // see ApprovalFrame
+			msg := fmt.Sprintf("Tool call %s was not run: the arguments a person edited are not JSON", call.GetName())
+			if a.Message != "" {
+				msg += ": " + a.Message
+			}
+			g.deny(c, d, call, msg)
+			return
+		}
 		args, err := h.slot.tool.validator.check(a.Arguments)
 		var p *validationPanic
 		switch {

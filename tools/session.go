@@ -250,6 +250,10 @@ type SessionEvent struct {
 	Cancelled []string `json:"cancelled,omitempty"`
 	// Held are the calls that wait for approval again (ApprovalOptions).
 	Held []string `json:"held,omitempty"`
+	// Unapproved are calls that waited for approval when the session
+	// stopped, resumed by a loop without an approval policy: they are
+	// answered as not run ([FailureDenied]), never run.
+	Unapproved []string `json:"unapproved,omitempty"`
 }
 
 func (sl *sessionLog) context() (context.Context, context.CancelFunc) {
@@ -720,7 +724,11 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	s.thinking = st.GetThinking()
 	var rerun []*turnCall
 	var events []proto.Message // the interrupted calls' results, then the calls start
-	var discard []string       // held calls the cancel covers: forgotten once their results are stored
+	var discard []string       // held calls answered here: forgotten once their results are stored
+	held := l.d.gate           // what holds calls for approval, or reads what a loop with a policy held
+	if held == nil {
+		held = heldRecord(&ss.opts)
+	}
 	for _, lc := range st.GetCalls() {
 		tc := &turnCall{call: restamp(lc.GetCall(), s.stream)}
 		id := tc.call.GetToolCallId()
@@ -729,7 +737,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			tc.result = restamp(lc.GetResult(), s.stream)
 			ev.Reused = append(ev.Reused, id)
 		case cancels(cancel, id, lc.GetComplete(), !midStream): // never run, even if idempotent
-			if l.d.gate.awaiting(c, id) { // it waits no more, answered as the gate answers it
+			if held.awaiting(c, id) { // it waits no more, answered as the gate answers it
 				tc.result = errorResult(tc.call, FailureCancelled, heldCancelled)
 				discard = append(discard, id)
 			} else {
@@ -741,6 +749,13 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 			} else {
 				events = append(events, &messages.LoopCallSurfaced{ToolCallId: id, Result: tc.result})
 			}
+		case lc.GetComplete() && l.d.gate == nil && held.awaiting(c, id):
+			// Held before the stop, and no policy now to ask: never run (even
+			// if idempotent), and not interrupted, since it never started.
+			tc.result = errorResult(tc.call, FailureDenied, unapprovedMessage(tc.call.GetName()))
+			discard = append(discard, id)
+			ev.Unapproved = append(ev.Unapproved, id)
+			events = append(events, &messages.LoopCallResult{Result: tc.result})
 		case lc.GetComplete() && l.d.gate.awaiting(c, id): // held again, or its stored answer applied
 			rerun = append(rerun, tc)
 			ev.Held = append(ev.Held, id)
@@ -765,7 +780,7 @@ func (l *loopLogic) resume(c actors.WrapperContext, s *loopSession, st *messages
 	s.phase = phaseTools
 	ss.commit(c, s, append(events, &messages.LoopToolsStarted{Thinking: s.thinking})...)
 	for _, id := range discard {
-		l.d.gate.discard(c, id)
+		held.discard(c, id)
 	}
 	s.dispatching = true
 	for _, tc := range rerun {

@@ -70,8 +70,11 @@
 //
 // A configuration the sandbox cannot honour (a hidden path that is "/"
 // or the workspace itself, or that cannot be resolved) makes New fail,
-// whatever the mode: commands run unsandboxed under [SandboxAuto] only
-// when the system cannot sandbox at all ([sandbox.ErrUnsupported]).
+// whatever the mode, and so does a sandbox that cannot be set up for
+// want of a resource ([sandbox.ErrResources]: the user's quota of
+// namespaces used up, ENOMEM, EMFILE, …) or for any other reason:
+// commands run unsandboxed under [SandboxAuto] only when the system
+// cannot sandbox at all ([sandbox.ErrUnsupported]).
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,
 // Landlock) is most of what a sandboxed command costs, so it is done

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,9 +127,15 @@ func TestNew_RootResolvedOnce(t *testing.T) {
 
 func TestNew_SystemRootsRefused(t *testing.T) {
 	for _, root := range []string{"", "  ", "/", "/etc", "/usr", "/proc", "/tmp", "/usr/../etc"} {
-		if ws, err := New(root, nil); err == nil {
+		ws, err := New(root, nil)
+		if err == nil {
 			ws.Close()
 			t.Errorf("New(%q) succeeded", root)
+			continue
+		}
+		// An empty root is refused as a bad path, not as a system root.
+		if system := strings.TrimSpace(root) != ""; errors.Is(err, ErrSystemRoot) != system {
+			t.Errorf("New(%q): %v; errors.Is(err, ErrSystemRoot) = %v, want %v", root, err, !system, system)
 		}
 	}
 	ws, err := New("/", &Options{AllowSystemRoot: true, Sandbox: SandboxOff})
@@ -149,7 +156,7 @@ func TestNew_BeneathSystemDirectoriesRefused(t *testing.T) {
 		if ws, err := New(root, &Options{Sandbox: SandboxOff}); err == nil {
 			ws.Close()
 			t.Errorf("New(%q) succeeded", root)
-		} else if !strings.Contains(err.Error(), "system directory") {
+		} else if !errors.Is(err, ErrSystemRoot) || !strings.Contains(err.Error(), "system directory") {
 			t.Errorf("New(%q): %v, want a system directory refusal", root, err)
 		}
 	}

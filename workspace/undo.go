@@ -155,7 +155,12 @@ type UndoResult struct {
 
 // UndoTool is a tool a host may give the model: it undoes the writes of
 // the calling conversation (all of them, or from a call on). It is
-// irreversible (approval's default policy asks before it runs).
+// irreversible (approval's default policy asks before it runs). A failed
+// undo is an error result of the call whose JSON is its [UndoResult]
+// (what was restored before it failed, and why): of kind
+// invalid_arguments when the undo was refused ([ErrNoSuchCall],
+// [ErrChangedSince], [ErrNotKept]), handler_error when the workspace or
+// the journal failed.
 func (j *Journal) UndoTool() (*tools.Tool, error) {
 	return tools.NewTyped(tools.Definition{Name: UndoToolName,
 		Description:  "Undo the files this conversation wrote with write_file: restore them as they were before the given call (or before the first write). Refused when a file was changed since by something else.",
@@ -164,10 +169,29 @@ func (j *Journal) UndoTool() (*tools.Tool, error) {
 			info, _ := tools.CallFrom(ctx)
 			restored, err := j.Undo(ctx, j.sessionOf(info.StreamID), in.CallID)
 			if err != nil {
-				return UndoResult{Error: err.Error()}, nil
+				out := UndoResult{Restored: restored, Error: err.Error()}
+				return out, undoFailed(out, err)
 			}
 			return UndoResult{Success: true, Restored: restored}, nil
 		})
+}
+
+// undoFailed is the error that answers an undo call with the
+// unsuccessful result out as an error result, as [failedResult] does for
+// the other tools: kind tools.FailureInvalidArguments when the call asked
+// for what cannot be undone ([ErrNoSuchCall], [ErrChangedSince],
+// [ErrNotKept]), which does not count against the tool's circuit breaker,
+// and tools.FailureHandler when the workspace or the journal failed.
+func undoFailed(out UndoResult, err error) error {
+	payload, merr := marshal(out, len(out.Error)+64*len(out.Restored))
+	if merr != nil {
+		return err
+	}
+	kind := tools.FailureHandler
+	if errors.Is(err, ErrNoSuchCall) || errors.Is(err, ErrChangedSince) || errors.Is(err, ErrNotKept) {
+		kind = tools.FailureInvalidArguments
+	}
+	return &tools.ResultError{Payload: payload, Kind: kind, Err: err}
 }
 
 // writeFile records what the write replaces, then writes.

@@ -16,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
@@ -269,4 +270,40 @@ func TestJournal_UndoAcrossRestart(t *testing.T) {
 	if changes, err := j2.Changes(ctx, "s1"); err != nil || len(changes) != 0 {
 		t.Fatalf("changes after undo %+v %v", changes, err)
 	}
+}
+
+// A failed undo through the tool is an error result of the call, as the
+// other workspace tools' failures are: the model reads the undo's own
+// JSON, and the frame's failure kind says whether the call asked for
+// what cannot be done (invalid_arguments) or the workspace failed
+// (handler_error); a successful undo is not an error result.
+func TestUndoTool_FailuresAreErrorResults(t *testing.T) {
+	dir := t.TempDir()
+	rt := actorstest.NewRuntime(t, nil)
+	ws, j := newJournal(t, dir, memstore.New(nil))
+	jt := startJournal(t, rt, j)
+	jt.write("s1", "c1", "a.txt", "mine")
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("someone else's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(id, args string, kind tools.FailureKind, payload ...string) {
+		t.Helper()
+		f := jt.frame("s1", id, workspace.UndoToolName, args)
+		if f.IsErrorResult() != (kind != "") || tools.KindOf(f) != kind {
+			t.Errorf("undo %s: error result %v kind %q, want kind %q (%s)", args, f.IsErrorResult(), tools.KindOf(f), kind, f.GetPayload())
+		}
+		for _, want := range payload {
+			if !strings.Contains(string(f.GetPayload()), want) {
+				t.Errorf("undo %s: payload %s, want it to hold %s", args, f.GetPayload(), want)
+			}
+		}
+	}
+	check("u1", `{"call_id":"nope"}`, tools.FailureInvalidArguments, `{"success":false,"error":`, "no recorded write")
+	check("u2", `{}`, tools.FailureInvalidArguments, `{"success":false,"error":`, "changed since", "a.txt")
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("u3", `{}`, "", `"success":true`, `"path":"a.txt"`)
+	ws.Close() // the workspace itself cannot undo any more
+	check("u4", `{}`, tools.FailureHandler, `"success":false`, "closed")
 }

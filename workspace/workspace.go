@@ -70,11 +70,16 @@ type Protections = sandbox.Protections
 type SandboxMode int
 
 const (
-	// SandboxAuto (the default) sandboxes commands where the kernel
+	// SandboxAuto (the default) sandboxes commands where the system
 	// allows it and otherwise runs them unsandboxed, logging a warning
-	// and saying so in [Workspace.Protections]. A configuration the
-	// sandbox cannot honour makes New fail: it is not a reason to run
-	// unsandboxed.
+	// and saying so in [Workspace.Protections]: only when the system
+	// cannot sandbox at all ([sandbox.ErrUnsupported]: another OS, no
+	// user namespaces, a kernel without a feature the sandbox needs).
+	// Any other failure to set the sandbox up makes New fail rather
+	// than run commands unsandboxed: a configuration the sandbox cannot
+	// honour, a resource that ran out ([sandbox.ErrResources]: the
+	// user's quota of namespaces, memory, processes or descriptors),
+	// or another error.
 	SandboxAuto SandboxMode = iota
 	// SandboxRequired makes New fail when the sandbox, with every
 	// protection it sets up, is not available.
@@ -89,6 +94,12 @@ const (
 // require the sandbox and it, or one of its protections, is not
 // available.
 var ErrSandboxUnavailable = errors.New("workspace: sandbox required but not available")
+
+// ErrSystemRoot is wrapped by the error of [New] when the root is "/" or
+// a system directory (or one beneath it, see New) and
+// [Options.AllowSystemRoot] is not set. A caller tells it apart with
+// errors.Is, to ask for a folder inside it instead.
+var ErrSystemRoot = errors.New("workspace: the root is a system directory")
 
 // ErrClosed is returned by [Workspace.ReadFile], [Workspace.WriteFile] and
 // [Workspace.RunCommand] once [Workspace.Close] has been called, including
@@ -173,10 +184,13 @@ type Options struct {
 	// without network: see [sandbox.DefaultHidden] and
 	// [sandbox.Surroundings]). Links are followed, once, by New: what a
 	// link points to then is hidden, whatever commands do to the link
-	// later. A path that holds the workspace shows only the way to
-	// it; a path inside the workspace is hidden from commands (not from
-	// the file tools), and a command is refused when an earlier one
-	// moved or replaced it ([sandbox.ErrHiddenMoved]). New refuses "/",
+	// later. A path that does not exist when New runs is resolved
+	// again (its links followed then) for each command, and hidden
+	// from the commands that start once it exists. A path that holds
+	// the workspace shows only the way to it; a path inside the
+	// workspace is hidden from commands (not from the file tools), and
+	// a command is refused when an earlier one moved or replaced it
+	// ([sandbox.ErrHiddenMoved]). New refuses "/",
 	// the workspace itself, and a path that cannot be resolved.
 	// Everything else outside the workspace stays readable, and
 	// read-only.
@@ -297,7 +311,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
 	if !o.AllowSystemRoot && isSystemDir(dir) {
-		return nil, fmt.Errorf("workspace root %s is a system directory; set Options.AllowSystemRoot to use it", dir)
+		return nil, fmt.Errorf("%w: %s; set Options.AllowSystemRoot to use it", ErrSystemRoot, dir)
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {

@@ -45,6 +45,22 @@ const (
 // errTimeout is the cause of the run's context when -timeout passes.
 var errTimeout = errors.New("timeout")
 
+// timedOut is the failure of a run that -timeout stopped.
+func timedOut(cfg config) error {
+	return fmt.Errorf("no final answer within -timeout %v", cfg.timeout)
+}
+
+// timedOutInSetup is err, the failure of a step that sets the run up,
+// unless -timeout passed and ended that step (err is then the deadline's,
+// from deep down a store or a connection): the run fails then as when it
+// passes later, with what the step was doing after it.
+func timedOutInSetup(ctx context.Context, cfg config, err error) error {
+	if !errors.Is(context.Cause(ctx), errTimeout) || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errTimeout)) {
+		return err
+	}
+	return fmt.Errorf("%w (it passed while the run was being set up: %w)", timedOut(cfg), err)
+}
+
 // runAgent sets up the workspace, the model, the agent and the actor
 // runtime, runs the conversation (or, with -team, the lead agent's) and
 // prints its summary.
@@ -59,7 +75,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	var sess *session
 	if cfg.store != "" {
 		if sess, err = openSession(ctx, cfg); err != nil {
-			return err
+			return timedOutInSetup(ctx, cfg, err)
 		}
 		// Deferred before the runtime's Close, so it runs after it.
 		defer func() {
@@ -85,7 +101,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	}
 	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: min(workspace.DefaultCommandTimeout, cfg.timeout)})
 	if err != nil {
-		if strings.Contains(err.Error(), "AllowSystemRoot") { // the library names its option, not a flag
+		if errors.Is(err, workspace.ErrSystemRoot) { // the library names its option, not a flag
 			return &usageError{err: fmt.Errorf("-workspace %s is a system directory: make a folder inside it and give that", dir)}
 		}
 		return err
@@ -94,7 +110,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	tr.Note("sandbox", "%s", ws.Protections())
 	mcpTools, closeMCP, err := importMCP(ctx, cfg.mcp, ws, tr) // -mcp (mcp.go)
 	if err != nil {
-		return err
+		return timedOutInSetup(ctx, cfg, err)
 	}
 	defer closeMCP() // after the agent's runtime has stopped
 
@@ -400,7 +416,7 @@ func (d *driver) failure(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(context.Cause(ctx), errTimeout):
 		d.tr.CutCalls(fmt.Sprintf("cut by -timeout %v (it may have done part or all of its work)", d.cfg.timeout))
-		return fmt.Errorf("no final answer within -timeout %v", d.cfg.timeout)
+		return timedOut(d.cfg)
 	case ctx.Err() != nil:
 		d.tr.CutCalls("cut by the interrupt (it may have done part or all of its work)")
 		return errors.New("interrupted")

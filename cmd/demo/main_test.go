@@ -566,6 +566,24 @@ func TestRun_SystemWorkspace(t *testing.T) {
 	}
 }
 
+// A -timeout that passes while the run is set up (before the session is
+// read from -store, or while an -mcp server is started) fails the run as
+// one that passes later does: exit status 1 and "no final answer within
+// -timeout", not the deadline error of whatever was being set up.
+func TestRun_TimeoutDuringSetup(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for name, args := range map[string][]string{
+		"-store": {"-store", filepath.Join(t.TempDir(), "demo.db")},
+		"-mcp":   {"-workspace", t.TempDir(), "-mcp", "sleep 100"},
+	} {
+		_, _, err := runInProcess(t, append(args, "-timeout", "1ns")...)
+		var printed bytes.Buffer
+		if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: no final answer within -timeout 1ns") {
+			t.Errorf("-timeout 1ns with %s: %q, want exit 1 and the run's timeout failure", name, printed.String())
+		}
+	}
+}
+
 // A team's session is the lead agent's: a second run finds it in the
 // store (and says so), and the hint to resume it includes -team.
 func TestRun_TeamSessionIsFoundAgain(t *testing.T) {

@@ -60,3 +60,43 @@ func TestHostTerminalsUnreachable(t *testing.T) {
 		t.Errorf("the devices a command needs do not work: %q", out)
 	}
 }
+
+// Shared memory works in the sandbox (shm_open, hence Python's
+// multiprocessing locks and shared memory, uses /dev/shm): its /dev/shm
+// is a writable tmpfs of its own, where the host's shared memory is not.
+func TestSharedMemoryOfItsOwn(t *testing.T) {
+	host := "/dev/shm/pw-sandbox-shm-" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(host, []byte("HOST-SHM"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(host)
+	cmd := `cat ` + host + ` 2>/dev/null; echo host-files $(ls -A /dev/shm | wc -l)
+		echo shm-data > /dev/shm/x && cat /dev/shm/x`
+	python := false
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		python = true
+		cmd += `
+		/usr/bin/python3 -c '
+from multiprocessing import Lock, shared_memory
+with Lock():
+    m = shared_memory.SharedMemory(create=True, size=16)
+    m.buf[:6] = b"shared"
+    n = shared_memory.SharedMemory(name=m.name)
+    print("python", bytes(n.buf[:6]).decode())
+    n.close(); m.close(); m.unlink()
+'`
+	}
+	out, exit := runIn(t, Config{}, t.TempDir(), cmd)
+	if strings.Contains(out, "HOST-SHM") {
+		t.Errorf("the host's shared memory is visible in the sandbox: %q", out)
+	}
+	if !strings.Contains(out, "host-files 0\n") {
+		t.Errorf("the sandbox's /dev/shm is not empty at first: %q", out)
+	}
+	if !strings.Contains(out, "shm-data\n") {
+		t.Errorf("a file could not be written to /dev/shm and read back: %q", out)
+	}
+	if python && !strings.Contains(out, "python shared\n") {
+		t.Errorf("Python's multiprocessing shared memory fails in the sandbox: %q (exit %+v)", out, exit)
+	}
+}

@@ -1,8 +1,9 @@
 // Package sandbox runs a workspace command in a sandbox of its own: new
 // user, PID, mount, network, IPC and UTS namespaces, a fresh /proc, the
-// file system read-only except the workspace and a private /tmp,
-// Landlock, a seccomp filter, resource limits, only descriptors 0–2, and
-// a first process that is PID 1 of the namespace and dies with the host.
+// file system read-only except the workspace and a private /tmp and
+// /dev/shm, Landlock, a seccomp filter, resource limits, only
+// descriptors 0–2, and a first process that is PID 1 of the namespace
+// and dies with the host.
 //
 // # The helper
 //
@@ -20,7 +21,9 @@
 //     when the host's thread that forked it ends, which any goroutine
 //     that locks its thread and returns can cause);
 //   - makes every mount private and read-only (and nosuid), mounts a
-//     fresh /proc, a private tmpfs on /tmp, covers the hidden paths
+//     fresh /proc, a private tmpfs on /tmp, a /dev of its own (the
+//     null, zero, full and random devices, its own pseudo-terminals and
+//     a private tmpfs on /dev/shm), covers the hidden paths
 //     ([DefaultHidden], the workspace's [Surroundings], the configured
 //     ones; one that holds the workspace keeps the way to it),
 //     and mounts a copy of the workspace directory — the very directory
@@ -29,7 +32,7 @@
 //   - sets the namespace's pid_max to bound the number of processes;
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
 //     domain (read and execute everywhere, write only beneath the
-//     workspace and /tmp, no TCP unless the network is allowed, no
+//     workspace, /tmp and /dev/shm, no TCP unless the network is allowed, no
 //     signals or abstract sockets out of the domain, no mounts),
 //     empties the capability bounding set, joins a new, empty session
 //     keyring, and installs a seccomp filter that refuses (EPERM)
@@ -77,9 +80,9 @@
 //
 // RLIMIT_AS bounds each process's mappings, not the kernel's memory
 // that a command can make the kernel hold for it: pipe and socket
-// buffers, memfd and /tmp pages beyond their own limits, page tables,
-// and the like. /tmp is bounded in size and in files (one per page of
-// its size), open files per process by RLIMIT_NOFILE, processes by
+// buffers, memfd, /tmp and /dev/shm pages beyond their own limits, page
+// tables, and the like. /tmp and /dev/shm are each bounded in size and
+// in files (one per page of its size), open files per process by RLIMIT_NOFILE, processes by
 // pid_max, but nothing bounds the sum: that takes a cgroup, which the
 // sandbox does not set up. A host that runs untrusted commands should
 // run its program in a cgroup (v2) with a memory limit.

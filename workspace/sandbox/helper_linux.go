@@ -119,7 +119,7 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, wsPath, err := setUp(&setup.Config)
+	prot, err := setUp(&setup.Config)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -153,7 +153,7 @@ func helperMain() int {
 		return 2
 	}
 
-	pid, err := fork(&req, wsPath)
+	pid, err := fork(&req)
 	if err != nil {
 		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
 		return 2
@@ -254,7 +254,7 @@ func reapUntil(pid int) Exit {
 // host name, Landlock and the capability bounding set. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
 // it is forked from this (locked) thread.
-func setUp(cfg *Config) (*Protections, string, error) {
+func setUp(cfg *Config) (*Protections, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -269,16 +269,16 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	// would then lead elsewhere ("/", say).
 	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
-		return p, "", err
+		return p, err
 	}
 	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return p, "", unsupported("make mounts private", err)
+		return p, unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return p, "", unsupported("clone the workspace mount", err)
+		return p, unsupported("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -288,7 +288,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", unsupported("mount a fresh /proc", err)
+		return p, unsupported("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -300,57 +300,81 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		tmpOptions(cfg.TmpSize)); err != nil {
-		return p, "", unsupported("mount a private /tmp", err)
+		return p, unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
-	ptys, err := freshDev()
+	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
-		return p, "", unsupported("mount a /dev of the sandbox's own", err)
+		return p, unsupported("mount a /dev of the sandbox's own", err)
 	}
 	p.FreshDev = true
 	if !ptys {
 		p.Missing = append(p.Missing, "pseudo-terminals: no devpts instance of the sandbox's own could be mounted")
 	}
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
-		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+		return p, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, err
 	}
 	for _, h := range plan.outside {
 		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+			return p, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
-		return p, "", fmt.Errorf("workspace mount point: %w", err)
+		return p, fmt.Errorf("workspace mount point: %w", err)
 	}
 	mounted, err := mountWorkspace(tree, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, err
 	}
 	defer unix.Close(mounted)
+	// What led nowhere may lead into the workspace now that it is
+	// mounted: beneath /tmp, it was not there to be found before (the
+	// sandbox's own /tmp covers the host's), unlike the paths inside it
+	// that were resolved when it was opened (their identities say where).
+	late, err := planHiding(plan.missing, nil, wsPath)
+	if err != nil {
+		return p, err
+	}
+	for _, h := range late.inside {
+		if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(h, k) }) {
+			plan.inside = append(plan.inside, h)
+		}
+	}
+	for _, h := range late.outside {
+		// An ancestor of the workspace found only now was made for its
+		// mount point in the sandbox's own /tmp: nothing of the host's.
+		if within(wsPath, h) || slices.ContainsFunc(plan.outside, func(k string) bool { return within(h, k) }) {
+			continue
+		}
+		if err := hide(h, false, HiddenPath{}, false); err != nil {
+			return p, fmt.Errorf("hide %s: %w", h, err)
+		}
+		plan.outside = append(plan.outside, h)
+	}
 	for _, h := range plan.inside {
 		if err := hide(h, false, plan.ids[h], true); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+			return p, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	// The directories that hide the workspace's surroundings were left
 	// writable to make its mount point; nothing else is made in them.
 	for _, h := range plan.ancestors {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return p, "", fmt.Errorf("hide %s: make it read-only: %w", h, err)
+			return p, fmt.Errorf("hide %s: make it read-only: %w", h, err)
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
 	if err := unix.Fchdir(mounted); err != nil {
-		return p, "", fmt.Errorf("enter the workspace: %w", err)
+		return p, fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, "", unsupported("no_new_privs", err)
+		return p, unsupported("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
@@ -360,7 +384,7 @@ func setUp(cfg *Config) (*Protections, string, error) {
 	case cfg.WithoutLandlock:
 		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
-		return p, "", unsupported("landlock", err)
+		return p, unsupported("landlock", err)
 	case abi == 0:
 		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
 	default:
@@ -368,21 +392,21 @@ func setUp(cfg *Config) (*Protections, string, error) {
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, "", unsupported("drop capabilities", err)
+		return p, unsupported("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, "", unsupported("join a new session keyring", errno)
+		return p, unsupported("join a new session keyring", errno)
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
 	} else {
 		p.Seccomp = true
 	}
-	return p, wsPath, nil
+	return p, nil
 }
 
 // unsupported is the error of a set-up step that fails when the kernel
@@ -502,10 +526,12 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 // freshDev covers /dev with a tmpfs of the sandbox's own that holds only
 // the devices commands need (the host's, bound in), the usual links, a
 // devpts instance of its own for pseudo-terminals (none of the host's
-// terminals is in it) and an empty /dev/shm; it is then made read-only.
-// There is no /dev/tty: a command has no controlling terminal. ptys
-// says whether the devpts instance could be mounted.
-func freshDev() (ptys bool, err error) {
+// terminals is in it) and, on /dev/shm, an empty writable tmpfs of its
+// own (mount options shm) for POSIX shared memory and semaphores; /dev
+// itself is then made read-only. There is no /dev/tty: a command has
+// no controlling terminal. ptys says whether the devpts instance could
+// be mounted.
+func freshDev(shm string) (ptys bool, err error) {
 	trees := make([]int, 0, len(devNodes))
 	names := make([]string, 0, len(devNodes))
 	defer func() {
@@ -549,7 +575,7 @@ func freshDev() (ptys bool, err error) {
 			return false, fmt.Errorf("%s: %w", d, err)
 		}
 	}
-	if err := unix.Chmod("/dev/shm", 0o1777); err != nil {
+	if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, shm); err != nil {
 		return false, fmt.Errorf("/dev/shm: %w", err)
 	}
 	ptys = unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC,
@@ -620,8 +646,8 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
 // reading and executing everywhere, writing beneath the workspace (the
-// directory on the descriptor ws) and /tmp (and to the null devices and
-// the sandbox's own pseudo-terminals),
+// directory on the descriptor ws), /tmp and /dev/shm (and to the null
+// devices and the sandbox's own pseudo-terminals),
 // and, when noNet, no TCP. It returns the ABI version in force, 0 when
 // the kernel has no Landlock.
 func restrictLandlock(ws int, noNet bool) (int, error) {
@@ -638,7 +664,8 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 		landlock.RODirs("/"),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
-		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp").WithRefer(),
+		// /tmp and /dev/shm are the sandbox's own (see freshDev).
+		landlock.RWDirs("/proc/self/fd/"+strconv.Itoa(ws), "/tmp", "/dev/shm").WithRefer(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
 		// The sandbox's own pseudo-terminals (see freshDev).
 		landlock.RWFiles("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
@@ -682,7 +709,7 @@ func dropBoundingSet() error {
 // kills and reports, and a sandbox runs one command), and the shell is
 // simply forked; otherwise the shell is forked stopped by ptrace at its
 // exec, given its limits, and let go, which costs a round trip more.
-func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error), error) {
+func commandForker(l *Limits) (func(req *runRequest) (int, error), error) {
 	cpu := uint64((l.MaxCPUTime + 999_999_999) / 1_000_000_000)
 	limits := []struct {
 		res  int
@@ -718,12 +745,12 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 		if err := setLimits(0); err != nil {
 			return nil, err
 		}
-		return func(req *runRequest, wsPath string) (int, error) {
-			return forkShell(req, wsPath, nil)
+		return func(req *runRequest) (int, error) {
+			return forkShell(req, nil)
 		}, nil
 	}
-	return func(req *runRequest, wsPath string) (int, error) {
-		pid, err := forkShell(req, wsPath, &syscall.SysProcAttr{Ptrace: true})
+	return func(req *runRequest) (int, error) {
+		pid, err := forkShell(req, &syscall.SysProcAttr{Ptrace: true})
 		if err != nil {
 			return 0, err
 		}
@@ -749,7 +776,8 @@ func commandForker(l *Limits) (func(req *runRequest, wsPath string) (int, error)
 	}, nil
 }
 
-// tmpOptions are the mount options of the sandbox's /tmp of size bytes:
+// tmpOptions are the mount options of the sandbox's /tmp (and of its
+// /dev/shm) of size bytes:
 // as many files as it has pages (at least 1024), for each file, even an
 // empty one, takes kernel memory that the size does not count.
 func tmpOptions(size int64) string {
@@ -759,7 +787,7 @@ func tmpOptions(size int64) string {
 
 // forkShell forks `shell -c command` from this thread, with descriptors
 // 0-2 only, in the workspace.
-func forkShell(req *runRequest, wsPath string, sys *syscall.SysProcAttr) (int, error) {
+func forkShell(req *runRequest, sys *syscall.SysProcAttr) (int, error) {
 	shell, err := filepath.Abs(req.Shell)
 	if err != nil {
 		return 0, err

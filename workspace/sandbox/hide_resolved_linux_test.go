@@ -24,9 +24,10 @@ func resolvedConfig(t *testing.T, dir string, hide ...string) Config {
 }
 
 // workspaceOutsideTmp is a new directory, removed after the test, not
-// beneath /tmp: the sandbox covers /tmp with a tmpfs of its own before
-// it resolves paths to hide, so paths in a workspace there that were
-// not resolved beforehand are never found.
+// beneath /tmp: there the sandbox finds the paths to hide in the
+// workspace before mounting it, through the host's view of it (beneath
+// /tmp, which the sandbox covers with its own, it looks again once the
+// workspace is mounted: see TestHiddenPathMadeLaterInTmpWorkspace).
 func workspaceOutsideTmp(t *testing.T) string {
 	t.Helper()
 	if d := t.TempDir(); d != "/tmp" && !strings.HasPrefix(d, "/tmp/") {
@@ -113,5 +114,41 @@ func TestHideUnresolvedRefused(t *testing.T) {
 	_, err := Prepare(defaults(t, Config{Hide: []string{filepath.Join(dir, "x")}}), root, null, null)
 	if !errors.Is(err, ErrConfig) {
 		t.Errorf("Prepare with Hide unresolved: %v, want ErrConfig", err)
+	}
+}
+
+// A path to hide in the workspace that does not exist when the
+// workspace is opened is hidden once it does, in a workspace beneath
+// /tmp too (the sandbox's /tmp, a tmpfs of its own, does not hold the
+// workspace until the workspace is mounted on it).
+func TestHiddenPathMadeLaterInTmpWorkspace(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "later"), filepath.Join(dir, "later.txt"))
+	for _, hp := range cfg.Resolved {
+		if hp.Dev != 0 || hp.Ino != 0 {
+			t.Fatalf("%s exists before the test made it", hp.Path)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "later"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"later/key", "later.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("LATE-SECRET"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "visible"), []byte("VISIBLE"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := runIn(t, cfg, dir, "cat later/key later.txt visible")
+	if strings.Contains(out, "LATE-SECRET") {
+		t.Errorf("a path to hide made after the workspace was opened is visible: %q", out)
+	}
+	if !strings.Contains(out, "VISIBLE") {
+		t.Errorf("the rest of the workspace is not visible: %q", out)
 	}
 }

@@ -12,15 +12,19 @@ import (
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
 // host's users, the secrets of the system (password hashes, old ones
-// too, host and TLS private keys), the host's shared memory and message
-// queues (other programs' run-time state), and its logs, spools and
-// backups. An entry may be a pattern (filepath.Match). A hidden path
-// that holds the workspace shows only the directories on the way to it.
+// too, host and TLS private keys), and its logs, spools and backups.
+// An entry may be a pattern (filepath.Match). A hidden path that holds
+// the workspace shows only the directories on the way to it.
+//
+// The host's shared memory (/dev/shm) and message queues (/dev/mqueue)
+// are not listed: no sandbox runs without a /dev of its own (the set-up
+// fails when one cannot be made), which holds neither of the host's,
+// and whose /dev/shm, an empty writable tmpfs of the sandbox's own,
+// hiding would only make unusable.
 var DefaultHidden = []string{
 	"/root", "/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
-	"/dev/shm", "/dev/mqueue",
 	"/var/log", "/var/spool", "/var/backups",
 }
 
@@ -132,10 +136,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
-// once it is mounted; ids are the identities ResolveHide recorded.
+// once it is mounted; ids are the identities ResolveHide recorded;
+// missing are the entries that led nowhere (a path that does not
+// exist, a pattern that matched nothing existing).
 type hidePlan struct {
-	outside, inside, ancestors []string
-	ids                        map[string]HiddenPath
+	outside, inside, ancestors, missing []string
+	ids                                 map[string]HiddenPath
 }
 
 // ErrConfig is wrapped by the errors that come from a configuration the
@@ -146,7 +152,7 @@ var ErrConfig = errors.New("sandbox configuration")
 // paths left out) around the workspace wsPath (resolved), and adds the
 // paths fixed resolved once (those missing then resolved again now).
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
-	var resolved []string
+	var resolved, missing []string
 	ids := map[string]HiddenPath{}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
@@ -166,12 +172,17 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 		}
+		if len(matches) == 0 {
+			missing = append(missing, h)
+		}
 		for _, m := range matches {
 			r, err := resolveHidden(m, wsPath)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			if r != "" && !slices.Contains(resolved, r) {
+			if r == "" {
+				missing = append(missing, m)
+			} else if !slices.Contains(resolved, r) {
 				resolved = append(resolved, r)
 			}
 		}
@@ -179,7 +190,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids}
+	plan := hidePlan{ids: ids, missing: missing}
 	for _, r := range resolved {
 		if within(r, wsPath) {
 			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {

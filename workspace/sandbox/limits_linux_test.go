@@ -41,20 +41,27 @@ func TestOpenFilesLimit(t *testing.T) {
 	}
 }
 
-// The sandbox's /tmp holds as many files as it has pages, not an
-// unbounded number of empty ones (each costs kernel memory that its
-// size does not count).
+// The sandbox's /tmp and /dev/shm each hold as many files as they have
+// pages, not an unbounded number of empty ones (each costs kernel
+// memory that the size does not count), and no more bytes than TmpSize.
 func TestTmpInodesBounded(t *testing.T) {
-	out, _ := runIn(t, Config{TmpSize: 1 << 20}, t.TempDir(),
-		`i=0; while [ $i -lt 3000 ] && true 2>/dev/null > /tmp/f$i; do i=$((i+1)); done; echo made $i`)
-	var made int
-	if _, err := fmt.Sscanf(out, "made %d", &made); err != nil || made >= 3000 || made == 0 {
-		t.Errorf("empty files made in a 1 MiB /tmp: %q, want some and fewer than 3000", out)
+	for _, dir := range []string{"/tmp", "/dev/shm"} {
+		out, _ := runIn(t, Config{TmpSize: 1 << 20}, t.TempDir(),
+			`i=0; while [ $i -lt 3000 ] && true 2>/dev/null > `+dir+`/f$i; do i=$((i+1)); done; echo made $i
+			rm -f `+dir+`/f*; head -c 2097152 /dev/zero > `+dir+`/big 2>/dev/null; echo big $(wc -c < `+dir+`/big)`)
+		var made, big int
+		if _, err := fmt.Sscanf(out, "made %d\nbig %d", &made, &big); err != nil || made >= 3000 || made == 0 {
+			t.Errorf("empty files made in a 1 MiB %s: %q, want some and fewer than 3000", dir, out)
+		}
+		if big > 1<<20 {
+			t.Errorf("%d bytes written to a 1 MiB %s", big, dir)
+		}
 	}
 }
 
-// The host's shared memory, message queues, logs, spools, backups and
-// private TLS keys are hidden by default.
+// The host's shared memory and message queues (not in the sandbox's
+// /dev), logs, spools, backups and private TLS keys are hidden by
+// default.
 func TestDefaultHidingOfHostState(t *testing.T) {
 	shm := fmt.Sprintf("/dev/shm/pw-sandbox-test-%d", os.Getpid())
 	if err := os.WriteFile(shm, []byte("SHM-SECRET"), 0o644); err != nil {

@@ -14,7 +14,7 @@ const (
 	DefaultMaxFileSize     = 1 << 30 // bytes per file written
 	DefaultMaxProcesses    = 512     // processes in the sandbox
 	DefaultMaxCPUTime      = 60 * time.Second
-	DefaultTmpSize         = 256 << 20 // bytes of the sandbox's own /tmp
+	DefaultTmpSize         = 256 << 20 // bytes of the sandbox's own /tmp, and of its /dev/shm
 	DefaultMaxOpenFiles    = 1024      // descriptors open per process
 
 	// MinProcesses is the smallest MaxProcesses the kernel can enforce
@@ -91,9 +91,11 @@ type Config struct {
 	// Hide lists absolute paths made invisible in the sandbox, on top of
 	// [DefaultHidden], [HiddenWithoutNetwork] (without network) and the
 	// workspace's [Surroundings]: a directory is covered by an empty
-	// read-only tmpfs, a file by /dev/null. Links are followed; paths
-	// that do not exist are ignored; "/" and the workspace itself are
-	// refused ([CheckHide]). A directory that holds the workspace shows
+	// read-only tmpfs, a file by /dev/null. Links are followed; a path
+	// that does not exist is looked for again by each sandbox set up,
+	// and hidden once it exists, in the workspace too (see
+	// [HiddenPath]); "/" and the workspace itself are refused
+	// ([CheckHide]). A directory that holds the workspace shows
 	// only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
@@ -102,9 +104,10 @@ type Config struct {
 	// links would lead where earlier commands made them lead.
 	Resolved []HiddenPath `json:"resolved,omitempty"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
-	// (default DefaultTmpSize). It also bounds the number of files in
-	// it: one per page (4 KiB) of its size, for an empty file takes
-	// kernel memory that the size does not count.
+	// (default DefaultTmpSize), and that of its private /dev/shm (POSIX
+	// shared memory), another tmpfs of the same bounds. It also bounds
+	// the number of files in each: one per page (4 KiB) of its size,
+	// for an empty file takes kernel memory that the size does not count.
 	TmpSize int64 `json:"tmpSize"`
 	// Limits are the commands' resource limits.
 	Limits Limits `json:"limits"`
@@ -156,7 +159,8 @@ type Protections struct {
 	PrivateTmp bool `json:"privateTmp,omitempty"`
 	// FreshDev: /dev is the sandbox's own, read-only: the null, zero,
 	// full and random devices, pseudo-terminals of its own (a devpts
-	// instance), an empty /dev/shm; none of the host's terminals.
+	// instance), and a private, writable /dev/shm; none of the host's
+	// terminals nor its shared memory.
 	FreshDev bool `json:"freshDev,omitempty"`
 	// Hidden lists the paths hidden in the sandbox, resolved: the
 	// defaults, the workspace's surroundings and the configured ones

@@ -303,7 +303,9 @@ func TestRun_SessionReplaysOnceEnded(t *testing.T) {
 		"resuming session s1 from " + store + " after 3 tool rounds; it has ended: its final answer comes from the store",
 		"user       " + defaultPrompt,
 		"model      Done. hello.sh prints a greeting",
-		"summary    ok · 1 iteration · 0 tool calls (0 failed)",
+		// The replayed answer holds the whole stored conversation, so the
+		// summary counts what the first run did.
+		"summary    ok · 4 iterations · 4 tool calls (0 failed)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the second run lacks %q:\n%s", want, out)

@@ -176,6 +176,7 @@ func (d *driver) ask(w *agent.WaitingError) []tools.ApprovalAnswer {
 			}
 			break
 		}
+		d.tr.Answered(p.ToolCallID)
 	}
 	return out
 }

@@ -106,9 +106,10 @@ func TestE2E_ApproveAskDurable(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("want exit 0: %v", res)
 	}
-	for _, want := range []string{"waits for approval again call_run", "result     run_command call_run ok", "undo       removed hello.sh (created by call_write)"} {
-		if !strings.Contains(res.stdout, want) {
-			t.Errorf("transcript lacks %q:\n%s", want, res.stdout)
+	for _, want := range []string{"session    resumed after 1 tool round; goes on with the answer given to call_run",
+		"call       run_command call_run", "result     run_command call_run ok", "undo       removed hello.sh (created by call_write)"} {
+		if n := strings.Count(res.stdout, want); n != 1 {
+			t.Errorf("transcript has %q %d times, want once:\n%s", want, n, res.stdout)
 		}
 	}
 	if fileText(t, filepath.Join(dir, "hello.sh")) != "<none>" || fileText(t, filepath.Join(dir, "greeting.txt")) == "<none>" {

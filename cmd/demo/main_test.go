@@ -303,7 +303,9 @@ func TestRun_SessionReplaysOnceEnded(t *testing.T) {
 		"resuming session s1 from " + store + " after 3 tool rounds; it has ended: its final answer comes from the store",
 		"user       " + defaultPrompt,
 		"model      Done. hello.sh prints a greeting",
-		"summary    ok · 1 iteration · 0 tool calls (0 failed)",
+		// The replayed answer holds the whole stored conversation, so the
+		// summary counts what the first run did.
+		"summary    ok · 4 iterations · 4 tool calls (0 failed)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the second run lacks %q:\n%s", want, out)
@@ -511,10 +513,15 @@ func TestRun_ResumeHintHasTheWorkspace(t *testing.T) {
 func TestResumeHint(t *testing.T) {
 	s := &session{id: "s1", path: "/tmp/a b.db"}
 	cfg := config{workspace: "/w", team: true, baseURL: "http://h/v1", model: "m 1", modelSet: true,
-		mcp: mcpServers{{raw: "fs=npx -y server"}}}
-	want := `go run ./cmd/demo -store '/tmp/a b.db' -session s1 -workspace /w -team -base-url http://h/v1 -model 'm 1' -mcp 'fs=npx -y server'`
+		mcp: mcpServers{{raw: "fs=npx -y server"}}, maxIterations: 2}
+	want := `go run ./cmd/demo -store '/tmp/a b.db' -session s1 -workspace /w -team -base-url http://h/v1 -model 'm 1' -mcp 'fs=npx -y server' -max-iterations 2`
 	if got := s.resumeHint(cfg); got != want {
 		t.Errorf("hint\n%s\nwant\n%s", got, want)
+	}
+	// The defaults are left out.
+	cfg = config{maxIterations: defaultMaxIterations, approval: approvalFlags{mode: approveAll}, timeout: defaultTimeout}
+	if got, want := s.resumeHint(cfg), `go run ./cmd/demo -store '/tmp/a b.db' -session s1`; got != want {
+		t.Errorf("hint with the defaults\n%s\nwant\n%s", got, want)
 	}
 	for in, want := range map[string]string{"": "''", "plain-1.db": "plain-1.db", "it's": `'it'\''s'`, "$HOME": `'$HOME'`} {
 		if got := shellQuote(in); got != want {
@@ -643,6 +650,38 @@ func TestRun_CrashModelBound(t *testing.T) {
 		out, errOut, err := runInProcess(t, append(args, "-crash", last)...)
 		if err != nil || strings.Contains(out, "was never reached") || !strings.Contains(out, "fault      panicking in the model adapter") {
 			t.Errorf("team %v, -crash %s did not fire: %v\n%s\n%s", tc.team, last, err, out, errOut)
+		}
+	}
+}
+
+// A session started with -team is the lead's, one without it the
+// agent's: resuming it with the other form is refused (exit 2) with the
+// flag to add or drop, instead of starting a new session that reruns
+// everything in the same folder.
+func TestRun_SessionResumedInTheOtherForm(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	store := filepath.Join(t.TempDir(), "demo.db")
+	for _, tc := range []struct {
+		started, resumed []string
+		want             string
+	}{
+		{[]string{"-team"}, nil, `session "t1" was started with -team; add -team to resume it`},
+		{nil, []string{"-team"}, `session "s1" was started without -team; drop -team to resume it`},
+	} {
+		id := "s1"
+		if len(tc.started) > 0 {
+			id = "t1"
+		}
+		args := []string{"-store", store, "-session", id}
+		if out, errOut, err := runInProcess(t, append(args, tc.started...)...); err != nil {
+			t.Fatalf("first run: %v\n%s\n%s", err, out, errOut)
+		}
+		out, _, err := runInProcess(t, append(args, tc.resumed...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err, &bytes.Buffer{}) != 2 {
+			t.Errorf("resumed with %q: err = %v, want a usage error %q (exit 2)", tc.resumed, err, tc.want)
+		}
+		if strings.Contains(out, "new session") {
+			t.Errorf("resumed with %q: a new session started:\n%s", tc.resumed, out)
 		}
 	}
 }

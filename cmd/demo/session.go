@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,9 +56,9 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 	if s.id == "" {
 		s.id = newSessionID()
 	}
-	who := agentName
+	who, other := agentName, leadName
 	if cfg.team {
-		who = leadName // the lead agent runs a team's session
+		who, other = leadName, agentName // the lead agent runs a team's session
 	}
 	s.key = agent.SessionKey(who, s.id)
 	s.first = models.EncodeMessages([]models.Message{models.UserMessage(cfg.prompt)})
@@ -66,6 +68,21 @@ func openSession(ctx context.Context, cfg config) (*session, error) {
 		return nil, err
 	}
 	if !ok {
+		// A session run by the other agent (with or without -team) lives
+		// under its key: starting this one anew would run everything again
+		// in the session's folder.
+		_, theirs, err := tools.ReadSession(ctx, st, agent.SessionKey(other, s.id))
+		switch {
+		case err != nil:
+			st.Close()
+			return nil, err
+		case theirs && cfg.team:
+			st.Close()
+			return nil, &usageError{err: fmt.Errorf("session %q was started without -team; drop -team to resume it, or start a new session", s.id)}
+		case theirs:
+			st.Close()
+			return nil, &usageError{err: fmt.Errorf("session %q was started with -team; add -team to resume it, or start a new session", s.id)}
+		}
 		return s, nil
 	}
 	if cfg.promptSet && !bytes.Equal(stored.GetFirstRequest(), s.first) {
@@ -112,7 +129,10 @@ func (s *session) describe() string {
 
 // resumeHint is the command line that resumes the session: -store and
 // -session, and the flags that shape the agent the session was run by
-// (its workspace, its model, its tools), each quoted for a POSIX shell.
+// (its workspace, -team, its model, its tools, its approvals, its
+// -max-iterations), each quoted for a POSIX shell. -prompt is left out
+// (a resumed session goes on with its own), and so are the flags of one
+// run only (-timeout, -crash, -json, -ui, -trace).
 func (s *session) resumeHint(cfg config) string {
 	args := []string{"go", "run", "./cmd/demo", "-store", s.path, "-session", s.id}
 	add := func(on bool, flag, value string) {
@@ -135,6 +155,8 @@ func (s *session) resumeHint(cfg config) string {
 	if cfg.approval.undo {
 		args = append(args, "-undo")
 	}
+	// The store keeps the conversation, not the limit it ran under.
+	add(cfg.maxIterations != 0 && cfg.maxIterations != defaultMaxIterations, "-max-iterations", strconv.Itoa(cfg.maxIterations))
 	for i, a := range args {
 		args[i] = shellQuote(a)
 	}
@@ -185,17 +207,26 @@ func firstPrompt(payload []byte) string {
 	return strings.Join(last, "")
 }
 
-// sessionLine renders the payload of a loop's META session frame.
-func sessionLine(payload []byte) string {
+// sessionLine renders the payload of a loop's META session frame. Of
+// the held calls, those in answered (answered at the terminal) go on with
+// the answer; the others wait for approval again.
+func sessionLine(payload []byte, answered map[string]bool) string {
 	var ev tools.SessionEvent
 	if json.Unmarshal(payload, &ev) != nil {
 		return string(payload)
 	}
+	var given []string
+	ev.Held = slices.DeleteFunc(ev.Held, func(id string) bool {
+		if answered[id] {
+			given = append(given, id)
+		}
+		return answered[id]
+	})
 	line := fmt.Sprintf("%s after %s", ev.Event, plural(ev.Iteration, "tool round"))
 	for _, part := range []struct {
 		what string
 		ids  []string
-	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}, {"waits for approval again", ev.Held}} {
+	}{{"reused the stored results of", ev.Reused}, {"ran again", ev.Rerun}, {"interrupted (not run again)", ev.Interrupted}, {"waits for approval again", ev.Held}, {"goes on with the answer given to", given}} {
 		if len(part.ids) > 0 {
 			line += "; " + part.what + " " + strings.Join(part.ids, ", ")
 		}

@@ -37,9 +37,12 @@ type transcript struct {
 	textOf view                 // whose text line it is
 	held   [][2]string          // side notes (label, text) waiting for their place
 	calls  map[string]shownCall // the calls shown and not yet answered, by id
-	named  map[string]int       // how many calls of each tool were shown
-	shown  chan struct{}        // closed and replaced when a call is shown
-	err    error                // the first write error
+	// answered are the held calls answered at the terminal (-approve
+	// ask) whose resume has not yet said so.
+	answered map[string]bool
+	named    map[string]int // how many calls of each tool were shown
+	shown    chan struct{}  // closed and replaced when a call is shown
+	err      error          // the first write error
 }
 
 // view is how one agent's lines look: the sub-agents of a team are
@@ -67,7 +70,7 @@ type shownCall struct {
 
 func newTranscript(out, frames io.Writer, start time.Time) *transcript {
 	return &transcript{out: out, frames: frames, start: start, calls: map[string]shownCall{},
-		named: map[string]int{}, shown: make(chan struct{})}
+		named: map[string]int{}, answered: map[string]bool{}, shown: make(chan struct{})}
 }
 
 // line prints one labelled line, closing an open text line first. The
@@ -263,7 +266,14 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 		}
 		t.printf("%s", strings.ReplaceAll(f.GetText(), "\n", "\n"+strings.Repeat(" ", 21+len(v.indent))))
 	case messages.FrameType_TOOL_CALL:
+		_, again := t.calls[f.GetToolCallId()]
 		t.calls[f.GetToolCallId()] = shownCall{at: time.Now(), name: f.GetName(), v: v}
+		if again {
+			// A resumed session hands out its round's calls again: this
+			// one is shown already and waits for its result (it was held
+			// for approval, or running when the loop crashed).
+			return
+		}
 		t.lineIn(v, "call", "%s %s %s", f.GetName(), f.GetToolCallId(), shown(f.GetPayload()))
 	case messages.FrameType_TOOL_RESULT:
 		status := "ok"
@@ -281,7 +291,8 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 		case models.MetaUsage:
 			t.lineIn(v, "usage", "%s", usageLine(f.GetPayload()))
 		case tools.MetaSession:
-			t.lineIn(v, "session", "%s", sessionLine(f.GetPayload()))
+			t.lineIn(v, "session", "%s", sessionLine(f.GetPayload(), t.answered))
+			clear(t.answered)
 		}
 	case messages.FrameType_ERROR:
 		t.lineIn(v, "error", "%s", f.GetText())
@@ -290,6 +301,14 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 	default:
 		t.lineIn(v, strings.ToLower(f.GetType().String()), "%s", clip(messages.Format(f)))
 	}
+}
+
+// Answered notes that the held call id was answered at the terminal: the
+// resume that follows applies the answer instead of waiting again.
+func (t *transcript) Answered(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.answered[id] = true
 }
 
 // CutCalls prints a result line for each call shown but not answered

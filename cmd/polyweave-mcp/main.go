@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	ws, err := workspace.New(dir, &workspace.Options{CommandTimeout: c.commandTimeout, Logger: logger,
 		Sandbox: sandboxModes[c.sandbox], AllowNetwork: c.allowNetwork})
 	if err != nil {
-		if strings.Contains(err.Error(), "AllowSystemRoot") { // the library names its option, not a flag
+		if errors.Is(err, workspace.ErrSystemRoot) { // the library names its option, not a flag
 			return &usageError{fmt.Sprintf("-dir %s is a system directory: serve a folder inside it instead", dir)}
 		}
 		return err

@@ -127,7 +127,12 @@ func (l *logic) run(c actors.Context, req *models.Request) {
 		if p == nil {
 			turn, _, err := l.model.pick(req)
 			if err != nil {
-				c.Emit(messages.Error(req.StreamID, err.Error()))
+				// Asking again meets the same end of the script (or the
+				// same unreadable messages): a permanent failure, which
+				// consumers do not retry.
+				f := messages.Error(req.StreamID, err.Error())
+				f.Meta = &messages.Metadata{FailureKind: models.FailurePermanent}
+				c.Emit(f)
 				c.Emit(messages.End(req.StreamID))
 				req = l.tracker.Done(req)
 				continue

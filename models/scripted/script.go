@@ -44,7 +44,9 @@ type Script struct {
 	Select Selection `json:"select,omitempty"`
 	// Repeat starts over with the first turn once the turns are used up
 	// (turn index modulo the number of turns). Without it a request past
-	// the last turn is answered with ERROR("script exhausted ...") + END.
+	// the last turn is answered with ERROR("script exhausted ...") + END,
+	// the ERROR of failure kind models.FailurePermanent: asking again
+	// cannot succeed, so consumers (an agent's attempts) do not retry it.
 	Repeat bool   `json:"repeat,omitempty"`
 	Turns  []Turn `json:"turns"`
 }

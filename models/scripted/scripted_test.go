@@ -424,3 +424,23 @@ func TestModel_LargeTurnKeepsNoEndingFrames(t *testing.T) {
 		t.Error("the END of a small turn was made anew: small turns should keep theirs")
 	}
 }
+
+// An exhausted script is a permanent failure: asking again meets it again,
+// so its ERROR says so and consumers do not retry it.
+func TestExhaustedScriptIsPermanent(t *testing.T) {
+	for _, sel := range []scripted.Selection{scripted.BySequence, scripted.ByConversation} {
+		_, l := newLogic(t, scripted.Script{Select: sel, Turns: []scripted.Turn{{Text: "zero"}}})
+		var r actorstest.Recorder
+		request(t, &r, l, "a", `[{"role":"user","content":"hi"}]`)
+		request(t, &r, l, "b", `[{"role":"user","content":"hi"},{"role":"assistant","content":"zero"},{"role":"user","content":"more"}]`)
+		var kinds []string
+		for _, f := range r.Emitted {
+			if f.GetType() == messages.FrameType_ERROR {
+				kinds = append(kinds, f.GetStreamId()+":"+f.GetMeta().GetFailureKind())
+			}
+		}
+		if !slices.Equal(kinds, []string{"b:" + models.FailurePermanent}) {
+			t.Errorf("%s: errors of kinds %q, want one of kind %q on b", sel, kinds, models.FailurePermanent)
+		}
+	}
+}

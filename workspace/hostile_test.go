@@ -129,10 +129,13 @@ func daemonStarted(t *testing.T, e hostileEnv, res RunCommandResult) string {
 }
 
 // daemon starts a process that records its pid in d.pid and sleeps, in
-// the way start says, and waits until it has started.
+// the way start says, and waits until it has started. The daemon's shell
+// stays (no exec): a process in the middle of exec can show an empty
+// /proc/PID/environ, and processesOf, looking right after the call, would
+// miss a survivor whose only process was exec'ing sleep just then.
 func daemon(start string) func(hostileEnv) string {
 	return func(hostileEnv) string {
-		return strings.ReplaceAll(start, "DAEMON", `sh -c 'echo $$ > d.pid; exec sleep 1000' >/dev/null 2>&1`) +
+		return strings.ReplaceAll(start, "DAEMON", `sh -c 'echo $$ > d.pid; sleep 1000' >/dev/null 2>&1`) +
 			"\nwhile [ ! -s d.pid ]; do sleep 0.01; done; echo started"
 	}
 }

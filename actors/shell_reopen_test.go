@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"testing"
 
@@ -19,28 +17,12 @@ import (
 // new call). Frames of a call before its END get one answer, and late
 // frames that open nothing (CANCEL, ABORT, TOOL_RESULT, TICK, END) none.
 func TestMux_StreamReusedOnStoppingDuplex(t *testing.T) {
-	rt := startRuntime(t)
-	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
-	var childEntered <-chan struct{}
-	var releaseChild func()
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
+	rt, mux, probe, releaseChild := startHeldMux(t)
 
 	// Before the stop: h is held and left open after its caller's END, g
 	// too, without an END yet. Both stay open across the stop, which
 	// closes them.
-	open := func(id string) *MuxStream {
-		t.Helper()
-		s, err := mux.Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	open := func(id string) *MuxStream { return mustOpen(t, mux, id) }
 	h, g := open("h"), open("g")
 	if err := h.SendAll(messages.Text("h", "hold"), messages.End("h")); err != nil {
 		t.Fatal(err)
@@ -56,22 +38,7 @@ func TestMux_StreamReusedOnStoppingDuplex(t *testing.T) {
 
 	// read returns what s has queued, without waiting: once the duplex's
 	// mailbox is drained, everything it emitted is there.
-	read := func(s *MuxStream) []string {
-		t.Helper()
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		var got []string
-		for {
-			f, err := s.Recv(done)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("stream %s: Recv: %v after %q", s.ID(), err, got)
-				}
-				return got
-			}
-			got = append(got, frameName(f))
-		}
-	}
+	read := func(s *MuxStream) []string { return queued(t, s, frameName) }
 	stopped := []string{"ERROR(duplex stopped)", "END"}
 	for _, s := range []*MuxStream{h, g} {
 		if got := read(s); !slices.Equal(got, stopped) {
@@ -128,24 +95,8 @@ func TestMux_StreamReusedOnStoppingDuplex(t *testing.T) {
 // call (a second ERROR and END), and the caller's next call on the same
 // id is refused, not dropped as the rest of the call before it.
 func TestMux_MetaAfterEndOnStoppingDuplex(t *testing.T) {
-	rt := startRuntime(t)
-	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
-	var childEntered <-chan struct{}
-	var releaseChild func()
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
-	open := func(id string) *MuxStream {
-		t.Helper()
-		s, err := mux.Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	rt, mux, probe, releaseChild := startHeldMux(t)
+	open := func(id string) *MuxStream { return mustOpen(t, mux, id) }
 	h := open("h")
 	if err := h.SendAll(messages.Text("h", "hold"), messages.End("h")); err != nil {
 		t.Fatal(err)
@@ -156,22 +107,7 @@ func TestMux_MetaAfterEndOnStoppingDuplex(t *testing.T) {
 	rt.System().Root.Stop(mux.pid)
 	waitDrained(mb)
 
-	read := func(s *MuxStream) []string {
-		t.Helper()
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		var got []string
-		for {
-			f, err := s.Recv(done)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("stream %s: Recv: %v after %q", s.ID(), err, got)
-				}
-				return got
-			}
-			got = append(got, frameName(f))
-		}
-	}
+	read := func(s *MuxStream) []string { return queued(t, s, frameName) }
 	approval := messages.Meta("h", "approval", []byte(`{}`))
 	if err := h.Send(approval); err != nil {
 		t.Fatal(err)

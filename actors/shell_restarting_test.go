@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -69,11 +67,7 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 	<-childEntered
 	mb := <-probe.mb
 	open := func(id string) *MuxStream {
-		t.Helper()
-		s, err := d.Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustOpen(t, d, id)
 		t.Cleanup(s.Release)
 		return s
 	}
@@ -102,20 +96,7 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 	}
 	waitDrained(mb)
 	read := func(s *MuxStream) []string {
-		t.Helper()
-		done, cancel := context.WithCancel(context.Background())
-		cancel()
-		var got []string
-		for {
-			f, err := s.Recv(done)
-			if err != nil {
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("stream %s: %v after %q", s.ID(), err, got)
-				}
-				return got
-			}
-			got = append(got, frameName(f)+"["+f.GetMeta().GetFailureKind()+"]")
-		}
+		return queued(t, s, func(f *messages.Frame) string { return frameName(f) + "[" + f.GetMeta().GetFailureKind() + "]" })
 	}
 	if got, want := read(o), []string{"ERROR(restarted)[]", "END[]"}; !slices.Equal(got, want) {
 		t.Errorf("a call open at the restart got %q, want %q", got, want)

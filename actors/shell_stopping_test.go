@@ -112,6 +112,53 @@ func testNewStreamOnStoppingDuplex(t *testing.T, metrics bool) {
 
 // holdingChild is the child of a stopProbe: it holds on the first frame
 // written into it, which closes entered, until release is closed.
+// startHeldMux starts a Mux on a stopProbe duplex whose child holds its
+// first frame, and returns once the child holds it: a stop of the duplex
+// then leaves it stopping until releaseChild.
+func startHeldMux(t *testing.T) (rt *Runtime, mux *Mux, probe *stopProbe, releaseChild func()) {
+	t.Helper()
+	rt = startRuntime(t)
+	probe = &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
+	var childEntered <-chan struct{}
+	probe.child, childEntered, releaseChild = holdingChild(t)
+	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-childEntered
+	return rt, mux, probe, releaseChild
+}
+
+// mustOpen opens stream id on mux.
+func mustOpen(t *testing.T, mux *Mux, id string) *MuxStream {
+	t.Helper()
+	s, err := mux.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// queued returns what s has queued, each frame as name gives it, without
+// waiting: once the duplex's mailbox is drained, everything it emitted is
+// there.
+func queued(t *testing.T, s *MuxStream, name func(*messages.Frame) string) []string {
+	t.Helper()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var got []string
+	for {
+		f, err := s.Recv(done)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("stream %s: Recv: %v after %q", s.ID(), err, got)
+			}
+			return got
+		}
+		got = append(got, name(f))
+	}
+}
+
 func holdingChild(t *testing.T) (spec Spec, entered <-chan struct{}, release func()) {
 	in, out := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(out) })
@@ -126,16 +173,7 @@ func holdingChild(t *testing.T) (spec Spec, entered <-chan struct{}, release fun
 // duplex is stopping gets ERROR and END for its first frame at once, and
 // then, once the duplex has stopped, ErrDuplexStopped.
 func TestMux_NewStreamOnStoppingDuplex(t *testing.T) {
-	rt := startRuntime(t)
-	probe := &stopProbe{entered: make(chan *mailbox, 1), release: make(chan struct{})}
-	var childEntered <-chan struct{}
-	var releaseChild func()
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	mux, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
+	rt, mux, _, releaseChild := startHeldMux(t)
 	rt.System().Root.Stop(mux.pid)
 
 	s, err := mux.Open("n")

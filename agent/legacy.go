@@ -83,10 +83,10 @@ func (a *Agent) migrate(ctx context.Context, id string) error {
 	return err
 }
 
-// checkLegacy returns an error wrapping ErrLegacySession when the store
-// holds nothing under the session's key and, under its bare id, a
-// session that this conversation would continue (started with the same
-// request). The bare id is read only when the key holds no session. A
+// checkLegacy returns an error wrapping ErrLegacySession when, under its
+// bare id, the store holds a session that this conversation would
+// continue (started with the same request). It is called only when the
+// key holds no session (readStored has just read it). A
 // session of another request under the bare id is not taken for this
 // one, nor is the bare id when it is the key of a session of this agent
 // or of another open on the Store (see keyOwner): an id with a '/' can be
@@ -103,11 +103,6 @@ func (c *conversation) checkLegacy(ctx context.Context) error {
 	a := c.a
 	store := a.opts.Store
 	key := a.SessionKey(c.session)
-	// A session under its key is resumed (what a move left under the bare
-	// id is not read); one that cannot be read fails the loop.
-	if _, ok, err := tools.ReadSession(ctx, store, key); ok || err != nil {
-		return nil
-	}
 	if _, _, owned := a.keyOwner(c.session); !owned {
 		old, ok, err := tools.ReadSession(ctx, store, c.session)
 		switch {

@@ -122,11 +122,7 @@ func TestHideUnresolvedRefused(t *testing.T) {
 // /tmp too (the sandbox's /tmp, a tmpfs of its own, does not hold the
 // workspace until the workspace is mounted on it).
 func TestHiddenPathMadeLaterInTmpWorkspace(t *testing.T) {
-	dir, err := os.MkdirTemp("/tmp", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := dirIn(t, "/tmp")
 	cfg := resolvedConfig(t, dir, filepath.Join(dir, "later"), filepath.Join(dir, "later.txt"))
 	for _, hp := range cfg.Resolved {
 		if hp.Dev != 0 || hp.Ino != 0 {
@@ -150,5 +146,68 @@ func TestHiddenPathMadeLaterInTmpWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(out, "VISIBLE") {
 		t.Errorf("the rest of the workspace is not visible: %q", out)
+	}
+}
+
+// dirIn is a new directory in parent, removed after the test. A
+// workspace in /tmp has the sandbox's own /tmp for its surroundings:
+// the rest of the host, /var/tmp among it, stays visible.
+func dirIn(t *testing.T, parent string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(parent, "pw-test-")
+	if err != nil {
+		t.Fatalf("a directory in %s: %v", parent, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// writeFiles writes each name (a path) with its content.
+func writeFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A pattern among the paths to hide is matched again by each sandbox:
+// a path that matches it only after the workspace was opened is hidden
+// too, whether the pattern matched something then or nothing, in the
+// workspace (beneath /tmp or not) and outside it.
+func TestHidePatternMatchedLater(t *testing.T) {
+	for _, parent := range []string{"/tmp", "/var/tmp"} {
+		t.Run("workspace in "+parent, func(t *testing.T) {
+			dir, outside := dirIn(t, parent), dirIn(t, "/var/tmp")
+			if err := os.Mkdir(filepath.Join(dir, "keys"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, map[string]string{filepath.Join(dir, "keys", "old.pem"): "OLD-SECRET"})
+			cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.key"), filepath.Join(dir, "keys", "*.pem"),
+				filepath.Join(outside, "*.key"))
+			writeFiles(t, map[string]string{
+				filepath.Join(dir, "late.key"):        "LATE-SECRET",
+				filepath.Join(dir, "keys", "new.pem"): "LATE-SECRET",
+				filepath.Join(outside, "late.key"):    "LATE-SECRET",
+				filepath.Join(dir, "visible"):         "VISIBLE",
+			})
+			out, _ := runIn(t, cfg, dir, "cat late.key keys/new.pem keys/old.pem "+outside+"/late.key visible")
+			if strings.Contains(out, "SECRET") {
+				t.Errorf("a path that matches a pattern to hide is visible: %q", out)
+			}
+			if !strings.Contains(out, "VISIBLE") {
+				t.Errorf("the rest of the workspace is not visible: %q", out)
+			}
+		})
+	}
+}
+
+// A pattern to hide must be absolute, like a path, though it matches
+// nothing: it is matched again at each set-up, where a relative one
+// would match beside whatever directory the sandbox is in.
+func TestHideRelativePatternRefused(t *testing.T) {
+	if _, err := ResolveHide([]string{"*.key"}, t.TempDir()); !errors.Is(err, ErrConfig) {
+		t.Errorf("ResolveHide of a relative pattern: %v, want ErrConfig", err)
 	}
 }

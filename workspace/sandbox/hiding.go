@@ -41,6 +41,10 @@ var systemDirs = []string{"/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/li
 	"/usr/include", "/usr/src", "/opt", "/var", "/var/lib", "/var/cache", "/nix", "/nix/store",
 	"/gnu", "/gnu/store", "/snap"}
 
+// ownMounts are the file systems every sandbox mounts of its own over
+// the host's: nothing of the host's beneath them is in sight.
+var ownMounts = []string{"/tmp", "/dev", "/proc"}
+
 // Surroundings returns the directory the sandbox hides around the
 // workspace (an absolute, resolved path): its highest ancestor that is
 // not a system directory (/usr, /opt, /var, …; "/" included), so that
@@ -76,10 +80,11 @@ func hideList(cfg *Config, wsPath string) []string {
 // before any command ran: its path with the links on the way to it
 // followed, and the identity (device and inode) of what was there.
 // A sandbox hides that path, not what the entry's links lead to by
-// then: commands may have changed those. Beneath the workspace, where
-// commands can rename and replace things, the set-up refuses to run a
+// then: commands may have changed those. The set-up refuses to run a
 // command when the path no longer holds what was found there
-// ([ErrHiddenMoved]).
+// ([ErrHiddenMoved]): beneath the workspace a command may have renamed
+// it, outside it the host may have, and what it held may be visible
+// under another name.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there, and for a pattern
@@ -91,11 +96,15 @@ type HiddenPath struct {
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
-// refused to run its command because a path to hide beneath the
-// workspace was moved or replaced (by an earlier command, say) since
-// [ResolveHide]: what it held may now be elsewhere, visible. Someone
-// must put it back, or open the workspace again.
-var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
+// refused to run its command because a path to hide was moved or
+// replaced since [ResolveHide]: beneath the workspace by an earlier
+// command, say; outside it by the host (a file rewritten by a rename,
+// or renamed away). What it held may now be elsewhere, visible: the
+// sandbox cannot tell where. Someone must put it back, or open the
+// workspace again. A file that the host rewrites by renaming a new one
+// over it is better hidden by hiding its directory, which keeps its
+// identity.
+var ErrHiddenMoved = errors.New("a hidden path was moved or replaced")
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
 // and resolves it once and for all: patterns expanded, links followed,

@@ -508,14 +508,21 @@ func (a *Agent) Close(ctx context.Context) error {
 // conversation, each once, then the rounds of the Run. A rebuilt round
 // has what the model said in it, its calls and its results' content,
 // which is all the store keeps of them: its results' IsError and
-// FailureKind are not set. The round the Run resumes (its calls given
-// again, with their stored results, answered as interrupted or
+// FailureKind are not set, so the answer's FailedCalls does not count
+// the failed calls of rebuilt rounds. They cannot be told from the
+// store: it keeps a result as the tool message the model read, and an
+// error result may have any content (a tool's own shape, see
+// tools.ResultError) while a result that is not one may look like the
+// usual {"success":false,...}. The round the Run resumes (its calls
+// given again, with their stored results, answered as interrupted or
 // cancelled, or run) comes from the loop with those fields, and with
 // what the model said before the stop ([Agent.Stream] gives that text
-// as an [EventText] before the round's calls). Usage sums the responses
-// the Run got, not those of earlier Runs. Without a Store nothing of a
-// conversation outlives its Run: the answer holds the rounds of the
-// Run's attempts (of a failed attempt, those whose calls all ran).
+// as an [EventText] before the round's calls). Usage counts this Run
+// only: it sums the token usage of the responses its attempts got, not
+// that of earlier Runs of the session, whose rounds it rebuilds (the
+// store keeps no usage). Without a Store nothing of a conversation
+// outlives its Run: the answer holds the rounds of the Run's attempts
+// (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,7 +203,13 @@ type Agent struct {
 	// put a failing start in front of it).
 	startShared func(actors.Spec) (*actors.Mux, error)
 
-	delegations atomic.Uint64 // numbers the sessions of AsTool calls
+	// delegationTag and delegations name the sessions of AsTool calls:
+	// with a Store, a random tag per Agent value (ending with "-"), so
+	// that a host started again (a new process, a new Agent on the same
+	// Store) never names a delegation after one an earlier Agent stored;
+	// then a counter.
+	delegationTag string
+	delegations   atomic.Uint64
 
 	mu sync.Mutex
 	// shared is the start of the shared loop (never with a Store): nil
@@ -298,6 +305,9 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		}
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
+	if opts.Store != nil {
+		a.delegationTag = rand.Text()[:10] + "-"
+	}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},

@@ -3,14 +3,17 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	pacluster "github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -32,7 +35,53 @@ const (
 	stateFailed  = "failed"  // failed: Error says why
 	stateMoved   = "moved"   // this incarnation stopped (moved, fenced): ask again
 	stateRetry   = "retry"   // this incarnation could not run (its store failed): ask again
+	stateRefused = "refused" // this incarnation cannot run, nor can a new one: Cause says why
 )
+
+// The causes of a refused status: what makes asking again useless.
+const (
+	causeStoreClosed = "store_closed" // the member's store is closed: durability.ErrClosed
+	causeInvalidID   = "invalid_id"   // the store cannot hold the session's id: durability.ErrInvalidName
+)
+
+// refusal returns the error a refused status's cause stands for.
+func refusal(cause string) error {
+	switch cause {
+	case causeStoreClosed:
+		return durability.ErrClosed
+	case causeInvalidID:
+		return durability.ErrInvalidName
+	}
+	return ErrSessionFailed
+}
+
+// checkSessionID reports why id cannot name a session, wrapping
+// durability.ErrInvalidName, or nil: the store keeps a session under its
+// id (pgstore holds names of 1 to pgstore.MaxNameLen bytes), and requests
+// carry the id in protobuf strings, which must be valid UTF-8.
+func checkSessionID(id string) error {
+	var why string
+	switch {
+	case id == "":
+		why = "it is empty"
+	case !utf8.ValidString(id):
+		why = "it is not valid UTF-8"
+	case len(id) > pgstore.MaxNameLen:
+		why = fmt.Sprintf("it is %d bytes long, longer than the store's %d", len(id), pgstore.MaxNameLen)
+	default:
+		return nil
+	}
+	return fmt.Errorf("session id %s: %w: %s", shortID(id), durability.ErrInvalidName, why)
+}
+
+// shortID quotes id for an error message, cut short when it is long.
+func shortID(id string) string {
+	const most = 64
+	if len(id) <= most {
+		return fmt.Sprintf("%q", id)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", id[:most], len(id))
+}
 
 // param is one PARAM of the request that starts a session.
 type param struct {
@@ -50,6 +99,7 @@ type status struct {
 	State  string `json:"state"`
 	Text   string `json:"text,omitempty"`
 	Error  string `json:"error,omitempty"`
+	Cause  string `json:"cause,omitempty"` // of a refused status
 	Member string `json:"member,omitempty"`
 	Epoch  uint64 `json:"epoch,omitempty"`
 }
@@ -107,9 +157,10 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			delete(s.waiters, k)
 		}
 		switch {
-		case s.st.State == stateMoved || s.st.State == stateRetry || s.m.linger < 0:
-			// Fenced (a newer incarnation owns the session), failed
-			// for a cause that may pass (the store), or not to be
+		case s.st.State == stateMoved || s.st.State == stateRetry || s.st.State == stateRefused || s.m.linger < 0:
+			// Fenced (a newer incarnation owns the session), stopped
+			// because of the store (a failure that may pass, or a
+			// closed store, which is no answer to keep), or not to be
 			// kept: the next request activates it again, wherever the
 			// cluster says.
 			ctx.Stop(ctx.Self())
@@ -206,6 +257,8 @@ func (m *Member) run(ctx context.Context, id string, params []param) *status {
 		m.log.Info("session incarnation ended: moved or fenced", "session", id, "epoch", st.Epoch, "reason", st.Error)
 	case stateRetry:
 		m.log.Warn("session incarnation could not run: its store failed; the next request tries again", "session", id, "epoch", st.Epoch, "error", st.Error)
+	case stateRefused:
+		m.log.Error("session cannot run on this member", "session", id, "epoch", st.Epoch, "error", st.Error)
 	default:
 		m.log.Warn("session failed", "session", id, "epoch", st.Epoch, "error", st.Error)
 	}
@@ -229,14 +282,23 @@ const sessionStream = "session"
 // moved, with the fencing error. A failure of the store (the claim, or
 // the check for a newer claim after the loop failed, which gives up
 // after timeout) is retry, not failed: it may pass, and the session has
-// not failed.
+// not failed. A store that can never serve the session (closed, or
+// unable to hold its id) is refused.
 func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
+	if err := checkSessionID(id); err != nil {
+		return &status{State: stateRefused, Cause: causeInvalidID, Error: err.Error()}, nil
+	}
 	claim, err := store.Claim(ctx, id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
-		}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
+	case errors.Is(err, durability.ErrClosed):
+		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
+	case errors.Is(err, durability.ErrInvalidName):
+		return &status{State: stateRefused, Cause: causeInvalidID, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
+	default:
 		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
 	}
 	defer claim.Close()

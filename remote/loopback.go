@@ -7,9 +7,11 @@ import (
 	"net"
 )
 
-// ErrNotLoopback is returned (wrapped) by [Serve] for an address that is
-// not a loopback one, unless NodeOptions.AllowRemote: a node has no
-// authentication, so whoever reaches it runs its tools.
+// ErrNotLoopback is returned (wrapped) by [Serve] and [NewClient] for an
+// address that is not a loopback one, unless NodeOptions.AllowRemote or
+// ClientOptions.AllowRemote: neither has authentication, so whoever
+// reaches a node runs its tools, and whoever reaches a client can answer
+// its calls.
 var ErrNotLoopback = errors.New("not a loopback address")
 
 // lookupIPAddr resolves the names of listen addresses; tests replace it.

@@ -103,13 +103,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Address == "" {
 		o.Address = DefaultAddress
 	}
-	if !o.AllowRemote {
-		addr, err := listenAddress(o.Address)
-		if err != nil {
-			return nil, fmt.Errorf("%w (set ClientOptions.AllowRemote to listen beyond this machine: whoever reaches a client can answer its calls)", err)
-		}
-		o.Address = addr
+	addr, err := listenAddress(o.Address, o.AllowRemote, "ClientOptions.AllowRemote", "whoever reaches a client can answer its calls")
+	if err != nil {
+		return nil, err
 	}
+	o.Address = addr
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -122,7 +120,6 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
 		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}}
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
-	var err error
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
 		c.system.Shutdown()

@@ -12,30 +12,19 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
-// fakeNames resolves the names of the tests, and nothing else.
-func fakeNames(_ context.Context, host string) ([]net.IPAddr, error) {
-	ips := map[string][]string{
-		"loop.example":  {"::1", "127.0.0.1"},
-		"v6.example":    {"::1"},
-		"node.example":  {"10.0.0.7"},
-		"mixed.example": {"127.0.0.1", "10.0.0.7"},
-	}[host]
-	if ips == nil {
-		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-	}
-	var out []net.IPAddr
-	for _, ip := range ips {
-		out = append(out, net.IPAddr{IP: net.ParseIP(ip)})
-	}
-	return out, nil
+// testNames are the names the tests resolve (loopback.FakeNames).
+var testNames = map[string][]string{
+	"node.example":  {"10.0.0.7"},
+	"mixed.example": {"127.0.0.1", "10.0.0.7"},
 }
 
 // beyondLoopback are addresses that reach beyond this machine (with
-// fakeNames): every interface (an empty host, or an unspecified IP),
+// testNames): every interface (an empty host, or an unspecified IP),
 // other IPs, and names that resolve to any address beyond loopback.
 var beyondLoopback = []string{"0.0.0.0:0", ":0", "[::]:0", "10.0.0.7:0", "[fe80::1]:0", "node.example:0", "mixed.example:0"}
 
@@ -44,7 +33,7 @@ var beyondLoopback = []string{"0.0.0.0:0", ":0", "[::]:0", "10.0.0.7:0", "[fe80:
 // listens at all. An empty host is every interface; a name is loopback
 // only when every address it resolves to is.
 func TestServe_RefusesNonLoopback(t *testing.T) {
-	remote.SetLookupIP(t, fakeNames)
+	loopback.FakeNames(t, testNames)
 	echo := tools.MustNew(tools.Definition{Name: "echo", Sync: true})
 	for _, addr := range beyondLoopback {
 		node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: []*tools.Tool{echo}})
@@ -56,30 +45,6 @@ func TestServe_RefusesNonLoopback(t *testing.T) {
 		if !errors.Is(err, remote.ErrNotLoopback) || !strings.Contains(err.Error(), "AllowRemote") {
 			t.Errorf("Serve on %s: %v, want ErrNotLoopback and how to allow it", addr, err)
 		}
-	}
-}
-
-// The address a node listens on for a loopback name is the loopback IP the
-// name resolves to (IPv4 first), so that what was checked is what listens.
-func TestListenAddress(t *testing.T) {
-	remote.SetLookupIP(t, fakeNames)
-	for addr, want := range map[string]string{
-		"127.0.0.1:7710":    "127.0.0.1:7710",
-		"127.8.9.1:0":       "127.8.9.1:0",
-		"[::1]:7710":        "[::1]:7710",
-		"loop.example:7710": "127.0.0.1:7710",
-		"v6.example:0":      "[::1]:0",
-	} {
-		if got, err := remote.ListenAddress(addr); got != want || err != nil {
-			t.Errorf("ListenAddress(%q) = %q, %v; want %q", addr, got, err, want)
-		}
-	}
-	if _, err := remote.ListenAddress("node.example:0"); err == nil || !strings.Contains(err.Error(), "10.0.0.7") {
-		t.Errorf("a name resolving beyond loopback: %v, want the address it resolves to named", err)
-	}
-	var dnsErr *net.DNSError
-	if _, err := remote.ListenAddress("nowhere.example:0"); !errors.As(err, &dnsErr) || errors.Is(err, remote.ErrNotLoopback) {
-		t.Errorf("a name that does not resolve: %v, want the lookup's error", err)
 	}
 }
 
@@ -101,7 +66,7 @@ func TestServe_LoopbackNames(t *testing.T) {
 // NewClient refuses an address beyond loopback unless AllowRemote says
 // so, before it starts anything.
 func TestNewClient_RefusesNonLoopback(t *testing.T) {
-	remote.SetLookupIP(t, fakeNames)
+	loopback.FakeNames(t, testNames)
 	before := goleak.IgnoreCurrent()
 	for _, addr := range beyondLoopback {
 		c, err := remote.NewClient(&remote.ClientOptions{Address: addr})

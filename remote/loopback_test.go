@@ -28,24 +28,41 @@ var testNames = map[string][]string{
 // other IPs, and names that resolve to any address beyond loopback.
 var beyondLoopback = []string{"0.0.0.0:0", ":0", "[::]:0", "10.0.0.7:0", "[fe80::1]:0", "node.example:0", "mixed.example:0"}
 
+// refusesBeyondLoopback checks that start refuses every address of
+// beyondLoopback with ErrNotLoopback, naming option (the field that
+// allows it), before it starts anything; what start did start, stop
+// stops.
+func refusesBeyondLoopback(t *testing.T, option string, start func(addr string) (where string, stop func(), err error)) {
+	t.Helper()
+	loopback.FakeNames(t, testNames)
+	before := goleak.IgnoreCurrent()
+	for _, addr := range beyondLoopback {
+		where, stop, err := start(addr)
+		if err == nil {
+			t.Errorf("on %s: listening at %s, want ErrNotLoopback", addr, where)
+			stop()
+			continue
+		}
+		if !errors.Is(err, remote.ErrNotLoopback) || !strings.Contains(err.Error(), option) {
+			t.Errorf("on %s: %v, want ErrNotLoopback and how to allow it (%s)", addr, err, option)
+		}
+	}
+	goleak.VerifyNone(t, before)
+}
+
 // A node runs tools for whoever reaches it, with no authentication: Serve
 // refuses an address beyond loopback unless AllowRemote says so, before it
 // listens at all. An empty host is every interface; a name is loopback
 // only when every address it resolves to is.
 func TestServe_RefusesNonLoopback(t *testing.T) {
-	loopback.FakeNames(t, testNames)
 	echo := tools.MustNew(tools.Definition{Name: "echo", Sync: true})
-	for _, addr := range beyondLoopback {
+	refusesBeyondLoopback(t, "NodeOptions.AllowRemote", func(addr string) (string, func(), error) {
 		node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: []*tools.Tool{echo}})
-		if err == nil {
-			t.Errorf("Serve on %s: serving at %s, want ErrNotLoopback", addr, node.Address())
-			_ = node.Close(context.Background())
-			continue
+		if err != nil {
+			return "", nil, err
 		}
-		if !errors.Is(err, remote.ErrNotLoopback) || !strings.Contains(err.Error(), "AllowRemote") {
-			t.Errorf("Serve on %s: %v, want ErrNotLoopback and how to allow it", addr, err)
-		}
-	}
+		return node.Address(), func() { _ = node.Close(context.Background()) }, nil
+	})
 }
 
 // Nodes serve on loopback names and IPv6 loopback: localhost (resolved by
@@ -66,20 +83,13 @@ func TestServe_LoopbackNames(t *testing.T) {
 // NewClient refuses an address beyond loopback unless AllowRemote says
 // so, before it starts anything.
 func TestNewClient_RefusesNonLoopback(t *testing.T) {
-	loopback.FakeNames(t, testNames)
-	before := goleak.IgnoreCurrent()
-	for _, addr := range beyondLoopback {
+	refusesBeyondLoopback(t, "ClientOptions.AllowRemote", func(addr string) (string, func(), error) {
 		c, err := remote.NewClient(&remote.ClientOptions{Address: addr})
-		if err == nil {
-			t.Errorf("NewClient on %s: listening at %s, want ErrNotLoopback", addr, c.Address())
-			_ = c.Close(context.Background())
-			continue
+		if err != nil {
+			return "", nil, err
 		}
-		if !errors.Is(err, remote.ErrNotLoopback) || !strings.Contains(err.Error(), "ClientOptions.AllowRemote") {
-			t.Errorf("NewClient on %s: %v, want ErrNotLoopback and how to allow it", addr, err)
-		}
-	}
-	goleak.VerifyNone(t, before)
+		return c.Address(), func() { _ = c.Close(context.Background()) }, nil
+	})
 }
 
 // runClientAt starts a client on the address in v ("allow-remote ADDR":

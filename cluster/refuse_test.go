@@ -13,18 +13,18 @@ import (
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 )
 
-// startHostAndClient starts a host member and a client in this process:
-// the client's requests cross protoactor remote (gRPC, protobuf).
-func startHostAndClient(t *testing.T, opts *cluster.Options) (host, client *cluster.Member) {
-	t.Helper()
-	port := freePorts(t, 1)[0]
-	hosts := []string{fmt.Sprintf("127.0.0.1:%d", port)}
-	opts.Provider = cluster.Automanaged(port, hosts, 100*time.Millisecond)
-	host, err := cluster.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err = cluster.Start(&cluster.Options{Client: true, Store: opts.Store, Hold: opts.Hold,
+// TestRun_SessionIDNotUTF8FromClientFailsAtOnce: a session id that is
+// not valid UTF-8 cannot cross protoactor remote (protobuf strings must be
+// UTF-8): its activation request is never delivered, and a Run from any
+// process other than the session's owner asked again until its ctx ended
+// ("no activation of the session"). Run checks the id before it sends
+// anything, and refuses it at once: here on a client whose cluster has no
+// host up (one in-process gRPC server only: the pinned protoactor's
+// remote sets grpc's global logger, racing with another server).
+func TestRun_SessionIDNotUTF8FromClientFailsAtOnce(t *testing.T) {
+	leakCheck(t)
+	hosts := []string{fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	client, err := cluster.Start(&cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
 		Provider: cluster.Automanaged(0, hosts, 100*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
@@ -35,36 +35,10 @@ func startHostAndClient(t *testing.T, opts *cluster.Options) (host, client *clus
 		if err := client.Close(ctx); err != nil {
 			t.Errorf("close client: %v", err)
 		}
-		if err := host.Close(ctx); err != nil {
-			t.Errorf("close host: %v", err)
-		}
 	})
-	return host, client
-}
-
-// TestRun_SessionIDNotUTF8FromClientFailsAtOnce: a session id that is
-// not valid UTF-8 cannot cross protoactor remote (protobuf strings must be
-// UTF-8): the activation request is never delivered, and a Run from any
-// process other than the session's owner asks again until its ctx ends
-// ("no activation of the session"). Run checks the id first and refuses
-// it at once, on every member.
-func TestRun_SessionIDNotUTF8FromClientFailsAtOnce(t *testing.T) {
-	leakCheck(t)
-	store := openStore(t, freshSchema())
-	_, client := startHostAndClient(t, &cluster.Options{
-		Store:   store,
-		Session: sessionFunc(t, 1, newSideFile(t), nil),
-		Hold:    200 * time.Millisecond,
-	})
-	// The client sees the host first.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := client.Run(ctx, "warm", firstRequest("warm")...); err != nil {
-		t.Fatal(err)
-	}
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel2()
-	_, err := client.Run(ctx2, "bad\xffid", firstRequest("x")...)
+	_, err = client.Run(ctx, "bad\xffid", firstRequest("x")...)
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Run of a session id that is not UTF-8, from a client, was still asking again when its ctx ended: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -27,12 +28,25 @@ const (
 	MaxNameLen = 1024
 )
 
+// Upper bounds of [Options] sizes; [Open] refuses larger values.
+const (
+	// MaxBatchSizeLimit bounds Options.MaxBatchSize: the write queue
+	// holds that many writes, allocated up front.
+	MaxBatchSizeLimit = 1 << 16
+	// CommittersLimit bounds Options.Committers: each committer is a
+	// goroutine started by Open and may hold a connection.
+	CommittersLimit = 1024
+	// MaxConnsLimit bounds Options.MaxConns, the largest pool pgx can size.
+	MaxConnsLimit = math.MaxInt32
+)
+
 // formatVersion is written into the schema's meta table when the store
 // creates it and checked on open. Version 1: rows carry a CRC-32C.
 const formatVersion = "1"
 
 // Options configures [Open]. A nil *Options and the zero value both mean
-// defaults; negative numbers are rejected.
+// defaults; negative numbers, and sizes over their maximum (see
+// MaxBatchSizeLimit), are rejected.
 type Options struct {
 	// Logger receives open/close and commit-failure records. Nil discards.
 	Logger *slog.Logger
@@ -44,17 +58,17 @@ type Options struct {
 	Schema string
 
 	// MaxBatchSize caps how many writes share one transaction. Zero means
-	// DefaultMaxBatchSize.
+	// DefaultMaxBatchSize; at most MaxBatchSizeLimit.
 	MaxBatchSize int
 
 	// Committers is how many transactions may be in flight at once, each on
 	// its own connection. Two lets one batch gather while the other
-	// commits. Zero means DefaultCommitters.
+	// commits. Zero means DefaultCommitters; at most CommittersLimit.
 	Committers int
 
 	// MaxConns sizes the connection pool used for reads, claims and
 	// commits; it must exceed Committers. Zero means
-	// max(DefaultMaxConns, Committers+2).
+	// max(DefaultMaxConns, Committers+2); at most MaxConnsLimit.
 	MaxConns int
 
 	// KeepHistory turns off compaction on PersistSnapshot (see
@@ -76,6 +90,12 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("pgstore: Committers %d is negative", c.Committers)
 	case c.MaxConns < 0:
 		return c, fmt.Errorf("pgstore: MaxConns %d is negative", c.MaxConns)
+	case c.MaxBatchSize > MaxBatchSizeLimit:
+		return c, fmt.Errorf("pgstore: MaxBatchSize %d is over the maximum %d", c.MaxBatchSize, MaxBatchSizeLimit)
+	case c.Committers > CommittersLimit:
+		return c, fmt.Errorf("pgstore: Committers %d is over the maximum %d", c.Committers, CommittersLimit)
+	case c.MaxConns > MaxConnsLimit:
+		return c, fmt.Errorf("pgstore: MaxConns %d is over the maximum %d", c.MaxConns, MaxConnsLimit)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -200,6 +200,7 @@ func TestHTTP_ErrorResultsKeepTheirJSON(t *testing.T) {
 		{ID: "read", Name: "read_file", Arguments: `{"path":"../outside.txt"}`},
 		{ID: "fail", Name: "fail"},
 		{ID: "empty", Name: "run_command", Arguments: `{"command":" "}`},
+		{ID: "missing", Name: "read_file", Arguments: `{"path":"missing.txt"}`},
 	}}, scripted.Turn{Text: "done"})
 	if f := got["read"]; f == nil || !f.IsErrorResult() || !strings.Contains(string(f.GetPayload()), refusal) ||
 		!strings.HasPrefix(string(f.GetPayload()), `{"success":false,"error":`) { // as read_file wrote it
@@ -208,7 +209,7 @@ func TestHTTP_ErrorResultsKeepTheirJSON(t *testing.T) {
 	// The kinds come back: a refusal does not count against the imported
 	// tool's circuit breaker, a broken handler does.
 	for id, want := range map[string]tools.FailureKind{"read": tools.FailureInvalidArguments,
-		"empty": tools.FailureInvalidArguments, "fail": tools.FailureHandler} {
+		"empty": tools.FailureInvalidArguments, "fail": tools.FailureHandler, "missing": tools.FailureNotFound} {
 		if f := got[id]; tools.KindOf(f) != want {
 			t.Errorf("%s through the importer: kind %q, want %q (%v)", id, tools.KindOf(f), want, f)
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
@@ -59,8 +60,16 @@ type Options struct {
 	Name string
 	// Address is the host:port this process's protoactor remote listens
 	// on; other members and clients must reach it there. Default
-	// remote.DefaultAddress (loopback, a free port).
+	// remote.DefaultAddress (loopback, a free port). An address beyond
+	// loopback (another IP, every interface, a name that resolves
+	// elsewhere) is refused with remote.ErrNotLoopback unless
+	// AllowRemote is set.
 	Address string
+	// AllowRemote lets Address be beyond loopback, as members on other
+	// machines need. Members and clients have no authentication and no
+	// TLS: whoever reaches Address can activate sessions and answer
+	// requests, so open it to a trusted network only.
+	AllowRemote bool
 	// Provider tells the members of the cluster: [Automanaged] for a
 	// static list of hosts, [Etcd], or any protoactor cluster provider.
 	// One provider value per Start: the member shuts it down when it
@@ -209,6 +218,15 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if !o.AllowRemote {
+		addr, err := loopback.ListenAddress(o.Address, remote.ErrNotLoopback)
+		if errors.Is(err, remote.ErrNotLoopback) {
+			return nil, fmt.Errorf("cluster: %w (set Options.AllowRemote for members on other machines: a member has no authentication)", err)
+		} else if err != nil {
+			return nil, fmt.Errorf("cluster: address %q: %w", o.Address, err)
+		}
+		o.Address = addr
 	}
 	host, portText, err := net.SplitHostPort(o.Address)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -454,4 +455,47 @@ func TestStart_AddressInUse(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// TestStart_RefusesAddressBeyondLoopback: a member (or client) has no
+// authentication, so Start refuses an address beyond loopback (every
+// interface, another IP) with remote.ErrNotLoopback unless
+// Options.AllowRemote, and leaves nothing running; with AllowRemote it
+// listens there.
+func TestStart_RefusesAddressBeyondLoopback(t *testing.T) {
+	store := openStore(t, freshSchema())
+	start := func(t *testing.T, addr string, client, allow bool) (*cluster.Member, error) {
+		port := freePorts(t, 1)[0]
+		return cluster.Start(&cluster.Options{
+			Address: addr, AllowRemote: allow,
+			Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+			Store:    store, Client: client,
+			Session: sessionFunc(t, 1, newSideFile(t), nil),
+		})
+	}
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
+		for _, client := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/client=%v", addr, client), func(t *testing.T) {
+				leakCheck(t)
+				m, err := start(t, addr, client, false)
+				if err == nil {
+					m.Close(context.Background())
+					t.Fatalf("Start on %s without AllowRemote succeeded", addr)
+				}
+				if !errors.Is(err, remote.ErrNotLoopback) || !strings.Contains(err.Error(), "AllowRemote") {
+					t.Fatalf("Start on %s: %v; want remote.ErrNotLoopback naming AllowRemote", addr, err)
+				}
+			})
+		}
+	}
+	t.Run("allowed", func(t *testing.T) {
+		leakCheck(t)
+		m, err := start(t, "0.0.0.0:0", false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -26,14 +26,42 @@ import "github.com/polyweave/polyweave-go/messages"
 //   - after it (ended): a META, or a frame that opens nothing (CANCEL,
 //     ABORT, TOOL_RESULT, TICK, ERROR, END), is the call's; a frame that
 //     opens the stream is a new call, and the stream leaves the record.
+//
+// The record is bounded: it holds the last closedMax streams recorded
+// (each found with one map lookup). A stream recorded closedMax records
+// ago, and neither reused nor recorded again since, is forgotten: its
+// late frames are taken as any other stream's, so one that opens the
+// stream is a new call (refused while the duplex stops or restarts, run
+// by a new incarnation) and the others reach the Logic. Only a duplex
+// with more than closedMax calls open at its end, or one that closes and
+// refuses that many while its calls' late frames are still to come,
+// forgets a stream whose late frames come after that.
 type closedStreams struct {
 	calls map[string]closedCall
+	// order holds the streams as recorded, oldest first from head once
+	// it has closedMax entries (a ring); an entry whose seq is no longer
+	// its stream's in calls is stale (the stream left the record, or was
+	// recorded again since) and only waits for its turn to be dropped.
+	order []closedEntry
+	head  int
+	seq   uint64 // of the last record
 }
 
-// closedCall is a recorded stream: whether its caller's END has come.
+// closedCall is a recorded stream: when it was recorded, and whether
+// its caller's END has come.
 type closedCall struct {
+	seq   uint64
 	ended bool
 }
+
+type closedEntry struct {
+	stream string
+	seq    uint64
+}
+
+// closedMax is how many streams a duplex's record of closed calls holds
+// at most (see closedStreams).
+const closedMax = 1024
 
 // add records stream, whose call the shell has answered for good; ended
 // says whether its caller's END has come.
@@ -41,7 +69,19 @@ func (c *closedStreams) add(stream string, ended bool) {
 	if c.calls == nil {
 		c.calls = make(map[string]closedCall)
 	}
-	c.calls[stream] = closedCall{ended: ended}
+	c.seq++
+	e := closedEntry{stream: stream, seq: c.seq}
+	if len(c.order) < closedMax {
+		c.order = append(c.order, e)
+	} else {
+		old := c.order[c.head]
+		if r, ok := c.calls[old.stream]; ok && r.seq == old.seq {
+			delete(c.calls, old.stream)
+		}
+		c.order[c.head] = e
+		c.head = (c.head + 1) % closedMax
+	}
+	c.calls[stream] = closedCall{seq: c.seq, ended: ended}
 }
 
 // drop reports whether a frame of type t on stream is a late frame of a
@@ -63,6 +103,9 @@ func (c *closedStreams) drop(stream string, t messages.FrameType) bool {
 		return true
 	}
 	delete(c.calls, stream)
+	if len(c.calls) == 0 {
+		c.reset() // the ring's entries are all stale: free them
+	}
 	return false
 }
 
@@ -71,4 +114,6 @@ func (c *closedStreams) drop(stream string, t messages.FrameType) bool {
 func (c *closedStreams) empty() bool { return len(c.calls) == 0 }
 
 // reset forgets every stream.
-func (c *closedStreams) reset() { c.calls = nil }
+func (c *closedStreams) reset() {
+	c.calls, c.order, c.head = nil, nil, 0
+}

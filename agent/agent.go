@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,7 +203,13 @@ type Agent struct {
 	// put a failing start in front of it).
 	startShared func(actors.Spec) (*actors.Mux, error)
 
-	delegations atomic.Uint64 // numbers the sessions of AsTool calls
+	// delegationTag and delegations name the sessions of AsTool calls:
+	// with a Store, a random tag per Agent value (ending with "-"), so
+	// that a host started again (a new process, a new Agent on the same
+	// Store) never names a delegation after one an earlier Agent stored;
+	// then a counter.
+	delegationTag string
+	delegations   atomic.Uint64
 
 	mu sync.Mutex
 	// shared is the start of the shared loop (never with a Store): nil
@@ -298,6 +305,9 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		}
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
+	if opts.Store != nil {
+		a.delegationTag = rand.Text()[:10] + "-"
+	}
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -508,20 +518,33 @@ func (a *Agent) Close(ctx context.Context) error {
 // conversation, each once, then the rounds of the Run. A rebuilt round
 // has what the model said in it, its calls and its results' content,
 // which is all the store keeps of them: its results' IsError and
-// FailureKind are not set. The round the Run resumes (its calls given
-// again, with their stored results, answered as interrupted or
+// FailureKind are not set, so the answer's FailedCalls does not count
+// the failed calls of rebuilt rounds. They cannot be told from the
+// store: it keeps a result as the tool message the model read, and an
+// error result may have any content (a tool's own shape, see
+// tools.ResultError) while a result that is not one may look like the
+// usual {"success":false,...}. The round the Run resumes (its calls
+// given again, with their stored results, answered as interrupted or
 // cancelled, or run) comes from the loop with those fields, and with
-// what the model said before the stop. Usage sums the responses the Run
-// got, not those of earlier Runs. Without a Store nothing of a
-// conversation outlives its Run: the answer holds the rounds of the
-// Run's attempts (of a failed attempt, those whose calls all ran).
+// what the model said before the stop ([Agent.Stream] gives that text
+// as an [EventText] before the round's calls). Usage counts this Run
+// only: it sums the token usage of the responses its attempts got, not
+// that of earlier Runs of the session, whose rounds it rebuilds (the
+// store keeps no usage). Without a Store nothing of a conversation
+// outlives its Run: the answer holds the rounds of the Run's attempts
+// (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
 	return a.run(ctx, sessionID, msgs, nil, nil)
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
 // progress: one event per frame of the loop (see [Event].Frame), plus
-// [EventRestart] between attempts. The last event is [EventDone] with
+// [EventRestart] between attempts. An attempt that resumes a durable
+// session in the middle of a round gives, before the round's calls, an
+// [EventText] with what the model had said in that round, which the loop
+// does not send again. The rounds the session had done before, rebuilt
+// from the store, are not given as events: the answer holds them (that
+// of [EventDone], or of [EventRestart]). The last event is [EventDone] with
 // the answer, or the sequence ends with a non-nil error as Run would
 // return it (and an Event whose Answer is what was answered so far).
 // Stopping the iteration early cancels the conversation as a cancelled
@@ -654,7 +677,8 @@ type conversation struct {
 	total   models.Answer // what the attempts that failed contributed
 	// resumed, with a Store, is the response whose calls the next
 	// attempt's loop gives again, resuming the stored session (nil when
-	// there is none): its text is not sent again.
+	// there is none): the loop does not send its text again, the attempt
+	// adds it (see resumedResponse.says).
 	resumed *resumedResponse
 	// parent, when set, is the actor the conversation's own loop runs
 	// under (a delegation: the calling tool's actor).
@@ -718,9 +742,6 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(nil), err
 		}
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
-		if c.resumed != nil {
-			c.resumed.restoreText(ans)
-		}
 		// Merge only on the way out: result changes ans, and a retry keeps
 		// ans's own rounds, not those already kept.
 		switch {
@@ -845,17 +866,19 @@ func (c *conversation) readStored(ctx context.Context, first bool) error {
 type resumedResponse struct {
 	text string // what the model said in it
 	call string // the id of its first call
+	told bool   // the attempt has given the text
 }
 
-// restoreText gives the round of the resumed response in ans, the
-// attempt's first, the text the model said in it.
-func (r *resumedResponse) restoreText(ans *models.Answer) {
-	if ans == nil || len(ans.Rounds) == 0 {
-		return
+// says returns, for f the TOOL_CALL of the resumed response's first
+// call, a TEXT frame of f's stream with what the model said before it,
+// which the loop does not send again; nil for any other frame, for a
+// response that said nothing, and once it was returned.
+func (r *resumedResponse) says(f *messages.Frame) *messages.Frame {
+	if r == nil || r.told || r.text == "" || f.GetType() != messages.FrameType_TOOL_CALL || f.GetToolCallId() != r.call {
+		return nil
 	}
-	if first := &ans.Rounds[0]; first.Text == "" && len(first.Calls) > 0 && first.Calls[0].ID == r.call {
-		first.Text = r.text
-	}
+	r.told = true
+	return messages.Text(f.GetStreamId(), r.text)
 }
 
 // storedRounds rebuilds the rounds a stored session has done from its
@@ -1044,6 +1067,13 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			return ans, nil
 		default:
 			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+		}
+		if said := c.resumed.says(f); said != nil {
+			// Before the resumed response's calls, as the model said it.
+			ans.Add(said)
+			if c.emit != nil {
+				c.emit(event(said, n))
+			}
 		}
 		ans.Add(f)
 		if f.GetType() == messages.FrameType_ERROR {

@@ -79,6 +79,10 @@ type Event struct {
 	// stream id is [StreamID] of the session and attempt: the session id,
 	// with "#<attempt>" from the second attempt on); nil for
 	// EventRestart, EventDone and a failure not told by a frame (the loop
-	// stopping for good).
+	// stopping for good). The EventText of what the model had said in a
+	// round that a resumed session gives again, which the loop does not
+	// send again (see [Agent.Stream]), has a TEXT frame of the attempt's
+	// stream made by the agent, so that a host folding the frames into a
+	// models.Answer gets that text too.
 	Frame *messages.Frame
 }

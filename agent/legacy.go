@@ -37,10 +37,16 @@ var ErrLegacySession = errors.New("agent: the session is stored under its bare i
 // Each session is moved by tools.MoveSession: written under its key, read
 // back and compared, then deleted under the bare id; after a crash in
 // between, Run finds it whole under one of the two, and MigrateSessions
-// called again completes the move. An id under which nothing is stored
+// called again completes the move: it deletes what is left under the
+// bare id once the key holds all of it (the session as it was copied, or
+// as Runs have taken it on since). An id under which nothing is stored
 // (moved already, never stored) is skipped. An id whose key already holds
 // another conversation fails with an error wrapping
-// tools.ErrSessionExists, and neither session is changed. An id that is
+// tools.ErrSessionExists, and neither session is changed; so does one
+// whose key holds a conversation that began with the same request but
+// does not hold all the session under the bare id holds (two
+// conversations may begin alike: say, a session the earlier version
+// stored under the id after it had been moved). An id that is
 // the key of a session of this agent or of another agent open on the
 // same Store value (see [ErrLegacySession]) fails, and nothing is moved;
 // so does one whose stored data cannot be read, which is kept. (The key

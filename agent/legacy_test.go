@@ -1,8 +1,10 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -253,69 +255,164 @@ func (s *crashingStore) DeleteSnapshots(ctx context.Context, name string, throug
 // its writes leaves exactly one whole session that a Run reads (under the
 // key once it is there, else under the bare id, refused with
 // ErrLegacySession), with its held call; MigrateSessions called again
-// completes the move, and the session resumes to its end.
+// completes the move, and the session resumes to its end. Once the key
+// holds the session, what the crash left under the bare id is deleted by
+// the next MigrateSessions also when a Run has taken the session on
+// meanwhile (to its end, here): the key holds all it holds.
 func TestLegacy_MigrationCrashSafe(t *testing.T) {
 	for _, st := range legacyStores {
 		t.Run(st.name, func(t *testing.T) {
-			for crashAt := int64(0); ; crashAt++ {
-				store := &crashingStore{Store: st.open(t)}
-				store.ok.Store(-1)
-				releasedSession(t, store, "session-1", 1, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), newLauncher().tool())
-				want, _, err := tools.ReadSession(context.Background(), store, "session-1")
-				if err != nil {
-					t.Fatal(err)
-				}
-				var after int // events after the snapshot
-				store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { after++; return nil })
-				if snap, ok, err := store.GetSnapshot(context.Background(), "session-1"); !ok || err != nil || snap.Index == 0 || after == 0 {
-					t.Fatalf("the released session is not a snapshot and events after it: %v, %v, %v, %d event(s)", snap.Index, ok, err, after)
-				}
-				rt := actorstest.NewRuntime(t, nil)
-				l := newLauncher()
-				a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
-					Approval: &tools.ApprovalOptions{}})
-				key := a.SessionKey("session-1")
-
-				store.ok.Store(crashAt)
-				crashed := a.MigrateSessions(testCtx(t), "session-1") != nil
-				store.ok.Store(-1)
-				// Where a Run reads the session: under its key once it holds one.
-				at := key
-				if _, ok, err := tools.ReadSession(context.Background(), store, key); err != nil || !ok {
-					at = "session-1"
-					if _, err := a.Resume(testCtx(t), "session-1", ask); !errors.Is(err, agent.ErrLegacySession) {
-						t.Fatalf("crash after %d write(s): Resume with the session under its bare id: %v", crashAt, err)
+			for _, resumeFirst := range []bool{false, true} {
+				t.Run(fmt.Sprintf("resumeFirst=%v", resumeFirst), func(t *testing.T) {
+					for crashAt := int64(0); migrationCrash(t, st.open, crashAt, resumeFirst); crashAt++ {
 					}
-				}
-				got, ok, err := tools.ReadSession(context.Background(), store, at)
-				if err != nil || !ok {
-					t.Fatalf("crash after %d write(s): session under %q: %v, %v", crashAt, at, ok, err)
-				}
-				got.SessionId, want.SessionId = "", ""
-				if !proto.Equal(got, want) {
-					t.Fatalf("crash after %d write(s): session under %q\n%v\nwant\n%v", crashAt, at, got, want)
-				}
-				if held, err := tools.ReadApprovals(store, at); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
-					t.Fatalf("crash after %d write(s): held calls under %q: %+v, %v", crashAt, at, held, err)
-				}
+				})
+			}
+		})
+	}
+}
 
-				if err := a.MigrateSessions(testCtx(t), "session-1"); err != nil {
-					t.Fatalf("crash after %d write(s): migrate again: %v", crashAt, err)
-				}
-				snap, ok, err := store.GetSnapshot(context.Background(), "session-1")
-				var events int
-				store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { events++; return nil })
-				held, _, _ := store.GetSnapshot(context.Background(), "session-1"+tools.ApprovalStoreSuffix)
-				if ok || err != nil || events != 0 || held.Data != nil {
-					t.Fatalf("crash after %d write(s): left under the bare id: snapshot %v (%v), %d event(s), held %q", crashAt, snap, err, events, held.Data)
-				}
-				ans, err := a.Resume(testCtx(t), "session-1", ask, agent.Approve("c2"))
-				if err != nil || ans.Text != "Done." || l.runs.Load() != 1 {
-					t.Fatalf("crash after %d write(s): Resume: %v, %+v, launched %d", crashAt, err, ans, l.runs.Load())
-				}
-				if !crashed {
-					return // the migration's every write was made
-				}
+// migrationCrash is a case of TestLegacy_MigrationCrashSafe: the
+// migration crashes after crashAt writes. It reports whether it crashed
+// (false: the migration's every write was made). With resumeFirst, a
+// session the crash left under its key is resumed to its end before
+// MigrateSessions is called again.
+func migrationCrash(t *testing.T, open func(*testing.T) durability.Store, crashAt int64, resumeFirst bool) (crashed bool) {
+	t.Helper()
+	store := &crashingStore{Store: open(t)}
+	store.ok.Store(-1)
+	releasedSession(t, store, "session-1", 1, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), newLauncher().tool())
+	want, _, err := tools.ReadSession(context.Background(), store, "session-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after int // events after the snapshot
+	store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { after++; return nil })
+	if snap, ok, err := store.GetSnapshot(context.Background(), "session-1"); !ok || err != nil || snap.Index == 0 || after == 0 {
+		t.Fatalf("the released session is not a snapshot and events after it: %v, %v, %v, %d event(s)", snap.Index, ok, err, after)
+	}
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Store: store,
+		Approval: &tools.ApprovalOptions{}})
+	key := a.SessionKey("session-1")
+
+	store.ok.Store(crashAt)
+	crashed = a.MigrateSessions(testCtx(t), "session-1") != nil
+	store.ok.Store(-1)
+	// Where a Run reads the session: under its key once it holds one.
+	at := key
+	if _, ok, err := tools.ReadSession(context.Background(), store, key); err != nil || !ok {
+		at = "session-1"
+		if _, err := a.Resume(testCtx(t), "session-1", ask); !errors.Is(err, agent.ErrLegacySession) {
+			t.Fatalf("crash after %d write(s): Resume with the session under its bare id: %v", crashAt, err)
+		}
+	}
+	got, ok, err := tools.ReadSession(context.Background(), store, at)
+	if err != nil || !ok {
+		t.Fatalf("crash after %d write(s): session under %q: %v, %v", crashAt, at, ok, err)
+	}
+	got.SessionId, want.SessionId = "", ""
+	if !proto.Equal(got, want) {
+		t.Fatalf("crash after %d write(s): session under %q\n%v\nwant\n%v", crashAt, at, got, want)
+	}
+	if held, err := tools.ReadApprovals(store, at); err != nil || len(held) != 1 || held[0].ToolCallID != "c2" {
+		t.Fatalf("crash after %d write(s): held calls under %q: %+v, %v", crashAt, at, held, err)
+	}
+
+	resume := func() {
+		t.Helper()
+		ans, err := a.Resume(testCtx(t), "session-1", ask, agent.Approve("c2"))
+		if err != nil || ans.Text != "Done." || l.runs.Load() != 1 {
+			t.Fatalf("crash after %d write(s): Resume: %v, %+v, launched %d", crashAt, err, ans, l.runs.Load())
+		}
+	}
+	resumed := resumeFirst && at == key
+	if resumed {
+		resume()
+	}
+	if err := a.MigrateSessions(testCtx(t), "session-1"); err != nil {
+		t.Fatalf("crash after %d write(s): migrate again: %v", crashAt, err)
+	}
+	snap, ok, err := store.GetSnapshot(context.Background(), "session-1")
+	var events int
+	store.GetEvents(context.Background(), "session-1", 0, 0, func(uint64, []byte) error { events++; return nil })
+	held, _, _ := store.GetSnapshot(context.Background(), "session-1"+tools.ApprovalStoreSuffix)
+	if ok || err != nil || events != 0 || held.Data != nil {
+		t.Fatalf("crash after %d write(s): left under the bare id: snapshot %v (%v), %d event(s), held %q", crashAt, snap, err, events, held.Data)
+	}
+	if !resumed {
+		resume()
+	}
+	return crashed
+}
+
+// TestLegacy_SameOpeningIsNotTheSameSession: the key holds a
+// conversation of this agent that began with the same request as the
+// session stored under the bare id, but is another one (a released
+// version still running stored one under the id afterwards). The
+// session under the bare id is not taken for one moved already, and
+// deleted: MigrateSessions fails with tools.ErrSessionExists and changes
+// neither.
+func TestLegacy_SameOpeningIsNotTheSameSession(t *testing.T) {
+	waitingRelease := func(t *testing.T, store durability.Store) {
+		releasedSession(t, store, "s1", 0, approvalScript(t).Spec("model"), &tools.ApprovalOptions{}, echo(nil), newLauncher().tool())
+	}
+	shout := tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text, louder."}, func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (map[string]string, error) {
+		return map[string]string{"echo": strings.ToUpper(in.Text)}, nil
+	})
+	for _, tc := range []struct {
+		name     string
+		current  []scripted.Turn // the agent's conversation under the key
+		echo     *tools.Tool     // the agent's echo tool
+		released func(t *testing.T, store durability.Store)
+	}{
+		{"both answered", []scripted.Turn{{Text: "a new answer"}}, echo(nil), func(t *testing.T, store durability.Store) {
+			releasedSession(t, store, "s1", 0, model(t, scripted.Turn{Text: "the released answer"}), nil)
+		}},
+		{"fewer calls", []scripted.Turn{
+			{Text: "Echo and launch.", ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`)}},
+			{Text: "Done."},
+		}, echo(nil), waitingRelease},
+		{"other arguments", []scripted.Turn{
+			{Text: "Echo and launch.", ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"bye"}`), call("c2", "launch", `{"target":"moon"}`)}},
+			{Text: "Done."},
+		}, echo(nil), waitingRelease},
+		{"another result", []scripted.Turn{
+			{Text: "Echo and launch.", ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`), call("c2", "launch", `{"target":"moon"}`)}},
+			{Text: "Done."},
+		}, shout, waitingRelease},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := memstore.New(nil)
+			t.Cleanup(func() { store.Close() })
+			rt := actorstest.NewRuntime(t, nil)
+			a := newAgent(t, rt, model(t, tc.current...), &agent.Options{Store: store,
+				Tools: []*tools.Tool{tc.echo, newLauncher().tool()}})
+			if _, err := a.Run(testCtx(t), "s1", ask); err != nil {
+				t.Fatal(err)
+			}
+			tc.released(t, store)
+			current, _, err := tools.ReadSession(context.Background(), store, a.SessionKey("s1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			released, ok, err := tools.ReadSession(context.Background(), store, "s1")
+			if err != nil || !ok || !bytes.Equal(released.GetFirstRequest(), current.GetFirstRequest()) {
+				t.Fatalf("the released session: %v, %v, %v; want one of the same first request", released, ok, err)
+			}
+
+			err = a.MigrateSessions(testCtx(t), "s1")
+			if !errors.Is(err, tools.ErrSessionExists) {
+				t.Errorf("MigrateSessions: %v, want ErrSessionExists", err)
+			}
+			if st, ok, err := tools.ReadSession(context.Background(), store, "s1"); err != nil || !ok || !proto.Equal(st, released) {
+				t.Errorf("the released session after the refused move: %v, %v, %v", st, ok, err)
+			}
+			if st, ok, err := tools.ReadSession(context.Background(), store, a.SessionKey("s1")); err != nil || !ok || !proto.Equal(st, current) {
+				t.Errorf("the agent's session after the refused move: %v, %v, %v", st, ok, err)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
@@ -193,6 +194,61 @@ func TestRun_ResumedAfterCancelHoldsEarlierRounds(t *testing.T) {
 	wantRounds(t, "ended session", again, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=`+cancelled)
 }
 
+// TestStream_ResumedRoundSaysItsText: a Stream that resumes a session
+// stopped during round 2 (a cancelled Run) gives what the model said in
+// that round, which the loop does not send again, as an EventText before
+// the round's calls: the events say what the answer holds. Its frame is
+// one of the attempt's stream, so that a host folding the events' frames
+// into a models.Answer gets the round's text too.
+func TestStream_ResumedRoundSaysItsText(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	started := make(chan struct{}, 1)
+	a, err := roundsAgent(t, rt, store, started, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-started; cancel() }()
+	if _, err := a.Run(ctx, "session-1", ask); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Run: %v", err)
+	}
+
+	var said []string // the texts, and the calls as "call <id>"
+	var ans *models.Answer
+	folded := &models.Answer{}
+	for ev, err := range a.Stream(testCtx(t), "session-1", ask) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case agent.EventText:
+			said = append(said, ev.Text)
+			if ev.Frame == nil || ev.Frame.GetType() != messages.FrameType_TEXT || ev.Frame.GetText() != ev.Text ||
+				ev.Frame.GetStreamId() != agent.StreamID("session-1", 1) {
+				t.Errorf("text event %q with frame %v", ev.Text, ev.Frame)
+			}
+		case agent.EventToolCall:
+			said = append(said, "call "+ev.Call.ID)
+		case agent.EventDone:
+			ans = ev.Answer
+		}
+		if ev.Frame != nil {
+			folded.Add(ev.Frame)
+		}
+	}
+	if got, want := strings.Join(said, " | "), "Holding. | call c2 | All done."; got != want {
+		t.Errorf("the resumed Stream said %q, want %q", got, want)
+	}
+	wantRounds(t, "answer", ans, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=[cancelled]`)
+	wantRounds(t, "the events' frames", folded, `"Holding.": c2 hold=[cancelled]`)
+	if folded.Text != ans.Text {
+		t.Errorf("the events' frames answer %q, the Stream %q", folded.Text, ans.Text)
+	}
+}
+
 // TestResume_DurableRoundKeepsItsText: a durable Resume after approval
 // gives the held round what the model said along with its calls.
 func TestResume_DurableRoundKeepsItsText(t *testing.T) {
@@ -239,6 +295,7 @@ func TestRun_DurableRetryKeepsRoundText(t *testing.T) {
 			var ans *models.Answer
 			var err error
 			restarts := 0
+			var last *models.Answer // the last attempt's events' frames
 			if stream {
 				for ev, evErr := range a.Stream(testCtx(t), "session-1", ask) {
 					ans, err = ev.Answer, evErr
@@ -248,6 +305,10 @@ func TestRun_DurableRetryKeepsRoundText(t *testing.T) {
 						if got := describe(ev.Answer); got != "" {
 							t.Errorf("restart: kept rounds %s, want none", got)
 						}
+						last = &models.Answer{}
+					}
+					if last != nil && ev.Frame != nil {
+						last.Add(ev.Frame)
 					}
 				}
 			} else {
@@ -263,6 +324,11 @@ func TestRun_DurableRetryKeepsRoundText(t *testing.T) {
 				t.Fatalf("answer %q, echo ran %d times", ans.Text, echoes.Load())
 			}
 			wantRounds(t, "answer", ans, `"Checking.": c1 echo=[interrupted]`)
+			if stream {
+				// The rounds kept at the restart (none), then what the
+				// resuming attempt's events say: the whole answer.
+				wantRounds(t, "the resuming attempt's events", last, `"Checking.": c1 echo=[interrupted]`)
+			}
 		})
 	}
 }

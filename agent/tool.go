@@ -111,7 +111,10 @@ type toolAnswer struct {
 
 // AsTool gives sub to other agents as a tool: each call runs a
 // conversation of sub (its own session, named after the tool and a
-// counter of sub's delegations) and answers
+// counter of sub's delegations, "writer-1"; when sub has a Store, with a
+// random tag of sub's between them, "writer-K3MZQ7PXA2-1", so that a
+// host started again on a Store that keeps earlier delegations never
+// meets one of them) and answers
 // {"success":true,"answer":...,"tool_calls":n}.
 // The conversation runs on a tool loop of its own, started as a child of
 // the calling tool's actor (in the calling agent's tool router) when the
@@ -179,7 +182,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			}
 			// Numbered by sub, not by tool: delegations through two tools
 			// of one agent never share a session.
-			session := name + "-" + strconv.FormatUint(sub.delegations.Add(1), 10)
+			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
 			if p, ok := actors.ParentFrom(ctx); ok && p.Runtime() == sub.rt {

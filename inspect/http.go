@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polyweave/polyweave-go/internal/loopback"
 )
 
 //go:embed assets
@@ -82,24 +84,10 @@ func (in *Inspector) allowed(r *http.Request) error {
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		return fmt.Errorf("client %s is not on a loopback address (the host can allow it: Options.AllowRemote)", r.RemoteAddr)
 	}
-	if !loopbackName(r.Host) {
+	if !loopback.IsName(r.Host) {
 		return fmt.Errorf("host %q is not a loopback name (the host can allow it: Options.AllowRemote)", r.Host)
 	}
 	return nil
-}
-
-// loopbackName reports whether hostport names this machine's loopback.
-func loopbackName(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (in *Inspector) view(r *http.Request) view {
@@ -313,19 +301,21 @@ func sameOrigin(r *http.Request) error {
 
 // Listen listens on addr (host:port) for the inspector. It refuses an
 // address that is not a loopback one (an empty host listens on every
-// interface) unless ListenOptions.AllowRemote. Port 0 picks a free port:
-// see the listener's Addr.
+// interface; a name is loopback when all its addresses are, and is
+// listened on at the loopback IP it resolved to) unless
+// ListenOptions.AllowRemote. Port 0 picks a free port: see the listener's
+// Addr.
 func Listen(addr string, o *ListenOptions) (net.Listener, error) {
 	var opts ListenOptions
 	if o != nil {
 		opts = *o
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: listen on %q: %w", addr, err)
-	}
-	if !opts.AllowRemote && !loopbackName(host) {
-		return nil, fmt.Errorf("inspect: listen on %q: %w", addr, ErrNotLoopback)
+	if !opts.AllowRemote {
+		checked, err := loopback.ListenAddress(addr, ErrNotLoopback)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
+		addr = checked
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

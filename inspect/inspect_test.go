@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -649,6 +651,27 @@ func TestListen_RefusesNonLoopbackUnlessAsked(t *testing.T) {
 	ln.Close()
 	if _, err := inspect.Listen("nonsense", nil); err == nil {
 		t.Error("Listen(nonsense) succeeded")
+	}
+}
+
+// Listen checks a name by what it resolves to, and listens at the
+// loopback IP it checked: a name all of whose addresses are loopback ones
+// will do, and localhost will not when it resolves elsewhere.
+func TestListen_ChecksWhatNamesResolveTo(t *testing.T) {
+	loopback.FakeNames(t, map[string][]string{"loop.example": {"::1", "127.0.0.1"}, "localhost": {"192.168.1.20"}})
+	ln, err := inspect.Listen("loop.example:0", nil)
+	if err != nil {
+		t.Fatalf("Listen(loop.example:0): %v", err)
+	}
+	defer ln.Close()
+	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("listening at %s, want 127.0.0.1, the address checked", ln.Addr())
+	}
+	if ln, err := inspect.Listen("localhost:0", nil); !errors.Is(err, inspect.ErrNotLoopback) {
+		if ln != nil {
+			ln.Close()
+		}
+		t.Errorf("Listen(localhost:0), localhost resolving to 192.168.1.20: %v, want ErrNotLoopback", err)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/polyweave/polyweave-go/internal/loopback"
 )
 
 // DefaultHTTPAddr is where [Server.ListenHTTP] binds by default: loopback
@@ -81,17 +83,6 @@ func guard(opts HTTPOptions, next http.Handler) http.Handler {
 	})
 }
 
-// isLoopbackName reports whether host (no port) names this machine's
-// loopback interface.
-func isLoopbackName(host string) bool {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func hostName(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		return h
@@ -100,10 +91,10 @@ func hostName(hostport string) string {
 }
 
 func hostAllowed(host string, allowed []string) bool {
-	name := hostName(host)
-	if isLoopbackName(name) {
+	if loopback.IsName(host) {
 		return true
 	}
+	name := hostName(host)
 	for _, a := range allowed {
 		if a == "*" || strings.EqualFold(a, name) || strings.EqualFold(a, host) {
 			return true
@@ -119,7 +110,7 @@ func originAllowed(origin string, allowed []string) bool {
 		}
 	}
 	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackName(u.Hostname())
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && loopback.IsName(u.Hostname())
 }
 
 // HTTPServer is a running streamable HTTP endpoint from
@@ -156,11 +147,18 @@ func (s *Server) ListenHTTP(o *HTTPOptions) (*HTTPServer, error) {
 	if opts.Addr == "" {
 		opts.Addr = DefaultHTTPAddr
 	}
-	host := hostName(opts.Addr)
-	if !opts.AllowRemote && !isLoopbackName(host) {
-		return nil, fmt.Errorf("mcp: listen %s: %w (set AllowRemote, and a BearerToken, to serve beyond this machine)", opts.Addr, ErrNotLoopback)
+	addr := opts.Addr
+	if !opts.AllowRemote {
+		checked, err := loopback.ListenAddress(addr, ErrNotLoopback)
+		if errors.Is(err, ErrNotLoopback) {
+			return nil, fmt.Errorf("mcp: %w (set AllowRemote, and a BearerToken, to serve beyond this machine)", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mcp: %w", err)
+		}
+		addr = checked
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: listen: %w", err)
 	}

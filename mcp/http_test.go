@@ -12,6 +12,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
@@ -123,7 +124,12 @@ func TestHTTP_GoClient(t *testing.T) {
 	}
 }
 
+// ListenHTTP refuses an address beyond loopback unless AllowRemote. It
+// checks a name by what it resolves to, and listens at the loopback IP it
+// checked: a name all of whose addresses are loopback ones will do, and
+// localhost will not when it resolves elsewhere.
 func TestListenHTTP_RefusesRemoteByDefault(t *testing.T) {
+	loopback.FakeNames(t, map[string][]string{"loop.example": {"::1", "127.0.0.1"}, "localhost": {"192.168.1.20"}})
 	_, ts := testTools(t)
 	rt := actorstest.NewRuntime(t, nil)
 	srv, err := mcp.NewServer(rt, &mcp.ServerOptions{Tools: ts})
@@ -131,8 +137,21 @@ func TestListenHTTP_RefusesRemoteByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	if _, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: "0.0.0.0:0"}); !errors.Is(err, mcp.ErrNotLoopback) {
-		t.Fatalf("0.0.0.0 without AllowRemote: %v", err)
+	for _, addr := range []string{"0.0.0.0:0", "localhost:0"} {
+		if h, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: addr}); !errors.Is(err, mcp.ErrNotLoopback) {
+			if h != nil {
+				_ = h.Close(context.Background())
+			}
+			t.Errorf("%s without AllowRemote (localhost resolving to 192.168.1.20): %v, want ErrNotLoopback", addr, err)
+		}
+	}
+	h, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: "loop.example:0"})
+	if err != nil {
+		t.Fatalf("loop.example:0: %v", err)
+	}
+	defer h.Close(context.Background())
+	if !strings.HasPrefix(h.URL(), "http://127.0.0.1:") {
+		t.Errorf("serving at %s, want 127.0.0.1, the address checked", h.URL())
 	}
 }
 
@@ -181,6 +200,7 @@ func TestHTTP_ErrorResultsKeepTheirJSON(t *testing.T) {
 		{ID: "read", Name: "read_file", Arguments: `{"path":"../outside.txt"}`},
 		{ID: "fail", Name: "fail"},
 		{ID: "empty", Name: "run_command", Arguments: `{"command":" "}`},
+		{ID: "missing", Name: "read_file", Arguments: `{"path":"missing.txt"}`},
 	}}, scripted.Turn{Text: "done"})
 	if f := got["read"]; f == nil || !f.IsErrorResult() || !strings.Contains(string(f.GetPayload()), refusal) ||
 		!strings.HasPrefix(string(f.GetPayload()), `{"success":false,"error":`) { // as read_file wrote it
@@ -189,7 +209,7 @@ func TestHTTP_ErrorResultsKeepTheirJSON(t *testing.T) {
 	// The kinds come back: a refusal does not count against the imported
 	// tool's circuit breaker, a broken handler does.
 	for id, want := range map[string]tools.FailureKind{"read": tools.FailureInvalidArguments,
-		"empty": tools.FailureInvalidArguments, "fail": tools.FailureHandler} {
+		"empty": tools.FailureInvalidArguments, "fail": tools.FailureHandler, "missing": tools.FailureNotFound} {
 		if f := got[id]; tools.KindOf(f) != want {
 			t.Errorf("%s through the importer: kind %q, want %q (%v)", id, tools.KindOf(f), want, f)
 		}

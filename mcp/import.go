@@ -447,9 +447,12 @@ func valueOf(res *sdk.CallToolResult) (any, error) {
 		if text == "" {
 			text = "the MCP tool reported an error"
 		}
+		// The kinds that say the call, not the tool, was wrong come back;
+		// any other failure of the remote tool is the handler's here.
 		kind := tools.FailureHandler
-		if k, _ := res.Meta[FailureKindMeta].(string); tools.FailureKind(k) == tools.FailureInvalidArguments {
-			kind = tools.FailureInvalidArguments
+		switch k, _ := res.Meta[FailureKindMeta].(string); tools.FailureKind(k) {
+		case tools.FailureInvalidArguments, tools.FailureNotFound:
+			kind = tools.FailureKind(k)
 		}
 		return nil, &tools.ResultError{Payload: errorPayload(res.StructuredContent, text), Kind: kind, Err: errors.New(text)}
 	}

@@ -265,9 +265,10 @@ func (s *Server) reportProgress(ctx context.Context, ss *sdk.ServerSession, toke
 // FailureKindMeta is the key of the _meta member in which a [Server]'s
 // isError result carries the failure kind of the tool's error result
 // (see tools.FailureKind), and from which an import ([Import]) takes
-// the kind tools.FailureInvalidArguments back: a call the remote tool
-// refused as asking what cannot be done does not count against the
-// imported tool's circuit breaker.
+// the kinds tools.FailureInvalidArguments and tools.FailureNotFound
+// back: a call the remote tool refused as asking what cannot be done,
+// or for what is not there, does not count against the imported tool's
+// circuit breaker.
 const FailureKindMeta = "polyweave/failureKind"
 
 // resultOf turns a TOOL_RESULT into an MCP result. An error result, or a

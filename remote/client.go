@@ -38,6 +38,8 @@ const DefaultCallTimeout = 10 * time.Minute
 type ClientOptions struct {
 	// Address is the host:port the client listens on for the nodes'
 	// answers; default DefaultAddress. Nodes must be able to reach it.
+	// It must be a loopback one (a loopback IP, or a name all of whose
+	// addresses are loopback ones, such as localhost) unless AllowRemote.
 	Address string
 	// CallTimeout bounds calls of remote tools whose description has no
 	// timeout; default DefaultCallTimeout. Negative: no bound.
@@ -55,6 +57,13 @@ type ClientOptions struct {
 	// have then been answered with ErrNodeUnreachable). It runs on the
 	// client's actor and must return quickly.
 	OnNodeGone func(address string)
+	// AllowRemote lets the client listen on an address that is not a
+	// loopback one, as it must when its nodes run on other machines. A
+	// client has no authentication and no TLS: whoever reaches its
+	// address can send it answers to its calls, so set it only on a
+	// network where every peer is trusted, or behind a tunnel that
+	// authenticates.
+	AllowRemote bool
 }
 
 // Client reaches tool nodes: [Client.Tools] returns a node's tools as
@@ -84,7 +93,8 @@ type Client struct {
 }
 
 // NewClient starts a client: an actor system with protoactor remote,
-// listening for the nodes' answers.
+// listening for the nodes' answers. It refuses an address that is not a
+// loopback one with [ErrNotLoopback] unless opts.AllowRemote.
 func NewClient(opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
@@ -93,6 +103,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Address == "" {
 		o.Address = DefaultAddress
 	}
+	addr, err := listenAddress(o.Address, o.AllowRemote, "ClientOptions.AllowRemote", "whoever reaches a client can answer its calls")
+	if err != nil {
+		return nil, err
+	}
+	o.Address = addr
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -105,7 +120,6 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
 		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}}
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
-	var err error
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
 		c.system.Shutdown()

@@ -36,6 +36,8 @@ const (
 	// envSilentClose: close a client while it connects to a silent peer
 	// (see runSilentClose).
 	envSilentClose = "POLYWEAVE_REMOTE_TEST_SILENT_CLOSE"
+	// envClientAt: start a client on this address (see runClientAt).
+	envClientAt = "POLYWEAVE_REMOTE_TEST_CLIENT_AT"
 )
 
 func runTestClient(addr string) int {

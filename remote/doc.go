@@ -34,6 +34,14 @@
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
 //
+// # Loopback only, unless asked
+//
+// Neither nodes nor clients authenticate their peers or encrypt: whoever
+// reaches a node runs its tools, and whoever reaches a client can answer
+// its calls. Both listen on loopback only unless told otherwise
+// ([NodeOptions].AllowRemote, [ClientOptions].AllowRemote), and refuse
+// any other address with [ErrNotLoopback].
+//
 // # Unknown types on the wire
 //
 // The pinned protoactor decodes whatever type name a peer sends and

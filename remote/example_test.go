@@ -17,3 +17,12 @@ func ExampleServe_notLoopback() {
 	fmt.Println(errors.Is(err, remote.ErrNotLoopback))
 	// Output: true
 }
+
+// A client listens too: nodes send their answers to its address, and
+// whoever reaches it can answer its calls. Listening beyond loopback, as a
+// client of nodes on other machines must, needs ClientOptions.AllowRemote.
+func ExampleNewClient_notLoopback() {
+	_, err := remote.NewClient(&remote.ClientOptions{Address: "0.0.0.0:0"})
+	fmt.Println(errors.Is(err, remote.ErrNotLoopback))
+	// Output: true
+}

@@ -98,13 +98,11 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if len(o.Tools) == 0 {
 		return nil, errors.New("remote: a node needs at least one tool")
 	}
-	if !o.AllowRemote {
-		addr, err := listenAddress(o.Address)
-		if err != nil {
-			return nil, fmt.Errorf("%w (set NodeOptions.AllowRemote to serve beyond this machine: whoever reaches a node runs its tools)", err)
-		}
-		o.Address = addr
+	addr, err := listenAddress(o.Address, o.AllowRemote, "NodeOptions.AllowRemote", "whoever reaches a node runs its tools")
+	if err != nil {
+		return nil, err
 	}
+	o.Address = addr
 	seen := map[string]bool{}
 	for _, t := range o.Tools {
 		if t == nil {

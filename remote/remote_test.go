@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envSilentClose); v != "" {
 		os.Exit(runSilentClose(v))
 	}
+	if v := os.Getenv(envClientAt); v != "" {
+		os.Exit(runClientAt(v))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {

@@ -16,11 +16,14 @@ import (
 // (payload: an [ApprovalWaiting]) whenever nothing of a round runs any
 // more but held calls; the consumer answers with a [MetaApproval] frame
 // on the request path (payload: an [ApprovalAnswer], see
-// [ApprovalFrame]).
+// [ApprovalFrame]). An answer the loop cannot apply is answered at once
+// with [MetaApprovalRefused] (payload: an [ApprovalRefusal]) on its
+// stream.
 const (
 	MetaApprovalRequired = "approval_required"
 	MetaApprovalWaiting  = "approval_waiting"
 	MetaApproval         = "approval"
+	MetaApprovalRefused  = "approval_refused"
 )
 
 // FailureDenied is the failure kind of a call an approval policy or a
@@ -96,14 +99,16 @@ func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
 // the loop sends [MetaApprovalRequired] to the consumer and the other
 // calls of the round run on. An [ApprovalAnswer] (approve, deny with a
 // message for the model, or edit the arguments) makes it run or answers
-// it as denied. With a [SessionOptions] store the held calls are
-// persisted (under the session id + [ApprovalStoreSuffix]) before the
-// request goes out and each answer before it is applied: a loop resuming
-// the session holds them again (sending [MetaApprovalRequired] anew) or
-// applies the answer given before the stop; an approved call runs once.
-// A loop without an approval policy that resumes such a session answers
-// its held calls as not run ([FailureDenied], saying they waited for
-// approval), never runs them, even an idempotent tool's, and forgets them.
+// it as denied; one the loop cannot apply is refused at once
+// ([MetaApprovalRefused]) and changes nothing. With a [SessionOptions]
+// store the held calls are persisted (under the session id +
+// [ApprovalStoreSuffix]) before the request goes out and each answer
+// before it is applied: a loop resuming the session holds them again
+// (sending [MetaApprovalRequired] anew) or applies the answer given
+// before the stop; an approved call runs once. A loop without an
+// approval policy that resumes such a session answers its held calls as
+// not run ([FailureDenied], saying they waited for approval), never runs
+// them, even an idempotent tool's, and forgets them.
 type ApprovalOptions struct {
 	// Policy decides per call; nil means [DefaultApprovalPolicy].
 	Policy ApprovalPolicy
@@ -174,7 +179,8 @@ type ApprovalAnswer struct {
 // out without them, its Message saying why, and the loop denies the call
 // telling the model so, as it denies an edit whose arguments fail
 // validation. An answer that does not [ApprovalAnswer.Check] goes out as
-// it is, and the loop drops it: check answers first.
+// it is, and the loop refuses it ([MetaApprovalRefused]): check answers
+// first.
 func ApprovalFrame(stream string, answer ApprovalAnswer) *messages.Frame {
 	if answer.Decision == DecisionEdit && answer.Arguments != nil && !json.Valid(answer.Arguments) {
 		var v any
@@ -184,8 +190,84 @@ func ApprovalFrame(stream string, answer ApprovalAnswer) *messages.Frame {
 	return messages.Meta(stream, MetaApproval, mustJSON(answer))
 }
 
-// ErrInvalidAnswer is wrapped by the error of [ApprovalAnswer.Check].
+// ErrInvalidAnswer is wrapped by the error of [ApprovalAnswer.Check], and
+// by that of the [ApprovalRefusal] of an answer that is not JSON or does
+// not check.
 var ErrInvalidAnswer = errors.New("invalid approval answer")
+
+// ErrNotHeld is wrapped by the error of an [ApprovalRefusal] of an answer
+// about a call that does not wait for approval on the stream: answered
+// already, denied when its deadline passed, or never held.
+var ErrNotHeld = errors.New("approval answer for a call that does not wait for approval")
+
+// ErrNoApprovalPolicy is wrapped by the error of an [ApprovalRefusal] of
+// a loop without an approval policy ([LoopOptions].Approval): it holds
+// no call.
+var ErrNoApprovalPolicy = errors.New("approval answer to a loop without an approval policy")
+
+// The reasons of an [ApprovalRefusal].
+const (
+	// RefusedInvalid: the answer is not JSON or does not
+	// [ApprovalAnswer.Check] ([ErrInvalidAnswer]).
+	RefusedInvalid = "invalid"
+	// RefusedNotHeld: no call of that id waits for approval on the
+	// stream ([ErrNotHeld]).
+	RefusedNotHeld = "not_held"
+	// RefusedNoPolicy: the loop has no approval policy
+	// ([ErrNoApprovalPolicy]).
+	RefusedNoPolicy = "no_policy"
+)
+
+// ApprovalRefusal is the payload of [MetaApprovalRefused]: a loop applied
+// no answer of the [MetaApproval] frame it refuses, and changed nothing:
+// the calls it holds wait as they did, in its memory and in its session
+// store. When the round of the frame's stream then waits for held calls
+// only, a [MetaApprovalWaiting] listing them follows, so that a consumer
+// waiting for one after sending its answers is not left waiting.
+type ApprovalRefusal struct {
+	// ToolCallID and Decision are the refused answer's, when it could be
+	// read.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Decision   string `json:"decision,omitempty"`
+	// Reason is RefusedInvalid, RefusedNotHeld or RefusedNoPolicy.
+	Reason string `json:"reason"`
+	// Error says what was wrong, for people and logs.
+	Error string `json:"error"`
+}
+
+// Err returns the refusal as an error (its text is Error) wrapping the
+// sentinel error of its Reason ([ErrInvalidAnswer], [ErrNotHeld] or
+// [ErrNoApprovalPolicy]), so that a host can tell the cases apart with
+// errors.Is; a Reason it does not know wraps none.
+func (r ApprovalRefusal) Err() error {
+	e := &refusalError{msg: r.Error}
+	switch r.Reason {
+	case RefusedInvalid:
+		e.sentinel = ErrInvalidAnswer
+	case RefusedNotHeld:
+		e.sentinel = ErrNotHeld
+	case RefusedNoPolicy:
+		e.sentinel = ErrNoApprovalPolicy
+	default:
+		e.msg = fmt.Sprintf("approval answer refused (%s): %s", r.Reason, r.Error)
+	}
+	return e
+}
+
+// refusalError is the error of an [ApprovalRefusal].
+type refusalError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *refusalError) Error() string { return e.msg }
+func (e *refusalError) Unwrap() error { return e.sentinel }
+
+// refusal is the refusal of answer (as far as it was read) because of
+// err, which wraps the sentinel of reason.
+func refusal(answer ApprovalAnswer, reason string, err error) *ApprovalRefusal {
+	return &ApprovalRefusal{ToolCallID: answer.ToolCallID, Decision: answer.Decision, Reason: reason, Error: err.Error()}
+}
 
 // Check reports whether the loop can apply a: it names a call and its
 // Decision is one of DecisionApprove, DecisionDeny and DecisionEdit. The

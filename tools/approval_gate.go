@@ -297,24 +297,23 @@ func (g *approvalGate) release(key callKey) *heldCall {
 	return h
 }
 
-// answer applies an approval frame on the request path. A frame for a
-// call that is not held is logged and dropped (answered already, or its
-// deadline passed).
-func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *messages.Frame) {
+// answer applies an approval frame on the request path. It returns the
+// refusal of one it cannot apply (malformed, or about a call that is not
+// held: answered already, its deadline passed, never held), having
+// changed nothing; nil once the answer is applied.
+func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *messages.Frame) *ApprovalRefusal {
 	var a ApprovalAnswer
-	err := json.Unmarshal(f.GetPayload(), &a)
-	if err == nil {
-		err = a.Check()
+	if err := json.Unmarshal(f.GetPayload(), &a); err != nil {
+		return refusal(a, RefusedInvalid, fmt.Errorf("%w: the payload is not an approval answer: %v", ErrInvalidAnswer, err))
 	}
-	if err != nil {
-		c.Logger().Warn("malformed approval answer dropped", "stream", f.GetStreamId(), "error", err)
-		return
+	if err := a.Check(); err != nil {
+		return refusal(a, RefusedInvalid, err)
 	}
 	key := callKey{f.GetStreamId(), a.ToolCallID}
 	h := g.release(key)
 	if h == nil {
-		c.Logger().Warn("approval answer for a call that is not waiting dropped", "stream", key.stream, "tool_call_id", key.id)
-		return
+		return refusal(a, RefusedNotHeld, fmt.Errorf("%w: no call %s waits on stream %q (answered already, denied when its deadline passed, or never held)",
+			ErrNotHeld, a.ToolCallID, key.stream))
 	}
 	call := h.call
 	switch a.Decision {
@@ -324,7 +323,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 			msg = fmt.Sprintf("Tool call %s was denied by the person supervising this session (it was not run): %s", call.GetName(), a.Message)
 		}
 		g.deny(c, d, call, msg)
-		return
+		return nil
 	case DecisionEdit:
 		if !json.Valid(a.Arguments) { // see ApprovalFrame
 			msg := fmt.Sprintf("Tool call %s was not run: the arguments a person edited are not JSON", call.GetName())
@@ -332,7 +331,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 				msg += ": " + a.Message
 			}
 			g.deny(c, d, call, msg)
-			return
+			return nil
 		}
 		args, err := h.slot.tool.validator.check(a.Arguments)
 		var p *validationPanic
@@ -344,10 +343,10 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 			// sessions.
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: validating the arguments a person edited panicked: %v", call.GetName(), p.value))
 			logPanic(c.Logger(), call, "validation", p.value, p.stack)
-			return
+			return nil
 		case err != nil:
 			g.deny(c, d, call, fmt.Sprintf("Tool call %s was not run: the arguments a person edited are invalid: %v", call.GetName(), err))
-			return
+			return nil
 		}
 		call = messages.CloneFrame(call)
 		call.Payload = args
@@ -356,6 +355,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 	g.pass[key] = true
 	d.run(c, call)
 	delete(g.pass, key) // taken by hold, unless the call was answered before it (a tool gone)
+	return nil
 }
 
 // cancel answers the held calls a CANCEL or ABORT concerns as cancelled.
@@ -413,15 +413,25 @@ func (l *loopLogic) approvalWaiting(c actors.WrapperContext, s *loopSession) {
 }
 
 // approvalAnswer takes an approval frame off the request path (it never
-// goes to the model); it reports whether f was one.
+// goes to the model); it reports whether f was one. One that cannot be
+// applied is answered with approval_refused, and the stream's round, if
+// it waits for held calls only, says so again (see ApprovalRefusal).
 func (l *loopLogic) approvalAnswer(c actors.WrapperContext, f *messages.Frame) bool {
 	if f.GetType() != messages.FrameType_META || f.GetName() != MetaApproval {
 		return false
 	}
+	var r *ApprovalRefusal
 	if l.d.gate == nil {
-		c.Logger().Warn("approval answer dropped: the loop has no approval policy", "stream", f.GetStreamId())
+		var a ApprovalAnswer
+		_ = json.Unmarshal(f.GetPayload(), &a) // only to name it in the refusal
+		r = refusal(a, RefusedNoPolicy, fmt.Errorf("%w: the answer applies to nothing", ErrNoApprovalPolicy))
+	} else if r = l.d.gate.answer(c, l.d, f); r == nil {
 		return true
 	}
-	l.d.gate.answer(c, l.d, f)
+	c.Logger().Warn("approval answer refused", "stream", f.GetStreamId(), "tool_call_id", r.ToolCallID, "reason", r.Reason, "error", r.Error)
+	c.ToOuter(messages.Meta(f.GetStreamId(), MetaApprovalRefused, mustJSON(r)))
+	if s, ok := l.lookup(f.GetStreamId()); ok && s.phase == phaseTools {
+		l.approvalWaiting(c, s)
+	}
 	return true
 }

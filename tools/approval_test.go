@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 // TestLoopApproval_Frames: the loop asks about the irreversible call,
 // runs the other one meanwhile, says the round waits, takes the answer
 // off the request path (the model never sees it) and runs the approved
-// call once; an ABORT answers a held call as cancelled.
+// call once, refusing the same approval sent again; an ABORT answers a
+// held call as cancelled.
 func TestLoopApproval_Frames(t *testing.T) {
 	ran := make(chan string, 4)
 	nuke := tools.MustNew(tools.Definition{Name: "nuke", Irreversible: true, Capabilities: []string{"execute"},
@@ -61,6 +63,13 @@ func TestLoopApproval_Frames(t *testing.T) {
 	if out := strings.Join(lines(rest), "\n"); !strings.Contains(out, `TOOL_RESULT stream=s1 id=c2 name=nuke payload={}`) || !strings.HasSuffix(out, "END stream=s1") {
 		t.Fatalf("after the approval:\n%s", out)
 	}
+	// The second approval finds c2 no longer held: it is refused, before
+	// the stream's END or after it.
+	if !slices.ContainsFunc(rest, isRefusal) {
+		if f := recvN(t, conn, 1)[0]; !isRefusal(f) {
+			t.Fatalf("the second approval of c2 was answered with %s, want approval_refused", line(f))
+		}
+	}
 	if len(ran) != 1 {
 		t.Fatalf("nuke ran %d times", len(ran))
 	}
@@ -90,6 +99,10 @@ func TestLoopApproval_Frames(t *testing.T) {
 	if len(ran) != 1 {
 		t.Fatalf("nuke ran %d times", len(ran))
 	}
+}
+
+func isRefusal(f *messages.Frame) bool {
+	return f.GetType() == messages.FrameType_META && f.GetName() == tools.MetaApprovalRefused
 }
 
 // TestLoopApproval_WaitingSaysDurable: a loop with a session store says

@@ -14,10 +14,11 @@ const (
 
 // BreakerOptions configure the circuit breaker a dispatcher keeps per tool:
 // once a tool has failed Failures times within Window (handler errors,
-// timeouts, panics, restarts — not invalid arguments or cancellations), its
-// calls are answered "unavailable" without running until Cooldown has
-// passed. After the cool-down one trial call runs: success closes the
-// breaker, failure opens it again. A zero field means its default.
+// timeouts, panics, restarts — not invalid arguments, not found or
+// cancellations), its calls are answered "unavailable" without running
+// until Cooldown has passed. After the cool-down one trial call runs:
+// success closes the breaker, failure opens it again. A zero field means
+// its default.
 type BreakerOptions struct {
 	Failures int
 	Window   time.Duration
@@ -146,8 +147,8 @@ func (b *Breaker) Cooled() {
 }
 
 // Neutral records the end of a call that neither succeeded nor failed in a
-// way that says anything about the tool (invalid arguments, cancelled): a
-// half-open breaker admits the next trial call.
+// way that says anything about the tool (invalid arguments, not found,
+// cancelled): a half-open breaker admits the next trial call.
 func (b *Breaker) Neutral() {
 	if b.state == BreakerHalfOpen {
 		b.trialOn = false

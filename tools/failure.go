@@ -26,7 +26,15 @@ const (
 	FailureUnavailable      FailureKind = "unavailable" // circuit breaker open, or the tool is gone
 	FailureLimit            FailureKind = "iteration_limit"
 	FailureTruncated        FailureKind = "truncated" // the length limit cut the call's arguments off
+	FailureNotFound         FailureKind = "not_found" // see below
 )
+
+// FailureNotFound is the kind of a call whose arguments were valid but
+// name something that is not there (read_file of a missing file, an undo
+// of a write that was never recorded): the tool works, the world does
+// not hold what the call asked for. Like invalid arguments it does not
+// count against the tool's circuit breaker. A tool answers with it by
+// returning a [ResultError] of this Kind.
 
 // FailureSessionConflict is the failure kind of the ERROR with which a
 // loop with a Session refuses a request whose messages differ from those
@@ -39,7 +47,10 @@ const (
 const FailureSessionConflict FailureKind = "session_conflict"
 
 // countsAgainstTool reports whether a failure of this kind says the tool is
-// unhealthy (and counts for its circuit breaker).
+// unhealthy (and counts for its circuit breaker). The other kinds say the
+// call was wrong (invalid arguments, not found), was not run (denied,
+// unknown tool, the breaker open, the limit, truncated) or was stopped by
+// its caller (cancelled).
 func (k FailureKind) countsAgainstTool() bool {
 	switch k {
 	case FailureHandler, FailureTimeout, FailurePanic, FailureStopped:

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -254,6 +255,30 @@ func TestRouter_CircuitBreaker(t *testing.T) {
 	s.toolAnswers("c4", false)
 	if len(s.r.Sent) != 0 {
 		t.Fatalf("duplicate result delivered: %v", s.r.Sent)
+	}
+}
+
+// TestRouter_BreakerIgnoresBadCalls: failures that say the call was wrong
+// (invalid arguments, something it names not found, cancelled) do not
+// open the breaker, however many there are; one handler error does.
+func TestRouter_BreakerIgnoresBadCalls(t *testing.T) {
+	s := newRouterStep(t, &tools.RouterOptions{
+		Handlers: map[string]tools.HandlerFunc{"flaky": greet},
+		Breaker:  tools.BreakerOptions{Failures: 1},
+	})
+	for i, kind := range []tools.FailureKind{tools.FailureInvalidArguments, tools.FailureNotFound, tools.FailureCancelled,
+		tools.FailureNotFound, tools.FailureHandler} {
+		id := fmt.Sprintf("c%d", i)
+		if got := s.call(id); got != "tool" {
+			t.Fatalf("%s, after calls answered %s: went to %s", id, kind, got)
+		}
+		res := messages.ToolError("s", id, "flaky", "no")
+		res.Meta.FailureKind = string(kind)
+		s.deliver(actors.ChildFrame{Child: s.tool, Frame: res})
+		s.deliver(actors.ChildFrame{Child: s.tool, Frame: messages.End("s")})
+	}
+	if got := s.call("last"); got != string(tools.FailureUnavailable) {
+		t.Fatalf("after a handler error with a threshold of 1 the call went to %s", got)
 	}
 }
 

@@ -333,10 +333,12 @@ var ErrSessionExists = errors.New("move session: the target holds another sessio
 // after its held calls, so that after a crash at any point a loop (or
 // ReadSession) finds the session whole: under from while to holds none,
 // under to once it does. Calling MoveSession again then completes the
-// move: when to holds a session, what is left under from of the same
-// conversation (the same first request) is deleted, as nothing reads it
-// any more; a session of another conversation under to fails with
-// [ErrSessionExists] and changes nothing. A crash between the two writes
+// move: when to holds the session (all that from holds: the same
+// messages, then what a loop resuming it under to went on to do), what
+// is left under from is deleted, as nothing reads it any more; another
+// session under to fails with [ErrSessionExists] and changes nothing,
+// also one that began with the same request (two conversations may
+// begin alike). A crash between the two writes
 // leaves the held calls under to + ApprovalStoreSuffix with no session
 // under to: a host that starts another conversation under to instead
 // deletes them first (the agent package does), or its approval gate
@@ -371,6 +373,8 @@ func MoveSession(ctx context.Context, store durability.Store, from, to string) (
 		return false, err
 	case taken && !bytes.Equal(there.GetFirstRequest(), st.GetFirstRequest()):
 		return false, ErrSessionExists
+	case taken && !wentOn(there, st):
+		return false, fmt.Errorf("%w: it began with the same request, but is neither this session nor went on from it; nothing moved or deleted", ErrSessionExists)
 	case taken: // moved before a crash: what is left under from is not read
 		return true, deleteMoved(ctx, store, from)
 	}

@@ -186,11 +186,12 @@
 //
 // Bound as tools ([Tools]), an unsuccessful result is also an error
 // result of the call (the frame's IsError and failure kind, see package
-// tools), with the same JSON for the model: kind invalid_arguments for a
-// call that asked what cannot be done (a refused or missing path, an
-// empty command), which does not count against the tool's circuit
-// breaker, and handler_error when the workspace failed (a file system
-// error, the directory gone, a shell that could not start). A command
-// that ran is a successful result whatever its exit code, and one that
-// timed out too: the model reads what it did.
+// tools), with the same JSON for the model: kind not_found for a path
+// that names no file (a missing file, a link to one), invalid_arguments
+// for a call that asked what cannot be done (a refused path, an empty
+// command), neither of which counts against the tool's circuit breaker,
+// and handler_error when the workspace failed (a file system error, the
+// directory gone, a shell that could not start). A command that ran is a
+// successful result whatever its exit code, and one that timed out too:
+// the model reads what it did.
 package workspace

@@ -42,7 +42,9 @@ func TestFrames_NoHTMLEscaping(t *testing.T) {
 
 // A refused or failed workspace call is an error result of the call,
 // with a failure kind, and the model reads the tool's own JSON; a
-// command that ran is not one, whatever its exit code.
+// command that ran is not one, whatever its exit code. A read of a file
+// that is not there (a missing file, a link to one) is of kind
+// not_found: its arguments were valid.
 func TestFrames_FailuresAreErrorResults(t *testing.T) {
 	dir := t.TempDir()
 	rt := actorstest.NewRuntime(t, nil)
@@ -55,6 +57,9 @@ func TestFrames_FailuresAreErrorResults(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(dir, "link.txt")); err != nil {
 		t.Skipf("no symbolic links here: %v", err)
 	}
+	if err := os.Symlink("nowhere.txt", filepath.Join(dir, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		tool, args string
 		kind       tools.FailureKind // "" for a successful result
@@ -62,8 +67,10 @@ func TestFrames_FailuresAreErrorResults(t *testing.T) {
 	}{
 		{workspace.ReadFileToolName, `{"path":"link.txt"}`, tools.FailureInvalidArguments,
 			[]string{`"success":false`, `"path":"link.txt"`, "escapes the workspace root"}},
-		{workspace.ReadFileToolName, `{"path":"missing.txt"}`, tools.FailureInvalidArguments,
+		{workspace.ReadFileToolName, `{"path":"missing.txt"}`, tools.FailureNotFound,
 			[]string{`"success":false`, `"path":"missing.txt"`, "no such file"}},
+		{workspace.ReadFileToolName, `{"path":"gone.txt"}`, tools.FailureNotFound,
+			[]string{`"success":false`, `"path":"gone.txt"`, "target does not exist"}},
 		{workspace.WriteFileToolName, `{"path":"../x.txt","content":"x"}`, tools.FailureInvalidArguments,
 			[]string{`{"success":false,"error":`, "escapes the workspace root"}},
 		{workspace.RunCommandToolName, `{"command":"  "}`, tools.FailureInvalidArguments,

@@ -76,9 +76,10 @@ func markFailed[In any, Out result](fn func(context.Context, In) (Out, error)) f
 // for a successful one. Its kind is tools.FailureHandler when the
 // workspace itself failed (a file system error, the workspace directory
 // gone, a shell that could not start), which counts against the tool's
-// circuit breaker, and tools.FailureInvalidArguments when the call asked
-// for what cannot be done (a refused or missing path, an empty command,
-// too large a content), which does not.
+// circuit breaker; tools.FailureNotFound when the path names no file (a
+// missing file, a link to one), and tools.FailureInvalidArguments when
+// the call asked for what cannot be done (a refused path, an empty
+// command, too large a content), neither of which does.
 func failedResult(out result, reason Reason, msg string) error {
 	payload, err := out.MarshalJSON()
 	if err != nil {
@@ -88,6 +89,8 @@ func failedResult(out result, reason Reason, msg string) error {
 	switch reason {
 	case ReasonIO, ReasonWorkspaceGone, ReasonStartFailed, "":
 		kind = tools.FailureHandler
+	case ReasonNotFound, ReasonDanglingLink:
+		kind = tools.FailureNotFound
 	}
 	return &tools.ResultError{Payload: payload, Kind: kind, Err: errors.New(msg)}
 }

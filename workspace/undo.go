@@ -157,10 +157,10 @@ type UndoResult struct {
 // the calling conversation (all of them, or from a call on). It is
 // irreversible (approval's default policy asks before it runs). A failed
 // undo is an error result of the call whose JSON is its [UndoResult]
-// (what was restored before it failed, and why): of kind
-// invalid_arguments when the undo was refused ([ErrNoSuchCall],
-// [ErrChangedSince], [ErrNotKept]), handler_error when the workspace or
-// the journal failed.
+// (what was restored before it failed, and why): of kind not_found for
+// a call of which the session has no write ([ErrNoSuchCall]),
+// invalid_arguments when the undo was refused ([ErrChangedSince],
+// [ErrNotKept]), handler_error when the workspace or the journal failed.
 func (j *Journal) UndoTool() (*tools.Tool, error) {
 	return tools.NewTyped(tools.Definition{Name: UndoToolName,
 		Description:  "Undo the files this conversation wrote with write_file: restore them as they were before the given call (or before the first write). Refused when a file was changed since by something else.",
@@ -178,17 +178,22 @@ func (j *Journal) UndoTool() (*tools.Tool, error) {
 
 // undoFailed is the error that answers an undo call with the
 // unsuccessful result out as an error result, as [failedResult] does for
-// the other tools: kind tools.FailureInvalidArguments when the call asked
-// for what cannot be undone ([ErrNoSuchCall], [ErrChangedSince],
-// [ErrNotKept]), which does not count against the tool's circuit breaker,
-// and tools.FailureHandler when the workspace or the journal failed.
+// the other tools: kind tools.FailureNotFound when the call named a
+// write the session does not have ([ErrNoSuchCall]) and
+// tools.FailureInvalidArguments when it asked for what cannot be undone
+// ([ErrChangedSince], [ErrNotKept]), neither of which counts against the
+// tool's circuit breaker, and tools.FailureHandler when the workspace or
+// the journal failed.
 func undoFailed(out UndoResult, err error) error {
 	payload, merr := marshal(out, len(out.Error)+64*len(out.Restored))
 	if merr != nil {
 		return err
 	}
 	kind := tools.FailureHandler
-	if errors.Is(err, ErrNoSuchCall) || errors.Is(err, ErrChangedSince) || errors.Is(err, ErrNotKept) {
+	switch {
+	case errors.Is(err, ErrNoSuchCall):
+		kind = tools.FailureNotFound
+	case errors.Is(err, ErrChangedSince), errors.Is(err, ErrNotKept):
 		kind = tools.FailureInvalidArguments
 	}
 	return &tools.ResultError{Payload: payload, Kind: kind, Err: err}

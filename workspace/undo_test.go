@@ -275,8 +275,9 @@ func TestJournal_UndoAcrossRestart(t *testing.T) {
 // A failed undo through the tool is an error result of the call, as the
 // other workspace tools' failures are: the model reads the undo's own
 // JSON, and the frame's failure kind says whether the call asked for
-// what cannot be done (invalid_arguments) or the workspace failed
-// (handler_error); a successful undo is not an error result.
+// what cannot be done (invalid_arguments), named a write there is not
+// (not_found) or the workspace failed (handler_error); a successful undo
+// is not an error result.
 func TestUndoTool_FailuresAreErrorResults(t *testing.T) {
 	dir := t.TempDir()
 	rt := actorstest.NewRuntime(t, nil)
@@ -298,7 +299,7 @@ func TestUndoTool_FailuresAreErrorResults(t *testing.T) {
 			}
 		}
 	}
-	check("u1", `{"call_id":"nope"}`, tools.FailureInvalidArguments, `{"success":false,"error":`, "no recorded write")
+	check("u1", `{"call_id":"nope"}`, tools.FailureNotFound, `{"success":false,"error":`, "no recorded write")
 	check("u2", `{}`, tools.FailureInvalidArguments, `{"success":false,"error":`, "changed since", "a.txt")
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,13 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, errTimeout)
 	defer cancel()
+	// Whatever -timeout stopped (opening the store, starting the members,
+	// the session's run) fails as a run without a final answer does.
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), errTimeout) {
+			err = fmt.Errorf("%w (it passed while: %w)", timedOut(cfg), err)
+		}
+	}()
 	start := time.Now()
 	note := func(format string, a ...any) {
 		fmt.Fprintf(stdout, "%6.2fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"go.uber.org/goleak"
 )
 
 // TestDemo_ClusterMovesTheSession runs the demo binary with -cluster and
@@ -74,6 +76,23 @@ func checkClusterRun(t *testing.T, res processResult) {
 	}
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
+	}
+}
+
+// A -timeout that passes while -cluster sets up (here, before the store
+// is opened) fails the run as a timeout does elsewhere: exit status 1 and
+// "no final answer within -timeout", not the store's deadline error.
+func TestRun_ClusterTimeoutDuringSetup(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	srv, err := pgtest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	_, _, err = runInProcess(t, "-cluster", "-store", srv.DSN, "-timeout", "1ns")
+	var printed bytes.Buffer
+	if exitCode(err, &printed) != 1 || !strings.HasPrefix(printed.String(), "demo: no final answer within -timeout 1ns (it passed while: pgstore: ") {
+		t.Errorf("-cluster -timeout 1ns: %q, want exit 1 and the run's timeout failure", printed.String())
 	}
 }
 

@@ -550,8 +550,8 @@ func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
 		"result     run_command call_run FAILED (interrupted)",
 		// The file the interrupted command would have written is not
 		// there: a refused read is a failed call.
-		"result     read_file call_read FAILED (invalid_arguments)",
-		"summary    answered, but run_command call_run (interrupted), read_file call_read (invalid_arguments) failed and were never retried · ",
+		"result     read_file call_read FAILED (not_found)",
+		"summary    answered, but run_command call_run (interrupted), read_file call_read (not_found) failed and were never retried · ",
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("the resumed run lacks %q:\n%s", want, res.stdout)

@@ -7,7 +7,8 @@
 //
 // [Open] creates what it needs in one PostgreSQL schema (Options.Schema,
 // default "polyweave") when it is missing, under an advisory lock so that
-// members starting together do not race:
+// members starting together do not race; when everything is in place (the
+// tables, and check_fences as this version defines it) it runs no DDL:
 //
 //   - meta(key, value): "format" = "1"; Open refuses any other format, naming it.
 //   - events(name, idx, data, crc) and snapshots(name, idx, data, crc), keyed
@@ -16,6 +17,20 @@
 //     flipped so that bigint order is index order, crc the CRC-32C of the
 //     row's kind, name, index and data (durability.Checksum).
 //   - fences(key, epoch): the fencing tokens of [Store.Claim].
+//   - check_fences(keys, epochs): the function every fenced transaction
+//     calls first (see Fencing).
+//
+// # Privileges
+//
+// To set the schema up, Open needs CREATE on the database (when the schema
+// is missing) or on the schema (for a missing table), and ownership of
+// check_fences to replace one of another version. To use a store that is
+// set up, a role needs only USAGE on the schema, SELECT, INSERT, UPDATE and
+// DELETE on its four tables, and EXECUTE on check_fences (PostgreSQL grants
+// it to PUBLIC by default). So an owner role can Open once (at deployment,
+// and after an upgrade of this package) and application roles hold the
+// second set only. An Open that must create something its role may not
+// fails naming what it was creating and the role.
 //
 // Every row read is checked against its checksum; a row changed after it was
 // written fails the read with durability.ErrDamaged (a *durability.StoreError
@@ -56,8 +71,8 @@
 //
 // # Lifecycle
 //
-// [Open] connects (a pgxpool of [Options].MaxConns connections), sets the
-// schema up and starts the committers; [Store.Close] stops accepting
+// [Open] connects (a pgxpool of [Options].MaxConns connections), checks the
+// schema (setting it up when needed) and starts the committers; [Store.Close] stops accepting
 // operations, waits for queued writes and running reads, stops the
 // committers and closes the pool. Close is idempotent; every operation
 // after it fails with [durability.ErrClosed].

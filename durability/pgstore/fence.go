@@ -44,10 +44,14 @@ func fencedOr(err error) error {
 //
 // A cluster member claims a session's key when it activates the session;
 // the key is any byte string (a session id, say) and need not be one of the
-// actor names written through the claim.
+// actor names written through the claim. Keys follow the rule of actor
+// names: a key that is empty or longer than [MaxNameLen] bytes is refused
+// with durability.ErrInvalidName.
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
-	if key == "" {
-		return nil, &durability.StoreError{Op: OpClaim, Err: errors.New("empty claim key")}
+	if !validName(key) {
+		// Not quoted: it may be very long.
+		return nil, &durability.StoreError{Op: OpClaim,
+			Err: fmt.Errorf("claim key of %d bytes (want 1 to %d): %w", len(key), MaxNameLen, durability.ErrInvalidName)}
 	}
 	if err := s.beginRead(); err != nil {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -27,34 +30,48 @@ const (
 	MaxNameLen = 1024
 )
 
+// Upper bounds of [Options] sizes; [Open] refuses larger values.
+const (
+	// MaxBatchSizeLimit bounds Options.MaxBatchSize: the write queue
+	// holds that many writes, allocated up front.
+	MaxBatchSizeLimit = 1 << 16
+	// CommittersLimit bounds Options.Committers: each committer is a
+	// goroutine started by Open and may hold a connection.
+	CommittersLimit = 1024
+	// MaxConnsLimit bounds Options.MaxConns, the largest pool pgx can size.
+	MaxConnsLimit = math.MaxInt32
+)
+
 // formatVersion is written into the schema's meta table when the store
 // creates it and checked on open. Version 1: rows carry a CRC-32C.
 const formatVersion = "1"
 
 // Options configures [Open]. A nil *Options and the zero value both mean
-// defaults; negative numbers are rejected.
+// defaults; negative numbers, and sizes over their maximum (see
+// MaxBatchSizeLimit), are rejected.
 type Options struct {
 	// Logger receives open/close and commit-failure records. Nil discards.
 	Logger *slog.Logger
 
 	// Schema is the PostgreSQL schema that holds the store's tables; it is
-	// created when missing. Several stores (several applications, or
-	// tests) can share a database in different schemas. It must be a plain
-	// lower-case identifier. Empty means DefaultSchema.
+	// created when missing (which needs CREATE on the database). Several
+	// stores (several applications, or tests) can share a database in
+	// different schemas. It must be a plain lower-case identifier. Empty
+	// means DefaultSchema.
 	Schema string
 
 	// MaxBatchSize caps how many writes share one transaction. Zero means
-	// DefaultMaxBatchSize.
+	// DefaultMaxBatchSize; at most MaxBatchSizeLimit.
 	MaxBatchSize int
 
 	// Committers is how many transactions may be in flight at once, each on
 	// its own connection. Two lets one batch gather while the other
-	// commits. Zero means DefaultCommitters.
+	// commits. Zero means DefaultCommitters; at most CommittersLimit.
 	Committers int
 
 	// MaxConns sizes the connection pool used for reads, claims and
 	// commits; it must exceed Committers. Zero means
-	// max(DefaultMaxConns, Committers+2).
+	// max(DefaultMaxConns, Committers+2); at most MaxConnsLimit.
 	MaxConns int
 
 	// KeepHistory turns off compaction on PersistSnapshot (see
@@ -76,6 +93,12 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("pgstore: Committers %d is negative", c.Committers)
 	case c.MaxConns < 0:
 		return c, fmt.Errorf("pgstore: MaxConns %d is negative", c.MaxConns)
+	case c.MaxBatchSize > MaxBatchSizeLimit:
+		return c, fmt.Errorf("pgstore: MaxBatchSize %d is over the maximum %d", c.MaxBatchSize, MaxBatchSizeLimit)
+	case c.Committers > CommittersLimit:
+		return c, fmt.Errorf("pgstore: Committers %d is over the maximum %d", c.Committers, CommittersLimit)
+	case c.MaxConns > MaxConnsLimit:
+		return c, fmt.Errorf("pgstore: MaxConns %d is over the maximum %d", c.MaxConns, MaxConnsLimit)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -139,9 +162,10 @@ type Store struct {
 }
 
 // Open connects to the database at dsn (a PostgreSQL connection string or
-// URL, as pgx understands it), creates the store's schema and tables when
-// they are missing, checks the format of existing ones, and starts the
-// committers. ctx bounds the connection and schema setup only.
+// URL, as pgx understands it), creates the store's schema, tables and
+// function when they are missing (running no DDL when none is: see
+// Privileges in the package doc), checks the format of existing ones, and
+// starts the committers. ctx bounds the connection and schema setup only.
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -178,33 +202,106 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// createSchema creates the schema, tables and fence function when missing
-// (serialized across processes by an advisory lock) and checks the format.
+// createSchema checks that the schema, its tables and its fence function
+// are in place and of this version, creates (or replaces) what is missing
+// or out of date, and checks the format. When everything is in place it
+// runs no DDL, so a role that may only use the store can open it.
 func (s *Store) createSchema(ctx context.Context) error {
+	steps, role, err := s.missing(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		var version string
+		err := s.pool.QueryRow(ctx, s.q.readFormat).Scan(&version)
+		if err == nil {
+			return checkFormat(s.schema, version)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("pgstore: read format of schema %q: %w", s.schema, err)
+		}
+	}
+	// Something to create: serialized across processes by an advisory
+	// lock, and looked at again under it.
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: create schema: %w", err)
+		return fmt.Errorf("pgstore: set up schema %q: %w", s.schema, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "polyweave pgstore schema "+s.schema); err != nil {
-		return fmt.Errorf("pgstore: create schema: %w", err)
+		return fmt.Errorf("pgstore: set up schema %q: %w", s.schema, err)
 	}
-	for _, stmt := range s.q.create {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("pgstore: create schema %q: %w", s.schema, err)
+	if steps, role, err = s.missing(ctx, tx); err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if _, err := tx.Exec(ctx, st.stmt); err != nil {
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == insufficientPrivilege {
+				return fmt.Errorf("pgstore: %s: role %q lacks the privilege (an Open by a role that has it sets the schema up; see Privileges in the package doc): %w", st.what, role, err)
+			}
+			return fmt.Errorf("pgstore: %s: %w", st.what, err)
 		}
 	}
 	var version string
 	if err := tx.QueryRow(ctx, s.q.format, formatVersion).Scan(&version); err != nil {
 		return fmt.Errorf("pgstore: read format of schema %q: %w", s.schema, err)
 	}
-	if version != formatVersion {
-		return fmt.Errorf("pgstore: schema %q holds format %q; this version reads format %q only", s.schema, version, formatVersion)
+	if err := checkFormat(s.schema, version); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgstore: create schema: %w", err)
+		return fmt.Errorf("pgstore: set up schema %q: %w", s.schema, err)
 	}
 	return nil
+}
+
+// insufficientPrivilege is the SQLSTATE of a statement the role may not
+// run (a missing grant, or an object it does not own).
+const insufficientPrivilege = "42501"
+
+func checkFormat(schema, version string) error {
+	if version != formatVersion {
+		return fmt.Errorf("pgstore: schema %q holds format %q; this version reads format %q only", schema, version, formatVersion)
+	}
+	return nil
+}
+
+// ddlStep is one statement that sets part of the schema up, and what it
+// does ("create table s.meta").
+type ddlStep struct{ what, stmt string }
+
+// missing looks the schema up in the system catalogs (readable by every
+// role) and returns the statements that would create what is missing or
+// replace what is out of date, in order, and the current role's name.
+func (s *Store) missing(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) ([]ddlStep, string, error) {
+	var (
+		role                 string
+		fnSrc, fnLang, fnRet *string
+		hasSchema            bool
+		tables               []string
+	)
+	if err := db.QueryRow(ctx, s.q.catalog, s.schema).Scan(&role, &hasSchema, &tables, &fnSrc, &fnLang, &fnRet); err != nil {
+		return nil, "", fmt.Errorf("pgstore: look schema %q up: %w", s.schema, err)
+	}
+	var steps []ddlStep
+	if !hasSchema {
+		steps = append(steps, ddlStep{"create schema " + s.schema, s.q.createSchema})
+	}
+	for _, t := range s.q.createTables {
+		if !slices.Contains(tables, t.name) {
+			steps = append(steps, ddlStep{"create table " + s.schema + "." + t.name, t.stmt})
+		}
+	}
+	fn := "function " + s.schema + ".check_fences"
+	switch {
+	case fnSrc == nil:
+		steps = append(steps, ddlStep{"create " + fn, s.q.createFunction})
+	case *fnSrc != s.q.functionBody || *fnLang != "plpgsql" || *fnRet != "void":
+		steps = append(steps, ddlStep{"replace " + fn + " (it is not this version's)", s.q.createFunction})
+	}
+	return steps, role, nil
 }
 
 // Schema returns the PostgreSQL schema holding the store's tables.
@@ -253,8 +350,11 @@ func storeErr(op, name string, err error) error {
 
 // queries holds the SQL text with the schema name filled in.
 type queries struct {
-	create                          []string
-	format                          string
+	catalog                         string
+	createSchema, createFunction    string
+	createTables                    []struct{ name, stmt string }
+	functionBody                    string // check_fences's source, as the catalog holds it
+	format, readFormat              string
 	putEvents, putSnapshots         string
 	compactEvents, compactSnapshots string
 	deleteEvents, deleteSnapshots   string
@@ -265,24 +365,10 @@ type queries struct {
 func newQueries(schema string) queries {
 	sc := pgx.Identifier{schema}.Sanitize()
 	t := func(name string) string { return sc + "." + name }
-	return queries{
-		create: []string{
-			"CREATE SCHEMA IF NOT EXISTS " + sc,
-			"CREATE TABLE IF NOT EXISTS " + t("meta") + ` (key text PRIMARY KEY, value text NOT NULL)`,
-			// idx is the uint64 index with its top bit flipped, so that
-			// bigint order is index order; crc is the CRC-32C of the row.
-			"CREATE TABLE IF NOT EXISTS " + t("events") + ` (
-				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
-				PRIMARY KEY (name, idx))`,
-			"CREATE TABLE IF NOT EXISTS " + t("snapshots") + ` (
-				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
-				PRIMARY KEY (name, idx))`,
-			"CREATE TABLE IF NOT EXISTS " + t("fences") + ` (key bytea PRIMARY KEY, epoch bigint NOT NULL)`,
-			// check_fences fails the transaction unless every key still has
-			// the epoch given. FOR SHARE makes a concurrent claim wait for
-			// this transaction, and this one see a claim committed before it.
-			"CREATE OR REPLACE FUNCTION " + t("check_fences") + `(keys bytea[], epochs bigint[]) RETURNS void
-			LANGUAGE plpgsql AS $$
+	// check_fences fails the transaction unless every key still has the
+	// epoch given. FOR SHARE makes a concurrent claim wait for this
+	// transaction, and this one see a claim committed before it.
+	body := `
 			DECLARE bad bytea; have bigint; want bigint;
 			BEGIN
 				PERFORM 1 FROM ` + t("fences") + ` WHERE key = ANY(keys) ORDER BY key FOR SHARE;
@@ -294,8 +380,41 @@ func newQueries(schema string) queries {
 					RAISE EXCEPTION USING ERRCODE = '` + fencedCode + `',
 						MESSAGE = format('claim %s of %s superseded by claim %s', want, encode(bad, 'escape'), have);
 				END IF;
-			END $$`,
+			END `
+	return queries{
+		// The system catalogs, not to_regclass and the like, which fail
+		// for a schema the role may not use.
+		catalog: `SELECT current_user::text,
+			EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1),
+			ARRAY(SELECT c.relname::text FROM pg_catalog.pg_class c
+				JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+				WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')),
+			f.prosrc, f.lanname::text, f.rettype
+			FROM (SELECT 1) AS one LEFT JOIN (
+				SELECT p.prosrc, l.lanname, p.prorettype::pg_catalog.regtype::text AS rettype
+				FROM pg_catalog.pg_proc p
+				JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+				JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+				WHERE n.nspname = $1 AND p.proname = 'check_fences'
+					AND pg_catalog.pg_get_function_identity_arguments(p.oid) = 'keys bytea[], epochs bigint[]'
+			) AS f ON true`,
+		createSchema: "CREATE SCHEMA IF NOT EXISTS " + sc,
+		// idx is the uint64 index with its top bit flipped, so that bigint
+		// order is index order; crc is the CRC-32C of the row.
+		createTables: []struct{ name, stmt string }{
+			{"meta", "CREATE TABLE IF NOT EXISTS " + t("meta") + ` (key text PRIMARY KEY, value text NOT NULL)`},
+			{"events", "CREATE TABLE IF NOT EXISTS " + t("events") + ` (
+				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
+				PRIMARY KEY (name, idx))`},
+			{"snapshots", "CREATE TABLE IF NOT EXISTS " + t("snapshots") + ` (
+				name bytea NOT NULL, idx bigint NOT NULL, data bytea NOT NULL, crc integer NOT NULL,
+				PRIMARY KEY (name, idx))`},
+			{"fences", "CREATE TABLE IF NOT EXISTS " + t("fences") + ` (key bytea PRIMARY KEY, epoch bigint NOT NULL)`},
 		},
+		createFunction: "CREATE OR REPLACE FUNCTION " + t("check_fences") + `(keys bytea[], epochs bigint[]) RETURNS void
+			LANGUAGE plpgsql AS $$` + body + `$$`,
+		functionBody: body,
+		readFormat:   "SELECT value FROM " + t("meta") + " WHERE key = 'format'",
 		format: "WITH ins AS (INSERT INTO " + t("meta") + ` (key, value) VALUES ('format', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
 			SELECT value FROM ins UNION ALL SELECT value FROM ` + t("meta") + ` WHERE key = 'format' LIMIT 1`,
 		putEvents: "INSERT INTO " + t("events") + ` (name, idx, data, crc)

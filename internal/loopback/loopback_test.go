@@ -1,0 +1,115 @@
+package loopback_test
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/internal/loopback"
+)
+
+// errRefused stands for a caller's own sentinel.
+var errRefused = errors.New("not a loopback address")
+
+// names are the names the tests resolve; any other does not resolve.
+var names = map[string][]string{
+	"localhost":     {"127.0.0.1", "::1"},
+	"loop.example":  {"::1", "127.0.0.1"},
+	"v6.example":    {"::1"},
+	"node.example":  {"10.0.0.7"},
+	"lan.example":   {"192.168.1.20"},
+	"mixed.example": {"127.0.0.1", "10.0.0.7"},
+	"empty.example": {},
+}
+
+// A name a peer sends is loopback only as written: a loopback IP, with or
+// without port and brackets, or localhost in any case. Nothing is
+// resolved, not even a name that would resolve to loopback alone.
+func TestIsName(t *testing.T) {
+	loopback.FakeNames(t, names)
+	for host, want := range map[string]bool{
+		"127.0.0.1":              true,
+		"127.8.9.1:80":           true,
+		"::1":                    true,
+		"[::1]":                  true,
+		"[::1]:0":                true,
+		"localhost":              true,
+		"LocalHost:8080":         true,
+		"0.0.0.0":                false,
+		"0.0.0.0:8080":           false,
+		"[::]:0":                 false,
+		"":                       false,
+		":8080":                  false,
+		"192.168.1.20":           false,
+		"192.168.1.20:80":        false,
+		"[fe80::1]:0":            false,
+		"loop.example":           false,
+		"loop.example:80":        false,
+		"localhost.evil.example": false,
+		"127.0.0.1.evil.example": false,
+	} {
+		if got := loopback.IsName(host); got != want {
+			t.Errorf("IsName(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// An address to listen on is checked by what it resolves to, and listened
+// on at the loopback IP that was checked (IPv4 first); anything that
+// reaches beyond this machine is refused with the caller's sentinel, and
+// other failures are told apart from a refusal.
+func TestListenAddress(t *testing.T) {
+	loopback.FakeNames(t, names)
+	const refused, failed = "refused", "failed"
+	for _, c := range []struct{ addr, want, says string }{
+		{"127.0.0.1:7710", "127.0.0.1:7710", ""},
+		{"127.8.9.1:0", "127.8.9.1:0", ""},
+		{"[::1]:0", "[::1]:0", ""},
+		{"localhost:8080", "127.0.0.1:8080", ""},
+		{"loop.example:7710", "127.0.0.1:7710", ""},
+		{"v6.example:0", "[::1]:0", ""},
+		{"0.0.0.0:0", refused, "every interface"},
+		{":8080", refused, "every interface"},
+		{"[::]:0", refused, "every interface"},
+		{"192.168.1.20:0", refused, "192.168.1.20"},
+		{"[fe80::1]:0", refused, ""},
+		{"node.example:0", refused, "resolves to 10.0.0.7"},
+		{"lan.example:80", refused, "resolves to 192.168.1.20"},
+		{"mixed.example:0", refused, "resolves to 10.0.0.7"},
+		{"nowhere.example:0", failed, "no such host"},
+		{"empty.example:0", failed, "no address"},
+		{"", failed, "missing port"},
+		{"127.0.0.1", failed, "missing port"},
+	} {
+		got, err := loopback.ListenAddress(c.addr, errRefused)
+		switch c.want {
+		case refused:
+			if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("ListenAddress(%q) = %q, %v; want the caller's sentinel, saying %q", c.addr, got, err, c.says)
+			}
+		case failed:
+			if err == nil || errors.Is(err, errRefused) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("ListenAddress(%q) = %q, %v; want an error saying %q, not a refusal", c.addr, got, err, c.says)
+			}
+		default:
+			if got != c.want || err != nil {
+				t.Errorf("ListenAddress(%q) = %q, %v; want %q", c.addr, got, err, c.want)
+			}
+		}
+	}
+	var dnsErr *net.DNSError
+	if _, err := loopback.ListenAddress("nowhere.example:0", errRefused); !errors.As(err, &dnsErr) {
+		t.Errorf("a name that does not resolve: %v, want the resolver's error", err)
+	}
+}
+
+// Without FakeNames, names are the system's: localhost is loopback on any
+// machine.
+func TestListenAddress_SystemNames(t *testing.T) {
+	got, err := loopback.ListenAddress("localhost:0", errRefused)
+	host, port, splitErr := net.SplitHostPort(got)
+	if ip := net.ParseIP(host); err != nil || splitErr != nil || ip == nil || !ip.IsLoopback() || port != "0" {
+		t.Errorf("ListenAddress(localhost:0) = %q, %v; want a loopback IP, port 0", got, err)
+	}
+}

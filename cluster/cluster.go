@@ -349,8 +349,11 @@ type Result struct {
 
 // ErrSessionFailed is the cause of the error Run returns for a session
 // that ended in failure (its loop's error, a bad request): asking again
-// does not help. A store that fails (the session cannot be claimed) is
-// not a failed session: Run asks again until ctx ends.
+// does not help. A store that fails is not a failed session: when the
+// session cannot be claimed, or its loop failed after a call to the store
+// did (a write refused, the store's connections lost), the incarnation
+// stops without keeping an answer and Run asks again, until ctx ends; the
+// next incarnation resumes the session from the store.
 var ErrSessionFailed = errors.New("session failed")
 
 // ErrClosed is the cause of the error Run returns when its member has
@@ -373,12 +376,17 @@ var ErrClosed = errors.New("member closed")
 // Run gives up as soon as ctx ends, also while the session holds its
 // request, and returns an error wrapping ctx's; the session itself goes
 // on (a later Run gets its answer). A failed session is an error wrapping
-// [ErrSessionFailed]. Run returns as soon as its member begins to close,
+// [ErrSessionFailed]. A session id that the store cannot hold (empty, not
+// valid UTF-8, or longer than pgstore.MaxNameLen bytes) fails Run at once,
+// before anything is sent or claimed, with an error wrapping
+// durability.ErrInvalidName; a session whose member's store is closed
+// fails it with one wrapping durability.ErrClosed, since asking again
+// does not help either. Run returns as soon as its member begins to close,
 // with an error wrapping [ErrClosed], and as soon as the cluster has
 // excluded its member, with one wrapping [ErrExcluded].
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
-	if id == "" {
-		return nil, errors.New("cluster: run: empty session id")
+	if err := checkSessionID(id); err != nil {
+		return nil, fmt.Errorf("cluster: run: %w", err)
 	}
 	var req runRequest
 	for _, f := range request {
@@ -434,6 +442,8 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			return &Result{Text: st.Text, Member: st.Member, Epoch: st.Epoch, Requests: n}, nil
 		case st.State == stateFailed:
 			return nil, fmt.Errorf("cluster: run session %q (on %s, epoch %d): %s: %w", id, st.Member, st.Epoch, st.Error, ErrSessionFailed)
+		case st.State == stateRefused:
+			return nil, fmt.Errorf("cluster: run session %q (on %s): %s: %w", id, st.Member, st.Error, refusal(st.Cause))
 		case st.State == stateRunning:
 			backoff = 20 * time.Millisecond
 			continue

@@ -11,7 +11,7 @@ import (
 
 // RunIncarnation runs one incarnation of session id in rt on a claim of it
 // in store, as a member's session actor does, and returns its state
-// ("done", "failed", "moved", "retry"), its text or error, and its
+// ("done", "failed", "moved", "retry", "refused"), its text or error, and its
 // claim's epoch.
 func RunIncarnation(ctx context.Context, rt *actors.Runtime, store *pgstore.Store, fn SessionFunc, id string, request ...*messages.Frame) (state, text string, epoch uint64) {
 	return RunIncarnationEpoch(ctx, rt, store, nil, DefaultRequestTimeout, fn, id, request...)

@@ -19,7 +19,10 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic;
+//     the Logic; and the late frames of a call so answered get nothing
+//     more, from the shell or from the Logic of the next incarnation
+//     (a persistent duplex's next incarnation takes them: it recovers
+//     its calls);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -22,7 +22,10 @@
 //     the Logic; and the late frames of a call so answered get nothing
 //     more, from the shell or from the Logic of the next incarnation
 //     (a persistent duplex's next incarnation takes them: it recovers
-//     its calls);
+//     its calls). A call's late frames are those of its stream up to its
+//     caller's END, and a META after it: a caller that retries a call so
+//     answered sends its END first, or uses a new stream id, or the
+//     retry is taken for the old call's frames and gets no answer;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

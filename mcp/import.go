@@ -439,8 +439,9 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 // valueOf is the tool result of an MCP result. An isError result is an
 // error result: of the structuredContent when it is an object (the
 // tool's own JSON, as a [Server] sends it), else of the text; its kind
-// is tools.FailureInvalidArguments when the server says so in _meta
-// ([FailureKindMeta]), tools.FailureHandler otherwise.
+// is tools.FailureInvalidArguments or tools.FailureNotFound when the
+// server says so in _meta ([FailureKindMeta]), tools.FailureHandler
+// otherwise.
 func valueOf(res *sdk.CallToolResult) (any, error) {
 	text := contentText(res.Content)
 	if res.IsError {

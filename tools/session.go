@@ -313,7 +313,8 @@ func DeleteSession(ctx context.Context, store durability.Store, id string) error
 
 // ErrSessionExists is returned by [MoveSession] when the key a session
 // is moved to holds another conversation (one started with another
-// request): neither is changed.
+// request, or one that began with the same request but is neither the
+// session moved nor went on from it): neither is changed.
 var ErrSessionExists = errors.New("move session: the target holds another session")
 
 // MoveSession moves session from of store to the key to, with the record

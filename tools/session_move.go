@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -37,15 +38,21 @@ func wentOn(to, from *messages.LoopSession) bool {
 		}
 	}
 	done := messages.LoopPhase_LOOP_PHASE_DONE
+	// A response with no call is sent again when its session resumes, and
+	// what it had said is dropped: then to's text need not begin with it.
+	said := func(text string) bool { return len(from.GetCalls()) == 0 || strings.HasPrefix(text, from.GetText()) }
 	switch {
 	case from.GetPhase() == done: // ended: to is from
 		return to.GetPhase() == done && n == len(to.GetMessages()) && to.GetText() == from.GetText()
-	case n == len(to.GetMessages()): // to is in the middle of from's response, or ended it without calls
+	case n == len(to.GetMessages()): // to is in the middle of from's response, or ended it
 		if to.GetPhase() == done {
-			return len(from.GetCalls()) == 0 && strings.HasPrefix(to.GetText(), from.GetText())
+			// Ended with a final answer, or at the iteration limit, which
+			// ends a round without keeping it: what is lost then is what
+			// from's calls did, if any of them has a result.
+			return !slices.ContainsFunc(from.GetCalls(), func(c *messages.LoopCall) bool { return c.GetResult() != nil })
 		}
 		if from.GetPhase() == messages.LoopPhase_LOOP_PHASE_TOOLS && to.GetPhase() != from.GetPhase() ||
-			!strings.HasPrefix(to.GetText(), from.GetText()) || len(from.GetCalls()) > len(to.GetCalls()) {
+			!said(to.GetText()) || len(from.GetCalls()) > len(to.GetCalls()) {
 			return false
 		}
 		for i, c := range from.GetCalls() {
@@ -59,13 +66,13 @@ func wentOn(to, from *messages.LoopSession) bool {
 	}
 	// to has ended from's response: its round, the assistant message and
 	// one tool message per call, follows from's messages.
-	var said models.Message
-	if json.Unmarshal(to.GetMessages()[n], &said) != nil || said.Role != models.RoleAssistant ||
-		!strings.HasPrefix(said.Content, from.GetText()) || len(from.GetCalls()) > len(said.ToolCalls) {
+	var round models.Message
+	if json.Unmarshal(to.GetMessages()[n], &round) != nil || round.Role != models.RoleAssistant ||
+		!said(round.Content) || len(from.GetCalls()) > len(round.ToolCalls) {
 		return false
 	}
 	for i, c := range from.GetCalls() {
-		if tc := said.ToolCalls[i]; !sameCall(tc.ID, tc.Name, tc.Arguments, true, c) {
+		if tc := round.ToolCalls[i]; !sameCall(tc.ID, tc.Name, tc.Arguments, true, c) {
 			return false
 		}
 		if res := c.GetResult(); res != nil {

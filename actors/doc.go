@@ -19,13 +19,7 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic; and the late frames of a call so answered get nothing
-//     more, from the shell or from the Logic of the next incarnation
-//     (a persistent duplex's next incarnation takes them: it recovers
-//     its calls). A call's late frames are those of its stream up to its
-//     caller's END, and a META after it: a caller that retries a call so
-//     answered sends its END first, or uses a new stream id, or the
-//     retry is taken for the old call's frames and gets no answer;
+//     the Logic;
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

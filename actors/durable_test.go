@@ -111,32 +111,6 @@ func TestDurable_RecoversAfterRestart(t *testing.T) {
 	}
 }
 
-// TestDurable_CallOpenAtRestartGoesOn: a persistent duplex recovers its
-// calls, so the frames that follow on a stream open at its restart (here
-// the one that crashed it, without its END) are the rest of that call,
-// for the new incarnation (as a durable router finishes a call its crash
-// cut in two), not late frames of a call answered for good, as they are
-// for a plain duplex.
-func TestDurable_CallOpenAtRestartGoesOn(t *testing.T) {
-	store := memstore.New(nil)
-	t.Cleanup(func() { store.Close() })
-	provider, err := durability.NewProvider(store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := newRuntime(t, nil)
-	conn, err := rt.Start(actors.Spec{Name: "journal", Persistence: provider,
-		New: func() actors.Logic { return &journalLogic{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	journalCrash(t, ctx, conn)
-	if got := journalAdd(t, ctx, conn, "crash", "z"); got != "z|0" {
-		t.Errorf("the crashed call's next frame: %q, want %q", got, "z|0")
-	}
-}
-
 func TestPersisterOf_PlainDuplex(t *testing.T) {
 	rt := newRuntime(t, nil)
 	got := make(chan bool, 1)

@@ -62,15 +62,22 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
-	// closed is the duplex's record of the calls the shell answered for
-	// good when an incarnation ended, or refused after (see refuse), and
-	// whose late frames get nothing more (see closedStreams); it is in
-	// cell, shared with the duplex's other incarnations, so a late frame
-	// that reaches the next incarnation gets nothing either (see input).
+	// answered holds the streams whose call was answered for good since
+	// the incarnation ended, and whose caller's input has not ended yet:
+	// those its end closed (ERROR and END) before the caller's END came,
+	// and those opened after it and refused (see refuse). Their frames
+	// are the answered call's, dropped, up to the caller's END; a frame
+	// that opens the stream after that is a new call (see late).
+	// ended holds the streams whose call was answered for good and whose
+	// caller's END has come since, or came before the end closed them:
+	// a META on them is that call's, sent after its END (an agent's
+	// approval decisions), and dropped; any other frame that opens the
+	// stream is a new call.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	closed     *closedStreams
+	answered   []string
+	ended      []string
 	restarting bool
 	terminated bool
 
@@ -99,7 +106,7 @@ type (
 )
 
 func newShell(rt *Runtime, spec Spec, subscriber *actor.PID, cell *mailboxCell, up *mailbox) actor.Actor {
-	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up, closed: &cell.closed}
+	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up}
 	if spec.Persistence != nil {
 		return newDurableShell(s)
 	}
@@ -213,12 +220,6 @@ func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
-	if s.durable != nil {
-		// A persistent duplex recovers its calls: the frames that follow
-		// on a stream open at its restart are the rest of a call it
-		// resumes (a durable router's), not late frames.
-		s.closed.reset()
-	}
 	// Frames skip protoactor's invocation (its metrics, receive timeout
 	// and middleware, none of which a duplex uses) unless the system
 	// records actor metrics, or the shell is a durable one's.
@@ -314,7 +315,11 @@ func (s *shell) finish(reason error) {
 	streams := s.open.all()
 	slices.Sort(streams)
 	for _, id := range streams {
-		s.closed.add(id, s.open.inputEnded(id))
+		if s.open.inputEnded(id) {
+			s.ended = append(s.ended, id)
+		} else {
+			s.answered = append(s.answered, id)
+		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
 	for _, id := range streams {
@@ -334,40 +339,45 @@ func (s *shell) finish(reason error) {
 // input: the open stream notes it (see late).
 //
 // Once the incarnation has ended (its duplex restarting or stopping, its
-// children still finishing), the Logic gets no frame (see late). Nor
-// does it get the late frames of a call that an earlier incarnation's
-// end closed, or that was refused while the duplex restarted (see
-// closedStreams): that call has had its one answer.
+// children still finishing), the Logic gets no frame (see late).
 func (s *shell) input(f *messages.Frame) {
 	if s.finished {
 		s.late(f)
 		return
 	}
-	id, t := f.GetStreamId(), f.GetType()
-	// The stream of the last opening frame is not in the record: that
-	// frame took it out (or the Logic opened it by emitting on it, and
-	// its frames are its own).
-	if !s.closed.empty() && id != s.lastOpen && s.closed.drop(id, t) {
-		return
-	}
-	switch {
+	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		s.open.endInput(id)
+		s.open.endInput(f.GetStreamId())
 	case OpensStream(t):
-		s.noteOpen(id)
+		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
 }
 
 // late takes a frame written into the sink after the incarnation ended.
-// The late frames of a call answered for good are dropped (see
-// closedStreams). Otherwise a frame that opens the stream is a new call
-// (stream ids are reused, call after call), refused. Frames that open
-// nothing are dropped: a duplex owes nothing for them.
+// A call is the frames of its stream up to the caller's END: the frames
+// of a call answered since (see answered) are dropped, and its END ends
+// it. A META after that END is still the call's (see ended), dropped.
+// Otherwise a frame that opens the stream is a new call (stream ids are
+// reused, call after call), refused. Frames that open nothing are
+// dropped: a duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
 	id, t := f.GetStreamId(), f.GetType()
-	if s.closed.drop(id, t) || !OpensStream(t) {
+	if i := slices.Index(s.answered, id); i >= 0 {
+		if t == messages.FrameType_END {
+			s.answered = slices.Delete(s.answered, i, i+1)
+			s.ended = append(s.ended, id)
+		}
 		return
+	}
+	if !OpensStream(t) {
+		return
+	}
+	if i := slices.Index(s.ended, id); i >= 0 {
+		if t == messages.FrameType_META {
+			return
+		}
+		s.ended = slices.Delete(s.ended, i, i+1)
 	}
 	s.refuse(id)
 }
@@ -385,7 +395,7 @@ func (s *shell) refuse(stream string) {
 	if s.terminated || stream == "" {
 		return
 	}
-	s.closed.add(stream, false)
+	s.answered = append(s.answered, stream)
 	if s.restarting {
 		s.Emit(messages.Error(stream, restartingText))
 		s.Emit(messages.End(stream))

@@ -186,16 +186,11 @@ type Options struct {
 	// link points to then is hidden, whatever commands do to the link
 	// later. A path that does not exist when New runs is resolved
 	// again (its links followed then) for each command, and hidden
-	// from the commands that start once it exists; so is a pattern
-	// (filepath.Match, absolute), matched again for each command, so
-	// that what comes to match it later is hidden too. A path that
-	// holds the workspace shows only the way to it; a path inside the
-	// workspace is hidden from commands (not from the file tools). A
-	// command is refused ([sandbox.ErrHiddenMoved]) when a hidden path
-	// no longer holds what it held when New ran: an earlier command
-	// moved or replaced it, or, outside the workspace, the host did (to
-	// hide a file the host replaces by renaming a new one over it, as
-	// editors and secret rotation do, hide its directory instead). New refuses "/",
+	// from the commands that start once it exists. A path that holds
+	// the workspace shows only the way to it; a path inside the
+	// workspace is hidden from commands (not from the file tools), and
+	// a command is refused when an earlier one moved or replaced it
+	// ([sandbox.ErrHiddenMoved]). New refuses "/",
 	// the workspace itself, and a path that cannot be resolved.
 	// Everything else outside the workspace stays readable, and
 	// read-only.

@@ -319,14 +319,7 @@ func setUp(cfg *Config) (*Protections, error) {
 		return p, err
 	}
 	for _, h := range plan.outside {
-		// The host's files beneath the sandbox's own /tmp, /dev and
-		// /proc are out of sight already: what became of them is not
-		// the sandbox's concern.
-		id := plan.ids[h]
-		if slices.ContainsFunc(ownMounts, func(m string) bool { return within(h, m) }) {
-			id = HiddenPath{}
-		}
-		if err := hide(h, slices.Contains(plan.ancestors, h), id, false); err != nil {
+		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -338,12 +331,11 @@ func setUp(cfg *Config) (*Protections, error) {
 		return p, err
 	}
 	defer unix.Close(mounted)
-	// What led nowhere, and what a pattern matches, may lead into the
-	// workspace now that it is mounted: beneath /tmp, it was not there to
-	// be found before (the sandbox's own /tmp covers the host's), unlike
-	// the paths inside it that were resolved when it was opened (their
-	// identities say where).
-	late, err := planHiding(plan.again, nil, wsPath)
+	// What led nowhere may lead into the workspace now that it is
+	// mounted: beneath /tmp, it was not there to be found before (the
+	// sandbox's own /tmp covers the host's), unlike the paths inside it
+	// that were resolved when it was opened (their identities say where).
+	late, err := planHiding(plan.missing, nil, wsPath)
 	if err != nil {
 		return p, err
 	}
@@ -600,10 +592,10 @@ func freshDev(shm string) (ptys bool, err error) {
 // read-only once the workspace is mounted. The path is opened without
 // following links and covered by that descriptor, so that what is
 // covered is what was checked: when id has an identity (see
-// [HiddenPath]) and the path no longer has it (gone, another file, a
-// link on the way), the command is refused ([ErrHiddenMoved]), inside
-// the workspace or outside it. A path without one that is gone is left
-// alone.
+// [HiddenPath]) and the path no longer has it, a path inside the
+// workspace is refused ([ErrHiddenMoved]); outside it, what is there
+// now is hidden (a file replaced by a rename, say). A path that is
+// gone is left alone, unless it had an identity inside the workspace.
 func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -611,10 +603,13 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	})
 	identified := id.Dev != 0 || id.Ino != 0
 	switch {
-	case err == unix.ENOENT && !identified:
+	case err == unix.ENOENT && !(inside && identified):
 		return nil
-	case (err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR) && (inside || identified):
-		return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
+		if inside {
+			return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+		}
+		return err
 	case err != nil:
 		return err
 	}
@@ -623,7 +618,7 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
+	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
 		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
 	}
 	target := "/proc/self/fd/" + strconv.Itoa(fd)

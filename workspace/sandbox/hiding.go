@@ -41,10 +41,6 @@ var systemDirs = []string{"/", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/li
 	"/usr/include", "/usr/src", "/opt", "/var", "/var/lib", "/var/cache", "/nix", "/nix/store",
 	"/gnu", "/gnu/store", "/snap"}
 
-// ownMounts are the file systems every sandbox mounts of its own over
-// the host's: nothing of the host's beneath them is in sight.
-var ownMounts = []string{"/tmp", "/dev", "/proc"}
-
 // Surroundings returns the directory the sandbox hides around the
 // workspace (an absolute, resolved path): its highest ancestor that is
 // not a system directory (/usr, /opt, /var, …; "/" included), so that
@@ -80,38 +76,29 @@ func hideList(cfg *Config, wsPath string) []string {
 // before any command ran: its path with the links on the way to it
 // followed, and the identity (device and inode) of what was there.
 // A sandbox hides that path, not what the entry's links lead to by
-// then: commands may have changed those. The set-up refuses to run a
+// then: commands may have changed those. Beneath the workspace, where
+// commands can rename and replace things, the set-up refuses to run a
 // command when the path no longer holds what was found there
-// ([ErrHiddenMoved]): beneath the workspace a command may have renamed
-// it, outside it the host may have, and what it held may be visible
-// under another name.
+// ([ErrHiddenMoved]).
 type HiddenPath struct {
 	Path string `json:"path"`
-	// Dev and Ino are 0 when nothing was there, and for a pattern
-	// (which ResolveHide keeps besides what it matched): the entry is
-	// then resolved again at each set-up, and what it leads to or
-	// matches by then is hidden.
+	// Dev and Ino are 0 when nothing was there: the entry is then
+	// resolved again at each set-up, and hidden if it exists by then.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
-// refused to run its command because a path to hide was moved or
-// replaced since [ResolveHide]: beneath the workspace by an earlier
-// command, say; outside it by the host (a file rewritten by a rename,
-// or renamed away). What it held may now be elsewhere, visible: the
-// sandbox cannot tell where. Someone must put it back, or open the
-// workspace again. A file that the host rewrites by renaming a new one
-// over it is better hidden by hiding its directory, which keeps its
-// identity.
-var ErrHiddenMoved = errors.New("a hidden path was moved or replaced")
+// refused to run its command because a path to hide beneath the
+// workspace was moved or replaced (by an earlier command, say) since
+// [ResolveHide]: what it held may now be elsewhere, visible. Someone
+// must put it back, or open the workspace again.
+var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
 // and resolves it once and for all: patterns expanded, links followed,
-// the identity of each path that exists recorded. A pattern is kept
-// too, to be matched again at each set-up: a path that matches it
-// only later is hidden from the commands that start once it exists.
-// The result is what a [Config]'s Resolved field wants.
+// the identity of each path that exists recorded. The result is what a
+// [Config]'s Resolved field wants.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -119,16 +106,10 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	}
 	var out []HiddenPath
 	for i, h := range hide {
-		if !filepath.IsAbs(h) {
-			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
-		}
 		matches := []string{h}
-		if isPattern(h) {
+		if strings.ContainsAny(h, "*?[") {
 			if matches, err = filepath.Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
-			}
-			if hp := (HiddenPath{Path: h}); !slices.Contains(out, hp) {
-				out = append(out, hp)
 			}
 		}
 		for _, m := range matches {
@@ -156,17 +137,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
-// again are the entries to resolve again once the workspace is mounted
-// (beneath /tmp it is not there before): those that led nowhere (a
-// path that does not exist, a pattern that matched nothing existing)
-// and the configured patterns.
+// missing are the entries that led nowhere (a path that does not
+// exist, a pattern that matched nothing existing).
 type hidePlan struct {
-	outside, inside, ancestors, again []string
-	ids                               map[string]HiddenPath
+	outside, inside, ancestors, missing []string
+	ids                                 map[string]HiddenPath
 }
-
-// isPattern reports whether a path to hide is a pattern.
-func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
 
 // ErrConfig is wrapped by the errors that come from a configuration the
 // sandbox cannot honour, not from what the kernel lacks.
@@ -174,17 +150,13 @@ var ErrConfig = errors.New("sandbox configuration")
 
 // planHiding resolves list (links followed, patterns expanded, missing
 // paths left out) around the workspace wsPath (resolved), and adds the
-// paths fixed resolved once (those missing then, and patterns, resolved
-// again now).
+// paths fixed resolved once (those missing then resolved again now).
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
-	var resolved, again []string
+	var resolved, missing []string
 	ids := map[string]HiddenPath{}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
-			if isPattern(f.Path) {
-				again = append(again, f.Path)
-			}
 			continue
 		}
 		ids[f.Path] = f
@@ -194,14 +166,14 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	}
 	for _, h := range list {
 		matches := []string{h}
-		if isPattern(h) {
+		if strings.ContainsAny(h, "*?[") {
 			var err error
 			if matches, err = filepath.Glob(h); err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 		}
-		if len(matches) == 0 && !slices.Contains(again, h) {
-			again = append(again, h)
+		if len(matches) == 0 {
+			missing = append(missing, h)
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(m, wsPath)
@@ -209,7 +181,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 			if r == "" {
-				again = append(again, m)
+				missing = append(missing, m)
 			} else if !slices.Contains(resolved, r) {
 				resolved = append(resolved, r)
 			}
@@ -218,7 +190,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, again: again}
+	plan := hidePlan{ids: ids, missing: missing}
 	for _, r := range resolved {
 		if within(r, wsPath) {
 			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {

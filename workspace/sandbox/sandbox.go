@@ -95,12 +95,8 @@ type Config struct {
 	// that does not exist is looked for again by each sandbox set up,
 	// and hidden once it exists, in the workspace too (see
 	// [HiddenPath]); "/" and the workspace itself are refused
-	// ([CheckHide]). An entry may be a pattern (filepath.Match): each
-	// sandbox matches it again, and hides what matches it then as well
-	// as what matched it when it was resolved. A directory that holds
-	// the workspace shows only the directories on the way to it. A
-	// hidden path that no longer holds what it held when it was
-	// resolved refuses the commands ([ErrHiddenMoved]).
+	// ([CheckHide]). A directory that holds the workspace shows
+	// only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and

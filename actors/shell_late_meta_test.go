@@ -36,14 +36,6 @@ func metaReplySpec(started chan<- struct{}, mbs chan<- *mailbox) Spec {
 	}}
 }
 
-// TestMux_NewCallAfterLateMetaAndRestartIsServed: a call on s is
-// served (TEXT, END) and the caller's END came before. A late approval
-// META on s (after the duplex's END) is answered with a META, no END: the
-// shell's input notes s open again with its caller's input not ended. A
-// failure on another stream restarts the duplex: finish records s as
-// "answered, caller's END not come". The caller's next call on s (TEXT,
-// END) is then taken for late frames of the old call and dropped: it
-// never gets an answer.
 // TestMux_NewCallAfterLateMetaAndRestartIsServed: a META that arrives
 // on a stream after its call ended (a duplicate approval decision), then
 // a restart of the duplex, then a new call on that stream: the new call

@@ -392,7 +392,7 @@ var ErrClosed = errors.New("member closed")
 // request, and returns an error wrapping ctx's; the session itself goes
 // on (a later Run gets its answer). A failed session is an error wrapping
 // [ErrSessionFailed]. A session id that the store cannot hold (empty, not
-// valid UTF-8, or longer than pgstore.MaxNameLen bytes) fails Run at once,
+// valid UTF-8, or longer than [MaxSessionIDLen] bytes) fails Run at once,
 // before anything is sent or claimed, with an error wrapping
 // durability.ErrInvalidName; a session whose member's store is closed
 // fails it with one wrapping durability.ErrClosed, since asking again

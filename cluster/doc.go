@@ -52,7 +52,7 @@
 //
 // A session id names the session in the store, and crosses the wire in
 // protobuf strings: Run refuses at once an id that is empty, not valid
-// UTF-8 or longer than pgstore.MaxNameLen bytes (durability.ErrInvalidName).
+// UTF-8 or longer than MaxSessionIDLen bytes (durability.ErrInvalidName).
 // A store that fails is not a failed session: an incarnation that cannot
 // claim its session stops without keeping an answer, and Run asks again
 // until its context ends. A closed store (durability.ErrClosed) fails Run

@@ -59,6 +59,12 @@ func refusal(cause string) error {
 // durability.ErrInvalidName, or nil: the store keeps a session under its
 // id (pgstore holds names of 1 to pgstore.MaxNameLen bytes), and requests
 // carry the id in protobuf strings, which must be valid UTF-8.
+// MaxSessionIDLen bounds a session id's length in bytes: the store keeps
+// the session under its id and the record of its calls held for
+// approval under the id and tools.ApprovalStoreSuffix, and its names
+// hold at most pgstore.MaxNameLen bytes.
+const MaxSessionIDLen = pgstore.MaxNameLen - len(tools.ApprovalStoreSuffix)
+
 func checkSessionID(id string) error {
 	var why string
 	switch {
@@ -66,8 +72,8 @@ func checkSessionID(id string) error {
 		why = "it is empty"
 	case !utf8.ValidString(id):
 		why = "it is not valid UTF-8"
-	case len(id) > pgstore.MaxNameLen:
-		why = fmt.Sprintf("it is %d bytes long, longer than the store's %d", len(id), pgstore.MaxNameLen)
+	case len(id) > MaxSessionIDLen:
+		why = fmt.Sprintf("it is %d bytes long, more than %d (the store's names hold the id and a suffix)", len(id), MaxSessionIDLen)
 	default:
 		return nil
 	}

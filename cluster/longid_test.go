@@ -1,0 +1,66 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// TestIncarnation_LongestIDResumes: a session with the longest id Run
+// accepts is resumed by a second incarnation while its first call runs.
+// The resume reads the record of the session's calls held for approval,
+// kept under its id and tools.ApprovalStoreSuffix: a name the store must
+// hold too (with an id of pgstore.MaxNameLen bytes it could not, and the
+// resumed session failed). One byte longer is refused before anything
+// is claimed.
+func TestIncarnation_LongestIDResumes(t *testing.T) {
+	leakCheck(t)
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	id := strings.Repeat("s", cluster.MaxSessionIDLen)
+	var incarnations atomic.Int64
+	started, release := make(chan struct{}), make(chan struct{})
+	fn := sessionFunc(t, 2, side, func(string) hooks {
+		n := incarnations.Add(1)
+		return hooks{before: func(_ context.Context, call string) {
+			if n == 1 && call == "c1" {
+				close(started)
+				<-release
+			}
+		}}
+	})
+	rt1, rt2 := newRuntime(t), newRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := make(chan string, 1)
+	go func() {
+		state, _, _ := cluster.RunIncarnation(ctx, rt1, store, fn, id, firstRequest(id)...)
+		first <- state
+	}()
+	select {
+	case <-started:
+	case s := <-first:
+		t.Fatalf("the first incarnation ended before its call ran: %s", s)
+	}
+	state, text, epoch := cluster.RunIncarnation(ctx, rt2, store, fn, id, firstRequest(id)...)
+	close(release)
+	<-first
+	if state != "done" || text != "All done." || epoch != 2 {
+		t.Fatalf("the second incarnation of a %d-byte id: %s %.200q epoch %d, want done \"All done.\" epoch 2", len(id), state, text, epoch)
+	}
+
+	longer := id + "s"
+	state, text, _ = cluster.RunIncarnation(ctx, newRuntime(t), store, fn, longer, firstRequest(longer)...)
+	if state != "refused" || !strings.Contains(text, durability.ErrInvalidName.Error()) {
+		t.Errorf("an id of %d bytes: %s %.200q, want refused as %q", len(longer), state, text, durability.ErrInvalidName)
+	}
+	if e, err := store.Epoch(ctx, longer); err != nil && !errors.Is(err, durability.ErrInvalidName) || e != 0 {
+		t.Errorf("epoch of the refused id: %d, %v; want nothing claimed", e, err)
+	}
+}

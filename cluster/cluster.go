@@ -406,16 +406,16 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	var req runRequest
 	for _, f := range request {
 		if f.GetType() != messages.FrameType_PARAM {
-			return nil, fmt.Errorf("cluster: run session %q: the request holds a %s frame; only PARAM frames", id, f.GetType())
+			return nil, fmt.Errorf("cluster: run session %s: the request holds a %s frame; only PARAM frames", shortID(id), f.GetType())
 		}
 		req.Params = append(req.Params, param{Name: f.GetName(), Value: f.GetPayload()})
 	}
 	frame, err := runFrame(id, req)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: run session %q: %w", id, err)
+		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), err)
 	}
 	if !m.calls.add() {
-		return nil, fmt.Errorf("cluster: run session %q: %w", id, ErrClosed)
+		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), ErrClosed)
 	}
 	defer m.calls.done()
 	// Every wait below ends when ctx ends or the member begins to close.
@@ -430,13 +430,13 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	backoff := 20 * time.Millisecond
 	for n := 1; ; n++ {
 		if err := callerCtx.Err(); err != nil {
-			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, err, last)
+			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), err, last)
 		}
 		if m.closing.Err() != nil {
-			return nil, fmt.Errorf("cluster: run session %q: %w (last answer: %v)", id, ErrClosed, last)
+			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), ErrClosed, last)
 		}
 		if m.excluded.Err() != nil {
-			return nil, fmt.Errorf("cluster: run session %q on %s: %w: restart the member (last answer: %v)", id, m.Address(), ErrExcluded, last)
+			return nil, fmt.Errorf("cluster: run session %s on %s: %w: restart the member (last answer: %v)", shortID(id), m.Address(), ErrExcluded, last)
 		}
 		resp, err := m.request(ctx, id, frame)
 		if err != nil && ctx.Err() != nil {
@@ -456,9 +456,9 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		case st.State == stateDone:
 			return &Result{Text: st.Text, Member: st.Member, Epoch: st.Epoch, Requests: n}, nil
 		case st.State == stateFailed:
-			return nil, fmt.Errorf("cluster: run session %q (on %s, epoch %d): %s: %w", id, st.Member, st.Epoch, st.Error, ErrSessionFailed)
+			return nil, fmt.Errorf("cluster: run session %s (on %s, epoch %d): %s: %w", shortID(id), st.Member, st.Epoch, st.Error, ErrSessionFailed)
 		case st.State == stateRefused:
-			return nil, fmt.Errorf("cluster: run session %q (on %s): %s: %w", id, st.Member, st.Error, refusal(st.Cause))
+			return nil, fmt.Errorf("cluster: run session %s (on %s): %s: %w", shortID(id), st.Member, st.Error, refusal(st.Cause))
 		case st.State == stateRunning:
 			backoff = 20 * time.Millisecond
 			continue

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestIncarnation_LongestIDResumes: a session with the longest id Run
@@ -62,5 +64,29 @@ func TestIncarnation_LongestIDResumes(t *testing.T) {
 	}
 	if e, err := store.Epoch(ctx, longer); err != nil && !errors.Is(err, durability.ErrInvalidName) || e != 0 {
 		t.Errorf("epoch of the refused id: %d, %v; want nothing claimed", e, err)
+	}
+}
+
+// TestRun_LongIDShortInErrors: the errors of a Run of a long session id
+// (here one whose loop cannot be built) quote the id cut short, not all
+// of its bytes, wherever they name it.
+func TestRun_LongIDShortInErrors(t *testing.T) {
+	leakCheck(t)
+	m := startLoneMember(t, &cluster.Options{
+		Store: openStore(t, freshSchema()),
+		Session: func(string) (actors.Spec, *tools.LoopOptions, error) {
+			return actors.Spec{}, nil, errors.New("no model for it")
+		},
+		Hold: 200 * time.Millisecond,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := strings.Repeat("s", cluster.MaxSessionIDLen)
+	_, err := m.Run(ctx, id, firstRequest("x")...)
+	if !errors.Is(err, cluster.ErrSessionFailed) || !strings.Contains(err.Error(), "no model for it") {
+		t.Fatalf("Run: %.300v; want the session failed with its cause", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, id) || len(msg) > 600 {
+		t.Errorf("Run's error quotes the %d-byte id whole (%d bytes): %.300s…", len(id), len(msg), msg)
 	}
 }

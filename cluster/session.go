@@ -301,16 +301,16 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	case ctx.Err() != nil:
 		return &status{State: stateMoved, Error: ctx.Err().Error()}, nil
 	case errors.Is(err, durability.ErrClosed):
-		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
+		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	case errors.Is(err, durability.ErrInvalidName):
-		return &status{State: stateRefused, Cause: causeInvalidID, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
+		return &status{State: stateRefused, Cause: causeInvalidID, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	default:
-		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %q: %v", id, err)}, nil
+		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	}
 	defer claim.Close()
 	model, lo, err := newSession(id)
 	if err != nil {
-		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
 	}
 	var opts tools.LoopOptions
 	if lo != nil {
@@ -324,11 +324,11 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	opts.Session = &so
 	spec, err := tools.NewLoop(model, &opts)
 	if err != nil {
-		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
 	}
 	conn, err := rt.Start(spec)
 	if err != nil {
-		return failed(fmt.Errorf("session %q: start loop: %w", id, err)), claim
+		return failed(fmt.Errorf("session %s: start loop: %w", shortID(id), err)), claim
 	}
 	defer conn.Close(context.Background())
 	frames := make([]*messages.Frame, 0, len(params)+1)
@@ -336,14 +336,14 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 		frames = append(frames, messages.RawParam(sessionStream, p.Name, p.Value))
 	}
 	if err := conn.SendAll(append(frames, messages.End(sessionStream))...); err != nil {
-		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
 	}
 	got, err := conn.RecvStream(ctx, sessionStream)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &status{State: stateMoved, Error: "stopped"}, claim
 		}
-		return failed(fmt.Errorf("session %q: %w", id, err)), claim
+		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
 	}
 	var text strings.Builder
 	var streamErr string
@@ -373,9 +373,9 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	case eerr != nil:
 		// Whether it was fenced is unknown: the next incarnation,
 		// which resumes from the store, tells.
-		return &status{State: stateRetry, Error: fmt.Sprintf("session %q: %s (and its epoch could not be read: %v)", id, streamErr, eerr)}, claim
+		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: %s (and its epoch could not be read: %v)", shortID(id), streamErr, eerr)}, claim
 	case epoch != claim.Epoch():
 		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, streamErr)}, claim
 	}
-	return failed(fmt.Errorf("session %q: %s", id, streamErr)), claim
+	return failed(fmt.Errorf("session %s: %s", shortID(id), streamErr)), claim
 }

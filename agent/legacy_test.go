@@ -30,9 +30,17 @@ import (
 // the session a snapshot and events after it (a long session's shape).
 func releasedSession(t *testing.T, store durability.Store, id string, snapshotEvery int, m actors.Spec, approval *tools.ApprovalOptions, all ...*tools.Tool) {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
-	spec, err := tools.NewLoop(m, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: agent.DefaultName, Tools: all},
+	releasedLoop(t, m, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: agent.DefaultName, Tools: all},
 		Session: &tools.SessionOptions{ID: id, Store: store, SnapshotEvery: snapshotEvery}, Approval: approval})
+}
+
+// releasedLoop plays ask on a loop of opts (its session stored as the
+// released version kept it) until the stream ends or waits for approval.
+func releasedLoop(t *testing.T, m actors.Spec, opts *tools.LoopOptions) {
+	t.Helper()
+	id := opts.Session.ID
+	rt := actorstest.NewRuntime(t, nil)
+	spec, err := tools.NewLoop(m, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

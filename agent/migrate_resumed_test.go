@@ -9,7 +9,6 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -46,14 +45,7 @@ func TestLegacy_MigrateAfterResumeEndedAtMaxIterations(t *testing.T) {
 		MaxIterations: 1, MaxAttempts: 1})
 	key := a.SessionKey("s1")
 
-	store.ok.Store(1) // the copy under the key is written, then the crash
-	if err := a.MigrateSessions(testCtx(t), "s1"); err == nil {
-		t.Fatal("the migration did not crash")
-	}
-	store.ok.Store(-1)
-	if _, ok, _ := tools.ReadSession(context.Background(), store, key); !ok {
-		t.Fatal("no copy under the key")
-	}
+	crashMidMigration(t, a, store)
 
 	ans, err := a.Run(testCtx(t), "s1", ask) // resumes the copy under the key
 	t.Logf("Run under the key: %+v, %v", ans, err)
@@ -74,35 +66,22 @@ func TestLegacy_MigrateAfterResumeEndedAtMaxIterations(t *testing.T) {
 // under the bare id), with maxIter, until its stream ends.
 func releasedFailing(t *testing.T, store durability.Store, maxIter int, turns ...scripted.Turn) {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
-	spec, err := tools.NewLoop(model(t, turns...), &tools.LoopOptions{MaxIterations: maxIter,
+	releasedLoop(t, model(t, turns...), &tools.LoopOptions{MaxIterations: maxIter,
 		RouterOptions: tools.RouterOptions{Name: agent.DefaultName, Tools: []*tools.Tool{echo(nil)}},
 		Session:       &tools.SessionOptions{ID: "s1", Store: store}})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// crashMidMigration makes a's MigrateSessions of "s1" crash once the copy
+// under the key is written, and checks the copy is there.
+func crashMidMigration(t *testing.T, a *agent.Agent, store *crashingStore) {
+	t.Helper()
+	store.ok.Store(1) // the copy under the key is written, then the crash
+	if err := a.MigrateSessions(testCtx(t), "s1"); err == nil {
+		t.Fatal("the migration did not crash")
 	}
-	mux, err := rt.StartMux(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close(context.Background())
-	stream := agent.StreamID("s1", 1)
-	s, err := mux.Open(stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, models.EncodeMessages(ask)), messages.End(stream)); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		f, err := s.Recv(testCtx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.GetType() == messages.FrameType_END {
-			return
-		}
+	store.ok.Store(-1)
+	if _, ok, _ := tools.ReadSession(context.Background(), store, a.SessionKey("s1")); !ok {
+		t.Fatal("no copy under the key")
 	}
 }
 
@@ -128,15 +107,7 @@ func TestLegacy_MigrateAfterResumeResentTheRequest(t *testing.T) {
 
 	rt := actorstest.NewRuntime(t, nil)
 	a := newAgent(t, rt, model(t, scripted.Turn{Text: "Hello."}), &agent.Options{Store: store, Tools: []*tools.Tool{echo(nil)}, MaxAttempts: 1})
-	key := a.SessionKey("s1")
-	store.ok.Store(1) // the copy under the key is written, then the crash
-	if err := a.MigrateSessions(testCtx(t), "s1"); err == nil {
-		t.Fatal("the migration did not crash")
-	}
-	store.ok.Store(-1)
-	if _, ok, _ := tools.ReadSession(context.Background(), store, key); !ok {
-		t.Fatal("no copy under the key")
-	}
+	crashMidMigration(t, a, store)
 	if ans, err := a.Run(testCtx(t), "s1", ask); err != nil || ans.Text != "Hello." {
 		t.Fatalf("Run under the key: %+v, %v", ans, err)
 	}

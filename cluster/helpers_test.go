@@ -230,6 +230,13 @@ func startLoneMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 	t.Helper()
 	port := freePorts(t, 1)[0]
 	opts.Provider = cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)
+	return startMember(t, opts)
+}
+
+// startMember starts a member (or a client) with opts and closes it at
+// t's cleanup, before leakCheck's check.
+func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
+	t.Helper()
 	m, err := cluster.Start(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,8 @@
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
 //     domain (read and execute everywhere, write only beneath the
 //     workspace, /tmp and /dev/shm, no TCP unless the network is allowed, no
-//     signals or abstract sockets out of the domain, no mounts),
+//     signals or abstract sockets out of the domain, no Unix socket
+//     made outside it reached by its path (ABI 9), no mounts),
 //     empties the capability bounding set, joins a new, empty session
 //     keyring, and installs a seccomp filter that refuses (EPERM)
 //     sockets other than TCP/IP ones unless the network is allowed

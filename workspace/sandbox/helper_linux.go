@@ -655,12 +655,7 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
-	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
-	if noNet {
-		cfg.HandledAccessNet = landlock.V7.HandledAccessNet
-	}
-	cfg = cfg.BestEffort()
-	fd, flags, err := cfg.NewRulesetFD(
+	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
@@ -680,7 +675,24 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return 0, err
 	}
-	return min(abi, 7), nil
+	return min(abi, 9), nil
+}
+
+// landlockConfig is what a sandbox's Landlock domain restricts, at the
+// newest ABI the sandbox knows (the kernel's may be older: the caller
+// makes it best effort): every file system access, signals and abstract
+// Unix sockets out of the domain, Unix sockets made outside the domain
+// reached by their path (ABI 9: no rule grants it, so with the network
+// allowed, when commands may make Unix sockets, they reach only those
+// made in the sandbox), and, when noNet, TCP bind and connect (UDP,
+// which ABI 10 restricts, reaches nothing in a network namespace of
+// the sandbox's own).
+func landlockConfig(noNet bool) landlock.Config {
+	cfg := landlock.Config{HandledAccessFS: landlock.V9.HandledAccessFS, Scoped: landlock.V9.Scoped}
+	if noNet {
+		cfg.HandledAccessNet = landlock.V4.HandledAccessNet
+	}
+	return cfg
 }
 
 // dropBoundingSet empties this thread's capability bounding set, so the

@@ -167,8 +167,11 @@ type Protections struct {
 	// that exist.
 	Hidden []string `json:"hidden,omitempty"`
 	// Landlock is the Landlock ABI version in force (0 = none): writes
-	// only beneath the workspace and /tmp, no mounts, and with
-	// LandlockNetwork no TCP bind or connect.
+	// only beneath the workspace and /tmp, no mounts, from ABI 6 no
+	// signal nor abstract Unix socket out of the sandbox, from ABI 9 no
+	// Unix socket made outside it reached by its path (which matters
+	// when the network is allowed: without it no Unix socket can be
+	// made), and with LandlockNetwork no TCP bind or connect.
 	Landlock        int  `json:"landlock,omitempty"`
 	LandlockNetwork bool `json:"landlockNetwork,omitempty"`
 	// NoNetwork: commands have no network (their own empty network

@@ -25,7 +25,9 @@
 //     null, zero, full and random devices, its own pseudo-terminals and
 //     a private tmpfs on /dev/shm), covers the hidden paths
 //     ([DefaultHidden], the workspace's [Surroundings], the configured
-//     ones; one that holds the workspace keeps the way to it),
+//     ones; one that holds the workspace keeps the way to it, and, with
+//     the network allowed, /run keeps the name resolver's configuration:
+//     [KeptWithNetwork]),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;

@@ -43,6 +43,9 @@ const (
 type setupRequest struct {
 	Probe  bool   `json:"probe,omitempty"` // set up, report, and exit without running anything
 	Config Config `json:"config"`
+	// Keep is [KeptWithNetwork] as the host has it, when the network is
+	// allowed.
+	Keep []string `json:"keep,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -119,7 +122,7 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, err := setUp(&setup.Config)
+	prot, err := setUp(&setup.Config, setup.Keep)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -253,8 +256,9 @@ func reapUntil(pid int) Exit {
 // setUp builds the sandbox around this process: mounts, /proc, pid_max,
 // host name, Landlock and the capability bounding set. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
-// it is forked from this (locked) thread.
-func setUp(cfg *Config) (*Protections, error) {
+// it is forked from this (locked) thread. keep are the files to keep
+// visible (see [KeptWithNetwork]).
+func setUp(cfg *Config, keep []string) (*Protections, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -314,13 +318,28 @@ func setUp(cfg *Config) (*Protections, error) {
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
 		return p, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
-	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
+	defaults, others := hideList(wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	if err != nil {
+		return p, err
+	}
+	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
+	defer func() {
+		for _, k := range kept {
+			unix.Close(k.tree)
+		}
+	}()
 	if err != nil {
 		return p, err
 	}
 	for _, h := range plan.outside {
 		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, fmt.Errorf("hide %s: %w", h, err)
+		}
+	}
+	for _, k := range kept {
+		if err := mountKept(k); err != nil {
+			return p, fmt.Errorf("keep %s visible: %w", k.path, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
@@ -390,6 +409,13 @@ func setUp(cfg *Config) (*Protections, error) {
 	default:
 		p.Landlock = abi
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
+	}
+	if cfg.AllowNetwork && p.Landlock < 6 {
+		// The sandbox shares the host's network namespace, and with it
+		// the names of abstract sockets; only Landlock's scoping keeps
+		// commands from them.
+		p.Missing = append(p.Missing, "abstract Unix sockets of the host: reachable with the network allowed "+
+			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
 		return p, unsupported("drop capabilities", err)

@@ -12,9 +12,15 @@ import (
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
 // host's users, the secrets of the system (password hashes, old ones
-// too, host and TLS private keys), and its logs, spools and backups.
-// An entry may be a pattern (filepath.Match). A hidden path that holds
-// the workspace shows only the directories on the way to it.
+// too, host and TLS private keys), its logs, spools and backups, and
+// its run-time state (/run): the Unix sockets of its daemons (a
+// container engine's, the service manager's, the system bus), which a
+// command with the network allowed could otherwise connect to, and the
+// credentials handed to services. With the network allowed, the name
+// resolver's configuration stays visible where it leads into /run (see
+// [KeptWithNetwork]). An entry may be a pattern (filepath.Match). A
+// hidden path that holds the workspace shows only the directories on
+// the way to it.
 //
 // The host's shared memory (/dev/shm) and message queues (/dev/mqueue)
 // are not listed: no sandbox runs without a /dev of its own (the set-up
@@ -26,13 +32,18 @@ var DefaultHidden = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
 	"/var/log", "/var/spool", "/var/backups",
+	"/run", "/var/run",
 }
 
-// HiddenWithoutNetwork is hidden too when the network is not allowed:
-// the host's run-time state (daemons' sockets, credentials handed to
-// services). With the network allowed commands may need it (the name
-// resolver's configuration is often a link into /run).
-var HiddenWithoutNetwork = []string{"/run", "/var/run"}
+// KeptWithNetwork lists the files that stay visible when the network
+// is allowed though a directory of [DefaultHidden] holds what they lead
+// to: the name resolver's configuration, often a link into /run. What
+// such a file leads to is shown at its own path in the directory that
+// hides the rest, and nothing beside it, when it is a regular file, no
+// link on the way to it is in the workspace (links there are the
+// commands'), and no other hidden path ([Config.Hide], the workspace's
+// surroundings) covers it. The host reads it as it opens each sandbox.
+var KeptWithNetwork = []string{"/etc/resolv.conf"}
 
 // systemDirs hold the software commands run and are never hidden as a
 // workspace's surroundings.
@@ -57,19 +68,16 @@ func Surroundings(workspace string) string {
 	return top
 }
 
-// hideList is every path (or pattern) a sandbox of cfg around the
-// workspace wsPath hides besides cfg.Hide, which is resolved once
-// ([ResolveHide], cfg.Resolved) rather than at each set-up: these are
-// the system's, out of the commands' reach.
-func hideList(cfg *Config, wsPath string) []string {
-	list := slices.Clone(DefaultHidden)
-	if !cfg.AllowNetwork {
-		list = append(list, HiddenWithoutNetwork...)
-	}
+// hideList is every path (or pattern) a sandbox around the workspace
+// wsPath hides besides [Config.Hide], which is resolved once
+// ([ResolveHide], [Config.Resolved]) rather than at each set-up: these
+// are the system's, out of the commands' reach. defaults are
+// [DefaultHidden]; others are the rest.
+func hideList(wsPath string) (defaults, others []string) {
 	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
-		list = append(list, s)
+		others = append(others, s)
 	}
-	return list
+	return DefaultHidden, others
 }
 
 // HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,

@@ -184,12 +184,13 @@ type Options struct {
 	// (an empty directory or an empty file stands in their place), on
 	// top of what the sandbox hides by default (the workspace's
 	// surroundings, /root, /home, the system's secrets, and /run but
-	// for the name resolver's configuration: see [sandbox.DefaultHidden] and
-	// [sandbox.Surroundings]). Links are followed, once, by New: what a
-	// link points to then is hidden, whatever commands do to the link
-	// later. A path that does not exist when New runs is resolved
-	// again (its links followed then) for each command, and hidden
-	// from the commands that start once it exists. A path that holds
+	// for the name resolver's configuration: see [sandbox.DefaultHidden]
+	// and [sandbox.Surroundings]). Links are followed, once, by New:
+	// what a link points to then is hidden, whatever commands do to the
+	// link later. A path that does not exist when New runs is resolved
+	// again (its links followed then, but not those in the workspace,
+	// which commands make) for each command, and hidden from the
+	// commands that start once it exists. A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it

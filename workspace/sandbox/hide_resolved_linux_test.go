@@ -152,3 +152,27 @@ func TestHiddenPathMadeLaterInTmpWorkspace(t *testing.T) {
 		t.Errorf("the rest of the workspace is not visible: %q", out)
 	}
 }
+
+// A path to hide that did not exist when the workspace was opened, and
+// that a command then makes a link, is not followed by later set-ups:
+// not to "/" or the workspace (which would refuse every later command
+// for a bad configuration), nor to a system directory (which would hide
+// it from every later command), in a workspace beneath /tmp or not.
+func TestHiddenPathMadeLaterALink(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), workspaceOutsideTmp(t)} {
+		for _, to := range []string{"/", dir, "/usr/bin", "../" + filepath.Base(dir)} {
+			later := filepath.Join(dir, "later")
+			cfg := resolvedConfig(t, dir, later)
+			if _, exit := runIn(t, cfg, dir, "ln -s "+to+" later"); exit.Code != 0 {
+				t.Fatalf("ln: %+v", exit)
+			}
+			out, _ := runIn(t, cfg, dir, "ls /usr/bin/env && echo ran")
+			if out != "/usr/bin/env\nran\n" {
+				t.Errorf("workspace %s, later -> %s: the next command: %q", dir, to, out)
+			}
+			if err := os.Remove(later); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

@@ -91,7 +91,9 @@ func hideList(wsPath string) (defaults, others []string) {
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
-	// resolved again at each set-up, and hidden if it exists by then.
+	// resolved again at each set-up, and hidden if it exists by then;
+	// a link in the workspace on the way (a command's) is not followed,
+	// and the entry then leads nowhere.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
@@ -121,7 +123,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			}
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, ws)
+			r, err := resolveHidden(m, ws, false)
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
@@ -184,7 +186,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			missing = append(missing, h)
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, wsPath)
+			r, err := resolveHidden(m, wsPath, true)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
@@ -218,17 +220,28 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 }
 
 // resolveHidden resolves a path to hide and checks it can be: "" when
-// it does not exist.
-func resolveHidden(path, wsPath string) (string, error) {
+// it does not exist. Set up (atSetUp: commands may have run), it follows
+// no link in the workspace (see [resolveOutside]): a path that leads
+// through one leads nowhere.
+func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
 	}
-	r, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
+	var r string
+	if atSetUp {
+		var ok bool
+		if r, ok = resolveOutside(path, wsPath); !ok {
+			return "", nil
+		}
+	} else {
+		var err error
+		r, err = filepath.EvalSymlinks(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
 	}
 	switch {
 	case r == "/":
@@ -237,6 +250,53 @@ func resolveHidden(path, wsPath string) (string, error) {
 		return "", errors.New("it is the workspace itself")
 	}
 	return r, nil
+}
+
+// maxLinks bounds the links resolveOutside follows, as the kernel does.
+const maxLinks = 40
+
+// resolveOutside follows the links of path (absolute), every component's,
+// and returns where it leads; ok is false when it leads nowhere, through
+// more than maxLinks links, or through a link in the workspace wsPath:
+// the links there are the commands', and none is followed.
+func resolveOutside(path, wsPath string) (resolved string, ok bool) {
+	if !filepath.IsAbs(path) {
+		return "", false
+	}
+	todo := strings.Split(path, "/")
+	cur := "/"
+	for links := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", false
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks || within(next, wsPath) {
+			return "", false
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, true
 }
 
 // within reports whether path is dir or beneath it (both clean).

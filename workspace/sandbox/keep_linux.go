@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +34,7 @@ func keepFiles(keep, others []string, fixed []HiddenPath, wsPath string, plan *h
 	var otherPlan *hidePlan
 	for _, name := range keep {
 		path, ok := resolveOutside(name, wsPath)
-		if !ok || slices.ContainsFunc(kept, func(k keptFile) bool { return k.path == path }) {
+		if !ok || within(path, wsPath) || slices.ContainsFunc(kept, func(k keptFile) bool { return k.path == path }) {
 			continue
 		}
 		holder := slices.IndexFunc(plan.outside, func(h string) bool { return within(path, h) })
@@ -65,56 +64,6 @@ func keepFiles(keep, others []string, fixed []HiddenPath, wsPath string, plan *h
 		}
 	}
 	return kept, nil
-}
-
-// maxLinks bounds the links resolveOutside follows, as the kernel does.
-const maxLinks = 40
-
-// resolveOutside follows the links of path (absolute), every component's,
-// and returns where it leads; ok is false when it leads nowhere, through
-// more than maxLinks links, or through a path in the workspace wsPath:
-// the links there are the commands', and none is followed.
-func resolveOutside(path, wsPath string) (resolved string, ok bool) {
-	if !filepath.IsAbs(path) {
-		return "", false
-	}
-	todo := strings.Split(path, "/")
-	cur := "/"
-	for links := 0; len(todo) > 0; {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		if within(next, wsPath) {
-			return "", false
-		}
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return "", false
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", false
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", false
-		}
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return cur, true
 }
 
 // errNotRegular says a file to keep visible is not a regular file.

@@ -104,7 +104,8 @@ type Config struct {
 	// covered by an empty read-only tmpfs, a file by /dev/null. Links
 	// are followed; a path that does not exist is looked for again by
 	// each sandbox set up, and hidden once it exists, in the workspace
-	// too (see [HiddenPath]); "/" and the workspace itself are refused
+	// too (see [HiddenPath]), following then no link in the workspace,
+	// where commands make them; "/" and the workspace itself are refused
 	// ([CheckHide]). A directory that holds the workspace shows only
 	// the directories on the way to it.
 	Hide []string `json:"hide"`

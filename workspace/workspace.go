@@ -190,7 +190,11 @@ type Options struct {
 	// link later. A path that does not exist when New runs is resolved
 	// again (its links followed then, but not those in the workspace,
 	// which commands make) for each command, and hidden from the
-	// commands that start once it exists. A path that holds
+	// commands that start once it exists. A pattern (filepath.Match)
+	// is matched by New and again for each command, following no link
+	// in the workspace: what matches it once a command starts is hidden
+	// from that command (the command is refused when the patterns match
+	// more than 1024 paths: see [sandbox.HiddenPath]). A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it

@@ -350,11 +350,17 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 		return p, err
 	}
 	defer unix.Close(mounted)
-	// What led nowhere may lead into the workspace now that it is
-	// mounted: beneath /tmp, it was not there to be found before (the
-	// sandbox's own /tmp covers the host's), unlike the paths inside it
-	// that were resolved when it was opened (their identities say where).
-	late, err := planHiding(plan.missing, nil, wsPath)
+	// What led nowhere, and what a pattern matches, may lead into the
+	// workspace now that it is mounted: beneath /tmp, it was not there
+	// to be found before (the sandbox's own /tmp covers the host's),
+	// unlike the paths inside it that were resolved when it was opened
+	// (their identities say where). Elsewhere the patterns matched
+	// already what they match.
+	again := plan.missing
+	if !within(wsPath, "/tmp") {
+		again = slices.DeleteFunc(slices.Clone(again), isPattern)
+	}
+	late, err := planHiding(again, nil, wsPath)
 	if err != nil {
 		return p, err
 	}

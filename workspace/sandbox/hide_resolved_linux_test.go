@@ -258,18 +258,16 @@ func TestHidePatternLinksNotFollowed(t *testing.T) {
 
 // Matching the patterns to hide is bounded, whatever commands put in
 // the directories they list: past the bound the set-up fails, saying
-// why, instead of taking minutes; below it, it hides them all.
+// why, instead of taking minutes; below it, it hides them all (see
+// TestHidePatternEntriesBounded for the entries it reads).
 func TestHidePatternBounded(t *testing.T) {
 	dir := dirIn(t, "/var/tmp")
 	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.key"))
+	writeFiles(t, map[string]string{filepath.Join(dir, "src"): "SECRET"})
 	mkfiles := func(n int, format string) {
 		t.Helper()
-		for i := range n { // links to a few files: quicker to make
-			src := filepath.Join(dir, fmt.Sprintf("src%d", i/50000))
-			if i%50000 == 0 {
-				writeFiles(t, map[string]string{src: "SECRET"})
-			}
-			if err := os.Link(src, filepath.Join(dir, fmt.Sprintf(format, i))); err != nil {
+		for i := range n { // links to one file: quicker to make
+			if err := os.Link(filepath.Join(dir, "src"), filepath.Join(dir, fmt.Sprintf(format, i))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -292,11 +290,26 @@ func TestHidePatternBounded(t *testing.T) {
 	}
 	mkfiles(1, "more-%d.key")
 	refused("a match too many")
-	if err := os.Remove(filepath.Join(dir, "more-0.key")); err != nil {
-		t.Fatal(err)
+}
+
+// Matching the patterns to hide reads at most what its budget allows of
+// the directories it lists, however many entries they hold, and fails
+// past it.
+func TestHidePatternEntriesBounded(t *testing.T) {
+	dir := dirIn(t, "/var/tmp")
+	for i := range 100 {
+		writeFiles(t, map[string]string{filepath.Join(dir, fmt.Sprint(i)): ""})
 	}
-	mkfiles(maxMatchEntries, "%d.txt")
-	refused("too many entries to read")
+	for _, c := range []struct {
+		entries int
+		fails   bool
+	}{{100, false}, {99, true}} {
+		budget := matchBudget{entries: c.entries, matches: maxMatches}
+		got, err := matchAtSetUp(filepath.Join(dir, "1?"), "/nonexistent", &budget)
+		if failed := errors.Is(err, errTooMany); failed != c.fails || !c.fails && len(got) != 10 {
+			t.Errorf("a budget of %d entries for 100: %d matches, %v", c.entries, len(got), err)
+		}
+	}
 }
 
 // A pattern to hide must be absolute, like a path, though it matches

@@ -67,17 +67,11 @@ type shell struct {
 	// those its end closed (ERROR and END) before the caller's END came,
 	// and those opened after it and refused (see refuse). Their frames
 	// are the answered call's, dropped, up to the caller's END; a frame
-	// that opens the stream after that is a new call (see late).
-	// ended holds the streams whose call was answered for good and whose
-	// caller's END has come since, or came before the end closed them:
-	// a META on them is that call's, sent after its END (an agent's
-	// approval decisions), and dropped; any other frame that opens the
-	// stream is a new call.
+	// that opens a call on the stream after that is a new call (see late).
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
 	answered   []string
-	ended      []string
 	restarting bool
 	terminated bool
 
@@ -315,9 +309,7 @@ func (s *shell) finish(reason error) {
 	streams := s.open.all()
 	slices.Sort(streams)
 	for _, id := range streams {
-		if s.open.inputEnded(id) {
-			s.ended = append(s.ended, id)
-		} else {
+		if !s.open.inputEnded(id) {
 			s.answered = append(s.answered, id)
 		}
 	}
@@ -333,9 +325,10 @@ func (s *shell) finish(reason error) {
 }
 
 // input delivers a frame written into the sink. A frame that asks for
-// work opens its stream; answers (TOOL_RESULT), control frames (CANCEL,
-// ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
-// they arrive on after its END stays closed. The caller's END ends its
+// work opens a call on its stream, if none is open (see opensCall):
+// answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), END and
+// META do not: a duplex owes nothing for them, so a stream they arrive on
+// after its END stays closed. The caller's END ends its
 // input: the open stream notes it (see late).
 //
 // Once the incarnation has ended (its duplex restarting or stopping, its
@@ -348,7 +341,7 @@ func (s *shell) input(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
-	case OpensStream(t):
+	case opensCall(t):
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
@@ -357,29 +350,21 @@ func (s *shell) input(f *messages.Frame) {
 // late takes a frame written into the sink after the incarnation ended.
 // A call is the frames of its stream up to the caller's END: the frames
 // of a call answered since (see answered) are dropped, and its END ends
-// it. A META after that END is still the call's (see ended), dropped.
-// Otherwise a frame that opens the stream is a new call (stream ids are
-// reused, call after call), refused. Frames that open nothing are
-// dropped: a duplex owes nothing for them.
+// it. Otherwise a frame that opens a call (stream ids are reused, call
+// after call) is a new call, refused. Frames that open nothing (a META
+// among them: an approval decision after its call's END) are dropped: a
+// duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
 	id, t := f.GetStreamId(), f.GetType()
 	if i := slices.Index(s.answered, id); i >= 0 {
 		if t == messages.FrameType_END {
 			s.answered = slices.Delete(s.answered, i, i+1)
-			s.ended = append(s.ended, id)
 		}
 		return
 	}
-	if !OpensStream(t) {
-		return
+	if opensCall(t) {
+		s.refuse(id)
 	}
-	if i := slices.Index(s.ended, id); i >= 0 {
-		if t == messages.FrameType_META {
-			return
-		}
-		s.ended = slices.Delete(s.ended, i, i+1)
-	}
-	s.refuse(id)
 }
 
 // refuse answers a frame that opened stream, a new call, after the
@@ -408,11 +393,15 @@ func (s *shell) refuse(stream string) {
 }
 
 // OpensStream reports whether a frame of type t written into a duplex's
-// sink opens its stream: the duplex then owes the stream an END (emitted
-// by its Logic, or ERROR and END when its incarnation ends). Answers
-// (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), ERROR and END open
-// nothing. A Logic that closes streams itself once it owes them nothing
-// more (a call runner) uses it to know which streams it must close.
+// sink asks for work on its stream: the duplex then owes the stream an
+// END (emitted by its Logic, or ERROR and END when its incarnation ends).
+// Answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), ERROR and
+// END ask for nothing. A Logic that closes streams itself once it owes
+// them nothing more (a call runner) uses it to know which streams it must
+// close. The runtime counts a META as opening no call of its own: it is
+// about a call, and may come after the call's END (an approval decision),
+// so a stream with no call open gets no ERROR and END for one when the
+// duplex fails, unless its Logic answered it with more than META frames.
 func OpensStream(t messages.FrameType) bool {
 	switch t {
 	case messages.FrameType_TOOL_RESULT, messages.FrameType_END, messages.FrameType_CANCEL,
@@ -420,6 +409,17 @@ func OpensStream(t messages.FrameType) bool {
 		return false
 	}
 	return true
+}
+
+// opensCall reports whether a frame of type t, written into a duplex's
+// sink or emitted by it on a stream with no call open, opens a call: the
+// frames OpensStream reports, but META. A META is about a call (its
+// approval decisions, the end of a tool call's arguments, a restore),
+// and may come after the call's END: it opens none, so the duplex owes
+// no END for it (a Logic that answers one with a META, as the tools loop
+// answers a decision it cannot apply, leaves no stream open).
+func opensCall(t messages.FrameType) bool {
+	return t != messages.FrameType_META && OpensStream(t)
 }
 
 func (s *shell) noteOpen(stream string) {
@@ -517,14 +517,16 @@ func (o *openStreams) all() []string {
 	return out
 }
 
-// Emit implements Context.
+// Emit implements Context. A frame emitted on a stream opens it (the
+// duplex owes it an END), but a META (see opensCall).
 func (s *shell) Emit(f *messages.Frame) {
-	if f.GetType() == messages.FrameType_END {
+	switch t := f.GetType(); {
+	case t == messages.FrameType_END:
 		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {
 			s.lastOpen = ""
 		}
-	} else {
+	case t != messages.FrameType_META:
 		s.noteOpen(f.GetStreamId())
 	}
 	switch {

@@ -39,6 +39,8 @@ import (
 //     queued among its frames, after the last of them, as a childFrame
 //     without a frame: it is taken as a [childGone] with the child
 //     beside it;
+//   - a supervisor's Restart that comes after a Stop is dropped (see
+//     [mailbox.stopped]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -90,6 +92,14 @@ type mailbox struct {
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
 	process    func() // m.processMessages, made once
+	// stopped: protoactor's Stop was taken; consumer only. A stop is for
+	// good, and a Restart taken after it is dropped: a supervisor's
+	// restart may reach a failed child after its parent stopped it (the
+	// parent ending normally while its failure was being escalated), and
+	// protoactor's actor would restart even once stopped, incarnating
+	// afresh an actor gone from its parent and its registry (or, still
+	// waiting for its children to stop, restart instead of stopping).
+	stopped bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -383,6 +393,16 @@ func (m *mailbox) run() {
 				m.suspended.Store(true)
 			case *actor.ResumeMailbox:
 				m.suspended.Store(false)
+			case *actor.Stop:
+				m.stopped = true
+				m.invoker.InvokeSystemMessage(msg)
+			case *actor.Restart:
+				// A restart after the stop is dropped: protoactor would
+				// carry it out, bringing back an actor stopped for good
+				// (see mailbox.stopped).
+				if !m.stopped {
+					m.invoker.InvokeSystemMessage(msg)
+				}
 			default:
 				m.invoker.InvokeSystemMessage(msg)
 			}

@@ -174,8 +174,11 @@ func (p *silentPeer) close() {
 // and once the client's endpoint for it has stopped it prints the
 // goroutines left ("leaks none" when none).
 func runSilentClose(role string) int {
-	if role == "caller" {
+	switch role {
+	case "caller":
 		return runSilentCaller()
+	case "refused":
+		return runRefused()
 	}
 	peer, err := newSilentPeer()
 	if err != nil {
@@ -297,6 +300,66 @@ func runSilentCaller() int {
 		fmt.Println("leaks none")
 	}
 	return 0
+}
+
+// refusedCalls is how many times runRefused asks a dead address for its
+// tools, all within refusedBound, Close included.
+const (
+	refusedCalls = 3
+	refusedBound = 3 * time.Second
+)
+
+// runRefused runs a client that asks an address where nothing listens for
+// its tools refusedCalls times, then closes, all under one ctx of
+// refusedBound: it prints "tools ERR" for each DESCRIBE, "close ERR"
+// (Close's), then the goroutines left ("leaks none" when none).
+func runRefused() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	c, err := remote.NewClient(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), refusedBound)
+	defer cancel()
+	for range refusedCalls {
+		_, err := c.Tools(ctx, dead)
+		fmt.Println("tools", err)
+	}
+	fmt.Println("close", oneLine(c.Close(ctx)))
+	if err := goleak.Find(); err != nil {
+		fmt.Println("leaks", err)
+	} else {
+		fmt.Println("leaks none")
+	}
+	return 0
+}
+
+// A node that is not there is reported at once, each time it is called,
+// and a Close right after a failed connection does not wait on it: the
+// calls and Close all end well within one bound, where waiting out a
+// retry delay after each failed connection (2 s in the pinned remote)
+// would overrun it.
+func TestClient_DeadNodeFailsFast(t *testing.T) {
+	t.Parallel()
+	p := startChild(t, envSilentClose+"=refused")
+	for range refusedCalls {
+		if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrNodeUnreachable.Error()) {
+			t.Errorf("%s; want ErrNodeUnreachable within %v", e, refusedBound)
+		}
+	}
+	if e := p.next(t); e != "close <nil>" {
+		t.Errorf("%s; want Close done within %v", e, refusedBound)
+	}
+	if e := p.next(t); e != "leaks none" {
+		t.Error(e)
+	}
 }
 
 // A node answering a caller that accepts TCP but never completes the

@@ -140,14 +140,18 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		n.descs = append(n.descs, &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc})
 		n.readers.Go(func() { n.forward(ctx, conn) })
 	}
+	// Remote first: a PID carries the system's address as it is at spawn,
+	// and the Terminated the service sends its watchers when it stops
+	// names it by its PID. (A request that arrives before the service
+	// exists is answered with a DeadLetterResponse.)
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
+		n.Close(context.Background())
+		return nil, err
+	}
 	props := actor.PropsFromFunc(n.receive)
 	if n.service, err = rt.System().Root.SpawnNamed(props, ServiceName); err != nil {
 		n.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
-	}
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
-		n.Close(context.Background())
-		return nil, err
 	}
 	n.endpoints = watchEndpoints(rt.System(), n.service)
 	n.log.Info("tool node serving", "address", n.addr, "tools", len(o.Tools))
@@ -291,13 +295,16 @@ func (n *Node) Close(ctx context.Context) error {
 		for _, conn := range n.conns {
 			errs = append(errs, conn.Close(ctx))
 		}
+		// Each reader ends once its tool has stopped and its results
+		// have gone out: before the service's Terminated, which ends
+		// every call its callers still wait on.
+		n.readers.Wait()
+		n.cancel()
 		if n.service != nil {
 			if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
 				errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
 			}
 		}
-		n.readers.Wait() // each reader ends once its tool has stopped
-		n.cancel()
 		if n.remote != nil {
 			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.dials))
 		}

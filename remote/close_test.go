@@ -77,7 +77,9 @@ func runTestClient(addr string) int {
 // that accepts TCP but never speaks gRPC (so none is answered), closes the
 // client once half of them are on their way, and prints "returned N" once
 // every request has returned, or "stuck N" when N have not returned 10 s
-// after Close.
+// after Close began. Close answers the requests before it waits for the
+// connection still opening (until the connect timeout): once they have
+// returned, Close's ctx ends.
 func runCloseRace(string) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,9 +108,15 @@ func runCloseRace(string) int {
 	}
 	close(gate)
 	<-half
-	if err := c.Close(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "close:", err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-closed; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "close:", err)
+		}
+	}()
 	deadline := time.After(10 * time.Second)
 	for got := 0; got < raceCalls; got++ {
 		select {
@@ -366,6 +374,7 @@ func TestClient_DeadNodeFailsFast(t *testing.T) {
 // gRPC handshake: the node's Close returns once its ctx ends, and names
 // the caller it could not reach; once the caller goes nothing is left.
 func TestNode_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=caller")
 	closeErr := p.next(t)
 	if !strings.HasPrefix(closeErr, "close ") || !strings.Contains(closeErr, context.Canceled.Error()) ||
@@ -390,6 +399,7 @@ func oneLine(err error) string {
 // could not hang up on; the requests are answered all the same, and once
 // the peer goes nothing is left behind.
 func TestClient_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=close")
 	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrClosed.Error()) {
 		t.Errorf("%s; want the DESCRIBE answered with ErrClosed", e)
@@ -407,6 +417,7 @@ func TestClient_CloseHonoursCtxWhileConnecting(t *testing.T) {
 // up after ClientOptions.ConnectTimeout: requests to it are answered with
 // ErrNodeUnreachable, and Close does not wait for it.
 func TestClient_ConnectTimeout(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=timeout")
 	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrNodeUnreachable.Error()) {
 		t.Errorf("%s; want ErrNodeUnreachable once the connect timeout passed", e)
@@ -423,6 +434,7 @@ func TestClient_ConnectTimeout(t *testing.T) {
 // with them: none is left waiting, not even one whose request was still
 // on its way to the client's actor when Close stopped it.
 func TestClient_CloseAnswersEveryRequest(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envCloseRace+"=1")
 	for {
 		e := p.next(t)
@@ -454,6 +466,7 @@ func startCall(t *testing.T) (node, client *nodeProc) {
 // A client that closes with a call in flight cancels the call on the node:
 // the handler's context is cancelled, the work stops.
 func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
+	t.Parallel()
 	node, client := startCall(t)
 	if _, err := client.stdin.Write([]byte("close\n")); err != nil {
 		t.Fatal(err)
@@ -474,6 +487,7 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 // A client process that dies mid-call (SIGKILL: no CANCEL, no goodbye):
 // the node sees its connection go, cancels the call and forgets its route.
 func TestNode_CallerKilledCancelsItsCalls(t *testing.T) {
+	t.Parallel()
 	node, client := startCall(t)
 	client.kill()
 	if e := node.next(t); e != "cancelled c" {

@@ -55,7 +55,8 @@ type ClientOptions struct {
 	ConnectTimeout time.Duration
 	// OnNodeGone, when set, is called with a node's address each time the
 	// client learns that a node it has called is gone (its calls in flight
-	// have then been answered with ErrNodeUnreachable). It runs on the
+	// have then been answered with ErrNodeUnreachable): once for each
+	// going, however many ways the client hears of it. It runs on the
 	// client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// AllowRemote lets the client listen on an address that is not a
@@ -378,12 +379,8 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// there will be answered.
 		p.gone(m.GetWho().GetAddress())
 	case *peerGone:
-		// The connection to a node ended: the same, unless the client
-		// neither watches nor waits on anything there (the node's
-		// Terminated has been handled already).
-		if p.watched[m.address] || p.waitsOn(m.address) {
-			p.gone(m.address)
-		}
+		// The connection to a node ended: the same.
+		p.gone(m.address)
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -423,8 +420,14 @@ func (p *proxy) frame(f *messages.Frame) {
 }
 
 // gone handles the going of the node at addr: the node is no longer
-// watched, and every waiter on it is answered with ErrNodeUnreachable.
+// watched, and every waiter on it is answered with ErrNodeUnreachable. A
+// going is reported once: the node's Terminated, the watch's and the
+// connection's end all tell of it, and only the first finds the node
+// watched (or waited on) still.
 func (p *proxy) gone(addr string) {
+	if !p.watched[addr] && !p.waitsOn(addr) {
+		return
+	}
 	delete(p.watched, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	p.log.Info("tool node gone", "address", addr)

@@ -29,7 +29,8 @@ func (c messageContext) Message() any { return c.msg }
 
 // The end of a connection to a node answers what waits on that node, even
 // when the node's Terminated never comes (a watch that reached the
-// endpoint after its connection failed), and only that.
+// endpoint after its connection failed), and only that; the node's going
+// is reported once.
 func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
 	const addr, other, idle = "127.0.0.1:7", "127.0.0.1:8", "127.0.0.1:9"
 	var gone []string
@@ -53,8 +54,10 @@ func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
 		t.Errorf("a call on another node answered: %v", there.err)
 	default:
 	}
-	// A connection to a node the client neither watches nor waits on:
-	// nothing to report.
+	// The node's Terminated after its connection's end, and a connection
+	// to a node the client neither watches nor waits on: nothing more to
+	// report.
+	p.Receive(messageContext{msg: &actor.Terminated{Who: actor.NewPID(addr, ServiceName)}})
 	p.Receive(messageContext{msg: &peerGone{address: idle}})
 	// One it watches, with nothing pending: reported, and watched again
 	// at the next call.

@@ -173,8 +173,8 @@ func (p *silentPeer) close() {
 }
 
 // runSilentClose runs a client against a silent peer. With role "close",
-// it asks the peer for its tools and, once the peer has accepted the
-// client's connection, closes the client; it prints "tools ERR" (the
+// it asks the peer for its tools and, once the client's connection to
+// the peer is opening, closes the client; it prints "tools ERR" (the
 // DESCRIBE's, which Close answers) and, after ending Close's ctx, "close
 // ERR" (Close's error). With role "timeout", the client gives up connecting after
 // 50 ms; it prints "tools ERR" (the DESCRIBE's, which waits up to 15 s)
@@ -202,6 +202,7 @@ func runSilentClose(role string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	opening := remote.Opening(c)
 	stopped := make(chan struct{})
 	c.System().EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
@@ -220,8 +221,7 @@ func runSilentClose(role string) int {
 			_, err := c.Tools(context.Background(), peer.addr())
 			described <- err
 		}()
-		first := <-peer.accepted
-		peer.accepted <- first
+		<-opening
 		// Close answers the DESCRIBE before it stops the connections:
 		// its ctx ends while it waits for them.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -243,7 +243,7 @@ func runSilentClose(role string) int {
 
 // runSilentCaller serves a node that a caller at a silent peer asks for its
 // tools: the node's answers go to the caller over a connection of the
-// node's own, which never opens. Once the peer has accepted it, the node
+// node's own, which never opens. Once that connection is opening, the node
 // closes with a ctx that has ended and prints "close ERR"; then the peer
 // hangs up, and once the node's endpoint for it has stopped it prints the
 // goroutines left ("leaks none" when none).
@@ -260,6 +260,7 @@ func runSilentCaller() int {
 	if err != nil {
 		return fail(err)
 	}
+	opening := remote.NodeOpening(node)
 	stopped := make(chan struct{})
 	node.System().EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
@@ -293,8 +294,7 @@ func runSilentCaller() int {
 			return fail(err)
 		}
 	}
-	first := <-peer.accepted
-	peer.accepted <- first
+	<-opening
 	_ = stream.CloseSend()
 	_ = conn.Close()
 	ctx, cancel := context.WithCancel(context.Background())

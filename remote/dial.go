@@ -45,7 +45,8 @@ type dials struct {
 	events  *eventstream.EventStream // the remote's; set by startRemote
 
 	mu      sync.Mutex
-	opening map[string]int // peer address → connections opening to it
+	opening map[string]int    // peer address → connections opening to it
+	counted func(addr string) // tests: called once a connection to addr counts as opening
 }
 
 // newDials returns dials bounded by timeout: 0 means
@@ -74,7 +75,11 @@ func (d *dials) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.C
 	addr := cc.Target()
 	d.mu.Lock()
 	d.opening[addr]++
+	counted := d.counted
 	d.mu.Unlock()
+	if counted != nil {
+		counted(addr)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var timer *time.Timer
 	if d.timeout > 0 {

@@ -353,9 +353,11 @@ func stepOutside(dir, name, wsPath string) (string, bool) {
 }
 
 // readNames lists the directory dir (resolved: no link), spending the
-// budget's entries; one that cannot be listed holds nothing.
+// budget's entries; one that cannot be listed holds nothing, and so does
+// anything but a directory (a command's FIFO, say, which is never opened
+// for reading: that would wait for a writer).
 func readNames(dir string, budget *matchBudget) ([]string, error) {
-	f, err := os.Open(dir)
+	f, err := openDirToList(dir)
 	if err != nil {
 		return nil, nil
 	}

@@ -92,8 +92,8 @@ type mailbox struct {
 	// ready: invoker and dispatcher are set. protoactor registers a new
 	// actor's process, so that its id reaches this mailbox, before it
 	// registers the handlers: a message posted in that gap waits.
-	ready atomic.Bool
-	process    func() // m.processMessages, made once
+	ready   atomic.Bool
+	process func() // m.processMessages, made once
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.

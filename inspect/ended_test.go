@@ -155,3 +155,52 @@ func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
 		t.Fatal("the crash under the tool is kept after the tool started afresh")
 	}
 }
+
+// A crashed actor whose stop is reported after its supervisor's decision
+// (the decision and the stop are reported from two goroutines: the
+// registry dropped the actor first, the decision's report came first) is
+// kept all the same, with the decision's failure and the loop it ran
+// under.
+func TestTree_QuietStopAfterDecisionKeepsTheCrash(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	host := rt.Host().Id
+	delegating := host + "/tool-writer"
+	loop := delegating + "/writer"
+	tool := loop + "/tool-boom"
+	now := time.Now()
+	stop := func(id, parent, name string) {
+		in.actorEvent(actors.ActorEvent{Time: now, Actor: actors.ActorInfo{ID: id, Parent: parent, Name: name,
+			State: actors.ActorStopped}})
+	}
+	stop(loop, delegating, "writer")
+	in.supervisionEvent(supervisor.Event{Time: now, Supervisor: loop, Child: tool, Directive: supervisor.Restart,
+		Reason: errors.New("boom went off")})
+	stop(tool, loop, "tool-boom")
+	byID := map[string]Node{}
+	for _, n := range in.Snapshot("").Tree {
+		byID[n.ID] = n
+	}
+	crashed, ok := byID[tool]
+	if !ok || crashed.Ended == nil || crashed.State != "stopped" || crashed.LastFailure != "boom went off" {
+		t.Fatalf("crashed tool %+v (found %v): want it kept, stopped, with the decision's failure", crashed, ok)
+	}
+	if l, ok := byID[loop]; !ok || l.Ended == nil {
+		t.Fatalf("its loop %+v (found %v): want it kept, ended", l, ok)
+	}
+
+	// A decision is waited for once: the same path, started afresh and
+	// stopped quietly, is not kept.
+	in.actorEvent(actors.ActorEvent{Time: now, Actor: actors.ActorInfo{ID: loop, Parent: delegating, Name: "writer",
+		State: actors.ActorRunning}})
+	stop(tool, loop, "tool-boom")
+	for _, n := range in.Snapshot("").Tree {
+		if n.Ended != nil {
+			t.Fatalf("ended node %+v kept after the path started afresh and stopped quietly", n)
+		}
+	}
+}

@@ -93,6 +93,11 @@ type Inspector struct {
 	endedOrder  []string
 	stopped     [stoppedRing]endedActor // ring of the newest actors that stopped quietly
 	stoppedNext int
+	// decided is a ring of the newest supervisors' decisions about
+	// children gone from the runtime's registry whose stop had not been
+	// reported yet (see supervisionEvent), each taken by that stop.
+	decided     [stoppedRing]decision
+	decidedNext int
 	models      map[string]bool // spec names of the observed model adapters
 	modelsBy    map[string]*modelObserver
 	sessions    map[string]*session
@@ -226,6 +231,9 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		if len(in.ended) > 0 && (a.Restarts > 0 || a.LastFailure == nil) {
 			in.dropEnded(a.ID, a.Restarts == 0)
 		}
+		if in.decidedNext > 0 && a.Restarts == 0 && a.LastFailure == nil {
+			in.takeDecision(a.ID) // started afresh: a decision waiting was about its past
+		}
 	case actors.ActorStopped:
 		// A stop by a supervisor is in the feed as its decision; others
 		// are the normal end of a duplex (a delegation's loop, say).
@@ -234,6 +242,14 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 	}
 	in.mu.Unlock()
 	in.changed()
+}
+
+// decision is a supervisor's decision about a failure of child, for
+// its stop reported after it.
+type decision struct {
+	child  string
+	reason error
+	at     time.Time
 }
 
 // endedActor is an actor that stopped, kept in the tree.
@@ -259,6 +275,11 @@ func (in *Inspector) actorEnded(a actors.ActorInfo, at time.Time) {
 			in.ended[a.Parent] = e
 		}
 	}
+	if a.LastFailure == nil && in.decidedNext > 0 {
+		if d, ok := in.takeDecision(a.ID); ok {
+			a.LastFailure, a.LastFailureAt = d.reason, d.at
+		}
+	}
 	e := endedActor{info: a, at: at, loop: in.stoppedModelUnder(a.ID)}
 	if a.Restarts == 0 && a.LastFailure == nil && !in.endedUnder(a.ID) {
 		in.stopped[in.stoppedNext%stoppedRing] = e
@@ -266,6 +287,19 @@ func (in *Inspector) actorEnded(a actors.ActorInfo, at time.Time) {
 		return
 	}
 	in.keepWithAncestors(e)
+}
+
+// takeDecision returns and forgets the decision waiting for the stop of
+// child, if any; in.mu must be held.
+func (in *Inspector) takeDecision(child string) (decision, bool) {
+	for i := range min(in.decidedNext, stoppedRing) {
+		if d := &in.decided[i]; d.child == child {
+			out := *d
+			*d = decision{}
+			return out, true
+		}
+	}
+	return decision{}, false
 }
 
 // keepWithAncestors keeps e in the tree with its ancestors that stopped
@@ -387,14 +421,26 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 	// reported (its parent stopping at the same time, as a delegation's
 	// loop does once its call is answered): it stopped quietly as far as
 	// its own report goes, but it crashed, and the crash is kept.
+	// Or its stop may be reported after the decision: the registry
+	// dropped it first, and the two are reported from two goroutines.
+	// The decision waits for that stop then.
 	if _, kept := in.ended[ev.Child]; !kept {
 		if e, ok := in.stoppedActor(ev.Child); ok {
 			e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
 			in.keepWithAncestors(e)
+		} else if !in.alive(ev.Child) {
+			in.decided[in.decidedNext%stoppedRing] = decision{child: ev.Child, reason: ev.Reason, at: ev.Time}
+			in.decidedNext++
 		}
 	}
 	in.mu.Unlock()
 	in.changed()
+}
+
+// alive reports whether id is in the runtime's registry of live actors.
+func (in *Inspector) alive(id string) bool {
+	_, found := slices.BinarySearchFunc(in.rt.Actors(), id, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) })
+	return found
 }
 
 // OnToolResult records a tool result: the call is no longer pending, and

@@ -95,9 +95,15 @@ type HiddenPath struct {
 	// matched, again at each set-up, and what it leads to or matches by
 	// then is hidden. A link in the workspace (a command's) is not
 	// followed then: an entry that leads through one leads nowhere, a
-	// match that is one is left out. The set-up fails ([ErrConfig])
-	// when the patterns match more than 1024 paths, or make it read
-	// more than 65536 directory entries.
+	// match that is one is left out; a match that is not a directory
+	// (a FIFO, say) holds nothing to match the next component in. The
+	// set-up fails ([ErrConfig], saying which pattern and directory)
+	// when the patterns match more than 1024 paths in all, or make it
+	// read more than 65536 directory entries in all: it does not hide
+	// only some of what they match, and does not spend unbounded time
+	// on what commands made. Every later set-up fails too, until files
+	// are removed (from outside the sandbox, which hides the matches)
+	// or the pattern is narrowed (a workspace opened again with it).
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
@@ -332,7 +338,9 @@ func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error)
 		paths = next
 	}
 	if budget.matches -= len(paths); budget.matches < 0 {
-		return nil, fmt.Errorf("%w: over %d paths match the patterns to hide", errTooMany, maxMatches)
+		return nil, fmt.Errorf("%w: the patterns to hide match over %d paths (this one %d); "+
+			"remove matching files (from outside the sandbox: commands cannot see them) or narrow the pattern",
+			errTooMany, maxMatches, len(paths))
 	}
 	return paths, nil
 }
@@ -366,7 +374,8 @@ func readNames(dir string, budget *matchBudget) ([]string, error) {
 	for {
 		batch, err := f.Readdirnames(256)
 		if budget.entries -= len(batch); budget.entries < 0 {
-			return nil, fmt.Errorf("%w: over %d directory entries to read (%s)", errTooMany, maxMatchEntries, dir)
+			return nil, fmt.Errorf("%w: the patterns to hide list directories of over %d entries in all (%s among them); "+
+				"remove files from %s or narrow the pattern", errTooMany, maxMatchEntries, dir, dir)
 		}
 		names = append(names, batch...)
 		if err != nil {

@@ -200,6 +200,9 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			// /tmp it is not there before.
 			missing = append(missing, h)
 			matches, err := matchAtSetUp(h, wsPath, &budget)
+			if errors.Is(err, errChanged) {
+				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrHiddenMoved, h, err)
+			}
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
@@ -321,7 +324,7 @@ func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error)
 			names := []string{c}
 			if isPattern(c) {
 				var err error
-				if names, err = readNames(p, budget); err != nil {
+				if names, err = readNames(p, budget, within(p, wsPath)); err != nil {
 					return nil, err
 				}
 			}
@@ -329,7 +332,12 @@ func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error)
 				if ok, _ := filepath.Match(c, n); isPattern(c) && !ok {
 					continue
 				}
-				if r, ok := stepOutside(p, n, wsPath); ok && !seen[r] {
+				r, ok, err := stepOutside(p, n, wsPath)
+				if err != nil && isPattern(c) && within(p, wsPath) {
+					// Listed, and gone already: renamed meanwhile.
+					return nil, fmt.Errorf("%w: %s", errChanged, filepath.Join(p, n))
+				}
+				if ok && !seen[r] {
 					seen[r] = true
 					next = append(next, r)
 				}
@@ -347,29 +355,44 @@ func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error)
 
 // stepOutside is the entry name of the directory dir (resolved: no
 // link on the way), resolved as [resolveOutside] does; ok is false when
-// it does not exist or leads nowhere.
-func stepOutside(dir, name, wsPath string) (string, bool) {
+// it does not exist (err says so) or leads nowhere.
+func stepOutside(dir, name, wsPath string) (string, bool, error) {
 	p := filepath.Join(dir, name)
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return "", false
+		return "", false, err
 	}
 	if fi.Mode()&os.ModeSymlink == 0 {
-		return p, true
+		return p, true, nil
 	}
-	return resolveOutside(p, wsPath)
+	r, ok := resolveOutside(p, wsPath)
+	return r, ok, nil
 }
+
+// errChanged is the error of matching a pattern in a directory of the
+// workspace that a command changed meanwhile: what was listed may have
+// been missed under another name.
+var errChanged = errors.New("the workspace changed while the patterns to hide were matched")
 
 // readNames lists the directory dir (resolved: no link), spending the
 // budget's entries; one that cannot be listed holds nothing, and so does
 // anything but a directory (a command's FIFO, say, which is never opened
 // for reading: that would wait for a writer).
-func readNames(dir string, budget *matchBudget) ([]string, error) {
+//
+// When watch (a directory of the workspace, which commands change), a
+// directory changed while it was listed (its modification time says
+// so) fails with errChanged: a name renamed meanwhile may have been
+// listed under neither name.
+func readNames(dir string, budget *matchBudget, watch bool) ([]string, error) {
 	f, err := openDirToList(dir)
 	if err != nil {
 		return nil, nil
 	}
 	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return nil, nil
+	}
 	var names []string
 	for {
 		batch, err := f.Readdirnames(256)
@@ -379,9 +402,13 @@ func readNames(dir string, budget *matchBudget) ([]string, error) {
 		}
 		names = append(names, batch...)
 		if err != nil {
-			return names, nil
+			break
 		}
 	}
+	if after, err := f.Stat(); watch && (err != nil || !after.ModTime().Equal(before.ModTime())) {
+		return nil, fmt.Errorf("%w: %s", errChanged, dir)
+	}
+	return names, nil
 }
 
 // maxLinks bounds the links resolveOutside follows, as the kernel does.

@@ -1,0 +1,68 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tryIn runs command with /bin/sh in a sandbox of cfg on root and returns
+// what it printed, or the error of its set-up.
+func tryIn(t *testing.T, cfg Config, root *os.File, command string) (string, error) {
+	t.Helper()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	p, err := Start(defaults(t, cfg), root, "/bin/sh", command, []string{"PATH=/usr/bin:/bin"}, outW, outW)
+	outW.Close()
+	if err != nil {
+		return "", err
+	}
+	out, _ := io.ReadAll(outR)
+	_, err = p.Finish()
+	_ = p.Cmd.Wait()
+	return string(out), err
+}
+
+// A command running beside others (a workspace is safe for concurrent
+// use) that renames a directory back and forth does not make another
+// command's set-up leave what a pattern matched in it visible: a set-up
+// that matched a path and finds it gone when it hides it refuses to run
+// its command (ErrHiddenMoved).
+func TestHidePatternConcurrentRename(t *testing.T) {
+	dir := dirIn(t, "/var/tmp")
+	if err := os.Mkdir(filepath.Join(dir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*", "*.env"))
+	writeFiles(t, map[string]string{filepath.Join(dir, "app", "db.env"): "LATE-SECRET"})
+	root, null := openRootAndNull(t, dir)
+	flip, err := Start(defaults(t, cfg), root, "/bin/sh", `while :; do mv app x; mv x app; done`,
+		[]string{"PATH=/usr/bin:/bin"}, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { flip.Terminate(); _, _ = flip.Finish(); _ = flip.Cmd.Wait() }()
+	refused := 0
+	for i := range 100 {
+		// Whether the set-up covered the file, whatever its name as the
+		// command runs.
+		out, err := tryIn(t, cfg, root, `grep -c '/db\.env ' /proc/self/mountinfo`)
+		switch {
+		case errors.Is(err, ErrHiddenMoved):
+			refused++
+		case err != nil:
+			t.Fatalf("try %d: %v", i, err)
+		case strings.TrimSpace(out) != "1":
+			t.Fatalf("try %d: a set-up while another command renamed the directory left the file uncovered: %q", i, out)
+		}
+	}
+	t.Logf("%d set-ups of 100 refused", refused)
+}

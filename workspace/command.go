@@ -185,7 +185,20 @@ func (w *Workspace) prepare() (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)
+	cfg := *w.sandbox
+	if w.matchLate {
+		// What the patterns and missing paths match now is recorded, so
+		// that a command that moves it refuses the next ones instead of
+		// showing it under its new name.
+		w.lateMu.Lock()
+		if w.late == nil {
+			w.late = cfg.Resolved
+		}
+		w.late = sandbox.RecordMatches(w.late, w.dir)
+		cfg.Resolved = w.late
+		w.lateMu.Unlock()
+	}
+	sb, err := sandbox.Prepare(cfg, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).
 	outW.Close()
 	errW.Close()

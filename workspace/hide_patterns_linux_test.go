@@ -111,3 +111,35 @@ func TestSandbox_HidePatternTooManyMatches(t *testing.T) {
 		t.Errorf("once a file was removed: %+v", res)
 	}
 }
+
+// A path that matches a HidePaths pattern, or a path missing when New
+// ran, only once a command starts, keeps its identity: a command that
+// renames the directory holding it (the file itself is covered and
+// cannot be renamed) does not show it to the next command under the
+// new name; the next command is refused instead.
+func TestSandbox_HideLateMatchMoved(t *testing.T) {
+	requireFullSandbox(t)
+	for _, parent := range []string{"/tmp", "/var/tmp"} {
+		dir, err := os.MkdirTemp(parent, "pw-test-")
+		mustDo(t, err)
+		defer os.RemoveAll(dir)
+		mustDo(t, os.Mkdir(filepath.Join(dir, "keys"), 0o755))
+		mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
+		ws, err := New(dir, &Options{HidePaths: []string{filepath.Join(dir, "keys", "*.pem"), filepath.Join(dir, "cfg", "db.env")}})
+		mustDo(t, err)
+		defer ws.Close()
+		writeFile(t, filepath.Join(dir, "keys", "new.pem"), "LATE-SECRET-1")
+		writeFile(t, filepath.Join(dir, "cfg", "db.env"), "LATE-SECRET-2")
+		res := runIn(t, ws, "cat keys/new.pem cfg/db.env; mv keys k2 && mv cfg c2 && echo moved")
+		if strings.Contains(res.Stdout, "SECRET") || !strings.Contains(res.Stdout, "moved") {
+			t.Fatalf("workspace in %s: first command: %+v", parent, res)
+		}
+		r, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "cat k2/new.pem c2/db.env"})
+		mustDo(t, err)
+		if strings.Contains(r.Stdout, "SECRET") {
+			t.Errorf("workspace in %s: a hidden file is visible once its directory was renamed: %q", parent, r.Stdout)
+		} else if !strings.Contains(r.Error, "moved or replaced") {
+			t.Errorf("workspace in %s: the next command: %+v, want it refused as a hidden path moved", parent, r)
+		}
+	}
+}

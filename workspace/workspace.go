@@ -193,7 +193,13 @@ type Options struct {
 	// commands that start once it exists. A pattern (filepath.Match)
 	// is matched by New and again for each command, following no link
 	// in the workspace: what matches it once a command starts is hidden
-	// from that command. With a pattern or a missing path, each
+	// from that command, and what matched is then held to, as a path
+	// resolved by New is (up to 1024 such paths, see
+	// [sandbox.RecordMatches]): a command that moves it, or the
+	// directory holding it, refuses the next ones
+	// ([sandbox.ErrHiddenMoved]), and so does removing it from outside
+	// the sandbox, until the workspace is opened again. With a pattern
+	// or a missing path, each
 	// command's sandbox is set up as the command starts (a few
 	// milliseconds), not prepared ahead. Matching is bounded: when the
 	// patterns match more than 1024 paths in all, or the directories
@@ -258,11 +264,15 @@ type Workspace struct {
 	// The sandbox of the next command, prepared ahead (see takePrepared),
 	// unless matchLate: then each command's is set up as it starts.
 	matchLate bool
-	warmMu    sync.Mutex
-	warm      *prepared      // ready for a command
-	warming   chan struct{}  // closed when the preparation under way ends; nil if none
-	warmers   sync.WaitGroup // preparations under way
-	reapers   sync.WaitGroup // helpers of finished commands, being reaped
+	// lateMu guards late: the paths to hide, with the identities of
+	// what matched them as earlier commands started (see prepare).
+	lateMu  sync.Mutex
+	late    []sandbox.HiddenPath
+	warmMu  sync.Mutex
+	warm    *prepared      // ready for a command
+	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warmers sync.WaitGroup // preparations under way
+	reapers sync.WaitGroup // helpers of finished commands, being reaped
 
 	// hookStarted, when set by tests, is called with the pid of the
 	// shell or sandbox helper of each command once it started.

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,4 +66,58 @@ func TestHidePatternConcurrentRename(t *testing.T) {
 		}
 	}
 	t.Logf("%d set-ups of 100 refused", refused)
+}
+
+// RecordMatches adds the identities of what the patterns and missing
+// paths lead to in the workspace, not through links there, nor outside
+// it, once each, and at most MaxRecorded of them over its calls.
+func TestRecordMatchesBounded(t *testing.T) {
+	dir, outside := dirIn(t, "/var/tmp"), dirIn(t, "/var/tmp")
+	resolved, err := ResolveHide([]string{filepath.Join(dir, "*.key"), filepath.Join(dir, "later"),
+		filepath.Join(outside, "*.key")}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, map[string]string{filepath.Join(dir, "src"): "S", filepath.Join(outside, "o.key"): "S",
+		filepath.Join(dir, "later"): "S"})
+	if err := os.Symlink(filepath.Join(outside, "o.key"), filepath.Join(dir, "link.key")); err != nil {
+		t.Fatal(err)
+	}
+	mkkeys := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := os.Link(filepath.Join(dir, "src"), filepath.Join(dir, fmt.Sprintf("%d.key", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recorded := func(got []HiddenPath) int {
+		n := 0
+		for _, h := range got {
+			if !h.Recorded {
+				continue
+			}
+			n++
+			if h.Dev == 0 && h.Ino == 0 || !within(h.Path, dir) || strings.HasSuffix(h.Path, "link.key") {
+				t.Errorf("recorded %+v", h)
+			}
+		}
+		return n
+	}
+	mkkeys(0, 1000)
+	got := RecordMatches(resolved, dir)
+	if n := recorded(got); n != 1001 {
+		t.Errorf("%d recorded, want 1001 (1000 keys and later)", n)
+	}
+	if again := RecordMatches(got, dir); len(again) != len(got) {
+		t.Errorf("recording again added %d", len(again)-len(got))
+	}
+	for i := range 1000 {
+		if err := os.Remove(filepath.Join(dir, fmt.Sprintf("%d.key", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkkeys(1000, 1100)
+	if n := recorded(RecordMatches(got, dir)); n != MaxRecorded {
+		t.Errorf("%d recorded, want %d", n, MaxRecorded)
+	}
 }

@@ -106,6 +106,9 @@ type HiddenPath struct {
 	// or the pattern is narrowed (a workspace opened again with it).
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
+	// Recorded marks an identity [RecordMatches] added: of a path
+	// found after ResolveHide.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
@@ -160,6 +163,70 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 	}
 	return out, nil
+}
+
+// MaxRecorded bounds how many identities [RecordMatches] adds.
+const MaxRecorded = 1024
+
+// RecordMatches returns resolved ([ResolveHide]'s) with the identities
+// of what its patterns, and its paths missing when it was resolved,
+// lead to in the workspace (absolute, resolved) now, as ResolveHide
+// records those it found: a set-up then refuses to run a command once
+// such a path was moved or replaced ([ErrHiddenMoved]), rather than
+// leave what it held visible under its new name. It is meant to be
+// called right before each set-up, with what it returned the last
+// time. Links in the workspace are not followed (see [HiddenPath]),
+// paths outside the workspace are not recorded, and at most
+// [MaxRecorded] identities are added in all (past that, and when
+// matching goes past its bounds, resolved is returned as it is: the
+// set-up matches again and fails past the bounds).
+func RecordMatches(resolved []HiddenPath, workspace string) []HiddenPath {
+	recorded := 0
+	for _, f := range resolved {
+		if f.Recorded {
+			recorded++
+		}
+	}
+	out := resolved
+	budget := matchBudget{entries: maxMatchEntries, matches: maxMatches}
+	for _, f := range resolved {
+		if f.Dev != 0 || f.Ino != 0 {
+			continue
+		}
+		var found []string
+		if isPattern(f.Path) {
+			m, err := matchAtSetUp(f.Path, workspace, &budget)
+			if err != nil {
+				return out
+			}
+			found = m
+		} else if r, ok := resolveOutside(f.Path, workspace); ok {
+			found = []string{r}
+		}
+		for _, r := range found {
+			if r == workspace || !within(r, workspace) ||
+				slices.ContainsFunc(out, func(h HiddenPath) bool { return h.Path == r && (h.Dev != 0 || h.Ino != 0) }) {
+				continue
+			}
+			fi, err := os.Lstat(r)
+			if err != nil {
+				continue
+			}
+			if recorded >= MaxRecorded {
+				return out
+			}
+			hp := HiddenPath{Path: r, Recorded: true}
+			if hp.Dev, hp.Ino = fileID(fi); hp.Dev == 0 && hp.Ino == 0 {
+				continue
+			}
+			if len(out) == len(resolved) {
+				out = slices.Clone(resolved)
+			}
+			out = append(out, hp)
+			recorded++
+		}
+	}
+	return out
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace

@@ -213,13 +213,8 @@ func newMailbox() *mailbox {
 // mailboxCell carries a duplex's mailbox from the props that make it to
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
-// the actor. It also holds what the incarnations share: the record of
-// the calls answered for good before their caller's END (see
-// closedCalls).
-type mailboxCell struct {
-	mb     *mailbox
-	closed closedCalls
-}
+// the actor.
+type mailboxCell struct{ mb *mailbox }
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.

@@ -213,8 +213,13 @@ func newMailbox() *mailbox {
 // mailboxCell carries a duplex's mailbox from the props that make it to
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
-// the actor.
-type mailboxCell struct{ mb *mailbox }
+// the actor. It also holds what the incarnations share: the record of
+// the calls answered for good before their caller's END (see
+// closedCalls).
+type mailboxCell struct {
+	mb     *mailbox
+	closed closedCalls
+}
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.

@@ -62,22 +62,13 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
-	// answered holds the streams whose call was answered for good since
-	// the incarnation ended, and whose caller's input has not ended yet:
-	// those its end closed (ERROR and END) before the caller's END came,
-	// and those opened after it and refused (see refuse). Their frames
-	// are the answered call's, dropped, up to the caller's END; a frame
-	// that opens the stream after that is a new call (see late).
-	// ended holds the streams whose call was answered for good and whose
-	// caller's END has come since, or came before the end closed them:
-	// a META on them is that call's, sent after its END (an agent's
-	// approval decisions), and dropped; any other frame that opens the
-	// stream is a new call.
+	// closed is the duplex's record of the calls answered for good before
+	// their caller's END (see closedCalls): in cell, shared with the
+	// duplex's other incarnations, so that their late frames reach none.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	answered   []string
-	ended      []string
+	closed     *closedCalls
 	restarting bool
 	terminated bool
 
@@ -106,7 +97,7 @@ type (
 )
 
 func newShell(rt *Runtime, spec Spec, subscriber *actor.PID, cell *mailboxCell, up *mailbox) actor.Actor {
-	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up}
+	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up, closed: &cell.closed}
 	if spec.Persistence != nil {
 		return newDurableShell(s)
 	}
@@ -314,11 +305,14 @@ func (s *shell) finish(reason error) {
 	}
 	streams := s.open.all()
 	slices.Sort(streams)
-	for _, id := range streams {
-		if s.open.inputEnded(id) {
-			s.ended = append(s.ended, id)
-		} else {
-			s.answered = append(s.answered, id)
+	if s.durable == nil {
+		// A persistent duplex recovers its calls: the frames that follow
+		// on a stream open now are the rest of a call it resumes (a
+		// durable router's), not late frames.
+		for _, id := range streams {
+			if !s.open.inputEnded(id) {
+				s.closed.add(id)
+			}
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
@@ -333,86 +327,101 @@ func (s *shell) finish(reason error) {
 }
 
 // input delivers a frame written into the sink. A frame that asks for
-// work opens its stream; answers (TOOL_RESULT), control frames (CANCEL,
-// ABORT, TICK) and END do not: a duplex owes nothing for them, so a stream
-// they arrive on after its END stays closed. The caller's END ends its
-// input: the open stream notes it (see late).
+// work opens a call on its stream, if none is open (see opensCall):
+// answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), END and
+// META do not: a duplex owes nothing for them, so a stream they arrive on
+// after its END stays closed. The caller's END ends the call's input; a
+// whole request that opens a call is its input alone (see openRequest).
 //
-// Once the incarnation has ended (its duplex restarting or stopping, its
-// children still finishing), the Logic gets no frame (see late).
+// The late frames of a call answered for good before its caller's END
+// (by the end of an earlier incarnation, or refused) are dropped (see
+// closedCalls): that call has had its one answer. Once the incarnation
+// has ended (its duplex restarting or stopping, its children still
+// finishing), the Logic gets no frame (see late).
 func (s *shell) input(f *messages.Frame) {
+	if len(s.closed.streams) != 0 && s.closed.late(f) {
+		return
+	}
 	if s.finished {
 		s.late(f)
 		return
 	}
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		s.open.endInput(f.GetStreamId())
-	case OpensStream(t):
+		s.open.endInput(f.GetStreamId(), true)
+	case t == messages.FrameType_TOOL_CALL || t == messages.FrameType_DESCRIBE:
+		s.openRequest(f)
+	case opensCall(t):
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
 }
 
-// late takes a frame written into the sink after the incarnation ended.
-// A call is the frames of its stream up to the caller's END: the frames
-// of a call answered since (see answered) are dropped, and its END ends
-// it. A META after that END is still the call's (see ended), dropped.
-// Otherwise a frame that opens the stream is a new call (stream ids are
-// reused, call after call), refused. Frames that open nothing are
-// dropped: a duplex owes nothing for them.
-func (s *shell) late(f *messages.Frame) {
-	id, t := f.GetStreamId(), f.GetType()
-	if i := slices.Index(s.answered, id); i >= 0 {
-		if t == messages.FrameType_END {
-			s.answered = slices.Delete(s.answered, i, i+1)
-			s.ended = append(s.ended, id)
-		}
+// openRequest notes a TOOL_CALL or DESCRIBE (see input): a whole request
+// that opens its stream is a call whose input is complete; a streaming
+// TOOL_CALL has input to come.
+func (s *shell) openRequest(f *messages.Frame) {
+	id := f.GetStreamId()
+	if id == "" {
 		return
 	}
-	if !OpensStream(t) {
-		return
+	whole := wholeRequest(f)
+	if whole && s.open.has(id) {
+		return // a request among the frames of the call open
 	}
-	if i := slices.Index(s.ended, id); i >= 0 {
-		if t == messages.FrameType_META {
-			return
-		}
-		s.ended = slices.Delete(s.ended, i, i+1)
-	}
-	s.refuse(id)
+	s.noteOpen(id)
+	s.open.endInput(id, whole)
 }
 
-// refuse answers a frame that opened stream, a new call, after the
-// incarnation ended: the Logic will not run it, so the stream gets ERROR
-// and END, at once rather than when the duplex has stopped, and only
-// once for the frames of the call (see late). The ERROR has failure kind
+// late takes a frame written into the sink after the incarnation ended.
+// A frame that opens a call (stream ids are reused, call after call) is
+// refused. Frames that open nothing are dropped: a duplex owes nothing
+// for them.
+func (s *shell) late(f *messages.Frame) {
+	if opensCall(f.GetType()) {
+		s.refuse(f)
+	}
+}
+
+// refuse answers f, which opened a new call, after the incarnation
+// ended: the Logic will not run it, so the stream gets ERROR and END, at
+// once rather than when the duplex has stopped, and only once for the
+// frames of the call: the stream is recorded (see closedCalls) until its
+// caller's END, unless f is a whole request. The ERROR has failure kind
 // StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
 // back. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
-func (s *shell) refuse(stream string) {
+func (s *shell) refuse(f *messages.Frame) {
+	stream := f.GetStreamId()
 	if s.terminated || stream == "" {
 		return
 	}
-	s.answered = append(s.answered, stream)
+	if !wholeRequest(f) {
+		s.closed.add(stream)
+	}
 	if s.restarting {
 		s.Emit(messages.Error(stream, restartingText))
 		s.Emit(messages.End(stream))
 		return
 	}
-	f := messages.Error(stream, stoppingText)
-	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
-	s.Emit(f)
+	e := messages.Error(stream, stoppingText)
+	e.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	s.Emit(e)
 	s.Emit(messages.End(stream))
 }
 
 // OpensStream reports whether a frame of type t written into a duplex's
-// sink opens its stream: the duplex then owes the stream an END (emitted
-// by its Logic, or ERROR and END when its incarnation ends). Answers
-// (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), ERROR and END open
-// nothing. A Logic that closes streams itself once it owes them nothing
-// more (a call runner) uses it to know which streams it must close.
+// sink asks for work on its stream: the duplex then owes the stream an
+// END (emitted by its Logic, or ERROR and END when its incarnation ends).
+// Answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), ERROR and
+// END ask for nothing. A Logic that closes streams itself once it owes
+// them nothing more (a call runner) uses it to know which streams it must
+// close. The runtime counts a META as opening no call of its own: it is
+// about a call, and may come after the call's END (an approval decision),
+// so a stream with no call open gets no ERROR and END for one when the
+// duplex fails, unless its Logic answered it with more than META frames.
 func OpensStream(t messages.FrameType) bool {
 	switch t {
 	case messages.FrameType_TOOL_RESULT, messages.FrameType_END, messages.FrameType_CANCEL,
@@ -420,6 +429,17 @@ func OpensStream(t messages.FrameType) bool {
 		return false
 	}
 	return true
+}
+
+// opensCall reports whether a frame of type t, written into a duplex's
+// sink or emitted by it on a stream with no call open, opens a call: the
+// frames OpensStream reports, but META. A META is about a call (its
+// approval decisions, the end of a tool call's arguments, a restore),
+// and may come after the call's END: it opens none, so the duplex owes
+// no END for it (a Logic that answers one with a META, as the tools loop
+// answers a decision it cannot apply, leaves no stream open).
+func opensCall(t messages.FrameType) bool {
+	return t != messages.FrameType_META && OpensStream(t)
 }
 
 func (s *shell) noteOpen(stream string) {
@@ -482,16 +502,26 @@ func (o *openStreams) remove(id string) {
 	delete(o.more, id)
 }
 
-// endInput notes that the caller of id, if it is open, sent its END.
-func (o *openStreams) endInput(id string) {
+// has reports whether id is open.
+func (o *openStreams) has(id string) bool {
+	if slices.Contains(o.few[:o.n], id) {
+		return true
+	}
+	_, ok := o.more[id]
+	return ok
+}
+
+// endInput notes whether the input of id's call, if it is open, has
+// ended: its caller sent its END (or a whole request).
+func (o *openStreams) endInput(id string, ended bool) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			o.ended[i] = true
+			o.ended[i] = ended
 			return
 		}
 	}
 	if _, ok := o.more[id]; ok {
-		o.more[id] = true
+		o.more[id] = ended
 	}
 }
 
@@ -517,14 +547,16 @@ func (o *openStreams) all() []string {
 	return out
 }
 
-// Emit implements Context.
+// Emit implements Context. A frame emitted on a stream opens it (the
+// duplex owes it an END), but a META (see opensCall).
 func (s *shell) Emit(f *messages.Frame) {
-	if f.GetType() == messages.FrameType_END {
+	switch t := f.GetType(); {
+	case t == messages.FrameType_END:
 		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {
 			s.lastOpen = ""
 		}
-	} else {
+	case t != messages.FrameType_META:
 		s.noteOpen(f.GetStreamId())
 	}
 	switch {

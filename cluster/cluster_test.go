@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,41 +49,15 @@ func TestSession_StaleIncarnationIsFenced(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
 	side := newSideFile(t)
-	var incarnations atomic.Int32
-	started, release := make(chan struct{}), make(chan struct{})
-	fn := sessionFunc(t, 2, side, func(string) hooks {
-		n := incarnations.Add(1)
-		return hooks{before: func(_ context.Context, call string) {
-			if n == 1 && call == "c1" {
-				close(started)
-				<-release
-			}
-		}}
-	})
-	rt1, rt2 := newRuntime(t), newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	fn, release, first := stalledIncarnation(ctx, t, store, side, "s")
 
-	type outcome struct {
-		state, text string
-		epoch       uint64
-	}
-	first := make(chan outcome, 1)
-	go func() {
-		s, x, e := cluster.RunIncarnation(ctx, rt1, store, fn, "s", firstRequest("s")...)
-		first <- outcome{s, x, e}
-	}()
-	select {
-	case <-started:
-	case o := <-first:
-		t.Fatalf("the first incarnation ended before its call ran: %+v", o)
-	}
-
-	state, text, epoch := cluster.RunIncarnation(ctx, rt2, store, fn, "s", firstRequest("s")...)
+	state, text, epoch := cluster.RunIncarnation(ctx, newRuntime(t), store, fn, "s", firstRequest("s")...)
 	if state != "done" || text != "All done." || epoch != 2 {
 		t.Fatalf("second incarnation: %s %q epoch %d, want done \"All done.\" epoch 2", state, text, epoch)
 	}
-	close(release)
+	release()
 	o := <-first
 	if o.state != "moved" || o.epoch != 1 || !strings.Contains(o.text, pgstore.ErrFenced.Error()) {
 		t.Fatalf("first incarnation: %+v, want moved at epoch 1 with %q", o, pgstore.ErrFenced)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,6 +230,13 @@ func startLoneMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 	t.Helper()
 	port := freePorts(t, 1)[0]
 	opts.Provider = cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)
+	return startMember(t, opts)
+}
+
+// startMember starts a member (or a client) with opts and closes it at
+// t's cleanup, before leakCheck's check.
+func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
+	t.Helper()
 	m, err := cluster.Start(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -241,4 +249,45 @@ func startLoneMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 		}
 	})
 	return m
+}
+
+// incarnation is the outcome of one incarnation (cluster.RunIncarnation).
+type incarnation struct {
+	state, text string
+	epoch       uint64
+}
+
+// stalledIncarnation starts the first incarnation of session id (two
+// rounds of append calls, recorded in side) on store, in a runtime of its
+// own, and returns once it is inside its first call, c1, which waits for
+// release (called at t's cleanup at the latest). fn is the session
+// function for every incarnation (later ones do not wait); first
+// delivers the first incarnation's outcome.
+func stalledIncarnation(ctx context.Context, t *testing.T, store *pgstore.Store, side sideFile, id string) (fn cluster.SessionFunc, release func(), first <-chan incarnation) {
+	t.Helper()
+	var incarnations atomic.Int32
+	started, held := make(chan struct{}), make(chan struct{})
+	fn = sessionFunc(t, 2, side, func(string) hooks {
+		n := incarnations.Add(1)
+		return hooks{before: func(_ context.Context, call string) {
+			if n == 1 && call == "c1" {
+				close(started)
+				<-held
+			}
+		}}
+	})
+	rt := newRuntime(t)
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // before rt closes, which waits for the call
+	out := make(chan incarnation, 1)
+	go func() {
+		s, x, e := cluster.RunIncarnation(ctx, rt, store, fn, id, firstRequest(id)...)
+		out <- incarnation{s, x, e}
+	}()
+	select {
+	case <-started:
+	case o := <-out:
+		t.Fatalf("the first incarnation ended before its call ran: %+v", o)
+	}
+	return fn, release, out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,32 +25,11 @@ func TestIncarnation_LongestIDResumes(t *testing.T) {
 	store := openStore(t, freshSchema())
 	side := newSideFile(t)
 	id := strings.Repeat("s", cluster.MaxSessionIDLen)
-	var incarnations atomic.Int64
-	started, release := make(chan struct{}), make(chan struct{})
-	fn := sessionFunc(t, 2, side, func(string) hooks {
-		n := incarnations.Add(1)
-		return hooks{before: func(_ context.Context, call string) {
-			if n == 1 && call == "c1" {
-				close(started)
-				<-release
-			}
-		}}
-	})
-	rt1, rt2 := newRuntime(t), newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	first := make(chan string, 1)
-	go func() {
-		state, _, _ := cluster.RunIncarnation(ctx, rt1, store, fn, id, firstRequest(id)...)
-		first <- state
-	}()
-	select {
-	case <-started:
-	case s := <-first:
-		t.Fatalf("the first incarnation ended before its call ran: %s", s)
-	}
-	state, text, epoch := cluster.RunIncarnation(ctx, rt2, store, fn, id, firstRequest(id)...)
-	close(release)
+	fn, release, first := stalledIncarnation(ctx, t, store, side, id)
+	state, text, epoch := cluster.RunIncarnation(ctx, newRuntime(t), store, fn, id, firstRequest(id)...)
+	release()
 	<-first
 	if state != "done" || text != "All done." || epoch != 2 {
 		t.Fatalf("the second incarnation of a %d-byte id: %s %.200q epoch %d, want done \"All done.\" epoch 2", len(id), state, text, epoch)

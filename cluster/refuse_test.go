@@ -24,26 +24,31 @@ import (
 func TestRun_SessionIDNotUTF8FromClientFailsAtOnce(t *testing.T) {
 	leakCheck(t)
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
-	client, err := cluster.Start(&cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
+	client := startMember(t, &cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
 		Provider: cluster.Automanaged(0, hosts, 100*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := client.Close(ctx); err != nil {
-			t.Errorf("close client: %v", err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	runRefusedAtOnce(t, client, 5*time.Second, "bad\xffid", durability.ErrInvalidName, "of a session id that is not UTF-8, from a client,")
+}
+
+// startOneRoundMember starts a lone member on store whose sessions make
+// one append call.
+func startOneRoundMember(t *testing.T, store *pgstore.Store) *cluster.Member {
+	t.Helper()
+	return startLoneMember(t, &cluster.Options{Store: store, Session: sessionFunc(t, 1, newSideFile(t), nil), Hold: 200 * time.Millisecond})
+}
+
+// runRefusedAtOnce runs session id on m and fails t unless Run fails
+// before its ctx (of wait) ends, with an error wrapping want. what says
+// which Run it is, in the messages.
+func runRefusedAtOnce(t *testing.T, m *cluster.Member, wait time.Duration, id string, want error, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	_, err = client.Run(ctx, "bad\xffid", firstRequest("x")...)
+	_, err := m.Run(ctx, id, firstRequest("x")...)
 	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run of a session id that is not UTF-8, from a client, was still asking again when its ctx ended: %v", err)
+		t.Fatalf("Run %s was still asking again when its ctx ended: %.300v", what, err)
 	}
-	if !errors.Is(err, durability.ErrInvalidName) {
-		t.Fatalf("Run of a session id that is not UTF-8: %v; want an error wrapping durability.ErrInvalidName", err)
+	if !errors.Is(err, want) {
+		t.Fatalf("Run %s: %.300v; want an error wrapping %v", what, err, want)
 	}
 }
 
@@ -54,7 +59,7 @@ func TestRun_SessionIDNotUTF8FromClientFailsAtOnce(t *testing.T) {
 func TestRun_SessionIDOverMaxNameLenSaysInvalid(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
-	m := startLoneMember(t, &cluster.Options{Store: store, Session: sessionFunc(t, 1, newSideFile(t), nil), Hold: 200 * time.Millisecond})
+	m := startOneRoundMember(t, store)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := strings.Repeat("a", pgstore.MaxNameLen+1)
@@ -78,26 +83,14 @@ func TestRun_SessionIDOverMaxNameLenSaysInvalid(t *testing.T) {
 func TestRun_SessionIDTooLongForTheKeyIndexFailsAtOnce(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
-	m := startLoneMember(t, &cluster.Options{
-		Store:   store,
-		Session: sessionFunc(t, 1, newSideFile(t), nil),
-		Hold:    200 * time.Millisecond,
-	})
+	m := startOneRoundMember(t, store)
 	// 3000 bytes that PostgreSQL cannot compress below the index limit.
 	var b strings.Builder
 	for i := 0; b.Len() < 3000; i++ {
 		fmt.Fprintf(&b, "%x", uint64(i)*0x9e3779b97f4a7c15)
 	}
 	id := b.String()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := m.Run(ctx, id, firstRequest("x")...)
-	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run of a session id of %d bytes was still asking again when its ctx ended: %.300v", len(id), err)
-	}
-	if !errors.Is(err, durability.ErrInvalidName) {
-		t.Fatalf("Run of a session id of %d bytes: %.300v; want an error wrapping durability.ErrInvalidName", len(id), err)
-	}
+	runRefusedAtOnce(t, m, 10*time.Second, id, durability.ErrInvalidName, fmt.Sprintf("of a session id of %d bytes", len(id)))
 }
 
 // TestRun_ClosedStoreFailsAtOnce: a member whose store was closed can
@@ -106,19 +99,7 @@ func TestRun_SessionIDTooLongForTheKeyIndexFailsAtOnce(t *testing.T) {
 func TestRun_ClosedStoreFailsAtOnce(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
-	m := startLoneMember(t, &cluster.Options{
-		Store:   store,
-		Session: sessionFunc(t, 1, newSideFile(t), nil),
-		Hold:    200 * time.Millisecond,
-	})
+	m := startOneRoundMember(t, store)
 	store.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := m.Run(ctx, "s", firstRequest("s")...)
-	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run on a member whose store is closed was still asking again when its ctx ended: %v", err)
-	}
-	if !errors.Is(err, durability.ErrClosed) {
-		t.Fatalf("Run on a member whose store is closed: %v; want an error wrapping durability.ErrClosed", err)
-	}
+	runRefusedAtOnce(t, m, 5*time.Second, "s", durability.ErrClosed, "on a member whose store is closed")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -54,7 +55,8 @@ type ClientOptions struct {
 	ConnectTimeout time.Duration
 	// OnNodeGone, when set, is called with a node's address each time the
 	// client learns that a node it has called is gone (its calls in flight
-	// have then been answered with ErrNodeUnreachable). It runs on the
+	// have then been answered with ErrNodeUnreachable): once for each
+	// going, however many ways the client hears of it. It runs on the
 	// client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// AllowRemote lets the client listen on an address that is not a
@@ -75,6 +77,7 @@ type Client struct {
 	guard       *guard
 	dials       *dials
 	proxy       *actor.PID
+	endpoints   *eventstream.Subscription // peerGone to the proxy
 	addr        string
 	prefix      string
 	seq         atomic.Uint64
@@ -130,6 +133,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		c.system.Shutdown()
 		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
 	}
+	c.endpoints = watchEndpoints(c.system, c.proxy)
 	// Stream ids are unique across clients: the node keys calls by them.
 	c.prefix = c.system.ID + "-"
 	return c, nil
@@ -282,6 +286,7 @@ func (c *Client) Close(ctx context.Context) error {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
+		c.system.EventStream.Unsubscribe(c.endpoints)
 		var errs []error
 		if err := await(ctx, c.system.Root.StopFuture(c.proxy)); err != nil {
 			errs = append(errs, fmt.Errorf("stop the client's actor: %w", err))
@@ -372,13 +377,10 @@ func (p *proxy) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		// The node is gone (or could not be reached): nothing pending
 		// there will be answered.
-		addr := m.GetWho().GetAddress()
-		delete(p.watched, addr)
-		p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
-		p.log.Info("tool node gone", "address", addr)
-		if p.onGone != nil {
-			p.onGone(addr)
-		}
+		p.gone(m.GetWho().GetAddress())
+	case *peerGone:
+		// The connection to a node ended: the same.
+		p.gone(m.address)
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -415,6 +417,33 @@ func (p *proxy) frame(f *messages.Frame) {
 			w.finish(func() { w.descriptions = w.descs })
 		}
 	}
+}
+
+// gone handles the going of the node at addr: the node is no longer
+// watched, and every waiter on it is answered with ErrNodeUnreachable. A
+// going is reported once: the node's Terminated, the watch's and the
+// connection's end all tell of it, and only the first finds the node
+// watched (or waited on) still.
+func (p *proxy) gone(addr string) {
+	if !p.watched[addr] && !p.waitsOn(addr) {
+		return
+	}
+	delete(p.watched, addr)
+	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
+	p.log.Info("tool node gone", "address", addr)
+	if p.onGone != nil {
+		p.onGone(addr)
+	}
+}
+
+// waitsOn reports whether a waiter waits on the node at addr.
+func (p *proxy) waitsOn(addr string) bool {
+	for _, w := range p.pending {
+		if w.node.Address == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // fail completes every waiter on the node at addr with err.

@@ -77,7 +77,9 @@ func runTestClient(addr string) int {
 // that accepts TCP but never speaks gRPC (so none is answered), closes the
 // client once half of them are on their way, and prints "returned N" once
 // every request has returned, or "stuck N" when N have not returned 10 s
-// after Close.
+// after Close began. Close answers the requests before it waits for the
+// connection still opening (until the connect timeout): once they have
+// returned, Close's ctx ends.
 func runCloseRace(string) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -106,9 +108,15 @@ func runCloseRace(string) int {
 	}
 	close(gate)
 	<-half
-	if err := c.Close(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "close:", err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-closed; err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "close:", err)
+		}
+	}()
 	deadline := time.After(10 * time.Second)
 	for got := 0; got < raceCalls; got++ {
 		select {
@@ -165,8 +173,8 @@ func (p *silentPeer) close() {
 }
 
 // runSilentClose runs a client against a silent peer. With role "close",
-// it asks the peer for its tools and, once the peer has accepted the
-// client's connection, closes the client; it prints "tools ERR" (the
+// it asks the peer for its tools and, once the client's connection to
+// the peer is opening, closes the client; it prints "tools ERR" (the
 // DESCRIBE's, which Close answers) and, after ending Close's ctx, "close
 // ERR" (Close's error). With role "timeout", the client gives up connecting after
 // 50 ms; it prints "tools ERR" (the DESCRIBE's, which waits up to 15 s)
@@ -174,8 +182,11 @@ func (p *silentPeer) close() {
 // and once the client's endpoint for it has stopped it prints the
 // goroutines left ("leaks none" when none).
 func runSilentClose(role string) int {
-	if role == "caller" {
+	switch role {
+	case "caller":
 		return runSilentCaller()
+	case "refused":
+		return runRefused()
 	}
 	peer, err := newSilentPeer()
 	if err != nil {
@@ -191,6 +202,7 @@ func runSilentClose(role string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	opening := remote.Opening(c)
 	stopped := make(chan struct{})
 	c.System().EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
@@ -209,8 +221,7 @@ func runSilentClose(role string) int {
 			_, err := c.Tools(context.Background(), peer.addr())
 			described <- err
 		}()
-		first := <-peer.accepted
-		peer.accepted <- first
+		<-opening
 		// Close answers the DESCRIBE before it stops the connections:
 		// its ctx ends while it waits for them.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -232,7 +243,7 @@ func runSilentClose(role string) int {
 
 // runSilentCaller serves a node that a caller at a silent peer asks for its
 // tools: the node's answers go to the caller over a connection of the
-// node's own, which never opens. Once the peer has accepted it, the node
+// node's own, which never opens. Once that connection is opening, the node
 // closes with a ctx that has ended and prints "close ERR"; then the peer
 // hangs up, and once the node's endpoint for it has stopped it prints the
 // goroutines left ("leaks none" when none).
@@ -249,6 +260,7 @@ func runSilentCaller() int {
 	if err != nil {
 		return fail(err)
 	}
+	opening := remote.NodeOpening(node)
 	stopped := make(chan struct{})
 	node.System().EventStream.Subscribe(func(evt any) {
 		if e, ok := evt.(*paremote.EndpointTerminatedEvent); ok && e.Address == peer.addr() {
@@ -282,8 +294,7 @@ func runSilentCaller() int {
 			return fail(err)
 		}
 	}
-	first := <-peer.accepted
-	peer.accepted <- first
+	<-opening
 	_ = stream.CloseSend()
 	_ = conn.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,10 +310,71 @@ func runSilentCaller() int {
 	return 0
 }
 
+// refusedCalls is how many times runRefused asks a dead address for its
+// tools, all within refusedBound, Close included.
+const (
+	refusedCalls = 3
+	refusedBound = 3 * time.Second
+)
+
+// runRefused runs a client that asks an address where nothing listens for
+// its tools refusedCalls times, then closes, all under one ctx of
+// refusedBound: it prints "tools ERR" for each DESCRIBE, "close ERR"
+// (Close's), then the goroutines left ("leaks none" when none).
+func runRefused() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	c, err := remote.NewClient(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), refusedBound)
+	defer cancel()
+	for range refusedCalls {
+		_, err := c.Tools(ctx, dead)
+		fmt.Println("tools", err)
+	}
+	fmt.Println("close", oneLine(c.Close(ctx)))
+	if err := goleak.Find(); err != nil {
+		fmt.Println("leaks", err)
+	} else {
+		fmt.Println("leaks none")
+	}
+	return 0
+}
+
+// A node that is not there is reported at once, each time it is called,
+// and a Close right after a failed connection does not wait on it: the
+// calls and Close all end well within one bound, where waiting out a
+// retry delay after each failed connection (2 s in the pinned remote)
+// would overrun it.
+func TestClient_DeadNodeFailsFast(t *testing.T) {
+	t.Parallel()
+	p := startChild(t, envSilentClose+"=refused")
+	for range refusedCalls {
+		if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrNodeUnreachable.Error()) {
+			t.Errorf("%s; want ErrNodeUnreachable within %v", e, refusedBound)
+		}
+	}
+	if e := p.next(t); e != "close <nil>" {
+		t.Errorf("%s; want Close done within %v", e, refusedBound)
+	}
+	if e := p.next(t); e != "leaks none" {
+		t.Error(e)
+	}
+}
+
 // A node answering a caller that accepts TCP but never completes the
 // gRPC handshake: the node's Close returns once its ctx ends, and names
 // the caller it could not reach; once the caller goes nothing is left.
 func TestNode_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=caller")
 	closeErr := p.next(t)
 	if !strings.HasPrefix(closeErr, "close ") || !strings.Contains(closeErr, context.Canceled.Error()) ||
@@ -327,6 +399,7 @@ func oneLine(err error) string {
 // could not hang up on; the requests are answered all the same, and once
 // the peer goes nothing is left behind.
 func TestClient_CloseHonoursCtxWhileConnecting(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=close")
 	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrClosed.Error()) {
 		t.Errorf("%s; want the DESCRIBE answered with ErrClosed", e)
@@ -344,6 +417,7 @@ func TestClient_CloseHonoursCtxWhileConnecting(t *testing.T) {
 // up after ClientOptions.ConnectTimeout: requests to it are answered with
 // ErrNodeUnreachable, and Close does not wait for it.
 func TestClient_ConnectTimeout(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envSilentClose+"=timeout")
 	if e := p.next(t); !strings.HasPrefix(e, "tools ") || !strings.HasSuffix(e, remote.ErrNodeUnreachable.Error()) {
 		t.Errorf("%s; want ErrNodeUnreachable once the connect timeout passed", e)
@@ -360,6 +434,7 @@ func TestClient_ConnectTimeout(t *testing.T) {
 // with them: none is left waiting, not even one whose request was still
 // on its way to the client's actor when Close stopped it.
 func TestClient_CloseAnswersEveryRequest(t *testing.T) {
+	t.Parallel()
 	p := startChild(t, envCloseRace+"=1")
 	for {
 		e := p.next(t)
@@ -391,6 +466,7 @@ func startCall(t *testing.T) (node, client *nodeProc) {
 // A client that closes with a call in flight cancels the call on the node:
 // the handler's context is cancelled, the work stops.
 func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
+	t.Parallel()
 	node, client := startCall(t)
 	if _, err := client.stdin.Write([]byte("close\n")); err != nil {
 		t.Fatal(err)
@@ -411,6 +487,7 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 // A client process that dies mid-call (SIGKILL: no CANCEL, no goodbye):
 // the node sees its connection go, cancels the call and forgets its route.
 func TestNode_CallerKilledCancelsItsCalls(t *testing.T) {
+	t.Parallel()
 	node, client := startCall(t)
 	client.kill()
 	if e := node.next(t); e != "cancelled c" {

@@ -2,13 +2,17 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -29,11 +33,20 @@ const DefaultConnectTimeout = 5 * time.Second
 // writers to stop) until gRPC's own connect deadline, 20 s. The client
 // stream interceptor below cancels the stream once timeout passes without
 // the peer's first answer.
+//
+// A connection that fails to open costs the pinned writer two more
+// seconds: it sleeps that long after its last attempt (even with one
+// attempt, as ours) before it reports the peer gone, and a Close waits for
+// the sleep. So a failure to open is handled here instead (see failed):
+// the peer is reported gone at once, and the writer ends without the
+// sleep.
 type dials struct {
-	timeout time.Duration // <= 0: none of ours
+	timeout time.Duration            // <= 0: none of ours
+	events  *eventstream.EventStream // the remote's; set by startRemote
 
 	mu      sync.Mutex
-	opening map[string]int // peer address → connections opening to it
+	opening map[string]int    // peer address → connections opening to it
+	counted func(addr string) // tests: called once a connection to addr counts as opening
 }
 
 // newDials returns dials bounded by timeout: 0 means
@@ -62,7 +75,11 @@ func (d *dials) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.C
 	addr := cc.Target()
 	d.mu.Lock()
 	d.opening[addr]++
+	counted := d.counted
 	d.mu.Unlock()
+	if counted != nil {
+		counted(addr)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var timer *time.Timer
 	if d.timeout > 0 {
@@ -82,9 +99,32 @@ func (d *dials) intercept(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.C
 	if err != nil {
 		opened()
 		cancel()
-		return nil, err
+		panic(d.failed(addr, err))
 	}
-	return &dialStream{ClientStream: s, opened: opened, cancel: cancel}, nil
+	return &dialStream{ClientStream: s, d: d, addr: addr, opened: opened, cancel: cancel}, nil
+}
+
+// errOpenFailed is the reason an endpoint writer whose connection failed
+// to open ends with (see failed).
+var errOpenFailed = errors.New("remote: connection to peer failed to open")
+
+// failed reports the failure (err) to open a connection to addr, and
+// returns what the caller panics with. It runs on the endpoint writer
+// opening the connection, in its Started handler: it reports the peer
+// gone (protoactor's EndpointTerminatedEvent, which removes the endpoint
+// and tells the watchers of the peer's actors, as the writer would two
+// seconds later). The caller's panic then ends the handler without the
+// writer's retry sleep: the endpoint supervisor stops a writer that
+// panics, and the writer's Stopped handler closes the connection. The
+// messages the writer held are dropped, as protoactor drops them when it
+// loses a connection: their senders learn it from the peer's going (the
+// client's actor and the node's service hear of every endpoint that
+// ends).
+func (d *dials) failed(addr string, err error) error {
+	if d.events != nil {
+		d.events.Publish(&paremote.EndpointTerminatedEvent{Address: addr})
+	}
+	return fmt.Errorf("%w: %s: %w", errOpenFailed, addr, err)
 }
 
 // stillOpening returns the addresses of the peers with a connection still
@@ -101,18 +141,36 @@ func (d *dials) stillOpening() []string {
 }
 
 // dialStream ends the opening of its stream at the first answer or close,
-// and releases its context once the stream has ended.
+// and releases its context once the stream has ended. An error before the
+// first answer is a failure to open (see dials.failed).
 type dialStream struct {
 	grpc.ClientStream
-	opened func()
-	cancel context.CancelFunc
+	d        *dials
+	addr     string
+	opened   func()
+	cancel   context.CancelFunc
+	answered atomic.Bool
+}
+
+func (s *dialStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err != nil && !s.answered.Load() {
+		s.opened()
+		s.cancel()
+		panic(s.d.failed(s.addr, err))
+	}
+	return err
 }
 
 func (s *dialStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
+	first := !s.answered.Swap(true)
 	s.opened()
 	if err != nil {
 		s.cancel()
+		if first {
+			panic(s.d.failed(s.addr, err))
+		}
 	}
 	return err
 }

@@ -7,3 +7,24 @@ func Routes(n *Node) int {
 	n.routes.Range(func(any, any) bool { count++; return true })
 	return count
 }
+
+// Opening returns a channel that receives the address of each peer c
+// starts opening a connection to, once Close would name it as still
+// connecting (gRPC may connect before that, at the dial).
+func Opening(c *Client) <-chan string { return c.dials.notify() }
+
+// NodeOpening is Opening for a node.
+func NodeOpening(n *Node) <-chan string { return n.dials.notify() }
+
+func (d *dials) notify() <-chan string {
+	ch := make(chan string, 16)
+	d.mu.Lock()
+	d.counted = func(addr string) {
+		select {
+		case ch <- addr:
+		default:
+		}
+	}
+	d.mu.Unlock()
+	return ch
+}

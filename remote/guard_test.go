@@ -19,6 +19,7 @@ import (
 // envelopes, next to a good one: the guard drops the bad ones instead of
 // letting protoactor crash the node, and the good one is delivered.
 func TestNode_UnknownTypeDropped(t *testing.T) {
+	t.Parallel()
 	node := startNode(t, remote.DefaultAddress)
 	conn, err := grpc.Dial(node.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

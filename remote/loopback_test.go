@@ -68,6 +68,7 @@ func TestServe_RefusesNonLoopback(t *testing.T) {
 // Nodes serve on loopback names and IPv6 loopback: localhost (resolved by
 // the system) and [::1].
 func TestServe_LoopbackNames(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"localhost:0", "[::1]:0"} {
 		node := startNode(t, addr)
 		host, _, err := net.SplitHostPort(node.addr)
@@ -116,6 +117,7 @@ func runClientAt(v string) int {
 // every interface when AllowRemote says so. Each runs in a child process:
 // a process should run one protoactor remote.
 func TestNewClient_ListenAddress(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr     string
 		loopback bool

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -54,6 +55,9 @@ type Node struct {
 	addr    string
 	log     *slog.Logger
 	service *actor.PID
+	// endpoints sends the service actor a peerGone for each connection
+	// that ends.
+	endpoints *eventstream.Subscription
 
 	conns map[string]*actors.Conn
 	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
@@ -64,7 +68,7 @@ type Node struct {
 	// that a caller's going away (its process killed, its connection
 	// lost, its actor stopped) cancels its calls; the service actor's
 	// alone.
-	callers map[string]bool
+	callers map[string]*actor.PID
 
 	cancel  context.CancelFunc
 	readers sync.WaitGroup
@@ -118,7 +122,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
-		conns: map[string]*actors.Conn{}, callers: map[string]bool{}}
+		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -136,15 +140,20 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		n.descs = append(n.descs, &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc})
 		n.readers.Go(func() { n.forward(ctx, conn) })
 	}
+	// Remote first: a PID carries the system's address as it is at spawn,
+	// and the Terminated the service sends its watchers when it stops
+	// names it by its PID. (A request that arrives before the service
+	// exists is answered with a DeadLetterResponse.)
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
+		n.Close(context.Background())
+		return nil, err
+	}
 	props := actor.PropsFromFunc(n.receive)
 	if n.service, err = rt.System().Root.SpawnNamed(props, ServiceName); err != nil {
 		n.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
 	}
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
-		n.Close(context.Background())
-		return nil, err
-	}
+	n.endpoints = watchEndpoints(rt.System(), n.service)
 	n.log.Info("tool node serving", "address", n.addr, "tools", len(o.Tools))
 	return n, nil
 }
@@ -168,7 +177,14 @@ func (n *Node) receive(ctx actor.Context) {
 	case *messages.Frame:
 		f = m
 	case *actor.Terminated:
-		n.callerGone(m.GetWho())
+		cancelled := n.callersGone(m.GetWho().Equal)
+		n.log.Info("caller gone", "caller", m.GetWho().String(), "cancelled_calls", cancelled)
+		return
+	case *peerGone:
+		// Backs up the callers' watches (see watchEndpoints).
+		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }); cancelled > 0 {
+			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
+		}
 		return
 	default:
 		return
@@ -210,22 +226,26 @@ func (n *Node) receive(ctx actor.Context) {
 
 // watchCaller watches caller unless the service actor already does.
 func (n *Node) watchCaller(ctx actor.Context, caller *actor.PID) {
-	if k := caller.String(); !n.callers[k] {
-		n.callers[k] = true
+	if k := caller.String(); n.callers[k] == nil {
+		n.callers[k] = caller
 		ctx.Watch(caller)
 	}
 }
 
-// callerGone cancels every call of caller, which is gone (or whose
-// connection is): nobody will read their results, and a tool without a
-// timeout would run on forever. The routes go first, so the cancelled
-// results are dropped.
-func (n *Node) callerGone(caller *actor.PID) {
-	delete(n.callers, caller.String())
+// callersGone cancels every call of the callers that gone matches (which
+// are gone, or whose connection is), and returns how many it cancelled:
+// nobody will read their results, and a tool without a timeout would run
+// on forever. The routes go first, so the cancelled results are dropped.
+func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
+	for k, caller := range n.callers {
+		if gone(caller) {
+			delete(n.callers, k)
+		}
+	}
 	cancelled := 0
 	n.routes.Range(func(k, v any) bool {
 		r := v.(route)
-		if !r.to.Equal(caller) {
+		if !gone(r.to) {
 			return true
 		}
 		if _, ok := n.routes.LoadAndDelete(k); ok {
@@ -235,7 +255,7 @@ func (n *Node) callerGone(caller *actor.PID) {
 		}
 		return true
 	})
-	n.log.Info("caller gone", "caller", caller.String(), "cancelled_calls", cancelled)
+	return cancelled
 }
 
 func unknownTool(call *messages.Frame) *messages.Frame {
@@ -268,17 +288,23 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 // Later calls return the first call's result.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
+		if n.endpoints != nil {
+			n.rt.System().EventStream.Unsubscribe(n.endpoints)
+		}
 		var errs []error
 		for _, conn := range n.conns {
 			errs = append(errs, conn.Close(ctx))
 		}
+		// Each reader ends once its tool has stopped and its results
+		// have gone out: before the service's Terminated, which ends
+		// every call its callers still wait on.
+		n.readers.Wait()
+		n.cancel()
 		if n.service != nil {
 			if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
 				errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
 			}
 		}
-		n.readers.Wait() // each reader ends once its tool has stopped
-		n.cancel()
 		if n.remote != nil {
 			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.dials))
 		}

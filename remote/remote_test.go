@@ -521,6 +521,26 @@ func TestLoop_NodeKilledMidCall(t *testing.T) {
 	node.stopSeen(t, client)
 }
 
+// A node that stops is reported gone at its own address, the one the
+// client called: the node's actors carry the address it serves at.
+func TestClient_NodeGoneAtItsAddress(t *testing.T) {
+	client, _ := setup(t)
+	node := startNode(t, remote.DefaultAddress)
+	remoteTools(t, client, node.addr)
+	node.stop()
+	for {
+		select {
+		case addr := <-client.gone:
+			if addr == node.addr {
+				return
+			}
+			t.Errorf("node at %s reported gone at %q", node.addr, addr)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the client did not see the node go")
+		}
+	}
+}
+
 // A node that is not there: calls fail fast with ErrNodeUnreachable.
 func TestClient_NoNode(t *testing.T) {
 	client, rt := setup(t)

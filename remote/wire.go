@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 )
 
@@ -50,6 +51,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials) 
 	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
 	}
+	d.events = system.EventStream
 	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates
@@ -98,6 +100,24 @@ func stopRemote(ctx context.Context, system *actor.ActorSystem, r *paremote.Remo
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// peerGone tells an actor that the connection to the peer at address has
+// ended (or never opened): protoactor's EndpointTerminatedEvent.
+type peerGone struct{ address string }
+
+// watchEndpoints sends a peerGone to pid each time a connection of
+// system's remote ends. It backs up the watches of peers' actors: a watch
+// that reaches the endpoint after its connection failed is never answered
+// (the pinned endpoint watcher stops once it has told the watches it had).
+// The caller unsubscribes the result when it stops.
+func watchEndpoints(system *actor.ActorSystem, pid *actor.PID) *eventstream.Subscription {
+	return system.EventStream.SubscribeWithPredicate(func(evt any) {
+		system.Root.Send(pid, &peerGone{address: evt.(*paremote.EndpointTerminatedEvent).Address})
+	}, func(evt any) bool {
+		_, ok := evt.(*paremote.EndpointTerminatedEvent)
+		return ok
+	})
 }
 
 // StopRemote stops a protoactor remote started outside this package (a

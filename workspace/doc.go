@@ -43,15 +43,20 @@
 // and a private /tmp; nothing visible around the workspace (the directory
 // [sandbox.Surroundings] names, its highest ancestor that is not a system
 // directory such as /usr or /var, shows only the way to the workspace),
-// nor in /root, /home, /etc/shadow and the system's other secrets, nor,
-// without network, in /run ([sandbox.DefaultHidden]; [Options.HidePaths]
+// nor in /root, /home, /etc/shadow and the system's other secrets, nor
+// in /run, where the host's daemons keep their Unix sockets (with the
+// network allowed, the name resolver's configuration stays:
+// [sandbox.KeptWithNetwork]) ([sandbox.DefaultHidden]; [Options.HidePaths]
 // hides more; programs installed under /root or /home, such as a
 // toolchain in the user's home, are hidden with them, so commands find
 // what /usr and /opt hold); Landlock allowing writes only beneath the
-// workspace and /tmp, and no TCP; no network unless
+// workspace and /tmp, no signal nor abstract Unix socket out of the
+// sandbox, and no TCP; no network unless
 // [Options.AllowNetwork], and without it no Unix, netlink or other
-// non-TCP/IP sockets either (a seccomp filter; socketpair works, and with
-// the network allowed so do the host's Unix sockets); no keyrings, no
+// non-TCP/IP sockets either (a seccomp filter; socketpair works; with
+// the network allowed, so do the host's Unix sockets named by a path
+// the sandbox shows, outside /run, until Landlock ABI 9, which refuses
+// every Unix socket made outside the sandbox); no keyrings, no
 // io_uring, no set-user-ID or set-group-ID files; no capabilities;
 // rlimits on address space, file size, processes and CPU time
 // ([Options.Limits]); only descriptors 0–2. When the shell exits, at the

@@ -174,19 +174,27 @@ type Options struct {
 	Sandbox SandboxMode
 
 	// AllowNetwork gives sandboxed commands the host's network. By
-	// default they have none.
+	// default they have none. With it they reach what the host reaches
+	// over IP, and its Unix sockets named by a path they see, but for
+	// those beneath /run (hidden) and, with Landlock ABI 9, all of them:
+	// see [sandbox.Config.AllowNetwork].
 	AllowNetwork bool
 
 	// HidePaths lists absolute paths that sandboxed commands cannot see
 	// (an empty directory or an empty file stands in their place), on
 	// top of what the sandbox hides by default (the workspace's
-	// surroundings, /root, /home, the system's secrets, and /run
-	// without network: see [sandbox.DefaultHidden] and
-	// [sandbox.Surroundings]). Links are followed, once, by New: what a
-	// link points to then is hidden, whatever commands do to the link
-	// later. A path that does not exist when New runs is resolved
-	// again (its links followed then) for each command, and hidden
-	// from the commands that start once it exists. A path that holds
+	// surroundings, /root, /home, the system's secrets, and /run but
+	// for the name resolver's configuration: see [sandbox.DefaultHidden]
+	// and [sandbox.Surroundings]). Links are followed, once, by New:
+	// what a link points to then is hidden, whatever commands do to the
+	// link later. A path that does not exist when New runs is resolved
+	// again (its links followed then, but not those in the workspace,
+	// which commands make) for each command, and hidden from the
+	// commands that start once it exists. A pattern (filepath.Match)
+	// is matched by New and again for each command, following no link
+	// in the workspace: what matches it once a command starts is hidden
+	// from that command (the command is refused when the patterns match
+	// more than 1024 paths: see [sandbox.HiddenPath]). A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it

@@ -25,7 +25,9 @@
 //     null, zero, full and random devices, its own pseudo-terminals and
 //     a private tmpfs on /dev/shm), covers the hidden paths
 //     ([DefaultHidden], the workspace's [Surroundings], the configured
-//     ones; one that holds the workspace keeps the way to it),
+//     ones; one that holds the workspace keeps the way to it, and, with
+//     the network allowed, /run keeps the name resolver's configuration:
+//     [KeptWithNetwork]),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;
@@ -33,7 +35,8 @@
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
 //     domain (read and execute everywhere, write only beneath the
 //     workspace, /tmp and /dev/shm, no TCP unless the network is allowed, no
-//     signals or abstract sockets out of the domain, no mounts),
+//     signals or abstract sockets out of the domain, no Unix socket
+//     made outside it reached by its path (ABI 9), no mounts),
 //     empties the capability bounding set, joins a new, empty session
 //     keyring, and installs a seccomp filter that refuses (EPERM)
 //     sockets other than TCP/IP ones unless the network is allowed

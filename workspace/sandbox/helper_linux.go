@@ -43,6 +43,9 @@ const (
 type setupRequest struct {
 	Probe  bool   `json:"probe,omitempty"` // set up, report, and exit without running anything
 	Config Config `json:"config"`
+	// Keep is [KeptWithNetwork] as the host has it, when the network is
+	// allowed.
+	Keep []string `json:"keep,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -119,7 +122,7 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, err := setUp(&setup.Config)
+	prot, err := setUp(&setup.Config, setup.Keep)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -253,8 +256,9 @@ func reapUntil(pid int) Exit {
 // setUp builds the sandbox around this process: mounts, /proc, pid_max,
 // host name, Landlock and the capability bounding set. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
-// it is forked from this (locked) thread.
-func setUp(cfg *Config) (*Protections, error) {
+// it is forked from this (locked) thread. keep are the files to keep
+// visible (see [KeptWithNetwork]).
+func setUp(cfg *Config, keep []string) (*Protections, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -314,13 +318,28 @@ func setUp(cfg *Config) (*Protections, error) {
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
 		return p, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
-	plan, err := planHiding(hideList(cfg, wsPath), cfg.Resolved, wsPath)
+	defaults, others := hideList(wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	if err != nil {
+		return p, err
+	}
+	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
+	defer func() {
+		for _, k := range kept {
+			unix.Close(k.tree)
+		}
+	}()
 	if err != nil {
 		return p, err
 	}
 	for _, h := range plan.outside {
 		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, fmt.Errorf("hide %s: %w", h, err)
+		}
+	}
+	for _, k := range kept {
+		if err := mountKept(k); err != nil {
+			return p, fmt.Errorf("keep %s visible: %w", k.path, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
@@ -331,11 +350,17 @@ func setUp(cfg *Config) (*Protections, error) {
 		return p, err
 	}
 	defer unix.Close(mounted)
-	// What led nowhere may lead into the workspace now that it is
-	// mounted: beneath /tmp, it was not there to be found before (the
-	// sandbox's own /tmp covers the host's), unlike the paths inside it
-	// that were resolved when it was opened (their identities say where).
-	late, err := planHiding(plan.missing, nil, wsPath)
+	// What led nowhere, and what a pattern matches, may lead into the
+	// workspace now that it is mounted: beneath /tmp, it was not there
+	// to be found before (the sandbox's own /tmp covers the host's),
+	// unlike the paths inside it that were resolved when it was opened
+	// (their identities say where). Elsewhere the patterns matched
+	// already what they match.
+	again := plan.missing
+	if !within(wsPath, "/tmp") {
+		again = slices.DeleteFunc(slices.Clone(again), isPattern)
+	}
+	late, err := planHiding(again, nil, wsPath)
 	if err != nil {
 		return p, err
 	}
@@ -390,6 +415,13 @@ func setUp(cfg *Config) (*Protections, error) {
 	default:
 		p.Landlock = abi
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
+	}
+	if cfg.AllowNetwork && p.Landlock < 6 {
+		// The sandbox shares the host's network namespace, and with it
+		// the names of abstract sockets; only Landlock's scoping keeps
+		// commands from them.
+		p.Missing = append(p.Missing, "abstract Unix sockets of the host: reachable with the network allowed "+
+			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
 		return p, unsupported("drop capabilities", err)
@@ -655,12 +687,7 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
-	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
-	if noNet {
-		cfg.HandledAccessNet = landlock.V7.HandledAccessNet
-	}
-	cfg = cfg.BestEffort()
-	fd, flags, err := cfg.NewRulesetFD(
+	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
 		landlock.RODirs("/"),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
@@ -680,7 +707,24 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return 0, err
 	}
-	return min(abi, 7), nil
+	return min(abi, 9), nil
+}
+
+// landlockConfig is what a sandbox's Landlock domain restricts, at the
+// newest ABI the sandbox knows (the kernel's may be older: the caller
+// makes it best effort): every file system access, signals and abstract
+// Unix sockets out of the domain, Unix sockets made outside the domain
+// reached by their path (ABI 9: no rule grants it, so with the network
+// allowed, when commands may make Unix sockets, they reach only those
+// made in the sandbox), and, when noNet, TCP bind and connect (UDP,
+// which ABI 10 restricts, reaches nothing in a network namespace of
+// the sandbox's own).
+func landlockConfig(noNet bool) landlock.Config {
+	cfg := landlock.Config{HandledAccessFS: landlock.V9.HandledAccessFS, Scoped: landlock.V9.Scoped}
+	if noNet {
+		cfg.HandledAccessNet = landlock.V4.HandledAccessNet
+	}
+	return cfg
 }
 
 // dropBoundingSet empties this thread's capability bounding set, so the

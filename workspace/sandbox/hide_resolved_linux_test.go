@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -150,5 +151,172 @@ func TestHiddenPathMadeLaterInTmpWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(out, "VISIBLE") {
 		t.Errorf("the rest of the workspace is not visible: %q", out)
+	}
+}
+
+// A path to hide that did not exist when the workspace was opened, and
+// that a command then makes a link, is not followed by later set-ups:
+// not to "/" or the workspace (which would refuse every later command
+// for a bad configuration), nor to a system directory (which would hide
+// it from every later command), in a workspace beneath /tmp or not.
+func TestHiddenPathMadeLaterALink(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), workspaceOutsideTmp(t)} {
+		for _, to := range []string{"/", dir, "/usr/bin", "../" + filepath.Base(dir)} {
+			later := filepath.Join(dir, "later")
+			cfg := resolvedConfig(t, dir, later)
+			if _, exit := runIn(t, cfg, dir, "ln -s "+to+" later"); exit.Code != 0 {
+				t.Fatalf("ln: %+v", exit)
+			}
+			out, _ := runIn(t, cfg, dir, "ls /usr/bin/env && echo ran")
+			if out != "/usr/bin/env\nran\n" {
+				t.Errorf("workspace %s, later -> %s: the next command: %q", dir, to, out)
+			}
+			if err := os.Remove(later); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// dirIn is a new directory in parent, removed after the test. A
+// workspace in /tmp has the sandbox's own /tmp for its surroundings:
+// the rest of the host, /var/tmp among it, stays visible.
+func dirIn(t *testing.T, parent string) string {
+	t.Helper()
+	d, err := os.MkdirTemp(parent, "pw-test-")
+	if err != nil {
+		t.Fatalf("a directory in %s: %v", parent, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// writeFiles writes each name (a path) with its content.
+func writeFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A pattern among the paths to hide is matched again by each sandbox:
+// a path that matches it only after the workspace was opened is hidden
+// too, whether the pattern matched something then or nothing, in the
+// workspace (beneath /tmp or not) and outside it.
+func TestHidePatternMatchedLater(t *testing.T) {
+	for _, parent := range []string{"/tmp", "/var/tmp"} {
+		t.Run("workspace in "+parent, func(t *testing.T) {
+			dir, outside := dirIn(t, parent), dirIn(t, "/var/tmp")
+			if err := os.Mkdir(filepath.Join(dir, "keys"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, map[string]string{filepath.Join(dir, "keys", "old.pem"): "OLD-SECRET"})
+			cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.key"), filepath.Join(dir, "keys", "*.pem"),
+				filepath.Join(outside, "*.key"), filepath.Join(dir, "*", "*.env"))
+			if err := os.Mkdir(filepath.Join(dir, "app"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFiles(t, map[string]string{
+				filepath.Join(dir, "late.key"):        "LATE-SECRET",
+				filepath.Join(dir, "keys", "new.pem"): "LATE-SECRET",
+				filepath.Join(dir, "app", "db.env"):   "LATE-SECRET",
+				filepath.Join(outside, "late.key"):    "LATE-SECRET",
+				filepath.Join(dir, "visible"):         "VISIBLE",
+			})
+			out, _ := runIn(t, cfg, dir, "cat late.key keys/new.pem keys/old.pem app/db.env "+outside+"/late.key visible")
+			if strings.Contains(out, "SECRET") {
+				t.Errorf("a path that matches a pattern to hide is visible: %q", out)
+			}
+			if !strings.Contains(out, "VISIBLE") {
+				t.Errorf("the rest of the workspace is not visible: %q", out)
+			}
+		})
+	}
+}
+
+// A pattern to hide is matched again at each set-up without following
+// the links commands made in the workspace: a matching link to "/", to
+// the workspace, to a system directory, or a link on the way to a
+// match, does not make the next command's set-up fail, nor hide what
+// the link leads to from it.
+func TestHidePatternLinksNotFollowed(t *testing.T) {
+	for _, parent := range []string{"/tmp", "/var/tmp"} {
+		dir := dirIn(t, parent)
+		cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.key"), filepath.Join(dir, "*", "env"))
+		cmd := "ln -s / root.key && ln -s . ws.key && ln -s " + dir + " abs.key && ln -s /usr/bin bin.key && ln -s /usr usr && ln -s /usr/bin/env env.key"
+		if out, exit := runIn(t, cfg, dir, cmd); exit.Code != 0 {
+			t.Fatalf("workspace in %s: %s: %q, %+v", parent, cmd, out, exit)
+		}
+		out, _ := runIn(t, cfg, dir, "ls /usr/bin/env && /usr/bin/env true && echo ran")
+		if out != "/usr/bin/env\nran\n" {
+			t.Errorf("workspace in %s: the next command: %q", parent, out)
+		}
+	}
+}
+
+// Matching the patterns to hide is bounded, whatever commands put in
+// the directories they list: past the bound the set-up fails, saying
+// why, instead of taking minutes; below it, it hides them all (see
+// TestHidePatternEntriesBounded for the entries it reads).
+func TestHidePatternBounded(t *testing.T) {
+	dir := dirIn(t, "/var/tmp")
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.key"))
+	writeFiles(t, map[string]string{filepath.Join(dir, "src"): "SECRET"})
+	mkfiles := func(n int, format string) {
+		t.Helper()
+		for i := range n { // links to one file: quicker to make
+			if err := os.Link(filepath.Join(dir, "src"), filepath.Join(dir, fmt.Sprintf(format, i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mkfiles(maxMatches, "%d.key")
+	if out, _ := runIn(t, cfg, dir, "cat *.key; echo ran"); out != "ran\n" {
+		t.Fatalf("%d matching files: %.200q", maxMatches, out)
+	}
+	root, null := openRootAndNull(t, dir)
+	refused := func(what string) {
+		t.Helper()
+		p, err := Prepare(cfg, root, null, null)
+		if err == nil {
+			p.Release()
+			t.Fatalf("%s: the set-up did not fail", what)
+		}
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "too many paths") {
+			t.Errorf("%s: %v, want ErrConfig saying there are too many paths", what, err)
+		}
+	}
+	mkfiles(1, "more-%d.key")
+	refused("a match too many")
+}
+
+// Matching the patterns to hide reads at most what its budget allows of
+// the directories it lists, however many entries they hold, and fails
+// past it.
+func TestHidePatternEntriesBounded(t *testing.T) {
+	dir := dirIn(t, "/var/tmp")
+	for i := range 100 {
+		writeFiles(t, map[string]string{filepath.Join(dir, fmt.Sprint(i)): ""})
+	}
+	for _, c := range []struct {
+		entries int
+		fails   bool
+	}{{100, false}, {99, true}} {
+		budget := matchBudget{entries: c.entries, matches: maxMatches}
+		got, err := matchAtSetUp(filepath.Join(dir, "1?"), "/nonexistent", &budget)
+		if failed := errors.Is(err, errTooMany); failed != c.fails || !c.fails && len(got) != 10 {
+			t.Errorf("a budget of %d entries for 100: %d matches, %v", c.entries, len(got), err)
+		}
+	}
+}
+
+// A pattern to hide must be absolute, like a path, though it matches
+// nothing: it is matched again at each set-up, where a relative one
+// would match beside whatever directory the sandbox is in.
+func TestHideRelativePatternRefused(t *testing.T) {
+	if _, err := ResolveHide([]string{"*.key"}, t.TempDir()); !errors.Is(err, ErrConfig) {
+		t.Errorf("ResolveHide of a relative pattern: %v, want ErrConfig", err)
 	}
 }

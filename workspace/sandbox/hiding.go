@@ -12,9 +12,15 @@ import (
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
 // host's users, the secrets of the system (password hashes, old ones
-// too, host and TLS private keys), and its logs, spools and backups.
-// An entry may be a pattern (filepath.Match). A hidden path that holds
-// the workspace shows only the directories on the way to it.
+// too, host and TLS private keys), its logs, spools and backups, and
+// its run-time state (/run): the Unix sockets of its daemons (a
+// container engine's, the service manager's, the system bus), which a
+// command with the network allowed could otherwise connect to, and the
+// credentials handed to services. With the network allowed, the name
+// resolver's configuration stays visible where it leads into /run (see
+// [KeptWithNetwork]). An entry may be a pattern (filepath.Match). A
+// hidden path that holds the workspace shows only the directories on
+// the way to it.
 //
 // The host's shared memory (/dev/shm) and message queues (/dev/mqueue)
 // are not listed: no sandbox runs without a /dev of its own (the set-up
@@ -26,13 +32,18 @@ var DefaultHidden = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
 	"/var/log", "/var/spool", "/var/backups",
+	"/run", "/var/run",
 }
 
-// HiddenWithoutNetwork is hidden too when the network is not allowed:
-// the host's run-time state (daemons' sockets, credentials handed to
-// services). With the network allowed commands may need it (the name
-// resolver's configuration is often a link into /run).
-var HiddenWithoutNetwork = []string{"/run", "/var/run"}
+// KeptWithNetwork lists the files that stay visible when the network
+// is allowed though a directory of [DefaultHidden] holds what they lead
+// to: the name resolver's configuration, often a link into /run. What
+// such a file leads to is shown at its own path in the directory that
+// hides the rest, and nothing beside it, when it is a regular file, no
+// link on the way to it is in the workspace (links there are the
+// commands'), and no other hidden path ([Config.Hide], the workspace's
+// surroundings) covers it. The host reads it as it opens each sandbox.
+var KeptWithNetwork = []string{"/etc/resolv.conf"}
 
 // systemDirs hold the software commands run and are never hidden as a
 // workspace's surroundings.
@@ -57,19 +68,16 @@ func Surroundings(workspace string) string {
 	return top
 }
 
-// hideList is every path (or pattern) a sandbox of cfg around the
-// workspace wsPath hides besides cfg.Hide, which is resolved once
-// ([ResolveHide], cfg.Resolved) rather than at each set-up: these are
-// the system's, out of the commands' reach.
-func hideList(cfg *Config, wsPath string) []string {
-	list := slices.Clone(DefaultHidden)
-	if !cfg.AllowNetwork {
-		list = append(list, HiddenWithoutNetwork...)
-	}
+// hideList is every path (or pattern) a sandbox around the workspace
+// wsPath hides besides [Config.Hide], which is resolved once
+// ([ResolveHide], [Config.Resolved]) rather than at each set-up: these
+// are the system's, out of the commands' reach. defaults are
+// [DefaultHidden]; others are the rest.
+func hideList(wsPath string) (defaults, others []string) {
 	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
-		list = append(list, s)
+		others = append(others, s)
 	}
-	return list
+	return DefaultHidden, others
 }
 
 // HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,
@@ -82,8 +90,14 @@ func hideList(cfg *Config, wsPath string) []string {
 // ([ErrHiddenMoved]).
 type HiddenPath struct {
 	Path string `json:"path"`
-	// Dev and Ino are 0 when nothing was there: the entry is then
-	// resolved again at each set-up, and hidden if it exists by then.
+	// Dev and Ino are 0 when nothing was there, and for a pattern
+	// (kept besides what it matched): the entry is then resolved, or
+	// matched, again at each set-up, and what it leads to or matches by
+	// then is hidden. A link in the workspace (a command's) is not
+	// followed then: an entry that leads through one leads nowhere, a
+	// match that is one is left out. The set-up fails ([ErrConfig])
+	// when the patterns match more than 1024 paths, or make it read
+	// more than 65536 directory entries.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
@@ -97,8 +111,10 @@ var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or rep
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
 // and resolves it once and for all: patterns expanded, links followed,
-// the identity of each path that exists recorded. The result is what a
-// [Config]'s Resolved field wants.
+// the identity of each path that exists recorded. A pattern is kept
+// too, to be matched again by each set-up (following no link in the
+// workspace, and within bounds: see [HiddenPath]). The result is what
+// a [Config]'s Resolved field wants.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -106,14 +122,20 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	}
 	var out []HiddenPath
 	for i, h := range hide {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
+		}
 		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
+		if isPattern(h) {
 			if matches, err = filepath.Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
+			if hp := (HiddenPath{Path: filepath.Clean(h)}); !slices.Contains(out, hp) {
+				out = append(out, hp)
+			}
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, ws)
+			r, err := resolveHidden(m, ws, false)
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
@@ -137,8 +159,9 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
-// missing are the entries that led nowhere (a path that does not
-// exist, a pattern that matched nothing existing).
+// missing are the entries to resolve again once the workspace is
+// mounted: those that led nowhere (a path that does not exist) and the
+// patterns.
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
@@ -164,27 +187,34 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			resolved = append(resolved, f.Path)
 		}
 	}
+	budget := matchBudget{entries: maxMatchEntries, matches: maxMatches}
 	for _, h := range list {
-		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
-			var err error
-			if matches, err = filepath.Glob(h); err != nil {
-				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
-			}
-		}
-		if len(matches) == 0 {
+		if isPattern(h) {
+			// Matched again once the workspace is mounted, too: beneath
+			// /tmp it is not there before.
 			missing = append(missing, h)
-		}
-		for _, m := range matches {
-			r, err := resolveHidden(m, wsPath)
+			matches, err := matchAtSetUp(h, wsPath, &budget)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			if r == "" {
-				missing = append(missing, m)
-			} else if !slices.Contains(resolved, r) {
-				resolved = append(resolved, r)
+			for _, r := range matches {
+				if err := checkHidden(r, wsPath); err != nil {
+					return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
+				}
+				if !slices.Contains(resolved, r) {
+					resolved = append(resolved, r)
+				}
 			}
+			continue
+		}
+		r, err := resolveHidden(h, wsPath, true)
+		if err != nil {
+			return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
+		}
+		if r == "" {
+			missing = append(missing, h)
+		} else if !slices.Contains(resolved, r) {
+			resolved = append(resolved, r)
 		}
 	}
 	// Parents first: what is beneath a hidden directory is hidden with
@@ -210,25 +240,186 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 }
 
 // resolveHidden resolves a path to hide and checks it can be: "" when
-// it does not exist.
-func resolveHidden(path, wsPath string) (string, error) {
+// it does not exist. Set up (atSetUp: commands may have run), it follows
+// no link in the workspace (see [resolveOutside]): a path that leads
+// through one leads nowhere.
+func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
 	}
-	r, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", nil
+	var r string
+	if atSetUp {
+		var ok bool
+		if r, ok = resolveOutside(path, wsPath); !ok {
+			return "", nil
+		}
+	} else {
+		var err error
+		r, err = filepath.EvalSymlinks(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
 	}
-	if err != nil {
-		return "", err
-	}
+	return r, checkHidden(r, wsPath)
+}
+
+// checkHidden checks that the resolved path r can be hidden around the
+// workspace wsPath: it is neither "/" nor the workspace itself.
+func checkHidden(r, wsPath string) error {
 	switch {
 	case r == "/":
-		return "", errors.New("it is the whole file system")
+		return errors.New("it is the whole file system")
 	case wsPath != "" && r == wsPath:
-		return "", errors.New("it is the workspace itself")
+		return errors.New("it is the workspace itself")
 	}
-	return r, nil
+	return nil
+}
+
+// isPattern reports whether a path to hide is a pattern.
+func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
+
+// The work of matching the patterns to hide at one set-up is bounded,
+// since commands may fill the directories they list: at most
+// maxMatchEntries directory entries read, and maxMatches paths matched
+// (each is a mount).
+const (
+	maxMatchEntries = 1 << 16
+	maxMatches      = 1024
+)
+
+// matchBudget is what is left of the work of matching at a set-up.
+type matchBudget struct{ entries, matches int }
+
+// errTooMany is the error of a set-up whose patterns to hide match, or
+// make it read, more than it may.
+var errTooMany = errors.New("too many paths to match")
+
+// matchAtSetUp expands pattern (absolute) as filepath.Glob does, at a
+// set-up, when commands may have run: it follows no link in the
+// workspace wsPath (a match that is one, or is reached through one, is
+// left out: see [resolveOutside]), and spends at most what is left of
+// budget, failing with errTooMany past it. The matches are resolved
+// paths that exist.
+func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error) {
+	paths := []string{"/"}
+	for _, c := range strings.Split(filepath.Clean(pattern), "/")[1:] {
+		if _, err := filepath.Match(c, ""); err != nil {
+			return nil, err
+		}
+		var next []string
+		seen := map[string]bool{}
+		for _, p := range paths {
+			names := []string{c}
+			if isPattern(c) {
+				var err error
+				if names, err = readNames(p, budget); err != nil {
+					return nil, err
+				}
+			}
+			for _, n := range names {
+				if ok, _ := filepath.Match(c, n); isPattern(c) && !ok {
+					continue
+				}
+				if r, ok := stepOutside(p, n, wsPath); ok && !seen[r] {
+					seen[r] = true
+					next = append(next, r)
+				}
+			}
+		}
+		paths = next
+	}
+	if budget.matches -= len(paths); budget.matches < 0 {
+		return nil, fmt.Errorf("%w: over %d paths match the patterns to hide", errTooMany, maxMatches)
+	}
+	return paths, nil
+}
+
+// stepOutside is the entry name of the directory dir (resolved: no
+// link on the way), resolved as [resolveOutside] does; ok is false when
+// it does not exist or leads nowhere.
+func stepOutside(dir, name, wsPath string) (string, bool) {
+	p := filepath.Join(dir, name)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", false
+	}
+	if fi.Mode()&os.ModeSymlink == 0 {
+		return p, true
+	}
+	return resolveOutside(p, wsPath)
+}
+
+// readNames lists the directory dir (resolved: no link), spending the
+// budget's entries; one that cannot be listed holds nothing, and so does
+// anything but a directory (a command's FIFO, say, which is never opened
+// for reading: that would wait for a writer).
+func readNames(dir string, budget *matchBudget) ([]string, error) {
+	f, err := openDirToList(dir)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	var names []string
+	for {
+		batch, err := f.Readdirnames(256)
+		if budget.entries -= len(batch); budget.entries < 0 {
+			return nil, fmt.Errorf("%w: over %d directory entries to read (%s)", errTooMany, maxMatchEntries, dir)
+		}
+		names = append(names, batch...)
+		if err != nil {
+			return names, nil
+		}
+	}
+}
+
+// maxLinks bounds the links resolveOutside follows, as the kernel does.
+const maxLinks = 40
+
+// resolveOutside follows the links of path (absolute), every component's,
+// and returns where it leads; ok is false when it leads nowhere, through
+// more than maxLinks links, or through a link in the workspace wsPath:
+// the links there are the commands', and none is followed.
+func resolveOutside(path, wsPath string) (resolved string, ok bool) {
+	if !filepath.IsAbs(path) {
+		return "", false
+	}
+	todo := strings.Split(path, "/")
+	cur := "/"
+	for links := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", false
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks || within(next, wsPath) {
+			return "", false
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", false
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(strings.Split(target, "/"), todo...)
+	}
+	return cur, true
 }
 
 // within reports whether path is dir or beneath it (both clean).

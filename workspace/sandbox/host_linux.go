@@ -259,6 +259,9 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		p.Release()
 		return nil, err
 	}
+	if req.Config.AllowNetwork {
+		req.Keep = KeptWithNetwork
+	}
 	line, err := json.Marshal(req)
 	if err != nil {
 		return fail(err)

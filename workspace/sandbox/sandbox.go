@@ -86,17 +86,28 @@ func (l Limits) WithDefaults() (Limits, error) {
 // [DefaultHidden] paths hidden, default limits.
 type Config struct {
 	// AllowNetwork keeps the host's network namespace and does not
-	// restrict TCP with Landlock.
+	// restrict TCP with Landlock, nor, with the seccomp filter, the
+	// kinds of socket a command makes. Commands then reach whatever the
+	// host reaches over IP (its loopback services included), and the
+	// host's Unix sockets named by a path the sandbox shows: not those
+	// beneath /run, which is hidden ([DefaultHidden]), nor in the
+	// host's /tmp or /dev/shm, which the sandbox's own cover, but those
+	// elsewhere (/var/tmp, /var/lib, …) and in the workspace, unless
+	// Landlock is at ABI 9 or later, which refuses every Unix socket
+	// not made in the sandbox. Abstract Unix sockets (an "@name") stay
+	// confined to the sandbox by Landlock (ABI 6 or later: without it,
+	// [Protections].Missing says the host's are reachable), and signals
+	// by the PID namespace (and Landlock), whatever the network.
 	AllowNetwork bool `json:"allowNetwork"`
 	// Hide lists absolute paths made invisible in the sandbox, on top of
-	// [DefaultHidden], [HiddenWithoutNetwork] (without network) and the
-	// workspace's [Surroundings]: a directory is covered by an empty
-	// read-only tmpfs, a file by /dev/null. Links are followed; a path
-	// that does not exist is looked for again by each sandbox set up,
-	// and hidden once it exists, in the workspace too (see
-	// [HiddenPath]); "/" and the workspace itself are refused
-	// ([CheckHide]). A directory that holds the workspace shows
-	// only the directories on the way to it.
+	// [DefaultHidden] and the workspace's [Surroundings]: a directory is
+	// covered by an empty read-only tmpfs, a file by /dev/null. Links
+	// are followed; a path that does not exist is looked for again by
+	// each sandbox set up, and hidden once it exists, in the workspace
+	// too (see [HiddenPath]), following then no link in the workspace,
+	// where commands make them; "/" and the workspace itself are refused
+	// ([CheckHide]). A directory that holds the workspace shows only
+	// the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and
@@ -167,8 +178,11 @@ type Protections struct {
 	// that exist.
 	Hidden []string `json:"hidden,omitempty"`
 	// Landlock is the Landlock ABI version in force (0 = none): writes
-	// only beneath the workspace and /tmp, no mounts, and with
-	// LandlockNetwork no TCP bind or connect.
+	// only beneath the workspace and /tmp, no mounts, from ABI 6 no
+	// signal nor abstract Unix socket out of the sandbox, from ABI 9 no
+	// Unix socket made outside it reached by its path (which matters
+	// when the network is allowed: without it no Unix socket can be
+	// made), and with LandlockNetwork no TCP bind or connect.
 	Landlock        int  `json:"landlock,omitempty"`
 	LandlockNetwork bool `json:"landlockNetwork,omitempty"`
 	// NoNetwork: commands have no network (their own empty network

@@ -1,0 +1,137 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// messageContext is an actor context that has a message and nothing else:
+// enough for the handlers that only read it.
+type messageContext struct {
+	actor.Context
+	msg any
+}
+
+func (c messageContext) Message() any { return c.msg }
+
+// The end of a connection to a node answers what waits on that node, even
+// when the node's Terminated never comes (a watch that reached the
+// endpoint after its connection failed), and only that; the node's going
+// is reported once.
+func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
+	const addr, other, idle = "127.0.0.1:7", "127.0.0.1:8", "127.0.0.1:9"
+	var gone []string
+	here := &waiter{node: actor.NewPID(addr, ServiceName), done: make(chan struct{})}
+	there := &waiter{node: actor.NewPID(other, ServiceName), done: make(chan struct{})}
+	p := &proxy{log: slog.New(slog.DiscardHandler), watched: map[string]bool{other: true},
+		pending: map[callKey]*waiter{{"s", "c"}: here, {"t", "d"}: there},
+		onGone:  func(a string) { gone = append(gone, a) }}
+
+	p.Receive(messageContext{msg: &peerGone{address: addr}})
+	select {
+	case <-here.done:
+		if !errors.Is(here.err, ErrNodeUnreachable) {
+			t.Errorf("call on the node whose connection ended: %v, want ErrNodeUnreachable", here.err)
+		}
+	default:
+		t.Error("the call on the node whose connection ended still waits")
+	}
+	select {
+	case <-there.done:
+		t.Errorf("a call on another node answered: %v", there.err)
+	default:
+	}
+	// The node's Terminated after its connection's end, and a connection
+	// to a node the client neither watches nor waits on: nothing more to
+	// report.
+	p.Receive(messageContext{msg: &actor.Terminated{Who: actor.NewPID(addr, ServiceName)}})
+	p.Receive(messageContext{msg: &peerGone{address: idle}})
+	// One it watches, with nothing pending: reported, and watched again
+	// at the next call.
+	delete(p.pending, callKey{"t", "d"})
+	p.Receive(messageContext{msg: &peerGone{address: other}})
+	if want := []string{addr, other}; !slices.Equal(gone, want) {
+		t.Errorf("nodes reported gone %q, want %q", gone, want)
+	}
+	if p.watched[other] {
+		t.Error("the node whose connection ended is still taken for watched")
+	}
+}
+
+// The end of a connection to callers cancels their calls on the node, even
+// when their Terminated never comes, and only theirs.
+func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), actorstest.CloseTimeout)
+		defer cancel()
+		if err := rt.Close(ctx); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+		goleak.VerifyNone(t, before)
+	})
+	started := make(chan string, 2)
+	hold := tools.MustNew(tools.Definition{Name: "hold", Timeout: tools.NoTimeout, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+		started <- string(args)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	conn, err := rt.Start(hold.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, stays := actor.NewPID("127.0.0.1:7", "caller"), actor.NewPID("127.0.0.1:8", "caller")
+	n := &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn},
+		callers: map[string]*actor.PID{gone.String(): gone, stays.String(): stays}}
+	for _, c := range []struct {
+		id     string
+		caller *actor.PID
+	}{{"c1", gone}, {"c2", stays}} {
+		n.routes.Store(callKey{c.id, c.id}, route{c.caller, "hold"})
+		if err := conn.Send(messages.ToolCall(c.id, c.id, "hold", json.RawMessage(`{"id":"`+c.id+`"}`))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %s did not start", c.id)
+		}
+	}
+
+	n.receive(messageContext{msg: &peerGone{address: gone.Address}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	f, err := conn.Recv(ctx)
+	if err != nil {
+		t.Fatalf("waiting for the cancelled call's result: %v", err)
+	}
+	if f.GetToolCallId() != "c1" || tools.KindOf(f) != tools.FailureCancelled {
+		t.Errorf("result %s of %s, want c1 cancelled", f.GetPayload(), f.GetToolCallId())
+	}
+	if _, ok := n.routes.Load(callKey{"c2", "c2"}); !ok || Routes(n) != 1 {
+		t.Errorf("routes left: %d; want only the other caller's call", Routes(n))
+	}
+	if n.callers[gone.String()] != nil || n.callers[stays.String()] == nil {
+		t.Errorf("callers watched: %v; want only the other caller", n.callers)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Error(err)
+	}
+}

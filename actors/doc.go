@@ -19,14 +19,10 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic; and the frames its caller sends on the stream of a call
-//     so answered, up to its END, get nothing more, from the shell or from
-//     the Logic of the next incarnation: a call's input is its frames up
-//     to the caller's END (or a whole request alone: a DESCRIBE, a
-//     TOOL_CALL with its arguments), so a caller that calls again on the
-//     stream sends that END first (a persistent duplex's next incarnation
-//     takes the frames of the calls it recovers). A META opens no call:
-//     it is about one;
+//     the Logic. A call's frames that its caller was still sending when
+//     a restart closed it reach the next incarnation, which takes them
+//     for a call of their own: a caller stops sending a call once it has
+//     the call's answer (its ERROR and END included);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

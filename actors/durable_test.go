@@ -85,16 +85,10 @@ func (e errString) Error() string { return string(e) }
 
 const errNotPersistent = errString("journal: not persistent or not recovering")
 
-// startJournal starts a journal duplex persisted in store (a memory
-// store closed with the test when nil), on a runtime of its own.
-func startJournal(t *testing.T, store durability.Store, opts *durability.ProviderOptions) *actors.Conn {
-	t.Helper()
-	if store == nil {
-		mem := memstore.New(nil)
-		t.Cleanup(func() { mem.Close() })
-		store = mem
-	}
-	provider, err := durability.NewProvider(store, opts)
+func TestDurable_RecoversAfterRestart(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +98,6 @@ func startJournal(t *testing.T, store durability.Store, opts *durability.Provide
 	if err != nil {
 		t.Fatal(err)
 	}
-	return conn
-}
-
-func TestDurable_RecoversAfterRestart(t *testing.T) {
-	conn := startJournal(t, nil, &durability.ProviderOptions{SnapshotInterval: 2})
 	ctx := testCtx(t)
 	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
 	for i, v := range []string{"a", "b", "c"} {
@@ -119,21 +108,6 @@ func TestDurable_RecoversAfterRestart(t *testing.T) {
 	// [a b] and replays c alone.
 	if got := add("4", "d"); got != "a,b,c,d|1" {
 		t.Errorf("after restart: %q, want %q", got, "a,b,c,d|1")
-	}
-}
-
-// TestDurable_CallOpenAtRestartGoesOn: a persistent duplex recovers its
-// calls, so the frames that follow on a stream open at its restart (here
-// the one that crashed it, without its END) are the rest of that call,
-// for the new incarnation (as a durable router finishes a call its crash
-// cut in two), not late frames of a call answered for good, as they are
-// for a plain duplex.
-func TestDurable_CallOpenAtRestartGoesOn(t *testing.T) {
-	conn := startJournal(t, nil, nil)
-	ctx := testCtx(t)
-	journalCrash(t, ctx, conn)
-	if got := journalAdd(t, ctx, conn, "crash", "z"); got != "z|0" {
-		t.Errorf("the crashed call's next frame: %q, want %q", got, "z|0")
 	}
 }
 
@@ -187,7 +161,16 @@ func TestDurable_BatchIsOneWrite(t *testing.T) {
 	mem := memstore.New(nil)
 	t.Cleanup(func() { mem.Close() })
 	store := &countingStore{Store: mem, snapshots: make(chan uint64, 16)}
-	conn := startJournal(t, store, &durability.ProviderOptions{SnapshotInterval: 3})
+	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, nil)
+	conn, err := rt.Start(actors.Spec{Name: "journal", Persistence: provider,
+		New: func() actors.Logic { return &journalLogic{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testCtx(t)
 	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
 	add("1", "a")       // event 0 (snapshot of [] at 0)

@@ -62,13 +62,16 @@ type shell struct {
 	timers   map[*time.Timer]struct{}
 	failure  error // the reason this incarnation is failing, if it is
 	finished bool
-	// closed is the duplex's record of the calls answered for good before
-	// their caller's END (see closedCalls): in cell, shared with the
-	// duplex's other incarnations, so that their late frames reach none.
+	// answered holds the streams whose call was answered for good since
+	// the incarnation ended, and whose caller's input has not ended yet:
+	// those its end closed (ERROR and END) before the caller's END came,
+	// and those opened after it and refused (see refuse). Their frames
+	// are the answered call's, dropped, up to the caller's END; a frame
+	// that opens a call on the stream after that is a new call (see late).
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	closed     *closedCalls
+	answered   []string
 	restarting bool
 	terminated bool
 
@@ -97,7 +100,7 @@ type (
 )
 
 func newShell(rt *Runtime, spec Spec, subscriber *actor.PID, cell *mailboxCell, up *mailbox) actor.Actor {
-	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up, closed: &cell.closed}
+	s := &shell{rt: rt, spec: spec, subscriber: subscriber, cell: cell, up: up}
 	if spec.Persistence != nil {
 		return newDurableShell(s)
 	}
@@ -305,14 +308,9 @@ func (s *shell) finish(reason error) {
 	}
 	streams := s.open.all()
 	slices.Sort(streams)
-	if s.durable == nil {
-		// A persistent duplex recovers its calls: the frames that follow
-		// on a stream open now are the rest of a call it resumes (a
-		// durable router's), not late frames.
-		for _, id := range streams {
-			if !s.open.inputEnded(id) {
-				s.closed.add(id)
-			}
+	for _, id := range streams {
+		if !s.open.inputEnded(id) {
+			s.answered = append(s.answered, id)
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
@@ -330,85 +328,67 @@ func (s *shell) finish(reason error) {
 // work opens a call on its stream, if none is open (see opensCall):
 // answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), END and
 // META do not: a duplex owes nothing for them, so a stream they arrive on
-// after its END stays closed. The caller's END ends the call's input; a
-// whole request that opens a call is its input alone (see openRequest).
+// after its END stays closed. The caller's END ends its
+// input: the open stream notes it (see late).
 //
-// The late frames of a call answered for good before its caller's END
-// (by the end of an earlier incarnation, or refused) are dropped (see
-// closedCalls): that call has had its one answer. Once the incarnation
-// has ended (its duplex restarting or stopping, its children still
-// finishing), the Logic gets no frame (see late).
+// Once the incarnation has ended (its duplex restarting or stopping, its
+// children still finishing), the Logic gets no frame (see late).
 func (s *shell) input(f *messages.Frame) {
-	if len(s.closed.streams) != 0 && s.closed.late(f) {
-		return
-	}
 	if s.finished {
 		s.late(f)
 		return
 	}
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		s.open.endInput(f.GetStreamId(), true)
-	case t == messages.FrameType_TOOL_CALL || t == messages.FrameType_DESCRIBE:
-		s.openRequest(f)
+		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
 }
 
-// openRequest notes a TOOL_CALL or DESCRIBE (see input): a whole request
-// that opens its stream is a call whose input is complete; a streaming
-// TOOL_CALL has input to come.
-func (s *shell) openRequest(f *messages.Frame) {
-	id := f.GetStreamId()
-	if id == "" {
+// late takes a frame written into the sink after the incarnation ended.
+// A call is the frames of its stream up to the caller's END: the frames
+// of a call answered since (see answered) are dropped, and its END ends
+// it. Otherwise a frame that opens a call (stream ids are reused, call
+// after call) is a new call, refused. Frames that open nothing (a META
+// among them: an approval decision after its call's END) are dropped: a
+// duplex owes nothing for them.
+func (s *shell) late(f *messages.Frame) {
+	id, t := f.GetStreamId(), f.GetType()
+	if i := slices.Index(s.answered, id); i >= 0 {
+		if t == messages.FrameType_END {
+			s.answered = slices.Delete(s.answered, i, i+1)
+		}
 		return
 	}
-	whole := wholeRequest(f)
-	if whole && s.open.has(id) {
-		return // a request among the frames of the call open
-	}
-	s.noteOpen(id)
-	s.open.endInput(id, whole)
-}
-
-// late takes a frame written into the sink after the incarnation ended.
-// A frame that opens a call (stream ids are reused, call after call) is
-// refused. Frames that open nothing are dropped: a duplex owes nothing
-// for them.
-func (s *shell) late(f *messages.Frame) {
-	if opensCall(f.GetType()) {
-		s.refuse(f)
+	if opensCall(t) {
+		s.refuse(id)
 	}
 }
 
-// refuse answers f, which opened a new call, after the incarnation
-// ended: the Logic will not run it, so the stream gets ERROR and END, at
-// once rather than when the duplex has stopped, and only once for the
-// frames of the call: the stream is recorded (see closedCalls) until its
-// caller's END, unless f is a whole request. The ERROR has failure kind
+// refuse answers a frame that opened stream, a new call, after the
+// incarnation ended: the Logic will not run it, so the stream gets ERROR
+// and END, at once rather than when the duplex has stopped, and only
+// once for the frames of the call (see late). The ERROR has failure kind
 // StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
 // back. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
-func (s *shell) refuse(f *messages.Frame) {
-	stream := f.GetStreamId()
+func (s *shell) refuse(stream string) {
 	if s.terminated || stream == "" {
 		return
 	}
-	if !wholeRequest(f) {
-		s.closed.add(stream)
-	}
+	s.answered = append(s.answered, stream)
 	if s.restarting {
 		s.Emit(messages.Error(stream, restartingText))
 		s.Emit(messages.End(stream))
 		return
 	}
-	e := messages.Error(stream, stoppingText)
-	e.Meta = &messages.Metadata{FailureKind: StoppedKind}
-	s.Emit(e)
+	f := messages.Error(stream, stoppingText)
+	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	s.Emit(f)
 	s.Emit(messages.End(stream))
 }
 
@@ -502,26 +482,16 @@ func (o *openStreams) remove(id string) {
 	delete(o.more, id)
 }
 
-// has reports whether id is open.
-func (o *openStreams) has(id string) bool {
-	if slices.Contains(o.few[:o.n], id) {
-		return true
-	}
-	_, ok := o.more[id]
-	return ok
-}
-
-// endInput notes whether the input of id's call, if it is open, has
-// ended: its caller sent its END (or a whole request).
-func (o *openStreams) endInput(id string, ended bool) {
+// endInput notes that the caller of id, if it is open, sent its END.
+func (o *openStreams) endInput(id string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			o.ended[i] = ended
+			o.ended[i] = true
 			return
 		}
 	}
 	if _, ok := o.more[id]; ok {
-		o.more[id] = ended
+		o.more[id] = true
 	}
 }
 

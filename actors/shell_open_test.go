@@ -24,7 +24,7 @@ func TestOpenStreams_BehavesAsASet(t *testing.T) {
 			o.remove(id)
 			delete(want, id)
 		case 1:
-			o.endInput(id, true)
+			o.endInput(id)
 			if _, ok := want[id]; ok {
 				want[id] = true
 			}

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/asynkron/protoactor-go/persistence"
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -16,19 +15,16 @@ import (
 // restarts (AllForOne) while its child holds: at start it spawns child
 // and writes it a frame; it answers a caller's END with TEXT "served"
 // and END; its first incarnation's end closes ending. mb is the duplex's
-// mailbox, sent by each incarnation as it starts.
+// mailbox.
 type restartProbe struct {
 	child  Spec
 	ending func()
-	ended  <-chan struct{} // closed by ending
 	mb     chan *mailbox
-	shell  *shell // the last incarnation's, set before its mailbox is sent on mb
 }
 
 func (p *restartProbe) Receive(c Context, msg any) {
 	switch m := msg.(type) {
 	case Started:
-		p.shell = c.(*shell)
 		select {
 		case p.mb <- c.(*shell).mb:
 		default:
@@ -55,7 +51,21 @@ func (p *restartProbe) OnFailure(Context, error) { p.ending() }
 // failure kind StoppedKind, for the duplex comes back, and a call after
 // the restart is served.
 func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
-	rt, d, probe, mb, releaseChild := startRestartProbe(t, nil)
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
+	var childEntered <-chan struct{}
+	var releaseChild func()
+	probe := &restartProbe{mb: make(chan *mailbox, 1)}
+	probe.child, childEntered, releaseChild = holdingChild(t)
+	ending := make(chan struct{})
+	probe.ending = sync.OnceFunc(func() { close(ending) })
+	d, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-childEntered
+	mb := <-probe.mb
 	open := func(id string) *MuxStream {
 		s := mustOpen(t, d, id)
 		t.Cleanup(s.Release)
@@ -65,7 +75,20 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 	if err := o.Send(messages.Text("o", "hi")); err != nil {
 		t.Fatal(err)
 	}
-	restartProbed(t, rt, probe)
+	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
+		return LogicFunc(func(_ Context, msg any) {
+			if _, ok := msg.(*messages.Frame); ok {
+				panic("boom")
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Send(messages.Text("p", "panic")); err != nil {
+		t.Fatal(err)
+	}
+	<-ending // d's first incarnation has ended: d restarts, its child holding
 
 	n := open("n")
 	if err := n.SendAll(messages.Text("n", "hi"), messages.End("n")); err != nil {
@@ -100,49 +123,4 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 	if want := []string{"TEXT(served)", "END"}; !slices.Equal(got, want) {
 		t.Errorf("a call after the restart got %q, want %q", got, want)
 	}
-}
-
-// startRestartProbe starts a restartProbe as duplex "d" on a Mux, under a
-// top-level supervisor AllForOne, persistent with persistence when it is
-// not nil, and returns once its child holds: the Mux, the probe, d's
-// mailbox, and the function that releases the child. The test checks
-// that no goroutine is left once the runtime is closed.
-func startRestartProbe(t *testing.T, persistence persistence.Provider) (rt *Runtime, d *Mux, probe *restartProbe, mb *mailbox, releaseChild func()) {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
-	rt = closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
-	var childEntered <-chan struct{}
-	probe = &restartProbe{mb: make(chan *mailbox, 1)}
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	ending := make(chan struct{})
-	probe.ended = ending
-	probe.ending = sync.OnceFunc(func() { close(ending) })
-	d, err := rt.StartMux(Spec{Name: "d", Persistence: persistence, New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
-	return rt, d, probe, <-probe.mb, releaseChild
-}
-
-// restartProbed fails a sibling of the probe's duplex ("x") and returns
-// once the duplex's first incarnation has ended: it restarts, its child
-// holding.
-func restartProbed(t *testing.T, rt *Runtime, probe *restartProbe) {
-	t.Helper()
-	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
-		return LogicFunc(func(_ Context, msg any) {
-			if _, ok := msg.(*messages.Frame); ok {
-				panic("boom")
-			}
-		})
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Send(messages.Text("p", "panic")); err != nil {
-		t.Fatal(err)
-	}
-	<-probe.ended
 }

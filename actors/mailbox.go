@@ -89,7 +89,11 @@ type mailbox struct {
 	suspended  atomic.Bool
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
-	process    func() // m.processMessages, made once
+	// ready: invoker and dispatcher are set. protoactor registers a new
+	// actor's process, so that its id reaches this mailbox, before it
+	// registers the handlers: a message posted in that gap waits.
+	ready   atomic.Bool
+	process func() // m.processMessages, made once
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -312,6 +316,7 @@ func (m *mailbox) PostSystemMessage(message any) {
 func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker = invoker
 	m.dispatcher = dispatcher
+	m.ready.Store(true)
 }
 
 // Start implements actor.Mailbox.
@@ -331,7 +336,18 @@ func (m *mailbox) schedule() {
 	// run counts again after going idle (processMessages), so the
 	// message is never left behind.
 	if m.status.Load() == mailboxIdle && m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
-		m.dispatcher.Schedule(m.process)
+		if m.ready.Load() {
+			m.dispatcher.Schedule(m.process)
+			return
+		}
+		// No handlers yet (see ready): the message waits for the first
+		// post after they are registered (the spawn's Started). Handlers
+		// registered while this post held the mailbox running made that
+		// post leave the run to this one: schedule again then.
+		m.status.Store(mailboxIdle)
+		if m.ready.Load() {
+			m.schedule()
+		}
 	}
 }
 

@@ -494,3 +494,57 @@ func TestMailbox_UserMessageCountHoldsTheBatch(t *testing.T) {
 		t.Fatalf("UserMessageCount = %d once all were handled, want 0", got)
 	}
 }
+
+// TestMailbox_PostedBeforeHandlers: protoactor registers a new actor's
+// process, so its id reaches its mailbox, before it hands the mailbox its
+// handlers. A message posted in that gap (a background job of an earlier
+// actor of the same id finishing) waits, without a panic, and is
+// delivered after the Started system message the spawn posts next.
+func TestMailbox_PostedBeforeHandlers(t *testing.T) {
+	mb := newMailbox()
+	mb.PostUserMessage("early")
+	mb.postFrom(&actor.PID{Id: "child"}, messages.Text("s", "x"))
+	inv := &recordingInvoker{mb: mb}
+	d := &manualDispatcher{}
+	mb.RegisterHandlers(inv, d)
+	if len(d.runs) != 0 {
+		t.Fatalf("%d runs scheduled by registering the handlers, want none before a post", len(d.runs))
+	}
+	mb.PostSystemMessage("started")
+	d.runAll()
+	if !slices.Equal(inv.system, []any{"started"}) || len(inv.user) != 2 || inv.user[0] != "early" {
+		t.Fatalf("invoked system %v, user %v; want started, then early and the child's frame", inv.system, inv.user)
+	}
+}
+
+// TestMailbox_PostedWhileHandlersRegister races posts with the
+// registration of the handlers: every message is delivered once the
+// Started system message is, and no post panics.
+func TestMailbox_PostedWhileHandlersRegister(t *testing.T) {
+	for range 200 {
+		mb := newMailbox()
+		inv := &recordingInvoker{mb: mb}
+		runs := make(chan func(), 16)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mb.PostUserMessage("early")
+		}()
+		mb.RegisterHandlers(inv, chanDispatcher(runs))
+		mb.PostSystemMessage("started")
+		wg.Wait()
+		for len(inv.user) == 0 || len(inv.system) == 0 {
+			(<-runs)()
+		}
+		if !slices.Equal(inv.system, []any{"started"}) || !slices.Equal(inv.user, []any{"early"}) {
+			t.Fatalf("invoked system %v, user %v; want started and early", inv.system, inv.user)
+		}
+	}
+}
+
+// chanDispatcher hands scheduled runs to the test through a channel.
+type chanDispatcher chan func()
+
+func (d chanDispatcher) Schedule(fn func()) { d <- fn }
+func (d chanDispatcher) Throughput() int    { return 300 }

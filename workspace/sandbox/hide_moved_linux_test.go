@@ -121,3 +121,26 @@ func TestRecordMatchesBounded(t *testing.T) {
 		t.Errorf("%d recorded, want %d", n, MaxRecorded)
 	}
 }
+
+// Nested workspaces: the outer one's commands make links where the
+// inner one's set-up follows them (outside the inner workspace). A link
+// an outer command made that leads to "/", to a system directory, or
+// to the inner workspace or one of its ancestors leads nowhere for the
+// inner set-up: it neither fails nor hides /usr/bin.
+func TestHideNestedWorkspaceLinks(t *testing.T) {
+	outer := dirIn(t, "/var/tmp")
+	inner := filepath.Join(outer, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := resolvedConfig(t, inner, filepath.Join(outer, "*.key"), filepath.Join(outer, "later"),
+		filepath.Join(outer, "up"), filepath.Join(outer, "sys"))
+	if out, exit := runIn(t, Config{}, outer, "ln -s /usr/bin bin.key && ln -s / later && ln -s . up && ln -s /usr/lib sys"); exit.Code != 0 {
+		t.Fatalf("outer command: %q %+v", out, exit)
+	}
+	root, _ := openRootAndNull(t, inner)
+	out, err := tryIn(t, cfg, root, "ls /usr/bin/env && ls / >/dev/null && ls -d /usr/lib && echo ran")
+	if err != nil || out != "/usr/bin/env\n/usr/lib\nran\n" {
+		t.Errorf("inner command after an outer command made links: %q, %v", out, err)
+	}
+}

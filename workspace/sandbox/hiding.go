@@ -95,7 +95,10 @@ type HiddenPath struct {
 	// matched, again at each set-up, and what it leads to or matches by
 	// then is hidden. A link in the workspace (a command's) is not
 	// followed then: an entry that leads through one leads nowhere, a
-	// match that is one is left out; a match that is not a directory
+	// match that is one is left out; so is a link outside it (in a
+	// workspace that holds it, say) that leads to "/", the workspace or
+	// an ancestor of it, a system directory, or into the software
+	// (/usr, /bin, …); a match that is not a directory
 	// (a FIFO, say) holds nothing to match the next component in. The
 	// set-up fails ([ErrConfig], saying which pattern and directory)
 	// when the patterns match more than 1024 paths in all, or make it
@@ -200,7 +203,7 @@ func RecordMatches(resolved []HiddenPath, workspace string) []HiddenPath {
 				return out
 			}
 			found = m
-		} else if r, ok := resolveOutside(f.Path, workspace); ok {
+		} else if r, ok := hideTarget(f.Path, workspace); ok {
 			found = []string{r}
 		}
 		for _, r := range found {
@@ -326,7 +329,7 @@ func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
 	var r string
 	if atSetUp {
 		var ok bool
-		if r, ok = resolveOutside(path, wsPath); !ok {
+		if r, ok = hideTarget(path, wsPath); !ok {
 			return "", nil
 		}
 	} else {
@@ -421,7 +424,7 @@ func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error)
 }
 
 // stepOutside is the entry name of the directory dir (resolved: no
-// link on the way), resolved as [resolveOutside] does; ok is false when
+// link on the way), resolved as [hideTarget] does; ok is false when
 // it does not exist (err says so) or leads nowhere.
 func stepOutside(dir, name, wsPath string) (string, bool, error) {
 	p := filepath.Join(dir, name)
@@ -432,7 +435,7 @@ func stepOutside(dir, name, wsPath string) (string, bool, error) {
 	if fi.Mode()&os.ModeSymlink == 0 {
 		return p, true, nil
 	}
-	r, ok := resolveOutside(p, wsPath)
+	r, ok := hideTarget(p, wsPath)
 	return r, ok, nil
 }
 
@@ -476,6 +479,28 @@ func readNames(dir string, budget *matchBudget, watch bool) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s", errChanged, dir)
 	}
 	return names, nil
+}
+
+// softwareDirs hold the software commands run: a link followed at a
+// set-up that leads into one leads nowhere (see [hideTarget]).
+var softwareDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store", "/gnu/store", "/snap"}
+
+// hideTarget is path resolved at a set-up as [resolveOutside] does, for
+// hiding: a path whose links (outside the workspace, in a workspace
+// that holds it, say, whose commands make them) lead to "/", to the
+// workspace or one of its ancestors, to a system directory or into the
+// software leads nowhere, rather than fail the set-up or hide what
+// commands need.
+func hideTarget(path, wsPath string) (string, bool) {
+	r, ok := resolveOutside(path, wsPath)
+	if !ok || r == filepath.Clean(path) {
+		return r, ok
+	}
+	if within(wsPath, r) || slices.Contains(systemDirs, r) ||
+		slices.ContainsFunc(softwareDirs, func(d string) bool { return within(r, d) }) {
+		return "", false
+	}
+	return r, true
 }
 
 // maxLinks bounds the links resolveOutside follows, as the kernel does.

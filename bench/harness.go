@@ -24,8 +24,9 @@ type config struct {
 	// quick and smoke shrink the sizes: quick for a one-minute pass,
 	// smoke for the test that keeps the harness from rotting.
 	quick, smoke bool
-	// filter selects figures and cases by "<figure> <case>".
-	filter *regexp.Regexp
+	// filter selects figures and cases by "<figure> <case>"; skip then
+	// leaves out those it matches.
+	filter, skip *regexp.Regexp
 	// progress receives a line per measurement; nil is silent.
 	progress io.Writer
 	// peers is the folder of the figure 7 peers; empty skips them.
@@ -33,7 +34,8 @@ type config struct {
 }
 
 func (c *config) selected(figure, name string) bool {
-	return c.filter == nil || c.filter.MatchString(figure+" "+name)
+	id := figure + " " + name
+	return (c.filter == nil || c.filter.MatchString(id)) && (c.skip == nil || !c.skip.MatchString(id))
 }
 
 func (c *config) logf(format string, args ...any) {

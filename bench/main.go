@@ -62,6 +62,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	memprofile := fs.String("memprofile", "", "write an allocation profile at the end of the run to `file`")
 	rounds := fs.Int("rounds", 0, "measure each pair this many times, interleaved (default 5, 3 with -quick)")
 	filter := fs.String("filter", "", "run only the cases whose \"<figure> <case>\" matches this `regexp` (e.g. '^2 ' or 'ai-sdk')")
+	skip := fs.String("skip", "", "leave out the cases whose \"<figure> <case>\" matches this `regexp` (after -filter; e.g. 'eino|ai-sdk')")
 	benchtime := fs.Duration("benchtime", 0, "time of one measurement (default 300ms, 100ms with -quick)")
 	peers := fs.String("peers", "", "`folder` of the figure 7 peers (default: bench/peers of the current module)")
 	noPeers := fs.Bool("no-peers", false, "do not run the figure 7 peers")
@@ -98,6 +99,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("-filter: %w", err)
 		}
 		c.filter = re
+	}
+	if *skip != "" {
+		re, err := regexp.Compile(*skip)
+		if err != nil {
+			return fmt.Errorf("-skip: %w", err)
+		}
+		c.skip = re
 	}
 	if !*noPeers {
 		c.peers = *peers

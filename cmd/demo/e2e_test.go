@@ -1,3 +1,9 @@
+//go:build !race
+
+// The tests that run the demo binary are left out under the race
+// detector: the binary is built without it, so they would repeat the
+// plain run (CI runs both). The in-process tests run under it.
+
 package main
 
 import (
@@ -15,44 +21,26 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/models/anthropic/anthropictest"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai/openaitest"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
-// demoBin is the demo built once for the end-to-end tests.
+// demoBin is the demo, built once for the tests that run it.
 var demoBin string
 
-// TestMain builds the demo into a temporary folder, runs the tests and
-// checks that the in-process ones left no goroutine behind.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "demo-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "make build folder:", err)
-		os.Exit(1)
-	}
+// buildDemo builds the demo into dir for the tests that run the binary.
+func buildDemo(dir string) error {
 	demoBin = filepath.Join(dir, "demo")
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(build.Default.GOROOT, "bin", "go")
 	}
 	if out, err := exec.Command(goTool, "build", "-o", demoBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the demo: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+		return fmt.Errorf("build the demo: %v\n%s", err, out)
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return nil
 }
 
 // processResult is what one run of the demo binary did.
@@ -130,16 +118,6 @@ func TestE2E_Workspace(t *testing.T) {
 	if err != nil || string(out) != wantGreeting {
 		t.Errorf("hello.sh printed %q (%v), want %q", out, err, wantGreeting)
 	}
-}
-
-// scriptTurns is the embedded script, for a fake server to play.
-func scriptTurns(t *testing.T) []scripted.Turn {
-	t.Helper()
-	script, err := loadScript(defaultScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return script.Turns
 }
 
 func TestE2E_BaseURL(t *testing.T) {

@@ -1,3 +1,7 @@
+//go:build !race
+
+// Runs the demo binary: left out under the race detector (see e2e_test.go).
+
 package main
 
 import (

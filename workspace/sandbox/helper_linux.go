@@ -627,7 +627,9 @@ func freshDev(shm string) (ptys bool, err error) {
 // [HiddenPath]) and the path no longer has it, a path inside the
 // workspace is refused ([ErrHiddenMoved]); outside it, what is there
 // now is hidden (a file replaced by a rename, say). A path that is
-// gone is left alone, unless it had an identity inside the workspace.
+// gone is left alone outside the workspace; inside it, where every path
+// to hide was found, by this set-up or when the workspace was opened,
+// it was moved (by a command running meanwhile, say), and is refused.
 func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -635,7 +637,7 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	})
 	identified := id.Dev != 0 || id.Ino != 0
 	switch {
-	case err == unix.ENOENT && !(inside && identified):
+	case err == unix.ENOENT && !inside:
 		return nil
 	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
 		if inside {

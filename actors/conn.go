@@ -37,19 +37,16 @@ func (rt *Runtime) Start(spec Spec) (*Conn, error) {
 	if !ok {
 		return nil, errors.New("actors: register conn: id taken")
 	}
+	p.mu.Lock()
+	p.self = portPID
+	p.mu.Unlock()
 	spec.Subscriber = Ref{}
-	pid, err := rt.spawn(spec, portPID)
+	// The port watches the duplex, so that Recv learns when it is gone.
+	pid, err := rt.spawn(spec, portPID, true)
 	if err != nil {
 		rt.system.ProcessRegistry.Remove(portPID)
 		return nil, err
 	}
-	// Watch the duplex so that Recv learns when it is gone.
-	if proc, ok := rt.system.ProcessRegistry.Get(pid); ok {
-		proc.SendSystemMessage(pid, &actor.Watch{Watcher: portPID})
-	}
-	p.mu.Lock()
-	p.self = portPID
-	p.mu.Unlock()
 	return &Conn{rt: rt, pid: pid, port: p, portPID: portPID}, nil
 }
 
@@ -58,7 +55,7 @@ func (rt *Runtime) Start(spec Spec) (*Conn, error) {
 // and returns it. Use it to feed a duplex into an actor of your own; use
 // [Runtime.Start] to talk to it from plain Go code.
 func (rt *Runtime) Spawn(spec Spec) (Ref, error) {
-	pid, err := rt.spawn(spec, spec.Subscriber.pid)
+	pid, err := rt.spawn(spec, spec.Subscriber.pid, false)
 	if err != nil {
 		return Ref{}, err
 	}

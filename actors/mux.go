@@ -45,13 +45,12 @@ func (rt *Runtime) startMux(parent *actor.PID, gone <-chan struct{}, spec Spec) 
 	}
 	in.self = pp
 	spec.Subscriber = Ref{}
-	pid, err := rt.spawnUnder(parent, gone, spec, pp)
+	// The Mux watches the duplex, so that its streams learn when it is
+	// gone.
+	pid, err := rt.spawnUnder(parent, gone, spec, pp, true)
 	if err != nil {
 		rt.system.ProcessRegistry.Remove(pp)
 		return nil, err
-	}
-	if proc, ok := rt.system.ProcessRegistry.Get(pid); ok {
-		proc.SendSystemMessage(pid, &actor.Watch{Watcher: pp})
 	}
 	return &Mux{rt: rt, pid: pid, in: in, pp: pp}, nil
 }

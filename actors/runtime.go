@@ -228,6 +228,9 @@ type spawnRequest struct {
 	// for has ended: a shell then refuses it (a child spawned while it
 	// stops would never be stopped, and its stop would wait forever).
 	gone <-chan struct{}
+	// watch: the subscriber (a Conn's port, a Mux) watches the duplex,
+	// to learn when it stops (see spawnChild).
+	watch bool
 }
 
 type spawnReply struct {
@@ -262,7 +265,9 @@ func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
 		req.reply <- spawnReply{err: fmt.Errorf("%w: its name is part of its persistence key: set Spec.Name (the stage's Name option)", ErrNoName)}
 		return
 	case name == "":
-		req.reply <- spawnReply{pid: ctx.Spawn(props)}
+		pid := ctx.Spawn(props)
+		rt.watchFor(req, pid)
+		req.reply <- spawnReply{pid: pid}
 		return
 	}
 	pid, err := ctx.SpawnNamed(props, name)
@@ -275,18 +280,42 @@ func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
 		*seq++
 		pid, err = ctx.SpawnNamed(props, name+"-"+strconv.Itoa(*seq+1))
 	}
+	if err == nil {
+		rt.watchFor(req, pid)
+	}
 	req.reply <- spawnReply{pid: pid, err: err}
 }
 
+// watchFor has req's subscriber watch pid, just spawned, when req asks
+// for it. It is done here, in the parent's turn, not by the caller once
+// the reply has come: a duplex that fails as it starts may be stopped by
+// then (its supervisor's decision taken), out of the process registry,
+// and a Watch could no longer reach it, nor its Terminated come; or its
+// id may be a newer duplex's. Here the id is pid's own (only this parent
+// spawns under it), and a duplex that stopped itself already is reported
+// stopped at once.
+func (rt *Runtime) watchFor(req *spawnRequest, pid *actor.PID) {
+	if !req.watch {
+		return
+	}
+	reg := rt.system.ProcessRegistry
+	if proc, ok := reg.Get(pid); ok {
+		proc.SendSystemMessage(pid, &actor.Watch{Watcher: req.subscriber})
+	} else if sub, ok := reg.Get(req.subscriber); ok {
+		sub.SendSystemMessage(req.subscriber, &actor.Terminated{Who: pid})
+	}
+}
+
 // spawn starts spec under the host and returns its PID.
-func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID) (*actor.PID, error) {
-	return rt.spawnUnder(rt.host, rt.hostGone, spec, subscriber)
+func (rt *Runtime) spawn(spec Spec, subscriber *actor.PID, watch bool) (*actor.PID, error) {
+	return rt.spawnUnder(rt.host, rt.hostGone, spec, subscriber, watch)
 }
 
 // spawnUnder starts spec as a child of parent, an actor that answers
 // spawn requests (the host, a shell), and returns its PID. gone is closed
-// when parent has stopped.
-func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec, subscriber *actor.PID) (*actor.PID, error) {
+// when parent has stopped. With watch, subscriber watches the duplex
+// from its start.
+func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec, subscriber *actor.PID, watch bool) (*actor.PID, error) {
 	if spec.New == nil {
 		return nil, errors.New("actors: spec has no New function")
 	}
@@ -297,7 +326,7 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 	// stopped may hold the request in a suspended mailbox until it is
 	// gone, and nothing must wait for the timeout then.
 	replies := make(chan spawnReply, 1)
-	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone})
+	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone, watch: watch})
 	timer := time.NewTimer(rt.spawnTimeout)
 	defer timer.Stop()
 	var reply spawnReply

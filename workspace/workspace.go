@@ -189,8 +189,12 @@ type Options struct {
 	// what a link points to then is hidden, whatever commands do to the
 	// link later. A path that does not exist when New runs is resolved
 	// again (its links followed then, but not those in the workspace,
-	// which commands make) for each command, and hidden from the
-	// commands that start once it exists. A path that holds
+	// which commands make) each time a command's sandbox is set up,
+	// which may be ahead of the command (see [Workspace.Warm]): it is
+	// hidden from the commands set up once it exists. An entry may be a
+	// pattern (filepath.Match), expanded once, by New: what it matches
+	// then is hidden, and a pattern that matches nothing then hides
+	// nothing later. A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it

@@ -28,10 +28,7 @@ import (
 // command's sandbox when a command has finished (and New keeps the one
 // it probes with): a command on a workspace that was idle for that long
 // starts about as fast as an unsandboxed one. [Workspace.Warm] prepares
-// one ahead of the first command. A workspace whose HidePaths hold a
-// pattern, or a path missing when it was opened, prepares none ahead:
-// each command's sandbox is set up as the command starts, so that what
-// matches by then is hidden (see [Options.HidePaths]).
+// one ahead of the first command.
 //
 // Without a sandbox the shell starts in a new session, so it leads a new
 // process group, which is killed in the same cases; a process that
@@ -185,20 +182,7 @@ func (w *Workspace) prepare() (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := *w.sandbox
-	if w.matchLate {
-		// What the patterns and missing paths match now is recorded, so
-		// that a command that moves it refuses the next ones instead of
-		// showing it under its new name.
-		w.lateMu.Lock()
-		if w.late == nil {
-			w.late = cfg.Resolved
-		}
-		w.late = sandbox.RecordMatches(w.late, w.dir)
-		cfg.Resolved = w.late
-		w.lateMu.Unlock()
-	}
-	sb, err := sandbox.Prepare(cfg, w.rootDir, outW, errW)
+	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).
 	outW.Close()
 	errW.Close()
@@ -274,11 +258,10 @@ func (w *Workspace) warmNext() {
 }
 
 // warmNextLocked starts preparing a sandbox for the next command, unless
-// one is ready or on its way, the workspace is closing, or its commands'
-// sandboxes match what they hide as they start (see Options.HidePaths).
-// w.warmMu is held.
+// one is ready or on its way, or the workspace is closing. w.warmMu is
+// held.
 func (w *Workspace) warmNextLocked() {
-	if w.matchLate || w.warm != nil || w.warming != nil || w.closed.Err() != nil {
+	if w.warm != nil || w.warming != nil || w.closed.Err() != nil {
 		return
 	}
 	ch := make(chan struct{})
@@ -309,8 +292,7 @@ func (w *Workspace) warmNextLocked() {
 // sandbox itself, each time a command finishes; Warm is for a program
 // that wants its first command to start fast too, or for a benchmark
 // that measures a command's start on an idle workspace rather than a
-// sandbox's set-up. It does nothing for a workspace without a sandbox,
-// nor for one whose HidePaths are matched as each command starts.
+// sandbox's set-up. It does nothing for a workspace without a sandbox.
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err

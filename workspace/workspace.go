@@ -189,28 +189,12 @@ type Options struct {
 	// what a link points to then is hidden, whatever commands do to the
 	// link later. A path that does not exist when New runs is resolved
 	// again (its links followed then, but not those in the workspace,
-	// which commands make) for each command, and hidden from the
-	// commands that start once it exists. A pattern (filepath.Match)
-	// is matched by New and again for each command, following no link
-	// in the workspace: what matches it once a command starts is hidden
-	// from that command, and what matched is then held to, as a path
-	// resolved by New is (up to 1024 such paths, see
-	// [sandbox.RecordMatches]): a command that moves it, or the
-	// directory holding it, refuses the next ones
-	// ([sandbox.ErrHiddenMoved]), and so does removing it from outside
-	// the sandbox, until the workspace is opened again. With a pattern
-	// or a missing path, each
-	// command's sandbox is set up as the command starts (a few
-	// milliseconds), not prepared ahead. Matching is bounded: when the
-	// patterns match more than 1024 paths in all, or the directories
-	// they list hold more than 65536 entries in all, the command is
-	// refused with an error naming the pattern and directory (it wraps
-	// [sandbox.ErrConfig]), and so is every later one (and New, when it
-	// sets a sandbox up to learn what the kernel allows), until
-	// files are removed from outside the sandbox (commands cannot see
-	// the matches, nor the file tools remove them) or the pattern is
-	// narrowed: hiding only some of the matches would show the rest
-	// (see [sandbox.HiddenPath]). A path that holds
+	// which commands make) each time a command's sandbox is set up,
+	// which may be ahead of the command (see [Workspace.Warm]): it is
+	// hidden from the commands set up once it exists. An entry may be a
+	// pattern (filepath.Match), expanded once, by New: what it matches
+	// then is hidden, and a pattern that matches nothing then hides
+	// nothing later. A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it
@@ -261,13 +245,7 @@ type Workspace struct {
 	once     sync.Once
 	closeErr error
 
-	// The sandbox of the next command, prepared ahead (see takePrepared),
-	// unless matchLate: then each command's is set up as it starts.
-	matchLate bool
-	// lateMu guards late: the paths to hide, with the identities of
-	// what matched them as earlier commands started (see prepare).
-	lateMu  sync.Mutex
-	late    []sandbox.HiddenPath
+	// The sandbox of the next command, prepared ahead (see takePrepared).
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
 	warming chan struct{}  // closed when the preparation under way ends; nil if none
@@ -403,9 +381,6 @@ func (w *Workspace) setUpSandbox() error {
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)
 	}
-	// Patterns, and paths missing now, are matched by each set-up: one
-	// made ahead would miss what is written before its command starts.
-	w.matchLate = slices.ContainsFunc(cfg.Resolved, func(h sandbox.HiddenPath) bool { return h.Dev == 0 && h.Ino == 0 })
 	prot, err := w.probe(cfg)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
@@ -459,11 +434,7 @@ func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 	}
 	prot := *h.sb.Protections()
 	probes.Store(key, prot)
-	if w.matchLate {
-		h.release()
-	} else {
-		w.warm = h
-	}
+	w.warm = h
 	return prot, nil
 }
 

@@ -350,17 +350,11 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 		return p, err
 	}
 	defer unix.Close(mounted)
-	// What led nowhere, and what a pattern matches, may lead into the
-	// workspace now that it is mounted: beneath /tmp, it was not there
-	// to be found before (the sandbox's own /tmp covers the host's),
-	// unlike the paths inside it that were resolved when it was opened
-	// (their identities say where). Elsewhere the patterns matched
-	// already what they match.
-	again := plan.missing
-	if !within(wsPath, "/tmp") {
-		again = slices.DeleteFunc(slices.Clone(again), isPattern)
-	}
-	late, err := planHiding(again, nil, wsPath)
+	// What led nowhere may lead into the workspace now that it is
+	// mounted: beneath /tmp, it was not there to be found before (the
+	// sandbox's own /tmp covers the host's), unlike the paths inside it
+	// that were resolved when it was opened (their identities say where).
+	late, err := planHiding(plan.missing, nil, wsPath)
 	if err != nil {
 		return p, err
 	}
@@ -627,9 +621,7 @@ func freshDev(shm string) (ptys bool, err error) {
 // [HiddenPath]) and the path no longer has it, a path inside the
 // workspace is refused ([ErrHiddenMoved]); outside it, what is there
 // now is hidden (a file replaced by a rename, say). A path that is
-// gone is left alone outside the workspace; inside it, where every path
-// to hide was found, by this set-up or when the workspace was opened,
-// it was moved (by a command running meanwhile, say), and is refused.
+// gone is left alone, unless it had an identity inside the workspace.
 func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -637,7 +629,7 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	})
 	identified := id.Dev != 0 || id.Ino != 0
 	switch {
-	case err == unix.ENOENT && !inside:
+	case err == unix.ENOENT && !(inside && identified):
 		return nil
 	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
 		if inside {

@@ -90,28 +90,12 @@ func hideList(wsPath string) (defaults, others []string) {
 // ([ErrHiddenMoved]).
 type HiddenPath struct {
 	Path string `json:"path"`
-	// Dev and Ino are 0 when nothing was there, and for a pattern
-	// (kept besides what it matched): the entry is then resolved, or
-	// matched, again at each set-up, and what it leads to or matches by
-	// then is hidden. A link in the workspace (a command's) is not
-	// followed then: an entry that leads through one leads nowhere, a
-	// match that is one is left out; so is a link outside it (in a
-	// workspace that holds it, say) that leads to "/", the workspace or
-	// an ancestor of it, a system directory, or into the software
-	// (/usr, /bin, …); a match that is not a directory
-	// (a FIFO, say) holds nothing to match the next component in. The
-	// set-up fails ([ErrConfig], saying which pattern and directory)
-	// when the patterns match more than 1024 paths in all, or make it
-	// read more than 65536 directory entries in all: it does not hide
-	// only some of what they match, and does not spend unbounded time
-	// on what commands made. Every later set-up fails too, until files
-	// are removed (from outside the sandbox, which hides the matches)
-	// or the pattern is narrowed (a workspace opened again with it).
+	// Dev and Ino are 0 when nothing was there: the entry is then
+	// resolved again at each set-up, and hidden if it exists by then;
+	// a link in the workspace on the way (a command's) is not followed,
+	// and the entry then leads nowhere.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
-	// Recorded marks an identity [RecordMatches] added: of a path
-	// found after ResolveHide.
-	Recorded bool `json:"recorded,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
@@ -123,10 +107,8 @@ var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or rep
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
 // and resolves it once and for all: patterns expanded, links followed,
-// the identity of each path that exists recorded. A pattern is kept
-// too, to be matched again by each set-up (following no link in the
-// workspace, and within bounds: see [HiddenPath]). The result is what
-// a [Config]'s Resolved field wants.
+// the identity of each path that exists recorded. The result is what a
+// [Config]'s Resolved field wants.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -134,16 +116,10 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	}
 	var out []HiddenPath
 	for i, h := range hide {
-		if !filepath.IsAbs(h) {
-			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
-		}
 		matches := []string{h}
-		if isPattern(h) {
+		if strings.ContainsAny(h, "*?[") {
 			if matches, err = filepath.Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
-			}
-			if hp := (HiddenPath{Path: filepath.Clean(h)}); !slices.Contains(out, hp) {
-				out = append(out, hp)
 			}
 		}
 		for _, m := range matches {
@@ -168,76 +144,11 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	return out, nil
 }
 
-// MaxRecorded bounds how many identities [RecordMatches] adds.
-const MaxRecorded = 1024
-
-// RecordMatches returns resolved ([ResolveHide]'s) with the identities
-// of what its patterns, and its paths missing when it was resolved,
-// lead to in the workspace (absolute, resolved) now, as ResolveHide
-// records those it found: a set-up then refuses to run a command once
-// such a path was moved or replaced ([ErrHiddenMoved]), rather than
-// leave what it held visible under its new name. It is meant to be
-// called right before each set-up, with what it returned the last
-// time. Links in the workspace are not followed (see [HiddenPath]),
-// paths outside the workspace are not recorded, and at most
-// [MaxRecorded] identities are added in all (past that, and when
-// matching goes past its bounds, resolved is returned as it is: the
-// set-up matches again and fails past the bounds).
-func RecordMatches(resolved []HiddenPath, workspace string) []HiddenPath {
-	recorded := 0
-	for _, f := range resolved {
-		if f.Recorded {
-			recorded++
-		}
-	}
-	out := resolved
-	budget := matchBudget{entries: maxMatchEntries, matches: maxMatches}
-	for _, f := range resolved {
-		if f.Dev != 0 || f.Ino != 0 {
-			continue
-		}
-		var found []string
-		if isPattern(f.Path) {
-			m, err := matchAtSetUp(f.Path, workspace, &budget)
-			if err != nil {
-				return out
-			}
-			found = m
-		} else if r, ok := hideTarget(f.Path, workspace); ok {
-			found = []string{r}
-		}
-		for _, r := range found {
-			if r == workspace || !within(r, workspace) ||
-				slices.ContainsFunc(out, func(h HiddenPath) bool { return h.Path == r && (h.Dev != 0 || h.Ino != 0) }) {
-				continue
-			}
-			fi, err := os.Lstat(r)
-			if err != nil {
-				continue
-			}
-			if recorded >= MaxRecorded {
-				return out
-			}
-			hp := HiddenPath{Path: r, Recorded: true}
-			if hp.Dev, hp.Ino = fileID(fi); hp.Dev == 0 && hp.Ino == 0 {
-				continue
-			}
-			if len(out) == len(resolved) {
-				out = slices.Clone(resolved)
-			}
-			out = append(out, hp)
-			recorded++
-		}
-	}
-	return out
-}
-
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
-// missing are the entries to resolve again once the workspace is
-// mounted: those that led nowhere (a path that does not exist) and the
-// patterns.
+// missing are the entries that led nowhere (a path that does not
+// exist, a pattern that matched nothing existing).
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
@@ -263,37 +174,27 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			resolved = append(resolved, f.Path)
 		}
 	}
-	budget := matchBudget{entries: maxMatchEntries, matches: maxMatches}
 	for _, h := range list {
-		if isPattern(h) {
-			// Matched again once the workspace is mounted, too: beneath
-			// /tmp it is not there before.
-			missing = append(missing, h)
-			matches, err := matchAtSetUp(h, wsPath, &budget)
-			if errors.Is(err, errChanged) {
-				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrHiddenMoved, h, err)
+		matches := []string{h}
+		if strings.ContainsAny(h, "*?[") {
+			var err error
+			if matches, err = filepath.Glob(h); err != nil {
+				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
+		}
+		if len(matches) == 0 {
+			missing = append(missing, h)
+		}
+		for _, m := range matches {
+			r, err := resolveHidden(m, wsPath, true)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			for _, r := range matches {
-				if err := checkHidden(r, wsPath); err != nil {
-					return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
-				}
-				if !slices.Contains(resolved, r) {
-					resolved = append(resolved, r)
-				}
+			if r == "" {
+				missing = append(missing, m)
+			} else if !slices.Contains(resolved, r) {
+				resolved = append(resolved, r)
 			}
-			continue
-		}
-		r, err := resolveHidden(h, wsPath, true)
-		if err != nil {
-			return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
-		}
-		if r == "" {
-			missing = append(missing, h)
-		} else if !slices.Contains(resolved, r) {
-			resolved = append(resolved, r)
 		}
 	}
 	// Parents first: what is beneath a hidden directory is hidden with
@@ -329,7 +230,7 @@ func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
 	var r string
 	if atSetUp {
 		var ok bool
-		if r, ok = hideTarget(path, wsPath); !ok {
+		if r, ok = resolveOutside(path, wsPath); !ok {
 			return "", nil
 		}
 	} else {
@@ -342,165 +243,13 @@ func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
 			return "", err
 		}
 	}
-	return r, checkHidden(r, wsPath)
-}
-
-// checkHidden checks that the resolved path r can be hidden around the
-// workspace wsPath: it is neither "/" nor the workspace itself.
-func checkHidden(r, wsPath string) error {
 	switch {
 	case r == "/":
-		return errors.New("it is the whole file system")
+		return "", errors.New("it is the whole file system")
 	case wsPath != "" && r == wsPath:
-		return errors.New("it is the workspace itself")
+		return "", errors.New("it is the workspace itself")
 	}
-	return nil
-}
-
-// isPattern reports whether a path to hide is a pattern.
-func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
-
-// The work of matching the patterns to hide at one set-up is bounded,
-// since commands may fill the directories they list: at most
-// maxMatchEntries directory entries read, and maxMatches paths matched
-// (each is a mount).
-const (
-	maxMatchEntries = 1 << 16
-	maxMatches      = 1024
-)
-
-// matchBudget is what is left of the work of matching at a set-up.
-type matchBudget struct{ entries, matches int }
-
-// errTooMany is the error of a set-up whose patterns to hide match, or
-// make it read, more than it may.
-var errTooMany = errors.New("too many paths to match")
-
-// matchAtSetUp expands pattern (absolute) as filepath.Glob does, at a
-// set-up, when commands may have run: it follows no link in the
-// workspace wsPath (a match that is one, or is reached through one, is
-// left out: see [resolveOutside]), and spends at most what is left of
-// budget, failing with errTooMany past it. The matches are resolved
-// paths that exist.
-func matchAtSetUp(pattern, wsPath string, budget *matchBudget) ([]string, error) {
-	paths := []string{"/"}
-	for _, c := range strings.Split(filepath.Clean(pattern), "/")[1:] {
-		if _, err := filepath.Match(c, ""); err != nil {
-			return nil, err
-		}
-		var next []string
-		seen := map[string]bool{}
-		for _, p := range paths {
-			names := []string{c}
-			if isPattern(c) {
-				var err error
-				if names, err = readNames(p, budget, within(p, wsPath)); err != nil {
-					return nil, err
-				}
-			}
-			for _, n := range names {
-				if ok, _ := filepath.Match(c, n); isPattern(c) && !ok {
-					continue
-				}
-				r, ok, err := stepOutside(p, n, wsPath)
-				if err != nil && isPattern(c) && within(p, wsPath) {
-					// Listed, and gone already: renamed meanwhile.
-					return nil, fmt.Errorf("%w: %s", errChanged, filepath.Join(p, n))
-				}
-				if ok && !seen[r] {
-					seen[r] = true
-					next = append(next, r)
-				}
-			}
-		}
-		paths = next
-	}
-	if budget.matches -= len(paths); budget.matches < 0 {
-		return nil, fmt.Errorf("%w: the patterns to hide match over %d paths (this one %d); "+
-			"remove matching files (from outside the sandbox: commands cannot see them) or narrow the pattern",
-			errTooMany, maxMatches, len(paths))
-	}
-	return paths, nil
-}
-
-// stepOutside is the entry name of the directory dir (resolved: no
-// link on the way), resolved as [hideTarget] does; ok is false when
-// it does not exist (err says so) or leads nowhere.
-func stepOutside(dir, name, wsPath string) (string, bool, error) {
-	p := filepath.Join(dir, name)
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return "", false, err
-	}
-	if fi.Mode()&os.ModeSymlink == 0 {
-		return p, true, nil
-	}
-	r, ok := hideTarget(p, wsPath)
-	return r, ok, nil
-}
-
-// errChanged is the error of matching a pattern in a directory of the
-// workspace that a command changed meanwhile: what was listed may have
-// been missed under another name.
-var errChanged = errors.New("the workspace changed while the patterns to hide were matched")
-
-// readNames lists the directory dir (resolved: no link), spending the
-// budget's entries; one that cannot be listed holds nothing, and so does
-// anything but a directory (a command's FIFO, say, which is never opened
-// for reading: that would wait for a writer).
-//
-// When watch (a directory of the workspace, which commands change), a
-// directory changed while it was listed (its modification time says
-// so) fails with errChanged: a name renamed meanwhile may have been
-// listed under neither name.
-func readNames(dir string, budget *matchBudget, watch bool) ([]string, error) {
-	f, err := openDirToList(dir)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	before, err := f.Stat()
-	if err != nil {
-		return nil, nil
-	}
-	var names []string
-	for {
-		batch, err := f.Readdirnames(256)
-		if budget.entries -= len(batch); budget.entries < 0 {
-			return nil, fmt.Errorf("%w: the patterns to hide list directories of over %d entries in all (%s among them); "+
-				"remove files from %s or narrow the pattern", errTooMany, maxMatchEntries, dir, dir)
-		}
-		names = append(names, batch...)
-		if err != nil {
-			break
-		}
-	}
-	if after, err := f.Stat(); watch && (err != nil || !after.ModTime().Equal(before.ModTime())) {
-		return nil, fmt.Errorf("%w: %s", errChanged, dir)
-	}
-	return names, nil
-}
-
-// softwareDirs hold the software commands run: a link followed at a
-// set-up that leads into one leads nowhere (see [hideTarget]).
-var softwareDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store", "/gnu/store", "/snap"}
-
-// hideTarget is path resolved at a set-up as [resolveOutside] does, for
-// hiding: a path whose links (outside the workspace, in a workspace
-// that holds it, say, whose commands make them) lead to "/", to the
-// workspace or one of its ancestors, to a system directory or into the
-// software leads nowhere, rather than fail the set-up or hide what
-// commands need.
-func hideTarget(path, wsPath string) (string, bool) {
-	r, ok := resolveOutside(path, wsPath)
-	if !ok || r == filepath.Clean(path) {
-		return r, ok
-	}
-	if within(wsPath, r) || slices.Contains(systemDirs, r) ||
-		slices.ContainsFunc(softwareDirs, func(d string) bool { return within(r, d) }) {
-		return "", false
-	}
-	return r, true
+	return r, nil
 }
 
 // maxLinks bounds the links resolveOutside follows, as the kernel does.

@@ -106,13 +106,8 @@ type Config struct {
 	// each sandbox set up, and hidden once it exists, in the workspace
 	// too (see [HiddenPath]), following then no link in the workspace,
 	// where commands make them; "/" and the workspace itself are refused
-	// ([CheckHide]). A pattern (filepath.Match) is matched again by
-	// each set-up, within bounds: more than 1024 matches, or more than
-	// 65536 entries in the directories it lists, make the set-up fail
-	// (see [HiddenPath]). Patterns and missing paths are matched when
-	// the sandbox is set up ([Prepare]), not when its command starts.
-	// A directory that holds the workspace shows only the directories
-	// on the way to it.
+	// ([CheckHide]). A directory that holds the workspace shows only
+	// the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and

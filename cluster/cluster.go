@@ -367,8 +367,11 @@ type Result struct {
 
 // ErrSessionFailed is the cause of the error Run returns for a session
 // that ended in failure (its loop's error, a bad request): asking again
-// does not help. A store that fails (the session cannot be claimed) is
-// not a failed session: Run asks again until ctx ends.
+// does not help. A store that fails is not a failed session: when the
+// session cannot be claimed, or its loop failed after a call to the store
+// did (a write refused, the store's connections lost), the incarnation
+// stops without keeping an answer and Run asks again, until ctx ends; the
+// next incarnation resumes the session from the store.
 var ErrSessionFailed = errors.New("session failed")
 
 // ErrClosed is the cause of the error Run returns when its member has

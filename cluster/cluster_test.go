@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
@@ -324,22 +322,8 @@ func TestMember_RunEndsWhenMemberCloses(t *testing.T) {
 // Run asks again, and once the store works the session runs to its end.
 func TestMember_StoreFailureIsNotASessionFailure(t *testing.T) {
 	leakCheck(t)
-	schema := freshSchema()
-	store := openStore(t, schema)
-	side := newSideFile(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rename := func(from, to string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, "ALTER TABLE "+pgx.Identifier{schema, from}.Sanitize()+" RENAME TO "+pgx.Identifier{to}.Sanitize()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := newBreakableStore(t)
+	store, side, ctx, rename := b.store, b.side, b.ctx, b.rename
 	claimFailed := make(chan struct{})
 	m := startLoneMember(t, &cluster.Options{
 		Store:   store,
@@ -347,21 +331,14 @@ func TestMember_StoreFailureIsNotASessionFailure(t *testing.T) {
 		Hold:    200 * time.Millisecond,
 		Logger:  slog.New(&onWarn{session: "s", warned: claimFailed}),
 	})
-	rename("fences", "fences_away")
-	done := make(chan error, 1)
-	go func() {
-		res, err := m.Run(ctx, "s", firstRequest("s")...)
-		if err == nil && res.Text != "All done." {
-			err = fmt.Errorf("answer %q, want \"All done.\"", res.Text)
-		}
-		done <- err
-	}()
+	rename(t, "fences", "fences_away")
+	done := runAllDone(ctx, m, "s")
 	select {
 	case <-claimFailed:
 	case err := <-done:
 		t.Fatalf("Run ended while the session could not be claimed: %v", err)
 	}
-	rename("fences_away", "fences")
+	rename(t, "fences_away", "fences")
 	if err := <-done; err != nil {
 		t.Fatalf("Run, once the store works again: %v; want the session's answer", err)
 	}

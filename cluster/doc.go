@@ -54,9 +54,10 @@
 // protobuf strings: Run refuses at once an id that is empty, not valid
 // UTF-8 or longer than MaxSessionIDLen bytes (durability.ErrInvalidName).
 // A store that fails is not a failed session: an incarnation that cannot
-// claim its session stops without keeping an answer, and Run asks again
-// until its context ends. A closed store (durability.ErrClosed) fails Run
-// at once.
+// claim its session, or whose loop failed after a call to the store did,
+// stops without keeping an answer, and Run asks again until its context
+// ends; the next incarnation resumes from the store. A closed store
+// (durability.ErrClosed) fails Run at once.
 //
 // A process that restarts at the address of an earlier one (under a new
 // member id) names its requests' futures as the earlier one did, so it

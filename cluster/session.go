@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -285,11 +286,13 @@ const sessionStream = "session"
 // runSession runs one incarnation of session id in rt, on a claim of it
 // in store, to the end of its stream or until ctx ends (then the state is
 // moved). A run whose loop failed because a newer claim was taken is
-// moved, with the fencing error. A failure of the store (the claim, or
-// the check for a newer claim after the loop failed, which gives up
-// after timeout) is retry, not failed: it may pass, and the session has
-// not failed. A store that can never serve the session (closed, or
-// unable to hold its id) is refused.
+// moved, with the fencing error. A failure of the store is retry, not
+// failed: it may pass, and the session has not failed (the next
+// incarnation resumes it from the store). That is a claim that fails, a
+// loop that failed after its store did (a write refused, its connections
+// lost), and a loop failure for which the check for a newer claim fails
+// (it gives up after timeout). A store that can never serve the session
+// (closed, or unable to hold its id) is refused.
 func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	if err := checkSessionID(id); err != nil {
@@ -320,7 +323,8 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	if opts.Session != nil {
 		so = *opts.Session
 	}
-	so.ID, so.Store = id, claim
+	watched := &watchedStore{Store: claim}
+	so.ID, so.Store = id, watched
 	opts.Session = &so
 	spec, err := tools.NewLoop(model, &opts)
 	if err != nil {
@@ -335,32 +339,31 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	for _, p := range params {
 		frames = append(frames, messages.RawParam(sessionStream, p.Name, p.Value))
 	}
+	var loopErr string // why the loop failed
 	if err := conn.SendAll(append(frames, messages.End(sessionStream))...); err != nil {
-		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
-	}
-	got, err := conn.RecvStream(ctx, sessionStream)
-	if err != nil {
+		loopErr = err.Error()
+	} else if got, err := conn.RecvStream(ctx, sessionStream); err != nil {
 		if ctx.Err() != nil {
 			return &status{State: stateMoved, Error: "stopped"}, claim
 		}
-		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim
-	}
-	var text strings.Builder
-	var streamErr string
-	for _, f := range got {
-		switch f.GetType() {
-		case messages.FrameType_TEXT:
-			if !f.GetMeta().GetToolArgStream() {
-				text.WriteString(f.GetText())
+		loopErr = err.Error()
+	} else {
+		var text strings.Builder
+		for _, f := range got {
+			switch f.GetType() {
+			case messages.FrameType_TEXT:
+				if !f.GetMeta().GetToolArgStream() {
+					text.WriteString(f.GetText())
+				}
+			case messages.FrameType_TOOL_CALL:
+				text.Reset() // the answer is the text after the last call
+			case messages.FrameType_ERROR:
+				loopErr = f.GetText()
 			}
-		case messages.FrameType_TOOL_CALL:
-			text.Reset() // the answer is the text after the last call
-		case messages.FrameType_ERROR:
-			streamErr = f.GetText()
 		}
-	}
-	if streamErr == "" {
-		return &status{State: stateDone, Text: text.String()}, claim
+		if loopErr == "" {
+			return &status{State: stateDone, Text: text.String()}, claim
+		}
 	}
 	// The loop failed; when a newer claim has been taken, it was fenced.
 	// Also when ctx has ended (the incarnation is stopping), but not
@@ -369,13 +372,98 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	epoch, eerr := store.Epoch(ectx, id)
 	cancel()
-	switch {
+	switch serr := watched.failure(); {
 	case eerr != nil:
 		// Whether it was fenced is unknown: the next incarnation,
 		// which resumes from the store, tells.
-		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: %s (and its epoch could not be read: %v)", shortID(id), streamErr, eerr)}, claim
+		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: %s (and its epoch could not be read: %v)", shortID(id), loopErr, eerr)}, claim
 	case epoch != claim.Epoch():
-		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, streamErr)}, claim
+		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, loopErr)}, claim
+	case errors.Is(serr, durability.ErrClosed):
+		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("session %s: %s", shortID(id), loopErr)}, claim
+	case serr != nil:
+		// The store failed the loop: the session is as it was stored,
+		// and the next incarnation resumes it from there.
+		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: its store failed: %s", shortID(id), loopErr)}, claim
 	}
-	return failed(fmt.Errorf("session %s: %s", shortID(id), streamErr)), claim
+	return failed(fmt.Errorf("session %s: %s", shortID(id), loopErr)), claim
+}
+
+// watchedStore is the store an incarnation's loop uses (its claim): it
+// keeps the last failure of the store, so that a loop that failed because
+// its store did is told apart from a session that failed. It keeps it
+// also when later calls succeed: the loop's actor restarts after a
+// failed write, and reads the stored session again, before its stream
+// ends with the write's error. Errors that calling again cannot cure
+// (damaged data, an invalid name or index) are not failures of the store
+// but of the session, and a GetEvents whose callback failed is a store
+// that worked.
+type watchedStore struct {
+	durability.Store
+	mu   sync.Mutex
+	last error
+}
+
+// failure returns the store's last failure, or nil.
+func (w *watchedStore) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// note records err when it is a failure of the store, and returns it.
+func (w *watchedStore) note(err error) error {
+	var se *durability.StoreError
+	if errors.As(err, &se) && !errors.Is(err, durability.ErrDamaged) &&
+		!errors.Is(err, durability.ErrInvalidName) && !errors.Is(err, durability.ErrIndexOverflow) {
+		w.mu.Lock()
+		w.last = err
+		w.mu.Unlock()
+	}
+	return err
+}
+
+// PersistEvent implements durability.Store.
+func (w *watchedStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
+	return w.note(w.Store.PersistEvent(ctx, name, index, data))
+}
+
+// PersistEvents implements durability.Store.
+func (w *watchedStore) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
+	return w.note(w.Store.PersistEvents(ctx, name, first, data))
+}
+
+// GetEvents implements durability.Store.
+func (w *watchedStore) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
+	fnFailed := false
+	err := w.Store.GetEvents(ctx, name, from, to, func(index uint64, data []byte) error {
+		err := fn(index, data)
+		fnFailed = err != nil
+		return err
+	})
+	if fnFailed {
+		return err // the callback's error: the store worked
+	}
+	return w.note(err)
+}
+
+// DeleteEvents implements durability.Store.
+func (w *watchedStore) DeleteEvents(ctx context.Context, name string, through uint64) error {
+	return w.note(w.Store.DeleteEvents(ctx, name, through))
+}
+
+// PersistSnapshot implements durability.Store.
+func (w *watchedStore) PersistSnapshot(ctx context.Context, name string, index uint64, data []byte) error {
+	return w.note(w.Store.PersistSnapshot(ctx, name, index, data))
+}
+
+// GetSnapshot implements durability.Store.
+func (w *watchedStore) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
+	snap, ok, err := w.Store.GetSnapshot(ctx, name)
+	return snap, ok, w.note(err)
+}
+
+// DeleteSnapshots implements durability.Store.
+func (w *watchedStore) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
+	return w.note(w.Store.DeleteSnapshots(ctx, name, through))
 }

@@ -281,8 +281,10 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 }
 
 // Close stops serving: the remote server, the tools (calls in flight are
-// answered "stopped", and the answers go out while the server still
-// runs), and the runtime. It waits until they are gone or ctx ends: then
+// answered "stopped", and the answers are sent while the server still
+// runs), and the runtime. Each call in flight gets one answer, but a
+// client may learn that the node went before it takes those answers: it
+// then answers its calls with ErrNodeUnreachable instead. It waits until they are gone or ctx ends: then
 // it returns an error wrapping ctx's that names what is still stopping
 // (callers still connecting are given up at NodeOptions.ConnectTimeout).
 // Later calls return the first call's result.

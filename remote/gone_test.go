@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -74,19 +73,7 @@ func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
 // The end of a connection to callers cancels their calls on the node, even
 // when their Terminated never comes, and only theirs.
 func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	rt, err := actors.NewRuntime(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), actorstest.CloseTimeout)
-		defer cancel()
-		if err := rt.Close(ctx); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-		goleak.VerifyNone(t, before)
-	})
+	rt := actorstest.NewRuntime(t, nil)
 	started := make(chan string, 2)
 	hold := tools.MustNew(tools.Definition{Name: "hold", Timeout: tools.NoTimeout, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
 		started <- string(args)

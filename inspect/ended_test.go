@@ -14,12 +14,7 @@ import (
 // The ended actors kept in the tree go after KeepEnded, when their path
 // runs again, and past maxEnded (the oldest first).
 func TestTree_EndedActorsExpire(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	rt, in := newTestInspector(t)
 	host := rt.Host().Id
 	crash := func(id string, at time.Time) {
 		in.actorEvent(actors.ActorEvent{Time: at, Actor: actors.ActorInfo{ID: host + "/" + id, Parent: host, Name: id,
@@ -59,12 +54,7 @@ func TestTree_EndedActorsExpire(t *testing.T) {
 // still kept, with the failure the decision names and the loop it ran
 // under, once the decision comes.
 func TestTree_DecisionAfterQuietStopKeepsTheCrash(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	rt, in := newTestInspector(t)
 	host := rt.Host().Id
 	delegating := host + "/tool-writer"
 	loop := delegating + "/writer"
@@ -109,12 +99,7 @@ func TestTree_DecisionAfterQuietStopKeepsTheCrash(t *testing.T) {
 // and no restart yet counted: nothing ran again then. The same path
 // started afresh replaces the records under it.
 func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	rt, in := newTestInspector(t)
 	host := rt.Host().Id
 	lead := host + "/lead"
 	delegating := lead + "/tool-writer"
@@ -162,12 +147,7 @@ func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
 // kept all the same, with the decision's failure and the loop it ran
 // under.
 func TestTree_QuietStopAfterDecisionKeepsTheCrash(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	rt, in := newTestInspector(t)
 	host := rt.Host().Id
 	delegating := host + "/tool-writer"
 	loop := delegating + "/writer"
@@ -203,4 +183,17 @@ func TestTree_QuietStopAfterDecisionKeepsTheCrash(t *testing.T) {
 			t.Fatalf("ended node %+v kept after the path started afresh and stopped quietly", n)
 		}
 	}
+}
+
+// newTestInspector starts a runtime and an inspector on it, which t's
+// cleanup closes, the inspector first.
+func newTestInspector(t testing.TB) (*actors.Runtime, *Inspector) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return rt, in
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/tools"
@@ -14,12 +13,7 @@ import (
 // hand as the adapter's actor would feed it.
 func newObserved(t testing.TB) (*Inspector, *modelObserver) {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
+	_, in := newTestInspector(t)
 	return in, &modelObserver{in: in}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -23,7 +25,7 @@ import (
 func startRuntime(t *testing.T) *Runtime {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	return closedRuntime(t, nil)
 }
 
@@ -34,14 +36,20 @@ func startRuntime(t *testing.T) *Runtime {
 func startHostedRuntime(t *testing.T, metrics bool) (*Runtime, *actor.ActorSystem) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	var opts []actor.ConfigOption
+	// A dead letter starts a timer goroutine that lives for the
+	// throttle interval, one second by default: a short one lets it end
+	// before the leak check gives up.
+	opts := []actor.ConfigOption{
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		actor.WithDeadLetterThrottleInterval(10 * time.Millisecond),
+	}
 	if metrics {
 		opts = append(opts, actor.WithMetricProviders(noop.NewMeterProvider()))
 	}
 	system := actor.NewActorSystem(opts...)
 	t.Cleanup(func() {
 		system.Shutdown()
-		goleak.VerifyNone(t, before)
+		leakcheck.VerifyNone(t, before)
 	})
 	return closedRuntime(t, &RuntimeOptions{Parent: system.Root}), system
 }

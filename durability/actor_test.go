@@ -78,7 +78,7 @@ func newSystem(t *testing.T) *actor.ActorSystem {
 	t.Helper()
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
-	}))
+	}), actor.WithDeadLetterThrottleInterval(10*time.Millisecond)) // its timer ends before the leak check looks
 }
 
 func journalProps(p *durability.Provider, opts ...actor.PropsOption) *actor.Props {

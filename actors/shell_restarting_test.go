@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
@@ -52,7 +53,7 @@ func (p *restartProbe) OnFailure(Context, error) { p.ending() }
 // the restart is served.
 func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
 	var childEntered <-chan struct{}
 	var releaseChild func()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
@@ -31,7 +32,7 @@ import (
 // counted) by the runtime's registry after it reported its stop.
 func TestShell_RestartAfterStopIsDropped(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt := closedRuntime(t, nil)
 	var events []ActorEvent
 	var evMu sync.Mutex
@@ -93,7 +94,7 @@ func TestShell_RestartAfterStopIsDropped(t *testing.T) {
 // into a restart: it stops, and its caller learns it.
 func TestShell_RestartWhileStoppingIsDropped(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt := closedRuntime(t, nil)
 	child, childEntered, releaseChild := holdingChild(t)
 	var incarnations atomic.Int32
@@ -167,7 +168,7 @@ func TestShell_RestartAfterStopDoesNotReviveTheDuplex(t *testing.T) {
 
 func testRestartAfterStop(t *testing.T, child, persistent bool) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	var provider persistence.Provider
 	if persistent {
 		store := memstore.New(nil)

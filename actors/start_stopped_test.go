@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
 
@@ -80,6 +81,6 @@ func TestStart_DuplexGoneAtOnceEndsRecv(t *testing.T) {
 func startRuntimeWith(t *testing.T, opts *RuntimeOptions) *Runtime {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	return closedRuntime(t, opts)
 }

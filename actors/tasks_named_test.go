@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -17,7 +18,7 @@ import (
 // started them.
 func TestRuntime_CloseNamesTheActorsOfTasksLeft(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		t.Fatal(err)

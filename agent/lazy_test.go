@@ -15,6 +15,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -209,7 +210,7 @@ func TestLazy_CloseBeforeAnyRun(t *testing.T) {
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, before)
+	leakcheck.VerifyNone(t, before)
 }
 
 // TestLazy_CloseDuringFirstRun: a Close racing the first Run either keeps

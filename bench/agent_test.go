@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // agentAllocs is the allocation budget of one run of figure 7's
@@ -15,7 +17,7 @@ import (
 const agentAllocs = 25
 
 func TestAgentConversation_Allocs(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	f, err := newAgentFleet(1, true)
 	if err != nil {
 		t.Fatal(err)

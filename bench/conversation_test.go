@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // Allocation budgets of one run of figure 7's conversation through our
@@ -20,7 +22,7 @@ const (
 )
 
 func TestLoopConversation_Allocs(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, c := range []struct {
 		name   string
 		start  func() (*loopConversation, error)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // TestABSidesVerifyTheirSetting checks that closing the sides of an
@@ -17,7 +19,7 @@ import (
 // on into the other side's turn), and passes stores each written with its
 // own setting.
 func TestABSidesVerifyTheirSetting(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := context.Background()
 	data := bytes.Repeat([]byte{'d'}, eventSize)
 	for _, c := range []struct {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // TestFleetDrivers_SessionsDoNotWaitForEachOther holds session 0 in its
@@ -17,7 +19,7 @@ import (
 // host's sessions would (a barrier after every run would leave the bubble
 // deadlocked, and synctest would fail the test).
 func TestFleetDrivers_SessionsDoNotWaitForEachOther(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	synctest.Test(t, func(t *testing.T) {
 		const n, runs = 3, 4
 		othersDone := make(chan struct{})
@@ -63,7 +65,7 @@ func TestFleetDrivers_SessionsDoNotWaitForEachOther(t *testing.T) {
 // TestFleetDrivers_Error: a session's failed run ends its runs and drive
 // returns the error, naming the session, once every driver is done.
 func TestFleetDrivers_Error(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	errStray := errors.New("stray")
 	d := newFleetDrivers(4, false, func(ctx context.Context, i, run int) (time.Duration, error) {
 		if i == 2 && run == 2 {

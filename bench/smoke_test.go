@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // checksumRows are figure 4's checksum rows, each A/B row with its A/A
@@ -30,7 +32,7 @@ const raceSmokeSkip = checksumRows + `|^4 store: (compaction |longest write wait
 // checks the shape of the JSON report and of the table, so that the
 // harness cannot rot. It asserts nothing about timings.
 func TestHarnessSmoke(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	var out, progress bytes.Buffer
 	args := []string{"-smoke", "-no-peers", "-json", "-skip", checksumRows}
 	if raceDetector {

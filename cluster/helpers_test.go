@@ -19,6 +19,7 @@ import (
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -190,21 +191,14 @@ func leakCheck(t *testing.T) {
 	})
 }
 
-// findLeaks waits up to about 4 s for the goroutines that the pinned
-// protoactor ends by itself (see leakCheck) and returns goleak's report
-// of those still running that before does not ignore, nil when none is.
+// findLeaks waits (see leakcheck.Find) for the goroutines that the
+// pinned protoactor ends by itself (see leakCheck) and returns goleak's
+// report of those still running that before does not ignore, nil when
+// none is.
 func findLeaks(before goleak.Option) error {
-	opts := []goleak.Option{before,
+	return leakcheck.Find(before,
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1")}
-	var err error
-	// goleak.Find retries for about half a second itself.
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); {
-		if err = goleak.Find(opts...); err == nil {
-			return nil
-		}
-	}
-	return err
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"))
 }
 
 // childMain is the body of a test that makes this binary a child process

@@ -15,11 +15,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	paremote "github.com/asynkron/protoactor-go/remote"
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
 )
@@ -233,7 +233,7 @@ func runSilentClose(role string) int {
 	}
 	peer.close()
 	<-stopped
-	if err := goleak.Find(); err != nil {
+	if err := leakcheck.Find(); err != nil {
 		fmt.Println("leaks", err)
 	} else {
 		fmt.Println("leaks none")
@@ -302,7 +302,7 @@ func runSilentCaller() int {
 	fmt.Println("close", oneLine(node.Close(ctx)))
 	peer.close()
 	<-stopped
-	if err := goleak.Find(); err != nil {
+	if err := leakcheck.Find(); err != nil {
 		fmt.Println("leaks", err)
 	} else {
 		fmt.Println("leaks none")
@@ -341,7 +341,7 @@ func runRefused() int {
 		fmt.Println("tools", err)
 	}
 	fmt.Println("close", oneLine(c.Close(ctx)))
-	if err := goleak.Find(); err != nil {
+	if err := leakcheck.Find(); err != nil {
 		fmt.Println("leaks", err)
 	} else {
 		fmt.Println("leaks none")

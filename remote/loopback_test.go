@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
@@ -47,7 +48,7 @@ func refusesBeyondLoopback(t *testing.T, option string, start func(addr string) 
 			t.Errorf("on %s: %v, want ErrNotLoopback and how to allow it (%s)", addr, err, option)
 		}
 	}
-	goleak.VerifyNone(t, before)
+	leakcheck.VerifyNone(t, before)
 }
 
 // A node runs tools for whoever reaches it, with no authentication: Serve

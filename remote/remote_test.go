@@ -21,6 +21,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/remote"
@@ -71,7 +72,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "close client:", err)
 		code = 1
 	}
-	if err := goleak.Find(); err != nil && code == 0 {
+	if err := leakcheck.Find(); err != nil && code == 0 {
 		fmt.Fprintln(os.Stderr, "goroutines left after the client closed:", err)
 		code = 1
 	}
@@ -251,7 +252,7 @@ func setup(t *testing.T) (*host, *actors.Runtime) {
 		if err := rt.Close(ctx); err != nil {
 			t.Errorf("close runtime: %v", err)
 		}
-		goleak.VerifyNone(t, append([]goleak.Option{before}, clientConnections...)...)
+		leakcheck.VerifyNone(t, append([]goleak.Option{before}, clientConnections...)...)
 	})
 	return &host{sharedClient, sharedGone}, rt
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/telemetry"
@@ -23,7 +24,7 @@ import (
 // agent, across the agent's stream multiplexer.
 func TestAgent_OptionsTelemetry(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	exp := tracetest.NewInMemoryExporter()
 	tel, err := telemetry.New(&telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -27,7 +28,7 @@ import (
 // in the same agent) go on and end normally, with all their attributes.
 func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	const maxQueued = 8
 	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
@@ -181,7 +182,7 @@ func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
 // no stream (a supervision decision) abandons every open run.
 func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
@@ -234,7 +235,7 @@ func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
 // streams beyond what a burst remembers too.
 func TestQueueFull_DroppingAllocatesNothing(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	stall := newStallingProcessor()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
 	defer tp.Shutdown(context.Background())

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -176,7 +177,7 @@ func spanAttr(s tracetest.SpanStub, key string) string {
 // is recorded in full.
 func TestQueueFull_DropsCountsAndRecovers(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	const maxQueued = 16
 	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
@@ -337,7 +338,7 @@ func TestQueueFull_DropsCountsAndRecovers(t *testing.T) {
 // are a new burst, with a warning of its own.
 func TestQueueFull_EachBurstWarnsOnce(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	warns := newWarnings()
 	stall := newStallingProcessor()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
@@ -384,7 +385,7 @@ func TestQueueFull_EachBurstWarnsOnce(t *testing.T) {
 // released, and Shutdown then completes.
 func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	stall := newStallingProcessor()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
 	defer tp.Shutdown(context.Background())
@@ -431,7 +432,7 @@ func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
 // recorded; a new request on the stream is a new run, recorded in full.
 func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
@@ -521,7 +522,7 @@ func TestQueueFull_NextRequestKeepsItsModel(t *testing.T) {
 	for _, requestLost := range []bool{false, true} {
 		t.Run(fmt.Sprint("request lost ", requestLost), func(t *testing.T) {
 			before := goleak.IgnoreCurrent()
-			t.Cleanup(func() { goleak.VerifyNone(t, before) })
+			t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 			stall := newStallingProcessor()
 			exp := tracetest.NewInMemoryExporter()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -23,7 +24,7 @@ import (
 // still queued), and no goroutine is left.
 func TestShutdown_GivesUpOnAStuckProcessor(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	stall := newStallingProcessor()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
 	defer tp.Shutdown(context.Background())

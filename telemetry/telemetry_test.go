@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -159,7 +160,7 @@ func scenario(t *testing.T, tel *telemetry.Telemetry) {
 // run span holds the supervisor's restart as a span event.
 func TestTrace_RunIsOneTrace(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	tel, err := telemetry.New(&telemetry.Options{TracerProvider: tp})
@@ -278,7 +279,7 @@ func attrs(s tracetest.SpanStub) map[string]string {
 // that opened.
 func TestMetrics_RecordedInstruments(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })

@@ -17,6 +17,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
@@ -101,7 +102,7 @@ func runtimeWith(t *testing.T, opts *actors.RuntimeOptions) *actors.Runtime {
 		if err := rt.Close(ctx); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		goleak.VerifyNone(t, before)
+		leakcheck.VerifyNone(t, before)
 	})
 	return rt
 }

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 func TestMain(m *testing.M) {
@@ -13,5 +13,5 @@ func TestMain(m *testing.M) {
 		// hostile_test.go), not a test run.
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

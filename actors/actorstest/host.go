@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // HostSystem starts a protoactor system of a host application's own, with
@@ -23,7 +24,7 @@ func HostSystem(t testing.TB) *actor.ActorSystem {
 		actor.WithDeadLetterThrottleInterval(10*time.Millisecond))
 	t.Cleanup(func() {
 		system.Shutdown()
-		goleak.VerifyNone(t, before)
+		leakcheck.VerifyNone(t, before)
 	})
 	return system
 }

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // CloseTimeout bounds how long [NewRuntime]'s cleanup waits for Close.
@@ -30,7 +31,7 @@ func NewRuntime(t testing.TB, opts *actors.RuntimeOptions) *actors.Runtime {
 		if err := rt.Close(ctx); err != nil {
 			t.Errorf("close runtime: %v", err)
 		}
-		goleak.VerifyNone(t, before)
+		leakcheck.VerifyNone(t, before)
 	})
 	return rt
 }

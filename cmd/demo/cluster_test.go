@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
-	"go.uber.org/goleak"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // A -timeout that passes while -cluster sets up (here, before the store
 // is opened) fails the run as a timeout does elsewhere: exit status 1 and
 // "no final answer within -timeout", not the store's deadline error.
 func TestRun_ClusterTimeoutDuringSetup(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	srv, err := pgtest.Start(nil)
 	if err != nil {
 		t.Fatal(err)

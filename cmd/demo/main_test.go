@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/openai/openaitest"
@@ -73,7 +73,7 @@ func checkTranscript(t *testing.T, out string) {
 }
 
 func TestRun_DefaultScript(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	dir := t.TempDir()
 	out, errOut, err := runInProcess(t, "-workspace", dir)
 	if err != nil {
@@ -110,7 +110,7 @@ func TestRun_CrashHeals(t *testing.T) {
 		}, "ok · 4 iterations · 4 tool calls (0 failed) · 1 restart"},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
-			defer goleak.VerifyNone(t)
+			defer leakcheck.VerifyNone(t)
 			dir := t.TempDir()
 			out, errOut, err := runInProcess(t, "-workspace", dir, "-crash", tc.flag)
 			if err != nil {
@@ -132,7 +132,7 @@ func TestRun_CrashHeals(t *testing.T) {
 // With a real model the number of frames is not known up front: a crash
 // point beyond them is reported at the end.
 func TestRun_CrashPointNeverReached(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	srv := openaitest.NewServer(scriptTurns(t))
 	defer srv.Close()
 	out, _, err := runInProcess(t, "-crash", "model:999", "-base-url", srv.URL)
@@ -145,7 +145,7 @@ func TestRun_CrashPointNeverReached(t *testing.T) {
 }
 
 func TestRun_MaxIterationsReached(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	out, _, err := runInProcess(t, "-max-iterations", "2")
 	if err == nil || !strings.Contains(err.Error(), "no final answer") {
 		t.Fatalf("err = %v, want no final answer", err)
@@ -158,7 +158,7 @@ func TestRun_MaxIterationsReached(t *testing.T) {
 }
 
 func TestRun_JSONLines(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	out, errOut, err := runInProcess(t, "-json")
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestRun_Flags(t *testing.T) {
 }
 
 func TestRun_MissingWorkspace(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	_, _, err := runInProcess(t, "-workspace", filepath.Join(t.TempDir(), "missing"))
 	if err == nil || !strings.Contains(err.Error(), "workspace") {
 		t.Fatalf("err = %v, want an error naming the workspace", err)
@@ -280,7 +280,7 @@ func TestWithRetryTurn(t *testing.T) {
 }
 
 func TestRun_SessionReplaysOnceEnded(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	dir := t.TempDir()
 	store := filepath.Join(dir, "demo.db")
 	out, errOut, err := runInProcess(t, "-store", store, "-session", "s1")
@@ -324,7 +324,7 @@ func TestRun_CrashHealsFromTheStore(t *testing.T) {
 		{"model", "session    resumed after 1 tool round"},
 	} {
 		t.Run(tc.site, func(t *testing.T) {
-			defer goleak.VerifyNone(t)
+			defer leakcheck.VerifyNone(t)
 			dir := t.TempDir()
 			out, errOut, err := runInProcess(t, "-store", filepath.Join(dir, "demo.db"), "-workspace", dir, "-crash", tc.site)
 			if err != nil {
@@ -441,7 +441,7 @@ func TestRun_Team(t *testing.T) {
 		}},
 	} {
 		t.Run("crash="+tc.crash, func(t *testing.T) {
-			defer goleak.VerifyNone(t)
+			defer leakcheck.VerifyNone(t)
 			dir := t.TempDir()
 			args := []string{"-team", "-workspace", dir}
 			if tc.crash != "" {
@@ -493,7 +493,7 @@ func TestRun_SessionIDMustNameOneFolder(t *testing.T) {
 // shell: the workspace it works in (here a folder with a blank and a
 // quote) as well as the store and the id.
 func TestRun_ResumeHintHasTheWorkspace(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	dir := filepath.Join(t.TempDir(), "Ada's work")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -559,7 +559,7 @@ func TestResumeLineNamesTheStream(t *testing.T) {
 // A system folder as -workspace is a usage error that says what to do
 // with the demo's flags, not which library option to set.
 func TestRun_SystemWorkspace(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	_, _, err := runInProcess(t, "-workspace", "/usr")
 	var printed bytes.Buffer
 	if exitCode(err, &printed) != 2 || !strings.Contains(printed.String(), "-workspace /usr is a system directory: make a folder inside it") ||
@@ -573,7 +573,7 @@ func TestRun_SystemWorkspace(t *testing.T) {
 // one that passes later does: exit status 1 and "no final answer within
 // -timeout", not the deadline error of whatever was being set up.
 func TestRun_TimeoutDuringSetup(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	for name, args := range map[string][]string{
 		"-store": {"-store", filepath.Join(t.TempDir(), "demo.db")},
 		"-mcp":   {"-workspace", t.TempDir(), "-mcp", "sleep 100"},
@@ -589,7 +589,7 @@ func TestRun_TimeoutDuringSetup(t *testing.T) {
 // A team's session is the lead agent's: a second run finds it in the
 // store (and says so), and the hint to resume it includes -team.
 func TestRun_TeamSessionIsFoundAgain(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	store := filepath.Join(t.TempDir(), "demo.db")
 	args := []string{"-team", "-store", store, "-session", "t1"}
 	if out, errOut, err := runInProcess(t, args...); err != nil {
@@ -659,7 +659,7 @@ func TestRun_CrashModelBound(t *testing.T) {
 // flag to add or drop, instead of starting a new session that reruns
 // everything in the same folder.
 func TestRun_SessionResumedInTheOtherForm(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	store := filepath.Join(t.TempDir(), "demo.db")
 	for _, tc := range []struct {
 		started, resumed []string

@@ -5,8 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -26,7 +25,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := leakcheck.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
 			code = 1
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // span is what the tests read of a line of -trace's file.
@@ -45,7 +47,7 @@ func readSpans(t *testing.T, file string) []span {
 // run at the root, a chat span per model request and an execute_tool span
 // per call under it, the injected crash's restart as an event of the run.
 func TestTrace_CrashedRunIsOneTree(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	file := filepath.Join(t.TempDir(), "trace.jsonl")
 	if _, stderr, err := runInProcess(t, "-trace", file, "-crash", "tool"); err != nil {
 		t.Fatalf("demo: %v\n%s", err, stderr)
@@ -79,7 +81,7 @@ func TestTrace_CrashedRunIsOneTree(t *testing.T) {
 // TestTrace_TeamIsOneTrace: with -team, each sub-agent's run is a child
 // of the lead's tool call that delegated to it.
 func TestTrace_TeamIsOneTrace(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	file := filepath.Join(t.TempDir(), "trace.jsonl")
 	if _, stderr, err := runInProcess(t, "-team", "-trace", file); err != nil {
 		t.Fatalf("demo: %v\n%s", err, stderr)

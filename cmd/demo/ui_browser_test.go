@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/internal/browser"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // TestUI_Browser loads the live view of a running -team demo in headless
@@ -27,7 +26,7 @@ func TestUI_Browser(t *testing.T) {
 	if err != nil {
 		t.Skipf("headless Chromium is needed and could not be installed (scripts/chromium.sh): %v", err)
 	}
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	d := startUIDemo(t, "-team", "-crash", "tool")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // syncBuffer is an io.Writer that tests can read while the demo writes.
@@ -94,7 +93,7 @@ func startUIDemo(t *testing.T, args ...string) *uiDemo {
 }
 
 func TestUI_LingersWithTheLiveViewUntilInterrupted(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	d := startUIDemo(t, "-team", "-crash", "tool")
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
@@ -174,7 +173,7 @@ func TestUI_LingersWithTheLiveViewUntilInterrupted(t *testing.T) {
 }
 
 func TestUI_RefusesANonLoopbackAddress(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	_, stderr, err := runInProcess(t, "-ui", "0.0.0.0:0")
 	var usage *usageError
 	if !errors.As(err, &usage) || !errors.Is(err, inspect.ErrNotLoopback) {

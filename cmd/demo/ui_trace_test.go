@@ -15,6 +15,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/telemetry"
@@ -30,7 +31,7 @@ type failIn struct {
 // view's hook does not silence the telemetry's (agent.New gives
 // Telemetry.BreakerChanged only to an agent without a hook of its own).
 func TestUI_BreakerChangesWithTrace(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var cfg config

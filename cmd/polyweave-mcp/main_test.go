@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // The command's errors name its flags, not the library's option fields.
 func TestRun_ErrorsNameFlags(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	for _, tc := range []struct {
 		args       []string
 		want       []string

@@ -14,13 +14,13 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 func openTemp(t *testing.T, opts *Options) (*Store, string) {
 	t.Helper()

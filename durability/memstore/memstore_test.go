@@ -6,10 +6,10 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
 	"github.com/polyweave/polyweave-go/durability/memstore"
-	"go.uber.org/goleak"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
 	durabilitytest.Run(t, func(*testing.T) durability.Store { return memstore.New(nil) })

@@ -12,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // dsn connects to the throwaway server TestMain starts.
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := leakcheck.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "leaked goroutines:", err)
 			code = 1
 		}

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/internal/browser"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
 // TestLaunch_LeavesNothingBehind: a browser that was launched, used and
@@ -18,7 +17,7 @@ import (
 // folder: Chromium's own temporary files (its singleton socket's folder)
 // go into the profile folder that Close removes.
 func TestLaunch_LeavesNothingBehind(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer leakcheck.VerifyNone(t)
 	chromium, err := browser.Find(true)
 	if err != nil {
 		t.Skipf("headless Chromium is needed and could not be installed (scripts/chromium.sh): %v", err)

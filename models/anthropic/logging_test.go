@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 )
@@ -39,7 +40,7 @@ func (b *lockedBuffer) String() string {
 // adapter logs through the runtime's, with its actor id.
 func TestAdapter_LogsThroughTheRuntime(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		streamBody(sse(messageStart(3, 0, 0), textStart(0), textDelta(0, "Hi."), blockStop(0), messageDelta("end_turn", 2), messageStop))(0, w, r, nil)
 	}))

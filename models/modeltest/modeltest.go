@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -81,7 +82,7 @@ type session struct {
 func start(t *testing.T, newHarness NewFunc, turns ...scripted.Turn) *session {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // runs last
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) }) // runs last
 	h := newHarness(t, turns)
 	conn, err := Runtime(t).Start(h.Spec)
 	if err != nil {

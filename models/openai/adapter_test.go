@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/modeltest"
@@ -42,7 +43,7 @@ type rig struct {
 func newRig(t *testing.T, opts openai.Options, handle func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage)) *rig {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rg := &rig{t: t}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]json.RawMessage

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
@@ -66,7 +67,7 @@ type setup struct {
 func newSetup(t *testing.T, opts resilience.Options, handle func(n int, w http.ResponseWriter)) *setup {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	s := &setup{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -198,7 +199,7 @@ func TestTransport_GivesUpAfterMaxRetries(t *testing.T) {
 func TestTransport_ConcurrencyLimitAcrossAgents(t *testing.T) {
 	const agents, limit = 200, 4
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	var inFlight, most atomic.Int32
 	arrived := make(chan struct{}, agents)
 	proceed := make(chan struct{})

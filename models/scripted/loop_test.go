@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -20,7 +21,7 @@ import (
 // sessions each get the whole script, streaming calls included.
 func TestLoop_ConversationsShareAScript(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	model := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
 		{Text: "Adding.", ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "add", Arguments: `{"a":1,"b":2}`, Split: 3}}},
 		{Text: "Adding again.", ToolCalls: []scripted.ToolCall{{ID: "call_2", Name: "add", Arguments: `{"a":3,"b":4}`}}},

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -80,7 +81,7 @@ func start(t *testing.T, spec actors.Spec) (*actors.Conn, context.Context) {
 		if err := rt.Close(ctx); err != nil {
 			t.Errorf("close runtime: %v", err)
 		}
-		goleak.VerifyNone(t, before)
+		leakcheck.VerifyNone(t, before)
 	})
 	conn, err := rt.Start(spec)
 	if err != nil {

@@ -29,20 +29,14 @@ func TestFindWaitsForGoroutineOnItsWayOut(t *testing.T) {
 // Find returns once the patience is spent.
 func TestFindReportsGoroutineThatStays(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	release := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		<-release
-	}()
+	release := stay()
 	start := time.Now()
 	err := findWithin(time.Second, []goleak.Option{before})
-	close(release)
-	<-stopped
+	release()
 	if err == nil {
 		t.Fatal("goroutine blocked on a channel not reported")
 	}
-	if !strings.Contains(err.Error(), "TestFindReportsGoroutineThatStays") {
+	if !strings.Contains(err.Error(), "leakcheck.stay") {
 		t.Errorf("report does not name the goroutine's creator: %v", err)
 	}
 	if waited := time.Since(start); waited < time.Second {
@@ -53,16 +47,10 @@ func TestFindReportsGoroutineThatStays(t *testing.T) {
 // VerifyNone (with a shorter patience) fails the test it is given when a goroutine stays.
 func TestVerifyNoneFailsTest(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	release := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		<-release
-	}()
+	release := stay()
 	rec := &recorder{TB: t}
 	verifyWithin(rec, time.Second, []goleak.Option{before})
-	close(release)
-	<-stopped
+	release()
 	if !rec.failed {
 		t.Fatal("VerifyNone did not fail the test while a goroutine stayed")
 	}
@@ -76,3 +64,18 @@ type recorder struct {
 
 func (r *recorder) Error(...any) { r.failed = true }
 func (r *recorder) Helper()      {}
+
+// stay starts a goroutine that stays until the function returned is
+// called, which returns once it has ended.
+func stay() (release func()) {
+	ch := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ch
+	}()
+	return func() {
+		close(ch)
+		<-stopped
+	}
+}

@@ -34,6 +34,9 @@
 // with an explicit guardian: protoactor ignores WithSupervisor on
 // top-level actors). [Runtime.Start] spawns a duplex under it and returns
 // a [Conn]; [Runtime.Close] stops every actor and returns when they and
-// their background work are gone. protoactor's logger is redirected to the
+// their background work are gone. A supervisor's decision is carried out
+// on the duplex it was taken about: a restart that waits for a backoff is
+// dropped when that duplex stopped meanwhile, even if a new one took its
+// name. protoactor's logger is redirected to the
 // *slog.Logger in [RuntimeOptions] (silent by default).
 package actors

@@ -40,7 +40,8 @@ import (
 //     without a frame: it is taken as a [childGone] with the child
 //     beside it;
 //   - a supervisor's Restart that comes after a Stop is dropped (see
-//     [mailbox.stopped]);
+//     [mailbox.stopped]), and one that comes while a stop written into
+//     the actor waits in its queue is a Stop (see [mailbox.stops]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -104,6 +105,14 @@ type mailbox struct {
 	// afresh an actor gone from its parent and its registry (or, still
 	// waiting for its children to stop, restart instead of stopping).
 	stopped bool
+	// stops counts the stops written into the actor (PoisonPills) that
+	// are queued, not yet taken to be handled. A Restart taken while one
+	// is queued is carried out as a Stop: the stop was asked for before
+	// the restart happened, and wins. A failed actor's queue waits while
+	// its supervisor decides (the mailbox suspended), and its Restart, a
+	// system message, would otherwise be taken first: the Logic started
+	// again, only to be stopped.
+	stops atomic.Int32
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -274,6 +283,7 @@ func (m *mailbox) PostUserMessage(message any) {
 // postStop queues msg, a stop, after every child's frame queued so far
 // (see popUser).
 func (m *mailbox) postStop(msg any) {
+	m.stops.Add(1) // before it can be taken (see run)
 	m.mu.Lock()
 	m.in.push(msg)
 	m.queued++
@@ -408,10 +418,17 @@ func (m *mailbox) run() {
 				m.stopped = true
 				m.invoker.InvokeSystemMessage(msg)
 			case *actor.Restart:
-				// A restart after the stop is dropped: protoactor would
-				// carry it out, bringing back an actor stopped for good
-				// (see mailbox.stopped).
-				if !m.stopped {
+				switch {
+				case m.stopped:
+					// A restart after the stop is dropped: protoactor
+					// would carry it out, bringing back an actor stopped
+					// for good (see mailbox.stopped).
+				case m.stops.Load() > 0:
+					// A stop waits in the queue: it wins (see
+					// mailbox.stops).
+					m.stopped = true
+					m.invoker.InvokeSystemMessage(&actor.Stop{})
+				default:
 					m.invoker.InvokeSystemMessage(msg)
 				}
 			default:
@@ -432,10 +449,23 @@ func (m *mailbox) run() {
 			m.direct.receiveFrame(f, e.from)
 			continue
 		}
+		if m.stops.Load() > 0 && isStop(msg) {
+			m.stops.Add(-1)
+		}
 		m.from = e.from
 		m.invoker.InvokeUserMessage(msg)
 		m.from = nil
 	}
+}
+
+// isStop reports whether msg, a user message, is a stop written into
+// the actor (a PoisonPill, in an envelope or not).
+func isStop(msg any) bool {
+	if env, ok := msg.(*actor.MessageEnvelope); ok {
+		msg = env.Message
+	}
+	_, ok := msg.(*actor.PoisonPill)
+	return ok
 }
 
 func (m *mailbox) popSystem() any {

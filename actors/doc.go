@@ -19,10 +19,13 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic. A call's frames that its caller was still sending when
-//     a restart closed it reach the next incarnation, which takes them
-//     for a call of their own: a caller stops sending a call once it has
-//     the call's answer (its ERROR and END included);
+//     the Logic, also when it had failed: once stopped, it waits for no
+//     supervisor's decision, and a stop asked for before its restart
+//     happened wins over the restart. A call's frames that its caller
+//     was still sending when a restart closed it reach the next
+//     incarnation, which takes them for a call of their own: a caller
+//     stops sending a call once it has the call's answer (its ERROR and
+//     END included);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

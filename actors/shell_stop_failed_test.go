@@ -248,3 +248,58 @@ func testFailedDuplexStopping(t *testing.T, strategy *supervisor.Strategy, close
 		t.Errorf("the Logic was started %d times, want 1", n)
 	}
 }
+
+// TestShell_StoppedWithoutLogicTakesNoFrame: a duplex whose Spec's New
+// panicked has no Logic; stopped by its supervisor, it takes what
+// waited in its mailbox as any stopped duplex does, and hands no frame
+// to the Logic it lacks (which would fail it once more, a failure its
+// supervisor would be told about after its stop).
+func TestShell_StoppedWithoutLogicTakesNoFrame(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	decided, proceed := make(chan struct{}), make(chan struct{})
+	var decidedOnce sync.Once
+	releaseHost := sync.OnceFunc(func() { close(proceed) })
+	var mu sync.Mutex
+	var events []string
+	rt := closedRuntime(t, &RuntimeOptions{
+		Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}),
+		OnSupervision: func(ev supervisor.Event) {
+			if !strings.HasSuffix(ev.Child, "/d") {
+				return
+			}
+			mu.Lock()
+			events = append(events, ev.Directive.String())
+			mu.Unlock()
+			decidedOnce.Do(func() { close(decided); <-proceed })
+		},
+	})
+	t.Cleanup(releaseHost) // before the runtime is closed
+	conn, err := rt.Start(Spec{Name: "d", New: func() Logic { panic("no logic") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-decided // the host holds its decision to stop d, failed
+	mb := firstMailbox(t, rt, 1)
+	if err := conn.Send(messages.Text("n", "late")); err != nil {
+		t.Fatal(err)
+	}
+	releaseHost()
+	if _, err := conn.Recv(testContext(t)); !errors.Is(err, ErrDuplexStopped) {
+		t.Fatalf("Recv: %v, want ErrDuplexStopped", err)
+	}
+	waitSettled(mb) // d, stopped, has taken the frame
+	// A round trip through the host: it has taken what d sent it before.
+	other, err := rt.Start(Duplex("other", func(*messages.Frame, func(*messages.Frame)) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{supervisor.Stop.String()}; !slices.Equal(events, want) {
+		t.Errorf("the supervisor decided %q about d, want %q", events, want)
+	}
+}

@@ -47,6 +47,26 @@ type dials struct {
 	mu      sync.Mutex
 	opening map[string]int    // peer address → connections opening to it
 	counted func(addr string) // tests: called once a connection to addr counts as opening
+	opened  func(addr string) // called once a connection to addr has opened (see onOpen)
+}
+
+// onOpen makes d call f with a peer's address each time a connection to
+// the peer opens (at the peer's first answer), on the goroutine opening
+// it: before anything can report the connection's end.
+func (d *dials) onOpen(f func(addr string)) {
+	d.mu.Lock()
+	d.opened = f
+	d.mu.Unlock()
+}
+
+// open tells d's onOpen function that a connection to addr has opened.
+func (d *dials) open(addr string) {
+	d.mu.Lock()
+	f := d.opened
+	d.mu.Unlock()
+	if f != nil {
+		f(addr)
+	}
 }
 
 // newDials returns dials bounded by timeout: 0 means
@@ -171,8 +191,12 @@ func (s *dialStream) RecvMsg(m any) error {
 		if first {
 			panic(s.d.failed(s.addr, err))
 		}
+		return err
 	}
-	return err
+	if first {
+		s.d.open(s.addr)
+	}
+	return nil
 }
 
 func (s *dialStream) CloseSend() error {

@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envClientAt); v != "" {
 		os.Exit(runClientAt(v))
 	}
+	if addr := os.Getenv(envRedial); addr != "" {
+		os.Exit(runRedial(addr))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {

@@ -377,7 +377,7 @@ type (
 type proxy struct {
 	log     *slog.Logger
 	pending map[callKey]*waiter
-	watched map[string]bool // node addresses watched since their last termination
+	watched map[string]bool // node addresses watched since their last termination (see watch)
 	onGone  func(string)
 
 	// open holds the nodes with a connection opened since they were last
@@ -429,11 +429,10 @@ func (p *proxy) Receive(ctx actor.Context) {
 			return
 		}
 		p.pending[key] = m.w
-		if !p.watched[node.Address] {
-			p.watched[node.Address] = true
-			ctx.Watch(node)
-		}
 		ctx.Request(node, m.frame)
+		if p.open[node.Address] {
+			p.watch(ctx, node.Address)
+		}
 	case *forget:
 		delete(p.pending, m.key)
 		// A node known gone cancels the calls of its callers itself, and
@@ -453,6 +452,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.down, m.address)
+		p.watch(ctx, m.address)
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -488,6 +488,18 @@ func (p *proxy) frame(f *messages.Frame) {
 			delete(p.pending, key)
 			w.finish(func() { w.descriptions = w.descs })
 		}
+	}
+}
+
+// watch watches the service actor of the node at addr, unless it is
+// watched already. Only a node with a connection open is watched: a watch
+// (like any message) makes protoactor open a connection when it has none,
+// and a watch sent beside a request whose connection failed at once would
+// open another, dialling the node twice for one call.
+func (p *proxy) watch(ctx actor.Context, addr string) {
+	if !p.watched[addr] {
+		p.watched[addr] = true
+		ctx.Watch(actor.NewPID(addr, ServiceName))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -55,7 +56,9 @@ type ClientOptions struct {
 	// CallTimeout bounds calls of remote tools whose description has no
 	// timeout; default DefaultCallTimeout. Negative: no bound.
 	CallTimeout time.Duration
-	// Logger receives the client's logs and protoactor's; nil discards.
+	// Logger receives the client's logs and protoactor's, protoactor's
+	// INFO records (its connections opening and closing, say) lowered to
+	// DEBUG as a runtime's are (see actors.RuntimeOptions); nil discards.
 	Logger *slog.Logger
 	// ConnectTimeout bounds the opening of each connection to a node:
 	// a node that does not complete it in time (one that accepts TCP but
@@ -95,6 +98,7 @@ type ClientOptions struct {
 // ordinary *tools.Tool values whose calls run on the node. Safe for
 // concurrent use; Close stops it.
 type Client struct {
+	rt          *actors.Runtime // owns the system (and lowers protoactor's logs)
 	system      *actor.ActorSystem
 	remote      *paremote.Remote
 	guard       *guard
@@ -144,17 +148,21 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	case o.CallTimeout < 0:
 		o.CallTimeout = tools.NoTimeout
 	}
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("remote: client: %w", err)
+	}
 	p := newProxy(o)
-	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
 		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
-		c.system.Shutdown()
+		_ = rt.Close(context.Background())
 		return nil, err
 	}
 	if c.proxy, err = c.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return p }), "polyweave-client"); err != nil {
 		c.remote.Shutdown(false)
-		c.system.Shutdown()
+		_ = rt.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
@@ -327,7 +335,9 @@ func (c *Client) Close(ctx context.Context) error {
 		if err := stopRemote(ctx, c.system, c.remote, c.dials); err != nil {
 			errs = append(errs, err)
 		}
-		c.system.Shutdown()
+		if err := c.rt.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		if err := errors.Join(errs...); err != nil {
 			c.closeErr = fmt.Errorf("remote: close client: %w", err)
 		}

@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envClientAt); v != "" {
 		os.Exit(runClientAt(v))
 	}
+	if os.Getenv(envDialLog) != "" {
+		os.Exit(runDialLog())
+	}
 	if addr := os.Getenv(envRedial); addr != "" {
 		os.Exit(runRedial(addr))
 	}

@@ -66,6 +66,18 @@ type ClientOptions struct {
 	// for it longer than that. Default DefaultConnectTimeout; negative:
 	// gRPC's own bound (20 s).
 	ConnectTimeout time.Duration
+	// KeepaliveTime is how long a connection to a node may stay quiet
+	// before the client pings the node over it, and KeepaliveTimeout how
+	// long it then waits for the answer: a node that does not answer is
+	// gone (its calls in flight are answered with ErrNodeUnreachable),
+	// even when its connection never closes (a network cut, a frozen
+	// process). Defaults DefaultKeepaliveTime and
+	// DefaultKeepaliveTimeout; gRPC pings at most every 10 s, so a
+	// shorter time means 10 s; negative KeepaliveTime: no pings (a node
+	// that vanishes without closing its connection is then noticed only
+	// by the calls' timeouts).
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
 	// RedialBackoff is how long the client leaves a node alone after a
 	// connection to it failed to open: until then, calls of the node are
 	// answered at once with ErrNodeUnreachable, without dialling it. Each
@@ -153,7 +165,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: client: %w", err)
 	}
 	p := newProxy(o)
-	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout),
 		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {

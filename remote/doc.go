@@ -28,7 +28,10 @@
 // the meantime being answered at once with ErrNodeUnreachable, so a node
 // that comes back serves again once its backoff has passed. A node that accepts
 // the connection but does not complete the handshake within
-// [ClientOptions].ConnectTimeout cannot be reached either, and a Close
+// [ClientOptions].ConnectTimeout cannot be reached either; a node that
+// stops answering without closing its connection (a network cut, a
+// frozen process) is gone once a ping over the quiet connection goes
+// unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
 // connection drops, the node cancels that caller's calls (their handlers'

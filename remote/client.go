@@ -456,10 +456,13 @@ func (p *proxy) Receive(ctx actor.Context) {
 			p.watch(ctx, node.Address)
 		}
 	case *forget:
+		_, sent := p.pending[m.key]
 		delete(p.pending, m.key)
-		// A node known gone cancels the calls of its callers itself, and
-		// a CANCEL would dial it.
-		if m.cancel && p.down[m.node.Address] == nil {
+		// A call still pending went out, into the connection (open or
+		// opening) that its CANCEL follows it through; one already
+		// answered (its node gone, or backed off) needs none, and a
+		// CANCEL would dial its node.
+		if m.cancel && sent {
 			ctx.Send(m.node, messages.Cancel(m.key.stream, m.key.id))
 		}
 	case *messages.Frame:

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,64 +30,117 @@ import (
 // The etcd test's members run in child processes (TestClusterEtcdChild),
 // configured through these variables besides the kill test's schema and
 // side file.
-const childEtcdEnv = "POLYWEAVE_CLUSTER_ETCD" // the etcd client endpoint
+const (
+	childEtcdEnv       = "POLYWEAVE_CLUSTER_ETCD"        // the etcd client endpoint
+	childEtcdPrefixEnv = "POLYWEAVE_CLUSTER_ETCD_PREFIX" // the key prefix of the test's members
+)
 
-// startEtcd starts a throwaway single-node etcd (Debian's etcd-server,
-// through scripts/etcd.sh) on loopback ports and returns its client
-// endpoint; t's cleanup stops it.
-func startEtcd(t *testing.T) string {
+// etcdServer is a throwaway single-node etcd (Debian's etcd-server,
+// through scripts/etcd.sh) on loopback ports, shared by the package's
+// tests (see startEtcd).
+type etcdServer struct {
+	once     sync.Once
+	endpoint string // host:port of its client URL
+	err      error  // why it did not start
+	cmd      *exec.Cmd
+	dir      string
+	drained  chan struct{} // closed when its stderr has ended
+	prefixes atomic.Int64
+}
+
+// sharedEtcd is the etcd of the package's tests; TestMain stops it.
+var sharedEtcd etcdServer
+
+// startEtcd returns the client endpoint of the package's etcd, which it
+// starts on the first call, and a key prefix that no other test uses:
+// each test's members register under a prefix of their own, so the tests
+// that use etcd can run at once.
+func startEtcd(t *testing.T) (endpoint, prefix string) {
 	t.Helper()
+	e := &sharedEtcd
+	e.once.Do(e.start)
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.endpoint, fmt.Sprintf("/polyweave-test-%d", e.prefixes.Add(1))
+}
+
+func (e *etcdServer) start() {
 	out, err := exec.Command("bash", filepath.Join("..", "scripts", "etcd.sh")).Output()
 	if err != nil {
-		t.Fatalf("scripts/etcd.sh: %v (it installs Debian's etcd-server)", err)
+		e.err = fmt.Errorf("scripts/etcd.sh: %v (it installs Debian's etcd-server)", err)
+		return
 	}
 	bin := strings.TrimSpace(string(out))
-	ports := freePorts(t, 2)
+	if e.dir, err = os.MkdirTemp("", "polyweave-etcd-"); err != nil {
+		e.err = err
+		return
+	}
+	ports, err := freeLoopbackPorts(2)
+	if err != nil {
+		e.err = err
+		return
+	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(bin, "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+	e.cmd = exec.Command(bin, "--data-dir", filepath.Join(e.dir, "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "default="+peer)
-	cmd.SysProcAttr = dieWithParent()
-	stderr, err := cmd.StderrPipe()
+	e.cmd.SysProcAttr = dieWithParent()
+	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		e.err = err
+		return
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := e.cmd.Start(); err != nil {
+		e.err = err
+		e.cmd = nil
+		return
 	}
 	ready := make(chan struct{})
 	var log strings.Builder // until ready; read after ready or exit
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case <-ready:
-				continue
-			default:
-			}
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "ready to serve client requests") {
-				close(ready)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-drained
-		cmd.Wait()
-	})
+	e.drained = make(chan struct{})
+	go e.readLog(stderr, ready, &log)
 	select {
 	case <-ready:
-	case <-drained:
-		t.Fatalf("etcd exited before it was ready:\n%s", log.String())
+		e.endpoint = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	case <-e.drained:
+		e.err = fmt.Errorf("etcd exited before it was ready:\n%s", log.String())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("etcd not ready after a minute")
+		e.err = errors.New("etcd not ready after a minute")
 	}
-	return fmt.Sprintf("127.0.0.1:%d", ports[0])
+}
+
+// readLog reads etcd's stderr to its end, keeping it in log until etcd
+// says it is ready (it closes ready then).
+func (e *etcdServer) readLog(stderr io.Reader, ready chan struct{}, log *strings.Builder) {
+	defer close(e.drained)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		select {
+		case <-ready:
+			continue
+		default:
+		}
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "ready to serve client requests") {
+			close(ready)
+		}
+	}
+}
+
+// stop stops etcd, if it started, and removes its data.
+func (e *etcdServer) stop() error {
+	if e.cmd != nil {
+		e.cmd.Process.Kill()
+		<-e.drained
+		e.cmd.Wait()
+	}
+	if e.dir != "" {
+		return os.RemoveAll(e.dir)
+	}
+	return nil
 }
 
 // TestClusterEtcdChild is an etcd-provided member's body; it does nothing
@@ -105,7 +159,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	// Everything the member starts from here on, the etcd client's
 	// goroutines included, ends when it closes.
 	before := goleak.IgnoreCurrent()
-	provider, err := cluster.Etcd([]string{endpoint}, "/polyweave-test")
+	provider, err := cluster.Etcd([]string{endpoint}, os.Getenv(childEtcdPrefixEnv))
 	if err != nil {
 		return err
 	}
@@ -170,19 +224,48 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	return nil
 }
 
-// startEtcdChild starts a member (TestClusterEtcdChild) on etcd at
-// endpoint, with the store's schema, the side file and the race log, and
-// returns it with its address and process id once it is ready.
-func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLog string) (*tooltest.Child, string, int) {
+// etcdMembers starts the members (TestClusterEtcdChild) of one test on
+// the package's etcd, under a key prefix of the test's own, with the
+// store's schema, the side file and the race log.
+type etcdMembers struct {
+	endpoint, prefix, schema string
+	side                     sideFile
+	raceLog                  string
+}
+
+func newEtcdMembers(t *testing.T) *etcdMembers {
 	t.Helper()
-	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
-		childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	endpoint, prefix := startEtcd(t)
+	return &etcdMembers{endpoint: endpoint, prefix: prefix, schema: freshSchema(), side: newSideFile(t),
+		raceLog: filepath.Join(t.TempDir(), "race")}
+}
+
+// spawn starts a member; see ready.
+func (e *etcdMembers) spawn(t *testing.T) *tooltest.Child {
+	t.Helper()
+	return tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+e.endpoint,
+		childEtcdPrefixEnv+"="+e.prefix, childSchemaEnv+"="+e.schema, childSideEnv+"="+string(e.side),
+		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+e.raceLog)
+}
+
+// ready returns the address and process id of member c once it is
+// ready.
+func etcdReady(t *testing.T, c *tooltest.Child) (string, int) {
+	t.Helper()
 	var addr string
 	var pid int
 	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
 		t.Fatalf("member did not say it was ready: %v", err)
 	}
+	return addr, pid
+}
+
+// start starts a member and returns it with its address and process id
+// once it is ready.
+func (e *etcdMembers) start(t *testing.T) (*tooltest.Child, string, int) {
+	t.Helper()
+	c := e.spawn(t)
+	addr, pid := etcdReady(t, c)
 	return c, addr, pid
 }
 
@@ -193,14 +276,11 @@ func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLo
 // lease expires) and its sessions are activated again on the others; a
 // member that closes leaves at once; a new member joins and runs sessions.
 func TestEtcd_MembersJoinAndLeave(t *testing.T) {
-	leakCheck(t)
-	endpoint := startEtcd(t)
-	schema := freshSchema()
-	side := newSideFile(t)
-	raceLog := filepath.Join(t.TempDir(), "race")
-
+	parallelLeakCheck(t)
+	members := newEtcdMembers(t)
+	side, raceLog := members.side, members.raceLog
 	start := func() (*tooltest.Child, string) {
-		c, addr, _ := startEtcdChild(t, endpoint, schema, side, raceLog)
+		c, addr, _ := members.start(t)
 		return c, addr
 	}
 	// waitMark reads c's marks until one starts with prefix and returns
@@ -240,9 +320,11 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 		}
 	}
 
-	a, addrA := start()
-	b, addrB := start()
-	c, addrC := start()
+	// The three start at once.
+	a, b, c := members.spawn(t), members.spawn(t), members.spawn(t)
+	addrA, _ := etcdReady(t, a)
+	addrB, _ := etcdReady(t, b)
+	addrC, _ := etcdReady(t, c)
 	for _, m := range []*tooltest.Child{a, b, c} {
 		waitTopology(m, addrA, addrB, addrC)
 	}
@@ -422,6 +504,7 @@ func etcdStartChild(t *testing.T, schema, value, want string) (err string, took 
 // only: nothing is written to stderr. The members run in child processes
 // (see TestEtcd_SilentOnRegisterOrDeregister).
 func TestEtcd_UnreachableStartFails(t *testing.T) {
+	parallelLeakCheck(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -476,6 +559,7 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 // client's and server's); data races of the pinned etcd provider (its
 // shutdown flag) are told from this module's there too.
 func TestEtcd_SilentOnRegisterOrDeregister(t *testing.T) {
+	parallelLeakCheck(t)
 	schema := freshSchema()
 	openStore(t, schema) // creates it
 	for _, tc := range []struct{ silentOn, mark, want string }{

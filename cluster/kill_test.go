@@ -139,7 +139,8 @@ func runMemberChild(t *testing.T, portText string) error {
 // cluster on loopback (members in child processes, the automanaged
 // provider, the store on PostgreSQL) from a client process, and kills a
 // member with SIGKILL 20 times at random moments, starting a new one in
-// its place each time. Every session's tool calls append a line to one
+// its place each time (while the sessions go on: it joins when it is
+// up). Every session's tool calls append a line to one
 // file, shared by all processes, then notify the test and wait at a gate
 // (a PostgreSQL advisory lock) that the test opens round by round; each
 // kill follows a random number of those notifications, so it finds calls
@@ -153,7 +154,7 @@ func runMemberChild(t *testing.T, portText string) error {
 // checks: the members' goroutines run several times slower there, and the
 // full size takes most of a minute.
 func TestCluster_KillMembers(t *testing.T) {
-	leakCheck(t)
+	parallelLeakCheck(t)
 	const members = 3
 	sessions, kills := 50, 20
 	if raceDetector {
@@ -198,20 +199,34 @@ func TestCluster_KillMembers(t *testing.T) {
 		}
 	}
 
-	start := func(i int) *tooltest.Child {
-		c := tooltest.StartChild(t, "^TestClusterMemberChild$",
+	// A member starts in the background: the sessions go on meanwhile,
+	// on the others. ready waits until member i has joined, before it is
+	// killed or stopped.
+	children := make([]*tooltest.Child, members)
+	joined := make([]bool, members)
+	start := func(i int) {
+		children[i] = tooltest.StartChild(t, "^TestClusterMemberChild$",
 			childEnv+"="+strconv.Itoa(ports[i]), childHostsEnv+"="+strings.Join(hosts, ","),
 			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
 			childRoundsEnv+"="+strconv.Itoa(rounds), childGatesEnv+"="+strconv.Itoa(kills),
 			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		if mark := c.Mark(t); !strings.HasPrefix(mark, "ready ") {
+		joined[i] = false
+	}
+	ready := func(i int) {
+		t.Helper()
+		if joined[i] {
+			return
+		}
+		if mark := children[i].Mark(t); !strings.HasPrefix(mark, "ready ") {
 			t.Fatalf("member %d: mark %q", i, mark)
 		}
-		return c
+		joined[i] = true
 	}
-	children := make([]*tooltest.Child, members)
 	for i := range members {
-		children[i] = start(i)
+		start(i)
+	}
+	for i := range members {
+		ready(i)
 	}
 
 	client, err := cluster.Start(&cluster.Options{
@@ -256,12 +271,14 @@ func TestCluster_KillMembers(t *testing.T) {
 			}
 		}
 		victim := rand.IntN(members)
+		ready(victim)
 		children[victim].Kill(t)
-		children[victim] = start(victim)
+		start(victim)
 	}
 	wg.Wait()
 	closeClient()
-	for _, c := range children {
+	for i, c := range children {
+		ready(i)
 		c.Stop(t)
 	}
 

@@ -416,13 +416,13 @@ func TestEtcd_NothingBeforeStart(t *testing.T) {
 // the etcd provider whose etcd does not answer (TestClusterEtcdStartChild):
 // "member ENDPOINT" or "client ENDPOINT", where ENDPOINT is an etcd
 // client endpoint, or "fake:KIND" for a fakeEtcd that the child serves,
-// silent on KIND.
+// silent on KIND; a third field, when there is one, is the provider's
+// timeout (time.ParseDuration), 300 ms otherwise.
 const childEtcdStartEnv = "POLYWEAVE_CLUSTER_ETCD_START"
 
 // TestClusterEtcdStartChild is the body of the members of
 // TestEtcd_UnreachableStartFails and TestEtcd_SilentOnRegisterOrDeregister;
-// it does nothing unless started by them. The provider's timeout is
-// 300 ms. The child starts, and marks "start ERROR" when Start fails,
+// it does nothing unless started by them. The child starts, and marks "start ERROR" when Start fails,
 // or, once it has started and closed, "close ERROR" (the error of Close,
 // "<nil>" for none); then "took D" (how long the failed call took),
 // "etcdlogs N" (the etcd client's records in the member's logs) and
@@ -430,7 +430,15 @@ const childEtcdStartEnv = "POLYWEAVE_CLUSTER_ETCD_START"
 // goroutines it started are still running.
 func TestClusterEtcdStartChild(t *testing.T) {
 	childMain(t, childEtcdStartEnv, func(t *testing.T, value string) error {
-		mode, endpoint, _ := strings.Cut(value, " ")
+		fields := strings.Fields(value)
+		mode, endpoint, timeout := fields[0], fields[1], 300*time.Millisecond
+		if len(fields) > 2 {
+			d, err := time.ParseDuration(fields[2])
+			if err != nil {
+				return err
+			}
+			timeout = d
+		}
 		store := openStore(t, os.Getenv(childSchemaEnv))
 		before := goleak.IgnoreCurrent()
 		stopFake := func() {}
@@ -441,7 +449,7 @@ func TestClusterEtcdStartChild(t *testing.T) {
 		var logs lockedBuffer
 		var took time.Duration
 		stderr := captureStderr(t, func() {
-			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
+			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(timeout))
 			if err != nil {
 				mark("start %v", err)
 				return
@@ -478,22 +486,33 @@ func TestClusterEtcdStartChild(t *testing.T) {
 // that took, and the number of the etcd client's log records.
 func etcdStartChild(t *testing.T, schema, value, want string) (err string, took string, etcdLogs int) {
 	t.Helper()
+	return spawnEtcdStartChild(t, schema, value)(t, want)
+}
+
+// spawnEtcdStartChild starts the child of etcdStartChild and returns the
+// function that reads its marks and checks it, as etcdStartChild does:
+// several children run side by side.
+func spawnEtcdStartChild(t *testing.T, schema, value string) func(t *testing.T, want string) (err string, took string, etcdLogs int) {
+	t.Helper()
 	raceLog := filepath.Join(t.TempDir(), "race")
 	c := tooltest.StartChild(t, "^TestClusterEtcdStartChild$", childEtcdStartEnv+"="+value,
 		childSchemaEnv+"="+schema, "POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-	got := c.Mark(t)
-	err, ok := strings.CutPrefix(got, want)
-	if !ok {
-		t.Fatalf("member: %q, want a mark %q", got, want)
+	return func(t *testing.T, want string) (err string, took string, etcdLogs int) {
+		t.Helper()
+		got := c.Mark(t)
+		err, ok := strings.CutPrefix(got, want)
+		if !ok {
+			t.Fatalf("member: %q, want a mark %q", got, want)
+		}
+		took = strings.TrimPrefix(c.Mark(t), "took ")
+		etcdLogs, _ = strconv.Atoi(strings.TrimPrefix(c.Mark(t), "etcdlogs "))
+		if stderr := c.Mark(t); stderr != "stderr 0" {
+			t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
+		}
+		c.Wait(t)
+		checkRaceReports(t, filepath.Dir(raceLog))
+		return err, took, etcdLogs
 	}
-	took = strings.TrimPrefix(c.Mark(t), "took ")
-	etcdLogs, _ = strconv.Atoi(strings.TrimPrefix(c.Mark(t), "etcdlogs "))
-	if stderr := c.Mark(t); stderr != "stderr 0" {
-		t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
-	}
-	c.Wait(t)
-	checkRaceReports(t, filepath.Dir(raceLog))
-	return err, took, etcdLogs
 }
 
 // TestEtcd_UnreachableStartFails: a member whose etcd cannot be reached
@@ -529,22 +548,32 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 	}()
 	schema := freshSchema()
 	openStore(t, schema) // creates it
+	// The children start at once (each fails after the timeout, however
+	// slow), and are checked one by one.
+	type child struct {
+		name, endpoint string
+		marks          func(*testing.T, string) (string, string, int)
+	}
+	var children []child
 	for name, endpoint := range map[string]string{
 		"closed port":     fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]),
 		"silent listener": silent.Addr().String(),
 	} {
 		for _, mode := range []string{"member", "client"} {
-			t.Run(name+"/"+mode, func(t *testing.T) {
-				err, took, etcdLogs := etcdStartChild(t, schema, mode+" "+endpoint, "start ")
-				if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, endpoint) {
-					t.Fatalf("Start: %s; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, endpoint)
-				}
-				if etcdLogs == 0 {
-					t.Error("no record of the etcd client in the member's logs")
-				}
-				t.Logf("Start failed after %s (timeout 300ms): %s", took, err)
-			})
+			children = append(children, child{name + "/" + mode, endpoint, spawnEtcdStartChild(t, schema, mode+" "+endpoint)})
 		}
+	}
+	for _, c := range children {
+		t.Run(c.name, func(t *testing.T) {
+			err, took, etcdLogs := c.marks(t, "start ")
+			if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, c.endpoint) {
+				t.Fatalf("Start: %s; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, c.endpoint)
+			}
+			if etcdLogs == 0 {
+				t.Error("no record of the etcd client in the member's logs")
+			}
+			t.Logf("Start failed after %s (timeout 300ms): %s", took, err)
+		})
 	}
 }
 
@@ -562,16 +591,19 @@ func TestEtcd_SilentOnRegisterOrDeregister(t *testing.T) {
 	parallelLeakCheck(t)
 	schema := freshSchema()
 	openStore(t, schema) // creates it
-	for _, tc := range []struct{ silentOn, mark, want string }{
-		{"grant", "start ", "register with"},
-		{"delete", "close ", "deregister from"},
+	// The member that must start before etcd falls silent has the time
+	// to, however loaded the machine: its timeout, which Close then
+	// waits, is longer.
+	for _, tc := range []struct{ silentOn, timeout, mark, want string }{
+		{"grant", "300ms", "start ", "register with"},
+		{"delete", "3s", "close ", "deregister from"},
 	} {
 		t.Run(tc.silentOn, func(t *testing.T) {
-			err, took, _ := etcdStartChild(t, schema, "member fake:"+tc.silentOn, tc.mark)
+			err, took, _ := etcdStartChild(t, schema, "member fake:"+tc.silentOn+" "+tc.timeout, tc.mark)
 			if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, tc.want) {
 				t.Fatalf("member: %s; want an error of %q that wraps %q", err, tc.want, cluster.ErrEtcdUnreachable)
 			}
-			t.Logf("%s failed after %s (timeout 300ms): %s", strings.TrimSpace(tc.mark), took, err)
+			t.Logf("%s failed after %s (timeout %s): %s", strings.TrimSpace(tc.mark), took, tc.timeout, err)
 		})
 	}
 }

@@ -240,32 +240,18 @@ func newEtcdMembers(t *testing.T) *etcdMembers {
 		raceLog: filepath.Join(t.TempDir(), "race")}
 }
 
-// spawn starts a member; see ready.
-func (e *etcdMembers) spawn(t *testing.T) *tooltest.Child {
+// start starts a member and returns it with its address and process id
+// once it is ready.
+func (e *etcdMembers) start(t *testing.T) (*tooltest.Child, string, int) {
 	t.Helper()
-	return tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+e.endpoint,
+	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+e.endpoint,
 		childEtcdPrefixEnv+"="+e.prefix, childSchemaEnv+"="+e.schema, childSideEnv+"="+string(e.side),
 		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+e.raceLog)
-}
-
-// ready returns the address and process id of member c once it is
-// ready.
-func etcdReady(t *testing.T, c *tooltest.Child) (string, int) {
-	t.Helper()
 	var addr string
 	var pid int
 	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
 		t.Fatalf("member did not say it was ready: %v", err)
 	}
-	return addr, pid
-}
-
-// start starts a member and returns it with its address and process id
-// once it is ready.
-func (e *etcdMembers) start(t *testing.T) (*tooltest.Child, string, int) {
-	t.Helper()
-	c := e.spawn(t)
-	addr, pid := etcdReady(t, c)
 	return c, addr, pid
 }
 
@@ -320,11 +306,9 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 		}
 	}
 
-	// The three start at once.
-	a, b, c := members.spawn(t), members.spawn(t), members.spawn(t)
-	addrA, _ := etcdReady(t, a)
-	addrB, _ := etcdReady(t, b)
-	addrC, _ := etcdReady(t, c)
+	a, addrA := start()
+	b, addrB := start()
+	c, addrC := start()
 	for _, m := range []*tooltest.Child{a, b, c} {
 		waitTopology(m, addrA, addrB, addrC)
 	}

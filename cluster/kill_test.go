@@ -139,8 +139,7 @@ func runMemberChild(t *testing.T, portText string) error {
 // cluster on loopback (members in child processes, the automanaged
 // provider, the store on PostgreSQL) from a client process, and kills a
 // member with SIGKILL 20 times at random moments, starting a new one in
-// its place each time (while the sessions go on: it joins when it is
-// up). Every session's tool calls append a line to one
+// its place each time. Every session's tool calls append a line to one
 // file, shared by all processes, then notify the test and wait at a gate
 // (a PostgreSQL advisory lock) that the test opens round by round; each
 // kill follows a random number of those notifications, so it finds calls
@@ -199,28 +198,21 @@ func TestCluster_KillMembers(t *testing.T) {
 		}
 	}
 
-	// A member starts in the background: the sessions go on meanwhile,
-	// on the others. ready waits until member i has joined, before it is
-	// killed or stopped.
+	// The first members start at once; a killed member's replacement
+	// has joined before the next gate opens.
 	children := make([]*tooltest.Child, members)
-	joined := make([]bool, members)
 	start := func(i int) {
 		children[i] = tooltest.StartChild(t, "^TestClusterMemberChild$",
 			childEnv+"="+strconv.Itoa(ports[i]), childHostsEnv+"="+strings.Join(hosts, ","),
 			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
 			childRoundsEnv+"="+strconv.Itoa(rounds), childGatesEnv+"="+strconv.Itoa(kills),
 			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		joined[i] = false
 	}
 	ready := func(i int) {
 		t.Helper()
-		if joined[i] {
-			return
-		}
 		if mark := children[i].Mark(t); !strings.HasPrefix(mark, "ready ") {
 			t.Fatalf("member %d: mark %q", i, mark)
 		}
-		joined[i] = true
 	}
 	for i := range members {
 		start(i)
@@ -271,14 +263,13 @@ func TestCluster_KillMembers(t *testing.T) {
 			}
 		}
 		victim := rand.IntN(members)
-		ready(victim)
 		children[victim].Kill(t)
 		start(victim)
+		ready(victim)
 	}
 	wg.Wait()
 	closeClient()
-	for i, c := range children {
-		ready(i)
+	for _, c := range children {
 		c.Stop(t)
 	}
 

@@ -37,9 +37,8 @@ func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
 			}
 		}
 	}
-	a, b := members.spawn(t), members.spawn(t) // at once
-	addrA, _ := etcdReady(t, a)
-	addrB, pidB := etcdReady(t, b)
+	a, addrA, _ := members.start(t)
+	b, addrB, pidB := members.start(t)
 	waitTopology(a, addrA, addrB)
 	waitTopology(b, addrA, addrB)
 

@@ -218,6 +218,10 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err := m.Close(ctx); err != nil {
 		return err
 	}
+	// The store is closed first: a pooled connection whose write was
+	// slow (a loaded machine) keeps a reader goroutine until its next
+	// use or its close.
+	store.Close()
 	if err := findLeaks(before); err != nil {
 		return fmt.Errorf("the member left goroutines behind: %w", err)
 	}
@@ -456,6 +460,7 @@ func TestClusterEtcdStartChild(t *testing.T) {
 		mark("etcdlogs %d", strings.Count(logs.String(), `"component":"etcd-client"`))
 		mark("stderr %d", strings.Count(stderr, "\n"))
 		stopFake()
+		store.Close() // see runEtcdChild
 		if err := findLeaks(before); err != nil {
 			return fmt.Errorf("the member left goroutines behind: %w", err)
 		}

@@ -19,10 +19,13 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic. A call's frames that its caller was still sending when
-//     a restart closed it reach the next incarnation, which takes them
-//     for a call of their own: a caller stops sending a call once it has
-//     the call's answer (its ERROR and END included);
+//     the Logic, also when it had failed: once stopped, it waits for no
+//     supervisor's decision, and a stop asked for before its restart
+//     happened wins over the restart. A call's frames that its caller
+//     was still sending when a restart closed it reach the next
+//     incarnation, which takes them for a call of their own: a caller
+//     stops sending a call once it has the call's answer (its ERROR and
+//     END included);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner
@@ -34,6 +37,9 @@
 // with an explicit guardian: protoactor ignores WithSupervisor on
 // top-level actors). [Runtime.Start] spawns a duplex under it and returns
 // a [Conn]; [Runtime.Close] stops every actor and returns when they and
-// their background work are gone. protoactor's logger is redirected to the
+// their background work are gone. A supervisor's decision is carried out
+// on the duplex it was taken about: a restart that waits for a backoff is
+// dropped when that duplex stopped meanwhile, even if a new one took its
+// name. protoactor's logger is redirected to the
 // *slog.Logger in [RuntimeOptions] (silent by default).
 package actors

@@ -68,7 +68,9 @@ type Context interface {
 	// actor's until its child's [ChildStopped] has been received: a
 	// Spawn under it before then fails with [ErrChildNameInUse].
 	Spawn(spec Spec) (Ref, error)
-	// Stop stops a child after the messages already queued to it.
+	// Stop stops a child after the messages already queued to it. A
+	// child that failed and whose restart has not happened yet is
+	// stopped instead of restarted: its Logic is not started again.
 	Stop(child Ref)
 	// Go runs fn on its own goroutine. fn's context is cancelled when the
 	// returned cancel function is called or this incarnation ends. Values

@@ -40,7 +40,10 @@ import (
 //     without a frame: it is taken as a [childGone] with the child
 //     beside it;
 //   - a supervisor's Restart that comes after a Stop is dropped (see
-//     [mailbox.stopped]);
+//     [mailbox.stopped]), and one that comes while a stop written into
+//     the actor waits in its queue is dropped, the actor stopping
+//     instead (see [mailbox.stops]); a stopped actor's mailbox is
+//     suspended no more (see [mailbox.stop]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -104,6 +107,16 @@ type mailbox struct {
 	// afresh an actor gone from its parent and its registry (or, still
 	// waiting for its children to stop, restart instead of stopping).
 	stopped bool
+	// stops counts the stops written into the actor (PoisonPills) that
+	// are queued, not yet taken to be handled. A Restart taken while one
+	// is queued is dropped, and the actor stopped instead: the stop was
+	// asked for before the restart happened, and wins. A failed actor's
+	// queue waits while its supervisor decides (the mailbox suspended),
+	// and its Restart, a system message, would otherwise be taken first:
+	// the Logic started again, only to be stopped. Its incarnation ends
+	// as at a stop ([stopQueued]), and the queue goes on up to the stop,
+	// its calls refused as a stopping duplex refuses them.
+	stops atomic.Int32
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -129,6 +142,11 @@ type childFrame struct {
 	f    *messages.Frame
 	from *actor.PID
 }
+
+// stopQueued is the message a Restart is taken as while a stop waits in
+// the queue (see mailbox.stops): the shell ends its incarnation as a
+// stop does.
+type stopQueued struct{}
 
 // childGone is the user message a child's end is taken as (see
 // mailbox.postGone), with the child in [mailbox.from].
@@ -274,6 +292,7 @@ func (m *mailbox) PostUserMessage(message any) {
 // postStop queues msg, a stop, after every child's frame queued so far
 // (see popUser).
 func (m *mailbox) postStop(msg any) {
+	m.stops.Add(1) // before it can be taken (see run)
 	m.mu.Lock()
 	m.in.push(msg)
 	m.queued++
@@ -401,17 +420,28 @@ func (m *mailbox) run() {
 		if msg = m.popSystem(); msg != nil {
 			switch msg.(type) {
 			case *actor.SuspendMailbox:
-				m.suspended.Store(true)
+				if !m.stopped { // a stopped actor waits for no decision
+					m.suspended.Store(true)
+				}
 			case *actor.ResumeMailbox:
 				m.suspended.Store(false)
 			case *actor.Stop:
-				m.stopped = true
-				m.invoker.InvokeSystemMessage(msg)
+				m.stop(msg)
 			case *actor.Restart:
-				// A restart after the stop is dropped: protoactor would
-				// carry it out, bringing back an actor stopped for good
-				// (see mailbox.stopped).
-				if !m.stopped {
+				switch {
+				case m.stopped:
+					// A restart after the stop is dropped: protoactor
+					// would carry it out, bringing back an actor stopped
+					// for good (see mailbox.stopped).
+				case m.stops.Load() > 0:
+					// A stop waits in the queue: it wins (see
+					// mailbox.stops). The incarnation ends as at a
+					// stop, and the queue goes on (suspended no more)
+					// up to the stop: what came before it is refused
+					// (see shell.late), and the stop taken.
+					m.suspended.Store(false)
+					m.invoker.InvokeUserMessage(stopQueued{})
+				default:
 					m.invoker.InvokeSystemMessage(msg)
 				}
 			default:
@@ -432,10 +462,35 @@ func (m *mailbox) run() {
 			m.direct.receiveFrame(f, e.from)
 			continue
 		}
+		if m.stops.Load() > 0 && isStop(msg) {
+			m.stops.Add(-1)
+		}
 		m.from = e.from
 		m.invoker.InvokeUserMessage(msg)
 		m.from = nil
 	}
+}
+
+// stop takes msg, protoactor's Stop: for good (see mailbox.stopped). A
+// failed actor's mailbox is suspended while its supervisor decides:
+// stopped, it waits for no decision, and is suspended no more, so that
+// the stopping actor takes what waits in it and refuses the calls among
+// them, as any stopping duplex does (see shell.late), rather than leave
+// them unanswered.
+func (m *mailbox) stop(msg any) {
+	m.stopped = true
+	m.suspended.Store(false)
+	m.invoker.InvokeSystemMessage(msg)
+}
+
+// isStop reports whether msg, a user message, is a stop written into
+// the actor (a PoisonPill, in an envelope or not).
+func isStop(msg any) bool {
+	if env, ok := msg.(*actor.MessageEnvelope); ok {
+		msg = env.Message
+	}
+	_, ok := msg.(*actor.PoisonPill)
+	return ok
 }
 
 func (m *mailbox) popSystem() any {

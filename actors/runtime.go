@@ -97,7 +97,7 @@ type Runtime struct {
 	system       *actor.ActorSystem
 	host         *actor.PID
 	logger       *slog.Logger
-	strategy     *supervisor.Strategy
+	strategy     actor.SupervisorStrategy
 	observe      func(supervisor.Event)
 	dispatcher   actor.Dispatcher
 	pool         *workerPool // the default dispatcher, stopped by Close
@@ -187,8 +187,11 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 	return rt, nil
 }
 
-func (rt *Runtime) observed(s *supervisor.Strategy) *supervisor.Strategy {
-	return s.WithObserver(rt.supervised)
+// observed is s reporting its decisions to the runtime's watchers, its
+// directives reaching only the children it decided about (see
+// decidingStrategy).
+func (rt *Runtime) observed(s *supervisor.Strategy) actor.SupervisorStrategy {
+	return decidingStrategy{inner: s.WithObserver(rt.supervised)}
 }
 
 // Logger returns the runtime's logger.

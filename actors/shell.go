@@ -159,6 +159,12 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.finish(s.failureOr(errors.New("restarted")))
 		s.restarting = true
 		s.rt.watch.ended(s, true)
+	case stopQueued:
+		// A stop waits behind what is queued, and wins over the
+		// restart: the incarnation ends now, what comes before the stop
+		// is refused (see late), as it is once the stop is taken.
+		s.finish(s.failureOr(ErrStopped))
+		s.restarting = false
 	case *actor.Stopping:
 		s.finish(s.failureOr(ErrStopped))
 		s.restarting = false // stopped while restarting: for good now
@@ -283,10 +289,15 @@ func (s *shell) asFailure(r any) error {
 // streams still open are closed with ERROR and END, background work is
 // cancelled and timers stopped.
 func (s *shell) finish(reason error) {
-	if s.finished || s.logic == nil {
+	if s.finished {
 		return
 	}
+	// Ended, even if it never had a Logic (its Spec's New panicked):
+	// what a stopping actor takes after this is refused or dropped.
 	s.finished = true
+	if s.logic == nil {
+		return
+	}
 	if s.endJobs != nil {
 		s.endJobs()
 	}

@@ -41,6 +41,9 @@ const (
 	DefaultHold           = time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultLinger         = time.Minute
+	// DefaultStoreRetries asks again for about half a minute, as long
+	// as a PostgreSQL failover usually takes.
+	DefaultStoreRetries = 10
 )
 
 // SessionFunc builds the loop of session id on the member that activates
@@ -98,6 +101,16 @@ type Options struct {
 	// activates it again, which answers from the store). Zero means
 	// DefaultLinger; negative stops it as soon as it has answered.
 	Linger time.Duration
+	// StoreRetries bounds how many times in a row Run asks again for a
+	// session whose incarnation could not run because its store failed
+	// (a claim or a write refused, the store's connections lost) with
+	// an error that may pass. Each time it waits twice as long as the
+	// time before, from 100 ms up to 5 s; once the bound is passed, Run
+	// fails with an error wrapping [ErrStoreFailing]. An incarnation that
+	// got going (it answered that it runs) starts the count again. Zero
+	// means DefaultStoreRetries; negative, none. A store that refuses
+	// the session for good fails Run at once ([ErrStoreRefused]).
+	StoreRetries int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -163,6 +176,7 @@ type Member struct {
 	hold       time.Duration
 	linger     time.Duration
 	timeout    time.Duration
+	retries    int // Options.StoreRetries, resolved
 	log        *slog.Logger
 
 	runs      runs            // session incarnations on this member
@@ -216,6 +230,12 @@ func Start(opts *Options) (m *Member, err error) {
 	if o.Linger == 0 {
 		o.Linger = DefaultLinger
 	}
+	switch {
+	case o.StoreRetries == 0:
+		o.StoreRetries = DefaultStoreRetries
+	case o.StoreRetries < 0:
+		o.StoreRetries = 0
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -242,7 +262,7 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m = &Member{
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
-		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, log: o.Logger,
+		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, retries: o.StoreRetries, log: o.Logger,
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
@@ -370,9 +390,24 @@ type Result struct {
 // does not help. A store that fails is not a failed session: when the
 // session cannot be claimed, or its loop failed after a call to the store
 // did (a write refused, the store's connections lost), the incarnation
-// stops without keeping an answer and Run asks again, until ctx ends; the
-// next incarnation resumes the session from the store.
+// stops without keeping an answer and Run asks again (see
+// [Options].StoreRetries); the next incarnation resumes the session from
+// the store. A store that refuses the session for good fails Run at once
+// ([ErrStoreRefused]).
 var ErrSessionFailed = errors.New("session failed")
+
+// ErrStoreRefused is the cause of the error Run returns when the store
+// refuses the session for good: it refuses the session's claim or writes
+// with an error that asking again cannot cure (see
+// durability.IsPermanent; with PostgreSQL, SQLSTATE 42501
+// insufficient_privilege or 25006 read_only_sql_transaction). The error
+// quotes the store's.
+var ErrStoreRefused = errors.New("the store refuses the session")
+
+// ErrStoreFailing is the cause of the error Run returns when the
+// session's store failed more times in a row than [Options].StoreRetries
+// allows, with errors that might have passed. The error quotes the last.
+var ErrStoreFailing = errors.New("the store keeps failing")
 
 // ErrClosed is the cause of the error Run returns when its member has
 // begun to close ([Member.Close]), whether the Run was in progress then or
@@ -398,10 +433,14 @@ var ErrClosed = errors.New("member closed")
 // valid UTF-8, or longer than [MaxSessionIDLen] bytes) fails Run at once,
 // before anything is sent or claimed, with an error wrapping
 // durability.ErrInvalidName; a session whose member's store is closed
-// fails it with one wrapping durability.ErrClosed, since asking again
-// does not help either. Run returns as soon as its member begins to close,
-// with an error wrapping [ErrClosed], and as soon as the cluster has
-// excluded its member, with one wrapping [ErrExcluded].
+// fails it with one wrapping durability.ErrClosed, and one whose store
+// refuses the session for good with one wrapping [ErrStoreRefused], since
+// asking again does not help either; a store that keeps failing with
+// errors that may pass fails it after [Options].StoreRetries times in a
+// row, with one wrapping [ErrStoreFailing]. Run returns as soon as its
+// member begins to close, with an error wrapping [ErrClosed], and as soon
+// as the cluster has excluded its member, with one wrapping
+// [ErrExcluded].
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, fmt.Errorf("cluster: run: %w", err)
@@ -431,6 +470,7 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	defer stopExcluded()
 	var last error
 	backoff := 20 * time.Millisecond
+	storeFailures := 0 // incarnations in a row that could not run: their store failed
 	for n := 1; ; n++ {
 		if err := callerCtx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), err, last)
@@ -464,12 +504,20 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			return nil, fmt.Errorf("cluster: run session %s (on %s): %s: %w", shortID(id), st.Member, st.Error, refusal(st.Cause))
 		case st.State == stateRunning:
 			backoff = 20 * time.Millisecond
+			storeFailures = 0 // it got going: the store worked
 			continue
 		case st.State == stateRetry:
-			// The incarnation could not run (its store failed) and
-			// has stopped: ask again, for a new one.
+			// The incarnation could not run (its store failed with
+			// an error that may pass) and has stopped: ask again, for
+			// a new one, waiting longer each time, a bounded number of
+			// times in a row.
 			m.c.PidCache.Remove(id, Kind)
 			last = fmt.Errorf("session could not run on %s: %s", st.Member, st.Error)
+			if storeFailures++; storeFailures > m.retries {
+				return nil, fmt.Errorf("cluster: run session %s: %w: %d times in a row (Options.StoreRetries %d); the last: %v",
+					shortID(id), ErrStoreFailing, storeFailures, m.retries, last)
+			}
+			backoff = storeBackoff(storeFailures)
 		default: // moved: ask again, where the session is now
 			// The incarnation that answered has stopped: a request to
 			// it would be a dead letter.
@@ -486,6 +534,17 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
+}
+
+// storeBackoff is how long Run waits before it asks again after the
+// n-th incarnation in a row whose store failed: 100 ms, doubled each
+// time, up to 5 s.
+func storeBackoff(n int) time.Duration {
+	const first, most = 100 * time.Millisecond, 5 * time.Second
+	if n > 6 {
+		return most
+	}
+	return min(first<<(n-1), most)
 }
 
 // request sends a run request to session id's activation (the cached

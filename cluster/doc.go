@@ -55,9 +55,14 @@
 // UTF-8 or longer than MaxSessionIDLen bytes (durability.ErrInvalidName).
 // A store that fails is not a failed session: an incarnation that cannot
 // claim its session, or whose loop failed after a call to the store did,
-// stops without keeping an answer, and Run asks again until its context
-// ends; the next incarnation resumes from the store. A closed store
-// (durability.ErrClosed) fails Run at once.
+// stops without keeping an answer, and Run asks again, waiting longer
+// each time, up to Options.StoreRetries times in a row (then it fails
+// with ErrStoreFailing); the next incarnation resumes from the store. A
+// store that refuses the session for good fails Run at once: a closed
+// store (durability.ErrClosed), or one that refuses the claim or the
+// writes with an error that asking again cannot cure (ErrStoreRefused:
+// durability.IsPermanent, or PostgreSQL's insufficient_privilege and
+// read_only_sql_transaction).
 //
 // A process that restarts at the address of an earlier one (under a new
 // member id) names its requests' futures as the earlier one did, so it

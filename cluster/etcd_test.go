@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,64 +30,117 @@ import (
 // The etcd test's members run in child processes (TestClusterEtcdChild),
 // configured through these variables besides the kill test's schema and
 // side file.
-const childEtcdEnv = "POLYWEAVE_CLUSTER_ETCD" // the etcd client endpoint
+const (
+	childEtcdEnv       = "POLYWEAVE_CLUSTER_ETCD"        // the etcd client endpoint
+	childEtcdPrefixEnv = "POLYWEAVE_CLUSTER_ETCD_PREFIX" // the key prefix of the test's members
+)
 
-// startEtcd starts a throwaway single-node etcd (Debian's etcd-server,
-// through scripts/etcd.sh) on loopback ports and returns its client
-// endpoint; t's cleanup stops it.
-func startEtcd(t *testing.T) string {
+// etcdServer is a throwaway single-node etcd (Debian's etcd-server,
+// through scripts/etcd.sh) on loopback ports, shared by the package's
+// tests (see startEtcd).
+type etcdServer struct {
+	once     sync.Once
+	endpoint string // host:port of its client URL
+	err      error  // why it did not start
+	cmd      *exec.Cmd
+	dir      string
+	drained  chan struct{} // closed when its stderr has ended
+	prefixes atomic.Int64
+}
+
+// sharedEtcd is the etcd of the package's tests; TestMain stops it.
+var sharedEtcd etcdServer
+
+// startEtcd returns the client endpoint of the package's etcd, which it
+// starts on the first call, and a key prefix that no other test uses:
+// each test's members register under a prefix of their own, so the tests
+// that use etcd can run at once.
+func startEtcd(t *testing.T) (endpoint, prefix string) {
 	t.Helper()
+	e := &sharedEtcd
+	e.once.Do(e.start)
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.endpoint, fmt.Sprintf("/polyweave-test-%d", e.prefixes.Add(1))
+}
+
+func (e *etcdServer) start() {
 	out, err := exec.Command("bash", filepath.Join("..", "scripts", "etcd.sh")).Output()
 	if err != nil {
-		t.Fatalf("scripts/etcd.sh: %v (it installs Debian's etcd-server)", err)
+		e.err = fmt.Errorf("scripts/etcd.sh: %v (it installs Debian's etcd-server)", err)
+		return
 	}
 	bin := strings.TrimSpace(string(out))
-	ports := freePorts(t, 2)
+	if e.dir, err = os.MkdirTemp("", "polyweave-etcd-"); err != nil {
+		e.err = err
+		return
+	}
+	ports, err := freeLoopbackPorts(2)
+	if err != nil {
+		e.err = err
+		return
+	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	cmd := exec.Command(bin, "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+	e.cmd = exec.Command(bin, "--data-dir", filepath.Join(e.dir, "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "default="+peer)
-	cmd.SysProcAttr = dieWithParent()
-	stderr, err := cmd.StderrPipe()
+	e.cmd.SysProcAttr = dieWithParent()
+	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		e.err = err
+		return
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := e.cmd.Start(); err != nil {
+		e.err = err
+		e.cmd = nil
+		return
 	}
 	ready := make(chan struct{})
 	var log strings.Builder // until ready; read after ready or exit
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			select {
-			case <-ready:
-				continue
-			default:
-			}
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "ready to serve client requests") {
-				close(ready)
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-drained
-		cmd.Wait()
-	})
+	e.drained = make(chan struct{})
+	go e.readLog(stderr, ready, &log)
 	select {
 	case <-ready:
-	case <-drained:
-		t.Fatalf("etcd exited before it was ready:\n%s", log.String())
+		e.endpoint = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	case <-e.drained:
+		e.err = fmt.Errorf("etcd exited before it was ready:\n%s", log.String())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("etcd not ready after a minute")
+		e.err = errors.New("etcd not ready after a minute")
 	}
-	return fmt.Sprintf("127.0.0.1:%d", ports[0])
+}
+
+// readLog reads etcd's stderr to its end, keeping it in log until etcd
+// says it is ready (it closes ready then).
+func (e *etcdServer) readLog(stderr io.Reader, ready chan struct{}, log *strings.Builder) {
+	defer close(e.drained)
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		select {
+		case <-ready:
+			continue
+		default:
+		}
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "ready to serve client requests") {
+			close(ready)
+		}
+	}
+}
+
+// stop stops etcd, if it started, and removes its data.
+func (e *etcdServer) stop() error {
+	if e.cmd != nil {
+		e.cmd.Process.Kill()
+		<-e.drained
+		e.cmd.Wait()
+	}
+	if e.dir != "" {
+		return os.RemoveAll(e.dir)
+	}
+	return nil
 }
 
 // TestClusterEtcdChild is an etcd-provided member's body; it does nothing
@@ -105,7 +159,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	// Everything the member starts from here on, the etcd client's
 	// goroutines included, ends when it closes.
 	before := goleak.IgnoreCurrent()
-	provider, err := cluster.Etcd([]string{endpoint}, "/polyweave-test")
+	provider, err := cluster.Etcd([]string{endpoint}, os.Getenv(childEtcdPrefixEnv))
 	if err != nil {
 		return err
 	}
@@ -164,20 +218,39 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err := m.Close(ctx); err != nil {
 		return err
 	}
+	// The store is closed first: a pooled connection whose write was
+	// slow (a loaded machine) keeps a reader goroutine until its next
+	// use or its close.
+	store.Close()
 	if err := findLeaks(before); err != nil {
 		return fmt.Errorf("the member left goroutines behind: %w", err)
 	}
 	return nil
 }
 
-// startEtcdChild starts a member (TestClusterEtcdChild) on etcd at
-// endpoint, with the store's schema, the side file and the race log, and
-// returns it with its address and process id once it is ready.
-func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLog string) (*tooltest.Child, string, int) {
+// etcdMembers starts the members (TestClusterEtcdChild) of one test on
+// the package's etcd, under a key prefix of the test's own, with the
+// store's schema, the side file and the race log.
+type etcdMembers struct {
+	endpoint, prefix, schema string
+	side                     sideFile
+	raceLog                  string
+}
+
+func newEtcdMembers(t *testing.T) *etcdMembers {
 	t.Helper()
-	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+endpoint,
-		childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	endpoint, prefix := startEtcd(t)
+	return &etcdMembers{endpoint: endpoint, prefix: prefix, schema: freshSchema(), side: newSideFile(t),
+		raceLog: filepath.Join(t.TempDir(), "race")}
+}
+
+// start starts a member and returns it with its address and process id
+// once it is ready.
+func (e *etcdMembers) start(t *testing.T) (*tooltest.Child, string, int) {
+	t.Helper()
+	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+e.endpoint,
+		childEtcdPrefixEnv+"="+e.prefix, childSchemaEnv+"="+e.schema, childSideEnv+"="+string(e.side),
+		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+e.raceLog)
 	var addr string
 	var pid int
 	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
@@ -193,14 +266,11 @@ func startEtcdChild(t *testing.T, endpoint, schema string, side sideFile, raceLo
 // lease expires) and its sessions are activated again on the others; a
 // member that closes leaves at once; a new member joins and runs sessions.
 func TestEtcd_MembersJoinAndLeave(t *testing.T) {
-	leakCheck(t)
-	endpoint := startEtcd(t)
-	schema := freshSchema()
-	side := newSideFile(t)
-	raceLog := filepath.Join(t.TempDir(), "race")
-
+	parallelLeakCheck(t)
+	members := newEtcdMembers(t)
+	side, raceLog := members.side, members.raceLog
 	start := func() (*tooltest.Child, string) {
-		c, addr, _ := startEtcdChild(t, endpoint, schema, side, raceLog)
+		c, addr, _ := members.start(t)
 		return c, addr
 	}
 	// waitMark reads c's marks until one starts with prefix and returns
@@ -334,13 +404,13 @@ func TestEtcd_NothingBeforeStart(t *testing.T) {
 // the etcd provider whose etcd does not answer (TestClusterEtcdStartChild):
 // "member ENDPOINT" or "client ENDPOINT", where ENDPOINT is an etcd
 // client endpoint, or "fake:KIND" for a fakeEtcd that the child serves,
-// silent on KIND.
+// silent on KIND; a third field, when there is one, is the provider's
+// timeout (time.ParseDuration), 300 ms otherwise.
 const childEtcdStartEnv = "POLYWEAVE_CLUSTER_ETCD_START"
 
 // TestClusterEtcdStartChild is the body of the members of
 // TestEtcd_UnreachableStartFails and TestEtcd_SilentOnRegisterOrDeregister;
-// it does nothing unless started by them. The provider's timeout is
-// 300 ms. The child starts, and marks "start ERROR" when Start fails,
+// it does nothing unless started by them. The child starts, and marks "start ERROR" when Start fails,
 // or, once it has started and closed, "close ERROR" (the error of Close,
 // "<nil>" for none); then "took D" (how long the failed call took),
 // "etcdlogs N" (the etcd client's records in the member's logs) and
@@ -348,7 +418,15 @@ const childEtcdStartEnv = "POLYWEAVE_CLUSTER_ETCD_START"
 // goroutines it started are still running.
 func TestClusterEtcdStartChild(t *testing.T) {
 	childMain(t, childEtcdStartEnv, func(t *testing.T, value string) error {
-		mode, endpoint, _ := strings.Cut(value, " ")
+		fields := strings.Fields(value)
+		mode, endpoint, timeout := fields[0], fields[1], 300*time.Millisecond
+		if len(fields) > 2 {
+			d, err := time.ParseDuration(fields[2])
+			if err != nil {
+				return err
+			}
+			timeout = d
+		}
 		store := openStore(t, os.Getenv(childSchemaEnv))
 		before := goleak.IgnoreCurrent()
 		stopFake := func() {}
@@ -359,7 +437,7 @@ func TestClusterEtcdStartChild(t *testing.T) {
 		var logs lockedBuffer
 		var took time.Duration
 		stderr := captureStderr(t, func() {
-			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(300*time.Millisecond))
+			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(timeout))
 			if err != nil {
 				mark("start %v", err)
 				return
@@ -382,6 +460,7 @@ func TestClusterEtcdStartChild(t *testing.T) {
 		mark("etcdlogs %d", strings.Count(logs.String(), `"component":"etcd-client"`))
 		mark("stderr %d", strings.Count(stderr, "\n"))
 		stopFake()
+		store.Close() // see runEtcdChild
 		if err := findLeaks(before); err != nil {
 			return fmt.Errorf("the member left goroutines behind: %w", err)
 		}
@@ -396,22 +475,33 @@ func TestClusterEtcdStartChild(t *testing.T) {
 // that took, and the number of the etcd client's log records.
 func etcdStartChild(t *testing.T, schema, value, want string) (err string, took string, etcdLogs int) {
 	t.Helper()
+	return spawnEtcdStartChild(t, schema, value)(t, want)
+}
+
+// spawnEtcdStartChild starts the child of etcdStartChild and returns the
+// function that reads its marks and checks it, as etcdStartChild does:
+// several children run side by side.
+func spawnEtcdStartChild(t *testing.T, schema, value string) func(t *testing.T, want string) (err string, took string, etcdLogs int) {
+	t.Helper()
 	raceLog := filepath.Join(t.TempDir(), "race")
 	c := tooltest.StartChild(t, "^TestClusterEtcdStartChild$", childEtcdStartEnv+"="+value,
 		childSchemaEnv+"="+schema, "POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-	got := c.Mark(t)
-	err, ok := strings.CutPrefix(got, want)
-	if !ok {
-		t.Fatalf("member: %q, want a mark %q", got, want)
+	return func(t *testing.T, want string) (err string, took string, etcdLogs int) {
+		t.Helper()
+		got := c.Mark(t)
+		err, ok := strings.CutPrefix(got, want)
+		if !ok {
+			t.Fatalf("member: %q, want a mark %q", got, want)
+		}
+		took = strings.TrimPrefix(c.Mark(t), "took ")
+		etcdLogs, _ = strconv.Atoi(strings.TrimPrefix(c.Mark(t), "etcdlogs "))
+		if stderr := c.Mark(t); stderr != "stderr 0" {
+			t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
+		}
+		c.Wait(t)
+		checkRaceReports(t, filepath.Dir(raceLog))
+		return err, took, etcdLogs
 	}
-	took = strings.TrimPrefix(c.Mark(t), "took ")
-	etcdLogs, _ = strconv.Atoi(strings.TrimPrefix(c.Mark(t), "etcdlogs "))
-	if stderr := c.Mark(t); stderr != "stderr 0" {
-		t.Errorf("the member wrote to stderr: %s lines", strings.TrimPrefix(stderr, "stderr "))
-	}
-	c.Wait(t)
-	checkRaceReports(t, filepath.Dir(raceLog))
-	return err, took, etcdLogs
 }
 
 // TestEtcd_UnreachableStartFails: a member whose etcd cannot be reached
@@ -422,6 +512,7 @@ func etcdStartChild(t *testing.T, schema, value, want string) (err string, took 
 // only: nothing is written to stderr. The members run in child processes
 // (see TestEtcd_SilentOnRegisterOrDeregister).
 func TestEtcd_UnreachableStartFails(t *testing.T) {
+	parallelLeakCheck(t)
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -446,22 +537,32 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 	}()
 	schema := freshSchema()
 	openStore(t, schema) // creates it
+	// The children start at once (each fails after the timeout, however
+	// slow), and are checked one by one.
+	type child struct {
+		name, endpoint string
+		marks          func(*testing.T, string) (string, string, int)
+	}
+	var children []child
 	for name, endpoint := range map[string]string{
 		"closed port":     fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]),
 		"silent listener": silent.Addr().String(),
 	} {
 		for _, mode := range []string{"member", "client"} {
-			t.Run(name+"/"+mode, func(t *testing.T) {
-				err, took, etcdLogs := etcdStartChild(t, schema, mode+" "+endpoint, "start ")
-				if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, endpoint) {
-					t.Fatalf("Start: %s; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, endpoint)
-				}
-				if etcdLogs == 0 {
-					t.Error("no record of the etcd client in the member's logs")
-				}
-				t.Logf("Start failed after %s (timeout 300ms): %s", took, err)
-			})
+			children = append(children, child{name + "/" + mode, endpoint, spawnEtcdStartChild(t, schema, mode+" "+endpoint)})
 		}
+	}
+	for _, c := range children {
+		t.Run(c.name, func(t *testing.T) {
+			err, took, etcdLogs := c.marks(t, "start ")
+			if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, c.endpoint) {
+				t.Fatalf("Start: %s; want an error wrapping %q that names %s", err, cluster.ErrEtcdUnreachable, c.endpoint)
+			}
+			if etcdLogs == 0 {
+				t.Error("no record of the etcd client in the member's logs")
+			}
+			t.Logf("Start failed after %s (timeout 300ms): %s", took, err)
+		})
 	}
 }
 
@@ -476,18 +577,22 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 // client's and server's); data races of the pinned etcd provider (its
 // shutdown flag) are told from this module's there too.
 func TestEtcd_SilentOnRegisterOrDeregister(t *testing.T) {
+	parallelLeakCheck(t)
 	schema := freshSchema()
 	openStore(t, schema) // creates it
-	for _, tc := range []struct{ silentOn, mark, want string }{
-		{"grant", "start ", "register with"},
-		{"delete", "close ", "deregister from"},
+	// The member that must start before etcd falls silent has the time
+	// to, however loaded the machine: its timeout, which Close then
+	// waits, is longer.
+	for _, tc := range []struct{ silentOn, timeout, mark, want string }{
+		{"grant", "300ms", "start ", "register with"},
+		{"delete", "3s", "close ", "deregister from"},
 	} {
 		t.Run(tc.silentOn, func(t *testing.T) {
-			err, took, _ := etcdStartChild(t, schema, "member fake:"+tc.silentOn, tc.mark)
+			err, took, _ := etcdStartChild(t, schema, "member fake:"+tc.silentOn+" "+tc.timeout, tc.mark)
 			if !strings.Contains(err, cluster.ErrEtcdUnreachable.Error()) || !strings.Contains(err, tc.want) {
 				t.Fatalf("member: %s; want an error of %q that wraps %q", err, tc.want, cluster.ErrEtcdUnreachable)
 			}
-			t.Logf("%s failed after %s (timeout 300ms): %s", strings.TrimSpace(tc.mark), took, err)
+			t.Logf("%s failed after %s (timeout %s): %s", strings.TrimSpace(tc.mark), took, tc.timeout, err)
 		})
 	}
 }

@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 	}
 	dsn = srv.DSN
 	code := m.Run()
+	if err := sharedEtcd.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if err := srv.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
@@ -65,20 +69,31 @@ func openStore(t testing.TB, schema string) *pgstore.Store {
 // freePorts returns n distinct free loopback ports.
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
+	ports, err := freeLoopbackPorts(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
+
+// freeLoopbackPorts returns n distinct free loopback ports.
+func freeLoopbackPorts(n int) ([]int, error) {
 	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
 	var out []int
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		ls = append(ls, l)
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
+	return out, nil
 }
 
 // firstRequest is the first request of every test session.
@@ -191,14 +206,54 @@ func leakCheck(t *testing.T) {
 	})
 }
 
+// parallelLeakCheck marks t as a test to run in parallel with the other
+// parallel tests of the package, and checks for leaked goroutines as
+// leakCheck does, for the group of parallel tests that run at once: a
+// goroutine started by one of them is only known to be a leak once none
+// of them runs. The goroutines present when the first of the group
+// starts are ignored, and the check runs at the cleanup of the last one
+// to end; it fails that test. The group's tests run their members in
+// child processes (each of which checks its own goroutines) and host at
+// most one cluster member in this process: a member that starts sets
+// gRPC's global logger, racing with the gRPC goroutines of another.
+func parallelLeakCheck(t *testing.T) {
+	t.Parallel()
+	parallelGroup.mu.Lock()
+	defer parallelGroup.mu.Unlock()
+	if parallelGroup.running == 0 {
+		parallelGroup.before = goleak.IgnoreCurrent()
+	}
+	parallelGroup.running++
+	t.Cleanup(func() {
+		parallelGroup.mu.Lock()
+		defer parallelGroup.mu.Unlock()
+		if parallelGroup.running--; parallelGroup.running > 0 {
+			return
+		}
+		// The shared etcd's log reader lives as long as the package's
+		// tests.
+		if err := findLeaks(parallelGroup.before, goleak.IgnoreAnyFunction("github.com/polyweave/polyweave-go/cluster_test.(*etcdServer).readLog")); err != nil {
+			t.Errorf("the parallel tests that ended with this one left goroutines behind: %v", err)
+		}
+	})
+}
+
+// parallelGroup is the state of parallelLeakCheck.
+var parallelGroup struct {
+	mu      sync.Mutex
+	running int           // parallel tests running
+	before  goleak.Option // the goroutines when the first of them started
+}
+
 // findLeaks waits (see leakcheck.Find) for the goroutines that the
 // pinned protoactor ends by itself (see leakCheck) and returns goleak's
 // report of those still running that before does not ignore, nil when
 // none is.
-func findLeaks(before goleak.Option) error {
-	return leakcheck.Find(before,
+func findLeaks(before goleak.Option, more ...goleak.Option) error {
+	return leakcheck.Find(append([]goleak.Option{before,
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.(*Gossiper).StartGossiping.NewThrottle.func3.1"),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1"))
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/cluster.NewGossipActor.NewThrottleWithLogger.func2.1")},
+		more...)...)
 }
 
 // childMain is the body of a test that makes this binary a child process

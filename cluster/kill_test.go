@@ -135,6 +135,54 @@ func runMemberChild(t *testing.T, portText string) error {
 	return m.Close(cctx)
 }
 
+// childKillClientEnv makes this test binary the kill test's client
+// (TestClusterKillClientChild): the number of sessions it runs.
+const childKillClientEnv = "POLYWEAVE_CLUSTER_KILL_CLIENT"
+
+// TestClusterKillClientChild is the kill test's client; it does nothing
+// unless started by TestCluster_KillMembers. It joins the cluster of the
+// members at childHostsEnv as a client, marks "ready", runs sessions
+// s00, s01, … at once, marks "ran ID EPOCH TEXT" (or "error ID ERROR")
+// as each ends, then leaves.
+func TestClusterKillClientChild(t *testing.T) {
+	childMain(t, childKillClientEnv, func(t *testing.T, n string) error {
+		sessions, err := strconv.Atoi(n)
+		if err != nil {
+			return err
+		}
+		client, err := cluster.Start(&cluster.Options{
+			Client:         true,
+			Provider:       cluster.Automanaged(0, strings.Split(os.Getenv(childHostsEnv), ","), killRefresh),
+			Store:          openStore(t, os.Getenv(childSchemaEnv)),
+			Hold:           killHold,
+			RequestTimeout: killTimeout,
+		})
+		if err != nil {
+			return err
+		}
+		mark := tooltest.Marker()
+		mark("ready")
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i := range sessions {
+			wg.Go(func() {
+				id := fmt.Sprintf("s%02d", i)
+				res, err := client.Run(ctx, id, firstRequest(id)...)
+				if err != nil {
+					mark("error %s %v", id, err)
+					return
+				}
+				mark("ran %s %d %s", id, res.Epoch, res.Text)
+			})
+		}
+		wg.Wait()
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		return client.Close(cctx)
+	})
+}
+
 // TestCluster_KillMembers runs 50 durable sessions on a three-member
 // cluster on loopback (members in child processes, the automanaged
 // provider, the store on PostgreSQL) from a client process, and kills a
@@ -153,7 +201,7 @@ func runMemberChild(t *testing.T, portText string) error {
 // checks: the members' goroutines run several times slower there, and the
 // full size takes most of a minute.
 func TestCluster_KillMembers(t *testing.T) {
-	leakCheck(t)
+	parallelLeakCheck(t)
 	const members = 3
 	sessions, kills := 50, 20
 	if raceDetector {
@@ -198,49 +246,37 @@ func TestCluster_KillMembers(t *testing.T) {
 		}
 	}
 
-	start := func(i int) *tooltest.Child {
-		c := tooltest.StartChild(t, "^TestClusterMemberChild$",
+	// The first members start at once; a killed member's replacement
+	// has joined before the next gate opens.
+	children := make([]*tooltest.Child, members)
+	start := func(i int) {
+		children[i] = tooltest.StartChild(t, "^TestClusterMemberChild$",
 			childEnv+"="+strconv.Itoa(ports[i]), childHostsEnv+"="+strings.Join(hosts, ","),
 			childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
 			childRoundsEnv+"="+strconv.Itoa(rounds), childGatesEnv+"="+strconv.Itoa(kills),
 			"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-		if mark := c.Mark(t); !strings.HasPrefix(mark, "ready ") {
+	}
+	ready := func(i int) {
+		t.Helper()
+		if mark := children[i].Mark(t); !strings.HasPrefix(mark, "ready ") {
 			t.Fatalf("member %d: mark %q", i, mark)
 		}
-		return c
 	}
-	children := make([]*tooltest.Child, members)
 	for i := range members {
-		children[i] = start(i)
+		start(i)
+	}
+	for i := range members {
+		ready(i)
 	}
 
-	client, err := cluster.Start(&cluster.Options{
-		Client:         true,
-		Provider:       cluster.Automanaged(0, hosts, killRefresh),
-		Store:          openStore(t, schema),
-		Hold:           killHold,
-		RequestTimeout: killTimeout,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeClient := sync.OnceFunc(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if err := client.Close(cctx); err != nil {
-			t.Errorf("close client: %v", err)
-		}
-	})
-	defer closeClient()
-
-	results := make([]*cluster.Result, sessions)
-	errs := make([]error, sessions)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Go(func() {
-			id := fmt.Sprintf("s%02d", i)
-			results[i], errs[i] = client.Run(ctx, id, firstRequest(id)...)
-		})
+	// The client runs in a child process too: the pinned protoactor's
+	// own data races (its block list, written by the provider while a
+	// member connects) are told from this module's there.
+	client := tooltest.StartChild(t, "^TestClusterKillClientChild$",
+		childKillClientEnv+"="+strconv.Itoa(sessions), childHostsEnv+"="+strings.Join(hosts, ","),
+		childSchemaEnv+"="+schema, "POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
+	if mark := client.Mark(t); mark != "ready" {
+		t.Fatalf("client: mark %q", mark)
 	}
 
 	for k := 1; k <= kills; k++ {
@@ -257,26 +293,32 @@ func TestCluster_KillMembers(t *testing.T) {
 		}
 		victim := rand.IntN(members)
 		children[victim].Kill(t)
-		children[victim] = start(victim)
+		start(victim)
+		ready(victim)
 	}
-	wg.Wait()
-	closeClient()
+	// Every session's outcome, as the client marks it.
+	activations := 0
+	for range sessions {
+		m := client.Mark(t)
+		if strings.HasPrefix(m, "error ") {
+			t.Fatalf("session %s", strings.TrimPrefix(m, "error "))
+		}
+		f := strings.SplitN(m, " ", 4)
+		epoch, err := strconv.Atoi(f[min(2, len(f)-1)])
+		if len(f) != 4 || f[0] != "ran" || err != nil {
+			t.Fatalf("client: mark %q", m)
+		}
+		if f[3] != "All done." {
+			t.Errorf("session %s answered %q", f[1], f[3])
+		}
+		activations += epoch
+	}
+	client.Wait(t)
 	for _, c := range children {
 		c.Stop(t)
 	}
 
 	checkRaceReports(t, filepath.Dir(raceLog))
-
-	activations := 0
-	for i := range sessions {
-		if errs[i] != nil {
-			t.Fatalf("session s%02d: %v", i, errs[i])
-		}
-		if results[i].Text != "All done." {
-			t.Errorf("session s%02d answered %q", i, results[i].Text)
-		}
-		activations += int(results[i].Epoch)
-	}
 
 	// No call ran twice; every call whose result is stored as a success
 	// ran exactly once.

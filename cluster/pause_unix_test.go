@@ -18,11 +18,8 @@ import (
 // closed, and its Runs fail at once with ErrExcluded, rather than
 // hosting nothing in silence.
 func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
-	leakCheck(t)
-	endpoint := startEtcd(t)
-	schema, side := freshSchema(), newSideFile(t)
-	raceLog := filepath.Join(t.TempDir(), "race")
-	start := func() (*tooltest.Child, string, int) { return startEtcdChild(t, endpoint, schema, side, raceLog) }
+	parallelLeakCheck(t)
+	members := newEtcdMembers(t)
 	waitTopology := func(c *tooltest.Child, want ...string) {
 		t.Helper()
 		slices.Sort(want)
@@ -40,8 +37,8 @@ func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
 			}
 		}
 	}
-	a, addrA, _ := start()
-	b, addrB, pidB := start()
+	a, addrA, _ := members.start(t)
+	b, addrB, pidB := members.start(t)
 	waitTopology(a, addrA, addrB)
 	waitTopology(b, addrA, addrB)
 
@@ -68,5 +65,5 @@ func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
 	}
 	b.Stop(t)
 	a.Stop(t)
-	checkRaceReports(t, filepath.Dir(raceLog))
+	checkRaceReports(t, filepath.Dir(members.raceLog))
 }

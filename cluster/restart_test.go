@@ -175,7 +175,7 @@ func runClientChild(t *testing.T, address string) error {
 // global logger, racing with the gRPC goroutines of any other in the
 // process.)
 func TestMember_RestartedAtSameAddress(t *testing.T) {
-	leakCheck(t)
+	parallelLeakCheck(t)
 	schema := freshSchema()
 	side := newSideFile(t)
 	raceLog := filepath.Join(t.TempDir(), "race")

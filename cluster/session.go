@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pacluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -41,8 +42,9 @@ const (
 
 // The causes of a refused status: what makes asking again useless.
 const (
-	causeStoreClosed = "store_closed" // the member's store is closed: durability.ErrClosed
-	causeInvalidID   = "invalid_id"   // the store cannot hold the session's id: durability.ErrInvalidName
+	causeStoreClosed  = "store_closed"  // the member's store is closed: durability.ErrClosed
+	causeInvalidID    = "invalid_id"    // the store cannot hold the session's id: durability.ErrInvalidName
+	causeStoreRefused = "store_refused" // the store refuses the session for good: ErrStoreRefused
 )
 
 // refusal returns the error a refused status's cause stands for.
@@ -52,6 +54,8 @@ func refusal(cause string) error {
 		return durability.ErrClosed
 	case causeInvalidID:
 		return durability.ErrInvalidName
+	case causeStoreRefused:
+		return ErrStoreRefused
 	}
 	return ErrSessionFailed
 }
@@ -292,7 +296,8 @@ const sessionStream = "session"
 // loop that failed after its store did (a write refused, its connections
 // lost), and a loop failure for which the check for a newer claim fails
 // (it gives up after timeout). A store that can never serve the session
-// (closed, or unable to hold its id) is refused.
+// (closed, unable to hold its id, or refusing it for good: see
+// storeRefuses) is refused.
 func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	if err := checkSessionID(id); err != nil {
@@ -307,6 +312,8 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	case errors.Is(err, durability.ErrInvalidName):
 		return &status{State: stateRefused, Cause: causeInvalidID, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
+	case storeRefuses(err):
+		return &status{State: stateRefused, Cause: causeStoreRefused, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	default:
 		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	}
@@ -373,20 +380,54 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	epoch, eerr := store.Epoch(ectx, id)
 	cancel()
 	switch serr := watched.failure(); {
+	case errors.Is(serr, durability.ErrClosed) || errors.Is(eerr, durability.ErrClosed):
+		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("session %s: %s", shortID(id), loopErr)}, claim
+	case storeRefuses(eerr):
+		return &status{State: stateRefused, Cause: causeStoreRefused, Error: fmt.Sprintf("session %s: %s (and its epoch could not be read: %v)", shortID(id), loopErr, eerr)}, claim
 	case eerr != nil:
 		// Whether it was fenced is unknown: the next incarnation,
 		// which resumes from the store, tells.
 		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: %s (and its epoch could not be read: %v)", shortID(id), loopErr, eerr)}, claim
 	case epoch != claim.Epoch():
 		return &status{State: stateMoved, Error: fmt.Sprintf("%s (epoch %d, now %d): %s", pgstore.ErrFenced, claim.Epoch(), epoch, loopErr)}, claim
-	case errors.Is(serr, durability.ErrClosed):
-		return &status{State: stateRefused, Cause: causeStoreClosed, Error: fmt.Sprintf("session %s: %s", shortID(id), loopErr)}, claim
+	case storeRefuses(serr):
+		// Asking again cannot help: the next incarnation would be
+		// refused the same.
+		return &status{State: stateRefused, Cause: causeStoreRefused, Error: fmt.Sprintf("session %s: %s", shortID(id), withCause(loopErr, serr))}, claim
 	case serr != nil:
 		// The store failed the loop: the session is as it was stored,
 		// and the next incarnation resumes it from there.
 		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: its store failed: %s", shortID(id), loopErr)}, claim
 	}
 	return failed(fmt.Errorf("session %s: %s", shortID(id), loopErr)), claim
+}
+
+// storeRefuses reports whether err, a failure of the store, is one that
+// asking again cannot cure: the store says so (durability.IsPermanent:
+// closed, damaged, …), or PostgreSQL refuses the statement for good —
+// the role lacks the privilege (SQLSTATE 42501 insufficient_privilege)
+// or the database takes no writes (25006 read_only_sql_transaction).
+func storeRefuses(err error) bool {
+	if durability.IsPermanent(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == sqlInsufficientPrivilege || pe.Code == sqlReadOnlyTransaction)
+}
+
+// The SQLSTATEs of PostgreSQL's refusals that asking again cannot cure.
+const (
+	sqlInsufficientPrivilege = "42501"
+	sqlReadOnlyTransaction   = "25006"
+)
+
+// withCause returns the loop's error, followed by the store's when the
+// loop's does not quote it.
+func withCause(loopErr string, storeErr error) string {
+	if strings.Contains(loopErr, storeErr.Error()) {
+		return loopErr
+	}
+	return fmt.Sprintf("%s (the store: %v)", loopErr, storeErr)
 }
 
 // watchedStore is the store an incarnation's loop uses (its claim): it

@@ -121,3 +121,40 @@ func IsRetryable(err error) bool {
 	var se *StoreError
 	return errors.As(err, &se) && se.Retryable()
 }
+
+// Permanent marks err as a failure that repeating the operation cannot
+// cure (a store that refuses the caller for good: a missing privilege, a
+// read-only database), for [IsPermanent]. errors.Is and errors.As see
+// through it to err, and its message is err's. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// permanentError is an error marked by Permanent.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string   { return e.err.Error() }
+func (e permanentError) Unwrap() error   { return e.err }
+func (e permanentError) Permanent() bool { return true }
+
+// IsPermanent reports whether err says that repeating the operation
+// cannot succeed: it is, or wraps, [ErrClosed], [ErrInvalidName],
+// [ErrIndexOverflow] or [ErrDamaged], or an error with a Permanent() bool
+// method that returns true (as those of [Permanent] do). Any other error
+// (nil included) is not: a failure that a store does not classify may
+// pass. IsPermanent and [IsRetryable] are not opposites: an error may be
+// neither, and a caller that retries such an error should bound its
+// retries.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidName) || errors.Is(err, ErrIndexOverflow) || errors.Is(err, ErrDamaged) {
+		return true
+	}
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
+}

@@ -48,3 +48,20 @@ func ExampleProvider_failure() {
 	// Output:
 	// persist event router-1 true false
 }
+
+// A caller that retries a store's failures stops at once on one that
+// repeating cannot cure.
+func ExampleIsPermanent() {
+	refused := durability.Permanent(errors.New("permission denied for table events"))
+	for _, err := range []error{
+		&durability.StoreError{Op: durability.OpPersistEvent, Name: "s", Err: refused},
+		&durability.StoreError{Op: durability.OpPersistEvent, Name: "s", Err: durability.ErrClosed},
+		&durability.StoreError{Op: durability.OpPersistEvent, Name: "s", Err: errors.New("connection reset by peer")},
+	} {
+		fmt.Println(durability.IsPermanent(err), err)
+	}
+	// Output:
+	// true durability: persist event "s": permission denied for table events
+	// true durability: persist event "s": store closed
+	// false durability: persist event "s": connection reset by peer
+}

@@ -1,6 +1,7 @@
 package durability_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -219,6 +220,42 @@ func TestStoreError(t *testing.T) {
 	}
 	if !durability.IsRetryable(&durability.StoreError{Op: "x", Err: temporary{}}) {
 		t.Error("a Temporary() cause is not reported retryable")
+	}
+}
+
+// TestIsPermanent: the store's sentinels of failures that repeating
+// cannot cure, and errors marked Permanent, are permanent, through any
+// wrapping; other failures, temporary ones and nil are not.
+func TestIsPermanent(t *testing.T) {
+	refused := errors.New("permission denied for table events")
+	marked := durability.Permanent(refused)
+	if marked.Error() != refused.Error() || !errors.Is(marked, refused) {
+		t.Errorf("Permanent(err) = %q, errors.Is %t; want err's message, and errors.Is to see err", marked, errors.Is(marked, refused))
+	}
+	if durability.Permanent(nil) != nil {
+		t.Error("Permanent(nil) is not nil")
+	}
+	wrap := func(err error) error {
+		return fmt.Errorf("claim: %w", &durability.StoreError{Op: "claim", Name: "s", Err: err})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"closed", wrap(durability.ErrClosed), true},
+		{"invalid name", wrap(durability.ErrInvalidName), true},
+		{"index overflow", wrap(durability.ErrIndexOverflow), true},
+		{"damaged", wrap(durability.Damaged("memstore", durability.RecordEvent, 3, "checksum mismatch")), true},
+		{"marked", wrap(marked), true},
+		{"unmarked", wrap(refused), false},
+		{"temporary", wrap(temporary{}), false},
+		{"deadline", wrap(context.DeadlineExceeded), false},
+		{"nil", nil, false},
+	} {
+		if got := durability.IsPermanent(tc.err); got != tc.want {
+			t.Errorf("%s: IsPermanent(%v) = %t, want %t", tc.name, tc.err, got, tc.want)
+		}
 	}
 }
 

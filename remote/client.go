@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -34,6 +35,16 @@ var ErrClosed = errors.New("remote: client closed")
 // answering must not hang the call).
 const DefaultCallTimeout = 10 * time.Minute
 
+// DefaultRedialBackoff is how long a client leaves a node alone after a
+// connection to it failed to open, unless ClientOptions.RedialBackoff
+// says otherwise; each further failure doubles it, up to
+// DefaultMaxRedialBackoff.
+const DefaultRedialBackoff = time.Second
+
+// DefaultMaxRedialBackoff bounds the doubling of the redial backoff unless
+// ClientOptions.MaxRedialBackoff says otherwise.
+const DefaultMaxRedialBackoff = 30 * time.Second
+
 // ClientOptions configures [NewClient]. A nil *ClientOptions means
 // defaults.
 type ClientOptions struct {
@@ -45,7 +56,9 @@ type ClientOptions struct {
 	// CallTimeout bounds calls of remote tools whose description has no
 	// timeout; default DefaultCallTimeout. Negative: no bound.
 	CallTimeout time.Duration
-	// Logger receives the client's logs and protoactor's; nil discards.
+	// Logger receives the client's logs and protoactor's, protoactor's
+	// INFO records (its connections opening and closing, say) lowered to
+	// DEBUG as a runtime's are (see actors.RuntimeOptions); nil discards.
 	Logger *slog.Logger
 	// ConnectTimeout bounds the opening of each connection to a node:
 	// a node that does not complete it in time (one that accepts TCP but
@@ -53,11 +66,36 @@ type ClientOptions struct {
 	// for it longer than that. Default DefaultConnectTimeout; negative:
 	// gRPC's own bound (20 s).
 	ConnectTimeout time.Duration
+	// KeepaliveTime is how long a connection to a node may stay quiet
+	// before the client pings the node over it, and KeepaliveTimeout how
+	// long it then waits for the answer: a node that does not answer is
+	// gone (its calls in flight are answered with ErrNodeUnreachable),
+	// even when its connection never closes (a network cut, a frozen
+	// process). Defaults DefaultKeepaliveTime and
+	// DefaultKeepaliveTimeout; gRPC pings at most every 10 s, so a
+	// shorter time means 10 s; negative KeepaliveTime: no pings (a node
+	// that vanishes without closing its connection is then noticed only
+	// by the calls' timeouts).
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
+	// RedialBackoff is how long the client leaves a node alone after a
+	// connection to it failed to open: until then, calls of the node are
+	// answered at once with ErrNodeUnreachable, without dialling it. Each
+	// further failure doubles the wait, up to MaxRedialBackoff; a
+	// connection that opens ends it. A node whose open connection ends is
+	// dialled again at the next call. Default DefaultRedialBackoff;
+	// negative: no wait (every call dials).
+	RedialBackoff time.Duration
+	// MaxRedialBackoff bounds the doubling of RedialBackoff; default
+	// DefaultMaxRedialBackoff, and never less than RedialBackoff.
+	MaxRedialBackoff time.Duration
 	// OnNodeGone, when set, is called with a node's address each time the
 	// client learns that a node it has called is gone (its calls in flight
 	// have then been answered with ErrNodeUnreachable): once for each
-	// going, however many ways the client hears of it. It runs on the
-	// client's actor and must return quickly.
+	// going, however many ways the client hears of it, and not again for
+	// the calls that fail while the node stays gone (it is reported
+	// again only after a connection to it has opened and ended). It runs
+	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines. A
@@ -72,11 +110,13 @@ type ClientOptions struct {
 // ordinary *tools.Tool values whose calls run on the node. Safe for
 // concurrent use; Close stops it.
 type Client struct {
+	rt          *actors.Runtime // owns the system (and lowers protoactor's logs)
 	system      *actor.ActorSystem
 	remote      *paremote.Remote
 	guard       *guard
 	dials       *dials
 	proxy       *actor.PID
+	actor       *proxy                    // the proxy's state (tests set its clock)
 	endpoints   *eventstream.Subscription // peerGone to the proxy
 	addr        string
 	prefix      string
@@ -120,20 +160,25 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	case o.CallTimeout < 0:
 		o.CallTimeout = tools.NoTimeout
 	}
-	c := &Client{system: newSystem(o.Logger), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
-		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}}
-	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone}
+	rt, err := actors.NewRuntime(&actors.RuntimeOptions{Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("remote: client: %w", err)
+	}
+	p := newProxy(o)
+	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout),
+		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
 	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
-		c.system.Shutdown()
+		_ = rt.Close(context.Background())
 		return nil, err
 	}
 	if c.proxy, err = c.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return p }), "polyweave-client"); err != nil {
 		c.remote.Shutdown(false)
-		c.system.Shutdown()
+		_ = rt.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
+	c.dials.onOpen(func(addr string) { c.system.Root.Send(c.proxy, &peerOpened{address: addr}) })
 	// Stream ids are unique across clients: the node keys calls by them.
 	c.prefix = c.system.ID + "-"
 	return c, nil
@@ -302,7 +347,9 @@ func (c *Client) Close(ctx context.Context) error {
 		if err := stopRemote(ctx, c.system, c.remote, c.dials); err != nil {
 			errs = append(errs, err)
 		}
-		c.system.Shutdown()
+		if err := c.rt.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		if err := errors.Join(errs...); err != nil {
 			c.closeErr = fmt.Errorf("remote: close client: %w", err)
 		}
@@ -347,29 +394,72 @@ type (
 )
 
 // proxy is the client's actor: it sends requests to nodes (as itself, so
-// that answers come back to it), watches each node it talks to, and
-// completes waiters.
+// that answers come back to it), watches each node it talks to, keeps
+// track of the nodes that are gone, and completes waiters.
 type proxy struct {
 	log     *slog.Logger
 	pending map[callKey]*waiter
-	watched map[string]bool // node addresses watched since their last termination
+	watched map[string]bool // node addresses watched since their last termination (see watch)
 	onGone  func(string)
+
+	// open holds the nodes with a connection opened since they were last
+	// gone; down the nodes known gone (and reported), until a connection
+	// to them opens.
+	open    map[string]bool
+	down    map[string]*redial
+	backoff time.Duration // after the first failure to open; <= 0: none
+	max     time.Duration // bound of the doubling
+	now     func() time.Time
 }
+
+// redial is the backoff of a node known gone: it is not dialled before at.
+type redial struct {
+	failures int // connections that failed to open in a row
+	at       time.Time
+}
+
+// newProxy returns the actor of a client with options o.
+func newProxy(o ClientOptions) *proxy {
+	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
+		open: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.backoff == 0 {
+		p.backoff = DefaultRedialBackoff
+	}
+	if p.max == 0 {
+		p.max = DefaultMaxRedialBackoff
+	}
+	p.max = max(p.max, p.backoff)
+	return p
+}
+
+// peerOpened tells the client's actor that a connection to the node at
+// address has opened (its first answer came).
+type peerOpened struct{ address string }
 
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
 		key := callKey{m.frame.GetStreamId(), m.frame.GetToolCallId()}
 		node := m.w.node
-		p.pending[key] = m.w
-		if !p.watched[node.Address] {
-			p.watched[node.Address] = true
-			ctx.Watch(node)
+		if r := p.down[node.Address]; r != nil && p.now().Before(r.at) {
+			// Backed off: answered at once, without a dial.
+			err := fmt.Errorf("%s (gone; not dialled again for %v): %w", node.Address, r.at.Sub(p.now()).Round(time.Millisecond), ErrNodeUnreachable)
+			m.w.finish(func() { m.w.err = err })
+			return
 		}
+		p.pending[key] = m.w
 		ctx.Request(node, m.frame)
+		if p.open[node.Address] {
+			p.watch(ctx, node.Address)
+		}
 	case *forget:
 		delete(p.pending, m.key)
-		if m.cancel {
+		// A node known gone cancels the calls of its callers itself, and
+		// a CANCEL would dial it.
+		if m.cancel && p.down[m.node.Address] == nil {
 			ctx.Send(m.node, messages.Cancel(m.key.stream, m.key.id))
 		}
 	case *messages.Frame:
@@ -379,8 +469,12 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// there will be answered.
 		p.gone(m.GetWho().GetAddress())
 	case *peerGone:
-		// The connection to a node ended: the same.
+		// The connection to a node ended (or failed to open): the same.
 		p.gone(m.address)
+	case *peerOpened:
+		p.open[m.address] = true
+		delete(p.down, m.address)
+		p.watch(ctx, m.address)
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -419,21 +513,66 @@ func (p *proxy) frame(f *messages.Frame) {
 	}
 }
 
+// watch watches the service actor of the node at addr, unless it is
+// watched already. Only a node with a connection open is watched: a watch
+// (like any message) makes protoactor open a connection when it has none,
+// and a watch sent beside a request whose connection failed at once would
+// open another, dialling the node twice for one call.
+func (p *proxy) watch(ctx actor.Context, addr string) {
+	if !p.watched[addr] {
+		p.watched[addr] = true
+		ctx.Watch(actor.NewPID(addr, ServiceName))
+	}
+}
+
 // gone handles the going of the node at addr: the node is no longer
 // watched, and every waiter on it is answered with ErrNodeUnreachable. A
 // going is reported once: the node's Terminated, the watch's and the
 // connection's end all tell of it, and only the first finds the node
-// watched (or waited on) still.
+// watched (or waited on) still. A node with no connection opened since
+// it was last gone failed to open one: it is backed off, and reported
+// only the first time.
 func (p *proxy) gone(addr string) {
 	if !p.watched[addr] && !p.waitsOn(addr) {
 		return
 	}
 	delete(p.watched, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
+	opened := p.open[addr]
+	delete(p.open, addr)
+	r, known := p.down[addr]
+	if !known {
+		r = &redial{}
+		p.down[addr] = r
+	}
+	if !opened {
+		r.failures++
+		r.at = p.now().Add(p.wait(r.failures))
+	}
+	if known {
+		return
+	}
 	p.log.Info("tool node gone", "address", addr)
 	if p.onGone != nil {
 		p.onGone(addr)
 	}
+}
+
+// wait is the backoff after the given number of failures to open a
+// connection in a row: backoff, doubled for each failure after the first,
+// up to max.
+func (p *proxy) wait(failures int) time.Duration {
+	if p.backoff <= 0 {
+		return 0
+	}
+	d := p.backoff
+	for range failures - 1 {
+		if d >= p.max/2 {
+			return p.max
+		}
+		d *= 2
+	}
+	return d
 }
 
 // waitsOn reports whether a waiter waits on the node at addr.

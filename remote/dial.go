@@ -15,12 +15,27 @@ import (
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 )
 
 // DefaultConnectTimeout bounds the opening of a connection to a peer (TCP,
 // then gRPC's handshake, then protoactor's) unless the options say
 // otherwise.
 const DefaultConnectTimeout = 5 * time.Second
+
+// DefaultKeepaliveTime is how long a connection to a peer may stay quiet
+// before it is pinged, and DefaultKeepaliveTimeout how long the answer to
+// the ping may take before the peer is taken for gone, unless the options
+// say otherwise. Nodes ping their callers so too.
+const (
+	DefaultKeepaliveTime    = 10 * time.Second
+	DefaultKeepaliveTimeout = 5 * time.Second
+)
+
+// minPingInterval is how often a peer may ping: below gRPC's own floor
+// (10 s), so that the pings of any peer are welcome. A server that sees
+// pings more often than it allows hangs up on the peer.
+const minPingInterval = 5 * time.Second
 
 // dials bounds the connections protoactor opens to peers, and knows which
 // are still opening, so that a Close that cannot wait for them can say
@@ -41,30 +56,73 @@ const DefaultConnectTimeout = 5 * time.Second
 // the peer is reported gone at once, and the writer ends without the
 // sleep.
 type dials struct {
-	timeout time.Duration            // <= 0: none of ours
-	events  *eventstream.EventStream // the remote's; set by startRemote
+	timeout time.Duration              // <= 0: none of ours
+	ping    keepalive.ClientParameters // Time 0: no pings
+	events  *eventstream.EventStream   // the remote's; set by startRemote
 
 	mu      sync.Mutex
 	opening map[string]int    // peer address → connections opening to it
 	counted func(addr string) // tests: called once a connection to addr counts as opening
+	opened  func(addr string) // called once a connection to addr has opened (see onOpen)
 }
 
-// newDials returns dials bounded by timeout: 0 means
-// DefaultConnectTimeout, negative no bound but gRPC's.
-func newDials(timeout time.Duration) *dials {
+// onOpen makes d call f with a peer's address each time a connection to
+// the peer opens (at the peer's first answer), on the goroutine opening
+// it: before anything can report the connection's end.
+func (d *dials) onOpen(f func(addr string)) {
+	d.mu.Lock()
+	d.opened = f
+	d.mu.Unlock()
+}
+
+// open tells d's onOpen function that a connection to addr has opened.
+func (d *dials) open(addr string) {
+	d.mu.Lock()
+	f := d.opened
+	d.mu.Unlock()
+	if f != nil {
+		f(addr)
+	}
+}
+
+// newDials returns dials bounded by timeout (0 means
+// DefaultConnectTimeout, negative no bound but gRPC's) whose connections
+// are pinged once quiet for pingTime, the answer awaited for pingTimeout
+// (0s mean the defaults; a negative pingTime, no pings).
+func newDials(timeout, pingTime, pingTimeout time.Duration) *dials {
 	if timeout == 0 {
 		timeout = DefaultConnectTimeout
 	}
-	return &dials{timeout: timeout, opening: map[string]int{}}
+	if pingTime == 0 {
+		pingTime = DefaultKeepaliveTime
+	}
+	if pingTimeout <= 0 {
+		pingTimeout = DefaultKeepaliveTimeout
+	}
+	d := &dials{timeout: timeout, opening: map[string]int{}}
+	if pingTime > 0 {
+		d.ping = keepalive.ClientParameters{Time: pingTime, Timeout: pingTimeout, PermitWithoutStream: true}
+	}
+	return d
 }
 
 // options are the gRPC dial options of the remote: no TLS (as protoactor's
-// default) and the interceptor.
+// default), the interceptor, and the pings.
 func (d *dials) options() []grpc.DialOption {
-	return []grpc.DialOption{
+	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStreamInterceptor(d.intercept),
 	}
+	if d.ping.Time > 0 {
+		opts = append(opts, grpc.WithKeepaliveParams(d.ping))
+	}
+	return opts
+}
+
+// pingPolicy is the gRPC server option that lets peers ping as often as
+// the dials of this package do.
+func pingPolicy() grpc.ServerOption {
+	return grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true})
 }
 
 // intercept counts the stream as opening until the peer's first answer
@@ -171,8 +229,12 @@ func (s *dialStream) RecvMsg(m any) error {
 		if first {
 			panic(s.d.failed(s.addr, err))
 		}
+		return err
 	}
-	return err
+	if first {
+		s.d.open(s.addr)
+	}
+	return nil
 }
 
 func (s *dialStream) CloseSend() error {

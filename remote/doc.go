@@ -21,10 +21,17 @@
 // [ClientOptions].CallTimeout) that cancels the call on the node too, and
 // CANCEL/ABORT forwarded. The client watches every node it calls: when a
 // node dies (killed, disconnected) or cannot be reached, its calls in
-// flight are answered at once with [ErrNodeUnreachable], and later calls
-// reconnect, so a node that comes back serves again. A node that accepts
+// flight are answered at once with [ErrNodeUnreachable], and it is
+// reported once ([ClientOptions].OnNodeGone). The next call reconnects; a
+// node that cannot be reached is dialled again only after a backoff
+// ([ClientOptions].RedialBackoff, doubling with each failure), calls in
+// the meantime being answered at once with ErrNodeUnreachable, so a node
+// that comes back serves again once its backoff has passed. A node that accepts
 // the connection but does not complete the handshake within
-// [ClientOptions].ConnectTimeout cannot be reached either, and a Close
+// [ClientOptions].ConnectTimeout cannot be reached either; a node that
+// stops answering without closing its connection (a network cut, a
+// frozen process) is gone once a ping over the quiet connection goes
+// unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
 // connection drops, the node cancels that caller's calls (their handlers'

@@ -1,5 +1,11 @@
 package remote
 
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
 // Routes counts the calls n still routes a result for: calls that went to
 // a tool and whose result has not gone back to the caller.
 func Routes(n *Node) int {
@@ -27,4 +33,15 @@ func (d *dials) notify() <-chan string {
 	}
 	d.mu.Unlock()
 	return ch
+}
+
+// SetClock makes c read the time (for its redial backoff) from now. Call
+// it before c's first call.
+func SetClock(c *Client, now func() time.Time) { c.actor.now = now }
+
+// Settle returns once c's actor has handled every message sent to it
+// before.
+func Settle(c *Client) error {
+	_, err := c.system.Root.RequestFuture(c.proxy, &actor.Touch{}, 30*time.Second).Result()
+	return err
 }

@@ -35,9 +35,9 @@ func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
 	var gone []string
 	here := &waiter{node: actor.NewPID(addr, ServiceName), done: make(chan struct{})}
 	there := &waiter{node: actor.NewPID(other, ServiceName), done: make(chan struct{})}
-	p := &proxy{log: slog.New(slog.DiscardHandler), watched: map[string]bool{other: true},
-		pending: map[callKey]*waiter{{"s", "c"}: here, {"t", "d"}: there},
-		onGone:  func(a string) { gone = append(gone, a) }}
+	p := newProxy(ClientOptions{OnNodeGone: func(a string) { gone = append(gone, a) }})
+	p.watched[other] = true
+	p.pending = map[callKey]*waiter{{"s", "c"}: here, {"t", "d"}: there}
 
 	p.Receive(messageContext{msg: &peerGone{address: addr}})
 	select {
@@ -120,5 +120,30 @@ func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
 	}
 	if err := conn.Close(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// The redial backoff starts at ClientOptions.RedialBackoff and doubles
+// with each failure to open a connection, up to MaxRedialBackoff; a
+// negative one means none, and zeros the defaults.
+func TestProxy_RedialBackoff(t *testing.T) {
+	for _, c := range []struct {
+		backoff, max time.Duration
+		want         []time.Duration // after 1, 2, 3… failures
+	}{
+		{100 * time.Millisecond, 250 * time.Millisecond, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}},
+		{0, 0, []time.Duration{DefaultRedialBackoff, 2 * DefaultRedialBackoff, 4 * DefaultRedialBackoff}},
+		{time.Minute, 0, []time.Duration{time.Minute, time.Minute}},
+		{-1, 0, []time.Duration{0, 0}},
+	} {
+		p := newProxy(ClientOptions{RedialBackoff: c.backoff, MaxRedialBackoff: c.max})
+		for i, want := range c.want {
+			if got := p.wait(i + 1); got != want {
+				t.Errorf("backoff %v, max %v: after %d failures %v, want %v", c.backoff, c.max, i+1, got, want)
+			}
+		}
+		if got := p.wait(1000); c.backoff >= 0 && got != p.max {
+			t.Errorf("backoff %v, max %v: after 1000 failures %v, want %v", c.backoff, c.max, got, p.max)
+		}
 	}
 }

@@ -34,7 +34,10 @@ type NodeOptions struct {
 	// (results go back over the node's own connections): a caller that
 	// does not complete it in time is gone, and Close does not wait for
 	// it longer than that. Default DefaultConnectTimeout; negative:
-	// gRPC's own bound (20 s).
+	// gRPC's own bound (20 s). A node pings a quiet connection to a
+	// caller as a client pings its nodes' (DefaultKeepaliveTime,
+	// DefaultKeepaliveTimeout), so a caller that vanishes without
+	// closing it is gone too.
 	ConnectTimeout time.Duration
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
@@ -121,7 +124,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout),
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, 0, 0),
 		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel

@@ -56,6 +56,15 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envClientAt); v != "" {
 		os.Exit(runClientAt(v))
 	}
+	if addr := os.Getenv(envFrozen); addr != "" {
+		os.Exit(runFrozen(addr))
+	}
+	if os.Getenv(envDialLog) != "" {
+		os.Exit(runDialLog())
+	}
+	if addr := os.Getenv(envRedial); addr != "" {
+		os.Exit(runRedial(addr))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {
@@ -203,14 +212,21 @@ func startChild(t testing.TB, env string) *nodeProc {
 // next returns the node's next event.
 func (p *nodeProc) next(t testing.TB) string {
 	t.Helper()
+	return p.nextWithin(t, 30*time.Second)
+}
+
+// nextWithin returns the node's next event, failing t when none comes
+// within patience.
+func (p *nodeProc) nextWithin(t testing.TB, patience time.Duration) string {
+	t.Helper()
 	select {
 	case e, ok := <-p.events:
 		if !ok {
 			t.Fatal("test child process exited")
 		}
 		return e
-	case <-time.After(30 * time.Second):
-		t.Fatal("no event from the test child process in 30s")
+	case <-time.After(patience):
+		t.Fatalf("no event from the test child process in %v", patience)
 	}
 	return ""
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
@@ -24,16 +22,6 @@ const DefaultAddress = "127.0.0.1:0"
 
 // endpointQueueSize is the initial queue of an endpoint writer.
 const endpointQueueSize = 1024
-
-// newSystem makes an actor system whose protoactor logs go to logger.
-func newSystem(logger *slog.Logger) *actor.ActorSystem {
-	return actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return logger.With(slog.String("component", "protoactor"))
-		}),
-		actor.WithDeadLetterThrottleInterval(100*time.Millisecond),
-	)
-}
 
 // startRemote starts protoactor remote on system, listening on address
 // (host:port; port 0 picks a free one), with the message guard installed
@@ -52,7 +40,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials) 
 		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
 	}
 	d.events = system.EventStream
-	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption()),
+	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption(), pingPolicy()),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates
 		// 16 MB for every peer a process talks to.

@@ -9,11 +9,16 @@ import (
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
+// buildDir is TestMain's temporary folder, for the binaries the tests
+// build; TestMain removes it once they have run.
+var buildDir string
+
 // TestMain builds the demo into a temporary folder for the tests that run
 // the binary, runs the tests and checks that the in-process ones left no
 // goroutine behind.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "demo-e2e-")
+	buildDir = dir
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make build folder:", err)
 		os.Exit(1)

@@ -1,0 +1,90 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// decidingStrategy is a supervisor strategy whose directives reach only
+// the children it decided about. protoactor carries a directive out by
+// the child's id: a restart that waits for a backoff (see
+// supervisor.Options.InitialBackoff) would reach, once the child it was
+// for has stopped and its name was taken again, the new actor of that
+// name, and restart it (its open calls closed, its Logic started again)
+// for a failure that was not its own.
+type decidingStrategy struct{ inner actor.SupervisorStrategy }
+
+// HandleFailure implements actor.SupervisorStrategy: inner decides, in
+// the supervising actor's turn, and its directives go to the children
+// as they were then (see decision).
+func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1)}
+	dec.note(child)
+	d.inner.HandleFailure(system, dec, child, rs, reason, message)
+}
+
+// decision is the supervisor a strategy decides with: it notes the
+// process of each child the strategy is given (the failed one, and the
+// children it lists) as the decision is taken, and carries a directive
+// out, then or later, only to a child whose id still names that process.
+// A directive for a child that has stopped since is dropped: nothing is
+// left to restart, stop or resume, and a newer actor that took its name
+// is not the one decided about.
+type decision struct {
+	actor.Supervisor
+	registry *actor.ProcessRegistryValue
+	// procs are the children's processes when the decision was taken;
+	// written in the supervisor's turn, before any directive (one after a
+	// backoff runs on a timer started after them).
+	procs map[*actor.PID]actor.Process
+}
+
+// note records the process pid names now.
+func (d *decision) note(pid *actor.PID) {
+	if _, ok := d.procs[pid]; ok {
+		return
+	}
+	if proc, ok := d.registry.Get(pid); ok {
+		d.procs[pid] = proc
+	}
+}
+
+// Self is the supervising actor, as the supervisor package reports it.
+func (d *decision) Self() *actor.PID {
+	if s, ok := d.Supervisor.(interface{ Self() *actor.PID }); ok {
+		return s.Self()
+	}
+	return nil
+}
+
+// Children implements actor.Supervisor, noting each child's process.
+func (d *decision) Children() []*actor.PID {
+	pids := d.Supervisor.Children()
+	for _, pid := range pids {
+		d.note(pid)
+	}
+	return pids
+}
+
+// RestartChildren implements actor.Supervisor.
+func (d *decision) RestartChildren(pids ...*actor.PID) { d.send(pids, &actor.Restart{}) }
+
+// StopChildren implements actor.Supervisor.
+func (d *decision) StopChildren(pids ...*actor.PID) { d.send(pids, &actor.Stop{}) }
+
+// ResumeChildren implements actor.Supervisor.
+func (d *decision) ResumeChildren(pids ...*actor.PID) { d.send(pids, &actor.ResumeMailbox{}) }
+
+// send sends msg to each of pids still running as the process noted for
+// it.
+func (d *decision) send(pids []*actor.PID, msg any) {
+	for _, pid := range pids {
+		proc, ok := d.procs[pid]
+		if !ok {
+			continue
+		}
+		if now, ok := d.registry.Get(pid); !ok || now != proc {
+			continue // stopped since; its id may be a newer actor's
+		}
+		proc.SendSystemMessage(pid, msg)
+	}
+}

@@ -202,6 +202,99 @@ func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
 	}
 }
 
+// nodeContext is an actor context for the node's service actor: it has a
+// message from sender, and drops what the service sends and watches.
+type nodeContext struct {
+	messageContext
+	sender *actor.PID
+}
+
+func (c nodeContext) Sender() *actor.PID { return c.sender }
+func (nodeContext) Send(*actor.PID, any) {}
+func (nodeContext) Watch(*actor.PID)     {}
+
+// A connection's end to a caller is told by its peerGone, in order with
+// the calls that came before it; protoactor's Terminated
+// (AddressTerminated) for it comes from the connection's endpoint watcher
+// on its own goroutine, possibly after the caller has called again (and
+// a newer connection to it opened). Such a late Terminated cancels none of
+// the caller's newer calls; the newer connection's end does, once; and the
+// caller's actor stopping still cancels its calls.
+func TestNode_LateTerminatedOfAnEndedConnection(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	started := make(chan string, 3)
+	hold := tools.MustNew(tools.Definition{Name: "hold", Timeout: tools.NoTimeout, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
+		started <- string(args)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	conn, err := rt.Start(hold.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := actor.NewPID("127.0.0.1:7", "caller")
+	n := &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn},
+		callers: map[string]*actor.PID{}}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	call := func(id string) {
+		t.Helper()
+		n.receive(nodeContext{messageContext{msg: messages.ToolCall(id, id, "hold", json.RawMessage(`{"id":"`+id+`"}`))}, caller})
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatalf("call %s did not start", id)
+		}
+	}
+	cancelled := func(id string) {
+		t.Helper()
+		f, err := conn.Recv(ctx)
+		for err == nil && f.GetType() != messages.FrameType_TOOL_RESULT {
+			f, err = conn.Recv(ctx)
+		}
+		if err != nil {
+			t.Fatalf("waiting for call %s's result: %v", id, err)
+		}
+		if f.GetToolCallId() != id || tools.KindOf(f) != tools.FailureCancelled {
+			t.Errorf("result %s of %s, want %s cancelled", f.GetPayload(), f.GetToolCallId(), id)
+		}
+	}
+	addressTerminated := &actor.Terminated{Who: caller, Why: actor.TerminatedReason_AddressTerminated}
+
+	call("c1") // over connection 1, which ends
+	n.receive(messageContext{msg: &peerGone{address: caller.Address}})
+	cancelled("c1")
+	// The caller calls again (over connection 2); then connection 1's
+	// watcher tells of connection 1's end.
+	call("c2")
+	n.receive(messageContext{msg: addressTerminated})
+	if _, ok := n.routes.Load(callKey{"c2", "c2"}); !ok || Routes(n) != 1 {
+		t.Fatalf("routes left: %d; the late Terminated of connection 1 cancelled call c2 of connection 2", Routes(n))
+	}
+	if n.callers[caller.String()] == nil {
+		t.Error("the caller of connection 2 is no longer taken for watched")
+	}
+	// Connection 2 ends: its peerGone cancels c2; its own watcher's
+	// Terminated adds nothing.
+	n.receive(messageContext{msg: &peerGone{address: caller.Address}})
+	n.receive(messageContext{msg: addressTerminated})
+	cancelled("c2")
+	if Routes(n) != 0 || len(n.callers) != 0 {
+		t.Errorf("after connection 2 ended: %d routes, callers %v; want none", Routes(n), n.callers)
+	}
+	// The caller's actor stopping (its Terminated for any other reason)
+	// is a going of its own.
+	call("c3")
+	n.receive(messageContext{msg: &actor.Terminated{Who: caller, Why: actor.TerminatedReason_Stopped}})
+	cancelled("c3")
+	if Routes(n) != 0 || len(n.callers) != 0 {
+		t.Errorf("after the caller stopped: %d routes, callers %v; want none", Routes(n), n.callers)
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
 // The redial backoff starts at ClientOptions.RedialBackoff and doubles
 // with each failure to open a connection, up to MaxRedialBackoff; a
 // negative one means none, and zeros the defaults.

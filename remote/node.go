@@ -68,9 +68,9 @@ type Node struct {
 	routes sync.Map // callKey → route of the caller awaiting the result
 
 	// callers are the callers the service actor watches (by PID key), so
-	// that a caller's going away (its process killed, its connection
-	// lost, its actor stopped) cancels its calls; the service actor's
-	// alone.
+	// that a caller's actor stopping cancels its calls (its process
+	// killed or its connection lost: the connection's peerGone does);
+	// the service actor's alone.
 	callers map[string]*actor.PID
 
 	cancel  context.CancelFunc
@@ -173,18 +173,30 @@ func (n *Node) Address() string { return n.addr }
 func (n *Node) Dropped() int64 { return n.guard.Dropped() }
 
 // receive is the service actor: frames from callers go to the tools, and
-// a caller's Terminated cancels its calls.
+// a caller's going (its actor stopped, or its connection ended) cancels
+// its calls.
 func (n *Node) receive(ctx actor.Context) {
 	var f *messages.Frame
 	switch m := ctx.Message().(type) {
 	case *messages.Frame:
 		f = m
 	case *actor.Terminated:
+		// The caller's actor stopped (or was not found). A connection's
+		// end (AddressTerminated) is told by its peerGone instead, in
+		// order with the calls that came before it: the Terminated comes
+		// from the connection's endpoint watcher, on a goroutine of its
+		// own, and may arrive after the caller has called again over a
+		// newer connection, whose calls it would cancel.
+		if m.GetWhy() == actor.TerminatedReason_AddressTerminated {
+			return
+		}
 		cancelled := n.callersGone(m.GetWho().Equal)
 		n.log.Info("caller gone", "caller", m.GetWho().String(), "cancelled_calls", cancelled)
 		return
 	case *peerGone:
-		// Backs up the callers' watches (see watchEndpoints).
+		// The connection to callers ended (or failed to open): it also
+		// stands for the watches that reached its endpoint too late to
+		// be answered (see watchEndpoints).
 		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}

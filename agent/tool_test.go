@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -104,51 +105,56 @@ func TestAsTool_SubAgentPanics(t *testing.T) {
 // TestAsTool_TimeoutAndCancel: a sub-agent whose tool blocks is cut off
 // by the delegation's timeout (one error result, the sub-agent's tool
 // cancelled); cancelling the lead's Run while a delegation runs cancels
-// the sub-agent's tool call too.
+// the sub-agent's tool call too. It runs in a synctest bubble: the
+// delegation's timeout passes only once the sub-agent's tool has started
+// and blocks, however slow the machine (on the real clock, a timeout
+// that passed first left the test waiting for a start that never came).
 func TestAsTool_TimeoutAndCancel(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	started, cancelled := make(chan string, 2), make(chan string, 2)
-	writer := newAgent(t, rt, model(t,
-		scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}},
-		scripted.Turn{Text: "unreachable"},
-	), &agent.Options{Name: "writer", Tools: []*tools.Tool{blocker(started, cancelled)}})
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		started, cancelled := make(chan string, 2), make(chan string, 2)
+		writer := newAgent(t, rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}},
+			scripted.Turn{Text: "unreachable"},
+		), &agent.Options{Name: "writer", Tools: []*tools.Tool{blocker(started, cancelled)}})
 
-	// Timeout.
-	tool, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-	ans, err := lead.Run(testCtx(t), "timeout", []models.Message{models.UserMessage("Go.")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := onlyResult(t, ans); !res.IsError || res.FailureKind != string(tools.FailureTimeout) || ans.Text != "The team is done." {
-		t.Fatalf("result %+v, answer %q", res, ans.Text)
-	}
-	<-started
-	<-cancelled
+		// Timeout.
+		tool, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+		ans, err := lead.Run(testCtx(t), "timeout", []models.Message{models.UserMessage("Go.")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := onlyResult(t, ans); !res.IsError || res.FailureKind != string(tools.FailureTimeout) || ans.Text != "The team is done." {
+			t.Fatalf("result %+v, answer %q", res, ans.Text)
+		}
+		<-started
+		<-cancelled
 
-	// Cancel.
-	tool, err = agent.AsTool(writer, &agent.ToolOptions{Name: "writer", Timeout: tools.NoTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead2 := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-	ctx, cancel := context.WithCancel(testCtx(t))
-	go func() { <-started; cancel() }()
-	ans, err = lead2.Run(ctx, "cancel", []models.Message{models.UserMessage("Go.")})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled lead: %v", err)
-	}
-	select {
-	case <-cancelled:
-	case <-testCtx(t).Done():
-		t.Fatal("the sub-agent's tool call was not cancelled")
-	}
-	if res := onlyResult(t, ans); !res.IsError {
-		t.Fatalf("cancelled delegation answered %+v", res)
-	}
+		// Cancel.
+		tool, err = agent.AsTool(writer, &agent.ToolOptions{Name: "writer", Timeout: tools.NoTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lead2 := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+		ctx, cancel := context.WithCancel(testCtx(t))
+		go func() { <-started; cancel() }()
+		ans, err = lead2.Run(ctx, "cancel", []models.Message{models.UserMessage("Go.")})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled lead: %v", err)
+		}
+		select {
+		case <-cancelled:
+		case <-testCtx(t).Done():
+			t.Fatal("the sub-agent's tool call was not cancelled")
+		}
+		if res := onlyResult(t, ans); !res.IsError {
+			t.Fatalf("cancelled delegation answered %+v", res)
+		}
+	})
 }
 
 // TestAsTool_UnderTheCallingTool: a delegation's loop is a child of the

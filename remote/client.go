@@ -456,18 +456,27 @@ func (p *proxy) Receive(ctx actor.Context) {
 			p.watch(ctx, node.Address)
 		}
 	case *forget:
+		_, sent := p.pending[m.key]
 		delete(p.pending, m.key)
-		// A node known gone cancels the calls of its callers itself, and
-		// a CANCEL would dial it.
-		if m.cancel && p.down[m.node.Address] == nil {
+		// A call still pending went out, into the connection (open or
+		// opening) that its CANCEL follows it through; one already
+		// answered (its node gone, or backed off) needs none, and a
+		// CANCEL would dial its node.
+		if m.cancel && sent {
 			ctx.Send(m.node, messages.Cancel(m.key.stream, m.key.id))
 		}
 	case *messages.Frame:
 		p.frame(m)
 	case *actor.Terminated:
-		// The node is gone (or could not be reached): nothing pending
-		// there will be answered.
-		p.gone(m.GetWho().GetAddress())
+		// The node's service stopped: nothing pending there will be
+		// answered. A connection's end (AddressTerminated) is told by
+		// its peerGone instead, in order with its opening: the
+		// Terminated comes from the connection's endpoint watcher, on a
+		// goroutine of its own, and may arrive after a newer connection
+		// to the node has opened, which it would be taken for.
+		if m.GetWhy() != actor.TerminatedReason_AddressTerminated {
+			p.gone(m.GetWho().GetAddress())
+		}
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
 		p.gone(m.address)
@@ -527,11 +536,11 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 
 // gone handles the going of the node at addr: the node is no longer
 // watched, and every waiter on it is answered with ErrNodeUnreachable. A
-// going is reported once: the node's Terminated, the watch's and the
-// connection's end all tell of it, and only the first finds the node
-// watched (or waited on) still. A node with no connection opened since
-// it was last gone failed to open one: it is backed off, and reported
-// only the first time.
+// going is reported once: the node's Terminated (its service stopped)
+// and the connection's end may both tell of it, and only the first finds
+// the node watched (or waited on) still. A node with no connection
+// opened since it was last gone failed to open one: it is backed off,
+// and reported only the first time.
 func (p *proxy) gone(addr string) {
 	if !p.watched[addr] && !p.waitsOn(addr) {
 		return

@@ -70,6 +70,85 @@ func TestProxy_PeerGoneAnswersItsWaiters(t *testing.T) {
 	}
 }
 
+// proxyContext is an actor context for the proxy: it has a message, and
+// drops what the proxy sends, requests and watches.
+type proxyContext struct{ messageContext }
+
+func (proxyContext) Send(*actor.PID, any)    {}
+func (proxyContext) Request(*actor.PID, any) {}
+func (proxyContext) Watch(*actor.PID)        {}
+
+// receive hands msg to p, as its actor would.
+func receive(p *proxy, msg any) { p.Receive(proxyContext{messageContext{msg: msg}}) }
+
+// A connection's end is told by its peerGone, in order with the
+// connection's opening; protoactor's Terminated (AddressTerminated) for
+// it comes from the connection's endpoint watcher on its own goroutine,
+// possibly after a newer connection to the node has opened. Such a late
+// Terminated is not a second going: the call on the newer connection
+// still waits, the node is not reported again, and the newer
+// connection's own end is reported.
+func TestProxy_LateTerminatedOfAnEndedConnection(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	node := actor.NewPID(addr, ServiceName)
+	addressTerminated := &actor.Terminated{Who: node, Why: actor.TerminatedReason_AddressTerminated}
+	gone := 0
+	p := newProxy(ClientOptions{OnNodeGone: func(string) { gone++ }})
+	receive(p, &peerOpened{address: addr}) // connection 1
+	receive(p, &peerGone{address: addr})
+	if gone != 1 {
+		t.Fatalf("node reported gone %d times after its connection ended, want 1", gone)
+	}
+	// A call dials connection 2, which opens; then connection 1's
+	// watcher tells of connection 1's end.
+	w := &waiter{node: node, done: make(chan struct{})}
+	receive(p, &start{frame: messages.ToolCall("s", "c", "hold", nil), w: w})
+	receive(p, &peerOpened{address: addr})
+	receive(p, addressTerminated)
+	select {
+	case <-w.done:
+		t.Errorf("the call on the open connection 2 answered: %v", w.err)
+	default:
+	}
+	if gone != 1 {
+		t.Errorf("node reported gone %d times; it went once and serves again", gone)
+	}
+	// Connection 2 ends: its peerGone answers the call and reports the
+	// going once; its own watcher's Terminated adds nothing.
+	before := gone
+	receive(p, &peerGone{address: addr})
+	receive(p, addressTerminated)
+	select {
+	case <-w.done:
+		if !errors.Is(w.err, ErrNodeUnreachable) {
+			t.Errorf("the call on the ended connection 2: %v, want ErrNodeUnreachable", w.err)
+		}
+	default:
+		t.Error("the call on the ended connection 2 still waits")
+	}
+	if gone != before+1 {
+		t.Errorf("the end of connection 2 reported %d times, want once", gone-before)
+	}
+	// The node's service stopping (its Terminated for any other reason)
+	// is a going of its own.
+	w = &waiter{node: node, done: make(chan struct{})}
+	receive(p, &start{frame: messages.ToolCall("s", "d", "hold", nil), w: w})
+	receive(p, &peerOpened{address: addr})
+	before = gone
+	receive(p, &actor.Terminated{Who: node, Why: actor.TerminatedReason_Stopped})
+	select {
+	case <-w.done:
+		if !errors.Is(w.err, ErrNodeUnreachable) {
+			t.Errorf("the call on the stopped node: %v, want ErrNodeUnreachable", w.err)
+		}
+	default:
+		t.Error("the call on the stopped node still waits")
+	}
+	if gone != before+1 {
+		t.Errorf("the node's service stopping reported %d times, want once", gone-before)
+	}
+}
+
 // The end of a connection to callers cancels their calls on the node, even
 // when their Terminated never comes, and only theirs.
 func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {

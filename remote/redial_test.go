@@ -29,7 +29,11 @@ const envRedial = "POLYWEAVE_REMOTE_TEST_REDIAL"
 //     all; print "gone N".
 //   - "count": once the client's actor has handled all it was sent, print
 //     "gone N dials M": the node's reports so far, and the connections
-//     the client began to open to it.
+//     the client began to open to it. The count is exact once the calls
+//     before it are answered: a call that dials is answered only after
+//     its dial began (by the connection's answer, or by its failure to
+//     open, which the interceptor reports after it counted the dial), and
+//     a call answered at once does not dial.
 //
 // When stdin closes it closes the client and prints "close ERR", then the
 // goroutines left ("leaks none" when none).

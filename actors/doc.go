@@ -19,9 +19,11 @@
 //     ERROR and an END frame, so no consumer waits forever; a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way, never given to
-//     the Logic, also when it had failed: once stopped, it waits for no
-//     supervisor's decision, and a stop asked for before its restart
-//     happened wins over the restart. A call's frames that its caller
+//     the Logic, also when it had failed: stopped by its supervisor or
+//     its parent's end, it waits for no decision. A Context.Stop of a
+//     failed duplex waits in its queue for its supervisor's decision (a
+//     restart's backoff included), and then wins over the restart: its
+//     Logic is not started again. A call's frames that its caller
 //     was still sending when a restart closed it reach the next
 //     incarnation, which takes them for a call of their own: a caller
 //     stops sending a call once it has the call's answer (its ERROR and

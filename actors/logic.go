@@ -70,7 +70,11 @@ type Context interface {
 	Spawn(spec Spec) (Ref, error)
 	// Stop stops a child after the messages already queued to it. A
 	// child that failed and whose restart has not happened yet is
-	// stopped instead of restarted: its Logic is not started again.
+	// stopped instead of restarted, when the restart comes (after its
+	// backoff, if any): its Logic is not started again, and the calls
+	// queued to it meanwhile are refused. A child restarted for a
+	// sibling's failure (all-for-one) is restarted, and stops after
+	// serving the messages queued before the stop.
 	Stop(child Ref)
 	// Go runs fn on its own goroutine. fn's context is cancelled when the
 	// returned cancel function is called or this incarnation ends. Values

@@ -40,10 +40,10 @@ import (
 //     without a frame: it is taken as a [childGone] with the child
 //     beside it;
 //   - a supervisor's Restart that comes after a Stop is dropped (see
-//     [mailbox.stopped]), and one that comes while a stop written into
-//     the actor waits in its queue is dropped, the actor stopping
-//     instead (see [mailbox.stops]); a stopped actor's mailbox is
-//     suspended no more (see [mailbox.stop]);
+//     [mailbox.stopped]), and one that comes to an actor suspended for
+//     its failure while a stop written into it waits in its queue is
+//     dropped, the actor stopping instead (see [mailbox.stops]); a
+//     stopped actor's mailbox is suspended no more (see [mailbox.stop]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -109,13 +109,19 @@ type mailbox struct {
 	stopped bool
 	// stops counts the stops written into the actor (PoisonPills) that
 	// are queued, not yet taken to be handled. A Restart taken while one
-	// is queued is dropped, and the actor stopped instead: the stop was
-	// asked for before the restart happened, and wins. A failed actor's
-	// queue waits while its supervisor decides (the mailbox suspended),
-	// and its Restart, a system message, would otherwise be taken first:
-	// the Logic started again, only to be stopped. Its incarnation ends
-	// as at a stop ([stopQueued]), and the queue goes on up to the stop,
-	// its calls refused as a stopping duplex refuses them.
+	// is queued and the mailbox is suspended (the actor failed) is
+	// dropped, and the actor stopped instead: the stop was asked for
+	// before the restart happened, and wins. A failed actor's queue
+	// waits while its supervisor decides, and its Restart, a system
+	// message, would otherwise be taken first: the Logic started again,
+	// only to be stopped. Its incarnation ends as at a stop
+	// ([stopQueued]), and the queue goes on up to the stop, its calls
+	// refused as a stopping duplex refuses them. The stop waits for the
+	// Restart, after its backoff if any: it is in the queue that waits.
+	// An actor that did not fail (restarted all-for-one for a sibling's
+	// failure) is restarted: its queue did not wait, and the calls
+	// before the stop reach its next incarnation, as Context.Stop
+	// promises.
 	stops atomic.Int32
 
 	// from is the child beside the user message being invoked (nil for
@@ -433,12 +439,16 @@ func (m *mailbox) run() {
 					// A restart after the stop is dropped: protoactor
 					// would carry it out, bringing back an actor stopped
 					// for good (see mailbox.stopped).
-				case m.stops.Load() > 0:
-					// A stop waits in the queue: it wins (see
-					// mailbox.stops). The incarnation ends as at a
-					// stop, and the queue goes on (suspended no more)
-					// up to the stop: what came before it is refused
-					// (see shell.late), and the stop taken.
+				case m.suspended.Load() && m.stops.Load() > 0:
+					// The actor failed, and a stop waits in the queue:
+					// it wins (see mailbox.stops). The incarnation
+					// ends as at a stop, and the queue goes on
+					// (suspended no more) up to the stop: what came
+					// before it is refused (see shell.late), and the
+					// stop taken. An actor restarted for a sibling's
+					// failure (all-for-one) is restarted: its queue
+					// did not wait, and the calls before its stop are
+					// served.
 					m.suspended.Store(false)
 					m.invoker.InvokeUserMessage(stopQueued{})
 				default:

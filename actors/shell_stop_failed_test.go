@@ -303,3 +303,116 @@ func TestShell_StoppedWithoutLogicTakesNoFrame(t *testing.T) {
 		t.Errorf("the supervisor decided %q about d, want %q", events, want)
 	}
 }
+
+// TestShell_StopOfHealthySiblingAfterQueuedCalls: a parent supervising
+// all-for-one writes its healthy child b a call and then stops it
+// (Context.Stop), while b is still busy, and then fails its other child
+// a. The all-for-one restart reaches b, which did not fail, with b's
+// stop still queued behind the call: b is restarted and serves the call
+// ("after the messages already queued to it"), and then stops. Only a
+// duplex waiting on its own failure has its restart give way to a
+// queued stop.
+func TestShell_StopOfHealthySiblingAfterQueuedCalls(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	rt := closedRuntime(t, nil)
+	var bStarts, aStarts atomic.Int32
+	busy, release := make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	aRestarted := make(chan struct{})
+	// b answers a TEXT with TEXT "served" and END, but holds on to "hold"
+	// until released.
+	bSpec := Spec{Name: "b", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			switch m := msg.(type) {
+			case Started:
+				bStarts.Add(1)
+			case *messages.Frame:
+				switch {
+				case m.GetType() != messages.FrameType_TEXT:
+				case m.GetText() == "hold":
+					close(busy)
+					<-release
+				default:
+					c.Emit(messages.Text(m.GetStreamId(), "served"))
+					c.Emit(messages.End(m.GetStreamId()))
+				}
+			}
+		})
+	}}
+	aSpec := failingChild(&aStarts, nil)
+	aSpec.Name = "a"
+	aSpec.New = func(newA func() Logic) func() Logic {
+		return func() Logic {
+			if aStarts.Load() == 1 { // a's second incarnation: restarted
+				close(aRestarted)
+			}
+			return newA()
+		}
+	}(aSpec.New)
+	got := make(chan string, 16)
+	p := Spec{Name: "p", Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne}), New: func() Logic {
+		var a, b Ref
+		return LogicFunc(func(c Context, msg any) {
+			switch m := msg.(type) {
+			case Started:
+				// b first: the all-for-one restart reaches the children
+				// in the order they were spawned, so a's restart comes
+				// after b's restart was queued.
+				var err error
+				if b, err = c.Spawn(bSpec); err != nil {
+					c.Fail(err)
+				}
+				if a, err = c.Spawn(aSpec); err != nil {
+					c.Fail(err)
+				}
+				c.Send(b, messages.Text("h", "hold"))
+			case *messages.Frame:
+				c.Send(b, messages.Text("q", "call"))
+				c.Stop(b)
+				c.Send(a, messages.Text("f", "fail"))
+			case ChildFrame:
+				if m.Child.Equal(b) {
+					got <- m.Frame.GetStreamId() + ":" + frameName(m.Frame)
+				}
+			case ChildStopped:
+				if m.Child.Equal(b) {
+					got <- "STOPPED"
+				}
+			}
+		})
+	}}
+	ref, err := rt.Spawn(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	wait := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatal(what)
+		}
+	}
+	wait(busy, "b never got busy")
+	rt.Send(ref, messages.Text("s", "go"))
+	wait(aRestarted, "a was never restarted")
+	// b's restart waits in its mailbox, before the call and the stop.
+	releaseOnce()
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
+		select {
+		case s := <-got:
+			seen = append(seen, s)
+		case <-ctx.Done():
+			t.Fatalf("the parent got %q from b and then nothing", seen)
+		}
+	}
+	if !slices.Contains(seen, "q:TEXT(served)") {
+		t.Errorf("the parent got %q from b: the call written before its stop was not served", seen)
+	}
+	if n := bStarts.Load(); n != 2 {
+		t.Errorf("b's Logic was started %d times, want 2: restarted, then stopped", n)
+	}
+}

@@ -74,11 +74,15 @@ const MaxSessionIDBytes = 1024
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every
 // attempt at the conversation failed (a stage crashed and its restart did
 // not heal it, the model kept failing): Reason is the last attempt's
-// ERROR text. When the last attempt failed because the tool loop was
-// stopped for good (a host stopped the runtime's subtree, a supervisor
-// gave up), Err is actors.ErrDuplexStopped, so that errors.Is tells that
-// case the same way whether it was seen by the last attempt or by the
-// next one's start.
+// ERROR text. When the last attempt failed because a conversation's loop
+// of its own (with a Store, or delegated to) was stopped for good (a host
+// stopped the runtime's subtree, a supervisor gave up), Err is
+// actors.ErrDuplexStopped, so that errors.Is tells that case the same way
+// whether it was seen by the last attempt or by the next one's start. A
+// conversation on the agent's shared loop that finds it stopped or
+// stopping for good makes no further attempt: it fails with an error
+// wrapping actors.ErrDuplexStopped that names the agent and the session,
+// not with a FailedError.
 type FailedError struct {
 	Session  string
 	Attempts int
@@ -753,6 +757,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), ErrNoAnswer
 		case c.failure == string(tools.FailureSessionConflict):
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionConflict)
+		case c.failure == actors.StoppedKind && !c.ownLoop():
+			// The shared loop stops for good: it closed the attempt, or
+			// refused it, as stopped, and is not started again (see
+			// sharedLoop). Another attempt would meet the same.
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
 			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error, Err: ErrPermanent}
 		case attempt >= a.opts.MaxAttempts:
@@ -995,7 +1004,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	if s == nil {
 		var err error
 		if s, err = mux.OpenWake(stream, wake); err != nil {
-			return nil, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+			return nil, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
 		}
 	}
 	kept := false    // the stream waits for a Resume
@@ -1031,7 +1040,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		ans = models.NewAnswer(stream)
 	}
 	if err != nil {
-		return ans, fmt.Errorf("agent %q: send: %w", c.a.opts.Name, err)
+		return ans, fmt.Errorf("agent %q: session %q: send: %w", c.a.opts.Name, clip(c.session), err)
 	}
 	sent = true
 	// Woken at END only, the reader finds the stream's frames queued and
@@ -1066,7 +1075,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			}
 			return ans, nil
 		default:
-			return ans, fmt.Errorf("agent %q: %w", c.a.opts.Name, err)
+			return ans, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
 		}
 		if said := c.resumed.says(f); said != nil {
 			// Before the resumed response's calls, as the model said it.

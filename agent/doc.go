@@ -83,11 +83,11 @@
 // only as another's tool keeps no idle loop, and [Agent.Close] stops the
 // loop only if it was started. A started loop that stops for good (its
 // supervisor gives up restarting it) is not started again: the Run under
-// way fails, and every later Run, Stream or Resume of the agent fails,
-// once its attempts are made, with an error wrapping
-// actors.ErrDuplexStopped (with MaxAttempts 1, one that started while the
-// loop was stopping fails with a *[FailedError], which wraps it too); make
-// a new agent. A runtime
+// way fails, and every later Run, Stream or Resume of the agent fails with
+// an error wrapping actors.ErrDuplexStopped that names the agent and the
+// session, at once, also while the loop is still stopping (it refuses the
+// conversation as stopped, and no further attempt is made); make a new
+// agent. A runtime
 // embedded in a host's actor tree (actors.RuntimeOptions.Parent) puts
 // every agent under the host's supervision.
 //

@@ -275,7 +275,7 @@ func TestLazy_CloseAgainAfterItGaveUp(t *testing.T) {
 // TestSharedLoop_StoppedForGoodIsNotRestarted: a started shared loop
 // that its supervisor stops for good (here: at its first failure) is not
 // started again: the Run under way when it stopped fails, and every
-// later Run (its attempts made) fails with actors.ErrDuplexStopped; Close
+// later Run fails at once with actors.ErrDuplexStopped; Close
 // still succeeds.
 func TestSharedLoop_StoppedForGoodIsNotRestarted(t *testing.T) {
 	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})})
@@ -296,8 +296,70 @@ func TestSharedLoop_StoppedForGoodIsNotRestarted(t *testing.T) {
 		t.Fatal("the Run whose loop stopped answered")
 	}
 	for _, id := range []string{"s1", "s2"} {
-		if _, err := a.Run(ctx, id, ask); !errors.Is(err, actors.ErrDuplexStopped) || !strings.Contains(err.Error(), `agent "agent"`) {
-			t.Fatalf("a later Run of %s: %v, want ErrDuplexStopped naming the agent", id, err)
+		if _, err := a.Run(ctx, id, ask); !errors.Is(err, actors.ErrDuplexStopped) || !strings.Contains(err.Error(), `agent "agent"`) || !strings.Contains(err.Error(), fmt.Sprintf("%q", id)) {
+			t.Fatalf("a later Run of %s: %v, want ErrDuplexStopped naming the agent and the session", id, err)
 		}
+	}
+}
+
+// slowEnd is a Logic whose end (failure, restart or stop) waits for
+// release after its own FailureHandler ran: the duplex's parent, stopping,
+// waits for it.
+type slowEnd struct {
+	actors.Logic
+	release <-chan struct{}
+}
+
+func (s slowEnd) OnFailure(c actors.Context, err error) {
+	if h, ok := s.Logic.(actors.FailureHandler); ok {
+		h.OnFailure(c, err)
+	}
+	<-s.release
+}
+
+// TestSharedLoop_RunOnStoppingLoopFailsAsStopped: a Run whose shared loop
+// is stopping for good (its supervisor gave up at its first failure, and
+// its model child has not finished) meets a loop that refuses its calls as
+// stopped. It makes no further attempt (the loop is not started again)
+// and fails as on a stopped loop: an error wrapping ErrDuplexStopped that
+// names the agent and the session. The model child finishes only once
+// the Run has returned, so the loop is stopping during the whole Run.
+func TestSharedLoop_RunOnStoppingLoopFailsAsStopped(t *testing.T) {
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})})
+	m := scripted.MustNew(scripted.Script{Repeat: true, Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text":"hi"}`}}}}}, nil)
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
+	spec := m.Spec("model")
+	inner := spec.New
+	spec.New = func() actors.Logic { return slowEnd{Logic: inner(), release: release} }
+	a, err := agent.New(rt, spec, &agent.Options{Tools: []*tools.Tool{echo(nil)},
+		OnToolResult: func(tools.ToolResultEvent) { panic("injected: the loop crashed") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	defer func() {
+		releaseOnce() // the model child finishes, and the loop stops
+		if err := a.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	restarts := 0
+	var runErr error
+	for ev, err := range a.Stream(ctx, "s1", ask) {
+		if ev.Kind == agent.EventRestart {
+			restarts++
+		}
+		runErr = err
+	}
+	if !errors.Is(runErr, actors.ErrDuplexStopped) || !strings.Contains(runErr.Error(), `agent "agent"`) || !strings.Contains(runErr.Error(), `"s1"`) {
+		t.Errorf("the Run whose loop is stopping for good: %v, want ErrDuplexStopped naming the agent and the session", runErr)
+	}
+	// At most the restart after the crash: none once the loop refused a
+	// call as stopped.
+	if restarts > 1 {
+		t.Errorf("the Run made %d restarts, want at most 1 (after the crash)", restarts)
 	}
 }

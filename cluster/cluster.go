@@ -107,7 +107,9 @@ type Options struct {
 	// an error that may pass. Each time it waits twice as long as the
 	// time before, from 100 ms up to 5 s; once the bound is passed, Run
 	// fails with an error wrapping [ErrStoreFailing]. An incarnation that
-	// got going (it answered that it runs) starts the count again. Zero
+	// has claimed the session (the store took the claim's write) starts
+	// the count again; one that answers it still runs while its claim
+	// is pending does not, so a store that fails slowly is bounded too. Zero
 	// means DefaultStoreRetries; negative, none. A store that refuses
 	// the session for good fails Run at once ([ErrStoreRefused]).
 	StoreRetries int
@@ -503,8 +505,14 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		case st.State == stateRefused:
 			return nil, fmt.Errorf("cluster: run session %s (on %s): %s: %w", shortID(id), st.Member, st.Error, refusal(st.Cause))
 		case st.State == stateRunning:
-			backoff = 20 * time.Millisecond
-			storeFailures = 0 // it got going: the store worked
+			if st.Claimed {
+				// It claimed the session: the store worked. One
+				// that still waits on its claim proves nothing (a
+				// store may fail slowly, after Hold), so the count
+				// and the wait go on.
+				backoff = 20 * time.Millisecond
+				storeFailures = 0
+			}
 			continue
 		case st.State == stateRetry:
 			// The incarnation could not run (its store failed with

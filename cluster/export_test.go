@@ -28,7 +28,7 @@ func RunIncarnationEpoch(ctx context.Context, rt *actors.Runtime, store *pgstore
 	if epoch != nil {
 		s = epochStore{store, epoch}
 	}
-	st, claim := runSession(ctx, rt, s, timeout, fn, id, params)
+	st, claim := runSession(ctx, rt, s, timeout, fn, id, params, nil)
 	if claim != nil {
 		epochOut = claim.Epoch()
 	}

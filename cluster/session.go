@@ -113,6 +113,9 @@ type status struct {
 	Cause  string `json:"cause,omitempty"` // of a refused status
 	Member string `json:"member,omitempty"`
 	Epoch  uint64 `json:"epoch,omitempty"`
+	// Claimed is set once the incarnation has claimed the session: its
+	// store took the claim's write, proof that the store works.
+	Claimed bool `json:"claimed,omitempty"`
 }
 
 func runFrame(id string, req runRequest) (*messages.Frame, error) {
@@ -130,9 +133,10 @@ func statusFrame(id string, st status) *messages.Frame {
 
 // Local messages of a session actor (never sent over the wire).
 type (
-	holdExpired uint64  // a waiter's hold time has passed
-	finished    *status // the incarnation's run ended
-	lingered    uint64  // an ended session's linger time has passed since request seq
+	holdExpired uint64   // a waiter's hold time has passed
+	finished    *status  // the incarnation's run ended
+	lingered    uint64   // an ended session's linger time has passed since request seq
+	claimed     struct{} // the incarnation has claimed the session
 )
 
 // sessionActor is the virtual actor (grain) of one session on the member
@@ -159,6 +163,10 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 		if to, ok := s.waiters[uint64(msg)]; ok {
 			delete(s.waiters, uint64(msg))
 			ctx.Send(to, statusFrame(s.id, s.st))
+		}
+	case claimed:
+		if s.st.State == stateRunning {
+			s.st.Claimed = true
 		}
 	case finished:
 		s.st = *msg
@@ -223,7 +231,7 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 		s.cancel = cancel
 		self, root, id := ctx.Self(), ctx.ActorSystem().Root, s.id
 		if !s.m.runs.Go(func() {
-			st := s.m.run(runCtx, id, req.Params)
+			st := s.m.run(runCtx, id, req.Params, func() { root.Send(self, claimed{}) })
 			root.Send(self, finished(st))
 		}) {
 			s.st = status{State: stateMoved}
@@ -255,8 +263,9 @@ func (s *sessionActor) linger(ctx actor.Context) {
 // session (fencing every older incarnation), builds its loop on the
 // claim, sends it the first request and reads the stream to its end. A
 // loop resuming a stored session continues it (see tools.SessionOptions).
-func (m *Member) run(ctx context.Context, id string, params []param) *status {
-	st, claim := runSession(ctx, m.rt, m.store, m.timeout, m.newSession, id, params)
+// onClaim is called once the claim has succeeded.
+func (m *Member) run(ctx context.Context, id string, params []param, onClaim func()) *status {
+	st, claim := runSession(ctx, m.rt, m.store, m.timeout, m.newSession, id, params, onClaim)
 	st.Member = m.Address()
 	if claim != nil {
 		st.Epoch = claim.Epoch()
@@ -297,8 +306,9 @@ const sessionStream = "session"
 // lost), and a loop failure for which the check for a newer claim fails
 // (it gives up after timeout). A store that can never serve the session
 // (closed, unable to hold its id, or refusing it for good: see
-// storeRefuses) is refused.
-func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param) (*status, *pgstore.Claim) {
+// storeRefuses) is refused. onClaim, unless nil, is called once the claim
+// has succeeded.
+func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param, onClaim func()) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	if err := checkSessionID(id); err != nil {
 		return &status{State: stateRefused, Cause: causeInvalidID, Error: err.Error()}, nil
@@ -318,6 +328,9 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 		return &status{State: stateRetry, Error: fmt.Sprintf("claim session %s: %v", shortID(id), err)}, nil
 	}
 	defer claim.Close()
+	if onClaim != nil {
+		onClaim()
+	}
 	model, lo, err := newSession(id)
 	if err != nil {
 		return failed(fmt.Errorf("session %s: %w", shortID(id), err)), claim

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -19,9 +20,17 @@ import (
 // lacks the privilege (42501) or a read-only transaction (25006).
 func (b *breakableStore) refuse(t *testing.T, table, code string) {
 	t.Helper()
+	b.refuseAfter(t, table, code, 0)
+}
+
+// refuseAfter is refuse, where each refusal comes only after delay, as
+// from a store that is slow to fail (a lock wait, a partitioned network).
+func (b *breakableStore) refuseAfter(t *testing.T, table, code string, delay time.Duration) {
+	t.Helper()
 	fn := pgx.Identifier{b.schema, "refuse_" + table}.Sanitize()
 	stmts := []string{
-		"CREATE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'writes to " + table + " refused' USING ERRCODE = '" + code + "'; END $$",
+		"CREATE FUNCTION " + fn + "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(" + fmt.Sprintf("%f", delay.Seconds()) +
+			"); RAISE EXCEPTION 'writes to " + table + " refused' USING ERRCODE = '" + code + "'; END $$",
 		"CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON " + pgx.Identifier{b.schema, table}.Sanitize() + " FOR EACH ROW EXECUTE FUNCTION " + fn + "()",
 	}
 	for _, s := range stmts {
@@ -116,6 +125,37 @@ func TestMember_StoreFailingRetriesAreBounded(t *testing.T) {
 	}
 	if !errors.Is(err, cluster.ErrStoreFailing) || !strings.Contains(err.Error(), "fences") {
 		t.Fatalf("Run on a store that keeps failing: %.300v; want an error wrapping ErrStoreFailing that quotes the store's", err)
+	}
+	if n := failures.n.Load(); n != retries+1 {
+		t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)
+	}
+}
+
+// TestMember_SlowStoreFailureIsBounded: a store whose claims fail with an
+// error that may pass, but each only after longer than Hold (here after
+// 500 ms, with a Hold of 200 ms), so that the incarnation answers that it
+// is still running first, is bounded all the same: an incarnation that
+// has not claimed the session is no proof that the store works. Run
+// fails with ErrStoreFailing after StoreRetries retries, rather than
+// asking again until its ctx ends.
+func TestMember_SlowStoreFailureIsBounded(t *testing.T) {
+	leakCheck(t)
+	b := newBreakableStore(t)
+	b.refuseAfter(t, "fences", "40001", 500*time.Millisecond) // serialization_failure: may pass
+	var failures storeFailures
+	const retries = 2
+	m := startLoneMember(t, &cluster.Options{
+		Store:        b.store,
+		Session:      sessionFunc(t, 1, b.side, nil),
+		Hold:         200 * time.Millisecond,
+		StoreRetries: retries,
+		Logger:       slog.New(&failures),
+	})
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	_, err := m.Run(ctx, "s", firstRequest("s")...)
+	if !errors.Is(err, cluster.ErrStoreFailing) || !strings.Contains(err.Error(), "40001") {
+		t.Fatalf("Run on a store whose claims fail slowly every time, with StoreRetries %d: %.300v (after %d incarnations could not run); want an error wrapping ErrStoreFailing that quotes the store's", retries, err, failures.n.Load())
 	}
 	if n := failures.n.Load(); n != retries+1 {
 		t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)

@@ -402,8 +402,9 @@ var ErrSessionFailed = errors.New("session failed")
 // refuses the session for good: it refuses the session's claim or writes
 // with an error that asking again cannot cure (see
 // durability.IsPermanent; with PostgreSQL, SQLSTATE 42501
-// insufficient_privilege or 25006 read_only_sql_transaction). The error
-// quotes the store's.
+// insufficient_privilege). A read-only database (25006
+// read_only_sql_transaction, as during a failover) may pass: it is asked
+// again, within [Options].StoreRetries. The error quotes the store's.
 var ErrStoreRefused = errors.New("the store refuses the session")
 
 // ErrStoreFailing is the cause of the error Run returns when the

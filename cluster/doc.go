@@ -61,8 +61,9 @@
 // store that refuses the session for good fails Run at once: a closed
 // store (durability.ErrClosed), or one that refuses the claim or the
 // writes with an error that asking again cannot cure (ErrStoreRefused:
-// durability.IsPermanent, or PostgreSQL's insufficient_privilege and
-// read_only_sql_transaction).
+// durability.IsPermanent, or PostgreSQL's insufficient_privilege). A
+// database that is read-only for now (read_only_sql_transaction, as
+// during a failover) is asked again, within the bound.
 //
 // A process that restarts at the address of an earlier one (under a new
 // member id) names its requests' futures as the earlier one did, so it

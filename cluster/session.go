@@ -417,22 +417,23 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 
 // storeRefuses reports whether err, a failure of the store, is one that
 // asking again cannot cure: the store says so (durability.IsPermanent:
-// closed, damaged, …), or PostgreSQL refuses the statement for good —
-// the role lacks the privilege (SQLSTATE 42501 insufficient_privilege)
-// or the database takes no writes (25006 read_only_sql_transaction).
+// closed, damaged, …), or PostgreSQL refuses the statement for good
+// because the role lacks the privilege (SQLSTATE 42501
+// insufficient_privilege). A read-only database (25006
+// read_only_sql_transaction) is not for good: it is what clients see
+// during a failover (a standby being promoted, a demoted primary behind
+// a name not yet moved), so it is asked again within the bound.
 func storeRefuses(err error) bool {
 	if durability.IsPermanent(err) {
 		return true
 	}
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == sqlInsufficientPrivilege || pe.Code == sqlReadOnlyTransaction)
+	return errors.As(err, &pe) && pe.Code == sqlInsufficientPrivilege
 }
 
-// The SQLSTATEs of PostgreSQL's refusals that asking again cannot cure.
-const (
-	sqlInsufficientPrivilege = "42501"
-	sqlReadOnlyTransaction   = "25006"
-)
+// sqlInsufficientPrivilege is the SQLSTATE of PostgreSQL's refusal that
+// asking again cannot cure.
+const sqlInsufficientPrivilege = "42501"
 
 // withCause returns the loop's error, followed by the store's when the
 // loop's does not quote it.

@@ -57,8 +57,7 @@ func (h *storeFailures) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *storeFailures) WithGroup(string) slog.Handler      { return h }
 
 // TestMember_StoreRefusingWritesFailsAtOnce: a store that refuses the
-// session's writes for good (the role lacks the privilege, or the
-// database is read-only), whether the claim's or the loop's, is not a
+// session's writes for good (the role lacks the privilege), whether the claim's or the loop's, is not a
 // store that is down for a while: asking again cannot help. Run fails at
 // once, with an error wrapping ErrStoreRefused that quotes the store's,
 // rather than asking again until its ctx ends.
@@ -66,7 +65,6 @@ func TestMember_StoreRefusingWritesFailsAtOnce(t *testing.T) {
 	for _, tc := range []struct{ table, code string }{
 		{"events", "42501"}, // insufficient_privilege: the loop's first write
 		{"fences", "42501"}, // the claim
-		{"events", "25006"}, // read_only_sql_transaction
 	} {
 		t.Run(tc.table+"/"+tc.code, func(t *testing.T) {
 			leakCheck(t)
@@ -159,5 +157,41 @@ func TestMember_SlowStoreFailureIsBounded(t *testing.T) {
 	}
 	if n := failures.n.Load(); n != retries+1 {
 		t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)
+	}
+}
+
+// TestMember_StoreReadOnlyForAMomentIsRetried: a store that is read-only
+// for a while (SQLSTATE 25006 read_only_sql_transaction, as a client sees
+// it during a failover: a standby being promoted, a demoted writer behind
+// a name not yet moved) refuses the claim or the loop's writes; that may
+// pass. Run asks again, and once the store takes writes again the session
+// completes.
+func TestMember_StoreReadOnlyForAMomentIsRetried(t *testing.T) {
+	for _, table := range []string{"events", "fences"} {
+		t.Run(table, func(t *testing.T) {
+			leakCheck(t)
+			b := newBreakableStore(t)
+			b.refuse(t, table, "25006")
+			warned := make(chan struct{})
+			m := startLoneMember(t, &cluster.Options{
+				Store:   b.store,
+				Session: sessionFunc(t, 1, b.side, nil),
+				Hold:    200 * time.Millisecond,
+				Linger:  -1,
+				Logger:  slog.New(&onWarn{session: "s", warned: warned}),
+			})
+			done := runAllDone(b.ctx, m, "s")
+			select {
+			case <-warned: // an incarnation could not run: the failover ends
+			case err := <-done:
+				t.Fatalf("Run on a store read-only for a moment: %.300v, before the store took writes again; want it to ask again", err)
+			}
+			if _, err := b.conn.Exec(b.ctx, "DROP TRIGGER refuse ON "+pgx.Identifier{b.schema, table}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("Run on a store read-only for a moment: %.300v; want the session's answer once it takes writes again", err)
+			}
+		})
 	}
 }

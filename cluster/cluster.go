@@ -41,9 +41,12 @@ const (
 	DefaultHold           = time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultLinger         = time.Minute
-	// DefaultStoreRetries asks again for about half a minute, as long
-	// as a PostgreSQL failover usually takes.
-	DefaultStoreRetries = 10
+	// DefaultStoreRetries asks again for a little over two minutes:
+	// its 30 waits (100 ms doubled up to 3.2 s, then 24 of 5 s) add up
+	// to 126.3 s, besides the time the failing attempts take, which
+	// covers an ordinary PostgreSQL failover (a managed Multi-AZ
+	// failover takes one to two minutes, Patroni's about 40 s).
+	DefaultStoreRetries = 30
 )
 
 // SessionFunc builds the loop of session id on the member that activates
@@ -105,13 +108,14 @@ type Options struct {
 	// session whose incarnation could not run because its store failed
 	// (a claim or a write refused, the store's connections lost) with
 	// an error that may pass. Each time it waits twice as long as the
-	// time before, from 100 ms up to 5 s; once the bound is passed, Run
-	// fails with an error wrapping [ErrStoreFailing]. An incarnation that
-	// has claimed the session (the store took the claim's write) starts
-	// the count again; one that answers it still runs while its claim
-	// is pending does not, so a store that fails slowly is bounded too. Zero
-	// means DefaultStoreRetries; negative, none. A store that refuses
-	// the session for good fails Run at once ([ErrStoreRefused]).
+	// time before, from 100 ms up to 5 s (the default's 30 retries wait
+	// 126.3 s in all); once the bound is passed, Run fails with an error
+	// wrapping [ErrStoreFailing]. An incarnation that has claimed the
+	// session (the store took the claim's write) starts the count again;
+	// one that answers it still runs while its claim is pending does
+	// not, so a store that fails slowly is bounded too. Zero means
+	// DefaultStoreRetries; negative, none. A store that refuses the
+	// session for good fails Run at once ([ErrStoreRefused]).
 	StoreRetries int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger

@@ -545,7 +545,7 @@ func TestEtcd_UnreachableStartFails(t *testing.T) {
 	}
 	var children []child
 	for name, endpoint := range map[string]string{
-		"closed port":     fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]),
+		"closed port":     fmt.Sprintf("127.0.0.1:%d", closedPort(t)), // held: nobody else listens on it
 		"silent listener": silent.Addr().String(),
 	} {
 		for _, mode := range []string{"member", "client"} {

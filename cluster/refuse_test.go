@@ -23,7 +23,7 @@ import (
 // remote sets grpc's global logger, racing with another server).
 func TestRun_SessionIDNotUTF8FromClientFailsAtOnce(t *testing.T) {
 	leakCheck(t)
-	hosts := []string{fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])}
+	hosts := []string{fmt.Sprintf("127.0.0.1:%d", closedPort(t))} // no host up, nor one that comes up
 	client := startMember(t, &cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
 		Provider: cluster.Automanaged(0, hosts, 100*time.Millisecond)})
 	runRefusedAtOnce(t, client, 5*time.Second, "bad\xffid", durability.ErrInvalidName, "of a session id that is not UTF-8, from a client,")

@@ -1,64 +1,62 @@
+//go:build unix
+
 package remote_test
+
+// The tests that freeze a peer with SIGSTOP, which only Unix has: its
+// sockets stay open, so it stands for a peer cut off by the network.
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"os"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
-// envFrozen: call hold on the node at this address (see runFrozen).
-const envFrozen = "POLYWEAVE_REMOTE_TEST_FROZEN"
-
-// frozenPingTimeout is how long runFrozen's client waits for the answer
-// to a ping.
-const frozenPingTimeout = time.Second
-
-// pingPatience is how long the tests of pings wait for a peer to be found
-// out: long past the keepalive time and timeout, on a loaded machine.
-const pingPatience = time.Minute
-
-// runFrozen runs a client, with default options but a ping timeout of
-// frozenPingTimeout, that calls hold (id "c") on the node at addr and
-// prints "calling"; once the call is answered it prints "call ERR". When
-// stdin closes it closes the client and prints "close ERR", then the
-// goroutines left ("leaks none" when none).
-func runFrozen(addr string) int {
-	c, err := remote.NewClient(&remote.ClientOptions{KeepaliveTimeout: frozenPingTimeout})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// A call whose ctx ends while the connection to its node is still opening
+// is cancelled on the node too, even when the node was gone before (and
+// came back at the same address): the call went into the opening
+// connection, and runs on the node once the connection opens, so its
+// CANCEL must follow it there.
+func TestClient_TimeoutWhileReconnectingCancelsOnTheNode(t *testing.T) {
+	client, _ := setup(t)
+	node := startNode(t, remote.DefaultAddress)
+	addr := node.addr
+	ts := remoteTools(t, client, addr)
+	node.kill()
+	node.waitGone(t, client) // known gone; the next call dials at once
+	node = startNode(t, addr)
+	// The node is frozen: the kernel still accepts TCP, but the handshake
+	// hangs (well within the connect timeout) until it thaws.
+	if err := node.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ts, err := c.Tools(ctx, addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	_, err := ts["hold"].Definition().Handler(ctx, json.RawMessage(`{"id":"c"}`))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("call: %v, want its ctx's deadline", err)
 	}
-	for _, tool := range ts {
-		if tool.Name() == "hold" {
-			fmt.Println("calling")
-			_, err := tool.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
-			fmt.Println("call", err)
-		}
+	// Once the client's actor has handled the call's end, the CANCEL it
+	// sent (if any) waits in the opening connection behind the TOOL_CALL:
+	// protoactor hands a message to a peer's endpoint as it is sent.
+	if err := remote.Settle(client.Client); err != nil {
+		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	fmt.Println("close", oneLine(c.Close(context.Background())))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
+	if err := node.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
 	}
-	return 0
+	if e := node.next(t); e != "started c" {
+		t.Fatalf("node event %q", e)
+	}
+	if e := node.next(t); e != "cancelled c" {
+		t.Errorf("node event %q, want the call cancelled", e)
+	}
+	node.stopSeen(t, client)
 }
 
 // A node that stops answering without closing its connections (a frozen

@@ -1,0 +1,59 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
+	"github.com/polyweave/polyweave-go/remote"
+)
+
+// envFrozen: call hold on the node at this address (see runFrozen).
+const envFrozen = "POLYWEAVE_REMOTE_TEST_FROZEN"
+
+// frozenPingTimeout is how long runFrozen's client waits for the answer
+// to a ping.
+const frozenPingTimeout = time.Second
+
+// pingPatience is how long the tests of pings wait for a peer to be found
+// out: long past the keepalive time and timeout, on a loaded machine.
+const pingPatience = time.Minute
+
+// runFrozen runs a client, with default options but a ping timeout of
+// frozenPingTimeout, that calls hold (id "c") on the node at addr and
+// prints "calling"; once the call is answered it prints "call ERR". When
+// stdin closes it closes the client and prints "close ERR", then the
+// goroutines left ("leaks none" when none).
+func runFrozen(addr string) int {
+	c, err := remote.NewClient(&remote.ClientOptions{KeepaliveTimeout: frozenPingTimeout})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts, err := c.Tools(ctx, addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, tool := range ts {
+		if tool.Name() == "hold" {
+			fmt.Println("calling")
+			_, err := tool.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
+			fmt.Println("call", err)
+		}
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	fmt.Println("close", oneLine(c.Close(context.Background())))
+	if err := leakcheck.Find(); err != nil {
+		fmt.Println("leaks", err)
+	} else {
+		fmt.Println("leaks none")
+	}
+	return 0
+}

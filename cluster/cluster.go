@@ -113,7 +113,10 @@ type Options struct {
 	// wrapping [ErrStoreFailing]. An incarnation that has claimed the
 	// session (the store took the claim's write) starts the count again;
 	// one that answers it still runs while its claim is pending does
-	// not, so a store that fails slowly is bounded too. Zero means
+	// not, so a store whose claims fail slowly is bounded too. A store
+	// that takes each claim and then fails the loop's writes slowly
+	// (each failure after Hold) is not: every incarnation claims, and
+	// Run asks again until its ctx ends. Zero means
 	// DefaultStoreRetries; negative, none. A store that refuses the
 	// session for good fails Run at once ([ErrStoreRefused]).
 	StoreRetries int

@@ -149,13 +149,15 @@ func TestProxy_LateTerminatedOfAnEndedConnection(t *testing.T) {
 	}
 }
 
-// The end of a connection to callers cancels their calls on the node, even
-// when their Terminated never comes, and only theirs.
-func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
+// holdNode is a node whose one tool, hold, runs until it is cancelled,
+// with watched as its watched callers; started has each call's
+// arguments once its handler runs.
+func holdNode(t *testing.T, watched ...*actor.PID) (n *Node, conn *actors.Conn, started <-chan string) {
+	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
-	started := make(chan string, 2)
+	ch := make(chan string, 8)
 	hold := tools.MustNew(tools.Definition{Name: "hold", Timeout: tools.NoTimeout, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
-		started <- string(args)
+		ch <- string(args)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
@@ -163,9 +165,19 @@ func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	callers := map[string]*actor.PID{}
+	for _, pid := range watched {
+		callers[pid.String()] = pid
+	}
+	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers}
+	return n, conn, ch
+}
+
+// The end of a connection to callers cancels their calls on the node, even
+// when their Terminated never comes, and only theirs.
+func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
 	gone, stays := actor.NewPID("127.0.0.1:7", "caller"), actor.NewPID("127.0.0.1:8", "caller")
-	n := &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn},
-		callers: map[string]*actor.PID{gone.String(): gone, stays.String(): stays}}
+	n, conn, started := holdNode(t, gone, stays)
 	for _, c := range []struct {
 		id     string
 		caller *actor.PID
@@ -221,20 +233,8 @@ func (nodeContext) Watch(*actor.PID)     {}
 // the caller's newer calls; the newer connection's end does, once; and the
 // caller's actor stopping still cancels its calls.
 func TestNode_LateTerminatedOfAnEndedConnection(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	started := make(chan string, 3)
-	hold := tools.MustNew(tools.Definition{Name: "hold", Timeout: tools.NoTimeout, Handler: func(ctx context.Context, args json.RawMessage) (any, error) {
-		started <- string(args)
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}})
-	conn, err := rt.Start(hold.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
 	caller := actor.NewPID("127.0.0.1:7", "caller")
-	n := &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn},
-		callers: map[string]*actor.PID{}}
+	n, conn, started := holdNode(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	call := func(id string) {

@@ -98,65 +98,47 @@ func TestMember_StoreRefusingWritesFailsAtOnce(t *testing.T) {
 }
 
 // TestMember_StoreFailingRetriesAreBounded: a store that keeps failing
-// with an error that may pass (here its fences table is gone, so every
-// claim fails) is asked again StoreRetries times in a row, then Run fails
-// with an error wrapping ErrStoreFailing that quotes the store's, rather
-// than asking again for as long as its ctx lasts.
+// with an error that may pass is asked again StoreRetries times in a row,
+// then Run fails with an error wrapping ErrStoreFailing that quotes the
+// store's, rather than asking again for as long as its ctx lasts. That
+// holds too for a store whose claims fail only after longer than Hold
+// (500 ms here, with a Hold of 200 ms), so that each incarnation answers
+// that it still runs first: one that has not claimed the session is no
+// proof that the store works.
 func TestMember_StoreFailingRetriesAreBounded(t *testing.T) {
-	leakCheck(t)
-	b := newBreakableStore(t)
-	b.rename(t, "fences", "fences_away")
-	var failures storeFailures
-	const retries = 2
-	m := startLoneMember(t, &cluster.Options{
-		Store:        b.store,
-		Session:      sessionFunc(t, 1, b.side, nil),
-		Hold:         200 * time.Millisecond,
-		StoreRetries: retries,
-		Logger:       slog.New(&failures),
-	})
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	_, err := m.Run(ctx, "s", firstRequest("s")...)
-	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run returned its ctx's error after the store failed %d times in a row, with StoreRetries %d: %.300v", failures.n.Load(), retries, err)
-	}
-	if !errors.Is(err, cluster.ErrStoreFailing) || !strings.Contains(err.Error(), "fences") {
-		t.Fatalf("Run on a store that keeps failing: %.300v; want an error wrapping ErrStoreFailing that quotes the store's", err)
-	}
-	if n := failures.n.Load(); n != retries+1 {
-		t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)
-	}
-}
-
-// TestMember_SlowStoreFailureIsBounded: a store whose claims fail with an
-// error that may pass, but each only after longer than Hold (here after
-// 500 ms, with a Hold of 200 ms), so that the incarnation answers that it
-// is still running first, is bounded all the same: an incarnation that
-// has not claimed the session is no proof that the store works. Run
-// fails with ErrStoreFailing after StoreRetries retries, rather than
-// asking again until its ctx ends.
-func TestMember_SlowStoreFailureIsBounded(t *testing.T) {
-	leakCheck(t)
-	b := newBreakableStore(t)
-	b.refuseAfter(t, "fences", "40001", 500*time.Millisecond) // serialization_failure: may pass
-	var failures storeFailures
-	const retries = 2
-	m := startLoneMember(t, &cluster.Options{
-		Store:        b.store,
-		Session:      sessionFunc(t, 1, b.side, nil),
-		Hold:         200 * time.Millisecond,
-		StoreRetries: retries,
-		Logger:       slog.New(&failures),
-	})
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	_, err := m.Run(ctx, "s", firstRequest("s")...)
-	if !errors.Is(err, cluster.ErrStoreFailing) || !strings.Contains(err.Error(), "40001") {
-		t.Fatalf("Run on a store whose claims fail slowly every time, with StoreRetries %d: %.300v (after %d incarnations could not run); want an error wrapping ErrStoreFailing that quotes the store's", retries, err, failures.n.Load())
-	}
-	if n := failures.n.Load(); n != retries+1 {
-		t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)
+	for _, c := range []struct {
+		name   string
+		breaks func(*testing.T, *breakableStore)
+		quote  string // what the error quotes of the store's
+	}{
+		// Its fences table gone: every claim fails at once.
+		{"at once", func(t *testing.T, b *breakableStore) { b.rename(t, "fences", "fences_away") }, "fences"},
+		// serialization_failure, which may pass, after 500 ms.
+		{"slowly", func(t *testing.T, b *breakableStore) { b.refuseAfter(t, "fences", "40001", 500*time.Millisecond) }, "40001"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			leakCheck(t)
+			b := newBreakableStore(t)
+			c.breaks(t, b)
+			var failures storeFailures
+			const retries = 2
+			m := startLoneMember(t, &cluster.Options{
+				Store:        b.store,
+				Session:      sessionFunc(t, 1, b.side, nil),
+				Hold:         200 * time.Millisecond,
+				StoreRetries: retries,
+				Logger:       slog.New(&failures),
+			})
+			ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+			defer cancel()
+			_, err := m.Run(ctx, "s", firstRequest("s")...)
+			if !errors.Is(err, cluster.ErrStoreFailing) || !strings.Contains(err.Error(), c.quote) {
+				t.Fatalf("Run on a store that keeps failing, with StoreRetries %d: %.300v (after %d incarnations could not run); want an error wrapping ErrStoreFailing that quotes the store's", retries, err, failures.n.Load())
+			}
+			if n := failures.n.Load(); n != retries+1 {
+				t.Errorf("%d incarnations could not run, want %d: the first and %d retries", n, retries+1, retries)
+			}
+		})
 	}
 }
 

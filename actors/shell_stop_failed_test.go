@@ -101,15 +101,7 @@ func TestShell_StopBeforeRestartWins(t *testing.T) {
 	}
 	rt.Send(ref, messages.Text("s", "go"))
 	ctx := testContext(t)
-	var seen []string
-	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
-		select {
-		case s := <-got:
-			seen = append(seen, s)
-		case <-ctx.Done():
-			t.Fatalf("the parent got %q and then nothing", seen)
-		}
-	}
+	seen := untilStopped(t, ctx, got, nil)
 	if want := []string{"f:ERROR(boom)", "f:END", "STOPPED"}; !slices.Equal(seen, want) {
 		t.Errorf("the parent got %q, want %q", seen, want)
 	}
@@ -169,18 +161,11 @@ func testFailedChildStoppedByParent(t *testing.T, afterStop bool) {
 	}
 	rt.Send(ref, messages.Text("s", "go"))
 	ctx := testContext(t)
-	var seen []string
-	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
-		select {
-		case s := <-got:
-			seen = append(seen, s)
-			if s == "n:END" {
-				releaseK() // refused while stopping: now let it stop
-			}
-		case <-ctx.Done():
-			t.Fatalf("the parent got %q and then nothing", seen)
+	seen := untilStopped(t, ctx, got, func(s string) {
+		if s == "n:END" {
+			releaseK() // refused while stopping: now let it stop
 		}
-	}
+	})
 	want := append([]string{"f:ERROR(boom)", "f:END"}, refusedLate...)
 	if want = append(want, "STOPPED"); !slices.Equal(seen, want) {
 		t.Errorf("the parent got %q, want %q", seen, want)
@@ -400,15 +385,7 @@ func TestShell_StopOfHealthySiblingAfterQueuedCalls(t *testing.T) {
 	wait(aRestarted, "a was never restarted")
 	// b's restart waits in its mailbox, before the call and the stop.
 	releaseOnce()
-	var seen []string
-	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
-		select {
-		case s := <-got:
-			seen = append(seen, s)
-		case <-ctx.Done():
-			t.Fatalf("the parent got %q from b and then nothing", seen)
-		}
-	}
+	seen := untilStopped(t, ctx, got, nil)
 	if !slices.Contains(seen, "q:TEXT(served)") {
 		t.Errorf("the parent got %q from b: the call written before its stop was not served", seen)
 	}

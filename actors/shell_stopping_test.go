@@ -238,18 +238,11 @@ func TestShell_ParentSendsToStoppingChild(t *testing.T) {
 	<-grandchildEntered
 	rt.Send(ref, messages.Text("s", "go"))
 	ctx := testContext(t)
-	var seen []string
-	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
-		select {
-		case s := <-got:
-			seen = append(seen, s)
-			if s == "n:END" {
-				releaseGrandchild() // refused while stopping: now let it stop
-			}
-		case <-ctx.Done():
-			t.Fatalf("the parent got %q and then nothing", seen)
+	seen := untilStopped(t, ctx, got, func(s string) {
+		if s == "n:END" {
+			releaseGrandchild() // refused while stopping: now let it stop
 		}
-	}
+	})
 	if want := []string{"n:ERROR(" + stoppingText + ")", "n:END", "STOPPED"}; !slices.Equal(seen, want) {
 		t.Errorf("the parent got %q, want %q", seen, want)
 	}
@@ -261,4 +254,24 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// untilStopped returns what got brings up to and including "STOPPED",
+// calling each (unless nil) on every record as it comes; it fails t when
+// ctx ends first.
+func untilStopped(t *testing.T, ctx context.Context, got <-chan string, each func(string)) []string {
+	t.Helper()
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "STOPPED" {
+		select {
+		case s := <-got:
+			seen = append(seen, s)
+			if each != nil {
+				each(s)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the parent got %q and then nothing", seen)
+		}
+	}
+	return seen
 }

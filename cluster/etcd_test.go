@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/internal/syncbuf"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
@@ -434,7 +434,7 @@ func TestClusterEtcdStartChild(t *testing.T) {
 			endpoint, stopFake = startFakeEtcd(t, kind)
 		}
 		mark := tooltest.Marker()
-		var logs lockedBuffer
+		var logs syncbuf.Buffer
 		var took time.Duration
 		stderr := captureStderr(t, func() {
 			provider, err := cluster.Etcd([]string{endpoint}, "", cluster.EtcdTimeout(timeout))
@@ -621,22 +621,4 @@ func captureStderr(t *testing.T, fn func()) string {
 	os.Stderr = saved
 	w.Close()
 	return <-read
-}
-
-// lockedBuffer is a log destination that goroutines share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,41 +1,22 @@
 package remote_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/internal/syncbuf"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
 // envDialLog: run a client that fails to reach a dead address, logging
 // to a recorder (see runDialLog).
 const envDialLog = "POLYWEAVE_REMOTE_TEST_DIAL_LOG"
-
-// lockedBuffer is a buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // runDialLog runs a client, logging to a recorder, that asks an address
 // where nothing listens for its tools twice (with no redial backoff, so
@@ -50,7 +31,7 @@ func runDialLog() int {
 	}
 	dead := ln.Addr().String()
 	_ = ln.Close()
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := remote.NewClient(&remote.ClientOptions{Logger: logger, RedialBackoff: -1})
 	if err != nil {

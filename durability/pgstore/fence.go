@@ -57,6 +57,7 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	defer s.reads.Done()
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
+		s.noteFailure(err)
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil

@@ -213,8 +213,8 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
-		if permanent := fileFailure(path, err); permanent != err {
-			err = permanent
+		if marked := fileFailure(path, err); durability.IsPermanent(marked) {
+			err = marked // names the file already, or damage naming it
 		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
 			err = fmt.Errorf("%s: %w", path, err)
 		}

@@ -25,8 +25,8 @@ import (
 func fileFailure(path string, err error) error {
 	var why string
 	switch {
-	case err == nil:
-		return nil
+	case err == nil || durability.IsPermanent(err): // marked already (or damage)
+		return err
 	case errors.Is(err, bolterrors.ErrDatabaseReadOnly):
 		why = "is open read-only (Options.ReadOnly): it takes no writes"
 	case errors.Is(err, syscall.EROFS):

@@ -58,6 +58,9 @@ func TestFileFailure_Permanence(t *testing.T) {
 		if msg := got.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, c.says) {
 			t.Errorf("%v: %q does not name the file and say %q", c.err, msg, c.says)
 		}
+		if again := fileFailure(path, got); again != got {
+			t.Errorf("%v: marked twice: %v", c.err, again)
+		}
 	}
 	if fileFailure(path, nil) != nil {
 		t.Error("fileFailure of nil is not nil")

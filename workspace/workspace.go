@@ -192,9 +192,12 @@ type Options struct {
 	// which commands make) each time a command's sandbox is set up,
 	// which may be ahead of the command (see [Workspace.Warm]): it is
 	// hidden from the commands set up once it exists. An entry may be a
-	// pattern (filepath.Match), expanded once, by New: what it matches
-	// then is hidden, and a pattern that matches nothing then hides
-	// nothing later. A path that holds
+	// pattern (filepath.Match): what it matches when New runs is hidden
+	// as a path that existed then, and it is matched again each time a
+	// command's sandbox is set up (following no link in the workspace),
+	// what matches it by then hidden too; each directory a component
+	// with a pattern needs is listed at each set-up (see
+	// [sandbox.HiddenPath]). A path that holds
 	// the workspace shows only the way to it; a path inside the
 	// workspace is hidden from commands (not from the file tools), and
 	// a command is refused when an earlier one moved or replaced it

@@ -93,7 +93,13 @@ type HiddenPath struct {
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
 	// a link in the workspace on the way (a command's) is not followed,
-	// and the entry then leads nowhere.
+	// and the entry then leads nowhere. A pattern is kept too, as Path
+	// with no identity beside what it matched: it is matched again at
+	// each set-up, listing only directories reached through no link in
+	// the workspace, and what it matches then is hidden.
+	// A set-up lists each directory a component with a pattern needs,
+	// so "/w/*/*.pem" reads the workspace's top directory and each of
+	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
@@ -106,8 +112,9 @@ type HiddenPath struct {
 var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
-// and resolves it once and for all: patterns expanded, links followed,
-// the identity of each path that exists recorded. The result is what a
+// and resolves it once and for all: patterns expanded (and kept, to be
+// matched again at each set-up), links followed, the identity of each
+// path that exists recorded. The result is what a
 // [Config]'s Resolved field wants.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
@@ -117,9 +124,14 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	var out []HiddenPath
 	for i, h := range hide {
 		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
+		if isPattern(h) {
 			if matches, err = filepath.Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+			}
+			// The pattern itself, with no identity, is matched again at
+			// each set-up: what matches it only later is hidden too.
+			if hp := (HiddenPath{Path: h}); !slices.Contains(out, hp) {
+				out = append(out, hp)
 			}
 		}
 		for _, m := range matches {
@@ -147,8 +159,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
-// missing are the entries that led nowhere (a path that does not
-// exist, a pattern that matched nothing existing).
+// missing are the entries to look for again once the workspace is
+// mounted: the paths that led nowhere, and every pattern.
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
@@ -158,9 +170,11 @@ type hidePlan struct {
 // sandbox cannot honour, not from what the kernel lacks.
 var ErrConfig = errors.New("sandbox configuration")
 
-// planHiding resolves list (links followed, patterns expanded, missing
+// planHiding resolves list (links followed, patterns matched, missing
 // paths left out) around the workspace wsPath (resolved), and adds the
-// paths fixed resolved once (those missing then resolved again now).
+// paths fixed resolved once (those missing then, and the patterns,
+// resolved again now). No link in the workspace is followed: the links
+// there are the commands'.
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}
@@ -176,13 +190,14 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	}
 	for _, h := range list {
 		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
+		if isPattern(h) {
 			var err error
-			if matches, err = filepath.Glob(h); err != nil {
+			if matches, err = globHidden(h, wsPath); err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-		}
-		if len(matches) == 0 {
+			// Looked for again once the workspace is mounted, whatever
+			// it matched now: a workspace beneath /tmp is not there
+			// to be matched before.
 			missing = append(missing, h)
 		}
 		for _, m := range matches {
@@ -191,7 +206,9 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 			if r == "" {
-				missing = append(missing, m)
+				if !isPattern(h) {
+					missing = append(missing, m)
+				}
 			} else if !slices.Contains(resolved, r) {
 				resolved = append(resolved, r)
 			}
@@ -298,6 +315,10 @@ func resolveOutside(path, wsPath string) (resolved string, ok bool) {
 	}
 	return cur, true
 }
+
+// isPattern reports whether a path to hide is a pattern (see
+// filepath.Match).
+func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
 
 // within reports whether path is dir or beneath it (both clean).
 func within(path, dir string) bool {

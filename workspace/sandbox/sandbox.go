@@ -105,8 +105,10 @@ type Config struct {
 	// are followed; a path that does not exist is looked for again by
 	// each sandbox set up, and hidden once it exists, in the workspace
 	// too (see [HiddenPath]), following then no link in the workspace,
-	// where commands make them; "/" and the workspace itself are refused
-	// ([CheckHide]). A directory that holds the workspace shows only
+	// where commands make them. An entry may be a pattern
+	// (filepath.Match), matched by ResolveHide and again by each
+	// sandbox set up: what matches it then is hidden. "/" and the
+	// workspace itself are refused ([CheckHide]). A directory that holds the workspace shows only
 	// the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any

@@ -199,8 +199,11 @@ type Options struct {
 	// with a pattern needs is listed at each set-up (see
 	// [sandbox.HiddenPath]). A path that holds
 	// the workspace shows only the way to it; a path inside the
-	// workspace is hidden from commands (not from the file tools), and
-	// a command is refused when an earlier one moved or replaced it
+	// workspace is hidden from commands (not from the file tools); a
+	// command cannot rename or remove it, nor a directory on the way to
+	// it (EBUSY; a move into or out of such a directory is a copy), and
+	// one that existed when New ran and was moved or replaced since
+	// (by the file tools, say) refuses the commands
 	// ([sandbox.ErrHiddenMoved]). New refuses "/",
 	// the workspace itself, and a path that cannot be resolved.
 	// Everything else outside the workspace stays readable, and

@@ -27,7 +27,9 @@
 //     ([DefaultHidden], the workspace's [Surroundings], the configured
 //     ones; one that holds the workspace keeps the way to it, and, with
 //     the network allowed, /run keeps the name resolver's configuration:
-//     [KeptWithNetwork]),
+//     [KeptWithNetwork]; the directories of the workspace on the way to
+//     a hidden path in it are made mount points, which commands cannot
+//     rename: see [HiddenPath]),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;

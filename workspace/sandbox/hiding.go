@@ -85,9 +85,14 @@ func hideList(wsPath string) (defaults, others []string) {
 // followed, and the identity (device and inode) of what was there.
 // A sandbox hides that path, not what the entry's links lead to by
 // then: commands may have changed those. Beneath the workspace, where
-// commands can rename and replace things, the set-up refuses to run a
-// command when the path no longer holds what was found there
-// ([ErrHiddenMoved]).
+// things are renamed and replaced, the set-up refuses to run a command
+// when the path no longer holds what was found there
+// ([ErrHiddenMoved]). A command cannot rename or remove a directory of
+// the workspace on the way to a path its sandbox hides, whenever that
+// path appeared (each such directory is a mount point in the sandbox:
+// EBUSY, and a move into or out of one crosses mounts: EXDEV), nor the
+// path itself, so it cannot take a hidden path to a name the next
+// sandbox does not hide.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
@@ -106,9 +111,11 @@ type HiddenPath struct {
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
 // refused to run its command because a path to hide beneath the
-// workspace was moved or replaced (by an earlier command, say) since
-// [ResolveHide]: what it held may now be elsewhere, visible. Someone
-// must put it back, or open the workspace again.
+// workspace was moved or replaced since [ResolveHide], from outside
+// the sandboxes (by the host, say, or a command of a workspace that
+// holds this one: this one's commands cannot, see [HiddenPath]): what
+// it held may now be elsewhere, visible. Someone must put it back, or
+// open the workspace again.
 var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
 
 // ResolveHide checks hide against the workspace as [CheckHide] does

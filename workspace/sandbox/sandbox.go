@@ -108,8 +108,8 @@ type Config struct {
 	// where commands make them. An entry may be a pattern
 	// (filepath.Match), matched by ResolveHide and again by each
 	// sandbox set up: what matches it then is hidden. "/" and the
-	// workspace itself are refused ([CheckHide]). A directory that holds the workspace shows only
-	// the directories on the way to it.
+	// workspace itself are refused ([CheckHide]). A directory that
+	// holds the workspace shows only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and

@@ -190,8 +190,10 @@ type Options struct {
 	// link later. A path that does not exist when New runs is resolved
 	// again (its links followed then, but not those in the workspace,
 	// which commands make) each time a command's sandbox is set up,
-	// which may be ahead of the command (see [Workspace.Warm]): it is
-	// hidden from the commands set up once it exists. An entry may be a
+	// which may be ahead of the command (see [Workspace.Warm]), and as
+	// the command starts: it is hidden from the commands that start
+	// once it exists (a sandbox prepared before is set up again). An
+	// entry may be a
 	// pattern (filepath.Match): what it matches when New runs is hidden
 	// as a path that existed then, and it is matched again each time a
 	// command's sandbox is set up (following no link in the workspace),

@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,5 +70,65 @@ func TestHiddenPathMadeLaterParentRenamed(t *testing.T) {
 		if !strings.Contains(out, "deep") || !strings.Contains(out, "a.pem") || !strings.Contains(out, "wrote") {
 			t.Errorf("workspace %s: the directories on the way to the hidden files are gone, or not writable: %q", dir, out)
 		}
+	}
+}
+
+// A sandbox prepared ahead does not run a command that could see a
+// path to hide that appeared, or was replaced, after it was set up:
+// Run refuses ([ErrPreparedStale]) and the command never starts; a
+// sandbox prepared afterwards hides the path and runs it.
+func TestPreparedSandboxRefusesWhenHiddenPathChanged(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+	}{
+		{"literal made", func(t *testing.T, dir string) { writeFiles(t, dir, "later.txt") }},
+		{"pattern matched", func(t *testing.T, dir string) { writeFiles(t, dir, "new.pem") }},
+		{"replaced", func(t *testing.T, dir string) {
+			// As write_file does: a new file renamed over the old one.
+			writeFiles(t, dir, "tmp-key")
+			if err := os.Rename(filepath.Join(dir, "tmp-key"), filepath.Join(dir, "key.pem")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, "key.pem")
+			cfg := resolvedConfig(t, dir, filepath.Join(dir, "later.txt"), filepath.Join(dir, "*.pem"))
+			root, _ := openRootAndNull(t, dir)
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outR.Close()
+			p, err := Prepare(cfg, root, outW, outW)
+			outW.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			c.change(t, dir)
+			err = p.Run("/bin/sh", "cat later.txt new.pem key.pem; echo ran", nil)
+			if err == nil {
+				_, _ = p.Finish()
+				b, _ := io.ReadAll(outR)
+				t.Fatalf("the prepared sandbox ran its command (it printed %q)", b)
+			}
+			if !errors.Is(err, ErrPreparedStale) {
+				t.Errorf("the refusal does not say why (errors.Is ErrPreparedStale): %v", err)
+			}
+			p.Release()
+			if b, _ := io.ReadAll(outR); len(b) > 0 {
+				t.Errorf("the refused command printed %q", b)
+			}
+			if c.name == "replaced" {
+				return // a fresh sandbox refuses too: ErrHiddenMoved (see TestHiddenDirMoved)
+			}
+			out, exit := runIn(t, cfg, dir, "cat later.txt new.pem key.pem; echo ran")
+			if strings.Contains(out, "SECRET") || !strings.Contains(out, "ran") || exit.Code != 0 {
+				t.Errorf("a sandbox set up afterwards: %q, %+v", out, exit)
+			}
+		})
 	}
 }

@@ -142,7 +142,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			}
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, ws, false)
+			r, err := resolveHidden(nil, m, ws, false)
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
@@ -171,6 +171,31 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
+	seen                                lstats // what the planning found
+}
+
+// lstats remembers what Lstat returned for each path, for one look at
+// the paths to hide: the directories on the way to them (/etc, /var,
+// the workspace) are each looked at once. A nil lstats remembers
+// nothing.
+type lstats map[string]lstatResult
+
+type lstatResult struct {
+	fi  os.FileInfo
+	err error
+}
+
+// lstat is os.Lstat, remembered.
+func (c lstats) lstat(path string) (os.FileInfo, error) {
+	if c == nil {
+		return os.Lstat(path)
+	}
+	if r, ok := c[path]; ok {
+		return r.fi, r.err
+	}
+	fi, err := os.Lstat(path)
+	c[path] = lstatResult{fi, err}
+	return fi, err
 }
 
 // ErrConfig is wrapped by the errors that come from a configuration the
@@ -185,6 +210,7 @@ var ErrConfig = errors.New("sandbox configuration")
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}
+	seen := lstats{}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
@@ -199,7 +225,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 		matches := []string{h}
 		if isPattern(h) {
 			var err error
-			if matches, err = globHidden(h, wsPath); err != nil {
+			if matches, err = globHidden(seen, h, wsPath); err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 			// Looked for again once the workspace is mounted, whatever
@@ -208,7 +234,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			missing = append(missing, h)
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, wsPath, true)
+			r, err := resolveHidden(seen, m, wsPath, true)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
@@ -224,7 +250,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing}
+	plan := hidePlan{ids: ids, missing: missing, seen: seen}
 	for _, r := range resolved {
 		if within(r, wsPath) {
 			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
@@ -247,14 +273,14 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 // it does not exist. Set up (atSetUp: commands may have run), it follows
 // no link in the workspace (see [resolveOutside]): a path that leads
 // through one leads nowhere.
-func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
+func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
 	}
 	var r string
 	if atSetUp {
 		var ok bool
-		if r, ok = resolveOutside(path, wsPath); !ok {
+		if r, ok = resolveOutside(seen, path, wsPath); !ok {
 			return "", nil
 		}
 	} else {
@@ -283,7 +309,7 @@ const maxLinks = 40
 // and returns where it leads; ok is false when it leads nowhere, through
 // more than maxLinks links, or through a link in the workspace wsPath:
 // the links there are the commands', and none is followed.
-func resolveOutside(path, wsPath string) (resolved string, ok bool) {
+func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
@@ -300,7 +326,7 @@ func resolveOutside(path, wsPath string) (resolved string, ok bool) {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
+		fi, err := seen.lstat(next)
 		if err != nil {
 			return "", false
 		}

@@ -27,7 +27,7 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 // component with a pattern needs are listed, each once per path that
 // leads to it; a directory that cannot be listed is left out, as Glob
 // leaves it.
-func globHidden(pattern, wsPath string) ([]string, error) {
+func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 	parts := strings.Split(pattern, "/")
 	for _, c := range parts {
 		if _, err := filepath.Match(c, ""); err != nil {
@@ -45,7 +45,7 @@ func globHidden(pattern, wsPath string) ([]string, error) {
 				next = append(next, filepath.Join(d, c))
 				continue
 			}
-			names, err := listDir(d, wsPath)
+			names, err := listDir(seen, d, wsPath)
 			if err != nil {
 				continue
 			}
@@ -61,7 +61,7 @@ func globHidden(pattern, wsPath string) ([]string, error) {
 	}
 	matches := cur[:0]
 	for _, m := range cur {
-		if _, err := os.Lstat(m); err == nil {
+		if _, err := seen.lstat(m); err == nil {
 			matches = append(matches, m)
 		}
 	}
@@ -71,8 +71,8 @@ func globHidden(pattern, wsPath string) ([]string, error) {
 // listDir returns the names in the directory dir leads to, following no
 // link in the workspace wsPath, and opening nothing but a directory
 // (never a FIFO, which would block).
-func listDir(dir, wsPath string) ([]string, error) {
-	r, ok := resolveOutside(dir, wsPath)
+func listDir(seen lstats, dir, wsPath string) ([]string, error) {
+	r, ok := resolveOutside(seen, dir, wsPath)
 	if !ok {
 		return nil, os.ErrNotExist
 	}

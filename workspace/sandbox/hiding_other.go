@@ -11,4 +11,4 @@ import (
 func fileID(os.FileInfo) (dev, ino uint64) { return 0, 0 }
 
 // globHidden is filepath.Glob where there is no sandbox to set up.
-func globHidden(pattern, _ string) ([]string, error) { return filepath.Glob(pattern) }
+func globHidden(_ lstats, pattern, _ string) ([]string, error) { return filepath.Glob(pattern) }

@@ -122,6 +122,7 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
+	file            *os.File // the descriptor bbolt reads and writes the file through
 	path            string
 	legacy          bool // a version 2 file open read-only: values carry no checksum
 	log             *slog.Logger
@@ -213,7 +214,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
-		if marked := fileFailure(path, err); durability.IsPermanent(marked) {
+		if marked := fileFailure(path, err, nil); durability.IsPermanent(marked) {
 			err = marked // names the file already, or damage naming it
 		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
 			err = fmt.Errorf("%s: %w", path, err)
@@ -253,12 +254,13 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(err)
 		}
 	}
-	db, err := openBolt(path, &o, openFile)
+	db, file, err := openBolt(path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
 	s := &Store{
 		db:              db,
+		file:            file,
 		path:            path,
 		noSync:          o.NoSync,
 		log:             o.Logger,
@@ -327,23 +329,24 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 
 // openBolt opens an existing file with bbolt: it locks the file itself
 // (so that a lock held elsewhere gives a clear error), checks it with
-// [validateFile] before bbolt maps it, then hands bbolt the locked file.
-func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, error) {
+// [validateFile] before bbolt maps it, then hands bbolt the locked file,
+// which it returns too (bbolt closes it).
+func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
 	}
 	f, err := openFile(path, flag, o.FileMode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := validateFile(f, path, o.MetaFallback); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	var db *bolt.DB
 	err = guard(path, "opening the file", nil, func() error {
@@ -359,9 +362,9 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	})
 	if err != nil {
 		f.Close() // bbolt closed it unless it panicked
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, f, nil
 }
 
 // viewTx and updateTx run a bbolt transaction under [guard]; updateTx
@@ -380,7 +383,8 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
-	return fileFailure(s.path, guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) }))
+	err := guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
+	return fileFailure(s.path, err, func() error { return descriptorFailure(s.file) })
 }
 
 // load checks the file's layout and format version, replays the log into

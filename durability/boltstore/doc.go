@@ -104,7 +104,11 @@
 // limit (EFBIG) and an I/O error (EIO) are not permanent: room made, a
 // limit raised or a device back cures them without anything changing in
 // the process, so a caller retries them, within its own bounds. Open
-// marks its failures the same way.
+// marks its failures the same way. A write that must grow the file is
+// classified as one that fits it: bbolt reports a failed ftruncate
+// without its errno, so the store finds it again from the message, or,
+// on Unix, asks the descriptor (fcntl F_GETFL) whether it is still open
+// for writing (a read-only descriptor fails ftruncate with EINVAL).
 //
 // # Damage
 //

@@ -85,3 +85,30 @@ func TestFileTurnedReadOnly_WritesFailForGood(t *testing.T) {
 		t.Errorf("the store holds %v, want [kept]", got)
 	}
 }
+
+// TestFileTurnedReadOnly_GrowingWriteFailsForGood: once the store's
+// descriptor of its file takes no writes, a write that must grow the file
+// (which bbolt reports as a "file resize error", without the errno) fails
+// for good too, as one that fits the file does, and says why.
+func TestFileTurnedReadOnly_GrowingWriteFailsForGood(t *testing.T) {
+	ctx := t.Context()
+	s, path, swap := swappableFile(t)
+	if err := s.PersistEvent(ctx, "a", 0, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	undo := swap(path, os.O_RDONLY)
+	defer undo()
+	small := s.PersistEvent(ctx, "a", 1, []byte("small"))
+	if !durability.IsPermanent(small) {
+		t.Fatalf("small write: %v, not permanent", small)
+	}
+	big := s.PersistEvent(ctx, "a", 1, make([]byte, 1<<20))
+	if !durability.IsPermanent(big) || !errors.Is(big, syscall.EBADF) || !strings.Contains(big.Error(), "can no longer be written") {
+		t.Errorf("a write that grows the file, once the file takes no writes:\n  %v\nnot permanent wrapping EBADF, while one that fits is:\n  %v", big, small)
+	}
+	for _, err := range []error{small, big} {
+		if n := strings.Count(err.Error(), path); n != 1 {
+			t.Errorf("%q names the file %d times, want once", err, n)
+		}
+	}
+}

@@ -112,3 +112,24 @@ func TestFileTurnedReadOnly_GrowingWriteFailsForGood(t *testing.T) {
 		}
 	}
 }
+
+// TestCompact_ProbesTheNewFile: after Compact, a failure to grow the file
+// is explained by the descriptor of the file the store now writes, open
+// for writing, not by the old one, closed.
+func TestCompact_ProbesTheNewFile(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTemp(t, nil)
+	defer s.Close()
+	if err := s.PersistEvent(ctx, "a", 0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := descriptorFailure(s.file); err != nil {
+		t.Errorf("after Compact, the store's descriptor: %v, want one open for writing", err)
+	}
+	if err := s.PersistEvent(ctx, "a", 1, make([]byte, 1<<20)); err != nil {
+		t.Errorf("a write that grows the compacted file: %v", err)
+	}
+}

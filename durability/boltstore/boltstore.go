@@ -183,6 +183,10 @@ type Store struct {
 	compactMu  sync.Mutex
 	noSync     bool
 
+	// syncFailed holds the permanent error every write transaction fails
+	// with once a commit's sync failed (see [Store.updateTx]).
+	syncFailed atomic.Pointer[error]
+
 	committerDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -369,6 +373,16 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 
 // viewTx and updateTx run a bbolt transaction under [guard]; updateTx
 // marks the failures that repeating cannot cure (see [fileFailure]).
+//
+// A commit whose sync failed (fdatasync, EIO on a disk) leaves the file's
+// pages in memory possibly unlike those on disk: the kernel may drop the
+// pages it could not write, or keep them as written, and bbolt, which
+// rolled its free list back, may still see that commit's meta page
+// through its mapping and hand out pages the commit's tree uses. Going
+// on with that state could damage the file, so updateTx fails that
+// commit, and every later write transaction, with one permanent error
+// until the store is opened again (which reads the file's state afresh;
+// what was acknowledged is in the log). Reads go on.
 func (s *Store) viewTx(doing string, fn func(*bolt.Tx) error) error {
 	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.View(fn) })
 }
@@ -383,7 +397,16 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
+	if failed := s.syncFailed.Load(); failed != nil {
+		return *failed
+	}
 	err := guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
+	if isSyncFailure(err) {
+		err = durability.Permanent(&fileError{path: s.path, why: syncFailedWhy, err: fmt.Errorf("%s: sync: %w", doing, err)})
+		s.syncFailed.Store(&err)
+		s.log.Error("boltstore: syncing the file failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
+		return err
+	}
 	return fileFailure(s.path, err, func() error { return descriptorFailure(s.file) })
 }
 

@@ -19,9 +19,9 @@ import (
 // or not open for writing. Other failures are returned as they are, not
 // permanent, for callers to retry within their bounds: a full disk or
 // quota (ENOSPC, EDQUOT), a file over a size limit (EFBIG, bbolt's
-// ErrMaxSizeReached) and an I/O error (EIO) are cured by room made, a
-// limit raised or a device back, without anything changing in this
-// process.
+// ErrMaxSizeReached) and an I/O error (EIO) of a write are cured by room
+// made, a limit raised or a device back, without anything changing in
+// this process (a failed sync is not: see [Store.updateTx]).
 //
 // A failure to grow the file reaches it without its errno (see
 // [resizeCause]); probe, when not nil, tells what the store's descriptor
@@ -100,3 +100,22 @@ type causeError struct {
 
 func (e *causeError) Error() string   { return e.text }
 func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
+
+// syncFailedWhy says why a store whose sync failed takes no more writes.
+const syncFailedWhy = "can no longer be written by this store: a commit's sync failed, so its pages in memory may differ from those on disk; close the store and open it again"
+
+// isSyncFailure reports whether err, from a bbolt write transaction, is a
+// failed sync of the file: bbolt returns os.File.Sync's error (a
+// *fs.PathError of op "sync") on most systems, and fdatasync's errno bare
+// on Linux (every other system call of a commit comes wrapped, in a
+// *fs.PathError or as text).
+func isSyncFailure(err error) bool {
+	if err == nil || durability.IsPermanent(err) {
+		return false
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Op == "sync"
+	}
+	var errno syscall.Errno
+	return errors.As(err, &errno)
+}

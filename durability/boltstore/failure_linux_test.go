@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -37,5 +38,59 @@ func TestDiskFull_WritesFailNotForGood(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[kept later]" {
 		t.Errorf("the store holds %v from index 63, want [kept later]", got)
+	}
+}
+
+// TestSyncFailed_WritesFailUntilReopened: once a commit's sync failed (the
+// store's descriptor pointed at /dev/null, which takes writes and fails
+// fdatasync with EINVAL; on a disk, EIO), the pages in memory may differ
+// from those on disk, and bbolt has rolled back what it thinks it wrote
+// while its mapping may show the commit: that write and every later one
+// fail for good, naming the file, until the store is opened again, and
+// reads go on. Opened again, it takes writes and holds what was
+// acknowledged.
+func TestSyncFailed_WritesFailUntilReopened(t *testing.T) {
+	ctx := t.Context()
+	s, path, swap := swappableFile(t)
+	for i := range 64 { // the file grows now: the writes below reuse its free pages
+		if err := s.PersistEvent(ctx, "a", uint64(i), []byte("kept")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	undo := swap("/dev/null", os.O_WRONLY)
+	err := s.PersistEvent(ctx, "a", 64, []byte("unsynced"))
+	undo()
+	if !errors.Is(err, syscall.EINVAL) || !durability.IsPermanent(err) || !strings.Contains(fmt.Sprint(err), path) {
+		t.Fatalf("PersistEvent whose sync fails: %v, want a permanent error wrapping EINVAL that names the file", err)
+	}
+	err = s.PersistEvent(ctx, "a", 64, []byte("later"))
+	if !errors.Is(err, syscall.EINVAL) || !durability.IsPermanent(err) {
+		t.Fatalf("PersistEvent after a failed sync, the file back: %v, want the permanent error of the sync", err)
+	}
+	var got []string
+	read := func(s *Store) {
+		t.Helper()
+		got = got[:0]
+		if err := s.GetEvents(ctx, "a", 62, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read(s)
+	if fmt.Sprint(got) != "[kept kept]" {
+		t.Errorf("after a failed sync, the store reads %v from index 62, want [kept kept]", got)
+	}
+	s.Close() // fails: its last checkpoint is refused too; the log holds it
+
+	s, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PersistEvent(ctx, "a", 64, []byte("later")); err != nil {
+		t.Fatalf("PersistEvent once the store is opened again: %v", err)
+	}
+	read(s)
+	if fmt.Sprint(got) != "[kept kept later]" {
+		t.Errorf("opened again, the store holds %v from index 62, want [kept kept later]", got)
 	}
 }

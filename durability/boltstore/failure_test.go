@@ -72,6 +72,28 @@ func TestFileFailure_Permanence(t *testing.T) {
 	}
 }
 
+// TestIsSyncFailure: a failed sync is told from bbolt's other failures:
+// os.File.Sync's error, or fdatasync's errno bare (Linux); not a failed
+// write, a resize error, or an error marked already.
+func TestIsSyncFailure(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&fs.PathError{Op: "sync", Path: "/d/store.db", Err: syscall.EIO}, true},
+		{fmt.Errorf("committing: %w", syscall.EIO), true},
+		{&fs.PathError{Op: "write", Path: "/d/store.db", Err: syscall.EIO}, false},
+		{fmt.Errorf("file resize error: %s", syscall.EIO), false},
+		{durability.Permanent(syscall.EIO), false},
+		{bolterrors.ErrMaxSizeReached, false},
+		{nil, false},
+	} {
+		if got := isSyncFailure(c.err); got != c.want {
+			t.Errorf("isSyncFailure(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
 // TestOpen_NoPermissionIsPermanent: a file the process may not open for
 // writing fails Open for good, naming the file.
 func TestOpen_NoPermissionIsPermanent(t *testing.T) {

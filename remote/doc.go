@@ -34,7 +34,9 @@
 // unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
-// connection drops, the node cancels that caller's calls (their handlers'
+// connection drops, or a ping over a quiet connection goes unanswered
+// ([NodeOptions].KeepaliveTime and KeepaliveTimeout, with the client's
+// defaults), the node cancels that caller's calls (their handlers'
 // contexts end) and forgets them; [Client.Close] cancels its calls still
 // running on nodes and answers every request still waiting with
 // [ErrClosed]. A node's result that

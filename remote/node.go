@@ -34,16 +34,32 @@ type NodeOptions struct {
 	// (results go back over the node's own connections): a caller that
 	// does not complete it in time is gone, and Close does not wait for
 	// it longer than that. Default DefaultConnectTimeout; negative:
-	// gRPC's own bound (20 s). A node pings a quiet connection to a
-	// caller as a client pings its nodes' (DefaultKeepaliveTime,
-	// DefaultKeepaliveTimeout), so a caller that vanishes without
-	// closing it is gone too.
+	// gRPC's own bound (20 s).
 	ConnectTimeout time.Duration
+	// KeepaliveTime is how long a connection to a caller may stay quiet
+	// before the node pings the caller over it, and KeepaliveTimeout how
+	// long it then waits for the answer: a caller that does not answer is
+	// gone (its calls are cancelled), even when its connection never
+	// closes (a network cut, a frozen process). Defaults
+	// DefaultKeepaliveTime and DefaultKeepaliveTimeout, as a client's;
+	// gRPC pings at most every 10 s, so a shorter time means 10 s;
+	// negative KeepaliveTime: no pings (the calls of a caller that
+	// vanishes without closing its connection then run until their own
+	// timeouts, or until TCP gives up on the connection, which can take
+	// hours).
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
 	// reaches its address runs its tools, so set it only on a network
 	// where every peer is trusted, or behind a tunnel that authenticates.
 	AllowRemote bool
+}
+
+// dials returns the bounds and pings of the node's connections to its
+// callers.
+func (o *NodeOptions) dials() *dials {
+	return newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout)
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -124,7 +140,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, 0, 0),
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: o.dials(),
 		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel

@@ -43,6 +43,18 @@
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
 //
+// # Pings
+//
+// Nodes and clients ping their quiet connections (every
+// DefaultKeepaliveTime unless their options say otherwise) and let their
+// peers ping them every 5 s, even with no call running; [DialOptions] and
+// [PingPolicy] give a protoactor remote started elsewhere (a cluster
+// member's) the same. A gRPC server hangs up on a peer that pings more
+// often than its policy allows: nodes and clients built before they
+// pinged allow one ping per 5 minutes, so a peer that pings them loses
+// its connection to them after a few pings. Where such peers still run,
+// turn the pings of the new ones off (a negative KeepaliveTime).
+//
 // # Loopback only, unless asked
 //
 // Neither nodes nor clients authenticate their peers or encrypt: whoever

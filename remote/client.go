@@ -82,9 +82,11 @@ type ClientOptions struct {
 	// connection to it failed to open: until then, calls of the node are
 	// answered at once with ErrNodeUnreachable, without dialling it. Each
 	// further failure doubles the wait, up to MaxRedialBackoff; a
-	// connection that opens ends it. A node whose open connection ends is
-	// dialled again at the next call. Default DefaultRedialBackoff;
-	// negative: no wait (every call dials).
+	// connection that opens ends it. A connection counts as failed
+	// whether or not the call that dialled it still waits (its ctx may
+	// have ended first). A node whose open connection ends is dialled
+	// again at the next call. Default DefaultRedialBackoff; negative: no
+	// wait (every call dials).
 	RedialBackoff time.Duration
 	// MaxRedialBackoff bounds the doubling of RedialBackoff; default
 	// DefaultMaxRedialBackoff, and never less than RedialBackoff.
@@ -403,13 +405,16 @@ type proxy struct {
 	onGone  func(string)
 
 	// open holds the nodes with a connection opened since they were last
-	// gone; down the nodes known gone (and reported), until a connection
-	// to them opens.
-	open    map[string]bool
-	down    map[string]*redial
-	backoff time.Duration // after the first failure to open; <= 0: none
-	max     time.Duration // bound of the doubling
-	now     func() time.Time
+	// gone; dialling the nodes a call went to without such a connection
+	// (one is opening), until it opens or fails, whether or not the call
+	// still waits; down the nodes known gone (and reported), until a
+	// connection to them opens.
+	open     map[string]bool
+	dialling map[string]bool
+	down     map[string]*redial
+	backoff  time.Duration // after the first failure to open; <= 0: none
+	max      time.Duration // bound of the doubling
+	now      func() time.Time
 }
 
 // redial is the backoff of a node known gone: it is not dialled before at.
@@ -421,7 +426,7 @@ type redial struct {
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+		open: map[string]bool{}, dialling: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -454,6 +459,8 @@ func (p *proxy) Receive(ctx actor.Context) {
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
 			p.watch(ctx, node.Address)
+		} else {
+			p.dialling[node.Address] = true
 		}
 	case *forget:
 		_, sent := p.pending[m.key]
@@ -482,6 +489,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 		p.gone(m.address)
 	case *peerOpened:
 		p.open[m.address] = true
+		delete(p.dialling, m.address)
 		delete(p.down, m.address)
 		p.watch(ctx, m.address)
 	case *actor.DeadLetterResponse:
@@ -540,12 +548,14 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 // and the connection's end may both tell of it, and only the first finds
 // the node watched (or waited on) still. A node with no connection
 // opened since it was last gone failed to open one: it is backed off,
-// and reported only the first time.
+// and reported only the first time; so is a node whose connection failed
+// to open after the call that dialled it stopped waiting.
 func (p *proxy) gone(addr string) {
-	if !p.watched[addr] && !p.waitsOn(addr) {
+	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}
 	delete(p.watched, addr)
+	delete(p.dialling, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	opened := p.open[addr]
 	delete(p.open, addr)

@@ -319,3 +319,41 @@ func TestProxy_RedialBackoff(t *testing.T) {
 		}
 	}
 }
+
+// startCall hands p a call of hold (stream and id id) on the node at
+// addr, and returns its waiter.
+func startCall(p *proxy, addr, id string) *waiter {
+	w := &waiter{node: actor.NewPID(addr, ServiceName), done: make(chan struct{})}
+	receive(p, &start{frame: messages.ToolCall(id, id, "hold", nil), w: w})
+	return w
+}
+
+// answered reports whether w has its answer, and the answer's error.
+func answered(w *waiter) (bool, error) {
+	select {
+	case <-w.done:
+		return true, w.err
+	default:
+		return false, nil
+	}
+}
+
+// A connection that fails to open backs its node off even when the call
+// that dialled it is no longer waiting (its ctx ended first): the next
+// call is answered at once, without a dial, and the going is reported.
+func TestProxy_FailedDialBacksOffWithoutItsCall(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	now := time.Now()
+	var gone []string
+	p := newProxy(ClientOptions{OnNodeGone: func(a string) { gone = append(gone, a) }})
+	p.now = func() time.Time { return now }
+	startCall(p, addr, "c1")
+	receive(p, &forget{node: actor.NewPID(addr, ServiceName), key: callKey{"c1", "c1"}, cancel: true})
+	receive(p, &peerGone{address: addr})
+	if done, err := answered(startCall(p, addr, "c2")); !done || !errors.Is(err, ErrNodeUnreachable) {
+		t.Errorf("the call after the failed dial: answered %v (%v), want ErrNodeUnreachable at once, the node backed off", done, err)
+	}
+	if !slices.Equal(gone, []string{addr}) {
+		t.Errorf("nodes reported gone %q, want %q", gone, addr)
+	}
+}

@@ -86,7 +86,10 @@ type ClientOptions struct {
 	// whether or not the call that dialled it still waits (its ctx may
 	// have ended first). A node whose open connection ends is dialled
 	// again at the next call. Default DefaultRedialBackoff; negative: no
-	// wait (every call dials).
+	// wait (every call dials). The client forgets a node gone once its
+	// wait has passed by MaxRedialBackoff or more and nothing waits on
+	// it (so that the nodes that never come back are not kept for ever):
+	// a failure after that is taken for its first, and reported again.
 	RedialBackoff time.Duration
 	// MaxRedialBackoff bounds the doubling of RedialBackoff; default
 	// DefaultMaxRedialBackoff, and never less than RedialBackoff.
@@ -96,7 +99,8 @@ type ClientOptions struct {
 	// have then been answered with ErrNodeUnreachable): once for each
 	// going, however many ways the client hears of it, and not again for
 	// the calls that fail while the node stays gone (it is reported
-	// again only after a connection to it has opened and ended). It runs
+	// again only after a connection to it has opened and ended, or once
+	// the client has forgotten it: see RedialBackoff). It runs
 	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// AllowRemote lets the client listen on an address that is not a
@@ -408,16 +412,18 @@ type proxy struct {
 	// gone; dialling the nodes a call went to without such a connection
 	// (one is opening), until it opens or fails, whether or not the call
 	// still waits; down the nodes known gone (and reported), until a
-	// connection to them opens.
-	open     map[string]bool
-	dialling map[string]bool
-	down     map[string]*redial
-	backoff  time.Duration // after the first failure to open; <= 0: none
-	max      time.Duration // bound of the doubling
-	now      func() time.Time
+	// connection to them opens, or they are forgotten (see sweep).
+	open      map[string]bool
+	dialling  map[string]bool
+	down      map[string]*redial
+	backoff   time.Duration // after the first failure to open; <= 0: none
+	max       time.Duration // bound of the doubling
+	now       func() time.Time
+	nextSweep time.Time // sweep's next run, at the earliest
 }
 
-// redial is the backoff of a node known gone: it is not dialled before at.
+// redial is the backoff of a node known gone: it is not dialled before at
+// (for a node whose open connection ended: the time it ended).
 type redial struct {
 	failures int // connections that failed to open in a row
 	at       time.Time
@@ -447,6 +453,7 @@ type peerOpened struct{ address string }
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
+		p.sweep()
 		key := callKey{m.frame.GetStreamId(), m.frame.GetToolCallId()}
 		node := m.w.node
 		if r := p.down[node.Address]; r != nil && p.now().Before(r.at) {
@@ -561,7 +568,7 @@ func (p *proxy) gone(addr string) {
 	delete(p.open, addr)
 	r, known := p.down[addr]
 	if !known {
-		r = &redial{}
+		r = &redial{at: p.now()}
 		p.down[addr] = r
 	}
 	if !opened {
@@ -574,6 +581,28 @@ func (p *proxy) gone(addr string) {
 	p.log.Info("tool node gone", "address", addr)
 	if p.onGone != nil {
 		p.onGone(addr)
+	}
+}
+
+// sweep forgets the nodes known gone whose backoff passed more than max
+// ago, but those a call waits on or a connection is opening to, so that
+// the nodes gone are not kept for ever: a node forgotten is reported again
+// when it is found gone again, and backed off as after its first failure.
+// It runs at most once every max.
+func (p *proxy) sweep() {
+	now := p.now()
+	if len(p.down) == 0 || now.Before(p.nextSweep) {
+		return
+	}
+	p.nextSweep = now.Add(p.max)
+	waited := map[string]bool{}
+	for _, w := range p.pending {
+		waited[w.node.Address] = true
+	}
+	for addr, r := range p.down {
+		if now.After(r.at.Add(p.max)) && !waited[addr] && !p.dialling[addr] {
+			delete(p.down, addr)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -355,5 +356,44 @@ func TestProxy_FailedDialBacksOffWithoutItsCall(t *testing.T) {
 	}
 	if !slices.Equal(gone, []string{addr}) {
 		t.Errorf("nodes reported gone %q, want %q", gone, addr)
+	}
+}
+
+// The client forgets a node known gone once the node's backoff has passed
+// and MaxRedialBackoff more, unless a call waits on it: the list of nodes
+// gone does not grow with every address that never comes back.
+func TestProxy_ForgetsNodesGoneLongAgo(t *testing.T) {
+	now := time.Now()
+	p := newProxy(ClientOptions{RedialBackoff: time.Second, MaxRedialBackoff: 4 * time.Second})
+	p.now = func() time.Time { return now }
+	const nodes = 100
+	for i := range nodes {
+		addr := fmt.Sprintf("127.0.0.1:%d", 1000+i)
+		startCall(p, addr, addr)
+		receive(p, &peerGone{address: addr}) // failed to open: backed off 1 s
+	}
+	// One node whose connection had opened and then ended, and one called
+	// again once its backoff has passed, whose call waits for its dial.
+	const ended, called = "127.0.0.1:2000", "127.0.0.1:1000"
+	receive(p, &peerOpened{address: ended})
+	receive(p, &peerGone{address: ended})
+	now = now.Add(time.Second)
+	w := startCall(p, called, "again")
+	if len(p.down) != nodes+1 {
+		t.Fatalf("%d nodes known gone, want %d", len(p.down), nodes+1)
+	}
+	now = now.Add(4*time.Second + time.Millisecond)
+	startCall(p, "127.0.0.1:3000", "other") // the client's actor at work
+	if _, kept := p.down[called]; !kept || len(p.down) != 1 {
+		t.Errorf("%d nodes known gone (%v kept), want only the node whose call waits", len(p.down), kept)
+	}
+	// That call's dial fails: the node's second failure doubles its
+	// backoff.
+	receive(p, &peerGone{address: called})
+	if done, err := answered(w); !done || !errors.Is(err, ErrNodeUnreachable) {
+		t.Fatalf("the call on the node that failed again: answered %v (%v)", done, err)
+	}
+	if r := p.down[called]; r == nil || r.failures != 2 || !r.at.Equal(now.Add(2*time.Second)) {
+		t.Errorf("the node that failed again: %+v, want 2 failures, backed off 2 s", r)
 	}
 }

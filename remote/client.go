@@ -30,6 +30,21 @@ var ErrNodeUnreachable = errors.New("tool node unreachable")
 // calls still waiting when it closes.
 var ErrClosed = errors.New("remote: client closed")
 
+// ErrConnectionLost is the cause of the error a remote tool's handler
+// returns when the node lost its connection to the client (the one the
+// node's answers take) while the call ran: the node cancelled the call
+// and, over a new connection, answered it with an error result of kind
+// [KindConnectionLost].
+var ErrConnectionLost = errors.New("the tool node lost its connection to the client and cancelled the call")
+
+// KindConnectionLost is the failure kind of the answer a node sends a
+// caller for each of its calls that it cancelled because its connection
+// to the caller ended (the caller still there: its connection to the node
+// still open, say). The client's handler answers such a call with the
+// node's message, of this kind (a *tools.ResultError wrapping
+// [ErrConnectionLost]); it does not count against the tool.
+const KindConnectionLost tools.FailureKind = "connection_lost"
+
 // DefaultCallTimeout bounds a call of a remote tool that has no timeout of
 // its own (the node's tool enforces its own limits, but a node that stops
 // answering must not hang the call).
@@ -312,17 +327,31 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 		if w.err != nil {
 			return nil, w.err
 		}
-		if w.result.IsErrorResult() {
-			var body struct {
-				Error string `json:"error"`
-			}
-			if json.Unmarshal(w.result.GetPayload(), &body) != nil || body.Error == "" {
-				body.Error = string(w.result.GetPayload())
-			}
-			return nil, errors.New(body.Error)
+		if err := callError(w.result); err != nil {
+			return nil, err
 		}
 		return json.RawMessage(w.result.GetPayload()), nil
 	}
+}
+
+// callError returns the error a node's result answers its call with: nil
+// for a success; the node's message for an error; for the answer of a
+// call the node cancelled when it lost its connection to the client, the
+// node's answer, of its kind, wrapping ErrConnectionLost.
+func callError(result *messages.Frame) error {
+	if !result.IsErrorResult() {
+		return nil
+	}
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(result.GetPayload(), &body) != nil || body.Error == "" {
+		body.Error = string(result.GetPayload())
+	}
+	if tools.KindOf(result) == KindConnectionLost {
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: KindConnectionLost, Err: fmt.Errorf("%s: %w", body.Error, ErrConnectionLost)}
+	}
+	return errors.New(body.Error)
 }
 
 // Close stops the client: the calls still waiting are cancelled on their

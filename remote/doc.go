@@ -37,7 +37,10 @@
 // connection drops, or a ping over a quiet connection goes unanswered
 // ([NodeOptions].KeepaliveTime and KeepaliveTimeout, with the client's
 // defaults), the node cancels that caller's calls (their handlers'
-// contexts end) and forgets them; [Client.Close] cancels its calls still
+// contexts end) and forgets them; a caller still there (only the node's
+// connection to it lost) is told, each of its calls answered with
+// [ErrConnectionLost] (over a new connection) rather than waiting for
+// its timeout. [Client.Close] cancels its calls still
 // running on nodes and answers every request still waiting with
 // [ErrClosed]. A node's result that
 // is an error arrives as the handler's error, so the model reads the

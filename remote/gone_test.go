@@ -397,3 +397,54 @@ func TestProxy_ForgetsNodesGoneLongAgo(t *testing.T) {
 		t.Errorf("the node that failed again: %+v, want 2 failures, backed off 2 s", r)
 	}
 }
+
+// The end of a node's connection to a caller that is still there (only
+// that connection was lost) answers the caller's calls: the node sends
+// each an error result of kind KindConnectionLost (over a new
+// connection), instead of leaving the caller to wait for its timeout;
+// the client answers the call with ErrConnectionLost.
+func TestNode_PeerGoneTellsTheCaller(t *testing.T) {
+	n, conn, started := holdNode(t)
+	got := make(chan *messages.Frame, 4)
+	caller, err := n.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if f, ok := c.Message().(*messages.Frame); ok {
+			got <- f
+		}
+	}), "caller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	n.routes.Store(callKey{"s", "c1"}, route{caller, "hold"})
+	if err := conn.Send(messages.ToolCall("s", "c1", "hold", json.RawMessage(`{"id":"c1"}`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("call c1 did not start")
+	}
+
+	n.receive(messageContext{msg: &peerGone{address: caller.Address}})
+	var f *messages.Frame
+	select {
+	case f = <-got:
+	case <-ctx.Done():
+		t.Fatal("the caller was not told of its call")
+	}
+	if f.GetType() != messages.FrameType_TOOL_RESULT || f.GetStreamId() != "s" || f.GetToolCallId() != "c1" ||
+		tools.KindOf(f) != KindConnectionLost {
+		t.Errorf("the caller got %v %s/%s of kind %q, want c1's result of kind %q", f.GetType(), f.GetStreamId(), f.GetToolCallId(), tools.KindOf(f), KindConnectionLost)
+	}
+	if err := callError(f); !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("the client answers the call with %v, want ErrConnectionLost", err)
+	}
+	// The tool's own answer (cancelled) has no route: it is not sent.
+	if r, err := conn.Recv(ctx); err != nil || tools.KindOf(r) != tools.FailureCancelled || Routes(n) != 0 {
+		t.Errorf("the tool's answer %v (%v), %d routes left; want it cancelled, and none", r, err, Routes(n))
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Error(err)
+	}
+}

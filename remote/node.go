@@ -206,14 +206,15 @@ func (n *Node) receive(ctx actor.Context) {
 		if m.GetWhy() == actor.TerminatedReason_AddressTerminated {
 			return
 		}
-		cancelled := n.callersGone(m.GetWho().Equal)
+		cancelled := n.callersGone(m.GetWho().Equal, false)
 		n.log.Info("caller gone", "caller", m.GetWho().String(), "cancelled_calls", cancelled)
 		return
 	case *peerGone:
 		// The connection to callers ended (or failed to open): it also
 		// stands for the watches that reached its endpoint too late to
-		// be answered (see watchEndpoints).
-		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }); cancelled > 0 {
+		// be answered (see watchEndpoints). The callers may still be
+		// there (only this connection lost): they are told.
+		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
 		return
@@ -264,10 +265,14 @@ func (n *Node) watchCaller(ctx actor.Context, caller *actor.PID) {
 }
 
 // callersGone cancels every call of the callers that gone matches (which
-// are gone, or whose connection is), and returns how many it cancelled:
-// nobody will read their results, and a tool without a timeout would run
-// on forever. The routes go first, so the cancelled results are dropped.
-func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
+// are gone, or whose connection is), and returns how many it cancelled: a
+// tool without a timeout would run on forever. The routes go first, so
+// the cancelled results are dropped. When tell, each call is answered
+// instead with an error of kind KindConnectionLost: sent to a caller
+// whose connection ended, it opens a new one, and a caller still there
+// (only the connection lost) learns at once that its call will not be
+// answered; to a caller that is gone, it fails to open.
+func (n *Node) callersGone(gone func(caller *actor.PID) bool, tell bool) int {
 	for k, caller := range n.callers {
 		if gone(caller) {
 			delete(n.callers, k)
@@ -282,11 +287,23 @@ func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
 		if _, ok := n.routes.LoadAndDelete(k); ok {
 			key := k.(callKey)
 			_ = n.conns[r.tool].Send(messages.Cancel(key.stream, key.id))
+			if tell {
+				n.rt.System().Root.Send(r.to, connectionLost(key, r.tool))
+			}
 			cancelled++
 		}
 		return true
 	})
 	return cancelled
+}
+
+// connectionLost is the answer to the call key of tool, cancelled because
+// the node's connection to its caller ended.
+func connectionLost(key callKey, tool string) *messages.Frame {
+	f := messages.ToolError(key.stream, key.id, tool, fmt.Sprintf(
+		"Tool %s was cancelled: its node lost its connection to the caller (the call may have run in part)", tool))
+	f.Meta.FailureKind = string(KindConnectionLost)
+	return f
 }
 
 func unknownTool(call *messages.Frame) *messages.Frame {

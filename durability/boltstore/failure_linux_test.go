@@ -11,32 +11,47 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 )
 
+// writeThrough opens a store, writes events 0 to 63 of actor "a" (the
+// file grows now: a write after them reuses its free pages), and writes
+// event 64 with its descriptor pointed at the device other, opened
+// write-only. It returns the store, its path, and that write's error.
+func writeThrough(t *testing.T, other string) (*Store, string, error) {
+	t.Helper()
+	ctx := t.Context()
+	s, path, swap := swappableFile(t)
+	for i := range 64 {
+		if err := s.PersistEvent(ctx, "a", uint64(i), []byte("kept")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	undo := swap(other, os.O_WRONLY)
+	defer undo()
+	return s, path, s.PersistEvent(ctx, "a", 64, []byte("lost"))
+}
+
+// eventsFrom63 returns actor "a"'s events from index 63 on.
+func eventsFrom63(t *testing.T, s *Store) string {
+	t.Helper()
+	var got []string
+	if err := s.GetEvents(t.Context(), "a", 63, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(got)
+}
+
 // TestDiskFull_WritesFailNotForGood: a write to a full disk (the store's
 // descriptor pointed at /dev/full, where every write fails with ENOSPC)
 // fails with an error that is not permanent, and once there is room
 // again, the same write succeeds.
 func TestDiskFull_WritesFailNotForGood(t *testing.T) {
-	ctx := t.Context()
-	s, _, swap := swappableFile(t)
-	for i := range 64 { // the file grows now: the writes below reuse its free pages
-		if err := s.PersistEvent(ctx, "a", uint64(i), []byte("kept")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	undo := swap("/dev/full", os.O_WRONLY)
-	err := s.PersistEvent(ctx, "a", 64, []byte("later"))
-	undo()
+	s, _, err := writeThrough(t, "/dev/full")
 	if !errors.Is(err, syscall.ENOSPC) || durability.IsPermanent(err) {
 		t.Fatalf("PersistEvent on a full disk: %v, want an error wrapping ENOSPC, not permanent", err)
 	}
-	if err := s.PersistEvent(ctx, "a", 64, []byte("later")); err != nil {
+	if err := s.PersistEvent(t.Context(), "a", 64, []byte("later")); err != nil {
 		t.Fatalf("PersistEvent once there is room again: %v", err)
 	}
-	var got []string
-	if err := s.GetEvents(ctx, "a", 63, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got) != "[kept later]" {
+	if got := eventsFrom63(t, s); got != "[kept later]" {
 		t.Errorf("the store holds %v from index 63, want [kept later]", got)
 	}
 }
@@ -51,15 +66,7 @@ func TestDiskFull_WritesFailNotForGood(t *testing.T) {
 // acknowledged.
 func TestSyncFailed_WritesFailUntilReopened(t *testing.T) {
 	ctx := t.Context()
-	s, path, swap := swappableFile(t)
-	for i := range 64 { // the file grows now: the writes below reuse its free pages
-		if err := s.PersistEvent(ctx, "a", uint64(i), []byte("kept")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	undo := swap("/dev/null", os.O_WRONLY)
-	err := s.PersistEvent(ctx, "a", 64, []byte("unsynced"))
-	undo()
+	s, path, err := writeThrough(t, "/dev/null")
 	if !errors.Is(err, syscall.EINVAL) || !durability.IsPermanent(err) || !strings.Contains(fmt.Sprint(err), path) {
 		t.Fatalf("PersistEvent whose sync fails: %v, want a permanent error wrapping EINVAL that names the file", err)
 	}
@@ -67,17 +74,8 @@ func TestSyncFailed_WritesFailUntilReopened(t *testing.T) {
 	if !errors.Is(err, syscall.EINVAL) || !durability.IsPermanent(err) {
 		t.Fatalf("PersistEvent after a failed sync, the file back: %v, want the permanent error of the sync", err)
 	}
-	var got []string
-	read := func(s *Store) {
-		t.Helper()
-		got = got[:0]
-		if err := s.GetEvents(ctx, "a", 62, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read(s)
-	if fmt.Sprint(got) != "[kept kept]" {
-		t.Errorf("after a failed sync, the store reads %v from index 62, want [kept kept]", got)
+	if got := eventsFrom63(t, s); got != "[kept]" {
+		t.Errorf("after a failed sync, the store reads %v from index 63, want [kept]", got)
 	}
 	s.Close() // fails: its last checkpoint is refused too; the log holds it
 
@@ -89,8 +87,7 @@ func TestSyncFailed_WritesFailUntilReopened(t *testing.T) {
 	if err := s.PersistEvent(ctx, "a", 64, []byte("later")); err != nil {
 		t.Fatalf("PersistEvent once the store is opened again: %v", err)
 	}
-	read(s)
-	if fmt.Sprint(got) != "[kept kept later]" {
-		t.Errorf("opened again, the store holds %v from index 62, want [kept kept later]", got)
+	if got := eventsFrom63(t, s); got != "[kept later]" {
+		t.Errorf("opened again, the store holds %v from index 63, want [kept later]", got)
 	}
 }

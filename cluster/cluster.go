@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,7 +195,10 @@ type Member struct {
 	markClose context.CancelFunc
 	excluded  context.Context // ends when the cluster has excluded this member
 	exclude   context.CancelFunc
-	topoSub   *eventstream.Subscription
+	topoSub   *eventstream.Subscription // onTopology's
+
+	membersMu sync.Mutex
+	members   []string // addresses of the members, from the last topology
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -305,10 +309,10 @@ func Start(opts *Options) (m *Member, err error) {
 			m = nil
 		}
 	}()
+	m.topoSub = rt.System().EventStream.Subscribe(m.onTopology)
 	if o.Client {
 		m.c.StartClient()
 	} else {
-		m.topoSub = rt.System().EventStream.Subscribe(m.watchExclusion)
 		m.c.StartMember()
 	}
 	m.log.Info("cluster member started", "address", m.Address(), "cluster", o.Name, "client", o.Client)
@@ -326,13 +330,34 @@ func (m *Member) System() *actor.ActorSystem { return m.rt.System() }
 func (m *Member) Cluster() *pacluster.Cluster { return m.c }
 
 // Members returns the addresses of the cluster's members as this member
-// currently sees them.
+// currently sees them (none before the provider has told it any). Safe
+// to call at any time, also while the members change.
 func (m *Member) Members() []string {
-	var out []string
-	for _, mem := range m.c.MemberList.Members().Members() {
-		out = append(out, mem.Address())
+	m.membersMu.Lock()
+	defer m.membersMu.Unlock()
+	return slices.Clone(m.members)
+}
+
+// onTopology keeps the member's own copy of the members (see Members)
+// and watches for its exclusion. It runs for each topology protoactor
+// publishes, in the goroutine that updates protoactor's member list and
+// under its lock: protoactor's list, which its provider replaces without
+// a lock that others can take, must not be read anywhere else.
+func (m *Member) onTopology(ev any) {
+	t, ok := ev.(*pacluster.ClusterTopology)
+	if !ok {
+		return
 	}
-	return out
+	members := make([]string, 0, len(t.Members))
+	for _, mem := range t.Members {
+		members = append(members, mem.Address())
+	}
+	m.membersMu.Lock()
+	m.members = members
+	m.membersMu.Unlock()
+	if !m.client {
+		m.watchExclusion(t)
+	}
 }
 
 // ErrExcluded is the cause of the error Run returns once the cluster has
@@ -354,11 +379,10 @@ var ErrExcluded = errors.New("member excluded from the cluster")
 // closed.
 func (m *Member) Excluded() <-chan struct{} { return m.excluded.Done() }
 
-// watchExclusion closes Excluded's channel when a topology says that
+// watchExclusion closes Excluded's channel when topology t says that
 // this member left, unless it is closing (a member that closes leaves).
-func (m *Member) watchExclusion(ev any) {
-	t, ok := ev.(*pacluster.ClusterTopology)
-	if !ok || m.closing.Err() != nil || m.excluded.Err() != nil {
+func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
+	if m.closing.Err() != nil || m.excluded.Err() != nil {
 		return
 	}
 	self := m.rt.System().ID

@@ -126,22 +126,30 @@ type Options struct {
 }
 
 // Automanaged returns protoactor's automanaged provider for a static list
-// of members: each member answers health checks over HTTP on port (on
-// every interface), and every member polls hosts (each member's
-// host:port for those checks, this one's included) every refresh to learn
-// which are up. A member that stops answering leaves the cluster within
-// about refresh; one that was only paused is not taken back when it
-// resumes (see [Member.Excluded]). refresh zero means two seconds. A client ([Options].Client)
-// polls hosts and serves nothing; its port is unused.
-func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.ClusterProvider {
+// of members: each member answers health checks over HTTP on port, and
+// every member polls hosts (each member's host:port for those checks,
+// this one's included) every refresh to learn which are up. A member
+// answers them on the host of its own address ([Options].Address: on
+// loopback unless AllowRemote), not on every interface, unless
+// [HealthHost] says otherwise; hosts must name that host. A member that
+// cannot listen there (another process holds the port) fails Start. A
+// member that stops answering leaves the cluster within about refresh;
+// one that was only paused is not taken back when it resumes (see
+// [Member.Excluded]). refresh zero means two seconds. A client
+// ([Options].Client) polls hosts and serves nothing; its port is unused.
+func Automanaged(port int, hosts []string, refresh time.Duration, opts ...AutomanagedOption) pacluster.ClusterProvider {
 	if refresh <= 0 {
 		refresh = 2 * time.Second
 	}
 	// The provider's own HTTP server prints a line on stdout when it
-	// starts; this one is quiet and answers the same health checks.
+	// starts, and listens on every interface; this one is quiet, listens
+	// where StartMember says, and answers the same health checks.
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	p := &automanagedProvider{port: port}
+	p := &automanagedProvider{port: port, echo: e}
+	for _, o := range opts {
+		o(p)
+	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(refresh, port, e, hosts...)
 	e.GET("/_health", func(ctx echo.Context) error {
 		c := p.c.Load()
@@ -157,17 +165,64 @@ func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.Clus
 	return p
 }
 
+// AutomanagedOption configures [Automanaged].
+type AutomanagedOption func(*automanagedProvider)
+
+// HealthHost makes an [Automanaged] member answer health checks on host
+// (an IP address or a name; "0.0.0.0" or "::" for every interface)
+// instead of on the host of its own address. The health checks have no
+// authentication: whoever reaches them learns the member's id, address
+// and kinds.
+func HealthHost(host string) AutomanagedOption {
+	return func(p *automanagedProvider) { p.healthHost = host }
+}
+
 // automanagedProvider is the pinned automanaged provider with a health
 // endpoint of its own (see Automanaged).
 type automanagedProvider struct {
 	*automanaged.AutoManagedProvider
-	port int
-	c    atomic.Pointer[pacluster.Cluster]
+	port       int
+	healthHost string     // HealthHost's; "" for the member's own host
+	echo       *echo.Echo // the health endpoint's server
+	listener   net.Listener
+	c          atomic.Pointer[pacluster.Cluster]
 }
 
+// StartMember listens for health checks, on the member's own host unless
+// HealthHost said otherwise, and starts the pinned provider, which serves
+// them on that listener.
 func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
+	host := p.healthHost
+	if host == "" {
+		h, _, err := c.ActorSystem.GetHostPort()
+		if err != nil {
+			return fmt.Errorf("cluster: automanaged provider: the member's host: %w", err)
+		}
+		host = h
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(p.port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster: automanaged provider: health checks on %s: %w", addr, err)
+	}
+	p.listener, p.echo.Listener = l, l
 	p.c.Store(c)
-	return p.AutoManagedProvider.StartMember(c)
+	if err := p.AutoManagedProvider.StartMember(c); err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the pinned provider and closes the health checks'
+// listener (the pinned provider's server closes it only once it has
+// begun to serve).
+func (p *automanagedProvider) Shutdown(graceful bool) error {
+	err := p.AutoManagedProvider.Shutdown(graceful)
+	if p.listener != nil {
+		_ = p.listener.Close() // closed already when the server served it
+	}
+	return err
 }
 
 // Member is this process in a cluster of session hosts: a protoactor

@@ -161,8 +161,10 @@ type Options struct {
 	// MaxAttempts bounds the attempts of one Run, the first included:
 	// when an attempt ends with ERROR (a supervised restart, a model
 	// failure), the conversation is resumed from the store (with Store)
-	// or sent again with the rounds that completed (without). Default
-	// [DefaultMaxAttempts]; 1 never retries.
+	// or sent again with the rounds that completed (without). An attempt
+	// after one that a conversation's own loop closed or refused as
+	// stopped runs on a fresh loop, once the old one has stopped (see the
+	// package doc). Default [DefaultMaxAttempts]; 1 never retries.
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// end the conversation after sending ABORT (the loop ends it once the
@@ -949,7 +951,9 @@ func sameMessages(a [][]byte, b []json.RawMessage) bool {
 func (c *conversation) ownLoop() bool { return c.a.opts.Store != nil || c.parent != nil }
 
 // loop returns the mux of the loop serving this conversation, starting
-// the conversation's own loop when it has one (again, when it stopped), or
+// the conversation's own loop when it has one (again, when it stopped,
+// or once it has stopped when it closed or refused the last attempt as
+// stopped: see awaitStop), or
 // else the agent's shared loop when no conversation has yet.
 func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	a := c.a
@@ -960,7 +964,12 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		return a.sharedLoop(ctx)
 	}
 	if c.mux != nil && !c.mux.Stopped() {
-		return c.mux, nil
+		if c.failure != actors.StoppedKind {
+			return c.mux, nil
+		}
+		if err := c.awaitStop(ctx); err != nil {
+			return nil, err
+		}
 	}
 	opts := a.loop
 	if a.opts.Store != nil {
@@ -979,6 +988,44 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
 	}
 	return c.mux, nil
+}
+
+// stopWaitStream is the id of the stream awaitStop reads on the
+// conversation's own loop, on which no attempt runs.
+const stopWaitStream = "agent: wait for the loop to stop"
+
+// awaitStop waits until the conversation's own loop, which closed or
+// refused the last attempt as stopped (it stops for good, its children
+// still finishing), has stopped, or until ctx ends (it returns ctx's
+// error, wrapped). A loop stopping refuses every attempt at once: the
+// next attempt runs on a fresh loop, started once the old one is gone,
+// so that the two never run side by side. Mux.Close cannot be used to
+// wait: on a duplex that is stopping already it returns at once. A
+// stream of the loop can: its Recv returns actors.ErrDuplexStopped once
+// the loop has stopped.
+func (c *conversation) awaitStop(ctx context.Context) error {
+	s, err := c.mux.Open(stopWaitStream)
+	if errors.Is(err, actors.ErrDuplexStopped) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", c.a.opts.Name, clip(c.session), err)
+	}
+	defer s.Release()
+	for {
+		// Nothing is sent on the stream: a frame is one the loop owes it
+		// (none), and is dropped.
+		_, err := s.Recv(ctx)
+		switch {
+		case errors.Is(err, actors.ErrDuplexStopped):
+			return nil
+		case err != nil && ctx.Err() != nil:
+			err = context.Cause(ctx)
+			fallthrough
+		case err != nil:
+			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", c.a.opts.Name, clip(c.session), err)
+		}
+	}
 }
 
 func (c *conversation) stopLoop() {

@@ -23,7 +23,13 @@
 // attempt, up to [Options].MaxAttempts: with a durability Store it resumes
 // the session from the store (completed tool calls are never run again;
 // a session can also be resumed by a later process), without one it sends
-// the conversation again with every round whose calls ran. When the
+// the conversation again with every round whose calls ran. A
+// conversation on a loop of its own (with a Store, or delegated to, see
+// below) whose attempt that loop closed or refused as stopped (stopped for
+// good, or stopping: its children still finishing) makes the next one on
+// a fresh loop, started once the old one has stopped: it waits for that,
+// as long as its ctx lets it, rather than spend its attempts on a loop
+// that refuses each at once. When the
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far. It waits for that

@@ -140,8 +140,14 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 	}
 	if err := h.sb.Run(w.shell, command, w.env); err != nil {
 		// The sandbox prepared ahead is gone (its helper was killed
-		// while it waited): make a new one.
-		w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
+		// while it waited), or does not hide a path to hide that
+		// appeared since (a file the file tools wrote, say): make a new
+		// one.
+		if errors.Is(err, sandbox.ErrPreparedStale) {
+			w.log.Debug("run_command: preparing another sandbox", "err", err)
+		} else {
+			w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
+		}
 		h.release()
 		if h, err = w.prepare(); err != nil {
 			return nil, err

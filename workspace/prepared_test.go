@@ -227,3 +227,27 @@ func TestRunCommand_CancelledWhileWaitingForSandboxNeverStarts(t *testing.T) {
 	close(underWay)
 	ws.warmMu.Unlock()
 }
+
+// A path to hide that appears while the next command's sandbox waits,
+// prepared (a path missing when the workspace was opened, a pattern's
+// first match, both written by write_file), is hidden from that command
+// all the same: the workspace sets up another sandbox for it.
+func TestRunCommand_PreparedSandboxHidesWhatAppearedMeanwhile(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired,
+		HidePaths: []string{filepath.Join(dir, "later.env"), filepath.Join(dir, "*.pem")}})
+	mustDo(t, err)
+	defer ws.Close()
+	ctx := context.Background()
+	mustDo(t, ws.Warm(ctx))
+	for _, name := range []string{"later.env", "key.pem"} {
+		_, err := ws.WriteFile(ctx, WriteFileInput{Path: name, Content: "SECRET-" + name})
+		mustDo(t, err)
+	}
+	res, err := ws.RunCommand(ctx, RunCommandInput{Command: "cat later.env key.pem; echo ran"})
+	mustDo(t, err)
+	if strings.Contains(res.Stdout, "SECRET") || !strings.Contains(res.Stdout, "ran") || !res.Sandboxed {
+		t.Errorf("the command after the paths to hide were written: %+v", res)
+	}
+}

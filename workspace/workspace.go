@@ -190,18 +190,23 @@ type Options struct {
 	// link later. A path that does not exist when New runs is resolved
 	// again (its links followed then, but not those in the workspace,
 	// which commands make) each time a command's sandbox is set up,
-	// which may be ahead of the command (see [Workspace.Warm]): it is
-	// hidden from the commands set up once it exists. An entry may be a
-	// pattern (filepath.Match), expanded once, by New: what it matches
-	// then is hidden, and a pattern that matches nothing then hides
-	// nothing later. A path that holds
-	// the workspace shows only the way to it; a path inside the
-	// workspace is hidden from commands (not from the file tools), and
-	// a command is refused when an earlier one moved or replaced it
-	// ([sandbox.ErrHiddenMoved]). New refuses "/",
-	// the workspace itself, and a path that cannot be resolved.
-	// Everything else outside the workspace stays readable, and
-	// read-only.
+	// which may be ahead of the command (see [Workspace.Warm]). An
+	// entry may be a pattern (filepath.Match): what it matches when New
+	// runs is hidden as a path that existed then, and it is matched
+	// again at each set-up (following no link in the workspace, listing
+	// each directory a component with a pattern needs: see
+	// [sandbox.HiddenPath]). Either is looked for again as the command
+	// starts, and a sandbox prepared before the path appeared is set up
+	// again: what exists once a command starts is hidden from it. A
+	// path that holds the workspace shows only the way to it; a path
+	// inside the workspace is hidden from commands (not from the file
+	// tools); a command cannot rename or remove it, nor a directory on
+	// the way to it (EBUSY; a move into or out of such a directory is a
+	// copy), and one that existed when New ran and was moved or
+	// replaced since (by the file tools, say) refuses the commands
+	// ([sandbox.ErrHiddenMoved]). New refuses "/", the workspace
+	// itself, and a path that cannot be resolved. Everything else
+	// outside the workspace stays readable, and read-only.
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields

@@ -410,14 +410,18 @@ func (d *driver) resumeLine(ev agent.Event, id string, first int, unfinished, du
 	return line
 }
 
-// failure says why the conversation did not finish.
+// failure says why the conversation did not finish. It puts err down to
+// -timeout or the interrupt only when err is the run's ctx ending: the
+// ctx may also end just after the agent failed for a reason of its own,
+// which is then the one given.
 func (d *driver) failure(ctx context.Context, err error) error {
 	var failed *agent.FailedError
+	cut := ctx.Err() != nil && (errors.Is(err, context.Cause(ctx)) || errors.Is(err, ctx.Err()))
 	switch {
-	case errors.Is(context.Cause(ctx), errTimeout):
+	case cut && errors.Is(context.Cause(ctx), errTimeout):
 		d.tr.CutCalls(fmt.Sprintf("cut by -timeout %v (it may have done part or all of its work)", d.cfg.timeout))
 		return timedOut(d.cfg)
-	case ctx.Err() != nil:
+	case cut:
 		d.tr.CutCalls("cut by the interrupt (it may have done part or all of its work)")
 		return errors.New("interrupted")
 	case errors.As(err, &failed):

@@ -685,3 +685,43 @@ func TestRun_SessionResumedInTheOtherForm(t *testing.T) {
 		}
 	}
 }
+
+// A run's failure is put down to -timeout or the interrupt only when it
+// is the context's ending: an agent that failed for a reason of its own
+// just before the context ended is reported with that reason.
+func TestDriverFailure_LabelsOnlyWhatTheContextEnded(t *testing.T) {
+	timedOutCtx := func() context.Context {
+		ctx, cancel := context.WithTimeoutCause(context.Background(), time.Nanosecond, errTimeout)
+		t.Cleanup(cancel)
+		<-ctx.Done()
+		return ctx
+	}
+	interruptedCtx := func() context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errors.New("interrupt signal received"))
+		ctx, stop := context.WithTimeoutCause(ctx, time.Hour, errTimeout)
+		t.Cleanup(stop)
+		return ctx
+	}
+	failed := &agent.FailedError{Session: "s1", Attempts: 3, Reason: "the model answered 500"}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  func(ctx context.Context) error
+		want string
+	}{
+		{"timeout", timedOutCtx(), context.Cause, "no final answer within -timeout 1m0s"},
+		{"failed, then timeout", timedOutCtx(), func(context.Context) error { return failed }, "the agent failed: the model answered 500"},
+		{"interrupt", interruptedCtx(), context.Cause, "interrupted"},
+		{"failed, then interrupt", interruptedCtx(), func(context.Context) error { return failed }, "the agent failed: the model answered 500"},
+		{"failed", context.Background(), func(context.Context) error { return failed }, "the agent failed: the model answered 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			d := &driver{cfg: config{timeout: time.Minute}, tr: newTranscript(&out, nil, time.Now())}
+			if got := d.failure(tc.ctx, tc.err(tc.ctx)); got == nil || got.Error() != tc.want {
+				t.Errorf("failure: %v, want %q", got, tc.want)
+			}
+		})
+	}
+}

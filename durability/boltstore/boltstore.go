@@ -213,7 +213,9 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
-		if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
+		if marked := fileFailure(path, err); durability.IsPermanent(marked) {
+			err = marked // names the file already, or damage naming it
+		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 		return nil, &durability.StoreError{Op: durability.OpOpen, Err: err}
@@ -362,7 +364,8 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	return db, nil
 }
 
-// view and update run a bbolt transaction under [guard].
+// viewTx and updateTx run a bbolt transaction under [guard]; updateTx
+// marks the failures that repeating cannot cure (see [fileFailure]).
 func (s *Store) viewTx(doing string, fn func(*bolt.Tx) error) error {
 	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.View(fn) })
 }
@@ -377,7 +380,7 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
-	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
+	return fileFailure(s.path, guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) }))
 }
 
 // load checks the file's layout and format version, replays the log into

@@ -335,8 +335,8 @@ func TestOpen_FileMode(t *testing.T) {
 }
 
 // TestReadOnly_WritesFail opens an existing file read-only: reads see the
-// data, every write returns an error naming the operation and actor and
-// nothing changes.
+// data, every write returns a permanent error naming the operation, the
+// actor and the file, and nothing changes.
 func TestReadOnly_WritesFail(t *testing.T) {
 	ctx := t.Context()
 	s, path := openTemp(t, nil)
@@ -366,6 +366,15 @@ func TestReadOnly_WritesFail(t *testing.T) {
 		if durability.IsRetryable(err) {
 			t.Errorf("%s on read-only store reported retryable", op)
 		}
+		if !durability.IsPermanent(err) {
+			t.Errorf("%s on read-only store: %v, not permanent: a caller would retry it in vain", op, err)
+		}
+		if msg := fmt.Sprint(err); !strings.Contains(msg, path) || !strings.Contains(msg, "read-only") {
+			t.Errorf("%s on read-only store: %q does not name the file and say it is read-only", op, msg)
+		}
+	}
+	if _, err := ro.Compact(ctx); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) || !durability.IsPermanent(err) {
+		t.Errorf("Compact on read-only store: %v, want a permanent error wrapping ErrDatabaseReadOnly", err)
 	}
 	var got []string
 	if err := ro.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
@@ -406,6 +415,9 @@ func TestFailingFile_WritesFail(t *testing.T) {
 		var se *durability.StoreError
 		if !errors.As(err, &se) || se.Op != durability.OpPersistEvent || !errors.Is(err, os.ErrClosed) {
 			t.Errorf("PersistEvent on a failing file: %v, want a StoreError wrapping os.ErrClosed", err)
+		}
+		if !durability.IsPermanent(err) {
+			t.Errorf("PersistEvent on a closed file: %v, not permanent: the store never opens it again", err)
 		}
 	}
 	if err := s.Close(); err == nil {

@@ -46,7 +46,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		return st, &durability.StoreError{Op: op, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	if s.db.IsReadOnly() {
-		return fail(bolterrors.ErrDatabaseReadOnly)
+		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly)}
 	}
 	if err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {

@@ -93,6 +93,19 @@
 //     highest index and the sum of their checksums. An actor bucket left
 //     empty by deletes is removed.
 //
+// # Failures of the file
+//
+// A write refused for a reason that repeating it cannot cure fails with an
+// error that [durability.IsPermanent] reports, naming the file and why: a
+// store opened with [Options].ReadOnly, a file system mounted read-only
+// (EROFS), a permission the process lacks, the store's descriptor of the
+// file closed or not open for writing, a write over bbolt's largest value
+// (about 2 GiB). A full disk or quota (ENOSPC, EDQUOT), a file over a size
+// limit (EFBIG) and an I/O error (EIO) are not permanent: room made, a
+// limit raised or a device back cures them without anything changing in
+// the process, so a caller retries them, within its own bounds. Open
+// marks its failures the same way.
+//
 // # Damage
 //
 // Every value is checked when it is read: a record whose checksum does not

@@ -149,7 +149,8 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 	if q := s.quarantineOf(name); q != nil {
 		err = q.err
 	} else if size > maxDataSize {
-		err = fmt.Errorf("%d bytes: %w", size, bolterrors.ErrValueTooLarge)
+		// The same data never fits: asking again cannot help.
+		err = durability.Permanent(fmt.Errorf("%d bytes, over the %d a write may hold: %w", size, maxDataSize, bolterrors.ErrValueTooLarge))
 	} else {
 		w.enc = encodeRecords(w.recs)
 		err = s.handOff(ctx, w)

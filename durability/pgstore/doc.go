@@ -59,6 +59,18 @@
 // refused one of its writes (a superseded claim, say), each write is retried
 // alone, so that it fails alone.
 //
+// # Failover
+//
+// A write or claim that the server refuses because it takes no writes
+// (SQLSTATE 25006 read_only_sql_transaction: a standby, or a primary
+// demoted to one) fails, not for good (durability.IsPermanent is false),
+// and the store drops every connection of its pool (pgxpool's Reset;
+// those in use when they are returned). The next calls connect anew, so
+// that once the connection string leads to the new primary (through a
+// proxy, a name moved to it, or several hosts with
+// target_session_attrs=read-write), they reach it at once instead of
+// using connections to the demoted server until they age out.
+//
 // # Fencing
 //
 // Two members can believe they host the same session: the old one paused or

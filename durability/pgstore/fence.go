@@ -48,10 +48,8 @@ func fencedOr(err error) error {
 // names: a key that is empty or longer than [MaxNameLen] bytes is refused
 // with durability.ErrInvalidName.
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
-	if !validName(key) {
-		// Not quoted: it may be very long.
-		return nil, &durability.StoreError{Op: OpClaim,
-			Err: fmt.Errorf("claim key of %d bytes (want 1 to %d): %w", len(key), MaxNameLen, durability.ErrInvalidName)}
+	if err := checkKey(key); err != nil {
+		return nil, err
 	}
 	if err := s.beginRead(); err != nil {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
@@ -59,17 +57,34 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	defer s.reads.Done()
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
+		s.noteFailure(err)
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
 }
 
-// OpClaim is the operation named in the errors of [Store.Claim].
+// OpClaim is the operation named in the errors of [Store.Claim] and
+// [Store.Epoch].
 const OpClaim = "claim"
 
+// checkKey returns the error for a claim key that is not a valid actor
+// name (empty, or longer than MaxNameLen), or nil.
+func checkKey(key string) error {
+	if validName(key) {
+		return nil
+	}
+	// Not quoted: it may be very long.
+	return &durability.StoreError{Op: OpClaim,
+		Err: fmt.Errorf("claim key of %d bytes (want 1 to %d): %w", len(key), MaxNameLen, durability.ErrInvalidName)}
+}
+
 // Epoch returns key's current epoch in the database, 0 if it was never
-// claimed.
+// claimed. A key that Claim would refuse (empty, or longer than
+// [MaxNameLen] bytes) is refused alike, with durability.ErrInvalidName.
 func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
 	if err := s.beginRead(); err != nil {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}

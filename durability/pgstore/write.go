@@ -233,6 +233,7 @@ drain:
 func (s *Store) commit(c *committer, batch []*write) {
 	ctx := context.Background()
 	err := c.run(ctx, s, batch)
+	s.noteFailure(err)
 	if err == nil {
 		s.commits.Add(1)
 		s.written.Add(int64(len(batch)))
@@ -253,6 +254,7 @@ func (s *Store) commit(c *committer, batch []*write) {
 	for _, w := range batch {
 		one := []*write{w}
 		err := c.run(ctx, s, one)
+		s.noteFailure(err)
 		if err == nil {
 			s.commits.Add(1)
 			s.written.Add(1)
@@ -261,6 +263,26 @@ func (s *Store) commit(c *committer, batch []*write) {
 		}
 		w.done <- fencedOr(err)
 	}
+}
+
+// readOnlySQLTransaction is the SQLSTATE of a write refused by a server
+// that takes no writes: a standby, or a primary demoted to one.
+const readOnlySQLTransaction = "25006"
+
+// noteFailure drops every connection of the pool when err says that the
+// server takes no writes, so that the next calls connect anew: during a
+// failover, new connections (through a proxy, or a name or a multi-host
+// connection string with target_session_attrs=read-write) reach the new
+// primary, while the old ones would stay on the demoted server until
+// they aged out. Connections in use are dropped when they are returned.
+// Other errors, and nil, change nothing.
+func (s *Store) noteFailure(err error) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != readOnlySQLTransaction {
+		return
+	}
+	s.log.Warn("pgstore: the server takes no writes (a standby, or a demoted primary); dropping its connections, the next calls connect anew", "err", err)
+	s.pool.Reset()
 }
 
 // retryAlone reports whether err came from the server refusing a statement

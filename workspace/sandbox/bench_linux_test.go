@@ -63,3 +63,33 @@ func BenchmarkStart(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunLooksAgain measures what Run adds to a prepared
+// sandbox's start: looking again for the paths to hide, as a set-up
+// does, the defaults alone and with a missing path and a pattern in
+// the workspace.
+func BenchmarkRunLooksAgain(b *testing.B) {
+	dir := b.TempDir()
+	for _, c := range []struct {
+		name string
+		hide []string
+	}{
+		{"defaults", nil},
+		{"missing-and-pattern", []string{dir + "/later.env", dir + "/*.pem"}},
+	} {
+		cfg, err := Config{Hide: c.hide}.WithDefaults()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if cfg.Resolved, err = ResolveHide(cfg.Hide, dir); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := viewHidden(&cfg, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

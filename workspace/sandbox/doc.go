@@ -27,7 +27,9 @@
 //     ([DefaultHidden], the workspace's [Surroundings], the configured
 //     ones; one that holds the workspace keeps the way to it, and, with
 //     the network allowed, /run keeps the name resolver's configuration:
-//     [KeptWithNetwork]),
+//     [KeptWithNetwork]; the directories of the workspace on the way to
+//     a hidden path in it are made mount points, which commands cannot
+//     rename: see [HiddenPath]),
 //     and mounts a copy of the workspace directory — the very directory
 //     the file tools opened, checked by device and inode — read-write at
 //     its own path;
@@ -52,7 +54,8 @@
 //     back to openat);
 //   - reports that it is ready, and waits for its one command: a
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
-//     [Process.Run]);
+//     [Process.Run], which refuses when a path to hide appeared or was
+//     replaced meanwhile: [ErrPreparedStale]);
 //   - forks `shell -c command` with its rlimits (address space, file
 //     size, processes, CPU time, open files; no core files) in force from its first
 //     instruction, and descriptors 0–2 only: the helper sets the limits

@@ -374,6 +374,9 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 		}
 		plan.outside = append(plan.outside, h)
 	}
+	if err := pinWays(plan.inside, wsPath); err != nil {
+		return p, err
+	}
 	for _, h := range plan.inside {
 		if err := hide(h, false, plan.ids[h], true); err != nil {
 			return p, fmt.Errorf("hide %s: %w", h, err)
@@ -668,6 +671,55 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 		return err
 	}
 	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+}
+
+// pinWays makes each directory of the workspace wsPath on the way to
+// a path of inside (below the workspace's root) a mount point of its
+// own, a recursive bind mount of itself, shallowest first, before
+// anything is hidden in it: the kernel refuses to rename or remove a
+// mount point (EBUSY), so a command cannot move a hidden path, with
+// the cover over it, to a name the next sandbox does not hide. The cost
+// is a mount per directory on the way, and that a rename into or out of
+// such a directory crosses mounts (EXDEV: mv copies). A directory gone
+// by now is skipped: hiding what was beneath it says what that means.
+func pinWays(inside []string, wsPath string) error {
+	var ways []string
+	for _, h := range inside {
+		for d := filepath.Dir(h); d != wsPath && within(d, wsPath); d = filepath.Dir(d) {
+			if !slices.Contains(ways, d) {
+				ways = append(ways, d)
+			}
+		}
+	}
+	slices.SortFunc(ways, func(a, b string) int { return len(a) - len(b) })
+	for _, d := range ways {
+		fd, err := unix.Openat2(unix.AT_FDCWD, d, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		switch {
+		case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
+			continue
+		case err != nil:
+			return fmt.Errorf("pin %s: %w", d, err)
+		}
+		err = pin(fd)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("pin %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// pin mounts a recursive copy of the directory on fd onto itself.
+func pin(fd int) error {
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows

@@ -85,29 +85,43 @@ func hideList(wsPath string) (defaults, others []string) {
 // followed, and the identity (device and inode) of what was there.
 // A sandbox hides that path, not what the entry's links lead to by
 // then: commands may have changed those. Beneath the workspace, where
-// commands can rename and replace things, the set-up refuses to run a
-// command when the path no longer holds what was found there
-// ([ErrHiddenMoved]).
+// things are renamed and replaced, the set-up refuses to run a command
+// when the path no longer holds what was found there
+// ([ErrHiddenMoved]). A command cannot rename or remove a directory of
+// the workspace on the way to a path its sandbox hides, whenever that
+// path appeared (each such directory is a mount point in the sandbox:
+// EBUSY, and a move into or out of one crosses mounts: EXDEV), nor the
+// path itself, so it cannot take a hidden path to a name the next
+// sandbox does not hide.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
 	// a link in the workspace on the way (a command's) is not followed,
-	// and the entry then leads nowhere.
+	// and the entry then leads nowhere. A pattern is kept too, as Path
+	// with no identity beside what it matched: it is matched again at
+	// each set-up, listing only directories reached through no link in
+	// the workspace, and what it matches then is hidden.
+	// A set-up lists each directory a component with a pattern needs,
+	// so "/w/*/*.pem" reads the workspace's top directory and each of
+	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
 // refused to run its command because a path to hide beneath the
-// workspace was moved or replaced (by an earlier command, say) since
-// [ResolveHide]: what it held may now be elsewhere, visible. Someone
-// must put it back, or open the workspace again.
+// workspace was moved or replaced since [ResolveHide], from outside
+// the sandboxes (by the host, say, or a command of a workspace that
+// holds this one: this one's commands cannot, see [HiddenPath]): what
+// it held may now be elsewhere, visible. Someone must put it back, or
+// open the workspace again.
 var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
-// and resolves it once and for all: patterns expanded, links followed,
-// the identity of each path that exists recorded. The result is what a
+// and resolves it once and for all: patterns expanded (and kept, to be
+// matched again at each set-up), links followed, the identity of each
+// path that exists recorded. The result is what a
 // [Config]'s Resolved field wants.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
@@ -117,13 +131,18 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	var out []HiddenPath
 	for i, h := range hide {
 		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
+		if isPattern(h) {
 			if matches, err = filepath.Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
+			// The pattern itself, with no identity, is matched again at
+			// each set-up: what matches it only later is hidden too.
+			if hp := (HiddenPath{Path: h}); !slices.Contains(out, hp) {
+				out = append(out, hp)
+			}
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, ws, false)
+			r, err := resolveHidden(nil, m, ws, false)
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
@@ -147,23 +166,51 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // hidePlan is what to cover, resolved: paths outside the workspace
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
-// missing are the entries that led nowhere (a path that does not
-// exist, a pattern that matched nothing existing).
+// missing are the entries to look for again once the workspace is
+// mounted: the paths that led nowhere, and every pattern.
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
+	seen                                lstats // what the planning found
+}
+
+// lstats remembers what Lstat returned for each path, for one look at
+// the paths to hide: the directories on the way to them (/etc, /var,
+// the workspace) are each looked at once. A nil lstats remembers
+// nothing.
+type lstats map[string]lstatResult
+
+type lstatResult struct {
+	fi  os.FileInfo
+	err error
+}
+
+// lstat is os.Lstat, remembered.
+func (c lstats) lstat(path string) (os.FileInfo, error) {
+	if c == nil {
+		return os.Lstat(path)
+	}
+	if r, ok := c[path]; ok {
+		return r.fi, r.err
+	}
+	fi, err := os.Lstat(path)
+	c[path] = lstatResult{fi, err}
+	return fi, err
 }
 
 // ErrConfig is wrapped by the errors that come from a configuration the
 // sandbox cannot honour, not from what the kernel lacks.
 var ErrConfig = errors.New("sandbox configuration")
 
-// planHiding resolves list (links followed, patterns expanded, missing
+// planHiding resolves list (links followed, patterns matched, missing
 // paths left out) around the workspace wsPath (resolved), and adds the
-// paths fixed resolved once (those missing then resolved again now).
+// paths fixed resolved once (those missing then, and the patterns,
+// resolved again now). No link in the workspace is followed: the links
+// there are the commands'.
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}
+	seen := lstats{}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
@@ -176,22 +223,25 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	}
 	for _, h := range list {
 		matches := []string{h}
-		if strings.ContainsAny(h, "*?[") {
+		if isPattern(h) {
 			var err error
-			if matches, err = filepath.Glob(h); err != nil {
+			if matches, err = globHidden(seen, h, wsPath); err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-		}
-		if len(matches) == 0 {
+			// Looked for again once the workspace is mounted, whatever
+			// it matched now: a workspace beneath /tmp is not there
+			// to be matched before.
 			missing = append(missing, h)
 		}
 		for _, m := range matches {
-			r, err := resolveHidden(m, wsPath, true)
+			r, err := resolveHidden(seen, m, wsPath, true)
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
 			if r == "" {
-				missing = append(missing, m)
+				if !isPattern(h) {
+					missing = append(missing, m)
+				}
 			} else if !slices.Contains(resolved, r) {
 				resolved = append(resolved, r)
 			}
@@ -200,7 +250,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing}
+	plan := hidePlan{ids: ids, missing: missing, seen: seen}
 	for _, r := range resolved {
 		if within(r, wsPath) {
 			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
@@ -223,14 +273,14 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 // it does not exist. Set up (atSetUp: commands may have run), it follows
 // no link in the workspace (see [resolveOutside]): a path that leads
 // through one leads nowhere.
-func resolveHidden(path, wsPath string, atSetUp bool) (string, error) {
+func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
 	}
 	var r string
 	if atSetUp {
 		var ok bool
-		if r, ok = resolveOutside(path, wsPath); !ok {
+		if r, ok = resolveOutside(seen, path, wsPath); !ok {
 			return "", nil
 		}
 	} else {
@@ -259,7 +309,7 @@ const maxLinks = 40
 // and returns where it leads; ok is false when it leads nowhere, through
 // more than maxLinks links, or through a link in the workspace wsPath:
 // the links there are the commands', and none is followed.
-func resolveOutside(path, wsPath string) (resolved string, ok bool) {
+func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
@@ -276,7 +326,7 @@ func resolveOutside(path, wsPath string) (resolved string, ok bool) {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
+		fi, err := seen.lstat(next)
 		if err != nil {
 			return "", false
 		}
@@ -298,6 +348,10 @@ func resolveOutside(path, wsPath string) (resolved string, ok bool) {
 	}
 	return cur, true
 }
+
+// isPattern reports whether a path to hide is a pattern (see
+// filepath.Match).
+func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
 
 // within reports whether path is dir or beneath it (both clean).
 func within(path, dir string) bool {

@@ -33,7 +33,7 @@ func keepFiles(keep, others []string, fixed []HiddenPath, wsPath string, plan *h
 	var kept []keptFile
 	var otherPlan *hidePlan
 	for _, name := range keep {
-		path, ok := resolveOutside(name, wsPath)
+		path, ok := resolveOutside(nil, name, wsPath)
 		if !ok || within(path, wsPath) || slices.ContainsFunc(kept, func(k keptFile) bool { return k.path == path }) {
 			continue
 		}

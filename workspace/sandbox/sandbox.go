@@ -103,11 +103,14 @@ type Config struct {
 	// [DefaultHidden] and the workspace's [Surroundings]: a directory is
 	// covered by an empty read-only tmpfs, a file by /dev/null. Links
 	// are followed; a path that does not exist is looked for again by
-	// each sandbox set up, and hidden once it exists, in the workspace
+	// each sandbox set up (and as its command starts: [Process.Run]),
+	// and hidden once it exists, in the workspace
 	// too (see [HiddenPath]), following then no link in the workspace,
-	// where commands make them; "/" and the workspace itself are refused
-	// ([CheckHide]). A directory that holds the workspace shows only
-	// the directories on the way to it.
+	// where commands make them. An entry may be a pattern
+	// (filepath.Match), matched by ResolveHide and again by each
+	// sandbox set up: what matches it then is hidden. "/" and the
+	// workspace itself are refused ([CheckHide]). A directory that
+	// holds the workspace shows only the directories on the way to it.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and
@@ -316,3 +319,10 @@ type Exit struct {
 	// Signal is the signal that killed the shell (0 if none).
 	Signal int `json:"signal,omitempty"`
 }
+
+// ErrPreparedStale is wrapped by the error of [Process.Run] when a path
+// to hide changed after the sandbox was prepared: one appeared (a path
+// missing then, a new match of a pattern) or was replaced, which the
+// sandbox does not hide. The command was not started; a sandbox
+// prepared now hides what is there now.
+var ErrPreparedStale = errors.New("sandbox: a path to hide changed since the sandbox was prepared")

@@ -1,0 +1,19 @@
+package pgstore
+
+import "context"
+
+// OpenConns holds n connections of s's pool at once and returns them to
+// it, so that the pool holds at least n.
+func OpenConns(ctx context.Context, s *Store, n int) error {
+	for range n {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Release()
+	}
+	return nil
+}
+
+// PoolConns returns how many connections s's pool holds, idle or in use.
+func PoolConns(s *Store) int32 { return s.pool.Stat().TotalConns() }

@@ -34,6 +34,7 @@ const (
 	childEtcdEnv       = "POLYWEAVE_CLUSTER_ETCD"        // the etcd client endpoint
 	childEtcdPrefixEnv = "POLYWEAVE_CLUSTER_ETCD_PREFIX" // the key prefix of the test's members
 	childEtcdPollEnv   = "POLYWEAVE_CLUSTER_ETCD_POLL"   // set: the topology marks come from polling Member.Members
+	childEtcdHoldEnv   = "POLYWEAVE_CLUSTER_ETCD_HOLD"   // set: the member waits between its read of the members and its watch
 )
 
 // etcdServer is a throwaway single-node etcd (Debian's etcd-server,
@@ -164,6 +165,13 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err != nil {
 		return err
 	}
+	mark := tooltest.Marker()
+	if os.Getenv(childEtcdHoldEnv) != "" {
+		cluster.SetFirstWatchHook(func() {
+			mark("read the members")
+			readLine(os.Stdin)
+		})
+	}
 	m, err := cluster.Start(&cluster.Options{
 		Provider: provider,
 		Store:    store,
@@ -173,7 +181,6 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err != nil {
 		return err
 	}
-	mark := tooltest.Marker()
 	mark("ready %s %d", m.Address(), os.Getpid())
 	topology := func(members []string) {
 		slices.Sort(members)
@@ -233,6 +240,17 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		return fmt.Errorf("the member left goroutines behind: %w", err)
 	}
 	return nil
+}
+
+// readLine reads r up to its next line end, one byte at a time: it reads
+// nothing beyond it.
+func readLine(r io.Reader) {
+	b := make([]byte, 1)
+	for {
+		if n, err := r.Read(b); err != nil || (n == 1 && b[0] == '\n') {
+			return
+		}
+	}
 }
 
 // pollMembers calls m.Members every millisecond, in a goroutine of its

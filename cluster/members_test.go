@@ -60,3 +60,32 @@ func TestEtcd_MembersWhileJoining(t *testing.T) {
 	}
 	checkRaceReports(t, filepath.Dir(members.raceLog), "github.com/polyweave/polyweave-go/cluster.(*Member).Members()")
 }
+
+// TestEtcd_SeesMemberThatJoinedWhileItStarted: a member that registers
+// while another starts, after that one has read the members and before it
+// watches them, is not missed: the watch starts where the read ended. A
+// waits there (childEtcdHoldEnv) while B starts; C starts once A is up,
+// and A's first view with C has B too.
+func TestEtcd_SeesMemberThatJoinedWhileItStarted(t *testing.T) {
+	parallelLeakCheck(t)
+	members := newEtcdMembers(t)
+	a := members.spawn(t, childEtcdHoldEnv+"=1")
+	nextMark(t, a, "read the members")
+	b, addrB, _ := members.start(t)
+	a.Send(t, "watch")
+	addrA, _ := etcdReady(t, a)
+	c, addrC, _ := members.start(t)
+	for {
+		view := strings.Split(nextMark(t, a, "topology "), ",")
+		if slices.Contains(view, addrC) {
+			if !slices.Contains(view, addrB) {
+				t.Errorf("A (%s) sees C (%s) but not B (%s), which registered while A started: %v", addrA, addrC, addrB, view)
+			}
+			break
+		}
+	}
+	for _, m := range []*tooltest.Child{c, b, a} {
+		m.Stop(t)
+	}
+	checkRaceReports(t, filepath.Dir(members.raceLog))
+}

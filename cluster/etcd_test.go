@@ -166,10 +166,13 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		return err
 	}
 	mark := tooltest.Marker()
+	var released chan struct{} // closed once the held member has read its line
 	if os.Getenv(childEtcdHoldEnv) != "" {
+		released = make(chan struct{})
 		cluster.SetFirstWatchHook(func() {
 			mark("read the members")
 			readLine(os.Stdin)
+			close(released)
 		})
 	}
 	m, err := cluster.Start(&cluster.Options{
@@ -180,6 +183,11 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if released != nil {
+		// Start returns while the first watch is held: stdin is the
+		// hook's until then.
+		<-released
 	}
 	mark("ready %s %d", m.Address(), os.Getpid())
 	topology := func(members []string) {

@@ -29,23 +29,23 @@ func waitTopology(t *testing.T, c *tooltest.Child, want ...string) {
 	}
 }
 
-// TestEtcd_MembersWhileJoining: members that each read their view of the
-// members (Member.Members) every millisecond, from the moment they have
-// started, see the others join, and then one leave, through it; the
-// reads race with nothing, though each member's provider replaces
-// protoactor's member list meanwhile: the race detector reports no race
-// in this module's code in any member, nor one where Members reads
-// protoactor's state. (The members start one after the other: the pinned
-// etcd provider may miss for good a member that registers while another
-// starts, between its read of the members and its watch.)
+// TestEtcd_MembersWhileJoining: members that start at the same time, each
+// reading its view of the members (Member.Members) every millisecond
+// from the moment it has started, see one another join, and then one
+// leave, through it; the reads race with nothing, though each member's
+// provider replaces protoactor's member list meanwhile: the race detector
+// reports no race in this module's code in any member, nor one where
+// Members reads protoactor's state.
 func TestEtcd_MembersWhileJoining(t *testing.T) {
 	parallelLeakCheck(t)
 	members := newEtcdMembers(t)
 	children := make([]*tooltest.Child, 3)
-	addrs := make([]string, len(children))
 	for i := range children {
-		children[i] = members.spawn(t, childEtcdPollEnv+"=1")
-		addrs[i], _ = etcdReady(t, children[i])
+		children[i] = members.spawn(t, childEtcdPollEnv+"=1") // at once
+	}
+	addrs := make([]string, len(children))
+	for i, c := range children {
+		addrs[i], _ = etcdReady(t, c)
 	}
 	for _, c := range children {
 		waitTopology(t, c, addrs...)

@@ -522,16 +522,17 @@ func (a *Agent) Close(ctx context.Context) error {
 // with a Store, Run reads the session before each attempt, and the
 // answer holds the rounds the session had done, rebuilt from the stored
 // conversation, each once, then the rounds of the Run. A rebuilt round
-// has what the model said in it, its calls and its results' content,
-// which is all the store keeps of them: its results' IsError and
-// FailureKind are not set, so the answer's FailedCalls does not count
-// the failed calls of rebuilt rounds. They cannot be told from the
-// store: it keeps a result as the tool message the model read, and an
-// error result may have any content (a tool's own shape, see
-// tools.ResultError) while a result that is not one may look like the
-// usual {"success":false,...}. The round the Run resumes (its calls
-// given again, with their stored results, answered as interrupted or
-// cancelled, or run) comes from the loop with those fields, and with
+// has what the model said in it, its calls and its results, each with
+// its content (the tool message the model read) and, as the store marks
+// them beside the conversation, IsError and FailureKind, so that the
+// answer's FailedCalls counts the failed calls of rebuilt rounds too.
+// A session snapshotted by a version before those marks may lack them
+// for the rounds it had done then, whose results then have IsError and
+// FailureKind unset (an error result may have any content, a tool's own
+// shape, see tools.ResultError: the content does not tell). The round
+// the Run resumes (its calls given again, with their stored results,
+// answered as interrupted or cancelled, or run) comes from the loop
+// with those fields, and with
 // what the model said before the stop ([Agent.Stream] gives that text
 // as an [EventText] before the round's calls). Usage counts this Run
 // only: it sums the token usage of the responses its attempts got, not
@@ -897,10 +898,16 @@ func (r *resumedResponse) says(f *messages.Frame) *messages.Frame {
 // if any, and the first request's), each round is an assistant message
 // with its calls followed by one tool message per call, in call order.
 // The store keeps them as the model reads them: a result has its call's
-// id and name and its content, but not whether it was an error result,
-// nor its failure kind. Messages it cannot read as rounds end the list.
+// id and name and its content; whether it was an error result, and its
+// failure kind, come from the session's result marks, which a session
+// stored before them lacks. Messages it cannot read as rounds end the
+// list.
 func storedRounds(st *messages.LoopSession) []models.Round {
 	msgs := st.GetMessages()
+	marks := make(map[int]*messages.ResultMark, len(st.GetResultMarks()))
+	for _, mk := range st.GetResultMarks() {
+		marks[int(mk.GetMessage())] = mk
+	}
 	firstReq, err := models.SplitMessages(st.GetFirstRequest())
 	if err != nil {
 		return nil
@@ -929,6 +936,9 @@ func storedRounds(st *messages.LoopSession) []models.Round {
 				return rounds
 			}
 			r.Results[j] = models.ToolResult{CallID: call.ID, Name: call.Name, Content: json.RawMessage(res.Content)}
+			if mk := marks[i+1+j]; mk.GetToolCallId() == call.ID {
+				r.Results[j].IsError, r.Results[j].FailureKind = mk.GetIsError(), mk.GetFailureKind()
+			}
 		}
 		rounds = append(rounds, r)
 		i += 1 + len(m.ToolCalls)

@@ -11,8 +11,8 @@
 // final text apart from what the model said along with its calls, each
 // tool round with its results, the summed token usage of the Run's
 // responses. A Run that resumes a durable session (see below) answers
-// with the rounds done before it too, rebuilt from the store, each once
-// (their results' content only: see [Agent.Run]). [Agent.Stream]
+// with the rounds done before it too, rebuilt from the store, each once,
+// their failed calls included (see [Agent.Run]). [Agent.Stream]
 // gives the same as a sequence of [Event] values (text deltas, calls,
 // results, usage, restarts) for hosts that show progress.
 //

@@ -103,32 +103,9 @@ func wantRounds(t *testing.T, what string, ans *models.Answer, want string) {
 func TestRun_ResumedInNewProcessHoldsEarlierRounds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	var echoes atomic.Int64
-	func() { // the first process
-		store, err := boltstore.Open(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		rt, err := actors.NewRuntime(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		started := make(chan struct{}, 1)
-		a, err := roundsAgent(t, rt, store, started, &echoes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { _, err := a.Run(testCtx(t), "session-1", ask); done <- err }()
-		<-started
-		gone, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = rt.Close(gone) // the process goes: nothing waits for the call
-		if err := <-done; err == nil {
-			t.Fatal("the Run of the stopped process answered")
-		}
-		_ = a.Close(context.Background())
-	}()
+	stopDuringHold(t, path, func(rt *actors.Runtime, store durability.Store, started chan<- struct{}) (*agent.Agent, error) {
+		return roundsAgent(t, rt, store, started, &echoes)
+	})
 	store, err := boltstore.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +131,47 @@ func TestRun_ResumedInNewProcessHoldsEarlierRounds(t *testing.T) {
 	if err != nil || again.Text != "All done." || !again.Answered {
 		t.Fatalf("ended session: %+v, %v", again, err)
 	}
-	wantRounds(t, "ended session", again, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=`+string(ans.Rounds[1].Results[0].Content))
+	wantRounds(t, "ended session", again, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=[interrupted]`)
+	if got, want := string(again.Rounds[1].Results[0].Content), string(ans.Rounds[1].Results[0].Content); got != want {
+		t.Errorf("ended session: c2's result %s, want %s", got, want)
+	}
+}
+
+// stopDuringHold runs a process that stops during a call of "hold": in
+// a runtime of its own, the agent newAgent makes (on the bbolt store at
+// path, its hold tool saying on started when it starts) runs session-1
+// with ask until its hold tool starts, and then the runtime is closed
+// under the Run, which nothing waits for.
+func stopDuringHold(t *testing.T, path string, newAgent func(*actors.Runtime, durability.Store, chan<- struct{}) (*agent.Agent, error)) {
+	t.Helper()
+	store, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rt, err := actors.NewRuntime(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	a, err := newAgent(rt, store, started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Run(testCtx(t), "session-1", ask); done <- err }()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the Run of the first process ended before hold started: %v", err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = rt.Close(gone) // the process goes: nothing waits for the call
+	if err := <-done; err == nil {
+		t.Fatal("the Run of the stopped process answered")
+	}
+	_ = a.Close(context.Background())
 }
 
 // TestRun_ResumedAfterCancelHoldsEarlierRounds: in one process, a Run
@@ -178,7 +195,6 @@ func TestRun_ResumedAfterCancelHoldsEarlierRounds(t *testing.T) {
 		t.Fatalf("cancelled Run: %v", err)
 	}
 	wantRounds(t, "cancelled Run", first, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=[cancelled]`)
-	cancelled := string(first.Rounds[1].Results[0].Content)
 	ans, err := a.Run(testCtx(t), "session-1", ask)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +207,10 @@ func TestRun_ResumedAfterCancelHoldsEarlierRounds(t *testing.T) {
 	if err != nil || again.Text != "All done." || !again.Answered {
 		t.Fatalf("ended session: %+v, %v", again, err)
 	}
-	wantRounds(t, "ended session", again, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=`+cancelled)
+	wantRounds(t, "ended session", again, `"Checking.": c1 echo={"echo":"hi"}; "Holding.": c2 hold=[cancelled]`)
+	if got, want := string(again.Rounds[1].Results[0].Content), string(first.Rounds[1].Results[0].Content); got != want {
+		t.Errorf("ended session: c2's result %s, want %s as the cancelled Run got it", got, want)
+	}
 }
 
 // TestStream_ResumedRoundSaysItsText: a Stream that resumes a session

@@ -121,6 +121,20 @@ type Options struct {
 	// DefaultStoreRetries; negative, none. A store that refuses the
 	// session for good fails Run at once ([ErrStoreRefused]).
 	StoreRetries int
+	// KeepaliveTime is how long a connection to another member (or a
+	// client) may stay quiet before this member pings it, and
+	// KeepaliveTimeout how long it then waits for the answer: a peer
+	// that does not answer is gone (its connection ends, as when it
+	// dies), even when the connection never closes (a network cut, a
+	// frozen process). Defaults remote.DefaultKeepaliveTime and
+	// remote.DefaultKeepaliveTimeout, as remote.ClientOptions'; gRPC
+	// pings at most every 10 s; negative KeepaliveTime: no pings. A
+	// member lets its peers ping it that often; a member built before
+	// members pinged allows one ping per 5 minutes and hangs up on a
+	// peer that pings more often: while such members run, give the new
+	// ones a negative KeepaliveTime.
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -334,7 +348,10 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
-	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
+	// Pings as the remote package's nodes and clients ping, and allows
+	// their pings (and its peers').
+	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption(), remote.PingPolicy()),
+		paremote.WithDialOptions(remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)...),
 		paremote.WithEndpointWriterQueueSize(1024))
 	// A member that cannot be reached is given up after one attempt:
 	// requests to a dead member fail fast and go elsewhere.

@@ -590,7 +590,14 @@ type LoopSession struct {
 	Thinking []byte `protobuf:"bytes,10,opt,name=thinking,proto3" json:"thinking,omitempty"`
 	// cancel is how the caller cancelled the current response (its
 	// LoopCancelled events); unset when it did not.
-	Cancel        *LoopCancel `protobuf:"bytes,11,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Cancel *LoopCancel `protobuf:"bytes,11,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	// result_marks are what messages does not say of the results of the
+	// rounds done: a tool message is what the model read, not whether its
+	// result was an error, nor why. One mark per result that was an error
+	// result or had a failure kind, in the order of messages; none for the
+	// others, nor for the tool messages of the request that started the
+	// session. Sessions stored before this field have none.
+	ResultMarks   []*ResultMark `protobuf:"bytes,12,rep,name=result_marks,json=resultMarks,proto3" json:"result_marks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -702,6 +709,13 @@ func (x *LoopSession) GetCancel() *LoopCancel {
 	return nil
 }
 
+func (x *LoopSession) GetResultMarks() []*ResultMark {
+	if x != nil {
+		return x.ResultMarks
+	}
+	return nil
+}
+
 // LoopCancel is the caller's cancel of a session's current response.
 type LoopCancel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -769,6 +783,80 @@ func (x *LoopCancel) GetCalls() []string {
 	return nil
 }
 
+// ResultMark marks a result of a session's conversation as an error
+// result, or one with a failure kind.
+type ResultMark struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// message is the index of the result's tool message in
+	// LoopSession.messages.
+	Message    uint32 `protobuf:"varint,1,opt,name=message,proto3" json:"message,omitempty"`
+	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	IsError    bool   `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	// failure_kind is the result's meta.failure_kind (a tools.FailureKind
+	// name); empty when the stage that made it did not tell.
+	FailureKind   string `protobuf:"bytes,4,opt,name=failure_kind,json=failureKind,proto3" json:"failure_kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResultMark) Reset() {
+	*x = ResultMark{}
+	mi := &file_durability_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResultMark) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResultMark) ProtoMessage() {}
+
+func (x *ResultMark) ProtoReflect() protoreflect.Message {
+	mi := &file_durability_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResultMark.ProtoReflect.Descriptor instead.
+func (*ResultMark) Descriptor() ([]byte, []int) {
+	return file_durability_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ResultMark) GetMessage() uint32 {
+	if x != nil {
+		return x.Message
+	}
+	return 0
+}
+
+func (x *ResultMark) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ResultMark) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *ResultMark) GetFailureKind() string {
+	if x != nil {
+		return x.FailureKind
+	}
+	return ""
+}
+
 var File_durability_proto protoreflect.FileDescriptor
 
 const file_durability_proto_rawDesc = "" +
@@ -805,7 +893,7 @@ const file_durability_proto_rawDesc = "" +
 	"\bLoopCall\x12'\n" +
 	"\x04call\x18\x01 \x01(\v2\x13.polyweave.v1.FrameR\x04call\x12\x1a\n" +
 	"\bcomplete\x18\x02 \x01(\bR\bcomplete\x12+\n" +
-	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\x8d\x03\n" +
+	"\x06result\x18\x03 \x01(\v2\x13.polyweave.v1.FrameR\x06result\"\xca\x03\n" +
 	"\vLoopSession\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12#\n" +
@@ -819,12 +907,20 @@ const file_durability_proto_rawDesc = "" +
 	"\x05steps\x18\t \x01(\x04R\x05steps\x12\x1a\n" +
 	"\bthinking\x18\n" +
 	" \x01(\fR\bthinking\x120\n" +
-	"\x06cancel\x18\v \x01(\v2\x18.polyweave.v1.LoopCancelR\x06cancel\"V\n" +
+	"\x06cancel\x18\v \x01(\v2\x18.polyweave.v1.LoopCancelR\x06cancel\x12;\n" +
+	"\fresult_marks\x18\f \x03(\v2\x18.polyweave.v1.ResultMarkR\vresultMarks\"V\n" +
 	"\n" +
 	"LoopCancel\x12\x18\n" +
 	"\astopped\x18\x01 \x01(\bR\astopped\x12\x18\n" +
 	"\aaborted\x18\x02 \x01(\bR\aaborted\x12\x14\n" +
-	"\x05calls\x18\x03 \x03(\tR\x05calls*h\n" +
+	"\x05calls\x18\x03 \x03(\tR\x05calls\"\x86\x01\n" +
+	"\n" +
+	"ResultMark\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\rR\amessage\x12 \n" +
+	"\ftool_call_id\x18\x02 \x01(\tR\n" +
+	"toolCallId\x12\x19\n" +
+	"\bis_error\x18\x03 \x01(\bR\aisError\x12!\n" +
+	"\ffailure_kind\x18\x04 \x01(\tR\vfailureKind*h\n" +
 	"\tLoopPhase\x12\x1a\n" +
 	"\x16LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10LOOP_PHASE_MODEL\x10\x01\x12\x14\n" +
@@ -844,7 +940,7 @@ func file_durability_proto_rawDescGZIP() []byte {
 }
 
 var file_durability_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_durability_proto_goTypes = []any{
 	(LoopPhase)(0),              // 0: polyweave.v1.LoopPhase
 	(*PendingToolCall)(nil),     // 1: polyweave.v1.PendingToolCall
@@ -857,22 +953,24 @@ var file_durability_proto_goTypes = []any{
 	(*LoopCall)(nil),            // 8: polyweave.v1.LoopCall
 	(*LoopSession)(nil),         // 9: polyweave.v1.LoopSession
 	(*LoopCancel)(nil),          // 10: polyweave.v1.LoopCancel
-	(*Frame)(nil),               // 11: polyweave.v1.Frame
+	(*ResultMark)(nil),          // 11: polyweave.v1.ResultMark
+	(*Frame)(nil),               // 12: polyweave.v1.Frame
 }
 var file_durability_proto_depIdxs = []int32{
 	1,  // 0: polyweave.v1.RouterState.calls:type_name -> polyweave.v1.PendingToolCall
 	2,  // 1: polyweave.v1.RouterRestored.state:type_name -> polyweave.v1.RouterState
-	11, // 2: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
-	11, // 3: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
-	11, // 4: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
+	12, // 2: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
+	12, // 3: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
+	12, // 4: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
 	0,  // 5: polyweave.v1.LoopSession.phase:type_name -> polyweave.v1.LoopPhase
 	8,  // 6: polyweave.v1.LoopSession.calls:type_name -> polyweave.v1.LoopCall
 	10, // 7: polyweave.v1.LoopSession.cancel:type_name -> polyweave.v1.LoopCancel
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 8: polyweave.v1.LoopSession.result_marks:type_name -> polyweave.v1.ResultMark
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_durability_proto_init() }
@@ -887,7 +985,7 @@ func file_durability_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_durability_proto_rawDesc), len(file_durability_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

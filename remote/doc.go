@@ -34,12 +34,29 @@
 // unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
-// connection drops, the node cancels that caller's calls (their handlers'
-// contexts end) and forgets them; [Client.Close] cancels its calls still
+// connection drops, or a ping over a quiet connection goes unanswered
+// ([NodeOptions].KeepaliveTime and KeepaliveTimeout, with the client's
+// defaults), the node cancels that caller's calls (their handlers'
+// contexts end) and forgets them; a caller still there (only the node's
+// connection to it lost) is told, each of its calls answered with
+// [ErrConnectionLost] (over a new connection) rather than waiting for
+// its timeout. [Client.Close] cancels its calls still
 // running on nodes and answers every request still waiting with
 // [ErrClosed]. A node's result that
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
+//
+// # Pings
+//
+// Nodes and clients ping their quiet connections (every
+// DefaultKeepaliveTime unless their options say otherwise) and let their
+// peers ping them every 5 s, even with no call running; [DialOptions] and
+// [PingPolicy] give a protoactor remote started elsewhere (a cluster
+// member's) the same. A gRPC server hangs up on a peer that pings more
+// often than its policy allows: nodes and clients built before they
+// pinged allow one ping per 5 minutes, so a peer that pings them loses
+// its connection to them after a few pings. Where such peers still run,
+// turn the pings of the new ones off (a negative KeepaliveTime).
 //
 // # Loopback only, unless asked
 //

@@ -34,16 +34,32 @@ type NodeOptions struct {
 	// (results go back over the node's own connections): a caller that
 	// does not complete it in time is gone, and Close does not wait for
 	// it longer than that. Default DefaultConnectTimeout; negative:
-	// gRPC's own bound (20 s). A node pings a quiet connection to a
-	// caller as a client pings its nodes' (DefaultKeepaliveTime,
-	// DefaultKeepaliveTimeout), so a caller that vanishes without
-	// closing it is gone too.
+	// gRPC's own bound (20 s).
 	ConnectTimeout time.Duration
+	// KeepaliveTime is how long a connection to a caller may stay quiet
+	// before the node pings the caller over it, and KeepaliveTimeout how
+	// long it then waits for the answer: a caller that does not answer is
+	// gone (its calls are cancelled), even when its connection never
+	// closes (a network cut, a frozen process). Defaults
+	// DefaultKeepaliveTime and DefaultKeepaliveTimeout, as a client's;
+	// gRPC pings at most every 10 s, so a shorter time means 10 s;
+	// negative KeepaliveTime: no pings (the calls of a caller that
+	// vanishes without closing its connection then run until their own
+	// timeouts, or until TCP gives up on the connection, which can take
+	// hours).
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
 	// reaches its address runs its tools, so set it only on a network
 	// where every peer is trusted, or behind a tunnel that authenticates.
 	AllowRemote bool
+}
+
+// dials returns the bounds and pings of the node's connections to its
+// callers.
+func (o *NodeOptions) dials() *dials {
+	return newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout)
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -124,7 +140,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, 0, 0),
+	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: o.dials(),
 		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -190,14 +206,15 @@ func (n *Node) receive(ctx actor.Context) {
 		if m.GetWhy() == actor.TerminatedReason_AddressTerminated {
 			return
 		}
-		cancelled := n.callersGone(m.GetWho().Equal)
+		cancelled := n.callersGone(m.GetWho().Equal, false)
 		n.log.Info("caller gone", "caller", m.GetWho().String(), "cancelled_calls", cancelled)
 		return
 	case *peerGone:
 		// The connection to callers ended (or failed to open): it also
 		// stands for the watches that reached its endpoint too late to
-		// be answered (see watchEndpoints).
-		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }); cancelled > 0 {
+		// be answered (see watchEndpoints). The callers may still be
+		// there (only this connection lost): they are told.
+		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
 		return
@@ -248,10 +265,14 @@ func (n *Node) watchCaller(ctx actor.Context, caller *actor.PID) {
 }
 
 // callersGone cancels every call of the callers that gone matches (which
-// are gone, or whose connection is), and returns how many it cancelled:
-// nobody will read their results, and a tool without a timeout would run
-// on forever. The routes go first, so the cancelled results are dropped.
-func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
+// are gone, or whose connection is), and returns how many it cancelled: a
+// tool without a timeout would run on forever. The routes go first, so
+// the cancelled results are dropped. When tell, each call is answered
+// instead with an error of kind KindConnectionLost: sent to a caller
+// whose connection ended, it opens a new one, and a caller still there
+// (only the connection lost) learns at once that its call will not be
+// answered; to a caller that is gone, it fails to open.
+func (n *Node) callersGone(gone func(caller *actor.PID) bool, tell bool) int {
 	for k, caller := range n.callers {
 		if gone(caller) {
 			delete(n.callers, k)
@@ -266,11 +287,23 @@ func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
 		if _, ok := n.routes.LoadAndDelete(k); ok {
 			key := k.(callKey)
 			_ = n.conns[r.tool].Send(messages.Cancel(key.stream, key.id))
+			if tell {
+				n.rt.System().Root.Send(r.to, connectionLost(key, r.tool))
+			}
 			cancelled++
 		}
 		return true
 	})
 	return cancelled
+}
+
+// connectionLost is the answer to the call key of tool, cancelled because
+// the node's connection to its caller ended.
+func connectionLost(key callKey, tool string) *messages.Frame {
+	f := messages.ToolError(key.stream, key.id, tool, fmt.Sprintf(
+		"Tool %s was cancelled: its node lost its connection to the caller (the call may have run in part)", tool))
+	f.Meta.FailureKind = string(KindConnectionLost)
+	return f
 }
 
 func unknownTool(call *messages.Frame) *messages.Frame {

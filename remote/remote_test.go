@@ -133,7 +133,9 @@ func runTestNode(addr string) int {
 		defer mu.Unlock()
 		fmt.Println(e)
 	}
-	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events)})
+	// The answer to a ping is awaited as long as runFrozen's client
+	// awaits it (TestNode_FrozenCallerIsGone).
+	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -30,6 +30,9 @@ type sessionRecord struct {
 	// cancel is the caller's cancel of the current response; nil when it
 	// did not cancel it.
 	cancel *messages.LoopCancel
+	// marks say which results of the rounds in messages were errors, and
+	// why (see resultMarks).
+	marks []*messages.ResultMark
 }
 
 // recordCall is one call of the current response.
@@ -128,6 +131,7 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 			for i, rc := range r.calls {
 				calls[i], results[i] = rc.call, rc.result
 			}
+			r.marks = appendMarks(r.marks, len(r.messages)+1, results)
 			r.messages = appendRound(r.messages, string(r.text), calls, results, m.GetThinking())
 			r.phase = messages.LoopPhase_LOOP_PHASE_MODEL
 		}
@@ -139,6 +143,30 @@ func (r *sessionRecord) apply(msg proto.Message) bool {
 		return false
 	}
 	return true
+}
+
+// appendMarks extends marks with those of a round's results, whose tool
+// messages are at index at of the conversation and after (see
+// resultMarks).
+func appendMarks(marks []*messages.ResultMark, at int, results []*messages.Frame) []*messages.ResultMark {
+	for i, res := range results {
+		if mk := resultMark(at+i, res); mk != nil {
+			marks = append(marks, mk)
+		}
+	}
+	return marks
+}
+
+// resultMark returns the mark of result res, whose tool message is at
+// index at of the conversation: what the tool message does not say of
+// it, whether it was an error result and its failure kind; nil for a
+// result with neither, which needs no mark.
+func resultMark(at int, res *messages.Frame) *messages.ResultMark {
+	kind := res.GetMeta().GetFailureKind()
+	if !res.IsErrorResult() && kind == "" {
+		return nil
+	}
+	return &messages.ResultMark{Message: uint32(at), ToolCallId: res.GetToolCallId(), IsError: res.IsErrorResult(), FailureKind: kind}
 }
 
 // joinCancel returns the cancel of a response after the caller's cancel
@@ -281,7 +309,7 @@ func rawMessages(b [][]byte) []json.RawMessage {
 func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 	st := &messages.LoopSession{SessionId: id, FirstRequest: r.first, Params: r.params,
 		Iteration: uint32(r.iteration), Phase: r.phase, Text: string(r.text), Steps: steps, Thinking: r.thinking,
-		Cancel: r.cancel}
+		Cancel: r.cancel, ResultMarks: slices.Clip(r.marks)}
 	st.Messages = make([][]byte, len(r.messages))
 	for i, m := range r.messages {
 		st.Messages[i] = m
@@ -299,7 +327,8 @@ func (r *sessionRecord) state(id string, steps uint64) *messages.LoopSession {
 func (r *sessionRecord) restore(st *messages.LoopSession) {
 	*r = sessionRecord{started: true, first: st.GetFirstRequest(), params: st.GetParams(),
 		messages: rawMessages(st.GetMessages()), iteration: int(st.GetIteration()), phase: st.GetPhase(),
-		text: []byte(st.GetText()), thinking: st.GetThinking(), cancel: st.GetCancel()}
+		text: []byte(st.GetText()), thinking: st.GetThinking(), cancel: st.GetCancel(),
+		marks: slices.Clip(st.GetResultMarks())}
 	for _, lc := range st.GetCalls() {
 		f := lc.GetCall()
 		rc := &recordCall{id: f.GetToolCallId(), result: lc.GetResult()}

@@ -164,7 +164,10 @@ type Options struct {
 	// or sent again with the rounds that completed (without). An attempt
 	// after one that a conversation's own loop closed or refused as
 	// stopped runs on a fresh loop, once the old one has stopped (see the
-	// package doc). Default [DefaultMaxAttempts]; 1 never retries.
+	// package doc). An attempt after one that failed without a failure
+	// kind waits while the loop restarts, and one that a restarting loop
+	// refused (or closed before serving it) without having failed itself
+	// is not counted. Default [DefaultMaxAttempts]; 1 never retries.
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// end the conversation after sending ABORT (the loop ends it once the
@@ -702,6 +705,9 @@ type conversation struct {
 	// ERROR frame's failure kind, or its stream's end without one), one
 	// that says another attempt cannot help, or "".
 	failure string
+	// served: the last attempt's stream got a frame from the loop other
+	// than ERROR and END.
+	served bool
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
@@ -743,12 +749,21 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		defer c.stopLoop()
 	}
 	payload := c.first
+	spent := 0            // the attempts counted against MaxAttempts
+	restarts := -1        // the loop's restarts when it ran again after one, before this attempt; -1: none
+	var failed loopFailed // the loop failed during this attempt (looked at after a restart)
 	for attempt := 1; ; attempt++ {
 		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err
 		}
+		unwatch := failed.watch(a.rt, mux, restarts >= 0)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
+		unwatch()
+		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.Load())
+		if !refused {
+			spent++
+		}
 		// Merge only on the way out: result changes ans, and a retry keeps
 		// ans's own rounds, not those already kept.
 		switch {
@@ -766,16 +781,24 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// sharedLoop). Another attempt would meet the same.
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error, Err: ErrPermanent}
-		case attempt >= a.opts.MaxAttempts:
-			failed := &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error, Err: ErrPermanent}
+		case !refused && spent >= a.opts.MaxAttempts:
+			fe := &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error}
 			if c.failure == actors.StoppedKind {
-				failed.Err = actors.ErrDuplexStopped
+				fe.Err = actors.ErrDuplexStopped
 			}
-			return c.result(ans), failed
+			return c.result(ans), fe
 		}
 		// Keep what ran, and ask again.
 		c.keep(ans)
+		if restarts = -1; c.failure == "" {
+			// A failure of no kind may be the loop's restart (its
+			// incarnation ended, closing the attempt, or refusing it):
+			// the next attempt waits for the loop to run again.
+			if restarts, err = c.awaitRestart(ctx, mux); err != nil {
+				return c.result(nil), err
+			}
+		}
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
 		} else {
@@ -1000,6 +1023,95 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	return c.mux, nil
 }
 
+// loopState returns the state of the loop actor of mux and its
+// restarts; ok false when the runtime has it no more (it stopped), or
+// it runs in another runtime.
+func (c *conversation) loopState(mux *actors.Mux) (state actors.ActorState, restarts int, ok bool) {
+	id := mux.Ref().String()
+	for _, ai := range c.a.rt.Actors() {
+		if ai.ID == id {
+			return ai.State, ai.Restarts, true
+		}
+	}
+	return 0, 0, false
+}
+
+// awaitRestart waits while the loop of mux restarts (it failed and waits
+// for its restart, or its incarnation has ended and the next has not
+// started), until it runs again or has stopped, or until ctx ends (it
+// returns ctx's error, wrapped). It returns the loop's restarts once it
+// runs again; -1 when it runs no more, or is not known to the agent's
+// runtime. An attempt sent to a loop that restarts after failing would
+// wait in its queue until it runs again; one restarted for another's
+// failure (a supervisor's all-for-one decision) takes frames while its
+// children stop, and refuses them at once.
+func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, error) {
+	changed := make(chan struct{}, 1)
+	id := mux.Ref().String()
+	stop := c.a.rt.WatchActors(func(ev actors.ActorEvent) {
+		if ev.Actor.ID == id {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	for {
+		state, restarts, ok := c.loopState(mux)
+		switch {
+		case !ok || state == actors.ActorStopped || mux.Stopped():
+			return -1, nil
+		case state == actors.ActorRunning:
+			return restarts, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return -1, fmt.Errorf("agent %q: session %q: wait for its loop to restart: %w", c.a.opts.Name, clip(c.session), context.Cause(ctx))
+		}
+	}
+}
+
+// loopFailed is set when a supervisor decides about the failure of the
+// loop it watches.
+type loopFailed struct{ atomic.Bool }
+
+// watch clears f and, when on, has it set by every supervision decision
+// about the loop of mux until the returned function is called.
+func (f *loopFailed) watch(rt *actors.Runtime, mux *actors.Mux, on bool) (unwatch func()) {
+	f.Store(false)
+	if !on {
+		return func() {}
+	}
+	id := mux.Ref().String()
+	return rt.WatchSupervision(func(ev supervisor.Event) {
+		if ev.Child == id {
+			f.Store(true)
+		}
+	})
+}
+
+// refusedByRestart reports whether the attempt ans, sent to the loop of
+// mux once it ran again after a restart with restarts (-1: it was not
+// sent after one), was refused, or closed before the loop served it, by
+// a restart of the loop that it did not cause: it got ERROR without a
+// failure kind and END alone, and the loop has restarted since, without
+// having failed during the attempt (failed). Such an attempt is not
+// counted against MaxAttempts; one during which the loop itself failed
+// is, so that a loop that fails on every request still fails the Run
+// after MaxAttempts. Only an attempt sent after a restart is looked at,
+// and each is sent once the loop runs again (awaitRestart): the attempts
+// not counted are bounded by the loop's restarts, which its supervisor
+// bounds.
+func (c *conversation) refusedByRestart(mux *actors.Mux, ans *models.Answer, restarts int, failed bool) bool {
+	if restarts < 0 || failed || c.failure != "" || c.served || !ans.Failed {
+		return false
+	}
+	state, now, ok := c.loopState(mux)
+	return ok && state != actors.ActorStopped && now > restarts
+}
+
 // stopWaitStream is the id of the stream awaitStop reads on the
 // conversation's own loop, on which no attempt runs.
 const stopWaitStream = "agent: wait for the loop to stop"
@@ -1100,6 +1212,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		return ans, fmt.Errorf("agent %q: session %q: send: %w", c.a.opts.Name, clip(c.session), err)
 	}
 	sent = true
+	c.served = false
 	// Woken at END only, the reader finds the stream's frames queued and
 	// takes them in one batch, one lock for all instead of one each: that
 	// work comes after the loop's last frame, on the run's critical path.
@@ -1142,8 +1255,12 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			}
 		}
 		ans.Add(f)
-		if f.GetType() == messages.FrameType_ERROR {
+		switch f.GetType() {
+		case messages.FrameType_ERROR:
 			c.failure = f.GetMeta().GetFailureKind()
+		case messages.FrameType_END:
+		default:
+			c.served = true
 		}
 		if c.emit != nil {
 			c.emit(event(f, n))

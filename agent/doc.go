@@ -29,7 +29,13 @@
 // good, or stopping: its children still finishing) makes the next one on
 // a fresh loop, started once the old one has stopped: it waits for that,
 // as long as its ctx lets it, rather than spend its attempts on a loop
-// that refuses each at once. When the
+// that refuses each at once. Likewise an attempt after one that failed
+// without a failure kind (a crash) waits while the loop restarts, and an
+// attempt that a restarting loop refused, or closed before serving it,
+// without having failed itself (a supervisor's all-for-one restart for
+// another actor's failure) is not counted; an attempt during which the
+// loop failed is, so a loop that fails on every request fails the Run
+// after MaxAttempts. When the
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far. It waits for that

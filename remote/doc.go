@@ -60,7 +60,8 @@
 // and client takes gRPC messages of up to 256 MiB, and bounds its
 // batches so that a full batch of the largest frames fits, so a burst of
 // calls never ends a connection (which would be taken for the peer
-// gone).
+// gone). [MessageLimits] gives a protoactor remote started elsewhere (a
+// cluster member's) the same bounds.
 //
 // # Pings
 //

@@ -3,6 +3,9 @@ package remote_test
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+
+	paremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
@@ -25,4 +28,25 @@ func ExampleNewClient_notLoopback() {
 	_, err := remote.NewClient(&remote.ClientOptions{Address: "0.0.0.0:0"})
 	fmt.Println(errors.Is(err, remote.ErrNotLoopback))
 	// Output: true
+}
+
+// A protoactor remote started elsewhere (a cluster member's) gets the
+// bounds of the nodes and clients: gRPC messages of up to 256 MiB, and
+// batches of frames of its frame limit that fit in one. The option goes
+// after the server and dial options, which replace what it adds to.
+func ExampleMessageLimits() {
+	limits, err := remote.MessageLimits(8 << 20) // frames of up to 8 MiB
+	if err != nil {
+		panic(err)
+	}
+	cfg := paremote.Configure("127.0.0.1", 0,
+		paremote.WithServerOptions(remote.NewGuard(slog.New(slog.DiscardHandler)).ServerOption(), remote.PingPolicy()),
+		paremote.WithDialOptions(remote.DialOptions(0, 0)...),
+		limits)
+	fmt.Println("frames per batch:", cfg.EndpointWriterBatchSize)
+	_, err = remote.MessageLimits(remote.MaxFrameBytesLimit + 1)
+	fmt.Println(err != nil)
+	// Output:
+	// frames per batch: 31
+	// true
 }

@@ -91,6 +91,26 @@ func batchSize(maxFrame int) int {
 	return max(1, min(maxEndpointBatch, (maxMessageBytes-batchOverhead)/(maxFrame+envelopeOverhead)))
 }
 
+// MessageLimits returns the option that bounds the gRPC messages of a
+// protoactor remote started elsewhere (a cluster member's) as those of
+// this package's nodes and clients are bounded (see Sizes in the
+// package's doc): it takes and sends gRPC messages of up to 256 MiB, and
+// its endpoint writers batch no more messages than fit there when each is
+// a frame of maxFrame bytes, the remote's frame limit (0:
+// DefaultMaxFrameBytes; 1 to MaxFrameBytesLimit, or it returns an error).
+// The remote's code must keep the frames it sends within that limit: a
+// batch of larger ones may pass the gRPC limit, which ends the
+// connection. The option appends to the remote's server and dial
+// options: pass it to remote.Configure after remote.WithServerOptions and
+// remote.WithDialOptions, which replace them.
+func MessageLimits(maxFrame int) (paremote.ConfigOption, error) {
+	limit, err := frameLimit(maxFrame, "MessageLimits frame limit")
+	if err != nil {
+		return nil, err
+	}
+	return withMessageLimits(limit), nil
+}
+
 // withMessageLimits bounds the gRPC messages of a protoactor remote as
 // described above, for frames of up to maxFrame bytes. It appends to the
 // server and dial options: put it after WithServerOptions and

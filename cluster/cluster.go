@@ -21,6 +21,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -135,6 +136,17 @@ type Options struct {
 	// ones a negative KeepaliveTime.
 	KeepaliveTime    time.Duration
 	KeepaliveTimeout time.Duration
+	// MaxFrameBytes bounds a frame this member sends to another member
+	// or client: a run request (the session's whole first request, its
+	// conversation included) and a session's answer. Run fails at once,
+	// with an error wrapping remote.ErrTooLarge, for a request over its
+	// member's limit (nothing is sent) and for a session whose answer is
+	// over the limit of the member that hosts it. Whatever their limits,
+	// members and clients take messages of up to 256 MiB from one
+	// another (see "Sizes" in package remote), so a member may send
+	// frames up to its own limit to peers with a lower one. Default
+	// remote.DefaultMaxFrameBytes; at most remote.MaxFrameBytesLimit.
+	MaxFrameBytes int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -255,6 +267,7 @@ type Member struct {
 	hold       time.Duration
 	linger     time.Duration
 	timeout    time.Duration
+	maxFrame   int // Options.MaxFrameBytes, resolved
 	retries    int // Options.StoreRetries, resolved
 	log        *slog.Logger
 
@@ -321,6 +334,13 @@ func Start(opts *Options) (m *Member, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	limits, err := remote.MessageLimits(o.MaxFrameBytes)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: Options.MaxFrameBytes: %w", err)
+	}
+	if o.MaxFrameBytes == 0 {
+		o.MaxFrameBytes = remote.DefaultMaxFrameBytes
+	}
 	if !o.AllowRemote {
 		addr, err := loopback.ListenAddress(o.Address, remote.ErrNotLoopback)
 		if errors.Is(err, remote.ErrNotLoopback) {
@@ -344,15 +364,18 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m = &Member{
 		rt: rt, guard: remote.NewGuard(o.Logger), store: o.Store, newSession: o.Session,
-		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, linger: o.Linger, retries: o.StoreRetries, log: o.Logger,
+		provider: o.Provider, lookup: newLookup(o.RequestTimeout), client: o.Client, hold: o.Hold, timeout: o.RequestTimeout, maxFrame: o.MaxFrameBytes, linger: o.Linger, retries: o.StoreRetries, log: o.Logger,
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
 	// Pings as the remote package's nodes and clients ping, and allows
-	// their pings (and its peers').
+	// their pings (and its peers'); bounds its gRPC messages as they do
+	// (after the server and dial options, which replace what the limits
+	// add to), so that a batch of requests or answers never passes a
+	// peer's limit, which would end the connection.
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption(), remote.PingPolicy()),
 		paremote.WithDialOptions(remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)...),
-		paremote.WithEndpointWriterQueueSize(1024))
+		paremote.WithEndpointWriterQueueSize(1024), limits)
 	// A member that cannot be reached is given up after one attempt:
 	// requests to a dead member fail fast and go elsewhere.
 	rcfg.MaxRetryCount = 1
@@ -546,7 +569,10 @@ var ErrClosed = errors.New("member closed")
 // row, with one wrapping [ErrStoreFailing]. Run returns as soon as its
 // member begins to close, with an error wrapping [ErrClosed], and as soon
 // as the cluster has excluded its member, with one wrapping
-// [ErrExcluded].
+// [ErrExcluded]. A request over the member's frame limit
+// ([Options].MaxFrameBytes) fails Run at once, before anything is sent,
+// and so does a session whose answer is over the frame limit of the
+// member that hosts it, each with an error wrapping remote.ErrTooLarge.
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, fmt.Errorf("cluster: run: %w", err)
@@ -561,6 +587,10 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 	frame, err := runFrame(id, req)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), err)
+	}
+	if n := proto.Size(frame); n > m.maxFrame {
+		return nil, fmt.Errorf("cluster: run session %s: the request is %d bytes, over the member's frame limit of %d (Options.MaxFrameBytes): %w",
+			shortID(id), n, m.maxFrame, remote.ErrTooLarge)
 	}
 	if !m.calls.add() {
 		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), ErrClosed)

@@ -74,6 +74,20 @@
 // activation of another session is not taken (Run asks again), and a
 // session never runs a request for another.
 //
+// # Sizes
+//
+// A run request carries the session's whole first request (its
+// conversation, with tool results, may be large), and an answer the
+// session's final text. Each is one frame, at most
+// Options.MaxFrameBytes (default remote.DefaultMaxFrameBytes) of the
+// member that sends it: Run fails at once, with an error wrapping
+// remote.ErrTooLarge, for a request over its own member's limit (it is
+// not sent) and for a session whose answer is over the limit of the
+// member that hosts it. Members bound their gRPC messages and batches as
+// package remote's nodes and clients do (remote.MessageLimits), so
+// frames within the limits, and bursts of them, never end a connection
+// (which protoactor would take for the peer gone).
+//
 // # Limits of the pinned protoactor
 //
 // The pinned protoactor cluster has data races among its own goroutines

@@ -13,11 +13,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pacluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/jackc/pgx/v5/pgconn"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -45,6 +47,7 @@ const (
 	causeStoreClosed  = "store_closed"  // the member's store is closed: durability.ErrClosed
 	causeInvalidID    = "invalid_id"    // the store cannot hold the session's id: durability.ErrInvalidName
 	causeStoreRefused = "store_refused" // the store refuses the session for good: ErrStoreRefused
+	causeTooLarge     = "too_large"     // the session's answer is over its member's frame limit: remote.ErrTooLarge
 )
 
 // refusal returns the error a refused status's cause stands for.
@@ -56,6 +59,8 @@ func refusal(cause string) error {
 		return durability.ErrInvalidName
 	case causeStoreRefused:
 		return ErrStoreRefused
+	case causeTooLarge:
+		return remote.ErrTooLarge
 	}
 	return ErrSessionFailed
 }
@@ -169,19 +174,20 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			s.st.Claimed = true
 		}
 	case finished:
-		s.st = *msg
+		s.st = s.m.fit(s.id, *msg)
 		s.cancel()
 		for k, to := range s.waiters {
 			ctx.Send(to, statusFrame(s.id, s.st))
 			delete(s.waiters, k)
 		}
 		switch {
-		case s.st.State == stateMoved || s.st.State == stateRetry || s.st.State == stateRefused || s.m.linger < 0:
+		case s.st.State == stateMoved || s.st.State == stateRetry || s.st.State == stateRefused && s.st.Cause != causeTooLarge || s.m.linger < 0:
 			// Fenced (a newer incarnation owns the session), stopped
 			// because of the store (a failure that may pass, or a
 			// closed store, which is no answer to keep), or not to be
 			// kept: the next request activates it again, wherever the
-			// cluster says.
+			// cluster says. (An answer too large is kept: the session
+			// ended, and a new incarnation would answer the same.)
 			ctx.Stop(ctx.Self())
 		default:
 			s.linger(ctx)
@@ -251,6 +257,22 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	s.waiters[key] = ctx.Sender()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired(key)) })
+}
+
+// fit returns the status st of session id, unless st is the session's
+// end (done or failed) and its frame is over the member's frame limit:
+// then a refused status of cause causeTooLarge that says so, since the
+// frame would not be sent whole to the requester.
+func (m *Member) fit(id string, st status) status {
+	if st.State != stateDone && st.State != stateFailed {
+		return st
+	}
+	n := proto.Size(statusFrame(id, st))
+	if n <= m.maxFrame {
+		return st
+	}
+	return status{State: stateRefused, Cause: causeTooLarge, Member: st.Member, Epoch: st.Epoch,
+		Error: fmt.Sprintf("the session's answer (%s) is %d bytes, over the frame limit of %d of its member (Options.MaxFrameBytes)", st.State, n, m.maxFrame)}
 }
 
 // linger stops the ended session once Linger passes without a request.

@@ -35,8 +35,9 @@ const childSizeEnv = "POLYWEAVE_CLUSTER_SIZE"
 const childMaxFrameEnv = "POLYWEAVE_CLUSTER_MAX_FRAME"
 
 // sizeHold is the Hold of the size test's member and client: a request
-// is sent again (all of it) every Hold while its session runs.
-const sizeHold = 3 * time.Second
+// is sent again (all of it) every Hold while its session runs, so this
+// is long.
+const sizeHold = 10 * time.Second
 
 // answerPrefix names the sessions whose answer is large: session
 // "answer-N" answers N bytes.
@@ -140,12 +141,14 @@ func TestMember_LargeFramesCrossMembers(t *testing.T) {
 	client := startMember(t, &cluster.Options{Client: true, Store: openStore(t, schema),
 		Provider: cluster.Automanaged(0, []string{health}, 100*time.Millisecond),
 		Hold:     sizeHold, MaxFrameBytes: maxFrame})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// Every Run below gives up after 20 s: a request lost with its
-	// connection is asked again after Hold + RequestTimeout (8 s).
+	// Every Run below gives up after 90 s (a bound on a hang: the
+	// runs take long under the race detector on a loaded machine): a
+	// request lost with its connection is asked again after Hold +
+	// RequestTimeout.
 	run := func(id string, request ...*messages.Frame) (*cluster.Result, error) {
-		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		defer cancel()
 		return client.Run(ctx, id, request...)
 	}

@@ -241,7 +241,8 @@ type Agent struct {
 	draining map[string]chan struct{}
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
-	// drain (see enter); made by the first of them.
+	// drain (see enter) or for a loop of their own to stop (see
+	// awaitStop); made by the first of them.
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
@@ -421,7 +422,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // begins, those waiting for the loop to end a cancelled conversation of
 // their session (see [Agent.Run]): stopping the loop ends those
 // conversations, and Close waits for the agent's readers of them to see
-// it, not for their tools to wind down.
+// it, not for their tools to wind down. So do those waiting for a loop of
+// their own to stop (see the package doc): Close waits for them to
+// return, not for that loop, which is stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
@@ -602,10 +605,7 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 		if !draining {
 			break
 		}
-		if a.closing == nil {
-			a.closing = make(chan struct{})
-		}
-		closing := a.closing
+		closing := a.closingLocked()
 		a.mu.Unlock()
 		select {
 		case <-drained:
@@ -626,6 +626,19 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	}
 	a.running.Add(1)
 	return a.ready, nil
+}
+
+// closingLocked returns a.closing, made if no one has yet, for a wait
+// that Close must end; nil once the agent is closed (a.closing may then
+// never have been made). a.mu is held.
+func (a *Agent) closingLocked() chan struct{} {
+	if a.closed {
+		return nil
+	}
+	if a.closing == nil {
+		a.closing = make(chan struct{})
+	}
+	return a.closing
 }
 
 // leave ends what enter began. With drain, a stream of the shared loop
@@ -1119,19 +1132,36 @@ const stopWaitStream = "agent: wait for the loop to stop"
 // awaitStop waits until the conversation's own loop, which closed or
 // refused the last attempt as stopped (it stops for good, its children
 // still finishing), has stopped, or until ctx ends (it returns ctx's
-// error, wrapped). A loop stopping refuses every attempt at once: the
-// next attempt runs on a fresh loop, started once the old one is gone,
-// so that the two never run side by side. Mux.Close cannot be used to
-// wait: on a duplex that is stopping already it returns at once. A
-// stream of the loop can: its Recv returns actors.ErrDuplexStopped once
-// the loop has stopped.
+// error, wrapped) or the agent is closed (it returns an error wrapping
+// ErrClosed: Close waits for the Run, not for the loop). A loop stopping
+// refuses every attempt at once: the next attempt runs on a fresh loop,
+// started once the old one is gone, so that the two never run side by
+// side. Mux.Close cannot be used to wait: on a duplex that is stopping
+// already it returns at once. A stream of the loop can: its Recv returns
+// actors.ErrDuplexStopped once the loop has stopped.
 func (c *conversation) awaitStop(ctx context.Context) error {
+	a := c.a
+	a.mu.Lock()
+	closing := a.closingLocked()
+	a.mu.Unlock()
+	if closing == nil {
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), ErrClosed)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-closing:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
 	s, err := c.mux.Open(stopWaitStream)
 	if errors.Is(err, actors.ErrDuplexStopped) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", c.a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), err)
 	}
 	defer s.Release()
 	for {
@@ -1142,10 +1172,10 @@ func (c *conversation) awaitStop(ctx context.Context) error {
 		case errors.Is(err, actors.ErrDuplexStopped):
 			return nil
 		case err != nil && ctx.Err() != nil:
-			err = context.Cause(ctx)
+			err = context.Cause(ctx) // the Run's, or ErrClosed
 			fallthrough
 		case err != nil:
-			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", c.a.opts.Name, clip(c.session), err)
+			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 		}
 	}
 }

@@ -28,8 +28,9 @@
 // below) whose attempt that loop closed or refused as stopped (stopped for
 // good, or stopping: its children still finishing) makes the next one on
 // a fresh loop, started once the old one has stopped: it waits for that,
-// as long as its ctx lets it, rather than spend its attempts on a loop
-// that refuses each at once. Likewise an attempt after one that failed
+// as long as its ctx lets it and the agent is not closed (it then fails
+// with [ErrClosed]), rather than spend its attempts on a loop that
+// refuses each at once. Likewise an attempt after one that failed
 // without a failure kind (a crash) waits while the loop restarts, and an
 // attempt that a restarting loop refused, or closed before serving it,
 // without having failed itself (a supervisor's all-for-one restart for

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -22,6 +23,7 @@ import (
 // its supervisor, and is stopping until release: its model child
 // finishes only then.
 type stoppingRun struct {
+	a        *agent.Agent
 	release  func()             // the model child finishes, and the old loop stops
 	cancel   context.CancelFunc // ends the Run's ctx
 	restarts atomic.Int64
@@ -33,10 +35,11 @@ type stoppingOutcome struct {
 	err  error
 }
 
-// startStoppingRun starts the Stream in t's synctest bubble and returns
-// once every goroutine waits (synctest.Wait): the loop has crashed and
-// is stopping, and the Run has not returned.
-func startStoppingRun(t *testing.T) *stoppingRun {
+// startStoppingRun starts the Stream, with a ctx of parent, in t's
+// synctest bubble and returns once every goroutine waits
+// (synctest.Wait): the loop has crashed and is stopping, and the Run has
+// not returned.
+func startStoppingRun(t *testing.T, parent context.Context) *stoppingRun {
 	t.Helper()
 	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})})
 	store := memstore.New(nil)
@@ -51,18 +54,18 @@ func startStoppingRun(t *testing.T) *stoppingRun {
 	inner := spec.New
 	spec.New = func() actors.Logic { return slowEnd{Logic: inner(), release: release} }
 	var crashed atomic.Bool
-	a := newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, Tools: []*tools.Tool{echo(nil)},
+	r.a = newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, Tools: []*tools.Tool{echo(nil)},
 		OnToolResult: func(tools.ToolResultEvent) {
 			if crashed.CompareAndSwap(false, true) {
 				panic("injected: the loop crashed")
 			}
 		}})
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(parent)
 	t.Cleanup(cancel)
 	r.cancel = cancel
 	go func() {
 		var out stoppingOutcome
-		for ev, err := range a.Stream(ctx, "s1", ask) {
+		for ev, err := range r.a.Stream(ctx, "s1", ask) {
 			if ev.Kind == agent.EventRestart {
 				r.restarts.Add(1)
 			}
@@ -88,29 +91,65 @@ func startStoppingRun(t *testing.T) *stoppingRun {
 // against the stopping loop until MaxAttempts (the default, 3) are used
 // up: the next one waits for that loop to stop (the Run has not returned
 // when every goroutine waits), then resumes the session on a fresh loop
-// and answers.
+// and answers, with the call of the crashed loop answered.
 func TestRun_OwnLoopStoppingIsWaitedFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startStoppingRun(t)
+		r := startStoppingRun(t, testCtx(t))
 		r.release()
 		out := <-r.done
 		if out.err != nil || out.last.Kind != agent.EventDone || out.last.Answer.Text != "Done." {
 			t.Fatalf("after the old loop stopped: %+v, %v (after %d restarts), want the answer %q", out.last, out.err, r.restarts.Load(), "Done.")
 		}
+		ans := out.last.Answer
+		if ans.ToolCalls() == 0 {
+			t.Errorf("no calls in the answer: %+v", ans)
+		}
+		for i, rd := range ans.Rounds {
+			if !rd.Complete() {
+				t.Errorf("round %d: %d calls, %d results", i, len(rd.Calls), len(rd.Results))
+			}
+		}
 	})
 }
 
-// TestRun_OwnLoopStoppingWaitEndsWithCtx: the wait for a stopping own
-// loop (see TestRun_OwnLoopStoppingIsWaitedFor) is bounded by the Run's
-// ctx: cancelled while the old loop still stops, the Run returns ctx's
-// error.
-func TestRun_OwnLoopStoppingWaitEndsWithCtx(t *testing.T) {
+// TestRun_OwnLoopStoppingSecondRunBusy: while a Run waits for its
+// stopping own loop, another Run of the session is refused at once with
+// ErrSessionBusy, and the first goes on once the loop has stopped.
+func TestRun_OwnLoopStoppingSecondRunBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startStoppingRun(t)
-		r.cancel()
-		out := <-r.done
-		if !errors.Is(out.err, context.Canceled) {
-			t.Fatalf("the Run cancelled while its old loop stopped: %v (after %d restarts), want context.Canceled", out.err, r.restarts.Load())
+		r := startStoppingRun(t, testCtx(t))
+		if _, err := r.a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrSessionBusy) {
+			t.Errorf("a second Run while the first waits: %v, want ErrSessionBusy", err)
+		}
+		r.release()
+		if out := <-r.done; out.err != nil || out.last.Answer.Text != "Done." {
+			t.Errorf("first Run: %+v, %v", out.last, out.err)
+		}
+	})
+}
+
+// TestRun_OwnLoopStoppingWaitEndsWithClose: a Run whose ctx has no
+// deadline waits for its own loop, which does not finish stopping. Close
+// ends that wait, as it ends a wait for a drain: the Run returns
+// ErrClosed, and Close, which waits for the Run, returns nil.
+func TestRun_OwnLoopStoppingWaitEndsWithClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := r.a.Close(ctx); err != nil {
+			t.Errorf("Close while a Run waits for its stopping own loop: %v", err)
+		}
+		synctest.Wait()
+		select {
+		case out := <-r.done:
+			if !errors.Is(out.err, agent.ErrClosed) {
+				t.Errorf("the Run ended by Close: %v, want ErrClosed", out.err)
+			}
+		default:
+			t.Errorf("the Run still waits for its stopping loop after Close returned")
+			r.release()
+			<-r.done
 		}
 	})
 }

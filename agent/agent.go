@@ -239,6 +239,11 @@ type Agent struct {
 	// closed when its drain is over. Such a session is taken: enter waits
 	// for the channel.
 	draining map[string]chan struct{}
+	// stopping: the sessions whose last Run returned while its own loop
+	// was still stopping (see conversation.awaitEarlier), with that loop;
+	// entries of loops that have stopped meanwhile are dropped as others
+	// are added.
+	stopping map[string]*actors.Mux
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter) or for a loop of their own to stop (see
@@ -423,8 +428,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // their session (see [Agent.Run]): stopping the loop ends those
 // conversations, and Close waits for the agent's readers of them to see
 // it, not for their tools to wind down. So do those waiting for a loop of
-// their own to stop (see the package doc): Close waits for them to
-// return, not for that loop, which is stopping already.
+// their own, or of their session's last Run, to stop (see the package
+// doc): Close waits for them to return, not for that loop, which is
+// stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
@@ -451,7 +457,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	// starts or stops waiting.
 	a.mu.Lock()
 	s, waiting := a.shared, a.waiting
-	a.waiting = nil
+	a.waiting, a.stopping = nil, nil
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
@@ -502,7 +508,10 @@ func (a *Agent) Close(ctx context.Context) error {
 // Run that leaves before the conversation's end without a cancel (a
 // Stream consumer that panicked, a frame it could not read), after
 // sending ABORT. A conversation on a loop of its own (with a Store, or
-// delegated to within one runtime) has that loop stopped instead. A Run,
+// delegated to within one runtime) has that loop stopped instead; if it
+// has not stopped within CancelGrace, the session's next Run waits for
+// it to stop before it reads the session or sends anything, bounded by
+// its ctx and by Close (see the package doc). A Run,
 // Stream, Resume or Discard of the session meanwhile waits for that end
 // before it sends anything, so that it never gets the cancelled
 // conversation's late frames; if its ctx ends first it returns ctx's
@@ -644,12 +653,25 @@ func (a *Agent) closingLocked() chan struct{} {
 // leave ends what enter began. With drain, a stream of the shared loop
 // whose cancelled conversation the loop has not ended yet, the session
 // stays taken until a drain goroutine has read the stream to its end.
-func (a *Agent) leave(sessionID string, drain *actors.MuxStream) {
+// With own, the conversation's own loop, which has not stopped yet, the
+// session's next Run waits for it to stop (see conversation.awaitEarlier).
+func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
 	} else {
 		delete(a.busy, sessionID)
+	}
+	if own != nil && !own.Stopped() && !a.closed {
+		for id, m := range a.stopping {
+			if m.Stopped() {
+				delete(a.stopping, id)
+			}
+		}
+		if a.stopping == nil {
+			a.stopping = map[string]*actors.Mux{}
+		}
+		a.stopping[sessionID] = own
 	}
 	var drained chan struct{}
 	if drain != nil {
@@ -744,9 +766,14 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, err
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
-	defer func() { a.leave(sessionID, c.drain) }()
+	defer func() { a.leave(sessionID, c.drain, c.mux) }()
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
+	}
+	if c.ownLoop() {
+		if err := c.awaitEarlier(ctx); err != nil { // nothing was read or sent
+			return &models.Answer{}, err
+		}
 	}
 	c.first = models.EncodeMessages(msgs)
 	if a.opts.Store != nil {
@@ -1123,6 +1150,26 @@ func (c *conversation) refusedByRestart(mux *actors.Mux, ans *models.Answer, res
 	}
 	state, now, ok := c.loopState(mux)
 	return ok && state != actors.ActorStopped && now > restarts
+}
+
+// awaitEarlier waits, before the conversation reads its session or sends
+// anything, until the own loop of the session's last Run has stopped, if
+// that Run returned while it was still stopping (its ctx ended while it
+// waited in awaitStop, or CancelGrace passed in stopLoop): a fresh loop
+// never runs beside it, across Runs as within one. It takes that loop as
+// the conversation's, stopped (loop then starts a fresh one), or, when
+// the wait ends first (see awaitStop), still stopping: leave gives it
+// back to the session.
+func (c *conversation) awaitEarlier(ctx context.Context) error {
+	a := c.a
+	a.mu.Lock()
+	c.mux = a.stopping[c.session]
+	delete(a.stopping, c.session)
+	a.mu.Unlock()
+	if c.mux == nil || c.mux.Stopped() {
+		return nil
+	}
+	return c.awaitStop(ctx)
 }
 
 // stopWaitStream is the id of the stream awaitStop reads on the

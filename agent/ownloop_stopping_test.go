@@ -13,6 +13,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
@@ -27,6 +28,7 @@ type stoppingRun struct {
 	release  func()             // the model child finishes, and the old loop stops
 	cancel   context.CancelFunc // ends the Run's ctx
 	restarts atomic.Int64
+	models   atomic.Int64         // the model children started, by any loop of the agent
 	done     chan stoppingOutcome // the Stream's last event and error
 }
 
@@ -52,7 +54,7 @@ func startStoppingRun(t *testing.T, parent context.Context) *stoppingRun {
 		scripted.Turn{Text: "Done."},
 	)
 	inner := spec.New
-	spec.New = func() actors.Logic { return slowEnd{Logic: inner(), release: release} }
+	spec.New = func() actors.Logic { r.models.Add(1); return slowEnd{Logic: inner(), release: release} }
 	var crashed atomic.Bool
 	r.a = newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, Tools: []*tools.Tool{echo(nil)},
 		OnToolResult: func(tools.ToolResultEvent) {
@@ -150,6 +152,97 @@ func TestRun_OwnLoopStoppingWaitEndsWithClose(t *testing.T) {
 			t.Errorf("the Run still waits for its stopping loop after Close returned")
 			r.release()
 			<-r.done
+		}
+	})
+}
+
+// TestRun_OwnLoopStoppingWaitedForByNextRun: a Run cancelled while it
+// waits for its stopping own loop returns; the next Run of the session
+// waits for that loop too, starting no loop beside it (no model child
+// started while every goroutine waits), and once it has stopped resumes
+// the session on a fresh loop and answers.
+func TestRun_OwnLoopStoppingWaitedForByNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, context.Background())
+		r.cancel()
+		if out := <-r.done; !errors.Is(out.err, context.Canceled) {
+			t.Fatalf("the Run cancelled while its old loop stopped: %v, want context.Canceled", out.err)
+		}
+		before := r.models.Load()
+		next := make(chan error, 1)
+		var ans *models.Answer
+		go func() {
+			var err error
+			ans, err = r.a.Run(context.Background(), "s1", ask)
+			next <- err
+		}()
+		synctest.Wait()
+		if n := r.models.Load() - before; n > 0 {
+			t.Errorf("the next Run of the session started %d model(s) while the old loop was still stopping", n)
+		}
+		select {
+		case err := <-next:
+			t.Fatalf("the next Run returned while the old loop was stopping: %v", err)
+		default:
+		}
+		r.release()
+		if err := <-next; err != nil || ans.Text != "Done." {
+			t.Errorf("the next Run once the old loop stopped: %+v, %v, want the answer %q", ans, err, "Done.")
+		}
+	})
+}
+
+// TestRun_OwnLoopStoppingWaitEndsWithCtx: the wait for a stopping own
+// loop (see TestRun_OwnLoopStoppingIsWaitedFor) is bounded by the Run's
+// ctx: cancelled while the old loop still stops, the Run returns ctx's
+// error.
+func TestRun_OwnLoopStoppingWaitEndsWithCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, testCtx(t))
+		r.cancel()
+		out := <-r.done
+		if !errors.Is(out.err, context.Canceled) {
+			t.Fatalf("the Run cancelled while its old loop stopped: %v (after %d restarts), want context.Canceled", out.err, r.restarts.Load())
+		}
+	})
+}
+
+// TestRun_OwnLoopSlowToStopWaitedForByNextRun: a durable Run answers, and
+// its own loop, stopped as the Run returns, takes longer than
+// CancelGrace to stop (its model child ends only at release). The
+// session's next Run waits for that loop to stop before it starts a
+// fresh one, then answers.
+func TestRun_OwnLoopSlowToStopWaitedForByNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		store := memstore.New(nil)
+		t.Cleanup(func() { store.Close() })
+		release := make(chan struct{})
+		stop := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(stop)
+		spec := model(t, scripted.Turn{Text: "Done."})
+		inner := spec.New
+		var started atomic.Int64
+		spec.New = func() actors.Logic { started.Add(1); return slowEnd{Logic: inner(), release: release} }
+		a := newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, CancelGrace: time.Second})
+		if ans, err := a.Run(context.Background(), "s1", ask); err != nil || ans.Text != "Done." {
+			t.Fatalf("first Run: %+v, %v", ans, err)
+		}
+		before := started.Load()
+		next := make(chan error, 1)
+		var ans *models.Answer
+		go func() {
+			var err error
+			ans, err = a.Run(context.Background(), "s1", ask)
+			next <- err
+		}()
+		synctest.Wait()
+		if n := started.Load() - before; n > 0 {
+			t.Errorf("the next Run of the session started %d model(s) while the first Run's loop was still stopping", n)
+		}
+		stop()
+		if err := <-next; err != nil || ans.Text != "Done." {
+			t.Errorf("the next Run once the old loop stopped: %+v, %v, want the answer %q", ans, err, "Done.")
 		}
 	})
 }

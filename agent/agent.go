@@ -246,8 +246,8 @@ type Agent struct {
 	stopping map[string]*actors.Mux
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
-	// drain (see enter) or for a loop of their own to stop (see
-	// awaitStop); made by the first of them.
+	// drain (see enter), or for a loop to restart or stop (see
+	// untilClosed); made by the first of them.
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
@@ -427,10 +427,11 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // begins, those waiting for the loop to end a cancelled conversation of
 // their session (see [Agent.Run]): stopping the loop ends those
 // conversations, and Close waits for the agent's readers of them to see
-// it, not for their tools to wind down. So do those waiting for a loop of
-// their own, or of their session's last Run, to stop (see the package
-// doc): Close waits for them to return, not for that loop, which is
-// stopping already.
+// it, not for their tools to wind down. So do those waiting for their
+// loop to restart, or for a loop of their own, or of their session's
+// last Run, to stop (see the package doc): Close waits for them to
+// return, and for the shared loop to stop, not for a loop of their own,
+// which is stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
@@ -441,7 +442,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	if !a.closed && a.closing != nil {
-		close(a.closing) // the Runs waiting for a drain fail now
+		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
 	}
 	a.closed = true
 	a.mu.Unlock()
@@ -648,6 +649,28 @@ func (a *Agent) closingLocked() chan struct{} {
 		a.closing = make(chan struct{})
 	}
 	return a.closing
+}
+
+// untilClosed returns a ctx of ctx, for a wait of a Run that Close must
+// end, that also ends when Close begins (at once if it has), with
+// ErrClosed as its cause; stop releases it.
+func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()) {
+	a.mu.Lock()
+	closing := a.closingLocked()
+	a.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	if closing == nil {
+		cancel(ErrClosed)
+		return ctx, func() {}
+	}
+	go func() {
+		select {
+		case <-closing:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // leave ends what enter began. With drain, a stream of the shared loop
@@ -1079,13 +1102,16 @@ func (c *conversation) loopState(mux *actors.Mux) (state actors.ActorState, rest
 // awaitRestart waits while the loop of mux restarts (it failed and waits
 // for its restart, or its incarnation has ended and the next has not
 // started), until it runs again or has stopped, or until ctx ends (it
-// returns ctx's error, wrapped). It returns the loop's restarts once it
-// runs again; -1 when it runs no more, or is not known to the agent's
-// runtime. An attempt sent to a loop that restarts after failing would
-// wait in its queue until it runs again; one restarted for another's
-// failure (a supervisor's all-for-one decision) takes frames while its
-// children stop, and refuses them at once.
+// returns ctx's error, wrapped) or the agent is closed (it returns an
+// error wrapping ErrClosed: Close waits for the Run). It returns the
+// loop's restarts once it runs again; -1 when it runs no more, or is not
+// known to the agent's runtime. An attempt sent to a loop that restarts
+// after failing would wait in its queue until it runs again; one
+// restarted for another's failure (a supervisor's all-for-one decision)
+// takes frames while its children stop, and refuses them at once.
 func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, error) {
+	ctx, stopClose := c.a.untilClosed(ctx)
+	defer stopClose()
 	changed := make(chan struct{}, 1)
 	id := mux.Ref().String()
 	stop := c.a.rt.WatchActors(func(ev actors.ActorEvent) {
@@ -1188,21 +1214,8 @@ const stopWaitStream = "agent: wait for the loop to stop"
 // actors.ErrDuplexStopped once the loop has stopped.
 func (c *conversation) awaitStop(ctx context.Context) error {
 	a := c.a
-	a.mu.Lock()
-	closing := a.closingLocked()
-	a.mu.Unlock()
-	if closing == nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), ErrClosed)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-closing:
-			cancel(ErrClosed)
-		case <-ctx.Done():
-		}
-	}()
+	ctx, stop := a.untilClosed(ctx)
+	defer stop()
 	s, err := c.mux.Open(stopWaitStream)
 	if errors.Is(err, actors.ErrDuplexStopped) {
 		return nil

@@ -36,7 +36,8 @@
 // session's next Run, Stream or Resume waits in the same way, before it
 // reads the session or sends anything, so that a fresh loop never runs
 // beside the old one. Likewise an attempt after one that failed
-// without a failure kind (a crash) waits while the loop restarts, and an
+// without a failure kind (a crash) waits while the loop restarts (as
+// long as its ctx lets it and the agent is not closed), and an
 // attempt that a restarting loop refused, or closed before serving it,
 // without having failed itself (a supervisor's all-for-one restart for
 // another actor's failure) is not counted; an attempt during which the

@@ -143,17 +143,28 @@ func TestRun_OwnLoopStoppingWaitEndsWithClose(t *testing.T) {
 			t.Errorf("Close while a Run waits for its stopping own loop: %v", err)
 		}
 		synctest.Wait()
-		select {
-		case out := <-r.done:
-			if !errors.Is(out.err, agent.ErrClosed) {
-				t.Errorf("the Run ended by Close: %v, want ErrClosed", out.err)
-			}
-		default:
-			t.Errorf("the Run still waits for its stopping loop after Close returned")
+		if !endedByClose(t, r.done, func(o stoppingOutcome) error { return o.err }, "its stopping loop") {
 			r.release()
 			<-r.done
 		}
 	})
+}
+
+// endedByClose reports whether the Run whose outcome done gives has
+// returned, and fails t unless it has, with ErrClosed: Close has begun
+// while the Run waited for what waits says.
+func endedByClose[T any](t *testing.T, done <-chan T, errOf func(T) error, waits string) bool {
+	t.Helper()
+	select {
+	case out := <-done:
+		if err := errOf(out); !errors.Is(err, agent.ErrClosed) {
+			t.Errorf("the Run ended by Close: %v, want ErrClosed", err)
+		}
+		return true
+	default:
+		t.Errorf("the Run still waits for %s after Close began", waits)
+		return false
+	}
 }
 
 // TestRun_OwnLoopStoppingWaitedForByNextRun: a Run cancelled while it

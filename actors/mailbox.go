@@ -42,8 +42,9 @@ import (
 //   - a supervisor's Restart that comes after a Stop is dropped (see
 //     [mailbox.stopped]), and one that comes to an actor suspended for
 //     its failure while a stop written into it waits in its queue is
-//     dropped, the actor stopping instead (see [mailbox.stops]); a
-//     stopped actor's mailbox is suspended no more (see [mailbox.stop]);
+//     dropped, the actor stopping instead (see [mailbox.stops]), as is
+//     any Restart after that one (see [mailbox.stopWon]); a stopped
+//     actor's mailbox is suspended no more (see [mailbox.stop]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -123,6 +124,12 @@ type mailbox struct {
 	// before the stop reach its next incarnation, as Context.Stop
 	// promises.
 	stops atomic.Int32
+	// stopWon: a Restart was taken as the queued stop ([stopQueued]);
+	// consumer only. The incarnation has ended for good: a later Restart
+	// (under all-for-one, each failure's decision restarts every child,
+	// so a failed child may get two) is dropped as one after the stop
+	// is.
+	stopWon bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -435,10 +442,11 @@ func (m *mailbox) run() {
 				m.stop(msg)
 			case *actor.Restart:
 				switch {
-				case m.stopped:
+				case m.stopped || m.stopWon:
 					// A restart after the stop is dropped: protoactor
 					// would carry it out, bringing back an actor stopped
-					// for good (see mailbox.stopped).
+					// for good (see mailbox.stopped), or one whose
+					// queued stop already won (see mailbox.stopWon).
 				case m.suspended.Load() && m.stops.Load() > 0:
 					// The actor failed, and a stop waits in the queue:
 					// it wins (see mailbox.stops). The incarnation
@@ -450,6 +458,7 @@ func (m *mailbox) run() {
 					// did not wait, and the calls before its stop are
 					// served.
 					m.suspended.Store(false)
+					m.stopWon = true
 					m.invoker.InvokeUserMessage(stopQueued{})
 				default:
 					m.invoker.InvokeSystemMessage(msg)

@@ -28,7 +28,8 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 // refuse a call opened while it is stopping (its children still
 // finishing), so that a reader can tell "stopped for good" from a failure
 // without parsing the text. A call opened while the duplex restarts is
-// refused without it: the duplex comes back. It is tools.FailureStopped.
+// refused without it, the duplex coming back, unless a stop is queued
+// behind the call (see Context.Stop). It is tools.FailureStopped.
 const StoppedKind = "stopped"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -384,7 +385,11 @@ func (s *shell) late(f *messages.Frame) {
 // once for the frames of the call (see late). The ERROR has failure kind
 // StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
-// back. Once the duplex has stopped, its subscriber knows (a Conn's or
+// back, unless a stop written into it is queued (a restart for a
+// sibling's failure that waits for this duplex's children to stop, then
+// a Context.Stop): that stop is taken before the restart completes, and
+// the duplex does not come back, so the call is refused as by a
+// stopping duplex. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
 func (s *shell) refuse(stream string) {
@@ -392,7 +397,7 @@ func (s *shell) refuse(stream string) {
 		return
 	}
 	s.answered = append(s.answered, stream)
-	if s.restarting {
+	if s.restarting && s.mb.stops.Load() == 0 {
 		s.Emit(messages.Error(stream, restartingText))
 		s.Emit(messages.End(stream))
 		return

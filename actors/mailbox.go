@@ -128,7 +128,7 @@ type mailbox struct {
 	// consumer only. The incarnation has ended for good: a later Restart
 	// (under all-for-one, each failure's decision restarts every child,
 	// so a failed child may get two) is dropped as one after the stop
-	// is.
+	// is, and a Resume resumes no Logic.
 	stopWon bool
 
 	// from is the child beside the user message being invoked (nil for
@@ -160,6 +160,11 @@ type childFrame struct {
 // the queue (see mailbox.stops): the shell ends its incarnation as a
 // stop does.
 type stopQueued struct{}
+
+// resumed is the message protoactor's ResumeMailbox is passed to the
+// shell as, once the mailbox is resumed: after a supervisor's Resume
+// directive, or as a restart completes (see shell's handling).
+type resumed struct{}
 
 // childGone is the user message a child's end is taken as (see
 // mailbox.postGone), with the child in [mailbox.from].
@@ -438,6 +443,12 @@ func (m *mailbox) run() {
 				}
 			case *actor.ResumeMailbox:
 				m.suspended.Store(false)
+				if !m.stopped && !m.stopWon {
+					// The supervisor's Resume, or the one protoactor
+					// sends as a restart completes: the shell answers
+					// the call that failed it, if any (see resumed).
+					m.invoker.InvokeUserMessage(resumed{})
+				}
 			case *actor.Stop:
 				m.stop(msg)
 			case *actor.Restart:

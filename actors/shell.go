@@ -32,6 +32,12 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 // behind the call (see Context.Stop). It is tools.FailureStopped.
 const StoppedKind = "stopped"
 
+// FailedKind is the failure kind of the ERROR that answers the call
+// whose frame failed a duplex when its supervisor resumes it (Resume
+// directive): the call failed, and the duplex goes on with its state,
+// neither restarted nor stopped. The text is the failure's.
+const FailedKind = "failed"
+
 // shell is the protoactor actor around a Logic: one per incarnation.
 type shell struct {
 	rt         *Runtime
@@ -58,11 +64,15 @@ type shell struct {
 	open     openStreams
 	lastOpen string
 
-	jobs     context.Context // cancelled when the incarnation ends; made by the first Go
-	endJobs  context.CancelFunc
-	timers   map[*time.Timer]struct{}
-	failure  error // the reason this incarnation is failing, if it is
-	finished bool
+	jobs    context.Context // cancelled when the incarnation ends; made by the first Go
+	endJobs context.CancelFunc
+	timers  map[*time.Timer]struct{}
+	failure error // the reason this incarnation is failing, if it is
+	// failedCall is the stream of the input frame whose delivery failed
+	// the incarnation, if a frame did: the call a Resume answers (see
+	// resumed).
+	failedCall string
+	finished   bool
 	// answered holds the streams whose call was answered for good since
 	// the incarnation ended, and whose caller's input has not ended yet:
 	// those its end closed (ERROR and END) before the caller's END came,
@@ -160,6 +170,8 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.finish(s.failureOr(errors.New("restarted")))
 		s.restarting = true
 		s.rt.watch.ended(s, true)
+	case resumed:
+		s.resumed()
 	case stopQueued:
 		// A stop waits behind what is queued, and wins over the
 		// restart: the incarnation ends now, what comes before the stop
@@ -253,10 +265,32 @@ func (s *shell) deliver(msg any) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.failure = s.asFailure(r)
+			if f, ok := msg.(*messages.Frame); ok {
+				s.failedCall = f.GetStreamId() // an input frame (a child's comes as a ChildFrame)
+			}
 			panic(s.failure)
 		}
 	}()
 	s.logic.Receive(s, msg)
+}
+
+// resumed carries out a Resume of this incarnation, which keeps its
+// Logic and state: the call whose frame failed it, if it is still open,
+// is answered with an ERROR of failure kind [FailedKind] (the reason)
+// and END, before the Logic gets the next message. A failure that no
+// input frame caused (a timer, background work's end, a child's frame)
+// is not a call's: the calls open stay the Logic's to answer.
+func (s *shell) resumed() {
+	if s.finished {
+		return
+	}
+	if s.failure != nil && s.failedCall != "" && s.open.has(s.failedCall) {
+		f := messages.Error(s.failedCall, s.failure.Error())
+		f.Meta = &messages.Metadata{FailureKind: FailedKind}
+		s.Emit(f)
+		s.Emit(messages.End(s.failedCall))
+	}
+	s.failure, s.failedCall = nil, ""
 }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
@@ -519,6 +553,15 @@ func (o *openStreams) inputEnded(id string) bool {
 		}
 	}
 	return o.more[id]
+}
+
+// has reports whether id is open.
+func (o *openStreams) has(id string) bool {
+	if slices.Contains(o.few[:o.n], id) {
+		return true
+	}
+	_, ok := o.more[id]
+	return ok
 }
 
 func (o *openStreams) len() int { return o.n + len(o.more) }

@@ -17,7 +17,7 @@ type decidingStrategy struct{ inner actor.SupervisorStrategy }
 // the supervising actor's turn, and its directives go to the children
 // as they were then (see decision).
 func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
-	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1)}
+	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child}
 	dec.note(child)
 	d.inner.HandleFailure(system, dec, child, rs, reason, message)
 }
@@ -36,6 +36,50 @@ type decision struct {
 	// written in the supervisor's turn, before any directive (one after a
 	// backoff runs on a timer started after them).
 	procs map[*actor.PID]actor.Process
+	child *actor.PID // the failed child
+}
+
+// EscalateFailure implements actor.Supervisor: the supervising actor
+// fails with the child's failure, and notes the child, suspended until
+// the decision about the actor comes (see shell.resumed).
+func (d *decision) EscalateFailure(reason, message any) {
+	if s := shellOf(d.Supervisor); s != nil {
+		if proc, ok := d.procs[d.child]; ok {
+			s.escalated = append(s.escalated, escalatedChild{pid: d.child, proc: proc})
+		}
+	}
+	d.Supervisor.EscalateFailure(reason, message)
+}
+
+// shellOf is the shell of the actor sup is the context of, if it is a
+// duplex's.
+func shellOf(sup actor.Supervisor) *shell {
+	c, ok := sup.(interface{ Actor() actor.Actor })
+	if !ok {
+		return nil
+	}
+	switch a := c.Actor().(type) {
+	case *shell:
+		return a
+	case *durableShell:
+		return a.s
+	}
+	return nil
+}
+
+// escalatedChild is a child whose failure its parent escalated, and its
+// process then.
+type escalatedChild struct {
+	pid  *actor.PID
+	proc actor.Process
+}
+
+// resume resumes the child, unless it stopped since (its id may be a
+// newer actor's).
+func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
+	if now, ok := registry.Get(c.pid); ok && now == c.proc {
+		c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
+	}
 }
 
 // note records the process pid names now.

@@ -446,7 +446,8 @@ func (m *mailbox) run() {
 				if !m.stopped && !m.stopWon {
 					// The supervisor's Resume, or the one protoactor
 					// sends as a restart completes: the shell answers
-					// the call that failed it, if any (see resumed).
+					// the call that failed it, if any, and resumes the
+					// children whose failure it escalated (see resumed).
 					m.invoker.InvokeUserMessage(resumed{})
 				}
 			case *actor.Stop:

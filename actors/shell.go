@@ -72,7 +72,12 @@ type shell struct {
 	// the incarnation, if a frame did: the call a Resume answers (see
 	// resumed).
 	failedCall string
-	finished   bool
+	// escalated are the children whose failure this actor's strategy
+	// escalated, suspended until this actor's supervisor decides: a
+	// Resume of this actor resumes them (see resumed); a restart or stop
+	// stops them with it.
+	escalated []escalatedChild
+	finished  bool
 	// answered holds the streams whose call was answered for good since
 	// the incarnation ended, and whose caller's input has not ended yet:
 	// those its end closed (ERROR and END) before the caller's END came,
@@ -277,7 +282,9 @@ func (s *shell) deliver(msg any) {
 // resumed carries out a Resume of this incarnation, which keeps its
 // Logic and state: the call whose frame failed it, if it is still open,
 // is answered with an ERROR of failure kind [FailedKind] (the reason)
-// and END, before the Logic gets the next message. A failure that no
+// and END, before the Logic gets the next message; the children whose
+// failure was escalated from here are resumed in turn, as the decision
+// about this actor was also about their failure. A failure that no
 // input frame caused (a timer, background work's end, a child's frame)
 // is not a call's: the calls open stay the Logic's to answer.
 func (s *shell) resumed() {
@@ -291,6 +298,10 @@ func (s *shell) resumed() {
 		s.Emit(messages.End(s.failedCall))
 	}
 	s.failure, s.failedCall = nil, ""
+	for _, c := range s.escalated {
+		c.resume(s.rt.system.ProcessRegistry)
+	}
+	s.escalated = nil
 }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver

@@ -164,7 +164,10 @@ type Options struct {
 	// or sent again with the rounds that completed (without). An attempt
 	// after one that a conversation's own loop closed or refused as
 	// stopped runs on a fresh loop, once the old one has stopped (see the
-	// package doc). Default [DefaultMaxAttempts]; 1 never retries.
+	// package doc). An attempt after one that failed without a failure
+	// kind waits while the loop restarts, and one that a restarting loop
+	// refused (or closed before serving it) without having failed itself
+	// is not counted. Default [DefaultMaxAttempts]; 1 never retries.
 	MaxAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// end the conversation after sending ABORT (the loop ends it once the
@@ -236,9 +239,15 @@ type Agent struct {
 	// closed when its drain is over. Such a session is taken: enter waits
 	// for the channel.
 	draining map[string]chan struct{}
+	// stopping: the sessions whose last Run returned while its own loop
+	// was still stopping (see conversation.awaitEarlier), with that loop;
+	// entries of loops that have stopped meanwhile are dropped as others
+	// are added.
+	stopping map[string]*actors.Mux
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
-	// drain (see enter); made by the first of them.
+	// drain (see enter), or for a loop to restart or stop (see
+	// untilClosed); made by the first of them.
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
@@ -418,7 +427,11 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // begins, those waiting for the loop to end a cancelled conversation of
 // their session (see [Agent.Run]): stopping the loop ends those
 // conversations, and Close waits for the agent's readers of them to see
-// it, not for their tools to wind down.
+// it, not for their tools to wind down. So do those waiting for their
+// loop to restart, or for a loop of their own, or of their session's
+// last Run, to stop (see the package doc): Close waits for them to
+// return, and for the shared loop to stop, not for a loop of their own,
+// which is stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
@@ -429,7 +442,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	if !a.closed && a.closing != nil {
-		close(a.closing) // the Runs waiting for a drain fail now
+		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
 	}
 	a.closed = true
 	a.mu.Unlock()
@@ -445,7 +458,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	// starts or stops waiting.
 	a.mu.Lock()
 	s, waiting := a.shared, a.waiting
-	a.waiting = nil
+	a.waiting, a.stopping = nil, nil
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
@@ -496,7 +509,10 @@ func (a *Agent) Close(ctx context.Context) error {
 // Run that leaves before the conversation's end without a cancel (a
 // Stream consumer that panicked, a frame it could not read), after
 // sending ABORT. A conversation on a loop of its own (with a Store, or
-// delegated to within one runtime) has that loop stopped instead. A Run,
+// delegated to within one runtime) has that loop stopped instead; if it
+// has not stopped within CancelGrace, the session's next Run waits for
+// it to stop before it reads the session or sends anything, bounded by
+// its ctx and by Close (see the package doc). A Run,
 // Stream, Resume or Discard of the session meanwhile waits for that end
 // before it sends anything, so that it never gets the cancelled
 // conversation's late frames; if its ctx ends first it returns ctx's
@@ -599,10 +615,7 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 		if !draining {
 			break
 		}
-		if a.closing == nil {
-			a.closing = make(chan struct{})
-		}
-		closing := a.closing
+		closing := a.closingLocked()
 		a.mu.Unlock()
 		select {
 		case <-drained:
@@ -625,15 +638,63 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	return a.ready, nil
 }
 
+// closingLocked returns a.closing, made if no one has yet, for a wait
+// that Close must end; nil once the agent is closed (a.closing may then
+// never have been made). a.mu is held.
+func (a *Agent) closingLocked() chan struct{} {
+	if a.closed {
+		return nil
+	}
+	if a.closing == nil {
+		a.closing = make(chan struct{})
+	}
+	return a.closing
+}
+
+// untilClosed returns a ctx of ctx, for a wait of a Run that Close must
+// end, that also ends when Close begins (at once if it has), with
+// ErrClosed as its cause; stop releases it.
+func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()) {
+	a.mu.Lock()
+	closing := a.closingLocked()
+	a.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	if closing == nil {
+		cancel(ErrClosed)
+		return ctx, func() {}
+	}
+	go func() {
+		select {
+		case <-closing:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
 // leave ends what enter began. With drain, a stream of the shared loop
 // whose cancelled conversation the loop has not ended yet, the session
 // stays taken until a drain goroutine has read the stream to its end.
-func (a *Agent) leave(sessionID string, drain *actors.MuxStream) {
+// With own, the conversation's own loop, which has not stopped yet, the
+// session's next Run waits for it to stop (see conversation.awaitEarlier).
+func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
 	} else {
 		delete(a.busy, sessionID)
+	}
+	if own != nil && !own.Stopped() && !a.closed {
+		for id, m := range a.stopping {
+			if m.Stopped() {
+				delete(a.stopping, id)
+			}
+		}
+		if a.stopping == nil {
+			a.stopping = map[string]*actors.Mux{}
+		}
+		a.stopping[sessionID] = own
 	}
 	var drained chan struct{}
 	if drain != nil {
@@ -702,6 +763,9 @@ type conversation struct {
 	// ERROR frame's failure kind, or its stream's end without one), one
 	// that says another attempt cannot help, or "".
 	failure string
+	// served: the last attempt's stream got a frame from the loop other
+	// than ERROR and END.
+	served bool
 }
 
 // run runs a conversation. With parent, its loop is started for it as a
@@ -725,9 +789,14 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, err
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
-	defer func() { a.leave(sessionID, c.drain) }()
+	defer func() { a.leave(sessionID, c.drain, c.mux) }()
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
+	}
+	if c.ownLoop() {
+		if err := c.awaitEarlier(ctx); err != nil { // nothing was read or sent
+			return &models.Answer{}, err
+		}
 	}
 	c.first = models.EncodeMessages(msgs)
 	if a.opts.Store != nil {
@@ -743,12 +812,21 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		defer c.stopLoop()
 	}
 	payload := c.first
+	spent := 0            // the attempts counted against MaxAttempts
+	restarts := -1        // the loop's restarts when it ran again after one, before this attempt; -1: none
+	var failed loopFailed // the loop failed during this attempt (looked at after a restart)
 	for attempt := 1; ; attempt++ {
 		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err
 		}
+		unwatch := failed.watch(a.rt, mux, restarts >= 0)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
+		unwatch()
+		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.Load())
+		if !refused {
+			spent++
+		}
 		// Merge only on the way out: result changes ans, and a retry keeps
 		// ans's own rounds, not those already kept.
 		switch {
@@ -766,16 +844,24 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// sharedLoop). Another attempt would meet the same.
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error, Err: ErrPermanent}
-		case attempt >= a.opts.MaxAttempts:
-			failed := &FailedError{Session: sessionID, Attempts: attempt, Reason: ans.Error}
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error, Err: ErrPermanent}
+		case !refused && spent >= a.opts.MaxAttempts:
+			fe := &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error}
 			if c.failure == actors.StoppedKind {
-				failed.Err = actors.ErrDuplexStopped
+				fe.Err = actors.ErrDuplexStopped
 			}
-			return c.result(ans), failed
+			return c.result(ans), fe
 		}
 		// Keep what ran, and ask again.
 		c.keep(ans)
+		if restarts = -1; c.failure == "" {
+			// A failure of no kind may be the loop's restart (its
+			// incarnation ended, closing the attempt, or refusing it):
+			// the next attempt waits for the loop to run again.
+			if restarts, err = c.awaitRestart(ctx, mux); err != nil {
+				return c.result(nil), err
+			}
+		}
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
 		} else {
@@ -1000,6 +1086,118 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	return c.mux, nil
 }
 
+// loopState returns the state of the loop actor of mux and its
+// restarts; ok false when the runtime has it no more (it stopped), or
+// it runs in another runtime.
+func (c *conversation) loopState(mux *actors.Mux) (state actors.ActorState, restarts int, ok bool) {
+	id := mux.Ref().String()
+	for _, ai := range c.a.rt.Actors() {
+		if ai.ID == id {
+			return ai.State, ai.Restarts, true
+		}
+	}
+	return 0, 0, false
+}
+
+// awaitRestart waits while the loop of mux restarts (it failed and waits
+// for its restart, or its incarnation has ended and the next has not
+// started), until it runs again or has stopped, or until ctx ends (it
+// returns ctx's error, wrapped) or the agent is closed (it returns an
+// error wrapping ErrClosed: Close waits for the Run). It returns the
+// loop's restarts once it runs again; -1 when it runs no more, or is not
+// known to the agent's runtime. An attempt sent to a loop that restarts
+// after failing would wait in its queue until it runs again; one
+// restarted for another's failure (a supervisor's all-for-one decision)
+// takes frames while its children stop, and refuses them at once.
+func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, error) {
+	ctx, stopClose := c.a.untilClosed(ctx)
+	defer stopClose()
+	changed := make(chan struct{}, 1)
+	id := mux.Ref().String()
+	stop := c.a.rt.WatchActors(func(ev actors.ActorEvent) {
+		if ev.Actor.ID == id {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	for {
+		state, restarts, ok := c.loopState(mux)
+		switch {
+		case !ok || state == actors.ActorStopped || mux.Stopped():
+			return -1, nil
+		case state == actors.ActorRunning:
+			return restarts, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return -1, fmt.Errorf("agent %q: session %q: wait for its loop to restart: %w", c.a.opts.Name, clip(c.session), context.Cause(ctx))
+		}
+	}
+}
+
+// loopFailed is set when a supervisor decides about the failure of the
+// loop it watches.
+type loopFailed struct{ atomic.Bool }
+
+// watch clears f and, when on, has it set by every supervision decision
+// about the loop of mux until the returned function is called.
+func (f *loopFailed) watch(rt *actors.Runtime, mux *actors.Mux, on bool) (unwatch func()) {
+	f.Store(false)
+	if !on {
+		return func() {}
+	}
+	id := mux.Ref().String()
+	return rt.WatchSupervision(func(ev supervisor.Event) {
+		if ev.Child == id {
+			f.Store(true)
+		}
+	})
+}
+
+// refusedByRestart reports whether the attempt ans, sent to the loop of
+// mux once it ran again after a restart with restarts (-1: it was not
+// sent after one), was refused, or closed before the loop served it, by
+// a restart of the loop that it did not cause: it got ERROR without a
+// failure kind and END alone, and the loop has restarted since, without
+// having failed during the attempt (failed). Such an attempt is not
+// counted against MaxAttempts; one during which the loop itself failed
+// is, so that a loop that fails on every request still fails the Run
+// after MaxAttempts. Only an attempt sent after a restart is looked at,
+// and each is sent once the loop runs again (awaitRestart): the attempts
+// not counted are bounded by the loop's restarts, which its supervisor
+// bounds.
+func (c *conversation) refusedByRestart(mux *actors.Mux, ans *models.Answer, restarts int, failed bool) bool {
+	if restarts < 0 || failed || c.failure != "" || c.served || !ans.Failed {
+		return false
+	}
+	state, now, ok := c.loopState(mux)
+	return ok && state != actors.ActorStopped && now > restarts
+}
+
+// awaitEarlier waits, before the conversation reads its session or sends
+// anything, until the own loop of the session's last Run has stopped, if
+// that Run returned while it was still stopping (its ctx ended while it
+// waited in awaitStop, or CancelGrace passed in stopLoop): a fresh loop
+// never runs beside it, across Runs as within one. It takes that loop as
+// the conversation's, stopped (loop then starts a fresh one), or, when
+// the wait ends first (see awaitStop), still stopping: leave gives it
+// back to the session.
+func (c *conversation) awaitEarlier(ctx context.Context) error {
+	a := c.a
+	a.mu.Lock()
+	c.mux = a.stopping[c.session]
+	delete(a.stopping, c.session)
+	a.mu.Unlock()
+	if c.mux == nil || c.mux.Stopped() {
+		return nil
+	}
+	return c.awaitStop(ctx)
+}
+
 // stopWaitStream is the id of the stream awaitStop reads on the
 // conversation's own loop, on which no attempt runs.
 const stopWaitStream = "agent: wait for the loop to stop"
@@ -1007,19 +1205,23 @@ const stopWaitStream = "agent: wait for the loop to stop"
 // awaitStop waits until the conversation's own loop, which closed or
 // refused the last attempt as stopped (it stops for good, its children
 // still finishing), has stopped, or until ctx ends (it returns ctx's
-// error, wrapped). A loop stopping refuses every attempt at once: the
-// next attempt runs on a fresh loop, started once the old one is gone,
-// so that the two never run side by side. Mux.Close cannot be used to
-// wait: on a duplex that is stopping already it returns at once. A
-// stream of the loop can: its Recv returns actors.ErrDuplexStopped once
-// the loop has stopped.
+// error, wrapped) or the agent is closed (it returns an error wrapping
+// ErrClosed: Close waits for the Run, not for the loop). A loop stopping
+// refuses every attempt at once: the next attempt runs on a fresh loop,
+// started once the old one is gone, so that the two never run side by
+// side. Mux.Close cannot be used to wait: on a duplex that is stopping
+// already it returns at once. A stream of the loop can: its Recv returns
+// actors.ErrDuplexStopped once the loop has stopped.
 func (c *conversation) awaitStop(ctx context.Context) error {
+	a := c.a
+	ctx, stop := a.untilClosed(ctx)
+	defer stop()
 	s, err := c.mux.Open(stopWaitStream)
 	if errors.Is(err, actors.ErrDuplexStopped) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", c.a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), err)
 	}
 	defer s.Release()
 	for {
@@ -1030,10 +1232,10 @@ func (c *conversation) awaitStop(ctx context.Context) error {
 		case errors.Is(err, actors.ErrDuplexStopped):
 			return nil
 		case err != nil && ctx.Err() != nil:
-			err = context.Cause(ctx)
+			err = context.Cause(ctx) // the Run's, or ErrClosed
 			fallthrough
 		case err != nil:
-			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", c.a.opts.Name, clip(c.session), err)
+			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 		}
 	}
 }
@@ -1100,6 +1302,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		return ans, fmt.Errorf("agent %q: session %q: send: %w", c.a.opts.Name, clip(c.session), err)
 	}
 	sent = true
+	c.served = false
 	// Woken at END only, the reader finds the stream's frames queued and
 	// takes them in one batch, one lock for all instead of one each: that
 	// work comes after the loop's last frame, on the run's critical path.
@@ -1142,8 +1345,12 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			}
 		}
 		ans.Add(f)
-		if f.GetType() == messages.FrameType_ERROR {
+		switch f.GetType() {
+		case messages.FrameType_ERROR:
 			c.failure = f.GetMeta().GetFailureKind()
+		case messages.FrameType_END:
+		default:
+			c.served = true
 		}
 		if c.emit != nil {
 			c.emit(event(f, n))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,27 +121,49 @@ type Options struct {
 	// DefaultStoreRetries; negative, none. A store that refuses the
 	// session for good fails Run at once ([ErrStoreRefused]).
 	StoreRetries int
+	// KeepaliveTime is how long a connection to another member (or a
+	// client) may stay quiet before this member pings it, and
+	// KeepaliveTimeout how long it then waits for the answer: a peer
+	// that does not answer is gone (its connection ends, as when it
+	// dies), even when the connection never closes (a network cut, a
+	// frozen process). Defaults remote.DefaultKeepaliveTime and
+	// remote.DefaultKeepaliveTimeout, as remote.ClientOptions'; gRPC
+	// pings at most every 10 s; negative KeepaliveTime: no pings. A
+	// member lets its peers ping it that often; a member built before
+	// members pinged allows one ping per 5 minutes and hangs up on a
+	// peer that pings more often: while such members run, give the new
+	// ones a negative KeepaliveTime.
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
 
 // Automanaged returns protoactor's automanaged provider for a static list
-// of members: each member answers health checks over HTTP on port (on
-// every interface), and every member polls hosts (each member's
-// host:port for those checks, this one's included) every refresh to learn
-// which are up. A member that stops answering leaves the cluster within
-// about refresh; one that was only paused is not taken back when it
-// resumes (see [Member.Excluded]). refresh zero means two seconds. A client ([Options].Client)
-// polls hosts and serves nothing; its port is unused.
-func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.ClusterProvider {
+// of members: each member answers health checks over HTTP on port, and
+// every member polls hosts (each member's host:port for those checks,
+// this one's included) every refresh to learn which are up. A member
+// answers them on the host of its own address ([Options].Address: on
+// loopback unless AllowRemote), not on every interface, unless
+// [HealthHost] says otherwise; hosts must name that host. A member that
+// cannot listen there (another process holds the port) fails Start. A
+// member that stops answering leaves the cluster within about refresh;
+// one that was only paused is not taken back when it resumes (see
+// [Member.Excluded]). refresh zero means two seconds. A client
+// ([Options].Client) polls hosts and serves nothing; its port is unused.
+func Automanaged(port int, hosts []string, refresh time.Duration, opts ...AutomanagedOption) pacluster.ClusterProvider {
 	if refresh <= 0 {
 		refresh = 2 * time.Second
 	}
 	// The provider's own HTTP server prints a line on stdout when it
-	// starts; this one is quiet and answers the same health checks.
+	// starts, and listens on every interface; this one is quiet, listens
+	// where StartMember says, and answers the same health checks.
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	p := &automanagedProvider{port: port}
+	p := &automanagedProvider{port: port, echo: e}
+	for _, o := range opts {
+		o(p)
+	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(refresh, port, e, hosts...)
 	e.GET("/_health", func(ctx echo.Context) error {
 		c := p.c.Load()
@@ -156,17 +179,64 @@ func Automanaged(port int, hosts []string, refresh time.Duration) pacluster.Clus
 	return p
 }
 
+// AutomanagedOption configures [Automanaged].
+type AutomanagedOption func(*automanagedProvider)
+
+// HealthHost makes an [Automanaged] member answer health checks on host
+// (an IP address or a name; "0.0.0.0" or "::" for every interface)
+// instead of on the host of its own address. The health checks have no
+// authentication: whoever reaches them learns the member's id, address
+// and kinds.
+func HealthHost(host string) AutomanagedOption {
+	return func(p *automanagedProvider) { p.healthHost = host }
+}
+
 // automanagedProvider is the pinned automanaged provider with a health
 // endpoint of its own (see Automanaged).
 type automanagedProvider struct {
 	*automanaged.AutoManagedProvider
-	port int
-	c    atomic.Pointer[pacluster.Cluster]
+	port       int
+	healthHost string     // HealthHost's; "" for the member's own host
+	echo       *echo.Echo // the health endpoint's server
+	listener   net.Listener
+	c          atomic.Pointer[pacluster.Cluster]
 }
 
+// StartMember listens for health checks, on the member's own host unless
+// HealthHost said otherwise, and starts the pinned provider, which serves
+// them on that listener.
 func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
+	host := p.healthHost
+	if host == "" {
+		h, _, err := c.ActorSystem.GetHostPort()
+		if err != nil {
+			return fmt.Errorf("cluster: automanaged provider: the member's host: %w", err)
+		}
+		host = h
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(p.port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cluster: automanaged provider: health checks on %s: %w", addr, err)
+	}
+	p.listener, p.echo.Listener = l, l
 	p.c.Store(c)
-	return p.AutoManagedProvider.StartMember(c)
+	if err := p.AutoManagedProvider.StartMember(c); err != nil {
+		l.Close()
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops the pinned provider and closes the health checks'
+// listener (the pinned provider's server closes it only once it has
+// begun to serve).
+func (p *automanagedProvider) Shutdown(graceful bool) error {
+	err := p.AutoManagedProvider.Shutdown(graceful)
+	if p.listener != nil {
+		_ = p.listener.Close() // closed already when the server served it
+	}
+	return err
 }
 
 // Member is this process in a cluster of session hosts: a protoactor
@@ -194,7 +264,10 @@ type Member struct {
 	markClose context.CancelFunc
 	excluded  context.Context // ends when the cluster has excluded this member
 	exclude   context.CancelFunc
-	topoSub   *eventstream.Subscription
+	topoSub   *eventstream.Subscription // onTopology's
+
+	membersMu sync.Mutex
+	members   []string // addresses of the members, from the last topology
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -275,7 +348,10 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
-	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption()),
+	// Pings as the remote package's nodes and clients ping, and allows
+	// their pings (and its peers').
+	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption(), remote.PingPolicy()),
+		paremote.WithDialOptions(remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)...),
 		paremote.WithEndpointWriterQueueSize(1024))
 	// A member that cannot be reached is given up after one attempt:
 	// requests to a dead member fail fast and go elsewhere.
@@ -305,10 +381,10 @@ func Start(opts *Options) (m *Member, err error) {
 			m = nil
 		}
 	}()
+	m.topoSub = rt.System().EventStream.Subscribe(m.onTopology)
 	if o.Client {
 		m.c.StartClient()
 	} else {
-		m.topoSub = rt.System().EventStream.Subscribe(m.watchExclusion)
 		m.c.StartMember()
 	}
 	m.log.Info("cluster member started", "address", m.Address(), "cluster", o.Name, "client", o.Client)
@@ -326,13 +402,34 @@ func (m *Member) System() *actor.ActorSystem { return m.rt.System() }
 func (m *Member) Cluster() *pacluster.Cluster { return m.c }
 
 // Members returns the addresses of the cluster's members as this member
-// currently sees them.
+// currently sees them (none before the provider has told it any). Safe
+// to call at any time, also while the members change.
 func (m *Member) Members() []string {
-	var out []string
-	for _, mem := range m.c.MemberList.Members().Members() {
-		out = append(out, mem.Address())
+	m.membersMu.Lock()
+	defer m.membersMu.Unlock()
+	return slices.Clone(m.members)
+}
+
+// onTopology keeps the member's own copy of the members (see Members)
+// and watches for its exclusion. It runs for each topology protoactor
+// publishes, in the goroutine that updates protoactor's member list and
+// under its lock: protoactor's list, which its provider replaces without
+// a lock that others can take, must not be read anywhere else.
+func (m *Member) onTopology(ev any) {
+	t, ok := ev.(*pacluster.ClusterTopology)
+	if !ok {
+		return
 	}
-	return out
+	members := make([]string, 0, len(t.Members))
+	for _, mem := range t.Members {
+		members = append(members, mem.Address())
+	}
+	m.membersMu.Lock()
+	m.members = members
+	m.membersMu.Unlock()
+	if !m.client {
+		m.watchExclusion(t)
+	}
 }
 
 // ErrExcluded is the cause of the error Run returns once the cluster has
@@ -354,11 +451,10 @@ var ErrExcluded = errors.New("member excluded from the cluster")
 // closed.
 func (m *Member) Excluded() <-chan struct{} { return m.excluded.Done() }
 
-// watchExclusion closes Excluded's channel when a topology says that
+// watchExclusion closes Excluded's channel when topology t says that
 // this member left, unless it is closing (a member that closes leaves).
-func (m *Member) watchExclusion(ev any) {
-	t, ok := ev.(*pacluster.ClusterTopology)
-	if !ok || m.closing.Err() != nil || m.excluded.Err() != nil {
+func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
+	if m.closing.Err() != nil || m.excluded.Err() != nil {
 		return
 	}
 	self := m.rt.System().ID

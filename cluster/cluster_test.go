@@ -407,6 +407,31 @@ func TestStart_AddressInUse(t *testing.T) {
 	}
 }
 
+// TestStart_HealthPortInUse: an automanaged member whose health-check
+// port another listener holds fails Start with an error that names the
+// address, and leaves nothing running.
+func TestStart_HealthPortInUse(t *testing.T) {
+	leakCheck(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	port := taken.Addr().(*net.TCPAddr).Port
+	m, err := cluster.Start(&cluster.Options{
+		Provider: cluster.Automanaged(port, []string{addr}, 100*time.Millisecond),
+		Store:    openStore(t, freshSchema()), Session: sessionFunc(t, 1, newSideFile(t), nil),
+	})
+	if err == nil {
+		m.Close(context.Background())
+		t.Fatalf("Start with its health port %s held by another listener succeeded", addr)
+	}
+	if !strings.Contains(err.Error(), "health checks on "+addr) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Start: %v; want an error naming the health checks' address %s, in use", err, addr)
+	}
+}
+
 // TestStart_RefusesAddressBeyondLoopback: a member (or client) has no
 // authentication, so Start refuses an address beyond loopback (every
 // interface, another IP) with remote.ErrNotLoopback unless

@@ -94,6 +94,9 @@ func Etcd(endpoints []string, baseKey string, opts ...EtcdOption) (pacluster.Clu
 	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("client"); !ok || f.Type != reflect.TypeFor[*clientv3.Client]() {
 		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no client field to close: update cluster.Etcd for this protoactor")
 	}
+	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("revision"); !ok || f.Type != reflect.TypeFor[uint64]() {
+		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no revision field to watch from: update cluster.Etcd for this protoactor")
+	}
 	e := &etcdProvider{baseKey: baseKey, timeout: DefaultEtcdTimeout, log: slog.New(slog.DiscardHandler),
 		cfg:     clientv3.Config{Endpoints: slices.Clone(endpoints), DialTimeout: 5 * time.Second},
 		stopped: make(chan struct{})}
@@ -192,11 +195,12 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
 	}
-	// The pinned provider keeps its client in an unexported field, and
-	// there is no other way to reach it (Etcd checked that it is there).
-	f := reflect.ValueOf(p).Elem().FieldByName("client")
-	e.p, e.client = p, *(**clientv3.Client)(unsafe.Pointer(f.UnsafeAddr()))
-	e.boundRequests()
+	// The pinned provider keeps its client, and the etcd revision of
+	// its read of the members, in unexported fields, and there is no
+	// other way to reach them (Etcd checked that they are there).
+	v := reflect.ValueOf(p).Elem()
+	e.p, e.client = p, *(**clientv3.Client)(unsafe.Pointer(v.FieldByName("client").UnsafeAddr()))
+	e.boundRequests((*uint64)(unsafe.Pointer(v.FieldByName("revision").UnsafeAddr())))
 	return p, nil
 }
 
@@ -205,12 +209,15 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 // requests have no deadline, and etcd's client retries a request that
 // failed because its connection was closing until the request's own
 // context ends. It also keeps the pinned provider's watch loop, which
-// watches again as soon as a watch ends, from spinning on a closed client.
-func (e *etcdProvider) boundRequests() {
+// watches again as soon as a watch ends, from spinning on a closed client,
+// and makes its first watch start where its read of the members ended
+// (revision is the pinned provider's; see firstWatch).
+func (e *etcdProvider) boundRequests(revision *uint64) {
 	r := requests{timeout: e.timeout, client: e.client.Ctx()}
 	e.client.KV = boundedKV{KV: e.client.KV, r: r}
 	e.client.Lease = boundedLease{Lease: e.client.Lease, r: r}
-	e.client.Watcher = stoppedWatcher{Watcher: e.client.Watcher, client: e.client.Ctx(), stopped: e.stopped}
+	e.client.Watcher = stoppedWatcher{Watcher: e.client.Watcher, client: e.client.Ctx(), stopped: e.stopped,
+		first: &firstWatch{revision: revision}}
 }
 
 // Shutdown deregisters the member (when it had started), stops watching
@@ -330,14 +337,41 @@ func (l boundedLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*
 // until the provider has stopped (or ctx ends) before it returns the
 // closed client's watch channel, which is closed at once. The pinned
 // provider watches again whenever a watch ends, until it is shut down:
-// on a closed client, whose watches end at once, it would spin.
+// on a closed client, whose watches end at once, it would spin. Its
+// first watch starts where the provider's read of the members ended (see
+// firstWatch).
 type stoppedWatcher struct {
 	clientv3.Watcher
 	client  context.Context // the client's: ends when it closes
 	stopped <-chan struct{}
+	first   *firstWatch
 }
 
+// firstWatch makes the pinned provider's first watch of the members start
+// right after the etcd revision of its read of them. The pinned provider
+// reads the members, then watches them from whatever revision etcd has
+// reached by then: a member that registered in between (members that
+// start at once) was missed for good, since the provider only applies
+// the changes it watches. An earlier revision that etcd has compacted
+// fails that watch, and the provider watches again, from then.
+type firstWatch struct {
+	once     sync.Once
+	revision *uint64 // the pinned provider's: written by its read, before it starts watching
+}
+
+// testHookFirstWatch, unless nil, runs before the first watch of every
+// etcd provider's members (the tests set it).
+var testHookFirstWatch func()
+
 func (w stoppedWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	w.first.once.Do(func() {
+		if testHookFirstWatch != nil {
+			testHookFirstWatch()
+		}
+		if rev := *w.first.revision; rev > 0 {
+			opts = append(slices.Clip(opts), clientv3.WithRev(int64(rev)+1))
+		}
+	})
 	if w.client.Err() != nil {
 		select {
 		case <-w.stopped:

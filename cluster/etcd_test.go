@@ -33,6 +33,8 @@ import (
 const (
 	childEtcdEnv       = "POLYWEAVE_CLUSTER_ETCD"        // the etcd client endpoint
 	childEtcdPrefixEnv = "POLYWEAVE_CLUSTER_ETCD_PREFIX" // the key prefix of the test's members
+	childEtcdPollEnv   = "POLYWEAVE_CLUSTER_ETCD_POLL"   // set: the topology marks come from polling Member.Members
+	childEtcdHoldEnv   = "POLYWEAVE_CLUSTER_ETCD_HOLD"   // set: the member waits between its read of the members and its watch
 )
 
 // etcdServer is a throwaway single-node etcd (Debian's etcd-server,
@@ -163,6 +165,16 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err != nil {
 		return err
 	}
+	mark := tooltest.Marker()
+	var released chan struct{} // closed once the held member has read its line
+	if os.Getenv(childEtcdHoldEnv) != "" {
+		released = make(chan struct{})
+		cluster.SetFirstWatchHook(func() {
+			mark("read the members")
+			readLine(os.Stdin)
+			close(released)
+		})
+	}
 	m, err := cluster.Start(&cluster.Options{
 		Provider: provider,
 		Store:    store,
@@ -172,22 +184,32 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 	if err != nil {
 		return err
 	}
-	mark := tooltest.Marker()
+	if released != nil {
+		// Start returns while the first watch is held: stdin is the
+		// hook's until then.
+		<-released
+	}
 	mark("ready %s %d", m.Address(), os.Getpid())
 	topology := func(members []string) {
 		slices.Sort(members)
 		mark("topology %s", strings.Join(members, ","))
 	}
-	sub := m.System().EventStream.Subscribe(func(ev any) {
-		if tp, ok := ev.(*pacluster.ClusterTopology); ok {
-			var addrs []string
-			for _, mem := range tp.Members {
-				addrs = append(addrs, mem.Address())
+	var stopWatching func()
+	if os.Getenv(childEtcdPollEnv) != "" {
+		stopWatching = pollMembers(m, topology)
+	} else {
+		sub := m.System().EventStream.Subscribe(func(ev any) {
+			if tp, ok := ev.(*pacluster.ClusterTopology); ok {
+				var addrs []string
+				for _, mem := range tp.Members {
+					addrs = append(addrs, mem.Address())
+				}
+				topology(addrs)
 			}
-			topology(addrs)
-		}
-	})
-	topology(m.Members()) // the topology before the subscription
+		})
+		stopWatching = func() { m.System().EventStream.Unsubscribe(sub) }
+		topology(m.Members()) // the topology before the subscription
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if sc.Text() == "excluded?" {
@@ -212,7 +234,7 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		}
 		mark("ran %s %s %d", id, res.Member, res.Epoch)
 	}
-	m.System().EventStream.Unsubscribe(sub)
+	stopWatching()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
@@ -226,6 +248,47 @@ func runEtcdChild(t *testing.T, endpoint string) error {
 		return fmt.Errorf("the member left goroutines behind: %w", err)
 	}
 	return nil
+}
+
+// readLine reads r up to its next line end, one byte at a time: it reads
+// nothing beyond it.
+func readLine(r io.Reader) {
+	b := make([]byte, 1)
+	for {
+		if n, err := r.Read(b); err != nil || (n == 1 && b[0] == '\n') {
+			return
+		}
+	}
+}
+
+// pollMembers calls m.Members every millisecond, in a goroutine of its
+// own, and passes it to topology whenever it changes, until the function
+// it returns is called (which waits for the goroutine to end).
+func pollMembers(m *cluster.Member, topology func([]string)) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		var last []string
+		for {
+			members := m.Members()
+			slices.Sort(members)
+			if last == nil || !slices.Equal(members, last) {
+				last = append([]string{}, members...)
+				topology(members)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // etcdMembers starts the members (TestClusterEtcdChild) of one test on
@@ -248,15 +311,30 @@ func newEtcdMembers(t *testing.T) *etcdMembers {
 // once it is ready.
 func (e *etcdMembers) start(t *testing.T) (*tooltest.Child, string, int) {
 	t.Helper()
-	c := tooltest.StartChild(t, "^TestClusterEtcdChild$", childEtcdEnv+"="+e.endpoint,
-		childEtcdPrefixEnv+"="+e.prefix, childSchemaEnv+"="+e.schema, childSideEnv+"="+string(e.side),
-		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+e.raceLog)
+	c := e.spawn(t)
+	addr, pid := etcdReady(t, c)
+	return c, addr, pid
+}
+
+// spawn starts a member, with env added to its environment, and returns
+// at once (see etcdReady).
+func (e *etcdMembers) spawn(t *testing.T, env ...string) *tooltest.Child {
+	t.Helper()
+	return tooltest.StartChild(t, "^TestClusterEtcdChild$", append([]string{childEtcdEnv + "=" + e.endpoint,
+		childEtcdPrefixEnv + "=" + e.prefix, childSchemaEnv + "=" + e.schema, childSideEnv + "=" + string(e.side),
+		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + e.raceLog}, env...)...)
+}
+
+// etcdReady returns the address and process id of member c once it is
+// ready.
+func etcdReady(t *testing.T, c *tooltest.Child) (string, int) {
+	t.Helper()
 	var addr string
 	var pid int
 	if _, err := fmt.Sscanf(c.Mark(t), "ready %s %d", &addr, &pid); err != nil {
 		t.Fatalf("member did not say it was ready: %v", err)
 	}
-	return c, addr, pid
+	return addr, pid
 }
 
 // TestEtcd_MembersJoinAndLeave runs members in child processes with the
@@ -272,22 +350,6 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	start := func() (*tooltest.Child, string) {
 		c, addr, _ := members.start(t)
 		return c, addr
-	}
-	// waitMark reads c's marks until one starts with prefix and returns
-	// the rest.
-	waitMark := func(c *tooltest.Child, prefix string) string {
-		t.Helper()
-		for {
-			if rest, ok := strings.CutPrefix(c.Mark(t), prefix); ok {
-				return rest
-			}
-		}
-	}
-	waitTopology := func(c *tooltest.Child, want ...string) {
-		t.Helper()
-		slices.Sort(want)
-		for waitMark(c, "topology ") != strings.Join(want, ",") {
-		}
 	}
 	// run runs session id from member c and returns where it ran and its
 	// epoch.
@@ -314,7 +376,7 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	b, addrB := start()
 	c, addrC := start()
 	for _, m := range []*tooltest.Child{a, b, c} {
-		waitTopology(m, addrA, addrB, addrC)
+		waitTopology(t, m, addrA, addrB, addrC)
 	}
 
 	// Sessions run from A are placed over the members, and reached from B.
@@ -342,8 +404,8 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 	// C dies: it leaves once its lease expires, and its sessions are
 	// activated again on A or B (answering from the store).
 	c.Kill(t)
-	waitTopology(a, addrA, addrB)
-	waitTopology(b, addrA, addrB)
+	waitTopology(t, a, addrA, addrB)
+	waitTopology(t, b, addrA, addrB)
 	moved := 0
 	for id, was := range placed {
 		if was != addrC {
@@ -357,12 +419,12 @@ func TestEtcd_MembersJoinAndLeave(t *testing.T) {
 
 	// B leaves gracefully: at once, without a lease to expire.
 	b.Stop(t)
-	waitTopology(a, addrA)
+	waitTopology(t, a, addrA)
 
 	// D joins; new sessions run from it.
 	d, addrD := start()
-	waitTopology(a, addrA, addrD)
-	waitTopology(d, addrA, addrD)
+	waitTopology(t, a, addrA, addrD)
+	waitTopology(t, d, addrA, addrD)
 	for i := range 4 {
 		id := fmt.Sprintf("t%d", i)
 		if member, epoch := run(d, id); epoch != 1 || (member != addrA && member != addrD) {

@@ -77,3 +77,17 @@ func exampleFreePort() int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// Members on several machines listen beyond loopback (AllowRemote). An
+// automanaged member answers health checks on the host of its address
+// unless HealthHost names another: here, its address on a management
+// network, where every member's health checks are polled.
+func ExampleHealthHost() {
+	opts := &cluster.Options{
+		Address:     "10.0.0.5:8090",
+		AllowRemote: true,
+		Provider: cluster.Automanaged(6330, []string{"10.1.0.5:6330", "10.1.0.6:6330"}, time.Second,
+			cluster.HealthHost("10.1.0.5")),
+	}
+	_ = opts // with Store and Session set: cluster.Start(opts)
+}

@@ -45,3 +45,7 @@ type epochStore struct {
 }
 
 func (s epochStore) Epoch(ctx context.Context, key string) (uint64, error) { return s.epoch(ctx, key) }
+
+// SetFirstWatchHook makes fn run before the first watch of every etcd
+// provider's members, after its read of them.
+func SetFirstWatchHook(fn func()) { testHookFirstWatch = fn }

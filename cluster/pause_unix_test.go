@@ -4,12 +4,9 @@ package cluster_test
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // TestEtcd_PausedMemberIsExcluded: a member paused (SIGSTOP) for longer
@@ -20,47 +17,30 @@ import (
 func TestEtcd_PausedMemberIsExcluded(t *testing.T) {
 	parallelLeakCheck(t)
 	members := newEtcdMembers(t)
-	waitTopology := func(c *tooltest.Child, want ...string) {
-		t.Helper()
-		slices.Sort(want)
-		for {
-			if rest, ok := strings.CutPrefix(c.Mark(t), "topology "); ok && rest == strings.Join(want, ",") {
-				return
-			}
-		}
-	}
-	nextMark := func(c *tooltest.Child, prefix string) string {
-		t.Helper()
-		for {
-			if rest, ok := strings.CutPrefix(c.Mark(t), prefix); ok {
-				return rest
-			}
-		}
-	}
 	a, addrA, _ := members.start(t)
 	b, addrB, pidB := members.start(t)
-	waitTopology(a, addrA, addrB)
-	waitTopology(b, addrA, addrB)
+	waitTopology(t, a, addrA, addrB)
+	waitTopology(t, b, addrA, addrB)
 
 	if err := syscall.Kill(pidB, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	waitTopology(a, addrA) // B's lease expired
+	waitTopology(t, a, addrA) // B's lease expired
 	if err := syscall.Kill(pidB, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	b.Send(t, "excluded?")
-	if got := nextMark(b, "excluded "); got != "yes" {
+	if got := nextMark(t, b, "excluded "); got != "yes" {
 		t.Fatal("the resumed member, which the cluster no longer counts, did not say it was excluded")
 	}
 	b.Send(t, "run p1")
-	if got := nextMark(b, "error p1 "); !strings.HasPrefix(got, "excluded=true ") {
+	if got := nextMark(t, b, "error p1 "); !strings.HasPrefix(got, "excluded=true ") {
 		t.Errorf("Run from the excluded member: %s, want an error wrapping ErrExcluded", got)
 	}
 	// A, which never paused, is not told it is excluded, and still runs
 	// sessions.
 	a.Send(t, "run p2")
-	if got := nextMark(a, "ran p2 "); !strings.HasPrefix(got, addrA+" ") {
+	if got := nextMark(t, a, "ran p2 "); !strings.HasPrefix(got, addrA+" ") {
 		t.Errorf("session p2 run from A: on %s, want A", got)
 	}
 	b.Stop(t)

@@ -30,6 +30,21 @@ var ErrNodeUnreachable = errors.New("tool node unreachable")
 // calls still waiting when it closes.
 var ErrClosed = errors.New("remote: client closed")
 
+// ErrConnectionLost is the cause of the error a remote tool's handler
+// returns when the node lost its connection to the client (the one the
+// node's answers take) while the call ran: the node cancelled the call
+// and, over a new connection, answered it with an error result of kind
+// [KindConnectionLost].
+var ErrConnectionLost = errors.New("the tool node lost its connection to the client and cancelled the call")
+
+// KindConnectionLost is the failure kind of the answer a node sends a
+// caller for each of its calls that it cancelled because its connection
+// to the caller ended (the caller still there: its connection to the node
+// still open, say). The client's handler answers such a call with the
+// node's message, of this kind (a *tools.ResultError wrapping
+// [ErrConnectionLost]); it does not count against the tool.
+const KindConnectionLost tools.FailureKind = "connection_lost"
+
 // DefaultCallTimeout bounds a call of a remote tool that has no timeout of
 // its own (the node's tool enforces its own limits, but a node that stops
 // answering must not hang the call).
@@ -82,9 +97,14 @@ type ClientOptions struct {
 	// connection to it failed to open: until then, calls of the node are
 	// answered at once with ErrNodeUnreachable, without dialling it. Each
 	// further failure doubles the wait, up to MaxRedialBackoff; a
-	// connection that opens ends it. A node whose open connection ends is
-	// dialled again at the next call. Default DefaultRedialBackoff;
-	// negative: no wait (every call dials).
+	// connection that opens ends it. A connection counts as failed
+	// whether or not the call that dialled it still waits (its ctx may
+	// have ended first). A node whose open connection ends is dialled
+	// again at the next call. Default DefaultRedialBackoff; negative: no
+	// wait (every call dials). The client forgets a node gone once its
+	// wait has passed by MaxRedialBackoff or more and nothing waits on
+	// it (so that the nodes that never come back are not kept for ever):
+	// a failure after that is taken for its first, and reported again.
 	RedialBackoff time.Duration
 	// MaxRedialBackoff bounds the doubling of RedialBackoff; default
 	// DefaultMaxRedialBackoff, and never less than RedialBackoff.
@@ -94,9 +114,17 @@ type ClientOptions struct {
 	// have then been answered with ErrNodeUnreachable): once for each
 	// going, however many ways the client hears of it, and not again for
 	// the calls that fail while the node stays gone (it is reported
-	// again only after a connection to it has opened and ended). It runs
+	// again only after a connection to it has opened and ended, or once
+	// the client has forgotten it: see RedialBackoff). It runs
 	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
+	// MaxFrameBytes bounds the frame of one call (the TOOL_CALL with its
+	// arguments, as encoded on the wire): a larger call is answered at
+	// once with an error of kind KindTooLarge (wrapping ErrTooLarge) and
+	// not sent. Default DefaultMaxFrameBytes; at most
+	// MaxFrameBytesLimit. The node has a limit of its own, for calls and
+	// for results (see NodeOptions.MaxFrameBytes).
+	MaxFrameBytes int
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines. A
 	// client has no authentication and no TLS: whoever reaches its
@@ -122,6 +150,7 @@ type Client struct {
 	prefix      string
 	seq         atomic.Uint64
 	callTimeout time.Duration
+	maxFrame    int
 	log         *slog.Logger
 
 	// mu guards closed and waiting: every request registers its waiter
@@ -154,6 +183,10 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	maxFrame, err := frameLimit(o.MaxFrameBytes, "ClientOptions.MaxFrameBytes")
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case o.CallTimeout == 0:
 		o.CallTimeout = DefaultCallTimeout
@@ -166,9 +199,9 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	}
 	p := newProxy(o)
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout),
-		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
+		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -288,11 +321,17 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 
 // handler sends each call to the node as a TOOL_CALL frame and waits for
 // its TOOL_RESULT, for the node to go away, or for ctx (timeout, CANCEL),
-// in which case the node is told to cancel the call.
+// in which case the node is told to cancel the call. A call whose frame is
+// over the client's frame limit is answered at once, and not sent.
 func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		stream := c.nextStream()
-		w, err := c.begin(node, messages.ToolCall(stream, stream, name, args))
+		call := messages.ToolCall(stream, stream, name, args)
+		if size := oversized(call, c.maxFrame); size > 0 {
+			return nil, callError(tooLarge(callKey{stream, stream}, name, fmt.Sprintf(
+				"Tool %s was not called: its arguments are too large to send: a call of %d bytes, limit %d", name, size, c.maxFrame)))
+		}
+		w, err := c.begin(node, call)
 		if err != nil {
 			return nil, err
 		}
@@ -306,17 +345,35 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 		if w.err != nil {
 			return nil, w.err
 		}
-		if w.result.IsErrorResult() {
-			var body struct {
-				Error string `json:"error"`
-			}
-			if json.Unmarshal(w.result.GetPayload(), &body) != nil || body.Error == "" {
-				body.Error = string(w.result.GetPayload())
-			}
-			return nil, errors.New(body.Error)
+		if err := callError(w.result); err != nil {
+			return nil, err
 		}
 		return json.RawMessage(w.result.GetPayload()), nil
 	}
+}
+
+// callError returns the error a node's result answers its call with: nil
+// for a success; the node's message for an error; for the answer of a
+// call the node cancelled when it lost its connection to the client, the
+// node's answer, of its kind, wrapping ErrConnectionLost; for one too
+// large, of KindTooLarge, wrapping ErrTooLarge.
+func callError(result *messages.Frame) error {
+	if !result.IsErrorResult() {
+		return nil
+	}
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(result.GetPayload(), &body) != nil || body.Error == "" {
+		body.Error = string(result.GetPayload())
+	}
+	switch kind := tools.KindOf(result); kind {
+	case KindConnectionLost:
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrConnectionLost)}
+	case KindTooLarge:
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrTooLarge)}
+	}
+	return errors.New(body.Error)
 }
 
 // Close stops the client: the calls still waiting are cancelled on their
@@ -403,16 +460,21 @@ type proxy struct {
 	onGone  func(string)
 
 	// open holds the nodes with a connection opened since they were last
-	// gone; down the nodes known gone (and reported), until a connection
-	// to them opens.
-	open    map[string]bool
-	down    map[string]*redial
-	backoff time.Duration // after the first failure to open; <= 0: none
-	max     time.Duration // bound of the doubling
-	now     func() time.Time
+	// gone; dialling the nodes a call went to without such a connection
+	// (one is opening), until it opens or fails, whether or not the call
+	// still waits; down the nodes known gone (and reported), until a
+	// connection to them opens, or they are forgotten (see sweep).
+	open      map[string]bool
+	dialling  map[string]bool
+	down      map[string]*redial
+	backoff   time.Duration // after the first failure to open; <= 0: none
+	max       time.Duration // bound of the doubling
+	now       func() time.Time
+	nextSweep time.Time // sweep's next run, at the earliest
 }
 
-// redial is the backoff of a node known gone: it is not dialled before at.
+// redial is the backoff of a node known gone: it is not dialled before at
+// (for a node whose open connection ended: the time it ended).
 type redial struct {
 	failures int // connections that failed to open in a row
 	at       time.Time
@@ -421,7 +483,7 @@ type redial struct {
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+		open: map[string]bool{}, dialling: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -442,6 +504,7 @@ type peerOpened struct{ address string }
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
+		p.sweep()
 		key := callKey{m.frame.GetStreamId(), m.frame.GetToolCallId()}
 		node := m.w.node
 		if r := p.down[node.Address]; r != nil && p.now().Before(r.at) {
@@ -454,6 +517,8 @@ func (p *proxy) Receive(ctx actor.Context) {
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
 			p.watch(ctx, node.Address)
+		} else {
+			p.dialling[node.Address] = true
 		}
 	case *forget:
 		_, sent := p.pending[m.key]
@@ -482,6 +547,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 		p.gone(m.address)
 	case *peerOpened:
 		p.open[m.address] = true
+		delete(p.dialling, m.address)
 		delete(p.down, m.address)
 		p.watch(ctx, m.address)
 	case *actor.DeadLetterResponse:
@@ -540,18 +606,20 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 // and the connection's end may both tell of it, and only the first finds
 // the node watched (or waited on) still. A node with no connection
 // opened since it was last gone failed to open one: it is backed off,
-// and reported only the first time.
+// and reported only the first time; so is a node whose connection failed
+// to open after the call that dialled it stopped waiting.
 func (p *proxy) gone(addr string) {
-	if !p.watched[addr] && !p.waitsOn(addr) {
+	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}
 	delete(p.watched, addr)
+	delete(p.dialling, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	opened := p.open[addr]
 	delete(p.open, addr)
 	r, known := p.down[addr]
 	if !known {
-		r = &redial{}
+		r = &redial{at: p.now()}
 		p.down[addr] = r
 	}
 	if !opened {
@@ -564,6 +632,28 @@ func (p *proxy) gone(addr string) {
 	p.log.Info("tool node gone", "address", addr)
 	if p.onGone != nil {
 		p.onGone(addr)
+	}
+}
+
+// sweep forgets the nodes known gone whose backoff passed more than max
+// ago, but those a call waits on or a connection is opening to, so that
+// the nodes gone are not kept for ever: a node forgotten is reported again
+// when it is found gone again, and backed off as after its first failure.
+// It runs at most once every max.
+func (p *proxy) sweep() {
+	now := p.now()
+	if len(p.down) == 0 || now.Before(p.nextSweep) {
+		return
+	}
+	p.nextSweep = now.Add(p.max)
+	waited := map[string]bool{}
+	for _, w := range p.pending {
+		waited[w.node.Address] = true
+	}
+	for addr, r := range p.down {
+		if now.After(r.at.Add(p.max)) && !waited[addr] && !p.dialling[addr] {
+			delete(p.down, addr)
+		}
 	}
 }
 

@@ -28,7 +28,10 @@ import (
 const (
 	// envClient: call hold (id "c") on the node at this address, print
 	// "calling", then on a line "close" on stdin close the client and
-	// print "closed" and the call's error. A test may SIGKILL it instead.
+	// print "closed" and the call's error; on a line "end", end the
+	// node's connection to the client (see remote.EndIncoming: a DESCRIBE
+	// makes the node send on it), and print the call's error once it
+	// comes. A test may SIGKILL it instead.
 	envClient = "POLYWEAVE_REMOTE_TEST_CLIENT"
 	// envCloseRace: race many DESCRIBE requests against Close (see
 	// runCloseRace).
@@ -63,11 +66,29 @@ func runTestClient(addr string) int {
 		}
 	}
 	fmt.Println("calling")
+	var callErr error
+	answered := false
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		if sc.Text() == "close" {
+		switch sc.Text() {
+		case "close":
 			fmt.Println("closed", c.Close(context.Background()))
-			fmt.Println("call", <-done)
+			if !answered {
+				callErr = <-done
+			}
+			fmt.Println("call", callErr)
+		case "end":
+			remote.EndIncoming(c)
+			ctx, cancel := context.WithCancel(context.Background())
+			described := make(chan struct{})
+			go func() {
+				defer close(described)
+				_, _ = c.Tools(ctx, addr) // its answer may be lost with the connection
+			}()
+			callErr, answered = <-done, true
+			cancel()
+			<-described
+			fmt.Println("call", callErr)
 		}
 	}
 	return 0
@@ -479,6 +500,27 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 	}
 	if e := node.next(t); e != "cancelled c" {
 		t.Errorf("node event %q, want the handler cancelled", e)
+	}
+	client.stop()
+	node.stop()
+}
+
+// A node whose connection to a caller ends while the caller is still
+// there (its connection to the node open) cancels the caller's call and
+// tells the caller, over a new connection: the call, which has no
+// timeout, is answered with ErrConnectionLost at once, rather than after
+// the client's CallTimeout.
+func TestNode_ConnectionToCallerLostTellsTheCaller(t *testing.T) {
+	t.Parallel()
+	node, client := startCall(t)
+	if _, err := client.stdin.Write([]byte("end\n")); err != nil {
+		t.Fatal(err)
+	}
+	if e := node.next(t); e != "cancelled c" {
+		t.Errorf("node event %q, want the handler cancelled", e)
+	}
+	if e := client.next(t); !strings.HasPrefix(e, "call ") || !strings.HasSuffix(e, remote.ErrConnectionLost.Error()) {
+		t.Errorf("client said %q, want the call answered with ErrConnectionLost", e)
 	}
 	client.stop()
 	node.stop()

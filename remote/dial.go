@@ -15,7 +15,7 @@ import (
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/keepalive"
+	grpckeepalive "google.golang.org/grpc/keepalive"
 )
 
 // DefaultConnectTimeout bounds the opening of a connection to a peer (TCP,
@@ -56,9 +56,9 @@ const minPingInterval = 5 * time.Second
 // the peer is reported gone at once, and the writer ends without the
 // sleep.
 type dials struct {
-	timeout time.Duration              // <= 0: none of ours
-	ping    keepalive.ClientParameters // Time 0: no pings
-	events  *eventstream.EventStream   // the remote's; set by startRemote
+	timeout time.Duration                  // <= 0: none of ours
+	ping    grpckeepalive.ClientParameters // Time 0: no pings
+	events  *eventstream.EventStream       // the remote's; set by startRemote
 
 	mu      sync.Mutex
 	opening map[string]int    // peer address → connections opening to it
@@ -87,42 +87,73 @@ func (d *dials) open(addr string) {
 
 // newDials returns dials bounded by timeout (0 means
 // DefaultConnectTimeout, negative no bound but gRPC's) whose connections
-// are pinged once quiet for pingTime, the answer awaited for pingTimeout
-// (0s mean the defaults; a negative pingTime, no pings).
+// are pinged as pings says for pingTime and pingTimeout.
 func newDials(timeout, pingTime, pingTimeout time.Duration) *dials {
 	if timeout == 0 {
 		timeout = DefaultConnectTimeout
 	}
+	return &dials{timeout: timeout, ping: pings(pingTime, pingTimeout), opening: map[string]int{}}
+}
+
+// pings returns the pings of connections quiet for pingTime, the
+// answer awaited for pingTimeout: 0s mean DefaultKeepaliveTime and
+// DefaultKeepaliveTimeout (as does a negative pingTimeout); a negative
+// pingTime, no pings (Time 0).
+func pings(pingTime, pingTimeout time.Duration) grpckeepalive.ClientParameters {
 	if pingTime == 0 {
 		pingTime = DefaultKeepaliveTime
 	}
 	if pingTimeout <= 0 {
 		pingTimeout = DefaultKeepaliveTimeout
 	}
-	d := &dials{timeout: timeout, opening: map[string]int{}}
-	if pingTime > 0 {
-		d.ping = keepalive.ClientParameters{Time: pingTime, Timeout: pingTimeout, PermitWithoutStream: true}
+	if pingTime < 0 {
+		return grpckeepalive.ClientParameters{}
 	}
-	return d
+	return grpckeepalive.ClientParameters{Time: pingTime, Timeout: pingTimeout, PermitWithoutStream: true}
 }
 
 // options are the gRPC dial options of the remote: no TLS (as protoactor's
 // default), the interceptor, and the pings.
 func (d *dials) options() []grpc.DialOption {
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStreamInterceptor(d.intercept),
-	}
-	if d.ping.Time > 0 {
-		opts = append(opts, grpc.WithKeepaliveParams(d.ping))
+	return append(pingDialOptions(d.ping), grpc.WithStreamInterceptor(d.intercept))
+}
+
+// pingDialOptions are the dial options without TLS (as protoactor's
+// default) that ping as ping says (none when its Time is 0).
+func pingDialOptions(ping grpckeepalive.ClientParameters) []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if ping.Time > 0 {
+		opts = append(opts, grpc.WithKeepaliveParams(ping))
 	}
 	return opts
 }
 
-// pingPolicy is the gRPC server option that lets peers ping as often as
-// the dials of this package do.
-func pingPolicy() grpc.ServerOption {
-	return grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true})
+// DialOptions returns the gRPC dial options with which the nodes and
+// clients of this package connect to their peers, without the parts bound
+// to them (the connect timeout), for a protoactor remote started
+// elsewhere (a cluster member's): install them with
+// remote.WithDialOptions, which replaces protoactor's default (no TLS, as
+// these). A connection quiet for keepaliveTime is pinged, and its peer is
+// gone (its endpoint ends, and the watchers of its actors are told) when
+// the answer does not come within keepaliveTimeout, even when the
+// connection never closes (a network cut, a frozen process). Zeros mean
+// DefaultKeepaliveTime and DefaultKeepaliveTimeout; gRPC pings at most
+// every 10 s; a negative keepaliveTime, no pings. The peers must allow
+// pings that often ([PingPolicy]): a gRPC server hangs up on a peer that
+// pings more often than its policy allows.
+func DialOptions(keepaliveTime, keepaliveTimeout time.Duration) []grpc.DialOption {
+	return pingDialOptions(pings(keepaliveTime, keepaliveTimeout))
+}
+
+// PingPolicy returns the gRPC server option with which the nodes and
+// clients of this package let their peers ping them as often as
+// [DialOptions] do (every 5 s at most, even without a call running), for
+// a protoactor remote started elsewhere (a cluster member's): install it
+// with remote.WithServerOptions, beside [Guard.ServerOption]. gRPC's
+// default policy hangs up on a peer that pings more often than every 5
+// minutes.
+func PingPolicy() grpc.ServerOption {
+	return grpc.KeepaliveEnforcementPolicy(grpckeepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true})
 }
 
 // intercept counts the stream as opening until the peer's first answer

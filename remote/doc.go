@@ -34,12 +34,45 @@
 // unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
 // a node watches each caller: when a caller's process dies or its
-// connection drops, the node cancels that caller's calls (their handlers'
-// contexts end) and forgets them; [Client.Close] cancels its calls still
+// connection drops, or a ping over a quiet connection goes unanswered
+// ([NodeOptions].KeepaliveTime and KeepaliveTimeout, with the client's
+// defaults), the node cancels that caller's calls (their handlers'
+// contexts end) and forgets them; a caller still there (only the node's
+// connection to it lost) is told, each of its calls answered with
+// [ErrConnectionLost] (over a new connection) rather than waiting for
+// its timeout. [Client.Close] cancels its calls still
 // running on nodes and answers every request still waiting with
 // [ErrClosed]. A node's result that
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
+//
+// # Sizes
+//
+// One frame (a call with its arguments, a result) is at most
+// MaxFrameBytes ([ClientOptions] and [NodeOptions]; default
+// [DefaultMaxFrameBytes]), checked by its sender: a call over the
+// client's limit is answered at once with an error of kind
+// [KindTooLarge] (wrapping [ErrTooLarge]) and not sent; a node answers
+// so a call over its own limit, without running it, and replaces a
+// result over its limit by such an error, so the call still gets its one
+// result at once. The connections carry batches of frames (protoactor
+// sends what it has queued for a peer as one gRPC message): every node
+// and client takes gRPC messages of up to 256 MiB, and bounds its
+// batches so that a full batch of the largest frames fits, so a burst of
+// calls never ends a connection (which would be taken for the peer
+// gone).
+//
+// # Pings
+//
+// Nodes and clients ping their quiet connections (every
+// DefaultKeepaliveTime unless their options say otherwise) and let their
+// peers ping them every 5 s, even with no call running; [DialOptions] and
+// [PingPolicy] give a protoactor remote started elsewhere (a cluster
+// member's) the same. A gRPC server hangs up on a peer that pings more
+// often than its policy allows: nodes and clients built before they
+// pinged allow one ping per 5 minutes, so a peer that pings them loses
+// its connection to them after a few pings. Where such peers still run,
+// turn the pings of the new ones off (a negative KeepaliveTime).
 //
 // # Loopback only, unless asked
 //

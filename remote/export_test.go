@@ -45,3 +45,9 @@ func Settle(c *Client) error {
 	_, err := c.system.Root.RequestFuture(c.proxy, &actor.Touch{}, 30*time.Second).Result()
 	return err
 }
+
+// EndIncoming makes c end the incoming connection (a node's, which
+// carries its answers) that receives the next message, as a connection
+// lost would end: the node's side of it sees it end, c's outgoing
+// connections stay open.
+func EndIncoming(c *Client) { c.guard.endNext.Store(true) }

@@ -15,8 +15,8 @@ import (
 // envFrozen: call hold on the node at this address (see runFrozen).
 const envFrozen = "POLYWEAVE_REMOTE_TEST_FROZEN"
 
-// frozenPingTimeout is how long runFrozen's client waits for the answer
-// to a ping.
+// frozenPingTimeout is how long runFrozen's client (and runTestNode's
+// node) waits for the answer to a ping.
 const frozenPingTimeout = time.Second
 
 // pingPatience is how long the tests of pings wait for a peer to be found

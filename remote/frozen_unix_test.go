@@ -103,8 +103,8 @@ func TestNode_FrozenCallerIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Once the node's connection to the caller has been quiet for the
-	// keepalive time and a ping has gone unanswered (15 s), and never
-	// without pings.
+	// keepalive time and a ping has gone unanswered (11 s, the node's
+	// KeepaliveTimeout being 1 s), and never without pings.
 	if e := node.nextWithin(t, pingPatience); e != "cancelled c" {
 		t.Errorf("node event %q, want the handler cancelled", e)
 	}

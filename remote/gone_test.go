@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -169,7 +170,7 @@ func holdNode(t *testing.T, watched ...*actor.PID) (n *Node, conn *actors.Conn, 
 	for _, pid := range watched {
 		callers[pid.String()] = pid
 	}
-	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers}
+	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes}
 	return n, conn, ch
 }
 
@@ -317,5 +318,133 @@ func TestProxy_RedialBackoff(t *testing.T) {
 		if got := p.wait(1000); c.backoff >= 0 && got != p.max {
 			t.Errorf("backoff %v, max %v: after 1000 failures %v, want %v", c.backoff, c.max, got, p.max)
 		}
+	}
+}
+
+// startCall hands p a call of hold (stream and id id) on the node at
+// addr, and returns its waiter.
+func startCall(p *proxy, addr, id string) *waiter {
+	w := &waiter{node: actor.NewPID(addr, ServiceName), done: make(chan struct{})}
+	receive(p, &start{frame: messages.ToolCall(id, id, "hold", nil), w: w})
+	return w
+}
+
+// answered reports whether w has its answer, and the answer's error.
+func answered(w *waiter) (bool, error) {
+	select {
+	case <-w.done:
+		return true, w.err
+	default:
+		return false, nil
+	}
+}
+
+// A connection that fails to open backs its node off even when the call
+// that dialled it is no longer waiting (its ctx ended first): the next
+// call is answered at once, without a dial, and the going is reported.
+func TestProxy_FailedDialBacksOffWithoutItsCall(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	now := time.Now()
+	var gone []string
+	p := newProxy(ClientOptions{OnNodeGone: func(a string) { gone = append(gone, a) }})
+	p.now = func() time.Time { return now }
+	startCall(p, addr, "c1")
+	receive(p, &forget{node: actor.NewPID(addr, ServiceName), key: callKey{"c1", "c1"}, cancel: true})
+	receive(p, &peerGone{address: addr})
+	if done, err := answered(startCall(p, addr, "c2")); !done || !errors.Is(err, ErrNodeUnreachable) {
+		t.Errorf("the call after the failed dial: answered %v (%v), want ErrNodeUnreachable at once, the node backed off", done, err)
+	}
+	if !slices.Equal(gone, []string{addr}) {
+		t.Errorf("nodes reported gone %q, want %q", gone, addr)
+	}
+}
+
+// The client forgets a node known gone once the node's backoff has passed
+// and MaxRedialBackoff more, unless a call waits on it: the list of nodes
+// gone does not grow with every address that never comes back.
+func TestProxy_ForgetsNodesGoneLongAgo(t *testing.T) {
+	now := time.Now()
+	p := newProxy(ClientOptions{RedialBackoff: time.Second, MaxRedialBackoff: 4 * time.Second})
+	p.now = func() time.Time { return now }
+	const nodes = 100
+	for i := range nodes {
+		addr := fmt.Sprintf("127.0.0.1:%d", 1000+i)
+		startCall(p, addr, addr)
+		receive(p, &peerGone{address: addr}) // failed to open: backed off 1 s
+	}
+	// One node whose connection had opened and then ended, and one called
+	// again once its backoff has passed, whose call waits for its dial.
+	const ended, called = "127.0.0.1:2000", "127.0.0.1:1000"
+	receive(p, &peerOpened{address: ended})
+	receive(p, &peerGone{address: ended})
+	now = now.Add(time.Second)
+	w := startCall(p, called, "again")
+	if len(p.down) != nodes+1 {
+		t.Fatalf("%d nodes known gone, want %d", len(p.down), nodes+1)
+	}
+	now = now.Add(4*time.Second + time.Millisecond)
+	startCall(p, "127.0.0.1:3000", "other") // the client's actor at work
+	if _, kept := p.down[called]; !kept || len(p.down) != 1 {
+		t.Errorf("%d nodes known gone (%v kept), want only the node whose call waits", len(p.down), kept)
+	}
+	// That call's dial fails: the node's second failure doubles its
+	// backoff.
+	receive(p, &peerGone{address: called})
+	if done, err := answered(w); !done || !errors.Is(err, ErrNodeUnreachable) {
+		t.Fatalf("the call on the node that failed again: answered %v (%v)", done, err)
+	}
+	if r := p.down[called]; r == nil || r.failures != 2 || !r.at.Equal(now.Add(2*time.Second)) {
+		t.Errorf("the node that failed again: %+v, want 2 failures, backed off 2 s", r)
+	}
+}
+
+// The end of a node's connection to a caller that is still there (only
+// that connection was lost) answers the caller's calls: the node sends
+// each an error result of kind KindConnectionLost (over a new
+// connection), instead of leaving the caller to wait for its timeout;
+// the client answers the call with ErrConnectionLost.
+func TestNode_PeerGoneTellsTheCaller(t *testing.T) {
+	n, conn, started := holdNode(t)
+	got := make(chan *messages.Frame, 4)
+	caller, err := n.rt.System().Root.SpawnNamed(actor.PropsFromFunc(func(c actor.Context) {
+		if f, ok := c.Message().(*messages.Frame); ok {
+			got <- f
+		}
+	}), "caller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	n.routes.Store(callKey{"s", "c1"}, route{caller, "hold"})
+	if err := conn.Send(messages.ToolCall("s", "c1", "hold", json.RawMessage(`{"id":"c1"}`))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("call c1 did not start")
+	}
+
+	n.receive(messageContext{msg: &peerGone{address: caller.Address}})
+	var f *messages.Frame
+	select {
+	case f = <-got:
+	case <-ctx.Done():
+		t.Fatal("the caller was not told of its call")
+	}
+	if f.GetType() != messages.FrameType_TOOL_RESULT || f.GetStreamId() != "s" || f.GetToolCallId() != "c1" ||
+		tools.KindOf(f) != KindConnectionLost {
+		t.Errorf("the caller got %v %s/%s of kind %q, want c1's result of kind %q", f.GetType(), f.GetStreamId(), f.GetToolCallId(), tools.KindOf(f), KindConnectionLost)
+	}
+	if err := callError(f); !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("the client answers the call with %v, want ErrConnectionLost", err)
+	}
+	// The tool's own answer (cancelled) has no route: it is not sent.
+	if r, err := conn.Recv(ctx); err != nil || tools.KindOf(r) != tools.FailureCancelled || Routes(n) != 0 {
+		t.Errorf("the tool's answer %v (%v), %d routes left; want it cancelled, and none", r, err, Routes(n))
+	}
+	if err := conn.Close(ctx); err != nil {
+		t.Error(err)
 	}
 }

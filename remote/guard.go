@@ -6,6 +6,8 @@ import (
 
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
@@ -24,6 +26,7 @@ import (
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
+	endNext atomic.Bool // tests: end the incoming stream that receives the next message
 }
 
 // serverOption installs the guard on a remote server.
@@ -41,6 +44,9 @@ type guardedStream struct {
 func (s *guardedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
+	}
+	if s.g.endNext.CompareAndSwap(true, false) {
+		return status.Error(codes.Unavailable, "remote: stream ended by a test")
 	}
 	if rm, ok := m.(*paremote.RemoteMessage); ok {
 		if b := rm.GetMessageBatch(); b != nil {

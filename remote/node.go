@@ -34,16 +34,39 @@ type NodeOptions struct {
 	// (results go back over the node's own connections): a caller that
 	// does not complete it in time is gone, and Close does not wait for
 	// it longer than that. Default DefaultConnectTimeout; negative:
-	// gRPC's own bound (20 s). A node pings a quiet connection to a
-	// caller as a client pings its nodes' (DefaultKeepaliveTime,
-	// DefaultKeepaliveTimeout), so a caller that vanishes without
-	// closing it is gone too.
+	// gRPC's own bound (20 s).
 	ConnectTimeout time.Duration
+	// KeepaliveTime is how long a connection to a caller may stay quiet
+	// before the node pings the caller over it, and KeepaliveTimeout how
+	// long it then waits for the answer: a caller that does not answer is
+	// gone (its calls are cancelled), even when its connection never
+	// closes (a network cut, a frozen process). Defaults
+	// DefaultKeepaliveTime and DefaultKeepaliveTimeout, as a client's;
+	// gRPC pings at most every 10 s, so a shorter time means 10 s;
+	// negative KeepaliveTime: no pings (the calls of a caller that
+	// vanishes without closing its connection then run until their own
+	// timeouts, or until TCP gives up on the connection, which can take
+	// hours).
+	KeepaliveTime    time.Duration
+	KeepaliveTimeout time.Duration
+	// MaxFrameBytes bounds one frame the node takes or sends (a call
+	// with its arguments, a result, as encoded on the wire): a call over
+	// it is not run, and a result over it is not sent; either call is
+	// answered instead with an error of kind KindTooLarge (the client's
+	// handler returns it wrapping ErrTooLarge). Default
+	// DefaultMaxFrameBytes; at most MaxFrameBytesLimit.
+	MaxFrameBytes int
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
 	// reaches its address runs its tools, so set it only on a network
 	// where every peer is trusted, or behind a tunnel that authenticates.
 	AllowRemote bool
+}
+
+// dials returns the bounds and pings of the node's connections to its
+// callers.
+func (o *NodeOptions) dials() *dials {
+	return newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout)
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -64,6 +87,8 @@ type Node struct {
 
 	conns map[string]*actors.Conn
 	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
+
+	maxFrame int // the frame limit (NodeOptions.MaxFrameBytes)
 
 	routes sync.Map // callKey → route of the caller awaiting the result
 
@@ -109,6 +134,10 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxFrame, err := frameLimit(o.MaxFrameBytes, "NodeOptions.MaxFrameBytes")
+	if err != nil {
+		return nil, err
+	}
 	o.Address = addr
 	seen := map[string]bool{}
 	for _, t := range o.Tools {
@@ -124,7 +153,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, 0, 0),
+	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger}, dials: o.dials(),
 		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -140,14 +169,19 @@ func Serve(opts *NodeOptions) (*Node, error) {
 			n.Close(context.Background())
 			return nil, fmt.Errorf("remote: describe tool %q: %w", t.Name(), err)
 		}
-		n.descs = append(n.descs, &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc})
+		d := &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc}
+		if size := oversized(d, maxFrame); size > 0 {
+			n.Close(context.Background())
+			return nil, fmt.Errorf("remote: description of tool %q: %d bytes, limit %d: %w", t.Name(), size, maxFrame, ErrTooLarge)
+		}
+		n.descs = append(n.descs, d)
 		n.readers.Go(func() { n.forward(ctx, conn) })
 	}
 	// Remote first: a PID carries the system's address as it is at spawn,
 	// and the Terminated the service sends its watchers when it stops
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials, maxFrame); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -190,14 +224,15 @@ func (n *Node) receive(ctx actor.Context) {
 		if m.GetWhy() == actor.TerminatedReason_AddressTerminated {
 			return
 		}
-		cancelled := n.callersGone(m.GetWho().Equal)
+		cancelled := n.callersGone(m.GetWho().Equal, false)
 		n.log.Info("caller gone", "caller", m.GetWho().String(), "cancelled_calls", cancelled)
 		return
 	case *peerGone:
 		// The connection to callers ended (or failed to open): it also
 		// stands for the watches that reached its endpoint too late to
-		// be answered (see watchEndpoints).
-		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }); cancelled > 0 {
+		// be answered (see watchEndpoints). The callers may still be
+		// there (only this connection lost): they are told.
+		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
 		return
@@ -225,6 +260,11 @@ func (n *Node) receive(ctx actor.Context) {
 			ctx.Send(ctx.Sender(), unknownTool(f))
 			return
 		}
+		if size := oversized(f, n.maxFrame); size > 0 {
+			ctx.Send(ctx.Sender(), tooLarge(callKey{f.GetStreamId(), f.GetToolCallId()}, f.GetName(), fmt.Sprintf(
+				"Tool %s was not run: its arguments are too large for this node: a call of %d bytes, limit %d", f.GetName(), size, n.maxFrame)))
+			return
+		}
 		n.watchCaller(ctx, ctx.Sender())
 		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName()})
 		if err := conn.Send(f); err != nil {
@@ -248,10 +288,14 @@ func (n *Node) watchCaller(ctx actor.Context, caller *actor.PID) {
 }
 
 // callersGone cancels every call of the callers that gone matches (which
-// are gone, or whose connection is), and returns how many it cancelled:
-// nobody will read their results, and a tool without a timeout would run
-// on forever. The routes go first, so the cancelled results are dropped.
-func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
+// are gone, or whose connection is), and returns how many it cancelled: a
+// tool without a timeout would run on forever. The routes go first, so
+// the cancelled results are dropped. When tell, each call is answered
+// instead with an error of kind KindConnectionLost: sent to a caller
+// whose connection ended, it opens a new one, and a caller still there
+// (only the connection lost) learns at once that its call will not be
+// answered; to a caller that is gone, it fails to open.
+func (n *Node) callersGone(gone func(caller *actor.PID) bool, tell bool) int {
 	for k, caller := range n.callers {
 		if gone(caller) {
 			delete(n.callers, k)
@@ -266,11 +310,23 @@ func (n *Node) callersGone(gone func(caller *actor.PID) bool) int {
 		if _, ok := n.routes.LoadAndDelete(k); ok {
 			key := k.(callKey)
 			_ = n.conns[r.tool].Send(messages.Cancel(key.stream, key.id))
+			if tell {
+				n.rt.System().Root.Send(r.to, connectionLost(key, r.tool))
+			}
 			cancelled++
 		}
 		return true
 	})
 	return cancelled
+}
+
+// connectionLost is the answer to the call key of tool, cancelled because
+// the node's connection to its caller ended.
+func connectionLost(key callKey, tool string) *messages.Frame {
+	f := messages.ToolError(key.stream, key.id, tool, fmt.Sprintf(
+		"Tool %s was cancelled: its node lost its connection to the caller (the call may have run in part)", tool))
+	f.Meta.FailureKind = string(KindConnectionLost)
+	return f
 }
 
 func unknownTool(call *messages.Frame) *messages.Frame {
@@ -279,7 +335,8 @@ func unknownTool(call *messages.Frame) *messages.Frame {
 	return f
 }
 
-// forward sends each result a tool emits to the caller that asked for it.
+// forward sends each result a tool emits to the caller that asked for it;
+// a result over the node's frame limit is replaced by an error saying so.
 func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 	for {
 		f, err := conn.Recv(ctx)
@@ -289,7 +346,13 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 		if f.GetType() != messages.FrameType_TOOL_RESULT {
 			continue
 		}
-		if r, ok := n.routes.LoadAndDelete(callKey{f.GetStreamId(), f.GetToolCallId()}); ok {
+		key := callKey{f.GetStreamId(), f.GetToolCallId()}
+		if r, ok := n.routes.LoadAndDelete(key); ok {
+			if size := oversized(f, n.maxFrame); size > 0 {
+				n.log.Warn("tool result too large to send", "tool", f.GetName(), "tool_call_id", key.id, "bytes", size, "limit", n.maxFrame)
+				f = tooLarge(key, f.GetName(), fmt.Sprintf(
+					"Tool %s ran, but its result is too large to send: %d bytes, limit %d", f.GetName(), size, n.maxFrame))
+			}
 			n.rt.System().Root.Send(r.(route).to, f)
 		}
 	}

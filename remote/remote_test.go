@@ -65,6 +65,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(envRedial); addr != "" {
 		os.Exit(runRedial(addr))
 	}
+	if addr := os.Getenv(envBigNode); addr != "" {
+		os.Exit(runBigNode(addr))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {
@@ -133,7 +136,9 @@ func runTestNode(addr string) int {
 		defer mu.Unlock()
 		fmt.Println(e)
 	}
-	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events)})
+	// The answer to a ping is awaited as long as runFrozen's client
+	// awaits it (TestNode_FrozenCallerIsGone).
+	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -199,6 +204,7 @@ func startChild(t testing.TB, env string) *nodeProc {
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 16<<20) // an echo of large arguments is one long line
 		for sc.Scan() {
 			p.events <- sc.Text()
 		}

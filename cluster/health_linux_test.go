@@ -1,0 +1,67 @@
+package cluster_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/cluster"
+)
+
+// TestAutomanaged_HealthOnMemberHost: an automanaged member answers
+// health checks on the host of its own address (here loopback,
+// 127.0.0.1), and on no other address of the machine: not on its other
+// interfaces' addresses, nor on another loopback address (127.0.0.2,
+// which Linux routes to loopback too). With HealthHost, it answers them
+// there instead.
+func TestAutomanaged_HealthOnMemberHost(t *testing.T) {
+	store := openStore(t, freshSchema())
+	// others are this machine's addresses besides 127.0.0.1.
+	others := []string{"127.0.0.2"}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			others = append(others, ip.IP.String())
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		opts     []cluster.AutomanagedOption
+		host     string   // where it answers
+		notThere []string // where it must not
+	}{
+		{"default", nil, "127.0.0.1", others},
+		{"HealthHost", []cluster.AutomanagedOption{cluster.HealthHost("127.0.0.2")}, "127.0.0.2", []string{"127.0.0.1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leakCheck(t)
+			port := freePorts(t, 1)[0]
+			at := func(host string) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+			startMember(t, &cluster.Options{
+				Provider: cluster.Automanaged(port, []string{at(tc.host)}, 100*time.Millisecond, tc.opts...),
+				Store:    store, Session: sessionFunc(t, 1, newSideFile(t), nil),
+			})
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := client.Get(fmt.Sprintf("http://%s/_health", at(tc.host)))
+			if err != nil {
+				t.Fatalf("health check on %s: %v", at(tc.host), err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("health check on %s: %s", at(tc.host), resp.Status)
+			}
+			for _, host := range tc.notThere {
+				if c, err := net.DialTimeout("tcp", at(host), 10*time.Second); err == nil {
+					c.Close()
+					t.Errorf("the member's health port is reachable on %s", at(host))
+				}
+			}
+		})
+	}
+}

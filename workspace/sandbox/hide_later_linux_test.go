@@ -91,6 +91,23 @@ func TestPreparedSandboxRefusesWhenHiddenPathChanged(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"relinked", func(t *testing.T, dir string) {
+			// The same file taken away and put back (its inode, its
+			// content): the prepared sandbox's cover went with the old
+			// name, as it does when a file system gives a new file the
+			// inode number just freed.
+			held := filepath.Join(t.TempDir(), "held")
+			key := filepath.Join(dir, "key.pem")
+			for _, step := range []func() error{
+				func() error { return os.Link(key, held) },
+				func() error { return os.Remove(key) },
+				func() error { return os.Link(held, key) },
+			} {
+				if err := step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

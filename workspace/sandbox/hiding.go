@@ -129,6 +129,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		return nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
 	}
 	var out []HiddenPath
+	have := map[HiddenPath]bool{}
 	for i, h := range hide {
 		matches := []string{h}
 		if isPattern(h) {
@@ -137,7 +138,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			}
 			// The pattern itself, with no identity, is matched again at
 			// each set-up: what matches it only later is hidden too.
-			if hp := (HiddenPath{Path: h}); !slices.Contains(out, hp) {
+			if hp := (HiddenPath{Path: h}); !have[hp] {
+				have[hp] = true
 				out = append(out, hp)
 			}
 		}
@@ -155,7 +157,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				hp.Path = r
 				hp.Dev, hp.Ino = fileID(fi)
 			}
-			if !slices.Contains(out, hp) {
+			if !have[hp] {
+				have[hp] = true
 				out = append(out, hp)
 			}
 		}
@@ -211,14 +214,26 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
+	have := map[string]bool{} // resolved, as a set
+	add := func(r string) error {
+		if have[r] {
+			return nil
+		}
+		if len(resolved) >= MaxHidden {
+			return fmt.Errorf("%w: more than %d paths to hide (patterns match too many files)", ErrTooManyHidden, MaxHidden)
+		}
+		have[r] = true
+		resolved = append(resolved, r)
+		return nil
+	}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
 			continue
 		}
 		ids[f.Path] = f
-		if !slices.Contains(resolved, f.Path) {
-			resolved = append(resolved, f.Path)
+		if err := add(f.Path); err != nil {
+			return hidePlan{}, err
 		}
 	}
 	for _, h := range list {
@@ -242,8 +257,8 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				if !isPattern(h) {
 					missing = append(missing, m)
 				}
-			} else if !slices.Contains(resolved, r) {
-				resolved = append(resolved, r)
+			} else if err := add(r); err != nil {
+				return hidePlan{}, err
 			}
 		}
 	}
@@ -251,22 +266,60 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
 	plan := hidePlan{ids: ids, missing: missing, seen: seen}
+	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {
-			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
+			if !inside.holds(r) {
+				inside.add(r)
 				plan.inside = append(plan.inside, r)
 			}
 			continue
 		}
-		if slices.ContainsFunc(plan.outside, func(k string) bool { return within(r, k) }) {
+		if outside.holds(r) {
 			continue
 		}
+		outside.add(r)
 		plan.outside = append(plan.outside, r)
 		if within(wsPath, r) {
 			plan.ancestors = append(plan.ancestors, r)
 		}
 	}
 	return plan, nil
+}
+
+// MaxHidden bounds the paths one sandbox hides (the entries of
+// [DefaultHidden], the workspace's surroundings and [Config.Hide],
+// with every match of their patterns). Each is a mount in the
+// sandbox, and commands make the files patterns match: a set-up that
+// would hide more refuses to run the command ([ErrTooManyHidden])
+// rather than run it with some of them visible, or spend seconds
+// mounting. Someone must remove matches (from outside the sandboxes:
+// no command runs until then) or hide a directory that holds them.
+const MaxHidden = 4096
+
+// ErrTooManyHidden is wrapped by the set-up error of a sandbox that
+// would hide more than [MaxHidden] paths.
+var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
+
+// pathSet is a set of clean absolute paths that tells whether a path
+// is one of them or beneath one, in as many look-ups as the path has
+// components.
+type pathSet map[string]bool
+
+func (s pathSet) add(p string) { s[p] = true }
+
+// holds reports whether p is in s or beneath a path of s.
+func (s pathSet) holds(p string) bool {
+	for {
+		if s[p] {
+			return true
+		}
+		d := filepath.Dir(p)
+		if d == p {
+			return false
+		}
+		p = d
+	}
 }
 
 // resolveHidden resolves a path to hide and checks it can be: "" when

@@ -201,8 +201,12 @@ type Options struct {
 	// path that holds the workspace shows only the way to it; a path
 	// inside the workspace is hidden from commands (not from the file
 	// tools); a command cannot rename or remove it, nor a directory on
-	// the way to it (EBUSY; a move into or out of such a directory is a
-	// copy), and one that existed when New ran and was moved or
+	// the way to it, one a pattern's wildcard matched included (a
+	// directory moved deeper would match no more): each is a mount
+	// point in the sandbox, so removing it (rm -rf) fails with EBUSY,
+	// and rename(2) of a file into or out of it fails with EXDEV (mv
+	// falls back to copying; git mv, os.rename and the like fail). One
+	// that existed when New ran and was moved or
 	// replaced since (by the file tools, say) refuses the commands
 	// ([sandbox.ErrHiddenMoved]). New refuses "/", the workspace
 	// itself, and a path that cannot be resolved. Everything else

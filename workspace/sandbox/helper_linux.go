@@ -705,8 +705,11 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 // anything is hidden in it: the kernel refuses to rename or remove a
 // mount point (EBUSY), so a command cannot move a hidden path, with
 // the cover over it, to a name the next sandbox does not hide. The cost
-// is a mount per directory on the way, and that a rename into or out of
-// such a directory crosses mounts (EXDEV: mv copies). A directory gone
+// is a mount per directory on the way, and that a rename(2) into or out
+// of such a directory crosses mounts and fails (EXDEV: mv falls back to
+// copying, other programs fail). Directories a pattern's wildcard
+// matched are pinned too: one moved deeper would match it no more. A
+// directory gone
 // by now is skipped: hiding what was beneath it says what that means.
 func pinWays(inside []string, wsPath string) error {
 	var ways []string

@@ -73,6 +73,24 @@ func TestHiddenPathMadeLaterParentRenamed(t *testing.T) {
 	}
 }
 
+// A directory that a pattern's wildcard matched (src for "*/*.pem") is
+// pinned too: renamed at the same depth its new name would match "*"
+// again, but moved deeper ("x/src/test.pem") it would match the
+// pattern no more, and the next sandbox would show what it holds.
+func TestHiddenMatchWildcardDirectoryMovedDeeper(t *testing.T) {
+	dir := t.TempDir()
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*", "*.pem"))
+	writeFiles(t, dir, "src/test.pem")
+	out, _ := runIn(t, cfg, dir, "mkdir x; mv src x/src; mv src/test.pem x/; cat src/test.pem x/src/test.pem x/test.pem")
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("the command that moved it read the hidden file: %q", out)
+	}
+	out, _ = runIn(t, cfg, dir, "cat src/test.pem x/src/test.pem x/test.pem")
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("a command read the hidden file once a command moved its directory deeper: %q", out)
+	}
+}
+
 // A sandbox prepared ahead does not run a command that could see a
 // path to hide that appeared, or was replaced, after it was set up:
 // Run refuses ([ErrPreparedStale]) and the command never starts; a

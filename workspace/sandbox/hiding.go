@@ -89,8 +89,9 @@ func hideList(wsPath string) (defaults, others []string) {
 // when the path no longer holds what was found there
 // ([ErrHiddenMoved]). A command cannot rename or remove a directory of
 // the workspace on the way to a path its sandbox hides, whenever that
-// path appeared (each such directory is a mount point in the sandbox:
-// EBUSY, and a move into or out of one crosses mounts: EXDEV), nor the
+// path appeared (each such directory, one a pattern's wildcard matched
+// included, is a mount point in the sandbox: removing it fails with
+// EBUSY, and rename(2) into or out of it with EXDEV), nor the
 // path itself, so it cannot take a hidden path to a name the next
 // sandbox does not hide.
 type HiddenPath struct {

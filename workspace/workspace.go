@@ -185,32 +185,57 @@ type Options struct {
 	// top of what the sandbox hides by default (the workspace's
 	// surroundings, /root, /home, the system's secrets, and /run but
 	// for the name resolver's configuration: see [sandbox.DefaultHidden]
-	// and [sandbox.Surroundings]). Links are followed, once, by New:
-	// what a link points to then is hidden, whatever commands do to the
-	// link later. A path that does not exist when New runs is resolved
-	// again (its links followed then, but not those in the workspace,
-	// which commands make) each time a command's sandbox is set up,
-	// which may be ahead of the command (see [Workspace.Warm]). An
-	// entry may be a pattern (filepath.Match): what it matches when New
-	// runs is hidden as a path that existed then, and it is matched
-	// again at each set-up (following no link in the workspace, listing
-	// each directory a component with a pattern needs: see
-	// [sandbox.HiddenPath]). Either is looked for again as the command
-	// starts, and a sandbox prepared before the path appeared is set up
-	// again: what exists once a command starts is hidden from it. A
-	// path that holds the workspace shows only the way to it; a path
-	// inside the workspace is hidden from commands (not from the file
-	// tools); a command cannot rename or remove it, nor a directory on
-	// the way to it, one a pattern's wildcard matched included (a
-	// directory moved deeper would match no more): each is a mount
-	// point in the sandbox, so removing it (rm -rf) fails with EBUSY,
-	// and rename(2) of a file into or out of it fails with EXDEV (mv
-	// falls back to copying; git mv, os.rename and the like fail). One
-	// that existed when New ran and was moved or
-	// replaced since (by the file tools, say) refuses the commands
-	// ([sandbox.ErrHiddenMoved]). New refuses "/", the workspace
-	// itself, and a path that cannot be resolved. Everything else
-	// outside the workspace stays readable, and read-only.
+	// and [sandbox.Surroundings]). An entry may be a pattern
+	// (filepath.Match). New refuses "/", the workspace itself, and a
+	// path that cannot be resolved. Everything else outside the
+	// workspace stays readable, and read-only; a path that holds the
+	// workspace shows only the way to it.
+	//
+	// What is hidden, and when:
+	//   - New follows the links of each entry, once: what a path led to
+	//     then is hidden, whatever commands do to the link later; what a
+	//     pattern matched then is hidden as a path that existed then.
+	//   - Each command's sandbox, as it is set up (which may be ahead of
+	//     the command: see [Workspace.Warm]), also hides an entry that
+	//     did not exist when New ran, resolved again then, and each
+	//     pattern's matches, matched again then ([sandbox.HiddenPath]);
+	//     neither follows a link in the workspace, which commands make.
+	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
+	//     command runs ([sandbox.ErrTooManyHidden]).
+	//   - As the command starts, its sandbox looks again, from inside:
+	//     when a path to hide appeared, or was removed or replaced (by
+	//     anyone, the file tools included), since the set-up, a new
+	//     sandbox is set up. What exists when a command starts is
+	//     hidden from it; an entry inside the workspace that existed
+	//     when New ran and was moved or replaced since refuses the
+	//     commands instead ([sandbox.ErrHiddenMoved]).
+	//   - A path inside the workspace is hidden from commands, not from
+	//     the file tools. A command cannot rename or remove it, nor a
+	//     directory on the way to it, one a pattern's wildcard matched
+	//     included (a directory moved deeper would match no more): each
+	//     is a mount point in the sandbox, so removing it (rm -rf) fails
+	//     with EBUSY, and rename(2) of a file into or out of it fails
+	//     with EXDEV (mv falls back to copying; git mv, os.rename and
+	//     the like fail).
+	//
+	// What is not hidden:
+	//   - From a command already running when a path to hide appears
+	//     or its content is written: its sandbox does not cover it, and
+	//     it can read, copy or move it.
+	//   - A symbolic link at a path to hide (or on the way to one) that
+	//     a command made before the path existed hides nothing: links
+	//     in the workspace are not followed. write_file refuses to write
+	//     through it (ReasonLinkToHidden), but a program that writes the
+	//     path itself (os.WriteFile, say) follows it and puts the content
+	//     at a name commands see.
+	//   - A hard link a command made to a file at a path to hide before
+	//     its content was written in place: the content is visible
+	//     through the other name. write_file replaces the file (a new
+	//     one, renamed into place) and refuses a file with more than one
+	//     link; other writers may not.
+	// A program that writes secrets into the workspace should write them
+	// with write_file, or check first that no link stands at the path
+	// (Lstat, and the link count).
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields

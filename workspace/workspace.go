@@ -198,8 +198,11 @@ type Options struct {
 	//   - Each command's sandbox, as it is set up (which may be ahead of
 	//     the command: see [Workspace.Warm]), also hides an entry that
 	//     did not exist when New ran, resolved again then, and each
-	//     pattern's matches, matched again then ([sandbox.HiddenPath]);
-	//     neither follows a link in the workspace, which commands make.
+	//     pattern's matches, matched again then ([sandbox.HiddenPath]).
+	//     Links in the workspace, which commands make, are followed only
+	//     to a place in the workspace, which is then hidden (what a link
+	//     a command planted at a path to hide leads to); a pattern lists
+	//     no directory through them.
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
 	//     command runs ([sandbox.ErrTooManyHidden]).
 	//   - As the command starts, its sandbox looks again, from inside:
@@ -222,12 +225,14 @@ type Options struct {
 	//   - From a command already running when a path to hide appears
 	//     or its content is written: its sandbox does not cover it, and
 	//     it can read, copy or move it.
-	//   - A symbolic link at a path to hide (or on the way to one) that
-	//     a command made before the path existed hides nothing: links
-	//     in the workspace are not followed. write_file refuses to write
-	//     through it (ReasonLinkToHidden), but a program that writes the
-	//     path itself (os.WriteFile, say) follows it and puts the content
-	//     at a name commands see.
+	//   - What a symbolic link at a path to hide (or on the way to one)
+	//     leads to outside the workspace, when a command made the link
+	//     before the path existed: the sandbox hides no path a command's
+	//     link names there. write_file refuses to write through such a
+	//     link (ReasonLinkToHidden, as for one that leads into the
+	//     workspace), but a program that writes the path itself
+	//     (os.WriteFile, say) follows it, and may put the content where
+	//     commands can read it (the system's directories are readable).
 	//   - A hard link a command made to a file at a path to hide before
 	//     its content was written in place: the content is visible
 	//     through the other name. write_file replaces the file (a new

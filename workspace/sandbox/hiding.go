@@ -98,8 +98,9 @@ type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
-	// a link in the workspace on the way (a command's) is not followed,
-	// and the entry then leads nowhere. A pattern is kept too, as Path
+	// links in the workspace on the way (a command's) are followed only
+	// to a place in the workspace (not the workspace itself), which is
+	// then hidden: the entry leads nowhere otherwise. A pattern is kept too, as Path
 	// with no identity beside what it matched: it is matched again at
 	// each set-up, listing only directories reached through no link in
 	// the workspace, and what it matches then is hidden.
@@ -325,8 +326,12 @@ func (s pathSet) holds(p string) bool {
 
 // resolveHidden resolves a path to hide and checks it can be: "" when
 // it does not exist. Set up (atSetUp: commands may have run), it follows
-// no link in the workspace (see [resolveOutside]): a path that leads
-// through one leads nowhere.
+// no link in the workspace to a place outside it (see
+// [resolveOutside]): a path that leads through one leads nowhere. A
+// path that leads through links in the workspace (a command's) to a
+// place in it, the workspace itself excluded, leads there: a command
+// that planted a link at a path to hide before a secret was written
+// there through it does not see what the link leads to.
 func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
@@ -335,7 +340,9 @@ func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, erro
 	if atSetUp {
 		var ok bool
 		if r, ok = resolveOutside(seen, path, wsPath); !ok {
-			return "", nil
+			if r, ok = resolveLinks(seen, path, wsPath, true); !ok || r == wsPath || !within(r, wsPath) {
+				return "", nil
+			}
 		}
 	} else {
 		var err error
@@ -364,6 +371,12 @@ const maxLinks = 40
 // more than maxLinks links, or through a link in the workspace wsPath:
 // the links there are the commands', and none is followed.
 func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool) {
+	return resolveLinks(seen, path, wsPath, false)
+}
+
+// resolveLinks is resolveOutside, which follows the links in the
+// workspace as well when inWorkspace.
+func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved string, ok bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
@@ -388,7 +401,7 @@ func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool)
 			cur = next
 			continue
 		}
-		if links++; links > maxLinks || within(next, wsPath) {
+		if links++; links > maxLinks || (!inWorkspace && within(next, wsPath)) {
 			return "", false
 		}
 		target, err := os.Readlink(next)

@@ -145,3 +145,27 @@ func unlistableDirectoryChild(t *testing.T) {
 	}
 	t.Log("nobody child done")
 }
+
+// When the paths to hide change again while a sandbox is prepared anew
+// for a command (the one prepared ahead was stale), the command does
+// not run, and the model is not told which hidden path changed.
+func TestStaleTwiceDoesNotNameTheHiddenPath(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "*.pem")}})
+	mustDo(t, err)
+	defer ws.Close()
+	mustDo(t, ws.Warm(context.Background()))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "first-secret-name.pem"), []byte("SECRET-1"), 0o600))
+	ws.hookBeforeRun = func() {
+		mustDo(t, os.WriteFile(filepath.Join(dir, "second-secret-name.pem"), []byte("SECRET-2"), 0o600))
+	}
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "cat *.pem"})
+	mustDo(t, err)
+	if res.Success || res.Reason != ReasonStartFailed || strings.Contains(res.Stdout, "SECRET") {
+		t.Fatalf("the command ran though the paths to hide changed twice: %+v", res)
+	}
+	if strings.Contains(res.Error, "secret-name") || !strings.Contains(res.Error, "try again") {
+		t.Errorf("the model's error names the hidden path, or does not say what to do: %q", res.Error)
+	}
+}

@@ -303,6 +303,10 @@ type Workspace struct {
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
 	hookBeforeRename func() error
+	// hookBeforeRun, when set by tests, runs before a sandbox prepared
+	// again for a command (the one prepared ahead was stale) is given
+	// the command.
+	hookBeforeRun func()
 
 	// nameByPath makes the file tools learn the name of a file they opened
 	// by resolving the path they opened it by through the root, rather

@@ -118,6 +118,13 @@ type ClientOptions struct {
 	// the client has forgotten it: see RedialBackoff). It runs
 	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
+	// MaxFrameBytes bounds the frame of one call (the TOOL_CALL with its
+	// arguments, as encoded on the wire): a larger call is answered at
+	// once with an error of kind KindTooLarge (wrapping ErrTooLarge) and
+	// not sent. Default DefaultMaxFrameBytes; at most
+	// MaxFrameBytesLimit. The node has a limit of its own, for calls and
+	// for results (see NodeOptions.MaxFrameBytes).
+	MaxFrameBytes int
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines. A
 	// client has no authentication and no TLS: whoever reaches its
@@ -143,6 +150,7 @@ type Client struct {
 	prefix      string
 	seq         atomic.Uint64
 	callTimeout time.Duration
+	maxFrame    int
 	log         *slog.Logger
 
 	// mu guards closed and waiting: every request registers its waiter
@@ -175,6 +183,10 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	maxFrame, err := frameLimit(o.MaxFrameBytes, "ClientOptions.MaxFrameBytes")
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case o.CallTimeout == 0:
 		o.CallTimeout = DefaultCallTimeout
@@ -187,9 +199,9 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	}
 	p := newProxy(o)
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout),
-		callTimeout: o.CallTimeout, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
+		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -309,11 +321,17 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 
 // handler sends each call to the node as a TOOL_CALL frame and waits for
 // its TOOL_RESULT, for the node to go away, or for ctx (timeout, CANCEL),
-// in which case the node is told to cancel the call.
+// in which case the node is told to cancel the call. A call whose frame is
+// over the client's frame limit is answered at once, and not sent.
 func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		stream := c.nextStream()
-		w, err := c.begin(node, messages.ToolCall(stream, stream, name, args))
+		call := messages.ToolCall(stream, stream, name, args)
+		if size := oversized(call, c.maxFrame); size > 0 {
+			return nil, callError(tooLarge(callKey{stream, stream}, name, fmt.Sprintf(
+				"Tool %s was not called: its arguments are too large to send: a call of %d bytes, limit %d", name, size, c.maxFrame)))
+		}
+		w, err := c.begin(node, call)
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +355,8 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 // callError returns the error a node's result answers its call with: nil
 // for a success; the node's message for an error; for the answer of a
 // call the node cancelled when it lost its connection to the client, the
-// node's answer, of its kind, wrapping ErrConnectionLost.
+// node's answer, of its kind, wrapping ErrConnectionLost; for one too
+// large, of KindTooLarge, wrapping ErrTooLarge.
 func callError(result *messages.Frame) error {
 	if !result.IsErrorResult() {
 		return nil
@@ -348,8 +367,11 @@ func callError(result *messages.Frame) error {
 	if json.Unmarshal(result.GetPayload(), &body) != nil || body.Error == "" {
 		body.Error = string(result.GetPayload())
 	}
-	if tools.KindOf(result) == KindConnectionLost {
-		return &tools.ResultError{Payload: result.GetPayload(), Kind: KindConnectionLost, Err: fmt.Errorf("%s: %w", body.Error, ErrConnectionLost)}
+	switch kind := tools.KindOf(result); kind {
+	case KindConnectionLost:
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrConnectionLost)}
+	case KindTooLarge:
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrTooLarge)}
 	}
 	return errors.New(body.Error)
 }

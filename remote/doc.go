@@ -46,6 +46,22 @@
 // is an error arrives as the handler's error, so the model reads the
 // node's message.
 //
+// # Sizes
+//
+// One frame (a call with its arguments, a result) is at most
+// MaxFrameBytes ([ClientOptions] and [NodeOptions]; default
+// [DefaultMaxFrameBytes]), checked by its sender: a call over the
+// client's limit is answered at once with an error of kind
+// [KindTooLarge] (wrapping [ErrTooLarge]) and not sent; a node answers
+// so a call over its own limit, without running it, and replaces a
+// result over its limit by such an error, so the call still gets its one
+// result at once. The connections carry batches of frames (protoactor
+// sends what it has queued for a peer as one gRPC message): every node
+// and client takes gRPC messages of up to 256 MiB, and bounds its
+// batches so that a full batch of the largest frames fits, so a burst of
+// calls never ends a connection (which would be taken for the peer
+// gone).
+//
 // # Pings
 //
 // Nodes and clients ping their quiet connections (every

@@ -170,7 +170,7 @@ func holdNode(t *testing.T, watched ...*actor.PID) (n *Node, conn *actors.Conn, 
 	for _, pid := range watched {
 		callers[pid.String()] = pid
 	}
-	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers}
+	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes}
 	return n, conn, ch
 }
 

@@ -49,6 +49,13 @@ type NodeOptions struct {
 	// hours).
 	KeepaliveTime    time.Duration
 	KeepaliveTimeout time.Duration
+	// MaxFrameBytes bounds one frame the node takes or sends (a call
+	// with its arguments, a result, as encoded on the wire): a call over
+	// it is not run, and a result over it is not sent; either call is
+	// answered instead with an error of kind KindTooLarge (the client's
+	// handler returns it wrapping ErrTooLarge). Default
+	// DefaultMaxFrameBytes; at most MaxFrameBytesLimit.
+	MaxFrameBytes int
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. A node has no authentication and no TLS: whoever
 	// reaches its address runs its tools, so set it only on a network
@@ -80,6 +87,8 @@ type Node struct {
 
 	conns map[string]*actors.Conn
 	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
+
+	maxFrame int // the frame limit (NodeOptions.MaxFrameBytes)
 
 	routes sync.Map // callKey → route of the caller awaiting the result
 
@@ -125,6 +134,10 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	maxFrame, err := frameLimit(o.MaxFrameBytes, "NodeOptions.MaxFrameBytes")
+	if err != nil {
+		return nil, err
+	}
 	o.Address = addr
 	seen := map[string]bool{}
 	for _, t := range o.Tools {
@@ -140,7 +153,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, guard: &guard{log: o.Logger}, dials: o.dials(),
+	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger}, dials: o.dials(),
 		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -156,14 +169,19 @@ func Serve(opts *NodeOptions) (*Node, error) {
 			n.Close(context.Background())
 			return nil, fmt.Errorf("remote: describe tool %q: %w", t.Name(), err)
 		}
-		n.descs = append(n.descs, &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc})
+		d := &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc}
+		if size := oversized(d, maxFrame); size > 0 {
+			n.Close(context.Background())
+			return nil, fmt.Errorf("remote: description of tool %q: %d bytes, limit %d: %w", t.Name(), size, maxFrame, ErrTooLarge)
+		}
+		n.descs = append(n.descs, d)
 		n.readers.Go(func() { n.forward(ctx, conn) })
 	}
 	// Remote first: a PID carries the system's address as it is at spawn,
 	// and the Terminated the service sends its watchers when it stops
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials, maxFrame); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -242,6 +260,11 @@ func (n *Node) receive(ctx actor.Context) {
 			ctx.Send(ctx.Sender(), unknownTool(f))
 			return
 		}
+		if size := oversized(f, n.maxFrame); size > 0 {
+			ctx.Send(ctx.Sender(), tooLarge(callKey{f.GetStreamId(), f.GetToolCallId()}, f.GetName(), fmt.Sprintf(
+				"Tool %s was not run: its arguments are too large for this node: a call of %d bytes, limit %d", f.GetName(), size, n.maxFrame)))
+			return
+		}
 		n.watchCaller(ctx, ctx.Sender())
 		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName()})
 		if err := conn.Send(f); err != nil {
@@ -312,7 +335,8 @@ func unknownTool(call *messages.Frame) *messages.Frame {
 	return f
 }
 
-// forward sends each result a tool emits to the caller that asked for it.
+// forward sends each result a tool emits to the caller that asked for it;
+// a result over the node's frame limit is replaced by an error saying so.
 func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 	for {
 		f, err := conn.Recv(ctx)
@@ -322,7 +346,13 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 		if f.GetType() != messages.FrameType_TOOL_RESULT {
 			continue
 		}
-		if r, ok := n.routes.LoadAndDelete(callKey{f.GetStreamId(), f.GetToolCallId()}); ok {
+		key := callKey{f.GetStreamId(), f.GetToolCallId()}
+		if r, ok := n.routes.LoadAndDelete(key); ok {
+			if size := oversized(f, n.maxFrame); size > 0 {
+				n.log.Warn("tool result too large to send", "tool", f.GetName(), "tool_call_id", key.id, "bytes", size, "limit", n.maxFrame)
+				f = tooLarge(key, f.GetName(), fmt.Sprintf(
+					"Tool %s ran, but its result is too large to send: %d bytes, limit %d", f.GetName(), size, n.maxFrame))
+			}
 			n.rt.System().Root.Send(r.(route).to, f)
 		}
 	}

@@ -65,6 +65,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(envRedial); addr != "" {
 		os.Exit(runRedial(addr))
 	}
+	if addr := os.Getenv(envBigNode); addr != "" {
+		os.Exit(runBigNode(addr))
+	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
 		select {
@@ -201,6 +204,7 @@ func startChild(t testing.TB, env string) *nodeProc {
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 16<<20) // an echo of large arguments is one long line
 		for sc.Scan() {
 			p.events <- sc.Text()
 		}

@@ -25,9 +25,10 @@ const endpointQueueSize = 1024
 
 // startRemote starts protoactor remote on system, listening on address
 // (host:port; port 0 picks a free one), with the message guard installed
-// and its connections to peers bounded by d. It returns the remote and the
+// its connections to peers bounded by d, and its gRPC messages bounded for
+// frames of up to maxFrame bytes (see withMessageLimits). It returns the remote and the
 // address peers reach it at.
-func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials) (r *paremote.Remote, addr string, err error) {
+func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, maxFrame int) (r *paremote.Remote, addr string, err error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
@@ -45,7 +46,8 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials) 
 		// slots and grows as needed; the default, a million, allocates
 		// 16 MB for every peer a process talks to.
 		paremote.WithEndpointWriterQueueSize(endpointQueueSize),
-		paremote.WithDialOptions(d.options()...))
+		paremote.WithDialOptions(d.options()...),
+		withMessageLimits(maxFrame))
 	// A peer that cannot be reached is reported (Terminated to its
 	// watchers) after one attempt, not after five attempts two seconds
 	// apart: calls to a dead node fail fast.

@@ -122,6 +122,7 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
+	file            *os.File // the descriptor bbolt reads and writes the file through
 	path            string
 	legacy          bool // a version 2 file open read-only: values carry no checksum
 	log             *slog.Logger
@@ -182,6 +183,10 @@ type Store struct {
 	compactMu  sync.Mutex
 	noSync     bool
 
+	// syncFailed holds the permanent error every write transaction fails
+	// with once a commit's sync failed (see [Store.updateTx]).
+	syncFailed atomic.Pointer[error]
+
 	committerDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -213,7 +218,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
-		if marked := fileFailure(path, err); durability.IsPermanent(marked) {
+		if marked := fileFailure(path, err, nil); durability.IsPermanent(marked) {
 			err = marked // names the file already, or damage naming it
 		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
 			err = fmt.Errorf("%s: %w", path, err)
@@ -253,12 +258,13 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(err)
 		}
 	}
-	db, err := openBolt(path, &o, openFile)
+	db, file, err := openBolt(path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
 	s := &Store{
 		db:              db,
+		file:            file,
 		path:            path,
 		noSync:          o.NoSync,
 		log:             o.Logger,
@@ -327,23 +333,24 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 
 // openBolt opens an existing file with bbolt: it locks the file itself
 // (so that a lock held elsewhere gives a clear error), checks it with
-// [validateFile] before bbolt maps it, then hands bbolt the locked file.
-func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, error) {
+// [validateFile] before bbolt maps it, then hands bbolt the locked file,
+// which it returns too (bbolt closes it).
+func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
 	}
 	f, err := openFile(path, flag, o.FileMode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := validateFile(f, path, o.MetaFallback); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	var db *bolt.DB
 	err = guard(path, "opening the file", nil, func() error {
@@ -359,13 +366,23 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	})
 	if err != nil {
 		f.Close() // bbolt closed it unless it panicked
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, f, nil
 }
 
 // viewTx and updateTx run a bbolt transaction under [guard]; updateTx
 // marks the failures that repeating cannot cure (see [fileFailure]).
+//
+// A commit whose sync failed (fdatasync, EIO on a disk) leaves the file's
+// pages in memory possibly unlike those on disk: the kernel may drop the
+// pages it could not write, or keep them as written, and bbolt, which
+// rolled its free list back, may still see that commit's meta page
+// through its mapping and hand out pages the commit's tree uses. Going
+// on with that state could damage the file, so updateTx fails that
+// commit, and every later write transaction, with one permanent error
+// until the store is opened again (which reads the file's state afresh;
+// what was acknowledged is in the log). Reads go on.
 func (s *Store) viewTx(doing string, fn func(*bolt.Tx) error) error {
 	return guard(s.path, doing, boltInfo(s.db), func() error { return s.db.View(fn) })
 }
@@ -380,7 +397,17 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
-	return fileFailure(s.path, guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) }))
+	if failed := s.syncFailed.Load(); failed != nil {
+		return *failed
+	}
+	err := guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
+	if isSyncFailure(err) {
+		err = durability.Permanent(&fileError{path: s.path, why: syncFailedWhy, err: fmt.Errorf("%s: sync: %w", doing, err)})
+		s.syncFailed.Store(&err)
+		s.log.Error("boltstore: syncing the file failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
+		return err
+	}
+	return fileFailure(s.path, err, func() error { return descriptorFailure(s.file) })
 }
 
 // load checks the file's layout and format version, replays the log into

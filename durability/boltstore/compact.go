@@ -46,7 +46,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		return st, &durability.StoreError{Op: op, Err: fmt.Errorf("%s: %w", s.path, err)}
 	}
 	if s.db.IsReadOnly() {
-		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly)}
+		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly, nil)}
 	}
 	if err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {
@@ -64,7 +64,13 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		st.Before = fi.Size()
 	}
 	tmp := fmt.Sprintf("%s.compact-%d", s.path, time.Now().UnixNano())
-	dst, err := bolt.Open(tmp, DefaultFileMode, &bolt.Options{NoSync: s.noSync, FreelistType: bolt.FreelistMapType, Timeout: time.Second})
+	var dstFile *os.File // the descriptor bbolt writes dst through
+	dst, err := bolt.Open(tmp, DefaultFileMode, &bolt.Options{NoSync: s.noSync, FreelistType: bolt.FreelistMapType, Timeout: time.Second,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, mode)
+			dstFile = f
+			return f, err
+		}})
 	if err != nil {
 		resume()
 		return fail(err)
@@ -119,7 +125,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 			return err
 		}
 		old := s.db
-		s.db = dst
+		s.db, s.file = dst, dstFile
 		return guard(s.path, "closing the old file", nil, old.Close)
 	})
 	if err != nil {

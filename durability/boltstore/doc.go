@@ -101,10 +101,19 @@
 // (EROFS), a permission the process lacks, the store's descriptor of the
 // file closed or not open for writing, a write over bbolt's largest value
 // (about 2 GiB). A full disk or quota (ENOSPC, EDQUOT), a file over a size
-// limit (EFBIG) and an I/O error (EIO) are not permanent: room made, a
-// limit raised or a device back cures them without anything changing in
-// the process, so a caller retries them, within its own bounds. Open
-// marks its failures the same way.
+// limit (EFBIG) and an I/O error (EIO) of a write are not permanent: room
+// made, a limit raised or a device back cures them without anything
+// changing in the process, so a caller retries them, within its own bounds.
+// Open marks its failures the same way. A commit whose sync (fdatasync)
+// failed is the exception: the file's pages in memory may then differ from
+// those on disk, so that commit and every later write fail for good until
+// the store is closed and opened again (reads go on; what was acknowledged
+// is in the log, replayed on open; Close reports the failure when it has a
+// checkpoint to make). A write that must grow the file is classified as one
+// that fits it: bbolt reports a failed ftruncate without its errno, so the
+// store finds it again from the message, or, on Unix, asks the descriptor
+// (fcntl F_GETFL) whether it is still open for writing (a read-only
+// descriptor fails ftruncate with EINVAL).
 //
 // # Damage
 //

@@ -41,8 +41,13 @@ func TestFileFailure_Permanence(t *testing.T) {
 		{pathErr(syscall.EIO), false, ""},
 		{bolterrors.ErrMaxSizeReached, false, ""},
 		{fmt.Errorf("file resize error: %s", syscall.ENOSPC), false, ""},
+		// bbolt's error for a file it failed to grow keeps the errno's
+		// text only: the errno is found again from it.
+		{fmt.Errorf("file resize error: %s", &fs.PathError{Op: "truncate", Path: path, Err: syscall.EROFS}), true, "read-only file system"},
+		{fmt.Errorf("file resize error: %s", &fs.PathError{Op: "truncate", Path: path, Err: syscall.EACCES}), true, "permission"},
+		{fmt.Errorf("file resize error: %s", &fs.PathError{Op: "truncate", Path: path, Err: syscall.EINVAL}), false, ""},
 	} {
-		got := fileFailure(path, c.err)
+		got := fileFailure(path, c.err, nil)
 		if !errors.Is(got, c.err) {
 			t.Errorf("%v: became %v, which does not wrap it", c.err, got)
 		}
@@ -55,15 +60,37 @@ func TestFileFailure_Permanence(t *testing.T) {
 			}
 			continue
 		}
-		if msg := got.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, c.says) {
-			t.Errorf("%v: %q does not name the file and say %q", c.err, msg, c.says)
+		if msg := got.Error(); strings.Count(msg, path) != 1 || !strings.Contains(msg, c.says) {
+			t.Errorf("%v: %q does not name the file once and say %q", c.err, msg, c.says)
 		}
-		if again := fileFailure(path, got); again != got {
+		if again := fileFailure(path, got, nil); again != got {
 			t.Errorf("%v: marked twice: %v", c.err, again)
 		}
 	}
-	if fileFailure(path, nil) != nil {
+	if fileFailure(path, nil, nil) != nil {
 		t.Error("fileFailure of nil is not nil")
+	}
+}
+
+// TestIsSyncFailure: a failed sync is told from bbolt's other failures:
+// os.File.Sync's error, or fdatasync's errno bare (Linux); not a failed
+// write, a resize error, or an error marked already.
+func TestIsSyncFailure(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&fs.PathError{Op: "sync", Path: "/d/store.db", Err: syscall.EIO}, true},
+		{fmt.Errorf("committing: %w", syscall.EIO), true},
+		{&fs.PathError{Op: "write", Path: "/d/store.db", Err: syscall.EIO}, false},
+		{fmt.Errorf("file resize error: %s", syscall.EIO), false},
+		{durability.Permanent(syscall.EIO), false},
+		{bolterrors.ErrMaxSizeReached, false},
+		{nil, false},
+	} {
+		if got := isSyncFailure(c.err); got != c.want {
+			t.Errorf("isSyncFailure(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
 

@@ -62,7 +62,10 @@ func swappableFile(t *testing.T) (s *Store, path string, swap func(other string,
 
 // TestFileTurnedReadOnly_WritesFailForGood: once the store's descriptor
 // of its file takes no writes, every write fails with a permanent error
-// that names the file, and reads go on.
+// that wraps EBADF and names the file once, and reads go on; a write that
+// must grow the file too, though bbolt reports its failed ftruncate as a
+// "file resize error" without the errno (EINVAL, for a descriptor open
+// read-only).
 func TestFileTurnedReadOnly_WritesFailForGood(t *testing.T) {
 	ctx := t.Context()
 	s, path, swap := swappableFile(t)
@@ -71,10 +74,11 @@ func TestFileTurnedReadOnly_WritesFailForGood(t *testing.T) {
 	}
 	undo := swap(path, os.O_RDONLY)
 	defer undo()
-	for range 2 {
-		err := s.PersistEvent(ctx, "a", 1, []byte("lost"))
-		if !errors.Is(err, syscall.EBADF) || !durability.IsPermanent(err) || !strings.Contains(err.Error(), path) {
-			t.Fatalf("PersistEvent once the file takes no writes: %v, want a permanent error wrapping EBADF that names the file", err)
+	for _, data := range [][]byte{[]byte("lost"), []byte("lost"), make([]byte, 1<<20)} {
+		err := s.PersistEvent(ctx, "a", 1, data)
+		if !errors.Is(err, syscall.EBADF) || !durability.IsPermanent(err) || strings.Count(fmt.Sprint(err), path) != 1 ||
+			!strings.Contains(fmt.Sprint(err), "can no longer be written") {
+			t.Fatalf("PersistEvent of %d bytes once the file takes no writes: %v, want a permanent error wrapping EBADF that names the file once", len(data), err)
 		}
 	}
 	var got []string
@@ -83,5 +87,26 @@ func TestFileTurnedReadOnly_WritesFailForGood(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[kept]" {
 		t.Errorf("the store holds %v, want [kept]", got)
+	}
+}
+
+// TestCompact_ProbesTheNewFile: after Compact, a failure to grow the file
+// is explained by the descriptor of the file the store now writes, open
+// for writing, not by the old one, closed.
+func TestCompact_ProbesTheNewFile(t *testing.T) {
+	ctx := t.Context()
+	s, _ := openTemp(t, nil)
+	defer s.Close()
+	if err := s.PersistEvent(ctx, "a", 0, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := descriptorFailure(s.file); err != nil {
+		t.Errorf("after Compact, the store's descriptor: %v, want one open for writing", err)
+	}
+	if err := s.PersistEvent(ctx, "a", 1, make([]byte, 1<<20)); err != nil {
+		t.Errorf("a write that grows the compacted file: %v", err)
 	}
 }

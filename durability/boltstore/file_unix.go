@@ -4,9 +4,12 @@ package boltstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // tryLock takes bbolt's own lock on f without waiting: flock(2),
@@ -52,4 +55,28 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return errors.Join(d.Sync(), d.Close())
+}
+
+// descriptorFailure tells why f's descriptor takes no writes, as a write
+// to it would: an error wrapping EBADF when it is closed (fcntl F_GETFL
+// fails) or open read-only (its access mode), an error wrapping
+// os.ErrClosed when f is. It returns nil when the descriptor is open for
+// writing: the failure was something else.
+func descriptorFailure(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var flags int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { flags, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+		return err
+	}
+	switch {
+	case ferr != nil:
+		return fmt.Errorf("the descriptor: %w", ferr)
+	case flags&unix.O_ACCMODE == unix.O_RDONLY:
+		return fmt.Errorf("the descriptor is open read-only, a write gets %w", syscall.EBADF)
+	}
+	return nil
 }

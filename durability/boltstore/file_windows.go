@@ -41,3 +41,7 @@ func lockHolder(*os.File) string { return "" }
 // with), so a rename or link is as durable as NTFS's metadata journal
 // makes it, as for other stores on Windows.
 func syncDir(string) error { return nil }
+
+// descriptorFailure is nil: bbolt grows a file on Windows without
+// truncating it, so there is no resize failure to explain.
+func descriptorFailure(*os.File) error { return nil }

@@ -189,7 +189,7 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 		r.Problems = append(r.Problems, err)
 	}
 	f.Close()
-	db, err := openBolt(path, o, os.OpenFile)
+	db, _, err := openBolt(path, o, os.OpenFile)
 	if errors.Is(err, durability.ErrLocked) {
 		return nil, err
 	}

@@ -57,7 +57,11 @@
 // valid one; rows are sorted by key so that two transactions never wait
 // for each other in opposite orders. If a batch fails because the server
 // refused one of its writes (a superseded claim, say), each write is retried
-// alone, so that it fails alone.
+// alone, so that it fails alone. A failure that is not one write's — the
+// connection lost (class 08), the server read-only (25006), shutting down
+// or otherwise stopped by its operator (class 57, but for 57014, a
+// statement timeout), or its disk full (53100) — fails every write of the
+// batch at once, as each would fail alone.
 //
 // # Failover
 //
@@ -65,7 +69,7 @@
 // (SQLSTATE 25006 read_only_sql_transaction: a standby, or a primary
 // demoted to one) fails, not for good (durability.IsPermanent is false),
 // and the store drops every connection of its pool (pgxpool's Reset;
-// those in use when they are returned). The next calls connect anew, so
+// those in use when they are returned), once for the whole batch. The next calls connect anew, so
 // that once the connection string leads to the new primary (through a
 // proxy, a name moved to it, or several hosts with
 // target_session_attrs=read-write), they reach it at once instead of

@@ -17,3 +17,6 @@ func OpenConns(ctx context.Context, s *Store, n int) error {
 
 // PoolConns returns how many connections s's pool holds, idle or in use.
 func PoolConns(s *Store) int32 { return s.pool.Stat().TotalConns() }
+
+// PoolNewConns returns how many connections s's pool has dialed since Open.
+func PoolNewConns(s *Store) int64 { return s.pool.Stat().NewConnsCount() }

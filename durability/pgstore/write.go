@@ -229,7 +229,10 @@ drain:
 
 // commit runs batch as one transaction. If that fails because of what one
 // write asked (a claim superseded, a value PostgreSQL refuses), each write
-// is retried in a transaction of its own, so that it fails alone.
+// is retried in a transaction of its own, so that it fails alone. A
+// failure of the connection or of the server as a whole (see
+// serverFailure) fails the whole batch at once: each write would fail the
+// same way alone.
 func (s *Store) commit(c *committer, batch []*write) {
 	ctx := context.Background()
 	err := c.run(ctx, s, batch)
@@ -275,7 +278,9 @@ const readOnlySQLTransaction = "25006"
 // connection string with target_session_attrs=read-write) reach the new
 // primary, while the old ones would stay on the demoted server until
 // they aged out. Connections in use are dropped when they are returned.
-// Other errors, and nil, change nothing.
+// Other errors, and nil, change nothing. It is called once per failed
+// transaction or claim: a batch the server refuses so is not retried
+// write by write (see serverFailure), so it resets the pool once.
 func (s *Store) noteFailure(err error) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != readOnlySQLTransaction {
@@ -286,11 +291,35 @@ func (s *Store) noteFailure(err error) {
 }
 
 // retryAlone reports whether err came from the server refusing a statement
-// (so other writes of the batch may succeed on their own), rather than from
-// the connection.
+// of the batch (so other writes of the batch may succeed on their own),
+// rather than from the connection or from the server's state.
 func retryAlone(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe)
+	return errors.As(err, &pe) && !serverFailure(pe.Code)
+}
+
+// serverFailure reports whether the SQLSTATE code says that the server
+// (or the connection to it) refused or lost the transaction whatever it
+// held, so that every write of the batch would fail the same way alone:
+//   - 25006 read_only_sql_transaction: a standby, or a demoted primary;
+//   - class 08, connection exception;
+//   - class 57, operator intervention (admin_shutdown, crash_shutdown,
+//     cannot_connect_now, database_dropped, idle_session_timeout), except
+//     57014 query_canceled, which a statement_timeout raises and a smaller
+//     transaction may escape;
+//   - 53100 disk_full.
+//
+// Other errors (constraint and data errors, a superseded claim, a
+// serialization failure, out of memory, a statement timeout) may depend on
+// what the batch held, so the batch's writes are retried alone.
+func serverFailure(code string) bool {
+	switch {
+	case code == readOnlySQLTransaction, code == "53100":
+		return true
+	case code == "57014":
+		return false
+	}
+	return len(code) == 5 && (code[:2] == "08" || code[:2] == "57")
 }
 
 // committer holds one committer's reusable argument buffers.

@@ -1,0 +1,121 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+
+	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// Sizes on the wire.
+//
+// Protoactor's endpoint writer sends the messages queued for a peer in
+// batches, each one gRPC message; gRPC refuses a message over its
+// receiver's limit by ending the whole connection, which protoactor then
+// reports as the peer gone, losing every message of the batch (some of
+// which may have been delivered in earlier batches and run). So the
+// size of what one connection carries is bounded at both ends:
+//
+//   - one frame (a call with its arguments, a result) is at most
+//     MaxFrameBytes (of the sender's options), checked by the sender
+//     before it sends: a call too large is answered at once with an error
+//     of kind [KindTooLarge] and not sent; a result too large is replaced
+//     by such an error, so the call still gets its one result;
+//   - a batch holds at most batchSize(MaxFrameBytes) messages, so a full
+//     batch of frames of the largest size fits in maxMessageBytes;
+//   - every node and client accepts (and sends) gRPC messages of up to
+//     maxMessageBytes, whatever its own MaxFrameBytes, so peers with
+//     different frame limits still agree on the wire.
+
+// DefaultMaxFrameBytes bounds one frame (a call with its arguments, a
+// result) a node or client sends unless its options say otherwise.
+const DefaultMaxFrameBytes = 4 << 20
+
+// maxMessageBytes is the largest gRPC message the nodes and clients send
+// and receive: a batch of protoactor's endpoint writer.
+const maxMessageBytes = 256 << 20
+
+// Room for what a batch holds beside its frames: per envelope (its
+// indexes, a header, a new target and sender PID) and per batch (its
+// type names, the message's own framing).
+const (
+	envelopeOverhead = 1 << 10
+	batchOverhead    = 64 << 10
+)
+
+// MaxFrameBytesLimit is the largest MaxFrameBytes a node or client takes:
+// a frame of this size fills a gRPC message of the wire's limit on its
+// own.
+const MaxFrameBytesLimit = maxMessageBytes - batchOverhead - envelopeOverhead
+
+// maxEndpointBatch is the batch size of protoactor's endpoint writer that
+// frames small enough never reduce.
+const maxEndpointBatch = 1000
+
+// ErrTooLarge is the cause of the error a remote tool's handler returns
+// for a call that was not run because a frame was over the frame limit of
+// its sender (the client's ClientOptions.MaxFrameBytes for the call's
+// arguments, the node's NodeOptions.MaxFrameBytes for the call or its
+// result).
+var ErrTooLarge = errors.New("frame too large")
+
+// KindTooLarge is the failure kind of the answer to a call whose frame
+// (the call with its arguments, or its result) was larger than its
+// sender's frame limit: the client answers an oversized call with it at
+// once without sending it; a node answers so a call whose arguments are
+// over its own limit (it does not run it), and replaces a result over its
+// limit by such an answer (the call ran). It does not count against the
+// tool.
+const KindTooLarge tools.FailureKind = "too_large"
+
+// frameLimit returns the frame limit that the MaxFrameBytes option n
+// (0: the default) says, or an error naming the option (field).
+func frameLimit(n int, field string) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultMaxFrameBytes, nil
+	case n < 0 || n > MaxFrameBytesLimit:
+		return 0, fmt.Errorf("remote: %s %d: want 1 to %d (0: %d)", field, n, MaxFrameBytesLimit, DefaultMaxFrameBytes)
+	}
+	return n, nil
+}
+
+// batchSize is the batch size of an endpoint writer whose frames are at
+// most maxFrame bytes: a full batch fits in maxMessageBytes.
+func batchSize(maxFrame int) int {
+	return max(1, min(maxEndpointBatch, (maxMessageBytes-batchOverhead)/(maxFrame+envelopeOverhead)))
+}
+
+// withMessageLimits bounds the gRPC messages of a protoactor remote as
+// described above, for frames of up to maxFrame bytes. It appends to the
+// server and dial options: put it after WithServerOptions and
+// WithDialOptions, which replace them.
+func withMessageLimits(maxFrame int) paremote.ConfigOption {
+	return func(c *paremote.Config) {
+		c.EndpointWriterBatchSize = batchSize(maxFrame)
+		c.ServerOptions = append(c.ServerOptions, grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes))
+		c.DialOptions = append(c.DialOptions, grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)))
+	}
+}
+
+// oversized returns the size of f when it is over limit, else 0.
+func oversized(f *messages.Frame, limit int) int {
+	if n := proto.Size(f); n > limit {
+		return n
+	}
+	return 0
+}
+
+// tooLarge is the answer (of kind KindTooLarge) to the call key of tool,
+// saying msg.
+func tooLarge(key callKey, tool, msg string) *messages.Frame {
+	f := messages.ToolError(key.stream, key.id, tool, msg)
+	f.Meta.FailureKind = string(KindTooLarge)
+	return f
+}

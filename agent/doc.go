@@ -28,14 +28,25 @@
 // below) whose attempt that loop closed or refused as stopped (stopped for
 // good, or stopping: its children still finishing) makes the next one on
 // a fresh loop, started once the old one has stopped: it waits for that,
-// as long as its ctx lets it, rather than spend its attempts on a loop
-// that refuses each at once. Likewise an attempt after one that failed
-// without a failure kind (a crash) waits while the loop restarts, and an
+// as long as its ctx lets it and the agent is not closed (it then fails
+// with [ErrClosed]), rather than spend its attempts on a loop that
+// refuses each at once. A Run that returns while its own loop still
+// stops (its ctx ended during that wait, or CancelGrace passed while its
+// loop was being stopped) leaves that loop to its session: the
+// session's next Run, Stream or Resume waits in the same way, before it
+// reads the session or sends anything, so that a fresh loop never runs
+// beside the old one. Likewise an attempt after one that failed
+// without a failure kind (a crash) waits while the loop restarts (as
+// long as its ctx lets it and the agent is not closed), and an
 // attempt that a restarting loop refused, or closed before serving it,
 // without having failed itself (a supervisor's all-for-one restart for
 // another actor's failure) is not counted; an attempt during which the
 // loop failed is, so a loop that fails on every request fails the Run
-// after MaxAttempts. When the
+// after MaxAttempts. Those attempts not counted are bounded too, by
+// [Options].MaxUncountedAttempts (a supervisor bounds restarts per
+// window of time only, so a sibling that keeps failing could otherwise
+// keep a Run going): past it the Run fails with a *[FailedError] whose
+// Err is [ErrLoopRestarting]. When the
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far. It waits for that

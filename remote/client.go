@@ -31,18 +31,23 @@ var ErrNodeUnreachable = errors.New("tool node unreachable")
 var ErrClosed = errors.New("remote: client closed")
 
 // ErrConnectionLost is the cause of the error a remote tool's handler
-// returns when the node lost its connection to the client (the one the
-// node's answers take) while the call ran: the node cancelled the call
-// and, over a new connection, answered it with an error result of kind
-// [KindConnectionLost].
+// returns when the node's connection to the client (the one the node's
+// answers take) ended while the call ran, or with its result: the node
+// cancelled the call and, over a new connection, answered it with an
+// error result of kind [KindConnectionLost]; or the client, which learns
+// that connection's end too, answered it so itself (it cancels the call
+// on the node, which may have run it) once the node, still there, has
+// answered over a new connection what it sent before. A DESCRIBE whose
+// answer was lost so fails with an error wrapping it.
 var ErrConnectionLost = errors.New("the tool node lost its connection to the client and cancelled the call")
 
 // KindConnectionLost is the failure kind of the answer a node sends a
 // caller for each of its calls that it cancelled because its connection
 // to the caller ended (the caller still there: its connection to the node
-// still open, say). The client's handler answers such a call with the
-// node's message, of this kind (a *tools.ResultError wrapping
-// [ErrConnectionLost]); it does not count against the tool.
+// still open, say), and of the one the client makes for a call whose
+// result was lost with that connection. The client's handler answers
+// such a call with the message, of this kind (a *tools.ResultError
+// wrapping [ErrConnectionLost]); it does not count against the tool.
 const KindConnectionLost tools.FailureKind = "connection_lost"
 
 // DefaultCallTimeout bounds a call of a remote tool that has no timeout of
@@ -212,6 +217,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
 	c.dials.onOpen(func(addr string) { c.system.Root.Send(c.proxy, &peerOpened{address: addr}) })
+	c.guard.onEnded(func(peer, _ string) {
+		if peer != "" {
+			c.system.Root.Send(c.proxy, &answersLost{address: peer})
+		}
+	})
 	// Stream ids are unique across clients: the node keys calls by them.
 	c.prefix = c.system.ID + "-"
 	return c, nil
@@ -425,6 +435,8 @@ type waiter struct {
 
 	once  sync.Once
 	descs []*messages.Frame // DESCRIPTION frames so far; the proxy's alone
+	tool  string            // the tool called ("" for a DESCRIBE); the proxy's alone
+	lost  bool              // its answer may have been lost (see answersLost); the proxy's alone
 }
 
 // finish sets the answer (set) and closes done, the first time only: the
@@ -501,6 +513,11 @@ func newProxy(o ClientOptions) *proxy {
 // address has opened (its first answer came).
 type peerOpened struct{ address string }
 
+// answersLost tells the client's actor that a connection from the node at
+// address (one that carries its answers) ended: the answers it carried
+// last may be lost with it.
+type answersLost struct{ address string }
+
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
@@ -513,6 +530,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			m.w.finish(func() { m.w.err = err })
 			return
 		}
+		m.w.tool = m.frame.GetName()
 		p.pending[key] = m.w
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
@@ -550,6 +568,33 @@ func (p *proxy) Receive(ctx actor.Context) {
 		delete(p.dialling, m.address)
 		delete(p.down, m.address)
 		p.watch(ctx, m.address)
+	case *answersLost:
+		// A connection from the node ended: an answer it carried may be
+		// lost (the node forgets a call when it sends the result). The
+		// node is asked for a sign of life (its answer, or the one it
+		// sends when it learns that connection ended, comes over a new
+		// connection, after the answers the node sent before it): the
+		// requests waiting now that still wait then are answered then.
+		// A node that is gone is told by its peerGone instead.
+		// A DESCRIBE whose answer had begun over the connection may have
+		// lost the rest of it: it is answered at once.
+		lost := false
+		for k, w := range p.pending {
+			switch {
+			case w.node.Address != m.address:
+			case k.id == "" && len(w.descs) > 0:
+				delete(p.pending, k)
+				w.finish(func() { w.err = describeLost(m.address) })
+			default:
+				w.lost = true
+				lost = true
+			}
+		}
+		if lost {
+			ctx.Request(actor.NewPID(m.address, ServiceName), &actor.Touch{})
+		}
+	case *actor.Touched:
+		p.answersLost(ctx, m.GetWho().GetAddress())
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -586,6 +631,36 @@ func (p *proxy) frame(f *messages.Frame) {
 			w.finish(func() { w.descriptions = w.descs })
 		}
 	}
+}
+
+// answersLost answers the requests to the node at addr whose answers were
+// lost with a connection from it (see the answersLost message): each call
+// with an error of kind KindConnectionLost, after a CANCEL (it may still
+// run on the node, if the node has not seen the connection end), and each
+// DESCRIBE with an error wrapping ErrConnectionLost. An answer from the
+// node that comes later is dropped, as for any request answered.
+func (p *proxy) answersLost(ctx actor.Context, addr string) {
+	for k, w := range p.pending {
+		if w.node.Address != addr || !w.lost {
+			continue
+		}
+		delete(p.pending, k)
+		if k.id == "" {
+			w.finish(func() { w.err = describeLost(addr) })
+			continue
+		}
+		ctx.Send(w.node, messages.Cancel(k.stream, k.id))
+		f := messages.ToolError(k.stream, k.id, w.tool, fmt.Sprintf(
+			"Tool %s was cancelled: the connection from its node ended before its result came (the call may have run)", w.tool))
+		f.Meta.FailureKind = string(KindConnectionLost)
+		w.finish(func() { w.result = f })
+	}
+}
+
+// describeLost is the error of a DESCRIBE to the node at addr whose answer
+// was lost with a connection from the node.
+func describeLost(addr string) error {
+	return fmt.Errorf("%s: the connection from the node ended before its whole answer came: %w", addr, ErrConnectionLost)
 }
 
 // watch watches the service actor of the node at addr, unless it is

@@ -185,3 +185,64 @@ func TestNode_ConnectionLostThenCloseLeavesNothing(t *testing.T) {
 	}
 	node.waitGone(t, client)
 }
+
+// A call's own result lost with the node's connection to the caller (the
+// node sent it, the connection ended before the caller read it): the
+// node had forgotten the call when it sent the result, so its side of
+// the connection's end tells the caller nothing, and the caller's
+// connection to the node stays open. The client answers the call at once
+// with ErrConnectionLost when that connection from the node ends, rather
+// than at its timeout (10 min for a tool without one).
+func TestClient_ResultLostWithTheConnectionIsAnswered(t *testing.T) {
+	client, _ := setup(t)
+	node := startNode(t, remote.DefaultAddress)
+	ts := remoteTools(t, client, node.addr)
+	// A first call: the node watches the client from now on (its watch
+	// goes over the connection that carries the results).
+	if _, err := ts["echo"].Definition().Handler(t.Context(), json.RawMessage(`{"text":"first"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if e := node.next(t); e != "echo first" {
+		t.Fatalf("node event %q", e)
+	}
+	// The next message the client receives from the node is echo's result:
+	// the incoming connection that carries it ends instead, as a
+	// connection lost with the result in flight.
+	remote.EndIncoming(client.Client)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := ts["echo"].Definition().Handler(ctx, json.RawMessage(`{"text":"lost"}`))
+	if e := node.next(t); e != "echo lost" {
+		t.Errorf("node event %q, want the call run", e)
+	}
+	if _, werr := node.stdin.Write([]byte("routes\n")); werr != nil {
+		t.Fatal(werr)
+	}
+	t.Logf("node after the call: %s", node.next(t))
+	t.Logf("call: %v", err)
+	if !errors.Is(err, remote.ErrConnectionLost) {
+		t.Errorf("the call ran on the node and its result was lost with the connection: answered %v, want ErrConnectionLost at once", err)
+	}
+	node.stopSeen(t, client)
+}
+
+// A DESCRIBE whose answer is lost with the node's connection to the
+// caller is answered at once with ErrConnectionLost, rather than never
+// (a ctx without a deadline) or at its ctx's end; the next one is
+// answered.
+func TestClient_DescribeLostWithTheConnectionIsAnswered(t *testing.T) {
+	client, _ := setup(t)
+	node := startNode(t, remote.DefaultAddress)
+	remoteTools(t, client, node.addr) // the node's connection to the client is open
+	// The next message the client receives is the DESCRIBE's answer.
+	remote.EndIncoming(client.Client)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := client.Tools(ctx, node.addr); !errors.Is(err, remote.ErrConnectionLost) {
+		t.Errorf("describe whose answer was lost: %v, want ErrConnectionLost at once", err)
+	}
+	if ts := remoteTools(t, client, node.addr); len(ts) != 4 {
+		t.Errorf("describe over a new connection: %d tools, want 4", len(ts))
+	}
+	node.stopSeen(t, client)
+}

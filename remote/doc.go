@@ -40,7 +40,10 @@
 // that caller's calls (their handlers' contexts end) and forgets them; a
 // caller still there (only the node's connection to it lost) is told,
 // each of its calls answered with [ErrConnectionLost] (over a new
-// connection) rather than waiting for its timeout. When the caller's
+// connection) rather than waiting for its timeout. A call whose result
+// the node had sent into that connection as it ended is answered so by
+// the client (which sees the connection end too), and a DESCRIBE whose
+// answer was lost so fails with ErrConnectionLost. When the caller's
 // connection to the node (which carries its calls) ends, the caller has
 // answered the calls it carried with ErrNodeUnreachable, and the node
 // cancels each of them (but not the calls that came over a newer

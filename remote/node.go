@@ -97,6 +97,12 @@ type Node struct {
 	// killed or its connection lost: the connection's peerGone does);
 	// the service actor's alone.
 	callers map[string]*actor.PID
+	// probers are the callers that asked the service actor for a sign of
+	// life (actor.Touch) since their connection last ended (by PID key):
+	// the answer may have gone into a connection that had ended, so they
+	// are answered again when the node learns it ended (see the client's
+	// answersLost). The service actor's alone.
+	probers map[string]*actor.PID
 
 	cancel  context.CancelFunc
 	readers sync.WaitGroup
@@ -160,7 +166,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger, tag: true}, dials: o.dials(),
-		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
+		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -241,6 +247,18 @@ func (n *Node) receive(ctx actor.Context) {
 		// there (only this connection lost): they are told.
 		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
+		}
+		for k, prober := range n.probers {
+			if prober.GetAddress() == m.address {
+				delete(n.probers, k)
+				ctx.Send(prober, &actor.Touched{Who: ctx.Self()})
+			}
+		}
+		return
+	case *actor.Touch:
+		// A caller asks for a sign of life (protoactor answers it).
+		if s := ctx.Sender(); s != nil {
+			n.probers[s.String()] = s
 		}
 		return
 	case *callerConnEnded:

@@ -105,7 +105,10 @@ type ClientOptions struct {
 	// connection that opens ends it. A connection counts as failed
 	// whether or not the call that dialled it still waits (its ctx may
 	// have ended first). A node whose open connection ends is dialled
-	// again at the next call. Default DefaultRedialBackoff; negative: no
+	// again at the next call; one whose service stopped while its
+	// connection stayed open (a node closing, or not yet serving) is
+	// called over that connection, not backed off. Default
+	// DefaultRedialBackoff; negative: no
 	// wait (every call dials). The client forgets a node gone once its
 	// wait has passed by MaxRedialBackoff or more and nothing waits on
 	// it (so that the nodes that never come back are not kept for ever):
@@ -119,8 +122,9 @@ type ClientOptions struct {
 	// have then been answered with ErrNodeUnreachable): once for each
 	// going, however many ways the client hears of it, and not again for
 	// the calls that fail while the node stays gone (it is reported
-	// again only after a connection to it has opened and ended, or once
-	// the client has forgotten it: see RedialBackoff). It runs
+	// again only once it has come back, a connection to it opened or a
+	// request answered, and gone again, or once the client has forgotten
+	// it: see RedialBackoff). It runs
 	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// MaxFrameBytes bounds the frame of one call (the TOOL_CALL with its
@@ -558,11 +562,11 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// goroutine of its own, and may arrive after a newer connection
 		// to the node has opened, which it would be taken for.
 		if m.GetWhy() != actor.TerminatedReason_AddressTerminated {
-			p.gone(m.GetWho().GetAddress())
+			p.gone(m.GetWho().GetAddress(), false)
 		}
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
-		p.gone(m.address)
+		p.gone(m.address, true)
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.dialling, m.address)
@@ -618,6 +622,7 @@ func (p *proxy) frame(f *messages.Frame) {
 		key := callKey{f.GetStreamId(), f.GetToolCallId()}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
+			p.serving(w.node.Address)
 			w.finish(func() { w.result = f })
 		}
 	case messages.FrameType_DESCRIPTION:
@@ -628,6 +633,7 @@ func (p *proxy) frame(f *messages.Frame) {
 		key := callKey{f.GetStreamId(), ""}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
+			p.serving(w.node.Address)
 			w.finish(func() { w.descriptions = w.descs })
 		}
 	}
@@ -675,15 +681,21 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 	}
 }
 
-// gone handles the going of the node at addr: the node is no longer
-// watched, and every waiter on it is answered with ErrNodeUnreachable. A
-// going is reported once: the node's Terminated (its service stopped)
-// and the connection's end may both tell of it, and only the first finds
-// the node watched (or waited on) still. A node with no connection
-// opened since it was last gone failed to open one: it is backed off,
-// and reported only the first time; so is a node whose connection failed
-// to open after the call that dialled it stopped waiting.
-func (p *proxy) gone(addr string) {
+// gone handles the going of the node at addr (with its connection, when
+// connEnded; else its service stopped, its connection still open): the
+// node is no longer watched, and every waiter on it is answered with
+// ErrNodeUnreachable. A going is reported once: the node's Terminated
+// (its service stopped) and the connection's end may both tell of it,
+// and only the first finds the node watched (or waited on) still; the
+// node is reported again once it has come back (a connection to it has
+// opened, or it has answered a request: see serving). A node with no
+// connection opened since it was last gone failed to open one: it is
+// backed off, and reported only the first time; so is a node whose
+// connection failed to open after the call that dialled it stopped
+// waiting. A connection that stays open when the service stops is still
+// open: the calls sent over it are not dials (the node serves again
+// over it once its service is back).
+func (p *proxy) gone(addr string, connEnded bool) {
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}
@@ -691,7 +703,9 @@ func (p *proxy) gone(addr string) {
 	delete(p.dialling, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	opened := p.open[addr]
-	delete(p.open, addr)
+	if connEnded {
+		delete(p.open, addr)
+	}
 	r, known := p.down[addr]
 	if !known {
 		r = &redial{at: p.now()}
@@ -709,6 +723,12 @@ func (p *proxy) gone(addr string) {
 		p.onGone(addr)
 	}
 }
+
+// serving tells p that the node at addr answered a request: if it was
+// known gone (its service had stopped, or was not yet there, over a
+// connection that stayed open), it has come back, and its next going is
+// reported.
+func (p *proxy) serving(addr string) { delete(p.down, addr) }
 
 // sweep forgets the nodes known gone whose backoff passed more than max
 // ago, but those a call waits on or a connection is opening to, so that

@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"context"
+	"log/slog"
+
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -11,13 +14,20 @@ import (
 // for has stopped and its name was taken again, the new actor of that
 // name, and restart it (its open calls closed, its Logic started again)
 // for a failure that was not its own.
-type decidingStrategy struct{ inner actor.SupervisorStrategy }
+//
+// A directive dropped so is logged (a warning): observers were told of
+// the decision before it was carried out (see supervisor.Event), and the
+// log says it was not.
+type decidingStrategy struct {
+	inner  actor.SupervisorStrategy
+	logger *slog.Logger
+}
 
 // HandleFailure implements actor.SupervisorStrategy: inner decides, in
 // the supervising actor's turn, and its directives go to the children
 // as they were then (see decision).
 func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
-	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1)}
+	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child, logger: d.logger}
 	dec.note(child)
 	d.inner.HandleFailure(system, dec, child, rs, reason, message)
 }
@@ -35,7 +45,52 @@ type decision struct {
 	// procs are the children's processes when the decision was taken;
 	// written in the supervisor's turn, before any directive (one after a
 	// backoff runs on a timer started after them).
-	procs map[*actor.PID]actor.Process
+	procs  map[*actor.PID]actor.Process
+	child  *actor.PID // the failed child
+	logger *slog.Logger
+}
+
+// EscalateFailure implements actor.Supervisor: the supervising actor
+// fails with the child's failure, and notes the child, suspended until
+// the decision about the actor comes (see shell.resumed).
+func (d *decision) EscalateFailure(reason, message any) {
+	if s := shellOf(d.Supervisor); s != nil {
+		if proc, ok := d.procs[d.child]; ok {
+			s.escalated = append(s.escalated, escalatedChild{pid: d.child, proc: proc})
+		}
+	}
+	d.Supervisor.EscalateFailure(reason, message)
+}
+
+// shellOf is the shell of the actor sup is the context of, if it is a
+// duplex's.
+func shellOf(sup actor.Supervisor) *shell {
+	c, ok := sup.(interface{ Actor() actor.Actor })
+	if !ok {
+		return nil
+	}
+	switch a := c.Actor().(type) {
+	case *shell:
+		return a
+	case *durableShell:
+		return a.s
+	}
+	return nil
+}
+
+// escalatedChild is a child whose failure its parent escalated, and its
+// process then.
+type escalatedChild struct {
+	pid  *actor.PID
+	proc actor.Process
+}
+
+// resume resumes the child, unless it stopped since (its id may be a
+// newer actor's).
+func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
+	if now, ok := registry.Get(c.pid); ok && now == c.proc {
+		c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
+	}
 }
 
 // note records the process pid names now.
@@ -83,8 +138,27 @@ func (d *decision) send(pids []*actor.PID, msg any) {
 			continue
 		}
 		if now, ok := d.registry.Get(pid); !ok || now != proc {
-			continue // stopped since; its id may be a newer actor's
+			d.dropped(pid, msg) // stopped since; its id may be a newer actor's
+			continue
 		}
 		proc.SendSystemMessage(pid, msg)
 	}
+}
+
+// dropped logs that msg, a directive for pid, was not carried out: pid
+// stopped after the decision.
+func (d *decision) dropped(pid *actor.PID, msg any) {
+	if d.logger == nil || !d.logger.Enabled(context.Background(), slog.LevelWarn) {
+		return
+	}
+	directive := "resume"
+	switch msg.(type) {
+	case *actor.Restart:
+		directive = "restart"
+	case *actor.Stop:
+		directive = "stop"
+	}
+	d.logger.Warn("supervision directive dropped", slog.String("supervisor", d.Self().GetId()),
+		slog.String("child", pid.GetId()), slog.String("directive", directive),
+		slog.String("reason", "the child stopped after the decision"))
 }

@@ -28,6 +28,11 @@
 //     incarnation, which takes them for a call of their own: a caller
 //     stops sending a call once it has the call's answer (its ERROR and
 //     END included);
+//   - on a supervisor's Resume, keeps the Logic and its state, and answers
+//     the call whose frame failed it with an ERROR of failure kind
+//     [FailedKind] and END before the next message; a duplex resumed
+//     after escalating a child's failure resumes that child the same
+//     way (a restart or stop of it stops the child with it);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

@@ -74,7 +74,11 @@ type Context interface {
 	// backoff, if any): its Logic is not started again, and the calls
 	// queued to it meanwhile are refused. A child restarted for a
 	// sibling's failure (all-for-one) is restarted, and stops after
-	// serving the messages queued before the stop.
+	// serving the messages queued before the stop; but while its restart
+	// waits for children of its own to stop, it takes what is queued,
+	// the stop included: the calls before the stop are refused as by a
+	// stopping duplex (failure kind [StoppedKind]), and its Logic is not
+	// started again.
 	Stop(child Ref)
 	// Go runs fn on its own goroutine. fn's context is cancelled when the
 	// returned cancel function is called or this incarnation ends. Values

@@ -42,8 +42,9 @@ import (
 //   - a supervisor's Restart that comes after a Stop is dropped (see
 //     [mailbox.stopped]), and one that comes to an actor suspended for
 //     its failure while a stop written into it waits in its queue is
-//     dropped, the actor stopping instead (see [mailbox.stops]); a
-//     stopped actor's mailbox is suspended no more (see [mailbox.stop]);
+//     dropped, the actor stopping instead (see [mailbox.stops]), as is
+//     any Restart after that one (see [mailbox.stopWon]); a stopped
+//     actor's mailbox is suspended no more (see [mailbox.stop]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -123,6 +124,12 @@ type mailbox struct {
 	// before the stop reach its next incarnation, as Context.Stop
 	// promises.
 	stops atomic.Int32
+	// stopWon: a Restart was taken as the queued stop ([stopQueued]);
+	// consumer only. The incarnation has ended for good: a later Restart
+	// (under all-for-one, each failure's decision restarts every child,
+	// so a failed child may get two) is dropped as one after the stop
+	// is, and a Resume resumes no Logic.
+	stopWon bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -153,6 +160,11 @@ type childFrame struct {
 // the queue (see mailbox.stops): the shell ends its incarnation as a
 // stop does.
 type stopQueued struct{}
+
+// resumed is the message protoactor's ResumeMailbox is passed to the
+// shell as, once the mailbox is resumed: after a supervisor's Resume
+// directive, or as a restart completes (see shell's handling).
+type resumed struct{}
 
 // childGone is the user message a child's end is taken as (see
 // mailbox.postGone), with the child in [mailbox.from].
@@ -431,14 +443,22 @@ func (m *mailbox) run() {
 				}
 			case *actor.ResumeMailbox:
 				m.suspended.Store(false)
+				if !m.stopped && !m.stopWon {
+					// The supervisor's Resume, or the one protoactor
+					// sends as a restart completes: the shell answers
+					// the call that failed it, if any, and resumes the
+					// children whose failure it escalated (see resumed).
+					m.invoker.InvokeUserMessage(resumed{})
+				}
 			case *actor.Stop:
 				m.stop(msg)
 			case *actor.Restart:
 				switch {
-				case m.stopped:
+				case m.stopped || m.stopWon:
 					// A restart after the stop is dropped: protoactor
 					// would carry it out, bringing back an actor stopped
-					// for good (see mailbox.stopped).
+					// for good (see mailbox.stopped), or one whose
+					// queued stop already won (see mailbox.stopWon).
 				case m.suspended.Load() && m.stops.Load() > 0:
 					// The actor failed, and a stop waits in the queue:
 					// it wins (see mailbox.stops). The incarnation
@@ -450,6 +470,7 @@ func (m *mailbox) run() {
 					// did not wait, and the calls before its stop are
 					// served.
 					m.suspended.Store(false)
+					m.stopWon = true
 					m.invoker.InvokeUserMessage(stopQueued{})
 				default:
 					m.invoker.InvokeSystemMessage(msg)

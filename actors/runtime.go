@@ -191,7 +191,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 // directives reaching only the children it decided about (see
 // decidingStrategy).
 func (rt *Runtime) observed(s *supervisor.Strategy) actor.SupervisorStrategy {
-	return decidingStrategy{inner: s.WithObserver(rt.supervised)}
+	return decidingStrategy{inner: s.WithObserver(rt.supervised), logger: rt.logger}
 }
 
 // Logger returns the runtime's logger.

@@ -28,8 +28,15 @@ var ErrChildNameInUse = errors.New("a child of that name has not stopped (its Ch
 // refuse a call opened while it is stopping (its children still
 // finishing), so that a reader can tell "stopped for good" from a failure
 // without parsing the text. A call opened while the duplex restarts is
-// refused without it: the duplex comes back. It is tools.FailureStopped.
+// refused without it, the duplex coming back, unless a stop is queued
+// behind the call (see Context.Stop). It is tools.FailureStopped.
 const StoppedKind = "stopped"
+
+// FailedKind is the failure kind of the ERROR that answers the call
+// whose frame failed a duplex when its supervisor resumes it (Resume
+// directive): the call failed, and the duplex goes on with its state,
+// neither restarted nor stopped. The text is the failure's.
+const FailedKind = "failed"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
 type shell struct {
@@ -57,11 +64,20 @@ type shell struct {
 	open     openStreams
 	lastOpen string
 
-	jobs     context.Context // cancelled when the incarnation ends; made by the first Go
-	endJobs  context.CancelFunc
-	timers   map[*time.Timer]struct{}
-	failure  error // the reason this incarnation is failing, if it is
-	finished bool
+	jobs    context.Context // cancelled when the incarnation ends; made by the first Go
+	endJobs context.CancelFunc
+	timers  map[*time.Timer]struct{}
+	failure error // the reason this incarnation is failing, if it is
+	// failedCall is the stream of the input frame whose delivery failed
+	// the incarnation, if a frame did: the call a Resume answers (see
+	// resumed).
+	failedCall string
+	// escalated are the children whose failure this actor's strategy
+	// escalated, suspended until this actor's supervisor decides: a
+	// Resume of this actor resumes them (see resumed); a restart or stop
+	// stops them with it.
+	escalated []escalatedChild
+	finished  bool
 	// answered holds the streams whose call was answered for good since
 	// the incarnation ended, and whose caller's input has not ended yet:
 	// those its end closed (ERROR and END) before the caller's END came,
@@ -159,6 +175,8 @@ func (s *shell) Receive(ctx actor.Context) {
 		s.finish(s.failureOr(errors.New("restarted")))
 		s.restarting = true
 		s.rt.watch.ended(s, true)
+	case resumed:
+		s.resumed()
 	case stopQueued:
 		// A stop waits behind what is queued, and wins over the
 		// restart: the incarnation ends now, what comes before the stop
@@ -252,10 +270,38 @@ func (s *shell) deliver(msg any) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.failure = s.asFailure(r)
+			if f, ok := msg.(*messages.Frame); ok {
+				s.failedCall = f.GetStreamId() // an input frame (a child's comes as a ChildFrame)
+			}
 			panic(s.failure)
 		}
 	}()
 	s.logic.Receive(s, msg)
+}
+
+// resumed carries out a Resume of this incarnation, which keeps its
+// Logic and state: the call whose frame failed it, if it is still open,
+// is answered with an ERROR of failure kind [FailedKind] (the reason)
+// and END, before the Logic gets the next message; the children whose
+// failure was escalated from here are resumed in turn, as the decision
+// about this actor was also about their failure. A failure that no
+// input frame caused (a timer, background work's end, a child's frame)
+// is not a call's: the calls open stay the Logic's to answer.
+func (s *shell) resumed() {
+	if s.finished {
+		return
+	}
+	if s.failure != nil && s.failedCall != "" && s.open.has(s.failedCall) {
+		f := messages.Error(s.failedCall, s.failure.Error())
+		f.Meta = &messages.Metadata{FailureKind: FailedKind}
+		s.Emit(f)
+		s.Emit(messages.End(s.failedCall))
+	}
+	s.failure, s.failedCall = nil, ""
+	for _, c := range s.escalated {
+		c.resume(s.rt.system.ProcessRegistry)
+	}
+	s.escalated = nil
 }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
@@ -384,7 +430,11 @@ func (s *shell) late(f *messages.Frame) {
 // once for the frames of the call (see late). The ERROR has failure kind
 // StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
-// back. Once the duplex has stopped, its subscriber knows (a Conn's or
+// back, unless a stop written into it is queued (a restart for a
+// sibling's failure that waits for this duplex's children to stop, then
+// a Context.Stop): that stop is taken before the restart completes, and
+// the duplex does not come back, so the call is refused as by a
+// stopping duplex. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
 func (s *shell) refuse(stream string) {
@@ -392,7 +442,7 @@ func (s *shell) refuse(stream string) {
 		return
 	}
 	s.answered = append(s.answered, stream)
-	if s.restarting {
+	if s.restarting && s.mb.stops.Load() == 0 {
 		s.Emit(messages.Error(stream, restartingText))
 		s.Emit(messages.End(stream))
 		return
@@ -514,6 +564,15 @@ func (o *openStreams) inputEnded(id string) bool {
 		}
 	}
 	return o.more[id]
+}
+
+// has reports whether id is open.
+func (o *openStreams) has(id string) bool {
+	if slices.Contains(o.few[:o.n], id) {
+		return true
+	}
+	_, ok := o.more[id]
+	return ok
 }
 
 func (o *openStreams) len() int { return o.n + len(o.more) }

@@ -3,7 +3,9 @@ package actors
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -18,11 +20,13 @@ import (
 // new duplex started under the same name. The restart, when its backoff
 // ends, was for the closed duplex: it must not reach the new one, whose
 // open call is then answered by its Logic, not closed with
-// ERROR(restarted), and whose Logic is started once.
+// ERROR(restarted), and whose Logic is started once. The drop is
+// logged: the decision was reported as a restart before it was dropped.
 func TestShell_StaleRestartIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const backoff = time.Hour
-		rt, err := NewRuntime(&RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{InitialBackoff: backoff})})
+		logs := &recordedLogs{}
+		rt, err := NewRuntime(&RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{InitialBackoff: backoff}), Logger: slog.New(logs)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,5 +92,58 @@ func TestShell_StaleRestartIsDropped(t *testing.T) {
 		if n := starts.Load(); n != 2 {
 			t.Errorf("the Logic was started %d times, want 2 (the closed duplex's and the new one's)", n)
 		}
+		if !logs.has("supervision directive dropped", "child", old.Ref().String(), "directive", "restart") {
+			t.Errorf("no log says the restart of %s was dropped; logged: %q", old.Ref(), logs.messages())
+		}
 	})
+}
+
+// recordedLogs is a slog handler that keeps the records logged (without
+// the attributes of With).
+type recordedLogs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *recordedLogs) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordedLogs) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordedLogs) WithGroup(string) slog.Handler            { return h }
+func (h *recordedLogs) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+// has reports whether a record with message msg and the attributes of
+// kv (key, value, ...) was logged.
+func (h *recordedLogs) has(msg string, kv ...string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.recs {
+		if r.Message != msg {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		match := true
+		for i := 0; i+1 < len(kv); i += 2 {
+			match = match && attrs[kv[i]] == kv[i+1]
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// messages returns the messages logged.
+func (h *recordedLogs) messages() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.recs {
+		out = append(out, r.Message)
+	}
+	return out
 }

@@ -239,9 +239,15 @@ type Agent struct {
 	// closed when its drain is over. Such a session is taken: enter waits
 	// for the channel.
 	draining map[string]chan struct{}
+	// stopping: the sessions whose last Run returned while its own loop
+	// was still stopping (see conversation.awaitEarlier), with that loop;
+	// entries of loops that have stopped meanwhile are dropped as others
+	// are added.
+	stopping map[string]*actors.Mux
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
-	// drain (see enter); made by the first of them.
+	// drain (see enter), or for a loop to restart or stop (see
+	// untilClosed); made by the first of them.
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
@@ -421,7 +427,11 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // begins, those waiting for the loop to end a cancelled conversation of
 // their session (see [Agent.Run]): stopping the loop ends those
 // conversations, and Close waits for the agent's readers of them to see
-// it, not for their tools to wind down.
+// it, not for their tools to wind down. So do those waiting for their
+// loop to restart, or for a loop of their own, or of their session's
+// last Run, to stop (see the package doc): Close waits for them to
+// return, and for the shared loop to stop, not for a loop of their own,
+// which is stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
 // returns its error, and a later Close finishes the work; once one has
@@ -432,7 +442,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	if !a.closed && a.closing != nil {
-		close(a.closing) // the Runs waiting for a drain fail now
+		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
 	}
 	a.closed = true
 	a.mu.Unlock()
@@ -448,7 +458,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	// starts or stops waiting.
 	a.mu.Lock()
 	s, waiting := a.shared, a.waiting
-	a.waiting = nil
+	a.waiting, a.stopping = nil, nil
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
@@ -499,7 +509,10 @@ func (a *Agent) Close(ctx context.Context) error {
 // Run that leaves before the conversation's end without a cancel (a
 // Stream consumer that panicked, a frame it could not read), after
 // sending ABORT. A conversation on a loop of its own (with a Store, or
-// delegated to within one runtime) has that loop stopped instead. A Run,
+// delegated to within one runtime) has that loop stopped instead; if it
+// has not stopped within CancelGrace, the session's next Run waits for
+// it to stop before it reads the session or sends anything, bounded by
+// its ctx and by Close (see the package doc). A Run,
 // Stream, Resume or Discard of the session meanwhile waits for that end
 // before it sends anything, so that it never gets the cancelled
 // conversation's late frames; if its ctx ends first it returns ctx's
@@ -602,10 +615,7 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 		if !draining {
 			break
 		}
-		if a.closing == nil {
-			a.closing = make(chan struct{})
-		}
-		closing := a.closing
+		closing := a.closingLocked()
 		a.mu.Unlock()
 		select {
 		case <-drained:
@@ -628,15 +638,63 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	return a.ready, nil
 }
 
+// closingLocked returns a.closing, made if no one has yet, for a wait
+// that Close must end; nil once the agent is closed (a.closing may then
+// never have been made). a.mu is held.
+func (a *Agent) closingLocked() chan struct{} {
+	if a.closed {
+		return nil
+	}
+	if a.closing == nil {
+		a.closing = make(chan struct{})
+	}
+	return a.closing
+}
+
+// untilClosed returns a ctx of ctx, for a wait of a Run that Close must
+// end, that also ends when Close begins (at once if it has), with
+// ErrClosed as its cause; stop releases it.
+func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()) {
+	a.mu.Lock()
+	closing := a.closingLocked()
+	a.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	if closing == nil {
+		cancel(ErrClosed)
+		return ctx, func() {}
+	}
+	go func() {
+		select {
+		case <-closing:
+			cancel(ErrClosed)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
 // leave ends what enter began. With drain, a stream of the shared loop
 // whose cancelled conversation the loop has not ended yet, the session
 // stays taken until a drain goroutine has read the stream to its end.
-func (a *Agent) leave(sessionID string, drain *actors.MuxStream) {
+// With own, the conversation's own loop, which has not stopped yet, the
+// session's next Run waits for it to stop (see conversation.awaitEarlier).
+func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
 	} else {
 		delete(a.busy, sessionID)
+	}
+	if own != nil && !own.Stopped() && !a.closed {
+		for id, m := range a.stopping {
+			if m.Stopped() {
+				delete(a.stopping, id)
+			}
+		}
+		if a.stopping == nil {
+			a.stopping = map[string]*actors.Mux{}
+		}
+		a.stopping[sessionID] = own
 	}
 	var drained chan struct{}
 	if drain != nil {
@@ -731,9 +789,14 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, err
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
-	defer func() { a.leave(sessionID, c.drain) }()
+	defer func() { a.leave(sessionID, c.drain, c.mux) }()
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
+	}
+	if c.ownLoop() {
+		if err := c.awaitEarlier(ctx); err != nil { // nothing was read or sent
+			return &models.Answer{}, err
+		}
 	}
 	c.first = models.EncodeMessages(msgs)
 	if a.opts.Store != nil {
@@ -1039,13 +1102,16 @@ func (c *conversation) loopState(mux *actors.Mux) (state actors.ActorState, rest
 // awaitRestart waits while the loop of mux restarts (it failed and waits
 // for its restart, or its incarnation has ended and the next has not
 // started), until it runs again or has stopped, or until ctx ends (it
-// returns ctx's error, wrapped). It returns the loop's restarts once it
-// runs again; -1 when it runs no more, or is not known to the agent's
-// runtime. An attempt sent to a loop that restarts after failing would
-// wait in its queue until it runs again; one restarted for another's
-// failure (a supervisor's all-for-one decision) takes frames while its
-// children stop, and refuses them at once.
+// returns ctx's error, wrapped) or the agent is closed (it returns an
+// error wrapping ErrClosed: Close waits for the Run). It returns the
+// loop's restarts once it runs again; -1 when it runs no more, or is not
+// known to the agent's runtime. An attempt sent to a loop that restarts
+// after failing would wait in its queue until it runs again; one
+// restarted for another's failure (a supervisor's all-for-one decision)
+// takes frames while its children stop, and refuses them at once.
 func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, error) {
+	ctx, stopClose := c.a.untilClosed(ctx)
+	defer stopClose()
 	changed := make(chan struct{}, 1)
 	id := mux.Ref().String()
 	stop := c.a.rt.WatchActors(func(ev actors.ActorEvent) {
@@ -1112,6 +1178,26 @@ func (c *conversation) refusedByRestart(mux *actors.Mux, ans *models.Answer, res
 	return ok && state != actors.ActorStopped && now > restarts
 }
 
+// awaitEarlier waits, before the conversation reads its session or sends
+// anything, until the own loop of the session's last Run has stopped, if
+// that Run returned while it was still stopping (its ctx ended while it
+// waited in awaitStop, or CancelGrace passed in stopLoop): a fresh loop
+// never runs beside it, across Runs as within one. It takes that loop as
+// the conversation's, stopped (loop then starts a fresh one), or, when
+// the wait ends first (see awaitStop), still stopping: leave gives it
+// back to the session.
+func (c *conversation) awaitEarlier(ctx context.Context) error {
+	a := c.a
+	a.mu.Lock()
+	c.mux = a.stopping[c.session]
+	delete(a.stopping, c.session)
+	a.mu.Unlock()
+	if c.mux == nil || c.mux.Stopped() {
+		return nil
+	}
+	return c.awaitStop(ctx)
+}
+
 // stopWaitStream is the id of the stream awaitStop reads on the
 // conversation's own loop, on which no attempt runs.
 const stopWaitStream = "agent: wait for the loop to stop"
@@ -1119,19 +1205,23 @@ const stopWaitStream = "agent: wait for the loop to stop"
 // awaitStop waits until the conversation's own loop, which closed or
 // refused the last attempt as stopped (it stops for good, its children
 // still finishing), has stopped, or until ctx ends (it returns ctx's
-// error, wrapped). A loop stopping refuses every attempt at once: the
-// next attempt runs on a fresh loop, started once the old one is gone,
-// so that the two never run side by side. Mux.Close cannot be used to
-// wait: on a duplex that is stopping already it returns at once. A
-// stream of the loop can: its Recv returns actors.ErrDuplexStopped once
-// the loop has stopped.
+// error, wrapped) or the agent is closed (it returns an error wrapping
+// ErrClosed: Close waits for the Run, not for the loop). A loop stopping
+// refuses every attempt at once: the next attempt runs on a fresh loop,
+// started once the old one is gone, so that the two never run side by
+// side. Mux.Close cannot be used to wait: on a duplex that is stopping
+// already it returns at once. A stream of the loop can: its Recv returns
+// actors.ErrDuplexStopped once the loop has stopped.
 func (c *conversation) awaitStop(ctx context.Context) error {
+	a := c.a
+	ctx, stop := a.untilClosed(ctx)
+	defer stop()
 	s, err := c.mux.Open(stopWaitStream)
 	if errors.Is(err, actors.ErrDuplexStopped) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", c.a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), err)
 	}
 	defer s.Release()
 	for {
@@ -1142,10 +1232,10 @@ func (c *conversation) awaitStop(ctx context.Context) error {
 		case errors.Is(err, actors.ErrDuplexStopped):
 			return nil
 		case err != nil && ctx.Err() != nil:
-			err = context.Cause(ctx)
+			err = context.Cause(ctx) // the Run's, or ErrClosed
 			fallthrough
 		case err != nil:
-			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", c.a.opts.Name, clip(c.session), err)
+			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 		}
 	}
 }

@@ -400,7 +400,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		return err
 	}
 	var drain *actors.MuxStream
-	defer func() { a.leave(sessionID, drain) }()
+	defer func() { a.leave(sessionID, drain, nil) }()
 	a.mu.Lock()
 	ws, ok := a.waiting[sessionID]
 	delete(a.waiting, sessionID)

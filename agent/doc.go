@@ -28,9 +28,16 @@
 // below) whose attempt that loop closed or refused as stopped (stopped for
 // good, or stopping: its children still finishing) makes the next one on
 // a fresh loop, started once the old one has stopped: it waits for that,
-// as long as its ctx lets it, rather than spend its attempts on a loop
-// that refuses each at once. Likewise an attempt after one that failed
-// without a failure kind (a crash) waits while the loop restarts, and an
+// as long as its ctx lets it and the agent is not closed (it then fails
+// with [ErrClosed]), rather than spend its attempts on a loop that
+// refuses each at once. A Run that returns while its own loop still
+// stops (its ctx ended during that wait, or CancelGrace passed while its
+// loop was being stopped) leaves that loop to its session: the
+// session's next Run, Stream or Resume waits in the same way, before it
+// reads the session or sends anything, so that a fresh loop never runs
+// beside the old one. Likewise an attempt after one that failed
+// without a failure kind (a crash) waits while the loop restarts (as
+// long as its ctx lets it and the agent is not closed), and an
 // attempt that a restarting loop refused, or closed before serving it,
 // without having failed itself (a supervisor's all-for-one restart for
 // another actor's failure) is not counted; an attempt during which the

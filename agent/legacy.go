@@ -84,7 +84,7 @@ func (a *Agent) migrate(ctx context.Context, id string) error {
 	if _, err := a.enter(ctx, id); err != nil {
 		return err
 	}
-	defer a.leave(id, nil)
+	defer a.leave(id, nil, nil)
 	_, err := tools.MoveSession(ctx, a.opts.Store, id, a.SessionKey(id))
 	return err
 }

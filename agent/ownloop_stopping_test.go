@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
@@ -22,9 +24,11 @@ import (
 // its supervisor, and is stopping until release: its model child
 // finishes only then.
 type stoppingRun struct {
+	a        *agent.Agent
 	release  func()             // the model child finishes, and the old loop stops
 	cancel   context.CancelFunc // ends the Run's ctx
 	restarts atomic.Int64
+	models   atomic.Int64         // the model children started, by any loop of the agent
 	done     chan stoppingOutcome // the Stream's last event and error
 }
 
@@ -33,10 +37,11 @@ type stoppingOutcome struct {
 	err  error
 }
 
-// startStoppingRun starts the Stream in t's synctest bubble and returns
-// once every goroutine waits (synctest.Wait): the loop has crashed and
-// is stopping, and the Run has not returned.
-func startStoppingRun(t *testing.T) *stoppingRun {
+// startStoppingRun starts the Stream, with a ctx of parent, in t's
+// synctest bubble and returns once every goroutine waits
+// (synctest.Wait): the loop has crashed and is stopping, and the Run has
+// not returned.
+func startStoppingRun(t *testing.T, parent context.Context) *stoppingRun {
 	t.Helper()
 	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})})
 	store := memstore.New(nil)
@@ -49,20 +54,20 @@ func startStoppingRun(t *testing.T) *stoppingRun {
 		scripted.Turn{Text: "Done."},
 	)
 	inner := spec.New
-	spec.New = func() actors.Logic { return slowEnd{Logic: inner(), release: release} }
+	spec.New = func() actors.Logic { r.models.Add(1); return slowEnd{Logic: inner(), release: release} }
 	var crashed atomic.Bool
-	a := newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, Tools: []*tools.Tool{echo(nil)},
+	r.a = newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, Tools: []*tools.Tool{echo(nil)},
 		OnToolResult: func(tools.ToolResultEvent) {
 			if crashed.CompareAndSwap(false, true) {
 				panic("injected: the loop crashed")
 			}
 		}})
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(parent)
 	t.Cleanup(cancel)
 	r.cancel = cancel
 	go func() {
 		var out stoppingOutcome
-		for ev, err := range a.Stream(ctx, "s1", ask) {
+		for ev, err := range r.a.Stream(ctx, "s1", ask) {
 			if ev.Kind == agent.EventRestart {
 				r.restarts.Add(1)
 			}
@@ -88,14 +93,112 @@ func startStoppingRun(t *testing.T) *stoppingRun {
 // against the stopping loop until MaxAttempts (the default, 3) are used
 // up: the next one waits for that loop to stop (the Run has not returned
 // when every goroutine waits), then resumes the session on a fresh loop
-// and answers.
+// and answers, with the call of the crashed loop answered.
 func TestRun_OwnLoopStoppingIsWaitedFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startStoppingRun(t)
+		r := startStoppingRun(t, testCtx(t))
 		r.release()
 		out := <-r.done
 		if out.err != nil || out.last.Kind != agent.EventDone || out.last.Answer.Text != "Done." {
 			t.Fatalf("after the old loop stopped: %+v, %v (after %d restarts), want the answer %q", out.last, out.err, r.restarts.Load(), "Done.")
+		}
+		ans := out.last.Answer
+		if ans.ToolCalls() == 0 {
+			t.Errorf("no calls in the answer: %+v", ans)
+		}
+		for i, rd := range ans.Rounds {
+			if !rd.Complete() {
+				t.Errorf("round %d: %d calls, %d results", i, len(rd.Calls), len(rd.Results))
+			}
+		}
+	})
+}
+
+// TestRun_OwnLoopStoppingSecondRunBusy: while a Run waits for its
+// stopping own loop, another Run of the session is refused at once with
+// ErrSessionBusy, and the first goes on once the loop has stopped.
+func TestRun_OwnLoopStoppingSecondRunBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, testCtx(t))
+		if _, err := r.a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrSessionBusy) {
+			t.Errorf("a second Run while the first waits: %v, want ErrSessionBusy", err)
+		}
+		r.release()
+		if out := <-r.done; out.err != nil || out.last.Answer.Text != "Done." {
+			t.Errorf("first Run: %+v, %v", out.last, out.err)
+		}
+	})
+}
+
+// TestRun_OwnLoopStoppingWaitEndsWithClose: a Run whose ctx has no
+// deadline waits for its own loop, which does not finish stopping. Close
+// ends that wait, as it ends a wait for a drain: the Run returns
+// ErrClosed, and Close, which waits for the Run, returns nil.
+func TestRun_OwnLoopStoppingWaitEndsWithClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := r.a.Close(ctx); err != nil {
+			t.Errorf("Close while a Run waits for its stopping own loop: %v", err)
+		}
+		synctest.Wait()
+		if !endedByClose(t, r.done, func(o stoppingOutcome) error { return o.err }, "its stopping loop") {
+			r.release()
+			<-r.done
+		}
+	})
+}
+
+// endedByClose reports whether the Run whose outcome done gives has
+// returned, and fails t unless it has, with ErrClosed: Close has begun
+// while the Run waited for what waits says.
+func endedByClose[T any](t *testing.T, done <-chan T, errOf func(T) error, waits string) bool {
+	t.Helper()
+	select {
+	case out := <-done:
+		if err := errOf(out); !errors.Is(err, agent.ErrClosed) {
+			t.Errorf("the Run ended by Close: %v, want ErrClosed", err)
+		}
+		return true
+	default:
+		t.Errorf("the Run still waits for %s after Close began", waits)
+		return false
+	}
+}
+
+// TestRun_OwnLoopStoppingWaitedForByNextRun: a Run cancelled while it
+// waits for its stopping own loop returns; the next Run of the session
+// waits for that loop too, starting no loop beside it (no model child
+// started while every goroutine waits), and once it has stopped resumes
+// the session on a fresh loop and answers.
+func TestRun_OwnLoopStoppingWaitedForByNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, context.Background())
+		r.cancel()
+		if out := <-r.done; !errors.Is(out.err, context.Canceled) {
+			t.Fatalf("the Run cancelled while its old loop stopped: %v, want context.Canceled", out.err)
+		}
+		before := r.models.Load()
+		next := make(chan error, 1)
+		var ans *models.Answer
+		go func() {
+			var err error
+			ans, err = r.a.Run(context.Background(), "s1", ask)
+			next <- err
+		}()
+		synctest.Wait()
+		if n := r.models.Load() - before; n > 0 {
+			t.Errorf("the next Run of the session started %d model(s) while the old loop was still stopping", n)
+		}
+		select {
+		case err := <-next:
+			t.Fatalf("the next Run returned while the old loop was stopping: %v", err)
+		default:
+		}
+		r.release()
+		if err := <-next; err != nil || ans.Text != "Done." {
+			t.Errorf("the next Run once the old loop stopped: %+v, %v, want the answer %q", ans, err, "Done.")
 		}
 	})
 }
@@ -106,11 +209,51 @@ func TestRun_OwnLoopStoppingIsWaitedFor(t *testing.T) {
 // error.
 func TestRun_OwnLoopStoppingWaitEndsWithCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := startStoppingRun(t)
+		r := startStoppingRun(t, testCtx(t))
 		r.cancel()
 		out := <-r.done
 		if !errors.Is(out.err, context.Canceled) {
 			t.Fatalf("the Run cancelled while its old loop stopped: %v (after %d restarts), want context.Canceled", out.err, r.restarts.Load())
+		}
+	})
+}
+
+// TestRun_OwnLoopSlowToStopWaitedForByNextRun: a durable Run answers, and
+// its own loop, stopped as the Run returns, takes longer than
+// CancelGrace to stop (its model child ends only at release). The
+// session's next Run waits for that loop to stop before it starts a
+// fresh one, then answers.
+func TestRun_OwnLoopSlowToStopWaitedForByNextRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		store := memstore.New(nil)
+		t.Cleanup(func() { store.Close() })
+		release := make(chan struct{})
+		stop := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(stop)
+		spec := model(t, scripted.Turn{Text: "Done."})
+		inner := spec.New
+		var started atomic.Int64
+		spec.New = func() actors.Logic { started.Add(1); return slowEnd{Logic: inner(), release: release} }
+		a := newAgent(t, rt, spec, &agent.Options{Name: "own", Store: store, CancelGrace: time.Second})
+		if ans, err := a.Run(context.Background(), "s1", ask); err != nil || ans.Text != "Done." {
+			t.Fatalf("first Run: %+v, %v", ans, err)
+		}
+		before := started.Load()
+		next := make(chan error, 1)
+		var ans *models.Answer
+		go func() {
+			var err error
+			ans, err = a.Run(context.Background(), "s1", ask)
+			next <- err
+		}()
+		synctest.Wait()
+		if n := started.Load() - before; n > 0 {
+			t.Errorf("the next Run of the session started %d model(s) while the first Run's loop was still stopping", n)
+		}
+		stop()
+		if err := <-next; err != nil || ans.Text != "Done." {
+			t.Errorf("the next Run once the old loop stopped: %+v, %v, want the answer %q", ans, err, "Done.")
 		}
 	})
 }

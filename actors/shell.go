@@ -172,9 +172,12 @@ func (s *shell) Receive(ctx actor.Context) {
 	case childGone:
 		s.childGone(s.mb.from)
 	case *actor.Restarting:
+		// The restart is counted before the open streams get their ERROR
+		// and END: whoever reads those and then the runtime's record (an
+		// agent telling a restart that closed its attempt) finds it.
+		s.rt.watch.ended(s, true)
 		s.finish(s.failureOr(errors.New("restarted")))
 		s.restarting = true
-		s.rt.watch.ended(s, true)
 	case resumed:
 		s.resumed()
 	case stopQueued:

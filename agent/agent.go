@@ -24,9 +24,10 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultName        = "agent"
-	DefaultMaxAttempts = 3
-	DefaultCancelGrace = 5 * time.Second
+	DefaultName                 = "agent"
+	DefaultMaxAttempts          = 3
+	DefaultMaxUncountedAttempts = 10
+	DefaultCancelGrace          = 5 * time.Second
 )
 
 // Errors returned by [Agent.Run] and [Agent.Stream].
@@ -64,6 +65,12 @@ var (
 	// model that does not exist, a request rejected as malformed): Run
 	// gives up at once instead of making MaxAttempts attempts.
 	ErrPermanent = errors.New("agent: permanent failure")
+	// ErrLoopRestarting is the cause (FailedError.Err) of a conversation
+	// whose loop kept restarting without having failed itself (a
+	// supervisor's all-for-one restarts for other actors' failures):
+	// [Options].MaxUncountedAttempts of its attempts were refused, or
+	// closed before the loop served them, by those restarts.
+	ErrLoopRestarting = errors.New("agent: the loop kept restarting for other actors' failures")
 )
 
 // MaxSessionIDBytes bounds the length of a session id in bytes: ids name
@@ -84,14 +91,37 @@ const MaxSessionIDBytes = 1024
 // wrapping actors.ErrDuplexStopped that names the agent and the session,
 // not with a FailedError.
 type FailedError struct {
-	Session  string
+	// Session is the conversation's session id.
+	Session string
+	// Attempts is the number of attempts counted against
+	// [Options].MaxAttempts. It leaves out those in Uncounted: stream ids
+	// ([StreamID]) and [Event].Attempt number every attempt sent, so the
+	// last attempt's number is Attempts+Uncounted.
 	Attempts int
-	Reason   string
-	Err      error // the cause when known, else nil
+	// Uncounted is the number of attempts sent but not counted in
+	// Attempts: those that a restarting loop refused, or closed before
+	// serving them, without having failed itself (see
+	// [Options].MaxUncountedAttempts).
+	Uncounted int
+	// Reason is the last attempt's ERROR text.
+	Reason string
+	// Err is the cause when known, else nil: [ErrPermanent],
+	// [ErrLoopRestarting] or actors.ErrDuplexStopped.
+	Err error
 }
 
+// Error says how many attempts the conversation made, the last one's
+// ERROR text and, when known, the cause.
 func (e *FailedError) Error() string {
-	return fmt.Sprintf("agent: session %q failed after %d attempt(s): %s", clip(e.Session), e.Attempts, e.Reason)
+	msg := fmt.Sprintf("agent: session %q failed after %d attempt(s)", clip(e.Session), e.Attempts)
+	if e.Uncounted > 0 {
+		msg += fmt.Sprintf(" and %d not counted", e.Uncounted)
+	}
+	msg += ": " + e.Reason
+	if e.Err != nil {
+		msg += fmt.Sprintf(" (%v)", e.Err)
+	}
+	return msg
 }
 
 // clip shortens a session id for an error message.
@@ -167,8 +197,19 @@ type Options struct {
 	// package doc). An attempt after one that failed without a failure
 	// kind waits while the loop restarts, and one that a restarting loop
 	// refused (or closed before serving it) without having failed itself
-	// is not counted. Default [DefaultMaxAttempts]; 1 never retries.
+	// is not counted (see MaxUncountedAttempts). Default
+	// [DefaultMaxAttempts]; 1 never retries.
 	MaxAttempts int
+	// MaxUncountedAttempts bounds the attempts of one Run not counted
+	// against MaxAttempts: those that a restarting loop refused, or closed
+	// before serving them, without having failed itself (a supervisor's
+	// all-for-one restart for another actor's failure). A supervisor's
+	// intensity bounds restarts per window of time, not in all: a sibling
+	// that keeps failing, slower than that, would otherwise keep a Run
+	// going for as long as it fails. When that many attempts were not
+	// counted, the Run fails with a *[FailedError] whose Err is
+	// [ErrLoopRestarting]. Default [DefaultMaxUncountedAttempts].
+	MaxUncountedAttempts int
 	// CancelGrace bounds how long a cancelled Run waits for the loop to
 	// end the conversation after sending ABORT (the loop ends it once the
 	// model adapter has answered the ABORT, see [Agent.Run]); default
@@ -289,6 +330,8 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		return nil, errors.New("agent: model spec has no New function")
 	case opts.MaxAttempts < 0:
 		return nil, fmt.Errorf("agent: negative MaxAttempts %d", opts.MaxAttempts)
+	case opts.MaxUncountedAttempts < 0:
+		return nil, fmt.Errorf("agent: negative MaxUncountedAttempts %d", opts.MaxUncountedAttempts)
 	case opts.CancelGrace < 0:
 		return nil, fmt.Errorf("agent: negative CancelGrace %v", opts.CancelGrace)
 	}
@@ -297,6 +340,9 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.MaxUncountedAttempts == 0 {
+		opts.MaxUncountedAttempts = DefaultMaxUncountedAttempts
 	}
 	if opts.CancelGrace == 0 {
 		opts.CancelGrace = DefaultCancelGrace
@@ -813,6 +859,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	payload := c.first
 	spent := 0            // the attempts counted against MaxAttempts
+	uncounted := 0        // those not counted (see refusedByRestart)
 	restarts := -1        // the loop's restarts when it ran again after one, before this attempt; -1: none
 	var failed loopFailed // the loop failed during this attempt (looked at after a restart)
 	for attempt := 1; ; attempt++ {
@@ -824,7 +871,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()
 		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.Load())
-		if !refused {
+		if refused {
+			uncounted++
+		} else {
 			spent++
 		}
 		// Merge only on the way out: result changes ans, and a retry keeps
@@ -844,9 +893,14 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// sharedLoop). Another attempt would meet the same.
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error, Err: ErrPermanent}
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
+		case refused && uncounted >= a.opts.MaxUncountedAttempts:
+			// The loop's supervisor bounds its restarts per window of
+			// time only: a sibling that keeps failing would keep the Run
+			// going.
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrLoopRestarting}
 		case !refused && spent >= a.opts.MaxAttempts:
-			fe := &FailedError{Session: sessionID, Attempts: spent, Reason: ans.Error}
+			fe := &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error}
 			if c.failure == actors.StoppedKind {
 				fe.Err = actors.ErrDuplexStopped
 			}
@@ -1167,9 +1221,9 @@ func (f *loopFailed) watch(rt *actors.Runtime, mux *actors.Mux, on bool) (unwatc
 // counted against MaxAttempts; one during which the loop itself failed
 // is, so that a loop that fails on every request still fails the Run
 // after MaxAttempts. Only an attempt sent after a restart is looked at,
-// and each is sent once the loop runs again (awaitRestart): the attempts
-// not counted are bounded by the loop's restarts, which its supervisor
-// bounds.
+// and each is sent once the loop runs again (awaitRestart). The attempts
+// not counted are bounded by MaxUncountedAttempts: the loop's supervisor
+// bounds its restarts per window of time, not in all.
 func (c *conversation) refusedByRestart(mux *actors.Mux, ans *models.Answer, restarts int, failed bool) bool {
 	if restarts < 0 || failed || c.failure != "" || c.served || !ans.Failed {
 		return false

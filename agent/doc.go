@@ -42,7 +42,11 @@
 // without having failed itself (a supervisor's all-for-one restart for
 // another actor's failure) is not counted; an attempt during which the
 // loop failed is, so a loop that fails on every request fails the Run
-// after MaxAttempts. When the
+// after MaxAttempts. Those attempts not counted are bounded too, by
+// [Options].MaxUncountedAttempts (a supervisor bounds restarts per
+// window of time only, so a sibling that keeps failing could otherwise
+// keep a Run going): past it the Run fails with a *[FailedError] whose
+// Err is [ErrLoopRestarting]. When the
 // attempts are used up it returns a *[FailedError]. Cancelling ctx sends
 // ABORT: the running tool calls are cancelled and answered, and Run
 // returns ctx's error with the answer so far. It waits for that

@@ -152,8 +152,18 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		if h, err = w.prepare(); err != nil {
 			return nil, err
 		}
+		if w.hookBeforeRun != nil {
+			w.hookBeforeRun()
+		}
 		if err := h.sb.Run(w.shell, command, w.env); err != nil {
 			h.release()
+			if errors.Is(err, sandbox.ErrPreparedStale) {
+				// The error names the path that changed: the log keeps
+				// it, the model is told only what to do.
+				w.log.Warn("run_command: paths to hide changed twice as the command started", "err", err)
+				return nil, fmt.Errorf("%w, twice as the command started (something keeps changing them: "+
+					"try again once it is done)", sandbox.ErrPreparedStale)
+			}
 			return nil, err
 		}
 	}

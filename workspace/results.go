@@ -49,6 +49,7 @@ const (
 	ReasonIsDirectory    Reason = "is a directory"
 	ReasonNotRegular     Reason = "not a regular file"
 	ReasonHardLink       Reason = "file has more than one hard link"
+	ReasonLinkToHidden   Reason = "a symbolic link is on the way to a path hidden from commands"
 	ReasonPermission     Reason = "permission denied"
 	ReasonIO             Reason = "file system error"
 	ReasonTrailingSlash  Reason = "path ends with /, which names a directory; give the file's name without it"

@@ -185,28 +185,62 @@ type Options struct {
 	// top of what the sandbox hides by default (the workspace's
 	// surroundings, /root, /home, the system's secrets, and /run but
 	// for the name resolver's configuration: see [sandbox.DefaultHidden]
-	// and [sandbox.Surroundings]). Links are followed, once, by New:
-	// what a link points to then is hidden, whatever commands do to the
-	// link later. A path that does not exist when New runs is resolved
-	// again (its links followed then, but not those in the workspace,
-	// which commands make) each time a command's sandbox is set up,
-	// which may be ahead of the command (see [Workspace.Warm]). An
-	// entry may be a pattern (filepath.Match): what it matches when New
-	// runs is hidden as a path that existed then, and it is matched
-	// again at each set-up (following no link in the workspace, listing
-	// each directory a component with a pattern needs: see
-	// [sandbox.HiddenPath]). Either is looked for again as the command
-	// starts, and a sandbox prepared before the path appeared is set up
-	// again: what exists once a command starts is hidden from it. A
-	// path that holds the workspace shows only the way to it; a path
-	// inside the workspace is hidden from commands (not from the file
-	// tools); a command cannot rename or remove it, nor a directory on
-	// the way to it (EBUSY; a move into or out of such a directory is a
-	// copy), and one that existed when New ran and was moved or
-	// replaced since (by the file tools, say) refuses the commands
-	// ([sandbox.ErrHiddenMoved]). New refuses "/", the workspace
-	// itself, and a path that cannot be resolved. Everything else
-	// outside the workspace stays readable, and read-only.
+	// and [sandbox.Surroundings]). An entry may be a pattern
+	// (filepath.Match). New refuses "/", the workspace itself, and a
+	// path that cannot be resolved. Everything else outside the
+	// workspace stays readable, and read-only; a path that holds the
+	// workspace shows only the way to it.
+	//
+	// What is hidden, and when:
+	//   - New follows the links of each entry, once: what a path led to
+	//     then is hidden, whatever commands do to the link later; what a
+	//     pattern matched then is hidden as a path that existed then.
+	//   - Each command's sandbox, as it is set up (which may be ahead of
+	//     the command: see [Workspace.Warm]), also hides an entry that
+	//     did not exist when New ran, resolved again then, and each
+	//     pattern's matches, matched again then ([sandbox.HiddenPath]).
+	//     Links in the workspace, which commands make, are followed only
+	//     to a place in the workspace, which is then hidden (what a link
+	//     a command planted at a path to hide leads to); a pattern lists
+	//     no directory through them.
+	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
+	//     command runs ([sandbox.ErrTooManyHidden]).
+	//   - As the command starts, its sandbox looks again, from inside:
+	//     when a path to hide appeared, or was removed or replaced (by
+	//     anyone, the file tools included), since the set-up, a new
+	//     sandbox is set up. What exists when a command starts is
+	//     hidden from it; an entry inside the workspace that existed
+	//     when New ran and was moved or replaced since refuses the
+	//     commands instead ([sandbox.ErrHiddenMoved]).
+	//   - A path inside the workspace is hidden from commands, not from
+	//     the file tools. A command cannot rename or remove it, nor a
+	//     directory on the way to it, one a pattern's wildcard matched
+	//     included (a directory moved deeper would match no more): each
+	//     is a mount point in the sandbox, so removing it (rm -rf) fails
+	//     with EBUSY, and rename(2) of a file into or out of it fails
+	//     with EXDEV (mv falls back to copying; git mv, os.rename and
+	//     the like fail).
+	//
+	// What is not hidden:
+	//   - From a command already running when a path to hide appears
+	//     or its content is written: its sandbox does not cover it, and
+	//     it can read, copy or move it.
+	//   - What a symbolic link at a path to hide (or on the way to one)
+	//     leads to outside the workspace, when a command made the link
+	//     before the path existed: the sandbox hides no path a command's
+	//     link names there. write_file refuses to write through such a
+	//     link (ReasonLinkToHidden, as for one that leads into the
+	//     workspace), but a program that writes the path itself
+	//     (os.WriteFile, say) follows it, and may put the content where
+	//     commands can read it (the system's directories are readable).
+	//   - A hard link a command made to a file at a path to hide before
+	//     its content was written in place: the content is visible
+	//     through the other name. write_file replaces the file (a new
+	//     one, renamed into place) and refuses a file with more than one
+	//     link; other writers may not.
+	// A program that writes secrets into the workspace should write them
+	// with write_file, or check first that no link stands at the path
+	// (Lstat, and the link count).
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields
@@ -269,6 +303,10 @@ type Workspace struct {
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
 	hookBeforeRename func() error
+	// hookBeforeRun, when set by tests, runs before a sandbox prepared
+	// again for a command (the one prepared ahead was stale) is given
+	// the command.
+	hookBeforeRun func()
 
 	// nameByPath makes the file tools learn the name of a file they opened
 	// by resolving the path they opened it by through the root, rather

@@ -25,7 +25,10 @@ const tempPrefix = ".polyweave-write-"
 //
 // A path that is a symbolic link writes to the link's target, which must
 // be inside the root, be a regular file and pass the extension allow-list
-// under its own name. Existing targets must be regular files with a
+// under its own name, unless the path is one hidden from commands
+// ([Options.HidePaths]): a link there, or on the way there, is refused
+// (ReasonLinkToHidden), since the content would land where commands
+// see it. Existing targets must be regular files with a
 // single link that the process may open for writing (a read-only file,
 // or another user's, is refused with ReasonPermission though its
 // directory is writable); their permission bits are kept.
@@ -47,6 +50,9 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 	if rf == nil {
 		rf = w.checkExt(name)
 	}
+	if rf == nil {
+		rf = w.linkToHidden(name)
+	}
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
@@ -65,6 +71,45 @@ func (w *Workspace) writeRefused(path string, rf *refusal) WriteFileResult {
 	msg := rf.message(WriteFileToolName, path)
 	w.log.Debug("write_file refused", "path", path, "reason", string(rf.reason), "detail", rf.detail)
 	return WriteFileResult{Error: msg, Reason: rf.reason}
+}
+
+// linkToHidden refuses a write to name, a path hidden from commands
+// (see [Options.HidePaths]: one of them, beneath one, or a match of a
+// pattern), when a symbolic link is on the way to it, the name itself
+// included: a link there is a command's (a path to hide is never one
+// when it is hidden from the start), and the content would land where
+// the link leads, a name commands see.
+func (w *Workspace) linkToHidden(name string) *refusal {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return nil
+	}
+	link, ok := w.linkOnTheWay(name)
+	if !ok || !w.hiddenName(name) {
+		return nil
+	}
+	return refuse(ReasonLinkToHidden, fmt.Sprintf("%q is a symbolic link (a command's, perhaps) and the path is "+
+		"one that commands must not see: written through the link, the content would be visible to them; "+
+		"remove the link first", link))
+}
+
+// hiddenName reports whether name (relative to the workspace) is a path
+// to hide, beneath one, or a match of a pattern to hide (or beneath one).
+func (w *Workspace) hiddenName(name string) bool {
+	abs := filepath.Join(w.dir, name)
+	for _, h := range w.sandbox.Resolved {
+		if !strings.ContainsAny(h.Path, "*?[") {
+			if abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator)) {
+				return true
+			}
+			continue
+		}
+		for p := abs; p != w.dir && p != filepath.Dir(p); p = filepath.Dir(p) {
+			if ok, _ := filepath.Match(h.Path, p); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeTarget decides which name a write replaces: name itself, or the

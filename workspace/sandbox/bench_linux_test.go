@@ -4,6 +4,9 @@ package sandbox
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -66,27 +69,37 @@ func BenchmarkStart(b *testing.B) {
 
 // BenchmarkRunLooksAgain measures what Run adds to a prepared
 // sandbox's start: looking again for the paths to hide, as a set-up
-// does, the defaults alone and with a missing path and a pattern in
-// the workspace.
+// does (the helper then checks each is covered), the defaults alone,
+// with a missing path and a pattern in the workspace, and with a
+// pattern that matches many files.
 func BenchmarkRunLooksAgain(b *testing.B) {
 	dir := b.TempDir()
+	many := b.TempDir()
+	for i := range MaxHidden - len(DefaultHidden) - 1 {
+		if err := os.WriteFile(filepath.Join(many, "f"+strconv.Itoa(i)+".pem"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, c := range []struct {
-		name string
-		hide []string
+		name, dir string
+		hide      []string
 	}{
-		{"defaults", nil},
-		{"missing-and-pattern", []string{dir + "/later.env", dir + "/*.pem"}},
+		{"defaults", dir, nil},
+		{"missing-and-pattern", dir, []string{dir + "/later.env", dir + "/*.pem"}},
+		{"pattern-matching-many", many, []string{many + "/*.pem"}},
 	} {
 		cfg, err := Config{Hide: c.hide}.WithDefaults()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if cfg.Resolved, err = ResolveHide(cfg.Hide, dir); err != nil {
+		if cfg.Resolved, err = ResolveHide(cfg.Hide, c.dir); err != nil {
 			b.Fatal(err)
 		}
+		defaults, others := hideList(c.dir)
+		list := append(slices.Clone(defaults), others...)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := viewHidden(&cfg, dir); err != nil {
+				if _, err := planHiding(list, cfg.Resolved, c.dir); err != nil {
 					b.Fatal(err)
 				}
 			}

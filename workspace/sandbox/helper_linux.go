@@ -67,8 +67,12 @@ type report struct {
 	// Config: for a configuration it cannot honour.
 	Unsupported bool `json:"unsupported,omitempty"`
 	Config      bool `json:"config,omitempty"`
-	// HiddenMoved: for ErrHiddenMoved.
+	// HiddenMoved: for ErrHiddenMoved; TooMany: for ErrTooManyHidden;
+	// Stale: the prepared sandbox refused its command
+	// (ErrPreparedStale).
 	HiddenMoved bool `json:"hiddenMoved,omitempty"`
+	TooMany     bool `json:"tooMany,omitempty"`
+	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
 	Resources bool `json:"resources,omitempty"`
 }
@@ -122,11 +126,12 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, err := setUp(&setup.Config, setup.Keep)
+	prot, wsPath, err := setUp(&setup.Config, setup.Keep)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
-			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources)})
+			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources),
+			TooMany: errors.Is(err, ErrTooManyHidden)})
 		return 2
 	}
 	if setup.Probe {
@@ -156,6 +161,14 @@ func helperMain() int {
 		return 2
 	}
 
+	// What appeared, or was replaced, since the set-up is not hidden
+	// here: the command must not run. Looked for from inside, where
+	// this process lists what the command could make readable.
+	if err := checkCovered(&setup.Config, wsPath); err != nil {
+		status.send(report{Phase: "error", Error: err.Error(), Stale: true})
+		return 2
+	}
+	status.send(report{Phase: "checked"})
 	pid, err := fork(&req)
 	if err != nil {
 		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
@@ -254,11 +267,12 @@ func reapUntil(pid int) Exit {
 }
 
 // setUp builds the sandbox around this process: mounts, /proc, pid_max,
-// host name, Landlock and the capability bounding set. Landlock, no_new_privs
+// host name, Landlock and the capability bounding set, and returns the
+// workspace's path. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
 // it is forked from this (locked) thread. keep are the files to keep
 // visible (see [KeptWithNetwork]).
-func setUp(cfg *Config, keep []string) (*Protections, error) {
+func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -273,16 +287,16 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 	// would then lead elsewhere ("/", say).
 	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
 	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return p, unsupported("make mounts private", err)
+		return p, "", unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return p, unsupported("clone the workspace mount", err)
+		return p, "", unsupported("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -292,7 +306,7 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, unsupported("mount a fresh /proc", err)
+		return p, "", unsupported("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -304,24 +318,24 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		tmpOptions(cfg.TmpSize)); err != nil {
-		return p, unsupported("mount a private /tmp", err)
+		return p, "", unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
 	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
-		return p, unsupported("mount a /dev of the sandbox's own", err)
+		return p, "", unsupported("mount a /dev of the sandbox's own", err)
 	}
 	p.FreshDev = true
 	if !ptys {
 		p.Missing = append(p.Missing, "pseudo-terminals: no devpts instance of the sandbox's own could be mounted")
 	}
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
-		return p, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(wsPath)
 	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -330,24 +344,24 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 		}
 	}()
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
 	for _, h := range plan.outside {
 		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
-			return p, fmt.Errorf("hide %s: %w", h, err)
+			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	for _, k := range kept {
 		if err := mountKept(k); err != nil {
-			return p, fmt.Errorf("keep %s visible: %w", k.path, err)
+			return p, "", fmt.Errorf("keep %s visible: %w", k.path, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
-		return p, fmt.Errorf("workspace mount point: %w", err)
+		return p, "", fmt.Errorf("workspace mount point: %w", err)
 	}
 	mounted, err := mountWorkspace(tree, wsPath)
 	if err != nil {
-		return p, err
+		return p, "", err
 	}
 	defer unix.Close(mounted)
 	// What led nowhere may lead into the workspace now that it is
@@ -356,47 +370,59 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 	// that were resolved when it was opened (their identities say where).
 	late, err := planHiding(plan.missing, nil, wsPath)
 	if err != nil {
-		return p, err
+		return p, "", err
+	}
+	inside, outside := pathSet{}, pathSet{}
+	for _, h := range plan.inside {
+		inside.add(h)
+	}
+	for _, h := range plan.outside {
+		outside.add(h)
 	}
 	for _, h := range late.inside {
-		if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(h, k) }) {
+		if !inside.holds(h) {
+			inside.add(h)
 			plan.inside = append(plan.inside, h)
 		}
 	}
 	for _, h := range late.outside {
 		// An ancestor of the workspace found only now was made for its
 		// mount point in the sandbox's own /tmp: nothing of the host's.
-		if within(wsPath, h) || slices.ContainsFunc(plan.outside, func(k string) bool { return within(h, k) }) {
+		if within(wsPath, h) || outside.holds(h) {
 			continue
 		}
 		if err := hide(h, false, HiddenPath{}, false); err != nil {
-			return p, fmt.Errorf("hide %s: %w", h, err)
+			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
+		outside.add(h)
 		plan.outside = append(plan.outside, h)
 	}
+	if n := len(plan.inside) + len(plan.outside); n > MaxHidden {
+		return p, "", fmt.Errorf("%w: %d paths to hide, more than %d (patterns match too many files)", ErrTooManyHidden, n, MaxHidden)
+	}
 	if err := pinWays(plan.inside, wsPath); err != nil {
-		return p, err
+		return p, "", err
 	}
 	for _, h := range plan.inside {
 		if err := hide(h, false, plan.ids[h], true); err != nil {
-			return p, fmt.Errorf("hide %s: %w", h, err)
+			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	// The directories that hide the workspace's surroundings were left
 	// writable to make its mount point; nothing else is made in them.
 	for _, h := range plan.ancestors {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return p, fmt.Errorf("hide %s: make it read-only: %w", h, err)
+			return p, "", fmt.Errorf("hide %s: make it read-only: %w", h, err)
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
 	if err := unix.Fchdir(mounted); err != nil {
-		return p, fmt.Errorf("enter the workspace: %w", err)
+		return p, "", fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, unsupported("no_new_privs", err)
+		return p, "", unsupported("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
@@ -406,7 +432,7 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 	case cfg.WithoutLandlock:
 		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
-		return p, unsupported("landlock", err)
+		return p, "", unsupported("landlock", err)
 	case abi == 0:
 		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
 	default:
@@ -421,21 +447,21 @@ func setUp(cfg *Config, keep []string) (*Protections, error) {
 			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, unsupported("drop capabilities", err)
+		return p, "", unsupported("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, unsupported("join a new session keyring", errno)
+		return p, "", unsupported("join a new session keyring", errno)
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
 	} else {
 		p.Seccomp = true
 	}
-	return p, nil
+	return p, wsPath, nil
 }
 
 // unsupported is the error of a set-up step that fails when the kernel
@@ -679,16 +705,19 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 // anything is hidden in it: the kernel refuses to rename or remove a
 // mount point (EBUSY), so a command cannot move a hidden path, with
 // the cover over it, to a name the next sandbox does not hide. The cost
-// is a mount per directory on the way, and that a rename into or out of
-// such a directory crosses mounts (EXDEV: mv copies). A directory gone
+// is a mount per directory on the way, and that a rename(2) into or out
+// of such a directory crosses mounts and fails (EXDEV: mv falls back to
+// copying, other programs fail). Directories a pattern's wildcard
+// matched are pinned too: one moved deeper would match it no more. A
+// directory gone
 // by now is skipped: hiding what was beneath it says what that means.
 func pinWays(inside []string, wsPath string) error {
 	var ways []string
+	seen := map[string]bool{}
 	for _, h := range inside {
-		for d := filepath.Dir(h); d != wsPath && within(d, wsPath); d = filepath.Dir(d) {
-			if !slices.Contains(ways, d) {
-				ways = append(ways, d)
-			}
+		for d := filepath.Dir(h); d != wsPath && within(d, wsPath) && !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			ways = append(ways, d)
 		}
 	}
 	slices.SortFunc(ways, func(a, b string) int { return len(a) - len(b) })
@@ -966,4 +995,63 @@ func (r *fdReader) readByte() (byte, error) {
 	b := r.buf[0]
 	r.buf = r.buf[1:]
 	return b, nil
+}
+
+// checkCovered looks again, from inside the sandbox and as a set-up
+// does, for what it must hide around the workspace wsPath, and checks
+// that each of those paths is still covered: the root of a mount (the
+// cover) or gone. A path that appeared since the set-up is not; nor is
+// one whose file was removed or replaced from outside, which takes the
+// cover with it (the kernel detaches a mount whose mount point is
+// removed in another namespace), whatever inode the file there now
+// has. This process lists, as root in the sandbox's user namespace,
+// every directory a command could make readable.
+func checkCovered(cfg *Config, wsPath string) error {
+	defaults, others := hideList(wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	if err != nil {
+		return err
+	}
+	for _, list := range [][]string{plan.outside, plan.inside} {
+		for _, h := range list {
+			id := plan.ids[h]
+			mustExist := (id.Dev != 0 || id.Ino != 0) && within(h, wsPath)
+			if err := isCovered(h, mustExist); err != nil {
+				return fmt.Errorf("%s: %w", h, err)
+			}
+		}
+	}
+	return nil
+}
+
+// errNotCovered says a path to hide is not covered in the sandbox.
+var errNotCovered = errors.New("appeared or was replaced since the sandbox was set up")
+
+// isCovered checks that path is the root of a mount, or gone (unless
+// mustExist: a path the set-up refuses to find gone).
+func isCovered(path string, mustExist bool) error {
+	// openat, not openat2, which the sandbox's filter refuses by now;
+	// the path it opened says whether a link on the way led elsewhere.
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == unix.ENOENT && !mustExist {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if at, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || at != path {
+		return fmt.Errorf("a link on the way leads elsewhere (%s)", at)
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st); err != nil {
+		return err
+	}
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return errors.New("the kernel does not say which files are mount roots (statx, Linux 5.8)")
+	}
+	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return errNotCovered
+	}
+	return nil
 }

@@ -73,6 +73,24 @@ func TestHiddenPathMadeLaterParentRenamed(t *testing.T) {
 	}
 }
 
+// A directory that a pattern's wildcard matched (src for "*/*.pem") is
+// pinned too: renamed at the same depth its new name would match "*"
+// again, but moved deeper ("x/src/test.pem") it would match the
+// pattern no more, and the next sandbox would show what it holds.
+func TestHiddenMatchWildcardDirectoryMovedDeeper(t *testing.T) {
+	dir := t.TempDir()
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*", "*.pem"))
+	writeFiles(t, dir, "src/test.pem")
+	out, _ := runIn(t, cfg, dir, "mkdir x; mv src x/src; mv src/test.pem x/; cat src/test.pem x/src/test.pem x/test.pem")
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("the command that moved it read the hidden file: %q", out)
+	}
+	out, _ = runIn(t, cfg, dir, "cat src/test.pem x/src/test.pem x/test.pem")
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("a command read the hidden file once a command moved its directory deeper: %q", out)
+	}
+}
+
 // A sandbox prepared ahead does not run a command that could see a
 // path to hide that appeared, or was replaced, after it was set up:
 // Run refuses ([ErrPreparedStale]) and the command never starts; a
@@ -89,6 +107,23 @@ func TestPreparedSandboxRefusesWhenHiddenPathChanged(t *testing.T) {
 			writeFiles(t, dir, "tmp-key")
 			if err := os.Rename(filepath.Join(dir, "tmp-key"), filepath.Join(dir, "key.pem")); err != nil {
 				t.Fatal(err)
+			}
+		}},
+		{"relinked", func(t *testing.T, dir string) {
+			// The same file taken away and put back (its inode, its
+			// content): the prepared sandbox's cover went with the old
+			// name, as it does when a file system gives a new file the
+			// inode number just freed.
+			held := filepath.Join(t.TempDir(), "held")
+			key := filepath.Join(dir, "key.pem")
+			for _, step := range []func() error{
+				func() error { return os.Link(key, held) },
+				func() error { return os.Remove(key) },
+				func() error { return os.Link(held, key) },
+			} {
+				if err := step(); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}},
 	} {

@@ -89,16 +89,18 @@ func hideList(wsPath string) (defaults, others []string) {
 // when the path no longer holds what was found there
 // ([ErrHiddenMoved]). A command cannot rename or remove a directory of
 // the workspace on the way to a path its sandbox hides, whenever that
-// path appeared (each such directory is a mount point in the sandbox:
-// EBUSY, and a move into or out of one crosses mounts: EXDEV), nor the
+// path appeared (each such directory, one a pattern's wildcard matched
+// included, is a mount point in the sandbox: removing it fails with
+// EBUSY, and rename(2) into or out of it with EXDEV), nor the
 // path itself, so it cannot take a hidden path to a name the next
 // sandbox does not hide.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
-	// a link in the workspace on the way (a command's) is not followed,
-	// and the entry then leads nowhere. A pattern is kept too, as Path
+	// links in the workspace on the way (a command's) are followed only
+	// to a place in the workspace (not the workspace itself), which is
+	// then hidden: the entry leads nowhere otherwise. A pattern is kept too, as Path
 	// with no identity beside what it matched: it is matched again at
 	// each set-up, listing only directories reached through no link in
 	// the workspace, and what it matches then is hidden.
@@ -129,6 +131,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		return nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
 	}
 	var out []HiddenPath
+	have := map[HiddenPath]bool{}
 	for i, h := range hide {
 		matches := []string{h}
 		if isPattern(h) {
@@ -137,7 +140,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			}
 			// The pattern itself, with no identity, is matched again at
 			// each set-up: what matches it only later is hidden too.
-			if hp := (HiddenPath{Path: h}); !slices.Contains(out, hp) {
+			if hp := (HiddenPath{Path: h}); !have[hp] {
+				have[hp] = true
 				out = append(out, hp)
 			}
 		}
@@ -155,7 +159,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				hp.Path = r
 				hp.Dev, hp.Ino = fileID(fi)
 			}
-			if !slices.Contains(out, hp) {
+			if !have[hp] {
+				have[hp] = true
 				out = append(out, hp)
 			}
 		}
@@ -211,14 +216,26 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
+	have := map[string]bool{} // resolved, as a set
+	add := func(r string) error {
+		if have[r] {
+			return nil
+		}
+		if len(resolved) >= MaxHidden {
+			return fmt.Errorf("%w: more than %d paths to hide (patterns match too many files)", ErrTooManyHidden, MaxHidden)
+		}
+		have[r] = true
+		resolved = append(resolved, r)
+		return nil
+	}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
 			continue
 		}
 		ids[f.Path] = f
-		if !slices.Contains(resolved, f.Path) {
-			resolved = append(resolved, f.Path)
+		if err := add(f.Path); err != nil {
+			return hidePlan{}, err
 		}
 	}
 	for _, h := range list {
@@ -242,8 +259,8 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				if !isPattern(h) {
 					missing = append(missing, m)
 				}
-			} else if !slices.Contains(resolved, r) {
-				resolved = append(resolved, r)
+			} else if err := add(r); err != nil {
+				return hidePlan{}, err
 			}
 		}
 	}
@@ -251,16 +268,19 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
 	plan := hidePlan{ids: ids, missing: missing, seen: seen}
+	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {
-			if !slices.ContainsFunc(plan.inside, func(k string) bool { return within(r, k) }) {
+			if !inside.holds(r) {
+				inside.add(r)
 				plan.inside = append(plan.inside, r)
 			}
 			continue
 		}
-		if slices.ContainsFunc(plan.outside, func(k string) bool { return within(r, k) }) {
+		if outside.holds(r) {
 			continue
 		}
+		outside.add(r)
 		plan.outside = append(plan.outside, r)
 		if within(wsPath, r) {
 			plan.ancestors = append(plan.ancestors, r)
@@ -269,10 +289,49 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	return plan, nil
 }
 
+// MaxHidden bounds the paths one sandbox hides (the entries of
+// [DefaultHidden], the workspace's surroundings and [Config.Hide],
+// with every match of their patterns). Each is a mount in the
+// sandbox, and commands make the files patterns match: a set-up that
+// would hide more refuses to run the command ([ErrTooManyHidden])
+// rather than run it with some of them visible, or spend seconds
+// mounting. Someone must remove matches (from outside the sandboxes:
+// no command runs until then) or hide a directory that holds them.
+const MaxHidden = 4096
+
+// ErrTooManyHidden is wrapped by the set-up error of a sandbox that
+// would hide more than [MaxHidden] paths.
+var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
+
+// pathSet is a set of clean absolute paths that tells whether a path
+// is one of them or beneath one, in as many look-ups as the path has
+// components.
+type pathSet map[string]bool
+
+func (s pathSet) add(p string) { s[p] = true }
+
+// holds reports whether p is in s or beneath a path of s.
+func (s pathSet) holds(p string) bool {
+	for {
+		if s[p] {
+			return true
+		}
+		d := filepath.Dir(p)
+		if d == p {
+			return false
+		}
+		p = d
+	}
+}
+
 // resolveHidden resolves a path to hide and checks it can be: "" when
 // it does not exist. Set up (atSetUp: commands may have run), it follows
-// no link in the workspace (see [resolveOutside]): a path that leads
-// through one leads nowhere.
+// no link in the workspace to a place outside it (see
+// [resolveOutside]): a path that leads through one leads nowhere. A
+// path that leads through links in the workspace (a command's) to a
+// place in it, the workspace itself excluded, leads there: a command
+// that planted a link at a path to hide before a secret was written
+// there through it does not see what the link leads to.
 func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", errors.New("want an absolute path")
@@ -281,7 +340,9 @@ func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, erro
 	if atSetUp {
 		var ok bool
 		if r, ok = resolveOutside(seen, path, wsPath); !ok {
-			return "", nil
+			if r, ok = resolveLinks(seen, path, wsPath, true); !ok || r == wsPath || !within(r, wsPath) {
+				return "", nil
+			}
 		}
 	} else {
 		var err error
@@ -310,6 +371,12 @@ const maxLinks = 40
 // more than maxLinks links, or through a link in the workspace wsPath:
 // the links there are the commands', and none is followed.
 func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool) {
+	return resolveLinks(seen, path, wsPath, false)
+}
+
+// resolveLinks is resolveOutside, which follows the links in the
+// workspace as well when inWorkspace.
+func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved string, ok bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
@@ -334,7 +401,7 @@ func resolveOutside(seen lstats, path, wsPath string) (resolved string, ok bool)
 			cur = next
 			continue
 		}
-		if links++; links > maxLinks || within(next, wsPath) {
+		if links++; links > maxLinks || (!inWorkspace && within(next, wsPath)) {
 			return "", false
 		}
 		target, err := os.Readlink(next)

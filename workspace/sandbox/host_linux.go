@@ -9,9 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,11 +36,6 @@ type Process struct {
 	last   report   // the last report, once eof
 	prot   *Protections
 	ran    bool // Run was called
-	// What the sandbox hides, seen from the host before the helper set
-	// it up, and how to look again (see Run); nil for a probe.
-	view   hiddenView
-	cfg    *Config
-	wsPath string
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -175,9 +167,14 @@ func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, erro
 // its whole environment. A sandbox runs one command; Run fails when
 // called again, when the helper is gone (it was killed while it
 // waited), or when a path to hide appeared or was replaced since the
-// sandbox was prepared ([ErrPreparedStale]: it looks for them again,
-// as a set-up does, which costs a few Lstat calls per path to hide):
-// the caller then releases it and prepares another.
+// sandbox was prepared ([ErrPreparedStale]): the caller then releases
+// it and prepares another. The helper looks for the paths to hide
+// again, from inside the sandbox and as a set-up does (a few Lstat
+// calls per path to hide, a listing of each directory a pattern
+// needs), checks that each is still covered (a mount's root, whatever
+// inode the file there has: the cover goes when the file it covered is
+// removed), and answers before it starts the command: Run waits for
+// that answer.
 func (p *Process) Run(shell, command string, env []string) error {
 	if p.ran {
 		return errors.New("sandbox: a sandbox runs one command")
@@ -186,17 +183,6 @@ func (p *Process) Run(shell, command string, env []string) error {
 	if p.ReadStatus() {
 		return errors.New("sandbox: the prepared sandbox's helper is gone")
 	}
-	if p.cfg != nil {
-		// What appeared (or was replaced) since the set-up looked is not
-		// hidden in this sandbox: the command must not run in it.
-		now, err := viewHidden(p.cfg, p.wsPath)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrPreparedStale, err)
-		}
-		if change := p.view.change(now); change != "" {
-			return fmt.Errorf("%w: %s", ErrPreparedStale, change)
-		}
-	}
 	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env})
 	if err != nil {
 		return err
@@ -204,7 +190,39 @@ func (p *Process) Run(shell, command string, env []string) error {
 	if _, err := p.ctl.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("sandbox: hand the command to its helper: %w", err)
 	}
-	return nil
+	// The helper looks again at what it must hide, and says whether the
+	// command runs.
+	answer, err := p.waitLine()
+	if err != nil {
+		return fmt.Errorf("sandbox: the prepared sandbox's helper did not take the command (%v)", err)
+	}
+	var r report
+	if err := json.Unmarshal(answer, &r); err != nil {
+		return fmt.Errorf("sandbox helper: bad report %q", answer)
+	}
+	switch {
+	case r.Phase == "checked":
+		return nil
+	case r.Stale:
+		return fmt.Errorf("%w: %s", ErrPreparedStale, r.Error)
+	}
+	p.buf = append(append(answer, '\n'), p.buf...) // for Finish
+	return fmt.Errorf("sandbox: %s", r.Error)
+}
+
+// waitLine is readLine on the report pipe once it is non-blocking: it
+// polls it while it holds no whole line.
+func (p *Process) waitLine() ([]byte, error) {
+	for {
+		line, err := p.readLine()
+		if err != unix.EAGAIN {
+			return line, err
+		}
+		fds := []unix.PollFd{{Fd: int32(p.status), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
+			return nil, err
+		}
+	}
 }
 
 // Release stops a sandbox whose command will not run, or no longer
@@ -234,19 +252,6 @@ func Probe(cfg Config, root *os.File) (Protections, error) {
 // launch starts the helper, sends it the set-up request and waits for
 // its first report.
 func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
-	var view hiddenView
-	var wsPath string
-	if !req.Probe {
-		// Seen before the helper looks, so that Run finds anything that
-		// appears once it has.
-		var err error
-		if wsPath, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(root.Fd()))); err != nil {
-			return nil, fmt.Errorf("sandbox: workspace directory: %w", err)
-		}
-		if view, err = viewHidden(&req.Config, wsPath); err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
-	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox control pipe: %w", err)
@@ -289,10 +294,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		unix.Close(st[0])
 		return nil, startError(err, flags)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], view: view, wsPath: wsPath}
-	if !req.Probe {
-		p.cfg = &req.Config
-	}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
 	fail := func(err error) (*Process, error) {
 		p.Release()
 		return nil, err
@@ -326,6 +328,8 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 			err = markedError{err, ErrConfig}
 		case r.HiddenMoved:
 			err = markedError{err, ErrHiddenMoved}
+		case r.TooMany:
+			err = markedError{err, ErrTooManyHidden}
 		case r.Resources:
 			err = markedError{err, ErrResources}
 		}
@@ -393,51 +397,4 @@ func (p *Process) readLine() ([]byte, error) {
 			p.buf = append(p.buf, tmp[:n]...)
 		}
 	}
-}
-
-// hiddenView is what a sandbox hides, seen from the host: each path
-// resolved as a set-up resolves it, sorted, with the identity of what
-// is there (none when nothing is).
-type hiddenView []HiddenPath
-
-// viewHidden resolves what a sandbox configured by cfg around the
-// workspace wsPath hides, as its set-up does, in the host's view: a
-// few Lstat calls per path to hide, and a listing of each directory a
-// pattern needs.
-func viewHidden(cfg *Config, wsPath string) (hiddenView, error) {
-	defaults, others := hideList(wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
-	if err != nil {
-		return nil, err
-	}
-	paths := append(slices.Clone(plan.outside), plan.inside...)
-	slices.Sort(paths)
-	view := make(hiddenView, len(paths))
-	for i, h := range paths {
-		view[i].Path = h
-		if fi, err := plan.seen.lstat(h); err == nil {
-			view[i].Dev, view[i].Ino = fileID(fi)
-		}
-	}
-	return view, nil
-}
-
-// change says which path to hide, in now, is not hidden by a sandbox
-// set up after v was seen: one that appeared, or holds another file
-// (the cover over the old one went with it); "" when there is none.
-// A path that is gone leaves nothing to see.
-func (v hiddenView) change(now hiddenView) string {
-	for _, h := range now {
-		if h.Dev == 0 && h.Ino == 0 {
-			continue
-		}
-		i, found := slices.BinarySearchFunc(v, h.Path, func(e HiddenPath, p string) int { return strings.Compare(e.Path, p) })
-		switch {
-		case !found:
-			return h.Path + " appeared"
-		case v[i] != h:
-			return h.Path + " was replaced"
-		}
-	}
-	return ""
 }

@@ -322,7 +322,8 @@ type Exit struct {
 
 // ErrPreparedStale is wrapped by the error of [Process.Run] when a path
 // to hide changed after the sandbox was prepared: one appeared (a path
-// missing then, a new match of a pattern) or was replaced, which the
-// sandbox does not hide. The command was not started; a sandbox
-// prepared now hides what is there now.
+// missing then, a new match of a pattern) or was removed or replaced
+// (its cover goes with the file it covered), which the sandbox does not
+// hide, or there are more than [MaxHidden]. The command was not
+// started; a sandbox prepared now hides what is there now.
 var ErrPreparedStale = errors.New("sandbox: a path to hide changed since the sandbox was prepared")

@@ -31,18 +31,23 @@ var ErrNodeUnreachable = errors.New("tool node unreachable")
 var ErrClosed = errors.New("remote: client closed")
 
 // ErrConnectionLost is the cause of the error a remote tool's handler
-// returns when the node lost its connection to the client (the one the
-// node's answers take) while the call ran: the node cancelled the call
-// and, over a new connection, answered it with an error result of kind
-// [KindConnectionLost].
+// returns when the node's connection to the client (the one the node's
+// answers take) ended while the call ran, or with its result: the node
+// cancelled the call and, over a new connection, answered it with an
+// error result of kind [KindConnectionLost]; or the client, which learns
+// that connection's end too, answered it so itself (it cancels the call
+// on the node, which may have run it) once the node, still there, has
+// answered over a new connection what it sent before. A DESCRIBE whose
+// answer was lost so fails with an error wrapping it.
 var ErrConnectionLost = errors.New("the tool node lost its connection to the client and cancelled the call")
 
 // KindConnectionLost is the failure kind of the answer a node sends a
 // caller for each of its calls that it cancelled because its connection
 // to the caller ended (the caller still there: its connection to the node
-// still open, say). The client's handler answers such a call with the
-// node's message, of this kind (a *tools.ResultError wrapping
-// [ErrConnectionLost]); it does not count against the tool.
+// still open, say), and of the one the client makes for a call whose
+// result was lost with that connection. The client's handler answers
+// such a call with the message, of this kind (a *tools.ResultError
+// wrapping [ErrConnectionLost]); it does not count against the tool.
 const KindConnectionLost tools.FailureKind = "connection_lost"
 
 // DefaultCallTimeout bounds a call of a remote tool that has no timeout of
@@ -100,7 +105,10 @@ type ClientOptions struct {
 	// connection that opens ends it. A connection counts as failed
 	// whether or not the call that dialled it still waits (its ctx may
 	// have ended first). A node whose open connection ends is dialled
-	// again at the next call. Default DefaultRedialBackoff; negative: no
+	// again at the next call; one whose service stopped while its
+	// connection stayed open (a node closing, or not yet serving) is
+	// called over that connection, not backed off. Default
+	// DefaultRedialBackoff; negative: no
 	// wait (every call dials). The client forgets a node gone once its
 	// wait has passed by MaxRedialBackoff or more and nothing waits on
 	// it (so that the nodes that never come back are not kept for ever):
@@ -114,8 +122,9 @@ type ClientOptions struct {
 	// have then been answered with ErrNodeUnreachable): once for each
 	// going, however many ways the client hears of it, and not again for
 	// the calls that fail while the node stays gone (it is reported
-	// again only after a connection to it has opened and ended, or once
-	// the client has forgotten it: see RedialBackoff). It runs
+	// again only once it has come back, a connection to it opened or a
+	// request answered, and gone again, or once the client has forgotten
+	// it: see RedialBackoff). It runs
 	// on the client's actor and must return quickly.
 	OnNodeGone func(address string)
 	// MaxFrameBytes bounds the frame of one call (the TOOL_CALL with its
@@ -212,6 +221,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
 	c.dials.onOpen(func(addr string) { c.system.Root.Send(c.proxy, &peerOpened{address: addr}) })
+	c.guard.onEnded(func(peer, _ string) {
+		if peer != "" {
+			c.system.Root.Send(c.proxy, &answersLost{address: peer})
+		}
+	})
 	// Stream ids are unique across clients: the node keys calls by them.
 	c.prefix = c.system.ID + "-"
 	return c, nil
@@ -425,6 +439,8 @@ type waiter struct {
 
 	once  sync.Once
 	descs []*messages.Frame // DESCRIPTION frames so far; the proxy's alone
+	tool  string            // the tool called ("" for a DESCRIBE); the proxy's alone
+	lost  bool              // its answer may have been lost (see answersLost); the proxy's alone
 }
 
 // finish sets the answer (set) and closes done, the first time only: the
@@ -501,6 +517,11 @@ func newProxy(o ClientOptions) *proxy {
 // address has opened (its first answer came).
 type peerOpened struct{ address string }
 
+// answersLost tells the client's actor that a connection from the node at
+// address (one that carries its answers) ended: the answers it carried
+// last may be lost with it.
+type answersLost struct{ address string }
+
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *start:
@@ -513,6 +534,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			m.w.finish(func() { m.w.err = err })
 			return
 		}
+		m.w.tool = m.frame.GetName()
 		p.pending[key] = m.w
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
@@ -540,16 +562,43 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// goroutine of its own, and may arrive after a newer connection
 		// to the node has opened, which it would be taken for.
 		if m.GetWhy() != actor.TerminatedReason_AddressTerminated {
-			p.gone(m.GetWho().GetAddress())
+			p.gone(m.GetWho().GetAddress(), false)
 		}
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
-		p.gone(m.address)
+		p.gone(m.address, true)
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.dialling, m.address)
 		delete(p.down, m.address)
 		p.watch(ctx, m.address)
+	case *answersLost:
+		// A connection from the node ended: an answer it carried may be
+		// lost (the node forgets a call when it sends the result). The
+		// node is asked for a sign of life (its answer, or the one it
+		// sends when it learns that connection ended, comes over a new
+		// connection, after the answers the node sent before it): the
+		// requests waiting now that still wait then are answered then.
+		// A node that is gone is told by its peerGone instead.
+		// A DESCRIBE whose answer had begun over the connection may have
+		// lost the rest of it: it is answered at once.
+		lost := false
+		for k, w := range p.pending {
+			switch {
+			case w.node.Address != m.address:
+			case k.id == "" && len(w.descs) > 0:
+				delete(p.pending, k)
+				w.finish(func() { w.err = describeLost(m.address) })
+			default:
+				w.lost = true
+				lost = true
+			}
+		}
+		if lost {
+			ctx.Request(actor.NewPID(m.address, ServiceName), &actor.Touch{})
+		}
+	case *actor.Touched:
+		p.answersLost(ctx, m.GetWho().GetAddress())
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -573,6 +622,7 @@ func (p *proxy) frame(f *messages.Frame) {
 		key := callKey{f.GetStreamId(), f.GetToolCallId()}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
+			p.serving(w.node.Address)
 			w.finish(func() { w.result = f })
 		}
 	case messages.FrameType_DESCRIPTION:
@@ -583,9 +633,40 @@ func (p *proxy) frame(f *messages.Frame) {
 		key := callKey{f.GetStreamId(), ""}
 		if w, ok := p.pending[key]; ok {
 			delete(p.pending, key)
+			p.serving(w.node.Address)
 			w.finish(func() { w.descriptions = w.descs })
 		}
 	}
+}
+
+// answersLost answers the requests to the node at addr whose answers were
+// lost with a connection from it (see the answersLost message): each call
+// with an error of kind KindConnectionLost, after a CANCEL (it may still
+// run on the node, if the node has not seen the connection end), and each
+// DESCRIBE with an error wrapping ErrConnectionLost. An answer from the
+// node that comes later is dropped, as for any request answered.
+func (p *proxy) answersLost(ctx actor.Context, addr string) {
+	for k, w := range p.pending {
+		if w.node.Address != addr || !w.lost {
+			continue
+		}
+		delete(p.pending, k)
+		if k.id == "" {
+			w.finish(func() { w.err = describeLost(addr) })
+			continue
+		}
+		ctx.Send(w.node, messages.Cancel(k.stream, k.id))
+		f := messages.ToolError(k.stream, k.id, w.tool, fmt.Sprintf(
+			"Tool %s was cancelled: the connection from its node ended before its result came (the call may have run)", w.tool))
+		f.Meta.FailureKind = string(KindConnectionLost)
+		w.finish(func() { w.result = f })
+	}
+}
+
+// describeLost is the error of a DESCRIBE to the node at addr whose answer
+// was lost with a connection from the node.
+func describeLost(addr string) error {
+	return fmt.Errorf("%s: the connection from the node ended before its whole answer came: %w", addr, ErrConnectionLost)
 }
 
 // watch watches the service actor of the node at addr, unless it is
@@ -600,15 +681,21 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 	}
 }
 
-// gone handles the going of the node at addr: the node is no longer
-// watched, and every waiter on it is answered with ErrNodeUnreachable. A
-// going is reported once: the node's Terminated (its service stopped)
-// and the connection's end may both tell of it, and only the first finds
-// the node watched (or waited on) still. A node with no connection
-// opened since it was last gone failed to open one: it is backed off,
-// and reported only the first time; so is a node whose connection failed
-// to open after the call that dialled it stopped waiting.
-func (p *proxy) gone(addr string) {
+// gone handles the going of the node at addr (with its connection, when
+// connEnded; else its service stopped, its connection still open): the
+// node is no longer watched, and every waiter on it is answered with
+// ErrNodeUnreachable. A going is reported once: the node's Terminated
+// (its service stopped) and the connection's end may both tell of it,
+// and only the first finds the node watched (or waited on) still; the
+// node is reported again once it has come back (a connection to it has
+// opened, or it has answered a request: see serving). A node with no
+// connection opened since it was last gone failed to open one: it is
+// backed off, and reported only the first time; so is a node whose
+// connection failed to open after the call that dialled it stopped
+// waiting. A connection that stays open when the service stops is still
+// open: the calls sent over it are not dials (the node serves again
+// over it once its service is back).
+func (p *proxy) gone(addr string, connEnded bool) {
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}
@@ -616,7 +703,9 @@ func (p *proxy) gone(addr string) {
 	delete(p.dialling, addr)
 	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	opened := p.open[addr]
-	delete(p.open, addr)
+	if connEnded {
+		delete(p.open, addr)
+	}
 	r, known := p.down[addr]
 	if !known {
 		r = &redial{at: p.now()}
@@ -634,6 +723,12 @@ func (p *proxy) gone(addr string) {
 		p.onGone(addr)
 	}
 }
+
+// serving tells p that the node at addr answered a request: if it was
+// known gone (its service had stopped, or was not yet there, over a
+// connection that stayed open), it has come back, and its next going is
+// reported.
+func (p *proxy) serving(addr string) { delete(p.down, addr) }
 
 // sweep forgets the nodes known gone whose backoff passed more than max
 // ago, but those a call waits on or a connection is opening to, so that

@@ -33,14 +33,21 @@
 // frozen process) is gone once a ping over the quiet connection goes
 // unanswered ([ClientOptions].KeepaliveTime and KeepaliveTimeout). A Close
 // whose ctx ends first names the peers it was still connecting to. The other way round,
-// a node watches each caller: when a caller's process dies or its
-// connection drops, or a ping over a quiet connection goes unanswered
-// ([NodeOptions].KeepaliveTime and KeepaliveTimeout, with the client's
-// defaults), the node cancels that caller's calls (their handlers'
-// contexts end) and forgets them; a caller still there (only the node's
-// connection to it lost) is told, each of its calls answered with
-// [ErrConnectionLost] (over a new connection) rather than waiting for
-// its timeout. [Client.Close] cancels its calls still
+// a node watches each caller: when a caller's process dies, or the
+// node's connection to it (which carries the answers) drops, or a ping
+// over a quiet connection goes unanswered ([NodeOptions].KeepaliveTime
+// and KeepaliveTimeout, with the client's defaults), the node cancels
+// that caller's calls (their handlers' contexts end) and forgets them; a
+// caller still there (only the node's connection to it lost) is told,
+// each of its calls answered with [ErrConnectionLost] (over a new
+// connection) rather than waiting for its timeout. A call whose result
+// the node had sent into that connection as it ended is answered so by
+// the client (which sees the connection end too), and a DESCRIBE whose
+// answer was lost so fails with ErrConnectionLost. When the caller's
+// connection to the node (which carries its calls) ends, the caller has
+// answered the calls it carried with ErrNodeUnreachable, and the node
+// cancels each of them (but not the calls that came over a newer
+// connection). [Client.Close] cancels its calls still
 // running on nodes and answers every request still waiting with
 // [ErrClosed]. A node's result that
 // is an error arrives as the handler's error, so the model reads the

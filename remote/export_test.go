@@ -51,3 +51,8 @@ func Settle(c *Client) error {
 // lost would end: the node's side of it sees it end, c's outgoing
 // connections stay open.
 func EndIncoming(c *Client) { c.guard.endNext.Store(true) }
+
+// EndNextIncoming makes n end the incoming connection (a caller's, which
+// carries its calls) that receives the next message, as EndIncoming does
+// for a client.
+func EndNextIncoming(n *Node) { n.guard.endNext.Store(true) }

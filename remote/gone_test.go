@@ -27,6 +27,9 @@ type messageContext struct {
 
 func (c messageContext) Message() any { return c.msg }
 
+// MessageHeader: none (a call that came over no stream).
+func (messageContext) MessageHeader() actor.ReadonlyMessageHeader { return actor.EmptyMessageHeader }
+
 // The end of a connection to a node answers what waits on that node, even
 // when the node's Terminated never comes (a watch that reached the
 // endpoint after its connection failed), and only that; the node's going
@@ -183,7 +186,7 @@ func TestNode_PeerGoneCancelsItsCallersCalls(t *testing.T) {
 		id     string
 		caller *actor.PID
 	}{{"c1", gone}, {"c2", stays}} {
-		n.routes.Store(callKey{c.id, c.id}, route{c.caller, "hold"})
+		n.routes.Store(callKey{c.id, c.id}, route{to: c.caller, tool: "hold"})
 		if err := conn.Send(messages.ToolCall(c.id, c.id, "hold", json.RawMessage(`{"id":"`+c.id+`"}`))); err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +419,7 @@ func TestNode_PeerGoneTellsTheCaller(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	n.routes.Store(callKey{"s", "c1"}, route{caller, "hold"})
+	n.routes.Store(callKey{"s", "c1"}, route{to: caller, tool: "hold"})
 	if err := conn.Send(messages.ToolCall("s", "c1", "hold", json.RawMessage(`{"id":"c1"}`))); err != nil {
 		t.Fatal(err)
 	}

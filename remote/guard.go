@@ -2,6 +2,8 @@ package remote
 
 import (
 	"log/slog"
+	"strconv"
+	"sync"
 	"sync/atomic"
 
 	paremote "github.com/asynkron/protoactor-go/remote"
@@ -23,22 +25,59 @@ import (
 // envelopes it could not handle: an unknown serializer, a type name that is
 // not registered in this binary, or an index outside the batch's tables.
 // The rest of the batch is delivered.
+//
+// The guard also tells its owner of each incoming stream that ends
+// (ended), once the endpoint reader has delivered everything that came
+// over it, and can mark every message with the stream it came over (tag:
+// the header connHeader), so that a node can cancel the calls that came
+// over a caller's connection when it ends.
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
 	endNext atomic.Bool // tests: end the incoming stream that receives the next message
+	tag     bool        // set connHeader on every message received
+	streams atomic.Uint64
+
+	mu    sync.Mutex
+	ended func(peer, conn string) // see onEnded
+}
+
+// connHeader is the message header in which a tagging guard names the
+// incoming stream a message came over.
+const connHeader = "polyweave-conn"
+
+// onEnded makes g call f each time an incoming stream ends, after every
+// message that came over it has been delivered, with the address of the
+// peer that opened it ("" when it never said) and the stream's name (as
+// in connHeader).
+func (g *guard) onEnded(f func(peer, conn string)) {
+	g.mu.Lock()
+	g.ended = f
+	g.mu.Unlock()
 }
 
 // serverOption installs the guard on a remote server.
 func (g *guard) serverOption() grpc.ServerOption {
 	return grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return handler(srv, &guardedStream{ServerStream: ss, g: g})
+		s := &guardedStream{ServerStream: ss, g: g, conn: strconv.FormatUint(g.streams.Add(1), 36)}
+		// The endpoint reader delivers each message before it reads the
+		// next, and returns once the stream has ended.
+		err := handler(srv, s)
+		g.mu.Lock()
+		ended := g.ended
+		g.mu.Unlock()
+		if ended != nil {
+			ended(s.peer, s.conn)
+		}
+		return err
 	})
 }
 
 type guardedStream struct {
 	grpc.ServerStream
-	g *guard
+	g    *guard
+	conn string // the stream's name
+	peer string // the peer's address, from its connect request; the reader's alone
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -51,9 +90,28 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if rm, ok := m.(*paremote.RemoteMessage); ok {
 		if b := rm.GetMessageBatch(); b != nil {
 			s.g.filter(b)
+			if s.g.tag {
+				s.tag(b)
+			}
+		}
+		if c := rm.GetConnectRequest().GetServerConnection(); c != nil {
+			s.peer = c.GetAddress()
 		}
 	}
 	return nil
+}
+
+// tag names the stream in the header of every envelope of b.
+func (s *guardedStream) tag(b *paremote.MessageBatch) {
+	for _, e := range b.Envelopes {
+		if e.MessageHeader == nil {
+			e.MessageHeader = &paremote.MessageHeader{}
+		}
+		if e.MessageHeader.HeaderData == nil {
+			e.MessageHeader.HeaderData = map[string]string{}
+		}
+		e.MessageHeader.HeaderData[connHeader] = s.conn
+	}
 }
 
 // Serializer ids of the pinned protoactor: 0 protobuf, 1 JSON.

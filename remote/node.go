@@ -97,6 +97,12 @@ type Node struct {
 	// killed or its connection lost: the connection's peerGone does);
 	// the service actor's alone.
 	callers map[string]*actor.PID
+	// probers are the callers that asked the service actor for a sign of
+	// life (actor.Touch) since their connection last ended (by PID key):
+	// the answer may have gone into a connection that had ended, so they
+	// are answered again when the node learns it ended (see the client's
+	// answersLost). The service actor's alone.
+	probers map[string]*actor.PID
 
 	cancel  context.CancelFunc
 	readers sync.WaitGroup
@@ -108,11 +114,17 @@ type Node struct {
 type callKey struct{ stream, id string }
 
 // route is where a call's result goes: the caller's PID, and the tool
-// that runs the call.
+// that runs the call; and the incoming stream the call came over (see
+// connHeader).
 type route struct {
 	to   *actor.PID
 	tool string
+	conn string
 }
+
+// callerConnEnded tells the service actor that the incoming stream conn
+// (a caller's connection to the node, which carries its calls) ended.
+type callerConnEnded struct{ peer, conn string }
 
 // Serve starts a node serving opts.Tools. It refuses an address that is
 // not a loopback one with [ErrNotLoopback] unless opts.AllowRemote.
@@ -153,8 +165,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger}, dials: o.dials(),
-		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}}
+	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger, tag: true}, dials: o.dials(),
+		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -191,6 +203,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		return nil, fmt.Errorf("remote: spawn %s: %w", ServiceName, err)
 	}
 	n.endpoints = watchEndpoints(rt.System(), n.service)
+	n.guard.onEnded(func(peer, conn string) { rt.System().Root.Send(n.service, &callerConnEnded{peer: peer, conn: conn}) })
 	n.log.Info("tool node serving", "address", n.addr, "tools", len(o.Tools))
 	return n, nil
 }
@@ -235,6 +248,29 @@ func (n *Node) receive(ctx actor.Context) {
 		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
+		for k, prober := range n.probers {
+			if prober.GetAddress() == m.address {
+				delete(n.probers, k)
+				ctx.Send(prober, &actor.Touched{Who: ctx.Self()})
+			}
+		}
+		return
+	case *actor.Touch:
+		// A caller asks for a sign of life (protoactor answers it).
+		if s := ctx.Sender(); s != nil {
+			n.probers[s.String()] = s
+		}
+		return
+	case *callerConnEnded:
+		// A caller's connection to the node ended: the caller has
+		// answered the calls that came over it (its connection to the
+		// node lost, the node is gone to it), so they are cancelled, and
+		// not answered. The calls that came over a newer connection go
+		// on: each call is cancelled by the stream it came over, and the
+		// endpoint reader delivered every call of this one before.
+		if cancelled := n.cancelRoutes(func(r route) bool { return r.conn == m.conn }, false); cancelled > 0 {
+			n.log.Info("connection from caller gone", "address", m.peer, "cancelled_calls", cancelled)
+		}
 		return
 	default:
 		return
@@ -266,7 +302,7 @@ func (n *Node) receive(ctx actor.Context) {
 			return
 		}
 		n.watchCaller(ctx, ctx.Sender())
-		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName()})
+		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName(), ctx.MessageHeader().Get(connHeader)})
 		if err := conn.Send(f); err != nil {
 			n.routes.Delete(callKey{f.GetStreamId(), f.GetToolCallId()})
 			ctx.Send(ctx.Sender(), messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(),
@@ -301,10 +337,16 @@ func (n *Node) callersGone(gone func(caller *actor.PID) bool, tell bool) int {
 			delete(n.callers, k)
 		}
 	}
+	return n.cancelRoutes(func(r route) bool { return gone(r.to) }, tell)
+}
+
+// cancelRoutes cancels every call whose route cancel matches, as
+// callersGone does, and returns how many it cancelled.
+func (n *Node) cancelRoutes(cancel func(route) bool, tell bool) int {
 	cancelled := 0
 	n.routes.Range(func(k, v any) bool {
 		r := v.(route)
-		if !gone(r.to) {
+		if !cancel(r) {
 			return true
 		}
 		if _, ok := n.routes.LoadAndDelete(k); ok {

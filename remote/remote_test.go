@@ -62,6 +62,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envDialLog) != "" {
 		os.Exit(runDialLog())
 	}
+	if addr := os.Getenv(envEndableNode); addr != "" {
+		os.Exit(runEndableNode(addr))
+	}
 	if addr := os.Getenv(envRedial); addr != "" {
 		os.Exit(runRedial(addr))
 	}

@@ -428,6 +428,9 @@ func (d *driver) failure(ctx context.Context, err error) error {
 		if failed.Reason == stoppedForGood {
 			return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
 		}
+		if errors.Is(err, agent.ErrLoopRestarting) {
+			return fmt.Errorf("the agent failed: the tool loop kept restarting for other actors' failures (%d attempts not counted; the last: %s)", failed.Uncounted, failed.Reason)
+		}
 		return fmt.Errorf("the agent failed: %s", failed.Reason)
 	case errors.Is(err, agent.ErrNoAnswer):
 		return errors.New("no final answer: the model still called tools after -max-iterations rounds")

@@ -715,6 +715,9 @@ func TestDriverFailure_LabelsOnlyWhatTheContextEnded(t *testing.T) {
 		{"interrupt", interruptedCtx(), context.Cause, "interrupted"},
 		{"failed, then interrupt", interruptedCtx(), func(context.Context) error { return failed }, "the agent failed: the model answered 500"},
 		{"failed", context.Background(), func(context.Context) error { return failed }, "the agent failed: the model answered 500"},
+		{"loop kept restarting", context.Background(), func(context.Context) error {
+			return &agent.FailedError{Session: "s1", Attempts: 1, Uncounted: 10, Reason: "restarted", Err: agent.ErrLoopRestarting}
+		}, "the agent failed: the tool loop kept restarting for other actors' failures (10 attempts not counted; the last: restarted)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

@@ -64,11 +64,16 @@
 // result over its limit by such an error, so the call still gets its one
 // result at once. The connections carry batches of frames (protoactor
 // sends what it has queued for a peer as one gRPC message): every node
-// and client takes gRPC messages of up to 256 MiB, and bounds its
+// and client takes gRPC messages of up to 64 MiB, and bounds its
 // batches so that a full batch of the largest frames fits, so a burst of
 // calls never ends a connection (which would be taken for the peer
 // gone). [MessageLimits] gives a protoactor remote started elsewhere (a
 // cluster member's) the same bounds.
+// The limit is also what a peer can make a node or client hold per
+// stream: gRPC sets aside the length a message claims before the message
+// arrives. A connection has at most 8 streams open at once; there is no
+// authentication, which is one more reason nodes and clients listen on
+// loopback addresses unless AllowRemote.
 //
 // # Pings
 //

@@ -31,7 +31,7 @@ func ExampleNewClient_notLoopback() {
 }
 
 // A protoactor remote started elsewhere (a cluster member's) gets the
-// bounds of the nodes and clients: gRPC messages of up to 256 MiB, and
+// bounds of the nodes and clients: gRPC messages of up to 64 MiB, and
 // batches of frames of its frame limit that fit in one. The option goes
 // after the server and dial options, which replace what it adds to.
 func ExampleMessageLimits() {
@@ -47,6 +47,6 @@ func ExampleMessageLimits() {
 	_, err = remote.MessageLimits(remote.MaxFrameBytesLimit + 1)
 	fmt.Println(err != nil)
 	// Output:
-	// frames per batch: 31
+	// frames per batch: 7
 	// true
 }

@@ -56,3 +56,10 @@ func EndIncoming(c *Client) { c.guard.endNext.Store(true) }
 // carries its calls) that receives the next message, as EndIncoming does
 // for a client.
 func EndNextIncoming(n *Node) { n.guard.endNext.Store(true) }
+
+// ReceiveLimit is the largest gRPC message nodes and clients take.
+const ReceiveLimit = maxMessageBytes
+
+// StreamsPerConnection is the most streams nodes and clients let one
+// connection have open at once.
+const StreamsPerConnection = maxConcurrentStreams

@@ -29,16 +29,29 @@ import (
 //   - a batch holds at most batchSize(MaxFrameBytes) messages, so a full
 //     batch of frames of the largest size fits in maxMessageBytes;
 //   - every node and client accepts (and sends) gRPC messages of up to
-//     maxMessageBytes, whatever its own MaxFrameBytes, so peers with
-//     different frame limits still agree on the wire.
+//     maxMessageBytes (64 MiB), whatever its own MaxFrameBytes, so peers
+//     with different frame limits still agree on the wire.
+//
+// The receive limit is also what one stream can make its receiver hold:
+// gRPC reads a message's length first and sets aside that much before
+// the message arrives, so a peer that claims a message of the limit and
+// never sends it pins the limit for as long as the stream lasts. The
+// limit trades that against batching: 64 MiB holds 15 frames of the
+// default 4 MiB (and a thousand small ones) in one batch, and a peer
+// pins at most 64 MiB per stream and maxConcurrentStreams (8) streams
+// per connection (protoactor opens one stream per connection). Nodes and
+// clients have no authentication: whoever reaches their port can open
+// connections, each pinning up to 512 MiB, which is why they listen on
+// loopback addresses unless AllowRemote.
 
 // DefaultMaxFrameBytes bounds one frame (a call with its arguments, a
 // result) a node or client sends unless its options say otherwise.
 const DefaultMaxFrameBytes = 4 << 20
 
 // maxMessageBytes is the largest gRPC message the nodes and clients send
-// and receive: a batch of protoactor's endpoint writer.
-const maxMessageBytes = 256 << 20
+// and receive: a batch of protoactor's endpoint writer. It bounds what
+// one stream can make its receiver allocate (see Sizes above).
+const maxMessageBytes = 64 << 20
 
 // Room for what a batch holds beside its frames: per envelope (its
 // indexes, a header, a new target and sender PID) and per batch (its
@@ -94,7 +107,8 @@ func batchSize(maxFrame int) int {
 // MessageLimits returns the option that bounds the gRPC messages of a
 // protoactor remote started elsewhere (a cluster member's) as those of
 // this package's nodes and clients are bounded (see Sizes in the
-// package's doc): it takes and sends gRPC messages of up to 256 MiB, and
+// package's doc): it takes and sends gRPC messages of up to 64 MiB, lets
+// one connection have at most 8 streams open at once, and
 // its endpoint writers batch no more messages than fit there when each is
 // a frame of maxFrame bytes, the remote's frame limit (0:
 // DefaultMaxFrameBytes; 1 to MaxFrameBytesLimit, or it returns an error).
@@ -118,7 +132,8 @@ func MessageLimits(maxFrame int) (paremote.ConfigOption, error) {
 func withMessageLimits(maxFrame int) paremote.ConfigOption {
 	return func(c *paremote.Config) {
 		c.EndpointWriterBatchSize = batchSize(maxFrame)
-		c.ServerOptions = append(c.ServerOptions, grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes))
+		c.ServerOptions = append(c.ServerOptions, grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes),
+			grpc.MaxConcurrentStreams(maxConcurrentStreams))
 		c.DialOptions = append(c.DialOptions, grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMessageBytes), grpc.MaxCallSendMsgSize(maxMessageBytes)))
 	}
@@ -139,3 +154,9 @@ func tooLarge(key callKey, tool, msg string) *messages.Frame {
 	f.Meta.FailureKind = string(KindTooLarge)
 	return f
 }
+
+// maxConcurrentStreams is the most streams a node or client lets one
+// connection have open at once: protoactor opens one per connection (its
+// endpoint writer's), so this leaves room and bounds what one connection
+// can pin (see Sizes above).
+const maxConcurrentStreams = 8

@@ -1,0 +1,129 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// TestNode_RefusesMessageClaimOverReceiveLimit: gRPC allocates the length
+// a message's 5-byte prefix claims before the body arrives, so the
+// receive limit is what one stream of a peer can make a node allocate
+// without sending anything more. The documented bound is 64 MiB and at
+// most remote.StreamsPerConnection streams per connection: a claim one
+// byte over the limit ends its stream with RESOURCE_EXHAUSTED at once,
+// and streams of such claims leave the node's heap as it was.
+func TestNode_RefusesMessageClaimOverReceiveLimit(t *testing.T) {
+	const documented = 64 << 20
+	if remote.ReceiveLimit != documented {
+		t.Fatalf("receive limit %d, the docs say %d", remote.ReceiveLimit, documented)
+	}
+	echo := tools.MustNew(tools.Definition{Name: "echo", Sync: true})
+	node, err := remote.Serve(&remote.NodeOptions{Address: "127.0.0.1:0", Tools: []*tools.Tool{echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close(context.Background())
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	c, err := net.Dial("tcp", node.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Only a failing node makes the test wait this long: a refusal comes
+	// at once.
+	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	const streams = 4
+	claim := make([]byte, 5)
+	binary.BigEndian.PutUint32(claim[1:], documented+1)
+	for i := range streams {
+		var hb bytes.Buffer
+		enc := hpack.NewEncoder(&hb)
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/remote.Remoting/Receive"},
+			{":authority", node.Address()}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := uint32(2*i + 1)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fr.WriteData(id, false, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maxStreams, sawSettings := uint32(0), false
+	refused := map[uint32]string{}
+	for len(refused) < streams {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%d of %d streams refused before: %v", len(refused), streams, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				sawSettings = true
+				maxStreams, _ = f.Value(http2.SettingMaxConcurrentStreams)
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamEnded() {
+				got := headerValue(f, "grpc-status")
+				refused[f.StreamID] = got
+				if got != "8" { // RESOURCE_EXHAUSTED
+					t.Errorf("stream %d ended with grpc-status %q, want 8 (RESOURCE_EXHAUSTED)", f.StreamID, got)
+				}
+			}
+		case *http2.RSTStreamFrame:
+			// gRPC resets a stream it has answered whose peer has not
+			// finished sending.
+			if _, answered := refused[f.StreamID]; !answered {
+				t.Errorf("stream %d reset (%v) without a status, want refused with one", f.StreamID, f.ErrCode)
+				refused[f.StreamID] = "reset"
+			}
+		}
+	}
+	if !sawSettings || maxStreams != remote.StreamsPerConnection {
+		t.Errorf("node's SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent: %v), want %d", maxStreams, sawSettings, remote.StreamsPerConnection)
+	}
+	// Every claim has been read and refused: none left a buffer behind.
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc > before.HeapAlloc && after.HeapAlloc-before.HeapAlloc >= documented {
+		t.Errorf("%d refused claims made the node's heap grow by %d MiB", streams, (after.HeapAlloc-before.HeapAlloc)>>20)
+	}
+}
+
+// headerValue is the value of the field name of f ("" when there is none).
+func headerValue(f *http2.MetaHeadersFrame, name string) string {
+	for _, h := range f.RegularFields() {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
+}

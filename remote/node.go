@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,11 +99,13 @@ type Node struct {
 	// the service actor's alone.
 	callers map[string]*actor.PID
 	// probers are the callers that asked the service actor for a sign of
-	// life (actor.Touch) since their connection last ended (by PID key):
-	// the answer may have gone into a connection that had ended, so they
-	// are answered again when the node learns it ended (see the client's
-	// answersLost). The service actor's alone.
-	probers map[string]*actor.PID
+	// life (actor.Touch) since their connection last ended, by address,
+	// the latest last: the answer may have gone into a connection that
+	// had ended, so they are answered again when the node learns it ended
+	// (see the client's answersLost). At most maxProbersPerAddress per
+	// address: a peer that touches from many PIDs (futures) forgets its
+	// own oldest ones, the node does not grow. The service actor's alone.
+	probers map[string][]*actor.PID
 
 	cancel  context.CancelFunc
 	readers sync.WaitGroup
@@ -166,7 +169,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger, tag: true}, dials: o.dials(),
-		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string]*actor.PID{}}
+		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string][]*actor.PID{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -222,6 +225,24 @@ func (n *Node) Dropped() int64 { return n.guard.Dropped() }
 // receive is the service actor: frames from callers go to the tools, and
 // a caller's going (its actor stopped, or its connection ended) cancels
 // its calls.
+// maxProbersPerAddress is the most probers the node remembers for one
+// address. A client asks from one actor (its proxy).
+const maxProbersPerAddress = 4
+
+// remember returns probers (oldest first) with p as the latest, dropping
+// the oldest beyond maxProbersPerAddress.
+func remember(probers []*actor.PID, p *actor.PID) []*actor.PID {
+	probers = slices.DeleteFunc(probers, p.Equal)
+	if len(probers) == maxProbersPerAddress {
+		probers = slices.Delete(probers, 0, 1)
+	}
+	return append(probers, p)
+}
+
+// countProbers asks the service actor how many probers it remembers
+// (tests).
+type countProbers struct{}
+
 func (n *Node) receive(ctx actor.Context) {
 	var f *messages.Frame
 	switch m := ctx.Message().(type) {
@@ -248,18 +269,23 @@ func (n *Node) receive(ctx actor.Context) {
 		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
-		for k, prober := range n.probers {
-			if prober.GetAddress() == m.address {
-				delete(n.probers, k)
-				ctx.Send(prober, &actor.Touched{Who: ctx.Self()})
-			}
+		for _, prober := range n.probers[m.address] {
+			ctx.Send(prober, &actor.Touched{Who: ctx.Self()})
 		}
+		delete(n.probers, m.address)
 		return
 	case *actor.Touch:
 		// A caller asks for a sign of life (protoactor answers it).
 		if s := ctx.Sender(); s != nil {
-			n.probers[s.String()] = s
+			n.probers[s.GetAddress()] = remember(n.probers[s.GetAddress()], s)
 		}
+		return
+	case countProbers:
+		count := 0
+		for _, ps := range n.probers {
+			count += len(ps)
+		}
+		ctx.Respond(count)
 		return
 	case *callerConnEnded:
 		// A caller's connection to the node ended: the caller has

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
@@ -185,7 +187,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 			return nil, fmt.Errorf("remote: describe tool %q: %w", t.Name(), err)
 		}
 		d := &messages.Frame{Type: messages.FrameType_DESCRIPTION, Name: t.Name(), Payload: desc}
-		if size := oversized(d, maxFrame); size > 0 {
+		// Checked as it goes out: with the stream id of a DESCRIBE.
+		if size := oversized(&messages.Frame{Type: d.Type, StreamId: describeStreamRoom, Name: d.Name, Payload: d.Payload}, maxFrame); size > 0 {
 			n.Close(context.Background())
 			return nil, fmt.Errorf("remote: description of tool %q: %d bytes, limit %d: %w", t.Name(), size, maxFrame, ErrTooLarge)
 		}
@@ -309,6 +312,13 @@ func (n *Node) receive(ctx actor.Context) {
 		for _, d := range n.descs {
 			d := messages.CloneFrame(d)
 			d.StreamId = f.GetStreamId()
+			// Only a stream id longer than Serve made room for (not a
+			// client's) takes a description over the limit.
+			if size := oversized(d, n.maxFrame); size > 0 {
+				n.log.Warn("tool description over the frame limit with the caller's stream id: not sent",
+					"tool", d.GetName(), "bytes", size, "limit", n.maxFrame, "stream_id_bytes", len(d.GetStreamId()))
+				continue
+			}
 			ctx.Send(ctx.Sender(), d)
 		}
 		ctx.Send(ctx.Sender(), messages.End(f.GetStreamId()))
@@ -397,8 +407,31 @@ func connectionLost(key callKey, tool string) *messages.Frame {
 	return f
 }
 
+// describeStreamRoom stands for the stream id of a DESCRIBE when Serve
+// checks the size of a description: a client's ids are far shorter.
+var describeStreamRoom = strings.Repeat("s", 256)
+
+// maxNameInAnswer bounds the bytes of a caller's tool name that an answer
+// repeats: the name of a tool the node does not have may be any size.
+const maxNameInAnswer = 256
+
+// clipName returns name, cut to at most maxNameInAnswer bytes (at a
+// character, then "…") when it is longer.
+func clipName(name string) string {
+	if len(name) <= maxNameInAnswer {
+		return name
+	}
+	cut := maxNameInAnswer
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// unknownTool is the answer to call, of a tool the node does not have.
 func unknownTool(call *messages.Frame) *messages.Frame {
-	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), call.GetName(), "Unknown tool: "+call.GetName())
+	name := clipName(call.GetName())
+	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), name, "Unknown tool: "+name)
 	f.Meta.FailureKind = string(tools.FailureUnknownTool)
 	return f
 }

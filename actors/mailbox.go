@@ -130,6 +130,17 @@ type mailbox struct {
 	// so a failed child may get two) is dropped as one after the stop
 	// is, and a Resume resumes no Logic.
 	stopWon bool
+	// incarnations counts the actor's incarnations begun (see
+	// shell.begin). restarting: a Restart was taken when incarnations was
+	// restartOf, and its ResumeMailbox, which protoactor sends once the
+	// new incarnation is made, not yet. Consumer only. A ResumeMailbox
+	// taken before the restart is complete (it waits for the actor's
+	// children to stop) is a decision about the incarnation that ended,
+	// stale (a parent resumed after escalating this actor's failure
+	// resumes it): dropped, the actor's queue waits for its next
+	// incarnation.
+	incarnations, restartOf int
+	restarting              bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -442,6 +453,10 @@ func (m *mailbox) run() {
 					m.suspended.Store(true)
 				}
 			case *actor.ResumeMailbox:
+				if m.restarting && m.incarnations == m.restartOf && !m.stopped && !m.stopWon {
+					continue // stale: the incarnation it was about has ended
+				}
+				m.restarting = false
 				m.suspended.Store(false)
 				if !m.stopped && !m.stopWon {
 					// The supervisor's Resume, or the one protoactor
@@ -473,6 +488,7 @@ func (m *mailbox) run() {
 					m.stopWon = true
 					m.invoker.InvokeUserMessage(stopQueued{})
 				default:
+					m.restarting, m.restartOf = true, m.incarnations
 					m.invoker.InvokeSystemMessage(msg)
 				}
 			default:

@@ -243,6 +243,7 @@ func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
+	s.mb.incarnations++ // a restart's incarnation is made (see mailbox.restarting)
 	// Frames skip protoactor's invocation (its metrics, receive timeout
 	// and middleware, none of which a duplex uses) unless the system
 	// records actor metrics, or the shell is a durable one's.

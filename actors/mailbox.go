@@ -138,7 +138,8 @@ type mailbox struct {
 	// children to stop) is a decision about the incarnation that ended,
 	// stale (a parent resumed after escalating this actor's failure
 	// resumes it): dropped, the actor's queue waits for its next
-	// incarnation.
+	// incarnation. The one taken after that completes the restart and
+	// is passed to no shell (see resumed).
 	incarnations, restartOf int
 	restarting              bool
 
@@ -173,8 +174,9 @@ type childFrame struct {
 type stopQueued struct{}
 
 // resumed is the message protoactor's ResumeMailbox is passed to the
-// shell as, once the mailbox is resumed: after a supervisor's Resume
-// directive, or as a restart completes (see shell's handling).
+// shell as, once the mailbox is resumed after a supervisor's Resume
+// directive (not the ResumeMailbox that completes a restart: see
+// mailbox.restarting).
 type resumed struct{}
 
 // childGone is the user message a child's end is taken as (see
@@ -456,13 +458,17 @@ func (m *mailbox) run() {
 				if m.restarting && m.incarnations == m.restartOf && !m.stopped && !m.stopWon {
 					continue // stale: the incarnation it was about has ended
 				}
+				restarted := m.restarting
 				m.restarting = false
 				m.suspended.Store(false)
-				if !m.stopped && !m.stopWon {
-					// The supervisor's Resume, or the one protoactor
-					// sends as a restart completes: the shell answers
-					// the call that failed it, if any, and resumes the
-					// children whose failure it escalated (see resumed).
+				if !m.stopped && !m.stopWon && !restarted {
+					// The supervisor's Resume: the shell answers the
+					// call that failed it, if any, and resumes the
+					// children whose failure it escalated (see
+					// resumed). The one protoactor sends as a restart
+					// completes, queued before the new incarnation's
+					// Started, is no decision about it: a failure of
+					// its Started, taken before, stays its own.
 					m.invoker.InvokeUserMessage(resumed{})
 				}
 			case *actor.Stop:

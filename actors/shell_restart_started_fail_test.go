@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -60,5 +61,44 @@ func TestShell_StartedFailureReasonAfterRestart(t *testing.T) {
 	r1, r2 := <-reasons, <-reasons
 	if r1 != "boom" || r2 != "start-boom" {
 		t.Errorf("OnFailure reasons %q, %q; want boom, start-boom", r1, r2)
+	}
+}
+
+// TestShell_StopAfterResumeIsAStop: a duplex resumed after a failure goes
+// on; stopped later, it closes a call still open as a stopped duplex
+// does (ERROR of kind StoppedKind saying so): the failure it was resumed
+// from is over, not the reason it ends.
+func TestShell_StopAfterResumeIsAStop(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	rt := closedRuntime(t, &RuntimeOptions{Supervision: resumeAll()})
+	conn, err := rt.Start(Spec{Name: "d", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			f, ok := msg.(*messages.Frame)
+			if !ok || f.GetType() != messages.FrameType_TEXT {
+				return
+			}
+			switch f.GetText() {
+			case "hold": // the call stays open
+			case "fail":
+				c.Fail(errors.New("boom"))
+			default:
+				c.Emit(messages.End(f.GetStreamId()))
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(messages.Text("h", "hold"), messages.Text("f", "fail"), messages.Text("g", "ping")); err != nil {
+		t.Fatal(err)
+	}
+	recvUntil(t, conn, "g", "END") // resumed
+	if err := conn.Close(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := recvUntil(t, conn, "h", "END")
+	if want := []string{"h:ERROR(" + ErrStopped.Error() + ")[" + StoppedKind + "]", "h:END"}; !slices.Equal(got, want) {
+		t.Errorf("the call open at the stop got %q, want %q", got, want)
 	}
 }

@@ -87,23 +87,32 @@ func hideList(wsPath string) (defaults, others []string) {
 // then: commands may have changed those. Beneath the workspace, where
 // things are renamed and replaced, the set-up refuses to run a command
 // when the path no longer holds what was found there
-// ([ErrHiddenMoved]). A command cannot rename or remove a directory of
-// the workspace on the way to a path its sandbox hides, whenever that
-// path appeared (each such directory, one a pattern's wildcard matched
-// included, is a mount point in the sandbox: removing it fails with
-// EBUSY, and rename(2) into or out of it with EXDEV), nor the
-// path itself, so it cannot take a hidden path to a name the next
-// sandbox does not hide.
+// ([ErrHiddenMoved]). A command cannot rename or remove a path its
+// sandbox hides, nor a directory of the workspace on the way to one,
+// whenever that path appeared (each such directory, one a pattern's
+// wildcard matched included, is a mount point in the sandbox: removing
+// it fails with EBUSY, and rename(2) into or out of it with EXDEV), so
+// it cannot take a hidden path to a name the next sandbox does not
+// hide. A directory on the way to where a path to hide or a pattern's
+// match would be, while nothing is there when the command's sandbox is
+// set up (a pattern's directory with no match, say), is no mount
+// point: a command can rename it, remove it (when empty), and put a
+// link in its place. The next set-up follows such a link when it leads
+// to a place in the workspace (not the workspace itself), for an exact
+// path and for a pattern's directory alike, and hides what the path or
+// the pattern's rest finds there, at its real place.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
 	// links in the workspace on the way (a command's) are followed only
 	// to a place in the workspace (not the workspace itself), which is
-	// then hidden: the entry leads nowhere otherwise. A pattern is kept too, as Path
-	// with no identity beside what it matched: it is matched again at
-	// each set-up, listing only directories reached through no link in
-	// the workspace, and what it matches then is hidden.
+	// then hidden: the entry leads nowhere otherwise. A pattern is kept
+	// too, as Path with no identity beside what it matched: it is
+	// matched again at each set-up, listing directories reached through
+	// links in the workspace only where they lead to a place in it
+	// other than the workspace itself, and what it matches then is
+	// hidden (where the links lead).
 	// A set-up lists each directory a component with a pattern needs,
 	// so "/w/*/*.pem" reads the workspace's top directory and each of
 	// its subdirectories, every time.

@@ -205,7 +205,9 @@ type Options struct {
 	//     hide, or at a pattern's directory (config, for config/*.key),
 	//     leads to, and the pattern's matches there.
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
-	//     command runs ([sandbox.ErrTooManyHidden]).
+	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
+	//     patterns that match the most), not even one that would remove
+	//     matches: the host must remove them (see [sandbox.MaxHidden]).
 	//   - As the command starts, its sandbox looks again, from inside:
 	//     when a path to hide appeared, or was removed or replaced (by
 	//     anyone, the file tools included), since the set-up, a new

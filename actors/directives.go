@@ -86,7 +86,9 @@ type escalatedChild struct {
 }
 
 // resume resumes the child, unless it stopped since (its id may be a
-// newer actor's).
+// newer actor's). A child restarted since (all-for-one, for a sibling's
+// failure) drops the Resume while its restart waits for its children
+// (see mailbox.restarting): the incarnation that failed has ended.
 func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
 	if now, ok := registry.Get(c.pid); ok && now == c.proc {
 		c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})

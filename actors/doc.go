@@ -30,7 +30,9 @@
 //     END included);
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
-//     [FailedKind] and END before the next message; a duplex resumed
+//     [FailedKind] and END before the next message: that call has its
+//     answer, so the rest of its frames (up to its caller's END) and what
+//     the Logic still emits on it are dropped; a duplex resumed
 //     after escalating a child's failure resumes that child the same
 //     way (a restart or stop of it stops the child with it);
 //   - cancels the Logic's background work and timers with its incarnation.

@@ -130,6 +130,18 @@ type mailbox struct {
 	// so a failed child may get two) is dropped as one after the stop
 	// is, and a Resume resumes no Logic.
 	stopWon bool
+	// incarnations counts the actor's incarnations begun (see
+	// shell.begin). restarting: a Restart was taken when incarnations was
+	// restartOf, and its ResumeMailbox, which protoactor sends once the
+	// new incarnation is made, not yet. Consumer only. A ResumeMailbox
+	// taken before the restart is complete (it waits for the actor's
+	// children to stop) is a decision about the incarnation that ended,
+	// stale (a parent resumed after escalating this actor's failure
+	// resumes it): dropped, the actor's queue waits for its next
+	// incarnation. The one taken after that completes the restart and
+	// is passed to no shell (see resumed).
+	incarnations, restartOf int
+	restarting              bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -162,8 +174,9 @@ type childFrame struct {
 type stopQueued struct{}
 
 // resumed is the message protoactor's ResumeMailbox is passed to the
-// shell as, once the mailbox is resumed: after a supervisor's Resume
-// directive, or as a restart completes (see shell's handling).
+// shell as, once the mailbox is resumed after a supervisor's Resume
+// directive (not the ResumeMailbox that completes a restart: see
+// mailbox.restarting).
 type resumed struct{}
 
 // childGone is the user message a child's end is taken as (see
@@ -442,12 +455,20 @@ func (m *mailbox) run() {
 					m.suspended.Store(true)
 				}
 			case *actor.ResumeMailbox:
+				if m.restarting && m.incarnations == m.restartOf && !m.stopped && !m.stopWon {
+					continue // stale: the incarnation it was about has ended
+				}
+				restarted := m.restarting
+				m.restarting = false
 				m.suspended.Store(false)
-				if !m.stopped && !m.stopWon {
-					// The supervisor's Resume, or the one protoactor
-					// sends as a restart completes: the shell answers
-					// the call that failed it, if any, and resumes the
-					// children whose failure it escalated (see resumed).
+				if !m.stopped && !m.stopWon && !restarted {
+					// The supervisor's Resume: the shell answers the
+					// call that failed it, if any, and resumes the
+					// children whose failure it escalated (see
+					// resumed). The one protoactor sends as a restart
+					// completes, queued before the new incarnation's
+					// Started, is no decision about it: a failure of
+					// its Started, taken before, stays its own.
 					m.invoker.InvokeUserMessage(resumed{})
 				}
 			case *actor.Stop:
@@ -473,6 +494,7 @@ func (m *mailbox) run() {
 					m.stopWon = true
 					m.invoker.InvokeUserMessage(stopQueued{})
 				default:
+					m.restarting, m.restartOf = true, m.incarnations
 					m.invoker.InvokeSystemMessage(msg)
 				}
 			default:

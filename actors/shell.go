@@ -78,12 +78,14 @@ type shell struct {
 	// stops them with it.
 	escalated []escalatedChild
 	finished  bool
-	// answered holds the streams whose call was answered for good since
-	// the incarnation ended, and whose caller's input has not ended yet:
-	// those its end closed (ERROR and END) before the caller's END came,
-	// and those opened after it and refused (see refuse). Their frames
-	// are the answered call's, dropped, up to the caller's END; a frame
-	// that opens a call on the stream after that is a new call (see late).
+	// answered holds the streams whose call the shell answered for good,
+	// and whose caller's input has not ended yet: those the incarnation's
+	// end closed (ERROR and END) before the caller's END came, those
+	// opened after it and refused (see refuse), and the one a Resume
+	// answered (see resumed). Their frames are the answered call's,
+	// dropped, up to the caller's END (see dropAnswered); a frame that
+	// opens a call on the stream after that is a new call. What the Logic
+	// emits on them is dropped (see Emit).
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
@@ -241,6 +243,7 @@ func (s *shell) begin(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
+	s.mb.incarnations++ // a restart's incarnation is made (see mailbox.restarting)
 	// Frames skip protoactor's invocation (its metrics, receive timeout
 	// and middleware, none of which a duplex uses) unless the system
 	// records actor metrics, or the shell is a durable one's.
@@ -294,11 +297,17 @@ func (s *shell) resumed() {
 	if s.finished {
 		return
 	}
-	if s.failure != nil && s.failedCall != "" && s.open.has(s.failedCall) {
-		f := messages.Error(s.failedCall, s.failure.Error())
+	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
+		if !s.open.inputEnded(id) {
+			// The call's rest, up to its caller's END, is the answered
+			// call's (see answered), and so is what the Logic, which
+			// keeps its state, would emit on it (see Emit).
+			s.answered = append(s.answered, id)
+		}
+		f := messages.Error(id, s.failure.Error())
 		f.Meta = &messages.Metadata{FailureKind: FailedKind}
-		s.Emit(f)
-		s.Emit(messages.End(s.failedCall))
+		s.emit(f)
+		s.emit(messages.End(id))
 	}
 	s.failure, s.failedCall = nil, ""
 	for _, c := range s.escalated {
@@ -379,8 +388,8 @@ func (s *shell) finish(reason error) {
 		if stopped {
 			f.Meta = &messages.Metadata{FailureKind: StoppedKind}
 		}
-		s.Emit(f)
-		s.Emit(messages.End(id))
+		s.emit(f)
+		s.emit(messages.End(id))
 	}
 }
 
@@ -397,6 +406,9 @@ func (s *shell) input(f *messages.Frame) {
 	if s.finished {
 		s.late(f)
 		return
+	}
+	if len(s.answered) > 0 && s.dropAnswered(f) {
+		return // the rest of a call a Resume answered
 	}
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
@@ -415,16 +427,23 @@ func (s *shell) input(f *messages.Frame) {
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
-	id, t := f.GetStreamId(), f.GetType()
-	if i := slices.Index(s.answered, id); i >= 0 {
-		if t == messages.FrameType_END {
-			s.answered = slices.Delete(s.answered, i, i+1)
-		}
-		return
+	if !s.dropAnswered(f) && opensCall(f.GetType()) {
+		s.refuse(f.GetStreamId())
 	}
-	if opensCall(t) {
-		s.refuse(id)
+}
+
+// dropAnswered reports whether f is a frame of a call the shell answered
+// (see answered), to be dropped; the caller's END ends the call, and the
+// record.
+func (s *shell) dropAnswered(f *messages.Frame) bool {
+	i := slices.Index(s.answered, f.GetStreamId())
+	if i < 0 {
+		return false
 	}
+	if f.GetType() == messages.FrameType_END {
+		s.answered = slices.Delete(s.answered, i, i+1)
+	}
+	return true
 }
 
 // refuse answers a frame that opened stream, a new call, after the
@@ -446,14 +465,14 @@ func (s *shell) refuse(stream string) {
 	}
 	s.answered = append(s.answered, stream)
 	if s.restarting && s.mb.stops.Load() == 0 {
-		s.Emit(messages.Error(stream, restartingText))
-		s.Emit(messages.End(stream))
+		s.emit(messages.Error(stream, restartingText))
+		s.emit(messages.End(stream))
 		return
 	}
 	f := messages.Error(stream, stoppingText)
 	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
-	s.Emit(f)
-	s.Emit(messages.End(stream))
+	s.emit(f)
+	s.emit(messages.End(stream))
 }
 
 // OpensStream reports whether a frame of type t written into a duplex's
@@ -591,8 +610,20 @@ func (o *openStreams) all() []string {
 }
 
 // Emit implements Context. A frame emitted on a stream opens it (the
-// duplex owes it an END), but a META (see opensCall).
+// duplex owes it an END), but a META (see opensCall). A frame on a call
+// the shell answered (see answered), which a resumed Logic may still hold,
+// is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
+	if len(s.answered) > 0 && slices.Contains(s.answered, f.GetStreamId()) {
+		s.Logger().Debug("frame on a call already answered dropped",
+			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
+		return
+	}
+	s.emit(f)
+}
+
+// emit sends f to the subscriber, noting the streams it opens and closes.
+func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
 		s.open.remove(f.GetStreamId())

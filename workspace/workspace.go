@@ -200,11 +200,14 @@ type Options struct {
 	//     did not exist when New ran, resolved again then, and each
 	//     pattern's matches, matched again then ([sandbox.HiddenPath]).
 	//     Links in the workspace, which commands make, are followed only
-	//     to a place in the workspace, which is then hidden (what a link
-	//     a command planted at a path to hide leads to); a pattern lists
-	//     no directory through them.
+	//     to a place in the workspace (not the workspace itself), which
+	//     is then hidden: what a link a command planted at a path to
+	//     hide, or at a pattern's directory (config, for config/*.key),
+	//     leads to, and the pattern's matches there.
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
-	//     command runs ([sandbox.ErrTooManyHidden]).
+	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
+	//     patterns that match the most), not even one that would remove
+	//     matches: the host must remove them (see [sandbox.MaxHidden]).
 	//   - As the command starts, its sandbox looks again, from inside:
 	//     when a path to hide appeared, or was removed or replaced (by
 	//     anyone, the file tools included), since the set-up, a new
@@ -213,22 +216,27 @@ type Options struct {
 	//     when New ran and was moved or replaced since refuses the
 	//     commands instead ([sandbox.ErrHiddenMoved]).
 	//   - A path inside the workspace is hidden from commands, not from
-	//     the file tools. A command cannot rename or remove it, nor a
-	//     directory on the way to it, one a pattern's wildcard matched
-	//     included (a directory moved deeper would match no more): each
-	//     is a mount point in the sandbox, so removing it (rm -rf) fails
-	//     with EBUSY, and rename(2) of a file into or out of it fails
-	//     with EXDEV (mv falls back to copying; git mv, os.rename and
-	//     the like fail).
+	//     the file tools. A command cannot rename or remove a path that
+	//     exists when its sandbox is set up, nor a directory on the way
+	//     to one, one a pattern's wildcard matched included (a directory
+	//     moved deeper would match no more): each is a mount point in
+	//     the sandbox, so removing it (rm -rf) fails with EBUSY, and
+	//     rename(2) of a file into or out of it fails with EXDEV (mv
+	//     falls back to copying; git mv, os.rename and the like fail).
+	//     A directory on the way to where nothing is yet (a pattern's
+	//     directory with no match, say) is no mount point: a command can
+	//     rename it, remove it when empty, and put a link in its place,
+	//     which the next set-up follows as said above.
 	//
 	// What is not hidden:
 	//   - From a command already running when a path to hide appears
 	//     or its content is written: its sandbox does not cover it, and
 	//     it can read, copy or move it.
-	//   - What a symbolic link at a path to hide (or on the way to one)
-	//     leads to outside the workspace, when a command made the link
-	//     before the path existed: the sandbox hides no path a command's
-	//     link names there. write_file refuses to write through such a
+	//   - What a symbolic link at a path to hide, or at any directory on
+	//     the way to one or to a pattern's match, leads to outside the
+	//     workspace, when a command made the link before the path
+	//     existed: the sandbox hides no path a command's link names
+	//     there. write_file refuses to write through such a
 	//     link (ReasonLinkToHidden, as for one that leads into the
 	//     workspace), but a program that writes the path itself
 	//     (os.WriteFile, say) follows it, and may put the content where
@@ -239,8 +247,12 @@ type Options struct {
 	//     one, renamed into place) and refuses a file with more than one
 	//     link; other writers may not.
 	// A program that writes secrets into the workspace should write them
-	// with write_file, or check first that no link stands at the path
-	// (Lstat, and the link count).
+	// with write_file. Checking the path alone with Lstat does not do:
+	// a link may stand at any directory on the way to it. Otherwise
+	// check each component from the workspace down (Lstat: no link at
+	// any, and the file's link count), and write while no command runs
+	// (a running command can plant a link between the check and the
+	// write).
 	HidePaths []string
 
 	// Limits are the resource limits of sandboxed commands (zero fields

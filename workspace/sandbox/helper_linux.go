@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -398,7 +399,9 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		plan.outside = append(plan.outside, h)
 	}
 	if n := len(plan.inside) + len(plan.outside); n > MaxHidden {
-		return p, "", fmt.Errorf("%w: %d paths to hide, more than %d (patterns match too many files)", ErrTooManyHidden, n, MaxHidden)
+		// The patterns were matched again: their latest counts.
+		maps.Copy(plan.matched, late.matched)
+		return p, "", tooManyHidden(n, plan.matched, wsPath)
 	}
 	if err := pinWays(plan.inside, wsPath); err != nil {
 		return p, "", err

@@ -1,8 +1,10 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,23 +89,32 @@ func hideList(wsPath string) (defaults, others []string) {
 // then: commands may have changed those. Beneath the workspace, where
 // things are renamed and replaced, the set-up refuses to run a command
 // when the path no longer holds what was found there
-// ([ErrHiddenMoved]). A command cannot rename or remove a directory of
-// the workspace on the way to a path its sandbox hides, whenever that
-// path appeared (each such directory, one a pattern's wildcard matched
-// included, is a mount point in the sandbox: removing it fails with
-// EBUSY, and rename(2) into or out of it with EXDEV), nor the
-// path itself, so it cannot take a hidden path to a name the next
-// sandbox does not hide.
+// ([ErrHiddenMoved]). A command cannot rename or remove a path its
+// sandbox hides, nor a directory of the workspace on the way to one,
+// whenever that path appeared (each such directory, one a pattern's
+// wildcard matched included, is a mount point in the sandbox: removing
+// it fails with EBUSY, and rename(2) into or out of it with EXDEV), so
+// it cannot take a hidden path to a name the next sandbox does not
+// hide. A directory on the way to where a path to hide or a pattern's
+// match would be, while nothing is there when the command's sandbox is
+// set up (a pattern's directory with no match, say), is no mount
+// point: a command can rename it, remove it (when empty), and put a
+// link in its place. The next set-up follows such a link when it leads
+// to a place in the workspace (not the workspace itself), for an exact
+// path and for a pattern's directory alike, and hides what the path or
+// the pattern's rest finds there, at its real place.
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
 	// resolved again at each set-up, and hidden if it exists by then;
 	// links in the workspace on the way (a command's) are followed only
 	// to a place in the workspace (not the workspace itself), which is
-	// then hidden: the entry leads nowhere otherwise. A pattern is kept too, as Path
-	// with no identity beside what it matched: it is matched again at
-	// each set-up, listing only directories reached through no link in
-	// the workspace, and what it matches then is hidden.
+	// then hidden: the entry leads nowhere otherwise. A pattern is kept
+	// too, as Path with no identity beside what it matched: it is
+	// matched again at each set-up, listing directories reached through
+	// links in the workspace only where they lead to a place in it
+	// other than the workspace itself, and what it matches then is
+	// hidden (where the links lead).
 	// A set-up lists each directory a component with a pattern needs,
 	// so "/w/*/*.pem" reads the workspace's top directory and each of
 	// its subdirectories, every time.
@@ -176,7 +187,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	ids                                 map[string]HiddenPath
-	seen                                lstats // what the planning found
+	seen                                lstats         // what the planning found
+	matched                             map[string]int // each pattern's number of matches
 }
 
 // lstats remembers what Lstat returned for each path, for one look at
@@ -217,12 +229,13 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
 	have := map[string]bool{} // resolved, as a set
+	matched := map[string]int{}
 	add := func(r string) error {
 		if have[r] {
 			return nil
 		}
 		if len(resolved) >= MaxHidden {
-			return fmt.Errorf("%w: more than %d paths to hide (patterns match too many files)", ErrTooManyHidden, MaxHidden)
+			return tooManyHidden(0, matched, wsPath)
 		}
 		have[r] = true
 		resolved = append(resolved, r)
@@ -245,6 +258,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 			if matches, err = globHidden(seen, h, wsPath); err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
+			matched[h] = len(matches)
 			// Looked for again once the workspace is mounted, whatever
 			// it matched now: a workspace beneath /tmp is not there
 			// to be matched before.
@@ -267,7 +281,7 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing, seen: seen}
+	plan := hidePlan{ids: ids, missing: missing, seen: seen, matched: matched}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {
@@ -295,13 +309,53 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 // sandbox, and commands make the files patterns match: a set-up that
 // would hide more refuses to run the command ([ErrTooManyHidden])
 // rather than run it with some of them visible, or spend seconds
-// mounting. Someone must remove matches (from outside the sandboxes:
-// no command runs until then) or hide a directory that holds them.
+// mounting. The error names the patterns that match the most, and how
+// many paths each matches. No command can mend this, since none runs:
+// the host must remove matches itself, outside the sandboxes (their
+// names are what the pattern matches beneath the workspace: list them
+// with filepath.Glob and remove each with os.Remove, which removes a
+// link rather than what it leads to), or hide a directory that holds
+// them instead of the pattern.
 const MaxHidden = 4096
 
 // ErrTooManyHidden is wrapped by the set-up error of a sandbox that
 // would hide more than [MaxHidden] paths.
 var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
+
+// tooManyHidden is the error of a set-up that would hide more than
+// MaxHidden paths: total of them (0 when the set-up stopped counting),
+// matched being each pattern's number of matches, the largest named
+// (relative to the workspace wsPath when beneath it), with what to do.
+func tooManyHidden(total int, matched map[string]int, wsPath string) error {
+	pats := slices.Collect(maps.Keys(matched))
+	slices.SortFunc(pats, func(a, b string) int {
+		if c := cmp.Compare(matched[b], matched[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var named []string
+	for _, p := range pats {
+		if matched[p] == 0 || len(named) == 3 {
+			break
+		}
+		name := p
+		if wsPath != "" && within(p, wsPath) && p != wsPath {
+			name = strings.TrimPrefix(p, wsPath+"/") + " (in the workspace)"
+		}
+		named = append(named, fmt.Sprintf("pattern %s matches %d", name, matched[p]))
+	}
+	count := fmt.Sprintf("more than %d paths to hide", MaxHidden)
+	if total > 0 {
+		count = fmt.Sprintf("%d paths to hide, more than %d", total, MaxHidden)
+	}
+	if len(named) > 0 {
+		count += ": " + strings.Join(named, ", ")
+	}
+	return fmt.Errorf("%w: %s; no command can run until matches are removed, "+
+		"and commands cannot remove them: they must be removed from outside the sandbox (by the host)",
+		ErrTooManyHidden, count)
+}
 
 // pathSet is a set of clean absolute paths that tells whether a path
 // is one of them or beneath one, in as many look-ups as the path has

@@ -20,10 +20,14 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 }
 
 // globHidden returns the existing paths that match pattern (absolute,
-// see filepath.Match), as filepath.Glob does, but lists only the
-// directories it reaches by following no link in the workspace wsPath
-// (see resolveOutside): a command's link can neither lead the matching
-// elsewhere nor make it list a large directory. Only the directories a
+// see filepath.Match), as filepath.Glob does, but follows a link in the
+// workspace wsPath (a command's) on the way to a directory it lists
+// only when it leads to a place in the workspace, the workspace itself
+// excluded (see listDir): a command's link can neither lead the
+// matching outside nor make it list the whole workspace again, and
+// what the host wrote through such a link is matched where it is (its
+// match, resolved as resolveHidden does, is hidden at its real place).
+// Only the directories a
 // component with a pattern needs are listed, each once per path that
 // leads to it; a directory that cannot be listed is left out, as Glob
 // leaves it.
@@ -68,13 +72,17 @@ func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 	return matches, nil
 }
 
-// listDir returns the names in the directory dir leads to, following no
-// link in the workspace wsPath, and opening nothing but a directory
-// (never a FIFO, which would block).
+// listDir returns the names in the directory dir leads to, following
+// links in the workspace wsPath only to a place in it other than the
+// workspace itself (a link a command made at a pattern's directory,
+// through which the host may write), and opening nothing but a
+// directory (never a FIFO, which would block).
 func listDir(seen lstats, dir, wsPath string) ([]string, error) {
 	r, ok := resolveOutside(seen, dir, wsPath)
 	if !ok {
-		return nil, os.ErrNotExist
+		if r, ok = resolveLinks(seen, dir, wsPath, true); !ok || r == wsPath || !within(r, wsPath) {
+			return nil, os.ErrNotExist
+		}
 	}
 	fd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -142,7 +142,7 @@ type Options struct {
 	// with an error wrapping remote.ErrTooLarge, for a request over its
 	// member's limit (nothing is sent) and for a session whose answer is
 	// over the limit of the member that hosts it. Whatever their limits,
-	// members and clients take messages of up to 256 MiB from one
+	// members and clients take messages of up to 64 MiB from one
 	// another (see "Sizes" in package remote), so a member may send
 	// frames up to its own limit to peers with a lower one. Default
 	// remote.DefaultMaxFrameBytes; at most remote.MaxFrameBytesLimit.

@@ -200,10 +200,13 @@ type Options struct {
 	//     did not exist when New ran, resolved again then, and each
 	//     pattern's matches, matched again then ([sandbox.HiddenPath]).
 	//     Links in the workspace, which commands make, are followed only
-	//     to a place in the workspace (not the workspace itself), which
-	//     is then hidden: what a link a command planted at a path to
-	//     hide, or at a pattern's directory (config, for config/*.key),
-	//     leads to, and the pattern's matches there.
+	//     to a place in the workspace, which is then hidden: what a link
+	//     a command planted at a path to hide leads to (not the workspace
+	//     itself), and the matches of a pattern where a link at its
+	//     directory (config, for config/*.key) leads, the workspace
+	//     itself included (config -> .: the host's config/a.key is a.key,
+	//     hidden there; config/* would then hide all the workspace holds,
+	//     never the workspace).
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
 	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
 	//     patterns that match the most), not even one that would remove

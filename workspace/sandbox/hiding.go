@@ -222,8 +222,8 @@ var ErrConfig = errors.New("sandbox configuration")
 // planHiding resolves list (links followed, patterns matched, missing
 // paths left out) around the workspace wsPath (resolved), and adds the
 // paths fixed resolved once (those missing then, and the patterns,
-// resolved again now). No link in the workspace is followed: the links
-// there are the commands'.
+// resolved again now). A link in the workspace (a command's) is
+// followed only into it, as resolveHidden and globHidden say.
 func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
 	var resolved, missing []string
 	ids := map[string]HiddenPath{}

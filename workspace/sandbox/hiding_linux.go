@@ -23,14 +23,17 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 // see filepath.Match), as filepath.Glob does, but follows a link in the
 // workspace wsPath (a command's) on the way to a directory it lists
 // only when it leads to a place in the workspace, the workspace itself
-// excluded (see listDir): a command's link can neither lead the
-// matching outside nor make it list the whole workspace again, and
-// what the host wrote through such a link is matched where it is (its
-// match, resolved as resolveHidden does, is hidden at its real place).
-// Only the directories a
-// component with a pattern needs are listed, each once per path that
-// leads to it; a directory that cannot be listed is left out, as Glob
-// leaves it.
+// included (see listDir): a command's link can not lead the matching
+// outside, and what the host wrote through such a link (config -> .,
+// for config/*.key: config/a.key lands at a.key) is matched where it
+// is (its match, resolved as resolveHidden does, is hidden at its real
+// place; a match that resolves to the workspace itself is not hidden).
+// Only the directories a component with a pattern needs are listed,
+// each real directory once per component, whatever number of paths
+// lead to it (links to the workspace, or loops, multiply the paths,
+// not the listings: the matches through the paths left out are the
+// same real files); a directory that cannot be listed is left out, as
+// Glob leaves it.
 func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 	parts := strings.Split(pattern, "/")
 	for _, c := range parts {
@@ -44,12 +47,18 @@ func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 			continue
 		}
 		var next []string
+		listed := map[string]bool{}
 		for _, d := range cur {
 			if !isPattern(c) {
 				next = append(next, filepath.Join(d, c))
 				continue
 			}
-			names, err := listDir(seen, d, wsPath)
+			r, ok := dirToList(seen, d, wsPath)
+			if !ok || listed[r] {
+				continue
+			}
+			listed[r] = true
+			names, err := listDir(r)
 			if err != nil {
 				continue
 			}
@@ -72,18 +81,23 @@ func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 	return matches, nil
 }
 
-// listDir returns the names in the directory dir leads to, following
-// links in the workspace wsPath only to a place in it other than the
-// workspace itself (a link a command made at a pattern's directory,
-// through which the host may write), and opening nothing but a
-// directory (never a FIFO, which would block).
-func listDir(seen lstats, dir, wsPath string) ([]string, error) {
-	r, ok := resolveOutside(seen, dir, wsPath)
-	if !ok {
-		if r, ok = resolveLinks(seen, dir, wsPath, true); !ok || r == wsPath || !within(r, wsPath) {
-			return nil, os.ErrNotExist
-		}
+// dirToList returns where dir leads, following links in the workspace
+// wsPath only to a place in it, the workspace itself included (a link
+// a command made at a pattern's directory, through which the host may
+// write); ok is false when it leads nowhere or elsewhere.
+func dirToList(seen lstats, dir, wsPath string) (r string, ok bool) {
+	if r, ok = resolveOutside(seen, dir, wsPath); ok {
+		return r, true
 	}
+	if r, ok = resolveLinks(seen, dir, wsPath, true); !ok || !within(r, wsPath) {
+		return "", false
+	}
+	return r, true
+}
+
+// listDir returns the names in the directory r (resolved), opening
+// nothing but a directory (never a FIFO, which would block).
+func listDir(r string) ([]string, error) {
 	fd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

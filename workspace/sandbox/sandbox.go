@@ -105,8 +105,9 @@ type Config struct {
 	// are followed; a path that does not exist is looked for again by
 	// each sandbox set up (and as its command starts: [Process.Run]),
 	// and hidden once it exists, in the workspace
-	// too (see [HiddenPath]), following then no link in the workspace,
-	// where commands make them. An entry may be a pattern
+	// too (see [HiddenPath]), following then the links in the workspace,
+	// where commands make them, only to a place in it (a pattern's
+	// directory, the workspace itself included). An entry may be a pattern
 	// (filepath.Match), matched by ResolveHide and again by each
 	// sandbox set up: what matches it then is hidden. "/" and the
 	// workspace itself are refused ([CheckHide]). A directory that

@@ -85,11 +85,19 @@ type shell struct {
 	// answered (see resumed). Their frames are the answered call's,
 	// dropped, up to the caller's END (see dropAnswered); a frame that
 	// opens a call on the stream after that is a new call. What the Logic
-	// emits on them is dropped (see Emit).
+	// emits on them is dropped (see Emit). A map: a caller that never
+	// sends its END leaves its stream here.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	answered   []string
+	answered map[string]struct{}
+	// muted holds the streams whose call a Resume answered (see resumed)
+	// and the Logic, which keeps its state, has not ended itself: what it
+	// emits on them is the answered call's, dropped (see Emit), whether
+	// or not the caller's END has come, until the Logic's own END on the
+	// stream, a new call opened on it (see input) or the incarnation's
+	// end.
+	muted      map[string]struct{}
 	restarting bool
 	terminated bool
 
@@ -300,10 +308,15 @@ func (s *shell) resumed() {
 	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered
-			// call's (see answered), and so is what the Logic, which
-			// keeps its state, would emit on it (see Emit).
-			s.answered = append(s.answered, id)
+			// call's (see answered).
+			s.noteAnswered(id)
 		}
+		// So is what the Logic, which keeps its state, emits on it
+		// until it ends it, even after the caller's END (see muted).
+		if s.muted == nil {
+			s.muted = make(map[string]struct{})
+		}
+		s.muted[id] = struct{}{}
 		f := messages.Error(id, s.failure.Error())
 		f.Meta = &messages.Metadata{FailureKind: FailedKind}
 		s.emit(f)
@@ -379,7 +392,7 @@ func (s *shell) finish(reason error) {
 	slices.Sort(streams)
 	for _, id := range streams {
 		if !s.open.inputEnded(id) {
-			s.answered = append(s.answered, id)
+			s.noteAnswered(id)
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
@@ -414,6 +427,11 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
+		if len(s.muted) > 0 {
+			// A new call on the stream: what the Logic emits on it now
+			// is this call's (see muted).
+			delete(s.muted, f.GetStreamId())
+		}
 		s.noteOpen(f.GetStreamId())
 	}
 	s.deliver(f)
@@ -436,14 +454,23 @@ func (s *shell) late(f *messages.Frame) {
 // (see answered), to be dropped; the caller's END ends the call, and the
 // record.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
-	i := slices.Index(s.answered, f.GetStreamId())
-	if i < 0 {
+	id := f.GetStreamId()
+	if _, ok := s.answered[id]; !ok {
 		return false
 	}
 	if f.GetType() == messages.FrameType_END {
-		s.answered = slices.Delete(s.answered, i, i+1)
+		delete(s.answered, id)
 	}
 	return true
+}
+
+// noteAnswered records that the shell answered the call on stream, whose
+// caller's input has not ended (see answered).
+func (s *shell) noteAnswered(stream string) {
+	if s.answered == nil {
+		s.answered = make(map[string]struct{})
+	}
+	s.answered[stream] = struct{}{}
 }
 
 // refuse answers a frame that opened stream, a new call, after the
@@ -463,7 +490,7 @@ func (s *shell) refuse(stream string) {
 	if s.terminated || stream == "" {
 		return
 	}
-	s.answered = append(s.answered, stream)
+	s.noteAnswered(stream)
 	if s.restarting && s.mb.stops.Load() == 0 {
 		s.emit(messages.Error(stream, restartingText))
 		s.emit(messages.End(stream))
@@ -611,15 +638,31 @@ func (o *openStreams) all() []string {
 
 // Emit implements Context. A frame emitted on a stream opens it (the
 // duplex owes it an END), but a META (see opensCall). A frame on a call
-// the shell answered (see answered), which a resumed Logic may still hold,
+// the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if len(s.answered) > 0 && slices.Contains(s.answered, f.GetStreamId()) {
+	if (len(s.muted) > 0 || len(s.answered) > 0) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
 	}
 	s.emit(f)
+}
+
+// dropEmit reports whether f, emitted by the Logic, is on a call the
+// shell answered, to be dropped: one a Resume answered, up to the Logic's
+// own END on it (see muted), or one whose caller's input has not ended
+// (see answered).
+func (s *shell) dropEmit(f *messages.Frame) bool {
+	id := f.GetStreamId()
+	if _, ok := s.muted[id]; ok {
+		if f.GetType() == messages.FrameType_END {
+			delete(s.muted, id)
+		}
+		return true
+	}
+	_, ok := s.answered[id]
+	return ok
 }
 
 // emit sends f to the subscriber, noting the streams it opens and closes.

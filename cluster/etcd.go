@@ -378,5 +378,42 @@ func (w stoppedWatcher) Watch(ctx context.Context, key string, opts ...clientv3.
 		case <-ctx.Done():
 		}
 	}
-	return w.Watcher.Watch(ctx, key, opts...)
+	return oneEventEach(ctx, w.Watcher.Watch(ctx, key, opts...))
+}
+
+// oneEventEach passes src's responses on with one event each. The pinned
+// provider applies a response's deletions only to members it had before
+// the response, and its puts after: a member that registered and left
+// within one response (certain when the first watch replays what
+// happened since the read) stayed in its view for good. One event at a
+// time, the put is applied before the delete.
+func oneEventEach(ctx context.Context, src clientv3.WatchChan) clientv3.WatchChan {
+	out := make(chan clientv3.WatchResponse)
+	go func() {
+		defer close(out)
+		send := func(r clientv3.WatchResponse) bool {
+			select {
+			case out <- r:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for resp := range src {
+			if len(resp.Events) <= 1 || resp.Err() != nil {
+				if !send(resp) {
+					return
+				}
+				continue
+			}
+			for _, ev := range resp.Events {
+				r := resp
+				r.Events = []*clientv3.Event{ev}
+				if !send(r) {
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -858,19 +858,20 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		defer c.stopLoop()
 	}
 	payload := c.first
-	spent := 0            // the attempts counted against MaxAttempts
-	uncounted := 0        // those not counted (see refusedByRestart)
-	restarts := -1        // the loop's restarts when it ran again after one, before this attempt; -1: none
-	var failed loopFailed // the loop failed during this attempt (looked at after a restart)
+	spent := 0     // the attempts counted against MaxAttempts
+	uncounted := 0 // those not counted (see refusedByRestart)
+	restarts := -1 // the loop's restarts when it ran again after one, before this attempt; -1: none
 	for attempt := 1; ; attempt++ {
 		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err
 		}
-		unwatch := failed.watch(a.rt, mux, restarts >= 0)
+		// failed: the loop failed during this attempt (looked at only
+		// after a restart: nil, and nothing allocated, before).
+		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()
-		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.Load())
+		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.failed())
 		if refused {
 			uncounted++
 		} else {
@@ -1197,15 +1198,19 @@ func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, 
 // loop it watches.
 type loopFailed struct{ atomic.Bool }
 
-// watch clears f and, when on, has it set by every supervision decision
-// about the loop of mux until the returned function is called.
-func (f *loopFailed) watch(rt *actors.Runtime, mux *actors.Mux, on bool) (unwatch func()) {
-	f.Store(false)
+// failed reports whether f was set; a nil f (an attempt not watched) was
+// not.
+func (f *loopFailed) failed() bool { return f != nil && f.Load() }
+
+// watchLoop, when on, returns a flag set by every supervision decision
+// about the loop of mux until the returned function is called; else nil,
+// allocating nothing (the common attempt, not sent after a restart).
+func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func()) {
 	if !on {
-		return func() {}
+		return nil, func() {}
 	}
-	id := mux.Ref().String()
-	return rt.WatchSupervision(func(ev supervisor.Event) {
+	f, id := new(loopFailed), mux.Ref().String()
+	return f, rt.WatchSupervision(func(ev supervisor.Event) {
 		if ev.Child == id {
 			f.Store(true)
 		}

@@ -766,7 +766,7 @@ func (p *proxy) gone(addr string, connEnded bool) {
 		return
 	}
 	if why != "" {
-		p.log.Warn("tool node unreachable", "address", addr, "error", why)
+		p.log.Info("tool node gone", "address", addr, "error", why)
 	} else {
 		p.log.Info("tool node gone", "address", addr)
 	}

@@ -87,8 +87,8 @@ type Options struct {
 	// same CAs: a peer without it reaches no one. It covers the members'
 	// protoactor remote (gRPC), which carries the requests and the
 	// sessions' answers; not the provider's own traffic ([Automanaged]'s
-	// health checks over HTTP, etcd's connection). Nil: no TLS and no
-	// authentication.
+	// health checks over HTTP, the Etcd provider's connection to etcd).
+	// Nil: no TLS and no authentication.
 	TLS *remote.TLS
 	// Provider tells the members of the cluster: [Automanaged] for a
 	// static list of hosts, [Etcd], or any protoactor cluster provider.

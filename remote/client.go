@@ -196,12 +196,9 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Address == "" {
 		o.Address = DefaultAddress
 	}
-	risk := "without TLS, whoever reaches a client can answer its calls"
-	if o.TLS != nil {
-		if err := o.TLS.check("ClientOptions.TLS"); err != nil {
-			return nil, err
-		}
-		risk = "peers with a certificate from ClientOptions.TLS.CAs can answer its calls"
+	risk, err := o.TLS.listenRisk("ClientOptions.TLS", "answer the client's calls")
+	if err != nil {
+		return nil, err
 	}
 	addr, err := listenAddress(o.Address, o.AllowRemote, "ClientOptions.AllowRemote", risk)
 	if err != nil {
@@ -851,9 +848,9 @@ func openError(err error, withTLS bool) string {
 	}
 	switch {
 	case withTLS && strings.Contains(msg, "remote error: tls:"):
-		msg += " (the node refused the TLS handshake: the client's certificate must chain to the node's CAs)"
+		msg += "; the node refused the TLS handshake: the client's certificate must chain to the node's CAs"
 	case !withTLS && strings.Contains(msg, "server preface"):
-		msg += " (a node with TLS closes connections without it: see ClientOptions.TLS)"
+		msg += "; a node with TLS closes connections without it: see ClientOptions.TLS"
 	}
 	return msg
 }

@@ -157,12 +157,9 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if len(o.Tools) == 0 {
 		return nil, errors.New("remote: a node needs at least one tool")
 	}
-	risk := "without TLS, whoever reaches a node runs its tools"
-	if o.TLS != nil {
-		if err := o.TLS.check("NodeOptions.TLS"); err != nil {
-			return nil, err
-		}
-		risk = "peers with a certificate from NodeOptions.TLS.CAs run its tools"
+	risk, err := o.TLS.listenRisk("NodeOptions.TLS", "run the node's tools")
+	if err != nil {
+		return nil, err
 	}
 	addr, err := listenAddress(o.Address, o.AllowRemote, "NodeOptions.AllowRemote", risk)
 	if err != nil {

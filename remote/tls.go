@@ -85,6 +85,20 @@ func (t *TLS) check(field string) error {
 	return nil
 }
 
+// listenRisk checks t (when set) for the option field (NodeOptions.TLS,
+// ClientOptions.TLS) and returns what listening beyond loopback exposes:
+// without TLS, to whoever reaches the address; with it, to the peers of
+// its CAs. what is what they can do ("run its tools").
+func (t *TLS) listenRisk(field, what string) (string, error) {
+	if t == nil {
+		return "without TLS, whoever reaches it can " + what, nil
+	}
+	if err := t.check(field); err != nil {
+		return "", err
+	}
+	return "peers with a certificate from " + field + ".CAs can " + what, nil
+}
+
 // credentials returns the transport credentials of t's server (requiring
 // and checking a client certificate) and of its dials (presenting the
 // certificate and checking the peer's); insecure ones both when t is nil.

@@ -174,6 +174,16 @@ func startTLSPeer(t *testing.T, role string, files *tlstest.Files) *nodeProc {
 	return p
 }
 
+// startTLSPair starts a node and a client with certificates from one CA.
+func startTLSPair(t *testing.T) (node, client *nodeProc) {
+	t.Helper()
+	ca := tlstest.NewCA(t, "polyweave test CA")
+	dir := t.TempDir()
+	node = startTLSPeer(t, "node", new(ca.WriteFiles(t, dir, "node")))
+	client = startTLSPeer(t, "client", new(ca.WriteFiles(t, dir, "client")))
+	return node, client
+}
+
 // send writes line to the peer's stdin.
 func (p *nodeProc) send(t *testing.T, line string) {
 	t.Helper()
@@ -211,10 +221,7 @@ func (p *nodeProc) stopClean(t *testing.T) {
 // own connection to it, which checks the client's certificate in turn).
 func TestTLS_ClientCallsNode(t *testing.T) {
 	t.Parallel()
-	ca := tlstest.NewCA(t, "polyweave test CA")
-	dir := t.TempDir()
-	node := startTLSPeer(t, "node", new(ca.WriteFiles(t, dir, "node")))
-	client := startTLSPeer(t, "client", new(ca.WriteFiles(t, dir, "client")))
+	node, client := startTLSPair(t)
 	client.send(t, "call "+node.addr+` echo {"text":"over TLS"}`)
 	if r := client.reply(t); r != `result {"echo":"over TLS"}` {
 		t.Errorf("the TLS client's call: %s", r)
@@ -233,10 +240,7 @@ func TestTLS_ClientCallsNode(t *testing.T) {
 // reported the other gone.
 func TestTLS_PingsSeeNodeAlive(t *testing.T) {
 	t.Parallel()
-	ca := tlstest.NewCA(t, "polyweave test CA")
-	dir := t.TempDir()
-	node := startTLSPeer(t, "node", new(ca.WriteFiles(t, dir, "node")))
-	client := startTLSPeer(t, "client", new(ca.WriteFiles(t, dir, "client")))
+	node, client := startTLSPair(t)
 	for _, text := range []string{"before", "after"} {
 		if text == "after" {
 			// The quiet time under test (gRPC pings a connection quiet

@@ -122,7 +122,8 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
-	file            *os.File // the descriptor bbolt reads and writes the file through
+	file            *os.File                                         // the descriptor bbolt reads and writes the file through
+	openFile        func(string, int, os.FileMode) (*os.File, error) // opens every file: the store's, Compact's copy, the folder synced
 	path            string
 	legacy          bool // a version 2 file open read-only: values carry no checksum
 	log             *slog.Logger
@@ -209,8 +210,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	return open(path, opts, nil)
 }
 
-// open is Open with bbolt's file-opening hook, which tests use to reach the
-// underlying *os.File.
+// open is Open with a file-opening hook, which tests use to reach the
+// underlying *os.File or to make opening a file fail: the store opens
+// every file through it (see Store.openFile).
 func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -265,6 +267,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	s := &Store{
 		db:              db,
 		file:            file,
+		openFile:        openFile,
 		path:            path,
 		noSync:          o.NoSync,
 		log:             o.Logger,
@@ -328,7 +331,7 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 	if o.NoSync {
 		return nil
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(openFile, filepath.Dir(path))
 }
 
 // openBolt opens an existing file with bbolt: it locks the file itself

@@ -67,7 +67,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	var dstFile *os.File // the descriptor bbolt writes dst through
 	dst, err := bolt.Open(tmp, DefaultFileMode, &bolt.Options{NoSync: s.noSync, FreelistType: bolt.FreelistMapType, Timeout: time.Second,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, mode)
+			f, err := s.openFile(name, flag, mode)
 			dstFile = f
 			return f, err
 		}})
@@ -119,7 +119,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 			err = os.Rename(tmp, s.path)
 		}
 		if err == nil && !s.noSync {
-			err = syncDir(filepath.Dir(s.path))
+			err = syncDir(s.openFile, filepath.Dir(s.path))
 		}
 		if err != nil {
 			return err

@@ -185,7 +185,7 @@ type Store struct {
 	noSync     bool
 
 	// syncFailed holds the permanent error every write transaction fails
-	// with once a commit's sync failed (see [Store.updateTx]).
+	// with once a sync failed (see [Store.failWrites]).
 	syncFailed atomic.Pointer[error]
 
 	committerDone chan struct{}
@@ -400,17 +400,38 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
-	if failed := s.syncFailed.Load(); failed != nil {
-		return *failed
+	if err := s.writable(); err != nil {
+		return err
 	}
 	err := guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
 	if isSyncFailure(err) {
-		err = durability.Permanent(&fileError{path: s.path, why: syncFailedWhy, err: fmt.Errorf("%s: sync: %w", doing, err)})
-		s.syncFailed.Store(&err)
-		s.log.Error("boltstore: syncing the file failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
-		return err
+		return s.failWrites(syncFailedWhy, fmt.Errorf("%s: sync: %w", doing, err))
 	}
 	return fileFailure(s.path, err, func() error { return descriptorFailure(s.file) })
+}
+
+// writable returns the permanent error the store's writes fail with once
+// a sync failed (see [Store.failWrites]), or nil.
+func (s *Store) writable() error {
+	if failed := s.syncFailed.Load(); failed != nil {
+		return *failed
+	}
+	return nil
+}
+
+// failWrites makes every later write transaction, and Compact, fail with
+// one permanent error, naming the file and saying why, until the store is
+// opened again, and returns that error: a sync failed (of a commit, or of
+// the folder after Compact renamed its copy over the file), so going on
+// could damage the file or lose what is acknowledged. The first such
+// error is kept.
+func (s *Store) failWrites(why string, cause error) error {
+	err := durability.Permanent(&fileError{path: s.path, why: why, err: cause})
+	if !s.syncFailed.CompareAndSwap(nil, &err) {
+		return *s.syncFailed.Load()
+	}
+	s.log.Error("boltstore: a sync failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
+	return err
 }
 
 // load checks the file's layout and format version, replays the log into

@@ -41,7 +41,8 @@ const compactTxSize = 4 << 20
 // fails, the rename may not survive a crash, so Compact returns a
 // permanent error naming the file and every later write fails with it
 // until the store is opened again (reads go on; nothing acknowledged is
-// lost).
+// lost). A store whose sync failed, before Compact or while it copies,
+// is not compacted: Compact fails with that permanent error.
 //
 // The store keeps its lock on the new file; a process that was waiting
 // for the old file's lock gets the old, unlinked file: do not open a store
@@ -59,6 +60,9 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	}
 	if s.db.IsReadOnly() {
 		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly, nil)}
+	}
+	if err := s.writable(); err != nil { // it would rewrite the file from what the mapping shows
+		return fail(err)
 	}
 	if err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {
@@ -106,6 +110,9 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		start := time.Now()
 		defer func() { st.Blocked = time.Since(start) }()
 		s.compacting = false
+		if err := s.writable(); err != nil { // a commit's sync failed meanwhile
+			return err
+		}
 		s.viewMu.Lock()
 		defer s.viewMu.Unlock()
 		err := s.viewTx("copying the log", func(tx *bolt.Tx) error {

@@ -105,10 +105,12 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		resume()
 		return fail(err)
 	}
+	ran := false      // whether the last step ran (it lets checkpoints go on)
 	switched := false // whether the store uses the copy, renamed over its file
 	err = s.inCommitter(ctx, func() error {
 		start := time.Now()
 		defer func() { st.Blocked = time.Since(start) }()
+		ran = true
 		s.compacting = false
 		if err := s.writable(); err != nil { // a commit's sync failed meanwhile
 			return err
@@ -157,6 +159,9 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		return errors.Join(dirErr, guard(s.path, "closing the old file", nil, old.Close))
 	})
 	if err != nil {
+		if !ran { // ctx done, or the store closed, before it was handed over
+			resume()
+		}
 		if !switched {
 			cleanup()
 		}

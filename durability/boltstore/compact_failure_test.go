@@ -1,9 +1,12 @@
 package boltstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -57,4 +60,47 @@ func readEvents(t *testing.T, s *Store, name string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(got)
+}
+
+// TestCompact_CanceledBeforeTheSwitch_CheckpointsGoOn: Compact holds the
+// checkpoints back while it copies the buckets. When its context is
+// canceled before the last step (here as the copy is opened), Compact
+// fails with the context's error, removes the copy, and the checkpoints go
+// on: they are not held back for good, the log growing in memory.
+func TestCompact_CanceledBeforeTheSwitch_CheckpointsGoOn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	h := hookedStore(t, path, &Options{NoSync: true})
+	defer h.Close()
+	if err := h.PersistEvent(t.Context(), "a", 0, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h.before = func(name string) error {
+		if strings.HasPrefix(name, path+".compact-") {
+			cancel()
+		}
+		return nil
+	}
+	if _, err := h.Compact(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compact canceled during the copy: %v, want context.Canceled", err)
+	}
+	h.before = nil
+	noCompactCopies(t, path)
+	var held bool
+	if err := h.inCommitter(t.Context(), func() error { held = h.compacting; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if held {
+		t.Error("after a canceled Compact, checkpoints are held back for good")
+	}
+	if err := h.PersistEvent(t.Context(), "a", 1, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Compact(t.Context()); err != nil {
+		t.Fatalf("Compact again: %v", err)
+	}
+	if got := readEvents(t, h.Store, "a"); got != "[before after]" {
+		t.Errorf("the store holds %v, want [before after]", got)
+	}
 }

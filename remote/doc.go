@@ -121,10 +121,10 @@
 // every tool of a node, or answer a client's calls): have the CAs issue
 // certificates to one deployment's nodes and clients only. Certificates
 // are read once, at start: renew them by restarting. A client whose
-// certificate does not name its own host reaches its nodes but gets no
-// answer (the node cannot open its connection back): its calls end at
-// their timeouts. [TLS.GRPCOptions] gives a protoactor remote started
-// elsewhere (package cluster's members) the same.
+// certificate does not name the host of its own Address gets no answers:
+// its nodes check that name when they connect back to it.
+// [TLS.GRPCOptions] gives a protoactor remote started elsewhere (package
+// cluster's members) the same.
 //
 // # Loopback only, unless asked
 //

@@ -127,7 +127,8 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, wsPath, err := setUp(&setup.Config, setup.Keep)
+	cov := covers{}
+	prot, wsPath, err := setUp(&setup.Config, setup.Keep, cov)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -165,7 +166,7 @@ func helperMain() int {
 	// What appeared, or was replaced, since the set-up is not hidden
 	// here: the command must not run. Looked for from inside, where
 	// this process lists what the command could make readable.
-	if err := checkCovered(&setup.Config, wsPath); err != nil {
+	if err := checkCovered(&setup.Config, wsPath, cov); err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Stale: true})
 		return 2
 	}
@@ -272,8 +273,9 @@ func reapUntil(pid int) Exit {
 // workspace's path. Landlock, no_new_privs
 // and the bounding set are per-thread here and reach the command because
 // it is forked from this (locked) thread. keep are the files to keep
-// visible (see [KeptWithNetwork]).
-func setUp(cfg *Config, keep []string) (*Protections, string, error) {
+// visible (see [KeptWithNetwork]); the covers it mounts are added to
+// cov.
+func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error) {
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -348,7 +350,7 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		return p, "", err
 	}
 	for _, h := range plan.outside {
-		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
+		if err := cov.hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -392,7 +394,7 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		if within(wsPath, h) || outside.holds(h) {
 			continue
 		}
-		if err := hide(h, false, HiddenPath{}, false); err != nil {
+		if err := cov.hide(h, false, HiddenPath{}, false); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 		outside.add(h)
@@ -407,7 +409,7 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		return p, "", err
 	}
 	for _, h := range plan.inside {
-		if err := hide(h, false, plan.ids[h], true); err != nil {
+		if err := cov.hide(h, false, plan.ids[h], true); err != nil {
 			return p, "", fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -644,17 +646,26 @@ func freshDev(shm string) (ptys bool, err error) {
 	return ptys, nil
 }
 
+// covers are the mounts, by id, that a set-up made to hide paths: the
+// empty tmpfs over a directory, /dev/null over anything else. Run's
+// check takes a mount root for a cover only when it is one of them:
+// the set-up makes other mounts in the workspace (pinWays' pins, each
+// a directory of the workspace, readable), which the host may move to
+// a name the sandbox must hide.
+type covers map[uint64]bool
+
 // hide covers path (resolved) with an empty read-only tmpfs (a
-// directory) or /dev/null (anything else). An ancestor of the workspace
-// gets a writable tmpfs, to hold the workspace's mount point, made
-// read-only once the workspace is mounted. The path is opened without
-// following links and covered by that descriptor, so that what is
-// covered is what was checked: when id has an identity (see
-// [HiddenPath]) and the path no longer has it, a path inside the
-// workspace is refused ([ErrHiddenMoved]); outside it, what is there
-// now is hidden (a file replaced by a rename, say). A path that is
-// gone is left alone, unless it had an identity inside the workspace.
-func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+// directory) or /dev/null (anything else), and adds the cover to c. An
+// ancestor of the workspace gets a writable tmpfs, to hold the
+// workspace's mount point, made read-only once the workspace is
+// mounted. The path is opened without following links and covered by
+// that descriptor, so that what is covered is what was checked: when
+// id has an identity (see [HiddenPath]) and the path no longer has it,
+// a path inside the workspace is refused ([ErrHiddenMoved]); outside
+// it, what is there now is hidden (a file replaced by a rename, say).
+// A path that is gone is left alone, unless it had an identity inside
+// the workspace.
+func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
@@ -679,27 +690,87 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
 		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
 	}
-	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	var cover int
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-		size := "4k"
-		if !ancestor {
-			flags |= unix.MS_RDONLY
-		} else {
-			size = "64k"
-		}
-		return unix.Mount("tmpfs", target, "tmpfs", flags, "size="+size+",mode=0555")
+		cover, err = emptyTmpfs(ancestor)
+	} else {
+		cover, err = nullFile()
 	}
-	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(null)
-	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
-		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+	defer unix.Close(cover)
+	mnt, err := mountID(cover)
+	if err != nil {
 		return err
 	}
-	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	if err := unix.MoveMount(cover, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return err
+	}
+	c[mnt] = true
+	return nil
+}
+
+// emptyTmpfs makes a detached mount of a new, empty tmpfs, read-only
+// but for an ancestor of the workspace (see hide), and returns it.
+func emptyTmpfs(ancestor bool) (int, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("tmpfs: %w", err)
+	}
+	defer unix.Close(fs)
+	size, attrs := "4k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC
+	if ancestor {
+		size = "64k"
+	} else {
+		attrs |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.FsconfigSetString(fs, "size", size); err != nil {
+		return -1, fmt.Errorf("tmpfs size: %w", err)
+	}
+	if err := unix.FsconfigSetString(fs, "mode", "0555"); err != nil {
+		return -1, fmt.Errorf("tmpfs mode: %w", err)
+	}
+	if !ancestor {
+		if err := unix.FsconfigSetFlag(fs, "ro"); err != nil {
+			return -1, fmt.Errorf("tmpfs read-only: %w", err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("tmpfs: %w", err)
+	}
+	m, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs)
+	if err != nil {
+		return -1, fmt.Errorf("mount a tmpfs: %w", err)
+	}
+	return m, nil
+}
+
+// nullFile makes a detached, read-only copy of the mount of /dev/null,
+// and returns it.
+func nullFile() (int, error) {
+	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		unix.Close(null)
+		return -1, err
+	}
+	return null, nil
+}
+
+// mountID is the id of the mount the descriptor fd is on.
+func mountID(fd int) (uint64, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &st); err != nil {
+		return 0, err
+	}
+	if st.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, errors.New("the kernel does not tell mounts apart (statx without STATX_MNT_ID, Linux 5.8)")
+	}
+	return st.Mnt_id, nil
 }
 
 // pinWays makes each directory of the workspace wsPath on the way to
@@ -1002,14 +1073,16 @@ func (r *fdReader) readByte() (byte, error) {
 
 // checkCovered looks again, from inside the sandbox and as a set-up
 // does, for what it must hide around the workspace wsPath, and checks
-// that each of those paths is still covered: the root of a mount (the
-// cover) or gone. A path that appeared since the set-up is not; nor is
-// one whose file was removed or replaced from outside, which takes the
-// cover with it (the kernel detaches a mount whose mount point is
-// removed in another namespace), whatever inode the file there now
-// has. This process lists, as root in the sandbox's user namespace,
-// every directory a command could make readable.
-func checkCovered(cfg *Config, wsPath string) error {
+// that each of those paths is still covered: the root of one of the
+// covers the set-up mounted (cov), or gone. A path that appeared since
+// the set-up is not; nor is one whose file was removed or replaced
+// from outside, which takes the cover with it (the kernel detaches a
+// mount whose mount point is removed in another namespace), whatever
+// inode the file there has now; nor a directory the set-up pinned
+// (see pinWays), a mount root too, moved since by the host to a name
+// to hide. This process lists, as root in the sandbox's user
+// namespace, every directory a command could make readable.
+func checkCovered(cfg *Config, wsPath string, cov covers) error {
 	defaults, others := hideList(wsPath)
 	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
 	if err != nil {
@@ -1019,7 +1092,7 @@ func checkCovered(cfg *Config, wsPath string) error {
 		for _, h := range list {
 			id := plan.ids[h]
 			mustExist := (id.Dev != 0 || id.Ino != 0) && within(h, wsPath)
-			if err := isCovered(h, mustExist); err != nil {
+			if err := cov.isCovered(h, mustExist); err != nil {
 				return fmt.Errorf("%s: %w", h, err)
 			}
 		}
@@ -1030,9 +1103,9 @@ func checkCovered(cfg *Config, wsPath string) error {
 // errNotCovered says a path to hide is not covered in the sandbox.
 var errNotCovered = errors.New("appeared or was replaced since the sandbox was set up")
 
-// isCovered checks that path is the root of a mount, or gone (unless
-// mustExist: a path the set-up refuses to find gone).
-func isCovered(path string, mustExist bool) error {
+// isCovered checks that path is the root of one of the covers of c, or
+// gone (unless mustExist: a path the set-up refuses to find gone).
+func (c covers) isCovered(path string, mustExist bool) error {
 	// openat, not openat2, which the sandbox's filter refuses by now;
 	// the path it opened says whether a link on the way led elsewhere.
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -1047,13 +1120,13 @@ func isCovered(path string, mustExist bool) error {
 		return fmt.Errorf("a link on the way leads elsewhere (%s)", at)
 	}
 	var st unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_MNT_ID, &st); err != nil {
 		return err
 	}
-	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
-		return errors.New("the kernel does not say which files are mount roots (statx, Linux 5.8)")
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Mask&unix.STATX_MNT_ID == 0 {
+		return errors.New("the kernel does not say which files are mount roots, nor of which mount (statx, Linux 5.8)")
 	}
-	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || !c[st.Mnt_id] {
 		return errNotCovered
 	}
 	return nil

@@ -171,10 +171,12 @@ func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, erro
 // it and prepares another. The helper looks for the paths to hide
 // again, from inside the sandbox and as a set-up does (a few Lstat
 // calls per path to hide, a listing of each directory a pattern
-// needs), checks that each is still covered (a mount's root, whatever
-// inode the file there has: the cover goes when the file it covered is
-// removed), and answers before it starts the command: Run waits for
-// that answer.
+// needs), checks that each is still covered (the root of a cover the
+// set-up mounted, whatever inode the file there has: the cover goes
+// when the file it covered is removed; a directory of the workspace
+// the set-up pinned, and the host renamed since to a name to hide, is
+// a mount's root but no cover), and answers before it starts the
+// command: Run waits for that answer.
 func (p *Process) Run(shell, command string, env []string) error {
 	if p.ran {
 		return errors.New("sandbox: a sandbox runs one command")

@@ -47,6 +47,9 @@ type setupRequest struct {
 	// Keep is [KeptWithNetwork] as the host has it, when the network is
 	// allowed.
 	Keep []string `json:"keep,omitempty"`
+	// LinkTargets are the places of Config.LinkTargets as the set-up
+	// starts, hidden with the rest.
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -54,6 +57,9 @@ type runRequest struct {
 	Shell   string   `json:"shell"`
 	Command string   `json:"command"`
 	Env     []string `json:"env"`
+	// LinkTargets are the places of Config.LinkTargets as the command
+	// is handed over: later set-ups may have added some since this one.
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 // report is one line the helper writes on fdStatus: once the sandbox is
@@ -76,6 +82,9 @@ type report struct {
 	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
 	Resources bool `json:"resources,omitempty"`
+	// LinkTargets ("ready"): the places in the workspace that links
+	// led paths to hide to, which the set-up hid (see [LinkTargets]).
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 func init() {
@@ -128,7 +137,7 @@ func helperMain() int {
 		return 2
 	}
 	cov := covers{}
-	prot, wsPath, err := setUp(&setup.Config, setup.Keep, cov)
+	prot, wsPath, targets, err := setUp(&setup, cov)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -137,7 +146,7 @@ func helperMain() int {
 		return 2
 	}
 	if setup.Probe {
-		status.send(report{Phase: "ready", Protections: prot})
+		status.send(report{Phase: "ready", Protections: prot, LinkTargets: targets})
 		return 0
 	}
 	// The command's rlimits are known now: setting them up here keeps
@@ -150,7 +159,7 @@ func helperMain() int {
 	// The first decoding of a type builds encoding/json's cache for it,
 	// tens of µs better spent now than on the call's path.
 	_ = json.Unmarshal([]byte(`{"shell":"","command":"","env":[""]}`), new(runRequest))
-	status.send(report{Phase: "ready", Protections: prot})
+	status.send(report{Phase: "ready", Protections: prot, LinkTargets: targets})
 	// Ready: wait for the command. EOF means the host let this sandbox
 	// go unused (or died).
 	line, err = ctl.readLine()
@@ -166,7 +175,7 @@ func helperMain() int {
 	// What appeared, or was replaced, since the set-up is not hidden
 	// here: the command must not run. Looked for from inside, where
 	// this process lists what the command could make readable.
-	if err := checkCovered(&setup.Config, wsPath, cov); err != nil {
+	if err := checkCovered(&setup, req.LinkTargets, wsPath, cov); err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Stale: true})
 		return 2
 	}
@@ -268,14 +277,15 @@ func reapUntil(pid int) Exit {
 	}
 }
 
-// setUp builds the sandbox around this process: mounts, /proc, pid_max,
-// host name, Landlock and the capability bounding set, and returns the
-// workspace's path. Landlock, no_new_privs
-// and the bounding set are per-thread here and reach the command because
-// it is forked from this (locked) thread. keep are the files to keep
-// visible (see [KeptWithNetwork]); the covers it mounts are added to
-// cov.
-func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error) {
+// setUp builds the sandbox req asks for around this process: mounts,
+// /proc, pid_max, host name, Landlock and the capability bounding set,
+// and returns the workspace's path and the places in it that links led
+// paths to hide to (see [LinkTargets]). Landlock, no_new_privs and the
+// bounding set are per-thread here and reach the command because it is
+// forked from this (locked) thread. It keeps req.Keep visible (see
+// [KeptWithNetwork]), and adds the covers it mounts to cov.
+func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error) {
+	cfg, keep := &req.Config, req.Keep
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -290,16 +300,16 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 	// would then lead elsewhere ("/", say).
 	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return p, "", unsupported("make mounts private", err)
+		return p, "", nil, unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return p, "", unsupported("clone the workspace mount", err)
+		return p, "", nil, unsupported("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -309,7 +319,7 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", unsupported("mount a fresh /proc", err)
+		return p, "", nil, unsupported("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -321,24 +331,24 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		tmpOptions(cfg.TmpSize)); err != nil {
-		return p, "", unsupported("mount a private /tmp", err)
+		return p, "", nil, unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
 	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
-		return p, "", unsupported("mount a /dev of the sandbox's own", err)
+		return p, "", nil, unsupported("mount a /dev of the sandbox's own", err)
 	}
 	p.FreshDev = true
 	if !ptys {
 		p.Missing = append(p.Missing, "pseudo-terminals: no devpts instance of the sandbox's own could be mounted")
 	}
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
-		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -347,34 +357,35 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 		}
 	}()
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	for _, h := range plan.outside {
 		if err := cov.hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	for _, k := range kept {
 		if err := mountKept(k); err != nil {
-			return p, "", fmt.Errorf("keep %s visible: %w", k.path, err)
+			return p, "", nil, fmt.Errorf("keep %s visible: %w", k.path, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
-		return p, "", fmt.Errorf("workspace mount point: %w", err)
+		return p, "", nil, fmt.Errorf("workspace mount point: %w", err)
 	}
 	mounted, err := mountWorkspace(tree, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	defer unix.Close(mounted)
 	// What led nowhere may lead into the workspace now that it is
 	// mounted: beneath /tmp, it was not there to be found before (the
 	// sandbox's own /tmp covers the host's), unlike the paths inside it
 	// that were resolved when it was opened (their identities say where).
-	late, err := planHiding(plan.missing, nil, wsPath)
+	late, err := planHiding(plan.missing, nil, plan.missingTargets, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
+	targets := append(plan.targets, late.targets...)
 	inside, outside := pathSet{}, pathSet{}
 	for _, h := range plan.inside {
 		inside.add(h)
@@ -395,7 +406,7 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 			continue
 		}
 		if err := cov.hide(h, false, HiddenPath{}, false); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 		outside.add(h)
 		plan.outside = append(plan.outside, h)
@@ -403,31 +414,31 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 	if n := len(plan.inside) + len(plan.outside); n > MaxHidden {
 		// The patterns were matched again: their latest counts.
 		maps.Copy(plan.matched, late.matched)
-		return p, "", tooManyHidden(n, plan.matched, wsPath)
+		return p, "", nil, tooManyHidden(n, plan.matched, wsPath)
 	}
 	if err := pinWays(plan.inside, wsPath); err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	for _, h := range plan.inside {
 		if err := cov.hide(h, false, plan.ids[h], true); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	// The directories that hide the workspace's surroundings were left
 	// writable to make its mount point; nothing else is made in them.
 	for _, h := range plan.ancestors {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return p, "", fmt.Errorf("hide %s: make it read-only: %w", h, err)
+			return p, "", nil, fmt.Errorf("hide %s: make it read-only: %w", h, err)
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
 	if err := unix.Fchdir(mounted); err != nil {
-		return p, "", fmt.Errorf("enter the workspace: %w", err)
+		return p, "", nil, fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, "", unsupported("no_new_privs", err)
+		return p, "", nil, unsupported("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
@@ -437,7 +448,7 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 	case cfg.WithoutLandlock:
 		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
-		return p, "", unsupported("landlock", err)
+		return p, "", nil, unsupported("landlock", err)
 	case abi == 0:
 		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
 	default:
@@ -452,21 +463,21 @@ func setUp(cfg *Config, keep []string, cov covers) (*Protections, string, error)
 			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, "", unsupported("drop capabilities", err)
+		return p, "", nil, unsupported("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, "", unsupported("join a new session keyring", errno)
+		return p, "", nil, unsupported("join a new session keyring", errno)
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
 	} else {
 		p.Seccomp = true
 	}
-	return p, wsPath, nil
+	return p, wsPath, targets, nil
 }
 
 // unsupported is the error of a set-up step that fails when the kernel
@@ -1071,8 +1082,10 @@ func (r *fdReader) readByte() (byte, error) {
 	return b, nil
 }
 
-// checkCovered looks again, from inside the sandbox and as a set-up
-// does, for what it must hide around the workspace wsPath, and checks
+// checkCovered looks again, from inside the sandbox and as the set-up
+// req asked for does, for what it must hide around the workspace
+// wsPath (the places of [LinkTargets] the set-up was given included,
+// and targets, those known as the command is handed over), and checks
 // that each of those paths is still covered: the root of one of the
 // covers the set-up mounted (cov), or gone. A path that appeared since
 // the set-up is not; nor is one whose file was removed or replaced
@@ -1082,9 +1095,10 @@ func (r *fdReader) readByte() (byte, error) {
 // (see pinWays), a mount root too, moved since by the host to a name
 // to hide. This process lists, as root in the sandbox's user
 // namespace, every directory a command could make readable.
-func checkCovered(cfg *Config, wsPath string, cov covers) error {
+func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers) error {
 	defaults, others := hideList(wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	targets = append(slices.Clone(req.LinkTargets), targets...)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath)
 	if err != nil {
 		return err
 	}

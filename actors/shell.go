@@ -323,11 +323,12 @@ func (s *shell) resumed() {
 		s.emit(messages.End(id))
 	}
 	s.failure, s.failedCall = nil, ""
-	for _, c := range s.escalated {
-		c.resume(s.rt.system.ProcessRegistry)
-	}
+	resumeEscalated(s.escalated, s.rt.system.ProcessRegistry)
 	s.escalated = nil
 }
+
+// keepEscalated implements escalationKeeper.
+func (s *shell) keepEscalated(c escalatedChild) { s.escalated = append(s.escalated, c) }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
 // fast path when the Logic has one (it saves boxing a ChildFrame).

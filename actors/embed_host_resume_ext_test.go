@@ -3,6 +3,7 @@ package actors_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,8 +73,21 @@ func crashUnder(t *testing.T, rt *actors.Runtime, decided <-chan struct{}) *acto
 // failed call is answered (FailedKind), the next served. It resumed
 // nothing, and the duplex stayed suspended: its failed call got no
 // result and every later call waited, until Close.
+//
+// The duplex, reported failed (ActorFailed) since the escalation, is
+// then reported running again, by Runtime.Actors (what agent's wait for
+// a restart reads) and to WatchActors: it stayed "failed", as nothing
+// but a restart or a stop changed the state an escalation set.
 func TestEmbeddedHostResume_AnswersFailedCall(t *testing.T) {
 	rt, decided := embedEscalating(t, actor.ResumeDirective)
+	var mu sync.Mutex
+	last := map[string]actors.ActorState{} // as the watchers were last told
+	stop := rt.WatchActors(func(ev actors.ActorEvent) {
+		mu.Lock()
+		last[ev.Actor.ID] = ev.Actor.State
+		mu.Unlock()
+	})
+	defer stop()
 	conn := crashUnder(t, rt, decided)
 	ctx := testCtx(t)
 	wait, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -93,6 +107,17 @@ func TestEmbeddedHostResume_AnswersFailedCall(t *testing.T) {
 	if err != nil || !slices.Equal(texts(got), []string{"HI", "<END>"}) {
 		t.Errorf("next call after the host resumed the runtime: %q, %v; want HI and END", texts(got), err)
 	}
+	id := conn.Ref().String()
+	for _, ai := range rt.Actors() {
+		if ai.ID == id && ai.State != actors.ActorRunning {
+			t.Errorf("Actors() reports the duplex as %v after it was resumed and served a call; want %v", ai.State, actors.ActorRunning)
+		}
+	}
+	mu.Lock()
+	if s := last[id]; s != actors.ActorRunning {
+		t.Errorf("the last event WatchActors got about the duplex says %v after it was resumed; want %v", s, actors.ActorRunning)
+	}
+	mu.Unlock()
 }
 
 // TestEmbeddedHostRestart_ServesAfter: the host actor's strategy

@@ -305,6 +305,7 @@ func (s *shell) resumed() {
 	if s.finished {
 		return
 	}
+	s.rt.watch.resumed(s)
 	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered

@@ -399,7 +399,7 @@ func Start(opts *Options) (m *Member, err error) {
 	// add to), so that a batch of requests or answers never passes a
 	// peer's limit, which would end the connection. With TLS, it speaks
 	// mutual TLS both ways.
-	server := []grpc.ServerOption{m.guard.ServerOption(), remote.PingPolicy()}
+	server := append(m.guard.ServerOptions(), remote.PingPolicy())
 	if tlsServer != nil {
 		server = append(server, tlsServer)
 	}

@@ -147,7 +147,7 @@ var cipherSuites = []uint16{
 // of this package speak mutual TLS with t, for a protoactor remote started
 // elsewhere (a cluster member's, which cluster.Options.TLS sets up):
 // install server with remote.WithServerOptions, beside
-// [Guard.ServerOption] and [PingPolicy], and dial with
+// [Guard.ServerOptions] and [PingPolicy], and dial with
 // remote.WithDialOptions after [DialOptions], whose credentials (none) it
 // replaces. It returns an error wrapping [ErrTLSConfig] when t has no
 // certificate, no private key or no CAs.

@@ -44,7 +44,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
 	}
 	d.events = system.EventStream
-	server := []grpc.ServerOption{g.serverOption(), PingPolicy()}
+	server := append(g.serverOptions(), PingPolicy())
 	if creds != nil {
 		server = append(server, grpc.Creds(creds))
 	}

@@ -222,15 +222,23 @@ func (p *nodeProc) stopClean(t *testing.T) {
 func TestTLS_ClientCallsNode(t *testing.T) {
 	t.Parallel()
 	node, client := startTLSPair(t)
-	client.send(t, "call "+node.addr+` echo {"text":"over TLS"}`)
-	if r := client.reply(t); r != `result {"echo":"over TLS"}` {
-		t.Errorf("the TLS client's call: %s", r)
-	}
-	if e := node.next(t); e != "echo over TLS" {
-		t.Errorf("node event %q, want the call run", e)
-	}
+	echoes(t, client, node, "over TLS")
 	client.stopClean(t)
 	node.stopClean(t)
+}
+
+// echoes has client call node's echo tool with text, and checks that the
+// result comes back, the client reporting nothing else first (no node
+// gone), and that the node ran the call.
+func echoes(t *testing.T, client, node *nodeProc, text string) {
+	t.Helper()
+	client.send(t, "call "+node.addr+` echo {"text":"`+text+`"}`)
+	if r := client.next(t); r != `result {"echo":"`+text+`"}` {
+		t.Fatalf("the TLS client's call of echo %q: %s", text, r)
+	}
+	if e := node.next(t); e != "echo "+text {
+		t.Fatalf("node event %q, want echo %s", e, text)
+	}
 }
 
 // A node and a client with mutual TLS ping their quiet connections as
@@ -247,13 +255,7 @@ func TestTLS_PingsSeeNodeAlive(t *testing.T) {
 			// for 10 s at the soonest), not a wait for actors.
 			time.Sleep(remote.DefaultKeepaliveTime + frozenPingTimeout + 2*time.Second)
 		}
-		client.send(t, "call "+node.addr+` echo {"text":"`+text+`"}`)
-		if r := client.next(t); r != `result {"echo":"`+text+`"}` {
-			t.Fatalf("call %s the quiet time: %s", text, r)
-		}
-		if e := node.next(t); e != "echo "+text {
-			t.Fatalf("node event %q, want echo %s", e, text)
-		}
+		echoes(t, client, node, text)
 	}
 	for _, p := range []*nodeProc{client, node} {
 		p.send(t, "dials")

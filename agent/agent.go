@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -292,6 +293,7 @@ type Agent struct {
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
+	waits   atomic.Uint64  // numbers the streams of waitStopped
 	// claim is the agent's hold of its name on its Store (see
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
@@ -476,12 +478,13 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // it, not for their tools to wind down. So do those waiting for their
 // loop to restart, or for a loop of their own, or of their session's
 // last Run, to stop (see the package doc): Close waits for them to
-// return, and for the shared loop to stop, not for a loop of their own,
-// which is stopping already.
+// return, and then until the shared loop has stopped, its children
+// included; not for a loop of their own, which is stopping already.
 // Sessions waiting for approval without a Store are dropped: the loop,
-// stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
-// returns its error, and a later Close finishes the work; once one has
-// returned nil, later calls return nil.
+// stopping, answers their held calls, and Resume fails with ErrClosed. A
+// Close whose ctx ends first returns an error wrapping ctx's, and a
+// later Close finishes the work, waiting for what is still stopping;
+// once one has returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
@@ -497,7 +500,7 @@ func (a *Agent) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, ctx.Err())
 	}
 	// Every conversation has returned and no other can enter: a start of
 	// the shared loop, made only by one of them, is done, and no session
@@ -508,13 +511,13 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
-		err = s.mux.Close(ctx)
+		err = a.stopShared(ctx, s.mux)
 	}
 	for _, ws := range waiting {
 		ws.s.Close()
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("agent %q: close: stop its loop: %w", a.opts.Name, err)
 	}
 	// The loop has stopped: the drains read to its end and return.
 	drained := make(chan struct{})
@@ -524,7 +527,52 @@ func (a *Agent) Close(ctx context.Context) error {
 		a.claim.release() // nothing of the agent runs any more
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
+	}
+}
+
+// stopShared stops the shared loop mux and waits until it has stopped,
+// or until ctx ends (it returns ctx's error). Mux.Close starts the stop;
+// what it says is not what Close goes by: it may give up waiting before
+// ctx ends, and on a loop stopping already (a Close before whose ctx
+// ended) it returns at once. waitStopped waits for the loop itself.
+func (a *Agent) stopShared(ctx context.Context, mux *actors.Mux) error {
+	_ = mux.Close(ctx)
+	return a.waitStopped(ctx, mux)
+}
+
+// waitStreamPrefix begins the ids of the streams waitStopped reads: a
+// '#' followed by no digit, which no stream id of an attempt (see
+// [StreamID]) has, so that a wait never takes a conversation's stream.
+const waitStreamPrefix = "agent#wait-"
+
+// waitStopped waits until the loop of mux has stopped, children and all,
+// or until ctx ends: it returns nil, or ctx's cause. It does not stop
+// the loop. Mux.Close cannot be used to wait: on a duplex that is
+// stopping already it returns at once. A stream of the loop can: its
+// Recv returns actors.ErrDuplexStopped once the loop has stopped. Each
+// wait reads a stream of its own (waits may run side by side), on which
+// nothing is sent.
+func (a *Agent) waitStopped(ctx context.Context, mux *actors.Mux) error {
+	s, err := mux.Open(waitStreamPrefix + strconv.FormatUint(a.waits.Add(1), 10))
+	if errors.Is(err, actors.ErrDuplexStopped) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	for {
+		// A frame is one the loop owes the stream (none), and is dropped.
+		_, err := s.Recv(ctx)
+		switch {
+		case errors.Is(err, actors.ErrDuplexStopped):
+			return nil
+		case err != nil && ctx.Err() != nil:
+			return context.Cause(ctx)
+		case err != nil:
+			return err
+		}
 	}
 }
 
@@ -1257,46 +1305,22 @@ func (c *conversation) awaitEarlier(ctx context.Context) error {
 	return c.awaitStop(ctx)
 }
 
-// stopWaitStream is the id of the stream awaitStop reads on the
-// conversation's own loop, on which no attempt runs.
-const stopWaitStream = "agent: wait for the loop to stop"
-
 // awaitStop waits until the conversation's own loop, which closed or
 // refused the last attempt as stopped (it stops for good, its children
 // still finishing), has stopped, or until ctx ends (it returns ctx's
 // error, wrapped) or the agent is closed (it returns an error wrapping
-// ErrClosed: Close waits for the Run, not for the loop). A loop stopping
-// refuses every attempt at once: the next attempt runs on a fresh loop,
-// started once the old one is gone, so that the two never run side by
-// side. Mux.Close cannot be used to wait: on a duplex that is stopping
-// already it returns at once. A stream of the loop can: its Recv returns
-// actors.ErrDuplexStopped once the loop has stopped.
+// ErrClosed: Close waits for the Run, not for the loop). A loop
+// stopping refuses every attempt at once: the next attempt runs on a
+// fresh loop, started once the old one is gone (see
+// Agent.waitStopped), so that the two never run side by side.
 func (c *conversation) awaitStop(ctx context.Context) error {
 	a := c.a
 	ctx, stop := a.untilClosed(ctx)
 	defer stop()
-	s, err := c.mux.Open(stopWaitStream)
-	if errors.Is(err, actors.ErrDuplexStopped) {
-		return nil
+	if err := a.waitStopped(ctx, c.mux); err != nil {
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 	}
-	if err != nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), err)
-	}
-	defer s.Release()
-	for {
-		// Nothing is sent on the stream: a frame is one the loop owes it
-		// (none), and is dropped.
-		_, err := s.Recv(ctx)
-		switch {
-		case errors.Is(err, actors.ErrDuplexStopped):
-			return nil
-		case err != nil && ctx.Err() != nil:
-			err = context.Cause(ctx) // the Run's, or ErrClosed
-			fallthrough
-		case err != nil:
-			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
-		}
-	}
+	return nil
 }
 
 func (c *conversation) stopLoop() {

@@ -352,8 +352,9 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 // Close stops every duplex of the runtime (their open streams are closed
 // with ERROR and END), waits for the work they started with Context.Go to
 // return, and shuts the actor system down. It returns when all of that is
-// done, or with ctx's error when ctx ends first. Close is idempotent: later
-// calls return the first call's result.
+// done, however long the duplexes take to stop, or with ctx's error when
+// ctx ends first. Close is idempotent: later calls return the first
+// call's result.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closeOnce.Do(func() { rt.closeErr = rt.close(ctx) })
 	return rt.closeErr
@@ -361,17 +362,10 @@ func (rt *Runtime) Close(ctx context.Context) error {
 
 func (rt *Runtime) close(ctx context.Context) error {
 	rt.tasks.close()
-	stopped := make(chan error, 1)
-	go func() { stopped <- rt.system.Root.StopFuture(rt.host).Wait() }()
 	var errs []error
-	select {
-	case err := <-stopped:
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stop host: %w", err))
-		}
-	case <-rt.hostGone: // stopped before (by its parent, say)
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("stop host: %w", ctx.Err()))
+	// The host may have stopped before (its parent stopped it, say).
+	if err := awaitGone(ctx, rt.hostGone, func() { rt.system.Root.Stop(rt.host) }); err != nil {
+		errs = append(errs, fmt.Errorf("stop host: %w", err))
 	}
 	jobsErr := rt.tasks.wait(ctx)
 	if jobsErr != nil {

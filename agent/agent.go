@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -294,7 +293,6 @@ type Agent struct {
 	closing chan struct{}
 	running sync.WaitGroup
 	drains  sync.WaitGroup // the drain goroutines
-	waits   atomic.Uint64  // numbers the streams of waitStopped
 	// claim is the agent's hold of its name on its Store (see
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
@@ -521,7 +519,9 @@ func (a *Agent) Close(ctx context.Context) error {
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
-		err = a.stopShared(ctx, s.mux)
+		// Mux.Close waits as long as ctx for the loop to be gone, also
+		// after a Close before whose ctx ended.
+		err = s.mux.Close(ctx)
 	}
 	for _, ws := range waiting {
 		ws.s.Close()
@@ -529,9 +529,10 @@ func (a *Agent) Close(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent %q: close: stop its loop: %w", a.opts.Name, err)
 	}
-	// The loops of its own conversations were stopped by their Runs.
+	// The loops of its own conversations were stopped by their Runs
+	// (or by their supervisors): Close stops nothing more, and waits.
 	for _, m := range stopping {
-		if err := a.waitStopped(ctx, m); err != nil {
+		if err := m.Close(ctx); err != nil {
 			return fmt.Errorf("agent %q: close: wait for a loop of its own to stop: %w", a.opts.Name, err)
 		}
 	}
@@ -547,51 +548,6 @@ func (a *Agent) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
-	}
-}
-
-// stopShared stops the shared loop mux and waits until it has stopped,
-// or until ctx ends (it returns ctx's error). Mux.Close starts the stop;
-// what it says is not what Close goes by: it may give up waiting before
-// ctx ends, and on a loop stopping already (a Close before whose ctx
-// ended) it returns at once. waitStopped waits for the loop itself.
-func (a *Agent) stopShared(ctx context.Context, mux *actors.Mux) error {
-	_ = mux.Close(ctx)
-	return a.waitStopped(ctx, mux)
-}
-
-// waitStreamPrefix begins the ids of the streams waitStopped reads: a
-// '#' followed by no digit, which no stream id of an attempt (see
-// [StreamID]) has, so that a wait never takes a conversation's stream.
-const waitStreamPrefix = "agent#wait-"
-
-// waitStopped waits until the loop of mux has stopped, children and all,
-// or until ctx ends: it returns nil, or ctx's cause. It does not stop
-// the loop. Mux.Close cannot be used to wait: on a duplex that is
-// stopping already it returns at once. A stream of the loop can: its
-// Recv returns actors.ErrDuplexStopped once the loop has stopped. Each
-// wait reads a stream of its own (waits may run side by side), on which
-// nothing is sent.
-func (a *Agent) waitStopped(ctx context.Context, mux *actors.Mux) error {
-	s, err := mux.Open(waitStreamPrefix + strconv.FormatUint(a.waits.Add(1), 10))
-	if errors.Is(err, actors.ErrDuplexStopped) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Release()
-	for {
-		// A frame is one the loop owes the stream (none), and is dropped.
-		_, err := s.Recv(ctx)
-		switch {
-		case errors.Is(err, actors.ErrDuplexStopped):
-			return nil
-		case err != nil && ctx.Err() != nil:
-			return context.Cause(ctx)
-		case err != nil:
-			return err
-		}
 	}
 }
 
@@ -1331,13 +1287,17 @@ func (c *conversation) awaitEarlier(ctx context.Context) error {
 // error, wrapped) or the agent is closed (it returns an error wrapping
 // ErrClosed: Close waits for the Run, then for the loop). A loop
 // stopping refuses every attempt at once: the next attempt runs on a
-// fresh loop, started once the old one is gone (see
-// Agent.waitStopped), so that the two never run side by side.
+// fresh loop, started once the old one is gone, so that the two never
+// run side by side. Mux.Close of a loop stopping already stops nothing
+// more: it waits until the loop is gone.
 func (c *conversation) awaitStop(ctx context.Context) error {
 	a := c.a
 	ctx, stop := a.untilClosed(ctx)
 	defer stop()
-	if err := a.waitStopped(ctx, c.mux); err != nil {
+	if err := c.mux.Close(ctx); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx) // the Run's, or ErrClosed
+		}
 		return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 	}
 	return nil

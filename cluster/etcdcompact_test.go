@@ -4,14 +4,12 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/polyweave/polyweave-go/cluster"
-	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // TestEtcd_CompactedWhileNotWatchingReadsAgain: while member A is not
@@ -43,20 +41,10 @@ func TestEtcd_CompactedWhileNotWatchingReadsAgain(t *testing.T) {
 	a.Send(t, "watch")
 	addrA, _ := etcdReady(t, a)
 	c, addrC, _ := members.start(t)
-	for {
-		view := strings.Split(nextMark(t, a, "topology "), ",")
-		if slices.Contains(view, addrC) {
-			if slices.Contains(view, gone) {
-				t.Errorf("A (%s) still has %s, which left while A did not watch, in its view: %v", addrA, gone, view)
-			}
-			if !slices.Contains(view, joined) {
-				t.Errorf("A (%s) does not have %s, which joined while A did not watch, in its view: %v", addrA, joined, view)
-			}
-			break
-		}
+	if view := viewWith(t, a, addrC); slices.Contains(view, gone) || !slices.Contains(view, joined) {
+		t.Errorf("A (%s) does not see that %s left and %s joined while it did not watch: %v", addrA, gone, joined, view)
 	}
-	for _, m := range []*tooltest.Child{c, a} {
-		m.Stop(t)
-	}
+	c.Stop(t)
+	a.Stop(t)
 	checkRaceReports(t, filepath.Dir(members.raceLog))
 }

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // etcdClient returns a client of the etcd at endpoint, closed when the
@@ -46,6 +47,17 @@ func registerEtcdNode(t *testing.T, cli *clientv3.Client, prefix, name, id strin
 	return key, resp.Header.Revision
 }
 
+// viewWith returns the first view of the members that member c marks
+// (its "topology" marks) with addr in it.
+func viewWith(t *testing.T, c *tooltest.Child, addr string) []string {
+	t.Helper()
+	for {
+		if view := strings.Split(nextMark(t, c, "topology "), ","); slices.Contains(view, addr) {
+			return view
+		}
+	}
+}
+
 // TestEtcd_OtherClusterNotInView: two clusters share an etcd and a base
 // key, one named cluster.DefaultName ("polyweave"), the other
 // "polyweave-staging". A member of the first sees only its own cluster's
@@ -62,15 +74,10 @@ func TestEtcd_OtherClusterNotInView(t *testing.T) {
 	a, addrA, _ := members.start(t)
 	registerEtcdNode(t, cli, members.prefix, other, "after", 2) // watched by A
 	b, addrB, _ := members.start(t)
-	for {
-		view := strings.Split(nextMark(t, a, "topology "), ",")
-		if slices.Contains(view, addrB) {
-			for _, foreign := range []string{before, after} {
-				if slices.Contains(view, foreign) {
-					t.Errorf("A (%s, cluster %q) has %s, a member of cluster %q, in its view: %v", addrA, cluster.DefaultName, foreign, other, view)
-				}
-			}
-			break
+	view := viewWith(t, a, addrB)
+	for _, foreign := range []string{before, after} {
+		if slices.Contains(view, foreign) {
+			t.Errorf("A (%s, cluster %q) has %s, a member of cluster %q, in its view: %v", addrA, cluster.DefaultName, foreign, other, view)
 		}
 	}
 	b.Stop(t)

@@ -487,6 +487,12 @@ type proxy struct {
 	max       time.Duration // bound of the doubling
 	now       func() time.Time
 	nextSweep time.Time // sweep's next run, at the earliest
+
+	// unsure holds the nodes asked for a sign of life after a connection
+	// from them ended (see answersLost), until it comes or they are
+	// gone: a request sent to them meanwhile may have its answer sent
+	// into that connection too.
+	unsure map[string]bool
 }
 
 // redial is the backoff of a node known gone: it is not dialled before at
@@ -499,7 +505,7 @@ type redial struct {
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, dialling: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -535,6 +541,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			return
 		}
 		m.w.tool = m.frame.GetName()
+		m.w.lost = p.unsure[node.Address]
 		p.pending[key] = m.w
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
@@ -578,8 +585,11 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// node is asked for a sign of life (its answer, or the one it
 		// sends when it learns that connection ended, comes over a new
 		// connection, after the answers the node sent before it): the
-		// requests waiting now that still wait then are answered then.
-		// A node that is gone is told by its peerGone instead.
+		// requests waiting now that still wait then are answered then,
+		// and so are those sent to the node before it (the node, which
+		// may not yet have seen the connection end, may send their
+		// answers into it too). A node that is gone is told by its
+		// peerGone instead.
 		// A DESCRIBE whose answer had begun over the connection may have
 		// lost the rest of it: it is answered at once.
 		lost := false
@@ -595,10 +605,12 @@ func (p *proxy) Receive(ctx actor.Context) {
 			}
 		}
 		if lost {
+			p.unsure[m.address] = true
 			ctx.Request(actor.NewPID(m.address, ServiceName), &actor.Touch{})
 		}
 	case *actor.Touched:
 		p.answersLost(ctx, m.GetWho().GetAddress())
+		delete(p.unsure, m.GetWho().GetAddress())
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -696,6 +708,7 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 // open: the calls sent over it are not dials (the node serves again
 // over it once its service is back).
 func (p *proxy) gone(addr string, connEnded bool) {
+	delete(p.unsure, addr) // its sign of life will not come
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}

@@ -62,7 +62,11 @@
 // [KindTooLarge] (wrapping [ErrTooLarge]) and not sent; a node answers
 // so a call over its own limit, without running it, and replaces a
 // result over its limit by such an error, so the call still gets its one
-// result at once. The connections carry batches of frames (protoactor
+// result at once. Every answer repeats its request's ids: a node does
+// not serve a request whose stream id or tool call id is over 1 KiB (a
+// client's are far shorter), and answers it with one error of kind
+// KindTooLarge whose ids are clipped, so that its answers stay small.
+// The connections carry batches of frames (protoactor
 // sends what it has queued for a peer as one gRPC message): every node
 // and client takes gRPC messages of up to 64 MiB, and bounds its
 // batches so that a full batch of the largest frames fits, so a burst of
@@ -101,5 +105,9 @@
 // crashes the receiving process on one this binary has not registered.
 // Nodes and clients install a gRPC interceptor that drops such messages
 // (and malformed envelopes) before protoactor sees them, logs them and
-// counts them ([Node.Dropped], [Client.Dropped]).
+// counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
+// unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
+// does not recover: nodes and clients refuse every unary call with
+// codes.Unimplemented before its handler runs. [Guard] gives a
+// protoactor remote started elsewhere (a cluster member's) the same.
 package remote

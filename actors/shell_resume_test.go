@@ -88,8 +88,10 @@ func TestShell_ResumeAnswersTheFailedCall(t *testing.T) {
 
 // resumedLateEmit runs a duplex that fails on TEXT "fail" (or on the END of a
 // stream named "e"), remembers that stream, and on TEXT "flush" emits a
-// late answer on it; sends, then returns the frames the failed stream got.
-func resumedLateEmit(t *testing.T, sends []*messages.Frame, failed string) []string {
+// late answer on it; sends, then checks that the failed stream got
+// exactly one answer, the Resume's.
+func resumedLateEmit(t *testing.T, sends []*messages.Frame, failed string) {
+	t.Helper()
 	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
 	conn, err := rt.Start(Spec{Name: "d", New: func() Logic {
 		var pending string
@@ -122,7 +124,10 @@ func resumedLateEmit(t *testing.T, sends []*messages.Frame, failed string) []str
 	if err := conn.SendAll(sends...); err != nil {
 		t.Fatal(err)
 	}
-	return onStream(recvUntil(t, conn, "g", "END"), failed)
+	on := onStream(recvUntil(t, conn, "g", "END"), failed)
+	if want := []string{failed + ":ERROR(boom)[" + FailedKind + "]", failed + ":END"}; !slices.Equal(on, want) {
+		t.Errorf("stream %s got %q, want exactly one answer %q", failed, on, want)
+	}
 }
 
 // TestShell_ResumedLogicCannotAnswerFailedCallAgain: a resumed Logic keeps
@@ -130,33 +135,24 @@ func resumedLateEmit(t *testing.T, sends []*messages.Frame, failed string) []str
 // later. The Resume answered that call (ERROR of kind FailedKind, END):
 // the Logic's answer is dropped, the call gets one answer.
 func TestShell_ResumedLogicCannotAnswerFailedCallAgain(t *testing.T) {
-	onF := resumedLateEmit(t, []*messages.Frame{messages.Text("f", "fail"), messages.Text("g", "flush")}, "f")
-	if want := []string{"f:ERROR(boom)[" + FailedKind + "]", "f:END"}; !slices.Equal(onF, want) {
-		t.Errorf("stream f got %q, want exactly one answer %q", onF, want)
-	}
+	resumedLateEmit(t, []*messages.Frame{messages.Text("f", "fail"), messages.Text("g", "flush")}, "f")
 }
 
 // TestShell_ResumedLogicLateEmitAfterCallersEnd: the caller ends the failed
 // call (END) before the resumed Logic emits its late answer on it: the
 // Resume answered the call, the Logic's answer is dropped.
 func TestShell_ResumedLogicLateEmitAfterCallersEnd(t *testing.T) {
-	on := resumedLateEmit(t, []*messages.Frame{
+	resumedLateEmit(t, []*messages.Frame{
 		messages.Text("f", "fail"), messages.End("f"), messages.Text("g", "flush"),
 	}, "f")
-	if want := []string{"f:ERROR(boom)[" + FailedKind + "]", "f:END"}; !slices.Equal(on, want) {
-		t.Errorf("stream f got %q, want exactly one answer %q", on, want)
-	}
 }
 
 // TestShell_ResumedLogicLateEmitWhenEndFailed: the frame that fails the
 // duplex is the caller's END itself; the Logic's late answer is dropped.
 func TestShell_ResumedLogicLateEmitWhenEndFailed(t *testing.T) {
-	on := resumedLateEmit(t, []*messages.Frame{
+	resumedLateEmit(t, []*messages.Frame{
 		messages.Text("e", "work"), messages.End("e"), messages.Text("g", "flush"),
 	}, "e")
-	if want := []string{"e:ERROR(boom)[" + FailedKind + "]", "e:END"}; !slices.Equal(on, want) {
-		t.Errorf("stream e got %q, want exactly one answer %q", on, want)
-	}
 }
 
 // TestShell_ResumeDropsRestOfFailedCall: a call is the frames of its
@@ -267,28 +263,17 @@ func TestShell_ResumedParentResumesEscalatedChild(t *testing.T) {
 	cSpec := failingChild(&starts, nil)
 	cSpec.Name = "c"
 	got := make(chan string, 16)
-	p := Spec{Name: "p", Supervision: decidingAll(supervisor.Escalate), New: func() Logic {
-		var c Ref
-		return LogicFunc(func(ctx Context, msg any) {
-			switch m := msg.(type) {
-			case Started:
-				c = mustSpawn(ctx, cSpec)
-			case *messages.Frame:
-				switch m.GetText() {
-				case "go":
-					ctx.Send(c, messages.Text("f", "fail"))
-				case "call":
-					ctx.Send(c, messages.Text("n", "call"))
-				case "stop":
-					ctx.Stop(c)
-				}
-			case ChildFrame:
-				got <- frameLabel(m.Frame)
-			case ChildStopped:
-				got <- "STOPPED"
-			}
-		})
-	}}
+	p := parentOf(cSpec, got, func(ctx Context, c Ref, f *messages.Frame) {
+		switch f.GetText() {
+		case "go":
+			ctx.Send(c, messages.Text("f", "fail"))
+		case "call":
+			ctx.Send(c, messages.Text("n", "call"))
+		case "stop":
+			ctx.Stop(c)
+		}
+	})
+	p.Supervision = decidingAll(supervisor.Escalate)
 	ref, err := rt.Spawn(p)
 	if err != nil {
 		t.Fatal(err)

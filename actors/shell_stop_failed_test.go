@@ -44,28 +44,19 @@ func failingChild(starts *atomic.Int32, child *Spec) Spec {
 	}}
 }
 
-// stopsFailedChild is the spec of a duplex "p" that spawns spec at start
-// and, on a frame written into it, writes its child a call that fails
-// it and the frames of early, stops it and then writes it the frames of
-// late, all in one turn: the stop is queued at the child before its
-// supervisor (this actor, after the turn) decides to restart it. What
-// it gets from the child, and the child's stop ("STOPPED"), go to got.
-func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- string) Spec {
+// parentOf is the spec of a duplex "p" that spawns spec as it starts and
+// hands each frame written into it to onFrame, with its child. What the
+// child sends it (as frameLabel records it), and the child's stop
+// ("STOPPED"), go to got.
+func parentOf(spec Spec, got chan<- string, onFrame func(c Context, child Ref, f *messages.Frame)) Spec {
 	return Spec{Name: "p", New: func() Logic {
-		var d Ref
+		var child Ref
 		return LogicFunc(func(c Context, msg any) {
 			switch m := msg.(type) {
 			case Started:
-				d = mustSpawn(c, spec)
+				child = mustSpawn(c, spec)
 			case *messages.Frame:
-				c.Send(d, messages.Text("f", "fail"))
-				for _, f := range early {
-					c.Send(d, f)
-				}
-				c.Stop(d)
-				for _, f := range late {
-					c.Send(d, f)
-				}
+				onFrame(c, child, m)
 			case ChildFrame:
 				got <- frameLabel(m.Frame)
 			case ChildStopped:
@@ -73,6 +64,25 @@ func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- strin
 			}
 		})
 	}}
+}
+
+// stopsFailedChild is the spec of a duplex "p" (parentOf) that spawns
+// spec at start and, on a frame written into it, writes its child a call
+// that fails it and the frames of early, stops it and then writes it the
+// frames of late, all in one turn: the stop is queued at the child before
+// its supervisor (this actor, after the turn) decides to restart it. What
+// it gets from the child, and the child's stop ("STOPPED"), go to got.
+func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- string) Spec {
+	return parentOf(spec, got, func(c Context, d Ref, _ *messages.Frame) {
+		c.Send(d, messages.Text("f", "fail"))
+		for _, f := range early {
+			c.Send(d, f)
+		}
+		c.Stop(d)
+		for _, f := range late {
+			c.Send(d, f)
+		}
+	})
 }
 
 // TestShell_StopBeforeRestartWins: a duplex stopped by its parent

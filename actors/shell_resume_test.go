@@ -61,22 +61,29 @@ func textDuplex(receive func(c Context, f *messages.Frame)) Spec {
 	}}
 }
 
+// sendResumed writes frames into a failingChild whose supervisor resumes
+// it, and returns what it answered up to the END of stream g.
+func sendResumed(t *testing.T, starts *atomic.Int32, frames ...*messages.Frame) []string {
+	t.Helper()
+	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
+	conn, err := rt.Start(failingChild(starts, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(frames...); err != nil {
+		t.Fatal(err)
+	}
+	return recvUntil(t, conn, "g", "END")
+}
+
 // TestShell_ResumeAnswersTheFailedCall: a duplex whose supervisor
 // resumes it after a call failed it. The failed call gets its one answer
 // (failures are answers), an ERROR of kind FailedKind with the failure's
 // text and END, before the call written after it is served; the duplex
 // goes on with the Logic it had.
 func TestShell_ResumeAnswersTheFailedCall(t *testing.T) {
-	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
 	var starts atomic.Int32
-	conn, err := rt.Start(failingChild(&starts, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SendAll(messages.Text("f", "fail"), messages.Text("g", "other")); err != nil {
-		t.Fatal(err)
-	}
-	got := recvUntil(t, conn, "g", "END")
+	got := sendResumed(t, &starts, messages.Text("f", "fail"), messages.Text("g", "other"))
 	want := []string{"f:ERROR(boom)[" + FailedKind + "]", "f:END", "g:TEXT(served)", "g:END"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q: the failed call answered before the next is served", got, want)
@@ -160,16 +167,8 @@ func TestShell_ResumedLogicLateEmitWhenEndFailed(t *testing.T) {
 // failed the duplex; the call's later frames, up to its END, are the
 // answered call's: dropped, not a new call for the Logic to answer again.
 func TestShell_ResumeDropsRestOfFailedCall(t *testing.T) {
-	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
 	var starts atomic.Int32
-	conn, err := rt.Start(failingChild(&starts, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SendAll(messages.Text("f", "fail"), messages.Text("f", "more"), messages.End("f"), messages.Text("g", "other")); err != nil {
-		t.Fatal(err)
-	}
-	onF := onStream(recvUntil(t, conn, "g", "END"), "f")
+	onF := onStream(sendResumed(t, &starts, messages.Text("f", "fail"), messages.Text("f", "more"), messages.End("f"), messages.Text("g", "other")), "f")
 	if want := []string{"f:ERROR(boom)[" + FailedKind + "]", "f:END"}; !slices.Equal(onF, want) {
 		t.Errorf("stream f got %q, want one answer %q", onF, want)
 	}

@@ -3,7 +3,6 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -98,21 +97,7 @@ func TestHostKilled_ResumedCallSaysStopped(t *testing.T) {
 	host := child("run")
 	var out bytes.Buffer
 	host.Stdout, host.Stderr = &out, &out
-	mustDo(t, host.Start())
-	t.Cleanup(func() {
-		_ = host.Process.Kill()
-		_ = host.Wait()
-		for _, pid := range processesOf(id) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	f, err := os.Open(filepath.Join(ws, "ready.fifo"))
-	mustDo(t, err)
-	line, err := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	if err != nil || line != "running\n" {
-		t.Fatalf("the command said %q, %v\n%s", line, err, out.String())
-	}
+	startReadyHost(t, host, ws, id, &out)
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
 	t.Logf("the command's processes were gone %s after the host died (how soon: BenchmarkHostKilled_SandboxedCommandGone)", gone)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -42,19 +43,27 @@ func runLoop(t *testing.T, name string, opts *tools.LoopOptions, script [][]*mes
 	return out, toModel
 }
 
-// sendLoop starts a loop with opts around a scripted model (whose
-// requests go to observe, unless nil) on a runtime of t's, sends it in
-// and returns what it answered on in's stream.
-func sendLoop(t *testing.T, script [][]*messages.Frame, observe func(*messages.Frame), opts *tools.LoopOptions, in []*messages.Frame) []*messages.Frame {
+// startLoop starts on rt a loop with opts around a scripted model (whose
+// requests go to observe, unless nil) and writes it in.
+func startLoop(t *testing.T, rt *actors.Runtime, script [][]*messages.Frame, observe func(*messages.Frame), opts *tools.LoopOptions, in []*messages.Frame) *actors.Conn {
 	t.Helper()
 	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, observe), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := start(t, newRuntime(t), spec)
+	conn := start(t, rt, spec)
 	if err := conn.SendAll(in...); err != nil {
 		t.Fatal(err)
 	}
+	return conn
+}
+
+// sendLoop starts a loop with opts around a scripted model (whose
+// requests go to observe, unless nil) on a runtime of t's, sends it in
+// and returns what it answered on in's stream.
+func sendLoop(t *testing.T, script [][]*messages.Frame, observe func(*messages.Frame), opts *tools.LoopOptions, in []*messages.Frame) []*messages.Frame {
+	t.Helper()
+	conn := startLoop(t, newRuntime(t), script, observe, opts, in)
 	out, err := conn.RecvStream(testCtx(t), in[0].GetStreamId())
 	if err != nil {
 		t.Fatalf("%v after %q", err, lines(out))
@@ -188,16 +197,9 @@ func TestLoop_Cancel(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{{
+	conn := startLoop(t, rt, [][]*messages.Frame{{
 		messages.ToolCall("", "c1", "block", nil), messages.End(""),
-	}}, model.observe), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{block}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s1")...); err != nil {
-		t.Fatal(err)
-	}
+	}}, model.observe, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{block}}}, request("s1"))
 	<-running
 	if err := conn.Send(messages.Cancel("s1", "")); err != nil {
 		t.Fatal(err)

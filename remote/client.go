@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -306,8 +308,12 @@ func (c *Client) end(w *waiter) {
 // node's own (or ClientOptions.CallTimeout when it has none), a cancelled
 // call is cancelled on the node, and a call whose node goes away is
 // answered with [ErrNodeUnreachable].
+//
+// A loopback name (localhost) is resolved first, to the loopback IP a node
+// told to listen there listens on: the client calls the node, and matches
+// what the node says of itself, by the address the node knows itself by.
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
-	node := actor.NewPID(address, ServiceName)
+	node := actor.NewPID(dialAddress(address), ServiceName)
 	stream := c.nextStream()
 	w, err := c.begin(node, messages.Describe(stream))
 	if err != nil {
@@ -351,6 +357,20 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// dialAddress returns the address to call the node at address by: for a
+// loopback name (localhost, as written), the loopback IP it resolves to,
+// as a node listening there resolves it (see listenAddress); else address.
+func dialAddress(address string) string {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil || net.ParseIP(host) != nil || !loopback.IsName(host) {
+		return address
+	}
+	if addr, err := loopback.ListenAddress(address, ErrNotLoopback); err == nil {
+		return addr
+	}
+	return address
 }
 
 // handler sends each call to the node as a TOOL_CALL frame and waits for

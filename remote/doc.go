@@ -148,6 +148,13 @@
 // counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
 // unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
 // does not recover: nodes and clients refuse every unary call with
-// codes.Unimplemented before its handler runs. [Guard] gives a
+// codes.Unimplemented before its handler runs. Every envelope that
+// arrives is delivered to the receiving process's own actors, whatever
+// address its target names (localhost for 127.0.0.1, any address of a
+// node listening on every interface): protoactor would send one naming
+// another address on to it, to itself over and over, or to another
+// host. A client resolves a loopback name it is given (localhost) to the
+// loopback IP, the address a node listening there knows itself by.
+// [Guard] gives a
 // protoactor remote started elsewhere (a cluster member's) the same.
 package remote

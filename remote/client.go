@@ -239,7 +239,10 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
-	c.dials.onOpen(func(addr string) { c.system.Root.Send(c.proxy, &peerOpened{address: addr}) })
+	c.dials.onOpen(func(addr string) {
+		c.system.Root.Send(c.proxy, &peerOpened{address: addr})
+		c.system.Root.Send(c.proxy, &askSelf{address: addr})
+	})
 	// Sent before the failure's peerGone (see dials.failed), so the
 	// proxy has the reason when it answers the calls.
 	c.dials.onFailed(func(addr string, err error) { c.system.Root.Send(c.proxy, &openFailed{address: addr, err: err}) })
@@ -535,6 +538,15 @@ type proxy struct {
 	// gone: a request sent to them meanwhile may have its answer sent
 	// into that connection too.
 	unsure map[string]bool
+
+	// selves holds, for each node with a connection open, the address
+	// it calls itself when that differs from the one dialled (a node
+	// listening on 0.0.0.0:P calls itself [::]:P; a DNS name or another
+	// interface), learned from its answer to a Touch (see askSelf). The
+	// node names itself by it in its signs of life, its Terminated and
+	// the connections it opens to the client; the client keys its calls
+	// by the address dialled.
+	selves map[string]string
 }
 
 // redial is the backoff of a node known gone: it is not dialled before at
@@ -548,7 +560,7 @@ type redial struct {
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, down: map[string]*redial{}, failures: map[string]error{},
+		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, selves: map[string]string{}, down: map[string]*redial{}, failures: map[string]error{},
 		backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now, tls: o.TLS != nil}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -579,6 +591,14 @@ type openFailed struct {
 // address (one that carries its answers) ended: the answers it carried
 // last may be lost with it.
 type answersLost struct{ address string }
+
+// askSelf tells the client's actor that a connection to the node at
+// address has opened: it asks the node for the address the node calls
+// itself (see proxy.selves).
+type askSelf struct{ address string }
+
+// askSelfTimeout bounds the wait for a node's answer to askSelf's Touch.
+const askSelfTimeout = time.Minute
 
 func (p *proxy) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
@@ -625,7 +645,9 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// goroutine of its own, and may arrive after a newer connection
 		// to the node has opened, which it would be taken for.
 		if m.GetWhy() != actor.TerminatedReason_AddressTerminated {
-			p.gone(m.GetWho().GetAddress(), false)
+			for _, addr := range p.dialled(m.GetWho().GetAddress()) {
+				p.gone(addr, false)
+			}
 		}
 	case *openFailed:
 		p.failures[m.address] = m.err
@@ -638,6 +660,14 @@ func (p *proxy) Receive(ctx actor.Context) {
 		delete(p.dialling, m.address)
 		delete(p.down, m.address)
 		p.watch(ctx, m.address)
+	case *askSelf:
+		addr := m.address
+		f := ctx.RequestFuture(actor.NewPID(addr, ServiceName), &actor.Touch{}, askSelfTimeout)
+		ctx.ReenterAfter(f, func(res any, _ error) {
+			if t, ok := res.(*actor.Touched); ok {
+				p.learnSelf(addr, t.GetWho().GetAddress())
+			}
+		})
 	case *answersLost:
 		// A connection from the node ended: an answer it carried may be
 		// lost (the node forgets a call when it sends the result). The
@@ -651,25 +681,16 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// peerGone instead.
 		// A DESCRIBE whose answer had begun over the connection may have
 		// lost the rest of it: it is answered at once.
-		lost := false
-		for k, w := range p.pending {
-			switch {
-			case w.node.Address != m.address:
-			case k.id == "" && len(w.descs) > 0:
-				delete(p.pending, k)
-				w.finish(func() { w.err = describeLost(m.address) })
-			default:
-				w.lost = true
-				lost = true
-			}
-		}
-		if lost {
-			p.unsure[m.address] = true
-			ctx.Request(actor.NewPID(m.address, ServiceName), &actor.Touch{})
+		// The node names itself in the connections it opens (see
+		// proxy.selves).
+		for _, addr := range p.dialled(m.address) {
+			p.mayBeLost(ctx, addr)
 		}
 	case *actor.Touched:
-		p.answersLost(ctx, m.GetWho().GetAddress())
-		delete(p.unsure, m.GetWho().GetAddress())
+		for _, addr := range p.dialled(m.GetWho().GetAddress()) {
+			p.answersLost(ctx, addr)
+			delete(p.unsure, addr)
+		}
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -685,6 +706,54 @@ func (p *proxy) Receive(ctx actor.Context) {
 			delete(p.pending, k)
 		}
 	}
+}
+
+// mayBeLost marks the requests waiting on the node at addr as possibly
+// lost with a connection from it, and asks the node for a sign of life
+// (see the answersLost message).
+func (p *proxy) mayBeLost(ctx actor.Context, addr string) {
+	lost := false
+	for k, w := range p.pending {
+		switch {
+		case w.node.Address != addr:
+		case k.id == "" && len(w.descs) > 0:
+			delete(p.pending, k)
+			w.finish(func() { w.err = describeLost(addr) })
+		default:
+			w.lost = true
+			lost = true
+		}
+	}
+	if lost {
+		p.unsure[addr] = true
+		ctx.Request(actor.NewPID(addr, ServiceName), &actor.Touch{})
+	}
+}
+
+// learnSelf records that the node dialled at addr calls itself self, while
+// its connection is open (see proxy.selves).
+func (p *proxy) learnSelf(addr, self string) {
+	if !p.open[addr] || self == "" {
+		return
+	}
+	if self == addr {
+		delete(p.selves, addr)
+		return
+	}
+	p.selves[addr] = self
+}
+
+// dialled returns the addresses the client dialled for the node that
+// names itself by addr: addr itself, and every node known to call itself
+// addr (see proxy.selves).
+func (p *proxy) dialled(addr string) []string {
+	addrs := []string{addr}
+	for dialled, self := range p.selves {
+		if self == addr {
+			addrs = append(addrs, dialled)
+		}
+	}
+	return addrs
 }
 
 func (p *proxy) frame(f *messages.Frame) {
@@ -768,6 +837,9 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 // over it once its service is back).
 func (p *proxy) gone(addr string, connEnded bool) {
 	delete(p.unsure, addr) // its sign of life will not come
+	if connEnded {
+		delete(p.selves, addr) // the next connection may reach another node
+	}
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}

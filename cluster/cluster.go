@@ -446,6 +446,8 @@ func Start(opts *Options) (m *Member, err error) {
 	} else {
 		m.c.StartMember()
 	}
+	// The remote has started: its address is known (see remote.Guard).
+	m.guard.SetAddress(rt.System().Address())
 	m.log.Info("cluster member started", "address", m.Address(), "cluster", o.Name, "client", o.Client)
 	return m, nil
 }

@@ -156,5 +156,6 @@
 // host. A client resolves a loopback name it is given (localhost) to the
 // loopback IP, the address a node listening there knows itself by.
 // [Guard] gives a
-// protoactor remote started elsewhere (a cluster member's) the same.
+// protoactor remote started elsewhere (a cluster member's) the same, once
+// told the remote's address ([Guard.SetAddress]).
 package remote

@@ -238,3 +238,12 @@ func (g *Guard) ServerOptions() []grpc.ServerOption { return g.g.serverOptions()
 
 // Dropped counts the envelopes the guard removed.
 func (g *Guard) Dropped() int64 { return g.g.Dropped() }
+
+// SetAddress tells the guard the address its remote knows itself by
+// (the actor system's Address, once the remote has started): from then
+// on every envelope that arrives is delivered to this process's own
+// actors, whatever address its target names (another spelling of this
+// process's, or another host's), rather than sent on by protoactor to
+// itself over and over or to another host. Until it is called, targets
+// are left as they are.
+func (g *Guard) SetAddress(addr string) { g.g.setSelf(addr) }

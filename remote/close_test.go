@@ -22,6 +22,7 @@ import (
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Child roles of the test binary (see TestMain), besides the node.
@@ -44,26 +45,16 @@ const (
 )
 
 func runTestClient(addr string) int {
-	c, err := remote.NewClient(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ts, err := c.Tools(ctx, addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	c, hold := holdOf(nil, addr)
+	if c == nil {
 		return 1
 	}
 	done := make(chan error, 1)
-	for _, tool := range ts {
-		if tool.Name() == "hold" {
-			go func() {
-				_, err := tool.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
-				done <- err
-			}()
-		}
+	if hold != nil {
+		go func() {
+			_, err := hold.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
+			done <- err
+		}()
 	}
 	fmt.Println("calling")
 	var callErr error
@@ -92,6 +83,32 @@ func runTestClient(addr string) int {
 		}
 	}
 	return 0
+}
+
+// holdOf makes a client with opts in a child process and returns it with
+// the "hold" tool of the node at addr (nil when the node has none),
+// described within 30 s; when it cannot, it prints why on stderr and
+// returns a nil client.
+func holdOf(opts *remote.ClientOptions, addr string) (*remote.Client, *tools.Tool) {
+	c, err := remote.NewClient(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts, err := c.Tools(ctx, addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil
+	}
+	var hold *tools.Tool
+	for _, tool := range ts {
+		if tool.Name() == "hold" {
+			hold = tool
+		}
+	}
+	return c, hold
 }
 
 // runCloseRace starts raceCalls DESCRIBE requests at once to an address
@@ -383,9 +400,7 @@ func TestClient_DeadNodeFailsFast(t *testing.T) {
 			t.Errorf("%s; want ErrNodeUnreachable within %v", e, refusedBound)
 		}
 	}
-	if e := p.next(t); e != "close <nil>" {
-		t.Errorf("%s; want Close done within %v", e, refusedBound)
-	}
+	p.want(t, "close <nil>", "%s; want Close done within %v", refusedBound)
 	if e := p.next(t); e != "leaks none" {
 		t.Error(e)
 	}
@@ -489,18 +504,10 @@ func startCall(t *testing.T) (node, client *nodeProc) {
 func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 	t.Parallel()
 	node, client := startCall(t)
-	if _, err := client.stdin.Write([]byte("close\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := client.next(t); e != "closed <nil>" {
-		t.Errorf("client said %q", e)
-	}
-	if e := client.next(t); e != "call "+remote.ErrClosed.Error() {
-		t.Errorf("client said %q, want the call answered with ErrClosed", e)
-	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q, want the handler cancelled", e)
-	}
+	client.send(t, "close")
+	client.want(t, "closed <nil>", "client said %q")
+	client.want(t, "call "+remote.ErrClosed.Error(), "client said %q, want the call answered with ErrClosed")
+	node.want(t, "cancelled c", "node event %q, want the handler cancelled")
 	client.stop()
 	node.stop()
 }
@@ -513,12 +520,8 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 func TestNode_ConnectionToCallerLostTellsTheCaller(t *testing.T) {
 	t.Parallel()
 	node, client := startCall(t)
-	if _, err := client.stdin.Write([]byte("end\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q, want the handler cancelled", e)
-	}
+	client.send(t, "end")
+	node.want(t, "cancelled c", "node event %q, want the handler cancelled")
 	if e := client.next(t); !strings.HasPrefix(e, "call ") || !strings.HasSuffix(e, remote.ErrConnectionLost.Error()) {
 		t.Errorf("client said %q, want the call answered with ErrConnectionLost", e)
 	}
@@ -535,11 +538,7 @@ func TestNode_CallerKilledCancelsItsCalls(t *testing.T) {
 	if e := node.next(t); e != "cancelled c" {
 		t.Fatalf("node event %q, want the handler cancelled", e)
 	}
-	if _, err := node.stdin.Write([]byte("routes\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "routes 0" {
-		t.Errorf("node: %q after its caller died, want no route left", e)
-	}
+	node.send(t, "routes")
+	node.want(t, "routes 0", "node: %q after its caller died, want no route left")
 	node.stop()
 }

@@ -9,23 +9,21 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 )
 
+// TestConfig_ValidAndRetries: no negative bound or count is valid;
+// NoRetries sets 0 retries, a positive count itself, 0 the SDK's default.
 func TestConfig_ValidAndRetries(t *testing.T) {
-	for _, tc := range []struct {
-		c     Config
-		valid bool
-		n     int
-		set   bool
-	}{
-		{Config{}, true, 0, false},
-		{Config{MaxRetries: NoRetries}, true, 0, true},
-		{Config{MaxRetries: 3}, true, 3, true},
-		{Config{MaxRetries: -2}, false, 0, false},
-		{Config{Timeout: -1}, false, 0, false},
-		{Config{IdleTimeout: -1}, false, 0, false},
-	} {
-		n, set := tc.c.Retries()
-		if tc.c.Valid() != tc.valid || (tc.valid && (n != tc.n || set != tc.set)) {
-			t.Errorf("%+v: valid %v, retries %d %v; want %v, %d %v", tc.c, tc.c.Valid(), n, set, tc.valid, tc.n, tc.set)
+	invalid := []Config{{MaxRetries: -2}, {Timeout: -1}, {IdleTimeout: -1}}
+	for _, c := range invalid {
+		if c.Valid() {
+			t.Errorf("%+v is valid", c)
+		}
+	}
+	want := map[int]string{0: "0 false", NoRetries: "0 true", 3: "3 true"}
+	for max, w := range want {
+		c := Config{MaxRetries: max}
+		n, set := c.Retries()
+		if got := fmt.Sprint(n, " ", set); !c.Valid() || got != w {
+			t.Errorf("MaxRetries %d: valid %v, retries %s, want %s", max, c.Valid(), got, w)
 		}
 	}
 }

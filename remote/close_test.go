@@ -271,11 +271,7 @@ func runSilentClose(role string) int {
 	}
 	peer.close()
 	<-stopped
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }
 
@@ -340,12 +336,28 @@ func runSilentCaller() int {
 	fmt.Println("close", oneLine(node.Close(ctx)))
 	peer.close()
 	<-stopped
+	printLeaks()
+	return 0
+}
+
+// printLeaks prints, in a child process, the goroutines left ("leaks
+// none" when none).
+func printLeaks() {
 	if err := leakcheck.Find(); err != nil {
 		fmt.Println("leaks", err)
 	} else {
 		fmt.Println("leaks none")
 	}
-	return 0
+}
+
+// deadAddress returns a loopback address where nothing listens (any more).
+func deadAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // refusedCalls is how many times runRefused asks a dead address for its
@@ -360,13 +372,11 @@ const (
 // refusedBound: it prints "tools ERR" for each DESCRIBE, "close ERR"
 // (Close's), then the goroutines left ("leaks none" when none).
 func runRefused() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dead, err := deadAddress()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
 	c, err := remote.NewClient(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -379,11 +389,7 @@ func runRefused() int {
 		fmt.Println("tools", err)
 	}
 	fmt.Println("close", oneLine(c.Close(ctx)))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
@@ -40,10 +39,6 @@ func runFrozen(addr string) int {
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	fmt.Println("close", oneLine(c.Close(context.Background())))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }

@@ -305,6 +305,7 @@ func (s *shell) resumed() {
 	if s.finished {
 		return
 	}
+	s.rt.watch.resumed(s)
 	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered
@@ -323,11 +324,12 @@ func (s *shell) resumed() {
 		s.emit(messages.End(id))
 	}
 	s.failure, s.failedCall = nil, ""
-	for _, c := range s.escalated {
-		c.resume(s.rt.system.ProcessRegistry)
-	}
+	resumeEscalated(s.escalated, s.rt.system.ProcessRegistry)
 	s.escalated = nil
 }
+
+// keepEscalated implements escalationKeeper.
+func (s *shell) keepEscalated(c escalatedChild) { s.escalated = append(s.escalated, c) }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
 // fast path when the Logic has one (it saves boxing a ChildFrame).

@@ -101,5 +101,9 @@
 // crashes the receiving process on one this binary has not registered.
 // Nodes and clients install a gRPC interceptor that drops such messages
 // (and malformed envelopes) before protoactor sees them, logs them and
-// counts them ([Node.Dropped], [Client.Dropped]).
+// counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
+// unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
+// does not recover: nodes and clients refuse every unary call with
+// codes.Unimplemented before its handler runs. [Guard] gives a
+// protoactor remote started elsewhere (a cluster member's) the same.
 package remote

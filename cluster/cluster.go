@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,7 +65,7 @@ type SessionFunc func(id string) (model actors.Spec, opts *tools.LoopOptions, er
 // required unless Client is set.
 type Options struct {
 	// Name is the cluster's name: members of one cluster share it.
-	// Default DefaultName.
+	// Default DefaultName. With [Etcd] it may not hold a "/".
 	Name string
 	// Address is the host:port this process's protoactor remote listens
 	// on; other members and clients must reach it there. Default
@@ -299,6 +300,11 @@ func Start(opts *Options) (m *Member, err error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if p, ok := o.Provider.(interface{ checkName(string) error }); ok {
+		if err := p.checkName(cmp.Or(o.Name, DefaultName)); err != nil { // a provider of this package (Etcd)
+			return nil, err
+		}
 	}
 	switch {
 	case o.Provider == nil:

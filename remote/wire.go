@@ -60,6 +60,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		}
 	}()
 	r.Start()
+	g.setSelf(system.Address())
 	return r, system.Address(), nil
 }
 

@@ -26,13 +26,13 @@ type Conn struct {
 	pid     *actor.PID
 	port    *port
 	portPID *actor.PID
-	once    sync.Once
+	stop    sync.Once
 }
 
 // Start spawns spec under the runtime's top-level supervisor and connects
 // it to a new Conn. spec.Subscriber is ignored: the Conn is the subscriber.
 func (rt *Runtime) Start(spec Spec) (*Conn, error) {
-	p := &port{notify: make(chan struct{}, 1), registry: rt.system.ProcessRegistry}
+	p := &port{notify: make(chan struct{}, 1), registry: rt.system.ProcessRegistry, gone: make(chan struct{})}
 	portPID, ok := rt.system.ProcessRegistry.Add(p, "conn"+rt.system.ProcessRegistry.NextId())
 	if !ok {
 		return nil, errors.New("actors: register conn: id taken")
@@ -129,26 +129,17 @@ func (c *Conn) RecvStream(ctx context.Context, streamID string) ([]*messages.Fra
 const recvStreamRoom = 16
 
 // Close stops the duplex and its subtree and waits until it is gone or ctx
-// ends. Frames it emitted before stopping can still be read with Recv.
+// ends, however long its stop takes. Frames it emitted before stopping
+// can still be read with Recv. A Close after one whose ctx ended, or
+// beside one still waiting, stops nothing more and waits in the same
+// way: it returns nil once the duplex is gone.
 func (c *Conn) Close(ctx context.Context) error {
-	var err error
-	c.once.Do(func() {
-		if c.port.isStopped() {
-			return
-		}
-		done := make(chan error, 1)
-		fut := c.rt.system.Root.StopFuture(c.pid)
-		go func() { done <- fut.Wait() }()
-		select {
-		case e := <-done:
-			if e != nil && !c.port.isStopped() {
-				err = fmt.Errorf("actors: close conn: %w", e)
-			}
-		case <-ctx.Done():
-			err = fmt.Errorf("actors: close conn: %w", ctx.Err())
-		}
-	})
-	return err
+	if err := awaitGone(ctx, c.port.gone, func() {
+		c.stop.Do(func() { c.rt.system.Root.Stop(c.pid) })
+	}); err != nil {
+		return fmt.Errorf("actors: close conn: %w", err)
+	}
+	return nil
 }
 
 // port is the protoactor process behind a Conn: it queues what the duplex
@@ -180,6 +171,9 @@ type port struct {
 
 	registry *actor.ProcessRegistryValue
 	self     *actor.PID
+	// gone, a Conn's port's (nil for a Mux stream's), is closed when the
+	// duplex has stopped (its Terminated came), with stopped set.
+	gone chan struct{}
 }
 
 var _ actor.Process = (*port)(nil)
@@ -229,6 +223,9 @@ func (p *port) put(f *messages.Frame) {
 func (p *port) SendSystemMessage(_ *actor.PID, message any) {
 	if _, ok := message.(*actor.Terminated); ok {
 		p.mu.Lock()
+		if p.gone != nil && !p.stopped.Load() {
+			close(p.gone)
+		}
 		p.stopped.Store(true)
 		self := p.self
 		p.mu.Unlock()

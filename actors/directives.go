@@ -52,19 +52,26 @@ type decision struct {
 
 // EscalateFailure implements actor.Supervisor: the supervising actor
 // fails with the child's failure, and notes the child, suspended until
-// the decision about the actor comes (see shell.resumed).
+// the decision about the actor comes (see shell.resumed, host.resumed).
 func (d *decision) EscalateFailure(reason, message any) {
-	if s := shellOf(d.Supervisor); s != nil {
+	if k := keeperOf(d.Supervisor); k != nil {
 		if proc, ok := d.procs[d.child]; ok {
-			s.escalated = append(s.escalated, escalatedChild{pid: d.child, proc: proc})
+			k.keepEscalated(escalatedChild{pid: d.child, proc: proc})
 		}
 	}
 	d.Supervisor.EscalateFailure(reason, message)
 }
 
-// shellOf is the shell of the actor sup is the context of, if it is a
-// duplex's.
-func shellOf(sup actor.Supervisor) *shell {
+// escalationKeeper is an actor of the runtime that keeps the children
+// whose failure its strategy escalated, to resume them when it is
+// resumed itself: a duplex's shell, and the runtime's host.
+type escalationKeeper interface {
+	keepEscalated(escalatedChild)
+}
+
+// keeperOf is the actor sup is the context of, if it is a duplex's or the
+// runtime's host.
+func keeperOf(sup actor.Supervisor) escalationKeeper {
 	c, ok := sup.(interface{ Actor() actor.Actor })
 	if !ok {
 		return nil
@@ -74,6 +81,8 @@ func shellOf(sup actor.Supervisor) *shell {
 		return a
 	case *durableShell:
 		return a.s
+	case *host:
+		return a
 	}
 	return nil
 }
@@ -83,6 +92,13 @@ func shellOf(sup actor.Supervisor) *shell {
 type escalatedChild struct {
 	pid  *actor.PID
 	proc actor.Process
+}
+
+// resumeEscalated resumes the children of escalated (see escalatedChild.resume).
+func resumeEscalated(escalated []escalatedChild, registry *actor.ProcessRegistryValue) {
+	for _, c := range escalated {
+		c.resume(registry)
+	}
 }
 
 // resume resumes the child, unless it stopped since (its id may be a

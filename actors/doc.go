@@ -32,9 +32,12 @@
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its
 //     answer, so the rest of its frames (up to its caller's END) and what
-//     the Logic still emits on it are dropped; a duplex resumed
-//     after escalating a child's failure resumes that child the same
-//     way (a restart or stop of it stops the child with it);
+//     the Logic still emits on it are dropped, and its work stopped (the
+//     jobs keyed by its stream id cancelled, a CANCEL of it delivered);
+//     a duplex resumed after escalating a child's failure resumes that
+//     child the same way (a restart or stop of it stops the child with
+//     it), and so does the runtime's top-level supervisor resumed by its
+//     host actor's strategy (see [RuntimeOptions].Parent);
 //   - cancels the Logic's background work and timers with its incarnation.
 //
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner

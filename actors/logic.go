@@ -85,7 +85,9 @@ type Context interface {
 	// passed to progress arrive as [AsyncProgress] and fn's return value
 	// as [AsyncDone], both carrying key; a panic in fn arrives as an
 	// AsyncDone whose Err is a *[PanicError]. News from an ended
-	// incarnation is dropped.
+	// incarnation is dropped. Work keyed by the stream id (a string) of
+	// the call it serves is that call's: when a supervisor's Resume
+	// answers the call (see [FailedKind]), its context is cancelled.
 	Go(key any, fn func(ctx context.Context, progress func(any)) any) (cancel func())
 	// After delivers a [Timer] carrying key after d. The returned function
 	// stops the timer; it reports whether the timer was stopped before it

@@ -25,10 +25,11 @@ var ErrStreamClosed = errors.New("actors: stream closed")
 // without a goroutine of the Mux's own. Frames of streams not open are
 // dropped. A Mux is safe for concurrent use.
 type Mux struct {
-	rt  *Runtime
-	pid *actor.PID
-	in  *muxProcess
-	pp  *actor.PID
+	rt       *Runtime
+	pid      *actor.PID
+	in       *muxProcess
+	pp       *actor.PID
+	stopOnce sync.Once
 }
 
 // StartMux spawns spec under the runtime's top-level supervisor and
@@ -38,7 +39,7 @@ func (rt *Runtime) StartMux(spec Spec) (*Mux, error) {
 }
 
 func (rt *Runtime) startMux(parent *actor.PID, gone <-chan struct{}, spec Spec) (*Mux, error) {
-	in := &muxProcess{streams: map[string]*port{}, registry: rt.system.ProcessRegistry}
+	in := &muxProcess{streams: map[string]*port{}, registry: rt.system.ProcessRegistry, gone: make(chan struct{})}
 	pp, ok := rt.system.ProcessRegistry.Add(in, "mux"+rt.system.ProcessRegistry.NextId())
 	if !ok {
 		return nil, errors.New("actors: register mux: id taken")
@@ -116,22 +117,39 @@ func (m *Mux) OpenWake(streamID string, wake func(*messages.Frame) bool) (*MuxSt
 }
 
 // Close stops the duplex and its subtree and waits until it is gone or
-// ctx ends.
+// ctx ends, however long its stop takes (its Logic's OnFailure, its
+// children's). A Close after one whose ctx ended, or beside one still
+// waiting, stops nothing more and waits in the same way: it returns nil
+// once the duplex is gone.
 func (m *Mux) Close(ctx context.Context) error {
-	if m.Stopped() {
+	if err := awaitGone(ctx, m.in.gone, func() {
+		m.stopOnce.Do(func() { m.rt.system.Root.Stop(m.pid) })
+	}); err != nil {
+		return fmt.Errorf("actors: close mux: %w", err)
+	}
+	return nil
+}
+
+// awaitGone calls stop, unless gone is closed already, and waits until
+// gone is closed (nil) or ctx ends (its error). gone is closed by the
+// watcher of a duplex (a Conn's port, a Mux) when protoactor's
+// Terminated comes: once the duplex and its children have stopped. It
+// has no timeout of its own (protoactor's StopFuture gives up after 10
+// s, however long ctx is, and answers at once for an actor already
+// stopping).
+func awaitGone(ctx context.Context, gone <-chan struct{}, stop func()) error {
+	if isClosed(gone) {
 		return nil
 	}
-	done := make(chan error, 1)
-	fut := m.rt.system.Root.StopFuture(m.pid)
-	go func() { done <- fut.Wait() }()
+	stop()
 	select {
-	case err := <-done:
-		if err != nil && !m.Stopped() {
-			return fmt.Errorf("actors: close mux: %w", err)
-		}
+	case <-gone:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("actors: close mux: %w", ctx.Err())
+		if isClosed(gone) { // gone as ctx ended
+			return nil
+		}
+		return ctx.Err()
 	}
 }
 
@@ -295,8 +313,11 @@ type muxProcess struct {
 	free        []chan struct{}
 	freeStreams []*MuxStream
 	stopped     bool
-	registry    *actor.ProcessRegistryValue
-	self        *actor.PID
+	// gone is closed when the duplex has stopped (its Terminated came),
+	// with stopped set.
+	gone     chan struct{}
+	registry *actor.ProcessRegistryValue
+	self     *actor.PID
 }
 
 var _ actor.Process = (*muxProcess)(nil)
@@ -344,7 +365,12 @@ func (m *muxProcess) SendSystemMessage(_ *actor.PID, message any) {
 		return
 	}
 	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		return
+	}
 	m.stopped = true
+	close(m.gone)
 	// A copy: MuxStream.Close deletes from the map meanwhile.
 	streams := make([]*port, 0, len(m.streams)+1)
 	for _, p := range m.streams {

@@ -22,7 +22,8 @@ const (
 	// ActorRunning: an incarnation is running.
 	ActorRunning ActorState = iota + 1
 	// ActorFailed: it failed and its supervisor decided (a restart may
-	// wait for a backoff).
+	// wait for a backoff, an escalation for the decision above; a Resume
+	// of it then makes it running again).
 	ActorFailed
 	// ActorRestarting: its incarnation is ending to make way for a fresh
 	// one.
@@ -218,6 +219,19 @@ func (w *watch) ended(s *shell, restarting bool) {
 		} else {
 			e.info.State = ActorStopped
 		}
+		return true
+	})
+}
+
+// resumed records that s's incarnation was resumed (see shell.resumed):
+// the failure an escalation left it reported in (ActorFailed) is over,
+// and it runs.
+func (w *watch) resumed(s *shell) {
+	w.update(s.self.Id, nil, func(e *watched) bool {
+		if e.owner != s || e.info.State != ActorFailed {
+			return false
+		}
+		e.info.State = ActorRunning
 		return true
 	})
 }

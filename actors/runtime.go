@@ -79,7 +79,10 @@ type RuntimeOptions struct {
 	// host's actors. With a Parent, the default Supervision escalates a
 	// failure past its restart intensity to the host (see
 	// supervisor.Options.EscalateWhenExceeded) rather than stopping the
-	// duplex; Close stops the runtime's actors and leaves the system
+	// duplex: a Resume of the host actor's strategy then resumes the
+	// duplexes whose failure was escalated, each answering the call
+	// that failed it (failure kind [FailedKind]) as its own supervisor's
+	// Resume would, a restart or stop stops them; Close stops the runtime's actors and leaves the system
 	// running; Logger receives the runtime's logs only (protoactor's go
 	// to the system's own logger).
 	Parent actor.SpawnerContext
@@ -175,7 +178,11 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 		guardian := rt.observed(supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}))
 		popts = append(popts, actor.WithGuardian(guardian))
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt} }, popts...)
+	// The host's mailbox is a duplex's: it tells the host of a Resume
+	// (see host.resumed).
+	cell := &mailboxCell{}
+	popts = append(popts, actor.WithMailbox(cell.producer()))
+	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt, cell: cell} }, popts...)
 	host, err := spawner.SpawnNamed(props, o.Name)
 	if err != nil {
 		if !rt.embedded {
@@ -243,19 +250,42 @@ type spawnReply struct {
 
 // host is the top-level supervisor: the parent of every started duplex.
 type host struct {
-	rt  *Runtime
-	seq int // numbers given to names in use
+	rt   *Runtime
+	cell *mailboxCell
+	seq  int // numbers given to names in use
+	// escalated are the duplexes whose failure the runtime's strategy
+	// escalated to the host's parent (see RuntimeOptions.Parent),
+	// suspended until it decides about the host: a Resume of the host
+	// resumes them (see resumed); a restart or stop stops them with it.
+	escalated []escalatedChild
 }
 
 func (h *host) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*actor.Stopped); ok {
+	switch m := ctx.Message().(type) {
+	case *spawnRequest:
+		h.rt.spawnChild(ctx, m, &h.seq)
+	case *actor.Started:
+		// A restart's incarnation is made (see mailbox.restarting).
+		h.cell.mb.incarnations++
+	case resumed:
+		h.resumed()
+	case *actor.Stopped:
 		h.rt.hostGoneOnce.Do(func() { close(h.rt.hostGone) })
-		return
-	}
-	if req, ok := ctx.Message().(*spawnRequest); ok {
-		h.rt.spawnChild(ctx, req, &h.seq)
 	}
 }
+
+// resumed carries out a Resume of the host by its parent's strategy,
+// after the host escalated a duplex's failure: the decision was about
+// that failure, and the duplexes whose failure was escalated are resumed
+// in turn, as a duplex's own supervisor resuming it would (the call that
+// failed it answered with an ERROR of failure kind [FailedKind]).
+func (h *host) resumed() {
+	resumeEscalated(h.escalated, h.rt.system.ProcessRegistry)
+	h.escalated = nil
+}
+
+// keepEscalated implements escalationKeeper.
+func (h *host) keepEscalated(c escalatedChild) { h.escalated = append(h.escalated, c) }
 
 // spawnChild answers req by spawning its duplex as a child of ctx's
 // actor (the host, or the actor a [Parent] names). seq numbers the
@@ -352,8 +382,9 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 // Close stops every duplex of the runtime (their open streams are closed
 // with ERROR and END), waits for the work they started with Context.Go to
 // return, and shuts the actor system down. It returns when all of that is
-// done, or with ctx's error when ctx ends first. Close is idempotent: later
-// calls return the first call's result.
+// done, however long the duplexes take to stop, or with ctx's error when
+// ctx ends first. Close is idempotent: later calls return the first
+// call's result.
 func (rt *Runtime) Close(ctx context.Context) error {
 	rt.closeOnce.Do(func() { rt.closeErr = rt.close(ctx) })
 	return rt.closeErr
@@ -361,17 +392,10 @@ func (rt *Runtime) Close(ctx context.Context) error {
 
 func (rt *Runtime) close(ctx context.Context) error {
 	rt.tasks.close()
-	stopped := make(chan error, 1)
-	go func() { stopped <- rt.system.Root.StopFuture(rt.host).Wait() }()
 	var errs []error
-	select {
-	case err := <-stopped:
-		if err != nil {
-			errs = append(errs, fmt.Errorf("stop host: %w", err))
-		}
-	case <-rt.hostGone: // stopped before (by its parent, say)
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("stop host: %w", ctx.Err()))
+	// The host may have stopped before (its parent stopped it, say).
+	if err := awaitGone(ctx, rt.hostGone, func() { rt.system.Root.Stop(rt.host) }); err != nil {
+		errs = append(errs, fmt.Errorf("stop host: %w", err))
 	}
 	jobsErr := rt.tasks.wait(ctx)
 	if jobsErr != nil {

@@ -35,7 +35,11 @@ const StoppedKind = "stopped"
 // FailedKind is the failure kind of the ERROR that answers the call
 // whose frame failed a duplex when its supervisor resumes it (Resume
 // directive): the call failed, and the duplex goes on with its state,
-// neither restarted nor stopped. The text is the failure's.
+// neither restarted nor stopped. The text is the failure's. The call's
+// work stops with it: the background work keyed by its stream id (see
+// Context.Go) is cancelled, and the Logic gets a CANCEL of the stream,
+// as from the caller, before the next message (what it emits on the
+// stream in answer is dropped).
 const FailedKind = "failed"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -66,6 +70,9 @@ type shell struct {
 
 	jobs    context.Context // cancelled when the incarnation ends; made by the first Go
 	endJobs context.CancelFunc
+	// calls holds the work of calls: the jobs started with a stream id
+	// as their key (see Go), by stream, while some run.
+	calls   map[string]*callWork
 	timers  map[*time.Timer]struct{}
 	failure error // the reason this incarnation is failing, if it is
 	// failedCall is the stream of the input frame whose delivery failed
@@ -116,6 +123,7 @@ type (
 	}
 	asyncDoneMsg struct {
 		owner *shell
+		work  *callWork // the call's work the job was of, if any (see Go)
 		AsyncDone
 	}
 	timerMsg struct {
@@ -151,6 +159,7 @@ func (s *shell) Receive(ctx actor.Context) {
 		}
 	case *asyncDoneMsg:
 		if m.owner == s {
+			s.workDone(m.work)
 			s.deliver(m.AsyncDone)
 		}
 	case *timerMsg:
@@ -296,7 +305,8 @@ func (s *shell) deliver(msg any) {
 // resumed carries out a Resume of this incarnation, which keeps its
 // Logic and state: the call whose frame failed it, if it is still open,
 // is answered with an ERROR of failure kind [FailedKind] (the reason)
-// and END, before the Logic gets the next message; the children whose
+// and END, and its work stopped (see stopCall), before the Logic gets
+// the next message; the children whose
 // failure was escalated from here are resumed in turn, as the decision
 // about this actor was also about their failure. A failure that no
 // input frame caused (a timer, background work's end, a child's frame)
@@ -305,6 +315,8 @@ func (s *shell) resumed() {
 	if s.finished {
 		return
 	}
+	s.rt.watch.resumed(s)
+	var stopCall string // the call answered, whose work is to stop
 	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered
@@ -321,13 +333,68 @@ func (s *shell) resumed() {
 		f.Meta = &messages.Metadata{FailureKind: FailedKind}
 		s.emit(f)
 		s.emit(messages.End(id))
+		stopCall = id
 	}
 	s.failure, s.failedCall = nil, ""
-	for _, c := range s.escalated {
-		c.resume(s.rt.system.ProcessRegistry)
-	}
+	resumeEscalated(s.escalated, s.rt.system.ProcessRegistry)
 	s.escalated = nil
+	if stopCall != "" {
+		s.stopCall(stopCall)
+	}
 }
+
+// stopCall stops the work of the call on stream, which a Resume
+// answered: the jobs started with the stream's id as their key are
+// cancelled, and the Logic gets a CANCEL of the stream, as from its
+// caller, to stop the rest (its emits on it are dropped: see muted). A
+// failure there is a new one, of no call still open.
+func (s *shell) stopCall(stream string) {
+	if w := s.calls[stream]; w != nil {
+		w.cancel()
+		delete(s.calls, stream)
+	}
+	s.deliver(messages.Cancel(stream, ""))
+}
+
+// callWork is the work of a call (see shell.calls): the context its
+// jobs' contexts derive from, and how many run.
+type callWork struct {
+	stream string
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int
+}
+
+// callWorkOf returns the work of the call on stream, made if none runs.
+func (s *shell) callWorkOf(stream string, jobs context.Context) *callWork {
+	if w := s.calls[stream]; w != nil {
+		return w
+	}
+	w := &callWork{stream: stream}
+	w.ctx, w.cancel = context.WithCancel(jobs)
+	if s.calls == nil {
+		s.calls = make(map[string]*callWork)
+	}
+	s.calls[stream] = w
+	return w
+}
+
+// workDone counts the end of a job of w (nil: of no call's work).
+func (s *shell) workDone(w *callWork) {
+	if w == nil {
+		return
+	}
+	if w.n--; w.n > 0 {
+		return
+	}
+	w.cancel()
+	if s.calls[w.stream] == w {
+		delete(s.calls, w.stream)
+	}
+}
+
+// keepEscalated implements escalationKeeper.
+func (s *shell) keepEscalated(c escalatedChild) { s.escalated = append(s.escalated, c) }
 
 // deliverChild delivers a child's frame, through the ChildFrameReceiver
 // fast path when the Logic has one (it saves boxing a ChildFrame).
@@ -746,14 +813,23 @@ func (s *shell) Stop(child Ref) {
 // Go implements Context.
 func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any) func() {
 	jobs := s.jobsContext()
-	ctx, cancel := context.WithCancel(context.WithValue(jobs, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: jobs.Done()}))
+	parent := jobs
+	var work *callWork
+	if stream, ok := key.(string); ok && stream != "" && !s.finished {
+		work = s.callWorkOf(stream, jobs)
+		parent = work.ctx
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, parentKey{}, Parent{rt: s.rt, pid: s.self, gone: jobs.Done()}))
 	root, self := s.rt.system.Root, s.self
 	progress := func(v any) {
 		root.Send(self, &asyncProgressMsg{owner: s, AsyncProgress: AsyncProgress{Key: key, Value: v}})
 	}
+	if work != nil {
+		work.n++ // its end comes as an asyncDoneMsg either way
+	}
 	if !s.rt.tasks.add(self.Id) {
 		cancel()
-		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: AsyncDone{Key: key, Err: ErrClosed}})
+		root.Send(self, &asyncDoneMsg{owner: s, work: work, AsyncDone: AsyncDone{Key: key, Err: ErrClosed}})
 		return cancel
 	}
 	s.rt.jobs.run(func() {
@@ -768,7 +844,7 @@ func (s *shell) Go(key any, fn func(ctx context.Context, progress func(any)) any
 			}()
 			done.Value = fn(ctx, progress)
 		}()
-		root.Send(self, &asyncDoneMsg{owner: s, AsyncDone: done})
+		root.Send(self, &asyncDoneMsg{owner: s, work: work, AsyncDone: done})
 	})
 	return cancel
 }

@@ -373,7 +373,7 @@ func Start(opts *Options) (m *Member, err error) {
 	// (after the server and dial options, which replace what the limits
 	// add to), so that a batch of requests or answers never passes a
 	// peer's limit, which would end the connection.
-	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(m.guard.ServerOption(), remote.PingPolicy()),
+	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(append(m.guard.ServerOptions(), remote.PingPolicy())...),
 		paremote.WithDialOptions(remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)...),
 		paremote.WithEndpointWriterQueueSize(1024), limits)
 	// A member that cannot be reached is given up after one attempt:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	paremote "github.com/asynkron/protoactor-go/remote"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -286,8 +288,12 @@ func (c *Client) end(w *waiter) {
 // node's own (or ClientOptions.CallTimeout when it has none), a cancelled
 // call is cancelled on the node, and a call whose node goes away is
 // answered with [ErrNodeUnreachable].
+//
+// A loopback name (localhost) is resolved first, to the loopback IP a node
+// told to listen there listens on: the client calls the node, and matches
+// what the node says of itself, by the address the node knows itself by.
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
-	node := actor.NewPID(address, ServiceName)
+	node := actor.NewPID(dialAddress(address), ServiceName)
 	stream := c.nextStream()
 	w, err := c.begin(node, messages.Describe(stream))
 	if err != nil {
@@ -331,6 +337,20 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// dialAddress returns the address to call the node at address by: for a
+// loopback name (localhost, as written), the loopback IP it resolves to,
+// as a node listening there resolves it (see listenAddress); else address.
+func dialAddress(address string) string {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil || net.ParseIP(host) != nil || !loopback.IsName(host) {
+		return address
+	}
+	if addr, err := loopback.ListenAddress(address, ErrNotLoopback); err == nil {
+		return addr
+	}
+	return address
 }
 
 // handler sends each call to the node as a TOOL_CALL frame and waits for
@@ -487,6 +507,12 @@ type proxy struct {
 	max       time.Duration // bound of the doubling
 	now       func() time.Time
 	nextSweep time.Time // sweep's next run, at the earliest
+
+	// unsure holds the nodes asked for a sign of life after a connection
+	// from them ended (see answersLost), until it comes or they are
+	// gone: a request sent to them meanwhile may have its answer sent
+	// into that connection too.
+	unsure map[string]bool
 }
 
 // redial is the backoff of a node known gone: it is not dialled before at
@@ -499,7 +525,7 @@ type redial struct {
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, dialling: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -535,6 +561,7 @@ func (p *proxy) Receive(ctx actor.Context) {
 			return
 		}
 		m.w.tool = m.frame.GetName()
+		m.w.lost = p.unsure[node.Address]
 		p.pending[key] = m.w
 		ctx.Request(node, m.frame)
 		if p.open[node.Address] {
@@ -578,8 +605,11 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// node is asked for a sign of life (its answer, or the one it
 		// sends when it learns that connection ended, comes over a new
 		// connection, after the answers the node sent before it): the
-		// requests waiting now that still wait then are answered then.
-		// A node that is gone is told by its peerGone instead.
+		// requests waiting now that still wait then are answered then,
+		// and so are those sent to the node before it (the node, which
+		// may not yet have seen the connection end, may send their
+		// answers into it too). A node that is gone is told by its
+		// peerGone instead.
 		// A DESCRIBE whose answer had begun over the connection may have
 		// lost the rest of it: it is answered at once.
 		lost := false
@@ -595,10 +625,12 @@ func (p *proxy) Receive(ctx actor.Context) {
 			}
 		}
 		if lost {
+			p.unsure[m.address] = true
 			ctx.Request(actor.NewPID(m.address, ServiceName), &actor.Touch{})
 		}
 	case *actor.Touched:
 		p.answersLost(ctx, m.GetWho().GetAddress())
+		delete(p.unsure, m.GetWho().GetAddress())
 	case *actor.DeadLetterResponse:
 		// A request was not delivered (no connection to the node yet).
 		addr := m.GetTarget().GetAddress()
@@ -696,6 +728,7 @@ func (p *proxy) watch(ctx actor.Context, addr string) {
 // open: the calls sent over it are not dials (the node serves again
 // over it once its service is back).
 func (p *proxy) gone(addr string, connEnded bool) {
+	delete(p.unsure, addr) // its sign of life will not come
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
 		return
 	}

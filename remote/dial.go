@@ -149,7 +149,7 @@ func DialOptions(keepaliveTime, keepaliveTimeout time.Duration) []grpc.DialOptio
 // clients of this package let their peers ping them as often as
 // [DialOptions] do (every 5 s at most, even without a call running), for
 // a protoactor remote started elsewhere (a cluster member's): install it
-// with remote.WithServerOptions, beside [Guard.ServerOption]. gRPC's
+// with remote.WithServerOptions, beside [Guard.ServerOptions]. gRPC's
 // default policy hangs up on a peer that pings more often than every 5
 // minutes.
 func PingPolicy() grpc.ServerOption {

@@ -62,7 +62,11 @@
 // [KindTooLarge] (wrapping [ErrTooLarge]) and not sent; a node answers
 // so a call over its own limit, without running it, and replaces a
 // result over its limit by such an error, so the call still gets its one
-// result at once. The connections carry batches of frames (protoactor
+// result at once. Every answer repeats its request's ids: a node does
+// not serve a request whose stream id or tool call id is over 1 KiB (a
+// client's are far shorter), and answers it with one error of kind
+// KindTooLarge whose ids are clipped, so that its answers stay small.
+// The connections carry batches of frames (protoactor
 // sends what it has queued for a peer as one gRPC message): every node
 // and client takes gRPC messages of up to 64 MiB, and bounds its
 // batches so that a full batch of the largest frames fits, so a burst of
@@ -101,5 +105,16 @@
 // crashes the receiving process on one this binary has not registered.
 // Nodes and clients install a gRPC interceptor that drops such messages
 // (and malformed envelopes) before protoactor sees them, logs them and
-// counts them ([Node.Dropped], [Client.Dropped]).
+// counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
+// unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
+// does not recover: nodes and clients refuse every unary call with
+// codes.Unimplemented before its handler runs. Every envelope that
+// arrives is delivered to the receiving process's own actors, whatever
+// address its target names (localhost for 127.0.0.1, any address of a
+// node listening on every interface): protoactor would send one naming
+// another address on to it, to itself over and over, or to another
+// host. A client resolves a loopback name it is given (localhost) to the
+// loopback IP, the address a node listening there knows itself by.
+// [Guard] gives a
+// protoactor remote started elsewhere (a cluster member's) the same.
 package remote

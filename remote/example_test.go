@@ -40,7 +40,7 @@ func ExampleMessageLimits() {
 		panic(err)
 	}
 	cfg := paremote.Configure("127.0.0.1", 0,
-		paremote.WithServerOptions(remote.NewGuard(slog.New(slog.DiscardHandler)).ServerOption(), remote.PingPolicy()),
+		paremote.WithServerOptions(append(remote.NewGuard(slog.New(slog.DiscardHandler)).ServerOptions(), remote.PingPolicy())...),
 		paremote.WithDialOptions(remote.DialOptions(0, 0)...),
 		limits)
 	fmt.Println("frames per batch:", cfg.EndpointWriterBatchSize)

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -26,6 +27,24 @@ import (
 // not registered in this binary, or an index outside the batch's tables.
 // The rest of the batch is delivered.
 //
+// The pinned Remoting service also has two unary methods, ListProcesses
+// and GetProcessDiagnostics, whose handlers panic ("implement me"), and
+// gRPC does not recover a handler's panic: one call from whoever reaches
+// the port would end the process. Nothing calls them (protoactor's peers
+// speak over the stream alone), so the guard refuses every unary call
+// with codes.Unimplemented before its handler runs, and logs it.
+//
+// The endpoint reader sends an envelope whose target address is not its
+// own remote's on to that address: a peer that names this process by
+// another spelling of its address (localhost for 127.0.0.1, any address
+// of a remote listening on every interface, whose own is [::]:PORT) made
+// it send the envelope to itself, over and over, and any peer could make
+// it relay to any other. A guard that knows its remote's address (self)
+// rewrites every target to it instead: an envelope that arrives over this
+// process's server was meant for this process, whatever name its sender
+// reached it by (protoactor never relays), so it is delivered here, to
+// the actor of its target's id.
+//
 // The guard also tells its owner of each incoming stream that ends
 // (ended), once the endpoint reader has delivered everything that came
 // over it, and can mark every message with the stream it came over (tag:
@@ -37,6 +56,7 @@ type guard struct {
 	endNext atomic.Bool // tests: end the incoming stream that receives the next message
 	tag     bool        // set connHeader on every message received
 	streams atomic.Uint64
+	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
 
 	mu    sync.Mutex
 	ended func(peer, conn string) // see onEnded
@@ -56,21 +76,33 @@ func (g *guard) onEnded(f func(peer, conn string)) {
 	g.mu.Unlock()
 }
 
-// serverOption installs the guard on a remote server.
-func (g *guard) serverOption() grpc.ServerOption {
-	return grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		s := &guardedStream{ServerStream: ss, g: g, conn: strconv.FormatUint(g.streams.Add(1), 36)}
-		// The endpoint reader delivers each message before it reads the
-		// next, and returns once the stream has ended.
-		err := handler(srv, s)
-		g.mu.Lock()
-		ended := g.ended
-		g.mu.Unlock()
-		if ended != nil {
-			ended(s.peer, s.conn)
-		}
-		return err
-	})
+// serverOptions install the guard on a remote server: its stream
+// interceptor and its unary one. They chain with the server's other
+// interceptors.
+func (g *guard) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ChainStreamInterceptor(g.interceptStream), grpc.ChainUnaryInterceptor(g.refuseUnary)}
+}
+
+// interceptStream guards the messages of an incoming stream (see guard).
+func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	s := &guardedStream{ServerStream: ss, g: g, conn: strconv.FormatUint(g.streams.Add(1), 36)}
+	// The endpoint reader delivers each message before it reads the
+	// next, and returns once the stream has ended.
+	err := handler(srv, s)
+	g.mu.Lock()
+	ended := g.ended
+	g.mu.Unlock()
+	if ended != nil {
+		ended(s.peer, s.conn)
+	}
+	return err
+}
+
+// refuseUnary answers every unary call with codes.Unimplemented without
+// running its handler (see guard).
+func (g *guard) refuseUnary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+	g.log.Warn("remote unary call refused", "method", info.FullMethod)
+	return nil, status.Errorf(codes.Unimplemented, "remote: %s is not served", info.FullMethod)
 }
 
 type guardedStream struct {
@@ -90,6 +122,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if rm, ok := m.(*paremote.RemoteMessage); ok {
 		if b := rm.GetMessageBatch(); b != nil {
 			s.g.filter(b)
+			s.g.retarget(b)
 			if s.g.tag {
 				s.tag(b)
 			}
@@ -99,6 +132,23 @@ func (s *guardedStream) RecvMsg(m any) error {
 		}
 	}
 	return nil
+}
+
+// setSelf tells g the address of its remote: from then on, it delivers
+// every envelope there (see guard).
+func (g *guard) setSelf(addr string) { g.self.Store(&addr) }
+
+// retarget makes every target of b its remote's address (see guard).
+func (g *guard) retarget(b *paremote.MessageBatch) {
+	self := g.self.Load()
+	if self == nil {
+		return
+	}
+	for _, pid := range b.Targets {
+		if pid != nil && pid.Address != *self {
+			pid.Address = *self
+		}
+	}
 }
 
 // tag names the stream in the header of every envelope of b.
@@ -165,10 +215,12 @@ func (g *guard) Dropped() int64 { return g.dropped.Load() }
 
 // Guard is the message guard of this package for a protoactor remote
 // started elsewhere (a cluster member's, say): install
-// [Guard.ServerOption] with remote.WithServerOptions when configuring it,
-// and incoming envelopes that would crash the process (an unregistered
-// type, a bad index, an unknown serializer) are dropped, logged and
-// counted instead.
+// [Guard.ServerOptions] with remote.WithServerOptions when configuring
+// it, and incoming envelopes that would crash the process (an
+// unregistered type, a bad index, an unknown serializer) are dropped,
+// logged and counted instead, and the unary calls of protoactor's
+// service (whose handlers panic) are refused with codes.Unimplemented
+// and logged.
 type Guard struct{ g guard }
 
 // NewGuard returns a guard that logs the messages it drops to logger (nil
@@ -180,8 +232,9 @@ func NewGuard(logger *slog.Logger) *Guard {
 	return &Guard{g: guard{log: logger}}
 }
 
-// ServerOption installs the guard on a remote's gRPC server.
-func (g *Guard) ServerOption() grpc.ServerOption { return g.g.serverOption() }
+// ServerOptions install the guard on a remote's gRPC server: a stream
+// interceptor and a unary one, chained with the server's others.
+func (g *Guard) ServerOptions() []grpc.ServerOption { return g.g.serverOptions() }
 
 // Dropped counts the envelopes the guard removed.
 func (g *Guard) Dropped() int64 { return g.g.Dropped() }

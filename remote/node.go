@@ -304,6 +304,14 @@ func (n *Node) receive(ctx actor.Context) {
 	default:
 		return
 	}
+	if t := f.GetType(); (t == messages.FrameType_DESCRIBE || t == messages.FrameType_TOOL_CALL) && longIDs(f) {
+		n.log.Warn("request with ids over the bound not served", "type", t.String(), "tool", clipName(f.GetName()),
+			"stream_id_bytes", len(f.GetStreamId()), "tool_call_id_bytes", len(f.GetToolCallId()), "bound", maxIDBytes)
+		if ctx.Sender() != nil {
+			ctx.Send(ctx.Sender(), idsTooLong(f))
+		}
+		return
+	}
 	switch f.GetType() {
 	case messages.FrameType_DESCRIBE:
 		if ctx.Sender() == nil {
@@ -417,15 +425,44 @@ const maxNameInAnswer = 256
 
 // clipName returns name, cut to at most maxNameInAnswer bytes (at a
 // character, then "…") when it is longer.
-func clipName(name string) string {
-	if len(name) <= maxNameInAnswer {
-		return name
+func clipName(name string) string { return clip(name, maxNameInAnswer) }
+
+// clip returns s, cut to at most n bytes (at a character, then "…") when
+// it is longer.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	cut := maxNameInAnswer
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return name[:cut] + "…"
+	return s[:cut] + "…"
+}
+
+// maxIDBytes bounds the stream id and the tool call id of a request
+// (DESCRIBE, TOOL_CALL) the node serves; a client's are under 64 bytes.
+// Every answer repeats them: a request with longer ones could make the
+// node answer over its frame limit (and a batch of such answers over the
+// wire's, which ends the connection), and its route would hold them for
+// as long as the call runs.
+const maxIDBytes = 1 << 10
+
+// longIDs reports whether request has an id over maxIDBytes.
+func longIDs(request *messages.Frame) bool {
+	return len(request.GetStreamId()) > maxIDBytes || len(request.GetToolCallId()) > maxIDBytes
+}
+
+// idsTooLong is the answer to a request with an id over maxIDBytes, which
+// the node does not serve: an error of kind KindTooLarge whose ids (and
+// tool name) are clipped to maxNameInAnswer bytes, so that it stays
+// small. Its caller, which is not a client of this package, cannot match
+// it to the request by its ids; it is sent for the caller's logs.
+func idsTooLong(request *messages.Frame) *messages.Frame {
+	name := clipName(request.GetName())
+	key := callKey{clip(request.GetStreamId(), maxNameInAnswer), clip(request.GetToolCallId(), maxNameInAnswer)}
+	return tooLarge(key, name, fmt.Sprintf("The %s was not served: its ids are too long for this node (%d and %d bytes, at most %d each)",
+		request.GetType(), len(request.GetStreamId()), len(request.GetToolCallId()), maxIDBytes))
 }
 
 // unknownTool is the answer to call, of a tool the node does not have.

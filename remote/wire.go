@@ -41,7 +41,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
 	}
 	d.events = system.EventStream
-	cfg := paremote.Configure(host, port, paremote.WithServerOptions(g.serverOption(), PingPolicy()),
+	cfg := paremote.Configure(host, port, paremote.WithServerOptions(append(g.serverOptions(), PingPolicy())...),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates
 		// 16 MB for every peer a process talks to.
@@ -60,6 +60,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		}
 	}()
 	r.Start()
+	g.setSelf(system.Address())
 	return r, system.Address(), nil
 }
 

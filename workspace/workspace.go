@@ -206,7 +206,11 @@ type Options struct {
 	//     directory (config, for config/*.key) leads, the workspace
 	//     itself included (config -> .: the host's config/a.key is a.key,
 	//     hidden there; config/* would then hide all the workspace holds,
-	//     never the workspace).
+	//     never the workspace). The link is no mount point: a command can
+	//     remove or retarget it. Every later command's sandbox, for as
+	//     long as the Workspace is open, hides each place such a link
+	//     led to all the same, under its real name, until it no longer
+	//     exists ([sandbox.LinkTargets]).
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
 	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
 	//     patterns that match the most), not even one that would remove
@@ -244,6 +248,14 @@ type Options struct {
 	//     workspace), but a program that writes the path itself
 	//     (os.WriteFile, say) follows it, and may put the content where
 	//     commands can read it (the system's directories are readable).
+	//   - Where a command's link at a path to hide, or on the way to
+	//     one, led, once the process has restarted: the places links led
+	//     to are kept in memory only, for the Workspace's lifetime. A new
+	//     Workspace on the directory follows the links there when New
+	//     runs, and hides their targets for good, but not where a link
+	//     removed before led: what the host wrote through it is shown
+	//     under its real name (notes.txt for a link .env -> notes.txt).
+	//     write_file refuses to write through such a link.
 	//   - A hard link a command made to a file at a path to hide before
 	//     its content was written in place: the content is visible
 	//     through the other name. write_file replaces the file (a new

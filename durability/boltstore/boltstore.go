@@ -122,7 +122,8 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
-	file            *os.File // the descriptor bbolt reads and writes the file through
+	file            *os.File                                         // the descriptor bbolt reads and writes the file through
+	openFile        func(string, int, os.FileMode) (*os.File, error) // opens every file: the store's, Compact's copy, the folder synced
 	path            string
 	legacy          bool // a version 2 file open read-only: values carry no checksum
 	log             *slog.Logger
@@ -184,7 +185,7 @@ type Store struct {
 	noSync     bool
 
 	// syncFailed holds the permanent error every write transaction fails
-	// with once a commit's sync failed (see [Store.updateTx]).
+	// with once a sync failed (see [Store.failWrites]).
 	syncFailed atomic.Pointer[error]
 
 	committerDone chan struct{}
@@ -209,8 +210,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	return open(path, opts, nil)
 }
 
-// open is Open with bbolt's file-opening hook, which tests use to reach the
-// underlying *os.File.
+// open is Open with a file-opening hook, which tests use to reach the
+// underlying *os.File or to make opening a file fail: the store opens
+// every file through it (see Store.openFile).
 func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -265,6 +267,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	s := &Store{
 		db:              db,
 		file:            file,
+		openFile:        openFile,
 		path:            path,
 		noSync:          o.NoSync,
 		log:             o.Logger,
@@ -328,7 +331,7 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 	if o.NoSync {
 		return nil
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(openFile, filepath.Dir(path))
 }
 
 // openBolt opens an existing file with bbolt: it locks the file itself
@@ -397,17 +400,38 @@ func (s *Store) updateTx(doing string, fn func(*bolt.Tx) error) error {
 			}
 		}()
 	}
-	if failed := s.syncFailed.Load(); failed != nil {
-		return *failed
+	if err := s.writable(); err != nil {
+		return err
 	}
 	err := guard(s.path, doing, boltInfo(s.db), func() error { return s.db.Update(fn) })
 	if isSyncFailure(err) {
-		err = durability.Permanent(&fileError{path: s.path, why: syncFailedWhy, err: fmt.Errorf("%s: sync: %w", doing, err)})
-		s.syncFailed.Store(&err)
-		s.log.Error("boltstore: syncing the file failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
-		return err
+		return s.failWrites(syncFailedWhy, fmt.Errorf("%s: sync: %w", doing, err))
 	}
 	return fileFailure(s.path, err, func() error { return descriptorFailure(s.file) })
+}
+
+// writable returns the permanent error the store's writes fail with once
+// a sync failed (see [Store.failWrites]), or nil.
+func (s *Store) writable() error {
+	if failed := s.syncFailed.Load(); failed != nil {
+		return *failed
+	}
+	return nil
+}
+
+// failWrites makes every later write transaction, and Compact, fail with
+// one permanent error, naming the file and saying why, until the store is
+// opened again, and returns that error: a sync failed (of a commit, or of
+// the folder after Compact renamed its copy over the file), so going on
+// could damage the file or lose what is acknowledged. The first such
+// error is kept.
+func (s *Store) failWrites(why string, cause error) error {
+	err := durability.Permanent(&fileError{path: s.path, why: why, err: cause})
+	if !s.syncFailed.CompareAndSwap(nil, &err) {
+		return *s.syncFailed.Load()
+	}
+	s.log.Error("boltstore: a sync failed; the store takes no more writes until it is opened again", "path", s.path, "err", err)
+	return err
 }
 
 // load checks the file's layout and format version, replays the log into

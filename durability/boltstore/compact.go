@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,6 +35,15 @@ const compactTxSize = 4 << 20
 // meanwhile into the new file, syncs it and renames it over the store's
 // file, so writes wait for about one commit (CompactStats.Blocked).
 //
+// A Compact that fails before the rename removes the new file and leaves
+// the store as it was. Once the new file is renamed over the store's, the
+// store reads and writes it, whatever follows: if syncing the folder then
+// fails, the rename may not survive a crash, so Compact returns a
+// permanent error naming the file and every later write fails with it
+// until the store is opened again (reads go on; nothing acknowledged is
+// lost). A store whose sync failed, before Compact or while it copies,
+// is not compacted: Compact fails with that permanent error.
+//
 // The store keeps its lock on the new file; a process that was waiting
 // for the old file's lock gets the old, unlinked file: do not open a store
 // from two processes. Compact is serialized with itself.
@@ -43,10 +53,16 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	defer s.compactMu.Unlock()
 	var st CompactStats
 	fail := func(err error) (CompactStats, error) {
-		return st, &durability.StoreError{Op: op, Err: fmt.Errorf("%s: %w", s.path, err)}
+		if fe := (*fileError)(nil); !errors.As(err, &fe) { // a fileError names the file
+			err = fmt.Errorf("%s: %w", s.path, err)
+		}
+		return st, &durability.StoreError{Op: op, Err: err}
 	}
 	if s.db.IsReadOnly() {
 		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly, nil)}
+	}
+	if err := s.writable(); err != nil { // it would rewrite the file from what the mapping shows
+		return fail(err)
 	}
 	if err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {
@@ -67,7 +83,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	var dstFile *os.File // the descriptor bbolt writes dst through
 	dst, err := bolt.Open(tmp, DefaultFileMode, &bolt.Options{NoSync: s.noSync, FreelistType: bolt.FreelistMapType, Timeout: time.Second,
 		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, mode)
+			f, err := s.openFile(name, flag, mode)
 			dstFile = f
 			return f, err
 		}})
@@ -89,10 +105,16 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		resume()
 		return fail(err)
 	}
+	ran := false      // whether the last step ran (it lets checkpoints go on)
+	switched := false // whether the store uses the copy, renamed over its file
 	err = s.inCommitter(ctx, func() error {
 		start := time.Now()
 		defer func() { st.Blocked = time.Since(start) }()
+		ran = true
 		s.compacting = false
+		if err := s.writable(); err != nil { // a commit's sync failed meanwhile
+			return err
+		}
 		s.viewMu.Lock()
 		defer s.viewMu.Unlock()
 		err := s.viewTx("copying the log", func(tx *bolt.Tx) error {
@@ -118,18 +140,29 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		if err == nil {
 			err = os.Rename(tmp, s.path)
 		}
-		if err == nil && !s.noSync {
-			err = syncDir(filepath.Dir(s.path))
-		}
 		if err != nil {
 			return err
 		}
+		// The copy is the file at the store's path now: the store uses it
+		// whatever follows, never again the old file, which is unlinked.
 		old := s.db
 		s.db, s.file = dst, dstFile
-		return guard(s.path, "closing the old file", nil, old.Close)
+		switched = true
+		var dirErr error
+		if !s.noSync {
+			if err := syncDir(s.openFile, filepath.Dir(s.path)); err != nil {
+				// The rename may not survive a crash, and with it what
+				// the new file would take: take nothing more.
+				dirErr = s.failWrites(dirSyncFailedWhy, fmt.Errorf("syncing the folder: %w", err))
+			}
+		}
+		return errors.Join(dirErr, guard(s.path, "closing the old file", nil, old.Close))
 	})
 	if err != nil {
-		if s.db != dst {
+		if !ran { // ctx done, or the store closed, before it was handed over
+			resume()
+		}
+		if !switched {
 			cleanup()
 		}
 		return fail(err)

@@ -109,7 +109,9 @@
 // those on disk, so that commit and every later write fail for good until
 // the store is closed and opened again (reads go on; what was acknowledged
 // is in the log, replayed on open; Close reports the failure when it has a
-// checkpoint to make). A write that must grow the file is classified as one
+// checkpoint to make). So does a failed sync of the folder after
+// [Store.Compact] renamed its new file over the store's (the rename may
+// not survive a crash). A write that must grow the file is classified as one
 // that fits it: bbolt reports a failed ftruncate without its errno, so the
 // store finds it again from the message, or, on Unix, asks the descriptor
 // (fcntl F_GETFL) whether it is still open for writing (a read-only

@@ -104,6 +104,10 @@ func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }
 // syncFailedWhy says why a store whose sync failed takes no more writes.
 const syncFailedWhy = "can no longer be written by this store: a commit's sync failed, so its pages in memory may differ from those on disk; close the store and open it again"
 
+// dirSyncFailedWhy says why a store takes no more writes once the sync of
+// its folder failed after Compact renamed its copy over the file.
+const dirSyncFailedWhy = "can no longer be written by this store: Compact renamed its compacted copy over the file, then syncing the folder failed, so a crash may bring the old file back without the writes that follow; close the store and open it again"
+
 // isSyncFailure reports whether err, from a bbolt write transaction, is a
 // failed sync of the file: bbolt returns os.File.Sync's error (a
 // *fs.PathError of op "sync") on most systems, and fdatasync's errno bare

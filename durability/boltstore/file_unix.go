@@ -47,9 +47,10 @@ func lockHolder(f *os.File) string {
 	return findLockHolder(locks, st.Ino, os.Getpid())
 }
 
-// syncDir fsyncs a directory, so that a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncDir fsyncs a directory, so that a rename in it is durable; it opens
+// the directory with openFile (os.OpenFile, or a test's hook).
+func syncDir(openFile func(string, int, os.FileMode) (*os.File, error), dir string) error {
+	d, err := openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ func lockHolder(*os.File) string { return "" }
 // on Unix systems (FlushFileBuffers fails on the handle a directory opens
 // with), so a rename or link is as durable as NTFS's metadata journal
 // makes it, as for other stores on Windows.
-func syncDir(string) error { return nil }
+func syncDir(func(string, int, os.FileMode) (*os.File, error), string) error { return nil }
 
 // descriptorFailure is nil: bbolt grows a file on Windows without
 // truncating it, so there is no resize failure to explain.

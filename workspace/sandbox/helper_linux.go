@@ -47,6 +47,9 @@ type setupRequest struct {
 	// Keep is [KeptWithNetwork] as the host has it, when the network is
 	// allowed.
 	Keep []string `json:"keep,omitempty"`
+	// LinkTargets are the places of Config.LinkTargets as the set-up
+	// starts, hidden with the rest.
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -54,6 +57,9 @@ type runRequest struct {
 	Shell   string   `json:"shell"`
 	Command string   `json:"command"`
 	Env     []string `json:"env"`
+	// LinkTargets are the places of Config.LinkTargets as the command
+	// is handed over: later set-ups may have added some since this one.
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 // report is one line the helper writes on fdStatus: once the sandbox is
@@ -76,6 +82,9 @@ type report struct {
 	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
 	Resources bool `json:"resources,omitempty"`
+	// LinkTargets ("ready"): the places in the workspace that links
+	// led paths to hide to, which the set-up hid (see [LinkTargets]).
+	LinkTargets []string `json:"linkTargets,omitempty"`
 }
 
 func init() {
@@ -127,7 +136,8 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	prot, wsPath, err := setUp(&setup.Config, setup.Keep)
+	cov := covers{}
+	prot, wsPath, targets, err := setUp(&setup, cov)
 	if err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
 			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
@@ -136,7 +146,7 @@ func helperMain() int {
 		return 2
 	}
 	if setup.Probe {
-		status.send(report{Phase: "ready", Protections: prot})
+		status.send(report{Phase: "ready", Protections: prot, LinkTargets: targets})
 		return 0
 	}
 	// The command's rlimits are known now: setting them up here keeps
@@ -149,7 +159,7 @@ func helperMain() int {
 	// The first decoding of a type builds encoding/json's cache for it,
 	// tens of µs better spent now than on the call's path.
 	_ = json.Unmarshal([]byte(`{"shell":"","command":"","env":[""]}`), new(runRequest))
-	status.send(report{Phase: "ready", Protections: prot})
+	status.send(report{Phase: "ready", Protections: prot, LinkTargets: targets})
 	// Ready: wait for the command. EOF means the host let this sandbox
 	// go unused (or died).
 	line, err = ctl.readLine()
@@ -165,7 +175,7 @@ func helperMain() int {
 	// What appeared, or was replaced, since the set-up is not hidden
 	// here: the command must not run. Looked for from inside, where
 	// this process lists what the command could make readable.
-	if err := checkCovered(&setup.Config, wsPath); err != nil {
+	if err := checkCovered(&setup, req.LinkTargets, wsPath, cov); err != nil {
 		status.send(report{Phase: "error", Error: err.Error(), Stale: true})
 		return 2
 	}
@@ -267,13 +277,15 @@ func reapUntil(pid int) Exit {
 	}
 }
 
-// setUp builds the sandbox around this process: mounts, /proc, pid_max,
-// host name, Landlock and the capability bounding set, and returns the
-// workspace's path. Landlock, no_new_privs
-// and the bounding set are per-thread here and reach the command because
-// it is forked from this (locked) thread. keep are the files to keep
-// visible (see [KeptWithNetwork]).
-func setUp(cfg *Config, keep []string) (*Protections, string, error) {
+// setUp builds the sandbox req asks for around this process: mounts,
+// /proc, pid_max, host name, Landlock and the capability bounding set,
+// and returns the workspace's path and the places in it that links led
+// paths to hide to (see [LinkTargets]). Landlock, no_new_privs and the
+// bounding set are per-thread here and reach the command because it is
+// forked from this (locked) thread. It keeps req.Keep visible (see
+// [KeptWithNetwork]), and adds the covers it mounts to cov.
+func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error) {
+	cfg, keep := &req.Config, req.Keep
 	p := &Protections{Sandbox: true, DiesWithHost: true, ClosedFDs: true}
 	p.Namespaces = []string{"user", "pid", "mount"}
 	if !cfg.AllowNetwork {
@@ -288,16 +300,16 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 	// would then lead elsewhere ("/", say).
 	wsPath, wsFD, err := workspaceDir()
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	defer unix.Close(wsFD)
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return p, "", unsupported("make mounts private", err)
+		return p, "", nil, unsupported("make mounts private", err)
 	}
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return p, "", unsupported("clone the workspace mount", err)
+		return p, "", nil, unsupported("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -307,7 +319,7 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", unsupported("mount a fresh /proc", err)
+		return p, "", nil, unsupported("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -319,24 +331,24 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		tmpOptions(cfg.TmpSize)); err != nil {
-		return p, "", unsupported("mount a private /tmp", err)
+		return p, "", nil, unsupported("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
 	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
-		return p, "", unsupported("mount a /dev of the sandbox's own", err)
+		return p, "", nil, unsupported("mount a /dev of the sandbox's own", err)
 	}
 	p.FreshDev = true
 	if !ptys {
 		p.Missing = append(p.Missing, "pseudo-terminals: no devpts instance of the sandbox's own could be mounted")
 	}
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
-		return p, "", fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
+		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -345,34 +357,35 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		}
 	}()
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	for _, h := range plan.outside {
-		if err := hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+		if err := cov.hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	for _, k := range kept {
 		if err := mountKept(k); err != nil {
-			return p, "", fmt.Errorf("keep %s visible: %w", k.path, err)
+			return p, "", nil, fmt.Errorf("keep %s visible: %w", k.path, err)
 		}
 	}
 	if err := os.MkdirAll(wsPath, 0o755); err != nil && !errors.Is(err, unix.EROFS) {
-		return p, "", fmt.Errorf("workspace mount point: %w", err)
+		return p, "", nil, fmt.Errorf("workspace mount point: %w", err)
 	}
 	mounted, err := mountWorkspace(tree, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	defer unix.Close(mounted)
 	// What led nowhere may lead into the workspace now that it is
 	// mounted: beneath /tmp, it was not there to be found before (the
 	// sandbox's own /tmp covers the host's), unlike the paths inside it
 	// that were resolved when it was opened (their identities say where).
-	late, err := planHiding(plan.missing, nil, wsPath)
+	late, err := planHiding(plan.missing, nil, plan.missingTargets, wsPath)
 	if err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
+	targets := append(plan.targets, late.targets...)
 	inside, outside := pathSet{}, pathSet{}
 	for _, h := range plan.inside {
 		inside.add(h)
@@ -392,8 +405,8 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 		if within(wsPath, h) || outside.holds(h) {
 			continue
 		}
-		if err := hide(h, false, HiddenPath{}, false); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+		if err := cov.hide(h, false, HiddenPath{}, false); err != nil {
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 		outside.add(h)
 		plan.outside = append(plan.outside, h)
@@ -401,31 +414,31 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 	if n := len(plan.inside) + len(plan.outside); n > MaxHidden {
 		// The patterns were matched again: their latest counts.
 		maps.Copy(plan.matched, late.matched)
-		return p, "", tooManyHidden(n, plan.matched, wsPath)
+		return p, "", nil, tooManyHidden(n, plan.matched, wsPath)
 	}
 	if err := pinWays(plan.inside, wsPath); err != nil {
-		return p, "", err
+		return p, "", nil, err
 	}
 	for _, h := range plan.inside {
-		if err := hide(h, false, plan.ids[h], true); err != nil {
-			return p, "", fmt.Errorf("hide %s: %w", h, err)
+		if err := cov.hide(h, false, plan.ids[h], true); err != nil {
+			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
 	// The directories that hide the workspace's surroundings were left
 	// writable to make its mount point; nothing else is made in them.
 	for _, h := range plan.ancestors {
 		if err := unix.Mount("", h, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return p, "", fmt.Errorf("hide %s: make it read-only: %w", h, err)
+			return p, "", nil, fmt.Errorf("hide %s: make it read-only: %w", h, err)
 		}
 	}
 	p.Hidden = append(append(p.Hidden, plan.outside...), plan.inside...)
 	if err := unix.Fchdir(mounted); err != nil {
-		return p, "", fmt.Errorf("enter the workspace: %w", err)
+		return p, "", nil, fmt.Errorf("enter the workspace: %w", err)
 	}
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, "", unsupported("no_new_privs", err)
+		return p, "", nil, unsupported("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
@@ -435,7 +448,7 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 	case cfg.WithoutLandlock:
 		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
 	case err != nil:
-		return p, "", unsupported("landlock", err)
+		return p, "", nil, unsupported("landlock", err)
 	case abi == 0:
 		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
 	default:
@@ -450,21 +463,21 @@ func setUp(cfg *Config, keep []string) (*Protections, string, error) {
 			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, "", unsupported("drop capabilities", err)
+		return p, "", nil, unsupported("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, "", unsupported("join a new session keyring", errno)
+		return p, "", nil, unsupported("join a new session keyring", errno)
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
 	} else {
 		p.Seccomp = true
 	}
-	return p, wsPath, nil
+	return p, wsPath, targets, nil
 }
 
 // unsupported is the error of a set-up step that fails when the kernel
@@ -644,17 +657,26 @@ func freshDev(shm string) (ptys bool, err error) {
 	return ptys, nil
 }
 
+// covers are the mounts, by id, that a set-up made to hide paths: the
+// empty tmpfs over a directory, /dev/null over anything else. Run's
+// check takes a mount root for a cover only when it is one of them:
+// the set-up makes other mounts in the workspace (pinWays' pins, each
+// a directory of the workspace, readable), which the host may move to
+// a name the sandbox must hide.
+type covers map[uint64]bool
+
 // hide covers path (resolved) with an empty read-only tmpfs (a
-// directory) or /dev/null (anything else). An ancestor of the workspace
-// gets a writable tmpfs, to hold the workspace's mount point, made
-// read-only once the workspace is mounted. The path is opened without
-// following links and covered by that descriptor, so that what is
-// covered is what was checked: when id has an identity (see
-// [HiddenPath]) and the path no longer has it, a path inside the
-// workspace is refused ([ErrHiddenMoved]); outside it, what is there
-// now is hidden (a file replaced by a rename, say). A path that is
-// gone is left alone, unless it had an identity inside the workspace.
-func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+// directory) or /dev/null (anything else), and adds the cover to c. An
+// ancestor of the workspace gets a writable tmpfs, to hold the
+// workspace's mount point, made read-only once the workspace is
+// mounted. The path is opened without following links and covered by
+// that descriptor, so that what is covered is what was checked: when
+// id has an identity (see [HiddenPath]) and the path no longer has it,
+// a path inside the workspace is refused ([ErrHiddenMoved]); outside
+// it, what is there now is hidden (a file replaced by a rename, say).
+// A path that is gone is left alone, unless it had an identity inside
+// the workspace.
+func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
@@ -679,27 +701,87 @@ func hide(path string, ancestor bool, id HiddenPath, inside bool) error {
 	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
 		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
 	}
-	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	var cover int
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-		size := "4k"
-		if !ancestor {
-			flags |= unix.MS_RDONLY
-		} else {
-			size = "64k"
-		}
-		return unix.Mount("tmpfs", target, "tmpfs", flags, "size="+size+",mode=0555")
+		cover, err = emptyTmpfs(ancestor)
+	} else {
+		cover, err = nullFile()
 	}
-	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(null)
-	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
-		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+	defer unix.Close(cover)
+	mnt, err := mountID(cover)
+	if err != nil {
 		return err
 	}
-	return unix.MoveMount(null, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	if err := unix.MoveMount(cover, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+		return err
+	}
+	c[mnt] = true
+	return nil
+}
+
+// emptyTmpfs makes a detached mount of a new, empty tmpfs, read-only
+// but for an ancestor of the workspace (see hide), and returns it.
+func emptyTmpfs(ancestor bool) (int, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("tmpfs: %w", err)
+	}
+	defer unix.Close(fs)
+	size, attrs := "4k", unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC
+	if ancestor {
+		size = "64k"
+	} else {
+		attrs |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.FsconfigSetString(fs, "size", size); err != nil {
+		return -1, fmt.Errorf("tmpfs size: %w", err)
+	}
+	if err := unix.FsconfigSetString(fs, "mode", "0555"); err != nil {
+		return -1, fmt.Errorf("tmpfs mode: %w", err)
+	}
+	if !ancestor {
+		if err := unix.FsconfigSetFlag(fs, "ro"); err != nil {
+			return -1, fmt.Errorf("tmpfs read-only: %w", err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("tmpfs: %w", err)
+	}
+	m, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs)
+	if err != nil {
+		return -1, fmt.Errorf("mount a tmpfs: %w", err)
+	}
+	return m, nil
+}
+
+// nullFile makes a detached, read-only copy of the mount of /dev/null,
+// and returns it.
+func nullFile() (int, error) {
+	null, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.MountSetattr(null, "", unix.AT_EMPTY_PATH,
+		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+		unix.Close(null)
+		return -1, err
+	}
+	return null, nil
+}
+
+// mountID is the id of the mount the descriptor fd is on.
+func mountID(fd int) (uint64, error) {
+	var st unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &st); err != nil {
+		return 0, err
+	}
+	if st.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, errors.New("the kernel does not tell mounts apart (statx without STATX_MNT_ID, Linux 5.8)")
+	}
+	return st.Mnt_id, nil
 }
 
 // pinWays makes each directory of the workspace wsPath on the way to
@@ -1000,18 +1082,23 @@ func (r *fdReader) readByte() (byte, error) {
 	return b, nil
 }
 
-// checkCovered looks again, from inside the sandbox and as a set-up
-// does, for what it must hide around the workspace wsPath, and checks
-// that each of those paths is still covered: the root of a mount (the
-// cover) or gone. A path that appeared since the set-up is not; nor is
-// one whose file was removed or replaced from outside, which takes the
-// cover with it (the kernel detaches a mount whose mount point is
-// removed in another namespace), whatever inode the file there now
-// has. This process lists, as root in the sandbox's user namespace,
-// every directory a command could make readable.
-func checkCovered(cfg *Config, wsPath string) error {
+// checkCovered looks again, from inside the sandbox and as the set-up
+// req asked for does, for what it must hide around the workspace
+// wsPath (the places of [LinkTargets] the set-up was given included,
+// and targets, those known as the command is handed over), and checks
+// that each of those paths is still covered: the root of one of the
+// covers the set-up mounted (cov), or gone. A path that appeared since
+// the set-up is not; nor is one whose file was removed or replaced
+// from outside, which takes the cover with it (the kernel detaches a
+// mount whose mount point is removed in another namespace), whatever
+// inode the file there has now; nor a directory the set-up pinned
+// (see pinWays), a mount root too, moved since by the host to a name
+// to hide. This process lists, as root in the sandbox's user
+// namespace, every directory a command could make readable.
+func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers) error {
 	defaults, others := hideList(wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, wsPath)
+	targets = append(slices.Clone(req.LinkTargets), targets...)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath)
 	if err != nil {
 		return err
 	}
@@ -1019,7 +1106,7 @@ func checkCovered(cfg *Config, wsPath string) error {
 		for _, h := range list {
 			id := plan.ids[h]
 			mustExist := (id.Dev != 0 || id.Ino != 0) && within(h, wsPath)
-			if err := isCovered(h, mustExist); err != nil {
+			if err := cov.isCovered(h, mustExist); err != nil {
 				return fmt.Errorf("%s: %w", h, err)
 			}
 		}
@@ -1030,9 +1117,9 @@ func checkCovered(cfg *Config, wsPath string) error {
 // errNotCovered says a path to hide is not covered in the sandbox.
 var errNotCovered = errors.New("appeared or was replaced since the sandbox was set up")
 
-// isCovered checks that path is the root of a mount, or gone (unless
-// mustExist: a path the set-up refuses to find gone).
-func isCovered(path string, mustExist bool) error {
+// isCovered checks that path is the root of one of the covers of c, or
+// gone (unless mustExist: a path the set-up refuses to find gone).
+func (c covers) isCovered(path string, mustExist bool) error {
 	// openat, not openat2, which the sandbox's filter refuses by now;
 	// the path it opened says whether a link on the way led elsewhere.
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -1047,13 +1134,13 @@ func isCovered(path string, mustExist bool) error {
 		return fmt.Errorf("a link on the way leads elsewhere (%s)", at)
 	}
 	var st unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &st); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_MNT_ID, &st); err != nil {
 		return err
 	}
-	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
-		return errors.New("the kernel does not say which files are mount roots (statx, Linux 5.8)")
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Mask&unix.STATX_MNT_ID == 0 {
+		return errors.New("the kernel does not say which files are mount roots, nor of which mount (statx, Linux 5.8)")
 	}
-	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || !c[st.Mnt_id] {
 		return errNotCovered
 	}
 	return nil

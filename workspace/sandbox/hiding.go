@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // What the sandbox hides whatever the configuration, besides the
@@ -102,7 +104,10 @@ func hideList(wsPath string) (defaults, others []string) {
 // link in its place. The next set-up follows such a link when it leads
 // to a place in the workspace (not the workspace itself), for an exact
 // path and for a pattern's directory alike, and hides what the path or
-// the pattern's rest finds there, at its real place.
+// the pattern's rest finds there, at its real place. The link itself is
+// no mount point (a command can remove or retarget it), so every later
+// set-up hides that place too, whatever became of the link, for as
+// long as the Config is kept: see [LinkTargets].
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
@@ -130,6 +135,69 @@ type HiddenPath struct {
 // it held may now be elsewhere, visible. Someone must put it back, or
 // open the workspace again.
 var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
+
+// LinkTargets is the set of places in a workspace where links led the
+// paths to hide ([Config.Resolved]) when a sandbox was set up: a link
+// a command planted at a path to hide (.env -> notes.txt), or at a
+// pattern's directory (sec -> real, for sec/*.key), through which the
+// host may have written a secret, which then is at the link's target
+// (notes.txt, real/a.key). Each set-up hides what links lead to then,
+// and adds those places to the set; each later set-up (and
+// [Process.Run]'s check) hides every place of the set too, whatever
+// became of the link: the link itself is no mount point, and the
+// command of that very sandbox can remove or retarget it, but what the
+// host wrote through it stays hidden under its real name. A place is
+// resolved again at each set-up, as a path to hide that did not exist
+// when the workspace was opened is (links in the workspace followed
+// only to a place in it), and dropped from the set once it no longer
+// exists: what was written there is gone.
+//
+// The set is in memory only: [Config.WithDefaults] makes one, which
+// the copies of the Config share, for as long as the caller keeps
+// the Config (a workspace's lifetime). A set-up learns nothing of a
+// link removed before the set was made: a Config made anew (after a
+// restart, say) hides what links lead to then ([ResolveHide] follows
+// them, once, and hides their targets for good), not where a link
+// removed since led. It is safe for concurrent use.
+type LinkTargets struct {
+	mu    sync.Mutex
+	paths map[string]bool
+}
+
+// Paths returns the places of the set, sorted.
+func (t *LinkTargets) Paths() []string {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.paths))
+}
+
+// add adds the places a set-up found links to lead to, and, when one
+// is new, drops from the set those that no longer exist.
+func (t *LinkTargets) add(found []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.paths == nil {
+		t.paths = map[string]bool{}
+	}
+	grew := false
+	for _, p := range found {
+		if !t.paths[p] {
+			t.paths[p] = true
+			grew = true
+		}
+	}
+	if !grew {
+		return
+	}
+	for p := range t.paths {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			delete(t.paths, p)
+		}
+	}
+}
 
 // ResolveHide checks hide against the workspace as [CheckHide] does
 // and resolves it once and for all: patterns expanded (and kept, to be
@@ -183,9 +251,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // (ancestors of the workspace among them) and paths inside it, covered
 // once it is mounted; ids are the identities ResolveHide recorded;
 // missing are the entries to look for again once the workspace is
-// mounted: the paths that led nowhere, and every pattern.
+// mounted: the paths that led nowhere, and every pattern, and
+// missingTargets the link targets (see [LinkTargets]) that led
+// nowhere; targets are the places in the workspace links led to.
 type hidePlan struct {
 	outside, inside, ancestors, missing []string
+	missingTargets, targets             []string
 	ids                                 map[string]HiddenPath
 	seen                                lstats         // what the planning found
 	matched                             map[string]int // each pattern's number of matches
@@ -222,10 +293,13 @@ var ErrConfig = errors.New("sandbox configuration")
 // planHiding resolves list (links followed, patterns matched, missing
 // paths left out) around the workspace wsPath (resolved), and adds the
 // paths fixed resolved once (those missing then, and the patterns,
-// resolved again now). A link in the workspace (a command's) is
-// followed only into it, as resolveHidden and globHidden say.
-func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, error) {
-	var resolved, missing []string
+// resolved again now) and the places earlier set-ups hid where links
+// led (targets, see [LinkTargets]: paths, never patterns, whatever
+// characters their names hold). A link in the workspace (a command's)
+// is followed only into it, as resolveHidden and globHidden say; the
+// places in the workspace that links led to are the plan's targets.
+func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string) (hidePlan, error) {
+	var resolved, missing, missingTargets, found []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
 	have := map[string]bool{} // resolved, as a set
@@ -240,6 +314,14 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 		have[r] = true
 		resolved = append(resolved, r)
 		return nil
+	}
+	// addAt adds r, where the path m led, noting it as a target when a
+	// link led there in the workspace.
+	addAt := func(m, r string) error {
+		if r != filepath.Clean(m) && r != wsPath && within(r, wsPath) {
+			found = append(found, r)
+		}
+		return add(r)
 	}
 	for _, f := range fixed {
 		if f.Dev == 0 && f.Ino == 0 {
@@ -273,15 +355,26 @@ func planHiding(list []string, fixed []HiddenPath, wsPath string) (hidePlan, err
 				if !isPattern(h) {
 					missing = append(missing, m)
 				}
-			} else if err := add(r); err != nil {
+			} else if err := addAt(m, r); err != nil {
 				return hidePlan{}, err
 			}
+		}
+	}
+	for _, t := range targets {
+		r, err := resolveHidden(seen, t, wsPath, true)
+		if err != nil {
+			return hidePlan{}, fmt.Errorf("%w: hide %s (a link led there): %v", ErrConfig, t, err)
+		}
+		if r == "" {
+			missingTargets = append(missingTargets, t)
+		} else if err := addAt(t, r); err != nil {
+			return hidePlan{}, err
 		}
 	}
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing, seen: seen, matched: matched}
+	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {

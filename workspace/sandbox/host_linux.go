@@ -36,6 +36,8 @@ type Process struct {
 	last   report   // the last report, once eof
 	prot   *Protections
 	ran    bool // Run was called
+	// targets is the Config's LinkTargets, told again at Run.
+	targets *LinkTargets
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -171,9 +173,12 @@ func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, erro
 // it and prepares another. The helper looks for the paths to hide
 // again, from inside the sandbox and as a set-up does (a few Lstat
 // calls per path to hide, a listing of each directory a pattern
-// needs), checks that each is still covered (a mount's root, whatever
-// inode the file there has: the cover goes when the file it covered is
-// removed), and answers before it starts the command: Run waits for
+// needs, and the places of [LinkTargets] as Run is called), checks
+// that each is still covered (the root of a cover the set-up mounted,
+// whatever inode the file there has: the cover goes when the file it
+// covered is removed; a directory of the workspace the set-up pinned,
+// and the host renamed since to a name to hide, is a mount's root but
+// no cover), and answers before it starts the command: Run waits for
 // that answer.
 func (p *Process) Run(shell, command string, env []string) error {
 	if p.ran {
@@ -183,7 +188,7 @@ func (p *Process) Run(shell, command string, env []string) error {
 	if p.ReadStatus() {
 		return errors.New("sandbox: the prepared sandbox's helper is gone")
 	}
-	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env})
+	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env, LinkTargets: p.targets.Paths()})
 	if err != nil {
 		return err
 	}
@@ -252,6 +257,10 @@ func Probe(cfg Config, root *os.File) (Protections, error) {
 // launch starts the helper, sends it the set-up request and waits for
 // its first report.
 func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
+	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
+		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
+	}
+	req.LinkTargets = req.Config.LinkTargets.Paths()
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox control pipe: %w", err)
@@ -294,7 +303,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		unix.Close(st[0])
 		return nil, startError(err, flags)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0]}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets}
 	fail := func(err error) (*Process, error) {
 		p.Release()
 		return nil, err
@@ -334,6 +343,11 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 			err = markedError{err, ErrResources}
 		}
 		return fail(err)
+	}
+	// Where links led the paths to hide stays hidden from every later
+	// sandbox, whatever the command does to the links.
+	if len(r.LinkTargets) > 0 && req.Config.LinkTargets != nil {
+		req.Config.LinkTargets.add(r.LinkTargets)
 	}
 	if err := unix.SetNonblock(p.status, true); err != nil {
 		return fail(fmt.Errorf("sandbox status pipe: %w", err))

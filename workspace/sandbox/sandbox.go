@@ -118,6 +118,12 @@ type Config struct {
 	// without Resolved is refused: resolved at each set-up, Hide's
 	// links would lead where earlier commands made them lead.
 	Resolved []HiddenPath `json:"resolved,omitempty"`
+	// LinkTargets are the places in the workspace where links (a
+	// command's) led the paths to hide at earlier set-ups, each hidden
+	// by every later one (see [LinkTargets]). WithDefaults makes the
+	// set, which copies of the Config share; a Config with Resolved and
+	// without it is refused.
+	LinkTargets *LinkTargets `json:"-"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
 	// (default DefaultTmpSize), and that of its private /dev/shm (POSIX
 	// shared memory), another tmpfs of the same bounds. It also bounds
@@ -131,7 +137,8 @@ type Config struct {
 	WithoutLandlock bool `json:"withoutLandlock,omitempty"`
 }
 
-// WithDefaults validates c and returns a copy with defaults filled in.
+// WithDefaults validates c and returns a copy with defaults filled in,
+// and a new, empty [LinkTargets] when c has none.
 func (c Config) WithDefaults() (Config, error) {
 	l, err := c.Limits.WithDefaults()
 	if err != nil {
@@ -152,6 +159,9 @@ func (c Config) WithDefaults() (Config, error) {
 		hide[i] = p
 	}
 	c.Hide = hide
+	if c.LinkTargets == nil {
+		c.LinkTargets = new(LinkTargets)
+	}
 	return c, nil
 }
 

@@ -1,0 +1,106 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hooked is a store opened through open's file-opening hook, so that a
+// test can make the opening of any of its files fail.
+type hooked struct {
+	*Store
+	file *os.File // the store's descriptor, as opened
+	// before, when set, runs before each file is opened, with its name:
+	// an error fails the open. Set it only while no operation runs.
+	before func(name string) error
+}
+
+// hookedStore opens the store at path (creating it if need be) through
+// the hook of a new hooked; Close is left to the test.
+func hookedStore(t *testing.T, path string, opts *Options) *hooked {
+	t.Helper()
+	h := &hooked{}
+	s, err := open(path, opts, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		if h.before != nil {
+			if err := h.before(name); err != nil {
+				return nil, err
+			}
+		}
+		f, err := os.OpenFile(name, flag, mode)
+		if err == nil && name == path {
+			h.file = f
+		}
+		return f, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Store = s
+	return h
+}
+
+// noCompactCopies fails t if a copy of Compact is left next to path.
+func noCompactCopies(t *testing.T, path string) {
+	t.Helper()
+	if left, _ := filepath.Glob(path + ".compact-*"); len(left) > 0 {
+		t.Errorf("Compact left %v behind", left)
+	}
+}
+
+// readEvents returns actor name's events in s.
+func readEvents(t *testing.T, s *Store, name string) string {
+	t.Helper()
+	var got []string
+	if err := s.GetEvents(t.Context(), name, 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(got)
+}
+
+// TestCompact_CanceledBeforeTheSwitch_CheckpointsGoOn: Compact holds the
+// checkpoints back while it copies the buckets. When its context is
+// canceled before the last step (here as the copy is opened), Compact
+// fails with the context's error, removes the copy, and the checkpoints go
+// on: they are not held back for good, the log growing in memory.
+func TestCompact_CanceledBeforeTheSwitch_CheckpointsGoOn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	h := hookedStore(t, path, &Options{NoSync: true})
+	defer h.Close()
+	if err := h.PersistEvent(t.Context(), "a", 0, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	h.before = func(name string) error {
+		if strings.HasPrefix(name, path+".compact-") {
+			cancel()
+		}
+		return nil
+	}
+	if _, err := h.Compact(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Compact canceled during the copy: %v, want context.Canceled", err)
+	}
+	h.before = nil
+	noCompactCopies(t, path)
+	var held bool
+	if err := h.inCommitter(t.Context(), func() error { held = h.compacting; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if held {
+		t.Error("after a canceled Compact, checkpoints are held back for good")
+	}
+	if err := h.PersistEvent(t.Context(), "a", 1, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Compact(t.Context()); err != nil {
+		t.Fatalf("Compact again: %v", err)
+	}
+	if got := readEvents(t, h.Store, "a"); got != "[before after]" {
+		t.Errorf("the store holds %v, want [before after]", got)
+	}
+}

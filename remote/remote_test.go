@@ -216,14 +216,6 @@ func (p *nodeProc) want(t testing.TB, event, format string, args ...any) {
 	}
 }
 
-// send writes line to p's stdin.
-func (p *nodeProc) send(t testing.TB, line string) {
-	t.Helper()
-	if _, err := p.stdin.Write([]byte(line + "\n")); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // startChild starts this test binary again with env (NAME=value) set, for
 // TestMain to run one of the child roles; its stdout lines are its events.
 // Cleanup kills it if it still runs.

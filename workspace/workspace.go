@@ -218,8 +218,10 @@ type Options struct {
 	//     secret was written through a link to them.
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
 	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
-	//     patterns that match the most), not even one that would remove
-	//     matches: the host must remove them (see [sandbox.MaxHidden]).
+	//     patterns that match the most, and how many places links led
+	//     to it hides), not even one that would remove matches: the host
+	//     must remove them (see [sandbox.MaxHidden]) or forget places
+	//     ([Workspace.ForgetLinkTargets]).
 	//   - As the command starts, its sandbox looks again, from inside:
 	//     when a path to hide appeared, or was removed or replaced (by
 	//     anyone, the file tools included), since the set-up, a new

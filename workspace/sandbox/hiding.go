@@ -386,7 +386,7 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 			return nil
 		}
 		if len(resolved) >= MaxHidden {
-			return tooManyHidden(0, matched, wsPath)
+			return tooManyHidden(0, matched, targets, wsPath)
 		}
 		have[r] = true
 		resolved = append(resolved, r)
@@ -486,6 +486,9 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 // with filepath.Glob and remove each with os.Remove, which removes a
 // link rather than what it leads to), or hide a directory that holds
 // them instead of the pattern.
+// The places of [LinkTargets] count too: the error says how many there
+// are, with a few of them, and the host may drop those it knows hold
+// no secret ([LinkTargets.Forget]).
 const MaxHidden = 4096
 
 // ErrTooManyHidden is wrapped by the set-up error of a sandbox that
@@ -495,8 +498,10 @@ var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
 // tooManyHidden is the error of a set-up that would hide more than
 // MaxHidden paths: total of them (0 when the set-up stopped counting),
 // matched being each pattern's number of matches, the largest named
-// (relative to the workspace wsPath when beneath it), with what to do.
-func tooManyHidden(total int, matched map[string]int, wsPath string) error {
+// (relative to the workspace wsPath when beneath it), and targets the
+// places of [LinkTargets] the set-up was given, which count too, with
+// what to do.
+func tooManyHidden(total int, matched map[string]int, targets []string, wsPath string) error {
 	pats := slices.Collect(maps.Keys(matched))
 	slices.SortFunc(pats, func(a, b string) int {
 		if c := cmp.Compare(matched[b], matched[a]); c != 0 {
@@ -509,11 +514,16 @@ func tooManyHidden(total int, matched map[string]int, wsPath string) error {
 		if matched[p] == 0 || len(named) == 3 {
 			break
 		}
-		name := p
-		if wsPath != "" && within(p, wsPath) && p != wsPath {
-			name = strings.TrimPrefix(p, wsPath+"/") + " (in the workspace)"
+		named = append(named, fmt.Sprintf("pattern %s matches %d", relName(p, wsPath), matched[p]))
+	}
+	if len(targets) > 0 {
+		var eg []string
+		for _, t := range targets[:min(3, len(targets))] {
+			eg = append(eg, relName(t, wsPath))
 		}
-		named = append(named, fmt.Sprintf("pattern %s matches %d", name, matched[p]))
+		named = append(named, fmt.Sprintf("%d places links led to (LinkTargets), e.g. %s, "+
+			"which the host drops with LinkTargets.Forget (Workspace.ForgetLinkTargets) once it knows "+
+			"no secret was written through a link to them", len(targets), strings.Join(eg, ", ")))
 	}
 	count := fmt.Sprintf("more than %d paths to hide", MaxHidden)
 	if total > 0 {
@@ -522,9 +532,18 @@ func tooManyHidden(total int, matched map[string]int, wsPath string) error {
 	if len(named) > 0 {
 		count += ": " + strings.Join(named, ", ")
 	}
-	return fmt.Errorf("%w: %s; no command can run until matches are removed, "+
+	return fmt.Errorf("%w: %s; no command can run until matches are removed (or places forgotten), "+
 		"and commands cannot remove them: they must be removed from outside the sandbox (by the host)",
 		ErrTooManyHidden, count)
+}
+
+// relName is p relative to the workspace wsPath when beneath it, as
+// error messages name it.
+func relName(p, wsPath string) string {
+	if wsPath != "" && within(p, wsPath) && p != wsPath {
+		return strings.TrimPrefix(p, wsPath+"/") + " (in the workspace)"
+	}
+	return p
 }
 
 // pathSet is a set of clean absolute paths that tells whether a path

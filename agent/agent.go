@@ -283,7 +283,8 @@ type Agent struct {
 	// stopping: the sessions whose last Run returned while its own loop
 	// was still stopping (see conversation.awaitEarlier), with that loop;
 	// entries of loops that have stopped meanwhile are dropped as others
-	// are added.
+	// are added. Close waits for those left before it gives the name
+	// back, and then drops them.
 	stopping map[string]*actors.Mux
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
@@ -476,12 +477,18 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // it, not for their tools to wind down. So do those waiting for their
 // loop to restart, or for a loop of their own, or of their session's
 // last Run, to stop (see the package doc): Close waits for them to
-// return, and for the shared loop to stop, not for a loop of their own,
-// which is stopping already.
+// return. It then waits until the shared loop has stopped, its children
+// included, and so have the loops of the agent's own conversations
+// (with a Store, or delegated to) that were still stopping when their
+// Run returned: a loop of a durable session persists it until it is
+// gone. Only then does it give the agent's name on its Store back (see
+// [ErrNameTaken]), so that an agent of that name started after it never
+// runs a session beside a loop of this one.
 // Sessions waiting for approval without a Store are dropped: the loop,
-// stopping, answers their held calls, and Resume fails with ErrClosed. A Close whose ctx ends first
-// returns its error, and a later Close finishes the work; once one has
-// returned nil, later calls return nil.
+// stopping, answers their held calls, and Resume fails with ErrClosed. A
+// Close whose ctx ends first returns an error wrapping ctx's, the name
+// still taken, and a later Close finishes the work, waiting for what is
+// still stopping; once one has returned nil, later calls return nil.
 func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
@@ -497,25 +504,41 @@ func (a *Agent) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, ctx.Err())
 	}
 	// Every conversation has returned and no other can enter: a start of
 	// the shared loop, made only by one of them, is done, and no session
-	// starts or stops waiting.
+	// starts or stops waiting, or leaves a loop stopping.
 	a.mu.Lock()
 	s, waiting := a.shared, a.waiting
-	a.waiting, a.stopping = nil, nil
+	a.waiting = nil
+	stopping := make([]*actors.Mux, 0, len(a.stopping))
+	for _, m := range a.stopping {
+		stopping = append(stopping, m)
+	}
 	a.mu.Unlock()
 	var err error
 	if s != nil && s.mux != nil {
+		// Mux.Close waits as long as ctx for the loop to be gone, also
+		// after a Close before whose ctx ended.
 		err = s.mux.Close(ctx)
 	}
 	for _, ws := range waiting {
 		ws.s.Close()
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("agent %q: close: stop its loop: %w", a.opts.Name, err)
 	}
+	// The loops of its own conversations were stopped by their Runs
+	// (or by their supervisors): Close stops nothing more, and waits.
+	for _, m := range stopping {
+		if err := m.Close(ctx); err != nil {
+			return fmt.Errorf("agent %q: close: wait for a loop of its own to stop: %w", a.opts.Name, err)
+		}
+	}
+	a.mu.Lock()
+	a.stopping = nil
+	a.mu.Unlock()
 	// The loop has stopped: the drains read to its end and return.
 	drained := make(chan struct{})
 	go func() { a.drains.Wait(); close(drained) }()
@@ -524,7 +547,7 @@ func (a *Agent) Close(ctx context.Context) error {
 		a.claim.release() // nothing of the agent runs any more
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: %w", a.opts.Name, ctx.Err())
+		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
 	}
 }
 
@@ -723,7 +746,8 @@ func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()
 // whose cancelled conversation the loop has not ended yet, the session
 // stays taken until a drain goroutine has read the stream to its end.
 // With own, the conversation's own loop, which has not stopped yet, the
-// session's next Run waits for it to stop (see conversation.awaitEarlier).
+// session's next Run waits for it to stop (see conversation.awaitEarlier),
+// and so does Close.
 func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
 	if a.busyOne == sessionID {
@@ -731,7 +755,7 @@ func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux
 	} else {
 		delete(a.busy, sessionID)
 	}
-	if own != nil && !own.Stopped() && !a.closed {
+	if own != nil && !own.Stopped() { // also once closed: Close waits for it
 		for id, m := range a.stopping {
 			if m.Stopped() {
 				delete(a.stopping, id)
@@ -1257,46 +1281,26 @@ func (c *conversation) awaitEarlier(ctx context.Context) error {
 	return c.awaitStop(ctx)
 }
 
-// stopWaitStream is the id of the stream awaitStop reads on the
-// conversation's own loop, on which no attempt runs.
-const stopWaitStream = "agent: wait for the loop to stop"
-
 // awaitStop waits until the conversation's own loop, which closed or
 // refused the last attempt as stopped (it stops for good, its children
 // still finishing), has stopped, or until ctx ends (it returns ctx's
 // error, wrapped) or the agent is closed (it returns an error wrapping
-// ErrClosed: Close waits for the Run, not for the loop). A loop stopping
-// refuses every attempt at once: the next attempt runs on a fresh loop,
-// started once the old one is gone, so that the two never run side by
-// side. Mux.Close cannot be used to wait: on a duplex that is stopping
-// already it returns at once. A stream of the loop can: its Recv returns
-// actors.ErrDuplexStopped once the loop has stopped.
+// ErrClosed: Close waits for the Run, then for the loop). A loop
+// stopping refuses every attempt at once: the next attempt runs on a
+// fresh loop, started once the old one is gone, so that the two never
+// run side by side. Mux.Close of a loop stopping already stops nothing
+// more: it waits until the loop is gone.
 func (c *conversation) awaitStop(ctx context.Context) error {
 	a := c.a
 	ctx, stop := a.untilClosed(ctx)
 	defer stop()
-	s, err := c.mux.Open(stopWaitStream)
-	if errors.Is(err, actors.ErrDuplexStopped) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop: %w", a.opts.Name, clip(c.session), err)
-	}
-	defer s.Release()
-	for {
-		// Nothing is sent on the stream: a frame is one the loop owes it
-		// (none), and is dropped.
-		_, err := s.Recv(ctx)
-		switch {
-		case errors.Is(err, actors.ErrDuplexStopped):
-			return nil
-		case err != nil && ctx.Err() != nil:
+	if err := c.mux.Close(ctx); err != nil {
+		if ctx.Err() != nil {
 			err = context.Cause(ctx) // the Run's, or ErrClosed
-			fallthrough
-		case err != nil:
-			return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 		}
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
 	}
+	return nil
 }
 
 func (c *conversation) stopLoop() {

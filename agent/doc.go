@@ -35,7 +35,8 @@
 // loop was being stopped) leaves that loop to its session: the
 // session's next Run, Stream or Resume waits in the same way, before it
 // reads the session or sends anything, so that a fresh loop never runs
-// beside the old one. Likewise an attempt after one that failed
+// beside the old one; [Agent.Close] waits for it too before it gives the
+// agent's name on its Store back (see [ErrNameTaken]). Likewise an attempt after one that failed
 // without a failure kind (a crash) waits while the loop restarts (as
 // long as its ctx lets it and the agent is not closed), and an
 // attempt that a restarting loop refused, or closed before serving it,

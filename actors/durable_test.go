@@ -88,25 +88,14 @@ const errNotPersistent = errString("journal: not persistent or not recovering")
 func TestDurable_RecoversAfterRestart(t *testing.T) {
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
-	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := newRuntime(t, nil)
-	conn, err := rt.Start(actors.Spec{Name: "journal", Persistence: provider,
-		New: func() actors.Logic { return &journalLogic{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := testCtx(t)
-	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
+	j := startJournal(t, store, 2)
 	for i, v := range []string{"a", "b", "c"} {
-		add(string(rune('1'+i)), v)
+		j.add(string(rune('1'+i)), v)
 	}
-	journalCrash(t, ctx, conn)
+	j.crash()
 	// Snapshots were taken before events 0 and 2: the new incarnation loads
 	// [a b] and replays c alone.
-	if got := add("4", "d"); got != "a,b,c,d|1" {
+	if got := j.add("4", "d"); got != "a,b,c,d|1" {
 		t.Errorf("after restart: %q, want %q", got, "a,b,c,d|1")
 	}
 }
@@ -161,7 +150,33 @@ func TestDurable_BatchIsOneWrite(t *testing.T) {
 	mem := memstore.New(nil)
 	t.Cleanup(func() { mem.Close() })
 	store := &countingStore{Store: mem, snapshots: make(chan uint64, 16)}
-	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: 3})
+	j := startJournal(t, store, 3)
+	j.add("1", "a")       // event 0 (snapshot of [] at 0)
+	j.add("2", "b+c+d+e") // events 1-4 in one write; index 3 asks for a snapshot: [a] at 1
+	if n, b := store.single.Load(), store.batches.Load(); n != 1 || b != 1 {
+		t.Errorf("store calls: %d single, %d batches; want 1 and 1", n, b)
+	}
+	if a, b := <-store.snapshots, <-store.snapshots; a != 0 || b != 1 {
+		t.Fatalf("snapshots at %d and %d, want 0 and 1 (the state before the batch at its first index)", a, b)
+	}
+	j.crash()
+	if got := j.add("3", "f"); got != "a,b,c,d,e,f|4" {
+		t.Errorf("after restart: %q, want %q (snapshot [a], 4 events replayed)", got, "a,b,c,d,e,f|4")
+	}
+}
+
+// journal is a started journalLogic duplex, and the test that talks to it.
+type journal struct {
+	t    *testing.T
+	ctx  context.Context
+	conn *actors.Conn
+}
+
+// startJournal starts a journalLogic duplex persisted in store, with a
+// snapshot every snapshotInterval events, on a runtime of t's.
+func startJournal(t *testing.T, store durability.Store, snapshotInterval int) *journal {
+	t.Helper()
+	provider, err := durability.NewProvider(store, &durability.ProviderOptions{SnapshotInterval: snapshotInterval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,42 +186,29 @@ func TestDurable_BatchIsOneWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testCtx(t)
-	add := func(stream, v string) string { t.Helper(); return journalAdd(t, ctx, conn, stream, v) }
-	add("1", "a")       // event 0 (snapshot of [] at 0)
-	add("2", "b+c+d+e") // events 1-4 in one write; index 3 asks for a snapshot: [a] at 1
-	if n, b := store.single.Load(), store.batches.Load(); n != 1 || b != 1 {
-		t.Errorf("store calls: %d single, %d batches; want 1 and 1", n, b)
-	}
-	if a, b := <-store.snapshots, <-store.snapshots; a != 0 || b != 1 {
-		t.Fatalf("snapshots at %d and %d, want 0 and 1 (the state before the batch at its first index)", a, b)
-	}
-	journalCrash(t, ctx, conn)
-	if got := add("3", "f"); got != "a,b,c,d,e,f|4" {
-		t.Errorf("after restart: %q, want %q (snapshot [a], 4 events replayed)", got, "a,b,c,d,e,f|4")
-	}
+	return &journal{t: t, ctx: testCtx(t), conn: conn}
 }
 
-// journalAdd sends "add:v" on stream and returns the journal's answer.
-func journalAdd(t *testing.T, ctx context.Context, conn *actors.Conn, stream, v string) string {
-	t.Helper()
-	if err := conn.Send(messages.Text(stream, "add:"+v)); err != nil {
-		t.Fatal(err)
+// add sends "add:v" on stream and returns the journal's answer.
+func (j *journal) add(stream, v string) string {
+	j.t.Helper()
+	if err := j.conn.Send(messages.Text(stream, "add:"+v)); err != nil {
+		j.t.Fatal(err)
 	}
-	got, err := conn.RecvStream(ctx, stream)
+	got, err := j.conn.RecvStream(j.ctx, stream)
 	if err != nil || len(got) != 2 {
-		t.Fatalf("stream %s: %v, %v", stream, got, err)
+		j.t.Fatalf("stream %s: %v, %v", stream, got, err)
 	}
 	return got[0].GetText()
 }
 
-// journalCrash makes the journal panic and waits for the stream's ERROR.
-func journalCrash(t *testing.T, ctx context.Context, conn *actors.Conn) {
-	t.Helper()
-	if err := conn.Send(messages.Text("crash", "crash")); err != nil {
-		t.Fatal(err)
+// crash makes the journal panic and waits for the stream's ERROR.
+func (j *journal) crash() {
+	j.t.Helper()
+	if err := j.conn.Send(messages.Text("crash", "crash")); err != nil {
+		j.t.Fatal(err)
 	}
-	if got, err := conn.RecvStream(ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
-		t.Fatalf("crash stream: %v, %v", got, err)
+	if got, err := j.conn.RecvStream(j.ctx, "crash"); err != nil || got[0].GetType() != messages.FrameType_ERROR {
+		j.t.Fatalf("crash stream: %v, %v", got, err)
 	}
 }

@@ -2,18 +2,20 @@ package actors
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
+
+// The tests here stop a duplex that failed, or that restarts for its
+// sibling's failure: a stop asked for before the restart wins over it,
+// and the calls written meanwhile are refused, as by any stopping duplex.
 
 // failingChild is a duplex that counts its Logic's starts, fails
 // ("boom") on a TEXT "fail" and answers any other TEXT with TEXT
@@ -26,11 +28,7 @@ func failingChild(starts *atomic.Int32, child *Spec) Spec {
 			case Started:
 				starts.Add(1)
 				if child != nil {
-					ref, err := c.Spawn(*child)
-					if err != nil {
-						c.Fail(err)
-					}
-					c.Send(ref, messages.Text("k", "hold"))
+					c.Send(mustSpawn(c, *child), messages.Text("k", "hold"))
 				}
 			case *messages.Frame:
 				if m.GetType() != messages.FrameType_TEXT {
@@ -46,42 +44,45 @@ func failingChild(starts *atomic.Int32, child *Spec) Spec {
 	}}
 }
 
-// stopsFailedChild is the spec of a duplex "p" that spawns spec at start
-// and, on a frame written into it, writes its child a call that fails
-// it and the frames of early, stops it and then writes it the frames of
-// late, all in one turn: the stop is queued at the child before its
-// supervisor (this actor, after the turn) decides to restart it. What
-// it gets from the child, and the child's stop ("STOPPED"), go to got.
-func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- string) Spec {
+// parentOf is the spec of a duplex "p" that spawns spec as it starts and
+// hands each frame written into it to onFrame, with its child. What the
+// child sends it (as frameLabel records it), and the child's stop
+// ("STOPPED"), go to got.
+func parentOf(spec Spec, got chan<- string, onFrame func(c Context, child Ref, f *messages.Frame)) Spec {
 	return Spec{Name: "p", New: func() Logic {
-		var d Ref
+		var child Ref
 		return LogicFunc(func(c Context, msg any) {
 			switch m := msg.(type) {
 			case Started:
-				var err error
-				if d, err = c.Spawn(spec); err != nil {
-					c.Fail(err)
-				}
+				child = mustSpawn(c, spec)
 			case *messages.Frame:
-				c.Send(d, messages.Text("f", "fail"))
-				for _, f := range early {
-					c.Send(d, f)
-				}
-				c.Stop(d)
-				for _, f := range late {
-					c.Send(d, f)
-				}
+				onFrame(c, child, m)
 			case ChildFrame:
-				name := m.Frame.GetStreamId() + ":" + frameName(m.Frame)
-				if k := m.Frame.GetMeta().GetFailureKind(); k != "" {
-					name += "[" + k + "]"
-				}
-				got <- name
+				got <- frameLabel(m.Frame)
 			case ChildStopped:
 				got <- "STOPPED"
 			}
 		})
 	}}
+}
+
+// stopsFailedChild is the spec of a duplex "p" (parentOf) that spawns
+// spec at start and, on a frame written into it, writes its child a call
+// that fails it and the frames of early, stops it and then writes it the
+// frames of late, all in one turn: the stop is queued at the child before
+// its supervisor (this actor, after the turn) decides to restart it. What
+// it gets from the child, and the child's stop ("STOPPED"), go to got.
+func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- string) Spec {
+	return parentOf(spec, got, func(c Context, d Ref, _ *messages.Frame) {
+		c.Send(d, messages.Text("f", "fail"))
+		for _, f := range early {
+			c.Send(d, f)
+		}
+		c.Stop(d)
+		for _, f := range late {
+			c.Send(d, f)
+		}
+	})
 }
 
 // TestShell_StopBeforeRestartWins: a duplex stopped by its parent
@@ -90,9 +91,7 @@ func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- strin
 // its failed call is answered once with the failure, and its parent
 // gets its ChildStopped.
 func TestShell_StopBeforeRestartWins(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rt := closedRuntime(t, nil)
+	rt := startRuntime(t)
 	var starts atomic.Int32
 	got := make(chan string, 16)
 	ref, err := rt.Spawn(stopsFailedChild(failingChild(&starts, nil), nil, nil, got))
@@ -138,9 +137,7 @@ var refusedLate = []string{"n:ERROR(" + stoppingText + ")[" + StoppedKind + "]",
 // the call is refused, as the calls queued before a stop of a duplex
 // that has not failed are answered first.
 func testFailedChildStoppedByParent(t *testing.T, afterStop bool) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rt := closedRuntime(t, nil)
+	rt := startRuntime(t)
 	var starts atomic.Int32
 	got := make(chan string, 16)
 	late := []*messages.Frame{messages.Text("n", "late")}
@@ -180,12 +177,10 @@ func testFailedChildStoppedByParent(t *testing.T, afterStop bool) {
 // closeIt, stops it while its supervisor has decided to restart it and
 // waits; then writes it a call, which must be refused.
 func testFailedDuplexStopping(t *testing.T, strategy *supervisor.Strategy, closeIt bool) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	decided, proceed := make(chan struct{}), make(chan struct{})
 	var decidedOnce sync.Once
 	releaseHost := sync.OnceFunc(func() { close(proceed) })
-	rt := closedRuntime(t, &RuntimeOptions{Supervision: strategy, OnSupervision: func(ev supervisor.Event) {
+	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: strategy, OnSupervision: func(ev supervisor.Event) {
 		if closeIt && ev.Directive == supervisor.Restart && strings.HasSuffix(ev.Child, "/d") {
 			decidedOnce.Do(func() { close(decided); <-proceed })
 		}
@@ -208,25 +203,13 @@ func testFailedDuplexStopping(t *testing.T, strategy *supervisor.Strategy, close
 	if err := conn.Send(messages.Text("n", "late")); err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != "n:END" {
-		f, err := conn.Recv(ctx)
-		if err != nil {
-			t.Fatalf("Recv: %v after %q", err, got)
-		}
-		name := f.GetStreamId() + ":" + frameName(f)
-		if k := f.GetMeta().GetFailureKind(); k != "" {
-			name += "[" + k + "]"
-		}
-		got = append(got, name)
-	}
+	got := recvUntil(t, conn, "n", "END")
 	if want := append([]string{"f:ERROR(boom)", "f:END"}, refusedLate...); !slices.Equal(got, want) {
 		t.Errorf("the Conn read %q, want %q", got, want)
 	}
 	releaseHost()
 	releaseK()
-	if f, err := conn.Recv(ctx); !errors.Is(err, ErrDuplexStopped) {
+	if f, err := conn.Recv(testContext(t)); !errors.Is(err, ErrDuplexStopped) {
 		t.Errorf("Recv once the duplex stopped: %v, %v; want ErrDuplexStopped", f, err)
 	}
 	if n := starts.Load(); n != 1 {
@@ -240,14 +223,12 @@ func testFailedDuplexStopping(t *testing.T, strategy *supervisor.Strategy, close
 // to the Logic it lacks (which would fail it once more, a failure its
 // supervisor would be told about after its stop).
 func TestShell_StoppedWithoutLogicTakesNoFrame(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	decided, proceed := make(chan struct{}), make(chan struct{})
 	var decidedOnce sync.Once
 	releaseHost := sync.OnceFunc(func() { close(proceed) })
 	var mu sync.Mutex
 	var events []string
-	rt := closedRuntime(t, &RuntimeOptions{
+	rt := startRuntimeWith(t, &RuntimeOptions{
 		Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts}),
 		OnSupervision: func(ev supervisor.Event) {
 			if !strings.HasSuffix(ev.Child, "/d") {
@@ -289,6 +270,41 @@ func TestShell_StoppedWithoutLogicTakesNoFrame(t *testing.T) {
 	}
 }
 
+// stopsBFailsA is the spec of a parent "p" supervising all-for-one that
+// spawns bSpec and then aSpec as it starts (b first: the all-for-one
+// restart reaches the children in the order they were spawned, so a's
+// restart comes after b's restart was queued) and writes b start, unless
+// nil. On a frame written into it, it writes b call, stops b
+// (Context.Stop) and fails a, in one turn. What b sends it, and b's stop
+// ("STOPPED"), go to got.
+func stopsBFailsA(aSpec, bSpec Spec, start, call *messages.Frame, got chan<- string) Spec {
+	return Spec{Name: "p", Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne}), New: func() Logic {
+		var a, b Ref
+		return LogicFunc(func(c Context, msg any) {
+			switch m := msg.(type) {
+			case Started:
+				b = mustSpawn(c, bSpec)
+				a = mustSpawn(c, aSpec)
+				if start != nil {
+					c.Send(b, start)
+				}
+			case *messages.Frame:
+				c.Send(b, call)
+				c.Stop(b)
+				c.Send(a, messages.Text("f", "fail"))
+			case ChildFrame:
+				if m.Child.Equal(b) {
+					got <- frameLabel(m.Frame)
+				}
+			case ChildStopped:
+				if m.Child.Equal(b) {
+					got <- "STOPPED"
+				}
+			}
+		})
+	}}
+}
+
 // TestShell_StopOfHealthySiblingAfterQueuedCalls: a parent supervising
 // all-for-one writes its healthy child b a call and then stops it
 // (Context.Stop), while b is still busy, and then fails its other child
@@ -298,21 +314,65 @@ func TestShell_StoppedWithoutLogicTakesNoFrame(t *testing.T) {
 // duplex waiting on its own failure has its restart give way to a
 // queued stop.
 func TestShell_StopOfHealthySiblingAfterQueuedCalls(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rt := closedRuntime(t, nil)
-	var bStarts, aStarts atomic.Int32
+	seen, bStarts := stopHealthySibling(t, startRuntime(t), nil, nil, nil)
+	if !slices.Contains(seen, "q:TEXT(served)") {
+		t.Errorf("the parent got %q from b: the call written before its stop was not served", seen)
+	}
+	if bStarts != 2 {
+		t.Errorf("b's Logic was started %d times, want 2: restarted, then stopped", bStarts)
+	}
+}
+
+// TestShell_StopOfHealthySiblingRestartingForItsChild is
+// TestShell_StopOfHealthySiblingAfterQueuedCalls with b holding a child
+// k that is slow to stop: b's restart for its sibling's failure waits
+// for k, and b takes what is queued meanwhile, its stop included. The
+// call written before the stop is refused as by a stopping duplex (with
+// StoppedKind: b does not come back), once, and b's Logic is not started
+// again.
+func TestShell_StopOfHealthySiblingRestartingForItsChild(t *testing.T) {
+	rt := startRuntime(t)
+	k, kEntered, releaseK := holdingChild(t)
+	seen, bStarts := stopHealthySibling(t, rt, &k, kEntered, func(s string) {
+		if s == "q:END" {
+			releaseK() // q refused: now let k stop, and b with it
+		}
+	})
+	want := []string{
+		"h:ERROR(restarted)", "h:END", // open at the restart
+		"q:ERROR(" + stoppingText + ")[" + StoppedKind + "]", "q:END",
+		"STOPPED",
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("p got from b %q, want %q", seen, want)
+	}
+	if bStarts != 1 {
+		t.Errorf("b's Logic was started %d times, want 1: its stop was taken while its restart waited", bStarts)
+	}
+}
+
+// stopHealthySibling runs the TestShell_StopOfHealthySibling tests on
+// rt: p (stopsBFailsA) has b hold on to a call "h" until released, then
+// writes b a call "q", stops it and fails a; b is released once a has
+// been restarted, so b's restart waits in its mailbox before the call and
+// the stop. b answers a TEXT with TEXT "served" and END; with k set, b's
+// first incarnation spawns k and writes it a frame, and the run waits
+// for kEntered. It returns what p got from b, each record passed to each
+// (unless nil) as it comes, and how many times b's Logic was started.
+func stopHealthySibling(t *testing.T, rt *Runtime, k *Spec, kEntered <-chan struct{}, each func(string)) (seen []string, bStarts int32) {
+	t.Helper()
+	var bStarted, aStarts atomic.Int32
 	busy, release := make(chan struct{}), make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
 	aRestarted := make(chan struct{})
-	// b answers a TEXT with TEXT "served" and END, but holds on to "hold"
-	// until released.
 	bSpec := Spec{Name: "b", New: func() Logic {
 		return LogicFunc(func(c Context, msg any) {
 			switch m := msg.(type) {
 			case Started:
-				bStarts.Add(1)
+				if bStarted.Add(1) == 1 && k != nil {
+					c.Send(mustSpawn(c, *k), messages.Text("k", "hold"))
+				}
 			case *messages.Frame:
 				switch {
 				case m.GetType() != messages.FrameType_TEXT:
@@ -337,59 +397,136 @@ func TestShell_StopOfHealthySiblingAfterQueuedCalls(t *testing.T) {
 		}
 	}(aSpec.New)
 	got := make(chan string, 16)
-	p := Spec{Name: "p", Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne}), New: func() Logic {
-		var a, b Ref
-		return LogicFunc(func(c Context, msg any) {
-			switch m := msg.(type) {
-			case Started:
-				// b first: the all-for-one restart reaches the children
-				// in the order they were spawned, so a's restart comes
-				// after b's restart was queued.
-				var err error
-				if b, err = c.Spawn(bSpec); err != nil {
-					c.Fail(err)
-				}
-				if a, err = c.Spawn(aSpec); err != nil {
-					c.Fail(err)
-				}
-				c.Send(b, messages.Text("h", "hold"))
-			case *messages.Frame:
-				c.Send(b, messages.Text("q", "call"))
-				c.Stop(b)
-				c.Send(a, messages.Text("f", "fail"))
-			case ChildFrame:
-				if m.Child.Equal(b) {
-					got <- m.Frame.GetStreamId() + ":" + frameName(m.Frame)
-				}
-			case ChildStopped:
-				if m.Child.Equal(b) {
-					got <- "STOPPED"
-				}
-			}
-		})
-	}}
-	ref, err := rt.Spawn(p)
+	ref, err := rt.Spawn(stopsBFailsA(aSpec, bSpec, messages.Text("h", "hold"), messages.Text("q", "call"), got))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testContext(t)
-	wait := func(ch <-chan struct{}, what string) {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatal(what)
-		}
+	if k != nil {
+		waitFor(t, ctx, kEntered, "k never held")
 	}
-	wait(busy, "b never got busy")
+	waitFor(t, ctx, busy, "b never got busy")
 	rt.Send(ref, messages.Text("s", "go"))
-	wait(aRestarted, "a was never restarted")
+	waitFor(t, ctx, aRestarted, "a was never restarted")
 	// b's restart waits in its mailbox, before the call and the stop.
 	releaseOnce()
-	seen := untilStopped(t, ctx, got, nil)
-	if !slices.Contains(seen, "q:TEXT(served)") {
-		t.Errorf("the parent got %q from b: the call written before its stop was not served", seen)
+	return untilStopped(t, ctx, got, each), bStarted.Load()
+}
+
+// heldDispatcher is a dispatcher that runs each scheduled run on a goroutine
+// of its own, except while held: the runs wait until release.
+type heldDispatcher struct {
+	mu      sync.Mutex
+	held    bool
+	pending []func()
+}
+
+func (d *heldDispatcher) Schedule(fn func()) {
+	d.mu.Lock()
+	if d.held {
+		d.pending = append(d.pending, fn)
+		d.mu.Unlock()
+		return
 	}
-	if n := bStarts.Load(); n != 2 {
-		t.Errorf("b's Logic was started %d times, want 2: restarted, then stopped", n)
+	d.mu.Unlock()
+	go fn()
+}
+func (d *heldDispatcher) Throughput() int { return 300 }
+func (d *heldDispatcher) hold()           { d.mu.Lock(); d.held = true; d.mu.Unlock() }
+func (d *heldDispatcher) release() {
+	d.mu.Lock()
+	d.held = false
+	p := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	for _, fn := range p {
+		go fn()
+	}
+}
+
+// handsOverMailbox wraps spec so that its first incarnation hands its
+// mailbox to mb as it starts.
+func handsOverMailbox(spec Spec, mb chan<- *mailbox) Spec {
+	inner := spec.New
+	var once sync.Once
+	spec.New = func() Logic {
+		l := inner()
+		return LogicFunc(func(c Context, msg any) {
+			if _, ok := msg.(Started); ok {
+				once.Do(func() { mb <- c.(*shell).mb })
+			}
+			l.Receive(c, msg)
+		})
+	}
+	return spec
+}
+
+// TestShell_StopOfFailedChildWinsOverTwoRestarts: under all-for-one,
+// b fails and its parent stops it (Context.Stop) in the same turn as it
+// fails b's sibling a. Both failures reach the parent before it decides:
+// each decision restarts both children, so b gets two Restarts. The stop
+// was asked for before either: the first Restart is taken as the stop,
+// and the second is dropped, b's Logic not started again. With hold,
+// b's two Restarts are both queued before b takes the first.
+func TestShell_StopOfFailedChildWinsOverTwoRestarts(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "held", false: "natural"}[hold], func(t *testing.T) { testStopOfFailedChildOverTwoRestarts(t, hold) })
+	}
+}
+
+func testStopOfFailedChildOverTwoRestarts(t *testing.T, hold bool) {
+	gate := &heldDispatcher{}
+	aMb, bMb := make(chan *mailbox, 1), make(chan *mailbox, 1)
+	var mbA, mbB *mailbox
+	var first sync.Once
+	bothDecided := make(chan struct{})
+	var events atomic.Int32
+	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
+		if !strings.Contains(ev.Supervisor, "/p") {
+			return
+		}
+		first.Do(func() {
+			// In p's turn, before its first directive: wait until both
+			// children have failed and wait for the decision.
+			mbA, mbB = <-aMb, <-bMb
+			for _, mb := range []*mailbox{mbA, mbB} {
+				for !mb.suspended.Load() || mb.status.Load() != mailboxIdle || mb.sysN.Load() != 0 {
+					runtime.Gosched()
+				}
+			}
+			if hold {
+				gate.hold()
+			}
+		})
+		if events.Add(1) == 2 {
+			close(bothDecided)
+		}
+	}})
+	t.Cleanup(gate.release) // before the runtime is closed
+	var aStarts, bStarts atomic.Int32
+	aSpec := failingChild(&aStarts, nil)
+	aSpec.Name = "a"
+	bSpec := failingChild(&bStarts, nil)
+	bSpec.Name = "b"
+	bSpec.Dispatcher = gate
+	aSpec, bSpec = handsOverMailbox(aSpec, aMb), handsOverMailbox(bSpec, bMb)
+	got := make(chan string, 64)
+	ref, err := rt.Spawn(stopsBFailsA(aSpec, bSpec, nil, messages.Text("f", "fail"), got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Send(ref, messages.Text("s", "go"))
+	ctx := testContext(t)
+	waitFor(t, ctx, bothDecided, "no two decisions")
+	if hold {
+		waitQueued(mbB, 0, 2) // both Restarts queued at b
+		gate.release()
+	}
+	seen := untilStopped(t, ctx, got, nil)
+	if want := []string{"f:ERROR(boom)", "f:END", "STOPPED"}; !slices.Equal(seen, want) {
+		t.Errorf("p got from b %q, want %q", seen, want)
+	}
+	if n := bStarts.Load(); n != 1 {
+		t.Errorf("b's Logic was started %d times, want 1: its stop, queued before both restarts, did not win", n)
 	}
 }

@@ -24,9 +24,16 @@ import (
 // the tests inside the package cannot import (actorstest imports it).
 func startRuntime(t *testing.T) *Runtime {
 	t.Helper()
+	return startRuntimeWith(t, nil)
+}
+
+// startRuntimeWith starts a runtime with opts that t's cleanup closes,
+// and then checks that no goroutine outlives it.
+func startRuntimeWith(t *testing.T, opts *RuntimeOptions) *Runtime {
+	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	return closedRuntime(t, nil)
+	return closedRuntime(t, opts)
 }
 
 // startHostedRuntime starts an actor system, as a host application's,
@@ -91,6 +98,37 @@ func frameName(f *messages.Frame) string {
 		return t.String() + "(" + string(f.GetPayload()) + ")"
 	default:
 		return t.String()
+	}
+}
+
+// frameLabel is how the tests record a frame with its stream:
+// "stream:NAME" (frameName), and "[kind]" after it when the frame
+// carries a failure kind.
+func frameLabel(f *messages.Frame) string {
+	label := f.GetStreamId() + ":" + frameName(f)
+	if k := f.GetMeta().GetFailureKind(); k != "" {
+		label += "[" + k + "]"
+	}
+	return label
+}
+
+// mustSpawn spawns spec as a child of c, failing c when it cannot.
+func mustSpawn(c Context, spec Spec) Ref {
+	ref, err := c.Spawn(spec)
+	if err != nil {
+		c.Fail(err)
+	}
+	return ref
+}
+
+// waitFor waits until ch is closed (or sends), failing t with what when
+// ctx ends first.
+func waitFor(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal(what)
 	}
 }
 

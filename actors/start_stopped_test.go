@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
 
@@ -74,13 +71,4 @@ func TestStart_DuplexGoneAtOnceEndsRecv(t *testing.T) {
 			t.Errorf("%d of %d Muxes of a duplex that stopped as it started: Recv did not return ErrDuplexStopped", hung, runs)
 		}
 	})
-}
-
-// startRuntimeWith starts a runtime with opts that t's cleanup closes,
-// and then checks that no goroutine outlives it.
-func startRuntimeWith(t *testing.T, opts *RuntimeOptions) *Runtime {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	return closedRuntime(t, opts)
 }

@@ -18,6 +18,41 @@ import (
 	"github.com/polyweave/polyweave-go/supervisor"
 )
 
+// startFailingSibling starts on rt a duplex "sibling" that fails on a
+// frame of text "fail": under all-for-one, its failure restarts an
+// agent's shared loop.
+func startFailingSibling(t *testing.T, rt *actors.Runtime) *actors.Conn {
+	t.Helper()
+	sibling, err := rt.Start(actors.Spec{Name: "sibling", New: func() actors.Logic {
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			if f, ok := msg.(*messages.Frame); ok && f.GetText() == "fail" {
+				c.Fail(errors.New("injected: the sibling fails"))
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sibling
+}
+
+// failingSiblingOnRequest is a model that answers "Done.", wrapped so that
+// each of its first failures requests, counted in requests, calls failSibling
+// and waits: the restart the sibling's failure brings closes it.
+func failingSiblingOnRequest(t *testing.T, requests *atomic.Int64, failures int64, failSibling func()) actors.Spec {
+	return actors.Wrap("trigger", model(t, scripted.Turn{Text: "Done."}), func() actors.Wrapped {
+		return actors.Hooks{OnRequest: func(c actors.WrapperContext, f *messages.Frame) {
+			if f.GetType() == messages.FrameType_END {
+				if n := requests.Add(1); n <= failures {
+					failSibling()
+					return // the request waits; the restart closes it
+				}
+			}
+			c.ToInner(f)
+		}}
+	})
+}
+
 // TestRun_SiblingFailingEachRequestBoundsAttempts: under the default
 // all-for-one intensity (10 restarts in 10 s), a sibling that fails 2 s
 // (fake time) after each request reaches the model restarts the shared
@@ -34,28 +69,11 @@ func TestRun_SiblingFailingEachRequestBoundsAttempts(t *testing.T) {
 		t.Run(fmt.Sprintf("MaxUncountedAttempts=%d", tc.maxUncounted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
-				sibling, err := rt.Start(actors.Spec{Name: "sibling", New: func() actors.Logic {
-					return actors.LogicFunc(func(c actors.Context, msg any) {
-						if f, ok := msg.(*messages.Frame); ok && f.GetText() == "fail" {
-							c.Fail(errors.New("injected: the sibling fails"))
-						}
-					})
-				}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				sibling := startFailingSibling(t, rt)
 				const siblingFailures = 30
 				var requests atomic.Int64
-				spec := actors.Wrap("trigger", model(t, scripted.Turn{Text: "Done."}), func() actors.Wrapped {
-					return actors.Hooks{OnRequest: func(c actors.WrapperContext, f *messages.Frame) {
-						if f.GetType() == messages.FrameType_END {
-							if n := requests.Add(1); n <= siblingFailures {
-								time.AfterFunc(2*time.Second, func() { _ = sibling.Send(messages.Text("x", "fail")) })
-								return // the request waits; the restart closes it
-							}
-						}
-						c.ToInner(f)
-					}}
+				spec := failingSiblingOnRequest(t, &requests, siblingFailures, func() {
+					time.AfterFunc(2*time.Second, func() { _ = sibling.Send(messages.Text("x", "fail")) })
 				})
 				a := newAgent(t, rt, spec, &agent.Options{MaxAttempts: 2, MaxUncountedAttempts: tc.maxUncounted})
 				ans, err := a.Run(context.Background(), "s1", ask)
@@ -78,5 +96,25 @@ func TestNew_RejectsNegativeMaxUncountedAttempts(t *testing.T) {
 	if a, err := agent.New(rt, model(t, scripted.Turn{Text: "Done."}), &agent.Options{MaxUncountedAttempts: -1}); err == nil {
 		_ = a.Close(context.Background())
 		t.Fatal("New accepted MaxUncountedAttempts -1")
+	}
+}
+
+// TestRun_AttemptClosedByRestartNotCounted: a sibling's failure
+// (all-for-one) restarts the loop while attempts 2 to 4 wait for the
+// model: each is closed by the restart before the loop served it, which
+// the doc says is not counted. With MaxAttempts 2 the Run gets the answer
+// at attempt 5. The agent reads the loop's restarts as soon as the ERROR
+// and END arrive, so the runtime must have counted the restart by then.
+// A race: run it many times (-count=1000 under -race) to see it fail.
+func TestRun_AttemptClosedByRestartNotCounted(t *testing.T) {
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne, MaxRestarts: 100})})
+	sibling := startFailingSibling(t, rt)
+	const siblingFailures = 4
+	var requests atomic.Int64
+	spec := failingSiblingOnRequest(t, &requests, siblingFailures, func() { _ = sibling.Send(messages.Text("x", "fail")) })
+	a := newAgent(t, rt, spec, &agent.Options{MaxAttempts: 2})
+	ans, err := a.Run(testCtx(t), "s1", ask)
+	if err != nil || ans.Text != "Done." {
+		t.Fatalf("Run: %v after %d requests; want \"Done.\" after %d", err, requests.Load(), siblingFailures+1)
 	}
 }

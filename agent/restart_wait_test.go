@@ -59,16 +59,7 @@ type restartingOutcome struct {
 func startRestartingRun(t *testing.T) *restartingRun {
 	t.Helper()
 	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
-	sibling, err := rt.Start(actors.Spec{Name: "sibling", New: func() actors.Logic {
-		return actors.LogicFunc(func(c actors.Context, msg any) {
-			if f, ok := msg.(*messages.Frame); ok && f.GetText() == "fail" {
-				c.Fail(errors.New("injected: the sibling fails"))
-			}
-		})
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sibling := startFailingSibling(t, rt)
 	release := make(chan struct{})
 	r := &restartingRun{release: sync.OnceFunc(func() { close(release) }), done: make(chan restartingOutcome, 1)}
 	t.Cleanup(r.release)

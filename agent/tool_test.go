@@ -32,6 +32,29 @@ func leadTurns() []scripted.Turn {
 	}
 }
 
+// delegatingLead returns a lead agent on rt whose one tool delegates to
+// sub (agent.AsTool with opts) and whose model calls it and then answers
+// (leadTurns).
+func delegatingLead(t *testing.T, rt *actors.Runtime, sub *agent.Agent, opts *agent.ToolOptions) *agent.Agent {
+	t.Helper()
+	tool, err := agent.AsTool(sub, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+}
+
+// runLead runs lead in session on the user's text and returns its
+// answer, failing t on an error.
+func runLead(t *testing.T, lead *agent.Agent, session, text string) *models.Answer {
+	t.Helper()
+	ans, err := lead.Run(testCtx(t), session, []models.Message{models.UserMessage(text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ans
+}
+
 // onlyResult returns the single result of the answer's only round.
 func onlyResult(t *testing.T, ans *models.Answer) models.ToolResult {
 	t.Helper()
@@ -51,15 +74,7 @@ func TestAsTool_Delegation(t *testing.T) {
 		scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "echo", `{"text":"hi"}`)}},
 		scripted.Turn{Text: "I echoed hi."},
 	), &agent.Options{Name: "writer", Tools: []*tools.Tool{echo(&calls)}})
-	tool, err := agent.AsTool(writer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ans := runLead(t, delegatingLead(t, rt, writer, nil), "team", "Get hi echoed.")
 	res := onlyResult(t, ans)
 	var got struct {
 		Success   bool   `json:"success"`
@@ -87,15 +102,7 @@ func TestAsTool_SubAgentPanics(t *testing.T) {
 		}
 	})
 	writer := newAgent(t, rt, crashing, &agent.Options{Name: "writer", MaxAttempts: 2})
-	tool, err := agent.AsTool(writer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ans := runLead(t, delegatingLead(t, rt, writer, nil), "team", "Get hi echoed.")
 	res := onlyResult(t, ans)
 	if !res.IsError || !strings.Contains(string(res.Content), "writer agent failed") || ans.Text != "The team is done." || crashes.Load() != 2 {
 		t.Fatalf("result %s, answer %q, %d crashes", res.Content, ans.Text, crashes.Load())
@@ -119,15 +126,8 @@ func TestAsTool_TimeoutAndCancel(t *testing.T) {
 		), &agent.Options{Name: "writer", Tools: []*tools.Tool{blocker(started, cancelled)}})
 
 		// Timeout.
-		tool, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-		ans, err := lead.Run(testCtx(t), "timeout", []models.Message{models.UserMessage("Go.")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{Timeout: 200 * time.Millisecond})
+		ans := runLead(t, lead, "timeout", "Go.")
 		if res := onlyResult(t, ans); !res.IsError || res.FailureKind != string(tools.FailureTimeout) || ans.Text != "The team is done." {
 			t.Fatalf("result %+v, answer %q", res, ans.Text)
 		}
@@ -135,14 +135,10 @@ func TestAsTool_TimeoutAndCancel(t *testing.T) {
 		<-cancelled
 
 		// Cancel.
-		tool, err = agent.AsTool(writer, &agent.ToolOptions{Name: "writer", Timeout: tools.NoTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lead2 := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
+		lead2 := delegatingLead(t, rt, writer, &agent.ToolOptions{Name: "writer", Timeout: tools.NoTimeout})
 		ctx, cancel := context.WithCancel(testCtx(t))
 		go func() { <-started; cancel() }()
-		ans, err = lead2.Run(ctx, "cancel", []models.Message{models.UserMessage("Go.")})
+		ans, err := lead2.Run(ctx, "cancel", []models.Message{models.UserMessage("Go.")})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled lead: %v", err)
 		}
@@ -178,15 +174,7 @@ func TestAsTool_UnderTheCallingTool(t *testing.T) {
 			panic("injected: the writer's loop crashed")
 		}
 	}})
-	tool, err := agent.AsTool(writer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead := newAgent(t, rt, model(t, leadTurns()...), &agent.Options{Name: "lead", Tools: []*tools.Tool{tool}})
-	ans, err := lead.Run(testCtx(t), "team", []models.Message{models.UserMessage("Get hi echoed.")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ans := runLead(t, delegatingLead(t, rt, writer, nil), "team", "Get hi echoed.")
 	if res := onlyResult(t, ans); res.IsError || ans.Text != "The team is done." {
 		t.Fatalf("result %s, answer %q: want the writer healed", res.Content, ans.Text)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -64,7 +66,7 @@ type SessionFunc func(id string) (model actors.Spec, opts *tools.LoopOptions, er
 // required unless Client is set.
 type Options struct {
 	// Name is the cluster's name: members of one cluster share it.
-	// Default DefaultName.
+	// Default DefaultName. With [Etcd] it may not hold a "/".
 	Name string
 	// Address is the host:port this process's protoactor remote listens
 	// on; other members and clients must reach it there. Default
@@ -74,10 +76,21 @@ type Options struct {
 	// AllowRemote is set.
 	Address string
 	// AllowRemote lets Address be beyond loopback, as members on other
-	// machines need. Members and clients have no authentication and no
-	// TLS: whoever reaches Address can activate sessions and answer
-	// requests, so open it to a trusted network only.
+	// machines need. Without TLS, members and clients have no
+	// authentication: whoever reaches Address can activate sessions and
+	// answer requests, so open it to a trusted network only.
 	AllowRemote bool
+	// TLS, when set, makes the member (or client) speak mutual TLS with
+	// the others (see remote.TLS): only peers with a certificate that
+	// chains to TLS.CAs can connect to it, and it connects only to such
+	// peers, presenting its own certificate, which must name the host of
+	// Address. Every member and client of the cluster needs one, from the
+	// same CAs: a peer without it reaches no one. It covers the members'
+	// protoactor remote (gRPC), which carries the requests and the
+	// sessions' answers; not the provider's own traffic ([Automanaged]'s
+	// health checks over HTTP, the Etcd provider's connection to etcd).
+	// Nil: no TLS and no authentication.
+	TLS *remote.TLS
 	// Provider tells the members of the cluster: [Automanaged] for a
 	// static list of hosts, [Etcd], or any protoactor cluster provider.
 	// One provider value per Start: the member shuts it down when it
@@ -300,6 +313,11 @@ func Start(opts *Options) (m *Member, err error) {
 	if opts != nil {
 		o = *opts
 	}
+	if p, ok := o.Provider.(interface{ checkName(string) error }); ok {
+		if err := p.checkName(cmp.Or(o.Name, DefaultName)); err != nil { // a provider of this package (Etcd)
+			return nil, err
+		}
+	}
 	switch {
 	case o.Provider == nil:
 		return nil, errors.New("cluster: no membership provider")
@@ -341,10 +359,23 @@ func Start(opts *Options) (m *Member, err error) {
 	if o.MaxFrameBytes == 0 {
 		o.MaxFrameBytes = remote.DefaultMaxFrameBytes
 	}
+	// The dial options of the remote, the TLS credentials last: they
+	// replace DialOptions' (none).
+	dial := remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)
+	var tlsServer grpc.ServerOption
+	why := ": without TLS, a member has no authentication"
+	if o.TLS != nil {
+		var tlsDial grpc.DialOption
+		if tlsServer, tlsDial, err = o.TLS.GRPCOptions(); err != nil {
+			return nil, fmt.Errorf("cluster: Options.TLS: %w", err)
+		}
+		dial = append(dial, tlsDial)
+		why = ", whose peers need a certificate from Options.TLS.CAs"
+	}
 	if !o.AllowRemote {
 		addr, err := loopback.ListenAddress(o.Address, remote.ErrNotLoopback)
 		if errors.Is(err, remote.ErrNotLoopback) {
-			return nil, fmt.Errorf("cluster: %w (set Options.AllowRemote for members on other machines: a member has no authentication)", err)
+			return nil, fmt.Errorf("cluster: %w (set Options.AllowRemote for members on other machines%s)", err, why)
 		} else if err != nil {
 			return nil, fmt.Errorf("cluster: address %q: %w", o.Address, err)
 		}
@@ -372,9 +403,14 @@ func Start(opts *Options) (m *Member, err error) {
 	// their pings (and its peers'); bounds its gRPC messages as they do
 	// (after the server and dial options, which replace what the limits
 	// add to), so that a batch of requests or answers never passes a
-	// peer's limit, which would end the connection.
-	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(append(m.guard.ServerOptions(), remote.PingPolicy())...),
-		paremote.WithDialOptions(remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)...),
+	// peer's limit, which would end the connection. With TLS, it speaks
+	// mutual TLS both ways.
+	server := append(m.guard.ServerOptions(), remote.PingPolicy())
+	if tlsServer != nil {
+		server = append(server, tlsServer)
+	}
+	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(server...),
+		paremote.WithDialOptions(dial...),
 		paremote.WithEndpointWriterQueueSize(1024), limits)
 	// A member that cannot be reached is given up after one attempt:
 	// requests to a dead member fail fast and go elsewhere.

@@ -88,6 +88,26 @@
 // frames within the limits, and bursts of them, never end a connection
 // (which protoactor would take for the peer gone).
 //
+// # Mutual TLS
+//
+// Without TLS, members and clients have no authentication: whoever
+// reaches a member's address can activate sessions on it and answer its
+// requests. Give every member and client an Options.TLS (a remote.TLS
+// from the same CAs; remote.LoadTLS reads PEM files) and their
+// connections are encrypted and both ends authenticated: only peers with
+// a certificate that chains to the CAs connect, so a peer without one
+// reaches no member, and no session runs for it. Each certificate must
+// name the host of its owner's Options.Address (as an IP or DNS subject
+// alternative name), which its peers dial, and be valid for both server
+// and client authentication (each member serves and dials). TLS covers
+// the members' protoactor remote (gRPC), which carries the requests and
+// the answers; not the provider's own traffic: [Automanaged]'s health
+// checks are plain HTTP (they tell a member's id, address and kinds, and
+// run nothing), and the [Etcd] provider connects to etcd without TLS
+// (whoever can write to etcd can change the membership: keep etcd on a
+// trusted network). Members still listen on loopback only unless
+// Options.AllowRemote.
+//
 // # Limits of the pinned protoactor
 //
 // The pinned protoactor cluster has data races among its own goroutines

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	pacluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -61,7 +63,10 @@ func EtcdTimeout(d time.Duration) EtcdOption {
 // and client watches the prefix. Members join and leave at any time: a
 // member that closes deregisters at once, and one that dies leaves when
 // its lease expires (about three seconds). Give each [Start] its own
-// provider.
+// provider. Clusters of other names ([Options].Name, which may not hold a
+// "/") may share the etcd and baseKey: a member sees its own cluster's
+// members only. A member whose watch of the members broke off for long
+// (etcd compacted the changes it missed) reads them again.
 //
 // A member that stops answering for longer than its lease without dying
 // (a stopped process, a long garbage collection, a migrated VM) is seen
@@ -93,9 +98,6 @@ func Etcd(endpoints []string, baseKey string, opts ...EtcdOption) (pacluster.Clu
 	}
 	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("client"); !ok || f.Type != reflect.TypeFor[*clientv3.Client]() {
 		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no client field to close: update cluster.Etcd for this protoactor")
-	}
-	if f, ok := reflect.TypeFor[etcd.Provider]().FieldByName("revision"); !ok || f.Type != reflect.TypeFor[uint64]() {
-		return nil, errors.New("cluster: etcd provider: protoactor's etcd provider has no revision field to watch from: update cluster.Etcd for this protoactor")
 	}
 	e := &etcdProvider{baseKey: baseKey, timeout: DefaultEtcdTimeout, log: slog.New(slog.DiscardHandler),
 		cfg:     clientv3.Config{Endpoints: slices.Clone(endpoints), DialTimeout: 5 * time.Second},
@@ -131,7 +133,7 @@ func (e *etcdProvider) useLogger(l *slog.Logger) {
 }
 
 func (e *etcdProvider) StartMember(c *pacluster.Cluster) error {
-	p, err := e.start()
+	p, err := e.start(c.Config.Name)
 	if err != nil {
 		return err
 	}
@@ -139,7 +141,7 @@ func (e *etcdProvider) StartMember(c *pacluster.Cluster) error {
 }
 
 func (e *etcdProvider) StartClient(c *pacluster.Cluster) error {
-	p, err := e.start()
+	p, err := e.start(c.Config.Name)
 	if err != nil {
 		return err
 	}
@@ -182,7 +184,21 @@ func (e *etcdProvider) bounded(what string, fn func() error) error {
 	return fmt.Errorf("cluster: etcd provider: %s etcd at %s: %w: no answer within %v (then: %v)", what, where, ErrEtcdUnreachable, e.timeout, err)
 }
 
-func (e *etcdProvider) start() (*etcd.Provider, error) {
+// checkName refuses a cluster name that the pinned provider cannot tell
+// apart: it names a member by the last "/"-separated segment of its key,
+// BASE/NAME/NAME@ID, so with a "/" in NAME the members it read when it
+// started would never leave its view (their deletions name another id).
+func (e *etcdProvider) checkName(name string) error {
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("cluster: etcd provider: cluster name %q holds a \"/\", which the etcd provider cannot use in its keys", name)
+	}
+	return nil
+}
+
+func (e *etcdProvider) start(name string) (*etcd.Provider, error) {
+	if err := e.checkName(name); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.used {
@@ -195,12 +211,11 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: etcd provider: %w", err)
 	}
-	// The pinned provider keeps its client, and the etcd revision of
-	// its read of the members, in unexported fields, and there is no
-	// other way to reach them (Etcd checked that they are there).
+	// The pinned provider keeps its client in an unexported field, and
+	// there is no other way to reach it (Etcd checked that it is there).
 	v := reflect.ValueOf(p).Elem()
 	e.p, e.client = p, *(**clientv3.Client)(unsafe.Pointer(v.FieldByName("client").UnsafeAddr()))
-	e.boundRequests((*uint64)(unsafe.Pointer(v.FieldByName("revision").UnsafeAddr())))
+	e.boundRequests(&membersView{key: e.baseKey + "/" + name})
 	return p, nil
 }
 
@@ -210,14 +225,15 @@ func (e *etcdProvider) start() (*etcd.Provider, error) {
 // failed because its connection was closing until the request's own
 // context ends. It also keeps the pinned provider's watch loop, which
 // watches again as soon as a watch ends, from spinning on a closed client,
-// and makes its first watch start where its read of the members ended
-// (revision is the pinned provider's; see firstWatch).
-func (e *etcdProvider) boundRequests(revision *uint64) {
+// and keeps its read and its watches of the members to this cluster's,
+// each watch going on where the one before ended (see membersView).
+func (e *etcdProvider) boundRequests(view *membersView) {
 	r := requests{timeout: e.timeout, client: e.client.Ctx()}
-	e.client.KV = boundedKV{KV: e.client.KV, r: r}
+	kv := boundedKV{KV: e.client.KV, r: r}
+	view.read = kv.Get
+	e.client.KV = membersKV{KV: kv, view: view}
 	e.client.Lease = boundedLease{Lease: e.client.Lease, r: r}
-	e.client.Watcher = stoppedWatcher{Watcher: e.client.Watcher, client: e.client.Ctx(), stopped: e.stopped,
-		first: &firstWatch{revision: revision}}
+	e.client.Watcher = stoppedWatcher{Watcher: e.client.Watcher, client: e.client.Ctx(), stopped: e.stopped, view: view}
 }
 
 // Shutdown deregisters the member (when it had started), stops watching
@@ -333,61 +349,197 @@ func (l boundedLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*
 	})
 }
 
-// stoppedWatcher is a Watcher whose Watch, on a closed client, waits
-// until the provider has stopped (or ctx ends) before it returns the
-// closed client's watch channel, which is closed at once. The pinned
-// provider watches again whenever a watch ends, until it is shut down:
-// on a closed client, whose watches end at once, it would spin. Its
-// first watch starts where the provider's read of the members ended (see
-// firstWatch).
-type stoppedWatcher struct {
-	clientv3.Watcher
-	client  context.Context // the client's: ends when it closes
-	stopped <-chan struct{}
-	first   *firstWatch
+// membersKV is a KV whose read of the members (the pinned provider's Get
+// of the prefix BASE/NAME) reads this cluster's only (see membersView).
+type membersKV struct {
+	clientv3.KV
+	view *membersView
 }
 
-// firstWatch makes the pinned provider's first watch of the members start
-// right after the etcd revision of its read of them. The pinned provider
-// reads the members, then watches them from whatever revision etcd has
-// reached by then: a member that registered in between (members that
-// start at once) was missed for good, since the provider only applies
-// the changes it watches. An earlier revision that etcd has compacted
-// fails that watch, and the provider watches again, from then.
-type firstWatch struct {
-	once     sync.Once
-	revision *uint64 // the pinned provider's: written by its read, before it starts watching
+func (kv membersKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if key != kv.view.key {
+		return kv.KV.Get(ctx, key, opts...)
+	}
+	resp, err := kv.KV.Get(ctx, kv.view.prefix(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	kv.view.took(resp)
+	return resp, nil
+}
+
+// membersView keeps the pinned provider's read and watches of the members
+// to this cluster's keys, and makes every watch go on where the provider's
+// view ended: its read, or the last change it was told.
+//
+// The pinned provider reads and watches the prefix BASE/NAME, without a
+// trailing "/": the members of every cluster whose name begins with NAME
+// ("polyweave-staging" for "polyweave") were taken for this cluster's.
+// Both go to BASE/NAME/ instead, and only keys one level below it count.
+//
+// The pinned provider watches again whenever a watch ends, from whatever
+// revision etcd has reached then: the changes in between were lost for
+// good (a member that left kept, one that joined never seen). Each watch
+// starts right after the last change the provider was told of (after its
+// read for the first). When etcd has compacted that revision, the
+// changes are gone: the members are read again, and the provider is told
+// the difference with what it was told before (a put for each member new
+// or changed, a delete for each one gone), in one response; the next
+// watch starts after that read.
+type membersView struct {
+	key  string                                                                             // BASE/NAME: the pinned provider's
+	read func(context.Context, string, ...clientv3.OpOption) (*clientv3.GetResponse, error) // a bounded Get
+
+	mu      sync.Mutex
+	watched bool             // the first watch has begun
+	next    int64            // the revision the next watch starts from; 0 before the read
+	known   map[string]int64 // the members' keys the provider was told of, with their revision
+}
+
+// prefix is the prefix of this cluster's members' keys.
+func (v *membersView) prefix() string { return v.key + "/" }
+
+// ours reports whether key is a member's key of this cluster:
+// BASE/NAME/ID.
+func (v *membersView) ours(key []byte) bool {
+	id, ok := strings.CutPrefix(string(key), v.prefix())
+	return ok && id != "" && !strings.Contains(id, "/")
+}
+
+// took keeps this cluster's members of read resp, which the provider
+// takes as its view, and makes the next watch start after it.
+func (v *membersView) took(resp *clientv3.GetResponse) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.known = map[string]int64{}
+	kvs := resp.Kvs[:0:0]
+	for _, kv := range resp.Kvs {
+		if v.ours(kv.Key) {
+			kvs = append(kvs, kv)
+			v.known[string(kv.Key)] = kv.ModRevision
+		}
+	}
+	resp.Kvs, resp.Count = kvs, int64(len(kvs))
+	v.next = resp.Header.GetRevision() + 1
 }
 
 // testHookFirstWatch, unless nil, runs before the first watch of every
 // etcd provider's members (the tests set it).
 var testHookFirstWatch func()
 
+// from returns the revision the next watch starts from (0: now).
+func (v *membersView) from() int64 {
+	v.mu.Lock()
+	first := !v.watched
+	v.watched = true
+	v.mu.Unlock()
+	if first && testHookFirstWatch != nil {
+		testHookFirstWatch()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.next
+}
+
+// told records that the provider was told of ev.
+func (v *membersView) told(ev *clientv3.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ev.Type == clientv3.EventTypeDelete {
+		delete(v.known, string(ev.Kv.Key))
+	} else {
+		v.known[string(ev.Kv.Key)] = ev.Kv.ModRevision
+	}
+}
+
+// toldUpTo records that the provider was told every change up to rev.
+func (v *membersView) toldUpTo(rev int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.next = max(v.next, rev+1)
+}
+
+// reread reads the members again and returns a watch response that tells
+// the provider what changed since what it was told (no events: nothing),
+// or false when the read failed.
+func (v *membersView) reread(ctx context.Context) (clientv3.WatchResponse, bool) {
+	resp, err := v.read(ctx, v.prefix(), clientv3.WithPrefix())
+	if err != nil {
+		return clientv3.WatchResponse{}, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rev := resp.Header.GetRevision()
+	now := map[string]int64{}
+	var evs []*clientv3.Event
+	for _, kv := range resp.Kvs {
+		if !v.ours(kv.Key) {
+			continue
+		}
+		now[string(kv.Key)] = kv.ModRevision
+		if was, ok := v.known[string(kv.Key)]; !ok || was != kv.ModRevision {
+			evs = append(evs, &clientv3.Event{Type: clientv3.EventTypePut, Kv: kv})
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(v.known)) {
+		if _, ok := now[key]; !ok {
+			evs = append(evs, &clientv3.Event{Type: clientv3.EventTypeDelete, Kv: &mvccpb.KeyValue{Key: []byte(key), ModRevision: rev}})
+		}
+	}
+	v.known, v.next = now, rev+1
+	return clientv3.WatchResponse{Header: *resp.Header, Events: evs}, true
+}
+
+// stoppedWatcher is a Watcher whose Watch, on a closed client, waits
+// until the provider has stopped (or ctx ends) before it returns the
+// closed client's watch channel, which is closed at once. The pinned
+// provider watches again whenever a watch ends, until it is shut down:
+// on a closed client, whose watches end at once, it would spin. Its
+// watches of the members are this cluster's, and go on where the
+// provider's view ended (see membersView).
+type stoppedWatcher struct {
+	clientv3.Watcher
+	client  context.Context // the client's: ends when it closes
+	stopped <-chan struct{}
+	view    *membersView
+}
+
 func (w stoppedWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
-	w.first.once.Do(func() {
-		if testHookFirstWatch != nil {
-			testHookFirstWatch()
+	members := key == w.view.key
+	if members {
+		if rev := w.view.from(); rev > 0 {
+			opts = append(slices.Clip(opts), clientv3.WithRev(rev))
 		}
-		if rev := *w.first.revision; rev > 0 {
-			opts = append(slices.Clip(opts), clientv3.WithRev(int64(rev)+1))
-		}
-	})
+		key = w.view.prefix()
+	}
 	if w.client.Err() != nil {
 		select {
 		case <-w.stopped:
 		case <-ctx.Done():
 		}
 	}
-	return oneEventEach(ctx, w.Watcher.Watch(ctx, key, opts...))
+	src := w.Watcher.Watch(ctx, key, opts...)
+	if !members {
+		return src
+	}
+	return w.view.relay(ctx, src)
 }
 
-// oneEventEach passes src's responses on with one event each. The pinned
-// provider applies a response's deletions only to members it had before
-// the response, and its puts after: a member that registered and left
-// within one response (certain when the first watch replays what
-// happened since the read) stayed in its view for good. One event at a
-// time, the put is applied before the delete.
-func oneEventEach(ctx context.Context, src clientv3.WatchChan) clientv3.WatchChan {
+// rereadRetry is how long relay waits before it lets a watch fail when it
+// could not read the members again (the provider then watches again).
+const rereadRetry = time.Second
+
+// relay passes src's responses on, keeping track of what the provider was
+// told (see membersView), with this cluster's events only, one each. The
+// pinned provider applies a response's deletions only to members it had
+// before the response, and its puts after: a member that registered and
+// left within one response (certain when a watch replays what happened
+// since the read) stayed in its view for good. One event at a time, the
+// put is applied before the delete. A watch that failed because etcd has
+// compacted the revision it started from is not passed on: the members
+// are read again, the provider told what changed, and the watch ends (the
+// provider watches again, after that read).
+func (v *membersView) relay(ctx context.Context, src clientv3.WatchChan) clientv3.WatchChan {
 	out := make(chan clientv3.WatchResponse)
 	go func() {
 		defer close(out)
@@ -400,19 +552,38 @@ func oneEventEach(ctx context.Context, src clientv3.WatchChan) clientv3.WatchCha
 			}
 		}
 		for resp := range src {
-			if len(resp.Events) <= 1 || resp.Err() != nil {
+			if resp.CompactRevision != 0 {
+				if r, ok := v.reread(ctx); ok {
+					if len(r.Events) > 0 && !send(r) {
+						return
+					}
+					continue // src ends: the provider watches again
+				}
+				t := time.NewTimer(rereadRetry)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
+			if resp.Err() != nil || len(resp.Events) == 0 {
 				if !send(resp) {
 					return
 				}
 				continue
 			}
 			for _, ev := range resp.Events {
+				if !v.ours(ev.Kv.Key) {
+					continue
+				}
 				r := resp
 				r.Events = []*clientv3.Event{ev}
 				if !send(r) {
 					return
 				}
+				v.told(ev)
 			}
+			v.toldUpTo(resp.Events[len(resp.Events)-1].Kv.ModRevision)
 		}
 	}()
 	return out

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +16,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc/status"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/loopback"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -134,9 +138,18 @@ type ClientOptions struct {
 	// MaxFrameBytesLimit. The node has a limit of its own, for calls and
 	// for results (see NodeOptions.MaxFrameBytes).
 	MaxFrameBytes int
+	// TLS, when set, makes the client speak mutual TLS (see [TLS]): it
+	// reaches only nodes whose certificate chains to TLS.CAs, presenting
+	// its own, and only they can connect to it to answer its calls. Its
+	// nodes need a TLS of their own (NodeOptions.TLS) from the same CAs.
+	// A node it cannot reach so (a node without TLS, or whose certificate
+	// it does not trust, or that does not trust its own) is unreachable:
+	// its calls are answered with ErrNodeUnreachable, the error naming
+	// the TLS failure. Nil: no TLS and no authentication.
+	TLS *TLS
 	// AllowRemote lets the client listen on an address that is not a
-	// loopback one, as it must when its nodes run on other machines. A
-	// client has no authentication and no TLS: whoever reaches its
+	// loopback one, as it must when its nodes run on other machines.
+	// Without TLS, a client has no authentication: whoever reaches its
 	// address can send it answers to its calls, so set it only on a
 	// network where every peer is trusted, or behind a tunnel that
 	// authenticates.
@@ -175,7 +188,8 @@ type Client struct {
 
 // NewClient starts a client: an actor system with protoactor remote,
 // listening for the nodes' answers. It refuses an address that is not a
-// loopback one with [ErrNotLoopback] unless opts.AllowRemote.
+// loopback one with [ErrNotLoopback] unless opts.AllowRemote, and a TLS
+// that cannot work with [ErrTLSConfig].
 func NewClient(opts *ClientOptions) (*Client, error) {
 	var o ClientOptions
 	if opts != nil {
@@ -184,7 +198,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	if o.Address == "" {
 		o.Address = DefaultAddress
 	}
-	addr, err := listenAddress(o.Address, o.AllowRemote, "ClientOptions.AllowRemote", "whoever reaches a client can answer its calls")
+	risk, err := o.TLS.listenRisk("ClientOptions.TLS", "answer the client's calls")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := listenAddress(o.Address, o.AllowRemote, "ClientOptions.AllowRemote", risk)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +225,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("remote: client: %w", err)
 	}
 	p := newProxy(o)
-	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout),
+	server, dial := o.TLS.credentials()
+	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -221,6 +240,9 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	}
 	c.endpoints = watchEndpoints(c.system, c.proxy)
 	c.dials.onOpen(func(addr string) { c.system.Root.Send(c.proxy, &peerOpened{address: addr}) })
+	// Sent before the failure's peerGone (see dials.failed), so the
+	// proxy has the reason when it answers the calls.
+	c.dials.onFailed(func(addr string, err error) { c.system.Root.Send(c.proxy, &openFailed{address: addr, err: err}) })
 	c.guard.onEnded(func(peer, _ string) {
 		if peer != "" {
 			c.system.Root.Send(c.proxy, &answersLost{address: peer})
@@ -286,8 +308,12 @@ func (c *Client) end(w *waiter) {
 // node's own (or ClientOptions.CallTimeout when it has none), a cancelled
 // call is cancelled on the node, and a call whose node goes away is
 // answered with [ErrNodeUnreachable].
+//
+// A loopback name (localhost) is resolved first, to the loopback IP a node
+// told to listen there listens on: the client calls the node, and matches
+// what the node says of itself, by the address the node knows itself by.
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
-	node := actor.NewPID(address, ServiceName)
+	node := actor.NewPID(dialAddress(address), ServiceName)
 	stream := c.nextStream()
 	w, err := c.begin(node, messages.Describe(stream))
 	if err != nil {
@@ -331,6 +357,20 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// dialAddress returns the address to call the node at address by: for a
+// loopback name (localhost, as written), the loopback IP it resolves to,
+// as a node listening there resolves it (see listenAddress); else address.
+func dialAddress(address string) string {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil || net.ParseIP(host) != nil || !loopback.IsName(host) {
+		return address
+	}
+	if addr, err := loopback.ListenAddress(address, ErrNotLoopback); err == nil {
+		return addr
+	}
+	return address
 }
 
 // handler sends each call to the node as a TOOL_CALL frame and waits for
@@ -483,8 +523,10 @@ type proxy struct {
 	open      map[string]bool
 	dialling  map[string]bool
 	down      map[string]*redial
-	backoff   time.Duration // after the first failure to open; <= 0: none
-	max       time.Duration // bound of the doubling
+	failures  map[string]error // why the connection to a node failed to open, until its peerGone
+	tls       bool             // the client speaks TLS
+	backoff   time.Duration    // after the first failure to open; <= 0: none
+	max       time.Duration    // bound of the doubling
 	now       func() time.Time
 	nextSweep time.Time // sweep's next run, at the earliest
 
@@ -500,12 +542,14 @@ type proxy struct {
 type redial struct {
 	failures int // connections that failed to open in a row
 	at       time.Time
+	why      string // why the last one failed to open, when known
 }
 
 // newProxy returns the actor of a client with options o.
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
-		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, down: map[string]*redial{}, backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now}
+		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, down: map[string]*redial{}, failures: map[string]error{},
+		backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now, tls: o.TLS != nil}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -523,6 +567,14 @@ func newProxy(o ClientOptions) *proxy {
 // address has opened (its first answer came).
 type peerOpened struct{ address string }
 
+// openFailed tells the client's actor why a connection to the node at
+// address failed to open (a TLS handshake refused, say), before the
+// peerGone of the failure.
+type openFailed struct {
+	address string
+	err     error
+}
+
 // answersLost tells the client's actor that a connection from the node at
 // address (one that carries its answers) ended: the answers it carried
 // last may be lost with it.
@@ -536,7 +588,11 @@ func (p *proxy) Receive(ctx actor.Context) {
 		node := m.w.node
 		if r := p.down[node.Address]; r != nil && p.now().Before(r.at) {
 			// Backed off: answered at once, without a dial.
-			err := fmt.Errorf("%s (gone; not dialled again for %v): %w", node.Address, r.at.Sub(p.now()).Round(time.Millisecond), ErrNodeUnreachable)
+			why := ""
+			if r.why != "" {
+				why = "; " + r.why
+			}
+			err := fmt.Errorf("%s (gone; not dialled again for %v%s): %w", node.Address, r.at.Sub(p.now()).Round(time.Millisecond), why, ErrNodeUnreachable)
 			m.w.finish(func() { m.w.err = err })
 			return
 		}
@@ -571,9 +627,12 @@ func (p *proxy) Receive(ctx actor.Context) {
 		if m.GetWhy() != actor.TerminatedReason_AddressTerminated {
 			p.gone(m.GetWho().GetAddress(), false)
 		}
+	case *openFailed:
+		p.failures[m.address] = m.err
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
 		p.gone(m.address, true)
+		delete(p.failures, m.address)
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.dialling, m.address)
@@ -714,8 +773,13 @@ func (p *proxy) gone(addr string, connEnded bool) {
 	}
 	delete(p.watched, addr)
 	delete(p.dialling, addr)
-	p.fail(addr, fmt.Errorf("%s: %w", addr, ErrNodeUnreachable))
 	opened := p.open[addr]
+	why, err := "", fmt.Errorf("%s: %w", addr, ErrNodeUnreachable)
+	if failure := p.failures[addr]; failure != nil && !opened {
+		why = "the connection failed to open: " + openError(failure, p.tls)
+		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
+	}
+	p.fail(addr, err)
 	if connEnded {
 		delete(p.open, addr)
 	}
@@ -727,11 +791,16 @@ func (p *proxy) gone(addr string, connEnded bool) {
 	if !opened {
 		r.failures++
 		r.at = p.now().Add(p.wait(r.failures))
+		r.why = why
 	}
 	if known {
 		return
 	}
-	p.log.Info("tool node gone", "address", addr)
+	if why != "" {
+		p.log.Info("tool node gone", "address", addr, "error", why)
+	} else {
+		p.log.Info("tool node gone", "address", addr)
+	}
 	if p.onGone != nil {
 		p.onGone(addr)
 	}
@@ -800,4 +869,22 @@ func (p *proxy) fail(addr string, err error) {
 			delete(p.pending, k)
 		}
 	}
+}
+
+// openError says why a connection failed to open, from gRPC's error (its
+// message, without the status code around it), with a hint for the
+// failures that a TLS on one side only, or from other CAs, makes
+// (withTLS: the client's own).
+func openError(err error, withTLS bool) string {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok {
+		msg = s.Message()
+	}
+	switch {
+	case withTLS && strings.Contains(msg, "remote error: tls:"):
+		msg += "; the node refused the TLS handshake: the client's certificate must chain to the node's CAs"
+	case !withTLS && strings.Contains(msg, "server preface"):
+		msg += "; a node with TLS closes connections without it: see ClientOptions.TLS"
+	}
+	return msg
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	grpckeepalive "google.golang.org/grpc/keepalive"
 )
@@ -56,14 +57,25 @@ const minPingInterval = 5 * time.Second
 // the peer is reported gone at once, and the writer ends without the
 // sleep.
 type dials struct {
-	timeout time.Duration                  // <= 0: none of ours
-	ping    grpckeepalive.ClientParameters // Time 0: no pings
-	events  *eventstream.EventStream       // the remote's; set by startRemote
+	timeout time.Duration                    // <= 0: none of ours
+	ping    grpckeepalive.ClientParameters   // Time 0: no pings
+	creds   credentials.TransportCredentials // TLS, or none (insecure)
+	events  *eventstream.EventStream         // the remote's; set by startRemote
 
 	mu      sync.Mutex
-	opening map[string]int    // peer address → connections opening to it
-	counted func(addr string) // tests: called once a connection to addr counts as opening
-	opened  func(addr string) // called once a connection to addr has opened (see onOpen)
+	opening map[string]int               // peer address → connections opening to it
+	counted func(addr string)            // tests: called once a connection to addr counts as opening
+	opened  func(addr string)            // called once a connection to addr has opened (see onOpen)
+	refused func(addr string, err error) // called once a connection to addr failed to open (see onFailed)
+}
+
+// onFailed makes d call f with a peer's address and the reason each time
+// a connection to the peer fails to open (a TLS handshake refused, say),
+// on the goroutine opening it: before the peer is reported gone.
+func (d *dials) onFailed(f func(addr string, err error)) {
+	d.mu.Lock()
+	d.refused = f
+	d.mu.Unlock()
 }
 
 // onOpen makes d call f with a peer's address each time a connection to
@@ -87,12 +99,16 @@ func (d *dials) open(addr string) {
 
 // newDials returns dials bounded by timeout (0 means
 // DefaultConnectTimeout, negative no bound but gRPC's) whose connections
-// are pinged as pings says for pingTime and pingTimeout.
-func newDials(timeout, pingTime, pingTimeout time.Duration) *dials {
+// are pinged as pings says for pingTime and pingTimeout, and secured by
+// creds (nil: no TLS).
+func newDials(timeout, pingTime, pingTimeout time.Duration, creds credentials.TransportCredentials) *dials {
 	if timeout == 0 {
 		timeout = DefaultConnectTimeout
 	}
-	return &dials{timeout: timeout, ping: pings(pingTime, pingTimeout), opening: map[string]int{}}
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return &dials{timeout: timeout, ping: pings(pingTime, pingTimeout), creds: creds, opening: map[string]int{}}
 }
 
 // pings returns the pings of connections quiet for pingTime, the
@@ -112,16 +128,16 @@ func pings(pingTime, pingTimeout time.Duration) grpckeepalive.ClientParameters {
 	return grpckeepalive.ClientParameters{Time: pingTime, Timeout: pingTimeout, PermitWithoutStream: true}
 }
 
-// options are the gRPC dial options of the remote: no TLS (as protoactor's
-// default), the interceptor, and the pings.
+// options are the gRPC dial options of the remote: its credentials (TLS,
+// or none as protoactor's default), the interceptor, and the pings.
 func (d *dials) options() []grpc.DialOption {
-	return append(pingDialOptions(d.ping), grpc.WithStreamInterceptor(d.intercept))
+	return append(pingDialOptions(d.ping, d.creds), grpc.WithStreamInterceptor(d.intercept))
 }
 
-// pingDialOptions are the dial options without TLS (as protoactor's
-// default) that ping as ping says (none when its Time is 0).
-func pingDialOptions(ping grpckeepalive.ClientParameters) []grpc.DialOption {
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+// pingDialOptions are the dial options with creds that ping as ping says
+// (none when its Time is 0).
+func pingDialOptions(ping grpckeepalive.ClientParameters, creds credentials.TransportCredentials) []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if ping.Time > 0 {
 		opts = append(opts, grpc.WithKeepaliveParams(ping))
 	}
@@ -133,7 +149,8 @@ func pingDialOptions(ping grpckeepalive.ClientParameters) []grpc.DialOption {
 // to them (the connect timeout), for a protoactor remote started
 // elsewhere (a cluster member's): install them with
 // remote.WithDialOptions, which replaces protoactor's default (no TLS, as
-// these). A connection quiet for keepaliveTime is pinged, and its peer is
+// these; for mutual TLS, add the dial option of [TLS.GRPCOptions] after
+// them). A connection quiet for keepaliveTime is pinged, and its peer is
 // gone (its endpoint ends, and the watchers of its actors are told) when
 // the answer does not come within keepaliveTimeout, even when the
 // connection never closes (a network cut, a frozen process). Zeros mean
@@ -142,7 +159,7 @@ func pingDialOptions(ping grpckeepalive.ClientParameters) []grpc.DialOption {
 // pings that often ([PingPolicy]): a gRPC server hangs up on a peer that
 // pings more often than its policy allows.
 func DialOptions(keepaliveTime, keepaliveTimeout time.Duration) []grpc.DialOption {
-	return pingDialOptions(pings(keepaliveTime, keepaliveTimeout))
+	return pingDialOptions(pings(keepaliveTime, keepaliveTimeout), insecure.NewCredentials())
 }
 
 // PingPolicy returns the gRPC server option with which the nodes and
@@ -210,6 +227,12 @@ var errOpenFailed = errors.New("remote: connection to peer failed to open")
 // client's actor and the node's service hear of every endpoint that
 // ends).
 func (d *dials) failed(addr string, err error) error {
+	d.mu.Lock()
+	refused := d.refused
+	d.mu.Unlock()
+	if refused != nil {
+		refused(addr, err)
+	}
 	if d.events != nil {
 		d.events.Publish(&paremote.EndpointTerminatedEvent{Address: addr})
 	}

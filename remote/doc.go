@@ -75,9 +75,11 @@
 // cluster member's) the same bounds.
 // The limit is also what a peer can make a node or client hold per
 // stream: gRPC sets aside the length a message claims before the message
-// arrives. A connection has at most 8 streams open at once; there is no
-// authentication, which is one more reason nodes and clients listen on
-// loopback addresses unless AllowRemote.
+// arrives. A connection has at most 8 streams open at once. Without TLS
+// there is no authentication, so anyone who reaches a node or client can
+// make it hold that much: one more reason they listen on loopback
+// addresses unless AllowRemote. With TLS, only peers with a certificate
+// from its CAs get past the handshake.
 //
 // # Pings
 //
@@ -91,13 +93,51 @@
 // its connection to them after a few pings. Where such peers still run,
 // turn the pings of the new ones off (a negative KeepaliveTime).
 //
+// # Mutual TLS
+//
+// Set [NodeOptions].TLS and [ClientOptions].TLS (a [TLS]: a certificate
+// with its key, and the CAs peers' certificates must chain to; [LoadTLS]
+// reads them from PEM files) and nodes and clients authenticate each
+// other and encrypt. Protoactor's remote connects both ways: a client
+// dials the node to send its calls, and the node dials the client (at
+// the client's Address) to send the answers. So each side serves gRPC
+// requiring a client certificate, and dials presenting its own and
+// checking the peer's; the pings (keepalive), the guard and the message
+// limits work as without TLS. Setting it up:
+//
+//   - make a CA (or use your own PKI) and have it issue one certificate
+//     per node and per client, each naming (as an IP or DNS subject
+//     alternative name) the host of the Address its owner listens on,
+//     which is the one its peers dial, and valid for both server and
+//     client authentication (extended key usages serverAuth and
+//     clientAuth);
+//   - give every node and client its certificate and key and the CA
+//     certificate, in NodeOptions.TLS and ClientOptions.TLS (the
+//     polyweave-node command: -tls-cert, -tls-key, -tls-ca);
+//   - nodes and clients on other machines still need AllowRemote.
+//
+// A peer without a certificate, or with one from another CA, is refused
+// at the handshake, before the node reads anything: it runs no tool. A
+// client that cannot reach a node so (the node refuses its certificate,
+// it does not trust the node's, or one side has no TLS) answers the call
+// at once with [ErrNodeUnreachable], the error naming the TLS failure.
+// Every peer with a certificate from the CAs is trusted alike (it may run
+// every tool of a node, or answer a client's calls): have the CAs issue
+// certificates to one deployment's nodes and clients only. Certificates
+// are read once, at start: renew them by restarting. A client whose
+// certificate does not name the host of its own Address gets no answers:
+// its nodes check that name when they connect back to it.
+// [TLS.GRPCOptions] gives a protoactor remote started elsewhere (package
+// cluster's members) the same.
+//
 // # Loopback only, unless asked
 //
-// Neither nodes nor clients authenticate their peers or encrypt: whoever
-// reaches a node runs its tools, and whoever reaches a client can answer
-// its calls. Both listen on loopback only unless told otherwise
-// ([NodeOptions].AllowRemote, [ClientOptions].AllowRemote), and refuse
-// any other address with [ErrNotLoopback].
+// Without TLS, neither nodes nor clients authenticate their peers or
+// encrypt: whoever reaches a node runs its tools, and whoever reaches a
+// client can answer its calls. With TLS or without, both listen on
+// loopback only unless told otherwise ([NodeOptions].AllowRemote,
+// [ClientOptions].AllowRemote), and refuse any other address with
+// [ErrNotLoopback].
 //
 // # Unknown types on the wire
 //
@@ -108,6 +148,13 @@
 // counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
 // unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
 // does not recover: nodes and clients refuse every unary call with
-// codes.Unimplemented before its handler runs. [Guard] gives a
+// codes.Unimplemented before its handler runs. Every envelope that
+// arrives is delivered to the receiving process's own actors, whatever
+// address its target names (localhost for 127.0.0.1, any address of a
+// node listening on every interface): protoactor would send one naming
+// another address on to it, to itself over and over, or to another
+// host. A client resolves a loopback name it is given (localhost) to the
+// loopback IP, the address a node listening there knows itself by.
+// [Guard] gives a
 // protoactor remote started elsewhere (a cluster member's) the same.
 package remote

@@ -34,6 +34,17 @@ import (
 // speak over the stream alone), so the guard refuses every unary call
 // with codes.Unimplemented before its handler runs, and logs it.
 //
+// The endpoint reader sends an envelope whose target address is not its
+// own remote's on to that address: a peer that names this process by
+// another spelling of its address (localhost for 127.0.0.1, any address
+// of a remote listening on every interface, whose own is [::]:PORT) made
+// it send the envelope to itself, over and over, and any peer could make
+// it relay to any other. A guard that knows its remote's address (self)
+// rewrites every target to it instead: an envelope that arrives over this
+// process's server was meant for this process, whatever name its sender
+// reached it by (protoactor never relays), so it is delivered here, to
+// the actor of its target's id.
+//
 // The guard also tells its owner of each incoming stream that ends
 // (ended), once the endpoint reader has delivered everything that came
 // over it, and can mark every message with the stream it came over (tag:
@@ -45,6 +56,7 @@ type guard struct {
 	endNext atomic.Bool // tests: end the incoming stream that receives the next message
 	tag     bool        // set connHeader on every message received
 	streams atomic.Uint64
+	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
 
 	mu    sync.Mutex
 	ended func(peer, conn string) // see onEnded
@@ -110,6 +122,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if rm, ok := m.(*paremote.RemoteMessage); ok {
 		if b := rm.GetMessageBatch(); b != nil {
 			s.g.filter(b)
+			s.g.retarget(b)
 			if s.g.tag {
 				s.tag(b)
 			}
@@ -119,6 +132,23 @@ func (s *guardedStream) RecvMsg(m any) error {
 		}
 	}
 	return nil
+}
+
+// setSelf tells g the address of its remote: from then on, it delivers
+// every envelope there (see guard).
+func (g *guard) setSelf(addr string) { g.self.Store(&addr) }
+
+// retarget makes every target of b its remote's address (see guard).
+func (g *guard) retarget(b *paremote.MessageBatch) {
+	self := g.self.Load()
+	if self == nil {
+		return
+	}
+	for _, pid := range b.Targets {
+		if pid != nil && pid.Address != *self {
+			pid.Address = *self
+		}
+	}
 }
 
 // tag names the stream in the header of every envelope of b.

@@ -39,10 +39,11 @@ import (
 // limit trades that against batching: 64 MiB holds 15 frames of the
 // default 4 MiB (and a thousand small ones) in one batch, and a peer
 // pins at most 64 MiB per stream and maxConcurrentStreams (8) streams
-// per connection (protoactor opens one stream per connection). Nodes and
-// clients have no authentication: whoever reaches their port can open
-// connections, each pinning up to 512 MiB, which is why they listen on
-// loopback addresses unless AllowRemote.
+// per connection (protoactor opens one stream per connection). Without
+// TLS, nodes and clients have no authentication: whoever reaches their
+// port can open connections, each pinning up to 512 MiB, which is one
+// reason they listen on loopback addresses unless AllowRemote; with TLS,
+// only peers with a certificate from its CAs can.
 
 // DefaultMaxFrameBytes bounds one frame (a call with its arguments, a
 // result) a node or client sends unless its options say otherwise.

@@ -9,9 +9,10 @@ import (
 
 // ErrNotLoopback is returned (wrapped) by [Serve] and [NewClient] for an
 // address that is not a loopback one, unless NodeOptions.AllowRemote or
-// ClientOptions.AllowRemote: neither has authentication, so whoever
-// reaches a node runs its tools, and whoever reaches a client can answer
-// its calls.
+// ClientOptions.AllowRemote, with TLS or without: without TLS neither has
+// authentication, so whoever reaches a node runs its tools, and whoever
+// reaches a client can answer its calls; with TLS, any peer with a
+// certificate from its CAs can, from wherever the address is reached.
 var ErrNotLoopback = errors.New("not a loopback address")
 
 // listenAddress returns the address a node or client listens on for

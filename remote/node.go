@@ -59,17 +59,26 @@ type NodeOptions struct {
 	// handler returns it wrapping ErrTooLarge). Default
 	// DefaultMaxFrameBytes; at most MaxFrameBytesLimit.
 	MaxFrameBytes int
+	// TLS, when set, makes the node speak mutual TLS (see [TLS]): only
+	// callers with a certificate that chains to TLS.CAs can reach it (so
+	// run its tools), over encrypted connections, and the node's
+	// connections to them (its answers) check their certificates too.
+	// Its clients need a TLS of their own (ClientOptions.TLS) from the
+	// same CAs. Nil: no TLS and no authentication, whoever reaches the
+	// node's address runs its tools.
+	TLS *TLS
 	// AllowRemote lets the node listen on an address that is not a
-	// loopback one. A node has no authentication and no TLS: whoever
+	// loopback one. Without TLS, a node has no authentication: whoever
 	// reaches its address runs its tools, so set it only on a network
 	// where every peer is trusted, or behind a tunnel that authenticates.
 	AllowRemote bool
 }
 
-// dials returns the bounds and pings of the node's connections to its
-// callers.
+// dials returns the bounds, pings and credentials of the node's
+// connections to its callers.
 func (o *NodeOptions) dials() *dials {
-	return newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout)
+	_, creds := o.TLS.credentials()
+	return newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, creds)
 }
 
 // Node serves tools over protoactor remote: each tool runs as a supervised
@@ -132,7 +141,8 @@ type route struct {
 type callerConnEnded struct{ peer, conn string }
 
 // Serve starts a node serving opts.Tools. It refuses an address that is
-// not a loopback one with [ErrNotLoopback] unless opts.AllowRemote.
+// not a loopback one with [ErrNotLoopback] unless opts.AllowRemote, and a
+// TLS that cannot work with [ErrTLSConfig].
 func Serve(opts *NodeOptions) (*Node, error) {
 	var o NodeOptions
 	if opts != nil {
@@ -147,7 +157,11 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if len(o.Tools) == 0 {
 		return nil, errors.New("remote: a node needs at least one tool")
 	}
-	addr, err := listenAddress(o.Address, o.AllowRemote, "NodeOptions.AllowRemote", "whoever reaches a node runs its tools")
+	risk, err := o.TLS.listenRisk("NodeOptions.TLS", "run the node's tools")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := listenAddress(o.Address, o.AllowRemote, "NodeOptions.AllowRemote", risk)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +213,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	// and the Terminated the service sends its watchers when it stops
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials, maxFrame); err != nil {
+	server, _ := o.TLS.credentials()
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials, maxFrame, server); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}

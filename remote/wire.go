@@ -10,6 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // ServiceName is the actor name under which a node serves its tools; a
@@ -26,9 +28,10 @@ const endpointQueueSize = 1024
 // startRemote starts protoactor remote on system, listening on address
 // (host:port; port 0 picks a free one), with the message guard installed
 // its connections to peers bounded by d, and its gRPC messages bounded for
-// frames of up to maxFrame bytes (see withMessageLimits). It returns the remote and the
-// address peers reach it at.
-func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, maxFrame int) (r *paremote.Remote, addr string, err error) {
+// frames of up to maxFrame bytes (see withMessageLimits); its server
+// speaks TLS with creds, unless nil (see TLS). It returns the remote and
+// the address peers reach it at.
+func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, maxFrame int, creds credentials.TransportCredentials) (r *paremote.Remote, addr string, err error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
@@ -41,7 +44,11 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		host = "[" + host + "]" // the pinned remote joins host and port with a bare colon
 	}
 	d.events = system.EventStream
-	cfg := paremote.Configure(host, port, paremote.WithServerOptions(append(g.serverOptions(), PingPolicy())...),
+	server := append(g.serverOptions(), PingPolicy())
+	if creds != nil {
+		server = append(server, grpc.Creds(creds))
+	}
+	cfg := paremote.Configure(host, port, paremote.WithServerOptions(server...),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates
 		// 16 MB for every peer a process talks to.
@@ -60,6 +67,7 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		}
 	}()
 	r.Start()
+	g.setSelf(system.Address())
 	return r, system.Address(), nil
 }
 

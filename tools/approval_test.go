@@ -31,17 +31,10 @@ func TestLoopApproval_Frames(t *testing.T) {
 	}}
 	rt := newRuntime(t)
 	model := newSink()
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, model.observe), &tools.LoopOptions{
+	conn := startLoop(t, rt, script, model.observe, &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather(), nuke}},
 		Approval:      &tools.ApprovalOptions{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s1")...); err != nil {
-		t.Fatal(err)
-	}
+	}, request("s1"))
 	got := lines(recvN(t, conn, 4))
 	want := []string{
 		`TOOL_CALL stream=s1 id=c1 name=weather payload={"city":"Paris"}`,

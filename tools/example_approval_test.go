@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -31,20 +30,10 @@ func ExampleApprovalRefusal() {
 	if err != nil {
 		panic(err)
 	}
-	rt, err := actors.NewRuntime(nil)
-	if err != nil {
-		panic(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	defer rt.Close(ctx)
-	conn, err := rt.Start(loop)
-	if err != nil {
-		panic(err)
-	}
-	_ = conn.SendAll(
-		messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"Wipe it"}]`)),
-		messages.End("s1"))
+	conn, close := startAsked(ctx, loop, `[{"role":"user","content":"Wipe it"}]`) // on a runtime, asked on s1
+	defer close()
 	answered := false
 	for !answered {
 		f, err := conn.Recv(ctx)

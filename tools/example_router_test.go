@@ -13,22 +13,29 @@ import (
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
-// runStage starts stage, sends one request on stream s1 and returns the
-// frames the model received (up to the n-th one) once the stream's END
-// came back.
-func runStage(stage actors.Spec, received <-chan *messages.Frame, n int) []*messages.Frame {
+// startAsked starts stage on a runtime of its own and writes it one
+// request on stream s1, its "messages" parameter msgs. close closes the
+// runtime, waiting at most until ctx ends.
+func startAsked(ctx context.Context, stage actors.Spec, msgs string) (conn *actors.Conn, close func()) {
 	rt, err := actors.NewRuntime(nil)
 	if err != nil {
 		panic(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	defer rt.Close(ctx)
-	conn, err := rt.Start(stage)
-	if err != nil {
+	if conn, err = rt.Start(stage); err != nil {
 		panic(err)
 	}
-	_ = conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"2+3?"}]`)), messages.End("s1"))
+	_ = conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(msgs)), messages.End("s1"))
+	return conn, func() { rt.Close(ctx) }
+}
+
+// runStage starts stage, sends one request on stream s1 and returns the
+// frames the model received (up to the n-th one) once the stream's END
+// came back.
+func runStage(stage actors.Spec, received <-chan *messages.Frame, n int) []*messages.Frame {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, close := startAsked(ctx, stage, `[{"role":"user","content":"2+3?"}]`)
+	defer close()
 	if _, err := conn.RecvStream(ctx, "s1"); err != nil {
 		panic(err)
 	}

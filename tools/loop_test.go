@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -27,20 +28,8 @@ func weather() *tools.Tool {
 // returns the transcript of what everyone saw.
 func runLoop(t *testing.T, name string, opts *tools.LoopOptions, script [][]*messages.Frame, in []*messages.Frame) (out []*messages.Frame, toModel []*messages.Frame) {
 	t.Helper()
-	rt := newRuntime(t)
 	model := newSink()
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, model.observe), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(in...); err != nil {
-		t.Fatal(err)
-	}
-	out, err = conn.RecvStream(testCtx(t), in[0].GetStreamId())
-	if err != nil {
-		t.Fatalf("%v after %q", err, lines(out))
-	}
+	out = sendLoop(t, script, model.observe, opts, in)
 	var tr transcript
 	tr.section("consumer -> loop", in)
 	for i := range script {
@@ -52,6 +41,34 @@ func runLoop(t *testing.T, name string, opts *tools.LoopOptions, script [][]*mes
 	tr.section("loop -> consumer", out)
 	tr.check(t, name)
 	return out, toModel
+}
+
+// startLoop starts on rt a loop with opts around a scripted model (whose
+// requests go to observe, unless nil) and writes it in.
+func startLoop(t *testing.T, rt *actors.Runtime, script [][]*messages.Frame, observe func(*messages.Frame), opts *tools.LoopOptions, in []*messages.Frame) *actors.Conn {
+	t.Helper()
+	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, observe), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.SendAll(in...); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// sendLoop starts a loop with opts around a scripted model (whose
+// requests go to observe, unless nil) on a runtime of t's, sends it in
+// and returns what it answered on in's stream.
+func sendLoop(t *testing.T, script [][]*messages.Frame, observe func(*messages.Frame), opts *tools.LoopOptions, in []*messages.Frame) []*messages.Frame {
+	t.Helper()
+	conn := startLoop(t, newRuntime(t), script, observe, opts, in)
+	out, err := conn.RecvStream(testCtx(t), in[0].GetStreamId())
+	if err != nil {
+		t.Fatalf("%v after %q", err, lines(out))
+	}
+	return out
 }
 
 func request(stream string) []*messages.Frame {
@@ -180,16 +197,9 @@ func TestLoop_Cancel(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}})
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{{
+	conn := startLoop(t, rt, [][]*messages.Frame{{
 		messages.ToolCall("", "c1", "block", nil), messages.End(""),
-	}}, model.observe), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{block}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s1")...); err != nil {
-		t.Fatal(err)
-	}
+	}}, model.observe, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{block}}}, request("s1"))
 	<-running
 	if err := conn.Send(messages.Cancel("s1", "")); err != nil {
 		t.Fatal(err)
@@ -258,7 +268,6 @@ func TestInstaller_OnceInjection(t *testing.T) {
 // their results — also those of an unknown tool and of invalid arguments —
 // go out and back to the model in call order.
 func TestLoop_ParallelResultsInCallOrder(t *testing.T) {
-	rt := newRuntime(t)
 	model := newSink()
 	secondDone := make(chan struct{})
 	pair := tools.MustNew(tools.Definition{Name: "pair",
@@ -275,7 +284,7 @@ func TestLoop_ParallelResultsInCallOrder(t *testing.T) {
 			close(secondDone)
 			return "second", nil
 		}})
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{
+	out := sendLoop(t, [][]*messages.Frame{
 		{
 			messages.ToolCall("", "c1", "pair", raw(`{"first":true}`)),
 			messages.ToolCall("", "c2", "pair", raw(`{}`)),
@@ -284,18 +293,7 @@ func TestLoop_ParallelResultsInCallOrder(t *testing.T) {
 			messages.End(""),
 		},
 		{messages.Text("", "done"), messages.End("")},
-	}, model.observe), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{pair}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s")...); err != nil {
-		t.Fatal(err)
-	}
-	out, err := conn.RecvStream(testCtx(t), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, model.observe, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{pair}}}, request("s"))
 	var results []string
 	for _, f := range out {
 		if f.GetType() == messages.FrameType_TOOL_RESULT {
@@ -321,26 +319,14 @@ func TestLoop_ParallelResultsInCallOrder(t *testing.T) {
 // surfaced call still gets exactly one result and the stream ends with
 // ERROR and END.
 func TestLoop_HookPanic(t *testing.T) {
-	rt := newRuntime(t)
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", [][]*messages.Frame{{
+	out := sendLoop(t, [][]*messages.Frame{{
 		messages.ToolCall("", "c1", "weather", raw(`{"city":"Paris"}`)),
 		messages.ToolCall("", "c2", "weather", raw(`{"city":"Oslo"}`)),
 		messages.End(""),
-	}}, nil), &tools.LoopOptions{
+	}}, nil, &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}},
 		OnToolResult:  func(tools.ToolResultEvent) { panic("hook bug") },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s")...); err != nil {
-		t.Fatal(err)
-	}
-	out, err := conn.RecvStream(testCtx(t), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, request("s"))
 	var kinds []string
 	for _, f := range out {
 		k := f.GetType().String()
@@ -367,20 +353,7 @@ func TestLoop_RepeatedCallID(t *testing.T) {
 		},
 		{messages.Text("", "18"), messages.End("")},
 	}
-	rt := newRuntime(t)
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil),
-		&tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s")...); err != nil {
-		t.Fatal(err)
-	}
-	out, err := conn.RecvStream(testCtx(t), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := sendLoop(t, script, nil, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{weather()}}}, request("s"))
 	want := []string{
 		`TOOL_CALL stream=s id=c1 name=weather payload={"city":"Paris"}`,
 		`TOOL_RESULT stream=s id=c1 name=weather payload={"celsius":18,"city":"Paris"}`,

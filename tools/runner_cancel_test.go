@@ -18,19 +18,7 @@ import (
 // stream closed.
 func TestCallRunner_CancelAssemblingCall(t *testing.T) {
 	rt := newRuntime(t)
-	ran := make(chan struct{}, 1)
-	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(context.Context, json.RawMessage) (any, error) {
-		ran <- struct{}{}
-		return "ran", nil
-	}})
-	ping := tools.MustNew(tools.Definition{Name: "ping", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
-		return "pong", nil
-	}})
-	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{slow, ping}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
+	conn, ran := startSlowPingRunner(t, rt)
 	if err := conn.SendAll(messages.StreamingToolCall("s", "c1", "slow"), messages.ToolArgChunk("s", "c1", "{"),
 		messages.Cancel("s", "c1"),
 		messages.ToolArgChunk("s", "c1", "}"), messages.ToolComplete("s", "c1"),

@@ -210,13 +210,15 @@ func TestCallRunner_FailureAnswersStreamingCalls(t *testing.T) {
 	}
 }
 
-// failMidAssembly fails a call runner while the streaming call c1 on
-// stream s is assembling, then sends rest to the restarted runner.
-func failMidAssembly(t *testing.T, rest []*messages.Frame) {
-	rt := newRuntime(t)
-	ran := make(chan struct{}, 1)
+// startSlowPingRunner starts on rt a call runner of two tools: "slow",
+// which sends to ran as it runs, and "ping", a Sync tool that answers
+// "pong". A ping call is how the tests see that the runner has taken the
+// frames written before it.
+func startSlowPingRunner(t *testing.T, rt *actors.Runtime) (conn *actors.Conn, ran <-chan struct{}) {
+	t.Helper()
+	runs := make(chan struct{}, 1)
 	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(context.Context, json.RawMessage) (any, error) {
-		ran <- struct{}{}
+		runs <- struct{}{}
 		return "ran", nil
 	}})
 	ping := tools.MustNew(tools.Definition{Name: "ping", Sync: true, Handler: func(context.Context, json.RawMessage) (any, error) {
@@ -226,7 +228,14 @@ func failMidAssembly(t *testing.T, rest []*messages.Frame) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := start(t, rt, spec)
+	return start(t, rt, spec), runs
+}
+
+// failMidAssembly fails a call runner while the streaming call c1 on
+// stream s is assembling, then sends rest to the restarted runner.
+func failMidAssembly(t *testing.T, rest []*messages.Frame) {
+	rt := newRuntime(t)
+	conn, ran := startSlowPingRunner(t, rt)
 	if err := conn.SendAll(messages.StreamingToolCall("s", "c1", "slow"), messages.ToolArgChunk("s", "c1", "{"),
 		messages.ToolCall("m0", "m0", "ping", nil)); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
@@ -86,13 +84,7 @@ func killScript() scripted.Script {
 // TestSessionKillChild is the child's body; it does nothing unless started
 // by TestSession_ProcessKill.
 func TestSessionKillChild(t *testing.T) {
-	mode := os.Getenv(killModeEnv)
-	if mode == "" {
-		return
-	}
-	if err := runKillChild(mode, os.Getenv(killDirEnv)); err != nil {
-		t.Fatal(err)
-	}
+	tooltest.ChildBody(t, killModeEnv, killDirEnv, runKillChild)
 }
 
 // hookedStore signals the parent when the session reaches a state: it
@@ -208,22 +200,7 @@ func runKillChild(mode, dir string) error {
 	if err != nil {
 		return err
 	}
-	rt, err := actors.NewRuntime(nil)
-	if err != nil {
-		return err
-	}
-	defer rt.Close(context.Background())
-	conn, err := rt.Start(loop)
-	if err != nil {
-		return err
-	}
-	if err := conn.SendAll(messages.RawParam("main", models.ParamMessages, json.RawMessage(killFirstMsg)),
-		messages.End("main")); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	frames, err := conn.RecvStream(ctx, "main")
+	frames, err := tooltest.AskLoop(loop, json.RawMessage(killFirstMsg), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -235,13 +212,9 @@ func runKillChild(mode, dir string) error {
 		}
 		out.WriteString(line + "\n")
 	}
-	reqs := model.Requests()
-	if len(reqs) == 0 {
-		return fmt.Errorf("the model got no request")
-	}
-	last, ok := reqs[len(reqs)-1].Request.Param(models.ParamMessages)
-	if !ok {
-		return fmt.Errorf("the last request has no messages")
+	last, err := tooltest.LastRequestMessages(model)
+	if err != nil {
+		return err
 	}
 	out.WriteString("== last request messages\n")
 	out.Write(last)

@@ -9,7 +9,6 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
-	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // TestToolLogic_ValidationPanicIsTheCallsResult: on a tool's own actor, a
@@ -135,17 +134,10 @@ func testEditedArgumentsValidationPanics(t *testing.T, breaks bool) {
 		messages.Text("", "ok"), messages.End(""),
 	}}
 	rt, logs := loggedRuntime(t, breaks)
-	spec, err := tools.NewLoop(tooltest.ScriptedModel("model", script, nil), &tools.LoopOptions{
+	conn := startLoop(t, rt, script, nil, &tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{nuke}},
 		Approval:      &tools.ApprovalOptions{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := start(t, rt, spec)
-	if err := conn.SendAll(request("s1")...); err != nil {
-		t.Fatal(err)
-	}
+	}, request("s1"))
 	if got := lines(recvN(t, conn, 3)); !strings.HasPrefix(got[2], "META stream=s1 name=approval_waiting") {
 		t.Fatalf("got %q, want the call held", got)
 	}

@@ -36,12 +36,7 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 		{
 			name:    "background sleep",
 			command: "sleep 1000 & echo $! > bg.pid; echo started",
-			check: func(t *testing.T, res RunCommandResult) {
-				wantExit(t, res, 0, false)
-				if res.Stdout != "started\n" {
-					t.Errorf("stdout %q", res.Stdout)
-				}
-			},
+			check:   exitedWith("started\n"),
 		},
 		{
 			name:    "background sleep not holding the pipes",
@@ -51,12 +46,7 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 		{
 			name:    "double-forking background child",
 			command: "( sleep 1000 & echo $! > bg.pid ) & wait; echo forked",
-			check: func(t *testing.T, res RunCommandResult) {
-				wantExit(t, res, 0, false)
-				if res.Stdout != "forked\n" {
-					t.Errorf("stdout %q", res.Stdout)
-				}
-			},
+			check:   exitedWith("forked\n"),
 		},
 		{
 			name:    "child ignoring SIGTERM past the timeout",
@@ -112,12 +102,7 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 		{
 			name:    "reads stdin",
 			command: "cat; read line || echo eof",
-			check: func(t *testing.T, res RunCommandResult) {
-				wantExit(t, res, 0, false)
-				if res.Stdout != "eof\n" {
-					t.Errorf("stdout %q", res.Stdout)
-				}
-			},
+			check:   exitedWith("eof\n"),
 		},
 		{
 			name:    "non-zero exit",
@@ -137,12 +122,7 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 		{
 			name:    "invalid UTF-8 output",
 			command: `printf 'caf\351\n'`,
-			check: func(t *testing.T, res RunCommandResult) {
-				wantExit(t, res, 0, false)
-				if res.Stdout != "caf\uFFFD\n" {
-					t.Errorf("stdout %q", res.Stdout)
-				}
-			},
+			check:   exitedWith("caf\uFFFD\n"),
 		},
 	}
 	for _, tc := range cases {
@@ -166,6 +146,18 @@ func TestRunCommand_HostileCommands(t *testing.T) {
 				assertDead(t, readPid(t, dir, "bg.pid"))
 			}
 		})
+	}
+}
+
+// exitedWith is a check of a command that exited 0, in time, having
+// written stdout.
+func exitedWith(stdout string) func(*testing.T, RunCommandResult) {
+	return func(t *testing.T, res RunCommandResult) {
+		t.Helper()
+		wantExit(t, res, 0, false)
+		if res.Stdout != stdout {
+			t.Errorf("stdout %q", res.Stdout)
+		}
 	}
 }
 

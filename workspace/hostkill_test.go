@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -32,6 +33,16 @@ func startHostKillHost(t testing.TB, mode SandboxMode) (host *exec.Cmd, ws, id s
 	cfg, _ := json.Marshal(hostileHostConfig{Dir: ws, Command: hostKillCommand, Sandbox: mode, Timeout: time.Minute})
 	host = exec.Command(os.Args[0], "-test.run=^$")
 	host.Env = append(os.Environ(), hostileHostEnv+"="+string(cfg), hostileCaseEnv+"="+id)
+	startReadyHost(t, host, ws, id, nil)
+	return host, ws, id
+}
+
+// startReadyHost starts host, which runs hostKillCommand in ws (its
+// processes named by id: see processesOf), has t's cleanup kill host and
+// them, and waits until the command says it runs (in ws's ready.fifo).
+// What host wrote to out, unless nil, is shown if it does not.
+func startReadyHost(t testing.TB, host *exec.Cmd, ws, id string, out *bytes.Buffer) {
+	t.Helper()
 	mustDo(t, host.Start())
 	t.Cleanup(func() {
 		_ = host.Process.Kill()
@@ -45,9 +56,12 @@ func startHostKillHost(t testing.TB, mode SandboxMode) (host *exec.Cmd, ws, id s
 	line, err := bufio.NewReader(f).ReadString('\n')
 	f.Close()
 	if err != nil || line != "running\n" {
-		t.Fatalf("the command said %q, %v", line, err)
+		var output string
+		if out != nil {
+			output = "\n" + out.String()
+		}
+		t.Fatalf("the command said %q, %v%s", line, err, output)
 	}
-	return host, ws, id
 }
 
 // Killing the host (SIGKILL: no chance to clean up) kills a sandboxed

@@ -3,11 +3,8 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
-	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // The durable side of a host kill: a durable tool loop runs a sandboxed
@@ -46,13 +41,7 @@ func resumeScript() scripted.Script {
 // TestHostKillResumeChild is the host's body; it does nothing unless
 // started by TestHostKilled_ResumedCallSaysStopped.
 func TestHostKillResumeChild(t *testing.T) {
-	mode := os.Getenv(resumeModeEnv)
-	if mode == "" {
-		return
-	}
-	if err := runResumeChild(mode, os.Getenv(resumeDirEnv)); err != nil {
-		t.Fatal(err)
-	}
+	tooltest.ChildBody(t, resumeModeEnv, resumeDirEnv, runResumeChild)
 }
 
 func runResumeChild(mode, dir string) error {
@@ -82,31 +71,12 @@ func runResumeChild(mode, dir string) error {
 	if err != nil {
 		return err
 	}
-	rt, err := actors.NewRuntime(nil)
+	if _, err := tooltest.AskLoop(loop, json.RawMessage(`[{"role":"user","content":"make the effect"}]`), 2*time.Minute); err != nil {
+		return err
+	}
+	last, err := tooltest.LastRequestMessages(model)
 	if err != nil {
 		return err
-	}
-	defer rt.Close(context.Background())
-	conn, err := rt.Start(loop)
-	if err != nil {
-		return err
-	}
-	if err := conn.SendAll(messages.RawParam("main", models.ParamMessages, json.RawMessage(`[{"role":"user","content":"make the effect"}]`)),
-		messages.End("main")); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := conn.RecvStream(ctx, "main"); err != nil {
-		return err
-	}
-	reqs := model.Requests()
-	if len(reqs) == 0 {
-		return fmt.Errorf("the model got no request")
-	}
-	last, ok := reqs[len(reqs)-1].Request.Param(models.ParamMessages)
-	if !ok {
-		return fmt.Errorf("the last request has no messages")
 	}
 	return os.WriteFile(filepath.Join(dir, "last-request.json"), last, 0o644)
 }
@@ -127,21 +97,7 @@ func TestHostKilled_ResumedCallSaysStopped(t *testing.T) {
 	host := child("run")
 	var out bytes.Buffer
 	host.Stdout, host.Stderr = &out, &out
-	mustDo(t, host.Start())
-	t.Cleanup(func() {
-		_ = host.Process.Kill()
-		_ = host.Wait()
-		for _, pid := range processesOf(id) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	f, err := os.Open(filepath.Join(ws, "ready.fifo"))
-	mustDo(t, err)
-	line, err := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	if err != nil || line != "running\n" {
-		t.Fatalf("the command said %q, %v\n%s", line, err, out.String())
-	}
+	startReadyHost(t, host, ws, id, &out)
 	gone := killAndTimeDeaths(t, host, id)
 	_ = host.Wait()
 	t.Logf("the command's processes were gone %s after the host died (how soon: BenchmarkHostKilled_SandboxedCommandGone)", gone)

@@ -5,13 +5,28 @@
 //
 //	polyweave-node -listen 127.0.0.1:7710 -root /srv/agent-files
 //
-// The node has no authentication and no TLS: whoever reaches its port can
-// read and write files under its root and run commands there. It
-// therefore listens on loopback only (the default, 127.0.0.1 on a free
+// Without TLS the node has no authentication: whoever reaches its port can
+// read and write files under its root and run commands there. With
+// -tls-cert, -tls-key and -tls-ca (PEM files: the node's certificate, its
+// key, and the CA certificates its callers' must chain to) it speaks
+// mutual TLS (see remote.TLS): only callers with a certificate from those
+// CAs reach it, and its clients need ClientOptions.TLS from the same CAs.
+// The certificate must name the host of -listen (an IP or DNS subject
+// alternative name) and be valid for both server and client
+// authentication.
+//
+//	polyweave-node -listen 10.0.0.7:7710 -allow-remote -root /srv/agent-files \
+//		-tls-cert node.crt -tls-key node.key -tls-ca ca.pem
+//
+// Either way it listens on loopback only (the default, 127.0.0.1 on a free
 // port; localhost and [::1] do too) and refuses any other -listen address,
-// or a name that resolves beyond loopback, unless -allow-remote is given,
-// and then warns on stderr; serve beyond loopback only on a network
-// where every peer is trusted, or behind a tunnel that authenticates.
+// or a name that resolves beyond loopback, unless -allow-remote is given.
+// Without TLS it then warns on stderr: serve beyond loopback without TLS
+// only on a network where every peer is trusted, or behind a tunnel that
+// authenticates.
+//
+// -max-frame-bytes bounds one frame the node takes or sends (a call with
+// its arguments, a result): see remote.NodeOptions.MaxFrameBytes.
 //
 // Once it serves, it prints "polyweave-node listening on HOST:PORT" on
 // stdout. SIGINT or SIGTERM stops it: calls in flight are answered
@@ -48,10 +63,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", remote.DefaultAddress, "`host:port` to serve on (port 0 picks a free one)")
 	root := fs.String("root", "", "the workspace `folder` the tools are confined to (required; created if missing)")
-	allowRemote := fs.Bool("allow-remote", false, "allow a -listen address that is not loopback (the node has no authentication: anyone who reaches it can run commands)")
+	allowRemote := fs.Bool("allow-remote", false, "allow a -listen address that is not loopback (without TLS the node has no authentication: anyone who reaches it can run commands)")
+	tlsCert := fs.String("tls-cert", "", "PEM `file` of the node's TLS certificate, for mutual TLS (with -tls-key and -tls-ca)")
+	tlsKey := fs.String("tls-key", "", "PEM `file` of the TLS certificate's private key")
+	tlsCA := fs.String("tls-ca", "", "PEM `file` of the CA certificates that callers' certificates must chain to")
+	maxFrame := fs.Int("max-frame-bytes", 0, fmt.Sprintf("the largest frame (a call with its arguments, a result) the node takes or sends, in `bytes` (0: %d)", remote.DefaultMaxFrameBytes))
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-allow-remote] [-v]")
+		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -64,18 +83,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if *allowRemote {
-		fmt.Fprintf(stderr, "polyweave-node: WARNING: -allow-remote: the node has no authentication or TLS: "+
+	var tlsOpts *remote.TLS
+	if *tlsCert != "" || *tlsKey != "" || *tlsCA != "" {
+		if *tlsCert == "" || *tlsKey == "" || *tlsCA == "" {
+			fmt.Fprintln(stderr, "polyweave-node: mutual TLS needs all of -tls-cert, -tls-key and -tls-ca")
+			return 2
+		}
+		var err error
+		if tlsOpts, err = remote.LoadTLS(*tlsCert, *tlsKey, *tlsCA); err != nil {
+			fmt.Fprintln(stderr, "polyweave-node:", err)
+			return 2
+		}
+	}
+	if *allowRemote && tlsOpts == nil {
+		fmt.Fprintf(stderr, "polyweave-node: WARNING: -allow-remote without TLS: the node has no authentication or encryption: "+
 			"anyone who reaches %s can read and write files in %s and run commands there.\n", *listen, *root)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	if err := serve(*listen, *root, *allowRemote, logger, stdout); err != nil {
+	opts := &remote.NodeOptions{Address: *listen, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame}
+	if err := serve(*root, opts, stdout); err != nil {
 		if errors.Is(err, remote.ErrNotLoopback) {
-			fmt.Fprintf(stderr, "polyweave-node: -listen %s is not a loopback address, and the node has no authentication or TLS: "+
-				"anyone who reaches it could run commands in %s. Pass -allow-remote to serve there anyway (trusted networks only).\n", *listen, *root)
+			why := "the node has no authentication or TLS: anyone who reaches it could run commands in " + *root
+			if tlsOpts != nil {
+				why = "callers with a certificate from -tls-ca could run commands in " + *root + " from other machines"
+			}
+			fmt.Fprintf(stderr, "polyweave-node: -listen %s is not a loopback address, and %s. Pass -allow-remote to serve there.\n", *listen, why)
 			return 2
 		}
 		fmt.Fprintln(stderr, "polyweave-node:", err)
@@ -84,7 +119,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serve(listen, root string, allowRemote bool, logger *slog.Logger, stdout io.Writer) error {
+// serve serves the workspace tools of root with opts (their Tools set
+// here) until a signal arrives.
+func serve(root string, opts *remote.NodeOptions, stdout io.Writer) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
@@ -99,7 +136,8 @@ func serve(listen, root string, allowRemote bool, logger *slog.Logger, stdout io
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	node, err := remote.Serve(&remote.NodeOptions{Address: listen, Tools: ts, Logger: logger, AllowRemote: allowRemote})
+	opts.Tools = ts
+	node, err := remote.Serve(opts)
 	if err != nil {
 		return err
 	}

@@ -131,3 +131,19 @@ func (c *Child) Wait(t testing.TB) {
 		t.Fatalf("child: %v\n%s", err, c.output.String())
 	}
 }
+
+// ChildBody is the body of the test that a parent runs as a child (see
+// [StartChild]), the mode and folder it is to work in given in the
+// environment variables modeEnv and dirEnv. Run in the parent, modeEnv
+// unset, it does nothing. In the child it calls run with them and fails
+// t on the error run returns.
+func ChildBody(t testing.TB, modeEnv, dirEnv string, run func(mode, dir string) error) {
+	t.Helper()
+	mode := os.Getenv(modeEnv)
+	if mode == "" {
+		return
+	}
+	if err := run(mode, os.Getenv(dirEnv)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,12 +61,32 @@ func freshSchema() string { return fmt.Sprintf("c%d_%d", os.Getpid(), schemas.Ad
 
 func openStore(t testing.TB, schema string) *pgstore.Store {
 	t.Helper()
+	return openStoreAt(t, dsn, schema)
+}
+
+// openStoreAt opens a store on schema of the server at dsn, closed at t's
+// cleanup.
+func openStoreAt(t testing.TB, dsn, schema string) *pgstore.Store {
+	t.Helper()
 	s, err := pgstore.Open(context.Background(), dsn, &pgstore.Options{Schema: schema})
 	if err != nil {
 		t.Fatalf("pgstore.Open: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// dsnNamed returns dsn with the connections' application_name set to
+// name: a test that breaks connections finds its own in pg_stat_activity
+// by it, and leaves those of the tests that run beside it alone.
+func dsnNamed(name string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("application_name", name)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " application_name=" + name // keyword/value form
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -74,6 +97,43 @@ func freePorts(t testing.TB, n int) []int {
 		t.Fatal(err)
 	}
 	return ports
+}
+
+// stablePorts returns n distinct free loopback ports for a test that
+// binds one, closes it and binds it again later (a process restarted at
+// the same port): ports below the kernel's range of ephemeral ports,
+// which it never hands out to a socket bound to port 0, as the tests
+// beside this one bind theirs (and as freePorts finds its ports), so no
+// other test takes one meanwhile. Where the range cannot be read, they
+// are freePorts'.
+func stablePorts(t testing.TB, n int) []int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	var low int
+	if err == nil {
+		_, err = fmt.Sscan(string(b), &low)
+	}
+	const lowest = 10000
+	if err != nil || low <= lowest+n {
+		return freePorts(t, n)
+	}
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no %d free loopback ports from %d to %d", n, lowest, low-1)
+		}
+		port := lowest + mathrand.IntN(low-lowest)
+		if slices.Contains(out, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		out = append(out, port)
+	}
+	return out
 }
 
 // freeLoopbackPorts returns n distinct free loopback ports.

@@ -9,11 +9,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/polyweave/polyweave-go/cluster"
-	"github.com/polyweave/polyweave-go/messages"
 )
 
 // HTTP/2 as a member's gRPC speaks it, as much as the keepalive test
@@ -148,23 +143,26 @@ func pingsAllowed(addr string, count int, interval time.Duration) error {
 // that vanishes without closing them (a network cut, a frozen process) is
 // found out, and lets its peers ping it as often: gRPC's default policy
 // hangs up on a peer that pings more often than every 5 minutes (the
-// fourth ping of pings 5.5 s apart, here).
+// fourth ping of pings 5.5 s apart, here). The member is a child process
+// (TestClusterHostChild): the test mostly waits for the pings, beside the
+// package's other tests.
 func TestMember_Keepalive(t *testing.T) {
-	leakCheck(t)
-	m := startLoneMember(t, &cluster.Options{
-		Store:   openStore(t, freshSchema()),
-		Session: sessionFunc(t, 1, newSideFile(t), nil),
-	})
+	parallelLeakCheck(t)
+	host := startHostChild(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	allowed := make(chan error, 1)
-	go func() { allowed <- pingsAllowed(m.Address(), 4, 5500*time.Millisecond) }()
-	// The member connects to the peer to send it this; the peer never
-	// answers protoactor's handshake, and the connection stays quiet.
-	m.System().Root.Send(actor.NewPID(ln.Addr().String(), "nobody"), messages.End("s"))
+	go func() { allowed <- pingsAllowed(host.address, 4, 5500*time.Millisecond) }()
+	// The member connects to the peer to send it a message; the peer
+	// never answers protoactor's handshake, and the connection stays
+	// quiet.
+	host.Send(t, "stale "+ln.Addr().String()+" nobody")
+	if m := host.Mark(t); m != "sent 1" {
+		t.Fatalf("member: mark %q, want \"sent 1\"", m)
+	}
 	// gRPC pings after 10 s at the soonest.
 	if err := pingsSeen(ln, time.Minute); err != nil {
 		t.Errorf("the member's connection to a quiet peer: %v, want a ping", err)
@@ -172,4 +170,5 @@ func TestMember_Keepalive(t *testing.T) {
 	if err := <-allowed; err != nil {
 		t.Errorf("a peer pinging the member every 5.5 s: %v, want every ping answered", err)
 	}
+	host.stop(t)
 }

@@ -31,8 +31,7 @@ const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
 const childHoldEnv = "POLYWEAVE_CLUSTER_HOLD"
 
 // TestClusterHostChild is a cluster member's body; it does nothing unless
-// started by TestMember_RestartedAtSameAddress or
-// TestMember_MovedAnswerForgetsTheActivation. It hosts one-call
+// started by startHostChild. It hosts one-call
 // sessions; session t's call waits for a "release" line on its stdin, and
 // the member marks "started t" when it begins. It marks "ready ADDRESS"
 // once it has joined; a line "stale ADDRESS ID…" makes it send the
@@ -101,6 +100,48 @@ func runHostChild(t *testing.T, portText string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return m.Close(ctx)
+}
+
+// hostChild is a member in a child process (TestClusterHostChild) on a
+// fresh schema of the store, whose calls append to side, and whose race
+// detector writes its reports under raceLog.
+type hostChild struct {
+	*tooltest.Child
+	schema  string
+	side    sideFile
+	raceLog string
+	health  string // host:port of its health checks
+	address string // the member's, once it is ready
+}
+
+// startHostChild starts a hostChild, with env added to its environment,
+// and returns it once it is ready.
+func startHostChild(t *testing.T, env ...string) *hostChild {
+	t.Helper()
+	h := &hostChild{schema: freshSchema(), side: newSideFile(t), raceLog: filepath.Join(t.TempDir(), "race")}
+	port := freePorts(t, 1)[0]
+	h.health = fmt.Sprintf("127.0.0.1:%d", port)
+	h.Child = tooltest.StartChild(t, "^TestClusterHostChild$", append(h.env(), childHostEnv+"="+strconv.Itoa(port))...)
+	var ok bool
+	if h.address, ok = strings.CutPrefix(h.Mark(t), "ready "); !ok {
+		t.Fatalf("member: mark %q", h.address)
+	}
+	return h
+}
+
+// env is the environment of a child process that joins h's cluster: h's
+// schema, side file and race log, and the store's server.
+func (h *hostChild) env(more ...string) []string {
+	return append([]string{childSchemaEnv + "=" + h.schema, childSideEnv + "=" + string(h.side),
+		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + h.raceLog}, more...)
+}
+
+// stop stops h, and fails t for the data races in this module's code that
+// h, or another child process of h's env, hit.
+func (h *hostChild) stop(t *testing.T) {
+	t.Helper()
+	h.Stop(t)
+	checkRaceReports(t, filepath.Dir(h.raceLog))
 }
 
 // childClientEnv makes this test binary a cluster client at the address
@@ -176,21 +217,11 @@ func runClientChild(t *testing.T, address string) error {
 // process.)
 func TestMember_RestartedAtSameAddress(t *testing.T) {
 	parallelLeakCheck(t)
-	schema := freshSchema()
-	side := newSideFile(t)
-	raceLog := filepath.Join(t.TempDir(), "race")
-	ports := freePorts(t, 2)
-	health := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	address := fmt.Sprintf("127.0.0.1:%d", ports[1])
-	env := []string{childSchemaEnv + "=" + schema, childSideEnv + "=" + string(side),
-		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + raceLog}
-	host := tooltest.StartChild(t, "^TestClusterHostChild$", append(env, childHostEnv+"="+strconv.Itoa(ports[0]))...)
-	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
-		t.Fatalf("member: mark %q", m)
-	}
+	host := startHostChild(t)
+	address := fmt.Sprintf("127.0.0.1:%d", stablePorts(t, 1)[0]) // the client's, restarted
 	startClient := func() (*tooltest.Child, string) {
 		t.Helper()
-		c := tooltest.StartChild(t, "^TestClusterClientChild$", append(env, childClientEnv+"="+address, childHostsEnv+"="+health)...)
+		c := tooltest.StartChild(t, "^TestClusterClientChild$", host.env(childClientEnv+"="+address, childHostsEnv+"="+host.health)...)
 		id, ok := strings.CutPrefix(c.Mark(t), "ready ")
 		if !ok {
 			t.Fatal("client did not say it was ready")
@@ -238,9 +269,8 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 		t.Errorf("session t from the restarted client answered %q, want its own answer \"All done.\"", text)
 	}
 	second.Stop(t)
-	host.Stop(t)
-	checkRaceReports(t, filepath.Dir(raceLog))
-	if got := side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
+	host.stop(t)
+	if got := host.side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
 		t.Errorf("side effects %v, want s c1 and t c1 once each", got)
 	}
 }
@@ -311,21 +341,12 @@ func TestMember_SessionRefusesAnotherSessionsRequest(t *testing.T) {
 // process; this process is a client, whose Run is observed.
 func TestMember_MovedAnswerForgetsTheActivation(t *testing.T) {
 	leakCheck(t)
-	schema := freshSchema()
-	side := newSideFile(t)
-	raceLog := filepath.Join(t.TempDir(), "race")
-	health := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
-	_, port, _ := strings.Cut(health, ":")
 	// No "running" answer while the test works: every request is
 	// answered once, when the incarnation ends.
-	host := tooltest.StartChild(t, "^TestClusterHostChild$", childSchemaEnv+"="+schema, childSideEnv+"="+string(side),
-		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog, childHostEnv+"="+port, childHoldEnv+"=10m")
-	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
-		t.Fatalf("member: mark %q", m)
-	}
-	store := openStore(t, schema)
+	host := startHostChild(t, childHoldEnv+"=10m")
+	store := openStore(t, host.schema)
 	client, err := cluster.Start(&cluster.Options{Client: true, Store: store,
-		Provider: cluster.Automanaged(0, []string{health}, 100*time.Millisecond),
+		Provider: cluster.Automanaged(0, []string{host.health}, 100*time.Millisecond),
 		Hold:     10 * time.Minute, RequestTimeout: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +379,7 @@ func TestMember_MovedAnswerForgetsTheActivation(t *testing.T) {
 	}
 	// A newer incarnation elsewhere takes the session over and ends it;
 	// the member's incarnation is fenced when its call returns.
-	if state, text, epoch := cluster.RunIncarnation(ctx, newRuntime(t), store, sessionFunc(t, 1, side, nil), "t", firstRequest("t")...); state != "done" || epoch != 2 {
+	if state, text, epoch := cluster.RunIncarnation(ctx, newRuntime(t), store, sessionFunc(t, 1, host.side, nil), "t", firstRequest("t")...); state != "done" || epoch != 2 {
 		t.Fatalf("newer incarnation: %s %q epoch %d, want done at epoch 2", state, text, epoch)
 	}
 	host.Send(t, "release")
@@ -369,6 +390,5 @@ func TestMember_MovedAnswerForgetsTheActivation(t *testing.T) {
 	if o.res.Epoch != 3 || o.res.Requests != 2 {
 		t.Errorf("Run: epoch %d after %d requests, want epoch 3 (a new activation, answering from the store) after 2: the one answered \"moved\", then the new activation's", o.res.Epoch, o.res.Requests)
 	}
-	host.Stop(t)
-	checkRaceReports(t, filepath.Dir(raceLog))
+	host.stop(t)
 }

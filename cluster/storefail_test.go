@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,15 +64,19 @@ func TestMember_ConnectionsDroppedMidSessionIsNotASessionFailure(t *testing.T) {
 				if call != "c1" {
 					return
 				}
-				// Every other client backend: the store's pool.
-				if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-					WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`); err != nil {
-					t.Error(err)
+				// The store's pool (not the connections of the tests
+				// that run beside this one).
+				// (The select list runs for the rows WHERE keeps only.)
+				rows, _ := conn.Query(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+					WHERE application_name = $1`, b.schema)
+				dropped, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+				if err != nil || !slices.Contains(dropped, true) {
+					t.Errorf("dropping the store's connections: %v, %v", dropped, err)
 				}
 				for { // until they are gone
 					var n int
 					if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-						WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n); err != nil || n == 0 {
+						WHERE application_name = $1`, b.schema).Scan(&n); err != nil || n == 0 {
 						return
 					}
 				}
@@ -123,7 +128,8 @@ func TestMember_SessionFailureIsStillAFailure(t *testing.T) {
 
 // breakableStore is a store on a fresh schema, with a side file, and a
 // connection of the test's own to the database to break the store with;
-// ctx ends after a minute, and t's cleanup closes the connection.
+// ctx ends after a minute, and t's cleanup closes the connection. The
+// store's connections have the schema's name for application_name.
 type breakableStore struct {
 	schema string
 	store  *pgstore.Store
@@ -135,7 +141,7 @@ type breakableStore struct {
 func newBreakableStore(t *testing.T) *breakableStore {
 	t.Helper()
 	b := &breakableStore{schema: freshSchema(), side: newSideFile(t)}
-	b.store = openStore(t, b.schema)
+	b.store = openStoreAt(t, dsnNamed(b.schema), b.schema)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	b.ctx = ctx

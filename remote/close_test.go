@@ -22,6 +22,7 @@ import (
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Child roles of the test binary (see TestMain), besides the node.
@@ -44,26 +45,16 @@ const (
 )
 
 func runTestClient(addr string) int {
-	c, err := remote.NewClient(nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ts, err := c.Tools(ctx, addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	c, hold := holdOf(nil, addr)
+	if c == nil {
 		return 1
 	}
 	done := make(chan error, 1)
-	for _, tool := range ts {
-		if tool.Name() == "hold" {
-			go func() {
-				_, err := tool.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
-				done <- err
-			}()
-		}
+	if hold != nil {
+		go func() {
+			_, err := hold.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
+			done <- err
+		}()
 	}
 	fmt.Println("calling")
 	var callErr error
@@ -92,6 +83,32 @@ func runTestClient(addr string) int {
 		}
 	}
 	return 0
+}
+
+// holdOf makes a client with opts in a child process and returns it with
+// the "hold" tool of the node at addr (nil when the node has none),
+// described within 30 s; when it cannot, it prints why on stderr and
+// returns a nil client.
+func holdOf(opts *remote.ClientOptions, addr string) (*remote.Client, *tools.Tool) {
+	c, err := remote.NewClient(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts, err := c.Tools(ctx, addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil
+	}
+	var hold *tools.Tool
+	for _, tool := range ts {
+		if tool.Name() == "hold" {
+			hold = tool
+		}
+	}
+	return c, hold
 }
 
 // runCloseRace starts raceCalls DESCRIBE requests at once to an address
@@ -254,11 +271,7 @@ func runSilentClose(role string) int {
 	}
 	peer.close()
 	<-stopped
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }
 
@@ -323,12 +336,28 @@ func runSilentCaller() int {
 	fmt.Println("close", oneLine(node.Close(ctx)))
 	peer.close()
 	<-stopped
+	printLeaks()
+	return 0
+}
+
+// printLeaks prints, in a child process, the goroutines left ("leaks
+// none" when none).
+func printLeaks() {
 	if err := leakcheck.Find(); err != nil {
 		fmt.Println("leaks", err)
 	} else {
 		fmt.Println("leaks none")
 	}
-	return 0
+}
+
+// deadAddress returns a loopback address where nothing listens (any more).
+func deadAddress() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // refusedCalls is how many times runRefused asks a dead address for its
@@ -343,13 +372,11 @@ const (
 // refusedBound: it prints "tools ERR" for each DESCRIBE, "close ERR"
 // (Close's), then the goroutines left ("leaks none" when none).
 func runRefused() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dead, err := deadAddress()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
 	c, err := remote.NewClient(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -362,11 +389,7 @@ func runRefused() int {
 		fmt.Println("tools", err)
 	}
 	fmt.Println("close", oneLine(c.Close(ctx)))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }
 
@@ -383,9 +406,7 @@ func TestClient_DeadNodeFailsFast(t *testing.T) {
 			t.Errorf("%s; want ErrNodeUnreachable within %v", e, refusedBound)
 		}
 	}
-	if e := p.next(t); e != "close <nil>" {
-		t.Errorf("%s; want Close done within %v", e, refusedBound)
-	}
+	p.want(t, "close <nil>", "%s; want Close done within %v", refusedBound)
 	if e := p.next(t); e != "leaks none" {
 		t.Error(e)
 	}
@@ -489,18 +510,10 @@ func startCall(t *testing.T) (node, client *nodeProc) {
 func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 	t.Parallel()
 	node, client := startCall(t)
-	if _, err := client.stdin.Write([]byte("close\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := client.next(t); e != "closed <nil>" {
-		t.Errorf("client said %q", e)
-	}
-	if e := client.next(t); e != "call "+remote.ErrClosed.Error() {
-		t.Errorf("client said %q, want the call answered with ErrClosed", e)
-	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q, want the handler cancelled", e)
-	}
+	client.send(t, "close")
+	client.want(t, "closed <nil>", "client said %q")
+	client.want(t, "call "+remote.ErrClosed.Error(), "client said %q, want the call answered with ErrClosed")
+	node.want(t, "cancelled c", "node event %q, want the handler cancelled")
 	client.stop()
 	node.stop()
 }
@@ -513,12 +526,8 @@ func TestClient_CloseCancelsCallsOnTheNode(t *testing.T) {
 func TestNode_ConnectionToCallerLostTellsTheCaller(t *testing.T) {
 	t.Parallel()
 	node, client := startCall(t)
-	if _, err := client.stdin.Write([]byte("end\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q, want the handler cancelled", e)
-	}
+	client.send(t, "end")
+	node.want(t, "cancelled c", "node event %q, want the handler cancelled")
 	if e := client.next(t); !strings.HasPrefix(e, "call ") || !strings.HasSuffix(e, remote.ErrConnectionLost.Error()) {
 		t.Errorf("client said %q, want the call answered with ErrConnectionLost", e)
 	}
@@ -535,11 +544,7 @@ func TestNode_CallerKilledCancelsItsCalls(t *testing.T) {
 	if e := node.next(t); e != "cancelled c" {
 		t.Fatalf("node event %q, want the handler cancelled", e)
 	}
-	if _, err := node.stdin.Write([]byte("routes\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "routes 0" {
-		t.Errorf("node: %q after its caller died, want no route left", e)
-	}
+	node.send(t, "routes")
+	node.want(t, "routes 0", "node: %q after its caller died, want no route left")
 	node.stop()
 }

@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,18 +27,13 @@ const endableCloseBound = 2 * time.Second
 
 func runEndableNode(addr string) int {
 	events := func(e string) { fmt.Println(e) }
-	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))}, events)
+	if node == nil {
 		return 1
 	}
-	events("listening " + node.Address())
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		switch sc.Text() {
-		case "routes":
-			events(fmt.Sprint("routes ", remote.Routes(node)))
+	closed := readCommands(node, events, func(line string) bool {
+		switch line {
 		case "endnext":
 			remote.EndNextIncoming(node)
 			events("endnext set")
@@ -54,24 +48,20 @@ func runEndableNode(addr string) int {
 			} else {
 				events("leaks none")
 			}
-			return 0
+			return true
 		}
+		return false
+	})
+	if !closed {
+		_ = node.Close(context.Background())
 	}
-	_ = node.Close(context.Background())
 	return 0
 }
 
 // startEndableNode starts a runEndableNode child and waits until it serves.
 func startEndableNode(t *testing.T) *nodeProc {
 	t.Helper()
-	p := startChild(t, envEndableNode+"="+remote.DefaultAddress)
-	first := p.next(t)
-	addr, ok := strings.CutPrefix(first, "listening ")
-	if !ok {
-		t.Fatalf("node said %q", first)
-	}
-	p.addr = addr
-	return p
+	return startListening(t, envEndableNode+"="+remote.DefaultAddress)
 }
 
 // The client's connection to a node ends while the node's connection to
@@ -95,9 +85,7 @@ func TestNode_CallerConnectionLostCancelsItsCalls(t *testing.T) {
 	if e := node.next(t); e != "started c" {
 		t.Fatalf("node event %q", e)
 	}
-	if _, err := node.stdin.Write([]byte("endnext\n")); err != nil {
-		t.Fatal(err)
-	}
+	node.send(t, "endnext")
 	if e := node.next(t); e != "endnext set" {
 		t.Fatalf("node said %q", e)
 	}
@@ -133,12 +121,8 @@ func TestNode_CallerConnectionLostCancelsItsCalls(t *testing.T) {
 	if !cancelled {
 		t.Error("hold not cancelled on the node once the connection its call came over ended")
 	}
-	if _, err := node.stdin.Write([]byte("routes\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "routes 0" {
-		t.Errorf("node: %q after the client answered the call with ErrNodeUnreachable: the call still runs there", e)
-	}
+	node.send(t, "routes")
+	node.want(t, "routes 0", "node: %q after the client answered the call with ErrNodeUnreachable: the call still runs there")
 	node.stopSeen(t, client)
 }
 
@@ -172,12 +156,8 @@ func TestNode_ConnectionLostThenCloseLeavesNothing(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("hold not answered")
 	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q", e)
-	}
-	if _, err := node.stdin.Write([]byte("close\n")); err != nil {
-		t.Fatal(err)
-	}
+	node.want(t, "cancelled c", "node event %q")
+	node.send(t, "close")
 	for _, want := range []string{"close <nil>", "leaks none"} {
 		if e := node.next(t); !strings.HasPrefix(e, want) {
 			t.Errorf("node said %q, want %q", e, want)
@@ -212,9 +192,7 @@ func TestClient_ResultLostWithTheConnectionIsAnswered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	_, err := ts["echo"].Definition().Handler(ctx, json.RawMessage(`{"text":"lost"}`))
-	if e := node.next(t); e != "echo lost" {
-		t.Errorf("node event %q, want the call run", e)
-	}
+	node.want(t, "echo lost", "node event %q, want the call run")
 	if _, werr := node.stdin.Write([]byte("routes\n")); werr != nil {
 		t.Fatal(werr)
 	}

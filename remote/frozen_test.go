@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
@@ -29,31 +28,17 @@ const pingPatience = time.Minute
 // stdin closes it closes the client and prints "close ERR", then the
 // goroutines left ("leaks none" when none).
 func runFrozen(addr string) int {
-	c, err := remote.NewClient(&remote.ClientOptions{KeepaliveTimeout: frozenPingTimeout})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	c, hold := holdOf(&remote.ClientOptions{KeepaliveTimeout: frozenPingTimeout}, addr)
+	if c == nil {
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ts, err := c.Tools(ctx, addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, tool := range ts {
-		if tool.Name() == "hold" {
-			fmt.Println("calling")
-			_, err := tool.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
-			fmt.Println("call", err)
-		}
+	if hold != nil {
+		fmt.Println("calling")
+		_, err := hold.Definition().Handler(context.Background(), json.RawMessage(`{"id":"c"}`))
+		fmt.Println("call", err)
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	fmt.Println("close", oneLine(c.Close(context.Background())))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }

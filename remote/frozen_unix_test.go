@@ -53,9 +53,7 @@ func TestClient_TimeoutWhileReconnectingCancelsOnTheNode(t *testing.T) {
 	if e := node.next(t); e != "started c" {
 		t.Fatalf("node event %q", e)
 	}
-	if e := node.next(t); e != "cancelled c" {
-		t.Errorf("node event %q, want the call cancelled", e)
-	}
+	node.want(t, "cancelled c", "node event %q, want the call cancelled")
 	node.stopSeen(t, client)
 }
 

@@ -57,12 +57,8 @@ func TestNode_UnknownTypeDropped(t *testing.T) {
 	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_MessageBatch{MessageBatch: batch}}); err != nil {
 		t.Fatal(err)
 	}
-	if e := node.next(t); e != "echo delivered" {
-		t.Errorf("node event %q, want the good message run", e)
-	}
+	node.want(t, "echo delivered", "node event %q, want the good message run")
 	_ = stream.CloseSend()
 	node.stop()
-	if e := node.next(t); e != "dropped 5" {
-		t.Errorf("node event %q, want 5 envelopes dropped", e)
-	}
+	node.want(t, "dropped 5", "node event %q, want 5 envelopes dropped")
 }

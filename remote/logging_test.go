@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -24,13 +23,11 @@ const envDialLog = "POLYWEAVE_REMOTE_TEST_DIAL_LOG"
 // INFO or above, one a line (as slog's text handler writes it), then
 // "end".
 func runDialLog() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dead, err := deadAddress()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
 	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := remote.NewClient(&remote.ClientOptions{Logger: logger, RedialBackoff: -1})

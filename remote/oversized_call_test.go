@@ -23,20 +23,7 @@ func TestClient_OversizedCallLeavesOtherCallsAlone(t *testing.T) {
 	client, rt := setup(t)
 	node := startNode(t, remote.DefaultAddress)
 	ts := remoteTools(t, client, node.addr)
-	hold, err := rt.Start(ts["hold"].Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	echo, err := rt.Start(ts["echo"].Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hold.Send(messages.ToolCall("s", "h1", "hold", json.RawMessage(`{"id":"h1"}`))); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "started h1" {
-		t.Fatalf("node event %q", e)
-	}
+	hold, echo := holding(t, rt, node, ts, "echo")
 	big := strings.Repeat("x", 5<<20)
 	res := result(t, echo, messages.ToolCall("s", "big", "echo", json.RawMessage(`{"text":"`+big+`"}`)))
 	t.Logf("oversized call answered: %.200s", res.GetPayload())
@@ -57,9 +44,7 @@ func TestClient_OversizedCallLeavesOtherCallsAlone(t *testing.T) {
 	if res := await(t, hold, "h1"); strings.Contains(string(res.GetPayload()), "unreachable") {
 		t.Errorf("the hold call, running on a living node, answered %s", res.GetPayload())
 	}
-	if e := node.next(t); e != "cancelled h1" {
-		t.Errorf("node event %q, want the hold call cancelled", e)
-	}
+	node.want(t, "cancelled h1", "node event %q, want the hold call cancelled")
 	node.stopSeen(t, client)
 }
 
@@ -84,9 +69,7 @@ func TestClient_OversizedCallNotSent(t *testing.T) {
 		t.Fatalf("a small call after it: %v", err)
 	}
 	// The node's first call is the small one.
-	if e := node.next(t); e != "echo small" {
-		t.Errorf("node event %.60q, want the small call only", e)
-	}
+	node.want(t, "echo small", "node event %.60q, want the small call only")
 	node.stopSeen(t, client)
 }
 

@@ -1,17 +1,15 @@
 package remote_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
 	"github.com/polyweave/polyweave-go/tools"
@@ -29,12 +27,7 @@ const envBigNode = "POLYWEAVE_REMOTE_TEST_BIG_NODE"
 const bigNodeMaxFrame = 1 << 20
 
 func runBigNode(addr string) int {
-	var mu sync.Mutex
-	events := func(e string) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Println(e)
-	}
+	events := eventPrinter()
 	var hold *tools.Tool
 	for _, tool := range nodeTools(events) {
 		if tool.Name() == "hold" {
@@ -49,45 +42,47 @@ func runBigNode(addr string) int {
 		events(fmt.Sprint("big ", in.N))
 		return map[string]string{"big": strings.Repeat("z", in.N)}, nil
 	}})
-	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: []*tools.Tool{hold, big}, MaxFrameBytes: bigNodeMaxFrame})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	node := listen(&remote.NodeOptions{Address: addr, Tools: []*tools.Tool{hold, big}, MaxFrameBytes: bigNodeMaxFrame}, events)
+	if node == nil {
 		return 1
 	}
-	events("listening " + node.Address())
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		if sc.Text() == "routes" {
-			events(fmt.Sprint("routes ", remote.Routes(node)))
-		}
-	}
-	if err := node.Close(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	readCommands(node, events, nil)
+	return closeNode(node)
 }
 
 // startBigNode starts an envBigNode node and returns it with its tools.
 func startBigNode(t *testing.T, client *host) (*nodeProc, map[string]*tools.Tool) {
 	t.Helper()
-	node := startChild(t, envBigNode+"="+remote.DefaultAddress)
-	first := node.next(t)
-	addr, ok := strings.CutPrefix(first, "listening ")
-	if !ok {
-		t.Fatalf("node said %q", first)
+	node := startListening(t, envBigNode+"="+remote.DefaultAddress)
+	return node, remoteTools(t, client, node.addr)
+}
+
+// holding starts ts's "hold" and the tool named other in rt, calls hold
+// (call h1) and waits until node says it started; it returns the
+// connections to both tools.
+func holding(t *testing.T, rt *actors.Runtime, node *nodeProc, ts map[string]*tools.Tool, other string) (hold, conn *actors.Conn) {
+	t.Helper()
+	hold, err := rt.Start(ts["hold"].Spec())
+	if err != nil {
+		t.Fatal(err)
 	}
-	node.addr = addr
-	return node, remoteTools(t, client, addr)
+	if conn, err = rt.Start(ts[other].Spec()); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Send(messages.ToolCall("s", "h1", "hold", json.RawMessage(`{"id":"h1"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if e := node.next(t); e != "started h1" {
+		t.Fatalf("node event %q", e)
+	}
+	return hold, conn
 }
 
 // routes asks node how many calls it routes results for, and returns its
 // answer with the events it printed before it.
 func (p *nodeProc) routes(t *testing.T) (string, []string) {
 	t.Helper()
-	if _, err := p.stdin.Write([]byte("routes\n")); err != nil {
-		t.Fatal(err)
-	}
+	p.send(t, "routes")
 	var before []string
 	for e := p.next(t); ; e = p.next(t) {
 		if strings.HasPrefix(e, "routes ") {
@@ -104,20 +99,7 @@ func (p *nodeProc) routes(t *testing.T) (string, []string) {
 func TestNode_OversizedResult(t *testing.T) {
 	client, rt := setup(t)
 	node, ts := startBigNode(t, client)
-	hold, err := rt.Start(ts["hold"].Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bigc, err := rt.Start(ts["big"].Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hold.Send(messages.ToolCall("s", "h1", "hold", json.RawMessage(`{"id":"h1"}`))); err != nil {
-		t.Fatal(err)
-	}
-	if e := node.next(t); e != "started h1" {
-		t.Fatalf("node event %q", e)
-	}
+	hold, bigc := holding(t, rt, node, ts, "big")
 	start := time.Now()
 	res := result(t, bigc, messages.ToolCall("s", "b1", "big", json.RawMessage(`{"n":5000000}`)))
 	took := time.Since(start)

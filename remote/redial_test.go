@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/remote"
 )
 
@@ -105,11 +104,7 @@ func runRedial(addr string) int {
 		}
 	}
 	fmt.Println("close", oneLine(c.Close(context.Background())))
-	if err := leakcheck.Find(); err != nil {
-		fmt.Println("leaks", err)
-	} else {
-		fmt.Println("leaks none")
-	}
+	printLeaks()
 	return 0
 }
 

@@ -41,35 +41,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if addr := os.Getenv(envNode); addr != "" {
-		os.Exit(runTestNode(addr))
-	}
-	if addr := os.Getenv(envClient); addr != "" {
-		os.Exit(runTestClient(addr))
-	}
-	if addr := os.Getenv(envCloseRace); addr != "" {
-		os.Exit(runCloseRace(addr))
-	}
-	if v := os.Getenv(envSilentClose); v != "" {
-		os.Exit(runSilentClose(v))
-	}
-	if v := os.Getenv(envClientAt); v != "" {
-		os.Exit(runClientAt(v))
-	}
-	if addr := os.Getenv(envFrozen); addr != "" {
-		os.Exit(runFrozen(addr))
-	}
-	if os.Getenv(envDialLog) != "" {
-		os.Exit(runDialLog())
-	}
-	if addr := os.Getenv(envEndableNode); addr != "" {
-		os.Exit(runEndableNode(addr))
-	}
-	if addr := os.Getenv(envRedial); addr != "" {
-		os.Exit(runRedial(addr))
-	}
-	if addr := os.Getenv(envBigNode); addr != "" {
-		os.Exit(runBigNode(addr))
+	for _, child := range []struct {
+		env string
+		run func(string) int
+	}{
+		{envNode, runTestNode}, {envClient, runTestClient}, {envCloseRace, runCloseRace},
+		{envSilentClose, runSilentClose}, {envClientAt, runClientAt}, {envFrozen, runFrozen},
+		{envDialLog, func(string) int { return runDialLog() }}, {envEndableNode, runEndableNode},
+		{envRedial, runRedial}, {envBigNode, runBigNode},
+	} {
+		if v := os.Getenv(child.env); v != "" {
+			os.Exit(child.run(v))
+		}
 	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
@@ -133,27 +116,60 @@ func nodeTools(events func(string)) []*tools.Tool {
 // the tools' events on stdout, until stdin closes. A line "routes" on stdin
 // prints "routes N", N the calls the node still routes results for.
 func runTestNode(addr string) int {
+	events := eventPrinter()
+	// The answer to a ping is awaited as long as runFrozen's client
+	// awaits it (TestNode_FrozenCallerIsGone).
+	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout}, events)
+	if node == nil {
+		return 1
+	}
+	readCommands(node, events, nil)
+	events(fmt.Sprint("dropped ", node.Dropped()))
+	return closeNode(node)
+}
+
+// eventPrinter returns a function printing events on stdout, one a line;
+// it is safe for concurrent use.
+func eventPrinter() func(string) {
 	var mu sync.Mutex
-	events := func(e string) {
+	return func(e string) {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Println(e)
 	}
-	// The answer to a ping is awaited as long as runFrozen's client
-	// awaits it (TestNode_FrozenCallerIsGone).
-	node, err := remote.Serve(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout})
+}
+
+// listen serves opts in a child process and prints "listening ADDR" on
+// events; when it cannot, it prints why on stderr and returns nil.
+func listen(opts *remote.NodeOptions, events func(string)) *remote.Node {
+	node, err := remote.Serve(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil
 	}
 	events("listening " + node.Address())
+	return node
+}
+
+// readCommands reads lines on stdin until it closes: "routes" prints
+// "routes N", N the calls node still routes results for; other lines go
+// to other (when not nil), which returns true to stop the reading. It
+// reports whether other stopped it.
+func readCommands(node *remote.Node, events func(string), other func(line string) bool) bool {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if sc.Text() == "routes" {
 			events(fmt.Sprint("routes ", remote.Routes(node)))
+		} else if other != nil && other(sc.Text()) {
+			return true
 		}
 	}
-	events(fmt.Sprint("dropped ", node.Dropped()))
+	return false
+}
+
+// closeNode closes node and returns a child's exit code: 1, with the
+// error on stderr, when closing failed.
+func closeNode(node *remote.Node) int {
 	if err := node.Close(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -174,7 +190,14 @@ type nodeProc struct {
 // waits until it serves. Cleanup kills it if it still runs.
 func startNode(t testing.TB, addr string) *nodeProc {
 	t.Helper()
-	p := startChild(t, envNode+"="+addr)
+	return startListening(t, envNode+"="+addr)
+}
+
+// startListening starts a child node with env (see startChild) and waits
+// until it says it listens, at the address it then has.
+func startListening(t testing.TB, env string) *nodeProc {
+	t.Helper()
+	p := startChild(t, env)
 	first := p.next(t)
 	addr, ok := strings.CutPrefix(first, "listening ")
 	if !ok {
@@ -182,6 +205,15 @@ func startNode(t testing.TB, addr string) *nodeProc {
 	}
 	p.addr = addr
 	return p
+}
+
+// want reads p's next event and fails the test (going on) when it is
+// not event, with format and args, the event read first among them.
+func (p *nodeProc) want(t testing.TB, event, format string, args ...any) {
+	t.Helper()
+	if e := p.next(t); e != event {
+		t.Errorf(format, append([]any{e}, args...)...)
+	}
 }
 
 // startChild starts this test binary again with env (NAME=value) set, for
@@ -425,9 +457,7 @@ func TestClient_ToolsLikeLocal(t *testing.T) {
 	if res.IsErrorResult() || string(res.GetPayload()) != `{"echo":"hi"}` {
 		t.Errorf("echo result %s (error %v)", res.GetPayload(), res.IsErrorResult())
 	}
-	if e := node.next(t); e != "echo hi" {
-		t.Errorf("node event %q", e)
-	}
+	node.want(t, "echo hi", "node event %q")
 	// Invalid arguments are refused on the host: the node never sees them
 	// (its next event is the next valid call's).
 	res = result(t, echo, messages.ToolCall("s", "c2", "echo", json.RawMessage(`{"text":5}`)))
@@ -435,9 +465,7 @@ func TestClient_ToolsLikeLocal(t *testing.T) {
 		t.Errorf("invalid arguments: kind %q, payload %s", tools.KindOf(res), res.GetPayload())
 	}
 	result(t, echo, messages.ToolCall("s", "c3", "echo", json.RawMessage(`{"text":"again"}`)))
-	if e := node.next(t); e != "echo again" {
-		t.Errorf("node event %q, want the valid call's", e)
-	}
+	node.want(t, "echo again", "node event %q, want the valid call's")
 
 	fail, err := rt.Start(ts["fail"].Spec())
 	if err != nil {
@@ -469,9 +497,7 @@ func TestClient_CancelReachesTheNode(t *testing.T) {
 	if tools.KindOf(res) != tools.FailureCancelled {
 		t.Errorf("cancelled call: kind %q, %s", tools.KindOf(res), res.GetPayload())
 	}
-	if e := node.next(t); e != "cancelled one" {
-		t.Errorf("node event %q, want the handler cancelled", e)
-	}
+	node.want(t, "cancelled one", "node event %q, want the handler cancelled")
 	node.stopSeen(t, client)
 }
 

@@ -164,16 +164,8 @@ func TestAgent_ApprovalDeadlinePassedBeforeResume(t *testing.T) {
 		}
 		time.Sleep(time.Hour + time.Minute) // the fake clock passes the deadline
 		synctest.Wait()                     // and the loop has finished the conversation
-		ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
-		if err != nil || ans.Text != "Done." {
-			t.Fatalf("resume: %v, %q", err, ans.Text)
-		}
-		if err := tel.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if names := open.names(); len(names) != 0 {
-			t.Fatalf("spans left open: %v", names)
-		}
+		resumeDone(ctx, t, a)
+		allEnded(ctx, t, tel, open)
 		if runs := spansNamed(exp, "invoke_agent launcher"); len(runs) != 1 {
 			t.Fatalf("%d run spans, want 1", len(runs))
 		}
@@ -203,16 +195,8 @@ func TestAgent_ResumeTraced(t *testing.T) {
 			if _, err := a.Run(ctx, "s1", launchAsk); err == nil {
 				t.Fatal("Run did not wait for approval")
 			}
-			ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
-			if err != nil || ans.Text != "Done." {
-				t.Fatalf("resume: %v, %q", err, ans.Text)
-			}
-			if err := tel.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if names := open.names(); len(names) != 0 {
-				t.Fatalf("spans left open: %v", names)
-			}
+			resumeDone(ctx, t, a)
+			allEnded(ctx, t, tel, open)
 			// The launch approved and run is a tool span of a run (with a
 			// Store, the waiting attempt's loop is stopped: its held call
 			// ends there as stopped, and the Resume is a run of its own).
@@ -249,6 +233,45 @@ func metricsTelemetry(t *testing.T) (*telemetry.Telemetry, *sdkmetric.ManualRead
 	return tel, reader
 }
 
+// waitingAgent starts an approval agent on tel in rt (with store and
+// echoes, as approvalAgent makes it) and runs its session s1 until it
+// waits for approval. The context returned bounds the test: 30 s.
+func waitingAgent(t *testing.T, rt *actors.Runtime, tel *telemetry.Telemetry, store *memstore.Store, echoes *atomic.Int64) (*agent.Agent, context.Context) {
+	t.Helper()
+	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store, echoes)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	runToWait(ctx, t, a)
+	return a, ctx
+}
+
+// resumeDone resumes session s1 of a approving call c2; the answer must
+// be "Done.".
+func resumeDone(ctx context.Context, t *testing.T, a *agent.Agent) {
+	t.Helper()
+	ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
+	if err != nil || ans.Text != "Done." {
+		t.Fatalf("resume: %v, %q", err, ans.Text)
+	}
+}
+
+// flush waits until tel has recorded everything so far.
+func flush(ctx context.Context, t *testing.T, tel *telemetry.Telemetry) {
+	t.Helper()
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allEnded flushes tel and checks that no span is left open.
+func allEnded(ctx context.Context, t *testing.T, tel *telemetry.Telemetry, open *openSpans) {
+	t.Helper()
+	flush(ctx, t, tel)
+	if names := open.names(); len(names) != 0 {
+		t.Fatalf("spans left open: %v", names)
+	}
+}
+
 // runToWait runs session s1 of a until it waits for approval.
 func runToWait(ctx context.Context, t *testing.T, a *agent.Agent) {
 	t.Helper()
@@ -270,13 +293,8 @@ func TestAgent_DurableWaitIsNotAFailure(t *testing.T) {
 	store := memstore.New(nil)
 	defer store.Close()
 	var echoes atomic.Int64
-	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store, &echoes)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runToWait(ctx, t, a)
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, ctx := waitingAgent(t, rt, tel, store, &echoes)
+	flush(ctx, t, tel)
 	runs := spansNamed(exp, "invoke_agent launcher")
 	if len(runs) != 1 {
 		t.Fatalf("%d run spans, want 1", len(runs))
@@ -295,19 +313,11 @@ func TestAgent_DurableWaitIsNotAFailure(t *testing.T) {
 		t.Fatalf("tool-call durations while waiting %v, want only the echo", got)
 	}
 
-	ans, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2"))
-	if err != nil || ans.Text != "Done." {
-		t.Fatalf("resume: %v, %q", err, ans.Text)
-	}
+	resumeDone(ctx, t, a)
 	if n := echoes.Load(); n != 1 {
 		t.Fatalf("echo ran %d times, want once", n)
 	}
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if names := open.names(); len(names) != 0 {
-		t.Fatalf("spans left open: %v", names)
-	}
+	allEnded(ctx, t, tel, open)
 	var resumed tracetest.SpanStub
 	for _, r := range spansNamed(exp, "invoke_agent launcher") {
 		if r.SpanContext.SpanID() != waited.SpanContext.SpanID() {
@@ -373,22 +383,15 @@ func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 	tel, reader := metricsTelemetry(t)
 	store := memstore.New(nil)
 	defer store.Close()
-	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, store, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runToWait(ctx, t, a)
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, ctx := waitingAgent(t, rt, tel, store, nil)
+	flush(ctx, t, tel)
 	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(map[string]uint64{"echo/ok/": 1}) {
 		t.Fatalf("tool-call durations while waiting %v, want only the echo", got)
 	}
 	if _, err := a.Resume(ctx, "s1", launchAsk, agent.Approve("c2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flush(ctx, t, tel)
 	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(map[string]uint64{"echo/ok/": 1, "launch/ok/": 1}) {
 		t.Fatalf("tool-call durations %v, want each call once, ok", got)
 	}
@@ -401,19 +404,11 @@ func TestMetrics_DurableWaitCountsNoError(t *testing.T) {
 func TestAgent_DroppedWaitIsAFailure(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	tel, exp, open, reader := approvalTelemetry(t)
-	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runToWait(ctx, t, a)
+	a, ctx := waitingAgent(t, rt, tel, nil, nil)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if names := open.names(); len(names) != 0 {
-		t.Fatalf("spans left open: %v", names)
-	}
+	allEnded(ctx, t, tel, open)
 	runs := spansNamed(exp, "invoke_agent launcher")
 	if len(runs) != 1 || runs[0].Status.Code != codes.Error || attrs(runs[0])["polyweave.agent.outcome"] != "" {
 		t.Fatalf("dropped run spans %+v, want one failed, not awaiting approval", runs)
@@ -433,16 +428,11 @@ func TestAgent_DroppedWaitIsAFailure(t *testing.T) {
 func TestMetrics_DroppedWaitCountsStopped(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	tel, reader := metricsTelemetry(t)
-	a := approvalAgent(t, rt, tel, &tools.ApprovalOptions{}, nil, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	runToWait(ctx, t, a)
+	a, ctx := waitingAgent(t, rt, tel, nil, nil)
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flush(ctx, t, tel)
 	want := map[string]uint64{"echo/ok/": 1, "launch/error/stopped": 1}
 	if got := toolDurations(t, reader); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("tool-call durations %v, want %v", got, want)

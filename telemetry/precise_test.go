@@ -9,12 +9,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -27,19 +24,9 @@ import (
 // only that stream's run and request end incomplete; the other runs (one
 // in the same agent) go on and end normally, with all their attributes.
 func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	const maxQueued = 8
-	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: maxQueued}, exp, false)
 	ctx := context.Background()
 
 	aCtx := nullContext{self: actors.RefOf(actor.NewPID("test", "a"))}
@@ -95,14 +82,7 @@ func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
 	modelA.out(messages.Meta("lossy", models.MetaUsage, json.RawMessage(`{"prompt_tokens":1,"completion_tokens":1}`)))
 	modelA.out(messages.End("lossy"))
 	call(agentA, "lossy", "l1")
-	if d := tel.Dropped(); d != 4 {
-		t.Fatalf("Dropped() = %d, want 4", d)
-	}
-	stall.stalling.Store(false)
-	close(release)
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	catchUp(ctx, t, tel, stall, release, 4)
 
 	// kept and sibling go on after the burst and end normally.
 	call(agentB, "kept", "k2")
@@ -181,18 +161,8 @@ func TestQueueFull_AbandonsOnlyTheRunsThatLostEvents(t *testing.T) {
 // TestQueueFull_UnknownLossAbandonsAll: a dropped event that belongs to
 // no stream (a supervision decision) abandons every open run.
 func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	stall := newStallingProcessor()
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: 2}, exp, false)
 	agents := make([]*agentObserver, 2)
 	for i := range agents {
 		agents[i] = &agentObserver{t: tel, name: fmt.Sprint("a", i)}
@@ -208,14 +178,7 @@ func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
 	agents[0].out(messages.ToolCall("a0", "c1", "add", nil))
 	agents[1].out(messages.ToolCall("a1", "c2", "add", nil))
 	tel.Supervision(supervisor.Event{Child: "test/a9", Reason: errors.New("boom")})
-	if d := tel.Dropped(); d != 1 {
-		t.Fatalf("Dropped() = %d, want 1", d)
-	}
-	stall.stalling.Store(false)
-	close(release)
-	if err := tel.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	catchUp(context.Background(), t, tel, stall, release, 1)
 	var runs int
 	for _, s := range exp.GetSpans() {
 		if s.Name == "invoke_agent a0" || s.Name == "invoke_agent a1" {
@@ -234,22 +197,8 @@ func TestQueueFull_UnknownLossAbandonsAll(t *testing.T) {
 // full is dropped and its stream remembered without allocating, for
 // streams beyond what a burst remembers too.
 func TestQueueFull_DroppingAllocatesNothing(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	stall := newStallingProcessor()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
-	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
-	agent := &agentObserver{t: tel, name: "a"}
-	agent.in(c, messages.RawParam("s", "messages", json.RawMessage(`[]`)))
-	agent.out(messages.End("s"))
-	release := stall.stallNext()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: 2}, nil, false)
+	agent, release := stallRunEnd(stall, tel, "s")
 	agent.out(messages.ToolCall("s", "c0", "add", nil))
 	agent.out(messages.ToolCall("s", "c1", "add", nil))
 	frames := make([]*messages.Frame, 2*maxLost)

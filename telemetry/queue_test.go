@@ -42,7 +42,61 @@ func newStallingProcessor() *stallingProcessor {
 	return p
 }
 
-// unblock lets every end through, now and later (deferred by a test so
+// stalledTelemetry starts telemetry (opts with TracerProvider set) whose
+// spans end in a processor that stalls until told otherwise, then in exp
+// when it is not nil. t's cleanup releases the processor, shuts the
+// telemetry down unless the test does (ownShutdown), then the tracer
+// provider, and checks for leaked goroutines.
+func stalledTelemetry(t *testing.T, opts Options, exp *tracetest.InMemoryExporter, ownShutdown bool) (*Telemetry, *stallingProcessor) {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	stall := newStallingProcessor()
+	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(stall)}
+	if exp != nil {
+		tpOpts = append(tpOpts, sdktrace.WithSyncer(exp))
+	}
+	tp := sdktrace.NewTracerProvider(tpOpts...)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	opts.TracerProvider = tp
+	tel, err := New(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ownShutdown {
+		t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	}
+	t.Cleanup(stall.unblock) // first, so that a failed test does not hang in Shutdown
+	return tel, stall
+}
+
+// catchUp checks that tel dropped want events, then lets the processor
+// go, release freeing the end it holds, and waits until tel has caught
+// up.
+func catchUp(ctx context.Context, t *testing.T, tel *Telemetry, stall *stallingProcessor, release chan struct{}, want uint64) {
+	t.Helper()
+	if d := tel.Dropped(); d != want {
+		t.Fatalf("Dropped() = %d, want %d", d, want)
+	}
+	stall.stalling.Store(false)
+	close(release)
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stallRunEnd runs an agent's request on stream with tel and ends it; the
+// run's end stalls in the processor. It returns the agent and what
+// releases the end.
+func stallRunEnd(stall *stallingProcessor, tel *Telemetry, stream string) (*agentObserver, chan struct{}) {
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam(stream, "messages", json.RawMessage(`[]`)))
+	agent.out(messages.End(stream))
+	return agent, stall.stallNext()
+}
+
+// unblock lets every end through, now and later (run at a test's end so
 // that a failed one does not hang in Shutdown).
 func (p *stallingProcessor) unblock() {
 	if p.stalling.Swap(false) {
@@ -176,23 +230,13 @@ func spanAttr(s tracetest.SpanStub, key string) string {
 // duration measurement), the state kept for them is gone, and a new run
 // is recorded in full.
 func TestQueueFull_DropsCountsAndRecovers(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	const maxQueued = 16
-	stall := newStallingProcessor()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	warns := newWarnings()
-	tel, err := New(&Options{TracerProvider: tp, MeterProvider: mp, MaxQueued: maxQueued, Logger: slog.New(warns)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
+	exp := tracetest.NewInMemoryExporter()
+	tel, stall := stalledTelemetry(t, Options{MeterProvider: mp, MaxQueued: maxQueued, Logger: slog.New(warns)}, exp, false)
 	ctx := context.Background()
 
 	agentCtx := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
@@ -337,18 +381,8 @@ func TestQueueFull_DropsCountsAndRecovers(t *testing.T) {
 // TestQueueFull_EachBurstWarnsOnce: drops after the recorder caught up
 // are a new burst, with a warning of its own.
 func TestQueueFull_EachBurstWarnsOnce(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	warns := newWarnings()
-	stall := newStallingProcessor()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 4, Logger: slog.New(warns)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: 4, Logger: slog.New(warns)}, nil, false)
 	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
 	agent := &agentObserver{t: tel, name: "a"}
 	ctx := context.Background()
@@ -384,21 +418,8 @@ func TestQueueFull_EachBurstWarnsOnce(t *testing.T) {
 // hanging, a Flush waiting meanwhile is answered once the processor is
 // released, and Shutdown then completes.
 func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	stall := newStallingProcessor()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stall.unblock()
-	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
-	agent := &agentObserver{t: tel, name: "a"}
-	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
-	agent.out(messages.End("s1"))
-	release := stall.stallNext()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: 2}, nil, true)
+	agent, release := stallRunEnd(stall, tel, "s1")
 	for i := range 5 {
 		agent.out(messages.ToolCall("s1", fmt.Sprint("c", i), "add", nil))
 	}
@@ -431,19 +452,9 @@ func TestQueueFull_ShutdownWhileStalled(t *testing.T) {
 // stream (an approval, a parameter) or emits start no run and are not
 // recorded; a new request on the stream is a new run, recorded in full.
 func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	stall := newStallingProcessor()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
 	const maxQueued = 8 // room for the later frames
-	tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tel.Shutdown(context.Background())
-	defer stall.unblock()
+	exp := tracetest.NewInMemoryExporter()
+	tel, stall := stalledTelemetry(t, Options{MaxQueued: maxQueued}, exp, false)
 	ctx := context.Background()
 	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
 	agent := &agentObserver{t: tel, name: "a"}
@@ -460,14 +471,7 @@ func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
 	for i := range maxQueued + 3 {
 		agent.out(messages.ToolCall("s1", fmt.Sprint("c", i), "add", nil))
 	}
-	if d := tel.Dropped(); d != 3 {
-		t.Fatalf("Dropped() = %d, want 3", d)
-	}
-	stall.stalling.Store(false)
-	close(release)
-	if err := tel.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	catchUp(ctx, t, tel, stall, release, 3)
 
 	// Later frames of s1's run.
 	agent.in(c, tools.ApprovalFrame("s1", tools.ApprovalAnswer{ToolCallID: "c0", Decision: tools.DecisionApprove}))
@@ -521,19 +525,9 @@ func TestQueueFull_LaterFramesOfAbandonedRun(t *testing.T) {
 func TestQueueFull_NextRequestKeepsItsModel(t *testing.T) {
 	for _, requestLost := range []bool{false, true} {
 		t.Run(fmt.Sprint("request lost ", requestLost), func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
-			t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-			stall := newStallingProcessor()
-			exp := tracetest.NewInMemoryExporter()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall), sdktrace.WithSyncer(exp))
-			defer tp.Shutdown(context.Background())
 			const maxQueued = 4
-			tel, err := New(&Options{TracerProvider: tp, MaxQueued: maxQueued})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tel.Shutdown(context.Background())
-			defer stall.unblock()
+			exp := tracetest.NewInMemoryExporter()
+			tel, stall := stalledTelemetry(t, Options{MaxQueued: maxQueued}, exp, false)
 			ctx := context.Background()
 			c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent/model"))}
 			model := &modelObserver{t: tel, provider: "p"}
@@ -562,14 +556,7 @@ func TestQueueFull_NextRequestKeepsItsModel(t *testing.T) {
 			} else {
 				model.out(messages.End("s1"))
 			}
-			if d := tel.Dropped(); d != 1 {
-				t.Fatalf("Dropped() = %d, want 1", d)
-			}
-			stall.stalling.Store(false)
-			close(release)
-			if err := tel.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+			catchUp(ctx, t, tel, stall, release, 1)
 			exp.Reset()
 
 			if requestLost {

@@ -8,11 +8,8 @@ import (
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -23,16 +20,7 @@ import (
 // returns too (it is not left waiting on the processor for each span
 // still queued), and no goroutine is left.
 func TestShutdown_GivesUpOnAStuckProcessor(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	stall := newStallingProcessor()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stall))
-	defer tp.Shutdown(context.Background())
-	tel, err := New(&Options{TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stall.unblock()
+	tel, stall := stalledTelemetry(t, Options{}, nil, true)
 	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
 	agent := &agentObserver{t: tel, name: "a"}
 	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))

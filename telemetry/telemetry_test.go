@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -280,13 +279,7 @@ func attrs(s tracetest.SpanStub) map[string]string {
 func TestMetrics_RecordedInstruments(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel, reader := metricsTelemetry(t)
 	if tel.Tracing() {
 		t.Fatal("tracing on without a tracer provider")
 	}
@@ -307,10 +300,7 @@ func TestMetrics_RecordedInstruments(t *testing.T) {
 	}
 
 	// Durations: 4 model requests (3 + the crashed one), 2 tool calls.
-	dur, ok := got[telemetry.MetricOperationDuration].(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("%s: %T", telemetry.MetricOperationDuration, got[telemetry.MetricOperationDuration])
-	}
+	dur := aggregation[metricdata.Histogram[float64]](t, got, telemetry.MetricOperationDuration)
 	counts := map[string]uint64{}
 	for _, dp := range dur.DataPoints {
 		counts[key(dp.Attributes, "gen_ai.operation.name", "gen_ai.tool.name", "polyweave.tool.outcome", "error.type")] += dp.Count
@@ -320,10 +310,7 @@ func TestMetrics_RecordedInstruments(t *testing.T) {
 		t.Errorf("operation durations %v, want %v", counts, want)
 	}
 
-	tok, ok := got[telemetry.MetricTokenUsage].(metricdata.Histogram[int64])
-	if !ok {
-		t.Fatalf("%s: %T", telemetry.MetricTokenUsage, got[telemetry.MetricTokenUsage])
-	}
+	tok := aggregation[metricdata.Histogram[int64]](t, got, telemetry.MetricTokenUsage)
 	sums := map[string]int64{}
 	for _, dp := range tok.DataPoints {
 		sums[key(dp.Attributes, "gen_ai.token.type")] += dp.Sum
@@ -332,10 +319,7 @@ func TestMetrics_RecordedInstruments(t *testing.T) {
 		t.Errorf("token sums %v, want input 10 and output 5", sums)
 	}
 
-	sup, ok := got[telemetry.MetricSupervision].(metricdata.Sum[int64])
-	if !ok {
-		t.Fatalf("%s: %T", telemetry.MetricSupervision, got[telemetry.MetricSupervision])
-	}
+	sup := aggregation[metricdata.Sum[int64]](t, got, telemetry.MetricSupervision)
 	decisions := map[string]int64{}
 	for _, dp := range sup.DataPoints {
 		decisions[key(dp.Attributes, "polyweave.stage", "error.type", "polyweave.supervision.directive")] += dp.Value
@@ -344,10 +328,7 @@ func TestMetrics_RecordedInstruments(t *testing.T) {
 		t.Errorf("supervision decisions %v", decisions)
 	}
 
-	br, ok := got[telemetry.MetricBreakerState].(metricdata.Gauge[int64])
-	if !ok {
-		t.Fatalf("%s: %T", telemetry.MetricBreakerState, got[telemetry.MetricBreakerState])
-	}
+	br := aggregation[metricdata.Gauge[int64]](t, got, telemetry.MetricBreakerState)
 	states := map[string]int64{}
 	for _, dp := range br.DataPoints {
 		states[key(dp.Attributes, "gen_ai.tool.name")] = dp.Value
@@ -355,6 +336,17 @@ func TestMetrics_RecordedInstruments(t *testing.T) {
 	if fmt.Sprint(states) != fmt.Sprint(map[string]int64{"boom": int64(tools.BreakerOpen)}) {
 		t.Errorf("breaker states %v", states)
 	}
+}
+
+// aggregation returns the data of metric name in got, stopping the test
+// when it is not an A.
+func aggregation[A metricdata.Aggregation](t *testing.T, got map[string]metricdata.Aggregation, name string) A {
+	t.Helper()
+	a, ok := got[name].(A)
+	if !ok {
+		t.Fatalf("%s: %T", name, got[name])
+	}
+	return a
 }
 
 // key joins the values of the named attributes with "/".

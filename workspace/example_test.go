@@ -39,3 +39,28 @@ func Example() {
 	// {"success":true,"path":"notes/todo.md","content":"- ship it\n","bytes":10}
 	// {"success":false,"error":"read_file \"../etc/passwd\": path escapes the workspace root","path":"../etc/passwd"}
 }
+
+// The host lists the places commands' sandboxes hide because a link at
+// a path to hide led there, and forgets those it knows hold no secret.
+func ExampleWorkspace_ForgetLinkTargets() {
+	dir, err := os.MkdirTemp("", "workspace-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ws, err := workspace.New(dir, &workspace.Options{HidePaths: []string{dir + "/.env"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ws.Close()
+
+	// ... commands run; one made .env a link to src, and removed it ...
+	for _, place := range ws.LinkTargets() {
+		// The host wrote no .env while the link stood: nothing secret
+		// is there, and commands may see it again.
+		fmt.Println("hidden because a link led there:", place)
+		ws.ForgetLinkTargets(place)
+	}
+	fmt.Println(len(ws.LinkTargets()))
+	// Output: 0
+}

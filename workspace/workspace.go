@@ -207,14 +207,21 @@ type Options struct {
 	//     itself included (config -> .: the host's config/a.key is a.key,
 	//     hidden there; config/* would then hide all the workspace holds,
 	//     never the workspace). The link is no mount point: a command can
-	//     remove or retarget it. Every later command's sandbox, for as
-	//     long as the Workspace is open, hides each place such a link
-	//     led to all the same, under its real name, until it no longer
-	//     exists ([sandbox.LinkTargets]).
+	//     remove or retarget it. Every later command's sandbox, of this
+	//     Workspace and of every other open on the same directory, for
+	//     as long as the process runs, hides each place such a link led
+	//     to all the same, under its real name, until it no longer
+	//     exists ([sandbox.LinkTargets]). No command can undo that (ln -s
+	//     src .env; rm .env hides src for good): the places are listed by
+	//     [Workspace.LinkTargets] (and Protections), and the host drops
+	//     them with [Workspace.ForgetLinkTargets] once it knows no
+	//     secret was written through a link to them.
 	//     It hides [sandbox.MaxHidden] paths at most: beyond that no
 	//     command runs ([sandbox.ErrTooManyHidden]; the error names the
-	//     patterns that match the most), not even one that would remove
-	//     matches: the host must remove them (see [sandbox.MaxHidden]).
+	//     patterns that match the most, and how many places links led
+	//     to it hides), not even one that would remove matches: the host
+	//     must remove them (see [sandbox.MaxHidden]) or forget places
+	//     ([Workspace.ForgetLinkTargets]).
 	//   - As the command starts, its sandbox looks again, from inside:
 	//     when a path to hide appeared, or was removed or replaced (by
 	//     anyone, the file tools included), since the set-up, a new
@@ -249,9 +256,12 @@ type Options struct {
 	//     (os.WriteFile, say) follows it, and may put the content where
 	//     commands can read it (the system's directories are readable).
 	//   - Where a command's link at a path to hide, or on the way to
-	//     one, led, once the process has restarted: the places links led
-	//     to are kept in memory only, for the Workspace's lifetime. A new
-	//     Workspace on the directory follows the links there when New
+	//     one, led, once the process has restarted, or once the host
+	//     forgot the place ([Workspace.ForgetLinkTargets]): the places
+	//     links led to are kept in memory only, one set per workspace
+	//     directory for the process's lifetime, shared by every
+	//     Workspace open on it ([sandbox.LinkTargetsOf]). A Workspace
+	//     opened after a restart follows the links there when New
 	//     runs, and hides their targets for good, but not where a link
 	//     removed before led: what the host wrote through it is shown
 	//     under its real name (notes.txt for a link .env -> notes.txt).
@@ -442,7 +452,10 @@ func (w *Workspace) setUpSandbox() error {
 		w.prot = Protections{Missing: []string{"sandbox turned off by Options.Sandbox"}}
 		return nil
 	}
-	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits}.WithDefaults()
+	// Where links led paths to hide is kept for the directory, not for
+	// this Workspace: every Workspace open on it hides those places.
+	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits,
+		LinkTargets: sandbox.LinkTargetsOf(w.dir)}.WithDefaults()
 	if err == nil {
 		// Resolved once, here: a sandbox hides what these paths were,
 		// not what commands may make them lead to later.
@@ -510,8 +523,39 @@ func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 
 // Protections says which protections are in force for this workspace's
 // commands. Its zero value (Sandbox false) means none: see Missing for
-// why.
-func (w *Workspace) Protections() Protections { return w.prot }
+// why. Its LinkTargets are those known now ([Workspace.LinkTargets]).
+func (w *Workspace) Protections() Protections {
+	p := w.prot
+	p.LinkTargets = w.LinkTargets()
+	return p
+}
+
+// LinkTargets returns the places in the workspace that commands'
+// sandboxes hide because a link at a path to hide led there (see
+// [Options.HidePaths] and [sandbox.LinkTargets]), sorted: kept for the
+// workspace directory by the process, whichever Workspace on it found
+// them. No command can make them visible again; a directory of the
+// workspace among them looks empty to commands. It is nil without a
+// sandbox.
+func (w *Workspace) LinkTargets() []string {
+	if w.sandbox == nil {
+		return nil
+	}
+	return w.sandbox.LinkTargets.Paths()
+}
+
+// ForgetLinkTargets drops the named places from [Workspace.LinkTargets],
+// for every Workspace on this directory: the next commands see them
+// again, unless a link at a path to hide leads there anew (a sandbox
+// prepared before is not used). Call it only once the host knows that
+// no secret was written through a link to them (a program that wrote
+// a file to hide while a command's link stood at its name wrote it
+// there): that is why they are hidden.
+func (w *Workspace) ForgetLinkTargets(places ...string) {
+	if w.sandbox != nil {
+		w.sandbox.LinkTargets.Forget(places...)
+	}
+}
 
 // systemDirs are refused as workspace roots unless AllowSystemRoot.
 var systemDirs = []string{"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64",

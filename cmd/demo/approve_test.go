@@ -36,6 +36,7 @@ func fileText(t *testing.T, path string) string {
 // terminal; n denies it (the model goes on), y runs it, e runs it with
 // the arguments typed next.
 func TestE2E_ApproveAsk(t *testing.T) {
+	binaryTest(t)
 	for _, tc := range []struct {
 		name, input string
 		greeting    string // greeting.txt afterwards
@@ -77,6 +78,7 @@ func TestE2E_ApproveAsk(t *testing.T) {
 // TestE2E_ApproveDenyAndUndo: -approve deny answers run_command as denied
 // without asking; -undo restores the file write_file overwrote.
 func TestE2E_ApproveDenyAndUndo(t *testing.T) {
+	binaryTest(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hello.sh"), []byte("echo old\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,6 +107,7 @@ func TestE2E_ApproveDenyAndUndo(t *testing.T) {
 // waits (the held call is in the store), resumes with the answer, and
 // -undo restores from the session's journal in the same store.
 func TestE2E_ApproveAskDurable(t *testing.T) {
+	binaryTest(t)
 	dir := t.TempDir()
 	res := runDemoInput(t, "y\n", "-approve", "ask", "-undo", "-store", filepath.Join(dir, "s.db"), "-workspace", dir)
 	if res.code != 0 {

@@ -20,6 +20,7 @@ import (
 // the session resumes on another member (its second activation), which
 // gives the scripted final answer without running the first call again.
 func TestDemo_ClusterMovesTheSession(t *testing.T) {
+	binaryTest(t)
 	srv, err := pgtest.Start(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestDemo_ClusterMovesTheSession(t *testing.T) {
 // user that cannot enter TMPDIR, so its folder is made elsewhere; the
 // session moves as in TestDemo_ClusterMovesTheSession.
 func TestDemo_ClusterThrowawayPostgres(t *testing.T) {
+	binaryTest(t)
 	tmp := filepath.Join(t.TempDir(), "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		t.Fatal(err)

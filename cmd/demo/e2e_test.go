@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/build"
 	"io"
 	"os"
 	"os/exec"
@@ -27,20 +26,24 @@ import (
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
-// demoBin is the demo, built once for the tests that run it.
+// demoBin is the demo, built once (by TestMain) for the tests that run
+// it.
 var demoBin string
 
-// buildDemo builds the demo into dir for the tests that run the binary.
-func buildDemo(dir string) error {
+// buildDemo names the package TestMain builds for the tests that run the
+// demo binary, and sets demoBin to where the binary will be in dir.
+func buildDemo(dir string) string {
 	demoBin = filepath.Join(dir, "demo")
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(build.Default.GOROOT, "bin", "go")
-	}
-	if out, err := exec.Command(goTool, "build", "-o", demoBin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the demo: %v\n%s", err, out)
-	}
-	return nil
+	return "."
+}
+
+// binaryTest marks t as a test that runs the demo binary: it runs in
+// parallel with the other such tests (each run is a process of its own,
+// which mostly waits for a member, a model server or a timeout), once
+// TestMain's build of the binary has ended.
+func binaryTest(t *testing.T) {
+	t.Parallel()
+	waitBuilt(t)
 }
 
 // processResult is what one run of the demo binary did.
@@ -86,11 +89,43 @@ func runDemoStdin(t *testing.T, env []string, stdin io.Reader, args ...string) (
 	return res, tmp
 }
 
+// runDemoUntilKilled runs the binary with args until its stdout has
+// until, kills it there (SIGKILL) and returns what it printed.
+func runDemoUntilKilled(t *testing.T, until string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoBin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), until) {
+		n, err := stdout.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the demo stopped before %q: %v\n%s", until, err, &seen)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return seen.String()
+}
+
 func (r processResult) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
 func TestE2E_NoFlags(t *testing.T) {
+	binaryTest(t)
 	res, tmp := runDemo(t, nil)
 	if res.code != 0 {
 		t.Fatalf("want exit 0: %v", res)
@@ -106,6 +141,7 @@ func TestE2E_NoFlags(t *testing.T) {
 }
 
 func TestE2E_Workspace(t *testing.T) {
+	binaryTest(t)
 	dir := t.TempDir()
 	res, _ := runDemo(t, nil, "-workspace", dir)
 	if res.code != 0 {
@@ -121,6 +157,7 @@ func TestE2E_Workspace(t *testing.T) {
 }
 
 func TestE2E_BaseURL(t *testing.T) {
+	binaryTest(t)
 	srv := openaitest.NewServer(scriptTurns(t))
 	defer srv.Close()
 	dir := t.TempDir()
@@ -185,6 +222,7 @@ func TestE2E_BaseURL(t *testing.T) {
 }
 
 func TestE2E_BaseURLWithoutKey(t *testing.T) {
+	binaryTest(t)
 	srv := openaitest.NewServer(scriptTurns(t))
 	defer srv.Close()
 	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-api-key-env", "DEMO_TEST_UNSET_KEY")
@@ -197,6 +235,7 @@ func TestE2E_BaseURLWithoutKey(t *testing.T) {
 }
 
 func TestE2E_ServerFailsEveryAttempt(t *testing.T) {
+	binaryTest(t)
 	failing := scripted.Turn{Text: "Let me think.", Error: "the model is overloaded"}
 	srv := openaitest.NewServer([]scripted.Turn{failing, failing, failing})
 	defer srv.Close()
@@ -216,6 +255,7 @@ func TestE2E_ServerFailsEveryAttempt(t *testing.T) {
 }
 
 func TestE2E_TimeoutStopsAStalledModel(t *testing.T) {
+	binaryTest(t)
 	srv := openaitest.NewServer([]scripted.Turn{{Text: "Thinking", Stall: true}})
 	defer srv.Close()
 	res, _ := runDemo(t, nil, "-base-url", srv.URL, "-timeout", "300ms")
@@ -225,6 +265,7 @@ func TestE2E_TimeoutStopsAStalledModel(t *testing.T) {
 }
 
 func TestE2E_Crash(t *testing.T) {
+	binaryTest(t)
 	for _, site := range []string{"tool", "loop", "router", "model"} {
 		t.Run(site, func(t *testing.T) {
 			dir := t.TempDir()
@@ -246,6 +287,7 @@ func TestE2E_Crash(t *testing.T) {
 // A model that crashes on every answer cannot heal: the run ends with a
 // clear error after its attempts, not a hang.
 func TestE2E_CrashThatCannotHeal(t *testing.T) {
+	binaryTest(t)
 	// With the crash on the first frame of the first answer and a server
 	// that fails the two resends, every attempt fails.
 	failing := scripted.Turn{Error: "still broken"}
@@ -263,6 +305,7 @@ func TestE2E_CrashThatCannotHeal(t *testing.T) {
 }
 
 func TestE2E_JSON(t *testing.T) {
+	binaryTest(t)
 	res, _ := runDemo(t, nil, "-json")
 	if res.code != 0 {
 		t.Fatalf("want exit 0: %v", res)
@@ -289,6 +332,7 @@ func TestE2E_JSON(t *testing.T) {
 }
 
 func TestE2E_Help(t *testing.T) {
+	binaryTest(t)
 	res, _ := runDemo(t, nil, "-h")
 	if res.code != 0 || !strings.Contains(res.stderr, "Usage: demo [flags]") || !strings.Contains(res.stderr, "-crash") {
 		t.Errorf("want exit 0 and the usage: %v", res)
@@ -296,6 +340,7 @@ func TestE2E_Help(t *testing.T) {
 }
 
 func TestE2E_BadFlag(t *testing.T) {
+	binaryTest(t)
 	for args, want := range map[string]string{
 		"-bogus":                        "flag provided but not defined: -bogus",
 		"-crash=disk":                   `unknown crash site "disk"`,
@@ -319,6 +364,7 @@ func TestE2E_BadFlag(t *testing.T) {
 // the same -session goes on from the last step the first one persisted,
 // and a run after the end answers from the store without asking the model.
 func TestE2E_SessionSurvivesKill(t *testing.T) {
+	binaryTest(t)
 	turns := scriptTurns(t)
 	dir := t.TempDir()
 	store := filepath.Join(dir, "demo.db")
@@ -330,32 +376,9 @@ func TestE2E_SessionSurvivesKill(t *testing.T) {
 	stalled.ToolCalls, stalled.Stall = nil, true
 	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], stalled})
 	defer srv1.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, append(args, "-base-url", srv1.URL)...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen bytes.Buffer
-	buf := make([]byte, 4096)
-	for !strings.Contains(seen.String(), stalled.Text) {
-		n, err := stdout.Read(buf)
-		seen.Write(buf[:n])
-		if err != nil {
-			t.Fatalf("the demo stopped before the stall: %v\n%s", err, &seen)
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if !strings.Contains(seen.String(), "result     write_file call_write ok") {
-		t.Fatalf("the first round did not complete before the kill:\n%s", &seen)
+	seen := runDemoUntilKilled(t, stalled.Text, append(args, "-base-url", srv1.URL)...)
+	if !strings.Contains(seen, "result     write_file call_write ok") {
+		t.Fatalf("the first round did not complete before the kill:\n%s", seen)
 	}
 
 	// Run 2: resumes; the model gets the second request again, with the
@@ -402,6 +425,7 @@ func TestE2E_SessionSurvivesKill(t *testing.T) {
 
 // A durable run stopped by -timeout resumes like a killed one.
 func TestE2E_SessionResumesAfterTimeout(t *testing.T) {
+	binaryTest(t)
 	turns := scriptTurns(t)
 	dir := t.TempDir()
 	args := []string{"-store", filepath.Join(dir, "demo.db"), "-session", "s-timeout", "-workspace", dir}
@@ -425,6 +449,7 @@ func TestE2E_SessionResumesAfterTimeout(t *testing.T) {
 }
 
 func TestE2E_ProviderAnthropic(t *testing.T) {
+	binaryTest(t)
 	srv := anthropictest.NewServer(scriptTurns(t))
 	defer srv.Close()
 	dir := t.TempDir()
@@ -479,6 +504,7 @@ func TestE2E_ProviderAnthropic(t *testing.T) {
 // "interrupted" (it is not run again). When the model then answers
 // without making the call again, the summary says so instead of "ok".
 func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
+	binaryTest(t)
 	turns := scriptTurns(t)
 	dir := t.TempDir()
 	store := filepath.Join(dir, "demo.db")
@@ -490,30 +516,7 @@ func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
 	slow.ToolCalls = []scripted.ToolCall{{ID: "call_run", Name: "run_command", Arguments: `{"command":"sleep 60"}`}}
 	srv1 := openaitest.NewServer([]scripted.Turn{turns[0], slow})
 	defer srv1.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, demoBin, append(args, "-base-url", srv1.URL)...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen bytes.Buffer
-	buf := make([]byte, 4096)
-	for !strings.Contains(seen.String(), "call       run_command call_run") {
-		n, err := stdout.Read(buf)
-		seen.Write(buf[:n])
-		if err != nil {
-			t.Fatalf("the demo stopped before the call: %v\n%s", err, &seen)
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	runDemoUntilKilled(t, "call       run_command call_run", append(args, "-base-url", srv1.URL)...)
 
 	// Run 2: the call is answered "interrupted"; the model reads the file
 	// the call would have written, and answers.
@@ -543,6 +546,7 @@ func TestE2E_ResumeAfterAnInterruptedCallIsNotOK(t *testing.T) {
 // -team: the lead delegates to the writer, then the reviewer; their lines
 // are indented under the calls that started them.
 func TestE2E_Team(t *testing.T) {
+	binaryTest(t)
 	dir := t.TempDir()
 	res, _ := runDemo(t, nil, "-team", "-workspace", dir)
 	if res.code != 0 {
@@ -558,6 +562,7 @@ func TestE2E_Team(t *testing.T) {
 // -team -base-url: the same team against a server speaking the OpenAI
 // wire format; every agent's requests go to it, in delegation order.
 func TestE2E_TeamBaseURL(t *testing.T) {
+	binaryTest(t)
 	scripts := map[string][]scripted.Turn{}
 	for _, name := range []string{"lead", "writer", "reviewer"} {
 		raw, err := teamScript(name)

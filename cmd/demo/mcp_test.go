@@ -3,13 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,30 +38,16 @@ func TestMCPFlag(t *testing.T) {
 	}
 }
 
-// mcpServerBuild is the one build of cmd/polyweave-mcp that the tests
-// share: linking it costs seconds of CPU, once is enough.
-var mcpServerBuild struct {
-	once sync.Once
-	bin  string
-	err  error
-}
+// mcpServerBin is cmd/polyweave-mcp, an MCP server of workspace tools,
+// built once by TestMain for the demo to import.
+var mcpServerBin string
 
-// buildMCPServer builds cmd/polyweave-mcp, an MCP server of workspace
-// tools, for the demo to import, into TestMain's folder the first time
-// it is called, and returns the binary's path.
+// buildMCPServer waits for TestMain's build of cmd/polyweave-mcp and
+// returns the binary's path.
 func buildMCPServer(t *testing.T) string {
 	t.Helper()
-	b := &mcpServerBuild
-	b.once.Do(func() {
-		b.bin = filepath.Join(buildDir, "polyweave-mcp")
-		if out, err := exec.Command("go", "build", "-o", b.bin, "../polyweave-mcp").CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("build polyweave-mcp: %v\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.bin
+	waitBuilt(t)
+	return mcpServerBin
 }
 
 // TestRun_MCPServerTools: with -mcp the model is offered the MCP server's

@@ -109,6 +109,7 @@ func (d *liveDemo) state(session string) inspect.Snapshot {
 // session and in the feed while the terminal asks; once approved at the
 // terminal it is gone and the call's result is counted.
 func TestUI_ApprovalWaitingShownUntilAnswered(t *testing.T) {
+	binaryTest(t)
 	d := startLiveDemo(t, "-approve", "ask", "-workspace", t.TempDir(), "-ui", "127.0.0.1:0")
 	wait, state, stdin := d.wait, func() inspect.Snapshot { return d.state("demo") }, d.stdin
 	wait(liveViewLine)
@@ -155,6 +156,7 @@ func TestUI_ApprovalWaitingShownUntilAnswered(t *testing.T) {
 // while its call waited for approval; the demo run again on the same
 // store shows the call waiting from the start, and gone once answered.
 func TestUI_ApprovalHeldBeforeRestart(t *testing.T) {
+	binaryTest(t)
 	dir := t.TempDir()
 	args := []string{"-approve", "ask", "-store", filepath.Join(dir, "s.db"), "-session", "s1", "-workspace", dir}
 	first := startLiveDemo(t, args...)

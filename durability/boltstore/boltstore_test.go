@@ -144,11 +144,7 @@ func TestReplay_ReadOnlySeesLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	var got []string
-	if err := ro.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got) != "[in the log]" {
+	if got := events(t, ro, 0); got != "[in the log]" {
 		t.Errorf("read-only store over a crashed file reads %v", got)
 	}
 }
@@ -376,22 +372,26 @@ func TestReadOnly_WritesFail(t *testing.T) {
 	if _, err := ro.Compact(ctx); !errors.Is(err, bolterrors.ErrDatabaseReadOnly) || !durability.IsPermanent(err) {
 		t.Errorf("Compact on read-only store: %v, want a permanent error wrapping ErrDatabaseReadOnly", err)
 	}
-	var got []string
-	if err := ro.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got) != "[kept]" {
+	if got := events(t, ro, 0); got != "[kept]" {
 		t.Errorf("read-only store holds %v, want [kept]", got)
 	}
 }
 
-// TestFailingFile_WritesFail closes the file descriptor under bbolt: the
-// commit's write fails, and every writer of the batch gets an error instead
-// of a silent success.
-func TestFailingFile_WritesFail(t *testing.T) {
-	ctx := t.Context()
+// events returns actor "a"'s events in s from index from on.
+func events(t *testing.T, s *Store, from uint64) string {
+	t.Helper()
+	var got []string
+	if err := s.GetEvents(t.Context(), "a", from, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(got)
+}
+
+// openWatched opens a store at path and returns it with the file bbolt
+// opened for it.
+func openWatched(t *testing.T, path string) (*Store, *os.File) {
+	t.Helper()
 	var file *os.File
-	path := filepath.Join(t.TempDir(), "store.db")
 	s, err := open(path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, mode)
 		file = f
@@ -400,6 +400,15 @@ func TestFailingFile_WritesFail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, file
+}
+
+// TestFailingFile_WritesFail closes the file descriptor under bbolt: the
+// commit's write fails, and every writer of the batch gets an error instead
+// of a silent success.
+func TestFailingFile_WritesFail(t *testing.T) {
+	ctx := t.Context()
+	s, file := openWatched(t, filepath.Join(t.TempDir(), "store.db"))
 	if err := s.PersistEvent(ctx, "a", 0, []byte("ok")); err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,7 @@ func writeThrough(t *testing.T, other string) (*Store, string, error) {
 // eventsFrom63 returns actor "a"'s events from index 63 on.
 func eventsFrom63(t *testing.T, s *Store) string {
 	t.Helper()
-	var got []string
-	if err := s.GetEvents(t.Context(), "a", 63, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprint(got)
+	return events(t, s, 63)
 }
 
 // TestDiskFull_WritesFailNotForGood: a write to a full disk (the store's

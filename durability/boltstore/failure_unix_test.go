@@ -24,16 +24,8 @@ import (
 // file stays open (and locked) meanwhile.
 func swappableFile(t *testing.T) (s *Store, path string, swap func(other string, flag int) (undo func())) {
 	t.Helper()
-	var file *os.File
 	path = filepath.Join(t.TempDir(), "store.db")
-	s, err := open(path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, mode)
-		file = f
-		return f, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, file := openWatched(t, path)
 	t.Cleanup(func() { s.Close() })
 	fd := int(file.Fd())
 	return s, path, func(other string, flag int) func() {
@@ -81,11 +73,7 @@ func TestFileTurnedReadOnly_WritesFailForGood(t *testing.T) {
 			t.Fatalf("PersistEvent of %d bytes once the file takes no writes: %v, want a permanent error wrapping EBADF that names the file once", len(data), err)
 		}
 	}
-	var got []string
-	if err := s.GetEvents(ctx, "a", 0, 0, func(_ uint64, d []byte) error { got = append(got, string(d)); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got) != "[kept]" {
+	if got := events(t, s, 0); got != "[kept]" {
 		t.Errorf("the store holds %v, want [kept]", got)
 	}
 }

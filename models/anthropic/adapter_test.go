@@ -1,22 +1,14 @@
 package anthropic_test
 
 import (
-	"context"
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/modeltest"
@@ -72,7 +64,7 @@ var messageStop = event("message_stop", `{"type":"message_stop"}`)
 
 func sse(parts ...string) string { return strings.Join(parts, "") }
 
-type wantCall struct{ id, name, args string }
+type wantCall = modeltest.WantCall
 
 type fixture struct {
 	name   string
@@ -175,137 +167,44 @@ var fixtures = []fixture{
 	},
 }
 
-// rig is an adapter talking to an httptest server, in a real runtime.
-type rig struct {
-	t    *testing.T
-	conn *actors.Conn
-	ctx  context.Context
-	url  string
-	http *http.Client
-
-	mu     sync.Mutex
-	bodies []map[string]json.RawMessage
-}
-
 // newRig starts a server whose n-th request is answered by handle and an
-// adapter on it configured by opts.
-func newRig(t *testing.T, opts anthropic.Options, handle func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage)) *rig {
+// adapter on it configured by opts (BaseURL, HTTPClient, the default model
+// and no retries filled in).
+func newRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *modeltest.Rig {
 	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rg := &rig{t: t}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]json.RawMessage
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			t.Errorf("request body: %v", err)
-		}
-		rg.mu.Lock()
-		n := len(rg.bodies)
-		rg.bodies = append(rg.bodies, body)
-		rg.mu.Unlock()
-		handle(n, w, r, body)
-	}))
-	t.Cleanup(srv.Close)
-	rg.url, rg.http = srv.URL, srv.Client()
-	opts.BaseURL, opts.HTTPClient = rg.url, rg.http
-	if opts.Model == "" {
-		opts.Model = "claude-sonnet-4-5"
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = anthropic.NoRetries
-	}
-	m, err := anthropic.New(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rg.conn, err = modeltest.Runtime(t).Start(m.Spec("model")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	rg.ctx = ctx
-	return rg
+	return modeltest.NewRig(t, handle, func(url string, client *http.Client) actors.Spec {
+		opts.BaseURL, opts.HTTPClient = url, client
+		opts.Model = cmp.Or(opts.Model, "claude-sonnet-4-5")
+		opts.MaxRetries = cmp.Or(opts.MaxRetries, anthropic.NoRetries)
+		return modeltest.Must(anthropic.New(&opts))(t).Spec("model")
+	})
 }
 
-func (rg *rig) body(n int) map[string]json.RawMessage {
-	rg.mu.Lock()
-	defer rg.mu.Unlock()
-	if n >= len(rg.bodies) {
-		rg.t.Fatalf("server got %d requests, want at least %d", len(rg.bodies), n+1)
-	}
-	return rg.bodies[n]
-}
-
-// streamBody answers with SSE bytes as they are.
-func streamBody(body string) func(int, http.ResponseWriter, *http.Request, map[string]json.RawMessage) {
-	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, body)
-	}
-}
-
-// ask sends a request made of params and reads the answer.
-func (rg *rig) ask(stream string, params ...models.Param) *models.Response {
-	rg.t.Helper()
-	req := &models.Request{StreamID: stream, Params: params}
-	if err := rg.conn.SendAll(req.Frames()...); err != nil {
-		rg.t.Fatal(err)
-	}
-	frames, err := rg.conn.RecvStream(rg.ctx, stream)
-	if err != nil {
-		rg.t.Fatalf("read answer: %v", err)
-	}
-	r, err := models.ReadResponse(frames)
-	if err != nil {
-		rg.t.Fatalf("answer breaks the contract: %v", err)
-	}
-	return r
-}
-
-func param(name, value string) models.Param {
-	return models.Param{Name: name, Value: json.RawMessage(value)}
-}
+var param = modeltest.Param
 
 var userAsk = param(models.ParamMessages, `[{"role":"user","content":"What is the weather in Paris?"}]`)
 
 func TestAdapter_AwkwardStreamsOverSSE(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
-			rg := newRig(t, anthropic.Options{}, streamBody(fx.body))
-			r := rg.ask("s1", userAsk)
+			rg := newRig(t, anthropic.Options{}, modeltest.StreamBody(fx.body))
+			r := rg.Ask("s1", userAsk)
 			if r.Text != fx.text {
 				t.Errorf("text %q, want %q", r.Text, fx.text)
 			}
 			if fx.err != "" {
-				if !r.Failed || !strings.Contains(r.Error, fx.err) || len(r.ToolCalls) != 0 || r.Finish != "" {
-					t.Fatalf("failed %v %q, calls %+v, finish %q: want ERROR %q and no calls", r.Failed, r.Error, r.ToolCalls, r.Finish, fx.err)
+				says := []string{fx.err}
+				if fx.is != nil {
+					says = append(says, fx.is.Error())
 				}
-				if fx.is != nil && !strings.Contains(r.Error, fx.is.Error()) {
-					t.Fatalf("error %q does not say %q", r.Error, fx.is)
-				}
+				modeltest.WantFailed(t, r, says...)
 				return
 			}
 			if r.Failed {
 				t.Fatalf("failed: %s", r.Error)
 			}
-			if len(r.ToolCalls) != len(fx.calls) {
-				t.Fatalf("calls %+v, want %+v", r.ToolCalls, fx.calls)
-			}
-			for i, want := range fx.calls {
-				got := r.ToolCalls[i]
-				if got.ID != want.id || got.Name != want.name || got.Index != i || !modeltest.JSONEqual(got.Arguments, []byte(want.args)) {
-					t.Errorf("call %d = %+v, want %+v", i, got, want)
-				}
-			}
-			if len(r.Truncated) != len(fx.truncated) {
-				t.Fatalf("truncated calls %+v, want %+v", r.Truncated, fx.truncated)
-			}
-			for i, want := range fx.truncated {
-				got := r.Truncated[i]
-				if got.ID != want.id || got.Name != want.name || got.Index != len(fx.calls)+i || !modeltest.JSONEqual(got.Arguments, []byte(want.args)) {
-					t.Errorf("truncated call %d = %+v (%s), want %+v", i, got, got.Arguments, want)
-				}
-			}
+			modeltest.CheckCalls(t, "call", r.ToolCalls, fx.calls, 0)
+			modeltest.CheckCalls(t, "truncated call", r.Truncated, fx.truncated, len(fx.calls))
 			if r.Finish != fx.finish {
 				t.Fatalf("finish %q, want %q", r.Finish, fx.finish)
 			}

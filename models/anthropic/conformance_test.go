@@ -14,10 +14,7 @@ func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, turns []scripted.Turn) modeltest.Harness {
 		srv := anthropictest.NewServer(turns)
 		t.Cleanup(srv.Close)
-		m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: srv.Client(), MaxRetries: anthropic.NoRetries})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: srv.Client(), MaxRetries: anthropic.NoRetries}))(t)
 		return modeltest.Harness{Spec: m.Spec("model"), Requests: func() []map[string]json.RawMessage {
 			var out []map[string]json.RawMessage
 			for _, body := range srv.Requests() {

@@ -15,20 +15,11 @@ import (
 )
 
 // answerOrReject streams turns[n], or answers 400 with the error of check
-// (applied to request n) when it finds one.
-func answerOrReject(turns []string, check func(n int, body map[string]json.RawMessage) error, failed *error) func(int, http.ResponseWriter, *http.Request, map[string]json.RawMessage) {
-	return func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
-		if err := check(n, body); err != nil {
-			*failed = err
-			anthropictest.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
-			return
-		}
-		if n >= len(turns) {
-			anthropictest.WriteError(w, http.StatusInternalServerError, "api_error", "no more turns")
-			return
-		}
-		streamBody(turns[n])(n, w, r, body)
-	}
+// when it finds fault with the follow-up (request 1).
+func answerOrReject(turns []string, check func(body map[string]json.RawMessage) error, failed *error) modeltest.Handler {
+	return modeltest.AnswerOrReject(turns, check, failed, func(w http.ResponseWriter, err error) {
+		anthropictest.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+	})
 }
 
 // TestAdapter_ThinkingAndToolUseRoundTrip: the model thinks, then calls a
@@ -44,10 +35,7 @@ func TestAdapter_ThinkingAndToolUseRoundTrip(t *testing.T) {
 		messageDelta("tool_use", 60), messageStop)
 	turn2 := sse(messageStart(80, 0, 0), textStart(0), textDelta(0, "The weather service failed."), blockStop(0), messageDelta("end_turn", 9), messageStop)
 	var rejected error
-	check := func(n int, body map[string]json.RawMessage) error {
-		if n != 1 {
-			return nil
-		}
+	check := func(body map[string]json.RawMessage) error {
 		var msgs []struct {
 			Role    string            `json:"role"`
 			Content []json.RawMessage `json:"content"`
@@ -75,10 +63,10 @@ func TestAdapter_ThinkingAndToolUseRoundTrip(t *testing.T) {
 	thinking := param("thinking", `{"type":"enabled","budget_tokens":2048}`)
 
 	req := &models.Request{StreamID: "s1", Params: []models.Param{userAsk, tools, thinking}}
-	if err := rg.conn.SendAll(req.Frames()...); err != nil {
+	if err := rg.Conn.SendAll(req.Frames()...); err != nil {
 		t.Fatal(err)
 	}
-	frames, err := rg.conn.RecvStream(rg.ctx, "s1")
+	frames, err := rg.Conn.RecvStream(rg.Ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +83,8 @@ func TestAdapter_ThinkingAndToolUseRoundTrip(t *testing.T) {
 	if blocks == nil {
 		t.Fatal("no META thinking_blocks frame")
 	}
-	if !modeltest.JSONEqual(rg.body(0)["thinking"], []byte(`{"type":"enabled","budget_tokens":2048}`)) {
-		t.Fatalf("thinking param reached the server as %s", rg.body(0)["thinking"])
+	if !modeltest.JSONEqual(rg.Body(0)["thinking"], []byte(`{"type":"enabled","budget_tokens":2048}`)) {
+		t.Fatalf("thinking param reached the server as %s", rg.Body(0)["thinking"])
 	}
 
 	c := r.ToolCalls[0]
@@ -105,7 +93,7 @@ func TestAdapter_ThinkingAndToolUseRoundTrip(t *testing.T) {
 	failed := messages.ToolError("s1", c.ID, c.Name, "service down")
 	tool, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID, "content": string(failed.GetPayload())})
 	conv := fmt.Sprintf(`[{"role":"user","content":"What is the weather in Paris?"},%s,%s]`, assistant, tool)
-	r = rg.ask("s1", param(models.ParamMessages, conv), tools, thinking)
+	r = rg.Ask("s1", param(models.ParamMessages, conv), tools, thinking)
 	if rejected != nil {
 		t.Fatalf("server rejected the follow-up: %v", rejected)
 	}
@@ -119,7 +107,7 @@ func TestAdapter_ThinkingAndToolUseRoundTrip(t *testing.T) {
 func TestAdapter_RequestTranslation(t *testing.T) {
 	done := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "ok"), blockStop(0), messageDelta("end_turn", 1), messageStop)
 	rg := newRig(t, anthropic.Options{MaxTokens: 1000}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
-		streamBody(done)(n, w, r, body)
+		modeltest.StreamBody(done)(n, w, r, body)
 	})
 	conv := `[{"role":"system","content":"You are terse."},
 		{"role":"user","content":[{"type":"text","text":"Read a and b"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]},
@@ -163,13 +151,11 @@ func TestAdapter_RequestTranslation(t *testing.T) {
 			map[string]string{"tool_choice": `{"type":"none"}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rg.mu.Lock()
-			n := len(rg.bodies)
-			rg.mu.Unlock()
-			if r := rg.ask("s-"+tc.name, tc.params...); r.Failed {
+			n := rg.Requests()
+			if r := rg.Ask("s-"+tc.name, tc.params...); r.Failed {
 				t.Fatalf("failed: %s", r.Error)
 			}
-			body := rg.body(n)
+			body := rg.Body(n)
 			for field, want := range tc.want {
 				got, ok := body[field]
 				if want == "" {
@@ -192,7 +178,7 @@ func TestAdapter_RequestTranslation(t *testing.T) {
 }
 
 func TestAdapter_RequestsItCannotSend(t *testing.T) {
-	rg := newRig(t, anthropic.Options{}, streamBody(""))
+	rg := newRig(t, anthropic.Options{}, modeltest.StreamBody(""))
 	for _, tc := range []struct {
 		name   string
 		params []models.Param
@@ -204,16 +190,14 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 		{"bad tool_choice", []models.Param{userAsk, param(models.ParamTools, `[{"type":"function","function":{"name":"f"}}]`), param(models.ParamToolChoice, `"sometimes"`)}, "tool_choice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := rg.ask("s-"+tc.name, tc.params...)
+			r := rg.Ask("s-"+tc.name, tc.params...)
 			if !r.Failed || !containsAll(r.Error, tc.want) || r.ErrorKind != models.FailurePermanent {
 				t.Fatalf("error %q of kind %q, want a permanent one saying %q", r.Error, r.ErrorKind, tc.want)
 			}
 		})
 	}
-	rg.mu.Lock()
-	defer rg.mu.Unlock()
-	if len(rg.bodies) != 0 {
-		t.Fatalf("server got %d requests, want none", len(rg.bodies))
+	if n := rg.Requests(); n != 0 {
+		t.Fatalf("server got %d requests, want none", n)
 	}
 }
 
@@ -221,7 +205,7 @@ func TestAdapter_HTTPErrorSaysWhy(t *testing.T) {
 	rg := newRig(t, anthropic.Options{}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
 		anthropictest.WriteError(w, http.StatusBadRequest, "invalid_request_error", "messages.1.content.0: unexpected tool_use_id")
 	})
-	r := rg.ask("s1", userAsk)
+	r := rg.Ask("s1", userAsk)
 	if !r.Failed || !containsAll(r.Error, "HTTP 400", "invalid_request_error", "unexpected tool_use_id") {
 		t.Fatalf("error %q", r.Error)
 	}
@@ -236,7 +220,7 @@ func TestAdapter_OverloadIsNotPermanent(t *testing.T) {
 	rg := newRig(t, anthropic.Options{MaxRetries: anthropic.NoRetries}, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
 		anthropictest.WriteError(w, 529, "overloaded_error", "Overloaded")
 	})
-	if r := rg.ask("s1", userAsk); !r.Failed || r.ErrorKind != "" {
+	if r := rg.Ask("s1", userAsk); !r.Failed || r.ErrorKind != "" {
 		t.Fatalf("failed %v with %q of kind %q, want a failure of no kind", r.Failed, r.Error, r.ErrorKind)
 	}
 }
@@ -254,9 +238,9 @@ func TestAdapter_APIKeyComesOnlyFromOptions(t *testing.T) {
 			anthropictest.WriteError(w, http.StatusBadRequest, "invalid_request_error", "no anthropic-version")
 			return
 		}
-		streamBody(done)(n, w, r, body)
+		modeltest.StreamBody(done)(n, w, r, body)
 	})
-	if r := rg.ask("s1", userAsk); r.Failed {
+	if r := rg.Ask("s1", userAsk); r.Failed {
 		t.Fatal(r.Error)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/internal/syncbuf"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
+	"github.com/polyweave/polyweave-go/models/modeltest"
 )
 
 // TestAdapter_LogsThroughTheRuntime: without a Logger of its own, the
@@ -24,7 +25,7 @@ func TestAdapter_LogsThroughTheRuntime(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		streamBody(sse(messageStart(3, 0, 0), textStart(0), textDelta(0, "Hi."), blockStop(0), messageDelta("end_turn", 2), messageStop))(0, w, r, nil)
+		modeltest.StreamBody(sse(messageStart(3, 0, 0), textStart(0), textDelta(0, "Hi."), blockStop(0), messageDelta("end_turn", 2), messageStop))(0, w, r, nil)
 	}))
 	defer srv.Close()
 	m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, HTTPClient: srv.Client(), Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries})

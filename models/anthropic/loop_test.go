@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/models/anthropic"
+	"github.com/polyweave/polyweave-go/models/anthropic/anthropictest"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/tools"
-	"github.com/polyweave/polyweave-go/workspace"
 )
 
 // TestLoop_EndToEnd runs the tools package's loop around the Anthropic
@@ -28,10 +27,7 @@ func TestLoop_EndToEnd(t *testing.T) {
 		messageDelta("tool_use", 20), messageStop)
 	turn2 := sse(messageStart(60, 0, 0), textStart(0), textDelta(0, "Ada greeted; Grace failed."), blockStop(0), messageDelta("end_turn", 7), messageStop)
 	var rejected error
-	check := func(n int, body map[string]json.RawMessage) error {
-		if n != 1 {
-			return nil
-		}
+	check := func(body map[string]json.RawMessage) error {
 		want := `[{"role":"user","content":[{"type":"text","text":"Greet Ada and Grace"}]},
 			{"role":"assistant","content":[{"type":"text","text":"Greeting both."},{"type":"tool_use","id":"toolu_A","name":"greet","input":{"name":"Ada"}},{"type":"tool_use","id":"toolu_B","name":"greet","input":{"name":"Grace"}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_A","content":"\"Hello, Ada\""},{"type":"tool_result","tool_use_id":"toolu_B","content":"{\"success\":false,\"error\":\"Grace is busy\"}","is_error":true}]}]`
@@ -54,46 +50,12 @@ func TestLoop_EndToEnd(t *testing.T) {
 			}
 			return "Hello, " + in.Name, nil
 		})
-	model, err := anthropic.New(&anthropic.Options{BaseURL: rg.url, HTTPClient: rg.http, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{greet}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := modeltest.Runtime(t).Start(loop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"Greet Ada and Grace"}]`)), messages.End("s1")); err != nil {
-		t.Fatal(err)
-	}
-	frames, err := conn.RecvStream(rg.ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range frames {
-		switch f.GetType() {
-		case messages.FrameType_TEXT:
-			got = append(got, "text "+f.GetText())
-		case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR:
-			got = append(got, fmt.Sprintf("%s %s %s%s", f.GetType(), f.GetToolCallId(), f.GetPayload(), f.GetText()))
-		case messages.FrameType_END:
-			got = append(got, "END")
-		}
-	}
-	want := []string{"text Greeting both.",
+	frames := modeltest.RunLoop(t, rg.Ctx, loopModel(t, rg), []*tools.Tool{greet}, "Greet Ada and Grace")
+	modeltest.WantTranscript(t, modeltest.Transcript(frames), func() error { return rejected },
+		"text Greeting both.",
 		`TOOL_CALL toolu_A {"name":"Ada"}`, `TOOL_CALL toolu_B {"name":"Grace"}`,
 		`TOOL_RESULT toolu_A "Hello, Ada"`, `TOOL_RESULT toolu_B {"success":false,"error":"Grace is busy"}`,
-		"text Ada greeted; Grace failed.", "END"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("loop output\n got  %q\n want %q\nserver: %v", got, want, rejected)
-	}
-	if rejected != nil {
-		t.Fatal(rejected)
-	}
+		"text Ada greeted; Grace failed.", "END")
 }
 
 // TestLoop_LengthCutCallIsAnswered: the answer stops on max_tokens in
@@ -107,21 +69,8 @@ func TestLoop_LengthCutCallIsAnswered(t *testing.T) {
 		messageDelta("max_tokens", 4096), messageStop)
 	turn2 := sse(messageStart(60, 0, 0), textStart(0), textDelta(0, "I will write it in parts."), blockStop(0), messageDelta("end_turn", 7), messageStop)
 	var rejected error
-	check := func(n int, body map[string]json.RawMessage) error {
-		if n != 1 {
-			return nil
-		}
-		var msgs []struct {
-			Role    string `json:"role"`
-			Content []struct {
-				Type      string          `json:"type"`
-				ID        string          `json:"id"`
-				Input     json.RawMessage `json:"input"`
-				ToolUseID string          `json:"tool_use_id"`
-				Content   string          `json:"content"`
-				IsError   bool            `json:"is_error"`
-			} `json:"content"`
-		}
+	check := func(body map[string]json.RawMessage) error {
+		var msgs []anthropictest.Message
 		if err := json.Unmarshal(body["messages"], &msgs); err != nil {
 			return err
 		}
@@ -139,68 +88,10 @@ func TestLoop_LengthCutCallIsAnswered(t *testing.T) {
 		return nil
 	}
 	rg := newRig(t, anthropic.Options{}, answerOrReject([]string{turn1, turn2}, check, &rejected))
-	dir := t.TempDir()
-	frames := runLoopWithWorkspace(t, rg, dir, "Write big.txt")
-	var got []string
-	for _, f := range frames {
-		switch f.GetType() {
-		case messages.FrameType_TOOL_CALL:
-			got = append(got, fmt.Sprintf("call %s %s", f.GetToolCallId(), f.GetPayload()))
-		case messages.FrameType_TOOL_RESULT:
-			got = append(got, fmt.Sprintf("result %s error=%v kind=%s", f.GetToolCallId(), f.IsErrorResult(), f.GetMeta().GetFailureKind()))
-		case messages.FrameType_TEXT:
-			got = append(got, "text "+f.GetText())
-		case messages.FrameType_ERROR:
-			got = append(got, "ERROR "+f.GetText())
-		case messages.FrameType_END:
-			got = append(got, "END")
-		}
-	}
-	want := []string{"text Writing the file.", "call toolu_W {}", "result toolu_W error=true kind=truncated", "text I will write it in parts.", "END"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("loop output\n got  %q\n want %q\nserver: %v", got, want, rejected)
-	}
-	if rejected != nil {
-		t.Fatal(rejected)
-	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Fatalf("workspace holds %v (%v): the cut call ran", entries, err)
-	}
+	modeltest.CheckLengthCutLoop(t, rg.Ctx, loopModel(t, rg), "toolu_W", func() error { return rejected })
 }
 
-// runLoopWithWorkspace runs a tool loop with the workspace tools of dir
-// around an adapter on rg's server, sends ask and returns the frames of
-// the stream.
-func runLoopWithWorkspace(t *testing.T, rg *rig, dir, ask string) []*messages.Frame {
-	t.Helper()
-	ws, err := workspace.New(dir, &workspace.Options{Sandbox: workspace.SandboxOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ws.Close() })
-	wsTools, err := workspace.Tools(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := anthropic.New(&anthropic.Options{BaseURL: rg.url, HTTPClient: rg.http, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: wsTools}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := modeltest.Runtime(t).Start(loop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs, _ := json.Marshal([]map[string]string{{"role": "user", "content": ask}})
-	if err := conn.SendAll(messages.RawParam("s1", "messages", msgs), messages.End("s1")); err != nil {
-		t.Fatal(err)
-	}
-	frames, err := conn.RecvStream(rg.ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return frames
+// loopModel is the spec of an adapter for a tool loop on rg's server.
+func loopModel(t *testing.T, rg *modeltest.Rig) actors.Spec {
+	return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: rg.URL, HTTPClient: rg.Client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
 }

@@ -2,12 +2,10 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -17,7 +15,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
-	"github.com/polyweave/polyweave-go/models/resilience"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
@@ -29,7 +27,7 @@ const DefaultBaseURL = "https://api.anthropic.com/"
 const DefaultMaxTokens = 4096
 
 // NoRetries, as Options.MaxRetries, turns the SDK's retries off.
-const NoRetries = -1
+const NoRetries = httpadapter.NoRetries
 
 // MetaThinking is the META frame carrying the thinking blocks of an
 // answer (a JSON array of thinking and redacted_thinking blocks with their
@@ -81,12 +79,9 @@ type Options struct {
 // Model is not usable.
 type Model struct {
 	client    sdk.Client
-	ownClient *http.Client
+	endpoint  *httpadapter.Endpoint
 	model     string
 	maxTokens int
-	timeout   time.Duration
-	idle      time.Duration
-	logger    *slog.Logger
 }
 
 // New checks opts and makes a Model. Nothing is read from the
@@ -99,37 +94,25 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	if o.Timeout < 0 || o.IdleTimeout < 0 || o.MaxRetries < NoRetries || o.MaxTokens < 0 {
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger}
+	if !c.Valid() || o.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative timeout, retries or max tokens in options")
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 3 * time.Minute
 	}
 	if o.MaxTokens == 0 {
 		o.MaxTokens = DefaultMaxTokens
 	}
-	m := &Model{model: o.Model, maxTokens: o.MaxTokens, timeout: o.Timeout, idle: o.IdleTimeout, logger: o.Logger}
-	if o.HTTPClient == nil {
-		m.ownClient = streaming.NewHTTPClient(o.IdleTimeout)
-		o.HTTPClient = m.ownClient
-	}
+	m := &Model{endpoint: httpadapter.Open(c), model: o.Model, maxTokens: o.MaxTokens}
 	reqOpts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(o.BaseURL),
-		option.WithHTTPClient(o.HTTPClient),
+		option.WithHTTPClient(m.endpoint.HTTPClient()),
 		option.WithHeader("Accept", "text/event-stream"),
 	}
 	if o.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(o.APIKey))
 	}
-	switch {
-	case o.MaxRetries == NoRetries:
-		reqOpts = append(reqOpts, option.WithMaxRetries(0))
-	case o.MaxRetries > 0:
-		reqOpts = append(reqOpts, option.WithMaxRetries(o.MaxRetries))
+	if n, ok := c.Retries(); ok {
+		reqOpts = append(reqOpts, option.WithMaxRetries(n))
 	}
 	m.client = sdk.NewClient(append(reqOpts, o.RequestOptions...)...)
 	return m, nil
@@ -137,11 +120,7 @@ func New(opts *Options) (*Model, error) {
 
 // Close releases the idle connections of the HTTP client New made (none
 // when Options.HTTPClient was given). Adapters still running keep working.
-func (m *Model) Close() {
-	if m.ownClient != nil {
-		m.ownClient.CloseIdleConnections()
-	}
-}
+func (m *Model) Close() { m.endpoint.Close() }
 
 // ErrNoAPIKey is returned by [APIKeyFromEnv] when the variable is unset or
 // empty.
@@ -151,39 +130,23 @@ var ErrNoAPIKey = errors.New("anthropic: no API key")
 // (ANTHROPIC_API_KEY when name is empty), or an error wrapping
 // ErrNoAPIKey.
 func APIKeyFromEnv(name string) (string, error) {
-	if name == "" {
-		name = "ANTHROPIC_API_KEY"
-	}
-	if v := os.Getenv(name); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%w: environment variable %s is empty", ErrNoAPIKey, name)
+	return httpadapter.KeyFromEnv(name, "ANTHROPIC_API_KEY", ErrNoAPIKey)
 }
 
 // Spec returns the spec of an adapter duplex streaming requests to m.
 func (m *Model) Spec(name string) actors.Spec {
-	return streaming.Spec(name, m.answer)
+	return streaming.Spec(name, httpadapter.Answer(m.body, m.stream))
 }
 
-// answer sends one request and reads its answer (a streaming.AnswerFunc).
-func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-	body, err := requestBody(req, m.model, m.maxTokens)
-	if err != nil {
-		return nil, models.Permanent(err) // the same request cannot be sent again either
-	}
-	// Waits for a slot and retries of a resilience.Transport show on the
-	// stream.
-	ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
-		payload, _ := json.Marshal(ev) // plain fields always encode
-		emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
-	})
-	return m.stream(ctx, req.StreamID, body, emit)
+// body writes the Messages API body of req.
+func (m *Model) body(req *models.Request) ([]byte, error) {
+	return requestBody(req, m.model, m.maxTokens)
 }
 
 // stream posts one request and reads its answer. Text deltas go out
 // through emit as TEXT frames as they arrive.
 func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-	bounds, ctx := streaming.Bound(ctx, m.timeout, m.idle)
+	bounds, ctx := m.endpoint.Bound(ctx)
 	defer bounds.Release()
 	fail := bounds.Fail
 
@@ -215,23 +178,9 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err != nil {
 		return nil, err
 	}
-	m.log(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)), slog.Int("truncated_calls", len(result.Truncated)))
-	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+3)
-	for _, tc := range result.ToolCalls {
-		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
-		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
-		frames = append(frames, f)
-	}
-	for _, tc := range result.Truncated {
-		frames = append(frames, models.TruncatedCallFrame(streamID, tc.ID, tc.Name, tc.Index, len(tc.Arguments)))
-	}
-	if result.Thinking != nil {
-		frames = append(frames, messages.Meta(streamID, MetaThinking, result.Thinking))
-	}
-	if result.Usage != nil {
-		frames = append(frames, models.UsageFrame(streamID, result.Usage))
-	}
-	return append(frames, models.FinishFrame(streamID, result.Finish)), nil
+	m.endpoint.Logger(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("stop_reason", result.StopReason), slog.Int("tool_calls", len(result.ToolCalls)), slog.Int("truncated_calls", len(result.Truncated)))
+	end := httpadapter.Ending{ToolCalls: result.ToolCalls, Truncated: result.Truncated, Thinking: result.Thinking, Usage: result.Usage, Finish: result.Finish}
+	return end.Frames(streamID), nil
 }
 
 // APIError is an error the API answered with: an HTTP error status, or
@@ -267,12 +216,4 @@ func describe(err error) error {
 		err = models.Permanent(err) // another attempt would be refused the same way
 	}
 	return err
-}
-
-// log is the logger for the request of ctx.
-func (m *Model) log(ctx context.Context) *slog.Logger {
-	if m.logger != nil {
-		return m.logger
-	}
-	return streaming.Logger(ctx)
 }

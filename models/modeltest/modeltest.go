@@ -10,6 +10,11 @@
 // answer: text, tool calls (atomic or streaming), META usage and finish,
 // one END per request, errors ending with ERROR and END, cancellation, and
 // several streams at once.
+//
+// It also holds what the HTTP adapters' own tests share: [Rig], an adapter
+// on an httptest server in a real runtime; [AnswerOrReject] and
+// [StreamBody], handlers of such a server; [RunLoop], [Transcript] and
+// [CheckLengthCutLoop], for tool loops around an adapter.
 package modeltest
 
 import (
@@ -17,7 +22,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +39,8 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
 )
 
 // Harness is an adapter under test and the fake model behind it.
@@ -390,5 +403,316 @@ func testFollowUpOnSameStream(t *testing.T, nh NewFunc) {
 	reqs := s.h.Requests()
 	if len(reqs) != 2 || !JSONEqual(reqs[1][models.ParamMessages], followUp) {
 		t.Fatalf("model's second request: %d requests, messages %s", len(reqs), reqs[len(reqs)-1][models.ParamMessages])
+	}
+}
+
+// Handler answers the n-th request (from 0) a [Rig]'s server receives;
+// body is the request's JSON body.
+type Handler func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage)
+
+// StreamBody returns a handler answering every request with body, SSE
+// bytes as they are.
+func StreamBody(body string) Handler {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// AnswerOrReject returns a handler that streams turns[n] (SSE bytes as
+// they are), unless check finds fault with the follow-up (request 1):
+// then it sets *failed to check's error and answers with reject. A
+// request past the last turn gets HTTP 500.
+func AnswerOrReject(turns []string, check func(body map[string]json.RawMessage) error, failed *error, reject func(w http.ResponseWriter, err error)) Handler {
+	return func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
+		if n == 1 {
+			if err := check(body); err != nil {
+				*failed = err
+				reject(w, err)
+				return
+			}
+		}
+		if n >= len(turns) {
+			http.Error(w, "no more turns", http.StatusInternalServerError)
+			return
+		}
+		StreamBody(turns[n])(n, w, r, body)
+	}
+}
+
+// Rig is an adapter under test talking to an httptest server, in a real
+// actor runtime. Create it with [NewRig].
+type Rig struct {
+	// Conn is the adapter's connection; Ctx bounds a test's reads.
+	Conn *actors.Conn
+	Ctx  context.Context
+	// URL and Client reach the server, for more adapters on it.
+	URL    string
+	Client *http.Client
+
+	t      testing.TB
+	mu     sync.Mutex
+	bodies []map[string]json.RawMessage
+	heads  []http.Header
+}
+
+// NewRig registers a check for leaked goroutines (it runs last), starts a
+// server whose n-th request handle answers, and serves (see [Serve]) the
+// adapter that adapter makes for the server's URL and client; reads get
+// 10 s.
+func NewRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec) *Rig {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	rg := &Rig{t: t}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]json.RawMessage
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		rg.mu.Lock()
+		n := len(rg.bodies)
+		rg.bodies = append(rg.bodies, body)
+		rg.heads = append(rg.heads, r.Header.Clone())
+		rg.mu.Unlock()
+		handle(n, w, r, body)
+	}))
+	t.Cleanup(srv.Close)
+	rg.URL, rg.Client = srv.URL, srv.Client()
+	rg.Conn, rg.Ctx = Serve(t, adapter(rg.URL, rg.Client), 10*time.Second)
+	return rg
+}
+
+// Serve starts spec in a runtime of its own ([Runtime]) and returns its
+// connection and a context that ends after within, or when t ends.
+func Serve(t testing.TB, spec actors.Spec, within time.Duration) (*actors.Conn, context.Context) {
+	t.Helper()
+	conn, err := Runtime(t).Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	return conn, ctx
+}
+
+// Ask sends a request made of params on stream and reads the answer,
+// failing the test when it breaks the contract.
+func (rg *Rig) Ask(stream string, params ...models.Param) *models.Response {
+	rg.t.Helper()
+	req := &models.Request{StreamID: stream, Params: params}
+	if err := rg.Conn.SendAll(req.Frames()...); err != nil {
+		rg.t.Fatal(err)
+	}
+	frames, err := rg.Conn.RecvStream(rg.Ctx, stream)
+	if err != nil {
+		rg.t.Fatalf("read answer: %v", err)
+	}
+	r, err := models.ReadResponse(frames)
+	if err != nil {
+		rg.t.Fatalf("answer breaks the contract: %v", err)
+	}
+	return r
+}
+
+// Requests is how many requests the server has received.
+func (rg *Rig) Requests() int {
+	rg.mu.Lock()
+	defer rg.mu.Unlock()
+	return len(rg.bodies)
+}
+
+// Body returns the body of request n, failing the test when the server
+// has received fewer.
+func (rg *Rig) Body(n int) map[string]json.RawMessage {
+	rg.t.Helper()
+	body, _ := rg.request(n)
+	return body
+}
+
+// Header returns the header of request n, failing the test when the
+// server has received fewer.
+func (rg *Rig) Header(n int) http.Header {
+	rg.t.Helper()
+	_, header := rg.request(n)
+	return header
+}
+
+func (rg *Rig) request(n int) (map[string]json.RawMessage, http.Header) {
+	rg.t.Helper()
+	rg.mu.Lock()
+	defer rg.mu.Unlock()
+	if n >= len(rg.bodies) {
+		rg.t.Fatalf("server got %d requests, want at least %d", len(rg.bodies), n+1)
+	}
+	return rg.bodies[n], rg.heads[n]
+}
+
+// Param is a request parameter with a raw JSON value.
+func Param(name, value string) models.Param {
+	return models.Param{Name: name, Value: json.RawMessage(value)}
+}
+
+// WantCall is a tool call a test expects: its id, name and arguments
+// (JSON, compared as values).
+type WantCall = struct{ ID, Name, Args string }
+
+// CheckCalls checks got against want: as many calls (or the test stops),
+// and each with want's id, name and arguments at index first plus its
+// position. what names the calls in messages ("call", "truncated call").
+func CheckCalls(t testing.TB, what string, got []models.ToolCall, want []WantCall, first int) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%ss %+v, want %+v", what, got, want)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.ID != w.ID || g.Name != w.Name || g.Index != first+i || !JSONEqual(g.Arguments, []byte(w.Args)) {
+			t.Errorf("%s %d = {%d %s %s %s}, want {%d %s %s %s}", what, i, g.Index, g.ID, g.Name, g.Arguments, first+i, w.ID, w.Name, w.Args)
+		}
+	}
+}
+
+// WantFailed checks that r failed with an ERROR saying each of says,
+// with no calls and no finish reason; the test stops when not.
+func WantFailed(t testing.TB, r *models.Response, says ...string) {
+	t.Helper()
+	if !r.Failed || len(r.ToolCalls) != 0 || r.Finish != "" {
+		t.Fatalf("failed %v %q, calls %+v, finish %q: want ERROR %q and no calls", r.Failed, r.Error, r.ToolCalls, r.Finish, says)
+	}
+	for _, s := range says {
+		if !strings.Contains(r.Error, s) {
+			t.Fatalf("ERROR %q does not say %q", r.Error, s)
+		}
+	}
+}
+
+// Must takes what a constructor such as anthropic.New returns and gives
+// a function that returns the value, or stops the test t when the error
+// is not nil: modeltest.Must(openai.New(opts))(t).
+func Must[T any](v T, err error) func(t testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// RunLoop runs a tool loop (tools.NewLoop) with toolset around the
+// adapter spec, in a runtime of its own ([Runtime]), sends ask as the
+// user's message on stream s1, and returns the frames of the stream up to
+// its END, read within ctx.
+func RunLoop(t testing.TB, ctx context.Context, spec actors.Spec, toolset []*tools.Tool, ask string) []*messages.Frame {
+	t.Helper()
+	loop, err := tools.NewLoop(spec, &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: toolset}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := Runtime(t).Start(loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := json.Marshal([]struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}{{"user", ask}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(messages.RawParam("s1", "messages", msgs), messages.End("s1")); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := conn.RecvStream(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frames
+}
+
+// WorkspaceTools returns the tools of a workspace on dir, sandbox off,
+// closed when t ends.
+func WorkspaceTools(t testing.TB, dir string) []*tools.Tool {
+	t.Helper()
+	ws, err := workspace.New(dir, &workspace.Options{Sandbox: workspace.SandboxOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ws.Close() })
+	wsTools, err := workspace.Tools(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wsTools
+}
+
+// Transcript is a loop's frames in short: "text T", "TYPE id payload"
+// (TOOL_CALL, TOOL_RESULT; ERROR with its text) and "END".
+func Transcript(frames []*messages.Frame) []string {
+	return transcript(frames, func(f *messages.Frame) string {
+		return fmt.Sprintf("%s %s %s%s", f.GetType(), f.GetToolCallId(), f.GetPayload(), f.GetText())
+	})
+}
+
+// ResultTranscript is a loop's frames with how each result failed: "call
+// id payload", "result id error=B kind=K", "text T", "ERROR T" and "END".
+func ResultTranscript(frames []*messages.Frame) []string {
+	return transcript(frames, func(f *messages.Frame) string {
+		switch f.GetType() {
+		case messages.FrameType_TOOL_CALL:
+			return fmt.Sprintf("call %s %s", f.GetToolCallId(), f.GetPayload())
+		case messages.FrameType_TOOL_RESULT:
+			return fmt.Sprintf("result %s error=%v kind=%s", f.GetToolCallId(), f.IsErrorResult(), f.GetMeta().GetFailureKind())
+		}
+		return "ERROR " + f.GetText()
+	})
+}
+
+// transcript lists TEXT as "text T", END as "END", and TOOL_CALL,
+// TOOL_RESULT and ERROR as call says; it leaves other frames out.
+func transcript(frames []*messages.Frame, call func(*messages.Frame) string) []string {
+	var got []string
+	for _, f := range frames {
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			got = append(got, "text "+f.GetText())
+		case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR:
+			got = append(got, call(f))
+		case messages.FrameType_END:
+			got = append(got, "END")
+		}
+	}
+	return got
+}
+
+// WantTranscript checks a loop's transcript against want, then that
+// server (the fake model's verdict on the requests it received) is nil;
+// the test stops when not.
+func WantTranscript(t testing.TB, got []string, server func() error, want ...string) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("loop output\n got  %q\n want %q\nserver: %v", got, want, server())
+	}
+	if err := server(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckLengthCutLoop runs the loop of a length-cut call: with the
+// workspace tools of a fresh directory around spec, it asks to write
+// big.txt while the model's first answer ("Writing the file.") is cut by
+// the length limit in the middle of write_file call callID, and its
+// second says "I will write it in parts.". The cut call must be answered
+// as a failed result of kind truncated without running (the directory
+// stays empty), and server (the fake model's verdict on the follow-up it
+// received) must be nil.
+func CheckLengthCutLoop(t *testing.T, ctx context.Context, spec actors.Spec, callID string, server func() error) {
+	t.Helper()
+	dir := t.TempDir()
+	got := ResultTranscript(RunLoop(t, ctx, spec, WorkspaceTools(t, dir), "Write big.txt"))
+	WantTranscript(t, got, server, "text Writing the file.", "call "+callID+" {}", "result "+callID+" error=true kind=truncated", "text I will write it in parts.", "END")
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("workspace holds %v (%v): the cut call ran", entries, err)
 	}
 }

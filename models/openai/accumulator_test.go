@@ -51,15 +51,7 @@ func accumulate(t *testing.T, body string) (string, openai.Result, error) {
 
 func checkCalls(t *testing.T, got []models.ToolCall, want []wantCall) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d calls %+v, want %d", len(got), got, len(want))
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.Index != i || g.ID != w.id || g.Name != w.name || !modeltest.JSONEqual(g.Arguments, []byte(w.args)) {
-			t.Errorf("call %d = {%d %s %s %s}, want {%d %s %s %s}", i, g.Index, g.ID, g.Name, g.Arguments, i, w.id, w.name, w.args)
-		}
-	}
+	modeltest.CheckCalls(t, "call", got, want, 0)
 }
 
 func TestAccumulator_AwkwardCases(t *testing.T) {
@@ -88,7 +80,7 @@ func TestAccumulator_AwkwardCases(t *testing.T) {
 			for i, w := range fx.truncated {
 				// The accumulator keeps the arguments received; the META
 				// payload counts them.
-				if g := res.Truncated[i]; g.ID != w.id || g.Name != w.name || !strings.Contains(w.args, fmt.Sprintf(`"received":%d`, len(g.Arguments))) {
+				if g := res.Truncated[i]; g.ID != w.ID || g.Name != w.Name || !strings.Contains(w.Args, fmt.Sprintf(`"received":%d`, len(g.Arguments))) {
 					t.Errorf("truncated %d = {%s %s %q}, want %+v", i, g.ID, g.Name, g.Arguments, w)
 				}
 			}

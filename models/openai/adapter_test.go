@@ -1,142 +1,56 @@
 package openai_test
 
 import (
-	"context"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
 )
 
-// rig is an adapter talking to an httptest server, in a real runtime.
-type rig struct {
-	t    *testing.T
-	conn *actors.Conn
-	ctx  context.Context
-	// baseURL and client reach the server, for more adapters on it.
-	baseURL string
-	client  *http.Client
-
-	mu     sync.Mutex
-	bodies []map[string]json.RawMessage
-	heads  []http.Header
-}
-
-// newRig starts a server whose n-th request is answered by handle(n, w,
-// body) and an adapter on it configured by opts (BaseURL, HTTPClient and
-// the default model are filled in).
-func newRig(t *testing.T, opts openai.Options, handle func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage)) *rig {
+// newRig starts a server whose n-th request is answered by handle and an
+// adapter on it configured by opts (BaseURL, HTTPClient and the default
+// model are filled in).
+func newRig(t *testing.T, opts openai.Options, handle modeltest.Handler) *modeltest.Rig {
 	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rg := &rig{t: t}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]json.RawMessage
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			t.Errorf("request body: %v", err)
-		}
-		rg.mu.Lock()
-		n := len(rg.bodies)
-		rg.bodies = append(rg.bodies, body)
-		rg.heads = append(rg.heads, r.Header.Clone())
-		rg.mu.Unlock()
-		handle(n, w, r, body)
-	}))
-	t.Cleanup(srv.Close)
-	rg.baseURL, rg.client = srv.URL+"/v1", srv.Client()
-	opts.BaseURL, opts.HTTPClient = rg.baseURL, rg.client
-	if opts.Model == "" {
-		opts.Model = "gpt-4o-mini"
-	}
-	m, err := openai.New(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rg.conn, err = modeltest.Runtime(t).Start(m.Spec("model")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	rg.ctx = ctx
-	return rg
+	return modeltest.NewRig(t, handle, func(url string, client *http.Client) actors.Spec {
+		opts.BaseURL, opts.HTTPClient = url+"/v1", client
+		opts.Model = cmp.Or(opts.Model, "gpt-4o-mini")
+		return modeltest.Must(openai.New(&opts))(t).Spec("model")
+	})
 }
 
-// streamBody answers with SSE bytes as they are.
-func streamBody(body string) func(int, http.ResponseWriter, *http.Request, map[string]json.RawMessage) {
-	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, body)
-	}
-}
-
-// ask sends a request made of params and reads the answer.
-func (rg *rig) ask(stream string, params ...models.Param) *models.Response {
-	rg.t.Helper()
-	req := &models.Request{StreamID: stream, Params: params}
-	if err := rg.conn.SendAll(req.Frames()...); err != nil {
-		rg.t.Fatal(err)
-	}
-	frames, err := rg.conn.RecvStream(rg.ctx, stream)
-	if err != nil {
-		rg.t.Fatalf("read answer: %v", err)
-	}
-	r, err := models.ReadResponse(frames)
-	if err != nil {
-		rg.t.Fatalf("answer breaks the contract: %v", err)
-	}
-	return r
-}
-
-func param(name, value string) models.Param {
-	return models.Param{Name: name, Value: json.RawMessage(value)}
-}
+var param = modeltest.Param
 
 var userAsk = param(models.ParamMessages, `[{"role":"user","content":"What is the weather in Paris?"}]`)
 
 func TestAdapter_AwkwardCasesOverSSE(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.name, func(t *testing.T) {
-			rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, streamBody(fx.body))
-			r := rg.ask("s1", userAsk)
+			rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, modeltest.StreamBody(fx.body))
+			r := rg.Ask("s1", userAsk)
 			if r.Text != fx.text {
 				t.Errorf("text %q, want %q", r.Text, fx.text)
 			}
 			if fx.err != nil {
-				if !r.Failed || !strings.Contains(r.Error, fx.err.Error()) || len(r.ToolCalls) != 0 || r.Finish != "" {
-					t.Fatalf("failed %v %q, calls %+v, finish %q: want ERROR %q and no calls", r.Failed, r.Error, r.ToolCalls, r.Finish, fx.err)
-				}
-				if !strings.Contains(r.Error, fx.errText) {
-					t.Fatalf("ERROR %q, want it to say %q", r.Error, fx.errText)
-				}
+				modeltest.WantFailed(t, r, fx.err.Error(), fx.errText)
 				return
 			}
 			if r.Failed {
 				t.Fatalf("failed: %s", r.Error)
 			}
 			checkCalls(t, r.ToolCalls, fx.calls)
-			if len(r.Truncated) != len(fx.truncated) {
-				t.Fatalf("truncated calls %+v, want %+v", r.Truncated, fx.truncated)
-			}
-			for i, w := range fx.truncated {
-				if g := r.Truncated[i]; g.Index != len(fx.calls)+i || g.ID != w.id || g.Name != w.name || !modeltest.JSONEqual(g.Arguments, []byte(w.args)) {
-					t.Errorf("truncated call %d = {%d %s %s %s}, want %+v", i, g.Index, g.ID, g.Name, g.Arguments, w)
-				}
-			}
+			modeltest.CheckCalls(t, "truncated call", r.Truncated, fx.truncated, len(fx.calls))
 			for _, c := range r.ToolCalls {
 				if c.Streamed {
 					t.Errorf("call %s was streamed; the adapter emits atomic calls", c.ID)
@@ -160,23 +74,13 @@ func TestAdapter_MultiTurnExchange(t *testing.T) {
 		finish("tool_calls"), usage, done)
 	turn2 := sse(chunk(roleChunk, ""), content("a says 1, b says 2."), finish("stop"), usage, done)
 	var followUp error
-	rg := newRig(t, openai.Options{}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
-		if n == 1 {
-			followUp = checkFollowUp(body)
-			if followUp != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, followUp.Error())
-				return
-			}
-		}
-		streamBody([]string{turn1, turn2}[n])(n, w, r, body)
-	})
+	rg := newRig(t, openai.Options{}, answerOrReject([]string{turn1, turn2}, checkFollowUp, &followUp))
 	conversation := []json.RawMessage{json.RawMessage(`{"role":"user","content":"Compare a.txt and b.txt"}`)}
 	messagesParam := func() models.Param {
 		b, _ := json.Marshal(conversation)
 		return models.Param{Name: models.ParamMessages, Value: b}
 	}
-	r := rg.ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
+	r := rg.Ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
 	if r.Failed || len(r.ToolCalls) != 2 || r.Text != "Reading both." {
 		t.Fatalf("first turn: %+v", r)
 	}
@@ -205,41 +109,54 @@ func TestAdapter_MultiTurnExchange(t *testing.T) {
 	conversation = append(conversation, b)
 	for i, c := range r.ToolCalls {
 		result := fmt.Sprintf(`{"content":"%d"}`, i+1)
-		if err := rg.conn.Send(messages.RawToolResult("s1", c.ID, c.Name, json.RawMessage(result))); err != nil {
+		if err := rg.Conn.Send(messages.RawToolResult("s1", c.ID, c.Name, json.RawMessage(result))); err != nil {
 			t.Fatal(err)
 		}
 		tm, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID, "content": result})
 		conversation = append(conversation, tm)
 	}
-	r = rg.ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
+	r = rg.Ask("s1", messagesParam(), param(models.ParamTools, tools), param(models.ParamToolChoice, `"auto"`))
 	if followUp != nil {
 		t.Fatalf("server rejected the follow-up: %v", followUp)
 	}
 	if r.Failed || r.Text != "a says 1, b says 2." || r.Finish != "stop" || len(r.ToolCalls) != 0 {
 		t.Fatalf("second turn: %+v", r)
 	}
-	if len(rg.bodies) != 2 {
-		t.Fatalf("server got %d requests, want 2", len(rg.bodies))
+	if rg.Requests() != 2 {
+		t.Fatalf("server got %d requests, want 2", rg.Requests())
 	}
+}
+
+// chatMessage is a message of a Chat Completions request body as a
+// server reads it.
+type chatMessage struct {
+	Role       string           `json:"role"`
+	Content    *json.RawMessage `json:"content"`
+	ToolCallID string           `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// text is the message's content when it is a string, else "".
+func (m chatMessage) text() string {
+	var s string
+	if m.Content != nil {
+		_ = json.Unmarshal(*m.Content, &s)
+	}
+	return s
 }
 
 // checkFollowUp is the server's check of the second request: the
 // assistant tool_calls as streamed, then one tool message per call id, in
 // order; and the request fields the adapter adds.
 func checkFollowUp(body map[string]json.RawMessage) error {
-	var msgs []struct {
-		Role       string           `json:"role"`
-		Content    *json.RawMessage `json:"content"`
-		ToolCallID string           `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Type     string `json:"type"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	}
+	var msgs []chatMessage
 	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
@@ -277,11 +194,11 @@ func TestAdapter_RetriesOn429(t *testing.T) {
 			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
 			return
 		}
-		streamBody(ok)(n, w, r, b)
+		modeltest.StreamBody(ok)(n, w, r, b)
 	})
-	r := rg.ask("s1", userAsk)
-	if r.Failed || r.Text != "fine" || len(rg.bodies) != 2 {
-		t.Fatalf("answer %+v after %d requests, want success on the retry", r, len(rg.bodies))
+	r := rg.Ask("s1", userAsk)
+	if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
 	}
 }
 
@@ -291,9 +208,9 @@ func TestAdapter_HTTPErrorEndsWithError(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, `{"error":{"message":"model is loading","type":"server_error"}}`)
 	})
-	r := rg.ask("s1", userAsk)
-	if !r.Failed || !strings.Contains(r.Error, "503") || !strings.Contains(r.Error, "model is loading") || len(rg.bodies) != 1 {
-		t.Fatalf("failed %v with %q after %d requests", r.Failed, r.Error, len(rg.bodies))
+	r := rg.Ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "503") || !strings.Contains(r.Error, "model is loading") || rg.Requests() != 1 {
+		t.Fatalf("failed %v with %q after %d requests", r.Failed, r.Error, rg.Requests())
 	}
 }
 
@@ -307,7 +224,7 @@ func TestAdapter_NotAnEventStream(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = io.WriteString(w, page)
 	})
-	r := rg.ask("s1", userAsk)
+	r := rg.Ask("s1", userAsk)
 	if !r.Failed || !strings.Contains(r.Error, openai.ErrNotEventStream.Error()) || !strings.Contains(r.Error, "text/html") ||
 		!strings.Contains(r.Error, "Sign in to the corporate proxy") {
 		t.Fatalf("failed %v with %q, want the content type and the start of the page", r.Failed, r.Error)
@@ -326,7 +243,7 @@ func TestAdapter_EventStreamWithParameters(t *testing.T) {
 		w.Header().Set("Content-Type", "Text/Event-Stream; charset=utf-8")
 		_, _ = io.WriteString(w, sse(content("fine"), finish("stop"), done))
 	})
-	if r := rg.ask("s1", userAsk); r.Failed || r.Text != "fine" {
+	if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" {
 		t.Fatalf("answer %+v", r)
 	}
 }
@@ -344,13 +261,13 @@ func TestAdapter_RefusalsArePermanent(t *testing.T) {
 			w.WriteHeader(status)
 			_, _ = io.WriteString(w, `{"error":{"message":"refused","type":"some_error"}}`)
 		})
-		r := rg.ask("s1", userAsk)
+		r := rg.Ask("s1", userAsk)
 		if got := r.ErrorKind == models.FailurePermanent; !r.Failed || got != permanent {
 			t.Errorf("HTTP %d: failed %v, kind %q, want permanent %v", status, r.Failed, r.ErrorKind, permanent)
 		}
 	}
-	rg := newRig(t, openai.Options{}, streamBody(""))
-	if r := rg.ask("s1"); !r.Failed || r.ErrorKind != models.FailurePermanent {
+	rg := newRig(t, openai.Options{}, modeltest.StreamBody(""))
+	if r := rg.Ask("s1"); !r.Failed || r.ErrorKind != models.FailurePermanent {
 		t.Errorf("a request it cannot send: failed %v, kind %q, want permanent", r.Failed, r.ErrorKind)
 	}
 }
@@ -359,9 +276,9 @@ func TestAdapter_APIKeyComesOnlyFromOptions(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "from-env")
 	ok := sse(content("x"), finish("stop"), done)
 	for _, key := range []string{"", "sk-test"} {
-		rg := newRig(t, openai.Options{APIKey: key}, streamBody(ok))
-		rg.ask("s1", userAsk)
-		got := rg.heads[0].Get("Authorization")
+		rg := newRig(t, openai.Options{APIKey: key}, modeltest.StreamBody(ok))
+		rg.Ask("s1", userAsk)
+		got := rg.Header(0).Get("Authorization")
 		if want := map[string]string{"": "", "sk-test": "Bearer sk-test"}[key]; got != want {
 			t.Errorf("APIKey %q: Authorization %q, want %q", key, got, want)
 		}
@@ -376,10 +293,10 @@ func TestAdapter_APIKeyComesOnlyFromOptions(t *testing.T) {
 
 func TestAdapter_RequestBody(t *testing.T) {
 	ok := sse(content("x"), finish("stop"), done)
-	rg := newRig(t, openai.Options{DisableUsage: true}, streamBody(ok))
-	rg.ask("s1", userAsk, param("model", `"llama3.2"`), param("temperature", `0`), param("temperature", `0.7`),
+	rg := newRig(t, openai.Options{DisableUsage: true}, modeltest.StreamBody(ok))
+	rg.Ask("s1", userAsk, param("model", `"llama3.2"`), param("temperature", `0`), param("temperature", `0.7`),
 		param("tools", `[]`), param("tool_choice", `"auto"`), param("stream", `false`), param("seed", `42`))
-	body := rg.bodies[0]
+	body := rg.Body(0)
 	for field, want := range map[string]string{"model": `"llama3.2"`, "temperature": `0.7`, "stream": `true`, "seed": `42`} {
 		if !modeltest.JSONEqual(body[field], []byte(want)) {
 			t.Errorf("%s = %s, want %s", field, body[field], want)
@@ -393,15 +310,15 @@ func TestAdapter_RequestBody(t *testing.T) {
 }
 
 func TestAdapter_RequestsItCannotSend(t *testing.T) {
-	rg := newRig(t, openai.Options{Model: "m"}, streamBody(""))
-	if r := rg.ask("s1"); !r.Failed || r.Error != openai.ErrNoMessages.Error() {
+	rg := newRig(t, openai.Options{Model: "m"}, modeltest.StreamBody(""))
+	if r := rg.Ask("s1"); !r.Failed || r.Error != openai.ErrNoMessages.Error() {
 		t.Fatalf("no messages: %+v", r)
 	}
-	if r := rg.ask("s2", param("messages", `[{"role":`)); !r.Failed || !strings.Contains(r.Error, "not valid JSON") {
+	if r := rg.Ask("s2", param("messages", `[{"role":`)); !r.Failed || !strings.Contains(r.Error, "not valid JSON") {
 		t.Fatalf("bad JSON: %+v", r)
 	}
-	if len(rg.bodies) != 0 {
-		t.Fatalf("server got %d requests", len(rg.bodies))
+	if rg.Requests() != 0 {
+		t.Fatalf("server got %d requests", rg.Requests())
 	}
 	m, err := openai.New(&openai.Options{BaseURL: "http://127.0.0.1:1/v1"})
 	if err != nil {
@@ -427,7 +344,7 @@ func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 		}
 	})
 	defer close(release)
-	r := rg.ask("s1", userAsk)
+	r := rg.Ask("s1", userAsk)
 	if !r.Failed || !strings.Contains(r.Error, "no data from the server") || r.Text != "thinking" {
 		t.Fatalf("failed %v with %q, text %q", r.Failed, r.Error, r.Text)
 	}

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/models/modeltest"
@@ -14,10 +13,7 @@ func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, turns []scripted.Turn) modeltest.Harness {
 		srv := openaitest.NewServer(turns)
 		t.Cleanup(srv.Close)
-		m, err := openai.New(&openai.Options{BaseURL: srv.URL, Model: "test-model", HTTPClient: srv.Client(), MaxRetries: openai.NoRetries})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return modeltest.Harness{Spec: m.Spec("model"), Requests: func() []map[string]json.RawMessage { return srv.Requests() }}
+		m := modeltest.Must(openai.New(&openai.Options{BaseURL: srv.URL, Model: "test-model", HTTPClient: srv.Client(), MaxRetries: openai.NoRetries}))(t)
+		return modeltest.Harness{Spec: m.Spec("model"), Requests: srv.Requests}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
 )
 
@@ -42,7 +43,7 @@ func finish(reason string) string { return chunk(`{}`, reason) }
 
 func sse(parts ...string) string { return strings.Join(parts, "") }
 
-type wantCall struct{ id, name, args string }
+type wantCall = modeltest.WantCall
 
 type fixture struct {
 	name   string

@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
 	"github.com/polyweave/polyweave-go/tools"
-	"github.com/polyweave/polyweave-go/workspace"
 )
 
 // TestLoop_EndToEnd runs the tools package's loop around the OpenAI
@@ -28,84 +25,34 @@ func TestLoop_EndToEnd(t *testing.T) {
 		finish("tool_calls"), usage, done)
 	turn2 := sse(chunk(roleChunk, ""), content("Both greeted."), finish("stop"), usage, done)
 	var followUp error
-	rg := newRig(t, openai.Options{}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
-		if n == 1 {
-			if followUp = checkLoopFollowUp(body); followUp != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				_, _ = io.WriteString(w, `{"error":{"message":"bad follow-up"}}`)
-				return
-			}
-		}
-		if n > 1 {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		streamBody([]string{turn1, turn2}[n])(n, w, r, body)
-	})
-	// The rig's adapter is not used here: the loop owns its own.
-	_ = rg
+	rg := newRig(t, openai.Options{}, answerOrReject([]string{turn1, turn2}, checkLoopFollowUp, &followUp))
 	type in struct {
 		Name string `json:"name"`
 	}
 	greet := tools.MustNewTyped(tools.Definition{Name: "greet", Description: "Greets someone"},
 		func(_ context.Context, in in) (string, error) { return "Hello, " + in.Name, nil })
-	model, err := openai.New(&openai.Options{BaseURL: rg.baseURL, HTTPClient: rg.client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{greet}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := modeltest.Runtime(t).Start(loop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"Greet Ada and Grace"}]`)), messages.End("s1")); err != nil {
-		t.Fatal(err)
-	}
-	frames, err := conn.RecvStream(rg.ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range frames {
-		switch f.GetType() {
-		case messages.FrameType_TEXT:
-			got = append(got, "text "+f.GetText())
-		case messages.FrameType_TOOL_CALL, messages.FrameType_TOOL_RESULT, messages.FrameType_ERROR:
-			got = append(got, fmt.Sprintf("%s %s %s%s", f.GetType(), f.GetToolCallId(), f.GetPayload(), f.GetText()))
-		case messages.FrameType_END:
-			got = append(got, "END")
-		}
-	}
-	want := []string{"text Greeting both.",
+	frames := modeltest.RunLoop(t, rg.Ctx, loopModel(t, rg), []*tools.Tool{greet}, "Greet Ada and Grace")
+	modeltest.WantTranscript(t, modeltest.Transcript(frames), func() error { return followUp },
+		"text Greeting both.",
 		`TOOL_CALL call_A {"name":"Ada"}`, `TOOL_CALL call_B {"name":"Grace"}`,
 		`TOOL_RESULT call_A "Hello, Ada"`, `TOOL_RESULT call_B "Hello, Grace"`,
-		"text Both greeted.", "END"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("loop output\n got  %q\n want %q\nfollow-up check: %v", got, want, followUp)
-	}
-	if followUp != nil {
-		t.Fatal(followUp)
-	}
+		"text Both greeted.", "END")
+}
+
+// answerOrReject streams turns[n], or answers 400 when check finds fault
+// with the follow-up (request 1).
+func answerOrReject(turns []string, check func(body map[string]json.RawMessage) error, failed *error) modeltest.Handler {
+	return modeltest.AnswerOrReject(turns, check, failed, func(w http.ResponseWriter, err error) {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, err.Error())
+	})
 }
 
 // checkLoopFollowUp checks the second request: the assistant message
 // carries the calls as streamed, and one tool message per call id follows
 // it, in call order.
 func checkLoopFollowUp(body map[string]json.RawMessage) error {
-	var msgs []struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	}
+	var msgs []chatMessage
 	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
 		return err
 	}
@@ -139,105 +86,33 @@ func TestLoop_LengthCutCallIsAnswered(t *testing.T) {
 		finish("length"), usage, done)
 	turn2 := sse(chunk(roleChunk, ""), content("I will write it in parts."), finish("stop"), usage, done)
 	var followUp error
-	rg := newRig(t, openai.Options{}, func(n int, w http.ResponseWriter, r *http.Request, body map[string]json.RawMessage) {
-		if n == 1 {
-			if followUp = checkCutFollowUp(body); followUp != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				_, _ = io.WriteString(w, `{"error":{"message":"bad follow-up"}}`)
-				return
-			}
-		}
-		if n > 1 {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		streamBody([]string{turn1, turn2}[n])(n, w, r, body)
-	})
-	dir := t.TempDir()
-	ws, err := workspace.New(dir, &workspace.Options{Sandbox: workspace.SandboxOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	wsTools, err := workspace.Tools(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := openai.New(&openai.Options{BaseURL: rg.baseURL, HTTPClient: rg.client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: wsTools}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := modeltest.Runtime(t).Start(loop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := conn.SendAll(messages.RawParam("s1", "messages", json.RawMessage(`[{"role":"user","content":"Write big.txt"}]`)), messages.End("s1")); err != nil {
-		t.Fatal(err)
-	}
-	frames, err := conn.RecvStream(rg.ctx, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, f := range frames {
-		switch f.GetType() {
-		case messages.FrameType_TOOL_CALL:
-			got = append(got, fmt.Sprintf("call %s %s", f.GetToolCallId(), f.GetPayload()))
-		case messages.FrameType_TOOL_RESULT:
-			got = append(got, fmt.Sprintf("result %s error=%v kind=%s", f.GetToolCallId(), f.IsErrorResult(), f.GetMeta().GetFailureKind()))
-		case messages.FrameType_TEXT:
-			got = append(got, "text "+f.GetText())
-		case messages.FrameType_ERROR:
-			got = append(got, "ERROR "+f.GetText())
-		case messages.FrameType_END:
-			got = append(got, "END")
-		}
-	}
-	want := []string{"text Writing the file.", "call call_W {}", "result call_W error=true kind=truncated", "text I will write it in parts.", "END"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("loop output\n got  %q\n want %q\nfollow-up check: %v", got, want, followUp)
-	}
-	if followUp != nil {
-		t.Fatal(followUp)
-	}
-	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
-		t.Fatalf("workspace holds %v (%v): the cut call ran", entries, err)
-	}
+	rg := newRig(t, openai.Options{}, answerOrReject([]string{turn1, turn2}, checkCutFollowUp, &followUp))
+	modeltest.CheckLengthCutLoop(t, rg.Ctx, loopModel(t, rg), "call_W", func() error { return followUp })
 }
 
 // checkCutFollowUp checks the follow-up after a cut call: the assistant
 // message with the call and {} arguments, then its tool message saying
 // what happened.
 func checkCutFollowUp(body map[string]json.RawMessage) error {
-	var msgs []struct {
-		Role       string `json:"role"`
-		Content    string `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	}
+	var msgs []chatMessage
 	if err := json.Unmarshal(body["messages"], &msgs); err != nil {
 		return err
 	}
-	if len(msgs) != 3 || msgs[1].Role != "assistant" || len(msgs[1].ToolCalls) != 1 || msgs[1].Content != "Writing the file." {
+	if len(msgs) != 3 || msgs[1].Role != "assistant" || len(msgs[1].ToolCalls) != 1 || msgs[1].text() != "Writing the file." {
 		return fmt.Errorf("messages %s", body["messages"])
 	}
 	if c := msgs[1].ToolCalls[0]; c.ID != "call_W" || c.Function.Name != "write_file" || c.Function.Arguments != "{}" {
 		return fmt.Errorf("assistant call %+v", c)
 	}
 	tool := msgs[2]
-	if tool.Role != "tool" || tool.ToolCallID != "call_W" || !strings.Contains(tool.Content, `"success":false`) ||
-		!strings.Contains(tool.Content, "cut off by the length limit") || !strings.Contains(tool.Content, "smaller pieces") {
+	if tool.Role != "tool" || tool.ToolCallID != "call_W" || !strings.Contains(tool.text(), `"success":false`) ||
+		!strings.Contains(tool.text(), "cut off by the length limit") || !strings.Contains(tool.text(), "smaller pieces") {
 		return fmt.Errorf("tool message %+v", tool)
 	}
 	return nil
+}
+
+// loopModel is the spec of an adapter for a tool loop on rg's server.
+func loopModel(t *testing.T, rg *modeltest.Rig) actors.Spec {
+	return modeltest.Must(openai.New(&openai.Options{BaseURL: rg.URL + "/v1", HTTPClient: rg.Client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries}))(t).Spec("model")
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
-	"github.com/polyweave/polyweave-go/models/resilience"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 	"github.com/polyweave/polyweave-go/models/streaming"
 )
 
@@ -29,7 +28,7 @@ import (
 const DefaultBaseURL = "https://api.openai.com/v1/"
 
 // NoRetries, as Options.MaxRetries, turns the SDK's retries off.
-const NoRetries = -1
+const NoRetries = httpadapter.NoRetries
 
 // Options configure a [Model]. A nil *Options or a zero field means the
 // default.
@@ -77,12 +76,9 @@ type Options struct {
 // with [New]; the zero Model is not usable.
 type Model struct {
 	client       sdk.Client
-	ownClient    *http.Client // the client New made, if it did
+	endpoint     *httpadapter.Endpoint
 	model        string
-	timeout      time.Duration
-	idle         time.Duration
 	includeUsage bool
-	logger       *slog.Logger
 }
 
 // New checks opts and makes a Model. The SDK reads OPENAI_* variables of
@@ -96,31 +92,19 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	if o.Timeout < 0 || o.IdleTimeout < 0 || o.MaxRetries < NoRetries {
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger}
+	if !c.Valid() {
 		return nil, fmt.Errorf("openai: negative timeout or retries in options")
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Minute
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = 3 * time.Minute
-	}
-	m := &Model{model: o.Model, timeout: o.Timeout, idle: o.IdleTimeout, includeUsage: !o.DisableUsage, logger: o.Logger}
-	if o.HTTPClient == nil {
-		m.ownClient = streaming.NewHTTPClient(o.IdleTimeout)
-		o.HTTPClient = m.ownClient
-	}
+	m := &Model{endpoint: httpadapter.Open(c), model: o.Model, includeUsage: !o.DisableUsage}
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(o.BaseURL),
 		option.WithAPIKey(o.APIKey),
-		option.WithHTTPClient(o.HTTPClient),
+		option.WithHTTPClient(m.endpoint.HTTPClient()),
 		option.WithHeader("Accept", "text/event-stream"),
 	}
-	switch {
-	case o.MaxRetries == NoRetries:
-		reqOpts = append(reqOpts, option.WithMaxRetries(0))
-	case o.MaxRetries > 0:
-		reqOpts = append(reqOpts, option.WithMaxRetries(o.MaxRetries))
+	if n, ok := c.Retries(); ok {
+		reqOpts = append(reqOpts, option.WithMaxRetries(n))
 	}
 	m.client = sdk.NewClient(append(reqOpts, o.RequestOptions...)...)
 	return m, nil
@@ -128,11 +112,7 @@ func New(opts *Options) (*Model, error) {
 
 // Close releases the idle connections of the HTTP client New made (none
 // when Options.HTTPClient was given). Adapters still running keep working.
-func (m *Model) Close() {
-	if m.ownClient != nil {
-		m.ownClient.CloseIdleConnections()
-	}
-}
+func (m *Model) Close() { m.endpoint.Close() }
 
 // ErrNoAPIKey is returned by [APIKeyFromEnv] when the variable is unset or
 // empty.
@@ -141,33 +121,17 @@ var ErrNoAPIKey = errors.New("openai: no API key")
 // APIKeyFromEnv returns the value of the environment variable name
 // (OPENAI_API_KEY when name is empty), or an error wrapping ErrNoAPIKey.
 func APIKeyFromEnv(name string) (string, error) {
-	if name == "" {
-		name = "OPENAI_API_KEY"
-	}
-	if v := os.Getenv(name); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%w: environment variable %s is empty", ErrNoAPIKey, name)
+	return httpadapter.KeyFromEnv(name, "OPENAI_API_KEY", ErrNoAPIKey)
 }
 
 // Spec returns the spec of an adapter duplex streaming requests to m.
 func (m *Model) Spec(name string) actors.Spec {
-	return streaming.Spec(name, m.answer)
+	return streaming.Spec(name, httpadapter.Answer(m.body, m.stream))
 }
 
-// answer sends one request and reads its answer (a streaming.AnswerFunc).
-func (m *Model) answer(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-	body, err := requestBody(req, m.model, m.includeUsage)
-	if err != nil {
-		return nil, models.Permanent(err) // the same request cannot be sent again either
-	}
-	// Waits for a slot and retries of a resilience.Transport show on the
-	// stream.
-	ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
-		payload, _ := json.Marshal(ev) // plain fields always encode
-		emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
-	})
-	return m.stream(ctx, req.StreamID, body, emit)
+// body writes the Chat Completions body of req.
+func (m *Model) body(req *models.Request) ([]byte, error) {
+	return requestBody(req, m.model, m.includeUsage)
 }
 
 var doneEvent = []byte("[DONE]")
@@ -175,7 +139,7 @@ var doneEvent = []byte("[DONE]")
 // stream sends one request and reads its answer. It runs on its own
 // goroutine; text deltas go out through emit as TEXT frames.
 func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-	bounds, ctx := streaming.Bound(ctx, m.timeout, m.idle)
+	bounds, ctx := m.endpoint.Bound(ctx)
 	defer bounds.Release()
 	fail := bounds.Fail
 
@@ -238,20 +202,9 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err != nil {
 		return nil, err
 	}
-	m.log(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
-	frames := make([]*messages.Frame, 0, len(result.ToolCalls)+2)
-	for _, tc := range result.ToolCalls {
-		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
-		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
-		frames = append(frames, f)
-	}
-	for _, tc := range result.Truncated {
-		frames = append(frames, models.TruncatedCallFrame(streamID, tc.ID, tc.Name, tc.Index, len(tc.Arguments)))
-	}
-	if result.Usage != nil {
-		frames = append(frames, models.UsageFrame(streamID, result.Usage))
-	}
-	return append(frames, models.FinishFrame(streamID, result.Finish)), nil
+	m.endpoint.Logger(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
+	end := httpadapter.Ending{ToolCalls: result.ToolCalls, Truncated: result.Truncated, Usage: result.Usage, Finish: result.Finish}
+	return end.Frames(streamID), nil
 }
 
 // ErrNotEventStream: the server answered a request with a body whose
@@ -286,12 +239,4 @@ func checkEventStream(res *http.Response) error {
 	}
 	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %q%s",
 		ErrNotEventStream, res.StatusCode, ct, strings.ToValidUTF8(string(b), "\uFFFD"), more)
-}
-
-// log is the logger for the request of ctx.
-func (m *Model) log(ctx context.Context) *slog.Logger {
-	if m.logger != nil {
-		return m.logger
-	}
-	return streaming.Logger(ctx)
 }

@@ -84,16 +84,8 @@ func newSetup(t *testing.T, opts resilience.Options, handle func(n int, w http.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.conn, err = modeltest.Runtime(t).Start(m.Spec("model")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	s.ctx = ctx
+	m := modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries}))(t)
+	s.conn, s.ctx = modeltest.Serve(t, m.Spec("model"), 20*time.Second)
 	return s
 }
 

@@ -414,7 +414,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if n := len(plan.inside) + len(plan.outside); n > MaxHidden {
 		// The patterns were matched again: their latest counts.
 		maps.Copy(plan.matched, late.matched)
-		return p, "", nil, tooManyHidden(n, plan.matched, wsPath)
+		return p, "", nil, tooManyHidden(n, plan.matched, req.LinkTargets, wsPath)
 	}
 	if err := pinWays(plan.inside, wsPath); err != nil {
 		return p, "", nil, err

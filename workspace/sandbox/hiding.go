@@ -152,26 +152,103 @@ var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or rep
 // only to a place in it), and dropped from the set once it no longer
 // exists: what was written there is gone.
 //
-// The set is in memory only: [Config.WithDefaults] makes one, which
-// the copies of the Config share, for as long as the caller keeps
-// the Config (a workspace's lifetime). A set-up learns nothing of a
-// link removed before the set was made: a Config made anew (after a
+// The set is in memory only, one per workspace directory for the
+// process ([LinkTargetsOf]), shared by every Config of a workspace on
+// that directory (several sessions may open one): what one of them
+// hid stays hidden from the others' sandboxes too.
+// [Config.WithDefaults] makes a set of the Config's own when it has
+// none, which the copies of the Config share: a caller with several
+// Configs on one directory gives each LinkTargetsOf(dir) instead.
+// A set-up learns nothing of a
+// link removed before the set was made: a set made anew (after a
 // restart, say) hides what links lead to then ([ResolveHide] follows
 // them, once, and hides their targets for good), not where a link
 // removed since led. It is safe for concurrent use.
+//
+// No command can take a place out of the set (it is a mount point in
+// each sandbox), though a link may have led there for one command
+// only (ln -s src .env; rm .env hides src from every later command).
+// The places are reported in [Protections.LinkTargets], and only the
+// host can drop them: with [LinkTargets.Forget], once it knows that no
+// secret was written through a link to them.
 type LinkTargets struct {
 	mu    sync.Mutex
 	paths map[string]bool
+	// forgets counts the calls to Forget that dropped a place: a
+	// sandbox set up before one hides too much, and is not used.
+	forgets uint64
+}
+
+// linkTargetsByDir holds the set of each workspace directory: see
+// LinkTargetsOf.
+var linkTargetsByDir sync.Map // string (cleaned directory) -> *LinkTargets
+
+// LinkTargetsOf returns the set of places links led to for the
+// workspace at dir (absolute, links resolved, as [ResolveHide] resolves
+// it), the same one for every call with that directory as long as the
+// process runs: give it to the [Config] of each workspace on dir, so
+// that what a sandbox of one hid where a link led, the sandboxes of
+// the others hide too. An empty set costs a map entry per directory.
+func LinkTargetsOf(dir string) *LinkTargets {
+	dir = filepath.Clean(dir)
+	if t, ok := linkTargetsByDir.Load(dir); ok {
+		return t.(*LinkTargets)
+	}
+	t, _ := linkTargetsByDir.LoadOrStore(dir, new(LinkTargets))
+	return t.(*LinkTargets)
+}
+
+// Forget drops the named places from the set: the next set-ups no
+// longer hide them (unless a link leads a path to hide there again),
+// and a sandbox set up before, and prepared for a command, refuses it
+// ([ErrPreparedStale]) for another to be set up. Only the host can do
+// this, and only once it knows that nothing secret was written through
+// a link to those places (a link at a path to hide, which commands can
+// plant): they are hidden because the host may have written a secret
+// there. Forget with no place named drops none.
+func (t *LinkTargets) Forget(places ...string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	dropped := false
+	for _, p := range places {
+		if t.paths[filepath.Clean(p)] {
+			delete(t.paths, filepath.Clean(p))
+			dropped = true
+		}
+	}
+	if dropped {
+		t.forgets++
+	}
+}
+
+// snapshot returns the places of the set, sorted, and how many calls
+// to Forget dropped one so far.
+func (t *LinkTargets) snapshot() ([]string, uint64) {
+	if t == nil {
+		return nil, 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Sorted(maps.Keys(t.paths)), t.forgets
+}
+
+// forgotten returns how many calls to Forget dropped a place so far.
+func (t *LinkTargets) forgotten() uint64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.forgets
 }
 
 // Paths returns the places of the set, sorted.
 func (t *LinkTargets) Paths() []string {
-	if t == nil {
-		return nil
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Sorted(maps.Keys(t.paths))
+	paths, _ := t.snapshot()
+	return paths
 }
 
 // add adds the places a set-up found links to lead to, and, when one
@@ -309,7 +386,7 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 			return nil
 		}
 		if len(resolved) >= MaxHidden {
-			return tooManyHidden(0, matched, wsPath)
+			return tooManyHidden(0, matched, targets, wsPath)
 		}
 		have[r] = true
 		resolved = append(resolved, r)
@@ -409,6 +486,9 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 // with filepath.Glob and remove each with os.Remove, which removes a
 // link rather than what it leads to), or hide a directory that holds
 // them instead of the pattern.
+// The places of [LinkTargets] count too: the error says how many there
+// are, with a few of them, and the host may drop those it knows hold
+// no secret ([LinkTargets.Forget]).
 const MaxHidden = 4096
 
 // ErrTooManyHidden is wrapped by the set-up error of a sandbox that
@@ -418,8 +498,10 @@ var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
 // tooManyHidden is the error of a set-up that would hide more than
 // MaxHidden paths: total of them (0 when the set-up stopped counting),
 // matched being each pattern's number of matches, the largest named
-// (relative to the workspace wsPath when beneath it), with what to do.
-func tooManyHidden(total int, matched map[string]int, wsPath string) error {
+// (relative to the workspace wsPath when beneath it), and targets the
+// places of [LinkTargets] the set-up was given, which count too, with
+// what to do.
+func tooManyHidden(total int, matched map[string]int, targets []string, wsPath string) error {
 	pats := slices.Collect(maps.Keys(matched))
 	slices.SortFunc(pats, func(a, b string) int {
 		if c := cmp.Compare(matched[b], matched[a]); c != 0 {
@@ -432,11 +514,16 @@ func tooManyHidden(total int, matched map[string]int, wsPath string) error {
 		if matched[p] == 0 || len(named) == 3 {
 			break
 		}
-		name := p
-		if wsPath != "" && within(p, wsPath) && p != wsPath {
-			name = strings.TrimPrefix(p, wsPath+"/") + " (in the workspace)"
+		named = append(named, fmt.Sprintf("pattern %s matches %d", relName(p, wsPath), matched[p]))
+	}
+	if len(targets) > 0 {
+		var eg []string
+		for _, t := range targets[:min(3, len(targets))] {
+			eg = append(eg, relName(t, wsPath))
 		}
-		named = append(named, fmt.Sprintf("pattern %s matches %d", name, matched[p]))
+		named = append(named, fmt.Sprintf("%d places links led to (LinkTargets), e.g. %s, "+
+			"which the host drops with LinkTargets.Forget (Workspace.ForgetLinkTargets) once it knows "+
+			"no secret was written through a link to them", len(targets), strings.Join(eg, ", ")))
 	}
 	count := fmt.Sprintf("more than %d paths to hide", MaxHidden)
 	if total > 0 {
@@ -445,9 +532,18 @@ func tooManyHidden(total int, matched map[string]int, wsPath string) error {
 	if len(named) > 0 {
 		count += ": " + strings.Join(named, ", ")
 	}
-	return fmt.Errorf("%w: %s; no command can run until matches are removed, "+
+	return fmt.Errorf("%w: %s; no command can run until matches are removed (or places forgotten), "+
 		"and commands cannot remove them: they must be removed from outside the sandbox (by the host)",
 		ErrTooManyHidden, count)
+}
+
+// relName is p relative to the workspace wsPath when beneath it, as
+// error messages name it.
+func relName(p, wsPath string) string {
+	if wsPath != "" && within(p, wsPath) && p != wsPath {
+		return strings.TrimPrefix(p, wsPath+"/") + " (in the workspace)"
+	}
+	return p
 }
 
 // pathSet is a set of clean absolute paths that tells whether a path

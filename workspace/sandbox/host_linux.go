@@ -36,8 +36,10 @@ type Process struct {
 	last   report   // the last report, once eof
 	prot   *Protections
 	ran    bool // Run was called
-	// targets is the Config's LinkTargets, told again at Run.
+	// targets is the Config's LinkTargets, told again at Run;
+	// forgets is targets' count of Forget calls at the set-up.
 	targets *LinkTargets
+	forgets uint64
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -188,6 +190,11 @@ func (p *Process) Run(shell, command string, env []string) error {
 	if p.ReadStatus() {
 		return errors.New("sandbox: the prepared sandbox's helper is gone")
 	}
+	if p.targets.forgotten() != p.forgets {
+		// It hides places the host has forgotten since: it would show
+		// the command less than the next set-up does.
+		return fmt.Errorf("%w: places links led to were forgotten since (LinkTargets.Forget)", ErrPreparedStale)
+	}
 	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env, LinkTargets: p.targets.Paths()})
 	if err != nil {
 		return err
@@ -260,7 +267,8 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
 		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
 	}
-	req.LinkTargets = req.Config.LinkTargets.Paths()
+	var forgets uint64
+	req.LinkTargets, forgets = req.Config.LinkTargets.snapshot()
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox control pipe: %w", err)
@@ -303,7 +311,7 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		unix.Close(st[0])
 		return nil, startError(err, flags)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets}
 	fail := func(err error) (*Process, error) {
 		p.Release()
 		return nil, err
@@ -353,6 +361,9 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		return fail(fmt.Errorf("sandbox status pipe: %w", err))
 	}
 	p.prot = r.Protections
+	if p.prot != nil {
+		p.prot.LinkTargets = req.Config.LinkTargets.Paths()
+	}
 	return p, nil
 }
 

@@ -120,9 +120,11 @@ type Config struct {
 	Resolved []HiddenPath `json:"resolved,omitempty"`
 	// LinkTargets are the places in the workspace where links (a
 	// command's) led the paths to hide at earlier set-ups, each hidden
-	// by every later one (see [LinkTargets]). WithDefaults makes the
-	// set, which copies of the Config share; a Config with Resolved and
-	// without it is refused.
+	// by every later one (see [LinkTargets]). WithDefaults makes a set
+	// of the Config's own when there is none, which copies of the Config
+	// share; a caller with several Configs on one workspace directory
+	// gives each [LinkTargetsOf] that directory. A Config with Resolved
+	// and without a set is refused.
 	LinkTargets *LinkTargets `json:"-"`
 	// TmpSize is the size of the sandbox's private /tmp in bytes
 	// (default DefaultTmpSize), and that of its private /dev/shm (POSIX
@@ -138,7 +140,8 @@ type Config struct {
 }
 
 // WithDefaults validates c and returns a copy with defaults filled in,
-// and a new, empty [LinkTargets] when c has none.
+// and a new, empty [LinkTargets] when c has none (see [LinkTargetsOf]
+// for the set shared by every Config of a workspace directory).
 func (c Config) WithDefaults() (Config, error) {
 	l, err := c.Limits.WithDefaults()
 	if err != nil {
@@ -191,6 +194,13 @@ type Protections struct {
 	// defaults, the workspace's surroundings and the configured ones
 	// that exist.
 	Hidden []string `json:"hidden,omitempty"`
+	// LinkTargets are the places of [LinkTargets] as the sandbox was
+	// set up (hidden, and among Hidden): where links a command made at
+	// paths to hide led, hidden from every later command whatever
+	// became of the links, which may be why a directory of the
+	// workspace looks empty to commands. Only the host can drop them
+	// ([LinkTargets.Forget]).
+	LinkTargets []string `json:"linkTargets,omitempty"`
 	// Landlock is the Landlock ABI version in force (0 = none): writes
 	// only beneath the workspace and /tmp, no mounts, from ABI 6 no
 	// signal nor abstract Unix socket out of the sandbox, from ABI 9 no
@@ -250,6 +260,9 @@ func (p Protections) String() string {
 	add(p.FreshDev, "own /dev")
 	if len(p.Hidden) > 0 {
 		parts = append(parts, "hidden: "+strings.Join(p.Hidden, ","))
+	}
+	if len(p.LinkTargets) > 0 {
+		parts = append(parts, "hidden because a link led there: "+strings.Join(p.LinkTargets, ","))
 	}
 	if p.Landlock > 0 {
 		s := fmt.Sprintf("landlock ABI %d", p.Landlock)
@@ -335,6 +348,8 @@ type Exit struct {
 // to hide changed after the sandbox was prepared: one appeared (a path
 // missing then, a new match of a pattern) or was removed or replaced
 // (its cover goes with the file it covered), which the sandbox does not
-// hide, or there are more than [MaxHidden]. The command was not
-// started; a sandbox prepared now hides what is there now.
+// hide, or there are more than [MaxHidden]; or when the host forgot
+// places of the Config's [LinkTargets] since ([LinkTargets.Forget]),
+// which the sandbox still hides. The command was not started; a
+// sandbox prepared now hides what is there now.
 var ErrPreparedStale = errors.New("sandbox: a path to hide changed since the sandbox was prepared")

@@ -5,6 +5,26 @@ import (
 	"fmt"
 )
 
+// Message is a message of a Messages API request body as a server reads
+// it: its role and content blocks.
+type Message struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// Block is a content block of a [Message]: text, tool_use (ID, Name,
+// Input) or tool_result (ToolUseID, Content as a string, IsError).
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   string          `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
 // ChatView reads a Messages API request body back into the fields of the
 // request as the adapter received them (the OpenAI chat vocabulary of
 // package models): system blocks and messages become one "messages"
@@ -34,19 +54,7 @@ func ChatView(body map[string]json.RawMessage) (map[string]json.RawMessage, erro
 			msgs = append(msgs, map[string]any{"role": "system", "content": b.Text})
 		}
 	}
-	var turns []struct {
-		Role    string `json:"role"`
-		Content []struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-			ToolUseID string          `json:"tool_use_id"`
-			Content   string          `json:"content"`
-			IsError   bool            `json:"is_error"`
-		} `json:"content"`
-	}
+	var turns []Message
 	if err := json.Unmarshal(body["messages"], &turns); err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}

@@ -14,11 +14,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
-	"time"
 
+	"github.com/polyweave/polyweave-go/models/internal/ssefake"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -43,72 +40,21 @@ import (
 type Server struct {
 	// URL is the base URL to give the adapter.
 	URL string
-
-	srv   *httptest.Server
-	turns []scripted.Turn
-
-	mu       sync.Mutex
-	requests []map[string]json.RawMessage
-	headers  []http.Header
+	// Server records the requests: Client, Close, Requests and Headers.
+	*ssefake.Server
 }
 
 // NewServer starts a server answering with turns.
 func NewServer(turns []scripted.Turn) *Server {
-	s := &Server{turns: turns}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/"
-	return s
-}
-
-// Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
-
-// Close shuts the server down, waiting for requests in progress.
-func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the bodies of the requests received so far, each as
-// its top-level fields.
-func (s *Server) Requests() []map[string]json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]json.RawMessage(nil), s.requests...)
-}
-
-// Headers returns the headers of the requests received so far.
-func (s *Server) Headers() []http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]http.Header(nil), s.headers...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		WriteError(w, http.StatusNotFound, "not_found_error", "no such endpoint: "+r.Method+" "+r.URL.Path)
-		return
-	}
-	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		WriteError(w, http.StatusBadRequest, "invalid_request_error", "body is not a JSON object: "+err.Error())
-		return
-	}
-	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, body)
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	if n >= len(s.turns) {
-		WriteError(w, http.StatusInternalServerError, "api_error", fmt.Sprintf("script exhausted: no turn %d", n))
-		return
-	}
-	var model string
-	_ = json.Unmarshal(body["model"], &model)
-	turn := s.turns[n]
-	if turn.Error != "" && turn.Text == "" && len(turn.ToolCalls) == 0 {
-		WriteError(w, http.StatusInternalServerError, "api_error", turn.Error)
-		return
-	}
-	st := &Stream{W: w, r: r}
-	st.play(turn, fmt.Sprintf("msg_test%02d", n), model)
+	srv := ssefake.NewServer(turns, ssefake.Endpoint{
+		Serves: func(path string) bool { return path == "/v1/messages" },
+		Error:  WriteError,
+		Play: func(w http.ResponseWriter, r *http.Request, turn scripted.Turn, n int, model string) {
+			st := &Stream{W: w, r: r}
+			st.play(turn, fmt.Sprintf("msg_test%02d", n), model)
+		},
+	})
+	return &Server{URL: srv.Root() + "/", Server: srv}
 }
 
 // WriteError answers with an HTTP error status and a Messages API error
@@ -128,39 +74,12 @@ type Stream struct {
 }
 
 // Event sends one event named typ with data (JSON) and flushes it.
-func (s *Stream) Event(typ, data string) {
-	if !s.started {
-		s.started = true
-		s.W.Header().Set("Content-Type", "text/event-stream")
-		s.W.Header().Set("Cache-Control", "no-cache")
-		s.W.WriteHeader(http.StatusOK)
-	}
-	_, _ = fmt.Fprintf(s.W, "event: %s\ndata: %s\n\n", typ, data)
-	if f, ok := s.W.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+func (s *Stream) Event(typ, data string) { ssefake.Send(s.W, &s.started, typ, data) }
 
 // Quote encodes v as a JSON string.
 func Quote(v string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// wait waits for d, or until the client has gone; it reports whether to
-// go on.
-func (s *Stream) wait(d time.Duration) bool {
-	if d <= 0 {
-		return s.r.Context().Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.r.Context().Done():
-		return false
-	}
 }
 
 // StopReason maps a scripted finish reason to the Messages API's.
@@ -182,14 +101,7 @@ func StopReason(t scripted.Turn) string {
 }
 
 func (s *Stream) play(t scripted.Turn, id, model string) {
-	first := true
-	pace := func() bool {
-		d := t.Pace
-		if first {
-			d, first = t.Delay, false
-		}
-		return s.wait(d)
-	}
+	pace := ssefake.Pacer(s.r, t)
 	var in, out int
 	if t.Usage != nil {
 		in, out = t.Usage.PromptTokens, t.Usage.CompletionTokens
@@ -218,14 +130,7 @@ func (s *Stream) play(t scripted.Turn, id, model string) {
 	}
 	var calls []open
 	for _, c := range t.ToolCalls {
-		args := c.Arguments
-		pieces := c.Chunks
-		if args == "" {
-			args = strings.Join(pieces, "")
-		}
-		if len(pieces) == 0 && c.Split > 1 {
-			pieces = scripted.Split(args, c.Split)
-		}
+		args, pieces := ssefake.Pieces(c)
 		if len(pieces) == 0 && args != "" {
 			pieces = []string{args}
 		}

@@ -14,11 +14,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/polyweave/polyweave-go/models/internal/ssefake"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -40,76 +38,27 @@ import (
 type Server struct {
 	// URL is the base URL to give the adapter (it ends in /v1).
 	URL string
-
-	srv   *httptest.Server
-	turns []scripted.Turn
-
-	mu       sync.Mutex
-	requests []map[string]json.RawMessage
-	headers  []http.Header
+	// Server records the requests: Client (whose connections Close
+	// releases), Close, Requests and Headers.
+	*ssefake.Server
 }
 
 // NewServer starts a server answering with turns.
 func NewServer(turns []scripted.Turn) *Server {
-	s := &Server{turns: turns}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/v1"
-	return s
+	srv := ssefake.NewServer(turns, ssefake.Endpoint{
+		Serves: func(path string) bool { return strings.HasSuffix(path, "/chat/completions") },
+		Error:  writeError,
+		Play: func(w http.ResponseWriter, r *http.Request, turn scripted.Turn, n int, model string) {
+			st := &sse{w: w, r: r, id: fmt.Sprintf("chatcmpl-test%d", n), model: model}
+			st.play(turn)
+		},
+	})
+	return &Server{URL: srv.Root() + "/v1", Server: srv}
 }
 
-// Client returns an HTTP client for the server; Close releases its
-// connections.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
-
-// Close shuts the server down, waiting for requests in progress.
-func (s *Server) Close() { s.srv.Close() }
-
-// Requests returns the bodies of the requests received so far, each as
-// its top-level fields.
-func (s *Server) Requests() []map[string]json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]json.RawMessage(nil), s.requests...)
-}
-
-// Headers returns the headers of the requests received so far.
-func (s *Server) Headers() []http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]http.Header(nil), s.headers...)
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-		return
-	}
-	var body map[string]json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "body is not a JSON object: "+err.Error())
-		return
-	}
-	s.mu.Lock()
-	n := len(s.requests)
-	s.requests = append(s.requests, body)
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	if n >= len(s.turns) {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("script exhausted: no turn %d", n))
-		return
-	}
-	var model string
-	_ = json.Unmarshal(body["model"], &model)
-	turn := s.turns[n]
-	if turn.Error != "" && turn.Text == "" && len(turn.ToolCalls) == 0 {
-		writeError(w, http.StatusInternalServerError, turn.Error)
-		return
-	}
-	st := &sse{w: w, r: r, id: fmt.Sprintf("chatcmpl-test%d", n), model: model}
-	st.play(turn)
-}
-
-func writeError(w http.ResponseWriter, status int, message string) {
+// writeError answers with an HTTP error status and an OpenAI error body
+// (of type server_error, whatever typ).
+func writeError(w http.ResponseWriter, status int, _, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("x-should-retry", "false")
 	w.WriteHeader(status)
@@ -126,34 +75,7 @@ type sse struct {
 	started bool
 }
 
-// wait waits for d, or until the client has gone; it reports whether to
-// go on.
-func (s *sse) wait(d time.Duration) bool {
-	if d <= 0 {
-		return s.r.Context().Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.r.Context().Done():
-		return false
-	}
-}
-
-func (s *sse) send(data string) {
-	if !s.started {
-		s.started = true
-		s.w.Header().Set("Content-Type", "text/event-stream")
-		s.w.Header().Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	_, _ = fmt.Fprintf(s.w, "data: %s\n\n", data)
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+func (s *sse) send(data string) { ssefake.Send(s.w, &s.started, "", data) }
 
 // chunk sends a chat.completion.chunk whose choices are choices (raw JSON).
 func (s *sse) chunk(choices string, extra string) {
@@ -171,21 +93,14 @@ func quote(v string) string {
 }
 
 func (s *sse) play(t scripted.Turn) {
-	pace := func(first *bool) bool {
-		d := t.Pace
-		if *first {
-			d, *first = t.Delay, false
-		}
-		return s.wait(d)
-	}
-	first := true
-	if !pace(&first) {
+	pace := ssefake.Pacer(s.r, t)
+	if !pace() {
 		return
 	}
 	s.delta(`{"role":"assistant","content":"","refusal":null}`)
 	if t.Text != "" {
 		for _, piece := range scripted.Split(t.Text, t.Deltas) {
-			if !pace(&first) {
+			if !pace() {
 				return
 			}
 			s.delta(`{"content":` + quote(piece) + `}`)
@@ -193,19 +108,12 @@ func (s *sse) play(t scripted.Turn) {
 	}
 	var fragments [][]string // per streaming call: its argument pieces
 	for i, c := range t.ToolCalls {
-		args := c.Arguments
-		pieces := c.Chunks
-		if args == "" {
-			args = strings.Join(pieces, "")
-		}
-		if len(pieces) == 0 && c.Split > 1 {
-			pieces = scripted.Split(args, c.Split)
-		}
+		args, pieces := ssefake.Pieces(c)
 		first0 := ""
 		if len(pieces) == 0 {
 			first0 = args
 		}
-		if !pace(&first) {
+		if !pace() {
 			return
 		}
 		s.delta(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":%s}}]}`,
@@ -219,7 +127,7 @@ func (s *sse) play(t scripted.Turn) {
 			continue
 		}
 		for _, d := range rest {
-			if !pace(&first) {
+			if !pace() {
 				return
 			}
 			s.delta(d)
@@ -229,7 +137,7 @@ func (s *sse) play(t scripted.Turn) {
 		more = false
 		for i := range fragments {
 			if len(fragments[i]) > 0 {
-				if !pace(&first) {
+				if !pace() {
 					return
 				}
 				s.delta(fragments[i][0])
@@ -253,7 +161,7 @@ func (s *sse) play(t scripted.Turn) {
 			finish = "tool_calls"
 		}
 	}
-	if !pace(&first) {
+	if !pace() {
 		return
 	}
 	s.chunk(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":`+quote(finish)+`}]`, "")

@@ -1,0 +1,180 @@
+// Package httpadapter is what the HTTP model adapters (models/anthropic
+// and models/openai) share besides the actor shell of models/streaming:
+// the defaults of their options, the HTTP client they make, the bounds of
+// an answer, the resilience events they put on the stream, and the frames
+// that end an answer. It has no dependency on any provider's SDK, so that
+// neither adapter pulls in the other's.
+package httpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/resilience"
+	"github.com/polyweave/polyweave-go/models/streaming"
+)
+
+// NoRetries, as Config.MaxRetries, turns the SDK's retries off.
+const NoRetries = -1
+
+// The defaults of Config's bounds.
+const (
+	DefaultTimeout     = 10 * time.Minute
+	DefaultIdleTimeout = 3 * time.Minute
+)
+
+// Config is the part of an adapter's options both adapters share; a zero
+// field means the default.
+type Config struct {
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+	MaxRetries  int
+	HTTPClient  *http.Client
+	Logger      *slog.Logger
+}
+
+// Valid reports whether c holds no negative bound or retry count (the
+// adapters say so in their own words).
+func (c Config) Valid() bool {
+	return c.Timeout >= 0 && c.IdleTimeout >= 0 && c.MaxRetries >= NoRetries
+}
+
+// Retries says what retry count to give the SDK: ok is false when the
+// SDK's default stands.
+func (c Config) Retries() (n int, ok bool) {
+	switch {
+	case c.MaxRetries == NoRetries:
+		return 0, true
+	case c.MaxRetries > 0:
+		return c.MaxRetries, true
+	}
+	return 0, false
+}
+
+// Endpoint is what a Model keeps of its Config. Its methods are safe for
+// concurrent use.
+type Endpoint struct {
+	timeout time.Duration
+	idle    time.Duration
+	client  *http.Client
+	own     *http.Client // the client Open made, if it did
+	logger  *slog.Logger
+}
+
+// Open fills in the defaults of a valid c and returns its endpoint: with
+// no HTTPClient, one of its own on a clone of http.DefaultTransport.
+func Open(c Config) *Endpoint {
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
+	if e.client == nil {
+		e.own = streaming.NewHTTPClient(c.IdleTimeout)
+		e.client = e.own
+	}
+	return e
+}
+
+// HTTPClient is the client to send requests with.
+func (e *Endpoint) HTTPClient() *http.Client { return e.client }
+
+// Close releases the idle connections of the client Open made (none when
+// the Config gave one).
+func (e *Endpoint) Close() {
+	if e.own != nil {
+		e.own.CloseIdleConnections()
+	}
+}
+
+// Bound returns the bounds of one answer (streaming.Bound with the
+// endpoint's timeouts) and the context to make its request with.
+func (e *Endpoint) Bound(ctx context.Context) (*streaming.Bounds, context.Context) {
+	return streaming.Bound(ctx, e.timeout, e.idle)
+}
+
+// Logger is the logger for the request of ctx: the Config's, or else the
+// adapter actor's (streaming.Logger).
+func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
+	if e.logger != nil {
+		return e.logger
+	}
+	return streaming.Logger(ctx)
+}
+
+// Answer returns the streaming.AnswerFunc of an adapter that writes the
+// body of each request with body and sends it with send. A body it cannot
+// write fails the request as permanent: the same request cannot be sent
+// again either. While send runs, the waits and retries of a
+// resilience.Transport show on the stream as META resilience.MetaEvent
+// frames.
+func Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
+	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+		b, err := body(req)
+		if err != nil {
+			return nil, models.Permanent(err)
+		}
+		ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
+			payload, _ := json.Marshal(ev) // plain fields always encode
+			emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
+		})
+		return send(ctx, req.StreamID, b, emit)
+	}
+}
+
+// Ending is what ends an answer, as an adapter's accumulator read it once
+// its stream finished.
+type Ending struct {
+	// ToolCalls are the whole calls, Truncated the calls the length limit
+	// cut off (Arguments: what arrived of them).
+	ToolCalls []models.ToolCall
+	Truncated []models.ToolCall
+	// Thinking, when not nil, goes out as META models.MetaThinkingBlocks.
+	Thinking json.RawMessage
+	// Usage, when not nil, goes out as META usage.
+	Usage  json.RawMessage
+	Finish string
+}
+
+// Frames returns the frames that end the answer on streamID: the tool
+// calls (atomic, with their index), the truncated calls, the thinking
+// blocks, the usage and the finish reason.
+func (e *Ending) Frames(streamID string) []*messages.Frame {
+	frames := make([]*messages.Frame, 0, len(e.ToolCalls)+len(e.Truncated)+3)
+	for _, tc := range e.ToolCalls {
+		f := messages.ToolCall(streamID, tc.ID, tc.Name, tc.Arguments)
+		f.Meta = &messages.Metadata{Index: uint32(tc.Index)}
+		frames = append(frames, f)
+	}
+	for _, tc := range e.Truncated {
+		frames = append(frames, models.TruncatedCallFrame(streamID, tc.ID, tc.Name, tc.Index, len(tc.Arguments)))
+	}
+	if e.Thinking != nil {
+		frames = append(frames, messages.Meta(streamID, models.MetaThinkingBlocks, e.Thinking))
+	}
+	if e.Usage != nil {
+		frames = append(frames, models.UsageFrame(streamID, e.Usage))
+	}
+	return append(frames, models.FinishFrame(streamID, e.Finish))
+}
+
+// KeyFromEnv returns the value of the environment variable name (def
+// when name is empty), or an error wrapping noKey.
+func KeyFromEnv(name, def string, noKey error) (string, error) {
+	if name == "" {
+		name = def
+	}
+	if v := os.Getenv(name); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%w: environment variable %s is empty", noKey, name)
+}

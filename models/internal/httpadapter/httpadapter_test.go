@@ -1,0 +1,65 @@
+package httpadapter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// TestConfig_ValidAndRetries: no negative bound or count is valid;
+// NoRetries sets 0 retries, a positive count itself, 0 the SDK's default.
+func TestConfig_ValidAndRetries(t *testing.T) {
+	invalid := []Config{{MaxRetries: -2}, {Timeout: -1}, {IdleTimeout: -1}}
+	for _, c := range invalid {
+		if c.Valid() {
+			t.Errorf("%+v is valid", c)
+		}
+	}
+	want := map[int]string{0: "0 false", NoRetries: "0 true", 3: "3 true"}
+	for max, w := range want {
+		c := Config{MaxRetries: max}
+		n, set := c.Retries()
+		if got := fmt.Sprint(n, " ", set); !c.Valid() || got != w {
+			t.Errorf("MaxRetries %d: valid %v, retries %s, want %s", max, c.Valid(), got, w)
+		}
+	}
+}
+
+func TestKeyFromEnv(t *testing.T) {
+	errNoKey := errors.New("no key")
+	t.Setenv("POLYWEAVE_TEST_DEFAULT_KEY", "k")
+	if v, err := KeyFromEnv("", "POLYWEAVE_TEST_DEFAULT_KEY", errNoKey); err != nil || v != "k" {
+		t.Fatalf("default variable: %q, %v", v, err)
+	}
+	if _, err := KeyFromEnv("POLYWEAVE_TEST_UNSET_KEY", "POLYWEAVE_TEST_DEFAULT_KEY", errNoKey); !errors.Is(err, errNoKey) {
+		t.Fatalf("unset variable: %v, want it to wrap the caller's error", err)
+	}
+}
+
+// TestEnding_Frames: calls with their index, truncated calls, thinking
+// blocks, usage and the finish reason, in that order; no META frame for
+// what is nil.
+func TestEnding_Frames(t *testing.T) {
+	e := Ending{
+		ToolCalls: []models.ToolCall{{Index: 0, ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}},
+		Truncated: []models.ToolCall{{Index: 1, ID: "b", Name: "g", Arguments: json.RawMessage(`{"x":`)}},
+		Thinking:  json.RawMessage(`[]`),
+		Usage:     json.RawMessage(`{"total_tokens":3}`),
+		Finish:    "length",
+	}
+	var got []string
+	for _, f := range e.Frames("s") {
+		got = append(got, fmt.Sprintf("%s %s %s %d", f.GetType(), f.GetName(), f.GetToolCallId(), f.GetMeta().GetIndex()))
+	}
+	want := []string{"TOOL_CALL f a 0", "META " + models.MetaTruncatedCall + " b 1", "META " + models.MetaThinkingBlocks + "  0", "META usage  0", "META finish  0"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames\n got  %q\n want %q", got, want)
+	}
+	bare := Ending{Finish: "stop"}
+	if fs := bare.Frames("s"); len(fs) != 1 {
+		t.Fatalf("an ending with only a finish reason: %d frames", len(fs))
+	}
+}

@@ -17,9 +17,12 @@ import (
 
 // envBigNode: serve, at this address, with a frame limit of
 // bigNodeMaxFrame, "hold" (as nodeTools' hold) and "big", whose result is
-// {"big": N bytes} for {"n": N} (other arguments ignored), with a 10 s
-// timeout. It prints its events as runTestNode does, and answers
-// "routes" on stdin so too.
+// {"big": N bytes} for {"n": N} (other arguments ignored), with a 60 s
+// timeout: far beyond the time a too-large answer takes even under the
+// race detector on a busy machine (a 10 s one was passed there), so that
+// a call answered by its timeout, not by the size check, is told apart.
+// It prints its events as runTestNode does, and answers "routes" on stdin
+// so too.
 const envBigNode = "POLYWEAVE_REMOTE_TEST_BIG_NODE"
 
 // bigNodeMaxFrame is the frame limit of the envBigNode node: below the
@@ -34,7 +37,7 @@ func runBigNode(addr string) int {
 			hold = tool
 		}
 	}
-	big := tools.MustNew(tools.Definition{Name: "big", Timeout: 10 * time.Second, Handler: func(_ context.Context, args json.RawMessage) (any, error) {
+	big := tools.MustNew(tools.Definition{Name: "big", Timeout: 60 * time.Second, Handler: func(_ context.Context, args json.RawMessage) (any, error) {
 		var in struct {
 			N int `json:"n"`
 		}

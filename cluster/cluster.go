@@ -153,8 +153,11 @@ type Options struct {
 	// or client: a run request (the session's whole first request, its
 	// conversation included) and a session's answer. Run fails at once,
 	// with an error wrapping remote.ErrTooLarge, for a request over its
-	// member's limit (nothing is sent) and for a session whose answer is
-	// over the limit of the member that hosts it. Whatever their limits,
+	// member's limit (nothing is sent). A session whose answer is over
+	// the limit of the member that hosts it has run (its tools and their
+	// side effects happened): only the answer is withheld, kept in the
+	// store, and Run fails with an error wrapping remote.ErrTooLarge
+	// once the session ends. Whatever their limits,
 	// members and clients take messages of up to 64 MiB from one
 	// another (see "Sizes" in package remote), so a member may send
 	// frames up to its own limit to peers with a lower one. Default
@@ -609,8 +612,10 @@ var ErrClosed = errors.New("member closed")
 // as the cluster has excluded its member, with one wrapping
 // [ErrExcluded]. A request over the member's frame limit
 // ([Options].MaxFrameBytes) fails Run at once, before anything is sent,
-// and so does a session whose answer is over the frame limit of the
-// member that hosts it, each with an error wrapping remote.ErrTooLarge.
+// with an error wrapping remote.ErrTooLarge. A session whose answer is
+// over the frame limit of the member that hosts it runs to its end (its
+// tools' side effects happen); its answer is kept in the store, not sent,
+// and Run then fails with an error wrapping remote.ErrTooLarge.
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, fmt.Errorf("cluster: run: %w", err)

@@ -80,10 +80,12 @@
 // conversation, with tool results, may be large), and an answer the
 // session's final text. Each is one frame, at most
 // Options.MaxFrameBytes (default remote.DefaultMaxFrameBytes) of the
-// member that sends it: Run fails at once, with an error wrapping
+// member that sends it. Run fails at once, with an error wrapping
 // remote.ErrTooLarge, for a request over its own member's limit (it is
-// not sent) and for a session whose answer is over the limit of the
-// member that hosts it. Members bound their gRPC messages and batches as
+// not sent). A session whose answer is over the limit of the member that
+// hosts it has run (its tools' side effects happened): its answer is
+// kept in the store, not sent, and Run fails with an error wrapping
+// remote.ErrTooLarge once the session ends. Members bound their gRPC messages and batches as
 // package remote's nodes and clients do (remote.MessageLimits), so
 // frames within the limits, and bursts of them, never end a connection
 // (which protoactor would take for the peer gone).

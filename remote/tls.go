@@ -113,18 +113,25 @@ func (t *TLS) credentials() (server, dial credentials.TransportCredentials) {
 	if t == nil {
 		return nil, insecure.NewCredentials()
 	}
-	certs := []tls.Certificate{t.Certificate}
+	// Copies: what the caller changes in t later (a certificate added to
+	// its pool, say) does not change what a running peer trusts.
+	cert := t.Certificate
+	cert.Certificate = make([][]byte, len(t.Certificate.Certificate))
+	for i, der := range t.Certificate.Certificate {
+		cert.Certificate[i] = append([]byte(nil), der...)
+	}
+	certs, cas := []tls.Certificate{cert}, t.CAs.Clone()
 	server = credentials.NewTLS(&tls.Config{
 		Certificates: certs,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    t.CAs,
+		ClientCAs:    cas,
 		MinVersion:   tls.VersionTLS12,
 		CipherSuites: cipherSuites,
 	})
 	// gRPC checks the peer's certificate against the host it dials.
 	dial = credentials.NewTLS(&tls.Config{
 		Certificates: certs,
-		RootCAs:      t.CAs,
+		RootCAs:      cas,
 		MinVersion:   tls.VersionTLS12,
 		MaxVersion:   tls.VersionTLS12,
 		CipherSuites: cipherSuites,

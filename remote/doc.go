@@ -124,7 +124,12 @@
 // Every peer with a certificate from the CAs is trusted alike (it may run
 // every tool of a node, or answer a client's calls): have the CAs issue
 // certificates to one deployment's nodes and clients only. Certificates
-// are read once, at start: renew them by restarting. A client whose
+// and CAs are taken once, at start (a pool changed later changes nothing
+// of a running peer): renew them by restarting. Dials speak TLS 1.2 (see
+// [TLS]), whose handshake sends certificates unencrypted: what the
+// connections carry is encrypted, but an observer of the network learns
+// each peer's certificate (its names). A peer's new connection gets
+// [HandshakeTimeout] to get through its handshake. A client whose
 // certificate does not name the host of its own Address gets no answers:
 // its nodes check that name when they connect back to it.
 // [TLS.GRPCOptions] gives a protoactor remote started elsewhere (package

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
@@ -80,8 +81,18 @@ func (g *guard) onEnded(f func(peer, conn string)) {
 // interceptor and its unary one. They chain with the server's other
 // interceptors.
 func (g *guard) serverOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ChainStreamInterceptor(g.interceptStream), grpc.ChainUnaryInterceptor(g.refuseUnary)}
+	return []grpc.ServerOption{grpc.ChainStreamInterceptor(g.interceptStream), grpc.ChainUnaryInterceptor(g.refuseUnary),
+		grpc.ConnectionTimeout(HandshakeTimeout)}
 }
+
+// HandshakeTimeout bounds how long a peer's new connection may take to
+// get through its handshake (TLS, when set, and HTTP/2's preface) before
+// the server closes it: a peer that opens connections and sends nothing
+// holds a descriptor and a goroutine for each, and without TLS or a
+// certificate it needs neither to do so. gRPC's own default is 120 s;
+// handshakes between live peers take milliseconds, and this leaves room
+// for a machine far busier than that.
+const HandshakeTimeout = 20 * time.Second
 
 // interceptStream guards the messages of an incoming stream (see guard).
 func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -233,7 +244,8 @@ func NewGuard(logger *slog.Logger) *Guard {
 }
 
 // ServerOptions install the guard on a remote's gRPC server: a stream
-// interceptor and a unary one, chained with the server's others.
+// interceptor and a unary one, chained with the server's others, and
+// [HandshakeTimeout] for new connections.
 func (g *Guard) ServerOptions() []grpc.ServerOption { return g.g.serverOptions() }
 
 // Dropped counts the envelopes the guard removed.

@@ -13,8 +13,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	paremote "github.com/asynkron/protoactor-go/remote"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/remote"
@@ -37,25 +35,7 @@ func withHost(t *testing.T, addr, host string) string {
 func TestNode_DeliversWhateverAddressTheTargetNames(t *testing.T) {
 	t.Parallel()
 	node := startNode(t, remote.DefaultAddress)
-	conn, err := grpc.NewClient(node.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	stream, err := paremote.NewRemotingClient(conn).Receive(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_ConnectRequest{
-		ConnectRequest: &paremote.ConnectRequest{ConnectionType: &paremote.ConnectRequest_ServerConnection{
-			ServerConnection: &paremote.ServerConnection{SystemId: "stranger", Address: "127.0.0.1:1"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	stream := strangerStream(t, node.addr, 20*time.Second)
 	targets := []string{withHost(t, node.addr, "localhost"), "192.0.2.1:9"} // TEST-NET-1: reaches no one
 	batch := &paremote.MessageBatch{TypeNames: []string{"polyweave.v1.Frame"}, Senders: []*actor.PID{actor.NewPID("127.0.0.1:1", "nobody")}}
 	for i, target := range targets {

@@ -21,25 +21,7 @@ import (
 func TestNode_UnknownTypeDropped(t *testing.T) {
 	t.Parallel()
 	node := startNode(t, remote.DefaultAddress)
-	conn, err := grpc.Dial(node.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	stream, err := paremote.NewRemotingClient(conn).Receive(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_ConnectRequest{
-		ConnectRequest: &paremote.ConnectRequest{ConnectionType: &paremote.ConnectRequest_ServerConnection{
-			ServerConnection: &paremote.ServerConnection{SystemId: "stranger", Address: "127.0.0.1:1"}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stream.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	stream := strangerStream(t, node.addr, 10*time.Second)
 	good := messages.ToolCall("s", "c", "echo", json.RawMessage(`{"text":"delivered"}`))
 	batch := &paremote.MessageBatch{
 		TypeNames: []string{"stranger.v9.Unknown", "polyweave.v1.Frame"},
@@ -61,4 +43,32 @@ func TestNode_UnknownTypeDropped(t *testing.T) {
 	_ = stream.CloseSend()
 	node.stop()
 	node.want(t, "dropped 5", "node event %q, want 5 envelopes dropped")
+}
+
+// strangerStream opens a Remoting stream to the node at addr as a peer
+// speaking protoactor's wire by hand (a stranger at 127.0.0.1:1), and
+// returns it once its connect request is answered; the stream ends with
+// the test, or after timeout.
+func strangerStream(t *testing.T, addr string, timeout time.Duration) paremote.Remoting_ReceiveClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	stream, err := paremote.NewRemotingClient(conn).Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_ConnectRequest{
+		ConnectRequest: &paremote.ConnectRequest{ConnectionType: &paremote.ConnectRequest_ServerConnection{
+			ServerConnection: &paremote.ServerConnection{SystemId: "stranger", Address: "127.0.0.1:1"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	return stream
 }

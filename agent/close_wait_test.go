@@ -46,6 +46,22 @@ func heldModel(t *testing.T, turns ...scripted.Turn) (spec actors.Spec, release 
 }
 
 // closeOf closes a on a goroutine of its own with ctx.
+// answeredOnHeldModel returns an agent with default options whose shared
+// loop has answered one Run of session s1 and whose model (see
+// heldModel) ends only at release.
+func answeredOnHeldModel(t *testing.T) (a *agent.Agent, release func(), ended *atomic.Bool) {
+	t.Helper()
+	spec, release, ended := heldModel(t, scripted.Turn{Text: "Done."})
+	a, err := agent.New(actorstest.NewRuntime(t, nil), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans, err := a.Run(context.Background(), "s1", ask); err != nil || ans.Text != "Done." {
+		t.Fatalf("Run: %+v, %v", ans, err)
+	}
+	return a, release, ended
+}
+
 func closeOf(ctx context.Context, a *agent.Agent) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- a.Close(ctx) }()
@@ -171,18 +187,10 @@ func TestClose_WaitsForOwnLoopLeftByRunItWaitedFor(t *testing.T) {
 // returns at once on such a loop), and returns nil.
 func TestClose_SecondWaitsForSharedLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		spec, release, ended := heldModel(t, scripted.Turn{Text: "Done."})
-		a, err := agent.New(rt, spec, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ans, err := a.Run(context.Background(), "s1", ask); err != nil || ans.Text != "Done." {
-			t.Fatalf("Run: %+v, %v", ans, err)
-		}
+		a, release, ended := answeredOnHeldModel(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		err = a.Close(ctx)
+		err := a.Close(ctx)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `agent "agent"`) {
 			t.Fatalf("first Close while the loop's model was held: %v, want ctx's error naming the agent", err)
 		}
@@ -201,15 +209,7 @@ func TestClose_SecondWaitsForSharedLoop(t *testing.T) {
 // stop future gives up after 10 s), and returns nil once it is gone.
 func TestClose_WaitsAsLongAsItsCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		spec, release, ended := heldModel(t, scripted.Turn{Text: "Done."})
-		a, err := agent.New(rt, spec, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ans, err := a.Run(context.Background(), "s1", ask); err != nil || ans.Text != "Done." {
-			t.Fatalf("Run: %+v, %v", ans, err)
-		}
+		a, release, ended := answeredOnHeldModel(t)
 		time.AfterFunc(20*time.Second, release)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

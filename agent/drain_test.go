@@ -286,8 +286,8 @@ func TestRun_WaitForDrainEndsWithCtx(t *testing.T) {
 		if waited := time.Since(start); waited != windDown/2 {
 			t.Errorf("run B returned after %v, want its ctx's %v", waited, windDown/2)
 		}
-		time.Sleep(windDown)
-		synctest.Wait() // the drain is over
+		time.Sleep(windDown) // the fake clock passes the wind-down
+		synctest.Wait()      // the drain is over
 		if got := requestsOf(t, m); len(got) != 1 {
 			t.Fatalf("the model got the requests %q, want A's alone", got)
 		}

@@ -11,59 +11,49 @@ import (
 	"testing"
 )
 
-// the next set-up follows a command's link at a path to hide to
-// where it leads in the workspace and hides that real place (a25a79c).
-// But the link itself is no mount point: the command of that very
-// sandbox removes it, and the set-up after finds the path to hide
-// missing, so the file the host wrote through the link is shown under
-// its real name.
+// TestRemovedLinkAtHiddenPathKeepsItsTargetHidden: the next set-up
+// follows a command's link at a path to hide to where it leads in the
+// workspace and hides that real place (a25a79c). The link itself is no
+// mount point: a command removes it, and the set-up after finds the path
+// to hide missing; the place the host wrote through the link stays
+// hidden all the same (LinkTargets).
 func TestRemovedLinkAtHiddenPathKeepsItsTargetHidden(t *testing.T) {
-	dir := t.TempDir()
-	cfg := resolvedConfig(t, dir, filepath.Join(dir, ".env"))
-	out, _ := runIn(t, cfg, dir, "touch notes.txt; ln -s notes.txt .env; echo planted")
-	if !strings.Contains(out, "planted") {
-		t.Fatalf("the link: %q", out)
-	}
-	// The host writes its secret at .env, as os.WriteFile does.
-	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET-ENV"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, _ = runIn(t, cfg, dir, "cat notes.txt; rm -f .env; echo removed")
-	if strings.Contains(out, "SECRET") {
-		t.Fatalf("hidden at once: %q", out)
-	}
-	if !strings.Contains(out, "removed") {
-		t.Fatalf("the link was not removed: %q", out)
-	}
-	out, _ = runIn(t, cfg, dir, "cat notes.txt")
-	if strings.Contains(out, "SECRET") {
-		t.Errorf("the next command read what the host wrote at .env through a link, once the link was removed: %q", out)
-	}
+	secretThroughLinkStaysHidden(t, ".env", "touch notes.txt; ln -s notes.txt .env", ".env", "rm -f .env", "notes.txt")
 }
 
 // The same for a pattern's directory (3df6375): sec -> real, for
 // sec/*.key; the host writes sec/a.key (at real/a.key); a command
 // retargets sec; the next one reads real/a.key.
 func TestRetargetedPatternDirectoryLinkKeepsMatchesHidden(t *testing.T) {
+	secretThroughLinkStaysHidden(t, "sec/*.key", "mkdir real other; ln -s real sec", "sec/a.key", "rm sec && ln -s other sec", "real/a.key")
+}
+
+// secretThroughLinkStaysHidden: with hide (relative to the workspace) to
+// hide, a command runs plant (making a link that hide's path leads
+// through); the host writes a secret at writeAt, which lands where the
+// link leads, at read; the next command cannot read it and runs undo
+// (removing or retargeting the link); the command after that cannot read
+// it either.
+func secretThroughLinkStaysHidden(t *testing.T, hide, plant, writeAt, undo, read string) {
+	t.Helper()
 	dir := t.TempDir()
-	cfg := resolvedConfig(t, dir, filepath.Join(dir, "sec", "*.key"))
-	out, _ := runIn(t, cfg, dir, "mkdir real other; ln -s real sec; echo planted")
-	if !strings.Contains(out, "planted") {
+	cfg := resolvedConfig(t, dir, filepath.Join(dir, hide))
+	if out, _ := runIn(t, cfg, dir, plant+"; echo planted"); !strings.Contains(out, "planted") {
 		t.Fatalf("the link: %q", out)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "sec", "a.key"), []byte("SECRET-KEY"), 0o644); err != nil {
+	// The host writes its secret through the link, as os.WriteFile does.
+	if err := os.WriteFile(filepath.Join(dir, writeAt), []byte("SECRET"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = runIn(t, cfg, dir, "cat real/a.key; rm sec && ln -s other sec && echo retargeted")
+	out, _ := runIn(t, cfg, dir, "cat "+read+"; "+undo+" && echo undone")
 	if strings.Contains(out, "SECRET") {
 		t.Fatalf("hidden at once: %q", out)
 	}
-	if !strings.Contains(out, "retargeted") {
-		t.Fatalf("the link was not retargeted: %q", out)
+	if !strings.Contains(out, "undone") {
+		t.Fatalf("the link was not removed or retargeted (%s): %q", undo, out)
 	}
-	out, _ = runIn(t, cfg, dir, "cat real/a.key")
-	if strings.Contains(out, "SECRET") {
-		t.Errorf("the next command read what the host wrote at sec/a.key through a link, once the link was retargeted: %q", out)
+	if out, _ = runIn(t, cfg, dir, "cat "+read); strings.Contains(out, "SECRET") {
+		t.Errorf("the next command read what the host wrote at %s through a link, once the link was gone (%s): %q", writeAt, undo, out)
 	}
 }
 

@@ -453,7 +453,7 @@ func (w *Workspace) currentHash(path string) (hash, changed string, err error) {
 	switch {
 	case rf != nil && rf.reason == ReasonNotFound:
 		return "", "", nil
-	case rf != nil && (rf.reason == ReasonNotRegular || rf.reason == ReasonIsDirectory):
+	case rf != nil && replacedSince(rf.reason):
 		if rf.detail != "" {
 			return "", fmt.Sprintf("%s (%s)", rf.reason, rf.detail), nil
 		}
@@ -471,6 +471,22 @@ func (w *Workspace) currentHash(path string) (hash, changed string, err error) {
 		return "", fmt.Sprintf("holding more than %d bytes, more than one write may", w.opts.MaxWriteBytes), nil
 	}
 	return hex.EncodeToString(h.Sum(nil)), "", nil
+}
+
+// replacedSince reports whether a refusal to open a file the session
+// wrote as a regular file in the root says that something else is there
+// now: a directory, a FIFO, a symbolic link (out of the root, dangling,
+// looping, or on the way to a hidden path), a parent replaced by a file,
+// a hard link made to it. The undo is refused as for any other change
+// ([ErrChangedSince]), not failed as when the workspace could not be
+// read (permission, I/O, the root gone).
+func replacedSince(r Reason) bool {
+	switch r {
+	case ReasonNotRegular, ReasonIsDirectory, ReasonEscapes, ReasonDanglingLink, ReasonSymlinkLoop,
+		ReasonNotDirectory, ReasonHardLink, ReasonLinkToHidden:
+		return true
+	}
+	return false
 }
 
 // restore puts back what r replaced.

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/polyweave/polyweave-go/agent"
@@ -20,9 +22,35 @@ import (
 // UndoToolName is the name of the tool [Journal.UndoTool] makes.
 const UndoToolName = "undo_changes"
 
-// JournalStoreSuffix is appended to a session id to name its journal in
-// the store.
+// JournalStoreSuffix is what an earlier version appended to a session id
+// to name its journal in the store (now [JournalKey]). That name could be
+// an agent's session key (agent.SessionKey of agent "s", session "undo"
+// is "s/undo", the old name of session "s"'s journal); a journal found
+// under it is moved to [JournalKey] when its session is first read (see
+// [Journal]).
+//
+// Deprecated: journals are stored under [JournalKey].
 const JournalStoreSuffix = "/undo"
+
+// journalKeyPrefix starts every [JournalKey]: an agent's session key
+// (agent.SessionKey) starts with the agent's name with '%' written as
+// %25, so it never starts with '%' followed by anything but "25" or
+// "2F".
+const journalKeyPrefix = "%undo/"
+
+// JournalKey returns the name under which the journal named name (see
+// JournalOptions.Name; empty is agent.DefaultName) keeps the writes of
+// session in its store: "%undo/", the name with '%' and '/' written as
+// %25 and %2F, '/', then the session id. It never is an agent's session
+// key (agent.SessionKey), nor the key of another journal name or session.
+func JournalKey(name, session string) string {
+	if name == "" {
+		name = agent.DefaultName
+	}
+	return journalKeyPrefix + journalNameEscaper.Replace(name) + "/" + session
+}
+
+var journalNameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // Errors of [Journal.Undo].
 var (
@@ -44,12 +72,19 @@ type JournalOptions struct {
 	// streams are agent.StreamID: the session, with '#' and '%' escaped,
 	// then "#<attempt>" past the first attempt).
 	SessionOf func(stream string) string
+	// Name keeps the journal apart from other journals in its store (see
+	// [JournalKey]); default agent.DefaultName. A journal records the
+	// sessions of one agent: the session ids of two agents may be the
+	// same, and a journal shared by both would undo one's writes at the
+	// other's request. Give each agent a journal of its own, named as the
+	// agent (agent.Options.Name).
+	Name string
 }
 
 // Journal makes write_file undoable: before each write it records, per
 // session, in a durability store (the session's own store works: the
-// journal is named <session>[JournalStoreSuffix]), what the write
-// replaces (the previous content and permissions, or that there was no
+// journal of a session is named [JournalKey], which no agent's session
+// key is), what the write replaces (the previous content and permissions, or that there was no
 // file) and a hash of the new content. [Journal.Undo] restores the files
 // to their state before a given call, across restarts, and refuses when a
 // file was changed since by something else.
@@ -61,11 +96,18 @@ type JournalOptions struct {
 // would cost more than the command. Approval (package approval) is the
 // control for commands.
 //
-// A Journal is safe for concurrent use; its writes are serialized.
+// A journal an earlier version stored under <session>[JournalStoreSuffix]
+// is moved to [JournalKey] when its session is first read, in one atomic
+// write, if every event there reads as a journal's (an agent's session
+// stored under that name is left as it is, never read as a journal).
+//
+// A Journal records the writes of one agent (see JournalOptions.Name).
+// It is safe for concurrent use; its writes are serialized.
 type Journal struct {
 	ws        *Workspace
 	store     durability.Store
 	sessionOf func(string) string
+	name      string
 
 	mu   sync.Mutex
 	next map[string]uint64 // per session: the index of its next event
@@ -80,6 +122,9 @@ func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Jour
 	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}}
 	if o != nil && o.SessionOf != nil {
 		j.sessionOf = o.SessionOf
+	}
+	if o != nil {
+		j.name = o.Name
 	}
 	return j, nil
 }
@@ -274,7 +319,70 @@ func (w *Workspace) openRegular(name string) (*os.File, int64, *refusal) {
 	return f, fi.Size(), nil
 }
 
-func (j *Journal) name(session string) string { return session + JournalStoreSuffix }
+func (j *Journal) key(session string) string { return JournalKey(j.name, session) }
+
+// moveOld moves the journal of session an earlier version stored under
+// session+JournalStoreSuffix to its key, when the key holds nothing yet
+// and every event under the old name decodes strictly as a journal
+// event (anything else there, an agent's session of that key, is not
+// the journal's and is left alone). The events keep their indexes and
+// are written in one atomic batch; the old name's are then deleted, so
+// that no other journal name takes them too. j.mu held.
+func (j *Journal) moveOld(ctx context.Context, session string) error {
+	empty := true
+	err := j.store.GetEvents(ctx, j.key(session), 0, 1, func(uint64, []byte) error {
+		empty = false
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal of session %q: %w", session, err)
+	}
+	if !empty {
+		return nil
+	}
+	old := session + JournalStoreSuffix
+	var events [][]byte
+	journal := true
+	err = j.store.GetEvents(ctx, old, 0, 0, func(i uint64, data []byte) error {
+		if i != uint64(len(events)) || !oldJournalEvent(data) {
+			journal = false
+			return errStopOld
+		}
+		events = append(events, data)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopOld) {
+		return fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+	}
+	if !journal || len(events) == 0 {
+		return nil
+	}
+	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
+		return fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", session, old, err)
+	}
+	if err := j.store.DeleteEvents(ctx, old, uint64(len(events)-1)); err != nil {
+		return fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
+	}
+	return nil
+}
+
+var errStopOld = errors.New("not a journal")
+
+// oldJournalEvent reports whether data decodes strictly as a
+// journalEvent: a JSON object of its fields alone, a write with a call
+// id, a path and a hash, or an undo of a range.
+func oldJournalEvent(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var e journalEvent
+	if dec.Decode(&e) != nil || dec.More() {
+		return false
+	}
+	if w := e.Write; w != nil {
+		return e.UndoFrom == 0 && e.UndoTo == 0 && w.CallID != "" && w.Path != "" && len(w.NewHash) == sha256.Size*2
+	}
+	return e.UndoTo > e.UndoFrom
+}
 
 // append persists e as the session's next event (j.mu held).
 func (j *Journal) append(ctx context.Context, session string, e journalEvent) error {
@@ -290,7 +398,7 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 	if err != nil {
 		return fmt.Errorf("journal of session %q: %w", session, err)
 	}
-	if err := j.store.PersistEvent(ctx, j.name(session), next, data); err != nil {
+	if err := j.store.PersistEvent(ctx, j.key(session), next, data); err != nil {
 		return fmt.Errorf("journal of session %q: %w", session, err)
 	}
 	j.next[session] = next + 1
@@ -307,10 +415,16 @@ type indexedWrite struct {
 func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
 	var writes []indexedWrite
 	var next uint64
-	err := j.store.GetEvents(ctx, j.name(session), 0, 0, func(i uint64, data []byte) error {
+	key := j.key(session)
+	if _, known := j.next[session]; !known {
+		if err := j.moveOld(ctx, session); err != nil {
+			return nil, 0, err
+		}
+	}
+	err := j.store.GetEvents(ctx, key, 0, 0, func(i uint64, data []byte) error {
 		var e journalEvent
 		if err := json.Unmarshal(data, &e); err != nil {
-			return &durability.StoreError{Op: durability.OpDecode, Name: j.name(session), Err: err}
+			return &durability.StoreError{Op: durability.OpDecode, Name: key, Err: err}
 		}
 		next = i + 1
 		if e.Write != nil {

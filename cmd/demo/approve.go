@@ -79,7 +79,9 @@ func (d *driver) applyApproval(opts *agent.Options) error {
 		store = d.sess.store // kept with the session
 	}
 	var err error
-	if d.journal, err = workspace.NewJournal(d.ws, store, nil); err != nil {
+	// Named as the agent: its records stay apart from the agent's sessions
+	// and from other agents' journals in the same store.
+	if d.journal, err = workspace.NewJournal(d.ws, store, &workspace.JournalOptions{Name: opts.Name}); err != nil {
 		return err
 	}
 	journaled, err := d.journal.Tools()

@@ -1,0 +1,151 @@
+package workspace_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
+)
+
+// TestJournal_SharesTheAgentsStore: the journal may live in the store of
+// the agent whose sessions it records (the Journal doc says the session's
+// own store works, and demo -undo does so). Its records must then never
+// be read as one of the agent's sessions: the journal of session "bot"
+// of the agent named "bot" and the session "undo" of that agent
+// (agent.SessionKey "bot/undo") are two things.
+func TestJournal_SharesTheAgentsStore(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	rt := actorstest.NewRuntime(t, nil)
+	_, j := newJournal(t, dir, store)
+	jt := startJournal(t, rt, j)
+	jt.write(agent.StreamID("bot", 1), "c1", "a.txt", "A1") // session "bot" writes a file
+
+	// Session "undo" of agent "bot" was never run: the store holds no
+	// such session.
+	key := agent.SessionKey("bot", "undo")
+	st, ok, err := tools.ReadSession(undoCtx(t), store, key)
+	if err != nil || ok {
+		t.Fatalf("session %q of agent bot, never run, reads as ok=%v (%d steps), err %v: the journal of session %q is stored under its key",
+			"undo", ok, st.GetSteps(), err, "bot")
+	}
+}
+
+// TestJournal_AgentSessionUnderOldName: an agent's session stored under
+// what an earlier version named a journal (session "undo" of agent
+// "bot" is "bot/undo", the old name of the journal of session "bot") is
+// not read as that journal: session "bot" writes and undoes, and the
+// agent's session is left as it was.
+func TestJournal_AgentSessionUnderOldName(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	ctx := undoCtx(t)
+	key := agent.SessionKey("bot", "undo")
+	notJSON := []byte{0x0a, 0x03, 'a', 'b', 'c'}
+	if err := store.PersistEvent(ctx, key, 0, notJSON); err != nil {
+		t.Fatal(err)
+	}
+	rt := actorstest.NewRuntime(t, nil)
+	_, j := newJournal(t, dir, store)
+	jt := startJournal(t, rt, j)
+	jt.write(agent.StreamID("bot", 1), "c1", "a.txt", "A1")
+	if changes, err := j.Changes(ctx, "bot"); err != nil || len(changes) != 1 || changes[0].CallID != "c1" {
+		t.Fatalf("changes of session bot: %+v, %v; want the one write", changes, err)
+	}
+	if _, err := j.Undo(ctx, "bot", ""); err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	if err := store.GetEvents(ctx, key, 0, 0, func(_ uint64, data []byte) error { kept = append(kept, data); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || !bytes.Equal(kept[0], notJSON) {
+		t.Fatalf("the agent's session %q now holds %q, want it as it was", key, kept)
+	}
+}
+
+// TestJournal_OldNameMoved: a journal an earlier version stored under
+// <session>/undo is read, moved to its JournalKey (the old name is
+// emptied), and undone from.
+func TestJournal_OldNameMoved(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	ctx := undoCtx(t)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("A1"))
+	old := fmt.Sprintf(`{"write":{"call_id":"c1","path":"a.txt","existed":false,"new_hash":%q}}`, hex.EncodeToString(sum[:]))
+	if err := store.PersistEvent(ctx, "s1"+workspace.JournalStoreSuffix, 0, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	_, j := newJournal(t, dir, store)
+	if changes, err := j.Changes(ctx, "s1"); err != nil || len(changes) != 1 || changes[0].CallID != "c1" || !changes[0].Created {
+		t.Fatalf("changes of s1: %+v, %v; want the write of the old journal", changes, err)
+	}
+	if n := countEvents(t, store, "s1"+workspace.JournalStoreSuffix); n != 0 {
+		t.Errorf("the old name keeps %d events after the move", n)
+	}
+	if n := countEvents(t, store, workspace.JournalKey("", "s1")); n != 1 {
+		t.Errorf("JournalKey holds %d events, want the 1 moved", n)
+	}
+	if restored, err := j.Undo(ctx, "s1", ""); err != nil || len(restored) != 1 || content(t, filepath.Join(dir, "a.txt")) != "<none>" {
+		t.Fatalf("undo: %+v, %v; a.txt %q", restored, err, content(t, filepath.Join(dir, "a.txt")))
+	}
+}
+
+// TestJournal_NamesApart: two agents' journals on one store, each named
+// as its agent, keep the writes of their sessions apart, the same
+// session id included: one's undo never undoes the other's writes.
+func TestJournal_NamesApart(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	ctx := undoCtx(t)
+	rt := actorstest.NewRuntime(t, nil)
+	ws, err := workspace.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var jts []*journaled
+	var js []*workspace.Journal
+	for _, name := range []string{"alpha", "beta"} {
+		j, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, jts = append(js, j), append(jts, startJournal(t, rt, j))
+	}
+	jts[0].write("s", "a1", "a.txt", "alpha's")
+	jts[1].write("s", "b1", "b.txt", "beta's")
+	if _, err := js[0].Undo(ctx, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if content(t, filepath.Join(dir, "a.txt")) != "<none>" || content(t, filepath.Join(dir, "b.txt")) != "beta's" {
+		t.Fatalf("after alpha's undo of session s: a.txt %q, b.txt %q; want a.txt gone, b.txt beta's",
+			content(t, filepath.Join(dir, "a.txt")), content(t, filepath.Join(dir, "b.txt")))
+	}
+}
+
+func countEvents(t *testing.T, store durability.Store, name string) int {
+	t.Helper()
+	n := 0
+	if err := store.GetEvents(undoCtx(t), name, 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

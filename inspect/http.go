@@ -87,8 +87,21 @@ func (in *Inspector) allowed(r *http.Request) error {
 	if !loopback.IsName(r.Host) {
 		return fmt.Errorf("host %q is not a loopback name (the host can allow it: Options.AllowRemote)", r.Host)
 	}
+	// A reverse proxy on this machine connects from loopback, and may
+	// pass a loopback Host on (nginx's proxy_pass does by default): the
+	// client it forwards for is elsewhere.
+	for _, h := range forwardedHeaders {
+		if v := r.Header.Values(h); len(v) > 0 {
+			return fmt.Errorf("request forwarded by a proxy (%s: %s): its client is not known to be on a loopback address (the host can allow it: Options.AllowRemote)",
+				h, clip(strings.Join(v, ", "), 100))
+		}
+	}
 	return nil
 }
+
+// forwardedHeaders are the headers with which a proxy names the client
+// it forwards for.
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host"}
 
 func (in *Inspector) view(r *http.Request) view {
 	sel := r.URL.Query().Get("session")

@@ -42,8 +42,11 @@ const (
 type Options struct {
 	// Title is the page's title; default "Polyweave inspector".
 	Title string
-	// AllowRemote serves clients that are not on a loopback address, and
-	// Host headers that are not loopback names. Default: refused (403).
+	// AllowRemote serves clients that are not on a loopback address, Host
+	// headers that are not loopback names, and requests a proxy forwarded
+	// (with a Forwarded, X-Forwarded-For, X-Forwarded-Host or X-Real-IP
+	// header: a proxy on this machine connects from loopback, whoever its
+	// client is). Default: refused (403).
 	AllowRemote bool
 	// Faults enables the fault injection endpoints and the page's buttons
 	// for them. Default: absent.

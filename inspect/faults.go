@@ -31,16 +31,31 @@ func (in *Inspector) InjectPanic(id string) (string, error) {
 	return in.fault(id, "panic injected into %s", id), nil
 }
 
+// ErrClosed is returned (wrapped) by [Inspector.Stall] asked to stall a
+// tool after Close: Close released the stalls, and nothing would release
+// one set after it (a tool without a timeout would wait for ever).
+var ErrClosed = errors.New("inspect: the inspector is closed")
+
 // Stall stalls (on) or releases (off) the tool name, which must have been
-// wrapped by [Inspector.Tools].
+// wrapped by [Inspector.Tools]. After Close, a stall is refused with
+// [ErrClosed].
 func (in *Inspector) Stall(name string, on bool) (string, error) {
 	in.mu.Lock()
 	s := in.stalls[name]
-	in.mu.Unlock()
 	if s == nil {
+		in.mu.Unlock()
 		return "", fmt.Errorf("no stallable tool %q (tools are stallable once wrapped by Inspector.Tools)", name)
 	}
+	select {
+	case <-in.closed: // closed before Close takes in.mu to release the stalls
+		if on {
+			in.mu.Unlock()
+			return "", fmt.Errorf("stall tool %s: %w: nothing would release it", name, ErrClosed)
+		}
+	default:
+	}
 	s.set(on)
+	in.mu.Unlock()
 	if on {
 		return in.fault("", "tool %s stalled: its calls wait until released or timed out", name), nil
 	}

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -184,6 +185,20 @@ func (in *Inspector) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush()
 	}
+	// A write blocked on a client that stopped reading is not ended by
+	// the checks of in.closed between writes: Close makes it fail, with a
+	// write deadline in the past (the connection is not reused: its last
+	// write fails). Once set, it is set before the handler returns.
+	deadlineSet := make(chan struct{})
+	stopDeadline := context.AfterFunc(in.closing, func() {
+		defer close(deadlineSet)
+		_ = rc.SetWriteDeadline(time.Unix(1, 0))
+	})
+	defer func() {
+		if !stopDeadline() {
+			<-deadlineSet
+		}
+	}()
 	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
 		return
 	}
@@ -272,8 +287,11 @@ func (in *Inspector) serveFault(w http.ResponseWriter, r *http.Request, what str
 	status := http.StatusOK
 	if err != nil {
 		status, text = http.StatusNotFound, err.Error()
-		if errors.Is(err, errBadFault) {
+		switch {
+		case errors.Is(err, errBadFault):
 			status = http.StatusBadRequest
+		case errors.Is(err, ErrClosed):
+			status = http.StatusServiceUnavailable
 		}
 	}
 	if !strings.Contains(r.Header.Get("Accept"), "application/json") {

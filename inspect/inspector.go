@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -80,8 +81,12 @@ type Inspector struct {
 
 	unwatch []func()
 	closed  chan struct{}
-	once    sync.Once
-	clock   coarseClock // for ages and moments; latencies read time.Now
+	// closing is done at Close, for what ends then without a goroutine
+	// of its own waiting (see serveEvents).
+	closing    context.Context
+	endClosing context.CancelFunc
+	once       sync.Once
+	clock      coarseClock // for ages and moments; latencies read time.Now
 
 	mu sync.Mutex
 	// version is bumped at every change the page shows: next to mu, as
@@ -155,18 +160,22 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{},
 		stores: map[string]storePosition{}}
+	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
 	return in, nil
 }
 
 // Close stops watching the runtime, releases stalled tool calls and ends
-// the event streams being served. The page then shows nothing new.
+// the event streams being served, those whose client stopped reading
+// included (their writes fail at once). The page then shows nothing new,
+// and no tool can be stalled ([ErrClosed]).
 func (in *Inspector) Close() {
 	in.once.Do(func() {
 		for _, stop := range in.unwatch {
 			stop()
 		}
 		close(in.closed)
+		in.endClosing()
 		in.clock.close()
 		in.mu.Lock()
 		for _, s := range in.stalls {

@@ -119,7 +119,7 @@ type WaitingApproval struct {
 }
 
 func (in *Inspector) held(h heldApproval) {
-	text := fmt.Sprintf("%s call %s on %s waits for approval", h.tool, h.id, h.stream)
+	text := fmt.Sprintf("%s call %s on %s waits for approval", h.tool, clip(h.id, in.opts.Clip), h.stream)
 	if h.restored {
 		text += " (held before a restart, read from the store)"
 	}
@@ -157,7 +157,7 @@ func (in *Inspector) answered(stream, id string, how func(heldApproval) string) 
 	}
 	h := s.approvals[i]
 	s.approvals = slices.Delete(s.approvals, i, i+1)
-	in.addFeed(FeedItem{Kind: "approval", Text: fmt.Sprintf("%s call %s on %s %s", h.tool, h.id, h.stream, how(h))})
+	in.addFeed(FeedItem{Kind: "approval", Text: fmt.Sprintf("%s call %s on %s %s", h.tool, clip(h.id, in.opts.Clip), h.stream, how(h))})
 	return true
 }
 

@@ -119,6 +119,10 @@ type Inspector struct {
 	storeOrder   ring[string]
 	tools        map[string]*toolStats
 	toolList     []*toolStats // the same, by index (pendingCall.tool)
+	// registered are the names of the tools given to Tools (the host's);
+	// unregistered counts the rows of other names (see toolStats).
+	registered   map[string]bool
+	unregistered int
 	stalls       map[string]*stall
 	stores       map[string]storePosition
 	restarts     int
@@ -158,7 +162,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	}
 	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
-		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{},
+		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
 		stores: map[string]storePosition{}}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
@@ -483,8 +487,8 @@ func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
 	st := in.toolResult(ev, kind)
 	st.failures++
 	st.kinds[kind]++
-	in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", st.name, ev.Call.GetToolCallId(),
-		ev.StreamID, kind), Alert: true})
+	in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", clip(ev.Call.GetName(), in.opts.Clip),
+		clip(ev.Call.GetToolCallId(), in.opts.Clip), ev.StreamID, kind), Alert: true})
 	in.version.Add(1)
 	in.mu.Unlock()
 }
@@ -562,16 +566,42 @@ func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 }
 
 // toolStats returns the figures of a tool, making them; in.mu must be
-// held.
+// held. The name is the model's (a call may name any tool, one that does
+// not exist included): it is clipped to Options.Clip, and past
+// maxOtherTools rows of names not given to [Inspector.Tools], the figures
+// of a new such name are counted in one row, [OtherTools]. Rows are kept
+// for good (pending calls point at them).
 func (in *Inspector) toolStats(name string) *toolStats {
+	name = clip(name, in.opts.Clip)
 	st := in.tools[name]
-	if st == nil {
-		st = &toolStats{name: name, index: int32(len(in.toolList)), kinds: map[string]int{}}
-		in.tools[name] = st
-		in.toolList = append(in.toolList, st)
+	if st != nil {
+		return st
 	}
+	if !in.registered[name] {
+		if in.unregistered >= maxOtherTools {
+			name = OtherTools
+			if st = in.tools[name]; st != nil {
+				return st
+			}
+		} else {
+			in.unregistered++
+		}
+	}
+	st = &toolStats{name: name, index: int32(len(in.toolList)), kinds: map[string]int{}}
+	in.tools[name] = st
+	in.toolList = append(in.toolList, st)
 	return st
 }
+
+// OtherTools names the row of tool figures that counts the calls of
+// tools past the first maxOtherTools (32) names not given to
+// [Inspector.Tools]: the names of calls are the model's, which may call
+// any number of tools that do not exist. It is no valid tool name.
+const OtherTools = "(other tools)"
+
+// maxOtherTools bounds the rows of tool figures of names not given to
+// Inspector.Tools.
+const maxOtherTools = 32
 
 // toolStats are the figures of one tool.
 type toolStats struct {

@@ -154,8 +154,8 @@ func (o *modelObserver) toolStats(name string) *toolStats {
 			return st
 		}
 	}
-	st := o.in.toolStats(name) // kept for good: in.tools forgets none
-	if len(o.tools) < maxObservedTools {
+	st := o.in.toolStats(name)                              // kept for good: in.tools forgets none
+	if len(o.tools) < maxObservedTools && st.name == name { // not clipped, nor OtherTools
 		o.tools = append(o.tools, st)
 	}
 	return st

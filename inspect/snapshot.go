@@ -332,7 +332,7 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	for i := range s.calls {
 		p := &s.calls[i]
 		age := now.Sub(time.Unix(0, p.since))
-		d.Pending = append(d.Pending, PendingCall{ID: p.id(), Name: in.toolList[p.tool].name, Stream: p.call.GetStreamId(),
+		d.Pending = append(d.Pending, PendingCall{ID: clip(p.id(), in.opts.Clip), Name: clip(p.call.GetName(), in.opts.Clip), Stream: p.call.GetStreamId(),
 			Args: clip(string(p.args()), in.opts.Clip), AgeMS: age.Milliseconds(), Age: shortDuration(age), Running: p.running})
 	}
 	for _, st := range s.streams {

@@ -15,7 +15,16 @@ import (
 // or their context ends (the tool's timeout, a CANCEL or ABORT: the call
 // gets its error result as usual). Unstalled, a handler runs as before,
 // after one uncontended lock.
+//
+// The tools' names are the host's: each keeps a row of figures of its
+// own, however many other names the model's calls make up (see
+// [OtherTools]).
 func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
+	in.mu.Lock()
+	for _, t := range ts {
+		in.registered[clip(t.Name(), in.opts.Clip)] = true
+	}
+	in.mu.Unlock()
 	if !in.opts.Faults {
 		return ts, nil
 	}

@@ -1,0 +1,105 @@
+package inspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// TestTools_MadeUpNamesAreBounded: the names of tool calls are the
+// model's, and a model (confused, or steered by what it read) may call
+// any number of tools that do not exist, each answered unknown_tool. The
+// inspector bounds everything else it keeps (sessions, feed, ended
+// actors); the per-tool figures must not grow by one row, kept for good
+// and drawn in every event of every page, per name the model made up.
+func TestTools_MadeUpNamesAreBounded(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	const made = 5000
+	for i := range made {
+		name := fmt.Sprintf("no_such_tool_%d", i)
+		call := messages.ToolCall("s", fmt.Sprintf("c%d", i), name, []byte(`{}`))
+		res := messages.ToolError("s", call.GetToolCallId(), name, "Unknown tool: "+name)
+		res.Meta.FailureKind = string(tools.FailureUnknownTool)
+		in.OnToolResult(tools.ToolResultEvent{StreamID: "s", Iteration: 1, Call: call, Result: res})
+	}
+	if n := len(in.Snapshot("").Tools); n > inspect.DefaultMaxSessions {
+		t.Fatalf("%d calls of %d made-up tool names keep %d rows of tool figures (for good: nothing forgets them)", made, made, n)
+	}
+}
+
+// TestSnapshot_ModelMadeStringsAreClipped: a tool call's name and id are
+// the model's, of any length; like its arguments and messages they are
+// clipped in what the page shows (the feed, the tool figures), so that
+// one call with a megabyte name does not put a megabyte into every
+// event of every page, for as long as the feed keeps it.
+func TestSnapshot_ModelMadeStringsAreClipped(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	name, id := strings.Repeat("n", 1<<20), strings.Repeat("i", 1<<20)
+	call := messages.ToolCall("s", id, name, []byte(`{}`))
+	res := messages.ToolError("s", id, name, "Unknown tool")
+	res.Meta.FailureKind = string(tools.FailureUnknownTool)
+	in.OnToolResult(tools.ToolResultEvent{StreamID: "s", Iteration: 1, Call: call, Result: res})
+	data, err := json.Marshal(in.Snapshot("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 64<<10 {
+		t.Fatalf("one call with a 1 MiB name and a 1 MiB id makes a snapshot of %d bytes (Clip is %d)", len(data), inspect.DefaultClip)
+	}
+}
+
+// TestTools_HostsToolsKeepTheirRows: a tool the host gave to
+// Inspector.Tools keeps a row of its own however many names the model
+// made up before its first call; the made-up names past the bound are
+// counted together, in the OtherTools row.
+func TestTools_HostsToolsKeepTheirRows(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	echo := tools.MustNewTyped(tools.Definition{Name: "echo"},
+		func(_ context.Context, in echoIn) (echoOut, error) { return echoOut(in), nil })
+	if _, err := in.Tools([]*tools.Tool{echo}); err != nil {
+		t.Fatal(err)
+	}
+	result := func(name, id string) {
+		call := messages.ToolCall("s", id, name, []byte(`{}`))
+		res := messages.ToolError("s", id, name, "Unknown tool: "+name)
+		res.Meta.FailureKind = string(tools.FailureUnknownTool)
+		in.OnToolResult(tools.ToolResultEvent{StreamID: "s", Iteration: 1, Call: call, Result: res})
+	}
+	const made = 200
+	for i := range made {
+		result(fmt.Sprintf("no_such_tool_%d", i), fmt.Sprintf("c%d", i))
+	}
+	result("echo", "e1")
+	calls := map[string]int{}
+	total := 0
+	for _, tf := range in.Snapshot("").Tools {
+		calls[tf.Name] = tf.Calls
+		total += tf.Calls
+	}
+	if calls["echo"] != 1 || calls[inspect.OtherTools] == 0 || total != made+1 {
+		t.Fatalf("echo %d calls, %s %d, %d in all over %d rows; want echo's own row with 1, the rest counted, %d in all",
+			calls["echo"], inspect.OtherTools, calls[inspect.OtherTools], total, len(calls), made+1)
+	}
+}

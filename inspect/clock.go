@@ -116,25 +116,39 @@ func (c *coarseClock) tick(stop, done chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			c.mu.Lock()
-			if c.read.Swap(false) || len(c.subs) > 0 {
-				idle = 0
-			} else if idle++; time.Duration(idle)*coarseResolution >= coarseIdle {
-				c.ns.Store(0)
-				c.running = false
-				c.mu.Unlock()
+			if !c.advance(&idle) {
 				return
 			}
-			c.ns.Store(time.Now().UnixNano())
-			for _, s := range c.subs {
-				select {
-				case s <- struct{}{}:
-				default:
-				}
-			}
-			c.mu.Unlock()
 		}
 	}
+}
+
+// advance handles one tick: it reads the system clock and wakes the
+// followers, or reports false when the ticking ends: idle ticks of the
+// goroutine without reads or followers came to coarseIdle, or the clock
+// was closed (a tick taken from the ticker as close took c.mu: it must
+// not store a time close cleared).
+func (c *coarseClock) advance(idle *int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	if c.read.Swap(false) || len(c.subs) > 0 {
+		*idle = 0
+	} else if *idle++; time.Duration(*idle)*coarseResolution >= coarseIdle {
+		c.ns.Store(0)
+		c.running = false
+		return false
+	}
+	c.ns.Store(time.Now().UnixNano())
+	for _, s := range c.subs {
+		select {
+		case s <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
 
 // close stops the ticking for good: later reads read the system clock.

@@ -119,3 +119,22 @@ func TestTicksLater(t *testing.T) {
 		}
 	}
 }
+
+// TestCoarseClock_TickAfterClose: a tick the ticking goroutine took from
+// its ticker just as close took the lock is handled after close: it
+// stores no time (reads after close read the system clock, not a time
+// frozen at that tick) and ends the ticking.
+func TestCoarseClock_TickAfterClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c coarseClock
+		c.now() // ticking
+		c.close()
+		idle := 0
+		if c.advance(&idle) {
+			t.Error("a tick handled after close goes on ticking")
+		}
+		if ns := c.ns.Load(); ns != 0 {
+			t.Fatalf("a tick handled after close stored %v: reads after close return it for good", time.Unix(0, ns))
+		}
+	})
+}

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // The pinned protoactor remote trusts what arrives: its endpoint reader
@@ -54,7 +57,7 @@ import (
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
-	endNext atomic.Bool // tests: end the incoming stream that receives the next message
+	endNext atomic.Bool // tests: end the incoming stream that receives the next frame (see carriesFrame)
 	tag     bool        // set connHeader on every message received
 	streams atomic.Uint64
 	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
@@ -127,10 +130,11 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	if s.g.endNext.CompareAndSwap(true, false) {
+	rm, _ := m.(*paremote.RemoteMessage)
+	if s.g.endNext.Load() && carriesFrame(rm) && s.g.endNext.CompareAndSwap(true, false) {
 		return status.Error(codes.Unavailable, "remote: stream ended by a test")
 	}
-	if rm, ok := m.(*paremote.RemoteMessage); ok {
+	if rm != nil {
 		if b := rm.GetMessageBatch(); b != nil {
 			s.g.filter(b)
 			s.g.retarget(b)
@@ -143,6 +147,16 @@ func (s *guardedStream) RecvMsg(m any) error {
 		}
 	}
 	return nil
+}
+
+// frameType is the type name of a polyweave frame on protoactor's wire.
+var frameType = string((&messages.Frame{}).ProtoReflect().Descriptor().FullName())
+
+// carriesFrame reports whether m is a message batch with a polyweave frame
+// in it (a request or an answer), rather than only protoactor's own
+// messages (a watch, a Touch's answer), which a peer sends when it will.
+func carriesFrame(m *paremote.RemoteMessage) bool {
+	return slices.Contains(m.GetMessageBatch().GetTypeNames(), frameType)
 }
 
 // setSelf tells g the address of its remote: from then on, it delivers

@@ -64,3 +64,8 @@ const ReceiveLimit = maxMessageBytes
 // StreamsPerConnection is the most streams nodes and clients let one
 // connection have open at once.
 const StreamsPerConnection = maxConcurrentStreams
+
+// SetHandshakeTimeout makes the server options of g bound a new
+// connection's handshake by d instead of HandshakeTimeout. Call it before
+// ServerOptions.
+func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }

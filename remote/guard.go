@@ -61,6 +61,9 @@ type guard struct {
 	tag     bool        // set connHeader on every message received
 	streams atomic.Uint64
 	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
+	// handshake bounds a new connection's handshake; 0: HandshakeTimeout
+	// (tests shorten it).
+	handshake time.Duration
 
 	mu    sync.Mutex
 	ended func(peer, conn string) // see onEnded
@@ -85,7 +88,16 @@ func (g *guard) onEnded(f func(peer, conn string)) {
 // interceptors.
 func (g *guard) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainStreamInterceptor(g.interceptStream), grpc.ChainUnaryInterceptor(g.refuseUnary),
-		grpc.ConnectionTimeout(HandshakeTimeout)}
+		grpc.ConnectionTimeout(g.handshakeTimeout())}
+}
+
+// handshakeTimeout is how long a new connection may take to get through
+// its handshake (see HandshakeTimeout).
+func (g *guard) handshakeTimeout() time.Duration {
+	if g.handshake > 0 {
+		return g.handshake
+	}
+	return HandshakeTimeout
 }
 
 // HandshakeTimeout bounds how long a peer's new connection may take to

@@ -48,3 +48,13 @@ func TestGuard_EndNextTakesAFrame(t *testing.T) {
 		}
 	}
 }
+
+// The guard of a node, a client or NewGuard bounds a new connection's
+// handshake by HandshakeTimeout (the tests that see it closed shorten it).
+func TestGuard_HandshakeTimeoutByDefault(t *testing.T) {
+	for name, g := range map[string]*guard{"node or client": {}, "NewGuard": &NewGuard(nil).g} {
+		if got := g.handshakeTimeout(); got != HandshakeTimeout {
+			t.Errorf("%s: handshake bounded by %v, want HandshakeTimeout (%v)", name, got, HandshakeTimeout)
+		}
+	}
+}

@@ -229,7 +229,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame, server); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -256,8 +257,16 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 	if g.opts.Deadline > 0 {
 		deadline = g.opts.Now().Add(g.opts.Deadline).UTC().Truncate(time.Millisecond)
 	}
-	verdict, reason := g.opts.Policy(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
+	verdict, reason, p := g.decide(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
 		Tool: g.described[call.GetName()], Arguments: call.GetPayload(), Deadline: deadline})
+	if p != nil {
+		// The host's code failed on this call: it is denied (never run
+		// unapproved), and the loop goes on serving its other calls and
+		// streams (see ApprovalPolicy).
+		d.deliver(c, call, errorResult(call, FailureDenied, fmt.Sprintf("Tool call %s was denied: the approval policy panicked: %v; it was not run", call.GetName(), p.value)))
+		logPanic(c.Logger(), call, "approval policy", p.value, p.stack)
+		return true
+	}
 	switch verdict {
 	case VerdictRun:
 		return false
@@ -275,6 +284,24 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 	g.save(c) // persisted before the consumer is asked
 	g.park(c, d, call, s, req)
 	return true
+}
+
+// policyPanic is a panic of the approval policy.
+type policyPanic struct {
+	value any
+	stack []byte
+}
+
+// decide asks the policy about call; a panic of the policy is returned
+// (with its stack) instead of failing the loop.
+func (g *approvalGate) decide(call ApprovalCall) (verdict Verdict, reason string, p *policyPanic) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &policyPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	verdict, reason = g.opts.Policy(call)
+	return verdict, reason, nil
 }
 
 // park keeps call waiting and asks the consumer.

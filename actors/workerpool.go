@@ -57,11 +57,23 @@ type workerPool struct {
 }
 
 // worker is one worker goroutine's state, as the watcher sees it.
+//
+// A worker writes runs twice per mailbox run, so each worker has cache
+// lines of its own (workerSize bytes, a size class of its own that the
+// allocator aligns to it): the 16 bytes alone put the pool's workers,
+// allocated one after the other, on one line, which every run on one
+// processor then took from the other's cache while both were busy (a
+// fleet of sessions at once, not one conversation at a time).
 type worker struct {
 	// runs is odd while the worker is in a run, and counts them.
 	runs atomic.Uint64
 	seen uint64 // runs at the watcher's previous look (watcher only)
+	_    [workerSize - 16]byte
 }
+
+// workerSize is a worker's size: two cache lines, as the processor
+// fetches lines in pairs.
+const workerSize = 128
 
 // newWorkerPool returns a pool running target workers at least while runs
 // are queued (0: GOMAXPROCS) and keeping at most maxParked.

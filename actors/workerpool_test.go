@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 // TestWorkerPool_ReusesParkedWorkers checks that a run scheduled while a
@@ -149,5 +150,39 @@ func TestWorkerPool_CloseRunsQueuedRuns(t *testing.T) {
 		}()
 		p.close()
 		wg.Wait()
+	})
+}
+
+// TestWorkerPool_WorkersShareNoCacheLine checks that the counters the
+// pool's workers write on every run lie on cache lines of their own: two
+// workers started one after the other must not have their run counters
+// within one line pair, nor share it with another object.
+func TestWorkerPool_WorkersShareNoCacheLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 2, 4)
+		gate := make(chan struct{})
+		for range 2 {
+			p.Schedule(func() { <-gate })
+		}
+		synctest.Wait() // both workers are in their runs
+		p.mu.Lock()
+		var addrs []uintptr
+		for w := range p.workers {
+			addrs = append(addrs, uintptr(unsafe.Pointer(w)))
+		}
+		p.mu.Unlock()
+		close(gate)
+		if len(addrs) != 2 {
+			t.Fatalf("%d workers, want 2", len(addrs))
+		}
+		for _, a := range addrs {
+			if a%workerSize != 0 || unsafe.Sizeof(worker{}) < workerSize {
+				t.Errorf("worker at %#x, %d bytes: shares its %d-byte line pair with other objects", a, unsafe.Sizeof(worker{}), workerSize)
+			}
+		}
+		if d := max(addrs[0], addrs[1]) - min(addrs[0], addrs[1]); d < workerSize {
+			t.Errorf("workers %d bytes apart, want at least %d", d, workerSize)
+		}
+		p.close()
 	})
 }

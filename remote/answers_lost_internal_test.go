@@ -1,9 +1,12 @@
 package remote
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // The node's connection to the client ends (the client's guard tells its
@@ -49,5 +52,30 @@ func TestProxy_NodeGoneEndsTheWaitForItsSignOfLife(t *testing.T) {
 	receive(p, &actor.Touched{Who: actor.NewPID(addr, ServiceName)})
 	if ok, err := answered(again); ok {
 		t.Errorf("call to a node come back: answered (%v) by a sign of life asked before it went, want it waiting", err)
+	}
+}
+
+// A DESCRIBE's answer is several frames, which the node may send in
+// several batches: when a connection from the node ends, the first may be
+// lost with it and the rest come over a new connection (the node sends
+// them there once it finds the old one ended), END last. That END does
+// not make the answer whole: the DESCRIBE is answered with
+// ErrConnectionLost at the node's sign of life, not with the tools that
+// came.
+func TestProxy_DescribeWhoseAnswerLostAPartIsNotAnsweredWithTheRest(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	p := newProxy(ClientOptions{})
+	receive(p, &peerOpened{address: addr})
+	w := &waiter{node: actor.NewPID(addr, ServiceName), done: make(chan struct{})}
+	receive(p, &start{frame: messages.Describe("d"), w: w})
+	receive(p, &answersLost{address: addr}) // the first DESCRIPTION went with it
+	receive(p, &messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: "d", Name: "second", Payload: []byte(`{"name":"second"}`)})
+	receive(p, messages.End("d"))
+	if ok, err := answered(w); ok && err == nil {
+		t.Fatalf("DESCRIBE answered with %d of its tools, the rest lost with the connection", len(w.descriptions))
+	}
+	receive(p, &actor.Touched{Who: actor.NewPID(addr, ServiceName)})
+	if ok, err := answered(w); !ok || !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("DESCRIBE at the node's sign of life: answered %v (%v), want ErrConnectionLost", ok, err)
 	}
 }

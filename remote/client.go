@@ -229,7 +229,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, c.guard, c.dials, maxFrame, server); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -679,8 +679,10 @@ func (p *proxy) Receive(ctx actor.Context) {
 		// may not yet have seen the connection end, may send their
 		// answers into it too). A node that is gone is told by its
 		// peerGone instead.
-		// A DESCRIBE whose answer had begun over the connection may have
-		// lost the rest of it: it is answered at once.
+		// A DESCRIBE waiting is answered so too, at the sign of life,
+		// even when its END comes before it (see frame): part of its
+		// answer may have gone into that connection, the rest over a new
+		// one.
 		// The node names itself in the connections it opens (see
 		// proxy.selves).
 		for _, addr := range p.dialled(m.address) {
@@ -713,13 +715,8 @@ func (p *proxy) Receive(ctx actor.Context) {
 // (see the answersLost message).
 func (p *proxy) mayBeLost(ctx actor.Context, addr string) {
 	lost := false
-	for k, w := range p.pending {
-		switch {
-		case w.node.Address != addr:
-		case k.id == "" && len(w.descs) > 0:
-			delete(p.pending, k)
-			w.finish(func() { w.err = describeLost(addr) })
-		default:
+	for _, w := range p.pending {
+		if w.node.Address == addr {
 			w.lost = true
 			lost = true
 		}
@@ -772,6 +769,13 @@ func (p *proxy) frame(f *messages.Frame) {
 	case messages.FrameType_END:
 		key := callKey{f.GetStreamId(), ""}
 		if w, ok := p.pending[key]; ok {
+			if w.lost {
+				// Its answer may have lost a part with a connection
+				// from the node and come on over a new one: the END
+				// does not make it whole. It is answered at the node's
+				// sign of life (see answersLost).
+				return
+			}
 			delete(p.pending, key)
 			p.serving(w.node.Address)
 			w.finish(func() { w.descriptions = w.descs })

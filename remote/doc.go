@@ -159,7 +159,9 @@
 // node listening on every interface): protoactor would send one naming
 // another address on to it, to itself over and over, or to another
 // host. A client resolves a loopback name it is given (localhost) to the
-// loopback IP, the address a node listening there knows itself by.
+// loopback IP, the address a node listening there knows itself by. A
+// node listening on every interface, or reached through NAT, can name
+// itself by the address its callers reach it at ([NodeOptions.Advertise]).
 // [Guard] gives a
 // protoactor remote started elsewhere (a cluster member's) the same, once
 // told the remote's address ([Guard.SetAddress]).

@@ -47,14 +47,15 @@ func Settle(c *Client) error {
 }
 
 // EndIncoming makes c end the incoming connection (a node's, which
-// carries its answers) that receives the next message, as a connection
-// lost would end: the node's side of it sees it end, c's outgoing
-// connections stay open.
+// carries its answers) that receives the next message with a frame in it
+// (an answer: not the node's watch of c, nor its answer to c's Touch, which
+// come when they will), as a connection lost would end: the node's side
+// of it sees it end, c's outgoing connections stay open.
 func EndIncoming(c *Client) { c.guard.endNext.Store(true) }
 
 // EndNextIncoming makes n end the incoming connection (a caller's, which
-// carries its calls) that receives the next message, as EndIncoming does
-// for a client.
+// carries its calls) that receives the next message with a frame in it
+// (a request), as EndIncoming does for a client.
 func EndNextIncoming(n *Node) { n.guard.endNext.Store(true) }
 
 // ReceiveLimit is the largest gRPC message nodes and clients take.
@@ -63,3 +64,8 @@ const ReceiveLimit = maxMessageBytes
 // StreamsPerConnection is the most streams nodes and clients let one
 // connection have open at once.
 const StreamsPerConnection = maxConcurrentStreams
+
+// SetHandshakeTimeout makes the server options of g bound a new
+// connection's handshake by d instead of HandshakeTimeout. Call it before
+// ServerOptions.
+func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // The pinned protoactor remote trusts what arrives: its endpoint reader
@@ -54,10 +57,13 @@ import (
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
-	endNext atomic.Bool // tests: end the incoming stream that receives the next message
+	endNext atomic.Bool // tests: end the incoming stream that receives the next frame (see carriesFrame)
 	tag     bool        // set connHeader on every message received
 	streams atomic.Uint64
 	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
+	// handshake bounds a new connection's handshake; 0: HandshakeTimeout
+	// (tests shorten it).
+	handshake time.Duration
 
 	mu    sync.Mutex
 	ended func(peer, conn string) // see onEnded
@@ -82,7 +88,16 @@ func (g *guard) onEnded(f func(peer, conn string)) {
 // interceptors.
 func (g *guard) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainStreamInterceptor(g.interceptStream), grpc.ChainUnaryInterceptor(g.refuseUnary),
-		grpc.ConnectionTimeout(HandshakeTimeout)}
+		grpc.ConnectionTimeout(g.handshakeTimeout())}
+}
+
+// handshakeTimeout is how long a new connection may take to get through
+// its handshake (see HandshakeTimeout).
+func (g *guard) handshakeTimeout() time.Duration {
+	if g.handshake > 0 {
+		return g.handshake
+	}
+	return HandshakeTimeout
 }
 
 // HandshakeTimeout bounds how long a peer's new connection may take to
@@ -127,10 +142,11 @@ func (s *guardedStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	if s.g.endNext.CompareAndSwap(true, false) {
+	rm, _ := m.(*paremote.RemoteMessage)
+	if s.g.endNext.Load() && carriesFrame(rm) && s.g.endNext.CompareAndSwap(true, false) {
 		return status.Error(codes.Unavailable, "remote: stream ended by a test")
 	}
-	if rm, ok := m.(*paremote.RemoteMessage); ok {
+	if rm != nil {
 		if b := rm.GetMessageBatch(); b != nil {
 			s.g.filter(b)
 			s.g.retarget(b)
@@ -143,6 +159,16 @@ func (s *guardedStream) RecvMsg(m any) error {
 		}
 	}
 	return nil
+}
+
+// frameType is the type name of a polyweave frame on protoactor's wire.
+var frameType = string((&messages.Frame{}).ProtoReflect().Descriptor().FullName())
+
+// carriesFrame reports whether m is a message batch with a polyweave frame
+// in it (a request or an answer), rather than only protoactor's own
+// messages (a watch, a Touch's answer), which a peer sends when it will.
+func carriesFrame(m *paremote.RemoteMessage) bool {
+	return slices.Contains(m.GetMessageBatch().GetTypeNames(), frameType)
 }
 
 // setSelf tells g the address of its remote: from then on, it delivers

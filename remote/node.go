@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,11 +69,46 @@ type NodeOptions struct {
 	// same CAs. Nil: no TLS and no authentication, whoever reaches the
 	// node's address runs its tools.
 	TLS *TLS
+	// Advertise is the host:port the node names itself by (its callers
+	// must reach it there), when that is not the address it listens on:
+	// a node listening on every interface (0.0.0.0:P or [::]:P, which it
+	// would name itself [::]:P), or reached through NAT or a port
+	// forward. The node names itself so in the connections it opens to
+	// its callers (which carry its answers) and in its signs of life, and
+	// [Node.Address] returns it. A client reaches a node without it too:
+	// it asks the node how it names itself at each connection it opens
+	// (a round trip). Default: the address the node listens on. An IPv6 host is written in brackets ([::1]:7710);
+	// the port is the one callers reach, from 1 to 65535 (else Serve
+	// fails with ErrAdvertise).
+	Advertise string
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. Without TLS, a node has no authentication: whoever
 	// reaches its address runs its tools, so set it only on a network
 	// where every peer is trusted, or behind a tunnel that authenticates.
 	AllowRemote bool
+}
+
+// ErrAdvertise is the cause of the error Serve returns when
+// NodeOptions.Advertise is not a host:port with a host and a port from 1
+// to 65535.
+var ErrAdvertise = errors.New("remote: NodeOptions.Advertise must be a host:port with a host and a port from 1 to 65535")
+
+// advertiseAddress checks NodeOptions.Advertise (advertise): "" or a
+// host:port with a host and a port from 1 to 65535. It returns it as
+// protoactor spells addresses (an IPv6 host in brackets).
+func advertiseAddress(advertise string) (string, error) {
+	if advertise == "" {
+		return "", nil
+	}
+	host, portText, err := net.SplitHostPort(advertise)
+	if err != nil {
+		return "", fmt.Errorf("%q (%v): %w", advertise, err, ErrAdvertise)
+	}
+	port, err := strconv.Atoi(portText)
+	if host == "" || err != nil || port < 1 || port > 65535 {
+		return "", fmt.Errorf("%q: %w", advertise, ErrAdvertise)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
 // dials returns the bounds, pings and credentials of the node's
@@ -169,6 +206,10 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	advertise, err := advertiseAddress(o.Advertise)
+	if err != nil {
+		return nil, err
+	}
 	o.Address = addr
 	seen := map[string]bool{}
 	for _, t := range o.Tools {
@@ -214,7 +255,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
 	server, _ := o.TLS.credentials()
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, n.guard, n.dials, maxFrame, server); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, advertise, n.guard, n.dials, maxFrame, server); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -233,7 +274,8 @@ func Serve(opts *NodeOptions) (*Node, error) {
 // started), for code that drops down to protoactor (see [Client.System]).
 func (n *Node) System() *actor.ActorSystem { return n.rt.System() }
 
-// Address returns the host:port the node is reached at.
+// Address returns the host:port the node is reached at: the one it
+// listens on, or NodeOptions.Advertise when set.
 func (n *Node) Address() string { return n.addr }
 
 // Dropped counts the incoming messages the node refused because it could

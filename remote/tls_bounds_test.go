@@ -17,11 +17,16 @@ import (
 )
 
 // serveGuarded serves gRPC (no service) as a node, a client or a cluster
-// member does: with the guard's server options and, unless t is nil, the
-// server option of t.GRPCOptions. It returns the address.
-func serveGuarded(tb testing.TB, t *remote.TLS) string {
+// member does: with the guard's server options (a new connection's
+// handshake bounded by handshake, 0 for HandshakeTimeout) and, unless t
+// is nil, the server option of t.GRPCOptions. It returns the address.
+func serveGuarded(tb testing.TB, t *remote.TLS, handshake time.Duration) string {
 	tb.Helper()
-	opts := remote.NewGuard(nil).ServerOptions()
+	g := remote.NewGuard(nil)
+	if handshake > 0 {
+		remote.SetHandshakeTimeout(g, handshake)
+	}
+	opts := g.ServerOptions()
 	if t != nil {
 		server, _, err := t.GRPCOptions()
 		if err != nil {
@@ -46,7 +51,7 @@ func serveGuarded(tb testing.TB, t *remote.TLS) string {
 func TestTLS_CAsCopiedAtStart(t *testing.T) {
 	ca, other := tlstest.NewCA(t, "deployment CA"), tlstest.NewCA(t, "another CA")
 	opts := ca.TLS(t, "node")
-	addr := serveGuarded(t, opts)
+	addr := serveGuarded(t, opts, 0)
 	block, _ := pem.Decode(other.PEM())
 	otherCert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
@@ -65,22 +70,24 @@ func TestTLS_CAsCopiedAtStart(t *testing.T) {
 // TestGuard_DropsConnectionThatNeverShakesHands: a peer that opens a
 // connection and sends nothing (no TLS handshake, no HTTP/2 preface)
 // holds it, and a descriptor and a goroutine of the server, only for
-// HandshakeTimeout, with or without TLS.
+// the guard's handshake timeout (HandshakeTimeout, shortened here: see
+// TestGuard_HandshakeTimeoutByDefault), with or without TLS.
 func TestGuard_DropsConnectionThatNeverShakesHands(t *testing.T) {
+	const handshake = time.Second
 	ca := tlstest.NewCA(t, "deployment CA")
 	for name, opts := range map[string]*remote.TLS{"plain": nil, "TLS": ca.TLS(t, "node")} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := net.Dial("tcp", serveGuarded(t, opts))
+			c, err := net.Dial("tcp", serveGuarded(t, opts, handshake))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			_ = c.SetReadDeadline(time.Now().Add(remote.HandshakeTimeout + 30*time.Second))
+			_ = c.SetReadDeadline(time.Now().Add(handshake + 30*time.Second))
 			_, err = io.ReadAll(c)
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				t.Errorf("a connection that never began its handshake was still open %v after HandshakeTimeout (%v)", 30*time.Second, remote.HandshakeTimeout)
+				t.Errorf("a connection that never began its handshake was still open %v after the handshake timeout (%v)", 30*time.Second, handshake)
 			}
 		})
 	}

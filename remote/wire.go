@@ -31,7 +31,7 @@ const endpointQueueSize = 1024
 // frames of up to maxFrame bytes (see withMessageLimits); its server
 // speaks TLS with creds, unless nil (see TLS). It returns the remote and
 // the address peers reach it at.
-func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, maxFrame int, creds credentials.TransportCredentials) (r *paremote.Remote, addr string, err error) {
+func startRemote(system *actor.ActorSystem, address, advertise string, g *guard, d *dials, maxFrame int, creds credentials.TransportCredentials) (r *paremote.Remote, addr string, err error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
@@ -55,6 +55,9 @@ func startRemote(system *actor.ActorSystem, address string, g *guard, d *dials, 
 		paremote.WithEndpointWriterQueueSize(endpointQueueSize),
 		paremote.WithDialOptions(d.options()...),
 		withMessageLimits(maxFrame))
+	if advertise != "" {
+		cfg.AdvertisedHost = advertise
+	}
 	// A peer that cannot be reached is reported (Terminated to its
 	// watchers) after one attempt, not after five attempts two seconds
 	// apart: calls to a dead node fail fast.

@@ -25,6 +25,13 @@
 // only on a network where every peer is trusted, or behind a tunnel that
 // authenticates.
 //
+// A node listening on every interface (-listen 0.0.0.0:7710), or reached
+// through NAT or a port forward, names itself by -advertise, the
+// host:port its callers reach it at, in the connections it opens to them
+// (see remote.NodeOptions.Advertise):
+//
+//	polyweave-node -listen 0.0.0.0:7710 -advertise 10.0.0.7:7710 -allow-remote ...
+//
 // -max-frame-bytes bounds one frame the node takes or sends (a call with
 // its arguments, a result): see remote.NodeOptions.MaxFrameBytes.
 //
@@ -63,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", remote.DefaultAddress, "`host:port` to serve on (port 0 picks a free one)")
 	root := fs.String("root", "", "the workspace `folder` the tools are confined to (required; created if missing)")
+	advertise := fs.String("advertise", "", "the `host:port` callers reach the node at, when it is not -listen's (a node on 0.0.0.0 or behind NAT): the node names itself by it")
 	allowRemote := fs.Bool("allow-remote", false, "allow a -listen address that is not loopback (without TLS the node has no authentication: anyone who reaches it can run commands)")
 	tlsCert := fs.String("tls-cert", "", "PEM `file` of the node's TLS certificate, for mutual TLS (with -tls-key and -tls-ca)")
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the TLS certificate's private key")
@@ -70,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	maxFrame := fs.Int("max-frame-bytes", 0, fmt.Sprintf("the largest frame (a call with its arguments, a result) the node takes or sends, in `bytes` (0: %d)", remote.DefaultMaxFrameBytes))
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-v]")
+		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-advertise HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,8 +111,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	opts := &remote.NodeOptions{Address: *listen, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame}
+	opts := &remote.NodeOptions{Address: *listen, Advertise: *advertise, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame}
 	if err := serve(*root, opts, stdout); err != nil {
+		if errors.Is(err, remote.ErrAdvertise) {
+			fmt.Fprintf(stderr, "polyweave-node: -advertise %s: want a host:port that callers reach the node at (a host, and a port from 1 to 65535).\n", *advertise)
+			return 2
+		}
 		if errors.Is(err, remote.ErrNotLoopback) {
 			why := "the node has no authentication or TLS: anyone who reaches it could run commands in " + *root
 			if tlsOpts != nil {

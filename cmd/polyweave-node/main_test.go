@@ -182,3 +182,22 @@ func TestRun_AllowRemoteWarns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and a warning", code, errOut)
 	}
 }
+
+// With -advertise a node on every interface names itself by the address
+// given: it says it listens there. A -advertise that is not a host:port
+// callers can reach is a bad flag.
+func TestRun_Advertise(t *testing.T) {
+	root := t.TempDir()
+	var said string
+	code, errOut := runChild(t, "-root "+root+" -listen 0.0.0.0:0 -allow-remote -advertise 127.0.0.1:7710", func(cmd *exec.Cmd, out *bufio.Reader) {
+		said, _ = out.ReadString('\n')
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	})
+	if said != "polyweave-node listening on 127.0.0.1:7710\n" || code != 0 {
+		t.Errorf("node said %q, exit %d (stderr %q); want it named by -advertise", said, code, errOut)
+	}
+	code, errOut = runChild(t, "-root "+root+" -advertise 127.0.0.1", nil)
+	if code != 2 || !strings.Contains(errOut, "-advertise 127.0.0.1") {
+		t.Errorf("-advertise without a port: exit %d, stderr %q; want 2 naming the flag", code, errOut)
+	}
+}

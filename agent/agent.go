@@ -297,6 +297,9 @@ type Agent struct {
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
 	claim *storeClaim
+	// encoded is the last list of messages a Run encoded, for the next
+	// Runs that send the same.
+	encoded encodeCache
 }
 
 // loopStart is one start of an agent's shared loop: done is closed once
@@ -868,7 +871,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return &models.Answer{}, err
 		}
 	}
-	c.first = models.EncodeMessages(msgs)
+	c.first = a.encoded.encode(msgs)
 	if a.opts.Store != nil {
 		if err := c.readStored(ctx, true); err != nil {
 			return nil, err

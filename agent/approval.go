@@ -96,8 +96,12 @@ type decisionsKey struct{}
 // waiting: Resume returns a *WaitingError listing them once nothing else
 // runs, at once when it applies no decision (none given, or only about
 // calls that do not wait) and no held call has a deadline. Decisions about
-// calls that do not wait (answered already, their deadline passed) are
-// ignored. Decisions that cannot be applied (no id, a Decision other than
+// calls that do not wait (answered already, their deadline passed, or
+// cancelled when the agent's loop restarted) are ignored, and a decision
+// applies only to the held call it was made for: when an attempt fails
+// and the conversation is sent again (as Run does), a call the model
+// makes anew, even of the same id, is held anew, and Resume returns a
+// *WaitingError for it. Decisions that cannot be applied (no id, a Decision other than
 // approve, deny or edit, two different ones about one call) are an error
 // wrapping [ErrInvalidDecision], and nothing is sent: the calls wait on.
 // An [Edit] whose arguments are not JSON denies the call, the model told
@@ -125,10 +129,21 @@ func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Mess
 }
 
 // approvalState is a conversation's part in approvals.
+//
+// A decision applies to the held call it was made for, never to a later
+// call of the same id (ids are the model's, and a retry's model may make
+// the same ones): it is sent on the stream left waiting (without a
+// Store, where that call waits), or, on a stream that resumes a stored
+// session, once the loop says it holds the call again
+// ([tools.MetaApprovalRequired]); it is forgotten once the loop answers
+// the call or refuses the decision, and without a Store when the attempt
+// that continued the waiting stream ends (the calls it was made for end
+// with that stream's conversation).
 type approvalState struct {
-	decisions []tools.ApprovalAnswer // sent after the request
-	decided   map[string]bool
-	stream    string // without a Store: the stream a Resume continues on
+	decisions []tools.ApprovalAnswer // not yet applied
+	decided   map[string]bool        // the ids of decisions
+	sent      map[string]bool        // the ids of decisions sent on the attempt's stream
+	stream    string                 // without a Store: the stream a Resume continues on
 	held      *actors.MuxStream
 	pending   []tools.ApprovalRequest // with held
 	ans       *models.Answer
@@ -177,7 +192,7 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
 	}
-	c.approval = &approvalState{decided: map[string]bool{}}
+	c.approval = &approvalState{decided: map[string]bool{}, sent: map[string]bool{}}
 	switch {
 	case resuming && a.opts.Store != nil: // the held calls are in the store
 		pending, err := tools.ReadApprovals(a.opts.Store, a.SessionKey(c.session))
@@ -278,27 +293,92 @@ func (c *conversation) keepWaiting() {
 }
 
 // open sends the attempt's request on s (the first request, or nothing
-// when it continues a waiting stream of the shared loop) and the
-// decisions of a Resume after it.
+// when it continues a waiting stream of the shared loop), and after it
+// the decisions of a Resume when it continues the waiting stream, where
+// their calls wait. On a stream that resumes a stored session they are
+// sent once the loop holds their calls again (see sendDecision); without
+// a Store a new stream holds none of their calls, and they are dropped.
 func (c *conversation) open(s *actors.MuxStream, payload json.RawMessage) error {
 	stream := s.ID()
 	ap := c.approval
 	continuing := ap != nil && ap.stream == stream
 	if ap != nil {
 		ap.stream = "" // a later attempt sends the conversation again
+		clear(ap.sent)
+		if !continuing && c.a.opts.Store == nil {
+			ap.decisions = nil
+			clear(ap.decided)
+		}
 	}
 	if !continuing {
 		if err := s.SendAll(messages.RawParam(stream, models.ParamMessages, payload), messages.End(stream)); err != nil {
 			return err
 		}
 	}
-	if ap == nil {
+	if ap == nil || !continuing {
 		return nil
 	}
 	for _, d := range ap.decisions {
-		if err := s.Send(tools.ApprovalFrame(stream, d)); err != nil {
+		if err := c.sendDecision(s, d.ToolCallID); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// sendDecision sends the decision about call id on s, once per attempt.
+func (c *conversation) sendDecision(s *actors.MuxStream, id string) error {
+	ap := c.approval
+	if !ap.decided[id] || ap.sent[id] {
+		return nil
+	}
+	for _, d := range ap.decisions {
+		if d.ToolCallID == id {
+			ap.sent[id] = true
+			return s.Send(tools.ApprovalFrame(s.ID(), d))
+		}
+	}
+	return nil
+}
+
+// applied forgets the decision about call id: the loop answered the
+// call, or refused the decision.
+func (ap *approvalState) applied(id string) {
+	if !ap.decided[id] {
+		return
+	}
+	delete(ap.decided, id)
+	delete(ap.sent, id)
+	ap.decisions = slices.DeleteFunc(ap.decisions, func(d tools.ApprovalAnswer) bool { return d.ToolCallID == id })
+}
+
+// follow keeps the decisions in step with f, a frame of the attempt's
+// stream s: a call answered, or a decision refused, is one applied; a
+// call the loop holds again, resuming a stored session, gets its
+// decision.
+func (c *conversation) follow(f *messages.Frame, s *actors.MuxStream) error {
+	ap := c.approval
+	if len(ap.decided) == 0 {
+		return nil
+	}
+	switch {
+	case f.GetType() == messages.FrameType_TOOL_RESULT:
+		ap.applied(f.GetToolCallId())
+	case f.GetType() != messages.FrameType_META:
+	case f.GetName() == tools.MetaApprovalRefused:
+		var r tools.ApprovalRefusal
+		if err := json.Unmarshal(f.GetPayload(), &r); err != nil {
+			return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalRefused, err)
+		}
+		if ap.sent[r.ToolCallID] {
+			ap.applied(r.ToolCallID)
+		}
+	case f.GetName() == tools.MetaApprovalRequired:
+		var r tools.ApprovalRequest
+		if err := json.Unmarshal(f.GetPayload(), &r); err != nil {
+			return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalRequired, err)
+		}
+		return c.sendDecision(s, r.ToolCallID)
 	}
 	return nil
 }
@@ -329,7 +409,13 @@ func (c *conversation) streamOf(stream string) string {
 // keeps s, f's stream, for the Resume, and reports so: the caller leaves
 // it open.
 func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *actors.MuxStream) (kept bool, err error) {
-	if f.GetType() != messages.FrameType_META || f.GetName() != tools.MetaApprovalWaiting || c.approval == nil {
+	if c.approval == nil {
+		return false, nil
+	}
+	if err := c.follow(f, s); err != nil {
+		return false, err
+	}
+	if f.GetType() != messages.FrameType_META || f.GetName() != tools.MetaApprovalWaiting {
 		return false, nil
 	}
 	var w tools.ApprovalWaiting
@@ -338,13 +424,14 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	}
 	open := w.Pending[:0:0]
 	for _, p := range w.Pending {
-		if !c.approval.decided[p.ToolCallID] {
+		if !c.approval.sent[p.ToolCallID] {
 			open = append(open, p)
 		}
 	}
 	if len(open) == 0 || len(open) < len(w.Pending) {
-		// Decisions sent are still on their way: the loop says so again
-		// once they are applied, if anything still waits.
+		// Decisions sent are still on their way: the loop answers each
+		// call or refuses its decision, then says so again if anything
+		// still waits.
 		return false, nil
 	}
 	if !c.ownLoop() {

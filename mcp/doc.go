@@ -13,7 +13,10 @@
 // JSON (a refusal keeps its shape) with its failure kind in _meta; an
 // object result is sent as structuredContent too; notifications/cancelled becomes
 // CANCEL; a call whose request carried a progress token is reported with
-// notifications/progress while it runs. [Server.ServeStdio] serves a
+// notifications/progress while it runs; a result too large for a client
+// to take in one frame ([DefaultMaxResultBytes], or
+// [ServerOptions].MaxResultBytes) is answered as an isError result saying
+// so, which keeps the client's session. [Server.ServeStdio] serves a
 // local client over stdio; [Server.Handler] and [Server.ListenHTTP]
 // serve streamable HTTP, on loopback by default, refusing foreign Host
 // and Origin headers (DNS rebinding) and optionally requiring a bearer
@@ -30,7 +33,9 @@
 // connection is a supervised
 // actor: when the server dies or the connection drops, calls in flight
 // get error results, and the server is restarted with back-off and its
-// tool list read again. The list is also read again when the server sends
+// tool list read again; a result the client cannot decode is that call's
+// error result, and leaves a connection that still answers a ping be. The
+// list is also read again when the server sends
 // notifications/tools/list_changed ([ImportOptions].OnToolsChanged hears
 // of each change). A call is bounded by its timeout; its timeout or a
 // CANCEL reaches the server as notifications/cancelled.

@@ -362,6 +362,9 @@ func (im *Imported) Close(ctx context.Context) error {
 
 var errImportClosed = errors.New("the import was closed")
 
+// errDropped ends a session that a call found broken.
+var errDropped = errors.New("closed after a call found the connection broken")
+
 // sanitize makes a valid tool name of prefix+name.
 func sanitize(prefix, name string) string {
 	b := []byte(prefix + name)
@@ -422,18 +425,38 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 		args = json.RawMessage("{}")
 	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	var wire *jsonrpc.Error
-	if err != nil && ctx.Err() == nil && !errors.As(err, &wire) {
-		// Not an answer from the server, nor this call's own end: the
-		// connection broke. Later calls wait for the connection actor's
-		// restart instead of trying this session (which it will notice
-		// ending too).
-		im.link.drop(sess)
-	}
 	if err != nil {
+		if ctx.Err() == nil && broken(ctx, sess, err) {
+			// Later calls wait for the connection actor's restart instead
+			// of trying this session, which its watch now closes.
+			im.link.drop(sess)
+		}
 		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, err)
 	}
 	return valueOf(res)
+}
+
+// broken reports whether err, the error of a call on s that did not end
+// with the call's own context, means that the connection broke. An
+// answer of the server (a *jsonrpc.Error, which go-sdk also makes of a
+// failure its transport kept to this call, such as an HTTP error status)
+// does not; go-sdk's ErrConnectionClosed does. Any other error is either
+// the connection breaking (a read error) or a result go-sdk could not
+// decode on a healthy session (a content type of a newer protocol
+// revision, say), and a ping tells them apart: a connection that broke
+// fails it at once without sending, a healthy one answers it (an error
+// answer counts). A ping the call's context ends leaves the session be:
+// its watch notices a connection that ends.
+func broken(ctx context.Context, s *sdk.ClientSession, err error) bool {
+	var wire *jsonrpc.Error
+	switch {
+	case errors.Is(err, sdk.ErrConnectionClosed):
+		return true
+	case errors.As(err, &wire):
+		return false
+	}
+	err = s.Ping(ctx, nil)
+	return err != nil && ctx.Err() == nil && !errors.As(err, &wire)
 }
 
 // valueOf is the tool result of an MCP result. An isError result is an
@@ -517,6 +540,7 @@ type link struct {
 	session *sdk.ClientSession
 	offered map[string]bool
 	ready   chan struct{} // closed when a session is set or the link is shut
+	dropped chan struct{} // closed when the current session is dropped
 	first   chan struct{} // closed when the first session's tools are in, or the first connection failed
 	failed  error         // why the first connection failed
 	gone    error
@@ -535,17 +559,21 @@ func offeredBy(list []*sdk.Tool) map[string]bool {
 	return offered
 }
 
-func (l *link) set(s *sdk.ClientSession, list []*sdk.Tool) {
+// set makes s the current session, offering list; the channel it
+// returns is closed when s is dropped (see drop).
+func (l *link) set(s *sdk.ClientSession, list []*sdk.Tool) (dropped <-chan struct{}) {
 	offered := offeredBy(list)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.session, l.offered = s, offered
+	l.dropped = make(chan struct{})
 	l.count++
 	select {
 	case <-l.ready:
 	default:
 		close(l.ready)
 	}
+	return l.dropped
 }
 
 // listed says the first session's tools are in.
@@ -592,7 +620,9 @@ func (l *link) current(s *sdk.ClientSession) bool {
 	return l.session == s
 }
 
-// drop forgets s (when it is the current session).
+// drop forgets s (when it is the current session), and tells its watch,
+// which closes s: a session dropped while its connection still works
+// would otherwise never end, and the connection never be restarted.
 func (l *link) drop(s *sdk.ClientSession) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -600,6 +630,7 @@ func (l *link) drop(s *sdk.ClientSession) {
 		return
 	}
 	l.session, l.offered = nil, nil
+	close(l.dropped)
 	l.ready = make(chan struct{})
 }
 
@@ -734,7 +765,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 				return
 			}
 			cn.session = r.session
-			cn.im.link.set(r.session, r.list)
+			dropped := cn.im.link.set(r.session, r.list)
 			cn.im.refresh(r.session, r.list)
 			cn.im.link.listed()
 			s, changes := r.session, r.changes
@@ -747,6 +778,9 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 						cn.im.link.drop(s) // at once: new calls wait for the restart
 						cn.im.ended(s)     // releases what the session still holds (its subscription)
 						return err
+					case <-dropped: // a call found the connection broken: end it, to restart
+						cn.im.ended(s)
+						return errors.Join(errDropped, <-done)
 					case <-ctx.Done(): // the incarnation ended: end the session
 						cn.im.ended(s)
 						<-done

@@ -28,6 +28,20 @@ const (
 	DefaultProgressInterval = time.Second
 )
 
+// DefaultMaxResultBytes bounds the size of a tool result, as its
+// CallToolResult's JSON, that a [Server] sends unless
+// ServerOptions.MaxResultBytes says otherwise: go-sdk's stdio and
+// in-memory transports (and so [Import] of a server run as a command)
+// refuse a JSON-RPC frame over sdk.DefaultMaxLineLength (16 MiB) by
+// ending the whole session, and the limit leaves room for the frame's
+// envelope. An object result counts twice: it is sent as text and as
+// structuredContent.
+const DefaultMaxResultBytes = sdk.DefaultMaxLineLength - resultEnvelope
+
+// resultEnvelope is the room left in a frame beside its result: the
+// JSON-RPC envelope, with its request id.
+const resultEnvelope = 64 << 10
+
 // ServerOptions configure a [Server]. A nil *ServerOptions or a zero field
 // means the default. Options are copied by [NewServer].
 type ServerOptions struct {
@@ -52,6 +66,13 @@ type ServerOptions struct {
 	ProgressInterval time.Duration
 	// Logger receives the MCP library's log; nil discards it.
 	Logger *slog.Logger
+	// MaxResultBytes bounds the size of a result the server sends, as the
+	// JSON of its CallToolResult: a call whose result is larger is
+	// answered with an isError result saying so (with both sizes), which
+	// keeps the client's session, where the larger result would end it.
+	// Zero means DefaultMaxResultBytes; a negative value sends results of
+	// any size (for clients known to take them).
+	MaxResultBytes int
 }
 
 // Server serves tools to MCP clients: tools/list answers each tool's
@@ -62,10 +83,11 @@ type ServerOptions struct {
 // streamable HTTP ([Server.Handler]) or any go-sdk transport
 // ([Server.Run]). It is safe for concurrent use.
 type Server struct {
-	opts     ServerOptions
-	sdk      *sdk.Server
-	calls    *caller
-	progress time.Duration
+	opts      ServerOptions
+	sdk       *sdk.Server
+	calls     *caller
+	progress  time.Duration
+	maxResult int // negative: no limit
 }
 
 // ErrNoTools is returned by [NewServer] when there is nothing to serve.
@@ -89,7 +111,9 @@ var ErrNotLoopback = errors.New("not a loopback address")
 // _meta holds the failure kind ([FailureKindMeta]); a successful object
 // result is sent as structuredContent and as its JSON text.
 // notifications/cancelled for a call sends CANCEL for it, which cancels
-// the handler's context (a command is killed with its process group).
+// the handler's context (a command is killed with its process group). A
+// result over ServerOptions.MaxResultBytes ([DefaultMaxResultBytes]) is
+// answered as an isError result naming its size and the limit.
 //
 // Close stops the router; the runtime stays the caller's.
 func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
@@ -133,7 +157,11 @@ func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
-	s := &Server{opts: opts, calls: calls, progress: progress}
+	maxResult := opts.MaxResultBytes
+	if maxResult == 0 {
+		maxResult = DefaultMaxResultBytes
+	}
+	s := &Server{opts: opts, calls: calls, progress: progress, maxResult: maxResult}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version},
 		&sdk.ServerOptions{Instructions: opts.Instructions, Logger: logger})
 	for i, mt := range mcpTools {
@@ -231,8 +259,30 @@ func (s *Server) handler(name string, conforms func(any) bool) sdk.ToolHandler {
 				defer s.reportProgress(ctx, req.Session, token, name)()
 			}
 		}
-		return resultOf(cl.wait(ctx), conforms), nil
+		f := cl.wait(ctx)
+		r := resultOf(f, conforms)
+		if size := oversized(r, len(f.GetPayload()), s.maxResult); size > 0 {
+			r = errorResult(fmt.Sprintf("Tool %s ran, but its result is too large to send: %d bytes, limit %d", name, size, s.maxResult))
+		}
+		return r, nil
 	}
+}
+
+// oversized returns the size of r's JSON when it is over limit (none when
+// limit is negative), and otherwise 0. r is made of a payload of
+// payloadLen bytes, which it holds at most twice (as text, each byte
+// escaped to at most 6, and as structuredContent), so a result whose
+// payload is small enough is not encoded to learn that it fits.
+func oversized(r *sdk.CallToolResult, payloadLen, limit int) int {
+	const resultOverhead = 1 << 10 // the result's own members, _meta
+	if limit < 0 || payloadLen <= (limit-resultOverhead)/7 {
+		return 0
+	}
+	b, err := json.Marshal(r)
+	if err != nil || len(b) <= limit {
+		return 0 // one that cannot be encoded is go-sdk's to refuse
+	}
+	return len(b)
 }
 
 // reportProgress sends notifications/progress for a running call every

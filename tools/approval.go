@@ -80,7 +80,10 @@ func (c ApprovalCall) ReadOnly() bool {
 // ApprovalPolicy decides, per call, whether it runs, is denied or waits
 // for a person; the string is the reason given to the model (deny) or the
 // person (ask). It runs on the loop actor's goroutine: quick, never
-// blocking. Package approval has ready-made policies.
+// blocking. A policy that panics on a call denies that call
+// ([FailureDenied], the model told the policy panicked, the panic
+// logged): it is not run unapproved, and the loop goes on serving its
+// other calls and streams. Package approval has ready-made policies.
 type ApprovalPolicy func(ApprovalCall) (Verdict, string)
 
 // DefaultApprovalPolicy runs read-only and reversible tools and asks for

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -19,11 +20,16 @@ const (
 	heldDenied = "denied" // denied; the result may not be stored yet
 )
 
-// heldEntry is a held call in the stored record. An approved call is not
-// in it: it is removed before the call runs, so that a session resumed
+// heldEntry is a held call in the record. An approved call is not in
+// it: it is removed before the call runs, so that a session resumed
 // after a crash reports the approved call as interrupted, never runs it
 // twice.
 type heldEntry struct {
+	// Stream is the call's stream in the record of a loop without a
+	// store, which holds the calls of all its streams (call ids are the
+	// model's: two streams may hold calls of one id at once). It is
+	// empty in a stored record (see approvalGate.recKey), never stored.
+	Stream    string          `json:"-"`
 	ID        string          `json:"id"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
@@ -37,25 +43,28 @@ func (e *heldEntry) request() ApprovalRequest {
 	return ApprovalRequest{ToolCallID: e.ID, Tool: e.Tool, Arguments: e.Arguments, Reason: e.Reason, Deadline: e.Deadline}
 }
 
-// approvalRecord is the stored record of a session's held calls: a JSON
-// snapshot rewritten whole at each change (it holds one round's calls at
-// most).
+// approvalRecord is the record of held calls: with a store, a session's,
+// stored as a JSON snapshot rewritten whole at each change (it holds one
+// round's calls at most); without one, the loop's, in memory. Its calls
+// are keyed by stream and id (see approvalGate.recKey).
 type approvalRecord struct {
 	index uint64
 	Held  []*heldEntry `json:"held"`
 }
 
-func (r *approvalRecord) find(id string) *heldEntry {
+func (e *heldEntry) is(k callKey) bool { return e.Stream == k.stream && e.ID == k.id }
+
+func (r *approvalRecord) find(k callKey) *heldEntry {
 	for _, e := range r.Held {
-		if e.ID == id {
+		if e.is(k) {
 			return e
 		}
 	}
 	return nil
 }
 
-func (r *approvalRecord) remove(id string) {
-	r.Held = slices.DeleteFunc(r.Held, func(e *heldEntry) bool { return e.ID == id })
+func (r *approvalRecord) remove(k callKey) {
+	r.Held = slices.DeleteFunc(r.Held, func(e *heldEntry) bool { return e.is(k) })
 }
 
 func storeContext(timeout time.Duration) (context.Context, context.CancelFunc) {
@@ -154,6 +163,18 @@ func (g *approvalGate) save(c actors.Context) {
 	}
 }
 
+// recKey is the key of the call of key in the record. Without a store
+// the record is the loop's, for every stream it serves: a call is its
+// stream's and id's. With one it is one session's, which runs on one
+// stream at a time (see sessionState.admit) and on a new one at each
+// resume (see restamp): a call is its id's, in the session.
+func (g *approvalGate) recKey(key callKey) callKey {
+	if g.store != nil {
+		return callKey{id: key.id}
+	}
+	return key
+}
+
 // awaiting reports whether the stored session holds the call with this id
 // (asked, or denied without its result stored yet): a resumed session
 // dispatches it again instead of calling it interrupted, or, when the
@@ -163,7 +184,7 @@ func (g *approvalGate) awaiting(c actors.Context, id string) bool {
 		return false
 	}
 	g.load(c)
-	return g.rec.find(id) != nil
+	return g.rec.find(callKey{id: id}) != nil
 }
 
 // heldRecord is the record of held calls of a loop without an approval
@@ -190,16 +211,24 @@ func unapprovedMessage(tool string) string {
 const heldCancelled = "Tool call cancelled while it waited for approval"
 
 // discard forgets the stored session's held call id, if it holds it: the
-// call was approved, or cancelled (live, or before the session stopped
-// and answered by a resume). A resume stores the call's result first: a
-// record that still holds a call with a stored result (the store failed
-// in between) changes nothing, as a resume gives a stored result before
-// it asks the gate.
+// call was cancelled before the session stopped and answered by a
+// resume. A resume stores the call's result first: a record that still
+// holds a call with a stored result (the store failed in between)
+// changes nothing, as a resume gives a stored result before it asks the
+// gate.
 func (g *approvalGate) discard(c actors.Context, id string) {
-	if !g.awaiting(c, id) {
+	g.forget(c, callKey{id: id})
+}
+
+// forget removes the call of key from the record, if it holds it: the
+// call was approved or cancelled.
+func (g *approvalGate) forget(c actors.Context, key callKey) {
+	g.load(c)
+	k := g.recKey(key)
+	if g.rec.find(k) == nil {
 		return
 	}
-	g.rec.remove(id)
+	g.rec.remove(k)
 	g.save(c)
 }
 
@@ -216,7 +245,7 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 		return true
 	}
 	g.load(c)
-	if e := g.rec.find(key.id); e != nil { // resumed: held before the stop
+	if e := g.rec.find(g.recKey(key)); e != nil { // resumed: held before the stop
 		if e.State == heldDenied {
 			g.deny(c, d, call, e.Message)
 			return true
@@ -228,8 +257,16 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 	if g.opts.Deadline > 0 {
 		deadline = g.opts.Now().Add(g.opts.Deadline).UTC().Truncate(time.Millisecond)
 	}
-	verdict, reason := g.opts.Policy(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
+	verdict, reason, p := g.decide(ApprovalCall{StreamID: key.stream, ToolCallID: key.id,
 		Tool: g.described[call.GetName()], Arguments: call.GetPayload(), Deadline: deadline})
+	if p != nil {
+		// The host's code failed on this call: it is denied (never run
+		// unapproved), and the loop goes on serving its other calls and
+		// streams (see ApprovalPolicy).
+		d.deliver(c, call, errorResult(call, FailureDenied, fmt.Sprintf("Tool call %s was denied: the approval policy panicked: %v; it was not run", call.GetName(), p.value)))
+		logPanic(c.Logger(), call, "approval policy", p.value, p.stack)
+		return true
+	}
 	switch verdict {
 	case VerdictRun:
 		return false
@@ -241,11 +278,30 @@ func (g *approvalGate) hold(c actors.WrapperContext, d *dispatcher, call *messag
 		return true
 	}
 	req := ApprovalRequest{ToolCallID: key.id, Tool: call.GetName(), Arguments: call.GetPayload(), Reason: reason, Deadline: deadline}
-	g.rec.Held = append(g.rec.Held, &heldEntry{ID: key.id, Tool: req.Tool, Arguments: req.Arguments,
+	k := g.recKey(key)
+	g.rec.Held = append(g.rec.Held, &heldEntry{Stream: k.stream, ID: k.id, Tool: req.Tool, Arguments: req.Arguments,
 		Reason: reason, Deadline: req.Deadline, State: heldAsked})
 	g.save(c) // persisted before the consumer is asked
 	g.park(c, d, call, s, req)
 	return true
+}
+
+// policyPanic is a panic of the approval policy.
+type policyPanic struct {
+	value any
+	stack []byte
+}
+
+// decide asks the policy about call; a panic of the policy is returned
+// (with its stack) instead of failing the loop.
+func (g *approvalGate) decide(call ApprovalCall) (verdict Verdict, reason string, p *policyPanic) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &policyPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	verdict, reason = g.opts.Policy(call)
+	return verdict, reason, nil
 }
 
 // park keeps call waiting and asks the consumer.
@@ -268,14 +324,14 @@ func (g *approvalGate) park(c actors.WrapperContext, d *dispatcher, call *messag
 // it: the denial is persisted, then delivered (the loop stores the
 // result), then removed from the record.
 func (g *approvalGate) deny(c actors.WrapperContext, d *dispatcher, call *messages.Frame, message string) {
-	id := call.GetToolCallId()
-	if e := g.rec.find(id); e != nil && g.store != nil && e.State != heldDenied {
+	k := g.recKey(keyOf(call))
+	if e := g.rec.find(k); e != nil && g.store != nil && e.State != heldDenied {
 		e.State, e.Message = heldDenied, message
 		g.save(c)
 	}
 	d.deliver(c, call, errorResult(call, FailureDenied, message))
-	if g.rec.find(id) != nil {
-		g.rec.remove(id)
+	if g.rec.find(k) != nil {
+		g.rec.remove(k)
 		g.save(c)
 	}
 }
@@ -351,7 +407,7 @@ func (g *approvalGate) answer(c actors.WrapperContext, d *dispatcher, f *message
 		call = messages.CloneFrame(call)
 		call.Payload = args
 	}
-	g.discard(c, key.id) // approved: forgotten before it runs, so it never runs twice
+	g.forget(c, key) // approved: forgotten before it runs, so it never runs twice
 	g.pass[key] = true
 	d.run(c, call)
 	delete(g.pass, key) // taken by hold, unless the call was answered before it (a tool gone)
@@ -369,7 +425,7 @@ func (g *approvalGate) cancel(c actors.WrapperContext, d *dispatcher, f *message
 		}
 		g.release(key)
 		d.deliver(c, h.call, errorResult(h.call, FailureCancelled, heldCancelled))
-		g.discard(c, key.id)
+		g.forget(c, key)
 	}
 }
 

@@ -70,34 +70,53 @@ func BenchmarkGetEvents_10k(b *testing.B) {
 		b.Run(fmt.Sprint("checksums=", on), func(b *testing.B) {
 			benchhook.ChecksumsOff.Store(!on)
 			defer benchhook.ChecksumsOff.Store(false)
-			path := filepath.Join(b.TempDir(), "reads.db")
-			s, err := Open(path, &Options{NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := make([][]byte, 1000)
-			for i := range batch {
-				batch[i] = make([]byte, 100)
-			}
-			for i := 0; i < 10_000; i += len(batch) {
-				if err := s.PersistEvents(b.Context(), "router", uint64(i), batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := s.Close(); err != nil {
-				b.Fatal(err)
-			}
-			if s, err = Open(path, &Options{NoSync: true}); err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := openReadFixture(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				n := 0
-				if err := s.GetEvents(b.Context(), "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 10_000 {
-					b.Fatalf("%d events, %v", n, err)
-				}
+				readFixture(b, s)
 			}
 		})
+	}
+}
+
+// fixtureEvents is how many events openReadFixture writes.
+const fixtureEvents = 10_000
+
+// openReadFixture writes fixtureEvents events of 100 bytes of actor
+// "router" to a new store, in batches of 1000, with checksums as the
+// switch has them, and opens it again, so that reads take them from the
+// actor's bucket (Open checkpoints the log). The store is closed when b
+// ends.
+func openReadFixture(b *testing.B) *Store {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "reads.db")
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([][]byte, 1000)
+	for i := range batch {
+		batch[i] = make([]byte, 100)
+	}
+	for i := 0; i < fixtureEvents; i += len(batch) {
+		if err := s.PersistEvents(b.Context(), "router", uint64(i), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// readFixture reads all of openReadFixture's events back.
+func readFixture(b *testing.B, s *Store) {
+	n := 0
+	if err := s.GetEvents(b.Context(), "router", 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != fixtureEvents {
+		b.Fatalf("%d events, %v", n, err)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"sort"
 	"sync"
 
@@ -273,21 +275,52 @@ func (s *Store) commit(c *committer, batch []*write) {
 const readOnlySQLTransaction = "25006"
 
 // noteFailure drops every connection of the pool when err says that the
-// server takes no writes, so that the next calls connect anew: during a
-// failover, new connections (through a proxy, or a name or a multi-host
-// connection string with target_session_attrs=read-write) reach the new
-// primary, while the old ones would stay on the demoted server until
-// they aged out. Connections in use are dropped when they are returned.
-// Other errors, and nil, change nothing. It is called once per failed
-// transaction or claim: a batch the server refuses so is not retried
-// write by write (see serverFailure), so it resets the pool once.
+// next calls would fail on them too, so that they connect anew:
+//   - the server takes no writes (25006): during a failover, new
+//     connections (through a proxy, or a name or a multi-host connection
+//     string with target_session_attrs=read-write) reach the new primary,
+//     while the old ones would stay on the demoted server until they aged
+//     out;
+//   - the connection was lost (see connectionLost): a restart, a crash
+//     or an operator ending sessions kills every connection at once, and
+//     each dead one left in the pool would fail one more call.
+//
+// Connections in use are dropped when they are returned. Other errors,
+// and nil, change nothing. It is called once per failed transaction or
+// claim: a batch that fails so is not retried write by write (see
+// serverFailure), so it resets the pool once.
 func (s *Store) noteFailure(err error) {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != readOnlySQLTransaction {
+	switch {
+	case err == nil:
+		return
+	case errors.As(err, &pe) && pe.Code == readOnlySQLTransaction:
+		s.log.Warn("pgstore: the server takes no writes (a standby, or a demoted primary); dropping its connections, the next calls connect anew", "err", err)
+	case connectionLost(err):
+		s.log.Warn("pgstore: the connection to the server was lost (a restart, a crash, or sessions ended); dropping every connection, the next calls connect anew", "err", err)
+	default:
 		return
 	}
-	s.log.Warn("pgstore: the server takes no writes (a standby, or a demoted primary); dropping its connections, the next calls connect anew", "err", err)
 	s.pool.Reset()
+}
+
+// connectionLost reports whether err says that the connection it came
+// from is gone, and likely its siblings with it: SQLSTATE class 08
+// (connection exception) or class 57 (operator intervention: a shutdown,
+// a crash, sessions ended) except 57014 query_canceled; or, with no
+// SQLSTATE, a network error, an end of stream, or a connection pgconn has
+// closed. A timeout of the caller's context is none of these: pgconn
+// closes that one connection, the others are sound.
+func connectionLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return lostCode(pe.Code)
+	}
+	if pgconn.Timeout(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
 // retryAlone reports whether err came from the server refusing a statement
@@ -313,13 +346,13 @@ func retryAlone(err error) bool {
 // serialization failure, out of memory, a statement timeout) may depend on
 // what the batch held, so the batch's writes are retried alone.
 func serverFailure(code string) bool {
-	switch {
-	case code == readOnlySQLTransaction, code == "53100":
-		return true
-	case code == "57014":
-		return false
-	}
-	return len(code) == 5 && (code[:2] == "08" || code[:2] == "57")
+	return code == readOnlySQLTransaction || code == "53100" || lostCode(code)
+}
+
+// lostCode reports whether the SQLSTATE code is of class 08 (connection
+// exception) or 57 (operator intervention), except 57014 query_canceled.
+func lostCode(code string) bool {
+	return code != "57014" && len(code) == 5 && (code[:2] == "08" || code[:2] == "57")
 }
 
 // committer holds one committer's reusable argument buffers.

@@ -1,6 +1,16 @@
 package pgstore
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
 
 // A batch whose failure is the server's (or the connection's) fails as a
 // whole; one whose failure may be one write's is retried write by write.
@@ -23,6 +33,32 @@ func TestServerFailure(t *testing.T) {
 	} {
 		if got := serverFailure(code); got != want {
 			t.Errorf("serverFailure(%q) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+// The pool is reset for an error that says its connections are gone (a
+// restart, a crash, sessions ended), and only for such an error.
+func TestConnectionLost(t *testing.T) {
+	for name, c := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"57P01 admin_shutdown": {&pgconn.PgError{Code: "57P01"}, true},
+		"57P02 crash_shutdown": {&pgconn.PgError{Code: "57P02"}, true},
+		"57P03":                {&pgconn.PgError{Code: "57P03"}, true},
+		"08006":                {fmt.Errorf("persist: %w", &pgconn.PgError{Code: "08006"}), true},
+		"network":              {&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		"EOF":                  {fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), true},
+		"57014 query_canceled": {&pgconn.PgError{Code: "57014"}, false},
+		"25006 (reset apart)":  {&pgconn.PgError{Code: "25006"}, false},
+		"23505":                {&pgconn.PgError{Code: "23505"}, false},
+		"caller's cancel":      {fmt.Errorf("query: %w", context.Canceled), false},
+		"caller's deadline":    {context.DeadlineExceeded, false},
+		"not the connection's": {errors.New("some other failure"), false},
+	} {
+		if got := connectionLost(c.err); got != c.want {
+			t.Errorf("%s: connectionLost(%v) = %v, want %v", name, c.err, got, c.want)
 		}
 	}
 }

@@ -197,7 +197,7 @@ func (a *Accumulator) Add(ev *sdk.MessageStreamEventUnion) (string, error) {
 
 // Result checks that the stream finished properly and returns the answer:
 // ErrIncomplete without message_stop, ErrInvalidToolCall for a call
-// without id or name, whose input is not a JSON object, or still open
+// without id or name, with the id of another, whose input is not a JSON object, or still open
 // when the stop reason is not the length limit. A tool_use block still
 // open at max_tokens is returned in Truncated. A refusal ends the answer
 // without its tool calls.
@@ -219,6 +219,7 @@ func (a *Accumulator) Result() (Result, error) {
 		res.Usage = a.usage.encode()
 	}
 	var thinking []json.RawMessage
+	seen := make(map[string]int64) // tool_use ids, to their block
 	order := slices.Clone(a.order)
 	slices.Sort(order)
 	for _, idx := range order {
@@ -239,6 +240,11 @@ func (a *Accumulator) Result() (Result, error) {
 			if b.id == "" || b.name == "" {
 				return Result{}, fmt.Errorf("%w: block %d has no id or name", ErrInvalidToolCall, idx)
 			}
+			if at, dup := seen[b.id]; dup {
+				return Result{}, fmt.Errorf("%w: blocks %d (%s) and %d (%s) share the id %q",
+					ErrInvalidToolCall, at, a.blocks[at].name, idx, b.name, b.id)
+			}
+			seen[b.id] = idx
 			if !b.done {
 				if res.Finish != "length" {
 					return Result{}, fmt.Errorf("%w: call %q to %s never ended (stop reason %q)", ErrInvalidToolCall, b.id, b.name, a.stop)

@@ -45,9 +45,11 @@
 //
 // What ends an answer with ERROR and END instead (text already emitted
 // stays, no tool call is emitted): a stream cut off before message_stop
-// ([ErrIncomplete]), a tool_use without id or name or with an input that
-// is not a JSON object ([ErrInvalidToolCall]), events out of order
-// ([ErrProtocol]), an error event in the stream or an HTTP error after the
+// ([ErrIncomplete]), a tool_use without id or name, with the id of
+// another, or with an input that is not a JSON object
+// ([ErrInvalidToolCall]), events out of order ([ErrProtocol]), a body
+// that is not an event stream (an HTML page: [ErrNotEventStream], quoting
+// its start), an error event in the stream or an HTTP error after the
 // SDK's retries (an [*APIError] saying what the server said), a timeout
 // or a stalled stream; and CANCEL or ABORT (ERROR "cancelled"). A refusal
 // ends normally without its tool calls.

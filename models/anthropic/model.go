@@ -154,6 +154,9 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err := m.client.Post(ctx, "v1/messages", body, &res); err != nil {
 		return nil, fail("request", describe(err))
 	}
+	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
+		return nil, err
+	}
 	events := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
 	defer events.Close()
 	var acc Accumulator
@@ -217,3 +220,9 @@ func describe(err error) error {
 	}
 	return err
 }
+
+// ErrNotEventStream: the server answered a request with a body whose
+// Content-Type is not text/event-stream (a proxy's sign-in page, a
+// gateway's error page). The error names the type and quotes the start
+// of the body.
+var ErrNotEventStream = errors.New("response is not an event stream")

@@ -419,6 +419,37 @@ func StreamBody(body string) Handler {
 	}
 }
 
+// proxyPage is the sign-in page of [SignInPage]: its start names it, and
+// it is too long to quote whole.
+var proxyPage = "<!DOCTYPE html><html><head><title>Sign in to the corporate proxy</title></head><body>" +
+	strings.Repeat("<p>Please authenticate before using the internet.</p>", 100) + "<p>END OF PAGE</p></body></html>"
+
+// SignInPage returns a handler answering every request with HTTP 200 and
+// a long HTML page, as a proxy asking to sign in does.
+func SignInPage() Handler {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, proxyPage)
+	}
+}
+
+// WantNotEventStream checks that r, the answer to [SignInPage], failed
+// with notStream, naming the content type and quoting the start of the
+// page but not all of it, and not as incomplete (a stream cut off).
+func WantNotEventStream(t testing.TB, r *models.Response, notStream, incomplete error) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, notStream.Error()) || !strings.Contains(r.Error, "text/html") ||
+		!strings.Contains(r.Error, "Sign in to the corporate proxy") {
+		t.Fatalf("failed %v with %q, want the content type and the start of the page", r.Failed, r.Error)
+	}
+	if strings.Contains(r.Error, "END OF PAGE") || len(r.Error) > 600 {
+		t.Errorf("error of %d bytes holds the whole page: %q", len(r.Error), r.Error)
+	}
+	if strings.Contains(r.Error, incomplete.Error()) {
+		t.Errorf("error %q calls the page a cut-off stream", r.Error)
+	}
+}
+
 // AnswerOrReject returns a handler that streams turns[n] (SSE bytes as
 // they are), unless check finds fault with the follow-up (request 1):
 // then it sets *failed to check's error and answers with reject. A

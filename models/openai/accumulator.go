@@ -176,7 +176,8 @@ func (a *Accumulator) Done() { a.done = true }
 // arguments mean {}), and the server error met by Add, if any. With
 // finish "length", a last call whose arguments are empty or not whole
 // JSON was cut off: it is returned in Truncated. Calls without an id get
-// "call_<completion id>_<n>" (or "call_<n>"). A finish reason without [DONE] is accepted:
+// "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
+// the id of another call. A finish reason without [DONE] is accepted:
 // every content chunk has arrived by then.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
@@ -203,13 +204,21 @@ func (a *Accumulator) Result() (Result, error) {
 			ordered, cut = ordered[:n-1], last
 		}
 	}
-	seen := make(map[string]int, n)
-	for i, c := range ordered {
+	seen := make(map[string]int, n) // the ids the server sent, to their call
+	checkID := func(i int, c *callState) error {
 		if at, dup := seen[c.id]; dup && c.id != "" {
-			return Result{}, fmt.Errorf("%w: calls %d (%s, index %d) and %d (%s, index %d) share the id %q",
+			return fmt.Errorf("%w: calls %d (%s, index %d) and %d (%s, index %d) share the id %q",
 				ErrInvalidToolCall, at, ordered[at].name, ordered[at].index, i, c.name, c.index, c.id)
 		}
-		seen[c.id] = i
+		if c.id != "" {
+			seen[c.id] = i
+		}
+		return nil
+	}
+	for i, c := range ordered {
+		if err := checkID(i, c); err != nil {
+			return Result{}, err
+		}
 		if c.name == "" {
 			return Result{}, fmt.Errorf("%w: call %d (id %q) has no function name", ErrInvalidToolCall, i, c.id)
 		}
@@ -219,22 +228,42 @@ func (a *Accumulator) Result() (Result, error) {
 		} else if !json.Valid(args) {
 			return Result{}, fmt.Errorf("%w: call %d (%s) has arguments that are not JSON: %q", ErrInvalidToolCall, i, c.name, args)
 		}
-		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: a.callID(c, i), Name: c.name, Arguments: args})
+		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: c.id, Name: c.name, Arguments: args})
 	}
 	if cut != nil {
-		res.Truncated = []models.ToolCall{{Index: n - 1, ID: a.callID(cut, n-1), Name: cut.name, Arguments: cut.args}}
+		ordered = append(ordered, cut) // for checkID's message
+		if err := checkID(n-1, cut); err != nil {
+			return Result{}, err
+		}
+		res.Truncated = []models.ToolCall{{Index: n - 1, ID: cut.id, Name: cut.name, Arguments: cut.args}}
+	}
+	// Made-up ids last, once every real one is known: none may repeat one.
+	for _, calls := range [][]models.ToolCall{res.ToolCalls, res.Truncated} {
+		for i := range calls {
+			if calls[i].ID == "" {
+				calls[i].ID = a.madeID(calls[i].Index, seen)
+			}
+		}
 	}
 	return res, nil
 }
 
-// callID is the id of c, the i-th call: its own, or one made from the
-// completion id for servers that send none.
-func (a *Accumulator) callID(c *callState, i int) string {
-	switch {
-	case c.id != "":
-		return c.id
-	case a.chunkID != "":
-		return "call_" + a.chunkID + "_" + strconv.Itoa(i)
+// madeID is an id for the i-th call, which the server sent without one:
+// "call_<completion id>_<i>" (or "call_<i>"), with a further "_<k>" when
+// that is taken. taken holds every id of the answer so far; madeID adds
+// the one it returns.
+func (a *Accumulator) madeID(i int, taken map[string]int) string {
+	base := "call_" + strconv.Itoa(i)
+	if a.chunkID != "" {
+		base = "call_" + a.chunkID + "_" + strconv.Itoa(i)
 	}
-	return "call_" + strconv.Itoa(i)
+	id := base
+	for k := 1; ; k++ {
+		if _, dup := taken[id]; !dup {
+			break
+		}
+		id = base + "_" + strconv.Itoa(k)
+	}
+	taken[id] = i
+	return id
 }

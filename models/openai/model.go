@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -161,7 +158,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		}
 		return nil, err
 	}
-	if err := checkEventStream(res); err != nil {
+	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, err
 	}
 	dec := ssestream.NewDecoder(res)
@@ -212,31 +209,3 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 // gateway's error page, a server that ignored "stream": true). The error
 // names the type and quotes the start of the body.
 var ErrNotEventStream = errors.New("response is not an event stream")
-
-// bodyQuote is how many bytes of an unexpected body an error quotes.
-const bodyQuote = 200
-
-// checkEventStream returns an error wrapping ErrNotEventStream, and closes
-// the body, when res is not server-sent events. A response without a
-// Content-Type is read as events: some minimal servers send none, and
-// the SDK's decoder reads any body as events.
-func checkEventStream(res *http.Response) error {
-	ct := res.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
-		return nil
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, bodyQuote+1))
-	more := ""
-	if len(b) > bodyQuote {
-		b, more = b[:bodyQuote], "…"
-	}
-	if err != nil {
-		more += fmt.Sprintf(" (reading it failed: %v)", err)
-	}
-	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %q%s",
-		ErrNotEventStream, res.StatusCode, ct, strings.ToValidUTF8(string(b), "\uFFFD"), more)
-}

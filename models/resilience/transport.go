@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -288,7 +289,7 @@ func (t *Transport) backoff(n int) time.Duration {
 func retryAfter(h http.Header) (time.Duration, bool) {
 	if v := h.Get("retry-after-ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+			return clampDuration(ms, time.Millisecond), true
 		}
 	}
 	v := h.Get("Retry-After")
@@ -296,12 +297,22 @@ func retryAfter(h http.Header) (time.Duration, bool) {
 		return 0, false
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
+		return clampDuration(s, time.Second), true
 	}
 	if at, err := http.ParseTime(v); err == nil {
-		return max(time.Until(at), 0), true
+		return max(time.Until(at), 0), true // Sub saturates: no overflow
 	}
 	return 0, false
+}
+
+// clampDuration is n units (n >= 0) as a Duration, the longest one when
+// it does not fit: a plain conversion of a huge or infinite value would
+// overflow, into a negative or small wait that would then be retried.
+func clampDuration(n float64, unit time.Duration) time.Duration {
+	if d := n * float64(unit); d < float64(math.MaxInt64) {
+		return time.Duration(d)
+	}
+	return math.MaxInt64
 }
 
 // releasingBody gives the request's slot back when the body is closed.

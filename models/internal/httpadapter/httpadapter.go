@@ -10,9 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -177,4 +180,32 @@ func KeyFromEnv(name, def string, noKey error) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("%w: environment variable %s is empty", noKey, name)
+}
+
+// bodyQuote is how many bytes of an unexpected body an error quotes.
+const bodyQuote = 200
+
+// CheckEventStream returns an error wrapping notStream, and closes
+// the body, when res is not server-sent events. A response without a
+// Content-Type is read as events: some minimal servers send none, and
+// the SDK's decoder reads any body as events.
+func CheckEventStream(res *http.Response, notStream error) error {
+	ct := res.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+		return nil
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, bodyQuote+1))
+	more := ""
+	if len(b) > bodyQuote {
+		b, more = b[:bodyQuote], "…"
+	}
+	if err != nil {
+		more += fmt.Sprintf(" (reading it failed: %v)", err)
+	}
+	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %q%s",
+		notStream, res.StatusCode, ct, strings.ToValidUTF8(string(b), "\uFFFD"), more)
 }

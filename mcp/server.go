@@ -270,12 +270,12 @@ func (s *Server) handler(name string, conforms func(any) bool) sdk.ToolHandler {
 
 // oversized returns the size of r's JSON when it is over limit (none when
 // limit is negative), and otherwise 0. r is made of a payload of
-// payloadLen bytes, which it holds at most twice (as text, each byte
-// escaped to at most 6, and as structuredContent), so a result whose
-// payload is small enough is not encoded to learn that it fits.
+// payloadLen bytes, which it holds at most twice, as text and as
+// structuredContent, each byte of it encoded to at most
+// maxEscapedBytes bytes in either, so a result whose payload is small
+// enough is not encoded to learn that it fits.
 func oversized(r *sdk.CallToolResult, payloadLen, limit int) int {
-	const resultOverhead = 1 << 10 // the result's own members, _meta
-	if limit < 0 || payloadLen <= (limit-resultOverhead)/7 {
+	if limit < 0 || payloadLen <= maxUnmeasuredPayload(limit) {
 		return 0
 	}
 	b, err := json.Marshal(r)
@@ -283,6 +283,23 @@ func oversized(r *sdk.CallToolResult, payloadLen, limit int) int {
 		return 0 // one that cannot be encoded is go-sdk's to refuse
 	}
 	return len(b)
+}
+
+// maxEscapedBytes is the most bytes one byte of a payload takes in a
+// JSON string as go-sdk encodes it: "<", ">" and "&" (which go-sdk
+// escapes, HTML-safe), control characters and a byte that is not UTF-8
+// each become a six-byte \uXXXX escape.
+const maxEscapedBytes = 6
+
+// resultOverhead is the room a result takes beside its payload: its own
+// members, the failure kind in _meta.
+const resultOverhead = 1 << 10
+
+// maxUnmeasuredPayload is the largest payload whose result surely fits
+// in limit bytes: twice (text and structuredContent) escaped at worst,
+// with the result's own members.
+func maxUnmeasuredPayload(limit int) int {
+	return (limit - resultOverhead) / (2 * maxEscapedBytes)
 }
 
 // reportProgress sends notifications/progress for a running call every

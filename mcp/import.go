@@ -436,6 +436,13 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 	return valueOf(res)
 }
 
+// brokenPingTimeout bounds the ping with which broken tells a broken
+// connection from a result it could not decode: a connection that broke
+// fails a ping at once, so a ping not answered within it leaves the
+// session be, and the call is answered with its own error, not held
+// until its timeout by a busy or hung server.
+const brokenPingTimeout = time.Second
+
 // broken reports whether err, the error of a call on s that did not end
 // with the call's own context, means that the connection broke. An
 // answer of the server (a *jsonrpc.Error, which go-sdk also makes of a
@@ -445,8 +452,10 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 // decode on a healthy session (a content type of a newer protocol
 // revision, say), and a ping tells them apart: a connection that broke
 // fails it at once without sending, a healthy one answers it (an error
-// answer counts). A ping the call's context ends leaves the session be:
-// its watch notices a connection that ends.
+// answer counts). The ping has its own bound (brokenPingTimeout, and at
+// most half the time the call has left), so that the call is answered
+// with err before its timeout; a ping not answered in time leaves the
+// session be: its watch notices a connection that ends.
 func broken(ctx context.Context, s *sdk.ClientSession, err error) bool {
 	var wire *jsonrpc.Error
 	switch {
@@ -455,8 +464,14 @@ func broken(ctx context.Context, s *sdk.ClientSession, err error) bool {
 	case errors.As(err, &wire):
 		return false
 	}
-	err = s.Ping(ctx, nil)
-	return err != nil && ctx.Err() == nil && !errors.As(err, &wire)
+	bound := brokenPingTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d)/2 < bound {
+		bound = time.Until(d) / 2
+	}
+	pctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	err = s.Ping(pctx, nil)
+	return err != nil && pctx.Err() == nil && !errors.As(err, &wire)
 }
 
 // valueOf is the tool result of an MCP result. An isError result is an

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -97,7 +98,7 @@ type Imported struct {
 	listed bool                    // the first list is in
 
 	liveMu sync.Mutex
-	live   map[*sdk.ClientSession]bool // sessions opened and not yet closed
+	live   map[*sdk.ClientSession]*atomic.Bool // sessions opened and not yet closed, with whether the server forgot them (see sessionWatch)
 
 	// The server processes started while Import waits for the first
 	// list, so that a failed Import kills them at once: a server that
@@ -173,7 +174,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			return nil, err
 		}
 	}
-	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]bool{},
+	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*atomic.Bool{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
@@ -426,9 +427,11 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 	}
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		if ctx.Err() == nil && broken(ctx, sess, err) {
+		if ctx.Err() == nil && (im.forgotten(sess) || broken(ctx, sess, err)) {
 			// Later calls wait for the connection actor's restart instead
-			// of trying this session, which its watch now closes.
+			// of trying this session, which its watch now closes. This
+			// call is answered with its error, not sent again: it may
+			// have run.
 			im.link.drop(sess)
 		}
 		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, err)
@@ -836,6 +839,7 @@ func (im *Imported) connect(job context.Context) connected {
 	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
 	defer cancel()
 	var transport sdk.Transport
+	forgotten := new(atomic.Bool) // stays false over stdio
 	if len(im.opts.Command) > 0 {
 		// The command is not tied to ctx: it lives as long as the session,
 		// which the watch job closes when the incarnation ends.
@@ -851,6 +855,7 @@ func (im *Imported) connect(job context.Context) connected {
 		if im.opts.BearerToken != "" {
 			rt = bearer{token: im.opts.BearerToken, next: im.http}
 		}
+		rt = sessionWatch{next: rt, forgotten: forgotten}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	changes := make(chan struct{}, 1)
@@ -866,7 +871,7 @@ func (im *Imported) connect(job context.Context) connected {
 		return connected{err: fmt.Errorf("connect: %w", err)}
 	}
 	im.liveMu.Lock()
-	im.live[s] = true
+	im.live[s] = forgotten
 	im.liveMu.Unlock()
 	list, err := im.list(ctx, s)
 	if err != nil {
@@ -900,6 +905,36 @@ func (im *Imported) list(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool
 		list = append(list, t)
 	}
 	return list, nil
+}
+
+// forgotten reports whether the server answered a request of s with 404
+// Not Found: it no longer knows the session (it restarted, or the
+// session expired), and every later request of s is answered so.
+func (im *Imported) forgotten(s *sdk.ClientSession) bool {
+	im.liveMu.Lock()
+	defer im.liveMu.Unlock()
+	f := im.live[s]
+	return f != nil && f.Load()
+}
+
+// sessionWatch notes when the server answers a request of a session
+// (one with an Mcp-Session-Id header) with 404 Not Found, which is how a
+// streamable HTTP server says it no longer knows the session (MCP
+// transports, session management). go-sdk hands the call a JSON-RPC
+// error body of such an answer (the TypeScript SDK's servers send
+// "Session not found") as the server's answer and keeps the session; the
+// import must connect again instead.
+type sessionWatch struct {
+	next      http.RoundTripper
+	forgotten *atomic.Bool
+}
+
+func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := w.next.RoundTrip(r)
+	if err == nil && res.StatusCode == http.StatusNotFound && r.Header.Get("Mcp-Session-Id") != "" {
+		w.forgotten.Store(true)
+	}
+	return res, err
 }
 
 // bearer adds an Authorization header to each request.

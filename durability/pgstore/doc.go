@@ -75,6 +75,15 @@
 // target_session_attrs=read-write), they reach it at once instead of
 // using connections to the demoted server until they age out.
 //
+// A call that fails because its connection was lost (a restart, a crash,
+// sessions ended: see the classes above) drops the pool's connections
+// alike, so that the others, dead too, fail no further call. A read
+// ([Store.GetEvents], [Store.GetSnapshot], [Store.Epoch]) that fails so
+// runs once more, on a fresh connection: it has no side effects and hands
+// over nothing before it succeeds, so after a restart no read fails on a
+// connection the restart killed. A write is not run again: it fails, and
+// the next one connects anew.
+//
 // # Fencing
 //
 // Two members can believe they host the same session: the old one paused or

@@ -90,7 +90,7 @@ func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
 	}
 	defer s.reads.Done()
 	var epoch int64
-	err := s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch)
+	err := s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}

@@ -48,8 +48,10 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	var page []row
 	for {
 		var more bool
-		var err error
-		page, more, err = s.readPage(ctx, name, lo, hi, page[:0])
+		err := s.read(ctx, func() (err error) {
+			page, more, err = s.readPage(ctx, name, lo, hi, page[:0])
+			return err
+		})
 		if err != nil {
 			return storeErr(op, name, err)
 		}
@@ -63,6 +65,26 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 		}
 		lo = bias(page[len(page)-1].idx) + 1
 	}
+}
+
+// read runs q, a read, and notes its failure as a write's is noted (see
+// noteFailure). When q failed because its connection was lost, the pool
+// has been reset and q runs once more, on a fresh connection, unless ctx
+// is done: a read has no side effects, and q hands nothing to the caller
+// before it succeeds (GetEvents delivers a page once it is read whole), so
+// the second run cannot repeat or mix in the first's rows. After a server
+// restart, then, no read fails on the dead connections of the pool, not
+// even the first; if the server is still down, the second run's error is
+// returned.
+func (s *Store) read(ctx context.Context, q func() error) error {
+	err := q()
+	s.noteFailure(err)
+	if err == nil || ctx.Err() != nil || !connectionLost(err) {
+		return err
+	}
+	err = q()
+	s.noteFailure(err)
+	return err
 }
 
 // readPage reads events of name in [lo, hi] (biased), up to pageRows rows
@@ -138,7 +160,9 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		data []byte
 		crc  int32
 	)
-	err := s.pool.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
+	err := s.read(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return durability.Snapshot{}, false, nil
 	}

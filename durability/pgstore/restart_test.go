@@ -46,3 +46,78 @@ func TestRestartedServer_OneBatchFails(t *testing.T) {
 			len(failed), conns, conns, failed[0])
 	}
 }
+
+// TestRestartedServer_ReadsSucceed: reads after a server restart (here,
+// the store's sessions ended, as a restart ends them) do not fail on the
+// dead connections left in the pool: the first read that draws one resets
+// the pool, as a write does, and runs once more on a fresh connection (a
+// read has no side effects, and hands nothing to its caller before it
+// succeeds). Each failed read is a durable actor's failed recovery, so
+// none may fail, not even the first.
+func TestRestartedServer_ReadsSucceed(t *testing.T) {
+	ctx := t.Context()
+	schema := freshSchema()
+	open(t, &pgstore.Options{Schema: schema}).Close()
+	appDSN := appRole(t, dsn, schema)
+	s, err := pgstore.Open(ctx, appDSN, &pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PersistEvents(ctx, "a", 0, [][]byte{[]byte("x"), []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, "b", 3, []byte("s")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Claim(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		read func() error
+	}{
+		{"GetEvents", func() error {
+			n := 0
+			err := s.GetEvents(ctx, "a", 0, 0, func(uint64, []byte) error { n++; return nil })
+			if err == nil && n != 2 {
+				t.Errorf("GetEvents read %d events, want 2", n)
+			}
+			return err
+		}},
+		{"GetSnapshot", func() error {
+			snap, ok, err := s.GetSnapshot(ctx, "b")
+			if err == nil && (!ok || snap.Index != 3 || string(snap.Data) != "s") {
+				t.Errorf("GetSnapshot = %v, %v, want index 3, data s", snap, ok)
+			}
+			return err
+		}},
+		{"Epoch", func() error {
+			e, err := s.Epoch(ctx, "k")
+			if err == nil && e != c.Epoch() {
+				t.Errorf("Epoch = %d, want %d", e, c.Epoch())
+			}
+			return err
+		}},
+	}
+	const conns = 8
+	for _, r := range reads {
+		if err := pgstore.OpenConns(ctx, s, conns); err != nil {
+			t.Fatal(err)
+		}
+		// What a restart does to the store's sessions (and no other
+		// test's), waiting until they are gone.
+		sql(t, "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE usename = $1", "app_"+schema)
+		var failed []error
+		for range 1 + conns {
+			if err := r.read(); err != nil {
+				failed = append(failed, err)
+			}
+		}
+		if len(failed) > 0 {
+			t.Errorf("after a restart, %d of %d calls of %s failed (the pool held %d dead connections); the first: %v",
+				len(failed), 1+conns, r.name, conns, failed[0])
+		}
+	}
+}

@@ -286,9 +286,9 @@ const readOnlySQLTransaction = "25006"
 //     each dead one left in the pool would fail one more call.
 //
 // Connections in use are dropped when they are returned. Other errors,
-// and nil, change nothing. It is called once per failed transaction or
-// claim: a batch that fails so is not retried write by write (see
-// serverFailure), so it resets the pool once.
+// and nil, change nothing. It is called once per failed transaction,
+// claim or read (see Store.read): a batch that fails so is not retried
+// write by write (see serverFailure), so it resets the pool once.
 func (s *Store) noteFailure(err error) {
 	var pe *pgconn.PgError
 	switch {

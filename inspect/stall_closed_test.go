@@ -18,17 +18,7 @@ import (
 // Close would release, is refused: a tool without a timeout
 // (tools.NoTimeout) would otherwise wait for ever.
 func TestStall_AfterClose(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, &inspect.Options{Faults: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	echo := tools.MustNewTyped(tools.Definition{Name: "echo", Timeout: tools.NoTimeout},
-		func(_ context.Context, in echoIn) (echoOut, error) { return echoOut(in), nil })
-	if _, err := in.Tools([]*tools.Tool{echo}); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
+	in := closedWithEcho(t)
 	text, err := in.Stall("echo", true)
 	for _, tf := range in.Snapshot("").Tools {
 		if tf.Name == "echo" && tf.Stalled {
@@ -44,6 +34,23 @@ func TestStall_AfterClose(t *testing.T) {
 // Close is refused because the inspector is closed (503), not that the
 // tool does not exist.
 func TestStall_AfterCloseOverHTTP(t *testing.T) {
+	in := closedWithEcho(t)
+	req := httptest.NewRequest(http.MethodPost, "/api/fault/stall", strings.NewReader("tool=echo&on=true"))
+	req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8080"
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	w := httptest.NewRecorder()
+	in.ServeHTTP(w, req)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "closed") {
+		t.Fatalf("stall posted after Close: %d %s, want 503 saying the inspector is closed", w.Code, w.Body)
+	}
+}
+
+// closedWithEcho is a closed inspector with faults on that knows a tool
+// echo without a timeout (tools.NoTimeout): one a stall never left would
+// hold for ever.
+func closedWithEcho(t *testing.T) *inspect.Inspector {
+	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
 	in, err := inspect.New(rt, &inspect.Options{Faults: true})
 	if err != nil {
@@ -55,13 +62,5 @@ func TestStall_AfterCloseOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.Close()
-	req := httptest.NewRequest(http.MethodPost, "/api/fault/stall", strings.NewReader("tool=echo&on=true"))
-	req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8080"
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	w := httptest.NewRecorder()
-	in.ServeHTTP(w, req)
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "closed") {
-		t.Fatalf("stall posted after Close: %d %s, want 503 saying the inspector is closed", w.Code, w.Body)
-	}
+	return in
 }

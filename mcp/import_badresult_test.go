@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
@@ -102,15 +103,7 @@ func TestImport_ResultItCannotReadKeepsTheConnection(t *testing.T) {
 func testBadAnswer(t *testing.T, bad, ping string, connections int) {
 	srv := jsonRPCServer(t, ping)
 	rt := actorstest.NewRuntime(t, nil)
-	im, err := mcp.Import(t.Context(), rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := im.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	im := importFor(t, rt, srv.URL, 5*time.Second)
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "bad", Name: bad}}},
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "echo", Name: "echo"}}},
@@ -125,4 +118,20 @@ func testBadAnswer(t *testing.T, bad, ping string, connections int) {
 	if n := im.Connections(); n != connections {
 		t.Errorf("%d connections, want %d", n, connections)
 	}
+}
+
+// importFor imports the MCP server at url on rt with the given call
+// timeout, closed when the test ends.
+func importFor(t *testing.T, rt *actors.Runtime, url string, callTimeout time.Duration) *mcp.Imported {
+	t.Helper()
+	im, err := mcp.Import(t.Context(), rt, &mcp.ImportOptions{URL: url, CallTimeout: callTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := im.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return im
 }

@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
-	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -53,15 +51,7 @@ func TestImport_ResultItCannotReadWithASlowPing(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 	rt := actorstest.NewRuntime(t, nil)
-	im, err := mcp.Import(t.Context(), rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := im.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	im := importFor(t, rt, srv.URL, 2*time.Second)
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "bad", Name: "odd"}}},
 		scripted.Turn{Text: "done"})

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
-	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -84,15 +82,7 @@ func TestImport_ServerThatForgotTheSessionIsConnectedAgain(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	rt := actorstest.NewRuntime(t, nil)
-	im, err := mcp.Import(t.Context(), rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := im.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	im := importFor(t, rt, srv.URL, 5*time.Second)
 	gen.Add(1) // the server restarts: the import's session is gone
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "first", Name: "echo"}}},

@@ -16,14 +16,7 @@ import (
 // supervisor's restarts.
 func TestRestartedServer_OneBatchFails(t *testing.T) {
 	ctx := t.Context()
-	schema := freshSchema()
-	open(t, &pgstore.Options{Schema: schema}).Close()
-	appDSN := appRole(t, dsn, schema)
-	s, err := pgstore.Open(ctx, appDSN, &pgstore.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, schema := storeOfOwnRole(t)
 	const conns = 8
 	if err := pgstore.OpenConns(ctx, s, conns); err != nil {
 		t.Fatal(err)
@@ -56,14 +49,7 @@ func TestRestartedServer_OneBatchFails(t *testing.T) {
 // none may fail, not even the first.
 func TestRestartedServer_ReadsSucceed(t *testing.T) {
 	ctx := t.Context()
-	schema := freshSchema()
-	open(t, &pgstore.Options{Schema: schema}).Close()
-	appDSN := appRole(t, dsn, schema)
-	s, err := pgstore.Open(ctx, appDSN, &pgstore.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, schema := storeOfOwnRole(t)
 	if err := s.PersistEvents(ctx, "a", 0, [][]byte{[]byte("x"), []byte("y")}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +106,20 @@ func TestRestartedServer_ReadsSucceed(t *testing.T) {
 				len(failed), 1+conns, r.name, conns, failed[0])
 		}
 	}
+}
+
+// storeOfOwnRole is a store on a fresh schema, connected as a role of its
+// own (app_<schema>), so that a test may end that role's sessions, as a
+// server restart ends them, without touching any other test's; it is
+// closed when the test ends.
+func storeOfOwnRole(t *testing.T) (*pgstore.Store, string) {
+	t.Helper()
+	schema := freshSchema()
+	open(t, &pgstore.Options{Schema: schema}).Close()
+	s, err := pgstore.Open(t.Context(), appRole(t, dsn, schema), &pgstore.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, schema
 }

@@ -103,7 +103,7 @@ func TestImport_ResultItCannotReadKeepsTheConnection(t *testing.T) {
 func testBadAnswer(t *testing.T, bad, ping string, connections int) {
 	srv := jsonRPCServer(t, ping)
 	rt := actorstest.NewRuntime(t, nil)
-	im := importFor(t, rt, srv.URL, 5*time.Second)
+	im := imported(t, rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 5 * time.Second})
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "bad", Name: bad}}},
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "echo", Name: "echo"}}},
@@ -120,11 +120,10 @@ func testBadAnswer(t *testing.T, bad, ping string, connections int) {
 	}
 }
 
-// importFor imports the MCP server at url on rt with the given call
-// timeout, closed when the test ends.
-func importFor(t *testing.T, rt *actors.Runtime, url string, callTimeout time.Duration) *mcp.Imported {
+// imported is mcp.Import of o on rt, closed when the test ends.
+func imported(t *testing.T, rt *actors.Runtime, o *mcp.ImportOptions) *mcp.Imported {
 	t.Helper()
-	im, err := mcp.Import(t.Context(), rt, &mcp.ImportOptions{URL: url, CallTimeout: callTimeout})
+	im, err := mcp.Import(context.Background(), rt, o)
 	if err != nil {
 		t.Fatal(err)
 	}

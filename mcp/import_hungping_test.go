@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -51,7 +52,7 @@ func TestImport_ResultItCannotReadWithASlowPing(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 	rt := actorstest.NewRuntime(t, nil)
-	im := importFor(t, rt, srv.URL, 2*time.Second)
+	im := imported(t, rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 2 * time.Second})
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "bad", Name: "odd"}}},
 		scripted.Turn{Text: "done"})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
@@ -82,7 +83,7 @@ func TestImport_ServerThatForgotTheSessionIsConnectedAgain(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	rt := actorstest.NewRuntime(t, nil)
-	im := importFor(t, rt, srv.URL, 5*time.Second)
+	im := imported(t, rt, &mcp.ImportOptions{URL: srv.URL, CallTimeout: 5 * time.Second})
 	gen.Add(1) // the server restarts: the import's session is gone
 	res := runLoop(t, rt, im.Tools(),
 		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "first", Name: "echo"}}},

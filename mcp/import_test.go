@@ -33,16 +33,7 @@ func importSelf(t *testing.T, rt *actors.Runtime, opts *mcp.ImportOptions) *mcp.
 	}
 	o.Command = []string{exe, "-test.run=^$"}
 	o.Env = append(o.Env, serverEnv+"=1")
-	im, err := mcp.Import(context.Background(), rt, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := im.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	return im
+	return imported(t, rt, &o)
 }
 
 // runLoop runs a tool loop over a scripted model with the given tools and

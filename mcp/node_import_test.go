@@ -21,20 +21,11 @@ import (
 func importNode(t *testing.T, rt *actors.Runtime, prefix, bin string, args ...string) *mcp.Imported {
 	t.Helper()
 	binDir := filepath.Join(nodePrograms(t), "node_modules", ".bin")
-	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{
+	return imported(t, rt, &mcp.ImportOptions{
 		Command: append([]string{filepath.Join(binDir, bin)}, args...),
 		Env:     []string{"PATH=" + binDir + ":" + os.Getenv("PATH")}, // its node is Node 22
 		Prefix:  prefix,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := im.Close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	return im
 }
 
 func toolNamed(t *testing.T, ts []*tools.Tool, name string) *tools.Tool {

@@ -504,8 +504,8 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 		s = in.resultSession(ev.StreamID)
 	}
 	if s != nil {
-		if p, ok := s.removeCall(ev.Call); ok {
-			st, dispatched = in.toolList[p.tool], p.dispatched
+		if tool, d, ok := s.removeCall(ev.Call); ok {
+			st, dispatched = in.toolList[tool], d
 		}
 		if len(s.approvals) > 0 {
 			in.answeredByResult(ev, kind)

@@ -49,6 +49,7 @@ type modelObserver struct {
 	// yet, or nil.
 	staged *messages.Frame
 	turn   []observed   // this turn's frames, not shown yet
+	asked  int          // how many of them were written into the adapter
 	tools  []*toolStats // the tools its calls named (under in.mu)
 }
 
@@ -240,6 +241,7 @@ func (o *modelObserver) request(f *messages.Frame) {
 		o.staged = f
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		o.turn = append(o.turn, observed{f: f, request: true})
+		o.asked++
 	}
 }
 
@@ -277,7 +279,7 @@ func (o *modelObserver) flush() {
 	}
 	in.version.Add(1)
 	in.mu.Unlock()
-	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
+	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
 }
 
 // endsInTurn reports whether the stream of the request frame o.turn[i]
@@ -290,6 +292,12 @@ func (o *modelObserver) endsInTurn(i int) bool {
 		return false
 	}
 	stream := f.GetStreamId()
+	// The common turn: the request's END alone written in, the turn ended
+	// by the END of its response.
+	if last := o.turn[len(o.turn)-1]; o.asked == 1 && !last.request &&
+		last.f.GetType() == messages.FrameType_END && last.f.GetStreamId() == stream {
+		return true
+	}
 	for _, ob := range o.turn[i+1:] {
 		if ob.f.GetStreamId() == stream {
 			if ob.request { // a new request of the stream: it stays open
@@ -400,6 +408,7 @@ func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) 
 			p.call, p.chunked = f, false // complete now
 		} else {
 			s.calls = append(s.calls, pendingCall{call: f, tool: o.toolStats(f.GetName()).index, since: now})
+			s.held = max(s.held, len(s.calls))
 		}
 	case messages.FrameType_ERROR:
 		o.applyError(s, f, now)
@@ -497,6 +506,7 @@ type session struct {
 	approvals []heldApproval // calls waiting for a person, held first first
 	updated   int64
 	calls     []pendingCall   // tool calls of the current response without a result yet
+	held      int             // calls[:held] may hold frames (removeCall leaves them past len)
 	text      []byte          // the current response's text
 	messages  json.RawMessage // the last request's messages
 	answered  bool            // text is the final answer
@@ -600,10 +610,13 @@ func (s *session) reset() {
 // arguments may be large) is kept until the session's next request at
 // most. Once a request: the slots are few.
 func (s *session) clearCalls() {
-	if cap(s.calls) > 0 {
-		clear(s.calls[:cap(s.calls)])
-		s.calls = s.calls[:0]
+	// The slots that may hold frames, few: their pointers dropped in
+	// place (what a slot holds besides is overwritten when it is reused).
+	held := s.calls[:s.held]
+	for i := range held {
+		held[i].call, held[i].chunks = nil, nil
 	}
+	s.calls, s.held = s.calls[:0], 0
 }
 
 // call returns the pending call id, valid until calls changes.
@@ -621,16 +634,18 @@ func (s *session) call(id string) *pendingCall {
 // request (clearCalls), the slot's reuse by a later call, or the session
 // is forgotten: removing the last call, the common case, writes no
 // pointer.
-func (s *session) removeCall(call *messages.Frame) (pendingCall, bool) {
+func (s *session) removeCall(call *messages.Frame) (tool int32, dispatched time.Duration, ok bool) {
 	id := call.GetToolCallId()
 	for i := range s.calls {
 		// The loop's call is most often the adapter's frame itself.
-		if c := s.calls[i].call; c == call || c.GetToolCallId() == id {
-			p, last := s.calls[i], len(s.calls)-1
-			copy(s.calls[i:], s.calls[i+1:])
-			s.calls = s.calls[:last]
-			return p, true
+		if p := &s.calls[i]; p.call == call || p.id() == id {
+			tool, dispatched = p.tool, p.dispatched
+			if last := len(s.calls) - 1; i < last {
+				copy(s.calls[i:], s.calls[i+1:])
+			}
+			s.calls = s.calls[:len(s.calls)-1]
+			return tool, dispatched, true
 		}
 	}
-	return pendingCall{}, false
+	return 0, 0, false
 }

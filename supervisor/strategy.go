@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -81,7 +82,10 @@ type Options struct {
 	Decider Decider
 	// Observer is called with every decision, on the supervising actor's
 	// goroutine, before the decision is carried out: it must be quick and
-	// safe for concurrent use.
+	// safe for concurrent use. An Observer that panics is logged (an ERROR
+	// record to Logger, with the panic and its stack) and the decision is
+	// carried out all the same: a broken observer must not take the
+	// supervisor down.
 	Observer func(Event)
 	// Logger receives one record per decision; default: discard.
 	Logger *slog.Logger
@@ -173,11 +177,13 @@ func MustNew(opts *Options) *Strategy {
 func (s *Strategy) Options() Options { return s.opts }
 
 // WithObserver returns a copy of s that also reports to observe (after any
-// observer s already has).
+// observer s already has; one that panics does not keep the other from
+// being called).
 func (s *Strategy) WithObserver(observe func(Event)) *Strategy {
 	c := *s
 	if prev := s.opts.Observer; prev != nil && observe != nil {
-		c.opts.Observer = func(e Event) { prev(e); observe(e) }
+		logger := s.opts.Logger
+		c.opts.Observer = func(e Event) { observeSafely(logger, prev, e); observe(e) }
 	} else if observe != nil {
 		c.opts.Observer = observe
 	}
@@ -263,6 +269,21 @@ func (s *Strategy) report(ev Event) {
 		slog.String("directive", ev.Directive.String()), slog.Bool("intensity_exceeded", ev.IntensityExceeded),
 		slog.Int("failures", ev.Failures), slog.Any("reason", ev.Reason))
 	if s.opts.Observer != nil {
-		s.opts.Observer(ev)
+		observeSafely(s.opts.Logger, s.opts.Observer, ev)
 	}
+}
+
+// observeSafely calls observe with ev, and logs a panic of it instead of
+// letting it unwind the supervisor's decision: the decision is carried
+// out whatever the observer does.
+func observeSafely(logger *slog.Logger, observe func(Event), ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("supervision observer panicked; the decision is carried out",
+				slog.String("supervisor", ev.Supervisor), slog.String("child", ev.Child),
+				slog.String("directive", ev.Directive.String()), slog.Any("panic", r),
+				slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	observe(ev)
 }

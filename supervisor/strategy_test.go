@@ -2,7 +2,9 @@ package supervisor_test
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -162,6 +164,38 @@ func TestStrategy_PanickingDeciderStops(t *testing.T) {
 	s.HandleFailure(nil, sup, pid("a"), actor.NewRestartStatistics(), errors.New("boom"), nil)
 	if _, stopped := sup.snapshot(); !slices.Equal(stopped, []string{"a"}) {
 		t.Fatalf("stopped %v, want the child stopped", stopped)
+	}
+}
+
+// TestStrategy_PanickingObserverStillDecides: an Observer that panics
+// (and through the runtime every OnSupervision or WatchSupervision hook)
+// is logged, the decision is carried out, and an observer added with
+// WithObserver after it is still called. Unguarded, the panic unwound out
+// of HandleFailure before the decision: the failed child was neither
+// restarted nor stopped, and the supervising actor itself failed.
+func TestStrategy_PanickingObserverStillDecides(t *testing.T) {
+	var logs strings.Builder
+	var after []supervisor.Event
+	s := supervisor.MustNew(&supervisor.Options{Observer: func(supervisor.Event) { panic("observer bug") },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}).
+		WithObserver(func(e supervisor.Event) { after = append(after, e) })
+	sup := &fakeSupervisor{}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("HandleFailure panicked with the observer's panic: %v", r)
+			}
+		}()
+		s.HandleFailure(nil, sup, pid("a"), actor.NewRestartStatistics(), errors.New("boom"), nil)
+	}()
+	if restarted, _ := sup.snapshot(); !slices.Equal(restarted, []string{"a"}) {
+		t.Errorf("restarted %v, want the failed child restarted despite the observer", restarted)
+	}
+	if len(after) != 1 || after[0].Child != "a" {
+		t.Errorf("the next observer got %+v, want the decision about a", after)
+	}
+	if !strings.Contains(logs.String(), "observer bug") {
+		t.Errorf("the panic was not logged:\n%s", logs.String())
 	}
 }
 

@@ -297,6 +297,10 @@ type Agent struct {
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
 	claim *storeClaim
+	// claimStore is the Store as New was given it, on which names are
+	// claimed (opts.Store is that store measured, with Telemetry): claims
+	// of other agents are looked up on it (see keyOwner).
+	claimStore durability.Store
 	// encoded is the last list of messages a Run encoded, for the next
 	// Runs that send the same.
 	encoded encodeCache
@@ -352,7 +356,8 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
-	claim, err := claimName(opts.Store, opts.Name)
+	claimStore := opts.Store
+	claim, err := claimName(claimStore, opts.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +374,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
+	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
 	if opts.Store != nil {
 		a.delegationTag = rand.Text()[:10] + "-"
 	}

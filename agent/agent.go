@@ -154,7 +154,11 @@ func (e *FailedError) Unwrap() error { return e.Err }
 // default; options are copied.
 type Options struct {
 	// Name names the agent's tool loop actor; default [DefaultName]. Many
-	// agents of one name run side by side (the runtime numbers them).
+	// agents of one name run side by side (the runtime numbers them). Any
+	// name will do: in the actor's name, '/' (which would make it a path
+	// of the actor tree) is written "%2F" and '%' "%25", as in
+	// [SessionKey], so the loop of an agent "team/a" is the actor
+	// "team%2Fa".
 	// With a Store it also keeps the agent's sessions apart from other
 	// agents' in that store: they are stored under [SessionKey](Name,
 	// session id), so a host must give the agent the same Name when it
@@ -467,12 +471,18 @@ func (a *Agent) usable() error {
 	return nil
 }
 
-// traced taps the loop spec with Options.Telemetry, if any.
+// traced taps the loop spec with Options.Telemetry, if any, and names its
+// actor after the agent's name escaped as in [SessionKey] ('/' as "%2F",
+// '%' as "%25"): a name is one element of the actor tree's paths, so that
+// the loop of an agent "team/model" is no path of the loop of an agent
+// "team" (it would take its model child's place). Telemetry sees the
+// name as given.
 func (a *Agent) traced(loop actors.Spec) actors.Spec {
-	if a.opts.Telemetry == nil {
-		return loop
+	if a.opts.Telemetry != nil {
+		loop = a.opts.Telemetry.Agent(loop)
 	}
-	return a.opts.Telemetry.Agent(loop)
+	loop.Name = keyEscaper.Replace(loop.Name)
+	return loop
 }
 
 // Close stops the agent's loop, if a conversation started it, once the

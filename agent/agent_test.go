@@ -458,6 +458,32 @@ func TestRun_DurableResumeAcrossRuntimes(t *testing.T) {
 	}
 }
 
+// TestRun_AgentNamesWithSlash: a name is one element of the actor tree's
+// paths, whatever it holds. Unescaped, the loop of an agent "team/model"
+// was "polyweave/team/model", the id of the model child of the loop of an
+// agent "team": whichever ran second could not start its loop, and every
+// Run of it failed with a bare "duplex stopped". Both orders run, and the
+// loop's actor name is the agent's name escaped as in SessionKey.
+func TestRun_AgentNamesWithSlash(t *testing.T) {
+	for _, order := range [][]string{{"team/model", "team"}, {"team", "team/model"}} {
+		t.Run(order[0]+" first", func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			for _, name := range order {
+				a := newAgent(t, rt, model(t, scripted.Turn{Text: "hi from " + name}), &agent.Options{Name: name})
+				ans, err := a.Run(testCtx(t), "s", ask)
+				if err != nil {
+					t.Errorf("agent %q: %v", name, err)
+				} else if ans.Text != "hi from "+name {
+					t.Errorf("agent %q answered %q", name, ans.Text)
+				}
+			}
+			if !slices.ContainsFunc(rt.Actors(), func(ai actors.ActorInfo) bool { return ai.Name == "team%2Fmodel" }) {
+				t.Errorf("no loop named %q among %v", "team%2Fmodel", rt.Actors())
+			}
+		})
+	}
+}
+
 // TestRun_ManyAgentsOneRuntime: 200 agents with default options in one
 // runtime, each with the workspace tools on its own root, run
 // concurrently to their answers; the runtime's cleanup closes it and

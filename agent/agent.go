@@ -658,7 +658,7 @@ func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message
 // the answer, or the sequence ends with a non-nil error as Run would
 // return it (and an Event whose Answer is what was answered so far).
 // Stopping the iteration early cancels the conversation as a cancelled
-// ctx does. The events are produced on the caller's goroutine.
+// ctx does (at an [EventRestart], no further attempt is sent). The events are produced on the caller's goroutine.
 func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -904,6 +904,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	uncounted := 0 // those not counted (see refusedByRestart)
 	restarts := -1 // the loop's restarts when it ran again after one, before this attempt; -1: none
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 && ctx.Err() != nil {
+			// Cancelled between attempts (a Stream consumer that stopped
+			// at EventRestart included): no further attempt is sent.
+			return c.result(nil), context.Cause(ctx)
+		}
 		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err

@@ -257,9 +257,10 @@ type Agent struct {
 	// put a failing start in front of it).
 	startShared func(actors.Spec) (*actors.Mux, error)
 
-	// delegationTag and delegations name the sessions of AsTool calls:
-	// with a Store, a random tag per Agent value (ending with "-"), so
-	// that a host started again (a new process, a new Agent on the same
+	// delegationTag and delegations name the sessions of AsTool calls: a
+	// random tag per Agent value (ending with "-"), so that a delegation
+	// never takes a session id the host uses with the agent, and, with a
+	// Store, a host started again (a new process, a new Agent on the same
 	// Store) never names a delegation after one an earlier Agent stored;
 	// then a counter.
 	delegationTag string
@@ -379,9 +380,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		}
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
-	if opts.Store != nil {
-		a.delegationTag = rand.Text()[:10] + "-"
-	}
+	a.delegationTag = rand.Text()[:10] + "-"
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -644,7 +643,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // outlives its Run: the answer holds the rounds of the Run's attempts
 // (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil, nil)
+	return a.run(ctx, sessionID, msgs, nil, nil, false)
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
@@ -672,7 +671,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 				stopped = true
 				cancel()
 			}
-		})
+		}, false)
 		if stopped {
 			return
 		}
@@ -858,8 +857,11 @@ type conversation struct {
 
 // run runs a conversation. With parent, its loop is started for it as a
 // child of that actor, and stopped at the end; otherwise it is the
-// agent's shared loop, or with a Store one started for the session.
-func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
+// agent's shared loop, or with a Store one started for the session. A
+// delegation's session (see AsTool), which nothing can name again, is
+// deleted from the Store once the conversation has returned and its loop
+// has stopped, unless it waits for approval (see forget).
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (_ *models.Answer, err error) {
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
@@ -878,6 +880,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
 	defer func() { a.leave(sessionID, c.drain, c.mux) }()
+	if delegation && a.opts.Store != nil {
+		defer func() { c.forget(err) }() // after stopLoop: deferred before it
+	}
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
 	}

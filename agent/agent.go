@@ -693,9 +693,9 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	for {
 		switch {
 		case a.closed:
-			return nil, ErrClosed
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
 		case a.busyOne == sessionID || a.busy[sessionID]:
-			return nil, fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionBusy)
 		}
 		drained, draining := a.draining[sessionID]
 		if !draining {
@@ -1180,7 +1180,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
 	}
 	spec = a.traced(spec)
 	start := a.rt.StartMux
@@ -1188,7 +1188,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		start = c.parent.StartMux
 	}
 	if c.mux, err = start(spec); err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
+		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)
 	}
 	return c.mux, nil
 }

@@ -163,7 +163,8 @@ type Options struct {
 	// members and clients take messages of up to 64 MiB from one
 	// another (see "Sizes" in package remote), so a member may send
 	// frames up to its own limit to peers with a lower one. Default
-	// remote.DefaultMaxFrameBytes; at most remote.MaxFrameBytesLimit.
+	// remote.DefaultMaxFrameBytes; at least remote.MinFrameBytes and at
+	// most remote.MaxFrameBytesLimit (Start refuses others).
 	MaxFrameBytes int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger

@@ -91,8 +91,9 @@ var ErrTooLarge = errors.New("frame too large")
 // once without sending it; a node answers so a call whose arguments are
 // over its own limit (it does not run it), and replaces a result over its
 // limit by such an answer (the call ran). It does not count against the
-// tool.
-const KindTooLarge tools.FailureKind = "too_large"
+// tool. It is tools.FailureTooLarge, the kind every transport's size
+// limit answers with.
+const KindTooLarge = tools.FailureTooLarge
 
 // frameLimit returns the frame limit that the MaxFrameBytes option n
 // (0: the default) says, or an error naming the option (field).

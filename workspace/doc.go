@@ -79,7 +79,15 @@
 // want of a resource ([sandbox.ErrResources]: the user's quota of
 // namespaces used up, ENOMEM, EMFILE, …) or for any other reason:
 // commands run unsandboxed under [SandboxAuto] only when the system
-// cannot sandbox at all ([sandbox.ErrUnsupported]).
+// cannot sandbox at all ([sandbox.ErrUnsupported]: the namespaces cannot
+// be created, or their root may not mount anything). Once it can, a
+// hardening step the system refuses (a container runtime's seccomp
+// profile, a security module) either is done without and named in
+// Protections.Missing (the read-only root, the process limit by
+// pid_max, Landlock, the new session keyring, the seccomp filter,
+// pseudo-terminals) or, for a step the sandbox does not hold without
+// (the workspace's mount, a fresh /proc, the private /tmp and /dev,
+// no_new_privs, dropping the capabilities), makes New fail naming it.
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,
 // Landlock) is most of what a sandboxed command costs, so it is done

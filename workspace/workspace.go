@@ -74,7 +74,10 @@ const (
 	// allows it and otherwise runs them unsandboxed, logging a warning
 	// and saying so in [Workspace.Protections]: only when the system
 	// cannot sandbox at all ([sandbox.ErrUnsupported]: another OS, no
-	// user namespaces, a kernel without a feature the sandbox needs).
+	// user namespaces, or namespaces whose root may not mount anything).
+	// A protection the system refuses once the namespaces work is either
+	// listed in Protections.Missing or makes New fail (see the package
+	// documentation), never a reason to run commands unsandboxed.
 	// Any other failure to set the sandbox up makes New fail rather
 	// than run commands unsandboxed: a configuration the sandbox cannot
 	// honour, a resource that ran out ([sandbox.ErrResources]: the

@@ -295,10 +295,13 @@ func (p Protections) Complete() bool {
 }
 
 // ErrUnsupported is wrapped by the errors that say this system cannot
-// sandbox commands: another OS, no user namespaces, a kernel without a
-// feature the sandbox needs. Any other set-up error is a bad
-// configuration ([ErrConfig]) or a failure, never a reason to run
-// commands unsandboxed.
+// sandbox commands: another OS, no user namespaces (creating them
+// fails), or namespaces whose root may not mount anything (the first
+// mount of the set-up fails: a security module's restriction of
+// unprivileged user namespaces does that). Any other set-up error is a
+// bad configuration ([ErrConfig]) or a failure, never a reason to run
+// commands unsandboxed: a later step the system refuses is either done
+// without and named in [Protections].Missing or fails the set-up.
 var ErrUnsupported = errors.New("sandbox not supported on this system")
 
 // ErrResources is wrapped by the errors that say a sandbox could not be

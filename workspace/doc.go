@@ -49,9 +49,13 @@
 // [sandbox.KeptWithNetwork]) ([sandbox.DefaultHidden]; [Options.HidePaths]
 // hides more; programs installed under /root or /home, such as a
 // toolchain in the user's home, are hidden with them, so commands find
-// what /usr and /opt hold); Landlock allowing writes only beneath the
-// workspace and /tmp, no signal nor abstract Unix socket out of the
-// sandbox, and no TCP; no network unless
+// what /usr and /opt hold); Landlock allowing reads only beneath the
+// system's directories ([sandbox.ReadableDirs]: /usr, /bin, /lib, /etc,
+// /opt, /proc, /dev, …), the workspace and /tmp, so that no other file
+// the host's user may read (in /var, /srv, /mnt, …; every root-only
+// file there when the host runs as root) is readable, writes only
+// beneath the workspace and /tmp, no signal nor abstract Unix socket
+// out of the sandbox, and no TCP; no network unless
 // [Options.AllowNetwork], and without it no Unix, netlink or other
 // non-TCP/IP sockets either (a seccomp filter; socketpair works; with
 // the network allowed, so do the host's Unix sockets named by a path

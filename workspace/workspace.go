@@ -191,8 +191,10 @@ type Options struct {
 	// and [sandbox.Surroundings]). An entry may be a pattern
 	// (filepath.Match). New refuses "/", the workspace itself, and a
 	// path that cannot be resolved. Everything else outside the
-	// workspace stays readable, and read-only; a path that holds the
-	// workspace shows only the way to it.
+	// workspace stays as it was, read-only, and readable beneath the
+	// system's directories ([sandbox.ReadableDirs]) when Landlock is in
+	// force, and everywhere the host's user may read without it; a
+	// path that holds the workspace shows only the way to it.
 	//
 	// What is hidden, and when:
 	//   - New follows the links of each entry, once: what a path led to

@@ -350,6 +350,9 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if err != nil {
 		return p, "", nil, err
 	}
+	// Where the files kept visible are, found before the hiding covers
+	// the links that lead there.
+	readable := keptReadable(keep, wsPath)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
 		for _, k := range kept {
@@ -442,7 +445,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, readable)
 	}
 	switch {
 	case cfg.WithoutLandlock:
@@ -865,19 +868,36 @@ func pin(fd int) error {
 	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
+// keptReadable are the files of keep ([KeptWithNetwork]) with their
+// links followed in the host's view, outside the workspace wsPath:
+// where a command reads them (the name resolver's configuration, say,
+// often a link into /run), readable as the directories of
+// [ReadableDirs] are. The directories on the way are not listable.
+func keptReadable(keep []string, wsPath string) []string {
+	var files []string
+	for _, name := range keep {
+		if path, ok := resolveOutside(nil, name, wsPath); ok && !within(path, wsPath) {
+			files = append(files, path)
+		}
+	}
+	return files
+}
+
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing everywhere, writing beneath the workspace (the
-// directory on the descriptor ws), /tmp and /dev/shm (and to the null
-// devices and the sandbox's own pseudo-terminals),
-// and, when noNet, no TCP. It returns the ABI version in force, 0 when
-// the kernel has no Landlock.
-func restrictLandlock(ws int, noNet bool) (int, error) {
+// reading and executing beneath [ReadableDirs], the files of kept, the
+// workspace (the directory on the descriptor ws), /tmp and /dev/shm,
+// writing beneath the last three (and to the null devices and the
+// sandbox's own pseudo-terminals), and, when noNet, no TCP. It returns
+// the ABI version in force, 0 when the kernel has no Landlock. Reading
+// is restricted from ABI 1, so any Landlock confines it.
+func restrictLandlock(ws int, noNet bool, kept []string) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
 	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
-		landlock.RODirs("/"),
+		landlock.RODirs(ReadableDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(kept...).IgnoreIfMissing(),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
 		// /tmp and /dev/shm are the sandbox's own (see freshDev).

@@ -39,6 +39,22 @@ var DefaultHidden = []string{
 	"/run", "/var/run",
 }
 
+// ReadableDirs are the directories, beside the workspace, /tmp and
+// /dev/shm, whose files sandboxed commands may read (and execute) when
+// Landlock is in force: the system's programs, libraries and
+// configuration, the sandbox's own /proc and /dev, and what programs
+// read of /sys (the CPUs, transparent huge pages, cgroup limits). Those
+// that do not exist are left out. Everything else is unreadable, what
+// the host's user may read there included: /var (but for the
+// workspace, when it is there), /srv, /mnt, /media, /boot, the rest of
+// /sys. The hidden paths are hidden within them too ([DefaultHidden]:
+// /etc/shadow, /etc/ssl/private, …); a file only root may read
+// elsewhere in /etc, /opt or /usr stays readable when the host runs as
+// root (Hide it with [Config.Hide]).
+var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+	"/nix", "/gnu", "/snap", "/proc", "/dev", "/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage",
+	"/sys/fs/cgroup"}
+
 // KeptWithNetwork lists the files that stay visible when the network
 // is allowed though a directory of [DefaultHidden] holds what they lead
 // to: the name resolver's configuration, often a link into /run. What

@@ -82,8 +82,9 @@ func (l Limits) WithDefaults() (Limits, error) {
 
 // Config says how to sandbox commands. The zero value is the default
 // sandbox: no network, the whole file system read-only but the
-// workspace and a private /tmp, the workspace's surroundings and the
-// [DefaultHidden] paths hidden, default limits.
+// workspace and a private /tmp, readable only beneath [ReadableDirs],
+// the workspace and /tmp (with Landlock), the workspace's surroundings
+// and the [DefaultHidden] paths hidden, default limits.
 type Config struct {
 	// AllowNetwork keeps the host's network namespace and does not
 	// restrict TCP with Landlock, nor, with the seccomp filter, the
@@ -201,7 +202,8 @@ type Protections struct {
 	// workspace looks empty to commands. Only the host can drop them
 	// ([LinkTargets.Forget]).
 	LinkTargets []string `json:"linkTargets,omitempty"`
-	// Landlock is the Landlock ABI version in force (0 = none): writes
+	// Landlock is the Landlock ABI version in force (0 = none): reads
+	// only beneath [ReadableDirs], the workspace and /tmp, writes
 	// only beneath the workspace and /tmp, no mounts, from ABI 6 no
 	// signal nor abstract Unix socket out of the sandbox, from ABI 9 no
 	// Unix socket made outside it reached by its path (which matters

@@ -253,30 +253,20 @@ func (j *Journal) writeFile(ctx context.Context, in WriteFileInput) (WriteFileRe
 	session := j.sessionOf(info.StreamID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if rec := j.ws.replaced(in.Path); rec != nil {
+	// Recorded from the very target the write resolved, once: a link
+	// retargeted meanwhile cannot make the journal hold another file
+	// than the one written (the write is then refused).
+	return j.ws.writeFile(ctx, in, func(target string, perm fs.FileMode, exists bool) error {
+		rec := j.ws.replaced(target, perm, exists)
 		rec.CallID = info.ToolCallID
 		rec.NewHash = hashOf([]byte(in.Content))
-		if err := j.append(ctx, session, journalEvent{Write: rec}); err != nil {
-			return WriteFileResult{}, err // not recorded: not written
-		}
-	}
-	return j.ws.WriteFile(ctx, in)
+		return j.append(ctx, session, journalEvent{Write: rec}) // not recorded: not written
+	})
 }
 
-// replaced returns what a write of path would replace, or nil when the
-// write will be refused (nothing to record).
-func (w *Workspace) replaced(path string) *writeRecord {
-	name, rf := checkName(path)
-	if rf == nil {
-		rf = w.checkExt(name)
-	}
-	if rf != nil {
-		return nil
-	}
-	target, perm, exists, rf := w.writeTarget(name)
-	if rf != nil {
-		return nil
-	}
+// replaced returns what a write to target (resolved, see writeTarget)
+// replaces.
+func (w *Workspace) replaced(target string, perm fs.FileMode, exists bool) *writeRecord {
 	rec := &writeRecord{Path: target, Existed: exists, Perm: perm}
 	if !exists {
 		return rec

@@ -62,6 +62,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 			Reason: ReasonEmptyCommand,
 		}, nil
 	}
+	if rf := checkCommand(in.Command); rf != nil {
+		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
+	}
 	p, err := w.start(ctx, in.Command)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -113,6 +116,27 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
 	return res, nil
+}
+
+// MaxCommandBytes is the longest command run_command takes: the
+// kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128 KiB,
+// with its terminating NUL), which the command is to `sh -c`.
+const MaxCommandBytes = 128<<10 - 1
+
+// checkCommand refuses, before anything starts, a command no shell can
+// be given: one with a NUL byte (a program's argument ends at the
+// first), or one longer than MaxCommandBytes.
+func checkCommand(command string) *RunCommandResult {
+	switch {
+	case strings.IndexByte(command, 0) >= 0:
+		return &RunCommandResult{Reason: ReasonCommandNUL, Error: fmt.Sprintf("%s: %s: a shell's command line "+
+			"ends at the first NUL; remove it (printf '\\0' writes one)", RunCommandToolName, ReasonCommandNUL)}
+	case len(command) > MaxCommandBytes:
+		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d bytes, at most %d "+
+			"(the system's limit on one argument); write long content to a file with write_file and run that",
+			RunCommandToolName, ReasonCommandTooLong, len(command), MaxCommandBytes)}
+	}
+	return nil
 }
 
 // stopCause says why a command was stopped before it exited on its own.
@@ -370,6 +394,13 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	switch {
 	case p.sb == nil:
 		res.ExitCode, sig = exitStatus(p.cmd.ProcessState)
+	case errors.Is(sbErr, sandbox.ErrStartFailed) && cause == stopNone:
+		// Nothing of the command ran: as an unsandboxed shell that
+		// cannot be started.
+		return RunCommandResult{
+			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, sbErr),
+			Reason: ReasonStartFailed,
+		}, cause
 	case sbErr != nil:
 		// The helper was killed (by us, at the timeout or on cancel or
 		// close, which the caller reports) or failed: the whole sandbox

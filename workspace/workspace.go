@@ -440,6 +440,14 @@ func New(root string, opts *Options) (*Workspace, error) {
 		r.Close()
 		return nil, err
 	}
+	if w.sandbox != nil {
+		if err := w.checkShell(); err != nil {
+			w.releaseWarm()
+			rootDir.Close()
+			r.Close()
+			return nil, err
+		}
+	}
 	if w.sandbox == nil {
 		if w.devNull, err = os.Open(os.DevNull); err != nil {
 			rootDir.Close()
@@ -482,15 +490,38 @@ func (w *Workspace) setUpSandbox() error {
 		w.prot = prot
 		return nil
 	case !prot.Complete() && o.Sandbox == SandboxRequired:
-		if w.warm != nil {
-			w.warm.release()
-			w.warm = nil
-		}
+		w.releaseWarm()
 		return fmt.Errorf("%w: %s", ErrSandboxUnavailable, strings.Join(prot.Missing, "; "))
 	case !prot.Complete():
 		w.log.Warn("workspace: sandbox protections missing", "missing", strings.Join(prot.Missing, "; "))
 	}
 	w.prot = prot
+	return nil
+}
+
+// releaseWarm releases the sandbox New prepared, when New fails.
+func (w *Workspace) releaseWarm() {
+	if w.warm != nil {
+		w.warm.release()
+		w.warm = nil
+	}
+}
+
+// checkShell refuses a shell that the sandbox does not let commands run
+// (hidden, or outside the directories Landlock lets them run programs
+// from): every command would fail to start.
+func (w *Workspace) checkShell() error {
+	path, err := filepath.Abs(w.shell)
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err == nil {
+		err = w.prot.CheckRunnable(path, w.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace shell %s cannot run in the sandbox: %w; set Options.Shell to one it can run, such as %s",
+			w.shell, err, DefaultShell)
+	}
 	return nil
 }
 

@@ -82,6 +82,9 @@ type report struct {
 	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
 	Resources bool `json:"resources,omitempty"`
+	// StartFailed: the command's shell could not be started
+	// (ErrStartFailed).
+	StartFailed bool `json:"startFailed,omitempty"`
 	// LinkTargets ("ready"): the places in the workspace that links
 	// led paths to hide to, which the set-up hid (see [LinkTargets]).
 	LinkTargets []string `json:"linkTargets,omitempty"`
@@ -182,7 +185,7 @@ func helperMain() int {
 	status.send(report{Phase: "checked"})
 	pid, err := fork(&req)
 	if err != nil {
-		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
+		status.send(report{Phase: "error", Error: "start the command: " + err.Error(), StartFailed: true})
 		return 2
 	}
 	// Stop the whole namespace when the host says so or goes away. The

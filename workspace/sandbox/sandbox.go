@@ -349,6 +349,11 @@ type Exit struct {
 	Signal int `json:"signal,omitempty"`
 }
 
+// ErrStartFailed is wrapped by the error of [Process.Finish] when the
+// command's shell could not be started in the sandbox (the fork or the
+// exec failed): nothing of the command ran.
+var ErrStartFailed = errors.New("sandbox: the command's shell could not be started")
+
 // ErrPreparedStale is wrapped by the error of [Process.Run] when a path
 // to hide changed after the sandbox was prepared: one appeared (a path
 // missing then, a new match of a pattern) or was removed or replaced

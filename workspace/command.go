@@ -315,6 +315,7 @@ func (w *Workspace) warmNextLocked() {
 		}
 		w.warmMu.Lock()
 		w.warming = nil
+		w.warmErr = err
 		close(ch)
 		if h != nil && w.warm == nil && w.closed.Err() == nil {
 			w.warm, h = h, nil
@@ -333,6 +334,9 @@ func (w *Workspace) warmNextLocked() {
 // that wants its first command to start fast too, or for a benchmark
 // that measures a command's start on an idle workspace rather than a
 // sandbox's set-up. It does nothing for a workspace without a sandbox.
+// When the sandbox could not be set up, it returns why (the next
+// command would prepare another, and fail to start the same way, until
+// what made it fail is gone: too many paths to hide, say).
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err
@@ -355,6 +359,12 @@ func (w *Workspace) Warm(ctx context.Context) error {
 		}
 	}
 	w.reapers.Wait() // bounded: each is a helper that has killed its sandbox and is exiting
+	w.warmMu.Lock()
+	ready, err := w.warm != nil, w.warmErr
+	w.warmMu.Unlock()
+	if !ready && err != nil && w.closed.Err() == nil {
+		return fmt.Errorf("workspace: prepare the next command's sandbox: %w", err)
+	}
 	return nil
 }
 

@@ -30,10 +30,12 @@ const (
 		"binary files are reported as binary without content."
 	WriteFileDescription = "Write a text file in the workspace, replacing it atomically. " +
 		"The path is relative to the workspace root; missing parent directories are created."
+	// RunCommandDescription is run_command's description before what
+	// the sandbox allows, which [Workspace.CommandDescription] adds from
+	// the workspace's protections.
 	RunCommandDescription = "Run a shell command (sh -c) in the workspace directory and return its " +
 		"exit code, stdout and stderr. Stdin is empty; output is capped per stream; the command and " +
-		"everything it started are killed when it finishes or times out. When the result says " +
-		"sandboxed, only the workspace and /tmp are writable and there is no network."
+		"everything it started are killed when it finishes or times out."
 )
 
 // Defaults applied for zero-valued [Options] fields.
@@ -159,7 +161,9 @@ type Options struct {
 	// the current process (nil means DefaultInheritEnv; an empty non-nil
 	// list inherits nothing). HOME is always set to the workspace
 	// directory and PATH falls back to a minimal default when not
-	// inherited. Nothing else leaks in: no tokens, keys or agent sockets.
+	// inherited. In the sandbox, a TMPDIR that leads neither to /tmp
+	// nor into the workspace is set to /tmp, where temporary files can
+	// be made. Nothing else leaks in: no tokens, keys or agent sockets.
 	InheritEnv []string
 
 	// Shell runs commands as `Shell -c command` (default DefaultShell).
@@ -330,6 +334,7 @@ type Workspace struct {
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
 	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warmErr error          // why the last preparation failed; nil once one succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped
 
@@ -441,6 +446,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		return nil, err
 	}
 	if w.sandbox != nil {
+		w.env = sandboxTMPDIR(w.env, dir)
 		if err := w.checkShell(); err != nil {
 			w.releaseWarm()
 			rootDir.Close()
@@ -726,6 +732,27 @@ func buildEnv(names []string, dir string) []string {
 		env = append(env, "PATH="+defaultPath)
 	}
 	return append(env, "HOME="+dir)
+}
+
+// sandboxTMPDIR is env for sandboxed commands: an inherited TMPDIR that
+// leads neither to /tmp nor beneath the workspace dir, which are
+// writable in the sandbox, becomes /tmp; elsewhere temporary files could
+// not be made (the file system is read-only, and the sandbox's /tmp is
+// its own, empty but for the way to a workspace in it).
+func sandboxTMPDIR(env []string, dir string) []string {
+	for i, kv := range env {
+		v, ok := strings.CutPrefix(kv, "TMPDIR=")
+		if !ok {
+			continue
+		}
+		if c := filepath.Clean(v); filepath.IsAbs(v) && (c == "/tmp" || within(c, dir) || within(c, "/tmp") && within(dir, c)) {
+			continue
+		}
+		env = slices.Clone(env)
+		env[i] = "TMPDIR=/tmp"
+		return env
+	}
+	return env
 }
 
 // Dir returns the absolute workspace directory.

@@ -454,7 +454,11 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		}
 	}
 	if !complete {
-		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
+		// The note takes its room within the cap, as the model reads it.
+		note := fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
+		kept, _ := cutEncoded(res.Stderr, w.opts.MaxOutputBytes-encodedLen(note))
+		res.Stderr, _ = cutEncoded(kept+note, w.opts.MaxOutputBytes)
+		res.StderrTruncated = true
 		w.log.Warn("run_command: output pipes held open after the process group was killed", "pgid", p.pgid)
 	}
 	return res, cause
@@ -552,17 +556,7 @@ func cutEncoded(t string, max int) (string, bool) {
 	}
 	n := 0
 	for i := 0; i < len(t); {
-		c, size, w := t[i], 1, 0
-		if c < utf8.RuneSelf {
-			w = int(asciiWidth[c])
-		} else {
-			var r rune
-			r, size = utf8.DecodeRuneInString(t[i:])
-			w = size
-			if r == '\u2028' || r == '\u2029' {
-				w = 6 // escaped by encoding/json
-			}
-		}
+		w, size := encodedWidth(t[i:])
 		if n+w > max {
 			return t[:i], true
 		}
@@ -570,6 +564,31 @@ func cutEncoded(t string, max int) (string, bool) {
 		i += size
 	}
 	return t, false
+}
+
+// encodedLen is the length of the JSON string encoding of the valid
+// UTF-8 text t, as cutEncoded counts it.
+func encodedLen(t string) int {
+	n := 0
+	for i := 0; i < len(t); {
+		w, size := encodedWidth(t[i:])
+		n += w
+		i += size
+	}
+	return n
+}
+
+// encodedWidth returns how many bytes JSON encodes the first character
+// of t (valid UTF-8) to, and how many bytes it takes in t.
+func encodedWidth(t string) (w, size int) {
+	if c := t[0]; c < utf8.RuneSelf {
+		return int(asciiWidth[c]), 1
+	}
+	r, size := utf8.DecodeRuneInString(t)
+	if r == '\u2028' || r == '\u2029' {
+		return 6, size // escaped by encoding/json
+	}
+	return size, size
 }
 
 // asciiWidth is how many bytes JSON encodes an ASCII byte to: \n, \r,

@@ -593,15 +593,27 @@ func replacedSince(r Reason) bool {
 	return false
 }
 
-// restore puts back what r replaced.
+// restore puts back what r replaced, with write_file's checks of the
+// name: a link a command made on the way to a path hidden from commands
+// would otherwise take the restored content where they see it.
 func (w *Workspace) restore(r *writeRecord) error {
+	name, rf := checkName(r.Path)
+	if rf == nil {
+		rf = w.checkExt(name)
+	}
+	if rf == nil {
+		rf = w.linkToHidden(name)
+	}
+	if rf != nil {
+		return errors.New(w.explain(r.Path, rf).message("undo", r.Path))
+	}
 	if !r.Existed {
-		if err := w.root.Remove(r.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if rf := w.replace(r.Path, r.Perm, true, string(r.Prev)); rf != nil {
+	if rf := w.replace(name, r.Perm, true, string(r.Prev)); rf != nil {
 		return errors.New(rf.message("undo", r.Path))
 	}
 	return nil

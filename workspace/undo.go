@@ -597,13 +597,7 @@ func replacedSince(r Reason) bool {
 // name: a link a command made on the way to a path hidden from commands
 // would otherwise take the restored content where they see it.
 func (w *Workspace) restore(r *writeRecord) error {
-	name, rf := checkName(r.Path)
-	if rf == nil {
-		rf = w.checkExt(name)
-	}
-	if rf == nil {
-		rf = w.linkToHidden(name)
-	}
+	name, rf := w.checkWriteName(r.Path)
 	if rf != nil {
 		return errors.New(w.explain(r.Path, rf).message("undo", r.Path))
 	}

@@ -56,13 +56,7 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 		return w.writeRefused(in.Path, refuse(ReasonTooLarge, fmt.Sprintf(
 			"%d bytes; one write may hold at most %d: write a smaller file or split the content", n, w.opts.MaxWriteBytes))), nil
 	}
-	name, rf := checkName(in.Path)
-	if rf == nil {
-		rf = w.checkExt(name)
-	}
-	if rf == nil {
-		rf = w.linkToHidden(name)
-	}
+	name, rf := w.checkWriteName(in.Path)
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
@@ -83,6 +77,20 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 		return w.writeRefused(in.Path, rf), nil
 	}
 	return WriteFileResult{Success: true, Path: name, Bytes: len(in.Content)}, nil
+}
+
+// checkWriteName checks the path of a write (write_file's, undo's):
+// the name itself, its extension, and no link on the way to a path
+// hidden from commands; it returns the name, cleaned.
+func (w *Workspace) checkWriteName(path string) (string, *refusal) {
+	name, rf := checkName(path)
+	if rf == nil {
+		rf = w.checkExt(name)
+	}
+	if rf == nil {
+		rf = w.linkToHidden(name)
+	}
+	return name, rf
 }
 
 func (w *Workspace) writeRefused(path string, rf *refusal) WriteFileResult {

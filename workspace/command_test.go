@@ -219,8 +219,8 @@ func TestRunCommand_DidNotRun(t *testing.T) {
 	}
 	res, err := ws.RunCommand(t.Context(), RunCommandInput{Command: "echo \x00"})
 	mustDo(t, err)
-	if res.Success || res.Reason != ReasonStartFailed || !strings.Contains(res.Error, "could not start") {
-		t.Errorf("NUL in command: %+v", res)
+	if res.Success || res.Reason != ReasonCommandNUL || !strings.Contains(res.Error, "NUL") {
+		t.Errorf("NUL in command: %+v, want it refused before it starts", res)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

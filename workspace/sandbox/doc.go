@@ -107,8 +107,8 @@
 // read-only root, pid_max, Landlock, the new session keyring, the
 // seccomp filter, pseudo-terminals), and otherwise fails the set-up
 // with an error naming the step (the workspace's mount, /proc, /tmp,
-// /dev, no_new_privs, the capability bounding set). Whether the system supports the sandbox is
-// decided by what it has, never by a resource running out: a sandbox that
+// /dev, no_new_privs, the capability bounding set). Whether the system
+// supports the sandbox is decided by what it has, never by a resource running out: a sandbox that
 // cannot be set up for want of memory, processes or the user's quota of
 // namespaces fails with [ErrResources], not [ErrUnsupported], so that
 // exhausting a quota cannot make commands run unsandboxed.

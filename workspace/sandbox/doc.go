@@ -35,8 +35,9 @@
 //     its own path;
 //   - sets the namespace's pid_max to bound the number of processes;
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
-//     domain (read and execute only beneath [ReadableDirs], the
-//     workspace, /tmp and /dev/shm, write only beneath the
+//     domain (read and execute only beneath [ReadableDirs], where the
+//     links directly in /etc lead (see ReadableDirs), the workspace,
+//     /tmp and /dev/shm, write only beneath the
 //     workspace, /tmp and /dev/shm, no TCP unless the network is allowed, no
 //     signals or abstract sockets out of the domain, no Unix socket
 //     made outside it reached by its path (ABI 9), no mounts),

@@ -363,6 +363,8 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// Where the files kept visible are, found before the hiding covers
 	// the links that lead there.
 	readable := keptReadable(keep, wsPath)
+	etcFiles, etcDirs := etcLinkTargets(wsPath, append(slices.Clone(plan.outside), plan.inside...))
+	readable = append(readable, etcFiles...)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
 		for _, k := range kept {
@@ -455,7 +457,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, readable)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, readable, etcDirs)
 	}
 	switch {
 	case cfg.WithoutLandlock:
@@ -894,20 +896,66 @@ func keptReadable(keep []string, wsPath string) []string {
 	return files
 }
 
+// etcLinkDirs are the directories of /etc whose symbolic links
+// [etcLinkTargets] follows: /etc itself and the TLS trust stores, which
+// some systems keep elsewhere (openSUSE's /etc/ssl/certs leads to
+// /var/lib/ca-certificates/pem).
+var etcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates"}
+
+// etcLinkTargets returns where the symbolic links directly in
+// [etcLinkDirs] lead, followed in the host's view, when that is outside
+// [ReadableDirs]: files and directories the system's configuration
+// names, which commands read through /etc and which Landlock would
+// refuse otherwise. A target is left out when it is hidden (within a
+// path of hidden, whose covers would be read anyway), is "/", holds the
+// workspace wsPath or is in it, or is a directory just below "/" (a
+// link to /var or /home would open far more than the configuration).
+func etcLinkTargets(wsPath string, hidden []string) (files, dirs []string) {
+	seen := map[string]bool{}
+	for _, d := range etcLinkDirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
+			if !ok || seen[path] || strings.Count(path, "/") < 2 || within(path, wsPath) || within(wsPath, path) ||
+				slices.ContainsFunc(ReadableDirs, func(r string) bool { return within(path, r) }) ||
+				slices.ContainsFunc(hidden, func(h string) bool { return within(path, h) }) {
+				continue
+			}
+			seen[path] = true
+			fi, err := os.Stat(path)
+			switch {
+			case err != nil:
+			case fi.IsDir():
+				dirs = append(dirs, path)
+			default:
+				files = append(files, path)
+			}
+		}
+	}
+	return files, dirs
+}
+
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing beneath [ReadableDirs], the files of kept, the
+// reading and executing beneath [ReadableDirs] and dirs, the files of kept, the
 // workspace (the directory on the descriptor ws), /tmp and /dev/shm,
 // writing beneath the last three (and to the null devices and the
 // sandbox's own pseudo-terminals), and, when noNet, no TCP. It returns
 // the ABI version in force, 0 when the kernel has no Landlock. Reading
 // is restricted from ABI 1, so any Landlock confines it.
-func restrictLandlock(ws int, noNet bool, kept []string) (int, error) {
+func restrictLandlock(ws int, noNet bool, kept, dirs []string) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
 	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
 		landlock.RODirs(ReadableDirs...).IgnoreIfMissing(),
+		landlock.RODirs(dirs...).IgnoreIfMissing(),
 		landlock.ROFiles(kept...).IgnoreIfMissing(),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.

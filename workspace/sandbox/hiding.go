@@ -51,6 +51,16 @@ var DefaultHidden = []string{
 // /etc/shadow, /etc/ssl/private, …); a file only root may read
 // elsewhere in /etc, /opt or /usr stays readable when the host runs as
 // root (Hide it with [Config.Hide]).
+//
+// Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
+// /etc/ca-certificates lead, found as the sandbox is set up, is readable
+// too, when that is not hidden, not "/" or a directory just below it,
+// and neither holds the workspace nor is in it: some systems keep part
+// of their configuration elsewhere (openSUSE's TLS trust store,
+// /etc/ssl/certs, leads to /var/lib/ca-certificates/pem). Links deeper
+// in /etc are not followed, and nothing else of /var is readable: a
+// package manager's database (/var/lib/dpkg, /var/lib/rpm), the caches
+// of /var/cache, a toolchain kept in /srv or /var/lib are not.
 var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 	"/nix", "/gnu", "/snap", "/proc", "/dev", "/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage",
 	"/sys/fs/cgroup"}

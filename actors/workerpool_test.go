@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -186,3 +187,177 @@ func TestWorkerPool_WorkersShareNoCacheLine(t *testing.T) {
 		p.close()
 	})
 }
+
+// chain is a run that schedules its successor from inside itself, as an
+// actor sending to another: handed to the worker it runs on.
+type chain struct {
+	p    *workerPool
+	on   atomic.Pointer[worker] // the worker in its run
+	next *chain                 // nil: the last
+	body func(w *worker)        // run first, given the worker
+}
+
+func (c *chain) run() {
+	w := c.on.Load()
+	if c.body != nil {
+		c.body(w)
+	}
+	if c.next != nil {
+		c.p.scheduleRun(c.next.run, &c.next.on, w)
+	}
+}
+
+// TestWorkerPool_HandsRunsFromRunToRun checks that a run scheduled from
+// inside a worker's run is taken by that worker after it, rather than
+// by another worker woken or started for it.
+func TestWorkerPool_HandsRunsFromRunToRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 2, 4)
+		const hops = 20
+		var ran [hops]*worker
+		done := make(chan struct{})
+		var first *chain
+		for i := hops - 1; i >= 0; i-- {
+			first = &chain{p: p, next: first, body: func(w *worker) {
+				ran[i] = w
+				if i == hops-1 {
+					close(done)
+				}
+			}}
+		}
+		p.scheduleRun(first.run, &first.on, nil)
+		<-done
+		if n := p.n.Load(); n != 1 {
+			t.Errorf("%d workers for a chain of runs each scheduled by the one before, want 1", n)
+		}
+		for i, w := range ran {
+			if w == nil || w != ran[0] {
+				t.Fatalf("run %d on worker %p, run 0 on %p: want every run on the same worker", i, w, ran[0])
+			}
+		}
+		p.close()
+	})
+}
+
+// TestWorkerPool_HandedRunsStarveNoQueuedRun checks that two runs
+// handing each other to their worker forever (two actors ping-ponging)
+// do not hold up a run waiting in the queue for more than a few hops.
+func TestWorkerPool_HandedRunsStarveNoQueuedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 1, 1)
+		const limit = 1000
+		var hops atomic.Int64
+		var third atomic.Bool
+		var ping, pong chain
+		body := func(*worker) {
+			if hops.Add(1) == limit || third.Load() {
+				ping.next, pong.next = nil, nil // the game ends
+			}
+		}
+		ping = chain{p: p, next: &pong, body: body}
+		pong = chain{p: p, next: &ping, body: body}
+		ranAt := make(chan int64, 1)
+		serve := &chain{p: p, next: &ping, body: func(*worker) {
+			// Queued: the pool's one worker is in this run, which then
+			// hands it ping.
+			p.Schedule(func() {
+				third.Store(true)
+				ranAt <- hops.Load()
+			})
+		}}
+		p.scheduleRun(serve.run, &serve.on, nil)
+		if at := <-ranAt; at >= limit || at > handoffBudget+2 {
+			t.Errorf("the queued run waited for %d handed runs, want at most %d", at, handoffBudget+2)
+		}
+		p.close()
+	})
+}
+
+// TestWorkerPool_BlockedRunHandsItsNextAway checks that a run handed to
+// a worker whose run then blocks is taken from it within two ticks (the
+// watcher queues it, and a worker takes it), and that the stuck worker
+// is handed no more runs.
+func TestWorkerPool_BlockedRunHandsItsNextAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 1, 2)
+		release := make(chan struct{})
+		ran := make(chan *worker, 2)
+		handed := &chain{p: p, body: func(w *worker) { ran <- w }}
+		var stuck *worker
+		blocking := &chain{p: p, body: func(w *worker) {
+			stuck = w
+			p.scheduleRun(handed.run, &handed.on, w)
+			<-release
+		}}
+		start := time.Now()
+		p.scheduleRun(blocking.run, &blocking.on, nil)
+		select {
+		case w := <-ran:
+			if w == stuck {
+				t.Errorf("the handed run ran on the blocked worker")
+			}
+			if waited := time.Since(start); waited > 2*p.tick {
+				t.Errorf("the handed run waited %v behind a blocked one, want at most 2 ticks (%v)", waited, 2*p.tick)
+			}
+		case <-time.After(10 * p.tick):
+			t.Fatal("the run handed to a blocked worker did not run")
+		}
+		// The blocked worker takes no handed run now.
+		other := &chain{p: p, body: func(w *worker) { ran <- w }}
+		p.scheduleRun(other.run, &other.on, stuck)
+		if w := <-ran; w == stuck {
+			t.Errorf("a run handed to the blocked worker ran after it")
+		}
+		close(release)
+		p.close()
+		if n := p.n.Load(); n != 0 {
+			t.Errorf("%d workers left after close", n)
+		}
+	})
+}
+
+// TestWorkerPool_CloseRunsHandedRun checks that close, like queued runs,
+// runs a run handed to a busy worker (after that worker's run, before
+// close returns), and that a run handed to a worker after close still
+// runs.
+func TestWorkerPool_CloseRunsHandedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 1, 1)
+		gate := make(chan struct{})
+		handedRan := make(chan struct{})
+		handed := &chain{p: p, body: func(*worker) { close(handedRan) }}
+		var busy *worker
+		first := &chain{p: p, body: func(w *worker) {
+			busy = w
+			p.scheduleRun(handed.run, &handed.on, w)
+			<-gate
+		}}
+		p.scheduleRun(first.run, &first.on, nil)
+		synctest.Wait() // the worker is in its run, a run handed to it
+		closed := make(chan struct{})
+		go func() {
+			p.close()
+			close(closed)
+		}()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("close returned while a run was still going")
+		case <-handedRan:
+			t.Fatal("the handed run ran before the run it was handed by ended")
+		default:
+		}
+		close(gate)
+		<-closed
+		select {
+		case <-handedRan:
+		default:
+			t.Error("close returned before the handed run ran")
+		}
+		after := make(chan struct{})
+		late := &chain{p: p, body: func(*worker) { close(after) }}
+		p.scheduleRun(late.run, &late.on, busy)
+		<-after
+	})
+}
+

@@ -95,6 +95,17 @@ type mailbox struct {
 	suspended  atomic.Bool
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
+	// pool is dispatcher when it is the runtime's worker pool (nil
+	// otherwise), and on the pool's worker in this mailbox's run while
+	// it runs there (nil otherwise): a run this one schedules is handed
+	// to that worker (see workerPool.scheduleRun). parent is the mailbox
+	// of the actor's parent, if a duplex of this runtime: a run
+	// scheduled while the parent's runs on a worker is likely the
+	// parent's doing (the parent sending to the actor), and is handed to
+	// that worker.
+	pool   *workerPool
+	on     atomic.Pointer[worker]
+	parent *mailbox
 	// ready: invoker and dispatcher are set. protoactor registers a new
 	// actor's process, so that its id reaches this mailbox, before it
 	// registers the handlers: a message posted in that gap waits.
@@ -276,14 +287,16 @@ func newMailbox() *mailbox {
 // mailboxCell carries a duplex's mailbox from the props that make it to
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
-// the actor.
-type mailboxCell struct{ mb *mailbox }
+// the actor. parent is the mailbox of the duplex's parent, if a duplex
+// (see mailbox.parent).
+type mailboxCell struct{ mb, parent *mailbox }
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.
 func (c *mailboxCell) producer() actor.MailboxProducer {
 	return func() actor.Mailbox {
 		mb := newMailbox()
+		mb.parent = c.parent
 		c.mb = mb
 		return mb
 	}
@@ -329,18 +342,22 @@ func (m *mailbox) postStop(msg any) {
 	m.queued++
 	m.stopAt = m.kidsIn // the latest stop's mark is the largest
 	m.mu.Unlock()
-	m.posted()
+	m.posted(nil)
 }
 
 // postFrom queues f as a frame from the child from: the hop a child's
 // Emit makes to its parent, with no envelope.
-func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
+func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) { m.postFromIn(from, f, nil) }
+
+// postFromIn is postFrom from the run of the mailbox via (nil: none),
+// the child's.
+func (m *mailbox) postFromIn(from *actor.PID, f *messages.Frame, via *mailbox) {
 	m.mu.Lock()
 	m.kids.push(childFrame{f: f, from: from})
 	m.kidsIn++
 	m.queued++
 	m.mu.Unlock()
-	m.posted()
+	m.posted(via)
 }
 
 // postGone queues the end of the child from after its frames: taken, it
@@ -352,15 +369,17 @@ func (m *mailbox) post(msg any) {
 	m.in.push(msg)
 	m.queued++
 	m.mu.Unlock()
-	m.posted()
+	m.posted(nil)
 }
 
-// posted counts a message just queued and schedules the mailbox.
-func (m *mailbox) posted() {
+// posted counts a message just queued and schedules the mailbox; via is
+// the mailbox whose run posted it, if known (nil: the parent's, if it
+// is in a run).
+func (m *mailbox) posted(via *mailbox) {
 	// Counted after it is queued, as protoactor does: the consumer never
 	// sees a count for a message it cannot take.
 	m.user.Add(1)
-	m.schedule()
+	m.schedule(via)
 }
 
 // PostSystemMessage implements actor.Mailbox.
@@ -369,13 +388,14 @@ func (m *mailbox) PostSystemMessage(message any) {
 	m.sys = append(m.sys, message)
 	m.sysN.Add(1)
 	m.sysMu.Unlock()
-	m.schedule()
+	m.schedule(nil)
 }
 
 // RegisterHandlers implements actor.Mailbox.
 func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker = invoker
 	m.dispatcher = dispatcher
+	m.pool, _ = dispatcher.(*workerPool)
 	m.ready.Store(true)
 }
 
@@ -390,14 +410,28 @@ func (m *mailbox) Start() {}
 // settled per batch, not per message), never fewer than wait.
 func (m *mailbox) UserMessageCount() int { return int(max(m.user.Load(), 0)) }
 
-func (m *mailbox) schedule() {
+// schedule schedules a run of the mailbox unless it is scheduled or
+// running; via is the mailbox whose run asks, if known (nil: the
+// parent's, if it is in a run), on whose worker the run is to follow.
+func (m *mailbox) schedule(via *mailbox) {
 	// A load first: while the mailbox runs, posting costs no CAS. A post
 	// that sees it running counted its message before looking, and the
 	// run counts again after going idle (processMessages), so the
 	// message is never left behind.
 	if m.status.Load() == mailboxIdle && m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
 		if m.ready.Load() {
-			m.dispatcher.Schedule(m.process)
+			if m.pool == nil {
+				m.dispatcher.Schedule(m.process)
+				return
+			}
+			if via == nil {
+				via = m.parent
+			}
+			var after *worker
+			if via != nil {
+				after = via.on.Load()
+			}
+			m.pool.scheduleRun(m.process, &m.on, after)
 			return
 		}
 		// No handlers yet (see ready): the message waits for the first
@@ -406,7 +440,7 @@ func (m *mailbox) schedule() {
 		// post leave the run to this one: schedule again then.
 		m.status.Store(mailboxIdle)
 		if m.ready.Load() {
-			m.schedule()
+			m.schedule(via)
 		}
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"testing/synctest"
 	"time"
 	"unsafe"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // TestWorkerPool_ReusesParkedWorkers checks that a run scheduled while a
@@ -361,3 +365,64 @@ func TestWorkerPool_CloseRunsHandedRun(t *testing.T) {
 	})
 }
 
+// hopInvoker hands each user message to hop, with the worker in the
+// mailbox's run.
+type hopInvoker struct {
+	mb  *mailbox
+	hop func(msg any, w *worker)
+}
+
+func (h *hopInvoker) InvokeSystemMessage(any)       {}
+func (h *hopInvoker) InvokeUserMessage(msg any)     { h.hop(msg, h.mb.on.Load()) }
+func (h *hopInvoker) EscalateFailure(reason, _ any) { panic(reason) }
+
+// TestMailbox_HopsStayOnTheirWorker checks that a parent and its child
+// writing to each other in turn (a frame written into the child, its
+// emit back to the parent) run on one worker of the pool, each handed
+// to the worker of the run that wrote to it.
+func TestMailbox_HopsStayOnTheirWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 2, 4)
+		parent, child := newMailbox(), newMailbox()
+		child.parent = parent
+		childPID := actor.NewPID("test", "parent/child")
+		const rounds = 10
+		var mu sync.Mutex
+		var ran []*worker
+		record := func(w *worker) {
+			mu.Lock()
+			ran = append(ran, w)
+			mu.Unlock()
+		}
+		answers := 0
+		done := make(chan struct{})
+		parent.RegisterHandlers(&hopInvoker{mb: parent, hop: func(msg any, w *worker) {
+			record(w)
+			if parent.from != nil {
+				if answers++; answers == rounds {
+					close(done)
+					return
+				}
+			}
+			child.PostUserMessage(msg)
+		}}, p)
+		child.RegisterHandlers(&hopInvoker{mb: child, hop: func(msg any, w *worker) {
+			record(w)
+			parent.postFromIn(childPID, msg.(*messages.Frame), child)
+		}}, p)
+		parent.PostUserMessage(messages.Text("s", "ping"))
+		<-done
+		if n := p.n.Load(); n != 1 {
+			t.Errorf("%d workers for a parent and child writing to each other in turn, want 1", n)
+		}
+		mu.Lock()
+		for i, w := range ran {
+			if w == nil || w != ran[0] {
+				t.Errorf("hop %d on worker %p, hop 0 on %p: want every hop on the same worker", i, w, ran[0])
+				break
+			}
+		}
+		mu.Unlock()
+		p.close()
+	})
+}

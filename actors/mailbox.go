@@ -97,8 +97,9 @@ type mailbox struct {
 	dispatcher actor.Dispatcher
 	// pool is dispatcher when it is the runtime's worker pool (nil
 	// otherwise), and on the pool's worker in this mailbox's run while
-	// it runs there (nil otherwise): a run this one schedules is handed
-	// to that worker (see workerPool.scheduleRun). parent is the mailbox
+	// it runs there (nil otherwise): a run this one schedules as it is
+	// about to end (no message waits in it) is handed to that worker
+	// (see workerPool.scheduleRun). parent is the mailbox
 	// of the actor's parent, if a duplex of this runtime: a run
 	// scheduled while the parent's runs on a worker is likely the
 	// parent's doing (the parent sending to the actor), and is handed to
@@ -428,7 +429,12 @@ func (m *mailbox) schedule(via *mailbox) {
 				via = m.parent
 			}
 			var after *worker
-			if via != nil {
+			if via != nil && via.user.Load() <= 0 && via.sysN.Load() == 0 {
+				// Handed to the worker of via's run only if that run
+				// is about to end: with messages waiting in via, it
+				// goes on, and this run had better go to another
+				// worker (a stream of frames through a chain of
+				// actors keeps both processors busy).
 				after = via.on.Load()
 			}
 			m.pool.scheduleRun(m.process, &m.on, after)

@@ -426,3 +426,39 @@ func TestMailbox_HopsStayOnTheirWorker(t *testing.T) {
 		p.close()
 	})
 }
+
+// TestMailbox_HopFromBacklogGoesToAnotherWorker checks that a run that
+// a mailbox's run schedules while messages wait in that mailbox (its
+// run goes on) is not handed to its worker but taken by another, so
+// that a stream of frames through a chain of actors keeps more than one
+// processor busy.
+func TestMailbox_HopFromBacklogGoesToAnotherWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newWorkerPool(defaultThroughput, 2, 4)
+		parent, child := newMailbox(), newMailbox()
+		child.parent = parent
+		ran := make(chan *worker, 1)
+		var parentOn *worker
+		handled := 0
+		done := make(chan struct{})
+		parent.RegisterHandlers(&hopInvoker{mb: parent, hop: func(msg any, w *worker) {
+			if handled++; handled == 1 {
+				parentOn = w
+				for range 3 { // a backlog
+					parent.PostUserMessage(msg)
+				}
+				child.PostUserMessage(msg)
+			}
+			if handled == 4 {
+				close(done)
+			}
+		}}, p)
+		child.RegisterHandlers(&hopInvoker{mb: child, hop: func(_ any, w *worker) { ran <- w }}, p)
+		parent.PostUserMessage(messages.Text("s", "ping"))
+		if w := <-ran; w == nil || w == parentOn {
+			t.Errorf("the child ran on worker %p, the parent with a backlog on %p: want another worker", w, parentOn)
+		}
+		<-done
+		p.close()
+	})
+}

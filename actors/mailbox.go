@@ -96,17 +96,19 @@ type mailbox struct {
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
 	// pool is dispatcher when it is the runtime's worker pool (nil
-	// otherwise), and on the pool's worker in this mailbox's run while
-	// it runs there (nil otherwise): a run this one schedules as it is
-	// about to end (no message waits in it) is handed to that worker
-	// (see workerPool.scheduleRun). parent is the mailbox
-	// of the actor's parent, if a duplex of this runtime: a run
-	// scheduled while the parent's runs on a worker is likely the
-	// parent's doing (the parent sending to the actor), and is handed to
-	// that worker.
-	pool   *workerPool
-	on     atomic.Pointer[worker]
-	parent *mailbox
+	// otherwise), and runner the pool's worker this mailbox's run is on
+	// (nil: none), noted by the worker as the run starts; consumer only.
+	// A run this one schedules as it is about to end (no message waits
+	// after the one in hand, see ending) is handed to that worker (see
+	// workerPool.scheduleRun): a child's emit to its parent names the
+	// child's mailbox; for a Send, which protoactor carries, handing is
+	// the worker while the Send lasts, and the actor written to, if a
+	// child of this one, looks there (parent is the mailbox of an
+	// actor's parent, if a duplex).
+	pool    *workerPool
+	runner  *worker
+	handing atomic.Pointer[worker]
+	parent  *mailbox
 	// ready: invoker and dispatcher are set. protoactor registers a new
 	// actor's process, so that its id reaches this mailbox, before it
 	// registers the handlers: a message posted in that gap waits.
@@ -350,7 +352,7 @@ func (m *mailbox) postStop(msg any) {
 // Emit makes to its parent, with no envelope.
 func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) { m.postFromIn(from, f, nil) }
 
-// postFromIn is postFrom from the run of the mailbox via (nil: none),
+// postFromIn is postFrom in the run of the mailbox via (nil: none),
 // the child's.
 func (m *mailbox) postFromIn(from *actor.PID, f *messages.Frame, via *mailbox) {
 	m.mu.Lock()
@@ -374,8 +376,7 @@ func (m *mailbox) post(msg any) {
 }
 
 // posted counts a message just queued and schedules the mailbox; via is
-// the mailbox whose run posted it, if known (nil: the parent's, if it
-// is in a run).
+// the mailbox in whose run it was posted, if known (see schedule).
 func (m *mailbox) posted(via *mailbox) {
 	// Counted after it is queued, as protoactor does: the consumer never
 	// sees a count for a message it cannot take.
@@ -412,8 +413,10 @@ func (m *mailbox) Start() {}
 func (m *mailbox) UserMessageCount() int { return int(max(m.user.Load(), 0)) }
 
 // schedule schedules a run of the mailbox unless it is scheduled or
-// running; via is the mailbox whose run asks, if known (nil: the
-// parent's, if it is in a run), on whose worker the run is to follow.
+// running. via is the mailbox in whose run it is called, if known: if
+// that run is about to end, this one is handed to its worker. Unknown
+// (nil), it is handed to the worker the parent names in handing, if
+// any (see mailbox.pool).
 func (m *mailbox) schedule(via *mailbox) {
 	// A load first: while the mailbox runs, posting costs no CAS. A post
 	// that sees it running counted its message before looking, and the
@@ -425,19 +428,13 @@ func (m *mailbox) schedule(via *mailbox) {
 				m.dispatcher.Schedule(m.process)
 				return
 			}
-			if via == nil {
-				via = m.parent
-			}
 			var after *worker
-			if via != nil && via.user.Load() <= 0 && via.sysN.Load() == 0 {
-				// Handed to the worker of via's run only if that run
-				// is about to end: with messages waiting in via, it
-				// goes on, and this run had better go to another
-				// worker (a stream of frames through a chain of
-				// actors keeps both processors busy).
-				after = via.on.Load()
+			if via != nil {
+				after = via.ending()
+			} else if m.parent != nil {
+				after = m.parent.handing.Load()
 			}
-			m.pool.scheduleRun(m.process, &m.on, after)
+			m.pool.scheduleRun(m.process, &m.runner, after)
 			return
 		}
 		// No handlers yet (see ready): the message waits for the first
@@ -448,6 +445,39 @@ func (m *mailbox) schedule(via *mailbox) {
 		if m.ready.Load() {
 			m.schedule(via)
 		}
+	}
+}
+
+// ending is the worker of this mailbox's run if the run is about to
+// end: no message waits after the one in hand. Otherwise (nil) the run
+// goes on, and a run it schedules had better go to another worker: a
+// stream of frames through a chain of actors keeps more than one
+// processor busy. Consumer only.
+func (m *mailbox) ending() *worker {
+	// The batch's messages handled so far but the first are still
+	// counted in user (see settle).
+	if m.runner == nil || m.user.Load()-int32(m.next-m.settled) > 0 || m.sysN.Load() > 0 {
+		return nil
+	}
+	return m.runner
+}
+
+// handFrom starts a write from this mailbox's run to another actor:
+// if the run is about to end, the run of a child it schedules is handed
+// to the run's worker (see mailbox.pool) until handDone(w), w the
+// worker returned (nil: none). Consumer only.
+func (m *mailbox) handFrom() *worker {
+	w := m.ending()
+	if w != nil {
+		m.handing.Store(w)
+	}
+	return w
+}
+
+// handDone ends what handFrom started.
+func (m *mailbox) handDone(w *worker) {
+	if w != nil {
+		m.handing.Store(nil)
 	}
 }
 

@@ -761,7 +761,9 @@ func (s *shell) Send(to Ref, f *messages.Frame) {
 	if to.pid != nil {
 		// Without a sender: what is sent is input to the receiver, never
 		// one of its children's frames, and no envelope is allocated.
+		w := s.mb.handFrom()
 		s.ctx.Send(to.pid, f)
+		s.mb.handDone(w)
 	}
 }
 

@@ -73,10 +73,20 @@ type workerPool struct {
 }
 
 // run is a mailbox run: fn, and where to note the worker running it
-// (nil: nowhere), for runs it schedules to be handed to that worker.
+// (nil: nowhere), for runs it schedules to be handed to that worker. The
+// worker notes itself as the run starts, and the run reads it on that
+// worker's goroutine; a run on a goroutine of its own notes nil.
 type run struct {
 	fn func()
-	on *atomic.Pointer[worker]
+	at **worker
+}
+
+// alone runs r on the calling goroutine, no worker's.
+func (r run) alone() {
+	if r.at != nil {
+		*r.at = nil
+	}
+	r.fn()
 }
 
 // worker is one worker goroutine's state, as the watcher and the runs
@@ -126,15 +136,15 @@ func newWorkerPool(throughput, target, maxParked int) *workerPool {
 // Schedule implements actor.Dispatcher.
 func (p *workerPool) Schedule(fn func()) { p.schedule(run{fn: fn}) }
 
-// scheduleRun schedules fn, noting in on the worker that runs it while
-// it runs. Scheduled by a run, after is the worker noted for that run
-// (nil: none): fn is handed to it, unless it holds a handed run already
-// or is in that run no more, and otherwise scheduled as by Schedule.
-// after is a hint: a run handed to a worker that another goroutine
-// than its own keeps in a run waits for that run's end, or a tick or
-// two if it blocks, and that is all.
-func (p *workerPool) scheduleRun(fn func(), on *atomic.Pointer[worker], after *worker) {
-	r := run{fn: fn, on: on}
+// scheduleRun schedules fn, noting in at the worker that runs it as it
+// starts. Scheduled by a run about to end, after is the worker noted for
+// that run (nil: none): fn is handed to it, unless it holds a handed run
+// already or is in a run no more, and otherwise scheduled as by
+// Schedule. after is a hint: a run handed to a worker whose run goes on
+// after all waits for that run's end, or a tick or two if it blocks,
+// and that is all.
+func (p *workerPool) scheduleRun(fn func(), at **worker, after *worker) {
+	r := run{fn: fn, at: at}
 	if after == nil || after.p != p || !after.hand(r) {
 		p.schedule(r)
 		return
@@ -167,7 +177,7 @@ func (w *worker) handed() run {
 // schedule queues r, or hands it to a parked worker or a new one.
 func (p *workerPool) schedule(r run) {
 	if p.closed.Load() {
-		go r.fn()
+		go r.alone()
 		return
 	}
 	if p.idle.Load() == 0 && int(p.n.Load()) < p.target && p.start(r) {
@@ -176,7 +186,7 @@ func (p *workerPool) schedule(r run) {
 	select {
 	case p.work <- r: // to a parked worker, or queued
 	default: // the queue is full: a goroutine of its own
-		go r.fn()
+		go r.alone()
 		return
 	}
 	if len(p.work) > 0 {
@@ -215,7 +225,7 @@ func (p *workerPool) spawn(r run) {
 	if p.closed.Load() {
 		p.mu.Unlock()
 		p.n.Add(-1)
-		go r.fn()
+		go r.alone()
 		return
 	}
 	p.workers[w] = struct{}{}
@@ -229,14 +239,10 @@ func (p *workerPool) worker(w *worker, r run) {
 	budget := handoffBudget
 	for {
 		w.runs.Add(1)
-		if r.on != nil {
-			r.on.Store(w)
+		if r.at != nil {
+			*r.at = w
 		}
 		r.fn()
-		if r.on != nil {
-			// Unless the mailbox already runs again on another worker.
-			r.on.CompareAndSwap(w, nil)
-		}
 		w.runs.Add(1)
 		if next := w.handed(); next.fn != nil {
 			if len(p.work) == 0 {
@@ -375,7 +381,7 @@ func (p *workerPool) drain() {
 	for {
 		select {
 		case r := <-p.work:
-			go r.fn()
+			go r.alone()
 		default:
 			return
 		}

@@ -196,18 +196,18 @@ func TestWorkerPool_WorkersShareNoCacheLine(t *testing.T) {
 // actor sending to another: handed to the worker it runs on.
 type chain struct {
 	p    *workerPool
-	on   atomic.Pointer[worker] // the worker in its run
-	next *chain                 // nil: the last
-	body func(w *worker)        // run first, given the worker
+	at   *worker         // the worker in its run
+	next *chain          // nil: the last
+	body func(w *worker) // run first, given the worker
 }
 
 func (c *chain) run() {
-	w := c.on.Load()
+	w := c.at
 	if c.body != nil {
 		c.body(w)
 	}
 	if c.next != nil {
-		c.p.scheduleRun(c.next.run, &c.next.on, w)
+		c.p.scheduleRun(c.next.run, &c.next.at, w)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestWorkerPool_HandsRunsFromRunToRun(t *testing.T) {
 				}
 			}}
 		}
-		p.scheduleRun(first.run, &first.on, nil)
+		p.scheduleRun(first.run, &first.at, nil)
 		<-done
 		if n := p.n.Load(); n != 1 {
 			t.Errorf("%d workers for a chain of runs each scheduled by the one before, want 1", n)
@@ -269,7 +269,7 @@ func TestWorkerPool_HandedRunsStarveNoQueuedRun(t *testing.T) {
 				ranAt <- hops.Load()
 			})
 		}}
-		p.scheduleRun(serve.run, &serve.on, nil)
+		p.scheduleRun(serve.run, &serve.at, nil)
 		if at := <-ranAt; at >= limit || at > handoffBudget+2 {
 			t.Errorf("the queued run waited for %d handed runs, want at most %d", at, handoffBudget+2)
 		}
@@ -290,11 +290,11 @@ func TestWorkerPool_BlockedRunHandsItsNextAway(t *testing.T) {
 		var stuck *worker
 		blocking := &chain{p: p, body: func(w *worker) {
 			stuck = w
-			p.scheduleRun(handed.run, &handed.on, w)
+			p.scheduleRun(handed.run, &handed.at, w)
 			<-release
 		}}
 		start := time.Now()
-		p.scheduleRun(blocking.run, &blocking.on, nil)
+		p.scheduleRun(blocking.run, &blocking.at, nil)
 		select {
 		case w := <-ran:
 			if w == stuck {
@@ -308,7 +308,7 @@ func TestWorkerPool_BlockedRunHandsItsNextAway(t *testing.T) {
 		}
 		// The blocked worker takes no handed run now.
 		other := &chain{p: p, body: func(w *worker) { ran <- w }}
-		p.scheduleRun(other.run, &other.on, stuck)
+		p.scheduleRun(other.run, &other.at, stuck)
 		if w := <-ran; w == stuck {
 			t.Errorf("a run handed to the blocked worker ran after it")
 		}
@@ -333,10 +333,10 @@ func TestWorkerPool_CloseRunsHandedRun(t *testing.T) {
 		var busy *worker
 		first := &chain{p: p, body: func(w *worker) {
 			busy = w
-			p.scheduleRun(handed.run, &handed.on, w)
+			p.scheduleRun(handed.run, &handed.at, w)
 			<-gate
 		}}
-		p.scheduleRun(first.run, &first.on, nil)
+		p.scheduleRun(first.run, &first.at, nil)
 		synctest.Wait() // the worker is in its run, a run handed to it
 		closed := make(chan struct{})
 		go func() {
@@ -360,7 +360,7 @@ func TestWorkerPool_CloseRunsHandedRun(t *testing.T) {
 		}
 		after := make(chan struct{})
 		late := &chain{p: p, body: func(*worker) { close(after) }}
-		p.scheduleRun(late.run, &late.on, busy)
+		p.scheduleRun(late.run, &late.at, busy)
 		<-after
 	})
 }
@@ -373,7 +373,7 @@ type hopInvoker struct {
 }
 
 func (h *hopInvoker) InvokeSystemMessage(any)       {}
-func (h *hopInvoker) InvokeUserMessage(msg any)     { h.hop(msg, h.mb.on.Load()) }
+func (h *hopInvoker) InvokeUserMessage(msg any)     { h.hop(msg, h.mb.runner) }
 func (h *hopInvoker) EscalateFailure(reason, _ any) { panic(reason) }
 
 // TestMailbox_HopsStayOnTheirWorker checks that a parent and its child
@@ -404,7 +404,9 @@ func TestMailbox_HopsStayOnTheirWorker(t *testing.T) {
 					return
 				}
 			}
+			w = parent.handFrom() // as a Send does
 			child.PostUserMessage(msg)
+			parent.handDone(w)
 		}}, p)
 		child.RegisterHandlers(&hopInvoker{mb: child, hop: func(msg any, w *worker) {
 			record(w)
@@ -447,7 +449,9 @@ func TestMailbox_HopFromBacklogGoesToAnotherWorker(t *testing.T) {
 				for range 3 { // a backlog
 					parent.PostUserMessage(msg)
 				}
+				w = parent.handFrom() // as a Send does
 				child.PostUserMessage(msg)
+				parent.handDone(w)
 			}
 			if handled == 4 {
 				close(done)

@@ -55,7 +55,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "a one-minute pass: fewer rounds, shorter measurements, fewer sessions")
+	quick := fs.Bool("quick", false, "a shorter pass: fewer rounds, shorter measurements, fewer sessions")
 	var js jsonFlag
 	fs.Var(&js, "json", "also write the results as JSON: -json alone to stdout (instead of the table), -json FILE to a file")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")

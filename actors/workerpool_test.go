@@ -86,17 +86,7 @@ func TestWorkerPool_BlockedRunHoldsNothingUp(t *testing.T) {
 			t.Errorf("the queued run waited %v behind a blocked one, want at most 2 ticks (%v)", waited, 2*p.tick)
 		}
 
-		closed := make(chan struct{})
-		go func() {
-			p.close()
-			close(closed)
-		}()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("close returned while a run was still going")
-		default:
-		}
+		closed := closeWhileBusy(t, p)
 		close(release)
 		<-closed
 		if n := p.n.Load(); n != 0 {
@@ -110,6 +100,25 @@ func TestWorkerPool_BlockedRunHoldsNothingUp(t *testing.T) {
 			t.Errorf("throughput %d", p.Throughput())
 		}
 	})
+}
+
+// closeWhileBusy closes p on a goroutine of its own while a run of it is
+// blocked, checks that close waits for it, and returns a channel closed
+// as close returns. Call it in a synctest bubble.
+func closeWhileBusy(t *testing.T, p *workerPool) <-chan struct{} {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() {
+		p.close()
+		close(closed)
+	}()
+	synctest.Wait()
+	select {
+	case <-closed:
+		t.Fatal("close returned while a run was still going")
+	default:
+	}
+	return closed
 }
 
 // TestWorkerPool_StuckWorkersAreReplaced checks that while every worker
@@ -338,15 +347,8 @@ func TestWorkerPool_CloseRunsHandedRun(t *testing.T) {
 		}}
 		p.scheduleRun(first.run, &first.at, nil)
 		synctest.Wait() // the worker is in its run, a run handed to it
-		closed := make(chan struct{})
-		go func() {
-			p.close()
-			close(closed)
-		}()
-		synctest.Wait()
+		closed := closeWhileBusy(t, p)
 		select {
-		case <-closed:
-			t.Fatal("close returned while a run was still going")
 		case <-handedRan:
 			t.Fatal("the handed run ran before the run it was handed by ended")
 		default:

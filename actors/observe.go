@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -87,7 +89,9 @@ func (rt *Runtime) Actors() []ActorInfo {
 // WatchActors calls fn with every change of state of the runtime's duplex
 // actors until the returned stop function is called. fn runs on the
 // actor's goroutine: it must be quick, must not block and must be safe for
-// concurrent use.
+// concurrent use. A panic of fn is logged (an ERROR record to the
+// runtime's logger) and goes no further: the actor goes on, and so do the
+// other watchers.
 func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
 	return rt.watch.actorWatchers.add(fn)
 }
@@ -95,7 +99,8 @@ func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
 // WatchSupervision calls fn with every supervision decision in the
 // runtime (as RuntimeOptions.OnSupervision does) until the returned stop
 // function is called; fn must be quick, must not block and must be safe
-// for concurrent use.
+// for concurrent use. A panic of fn is logged (an ERROR record to the
+// runtime's logger) and goes no further: the decision is carried out.
 func (rt *Runtime) WatchSupervision(fn func(supervisor.Event)) (stop func()) {
 	return rt.watch.supervisionWatchers.add(fn)
 }
@@ -159,8 +164,9 @@ func (w *watch) actors() []ActorInfo {
 }
 
 // update applies change to id's entry (creating it with create, when
-// given) and reports the result.
-func (w *watch) update(id string, create func() *watched, change func(*watched) bool) {
+// given) and reports the result to the watchers (a panic of one is logged
+// to logger).
+func (w *watch) update(logger *slog.Logger, id string, create func() *watched, change func(*watched) bool) {
 	now := time.Now()
 	w.mu.Lock()
 	if w.table == nil {
@@ -188,7 +194,7 @@ func (w *watch) update(id string, create func() *watched, change func(*watched) 
 		delete(w.table, id)
 	}
 	w.mu.Unlock()
-	w.actorWatchers.notify(ev)
+	w.actorWatchers.notify(logger, "actor watcher", ev)
 }
 
 // started records the start of an incarnation (from its shell's begin).
@@ -197,7 +203,7 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 		return &watched{pid: s.self, info: ActorInfo{ID: s.self.Id, Parent: ctx.Parent().GetId(), Name: s.spec.Name,
 			Durable: s.spec.Durable()}}
 	}
-	w.update(s.self.Id, create, func(e *watched) bool {
+	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
 		return true
@@ -209,7 +215,7 @@ func (w *watch) ended(s *shell, restarting bool) {
 	if s.self == nil {
 		return
 	}
-	w.update(s.self.Id, nil, func(e *watched) bool {
+	w.update(s.rt.logger, s.self.Id, nil, func(e *watched) bool {
 		if e.owner != s {
 			return false // a later incarnation has reported already
 		}
@@ -227,7 +233,7 @@ func (w *watch) ended(s *shell, restarting bool) {
 // the failure an escalation left it reported in (ActorFailed) is over,
 // and it runs.
 func (w *watch) resumed(s *shell) {
-	w.update(s.self.Id, nil, func(e *watched) bool {
+	w.update(s.rt.logger, s.self.Id, nil, func(e *watched) bool {
 		if e.owner != s || e.info.State != ActorFailed {
 			return false
 		}
@@ -240,7 +246,7 @@ func (w *watch) resumed(s *shell) {
 // on to RuntimeOptions.OnSupervision and the watchers.
 func (rt *Runtime) supervised(ev supervisor.Event) {
 	rt.logSupervision(ev)
-	rt.watch.update(ev.Child, nil, func(e *watched) bool {
+	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
 		// A restart without backoff and a stop are under way already (the
 		// child reports them); one with backoff and an escalation wait.
@@ -250,9 +256,9 @@ func (rt *Runtime) supervised(ev supervisor.Event) {
 		return true
 	})
 	if rt.observe != nil {
-		rt.observe(ev)
+		callSafely(rt.logger, "OnSupervision", rt.observe, ev)
 	}
-	rt.watch.supervisionWatchers.notify(ev)
+	rt.watch.supervisionWatchers.notify(rt.logger, "supervision watcher", ev)
 }
 
 // watchers is a copy-on-write list of callbacks.
@@ -283,12 +289,27 @@ func (ws *watchers[E]) add(fn func(E)) func() {
 	}
 }
 
-func (ws *watchers[E]) notify(ev E) {
+// notify calls every watcher with ev; a panic of one is logged to logger
+// as what's and the others are called all the same.
+func (ws *watchers[E]) notify(logger *slog.Logger, what string, ev E) {
 	cur := ws.list.Load()
 	if cur == nil {
 		return
 	}
 	for _, fn := range *cur {
-		(*fn)(ev)
+		callSafely(logger, what, *fn, ev)
 	}
+}
+
+// callSafely calls a host's callback fn with ev on an actor's goroutine,
+// and logs a panic of it instead of letting it unwind the actor's start,
+// stop or supervision decision: a bug of the host's must not hang or
+// fail the actors it watches.
+func callSafely[E any](logger *slog.Logger, what string, fn func(E), ev E) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("actors: a "+what+" panicked", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	fn(ev)
 }

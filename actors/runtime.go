@@ -55,7 +55,8 @@ type RuntimeOptions struct {
 	Supervision *supervisor.Strategy
 	// OnSupervision observes every supervision decision in the runtime,
 	// including those of strategies given in specs. It must be quick and
-	// safe for concurrent use.
+	// safe for concurrent use. A panic of it is logged (an ERROR record
+	// to Logger) and the decision is carried out all the same.
 	OnSupervision func(supervisor.Event)
 	// Dispatcher schedules mailboxes; default: a pool of worker goroutines
 	// owned by the runtime, as many as GOMAXPROCS taking queued mailbox

@@ -154,7 +154,11 @@ func (e *FailedError) Unwrap() error { return e.Err }
 // default; options are copied.
 type Options struct {
 	// Name names the agent's tool loop actor; default [DefaultName]. Many
-	// agents of one name run side by side (the runtime numbers them).
+	// agents of one name run side by side (the runtime numbers them). Any
+	// name will do: in the actor's name, '/' (which would make it a path
+	// of the actor tree) is written "%2F" and '%' "%25", as in
+	// [SessionKey], so the loop of an agent "team/a" is the actor
+	// "team%2Fa".
 	// With a Store it also keeps the agent's sessions apart from other
 	// agents' in that store: they are stored under [SessionKey](Name,
 	// session id), so a host must give the agent the same Name when it
@@ -253,9 +257,10 @@ type Agent struct {
 	// put a failing start in front of it).
 	startShared func(actors.Spec) (*actors.Mux, error)
 
-	// delegationTag and delegations name the sessions of AsTool calls:
-	// with a Store, a random tag per Agent value (ending with "-"), so
-	// that a host started again (a new process, a new Agent on the same
+	// delegationTag and delegations name the sessions of AsTool calls: a
+	// random tag per Agent value (ending with "-"), so that a delegation
+	// never takes a session id the host uses with the agent, and, with a
+	// Store, a host started again (a new process, a new Agent on the same
 	// Store) never names a delegation after one an earlier Agent stored;
 	// then a counter.
 	delegationTag string
@@ -297,6 +302,10 @@ type Agent struct {
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
 	claim *storeClaim
+	// claimStore is the Store as New was given it, on which names are
+	// claimed (opts.Store is that store measured, with Telemetry): claims
+	// of other agents are looked up on it (see keyOwner).
+	claimStore durability.Store
 	// encoded is the last list of messages a Run encoded, for the next
 	// Runs that send the same.
 	encoded encodeCache
@@ -352,7 +361,8 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
-	claim, err := claimName(opts.Store, opts.Name)
+	claimStore := opts.Store
+	claim, err := claimName(claimStore, opts.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -369,10 +379,8 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 			opts.Store = t.Store(opts.Store)
 		}
 	}
-	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim}
-	if opts.Store != nil {
-		a.delegationTag = rand.Text()[:10] + "-"
-	}
+	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
+	a.delegationTag = rand.Text()[:10] + "-"
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
 			Supervision: opts.Supervision},
@@ -462,12 +470,18 @@ func (a *Agent) usable() error {
 	return nil
 }
 
-// traced taps the loop spec with Options.Telemetry, if any.
+// traced taps the loop spec with Options.Telemetry, if any, and names its
+// actor after the agent's name escaped as in [SessionKey] ('/' as "%2F",
+// '%' as "%25"): a name is one element of the actor tree's paths, so that
+// the loop of an agent "team/model" is no path of the loop of an agent
+// "team" (it would take its model child's place). Telemetry sees the
+// name as given.
 func (a *Agent) traced(loop actors.Spec) actors.Spec {
-	if a.opts.Telemetry == nil {
-		return loop
+	if a.opts.Telemetry != nil {
+		loop = a.opts.Telemetry.Agent(loop)
 	}
-	return a.opts.Telemetry.Agent(loop)
+	loop.Name = keyEscaper.Replace(loop.Name)
+	return loop
 }
 
 // Close stops the agent's loop, if a conversation started it, once the
@@ -629,7 +643,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // outlives its Run: the answer holds the rounds of the Run's attempts
 // (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil, nil)
+	return a.run(ctx, sessionID, msgs, nil, nil, false)
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
@@ -643,7 +657,7 @@ func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message
 // the answer, or the sequence ends with a non-nil error as Run would
 // return it (and an Event whose Answer is what was answered so far).
 // Stopping the iteration early cancels the conversation as a cancelled
-// ctx does. The events are produced on the caller's goroutine.
+// ctx does (at an [EventRestart], no further attempt is sent). The events are produced on the caller's goroutine.
 func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -657,7 +671,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 				stopped = true
 				cancel()
 			}
-		})
+		}, false)
 		if stopped {
 			return
 		}
@@ -679,9 +693,9 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	for {
 		switch {
 		case a.closed:
-			return nil, ErrClosed
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
 		case a.busyOne == sessionID || a.busy[sessionID]:
-			return nil, fmt.Errorf("%w: %q", ErrSessionBusy, sessionID)
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionBusy)
 		}
 		drained, draining := a.draining[sessionID]
 		if !draining {
@@ -843,8 +857,11 @@ type conversation struct {
 
 // run runs a conversation. With parent, its loop is started for it as a
 // child of that actor, and stopped at the end; otherwise it is the
-// agent's shared loop, or with a Store one started for the session.
-func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event)) (*models.Answer, error) {
+// agent's shared loop, or with a Store one started for the session. A
+// delegation's session (see AsTool), which nothing can name again, is
+// deleted from the Store once the conversation has returned and its loop
+// has stopped, unless it waits for approval (see forget).
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (_ *models.Answer, err error) {
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
@@ -863,6 +880,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
 	defer func() { a.leave(sessionID, c.drain, c.mux) }()
+	if delegation && a.opts.Store != nil {
+		defer func() { c.forget(err) }() // after stopLoop: deferred before it
+	}
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
 	}
@@ -889,6 +909,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	uncounted := 0 // those not counted (see refusedByRestart)
 	restarts := -1 // the loop's restarts when it ran again after one, before this attempt; -1: none
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 && ctx.Err() != nil {
+			// Cancelled between attempts (a Stream consumer that stopped
+			// at EventRestart included): no further attempt is sent.
+			return c.result(nil), context.Cause(ctx)
+		}
 		mux, err := c.loop(ctx)
 		if err != nil {
 			return c.result(nil), err
@@ -1155,7 +1180,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, c.session, err)
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
 	}
 	spec = a.traced(spec)
 	start := a.rt.StartMux
@@ -1163,7 +1188,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		start = c.parent.StartMux
 	}
 	if c.mux, err = start(spec); err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, c.session, err)
+		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)
 	}
 	return c.mux, nil
 }

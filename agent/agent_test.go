@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -354,7 +355,10 @@ func TestRun_CancelMidTool(t *testing.T) {
 }
 
 // TestRun_SessionBusy: one conversation per session at a time, however
-// many sessions run.
+// many sessions run. ErrSessionBusy, and ErrClosed once the agent is
+// closed, come wrapped with the agent's name and the session, as Run's
+// other errors do: with many agents in one host, the bare sentinels did
+// not say which agent refused.
 func TestRun_SessionBusy(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	started, cancelled := make(chan string, 1), make(chan string, 4)
@@ -364,7 +368,7 @@ func TestRun_SessionBusy(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := a.Run(ctx, "s1", ask); done <- err }()
 	<-started
-	if _, err := a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrSessionBusy) {
+	if _, err := a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrSessionBusy) || !strings.Contains(err.Error(), `agent "agent": session "s1"`) {
 		t.Fatalf("second run of a busy session: %v", err)
 	}
 	// A second and a third session run beside it, and are busy as well.
@@ -399,6 +403,12 @@ func TestRun_SessionBusy(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("s1 again: %v", err)
+	}
+	if err := a.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(testCtx(t), "s4", ask); !errors.Is(err, agent.ErrClosed) || !strings.Contains(err.Error(), `agent "agent": session "s4"`) {
+		t.Fatalf("run after Close: %v", err)
 	}
 }
 
@@ -455,6 +465,32 @@ func TestRun_DurableResumeAcrossRuntimes(t *testing.T) {
 	again, err := a.Run(testCtx(t), "session-1", ask)
 	if err != nil || again.Text != "Resumed and done." || calls.Load() != 1 {
 		t.Fatalf("ended session: %+v, %v, %d calls", again, err, calls.Load())
+	}
+}
+
+// TestRun_AgentNamesWithSlash: a name is one element of the actor tree's
+// paths, whatever it holds. Unescaped, the loop of an agent "team/model"
+// was "polyweave/team/model", the id of the model child of the loop of an
+// agent "team": whichever ran second could not start its loop, and every
+// Run of it failed with a bare "duplex stopped". Both orders run, and the
+// loop's actor name is the agent's name escaped as in SessionKey.
+func TestRun_AgentNamesWithSlash(t *testing.T) {
+	for _, order := range [][]string{{"team/model", "team"}, {"team", "team/model"}} {
+		t.Run(order[0]+" first", func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			for _, name := range order {
+				a := newAgent(t, rt, model(t, scripted.Turn{Text: "hi from " + name}), &agent.Options{Name: name})
+				ans, err := a.Run(testCtx(t), "s", ask)
+				if err != nil {
+					t.Errorf("agent %q: %v", name, err)
+				} else if ans.Text != "hi from "+name {
+					t.Errorf("agent %q answered %q", name, ans.Text)
+				}
+			}
+			if !slices.ContainsFunc(rt.Actors(), func(ai actors.ActorInfo) bool { return ai.Name == "team%2Fmodel" }) {
+				t.Errorf("no loop named %q among %v", "team%2Fmodel", rt.Actors())
+			}
+		})
 	}
 }
 

@@ -125,7 +125,7 @@ func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Mess
 	if decisions == nil {
 		decisions = []tools.ApprovalAnswer{}
 	}
-	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil)
+	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil, false)
 }
 
 // approvalState is a conversation's part in approvals.

@@ -123,7 +123,10 @@
 // actor (actors.ParentFrom), so the lead's supervision covers it and
 // stopping the lead stops it; the specialist's own loop is never started
 // for it. A specialist that fails, times out or is cancelled makes an
-// error result of that one call, and the lead goes on.
+// error result of that one call, and the lead goes on. A delegation's
+// session id is the specialist's own, apart from those a host gives its
+// Runs; with a Store the session is kept there while the delegation runs
+// and deleted once it is over (see AsTool).
 // The delegation tool's flags come from the specialist's tools
 // ([Agent.ToolFlags]): read-only only when all of them are, irreversible
 // when any is, so approval policies and MCP clients see what a delegation

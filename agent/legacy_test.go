@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
@@ -18,6 +20,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/telemetry"
 	"github.com/polyweave/polyweave-go/tools"
 	"google.golang.org/protobuf/proto"
 )
@@ -458,14 +461,26 @@ func TestReview11_KeyOfAnotherSessionTakenForALegacyOne(t *testing.T) {
 // TestLegacy_KeyOfAnotherAgentNotMigrated: an id that is the key of a
 // session of another agent open on the same store is neither taken for
 // a released session by a Run nor moved by MigrateSessions, which says
-// whose key it is.
+// whose key it is; also when the migrating agent has Telemetry, which
+// measures its Store through a wrapper (names are claimed on the store
+// as given, and looked up there).
 func TestLegacy_KeyOfAnotherAgentNotMigrated(t *testing.T) {
 	for _, name := range []string{"other", "team/other%1"} {
-		t.Run(name, func(t *testing.T) { keyOfAnotherAgentNotMigrated(t, name) })
+		t.Run(name, func(t *testing.T) { keyOfAnotherAgentNotMigrated(t, name, nil) })
 	}
+	t.Run("metered", func(t *testing.T) {
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+		keyOfAnotherAgentNotMigrated(t, "other", tel)
+	})
 }
 
-func keyOfAnotherAgentNotMigrated(t *testing.T, name string) {
+func keyOfAnotherAgentNotMigrated(t *testing.T, name string, tel *telemetry.Telemetry) {
 	store := memstore.New(nil)
 	t.Cleanup(func() { store.Close() })
 	rt := actorstest.NewRuntime(t, nil)
@@ -473,7 +488,7 @@ func keyOfAnotherAgentNotMigrated(t *testing.T, name string) {
 	if _, err := owner.Run(testCtx(t), "s", ask); err != nil {
 		t.Fatal(err)
 	}
-	a := newAgent(t, rt, model(t, scripted.Turn{Text: "a fresh answer"}), &agent.Options{Name: "bot", Store: store})
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "a fresh answer"}), &agent.Options{Name: "bot", Store: store, Telemetry: tel})
 	id := owner.SessionKey("s")
 	if _, err := a.Run(testCtx(t), id, ask); errors.Is(err, agent.ErrLegacySession) {
 		t.Fatalf("Run of %q: %v; it is the key of agent %q's session s", id, err, name)

@@ -56,7 +56,7 @@ func (a *Agent) keyOwner(id string) (name, sessionID string, ok bool) {
 	case name == a.Name():
 		return name, sessionID, true
 	}
-	store := a.opts.Store
+	store := a.claimStore // opts.Store may be it measured: names are claimed on it
 	if store == nil || !reflect.TypeOf(store).Comparable() {
 		return "", "", false
 	}

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestRun_StreamsOfSessionsWithHashApart: session "x#2" runs its first
@@ -87,5 +89,37 @@ func TestStreamID_RoundTrip(t *testing.T) {
 	}
 	if got := agent.StreamID("s1", 3); got != "s1#3" {
 		t.Errorf("StreamID(s1, 3) = %q, want s1#3", got)
+	}
+}
+
+// TestStream_BrokenAtRestartSendsNoAttempt: a host that stops ranging
+// over a Stream when it sees EventRestart ("stop retrying") has no other
+// attempt sent to the model, nor a tool of it run: the Run checks its ctx
+// before each attempt after the first.
+func TestStream_BrokenAtRestartSendsNoAttempt(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	m, err := scripted.New(scripted.Script{Turns: []scripted.Turn{
+		{Error: "upstream hiccup"},
+		{ToolCalls: []scripted.ToolCall{call("c1", "echo", `{"text":"hi"}`)}},
+		{Text: "Done."},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(&calls)}})
+	for ev, err := range a.Stream(testCtx(t), "s1", ask) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Kind == agent.EventRestart {
+			break
+		}
+	}
+	if n := len(m.Requests()); n != 1 {
+		t.Errorf("the model got %d requests; want 1: an attempt was sent after the consumer stopped the stream", n)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("a tool ran %d times after the consumer stopped the stream", calls.Load())
 	}
 }

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -34,10 +36,12 @@ type ToolOptions struct {
 	// tools.NoTimeout disables it.
 	Timeout time.Duration
 	// OnEvent, when set, is called with every event of each delegated
-	// conversation as [Agent.Stream] gives them (ending with EventDone
-	// when it answered) and its session id, on the goroutine running the
-	// call, for hosts that show the sub-agent's progress. The delegation
-	// waits for it to return.
+	// conversation as [Agent.Stream] gives them and its session id, on
+	// the goroutine running the call, for hosts that show the sub-agent's
+	// progress. The last event is EventDone when it answered, else an
+	// EventError whose Text is the error the call fails with and whose
+	// Answer is what was answered so far (a failure, a cancel, a
+	// timeout). The delegation waits for it to return.
 	OnEvent func(session string, ev Event)
 	// Flags, when set, replace the flags derived from the agent's tools
 	// ([Agent.ToolFlags]), for hosts that know better (an agent whose
@@ -110,12 +114,21 @@ type toolAnswer struct {
 }
 
 // AsTool gives sub to other agents as a tool: each call runs a
-// conversation of sub (its own session, named after the tool and a
-// counter of sub's delegations, "writer-1"; when sub has a Store, with a
-// random tag of sub's between them, "writer-K3MZQ7PXA2-1", so that a
-// host started again on a Store that keeps earlier delegations never
-// meets one of them) and answers
+// conversation of sub (its own session, named after the tool, a random
+// tag of sub's and a counter of sub's delegations, "writer-K3MZQ7PXA2-1",
+// so that it never takes a session id a host gives sub's own Runs, and a
+// host started again on a Store never names a delegation after one an
+// earlier process stored) and answers
 // {"success":true,"answer":...,"tool_calls":n}.
+// When sub has a Store, the delegation's session is kept there while it
+// runs, so that an attempt after a crash of its loop resumes it without
+// running its completed calls again, and it is deleted once the
+// delegation has returned and its loop has stopped (one waiting for
+// approval is kept: Resume goes on with it). Nothing resumes a
+// delegation across processes: a host that dies during one leaves its
+// session in the store (the ids are those ToolOptions.OnEvent was given;
+// delete them with tools.DeleteSession of sub.SessionKey(id)), and a
+// call given again after the host started again is a new delegation.
 // The conversation runs on a tool loop of its own, started as a child of
 // the calling tool's actor (in the calling agent's tool router) when the
 // caller runs in sub's runtime: the caller's supervision covers it (a
@@ -192,12 +205,19 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			if opts.OnEvent != nil {
 				emit = func(ev Event) { opts.OnEvent(session, ev) }
 			}
-			ans, err := sub.run(ctx, session, msgs, parent, emit)
-			if err == nil && emit != nil {
+			ans, err := sub.run(ctx, session, msgs, parent, emit, true)
+			if err != nil {
+				err = fmt.Errorf("the %s agent failed: %w", name, err)
+			}
+			switch {
+			case emit == nil:
+			case err != nil:
+				emit(Event{Kind: EventError, Text: err.Error(), Answer: ans})
+			default:
 				emit(Event{Kind: EventDone, Answer: ans})
 			}
 			if err != nil {
-				return nil, fmt.Errorf("the %s agent failed: %w", name, err)
+				return nil, err
 			}
 			return toolAnswer{Success: true, Answer: ans.Text, ToolCalls: ans.ToolCalls()}, nil
 		},
@@ -212,4 +232,41 @@ func taskPrompt(args json.RawMessage) ([]models.Message, error) {
 		return nil, fmt.Errorf("read task: %w", err)
 	}
 	return []models.Message{models.UserMessage(in.Task)}, nil
+}
+
+// forget deletes a delegation's session from the Store once its
+// conversation has returned with err: nothing can name the session again
+// (see AsTool), so it would stay there for good. A session waiting for
+// approval is kept (its WaitingError names it, and Resume goes on with
+// it). The session is deleted once its loop has stopped, which persists
+// it until then: at once when it has, else by a goroutine that waits for
+// it, and Close waits for that goroutine as for a drain. A delete that
+// fails is logged to the runtime's logger.
+func (c *conversation) forget(err error) {
+	if _, waiting := errors.AsType[*WaitingError](err); waiting {
+		return
+	}
+	a, key, mux := c.a, c.a.SessionKey(c.session), c.mux
+	if mux == nil || mux.Stopped() {
+		a.deleteSession(key)
+		return
+	}
+	a.drains.Add(1) // before leave's running.Done: Close waits for it
+	go func() {
+		defer a.drains.Done()
+		if mux.Close(context.Background()) == nil { // it stops: wait until it is gone
+			a.deleteSession(key)
+		}
+	}()
+}
+
+// deleteSession deletes the session stored under key, for CancelGrace at
+// most, and logs an error.
+func (a *Agent) deleteSession(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.CancelGrace)
+	defer cancel()
+	if err := tools.DeleteSession(ctx, a.opts.Store, key); err != nil {
+		a.rt.Logger().Warn("agent: delete a delegation's session from the store", slog.String("agent", a.opts.Name),
+			slog.String("session", clip(key)), slog.Any("error", err))
+	}
 }

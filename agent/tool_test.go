@@ -102,10 +102,15 @@ func TestAsTool_SubAgentPanics(t *testing.T) {
 		}
 	})
 	writer := newAgent(t, rt, crashing, &agent.Options{Name: "writer", MaxAttempts: 2})
-	ans := runLead(t, delegatingLead(t, rt, writer, nil), "team", "Get hi echoed.")
+	var last agent.Event // the delegation's last event: an EventError saying why it failed
+	ans := runLead(t, delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) { last = ev }}),
+		"team", "Get hi echoed.")
 	res := onlyResult(t, ans)
 	if !res.IsError || !strings.Contains(string(res.Content), "writer agent failed") || ans.Text != "The team is done." || crashes.Load() != 2 {
 		t.Fatalf("result %s, answer %q, %d crashes", res.Content, ans.Text, crashes.Load())
+	}
+	if last.Kind != agent.EventError || !strings.Contains(last.Text, "writer agent failed") || last.Answer == nil {
+		t.Errorf("the delegation's last event is %v %q (answer %v), want the failure", last.Kind, last.Text, last.Answer)
 	}
 }
 

@@ -157,11 +157,14 @@ type Options struct {
 	// the limit of the member that hosts it has run (its tools and their
 	// side effects happened): only the answer is withheld, kept in the
 	// store, and Run fails with an error wrapping remote.ErrTooLarge
-	// once the session ends. Whatever their limits,
+	// once the session ends. The error of a session that failed is not
+	// withheld but clipped to fit (Run's error wraps ErrSessionFailed,
+	// with the beginning of the session's). Whatever their limits,
 	// members and clients take messages of up to 64 MiB from one
 	// another (see "Sizes" in package remote), so a member may send
 	// frames up to its own limit to peers with a lower one. Default
-	// remote.DefaultMaxFrameBytes; at most remote.MaxFrameBytesLimit.
+	// remote.DefaultMaxFrameBytes; at least remote.MinFrameBytes and at
+	// most remote.MaxFrameBytesLimit (Start refuses others).
 	MaxFrameBytes int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
@@ -615,7 +618,9 @@ var ErrClosed = errors.New("member closed")
 // with an error wrapping remote.ErrTooLarge. A session whose answer is
 // over the frame limit of the member that hosts it runs to its end (its
 // tools' side effects happen); its answer is kept in the store, not sent,
-// and Run then fails with an error wrapping remote.ErrTooLarge.
+// and Run then fails with an error wrapping remote.ErrTooLarge. A failed
+// session whose error is too long for that limit is still a failed
+// session: its error is clipped to fit.
 func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame) (*Result, error) {
 	if err := checkSessionID(id); err != nil {
 		return nil, fmt.Errorf("cluster: run: %w", err)

@@ -85,7 +85,11 @@
 // not sent). A session whose answer is over the limit of the member that
 // hosts it has run (its tools' side effects happened): its answer is
 // kept in the store, not sent, and Run fails with an error wrapping
-// remote.ErrTooLarge once the session ends. Members bound their gRPC messages and batches as
+// remote.ErrTooLarge once the session ends. A session that failed is
+// not withheld: an error too long to fit the limit is clipped (its
+// beginning kept, with its full length), and Run fails with an error
+// wrapping ErrSessionFailed as for any failed session. Members bound
+// their gRPC messages and batches as
 // package remote's nodes and clients do (remote.MessageLimits), so
 // frames within the limits, and bursts of them, never end a connection
 // (which protoactor would take for the peer gone).

@@ -259,20 +259,57 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired(key)) })
 }
 
-// fit returns the status st of session id, unless st is the session's
-// end (done or failed) and its frame is over the member's frame limit:
-// then a refused status of cause causeTooLarge that says so, since the
-// frame would not be sent whole to the requester.
+// fit returns the status st of session id, made to fit the member's
+// frame limit, since a frame over it would not be sent whole to the
+// requester. A session's answer (done) over the limit is replaced by a
+// refused status of cause causeTooLarge that says so; any other status
+// keeps its state, and its error is clipped (the frame limit is never
+// so low that an error of a few hundred bytes does not fit: see
+// remote.MinFrameBytes).
 func (m *Member) fit(id string, st status) status {
-	if st.State != stateDone && st.State != stateFailed {
-		return st
-	}
 	n := proto.Size(statusFrame(id, st))
 	if n <= m.maxFrame {
 		return st
 	}
+	if st.State != stateDone {
+		if clipped, ok := clipError(id, st, m.maxFrame); ok {
+			return clipped
+		}
+	}
 	return status{State: stateRefused, Cause: causeTooLarge, Member: st.Member, Epoch: st.Epoch,
 		Error: fmt.Sprintf("the session's answer (%s) is %d bytes, over the frame limit of %d of its member (Options.MaxFrameBytes)", st.State, n, m.maxFrame)}
+}
+
+// clipError returns st with the end of its error cut off (and a note of
+// its full length in its place) so that its frame is at most maxFrame
+// bytes, keeping as much as fits, or false when not even the note fits.
+func clipError(id string, st status, maxFrame int) (status, bool) {
+	full := st.Error
+	note := fmt.Sprintf("... (clipped to fit the frame limit of %d (Options.MaxFrameBytes); %d bytes in all)", maxFrame, len(full))
+	clipped := func(keep int) status {
+		for keep > 0 && !utf8.RuneStart(full[keep]) {
+			keep--
+		}
+		c := st
+		c.Error = full[:keep] + note
+		return c
+	}
+	fits := func(keep int) bool { return proto.Size(statusFrame(id, clipped(keep))) <= maxFrame }
+	if !fits(0) {
+		return st, false
+	}
+	// The largest length that fits: JSON may escape a byte into several,
+	// but never into none, so it is at most maxFrame.
+	lo, hi := 0, min(len(full), maxFrame)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return clipped(lo), true
 }
 
 // linger stops the ended session once Linger passes without a request.

@@ -206,13 +206,13 @@ func TestRun_RequestOverDefaultFrameLimitFailsAtOnce(t *testing.T) {
 	}
 }
 
-// TestStart_RefusesFrameLimitOutOfRange: Options.MaxFrameBytes below 0
-// or over remote.MaxFrameBytesLimit fails Start with an error naming
-// the option, and leaves nothing running.
+// TestStart_RefusesFrameLimitOutOfRange: Options.MaxFrameBytes below 0,
+// from 1 to below remote.MinFrameBytes, or over remote.MaxFrameBytesLimit
+// fails Start with an error naming the option, and leaves nothing running.
 func TestStart_RefusesFrameLimitOutOfRange(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
-	for _, n := range []int{-1, remote.MaxFrameBytesLimit + 1} {
+	for _, n := range []int{-1, 1, remote.MaxFrameBytesLimit + 1} {
 		port := freePorts(t, 1)[0]
 		m, err := cluster.Start(&cluster.Options{
 			Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),

@@ -147,7 +147,7 @@ func (in *Inspector) held(h heldApproval) {
 // answered forgets a waiting call (if it waits) and says in the feed how
 // it was answered; in.mu must be held.
 func (in *Inspector) answered(stream, id string, how func(heldApproval) string) bool {
-	s := in.sessions[sessionKey(stream)]
+	s := in.lookup(sessionKey(stream))
 	if s == nil {
 		return false
 	}

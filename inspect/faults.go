@@ -68,7 +68,7 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 func (in *Inspector) CutStream(stream string) (string, error) {
 	in.mu.Lock()
 	var model actors.Ref
-	if s := in.sessions[sessionKey(stream)]; s != nil {
+	if s := in.lookup(sessionKey(stream)); s != nil {
 		if st := s.stream(stream); st != nil {
 			model = st.model.self
 		}

@@ -240,3 +240,21 @@ func TestPending_FinishedCallsFrameNotKept(t *testing.T) {
 		}
 	}
 }
+
+// A result whose call is another frame than the adapter's (the loop
+// assembled it, say) ends the pending call of the same id, and no other.
+func TestResults_CallMatchedByIDNotOnlyByFrame(t *testing.T) {
+	in, o := newObserved(t)
+	c1 := messages.ToolCall("s", "c1", "echo", []byte(`{}`))
+	c2 := messages.ToolCall("s", "c2", "echo", []byte(`{}`))
+	requestTurn(o, "s", c1, c2, messages.End("s"))
+	assembled := messages.ToolCall("s", "c2", "echo", []byte(`{}`))
+	r, err := messages.ToolResult("s", "c2", "echo", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.OnToolResult(toolResult("s", assembled, r))
+	if p := in.Snapshot("s").Session.Pending; len(p) != 1 || p[0].ID != "c1" {
+		t.Fatalf("pending %+v, want c1 alone", p)
+	}
+}

@@ -109,8 +109,7 @@ type Inspector struct {
 	models      map[string]bool // spec names of the observed model adapters
 	modelsBy    map[string]*modelObserver
 	sessions    map[string]*session
-	results     sessionCache // the session of the last tool result
-	newest      sessionCache // the session made last (a new conversation's first result is its)
+	results     sessionCache // the session of the last tool result, or of the session made last
 	spare       *session     // a forgotten session, reset, for the next one
 	// sessionOrder are the sessions, storeOrder the keys of stores, first
 	// seen first (for forget): rings, so that forgetting the oldest and
@@ -505,8 +504,8 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 		s = in.resultSession(ev.StreamID)
 	}
 	if s != nil {
-		if p, ok := s.removeCall(ev.Call.GetToolCallId()); ok {
-			st, dispatched = in.toolList[p.tool], p.dispatched
+		if tool, d, ok := s.removeCall(ev.Call); ok {
+			st, dispatched = in.toolList[tool], d
 		}
 		if len(s.approvals) > 0 {
 			in.answeredByResult(ev, kind)
@@ -542,12 +541,9 @@ func (in *Inspector) toolStatsApart(name string) *toolStats { return in.toolStat
 //
 //go:noinline
 func (in *Inspector) resultSession(stream string) *session {
-	s := in.newest.find(stream)
-	if s == nil {
-		s = in.sessions[sessionKey(stream)]
-	}
+	s := in.lookup(sessionKey(stream))
 	if s != nil {
-		in.results.remember(s)
+		in.results.remember(stream, s)
 	}
 	return s
 }
@@ -665,21 +661,51 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 // open or a call waiting for approval, and the session keep (one just
 // made, nil for none): O(1) per session, so that a host running
 // conversations without end pays the same for each. A dropped session's
-// buffers are kept for the next one (in.spare). in.mu must be held.
+// buffers are kept for the next one (in.spare). Its entry in
+// in.sessions stays, stale (see lookup), until reindex: the hot path
+// neither hashes the old id, long cold, nor probes the map for it.
+// in.mu must be held.
 func (in *Inspector) forget(keep *session) {
 	limit := in.opts.MaxSessions
-	for n := in.sessionOrder.len(); len(in.sessions) > limit && n > 0; n-- {
-		s := in.sessionOrder.pop() // in in.sessions: only forget deletes
+	for n := in.sessionOrder.len(); in.sessionOrder.len() > limit && n > 0; n-- {
+		s := in.sessionOrder.pop()
 		if s == keep || len(s.streams) > 0 || len(s.approvals) > 0 {
 			in.sessionOrder.push(s) // busy: later
 			continue
 		}
-		delete(in.sessions, s.id)
 		s.reset()
 		in.spare = s
 	}
+	if len(in.sessions) > in.sessionOrder.len()+staleSessions {
+		in.reindex()
+	}
 	for len(in.stores) > limit && in.storeOrder.len() > 0 {
 		delete(in.stores, in.storeOrder.pop())
+	}
+}
+
+// staleSessions is how many entries of forgotten sessions in.sessions
+// keeps before reindex drops them: the index is rebuilt once every so
+// many sessions made past the bound, its cost shared by them.
+const staleSessions = 64
+
+// lookup returns the session id, or nil; in.mu must be held. An entry of
+// in.sessions whose session has another id (or none) is stale: that
+// session was forgotten, and maybe reused for another id since.
+func (in *Inspector) lookup(id string) *session {
+	if s := in.sessions[id]; s != nil && s.id == id {
+		return s
+	}
+	return nil
+}
+
+// reindex rebuilds in.sessions from the sessions kept, dropping the
+// stale entries; in.mu must be held.
+func (in *Inspector) reindex() {
+	clear(in.sessions)
+	for i := range in.sessionOrder.len() {
+		s := in.sessionOrder.at(i)
+		in.sessions[s.id] = s
 	}
 }
 
@@ -692,6 +718,15 @@ type ring[T any] struct {
 }
 
 func (r *ring[T]) len() int { return r.n }
+
+// at returns the i-th item, first first; i must be below len.
+func (r *ring[T]) at(i int) T {
+	i += r.head
+	if i >= len(r.items) {
+		i -= len(r.items)
+	}
+	return r.items[i]
+}
 
 // push adds x last.
 func (r *ring[T]) push(x T) {

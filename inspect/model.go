@@ -49,6 +49,7 @@ type modelObserver struct {
 	// yet, or nil.
 	staged *messages.Frame
 	turn   []observed   // this turn's frames, not shown yet
+	asked  int          // how many of them were written into the adapter
 	tools  []*toolStats // the tools its calls named (under in.mu)
 }
 
@@ -133,7 +134,8 @@ func (o *modelObserver) stop(err error) {
 	if in.modelsBy[o.self.String()] == o {
 		delete(in.modelsBy, o.self.String())
 	}
-	for _, s := range in.sessions {
+	for i := range in.sessionOrder.len() {
+		s := in.sessionOrder.at(i)
 		n := len(s.streams)
 		s.streams = slices.DeleteFunc(s.streams, func(st openStream) bool { return st.model == o })
 		if len(s.streams) < n {
@@ -171,47 +173,44 @@ func (o *modelObserver) session(stream string) *session {
 		return s
 	}
 	s := o.in.session(stream)
-	o.last.remember(s)
+	o.last.remember(stream, s)
 	return s
 }
 
 // sessionCache remembers the session of the last stream looked up: the
 // frames of a response, and the results of its calls, come in a row.
-// It is used under in.mu. It holds one pointer, written only when the
-// session changes: every pointer the hot path writes costs a write
-// barrier while the garbage collector marks.
-type sessionCache struct{ s *session }
+// It is used under in.mu. It is written only when the stream changes:
+// every pointer the hot path writes costs a write barrier while the
+// garbage collector marks.
+type sessionCache struct {
+	stream string   // the stream last looked up
+	s      *session // its session
+	gen    uint64   // s.gen then: a session forgotten (and reused) since is not taken
+}
 
-// find returns the session of stream if it is the one remembered and
-// still kept, or nil.
+// find returns the session of stream if stream is the one remembered
+// and its session is still kept, or nil. Compared by stream, not by
+// session: no parsing of the stream's id on the hot path.
 func (c *sessionCache) find(stream string) *session {
-	// A session has its id while in in.sessions; forgotten, it has none
-	// (and reused for another session, another id).
-	s := c.s
-	if s == nil || s.id == "" {
-		return nil
-	}
-	// Compared with the stream's session, not with the stream itself
-	// unless the id reads as that session's stream: a session's id may
-	// contain '#' ("x#2", whose streams are "x%232" and "x%232#2") while
-	// stream "x#2" belongs to session "x".
-	if s.ownStream && s.id == stream || s.id == sessionKey(stream) {
+	if s := c.s; s != nil && s.gen == c.gen && c.stream == stream {
 		return s
 	}
 	return nil
 }
 
-// remember makes s the session find returns.
-func (c *sessionCache) remember(s *session) {
-	if c.s != s {
-		c.s = s
+// remember makes s the session find returns for stream.
+func (c *sessionCache) remember(stream string, s *session) {
+	if c.s != s || c.gen != s.gen || c.stream != stream {
+		c.stream, c.s, c.gen = stream, s, s.gen
 	}
 }
 
 // session returns the session of stream, making it; in.mu must be held.
+// A session made is the one of the next tool result (a new
+// conversation's first result is its).
 func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
-	s := in.sessions[key]
+	s := in.lookup(key)
 	if s == nil {
 		s = in.spare
 		in.spare = nil
@@ -219,11 +218,10 @@ func (in *Inspector) session(stream string) *session {
 			s = &session{}
 		}
 		s.id, s.updated = key, in.clock.unixNano()
-		s.ownStream = key == stream && sessionKey(key) == key
 		in.sessions[key] = s
 		in.sessionOrder.push(s)
 		in.forget(s)
-		in.newest.remember(s)
+		in.results.remember(stream, s)
 	}
 	return s
 }
@@ -243,6 +241,7 @@ func (o *modelObserver) request(f *messages.Frame) {
 		o.staged = f
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		o.turn = append(o.turn, observed{f: f, request: true})
+		o.asked++
 	}
 }
 
@@ -280,7 +279,7 @@ func (o *modelObserver) flush() {
 	}
 	in.version.Add(1)
 	in.mu.Unlock()
-	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
+	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
 }
 
 // endsInTurn reports whether the stream of the request frame o.turn[i]
@@ -293,6 +292,12 @@ func (o *modelObserver) endsInTurn(i int) bool {
 		return false
 	}
 	stream := f.GetStreamId()
+	// The common turn: the request's END alone written in, the turn ended
+	// by the END of its response.
+	if last := o.turn[len(o.turn)-1]; o.asked == 1 && !last.request &&
+		last.f.GetType() == messages.FrameType_END && last.f.GetStreamId() == stream {
+		return true
+	}
 	for _, ob := range o.turn[i+1:] {
 		if ob.f.GetStreamId() == stream {
 			if ob.request { // a new request of the stream: it stays open
@@ -403,6 +408,7 @@ func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) 
 			p.call, p.chunked = f, false // complete now
 		} else {
 			s.calls = append(s.calls, pendingCall{call: f, tool: o.toolStats(f.GetName()).index, since: now})
+			s.held = max(s.held, len(s.calls))
 		}
 	case messages.FrameType_ERROR:
 		o.applyError(s, f, now)
@@ -468,7 +474,7 @@ func (o *modelObserver) callsRun(s *session, now int64) {
 func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
 	in.mu.Lock()
-	s := in.sessions[sessionKey(stream)]
+	s := in.lookup(sessionKey(stream))
 	open := false
 	if s != nil {
 		st := s.stream(stream)
@@ -500,13 +506,13 @@ type session struct {
 	approvals []heldApproval // calls waiting for a person, held first first
 	updated   int64
 	calls     []pendingCall   // tool calls of the current response without a result yet
+	held      int             // calls[:held] may hold frames (removeCall leaves them past len)
 	text      []byte          // the current response's text
 	messages  json.RawMessage // the last request's messages
 	answered  bool            // text is the final answer
-	// ownStream: the id, read as a stream id, is the session's own first
-	// stream (it holds no '#' or '%': see sessionKey), which find takes
-	// without reading the stream.
-	ownStream        bool
+	// gen counts the times s was forgotten (and reset for reuse): a
+	// sessionCache remembering s before is stale.
+	gen              uint64
 	requests, errors int
 	lastError        string
 }
@@ -588,6 +594,7 @@ func (s *session) reset() {
 		s.approvals = s.approvals[:0]
 	}
 	s.id = ""
+	s.gen++
 	if s.messages != nil {
 		s.messages = nil
 	}
@@ -603,10 +610,13 @@ func (s *session) reset() {
 // arguments may be large) is kept until the session's next request at
 // most. Once a request: the slots are few.
 func (s *session) clearCalls() {
-	if cap(s.calls) > 0 {
-		clear(s.calls[:cap(s.calls)])
-		s.calls = s.calls[:0]
+	// The slots that may hold frames, few: their pointers dropped in
+	// place (what a slot holds besides is overwritten when it is reused).
+	held := s.calls[:s.held]
+	for i := range held {
+		held[i].call, held[i].chunks = nil, nil
 	}
+	s.calls, s.held = s.calls[:0], 0
 }
 
 // call returns the pending call id, valid until calls changes.
@@ -619,18 +629,23 @@ func (s *session) call(id string) *pendingCall {
 	return nil
 }
 
-// removeCall removes the pending call id. The slot past the new length
-// keeps its frame until the session's next request (clearCalls), the
-// slot's reuse by a later call, or the session is forgotten: removing
-// the last call, the common case, writes no pointer.
-func (s *session) removeCall(id string) (pendingCall, bool) {
+// removeCall removes the pending call of call (the one of its id). The
+// slot past the new length keeps its frame until the session's next
+// request (clearCalls), the slot's reuse by a later call, or the session
+// is forgotten: removing the last call, the common case, writes no
+// pointer.
+func (s *session) removeCall(call *messages.Frame) (tool int32, dispatched time.Duration, ok bool) {
+	id := call.GetToolCallId()
 	for i := range s.calls {
-		if s.calls[i].id() == id {
-			p, last := s.calls[i], len(s.calls)-1
-			copy(s.calls[i:], s.calls[i+1:])
-			s.calls = s.calls[:last]
-			return p, true
+		// The loop's call is most often the adapter's frame itself.
+		if p := &s.calls[i]; p.call == call || p.id() == id {
+			tool, dispatched = p.tool, p.dispatched
+			if last := len(s.calls) - 1; i < last {
+				copy(s.calls[i:], s.calls[i+1:])
+			}
+			s.calls = s.calls[:len(s.calls)-1]
+			return tool, dispatched, true
 		}
 	}
-	return pendingCall{}, false
+	return 0, 0, false
 }

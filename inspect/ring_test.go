@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // The ring keeps its keys first in first out across wrapping and growth.
@@ -101,5 +102,72 @@ func TestRing_PopLetsGo(t *testing.T) {
 		if x == a {
 			t.Fatalf("items[%d] still holds the popped session", i)
 		}
+	}
+}
+
+// newLimited is an inspector keeping limit sessions.
+func newLimited(t *testing.T, limit int) *Inspector {
+	t.Helper()
+	in, err := New(actorstest.NewRuntime(t, nil), &Options{MaxSessions: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return in
+}
+
+// A forgotten session is found by its id nowhere (the page, a cut, the
+// results), however many sessions are made after it, while the index
+// of the sessions stays bounded: its entries of forgotten sessions are
+// dropped in batches.
+func TestSessions_ForgottenNotFoundByTheirIDs(t *testing.T) {
+	const limit = 3
+	in := newLimited(t, limit)
+	o := &modelObserver{in: in}
+	const made = 5 * (limit + staleSessions)
+	for i := range made {
+		run := newHookRun(t, "s"+strconv.Itoa(i))
+		run.play(in, o)
+		in.mu.Lock()
+		indexed := len(in.sessions)
+		in.mu.Unlock()
+		if indexed > limit+staleSessions+1 {
+			t.Fatalf("after s%d: %d entries in the index, want %d at most", i, indexed, limit+staleSessions+1)
+		}
+	}
+	for i := range made {
+		id := "s" + strconv.Itoa(i)
+		kept := i >= made-limit
+		in.mu.Lock()
+		found := in.lookup(id) != nil
+		in.mu.Unlock()
+		if found != kept {
+			t.Fatalf("%s found %v, want %v", id, found, kept)
+		}
+		if shown := in.Snapshot(id).Session != nil; shown != kept {
+			t.Fatalf("%s detailed on the page %v, want %v", id, shown, kept)
+		}
+	}
+	if _, err := in.CutStream("s0"); err == nil {
+		t.Fatal("cut of a forgotten session's stream: no error")
+	}
+}
+
+// The session an observer remembers for a stream is not taken once it
+// was forgotten and its memory reused for another session: the stream
+// seen again gets a session of its own, and the other one is left alone.
+func TestSessions_RememberedSessionReusedNotWrittenInto(t *testing.T) {
+	in := newLimited(t, 2)
+	o, other := &modelObserver{in: in}, &modelObserver{in: in}
+	requestTurn(o, "a", messages.Text("a", "first"), messages.End("a"))
+	for _, id := range []string{"b", "c", "d"} { // c forgets a, d reuses its memory
+		requestTurn(other, id, messages.Text(id, id+"'s"), messages.End(id))
+	}
+	requestTurn(o, "a", messages.Text("a", "again"), messages.End("a"))
+	if d := in.Snapshot("a").Session; d == nil || d.Requests != 1 || d.Answer != "again" {
+		t.Fatalf("a seen again: %+v, want one request answered again", d)
+	}
+	if d := in.Snapshot("d").Session; d == nil || d.Requests != 1 || d.Answer != "d's" {
+		t.Fatalf("d: %+v, want its own request and answer only", d)
 	}
 }

@@ -159,15 +159,15 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	}
 
 	ids := map[string]bool{}
-	for id := range in.sessions {
-		ids[id] = true
+	for i := range in.sessionOrder.len() {
+		ids[in.sessionOrder.at(i).id] = true
 	}
 	for id := range in.stores {
 		ids[id] = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		sum := SessionSummary{ID: id}
-		if s := in.sessions[id]; s != nil {
+		if s := in.lookup(id); s != nil {
 			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
 			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, time.Unix(0, s.updated)
 		} else {
@@ -317,7 +317,7 @@ func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
 	if pos, ok := in.stores[id]; ok {
 		d.Durability = &Position{Index: pos.Index, Kind: pos.Kind, At: pos.At}
 	}
-	s := in.sessions[id]
+	s := in.lookup(id)
 	if s == nil {
 		return d
 	}

@@ -16,7 +16,7 @@
 // notifications/progress while it runs; a result too large for a client
 // to take in one frame ([DefaultMaxResultBytes], or
 // [ServerOptions].MaxResultBytes) is answered as an isError result saying
-// so, which keeps the client's session. [Server.ServeStdio] serves a
+// so, of kind tools.FailureTooLarge, which keeps the client's session. [Server.ServeStdio] serves a
 // local client over stdio; [Server.Handler] and [Server.ListenHTTP]
 // serve streamable HTTP, on loopback by default, refusing foreign Host
 // and Origin headers (DNS rebinding) and optionally requiring a bearer

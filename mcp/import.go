@@ -480,20 +480,21 @@ func broken(ctx context.Context, s *sdk.ClientSession, err error) bool {
 // valueOf is the tool result of an MCP result. An isError result is an
 // error result: of the structuredContent when it is an object (the
 // tool's own JSON, as a [Server] sends it), else of the text; its kind
-// is tools.FailureInvalidArguments or tools.FailureNotFound when the
-// server says so in _meta ([FailureKindMeta]), tools.FailureHandler
-// otherwise.
+// is tools.FailureInvalidArguments, tools.FailureNotFound or
+// tools.FailureTooLarge when the server says so in _meta
+// ([FailureKindMeta]), tools.FailureHandler otherwise.
 func valueOf(res *sdk.CallToolResult) (any, error) {
 	text := contentText(res.Content)
 	if res.IsError {
 		if text == "" {
 			text = "the MCP tool reported an error"
 		}
-		// The kinds that say the call, not the tool, was wrong come back;
-		// any other failure of the remote tool is the handler's here.
+		// The kinds that say the call, not the tool, was wrong (or its
+		// result too large for the server to send) come back; any other
+		// failure of the remote tool is the handler's here.
 		kind := tools.FailureHandler
 		switch k, _ := res.Meta[FailureKindMeta].(string); tools.FailureKind(k) {
-		case tools.FailureInvalidArguments, tools.FailureNotFound:
+		case tools.FailureInvalidArguments, tools.FailureNotFound, tools.FailureTooLarge:
 			kind = tools.FailureKind(k)
 		}
 		return nil, &tools.ResultError{Payload: errorPayload(res.StructuredContent, text), Kind: kind, Err: errors.New(text)}

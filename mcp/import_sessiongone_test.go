@@ -29,6 +29,12 @@ import (
 // must be answered over a new session; the one that found the session
 // gone is answered with an error, not run again (it may have run).
 func TestImport_ServerThatForgotTheSessionIsConnectedAgain(t *testing.T) {
+	testSessionForgotten(t, true)
+}
+
+// testSessionForgotten is TestImport_ServerThatForgotTheSessionIsConnectedAgain,
+// where the server's 404 has its JSON-RPC error body only when withBody.
+func testSessionForgotten(t *testing.T, withBody bool) {
 	var gen atomic.Int64 // the server's incarnation: its sessions are "s<gen>"
 	var ran atomic.Int64 // the tools/call requests the server ran
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +61,10 @@ func TestImport_ServerThatForgotTheSessionIsConnectedAgain(t *testing.T) {
 			id := string(req.ID)
 			if id == "" {
 				id = "null"
+			}
+			if !withBody {
+				w.WriteHeader(http.StatusNotFound)
+				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)

@@ -68,7 +68,8 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// MaxResultBytes bounds the size of a result the server sends, as the
 	// JSON of its CallToolResult: a call whose result is larger is
-	// answered with an isError result saying so (with both sizes), which
+	// answered with an isError result saying so (with both sizes), of
+	// failure kind tools.FailureTooLarge ([FailureKindMeta]), which
 	// keeps the client's session, where the larger result would end it.
 	// Zero means DefaultMaxResultBytes; a negative value sends results of
 	// any size (for clients known to take them).
@@ -113,7 +114,8 @@ var ErrNotLoopback = errors.New("not a loopback address")
 // notifications/cancelled for a call sends CANCEL for it, which cancels
 // the handler's context (a command is killed with its process group). A
 // result over ServerOptions.MaxResultBytes ([DefaultMaxResultBytes]) is
-// answered as an isError result naming its size and the limit.
+// answered as an isError result naming its size and the limit, of kind
+// tools.FailureTooLarge.
 //
 // Close stops the router; the runtime stays the caller's.
 func NewServer(rt *actors.Runtime, o *ServerOptions) (*Server, error) {
@@ -263,6 +265,7 @@ func (s *Server) handler(name string, conforms func(any) bool) sdk.ToolHandler {
 		r := resultOf(f, conforms)
 		if size := oversized(r, len(f.GetPayload()), s.maxResult); size > 0 {
 			r = errorResult(fmt.Sprintf("Tool %s ran, but its result is too large to send: %d bytes, limit %d", name, size, s.maxResult))
+			r.Meta = sdk.Meta{FailureKindMeta: string(tools.FailureTooLarge)}
 		}
 		return r, nil
 	}
@@ -332,10 +335,11 @@ func (s *Server) reportProgress(ctx context.Context, ss *sdk.ServerSession, toke
 // FailureKindMeta is the key of the _meta member in which a [Server]'s
 // isError result carries the failure kind of the tool's error result
 // (see tools.FailureKind), and from which an import ([Import]) takes
-// the kinds tools.FailureInvalidArguments and tools.FailureNotFound
-// back: a call the remote tool refused as asking what cannot be done,
-// or for what is not there, does not count against the imported tool's
-// circuit breaker.
+// the kinds tools.FailureInvalidArguments, tools.FailureNotFound and
+// tools.FailureTooLarge back: a call the remote tool refused as asking
+// what cannot be done, or for what is not there, or whose result was too
+// large for the server to send, does not count against the imported
+// tool's circuit breaker.
 const FailureKindMeta = "polyweave/failureKind"
 
 // resultOf turns a TOOL_RESULT into an MCP result. An error result, or a

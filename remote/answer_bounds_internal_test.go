@@ -18,7 +18,7 @@ import (
 // frame limit only without the stream id a DESCRIBE answer carries is
 // refused by Serve, instead of going out over the limit.
 func TestServe_DescriptionChecksRoomForStreamID(t *testing.T) {
-	tool := tools.MustNew(tools.Definition{Name: "echo", Description: strings.Repeat("d", 1000), Sync: true})
+	tool := tools.MustNew(tools.Definition{Name: "echo", Description: strings.Repeat("d", MinFrameBytes), Sync: true})
 	desc, err := json.Marshal(tool.Description())
 	if err != nil {
 		t.Fatal(err)

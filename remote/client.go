@@ -134,8 +134,8 @@ type ClientOptions struct {
 	// MaxFrameBytes bounds the frame of one call (the TOOL_CALL with its
 	// arguments, as encoded on the wire): a larger call is answered at
 	// once with an error of kind KindTooLarge (wrapping ErrTooLarge) and
-	// not sent. Default DefaultMaxFrameBytes; at most
-	// MaxFrameBytesLimit. The node has a limit of its own, for calls and
+	// not sent. Default DefaultMaxFrameBytes; at least MinFrameBytes
+	// and at most MaxFrameBytesLimit (NewClient refuses others). The node has a limit of its own, for calls and
 	// for results (see NodeOptions.MaxFrameBytes).
 	MaxFrameBytes int
 	// TLS, when set, makes the client speak mutual TLS (see [TLS]): it

@@ -57,7 +57,8 @@
 //
 // One frame (a call with its arguments, a result) is at most
 // MaxFrameBytes ([ClientOptions] and [NodeOptions]; default
-// [DefaultMaxFrameBytes]), checked by its sender: a call over the
+// [DefaultMaxFrameBytes], at least [MinFrameBytes]), checked by its
+// sender: a call over the
 // client's limit is answered at once with an error of kind
 // [KindTooLarge] (wrapping [ErrTooLarge]) and not sent; a node answers
 // so a call over its own limit, without running it, and replaces a

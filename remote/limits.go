@@ -49,6 +49,13 @@ import (
 // result) a node or client sends unless its options say otherwise.
 const DefaultMaxFrameBytes = 4 << 20
 
+// MinFrameBytes is the smallest MaxFrameBytes a node or client (or
+// MessageLimits) takes: a frame limit must leave room for the protocol's
+// own answers, which repeat their request's ids (up to 1 KiB each, see
+// Sizes above) with a tool's name and a message, and for a DESCRIBE's
+// answer, a tool's description with the caller's stream id.
+const MinFrameBytes = 4 << 10
+
 // maxMessageBytes is the largest gRPC message the nodes and clients send
 // and receive: a batch of protoactor's endpoint writer. It bounds what
 // one stream can make its receiver allocate (see Sizes above).
@@ -84,8 +91,9 @@ var ErrTooLarge = errors.New("frame too large")
 // once without sending it; a node answers so a call whose arguments are
 // over its own limit (it does not run it), and replaces a result over its
 // limit by such an answer (the call ran). It does not count against the
-// tool.
-const KindTooLarge tools.FailureKind = "too_large"
+// tool. It is tools.FailureTooLarge, the kind every transport's size
+// limit answers with.
+const KindTooLarge = tools.FailureTooLarge
 
 // frameLimit returns the frame limit that the MaxFrameBytes option n
 // (0: the default) says, or an error naming the option (field).
@@ -93,8 +101,11 @@ func frameLimit(n int, field string) (int, error) {
 	switch {
 	case n == 0:
 		return DefaultMaxFrameBytes, nil
+	case n > 0 && n < MinFrameBytes:
+		return 0, fmt.Errorf("remote: %s %d: below the minimum of %d (MinFrameBytes), which leaves room for the protocol's own answers; want %d to %d (0: %d)",
+			field, n, MinFrameBytes, MinFrameBytes, MaxFrameBytesLimit, DefaultMaxFrameBytes)
 	case n < 0 || n > MaxFrameBytesLimit:
-		return 0, fmt.Errorf("remote: %s %d: want 1 to %d (0: %d)", field, n, MaxFrameBytesLimit, DefaultMaxFrameBytes)
+		return 0, fmt.Errorf("remote: %s %d: want %d to %d (0: %d)", field, n, MinFrameBytes, MaxFrameBytesLimit, DefaultMaxFrameBytes)
 	}
 	return n, nil
 }
@@ -112,7 +123,8 @@ func batchSize(maxFrame int) int {
 // one connection have at most 8 streams open at once, and
 // its endpoint writers batch no more messages than fit there when each is
 // a frame of maxFrame bytes, the remote's frame limit (0:
-// DefaultMaxFrameBytes; 1 to MaxFrameBytesLimit, or it returns an error).
+// DefaultMaxFrameBytes; MinFrameBytes to MaxFrameBytesLimit, or it
+// returns an error).
 // The remote's code must keep the frames it sends within that limit: a
 // batch of larger ones may pass the gRPC limit, which ends the
 // connection. The option appends to the remote's server and dial

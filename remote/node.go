@@ -59,7 +59,8 @@ type NodeOptions struct {
 	// it is not run, and a result over it is not sent; either call is
 	// answered instead with an error of kind KindTooLarge (the client's
 	// handler returns it wrapping ErrTooLarge). Default
-	// DefaultMaxFrameBytes; at most MaxFrameBytesLimit.
+	// DefaultMaxFrameBytes; at least MinFrameBytes and at most
+	// MaxFrameBytesLimit (Serve refuses others).
 	MaxFrameBytes int
 	// TLS, when set, makes the node speak mutual TLS (see [TLS]): only
 	// callers with a certificate that chains to TLS.CAs can reach it (so

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,7 +70,10 @@ type Options struct {
 	Kind Kind
 	// MaxRestarts is how many restarts are allowed within Within before the
 	// subtree is stopped instead; default DefaultMaxRestarts. Use
-	// NoRestarts for "the first failure stops".
+	// NoRestarts for "the first failure stops". OneForOne counts the
+	// failures of each child apart; AllForOne, whose every restart
+	// restarts all the children, counts those of all the children of a
+	// supervisor together.
 	MaxRestarts int
 	// Within is the window over which restarts are counted; default
 	// DefaultWithin.
@@ -81,7 +87,10 @@ type Options struct {
 	Decider Decider
 	// Observer is called with every decision, on the supervising actor's
 	// goroutine, before the decision is carried out: it must be quick and
-	// safe for concurrent use.
+	// safe for concurrent use. An Observer that panics is logged (an ERROR
+	// record to Logger, with the panic and its stack) and the decision is
+	// carried out all the same: a broken observer must not take the
+	// supervisor down.
 	Observer func(Event)
 	// Logger receives one record per decision; default: discard.
 	Logger *slog.Logger
@@ -117,11 +126,66 @@ type Event struct {
 	Backoff time.Duration
 }
 
-// Strategy is a supervisor strategy for protoactor actors. It is immutable
-// after [New] and safe for concurrent use; one Strategy may supervise any
-// number of actors.
+// Strategy is a supervisor strategy for protoactor actors. Its options
+// are immutable after [New]; it is safe for concurrent use, and one
+// Strategy may supervise any number of actors.
 type Strategy struct {
 	opts Options
+	// subtrees counts the failures of AllForOne per supervisor; shared by
+	// the copies WithObserver makes.
+	subtrees *subtreeFailures
+}
+
+// subtreeFailures are the times of the failures counted within the
+// window, per supervisor (AllForOne): protoactor keeps a count per child
+// only.
+type subtreeFailures struct {
+	mu    sync.Mutex
+	bySup map[any][]time.Time
+}
+
+// fail counts a failure of a child of sup at now and returns the
+// failures within the window before it, this one included; entries of
+// supervisors with no failure in the window are dropped.
+func (f *subtreeFailures) fail(sup any, now time.Time, within time.Duration) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bySup == nil {
+		f.bySup = map[any][]time.Time{}
+	}
+	for k, times := range f.bySup {
+		if k != sup && now.Sub(times[len(times)-1]) > within {
+			delete(f.bySup, k)
+		}
+	}
+	times := append(f.bySup[sup], now)
+	i := 0
+	for i < len(times) && now.Sub(times[i]) > within {
+		i++
+	}
+	times = times[i:]
+	f.bySup[sup] = times
+	return len(times)
+}
+
+// reset forgets the failures counted for sup.
+func (f *subtreeFailures) reset(sup any) {
+	f.mu.Lock()
+	delete(f.bySup, sup)
+	f.mu.Unlock()
+}
+
+// subtreeKey identifies sup across decisions: its actor's PID when it
+// tells it (the runtime's supervisors are new values per decision), else
+// sup itself when it can be a map key; nil when neither.
+func subtreeKey(sup actor.Supervisor) any {
+	if p, ok := sup.(interface{ Self() *actor.PID }); ok && p.Self() != nil {
+		return p.Self().String()
+	}
+	if reflect.TypeOf(sup).Comparable() {
+		return sup
+	}
+	return nil
 }
 
 var _ actor.SupervisorStrategy = (*Strategy)(nil)
@@ -157,7 +221,7 @@ func New(opts *Options) (*Strategy, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Strategy{opts: o}, nil
+	return &Strategy{opts: o, subtrees: &subtreeFailures{}}, nil
 }
 
 // MustNew is New for options known to be valid; it panics on error.
@@ -173,11 +237,13 @@ func MustNew(opts *Options) *Strategy {
 func (s *Strategy) Options() Options { return s.opts }
 
 // WithObserver returns a copy of s that also reports to observe (after any
-// observer s already has).
+// observer s already has; one that panics does not keep the other from
+// being called).
 func (s *Strategy) WithObserver(observe func(Event)) *Strategy {
 	c := *s
 	if prev := s.opts.Observer; prev != nil && observe != nil {
-		c.opts.Observer = func(e Event) { prev(e); observe(e) }
+		logger := s.opts.Logger
+		c.opts.Observer = func(e Event) { observeSafely(logger, prev, e); observe(e) }
 	} else if observe != nil {
 		c.opts.Observer = observe
 	}
@@ -202,11 +268,22 @@ func (s *Strategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chi
 	}
 
 	if ev.Directive == Restart {
-		rs.Fail()
-		ev.Failures = rs.NumberOfFailures(s.opts.Within)
+		// AllForOne restarts the subtree: its failures count together.
+		var subtree any
+		if s.opts.Kind == AllForOne {
+			subtree = subtreeKey(sup)
+		}
+		reset := rs.Reset
+		if subtree != nil {
+			ev.Failures = s.subtrees.fail(subtree, ev.Time, s.opts.Within)
+			reset = func() { s.subtrees.reset(subtree) }
+		} else {
+			rs.Fail()
+			ev.Failures = rs.NumberOfFailures(s.opts.Within)
+		}
 		switch {
 		case ev.Failures > s.opts.MaxRestarts:
-			rs.Reset()
+			reset()
 			ev.IntensityExceeded = true
 			ev.Directive = Stop
 			if s.opts.EscalateWhenExceeded {
@@ -263,6 +340,21 @@ func (s *Strategy) report(ev Event) {
 		slog.String("directive", ev.Directive.String()), slog.Bool("intensity_exceeded", ev.IntensityExceeded),
 		slog.Int("failures", ev.Failures), slog.Any("reason", ev.Reason))
 	if s.opts.Observer != nil {
-		s.opts.Observer(ev)
+		observeSafely(s.opts.Logger, s.opts.Observer, ev)
 	}
+}
+
+// observeSafely calls observe with ev, and logs a panic of it instead of
+// letting it unwind the supervisor's decision: the decision is carried
+// out whatever the observer does.
+func observeSafely(logger *slog.Logger, observe func(Event), ev Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error("supervision observer panicked; the decision is carried out",
+				slog.String("supervisor", ev.Supervisor), slog.String("child", ev.Child),
+				slog.String("directive", ev.Directive.String()), slog.Any("panic", r),
+				slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	observe(ev)
 }

@@ -2,7 +2,9 @@ package supervisor_test
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -105,6 +107,37 @@ func TestStrategy_AllForOne(t *testing.T) {
 	}
 }
 
+// TestStrategy_AllForOneIntensityCountsTheSubtree: with AllForOne every
+// failure restarts the whole subtree, and MaxRestarts bounds those
+// restarts per supervisor. Counted in the failing child's
+// RestartStatistics (protoactor keeps one per child), failures of a, b,
+// a, b, a with MaxRestarts 2 restarted the subtree five times instead of
+// stopping it at the third failure. Another supervisor's subtree is
+// counted apart.
+func TestStrategy_AllForOneIntensityCountsTheSubtree(t *testing.T) {
+	var events []supervisor.Event
+	s := supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne, MaxRestarts: 2, Within: time.Hour,
+		Observer: func(e supervisor.Event) { events = append(events, e) }})
+	a, b := pid("a"), pid("b")
+	sup, other := &fakeSupervisor{children: []*actor.PID{a, b}}, &fakeSupervisor{children: []*actor.PID{pid("c")}}
+	stats := map[*actor.PID]*actor.RestartStatistics{a: actor.NewRestartStatistics(), b: actor.NewRestartStatistics()}
+	for i, child := range []*actor.PID{a, b, a} {
+		s.HandleFailure(nil, sup, child, stats[child], errors.New("boom"), nil)
+		if ev := events[len(events)-1]; (ev.Directive == supervisor.Restart) != (i < 2) || ev.Failures != i+1 {
+			t.Fatalf("failure %d: %+v; want the third to stop the subtree", i+1, ev)
+		}
+	}
+	s.HandleFailure(nil, other, pid("c"), actor.NewRestartStatistics(), errors.New("boom"), nil)
+	if ev := events[len(events)-1]; ev.Directive != supervisor.Restart || ev.Failures != 1 {
+		t.Fatalf("another supervisor's first failure: %+v", ev)
+	}
+	// The limit reached, the count starts again.
+	s.HandleFailure(nil, sup, b, stats[b], errors.New("boom"), nil)
+	if ev := events[len(events)-1]; ev.Directive != supervisor.Restart || ev.Failures != 1 {
+		t.Fatalf("failure after the stop: %+v", ev)
+	}
+}
+
 func TestStrategy_BackoffDelaysRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var backoffs []time.Duration
@@ -162,6 +195,38 @@ func TestStrategy_PanickingDeciderStops(t *testing.T) {
 	s.HandleFailure(nil, sup, pid("a"), actor.NewRestartStatistics(), errors.New("boom"), nil)
 	if _, stopped := sup.snapshot(); !slices.Equal(stopped, []string{"a"}) {
 		t.Fatalf("stopped %v, want the child stopped", stopped)
+	}
+}
+
+// TestStrategy_PanickingObserverStillDecides: an Observer that panics
+// (and through the runtime every OnSupervision or WatchSupervision hook)
+// is logged, the decision is carried out, and an observer added with
+// WithObserver after it is still called. Unguarded, the panic unwound out
+// of HandleFailure before the decision: the failed child was neither
+// restarted nor stopped, and the supervising actor itself failed.
+func TestStrategy_PanickingObserverStillDecides(t *testing.T) {
+	var logs strings.Builder
+	var after []supervisor.Event
+	s := supervisor.MustNew(&supervisor.Options{Observer: func(supervisor.Event) { panic("observer bug") },
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}).
+		WithObserver(func(e supervisor.Event) { after = append(after, e) })
+	sup := &fakeSupervisor{}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Errorf("HandleFailure panicked with the observer's panic: %v", r)
+			}
+		}()
+		s.HandleFailure(nil, sup, pid("a"), actor.NewRestartStatistics(), errors.New("boom"), nil)
+	}()
+	if restarted, _ := sup.snapshot(); !slices.Equal(restarted, []string{"a"}) {
+		t.Errorf("restarted %v, want the failed child restarted despite the observer", restarted)
+	}
+	if len(after) != 1 || after[0].Child != "a" {
+		t.Errorf("the next observer got %+v, want the decision about a", after)
+	}
+	if !strings.Contains(logs.String(), "observer bug") {
+		t.Errorf("the panic was not logged:\n%s", logs.String())
 	}
 }
 

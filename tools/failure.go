@@ -27,6 +27,7 @@ const (
 	FailureLimit            FailureKind = "iteration_limit"
 	FailureTruncated        FailureKind = "truncated" // the length limit cut the call's arguments off
 	FailureNotFound         FailureKind = "not_found" // see below
+	FailureTooLarge         FailureKind = "too_large" // see below
 )
 
 // FailureNotFound is the kind of a call whose arguments were valid but
@@ -35,6 +36,12 @@ const (
 // not hold what the call asked for. Like invalid arguments it does not
 // count against the tool's circuit breaker. A tool answers with it by
 // returning a [ResultError] of this Kind.
+
+// FailureTooLarge is the kind of a call whose call or result was over a
+// size limit of the transport that carries it (package remote's frame
+// limit, an MCP server's result limit): the call was not sent (or not
+// run), or its result was replaced by this error. It says nothing of the tool's
+// health, so it does not count against the tool's circuit breaker.
 
 // FailureSessionConflict is the failure kind of the ERROR with which a
 // loop with a Session refuses a request whose messages differ from those
@@ -49,8 +56,8 @@ const FailureSessionConflict FailureKind = "session_conflict"
 // countsAgainstTool reports whether a failure of this kind says the tool is
 // unhealthy (and counts for its circuit breaker). The other kinds say the
 // call was wrong (invalid arguments, not found), was not run (denied,
-// unknown tool, the breaker open, the limit, truncated) or was stopped by
-// its caller (cancelled).
+// unknown tool, the breaker open, the limit, truncated, too large) or
+// was stopped by its caller (cancelled).
 func (k FailureKind) countsAgainstTool() bool {
 	switch k {
 	case FailureHandler, FailureTimeout, FailurePanic, FailureStopped:

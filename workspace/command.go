@@ -62,6 +62,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 			Reason: ReasonEmptyCommand,
 		}, nil
 	}
+	if rf := checkCommand(in.Command); rf != nil {
+		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
+	}
 	p, err := w.start(ctx, in.Command)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -113,6 +116,27 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
 	return res, nil
+}
+
+// MaxCommandBytes is the longest command run_command takes: the
+// kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128 KiB,
+// with its terminating NUL), which the command is to `sh -c`.
+const MaxCommandBytes = 128<<10 - 1
+
+// checkCommand refuses, before anything starts, a command no shell can
+// be given: one with a NUL byte (a program's argument ends at the
+// first), or one longer than MaxCommandBytes.
+func checkCommand(command string) *RunCommandResult {
+	switch {
+	case strings.IndexByte(command, 0) >= 0:
+		return &RunCommandResult{Reason: ReasonCommandNUL, Error: fmt.Sprintf("%s: %s: a shell's command line "+
+			"ends at the first NUL; remove it (printf '\\0' writes one)", RunCommandToolName, ReasonCommandNUL)}
+	case len(command) > MaxCommandBytes:
+		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d bytes, at most %d "+
+			"(the system's limit on one argument); write long content to a file with write_file and run that",
+			RunCommandToolName, ReasonCommandTooLong, len(command), MaxCommandBytes)}
+	}
+	return nil
 }
 
 // stopCause says why a command was stopped before it exited on its own.
@@ -291,6 +315,7 @@ func (w *Workspace) warmNextLocked() {
 		}
 		w.warmMu.Lock()
 		w.warming = nil
+		w.warmErr = err
 		close(ch)
 		if h != nil && w.warm == nil && w.closed.Err() == nil {
 			w.warm, h = h, nil
@@ -309,6 +334,9 @@ func (w *Workspace) warmNextLocked() {
 // that wants its first command to start fast too, or for a benchmark
 // that measures a command's start on an idle workspace rather than a
 // sandbox's set-up. It does nothing for a workspace without a sandbox.
+// When the sandbox could not be set up, it returns why (the next
+// command would prepare another, and fail to start the same way, until
+// what made it fail is gone: too many paths to hide, say).
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err
@@ -331,6 +359,12 @@ func (w *Workspace) Warm(ctx context.Context) error {
 		}
 	}
 	w.reapers.Wait() // bounded: each is a helper that has killed its sandbox and is exiting
+	w.warmMu.Lock()
+	ready, err := w.warm != nil, w.warmErr
+	w.warmMu.Unlock()
+	if !ready && err != nil && w.closed.Err() == nil {
+		return fmt.Errorf("workspace: prepare the next command's sandbox: %w", err)
+	}
 	return nil
 }
 
@@ -370,6 +404,13 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	switch {
 	case p.sb == nil:
 		res.ExitCode, sig = exitStatus(p.cmd.ProcessState)
+	case errors.Is(sbErr, sandbox.ErrStartFailed) && cause == stopNone:
+		// Nothing of the command ran: as an unsandboxed shell that
+		// cannot be started.
+		return RunCommandResult{
+			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, sbErr),
+			Reason: ReasonStartFailed,
+		}, cause
 	case sbErr != nil:
 		// The helper was killed (by us, at the timeout or on cancel or
 		// close, which the caller reports) or failed: the whole sandbox
@@ -413,7 +454,11 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		}
 	}
 	if !complete {
-		res.Stderr += fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
+		// The note takes its room within the cap, as the model reads it.
+		note := fmt.Sprintf("\n[output cut off: a process that left the command's process group kept the output open past %s]\n", w.opts.WaitDelay)
+		kept, _ := cutEncoded(res.Stderr, w.opts.MaxOutputBytes-encodedLen(note))
+		res.Stderr, _ = cutEncoded(kept+note, w.opts.MaxOutputBytes)
+		res.StderrTruncated = true
 		w.log.Warn("run_command: output pipes held open after the process group was killed", "pgid", p.pgid)
 	}
 	return res, cause
@@ -511,17 +556,7 @@ func cutEncoded(t string, max int) (string, bool) {
 	}
 	n := 0
 	for i := 0; i < len(t); {
-		c, size, w := t[i], 1, 0
-		if c < utf8.RuneSelf {
-			w = int(asciiWidth[c])
-		} else {
-			var r rune
-			r, size = utf8.DecodeRuneInString(t[i:])
-			w = size
-			if r == '\u2028' || r == '\u2029' {
-				w = 6 // escaped by encoding/json
-			}
-		}
+		w, size := encodedWidth(t[i:])
 		if n+w > max {
 			return t[:i], true
 		}
@@ -529,6 +564,31 @@ func cutEncoded(t string, max int) (string, bool) {
 		i += size
 	}
 	return t, false
+}
+
+// encodedLen is the length of the JSON string encoding of the valid
+// UTF-8 text t, as cutEncoded counts it.
+func encodedLen(t string) int {
+	n := 0
+	for i := 0; i < len(t); {
+		w, size := encodedWidth(t[i:])
+		n += w
+		i += size
+	}
+	return n
+}
+
+// encodedWidth returns how many bytes JSON encodes the first character
+// of t (valid UTF-8) to, and how many bytes it takes in t.
+func encodedWidth(t string) (w, size int) {
+	if c := t[0]; c < utf8.RuneSelf {
+		return int(asciiWidth[c]), 1
+	}
+	r, size := utf8.DecodeRuneInString(t)
+	if r == '\u2028' || r == '\u2029' {
+		return 6, size // escaped by encoding/json
+	}
+	return size, size
 }
 
 // asciiWidth is how many bytes JSON encodes an ASCII byte to: \n, \r,

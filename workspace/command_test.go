@@ -219,8 +219,8 @@ func TestRunCommand_DidNotRun(t *testing.T) {
 	}
 	res, err := ws.RunCommand(t.Context(), RunCommandInput{Command: "echo \x00"})
 	mustDo(t, err)
-	if res.Success || res.Reason != ReasonStartFailed || !strings.Contains(res.Error, "could not start") {
-		t.Errorf("NUL in command: %+v", res)
+	if res.Success || res.Reason != ReasonCommandNUL || !strings.Contains(res.Error, "NUL") {
+		t.Errorf("NUL in command: %+v, want it refused before it starts", res)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -232,20 +232,27 @@ func TestRunCommand_DidNotRun(t *testing.T) {
 // A process that leaves the group with setsid is out of reach of the
 // group kill; the call still returns once WaitDelay has passed, and says
 // the output was cut. The test kills the escaped process itself.
+// The note stays within the stderr cap, as the model reads it.
 func TestRunCommand_EscapedChildHoldingPipes(t *testing.T) {
 	dir := t.TempDir()
-	ws, err := New(dir, commandOptions())
+	opts := commandOptions()
+	opts.MaxOutputBytes = 300
+	ws, err := New(dir, opts)
 	mustDo(t, err)
 	defer ws.Close()
-	cmd := pidPrefix + `setsid sh -c 'echo $$ > esc.pid; exec sleep 1000' & while [ ! -s esc.pid ]; do :; done; echo done`
+	cmd := pidPrefix + `setsid sh -c 'echo $$ > esc.pid; exec sleep 1000' & while [ ! -s esc.pid ]; do :; done; ` +
+		`head -c 1000 /dev/zero | tr '\0' e >&2; echo done`
 	res, err := ws.RunCommand(t.Context(), RunCommandInput{Command: cmd})
 	mustDo(t, err)
 	escaped := readPid(t, dir, "esc.pid")
 	mustDo(t, syscall.Kill(escaped, syscall.SIGKILL))
 	assertDead(t, escaped)
 	wantExit(t, res, 0, false)
-	if res.Stdout != "done\n" || !strings.Contains(res.Stderr, "output cut off") || !res.StdoutTruncated {
-		t.Errorf("stdout %q stderr %q truncated %v", res.Stdout, res.Stderr, res.StdoutTruncated)
+	if res.Stdout != "done\n" || !strings.Contains(res.Stderr, "output cut off") || !res.StdoutTruncated || !res.StderrTruncated {
+		t.Errorf("stdout %q stderr %q truncated %v %v", res.Stdout, res.Stderr, res.StdoutTruncated, res.StderrTruncated)
+	}
+	if n := encodedLen(res.Stderr); n > opts.MaxOutputBytes {
+		t.Errorf("stderr with the note is %d bytes as the model reads it, past the cap of %d: %q", n, opts.MaxOutputBytes, res.Stderr)
 	}
 	assertGroupGone(t, readPid(t, dir, ".pgid"))
 }

@@ -49,9 +49,13 @@
 // [sandbox.KeptWithNetwork]) ([sandbox.DefaultHidden]; [Options.HidePaths]
 // hides more; programs installed under /root or /home, such as a
 // toolchain in the user's home, are hidden with them, so commands find
-// what /usr and /opt hold); Landlock allowing writes only beneath the
-// workspace and /tmp, no signal nor abstract Unix socket out of the
-// sandbox, and no TCP; no network unless
+// what /usr and /opt hold); Landlock allowing reads only beneath the
+// system's directories ([sandbox.ReadableDirs]: /usr, /bin, /lib, /etc,
+// /opt, /proc, /dev, …), the workspace and /tmp, so that no other file
+// the host's user may read (in /var, /srv, /mnt, …; every root-only
+// file there when the host runs as root) is readable, writes only
+// beneath the workspace and /tmp, no signal nor abstract Unix socket
+// out of the sandbox, and no TCP; no network unless
 // [Options.AllowNetwork], and without it no Unix, netlink or other
 // non-TCP/IP sockets either (a seccomp filter; socketpair works; with
 // the network allowed, so do the host's Unix sockets named by a path
@@ -79,7 +83,15 @@
 // want of a resource ([sandbox.ErrResources]: the user's quota of
 // namespaces used up, ENOMEM, EMFILE, …) or for any other reason:
 // commands run unsandboxed under [SandboxAuto] only when the system
-// cannot sandbox at all ([sandbox.ErrUnsupported]).
+// cannot sandbox at all ([sandbox.ErrUnsupported]: the namespaces cannot
+// be created, or their root may not mount anything). Once it can, a
+// hardening step the system refuses (a container runtime's seccomp
+// profile, a security module) either is done without and named in
+// Protections.Missing (the read-only root, the process limit by
+// pid_max, Landlock, the new session keyring, the seccomp filter,
+// pseudo-terminals) or, for a step the sandbox does not hold without
+// (the workspace's mount, a fresh /proc, the private /tmp and /dev,
+// no_new_privs, dropping the capabilities), makes New fail naming it.
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,
 // Landlock) is most of what a sandboxed command costs, so it is done

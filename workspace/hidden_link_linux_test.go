@@ -41,3 +41,22 @@ func TestWriteFileRefusesLinkAtHiddenPath(t *testing.T) {
 		t.Errorf("a command read the hidden file: %q", res.Stdout)
 	}
 }
+
+// Undo's restore checks the name as write_file does: the content a
+// write replaced at a path to hide is not put back through a link a
+// command planted on the way since.
+func TestRestoreRefusesLinkAtHiddenPath(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "sec", "key.txt")}})
+	mustDo(t, err)
+	defer ws.Close()
+	runSandboxed(t, ws, "mkdir real; ln -s real sec")
+	err = ws.restore(&writeRecord{Path: "sec/key.txt", Existed: true, Perm: 0o600, Prev: []byte("SECRET")})
+	if err == nil || !strings.Contains(err.Error(), string(ReasonLinkToHidden)) {
+		t.Errorf("restore through a command's link on the way to a hidden path: %v, want it refused", err)
+	}
+	if res := runSandboxed(t, ws, "cat real/key.txt sec/key.txt"); strings.Contains(res.Stdout, "SECRET") {
+		t.Errorf("a command read what undo restored through its link: %q", res.Stdout)
+	}
+}

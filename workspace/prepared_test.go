@@ -251,3 +251,29 @@ func TestRunCommand_PreparedSandboxHidesWhatAppearedMeanwhile(t *testing.T) {
 		t.Errorf("the command after the paths to hide were written: %+v", res)
 	}
 }
+
+// Warm says why the next command's sandbox could not be set up (here
+// more paths to hide than a sandbox hides), rather than nothing.
+func TestWarm_ReportsAFailedSetUp(t *testing.T) {
+	requireFullSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{HidePaths: []string{filepath.Join(dir, "k", "*.key")}})
+	mustDo(t, err)
+	defer ws.Close()
+	ctx := context.Background()
+	mustDo(t, ws.Warm(ctx))
+	// The sandbox made ready by New hid nothing: it is stale now, and
+	// the command that takes it prepares another, which fails.
+	mustDo(t, os.Mkdir(filepath.Join(dir, "k"), 0o755))
+	for i := range sandbox.MaxHidden + 1 {
+		mustDo(t, os.WriteFile(filepath.Join(dir, "k", strconv.Itoa(i)+".key"), nil, 0o644))
+	}
+	res, err := ws.RunCommand(ctx, RunCommandInput{Command: "true"})
+	mustDo(t, err)
+	if res.Success {
+		t.Fatalf("a command ran with more than MaxHidden paths to hide: %+v", res)
+	}
+	if err := ws.Warm(ctx); !errors.Is(err, sandbox.ErrTooManyHidden) {
+		t.Errorf("Warm = %v, want the set-up's failure (ErrTooManyHidden)", err)
+	}
+}

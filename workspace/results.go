@@ -57,6 +57,8 @@ const (
 	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"
+	ReasonCommandNUL     Reason = "command contains a NUL byte"
+	ReasonCommandTooLong Reason = "command too long"
 )
 
 // ReadFileResult is the result of read_file. Its JSON has the seed's

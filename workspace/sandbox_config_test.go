@@ -118,3 +118,52 @@ func TestSandbox_ProbePerWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// A TMPDIR that leads where a sandboxed command cannot write (here
+// beneath /var/tmp, read-only in the sandbox) is /tmp in the sandbox:
+// temporary files can be made. One in the workspace is kept.
+func TestSandbox_TMPDIRWritable(t *testing.T) {
+	requireFullSandbox(t)
+	t.Setenv("TMPDIR", dirOutsideTmp(t))
+	ws, err := New(t.TempDir(), nil)
+	mustDo(t, err)
+	defer ws.Close()
+	res := runIn(t, ws, `f=$(mktemp) && echo made "$f"`)
+	if res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "made /tmp/") {
+		t.Errorf("a sandboxed command cannot make a temporary file where its TMPDIR points: %+v", res)
+	}
+	inside := filepath.Join(ws.Dir(), "tmp")
+	mustDo(t, os.Mkdir(inside, 0o755))
+	if env := sandboxTMPDIR([]string{"A=1", "TMPDIR=" + inside}, ws.Dir()); env[1] != "TMPDIR="+inside {
+		t.Errorf("a TMPDIR in the workspace became %q", env[1])
+	}
+}
+
+// run_command's description says what sandboxed commands may do as the
+// workspace's protections say it: no network only when they have none,
+// /dev/shm writable with it.
+func TestSandbox_CommandDescriptionFollowsProtections(t *testing.T) {
+	requireFullSandbox(t)
+	for _, allow := range []bool{false, true} {
+		ws, err := New(t.TempDir(), &Options{AllowNetwork: allow})
+		mustDo(t, err)
+		ts, err := Tools(ws)
+		ws.Close()
+		mustDo(t, err)
+		var d string
+		for _, tool := range ts {
+			if tool.Name() == RunCommandToolName {
+				d = tool.Definition().Description
+			}
+		}
+		if strings.Contains(d, "no network") == allow || !strings.Contains(d, "/dev/shm") || !strings.HasPrefix(d, RunCommandDescription) {
+			t.Errorf("network allowed %v: the model reads %q", allow, d)
+		}
+	}
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxOff})
+	mustDo(t, err)
+	defer ws.Close()
+	if d := ws.CommandDescription(); d != RunCommandDescription {
+		t.Errorf("without a sandbox the model reads %q", d)
+	}
+}

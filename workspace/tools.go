@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -37,13 +38,41 @@ func Tools(ws *Workspace) ([]*tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	run, err := tools.NewTyped(tools.Definition{Name: RunCommandToolName, Description: RunCommandDescription,
+	run, err := tools.NewTyped(tools.Definition{Name: RunCommandToolName, Description: ws.CommandDescription(),
 		Capabilities: []string{"execute"}, Irreversible: true, Timeout: tools.NoTimeout,
 		DiesWithProcess: ws.Protections().DiesWithHost}, markFailed(ws.RunCommand))
 	if err != nil {
 		return nil, err
 	}
 	return []*tools.Tool{read, write, run}, nil
+}
+
+// CommandDescription is run_command's description as the model reads
+// it: [RunCommandDescription], and what sandboxed commands may do, as
+// [Workspace.Protections] says (what they may write, read, and whether
+// they have the network).
+func (w *Workspace) CommandDescription() string {
+	p := w.Protections()
+	if !p.Sandbox {
+		return RunCommandDescription
+	}
+	write := "the workspace and /tmp"
+	if p.FreshDev {
+		write = "the workspace, /tmp and /dev/shm"
+	}
+	var parts []string
+	if p.ReadOnlyRoot || p.Landlock > 0 {
+		parts = append(parts, "only "+write+" are writable")
+	}
+	if p.Landlock > 0 {
+		parts = append(parts, "only the system's directories (/usr, /etc, …), the workspace and /tmp are readable")
+	}
+	if p.NoNetwork {
+		parts = append(parts, "there is no network")
+	} else {
+		parts = append(parts, "the network is reachable")
+	}
+	return RunCommandDescription + " Commands run sandboxed: " + strings.Join(parts, "; ") + "."
 }
 
 // result is a tool result that says whether the call failed, and why.

@@ -253,30 +253,20 @@ func (j *Journal) writeFile(ctx context.Context, in WriteFileInput) (WriteFileRe
 	session := j.sessionOf(info.StreamID)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if rec := j.ws.replaced(in.Path); rec != nil {
+	// Recorded from the very target the write resolved, once: a link
+	// retargeted meanwhile cannot make the journal hold another file
+	// than the one written (the write is then refused).
+	return j.ws.writeFile(ctx, in, func(target string, perm fs.FileMode, exists bool) error {
+		rec := j.ws.replaced(target, perm, exists)
 		rec.CallID = info.ToolCallID
 		rec.NewHash = hashOf([]byte(in.Content))
-		if err := j.append(ctx, session, journalEvent{Write: rec}); err != nil {
-			return WriteFileResult{}, err // not recorded: not written
-		}
-	}
-	return j.ws.WriteFile(ctx, in)
+		return j.append(ctx, session, journalEvent{Write: rec}) // not recorded: not written
+	})
 }
 
-// replaced returns what a write of path would replace, or nil when the
-// write will be refused (nothing to record).
-func (w *Workspace) replaced(path string) *writeRecord {
-	name, rf := checkName(path)
-	if rf == nil {
-		rf = w.checkExt(name)
-	}
-	if rf != nil {
-		return nil
-	}
-	target, perm, exists, rf := w.writeTarget(name)
-	if rf != nil {
-		return nil
-	}
+// replaced returns what a write to target (resolved, see writeTarget)
+// replaces.
+func (w *Workspace) replaced(target string, perm fs.FileMode, exists bool) *writeRecord {
 	rec := &writeRecord{Path: target, Existed: exists, Perm: perm}
 	if !exists {
 		return rec
@@ -603,15 +593,21 @@ func replacedSince(r Reason) bool {
 	return false
 }
 
-// restore puts back what r replaced.
+// restore puts back what r replaced, with write_file's checks of the
+// name: a link a command made on the way to a path hidden from commands
+// would otherwise take the restored content where they see it.
 func (w *Workspace) restore(r *writeRecord) error {
+	name, rf := w.checkWriteName(r.Path)
+	if rf != nil {
+		return errors.New(w.explain(r.Path, rf).message("undo", r.Path))
+	}
 	if !r.Existed {
-		if err := w.root.Remove(r.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	if rf := w.replace(r.Path, r.Perm, true, string(r.Prev)); rf != nil {
+	if rf := w.replace(name, r.Perm, true, string(r.Prev)); rf != nil {
 		return errors.New(rf.message("undo", r.Path))
 	}
 	return nil

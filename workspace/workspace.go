@@ -30,10 +30,12 @@ const (
 		"binary files are reported as binary without content."
 	WriteFileDescription = "Write a text file in the workspace, replacing it atomically. " +
 		"The path is relative to the workspace root; missing parent directories are created."
+	// RunCommandDescription is run_command's description before what
+	// the sandbox allows, which [Workspace.CommandDescription] adds from
+	// the workspace's protections.
 	RunCommandDescription = "Run a shell command (sh -c) in the workspace directory and return its " +
 		"exit code, stdout and stderr. Stdin is empty; output is capped per stream; the command and " +
-		"everything it started are killed when it finishes or times out. When the result says " +
-		"sandboxed, only the workspace and /tmp are writable and there is no network."
+		"everything it started are killed when it finishes or times out."
 )
 
 // Defaults applied for zero-valued [Options] fields.
@@ -74,7 +76,10 @@ const (
 	// allows it and otherwise runs them unsandboxed, logging a warning
 	// and saying so in [Workspace.Protections]: only when the system
 	// cannot sandbox at all ([sandbox.ErrUnsupported]: another OS, no
-	// user namespaces, a kernel without a feature the sandbox needs).
+	// user namespaces, or namespaces whose root may not mount anything).
+	// A protection the system refuses once the namespaces work is either
+	// listed in Protections.Missing or makes New fail (see the package
+	// documentation), never a reason to run commands unsandboxed.
 	// Any other failure to set the sandbox up makes New fail rather
 	// than run commands unsandboxed: a configuration the sandbox cannot
 	// honour, a resource that ran out ([sandbox.ErrResources]: the
@@ -156,7 +161,9 @@ type Options struct {
 	// the current process (nil means DefaultInheritEnv; an empty non-nil
 	// list inherits nothing). HOME is always set to the workspace
 	// directory and PATH falls back to a minimal default when not
-	// inherited. Nothing else leaks in: no tokens, keys or agent sockets.
+	// inherited. In the sandbox, a TMPDIR that leads neither to /tmp
+	// nor into the workspace is set to /tmp, where temporary files can
+	// be made. Nothing else leaks in: no tokens, keys or agent sockets.
 	InheritEnv []string
 
 	// Shell runs commands as `Shell -c command` (default DefaultShell).
@@ -188,8 +195,10 @@ type Options struct {
 	// and [sandbox.Surroundings]). An entry may be a pattern
 	// (filepath.Match). New refuses "/", the workspace itself, and a
 	// path that cannot be resolved. Everything else outside the
-	// workspace stays readable, and read-only; a path that holds the
-	// workspace shows only the way to it.
+	// workspace stays as it was, read-only, and readable beneath the
+	// system's directories ([sandbox.ReadableDirs]) when Landlock is in
+	// force, and everywhere the host's user may read without it; a
+	// path that holds the workspace shows only the way to it.
 	//
 	// What is hidden, and when:
 	//   - New follows the links of each entry, once: what a path led to
@@ -325,6 +334,7 @@ type Workspace struct {
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
 	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warmErr error          // why the last preparation failed; nil once one succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped
 
@@ -435,6 +445,15 @@ func New(root string, opts *Options) (*Workspace, error) {
 		r.Close()
 		return nil, err
 	}
+	if w.sandbox != nil {
+		w.env = sandboxTMPDIR(w.env, dir)
+		if err := w.checkShell(); err != nil {
+			w.releaseWarm()
+			rootDir.Close()
+			r.Close()
+			return nil, err
+		}
+	}
 	if w.sandbox == nil {
 		if w.devNull, err = os.Open(os.DevNull); err != nil {
 			rootDir.Close()
@@ -477,15 +496,38 @@ func (w *Workspace) setUpSandbox() error {
 		w.prot = prot
 		return nil
 	case !prot.Complete() && o.Sandbox == SandboxRequired:
-		if w.warm != nil {
-			w.warm.release()
-			w.warm = nil
-		}
+		w.releaseWarm()
 		return fmt.Errorf("%w: %s", ErrSandboxUnavailable, strings.Join(prot.Missing, "; "))
 	case !prot.Complete():
 		w.log.Warn("workspace: sandbox protections missing", "missing", strings.Join(prot.Missing, "; "))
 	}
 	w.prot = prot
+	return nil
+}
+
+// releaseWarm releases the sandbox New prepared, when New fails.
+func (w *Workspace) releaseWarm() {
+	if w.warm != nil {
+		w.warm.release()
+		w.warm = nil
+	}
+}
+
+// checkShell refuses a shell that the sandbox does not let commands run
+// (hidden, or outside the directories Landlock lets them run programs
+// from): every command would fail to start.
+func (w *Workspace) checkShell() error {
+	path, err := filepath.Abs(w.shell)
+	if err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err == nil {
+		err = w.prot.CheckRunnable(path, w.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("workspace shell %s cannot run in the sandbox: %w; set Options.Shell to one it can run, such as %s",
+			w.shell, err, DefaultShell)
+	}
 	return nil
 }
 
@@ -690,6 +732,27 @@ func buildEnv(names []string, dir string) []string {
 		env = append(env, "PATH="+defaultPath)
 	}
 	return append(env, "HOME="+dir)
+}
+
+// sandboxTMPDIR is env for sandboxed commands: an inherited TMPDIR that
+// leads neither to /tmp nor beneath the workspace dir, which are
+// writable in the sandbox, becomes /tmp; elsewhere temporary files could
+// not be made (the file system is read-only, and the sandbox's /tmp is
+// its own, empty but for the way to a workspace in it).
+func sandboxTMPDIR(env []string, dir string) []string {
+	for i, kv := range env {
+		v, ok := strings.CutPrefix(kv, "TMPDIR=")
+		if !ok {
+			continue
+		}
+		if c := filepath.Clean(v); filepath.IsAbs(v) && (c == "/tmp" || within(c, dir) || within(c, "/tmp") && within(dir, c)) {
+			continue
+		}
+		env = slices.Clone(env)
+		env[i] = "TMPDIR=/tmp"
+		return env
+	}
+	return env
 }
 
 // Dir returns the absolute workspace directory.

@@ -37,6 +37,16 @@ const tempPrefix = ".polyweave-write-"
 // an Error naming the path; the Go error is non-nil only when ctx was done
 // before the call or the workspace is closed (ErrClosed).
 func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFileResult, error) {
+	return w.writeFile(ctx, in, nil)
+}
+
+// writeFile is WriteFile. record, when not nil, is told what the write
+// replaces (the name it resolved, once: a link's target), before
+// anything is written; an error from it fails the call, and nothing is
+// written. When the name then resolves elsewhere (a command retargeted
+// a link meanwhile), the write is refused: what record was told is what
+// a write replaces, or nothing is.
+func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record func(target string, perm fs.FileMode, exists bool) error) (WriteFileResult, error) {
 	if err := w.enter(ctx, WriteFileToolName); err != nil {
 		return WriteFileResult{}, err
 	}
@@ -46,13 +56,7 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 		return w.writeRefused(in.Path, refuse(ReasonTooLarge, fmt.Sprintf(
 			"%d bytes; one write may hold at most %d: write a smaller file or split the content", n, w.opts.MaxWriteBytes))), nil
 	}
-	name, rf := checkName(in.Path)
-	if rf == nil {
-		rf = w.checkExt(name)
-	}
-	if rf == nil {
-		rf = w.linkToHidden(name)
-	}
+	name, rf := w.checkWriteName(in.Path)
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
@@ -60,10 +64,33 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
+	if record != nil {
+		if err := record(target, perm, exists); err != nil {
+			return WriteFileResult{}, err
+		}
+		if again, _, _, rf := w.writeTarget(name); rf != nil || again != target {
+			return w.writeRefused(in.Path, refuse(ReasonIO, "the path led to "+strconv.Quote(target)+
+				" and then elsewhere (a symbolic link was changed meanwhile); nothing was written")), nil
+		}
+	}
 	if rf := w.replace(target, perm, exists, in.Content); rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
 	return WriteFileResult{Success: true, Path: name, Bytes: len(in.Content)}, nil
+}
+
+// checkWriteName checks the path of a write (write_file's, undo's):
+// the name itself, its extension, and no link on the way to a path
+// hidden from commands; it returns the name, cleaned.
+func (w *Workspace) checkWriteName(path string) (string, *refusal) {
+	name, rf := checkName(path)
+	if rf == nil {
+		rf = w.checkExt(name)
+	}
+	if rf == nil {
+		rf = w.linkToHidden(name)
+	}
+	return name, rf
 }
 
 func (w *Workspace) writeRefused(path string, rf *refusal) WriteFileResult {

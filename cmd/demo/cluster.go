@@ -300,6 +300,22 @@ func (m *member) stop() {
 	t.Stop()
 }
 
+// sessionDir is the folder of session id under the cluster's root, one
+// of its own: the id comes over the network, from anyone who reaches a
+// member, so it must name a folder as -session's does (validSessionID),
+// never "..", "." or a path, which would lead out of the root or to the
+// root itself, shared by every such session.
+func sessionDir(root, id string) (string, error) {
+	if !validSessionID(id) {
+		return "", fmt.Errorf("session id %q does not name a folder (letters, digits, and '.', '_' or '-' after the first; at most %d)", id, maxSessionID)
+	}
+	dir := filepath.Join(root, id)
+	if rel, err := filepath.Rel(root, dir); err != nil || !filepath.IsLocal(rel) || rel == "." {
+		return "", fmt.Errorf("session id %q leads outside the cluster's root %s", id, root)
+	}
+	return dir, nil
+}
+
 // runMember is the demo as a cluster member (memberEnv is set): it hosts
 // sessions until its stdin closes. Each session runs the embedded script
 // in its own folder under the shared root.
@@ -339,7 +355,10 @@ func runMember(ctx context.Context, raw string, stdout io.Writer) error {
 		}
 	}()
 	session := func(id string) (actors.Spec, *tools.LoopOptions, error) {
-		dir := filepath.Join(mc.Root, filepath.Base(id))
+		dir, err := sessionDir(mc.Root, id)
+		if err != nil {
+			return actors.Spec{}, nil, err
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return actors.Spec{}, nil, err
 		}

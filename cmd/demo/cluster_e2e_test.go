@@ -5,13 +5,21 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 )
 
 // TestDemo_ClusterMovesTheSession runs the demo binary with -cluster and
@@ -79,5 +87,81 @@ func checkClusterRun(t *testing.T, res processResult) {
 	}
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
+	}
+}
+
+// A session id comes over the network from anyone who reaches a member:
+// ".." gets no workspace outside the cluster's root (the member refuses
+// it), and nothing is written beside the root.
+func TestDemo_ClusterSessionIDStaysUnderRoot(t *testing.T) {
+	binaryTest(t)
+	srv, err := pgtest.Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := pgstore.Open(ctx, srv.DSN, &pgstore.Options{Schema: clusterSchema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+
+	parent := t.TempDir()
+	root := filepath.Join(parent, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freeLoopbackPorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := []string{"127.0.0.1:" + strconv.Itoa(ports[0])}
+	var mu sync.Mutex
+	var lines []string
+	m, err := startMember(demoBin, memberConfig{Index: 1, Port: ports[0], Hosts: hosts, DSN: srv.DSN,
+		Schema: clusterSchema, Root: root}, func(line string) {
+		mu.Lock()
+		lines = append(lines, line)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.stop()
+	select {
+	case <-m.ready:
+	case <-ctx.Done():
+		t.Fatal("the member did not start")
+	}
+	client, err := cluster.Start(&cluster.Options{Client: true, Provider: cluster.Automanaged(0, hosts, 300*time.Millisecond),
+		Store: store, Hold: 300 * time.Millisecond, RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.WithoutCancel(ctx))
+
+	_, err = client.Run(ctx, "..", messages.RawParam("", models.ParamMessages,
+		models.EncodeMessages([]models.Message{models.UserMessage("hi")})))
+	if err == nil {
+		t.Errorf("Run(\"..\") succeeded: the member ran a session whose id names no folder of its own")
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	re := regexp.MustCompile(`session \.\. activated here; it works in (\S+)`)
+	for _, l := range lines {
+		if mm := re.FindStringSubmatch(l); mm != nil {
+			rel, rerr := filepath.Rel(root, mm[1])
+			if rerr != nil || !filepath.IsLocal(rel) || rel == "." {
+				t.Errorf("session \"..\" got the workspace %s, not a folder of its own under the cluster root %s", mm[1], root)
+			}
+		}
+	}
+	for _, f := range []string{"hello.sh", "greeting.txt"} {
+		if _, err := os.Stat(filepath.Join(parent, f)); err == nil {
+			t.Errorf("the session's agent wrote %s beside the cluster root, in %s", f, parent)
+		}
 	}
 }

@@ -53,3 +53,19 @@ func TestRun_ClusterRefusesApproveUndoTrace(t *testing.T) {
 		t.Errorf("-trace file was made: %v", err)
 	}
 }
+
+// A session id comes over the network: only one that names a folder of
+// its own gets one, beneath the cluster's root.
+func TestSessionDir(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	for _, id := range []string{"..", ".", "/", "x/..", "a/b", "../x", ".hidden", "", "a\x00b", strings.Repeat("a", maxSessionID+1)} {
+		if dir, err := sessionDir(root, id); err == nil {
+			t.Errorf("session %q: folder %s, want an error", id, dir)
+		}
+	}
+	for _, id := range []string{"s-20261205-041500-a1b2c3", "k", "run_1.2"} {
+		if dir, err := sessionDir(root, id); err != nil || dir != filepath.Join(root, id) {
+			t.Errorf("session %q: %q, %v; want %s", id, dir, err, filepath.Join(root, id))
+		}
+	}
+}

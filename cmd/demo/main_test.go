@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -417,6 +418,10 @@ func checkTeamTranscript(t *testing.T, out string) {
 	}
 }
 
+// delegationTag matches the random tag of a delegation's session id
+// ("writer-K3MZQ7PXA2-1"), which tests replace with "-<tag>-".
+var delegationTag = regexp.MustCompile(`-[A-Z2-7]{10}-`)
+
 func TestRun_Team(t *testing.T) {
 	for _, tc := range []struct {
 		crash string
@@ -431,12 +436,12 @@ func TestRun_Team(t *testing.T) {
 		}},
 		{"loop", []string{
 			"supervisor restarted polyweave/lead/tool-writer/writer (failure 1)",
-			"  resume     the answer failed: sending the conversation so far (5 messages) again on stream writer-1#2\n",
+			"  resume     the answer failed: sending the conversation so far (5 messages) again on stream writer-<tag>-1#2\n",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},
 		{"model", []string{
 			"supervisor restarted polyweave/lead/tool-writer/writer/model (failure 1)",
-			"  resume     the answer failed: sending the conversation so far (3 messages) again on stream writer-1#2 (the unfinished answer above is dropped",
+			"  resume     the answer failed: sending the conversation so far (3 messages) again on stream writer-<tag>-1#2 (the unfinished answer above is dropped",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},
 	} {
@@ -452,8 +457,10 @@ func TestRun_Team(t *testing.T) {
 				t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 			}
 			checkTeamTranscript(t, out)
+			// A delegation's session id has its agent's random tag.
+			tagged := delegationTag.ReplaceAllString(out, "-<tag>-")
 			for _, want := range tc.want {
-				if !strings.Contains(out, want) {
+				if !strings.Contains(tagged, want) {
 					t.Errorf("the transcript lacks %q:\n%s", want, out)
 				}
 			}

@@ -35,7 +35,7 @@ func TestUI_Browser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := b.Navigate(ctx, d.url+"?session=writer-1"); err != nil {
+	if err := b.Navigate(ctx, d.url+"?session=demo"); err != nil {
 		t.Fatal(err)
 	}
 	// The script follows the event stream: the page is live.

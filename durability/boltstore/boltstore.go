@@ -196,7 +196,10 @@ type Store struct {
 var _ durability.Store = (*Store)(nil)
 
 // Open opens the store file at path, or creates it if nothing exists at
-// path. opts may be nil. Writes left in the log by a previous run (for
+// path. opts may be nil. Unless it is read-only or NoSync, Open syncs the
+// file's folder, also for a file that exists (one whose creator crashed
+// may have an entry in the folder that is not yet on disk), and fails
+// when that fails. Writes left in the log by a previous run (for
 // example one that was killed) are checkpointed before Open returns. The
 // returned Store owns a committer goroutine until Close.
 //
@@ -252,12 +255,21 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		openFile = os.OpenFile
 	}
 
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !o.ReadOnly {
+	switch _, err := os.Lstat(path); {
+	case errors.Is(err, fs.ErrNotExist) && !o.ReadOnly:
 		if dir := filepath.Dir(path); !isDir(dir) {
 			return fail(fmt.Errorf("cannot create it: the folder %s does not exist", dir))
 		}
-		if err := create(path, &o, openFile); err != nil {
+		if err := create(path, &o, openFile); err != nil { // syncs the folder
 			return fail(err)
+		}
+	case err == nil && !o.ReadOnly && !o.NoSync:
+		// The file's entry in its folder may not be on disk yet: the
+		// process that created it may have crashed before syncing the
+		// folder. Writes made durable in a file whose entry is not
+		// would be lost with it.
+		if err := syncDir(openFile, filepath.Dir(path)); err != nil {
+			return fail(fmt.Errorf("sync its folder: %w", err))
 		}
 	}
 	db, file, err := openBolt(path, &o, openFile)

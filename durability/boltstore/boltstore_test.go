@@ -32,7 +32,12 @@ func openTemp(t *testing.T, opts *Options) (*Store, string) {
 	return s, path
 }
 
+// The package's long tests (the conformance suites here, the campaigns
+// and TestCheckpoint_CrashAtEveryCommit) run in parallel, each on stores
+// of its own: the suites mostly wait on fsync, the others compute, and
+// side by side they keep the cores busy.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
 		s, _ := openTemp(t, nil)
 		return s
@@ -43,6 +48,7 @@ func TestConformance(t *testing.T) {
 // gathering delay, tiny batches and a checkpoint every third write, so that
 // reads see data split between the log and the buckets.
 func TestConformance_SmallBatchesAndCheckpoints(t *testing.T) {
+	t.Parallel()
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
 		s, _ := openTemp(t, &Options{MaxBatchSize: 3, MaxBatchDelay: 200 * time.Microsecond, CheckpointOps: 3})
 		return s
@@ -52,6 +58,7 @@ func TestConformance_SmallBatchesAndCheckpoints(t *testing.T) {
 // TestConformance_CheckpointEveryCommit runs the suite with the log moved
 // into the buckets after every commit.
 func TestConformance_CheckpointEveryCommit(t *testing.T) {
+	t.Parallel()
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
 		s, _ := openTemp(t, &Options{CheckpointOps: 1})
 		return s

@@ -177,6 +177,7 @@ func openReason(err error) string {
 // real store file with an unreplayed log in 320 seeded ways: truncation,
 // zeroed pages, pages of random bytes, and a few random bytes changed.
 func TestCampaign_DamagedFiles(t *testing.T) {
+	t.Parallel()
 	d, orig := campaignFile(t, 40)
 	const page = 4096
 	campaign(t, d, orig, 320, func(rng *rand.Rand, b []byte) ([]byte, string) {
@@ -213,6 +214,7 @@ func TestCampaign_DamagedFiles(t *testing.T) {
 // one byte at 500 seeded offsets of a real store file holding 200
 // sessions, part checkpointed and part in an unreplayed log.
 func TestCampaign_ByteFlips(t *testing.T) {
+	t.Parallel()
 	d, orig := campaignFile(t, 200)
 	campaign(t, d, orig, 500, func(rng *rand.Rand, b []byte) ([]byte, string) {
 		i := rng.IntN(len(b))

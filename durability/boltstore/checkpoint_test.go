@@ -21,6 +21,7 @@ import (
 // same writes holds, and so does the live store, read while checkpoints
 // are under way.
 func TestCheckpoint_CrashAtEveryCommit(t *testing.T) {
+	t.Parallel()
 	ops := 300
 	if raceDetector || testing.Short() {
 		ops = 100

@@ -78,7 +78,12 @@ func sql(t *testing.T, stmt string, args ...any) {
 	}
 }
 
+// The conformance suites and the damage test run in parallel, each on
+// schemas of its own: they mostly wait on the server's round trips. The
+// tests that restart the server, or make it refuse writes, are not
+// parallel, so they run before these start.
 func TestStore_Conformance(t *testing.T) {
+	t.Parallel()
 	durabilitytest.Run(t, func(t *testing.T) durability.Store { return open(t, nil) })
 }
 
@@ -87,6 +92,7 @@ func TestStore_Conformance(t *testing.T) {
 // server: every read of the damaged row fails, every other read returns
 // what was written.
 func TestStore_DamagedValues(t *testing.T) {
+	t.Parallel()
 	var schema string
 	open := func(t *testing.T) durability.Store {
 		s := open(t, nil)
@@ -105,6 +111,7 @@ func TestStore_DamagedValues(t *testing.T) {
 }
 
 func TestClaim_Conformance(t *testing.T) {
+	t.Parallel()
 	durabilitytest.Run(t, func(t *testing.T) durability.Store {
 		s := open(t, nil)
 		t.Cleanup(func() { s.Close() })

@@ -155,7 +155,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		return nil, fail("request", describe(err))
 	}
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
-		return nil, err
+		return nil, fail("request", err)
 	}
 	events := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
 	defer events.Close()
@@ -223,6 +223,8 @@ func describe(err error) error {
 
 // ErrNotEventStream: the server answered a request with a body whose
 // Content-Type is not text/event-stream (a proxy's sign-in page, a
-// gateway's error page). The error names the type and quotes the start
-// of the body.
+// gateway's error page). The error names the type and quotes the start of
+// the body. It is a failure of the request, as the adapter's others are:
+// the error wraps ErrNotEventStream under "request: ", unless the answer's
+// timeout or idle bound ended it first (then the error says which).
 var ErrNotEventStream = errors.New("response is not an event stream")

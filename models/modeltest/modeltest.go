@@ -435,9 +435,14 @@ func SignInPage() Handler {
 
 // WantNotEventStream checks that r, the answer to [SignInPage], failed
 // with notStream, naming the content type and quoting the start of the
-// page but not all of it, and not as incomplete (a stream cut off).
+// page but not all of it, and not as incomplete (a stream cut off). The
+// error has the context of the adapter's other errors of the request
+// (it begins "request: ", as the failure of the request itself does).
 func WantNotEventStream(t testing.TB, r *models.Response, notStream, incomplete error) {
 	t.Helper()
+	if want := "request: " + notStream.Error(); !strings.Contains(r.Error, want) {
+		t.Errorf("failed %v with %q, want it to hold %q: the context of the adapter's other errors of the request", r.Failed, r.Error, want)
+	}
 	if !r.Failed || !strings.Contains(r.Error, notStream.Error()) || !strings.Contains(r.Error, "text/html") ||
 		!strings.Contains(r.Error, "Sign in to the corporate proxy") {
 		t.Fatalf("failed %v with %q, want the content type and the start of the page", r.Failed, r.Error)

@@ -159,7 +159,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		return nil, err
 	}
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
-		return nil, err
+		return nil, fail("request", err)
 	}
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
@@ -207,5 +207,8 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 // ErrNotEventStream: the server answered a request with a body whose
 // Content-Type is not text/event-stream (a proxy's sign-in page, a
 // gateway's error page, a server that ignored "stream": true). The error
-// names the type and quotes the start of the body.
+// names the type and quotes the start of the body. It is a failure of the
+// request, as the adapter's others are: the error wraps ErrNotEventStream
+// under "request: ", unless the answer's timeout or idle bound ended it
+// first (then the error says which).
 var ErrNotEventStream = errors.New("response is not an event stream")

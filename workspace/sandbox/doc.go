@@ -35,7 +35,8 @@
 //     its own path;
 //   - sets the namespace's pid_max to bound the number of processes;
 //   - on the thread it forks from: sets no_new_privs, enters a Landlock
-//     domain (read and execute everywhere, write only beneath the
+//     domain (read and execute only beneath [ReadableDirs], the
+//     workspace, /tmp and /dev/shm, write only beneath the
 //     workspace, /tmp and /dev/shm, no TCP unless the network is allowed, no
 //     signals or abstract sockets out of the domain, no Unix socket
 //     made outside it reached by its path (ABI 9), no mounts),
@@ -99,8 +100,15 @@
 // [Probe] says which protections a host gets, in one [Protections]
 // value; [Protections.Missing] names each one that is not in force and
 // why. On systems other than Linux there is no sandbox ([Supported] is
-// false) and Probe says so. Whether the system supports the sandbox is
-// decided by what it has, never by a resource running out: a sandbox that
+// false) and Probe says so. On Linux only creating the namespaces and
+// the first mount in them decide that the system cannot sandbox
+// ([ErrUnsupported]); a later step the system refuses is done without
+// and named in Missing when the rest still confines the command (the
+// read-only root, pid_max, Landlock, the new session keyring, the
+// seccomp filter, pseudo-terminals), and otherwise fails the set-up
+// with an error naming the step (the workspace's mount, /proc, /tmp,
+// /dev, no_new_privs, the capability bounding set). Whether the system
+// supports the sandbox is decided by what it has, never by a resource running out: a sandbox that
 // cannot be set up for want of memory, processes or the user's quota of
 // namespaces fails with [ErrResources], not [ErrUnsupported], so that
 // exhausting a quota cannot make commands run unsandboxed.

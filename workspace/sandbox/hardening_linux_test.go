@@ -133,3 +133,26 @@ func quotaChild(t *testing.T) {
 	}
 	t.Log("quota child done")
 }
+
+// A set-up step that fails once the namespaces work is never taken for
+// a system that cannot sandbox (which would run commands unsandboxed):
+// it is a plain failure, or [ErrResources] when a resource ran out. Only
+// the first mount, which says whether the namespaces' root may mount at
+// all, is [ErrUnsupported].
+func TestStepFailedIsNotUnsupported(t *testing.T) {
+	for _, errno := range []syscall.Errno{unix.EPERM, unix.EACCES, unix.EINVAL, unix.ENOSYS} {
+		err := stepFailed("drop capabilities", errno)
+		if errors.Is(err, ErrUnsupported) || errors.Is(err, ErrResources) {
+			t.Errorf("%v: %v is marked unsupported or out of resources", errno, err)
+		}
+		if !errors.Is(err, errno) || !strings.Contains(err.Error(), "drop capabilities") {
+			t.Errorf("%v: %q does not name the step and its cause", errno, err)
+		}
+	}
+	if err := stepFailed("mount a private /tmp", unix.ENOMEM); !errors.Is(err, ErrResources) || errors.Is(err, ErrUnsupported) {
+		t.Errorf("ENOMEM: %v, want ErrResources only", err)
+	}
+	if err := unsupported("make mounts private", unix.EPERM); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("the first mount refused: %v, want ErrUnsupported", err)
+	}
+}

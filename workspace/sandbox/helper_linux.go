@@ -82,6 +82,9 @@ type report struct {
 	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
 	Resources bool `json:"resources,omitempty"`
+	// StartFailed: the command's shell could not be started
+	// (ErrStartFailed).
+	StartFailed bool `json:"startFailed,omitempty"`
 	// LinkTargets ("ready"): the places in the workspace that links
 	// led paths to hide to, which the set-up hid (see [LinkTargets]).
 	LinkTargets []string `json:"linkTargets,omitempty"`
@@ -182,7 +185,7 @@ func helperMain() int {
 	status.send(report{Phase: "checked"})
 	pid, err := fork(&req)
 	if err != nil {
-		status.send(report{Phase: "error", Error: "start the command: " + err.Error()})
+		status.send(report{Phase: "error", Error: "start the command: " + err.Error(), StartFailed: true})
 		return 2
 	}
 	// Stop the whole namespace when the host says so or goes away. The
@@ -309,7 +312,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// A detached copy of the workspace, taken while it is still writable.
 	tree, err := unix.OpenTree(wsFD, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return p, "", nil, unsupported("clone the workspace mount", err)
+		return p, "", nil, stepFailed("clone the workspace mount", err)
 	}
 	defer unix.Close(tree)
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
@@ -319,7 +322,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", nil, unsupported("mount a fresh /proc", err)
+		return p, "", nil, stepFailed("mount a fresh /proc", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -331,12 +334,12 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	}
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		tmpOptions(cfg.TmpSize)); err != nil {
-		return p, "", nil, unsupported("mount a private /tmp", err)
+		return p, "", nil, stepFailed("mount a private /tmp", err)
 	}
 	p.PrivateTmp = true
 	ptys, err := freshDev(tmpOptions(cfg.TmpSize))
 	if err != nil {
-		return p, "", nil, unsupported("mount a /dev of the sandbox's own", err)
+		return p, "", nil, stepFailed("mount a /dev of the sandbox's own", err)
 	}
 	p.FreshDev = true
 	if !ptys {
@@ -350,6 +353,9 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if err != nil {
 		return p, "", nil, err
 	}
+	// Where the files kept visible are, found before the hiding covers
+	// the links that lead there.
+	readable := keptReadable(keep, wsPath)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
 		for _, k := range kept {
@@ -438,19 +444,21 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	_ = unix.Sethostname([]byte("sandbox"))
 
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return p, "", nil, unsupported("no_new_privs", err)
+		return p, "", nil, stepFailed("no_new_privs", err)
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, readable)
 	}
 	switch {
 	case cfg.WithoutLandlock:
-		p.Missing = append(p.Missing, "landlock: turned off by the configuration")
+		p.Missing = append(p.Missing, "landlock: turned off by the configuration"+landlockMissing)
 	case err != nil:
-		return p, "", nil, unsupported("landlock", err)
+		// The namespaces, the read-only mounts and the covers confine
+		// the command without it, as on a kernel without Landlock.
+		p.Missing = append(p.Missing, "landlock: "+err.Error()+landlockMissing)
 	case abi == 0:
-		p.Missing = append(p.Missing, "landlock: not supported by this kernel")
+		p.Missing = append(p.Missing, "landlock: not supported by this kernel"+landlockMissing)
 	default:
 		p.Landlock = abi
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
@@ -463,14 +471,19 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 			"(Landlock ABI 6, Linux 6.12, confines them)")
 	}
 	if err := dropBoundingSet(); err != nil {
-		return p, "", nil, unsupported("drop capabilities", err)
+		return p, "", nil, stepFailed("drop capabilities", err)
 	}
 	p.NoCapabilities = true
 	// The session keyring is inherited from the host, and keyrings are
 	// not namespaced: the command gets a new, empty one (and the filter
 	// below refuses the key system calls besides).
+	// A keyctl refused (EPERM, as a container runtime's seccomp profile
+	// does) leaves the host's keyring joined, but the same refusal, which
+	// the command inherits, keeps it from the keys; so does the filter
+	// below when it is in force.
 	if _, _, errno := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
-		return p, "", nil, unsupported("join a new session keyring", errno)
+		p.Missing = append(p.Missing, "a new session keyring: "+errno.Error()+
+			" (the host's session keyring stays joined; the key system calls are refused to commands by the seccomp filter)")
 	}
 	if err := installSeccomp(cfg.AllowNetwork); err != nil {
 		p.Missing = append(p.Missing, "seccomp filter: "+err.Error())
@@ -480,10 +493,32 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	return p, wsPath, targets, nil
 }
 
-// unsupported is the error of a set-up step that fails when the kernel
-// lacks (or does not allow) what it uses.
+// unsupported is the error of the first mount in the new namespaces,
+// the one step besides creating them that says whether the system can
+// sandbox: the namespaces exist, and the kernel (or a security module,
+// as AppArmor's restriction of unprivileged user namespaces does) does
+// not let their root mount anything, so none of the sandbox can be set
+// up.
 func unsupported(step string, err error) error {
 	return unsupportedError(fmt.Errorf("%s: %w", step, err))
+}
+
+// stepFailed is the error of a step of the set-up that is needed for
+// the sandbox's promises and fails once the namespaces are usable (the
+// first mount worked): never [ErrUnsupported], for a system that
+// creates the namespaces and lets one hardening step fail (a container
+// runtime's seccomp profile, a security module) would otherwise run
+// commands with no sandbox at all. It is [ErrResources] when a resource
+// ran out. The steps that the sandbox can do without are reported in
+// [Protections].Missing instead: the read-only root, pid_max, Landlock,
+// the new session keyring, the seccomp filter, pseudo-terminals.
+func stepFailed(step string, err error) error {
+	err = fmt.Errorf("%s: %w (the system creates the sandbox's namespaces but refused this step, "+
+		"without which the sandbox does not hold: commands do not run)", step, err)
+	if isResourceError(err) {
+		return markedError{err, ErrResources}
+	}
+	return err
 }
 
 // workspaceDir returns the path, in this mount namespace, of the
@@ -836,19 +871,36 @@ func pin(fd int) error {
 	return unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
 
+// keptReadable are the files of keep ([KeptWithNetwork]) with their
+// links followed in the host's view, outside the workspace wsPath:
+// where a command reads them (the name resolver's configuration, say,
+// often a link into /run), readable as the directories of
+// [ReadableDirs] are. The directories on the way are not listable.
+func keptReadable(keep []string, wsPath string) []string {
+	var files []string
+	for _, name := range keep {
+		if path, ok := resolveOutside(nil, name, wsPath); ok && !within(path, wsPath) {
+			files = append(files, path)
+		}
+	}
+	return files
+}
+
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing everywhere, writing beneath the workspace (the
-// directory on the descriptor ws), /tmp and /dev/shm (and to the null
-// devices and the sandbox's own pseudo-terminals),
-// and, when noNet, no TCP. It returns the ABI version in force, 0 when
-// the kernel has no Landlock.
-func restrictLandlock(ws int, noNet bool) (int, error) {
+// reading and executing beneath [ReadableDirs], the files of kept, the
+// workspace (the directory on the descriptor ws), /tmp and /dev/shm,
+// writing beneath the last three (and to the null devices and the
+// sandbox's own pseudo-terminals), and, when noNet, no TCP. It returns
+// the ABI version in force, 0 when the kernel has no Landlock. Reading
+// is restricted from ABI 1, so any Landlock confines it.
+func restrictLandlock(ws int, noNet bool, kept []string) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
 	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
-		landlock.RODirs("/"),
+		landlock.RODirs(ReadableDirs...).IgnoreIfMissing(),
+		landlock.ROFiles(kept...).IgnoreIfMissing(),
 		// The workspace by its descriptor (the magic link opens that very
 		// directory), not by a path someone else may change meanwhile.
 		// /tmp and /dev/shm are the sandbox's own (see freshDev).
@@ -869,6 +921,11 @@ func restrictLandlock(ws int, noNet bool) (int, error) {
 	}
 	return min(abi, 9), nil
 }
+
+// landlockMissing says, after why Landlock is not in force, what
+// commands can do without it.
+const landlockMissing = " (writes stay confined by the read-only mounts, but reads are not confined " +
+	"to the system's directories: every file outside the hidden paths that the host's user may read is readable)"
 
 // landlockConfig is what a sandbox's Landlock domain restricts, at the
 // newest ABI the sandbox knows (the kernel's may be older: the caller

@@ -39,6 +39,51 @@ var DefaultHidden = []string{
 	"/run", "/var/run",
 }
 
+// ReadableDirs are the directories, beside the workspace, /tmp and
+// /dev/shm, whose files sandboxed commands may read (and execute) when
+// Landlock is in force: the system's programs, libraries and
+// configuration, the sandbox's own /proc and /dev, and what programs
+// read of /sys (the CPUs, transparent huge pages, cgroup limits). Those
+// that do not exist are left out. Everything else is unreadable, what
+// the host's user may read there included: /var (but for the
+// workspace, when it is there), /srv, /mnt, /media, /boot, the rest of
+// /sys. The hidden paths are hidden within them too ([DefaultHidden]:
+// /etc/shadow, /etc/ssl/private, …); a file only root may read
+// elsewhere in /etc, /opt or /usr stays readable when the host runs as
+// root (Hide it with [Config.Hide]).
+var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+	"/nix", "/gnu", "/snap", "/proc", "/dev", "/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage",
+	"/sys/fs/cgroup"}
+
+// CheckRunnable says why the program at path (absolute, its links
+// resolved) cannot be run in a sandbox with the protections p around
+// the workspace (absolute, resolved), or returns nil: it is hidden
+// there (beneath a path of p.Hidden that does not hold the workspace),
+// in the host's /tmp or /dev/shm (the sandbox has its own), or, with
+// Landlock, neither in the workspace nor beneath [ReadableDirs]. A
+// caller checks its shell with it before it runs commands, rather than
+// have each fail to start.
+func (p Protections) CheckRunnable(path, workspace string) error {
+	for _, h := range p.Hidden {
+		if within(path, h) && !within(workspace, h) {
+			return fmt.Errorf("%s is hidden in the sandbox (beneath %s)", path, h)
+		}
+	}
+	if within(path, workspace) {
+		return nil
+	}
+	for _, own := range []string{"/tmp", "/dev/shm"} {
+		if within(path, own) {
+			return fmt.Errorf("%s is not in the sandbox, which has a %s of its own", path, own)
+		}
+	}
+	if p.Landlock > 0 && !slices.ContainsFunc(ReadableDirs, func(d string) bool { return within(path, d) }) {
+		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s)",
+			path, strings.Join(ReadableDirs, ", "))
+	}
+	return nil
+}
+
 // KeptWithNetwork lists the files that stay visible when the network
 // is allowed though a directory of [DefaultHidden] holds what they lead
 // to: the name resolver's configuration, often a link into /run. What

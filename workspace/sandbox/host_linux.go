@@ -124,6 +124,8 @@ func (p *Process) Finish() (Exit, error) {
 	switch last := p.last; {
 	case last.Phase == "exit" && last.Exit != nil:
 		return *last.Exit, nil
+	case last.Phase == "error" && last.StartFailed:
+		return Exit{Code: -1}, markedError{fmt.Errorf("sandbox: %s", last.Error), ErrStartFailed}
 	case last.Phase == "error":
 		return Exit{Code: -1}, fmt.Errorf("sandbox: %s", last.Error)
 	}

@@ -206,7 +206,7 @@ func TestLandlockRefusesOutsideUnixSockets(t *testing.T) {
 // With the network allowed /run is hidden as it is without, but for
 // the name resolver's configuration ([KeptWithNetwork]), often a link
 // into it: the file it leads to is shown at its path, read-only, and
-// nothing beside it. A file to keep that is not a regular file (a
+// nothing beside it (Landlock lets no directory on the way be listed). A file to keep that is not a regular file (a
 // socket), that is hidden by the configuration, or that is reached
 // through a link in the workspace (the commands' links) is not kept.
 func TestResolverKeptWithNetwork(t *testing.T) {
@@ -248,7 +248,7 @@ func TestResolverKeptWithNetwork(t *testing.T) {
 	}
 	cfg := resolvedConfig(t, ws, filepath.Join(run, "private"))
 	cmd := fmt.Sprintf(`cd %[1]s; cat resolve/resolv.conf secret resolve/secret private/x.conf 2>/dev/null; `+
-		`echo run: $(ls -A /run); echo here: $(ls -A) $(ls -A resolve); `+
+		`echo run: $(ls -A /run 2>/dev/null); echo here: $(ls -A 2>/dev/null) $(ls -A resolve 2>/dev/null); `+
 		`echo x >> resolve/resolv.conf; touch new resolve/new; %[2]s`, run, reachCommand(sock))
 	for _, allow := range []bool{false, true} {
 		cfg.AllowNetwork = allow
@@ -270,7 +270,7 @@ func TestResolverKeptWithNetwork(t *testing.T) {
 		}
 		want := "run:\n"
 		if allow {
-			want = conf + "run: " + filepath.Base(run) + "\nhere: resolve resolv.conf\n"
+			want = conf + "run:\nhere:\n"
 		}
 		if !strings.Contains(out, want) {
 			t.Errorf("network allowed %v: want %q in %q", allow, want, out)

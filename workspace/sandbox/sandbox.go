@@ -82,8 +82,9 @@ func (l Limits) WithDefaults() (Limits, error) {
 
 // Config says how to sandbox commands. The zero value is the default
 // sandbox: no network, the whole file system read-only but the
-// workspace and a private /tmp, the workspace's surroundings and the
-// [DefaultHidden] paths hidden, default limits.
+// workspace and a private /tmp, readable only beneath [ReadableDirs],
+// the workspace and /tmp (with Landlock), the workspace's surroundings
+// and the [DefaultHidden] paths hidden, default limits.
 type Config struct {
 	// AllowNetwork keeps the host's network namespace and does not
 	// restrict TCP with Landlock, nor, with the seccomp filter, the
@@ -201,7 +202,8 @@ type Protections struct {
 	// workspace looks empty to commands. Only the host can drop them
 	// ([LinkTargets.Forget]).
 	LinkTargets []string `json:"linkTargets,omitempty"`
-	// Landlock is the Landlock ABI version in force (0 = none): writes
+	// Landlock is the Landlock ABI version in force (0 = none): reads
+	// only beneath [ReadableDirs], the workspace and /tmp, writes
 	// only beneath the workspace and /tmp, no mounts, from ABI 6 no
 	// signal nor abstract Unix socket out of the sandbox, from ABI 9 no
 	// Unix socket made outside it reached by its path (which matters
@@ -295,10 +297,13 @@ func (p Protections) Complete() bool {
 }
 
 // ErrUnsupported is wrapped by the errors that say this system cannot
-// sandbox commands: another OS, no user namespaces, a kernel without a
-// feature the sandbox needs. Any other set-up error is a bad
-// configuration ([ErrConfig]) or a failure, never a reason to run
-// commands unsandboxed.
+// sandbox commands: another OS, no user namespaces (creating them
+// fails), or namespaces whose root may not mount anything (the first
+// mount of the set-up fails: a security module's restriction of
+// unprivileged user namespaces does that). Any other set-up error is a
+// bad configuration ([ErrConfig]) or a failure, never a reason to run
+// commands unsandboxed: a later step the system refuses is either done
+// without and named in [Protections].Missing or fails the set-up.
 var ErrUnsupported = errors.New("sandbox not supported on this system")
 
 // ErrResources is wrapped by the errors that say a sandbox could not be
@@ -343,6 +348,11 @@ type Exit struct {
 	// Signal is the signal that killed the shell (0 if none).
 	Signal int `json:"signal,omitempty"`
 }
+
+// ErrStartFailed is wrapped by the error of [Process.Finish] when the
+// command's shell could not be started in the sandbox (the fork or the
+// exec failed): nothing of the command ran.
+var ErrStartFailed = errors.New("sandbox: the command's shell could not be started")
 
 // ErrPreparedStale is wrapped by the error of [Process.Run] when a path
 // to hide changed after the sandbox was prepared: one appeared (a path

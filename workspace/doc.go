@@ -84,13 +84,14 @@
 // namespaces used up, ENOMEM, EMFILE, …) or for any other reason:
 // commands run unsandboxed under [SandboxAuto] only when the system
 // cannot sandbox at all ([sandbox.ErrUnsupported]: the namespaces cannot
-// be created, or their root may not mount anything). Once it can, a
+// be created, or their root may not mount anything, or not a /proc, as
+// in a container whose /proc has masked parts). Once it can, a
 // hardening step the system refuses (a container runtime's seccomp
 // profile, a security module) either is done without and named in
 // Protections.Missing (the read-only root, the process limit by
 // pid_max, Landlock, the new session keyring, the seccomp filter,
 // pseudo-terminals) or, for a step the sandbox does not hold without
-// (the workspace's mount, a fresh /proc, the private /tmp and /dev,
+// (the workspace's mount, the private /tmp and /dev,
 // no_new_privs, dropping the capabilities), makes New fail naming it.
 //
 // Setting a sandbox up (starting the helper, namespaces, mounts,

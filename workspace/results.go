@@ -54,6 +54,7 @@ const (
 	ReasonIO             Reason = "file system error"
 	ReasonTrailingSlash  Reason = "path ends with /, which names a directory; give the file's name without it"
 	ReasonTooLarge       Reason = "content too large"
+	ReasonRetargeted     Reason = "a symbolic link on the path was changed while it was written"
 	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"

@@ -256,12 +256,28 @@ func (j *Journal) writeFile(ctx context.Context, in WriteFileInput) (WriteFileRe
 	// Recorded from the very target the write resolved, once: a link
 	// retargeted meanwhile cannot make the journal hold another file
 	// than the one written (the write is then refused).
-	return j.ws.writeFile(ctx, in, func(target string, perm fs.FileMode, exists bool) error {
+	recorded, at := false, uint64(0)
+	res, err := j.ws.writeFile(ctx, in, func(target string, perm fs.FileMode, exists bool) error {
 		rec := j.ws.replaced(target, perm, exists)
 		rec.CallID = info.ToolCallID
 		rec.NewHash = hashOf([]byte(in.Content))
-		return j.append(ctx, session, journalEvent{Write: rec}) // not recorded: not written
+		if err := j.append(ctx, session, journalEvent{Write: rec}); err != nil {
+			return err // not recorded: not written
+		}
+		recorded, at = true, j.next[session]-1
+		return nil
 	})
+	if err == nil && recorded && !res.Success {
+		// Refused or failed after the record (a link retargeted
+		// meanwhile, a full disk): nothing was written, so the record
+		// goes, as an undo of it that restores nothing. Kept, it would
+		// list a write that never happened and make a later Undo find
+		// its file "changed since".
+		if err := j.append(ctx, session, journalEvent{UndoFrom: at, UndoTo: at + 1}); err != nil {
+			return WriteFileResult{}, fmt.Errorf("journal: the write of %q was not done, and its record could not be dropped: %w", in.Path, err)
+		}
+	}
+	return res, err
 }
 
 // replaced returns what a write to target (resolved, see writeTarget)

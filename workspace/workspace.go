@@ -76,7 +76,8 @@ const (
 	// allows it and otherwise runs them unsandboxed, logging a warning
 	// and saying so in [Workspace.Protections]: only when the system
 	// cannot sandbox at all ([sandbox.ErrUnsupported]: another OS, no
-	// user namespaces, or namespaces whose root may not mount anything).
+	// user namespaces, or namespaces whose root may not mount anything,
+	// or not a /proc, as in a container whose /proc has masked parts).
 	// A protection the system refuses once the namespaces work is either
 	// listed in Protections.Missing or makes New fail (see the package
 	// documentation), never a reason to run commands unsandboxed.
@@ -486,11 +487,14 @@ func (w *Workspace) setUpSandbox() error {
 	prot, err := w.probe(cfg)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
-		return fmt.Errorf("%w: %v", ErrSandboxUnavailable, err)
-	case err != nil && !errors.Is(err, sandbox.ErrUnsupported):
-		// A configuration the sandbox cannot honour, or a failure: never
-		// a reason to run commands unsandboxed.
+		return fmt.Errorf("%w: %v (Options.Sandbox is SandboxRequired; SandboxAuto runs commands "+
+			"unsandboxed where the system cannot sandbox, SandboxOff never sandboxes)", ErrSandboxUnavailable, err)
+	case err != nil && errors.Is(err, sandbox.ErrConfig):
 		return fmt.Errorf("workspace: set up the sandbox: %w", err)
+	case err != nil && !errors.Is(err, sandbox.ErrUnsupported):
+		// A failure: never a reason to run commands unsandboxed.
+		return fmt.Errorf("workspace: set up the sandbox: %w (Options.Sandbox = SandboxOff runs commands "+
+			"without the sandbox)", err)
 	case err != nil:
 		w.log.Warn("workspace: commands run WITHOUT a sandbox", "reason", err)
 		w.prot = prot

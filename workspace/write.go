@@ -44,8 +44,9 @@ func (w *Workspace) WriteFile(ctx context.Context, in WriteFileInput) (WriteFile
 // replaces (the name it resolved, once: a link's target), before
 // anything is written; an error from it fails the call, and nothing is
 // written. When the name then resolves elsewhere (a command retargeted
-// a link meanwhile), the write is refused: what record was told is what
-// a write replaces, or nothing is.
+// a link meanwhile), the write is refused with ReasonRetargeted: what
+// record was told is what a write replaces, or nothing is; a result
+// with Success false after record means nothing was written.
 func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record func(target string, perm fs.FileMode, exists bool) error) (WriteFileResult, error) {
 	if err := w.enter(ctx, WriteFileToolName); err != nil {
 		return WriteFileResult{}, err
@@ -69,7 +70,7 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 			return WriteFileResult{}, err
 		}
 		if again, _, _, rf := w.writeTarget(name); rf != nil || again != target {
-			return w.writeRefused(in.Path, refuse(ReasonIO, "the path led to "+strconv.Quote(target)+
+			return w.writeRefused(in.Path, refuse(ReasonRetargeted, "the path led to "+strconv.Quote(target)+
 				" and then elsewhere (a symbolic link was changed meanwhile); nothing was written")), nil
 		}
 	}

@@ -101,12 +101,13 @@
 // value; [Protections.Missing] names each one that is not in force and
 // why. On systems other than Linux there is no sandbox ([Supported] is
 // false) and Probe says so. On Linux only creating the namespaces and
-// the first mount in them decide that the system cannot sandbox
-// ([ErrUnsupported]); a later step the system refuses is done without
+// the first mount in them and the fresh /proc (which the kernel refuses
+// where the host's /proc has masked parts, as in most containers) decide
+// that the system cannot sandbox ([ErrUnsupported]); a later step the system refuses is done without
 // and named in Missing when the rest still confines the command (the
 // read-only root, pid_max, Landlock, the new session keyring, the
 // seccomp filter, pseudo-terminals), and otherwise fails the set-up
-// with an error naming the step (the workspace's mount, /proc, /tmp,
+// with an error naming the step (the workspace's mount, /tmp,
 // /dev, no_new_privs, the capability bounding set). Whether the system
 // supports the sandbox is decided by what it has, never by a resource running out: a sandbox that
 // cannot be set up for want of memory, processes or the user's quota of

@@ -322,7 +322,14 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		p.ReadOnlyRoot = true
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return p, "", nil, stepFailed("mount a fresh /proc", err)
+		// The kernel refuses a new procfs in a user namespace whenever
+		// the visible /proc has anything mounted over part of it, as
+		// container runtimes mask /proc/kcore, /proc/keys, /proc/sys:
+		// the system's policy, which no later step can work around, so
+		// the system cannot sandbox (as when the namespaces cannot be
+		// created), not a set-up that failed.
+		return p, "", nil, unsupported("mount a fresh /proc (refused where the host's /proc has parts "+
+			"masked, as in most containers)", err)
 	}
 	p.FreshProc = true
 	l := cfg.Limits
@@ -493,19 +500,20 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	return p, wsPath, targets, nil
 }
 
-// unsupported is the error of the first mount in the new namespaces,
-// the one step besides creating them that says whether the system can
-// sandbox: the namespaces exist, and the kernel (or a security module,
-// as AppArmor's restriction of unprivileged user namespaces does) does
-// not let their root mount anything, so none of the sandbox can be set
-// up.
+// unsupported is the error of the first mount in the new namespaces
+// and of the fresh /proc, the steps besides creating them that say
+// whether the system can sandbox: the namespaces exist, and the kernel
+// (or a security module, as AppArmor's restriction of unprivileged user
+// namespaces does) does not let their root mount anything, or not a
+// procfs (the host's /proc has masked parts, as in most containers), so
+// the sandbox cannot be set up.
 func unsupported(step string, err error) error {
 	return unsupportedError(fmt.Errorf("%s: %w", step, err))
 }
 
 // stepFailed is the error of a step of the set-up that is needed for
 // the sandbox's promises and fails once the namespaces are usable (the
-// first mount worked): never [ErrUnsupported], for a system that
+// first mount and the fresh /proc worked): never [ErrUnsupported], for a system that
 // creates the namespaces and lets one hardening step fail (a container
 // runtime's seccomp profile, a security module) would otherwise run
 // commands with no sandbox at all. It is [ErrResources] when a resource

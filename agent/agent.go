@@ -860,7 +860,8 @@ type conversation struct {
 // agent's shared loop, or with a Store one started for the session. A
 // delegation's session (see AsTool), which nothing can name again, is
 // deleted from the Store once the conversation has returned and its loop
-// has stopped, unless it waits for approval (see forget).
+// has stopped, unless it waits for approval (see forget); so is one
+// this Agent started that a Resume (or Run) goes on with.
 func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (_ *models.Answer, err error) {
 	if err := a.usable(); err != nil {
 		return nil, err
@@ -880,7 +881,8 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
 	defer func() { a.leave(sessionID, c.drain, c.mux) }()
-	if delegation && a.opts.Store != nil {
+	if (delegation || a.delegationSession(sessionID)) && a.opts.Store != nil {
+		// A delegation resumed after it waited for approval is one too.
 		defer func() { c.forget(err) }() // after stopLoop: deferred before it
 	}
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -124,7 +125,9 @@ type toolAnswer struct {
 // runs, so that an attempt after a crash of its loop resumes it without
 // running its completed calls again, and it is deleted once the
 // delegation has returned and its loop has stopped (one waiting for
-// approval is kept: Resume goes on with it). Nothing resumes a
+// approval is kept: Resume goes on with it, and a Resume by the same
+// sub value deletes it once it returns not waiting; one resumed by
+// another Agent value, of another process say, is kept). Nothing resumes a
 // delegation across processes: a host that dies during one leaves its
 // session in the store (the ids are those ToolOptions.OnEvent was given;
 // delete them with tools.DeleteSession of sub.SessionKey(id)), and a
@@ -234,11 +237,25 @@ func taskPrompt(args json.RawMessage) ([]models.Message, error) {
 	return []models.Message{models.UserMessage(in.Task)}, nil
 }
 
+// delegationSession reports whether session names a delegation this
+// Agent value started (see AsTool: the tool's name, "-", its
+// delegationTag, a number). A delegation an earlier Agent on the same
+// Store started has another tag and is not recognised.
+func (a *Agent) delegationSession(session string) bool {
+	i := strings.LastIndex(session, "-"+a.delegationTag)
+	if i < 0 || a.delegationTag == "" {
+		return false
+	}
+	n := session[i+1+len(a.delegationTag):]
+	_, err := strconv.ParseUint(n, 10, 64)
+	return err == nil
+}
+
 // forget deletes a delegation's session from the Store once its
 // conversation has returned with err: nothing can name the session again
 // (see AsTool), so it would stay there for good. A session waiting for
 // approval is kept (its WaitingError names it, and Resume goes on with
-// it). The session is deleted once its loop has stopped, which persists
+// it, and forgets it once it returns not waiting). The session is deleted once its loop has stopped, which persists
 // it until then: at once when it has, else by a goroutine that waits for
 // it, and Close waits for that goroutine as for a drain. A delete that
 // fails is logged to the runtime's logger.

@@ -95,20 +95,6 @@ type mailbox struct {
 	suspended  atomic.Bool
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
-	// pool is dispatcher when it is the runtime's worker pool (nil
-	// otherwise), and runner the pool's worker this mailbox's run is on
-	// (nil: none), noted by the worker as the run starts; consumer only.
-	// A run this one schedules as it is about to end (no message waits
-	// after the one in hand, see ending) is handed to that worker (see
-	// workerPool.scheduleRun): a child's emit to its parent names the
-	// child's mailbox; for a Send, which protoactor carries, handing is
-	// the worker while the Send lasts, and the actor written to, if a
-	// child of this one, looks there (parent is the mailbox of an
-	// actor's parent, if a duplex).
-	pool    *workerPool
-	runner  *worker
-	handing atomic.Pointer[worker]
-	parent  *mailbox
 	// ready: invoker and dispatcher are set. protoactor registers a new
 	// actor's process, so that its id reaches this mailbox, before it
 	// registers the handlers: a message posted in that gap waits.
@@ -290,16 +276,14 @@ func newMailbox() *mailbox {
 // mailboxCell carries a duplex's mailbox from the props that make it to
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
-// the actor. parent is the mailbox of the duplex's parent, if a duplex
-// (see mailbox.parent).
-type mailboxCell struct{ mb, parent *mailbox }
+// the actor.
+type mailboxCell struct{ mb *mailbox }
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.
 func (c *mailboxCell) producer() actor.MailboxProducer {
 	return func() actor.Mailbox {
 		mb := newMailbox()
-		mb.parent = c.parent
 		c.mb = mb
 		return mb
 	}
@@ -345,22 +329,18 @@ func (m *mailbox) postStop(msg any) {
 	m.queued++
 	m.stopAt = m.kidsIn // the latest stop's mark is the largest
 	m.mu.Unlock()
-	m.posted(nil)
+	m.posted()
 }
 
 // postFrom queues f as a frame from the child from: the hop a child's
 // Emit makes to its parent, with no envelope.
-func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) { m.postFromIn(from, f, nil) }
-
-// postFromIn is postFrom in the run of the mailbox via (nil: none),
-// the child's.
-func (m *mailbox) postFromIn(from *actor.PID, f *messages.Frame, via *mailbox) {
+func (m *mailbox) postFrom(from *actor.PID, f *messages.Frame) {
 	m.mu.Lock()
 	m.kids.push(childFrame{f: f, from: from})
 	m.kidsIn++
 	m.queued++
 	m.mu.Unlock()
-	m.posted(via)
+	m.posted()
 }
 
 // postGone queues the end of the child from after its frames: taken, it
@@ -372,16 +352,15 @@ func (m *mailbox) post(msg any) {
 	m.in.push(msg)
 	m.queued++
 	m.mu.Unlock()
-	m.posted(nil)
+	m.posted()
 }
 
-// posted counts a message just queued and schedules the mailbox; via is
-// the mailbox in whose run it was posted, if known (see schedule).
-func (m *mailbox) posted(via *mailbox) {
+// posted counts a message just queued and schedules the mailbox.
+func (m *mailbox) posted() {
 	// Counted after it is queued, as protoactor does: the consumer never
 	// sees a count for a message it cannot take.
 	m.user.Add(1)
-	m.schedule(via)
+	m.schedule()
 }
 
 // PostSystemMessage implements actor.Mailbox.
@@ -390,14 +369,13 @@ func (m *mailbox) PostSystemMessage(message any) {
 	m.sys = append(m.sys, message)
 	m.sysN.Add(1)
 	m.sysMu.Unlock()
-	m.schedule(nil)
+	m.schedule()
 }
 
 // RegisterHandlers implements actor.Mailbox.
 func (m *mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker = invoker
 	m.dispatcher = dispatcher
-	m.pool, _ = dispatcher.(*workerPool)
 	m.ready.Store(true)
 }
 
@@ -412,29 +390,14 @@ func (m *mailbox) Start() {}
 // settled per batch, not per message), never fewer than wait.
 func (m *mailbox) UserMessageCount() int { return int(max(m.user.Load(), 0)) }
 
-// schedule schedules a run of the mailbox unless it is scheduled or
-// running. via is the mailbox in whose run it is called, if known: if
-// that run is about to end, this one is handed to its worker. Unknown
-// (nil), it is handed to the worker the parent names in handing, if
-// any (see mailbox.pool).
-func (m *mailbox) schedule(via *mailbox) {
+func (m *mailbox) schedule() {
 	// A load first: while the mailbox runs, posting costs no CAS. A post
 	// that sees it running counted its message before looking, and the
 	// run counts again after going idle (processMessages), so the
 	// message is never left behind.
 	if m.status.Load() == mailboxIdle && m.status.CompareAndSwap(mailboxIdle, mailboxRunning) {
 		if m.ready.Load() {
-			if m.pool == nil {
-				m.dispatcher.Schedule(m.process)
-				return
-			}
-			var after *worker
-			if via != nil {
-				after = via.ending()
-			} else if m.parent != nil {
-				after = m.parent.handing.Load()
-			}
-			m.pool.scheduleRun(m.process, &m.runner, after)
+			m.dispatcher.Schedule(m.process)
 			return
 		}
 		// No handlers yet (see ready): the message waits for the first
@@ -443,41 +406,8 @@ func (m *mailbox) schedule(via *mailbox) {
 		// post leave the run to this one: schedule again then.
 		m.status.Store(mailboxIdle)
 		if m.ready.Load() {
-			m.schedule(via)
+			m.schedule()
 		}
-	}
-}
-
-// ending is the worker of this mailbox's run if the run is about to
-// end: no message waits after the one in hand. Otherwise (nil) the run
-// goes on, and a run it schedules had better go to another worker: a
-// stream of frames through a chain of actors keeps more than one
-// processor busy. Consumer only.
-func (m *mailbox) ending() *worker {
-	// The batch's messages handled so far but the first are still
-	// counted in user (see settle).
-	if m.runner == nil || m.user.Load()-int32(m.next-m.settled) > 0 || m.sysN.Load() > 0 {
-		return nil
-	}
-	return m.runner
-}
-
-// handFrom starts a write from this mailbox's run to another actor:
-// if the run is about to end, the run of a child it schedules is handed
-// to the run's worker (see mailbox.pool) until handDone(w), w the
-// worker returned (nil: none). Consumer only.
-func (m *mailbox) handFrom() *worker {
-	w := m.ending()
-	if w != nil {
-		m.handing.Store(w)
-	}
-	return w
-}
-
-// handDone ends what handFrom started.
-func (m *mailbox) handDone(w *worker) {
-	if w != nil {
-		m.handing.Store(nil)
 	}
 }
 

@@ -213,15 +213,14 @@ func (rt *Runtime) System() *actor.ActorSystem { return rt.system }
 // duplex started with [Runtime.Start] or [Runtime.Spawn].
 func (rt *Runtime) Host() *actor.PID { return rt.host }
 
-// props are the props of a duplex emitting to subscriber; parent is the
-// mailbox of its parent if a duplex (nil: the host), and up that mailbox
-// when the subscriber is the parent (see shell.Emit).
-func (rt *Runtime) props(spec Spec, subscriber *actor.PID, up, parent *mailbox) *actor.Props {
+// props are the props of a duplex emitting to subscriber; up is the
+// mailbox of its parent when the subscriber is the parent (see shell.Emit).
+func (rt *Runtime) props(spec Spec, subscriber *actor.PID, up *mailbox) *actor.Props {
 	strategy := rt.strategy
 	if spec.Supervision != nil {
 		strategy = rt.observed(spec.Supervision)
 	}
-	cell := &mailboxCell{parent: parent}
+	cell := &mailboxCell{}
 	opts := []actor.PropsOption{actor.WithSupervisor(strategy), actor.WithMailbox(cell.producer())}
 	if d := spec.Dispatcher; d != nil {
 		opts = append(opts, actor.WithDispatcher(d))
@@ -293,7 +292,7 @@ func (h *host) keepEscalated(c escalatedChild) { h.escalated = append(h.escalate
 // actor (the host, or the actor a [Parent] names). seq numbers the
 // names in use.
 func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
-	props := rt.props(req.spec, req.subscriber, nil, nil)
+	props := rt.props(req.spec, req.subscriber, nil)
 	name := req.spec.Name
 	switch {
 	case req.spec.Durable() && name == "":

@@ -747,7 +747,7 @@ func (s *shell) emit(f *messages.Frame) {
 	case s.up != nil:
 		// To the parent: the frame and this actor's PID go into its
 		// mailbox side by side, so no envelope is allocated per frame.
-		s.up.postFromIn(s.self, f, s.mb)
+		s.up.postFrom(s.self, f)
 	case s.subscriber != nil:
 		// Without a sender, like Send: to a subscriber that is not the
 		// parent, a frame is input (a shell) or just a frame (a Conn,
@@ -761,9 +761,7 @@ func (s *shell) Send(to Ref, f *messages.Frame) {
 	if to.pid != nil {
 		// Without a sender: what is sent is input to the receiver, never
 		// one of its children's frames, and no envelope is allocated.
-		w := s.mb.handFrom()
 		s.ctx.Send(to.pid, f)
-		s.mb.handDone(w)
 	}
 }
 
@@ -780,7 +778,7 @@ func (s *shell) Spawn(spec Spec) (Ref, error) {
 	if subscriber.Equal(s.self) {
 		up = s.mb
 	}
-	props := s.rt.props(spec, subscriber, up, s.mb)
+	props := s.rt.props(spec, subscriber, up)
 	var pid *actor.PID
 	if spec.Name != "" {
 		// protoactor frees a stopped child's name before this actor has

@@ -16,10 +16,6 @@ const (
 	defaultMaxWorkers = 64
 	defaultQueue      = 8192
 	defaultStuckTick  = time.Millisecond
-	// handoffBudget is the most runs handed from run to run (see
-	// workerPool.scheduleRun) a worker takes one after the other while
-	// runs wait in the queue.
-	handoffBudget = 8
 )
 
 // workerPool is the runtime's default actor.Dispatcher: mailbox runs are
@@ -34,22 +30,10 @@ const (
 // empty a worker parks, and a run scheduled then is handed to it
 // directly.
 //
-// A run scheduled from inside a worker's run (an actor sending to
-// another, see scheduleRun) is handed to that worker, like the Go
-// scheduler's runnext: the worker takes it as soon as its run ends, on
-// the same processor, with the caches the sender warmed, and no parked
-// worker is woken for it (a conversation's hops from actor to actor
-// otherwise wake the other processor at each hop). A worker holds one
-// handed run; another goes to the queue. So that handed runs do not
-// starve queued ones, a worker takes at most handoffBudget handed runs
-// in a row while runs are queued, then queues the next and takes the
-// queue's first.
-//
 // A run that blocks (a sync tool waiting on I/O, a mailbox with a long
-// backlog) must never hold up another: while runs are queued or handed,
-// a watcher looks every tick for workers that have been in the same run
-// since the previous tick, queues the run handed to each (and hands it
-// none after), and starts a worker for each, so that there are as many
+// backlog) must never hold up another: while runs are queued, a watcher
+// looks every tick for workers that have been in the same run since the
+// previous tick and starts a worker for each, so that there are as many
 // workers taking runs as processors. A full queue falls back to a
 // goroutine per run. Workers past max exit instead of parking. Its
 // methods are safe for concurrent use.
@@ -59,7 +43,7 @@ type workerPool struct {
 	max        int // most workers kept parked
 	tick       time.Duration
 
-	work   chan run // queued runs
+	work   chan func() // queued runs
 	quit   chan struct{}
 	closed atomic.Bool
 	n      atomic.Int32 // workers alive
@@ -72,25 +56,7 @@ type workerPool struct {
 	workers map[*worker]struct{}
 }
 
-// run is a mailbox run: fn, and where to note the worker running it
-// (nil: nowhere), for runs it schedules to be handed to that worker. The
-// worker notes itself as the run starts, and the run reads it on that
-// worker's goroutine; a run on a goroutine of its own notes nil.
-type run struct {
-	fn func()
-	at **worker
-}
-
-// alone runs r on the calling goroutine, no worker's.
-func (r run) alone() {
-	if r.at != nil {
-		*r.at = nil
-	}
-	r.fn()
-}
-
-// worker is one worker goroutine's state, as the watcher and the runs
-// handed to it see it.
+// worker is one worker goroutine's state, as the watcher sees it.
 //
 // A worker writes runs twice per mailbox run, so each worker has cache
 // lines of its own (workerSize bytes, a size class of its own that the
@@ -102,14 +68,7 @@ type worker struct {
 	// runs is odd while the worker is in a run, and counts them.
 	runs atomic.Uint64
 	seen uint64 // runs at the watcher's previous look (watcher only)
-	p    *workerPool
-	// mu guards next and barred. next is the run handed to the worker,
-	// taken as its run ends; barred: the watcher took next from the
-	// worker, stuck in its run, which is handed no more until it ends.
-	mu     sync.Mutex
-	next   run
-	barred bool
-	_      [workerSize - 56]byte
+	_    [workerSize - 16]byte
 }
 
 // workerSize is a worker's size: two cache lines, as the processor
@@ -127,73 +86,32 @@ func newWorkerPool(throughput, target, maxParked int) *workerPool {
 		target:     target,
 		max:        maxParked,
 		tick:       defaultStuckTick,
-		work:       make(chan run, defaultQueue),
+		work:       make(chan func(), defaultQueue),
 		quit:       make(chan struct{}),
 		workers:    map[*worker]struct{}{},
 	}
 }
 
 // Schedule implements actor.Dispatcher.
-func (p *workerPool) Schedule(fn func()) { p.schedule(run{fn: fn}) }
-
-// scheduleRun schedules fn, noting in at the worker that runs it as it
-// starts. Scheduled by a run about to end, after is the worker noted for
-// that run (nil: none): fn is handed to it, unless it holds a handed run
-// already or is in a run no more, and otherwise scheduled as by
-// Schedule. after is a hint: a run handed to a worker whose run goes on
-// after all waits for that run's end, or a tick or two if it blocks,
-// and that is all.
-func (p *workerPool) scheduleRun(fn func(), at **worker, after *worker) {
-	r := run{fn: fn, at: at}
-	if after == nil || after.p != p || !after.hand(r) {
-		p.schedule(r)
-		return
-	}
-	p.watch() // the worker may block in its run: see watcher
-}
-
-// hand gives r to w to take as its run ends, if w is in a run and holds
-// no handed run.
-func (w *worker) hand(r run) bool {
-	w.mu.Lock()
-	ok := w.next.fn == nil && !w.barred && w.runs.Load()%2 == 1 && !w.p.closed.Load()
-	if ok {
-		w.next = r
-	}
-	w.mu.Unlock()
-	return ok
-}
-
-// handed takes the run handed to w (fn nil: none) as w's run has ended:
-// none can be handed to it until its next run.
-func (w *worker) handed() run {
-	w.mu.Lock()
-	r := w.next
-	w.next, w.barred = run{}, false
-	w.mu.Unlock()
-	return r
-}
-
-// schedule queues r, or hands it to a parked worker or a new one.
-func (p *workerPool) schedule(r run) {
+func (p *workerPool) Schedule(fn func()) {
 	if p.closed.Load() {
-		go r.alone()
+		go fn()
 		return
 	}
-	if p.idle.Load() == 0 && int(p.n.Load()) < p.target && p.start(r) {
+	if p.idle.Load() == 0 && int(p.n.Load()) < p.target && p.start(fn) {
 		return
 	}
 	select {
-	case p.work <- r: // to a parked worker, or queued
+	case p.work <- fn: // to a parked worker, or queued
 	default: // the queue is full: a goroutine of its own
-		go r.alone()
+		go fn()
 		return
 	}
 	if len(p.work) > 0 {
 		p.watch()
 	}
 	if p.closed.Load() {
-		// close may have drained the queue before r was in it.
+		// close may have drained the queue before fn was in it.
 		p.drain()
 	}
 }
@@ -201,9 +119,9 @@ func (p *workerPool) schedule(r run) {
 // Throughput implements actor.Dispatcher.
 func (p *workerPool) Throughput() int { return p.throughput }
 
-// start starts a worker with r as its first run, unless the pool has
+// start starts a worker with fn as its first run, unless the pool has
 // its target of workers already.
-func (p *workerPool) start(r run) bool {
+func (p *workerPool) start(fn func()) bool {
 	for {
 		n := p.n.Load()
 		if int(n) >= p.target {
@@ -213,53 +131,35 @@ func (p *workerPool) start(r run) bool {
 			break
 		}
 	}
-	p.spawn(r)
+	p.spawn(fn)
 	return true
 }
 
-// spawn starts a worker (counted in n already) with r as its first run;
-// once the pool is closed, r gets a goroutine of its own instead.
-func (p *workerPool) spawn(r run) {
-	w := &worker{p: p}
+// spawn starts a worker (counted in n already) with fn as its first run;
+// once the pool is closed, fn gets a goroutine of its own instead.
+func (p *workerPool) spawn(fn func()) {
+	w := &worker{}
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
 		p.n.Add(-1)
-		go r.alone()
+		go fn()
 		return
 	}
 	p.workers[w] = struct{}{}
 	p.wg.Add(1)
 	p.mu.Unlock()
-	go p.worker(w, r)
+	go p.worker(w, fn)
 }
 
-func (p *workerPool) worker(w *worker, r run) {
+func (p *workerPool) worker(w *worker, fn func()) {
 	defer p.wg.Done()
-	budget := handoffBudget
 	for {
 		w.runs.Add(1)
-		if r.at != nil {
-			*r.at = w
-		}
-		r.fn()
+		fn()
 		w.runs.Add(1)
-		if next := w.handed(); next.fn != nil {
-			if len(p.work) == 0 {
-				budget = handoffBudget // no queued run waits
-			}
-			if budget > 0 {
-				budget--
-				r = next
-				continue
-			}
-			// Runs wait in the queue: next goes behind them, and the
-			// worker takes the first.
-			p.schedule(next)
-		}
-		budget = handoffBudget
 		select {
-		case r = <-p.work: // the next queued run, without parking
+		case fn = <-p.work: // the next queued run, without parking
 			continue
 		default:
 		}
@@ -268,7 +168,7 @@ func (p *workerPool) worker(w *worker, r run) {
 		}
 		p.idle.Add(1)
 		select {
-		case r = <-p.work:
+		case fn = <-p.work:
 			p.idle.Add(-1)
 			continue
 		case <-p.quit:
@@ -298,27 +198,24 @@ func (p *workerPool) watch() {
 	go p.watcher()
 }
 
-// watcher runs while runs are queued or handed: every tick it counts
-// the workers that are still in the run they were in at the previous
-// tick, queues the runs handed to them, and starts workers until as
-// many as target are free of such a run. It returns when no run is
-// queued or handed, or the pool closes.
+// watcher runs while runs are queued: every tick it counts the workers
+// that are still in the run they were in at the previous tick, and
+// starts workers until as many as target are free of such a run. It
+// returns when the queue is empty or the pool closes.
 func (p *workerPool) watcher() {
 	defer p.wg.Done()
 	t := time.NewTimer(p.tick)
 	defer t.Stop()
-	var taken []run
 	for {
 		select {
 		case <-t.C:
 		case <-p.quit:
 			return // watching stays set: nothing is watched after close
 		}
-		if len(p.work) == 0 && !p.anyHanded() {
+		if len(p.work) == 0 {
 			p.watching.Store(false)
-			// A run queued or handed before the store saw the flag
-			// still set.
-			if (len(p.work) == 0 && !p.anyHanded()) || !p.watching.CompareAndSwap(false, true) {
+			// A run queued before the store saw the flag still set.
+			if len(p.work) == 0 || !p.watching.CompareAndSwap(false, true) {
 				return
 			}
 		}
@@ -328,30 +225,16 @@ func (p *workerPool) watcher() {
 			runs := w.runs.Load()
 			if runs%2 == 1 && runs == w.seen {
 				stuck++
-				w.mu.Lock()
-				if w.runs.Load() == runs { // still in that run
-					if w.next.fn != nil {
-						taken = append(taken, w.next)
-						w.next = run{}
-					}
-					w.barred = true
-				}
-				w.mu.Unlock()
 			}
 			w.seen = runs
 		}
 		free := len(p.workers) - stuck
 		p.mu.Unlock()
-		for i, r := range taken {
-			taken[i] = run{}
-			p.schedule(r) // to a parked worker, or queued for a new one
-		}
-		taken = taken[:0]
 		for ; free < p.target; free++ {
 			select {
-			case r := <-p.work: // a new worker, with a queued run
+			case fn := <-p.work: // a new worker, with a queued run
 				p.n.Add(1)
-				p.spawn(r)
+				p.spawn(fn)
 				continue
 			default:
 			}
@@ -361,27 +244,12 @@ func (p *workerPool) watcher() {
 	}
 }
 
-// anyHanded reports whether a worker holds a handed run.
-func (p *workerPool) anyHanded() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for w := range p.workers {
-		w.mu.Lock()
-		handed := w.next.fn != nil
-		w.mu.Unlock()
-		if handed {
-			return true
-		}
-	}
-	return false
-}
-
 // drain runs what is queued on goroutines of their own.
 func (p *workerPool) drain() {
 	for {
 		select {
-		case r := <-p.work:
-			go r.alone()
+		case fn := <-p.work:
+			go fn()
 		default:
 			return
 		}

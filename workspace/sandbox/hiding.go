@@ -16,7 +16,9 @@ import (
 // What the sandbox hides whatever the configuration, besides the
 // workspace's surroundings (see [Surroundings]): the homes of the
 // host's users, the secrets of the system (password hashes, old ones
-// too, host and TLS private keys), its logs, spools and backups, and
+// too, host and TLS private keys, and the well-known places of other
+// credentials only root reads: VPN, IPsec and ACME keys, Kerberos
+// keytabs, Wi-Fi and PPP passwords), its logs, spools and backups, and
 // its run-time state (/run): the Unix sockets of its daemons (a
 // container engine's, the service manager's, the system bus), which a
 // command with the network allowed could otherwise connect to, and the
@@ -35,6 +37,9 @@ var DefaultHidden = []string{
 	"/root", "/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
 	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh/ssh_host_*_key", "/etc/ssl/private",
+	"/etc/wireguard", "/etc/letsencrypt", "/etc/ipsec.secrets", "/etc/ipsec.d/private",
+	"/etc/krb5.keytab", "/etc/NetworkManager/system-connections",
+	"/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
 	"/var/log", "/var/spool", "/var/backups",
 	"/run", "/var/run",
 }

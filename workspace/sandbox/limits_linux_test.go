@@ -5,6 +5,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,50 @@ func TestDefaultHidingOfHostState(t *testing.T) {
 	}
 	if strings.Contains(out, "SHM-SECRET") || !strings.HasSuffix(out, "\n0\n") {
 		t.Errorf("host state visible: %q", out)
+	}
+}
+
+// Well-known places of the host's credentials under /etc, which only
+// root may read and which a host running as root would otherwise show
+// its commands, are hidden by default: VPN and IPsec keys, certificates'
+// private keys, Kerberos keytabs, Wi-Fi and PPP passwords.
+func TestDefaultHidingOfHostCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writes secrets under /etc: needs root")
+	}
+	secrets := map[string]string{
+		"/etc/wireguard":                         "WG-SECRET",
+		"/etc/letsencrypt":                       "LE-SECRET",
+		"/etc/NetworkManager/system-connections": "NM-SECRET",
+	}
+	var files []string
+	for dir, secret := range secrets {
+		// Only what this test makes is removed: a folder the host has
+		// keeps everything but the test's file.
+		made := ""
+		for d := dir; d != "/etc"; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); os.IsNotExist(err) {
+				made = d
+			}
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, fmt.Sprintf("pw-sandbox-test-%d", os.Getpid()))
+		if err := os.WriteFile(f, []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if made != "" {
+			defer os.RemoveAll(made)
+		} else {
+			defer os.Remove(f)
+		}
+		files = append(files, f)
+	}
+	out, _ := runIn(t, Config{}, t.TempDir(), "cat "+strings.Join(files, " ")+" 2>&1; true")
+	for _, secret := range secrets {
+		if strings.Contains(out, secret) {
+			t.Errorf("a sandboxed command read %s: %q", secret, out)
+		}
 	}
 }

@@ -9,7 +9,6 @@ package workspace
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,15 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const keyctlChildEnv = "POLYWEAVE_TEST_KEYCTL_CHILD"
-
 func TestKeyctlRefusedKeepsSandbox(t *testing.T) {
-	if os.Getenv(keyctlChildEnv) != "1" {
-		// The seccomp filter cannot be removed once installed: run the
-		// case in a process of its own.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKeyctlRefusedKeepsSandbox$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), keyctlChildEnv+"=1")
-		out, err := cmd.CombinedOutput()
+	// The seccomp filter cannot be removed once installed: the case runs
+	// in a process of its own.
+	if child, out, err := inChild(t, 0); !child {
 		if err != nil {
 			t.Fatalf("child failed: %v\n%s", err, out)
 		}

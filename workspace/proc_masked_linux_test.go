@@ -11,8 +11,6 @@ package workspace
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,21 +18,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const procMaskedChildEnv = "POLYWEAVE_TEST_PROC_MASKED_CHILD"
-
 func TestProcMaskedRunsUnsandboxedUnderAuto(t *testing.T) {
-	if os.Getenv(procMaskedChildEnv) != "1" {
-		// The mask goes on a mount namespace of a process of its own,
-		// in a user namespace of its own so that nothing propagates
-		// back to the host.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestProcMaskedRunsUnsandboxedUnderAuto$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), procMaskedChildEnv+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		}
-		out, err := cmd.CombinedOutput()
+	// The mask goes on a mount namespace of a process of its own, in a
+	// user namespace of its own so that nothing propagates back to the
+	// host.
+	if child, out, err := inChild(t, syscall.CLONE_NEWUSER|syscall.CLONE_NEWNS); !child {
 		if err != nil {
 			t.Fatalf("child failed: %v\n%s", err, out)
 		}

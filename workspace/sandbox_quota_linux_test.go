@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,18 +22,11 @@ import (
 // sandbox cannot be set up fails to start. The test runs itself in a
 // user namespace of its own, where it may lower the quota.
 func TestNamespaceQuotaUsedUpRunsNothingUnsandboxed(t *testing.T) {
-	if os.Getenv("PW_WORKSPACE_QUOTA_CHILD") == "1" {
+	child, out, err := inChild(t, syscall.CLONE_NEWUSER)
+	if child {
 		namespaceQuotaChild(t)
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNamespaceQuotaUsedUpRunsNothingUnsandboxed$", "-test.v")
-	cmd.Env = append(os.Environ(), "PW_WORKSPACE_QUOTA_CHILD=1", noRaceExitSleep)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
-	}
-	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "quota child done") {
 		t.Fatalf("the test in a user namespace failed: %v\n%s", err, out)
 	}

@@ -178,10 +178,11 @@ func (f *subtreeFailures) reset(sup any) {
 // subtreeKey identifies sup across decisions: its actor's *actor.PID
 // when it tells it (the runtime's supervisors are new values per
 // decision, and an actor's context keeps its PID value for its life),
-// else sup itself when it can be a map key; nil when neither. The PID
-// value, not its address and id: two actor systems of one process have
-// the same ("nonhost/team"), and so has an actor spawned again under the
-// name of one that stopped, whose failures are not its own.
+// else sup itself when it can be a map key; nil when neither. The key is
+// the *actor.PID pointer, not the address and id it holds: two actor
+// systems of one process give theirs the same ("nonhost/team"), and so
+// does an actor spawned again under the name of one that stopped, whose
+// failures are not its own.
 func subtreeKey(sup actor.Supervisor) any {
 	if p, ok := sup.(interface{ Self() *actor.PID }); ok && p.Self() != nil {
 		return p.Self()

@@ -436,12 +436,17 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	}
 	if !c.ownLoop() {
 		c.a.mu.Lock()
-		if c.a.waiting == nil {
-			c.a.waiting = map[string]*waitingStream{}
+		// Not once closed (Close cancelled the conversation in its
+		// consumer's body): no Resume can come, and Close has closed the
+		// waiting streams already.
+		if !c.a.closed {
+			if c.a.waiting == nil {
+				c.a.waiting = map[string]*waitingStream{}
+			}
+			c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending}
+			kept = true
 		}
-		c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending}
 		c.a.mu.Unlock()
-		kept = true
 	}
 	return kept, &WaitingError{Session: c.session, Pending: open}
 }
@@ -483,11 +488,11 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
 			a.opts.Name, sessionID)
 	}
-	if _, err := a.enter(ctx, sessionID); err != nil {
+	if _, err := a.enter(ctx, sessionID, nil); err != nil {
 		return err
 	}
 	var drain *actors.MuxStream
-	defer func() { a.leave(sessionID, drain, nil) }()
+	defer func() { a.leave(sessionID, nil, drain, nil) }()
 	a.mu.Lock()
 	ws, ok := a.waiting[sessionID]
 	delete(a.waiting, sessionID)

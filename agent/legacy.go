@@ -81,10 +81,10 @@ func (a *Agent) migrate(ctx context.Context, id string) error {
 		return fmt.Errorf("%q is the key of session %q of agent %q, open on this Store: not a session of an earlier version; nothing moved",
 			clip(id), clip(session), name)
 	}
-	if _, err := a.enter(ctx, id); err != nil {
+	if _, err := a.enter(ctx, id, nil); err != nil {
 		return err
 	}
-	defer a.leave(id, nil, nil)
+	defer a.leave(id, nil, nil, nil)
 	_, err := tools.MoveSession(ctx, a.opts.Store, id, a.SessionKey(id))
 	return err
 }

@@ -1497,12 +1497,25 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	// A Run that shows no progress and asks no approvals reads the
 	// frames once the stream has ended: it sleeps through the
 	// conversation instead of being woken for every frame.
-	var wake func(*messages.Frame) bool
-	if c.emit == nil && c.approval == nil {
-		wake = isEnd
-	}
+	batched := c.emit == nil && c.approval == nil
 	s := c.heldStream(stream)
 	if s == nil {
+		var wake func(*messages.Frame) bool
+		switch {
+		case batched:
+			wake = isEnd
+		case c.approval != nil && !c.ownLoop():
+			// The stream may be left waiting for a Resume: its flag says
+			// when its conversation failed meanwhile (see Agent.Waiting).
+			failed := new(atomic.Bool)
+			c.approval.failed = failed
+			wake = func(f *messages.Frame) bool {
+				if f.GetType() == messages.FrameType_ERROR {
+					failed.Store(true)
+				}
+				return true
+			}
+		}
 		var err error
 		if s, err = mux.OpenWake(stream, wake); err != nil {
 			return nil, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
@@ -1554,7 +1567,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		var f *messages.Frame
 		var err error
 		switch {
-		case wake == nil:
+		case !batched:
 			f, err = s.Recv(ctx)
 		case len(batch) == 0:
 			if batch, err = s.RecvAll(ctx, room[:0]); err == nil {

@@ -211,11 +211,11 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 			return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
 		}
 		return c.apply(decisions, pending, &models.Answer{})
-	case c.ownLoop(): // a delegation's: the held calls die with it
-		c.approval.decisions = decisions
-		for _, d := range decisions {
-			c.approval.decided[d.ToolCallID] = true
-		}
+	case c.ownLoop():
+		// A Run with a Store (a Resume's is above), or a delegation
+		// (AsTool's handler runs it with its tool call's ctx, never a
+		// Resume's): no decision to keep, and nothing waits in memory. A
+		// delegation's held calls die with its loop.
 		return nil, nil
 	}
 	a.mu.Lock()

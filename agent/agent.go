@@ -62,8 +62,12 @@ var (
 	// ErrPermanent is the cause (FailedError.Err) of a conversation whose
 	// model failed in a way that another attempt would meet again (the
 	// adapter said so: models.FailurePermanent, e.g. a key refused, a
-	// model that does not exist, a request rejected as malformed): Run
-	// gives up at once instead of making MaxAttempts attempts.
+	// model that does not exist, a request rejected as malformed), or,
+	// with a Store, whose store failed so (durability.IsPermanent: it
+	// refuses the session's writes for good, its record of the session
+	// is damaged, it was closed): Run gives up at once instead of making
+	// MaxAttempts attempts. For a store's failure, FailedError.Err wraps
+	// the store's error too (errors.Is(err, durability.ErrDamaged), say).
 	ErrPermanent = errors.New("agent: permanent failure")
 	// ErrLoopRestarting is the cause (FailedError.Err) of a conversation
 	// whose loop kept restarting without having failed itself (a
@@ -105,7 +109,8 @@ type FailedError struct {
 	Uncounted int
 	// Reason is the last attempt's ERROR text.
 	Reason string
-	// Err is the cause when known, else nil: [ErrPermanent],
+	// Err is the cause when known, else nil: [ErrPermanent] (wrapping
+	// the store's error too when the Store failed for good),
 	// [ErrLoopRestarting] or actors.ErrDuplexStopped.
 	Err error
 }
@@ -1067,7 +1072,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		}
 		// failed: the loop failed during this attempt (looked at only
 		// after a restart: nil, and nothing allocated, before).
-		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0)
+		// With a Store, the loop's own failures are watched for a
+		// permanent store error (see permanentStore).
+		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0 || a.opts.Store != nil)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()
 		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.failed())
@@ -1098,6 +1105,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
 			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
+		case failed.permanentErr() != nil:
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+				Err: permanentStore(failed.permanentErr())}
 		case refused && uncounted >= a.opts.MaxUncountedAttempts:
 			// The loop's supervisor bounds its restarts per window of
 			// time only: a sibling that keeps failing would keep the Run
@@ -1122,16 +1132,26 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		}
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
-		} else {
-			// The next attempt resumes the stored session: what it goes on
-			// from is what the store holds, the rounds just kept included.
-			_ = c.readStored(ctx, false)
+		} else if err := c.readStored(ctx, false); durability.IsPermanent(err) {
+			// The next attempt would resume the stored session from what
+			// the store holds, the rounds just kept included; a store
+			// that cannot give it, for good, fails the Run now. Another
+			// error leaves the rounds kept as they are (see readStored).
+			return c.result(nil), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+				Err: permanentStore(fmt.Errorf("read the session from the store: %w", err))}
 		}
 		if emit != nil {
 			kept := c.total
 			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: &kept})
 		}
 	}
+}
+
+// permanentStore is the cause of a Run that gives up on a store error
+// that another attempt would meet again (durability.IsPermanent): both
+// ErrPermanent and err, for errors.Is and errors.As.
+func permanentStore(err error) error {
+	return fmt.Errorf("%w: the store failed for good: %w", ErrPermanent, err)
 }
 
 // splitFirst returns the first request's messages as raw elements.
@@ -1398,16 +1418,34 @@ func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, 
 }
 
 // loopFailed is set when a supervisor decides about the failure of the
-// loop it watches.
-type loopFailed struct{ atomic.Bool }
+// loop it watches; permanent keeps the first such failure that
+// durability.IsPermanent says another attempt would meet again (a store
+// that refuses the loop's writes for good, a record it finds damaged).
+type loopFailed struct {
+	atomic.Bool
+	permanent atomic.Pointer[error]
+}
 
 // failed reports whether f was set; a nil f (an attempt not watched) was
 // not.
 func (f *loopFailed) failed() bool { return f != nil && f.Load() }
 
+// permanentErr returns the loop's permanent failure, if f saw one.
+func (f *loopFailed) permanentErr() error {
+	if f == nil {
+		return nil
+	}
+	if p := f.permanent.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // watchLoop, when on, returns a flag set by every supervision decision
 // about the loop of mux until the returned function is called; else nil,
-// allocating nothing (the common attempt, not sent after a restart).
+// allocating nothing (the common attempt on the shared loop, not sent
+// after a restart). A supervisor decides before the loop's streams get
+// the ERROR that ends the attempt.
 func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func()) {
 	if !on {
 		return nil, func() {}
@@ -1416,6 +1454,10 @@ func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func(
 	return f, rt.WatchSupervision(func(ev supervisor.Event) {
 		if ev.Child == id {
 			f.Store(true)
+			if durability.IsPermanent(ev.Reason) {
+				reason := ev.Reason
+				f.permanent.CompareAndSwap(nil, &reason)
+			}
 		}
 	})
 }

@@ -302,12 +302,13 @@ type Agent struct {
 	// untilClosed); made by the first of them.
 	closing chan struct{}
 	// active counts what entered and has not left (see enter): Runs,
-	// Streams, Resumes, Discards, migrations; convs are the
-	// conversations among them. changed, when a Close waits for them, is
+	// Streams, Resumes, Discards, migrations; convs are the closers of
+	// those among them that Close may cancel (delegations, and those
+	// with a consumer). changed, when a Close waits for them, is
 	// closed (and cleared) as one leaves or enters a consumer's body (see
 	// conversation.inBody); closeWaits says a Close may wait.
 	active     int
-	convs      map[*conversation]struct{}
+	convs      map[*closer]struct{}
 	changed    chan struct{}
 	closeWaits atomic.Bool
 	// leftInBody: a Close did its work while conversations it did not
@@ -630,7 +631,7 @@ func (a *Agent) awaitConversations(ctx context.Context) error {
 			}
 		}
 		if left == 0 {
-			for c := range a.convs {
+			for c := range a.convs { // each in its consumer's body: it has a cancel
 				c.cancel(ErrClosed)
 			}
 			return nil
@@ -778,7 +779,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 // started (else nil). While the loop winds down a cancelled conversation
 // of the session (see drain), it waits for that to end, or returns ctx's
 // error if ctx ends first.
-func (a *Agent) enter(ctx context.Context, sessionID string, c *conversation) (*actors.Mux, error) {
+func (a *Agent) enter(ctx context.Context, sessionID string, c *closer) (*actors.Mux, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
@@ -814,7 +815,7 @@ func (a *Agent) enter(ctx context.Context, sessionID string, c *conversation) (*
 	a.active++
 	if c != nil {
 		if a.convs == nil {
-			a.convs = map[*conversation]struct{}{}
+			a.convs = map[*closer]struct{}{}
 		}
 		a.convs[c] = struct{}{}
 	}
@@ -864,7 +865,7 @@ func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()
 // (see conversation.awaitEarlier), and so does Close; a conversation
 // that Close cancelled in its consumer's body and did not wait for,
 // leaving last, gives the agent's name back once own has stopped.
-func (a *Agent) leave(sessionID string, c *conversation, drain *actors.MuxStream, own *actors.Mux) {
+func (a *Agent) leave(sessionID string, c *closer, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
 	a.active--
 	delete(a.convs, c)
@@ -950,17 +951,25 @@ func (a *Agent) drain(sessionID string, s *actors.MuxStream, drained chan struct
 	close(drained)
 }
 
-// conversation is one Run.
-type conversation struct {
-	a       *Agent
-	session string
-	emit    func(Event)
+// closer is what Close needs of a conversation it may cancel rather
+// than wait for: a delegation, or one with a consumer (emit).
+type closer struct {
 	// cancel cancels the Run's ctx: Close cancels a delegation, and a
 	// conversation in its consumer's body (inBody: emit is calling the
 	// consumer), with ErrClosed (see Agent.awaitConversations).
 	cancel     context.CancelCauseFunc
 	delegation bool
 	inBody     atomic.Bool
+}
+
+// conversation is one Run.
+type conversation struct {
+	a       *Agent
+	session string
+	emit    func(Event)
+	// closer lets Close cancel the Run: nil for a conversation without a
+	// consumer that is no delegation, which Close waits for.
+	closer *closer
 
 	first   json.RawMessage // the messages payload of the first attempt
 	history []json.RawMessage
@@ -1007,22 +1016,28 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if len(msgs) == 0 && !resuming(ctx) {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c := &conversation{a: a, session: sessionID, parent: parent, cancel: cancel, delegation: delegation}
-	if emit != nil {
-		c.emit = func(ev Event) {
-			c.inBody.Store(true)
-			if a.closeWaits.Load() { // a Close waiting for it looks again
-				a.mu.Lock()
-				a.changedLocked()
-				a.mu.Unlock()
+	c := &conversation{a: a, session: sessionID, parent: parent}
+	if emit != nil || delegation {
+		// Close may cancel it (see Agent.awaitConversations); a Run
+		// without a consumer it waits for, and pays for no ctx.
+		cl := &closer{delegation: delegation}
+		ctx, cl.cancel = context.WithCancelCause(ctx)
+		defer cl.cancel(nil)
+		c.closer = cl
+		if emit != nil {
+			c.emit = func(ev Event) {
+				cl.inBody.Store(true)
+				if a.closeWaits.Load() { // a Close waiting for it looks again
+					a.mu.Lock()
+					a.changedLocked()
+					a.mu.Unlock()
+				}
+				emit(ev)
+				cl.inBody.Store(false)
 			}
-			emit(ev)
-			c.inBody.Store(false)
 		}
 	}
-	shared, err := a.enter(ctx, sessionID, c)
+	shared, err := a.enter(ctx, sessionID, c.closer)
 	switch {
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrSessionBusy):
 		return nil, err
@@ -1030,7 +1045,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, err
 	}
 	c.shared = shared
-	defer func() { a.leave(sessionID, c, c.drain, c.mux) }()
+	defer func() { a.leave(sessionID, c.closer, c.drain, c.mux) }()
 	if (delegation || a.delegationSession(sessionID)) && a.opts.Store != nil {
 		// A delegation resumed after it waited for approval is one too.
 		defer func() { c.forget(err) }() // after stopLoop: deferred before it

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -62,7 +63,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 			Reason: ReasonEmptyCommand,
 		}, nil
 	}
-	if rf := checkCommand(in.Command); rf != nil {
+	if rf := checkCommand(runtime.GOOS, w.shell, in.Command); rf != nil {
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
 	p, err := w.start(ctx, in.Command)
@@ -118,25 +119,91 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	return res, nil
 }
 
-// MaxCommandBytes is the longest command run_command takes: the
-// kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128 KiB,
-// with its terminating NUL), which the command is to `sh -c`.
+// MaxCommandBytes is the longest command run_command takes on Unix:
+// the kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128
+// KiB, with its terminating NUL), which the command is to `sh -c`. On
+// Windows [MaxWindowsCommandLine] applies instead.
 const MaxCommandBytes = 128<<10 - 1
 
+// MaxWindowsCommandLine is the longest command line, in UTF-16 code
+// units, that Windows starts a program with (CreateProcess: 32767 with
+// its terminating NUL). On Windows run_command refuses a command whose
+// whole line, `shell -c command` with each argument quoted as os/exec
+// quotes it (a command with a blank is put in quotes, a quote in it is
+// preceded by a backslash, and so are the backslashes before a quote),
+// is longer: about 32 000 characters of plain text, fewer with quotes.
+const MaxWindowsCommandLine = 32767 - 1
+
 // checkCommand refuses, before anything starts, a command no shell can
-// be given: one with a NUL byte (a program's argument ends at the
-// first), or one longer than MaxCommandBytes.
-func checkCommand(command string) *RunCommandResult {
-	switch {
-	case strings.IndexByte(command, 0) >= 0:
+// be given on goos: one with a NUL byte (a program's argument ends at
+// the first), or one past the system's limit (see commandLimit).
+func checkCommand(goos, shell, command string) *RunCommandResult {
+	if strings.IndexByte(command, 0) >= 0 {
 		return &RunCommandResult{Reason: ReasonCommandNUL, Error: fmt.Sprintf("%s: %s: a shell's command line "+
 			"ends at the first NUL; remove it (printf '\\0' writes one)", RunCommandToolName, ReasonCommandNUL)}
-	case len(command) > MaxCommandBytes:
-		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d bytes, at most %d "+
-			"(the system's limit on one argument); write long content to a file with write_file and run that",
-			RunCommandToolName, ReasonCommandTooLong, len(command), MaxCommandBytes)}
+	}
+	size, max, what := commandLimit(goos, shell, command)
+	if size > max {
+		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d %s, at most %d "+
+			"(the system's limit); write long content to a file with write_file and run that",
+			RunCommandToolName, ReasonCommandTooLong, size, what, max)}
 	}
 	return nil
+}
+
+// commandLimit returns the size of command as the system goos counts it
+// when it starts shell -c command, the most it takes, and what it
+// counts: on Windows the whole command line in UTF-16 code units
+// ([MaxWindowsCommandLine]), elsewhere the command's bytes
+// ([MaxCommandBytes]).
+func commandLimit(goos, shell, command string) (size, max int, what string) {
+	if goos == "windows" {
+		size = windowsArgLen(shell) + len(" -c ") + windowsArgLen(command)
+		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line `" + shell + " -c …`"
+	}
+	return len(command), MaxCommandBytes, "bytes"
+}
+
+// windowsArgLen is the length in UTF-16 code units of s as an argument
+// of a Windows command line, quoted as os/exec (syscall.EscapeArg) does:
+// "" when empty; otherwise a quote is preceded by a backslash, and so is
+// each backslash right before a quote; and s is put in quotes when it
+// holds a blank, each backslash at its end then doubled. Escaping adds
+// only ASCII.
+func windowsArgLen(s string) int {
+	if s == "" {
+		return 2
+	}
+	n := 0
+	for _, r := range s { // an invalid byte is U+FFFD, one unit
+		n++
+		if r >= 0x10000 {
+			n++ // a surrogate pair
+		}
+	}
+	quoted := strings.ContainsAny(s, " \t")
+	if quoted {
+		n += 2
+	}
+	if !strings.ContainsAny(s, `"\`) {
+		return n
+	}
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			slashes++
+		case '"':
+			n += slashes + 1
+			slashes = 0
+		default:
+			slashes = 0
+		}
+	}
+	if quoted {
+		n += slashes
+	}
+	return n
 }
 
 // stopCause says why a command was stopped before it exited on its own.

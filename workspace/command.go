@@ -46,6 +46,11 @@ import (
 // [Options.InheritEnv], and output beyond MaxOutputBytes per stream is
 // drained and dropped.
 //
+// The timeout ([Options.CommandTimeout]) counts from the call's start,
+// setting the command's sandbox up included: a call whose sandbox is not
+// ready by then answers TimedOut, with Success false (the command never
+// ran), and the set-up is stopped.
+//
 // The Go error is non-nil only when the command did not finish on its
 // own terms: ctx done (before or during the run; the command is killed
 // and the partial result returned) or the workspace closed (ErrClosed).
@@ -66,8 +71,19 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	if rf := checkCommand(runtime.GOOS, w.shell, in.Command); rf != nil {
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
-	p, err := w.start(ctx, in.Command)
+	// The timeout bounds the whole call: setting the command's sandbox
+	// up (or waiting for the one prepared ahead) counts.
+	deadline := time.Now().Add(w.opts.CommandTimeout)
+	startCtx, cancelStart := context.WithDeadline(ctx, deadline)
+	p, err := w.start(startCtx, in.Command)
+	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancelStart()
 	switch {
+	case timedOut:
+		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
+		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed,
+			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
+				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was
 		// made ready): it never runs.
@@ -89,7 +105,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	// The shell is waited for, and its output drained, in this goroutine;
 	// the timeout, ctx and Close act from their own callbacks.
 	grace := w.opts.KillGrace
-	timer := time.AfterFunc(w.opts.CommandTimeout, func() { p.terminate(stopTimeout, grace) })
+	timer := time.AfterFunc(time.Until(deadline), func() { p.terminate(stopTimeout, grace) })
 	stopCtx := context.AfterFunc(ctx, func() { p.terminate(stopCancel, grace) })
 	stopOnClose := context.AfterFunc(w.closed, func() { p.terminate(stopClose, grace) })
 	res, cause := p.finish(w)
@@ -229,7 +245,13 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		w.putBack(h)
 		return nil, err
 	}
-	if err := h.sb.Run(w.shell, command, w.env); err != nil {
+	if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
+		if ctx.Err() != nil {
+			// Given up as the command was handed over: its helper
+			// was killed, and the command with it if it had started.
+			h.release()
+			return nil, ctx.Err()
+		}
 		// The sandbox prepared ahead is gone (its helper was killed
 		// while it waited), or does not hide a path to hide that
 		// appeared since (a file the file tools wrote, say): make a new
@@ -240,14 +262,17 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 			w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
 		}
 		h.release()
-		if h, err = w.prepare(); err != nil {
+		if h, err = w.prepare(ctx); err != nil {
 			return nil, err
 		}
 		if w.hookBeforeRun != nil {
 			w.hookBeforeRun()
 		}
-		if err := h.sb.Run(w.shell, command, w.env); err != nil {
+		if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
 			h.release()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if errors.Is(err, sandbox.ErrPreparedStale) {
 				// The error names the path that changed: the log keeps
 				// it, the model is told only what to do.
@@ -283,13 +308,19 @@ func newStreams(max int) (stdout, stderr *stream, outW, errW *os.File, err error
 	return stdout, stderr, outW, errW, nil
 }
 
-// prepare sets up a new sandbox for one command.
-func (w *Workspace) prepare() (*prepared, error) {
+// prepare sets up a new sandbox for one command, or gives up when ctx
+// ends first (its helper is then killed).
+func (w *Workspace) prepare(ctx context.Context) (*prepared, error) {
+	if w.hookPrepare != nil {
+		if err := w.hookPrepare(ctx); err != nil {
+			return nil, err
+		}
+	}
 	stdout, stderr, outW, errW, err := newStreams(w.opts.MaxOutputBytes)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)
+	sb, err := sandbox.PrepareContext(ctx, *w.sandbox, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).
 	outW.Close()
 	errW.Close()
@@ -337,7 +368,7 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 	if h != nil {
 		return h, nil
 	}
-	return w.prepare()
+	return w.prepare(ctx)
 }
 
 // putBack keeps h, taken for a command that did not start, for the next
@@ -376,7 +407,12 @@ func (w *Workspace) warmNextLocked() {
 	w.warmers.Add(1)
 	go func() {
 		defer w.warmers.Done()
-		h, err := w.prepare()
+		// A preparation slower than a command's timeout is of no use to
+		// any command; Close ends it too.
+		ctx, cancel := context.WithTimeoutCause(w.closed, w.opts.CommandTimeout,
+			fmt.Errorf("setting the sandbox up took longer than the command timeout (%s)", w.opts.CommandTimeout))
+		h, err := w.prepare(ctx)
+		cancel()
 		if err != nil {
 			w.log.Debug("run_command: preparing the next sandbox failed", "err", err)
 		}

@@ -262,7 +262,7 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 			w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
 		}
 		h.release()
-		if h, err = w.prepare(ctx); err != nil {
+		if h, err = w.prepareNow(ctx); err != nil {
 			return nil, err
 		}
 		if w.hookBeforeRun != nil {
@@ -368,7 +368,21 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 	if h != nil {
 		return h, nil
 	}
-	return w.prepare(ctx)
+	return w.prepareNow(ctx)
+}
+
+// prepareNow prepares a sandbox for a command that found none ready,
+// and keeps the outcome for Warm to report, unless the command gave up
+// (ctx ended): the set-up was then cut short, which says nothing of
+// the next.
+func (w *Workspace) prepareNow(ctx context.Context) (*prepared, error) {
+	h, err := w.prepare(ctx)
+	if ctx.Err() == nil {
+		w.warmMu.Lock()
+		w.prepErr = err
+		w.warmMu.Unlock()
+	}
+	return h, err
 }
 
 // putBack keeps h, taken for a command that did not start, for the next
@@ -418,7 +432,7 @@ func (w *Workspace) warmNextLocked() {
 		}
 		w.warmMu.Lock()
 		w.warming = nil
-		w.warmErr = err
+		w.prepErr = err
 		close(ch)
 		if h != nil && w.warm == nil && w.closed.Err() == nil {
 			w.warm, h = h, nil
@@ -439,7 +453,11 @@ func (w *Workspace) warmNextLocked() {
 // sandbox's set-up. It does nothing for a workspace without a sandbox.
 // When the sandbox could not be set up, it returns why (the next
 // command would prepare another, and fail to start the same way, until
-// what made it fail is gone: too many paths to hide, say).
+// what made it fail is gone: too many paths to hide, say). It reports
+// the current state: when a command prepared a sandbox, or started
+// preparing the next one, while Warm waited, Warm reports the outcome
+// of the latest (waiting for the one under way), not that of the
+// preparation it started.
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err
@@ -452,7 +470,10 @@ func (w *Workspace) Warm(ctx context.Context) error {
 	w.warmNextLocked()
 	ch := w.warming
 	w.warmMu.Unlock()
-	if ch != nil {
+	for n := 0; ch != nil; n++ {
+		if w.hookWarm != nil {
+			w.hookWarm(n, false)
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -460,10 +481,21 @@ func (w *Workspace) Warm(ctx context.Context) error {
 		case <-w.closed.Done():
 			return ErrClosed
 		}
+		if w.hookWarm != nil {
+			w.hookWarm(n, true)
+		}
+		// A command may have taken the sandbox meanwhile and, once
+		// done, started preparing the next: that one is the state now.
+		w.warmMu.Lock()
+		ch = nil
+		if w.warm == nil {
+			ch = w.warming
+		}
+		w.warmMu.Unlock()
 	}
 	w.reapers.Wait() // bounded: each is a helper that has killed its sandbox and is exiting
 	w.warmMu.Lock()
-	ready, err := w.warm != nil, w.warmErr
+	ready, err := w.warm != nil, w.prepErr
 	w.warmMu.Unlock()
 	if !ready && err != nil && w.closed.Err() == nil {
 		return fmt.Errorf("workspace: prepare the next command's sandbox: %w", err)

@@ -343,7 +343,7 @@ type Workspace struct {
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
 	warming chan struct{}  // closed when the preparation under way ends; nil if none
-	warmErr error          // why the last preparation failed; nil once one succeeded
+	prepErr error          // why the latest preparation that ended failed; nil if it succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped
 
@@ -358,6 +358,9 @@ type Workspace struct {
 	// starts, with the context that bounds it; an error makes the
 	// preparation fail with it.
 	hookPrepare func(ctx context.Context) error
+	// hookWarm, when set by tests, runs in Warm before (waited false)
+	// and after (true) its n-th wait for a preparation.
+	hookWarm func(n int, waited bool)
 
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error

@@ -306,7 +306,7 @@ type Agent struct {
 	// those among them that Close may cancel (delegations, and those
 	// with a consumer). changed, when a Close waits for them, is
 	// closed (and cleared) as one leaves or enters a consumer's body (see
-	// conversation.inBody); closeWaits says a Close may wait.
+	// closer.inBody); closeWaits says a Close may wait.
 	active     int
 	convs      map[*closer]struct{}
 	changed    chan struct{}
@@ -1085,10 +1085,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		if err != nil {
 			return c.result(nil), err
 		}
-		// failed: the loop failed during this attempt (looked at only
-		// after a restart: nil, and nothing allocated, before).
-		// With a Store, the loop's own failures are watched for a
-		// permanent store error (see permanentStore).
+		// failed: the loop failed during this attempt (looked at after a
+		// restart, and with a Store for a permanent store error, see
+		// permanentStore: else nil, and nothing allocated).
 		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0 || a.opts.Store != nil)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -161,6 +162,14 @@ func TestClose_CancelsDelegations(t *testing.T) {
 			r.ans.Text != "The team is done." {
 			t.Fatalf("the delegation's result %s (error %v), answer %q: want an error result saying the writer closed",
 				res.Content, res.IsError, r.ans.Text)
+		}
+		synctest.Wait()
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, fn := range []string{"agent.(*Agent).run(", "agent.AsTool.func"} {
+			if strings.Contains(stacks, fn) {
+				t.Errorf("a goroutine in %s is left once the writer closed and the lead answered:\n%s", fn, stacks)
+			}
 		}
 	})
 }

@@ -51,10 +51,11 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
 		s.noteFailure(err)
@@ -85,12 +86,13 @@ func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	var epoch int64
-	err := s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
+	err = s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}

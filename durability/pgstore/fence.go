@@ -47,6 +47,10 @@ func fencedOr(err error) error {
 // actor names written through the claim. Keys follow the rule of actor
 // names: a key that is empty or longer than [MaxNameLen] bytes is refused
 // with durability.ErrInvalidName.
+//
+// A claim whose connection was lost, or whose ctx was done, after it was
+// sent fails with [ErrOutcomeUnknown]: the epoch may have been raised.
+// Claiming again is safe (it raises the epoch once more).
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -59,6 +63,9 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
 		s.noteFailure(err)
+		if unknownOutcome(err) { // not run again: each run raises the epoch
+			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)
+		}
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil

@@ -64,7 +64,9 @@ func TestSilentServer_ContextBoundsWrite(t *testing.T) {
 		{"request lost", dropRequest, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, p := storeVia(t, nil)
+			// One committer, so that the next write needs the one the
+			// silent server held.
+			s, p := storeVia(t, &pgstore.Options{Committers: 1})
 			hit := p.arm(c.fault)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -82,7 +84,67 @@ func TestSilentServer_ContextBoundsWrite(t *testing.T) {
 			if got := stored(t, s, "a"); !slices.Equal(got, c.want) {
 				t.Errorf("read after the write: %q, want %q", got, c.want)
 			}
+			// Its transaction was given up with its caller: the
+			// committer is free for the next write.
+			if err := s.PersistEvent(t.Context(), "b", 0, []byte("y")); err != nil {
+				t.Errorf("next write: %v", err)
+			}
 		})
+	}
+}
+
+// TestSilentServer_QueuedWriteWithdrawn: a write that waits in the queue
+// behind a transaction held by a silent server, and whose caller's context
+// is done, is withdrawn: it fails with the context's error alone (its
+// outcome is known: it is not stored) and is never sent.
+func TestSilentServer_QueuedWriteWithdrawn(t *testing.T) {
+	s, p := storeVia(t, &pgstore.Options{Committers: 1})
+	hit := p.arm(muteReply)
+	held, release := context.WithCancel(t.Context())
+	defer release()
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(held, "a", 0, []byte("x")) }()
+	<-hit // the only committer waits for the silent server
+	ctx, cancel := context.WithCancel(t.Context())
+	queuedErr := make(chan error, 1)
+	go func() { queuedErr <- s.PersistEvent(ctx, "q", 0, []byte("y")) }()
+	pgstore.WaitQueued(s, 1)
+	cancel()
+	if err := <-queuedErr; !errors.Is(err, context.Canceled) || errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("queued write given up: %v, want context.Canceled and a known outcome", err)
+	}
+	release()
+	if err := <-heldErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("write given up in flight: %v, want ErrOutcomeUnknown", err)
+	}
+	if err := s.PersistEvent(t.Context(), "b", 0, []byte("z")); err != nil { // after the queued write, had it been sent
+		t.Fatal(err)
+	}
+	if got := stored(t, s, "q"); len(got) != 0 {
+		t.Errorf("the withdrawn write was stored: %q", got)
+	}
+}
+
+// TestSilentServer_ClaimOutcomeUnknown: a claim cut off by its context
+// once the server had it says that its outcome is unknown; a later read
+// of the epoch tells the truth.
+func TestSilentServer_ClaimOutcomeUnknown(t *testing.T) {
+	s, p := storeVia(t, nil)
+	hit := p.arm(muteReply)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(ctx, "k")
+		errc <- err
+	}()
+	<-hit
+	cancel()
+	if err := <-errc; !errors.Is(err, pgstore.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("claim cut off by its context: %v, want ErrOutcomeUnknown and context.Canceled", err)
+	}
+	if e, err := s.Epoch(t.Context(), "k"); err != nil || e != 1 {
+		t.Errorf("Epoch after the claim = %d, %v; want 1 (the server committed it)", e, err)
 	}
 }
 

@@ -21,10 +21,13 @@ import (
 )
 
 // ErrOutcomeUnknown is the cause (with the failure's own) of the error a
-// write returns when it cannot tell whether the write committed: its
-// transaction was sent, and then the connection was lost, the caller's
-// context was done or Close gave up before the server answered. The write
-// may have committed or not; a read tells which.
+// write (or [Store.Claim]) returns when it cannot tell whether it
+// committed: its transaction was sent, and then the connection was lost,
+// the caller's context was done or Close gave up before the server
+// answered (and running it again was not safe, or failed). It may have
+// committed or not; a read tells which (see Timeouts and unknown outcomes
+// in the package doc). Every other error of a write means that it did not
+// commit.
 var ErrOutcomeUnknown = errors.New("outcome unknown: the write may or may not have committed")
 
 // writeKind says what a write does.
@@ -402,7 +405,9 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 	if err == nil || ctx.Err() != nil || !connectionLost(err) {
 		return err, false
 	}
-	writes = c.stillAll(writes)
+	if writes = c.stillAll(writes); len(writes) == 0 {
+		return err, false // nobody waits for them: not sent again
+	}
 	if pgconn.SafeToRetry(err) {
 		s.log.Info("pgstore: running a transaction again on a fresh connection: it never reached the server", "writes", len(writes), "err", err)
 		return s.runCounted(ctx, c, writes), false

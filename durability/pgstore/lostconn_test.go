@@ -235,3 +235,29 @@ func TestLostConnection_WriteRetried(t *testing.T) {
 		})
 	}
 }
+
+// TestLostConnection_FencedRerun: a write through a claim whose
+// connection is lost after it was sent runs again with its fence check;
+// when a newer claim was taken meanwhile, it fails as fenced, and saying
+// that its outcome is unknown (the first run may have committed before
+// the newer claim).
+func TestLostConnection_FencedRerun(t *testing.T) {
+	ctx := t.Context()
+	s, p := storeVia(t, nil)
+	old, err := s.Claim(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	hit := p.arm(cutRequest)
+	err = old.PersistEvent(ctx, "a", 0, []byte("x"))
+	<-hit
+	if !errors.Is(err, pgstore.ErrFenced) || !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("fenced write run again: %v, want ErrFenced and ErrOutcomeUnknown", err)
+	}
+	if got := stored(t, s, "a"); len(got) != 0 {
+		t.Errorf("a fenced write was stored: %q", got)
+	}
+}

@@ -509,7 +509,15 @@ func (r rowRef) in(w *write) bool {
 // ErrOutcomeUnknown (and the reason ctx was cancelled, when it was
 // Close's).
 func (s *Store) failure(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, ErrOutcomeUnknown) || !unknownOutcome(err) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrOutcomeUnknown): // from Store.try
+		if isFenced(err) {
+			return fmt.Errorf("%w (%w)", err, ErrFenced)
+		}
+		return err
+	case !unknownOutcome(err):
 		return fencedOr(err)
 	}
 	if errors.Is(context.Cause(ctx), errCloseGaveUp) {

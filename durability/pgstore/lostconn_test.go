@@ -261,3 +261,43 @@ func TestLostConnection_FencedRerun(t *testing.T) {
 		t.Errorf("a fenced write was stored: %q", got)
 	}
 }
+
+// TestLostConnection_BatchRerunPartly: writes that share a transaction
+// whose connection was lost are judged one by one when it runs again: the
+// one whose row holds other bytes fails saying its outcome is unknown,
+// and the others commit without it.
+func TestLostConnection_BatchRerunPartly(t *testing.T) {
+	ctx := t.Context()
+	s, p := storeVia(t, &pgstore.Options{Committers: 1})
+	if err := s.PersistEvent(ctx, "a", 0, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the only committer, so that the next two writes queue and
+	// share its next transaction.
+	hit := p.arm(muteReply)
+	held, release := context.WithCancel(ctx)
+	defer release()
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
+	<-hit
+	overwrite, fresh := make(chan error, 1), make(chan error, 1)
+	go func() { overwrite <- s.PersistEvent(ctx, "a", 0, []byte("new")) }()
+	go func() { fresh <- s.PersistEvents(ctx, "b", 0, [][]byte{[]byte("x"), []byte("y")}) }()
+	pgstore.WaitQueued(s, 2)
+	cut := p.arm(cutRequest)
+	release()
+	<-heldErr
+	if err := <-overwrite; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("overwrite on a lost connection: %v, want ErrOutcomeUnknown", err)
+	}
+	if err := <-fresh; err != nil {
+		t.Errorf("new events on a lost connection: %v, want them run again and nil", err)
+	}
+	<-cut
+	if got := stored(t, s, "a"); !slices.Equal(got, []string{"0:old"}) {
+		t.Errorf("a holds %q, want [0:old]", got)
+	}
+	if got := stored(t, s, "b"); !slices.Equal(got, []string{"0:x", "1:y"}) {
+		t.Errorf("b holds %q, want [0:x 1:y]", got)
+	}
+}

@@ -438,8 +438,8 @@ func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) e
 // holds with the bytes to put. Each write with a row that holds other
 // bytes is left out, with a verdict of ErrOutcomeUnknown (the first run
 // may or may not have replaced them, and running it again would overwrite
-// them), and the rest runs again on the same connection; when every row
-// matches, the compactions and deletes run again too (they are
+// them), and the transaction, rolled back, runs again without them. When
+// every row matches, the compactions and deletes run again too (they are
 // idempotent) and the transaction commits.
 func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost error) error {
 	for {
@@ -462,12 +462,17 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 			s.written.Add(int64(len(writes)))
 			return nil
 		}
+		left := false // a write left out: the loop makes progress
 		for _, r := range other {
 			for _, w := range writes {
 				if w.verdict == nil && r.in(w) {
 					w.verdict = fmt.Errorf("%w: the connection was lost (%v) and the %s at index %d holds other bytes than the write's, which running it again would overwrite", ErrOutcomeUnknown, lost, r.kind, r.index)
+					left = true
 				}
 			}
+		}
+		if !left { // rows of no write: cannot be, but never loop for it
+			return fmt.Errorf("rows %v hold other bytes, and no write puts them", other)
 		}
 	}
 }

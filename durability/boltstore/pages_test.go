@@ -8,9 +8,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -377,5 +379,34 @@ func TestOpen_DamagedActorPage_FormatV2(t *testing.T) {
 	}
 	if _, _, err := readActor(s, "big"); !errors.Is(err, durability.ErrDamaged) {
 		t.Errorf("big: %v, want the damage", err)
+	}
+}
+
+// TestVerify_CopyHasNoName verifies a held file, whose consistent copy
+// Verify takes in the temporary folder: the copy has no name there while
+// it is verified (an interrupted or killed verify leaves nothing), and
+// none is left after.
+func TestVerify_CopyHasNoName(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	path, _ := pagesFile(t, false)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var during []os.DirEntry
+	verifyCopied = func(*os.File) { during, _ = os.ReadDir(tmp) }
+	defer func() { verifyCopied = nil }()
+	r, err := Verify(path, &Options{OpenTimeout: 10 * time.Millisecond})
+	if err != nil || r.Copy == "" || !r.Intact() {
+		t.Fatalf("Verify of a held file: %v %+v", err, r)
+	}
+	after, _ := os.ReadDir(tmp)
+	if runtime.GOOS == "windows" {
+		during = nil // the name of an open file stays: Verify removes it when it returns
+	}
+	if len(during)+len(after) > 0 {
+		t.Errorf("the temporary folder holds %v while the copy is verified, %v after", during, after)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -108,7 +109,13 @@ func (r *Report) Intact() bool {
 // meta pages are the same before and after, and bbolt does not reuse a
 // page of the tree a meta page names before two more commits), verifies
 // the copy and says so in [Report].Copy. The copy shows the store as of
-// one commit, with its log not yet checkpointed.
+// one commit, with its log not yet checkpointed. It is taken in the
+// temporary folder (os.TempDir) and, except on Windows, has no name
+// there once created: it lives as long as Verify holds it, so a verify
+// that is interrupted or killed leaves nothing behind.
+//
+// A path that is not a regular file (a folder, a FIFO, a device) is an
+// error, before anything is opened.
 //
 // The error is for failures to read the file at all (it does not exist,
 // it is locked and changes too often for a consistent copy); damage is in
@@ -119,7 +126,12 @@ func Verify(path string, opts *Options) (*Report, error) {
 		o.OpenTimeout = opts.OpenTimeout
 	}
 	o.ReadOnly, o.MetaFallback, o.FileMode = true, true, DefaultFileMode
-	r, err := verifyFile(path, path, &o)
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if err := notRegular(path, fi); err != nil {
+		return nil, err
+	}
+	r, err := verifyFile(path, path, &o, os.OpenFile)
 	if !errors.Is(err, durability.ErrLocked) {
 		return r, err
 	}
@@ -127,8 +139,13 @@ func Verify(path string, opts *Options) (*Report, error) {
 	if cerr != nil {
 		return nil, fmt.Errorf("%w; %w", err, cerr)
 	}
-	defer os.Remove(tmp)
-	r, err = verifyFile(tmp, path, &o)
+	if verifyCopied != nil {
+		verifyCopied(tmp)
+	}
+	// bbolt closes the copy's descriptor; where it still has a name, it
+	// is removed.
+	defer os.Remove(tmp.Name())
+	r, err = verifyFile(tmp.Name(), path, &o, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
 	if r != nil {
 		r.Copy = lockNote(path) + ": verified a consistent copy taken meanwhile"
 	}
@@ -152,14 +169,21 @@ func lockNote(path string) string {
 // copyAttempts bounds the copies consistentCopy takes.
 const copyAttempts = 50
 
+// verifyCopied, when set (by tests), is called with the copy Verify takes
+// of a held file, before it verifies it.
+var verifyCopied func(*os.File)
+
 // consistentCopy copies the store file at path, which a running store may
 // be committing to, into a temporary file until a copy is consistent: the
 // bytes of both meta pages are the same before and after the copy. It
-// returns the copy's path.
-func consistentCopy(path string) (string, error) {
+// returns the copy, open. Where the system allows it (not Windows), the
+// copy's name is removed as soon as it is created: the copy lives as long
+// as its descriptor, so an interrupted or killed verify leaves nothing
+// behind.
+func consistentCopy(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer f.Close()
 	metas := func() ([]byte, error) {
@@ -176,9 +200,11 @@ func consistentCopy(path string) (string, error) {
 	}
 	tmp, err := os.CreateTemp("", "polyweave-verify-*.db")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	defer tmp.Close()
+	if runtime.GOOS != "windows" {
+		os.Remove(tmp.Name())
+	}
 	for range copyAttempts {
 		before, err := metas()
 		if err != nil {
@@ -198,17 +224,18 @@ func consistentCopy(path string) (string, error) {
 			break
 		}
 		if bytes.Equal(before, after) {
-			return tmp.Name(), nil
+			return tmp, nil
 		}
 	}
+	tmp.Close()
 	os.Remove(tmp.Name())
-	return "", fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
+	return nil, fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
 }
 
 // verifyFile is Verify of the file at path, reported as name.
-func verifyFile(path, name string, o *Options) (*Report, error) {
+func verifyFile(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
 	r := &Report{Path: name}
-	db, file, t, err := openBolt(path, o, os.OpenFile)
+	db, file, t, err := openBolt(path, o, openFile)
 	var nr *notRegularError
 	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) {
 		return nil, err

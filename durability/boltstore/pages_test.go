@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -408,5 +409,66 @@ func TestVerify_CopyHasNoName(t *testing.T) {
 	}
 	if len(during)+len(after) > 0 {
 		t.Errorf("the temporary folder holds %v while the copy is verified, %v after", during, after)
+	}
+}
+
+// TestOpen_PageReachedTwice points the first child of big's events
+// (a branch page) at another page: at a page of big's own, big alone is
+// damaged; at a page of another actor, which of the two is damaged
+// cannot be told, and Open refuses the file.
+func TestOpen_PageReachedTwice(t *testing.T) {
+	path, want := pagesFile(t, false)
+	roots := map[string]uint64{}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child1 uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{"big", "mid"} {
+			roots[name] = uint64(tx.Bucket(actorsBucket).Bucket([]byte(name)).Bucket(eventsBucket).Root())
+		}
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := orig[roots["big"]*4096:]
+	if binary.LittleEndian.Uint16(root[8:]) != branchPage || binary.LittleEndian.Uint16(root[10:]) < 2 {
+		t.Fatal("big's events have no branch page with two children")
+	}
+	child1 = binary.LittleEndian.Uint64(root[16+16+8:])
+	for _, c := range []struct {
+		to      uint64
+		refused bool
+	}{{child1, false}, {roots["mid"], true}} {
+		b := bytes.Clone(orig)
+		binary.LittleEndian.PutUint64(b[roots["big"]*4096+16+8:], c.to)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(path, &Options{NoSync: true})
+		if c.refused {
+			if err == nil || !strings.Contains(err.Error(), "reached twice") {
+				t.Errorf("big's branch at mid's page: Open: %v, want a refusal", err)
+			}
+			if err == nil {
+				s.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("big's branch at big's own page: Open: %v", err)
+		}
+		if failed := checkPages(t, s, want, "reached twice"); !slices.Equal(failed, []string{"big"}) {
+			t.Errorf("actors failing: %q, want big alone", failed)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -86,7 +86,8 @@ func (o owner) what() string {
 }
 
 // fileWide is damage that checkTree cannot attribute to one actor even
-// though it met it below one: a page that two buckets reach.
+// though it met it below one: a page that two actors (or an actor and
+// another part of the file) reach.
 type fileWide struct{ err error }
 
 func (e *fileWide) Error() string { return e.err.Error() }
@@ -132,7 +133,7 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		for p := id; p <= id+overflow; p++ {
 			if first, seen := seenBy[p]; seen {
 				err := bad(o, off, "page %d is reached twice in the tree", p)
-				if first != o || !o.attributed() {
+				if first.top != o.top || first.unit != o.unit || !o.attributed() {
 					return &fileWide{err}
 				}
 				return err

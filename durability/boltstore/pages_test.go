@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -151,8 +152,17 @@ func checkSalvaged(t *testing.T, s *Store, name string, want *pagesActor, what s
 // zeroPage writes a copy of orig at path with page p (of 4 KiB) zeroed.
 func zeroPage(t *testing.T, path string, orig []byte, p int) {
 	t.Helper()
+	fillPage(t, path, orig, p, zeroBytes)
+}
+
+func zeroBytes(b []byte) { clear(b) }
+
+// fillPage writes a copy of orig at path with page p (of 4 KiB) filled by
+// fill.
+func fillPage(t *testing.T, path string, orig []byte, p int, fill func([]byte)) {
+	t.Helper()
 	b := bytes.Clone(orig)
-	clear(b[p*4096 : (p+1)*4096])
+	fill(b[p*4096 : (p+1)*4096])
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +254,30 @@ func TestOpen_DamagedActorPage(t *testing.T) {
 // exactly. Nothing panics; nothing reads back different.
 func TestOpen_EveryPageZeroed(t *testing.T) {
 	t.Parallel()
+	everyPage(t, func(*rand.Rand, []byte) func([]byte) { return zeroBytes })
+}
+
+// TestOpen_EveryPageGarbled is TestOpen_EveryPageZeroed with each page
+// filled with random bytes instead, half of them with the flags of a leaf
+// page (so that the page's elements are read).
+func TestOpen_EveryPageGarbled(t *testing.T) {
+	t.Parallel()
+	everyPage(t, func(rng *rand.Rand, _ []byte) func([]byte) {
+		return func(b []byte) {
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			if rng.IntN(2) == 0 {
+				binary.LittleEndian.PutUint16(b[8:], leafPage)
+			}
+		}
+	})
+}
+
+// everyPage damages each page of a store in turn with the filler that
+// damage returns (see TestOpen_EveryPageZeroed).
+func everyPage(t *testing.T, damage func(*rand.Rand, []byte) func([]byte)) {
+	rng := rand.New(rand.NewPCG(7, 7))
 	for _, crashed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("crashed=%v", crashed), func(t *testing.T) {
 			src, orig := pagesFile(t, crashed)
@@ -259,7 +293,7 @@ func TestOpen_EveryPageZeroed(t *testing.T) {
 				for name, a := range orig {
 					want[name] = &pagesActor{events: maps.Clone(a.events), snapshot: a.snapshot}
 				}
-				zeroPage(t, path, b, p)
+				fillPage(t, path, b, p, damage(rng, b))
 				r, verr := Verify(path, nil)
 				s, err := Open(path, &Options{NoSync: true})
 				if err != nil {

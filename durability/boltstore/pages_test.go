@@ -254,15 +254,15 @@ func TestOpen_DamagedActorPage(t *testing.T) {
 // exactly. Nothing panics; nothing reads back different.
 func TestOpen_EveryPageZeroed(t *testing.T) {
 	t.Parallel()
-	everyPage(t, func(*rand.Rand, []byte) func([]byte) { return zeroBytes })
+	everyPage(t, []bool{false, true}, func(*rand.Rand, []byte) func([]byte) { return zeroBytes })
 }
 
 // TestOpen_EveryPageGarbled is TestOpen_EveryPageZeroed with each page
 // filled with random bytes instead, half of them with the flags of a leaf
-// page (so that the page's elements are read).
+// page (so that the page's elements are read), in the store with a log.
 func TestOpen_EveryPageGarbled(t *testing.T) {
 	t.Parallel()
-	everyPage(t, func(rng *rand.Rand, _ []byte) func([]byte) {
+	everyPage(t, []bool{true}, func(rng *rand.Rand, _ []byte) func([]byte) {
 		return func(b []byte) {
 			for i := range b {
 				b[i] = byte(rng.Uint32())
@@ -275,10 +275,11 @@ func TestOpen_EveryPageGarbled(t *testing.T) {
 }
 
 // everyPage damages each page of a store in turn with the filler that
-// damage returns (see TestOpen_EveryPageZeroed).
-func everyPage(t *testing.T, damage func(*rand.Rand, []byte) func([]byte)) {
+// damage returns (see TestOpen_EveryPageZeroed), in the store with its
+// log checkpointed, or left by a crash, or both (crashed).
+func everyPage(t *testing.T, crashed []bool, damage func(*rand.Rand, []byte) func([]byte)) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	for _, crashed := range []bool{false, true} {
+	for _, crashed := range crashed {
 		t.Run(fmt.Sprintf("crashed=%v", crashed), func(t *testing.T) {
 			src, orig := pagesFile(t, crashed)
 			b, err := os.ReadFile(src)

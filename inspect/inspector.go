@@ -78,6 +78,8 @@ type Options struct {
 type Inspector struct {
 	rt   *actors.Runtime
 	opts Options
+	// actors reads the runtime's registry of live actors (rt.Actors).
+	actors func() []actors.ActorInfo
 
 	unwatch []func()
 	closed  chan struct{}
@@ -159,7 +161,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
+	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
 		stores: map[string]storePosition{}}
@@ -454,7 +456,7 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 
 // alive reports whether id is in the runtime's registry of live actors.
 func (in *Inspector) alive(id string) bool {
-	_, found := slices.BinarySearchFunc(in.rt.Actors(), id, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) })
+	_, found := slices.BinarySearchFunc(in.actors(), id, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) })
 	return found
 }
 
@@ -598,6 +600,9 @@ const OtherTools = "(other tools)"
 // maxOtherTools bounds the rows of tool figures of names not given to
 // Inspector.Tools.
 const maxOtherTools = 32
+
+// MaxToolRows bounds the rows of tool figures kept.
+const MaxToolRows = 128
 
 // toolStats are the figures of one tool.
 type toolStats struct {

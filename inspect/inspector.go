@@ -119,7 +119,7 @@ type Inspector struct {
 	sessionOrder ring[*session]
 	storeOrder   ring[string]
 	tools        map[string]*toolStats
-	toolList     []*toolStats // the same, by index (pendingCall.tool)
+	toolList     []*toolStats // the same, by index (pendingCall.tool); a dropped row's index is the next row's
 	// registered are the names of the tools given to Tools (the host's);
 	// unregistered counts the rows of other names (see toolStats).
 	registered   map[string]bool
@@ -517,6 +517,7 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 		st = in.toolStatsApart(name)
 	}
 	st.calls++
+	st.used = in.version.Load()
 	if dispatched > 0 {
 		st.addLatency(monoNow() - dispatched) // precise: a latency
 	}
@@ -567,17 +568,19 @@ func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 // held. The name is the model's (a call may name any tool, one that does
 // not exist included): it is clipped to Options.Clip, and past
 // maxOtherTools rows of names not given to [Inspector.Tools], the figures
-// of a new such name are counted in one row, [OtherTools]. Rows are kept
-// for good (pending calls point at them).
+// of a new such name are counted in one row, [OtherTools]. Past
+// [MaxToolRows] rows, making one drops the row used least recently (see
+// dropToolRow).
 func (in *Inspector) toolStats(name string) *toolStats {
 	name = clip(name, in.opts.Clip)
 	st := in.tools[name]
 	if st != nil {
 		return st
 	}
-	if !in.registered[name] {
+	other := !in.registered[name]
+	if other {
 		if in.unregistered >= maxOtherTools {
-			name = OtherTools
+			name, other = OtherTools, false
 			if st = in.tools[name]; st != nil {
 				return st
 			}
@@ -585,10 +588,38 @@ func (in *Inspector) toolStats(name string) *toolStats {
 			in.unregistered++
 		}
 	}
-	st = &toolStats{name: name, index: int32(len(in.toolList)), kinds: map[string]int{}}
+	st = &toolStats{name: name, other: other, used: in.version.Load(), kinds: map[string]int{}}
+	if len(in.toolList) < MaxToolRows {
+		st.index = int32(len(in.toolList))
+		in.toolList = append(in.toolList, st)
+	} else {
+		st.index = in.dropToolRow()
+		in.toolList[st.index] = st
+	}
 	in.tools[name] = st
-	in.toolList = append(in.toolList, st)
 	return st
+}
+
+// dropToolRow forgets the row of tool figures used least recently (its
+// last result, or its making, the longest ago) and returns its index,
+// for the new row; in.mu must be held. A pending call that pointed at it
+// is counted, at its result, in the row of its tool's name (made
+// anew); an adapter's observer that remembered it looks it up again.
+//
+//go:noinline
+func (in *Inspector) dropToolRow() int32 {
+	oldest := in.toolList[0]
+	for _, st := range in.toolList[1:] {
+		if st.used < oldest.used {
+			oldest = st
+		}
+	}
+	delete(in.tools, oldest.name)
+	if oldest.other {
+		in.unregistered--
+	}
+	oldest.dropped = true
+	return oldest.index
 }
 
 // OtherTools names the row of tool figures that counts the calls of
@@ -601,13 +632,26 @@ const OtherTools = "(other tools)"
 // Inspector.Tools.
 const maxOtherTools = 32
 
-// MaxToolRows bounds the rows of tool figures kept.
+// MaxToolRows bounds the rows of tool figures kept (the page draws them
+// all, in every event): a host whose agents call more distinct tools,
+// over its life, than this keeps the figures of those used most
+// recently. Past it, the row of the tool used least recently (its last
+// result, or the making of its row, the longest ago) is dropped, its
+// figures forgotten; the tool's next call starts a row afresh. Tools
+// given to [Inspector.Tools] with Options.Faults are still listed, with
+// their stall switch, without figures.
 const MaxToolRows = 128
 
 // toolStats are the figures of one tool.
 type toolStats struct {
-	name            string // the tool's name
-	index           int32  // in in.toolList
+	name  string // the tool's name
+	index int32  // in in.toolList
+	// other rows are of names not given to Tools, counted in
+	// in.unregistered; dropped ones were dropped by dropToolRow.
+	other, dropped bool
+	// used is in.version at the row's last result or its making: the
+	// row used least recently goes first past MaxToolRows.
+	used            uint64
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int

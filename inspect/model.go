@@ -151,12 +151,16 @@ func (o *modelObserver) stop(err error) {
 // tools the adapter's calls name: no map lookup per call; in.mu must be
 // held.
 func (o *modelObserver) toolStats(name string) *toolStats {
-	for _, st := range o.tools {
+	for i, st := range o.tools {
 		if st.name == name {
-			return st
+			if !st.dropped {
+				return st
+			}
+			o.tools = slices.Delete(o.tools, i, i+1) // gone past MaxToolRows
+			break
 		}
 	}
-	st := o.in.toolStats(name)                              // kept for good: in.tools forgets none
+	st := o.in.toolStats(name)
 	if len(o.tools) < maxObservedTools && st.name == name { // not clipped, nor OtherTools
 		o.tools = append(o.tools, st)
 	}

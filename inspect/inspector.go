@@ -110,7 +110,7 @@ type Inspector struct {
 	decidedNext int
 	models      map[string]bool // spec names of the observed model adapters
 	modelsBy    map[string]*modelObserver
-	sessions    map[string]*session
+	index       sessionIndex // the sessions kept, by id
 	results     sessionCache // the session of the last tool result, or of the session made last
 	spare       *session     // a forgotten session, reset, for the next one
 	// sessionOrder are the sessions, storeOrder the keys of stores, first
@@ -163,7 +163,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	}
 	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
-		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
+		tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
 		stores: map[string]storePosition{}}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
@@ -513,7 +513,7 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 			in.answeredByResult(ev, kind)
 		}
 	}
-	if name := ev.Call.GetName(); st == nil || name != st.name {
+	if name := ev.Call.GetName(); st == nil || !sameString(name, st.name) {
 		st = in.toolStatsApart(name)
 	}
 	st.calls++
@@ -710,10 +710,7 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 // open or a call waiting for approval, and the session keep (one just
 // made, nil for none): O(1) per session, so that a host running
 // conversations without end pays the same for each. A dropped session's
-// buffers are kept for the next one (in.spare). Its entry in
-// in.sessions stays, stale (see lookup), until reindex: the hot path
-// neither hashes the old id, long cold, nor probes the map for it.
-// in.mu must be held.
+// buffers are kept for the next one (in.spare). in.mu must be held.
 func (in *Inspector) forget(keep *session) {
 	limit := in.opts.MaxSessions
 	for n := in.sessionOrder.len(); in.sessionOrder.len() > limit && n > 0; n-- {
@@ -722,40 +719,18 @@ func (in *Inspector) forget(keep *session) {
 			in.sessionOrder.push(s) // busy: later
 			continue
 		}
+		in.index.remove(s)
 		s.reset()
 		in.spare = s
-	}
-	if len(in.sessions) > in.sessionOrder.len()+staleSessions {
-		in.reindex()
 	}
 	for len(in.stores) > limit && in.storeOrder.len() > 0 {
 		delete(in.stores, in.storeOrder.pop())
 	}
 }
 
-// staleSessions is how many entries of forgotten sessions in.sessions
-// keeps before reindex drops them: the index is rebuilt once every so
-// many sessions made past the bound, its cost shared by them.
-const staleSessions = 64
-
-// lookup returns the session id, or nil; in.mu must be held. An entry of
-// in.sessions whose session has another id (or none) is stale: that
-// session was forgotten, and maybe reused for another id since.
+// lookup returns the session id, or nil; in.mu must be held.
 func (in *Inspector) lookup(id string) *session {
-	if s := in.sessions[id]; s != nil && s.id == id {
-		return s
-	}
-	return nil
-}
-
-// reindex rebuilds in.sessions from the sessions kept, dropping the
-// stale entries; in.mu must be held.
-func (in *Inspector) reindex() {
-	clear(in.sessions)
-	for i := range in.sessionOrder.len() {
-		s := in.sessionOrder.at(i)
-		in.sessions[s.id] = s
-	}
+	return in.index.find(id, in.index.hash(id))
 }
 
 // ring is a queue, first in first out, kept in a ring that grows only

@@ -152,7 +152,7 @@ func (o *modelObserver) stop(err error) {
 // held.
 func (o *modelObserver) toolStats(name string) *toolStats {
 	for i, st := range o.tools {
-		if st.name == name {
+		if sameString(st.name, name) {
 			if !st.dropped {
 				return st
 			}
@@ -196,7 +196,7 @@ type sessionCache struct {
 // and its session is still kept, or nil. Compared by stream, not by
 // session: no parsing of the stream's id on the hot path.
 func (c *sessionCache) find(stream string) *session {
-	if s := c.s; s != nil && s.gen == c.gen && c.stream == stream {
+	if s := c.s; s != nil && s.gen == c.gen && sameString(c.stream, stream) {
 		return s
 	}
 	return nil
@@ -204,7 +204,7 @@ func (c *sessionCache) find(stream string) *session {
 
 // remember makes s the session find returns for stream.
 func (c *sessionCache) remember(stream string, s *session) {
-	if c.s != s || c.gen != s.gen || c.stream != stream {
+	if c.s != s || c.gen != s.gen || !sameString(c.stream, stream) {
 		c.stream, c.s, c.gen = stream, s, s.gen
 	}
 }
@@ -214,15 +214,16 @@ func (c *sessionCache) remember(stream string, s *session) {
 // conversation's first result is its).
 func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
-	s := in.lookup(key)
+	h := in.index.hash(key)
+	s := in.index.find(key, h)
 	if s == nil {
 		s = in.spare
 		in.spare = nil
 		if s == nil {
 			s = &session{}
 		}
-		s.id, s.updated = key, in.clock.unixNano()
-		in.sessions[key] = s
+		s.id, s.hash, s.updated = key, h, in.clock.unixNano()
+		in.index.add(s)
 		in.sessionOrder.push(s)
 		in.forget(s)
 		in.results.remember(stream, s)
@@ -272,7 +273,7 @@ func (o *modelObserver) flush() {
 	for i, ob := range o.turn {
 		// Frames of one stream come in a row: one look-up for them (no
 		// other session is made in between, which could forget s).
-		if f := ob.f.GetStreamId(); s == nil || f != stream {
+		if f := ob.f.GetStreamId(); s == nil || !sameString(f, stream) {
 			stream, s = f, o.session(f)
 		}
 		if ob.request {
@@ -299,11 +300,11 @@ func (o *modelObserver) endsInTurn(i int) bool {
 	// The common turn: the request's END alone written in, the turn ended
 	// by the END of its response.
 	if last := o.turn[len(o.turn)-1]; o.asked == 1 && !last.request &&
-		last.f.GetType() == messages.FrameType_END && last.f.GetStreamId() == stream {
+		last.f.GetType() == messages.FrameType_END && sameString(last.f.GetStreamId(), stream) {
 		return true
 	}
 	for _, ob := range o.turn[i+1:] {
-		if ob.f.GetStreamId() == stream {
+		if sameString(ob.f.GetStreamId(), stream) {
 			if ob.request { // a new request of the stream: it stays open
 				return false
 			}
@@ -320,7 +321,7 @@ func (o *modelObserver) endsInTurn(i int) bool {
 // must be held.
 func (o *modelObserver) applyRequest(s *session, f *messages.Frame, now int64, answered bool) {
 	stream := f.GetStreamId()
-	if o.staged != nil && o.staged.GetStreamId() == stream {
+	if o.staged != nil && sameString(o.staged.GetStreamId(), stream) {
 		s.request(o.staged.GetPayload())
 		o.staged = nil
 	}
@@ -506,6 +507,7 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 // coarse clock.
 type session struct {
 	id        string
+	hash      uint64         // of id, in in.index
 	streams   []openStream   // few: a slice
 	approvals []heldApproval // calls waiting for a person, held first first
 	updated   int64
@@ -642,7 +644,7 @@ func (s *session) removeCall(call *messages.Frame) (tool int32, dispatched time.
 	id := call.GetToolCallId()
 	for i := range s.calls {
 		// The loop's call is most often the adapter's frame itself.
-		if p := &s.calls[i]; p.call == call || p.id() == id {
+		if p := &s.calls[i]; p.call == call || sameString(p.id(), id) {
 			tool, dispatched = p.tool, p.dispatched
 			if last := len(s.calls) - 1; i < last {
 				copy(s.calls[i:], s.calls[i+1:])

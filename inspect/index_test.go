@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/polyweave/polyweave-go/agent"
 )
 
 // The index finds every session added and not removed, whatever their
@@ -105,3 +107,13 @@ func TestSessionIndex_SessionsFoundForgottenReused(t *testing.T) {
 	}
 }
 
+// sessionKey reads a stream's session as agent.SessionOf does, its
+// shortcut for ids without '#' or '%' included.
+func TestSessionKey_AsAgentReadsIt(t *testing.T) {
+	for _, stream := range []string{"", "run-1", "a!b", "it's", "job#2", "job#7#2", "job#x", "a%23b#3", "50%25", "#", "x#0", "s!#2"} {
+		want, _ := agent.SessionOf(stream)
+		if got := sessionKey(stream); got != want {
+			t.Errorf("sessionKey(%q) = %q, want %q", stream, got, want)
+		}
+	}
+}

@@ -787,8 +787,16 @@ func (r *ring[T]) pop() T {
 // on "<session>#<n>", and a '#' or '%' of the session id is written
 // "%23" or "%25".
 func sessionKey(stream string) string {
-	session, _ := agent.SessionOf(stream)
-	return session
+	// Most ids have neither: one test a byte ('#' and '%' are 0x23 and
+	// 0x25; so are '!' and '\'' with bits 1 and 2 cleared, which merely
+	// take the full reading).
+	for i := 0; i < len(stream); i++ {
+		if stream[i]&^6 == '!' {
+			session, _ := agent.SessionOf(stream)
+			return session
+		}
+	}
+	return stream
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.

@@ -268,6 +268,45 @@ func (o *modelObserver) flush() {
 	in := o.in
 	now := in.clock.unixNano()
 	in.mu.Lock()
+	if !o.applyCommonTurn(now) {
+		o.applyTurn(now)
+	}
+	in.version.Add(1)
+	in.mu.Unlock()
+	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
+}
+
+// applyCommonTurn shows the common turn, if this turn is one, and
+// reports whether it was: the END of one request written in, answered by
+// the response's frames on its stream up to their END (no stream opened
+// or closed, one session looked up); in.mu must be held.
+func (o *modelObserver) applyCommonTurn(now int64) bool {
+	turn := o.turn
+	if o.asked != 1 || len(turn) < 2 || !turn[0].request {
+		return false // o.asked == 1 and turn[0] the request: the rest are the response's
+	}
+	req, last := turn[0].f, turn[len(turn)-1].f
+	if req.GetType() != messages.FrameType_END || last.GetType() != messages.FrameType_END {
+		return false
+	}
+	stream := req.GetStreamId()
+	for _, ob := range turn[1:] {
+		if !sameString(ob.f.GetStreamId(), stream) {
+			return false
+		}
+	}
+	s := o.session(stream)
+	o.applyRequest(s, req, now, true)
+	for _, ob := range turn[1:] {
+		o.applyResponse(s, ob.f, now)
+	}
+	return true
+}
+
+// applyTurn shows any turn; in.mu must be held.
+//
+//go:noinline
+func (o *modelObserver) applyTurn(now int64) {
 	var s *session // the session of stream, the stream of the frame before
 	var stream string
 	for i, ob := range o.turn {
@@ -282,9 +321,6 @@ func (o *modelObserver) flush() {
 			o.applyResponse(s, ob.f, now)
 		}
 	}
-	in.version.Add(1)
-	in.mu.Unlock()
-	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
 }
 
 // endsInTurn reports whether the stream of the request frame o.turn[i]
@@ -297,12 +333,6 @@ func (o *modelObserver) endsInTurn(i int) bool {
 		return false
 	}
 	stream := f.GetStreamId()
-	// The common turn: the request's END alone written in, the turn ended
-	// by the END of its response.
-	if last := o.turn[len(o.turn)-1]; o.asked == 1 && !last.request &&
-		last.f.GetType() == messages.FrameType_END && sameString(last.f.GetStreamId(), stream) {
-		return true
-	}
 	for _, ob := range o.turn[i+1:] {
 		if sameString(ob.f.GetStreamId(), stream) {
 			if ob.request { // a new request of the stream: it stays open

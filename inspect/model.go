@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -151,8 +152,22 @@ func (o *modelObserver) stop(err error) {
 // tools the adapter's calls name: no map lookup per call; in.mu must be
 // held.
 func (o *modelObserver) toolStats(name string) *toolStats {
+	// The names a script or a model's decoder gives are most often the
+	// very strings seen before: pointers first, then bytes.
+	for _, st := range o.tools {
+		if unsafe.StringData(st.name) == unsafe.StringData(name) && len(st.name) == len(name) && !st.dropped {
+			return st
+		}
+	}
+	return o.toolStatsByName(name)
+}
+
+// toolStatsByName is toolStats for a name not seen as the same string.
+//
+//go:noinline
+func (o *modelObserver) toolStatsByName(name string) *toolStats {
 	for i, st := range o.tools {
-		if sameString(st.name, name) {
+		if st.name == name {
 			if !st.dropped {
 				return st
 			}
@@ -290,15 +305,15 @@ func (o *modelObserver) applyCommonTurn(now int64) bool {
 		return false
 	}
 	stream := req.GetStreamId()
-	for _, ob := range turn[1:] {
-		if !sameString(ob.f.GetStreamId(), stream) {
+	for i := 1; i < len(turn); i++ {
+		if !sameString(turn[i].f.GetStreamId(), stream) {
 			return false
 		}
 	}
 	s := o.session(stream)
 	o.applyRequest(s, req, now, true)
-	for _, ob := range turn[1:] {
-		o.applyResponse(s, ob.f, now)
+	for i := 1; i < len(turn); i++ {
+		o.applyResponse(s, turn[i].f, now)
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -86,5 +87,25 @@ func TestTools_RowsBoundedLeastRecentlyUsedDropped(t *testing.T) {
 	}
 	if got.Calls != 1 || got.Timed != 1 {
 		t.Fatalf("tool_0 called again after its row went: %+v, want a new row with 1 call, timed", got)
+	}
+}
+
+// Calls of one tool whose names are equal strings, not the same one
+// (decoded anew each time), count in one row, which the adapter's
+// observer remembers once.
+func TestTools_EqualNamesOneRow(t *testing.T) {
+	in, o := newObserved(t)
+	for i := range 3 {
+		id := fmt.Sprintf("c%d", i)
+		name := strings.Clone("echo")
+		call := messages.ToolCall("s", id, name, []byte(`{}`))
+		requestTurn(o, "s", call, messages.End("s"))
+		resultOf(t, in, "s", id, strings.Clone("echo"))
+	}
+	if st := in.Snapshot("").Tools; len(st) != 1 || st[0].Calls != 3 || st[0].Timed != 3 {
+		t.Fatalf("tools %+v, want echo alone with 3 calls, timed", st)
+	}
+	if len(o.tools) != 1 {
+		t.Fatalf("the observer remembers %d rows, want 1", len(o.tools))
 	}
 }

@@ -21,13 +21,15 @@ import (
 type decidingStrategy struct {
 	inner  actor.SupervisorStrategy
 	logger *slog.Logger
+	watch  *watch // the runtime's duplexes, to find a child's mailbox
 }
 
 // HandleFailure implements actor.SupervisorStrategy: inner decides, in
 // the supervising actor's turn, and its directives go to the children
 // as they were then (see decision).
 func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
-	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child, logger: d.logger}
+	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child,
+		logger: d.logger, watch: d.watch}
 	dec.note(child)
 	d.inner.HandleFailure(system, dec, child, rs, reason, message)
 }
@@ -48,15 +50,23 @@ type decision struct {
 	procs  map[*actor.PID]actor.Process
 	child  *actor.PID // the failed child
 	logger *slog.Logger
+	watch  *watch
 }
 
 // EscalateFailure implements actor.Supervisor: the supervising actor
-// fails with the child's failure, and notes the child, suspended until
-// the decision about the actor comes (see shell.resumed, host.resumed).
+// fails with the child's failure, and notes the child and which of its
+// failures this is, suspended until the decision about the actor comes
+// (see shell.resumed, host.resumed).
 func (d *decision) EscalateFailure(reason, message any) {
 	if k := keeperOf(d.Supervisor); k != nil {
 		if proc, ok := d.procs[d.child]; ok {
-			k.keepEscalated(escalatedChild{pid: d.child, proc: proc})
+			c := escalatedChild{pid: d.child, proc: proc}
+			if d.watch != nil {
+				if c.mb = d.watch.mailboxOf(d.child); c.mb != nil {
+					c.failure = c.mb.failures.Load()
+				}
+			}
+			k.keepEscalated(c)
 		}
 	}
 	d.Supervisor.EscalateFailure(reason, message)
@@ -87,11 +97,14 @@ func keeperOf(sup actor.Supervisor) escalationKeeper {
 	return nil
 }
 
-// escalatedChild is a child whose failure its parent escalated, and its
-// process then.
+// escalatedChild is a child whose failure its parent escalated, its
+// process then, and, when it is a duplex, its mailbox and the count of
+// its failures then (see resumeEscalation).
 type escalatedChild struct {
-	pid  *actor.PID
-	proc actor.Process
+	pid     *actor.PID
+	proc    actor.Process
+	mb      *mailbox
+	failure uint64
 }
 
 // resumeEscalated resumes the children of escalated (see escalatedChild.resume).
@@ -102,13 +115,20 @@ func resumeEscalated(escalated []escalatedChild, registry *actor.ProcessRegistry
 }
 
 // resume resumes the child, unless it stopped since (its id may be a
-// newer actor's). A child restarted since (all-for-one, for a sibling's
-// failure) drops the Resume while its restart waits for its children
-// (see mailbox.restarting): the incarnation that failed has ended.
+// newer actor's). A duplex restarted since (all-for-one, for a sibling's
+// failure) drops the Resume (see resumeEscalation): the incarnation that
+// failed has ended, and a later one that failed waits for the decision
+// about its own failure.
 func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
-	if now, ok := registry.Get(c.pid); ok && now == c.proc {
-		c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
+	now, ok := registry.Get(c.pid)
+	if !ok || now != c.proc {
+		return
 	}
+	if c.mb != nil {
+		c.proc.SendSystemMessage(c.pid, &resumeEscalation{failure: c.failure})
+		return
+	}
+	c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
 }
 
 // note records the process pid names now.

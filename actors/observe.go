@@ -152,6 +152,17 @@ type watched struct {
 	owner *shell // the incarnation that last reported
 }
 
+// mailboxOf returns the mailbox of the duplex pid names, if it is one of
+// the runtime's and has not stopped; nil otherwise.
+func (w *watch) mailboxOf(pid *actor.PID) *mailbox {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.table[pid.GetId()]; ok && e.pid == pid && e.owner != nil {
+		return e.owner.cell.mb
+	}
+	return nil
+}
+
 func (w *watch) actors() []ActorInfo {
 	w.mu.Lock()
 	out := make([]ActorInfo, 0, len(w.table))

@@ -199,7 +199,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 // directives reaching only the children it decided about (see
 // decidingStrategy).
 func (rt *Runtime) observed(s *supervisor.Strategy) actor.SupervisorStrategy {
-	return decidingStrategy{inner: s.WithObserver(rt.supervised), logger: rt.logger}
+	return decidingStrategy{inner: s.WithObserver(rt.supervised), logger: rt.logger, watch: &rt.watch}
 }
 
 // Logger returns the runtime's logger.

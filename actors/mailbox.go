@@ -151,6 +151,11 @@ type mailbox struct {
 	// resumeEscalation).
 	failures atomic.Uint64
 	suspends uint64
+	// stopPosted: protoactor's Stop was posted (and stopped will be set
+	// when it is taken). A supervisor's restart sent after that would be
+	// dropped (see stopped): it is not sent, nor told to the runtime's
+	// observers (see decision.RestartChildren).
+	stopPosted atomic.Bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -384,8 +389,11 @@ func (m *mailbox) posted() {
 
 // PostSystemMessage implements actor.Mailbox.
 func (m *mailbox) PostSystemMessage(message any) {
-	if _, ok := message.(*actor.SuspendMailbox); ok {
+	switch message.(type) {
+	case *actor.SuspendMailbox:
 		m.failures.Add(1) // before the failure reaches the supervisor
+	case *actor.Stop:
+		m.stopPosted.Store(true)
 	}
 	m.sysMu.Lock()
 	m.sys = append(m.sys, message)

@@ -97,9 +97,9 @@ func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
 }
 
 // WatchSupervision calls fn with every supervision decision in the
-// runtime (as RuntimeOptions.OnSupervision does) until the returned stop
-// function is called; fn must be quick, must not block and must be safe
-// for concurrent use. A panic of fn is logged (an ERROR record to the
+// runtime, as RuntimeOptions.OnSupervision is called (a restart as it is
+// carried out), until the returned stop function is called; fn must be
+// quick, must not block and must be safe for concurrent use. A panic of fn is logged (an ERROR record to the
 // runtime's logger) and goes no further: the decision is carried out.
 func (rt *Runtime) WatchSupervision(fn func(supervisor.Event)) (stop func()) {
 	return rt.watch.supervisionWatchers.add(fn)
@@ -253,9 +253,10 @@ func (w *watch) resumed(s *shell) {
 	})
 }
 
-// supervised records a supervision decision about a child and passes it
-// on to RuntimeOptions.OnSupervision and the watchers.
-func (rt *Runtime) supervised(ev supervisor.Event) {
+// decided records a supervision decision about a child as it is taken,
+// and logs it; it is told to RuntimeOptions.OnSupervision and the
+// watchers apart (see tell, decision.observe).
+func (rt *Runtime) decided(ev supervisor.Event) {
 	rt.logSupervision(ev)
 	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
@@ -266,6 +267,11 @@ func (rt *Runtime) supervised(ev supervisor.Event) {
 		}
 		return true
 	})
+}
+
+// tell passes a supervision decision on to RuntimeOptions.OnSupervision
+// and the watchers.
+func (rt *Runtime) tell(ev supervisor.Event) {
 	if rt.observe != nil {
 		callSafely(rt.logger, "OnSupervision", rt.observe, ev)
 	}

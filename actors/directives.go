@@ -185,8 +185,11 @@ func (d *decision) Children() []*actor.PID {
 
 // RestartChildren implements actor.Supervisor. The restart is told to
 // the runtime's observers now, before it is sent, with the children it
-// reaches as its Affected; a restart that reaches none (every child
-// stopped, or is stopping, since the decision) is not told.
+// restarts as its Affected; a restart that restarts none (every child
+// stopped, or is stopping, since the decision, or a failed one has a
+// stop waiting that wins over it) is not told. A stop written into a
+// failed child after this, before it takes the restart, still wins: the
+// restart was told.
 func (d *decision) RestartChildren(pids ...*actor.PID) {
 	live := slices.DeleteFunc(slices.Clone(pids), func(pid *actor.PID) bool {
 		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() {
@@ -201,7 +204,7 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 		told := *ev
 		told.Affected = nil
 		for _, pid := range live {
-			if d.current(pid) {
+			if d.current(pid) && !d.stopWins(pid) {
 				told.Affected = append(told.Affected, pid.GetId())
 			}
 		}
@@ -232,6 +235,14 @@ func (d *decision) send(pids []*actor.PID, msg any) {
 		}
 		proc.SendSystemMessage(pid, msg)
 	}
+}
+
+// stopWins reports whether the restart of pid will be taken as the stop
+// written into it (see mailbox.stops): it failed, and a stop waits in its
+// queue. The restart is sent all the same: the stop waits for it.
+func (d *decision) stopWins(pid *actor.PID) bool {
+	mb := d.mbs[pid]
+	return mb != nil && mb.stops.Load() > 0 && (pid.Equal(d.child) || mb.suspended.Load())
 }
 
 // current reports whether pid still names the process noted for it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -33,18 +32,10 @@ func TestShell_RestartToldWhenCarriedOut(t *testing.T) {
 				*to = append(*to, ev.Directive.String()+" "+ev.Child)
 			}
 		}
-		rt, err := NewRuntime(&RuntimeOptions{
+		rt := closedRuntime(t, &RuntimeOptions{
 			Supervision:   supervisor.MustNew(&supervisor.Options{InitialBackoff: backoff}),
 			OnSupervision: tell(&told),
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := rt.Close(context.Background()); err != nil {
-				t.Errorf("close runtime: %v", err)
-			}
-		}()
 		defer rt.WatchSupervision(tell(&watched))()
 		var failedSeen []string
 		defer rt.WatchActors(func(ev ActorEvent) {
@@ -121,37 +112,4 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
-}
-
-// TestShell_RestartWonByStopNotTold: a duplex stopped by its parent
-// (Context.Stop) after it failed and before its supervisor's restart
-// reaches it stops instead of restarting (see
-// TestShell_StopBeforeRestartWins): the runtime's observers are not
-// told of a restart that does not happen.
-func TestShell_RestartWonByStopNotTold(t *testing.T) {
-	var mu sync.Mutex
-	var told []string
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, ev.Directive.String()+" "+ev.Child)
-	}})
-	var starts atomic.Int32
-	got := make(chan string, 16)
-	ref, err := rt.Spawn(stopsFailedChild(failingChild(&starts, nil), nil, nil, got))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.Send(ref, messages.Text("s", "go"))
-	if seen, want := untilStopped(t, testContext(t), got, nil), []string{"f:ERROR(boom)", "f:END", "STOPPED"}; !slices.Equal(seen, want) {
-		t.Fatalf("the parent got %q, want %q", seen, want)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(told) != 0 {
-		t.Errorf("OnSupervision was told %q, want nothing: the child stopped, it did not restart", told)
-	}
-	if n := starts.Load(); n != 1 {
-		t.Errorf("the child's Logic was started %d times, want 1", n)
-	}
 }

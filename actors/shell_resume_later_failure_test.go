@@ -1,10 +1,10 @@
 package actors
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -28,7 +28,7 @@ func TestShell_StaleResumeOfEscalatedChildAfterRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const backoff = time.Hour
 		atGate, gate := make(chan struct{}), make(chan struct{})
-		rt, err := NewRuntime(&RuntimeOptions{
+		rt := closedRuntime(t, &RuntimeOptions{
 			Supervision: resumeAll(),
 			OnSupervision: func(ev supervisor.Event) {
 				if ev.Directive == supervisor.Resume && strings.HasSuffix(ev.Child, "/p") {
@@ -37,14 +37,8 @@ func TestShell_StaleResumeOfEscalatedChildAfterRestart(t *testing.T) {
 				}
 			},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := rt.Close(context.Background()); err != nil {
-				t.Errorf("close runtime: %v", err)
-			}
-		}()
+		release := sync.OnceFunc(func() { close(gate) })
+		t.Cleanup(release) // before the runtime is closed
 		var starts atomic.Int32
 		cSpec := Spec{Name: "c", New: func() Logic {
 			return LogicFunc(func(c Context, msg any) {
@@ -63,29 +57,15 @@ func TestShell_StaleResumeOfEscalatedChildAfterRestart(t *testing.T) {
 				}
 			})
 		}}
-		sSpec := Spec{Name: "s", New: func() Logic {
-			return LogicFunc(func(c Context, msg any) {
-				if f, ok := msg.(*messages.Frame); ok && f.GetText() == "sib" {
-					c.Fail(errors.New("sib"))
-				}
-			})
-		}}
 		refs := make(chan [2]Ref, 1)
 		var got []string // what p got from c, in p's turns
-		pSpec := Spec{Name: "p", Supervision: supervisor.MustNew(&supervisor.Options{
-			Kind: supervisor.AllForOne, InitialBackoff: backoff,
-			Decider: func(err error) supervisor.Directive {
-				if err.Error() == "boom" {
-					return supervisor.Escalate
-				}
-				return supervisor.Restart
-			}}), New: func() Logic {
+		pSpec := Spec{Name: "p", Supervision: escalatingBoom(backoff), New: func() Logic {
 			var c Ref
 			return LogicFunc(func(ctx Context, msg any) {
 				switch m := msg.(type) {
 				case Started:
 					c = mustSpawn(ctx, cSpec)
-					refs <- [2]Ref{c, mustSpawn(ctx, sSpec)}
+					refs <- [2]Ref{c, mustSpawn(ctx, siblingSpec())}
 				case *messages.Frame:
 					ctx.Send(c, messages.Text("f", "fail"))
 				case ChildFrame:
@@ -109,7 +89,7 @@ func TestShell_StaleResumeOfEscalatedChildAfterRestart(t *testing.T) {
 		rt.Send(cs[0], messages.Text("f2", "fail2"))
 		synctest.Wait()                            // c's restart waits for its backoff
 		rt.Send(cs[0], messages.Text("n", "call")) // waits for c's next incarnation
-		close(gate)                                // p resumed: it resumes c, whose failure it escalated
+		release()                                  // p resumed: it resumes c, whose failure it escalated
 		synctest.Wait()
 		time.Sleep(4 * backoff) // c's restart
 		synctest.Wait()

@@ -45,6 +45,9 @@ import (
 //     dropped, the actor stopping instead (see [mailbox.stops]), as is
 //     any Restart after that one (see [mailbox.stopWon]); a stopped
 //     actor's mailbox is suspended no more (see [mailbox.stop]);
+//   - a parent resumed after escalating the actor's failure resumes it
+//     with a [resumeEscalation], taken only while the actor is still
+//     suspended for that failure (see [mailbox.failures]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -136,9 +139,8 @@ type mailbox struct {
 	// new incarnation is made, not yet. Consumer only. A ResumeMailbox
 	// taken before the restart is complete (it waits for the actor's
 	// children to stop) is a decision about the incarnation that ended,
-	// stale (a parent resumed after escalating this actor's failure
-	// resumes it): dropped, the actor's queue waits for its next
-	// incarnation. The one taken after that completes the restart and
+	// stale: dropped, the actor's queue waits for its next incarnation
+	// (a resumeEscalation is dropped then too). The one taken after that completes the restart and
 	// is passed to no shell (see resumed).
 	incarnations, restartOf int
 	restarting              bool
@@ -148,7 +150,10 @@ type mailbox struct {
 	// those taken; consumer only. A parent that escalates the actor's
 	// failure notes failures then, and its Resume resumes the actor only
 	// while it is still suspended for that failure (see
-	// resumeEscalation).
+	// resumeEscalation). It is read as the parent decides, not carried
+	// with the failure: a later failure that came before the decision
+	// (a restart queued ahead of the failure, whose incarnation failed
+	// as it started) is counted in, and taken for the one escalated.
 	failures atomic.Uint64
 	suspends uint64
 	// stopPosted: protoactor's Stop was posted (and stopped will be set

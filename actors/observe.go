@@ -99,8 +99,9 @@ func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
 // WatchSupervision calls fn with every supervision decision in the
 // runtime, as RuntimeOptions.OnSupervision is called (a restart as it is
 // carried out), until the returned stop function is called; fn must be
-// quick, must not block and must be safe for concurrent use. A panic of fn is logged (an ERROR record to the
-// runtime's logger) and goes no further: the decision is carried out.
+// quick, must not block and must be safe for concurrent use. A panic of
+// fn is logged (an ERROR record to the runtime's logger) and goes no
+// further: the decision is carried out.
 func (rt *Runtime) WatchSupervision(fn func(supervisor.Event)) (stop func()) {
 	return rt.watch.supervisionWatchers.add(fn)
 }

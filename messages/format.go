@@ -43,7 +43,7 @@ func Format(f *Frame) string {
 	if d := m.GetDurability(); d != nil {
 		field("wrapper_id", d.GetWrapperId())
 		field("wrapper_type", d.GetWrapperType())
-		if len(d.GetRestoreState()) > 0 {
+		if d.RestoreState != nil { // an empty state is a restore too
 			field("restore_state", strconv.Itoa(len(d.GetRestoreState()))+"B")
 		}
 	}

@@ -32,6 +32,11 @@ func mustResult(t *testing.T, v any) *messages.Frame {
 func TestFrames_RoundTrip(t *testing.T) {
 	restore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
 		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", WrapperType: "streaming-router", RestoreState: []byte{1, 2, 3}}}}
+	// An empty state (a router without pending calls) still restores.
+	emptyRestore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
+		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", RestoreState: []byte{}}}}
+	notRestore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
+		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1"}}}
 	cases := []struct {
 		name  string
 		frame *messages.Frame
@@ -54,6 +59,14 @@ func TestFrames_RoundTrip(t *testing.T) {
 			s, ok := f.RestoreState()
 			return ok && len(s) == 3
 		}},
+		{"empty restore", emptyRestore, `META stream=s1 wrapper_id=r1 restore_state=0B`, func(f *messages.Frame) bool {
+			s, ok := f.RestoreState()
+			return ok && len(s) == 0
+		}},
+		{"durability without restore", notRestore, `META stream=s1 wrapper_id=r1`, func(f *messages.Frame) bool {
+			_, ok := f.RestoreState()
+			return !ok
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +80,12 @@ func TestFrames_RoundTrip(t *testing.T) {
 			}
 			if !proto.Equal(tc.frame, &back) {
 				t.Fatalf("round trip changed the frame:\n got %v\nwant %v", &back, tc.frame)
+			}
+			// proto.Equal does not tell nil bytes from empty ones where a
+			// field has no presence; the readers must agree all the same.
+			_, before := tc.frame.RestoreState()
+			if _, after := back.RestoreState(); after != before {
+				t.Errorf("restore frame before the round trip: %v, after: %v", before, after)
 			}
 			if got := messages.Format(&back); got != tc.want {
 				t.Errorf("Format = %s\n want %s", got, tc.want)

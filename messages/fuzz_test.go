@@ -2,6 +2,7 @@ package messages
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -9,8 +10,9 @@ import (
 
 // FuzzFrameDecode decodes arbitrary bytes as a Frame, as a stage reading
 // frames off the wire does: decoding never panics, and a frame that
-// decodes formats, classifies, clones and re-encodes to a frame equal to
-// itself, and reads the same (a seed, built in process, too).
+// decodes formats on one line, classifies, clones and re-encodes to a
+// frame equal to itself, and reads the same (a seed, built in process,
+// too).
 func FuzzFrameDecode(f *testing.F) {
 	for _, fr := range []*Frame{
 		Text("s", "hello"),
@@ -39,6 +41,9 @@ func FuzzFrameDecode(f *testing.F) {
 		var fr Frame
 		if err := proto.Unmarshal(data, &fr); err != nil {
 			return
+		}
+		if line := Format(&fr); strings.ContainsAny(line, "\n\r\u0085\u2028\u2029") {
+			t.Fatalf("Format gave more than one line: %q", line)
 		}
 		read := reading(&fr)
 		cp := CloneFrame(&fr)

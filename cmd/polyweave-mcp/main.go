@@ -183,7 +183,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	h, err := srv.ListenHTTP(httpOptions(c, token))
+	opts := httpOptions(c, token)
+	h, err := srv.ListenHTTP(opts)
 	if errors.Is(err, mcp.ErrNotLoopback) {
 		return &usageError{fmt.Sprintf("-http %s is not a loopback address: to serve beyond this machine add -allow-remote, and -token-env naming a variable that holds a bearer token", c.httpAddr)}
 	}
@@ -191,8 +192,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "polyweave-mcp: serving %s at %s\n", dir, h.URL())
-	if opts := httpOptions(c, token); c.allowRemote && len(opts.AllowedHosts) == 0 {
-		fmt.Fprintf(stderr, "polyweave-mcp: only requests naming a loopback Host are accepted: add -allow-host with the name clients reach %s by\n", c.httpAddr)
+	if c.allowRemote && len(opts.AllowedHosts) == 0 {
+		fmt.Fprintln(stderr, "polyweave-mcp: only requests whose Host is a loopback name are accepted: add -allow-host with the name or address clients connect to")
 	}
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

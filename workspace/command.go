@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,6 +46,11 @@ import (
 // [Options.InheritEnv], and output beyond MaxOutputBytes per stream is
 // drained and dropped.
 //
+// The timeout ([Options.CommandTimeout]) counts from the call's start,
+// setting the command's sandbox up included: a call whose sandbox is not
+// ready by then answers TimedOut, with Success false (the command never
+// ran), and the set-up is stopped.
+//
 // The Go error is non-nil only when the command did not finish on its
 // own terms: ctx done (before or during the run; the command is killed
 // and the partial result returned) or the workspace closed (ErrClosed).
@@ -62,11 +68,22 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 			Reason: ReasonEmptyCommand,
 		}, nil
 	}
-	if rf := checkCommand(in.Command); rf != nil {
+	if rf := checkCommand(runtime.GOOS, w.shell, in.Command); rf != nil {
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
-	p, err := w.start(ctx, in.Command)
+	// The timeout bounds the whole call: setting the command's sandbox
+	// up (or waiting for the one prepared ahead) counts.
+	deadline := time.Now().Add(w.opts.CommandTimeout)
+	startCtx, cancelStart := context.WithDeadline(ctx, deadline)
+	p, err := w.start(startCtx, in.Command)
+	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancelStart()
 	switch {
+	case timedOut:
+		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
+		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed,
+			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
+				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was
 		// made ready): it never runs.
@@ -88,7 +105,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	// The shell is waited for, and its output drained, in this goroutine;
 	// the timeout, ctx and Close act from their own callbacks.
 	grace := w.opts.KillGrace
-	timer := time.AfterFunc(w.opts.CommandTimeout, func() { p.terminate(stopTimeout, grace) })
+	timer := time.AfterFunc(time.Until(deadline), func() { p.terminate(stopTimeout, grace) })
 	stopCtx := context.AfterFunc(ctx, func() { p.terminate(stopCancel, grace) })
 	stopOnClose := context.AfterFunc(w.closed, func() { p.terminate(stopClose, grace) })
 	res, cause := p.finish(w)
@@ -118,25 +135,91 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	return res, nil
 }
 
-// MaxCommandBytes is the longest command run_command takes: the
-// kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128 KiB,
-// with its terminating NUL), which the command is to `sh -c`.
+// MaxCommandBytes is the longest command run_command takes on Unix:
+// the kernel's limit on one argument of a program (MAX_ARG_STRLEN, 128
+// KiB, with its terminating NUL), which the command is to `sh -c`. On
+// Windows [MaxWindowsCommandLine] applies instead.
 const MaxCommandBytes = 128<<10 - 1
 
+// MaxWindowsCommandLine is the longest command line, in UTF-16 code
+// units, that Windows starts a program with (CreateProcess: 32767 with
+// its terminating NUL). On Windows run_command refuses a command whose
+// whole line, `shell -c command` with each argument quoted as os/exec
+// quotes it (a command with a blank is put in quotes, a quote in it is
+// preceded by a backslash, and so are the backslashes before a quote),
+// is longer: about 32 000 characters of plain text, fewer with quotes.
+const MaxWindowsCommandLine = 32767 - 1
+
 // checkCommand refuses, before anything starts, a command no shell can
-// be given: one with a NUL byte (a program's argument ends at the
-// first), or one longer than MaxCommandBytes.
-func checkCommand(command string) *RunCommandResult {
-	switch {
-	case strings.IndexByte(command, 0) >= 0:
+// be given on goos: one with a NUL byte (a program's argument ends at
+// the first), or one past the system's limit (see commandLimit).
+func checkCommand(goos, shell, command string) *RunCommandResult {
+	if strings.IndexByte(command, 0) >= 0 {
 		return &RunCommandResult{Reason: ReasonCommandNUL, Error: fmt.Sprintf("%s: %s: a shell's command line "+
 			"ends at the first NUL; remove it (printf '\\0' writes one)", RunCommandToolName, ReasonCommandNUL)}
-	case len(command) > MaxCommandBytes:
-		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d bytes, at most %d "+
-			"(the system's limit on one argument); write long content to a file with write_file and run that",
-			RunCommandToolName, ReasonCommandTooLong, len(command), MaxCommandBytes)}
+	}
+	size, max, what := commandLimit(goos, shell, command)
+	if size > max {
+		return &RunCommandResult{Reason: ReasonCommandTooLong, Error: fmt.Sprintf("%s: %s: %d %s, at most %d "+
+			"(the system's limit); write long content to a file with write_file and run that",
+			RunCommandToolName, ReasonCommandTooLong, size, what, max)}
 	}
 	return nil
+}
+
+// commandLimit returns the size of command as the system goos counts it
+// when it starts shell -c command, the most it takes, and what it
+// counts: on Windows the whole command line in UTF-16 code units
+// ([MaxWindowsCommandLine]), elsewhere the command's bytes
+// ([MaxCommandBytes]).
+func commandLimit(goos, shell, command string) (size, max int, what string) {
+	if goos == "windows" {
+		size = windowsArgLen(shell) + len(" -c ") + windowsArgLen(command)
+		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line `" + shell + " -c …`"
+	}
+	return len(command), MaxCommandBytes, "bytes"
+}
+
+// windowsArgLen is the length in UTF-16 code units of s as an argument
+// of a Windows command line, quoted as os/exec (syscall.EscapeArg) does:
+// "" when empty; otherwise a quote is preceded by a backslash, and so is
+// each backslash right before a quote; and s is put in quotes when it
+// holds a blank, each backslash at its end then doubled. Escaping adds
+// only ASCII.
+func windowsArgLen(s string) int {
+	if s == "" {
+		return 2
+	}
+	n := 0
+	for _, r := range s { // an invalid byte is U+FFFD, one unit
+		n++
+		if r >= 0x10000 {
+			n++ // a surrogate pair
+		}
+	}
+	quoted := strings.ContainsAny(s, " \t")
+	if quoted {
+		n += 2
+	}
+	if !strings.ContainsAny(s, `"\`) {
+		return n
+	}
+	slashes := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			slashes++
+		case '"':
+			n += slashes + 1
+			slashes = 0
+		default:
+			slashes = 0
+		}
+	}
+	if quoted {
+		n += slashes
+	}
+	return n
 }
 
 // stopCause says why a command was stopped before it exited on its own.
@@ -162,7 +245,13 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		w.putBack(h)
 		return nil, err
 	}
-	if err := h.sb.Run(w.shell, command, w.env); err != nil {
+	if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
+		if ctx.Err() != nil {
+			// Given up as the command was handed over: its helper
+			// was killed, and the command with it if it had started.
+			h.release()
+			return nil, ctx.Err()
+		}
 		// The sandbox prepared ahead is gone (its helper was killed
 		// while it waited), or does not hide a path to hide that
 		// appeared since (a file the file tools wrote, say): make a new
@@ -173,14 +262,17 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 			w.log.Warn("run_command: a prepared sandbox was lost; preparing another", "err", err)
 		}
 		h.release()
-		if h, err = w.prepare(); err != nil {
+		if h, err = w.prepareNow(ctx); err != nil {
 			return nil, err
 		}
 		if w.hookBeforeRun != nil {
 			w.hookBeforeRun()
 		}
-		if err := h.sb.Run(w.shell, command, w.env); err != nil {
+		if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
 			h.release()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			if errors.Is(err, sandbox.ErrPreparedStale) {
 				// The error names the path that changed: the log keeps
 				// it, the model is told only what to do.
@@ -216,13 +308,19 @@ func newStreams(max int) (stdout, stderr *stream, outW, errW *os.File, err error
 	return stdout, stderr, outW, errW, nil
 }
 
-// prepare sets up a new sandbox for one command.
-func (w *Workspace) prepare() (*prepared, error) {
+// prepare sets up a new sandbox for one command, or gives up when ctx
+// ends first (its helper is then killed).
+func (w *Workspace) prepare(ctx context.Context) (*prepared, error) {
+	if w.hookPrepare != nil {
+		if err := w.hookPrepare(ctx); err != nil {
+			return nil, err
+		}
+	}
 	stdout, stderr, outW, errW, err := newStreams(w.opts.MaxOutputBytes)
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Prepare(*w.sandbox, w.rootDir, outW, errW)
+	sb, err := sandbox.PrepareContext(ctx, *w.sandbox, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).
 	outW.Close()
 	errW.Close()
@@ -270,7 +368,21 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 	if h != nil {
 		return h, nil
 	}
-	return w.prepare()
+	return w.prepareNow(ctx)
+}
+
+// prepareNow prepares a sandbox for a command that found none ready,
+// and keeps the outcome for Warm to report, unless the command gave up
+// (ctx ended): the set-up was then cut short, which says nothing of
+// the next.
+func (w *Workspace) prepareNow(ctx context.Context) (*prepared, error) {
+	h, err := w.prepare(ctx)
+	if ctx.Err() == nil {
+		w.warmMu.Lock()
+		w.prepErr = err
+		w.warmMu.Unlock()
+	}
+	return h, err
 }
 
 // putBack keeps h, taken for a command that did not start, for the next
@@ -309,13 +421,18 @@ func (w *Workspace) warmNextLocked() {
 	w.warmers.Add(1)
 	go func() {
 		defer w.warmers.Done()
-		h, err := w.prepare()
+		// A preparation slower than a command's timeout is of no use to
+		// any command; Close ends it too.
+		ctx, cancel := context.WithTimeoutCause(w.closed, w.opts.CommandTimeout,
+			fmt.Errorf("setting the sandbox up took longer than the command timeout (%s)", w.opts.CommandTimeout))
+		h, err := w.prepare(ctx)
+		cancel()
 		if err != nil {
 			w.log.Debug("run_command: preparing the next sandbox failed", "err", err)
 		}
 		w.warmMu.Lock()
 		w.warming = nil
-		w.warmErr = err
+		w.prepErr = err
 		close(ch)
 		if h != nil && w.warm == nil && w.closed.Err() == nil {
 			w.warm, h = h, nil
@@ -336,7 +453,11 @@ func (w *Workspace) warmNextLocked() {
 // sandbox's set-up. It does nothing for a workspace without a sandbox.
 // When the sandbox could not be set up, it returns why (the next
 // command would prepare another, and fail to start the same way, until
-// what made it fail is gone: too many paths to hide, say).
+// what made it fail is gone: too many paths to hide, say). It reports
+// the current state: when a command prepared a sandbox, or started
+// preparing the next one, while Warm waited, Warm reports the outcome
+// of the latest (waiting for the one under way), not that of the
+// preparation it started.
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err
@@ -349,7 +470,10 @@ func (w *Workspace) Warm(ctx context.Context) error {
 	w.warmNextLocked()
 	ch := w.warming
 	w.warmMu.Unlock()
-	if ch != nil {
+	for n := 0; ch != nil; n++ {
+		if w.hookWarm != nil {
+			w.hookWarm(n, false)
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -357,10 +481,21 @@ func (w *Workspace) Warm(ctx context.Context) error {
 		case <-w.closed.Done():
 			return ErrClosed
 		}
+		if w.hookWarm != nil {
+			w.hookWarm(n, true)
+		}
+		// A command may have taken the sandbox meanwhile and, once
+		// done, started preparing the next: that one is the state now.
+		w.warmMu.Lock()
+		ch = nil
+		if w.warm == nil {
+			ch = w.warming
+		}
+		w.warmMu.Unlock()
 	}
 	w.reapers.Wait() // bounded: each is a helper that has killed its sandbox and is exiting
 	w.warmMu.Lock()
-	ready, err := w.warm != nil, w.warmErr
+	ready, err := w.warm != nil, w.prepErr
 	w.warmMu.Unlock()
 	if !ready && err != nil && w.closed.Err() == nil {
 		return fmt.Errorf("workspace: prepare the next command's sandbox: %w", err)

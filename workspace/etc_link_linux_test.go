@@ -47,3 +47,37 @@ func TestSandbox_EtcLinkIntoVarReadable(t *testing.T) {
 		}
 	}
 }
+
+// A shell reached through a link directly in /etc (a directory of it,
+// or the program itself) is one the sandbox lets commands run, as
+// Landlock allows reading and running where such links lead: New takes
+// it, and commands run with it.
+func TestSandbox_ShellThroughEtcLinkRuns(t *testing.T) {
+	requireFullSandbox(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to place a link in /etc")
+	}
+	dir, err := os.MkdirTemp("/var/lib", "pw-test-shell-")
+	mustDo(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sh, err := os.ReadFile("/bin/sh")
+	mustDo(t, err)
+	mustDo(t, os.WriteFile(filepath.Join(dir, "sh"), sh, 0o755))
+	dirLink := filepath.Join("/etc", filepath.Base(dir)+".d")
+	mustDo(t, os.Symlink(dir, dirLink))
+	t.Cleanup(func() { os.Remove(dirLink) })
+	fileLink := filepath.Join("/etc", filepath.Base(dir)+".sh")
+	mustDo(t, os.Symlink(filepath.Join(dir, "sh"), fileLink))
+	t.Cleanup(func() { os.Remove(fileLink) })
+	for _, shell := range []string{dirLink + "/sh", fileLink} {
+		ws, err := New(t.TempDir(), &Options{Shell: shell})
+		if err != nil {
+			t.Errorf("shell %s, where a link directly in /etc leads: %v", shell, err)
+			continue
+		}
+		if res := runIn(t, ws, "echo ran"); res.Stdout != "ran\n" {
+			t.Errorf("shell %s: %+v", shell, res)
+		}
+		ws.Close()
+	}
+}

@@ -181,7 +181,8 @@ const TimeoutExitCode = 124
 //
 // A command killed by signal N reports exit code 128+N, as a shell does. A
 // command that ran past its timeout reports TimeoutExitCode, TimedOut and
-// an Error saying so.
+// an Error saying so; one whose sandbox was not ready within the timeout
+// never ran: Success false, TimedOut, and ReasonStartFailed.
 //
 // The zero value is an unsuccessful result with no message.
 type RunCommandResult struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -11,10 +12,16 @@ import (
 // Tools binds the read_file, write_file and run_command tools of ws as
 // typed tools (package tools), their schemas inferred from the
 // workspace's input types. write_file has the "write" capability;
-// run_command has "execute", is irreversible and has no tool timeout of
-// its own: the workspace enforces its command timeout and kills the
-// command (its whole sandbox, or its process group), and a CANCEL still
-// cancels the call. When the sandbox makes commands die with their host,
+// run_command has "execute" and is irreversible. Its timeout is the
+// workspace's [Options.CommandTimeout] (the seed's run_command timeout,
+// 30 s by default), which covers setting the command's sandbox up: at
+// it the workspace kills the command (its whole sandbox, or its process
+// group) and answers with what it printed. Its tool timeout
+// ([tools.Definition.Timeout]) is a backstop past that answer (the
+// command's timeout, KillGrace, WaitDelay and a second more): should the
+// workspace not answer by then, the call is answered as timed out and
+// its context cancelled, which kills the command. A CANCEL cancels the
+// call too. When the sandbox makes commands die with their host,
 // run_command is DiesWithProcess: a durable loop resuming after a crash
 // says the interrupted command was certainly stopped.
 //
@@ -39,12 +46,20 @@ func Tools(ws *Workspace) ([]*tools.Tool, error) {
 		return nil, err
 	}
 	run, err := tools.NewTyped(tools.Definition{Name: RunCommandToolName, Description: ws.CommandDescription(),
-		Capabilities: []string{"execute"}, Irreversible: true, Timeout: tools.NoTimeout,
+		Capabilities: []string{"execute"}, Irreversible: true, Timeout: ws.callTimeout(),
 		DiesWithProcess: ws.Protections().DiesWithHost}, markFailed(ws.RunCommand))
 	if err != nil {
 		return nil, err
 	}
 	return []*tools.Tool{read, write, run}, nil
+}
+
+// callTimeout is run_command's tool timeout: a second past the longest
+// the workspace takes to answer a call whose command it stops at the
+// timeout (the command's timeout, the grace before SIGKILL, the wait for
+// the output pipes).
+func (w *Workspace) callTimeout() time.Duration {
+	return w.opts.CommandTimeout + w.opts.KillGrace + w.opts.WaitDelay + time.Second
 }
 
 // CommandDescription is run_command's description as the model reads

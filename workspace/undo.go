@@ -32,22 +32,36 @@ const UndoToolName = "undo_changes"
 // Deprecated: journals are stored under [JournalKey].
 const JournalStoreSuffix = "/undo"
 
-// journalKeyPrefix starts every [JournalKey]: an agent's session key
-// (agent.SessionKey) starts with the agent's name with '%' written as
-// %25, so it never starts with '%' followed by anything but "25" or
-// "2F".
-const journalKeyPrefix = "%undo/"
+// journalKeyPrefix starts every [JournalKey]: the byte 0xFF, which
+// no UTF-8 text holds, then "undo/". A tool loop's session is stored
+// under its id (tools.SessionOptions.ID; an agent's is agent.SessionKey),
+// which its events hold as a protobuf string, which must be UTF-8: no
+// session, bare or an agent's, can be stored under a journal's key.
+const journalKeyPrefix = "\xffundo/"
+
+// journalKeyPrefixV1 started the journal keys of the previous version:
+// a bare tools.Loop session could have that id. A journal found there is
+// moved to [JournalKey] (see [Journal]).
+const journalKeyPrefixV1 = "%undo/"
 
 // JournalKey returns the name under which the journal named name (see
 // JournalOptions.Name; empty is agent.DefaultName) keeps the writes of
-// session in its store: "%undo/", the name with '%' and '/' written as
-// %25 and %2F, '/', then the session id. It never is an agent's session
-// key (agent.SessionKey), nor the key of another journal name or session.
+// session in its store: the byte 0xFF, "undo/", the name with '%' and
+// '/' written as %25 and %2F, '/', then the session id. It is not UTF-8
+// text, so it never is the name of a tool loop's session (any
+// tools.SessionOptions.ID, agent.SessionKey included: a session's id is
+// stored in its events as a protobuf string, which must be UTF-8), nor
+// the key of another journal name or session.
 func JournalKey(name, session string) string {
+	return journalKeyPrefix + journalKeyRest(name, session)
+}
+
+// journalKeyRest is what follows the prefix of a journal's key.
+func journalKeyRest(name, session string) string {
 	if name == "" {
 		name = agent.DefaultName
 	}
-	return journalKeyPrefix + journalNameEscaper.Replace(name) + "/" + session
+	return journalNameEscaper.Replace(name) + "/" + session
 }
 
 var journalNameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
@@ -83,8 +97,8 @@ type JournalOptions struct {
 
 // Journal makes write_file undoable: before each write it records, per
 // session, in a durability store (the session's own store works: the
-// journal of a session is named [JournalKey], which no agent's session
-// key is), what the write replaces (the previous content and permissions, or that there was no
+// journal of a session is named [JournalKey], which no tool loop's
+// session, an agent's or a bare one, is stored under), what the write replaces (the previous content and permissions, or that there was no
 // file) and a hash of the new content. [Journal.Undo] restores the files
 // to their state before a given call, across restarts, and refuses when a
 // file was changed since by something else.
@@ -96,9 +110,11 @@ type JournalOptions struct {
 // would cost more than the command. Approval (package approval) is the
 // control for commands.
 //
-// A journal an earlier version stored under <session>[JournalStoreSuffix]
-// is moved to [JournalKey] when its session is first read, in one atomic
-// write, if every event there reads as a journal's (an agent's session
+// A journal an earlier version stored elsewhere, under "%undo/<name>/<session>"
+// (where a bare tools.Loop session may be stored too) or, before that,
+// under <session>[JournalStoreSuffix] (where an agent's session may be),
+// is moved to [JournalKey] when its session is first read, in one
+// atomic write, if every event there reads as a journal's (a session
 // stored under that name is left as it is, never read as a journal).
 //
 // A Journal records the writes of one agent (see JournalOptions.Name).
@@ -327,13 +343,14 @@ func (w *Workspace) openRegular(name string) (*os.File, int64, *refusal) {
 
 func (j *Journal) key(session string) string { return JournalKey(j.name, session) }
 
-// moveOld moves the journal of session an earlier version stored under
-// session+JournalStoreSuffix to its key, when the key holds nothing yet
-// and every event under the old name decodes strictly as a journal
-// event (anything else there, an agent's session of that key, is not
-// the journal's and is left alone). The events keep their indexes and
-// are written in one atomic batch; the old name's are then deleted, so
-// that no other journal name takes them too. j.mu held.
+// moveOld moves the journal of session an earlier version stored to its
+// key, when the key holds nothing yet: from the previous version's key
+// ("%undo/<name>/<session>"), or else from session+JournalStoreSuffix,
+// the first of them whose events all decode strictly as journal events
+// (anything else there, a tool loop's session of that id, is not the
+// journal's and is left alone). The events keep their indexes and are
+// written in one atomic batch; the old name's are then deleted, so that
+// no other journal name takes them too. j.mu held.
 func (j *Journal) moveOld(ctx context.Context, session string) error {
 	empty := true
 	err := j.store.GetEvents(ctx, j.key(session), 0, 1, func(uint64, []byte) error {
@@ -346,10 +363,21 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 	if !empty {
 		return nil
 	}
-	old := session + JournalStoreSuffix
+	for _, old := range []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix} {
+		if moved, err := j.moveFrom(ctx, session, old); moved || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveFrom moves the journal of session from the name old to its key,
+// when every event there decodes strictly as a journal event, and says
+// whether it did. j.mu held.
+func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, error) {
 	var events [][]byte
 	journal := true
-	err = j.store.GetEvents(ctx, old, 0, 0, func(i uint64, data []byte) error {
+	err := j.store.GetEvents(ctx, old, 0, 0, func(i uint64, data []byte) error {
 		if i != uint64(len(events)) || !oldJournalEvent(data) {
 			journal = false
 			return errStopOld
@@ -358,18 +386,18 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopOld) {
-		return fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+		return false, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
 	}
 	if !journal || len(events) == 0 {
-		return nil
+		return false, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
-		return fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", session, old, err)
+		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", session, old, err)
 	}
 	if err := j.store.DeleteEvents(ctx, old, uint64(len(events)-1)); err != nil {
-		return fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
+		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
 	}
-	return nil
+	return true, nil
 }
 
 var errStopOld = errors.New("not a journal")

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
@@ -148,4 +150,93 @@ func countEvents(t *testing.T, store durability.Store, name string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// keyOfV1 is where the previous version kept the journal of session
+// (of the journal named name): "%undo/", the name escaped, "/", the
+// session id. A bare tools.Loop may use any text as its session id,
+// that one too.
+func keyOfV1(name, session string) string {
+	return "%undo/" + strings.NewReplacer("%", "%25", "/", "%2F").Replace(name) + "/" + session
+}
+
+// TestJournal_BareLoopSessionApart: a bare tools.Loop session (no
+// agent, so no agent.SessionKey) may have any id, "%undo/agent/s"
+// included, which is what the previous version named the journal of
+// session "s". Loop and journal then share no name: the loop's events
+// are left as they are, and the journal's writes never show as a
+// session of that id.
+func TestJournal_BareLoopSessionApart(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	ctx := undoCtx(t)
+	loopID := keyOfV1(agent.DefaultName, "s")
+	notJSON := []byte{0x0a, 0x03, 'a', 'b', 'c'} // what a loop stores: protobuf
+	if err := store.PersistEvent(ctx, loopID, 0, notJSON); err != nil {
+		t.Fatal(err)
+	}
+	rt := actorstest.NewRuntime(t, nil)
+	_, j := newJournal(t, dir, store)
+	jt := startJournal(t, rt, j)
+	jt.write(agent.StreamID("s", 1), "c1", "a.txt", "A1")
+	if _, err := j.Undo(ctx, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	if err := store.GetEvents(ctx, loopID, 0, 0, func(_ uint64, data []byte) error { kept = append(kept, data); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || !bytes.Equal(kept[0], notJSON) {
+		t.Fatalf("the loop's session %q now holds %q, want it as it was", loopID, kept)
+	}
+
+	// A session id that was never a loop's: the journal of "t" is not
+	// stored under it either.
+	jt.write(agent.StreamID("t", 1), "c2", "b.txt", "B1")
+	id := keyOfV1(agent.DefaultName, "t")
+	if st, ok, err := tools.ReadSession(ctx, store, id); err != nil || ok {
+		t.Fatalf("session %q, never run, reads as ok=%v (%d steps), err %v: the journal of session %q is stored under its id",
+			id, ok, st.GetSteps(), err, "t")
+	}
+	// Nor under any other text: a loop's session id is written in its
+	// events as a protobuf string, which must be UTF-8, and no journal
+	// key is.
+	for _, c := range [][2]string{{"", "s"}, {"bot", "s"}, {"a/b", "%undo/x"}, {"%", ""}} {
+		if k := workspace.JournalKey(c[0], c[1]); utf8.ValidString(k) {
+			t.Errorf("JournalKey(%q, %q) = %q is UTF-8: a loop's session id can be the same", c[0], c[1], k)
+		}
+	}
+}
+
+// TestJournal_KeyOfV1Moved: a journal the previous version stored under
+// "%undo/<name>/<session>" is read, moved to its JournalKey (the old
+// name is emptied), and undone from.
+func TestJournal_KeyOfV1Moved(t *testing.T) {
+	dir := t.TempDir()
+	store := memstore.New(nil)
+	defer store.Close()
+	ctx := undoCtx(t)
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("A1"))
+	old := fmt.Sprintf(`{"write":{"call_id":"c1","path":"a.txt","existed":false,"new_hash":%q}}`, hex.EncodeToString(sum[:]))
+	v1 := keyOfV1(agent.DefaultName, "s1")
+	if err := store.PersistEvent(ctx, v1, 0, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	_, j := newJournal(t, dir, store)
+	if changes, err := j.Changes(ctx, "s1"); err != nil || len(changes) != 1 || changes[0].CallID != "c1" || !changes[0].Created {
+		t.Fatalf("changes of s1: %+v, %v; want the write of the journal under %q", changes, err, v1)
+	}
+	if n := countEvents(t, store, v1); n != 0 {
+		t.Errorf("the previous version's key keeps %d events after the move", n)
+	}
+	if n := countEvents(t, store, workspace.JournalKey("", "s1")); n != 1 {
+		t.Errorf("JournalKey holds %d events, want the 1 moved", n)
+	}
+	if restored, err := j.Undo(ctx, "s1", ""); err != nil || len(restored) != 1 || content(t, filepath.Join(dir, "a.txt")) != "<none>" {
+		t.Fatalf("undo: %+v, %v; a.txt %q", restored, err, content(t, filepath.Join(dir, "a.txt")))
+	}
 }

@@ -134,7 +134,15 @@ type Options struct {
 	MaxListEntries int
 
 	// CommandTimeout bounds a run_command call (default
-	// DefaultCommandTimeout, the seed's 30 s).
+	// DefaultCommandTimeout, the seed's 30 s), from the call's start:
+	// setting the command's sandbox up, or waiting for the one being
+	// prepared ahead, counts. A sandbox not ready by then is given up
+	// (its set-up killed) and the call answers that the command timed
+	// out and never ran; a command still running then is killed (after
+	// KillGrace) and the call answers with what it printed. A sandbox
+	// prepared ahead of the next command is given up, and killed, when
+	// setting it up takes longer than this. The sandbox New sets up to
+	// learn the protections is not bounded by it: New has no context.
 	CommandTimeout time.Duration
 
 	// MaxOutputBytes caps stdout and stderr each (default
@@ -335,7 +343,7 @@ type Workspace struct {
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
 	warming chan struct{}  // closed when the preparation under way ends; nil if none
-	warmErr error          // why the last preparation failed; nil once one succeeded
+	prepErr error          // why the latest preparation that ended failed; nil if it succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped
 
@@ -346,6 +354,13 @@ type Workspace struct {
 	// hookWaitPrepared, when set by tests, runs when a command is about
 	// to wait for the sandbox being prepared for it.
 	hookWaitPrepared func()
+	// hookPrepare, when set by tests, runs as a sandbox's preparation
+	// starts, with the context that bounds it; an error makes the
+	// preparation fail with it.
+	hookPrepare func(ctx context.Context) error
+	// hookWarm, when set by tests, runs in Warm before (waited false)
+	// and after (true) its n-th wait for a preparation.
+	hookWarm func(n int, waited bool)
 
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error
@@ -556,7 +571,7 @@ func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 		return p.(Protections), nil
 	}
 	w.sandbox = &cfg
-	h, err := w.prepare()
+	h, err := w.prepare(context.Background()) // New has no context; see Options.CommandTimeout
 	if err != nil {
 		w.sandbox = nil
 		return Protections{Missing: []string{err.Error()}}, err

@@ -31,10 +31,32 @@ import (
 //go:embed script.json
 var defaultScript []byte
 
-const (
-	systemPrompt = "You are a careful coding agent working in a sandboxed workspace folder. " +
+// systemPromptFor is the prompt of the agents that work in the
+// workspace, saying what is true of this run: whether run_command runs
+// commands in a sandbox (prot, the workspace's protections), and that
+// the tools of the -mcp servers (mcp) are not sandboxed: they run in
+// the servers' processes, with this program's rights.
+func systemPromptFor(prot workspace.Protections, mcp []*tools.Tool) string {
+	p := "You are a careful coding agent working in a workspace folder. " +
 		"Use the tools: write_file to create files, run_command to run shell commands in the workspace, " +
-		"read_file to read files or list folders. When the task is done, answer briefly without calling tools."
+		"read_file to read files or list folders. "
+	if prot.Sandbox {
+		p += "run_command runs commands in a sandbox (its description says what they may do). "
+	} else {
+		p += "run_command runs commands without a sandbox, with this program's rights: run only what the task needs. "
+	}
+	if len(mcp) > 0 {
+		names := make([]string, len(mcp))
+		for i, t := range mcp {
+			names[i] = t.Name()
+		}
+		p += "The tools " + strings.Join(names, ", ") + " come from other programs (MCP servers) and are not sandboxed: " +
+			"they act with this program's rights, outside the workspace too. "
+	}
+	return p + "When the task is done, answer briefly without calling tools."
+}
+
+const (
 	// maxAttempts bounds how many times a conversation is asked for, the
 	// first time included, when answers fail.
 	maxAttempts = 3
@@ -328,7 +350,7 @@ func (d *driver) solo() (*agent.Agent, string, error) {
 	if toolset, err = d.in.wrapTools(append(toolset, d.mcp...)); err != nil {
 		return nil, "", err
 	}
-	opts := &agent.Options{Name: agentName, Tools: toolset, SystemPrompt: systemPrompt}
+	opts := &agent.Options{Name: agentName, Tools: toolset, SystemPrompt: systemPromptFor(d.ws.Protections(), d.mcp)}
 	if err := d.applyApproval(opts); err != nil {
 		return nil, "", err
 	}

@@ -376,7 +376,7 @@ func runMember(ctx context.Context, raw string, stdout io.Writer) error {
 		say("session %s activated here; it works in %s", id, dir)
 		return model.Spec("model"), &tools.LoopOptions{
 			RouterOptions: tools.RouterOptions{Name: "agent", Tools: ts},
-			SystemPrompt:  systemPrompt,
+			SystemPrompt:  systemPromptFor(ws.Protections(), nil),
 			OnToolResult: func(ev tools.ToolResultEvent) {
 				say("session %s: %s → %s", id, clip(ev.Call.GetName()+" "+string(ev.Call.GetPayload())), clip(string(ev.Result.GetPayload())))
 				say("@tool %s %s", id, ev.Call.GetToolCallId())

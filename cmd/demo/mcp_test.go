@@ -94,6 +94,15 @@ func TestRun_MCPServerTools(t *testing.T) {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	}
+	if err := json.Unmarshal(reqs[0]["messages"], &msgs); err != nil {
+		t.Fatal(err)
+	}
+	// The imported tools run in the server's process, confined by
+	// nothing of ours: the prompt must not tell the model otherwise.
+	if sys := msgs[0].Content; msgs[0].Role != "system" || !strings.Contains(sys, "ext_read_file") ||
+		!strings.Contains(sys, "not sandboxed") {
+		t.Errorf("the system prompt does not say the imported tools run unconfined: %+v", msgs[0])
+	}
 	if err := json.Unmarshal(reqs[1]["messages"], &msgs); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (d *driver) team() (*agent.Agent, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	wopts := &agent.Options{Name: "writer", Tools: writerTools, SystemPrompt: systemPrompt}
+	wopts := &agent.Options{Name: "writer", Tools: writerTools, SystemPrompt: systemPromptFor(d.ws.Protections(), d.mcp)}
 	d.crashable(wopts)
 	writer, err := d.newAgent(d.in.wrapModel(model), wopts)
 	if err != nil {

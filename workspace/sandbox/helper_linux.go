@@ -471,6 +471,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	default:
 		p.Landlock = abi
 		p.LandlockNetwork = !cfg.AllowNetwork && abi >= 4
+		p.AlsoReadable = slices.Concat(readable, etcDirs)
 	}
 	if cfg.AllowNetwork && p.Landlock < 6 {
 		// The sandbox shares the host's network namespace, and with it

@@ -75,7 +75,9 @@ var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 // the workspace (absolute, resolved), or returns nil: it is hidden
 // there (beneath a path of p.Hidden that does not hold the workspace),
 // in the host's /tmp or /dev/shm (the sandbox has its own), or, with
-// Landlock, neither in the workspace nor beneath [ReadableDirs]. A
+// Landlock, neither in the workspace nor beneath [ReadableDirs] nor
+// where p.AlsoReadable says Landlock also allows (where the links
+// directly in /etc lead, say: a program reached by one runs). A
 // caller checks its shell with it before it runs commands, rather than
 // have each fail to start.
 func (p Protections) CheckRunnable(path, workspace string) error {
@@ -92,9 +94,10 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 			return fmt.Errorf("%s is not in the sandbox, which has a %s of its own", path, own)
 		}
 	}
-	if p.Landlock > 0 && !slices.ContainsFunc(ReadableDirs, func(d string) bool { return within(path, d) }) {
-		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s)",
-			path, strings.Join(ReadableDirs, ", "))
+	readable := func(d string) bool { return within(path, d) }
+	if p.Landlock > 0 && !slices.ContainsFunc(ReadableDirs, readable) && !slices.ContainsFunc(p.AlsoReadable, readable) {
+		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s), "+
+			"nor where a link directly in /etc leads", path, strings.Join(ReadableDirs, ", "))
 	}
 	return nil
 }

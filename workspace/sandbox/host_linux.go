@@ -4,11 +4,13 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -146,7 +148,7 @@ func (p *Process) closeStatus() {
 // the set-up's error. cfg must have its defaults filled in. It is
 // [Prepare] and [Process.Run] in one.
 func Start(cfg Config, root *os.File, shell, command string, env []string, stdout, stderr *os.File) (*Process, error) {
-	p, err := Prepare(cfg, root, stdout, stderr)
+	p, err := PrepareContext(context.Background(), cfg, root, stdout, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -166,8 +168,21 @@ func Start(cfg Config, root *os.File, shell, command string, env []string, stdou
 // prepared sandbox that will not be used must be released
 // ([Process.Release]).
 func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, error) {
-	return launch(setupRequest{Config: cfg}, root, stdout, stderr)
+	return PrepareContext(context.Background(), cfg, root, stdout, stderr)
 }
+
+// PrepareContext is [Prepare] bounded by ctx: when ctx is done before
+// the sandbox is ready (a set-up that hangs, on a file system that does
+// not answer, say, or is slower than the caller can wait), the helper
+// is killed, with everything in the sandbox, and reaped, and the error
+// wraps ctx's cause.
+func PrepareContext(ctx context.Context, cfg Config, root *os.File, stdout, stderr *os.File) (*Process, error) {
+	return launch(ctx, setupRequest{Config: cfg}, root, stdout, stderr)
+}
+
+// hookLaunched, when set by tests, is called with the helper's pid once
+// it started, before it is sent its set-up request.
+var hookLaunched func(pid int)
 
 // Run hands a prepared sandbox its command: shell -c command, with env as
 // its whole environment. A sandbox runs one command; Run fails when
@@ -185,6 +200,16 @@ func Prepare(cfg Config, root *os.File, stdout, stderr *os.File) (*Process, erro
 // no cover), and answers before it starts the command: Run waits for
 // that answer.
 func (p *Process) Run(shell, command string, env []string) error {
+	return p.RunContext(context.Background(), shell, command, env)
+}
+
+// RunContext is [Process.Run] bounded by ctx: when ctx is done before
+// the helper answers (it looks again at what it must hide, which may
+// hang as a set-up may), or as it answers, the helper is killed, with
+// everything in the sandbox, the command included if it started, and
+// the error wraps ctx's cause. The caller releases the sandbox, as
+// after any error of Run.
+func (p *Process) RunContext(ctx context.Context, shell, command string, env []string) error {
 	if p.ran {
 		return errors.New("sandbox: a sandbox runs one command")
 	}
@@ -201,12 +226,16 @@ func (p *Process) Run(shell, command string, env []string) error {
 	if err != nil {
 		return err
 	}
+	killed := p.killOnDone(ctx)
 	if _, err := p.ctl.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("sandbox: hand the command to its helper: %w", err)
+		return givenUp(ctx, killed, fmt.Errorf("sandbox: hand the command to its helper: %w", err))
 	}
 	// The helper looks again at what it must hide, and says whether the
 	// command runs.
 	answer, err := p.waitLine()
+	if killed() {
+		return givenUp(ctx, killed, err)
+	}
 	if err != nil {
 		return fmt.Errorf("sandbox: the prepared sandbox's helper did not take the command (%v)", err)
 	}
@@ -222,6 +251,29 @@ func (p *Process) Run(shell, command string, env []string) error {
 	}
 	p.buf = append(append(answer, '\n'), p.buf...) // for Finish
 	return fmt.Errorf("sandbox: %s", r.Error)
+}
+
+// killOnDone kills the helper when ctx is done, until the returned
+// function is first called; that function then says, each time, whether
+// ctx ended first and the helper was killed.
+func (p *Process) killOnDone(ctx context.Context) (killed func() bool) {
+	stop := context.AfterFunc(ctx, func() { _ = p.Cmd.Process.Kill() })
+	var once sync.Once
+	var was bool
+	return func() bool {
+		once.Do(func() { was = !stop() })
+		return was
+	}
+}
+
+// givenUp is err, the error of a step of the helper, unless ctx ended
+// and the helper was killed for it (killed, see killOnDone): the error
+// then says so, with ctx's cause.
+func givenUp(ctx context.Context, killed func() bool, err error) error {
+	if killed() {
+		return fmt.Errorf("sandbox: given up, the helper killed: %w", context.Cause(ctx))
+	}
+	return err
 }
 
 // waitLine is readLine on the report pipe once it is non-blocking: it
@@ -253,7 +305,7 @@ func (p *Process) Release() {
 // says which protections it got. The error says why there is no sandbox
 // at all.
 func Probe(cfg Config, root *os.File) (Protections, error) {
-	p, err := launch(setupRequest{Probe: true, Config: cfg}, root, nil, nil)
+	p, err := launch(context.Background(), setupRequest{Probe: true, Config: cfg}, root, nil, nil)
 	if err != nil {
 		return Protections{Missing: []string{err.Error()}}, err
 	}
@@ -264,8 +316,8 @@ func Probe(cfg Config, root *os.File) (Protections, error) {
 }
 
 // launch starts the helper, sends it the set-up request and waits for
-// its first report.
-func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
+// its first report, or kills it when ctx ends first.
+func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
 	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
 		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
 	}
@@ -314,7 +366,12 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 		return nil, startError(err, flags)
 	}
 	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets}
+	if hookLaunched != nil {
+		hookLaunched(cmd.Process.Pid)
+	}
+	killed := p.killOnDone(ctx)
 	fail := func(err error) (*Process, error) {
+		err = givenUp(ctx, killed, err)
 		p.Release()
 		return nil, err
 	}
@@ -331,6 +388,9 @@ func launch(req setupRequest, root *os.File, stdout, stderr *os.File) (*Process,
 	// The first report says the sandbox is ready, or why it is not
 	// (blocking reads: nothing else is waited for meanwhile).
 	first, err := p.readLine()
+	if killed() {
+		return fail(err)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("sandbox helper exited before it was set up (%v)", err))
 	}

@@ -211,6 +211,13 @@ type Protections struct {
 	// made), and with LandlockNetwork no TCP bind or connect.
 	Landlock        int  `json:"landlock,omitempty"`
 	LandlockNetwork bool `json:"landlockNetwork,omitempty"`
+	// AlsoReadable lists, when Landlock is in force, what it lets
+	// commands read and run programs from besides [ReadableDirs], the
+	// workspace, /tmp and /dev/shm: where the links directly in /etc
+	// lead (see ReadableDirs), files or directories (and what is
+	// beneath them), and the files [KeptWithNetwork] lead to, as the
+	// sandbox was set up. [Protections.CheckRunnable] counts them.
+	AlsoReadable []string `json:"alsoReadable,omitempty"`
 	// NoNetwork: commands have no network (their own empty network
 	// namespace).
 	NoNetwork bool `json:"noNetwork,omitempty"`

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -38,8 +39,16 @@ func Start(Config, *os.File, string, string, []string, *os.File, *os.File) (*Pro
 // Prepare fails on this system: there is no sandbox.
 func Prepare(Config, *os.File, *os.File, *os.File) (*Process, error) { return nil, errUnsupported }
 
+// PrepareContext fails on this system: there is no sandbox.
+func PrepareContext(context.Context, Config, *os.File, *os.File, *os.File) (*Process, error) {
+	return nil, errUnsupported
+}
+
 // Run fails on this system.
 func (p *Process) Run(string, string, []string) error { return errUnsupported }
+
+// RunContext fails on this system.
+func (p *Process) RunContext(context.Context, string, string, []string) error { return errUnsupported }
 
 // Release does nothing on this system.
 func (p *Process) Release() {}

@@ -34,7 +34,13 @@
 // (unless their tool is Idempotent); the model continues. Because the
 // loop persists each step before it acts on it, an incarnation that has
 // been fenced cannot start another call either: it fails at its next
-// write, and stops.
+// write, and stops. A loop that fails while its store works (a panic, a
+// bug) is restarted by its supervisor, which closes the session's stream
+// with an error: the member sends the session's first request again to
+// the restarted loop, which resumes the session from the store as a new
+// incarnation would (in the same incarnation, up to 10 times; then the
+// session has failed). A model that answers an error is not restarted:
+// that is a failed session.
 //
 // # Requests
 //

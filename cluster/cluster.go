@@ -296,6 +296,7 @@ type Member struct {
 	markClose context.CancelFunc
 	excluded  context.Context // ends when the cluster has excluded this member
 	exclude   context.CancelFunc
+	left      chan struct{}             // closed once the excluded member has left (see Excluded)
 	topoSub   *eventstream.Subscription // onTopology's
 
 	membersMu sync.Mutex
@@ -405,6 +406,7 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
+	m.left = make(chan struct{})
 	// Pings as the remote package's nodes and clients ping, and allows
 	// their pings (and its peers'); bounds its gRPC messages as they do
 	// (after the server and dial options, which replace what the limits
@@ -500,23 +502,32 @@ func (m *Member) onTopology(ev any) {
 }
 
 // ErrExcluded is the cause of the error Run returns once the cluster has
-// excluded its member for good (see [Member.Excluded]).
+// excluded its member for good (see [Member.Excluded]), also while the
+// member leaves and after it has left.
 var ErrExcluded = errors.New("member excluded from the cluster")
 
 // Excluded returns a channel that is closed when the cluster has excluded
-// this member for good while it was not closing: its own view of the
-// members no longer counts it, so it hosts no session, and the other
-// members refuse its connections. The pinned protoactor never takes a
-// member id back once a member saw it leave, as happens to a member that
-// was paused (a stopped process, a long garbage collection, a migrated
-// VM) for longer than its provider's failure detection (with [Etcd],
-// its lease of about three seconds): when it resumes, it registers again
-// under the same id, and is not counted. From then on its Runs fail
-// with an error wrapping [ErrExcluded]. The host should close the member
-// and start a new one (a new [Start], with a new provider): it joins
-// under a new id and hosts sessions again. A client's channel is never
-// closed.
-func (m *Member) Excluded() <-chan struct{} { return m.excluded.Done() }
+// this member for good while it was not closing, and the member has left:
+// its own view of the members no longer counts it, so it could host no
+// session, and the other members refuse its connections. The pinned
+// protoactor never takes a member id back once a member saw it leave, as
+// happens to a member that was paused (a stopped process, a long garbage
+// collection, a migrated VM) or cut off (a partition) for longer than its
+// provider's failure detection (with [Etcd], its lease of about three
+// seconds): when it is back, it registers again under the same id, and
+// is not counted, however healthy it is.
+//
+// So an excluded member leaves, as Close makes it leave: from the moment
+// it learns it is excluded, its Runs fail with an error wrapping
+// [ErrExcluded] (those in progress too); it stops its sessions (each is
+// taken over by the next request for it, on another member),
+// deregisters from its provider, and stops listening on its address and
+// its health port; then Excluded's channel is closed, and Close returns
+// at once (with the error of that leaving, if any). Its host should then
+// start a new member in its place (a new [Start], with a new provider:
+// it may take the same address and health port), which joins under a new
+// id and hosts sessions again. A client's channel is never closed.
+func (m *Member) Excluded() <-chan struct{} { return m.left }
 
 // watchExclusion closes Excluded's channel when topology t says that
 // this member left, unless it is closing (a member that closes leaves).
@@ -529,13 +540,31 @@ func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
 		// Providers name a member by its actor system's id, or (Etcd)
 		// by the cluster's name and that id: "name@id".
 		if left.Id == self || strings.HasSuffix(left.Id, "@"+self) {
-			m.log.Error("cluster member excluded: the cluster no longer counts this member, which hosts no session and cannot reach the others; restart it (a new Start joins under a new id)",
+			m.log.Error("cluster member excluded: the cluster no longer counts this member, which leaves; start a new member in its place (a new Start joins under a new id)",
 				"address", m.Address(), "member", self)
 			m.exclude()
+			// Not here: this is the provider's goroutine, which Close
+			// stops.
+			go m.leave()
 			return
 		}
 	}
 }
+
+// leave closes the excluded member (see Excluded), then closes Excluded's
+// channel.
+func (m *Member) leave() {
+	defer close(m.left)
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		m.log.Error("the excluded cluster member could not leave cleanly", "address", m.Address(), "error", err)
+	}
+}
+
+// leaveTimeout bounds the wait of an excluded member for its sessions and
+// its runtime to stop as it leaves.
+const leaveTimeout = time.Minute
 
 // Dropped counts the incoming messages refused because they could not be
 // decoded safely (see package remote).
@@ -641,6 +670,9 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			shortID(id), n, m.maxFrame, remote.ErrTooLarge)
 	}
 	if !m.calls.add() {
+		if m.excluded.Err() != nil {
+			return nil, fmt.Errorf("cluster: run session %s on %s: %w: start a new member in its place", shortID(id), m.Address(), ErrExcluded)
+		}
 		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), ErrClosed)
 	}
 	defer m.calls.done()
@@ -659,11 +691,11 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		if err := callerCtx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), err, last)
 		}
+		if m.excluded.Err() != nil { // before closing: an excluded member closes
+			return nil, fmt.Errorf("cluster: run session %s on %s: %w: start a new member in its place (last answer: %v)", shortID(id), m.Address(), ErrExcluded, last)
+		}
 		if m.closing.Err() != nil {
 			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), ErrClosed, last)
-		}
-		if m.excluded.Err() != nil {
-			return nil, fmt.Errorf("cluster: run session %s on %s: %w: restart the member (last answer: %v)", shortID(id), m.Address(), ErrExcluded, last)
 		}
 		resp, err := m.request(ctx, id, frame)
 		if err != nil && ctx.Err() != nil {
@@ -819,7 +851,9 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // step), and shuts the remote and the runtime down. It waits for them or
 // until ctx ends. The store is the caller's. Every Run of this member, in
 // progress or later, returns as soon as Close begins, with an error
-// wrapping [ErrClosed].
+// wrapping [ErrClosed]. A member that the cluster excluded leaves by
+// itself (see [Member.Excluded]): Close waits until it has, and returns
+// the error of its leaving, if any.
 func (m *Member) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		m.markClose() // ends every Run: see ErrClosed

@@ -130,9 +130,12 @@
 // good: a restarted member joins under a new id, as a new member. A
 // member that was seen to leave while it was alive (paused, or cut off,
 // for longer than its provider's failure detection) is excluded for good
-// when it comes back: it hosts nothing and reaches no one. It says so
-// ([Member.Excluded] is closed, and its Runs fail with [ErrExcluded]);
-// its host should close it and start a new member in its place.
+// when it comes back, however healthy: it could host nothing and reach no
+// one. So it leaves, as Close makes it leave: its Runs fail with
+// [ErrExcluded], it stops its sessions, deregisters and frees its
+// address, and then [Member.Excluded] is closed. Its host starts a new
+// member in its place (a new Start, which may take the same address),
+// which joins under a new id.
 //
 // # Closing
 //

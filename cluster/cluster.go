@@ -195,6 +195,11 @@ func Automanaged(port int, hosts []string, refresh time.Duration, opts ...Automa
 	for _, o := range opts {
 		o(p)
 	}
+	if p.given != nil && port == 0 {
+		if a, ok := p.given.Addr().(*net.TCPAddr); ok {
+			port, p.port = a.Port, a.Port
+		}
+	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(refresh, port, e, hosts...)
 	e.GET("/_health", func(ctx echo.Context) error {
 		c := p.c.Load()
@@ -222,13 +227,26 @@ func HealthHost(host string) AutomanagedOption {
 	return func(p *automanagedProvider) { p.healthHost = host }
 }
 
+// HealthListener makes an [Automanaged] member answer health checks on l,
+// a listener the caller has bound, instead of listening on port itself:
+// bound on port 0, l has a free port that no other process can take
+// before the member serves it, and its address tells the hosts to poll.
+// Automanaged's port must be l's, or 0 for l's. From Start on, l is the
+// member's: it closes it when it closes, or when its Start fails (a
+// Start that fails before it reaches the provider, on a bad option, does
+// not: closing l again is harmless). [HealthHost] does not apply.
+func HealthListener(l net.Listener) AutomanagedOption {
+	return func(p *automanagedProvider) { p.given = l }
+}
+
 // automanagedProvider is the pinned automanaged provider with a health
 // endpoint of its own (see Automanaged).
 type automanagedProvider struct {
 	*automanaged.AutoManagedProvider
 	port       int
-	healthHost string     // HealthHost's; "" for the member's own host
-	echo       *echo.Echo // the health endpoint's server
+	healthHost string       // HealthHost's; "" for the member's own host
+	given      net.Listener // HealthListener's
+	echo       *echo.Echo   // the health endpoint's server
 	listener   net.Listener
 	c          atomic.Pointer[pacluster.Cluster]
 }
@@ -237,6 +255,9 @@ type automanagedProvider struct {
 // HealthHost said otherwise, and starts the pinned provider, which serves
 // them on that listener.
 func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
+	if p.given != nil {
+		return p.serve(c, p.given)
+	}
 	host := p.healthHost
 	if host == "" {
 		h, _, err := c.ActorSystem.GetHostPort()
@@ -249,6 +270,15 @@ func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cluster: automanaged provider: health checks on %s: %w", addr, err)
+	}
+	return p.serve(c, l)
+}
+
+// serve starts the pinned provider, which serves health checks on l.
+func (p *automanagedProvider) serve(c *pacluster.Cluster, l net.Listener) error {
+	if a, ok := l.Addr().(*net.TCPAddr); ok && a.Port != p.port {
+		l.Close()
+		return fmt.Errorf("cluster: automanaged provider: HealthListener listens on port %d, but Automanaged was given port %d", a.Port, p.port)
 	}
 	p.listener, p.echo.Listener = l, l
 	p.c.Store(c)
@@ -266,6 +296,9 @@ func (p *automanagedProvider) Shutdown(graceful bool) error {
 	err := p.AutoManagedProvider.Shutdown(graceful)
 	if p.listener != nil {
 		_ = p.listener.Close() // closed already when the server served it
+	}
+	if p.given != nil {
+		_ = p.given.Close() // a Start that failed before StartMember
 	}
 	return err
 }

@@ -562,8 +562,8 @@ var ErrExcluded = errors.New("member excluded from the cluster")
 // id and hosts sessions again. A client's channel is never closed.
 func (m *Member) Excluded() <-chan struct{} { return m.left }
 
-// watchExclusion closes Excluded's channel when topology t says that
-// this member left, unless it is closing (a member that closes leaves).
+// watchExclusion makes the member leave (see Excluded) when topology t
+// says that it left, unless it is closing (a member that closes leaves).
 func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
 	if m.closing.Err() != nil || m.excluded.Err() != nil {
 		return

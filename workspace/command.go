@@ -54,8 +54,10 @@ import (
 // The Go error is non-nil only when the command did not finish on its
 // own terms: ctx done (before or during the run; the command is killed
 // and the partial result returned) or the workspace closed (ErrClosed).
-// A call cancelled or closed while it waited for its sandbox never starts
-// its command: its result has Success false and StoppedBy saying why.
+// A call cancelled or closed while its sandbox was set up, or while it
+// waited for the one prepared ahead, never starts its command: the
+// set-up is stopped (its helper killed), and the result has Success
+// false and StoppedBy saying why.
 func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunCommandResult, error) {
 	if err := w.enter(ctx, RunCommandToolName); err != nil {
 		return RunCommandResult{}, err
@@ -72,12 +74,18 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
 	// The timeout bounds the whole call: setting the command's sandbox
-	// up (or waiting for the one prepared ahead) counts.
+	// up (or waiting for the one prepared ahead) counts. Close ends the
+	// set-up, and the command's hand-over to its sandbox, too.
 	deadline := time.Now().Add(w.opts.CommandTimeout)
-	startCtx, cancelStart := context.WithDeadline(ctx, deadline)
+	setUp, cancelSetUp := context.WithCancelCause(ctx)
+	stopSetUpOnClose := context.AfterFunc(w.closed, func() { cancelSetUp(ErrClosed) })
+	startCtx, cancelStart := context.WithDeadline(setUp, deadline)
 	p, err := w.start(startCtx, in.Command)
 	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	closed := err != nil && errors.Is(context.Cause(setUp), ErrClosed)
 	cancelStart()
+	stopSetUpOnClose()
+	cancelSetUp(nil)
 	switch {
 	case timedOut:
 		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
@@ -90,7 +98,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByCancel,
 				Error: "command was cancelled before it started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
-	case err != nil && errors.Is(err, ErrClosed):
+	case err != nil && (closed || errors.Is(err, ErrClosed)):
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
 				Error: "the workspace was closed before the command started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
@@ -244,6 +252,9 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		// starts, and the sandbox waits for the next one.
 		w.putBack(h)
 		return nil, err
+	}
+	if w.hookHandOver != nil {
+		w.hookHandOver()
 	}
 	if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
 		if ctx.Err() != nil {

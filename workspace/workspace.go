@@ -343,7 +343,7 @@ type Workspace struct {
 	// The sandbox of the next command, prepared ahead (see takePrepared).
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
-	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warming *preparation   // the preparation under way; nil if none
 	prepErr error          // why the latest preparation that ended failed; nil if it succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped

@@ -241,20 +241,7 @@ func TestStore_SalvageBoundedByContext(t *testing.T) {
 		_, err := s.Salvage(sctx, "a")
 		errc <- err
 	}()
-	// Wait until the salvage waits for the lock.
-	watcher, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(context.WithoutCancel(ctx))
-	for waiting := false; !waiting; {
-		err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-			JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE NOT l.granted AND c.relname = 'events' AND n.nspname = $1)`, s.Schema()).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitLocked(t, "SELECT", s.Schema()) // the salvage waits for the lock
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Salvage cut off by its context: %v, want context.Canceled", err)
@@ -309,19 +296,7 @@ func TestStore_SalvageMeetsConcurrentWrite(t *testing.T) {
 		got, err := s.Salvage(ctx, "a")
 		done <- result{got, err}
 	}()
-	// Wait until Salvage, which saw event 3 damaged, waits to delete it.
-	watcher, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watcher.Close(context.WithoutCancel(ctx))
-	for waiting := false; !waiting; {
-		err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM "' || $1 || '".events%')`, s.Schema()).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	waitLocked(t, "DELETE", s.Schema()) // Salvage, which saw event 3 damaged, waits to delete it
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +307,24 @@ func TestStore_SalvageMeetsConcurrentWrite(t *testing.T) {
 	ev, err := events(t, s, "a", 0)
 	if err != nil || strings.Join(ev, ",") != "0:event 0,1:event 1,2:event 2,3:fixed 3,4:event 4,5:event 5" {
 		t.Errorf("after Salvage: %q, %v", ev, err)
+	}
+}
+
+// waitLocked returns once a statement of kind verb ("SELECT", "DELETE")
+// on schema's events table waits for a lock on the server.
+func waitLocked(t *testing.T, verb, schema string) {
+	t.Helper()
+	watcher, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(context.WithoutCancel(t.Context()))
+	for waiting := false; !waiting; {
+		err := watcher.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE $1 || ' %"' || $2 || '".events%')`, verb, schema).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

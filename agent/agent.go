@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,10 @@ const MaxSessionIDBytes = 1024
 // stopped the runtime's subtree, a supervisor gave up), Err is
 // actors.ErrDuplexStopped, so that errors.Is tells that case the same way
 // whether it was seen by the last attempt or by the next one's start. A
+// stop wins over the retries: a loop of its own stopped with no
+// supervisor deciding so (its parent, the runtime's host or the Parent
+// delegated to, is stopping) is not replaced, and the conversation fails
+// at once, whatever attempts are left. A
 // conversation on the agent's shared loop that finds it stopped or
 // stopping for good makes no further attempt: it fails with an error
 // wrapping actors.ErrDuplexStopped that names the agent and the session,
@@ -971,9 +976,14 @@ type conversation struct {
 	// consumer that is no delegation, which Close waits for.
 	closer *closer
 
-	first   json.RawMessage // the messages payload of the first attempt
-	history []json.RawMessage
-	total   models.Answer // what the attempts that failed contributed
+	first json.RawMessage // the messages payload of the first attempt
+	// supervisorStopped is the conversation's own loop when a supervisor
+	// decided to stop it during an attempt (the next attempt then runs on
+	// a fresh loop); a loop stopped without that decision was stopped by
+	// its parent, and is not replaced.
+	supervisorStopped *actors.Mux
+	history           []json.RawMessage
+	total             models.Answer // what the attempts that failed contributed
 	// resumed, with a Store, is the response whose calls the next
 	// attempt's loop gives again, resuming the stored session (nil when
 	// there is none): the loop does not send its text again, the attempt
@@ -1088,9 +1098,12 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		// failed: the loop failed during this attempt (looked at after a
 		// restart, and with a Store for a permanent store error, see
 		// permanentStore: else nil, and nothing allocated).
-		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0 || a.opts.Store != nil)
+		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0 || c.ownLoop())
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()
+		if failed.stoppedBySupervisor() {
+			c.supervisorStopped = mux
+		}
 		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.failed())
 		if refused {
 			uncounted++
@@ -1127,6 +1140,13 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// time only: a sibling that keeps failing would keep the Run
 			// going.
 			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrLoopRestarting}
+		case c.failure == actors.StoppedKind && c.ownLoop() && c.supervisorStopped != mux:
+			// The conversation's own loop was stopped, and no supervisor
+			// decided so: its parent (the runtime's host, or the Parent
+			// delegated to) is stopping, or was stopped. A stop wins over
+			// the retries: a fresh loop would start under a parent going
+			// away and run the conversation on.
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: actors.ErrDuplexStopped}
 		case !refused && spent >= a.opts.MaxAttempts:
 			fe := &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error}
 			if c.failure == actors.StoppedKind {
@@ -1437,12 +1457,17 @@ func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, 
 // that refuses the loop's writes for good, a record it finds damaged).
 type loopFailed struct {
 	atomic.Bool
+	stopped   atomic.Bool // a supervisor decided to stop the loop
 	permanent atomic.Pointer[error]
 }
 
 // failed reports whether f was set; a nil f (an attempt not watched) was
 // not.
 func (f *loopFailed) failed() bool { return f != nil && f.Load() }
+
+// stoppedBySupervisor reports whether a supervisor decided, while f
+// watched, to stop the loop.
+func (f *loopFailed) stoppedBySupervisor() bool { return f != nil && f.stopped.Load() }
 
 // permanentErr returns the loop's permanent failure, if f saw one.
 func (f *loopFailed) permanentErr() error {
@@ -1468,6 +1493,11 @@ func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func(
 	return f, rt.WatchSupervision(func(ev supervisor.Event) {
 		if ev.Child == id {
 			f.Store(true)
+		}
+		if ev.Directive == supervisor.Stop && (ev.Child == id || slices.Contains(ev.Affected, id)) {
+			f.stopped.Store(true)
+		}
+		if ev.Child == id {
 			if durability.IsPermanent(ev.Reason) {
 				reason := ev.Reason
 				f.permanent.CompareAndSwap(nil, &reason)

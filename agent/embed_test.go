@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/supervisor"
@@ -140,5 +142,82 @@ func TestAgents_EmbeddedInHostTree(t *testing.T) {
 	}
 	if err := rt.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRun_DurableSessionStopsWithTheHost: with a Store, each conversation
+// runs on a loop of its own. Stopping the host actor mid-call stops every
+// such conversation, its Run failing with an error wrapping
+// ErrDuplexStopped: no next attempt starts a fresh loop under the
+// stopping host, resumes the session and runs the model's next calls.
+// A race (the next attempt against the host's stop): run with -count.
+func TestRun_DurableSessionStopsWithTheHost(t *testing.T) {
+	system := actorstest.HostSystem(t)
+	ctx := testCtx(t)
+	ready := make(chan *actors.Runtime, 1)
+	host, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &actorstest.Embedder{Ready: ready}
+	}), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := <-ready
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+
+	const n = 6
+	started, cancelled := make(chan string, n), make(chan string, n)
+	var hostStopping atomic.Bool
+	var ranAfterStop atomic.Int32
+	after := tools.MustNewTyped(tools.Definition{Name: "after"},
+		func(context.Context, struct{}) (string, error) {
+			if hostStopping.Load() {
+				ranAfterStop.Add(1)
+			}
+			return "ran", nil
+		})
+	a := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`)}},
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c2", "after", `{}`)}},
+		scripted.Turn{Text: "the end"},
+	), &agent.Options{Store: store, Tools: []*tools.Tool{blocker(started, cancelled), after}})
+	type outcome struct {
+		ans *models.Answer
+		err error
+	}
+	outcomes := make(chan outcome, n)
+	for i := range n {
+		go func() {
+			ans, err := a.Run(ctx, fmt.Sprint("s", i), ask)
+			outcomes <- outcome{ans, err}
+		}()
+	}
+	for range n {
+		<-started
+	}
+	// Set before the stop: a conversation may only go on after it if the
+	// host's stop did not stop it.
+	hostStopping.Store(true)
+	if err := system.Root.StopFuture(host).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		select {
+		case o := <-outcomes:
+			if !errors.Is(o.err, actors.ErrDuplexStopped) {
+				t.Errorf("a durable conversation of a stopped host returned %v (answer %q), want an error wrapping ErrDuplexStopped",
+					o.err, o.ans.Text)
+			}
+			var fe *agent.FailedError
+			if !errors.As(o.err, &fe) {
+				t.Errorf("error %v is not a *FailedError", o.err)
+			}
+		case <-ctx.Done():
+			t.Fatal("a conversation did not return after the host stopped")
+		}
+	}
+	if got := ranAfterStop.Load(); got != 0 {
+		t.Errorf("the tool \"after\" ran %d time(s) once the host had begun to stop the runtime", got)
 	}
 }

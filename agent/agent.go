@@ -752,7 +752,10 @@ func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message
 // from the store, are not given as events: the answer holds them (that
 // of [EventDone], or of [EventRestart]). The last event is [EventDone] with
 // the answer, or the sequence ends with a non-nil error as Run would
-// return it (and an Event whose Answer is what was answered so far).
+// return it (and an [EventError] whose Text is that error's and whose
+// Answer is what was answered so far). A conversation cancelled while
+// its calls run still gives the [EventToolResult] of each call, cut or
+// finished, before that error.
 // Stopping the iteration early cancels the conversation as a cancelled
 // ctx does (at an [EventRestart], no further attempt is sent). The events are produced on the caller's goroutine.
 func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Message) iter.Seq2[Event, error] {
@@ -773,7 +776,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 			return
 		}
 		if err != nil {
-			yield(Event{Answer: ans}, err)
+			yield(Event{Kind: EventError, Text: err.Error(), Answer: ans}, err)
 			return
 		}
 		yield(Event{Kind: EventDone, Answer: ans}, nil)
@@ -1665,7 +1668,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			aborted, done = true, c.abort(s, ans)
+			aborted, done = true, c.abort(s, ans, n)
 			return ans, context.Cause(ctx)
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
@@ -1708,19 +1711,26 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }
 
 // abort sends ABORT for the stream and reads on until its END, so that
-// every call that started is answered, for CancelGrace at most. It
-// reports whether the loop stopped meanwhile (an ended stream sets
-// ans.Ended).
-func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer) (stopped bool) {
+// every call that started is answered, for CancelGrace at most. Each
+// frame read is an event of attempt n, as the attempt's others are: the
+// results of the calls cut, and of those that finished meanwhile, are
+// told before the Run's error. It reports whether the loop stopped
+// meanwhile (an ended stream sets ans.Ended).
+func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer, n int) (stopped bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
 	defer cancel()
-	return errors.Is(abortStream(ctx, s, ans), actors.ErrDuplexStopped)
+	var each func(*messages.Frame)
+	if c.emit != nil {
+		each = func(f *messages.Frame) { c.emit(event(f, n)) }
+	}
+	return errors.Is(abortStream(ctx, s, ans, each), actors.ErrDuplexStopped)
 }
 
 // abortStream sends ABORT for s and reads on until its END (every call
 // that started is then answered), or until ctx ends or the loop stops:
-// it returns that error.
-func abortStream(ctx context.Context, s *actors.MuxStream, ans *models.Answer) error {
+// it returns that error. each, when not nil, is given every frame read,
+// once ans has it.
+func abortStream(ctx context.Context, s *actors.MuxStream, ans *models.Answer, each func(*messages.Frame)) error {
 	_ = s.Send(messages.Abort(s.ID()))
 	for !ans.Ended {
 		f, err := s.Recv(ctx)
@@ -1728,6 +1738,9 @@ func abortStream(ctx context.Context, s *actors.MuxStream, ans *models.Answer) e
 			return err
 		}
 		ans.Add(f)
+		if each != nil {
+			each(f)
+		}
 	}
 	return nil
 }

@@ -511,7 +511,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.CancelGrace, ErrGracePassed)
 	defer cancel()
-	err := abortStream(ctx, ws.s, ws.ans)
+	err := abortStream(ctx, ws.s, ws.ans, nil)
 	switch {
 	case err == nil, errors.Is(err, actors.ErrDuplexStopped): // a stopped loop answered the calls
 		ws.s.Close()

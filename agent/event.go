@@ -21,7 +21,9 @@ const (
 	// EventUsage: a model response's token counts (Usage).
 	EventUsage
 	// EventError: the attempt failed (Text says why); an EventRestart
-	// follows when another attempt is made.
+	// follows when another attempt is made. The error that ends a
+	// Stream comes in one too, with the error's text and what was
+	// answered so far (Answer).
 	EventError
 	// EventRestart: the conversation is resumed or sent again (Attempt is
 	// the new attempt's number; Text the failure that caused it; Answer

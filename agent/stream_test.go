@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -121,5 +123,51 @@ func TestStream_BrokenAtRestartSendsNoAttempt(t *testing.T) {
 	}
 	if calls.Load() != 0 {
 		t.Errorf("a tool ran %d times after the consumer stopped the stream", calls.Load())
+	}
+}
+
+// TestStream_CancelledGivesEveryResultAsEvent: a Stream cancelled while
+// one of two parallel calls runs gives one EventToolResult for each call,
+// the cancelled one's and the other's as the answer holds it, before the
+// sequence ends with ctx's error in an EventError.
+func TestStream_CancelledGivesEveryResultAsEvent(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	started, cancelled := make(chan string, 1), make(chan string, 1)
+	a := newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "wait", `{}`), call("c2", "echo", `{"text":"quick"}`)}},
+		scripted.Turn{Text: "never"},
+	), &agent.Options{Tools: []*tools.Tool{blocker(started, cancelled), echo(nil)}})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	go func() { <-started; cancel() }()
+	results := map[string][]models.ToolResult{}
+	var last agent.Event
+	var lastErr error
+	for ev, err := range a.Stream(ctx, "s1", ask) {
+		if lastErr != nil {
+			t.Fatalf("event %v after the error event", ev.Kind)
+		}
+		if ev.Kind == agent.EventToolResult {
+			results[ev.Result.CallID] = append(results[ev.Result.CallID], ev.Result)
+		}
+		last, lastErr = ev, err
+	}
+	if !errors.Is(lastErr, context.Canceled) {
+		t.Fatalf("the sequence ended with %v, want context.Canceled", lastErr)
+	}
+	if last.Kind != agent.EventError || last.Text != lastErr.Error() {
+		t.Errorf("the error event is %v %q, want %v with the error's text", last.Kind, last.Text, agent.EventError)
+	}
+	final := last.Answer
+	if final == nil || len(final.Rounds) != 1 || len(final.Rounds[0].Results) != 2 {
+		t.Fatalf("final answer %+v: want both calls answered", final)
+	}
+	if r := results["c1"]; len(r) != 1 || r[0].FailureKind != string(tools.FailureCancelled) {
+		t.Errorf("c1: result events %+v, want one with failure kind cancelled", r)
+	}
+	// c2 ran at once: its result is its answer (or, on a slow machine,
+	// cancelled); either way the event tells what the answer holds.
+	if r := results["c2"]; len(r) != 1 || string(r[0].Content) != string(final.Rounds[0].Results[1].Content) {
+		t.Errorf("c2: result events %+v, want one with the result the answer holds: %s", r, final.Rounds[0].Results[1].Content)
 	}
 }

@@ -602,3 +602,48 @@ func TestE2E_TeamBaseURL(t *testing.T) {
 		t.Errorf("the reviewer was given write_file: %s", reqs[5]["tools"])
 	}
 }
+
+// A run cut by -timeout while one of two parallel calls runs prints what
+// the agent's events say of each: the call that finished ok, the one cut
+// cancelled, each once; with -json both TOOL_RESULT frames are printed.
+func TestE2E_TimeoutShowsEachResultOnce(t *testing.T) {
+	binaryTest(t)
+	cut := scripted.Turn{ToolCalls: []scripted.ToolCall{
+		{ID: "call_write", Name: "write_file", Arguments: `{"path":"a.txt","content":"a"}`},
+		{ID: "call_run", Name: "run_command", Arguments: `{"command":"sleep 30"}`},
+	}}
+	t.Run("text", func(t *testing.T) {
+		srv := openaitest.NewServer([]scripted.Turn{cut})
+		defer srv.Close()
+		// The timeout leaves time for the write on a loaded machine.
+		res, _ := runDemo(t, nil, "-base-url", srv.URL, "-workspace", t.TempDir(), "-timeout", "2s")
+		if res.code != 1 || !strings.Contains(res.stderr, "no final answer within -timeout 2s") {
+			t.Fatalf("want a timeout: %v", res)
+		}
+		for _, c := range []struct{ id, want string }{
+			{"call_write", "result     write_file call_write ok"},
+			{"call_run", "result     run_command call_run FAILED (cancelled)"},
+		} {
+			if n := strings.Count(res.stdout, "result     "+strings.Fields(c.want)[1]+" "+c.id); n != 1 || !strings.Contains(res.stdout, c.want) {
+				t.Errorf("%d result lines for %s, want one %q:\n%s", n, c.id, c.want, res.stdout)
+			}
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		srv := openaitest.NewServer([]scripted.Turn{cut})
+		defer srv.Close()
+		res, _ := runDemo(t, nil, "-base-url", srv.URL, "-workspace", t.TempDir(), "-timeout", "2s", "-json")
+		if res.code != 1 {
+			t.Fatalf("want a timeout: %v", res)
+		}
+		results := 0
+		for _, line := range strings.Split(strings.TrimSuffix(res.stdout, "\n"), "\n") {
+			if strings.Contains(line, `"TOOL_RESULT"`) {
+				results++
+			}
+		}
+		if results != 2 {
+			t.Errorf("%d TOOL_RESULT frames printed, want 2:\n%s", results, res.stdout)
+		}
+	})
+}

@@ -404,8 +404,8 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	if opts.Session != nil {
 		so = *opts.Session
 	}
-	watched := &watchedStore{Store: claim}
-	so.ID, so.Store = id, watched
+	watched, loopStore := watchStore(claim)
+	so.ID, so.Store = id, loopStore
 	opts.Session = &so
 	spec, err := tools.NewLoop(model, &opts)
 	if err != nil {
@@ -608,6 +608,19 @@ type watchedStore struct {
 	last error
 }
 
+// watchStore returns s watched (see watchedStore), and the store to give
+// the loop: the watched store, which implements the optional interfaces
+// of package durability that s implements, and only those
+// ([durability.Salvager]), so that a type assertion finds on it what it
+// finds on s.
+func watchStore(s durability.Store) (*watchedStore, durability.Store) {
+	w := &watchedStore{Store: s}
+	if sv, ok := s.(durability.Salvager); ok {
+		return w, &watchedSalvager{watchedStore: w, sv: sv}
+	}
+	return w, w
+}
+
 // failure returns the store's last failure, or nil.
 func (w *watchedStore) failure() error {
 	w.mu.Lock()
@@ -670,4 +683,16 @@ func (w *watchedStore) GetSnapshot(ctx context.Context, name string) (durability
 // DeleteSnapshots implements durability.Store.
 func (w *watchedStore) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
 	return w.note(w.Store.DeleteSnapshots(ctx, name, through))
+}
+
+// watchedSalvager is the watched store of a store that salvages.
+type watchedSalvager struct {
+	*watchedStore
+	sv durability.Salvager
+}
+
+// Salvage implements durability.Salvager.
+func (w *watchedSalvager) Salvage(ctx context.Context, name string) (durability.Salvaged, error) {
+	out, err := w.sv.Salvage(ctx, name)
+	return out, w.note(err)
 }

@@ -3,8 +3,11 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // decidingStrategy is a supervisor strategy whose directives reach only
@@ -15,21 +18,24 @@ import (
 // name, and restart it (its open calls closed, its Logic started again)
 // for a failure that was not its own.
 //
-// A directive dropped so is logged (a warning): observers were told of
-// the decision before it was carried out (see supervisor.Event), and the
-// log says it was not.
+// A directive dropped so is logged (a warning). The runtime's observers
+// (RuntimeOptions.OnSupervision, Runtime.WatchSupervision) are told of a
+// restart as it is carried out, after its backoff if any, and only when
+// it reaches a child (see decision.RestartChildren): a restart dropped so
+// is not told. Every other decision is told as it is taken.
 type decidingStrategy struct {
-	inner  actor.SupervisorStrategy
-	logger *slog.Logger
+	inner *supervisor.Strategy
+	rt    *Runtime
 }
 
 // HandleFailure implements actor.SupervisorStrategy: inner decides, in
 // the supervising actor's turn, and its directives go to the children
 // as they were then (see decision).
 func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
-	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child, logger: d.logger}
+	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child,
+		rt: d.rt}
 	dec.note(child)
-	d.inner.HandleFailure(system, dec, child, rs, reason, message)
+	d.inner.WithObserver(dec.observe).HandleFailure(system, dec, child, rs, reason, message)
 }
 
 // decision is the supervisor a strategy decides with: it notes the
@@ -45,18 +51,40 @@ type decision struct {
 	// procs are the children's processes when the decision was taken;
 	// written in the supervisor's turn, before any directive (one after a
 	// backoff runs on a timer started after them).
-	procs  map[*actor.PID]actor.Process
-	child  *actor.PID // the failed child
-	logger *slog.Logger
+	procs map[*actor.PID]actor.Process
+	// mbs are the mailboxes of the children among procs that are the
+	// runtime's duplexes, noted with them.
+	mbs   map[*actor.PID]*mailbox
+	child *actor.PID // the failed child
+	rt    *Runtime
+	// restart is the restart decided, told to the runtime's observers
+	// when it is carried out (see RestartChildren).
+	restart *supervisor.Event
+}
+
+// observe takes the decision: recorded and logged at once, told to the
+// runtime's observers at once but for a restart (see RestartChildren).
+func (d *decision) observe(ev supervisor.Event) {
+	d.rt.decided(ev)
+	if ev.Directive == supervisor.Restart {
+		d.restart = &ev
+		return
+	}
+	d.rt.tell(ev)
 }
 
 // EscalateFailure implements actor.Supervisor: the supervising actor
-// fails with the child's failure, and notes the child, suspended until
-// the decision about the actor comes (see shell.resumed, host.resumed).
+// fails with the child's failure, and notes the child and which of its
+// failures this is, suspended until the decision about the actor comes
+// (see shell.resumed, host.resumed).
 func (d *decision) EscalateFailure(reason, message any) {
 	if k := keeperOf(d.Supervisor); k != nil {
 		if proc, ok := d.procs[d.child]; ok {
-			k.keepEscalated(escalatedChild{pid: d.child, proc: proc})
+			c := escalatedChild{pid: d.child, proc: proc, mb: d.mbs[d.child]}
+			if c.mb != nil {
+				c.failure = c.mb.failures.Load()
+			}
+			k.keepEscalated(c)
 		}
 	}
 	d.Supervisor.EscalateFailure(reason, message)
@@ -87,11 +115,14 @@ func keeperOf(sup actor.Supervisor) escalationKeeper {
 	return nil
 }
 
-// escalatedChild is a child whose failure its parent escalated, and its
-// process then.
+// escalatedChild is a child whose failure its parent escalated, its
+// process then, and, when it is a duplex, its mailbox and the count of
+// its failures then (see resumeEscalation).
 type escalatedChild struct {
-	pid  *actor.PID
-	proc actor.Process
+	pid     *actor.PID
+	proc    actor.Process
+	mb      *mailbox
+	failure uint64
 }
 
 // resumeEscalated resumes the children of escalated (see escalatedChild.resume).
@@ -102,22 +133,36 @@ func resumeEscalated(escalated []escalatedChild, registry *actor.ProcessRegistry
 }
 
 // resume resumes the child, unless it stopped since (its id may be a
-// newer actor's). A child restarted since (all-for-one, for a sibling's
-// failure) drops the Resume while its restart waits for its children
-// (see mailbox.restarting): the incarnation that failed has ended.
+// newer actor's). A duplex restarted since (all-for-one, for a sibling's
+// failure) drops the Resume (see resumeEscalation): the incarnation that
+// failed has ended, and a later one that failed waits for the decision
+// about its own failure.
 func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
-	if now, ok := registry.Get(c.pid); ok && now == c.proc {
-		c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
+	now, ok := registry.Get(c.pid)
+	if !ok || now != c.proc {
+		return
 	}
+	if c.mb != nil {
+		c.proc.SendSystemMessage(c.pid, &resumeEscalation{failure: c.failure})
+		return
+	}
+	c.proc.SendSystemMessage(c.pid, &actor.ResumeMailbox{})
 }
 
-// note records the process pid names now.
+// note records the process pid names now, and its mailbox when it is a
+// duplex of the runtime.
 func (d *decision) note(pid *actor.PID) {
 	if _, ok := d.procs[pid]; ok {
 		return
 	}
 	if proc, ok := d.registry.Get(pid); ok {
 		d.procs[pid] = proc
+		if mb := d.rt.watch.mailboxOf(pid); mb != nil {
+			if d.mbs == nil {
+				d.mbs = make(map[*actor.PID]*mailbox, 1)
+			}
+			d.mbs[pid] = mb
+		}
 	}
 }
 
@@ -138,8 +183,37 @@ func (d *decision) Children() []*actor.PID {
 	return pids
 }
 
-// RestartChildren implements actor.Supervisor.
-func (d *decision) RestartChildren(pids ...*actor.PID) { d.send(pids, &actor.Restart{}) }
+// RestartChildren implements actor.Supervisor. The restart is told to
+// the runtime's observers now, before it is sent, with the children it
+// restarts as its Affected; a restart that restarts none (every child
+// stopped, or is stopping, since the decision, or a failed one has a
+// stop waiting that wins over it) is not told. A stop written into a
+// failed child after this, before it takes the restart, still wins: the
+// restart was told.
+func (d *decision) RestartChildren(pids ...*actor.PID) {
+	live := slices.DeleteFunc(slices.Clone(pids), func(pid *actor.PID) bool {
+		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() {
+			// Stopping: its mailbox drops a restart after the stop.
+			d.dropped(pid, &actor.Restart{}, "the child is stopping")
+			return true
+		}
+		return false
+	})
+	if ev := d.restart; ev != nil {
+		d.restart = nil
+		told := *ev
+		told.Affected = nil
+		for _, pid := range live {
+			if d.current(pid) && !d.stopWins(pid) {
+				told.Affected = append(told.Affected, pid.GetId())
+			}
+		}
+		if len(told.Affected) > 0 {
+			d.rt.tell(told)
+		}
+	}
+	d.send(live, &actor.Restart{})
+}
 
 // StopChildren implements actor.Supervisor.
 func (d *decision) StopChildren(pids ...*actor.PID) { d.send(pids, &actor.Stop{}) }
@@ -156,17 +230,36 @@ func (d *decision) send(pids []*actor.PID, msg any) {
 			continue
 		}
 		if now, ok := d.registry.Get(pid); !ok || now != proc {
-			d.dropped(pid, msg) // stopped since; its id may be a newer actor's
+			d.dropped(pid, msg, "the child stopped after the decision") // its id may be a newer actor's
 			continue
 		}
 		proc.SendSystemMessage(pid, msg)
 	}
 }
 
-// dropped logs that msg, a directive for pid, was not carried out: pid
-// stopped after the decision.
-func (d *decision) dropped(pid *actor.PID, msg any) {
-	if d.logger == nil || !d.logger.Enabled(context.Background(), slog.LevelWarn) {
+// stopWins reports whether the restart of pid will be taken as the stop
+// written into it (see mailbox.stops): it failed, and a stop waits in its
+// queue. The restart is sent all the same: the stop waits for it.
+func (d *decision) stopWins(pid *actor.PID) bool {
+	mb := d.mbs[pid]
+	return mb != nil && mb.stops.Load() > 0 && (pid.Equal(d.child) || mb.suspended.Load())
+}
+
+// current reports whether pid still names the process noted for it.
+func (d *decision) current(pid *actor.PID) bool {
+	proc, ok := d.procs[pid]
+	if !ok {
+		return false
+	}
+	now, ok := d.registry.Get(pid)
+	return ok && now == proc
+}
+
+// dropped logs that msg, a directive for pid, was not carried out, and
+// why.
+func (d *decision) dropped(pid *actor.PID, msg any, why string) {
+	logger := d.rt.logger
+	if !logger.Enabled(context.Background(), slog.LevelWarn) {
 		return
 	}
 	directive := "resume"
@@ -176,7 +269,7 @@ func (d *decision) dropped(pid *actor.PID, msg any) {
 	case *actor.Stop:
 		directive = "stop"
 	}
-	d.logger.Warn("supervision directive dropped", slog.String("supervisor", d.Self().GetId()),
+	logger.Warn("supervision directive dropped", slog.String("supervisor", d.Self().GetId()),
 		slog.String("child", pid.GetId()), slog.String("directive", directive),
-		slog.String("reason", "the child stopped after the decision"))
+		slog.String("reason", why))
 }

@@ -52,6 +52,8 @@
 // their background work are gone. A supervisor's decision is carried out
 // on the duplex it was taken about: a restart that waits for a backoff is
 // dropped when that duplex stopped meanwhile, even if a new one took its
-// name. protoactor's logger is redirected to the
+// name, and the runtime's observers are told of a restart only as it is
+// carried out (see [RuntimeOptions].OnSupervision). protoactor's logger
+// is redirected to the
 // *slog.Logger in [RuntimeOptions] (silent by default).
 package actors

@@ -45,6 +45,9 @@ import (
 //     dropped, the actor stopping instead (see [mailbox.stops]), as is
 //     any Restart after that one (see [mailbox.stopWon]); a stopped
 //     actor's mailbox is suspended no more (see [mailbox.stop]);
+//   - a parent resumed after escalating the actor's failure resumes it
+//     with a [resumeEscalation], taken only while the actor is still
+//     suspended for that failure (see [mailbox.failures]);
 //   - the consumer takes up to mailboxBatch messages per lock;
 //   - each queue is a list of segments that grow from mailboxFirst to
 //     mailboxSegment entries, rewound whenever the queue empties: a
@@ -136,12 +139,28 @@ type mailbox struct {
 	// new incarnation is made, not yet. Consumer only. A ResumeMailbox
 	// taken before the restart is complete (it waits for the actor's
 	// children to stop) is a decision about the incarnation that ended,
-	// stale (a parent resumed after escalating this actor's failure
-	// resumes it): dropped, the actor's queue waits for its next
-	// incarnation. The one taken after that completes the restart and
+	// stale: dropped, the actor's queue waits for its next incarnation
+	// (a resumeEscalation is dropped then too). The one taken after that completes the restart and
 	// is passed to no shell (see resumed).
 	incarnations, restartOf int
 	restarting              bool
+	// failures counts the SuspendMailbox messages posted: one per
+	// failure of the actor, posted by protoactor (from the actor's own
+	// turn) before the failure goes to its supervisor. suspends counts
+	// those taken; consumer only. A parent that escalates the actor's
+	// failure notes failures then, and its Resume resumes the actor only
+	// while it is still suspended for that failure (see
+	// resumeEscalation). It is read as the parent decides, not carried
+	// with the failure: a later failure that came before the decision
+	// (a restart queued ahead of the failure, whose incarnation failed
+	// as it started) is counted in, and taken for the one escalated.
+	failures atomic.Uint64
+	suspends uint64
+	// stopPosted: protoactor's Stop was posted (and stopped will be set
+	// when it is taken). A supervisor's restart sent after that would be
+	// dropped (see stopped): it is not sent, nor told to the runtime's
+	// observers (see decision.RestartChildren).
+	stopPosted atomic.Bool
 
 	// from is the child beside the user message being invoked (nil for
 	// other messages). Only the consumer reads and writes it.
@@ -178,6 +197,16 @@ type stopQueued struct{}
 // directive (not the ResumeMailbox that completes a restart: see
 // mailbox.restarting).
 type resumed struct{}
+
+// resumeEscalation is the system message with which a parent resumed
+// after escalating the actor's failure resumes it (see
+// escalatedChild.resume): failure is the count of the actor's failures
+// (mailbox.failures) when its failure was escalated. It resumes the
+// actor only while the actor is suspended for that failure: if the
+// incarnation that failed has ended since (a restart for a sibling's
+// failure, under all-for-one) and a later one failed, the later failure
+// waits for its own supervisor's decision.
+type resumeEscalation struct{ failure uint64 }
 
 // childGone is the user message a child's end is taken as (see
 // mailbox.postGone), with the child in [mailbox.from].
@@ -365,6 +394,12 @@ func (m *mailbox) posted() {
 
 // PostSystemMessage implements actor.Mailbox.
 func (m *mailbox) PostSystemMessage(message any) {
+	switch message.(type) {
+	case *actor.SuspendMailbox:
+		m.failures.Add(1) // before the failure reaches the supervisor
+	case *actor.Stop:
+		m.stopPosted.Store(true)
+	}
 	m.sysMu.Lock()
 	m.sys = append(m.sys, message)
 	m.sysN.Add(1)
@@ -449,11 +484,18 @@ func (m *mailbox) run() {
 		i++
 		// System messages first, all of them.
 		if msg = m.popSystem(); msg != nil {
-			switch msg.(type) {
+			switch sm := msg.(type) {
 			case *actor.SuspendMailbox:
+				m.suspends++
 				if !m.stopped { // a stopped actor waits for no decision
 					m.suspended.Store(true)
 				}
+			case *resumeEscalation:
+				if m.suspends != sm.failure || !m.suspended.Load() || m.restarting || m.stopped || m.stopWon {
+					continue // stale: not suspended for the failure escalated
+				}
+				m.suspended.Store(false)
+				m.invoker.InvokeUserMessage(resumed{})
 			case *actor.ResumeMailbox:
 				if m.restarting && m.incarnations == m.restartOf && !m.stopped && !m.stopWon {
 					continue // stale: the incarnation it was about has ended

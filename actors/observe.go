@@ -97,10 +97,11 @@ func (rt *Runtime) WatchActors(fn func(ActorEvent)) (stop func()) {
 }
 
 // WatchSupervision calls fn with every supervision decision in the
-// runtime (as RuntimeOptions.OnSupervision does) until the returned stop
-// function is called; fn must be quick, must not block and must be safe
-// for concurrent use. A panic of fn is logged (an ERROR record to the
-// runtime's logger) and goes no further: the decision is carried out.
+// runtime, as RuntimeOptions.OnSupervision is called (a restart as it is
+// carried out), until the returned stop function is called; fn must be
+// quick, must not block and must be safe for concurrent use. A panic of
+// fn is logged (an ERROR record to the runtime's logger) and goes no
+// further: the decision is carried out.
 func (rt *Runtime) WatchSupervision(fn func(supervisor.Event)) (stop func()) {
 	return rt.watch.supervisionWatchers.add(fn)
 }
@@ -150,6 +151,17 @@ type watched struct {
 	info  ActorInfo
 	pid   *actor.PID
 	owner *shell // the incarnation that last reported
+}
+
+// mailboxOf returns the mailbox of the duplex pid names, if it is one of
+// the runtime's and has not stopped; nil otherwise.
+func (w *watch) mailboxOf(pid *actor.PID) *mailbox {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.table[pid.GetId()]; ok && e.pid == pid && e.owner != nil {
+		return e.owner.cell.mb
+	}
+	return nil
 }
 
 func (w *watch) actors() []ActorInfo {
@@ -242,9 +254,10 @@ func (w *watch) resumed(s *shell) {
 	})
 }
 
-// supervised records a supervision decision about a child and passes it
-// on to RuntimeOptions.OnSupervision and the watchers.
-func (rt *Runtime) supervised(ev supervisor.Event) {
+// decided records a supervision decision about a child as it is taken,
+// and logs it; it is told to RuntimeOptions.OnSupervision and the
+// watchers apart (see tell, decision.observe).
+func (rt *Runtime) decided(ev supervisor.Event) {
 	rt.logSupervision(ev)
 	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
@@ -255,6 +268,11 @@ func (rt *Runtime) supervised(ev supervisor.Event) {
 		}
 		return true
 	})
+}
+
+// tell passes a supervision decision on to RuntimeOptions.OnSupervision
+// and the watchers.
+func (rt *Runtime) tell(ev supervisor.Event) {
 	if rt.observe != nil {
 		callSafely(rt.logger, "OnSupervision", rt.observe, ev)
 	}

@@ -54,9 +54,14 @@ type RuntimeOptions struct {
 	// supervisor.New(nil) (one-for-one, 10 restarts in 10 s).
 	Supervision *supervisor.Strategy
 	// OnSupervision observes every supervision decision in the runtime,
-	// including those of strategies given in specs. It must be quick and
-	// safe for concurrent use. A panic of it is logged (an ERROR record
-	// to Logger) and the decision is carried out all the same.
+	// including those of strategies given in specs, before it is carried
+	// out. A restart is told as it is carried out: after its backoff, if
+	// any, with the children it reaches as the event's Affected; one that
+	// reaches no child (each stopped, or is stopping, since the decision)
+	// is not told, and a warning is logged. It must be quick and safe for
+	// concurrent use (a restart after a backoff is told on a timer's
+	// goroutine). A panic of it is logged (an ERROR record to Logger) and
+	// the decision is carried out all the same.
 	OnSupervision func(supervisor.Event)
 	// Dispatcher schedules mailboxes; default: a pool of worker goroutines
 	// owned by the runtime, as many as GOMAXPROCS taking queued mailbox
@@ -199,7 +204,7 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 // directives reaching only the children it decided about (see
 // decidingStrategy).
 func (rt *Runtime) observed(s *supervisor.Strategy) actor.SupervisorStrategy {
-	return decidingStrategy{inner: s.WithObserver(rt.supervised), logger: rt.logger}
+	return decidingStrategy{inner: s, rt: rt}
 }
 
 // Logger returns the runtime's logger.

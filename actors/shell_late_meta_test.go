@@ -85,11 +85,3 @@ func TestMux_NewCallAfterLateMetaAndRestartIsServed(t *testing.T) {
 		t.Errorf("a new call on s after the restart: got %q, want %q (it is never answered)", got, want)
 	}
 }
-
-// TestReviewA12_DurableRefusedCallAnsweredTwice: a call opened while a
-// persistent duplex restarts is refused (ERROR, END) by the ending
-// incarnation; the record of it is reset when the next incarnation
-// begins (shell.begin, durable), though no incarnation ever saw the call
-// and none recovers it: the call's END, sent after, reaches the new
-// Logic as a call and is answered a second time. The same test with a
-// plain duplex passes.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -71,21 +72,10 @@ func TestShell_StaleResumeOfEscalatedChildMidRestart(t *testing.T) {
 			}
 		})
 	}}
-	sSpec := Spec{Name: "s", New: func() Logic {
-		return LogicFunc(func(c Context, msg any) {
-			if f, ok := msg.(*messages.Frame); ok && f.GetText() == "sib" {
-				c.Fail(errors.New("sib"))
-			}
-		})
-	}}
+	sSpec := siblingSpec()
 	refs := make(chan [2]Ref, 1)
 	got := make(chan string, 16)
-	pSpec := Spec{Name: "p", Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne, Decider: func(err error) supervisor.Directive {
-		if err.Error() == "boom" {
-			return supervisor.Escalate
-		}
-		return supervisor.Restart
-	}}), New: func() Logic {
+	pSpec := Spec{Name: "p", Supervision: escalatingBoom(0), New: func() Logic {
 		var c Ref
 		return LogicFunc(func(ctx Context, msg any) {
 			switch m := msg.(type) {
@@ -152,4 +142,28 @@ func TestShell_StaleResumeOfEscalatedChildMidRestart(t *testing.T) {
 	if want := []string{"n:TEXT(served)", "n:END"}; !slices.Equal(onN, want) {
 		t.Errorf("the call queued while c restarted got %q, want %q (from c's next incarnation)", onN, want)
 	}
+}
+
+// siblingSpec is a duplex "s" that fails ("sib") on a TEXT "sib": the
+// sibling whose failure restarts its siblings under all-for-one.
+func siblingSpec() Spec {
+	return Spec{Name: "s", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			if f, ok := msg.(*messages.Frame); ok && f.GetText() == "sib" {
+				c.Fail(errors.New("sib"))
+			}
+		})
+	}}
+}
+
+// escalatingBoom is an all-for-one strategy that escalates a failure
+// "boom" and restarts on any other, after backoff (none when zero).
+func escalatingBoom(backoff time.Duration) *supervisor.Strategy {
+	return supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne, InitialBackoff: backoff,
+		Decider: func(err error) supervisor.Directive {
+			if err.Error() == "boom" {
+				return supervisor.Escalate
+			}
+			return supervisor.Restart
+		}})
 }

@@ -89,9 +89,16 @@ func stopsFailedChild(spec Spec, early, late []*messages.Frame, got chan<- strin
 // (Context.Stop) after it failed and before its supervisor's restart
 // reaches it stops, and is not restarted first: its Logic starts once,
 // its failed call is answered once with the failure, and its parent
-// gets its ChildStopped.
+// gets its ChildStopped. The runtime's observers are not told of a
+// restart that does not happen.
 func TestShell_StopBeforeRestartWins(t *testing.T) {
-	rt := startRuntime(t)
+	var mu sync.Mutex
+	var told []string
+	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: func(ev supervisor.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, ev.Directive.String()+" "+ev.Child)
+	}})
 	var starts atomic.Int32
 	got := make(chan string, 16)
 	ref, err := rt.Spawn(stopsFailedChild(failingChild(&starts, nil), nil, nil, got))
@@ -106,6 +113,11 @@ func TestShell_StopBeforeRestartWins(t *testing.T) {
 	}
 	if n := starts.Load(); n != 1 {
 		t.Errorf("the child's Logic was started %d times, want 1: a stop that came before the restart did not win", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 0 {
+		t.Errorf("OnSupervision was told %q, want nothing: the child stopped, it did not restart", told)
 	}
 }
 

@@ -26,6 +26,18 @@ var ErrIndexOverflow = errors.New("event index overflows uint64")
 // again until the store is repaired.
 var ErrDamaged = errors.New("damaged")
 
+// ErrOutcomeUnknown is the cause (beside the failure's own) of the error
+// a write returns when the store cannot tell whether it committed: a store
+// that reaches its data over a connection sent the write, and then the
+// connection was lost, or the caller's context or the store's Close ended
+// the wait, before the server answered. Unlike every other error of a
+// write, it does not mean "not persisted": the write may have committed.
+// The caller acts as if neither were known and learns the truth by
+// reading: a durable stage fails (its [Provider] panics with the error)
+// and is recovered from what the store holds. Stores that hold their data
+// in this process (memstore, boltstore) never return it.
+var ErrOutcomeUnknown = errors.New("outcome unknown: the write may or may not have committed")
+
 // ErrLocked is the cause of the error Open returns for a store file that
 // another process (or another open store in this process) holds.
 var ErrLocked = errors.New("locked by another process")

@@ -26,7 +26,12 @@ import "context"
 // store's own standard (for an on-disk store: written and fsync'd). Callers
 // persist first and act afterwards. Once a write was handed to the store, the
 // call waits for its outcome even if ctx is cancelled meanwhile, so that a nil
-// error always means "persisted" and a non-nil one "not persisted".
+// error always means "persisted" and a non-nil one "not persisted", with
+// one exception: a store that reaches its data over a connection (pgstore)
+// cannot always tell, and then says so with an error wrapping
+// [ErrOutcomeUnknown], which may mean either (a read tells which). Such a
+// store also bounds the wait by ctx once the write was sent, since a
+// silent server would otherwise hold the caller for ever.
 //
 // # Data ownership
 //

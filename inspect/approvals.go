@@ -119,7 +119,7 @@ type WaitingApproval struct {
 }
 
 func (in *Inspector) held(h heldApproval) {
-	text := fmt.Sprintf("%s call %s on %s waits for approval", h.tool, clip(h.id, in.opts.Clip), h.stream)
+	text := fmt.Sprintf("%s call %s on %s waits for approval", clip(h.tool, in.opts.Clip), clip(h.id, in.opts.Clip), h.stream)
 	if h.restored {
 		text += " (held before a restart, read from the store)"
 	}
@@ -157,7 +157,7 @@ func (in *Inspector) answered(stream, id string, how func(heldApproval) string) 
 	}
 	h := s.approvals[i]
 	s.approvals = slices.Delete(s.approvals, i, i+1)
-	in.addFeed(FeedItem{Kind: "approval", Text: fmt.Sprintf("%s call %s on %s %s", h.tool, clip(h.id, in.opts.Clip), h.stream, how(h))})
+	in.addFeed(FeedItem{Kind: "approval", Text: fmt.Sprintf("%s call %s on %s %s", clip(h.tool, in.opts.Clip), clip(h.id, in.opts.Clip), h.stream, how(h))})
 	return true
 }
 
@@ -196,7 +196,7 @@ func (in *Inspector) waiting(s *session, now time.Time) []WaitingApproval {
 	out := make([]WaitingApproval, 0, len(s.approvals))
 	for _, h := range s.approvals {
 		age := now.Sub(h.since)
-		w := WaitingApproval{ID: h.id, Tool: h.tool, Stream: h.stream, Args: clip(string(h.args), in.opts.Clip), Reason: h.reason,
+		w := WaitingApproval{ID: clip(h.id, in.opts.Clip), Tool: clip(h.tool, in.opts.Clip), Stream: h.stream, Args: clip(string(h.args), in.opts.Clip), Reason: h.reason,
 			AgeMS: age.Milliseconds(), Age: shortDuration(age), Restored: h.restored}
 		if !h.deadline.IsZero() {
 			d := h.deadline

@@ -84,7 +84,7 @@ func TestStreams_AnsweredInTheSameTurnNotLeftOpen(t *testing.T) {
 		t.Fatalf("a: %d streams open, want none (answered in its turn)", n)
 	}
 	in.mu.Lock()
-	made := cap(in.sessions["a"].streams)
+	made := cap(in.lookup("a").streams)
 	in.mu.Unlock()
 	if made != 0 {
 		t.Fatalf("a: a list of %d streams made, want none (its stream never recorded)", made)
@@ -181,7 +181,7 @@ func TestSessions_IDsWithHashNotMistakenForTheirStreams(t *testing.T) {
 		return ids
 	}
 	in.mu.Lock()
-	job, job7 := in.sessions["job"], in.sessions["job#7"]
+	job, job7 := in.lookup("job"), in.lookup("job#7")
 	in.mu.Unlock()
 	if job == nil || job7 == nil {
 		t.Fatalf("sessions job %v, job#7 %v, want both", job != nil, job7 != nil)
@@ -233,7 +233,7 @@ func TestPending_FinishedCallsFrameNotKept(t *testing.T) {
 	requestTurn(o, "s", messages.Text("s", "done"), messages.End("s"))
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	s := in.sessions["s"]
+	s := in.lookup("s")
 	for i, p := range s.calls[:cap(s.calls)] {
 		if p.call != nil {
 			t.Fatalf("calls[%d] (length %d) still holds call %s", i, len(s.calls), p.id())

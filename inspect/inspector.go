@@ -78,6 +78,8 @@ type Options struct {
 type Inspector struct {
 	rt   *actors.Runtime
 	opts Options
+	// actors reads the runtime's registry of live actors (rt.Actors).
+	actors func() []actors.ActorInfo
 
 	unwatch []func()
 	closed  chan struct{}
@@ -108,7 +110,7 @@ type Inspector struct {
 	decidedNext int
 	models      map[string]bool // spec names of the observed model adapters
 	modelsBy    map[string]*modelObserver
-	sessions    map[string]*session
+	index       sessionIndex // the sessions kept, by id
 	results     sessionCache // the session of the last tool result, or of the session made last
 	spare       *session     // a forgotten session, reset, for the next one
 	// sessionOrder are the sessions, storeOrder the keys of stores, first
@@ -117,7 +119,7 @@ type Inspector struct {
 	sessionOrder ring[*session]
 	storeOrder   ring[string]
 	tools        map[string]*toolStats
-	toolList     []*toolStats // the same, by index (pendingCall.tool)
+	toolList     []*toolStats // the same, by index (pendingCall.tool); a dropped row's index is the next row's
 	// registered are the names of the tools given to Tools (the host's);
 	// unregistered counts the rows of other names (see toolStats).
 	registered   map[string]bool
@@ -159,9 +161,9 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	in := &Inspector{rt: rt, opts: opts, closed: make(chan struct{}),
+	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
-		sessions: map[string]*session{}, tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
+		tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
 		stores: map[string]storePosition{}}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
@@ -454,7 +456,7 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 
 // alive reports whether id is in the runtime's registry of live actors.
 func (in *Inspector) alive(id string) bool {
-	_, found := slices.BinarySearchFunc(in.rt.Actors(), id, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) })
+	_, found := slices.BinarySearchFunc(in.actors(), id, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) })
 	return found
 }
 
@@ -511,10 +513,11 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 			in.answeredByResult(ev, kind)
 		}
 	}
-	if name := ev.Call.GetName(); st == nil || name != st.name {
+	if name := ev.Call.GetName(); st == nil || !sameString(name, st.name) {
 		st = in.toolStatsApart(name)
 	}
 	st.calls++
+	st.used = in.version.Load()
 	if dispatched > 0 {
 		st.addLatency(monoNow() - dispatched) // precise: a latency
 	}
@@ -565,17 +568,19 @@ func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 // held. The name is the model's (a call may name any tool, one that does
 // not exist included): it is clipped to Options.Clip, and past
 // maxOtherTools rows of names not given to [Inspector.Tools], the figures
-// of a new such name are counted in one row, [OtherTools]. Rows are kept
-// for good (pending calls point at them).
+// of a new such name are counted in one row, [OtherTools]. Past
+// [MaxToolRows] rows, making one drops the row used least recently (see
+// dropToolRow).
 func (in *Inspector) toolStats(name string) *toolStats {
 	name = clip(name, in.opts.Clip)
 	st := in.tools[name]
 	if st != nil {
 		return st
 	}
-	if !in.registered[name] {
+	other := !in.registered[name]
+	if other {
 		if in.unregistered >= maxOtherTools {
-			name = OtherTools
+			name, other = OtherTools, false
 			if st = in.tools[name]; st != nil {
 				return st
 			}
@@ -583,10 +588,38 @@ func (in *Inspector) toolStats(name string) *toolStats {
 			in.unregistered++
 		}
 	}
-	st = &toolStats{name: name, index: int32(len(in.toolList)), kinds: map[string]int{}}
+	st = &toolStats{name: name, other: other, used: in.version.Load(), kinds: map[string]int{}}
+	if len(in.toolList) < MaxToolRows {
+		st.index = int32(len(in.toolList))
+		in.toolList = append(in.toolList, st)
+	} else {
+		st.index = in.dropToolRow()
+		in.toolList[st.index] = st
+	}
 	in.tools[name] = st
-	in.toolList = append(in.toolList, st)
 	return st
+}
+
+// dropToolRow forgets the row of tool figures used least recently (its
+// last result, or its making, the longest ago) and returns its index,
+// for the new row; in.mu must be held. A pending call that pointed at it
+// is counted, at its result, in the row of its tool's name (made
+// anew); an adapter's observer that remembered it looks it up again.
+//
+//go:noinline
+func (in *Inspector) dropToolRow() int32 {
+	oldest := in.toolList[0]
+	for _, st := range in.toolList[1:] {
+		if st.used < oldest.used {
+			oldest = st
+		}
+	}
+	delete(in.tools, oldest.name)
+	if oldest.other {
+		in.unregistered--
+	}
+	oldest.dropped = true
+	return oldest.index
 }
 
 // OtherTools names the row of tool figures that counts the calls of
@@ -599,10 +632,26 @@ const OtherTools = "(other tools)"
 // Inspector.Tools.
 const maxOtherTools = 32
 
+// MaxToolRows bounds the rows of tool figures kept (the page draws them
+// all, in every event): a host whose agents call more distinct tools,
+// over its life, than this keeps the figures of those used most
+// recently. Past it, the row of the tool used least recently (its last
+// result, or the making of its row, the longest ago) is dropped, its
+// figures forgotten; the tool's next call starts a row afresh. Tools
+// given to [Inspector.Tools] with Options.Faults are still listed, with
+// their stall switch, without figures.
+const MaxToolRows = 128
+
 // toolStats are the figures of one tool.
 type toolStats struct {
-	name            string // the tool's name
-	index           int32  // in in.toolList
+	name  string // the tool's name
+	index int32  // in in.toolList
+	// other rows are of names not given to Tools, counted in
+	// in.unregistered; dropped ones were dropped by dropToolRow.
+	other, dropped bool
+	// used is in.version at the row's last result or its making: the
+	// row used least recently goes first past MaxToolRows.
+	used            uint64
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
 	kinds           map[string]int
@@ -661,10 +710,7 @@ func percentiles(samples []time.Duration) (p50, p90, p99 time.Duration) {
 // open or a call waiting for approval, and the session keep (one just
 // made, nil for none): O(1) per session, so that a host running
 // conversations without end pays the same for each. A dropped session's
-// buffers are kept for the next one (in.spare). Its entry in
-// in.sessions stays, stale (see lookup), until reindex: the hot path
-// neither hashes the old id, long cold, nor probes the map for it.
-// in.mu must be held.
+// buffers are kept for the next one (in.spare). in.mu must be held.
 func (in *Inspector) forget(keep *session) {
 	limit := in.opts.MaxSessions
 	for n := in.sessionOrder.len(); in.sessionOrder.len() > limit && n > 0; n-- {
@@ -673,40 +719,18 @@ func (in *Inspector) forget(keep *session) {
 			in.sessionOrder.push(s) // busy: later
 			continue
 		}
+		in.index.remove(s)
 		s.reset()
 		in.spare = s
-	}
-	if len(in.sessions) > in.sessionOrder.len()+staleSessions {
-		in.reindex()
 	}
 	for len(in.stores) > limit && in.storeOrder.len() > 0 {
 		delete(in.stores, in.storeOrder.pop())
 	}
 }
 
-// staleSessions is how many entries of forgotten sessions in.sessions
-// keeps before reindex drops them: the index is rebuilt once every so
-// many sessions made past the bound, its cost shared by them.
-const staleSessions = 64
-
-// lookup returns the session id, or nil; in.mu must be held. An entry of
-// in.sessions whose session has another id (or none) is stale: that
-// session was forgotten, and maybe reused for another id since.
+// lookup returns the session id, or nil; in.mu must be held.
 func (in *Inspector) lookup(id string) *session {
-	if s := in.sessions[id]; s != nil && s.id == id {
-		return s
-	}
-	return nil
-}
-
-// reindex rebuilds in.sessions from the sessions kept, dropping the
-// stale entries; in.mu must be held.
-func (in *Inspector) reindex() {
-	clear(in.sessions)
-	for i := range in.sessionOrder.len() {
-		s := in.sessionOrder.at(i)
-		in.sessions[s.id] = s
-	}
+	return in.index.find(id, in.index.hash(id))
 }
 
 // ring is a queue, first in first out, kept in a ring that grows only
@@ -763,8 +787,16 @@ func (r *ring[T]) pop() T {
 // on "<session>#<n>", and a '#' or '%' of the session id is written
 // "%23" or "%25".
 func sessionKey(stream string) string {
-	session, _ := agent.SessionOf(stream)
-	return session
+	// Most ids have neither: one test a byte ('#' and '%' are 0x23 and
+	// 0x25; so are '!' and '\'' with bits 1 and 2 cleared, which merely
+	// take the full reading).
+	for i := 0; i < len(stream); i++ {
+		if stream[i]&^6 == '!' {
+			session, _ := agent.SessionOf(stream)
+			return session
+		}
+	}
+	return stream
 }
 
 // clip shortens s to at most n bytes (on a rune boundary), marking the cut.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -151,12 +152,30 @@ func (o *modelObserver) stop(err error) {
 // tools the adapter's calls name: no map lookup per call; in.mu must be
 // held.
 func (o *modelObserver) toolStats(name string) *toolStats {
+	// The names a script or a model's decoder gives are most often the
+	// very strings seen before: pointers first, then bytes.
 	for _, st := range o.tools {
-		if st.name == name {
+		if unsafe.StringData(st.name) == unsafe.StringData(name) && len(st.name) == len(name) && !st.dropped {
 			return st
 		}
 	}
-	st := o.in.toolStats(name)                              // kept for good: in.tools forgets none
+	return o.toolStatsByName(name)
+}
+
+// toolStatsByName is toolStats for a name not seen as the same string.
+//
+//go:noinline
+func (o *modelObserver) toolStatsByName(name string) *toolStats {
+	for i, st := range o.tools {
+		if st.name == name {
+			if !st.dropped {
+				return st
+			}
+			o.tools = slices.Delete(o.tools, i, i+1) // gone past MaxToolRows
+			break
+		}
+	}
+	st := o.in.toolStats(name)
 	if len(o.tools) < maxObservedTools && st.name == name { // not clipped, nor OtherTools
 		o.tools = append(o.tools, st)
 	}
@@ -192,7 +211,7 @@ type sessionCache struct {
 // and its session is still kept, or nil. Compared by stream, not by
 // session: no parsing of the stream's id on the hot path.
 func (c *sessionCache) find(stream string) *session {
-	if s := c.s; s != nil && s.gen == c.gen && c.stream == stream {
+	if s := c.s; s != nil && s.gen == c.gen && sameString(c.stream, stream) {
 		return s
 	}
 	return nil
@@ -200,7 +219,7 @@ func (c *sessionCache) find(stream string) *session {
 
 // remember makes s the session find returns for stream.
 func (c *sessionCache) remember(stream string, s *session) {
-	if c.s != s || c.gen != s.gen || c.stream != stream {
+	if c.s != s || c.gen != s.gen || !sameString(c.stream, stream) {
 		c.stream, c.s, c.gen = stream, s, s.gen
 	}
 }
@@ -210,15 +229,16 @@ func (c *sessionCache) remember(stream string, s *session) {
 // conversation's first result is its).
 func (in *Inspector) session(stream string) *session {
 	key := sessionKey(stream)
-	s := in.lookup(key)
+	h := in.index.hash(key)
+	s := in.index.find(key, h)
 	if s == nil {
 		s = in.spare
 		in.spare = nil
 		if s == nil {
 			s = &session{}
 		}
-		s.id, s.updated = key, in.clock.unixNano()
-		in.sessions[key] = s
+		s.id, s.hash, s.updated = key, h, in.clock.unixNano()
+		in.index.add(s)
 		in.sessionOrder.push(s)
 		in.forget(s)
 		in.results.remember(stream, s)
@@ -263,12 +283,51 @@ func (o *modelObserver) flush() {
 	in := o.in
 	now := in.clock.unixNano()
 	in.mu.Lock()
+	if !o.applyCommonTurn(now) {
+		o.applyTurn(now)
+	}
+	in.version.Add(1)
+	in.mu.Unlock()
+	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
+}
+
+// applyCommonTurn shows the common turn, if this turn is one, and
+// reports whether it was: the END of one request written in, answered by
+// the response's frames on its stream up to their END (no stream opened
+// or closed, one session looked up); in.mu must be held.
+func (o *modelObserver) applyCommonTurn(now int64) bool {
+	turn := o.turn
+	if o.asked != 1 || len(turn) < 2 || !turn[0].request {
+		return false // o.asked == 1 and turn[0] the request: the rest are the response's
+	}
+	req, last := turn[0].f, turn[len(turn)-1].f
+	if req.GetType() != messages.FrameType_END || last.GetType() != messages.FrameType_END {
+		return false
+	}
+	stream := req.GetStreamId()
+	for i := 1; i < len(turn); i++ {
+		if !sameString(turn[i].f.GetStreamId(), stream) {
+			return false
+		}
+	}
+	s := o.session(stream)
+	o.applyRequest(s, req, now, true)
+	for i := 1; i < len(turn); i++ {
+		o.applyResponse(s, turn[i].f, now)
+	}
+	return true
+}
+
+// applyTurn shows any turn; in.mu must be held.
+//
+//go:noinline
+func (o *modelObserver) applyTurn(now int64) {
 	var s *session // the session of stream, the stream of the frame before
 	var stream string
 	for i, ob := range o.turn {
 		// Frames of one stream come in a row: one look-up for them (no
 		// other session is made in between, which could forget s).
-		if f := ob.f.GetStreamId(); s == nil || f != stream {
+		if f := ob.f.GetStreamId(); s == nil || !sameString(f, stream) {
 			stream, s = f, o.session(f)
 		}
 		if ob.request {
@@ -277,9 +336,6 @@ func (o *modelObserver) flush() {
 			o.applyResponse(s, ob.f, now)
 		}
 	}
-	in.version.Add(1)
-	in.mu.Unlock()
-	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
 }
 
 // endsInTurn reports whether the stream of the request frame o.turn[i]
@@ -292,14 +348,8 @@ func (o *modelObserver) endsInTurn(i int) bool {
 		return false
 	}
 	stream := f.GetStreamId()
-	// The common turn: the request's END alone written in, the turn ended
-	// by the END of its response.
-	if last := o.turn[len(o.turn)-1]; o.asked == 1 && !last.request &&
-		last.f.GetType() == messages.FrameType_END && last.f.GetStreamId() == stream {
-		return true
-	}
 	for _, ob := range o.turn[i+1:] {
-		if ob.f.GetStreamId() == stream {
+		if sameString(ob.f.GetStreamId(), stream) {
 			if ob.request { // a new request of the stream: it stays open
 				return false
 			}
@@ -316,7 +366,7 @@ func (o *modelObserver) endsInTurn(i int) bool {
 // must be held.
 func (o *modelObserver) applyRequest(s *session, f *messages.Frame, now int64, answered bool) {
 	stream := f.GetStreamId()
-	if o.staged != nil && o.staged.GetStreamId() == stream {
+	if o.staged != nil && sameString(o.staged.GetStreamId(), stream) {
 		s.request(o.staged.GetPayload())
 		o.staged = nil
 	}
@@ -502,6 +552,7 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 // coarse clock.
 type session struct {
 	id        string
+	hash      uint64         // of id, in in.index
 	streams   []openStream   // few: a slice
 	approvals []heldApproval // calls waiting for a person, held first first
 	updated   int64
@@ -638,7 +689,7 @@ func (s *session) removeCall(call *messages.Frame) (tool int32, dispatched time.
 	id := call.GetToolCallId()
 	for i := range s.calls {
 		// The loop's call is most often the adapter's frame itself.
-		if p := &s.calls[i]; p.call == call || p.id() == id {
+		if p := &s.calls[i]; p.call == call || sameString(p.id(), id) {
 			tool, dispatched = p.tool, p.dispatched
 			if last := len(s.calls) - 1; i < last {
 				copy(s.calls[i:], s.calls[i+1:])

@@ -118,21 +118,20 @@ func newLimited(t *testing.T, limit int) *Inspector {
 
 // A forgotten session is found by its id nowhere (the page, a cut, the
 // results), however many sessions are made after it, while the index
-// of the sessions stays bounded: its entries of forgotten sessions are
-// dropped in batches.
+// of the sessions keeps those kept alone, in a table that stops growing.
 func TestSessions_ForgottenNotFoundByTheirIDs(t *testing.T) {
 	const limit = 3
 	in := newLimited(t, limit)
 	o := &modelObserver{in: in}
-	const made = 5 * (limit + staleSessions)
+	const made = 300
 	for i := range made {
 		run := newHookRun(t, "s"+strconv.Itoa(i))
 		run.play(in, o)
 		in.mu.Lock()
-		indexed := len(in.sessions)
+		indexed, slots := in.index.n, len(in.index.slots)
 		in.mu.Unlock()
-		if indexed > limit+staleSessions+1 {
-			t.Fatalf("after s%d: %d entries in the index, want %d at most", i, indexed, limit+staleSessions+1)
+		if indexed > limit || slots > 16 {
+			t.Fatalf("after s%d: %d sessions in an index of %d slots, want %d at most in 16", i, indexed, slots, limit)
 		}
 	}
 	for i := range made {

@@ -145,9 +145,13 @@ type ToolFigures struct {
 // sessionID when it is not empty.
 func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	now := time.Now()
-	list := in.rt.Actors()
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	// Read under in.mu: the registry changes before the change is
+	// reported to the inspector, so the list read here reflects every
+	// change applied (read before the lock, an actor could be missing
+	// from it and its record of an end dropped since, by its restart).
+	list := in.actors()
 	snap := Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
 		Restarts: in.restarts, Feed: in.feedNewest(50)}
 	in.expireEnded(now)

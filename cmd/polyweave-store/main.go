@@ -1,17 +1,25 @@
 // Command polyweave-store inspects the bbolt store files of Polyweave's
 // durability (package durability/boltstore) without changing them.
 //
-//	polyweave-store verify FILE
+//	polyweave-store verify [-timeout D] FILE
 //
 // reads FILE read-only (under a shared lock; a file that a running
-// process holds is read from a consistent copy, and the report says so),
-// checks every record's
-// checksum, every actor's summary and the log, and prints what the store
-// still holds, actor by actor, and what is damaged and where. Verify goes
-// on past damage, so a damaged store's intact actors are listed too.
+// process holds, still held after -timeout, is read from a consistent
+// copy, and the report says so), checks every record's checksum, every
+// actor's summary and the log, and prints what the store serves, actor by
+// actor (its bucket with the log's writes not yet checkpointed on top),
+// and what is damaged and where. Verify goes on past damage, so a damaged
+// store's intact actors are listed too, and an actor whose pages in the
+// file are broken is named with what of it can still be read.
+//
+// A file of format "1" or "2", written before records had checksums, can
+// be read but not checked: verify says so and does not call it intact.
 //
 // Exit status: 0 when the store is intact, 1 when damage was found, 2 when
-// the file cannot be read as a store at all or the arguments are wrong.
+// the file cannot be read as a store at all (it does not exist, is not a
+// regular file, is not a store, is damaged where the whole file depends on
+// it) or the arguments are wrong, 3 when nothing damaged was found but
+// the records could not be checked (a format without checksums).
 package main
 
 import (
@@ -32,7 +40,20 @@ func main() {
 const usage = `usage: polyweave-store verify [-timeout D] FILE
 
 verify  checks a store file read-only and reports what it holds and what is damaged
+        -timeout D  how long to wait for a running store that holds FILE
+                    before verifying a consistent copy of it (default 2s; must be positive)
+
+exit status: 0 intact; 1 damage found; 2 not readable as a store, or bad arguments;
+             3 nothing damaged found, but the format's records carry no checksums (not checked)
 `
+
+// Exit statuses.
+const (
+	exitIntact    = 0
+	exitDamaged   = 1
+	exitFailed    = 2
+	exitUnchecked = 3
+)
 
 // run runs the command and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -46,30 +67,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a store that has the file open before verifying a copy")
+	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a running store that holds the file before verifying a consistent copy of it (positive)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return exitIntact
 		}
-		return 2
+		return exitFailed
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitFailed
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "polyweave-store: -timeout %v: must be positive (how long to wait for a running store before verifying a copy)\n", *timeout)
+		return exitFailed
 	}
 	r, err := boltstore.Verify(fs.Arg(0), &boltstore.Options{OpenTimeout: *timeout})
 	if err != nil {
 		fmt.Fprintf(stderr, "polyweave-store: %v\n", err)
-		return 2
+		return exitFailed
 	}
 	printReport(stdout, r)
 	switch {
 	case r.Unreadable != nil:
-		return 2
+		return exitFailed
 	case !r.Intact():
-		return 1
+		return exitDamaged
+	case r.Unchecked:
+		return exitUnchecked
 	}
-	return 0
+	return exitIntact
 }
 
 // printReport writes r as text.
@@ -79,17 +106,34 @@ func printReport(w io.Writer, r *boltstore.Report) {
 		return
 	}
 	fmt.Fprintf(w, "%s: format %q\n", r.Path, r.Format)
+	if r.Unchecked {
+		fmt.Fprintf(w, "WARNING: records of format %q carry no checksums: they were read, not checked; damage in them cannot be found\n", r.Format)
+	}
 	if r.Copy != "" {
 		fmt.Fprintf(w, "note: %s\n", r.Copy)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "DAMAGED: %v\n", p)
 	}
-	fmt.Fprintf(w, "log: %d intact entries, %d records", r.LogEntries, r.LogRecords)
+	if n := len(r.SetAside); n > 0 {
+		fmt.Fprintf(w, "note: %d damaged bucket(s) set aside by an earlier salvage: kept in the file unread, not served, dropped by compaction\n", n)
+	}
+	if r.Unchecked {
+		fmt.Fprintf(w, "log: %d entries, %d records (not checked)", r.LogEntries, r.LogRecords)
+	} else {
+		fmt.Fprintf(w, "log: %d intact entries, %d records", r.LogEntries, r.LogRecords)
+	}
 	if len(r.LogActors) > 0 {
-		fmt.Fprintf(w, " for %d actors (not yet checkpointed; verify reads them from the log)", len(r.LogActors))
+		fmt.Fprintf(w, " for %d actors (not yet checkpointed; counted in the actors below)", len(r.LogActors))
+	}
+	if r.LogUnreplayed {
+		fmt.Fprint(w, "; the log cannot be replayed as a whole, the actors below are as their buckets hold them")
 	}
 	fmt.Fprintln(w)
+	state := "intact"
+	if r.Unchecked {
+		state = "not checked (no checksums)"
+	}
 	damaged := 0
 	for _, a := range r.Actors {
 		fmt.Fprintf(w, "actor %q:", a.Name)
@@ -108,19 +152,28 @@ func printReport(w io.Writer, r *boltstore.Report) {
 		default:
 			fmt.Fprintf(w, " %d events %d..%d", a.Events, a.FirstEvent, a.LastEvent)
 		}
+		if a.Logged > 0 {
+			fmt.Fprintf(w, " (%d from the log)", a.Logged)
+		}
 		if len(a.Damaged) == 0 {
-			fmt.Fprintln(w, ": intact")
+			fmt.Fprintf(w, ": %s\n", state)
 			continue
 		}
 		damaged++
-		fmt.Fprintln(w, ": DAMAGED")
+		if a.Pages {
+			fmt.Fprintln(w, " readable: DAMAGED pages; the store refuses this actor until it is salvaged, which keeps what is readable and intact")
+		} else {
+			fmt.Fprintln(w, ": DAMAGED")
+		}
 		for _, err := range a.Damaged {
 			fmt.Fprintf(w, "  %v\n", err)
 		}
 	}
-	state := "intact"
-	if !r.Intact() {
+	switch {
+	case !r.Intact():
 		state = "DAMAGED"
+	case r.Unchecked:
+		state = "NOT CHECKED"
 	}
 	fmt.Fprintf(w, "%s: %d actors, %d damaged; %d problems outside actors\n", state, len(r.Actors), damaged, len(r.Problems))
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +61,7 @@ var (
 	actorsBucket    = []byte("actors")
 	eventsBucket    = []byte("events")
 	snapshotsBucket = []byte("snapshots")
+	setAsideBucket  = []byte("set-aside")
 )
 
 // Options configures [Open]. A nil *Options and the zero value both mean
@@ -206,8 +209,10 @@ var _ durability.Store = (*Store)(nil)
 // An existing file is checked before bbolt maps it, and every bbolt call
 // is guarded, so a damaged file gives an error (a *durability.StoreError
 // wrapping a *durability.DamageError that says what is damaged and where),
-// never a panic or a fault. An existing empty or headerless file is
-// refused, never taken as new. A file held by another process gives an
+// never a panic or a fault; damage confined to one actor's pages does not
+// fail Open: that actor is quarantined (see the package documentation).
+// An existing empty or headerless file is refused, never taken as new, and
+// so is a path that is not a regular file (a folder, a FIFO, a device). A file held by another process gives an
 // error wrapping durability.ErrLocked once OpenTimeout has passed.
 func Open(path string, opts *Options) (*Store, error) {
 	return open(path, opts, nil)
@@ -223,9 +228,10 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
+		var nr *notRegularError
 		if marked := fileFailure(path, err, nil); durability.IsPermanent(marked) {
 			err = marked // names the file already, or damage naming it
-		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) {
+		} else if !errors.As(err, &de) && !errors.Is(err, durability.ErrLocked) && !errors.As(err, &nr) {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 		return nil, &durability.StoreError{Op: durability.OpOpen, Err: err}
@@ -255,6 +261,11 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		openFile = os.OpenFile
 	}
 
+	if fi, err := os.Stat(path); err == nil {
+		if err := notRegular(path, fi); err != nil {
+			return fail(err)
+		}
+	}
 	switch _, err := os.Lstat(path); {
 	case errors.Is(err, fs.ErrNotExist) && !o.ReadOnly:
 		if dir := filepath.Dir(path); !isDir(dir) {
@@ -272,7 +283,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(fmt.Errorf("sync its folder: %w", err))
 		}
 	}
-	db, file, err := openBolt(path, &o, openFile)
+	db, file, t, err := openBolt(path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -294,7 +305,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		stepRecords:     stepRecords,
 		minStepRecords:  minStepRecords,
 	}
-	if err := s.load(o.ReadOnly); err != nil {
+	if err := s.load(o.ReadOnly, t); err != nil {
 		db.Close()
 		return fail(err)
 	}
@@ -349,23 +360,29 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 // openBolt opens an existing file with bbolt: it locks the file itself
 // (so that a lock held elsewhere gives a clear error), checks it with
 // [validateFile] before bbolt maps it, then hands bbolt the locked file,
-// which it returns too (bbolt closes it).
-func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, error) {
+// which it returns too (bbolt closes it), with what validateFile found
+// in the file's tree (nil for a new file).
+func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := openFile(path, flag, o.FileMode)
+	f, err := openFile(path, flag|openFlags, o.FileMode)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if err := regularFile(f, path); err != nil {
+		f.Close()
+		return nil, nil, nil, err
 	}
 	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if _, err := validateFile(f, path, o.MetaFallback); err != nil {
+	_, t, err := validateFile(f, path, o.MetaFallback)
+	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var db *bolt.DB
 	err = guard(path, "opening the file", nil, func() error {
@@ -381,9 +398,9 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	})
 	if err != nil {
 		f.Close() // bbolt closed it unless it panicked
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return db, f, nil
+	return db, f, t, nil
 }
 
 // viewTx and updateTx run a bbolt transaction under [guard]; updateTx
@@ -448,8 +465,9 @@ func (s *Store) failWrites(why string, cause error) error {
 
 // load checks the file's layout and format version, replays the log into
 // the overlay and, unless read-only, checkpoints it (upgrading a version
-// 2, 3 or 4 file to version 5 in the same transaction).
-func (s *Store) load(readOnly bool) error {
+// 2, 3 or 4 file to version 5 in the same transaction). The actors whose
+// pages t found damaged (t may be nil) are quarantined.
+func (s *Store) load(readOnly bool, t *tree) error {
 	var version string
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
@@ -473,6 +491,11 @@ func (s *Store) load(readOnly bool) error {
 		return err
 	}
 	legacy, layout, nested := logFormat(version)
+	if legacy && !readOnly && t != nil && len(t.actors) > 0 {
+		// The upgrade rewrites every actor's records: it cannot leave one out.
+		name := slices.Sorted(maps.Keys(t.actors))[0]
+		return fmt.Errorf("file format %q, whose upgrade rewrites every actor, with the pages of actor %q damaged (%w): open it read-only to read the other actors", version, name, t.actors[name].err)
+	}
 	if !legacy {
 		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {
 			return err
@@ -483,11 +506,22 @@ func (s *Store) load(readOnly bool) error {
 		return err
 	}
 	s.overlay, s.nextSeq, s.logStart = r.overlay, r.next, r.start
-	s.quarantine = r.quarantine
-	s.quarantined.Store(int64(len(r.quarantine)))
 	for name, q := range r.quarantine {
 		s.log.Error("boltstore: actor quarantined: its writes in the log are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", q.err)
 	}
+	if t != nil {
+		for name, ap := range t.actors {
+			q := r.quarantine[name]
+			if q == nil {
+				q = &quarantined{}
+				r.quarantine[name] = q
+			}
+			q.err, q.pages = ap.err, ap.header
+			s.log.Error("boltstore: actor quarantined: its pages in the file are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", ap.err)
+		}
+	}
+	s.quarantine = r.quarantine
+	s.quarantined.Store(int64(len(r.quarantine)))
 	if r.overlay.ops > 0 {
 		s.log.Info("boltstore replayed log", "writes", r.overlay.ops, "actors", len(r.overlay.actors))
 	}

@@ -1,11 +1,14 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,6 +71,15 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		if err := s.checkpoint(); err != nil {
 			return err
 		}
+		s.viewMu.RLock()
+		defer s.viewMu.RUnlock()
+		for _, name := range slices.Sorted(maps.Keys(s.quarantine)) {
+			if s.quarantine[name].pages != nil {
+				// Its pages cannot be copied: what is intact of them is
+				// kept by Salvage.
+				return fmt.Errorf("the pages of actor %q are damaged (%w): Salvage it before compacting", name, s.quarantine[name].err)
+			}
+		}
 		s.compacting = true
 		return nil
 	}); err != nil {
@@ -98,7 +110,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	// The buckets do not change while checkpoints wait; the log does, and
 	// is copied whole at the switch.
 	s.viewMu.RLock()
-	err = guard(s.path, "copying the file", boltInfo(s.db), func() error { return bolt.Compact(dst, s.db, compactTxSize) })
+	err = guard(s.path, "copying the file", boltInfo(s.db), func() error { return compactCopy(dst, s.db, compactTxSize) })
 	s.viewMu.RUnlock()
 	if err != nil {
 		cleanup()
@@ -172,6 +184,74 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	}
 	s.log.Info("boltstore compacted", "path", s.path, "before", st.Before, "after", st.After, "blocked", st.Blocked)
 	return st, nil
+}
+
+// compactCopy copies the buckets of src into dst, as bolt.Compact does, in
+// transactions of about txMaxSize bytes, but for the buckets Salvage set
+// aside (see [Store.setAside]), which it drops: their pages are damaged.
+func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
+	tx, err := dst.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a committed tx: ErrTxClosed
+	size := int64(0)
+	bucketAt := func(keys [][]byte) *bolt.Bucket {
+		b := tx.Bucket(keys[0])
+		for _, k := range keys[1:] {
+			b = b.Bucket(k)
+		}
+		return b
+	}
+	var copyInto func(keys [][]byte, sb *bolt.Bucket) error
+	copyInto = func(keys [][]byte, sb *bolt.Bucket) error {
+		return sb.ForEach(func(k, v []byte) error {
+			sz := int64(len(k) + len(v))
+			if size+sz > txMaxSize {
+				if err := tx.Commit(); err != nil {
+					return err
+				}
+				if tx, err = dst.Begin(true); err != nil {
+					return err
+				}
+				size = 0
+			}
+			size += sz
+			db := bucketAt(keys)
+			db.FillPercent = 1
+			if v != nil {
+				return db.Put(k, v)
+			}
+			child := sb.Bucket(k)
+			nb, err := db.CreateBucket(k)
+			if err != nil {
+				return err
+			}
+			if err := nb.SetSequence(child.Sequence()); err != nil {
+				return err
+			}
+			return copyInto(append(slices.Clone(keys), k), child)
+		})
+	}
+	err = src.View(func(stx *bolt.Tx) error {
+		return stx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			if bytes.Equal(name, setAsideBucket) {
+				return nil
+			}
+			nb, err := tx.CreateBucket(name)
+			if err != nil {
+				return err
+			}
+			if err := nb.SetSequence(b.Sequence()); err != nil {
+				return err
+			}
+			return copyInto([][]byte{name}, b)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // copyBucket copies src's keys into dst, nested buckets (the log's big

@@ -572,7 +572,7 @@ func TestOpen_FreelistDamaged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := validateFile(f, path, false)
+			m, _, err := validateFile(f, path, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -92,6 +92,10 @@
 //     for events and for snapshots the number of records, the lowest and
 //     highest index and the sum of their checksums. An actor bucket left
 //     empty by deletes is removed.
+//   - bucket "set-aside" (absent until needed): the buckets of actors whose
+//     pages Salvage found broken, moved there unread (bbolt cannot free
+//     pages it cannot read), one nested bucket per Salvage; Compact drops
+//     them.
 //
 // # Failures of the file
 //
@@ -132,19 +136,26 @@
 // Damage that belongs to one actor costs that actor alone: a log entry
 // whose checksum fails is read record by record, and a record whose
 // header checks but whose data does not (so its actor and index are sure)
-// is lost; a checkpoint that finds an actor's bucket damaged (its summary,
+// is lost; a page of the file below an actor's bucket that Open finds
+// broken (a torn or lost sector write: a zeroed page, a page whose
+// elements do not fit in it) makes Open leave that actor's bucket
+// unread; a checkpoint that finds an actor's bucket damaged (its summary,
 // its keys, pages bbolt trips over) leaves that actor out. Either way the
 // actor is quarantined: every read and write of it fails with the damage,
 // its intact writes stay in the log (with a record of each lost one, so
 // the quarantine outlives a restart), the other actors go on, and
-// [Store.Salvage] releases it. Damage that cannot be attributed makes
-// Open fail: a log entry that cannot be split into records or whose
-// records' headers are damaged, entries missing, the directory of actors
-// not matching its summary (an actor bucket lost or renamed). A file
-// whose newest meta page is damaged is refused unless
-// [Options].MetaFallback accepts the previous commit. [Verify] and the
-// polyweave-store command (cmd/polyweave-store) report what a damaged
-// file still holds.
+// [Store.Salvage] releases it (an actor whose pages are broken is read
+// from the pages that are intact, and its old bucket is set aside, unread,
+// in bucket "set-aside" until [Store.Compact] drops it). Damage that
+// cannot be attributed makes Open fail, naming the part of the file: a
+// page of the root, the log, bucket "polyweave" or the actors bucket
+// itself (whose pages list the actors), the freelist, a page two buckets
+// reach; a log entry that cannot be split into records or whose records'
+// headers are damaged, entries missing, the directory of actors not
+// matching its summary (an actor bucket lost or renamed). A file whose
+// newest meta page is damaged is refused unless [Options].MetaFallback
+// accepts the previous commit. [Verify] and the polyweave-store command
+// (cmd/polyweave-store) report what a damaged file still holds.
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format

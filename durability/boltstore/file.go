@@ -88,14 +88,18 @@ func readMeta(f *os.File, page int, off int64) (meta, error) {
 // page bbolt will use points inside the file (a truncated file would
 // otherwise be mapped past its end and fault), and that the freelist page
 // bbolt loads at open is one. It returns the meta bbolt will use.
-func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
+//
+// Damage found in the pages of one actor's bucket does not refuse the
+// file: it costs that actor alone, and is returned in the tree's actors
+// (see [checkTree]).
+func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return meta{}, err
+		return meta{}, nil, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return meta{}, damaged(path, "file", 0, "the file is empty (0 bytes), not a store; only a path that does not exist creates a new store")
+		return meta{}, nil, damaged(path, "file", 0, "the file is empty (0 bytes), not a store; only a path that does not exist creates a new store")
 	}
 	m0, err0 := readMeta(f, 0, 0)
 	var metas []meta
@@ -127,17 +131,23 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	}
 	if len(metas) == 0 {
 		if size < 2*minPageSize {
-			return meta{}, damaged(path, "file", 0, "%d bytes: too short for a store (no bbolt header)", size)
+			return meta{}, nil, damaged(path, "file", 0, "%d bytes: too short for a store (no bbolt header)", size)
 		}
-		return meta{}, damaged(path, "meta pages", 0, "neither meta page is valid (page 0: %v; page 1: %v): not a bbolt file, or its header is destroyed", err0, err1)
+		return meta{}, nil, damaged(path, "meta pages", 0, "neither meta page is valid (page 0: %v; page 1: %v): not a bbolt file, or its header is destroyed", err0, err1)
 	}
-	if len(metas) == 1 && !metaFallback {
+	var fallback error
+	if len(metas) == 1 {
 		bad, why := 1-metas[0].page, err1
 		if metas[0].page == 1 {
 			why = err0
 		}
-		return meta{}, damaged(path, "meta page", int64(bad)*int64(metas[0].pageSize),
-			"meta page %d is damaged (%v); bbolt would fall back to meta page %d (transaction %d) and lose the last commit if it was the newer one: refused (Options.MetaFallback accepts it)",
+		if !metaFallback {
+			return meta{}, nil, damaged(path, "meta page", int64(bad)*int64(metas[0].pageSize),
+				"meta page %d is damaged (%v); bbolt would fall back to meta page %d (transaction %d) and lose the last commit if it was the newer one: refused (Options.MetaFallback accepts it)",
+				bad, why, metas[0].page, metas[0].txid)
+		}
+		fallback = damaged(path, "meta page", int64(bad)*int64(metas[0].pageSize),
+			"meta page %d is damaged (%v); read from meta page %d (transaction %d), the state before the last commit: that commit is lost if it was the newer one",
 			bad, why, metas[0].page, metas[0].txid)
 	}
 	// bbolt uses the valid meta with the highest transaction id.
@@ -148,37 +158,39 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 	ps := int64(m.pageSize)
 	metaOff := int64(m.page) * ps
 	if size%ps != 0 {
-		return meta{}, damaged(path, "file", size, "size %d is not a multiple of the page size %d (truncated?)", size, ps)
+		return meta{}, nil, damaged(path, "file", size, "size %d is not a multiple of the page size %d (truncated?)", size, ps)
 	}
 	if m.pgid < 2 || m.pgid > uint64(size/ps) {
-		return meta{}, damaged(path, "file", size, "meta page %d says the file has %d pages of %d bytes, but it has %d bytes (truncated)", m.page, m.pgid, ps, size)
+		return meta{}, nil, damaged(path, "file", size, "meta page %d says the file has %d pages of %d bytes, but it has %d bytes (truncated)", m.page, m.pgid, ps, size)
 	}
 	if m.root < 2 || m.root >= m.pgid {
-		return meta{}, damaged(path, "meta page", metaOff, "meta page %d: root page %d outside pages [2, %d)", m.page, m.root, m.pgid)
+		return meta{}, nil, damaged(path, "meta page", metaOff, "meta page %d: root page %d outside pages [2, %d)", m.page, m.root, m.pgid)
 	}
 	var hdr [pageHeaderSize + 8]byte
 	if _, err := f.ReadAt(hdr[:], int64(m.root)*ps); err != nil {
-		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d unreadable: %v", m.root, err)
+		return meta{}, nil, damaged(path, "root page", int64(m.root)*ps, "root page %d unreadable: %v", m.root, err)
 	}
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != branchPage && fl != leafPage {
-		return meta{}, damaged(path, "page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
+		return meta{}, nil, damaged(path, "root page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
 	}
-	inUse, err := checkTree(f, path, m)
+	t, err := checkTree(f, path, m)
 	if err != nil {
-		return meta{}, err
+		return meta{}, nil, err
 	}
+	t.fallback = fallback
+	inUse := t.inUse
 	if m.freelist == noFreelist {
-		return m, nil
+		return m, t, nil
 	}
 	if m.freelist < 2 || m.freelist >= m.pgid {
-		return meta{}, damaged(path, "meta page", metaOff, "meta page %d: freelist page %d outside pages [2, %d)", m.page, m.freelist, m.pgid)
+		return meta{}, nil, damaged(path, "meta page", metaOff, "meta page %d: freelist page %d outside pages [2, %d)", m.page, m.freelist, m.pgid)
 	}
 	flOff := int64(m.freelist) * ps
 	if _, err := f.ReadAt(hdr[:], flOff); err != nil {
-		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
 	}
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
-		return meta{}, damaged(path, "page", flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl)
+		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl)
 	}
 	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	idsOff := flOff + pageHeaderSize
@@ -187,29 +199,29 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, error) {
 		idsOff += 8
 	}
 	if m.freelist+overflow >= m.pgid || idsOff+int64(count)*8 > flOff+int64(overflow+1)*ps {
-		return meta{}, damaged(path, "page", flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow)
+		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow)
 	}
 	ids := make([]byte, count*8)
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
-		return meta{}, damaged(path, "page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
 	}
 	free := make(map[uint64]bool, count)
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
 		switch {
 		case id < 2 || id >= m.pgid:
-			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
+			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
 		case inUse[id] || id >= m.freelist && id <= m.freelist+overflow:
 			// bbolt would hand the page out while it is in use: the
 			// next commit would overwrite live data.
-			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
 		case free[id]:
 			// bbolt would hand the page out twice.
-			return meta{}, damaged(path, "page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
+			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
 		}
 		free[id] = true
 	}
-	return m, nil
+	return m, t, nil
 }
 
 // lockFile takes the store's lock on f (exclusive, or shared when
@@ -312,102 +324,39 @@ func boltInfo(db *bolt.DB) func() uintptr {
 	return func() uintptr { return safeBase(db) }
 }
 
-// checkTree walks the B+tree of the file from the root bucket's page, as
-// bbolt would reach it, and checks what bbolt reads without checks of its
-// own: that every page reached is a branch or leaf page inside the high
-// water mark and reached once, and that every element's key and value,
-// and every inline bucket's page, lie inside their page. bbolt indexes
-// into pages with unchecked pointer arithmetic, so these are the damages
-// that make it read outside a page. It reads each page in use once, and
-// returns the pages in use.
-func checkTree(f *os.File, path string, m meta) (map[uint64]bool, error) {
-	ps := int64(m.pageSize)
-	seen := make(map[uint64]bool)
-	var walkPage func(id uint64, depth int) error
-	var walkElems func(p []byte, id uint64, off int64, depth int) error
-	walkPage = func(id uint64, depth int) error {
-		off := int64(id) * ps
-		if id < 2 || id >= m.pgid {
-			return damaged(path, "page", -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
-		}
-		var hdr [pageHeaderSize]byte
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
-			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
-		}
-		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
-		if id+overflow >= m.pgid {
-			return damaged(path, "page", off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
-		}
-		for p := id; p <= id+overflow; p++ {
-			if seen[p] {
-				return damaged(path, "page", off, "page %d is reached twice in the tree", p)
-			}
-			seen[p] = true
-		}
-		buf := make([]byte, int64(overflow+1)*ps)
-		if _, err := f.ReadAt(buf, off); err != nil {
-			return damaged(path, "page", off, "page %d unreadable: %v", id, err)
-		}
-		return walkElems(buf, id, off, depth)
-	}
-	walkElems = func(p []byte, id uint64, off int64, depth int) error {
-		if depth > 64 {
-			return damaged(path, "page", off, "page %d: the tree is deeper than 64 levels", id)
-		}
-		if len(p) < pageHeaderSize {
-			return damaged(path, "page", off, "page %d: shorter than a page header", id)
-		}
-		flags := binary.LittleEndian.Uint16(p[8:])
-		count := int(binary.LittleEndian.Uint16(p[10:]))
-		if flags != branchPage && flags != leafPage {
-			return damaged(path, "page", off, "page %d has flags %#x, not a branch or leaf page", id, flags)
-		}
-		if flags == branchPage && count == 0 {
-			return damaged(path, "page", off, "branch page %d has no elements", id)
-		}
-		if pageHeaderSize+16*count > len(p) {
-			return damaged(path, "page", off, "page %d: %d elements do not fit in it", id, count)
-		}
-		for i := range count {
-			e := pageHeaderSize + 16*i
-			el := p[e : e+16]
-			if flags == branchPage {
-				pos, ksize := int(binary.LittleEndian.Uint32(el)), int(binary.LittleEndian.Uint32(el[4:]))
-				if e+pos+ksize > len(p) || ksize == 0 {
-					return damaged(path, "page", off, "branch page %d, element %d: key outside the page", id, i)
-				}
-				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1); err != nil {
-					return err
-				}
-				continue
-			}
-			eflags := binary.LittleEndian.Uint32(el)
-			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
-			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
-				return damaged(path, "page", off, "leaf page %d, element %d: key or value outside the page", id, i)
-			}
-			if eflags&^1 != 0 {
-				return damaged(path, "page", off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
-			}
-			if eflags&1 == 0 {
-				continue
-			}
-			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
-			if len(v) < 16 {
-				return damaged(path, "page", off, "leaf page %d, element %d: bucket header cut short", id, i)
-			}
-			root := binary.LittleEndian.Uint64(v)
-			var err error
-			if root == 0 {
-				err = walkElems(v[16:], id, off, depth+1)
-			} else {
-				err = walkPage(root, depth+1)
-			}
-			if err != nil {
-				return err
-			}
-		}
+// notRegular returns the error for a store path that exists but is not a
+// regular file (a folder, a FIFO, a device, a socket), or nil: such a path
+// is never opened as a store (opening a FIFO would block, a folder would
+// read as damage).
+func notRegular(path string, fi os.FileInfo) error {
+	if fi.Mode().IsRegular() {
 		return nil
 	}
-	return seen, walkPage(m.root, 0)
+	kind := "not a regular file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		kind = "a folder, not a store file"
+	case m&os.ModeNamedPipe != 0:
+		kind = "a FIFO (named pipe), not a regular file"
+	case m&os.ModeSocket != 0:
+		kind = "a socket, not a regular file"
+	case m&os.ModeDevice != 0:
+		kind = "a device, not a regular file"
+	}
+	return &notRegularError{path: path, kind: kind}
+}
+
+// notRegularError says that a store path is not a regular file.
+type notRegularError struct{ path, kind string }
+
+func (e *notRegularError) Error() string { return e.path + " is " + e.kind }
+
+// regularFile checks that f, opened at path, is a regular file (see
+// [notRegular]).
+func regularFile(f *os.File, path string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return notRegular(path, fi)
 }

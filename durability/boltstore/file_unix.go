@@ -81,3 +81,8 @@ func descriptorFailure(f *os.File) error {
 	}
 	return nil
 }
+
+// openFlags are added to the flags a store file is opened with: an open
+// of a FIFO (or of a device that waits for a peer) then returns at once
+// instead of blocking, and [regularFile] refuses it.
+const openFlags = syscall.O_NONBLOCK

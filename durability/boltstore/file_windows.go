@@ -45,3 +45,7 @@ func syncDir(func(string, int, os.FileMode) (*os.File, error), string) error { r
 // descriptorFailure is nil: bbolt grows a file on Windows without
 // truncating it, so there is no resize failure to explain.
 func descriptorFailure(*os.File) error { return nil }
+
+// openFlags are added to the flags a store file is opened with (none on
+// Windows, whose opens do not wait for a peer).
+const openFlags = 0

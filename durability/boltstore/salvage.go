@@ -28,10 +28,14 @@ var _ durability.Salvager = (*Store)(nil)
 // the records whose writes were lost dropped, and is released from
 // quarantine.
 //
+// An actor whose own pages in the file are damaged (Open found them so,
+// and quarantined it) is read from its pages that are intact, not through
+// bbolt; its damaged bucket is set aside in the file (kept, never read
+// again, until [Store.Compact] drops it) and replaced by what is kept.
+//
 // Salvage runs between two commits (writes wait) after a checkpoint. It
 // cannot help when the log is damaged beyond attributing the damage to
-// actors (Open refuses the file) or when the actor's pages are too
-// damaged for bbolt to walk (it returns the *durability.DamageError).
+// actors (Open refuses the file).
 func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	const op = "salvage"
 	var out Salvaged
@@ -92,6 +96,11 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 // if nothing is kept).
 func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendingActor, dir *directory, out *Salvaged) error {
 	actors := tx.Bucket(actorsBucket)
+	if q != nil && q.pages != nil {
+		if err := s.setAside(tx, name, q.pages); err != nil {
+			return err
+		}
+	}
 	ab := actors.Bucket([]byte(name))
 	if q != nil {
 		if ab == nil && pend != nil && len(pend.events.puts)+len(pend.snapshots.puts) > 0 {
@@ -235,6 +244,58 @@ func deleteKeys(ab *bolt.Bucket, which []byte, b *bolt.Bucket, keys [][]byte, ke
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// setAside replaces the bucket of actor name, whose pages are damaged
+// (header is its bucket header, see [actorPages]), by a new bucket
+// holding the records that could be read from its pages, unchecked (the
+// rest of Salvage checks them). The damaged bucket is moved, without
+// being read, into a bucket of the "set-aside" bucket: bbolt cannot free
+// pages it cannot read, so they stay in use there until Compact drops
+// them.
+func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
+	events, snapshots, err := s.rawActor(header)
+	if err != nil {
+		return err
+	}
+	grave, err := tx.CreateBucketIfNotExists(setAsideBucket)
+	if err != nil {
+		return err
+	}
+	seq, err := grave.NextSequence()
+	if err != nil {
+		return err
+	}
+	g, err := grave.CreateBucket(indexKey(seq))
+	if err != nil {
+		return err
+	}
+	actors := tx.Bucket(actorsBucket)
+	if err := actors.MoveBucket([]byte(name), g); err != nil {
+		return err
+	}
+	ab, err := actors.CreateBucket([]byte(name))
+	if err != nil {
+		return err
+	}
+	for which, elems := range map[string][]rawElem{string(eventsBucket): events, string(snapshotsBucket): snapshots} {
+		if len(elems) == 0 {
+			continue
+		}
+		b, err := ab.CreateBucket([]byte(which))
+		if err != nil {
+			return err
+		}
+		for _, e := range elems {
+			if len(e.key) != 8 {
+				continue
+			}
+			if err := b.Put(e.key, e.value); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

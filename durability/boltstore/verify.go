@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"runtime"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -32,6 +34,22 @@ type Report struct {
 	// directory of actors, the log.
 	Problems []error
 
+	// Unchecked says that the file's format (written before records had
+	// checksums: "1" or "2") gives nothing to check its records against:
+	// they were read, not verified, and the report cannot call them
+	// intact.
+	Unchecked bool
+
+	// SetAside lists the damaged buckets that [Store.Salvage] set aside:
+	// they are kept in the file, never read, until [Store.Compact] drops
+	// them; the store does not serve them.
+	SetAside []error
+
+	// LogUnreplayed says that the log could not be read as the store reads
+	// it (see Problems): the actors are reported as their buckets hold
+	// them, without the log's writes.
+	LogUnreplayed bool
+
 	LogEntries int // log entries (commits not yet checkpointed) that are intact
 	LogRecords int // records in those entries
 	LogActors  []string
@@ -39,7 +57,8 @@ type Report struct {
 	Actors []ActorReport
 }
 
-// ActorReport is what Verify found of one actor bucket.
+// ActorReport is what Verify found of one actor: its bucket with the
+// log's writes not yet checkpointed on top, as the store serves it.
 type ActorReport struct {
 	Name string
 
@@ -47,6 +66,15 @@ type ActorReport struct {
 	FirstEvent, LastEvent uint64 // indexes of the first and last intact event
 	Snapshots             int    // intact snapshots
 	LastSnapshot          uint64 // index of the newest intact snapshot
+
+	// Logged counts the writes of the log (not yet checkpointed into the
+	// actor's bucket) among those records.
+	Logged int
+
+	// Pages says that the actor's own pages in the file are damaged: the
+	// store quarantines it (its reads fail) until Salvage, which keeps
+	// what the counts above say is intact.
+	Pages bool
 
 	// Damaged lists the damaged records and summary mismatches, each a
 	// *durability.DamageError.
@@ -81,7 +109,13 @@ func (r *Report) Intact() bool {
 // meta pages are the same before and after, and bbolt does not reuse a
 // page of the tree a meta page names before two more commits), verifies
 // the copy and says so in [Report].Copy. The copy shows the store as of
-// one commit, with its log not yet checkpointed.
+// one commit, with its log not yet checkpointed. It is taken in the
+// temporary folder (os.TempDir) and, except on Windows, has no name
+// there once created: it lives as long as Verify holds it, so a verify
+// that is interrupted or killed leaves nothing behind.
+//
+// A path that is not a regular file (a folder, a FIFO, a device) is an
+// error, before anything is opened.
 //
 // The error is for failures to read the file at all (it does not exist,
 // it is locked and changes too often for a consistent copy); damage is in
@@ -92,7 +126,12 @@ func Verify(path string, opts *Options) (*Report, error) {
 		o.OpenTimeout = opts.OpenTimeout
 	}
 	o.ReadOnly, o.MetaFallback, o.FileMode = true, true, DefaultFileMode
-	r, err := verifyFile(path, path, &o)
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if err := notRegular(path, fi); err != nil {
+		return nil, err
+	}
+	r, err := verifyFile(path, path, &o, os.OpenFile)
 	if !errors.Is(err, durability.ErrLocked) {
 		return r, err
 	}
@@ -100,8 +139,13 @@ func Verify(path string, opts *Options) (*Report, error) {
 	if cerr != nil {
 		return nil, fmt.Errorf("%w; %w", err, cerr)
 	}
-	defer os.Remove(tmp)
-	r, err = verifyFile(tmp, path, &o)
+	if verifyCopied != nil {
+		verifyCopied(tmp)
+	}
+	// bbolt closes the copy's descriptor; where it still has a name, it
+	// is removed.
+	defer os.Remove(tmp.Name())
+	r, err = verifyFile(tmp.Name(), path, &o, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
 	if r != nil {
 		r.Copy = lockNote(path) + ": verified a consistent copy taken meanwhile"
 	}
@@ -125,14 +169,21 @@ func lockNote(path string) string {
 // copyAttempts bounds the copies consistentCopy takes.
 const copyAttempts = 50
 
+// verifyCopied, when set (by tests), is called with the copy Verify takes
+// of a held file, before it verifies it.
+var verifyCopied func(*os.File)
+
 // consistentCopy copies the store file at path, which a running store may
 // be committing to, into a temporary file until a copy is consistent: the
 // bytes of both meta pages are the same before and after the copy. It
-// returns the copy's path.
-func consistentCopy(path string) (string, error) {
+// returns the copy, open. Where the system allows it (not Windows), the
+// copy's name is removed as soon as it is created: the copy lives as long
+// as its descriptor, so an interrupted or killed verify leaves nothing
+// behind.
+func consistentCopy(path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer f.Close()
 	metas := func() ([]byte, error) {
@@ -149,9 +200,11 @@ func consistentCopy(path string) (string, error) {
 	}
 	tmp, err := os.CreateTemp("", "polyweave-verify-*.db")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	defer tmp.Close()
+	if runtime.GOOS != "windows" {
+		os.Remove(tmp.Name())
+	}
 	for range copyAttempts {
 		before, err := metas()
 		if err != nil {
@@ -171,35 +224,32 @@ func consistentCopy(path string) (string, error) {
 			break
 		}
 		if bytes.Equal(before, after) {
-			return tmp.Name(), nil
+			return tmp, nil
 		}
 	}
+	tmp.Close()
 	os.Remove(tmp.Name())
-	return "", fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
+	return nil, fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
 }
 
 // verifyFile is Verify of the file at path, reported as name.
-func verifyFile(path, name string, o *Options) (*Report, error) {
+func verifyFile(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
 	r := &Report{Path: name}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := validateFile(f, name, false); err != nil {
-		r.Problems = append(r.Problems, err)
-	}
-	f.Close()
-	db, _, err := openBolt(path, o, os.OpenFile)
-	if errors.Is(err, durability.ErrLocked) {
+	db, file, t, err := openBolt(path, o, openFile)
+	var nr *notRegularError
+	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) {
 		return nil, err
 	}
 	if err != nil {
-		r.Problems = nil
 		r.Unreadable = err
 		return r, nil
 	}
 	defer db.Close()
-	s := &Store{db: db, path: name}
+	if t.fallback != nil {
+		r.Problems = append(r.Problems, t.fallback)
+	}
+	r.SetAside = t.setAside
+	s := &Store{db: db, file: file, path: name}
 	err = s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {
@@ -214,6 +264,7 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 	}
 	legacy, layout, nested := logFormat(r.Format)
 	s.legacy = legacy
+	r.Unchecked = legacy
 	if legacy && r.Format != formatVersionV2 && r.Format != formatVersionV1 {
 		r.Unreadable = fmt.Errorf("unsupported file format %q", r.Format)
 		return r, nil
@@ -224,11 +275,20 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 		}
 	}
 	s.verifyLog(r, legacy, layout, nested)
-	var names []string
+	// The log's writes, as the store serves them on top of the buckets;
+	// a log that cannot be replayed is in the problems already, and the
+	// actors are then reported as their buckets hold them.
+	pending := newOverlay()
+	if rep, err := s.replay(legacy, layout, nested); err == nil {
+		pending = rep.overlay
+	} else {
+		r.LogUnreplayed = true
+	}
+	names := map[string]bool{}
 	err = s.viewTx("listing the actors", func(tx *bolt.Tx) error {
 		return tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
 			if v == nil {
-				names = append(names, string(k))
+				names[string(k)] = true
 			}
 			return nil
 		})
@@ -236,8 +296,11 @@ func verifyFile(path, name string, o *Options) (*Report, error) {
 	if err != nil {
 		r.Problems = append(r.Problems, err)
 	}
-	for _, name := range names {
-		r.Actors = append(r.Actors, s.verifyActor(name))
+	for name := range pending.actors {
+		names[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		r.Actors = append(r.Actors, s.verifyActor(name, pending.actors[name], t.actors[name]))
 	}
 	return r, nil
 }
@@ -338,64 +401,124 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bo
 	slices.Sort(r.LogActors)
 }
 
-// verifyActor checks every record of one actor bucket.
-func (s *Store) verifyActor(name string) ActorReport {
+// verifyActor checks every record of one actor's bucket and merges the
+// log's writes pending for it (may be nil) on top. An actor whose pages
+// are damaged (pages non-nil) is read from its pages, not through bbolt
+// (see [rawActor]).
+func (s *Store) verifyActor(name string, pending *pendingActor, pages *actorPages) ActorReport {
 	a := ActorReport{Name: name}
-	err := s.viewTx("verifying an actor", func(tx *bolt.Tx) error {
-		ab := actorBucket(tx, name)
-		if ab == nil {
-			return errors.New("actor bucket vanished")
-		}
-		sm, err := s.readSummary(ab, name)
-		summarized := err == nil && !s.legacy
+	var stored [2][]uint64 // the intact stored indexes, events then snapshots
+	if pages != nil {
+		a.Pages = true
+		a.Damaged = append(a.Damaged, pages.err)
+		events, snapshots, err := s.rawActor(pages.header)
 		if err != nil {
 			a.Damaged = append(a.Damaged, err)
 		}
-		for _, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
-			var w walkCheck
-			w.first = true
-			b := ab.Bucket(bucketFor(kind))
-			if b == nil {
-				if st := sm.stat(kind); st.count > 0 {
-					a.Damaged = append(a.Damaged, &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)})
-				}
-				continue
+		for k, elems := range [][]rawElem{events, snapshots} {
+			kind := durability.RecordEvent
+			if k == 1 {
+				kind = durability.RecordSnapshot
 			}
 			check := checker{kind: kind, name: name}
-			c := b.Cursor()
-			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if len(k) != 8 {
-					a.Damaged = append(a.Damaged, s.damagedKey(kind, k))
+			for _, e := range elems {
+				if len(e.key) != 8 {
+					a.Damaged = append(a.Damaged, s.damagedKey(kind, e.key))
 					continue
 				}
-				i := decodeIndex(k)
-				w.count++
-				w.sum += storedSum(v)
-				if _, err := s.openValue(&check, i, v); err != nil {
+				if _, err := s.openValue(&check, decodeIndex(e.key), e.value); err != nil {
 					a.Damaged = append(a.Damaged, err)
 					continue
 				}
-				if kind == durability.RecordSnapshot {
-					a.Snapshots++
-					a.LastSnapshot = i
-					continue
-				}
-				if a.Events == 0 {
-					a.FirstEvent = i
-				}
-				a.Events++
-				a.LastEvent = i
-			}
-			if summarized {
-				if err := s.verifyWalk(kind, w, *sm.stat(kind)); err != nil {
-					a.Damaged = append(a.Damaged, err)
-				}
+				stored[k] = append(stored[k], decodeIndex(e.key))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		a.Damaged = append(a.Damaged, err)
+	} else {
+		err := s.viewTx("verifying an actor", func(tx *bolt.Tx) error {
+			ab := actorBucket(tx, name)
+			if ab == nil {
+				return nil // only in the log
+			}
+			sm, err := s.readSummary(ab, name)
+			summarized := err == nil && !s.legacy
+			if err != nil {
+				a.Damaged = append(a.Damaged, err)
+			}
+			for k, kind := range []durability.RecordKind{durability.RecordEvent, durability.RecordSnapshot} {
+				var w walkCheck
+				w.first = true
+				b := ab.Bucket(bucketFor(kind))
+				if b == nil {
+					if st := sm.stat(kind); st.count > 0 {
+						a.Damaged = append(a.Damaged, &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: -1, Reason: fmt.Sprintf("missing, its summary says it holds %d", st.count)})
+					}
+					continue
+				}
+				check := checker{kind: kind, name: name}
+				c := b.Cursor()
+				for k2, v := c.First(); k2 != nil; k2, v = c.Next() {
+					if len(k2) != 8 {
+						a.Damaged = append(a.Damaged, s.damagedKey(kind, k2))
+						continue
+					}
+					i := decodeIndex(k2)
+					w.count++
+					w.sum += storedSum(v)
+					if _, err := s.openValue(&check, i, v); err != nil {
+						a.Damaged = append(a.Damaged, err)
+						continue
+					}
+					stored[k] = append(stored[k], i)
+				}
+				if summarized {
+					if err := s.verifyWalk(kind, w, *sm.stat(kind)); err != nil {
+						a.Damaged = append(a.Damaged, err)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			a.Damaged = append(a.Damaged, err)
+		}
+	}
+	// The store serves the bucket's records the log does not hide or
+	// replace, and the log's.
+	var logs [2]*pendingLog
+	if pending != nil {
+		logs = [2]*pendingLog{&pending.events, &pending.snapshots}
+	}
+	for k := range stored {
+		idx := stored[k]
+		if l := logs[k]; l != nil {
+			idx = slices.DeleteFunc(idx, func(i uint64) bool { _, put := l.puts[i]; return l.hides(i) || put })
+			for i := range l.puts {
+				idx = append(idx, i)
+			}
+			a.Logged += len(l.puts)
+			slices.Sort(idx)
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		if k == 1 {
+			a.Snapshots, a.LastSnapshot = len(idx), idx[len(idx)-1]
+			continue
+		}
+		a.Events, a.FirstEvent, a.LastEvent = len(idx), idx[0], idx[len(idx)-1]
 	}
 	return a
+}
+
+// rawActor reads what is left of the actor bucket whose header (see
+// [actorPages]) is given from the store's file, not through bbolt: for an
+// actor whose pages are damaged.
+func (s *Store) rawActor(header []byte) (events, snapshots []rawElem, err error) {
+	fi, err := s.file.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	ps := int64(s.db.Info().PageSize)
+	events, snapshots = rawActor(s.file, ps, uint64(fi.Size()/ps), header)
+	return events, snapshots, nil
 }

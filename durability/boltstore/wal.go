@@ -113,6 +113,11 @@ func deleteLogEntry(wal *bolt.Bucket, key []byte) error {
 type quarantined struct {
 	err  *durability.DamageError
 	lost []record // lostRecord records
+
+	// pages, when set, says that the actor's own pages in the file are
+	// damaged (see [checkTree]): bbolt must never read its bucket, and
+	// Salvage reads what is left from this copy of its bucket's header.
+	pages []byte
 }
 
 // replayed is what [Store.replay] read from the log.

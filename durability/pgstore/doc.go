@@ -81,8 +81,50 @@
 // ([Store.GetEvents], [Store.GetSnapshot], [Store.Epoch]) that fails so
 // runs once more, on a fresh connection: it has no side effects and hands
 // over nothing before it succeeds, so after a restart no read fails on a
-// connection the restart killed. A write is not run again: it fails, and
-// the next one connects anew.
+// connection the restart killed. A write's transaction runs once more too,
+// on a fresh connection, where that is safe:
+//
+//   - as it was, when nothing of it reached the server;
+//   - else (it may have committed, and the reply was lost) in a
+//     transaction that puts each row only where none is stored, locks the
+//     rows that are and compares their bytes with the write's: equal bytes
+//     mean the write is stored, and it succeeds. Compactions and deletes
+//     are idempotent and run again.
+//
+// A write whose row holds other bytes (an event replaced by one at the
+// same index, say) is not run again, which could overwrite bytes written
+// since: it fails with [ErrOutcomeUnknown]. A fenced write's fence check
+// runs again with it; [Store.Claim] itself is not run again (each run
+// raises the epoch).
+//
+// # Timeouts and unknown outcomes
+//
+// Every statement runs under its caller's context: when it is done, the
+// call returns, and the statement's connection is closed (pgx sets its
+// deadline), so that a server that fell silent (paused, or behind a
+// network that drops packets) holds no caller past its context. Writes
+// share transactions (see group commit): a write whose caller's context
+// ends the wait before its transaction was sent is withdrawn, and fails
+// with the context's error (it is not stored); one whose transaction was
+// sent fails with [ErrOutcomeUnknown] and the context's error, and the
+// transaction goes on for the writes that share it, or is cancelled once
+// every caller of it gave up. The store copies a write's data when a
+// committer takes it, so that a caller that gave up keeps its slices.
+//
+// [Store.Close], which takes no context, waits at most Options.CloseTimeout
+// (default [DefaultCloseTimeout]) for the writes and reads in flight, then
+// cancels them; closing a connection to a silent server then takes pgx up
+// to 15 seconds more.
+//
+// An error wrapping ErrOutcomeUnknown (also returned when a write's
+// connection was lost after its transaction was sent and running it again
+// was not safe or failed) means that the write may or may not have
+// committed, unlike the other errors, which mean it did not. A later read
+// tells which, once the transaction has ended on the server: a server
+// that got it whole commits it even after the connection was closed, when
+// it gets to it. A new [Store.Claim] of the key settles it: it waits for
+// every transaction that passed the older claim's fence check, and a later
+// one fails that check.
 //
 // # Fencing
 //

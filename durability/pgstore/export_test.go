@@ -1,6 +1,9 @@
 package pgstore
 
-import "context"
+import (
+	"context"
+	"runtime"
+)
 
 // OpenConns holds n connections of s's pool at once and returns them to
 // it, so that the pool holds at least n.
@@ -20,3 +23,11 @@ func PoolConns(s *Store) int32 { return s.pool.Stat().TotalConns() }
 
 // PoolNewConns returns how many connections s's pool has dialed since Open.
 func PoolNewConns(s *Store) int64 { return s.pool.Stat().NewConnsCount() }
+
+// WaitQueued waits until n writes wait in s's queue, not yet taken by a
+// committer.
+func WaitQueued(s *Store, n int) {
+	for len(s.writes) < n {
+		runtime.Gosched()
+	}
+}

@@ -47,17 +47,25 @@ func fencedOr(err error) error {
 // actor names written through the claim. Keys follow the rule of actor
 // names: a key that is empty or longer than [MaxNameLen] bytes is refused
 // with durability.ErrInvalidName.
+//
+// A claim whose connection was lost, or whose ctx was done, after it was
+// sent fails with [ErrOutcomeUnknown]: the epoch may have been raised.
+// Claiming again is safe (it raises the epoch once more).
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
 		s.noteFailure(err)
+		if unknownOutcome(err) { // not run again: each run raises the epoch
+			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)
+		}
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
@@ -85,12 +93,13 @@ func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	var epoch int64
-	err := s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
+	err = s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}

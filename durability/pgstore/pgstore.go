@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,7 @@ const (
 	DefaultMaxBatchSize = 4096
 	DefaultCommitters   = 2
 	DefaultMaxConns     = 8
+	DefaultCloseTimeout = 30 * time.Second
 	// MaxNameLen is the longest actor name (in bytes) the store accepts:
 	// names are a primary-key column, and PostgreSQL's B-tree entries are
 	// limited to about a third of a page.
@@ -41,6 +43,10 @@ const (
 	// MaxConnsLimit bounds Options.MaxConns, the largest pool pgx can size.
 	MaxConnsLimit = math.MaxInt32
 )
+
+// errCloseGaveUp is the cause of the cancellation of the statements still
+// in flight once Close has waited Options.CloseTimeout.
+var errCloseGaveUp = errors.New("the store was closed, giving up what was still in flight")
 
 // formatVersion is written into the schema's meta table when the store
 // creates it and checked on open. Version 1: rows carry a CRC-32C.
@@ -74,6 +80,12 @@ type Options struct {
 	// max(DefaultMaxConns, Committers+2); at most MaxConnsLimit.
 	MaxConns int
 
+	// CloseTimeout bounds how long [Store.Close], which takes no context,
+	// waits for the writes handed to the store before it gives up those
+	// still in flight (see Timeouts in the package doc). Zero means
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
+
 	// KeepHistory turns off compaction on PersistSnapshot (see
 	// [durability.Store]). The default (false) compacts.
 	KeepHistory bool
@@ -93,6 +105,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("pgstore: Committers %d is negative", c.Committers)
 	case c.MaxConns < 0:
 		return c, fmt.Errorf("pgstore: MaxConns %d is negative", c.MaxConns)
+	case c.CloseTimeout < 0:
+		return c, fmt.Errorf("pgstore: CloseTimeout %v is negative", c.CloseTimeout)
 	case c.MaxBatchSize > MaxBatchSizeLimit:
 		return c, fmt.Errorf("pgstore: MaxBatchSize %d is over the maximum %d", c.MaxBatchSize, MaxBatchSizeLimit)
 	case c.Committers > CommittersLimit:
@@ -114,6 +128,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Committers == 0 {
 		c.Committers = DefaultCommitters
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = DefaultCloseTimeout
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = max(DefaultMaxConns, c.Committers+2)
@@ -144,6 +161,13 @@ type Store struct {
 	reads  sync.WaitGroup // reads in progress, waited for by Close
 
 	committers sync.WaitGroup
+
+	// life bounds every statement of the store besides its callers'
+	// contexts: Close cancels it, with errCloseGaveUp, once it has waited
+	// closeTimeout for the writes in flight.
+	life         context.Context
+	kill         context.CancelCauseFunc
+	closeTimeout time.Duration
 
 	// Group commit (see commitLoop): inside counts writers between the
 	// start of their hand-off and its outcome, taken the writes in the
@@ -190,8 +214,12 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		maxBatch:    o.MaxBatchSize,
 		writes:      make(chan *write, o.MaxBatchSize),
 		wake:        make(chan struct{}, 1),
+
+		closeTimeout: o.CloseTimeout,
 	}
+	s.life, s.kill = context.WithCancelCause(context.Background())
 	if err := s.createSchema(ctx); err != nil {
+		s.kill(nil)
 		pool.Close()
 		return nil, err
 	}
@@ -227,7 +255,7 @@ func (s *Store) createSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: set up schema %q: %w", s.schema, err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer tx.Rollback(ctx) // bounded by ctx: once it is done, the connection is closed, which rolls back
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "polyweave pgstore schema "+s.schema); err != nil {
 		return fmt.Errorf("pgstore: set up schema %q: %w", s.schema, err)
 	}
@@ -308,31 +336,56 @@ func (s *Store) missing(ctx context.Context, db interface {
 func (s *Store) Schema() string { return s.schema }
 
 // Close stops accepting operations, waits for queued writes and running
-// reads, stops the committers and closes the connections. It is
-// idempotent: later calls return what the first returned.
+// reads, stops the committers and closes the connections. It waits at most
+// Options.CloseTimeout for the writes and reads in flight (to a server
+// that fell silent, say): then it cancels them, and those whose outcome is
+// unknown fail with ErrOutcomeUnknown. It is idempotent: later calls
+// return what the first returned.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
 		close(s.writes)
 		s.mu.Unlock()
-		s.committers.Wait()
-		s.reads.Wait()
+		idle := make(chan struct{})
+		go func() {
+			s.committers.Wait()
+			s.reads.Wait()
+			close(idle)
+		}()
+		timer := time.NewTimer(s.closeTimeout)
+		select {
+		case <-idle:
+		case <-timer.C:
+			s.log.Warn("pgstore: Close gives up the writes and reads still in flight", "waited", s.closeTimeout)
+			s.kill(errCloseGaveUp)
+			<-idle
+		}
+		timer.Stop()
+		s.kill(nil)
 		s.pool.Close()
 		s.log.Info("pgstore closed", "schema", s.schema, "commits", s.commits.Load(), "writes", s.written.Load())
 	})
 	return s.closeErr
 }
 
-// beginRead registers a read unless the store is closed.
-func (s *Store) beginRead() error {
+// beginRead registers a read (or a claim) unless the store is closed, and
+// returns the context to run it under: ctx, cancelled as well when Close
+// gives up waiting (see Close). The read calls done when it ends.
+func (s *Store) beginRead(ctx context.Context) (_ context.Context, done func(), _ error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return durability.ErrClosed
+		return nil, nil, durability.ErrClosed
 	}
 	s.reads.Add(1)
-	return nil
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.life, func() { cancel(context.Cause(s.life)) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		s.reads.Done()
+	}, nil
 }
 
 // validName reports whether name can be stored.
@@ -356,6 +409,9 @@ type queries struct {
 	functionBody                    string // check_fences's source, as the catalog holds it
 	format, readFormat              string
 	putEvents, putSnapshots         string
+	putEventsIfAbsent               string
+	putSnapshotsIfAbsent            string
+	otherEvents, otherSnapshots     string
 	compactEvents, compactSnapshots string
 	deleteEvents, deleteSnapshots   string
 	getEvents, getSnapshot          string
@@ -423,6 +479,18 @@ func newQueries(schema string) queries {
 		putSnapshots: "INSERT INTO " + t("snapshots") + ` (name, idx, data, crc)
 			SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[])
 			ON CONFLICT (name, idx) DO UPDATE SET data = EXCLUDED.data, crc = EXCLUDED.crc`,
+		// For a write run again (see Store.rerun): a row already stored
+		// is locked and left as it is, and then compared.
+		putEventsIfAbsent: "INSERT INTO " + t("events") + ` AS e (name, idx, data, crc)
+			SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[])
+			ON CONFLICT (name, idx) DO UPDATE SET crc = e.crc WHERE false`,
+		putSnapshotsIfAbsent: "INSERT INTO " + t("snapshots") + ` AS e (name, idx, data, crc)
+			SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[])
+			ON CONFLICT (name, idx) DO UPDATE SET crc = e.crc WHERE false`,
+		otherEvents: `SELECT e.name, e.idx FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[]) AS c(name, idx, data, crc)
+			JOIN ` + t("events") + ` e ON e.name = c.name AND e.idx = c.idx WHERE e.data <> c.data OR e.crc <> c.crc`,
+		otherSnapshots: `SELECT e.name, e.idx FROM unnest($1::bytea[], $2::bigint[], $3::bytea[], $4::integer[]) AS c(name, idx, data, crc)
+			JOIN ` + t("snapshots") + ` e ON e.name = c.name AND e.idx = c.idx WHERE e.data <> c.data OR e.crc <> c.crc`,
 		compactEvents: "DELETE FROM " + t("events") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)
 			WHERE e.name = c.name AND e.idx < c.idx`,
 		compactSnapshots: "DELETE FROM " + t("snapshots") + ` e USING unnest($1::bytea[], $2::bigint[]) AS c(name, idx)

@@ -131,6 +131,7 @@ func TestOpen_Options(t *testing.T) {
 		{Committers: -1},
 		{MaxConns: -1},
 		{Committers: 4, MaxConns: 4},
+		{CloseTimeout: -1},
 	} {
 		if s, err := pgstore.Open(t.Context(), dsn, &o); err == nil {
 			s.Close()

@@ -33,10 +33,11 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	if err := ctx.Err(); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	hi := int64(maxBiased)
 	if to != 0 {
 		if to <= from {
@@ -151,16 +152,17 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	if err := ctx.Err(); err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	if err := s.beginRead(); err != nil {
+	ctx, done, err := s.beginRead(ctx)
+	if err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	defer s.reads.Done()
+	defer done()
 	var (
 		idx  int64
 		data []byte
 		crc  int32
 	)
-	err := s.read(ctx, func() error {
+	err = s.read(ctx, func() error {
 		return s.pool.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -8,14 +8,27 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/polyweave/polyweave-go/durability"
 )
+
+// ErrOutcomeUnknown is [durability.ErrOutcomeUnknown]: the cause (with the
+// failure's own) of the error a write (or [Store.Claim]) returns when it
+// cannot tell whether it committed: its transaction was sent, and then
+// the connection was lost, the caller's context was done or Close gave up
+// before the server answered (and running it again was not safe, or
+// failed). It may have committed or not; a read tells which (see Timeouts
+// and unknown outcomes in the package doc). Every other error of a write
+// means that it did not commit.
+var ErrOutcomeUnknown = durability.ErrOutcomeUnknown
 
 // writeKind says what a write does.
 type writeKind uint8
@@ -47,8 +60,10 @@ type fence struct {
 }
 
 // write is one mutation waiting for a committer; done receives its outcome
-// exactly once. The data slices are the caller's: the caller waits for the
-// outcome, so they live until the commit has sent them.
+// exactly once. Until a committer takes it, the data slices are the
+// caller's; the committer copies them when it takes the write (see
+// committer.take), so that a caller that gives up (see Store.giveUp) may
+// return while its write is in flight and keep its slices.
 type write struct {
 	kind  writeKind
 	name  string
@@ -57,6 +72,56 @@ type write struct {
 	one   [1][]byte
 	fence *fence
 	done  chan error
+
+	// verdict is the write's own outcome when its batch's is not (set by
+	// the committer: see Store.rerun).
+	verdict error
+
+	// mu guards state and flight, shared by the caller (which may give
+	// up) and the committer (which takes the write and sends it).
+	mu     sync.Mutex
+	state  writeState
+	flight *flight // the batch that took the write
+}
+
+// writeState is where a write is between its caller and the server.
+type writeState uint8
+
+const (
+	queued writeState = iota // in the queue: the caller may withdraw it
+	taken                    // in a committer's batch, not yet sent
+	sent                     // its transaction may have reached the server
+	gone                     // its caller gave up: it is sent no more
+)
+
+// reset clears w for the pool.
+func (w *write) reset() {
+	w.kind, w.name, w.index, w.data, w.one, w.fence, w.verdict = 0, "", 0, nil, [1][]byte{}, nil, nil
+	w.state, w.flight = queued, nil
+}
+
+// flight is what a committer's batch shares: the context its statements
+// run under, cancelled once every caller of the batch has given up (or
+// Close gave up waiting), and the count of callers still waiting.
+type flight struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	live   atomic.Int64 // callers waiting, and one for the committer while it gathers
+}
+
+func (s *Store) newFlight() *flight {
+	f := new(flight)
+	f.ctx, f.cancel = context.WithCancel(s.life)
+	f.live.Store(1)
+	return f
+}
+
+// leave counts one caller (or the gathering committer) out; the last one
+// out cancels the batch's statements: nobody waits for them.
+func (f *flight) leave() {
+	if f.live.Add(-1) == 0 {
+		f.cancel()
+	}
 }
 
 var writePool = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
@@ -119,20 +184,52 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 	}
 	s.inside.Add(1)
 	err := s.enqueue(ctx, w)
+	kept := true // w goes back to the pool
 	if err == nil {
-		err = <-w.done
+		select {
+		case err = <-w.done:
+		case <-ctx.Done():
+			err = s.giveUp(ctx, w)
+			kept = false // a committer may hold it still
+		}
 	}
 	s.inside.Add(-1)
 	select { // a committer may be waiting for this writer
 	case s.wake <- struct{}{}:
 	default:
 	}
-	*w = write{done: w.done}
-	writePool.Put(w)
+	if kept {
+		w.reset()
+		writePool.Put(w)
+	}
 	if err != nil {
 		return storeErr(op, name, err)
 	}
 	return nil
+}
+
+// giveUp ends the wait for w, whose caller's ctx is done, and returns the
+// write's error: ctx's error when w was not sent (it never will be), its
+// outcome when it came meanwhile, or else ErrOutcomeUnknown with ctx's
+// error (its transaction runs on for the other writes that share it, or
+// is cancelled when none is left).
+func (s *Store) giveUp(ctx context.Context, w *write) error {
+	w.mu.Lock()
+	state, f := w.state, w.flight
+	w.state = gone
+	w.mu.Unlock()
+	if f != nil {
+		f.leave()
+	}
+	if state != sent {
+		return ctx.Err()
+	}
+	select {
+	case err := <-w.done:
+		return err
+	default:
+		return fmt.Errorf("%w (the caller's context ended the wait for the server's answer): %w", ErrOutcomeUnknown, ctx.Err())
+	}
 }
 
 // check returns ErrClosed after Close, or ctx's error when it is done.
@@ -180,26 +277,36 @@ func (s *Store) commitLoop() {
 	batch := make([]*write, 0, s.maxBatch)
 	var c committer
 	for {
-		batch = s.gather(batch[:0])
+		f := s.newFlight()
+		batch = s.gather(&c, f, batch[:0])
+		f.leave() // the batch is whole: its callers alone keep it going
 		if len(batch) == 0 {
+			f.cancel()
 			return
 		}
-		s.commit(&c, batch)
+		s.commit(&c, f, batch)
+		f.cancel()
 		s.taken.Add(-int64(len(batch)))
 		clear(batch)
+		c.release()
 	}
 }
 
 // gather returns the next batch, appended to batch, and counts it as
 // taken; an empty batch once the store is closed and its writes drained.
-func (s *Store) gather(batch []*write) []*write {
+// Writes withdrawn by their callers (see Store.giveUp) are left out.
+func (s *Store) gather(c *committer, f *flight, batch []*write) []*write {
 	s.gatherMu.Lock()
 	defer s.gatherMu.Unlock()
-	first, ok := <-s.writes
-	if !ok {
-		return batch
+	for len(batch) == 0 {
+		first, ok := <-s.writes
+		if !ok {
+			return batch
+		}
+		if c.take(first, f) {
+			batch = append(batch, first)
+		}
 	}
-	batch = append(batch, first)
 	open := true
 wait:
 	for len(batch) < s.maxBatch && int64(len(batch))+s.taken.Load() < s.inside.Load() {
@@ -209,7 +316,9 @@ wait:
 				open = false
 				break wait
 			}
-			batch = append(batch, w)
+			if c.take(w, f) {
+				batch = append(batch, w)
+			}
 		case <-s.wake:
 		}
 	}
@@ -220,7 +329,9 @@ drain:
 			if !ok {
 				break drain
 			}
-			batch = append(batch, w)
+			if c.take(w, f) {
+				batch = append(batch, w)
+			}
 		default:
 			break drain
 		}
@@ -229,45 +340,214 @@ drain:
 	return batch
 }
 
-// commit runs batch as one transaction. If that fails because of what one
-// write asked (a claim superseded, a value PostgreSQL refuses), each write
-// is retried in a transaction of its own, so that it fails alone. A
-// failure of the connection or of the server as a whole (see
-// serverFailure) fails the whole batch at once: each write would fail the
-// same way alone.
-func (s *Store) commit(c *committer, batch []*write) {
-	ctx := context.Background()
-	err := c.run(ctx, s, batch)
-	s.noteFailure(err)
+// commit runs batch as one transaction, under f's context (see flight),
+// and reports to each write. If that fails because of what one write
+// asked (a claim superseded, a value PostgreSQL refuses), each write is
+// retried in a transaction of its own, so that it fails alone. A failure
+// of the connection or of the server as a whole (see serverFailure) fails
+// the whole batch at once: each write would fail the same way alone. A
+// transaction whose connection was lost runs once more where that is safe
+// (see Store.try).
+func (s *Store) commit(c *committer, f *flight, batch []*write) {
+	ctx := f.ctx
+	live := c.send(batch)
+	err, final := s.try(ctx, c, live)
 	if err == nil {
-		s.commits.Add(1)
-		s.written.Add(int64(len(batch)))
 		for _, w := range batch {
-			w.done <- nil
+			w.done <- w.verdict
 		}
 		return
 	}
-	if len(batch) == 1 || !retryAlone(err) {
-		if len(batch) > 1 || !isFenced(err) {
-			s.log.Warn("pgstore commit failed", "writes", len(batch), "err", err)
+	if final || len(live) == 1 || !retryAlone(err) {
+		if len(live) > 1 || !isFenced(err) {
+			s.log.Warn("pgstore commit failed", "writes", len(live), "err", err)
 		}
+		err = s.failure(ctx, err)
 		for _, w := range batch {
-			w.done <- fencedOr(err)
+			w.done <- err
 		}
 		return
 	}
 	for _, w := range batch {
-		one := []*write{w}
-		err := c.run(ctx, s, one)
-		s.noteFailure(err)
-		if err == nil {
-			s.commits.Add(1)
-			s.written.Add(1)
-		} else if !isFenced(err) {
+		if !c.still(w) {
+			w.done <- context.Canceled // nobody waits for it: not sent again
+			continue
+		}
+		err, _ := s.try(ctx, c, []*write{w})
+		if err != nil && !isFenced(err) {
 			s.log.Warn("pgstore commit failed", "name", w.name, "op", w.kind.op(), "err", err)
 		}
-		w.done <- fencedOr(err)
+		if err == nil {
+			err = w.verdict
+		}
+		w.done <- s.failure(ctx, err)
 	}
+}
+
+// try runs writes (sent, see committer.send) in one transaction and counts
+// it. When the transaction's connection was lost, with ctx not done, it
+// runs once more on a fresh connection (the pool was reset: see
+// noteFailure) where that is safe, leaving out the writes whose callers
+// gave up meanwhile:
+//   - as it is, when nothing of it reached the server (pgconn.SafeToRetry);
+//   - else with every row it puts checked against the row stored (see
+//     Store.rerun): the writes whose rows hold other bytes are not run
+//     again and fail with ErrOutcomeUnknown, each in its verdict.
+//
+// It returns the error of the last run; final says that the error must
+// be reported as it is to every write, not retried write by write: the
+// first run's outcome is unknown.
+func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err error, final bool) {
+	if len(writes) == 0 {
+		return nil, false
+	}
+	err = s.runCounted(ctx, c, writes)
+	if err == nil || ctx.Err() != nil || !connectionLost(err) {
+		return err, false
+	}
+	if writes = c.stillAll(writes); len(writes) == 0 {
+		return err, false // nobody waits for them: not sent again
+	}
+	if pgconn.SafeToRetry(err) {
+		s.log.Info("pgstore: running a transaction again on a fresh connection: it never reached the server", "writes", len(writes), "err", err)
+		return s.runCounted(ctx, c, writes), false
+	}
+	s.log.Info("pgstore: running a transaction again on a fresh connection, checking what it stores against what the rows hold", "writes", len(writes), "err", err)
+	if rerr := s.rerun(ctx, c, writes, err); rerr != nil {
+		return fmt.Errorf("%w: the connection was lost (%v), and running it again failed: %w", ErrOutcomeUnknown, err, rerr), true
+	}
+	return nil, false
+}
+
+// runCounted runs writes in one transaction, notes its failure (see
+// noteFailure) and counts its success.
+func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) error {
+	err := c.run(ctx, s, writes)
+	s.noteFailure(err)
+	if err == nil {
+		s.commits.Add(1)
+		s.written.Add(int64(len(writes)))
+	}
+	return err
+}
+
+// rerun runs writes again after their transaction's connection was lost
+// (with lost, that error) once it had sent something, so that it may have
+// committed: in an explicit transaction that puts each row only where none
+// is stored (locking the rows that are), then compares the bytes each row
+// holds with the bytes to put. Each write with a row that holds other
+// bytes is left out, with a verdict of ErrOutcomeUnknown (the first run
+// may or may not have replaced them, and running it again would overwrite
+// them), and the transaction, rolled back, runs again without them. When
+// every row matches, the compactions and deletes run again too (they are
+// idempotent) and the transaction commits.
+func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost error) error {
+	for {
+		var err error
+		writes = slices.DeleteFunc(writes, func(w *write) bool { return w.verdict != nil || !c.still(w) })
+		if len(writes) == 0 {
+			return nil
+		}
+		var other []rowRef
+		err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
+			other, err = c.runChecked(ctx, s, conn, writes)
+			return err
+		})
+		s.noteFailure(err)
+		if err != nil {
+			return err
+		}
+		if len(other) == 0 {
+			s.commits.Add(1)
+			s.written.Add(int64(len(writes)))
+			return nil
+		}
+		left := false // a write left out: the loop makes progress
+		for _, r := range other {
+			for _, w := range writes {
+				if w.verdict == nil && r.in(w) {
+					w.verdict = fmt.Errorf("%w: the connection was lost (%v) and the %s at index %d holds other bytes than the write's, which running it again would overwrite", ErrOutcomeUnknown, lost, r.kind, r.index)
+					left = true
+				}
+			}
+		}
+		if !left { // rows of no write: cannot be, but never loop for it
+			return fmt.Errorf("rows %v hold other bytes, and no write puts them", other)
+		}
+	}
+}
+
+// withConn runs fn on a connection of the pool.
+func (s *Store) withConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	return fn(conn)
+}
+
+// rowRef names a stored row.
+type rowRef struct {
+	kind  durability.RecordKind
+	name  string
+	index uint64
+}
+
+// in reports whether write w puts the row r.
+func (r rowRef) in(w *write) bool {
+	if w.name != r.name {
+		return false
+	}
+	switch w.kind {
+	case putEvents:
+		return r.kind == durability.RecordEvent && r.index >= w.index && r.index-w.index < uint64(len(w.data))
+	case putSnapshot:
+		return r.kind == durability.RecordSnapshot && r.index == w.index
+	}
+	return false
+}
+
+// failure is the error reported for a transaction that failed with err
+// under ctx: the fence check's refusal as ErrFenced, and a failure after
+// the transaction was sent, which leaves its outcome unknown, with
+// ErrOutcomeUnknown (and the reason ctx was cancelled, when it was
+// Close's).
+func (s *Store) failure(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrOutcomeUnknown): // from Store.try
+		if isFenced(err) {
+			return fmt.Errorf("%w (%w)", err, ErrFenced)
+		}
+		return err
+	case !unknownOutcome(err):
+		return fencedOr(err)
+	}
+	if errors.Is(context.Cause(ctx), errCloseGaveUp) {
+		return fmt.Errorf("%w: %w: %w", ErrOutcomeUnknown, errCloseGaveUp, err)
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// unknownOutcome reports whether a transaction that failed with err may
+// have committed: it was sent (not pgconn.SafeToRetry, nor a failure to
+// connect) and the server did not refuse it (a PgError, but for a lost
+// connection's: see lostCode).
+func unknownOutcome(err error) bool {
+	if err == nil || pgconn.SafeToRetry(err) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return lostCode(pe.Code)
+	}
+	return true
 }
 
 // readOnlySQLTransaction is the SQLSTATE of a write refused by a server
@@ -355,8 +635,76 @@ func lostCode(code string) bool {
 	return code != "57014" && len(code) == 5 && (code[:2] == "08" || code[:2] == "57")
 }
 
+// take puts w in the batch of flight f unless its caller withdrew it,
+// copying its data (see write), and reports whether it did.
+func (c *committer) take(w *write, f *flight) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != queued {
+		return false
+	}
+	w.state, w.flight = taken, f
+	f.live.Add(1)
+	if w.data != nil {
+		first := len(c.slices)
+		for _, d := range w.data {
+			at := len(c.bytes)
+			c.bytes = append(c.bytes, d...)
+			c.slices = append(c.slices, c.bytes[at:len(c.bytes):len(c.bytes)])
+		}
+		w.data = c.slices[first:len(c.slices):len(c.slices)]
+	}
+	return true
+}
+
+// send marks the writes of batch whose callers still wait as sent and
+// returns them (in a buffer of c's).
+func (c *committer) send(batch []*write) []*write {
+	c.live = c.live[:0]
+	for _, w := range batch {
+		w.mu.Lock()
+		if w.state == taken {
+			w.state = sent
+			c.live = append(c.live, w)
+		}
+		w.mu.Unlock()
+	}
+	return c.live
+}
+
+// still reports whether w's caller still waits for it.
+func (c *committer) still(w *write) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state == sent
+}
+
+// stillAll returns the writes whose callers still wait, in place.
+func (c *committer) stillAll(writes []*write) []*write {
+	return slices.DeleteFunc(writes, func(w *write) bool { return !c.still(w) })
+}
+
+// arenaKeep is the most bytes of copied data a committer keeps for its
+// next batch; it drops a larger buffer.
+const arenaKeep = 16 << 20
+
+// release forgets the batch's copied data.
+func (c *committer) release() {
+	clear(c.slices)
+	clear(c.live)
+	c.slices, c.live = c.slices[:0], c.live[:0]
+	if cap(c.bytes) > arenaKeep {
+		c.bytes = nil
+	}
+	c.bytes = c.bytes[:0]
+}
+
 // committer holds one committer's reusable argument buffers.
 type committer struct {
+	bytes  []byte   // the data of the writes taken, copied
+	slices [][]byte // the writes' data, in bytes
+	live   []*write
+
 	ev, snap    rows
 	compact     keys
 	delEv       keys
@@ -433,6 +781,75 @@ func (r *rows) add(seen map[rowKey]int, kind durability.RecordKind, name string,
 // of at most seven statements, whatever the batch's size. Puts come before
 // compactions and deletes: a valid order, since the writes are concurrent.
 func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
+	c.build(s, batch)
+	var b pgx.Batch
+	c.queueFences(&b, s)
+	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
+	c.queueDeletes(&b, s)
+	return s.pool.SendBatch(ctx, &b).Close()
+}
+
+// runChecked runs writes on conn in an explicit transaction (see
+// Store.rerun) that puts each row only where none is stored and locks
+// the rows that are. It returns the rows that hold other bytes than the
+// writes', rolling back, or else runs the compactions and deletes and
+// commits.
+func (c *committer) runChecked(ctx context.Context, s *Store, conn *pgxpool.Conn, writes []*write) ([]rowRef, error) {
+	c.build(s, writes)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) // bounded by ctx: once it is done, the connection is closed, which rolls back
+	var b pgx.Batch
+	c.queueFences(&b, s)
+	c.queuePuts(&b, s.q.putEventsIfAbsent, s.q.putSnapshotsIfAbsent)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return nil, err
+		}
+	}
+	var other []rowRef
+	for _, r := range []struct {
+		rows *rows
+		q    string
+		kind durability.RecordKind
+	}{{&c.ev, s.q.otherEvents, durability.RecordEvent}, {&c.snap, s.q.otherSnapshots, durability.RecordSnapshot}} {
+		if r.rows.Len() == 0 {
+			continue
+		}
+		res, err := tx.Query(ctx, r.q, r.rows.names, r.rows.idx, r.rows.data, r.rows.crc)
+		if err != nil {
+			return nil, err
+		}
+		var (
+			name []byte
+			idx  int64
+		)
+		_, err = pgx.ForEachRow(res, []any{&name, &idx}, func() error {
+			other = append(other, rowRef{r.kind, string(name), unbias(idx)})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(other) > 0 {
+		return other, nil
+	}
+	b = pgx.Batch{}
+	c.queueDeletes(&b, s)
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return nil, err
+		}
+	}
+	return nil, tx.Commit(ctx)
+}
+
+// build fills c's buffers with the rows, fences, compactions and deletes
+// of batch.
+func (c *committer) build(s *Store, batch []*write) {
 	c.ev.reset()
 	c.snap.reset()
 	c.compact.reset()
@@ -473,16 +890,26 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
 	// writing the same rows wait for each other instead of deadlocking.
 	sort.Sort(&c.ev)
 	sort.Sort(&c.snap)
-	var b pgx.Batch
+}
+
+func (c *committer) queueFences(b *pgx.Batch, s *Store) {
 	if len(c.fenceKeys) > 0 {
 		b.Queue(s.q.checkFences, c.fenceKeys, c.fenceEpochs)
 	}
+}
+
+// queuePuts queues the rows built, with the statements given.
+func (c *committer) queuePuts(b *pgx.Batch, events, snapshots string) {
 	if c.ev.Len() > 0 {
-		b.Queue(s.q.putEvents, c.ev.names, c.ev.idx, c.ev.data, c.ev.crc)
+		b.Queue(events, c.ev.names, c.ev.idx, c.ev.data, c.ev.crc)
 	}
 	if c.snap.Len() > 0 {
-		b.Queue(s.q.putSnapshots, c.snap.names, c.snap.idx, c.snap.data, c.snap.crc)
+		b.Queue(snapshots, c.snap.names, c.snap.idx, c.snap.data, c.snap.crc)
 	}
+}
+
+// queueDeletes queues the compactions and deletes built.
+func (c *committer) queueDeletes(b *pgx.Batch, s *Store) {
 	if len(c.compact.idx) > 0 {
 		b.Queue(s.q.compactEvents, c.compact.names, c.compact.idx)
 		b.Queue(s.q.compactSnapshots, c.compact.names, c.compact.idx)
@@ -493,7 +920,6 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
 	if len(c.delSnap.idx) > 0 {
 		b.Queue(s.q.deleteSnapshots, c.delSnap.names, c.delSnap.idx)
 	}
-	return s.pool.SendBatch(ctx, &b).Close()
 }
 
 // hasFence reports whether f's key and epoch are checked already. Claims of

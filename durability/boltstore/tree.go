@@ -1,0 +1,347 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// tree is what [checkTree] found in the file's B+tree.
+type tree struct {
+	inUse map[uint64]bool // the pages reached
+
+	// actors holds the actors whose own pages are damaged: the walk of
+	// their bucket stopped there. Open quarantines them (see
+	// [quarantined]); the rest of the file is intact.
+	actors map[string]*actorPages
+
+	// setAside lists the damage found in buckets that [Store.Salvage] set
+	// aside: kept, never read again, dropped by [Store.Compact].
+	setAside []error
+
+	// fallback, when set, says that the newest meta page is damaged and
+	// the file was read from the other one (Options.MetaFallback).
+	fallback error
+}
+
+// actorPages is the damage found in the pages of one actor's bucket.
+type actorPages struct {
+	err *durability.DamageError
+	// header is a copy of the actor bucket's value in the actors bucket
+	// (bbolt's bucket header, then the inline page of a small bucket):
+	// [Store.Salvage] reads what is left from it. The actor's pages do
+	// not change while it is quarantined, so it stays true.
+	header []byte
+}
+
+// owner says to what a page of the tree belongs, for checkTree: a top-level
+// bucket, and below the actors bucket (or the set-aside one) one actor
+// bucket (one set-aside bucket), whose damage costs it alone.
+type owner struct {
+	level int    // 0: the root bucket; 1: a top-level bucket; 2 and more: below one
+	top   string // the top-level bucket
+	unit  string // the bucket below it (the actor's name under the actors bucket)
+}
+
+// child returns the owner of key's nested bucket, a bucket of o.
+func (o owner) child(key []byte) owner {
+	switch o.level {
+	case 0:
+		return owner{level: 1, top: string(key)}
+	case 1:
+		return owner{level: 2, top: o.top, unit: string(key)}
+	}
+	o.level++
+	return o
+}
+
+// attributed reports whether damage to o's pages costs one actor (or a
+// set-aside bucket) alone.
+func (o owner) attributed() bool {
+	return o.level >= 2 && (o.top == string(actorsBucket) || o.top == string(setAsideBucket))
+}
+
+// what names a page of o, for a DamageError.
+func (o owner) what() string {
+	switch {
+	case o.level == 0:
+		return "page of the root bucket"
+	case o.top == string(actorsBucket) && o.level >= 2:
+		return fmt.Sprintf("page of actor %q", o.unit)
+	case o.top == string(actorsBucket):
+		return "page of the actors bucket (which actors it held cannot be told)"
+	case o.top == string(walBucket):
+		return "page of the log"
+	case o.top == string(metaBucket):
+		return fmt.Sprintf("page of the %q bucket (the format and the summary of the actors)", metaBucket)
+	case o.top == string(setAsideBucket):
+		return "page set aside by Salvage"
+	}
+	return fmt.Sprintf("page of bucket %q", o.top)
+}
+
+// fileWide is damage that checkTree cannot attribute to one actor even
+// though it met it below one: a page that two actors (or an actor and
+// another part of the file) reach.
+type fileWide struct{ err error }
+
+func (e *fileWide) Error() string { return e.err.Error() }
+func (e *fileWide) Unwrap() error { return e.err }
+
+// checkTree walks the B+tree of the file from the root bucket's page, as
+// bbolt would reach it, and checks what bbolt reads without checks of its
+// own: that every page reached is a branch or leaf page inside the high
+// water mark and reached once, and that every element's key and value,
+// and every inline bucket's page, lie inside their page. bbolt indexes
+// into pages with unchecked pointer arithmetic, so these are the damages
+// that make it read outside a page. It reads each page in use once.
+//
+// Damage in the pages of one actor's bucket (below the actors bucket's
+// own pages) stops the walk of that bucket only: the actor is returned in
+// the tree's actors, and the store never lets bbolt read those pages
+// (the actor is quarantined). So is damage in a bucket Salvage set aside.
+// Damage anywhere else (the root, the log, the "polyweave" bucket, the
+// actors bucket's own pages) or a page that two buckets reach is an
+// error naming the part of the file.
+func checkTree(f *os.File, path string, m meta) (*tree, error) {
+	ps := int64(m.pageSize)
+	t := &tree{inUse: make(map[uint64]bool), actors: map[string]*actorPages{}}
+	seenBy := make(map[uint64]owner)
+	bad := func(o owner, off int64, format string, args ...any) error {
+		return damaged(path, o.what(), off, format, args...)
+	}
+	var walkPage func(id uint64, depth int, o owner) error
+	var walkElems func(p []byte, id uint64, off int64, depth int, o owner) error
+	walkPage = func(id uint64, depth int, o owner) error {
+		off := int64(id) * ps
+		if id < 2 || id >= m.pgid {
+			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
+		}
+		var hdr [pageHeaderSize]byte
+		if _, err := f.ReadAt(hdr[:], off); err != nil {
+			return bad(o, off, "page %d unreadable: %v", id, err)
+		}
+		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+		if id+overflow >= m.pgid {
+			return bad(o, off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
+		}
+		for p := id; p <= id+overflow; p++ {
+			if first, seen := seenBy[p]; seen {
+				err := bad(o, off, "page %d is reached twice in the tree", p)
+				if first.top != o.top || first.unit != o.unit || !o.attributed() {
+					return &fileWide{err}
+				}
+				return err
+			}
+			seenBy[p] = o
+			t.inUse[p] = true
+		}
+		buf := make([]byte, int64(overflow+1)*ps)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return bad(o, off, "page %d unreadable: %v", id, err)
+		}
+		return walkElems(buf, id, off, depth, o)
+	}
+	walkElems = func(p []byte, id uint64, off int64, depth int, o owner) error {
+		if depth > 64 {
+			return bad(o, off, "page %d: the tree is deeper than 64 levels", id)
+		}
+		if len(p) < pageHeaderSize {
+			return bad(o, off, "page %d: shorter than a page header", id)
+		}
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		if flags != branchPage && flags != leafPage {
+			return bad(o, off, "page %d has flags %#x, not a branch or leaf page", id, flags)
+		}
+		if flags == branchPage && count == 0 {
+			return bad(o, off, "branch page %d has no elements", id)
+		}
+		if pageHeaderSize+16*count > len(p) {
+			return bad(o, off, "page %d: %d elements do not fit in it", id, count)
+		}
+		for i := range count {
+			e := pageHeaderSize + 16*i
+			el := p[e : e+16]
+			if flags == branchPage {
+				pos, ksize := int(binary.LittleEndian.Uint32(el)), int(binary.LittleEndian.Uint32(el[4:]))
+				if e+pos+ksize > len(p) || ksize == 0 {
+					return bad(o, off, "branch page %d, element %d: key outside the page", id, i)
+				}
+				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1, o); err != nil {
+					return err
+				}
+				continue
+			}
+			eflags := binary.LittleEndian.Uint32(el)
+			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
+			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
+				return bad(o, off, "leaf page %d, element %d: key or value outside the page", id, i)
+			}
+			if eflags&^1 != 0 {
+				return bad(o, off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
+			}
+			if eflags&1 == 0 {
+				continue
+			}
+			key := p[e+pos : e+pos+ksize]
+			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			c := o.child(key)
+			err := walkBucket(v, id, off, depth, c, bad, walkPage, walkElems)
+			var wide *fileWide
+			switch {
+			case err == nil:
+			case c.attributed() && !o.attributed() && !errors.As(err, &wide):
+				// The damage is one actor's (or one set-aside bucket's).
+				var de *durability.DamageError
+				if !errors.As(err, &de) {
+					return err
+				}
+				if c.top == string(actorsBucket) {
+					t.actors[c.unit] = &actorPages{err: de, header: slices.Clone(v)}
+				} else {
+					t.setAside = append(t.setAside, de)
+				}
+			default:
+				return err
+			}
+		}
+		return nil
+	}
+	err := walkPage(m.root, 0, owner{})
+	if wide := (*fileWide)(nil); errors.As(err, &wide) {
+		err = wide.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// walkBucket walks the bucket whose value (header, then inline page) is v,
+// found on page id at off, owned by o.
+func walkBucket(v []byte, id uint64, off int64, depth int, o owner,
+	bad func(owner, int64, string, ...any) error,
+	walkPage func(uint64, int, owner) error,
+	walkElems func([]byte, uint64, int64, int, owner) error) error {
+	if len(v) < 16 {
+		return bad(o, off, "leaf page %d: bucket header cut short", id)
+	}
+	if root := binary.LittleEndian.Uint64(v); root != 0 {
+		return walkPage(root, depth+1, o)
+	}
+	return walkElems(v[16:], id, off, depth+1, o)
+}
+
+// rawElem is a key and its value read by [rawBucket]; bucket says the
+// value is a nested bucket's (bbolt's bucket header, then its inline page).
+type rawElem struct {
+	key, value []byte
+	bucket     bool
+}
+
+// rawBucket reads the elements of a bucket whose value (header, then inline
+// page) is v, from the file's pages (npages pages of ps bytes) rather than
+// through bbolt, for an actor whose pages are damaged: it reads every page
+// that checks (as [checkTree] checks them) and skips a damaged page with
+// all it leads to. The elements are copies, in key order.
+func rawBucket(f io.ReaderAt, ps int64, npages uint64, v []byte) []rawElem {
+	var out []rawElem
+	seen := map[uint64]bool{}
+	var walkPage func(id uint64, depth int)
+	var walkElems func(p []byte, depth int)
+	walkPage = func(id uint64, depth int) {
+		if id < 2 || id >= npages || seen[id] {
+			return
+		}
+		var hdr [pageHeaderSize]byte
+		if _, err := f.ReadAt(hdr[:], int64(id)*ps); err != nil {
+			return
+		}
+		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+		if id+overflow >= npages {
+			return
+		}
+		for p := id; p <= id+overflow; p++ {
+			if seen[p] {
+				return
+			}
+			seen[p] = true
+		}
+		buf := make([]byte, int64(overflow+1)*ps)
+		if _, err := f.ReadAt(buf, int64(id)*ps); err != nil {
+			return
+		}
+		walkElems(buf, depth)
+	}
+	walkElems = func(p []byte, depth int) {
+		if depth > 64 || len(p) < pageHeaderSize {
+			return
+		}
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
+		if flags != branchPage && flags != leafPage || pageHeaderSize+16*count > len(p) {
+			return
+		}
+		for i := range count {
+			e := pageHeaderSize + 16*i
+			el := p[e : e+16]
+			if flags == branchPage {
+				pos, ksize := int(binary.LittleEndian.Uint32(el)), int(binary.LittleEndian.Uint32(el[4:]))
+				if e+pos+ksize > len(p) || ksize == 0 {
+					return
+				}
+				walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1)
+				continue
+			}
+			eflags := binary.LittleEndian.Uint32(el)
+			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
+			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 || eflags&^1 != 0 {
+				return
+			}
+			out = append(out, rawElem{
+				key:    slices.Clone(p[e+pos : e+pos+ksize]),
+				value:  slices.Clone(p[e+pos+ksize : e+pos+ksize+vsize]),
+				bucket: eflags&1 != 0,
+			})
+		}
+	}
+	if len(v) < 16 {
+		return nil
+	}
+	if root := binary.LittleEndian.Uint64(v); root != 0 {
+		walkPage(root, 0)
+	} else {
+		walkElems(v[16:], 0)
+	}
+	return out
+}
+
+// rawActor reads what is left of an actor bucket whose pages are damaged
+// (see [rawBucket]): the key/value pairs of its events and snapshots
+// buckets that could be read, unchecked.
+func rawActor(f io.ReaderAt, ps int64, npages uint64, header []byte) (events, snapshots []rawElem) {
+	for _, e := range rawBucket(f, ps, npages, header) {
+		if !e.bucket {
+			continue
+		}
+		var all []rawElem
+		for _, r := range rawBucket(f, ps, npages, e.value) {
+			if !r.bucket {
+				all = append(all, r)
+			}
+		}
+		switch string(e.key) {
+		case string(eventsBucket):
+			events = all
+		case string(snapshotsBucket):
+			snapshots = all
+		}
+	}
+	return events, snapshots
+}

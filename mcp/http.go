@@ -87,8 +87,8 @@ func (s *Server) Handler(o *HTTPOptions) (http.Handler, error) {
 func guard(opts HTTPOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !opts.AllowRemote {
-			if err := fromLoopback(r); err != nil {
-				http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+			if err := loopback.CheckClient(r); err != nil {
+				http.Error(w, "Forbidden: "+err.Error()+" (the server can allow it: HTTPOptions.AllowRemote, with a BearerToken)", http.StatusForbidden)
 				return
 			}
 		}
@@ -110,38 +110,6 @@ func guard(opts HTTPOptions, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// forwardedHeaders are the headers with which a proxy names the client
-// it forwards for.
-var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
-
-// fromLoopback refuses a request whose client is not on a loopback
-// address, or that a proxy forwarded (its client is not known to be on
-// this machine, though the proxy connects from loopback).
-func fromLoopback(r *http.Request) error {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("client %q is not on a loopback address (the server can allow it: HTTPOptions.AllowRemote, with a BearerToken)", r.RemoteAddr)
-	}
-	for _, h := range forwardedHeaders {
-		if v := r.Header.Values(h); len(v) > 0 {
-			return fmt.Errorf("request forwarded by a proxy (%s: %q): its client is not known to be on a loopback address (the server can allow it: HTTPOptions.AllowRemote, with a BearerToken)",
-				h, clip(strings.Join(v, ", "), 100))
-		}
-	}
-	return nil
-}
-
-// clip shortens s to at most n bytes for an error message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func hostName(hostport string) string {

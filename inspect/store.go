@@ -8,16 +8,23 @@ import (
 )
 
 // Store returns s with its writes observed: the inspector shows, per
-// persisted name (a tool loop's session id), the last index made durable
-// and when. Every call goes to s unchanged.
+// persisted name (a tool loop's session id, or an agent's session key,
+// agent.SessionKey), the last index made durable and when. Every call
+// goes to s unchanged. The store returned implements the optional
+// interfaces of package durability that s implements, and only those
+// (durability.Salvager: a salvage shows the position it leaves).
 func (in *Inspector) Store(s durability.Store) durability.Store {
-	return &observedStore{Store: s, in: in}
+	o := &observedStore{Store: s, in: in}
+	if sv, ok := s.(durability.Salvager); ok {
+		return &observedSalvager{observedStore: o, salvager: sv}
+	}
+	return o
 }
 
 // storePosition is the durability position of one name.
 type storePosition struct {
 	Index uint64
-	Kind  string // "event" or "snapshot"
+	Kind  string // "event", "snapshot" or "salvaged"
 	At    time.Time
 }
 
@@ -59,4 +66,28 @@ func (s *observedStore) PersistSnapshot(ctx context.Context, name string, index 
 		s.note(name, index, "snapshot")
 	}
 	return err
+}
+
+// observedSalvager is the observed store of a durability.Salvager.
+type observedSalvager struct {
+	*observedStore
+	salvager durability.Salvager
+}
+
+// Salvage implements durability.Salvager: what the salvage kept is the
+// name's position.
+func (s *observedSalvager) Salvage(ctx context.Context, name string) (durability.Salvaged, error) {
+	got, err := s.salvager.Salvage(ctx, name)
+	if err != nil || got.Dropped == 0 {
+		return got, err
+	}
+	switch {
+	case got.Events > 0:
+		s.note(name, got.From+uint64(got.Events)-1, "event")
+	case got.Snapshot:
+		s.note(name, got.SnapshotIndex, "snapshot")
+	default:
+		s.note(name, 0, "salvaged") // nothing kept
+	}
+	return got, nil
 }

@@ -480,14 +480,19 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 //
 //go:noinline
 func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
-	kind := string(tools.KindOf(ev.Result))
+	// The kind is the result's (a remote tool's, say): any string.
+	kind := clip(string(tools.KindOf(ev.Result)), in.opts.Clip)
 	if kind == "" {
 		kind = "error"
 	}
 	in.mu.Lock()
 	st := in.toolResult(ev, kind)
 	st.failures++
-	st.kinds[kind]++
+	counted := kind
+	if _, ok := st.kinds[kind]; !ok && len(st.kinds) >= maxKinds {
+		counted = OtherKinds
+	}
+	st.kinds[counted]++
 	in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", clip(ev.Call.GetName(), in.opts.Clip),
 		clip(ev.Call.GetToolCallId(), in.opts.Clip), ev.StreamID, kind), Alert: true})
 	in.version.Add(1)
@@ -628,6 +633,15 @@ func (in *Inspector) dropToolRow() int32 {
 // any number of tools that do not exist. It is no valid tool name.
 const OtherTools = "(other tools)"
 
+// OtherKinds names the entry of a tool's failure kinds that counts the
+// failures of kinds past the first maxKinds (16) of the tool: a kind is
+// a string of the result's meta, which a tool (a remote one, say) sets
+// as it likes. It is no valid kind.
+const OtherKinds = "(other kinds)"
+
+// maxKinds bounds the failure kinds counted apart per tool.
+const maxKinds = 16
+
 // maxOtherTools bounds the rows of tool figures of names not given to
 // Inspector.Tools.
 const maxOtherTools = 32
@@ -654,7 +668,7 @@ type toolStats struct {
 	used            uint64
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
-	kinds           map[string]int
+	kinds           map[string]int  // failures by kind (clipped): maxKinds, then OtherKinds
 	lat             []time.Duration // ring of the newest latencySamples
 	latNext         int
 	// timedTick is the coarse clock's tick (unix ns) of the calls timed

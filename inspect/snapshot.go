@@ -108,7 +108,9 @@ type OpenStream struct {
 	Age   string `json:"age"`
 }
 
-// Position is a durability position.
+// Position is a durability position: the index of the last event or
+// snapshot (Kind "event" or "snapshot") made durable, at At; Kind
+// "salvaged" (Index 0) after a salvage that kept nothing of the name.
 type Position struct {
 	Index uint64    `json:"index"`
 	Kind  string    `json:"kind"`
@@ -122,10 +124,13 @@ type Position struct {
 // 50 ms tick of the inspector's clock, when the first 8 of each tick are
 // timed).
 type ToolFigures struct {
-	Name     string         `json:"name"`
-	Calls    int            `json:"calls"`
-	Failures int            `json:"failures"`
-	Kinds    map[string]int `json:"kinds,omitempty"`
+	Name     string `json:"name"`
+	Calls    int    `json:"calls"`
+	Failures int    `json:"failures"`
+	// Kinds counts the failures by kind (tools.FailureKind, clipped to
+	// Options.Clip): 16 kinds, those of the kinds after them together
+	// under [OtherKinds].
+	Kinds map[string]int `json:"kinds,omitempty"`
 	// Timed is how many calls the percentiles are over.
 	Timed int    `json:"timed"`
 	P50   string `json:"p50"`

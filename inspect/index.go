@@ -34,25 +34,44 @@ func (x *sessionIndex) hash(id string) uint64 {
 	return maphash.String(x.seed, id)
 }
 
-// find returns the session id, whose hash is h, or nil.
-func (x *sessionIndex) find(id string, h uint64) *session {
+// find returns the session id of agent, whose hash is h, or nil.
+func (x *sessionIndex) find(id, agent string, h uint64) *session {
 	mask := uint64(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		sl := &x.slots[i]
 		if sl.s == nil {
 			return nil
 		}
-		if sl.hash == h && sameString(sl.s.id, id) {
+		if sl.hash == h && sameString(sl.s.id, id) && sameString(sl.s.agent, agent) {
 			return sl.s
 		}
 	}
 }
 
-// add indexes s under s.hash; no session of its id may be indexed.
+// twins calls fn for each session of id (of any agent), whose hash is
+// h, until fn returns false.
+func (x *sessionIndex) twins(id string, h uint64, fn func(*session) bool) {
+	if x.n == 0 {
+		return
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; x.slots[i].s != nil; i = (i + 1) & mask {
+		if sl := x.slots[i]; sl.hash == h && sl.s.id == id && !fn(sl.s) {
+			return
+		}
+	}
+}
+
+// add indexes s under s.hash; no session of its id and agent may be
+// indexed. Sessions of its id and other agents, and s, are marked twin.
 func (x *sessionIndex) add(s *session) {
 	if 2*(x.n+1) > len(x.slots) {
 		x.grow()
 	}
+	x.twins(s.id, s.hash, func(o *session) bool {
+		o.twin, s.twin = true, true
+		return true
+	})
 	x.put(indexSlot{hash: s.hash, s: s})
 	x.n++
 }
@@ -111,6 +130,18 @@ func (x *sessionIndex) remove(s *session) {
 	}
 	x.slots[i] = indexSlot{}
 	x.n--
+	if s.twin { // a twin left alone is a twin no more
+		var last *session
+		n := 0
+		x.twins(s.id, s.hash, func(o *session) bool {
+			last, n = o, n+1
+			return n < 2
+		})
+		if n == 1 {
+			last.twin = false
+		}
+		s.twin = false
+	}
 }
 
 // sameString is a == b, the pointers compared first: the stream ids and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -508,7 +509,7 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 	var dispatched time.Duration
 	s := in.results.find(ev.StreamID)
 	if s == nil {
-		s = in.resultSession(ev.StreamID)
+		s = in.resultSession(ev.StreamID, ev.Call)
 	}
 	if s != nil {
 		if tool, d, ok := s.removeCall(ev.Call); ok {
@@ -545,12 +546,28 @@ func (in *Inspector) toolStatsApart(name string) *toolStats { return in.toolStat
 
 // resultSession finds the session of a tool result that is not the one
 // of the result before, and remembers it for the next; in.mu must be
-// held.
+// held. Among sessions of one id (twins, other agents'), the one
+// holding the call (its frame, else its id) is the result's; a twin is
+// not remembered (the next result may be its twin's).
 //
 //go:noinline
-func (in *Inspector) resultSession(stream string) *session {
-	s := in.lookup(sessionKey(stream))
-	if s != nil {
+func (in *Inspector) resultSession(stream string, call *messages.Frame) *session {
+	var byID *session
+	s := in.twinOf(stream, func(s *session) bool {
+		for i := range s.calls {
+			if s.calls[i].call == call {
+				return true
+			}
+			if byID == nil && s.calls[i].id() == call.GetToolCallId() {
+				byID = s
+			}
+		}
+		return false
+	})
+	if s != nil && s.twin && byID != nil && !s.holds(call) {
+		s = byID
+	}
+	if s != nil && !s.twin {
 		in.results.remember(stream, s)
 	}
 	return s
@@ -742,9 +759,49 @@ func (in *Inspector) forget(keep *session) {
 	}
 }
 
-// lookup returns the session id, or nil; in.mu must be held.
-func (in *Inspector) lookup(id string) *session {
-	return in.index.find(id, in.index.hash(id))
+// agentOf returns the agent of the model adapter self (an actor's id):
+// the name of the actor it runs under, its loop, which package agent
+// names after the agent, escaped as in agent.SessionKey (the first
+// element of the keys of the agent's sessions in its store). It is the
+// loop's Spec name (its id's last element may carry a number, when
+// several loops of one agent run side by side, a durable agent's one
+// per session).
+func (in *Inspector) agentOf(self string) string {
+	i := strings.LastIndexByte(self, '/')
+	if i < 0 {
+		return ""
+	}
+	parent := self[:i]
+	if parent == in.rt.Host().Id {
+		return "" // an adapter of its own, in no loop
+	}
+	list := in.actors()
+	if j, ok := slices.BinarySearchFunc(list, parent, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) }); ok && list[j].Name != "" {
+		return list[j].Name
+	}
+	return parent[strings.LastIndexByte(parent, '/')+1:]
+}
+
+// twinOf returns the session of stream's id that pick accepts, of any
+// agent, or, when pick accepts none, the first found; nil when none is
+// kept. in.mu must be held.
+func (in *Inspector) twinOf(stream string, pick func(*session) bool) *session {
+	id := sessionKey(stream)
+	var first, picked *session
+	in.index.twins(id, in.index.hash(id), func(s *session) bool {
+		if first == nil {
+			first = s
+		}
+		if pick(s) {
+			picked = s
+			return false
+		}
+		return true
+	})
+	if picked != nil {
+		return picked
+	}
+	return first
 }
 
 // ring is a queue, first in first out, kept in a ring that grows only

@@ -2,14 +2,18 @@ package inspect
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // Store returns s with its writes observed: the inspector shows, per
-// persisted name (a tool loop's session id, or an agent's session key,
-// agent.SessionKey), the last index made durable and when. Every call
+// persisted name, the last index made durable and when, in the detail
+// of its session: an agent's session, persisted under agent.SessionKey
+// of the agent's name and the session id, or the session of that id (a
+// tool loop's session id); a name of no session kept is listed alone. Every call
 // goes to s unchanged. The store returned implements the optional
 // interfaces of package durability that s implements, and only those
 // (durability.Salvager: a salvage shows the position it leaves).
@@ -34,6 +38,9 @@ type observedStore struct {
 }
 
 func (s *observedStore) note(name string, index uint64, kind string) {
+	if strings.HasSuffix(name, tools.ApprovalStoreSuffix) {
+		return // the record of a session's calls held for approval: no session's position
+	}
 	s.in.mu.Lock()
 	if _, ok := s.in.stores[name]; !ok {
 		s.in.storeOrder.push(name)

@@ -286,12 +286,13 @@ func TestResults_TwinSessionsByCallFrame(t *testing.T) {
 		t.Fatalf("after a result of c1 of another frame: alice %d pending, bob %d; want none", a, b)
 	}
 	in.mu.Lock()
-	a, b := in.index.find("s", "alice", in.index.hash("s")), in.index.find("s", "bob", in.index.hash("s"))
+	a, b := in.index.findAgent("s", "alice", in.index.hash("s")), in.index.findAgent("s", "bob", in.index.hash("s"))
 	if !a.twin || !b.twin {
 		in.mu.Unlock()
 		t.Fatalf("twins not marked: alice %v, bob %v", a.twin, b.twin)
 	}
 	in.index.remove(a)
+	in.index.untwin(a)
 	alone := !b.twin
 	in.mu.Unlock()
 	if !alone {

@@ -43,7 +43,7 @@ func TestSessionIndex_FindsWhatWasAddedAndNotRemoved(t *testing.T) {
 					t.Fatalf("step %d: %d slots used, n %d, want %d", step, used, x.n, len(want))
 				}
 				for id, s := range want {
-					if got := x.find(id, "", s.hash); got != s {
+					if got := x.find(id, s.hash); got != s {
 						t.Fatalf("step %d: %s not found (got %v)", step, id, got)
 					}
 				}
@@ -54,7 +54,7 @@ func TestSessionIndex_FindsWhatWasAddedAndNotRemoved(t *testing.T) {
 			for id, s := range want {
 				x.remove(s)
 				x.remove(s) // not indexed any more: nothing happens
-				if x.find(id, "", s.hash) != nil {
+				if x.find(id, s.hash) != nil {
 					t.Fatalf("%s found after its removal", id)
 				}
 			}

@@ -751,6 +751,9 @@ func (in *Inspector) forget(keep *session) {
 			continue
 		}
 		in.index.remove(s)
+		if s.twin {
+			in.index.untwin(s)
+		}
 		s.reset()
 		in.spare = s
 	}

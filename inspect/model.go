@@ -236,20 +236,12 @@ func (c *sessionCache) remember(stream string, s *session) {
 func (in *Inspector) session(stream, agent string) *session {
 	key := sessionKey(stream)
 	h := in.index.hash(key)
-	s := in.index.find(key, agent, h)
-	if s == nil {
-		s = in.newSession(stream, key, agent, h)
-	}
-	return s
-}
-
-// newSession is session for a session not kept yet.
-//
-//go:noinline
-func (in *Inspector) newSession(stream, id, agent string, h uint64) *session {
-	if agent != "" {
-		if s := in.index.find(id, "", h); s != nil {
-			s.agent = agent // the agent serving it is known now
+	first := in.index.find(key, h)
+	if first != nil {
+		if sameString(first.agent, agent) {
+			return first
+		}
+		if s := in.twinSession(key, agent, h); s != nil {
 			return s
 		}
 	}
@@ -258,16 +250,48 @@ func (in *Inspector) newSession(stream, id, agent string, h uint64) *session {
 	if s == nil {
 		s = &session{}
 	}
-	s.id, s.agent, s.hash, s.updated = id, agent, h, in.clock.unixNano()
+	s.id, s.agent, s.hash, s.updated = key, agent, h, in.clock.unixNano()
 	in.index.add(s)
 	in.sessionOrder.push(s)
 	in.forget(s)
-	if s.twin {
-		in.results = sessionCache{} // it may be a twin's: found by the call
+	if first != nil {
+		in.twinMade(s)
 	} else {
 		in.results.remember(stream, s)
 	}
 	return s
+}
+
+// twinSession returns the session id of agent, whose hash is h, when
+// the first session of id kept is not: another agent's session of its
+// id is (a twin), or one no agent served yet, which is taken; nil when
+// there is none (it is to be made). in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) twinSession(id, agent string, h uint64) *session {
+	if s := in.index.findAgent(id, agent, h); s != nil {
+		return s
+	}
+	var unserved *session
+	in.index.twins(id, h, func(o *session) bool {
+		if o.agent == "" {
+			unserved = o
+		}
+		return unserved == nil
+	})
+	if unserved != nil {
+		unserved.agent = agent // the agent serving it is known now
+	}
+	return unserved
+}
+
+// twinMade marks s, just made, and the sessions of its id twins; the
+// next tool result is found by its call. in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) twinMade(s *session) {
+	in.index.markTwins(s)
+	in.results = sessionCache{}
 }
 
 // request sees a frame written into the adapter.
@@ -549,7 +573,7 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
 	in.mu.Lock()
 	id := sessionKey(stream)
-	s := in.index.find(id, o.agent, in.index.hash(id))
+	s := in.index.findAgent(id, o.agent, in.index.hash(id))
 	open := false
 	if s != nil {
 		st := s.stream(stream)

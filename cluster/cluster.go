@@ -195,6 +195,11 @@ func Automanaged(port int, hosts []string, refresh time.Duration, opts ...Automa
 	for _, o := range opts {
 		o(p)
 	}
+	if p.given != nil && port == 0 {
+		if a, ok := p.given.Addr().(*net.TCPAddr); ok {
+			port, p.port = a.Port, a.Port
+		}
+	}
 	p.AutoManagedProvider = automanaged.NewWithTesting(refresh, port, e, hosts...)
 	e.GET("/_health", func(ctx echo.Context) error {
 		c := p.c.Load()
@@ -222,13 +227,26 @@ func HealthHost(host string) AutomanagedOption {
 	return func(p *automanagedProvider) { p.healthHost = host }
 }
 
+// HealthListener makes an [Automanaged] member answer health checks on l,
+// a listener the caller has bound, instead of listening on port itself:
+// bound on port 0, l has a free port that no other process can take
+// before the member serves it, and its address tells the hosts to poll.
+// Automanaged's port must be l's, or 0 for l's. From Start on, l is the
+// member's: it closes it when it closes, or when its Start fails (a
+// Start that fails before it reaches the provider, on a bad option, does
+// not: closing l again is harmless). [HealthHost] does not apply.
+func HealthListener(l net.Listener) AutomanagedOption {
+	return func(p *automanagedProvider) { p.given = l }
+}
+
 // automanagedProvider is the pinned automanaged provider with a health
 // endpoint of its own (see Automanaged).
 type automanagedProvider struct {
 	*automanaged.AutoManagedProvider
 	port       int
-	healthHost string     // HealthHost's; "" for the member's own host
-	echo       *echo.Echo // the health endpoint's server
+	healthHost string       // HealthHost's; "" for the member's own host
+	given      net.Listener // HealthListener's
+	echo       *echo.Echo   // the health endpoint's server
 	listener   net.Listener
 	c          atomic.Pointer[pacluster.Cluster]
 }
@@ -237,6 +255,9 @@ type automanagedProvider struct {
 // HealthHost said otherwise, and starts the pinned provider, which serves
 // them on that listener.
 func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
+	if p.given != nil {
+		return p.serve(c, p.given)
+	}
 	host := p.healthHost
 	if host == "" {
 		h, _, err := c.ActorSystem.GetHostPort()
@@ -249,6 +270,15 @@ func (p *automanagedProvider) StartMember(c *pacluster.Cluster) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cluster: automanaged provider: health checks on %s: %w", addr, err)
+	}
+	return p.serve(c, l)
+}
+
+// serve starts the pinned provider, which serves health checks on l.
+func (p *automanagedProvider) serve(c *pacluster.Cluster, l net.Listener) error {
+	if a, ok := l.Addr().(*net.TCPAddr); ok && a.Port != p.port {
+		l.Close()
+		return fmt.Errorf("cluster: automanaged provider: HealthListener listens on port %d, but Automanaged was given port %d", a.Port, p.port)
 	}
 	p.listener, p.echo.Listener = l, l
 	p.c.Store(c)
@@ -266,6 +296,9 @@ func (p *automanagedProvider) Shutdown(graceful bool) error {
 	err := p.AutoManagedProvider.Shutdown(graceful)
 	if p.listener != nil {
 		_ = p.listener.Close() // closed already when the server served it
+	}
+	if p.given != nil {
+		_ = p.given.Close() // a Start that failed before StartMember
 	}
 	return err
 }
@@ -296,6 +329,7 @@ type Member struct {
 	markClose context.CancelFunc
 	excluded  context.Context // ends when the cluster has excluded this member
 	exclude   context.CancelFunc
+	left      chan struct{}             // closed once the excluded member has left (see Excluded)
 	topoSub   *eventstream.Subscription // onTopology's
 
 	membersMu sync.Mutex
@@ -405,6 +439,7 @@ func Start(opts *Options) (m *Member, err error) {
 	}
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
+	m.left = make(chan struct{})
 	// Pings as the remote package's nodes and clients ping, and allows
 	// their pings (and its peers'); bounds its gRPC messages as they do
 	// (after the server and dial options, which replace what the limits
@@ -500,26 +535,35 @@ func (m *Member) onTopology(ev any) {
 }
 
 // ErrExcluded is the cause of the error Run returns once the cluster has
-// excluded its member for good (see [Member.Excluded]).
+// excluded its member for good (see [Member.Excluded]), also while the
+// member leaves and after it has left.
 var ErrExcluded = errors.New("member excluded from the cluster")
 
 // Excluded returns a channel that is closed when the cluster has excluded
-// this member for good while it was not closing: its own view of the
-// members no longer counts it, so it hosts no session, and the other
-// members refuse its connections. The pinned protoactor never takes a
-// member id back once a member saw it leave, as happens to a member that
-// was paused (a stopped process, a long garbage collection, a migrated
-// VM) for longer than its provider's failure detection (with [Etcd],
-// its lease of about three seconds): when it resumes, it registers again
-// under the same id, and is not counted. From then on its Runs fail
-// with an error wrapping [ErrExcluded]. The host should close the member
-// and start a new one (a new [Start], with a new provider): it joins
-// under a new id and hosts sessions again. A client's channel is never
-// closed.
-func (m *Member) Excluded() <-chan struct{} { return m.excluded.Done() }
+// this member for good while it was not closing, and the member has left:
+// its own view of the members no longer counts it, so it could host no
+// session, and the other members refuse its connections. The pinned
+// protoactor never takes a member id back once a member saw it leave, as
+// happens to a member that was paused (a stopped process, a long garbage
+// collection, a migrated VM) or cut off (a partition) for longer than its
+// provider's failure detection (with [Etcd], its lease of about three
+// seconds): when it is back, it registers again under the same id, and
+// is not counted, however healthy it is.
+//
+// So an excluded member leaves, as Close makes it leave: from the moment
+// it learns it is excluded, its Runs fail with an error wrapping
+// [ErrExcluded] (those in progress too); it stops its sessions (each is
+// taken over by the next request for it, on another member),
+// deregisters from its provider, and stops listening on its address and
+// its health port; then Excluded's channel is closed, and Close returns
+// at once (with the error of that leaving, if any). Its host should then
+// start a new member in its place (a new [Start], with a new provider:
+// it may take the same address and health port), which joins under a new
+// id and hosts sessions again. A client's channel is never closed.
+func (m *Member) Excluded() <-chan struct{} { return m.left }
 
-// watchExclusion closes Excluded's channel when topology t says that
-// this member left, unless it is closing (a member that closes leaves).
+// watchExclusion makes the member leave (see Excluded) when topology t
+// says that it left, unless it is closing (a member that closes leaves).
 func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
 	if m.closing.Err() != nil || m.excluded.Err() != nil {
 		return
@@ -529,13 +573,31 @@ func (m *Member) watchExclusion(t *pacluster.ClusterTopology) {
 		// Providers name a member by its actor system's id, or (Etcd)
 		// by the cluster's name and that id: "name@id".
 		if left.Id == self || strings.HasSuffix(left.Id, "@"+self) {
-			m.log.Error("cluster member excluded: the cluster no longer counts this member, which hosts no session and cannot reach the others; restart it (a new Start joins under a new id)",
+			m.log.Error("cluster member excluded: the cluster no longer counts this member, which leaves; start a new member in its place (a new Start joins under a new id)",
 				"address", m.Address(), "member", self)
 			m.exclude()
+			// Not here: this is the provider's goroutine, which Close
+			// stops.
+			go m.leave()
 			return
 		}
 	}
 }
+
+// leave closes the excluded member (see Excluded), then closes Excluded's
+// channel.
+func (m *Member) leave() {
+	defer close(m.left)
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		m.log.Error("the excluded cluster member could not leave cleanly", "address", m.Address(), "error", err)
+	}
+}
+
+// leaveTimeout bounds the wait of an excluded member for its sessions and
+// its runtime to stop as it leaves.
+const leaveTimeout = time.Minute
 
 // Dropped counts the incoming messages refused because they could not be
 // decoded safely (see package remote).
@@ -641,6 +703,9 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 			shortID(id), n, m.maxFrame, remote.ErrTooLarge)
 	}
 	if !m.calls.add() {
+		if m.excluded.Err() != nil {
+			return nil, fmt.Errorf("cluster: run session %s on %s: %w: start a new member in its place", shortID(id), m.Address(), ErrExcluded)
+		}
 		return nil, fmt.Errorf("cluster: run session %s: %w", shortID(id), ErrClosed)
 	}
 	defer m.calls.done()
@@ -659,11 +724,11 @@ func (m *Member) Run(ctx context.Context, id string, request ...*messages.Frame)
 		if err := callerCtx.Err(); err != nil {
 			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), err, last)
 		}
+		if m.excluded.Err() != nil { // before closing: an excluded member closes
+			return nil, fmt.Errorf("cluster: run session %s on %s: %w: start a new member in its place (last answer: %v)", shortID(id), m.Address(), ErrExcluded, last)
+		}
 		if m.closing.Err() != nil {
 			return nil, fmt.Errorf("cluster: run session %s: %w (last answer: %v)", shortID(id), ErrClosed, last)
-		}
-		if m.excluded.Err() != nil {
-			return nil, fmt.Errorf("cluster: run session %s on %s: %w: restart the member (last answer: %v)", shortID(id), m.Address(), ErrExcluded, last)
 		}
 		resp, err := m.request(ctx, id, frame)
 		if err != nil && ctx.Err() != nil {
@@ -819,7 +884,9 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // step), and shuts the remote and the runtime down. It waits for them or
 // until ctx ends. The store is the caller's. Every Run of this member, in
 // progress or later, returns as soon as Close begins, with an error
-// wrapping [ErrClosed].
+// wrapping [ErrClosed]. A member that the cluster excluded leaves by
+// itself (see [Member.Excluded]): Close waits until it has, and returns
+// the error of its leaving, if any.
 func (m *Member) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
 		m.markClose() // ends every Run: see ErrClosed

@@ -273,9 +273,8 @@ func TestMember_RunEndsWhenMemberCloses(t *testing.T) {
 	side := newSideFile(t)
 	started := make(chan struct{})
 	var once sync.Once
-	port := freePorts(t, 1)[0]
 	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Provider: loneProvider(t),
 		Store:    store,
 		Session: sessionFunc(t, 1, side, func(string) hooks {
 			return hooks{before: func(ctx context.Context, _ string) {
@@ -388,10 +387,9 @@ func TestStart_AddressInUse(t *testing.T) {
 	for _, client := range []bool{false, true} {
 		t.Run(fmt.Sprintf("client=%v", client), func(t *testing.T) {
 			leakCheck(t)
-			port := freePorts(t, 1)[0]
 			m, err := cluster.Start(&cluster.Options{
 				Address:  addr,
-				Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+				Provider: loneProvider(t),
 				Store:    store, Client: client,
 				Session: sessionFunc(t, 1, newSideFile(t), nil),
 			})
@@ -440,10 +438,9 @@ func TestStart_HealthPortInUse(t *testing.T) {
 func TestStart_RefusesAddressBeyondLoopback(t *testing.T) {
 	store := openStore(t, freshSchema())
 	start := func(t *testing.T, addr string, client, allow bool) (*cluster.Member, error) {
-		port := freePorts(t, 1)[0]
 		return cluster.Start(&cluster.Options{
 			Address: addr, AllowRemote: allow,
-			Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+			Provider: loneProvider(t),
 			Store:    store, Client: client,
 			Session: sessionFunc(t, 1, newSideFile(t), nil),
 		})

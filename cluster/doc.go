@@ -34,7 +34,13 @@
 // (unless their tool is Idempotent); the model continues. Because the
 // loop persists each step before it acts on it, an incarnation that has
 // been fenced cannot start another call either: it fails at its next
-// write, and stops.
+// write, and stops. A loop that fails while its store works (a panic, a
+// bug) is restarted by its supervisor, which closes the session's stream
+// with an error: the member sends the session's first request again to
+// the restarted loop, which resumes the session from the store as a new
+// incarnation would (in the same incarnation, up to 10 times; then the
+// session has failed). A model that answers an error is not restarted:
+// that is a failed session.
 //
 // # Requests
 //
@@ -124,9 +130,12 @@
 // good: a restarted member joins under a new id, as a new member. A
 // member that was seen to leave while it was alive (paused, or cut off,
 // for longer than its provider's failure detection) is excluded for good
-// when it comes back: it hosts nothing and reaches no one. It says so
-// ([Member.Excluded] is closed, and its Runs fail with [ErrExcluded]);
-// its host should close it and start a new member in its place.
+// when it comes back, however healthy: it could host nothing and reach no
+// one. So it leaves, as Close makes it leave: its Runs fail with
+// [ErrExcluded], it stops its sessions, deregisters and frees its
+// address, and then [Member.Excluded] is closed. Its host starts a new
+// member in its place (a new Start, which may take the same address),
+// which joins under a new id.
 //
 // # Closing
 //

@@ -73,11 +73,11 @@ func EtcdTimeout(d time.Duration) EtcdOption {
 // to leave too, and is not taken back when it resumes: it registers again
 // under the same id, but the pinned protoactor never counts an id again
 // once it saw it leave, and the member drops itself from its own view. It
-// then hosts no session and cannot reach the other members. The member
-// tells its host: [Member.Excluded]'s channel is closed and its Runs fail
-// with an error wrapping [ErrExcluded]. The host should close it and
-// start a new member (a new Start, with a new provider), which joins
-// under a new id.
+// could then host no session nor reach the other members, so it leaves
+// (see [Member.Excluded]): its Runs fail with an error wrapping
+// [ErrExcluded], it deregisters and stops, and then Excluded's channel is
+// closed. The host should start a new member in its place (a new Start,
+// with a new provider), which joins under a new id.
 //
 // The provider connects to etcd when the member starts (after protoactor
 // has set up gRPC, whose global logger it replaces then), and closes that

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -45,10 +44,14 @@ func Example() {
 		{Text: "2 + 3 = 5."},
 	}}, nil)
 
-	port := exampleFreePort() // the port this member answers health checks on
+	// The member answers health checks on a free port, bound now.
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
 	member, err := cluster.Start(&cluster.Options{
 		Address:  "127.0.0.1:0",
-		Provider: cluster.Automanaged(port, []string{"127.0.0.1:" + strconv.Itoa(port)}, time.Second),
+		Provider: cluster.Automanaged(0, []string{health.Addr().String()}, time.Second, cluster.HealthListener(health)),
 		Store:    store,
 		// Every member builds a session's loop the same way.
 		Session: func(id string) (actors.Spec, *tools.LoopOptions, error) {
@@ -67,15 +70,6 @@ func Example() {
 	}
 	fmt.Println(res.Text)
 	// Output: 2 + 3 = 5.
-}
-
-func exampleFreePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Members on several machines listen beyond loopback (AllowRemote). An

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	pacluster "github.com/asynkron/protoactor-go/cluster"
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -333,13 +334,35 @@ func childMain(t *testing.T, env string, run func(*testing.T, string) error) {
 }
 
 // startLoneMember starts a one-member cluster (the automanaged provider
-// on a free port of loopback) with opts, whose Provider it sets, and
-// closes it at t's cleanup, before leakCheck's check.
+// of loneProvider) with opts, whose Provider it sets, and closes it at
+// t's cleanup, before leakCheck's check.
 func startLoneMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 	t.Helper()
-	port := freePorts(t, 1)[0]
-	opts.Provider = cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)
+	opts.Provider = loneProvider(t)
 	return startMember(t, opts)
+}
+
+// healthListener returns a listener on a free port of loopback for a
+// member's health checks (cluster.HealthListener), and its port: bound
+// now, so that no other test takes the port before the member serves it.
+// It is closed at t's cleanup (again, if the member closed it).
+func healthListener(t testing.TB) (net.Listener, int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, l.Addr().(*net.TCPAddr).Port
+}
+
+// loneProvider is the automanaged provider of a one-member cluster: the
+// member answers health checks on a listener of healthListener, and
+// polls only itself.
+func loneProvider(t testing.TB) pacluster.ClusterProvider {
+	t.Helper()
+	l, _ := healthListener(t)
+	return cluster.Automanaged(0, []string{l.Addr().String()}, 100*time.Millisecond, cluster.HealthListener(l))
 }
 
 // startMember starts a member (or a client) with opts and closes it at

@@ -365,8 +365,10 @@ const sessionStream = "session"
 // lost), and a loop failure for which the check for a newer claim fails
 // (it gives up after timeout). A store that can never serve the session
 // (closed, unable to hold its id, or refusing it for good: see
-// storeRefuses) is refused. onClaim, unless nil, is called once the claim
-// has succeeded.
+// storeRefuses) is refused. A loop that its supervisor restarted while
+// the store worked is sent the first request again, and resumes the
+// session from the store (up to maxLoopResumes times). onClaim, unless
+// nil, is called once the claim has succeeded.
 func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, timeout time.Duration, newSession SessionFunc, id string, params []param, onClaim func()) (*status, *pgstore.Claim) {
 	failed := func(err error) *status { return &status{State: stateFailed, Error: err.Error()} }
 	if err := checkSessionID(id); err != nil {
@@ -418,31 +420,40 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	for _, p := range params {
 		frames = append(frames, messages.RawParam(sessionStream, p.Name, p.Value))
 	}
+	frames = append(frames, messages.End(sessionStream))
+	loopID := conn.Ref().String()
+	restarts := 0      // the loop's restarts seen so far
 	var loopErr string // why the loop failed
-	if err := conn.SendAll(append(frames, messages.End(sessionStream))...); err != nil {
-		loopErr = err.Error()
-	} else if got, err := conn.RecvStream(ctx, sessionStream); err != nil {
-		if ctx.Err() != nil {
+	for resumes := 0; ; resumes++ {
+		text, failure, err := askLoop(ctx, conn, frames)
+		if err != nil {
+			if ctx.Err() != nil {
+				return &status{State: stateMoved, Error: "stopped"}, claim
+			}
+			loopErr = err.Error()
+			break
+		}
+		if failure == "" {
+			return &status{State: stateDone, Text: text}, claim
+		}
+		loopErr = failure
+		if watched.failure() != nil || resumes == maxLoopResumes {
+			break // a store that failed: see below
+		}
+		// A loop that its supervisor restarted (it failed: a panic, a
+		// bug) closed the stream with ERROR and END, reloaded the
+		// session from the store, and waits for the first request
+		// again: send it, and the session resumes where it was stored.
+		// A loop that did not restart (its model answered ERROR) or
+		// that its supervisor stopped has failed the session.
+		n, again, err := awaitLoopRestart(ctx, rt, loopID, restarts)
+		if err != nil {
 			return &status{State: stateMoved, Error: "stopped"}, claim
 		}
-		loopErr = err.Error()
-	} else {
-		var text strings.Builder
-		for _, f := range got {
-			switch f.GetType() {
-			case messages.FrameType_TEXT:
-				if !f.GetMeta().GetToolArgStream() {
-					text.WriteString(f.GetText())
-				}
-			case messages.FrameType_TOOL_CALL:
-				text.Reset() // the answer is the text after the last call
-			case messages.FrameType_ERROR:
-				loopErr = f.GetText()
-			}
+		if !again {
+			break
 		}
-		if loopErr == "" {
-			return &status{State: stateDone, Text: text.String()}, claim
-		}
+		restarts = n
 	}
 	// The loop failed; when a newer claim has been taken, it was fenced.
 	// Also when ctx has ended (the incarnation is stopping), but not
@@ -472,6 +483,85 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 		return &status{State: stateRetry, Error: fmt.Sprintf("session %s: its store failed: %s", shortID(id), loopErr)}, claim
 	}
 	return failed(fmt.Errorf("session %s: %s", shortID(id), loopErr)), claim
+}
+
+// maxLoopResumes bounds how many times an incarnation sends its first
+// request again to a loop that its supervisor restarted (see
+// awaitLoopRestart): the supervisor bounds the restarts per window of
+// time, not in all, and a loop that fails at every step would otherwise
+// be resumed for ever.
+const maxLoopResumes = 10
+
+// askLoop sends frames, the session's first request, to the loop on conn
+// and reads the stream to its END. It returns the session's answer (the
+// text after the last tool call), or the loop's failure (the text of its
+// ERROR), or the error that ended the read (ctx's, or the loop stopped).
+func askLoop(ctx context.Context, conn *actors.Conn, frames []*messages.Frame) (text, failure string, err error) {
+	if err := conn.SendAll(frames...); err != nil {
+		return "", "", err
+	}
+	got, err := conn.RecvStream(ctx, sessionStream)
+	if err != nil {
+		return "", "", err
+	}
+	var b strings.Builder
+	for _, f := range got {
+		switch f.GetType() {
+		case messages.FrameType_TEXT:
+			if !f.GetMeta().GetToolArgStream() {
+				b.WriteString(f.GetText())
+			}
+		case messages.FrameType_TOOL_CALL:
+			b.Reset() // the answer is the text after the last call
+		case messages.FrameType_ERROR:
+			failure = f.GetText()
+		}
+	}
+	return b.String(), failure, nil
+}
+
+// awaitLoopRestart tells whether the loop id of rt has been restarted by
+// its supervisor more than seen times (the restart is counted before the
+// stream open at the failure gets its ERROR and END), and if so waits
+// until it runs again and returns its restarts. It returns false when
+// the loop has not restarted, or has stopped for good (its supervisor's
+// restart intensity was passed), and ctx's error when ctx ends first.
+func awaitLoopRestart(ctx context.Context, rt *actors.Runtime, id string, seen int) (int, bool, error) {
+	changed := make(chan struct{}, 1)
+	stop := rt.WatchActors(func(ev actors.ActorEvent) {
+		if ev.Actor.ID == id {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	for {
+		info, ok := actorInfo(rt, id)
+		switch {
+		case !ok || info.State == actors.ActorStopped || info.Restarts <= seen:
+			return 0, false, nil
+		case info.State == actors.ActorRunning:
+			return info.Restarts, true, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		}
+	}
+}
+
+// actorInfo returns what rt knows of its duplex actor id, false when it
+// is not alive.
+func actorInfo(rt *actors.Runtime, id string) (actors.ActorInfo, bool) {
+	for _, info := range rt.Actors() {
+		if info.ID == id {
+			return info, true
+		}
+	}
+	return actors.ActorInfo{}, false
 }
 
 // storeRefuses reports whether err, a failure of the store, is one that

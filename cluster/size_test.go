@@ -213,9 +213,8 @@ func TestStart_RefusesFrameLimitOutOfRange(t *testing.T) {
 	leakCheck(t)
 	store := openStore(t, freshSchema())
 	for _, n := range []int{-1, 1, remote.MaxFrameBytesLimit + 1} {
-		port := freePorts(t, 1)[0]
 		m, err := cluster.Start(&cluster.Options{
-			Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+			Provider: loneProvider(t),
 			Store:    store, Session: sessionFunc(t, 1, newSideFile(t), nil), MaxFrameBytes: n,
 		})
 		if err == nil {

@@ -147,10 +147,9 @@ func TestStart_TLSConfig(t *testing.T) {
 	leakCheck(t)
 	ca := tlstest.NewCA(t, "polyweave test CA")
 	store := openStore(t, freshSchema())
-	port := freePorts(t, 1)[0]
 	start := func(address string, tlsOpts *remote.TLS) error {
 		m, err := cluster.Start(&cluster.Options{Address: address, Store: store, Session: sessionFunc(t, 1, newSideFile(t), nil), TLS: tlsOpts,
-			Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)})
+			Provider: loneProvider(t)})
 		if err == nil {
 			_ = m.Close(context.Background())
 		}

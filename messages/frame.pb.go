@@ -320,8 +320,13 @@ type Durability struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	WrapperId   string                 `protobuf:"bytes,1,opt,name=wrapper_id,json=wrapperId,proto3" json:"wrapper_id,omitempty"`
 	WrapperType string                 `protobuf:"bytes,2,opt,name=wrapper_type,json=wrapperType,proto3" json:"wrapper_type,omitempty"`
-	// restore_state is a serialized snapshot of the wrapper's state.
-	RestoreState  []byte `protobuf:"bytes,3,opt,name=restore_state,json=restoreState,proto3" json:"restore_state,omitempty"`
+	// restore_state is a serialized snapshot of the wrapper's state: set, it
+	// makes the frame a restore frame, empty or not (an empty RouterState
+	// serializes to nothing, and restores to no pending calls). optional
+	// gives it presence, so that an empty one is encoded (as field 3 of
+	// length 0) and survives the wire; the encoding of a non-empty one is
+	// unchanged.
+	RestoreState  []byte `protobuf:"bytes,3,opt,name=restore_state,json=restoreState,proto3,oneof" json:"restore_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -400,13 +405,14 @@ const file_frame_proto_rawDesc = "" +
 	"\n" +
 	"durability\x18\x06 \x01(\v2\x18.polyweave.v1.DurabilityR\n" +
 	"durability\x12!\n" +
-	"\ffailure_kind\x18\a \x01(\tR\vfailureKind\"s\n" +
+	"\ffailure_kind\x18\a \x01(\tR\vfailureKind\"\x8a\x01\n" +
 	"\n" +
 	"Durability\x12\x1d\n" +
 	"\n" +
 	"wrapper_id\x18\x01 \x01(\tR\twrapperId\x12!\n" +
-	"\fwrapper_type\x18\x02 \x01(\tR\vwrapperType\x12#\n" +
-	"\rrestore_state\x18\x03 \x01(\fR\frestoreState*\xba\x01\n" +
+	"\fwrapper_type\x18\x02 \x01(\tR\vwrapperType\x12(\n" +
+	"\rrestore_state\x18\x03 \x01(\fH\x00R\frestoreState\x88\x01\x01B\x10\n" +
+	"\x0e_restore_state*\xba\x01\n" +
 	"\tFrameType\x12\x1a\n" +
 	"\x16FRAME_TYPE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05PARAM\x10\x01\x12\b\n" +
@@ -460,6 +466,7 @@ func file_frame_proto_init() {
 	if File_frame_proto != nil {
 		return
 	}
+	file_frame_proto_msgTypes[2].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

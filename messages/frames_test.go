@@ -2,6 +2,7 @@ package messages_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -32,6 +33,11 @@ func mustResult(t *testing.T, v any) *messages.Frame {
 func TestFrames_RoundTrip(t *testing.T) {
 	restore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
 		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", WrapperType: "streaming-router", RestoreState: []byte{1, 2, 3}}}}
+	// An empty state (a router without pending calls) still restores.
+	emptyRestore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
+		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", RestoreState: []byte{}}}}
+	notRestore := &messages.Frame{Type: messages.FrameType_META, StreamId: "s1",
+		Meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1"}}}
 	cases := []struct {
 		name  string
 		frame *messages.Frame
@@ -54,6 +60,14 @@ func TestFrames_RoundTrip(t *testing.T) {
 			s, ok := f.RestoreState()
 			return ok && len(s) == 3
 		}},
+		{"empty restore", emptyRestore, `META stream=s1 wrapper_id=r1 restore_state=0B`, func(f *messages.Frame) bool {
+			s, ok := f.RestoreState()
+			return ok && len(s) == 0
+		}},
+		{"durability without restore", notRestore, `META stream=s1 wrapper_id=r1`, func(f *messages.Frame) bool {
+			_, ok := f.RestoreState()
+			return !ok
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +81,12 @@ func TestFrames_RoundTrip(t *testing.T) {
 			}
 			if !proto.Equal(tc.frame, &back) {
 				t.Fatalf("round trip changed the frame:\n got %v\nwant %v", &back, tc.frame)
+			}
+			// proto.Equal does not tell nil bytes from empty ones where a
+			// field has no presence; the readers must agree all the same.
+			_, before := tc.frame.RestoreState()
+			if _, after := back.RestoreState(); after != before {
+				t.Errorf("restore frame before the round trip: %v, after: %v", before, after)
 			}
 			if got := messages.Format(&back); got != tc.want {
 				t.Errorf("Format = %s\n want %s", got, tc.want)
@@ -106,5 +126,48 @@ func TestCloneFrame_IsDeep(t *testing.T) {
 	c.Meta.Streaming = false
 	if !f.GetMeta().GetStreaming() {
 		t.Fatal("changing the clone changed the original")
+	}
+}
+
+// TestFormat_OneLine: a frame is one line whatever its fields hold, and no
+// field can pass for another or for a frame of its own. A payload with
+// control characters is compacted when it is JSON (its line breaks are
+// whitespace) and quoted when not; an identifier with a space, a quote or
+// a control character is quoted. Ordinary frames show as they are (see
+// TestFrames_RoundTrip).
+func TestFormat_OneLine(t *testing.T) {
+	for _, tc := range []struct {
+		frame *messages.Frame
+		want  string
+	}{
+		{messages.RawToolResult("s1", "call_1", "read_file", json.RawMessage("{\n  \"content\": \"hello\\nworld\"\n}")),
+			`TOOL_RESULT stream=s1 id=call_1 name=read_file payload={"content":"hello\nworld"}`},
+		{messages.RawParam("s1", "messages", json.RawMessage("[\n\t{\"role\": \"user\"}\r\n]")),
+			`PARAM stream=s1 name=messages payload=[{"role":"user"}]`},
+		{messages.ToolCall("s1", "call\n2", "greet", json.RawMessage(`{}`)),
+			`TOOL_CALL stream=s1 id="call\n2" name=greet payload={}`},
+		{messages.ToolCall("s 1", "call_1 is_error", "gr\"eet", json.RawMessage(`{"a": "b c"}`)),
+			`TOOL_CALL stream="s 1" id="call_1 is_error" name="gr\"eet" payload={"a": "b c"}`},
+		{messages.RawToolResult("s1", "call_1", "f", json.RawMessage("ok\nEND stream=s1")),
+			`TOOL_RESULT stream=s1 id=call_1 name=f payload="ok\nEND stream=s1"`},
+		{messages.RawToolResult("s1", "call_1", "f", json.RawMessage("\"a\u2028b\"")),
+			`TOOL_RESULT stream=s1 id=call_1 name=f payload="\"a\u2028b\""`},
+		{messages.RawToolResult("s1", "call_1", "f", json.RawMessage("\"caf\xe9\"")),
+			`TOOL_RESULT stream=s1 id=call_1 name=f payload="\"caf\xe9\""`},
+		{messages.Text("s1\x1b[2J", "hi"), `TEXT stream="s1\x1b[2J" text="hi"`},
+		{messages.RawToolResult("s1", "call_1", "f", json.RawMessage("\"txt\u202e.exe\"")),
+			`TOOL_RESULT stream=s1 id=call_1 name=f payload="\"txt\u202e.exe\""`},
+		{messages.RawToolResult("s1", "call_1", "f", json.RawMessage("{\"text\": \"東京\u3000駅\"}")),
+			"TOOL_RESULT stream=s1 id=call_1 name=f payload={\"text\": \"東京\u3000駅\"}"}, // a space of its own, kept
+		{messages.ToolCall("s1", "call_é", "grüßen", json.RawMessage(`{"name":"Zoë"}`)),
+			`TOOL_CALL stream=s1 id=call_é name=grüßen payload={"name":"Zoë"}`},
+	} {
+		got := messages.Format(tc.frame)
+		if got != tc.want {
+			t.Errorf("Format = %s\n  want %s", got, tc.want)
+		}
+		if strings.ContainsAny(got, "\n\r\u2028\u2029\u0085") {
+			t.Errorf("Format gave more than one line: %q", got)
+		}
 	}
 }

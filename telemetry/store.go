@@ -13,14 +13,22 @@ import (
 // Store returns s measured: each call's duration goes to the histogram
 // polyweave.store.operation.duration, by polyweave.store.operation
 // (persist_event, persist_events and persist_snapshot are the commits;
-// get_events, get_snapshot, delete_events, delete_snapshots) and
-// polyweave.store.outcome ("ok" or "error"). Without metrics it returns s.
-// The caller still closes s (or the returned Store, which closes s).
+// get_events, get_snapshot, delete_events, delete_snapshots, and salvage)
+// and polyweave.store.outcome ("ok" or "error"). Without metrics it
+// returns s. The returned Store implements the optional interfaces of
+// package durability that s implements, and only those
+// ([durability.Salvager]), so that a type assertion finds on it what it
+// finds on s. The caller still closes s (or the returned Store, which
+// closes s).
 func (t *Telemetry) Store(s durability.Store) durability.Store {
 	if !t.metering {
 		return s
 	}
-	return &measuredStore{s: s, t: t}
+	m := &measuredStore{s: s, t: t}
+	if sv, ok := s.(durability.Salvager); ok {
+		return &measuredSalvager{measuredStore: m, sv: sv}
+	}
+	return m
 }
 
 type measuredStore struct {
@@ -31,7 +39,7 @@ type measuredStore struct {
 // Pre-built attribute sets: recording allocates nothing per call.
 var storeSets = func() map[string][2]metric.MeasurementOption {
 	m := map[string][2]metric.MeasurementOption{}
-	for _, op := range []string{"persist_event", "persist_events", "persist_snapshot", "get_events", "get_snapshot", "delete_events", "delete_snapshots"} {
+	for _, op := range []string{"persist_event", "persist_events", "persist_snapshot", "get_events", "get_snapshot", "delete_events", "delete_snapshots", "salvage"} {
 		for i, outcome := range []string{"ok", "error"} {
 			set := attribute.NewSet(attribute.String("polyweave.store.operation", op), attribute.String("polyweave.store.outcome", outcome))
 			v := m[op]
@@ -100,3 +108,16 @@ func (m *measuredStore) DeleteSnapshots(ctx context.Context, name string, throug
 }
 
 func (m *measuredStore) Close() error { return m.s.Close() }
+
+// measuredSalvager is the measured store of a store that salvages.
+type measuredSalvager struct {
+	*measuredStore
+	sv durability.Salvager
+}
+
+func (m *measuredSalvager) Salvage(ctx context.Context, name string) (durability.Salvaged, error) {
+	start := time.Now()
+	out, err := m.sv.Salvage(ctx, name)
+	m.record("salvage", start, err)
+	return out, err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -76,8 +77,17 @@ func TestStore_CommitLatency(t *testing.T) {
 	if err := store.PersistEvent(ctx, "a", 4, []byte("late")); !errors.Is(err, durability.ErrClosed) {
 		t.Fatalf("persist after close: %v", err)
 	}
+	want := map[string]uint64{"persist_event/ok": 1, "persist_events/ok": 1, "persist_snapshot/ok": 1, "get_snapshot/ok": 1, "persist_event/error": 1}
+	if counts := storeCounts(t, reader); !maps.Equal(counts, want) {
+		t.Errorf("store measurements %v, want %v", counts, want)
+	}
+}
+
+// storeCounts returns the store calls measured, by "operation/outcome".
+func storeCounts(t *testing.T, reader sdkmetric.Reader) map[string]uint64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	counts := map[string]uint64{}
@@ -91,15 +101,49 @@ func TestStore_CommitLatency(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]uint64{"persist_event/ok": 1, "persist_events/ok": 1, "persist_snapshot/ok": 1, "get_snapshot/ok": 1, "persist_event/error": 1}
-	if len(counts) != len(want) {
-		t.Fatalf("store measurements %v, want %v", counts, want)
+	return counts
+}
+
+// TestStore_KeepsOptionalInterfaces: the measured store implements
+// durability.Salvager exactly when the store it wraps does (a host finds
+// it by a type assertion, as after agent.New wrapped its store), and
+// measures Salvage like the other calls.
+func TestStore_KeepsOptionalInterfaces(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, n := range want {
-		if counts[k] != n {
-			t.Errorf("store measurements %v, want %v", counts, want)
-			break
-		}
+	defer tel.Shutdown(context.Background())
+	ctx := context.Background()
+
+	plain := tel.Store(struct{ durability.Store }{memstore.New(nil)}) // only a Store
+	defer plain.Close()
+	if _, ok := plain.(durability.Salvager); ok {
+		t.Errorf("%T wrapping a store without Salvage is a durability.Salvager", plain)
+	}
+
+	store := tel.Store(memstore.New(nil))
+	sv, ok := store.(durability.Salvager)
+	if !ok {
+		t.Fatalf("%T wrapping a memstore is not a durability.Salvager", store)
+	}
+	if err := store.PersistEvents(ctx, "a", 0, [][]byte{[]byte("x"), []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sv.Salvage(ctx, "a"); err != nil || got.Events != 2 || got.Dropped != 0 {
+		t.Fatalf("Salvage = %+v, %v; want the 2 events kept", got, err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.Salvage(ctx, "a"); !errors.Is(err, durability.ErrClosed) {
+		t.Fatalf("salvage after close: %v", err)
+	}
+	want := map[string]uint64{"persist_events/ok": 1, "salvage/ok": 1, "salvage/error": 1}
+	if counts := storeCounts(t, reader); !maps.Equal(counts, want) {
+		t.Errorf("store measurements %v, want %v", counts, want)
 	}
 }
 

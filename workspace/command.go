@@ -54,8 +54,10 @@ import (
 // The Go error is non-nil only when the command did not finish on its
 // own terms: ctx done (before or during the run; the command is killed
 // and the partial result returned) or the workspace closed (ErrClosed).
-// A call cancelled or closed while it waited for its sandbox never starts
-// its command: its result has Success false and StoppedBy saying why.
+// A call cancelled or closed while its sandbox was set up, or while it
+// waited for the one prepared ahead, never starts its command: the
+// set-up is stopped (its helper killed), and the result has Success
+// false and StoppedBy saying why.
 func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunCommandResult, error) {
 	if err := w.enter(ctx, RunCommandToolName); err != nil {
 		return RunCommandResult{}, err
@@ -72,12 +74,18 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
 	// The timeout bounds the whole call: setting the command's sandbox
-	// up (or waiting for the one prepared ahead) counts.
+	// up (or waiting for the one prepared ahead) counts. Close ends the
+	// set-up, and the command's hand-over to its sandbox, too.
 	deadline := time.Now().Add(w.opts.CommandTimeout)
-	startCtx, cancelStart := context.WithDeadline(ctx, deadline)
+	setUp, cancelSetUp := context.WithCancelCause(ctx)
+	stopSetUpOnClose := context.AfterFunc(w.closed, func() { cancelSetUp(ErrClosed) })
+	startCtx, cancelStart := context.WithDeadline(setUp, deadline)
 	p, err := w.start(startCtx, in.Command)
 	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	closed := err != nil && errors.Is(context.Cause(setUp), ErrClosed)
 	cancelStart()
+	stopSetUpOnClose()
+	cancelSetUp(nil)
 	switch {
 	case timedOut:
 		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
@@ -90,7 +98,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByCancel,
 				Error: "command was cancelled before it started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, context.Cause(ctx))
-	case err != nil && errors.Is(err, ErrClosed):
+	case err != nil && (closed || errors.Is(err, ErrClosed)):
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
 				Error: "the workspace was closed before the command started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
@@ -245,6 +253,9 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		w.putBack(h)
 		return nil, err
 	}
+	if w.hookHandOver != nil {
+		w.hookHandOver()
+	}
 	if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
 		if ctx.Err() != nil {
 			// Given up as the command was handed over: its helper
@@ -284,6 +295,12 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		}
 	}
 	return &process{sb: h.sb, cmd: h.sb.Cmd, stdout: h.stdout, stderr: h.stderr}, nil
+}
+
+// preparation is a sandbox's set-up under way for the next command.
+type preparation struct {
+	done chan struct{} // closed when it ended
+	err  error         // why it failed, nil if it succeeded; set before done is closed
 }
 
 // prepared is a sandbox set up and waiting for its command, with the
@@ -348,13 +365,13 @@ func (w *Workspace) takePrepared(ctx context.Context) (*prepared, error) {
 	w.warmMu.Lock()
 	if w.warm == nil && w.warming != nil {
 		// One is on its way: it is sooner than a new one.
-		ch := w.warming
+		prep := w.warming
 		w.warmMu.Unlock()
 		if w.hookWaitPrepared != nil {
 			w.hookWaitPrepared()
 		}
 		select {
-		case <-ch:
+		case <-prep.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-w.closed.Done():
@@ -416,8 +433,8 @@ func (w *Workspace) warmNextLocked() {
 	if w.warm != nil || w.warming != nil || w.closed.Err() != nil {
 		return
 	}
-	ch := make(chan struct{})
-	w.warming = ch
+	prep := &preparation{done: make(chan struct{})}
+	w.warming = prep
 	w.warmers.Add(1)
 	go func() {
 		defer w.warmers.Done()
@@ -433,7 +450,8 @@ func (w *Workspace) warmNextLocked() {
 		w.warmMu.Lock()
 		w.warming = nil
 		w.prepErr = err
-		close(ch)
+		prep.err = err
+		close(prep.done)
 		if h != nil && w.warm == nil && w.closed.Err() == nil {
 			w.warm, h = h, nil
 		}
@@ -453,11 +471,17 @@ func (w *Workspace) warmNextLocked() {
 // sandbox's set-up. It does nothing for a workspace without a sandbox.
 // When the sandbox could not be set up, it returns why (the next
 // command would prepare another, and fail to start the same way, until
-// what made it fail is gone: too many paths to hide, say). It reports
-// the current state: when a command prepared a sandbox, or started
-// preparing the next one, while Warm waited, Warm reports the outcome
-// of the latest (waiting for the one under way), not that of the
-// preparation it started.
+// what made it fail is gone: too many paths to hide, say).
+//
+// Warm returns nil once the preparation it waited for has set a sandbox
+// up, even when a command took that sandbox meanwhile (the command
+// prepares the next as it ends; Warm does not wait for that one). When
+// the preparation failed, Warm reports the current state instead: nil
+// when a sandbox is ready or a command set its own up since, and when a
+// command started preparing the next one since, the outcome of that
+// one, which it waits for. So it waits for more than one preparation
+// only while they fail and, between them, commands set their own
+// sandboxes up.
 func (w *Workspace) Warm(ctx context.Context) error {
 	if err := w.enter(ctx, "warm"); err != nil {
 		return err
@@ -468,14 +492,14 @@ func (w *Workspace) Warm(ctx context.Context) error {
 	}
 	w.warmMu.Lock()
 	w.warmNextLocked()
-	ch := w.warming
+	prep := w.warming
 	w.warmMu.Unlock()
-	for n := 0; ch != nil; n++ {
+	for n := 0; prep != nil; n++ {
 		if w.hookWarm != nil {
 			w.hookWarm(n, false)
 		}
 		select {
-		case <-ch:
+		case <-prep.done:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-w.closed.Done():
@@ -484,12 +508,20 @@ func (w *Workspace) Warm(ctx context.Context) error {
 		if w.hookWarm != nil {
 			w.hookWarm(n, true)
 		}
-		// A command may have taken the sandbox meanwhile and, once
-		// done, started preparing the next: that one is the state now.
+		if prep.err == nil {
+			// A sandbox was set up: the next command's, or, when a
+			// command took it meanwhile, that command's, which prepares
+			// the next as it ends.
+			w.reapers.Wait()
+			return nil
+		}
+		// It failed. A command may have mended what made it fail
+		// meanwhile (setting a sandbox up itself) and, once done,
+		// started preparing the next: that one is the state now.
 		w.warmMu.Lock()
-		ch = nil
+		prep = nil
 		if w.warm == nil {
-			ch = w.warming
+			prep = w.warming
 		}
 		w.warmMu.Unlock()
 	}

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -124,5 +126,83 @@ func TestTools_RunCommandTimeoutIsABackstop(t *testing.T) {
 		if bound := int64(10_000); got <= bound {
 			t.Errorf("run_command's tool timeout is %d ms, want one past the workspace's bound, %d ms", got, bound)
 		}
+	}
+}
+
+// Close ends a command's own sandbox set-up under way, as it ends the
+// one prepared ahead and a command's wait for it: Close does not wait
+// for the command's timeout (an hour here), and the call returns
+// ErrClosed, its command never run.
+func TestClose_EndsACommandsSetUp(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, CommandTimeout: time.Hour})
+	mustDo(t, err)
+	defer ws.Close()
+	dropWarm(ws)
+	ended, unbounded := slowPreparation(t, ws)
+	inner := ws.hookPrepare
+	entered := make(chan struct{})
+	var once sync.Once
+	ws.hookPrepare = func(ctx context.Context) error {
+		once.Do(func() { close(entered) })
+		return inner(ctx)
+	}
+	type out struct {
+		res RunCommandResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran"})
+		done <- out{res, err}
+	}()
+	<-entered
+	mustDo(t, ws.Close())
+	o := <-done
+	if n := unbounded.Load(); n != 0 || ended.Load() != 1 {
+		t.Errorf("Close did not end the command's sandbox set-up: %d went on until the backstop, %d ended with their context", n, ended.Load())
+	}
+	if !errors.Is(o.err, ErrClosed) || o.res.Success || o.res.StoppedBy != StoppedByClose || o.res.Stdout != "" || o.res.TimedOut {
+		t.Errorf("RunCommand whose set-up was under way at Close: %+v, %v; want ErrClosed, the command never run", o.res, o.err)
+	}
+}
+
+// Close ends a command's hand-over to its sandbox under way, as it ends
+// its set-up: here the helper of the sandbox New kept is stopped, so it
+// never answers. The call returns ErrClosed at once, not at its timeout,
+// and the helper is killed and reaped before Close returns.
+func TestClose_EndsACommandsHandOver(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, CommandTimeout: 10 * time.Second})
+	mustDo(t, err)
+	defer ws.Close()
+	mustDo(t, ws.Warm(context.Background()))
+	ws.warmMu.Lock()
+	h := ws.warm
+	ws.warmMu.Unlock()
+	if h == nil {
+		t.Fatal("no sandbox ready after Warm")
+	}
+	pid := h.sb.Cmd.Process.Pid
+	mustDo(t, syscall.Kill(pid, syscall.SIGSTOP))
+	handing := make(chan struct{})
+	ws.hookHandOver = func() { close(handing) }
+	type out struct {
+		res RunCommandResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran"})
+		done <- out{res, err}
+	}()
+	<-handing
+	mustDo(t, ws.Close())
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", pid, err)
+	}
+	o := <-done
+	if !errors.Is(o.err, ErrClosed) || o.res.Success || o.res.StoppedBy != StoppedByClose || o.res.Stdout != "" || o.res.TimedOut {
+		t.Errorf("RunCommand handed to its sandbox at Close: %+v, %v; want ErrClosed, the command never run", o.res, o.err)
 	}
 }

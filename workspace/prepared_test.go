@@ -211,7 +211,7 @@ func TestRunCommand_CancelledWhileWaitingForSandboxNeverStarts(t *testing.T) {
 		ws.warm.release()
 		ws.warm = nil
 	}
-	underWay := make(chan struct{})
+	underWay := &preparation{done: make(chan struct{})}
 	ws.warming = underWay
 	ws.warmMu.Unlock()
 	ws.hookWaitPrepared = cancel
@@ -224,7 +224,7 @@ func TestRunCommand_CancelledWhileWaitingForSandboxNeverStarts(t *testing.T) {
 	}
 	ws.warmMu.Lock()
 	ws.warming = nil
-	close(underWay)
+	close(underWay.done)
 	ws.warmMu.Unlock()
 }
 

@@ -116,6 +116,9 @@ type JournalOptions struct {
 // is moved to [JournalKey] when its session is first read, in one
 // atomic write, if every event there reads as a journal's (a session
 // stored under that name is left as it is, never read as a journal).
+// The old name is emptied afterwards; a copy left there (the process
+// stopped in between) is deleted when the session is first read again,
+// if its events are the very bytes of the journal's at the same indexes.
 //
 // A Journal records the writes of one agent (see JournalOptions.Name).
 // It is safe for concurrent use; its writes are serialized.
@@ -350,7 +353,9 @@ func (j *Journal) key(session string) string { return JournalKey(j.name, session
 // (anything else there, a tool loop's session of that id, is not the
 // journal's and is left alone). The events keep their indexes and are
 // written in one atomic batch; the old name's are then deleted, so that
-// no other journal name takes them too. j.mu held.
+// no other journal name takes them too. When the key holds the journal
+// already, a copy left under an old name (the process stopped between
+// the move and the delete) is deleted: see dropStaleCopy. j.mu held.
 func (j *Journal) moveOld(ctx context.Context, session string) error {
 	empty := true
 	err := j.store.GetEvents(ctx, j.key(session), 0, 1, func(uint64, []byte) error {
@@ -360,10 +365,14 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 	if err != nil {
 		return fmt.Errorf("journal of session %q: %w", session, err)
 	}
+	olds := []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix}
 	if !empty {
+		for _, old := range olds {
+			j.dropStaleCopy(ctx, session, old)
+		}
 		return nil
 	}
-	for _, old := range []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix} {
+	for _, old := range olds {
 		if moved, err := j.moveFrom(ctx, session, old); moved || err != nil {
 			return err
 		}
@@ -375,20 +384,11 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 // when every event there decodes strictly as a journal event, and says
 // whether it did. j.mu held.
 func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, error) {
-	var events [][]byte
-	journal := true
-	err := j.store.GetEvents(ctx, old, 0, 0, func(i uint64, data []byte) error {
-		if i != uint64(len(events)) || !oldJournalEvent(data) {
-			journal = false
-			return errStopOld
-		}
-		events = append(events, data)
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStopOld) {
-		return false, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+	first, events, err := j.readOld(ctx, session, old)
+	if err != nil {
+		return false, err
 	}
-	if !journal || len(events) == 0 {
+	if first != 0 || len(events) == 0 {
 		return false, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
@@ -398,6 +398,57 @@ func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, erro
 		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
 	}
 	return true, nil
+}
+
+// readOld returns the events stored under the name old, from the index
+// of the first, when they follow each other and every one decodes
+// strictly as a journal event; none otherwise. j.mu held.
+func (j *Journal) readOld(ctx context.Context, session, old string) (first uint64, events [][]byte, err error) {
+	journal := true
+	err = j.store.GetEvents(ctx, old, 0, 0, func(i uint64, data []byte) error {
+		if len(events) == 0 {
+			first = i
+		}
+		if i != first+uint64(len(events)) || !oldJournalEvent(data) {
+			journal = false
+			return errStopOld
+		}
+		events = append(events, data)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopOld) {
+		return 0, nil, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+	}
+	if !journal {
+		return 0, nil, nil
+	}
+	return first, events, nil
+}
+
+// dropStaleCopy deletes what the name old holds when it is a copy of
+// the journal session's key holds: journal events, each the very bytes
+// of the key's event at the same index (a move whose delete did not
+// happen; the journal may have grown since). Anything else is left
+// alone. A failure is logged: the journal itself is not at stake. j.mu
+// held.
+func (j *Journal) dropStaleCopy(ctx context.Context, session, old string) {
+	first, events, err := j.readOld(ctx, session, old)
+	if err == nil && len(events) > 0 {
+		last := first + uint64(len(events)) - 1
+		same := 0
+		err = j.store.GetEvents(ctx, j.key(session), first, last+1, func(i uint64, data []byte) error {
+			if i == first+uint64(same) && bytes.Equal(data, events[same]) {
+				same++
+			}
+			return nil
+		})
+		if err == nil && same == len(events) {
+			err = j.store.DeleteEvents(ctx, old, last)
+		}
+	}
+	if err != nil {
+		j.ws.log.Warn("workspace: journal: delete the copy an earlier version left", "session", session, "name", old, "err", err)
+	}
 }
 
 var errStopOld = errors.New("not a journal")

@@ -240,3 +240,72 @@ func TestJournal_KeyOfV1Moved(t *testing.T) {
 		t.Fatalf("undo: %+v, %v; a.txt %q", restored, err, content(t, filepath.Join(dir, "a.txt")))
 	}
 }
+
+// journalWrite is a journal's event of a write that created path with
+// content, as the previous versions stored it too.
+func journalWrite(callID, path, content string) []byte {
+	sum := sha256.Sum256([]byte(content))
+	return fmt.Appendf(nil, `{"write":{"call_id":%q,"path":%q,"existed":false,"new_hash":%q}}`, callID, path, hex.EncodeToString(sum[:]))
+}
+
+// TestJournal_StaleOldCopyDeleted: a crash after a journal was moved
+// from an earlier version's key and before that key was emptied leaves
+// the same journal under both. The next Journal to read the session
+// deletes the copy under the old key when it holds the very events the
+// journal's key holds at the same indexes (the journal may have grown
+// since, or lost the head of the copy to a partial delete), and leaves
+// anything else there alone: other events, or a tool loop's.
+func TestJournal_StaleOldCopyDeleted(t *testing.T) {
+	e0, e1 := journalWrite("c1", "a.txt", "A1"), journalWrite("c2", "b.txt", "B1")
+	other := journalWrite("c9", "z.txt", "Z")
+	loop := []byte{0x0a, 0x03, 'a', 'b', 'c'} // what a loop stores: protobuf
+	v1, suffix := keyOfV1(agent.DefaultName, "s1"), "s1"+workspace.JournalStoreSuffix
+	for _, c := range []struct {
+		name    string
+		old     string
+		first   uint64   // index of the first event under old
+		events  [][]byte // under old
+		current [][]byte // under the journal's key
+		deleted bool
+	}{
+		{"previous key, journal grown since", v1, 0, [][]byte{e0}, [][]byte{e0, e1}, true},
+		{"previous key, same journal", v1, 0, [][]byte{e0, e1}, [][]byte{e0, e1}, true},
+		{"previous key, head deleted", v1, 1, [][]byte{e1}, [][]byte{e0, e1}, true},
+		{"older name, same journal", suffix, 0, [][]byte{e0}, [][]byte{e0}, true},
+		{"another journal", v1, 0, [][]byte{other}, [][]byte{e0, e1}, false},
+		{"longer than the journal", v1, 0, [][]byte{e0, e1, other}, [][]byte{e0, e1}, false},
+		{"one event differs", v1, 0, [][]byte{e0, other}, [][]byte{e0, e1}, false},
+		{"a loop's session", v1, 0, [][]byte{loop}, [][]byte{e0}, false},
+		{"an agent's session", suffix, 0, [][]byte{loop}, [][]byte{e0}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := memstore.New(nil)
+			defer store.Close()
+			ctx := undoCtx(t)
+			mustPersist := func(name string, first uint64, events [][]byte) {
+				t.Helper()
+				if err := store.PersistEvents(ctx, name, first, events); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustPersist(c.old, c.first, c.events)
+			mustPersist(workspace.JournalKey("", "s1"), 0, c.current)
+			_, j := newJournal(t, dir, store)
+			changes, err := j.Changes(ctx, "s1")
+			if err != nil || len(changes) != len(c.current) {
+				t.Fatalf("changes of s1: %+v, %v; want the %d writes of its journal", changes, err, len(c.current))
+			}
+			want := len(c.events)
+			if c.deleted {
+				want = 0
+			}
+			if n := countEvents(t, store, c.old); n != want {
+				t.Errorf("%q holds %d events after the session was read, want %d", c.old, n, want)
+			}
+			if n := countEvents(t, store, workspace.JournalKey("", "s1")); n != len(c.current) {
+				t.Errorf("the journal's key holds %d events, want %d", n, len(c.current))
+			}
+		})
+	}
+}

@@ -78,3 +78,50 @@ func TestWarm_ReportsTheCurrentPreparation(t *testing.T) {
 		t.Errorf("Warm returned nil with no sandbox ready")
 	}
 }
+
+// Warm returns once the preparation it waited for has set a sandbox
+// up, even when a command took that sandbox meanwhile and started
+// preparing the next one: it does not wait for that one too (commands
+// that keep coming would hold it for as long as they come).
+func TestWarm_ReturnsOnceItsPreparationSetASandboxUp(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired})
+	mustDo(t, err)
+	defer ws.Close()
+	dropWarm(ws)
+	// The second preparation (the next command's, started as the command
+	// ends) waits until Warm waits for it, or its context ends.
+	next := make(chan struct{})
+	var once sync.Once
+	letNextGo := func() { once.Do(func() { close(next) }) }
+	defer letNextGo()
+	var prepares atomic.Int64
+	ws.hookPrepare = func(ctx context.Context) error {
+		if prepares.Add(1) == 2 {
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	var ran string
+	waits := 0
+	ws.hookWarm = func(n int, waited bool) {
+		waits = max(waits, n+1)
+		switch {
+		case n == 0 && waited: // Warm's preparation is done: a command takes its sandbox
+			ran = runSandboxed(t, ws, "echo ran").Stdout
+		case n == 1 && !waited:
+			letNextGo()
+		}
+	}
+	err = ws.Warm(context.Background())
+	if ran != "ran\n" {
+		t.Fatalf("the command meanwhile: %q", ran)
+	}
+	if err != nil || waits != 1 {
+		t.Errorf("Warm = %v after waiting for %d preparations; want nil after its own", err, waits)
+	}
+}

@@ -109,7 +109,8 @@ var ErrSystemRoot = errors.New("workspace: the root is a system directory")
 
 // ErrClosed is returned by [Workspace.ReadFile], [Workspace.WriteFile] and
 // [Workspace.RunCommand] once [Workspace.Close] has been called, including
-// for a command that was still running when Close was called.
+// for a command that was still running, or whose sandbox was still being
+// set up, when Close was called.
 var ErrClosed = errors.New("workspace: closed")
 
 // Options configures a [Workspace]. A nil *Options and every zero field
@@ -342,7 +343,7 @@ type Workspace struct {
 	// The sandbox of the next command, prepared ahead (see takePrepared).
 	warmMu  sync.Mutex
 	warm    *prepared      // ready for a command
-	warming chan struct{}  // closed when the preparation under way ends; nil if none
+	warming *preparation   // the preparation under way; nil if none
 	prepErr error          // why the latest preparation that ended failed; nil if it succeeded
 	warmers sync.WaitGroup // preparations under way
 	reapers sync.WaitGroup // helpers of finished commands, being reaped
@@ -366,6 +367,9 @@ type Workspace struct {
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
 	hookBeforeRename func() error
+	// hookHandOver, when set by tests, runs before a command is handed
+	// to the sandbox taken for it.
+	hookHandOver func()
 	// hookBeforeRun, when set by tests, runs before a sandbox prepared
 	// again for a command (the one prepared ahead was stale) is given
 	// the command.
@@ -792,9 +796,10 @@ func (w *Workspace) enter(ctx context.Context, op string) error {
 	return nil
 }
 
-// Close stops the workspace: running commands are killed (their calls
-// return ErrClosed), Close waits for every in-flight call to return, then
-// closes the root. It is idempotent; every call blocks until the first has
+// Close stops the workspace: running commands are killed, and the
+// sandboxes being set up for commands are given up (their helpers
+// killed); the calls of both return ErrClosed. Close waits for every
+// in-flight call to return, then closes the root. It is idempotent; every call blocks until the first has
 // finished and returns its error.
 func (w *Workspace) Close() error {
 	w.once.Do(func() {

@@ -16,6 +16,14 @@
 //
 //	MCP_TOKEN=... polyweave-mcp -dir . -http 127.0.0.1:8765 -token-env MCP_TOKEN
 //
+// -allow-remote serves an address beyond loopback, and requires
+// -token-env: any host on the network can reach the tools then, and a
+// Host header (localhost, say) is what a client claims, not where it is.
+// The -http host is accepted as Host besides loopback names; -allow-host
+// adds the names clients use when it listens on every interface:
+//
+//	MCP_TOKEN=... polyweave-mcp -dir . -http 0.0.0.0:8765 -allow-remote -token-env MCP_TOKEN -allow-host build.example
+//
 // Exit status: 0 when the client disconnected or the process was
 // interrupted, 1 on failure, 2 for bad flags.
 package main
@@ -27,9 +35,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -88,7 +98,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.dir, "dir", ".", "the folder whose files the tools read and write, and where commands run")
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP at this address (for example 127.0.0.1:8765; the endpoint is /mcp) instead of stdio")
 	fs.StringVar(&c.tokenEnv, "token-env", "", "with -http: require the bearer token held in this environment variable")
-	fs.BoolVar(&c.allowRemote, "allow-remote", false, "with -http: allow an address that is not loopback (use with -token-env)")
+	fs.BoolVar(&c.allowRemote, "allow-remote", false, "with -http: allow an address that is not loopback (requires -token-env)")
 	fs.Var(&c.allowHosts, "allow-host", "with -http: a Host name to accept besides localhost (repeatable; * for any)")
 	fs.Var(&c.allowOrigins, "allow-origin", "with -http: an Origin to accept besides loopback origins (repeatable; * for any)")
 	fs.DurationVar(&c.commandTimeout, "command-timeout", workspace.DefaultCommandTimeout, "bound on one run_command call")
@@ -110,6 +120,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.httpAddr == "" && (c.tokenEnv != "" || c.allowRemote || len(c.allowHosts) > 0 || len(c.allowOrigins) > 0) {
 		return c, &usageError{"-token-env, -allow-remote, -allow-host and -allow-origin go with -http"}
+	}
+	if c.allowRemote && c.tokenEnv == "" {
+		return c, &usageError{"-allow-remote needs -token-env naming a variable that holds a bearer token: beyond loopback anyone on the network could run commands otherwise"}
 	}
 	if _, ok := sandboxModes[c.sandbox]; !ok {
 		return c, &usageError{fmt.Sprintf("-sandbox %q: want auto, required or off", c.sandbox)}
@@ -170,8 +183,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	h, err := srv.ListenHTTP(&mcp.HTTPOptions{Addr: c.httpAddr, AllowRemote: c.allowRemote, BearerToken: token,
-		AllowedHosts: c.allowHosts, AllowedOrigins: c.allowOrigins})
+	opts := httpOptions(c, token)
+	h, err := srv.ListenHTTP(opts)
 	if errors.Is(err, mcp.ErrNotLoopback) {
 		return &usageError{fmt.Sprintf("-http %s is not a loopback address: to serve beyond this machine add -allow-remote, and -token-env naming a variable that holds a bearer token", c.httpAddr)}
 	}
@@ -179,9 +192,29 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "polyweave-mcp: serving %s at %s\n", dir, h.URL())
+	if c.allowRemote && len(opts.AllowedHosts) == 0 {
+		fmt.Fprintln(stderr, "polyweave-mcp: only requests whose Host is a loopback name are accepted: add -allow-host with the name or address clients connect to")
+	}
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Close(cctx) // ends the sessions, so that open event streams let go
 	return h.Close(cctx)
+}
+
+// httpOptions are the options of -http. With -allow-remote, the -http
+// host, when it names one (not every interface), is a Host clients send:
+// it is accepted besides the -allow-host names. The bearer token is
+// required then (parse refuses -allow-remote without -token-env), so
+// that no client beyond loopback is served without it, whatever Host it
+// claims.
+func httpOptions(c config, token string) *mcp.HTTPOptions {
+	hosts := slices.Clone([]string(c.allowHosts))
+	if host, _, err := net.SplitHostPort(c.httpAddr); c.allowRemote && err == nil && host != "" {
+		if ip := net.ParseIP(host); (ip == nil || !ip.IsUnspecified()) && !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	return &mcp.HTTPOptions{Addr: c.httpAddr, AllowRemote: c.allowRemote, BearerToken: token,
+		AllowedHosts: hosts, AllowedOrigins: c.allowOrigins}
 }

@@ -379,7 +379,10 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 		f.Close()
 		return nil, nil, nil, err
 	}
-	_, t, err := validateFile(f, path, o.MetaFallback)
+	m, t, err := validateFile(f, path, o.MetaFallback)
+	if err == nil && !o.ReadOnly && m.freelist == noFreelist {
+		err = unrebuildableFreelist(path, t)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err
@@ -401,6 +404,26 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 		return nil, nil, nil, err
 	}
 	return db, f, t, nil
+}
+
+// unrebuildableFreelist returns the error for opening for writing a file
+// that records no freelist (bbolt's NoFreelistSync) while t found damaged
+// pages in it, or nil when it found none. bbolt rebuilds such a file's
+// freelist when it opens it for writing by reading every bucket, the
+// damaged ones too, on a goroutine of its own, where a panic cannot be
+// recovered and would end the process: it must never read them. A
+// read-only Open does not rebuild the freelist and serves the other
+// actors.
+func unrebuildableFreelist(path string, t *tree) error {
+	var de *durability.DamageError
+	if len(t.actors) > 0 {
+		de = t.actors[slices.Sorted(maps.Keys(t.actors))[0]].err
+	} else if len(t.setAside) == 0 || !errors.As(t.setAside[0], &de) {
+		return nil
+	}
+	return damaged(path, de.What, de.Offset,
+		"%s; and the file records no freelist (it was written with bbolt's NoFreelistSync), which bbolt rebuilds when it opens the file for writing by reading every bucket, these damaged pages too: refused for writing (Options.ReadOnly reads the other actors)",
+		de.Reason)
 }
 
 // viewTx and updateTx run a bbolt transaction under [guard]; updateTx

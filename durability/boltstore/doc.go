@@ -154,7 +154,11 @@
 // headers are damaged, entries missing, the directory of actors not
 // matching its summary (an actor bucket lost or renamed). A file whose
 // newest meta page is damaged is refused unless [Options].MetaFallback
-// accepts the previous commit. [Verify] and the polyweave-store command
+// accepts the previous commit. A file that records no freelist (written
+// by bbolt with NoFreelistSync) and has broken pages (an actor's, or a
+// bucket set aside) is refused for writing: bbolt would rebuild its
+// freelist by reading every bucket, the broken pages too; a read-only
+// Open serves its other actors. [Verify] and the polyweave-store command
 // (cmd/polyweave-store) report what a damaged file still holds.
 //
 // Files written before checksums (format "2", or "1" with an empty log)

@@ -178,7 +178,7 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, erro
 		return meta{}, nil, err
 	}
 	t.fallback = fallback
-	inUse := t.inUse
+	defer func() { t.pages, t.owners = nil, nil }() // the walk's, done with
 	if m.freelist == noFreelist {
 		return m, t, nil
 	}
@@ -205,21 +205,20 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, erro
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
 	}
-	free := make(map[uint64]bool, count)
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
 		switch {
 		case id < 2 || id >= m.pgid:
 			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
-		case inUse[id] || id >= m.freelist && id <= m.freelist+overflow:
+		case t.inUse(id) || id >= m.freelist && id <= m.freelist+overflow:
 			// bbolt would hand the page out while it is in use: the
 			// next commit would overwrite live data.
 			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
-		case free[id]:
+		case t.pages[id] == freePage:
 			// bbolt would hand the page out twice.
 			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
 		}
-		free[id] = true
+		t.pages[id] = freePage
 	}
 	return m, t, nil
 }

@@ -6,6 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -505,5 +509,194 @@ func TestOpen_PageReachedTwice(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// dropFreelist rewrites the store file at path as bbolt does with
+// NoFreelistSync: its meta page then records no freelist, which bbolt
+// rebuilds, when it opens the file for writing, by reading every bucket.
+func dropFreelist(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(*bolt.Tx) error { return nil })
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusedUnchanged opens path for writing, which must fail with a
+// DamageError whose text holds every string of want, and leave the file
+// as it was.
+func refusedUnchanged(t *testing.T, path string, want ...string) {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err == nil {
+		s.Close()
+		t.Fatal("writable Open of a file that records no freelist, with damaged pages: no error")
+	}
+	t.Logf("refused: %v", err)
+	var de *durability.DamageError
+	if !errors.As(err, &de) {
+		t.Errorf("writable Open: %v, not a DamageError", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("writable Open: %v; want it to say %q", err, w)
+		}
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the refused Open changed the file (%v)", err)
+	}
+}
+
+// TestOpen_NoFreelistDamagedActor damages a page of one actor in a file
+// that records no freelist (written by bbolt with NoFreelistSync): bbolt
+// would rebuild the freelist, when opening it for writing, by reading
+// every bucket, the damaged one too, on a goroutine of its own where a
+// panic cannot be recovered. A writable Open refuses the file, naming the
+// actor, its page and why, and leaves it as it was; a read-only Open and
+// Verify read the other actors.
+func TestOpen_NoFreelistDamagedActor(t *testing.T) {
+	path, want := pagesFile(t, false)
+	dropFreelist(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(b, []byte("big event 150 "))
+	if at < 0 {
+		t.Fatal("event not found in the file")
+	}
+	zeroPage(t, path, b, at/4096)
+	refusedUnchanged(t, path, `page of actor "big"`, fmt.Sprintf("page %d", at/4096), "no freelist", "ReadOnly")
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open: %v", err)
+	}
+	if failed := checkPages(t, ro, want, "read-only"); !slices.Equal(failed, []string{"big"}) {
+		t.Errorf("read-only: failing %q, want big alone", failed)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(path, nil)
+	if err != nil || r.Unreadable != nil || len(r.Actors) != len(want) {
+		t.Fatalf("Verify: %v %+v", err, r)
+	}
+	for _, a := range r.Actors {
+		if a.Pages != (a.Name == "big") || len(a.Damaged) > 0 != (a.Name == "big") {
+			t.Errorf("Verify: actor %q: pages damaged %v, damage %v", a.Name, a.Pages, a.Damaged)
+		}
+	}
+}
+
+// TestOpen_NoFreelistSetAside is TestOpen_NoFreelistDamagedActor for the
+// damaged bucket that Salvage set aside, kept in the file until Compact:
+// once the file records no freelist, bbolt would read it too.
+func TestOpen_NoFreelistSetAside(t *testing.T) {
+	path, want := pagesFile(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSalvaged(t, s, "big", want["big"], "set aside")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dropFreelist(t, path)
+	refusedUnchanged(t, path, "set aside by Salvage", "no freelist", "ReadOnly")
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open: %v", err)
+	}
+	defer ro.Close()
+	if failed := checkPages(t, ro, want, "read-only"); len(failed) > 0 {
+		t.Errorf("read-only: failing %q", failed)
+	}
+}
+
+// TestVerify_HeldDamagedActor verifies a file held by a store with an
+// actor's pages damaged: the copy Verify takes is read as the file would
+// be (bbolt reads no bucket of it on its own), and reports that actor.
+func TestVerify_HeldDamagedActor(t *testing.T) {
+	path, want := pagesFile(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := Verify(path, &Options{OpenTimeout: 10 * time.Millisecond})
+	if err != nil || r.Copy == "" || r.Unreadable != nil || len(r.Actors) != len(want) {
+		t.Fatalf("Verify of a held file: %v %+v", err, r)
+	}
+	for _, a := range r.Actors {
+		if a.Pages != (a.Name == "big") {
+			t.Errorf("Verify: actor %q: pages damaged %v", a.Name, a.Pages)
+		}
+	}
+}
+
+// TestNoBoltWalkOfEveryBucket checks that the store calls none of bbolt's
+// functions that read every bucket of the file on their own (Tx.Check,
+// Bucket.Inspect and Bucket.Stats, Tx.Copy, WriteTo and CopyFile,
+// bolt.Compact, Options.PreLoadFreelist): they would read the pages of a
+// quarantined actor or of a bucket set aside, which the store must never
+// let bbolt read (Tx.Check reads them on a goroutine of its own, where a
+// panic ends the process). Its own walks (Compact's copy, Verify's copy,
+// the page check at Open) skip those pages.
+func TestNoBoltWalkOfEveryBucket(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walkers := map[string]bool{"Check": true, "Inspect": true, "WriteTo": true, "CopyFile": true}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if kv, ok := n.(*ast.KeyValueExpr); ok && types.ExprString(kv.Key) == "PreLoadFreelist" {
+				t.Errorf("%s: PreLoadFreelist reads every bucket of a file that records no freelist", fset.Position(kv.Pos()))
+			}
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			recv := types.ExprString(sel.X)
+			switch {
+			case walkers[sel.Sel.Name],
+				sel.Sel.Name == "Compact" && recv == "bolt",
+				sel.Sel.Name == "Stats" && recv != "s.db", // DB.Stats only counts
+				sel.Sel.Name == "Copy" && recv != "maps" && recv != "io" && recv != "slices":
+				t.Errorf("%s: %s.%s reads every bucket of the file through bbolt", fset.Position(sel.Pos()), recv, sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

@@ -13,7 +13,13 @@ import (
 
 // tree is what [checkTree] found in the file's B+tree.
 type tree struct {
-	inUse map[uint64]bool // the pages reached
+	// pages holds, for each page below the high water mark, what reached
+	// it: 0 for nothing, else 1 + the index of its owner in owners (the
+	// owner of level 0 to 2 the page belongs to, see [owner]);
+	// [validateFile] marks the pages the freelist lists with freePage,
+	// and drops both once it has checked them.
+	pages  []uint32
+	owners []owner
 
 	// actors holds the actors whose own pages are damaged: the walk of
 	// their bucket stopped there. Open quarantines them (see
@@ -46,17 +52,36 @@ type owner struct {
 	level int    // 0: the root bucket; 1: a top-level bucket; 2 and more: below one
 	top   string // the top-level bucket
 	unit  string // the bucket below it (the actor's name under the actors bucket)
+	id    uint32 // 1 + its index in the tree's owners, which holds the owners of levels 0 to 2
 }
 
-// child returns the owner of key's nested bucket, a bucket of o.
-func (o owner) child(key []byte) owner {
+// freePage marks a page of [tree].pages that the freelist lists.
+const freePage = ^uint32(0)
+
+// inUse reports whether the walk of the tree reached page id.
+func (t *tree) inUse(id uint64) bool {
+	return id < uint64(len(t.pages)) && t.pages[id] != 0 && t.pages[id] != freePage
+}
+
+// child returns the owner of key's nested bucket, a bucket of o; one of
+// level 1 or 2 is added to t's owners.
+func (t *tree) child(o owner, key []byte) owner {
 	switch o.level {
 	case 0:
-		return owner{level: 1, top: string(key)}
+		o = owner{level: 1, top: string(key)}
 	case 1:
-		return owner{level: 2, top: o.top, unit: string(key)}
+		o = owner{level: 2, top: o.top, unit: string(key)}
+	default:
+		o.level++
+		return o
 	}
-	o.level++
+	return t.add(o)
+}
+
+// add adds o to t's owners, with its id.
+func (t *tree) add(o owner) owner {
+	t.owners = append(t.owners, o)
+	o.id = uint32(len(t.owners))
 	return o
 }
 
@@ -110,11 +135,14 @@ func (e *fileWide) Unwrap() error { return e.err }
 // error naming the part of the file.
 func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	ps := int64(m.pageSize)
-	t := &tree{inUse: make(map[uint64]bool), actors: map[string]*actorPages{}}
-	seenBy := make(map[uint64]owner)
+	t := &tree{pages: make([]uint32, m.pgid), actors: map[string]*actorPages{}}
 	bad := func(o owner, off int64, format string, args ...any) error {
 		return damaged(path, o.what(), off, format, args...)
 	}
+	// bufs holds a page buffer for each depth of the walk: a page is
+	// done with once the walk of what it leads to returns, so the pages
+	// of one depth take turns in one buffer.
+	var bufs [][]byte
 	var walkPage func(id uint64, depth int, o owner) error
 	var walkElems func(p []byte, id uint64, off int64, depth int, o owner) error
 	walkPage = func(id uint64, depth int, o owner) error {
@@ -122,28 +150,36 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		if id < 2 || id >= m.pgid {
 			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
 		}
-		var hdr [pageHeaderSize]byte
-		if _, err := f.ReadAt(hdr[:], off); err != nil {
+		for len(bufs) <= depth {
+			bufs = append(bufs, make([]byte, ps))
+		}
+		buf := bufs[depth][:ps]
+		if _, err := f.ReadAt(buf, off); err != nil {
 			return bad(o, off, "page %d unreadable: %v", id, err)
 		}
-		overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+		overflow := uint64(binary.LittleEndian.Uint32(buf[12:]))
 		if id+overflow >= m.pgid {
 			return bad(o, off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
 		}
 		for p := id; p <= id+overflow; p++ {
-			if first, seen := seenBy[p]; seen {
+			if seen := t.pages[p]; seen != 0 {
 				err := bad(o, off, "page %d is reached twice in the tree", p)
-				if first.top != o.top || first.unit != o.unit || !o.attributed() {
+				if first := t.owners[seen-1]; first.top != o.top || first.unit != o.unit || !o.attributed() {
 					return &fileWide{err}
 				}
 				return err
 			}
-			seenBy[p] = o
-			t.inUse[p] = true
+			t.pages[p] = o.id
 		}
-		buf := make([]byte, int64(overflow+1)*ps)
-		if _, err := f.ReadAt(buf, off); err != nil {
-			return bad(o, off, "page %d unreadable: %v", id, err)
+		if overflow > 0 {
+			size := int64(overflow+1) * ps
+			if int64(cap(bufs[depth])) < size {
+				bufs[depth] = append(bufs[depth][:ps], make([]byte, size-ps)...)
+			}
+			buf = bufs[depth][:size]
+			if _, err := f.ReadAt(buf[ps:], off+ps); err != nil {
+				return bad(o, off, "page %d unreadable: %v", id, err)
+			}
 		}
 		return walkElems(buf, id, off, depth, o)
 	}
@@ -191,7 +227,7 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 			}
 			key := p[e+pos : e+pos+ksize]
 			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
-			c := o.child(key)
+			c := t.child(o, key)
 			err := walkBucket(v, id, off, depth, c, bad, walkPage, walkElems)
 			var wide *fileWide
 			switch {
@@ -213,7 +249,7 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		}
 		return nil
 	}
-	err := walkPage(m.root, 0, owner{})
+	err := walkPage(m.root, 0, t.add(owner{}))
 	if wide := (*fileWide)(nil); errors.As(err, &wide) {
 		err = wide.err
 	}

@@ -62,8 +62,12 @@ var (
 	// ErrPermanent is the cause (FailedError.Err) of a conversation whose
 	// model failed in a way that another attempt would meet again (the
 	// adapter said so: models.FailurePermanent, e.g. a key refused, a
-	// model that does not exist, a request rejected as malformed): Run
-	// gives up at once instead of making MaxAttempts attempts.
+	// model that does not exist, a request rejected as malformed), or,
+	// with a Store, whose store failed so (durability.IsPermanent: it
+	// refuses the session's writes for good, its record of the session
+	// is damaged, it was closed): Run gives up at once instead of making
+	// MaxAttempts attempts. For a store's failure, FailedError.Err wraps
+	// the store's error too (errors.Is(err, durability.ErrDamaged), say).
 	ErrPermanent = errors.New("agent: permanent failure")
 	// ErrLoopRestarting is the cause (FailedError.Err) of a conversation
 	// whose loop kept restarting without having failed itself (a
@@ -105,7 +109,8 @@ type FailedError struct {
 	Uncounted int
 	// Reason is the last attempt's ERROR text.
 	Reason string
-	// Err is the cause when known, else nil: [ErrPermanent],
+	// Err is the cause when known, else nil: [ErrPermanent] (wrapping
+	// the store's error too when the Store failed for good),
 	// [ErrLoopRestarting] or actors.ErrDuplexStopped.
 	Err error
 }
@@ -296,8 +301,21 @@ type Agent struct {
 	// drain (see enter), or for a loop to restart or stop (see
 	// untilClosed); made by the first of them.
 	closing chan struct{}
-	running sync.WaitGroup
-	drains  sync.WaitGroup // the drain goroutines
+	// active counts what entered and has not left (see enter): Runs,
+	// Streams, Resumes, Discards, migrations; convs are the closers of
+	// those among them that Close may cancel (delegations, and those
+	// with a consumer). changed, when a Close waits for them, is
+	// closed (and cleared) as one leaves or enters a consumer's body (see
+	// closer.inBody); closeWaits says a Close may wait.
+	active     int
+	convs      map[*closer]struct{}
+	changed    chan struct{}
+	closeWaits atomic.Bool
+	// leftInBody: a Close did its work while conversations it did not
+	// wait for (their consumer's body was running, see Close) had not
+	// returned: the last of them to leave gives the name back.
+	leftInBody bool
+	drains     sync.WaitGroup // the drain goroutines
 	// claim is the agent's hold of its name on its Store (see
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
@@ -487,6 +505,18 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // Close stops the agent's loop, if a conversation started it, once the
 // conversations running have returned (cancel their contexts to make them
 // return early); an agent whose loop never started has nothing to stop.
+// Two kinds of conversation it does not wait for that way. Delegations
+// to the agent ([AsTool]), whose ctx is another agent's tool call, not a
+// host's, are cancelled as Close begins, with ErrClosed as the cause
+// (their calls fail with an error saying the agent was closed), and
+// waited for as they wind down (CancelGrace bounds that, see
+// [Agent.Run]). And once every other conversation has returned, those
+// whose consumer is running (a [Agent.Stream] loop body, a
+// ToolOptions.OnEvent hook), such as the Stream whose loop body called
+// Close, are cancelled with ErrClosed and not waited for: Close goes on
+// and returns, and each ends with an error wrapping ErrClosed once its
+// consumer returns to it. The agent's name on its Store is then given
+// back once the last of them has returned and its loop has stopped.
 // Run and Stream then fail with [ErrClosed], as do, as soon as Close
 // begins, those waiting for the loop to end a cancelled conversation of
 // their session (see [Agent.Run]): stopping the loop ends those
@@ -510,23 +540,28 @@ func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
 	}
+	a.closeWaits.Store(true) // before the first look at who is in a body
 	a.mu.Lock()
 	if !a.closed && a.closing != nil {
 		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
 	}
 	a.closed = true
-	a.mu.Unlock()
-	done := make(chan struct{})
-	go func() { a.running.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, ctx.Err())
+	for c := range a.convs {
+		if c.delegation {
+			c.cancel(ErrClosed) // no host can cancel it
+		}
 	}
-	// Every conversation has returned and no other can enter: a start of
-	// the shared loop, made only by one of them, is done, and no session
-	// starts or stops waiting, or leaves a loop stopping.
-	a.mu.Lock()
+	if err := a.awaitConversations(ctx); err != nil {
+		a.mu.Unlock()
+		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, err)
+	}
+	// Every conversation has returned, but for those cancelled in their
+	// consumer's body, and no other can enter: a start of the shared
+	// loop, made only by one of them, is done (those cancelled start
+	// none), and no session starts waiting (see waitingFor). A session
+	// stops waiting, or leaves a loop stopping, only as one of those
+	// cancelled returns: the last of them gives the name back, once
+	// that loop has stopped (see leave).
 	s, waiting := a.shared, a.waiting
 	a.waiting = nil
 	stopping := make([]*actors.Mux, 0, len(a.stopping))
@@ -554,17 +589,74 @@ func (a *Agent) Close(ctx context.Context) error {
 		}
 	}
 	a.mu.Lock()
-	a.stopping = nil
+	for id, m := range a.stopping {
+		if m.Stopped() { // those waited for
+			delete(a.stopping, id)
+		}
+	}
 	a.mu.Unlock()
 	// The loop has stopped: the drains read to its end and return.
 	drained := make(chan struct{})
 	go func() { a.drains.Wait(); close(drained) }()
 	select {
 	case <-drained:
-		a.claim.release() // nothing of the agent runs any more
+		a.mu.Lock()
+		if a.active > 0 {
+			a.leftInBody = true // the last to leave gives the name back
+		} else {
+			// Nothing of the agent runs any more, but for the loops left
+			// stopping by conversations that Close cancelled in their
+			// consumer's body, if any.
+			a.releaseAfter(a.stopping)
+			a.stopping = nil
+		}
+		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
+	}
+}
+
+// awaitConversations waits, a.mu held (released while it waits), until
+// every conversation that entered has returned, or until the only ones
+// left are in their consumer's body (a Stream's loop body, an OnEvent
+// hook): those it cancels with ErrClosed and no longer waits for. It
+// returns ctx's error when ctx ends first.
+func (a *Agent) awaitConversations(ctx context.Context) error {
+	for {
+		left := a.active
+		for c := range a.convs {
+			if c.inBody.Load() {
+				left--
+			}
+		}
+		if left == 0 {
+			for c := range a.convs { // each in its consumer's body: it has a cancel
+				c.cancel(ErrClosed)
+			}
+			return nil
+		}
+		if a.changed == nil {
+			a.changed = make(chan struct{})
+		}
+		changed := a.changed
+		a.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			a.mu.Lock()
+			return ctx.Err()
+		}
+		a.mu.Lock()
+	}
+}
+
+// changedLocked tells a Close waiting in awaitConversations to look
+// again; a.mu is held.
+func (a *Agent) changedLocked() {
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
 	}
 }
 
@@ -687,7 +779,7 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 // started (else nil). While the loop winds down a cancelled conversation
 // of the session (see drain), it waits for that to end, or returns ctx's
 // error if ctx ends first.
-func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error) {
+func (a *Agent) enter(ctx context.Context, sessionID string, c *closer) (*actors.Mux, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for {
@@ -720,7 +812,13 @@ func (a *Agent) enter(ctx context.Context, sessionID string) (*actors.Mux, error
 	default:
 		a.busy[sessionID] = true
 	}
-	a.running.Add(1)
+	a.active++
+	if c != nil {
+		if a.convs == nil {
+			a.convs = map[*closer]struct{}{}
+		}
+		a.convs[c] = struct{}{}
+	}
 	return a.ready, nil
 }
 
@@ -759,14 +857,19 @@ func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()
 	return ctx, func() { cancel(nil) }
 }
 
-// leave ends what enter began. With drain, a stream of the shared loop
-// whose cancelled conversation the loop has not ended yet, the session
-// stays taken until a drain goroutine has read the stream to its end.
-// With own, the conversation's own loop, which has not stopped yet, the
-// session's next Run waits for it to stop (see conversation.awaitEarlier),
-// and so does Close.
-func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux) {
+// leave ends what enter began (c is what enter was given). With drain, a
+// stream of the shared loop whose cancelled conversation the loop has
+// not ended yet, the session stays taken until a drain goroutine has
+// read the stream to its end. With own, the conversation's own loop,
+// which has not stopped yet, the session's next Run waits for it to stop
+// (see conversation.awaitEarlier), and so does Close; a conversation
+// that Close cancelled in its consumer's body and did not wait for,
+// leaving last, gives the agent's name back once own has stopped.
+func (a *Agent) leave(sessionID string, c *closer, drain *actors.MuxStream, own *actors.Mux) {
 	a.mu.Lock()
+	a.active--
+	delete(a.convs, c)
+	a.changedLocked()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
 	} else {
@@ -783,6 +886,11 @@ func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux
 		}
 		a.stopping[sessionID] = own
 	}
+	if a.leftInBody && a.active == 0 {
+		a.leftInBody = false
+		a.releaseAfter(a.stopping)
+		a.stopping = nil
+	}
 	var drained chan struct{}
 	if drain != nil {
 		drained = make(chan struct{})
@@ -790,15 +898,36 @@ func (a *Agent) leave(sessionID string, drain *actors.MuxStream, own *actors.Mux
 			a.draining = map[string]chan struct{}{}
 		}
 		a.draining[sessionID] = drained
-		// Before running.Done: a Close that saw every conversation
-		// return waits for this drain too.
+		// Before active goes down (under the same lock): a Close that
+		// saw every conversation return waits for this drain too.
 		a.drains.Add(1)
 	}
 	a.mu.Unlock()
 	if drain != nil {
 		go a.drain(sessionID, drain, drained)
 	}
-	a.running.Done()
+}
+
+// releaseAfter gives the agent's name on its Store back once the loops
+// still stopping in stopping have stopped: at once when none is, else
+// from a goroutine that waits for them.
+func (a *Agent) releaseAfter(stopping map[string]*actors.Mux) {
+	var loops []*actors.Mux
+	for _, m := range stopping {
+		if !m.Stopped() {
+			loops = append(loops, m)
+		}
+	}
+	if len(loops) == 0 {
+		a.claim.release()
+		return
+	}
+	go func() {
+		for _, m := range loops {
+			_ = m.Close(context.Background()) // it stops: wait until it is gone
+		}
+		a.claim.release()
+	}()
 }
 
 // drain reads s, the stream of a conversation that was aborted, until
@@ -822,11 +951,26 @@ func (a *Agent) drain(sessionID string, s *actors.MuxStream, drained chan struct
 	close(drained)
 }
 
+// closer is what Close needs of a conversation it may cancel rather
+// than wait for: a delegation, or one with a consumer (emit).
+type closer struct {
+	// cancel cancels the Run's ctx: Close cancels a delegation, and a
+	// conversation in its consumer's body (inBody: emit is calling the
+	// consumer), with ErrClosed (see Agent.awaitConversations).
+	cancel     context.CancelCauseFunc
+	delegation bool
+	inBody     atomic.Bool
+}
+
 // conversation is one Run.
 type conversation struct {
 	a       *Agent
 	session string
 	emit    func(Event)
+	// closer lets Close cancel the Run: nil for a conversation without a
+	// consumer that is no delegation, which Close waits for.
+	closer *closer
+
 	first   json.RawMessage // the messages payload of the first attempt
 	history []json.RawMessage
 	total   models.Answer // what the attempts that failed contributed
@@ -872,15 +1016,36 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if len(msgs) == 0 && !resuming(ctx) {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
-	shared, err := a.enter(ctx, sessionID)
+	c := &conversation{a: a, session: sessionID, parent: parent}
+	if emit != nil || delegation {
+		// Close may cancel it (see Agent.awaitConversations); a Run
+		// without a consumer it waits for, and pays for no ctx.
+		cl := &closer{delegation: delegation}
+		ctx, cl.cancel = context.WithCancelCause(ctx)
+		defer cl.cancel(nil)
+		c.closer = cl
+		if emit != nil {
+			c.emit = func(ev Event) {
+				cl.inBody.Store(true)
+				if a.closeWaits.Load() { // a Close waiting for it looks again
+					a.mu.Lock()
+					a.changedLocked()
+					a.mu.Unlock()
+				}
+				emit(ev)
+				cl.inBody.Store(false)
+			}
+		}
+	}
+	shared, err := a.enter(ctx, sessionID, c.closer)
 	switch {
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrSessionBusy):
 		return nil, err
 	case err != nil: // ctx ended while the session drained: nothing was sent
 		return &models.Answer{}, err
 	}
-	c := &conversation{a: a, session: sessionID, emit: emit, parent: parent, shared: shared}
-	defer func() { a.leave(sessionID, c.drain, c.mux) }()
+	c.shared = shared
+	defer func() { a.leave(sessionID, c.closer, c.drain, c.mux) }()
 	if (delegation || a.delegationSession(sessionID)) && a.opts.Store != nil {
 		// A delegation resumed after it waited for approval is one too.
 		defer func() { c.forget(err) }() // after stopLoop: deferred before it
@@ -920,9 +1085,10 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		if err != nil {
 			return c.result(nil), err
 		}
-		// failed: the loop failed during this attempt (looked at only
-		// after a restart: nil, and nothing allocated, before).
-		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0)
+		// failed: the loop failed during this attempt (looked at after a
+		// restart, and with a Store for a permanent store error, see
+		// permanentStore: else nil, and nothing allocated).
+		failed, unwatch := watchLoop(a.rt, mux, restarts >= 0 || a.opts.Store != nil)
 		ans, err := c.attempt(ctx, mux, StreamID(sessionID, attempt), payload, attempt)
 		unwatch()
 		refused := err == nil && c.refusedByRestart(mux, ans, restarts, failed.failed())
@@ -940,6 +1106,10 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), nil
 		case !ans.Failed:
 			return c.result(ans), ErrNoAnswer
+		case errors.Is(context.Cause(ctx), ErrClosed):
+			// Close cancelled it (a delegation, or a conversation in its
+			// consumer's body) and stopped the loop that failed it.
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
 		case c.failure == string(tools.FailureSessionConflict):
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionConflict)
 		case c.failure == actors.StoppedKind && !c.ownLoop():
@@ -949,6 +1119,9 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
 			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
+		case failed.permanentErr() != nil:
+			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+				Err: permanentStore(failed.permanentErr())}
 		case refused && uncounted >= a.opts.MaxUncountedAttempts:
 			// The loop's supervisor bounds its restarts per window of
 			// time only: a sibling that keeps failing would keep the Run
@@ -973,16 +1146,26 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		}
 		if a.opts.Store == nil {
 			payload = models.JoinMessages(append(c.splitFirst(), c.history...))
-		} else {
-			// The next attempt resumes the stored session: what it goes on
-			// from is what the store holds, the rounds just kept included.
-			_ = c.readStored(ctx, false)
+		} else if err := c.readStored(ctx, false); durability.IsPermanent(err) {
+			// The next attempt would resume the stored session from what
+			// the store holds, the rounds just kept included; a store
+			// that cannot give it, for good, fails the Run now. Another
+			// error leaves the rounds kept as they are (see readStored).
+			return c.result(nil), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+				Err: permanentStore(fmt.Errorf("read the session from the store: %w", err))}
 		}
 		if emit != nil {
 			kept := c.total
 			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: &kept})
 		}
 	}
+}
+
+// permanentStore is the cause of a Run that gives up on a store error
+// that another attempt would meet again (durability.IsPermanent): both
+// ErrPermanent and err, for errors.Is and errors.As.
+func permanentStore(err error) error {
+	return fmt.Errorf("%w: the store failed for good: %w", ErrPermanent, err)
 }
 
 // splitFirst returns the first request's messages as raw elements.
@@ -1249,16 +1432,34 @@ func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, 
 }
 
 // loopFailed is set when a supervisor decides about the failure of the
-// loop it watches.
-type loopFailed struct{ atomic.Bool }
+// loop it watches; permanent keeps the first such failure that
+// durability.IsPermanent says another attempt would meet again (a store
+// that refuses the loop's writes for good, a record it finds damaged).
+type loopFailed struct {
+	atomic.Bool
+	permanent atomic.Pointer[error]
+}
 
 // failed reports whether f was set; a nil f (an attempt not watched) was
 // not.
 func (f *loopFailed) failed() bool { return f != nil && f.Load() }
 
+// permanentErr returns the loop's permanent failure, if f saw one.
+func (f *loopFailed) permanentErr() error {
+	if f == nil {
+		return nil
+	}
+	if p := f.permanent.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // watchLoop, when on, returns a flag set by every supervision decision
 // about the loop of mux until the returned function is called; else nil,
-// allocating nothing (the common attempt, not sent after a restart).
+// allocating nothing (the common attempt on the shared loop, not sent
+// after a restart). A supervisor decides before the loop's streams get
+// the ERROR that ends the attempt.
 func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func()) {
 	if !on {
 		return nil, func() {}
@@ -1267,6 +1468,10 @@ func watchLoop(rt *actors.Runtime, mux *actors.Mux, on bool) (*loopFailed, func(
 	return f, rt.WatchSupervision(func(ev supervisor.Event) {
 		if ev.Child == id {
 			f.Store(true)
+			if durability.IsPermanent(ev.Reason) {
+				reason := ev.Reason
+				f.permanent.CompareAndSwap(nil, &reason)
+			}
 		}
 	})
 }
@@ -1348,12 +1553,25 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 	// A Run that shows no progress and asks no approvals reads the
 	// frames once the stream has ended: it sleeps through the
 	// conversation instead of being woken for every frame.
-	var wake func(*messages.Frame) bool
-	if c.emit == nil && c.approval == nil {
-		wake = isEnd
-	}
+	batched := c.emit == nil && c.approval == nil
 	s := c.heldStream(stream)
 	if s == nil {
+		var wake func(*messages.Frame) bool
+		switch {
+		case batched:
+			wake = isEnd
+		case c.approval != nil && !c.ownLoop():
+			// The stream may be left waiting for a Resume: its flag says
+			// when its conversation failed meanwhile (see Agent.Waiting).
+			failed := new(atomic.Bool)
+			c.approval.failed = failed
+			wake = func(f *messages.Frame) bool {
+				if f.GetType() == messages.FrameType_ERROR {
+					failed.Store(true)
+				}
+				return true
+			}
+		}
 		var err error
 		if s, err = mux.OpenWake(stream, wake); err != nil {
 			return nil, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
@@ -1405,7 +1623,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		var f *messages.Frame
 		var err error
 		switch {
-		case wake == nil:
+		case !batched:
 			f, err = s.Recv(ctx)
 		case len(batch) == 0:
 			if batch, err = s.RecvAll(ctx, room[:0]); err == nil {

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -147,6 +148,9 @@ type approvalState struct {
 	held      *actors.MuxStream
 	pending   []tools.ApprovalRequest // with held
 	ans       *models.Answer
+	// failed is set once the stream of the attempt (without a Store),
+	// or held, gets an ERROR (see waitingStream.failed).
+	failed *atomic.Bool
 }
 
 // waitingStream is a conversation of the shared loop (no Store) that
@@ -157,6 +161,10 @@ type waitingStream struct {
 	s       *actors.MuxStream
 	ans     *models.Answer
 	pending []tools.ApprovalRequest // the held calls, as the WaitingError said
+	// failed is set, on the loop's goroutine, once the stream gets an
+	// ERROR: its conversation failed (a restart of the loop answered
+	// the held calls as cancelled), and nothing of it waits any more.
+	failed *atomic.Bool
 }
 
 // answerOf starts the answer of an attempt on stream: a Resume without a
@@ -203,11 +211,11 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 			return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
 		}
 		return c.apply(decisions, pending, &models.Answer{})
-	case c.ownLoop(): // a delegation's: the held calls die with it
-		c.approval.decisions = decisions
-		for _, d := range decisions {
-			c.approval.decided[d.ToolCallID] = true
-		}
+	case c.ownLoop():
+		// A Run with a Store (a Resume's is above), or a delegation
+		// (AsTool's handler runs it with its tool call's ctx, never a
+		// Resume's): no decision to keep, and nothing waits in memory. A
+		// delegation's held calls die with its loop.
 		return nil, nil
 	}
 	a.mu.Lock()
@@ -225,6 +233,7 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		}
 		delete(a.waiting, c.session)
 		c.approval.stream, c.approval.held, c.approval.ans, c.approval.pending = ws.s.ID(), ws.s, ws.ans, ws.pending
+		c.approval.failed = ws.failed
 	}
 	return nil, nil
 }
@@ -287,7 +296,7 @@ func (c *conversation) keepWaiting() {
 	if a.waiting == nil {
 		a.waiting = map[string]*waitingStream{}
 	}
-	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans, pending: ap.pending}
+	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans, pending: ap.pending, failed: ap.failed}
 	a.mu.Unlock()
 	ap.held = nil
 }
@@ -436,12 +445,17 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	}
 	if !c.ownLoop() {
 		c.a.mu.Lock()
-		if c.a.waiting == nil {
-			c.a.waiting = map[string]*waitingStream{}
+		// Not once closed (Close cancelled the conversation in its
+		// consumer's body): no Resume can come, and Close has closed the
+		// waiting streams already.
+		if !c.a.closed {
+			if c.a.waiting == nil {
+				c.a.waiting = map[string]*waitingStream{}
+			}
+			c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending, failed: c.approval.failed}
+			kept = true
 		}
-		c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending}
 		c.a.mu.Unlock()
-		kept = true
 	}
 	return kept, &WaitingError{Session: c.session, Pending: open}
 }
@@ -483,11 +497,11 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
 			a.opts.Name, sessionID)
 	}
-	if _, err := a.enter(ctx, sessionID); err != nil {
+	if _, err := a.enter(ctx, sessionID, nil); err != nil {
 		return err
 	}
 	var drain *actors.MuxStream
-	defer func() { a.leave(sessionID, drain, nil) }()
+	defer func() { a.leave(sessionID, nil, drain, nil) }()
 	a.mu.Lock()
 	ws, ok := a.waiting[sessionID]
 	delete(a.waiting, sessionID)
@@ -515,7 +529,12 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 
 // Waiting returns the ids of the sessions that wait for approval in
 // memory (without a Store), sorted: those a host may [Agent.Resume] or
-// [Agent.Discard]. With a Store it returns none (see
+// [Agent.Discard]. A session whose conversation failed while it waited
+// (a restart of the agent's loop answered its held calls as cancelled)
+// is not listed: nothing of it waits for a person. The agent keeps it
+// all the same: a Resume of it sends the conversation again (see
+// Resume: the model's calls made anew are held anew), and Discard or
+// Close frees it. With a Store it returns none (see
 // tools.ReadApprovals for a stored session).
 func (a *Agent) Waiting() []string {
 	if a == nil {
@@ -523,8 +542,10 @@ func (a *Agent) Waiting() []string {
 	}
 	a.mu.Lock()
 	ids := make([]string, 0, len(a.waiting))
-	for id := range a.waiting {
-		ids = append(ids, id)
+	for id, ws := range a.waiting {
+		if ws.failed == nil || !ws.failed.Load() {
+			ids = append(ids, id)
+		}
 	}
 	a.mu.Unlock()
 	slices.Sort(ids)

@@ -3,7 +3,9 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -87,4 +89,39 @@ func TestApprovalResume_LoopRestartedWhileWaiting(t *testing.T) {
 	if err := a.Discard(context.Background(), "s1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestApproval_WaitingAfterLoopRestart: without a Store, the agent's loop
+// restarts (a panic) while session s1 waits for approval: its held call
+// is answered as cancelled, so Waiting no longer lists it, nothing of it
+// waiting for a person. A Resume of it still answers as its doc says (the
+// decision ignored, the conversation sent again, the call made anew held
+// anew), and Waiting lists it again, waiting for that call.
+func TestApproval_WaitingAfterLoopRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		l := newLauncher()
+		m := approvalScript(t)
+		a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), l.tool()}, Approval: &tools.ApprovalOptions{}})
+		_, err := a.Run(context.Background(), "s1", ask)
+		waiting(t, err, "c2")
+		if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
+			t.Fatalf("Waiting before the restart: %v, want [s1]", got)
+		}
+		if err := rt.InjectPanic("polyweave/agent", "injected"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the restart has answered the held call and closed the stream
+		if got := a.Waiting(); len(got) != 0 {
+			t.Errorf("Waiting after the restart answered the held call as cancelled: %v, want none", got)
+		}
+		_, err = a.Resume(context.Background(), "s1", ask, agent.Approve("c2"))
+		waiting(t, err, "c2")
+		if got := a.Waiting(); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("Waiting once the call made anew is held: %v, want [s1]", got)
+		}
+		if n := l.runs.Load(); n != 0 {
+			t.Errorf("%d launches, want none", n)
+		}
+	})
 }

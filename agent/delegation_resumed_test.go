@@ -6,6 +6,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -47,5 +48,33 @@ func TestAsTool_ResumedDelegationSessionDeleted(t *testing.T) {
 	}
 	if _, ok, err := tools.ReadSession(context.Background(), store, writer.SessionKey(session)); err != nil || ok {
 		t.Errorf("delegation %q was resumed and answered, yet its session stays in the store for good (%v, %v)", session, ok, err)
+	}
+}
+
+// TestAsTool_DelegationWaitingWithoutStore: a delegation to an agent
+// without a Store whose policy holds a call cannot wait: its held call
+// dies with the delegation's loop. The lead's call fails with an error
+// result naming the held call, the held call never runs, the writer
+// lists no session waiting, and a Resume of the delegation's session
+// finds none (ErrNotWaiting).
+func TestAsTool_DelegationWaitingWithoutStore(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	l := newLauncher()
+	writer := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Name: "writer",
+		Tools: []*tools.Tool{echo(nil), l.tool()}, Approval: &tools.ApprovalOptions{}})
+	var session string
+	lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(s string, _ agent.Event) { session = s }})
+	ans := runLead(t, lead, "team", "Write it.")
+	if res := onlyResult(t, ans); !res.IsError || !strings.Contains(string(res.Content), "waits for approval of launch c2") {
+		t.Fatalf("the delegation's result: %s (error %v), want an error naming the held call", res.Content, res.IsError)
+	}
+	if got := writer.Waiting(); len(got) != 0 {
+		t.Errorf("the writer lists %v waiting, want none: a delegation's held calls die with it", got)
+	}
+	if _, err := writer.Resume(testCtx(t), session, nil, agent.Approve("c2")); !errors.Is(err, agent.ErrNotWaiting) {
+		t.Errorf("Resume of the delegation %q: %v, want ErrNotWaiting", session, err)
+	}
+	if n := l.runs.Load(); n != 0 {
+		t.Errorf("%d launches, want none", n)
 	}
 }

@@ -123,7 +123,9 @@
 // actor (actors.ParentFrom), so the lead's supervision covers it and
 // stopping the lead stops it; the specialist's own loop is never started
 // for it. A specialist that fails, times out or is cancelled makes an
-// error result of that one call, and the lead goes on. A delegation's
+// error result of that one call, and the lead goes on; so does one whose
+// specialist is closed ([Agent.Close] cancels the delegations to it
+// rather than wait for the lead). A delegation's
 // session id is the specialist's own, apart from those a host gives its
 // Runs; with a Store the session is kept there while the delegation runs
 // and deleted once it is over (see AsTool).
@@ -135,5 +137,7 @@
 // # Concurrency
 //
 // An Agent is safe for concurrent use. Options are copied by New; the
-// hooks they hold run on actor goroutines and must not block.
+// hooks they hold run on actor goroutines and must not block. A host may
+// close an agent from a Stream's loop body: Close cancels that Run rather
+// than wait for it (see [Agent.Close]).
 package agent

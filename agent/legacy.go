@@ -53,7 +53,9 @@ var ErrLegacySession = errors.New("agent: the session is stored under its bare i
 // of an agent of another process cannot be told from an old session's
 // id: pass only ids the earlier version stored.) The session is taken
 // while it moves: a Run of it meanwhile fails with
-// [ErrSessionBusy], and MigrateSessions fails so while a Run of it runs.
+// [ErrSessionBusy], and MigrateSessions fails so while a Run of it runs;
+// when the session's last Run returned while its loop was still stopping,
+// it waits for that loop to stop first (bounded by ctx and Close).
 // It stops at the first id that fails (an invalid one, a store error, ctx
 // ending); those moved before stay moved, and calling it again with the
 // same ids is safe.
@@ -75,16 +77,25 @@ func (a *Agent) MigrateSessions(ctx context.Context, sessionIDs ...string) error
 	return nil
 }
 
-// migrate moves session id, taken meanwhile.
+// migrate moves session id, taken meanwhile. No loop of the session may
+// run beside the move (see tools.MoveSession): it waits first, as a Run
+// does, for the own loop of the session's last Run when that Run
+// returned while the loop was still stopping (see
+// conversation.awaitEarlier), bounded by ctx and Close; a wait that ends
+// first leaves that loop to the next Run, migration or Close.
 func (a *Agent) migrate(ctx context.Context, id string) error {
 	if name, session, ok := a.keyOwner(id); ok {
 		return fmt.Errorf("%q is the key of session %q of agent %q, open on this Store: not a session of an earlier version; nothing moved",
 			clip(id), clip(session), name)
 	}
-	if _, err := a.enter(ctx, id); err != nil {
+	if _, err := a.enter(ctx, id, nil); err != nil {
 		return err
 	}
-	defer a.leave(id, nil, nil)
+	c := &conversation{a: a, session: id}
+	defer func() { a.leave(id, nil, nil, c.mux) }()
+	if err := c.awaitEarlier(ctx); err != nil {
+		return err
+	}
 	_, err := tools.MoveSession(ctx, a.opts.Store, id, a.SessionKey(id))
 	return err
 }

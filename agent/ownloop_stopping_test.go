@@ -266,3 +266,39 @@ func TestRun_OwnLoopSlowToStopWaitedForByNextRun(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrate_WaitsForStoppingLoop: a Run returns while its own loop is
+// still stopping (see startStoppingRun), a loop that may still write the
+// session under its key. MigrateSessions of that session, which moves
+// what is stored under the bare id to that key and must not run beside a
+// loop of it (see tools.MoveSession), waits for the loop to stop: one
+// whose ctx ends first returns ctx's error, having moved nothing, and
+// leaves the loop to be waited for by the next; that one returns nil once
+// the loop has stopped.
+func TestMigrate_WaitsForStoppingLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startStoppingRun(t, context.Background())
+		r.cancel()
+		if out := <-r.done; !errors.Is(out.err, context.Canceled) {
+			t.Fatalf("the Run cancelled while its old loop stopped: %v, want context.Canceled", out.err)
+		}
+		migrate := func(ctx context.Context) <-chan error {
+			done := make(chan error, 1)
+			go func() { done <- r.a.MigrateSessions(ctx, "s1") }()
+			return done
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		first := migrate(ctx)
+		notReturned(t, first, "MigrateSessions")
+		cancel()
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("MigrateSessions cancelled while the loop stopped: %v, want context.Canceled", err)
+		}
+		second := migrate(context.Background())
+		notReturned(t, second, "a second MigrateSessions")
+		r.release()
+		if err := <-second; err != nil {
+			t.Fatalf("MigrateSessions once the loop stopped: %v", err)
+		}
+	})
+}

@@ -144,7 +144,9 @@ type toolAnswer struct {
 // times out makes the call's one error result, and the calling agent goes
 // on. Cancelling the call (the caller's CANCEL or ABORT, its timeout, the
 // caller's Run cancelled) cancels the sub-agent's conversation, ABORT
-// included, so that its own tool calls are answered and stopped.
+// included, so that its own tool calls are answered and stopped; so does
+// sub's [Agent.Close], which does not wait for the caller: the call then
+// fails with an error wrapping [ErrClosed].
 // The tool's flags are derived from sub's tools ([Agent.ToolFlags]) unless
 // ToolOptions.Flags sets them: a delegation to an agent that can write or
 // run commands is neither read-only nor, when any of its tools is

@@ -37,6 +37,19 @@
 // naming the actor around a *durability.DamageError naming the store, the
 // record's kind and its index) and its data is never handed out.
 //
+// # Salvage
+//
+// The store never drops a damaged row on its own: a session with one
+// fails its recovery until the caller asks for [Store.Salvage] (or
+// [Claim.Salvage], fenced), the [durability.Salvager] every store of the
+// project has. It keeps the actor's newest intact snapshot and the intact
+// events that follow it without a gap, and deletes the actor's other
+// rows, in one transaction (REPEATABLE READ) under the caller's context.
+// A write of the actor that commits meanwhile is either seen by it or
+// comes after it: when a concurrent transaction changed a row Salvage is
+// deleting, Salvage runs again (three runs at most) instead of
+// overwriting it. It needs no privilege beyond those above.
+//
 // # Durability and group commit
 //
 // A write returns once the transaction holding it has committed, so it is as

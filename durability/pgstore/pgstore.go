@@ -369,7 +369,7 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// beginRead registers a read (or a claim) unless the store is closed, and
+// beginRead registers a read (or a claim, or a salvage) unless the store is closed, and
 // returns the context to run it under: ctx, cancelled as well when Close
 // gives up waiting (see Close). The read calls done when it ends.
 func (s *Store) beginRead(ctx context.Context) (_ context.Context, done func(), _ error) {
@@ -416,6 +416,8 @@ type queries struct {
 	deleteEvents, deleteSnapshots   string
 	getEvents, getSnapshot          string
 	checkFences, claim, epoch       string
+	salvageSnapshots, salvageEvents string
+	dropSnapshots, dropEvents       string
 }
 
 func newQueries(schema string) queries {
@@ -506,6 +508,15 @@ func newQueries(schema string) queries {
 		claim: "INSERT INTO " + t("fences") + ` AS f (key, epoch) VALUES ($1, 1)
 			ON CONFLICT (key) DO UPDATE SET epoch = f.epoch + 1 RETURNING epoch`,
 		epoch: "SELECT epoch FROM " + t("fences") + " WHERE key = $1",
+		// Salvage: the snapshots newest first, the events from an index
+		// on; then it drops every snapshot but the one kept ($2, NULL for
+		// none) and every event outside the run kept ($2 to $3, NULL for
+		// none).
+		salvageSnapshots: "SELECT idx, data, crc FROM " + t("snapshots") + ` WHERE name = $1 ORDER BY idx DESC`,
+		salvageEvents:    "SELECT idx, data, crc FROM " + t("events") + ` WHERE name = $1 AND idx >= $2 ORDER BY idx`,
+		dropSnapshots:    "DELETE FROM " + t("snapshots") + ` WHERE name = $1 AND idx IS DISTINCT FROM $2::bigint`,
+		dropEvents: "DELETE FROM " + t("events") + ` WHERE name = $1
+			AND NOT coalesce(idx BETWEEN $2::bigint AND $3::bigint, false)`,
 	}
 }
 

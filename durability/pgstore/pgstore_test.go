@@ -99,15 +99,21 @@ func TestStore_DamagedValues(t *testing.T) {
 		schema = s.Schema()
 		return s
 	}
-	durabilitytest.RunDamagedValues(t, 20, open, func(t *testing.T, s durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
+	durabilitytest.RunDamagedValues(t, 20, open, damageRow(&schema))
+}
+
+// damageRow returns a durabilitytest.Damage that flips one bit of a row's
+// data with SQL on the server, in the schema *schema names when it runs.
+func damageRow(schema *string) durabilitytest.Damage {
+	return func(t *testing.T, s durability.Store, name string, kind durability.RecordKind, index uint64, offset int) (durability.Store, error) {
 		table := "events"
 		if kind == durability.RecordSnapshot {
 			table = "snapshots"
 		}
-		sql(t, fmt.Sprintf("UPDATE %s.%s SET data = set_byte(data, $3, get_byte(data, $3) # 1) WHERE name = $1 AND idx = $2", schema, table),
+		sql(t, fmt.Sprintf("UPDATE %s.%s SET data = set_byte(data, $3, get_byte(data, $3) # 1) WHERE name = $1 AND idx = $2", *schema, table),
 			[]byte(name), int64(index^(1<<63)), offset)
 		return s, nil
-	})
+	}
 }
 
 func TestClaim_Conformance(t *testing.T) {

@@ -21,11 +21,11 @@ import (
 )
 
 // ErrOutcomeUnknown is [durability.ErrOutcomeUnknown]: the cause (with the
-// failure's own) of the error a write (or [Store.Claim]) returns when it
-// cannot tell whether it committed: its transaction was sent, and then
-// the connection was lost, the caller's context was done or Close gave up
-// before the server answered (and running it again was not safe, or
-// failed). It may have committed or not; a read tells which (see Timeouts
+// failure's own) of the error a write (or [Store.Claim], or
+// [Store.Salvage]) returns when it cannot tell whether it committed: its
+// transaction was sent, and then the connection was lost, the caller's
+// context was done or Close gave up before the server answered (and
+// running it again was not safe, or failed). It may have committed or not; a read tells which (see Timeouts
 // and unknown outcomes in the package doc). Every other error of a write
 // means that it did not commit.
 var ErrOutcomeUnknown = durability.ErrOutcomeUnknown

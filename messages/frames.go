@@ -12,7 +12,7 @@ import (
 // escaping, as every payload this package encodes). It returns an
 // error when v cannot be encoded.
 func Param(streamID, name string, v any) (*Frame, error) {
-	payload, err := marshalUnescaped(v)
+	payload, err := Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode param %q: %w", name, err)
 	}
@@ -104,17 +104,17 @@ func ToolResult(streamID, toolCallID, name string, result any) (*Frame, error) {
 		payload = r
 	default:
 		var err error
-		if payload, err = marshalUnescaped(r); err != nil {
+		if payload, err = Marshal(r); err != nil {
 			return nil, fmt.Errorf("encode result of tool %q: %w", name, err)
 		}
 	}
 	return RawToolResult(streamID, toolCallID, name, payload), nil
 }
 
-// marshalUnescaped is json.Marshal without HTML escaping: a result's "<",
-// ">" and "&" reach the model as themselves, as the tools package's own
-// results do.
-func marshalUnescaped(v any) ([]byte, error) {
+// Marshal is json.Marshal without HTML escaping, as every payload this
+// package builds is encoded: a result's "<", ">" and "&" reach the model
+// as themselves, as the tools package's own results do.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -141,7 +141,7 @@ type ErrorResult struct {
 // ToolError builds a TOOL_RESULT reporting a failure to the model as
 // {"success":false,"error":message}, with the is_error flag set.
 func ToolError(streamID, toolCallID, name, message string) *Frame {
-	payload, _ := marshalUnescaped(ErrorResult{Success: false, Error: message}) // a struct of strings always encodes
+	payload, _ := Marshal(ErrorResult{Success: false, Error: message}) // a struct of strings always encodes
 	return &Frame{Type: FrameType_TOOL_RESULT, StreamId: streamID, ToolCallId: toolCallID, Name: name,
 		Payload: payload, Meta: &Metadata{IsError: true}}
 }

@@ -18,10 +18,12 @@
 // [ServerOptions].MaxResultBytes) is answered as an isError result saying
 // so, of kind tools.FailureTooLarge, which keeps the client's session. [Server.ServeStdio] serves a
 // local client over stdio; [Server.Handler] and [Server.ListenHTTP]
-// serve streamable HTTP, on loopback by default, refusing foreign Host
-// and Origin headers (DNS rebinding) and optionally requiring a bearer
-// token ([HTTPOptions]). cmd/polyweave-mcp serves the workspace tools of
-// a folder this way.
+// serve streamable HTTP, to this machine's clients alone by default
+// (clients on a loopback address, requests no proxy forwarded), refusing
+// foreign Host and Origin headers (DNS rebinding) and optionally
+// requiring a bearer token; serving clients beyond this machine
+// (AllowRemote) requires the token ([HTTPOptions]). cmd/polyweave-mcp
+// serves the workspace tools of a folder this way.
 //
 // # Importing
 //

@@ -26,7 +26,19 @@ const DefaultHTTPAddr = "127.0.0.1:0"
 type HTTPOptions struct {
 	// Addr is the address ListenHTTP binds; default "127.0.0.1:0". An
 	// address that is not loopback is refused unless AllowRemote is set.
-	Addr        string
+	Addr string
+	// AllowRemote serves clients beyond this machine: ListenHTTP binds an
+	// address that is not loopback, and the handler serves clients that
+	// are not on a loopback address, and requests a proxy forwarded. It
+	// requires BearerToken: ListenHTTP and Handler refuse it without one,
+	// as anyone on the network could run the tools otherwise (a Host
+	// header is what a client claims, not where it is).
+	//
+	// Without it, only clients on a loopback address are served, and a
+	// request carrying a proxy's Forwarded, X-Forwarded-For,
+	// X-Forwarded-Host or X-Real-Ip header is refused with 403: a proxy
+	// on this machine connects from loopback, but its client is
+	// elsewhere.
 	AllowRemote bool
 	// AllowedHosts are Host header names accepted besides the loopback
 	// names (localhost, 127.0.0.1, [::1]; any port): a request naming any
@@ -39,30 +51,47 @@ type HTTPOptions struct {
 	// are accepted. "*" accepts any origin.
 	AllowedOrigins []string
 	// BearerToken, when set, must be sent as "Authorization: Bearer
-	// <token>"; a request without it is refused with 401.
+	// <token>"; a request without it is refused with 401. AllowRemote
+	// requires it.
 	BearerToken string
 	// JSONResponse answers requests with application/json instead of an
 	// event stream (no progress notifications then).
 	JSONResponse bool
 }
 
+// errRemoteWithoutToken refuses AllowRemote without a BearerToken.
+var errRemoteWithoutToken = errors.New("mcp: AllowRemote requires a BearerToken: beyond loopback anyone on the network could run the tools otherwise")
+
 // Handler returns an http.Handler serving the MCP streamable HTTP
-// transport (any path), behind the Host, Origin and bearer-token checks
-// of opts.
-func (s *Server) Handler(o *HTTPOptions) http.Handler {
+// transport (any path), behind the client address, Host, Origin and
+// bearer-token checks of opts. It fails when opts sets AllowRemote
+// without a BearerToken.
+func (s *Server) Handler(o *HTTPOptions) (http.Handler, error) {
 	var opts HTTPOptions
 	if o != nil {
 		opts = *o
 	}
+	if opts.AllowRemote && opts.BearerToken == "" {
+		return nil, errRemoteWithoutToken
+	}
 	opts.AllowedHosts, opts.AllowedOrigins = slices.Clone(opts.AllowedHosts), slices.Clone(opts.AllowedOrigins)
+	// The guard checks Host itself, against AllowedHosts too; the SDK's
+	// own check would refuse an allowed name on a loopback listener.
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },
-		&sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse, DisableLocalhostProtection: slices.Contains(opts.AllowedHosts, "*")})
-	return guard(opts, h)
+		&sdk.StreamableHTTPOptions{JSONResponse: opts.JSONResponse, DisableLocalhostProtection: true})
+	return guard(opts, h), nil
 }
 
-// guard checks Host, Origin and the bearer token before next runs.
+// guard checks the client's address (unless AllowRemote), Host, Origin
+// and the bearer token before next runs.
 func guard(opts HTTPOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !opts.AllowRemote {
+			if err := loopback.CheckClient(r); err != nil {
+				http.Error(w, "Forbidden: "+err.Error()+" (the server can allow it: HTTPOptions.AllowRemote, with a BearerToken)", http.StatusForbidden)
+				return
+			}
+		}
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed", r.Host), http.StatusForbidden)
 			return
@@ -138,7 +167,9 @@ func (h *HTTPServer) Close(ctx context.Context) error {
 }
 
 // ListenHTTP binds opts.Addr and serves the MCP endpoint at /mcp on it in
-// the background until Close.
+// the background until Close. An address beyond loopback is refused with
+// [ErrNotLoopback] unless opts.AllowRemote, and AllowRemote without a
+// BearerToken is refused before anything listens.
 func (s *Server) ListenHTTP(o *HTTPOptions) (*HTTPServer, error) {
 	var opts HTTPOptions
 	if o != nil {
@@ -146,6 +177,10 @@ func (s *Server) ListenHTTP(o *HTTPOptions) (*HTTPServer, error) {
 	}
 	if opts.Addr == "" {
 		opts.Addr = DefaultHTTPAddr
+	}
+	handler, err := s.Handler(&opts) // refuses AllowRemote without a token
+	if err != nil {
+		return nil, err
 	}
 	addr := opts.Addr
 	if !opts.AllowRemote {
@@ -163,7 +198,7 @@ func (s *Server) ListenHTTP(o *HTTPOptions) (*HTTPServer, error) {
 		return nil, fmt.Errorf("mcp: listen: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.Handler(&opts))
+	mux.Handle("/mcp", handler)
 	h := &HTTPServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		url: "http://" + ln.Addr().String() + "/mcp", done: make(chan error, 1)}
 	go func() { h.done <- h.srv.Serve(ln) }()

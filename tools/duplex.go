@@ -299,6 +299,9 @@ func (t *Tool) resultFrame(call *messages.Frame, out outcome) *messages.Frame {
 				return f
 			}
 		}
+		if ae := (*ArgumentsError)(nil); errors.As(out.err, &ae) {
+			return errorResult(call, FailureInvalidArguments, out.err.Error())
+		}
 		return errorResult(call, FailureHandler, out.err.Error())
 	}
 	return messages.RawToolResult(call.GetStreamId(), call.GetToolCallId(), call.GetName(), out.payload)

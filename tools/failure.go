@@ -79,10 +79,14 @@ func KindOf(result *messages.Frame) FailureKind {
 	return FailureHandler
 }
 
-// errorResult answers call with a failure of the given kind.
+// errorResult answers call with a failure of the given kind: the shape of
+// messages.ToolError, {"success":false,"error":message}, encoded as
+// results are (encodeResult), so that "<", ">" and "&" in the message
+// reach the model as themselves, as in a successful result.
 func errorResult(call *messages.Frame, kind FailureKind, message string) *messages.Frame {
-	f := messages.ToolError(call.GetStreamId(), call.GetToolCallId(), call.GetName(), message)
-	f.Meta.FailureKind = string(kind)
+	payload, _ := encodeResult(messages.ErrorResult{Error: message}) // a struct of strings always encodes
+	f := messages.RawToolResult(call.GetStreamId(), call.GetToolCallId(), call.GetName(), payload)
+	f.Meta = &messages.Metadata{IsError: true, FailureKind: string(kind)}
 	return f
 }
 

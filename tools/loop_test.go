@@ -3,12 +3,16 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
@@ -362,5 +366,50 @@ func TestLoop_RepeatedCallID(t *testing.T) {
 	}
 	if !slices.Equal(lines(out), want) {
 		t.Fatalf("got %q", lines(out))
+	}
+}
+
+// TestLoop_ErrorResultNotHTMLEscaped: "<", ">" and "&" reach the model as
+// themselves in error results too (a handler's error, invalid arguments),
+// as in successful ones: a compiler's or shell's message is read as it
+// was written.
+func TestLoop_ErrorResultNotHTMLEscaped(t *testing.T) {
+	const text = "a < b && c > d"
+	ok := tools.MustNewTyped(tools.Definition{Name: "ok"},
+		func(context.Context, struct{}) (string, error) { return text, nil })
+	fail := tools.MustNewTyped(tools.Definition{Name: "fail"},
+		func(context.Context, struct{}) (string, error) { return "", errors.New(text) })
+	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{
+		{ToolCalls: []scripted.ToolCall{{ID: "c_ok", Name: "ok"}, {ID: "c_fail", Name: "fail"},
+			{ID: "c_bad", Name: "ok", Arguments: `{"` + text + `":1}`}}},
+		{Text: "done"},
+	}}, nil)
+	loop, err := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{
+		RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{ok, fail}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, newRuntime(t), loop)
+	send(t, conn, messages.RawParam("s1", models.ParamMessages, models.EncodeMessages([]models.Message{models.UserMessage("Go.")})),
+		messages.End("s1"))
+	frames, err := conn.RecvStream(testCtx(t), "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]*messages.Frame{}
+	for _, f := range frames {
+		if f.GetType() == messages.FrameType_TOOL_RESULT {
+			results[f.GetToolCallId()] = f
+		}
+	}
+	for id, kind := range map[string]tools.FailureKind{"c_ok": "", "c_fail": tools.FailureHandler, "c_bad": tools.FailureInvalidArguments} {
+		f := results[id]
+		if f == nil {
+			t.Fatalf("no result for %s in %q", id, lines(frames))
+		}
+		if tools.KindOf(f) != kind || !strings.Contains(string(f.GetPayload()), text) {
+			t.Errorf("%s: result %s (%q), want %q as written, of kind %q", id, f.GetPayload(), tools.KindOf(f), text, kind)
+		}
 	}
 }

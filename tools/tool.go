@@ -30,7 +30,10 @@ const NoTimeout time.Duration = -1
 // call's result (nil is sent as {}; a json.RawMessage is sent as is). A
 // non-nil error is sent to the model as {"success":false,"error":err.Error()},
 // an error result of kind FailureHandler; a [*ResultError] sends its own
-// payload and kind instead.
+// payload and kind instead, and an [*ArgumentsError] (the arguments are
+// valid for the schema but not for the handler) is of kind
+// FailureInvalidArguments, which does not count against the tool's
+// circuit breaker.
 //
 // An async handler (the default) runs on its own goroutine, so several
 // calls of one tool may run at once: a HandlerFunc must be safe for

@@ -20,10 +20,18 @@ type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
 // jsonschema.For[In] (struct fields by their json tags, required unless
 // omitempty/omitzero, no additional properties), and def.OutputSchema from
 // Out when it can be; an In whose schema is not that of an object (a
-// string, a number, a slice) is refused, as arguments are a JSON object. Arguments are validated against the schema before
-// they are decoded into In, so fn only sees valid input. They are decoded
-// as encoding/json decodes them (a flat struct of strings, booleans and
-// numbers is read without it when that gives the same value).
+// string, a number, a slice) is refused, as arguments are a JSON object.
+// Arguments are validated against the schema before they are decoded
+// into In, so fn only sees valid input. They are decoded as
+// encoding/json decodes them (a flat struct of strings, booleans and
+// numbers is read without it when that gives the same value), except
+// that an integral number written with a fraction or an exponent (2.0,
+// 2e0), which the schema's "integer" accepts, is read into an integer
+// field as that integer. Valid arguments that In cannot hold (a number
+// out of the range of its field: the schema inferred for an int64 has
+// no bounds) are answered as invalid arguments ([ArgumentsError],
+// [FailureInvalidArguments]), as those the schema refuses are; fn does
+// not run.
 func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error) {
 	if def.Handler != nil {
 		return nil, fmt.Errorf("%w %q: a typed tool takes no Handler", ErrInvalidDefinition, def.Name)
@@ -53,9 +61,9 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 	def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 		var in In // on the stack: the flat decoder keeps no pointer to it
 		if flatIn == nil || !flatIn.decode(args, unsafe.Pointer(&in)) {
-			decoded := new(In) // not what the flat decoder set before it declined
-			if err := json.Unmarshal(args, decoded); err != nil {
-				return nil, fmt.Errorf("decode arguments: %w", err)
+			decoded, err := decodeArguments[In](def.Name, args) // not what the flat decoder set before it declined
+			if err != nil {
+				return nil, err
 			}
 			in = *decoded
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -521,4 +523,139 @@ func plainASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// decodeArguments decodes the arguments of a typed tool into a new In as
+// encoding/json does, except that an integral number written with a
+// fraction or an exponent (2.0, 2e0), which JSON Schema's "integer"
+// accepts, is read into an integer as the integer it is, where
+// encoding/json refuses it: when encoding/json refuses a value's type,
+// the arguments are decoded again with such numbers written as integers
+// (what a json.Number or json.RawMessage among them then holds). An error
+// is an *ArgumentsError of tool: the arguments were validated, so what
+// In cannot hold (a number out of its range, a value the schema allows
+// and In does not) is the call's fault, not the tool's.
+func decodeArguments[In any](tool string, args json.RawMessage) (*In, error) {
+	in := new(In)
+	err := json.Unmarshal(args, in)
+	var te *json.UnmarshalTypeError
+	if err != nil && errors.As(err, &te) {
+		if plain, ok := integralNumbers(args); ok {
+			in = new(In) // not what the first decoding set
+			err = json.Unmarshal(plain, in)
+		}
+	}
+	if err != nil {
+		return nil, &ArgumentsError{Tool: tool, Problems: []string{decodeProblem(err)}}
+	}
+	return in, nil
+}
+
+// decodeProblem words a decoding error as a line of
+// ArgumentsError.Problems: where, and what is wrong.
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "/: " + strings.TrimPrefix(err.Error(), "json: ")
+	}
+	at := "/" + strings.ReplaceAll(te.Field, ".", "/")
+	literal, isNumber := strings.CutPrefix(te.Value, "number ")
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if isNumber {
+			if _, integral := integerForm([]byte(literal)); !integral {
+				return fmt.Sprintf("%s: %s is not an integer, as a Go %s must be", at, literal, te.Type)
+			}
+			return fmt.Sprintf("%s: %s is out of the range of a Go %s", at, literal, te.Type)
+		}
+	case reflect.Float32, reflect.Float64:
+		if isNumber {
+			return fmt.Sprintf("%s: %s is out of the range of a Go %s", at, literal, te.Type)
+		}
+	}
+	return fmt.Sprintf("%s: cannot decode %s into a Go %s", at, te.Value, te.Type)
+}
+
+// maxIntegerDigits is the number of digits of the largest Go integer
+// (uint64's 18446744073709551615): an integral number of more digits is
+// left as it is written, which no integer holds either.
+const maxIntegerDigits = 20
+
+// integralNumbers returns data, valid JSON, with every integral number
+// written with a fraction or an exponent (2.0, 2e0, -0.0) written as an
+// integer (2, 2, 0) instead, and whether there was any. Strings are left
+// as they are.
+func integralNumbers(data []byte) ([]byte, bool) {
+	var out []byte
+	last := 0 // data[:last] is in out already
+	for i := 0; i < len(data); {
+		switch c := data[i]; {
+		case c == '"':
+			i = stringEnd(data, i)
+		case c == '-' || c >= '0' && c <= '9':
+			n, integer := number(data, i)
+			if n == 0 {
+				return nil, false // not valid JSON: left to encoding/json
+			}
+			if !integer {
+				if plain, _ := integerForm(data[i : i+n]); plain != nil {
+					out = append(append(out, data[last:i]...), plain...)
+					last = i + n
+				}
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+	if out == nil {
+		return nil, false
+	}
+	return append(out, data[last:]...), true
+}
+
+// integerForm returns the JSON number lit written as an integer, without
+// fraction or exponent. integral is false when it is not an integer;
+// plain is nil then, and when it is one of more than maxIntegerDigits
+// digits, which it is not worth writing out.
+func integerForm(lit []byte) (plain []byte, integral bool) {
+	negative := lit[0] == '-'
+	if negative {
+		lit = lit[1:]
+	}
+	mantissa, exponent, _ := bytes.Cut(bytes.ToLower(lit), []byte("e"))
+	whole, fraction, _ := bytes.Cut(mantissa, []byte("."))
+	digits := append(bytes.Clone(whole), fraction...)
+	point := len(whole) // the decimal point is after digits[:point], before the exponent
+	digits = bytes.TrimLeft(digits, "0")
+	point -= len(whole) + len(fraction) - len(digits)
+	digits = bytes.TrimRight(digits, "0")
+	if len(digits) == 0 {
+		return []byte("0"), true // zero, whatever its sign and exponent
+	}
+	if len(exponent) > 0 {
+		// "+3", "-3" and "3" all parse; an exponent beyond ±2³⁰ is far
+		// beyond what the digits here could make up for.
+		e, err := strconv.Atoi(string(exponent))
+		if err != nil || e > 1<<30 || e < -1<<30 {
+			return nil, exponent[0] != '-'
+		}
+		point += e
+	}
+	if point < len(digits) {
+		return nil, false
+	}
+	if point > maxIntegerDigits {
+		return nil, true
+	}
+	plain = make([]byte, 0, point+1)
+	if negative {
+		plain = append(plain, '-')
+	}
+	plain = append(plain, digits...)
+	for range point - len(digits) {
+		plain = append(plain, '0')
+	}
+	return plain, true
 }

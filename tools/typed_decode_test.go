@@ -3,7 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"math/big"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -145,7 +148,8 @@ func TestFlatDecoder_TypesLeftToEncodingJSON(t *testing.T) {
 // TestTyped_FlatAndFallbackAgree runs a typed tool's handler on arguments
 // the flat decoder reads and on arguments it leaves to encoding/json
 // (after setting some fields): the function sees what encoding/json
-// decodes, and a decoding error is worded by encoding/json.
+// decodes, and what encoding/json refuses is answered as invalid
+// arguments.
 func TestTyped_FlatAndFallbackAgree(t *testing.T) {
 	var seen []flatIn
 	tool := MustNewTyped(Definition{Name: "t", Schema: json.RawMessage(`{}`)}, func(_ context.Context, in flatIn) (bool, error) {
@@ -166,8 +170,9 @@ func TestTyped_FlatAndFallbackAgree(t *testing.T) {
 		}
 	}
 	_, err := h(context.Background(), json.RawMessage(`{"s":"a","i":"x"}`))
-	if err == nil || !strings.Contains(err.Error(), "decode arguments: json: cannot unmarshal string") {
-		t.Errorf("error %v, want encoding/json's", err)
+	var ae *ArgumentsError
+	if !errors.As(err, &ae) || err.Error() != `invalid arguments for tool "t": /i: cannot decode string into a Go int` {
+		t.Errorf("error %v, want encoding/json's refusal as invalid arguments", err)
 	}
 }
 
@@ -311,5 +316,147 @@ func FuzzFlatEncoder(f *testing.F) {
 	f.Add("", false, int64(0), uint64(0))
 	f.Fuzz(func(t *testing.T, s string, b bool, n int64, u uint64) {
 		checkEncodesLikeEncodeResult(t, flatOutT{S: s, Empty: s, B: b, NoB: b, I: int(n), I8: int8(n), I64: n, U16: uint16(u), U64: u, Mode: mode(s)})
+	})
+}
+
+// numIn has a field of each number kind; none is required.
+type numIn struct {
+	I   int     `json:"i,omitempty"`
+	I8  int8    `json:"i8,omitempty"`
+	I64 int64   `json:"i64,omitempty"`
+	U   uint    `json:"u,omitempty"`
+	U8  uint8   `json:"u8,omitempty"`
+	U64 uint64  `json:"u64,omitempty"`
+	F32 float32 `json:"f32,omitempty"`
+	F64 float64 `json:"f64,omitempty"`
+	L   []int   `json:"l,omitempty"`
+}
+
+// numbers are literals around what the fields of numIn hold: integral
+// ones written with fractions and exponents, fractions, the bounds.
+var numbers = []string{
+	"2", "2.0", "2e0", "20E-1", "0.2e+1", "-0.0", "0e9999", "-2.0", "2.5", "2.000000000000000001", "1e-1",
+	"1.27e2", "1.28e2", "-1.28e2", "-1.29e2", "255.0", "2.56e2", "-1.0", "1e19", "1.8446744073709551615e19",
+	"1.8446744073709551616e19", "9.223372036854775807e18", "9.223372036854775808e18", "-9.223372036854775808e18",
+	"-9.223372036854775809e18", "0.00000000000000000001e20", "1e30", "1E400", "1e-400", "3.4e38", "1e39",
+}
+
+// TestTyped_DecodesWhatTheValidatorAccepts: for every number the inferred
+// schema of numIn accepts in a field, the function gets the number's
+// value when the field can hold it, and otherwise the call is invalid
+// arguments: never a handler failure (which counts against the circuit
+// breaker).
+func TestTyped_DecodesWhatTheValidatorAccepts(t *testing.T) {
+	tool := MustNewTyped(Definition{Name: "t"}, func(_ context.Context, in numIn) (numIn, error) { return in, nil })
+	typ := reflect.TypeFor[numIn]()
+	accepted := 0
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		for _, lit := range numbers {
+			doc := `{"` + name + `":` + lit + `}`
+			if f.Type.Kind() == reflect.Slice {
+				doc = `{"` + name + `":[1,` + lit + `]}`
+			}
+			if _, err := tool.validator.validate(json.RawMessage(doc)); err != nil {
+				continue
+			}
+			accepted++
+			out, err := tool.def.Handler(context.Background(), json.RawMessage(doc))
+			var ae *ArgumentsError
+			if err != nil && !errors.As(err, &ae) {
+				t.Errorf("%s: valid arguments answered %v, not invalid arguments", doc, err)
+				continue
+			}
+			kind := f.Type.Kind()
+			if kind == reflect.Slice {
+				kind = f.Type.Elem().Kind()
+			}
+			want, fits := numberValue(t, lit, kind)
+			switch {
+			case fits && err != nil:
+				t.Errorf("%s: answered %v, want %v in %s", doc, err, want, f.Name)
+			case !fits && err == nil:
+				t.Errorf("%s: decoded to %+v, which %s cannot hold", doc, out, f.Type)
+			case fits:
+				got := reflect.ValueOf(out).Field(i)
+				if got.Kind() == reflect.Slice {
+					got = got.Index(1)
+				}
+				if got.Interface() != want {
+					t.Errorf("%s: %s is %v, want %v", doc, f.Name, got, want)
+				}
+			}
+		}
+	}
+	if accepted < len(numbers) {
+		t.Errorf("the schema accepted %d documents only", accepted)
+	}
+}
+
+// numberValue is lit, a number the schema accepted, as a value of kind,
+// and whether that kind holds it (an integer kind holds an integer within
+// its range, a float one any number but one beyond its largest).
+func numberValue(t *testing.T, lit string, kind reflect.Kind) (any, bool) {
+	t.Helper()
+	switch kind {
+	case reflect.Float32, reflect.Float64:
+		bits := 64
+		if kind == reflect.Float32 {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(lit, bits)
+		if bits == 32 {
+			return float32(f), err == nil
+		}
+		return f, err == nil
+	}
+	r, ok := new(big.Rat).SetString(lit)
+	if !ok || !r.IsInt() {
+		t.Fatalf("the schema accepts %s for an integer", lit)
+	}
+	n := r.Num()
+	v := reflect.New(reflect.TypeFor[int]()).Elem()
+	switch kind {
+	case reflect.Int8:
+		v = reflect.New(reflect.TypeFor[int8]()).Elem()
+	case reflect.Int64:
+		v = reflect.New(reflect.TypeFor[int64]()).Elem()
+	case reflect.Uint:
+		v = reflect.New(reflect.TypeFor[uint]()).Elem()
+	case reflect.Uint8:
+		v = reflect.New(reflect.TypeFor[uint8]()).Elem()
+	case reflect.Uint64:
+		v = reflect.New(reflect.TypeFor[uint64]()).Elem()
+	}
+	if v.CanInt() {
+		if !n.IsInt64() || v.OverflowInt(n.Int64()) {
+			return nil, false
+		}
+		v.SetInt(n.Int64())
+	} else {
+		if !n.IsUint64() || v.OverflowUint(n.Uint64()) {
+			return nil, false
+		}
+		v.SetUint(n.Uint64())
+	}
+	return v.Interface(), true
+}
+
+// FuzzTypedDecode: arguments the schema accepts are never a handler
+// failure of a typed tool: decoded, or invalid arguments.
+func FuzzTypedDecode(f *testing.F) {
+	tool := MustNewTyped(Definition{Name: "t"}, func(_ context.Context, in numIn) (numIn, error) { return in, nil })
+	for _, doc := range []string{`{"i":2.0}`, `{"u8":2.55e2,"l":[1e0,-0.0]}`, `{"i64":9.3e18}`, `{"f32":1e39}`, `{"u":-0e5}`} {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		if _, err := tool.validator.validate(json.RawMessage(doc)); err != nil {
+			return
+		}
+		var ae *ArgumentsError
+		if _, err := tool.def.Handler(context.Background(), json.RawMessage(doc)); err != nil && !errors.As(err, &ae) {
+			t.Fatalf("%s: valid arguments answered %v, not invalid arguments", doc, err)
+		}
 	})
 }

@@ -50,7 +50,9 @@ func compileSchema(tool string, schema json.RawMessage) (*validator, error) {
 
 // ArgumentsError is the error of a call whose arguments are not valid JSON
 // or do not match the tool's schema. The tool does not run; the model reads
-// Error() in the call's error result.
+// Error() in the call's error result, of kind FailureInvalidArguments. A
+// handler returns one for arguments valid for the schema that it cannot
+// take: a typed tool ([NewTyped]) for those its input type cannot hold.
 type ArgumentsError struct {
 	Tool string
 	// Problems are "<json pointer>: <what is wrong>" lines, or one

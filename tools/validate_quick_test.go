@@ -37,6 +37,10 @@ func TestQuickSchema_NeverAcceptsWhatTheValidatorRejects(t *testing.T) {
 		" {\n\t\"n\" : 1 ,\r\n \"s\" : \"a\\\"}\\\\\" } ", `{"\u006e":1}`, `{"n":1,"n":2}`, `{"n":1,"n":"x"}`,
 		`{"n":2,"l":[ ],"sub":{ "a" : false }}`, `{"n":2,"m":{}}`, `{"n":2,"m":{"a":[1]}}`, `[[1],{"n":1}]`,
 		`{"name":"Ada","extra":{"deep":[{"x":[null,true,"]}"]}]}}`, `{"n":2,"s":"{\"n\":\"x\"}"}`,
+		// Integral numbers written with a fraction or an exponent, which
+		// "integer" accepts, and near misses.
+		`{"n":2e0}`, `{"n":20E-1}`, `{"n":0.2e+1}`, `{"n":-0.0}`, `{"n":0e9999}`, `{"n":2.000000000000000001}`,
+		`{"n":1e30}`, `{"n":1E400}`, `{"n":1e-400}`, `{"n":2,"m":{"a":2.0,"b":2.5}}`, `[2.0,1e-1]`,
 	}
 	leftToValidator := map[string]bool{`{"\u006e":1}`: true, `{"n":1,"n":2}`: true, `{"n":1,"n":"x"}`: true}
 	for _, schema := range schemas {

@@ -9,7 +9,9 @@
 // and is never resolved: a name that resolves to loopback now may resolve
 // elsewhere a moment later (DNS rebinding). An address to listen on is
 // resolved once and listened on at the loopback IP that was checked, so a
-// name all of whose addresses are loopback ones will do.
+// name all of whose addresses are loopback ones will do. A request's
+// client ([CheckClient]) is loopback by the address it connected from,
+// and only when no proxy forwarded the request.
 package loopback
 
 import (

@@ -3,6 +3,7 @@ package loopback_test
 import (
 	"errors"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -111,5 +112,40 @@ func TestListenAddress_SystemNames(t *testing.T) {
 	host, port, splitErr := net.SplitHostPort(got)
 	if ip := net.ParseIP(host); err != nil || splitErr != nil || ip == nil || !ip.IsLoopback() || port != "0" {
 		t.Errorf("ListenAddress(localhost:0) = %q, %v; want a loopback IP, port 0", got, err)
+	}
+}
+
+// A request is a loopback client's when it connected from a loopback IP
+// and carries none of a proxy's forwarding headers: a proxy on this
+// machine connects from loopback, but its client is elsewhere.
+func TestCheckClient(t *testing.T) {
+	for _, c := range []struct {
+		remote        string
+		header, value string
+		says          string // in the refusal; "" for none
+	}{
+		{"127.0.0.1:40000", "", "", ""},
+		{"127.8.9.1:1", "", "", ""},
+		{"[::1]:40000", "", "", ""},
+		{"[::1]:40000", "X-Request-Id", "7", ""},
+		{"192.0.2.7:40000", "", "", `client "192.0.2.7:40000" is not on a loopback address`},
+		{"[2001:db8::7]:40000", "", "", "2001:db8::7"},
+		{"0.0.0.0:40000", "", "", "0.0.0.0"},
+		{"", "", "", `client ""`},
+		{"localhost:40000", "", "", "localhost"}, // a name is not an address
+		{"127.0.0.1:40000", "Forwarded", "for=203.0.113.9", `forwarded by a proxy (Forwarded: "for=203.0.113.9")`},
+		{"127.0.0.1:40000", "X-Forwarded-For", "203.0.113.9", "X-Forwarded-For"},
+		{"127.0.0.1:40000", "X-Forwarded-Host", "mcp.example", "X-Forwarded-Host"},
+		{"127.0.0.1:40000", "X-Real-Ip", "203.0.113.9", "X-Real-Ip"},
+		{"127.0.0.1:40000", "X-Forwarded-For", strings.Repeat("9", 500), strings.Repeat("9", 100) + "…"},
+	} {
+		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
+		if c.header != "" {
+			r.Header.Set(c.header, c.value)
+		}
+		err := loopback.CheckClient(r)
+		if c.says == "" && err != nil || c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) {
+			t.Errorf("CheckClient(%q, %s: %.20q) = %v, want an error saying %q (none if empty)", c.remote, c.header, c.value, err, c.says)
+		}
 	}
 }

@@ -1,0 +1,38 @@
+package loopback
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// ForwardedHeaders are the headers with which a proxy names the client it
+// forwards for.
+var ForwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
+
+// CheckClient refuses a request whose client is not on a loopback IP
+// (r.RemoteAddr; a name is not an address), or that carries one of
+// [ForwardedHeaders]: a proxy on this machine connects from loopback, and
+// may pass a loopback Host on, but the client it forwards for is
+// elsewhere. Its errors say what was refused, not how to allow it: the
+// caller adds that.
+func CheckClient(r *http.Request) error {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("client %q is not on a loopback address", r.RemoteAddr)
+	}
+	for _, h := range ForwardedHeaders {
+		if v := r.Header.Values(h); len(v) > 0 {
+			value := strings.Join(v, ", ")
+			if len(value) > 100 {
+				value = value[:100] + "…"
+			}
+			return fmt.Errorf("request forwarded by a proxy (%s: %q): its client is not known to be on a loopback address", h, value)
+		}
+	}
+	return nil
+}

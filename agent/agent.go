@@ -1268,7 +1268,7 @@ func (c *conversation) readStored(ctx context.Context, first bool) error {
 	}
 	c.total.Rounds = storedRounds(st)
 	if st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE && len(st.GetCalls()) > 0 {
-		c.resumed = &resumedResponse{text: st.GetText(), call: st.GetCalls()[0].GetCall().GetToolCallId()}
+		c.resumed = &resumedResponse{text: st.GetText(), call: st.GetCalls()[0].GetCall().GetToolCallId(), calls: st.GetCalls()}
 	}
 	return nil
 }
@@ -1280,6 +1280,9 @@ type resumedResponse struct {
 	text string // what the model said in it
 	call string // the id of its first call
 	told bool   // the attempt has given the text
+	// calls are its calls as stored: their TOOL_CALL frames, whose
+	// arguments are the model's bytes.
+	calls []*messages.LoopCall
 }
 
 // says returns, for f the TOOL_CALL of the resumed response's first

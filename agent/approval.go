@@ -21,7 +21,8 @@ import (
 // [Agent.Resume] when the conversation waits for a person: the approval
 // policy ([Options].Approval) held the calls in Pending (in call order)
 // and nothing else of the round runs any more. The answer returned with
-// it is what was answered so far.
+// it is what was answered so far. A pending call's Arguments are those of
+// its TOOL_CALL ([EventToolCall]), byte for byte as the model sent them.
 //
 // Nothing waits in memory for the answer but the held calls' entries in
 // the session's loop (without a Store, also the session's stream of the
@@ -151,6 +152,32 @@ type approvalState struct {
 	// failed is set once the stream of the attempt (without a Store),
 	// or held, gets an ERROR (see waitingStream.failed).
 	failed *atomic.Bool
+	// args are the arguments of the calls of the attempt's stream, by
+	// id, as their TOOL_CALL frames carried them: the model's bytes.
+	args map[string]json.RawMessage
+}
+
+// called keeps the arguments of f, a TOOL_CALL, for asCalled.
+func (ap *approvalState) called(f *messages.Frame) { ap.keep(f.GetToolCallId(), f.GetPayload()) }
+
+// keep keeps the arguments args of the call id for asCalled.
+func (ap *approvalState) keep(id string, args json.RawMessage) {
+	if ap.args == nil {
+		ap.args = map[string]json.RawMessage{}
+	}
+	ap.args[id] = args
+}
+
+// asCalled gives the held calls pending the arguments of their TOOL_CALL
+// frames, byte for byte as the model sent them: the loop's approval
+// payloads carry them re-encoded (HTML-escaped, compacted), and a person
+// asked to approve a command must read what would run.
+func (ap *approvalState) asCalled(pending []tools.ApprovalRequest) {
+	for i, p := range pending {
+		if args, ok := ap.args[p.ToolCallID]; ok {
+			pending[i].Arguments = args
+		}
+	}
 }
 
 // waitingStream is a conversation of the shared loop (no Store) that
@@ -210,6 +237,12 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		if len(pending) == 0 {
 			return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
 		}
+		if c.resumed != nil { // the held calls' round, as stored
+			for _, lc := range c.resumed.calls {
+				c.approval.called(lc.GetCall())
+			}
+			c.approval.asCalled(pending)
+		}
 		return c.apply(decisions, pending, &models.Answer{})
 	case c.ownLoop():
 		// A Run with a Store (a Resume's is above), or a delegation
@@ -233,6 +266,9 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		}
 		delete(a.waiting, c.session)
 		c.approval.stream, c.approval.held, c.approval.ans, c.approval.pending = ws.s.ID(), ws.s, ws.ans, ws.pending
+		for _, p := range ws.pending { // as called: the stream gives their TOOL_CALLs no more
+			c.approval.keep(p.ToolCallID, p.Arguments)
+		}
 		c.approval.failed = ws.failed
 	}
 	return nil, nil
@@ -421,6 +457,9 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	if c.approval == nil {
 		return false, nil
 	}
+	if f.GetType() == messages.FrameType_TOOL_CALL {
+		c.approval.called(f)
+	}
 	if err := c.follow(f, s); err != nil {
 		return false, err
 	}
@@ -431,6 +470,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	if err := json.Unmarshal(f.GetPayload(), &w); err != nil {
 		return false, fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalWaiting, err)
 	}
+	c.approval.asCalled(w.Pending)
 	open := w.Pending[:0:0]
 	for _, p := range w.Pending {
 		if !c.approval.sent[p.ToolCallID] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/approval"
+	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
@@ -230,5 +232,55 @@ func TestApproval_ThousandWaiting(t *testing.T) {
 	}
 	if l.runs.Load() != 3 {
 		t.Fatalf("%d launches", l.runs.Load())
+	}
+}
+
+// TestApproval_HeldCallArgumentsAsWritten: the held calls a WaitingError
+// shows a person carry their arguments byte for byte as the model wrote
+// them (as their EventToolCall has them): not HTML-escaped, not
+// compacted, at the first wait and at one after a Resume, on the shared
+// loop and resuming a stored session.
+func TestApproval_HeldCallArgumentsAsWritten(t *testing.T) {
+	const args2, args3 = `{"target": "moon > f.txt && cat f.txt"}`, `{ "target":"<mars>" }`
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprint("durable=", durable), func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			m := scripted.MustNew(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{
+				{ToolCalls: []scripted.ToolCall{call("c2", "launch", args2), call("c3", "launch", args3)}},
+				{Text: "Done."},
+			}}, nil)
+			opts := &agent.Options{Tools: []*tools.Tool{newLauncher().tool()}, Approval: &tools.ApprovalOptions{}}
+			if durable {
+				store := memstore.New(nil)
+				t.Cleanup(func() { store.Close() })
+				opts.Store = store
+			}
+			a := newAgent(t, rt, m.Spec("model"), opts)
+			called := map[string]string{}
+			var err error
+			for ev, e := range a.Stream(testCtx(t), "s1", ask) {
+				if ev.Kind == agent.EventToolCall {
+					called[ev.Call.ID] = string(ev.Call.Arguments)
+				}
+				err = e
+			}
+			if called["c2"] != args2 || called["c3"] != args3 {
+				t.Fatalf("EventToolCall arguments %q, want them as written", called)
+			}
+			w := waiting(t, err, "c2", "c3")
+			if got2, got3 := string(w.Pending[0].Arguments), string(w.Pending[1].Arguments); got2 != args2 || got3 != args3 {
+				t.Errorf("held for approval with arguments %s and %s, want them as the model wrote them: %s and %s", got2, got3, args2, args3)
+			}
+			_, err = a.Resume(testCtx(t), "s1", ask, agent.Approve("c2"))
+			w = waiting(t, err, "c3")
+			if got := string(w.Pending[0].Arguments); got != args3 {
+				t.Errorf("still held after a Resume with arguments %s, want %s", got, args3)
+			}
+			_, err = a.Resume(testCtx(t), "s1", ask, agent.Approve("c9"))
+			w = waiting(t, err, "c3")
+			if got := string(w.Pending[0].Arguments); got != args3 {
+				t.Errorf("still held after a Resume about no held call with arguments %s, want %s", got, args3)
+			}
+		})
 	}
 }

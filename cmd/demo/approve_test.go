@@ -44,7 +44,9 @@ func TestE2E_ApproveAsk(t *testing.T) {
 		transcript  []string
 	}{
 		{"deny", "n\n", "<none>", "", []string{"run it? [y]es / [n]o / [e]dit", "FAILED (denied)", "denied at the terminal"}},
-		{"approve", "y\n", "Hello, Ada! Greetings from a Polyweave workspace.\n", "", []string{"run it?", "result     run_command call_run ok"}},
+		{"approve", "y\n", "Hello, Ada! Greetings from a Polyweave workspace.\n", "", []string{"run it?", "result     run_command call_run ok",
+			// The command asked about as the model wrote it.
+			`approve    run_command call_run {"command":"sh hello.sh Ada > greeting.txt && cat greeting.txt"}`}},
 		{"edit", "what?\ne\n{\"command\":\"echo edited > edited.txt\"}\n", "<none>", "edited\n", []string{"answer y, n or e", "new arguments for run_command"}},
 		{"no input", "", "<none>", "", []string{"no answer (input ended)", "FAILED (denied)"}},
 	} {

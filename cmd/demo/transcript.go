@@ -340,17 +340,13 @@ func (t *transcript) Err() error {
 	return t.err
 }
 
-// htmlEscapes undoes the escaping encoding/json applies to <, > and &,
-// which is valid JSON but hard to read.
-var htmlEscapes = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
-
 // shown is JSON made compact and readable, cut to maxShown runes.
 func shown(raw []byte) string {
 	var b bytes.Buffer
 	if json.Compact(&b, raw) == nil {
 		raw = b.Bytes()
 	}
-	return clip(htmlEscapes.Replace(string(raw)))
+	return clip(string(raw))
 }
 
 // clip shortens s to maxShown runes.

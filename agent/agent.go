@@ -100,7 +100,9 @@ const MaxSessionIDBytes = 1024
 // wrapping actors.ErrDuplexStopped that names the agent and the session,
 // not with a FailedError.
 type FailedError struct {
-	// Session is the conversation's session id.
+	// Agent is the name of the agent ([Options].Name); Session is the
+	// conversation's session id.
+	Agent   string
 	Session string
 	// Attempts is the number of attempts counted against
 	// [Options].MaxAttempts. It leaves out those in Uncounted: stream ids
@@ -123,7 +125,7 @@ type FailedError struct {
 // Error says how many attempts the conversation made, the last one's
 // ERROR text and, when known, the cause.
 func (e *FailedError) Error() string {
-	msg := fmt.Sprintf("agent: session %q failed after %d attempt(s)", clip(e.Session), e.Attempts)
+	msg := fmt.Sprintf("%s: session %q failed after %d attempt(s)", agentOf(e.Agent), clip(e.Session), e.Attempts)
 	if e.Uncounted > 0 {
 		msg += fmt.Sprintf(" and %d not counted", e.Uncounted)
 	}
@@ -132,6 +134,15 @@ func (e *FailedError) Error() string {
 		msg += fmt.Sprintf(" (%v)", e.Err)
 	}
 	return msg
+}
+
+// agentOf names the agent name in an error message: agent "name", or
+// agent alone for an error made without one.
+func agentOf(name string) string {
+	if name == "" {
+		return "agent"
+	}
+	return fmt.Sprintf("agent %q", name)
 }
 
 // clip shortens a session id for an error message.
@@ -1121,7 +1132,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		case ans.Answered:
 			return c.result(ans), nil
 		case !ans.Failed:
-			return c.result(ans), ErrNoAnswer
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoAnswer)
 		case errors.Is(context.Cause(ctx), ErrClosed):
 			// Close cancelled it (a delegation, or a conversation in its
 			// consumer's body) and stopped the loop that failed it.
@@ -1134,24 +1145,24 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// sharedLoop). Another attempt would meet the same.
 			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
+			return c.result(ans), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
 		case failed.permanentErr() != nil:
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+			return c.result(ans), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
 				Err: permanentStore(failed.permanentErr())}
 		case refused && uncounted >= a.opts.MaxUncountedAttempts:
 			// The loop's supervisor bounds its restarts per window of
 			// time only: a sibling that keeps failing would keep the Run
 			// going.
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrLoopRestarting}
+			return c.result(ans), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrLoopRestarting}
 		case c.failure == actors.StoppedKind && c.ownLoop() && c.supervisorStopped != mux:
 			// The conversation's own loop was stopped, and no supervisor
 			// decided so: its parent (the runtime's host, or the Parent
 			// delegated to) is stopping, or was stopped. A stop wins over
 			// the retries: a fresh loop would start under a parent going
 			// away and run the conversation on.
-			return c.result(ans), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: actors.ErrDuplexStopped}
+			return c.result(ans), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: actors.ErrDuplexStopped}
 		case !refused && spent >= a.opts.MaxAttempts:
-			fe := &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error}
+			fe := &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error}
 			if c.failure == actors.StoppedKind {
 				fe.Err = actors.ErrDuplexStopped
 			}
@@ -1174,7 +1185,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 			// the store holds, the rounds just kept included; a store
 			// that cannot give it, for good, fails the Run now. Another
 			// error leaves the rounds kept as they are (see readStored).
-			return c.result(nil), &FailedError{Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
+			return c.result(nil), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error,
 				Err: permanentStore(fmt.Errorf("read the session from the store: %w", err))}
 		}
 		if emit != nil {

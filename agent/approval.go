@@ -33,6 +33,9 @@ import (
 // stopped and the held calls are in the store, so the answer can come
 // from another process, days later. Give it with [Agent.Resume].
 type WaitingError struct {
+	// Agent is the name of the agent ([Options].Name); Session is the
+	// waiting session's id.
+	Agent   string
 	Session string
 	Pending []tools.ApprovalRequest
 }
@@ -42,7 +45,7 @@ func (e *WaitingError) Error() string {
 	for i, p := range e.Pending {
 		ids[i] = p.Tool + " " + p.ToolCallID
 	}
-	return fmt.Sprintf("agent: session %q waits for approval of %s", e.Session, strings.Join(ids, ", "))
+	return fmt.Sprintf("%s: session %q waits for approval of %s", agentOf(e.Agent), clip(e.Session), strings.Join(ids, ", "))
 }
 
 // Approve approves the held call id: it runs as the model made it.
@@ -235,7 +238,7 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
 		}
 		if len(pending) == 0 {
-			return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
+			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrNotWaiting)
 		}
 		if c.resumed != nil { // the held calls' round, as stored
 			for _, lc := range c.resumed.calls {
@@ -256,9 +259,9 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 	ws, waiting := a.waiting[c.session]
 	switch {
 	case resuming && !waiting:
-		return nil, fmt.Errorf("%w: %q", ErrNotWaiting, c.session)
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrNotWaiting)
 	case !resuming && waiting:
-		return nil, fmt.Errorf("%w: %q", ErrWaiting, c.session)
+		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrWaiting)
 	case resuming:
 		kept := *ws.ans
 		if ans, err := c.apply(decisions, ws.pending, &kept); err != nil {
@@ -290,7 +293,7 @@ func (c *conversation) apply(decisions []tools.ApprovalAnswer, pending []tools.A
 		}
 	}
 	if len(ap.decisions) == 0 && !deadline {
-		return ans, &WaitingError{Session: c.session, Pending: pending}
+		return ans, &WaitingError{Agent: c.a.opts.Name, Session: c.session, Pending: pending}
 	}
 	return nil, nil
 }
@@ -497,7 +500,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 		}
 		c.a.mu.Unlock()
 	}
-	return kept, &WaitingError{Session: c.session, Pending: open}
+	return kept, &WaitingError{Agent: c.a.opts.Name, Session: c.session, Pending: open}
 }
 
 // ResumeStream is [Agent.Resume] as a sequence of events, as
@@ -547,7 +550,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	delete(a.waiting, sessionID)
 	a.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotWaiting, sessionID)
+		return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNotWaiting)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.CancelGrace, ErrGracePassed)
 	defer cancel()

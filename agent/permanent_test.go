@@ -14,6 +14,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/models/streaming"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // restarts runs the stream of a conversation and returns its restarts
@@ -115,4 +116,66 @@ func TestRun_NoMessages(t *testing.T) {
 	if n := len(m.Requests()); n != 0 {
 		t.Errorf("the model got %d requests, want none", n)
 	}
+}
+
+// TestRun_ErrorsNameTheAgent: every error a Run, a Resume or a Discard
+// returns about a session says which agent and session it concerns, as
+// ErrSessionBusy does, and errors.Is and errors.As still tell what it is:
+// no final answer within the iteration limit, every attempt failed, a
+// session waiting for approval (and a Run of it), a session that does
+// not wait.
+func TestRun_ErrorsNameTheAgent(t *testing.T) {
+	named := func(t *testing.T, err error) {
+		t.Helper()
+		if msg := err.Error(); !strings.Contains(msg, `agent "bot"`) || !strings.Contains(msg, `session "s1"`) {
+			t.Errorf("error %q does not say which agent and session it concerns", msg)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		turn scripted.Turn
+		is   func(error) bool
+	}{
+		{"no answer within the iteration limit", scripted.Turn{ToolCalls: []scripted.ToolCall{call("c", "echo", `{"text":"hi"}`)}},
+			func(err error) bool { return errors.Is(err, agent.ErrNoAnswer) }},
+		{"every attempt failed", scripted.Turn{Error: "overloaded"},
+			func(err error) bool { var f *agent.FailedError; return errors.As(err, &f) && f.Agent == "bot" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := actorstest.NewRuntime(t, nil)
+			m := scripted.MustNew(scripted.Script{Repeat: true, Turns: []scripted.Turn{tc.turn}}, nil)
+			a := newAgent(t, rt, m.Spec("model"), &agent.Options{Name: "bot", Tools: []*tools.Tool{echo(nil)}, MaxIterations: 2})
+			_, err := a.Run(testCtx(t), "s1", ask)
+			if !tc.is(err) {
+				t.Fatalf("Run: %v, not the error expected", err)
+			}
+			named(t, err)
+		})
+	}
+	t.Run("approval", func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		a := newAgent(t, rt, approvalScript(t).Spec("model"), &agent.Options{Name: "bot",
+			Tools: []*tools.Tool{echo(nil), newLauncher().tool()}, Approval: &tools.ApprovalOptions{}})
+		if _, err := a.Resume(testCtx(t), "s1", ask, agent.Approve("c2")); !errors.Is(err, agent.ErrNotWaiting) {
+			t.Fatalf("Resume of a session not waiting: %v", err)
+		} else {
+			named(t, err)
+		}
+		if err := a.Discard(testCtx(t), "s1"); !errors.Is(err, agent.ErrNotWaiting) {
+			t.Fatalf("Discard of a session not waiting: %v", err)
+		} else {
+			named(t, err)
+		}
+		_, err := a.Run(testCtx(t), "s1", ask)
+		var w *agent.WaitingError
+		if !errors.As(err, &w) || w.Agent != "bot" {
+			t.Fatalf("Run: %v, want a *WaitingError of agent bot", err)
+		}
+		named(t, err)
+		if _, err := a.Run(testCtx(t), "s1", ask); !errors.Is(err, agent.ErrWaiting) {
+			t.Fatalf("Run of a waiting session: %v", err)
+		} else {
+			named(t, err)
+		}
+	})
 }

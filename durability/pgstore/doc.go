@@ -118,7 +118,8 @@
 // network that drops packets) holds no caller past its context. Writes
 // share transactions (see group commit): a write whose caller's context
 // ends the wait before its transaction was sent is withdrawn, and fails
-// with the context's error (it is not stored); one whose transaction was
+// with the context's error (it is not stored), as does one that Close
+// gives up before it was sent (with ErrClosed); one whose transaction was
 // sent fails with [ErrOutcomeUnknown] and the context's error, and the
 // transaction goes on for the writes that share it, or is cancelled once
 // every caller of it gave up. The store copies a write's data when a

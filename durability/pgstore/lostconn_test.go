@@ -301,3 +301,50 @@ func TestLostConnection_BatchRerunPartly(t *testing.T) {
 		t.Errorf("b holds %q, want [0:x 1:y]", got)
 	}
 }
+
+// TestSilentServer_QueuedWriteAtCloseNotSent: a write still queued when
+// Close gives up on a silent server is never sent, so it fails with a
+// known outcome (not stored), not ErrOutcomeUnknown, while the write in
+// flight does.
+func TestSilentServer_QueuedWriteAtCloseNotSent(t *testing.T) {
+	s, p := storeVia(t, &pgstore.Options{Committers: 1, CloseTimeout: 1})
+	hit := p.arm(muteReply)
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(context.Background(), "a", 0, []byte("x")) }()
+	<-hit // the only committer waits for the silent server
+	queuedErr := make(chan error, 1)
+	go func() { queuedErr <- s.PersistEvent(context.Background(), "q", 0, []byte("y")) }()
+	pgstore.WaitQueued(s, 1)
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-heldErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("write in flight given up by Close: %v, want ErrOutcomeUnknown", err)
+	}
+	err := <-queuedErr
+	if err == nil {
+		t.Fatal("queued write after Close gave up: nil error, want a failure")
+	}
+	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("queued write never sent (Close gave up before a committer took it): %v; want a known outcome (not stored), not ErrOutcomeUnknown", err)
+	}
+}
+
+// TestClaim_NotSentIsKnown: a Claim whose context is done before anything
+// was sent fails with the context's error, not ErrOutcomeUnknown, and the
+// epoch stays as it was.
+func TestClaim_NotSentIsKnown(t *testing.T) {
+	s, _ := storeVia(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.Claim(ctx, "k")
+	if err == nil {
+		t.Fatal("Claim with a done context: nil error")
+	}
+	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("Claim with a context done before anything was sent: %v; want the context's error with a known outcome, not ErrOutcomeUnknown", err)
+	}
+	if e, err := s.Epoch(t.Context(), "k"); err != nil || e != 0 {
+		t.Errorf("Epoch = %d, %v; want 0 (nothing was sent)", e, err)
+	}
+}

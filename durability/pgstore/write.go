@@ -522,6 +522,8 @@ func (s *Store) failure(ctx context.Context, err error) error {
 			return fmt.Errorf("%w (%w)", err, ErrFenced)
 		}
 		return err
+	case errors.As(err, new(unsent)) && errors.Is(context.Cause(ctx), errCloseGaveUp):
+		return fmt.Errorf("%w: %w (the write was never sent): %w", durability.ErrClosed, errCloseGaveUp, err)
 	case !unknownOutcome(err):
 		return fencedOr(err)
 	}
@@ -536,7 +538,7 @@ func (s *Store) failure(ctx context.Context, err error) error {
 // connect) and the server did not refuse it (a PgError, but for a lost
 // connection's: see lostCode).
 func unknownOutcome(err error) bool {
-	if err == nil || pgconn.SafeToRetry(err) {
+	if err == nil || pgconn.SafeToRetry(err) || errors.As(err, new(unsent)) {
 		return false
 	}
 	var ce *pgconn.ConnectError
@@ -786,8 +788,21 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
-	return s.pool.SendBatch(ctx, &b).Close()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unsent{err}
+	}
+	defer conn.Release()
+	return conn.SendBatch(ctx, &b).Close()
 }
+
+// unsent is the error of a transaction that failed before any of it was
+// sent (no connection could be had): its outcome is known, nothing of it
+// is stored.
+type unsent struct{ err error }
+
+func (e unsent) Error() string { return e.err.Error() }
+func (e unsent) Unwrap() error { return e.err }
 
 // runChecked runs writes on conn in an explicit transaction (see
 // Store.rerun) that puts each row only where none is stored and locks

@@ -133,12 +133,21 @@
 // An error wrapping ErrOutcomeUnknown (also returned when a write's
 // connection was lost after its transaction was sent and running it again
 // was not safe or failed) means that the write may or may not have
-// committed, unlike the other errors, which mean it did not. A later read
-// tells which, once the transaction has ended on the server: a server
-// that got it whole commits it even after the connection was closed, when
-// it gets to it. A new [Store.Claim] of the key settles it: it waits for
-// every transaction that passed the older claim's fence check, and a later
-// one fails that check.
+// committed, unlike the other errors, which mean it did not. A server
+// that got the transaction whole commits it even after the connection was
+// closed, when it gets to it; so the actor is in doubt until the
+// transaction has ended on the server, and the store's reads and writes
+// of the actor wait for that: the store's own connection reports the end
+// of a transaction that goes on for other writes, and when the store
+// closed (or lost) that connection, it watches in the background for the
+// server backend that ran it to exit (in pg_stat_activity). A read or
+// write of an actor in doubt whose context ends first fails with
+// ErrOutcomeUnknown, saying that a write of the actor is still in doubt.
+// So, within one Store, a later read tells which. Another process does
+// not know of the doubt, and its read may show the write absent before
+// it commits: across processes, only a new [Store.Claim] of the key
+// settles it: it waits for every transaction that passed the older
+// claim's fence check, and a later one fails that check.
 //
 // # Fencing
 //

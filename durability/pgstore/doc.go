@@ -107,8 +107,10 @@
 // A write whose row holds other bytes (an event replaced by one at the
 // same index, say) is not run again, which could overwrite bytes written
 // since: it fails with [ErrOutcomeUnknown]. A fenced write's fence check
-// runs again with it; [Store.Claim] itself is not run again (each run
-// raises the epoch).
+// runs again with it; when the server refuses what one write of the batch
+// asks (its claim superseded, say), each write runs again alone, so that
+// it fails alone, as on a first run. [Store.Claim] itself is not run
+// again (each run raises the epoch).
 //
 // # Timeouts and unknown outcomes
 //

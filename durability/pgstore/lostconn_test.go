@@ -348,3 +348,49 @@ func TestClaim_NotSentIsKnown(t *testing.T) {
 		t.Errorf("Epoch = %d, %v; want 0 (nothing was sent)", e, err)
 	}
 }
+
+// TestLostConnection_RerunFencedWriteAlone: when a batch's connection is
+// lost after it was sent and the fence check of its run again refuses one
+// write (its claim superseded), that write alone fails with ErrFenced;
+// the other writes of the batch run again alone and commit, and are never
+// told that they are fenced.
+func TestLostConnection_RerunFencedWriteAlone(t *testing.T) {
+	ctx := t.Context()
+	s, p := storeVia(t, &pgstore.Options{Committers: 1})
+	old, err := s.Claim(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "k"); err != nil { // supersedes old
+		t.Fatal(err)
+	}
+	// Hold the only committer, so that the next two writes share its
+	// next transaction.
+	hit := p.arm(muteReply)
+	held, release := context.WithCancel(ctx)
+	defer release()
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
+	<-hit
+	fencedErr, otherErr := make(chan error, 1), make(chan error, 1)
+	go func() { fencedErr <- old.PersistEvent(ctx, "a", 0, []byte("x")) }()
+	go func() { otherErr <- s.PersistEvents(ctx, "b", 0, [][]byte{[]byte("y")}) }()
+	pgstore.WaitQueued(s, 2)
+	cut := p.arm(cutRequest)
+	release()
+	<-heldErr
+	if err := <-fencedErr; !errors.Is(err, pgstore.ErrFenced) {
+		t.Errorf("superseded claim's write: %v, want ErrFenced", err)
+	}
+	err = <-otherErr
+	<-cut
+	if errors.Is(err, pgstore.ErrFenced) {
+		t.Errorf("unfenced write sharing the batch: %v; it is told ErrFenced, though no claim of its own was superseded", err)
+	}
+	if err != nil {
+		t.Errorf("unfenced write sharing the batch: %v, want nil (run again without the fenced write, as the first run's per-write retry does)", err)
+	}
+	if got := stored(t, s, "b"); len(got) != 1 {
+		t.Errorf("b holds %q, want [0:y]", got)
+	}
+}

@@ -458,9 +458,15 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 	}
 	s.log.Info("pgstore: running a transaction again on a fresh connection, checking what it stores against what the rows hold", "writes", len(writes), "err", err)
 	if rerr := s.rerun(ctx, c, writes, err); rerr != nil {
-		return fmt.Errorf("%w: the connection was lost (%v), and running it again failed: %w", ErrOutcomeUnknown, err, rerr), true
+		return rerunFailed(err, rerr), true
 	}
 	return nil, false
+}
+
+// rerunFailed is the error of writes whose transaction's connection was
+// lost (lost) and whose run again failed with err.
+func rerunFailed(lost, err error) error {
+	return fmt.Errorf("%w: the connection was lost (%v), and running it again failed: %w", ErrOutcomeUnknown, lost, err)
 }
 
 // runCounted runs writes in one transaction, notes its failure (see
@@ -485,7 +491,9 @@ func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) e
 // may or may not have replaced them, and running it again would overwrite
 // them), and the transaction, rolled back, runs again without them. When
 // every row matches, the compactions and deletes run again too (they are
-// idempotent) and the transaction commits.
+// idempotent) and the transaction commits. When the server refuses what
+// one write asks (see retryAlone), each write runs again alone, and one
+// that fails has its error, with ErrOutcomeUnknown, as its verdict.
 func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost error) error {
 	for {
 		var err error
@@ -500,6 +508,20 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 			return err
 		})
 		s.noteFailure(err)
+		if err != nil && len(writes) > 1 && retryAlone(err) {
+			// The server refused what one write asked (a claim
+			// superseded, say): as on a first run (see Store.commit),
+			// each write runs again alone, so that it fails alone.
+			for _, w := range writes {
+				if !c.still(w) {
+					continue
+				}
+				if werr := s.rerun(ctx, c, []*write{w}, lost); werr != nil {
+					w.verdict = s.failure(ctx, rerunFailed(lost, werr))
+				}
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -332,6 +332,8 @@ type Member struct {
 	left      chan struct{}             // closed once the excluded member has left (see Excluded)
 	topoSub   *eventstream.Subscription // onTopology's
 
+	sessionGens atomic.Uint64 // the last generation of a session actor's instance (see sessionActor)
+
 	membersMu sync.Mutex
 	members   []string // addresses of the members, from the last topology
 	closeOnce sync.Once
@@ -456,7 +458,7 @@ func Start(opts *Options) (m *Member, err error) {
 	// A member that cannot be reached is given up after one attempt:
 	// requests to a dead member fail fast and go elsewhere.
 	rcfg.MaxRetryCount = 1
-	kind := pacluster.NewKind(Kind, actor.PropsFromProducer(func() actor.Actor { return &sessionActor{m: m} }))
+	kind := pacluster.NewKind(Kind, actor.PropsFromProducer(m.newSessionActor))
 	ccfg := pacluster.Configure(o.Name, o.Provider, m.lookup, rcfg,
 		pacluster.WithKinds(kind), pacluster.WithRequestTimeout(o.Hold+o.RequestTimeout))
 	m.c = pacluster.New(rt.System(), ccfg)

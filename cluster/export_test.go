@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/pgstore"
 	"github.com/polyweave/polyweave-go/messages"
@@ -49,3 +51,32 @@ func (s epochStore) Epoch(ctx context.Context, key string) (uint64, error) { ret
 // SetFirstWatchHook makes fn run before the first watch of every etcd
 // provider's members, after its read of them.
 func SetFirstWatchHook(fn func()) { testHookFirstWatch = fn }
+
+// SetSessionMessageHook makes fn run with the name of every message a
+// session actor receives, before the actor handles it: "started",
+// "restarting", "stopping", "claimed", "finished", "request" or "other".
+// A panic of fn is one of the actor's. nil removes the hook.
+func SetSessionMessageHook(fn func(msg string)) {
+	if fn == nil {
+		testHookSessionMessage = nil
+		return
+	}
+	testHookSessionMessage = func(msg any) {
+		name := "other"
+		switch msg.(type) {
+		case *actor.Started:
+			name = "started"
+		case *actor.Restarting:
+			name = "restarting"
+		case *actor.Stopping:
+			name = "stopping"
+		case claimed:
+			name = "claimed"
+		case finished:
+			name = "finished"
+		case *messages.Frame:
+			name = "request"
+		}
+		fn(name)
+	}
+}

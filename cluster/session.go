@@ -136,21 +136,36 @@ func statusFrame(id string, st status) *messages.Frame {
 	return &messages.Frame{Type: messages.FrameType_META, StreamId: id, Name: metaStatus, Payload: b}
 }
 
-// Local messages of a session actor (never sent over the wire).
+// Local messages of a session actor to itself (never sent over the
+// wire), from its run and its timers. Each carries the generation of the
+// actor instance that sent it: one that reaches a later instance (after
+// its supervisor restarted the actor) is ignored.
 type (
-	holdExpired uint64   // a waiter's hold time has passed
-	finished    *status  // the incarnation's run ended
-	lingered    uint64   // an ended session's linger time has passed since request seq
-	claimed     struct{} // the incarnation has claimed the session
+	holdExpired struct{ gen, key uint64 } // a waiter's hold time has passed
+	finished    struct {                  // the incarnation's run ended
+		gen uint64
+		st  *status
+	}
+	lingered struct{ gen, seq uint64 } // an ended session's linger time has passed since request seq
+	claimed  struct{ gen uint64 }      // the incarnation has claimed the session
 )
+
+func (m holdExpired) generation() uint64 { return m.gen }
+func (m finished) generation() uint64    { return m.gen }
+func (m lingered) generation() uint64    { return m.gen }
+func (m claimed) generation() uint64     { return m.gen }
 
 // sessionActor is the virtual actor (grain) of one session on the member
 // that hosts it. It starts the session's loop on the first run request
 // (claiming the session in the store first), answers run requests with
 // the session's status, and stops the loop when the cluster moves the
-// session away or the member stops.
+// session away or the member stops. When its supervisor restarts it (it
+// panicked), the instance that ends cancels its run and answers the
+// requests it holds (moved), as when it stops: the new instance knows
+// nothing of them, and runs the session again on the next request.
 type sessionActor struct {
 	m       *Member
+	gen     uint64 // this instance's generation: unique on its member
 	id      string
 	st      status
 	waiters map[uint64]*actor.PID
@@ -158,15 +173,31 @@ type sessionActor struct {
 	cancel  context.CancelFunc
 }
 
+// newSessionActor returns a new instance of a session actor of m, of a
+// generation of its own.
+func (m *Member) newSessionActor() actor.Actor {
+	return &sessionActor{m: m, gen: m.sessionGens.Add(1)}
+}
+
+// testHookSessionMessage, unless nil, is called with every message a
+// session actor receives, before the actor handles it.
+var testHookSessionMessage func(msg any)
+
 func (s *sessionActor) Receive(ctx actor.Context) {
+	if testHookSessionMessage != nil {
+		testHookSessionMessage(ctx.Message())
+	}
+	if g, ok := ctx.Message().(interface{ generation() uint64 }); ok && g.generation() != s.gen {
+		return // from an instance before a restart: its run was cancelled, its waiters answered
+	}
 	switch msg := ctx.Message().(type) {
 	case *pacluster.ClusterInit:
 		s.id = msg.Identity.GetIdentity()
 	case *messages.Frame:
 		s.request(ctx, msg)
 	case holdExpired:
-		if to, ok := s.waiters[uint64(msg)]; ok {
-			delete(s.waiters, uint64(msg))
+		if to, ok := s.waiters[msg.key]; ok {
+			delete(s.waiters, msg.key)
 			ctx.Send(to, statusFrame(s.id, s.st))
 		}
 	case claimed:
@@ -174,7 +205,7 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			s.st.Claimed = true
 		}
 	case finished:
-		s.st = s.m.fit(s.id, *msg)
+		s.st = s.m.fit(s.id, *msg.st)
 		s.cancel()
 		for k, to := range s.waiters {
 			ctx.Send(to, statusFrame(s.id, s.st))
@@ -193,12 +224,15 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			s.linger(ctx)
 		}
 	case lingered:
-		if uint64(msg) == s.seq {
+		if msg.seq == s.seq {
 			ctx.Stop(ctx.Self()) // no request since: the store answers the next one
 		} else {
 			s.linger(ctx)
 		}
-	case *actor.Stopping:
+	case *actor.Restarting, *actor.Stopping:
+		// The run started here ends, and the requests held here are
+		// answered: a restarted actor is a new instance that knows
+		// neither (a stopped one is gone).
 		if s.cancel != nil {
 			s.cancel()
 		}
@@ -235,10 +269,10 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 		s.waiters = map[uint64]*actor.PID{}
 		runCtx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
-		self, root, id := ctx.Self(), ctx.ActorSystem().Root, s.id
+		self, root, id, gen := ctx.Self(), ctx.ActorSystem().Root, s.id, s.gen
 		if !s.m.runs.Go(func() {
-			st := s.m.run(runCtx, id, req.Params, func() { root.Send(self, claimed{}) })
-			root.Send(self, finished(st))
+			st := s.m.run(runCtx, id, req.Params, func() { root.Send(self, claimed{gen}) })
+			root.Send(self, finished{gen, st})
 		}) {
 			s.st = status{State: stateMoved}
 		}
@@ -256,7 +290,8 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	key := s.seq
 	s.waiters[key] = ctx.Sender()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired(key)) })
+	gen := s.gen
+	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired{gen, key}) })
 }
 
 // fit returns the status st of session id, made to fit the member's
@@ -314,8 +349,8 @@ func clipError(id string, st status, maxFrame int) (status, bool) {
 
 // linger stops the ended session once Linger passes without a request.
 func (s *sessionActor) linger(ctx actor.Context) {
-	seq, self, root := s.seq, ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.m.linger, func() { root.Send(self, lingered(seq)) })
+	seq, gen, self, root := s.seq, s.gen, ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(s.m.linger, func() { root.Send(self, lingered{gen, seq}) })
 }
 
 // run is one incarnation of session id on this member: it claims the
@@ -404,8 +439,8 @@ func runSession(ctx context.Context, rt *actors.Runtime, store sessionStore, tim
 	if opts.Session != nil {
 		so = *opts.Session
 	}
-	watched := &watchedStore{Store: claim}
-	so.ID, so.Store = id, watched
+	watched, loopStore := watchStore(claim)
+	so.ID, so.Store = id, loopStore
 	opts.Session = &so
 	spec, err := tools.NewLoop(model, &opts)
 	if err != nil {
@@ -608,6 +643,19 @@ type watchedStore struct {
 	last error
 }
 
+// watchStore returns s watched (see watchedStore), and the store to give
+// the loop: the watched store, which implements the optional interfaces
+// of package durability that s implements, and only those
+// ([durability.Salvager]), so that a type assertion finds on it what it
+// finds on s.
+func watchStore(s durability.Store) (*watchedStore, durability.Store) {
+	w := &watchedStore{Store: s}
+	if sv, ok := s.(durability.Salvager); ok {
+		return w, &watchedSalvager{watchedStore: w, sv: sv}
+	}
+	return w, w
+}
+
 // failure returns the store's last failure, or nil.
 func (w *watchedStore) failure() error {
 	w.mu.Lock()
@@ -670,4 +718,16 @@ func (w *watchedStore) GetSnapshot(ctx context.Context, name string) (durability
 // DeleteSnapshots implements durability.Store.
 func (w *watchedStore) DeleteSnapshots(ctx context.Context, name string, through uint64) error {
 	return w.note(w.Store.DeleteSnapshots(ctx, name, through))
+}
+
+// watchedSalvager is the watched store of a store that salvages.
+type watchedSalvager struct {
+	*watchedStore
+	sv durability.Salvager
+}
+
+// Salvage implements durability.Salvager.
+func (w *watchedSalvager) Salvage(ctx context.Context, name string) (durability.Salvaged, error) {
+	out, err := w.sv.Salvage(ctx, name)
+	return out, w.note(err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/polyweave/polyweave-go/agent"
@@ -55,19 +56,21 @@ func (in *Inspector) Approval(o *tools.ApprovalOptions) *tools.ApprovalOptions {
 // counts from the restore. Sessions that hold nothing are skipped; it
 // returns the first error reading the store, after reading the others.
 func (in *Inspector) RestoreApprovals(store durability.Store, sessionIDs ...string) error {
-	return in.restoreApprovals(store, func(id string) string { return id }, sessionIDs)
+	return in.restoreApprovals(store, "", func(id string) string { return id }, sessionIDs)
 }
 
 // RestoreAgentApprovals is [Inspector.RestoreApprovals] for the sessions
 // of the agent named agentName, which keeps them in store under
 // agent.SessionKey of its name and the session id.
 func (in *Inspector) RestoreAgentApprovals(store durability.Store, agentName string, sessionIDs ...string) error {
-	return in.restoreApprovals(store, func(id string) string { return agent.SessionKey(agentName, id) }, sessionIDs)
+	// The agent's name as its loop is named: its key's first element.
+	loop := strings.TrimSuffix(agent.SessionKey(agentName, ""), "/")
+	return in.restoreApprovals(store, loop, func(id string) string { return agent.SessionKey(agentName, id) }, sessionIDs)
 }
 
-// restoreApprovals restores the calls of sessionIDs, each read from
-// store under key(id).
-func (in *Inspector) restoreApprovals(store durability.Store, key func(string) string, sessionIDs []string) error {
+// restoreApprovals restores the calls of sessionIDs, of the agent whose
+// loop is named loop ("" unknown), each read from store under key(id).
+func (in *Inspector) restoreApprovals(store durability.Store, loop string, key func(string) string, sessionIDs []string) error {
 	var errs []error
 	now := time.Now()
 	for _, id := range sessionIDs {
@@ -78,7 +81,7 @@ func (in *Inspector) restoreApprovals(store durability.Store, key func(string) s
 		}
 		for _, r := range reqs {
 			in.held(heldApproval{id: r.ToolCallID, tool: r.Tool, stream: id, args: slices.Clip(r.Arguments),
-				reason: r.Reason, since: now, deadline: r.Deadline, restored: true})
+				reason: r.Reason, since: now, deadline: r.Deadline, restored: true, agent: loop})
 		}
 	}
 	return errors.Join(errs...)
@@ -94,6 +97,8 @@ type heldApproval struct {
 	// restored calls were read from a store: their session answers them
 	// on a stream of its own (sessionKey matches).
 	restored bool
+	// agent is the session's agent (see session.agent), when known.
+	agent string
 }
 
 // is reports whether h is the call id of stream.
@@ -130,7 +135,7 @@ func (in *Inspector) held(h heldApproval) {
 		text += fmt.Sprintf(" (denied unless answered by %s)", h.deadline.Format(time.RFC3339))
 	}
 	in.mu.Lock()
-	s := in.session(h.stream)
+	s := in.heldSession(h)
 	if i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(h.stream, h.id) }); i >= 0 {
 		if s.approvals[i].restored && !h.restored {
 			h.since = s.approvals[i].since // it has waited since the restore at least
@@ -144,14 +149,28 @@ func (in *Inspector) held(h heldApproval) {
 	in.changed()
 }
 
+// heldSession returns the session of a call held, making it: its
+// agent's, when known; else, among the sessions of its id (of any
+// agent), the one where the model made the call; in.mu must be held.
+func (in *Inspector) heldSession(h heldApproval) *session {
+	if h.agent != "" {
+		return in.session(h.stream, h.agent)
+	}
+	s := in.twinOf(h.stream, func(s *session) bool { return s.call(h.id) != nil })
+	if s == nil {
+		s = in.session(h.stream, "")
+	}
+	return s
+}
+
 // answered forgets a waiting call (if it waits) and says in the feed how
 // it was answered; in.mu must be held.
 func (in *Inspector) answered(stream, id string, how func(heldApproval) string) bool {
-	s := in.lookup(sessionKey(stream))
-	if s == nil {
-		return false
-	}
-	i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(stream, id) })
+	i := -1
+	s := in.twinOf(stream, func(s *session) bool {
+		i = slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(stream, id) })
+		return i >= 0
+	})
 	if i < 0 {
 		return false
 	}

@@ -26,6 +26,12 @@
 // are optional, and each shows what it sees. None of them adds an actor
 // hop: the model hook decorates the adapter's Logic inside its own actor.
 //
+// A session is an agent's: two agents' sessions of one id are two
+// sessions, listed by their agents' session keys (agent.SessionKey), and
+// the durability position an agent's store shows is that of the session
+// it persisted. The agent of a session is the tool loop whose model
+// adapter served it, which package agent names after the agent.
+//
 // An actor that stopped after a restart or a failure stays in the tree,
 // marked ended, with the ancestors that stopped with it, for KeepEnded
 // (or until its path runs again): a tool that crashed in a sub-agent's

@@ -68,7 +68,8 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 func (in *Inspector) CutStream(stream string) (string, error) {
 	in.mu.Lock()
 	var model actors.Ref
-	if s := in.lookup(sessionKey(stream)); s != nil {
+	// Of the sessions of its id (other agents' too), the one where it is open.
+	if s := in.twinOf(stream, func(s *session) bool { return s.stream(stream) != nil }); s != nil {
 		if st := s.stream(stream); st != nil {
 			model = st.model.self
 		}

@@ -258,3 +258,44 @@ func TestResults_CallMatchedByIDNotOnlyByFrame(t *testing.T) {
 		t.Fatalf("pending %+v, want c1 alone", p)
 	}
 }
+
+// Two agents' sessions of one id, each with a call of the same id
+// pending: a result ends the call of the agent whose frame it carries,
+// whichever session the result before was of, and a result whose call
+// is another frame ends the call of one of them only. When one of the
+// sessions is forgotten, the other is alone again.
+func TestResults_TwinSessionsByCallFrame(t *testing.T) {
+	in, alice := newObserved(t)
+	alice.agent = "alice"
+	bob := &modelObserver{in: in, agent: "bob"}
+	ca := messages.ToolCall("s", "c1", "echo", []byte(`{}`))
+	cb := messages.ToolCall("s", "c1", "echo", []byte(`{}`))
+	requestTurn(alice, "s", ca, messages.End("s"))
+	requestTurn(bob, "s", cb, messages.End("s"))
+	r, err := messages.ToolResult("s", "c1", "echo", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func(key string) int { return len(in.Snapshot(key).Session.Pending) }
+	in.OnToolResult(toolResult("s", cb, r))
+	if a, b := pending("alice/s"), pending("bob/s"); a != 1 || b != 0 {
+		t.Fatalf("after bob's result: alice %d pending, bob %d; want 1 and 0", a, b)
+	}
+	in.OnToolResult(toolResult("s", messages.ToolCall("s", "c1", "echo", []byte(`{}`)), r))
+	if a, b := pending("alice/s"), pending("bob/s"); a != 0 || b != 0 {
+		t.Fatalf("after a result of c1 of another frame: alice %d pending, bob %d; want none", a, b)
+	}
+	in.mu.Lock()
+	a, b := in.index.findAgent("s", "alice", in.index.hash("s")), in.index.findAgent("s", "bob", in.index.hash("s"))
+	if !a.twin || !b.twin {
+		in.mu.Unlock()
+		t.Fatalf("twins not marked: alice %v, bob %v", a.twin, b.twin)
+	}
+	in.index.remove(a)
+	in.index.untwin(a)
+	alone := !b.twin
+	in.mu.Unlock()
+	if !alone {
+		t.Fatal("bob's session still marked twin once alice's is forgotten")
+	}
+}

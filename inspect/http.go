@@ -73,36 +73,21 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // allowed refuses clients and Host names that are not loopback, unless
-// Options.AllowRemote.
+// Options.AllowRemote: a client not on a loopback address, or one a proxy
+// forwarded (see loopback.CheckClient), and a Host that is not a loopback
+// name (DNS rebinding).
 func (in *Inspector) allowed(r *http.Request) error {
 	if in.opts.AllowRemote {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("client %s is not on a loopback address (the host can allow it: Options.AllowRemote)", r.RemoteAddr)
+	if err := loopback.CheckClient(r); err != nil {
+		return fmt.Errorf("%w (the host can allow it: Options.AllowRemote)", err)
 	}
 	if !loopback.IsName(r.Host) {
 		return fmt.Errorf("host %q is not a loopback name (the host can allow it: Options.AllowRemote)", r.Host)
 	}
-	// A reverse proxy on this machine connects from loopback, and may
-	// pass a loopback Host on (nginx's proxy_pass does by default): the
-	// client it forwards for is elsewhere.
-	for _, h := range forwardedHeaders {
-		if v := r.Header.Values(h); len(v) > 0 {
-			return fmt.Errorf("request forwarded by a proxy (%s: %s): its client is not known to be on a loopback address (the host can allow it: Options.AllowRemote)",
-				h, clip(strings.Join(v, ", "), 100))
-		}
-	}
 	return nil
 }
-
-// forwardedHeaders are the headers with which a proxy names the client
-// it forwards for.
-var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host"}
 
 func (in *Inspector) view(r *http.Request) view {
 	sel := r.URL.Query().Get("session")

@@ -34,7 +34,8 @@ func (x *sessionIndex) hash(id string) uint64 {
 	return maphash.String(x.seed, id)
 }
 
-// find returns the session id, whose hash is h, or nil.
+// find returns the first session of id (of any agent) whose hash is h,
+// or nil: most often the only one (see session.twin).
 func (x *sessionIndex) find(id string, h uint64) *session {
 	mask := uint64(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
@@ -48,7 +49,36 @@ func (x *sessionIndex) find(id string, h uint64) *session {
 	}
 }
 
-// add indexes s under s.hash; no session of its id may be indexed.
+// findAgent returns the session id of agent, whose hash is h, or nil.
+//
+//go:noinline
+func (x *sessionIndex) findAgent(id, agent string, h uint64) *session {
+	var found *session
+	x.twins(id, h, func(s *session) bool {
+		if s.agent == agent {
+			found = s
+		}
+		return found == nil
+	})
+	return found
+}
+
+// twins calls fn for each session of id (of any agent), whose hash is
+// h, until fn returns false.
+func (x *sessionIndex) twins(id string, h uint64, fn func(*session) bool) {
+	if x.n == 0 {
+		return
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := h & mask; x.slots[i].s != nil; i = (i + 1) & mask {
+		if sl := x.slots[i]; sl.hash == h && sl.s.id == id && !fn(sl.s) {
+			return
+		}
+	}
+}
+
+// add indexes s under s.hash; no session of its id and agent may be
+// indexed.
 func (x *sessionIndex) add(s *session) {
 	if 2*(x.n+1) > len(x.slots) {
 		x.grow()
@@ -111,6 +141,33 @@ func (x *sessionIndex) remove(s *session) {
 	}
 	x.slots[i] = indexSlot{}
 	x.n--
+}
+
+// markTwins marks the sessions of s's id, s included, twins.
+//
+//go:noinline
+func (x *sessionIndex) markTwins(s *session) {
+	x.twins(s.id, s.hash, func(o *session) bool {
+		o.twin = true
+		return true
+	})
+}
+
+// untwin unmarks s, removed (see Inspector.forget), and the session of
+// its id left alone, if one is: a twin left alone is a twin no more.
+//
+//go:noinline
+func (x *sessionIndex) untwin(s *session) {
+	var last *session
+	n := 0
+	x.twins(s.id, s.hash, func(o *session) bool {
+		last, n = o, n+1
+		return n < 2
+	})
+	if n == 1 {
+		last.twin = false
+	}
+	s.twin = false
 }
 
 // sameString is a == b, the pointers compared first: the stream ids and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -480,14 +481,19 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 //
 //go:noinline
 func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
-	kind := string(tools.KindOf(ev.Result))
+	// The kind is the result's (a remote tool's, say): any string.
+	kind := clip(string(tools.KindOf(ev.Result)), in.opts.Clip)
 	if kind == "" {
 		kind = "error"
 	}
 	in.mu.Lock()
 	st := in.toolResult(ev, kind)
 	st.failures++
-	st.kinds[kind]++
+	counted := kind
+	if _, ok := st.kinds[kind]; !ok && len(st.kinds) >= maxKinds {
+		counted = OtherKinds
+	}
+	st.kinds[counted]++
 	in.addFeed(FeedItem{Time: in.clock.now(), Kind: "tool", Text: fmt.Sprintf("%s call %s on %s failed (%s)", clip(ev.Call.GetName(), in.opts.Clip),
 		clip(ev.Call.GetToolCallId(), in.opts.Clip), ev.StreamID, kind), Alert: true})
 	in.version.Add(1)
@@ -503,7 +509,7 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 	var dispatched time.Duration
 	s := in.results.find(ev.StreamID)
 	if s == nil {
-		s = in.resultSession(ev.StreamID)
+		s = in.resultSession(ev.StreamID, ev.Call)
 	}
 	if s != nil {
 		if tool, d, ok := s.removeCall(ev.Call); ok {
@@ -540,12 +546,28 @@ func (in *Inspector) toolStatsApart(name string) *toolStats { return in.toolStat
 
 // resultSession finds the session of a tool result that is not the one
 // of the result before, and remembers it for the next; in.mu must be
-// held.
+// held. Among sessions of one id (twins, other agents'), the one
+// holding the call (its frame, else its id) is the result's; a twin is
+// not remembered (the next result may be its twin's).
 //
 //go:noinline
-func (in *Inspector) resultSession(stream string) *session {
-	s := in.lookup(sessionKey(stream))
-	if s != nil {
+func (in *Inspector) resultSession(stream string, call *messages.Frame) *session {
+	var byID *session
+	s := in.twinOf(stream, func(s *session) bool {
+		for i := range s.calls {
+			if s.calls[i].call == call {
+				return true
+			}
+			if byID == nil && s.calls[i].id() == call.GetToolCallId() {
+				byID = s
+			}
+		}
+		return false
+	})
+	if s != nil && s.twin && byID != nil && !s.holds(call) {
+		s = byID
+	}
+	if s != nil && !s.twin {
 		in.results.remember(stream, s)
 	}
 	return s
@@ -628,6 +650,15 @@ func (in *Inspector) dropToolRow() int32 {
 // any number of tools that do not exist. It is no valid tool name.
 const OtherTools = "(other tools)"
 
+// OtherKinds names the entry of a tool's failure kinds that counts the
+// failures of kinds past the first maxKinds (16) of the tool: a kind is
+// a string of the result's meta, which a tool (a remote one, say) sets
+// as it likes. It is no valid kind.
+const OtherKinds = "(other kinds)"
+
+// maxKinds bounds the failure kinds counted apart per tool.
+const maxKinds = 16
+
 // maxOtherTools bounds the rows of tool figures of names not given to
 // Inspector.Tools.
 const maxOtherTools = 32
@@ -654,7 +685,7 @@ type toolStats struct {
 	used            uint64
 	breaker         string // the breaker's state, once it changed
 	calls, failures int
-	kinds           map[string]int
+	kinds           map[string]int  // failures by kind (clipped): maxKinds, then OtherKinds
 	lat             []time.Duration // ring of the newest latencySamples
 	latNext         int
 	// timedTick is the coarse clock's tick (unix ns) of the calls timed
@@ -720,6 +751,9 @@ func (in *Inspector) forget(keep *session) {
 			continue
 		}
 		in.index.remove(s)
+		if s.twin {
+			in.index.untwin(s)
+		}
 		s.reset()
 		in.spare = s
 	}
@@ -728,9 +762,49 @@ func (in *Inspector) forget(keep *session) {
 	}
 }
 
-// lookup returns the session id, or nil; in.mu must be held.
-func (in *Inspector) lookup(id string) *session {
-	return in.index.find(id, in.index.hash(id))
+// agentOf returns the agent of the model adapter self (an actor's id):
+// the name of the actor it runs under, its loop, which package agent
+// names after the agent, escaped as in agent.SessionKey (the first
+// element of the keys of the agent's sessions in its store). It is the
+// loop's Spec name (its id's last element may carry a number, when
+// several loops of one agent run side by side, a durable agent's one
+// per session).
+func (in *Inspector) agentOf(self string) string {
+	i := strings.LastIndexByte(self, '/')
+	if i < 0 {
+		return ""
+	}
+	parent := self[:i]
+	if parent == in.rt.Host().Id {
+		return "" // an adapter of its own, in no loop
+	}
+	list := in.actors()
+	if j, ok := slices.BinarySearchFunc(list, parent, func(a actors.ActorInfo, id string) int { return strings.Compare(a.ID, id) }); ok && list[j].Name != "" {
+		return list[j].Name
+	}
+	return parent[strings.LastIndexByte(parent, '/')+1:]
+}
+
+// twinOf returns the session of stream's id that pick accepts, of any
+// agent, or, when pick accepts none, the first found; nil when none is
+// kept. in.mu must be held.
+func (in *Inspector) twinOf(stream string, pick func(*session) bool) *session {
+	id := sessionKey(stream)
+	var first, picked *session
+	in.index.twins(id, in.index.hash(id), func(s *session) bool {
+		if first == nil {
+			first = s
+		}
+		if pick(s) {
+			picked = s
+			return false
+		}
+		return true
+	})
+	if picked != nil {
+		return picked
+	}
+	return first
 }
 
 // ring is a queue, first in first out, kept in a ring that grows only

@@ -44,8 +44,12 @@ type cutStream struct{ stream string }
 type modelObserver struct {
 	in   *Inspector
 	self actors.Ref
-	cut  map[string]bool // streams cut, until the adapter's own END
-	last sessionCache    // the session of the last frame seen (under in.mu)
+	// agent is the name of the actor the adapter runs under: an
+	// agent's loop is named after the agent, escaped as in
+	// agent.SessionKey (see Inspector.agentOf).
+	agent string
+	cut   map[string]bool // streams cut, until the adapter's own END
+	last  sessionCache    // the session of the last frame seen (under in.mu)
 	// staged is the "messages" PARAM of a request whose END has not come
 	// yet, or nil.
 	staged *messages.Frame
@@ -123,6 +127,7 @@ func (c *modelContext) Persister() (actors.Persister, bool) { return actors.Pers
 
 func (o *modelObserver) start(self actors.Ref) {
 	o.self = self
+	o.agent = o.in.agentOf(self.String())
 	o.in.mu.Lock()
 	o.in.modelsBy[self.String()] = o
 	o.in.mu.Unlock()
@@ -191,7 +196,7 @@ func (o *modelObserver) session(stream string) *session {
 	if s := o.last.find(stream); s != nil {
 		return s
 	}
-	s := o.in.session(stream)
+	s := o.in.session(stream, o.agent)
 	o.last.remember(stream, s)
 	return s
 }
@@ -224,26 +229,69 @@ func (c *sessionCache) remember(stream string, s *session) {
 	}
 }
 
-// session returns the session of stream, making it; in.mu must be held.
-// A session made is the one of the next tool result (a new
+// session returns the session of stream served by agent, making it (or
+// taking the session of its id that no agent served yet); in.mu must be
+// held. A session made is the one of the next tool result (a new
 // conversation's first result is its).
-func (in *Inspector) session(stream string) *session {
+func (in *Inspector) session(stream, agent string) *session {
 	key := sessionKey(stream)
 	h := in.index.hash(key)
-	s := in.index.find(key, h)
-	if s == nil {
-		s = in.spare
-		in.spare = nil
-		if s == nil {
-			s = &session{}
+	first := in.index.find(key, h)
+	if first != nil {
+		if sameString(first.agent, agent) {
+			return first
 		}
-		s.id, s.hash, s.updated = key, h, in.clock.unixNano()
-		in.index.add(s)
-		in.sessionOrder.push(s)
-		in.forget(s)
+		if s := in.twinSession(key, agent, h); s != nil {
+			return s
+		}
+	}
+	s := in.spare
+	in.spare = nil
+	if s == nil {
+		s = &session{}
+	}
+	s.id, s.agent, s.hash, s.updated = key, agent, h, in.clock.unixNano()
+	in.index.add(s)
+	in.sessionOrder.push(s)
+	in.forget(s)
+	if first != nil {
+		in.twinMade(s)
+	} else {
 		in.results.remember(stream, s)
 	}
 	return s
+}
+
+// twinSession returns the session id of agent, whose hash is h, when
+// the first session of id kept is not: another agent's session of its
+// id is (a twin), or one no agent served yet, which is taken; nil when
+// there is none (it is to be made). in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) twinSession(id, agent string, h uint64) *session {
+	if s := in.index.findAgent(id, agent, h); s != nil {
+		return s
+	}
+	var unserved *session
+	in.index.twins(id, h, func(o *session) bool {
+		if o.agent == "" {
+			unserved = o
+		}
+		return unserved == nil
+	})
+	if unserved != nil {
+		unserved.agent = agent // the agent serving it is known now
+	}
+	return unserved
+}
+
+// twinMade marks s, just made, and the sessions of its id twins; the
+// next tool result is found by its call. in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) twinMade(s *session) {
+	in.index.markTwins(s)
+	in.results = sessionCache{}
 }
 
 // request sees a frame written into the adapter.
@@ -524,7 +572,8 @@ func (o *modelObserver) callsRun(s *session, now int64) {
 func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
 	in.mu.Lock()
-	s := in.lookup(sessionKey(stream))
+	id := sessionKey(stream)
+	s := in.index.findAgent(id, o.agent, in.index.hash(id))
 	open := false
 	if s != nil {
 		st := s.stream(stream)
@@ -551,7 +600,7 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 // session touches memory long cold); times are unix nanoseconds from the
 // coarse clock.
 type session struct {
-	id        string
+	id        string         // the session's id (its streams', read by sessionKey)
 	hash      uint64         // of id, in in.index
 	streams   []openStream   // few: a slice
 	approvals []heldApproval // calls waiting for a person, held first first
@@ -561,6 +610,16 @@ type session struct {
 	text      []byte          // the current response's text
 	messages  json.RawMessage // the last request's messages
 	answered  bool            // text is the final answer
+	// agent is the name of the agent (escaped, as in agent.SessionKey)
+	// whose session it is: the name of the tool loop around the model
+	// adapter that served it; "" until a model adapter served it (a
+	// session known from a call held for approval, say). Sessions are
+	// kept by id and agent: two agents may serve sessions of one id.
+	agent string
+	// twin is set while another session of the same id (another
+	// agent's) is kept: a hook that gives no agent (a tool result, an
+	// approval) picks its session by its call.
+	twin bool
 	// gen counts the times s was forgotten (and reset for reuse): a
 	// sessionCache remembering s before is stale.
 	gen              uint64
@@ -645,6 +704,9 @@ func (s *session) reset() {
 		s.approvals = s.approvals[:0]
 	}
 	s.id = ""
+	if s.agent != "" {
+		s.agent = ""
+	}
 	s.gen++
 	if s.messages != nil {
 		s.messages = nil
@@ -668,6 +730,16 @@ func (s *session) clearCalls() {
 		held[i].call, held[i].chunks = nil, nil
 	}
 	s.calls, s.held = s.calls[:0], 0
+}
+
+// holds reports whether call (its frame) is one of the pending calls.
+func (s *session) holds(call *messages.Frame) bool {
+	for i := range s.calls {
+		if s.calls[i].call == call {
+			return true
+		}
+	}
+	return false
 }
 
 // call returns the pending call id, valid until calls changes.

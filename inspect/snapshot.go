@@ -54,7 +54,16 @@ type Node struct {
 
 // SessionSummary is one line of the session list.
 type SessionSummary struct {
-	ID      string `json:"id"`
+	// ID is the session's id, or, when another agent's session has the
+	// same id, the agent's session key (agent.SessionKey: the agent's
+	// name, escaped, '/' and the id); that key selects the session
+	// too. A durability position of no session kept is listed by the
+	// name it was persisted under.
+	ID string `json:"id"`
+	// Agent is the name of the agent serving the session (the name of
+	// the tool loop around its model adapter), once its adapter was
+	// seen.
+	Agent   string `json:"agent,omitempty"`
 	Open    int    `json:"open_streams"`
 	Pending int    `json:"pending_calls"`
 	// Approvals is how many calls wait for a person's approval.
@@ -67,7 +76,11 @@ type SessionSummary struct {
 
 // SessionDetail is the selected session.
 type SessionDetail struct {
-	ID           string        `json:"id"`
+	ID string `json:"id"` // as listed (see SessionSummary.ID)
+	// Agent and Session are the agent (see SessionSummary.Agent) and
+	// the session's own id.
+	Agent        string        `json:"agent,omitempty"`
+	Session      string        `json:"session,omitempty"`
 	Conversation []Message     `json:"conversation"`
 	Response     string        `json:"response,omitempty"` // the response being given
 	Answer       string        `json:"answer,omitempty"`   // the final answer
@@ -108,7 +121,9 @@ type OpenStream struct {
 	Age   string `json:"age"`
 }
 
-// Position is a durability position.
+// Position is a durability position: the index of the last event or
+// snapshot (Kind "event" or "snapshot") made durable, at At; Kind
+// "salvaged" (Index 0) after a salvage that kept nothing of the name.
 type Position struct {
 	Index uint64    `json:"index"`
 	Kind  string    `json:"kind"`
@@ -122,10 +137,13 @@ type Position struct {
 // 50 ms tick of the inspector's clock, when the first 8 of each tick are
 // timed).
 type ToolFigures struct {
-	Name     string         `json:"name"`
-	Calls    int            `json:"calls"`
-	Failures int            `json:"failures"`
-	Kinds    map[string]int `json:"kinds,omitempty"`
+	Name     string `json:"name"`
+	Calls    int    `json:"calls"`
+	Failures int    `json:"failures"`
+	// Kinds counts the failures by kind (tools.FailureKind, clipped to
+	// Options.Clip): 16 kinds, those of the kinds after them together
+	// under [OtherKinds].
+	Kinds map[string]int `json:"kinds,omitempty"`
 	// Timed is how many calls the percentiles are over.
 	Timed int    `json:"timed"`
 	P50   string `json:"p50"`
@@ -151,36 +169,42 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	// reported to the inspector, so the list read here reflects every
 	// change applied (read before the lock, an actor could be missing
 	// from it and its record of an end dropped since, by its restart).
-	list := in.actors()
+	actorList := in.actors()
 	snap := Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
 		Restarts: in.restarts, Feed: in.feedNewest(50)}
 	in.expireEnded(now)
-	snap.Tree = in.tree(list, now)
+	snap.Tree = in.tree(actorList, now)
 	for id, t := range in.flashes {
 		if now.Sub(t) > FlashFor {
 			delete(in.flashes, id)
 		}
 	}
 
-	ids := map[string]bool{}
-	for i := range in.sessionOrder.len() {
-		ids[in.sessionOrder.at(i).id] = true
-	}
-	for id := range in.stores {
-		ids[id] = true
-	}
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		sum := SessionSummary{ID: id}
-		if s := in.lookup(id); s != nil {
+	list := in.listed()
+	var selected *listed
+	for i := range list {
+		l := &list[i]
+		sum := SessionSummary{ID: l.id, Updated: l.pos.At}
+		if s := l.s; s != nil {
+			sum.Agent = agentName(s.agent)
 			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
 			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, time.Unix(0, s.updated)
-		} else {
-			sum.Updated = in.stores[id].At
 		}
 		snap.Sessions = append(snap.Sessions, sum)
+		if l.id == sessionID {
+			selected = l
+		}
 	}
-	if sessionID != "" && ids[sessionID] {
-		snap.Session = in.detail(sessionID, now)
+	if selected == nil && sessionID != "" {
+		// A session's full key selects it whatever it is listed as.
+		for i := range list {
+			if s := list[i].s; s != nil && s.agent != "" && s.key() == sessionID {
+				selected = &list[i]
+			}
+		}
+	}
+	if selected != nil {
+		snap.Session = in.detail(selected, now)
 	}
 
 	names := map[string]bool{}
@@ -315,16 +339,92 @@ func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
 	return "stage"
 }
 
-// detail is the selected session; in.mu must be held.
-func (in *Inspector) detail(id string, now time.Time) *SessionDetail {
-	d := &SessionDetail{ID: id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}, Approvals: []WaitingApproval{}}
-	if pos, ok := in.stores[id]; ok {
+// listed is a line of the session list: a session, its durability
+// position, or a position of no session kept.
+type listed struct {
+	id     string   // as listed
+	s      *session // nil: a position alone
+	pos    storePosition
+	hasPos bool
+}
+
+// listed returns the sessions and the durability positions kept, sorted
+// by the ids they are listed by; in.mu must be held. A position is its
+// session's when the name it was persisted under is the session's key
+// (an agent's session key: see session.key), or else its id when one
+// session of that id is kept (a tool loop persisting under the session
+// id); others are listed alone, by their name. A session is listed by
+// its id, but by its key when that id is not its own alone (another
+// agent's session has it, or a position listed alone, or it is another
+// session's key), so that every line has an id of its own.
+func (in *Inspector) listed() []listed {
+	n := in.sessionOrder.len()
+	out := make([]listed, n, n+len(in.stores))
+	byKey := make(map[string]int, n)
+	byID := make(map[string]int, n) // -1: several
+	for i := range n {
+		s := in.sessionOrder.at(i)
+		out[i].s = s
+		byKey[s.key()] = i
+		if _, dup := byID[s.id]; dup {
+			byID[s.id] = -1
+		} else {
+			byID[s.id] = i
+		}
+	}
+	alone := map[string]bool{}
+	for name, pos := range in.stores {
+		i, ok := byKey[name]
+		if !ok {
+			i, ok = byID[name]
+			ok = ok && i >= 0
+		}
+		switch {
+		case !ok:
+			out = append(out, listed{id: name, pos: pos, hasPos: true})
+			alone[name] = true
+		case !out[i].hasPos || pos.At.After(out[i].pos.At):
+			out[i].pos, out[i].hasPos = pos, true
+		}
+	}
+	for i := range n {
+		s := out[i].s
+		out[i].id = s.id
+		if j, key := byKey[s.id]; byID[s.id] < 0 || alone[s.id] || key && j != i {
+			out[i].id = s.key()
+		}
+	}
+	slices.SortFunc(out, func(a, b listed) int { return strings.Compare(a.id, b.id) })
+	return out
+}
+
+// key is the session's agent (escaped) and id, as agent.SessionKey
+// writes them: the name its agent persists it under. Keys of different
+// sessions differ.
+func (s *session) key() string { return s.agent + "/" + s.id }
+
+// agentName is the name of the agent whose loop is named loop (the
+// escaping of agent.SessionKey read back).
+func agentName(loop string) string {
+	if strings.IndexByte(loop, '%') < 0 {
+		return loop
+	}
+	return nameUnescaper.Replace(loop)
+}
+
+var nameUnescaper = strings.NewReplacer("%2F", "/", "%25", "%")
+
+// detail is the selected line; in.mu must be held.
+func (in *Inspector) detail(l *listed, now time.Time) *SessionDetail {
+	d := &SessionDetail{ID: l.id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}, Approvals: []WaitingApproval{}}
+	if pos := l.pos; l.hasPos {
 		d.Durability = &Position{Index: pos.Index, Kind: pos.Kind, At: pos.At}
 	}
-	s := in.lookup(id)
+	s := l.s
 	if s == nil {
 		return d
 	}
+	d.Agent, d.Session = agentName(s.agent), s.id
 	d.Requests, d.Errors, d.LastError = s.requests, s.errors, s.lastError
 	d.Conversation = conversation(s.messages, in.opts.Clip*4)
 	if s.answered {

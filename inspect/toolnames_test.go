@@ -103,3 +103,48 @@ func TestTools_HostsToolsKeepTheirRows(t *testing.T) {
 			calls["echo"], inspect.OtherTools, calls[inspect.OtherTools], total, len(calls), made+1)
 	}
 }
+
+// TestTools_FailureKindsAreBoundedAndClipped: a result's failure kind is
+// a string of its meta, which a remote tool (or one answering with a
+// ResultError) sets as it likes: a tool's kinds are clipped like the
+// model's names, and counted in a bounded number of rows, the kinds past
+// the bound together in OtherKinds.
+func TestTools_FailureKindsAreBoundedAndClipped(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	const made = 5000
+	for i := range made {
+		call := messages.ToolCall("s", fmt.Sprintf("c%d", i), "remote", []byte(`{}`))
+		res := messages.ToolError("s", call.GetToolCallId(), "remote", "failed")
+		res.Meta.FailureKind = fmt.Sprintf("kind_%d_%s", i, strings.Repeat("k", 1<<16))
+		in.OnToolResult(tools.ToolResultEvent{StreamID: "s", Iteration: 1, Call: call, Result: res})
+	}
+	snap := in.Snapshot("")
+	if len(snap.Tools) != 1 {
+		t.Fatalf("%d rows of tool figures, want remote's", len(snap.Tools))
+	}
+	kinds := snap.Tools[0].Kinds
+	total := 0
+	for kind, n := range kinds {
+		total += n
+		if len(kind) > inspect.DefaultClip+32 {
+			t.Errorf("a failure kind of %d bytes kept (Clip is %d)", len(kind), inspect.DefaultClip)
+			break
+		}
+	}
+	if len(kinds) > 64 || kinds[inspect.OtherKinds] == 0 || total != made {
+		t.Errorf("%d failures of %d made-up kinds keep %d kinds, %d in %s, %d counted; want a bounded number, the rest in %s, all counted",
+			made, made, len(kinds), kinds[inspect.OtherKinds], inspect.OtherKinds, total, inspect.OtherKinds)
+	}
+	data, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 64<<10 {
+		t.Errorf("failures of made-up kinds make a snapshot of %d bytes", len(data))
+	}
+}

@@ -500,7 +500,7 @@ func valueOf(res *sdk.CallToolResult) (any, error) {
 		return nil, &tools.ResultError{Payload: errorPayload(res.StructuredContent, text), Kind: kind, Err: errors.New(text)}
 	}
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
+		b, err := messages.Marshal(res.StructuredContent)
 		if err != nil {
 			return nil, fmt.Errorf("encode structured content: %w", err)
 		}
@@ -519,11 +519,11 @@ func errorPayload(structured any, text string) json.RawMessage {
 		if json.Unmarshal([]byte(text), &fromText) == nil && reflect.DeepEqual(fromText, structured) {
 			return json.RawMessage(text)
 		}
-		if b, err := json.Marshal(structured); err == nil {
+		if b, err := messages.Marshal(structured); err == nil {
 			return b
 		}
 	}
-	b, _ := json.Marshal(messages.ErrorResult{Success: false, Error: text}) // strings always encode
+	b, _ := messages.Marshal(messages.ErrorResult{Success: false, Error: text}) // strings always encode
 	return b
 }
 

@@ -1,16 +1,18 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
 )
 
-// Param builds a PARAM frame whose value is v encoded as JSON. It returns an
+// Param builds a PARAM frame whose value is v encoded as JSON (without HTML
+// escaping, as every payload this package encodes). It returns an
 // error when v cannot be encoded.
 func Param(streamID, name string, v any) (*Frame, error) {
-	payload, err := json.Marshal(v)
+	payload, err := Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode param %q: %w", name, err)
 	}
@@ -102,11 +104,24 @@ func ToolResult(streamID, toolCallID, name string, result any) (*Frame, error) {
 		payload = r
 	default:
 		var err error
-		if payload, err = json.Marshal(r); err != nil {
+		if payload, err = Marshal(r); err != nil {
 			return nil, fmt.Errorf("encode result of tool %q: %w", name, err)
 		}
 	}
 	return RawToolResult(streamID, toolCallID, name, payload), nil
+}
+
+// Marshal is json.Marshal without HTML escaping, as every payload this
+// package builds is encoded: a result's "<", ">" and "&" reach the model
+// as themselves, as the tools package's own results do.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // RawToolResult builds a successful TOOL_RESULT from an encoded JSON result.
@@ -126,7 +141,7 @@ type ErrorResult struct {
 // ToolError builds a TOOL_RESULT reporting a failure to the model as
 // {"success":false,"error":message}, with the is_error flag set.
 func ToolError(streamID, toolCallID, name, message string) *Frame {
-	payload, _ := json.Marshal(ErrorResult{Success: false, Error: message}) // a struct of strings always encodes
+	payload, _ := Marshal(ErrorResult{Success: false, Error: message}) // a struct of strings always encodes
 	return &Frame{Type: FrameType_TOOL_RESULT, StreamId: streamID, ToolCallId: toolCallID, Name: name,
 		Payload: payload, Meta: &Metadata{IsError: true}}
 }

@@ -1,0 +1,176 @@
+package cluster_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/cluster"
+)
+
+// TestMember_SessionActorRestartCancelsItsRun: a session actor that
+// panics (here once, as it handles the claim of its first run, once the
+// run is inside its call) is
+// restarted by its supervisor, and the new instance knows nothing of the
+// run the old one started. The restart cancels that run and answers the
+// request it held (moved), so Run asks again and the new instance runs
+// the session on a new claim (epoch 2), to one answer; the first run's
+// call, waiting, sees its context end and has no side effect (the
+// second run answers it as interrupted). The first
+// run's end, reaching the new instance, is recognised as the old one's
+// and ignored: it neither fails the new instance (no further restart)
+// nor replaces its answer, which a later Run gets from it.
+func TestMember_SessionActorRestartCancelsItsRun(t *testing.T) {
+	leakCheck(t)
+	var panicked atomic.Bool
+	var starts atomic.Int32
+	finishedCh := make(chan struct{}, 16)
+	inCall, canceled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	cluster.SetSessionMessageHook(func(msg string) {
+		switch msg {
+		case "started":
+			starts.Add(1)
+		case "claimed":
+			if panicked.CompareAndSwap(false, true) {
+				<-inCall // the run goes on meanwhile: it needs nothing of the actor
+				panic("a bug of the session actor, once")
+			}
+		case "finished":
+			finishedCh <- struct{}{}
+		}
+	})
+	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) }) // after the member's Close (cleanups run last first)
+
+	store := openStore(t, freshSchema())
+	side := newSideFile(t)
+	var incarnations atomic.Int32
+	inner := sessionFunc(t, 1, side, func(string) hooks {
+		n := incarnations.Add(1)
+		return hooks{before: func(ctx context.Context, call string) {
+			if n != 1 {
+				return
+			}
+			close(inCall)
+			select {
+			case <-ctx.Done():
+				close(canceled)
+			case <-release:
+			}
+		}}
+	})
+	m := startLoneMember(t, &cluster.Options{
+		Store:   store,
+		Session: inner,
+		// Longer than the test may take: a request is answered by the
+		// session's end or the restart, never by its hold.
+		Hold: 5 * time.Minute,
+	})
+	t.Cleanup(func() { close(release) })                                  // before the member closes, which waits for the call
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
+	defer cancel()
+
+	res, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil {
+		t.Fatalf("Run of a session whose actor restarted: %v; want its answer", err)
+	}
+	if !panicked.Load() {
+		t.Fatal("the session actor never panicked")
+	}
+	if res.Text != "All done." || res.Epoch != 2 {
+		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
+	}
+	select {
+	case <-canceled:
+	case <-ctx.Done():
+		t.Fatal("the first run's call never saw its context end: the restart did not cancel the run")
+	}
+	// Both runs' ends have reached the actor (the first's, late, at the
+	// new instance).
+	for range 2 {
+		select {
+		case <-finishedCh:
+		case <-ctx.Done():
+			t.Fatal("the actor was never told of the end of both runs")
+		}
+	}
+	again, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil {
+		t.Fatalf("Run again: %v", err)
+	}
+	if again.Text != "All done." || again.Epoch != 2 || again.Requests != 1 {
+		t.Errorf("Run again: %+v, want the answer kept at epoch 2, in one request", again)
+	}
+	if n := starts.Load(); n != 2 {
+		t.Errorf("the session actor started %d times, want 2 (once, and once restarted)", n)
+	}
+	// The call, cancelled before its append, is answered as interrupted
+	// when the second run resumes the session: it never ran.
+	if got := side.runs(t); len(got) != 0 {
+		t.Errorf("side effects %v, want none (the call cancelled, then answered as interrupted)", got)
+	}
+}
+
+// TestMember_SessionActorRestartIgnoresTheOldRunsEnd: the end of a run
+// started before the session actor restarted (here the actor panics once
+// as it handles the run's claim, and the run goes on to its answer)
+// reaches the new instance, whether or not that one has started a run of
+// its own; it is recognised as the old one's and ignored: the new
+// instance neither panics on it (it has nothing of the old run to stop)
+// nor takes its answer for its own. Run gets one answer, from the run of
+// the restarted actor (epoch 2), which a later Run gets again.
+func TestMember_SessionActorRestartIgnoresTheOldRunsEnd(t *testing.T) {
+	leakCheck(t)
+	var panicked atomic.Bool
+	var starts atomic.Int32
+	finishedCh := make(chan struct{}, 16)
+	cluster.SetSessionMessageHook(func(msg string) {
+		switch msg {
+		case "started":
+			starts.Add(1)
+		case "claimed":
+			if panicked.CompareAndSwap(false, true) {
+				panic("a bug of the session actor, once")
+			}
+		case "finished":
+			finishedCh <- struct{}{}
+		}
+	})
+	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) }) // after the member's Close (cleanups run last first)
+	m := startLoneMember(t, &cluster.Options{
+		Store:          openStore(t, freshSchema()),
+		Session:        sessionFunc(t, 1, newSideFile(t), nil),
+		Hold:           50 * time.Millisecond,
+		RequestTimeout: time.Second,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
+	defer cancel()
+
+	res, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil {
+		t.Fatalf("Run of a session whose actor restarted: %v; want its answer", err)
+	}
+	if !panicked.Load() {
+		t.Fatal("the session actor never panicked")
+	}
+	if res.Text != "All done." || res.Epoch != 2 {
+		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
+	}
+	for range 2 {
+		select {
+		case <-finishedCh:
+		case <-ctx.Done():
+			t.Fatal("the actor was never told of the end of both runs")
+		}
+	}
+	again, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil {
+		t.Fatalf("Run again: %v", err)
+	}
+	if again.Text != "All done." || again.Epoch != 2 {
+		t.Errorf("Run again: %+v, want the answer kept at epoch 2", again)
+	}
+	if n := starts.Load(); n != 2 {
+		t.Errorf("the session actor started %d times, want 2 (once, and once restarted by the test's panic)", n)
+	}
+}

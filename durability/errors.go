@@ -33,8 +33,11 @@ var ErrDamaged = errors.New("damaged")
 // the wait, before the server answered. Unlike every other error of a
 // write, it does not mean "not persisted": the write may have committed.
 // The caller acts as if neither were known and learns the truth by
-// reading: a durable stage fails (its [Provider] panics with the error)
-// and is recovered from what the store holds. Stores that hold their data
+// reading through the same store, which waits until the write can no
+// longer commit (another process learns it only after a fence, see the
+// Durability section of [Store]): a durable stage fails (its [Provider]
+// panics with the error) and is recovered from what the store holds.
+// Stores that hold their data
 // in this process (memstore, boltstore) never return it.
 var ErrOutcomeUnknown = errors.New("outcome unknown: the write may or may not have committed")
 

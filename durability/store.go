@@ -29,8 +29,14 @@ import "context"
 // error always means "persisted" and a non-nil one "not persisted", with
 // one exception: a store that reaches its data over a connection (pgstore)
 // cannot always tell, and then says so with an error wrapping
-// [ErrOutcomeUnknown], which may mean either (a read tells which). Such a
-// store also bounds the wait by ctx once the write was sent, since a
+// [ErrOutcomeUnknown], which may mean either. A read through the same
+// store tells which: until the write can no longer commit, the store's
+// reads and writes of that actor wait (and fail with ErrOutcomeUnknown
+// too if their own ctx ends first), so a read never shows the write
+// absent and then sees it commit. Another process cannot rely on its own
+// read for this (the write may commit after it); only a fence taken
+// after it settles the question across processes (pgstore's Claim). Such
+// a store also bounds the wait by ctx once the write was sent, since a
 // silent server would otherwise hold the caller for ever.
 //
 // # Data ownership

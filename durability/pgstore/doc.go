@@ -107,8 +107,10 @@
 // A write whose row holds other bytes (an event replaced by one at the
 // same index, say) is not run again, which could overwrite bytes written
 // since: it fails with [ErrOutcomeUnknown]. A fenced write's fence check
-// runs again with it; [Store.Claim] itself is not run again (each run
-// raises the epoch).
+// runs again with it; when the server refuses what one write of the batch
+// asks (its claim superseded, say), each write runs again alone, so that
+// it fails alone, as on a first run. [Store.Claim] itself is not run
+// again (each run raises the epoch).
 //
 // # Timeouts and unknown outcomes
 //
@@ -118,7 +120,8 @@
 // network that drops packets) holds no caller past its context. Writes
 // share transactions (see group commit): a write whose caller's context
 // ends the wait before its transaction was sent is withdrawn, and fails
-// with the context's error (it is not stored); one whose transaction was
+// with the context's error (it is not stored), as does one that Close
+// gives up before it was sent (with ErrClosed); one whose transaction was
 // sent fails with [ErrOutcomeUnknown] and the context's error, and the
 // transaction goes on for the writes that share it, or is cancelled once
 // every caller of it gave up. The store copies a write's data when a
@@ -132,12 +135,21 @@
 // An error wrapping ErrOutcomeUnknown (also returned when a write's
 // connection was lost after its transaction was sent and running it again
 // was not safe or failed) means that the write may or may not have
-// committed, unlike the other errors, which mean it did not. A later read
-// tells which, once the transaction has ended on the server: a server
-// that got it whole commits it even after the connection was closed, when
-// it gets to it. A new [Store.Claim] of the key settles it: it waits for
-// every transaction that passed the older claim's fence check, and a later
-// one fails that check.
+// committed, unlike the other errors, which mean it did not. A server
+// that got the transaction whole commits it even after the connection was
+// closed, when it gets to it; so the actor is in doubt until the
+// transaction has ended on the server, and the store's reads and writes
+// of the actor wait for that: the store's own connection reports the end
+// of a transaction that goes on for other writes, and when the store
+// closed (or lost) that connection, it watches in the background for the
+// server backend that ran it to exit (in pg_stat_activity). A read or
+// write of an actor in doubt whose context ends first fails with
+// ErrOutcomeUnknown, saying that a write of the actor is still in doubt.
+// So, within one Store, a later read tells which. Another process does
+// not know of the doubt, and its read may show the write absent before
+// it commits: across processes, only a new [Store.Claim] of the key
+// settles it: it waits for every transaction that passed the older
+// claim's fence check, and a later one fails that check.
 //
 // # Fencing
 //

@@ -31,3 +31,11 @@ func WaitQueued(s *Store, n int) {
 		runtime.Gosched()
 	}
 }
+
+// WaitDoubtWaiters waits until n calls of s wait for a write in doubt
+// (see Store.settled).
+func WaitDoubtWaiters(s *Store, n int64) {
+	for s.doubtWaiters.Load() < n {
+		runtime.Gosched()
+	}
+}

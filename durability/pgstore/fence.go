@@ -50,6 +50,7 @@ func fencedOr(err error) error {
 //
 // A claim whose connection was lost, or whose ctx was done, after it was
 // sent fails with [ErrOutcomeUnknown]: the epoch may have been raised.
+// One whose ctx was done before it was sent fails with ctx's error.
 // Claiming again is safe (it raises the epoch once more).
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
@@ -60,8 +61,13 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	defer done()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil { // nothing sent: the epoch was not raised
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+	}
+	defer conn.Release()
 	var epoch int64
-	if err := s.pool.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
+	if err := conn.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
 		s.noteFailure(err)
 		if unknownOutcome(err) { // not run again: each run raises the epoch
 			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)

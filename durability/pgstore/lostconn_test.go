@@ -301,3 +301,96 @@ func TestLostConnection_BatchRerunPartly(t *testing.T) {
 		t.Errorf("b holds %q, want [0:x 1:y]", got)
 	}
 }
+
+// TestSilentServer_QueuedWriteAtCloseNotSent: a write still queued when
+// Close gives up on a silent server is never sent, so it fails with a
+// known outcome (not stored), not ErrOutcomeUnknown, while the write in
+// flight does.
+func TestSilentServer_QueuedWriteAtCloseNotSent(t *testing.T) {
+	s, p := storeVia(t, &pgstore.Options{Committers: 1, CloseTimeout: 1})
+	hit := p.arm(muteReply)
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(context.Background(), "a", 0, []byte("x")) }()
+	<-hit // the only committer waits for the silent server
+	queuedErr := make(chan error, 1)
+	go func() { queuedErr <- s.PersistEvent(context.Background(), "q", 0, []byte("y")) }()
+	pgstore.WaitQueued(s, 1)
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-heldErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("write in flight given up by Close: %v, want ErrOutcomeUnknown", err)
+	}
+	err := <-queuedErr
+	if err == nil {
+		t.Fatal("queued write after Close gave up: nil error, want a failure")
+	}
+	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("queued write never sent (Close gave up before a committer took it): %v; want a known outcome (not stored), not ErrOutcomeUnknown", err)
+	}
+}
+
+// TestClaim_NotSentIsKnown: a Claim whose context is done before anything
+// was sent fails with the context's error, not ErrOutcomeUnknown, and the
+// epoch stays as it was.
+func TestClaim_NotSentIsKnown(t *testing.T) {
+	s, _ := storeVia(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.Claim(ctx, "k")
+	if err == nil {
+		t.Fatal("Claim with a done context: nil error")
+	}
+	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("Claim with a context done before anything was sent: %v; want the context's error with a known outcome, not ErrOutcomeUnknown", err)
+	}
+	if e, err := s.Epoch(t.Context(), "k"); err != nil || e != 0 {
+		t.Errorf("Epoch = %d, %v; want 0 (nothing was sent)", e, err)
+	}
+}
+
+// TestLostConnection_RerunFencedWriteAlone: when a batch's connection is
+// lost after it was sent and the fence check of its run again refuses one
+// write (its claim superseded), that write alone fails with ErrFenced;
+// the other writes of the batch run again alone and commit, and are never
+// told that they are fenced.
+func TestLostConnection_RerunFencedWriteAlone(t *testing.T) {
+	ctx := t.Context()
+	s, p := storeVia(t, &pgstore.Options{Committers: 1})
+	old, err := s.Claim(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "k"); err != nil { // supersedes old
+		t.Fatal(err)
+	}
+	// Hold the only committer, so that the next two writes share its
+	// next transaction.
+	hit := p.arm(muteReply)
+	held, release := context.WithCancel(ctx)
+	defer release()
+	heldErr := make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
+	<-hit
+	fencedErr, otherErr := make(chan error, 1), make(chan error, 1)
+	go func() { fencedErr <- old.PersistEvent(ctx, "a", 0, []byte("x")) }()
+	go func() { otherErr <- s.PersistEvents(ctx, "b", 0, [][]byte{[]byte("y")}) }()
+	pgstore.WaitQueued(s, 2)
+	cut := p.arm(cutRequest)
+	release()
+	<-heldErr
+	if err := <-fencedErr; !errors.Is(err, pgstore.ErrFenced) {
+		t.Errorf("superseded claim's write: %v, want ErrFenced", err)
+	}
+	err = <-otherErr
+	<-cut
+	if errors.Is(err, pgstore.ErrFenced) {
+		t.Errorf("unfenced write sharing the batch: %v; it is told ErrFenced, though no claim of its own was superseded", err)
+	}
+	if err != nil {
+		t.Errorf("unfenced write sharing the batch: %v, want nil (run again without the fenced write, as the first run's per-write retry does)", err)
+	}
+	if got := stored(t, s, "b"); len(got) != 1 {
+		t.Errorf("b holds %q, want [0:y]", got)
+	}
+}

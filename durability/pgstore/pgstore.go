@@ -177,6 +177,16 @@ type Store struct {
 	gatherMu      sync.Mutex
 	wake          chan struct{}
 
+	// Writes in doubt (see doubt.go): doubts counts, per actor name, the
+	// transactions that may still commit after their write was reported
+	// ErrOutcomeUnknown, doubting all of them; doubtWaiters counts the
+	// calls waiting for them to end; settlers runs settleBackends.
+	doubtMu      sync.Mutex
+	doubts       map[string]*doubt
+	doubting     atomic.Int64
+	doubtWaiters atomic.Int64
+	settlers     sync.WaitGroup
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -363,6 +373,7 @@ func (s *Store) Close() error {
 		}
 		timer.Stop()
 		s.kill(nil)
+		s.settlers.Wait()
 		s.pool.Close()
 		s.log.Info("pgstore closed", "schema", s.schema, "commits", s.commits.Load(), "writes", s.written.Load())
 	})
@@ -418,6 +429,7 @@ type queries struct {
 	checkFences, claim, epoch       string
 	salvageSnapshots, salvageEvents string
 	dropSnapshots, dropEvents       string
+	backendsAlive                   string
 }
 
 func newQueries(schema string) queries {
@@ -514,6 +526,7 @@ func newQueries(schema string) queries {
 		// none).
 		salvageSnapshots: "SELECT idx, data, crc FROM " + t("snapshots") + ` WHERE name = $1 ORDER BY idx DESC`,
 		salvageEvents:    "SELECT idx, data, crc FROM " + t("events") + ` WHERE name = $1 AND idx >= $2 ORDER BY idx`,
+		backendsAlive:    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = ANY($1::bigint[]))",
 		dropSnapshots:    "DELETE FROM " + t("snapshots") + ` WHERE name = $1 AND idx IS DISTINCT FROM $2::bigint`,
 		dropEvents: "DELETE FROM " + t("events") + ` WHERE name = $1
 			AND NOT coalesce(idx BETWEEN $2::bigint AND $3::bigint, false)`,

@@ -33,6 +33,9 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	if err := ctx.Err(); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
+	if err := s.settled(ctx, name); err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
 	ctx, done, err := s.beginRead(ctx)
 	if err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
@@ -150,6 +153,9 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
 	}
 	if err := ctx.Err(); err != nil {
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	if err := s.settled(ctx, name); err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)

@@ -67,6 +67,9 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 	if err := ctx.Err(); err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}
 	}
+	if err := s.settled(ctx, name); err != nil {
+		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}
+	}
 	ctx, done, err := s.beginRead(ctx)
 	if err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}

@@ -25,9 +25,11 @@ import (
 // [Store.Salvage]) returns when it cannot tell whether it committed: its
 // transaction was sent, and then the connection was lost, the caller's
 // context was done or Close gave up before the server answered (and
-// running it again was not safe, or failed). It may have committed or not; a read tells which (see Timeouts
-// and unknown outcomes in the package doc). Every other error of a write
-// means that it did not commit.
+// running it again was not safe, or failed). It may have committed or
+// not; a read through the same Store tells which, as it waits until the
+// write can no longer commit; across processes, only a new Claim settles
+// it (see Timeouts and unknown outcomes in the package doc). Every other
+// error of a write means that it did not commit.
 var ErrOutcomeUnknown = durability.ErrOutcomeUnknown
 
 // writeKind says what a write does.
@@ -74,14 +76,18 @@ type write struct {
 	done  chan error
 
 	// verdict is the write's own outcome when its batch's is not (set by
-	// the committer: see Store.rerun).
-	verdict error
+	// the committer: see Store.rerun); result is the outcome the
+	// committer reports (see Store.report).
+	verdict, result error
 
-	// mu guards state and flight, shared by the caller (which may give
-	// up) and the committer (which takes the write and sends it).
-	mu     sync.Mutex
-	state  writeState
-	flight *flight // the batch that took the write
+	// mu guards state, flight, ended and doubted, shared by the caller
+	// (which may give up) and the committer (which takes the write, sends
+	// it and reports its outcome).
+	mu      sync.Mutex
+	state   writeState
+	flight  *flight // the batch that took the write
+	ended   bool    // its outcome was reported, in done
+	doubted bool    // its caller gave up after it was sent: its actor is in doubt
 }
 
 // writeState is where a write is between its caller and the server.
@@ -96,8 +102,8 @@ const (
 
 // reset clears w for the pool.
 func (w *write) reset() {
-	w.kind, w.name, w.index, w.data, w.one, w.fence, w.verdict = 0, "", 0, nil, [1][]byte{}, nil, nil
-	w.state, w.flight = queued, nil
+	w.kind, w.name, w.index, w.data, w.one, w.fence, w.verdict, w.result = 0, "", 0, nil, [1][]byte{}, nil, nil, nil
+	w.state, w.flight, w.ended, w.doubted = queued, nil, false, false
 }
 
 // flight is what a committer's batch shares: the context its statements
@@ -173,6 +179,9 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 				Err: fmt.Errorf("%d events from index %d: %w", len(many), index, durability.ErrIndexOverflow)}
 		}
 	}
+	if err := s.settled(ctx, name); err != nil {
+		return &durability.StoreError{Op: op, Name: name, Err: err}
+	}
 	w := writePool.Get().(*write)
 	w.kind, w.name, w.index, w.fence = kind, name, index, f
 	switch {
@@ -212,24 +221,27 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 // write's error: ctx's error when w was not sent (it never will be), its
 // outcome when it came meanwhile, or else ErrOutcomeUnknown with ctx's
 // error (its transaction runs on for the other writes that share it, or
-// is cancelled when none is left).
+// is cancelled when none is left). In that last case the actor is in
+// doubt (see doubt.go) until the transaction has ended.
 func (s *Store) giveUp(ctx context.Context, w *write) error {
 	w.mu.Lock()
-	state, f := w.state, w.flight
+	state, f, ended := w.state, w.flight, w.ended
 	w.state = gone
+	if state == sent && !ended {
+		w.doubted = true
+		s.addDoubt(w.name)
+	}
 	w.mu.Unlock()
 	if f != nil {
 		f.leave()
 	}
-	if state != sent {
+	switch {
+	case state != sent:
 		return ctx.Err()
+	case ended:
+		return <-w.done
 	}
-	select {
-	case err := <-w.done:
-		return err
-	default:
-		return fmt.Errorf("%w (the caller's context ended the wait for the server's answer): %w", ErrOutcomeUnknown, ctx.Err())
-	}
+	return fmt.Errorf("%w (the caller's context ended the wait for the server's answer): %w", ErrOutcomeUnknown, ctx.Err())
 }
 
 // check returns ErrClosed after Close, or ctx's error when it is done.
@@ -349,12 +361,13 @@ drain:
 // transaction whose connection was lost runs once more where that is safe
 // (see Store.try).
 func (s *Store) commit(c *committer, f *flight, batch []*write) {
+	defer s.report(c, batch)
 	ctx := f.ctx
 	live := c.send(batch)
 	err, final := s.try(ctx, c, live)
 	if err == nil {
 		for _, w := range batch {
-			w.done <- w.verdict
+			w.result = w.verdict
 		}
 		return
 	}
@@ -364,13 +377,13 @@ func (s *Store) commit(c *committer, f *flight, batch []*write) {
 		}
 		err = s.failure(ctx, err)
 		for _, w := range batch {
-			w.done <- err
+			w.result = err
 		}
 		return
 	}
 	for _, w := range batch {
 		if !c.still(w) {
-			w.done <- context.Canceled // nobody waits for it: not sent again
+			w.result = context.Canceled // nobody waits for it: not sent again
 			continue
 		}
 		err, _ := s.try(ctx, c, []*write{w})
@@ -380,7 +393,38 @@ func (s *Store) commit(c *committer, f *flight, batch []*write) {
 		if err == nil {
 			err = w.verdict
 		}
-		w.done <- s.failure(ctx, err)
+		w.result = s.failure(ctx, err)
+	}
+}
+
+// report hands each write of batch its result. A write whose transaction
+// may still run on the server (a run's connection was closed or lost
+// before the server reported its end: see committer.unsettled) and whose
+// outcome is unknown leaves its actor in doubt (see doubt.go) until the
+// server backends of those runs have exited; a write whose caller gave up
+// after it was sent ends its actor's doubt now, when every run's end was
+// reported.
+func (s *Store) report(c *committer, batch []*write) {
+	var doubted []string
+	for _, w := range batch {
+		w.mu.Lock()
+		w.ended = true
+		switch {
+		case w.doubted:
+			doubted = append(doubted, w.name)
+		case len(c.unsettled) > 0 && w.state == sent && errors.Is(w.result, ErrOutcomeUnknown):
+			s.addDoubt(w.name) // before its caller hears of it
+			doubted = append(doubted, w.name)
+		}
+		w.done <- w.result
+		w.mu.Unlock()
+	}
+	switch {
+	case len(doubted) == 0:
+	case len(c.unsettled) == 0:
+		s.endDoubt(doubted...)
+	default:
+		s.settleBackends(slices.Clone(c.unsettled), doubted)
 	}
 }
 
@@ -414,15 +458,22 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 	}
 	s.log.Info("pgstore: running a transaction again on a fresh connection, checking what it stores against what the rows hold", "writes", len(writes), "err", err)
 	if rerr := s.rerun(ctx, c, writes, err); rerr != nil {
-		return fmt.Errorf("%w: the connection was lost (%v), and running it again failed: %w", ErrOutcomeUnknown, err, rerr), true
+		return rerunFailed(err, rerr), true
 	}
 	return nil, false
+}
+
+// rerunFailed is the error of writes whose transaction's connection was
+// lost (lost) and whose run again failed with err.
+func rerunFailed(lost, err error) error {
+	return fmt.Errorf("%w: the connection was lost (%v), and running it again failed: %w", ErrOutcomeUnknown, lost, err)
 }
 
 // runCounted runs writes in one transaction, notes its failure (see
 // noteFailure) and counts its success.
 func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) error {
-	err := c.run(ctx, s, writes)
+	pid, err := c.run(ctx, s, writes)
+	c.settle(pid, err)
 	s.noteFailure(err)
 	if err == nil {
 		s.commits.Add(1)
@@ -440,7 +491,9 @@ func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) e
 // may or may not have replaced them, and running it again would overwrite
 // them), and the transaction, rolled back, runs again without them. When
 // every row matches, the compactions and deletes run again too (they are
-// idempotent) and the transaction commits.
+// idempotent) and the transaction commits. When the server refuses what
+// one write asks (see retryAlone), each write runs again alone, and one
+// that fails has its error, with ErrOutcomeUnknown, as its verdict.
 func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost error) error {
 	for {
 		var err error
@@ -451,9 +504,24 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 		var other []rowRef
 		err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
 			other, err = c.runChecked(ctx, s, conn, writes)
+			c.settle(conn.Conn().PgConn().PID(), err)
 			return err
 		})
 		s.noteFailure(err)
+		if err != nil && len(writes) > 1 && retryAlone(err) {
+			// The server refused what one write asked (a claim
+			// superseded, say): as on a first run (see Store.commit),
+			// each write runs again alone, so that it fails alone.
+			for _, w := range writes {
+				if !c.still(w) {
+					continue
+				}
+				if werr := s.rerun(ctx, c, []*write{w}, lost); werr != nil {
+					w.verdict = s.failure(ctx, rerunFailed(lost, werr))
+				}
+			}
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -522,6 +590,8 @@ func (s *Store) failure(ctx context.Context, err error) error {
 			return fmt.Errorf("%w (%w)", err, ErrFenced)
 		}
 		return err
+	case errors.As(err, new(unsent)) && errors.Is(context.Cause(ctx), errCloseGaveUp):
+		return fmt.Errorf("%w: %w (the write was never sent): %w", durability.ErrClosed, errCloseGaveUp, err)
 	case !unknownOutcome(err):
 		return fencedOr(err)
 	}
@@ -536,7 +606,7 @@ func (s *Store) failure(ctx context.Context, err error) error {
 // connect) and the server did not refuse it (a PgError, but for a lost
 // connection's: see lostCode).
 func unknownOutcome(err error) bool {
-	if err == nil || pgconn.SafeToRetry(err) {
+	if err == nil || pgconn.SafeToRetry(err) || errors.As(err, new(unsent)) {
 		return false
 	}
 	var ce *pgconn.ConnectError
@@ -692,7 +762,7 @@ const arenaKeep = 16 << 20
 func (c *committer) release() {
 	clear(c.slices)
 	clear(c.live)
-	c.slices, c.live = c.slices[:0], c.live[:0]
+	c.slices, c.live, c.unsettled = c.slices[:0], c.live[:0], c.unsettled[:0]
 	if cap(c.bytes) > arenaKeep {
 		c.bytes = nil
 	}
@@ -704,6 +774,10 @@ type committer struct {
 	bytes  []byte   // the data of the writes taken, copied
 	slices [][]byte // the writes' data, in bytes
 	live   []*write
+
+	// unsettled holds the server backends of the batch's runs whose
+	// transactions may not have ended (see committer.settle).
+	unsettled []int64
 
 	ev, snap    rows
 	compact     keys
@@ -780,14 +854,46 @@ func (r *rows) add(seen map[rowKey]int, kind durability.RecordKind, name string,
 // run commits batch in one implicit transaction: one pipelined round trip
 // of at most seven statements, whatever the batch's size. Puts come before
 // compactions and deletes: a valid order, since the writes are concurrent.
-func (c *committer) run(ctx context.Context, s *Store, batch []*write) error {
+// It returns the server backend's pid, to wait for (see
+// committer.settle).
+func (c *committer) run(ctx context.Context, s *Store, batch []*write) (uint32, error) {
 	c.build(s, batch)
 	var b pgx.Batch
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
-	return s.pool.SendBatch(ctx, &b).Close()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, unsent{err}
+	}
+	defer conn.Release()
+	return conn.Conn().PgConn().PID(), conn.SendBatch(ctx, &b).Close()
 }
+
+// settle notes a run of the batch on the server backend pid that failed
+// with err: unless the server reported the end of its transaction (or
+// nothing of it was sent), the backend may run it still, and the outcome
+// of its writes is in doubt until the backend has exited (see
+// Store.report).
+func (c *committer) settle(pid uint32, err error) {
+	if !endKnown(err) {
+		c.unsettled = append(c.unsettled, int64(pid))
+	}
+}
+
+// endKnown reports whether a run that failed with err (or succeeded) has
+// no transaction left on the server: it committed, the server refused it
+// (a PgError but for a lost connection's: see lostCode), or nothing of it
+// was sent.
+func endKnown(err error) bool { return !unknownOutcome(err) }
+
+// unsent is the error of a transaction that failed before any of it was
+// sent (no connection could be had): its outcome is known, nothing of it
+// is stored.
+type unsent struct{ err error }
+
+func (e unsent) Error() string { return e.err.Error() }
+func (e unsent) Unwrap() error { return e.err }
 
 // runChecked runs writes on conn in an explicit transaction (see
 // Store.rerun) that puts each row only where none is stored and locks

@@ -12,18 +12,22 @@ import (
 var ForwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
 
 // CheckClient refuses a request whose client is not on a loopback IP
-// (r.RemoteAddr; a name is not an address), or that carries one of
+// (r.RemoteAddr; a name is not an address) and did not connect to a Unix
+// domain socket (whose clients are on this machine, their RemoteAddr "@"
+// or empty), or that carries one of
 // [ForwardedHeaders]: a proxy on this machine connects from loopback, and
 // may pass a loopback Host on, but the client it forwards for is
 // elsewhere. Its errors say what was refused, not how to allow it: the
 // caller adds that.
 func CheckClient(r *http.Request) error {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("client %q is not on a loopback address", r.RemoteAddr)
+	if !overUnixSocket(r) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("client %q is not on a loopback address", r.RemoteAddr)
+		}
 	}
 	for _, h := range ForwardedHeaders {
 		if v := r.Header.Values(h); len(v) > 0 {
@@ -35,4 +39,11 @@ func CheckClient(r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// overUnixSocket reports whether r came over a Unix domain socket: the
+// local address net/http's server puts in the request's context is one.
+func overUnixSocket(r *http.Request) bool {
+	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	return ok
 }

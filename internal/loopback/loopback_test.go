@@ -1,6 +1,7 @@
 package loopback_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -146,6 +147,33 @@ func TestCheckClient(t *testing.T) {
 		err := loopback.CheckClient(r)
 		if c.says == "" && err != nil || c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) {
 			t.Errorf("CheckClient(%q, %s: %.20q) = %v, want an error saying %q (none if empty)", c.remote, c.header, c.value, err, c.says)
+		}
+	}
+}
+
+// A client of a Unix domain socket is on this machine whatever its
+// RemoteAddr says ("@" or ""), unless a proxy forwarded its request.
+func TestCheckClient_UnixSocket(t *testing.T) {
+	unix := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/app.sock", Net: "unix"})
+	tcp := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80})
+	for _, c := range []struct {
+		ctx       context.Context
+		remote    string
+		forwarded bool
+		ok        bool
+	}{
+		{unix, "@", false, true},
+		{unix, "", false, true},
+		{unix, "@", true, false},
+		{tcp, "@", false, false},
+		{context.Background(), "@", false, false},
+	} {
+		r := (&http.Request{RemoteAddr: c.remote, Header: http.Header{}}).WithContext(c.ctx)
+		if c.forwarded {
+			r.Header.Set("X-Forwarded-For", "203.0.113.9")
+		}
+		if err := loopback.CheckClient(r); (err == nil) != c.ok {
+			t.Errorf("CheckClient(local %v, remote %q, forwarded %v) = %v, want ok=%v", c.ctx.Value(http.LocalAddrContextKey), c.remote, c.forwarded, err, c.ok)
 		}
 	}
 }

@@ -526,12 +526,19 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // host's, are cancelled as Close begins, with ErrClosed as the cause
 // (their calls fail with an error saying the agent was closed), and
 // waited for as they wind down (CancelGrace bounds that, see
-// [Agent.Run]). And once every other conversation has returned, those
-// whose consumer is running (a [Agent.Stream] loop body, a
-// ToolOptions.OnEvent hook), such as the Stream whose loop body called
-// Close, are cancelled with ErrClosed and not waited for: Close goes on
-// and returns, and each ends with an error wrapping ErrClosed once its
-// consumer returns to it. The agent's name on its Store is then given
+// [Agent.Run]). And those whose consumer (a [Agent.Stream] loop body, a
+// ToolOptions.OnEvent hook) stays in the body of one event, such as the
+// Stream whose loop body called Close: once every other conversation
+// has returned and each of those has stayed in the same event's body
+// for CancelGrace (a consumer entering its next event's body, or a
+// conversation returning, starts that grace anew), they are cancelled
+// with ErrClosed and not waited for: Close goes on and returns, and each
+// ends with an error wrapping ErrClosed once its consumer returns to it.
+// Close cannot tell a body that called it from one running on another
+// goroutine, so a consumer on another goroutine that handles one event
+// for longer than CancelGrace while nothing else is left for Close to
+// wait for is cancelled too; one that returns to its Stream sooner is
+// waited for. The agent's name on its Store is then given
 // back once the last of them has returned and its loop has stopped.
 // Run and Stream then fail with [ErrClosed], as do, as soon as Close
 // begins, those waiting for the loop to end a cancelled conversation of
@@ -636,21 +643,40 @@ func (a *Agent) Close(ctx context.Context) error {
 // awaitConversations waits, a.mu held (released while it waits), until
 // every conversation that entered has returned, or until the only ones
 // left are in their consumer's body (a Stream's loop body, an OnEvent
-// hook): those it cancels with ErrClosed and no longer waits for. It
-// returns ctx's error when ctx ends first.
+// hook) and have stayed in the same entry of it for CancelGrace: those
+// it cancels with ErrClosed and no longer waits for. Go tells no
+// goroutine from another: a body that called Close never leaves, while
+// a consumer on another goroutine returns to its conversation, which
+// either returns or enters the body again with its next event; each
+// change of who is in which entry starts the grace anew. It returns
+// ctx's error when ctx ends first.
 func (a *Agent) awaitConversations(ctx context.Context) error {
-	for {
-		left := a.active
-		for c := range a.convs {
-			if c.inBody.Load() {
-				left--
-			}
+	var (
+		held  map[*closer]uint64 // those in their body, with their entry, as the grace runs
+		grace *time.Timer
+	)
+	defer func() {
+		if grace != nil {
+			grace.Stop()
 		}
-		if left == 0 {
-			for c := range a.convs { // each in its consumer's body: it has a cancel
-				c.cancel(ErrClosed)
-			}
+	}()
+	for {
+		inBody, only := a.inBodyLocked()
+		if only && len(inBody) == 0 {
 			return nil
+		}
+		var graceC <-chan time.Time
+		if only {
+			if held == nil || !sameEntries(held, inBody) {
+				held = inBody // the grace starts (anew)
+				if grace != nil {
+					grace.Stop()
+				}
+				grace = time.NewTimer(a.opts.CancelGrace)
+			}
+			graceC = grace.C
+		} else {
+			held = nil
 		}
 		if a.changed == nil {
 			a.changed = make(chan struct{})
@@ -659,12 +685,48 @@ func (a *Agent) awaitConversations(ctx context.Context) error {
 		a.mu.Unlock()
 		select {
 		case <-changed:
+			a.mu.Lock()
+		case <-graceC:
+			a.mu.Lock()
+			if inBody, only := a.inBodyLocked(); only && len(inBody) > 0 && sameEntries(held, inBody) {
+				for c := range inBody { // in the same entry of its body for CancelGrace
+					c.cancel(ErrClosed)
+				}
+				return nil
+			}
+			held = nil // something moved meanwhile: the grace starts anew
 		case <-ctx.Done():
 			a.mu.Lock()
 			return ctx.Err()
 		}
-		a.mu.Lock()
 	}
+}
+
+// inBodyLocked returns the conversations that entered and are in their
+// consumer's body, each with its entry (closer.entries), and whether
+// they are all that entered and has not left; a.mu is held.
+func (a *Agent) inBodyLocked() (map[*closer]uint64, bool) {
+	inBody := make(map[*closer]uint64)
+	for c := range a.convs {
+		if c.inBody.Load() {
+			inBody[c] = c.entries.Load()
+		}
+	}
+	return inBody, a.active == len(inBody)
+}
+
+// sameEntries tells whether b holds the same conversations as a, each
+// in the same entry of its consumer's body.
+func sameEntries(a, b map[*closer]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for c, n := range a {
+		if m, ok := b[c]; !ok || m != n {
+			return false
+		}
+	}
+	return true
 }
 
 // changedLocked tells a Close waiting in awaitConversations to look
@@ -979,6 +1041,10 @@ type closer struct {
 	cancel     context.CancelCauseFunc
 	delegation bool
 	inBody     atomic.Bool
+	// entries counts the consumer's body entries: Close cancels a
+	// conversation in its body only once it has stayed in one entry for
+	// CancelGrace (see Agent.awaitConversations).
+	entries atomic.Uint64
 }
 
 // conversation is one Run.
@@ -1050,6 +1116,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		c.closer = cl
 		if emit != nil {
 			c.emit = func(ev Event) {
+				cl.entries.Add(1)
 				cl.inBody.Store(true)
 				if a.closeWaits.Load() { // a Close waiting for it looks again
 					a.mu.Lock()

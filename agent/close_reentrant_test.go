@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
@@ -21,7 +22,8 @@ import (
 // TestClose_InsideStreamBody: a host closes its agent from the loop body
 // of a Stream, on the tool call it gets (the call then blocks until
 // cancelled), Close's ctx without deadline: Close returns nil (it does not
-// wait for the Run whose body called it, which it cancels), the Stream
+// wait for the Run whose body called it, which it cancels once that body
+// has not returned for CancelGrace), the Stream
 // then ends with ErrClosed, the call cancelled if it had started, and a
 // later Run is refused with ErrClosed. With a Store, the agent's name is
 // given back once that Run has returned: a new agent of the name opens.
@@ -67,11 +69,10 @@ func closeInsideStreamBody(t *testing.T, durable bool) {
 		}
 		done <- r
 	}()
-	synctest.Wait()
 	var r result
 	select {
-	case r = <-done:
-	default:
+	case r = <-done: // CancelGrace after Close began, in the bubble's time
+	case <-time.After(time.Hour): // the bubble's time: long past CancelGrace
 		t.Error("Close called in a Stream's loop body has not returned: it waits for that very Run")
 		giveUp()
 		r = <-done
@@ -172,4 +173,73 @@ func TestClose_CancelsDelegations(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestClose_FromAnotherGoroutineWaitsForStream: a host closes its agent
+// from another goroutine (Close's ctx without deadline) while the
+// consumer of a Stream handles an event, the conversation not over (its
+// tool works until that consumer is done with the event). A consumer
+// that takes less than CancelGrace is waited for, as a Run is: the
+// Stream ends with its answer, and Close returns nil. Close tells such a
+// consumer from a loop body that called Close (which never leaves) only
+// by time: one that stays in one event's body longer than CancelGrace
+// while Close waits is cancelled, and its Stream ends with ErrClosed.
+func TestClose_FromAnotherGoroutineWaitsForStream(t *testing.T) {
+	const grace = time.Second
+	for _, tc := range []struct {
+		hold time.Duration // the consumer's time on its first event, once Close began
+		want error
+	}{{0, nil}, {grace / 2, nil}, {2 * grace, agent.ErrClosed}} {
+		t.Run(fmt.Sprint(tc.hold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { closeFromAnotherGoroutine(t, grace, tc.hold, tc.want) })
+		})
+	}
+}
+
+func closeFromAnotherGoroutine(t *testing.T, grace, hold time.Duration, want error) {
+	rt := actorstest.NewRuntime(t, nil)
+	inBody, closing, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	work := tools.MustNew(tools.Definition{Name: "work", Timeout: tools.NoTimeout,
+		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			select {
+			case <-release:
+				return map[string]string{"done": "yes"}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}})
+	a, err := agent.New(rt, model(t,
+		scripted.Turn{Text: "Working.", ToolCalls: []scripted.ToolCall{call("c1", "work", `{}`)}},
+		scripted.Turn{Text: "Done."},
+	), &agent.Options{Name: "graceful", Tools: []*tools.Tool{work}, CancelGrace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamErr := make(chan error, 1)
+	go func() {
+		var last error
+		first := true
+		for _, err := range a.Stream(context.Background(), "s", ask) {
+			if first { // the host's consumer handles its first event slowly
+				first = false
+				close(inBody)
+				<-closing
+				time.Sleep(hold) // the consumer's own work, in the bubble's time
+				close(release)
+			}
+			last = err
+		}
+		streamErr <- last
+	}()
+	<-inBody
+	closeErr := make(chan error, 1)
+	go func() { closeErr <- a.Close(context.Background()) }() // the host shuts down gracefully
+	synctest.Wait()
+	close(closing)
+	if err := <-streamErr; !errors.Is(err, want) || (want == nil && err != nil) {
+		t.Errorf("Stream closed by another goroutine, its consumer %v on an event: %v, want %v", hold, err, want)
+	}
+	if err := <-closeErr; err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }

@@ -295,7 +295,7 @@ func (r *durableRouter) announce(c actors.WrapperContext, stream, event, id stri
 		StreamPending: p.InStream(stream), Pending: p.Len()}.json()))
 }
 
-// json encodes sc as json.Marshal does, without reflection for the state
+// json encodes sc as messages.Marshal does, without reflection for the state
 // frames of each call (event and tool_call_id are JSON strings as they
 // are, without escaping, or sc goes through json.Marshal).
 func (sc stateChange) json() json.RawMessage {
@@ -313,8 +313,8 @@ func (sc stateChange) json() json.RawMessage {
 }
 
 // plainJSON reports whether s is a JSON string's contents as it is: no
-// byte that json.Marshal escapes (quote, backslash, controls, <, >, &,
-// anything not ASCII).
+// byte that encoding/json escapes or may (quote, backslash, controls,
+// <, >, &, anything not ASCII); the others go through mustJSON.
 func plainJSON(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -350,7 +350,7 @@ func (r *durableRouter) emit(c actors.WrapperContext, f *messages.Frame) {
 }
 
 func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+	b, err := messages.Marshal(v) // without HTML escaping: a held call's arguments as written
 	if err != nil {
 		panic(fmt.Sprintf("encode %T: %v", v, err)) // only plain structs and maps of strings
 	}

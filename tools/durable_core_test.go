@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -112,7 +111,8 @@ func TestDurableCore_HoldIsBounded(t *testing.T) {
 }
 
 // TestStateChange_JSONAsMarshal: the state frames' own encoding is byte
-// for byte encoding/json's, plain ids and ids that need escaping alike.
+// for byte messages.Marshal's (encoding/json's without HTML escaping),
+// plain ids and ids that need escaping alike.
 func TestStateChange_JSONAsMarshal(t *testing.T) {
 	for _, sc := range []stateChange{
 		{Event: "started", ToolCallID: "call_1", StreamPending: 1, Pending: 3},
@@ -122,12 +122,12 @@ func TestStateChange_JSONAsMarshal(t *testing.T) {
 		{Event: "started", ToolCallID: "é\u2028\x01", Pending: 1},
 		{Event: "recovered", StreamPending: 2, Pending: 2, ToolCallIDs: []string{"a", "b"}},
 	} {
-		want, err := json.Marshal(sc)
+		want, err := messages.Marshal(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := sc.json(); !bytes.Equal(got, want) {
-			t.Errorf("%+v: encoded %s, json.Marshal %s", sc, got, want)
+			t.Errorf("%+v: encoded %s, messages.Marshal %s", sc, got, want)
 		}
 	}
 }

@@ -103,15 +103,40 @@ var (
 	demoStdin  io.Reader = os.Stdin
 	stdinOnce  sync.Once
 	stdinLines *bufio.Reader
+	// unread is a read of a line started by a readAnswer that ctx cut
+	// short: the next readAnswer takes its line (only the driver's
+	// goroutine asks).
+	unread chan answerLine
 )
 
-func readAnswer() (string, error) {
+type answerLine struct {
+	line string
+	err  error
+}
+
+// readAnswer reads the next line of the input, trimmed, or returns ctx's
+// cause when ctx ends first (Ctrl-C at the prompt): the read goes on in a
+// goroutine of its own, which ends with it.
+func readAnswer(ctx context.Context) (string, error) {
 	stdinOnce.Do(func() { stdinLines = bufio.NewReader(demoStdin) })
-	line, err := stdinLines.ReadString('\n')
-	if err != nil && line == "" {
-		return "", err
+	if unread == nil {
+		read := make(chan answerLine, 1)
+		go func() {
+			line, err := stdinLines.ReadString('\n')
+			read <- answerLine{line, err}
+		}()
+		unread = read
 	}
-	return strings.TrimSpace(line), nil
+	select {
+	case l := <-unread:
+		unread = nil
+		if l.err != nil && l.line == "" {
+			return "", l.err
+		}
+		return strings.TrimSpace(l.line), nil
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
 }
 
 // stream follows the conversation; with -approve ask it prompts for the
@@ -135,15 +160,17 @@ func (d *driver) stream(ctx context.Context, a *agent.Agent, id string, msgs []m
 			if waiting == nil {
 				return
 			}
-			decisions := d.ask(waiting)
+			decisions := d.ask(ctx, waiting)
 			seq = a.ResumeStream(ctx, id, msgs, decisions...)
 		}
 	}
 }
 
 // ask prompts for each waiting call: y approves, n denies, e edits (the
-// next line is the new arguments); the end of the input denies.
-func (d *driver) ask(w *agent.WaitingError) []tools.ApprovalAnswer {
+// next line is the new arguments); the end of the input denies, and so
+// does ctx's end (Ctrl-C at the prompt), after which the resumed run
+// ends at once with ctx's error.
+func (d *driver) ask(ctx context.Context, w *agent.WaitingError) []tools.ApprovalAnswer {
 	d.tr.EndText()
 	var out []tools.ApprovalAnswer
 	for _, p := range w.Pending {
@@ -153,7 +180,12 @@ func (d *driver) ask(w *agent.WaitingError) []tools.ApprovalAnswer {
 		}
 		for {
 			d.tr.Note("approve", "%s %s %s%s — run it? [y]es / [n]o / [e]dit", p.Tool, p.ToolCallID, shown(p.Arguments), why)
-			answer, err := readAnswer()
+			answer, err := readAnswer(ctx)
+			if ctx.Err() != nil {
+				d.tr.Note("approve", "interrupted: %s %s denied", p.Tool, p.ToolCallID)
+				out = append(out, agent.Deny(p.ToolCallID, "interrupted"))
+				break
+			}
 			if err != nil {
 				d.tr.Note("approve", "no answer (input ended): %s %s denied", p.Tool, p.ToolCallID)
 				out = append(out, agent.Deny(p.ToolCallID, "nobody answered"))
@@ -166,7 +198,7 @@ func (d *driver) ask(w *agent.WaitingError) []tools.ApprovalAnswer {
 				out = append(out, agent.Deny(p.ToolCallID, "denied at the terminal"))
 			case "e", "edit":
 				d.tr.Note("approve", "new arguments for %s, as JSON on one line:", p.Tool)
-				args, err := readAnswer()
+				args, err := readAnswer(ctx)
 				if err != nil || !json.Valid([]byte(args)) {
 					d.tr.Note("approve", "not JSON; asking again")
 					continue

@@ -5,9 +5,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -123,5 +126,44 @@ func TestE2E_ApproveAskDurable(t *testing.T) {
 	}
 	if fileText(t, filepath.Join(dir, "hello.sh")) != "<none>" || fileText(t, filepath.Join(dir, "greeting.txt")) == "<none>" {
 		t.Errorf("hello.sh should be undone and greeting.txt (the command's) kept:\n%s", res.stdout)
+	}
+}
+
+// TestE2E_ApproveAskInterrupted: Ctrl-C at the approval prompt ends the
+// run at once (exit 1, the call cancelled, the temporary workspace
+// removed), though nobody answered and the input stays open.
+func TestE2E_ApproveAskInterrupted(t *testing.T) {
+	binaryTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), demoProcessLimit)
+	defer cancel()
+	tmp := t.TempDir()
+	cmd := exec.CommandContext(ctx, demoBin, "-approve", "ask")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	stdin, err := cmd.StdinPipe() // held open, never written: a person who does not answer
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out := newSyncBuffer()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.waitFor(ctx, regexp.MustCompile(`(run it\?)`)); err != nil {
+		t.Fatalf("no prompt: %v\n%s", err, out)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the demo did not end after Ctrl-C at the prompt:\n%s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit 1 after an interrupted run, got %v:\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the temporary workspace was left behind: %v", left)
 	}
 }

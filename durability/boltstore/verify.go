@@ -101,7 +101,8 @@ func (r *Report) Intact() bool {
 // so that a damaged record does not hide the intact ones. A file whose
 // newest meta page is damaged is read from its other meta page (bbolt's
 // fallback), and that is reported. opts may be nil; only OpenTimeout is
-// used.
+// used (zero means DefaultOpenTimeout; a negative one is an error, as
+// for Open).
 //
 // A file that a running store holds (its lock is still taken after
 // opts.OpenTimeout) is verified from a copy: Verify copies the file
@@ -122,6 +123,9 @@ func (r *Report) Intact() bool {
 // the report.
 func Verify(path string, opts *Options) (*Report, error) {
 	o := Options{OpenTimeout: DefaultOpenTimeout}
+	if opts != nil && opts.OpenTimeout < 0 {
+		return nil, fmt.Errorf("verify %s: negative OpenTimeout %v (zero means DefaultOpenTimeout)", path, opts.OpenTimeout)
+	}
 	if opts != nil && opts.OpenTimeout > 0 {
 		o.OpenTimeout = opts.OpenTimeout
 	}

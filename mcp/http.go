@@ -65,7 +65,7 @@ var errRemoteWithoutToken = errors.New("mcp: AllowRemote requires a BearerToken:
 // Handler returns an http.Handler serving the MCP streamable HTTP
 // transport (any path), behind the client address, Host, Origin and
 // bearer-token checks of opts. It fails when opts sets AllowRemote
-// without a BearerToken.
+// without a BearerToken, or names an empty host or origin.
 func (s *Server) Handler(o *HTTPOptions) (http.Handler, error) {
 	var opts HTTPOptions
 	if o != nil {
@@ -75,6 +75,12 @@ func (s *Server) Handler(o *HTTPOptions) (http.Handler, error) {
 		return nil, errRemoteWithoutToken
 	}
 	opts.AllowedHosts, opts.AllowedOrigins = slices.Clone(opts.AllowedHosts), slices.Clone(opts.AllowedOrigins)
+	for field, names := range map[string][]string{"AllowedHosts": opts.AllowedHosts, "AllowedOrigins": opts.AllowedOrigins} {
+		if slices.ContainsFunc(names, func(n string) bool { return strings.TrimSpace(n) == "" }) {
+			// It would match a request without Host (HTTP/1.0) or Origin.
+			return nil, fmt.Errorf("mcp: an empty name in HTTPOptions.%s %q", field, names)
+		}
+	}
 	// The guard checks Host itself, against AllowedHosts too; the SDK's
 	// own check would refuse an allowed name on a loopback listener.
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk },

@@ -184,3 +184,18 @@ func TestListenHTTP_AllowRemoteNeedsToken(t *testing.T) {
 		t.Errorf("Handler(AllowRemote, no token): %v, %v; want no handler and an error naming BearerToken", h, err)
 	}
 }
+
+// An empty name among AllowedHosts or AllowedOrigins is refused where the
+// options are given: it would match a request without Host (HTTP/1.0)
+// or without Origin.
+func TestHandler_EmptyAllowedNameRefused(t *testing.T) {
+	srv := guardServer(t)
+	for _, o := range []*mcp.HTTPOptions{
+		{AllowedHosts: []string{"mcp.example", ""}},
+		{AllowedOrigins: []string{" "}},
+	} {
+		if h, err := srv.Handler(o); h != nil || err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("Handler(%+v): %v, %v; want no handler and an error saying a name is empty", o, h, err)
+		}
+	}
+}

@@ -121,6 +121,11 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if c.httpAddr == "" && (c.tokenEnv != "" || c.allowRemote || len(c.allowHosts) > 0 || len(c.allowOrigins) > 0) {
 		return c, &usageError{"-token-env, -allow-remote, -allow-host and -allow-origin go with -http"}
 	}
+	for flag, names := range map[string][]string{"-allow-host": c.allowHosts, "-allow-origin": c.allowOrigins} {
+		if slices.ContainsFunc(names, func(n string) bool { return strings.TrimSpace(n) == "" }) {
+			return c, &usageError{flag + " is empty: it would accept requests without a name at all"}
+		}
+	}
 	if c.allowRemote && c.tokenEnv == "" {
 		return c, &usageError{"-allow-remote needs -token-env naming a variable that holds a bearer token: beyond loopback anyone on the network could run commands otherwise"}
 	}

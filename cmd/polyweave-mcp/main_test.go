@@ -183,3 +183,30 @@ func TestHTTPOptions_AcceptTheListenHost(t *testing.T) {
 		}
 	}
 }
+
+// An empty -allow-host or -allow-origin is a usage error: it would
+// accept requests without Host or Origin.
+func TestRun_EmptyAllowedNameIsAUsageError(t *testing.T) {
+	defer leakcheck.VerifyNone(t)
+	for _, args := range [][]string{
+		{"-http", "127.0.0.1:0", "-allow-host", ""},
+		{"-http", "127.0.0.1:0", "-allow-origin", " "},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		stderr := newServingWriter()
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, append([]string{"-dir", t.TempDir()}, args...), stderr) }()
+		select {
+		case err := <-done:
+			var usage *usageError
+			if !errors.As(err, &usage) || !strings.Contains(err.Error(), "empty") {
+				t.Errorf("%v: err = %v, want a usage error saying the name is empty", args, err)
+			}
+		case <-stderr.serving:
+			cancel()
+			<-done
+			t.Errorf("%v: served with an empty allowed name: %q", args, stderr.String())
+		}
+		cancel()
+	}
+}

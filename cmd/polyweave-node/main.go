@@ -52,6 +52,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -133,10 +134,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // serve serves the workspace tools of root with opts (their Tools set
 // here) until a signal arrives.
-func serve(root string, opts *remote.NodeOptions, stdout io.Writer) error {
+func serve(root string, opts *remote.NodeOptions, stdout io.Writer) (err error) {
+	created := missingFolders(root)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil { // a node that did not start leaves no folder it made
+			for _, dir := range created {
+				_ = os.Remove(dir) // only while empty
+			}
+		}
+	}()
 	ws, err := workspace.New(root, nil)
 	if err != nil {
 		return err
@@ -153,9 +162,25 @@ func serve(root string, opts *remote.NodeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	created = nil // it started: the folder is its workspace now
 	fmt.Fprintf(stdout, "polyweave-node listening on %s\n", node.Address())
 	<-ctx.Done()
 	closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return node.Close(closeCtx)
+}
+
+// missingFolders lists the folders MkdirAll(path) would create, deepest
+// first.
+func missingFolders(path string) []string {
+	var missing []string
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || !os.IsNotExist(err) {
+			return missing
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			return missing
+		}
+	}
 }

@@ -201,3 +201,26 @@ func TestRun_Advertise(t *testing.T) {
 		t.Errorf("-advertise without a port: exit %d, stderr %q; want 2 naming the flag", code, errOut)
 	}
 }
+
+// A node that fails to start leaves no -root folder it created: "created
+// if missing" is for a node that serves.
+func TestRun_FailedStartLeavesNoRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "a", "files")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-root", root, "-listen", "nonsense"}, &out, &errOut); code != 1 {
+		t.Fatalf("bad -listen: exit %d, stderr %q", code, errOut.String())
+	}
+	for _, dir := range []string{root, filepath.Dir(root)} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s is left after a failed start (stat: %v)", dir, err)
+		}
+	}
+	// A folder that was there before stays.
+	kept := t.TempDir()
+	if code := run([]string{"-root", kept, "-listen", "nonsense"}, &out, &errOut); code != 1 {
+		t.Fatalf("bad -listen: exit %d", code)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("the existing root is gone: %v", err)
+	}
+}

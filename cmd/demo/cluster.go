@@ -112,13 +112,13 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 	}
 	defer store.Close()
 
-	root, kept := cfg.workspace, "its files are in"
+	root, kept := cfg.workspace, "its files are in %s"
 	if root == "" {
 		if root, err = os.MkdirTemp("", "polyweave-cluster-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(root)
-		kept = "its files were in (removed at exit; -workspace keeps them)"
+		kept = "its files were in %s (removed at exit; -workspace keeps them)"
 	}
 	id := cfg.session
 	if id == "" {
@@ -207,7 +207,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 			if killed != 0 && o.res.Epoch < 2 {
 				note("the session ended before the kill took effect")
 			}
-			fmt.Fprintf(stdout, "session %s kept in PostgreSQL (schema %s); %s %s\n", id, clusterSchema, kept, filepath.Join(root, id))
+			fmt.Fprintf(stdout, "session %s kept in PostgreSQL (schema %s); "+kept+"\n", id, clusterSchema, filepath.Join(root, id))
 			return nil
 		}
 	}

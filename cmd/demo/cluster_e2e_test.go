@@ -85,6 +85,10 @@ func checkClusterRun(t *testing.T, res processResult) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The last line says where the session's files are (or were).
+	if !regexp.MustCompile(`kept in PostgreSQL \(schema \S+\); its files (are in /\S+\n|were in /\S+ \(removed at exit; -workspace keeps them\)\n)`).MatchString(out) {
+		t.Errorf("the last line does not say where the session's files are:\n%s", out)
+	}
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
 	}

@@ -52,22 +52,29 @@ func TestRun_AllowRemoteNeedsToken(t *testing.T) {
 		{"-http", "127.0.0.1:0", "-allow-remote"},
 		{"-http", "0.0.0.0:0", "-allow-remote", "-allow-host", "*"},
 	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		stderr := newServingWriter()
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, append([]string{"-dir", t.TempDir()}, args...), stderr) }()
-		select {
-		case err := <-done:
-			var usage *usageError
-			if !errors.As(err, &usage) || !strings.Contains(err.Error(), "-token-env") {
-				t.Errorf("%v: err = %v, want a usage error naming -token-env", args, err)
-			}
-		case <-stderr.serving:
-			cancel()
-			<-done
-			t.Errorf("%v: served without authentication: %q", args, stderr.String())
+		refusedBeforeServing(t, args, "-token-env")
+	}
+}
+
+// refusedBeforeServing runs the command with args (and a fresh -dir) and
+// fails t unless it returns a usage error saying says before it serves.
+func refusedBeforeServing(t *testing.T, args []string, says string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := newServingWriter()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"-dir", t.TempDir()}, args...), stderr) }()
+	select {
+	case err := <-done:
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), says) {
+			t.Errorf("%v: err = %v, want a usage error saying %q", args, err, says)
 		}
+	case <-stderr.serving:
 		cancel()
+		<-done
+		t.Errorf("%v: served: %q", args, stderr.String())
 	}
 }
 
@@ -192,21 +199,6 @@ func TestRun_EmptyAllowedNameIsAUsageError(t *testing.T) {
 		{"-http", "127.0.0.1:0", "-allow-host", ""},
 		{"-http", "127.0.0.1:0", "-allow-origin", " "},
 	} {
-		ctx, cancel := context.WithCancel(context.Background())
-		stderr := newServingWriter()
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, append([]string{"-dir", t.TempDir()}, args...), stderr) }()
-		select {
-		case err := <-done:
-			var usage *usageError
-			if !errors.As(err, &usage) || !strings.Contains(err.Error(), "empty") {
-				t.Errorf("%v: err = %v, want a usage error saying the name is empty", args, err)
-			}
-		case <-stderr.serving:
-			cancel()
-			<-done
-			t.Errorf("%v: served with an empty allowed name: %q", args, stderr.String())
-		}
-		cancel()
+		refusedBeforeServing(t, args, "empty")
 	}
 }

@@ -154,6 +154,17 @@ func checkSalvaged(t *testing.T, s *Store, name string, want *pagesActor, what s
 }
 
 // zeroPage writes a copy of orig at path with page p (of 4 KiB) zeroed.
+// zeroBigActorPage zeroes the page of path that holds actor "big"'s
+// event 150, a page of its own bucket.
+func zeroBigActorPage(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+}
+
 func zeroPage(t *testing.T, path string, orig []byte, p int) {
 	t.Helper()
 	fillPage(t, path, orig, p, zeroBytes)
@@ -401,11 +412,7 @@ func TestOpen_DamagedActorPage_FormatV2(t *testing.T) {
 	if err := errors.Join(err, db.Close()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+	zeroBigActorPage(t, path)
 	if _, err := Open(path, &Options{NoSync: true}); err == nil || !strings.Contains(err.Error(), "read-only") || !strings.Contains(err.Error(), `"big"`) {
 		t.Fatalf("writable Open of a format 2 file with an actor's page damaged: %v, want a refusal naming the actor and the way out", err)
 	}
@@ -602,11 +609,7 @@ func TestOpen_NoFreelistDamagedActor(t *testing.T) {
 // once the file records no freelist, bbolt would read it too.
 func TestOpen_NoFreelistSetAside(t *testing.T) {
 	path, want := pagesFile(t, false)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+	zeroBigActorPage(t, path)
 	s, err := Open(path, &Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -632,11 +635,7 @@ func TestOpen_NoFreelistSetAside(t *testing.T) {
 // be (bbolt reads no bucket of it on its own), and reports that actor.
 func TestVerify_HeldDamagedActor(t *testing.T) {
 	path, want := pagesFile(t, false)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zeroPage(t, path, b, bytes.LastIndex(b, []byte("big event 150 "))/4096)
+	zeroBigActorPage(t, path)
 	s, err := Open(path, &Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

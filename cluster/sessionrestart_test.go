@@ -69,17 +69,7 @@ func TestMember_SessionActorRestartCancelsItsRun(t *testing.T) {
 	t.Cleanup(func() { close(release) })                                  // before the member closes, which waits for the call
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
 	defer cancel()
-
-	res, err := m.Run(ctx, "s", firstRequest("s")...)
-	if err != nil {
-		t.Fatalf("Run of a session whose actor restarted: %v; want its answer", err)
-	}
-	if !panicked.Load() {
-		t.Fatal("the session actor never panicked")
-	}
-	if res.Text != "All done." || res.Epoch != 2 {
-		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
-	}
+	runRestarted(ctx, t, m, &panicked)
 	select {
 	case <-canceled:
 	case <-ctx.Done():
@@ -145,17 +135,7 @@ func TestMember_SessionActorRestartIgnoresTheOldRunsEnd(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
 	defer cancel()
-
-	res, err := m.Run(ctx, "s", firstRequest("s")...)
-	if err != nil {
-		t.Fatalf("Run of a session whose actor restarted: %v; want its answer", err)
-	}
-	if !panicked.Load() {
-		t.Fatal("the session actor never panicked")
-	}
-	if res.Text != "All done." || res.Epoch != 2 {
-		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
-	}
+	runRestarted(ctx, t, m, &panicked)
 	for range 2 {
 		select {
 		case <-finishedCh:
@@ -172,5 +152,22 @@ func TestMember_SessionActorRestartIgnoresTheOldRunsEnd(t *testing.T) {
 	}
 	if n := starts.Load(); n != 2 {
 		t.Errorf("the session actor started %d times, want 2 (once, and once restarted by the test's panic)", n)
+	}
+}
+
+// runRestarted runs session "s" on m, whose session actor panics once
+// (panicked says it did), and checks that the answer is the restarted
+// actor's run, at epoch 2.
+func runRestarted(ctx context.Context, t *testing.T, m *cluster.Member, panicked *atomic.Bool) {
+	t.Helper()
+	res, err := m.Run(ctx, "s", firstRequest("s")...)
+	if err != nil {
+		t.Fatalf("Run of a session whose actor restarted: %v; want its answer", err)
+	}
+	if !panicked.Load() {
+		t.Fatal("the session actor never panicked")
+	}
+	if res.Text != "All done." || res.Epoch != 2 {
+		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
 	}
 }

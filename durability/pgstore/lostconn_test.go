@@ -274,12 +274,8 @@ func TestLostConnection_BatchRerunPartly(t *testing.T) {
 	}
 	// Hold the only committer, so that the next two writes queue and
 	// share its next transaction.
-	hit := p.arm(muteReply)
-	held, release := context.WithCancel(ctx)
+	release, heldErr := holdCommitter(ctx, s, p)
 	defer release()
-	heldErr := make(chan error, 1)
-	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
-	<-hit
 	overwrite, fresh := make(chan error, 1), make(chan error, 1)
 	go func() { overwrite <- s.PersistEvent(ctx, "a", 0, []byte("new")) }()
 	go func() { fresh <- s.PersistEvents(ctx, "b", 0, [][]byte{[]byte("x"), []byte("y")}) }()
@@ -366,12 +362,8 @@ func TestLostConnection_RerunFencedWriteAlone(t *testing.T) {
 	}
 	// Hold the only committer, so that the next two writes share its
 	// next transaction.
-	hit := p.arm(muteReply)
-	held, release := context.WithCancel(ctx)
+	release, heldErr := holdCommitter(ctx, s, p)
 	defer release()
-	heldErr := make(chan error, 1)
-	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
-	<-hit
 	fencedErr, otherErr := make(chan error, 1), make(chan error, 1)
 	go func() { fencedErr <- old.PersistEvent(ctx, "a", 0, []byte("x")) }()
 	go func() { otherErr <- s.PersistEvents(ctx, "b", 0, [][]byte{[]byte("y")}) }()
@@ -393,4 +385,17 @@ func TestLostConnection_RerunFencedWriteAlone(t *testing.T) {
 	if got := stored(t, s, "b"); len(got) != 1 {
 		t.Errorf("b holds %q, want [0:y]", got)
 	}
+}
+
+// holdCommitter holds a write to actor "h" in the committer's
+// transaction, its reply muted by p, until release: with one committer,
+// the writes sent meanwhile queue and share its next transaction.
+// heldErr gets the held write's outcome.
+func holdCommitter(ctx context.Context, s *pgstore.Store, p *proxy) (release context.CancelFunc, heldErr chan error) {
+	hit := p.arm(muteReply)
+	held, release := context.WithCancel(ctx)
+	heldErr = make(chan error, 1)
+	go func() { heldErr <- s.PersistEvent(held, "h", 0, []byte("h")) }()
+	<-hit
+	return release, heldErr
 }

@@ -315,6 +315,20 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 	}
 }
 
+// A PARAM whose JSON holds bytes that are not UTF-8 is refused before
+// sending, saying which: JSON between systems is UTF-8, and servers
+// answer such a body with a 400 that does not say where.
+func TestAdapter_ParamNotUTF8IsRefused(t *testing.T) {
+	rg := newRig(t, openai.Options{}, modeltest.StreamBody(sse(content("x"), finish("stop"), done)))
+	r := rg.Ask("s1", param(models.ParamMessages, "[{\"role\":\"user\",\"content\":\"caf\xe9\"}]"))
+	if !r.Failed || !containsAll(r.Error, `param "messages"`, "UTF-8") || r.ErrorKind != models.FailurePermanent {
+		t.Fatalf("failed %v with %q of kind %q, want a permanent error naming the param", r.Failed, r.Error, r.ErrorKind)
+	}
+	if n := rg.Requests(); n != 0 {
+		t.Fatalf("server got %d requests, want none", n)
+	}
+}
+
 func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	// The bound is generous: it also covers connecting and the first chunk on

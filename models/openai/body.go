@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/models"
 )
@@ -59,6 +60,11 @@ func requestBody(req *models.Request, defaultModel string, includeUsage bool) ([
 		}
 		if !json.Valid(p.Value) {
 			return nil, fmt.Errorf("param %q is not valid JSON", p.Name)
+		}
+		if !utf8.Valid(p.Value) {
+			// json.Valid lets such bytes through inside strings; servers
+			// refuse the body with an error that does not say where.
+			return nil, fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
 		}
 		buf = appendField(buf, p.Name, p.Value)
 	}

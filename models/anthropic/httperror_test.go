@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,4 +32,22 @@ func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
 		anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
 	}))
 	modeltest.WantKeyRedacted(t, rg.Ask("s1", userAsk), key)
+}
+
+// A base URL ending in /v1 (as the API reference writes the endpoint,
+// and as OpenAI-compatible servers want it) reaches /v1/messages, not
+// /v1/v1/messages.
+func TestAdapter_BaseURLWithOrWithoutV1(t *testing.T) {
+	for _, suffix := range []string{"", "/", "/v1", "/v1/"} {
+		paths := make(chan string, 1)
+		rg := modeltest.NewRig(t, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+			paths <- r.URL.Path
+			modeltest.StreamBody(sse(messageStart(1, 0, 0), messageDelta("end_turn", 1), messageStop))(n, w, r, b)
+		}, func(url string, client *http.Client) actors.Spec {
+			return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: url + suffix, HTTPClient: client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
+		})
+		if r, path := rg.Ask("s1", userAsk), <-paths; r.Failed || path != "/v1/messages" {
+			t.Errorf("base URL ending %q: path %q, failed %v %q; want /v1/messages", suffix, path, r.Failed, r.Error)
+		}
+	}
 }

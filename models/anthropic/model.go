@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -41,7 +42,9 @@ const MetaThinking = models.MetaThinkingBlocks
 // default.
 type Options struct {
 	// BaseURL is the API root (the adapter posts to v1/messages under
-	// it); default DefaultBaseURL.
+	// it); default DefaultBaseURL. A root ending in /v1 is read as the
+	// root above it: https://api.anthropic.com/v1 posts to
+	// https://api.anthropic.com/v1/messages.
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].
@@ -95,6 +98,9 @@ func New(opts *Options) (*Model, error) {
 	}
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
+	}
+	if root, ok := strings.CutSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1"); ok {
+		o.BaseURL = root + "/" // the adapter adds v1/messages itself
 	}
 	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
 	if !c.Valid() || o.MaxTokens < 0 {

@@ -160,3 +160,14 @@ func TestAccumulator_SplitAtEveryPosition(t *testing.T) {
 		split(len(args0)-j, j)
 	}
 }
+
+// Some servers send the error of a stream as a plain string: it is the
+// message.
+func TestAccumulator_ServerErrorAsAString(t *testing.T) {
+	body := sse(content("Hi"), `data: {"error":"Model has crashed, reload it"}`+"\n\n")
+	_, _, err := accumulate(t, body)
+	var se *openai.ServerError
+	if !errors.As(err, &se) || se.Message != "Model has crashed, reload it" || err.Error() != "server error in stream: Model has crashed, reload it" {
+		t.Fatalf("err %v, want the server's message", err)
+	}
+}

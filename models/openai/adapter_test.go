@@ -280,14 +280,14 @@ func TestAdapter_RequestBody(t *testing.T) {
 	ok := sse(content("x"), finish("stop"), done)
 	rg := newRig(t, openai.Options{DisableUsage: true}, modeltest.StreamBody(ok))
 	rg.Ask("s1", userAsk, param("model", `"llama3.2"`), param("temperature", `0`), param("temperature", `0.7`),
-		param("tools", `[]`), param("tool_choice", `"auto"`), param("stream", `false`), param("seed", `42`))
+		param("tools", `[]`), param("tool_choice", `"auto"`), param("parallel_tool_calls", `false`), param("stream", `false`), param("seed", `42`))
 	body := rg.Body(0)
 	for field, want := range map[string]string{"model": `"llama3.2"`, "temperature": `0.7`, "stream": `true`, "seed": `42`} {
 		if !modeltest.JSONEqual(body[field], []byte(want)) {
 			t.Errorf("%s = %s, want %s", field, body[field], want)
 		}
 	}
-	for _, field := range []string{"tools", "tool_choice", "stream_options"} {
+	for _, field := range []string{"tools", "tool_choice", "parallel_tool_calls", "stream_options"} {
 		if v, ok := body[field]; ok {
 			t.Errorf("%s = %s, want it left out", field, v)
 		}

@@ -60,7 +60,7 @@ type Options struct {
 	// default 10 minutes.
 	Timeout time.Duration
 	// IdleTimeout bounds the wait for the response and then for each next
-	// event of the stream; default 3 minutes.
+	// bytes of the stream (ping events count); default 3 minutes.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -165,11 +165,11 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
 	}
+	res.Body = bounds.Body(res.Body) // ping events, which the SDK skips, show the server is there
 	events := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
 	defer events.Close()
 	var acc Accumulator
 	for events.Next() {
-		bounds.Touch()
 		ev := events.Current()
 		text, err := acc.Add(&ev)
 		if text != "" {

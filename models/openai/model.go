@@ -46,8 +46,8 @@ type Options struct {
 	// default 10 minutes.
 	Timeout time.Duration
 	// IdleTimeout bounds the wait for the response and then for each next
-	// event of the stream; default 3 minutes. A stalled stream fails with
-	// an ERROR instead of hanging.
+	// bytes of the stream (keep-alive comments count); default 3 minutes.
+	// A stalled stream fails with an ERROR instead of hanging.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -161,6 +161,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
 	}
+	res.Body = bounds.Body(res.Body) // keep-alive comments show the server is there
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
 		return nil, errors.New("request: empty response")
@@ -168,7 +169,6 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	defer dec.Close()
 	var acc Accumulator
 	for dec.Next() {
-		bounds.Touch()
 		data := bytes.TrimSpace(dec.Event().Data)
 		if len(data) == 0 {
 			continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +39,12 @@ const (
 // Options configure [New]. A nil *Options or a zero field means the
 // default (without providers, nothing is recorded).
 type Options struct {
-	// TracerProvider receives the spans; nil (or a no-op provider)
-	// turns tracing off.
+	// TracerProvider receives the spans; nil (also a nil pointer, such
+	// as a nil *sdktrace.TracerProvider, or a no-op provider) turns
+	// tracing off.
 	TracerProvider trace.TracerProvider
-	// MeterProvider receives the metrics; nil (or a no-op provider)
-	// turns metrics off.
+	// MeterProvider receives the metrics; nil (also a nil pointer, or a
+	// no-op provider) turns metrics off.
 	MeterProvider metric.MeterProvider
 	// AgentName is gen_ai.agent.name of the run spans; default: the
 	// name of the tapped spec (an agent's name).
@@ -214,6 +216,14 @@ func New(opts *Options) (*Telemetry, error) {
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = DefaultMaxQueued
 	}
+	// A typed nil (a nil *sdktrace.TracerProvider a host left unset)
+	// is no provider, as an untyped nil is.
+	if nilPointer(o.TracerProvider) {
+		o.TracerProvider = nil
+	}
+	if nilPointer(o.MeterProvider) {
+		o.MeterProvider = nil
+	}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
 		t.tracer = tracenoop.NewTracerProvider().Tracer(ScopeName)
@@ -262,6 +272,12 @@ func New(opts *Options) (*Telemetry, error) {
 		t.unregister = sync.OnceValue(reg.Unregister)
 	}
 	return t, nil
+}
+
+// nilPointer reports whether v is a nil pointer in a non-nil interface.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Tracing reports whether spans are recorded (a tracer provider was

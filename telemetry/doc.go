@@ -13,7 +13,10 @@
 // with all its attributes at once (earlier only when a span event or a
 // nested run needs it), so span processors see it start then.
 // [Telemetry.Flush] waits for what is queued (tests call it before reading
-// an exporter); [Telemetry.Shutdown] stops the recorder at exit. An agent
+// an exporter); [Telemetry.Shutdown] stops the recorder at exit. A
+// span processor, exporter or meter of the host that panics there does
+// not take the host down: the panic is logged ([Options.Logger]) and what
+// was being recorded is lost. An agent
 // built with the agent package takes a Telemetry in
 // agent.Options.Telemetry.
 //

@@ -63,7 +63,9 @@ type Options struct {
 	// stream (a supervision decision was dropped, or more than 16 streams
 	// lost events in one burst), every span open then is ended so.
 	MaxQueued int
-	// Logger receives the warnings (events dropped); default: discard.
+	// Logger receives the warnings (events dropped) and the panics of
+	// the providers' span processors, exporters or meter that the
+	// recorder contained; default: discard.
 	Logger *slog.Logger
 }
 

@@ -66,6 +66,12 @@
 //     failed. A run open in an agent whose own actor fails ends with an
 //     error status and an "agent_failed" event.
 //
+// What tools and models write is bounded in the spans: a failed call's
+// status is the error message of its result (not the whole result
+// object, which may hold a command's output, say), and that, an ERROR's
+// text and a failure's message are clipped to 1 KiB; the span of a call
+// of a tool that does not exist is named "execute_tool" alone.
+//
 // Runs and model requests meet by stream id and actor path through the
 // Telemetry they share, whatever actors they cross, so a run is one trace.
 // A run started inside another agent's run (an agent called as a tool
@@ -77,7 +83,10 @@
 //   - gen_ai.client.operation.duration (s): model requests
 //     (gen_ai.operation.name "chat", with provider and model) and tool
 //     calls ("execute_tool", with gen_ai.tool.name, polyweave.tool.outcome
-//     and error.type);
+//     and error.type); a call of a tool that does not exist (the model
+//     named it) is measured as gen_ai.tool.name [OtherTool], and so is
+//     every tool beyond the first 256 names, so that the model cannot
+//     grow the series without bound;
 //   - gen_ai.client.token.usage ({token}): by gen_ai.token.type;
 //   - polyweave.supervision.decisions: restarts, stops and escalations by
 //     polyweave.stage (the failed actor's name), error.type ([Cause]) and

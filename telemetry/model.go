@@ -181,7 +181,7 @@ func (o *modelObserver) answer(ev *event) {
 	case messages.FrameType_META:
 		o.meta(ch, ev)
 	case messages.FrameType_ERROR:
-		ch.status, ch.errorType = ev.text, "model_error"
+		ch.status, ch.errorType = clipText(ev.text), "model_error"
 	case messages.FrameType_END:
 		o.finish(ch, false, ev.at)
 		if len(ch.queued) > 0 {
@@ -275,7 +275,7 @@ func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
-			c.status, c.errorType = ev.err.Error(), "model_failed"
+			c.status, c.errorType = clipText(ev.err.Error()), "model_failed"
 			o.finish(c, false, ev.at)
 		}
 		delete(o.open, id)

@@ -93,6 +93,9 @@ type Telemetry struct {
 	// names holds span names ("execute_tool add", "chat gpt-4o") by
 	// their parts, so that a span's name is not built anew each time.
 	names map[[2]string]string
+	// toolNames holds the tool names the duration metric has series for
+	// (see toolSeries).
+	toolNames map[string]struct{}
 	// finishReasons holds gen_ai.response.finish_reasons attributes by
 	// reason (a string slice attribute is a copy of its slice).
 	finishReasons map[string]attribute.KeyValue
@@ -211,7 +214,7 @@ func New(opts *Options) (*Telemetry, error) {
 		o = *opts
 	}
 	t := &Telemetry{agentName: o.AgentName, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
-		names: map[[2]string]string{}, finishReasons: map[string]attribute.KeyValue{}}
+		names: map[[2]string]string{}, toolNames: map[string]struct{}{}, finishReasons: map[string]attribute.KeyValue{}}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
@@ -389,7 +392,7 @@ func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
 	}
 	reason := ""
 	if ev.Reason != nil {
-		reason = ev.Reason.Error()
+		reason = clipText(ev.Reason.Error())
 	}
 	event := trace.WithAttributes(
 		attribute.String("polyweave.supervision.directive", directive),

@@ -390,7 +390,7 @@ func (n *Node) receive(ctx actor.Context) {
 		ctx.Send(ctx.Sender(), messages.End(f.GetStreamId()))
 	case messages.FrameType_TOOL_CALL:
 		if ctx.Sender() == nil {
-			n.log.Warn("tool call without a sender dropped", "tool", f.GetName(), "tool_call_id", f.GetToolCallId())
+			n.log.Warn("tool call without a sender dropped", "tool", clipName(f.GetName()), "tool_call_id", f.GetToolCallId())
 			return
 		}
 		conn, ok := n.conns[f.GetName()]

@@ -193,7 +193,7 @@ const incompleteKey = attribute.Key("polyweave.telemetry.incomplete")
 // it was not.
 func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 	if ts.span == nil {
-		attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", ts.callID))
+		attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", clipText(ts.callID)))
 		t.scratch = attrs
 		ts.ctx, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
 	}
@@ -206,7 +206,7 @@ func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 // of a call of a tool that does not exist is named "execute_tool" alone:
 // the model made its name up.
 func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue, kind, status string, at time.Time) {
-	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
+	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", clipText(ts.callID)), outcome)
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
@@ -570,7 +570,7 @@ func (t *Telemetry) toolSeries(name, kind string) string {
 
 // maxDescription bounds, in bytes, a span status's description and the
 // texts taken from what tools and models write (error messages, a tool
-// name the model made up).
+// name the model made up, a tool call's id).
 const maxDescription = 1024
 
 // clipText returns s, cut to fewer than maxDescription bytes (at a

@@ -16,6 +16,8 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/resilience"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -162,5 +164,52 @@ func TestUnknownTools_BoundedNames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTraced_ModelWrittenIDsAndErrorsBounded: a tool call's id is the
+// model's (any length, as the name), and a resilience transport's error
+// is the HTTP client's message: the spans and span events that carry
+// them clip them to maxDescription bytes.
+func TestTraced_ModelWrittenIDsAndErrorsBounded(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel := boundsTelemetry(t, Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	huge := strings.Repeat("i", 1<<20)
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.ToolCall("s1", huge, "add", nil))
+	agent.out(messages.RawToolResult("s1", huge, "add", []byte(`2`)))
+	agent.out(messages.End("s1"))
+
+	failed, _ := json.Marshal(resilience.Event{Kind: "retry", Attempt: 1, Error: huge})
+	out := []*messages.Frame{
+		messages.Meta("s2", resilience.MetaEvent, failed),
+		models.TruncatedCallFrame("s2", huge, "add", 0, 4096),
+		messages.End("s2"),
+	}
+	model := tel.Model(actors.Spec{Name: "model", New: func() actors.Logic { return echoLogic{out: out} }}, "openai").New()
+	model.Receive(c, messages.RawParam("s2", models.ParamModel, json.RawMessage(`"m"`)))
+	model.Receive(c, messages.End("s2"))
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want the run, its call and the chat", len(spans))
+	}
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			if n := len(kv.Value.Emit()); n > maxDescription {
+				t.Errorf("span %s: attribute %s of %d bytes, want at most %d", s.Name, kv.Key, n, maxDescription)
+			}
+		}
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				if n := len(kv.Value.Emit()); n > maxDescription {
+					t.Errorf("span %s, event %s: attribute %s of %d bytes, want at most %d", s.Name, ev.Name, kv.Key, n, maxDescription)
+				}
+			}
+		}
 	}
 }

@@ -316,6 +316,11 @@ func (r *recorder) loop() {
 			waiters[i] = nil
 		}
 		if !open {
+			// Shutdown: the spans still open would never be ended (nor
+			// exported); they end now, as spans that lost their ends do.
+			if !r.gaveUp.Load() {
+				r.abandonAll(time.Now())
+			}
 			return
 		}
 	}
@@ -394,6 +399,9 @@ func (t *Telemetry) abandon(lost []lostKey, since time.Time) {
 // it dropped).
 func (t *Telemetry) abandonAll(since time.Time) {
 	for h := range t.active {
+		if t.rec.gaveUp.Load() {
+			return // Shutdown gave up: nothing more goes to the processors
+		}
 		delete(t.active, h) // first: a panic in a processor leaves the rest listed
 		h.listing().in = false
 		h.abandon(since)
@@ -427,8 +435,12 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 	}
 }
 
-// Shutdown records what is queued and stops the recorder goroutine;
-// events seen afterwards are dropped (and not counted by [Telemetry.Dropped]).
+// Shutdown records what is queued, ends the spans still open (runs,
+// tool calls and model requests whose ends have not been seen), marked
+// polyweave.telemetry.incomplete, and stops the recorder goroutine;
+// events seen afterwards are dropped (and not counted by
+// [Telemetry.Dropped]). Stop the agents first (close the runtime) for
+// their runs to end as they do.
 // The metric polyweave.telemetry.dropped is no longer reported. It does not
 // shut the providers down (the host owns them). Shutdown is idempotent.
 //

@@ -31,6 +31,13 @@ const (
 
 // formatVersion is written to a new file and checked on open.
 //
+//   - "6": as 5, and the file holds bucket "set-aside" (see
+//     [Store.setAside]): a binary that reads format 5 at most would read
+//     that bucket's broken pages as damage of the file, so the version
+//     says it is there. Salvage marks a file 6 when it sets a bucket
+//     aside, Compact marks its copy 5 as it drops them, and Open marks a
+//     version 5 file that holds the bucket 6 (written before version 6
+//     existed) and a version 6 file that does not hold it 5.
 //   - "5": as 4, and a log value larger than 16 KiB is held by a nested
 //     bucket under its key, as that bucket's one value under the same key
 //     (see [putLogValue]). Open upgrades a version 4 or 3 file to it
@@ -46,11 +53,12 @@ const (
 //   - "1": as 2, with one record per log value: taken like 2 when its log
 //     is empty (closed cleanly), refused otherwise.
 const (
-	formatVersion   = "5"
-	formatVersionV4 = "4"
-	formatVersionV3 = "3"
-	formatVersionV2 = "2"
-	formatVersionV1 = "1"
+	formatVersion         = "5"
+	formatVersionSetAside = "6"
+	formatVersionV4       = "4"
+	formatVersionV3       = "3"
+	formatVersionV2       = "2"
+	formatVersionV1       = "1"
 )
 
 // Bucket and key names of the file layout (see the package documentation).
@@ -492,14 +500,16 @@ func (s *Store) failWrites(why string, cause error) error {
 // pages t found damaged (t may be nil) are quarantined.
 func (s *Store) load(readOnly bool, t *tree) error {
 	var version string
+	var setAside bool
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {
 			return fmt.Errorf("a bbolt file without the buckets of a store (%q, %q): not a store file, or its root is damaged", metaBucket, actorsBucket)
 		}
 		version = string(meta.Get(formatKey))
+		setAside = tx.Bucket(setAsideBucket) != nil
 		switch version {
-		case formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
+		case formatVersionSetAside, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
 			return nil
 		case formatVersionV1:
 			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
@@ -507,7 +517,7 @@ func (s *Store) load(readOnly bool, t *tree) error {
 			}
 			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
 		default:
-			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q, %q, %q and %q)", version, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
+			return fmt.Errorf("unsupported file format %q (this version writes %q and %q, and upgrades %q, %q, %q and %q): written by a newer version?", version, formatVersion, formatVersionSetAside, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
 		}
 	})
 	if err != nil {
@@ -555,22 +565,33 @@ func (s *Store) load(readOnly bool, t *tree) error {
 		}
 		return nil
 	}
-	switch {
-	case legacy:
+	if legacy {
 		s.log.Warn("boltstore: upgrading a file format without checksums: its records are accepted unchecked this once and rewritten with checksums", "path", s.path, "format", version)
 		return s.upgrade()
-	case version == formatVersionV4, version == formatVersionV3:
-		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion)) })
+	}
+	if want := writtenFormat(setAside); version != want {
+		// Versions 3 and 4 need nothing rewritten; see formatVersionSetAside.
+		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(want)) })
 	}
 	return s.checkpoint()
 }
 
+// writtenFormat is the format version of a file this version writes: 6
+// when it holds bucket "set-aside", else 5.
+func writtenFormat(setAside bool) string {
+	if setAside {
+		return formatVersionSetAside
+	}
+	return formatVersion
+}
+
 // logFormat says how the log of a file of format version is read: legacy
 // (values without checksums: version 2 or 1), the layout of its records,
-// and whether a log value may be held by a nested bucket (version 5).
+// and whether a log value may be held by a nested bucket (version 5 or 6).
 func logFormat(version string) (legacy bool, layout recordLayout, nested bool) {
-	legacy = version != formatVersion && version != formatVersionV4 && version != formatVersionV3
-	return legacy, recordLayout(version == formatVersion || version == formatVersionV4), version == formatVersion
+	nested = version == formatVersion || version == formatVersionSetAside
+	legacy = !nested && version != formatVersionV4 && version != formatVersionV3
+	return legacy, recordLayout(nested || version == formatVersionV4), nested
 }
 
 // isEmpty reports whether b holds no keys.

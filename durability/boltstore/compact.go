@@ -188,7 +188,8 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 
 // compactCopy copies the buckets of src into dst, as bolt.Compact does, in
 // transactions of about txMaxSize bytes, but for the buckets Salvage set
-// aside (see [Store.setAside]), which it drops: their pages are damaged.
+// aside (see [Store.setAside]), which it drops: their pages are damaged;
+// a copy of format "6" is then of format "5".
 func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 	tx, err := dst.Begin(true)
 	if err != nil {
@@ -250,6 +251,12 @@ func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Without the set-aside buckets, the copy is of format 5 again.
+	if meta := tx.Bucket(metaBucket); meta != nil && string(meta.Get(formatKey)) == formatVersionSetAside {
+		if err := meta.Put(formatKey, []byte(formatVersion)); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }

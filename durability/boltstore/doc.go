@@ -62,7 +62,8 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "5"; key "actors" = the directory
+//   - bucket "polyweave": key "format" = "5", or "6" while the file holds
+//     bucket "set-aside"; key "actors" = the directory
 //     summary: CRC-32C, then the number of actor buckets (8 bytes) and the
 //     sum of their names' checksums (4 bytes). Open compares it with the
 //     actors bucket, so an actor bucket lost or renamed by damage is found.
@@ -95,7 +96,11 @@
 //   - bucket "set-aside" (absent until needed): the buckets of actors whose
 //     pages Salvage found broken, moved there unread (bbolt cannot free
 //     pages it cannot read), one nested bucket per Salvage; Compact drops
-//     them.
+//     them. Its pages are broken: a version that does not know the bucket
+//     would take them for damage of the file, so a file that holds it is
+//     of format "6", which such versions refuse naming the format; Salvage
+//     marks the file "6" when it sets a bucket aside, and Compact's copy,
+//     without the bucket, is "5" again.
 //
 // # Failures of the file
 //
@@ -166,8 +171,9 @@
 // "5" by Open; a read-only Open reads them unchecked. Format "4" files
 // (no log values in nested buckets) and "3" files (no checksums in log
 // records either, the log from key 0) are read as they are and marked "5"
-// by Open. Other formats are refused with an error naming
-// the format.
+// by Open. A format "5" file that holds bucket "set-aside" (written
+// before format "6") is marked "6" by Open. Other formats are refused
+// with an error naming the format.
 //
 // PersistSnapshot at index i deletes events and snapshots below i unless
 // [Options].KeepHistory is set. Freed pages are reused by later writes; the

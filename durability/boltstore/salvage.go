@@ -255,7 +255,7 @@ func deleteKeys(ab *bolt.Bucket, which []byte, b *bolt.Bucket, keys [][]byte, ke
 // rest of Salvage checks them). The damaged bucket is moved, without
 // being read, into a bucket of the "set-aside" bucket: bbolt cannot free
 // pages it cannot read, so they stay in use there until Compact drops
-// them.
+// them. The file's format becomes "6" (see [formatVersionSetAside]).
 func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
 	events, snapshots, err := s.rawActor(header)
 	if err != nil {
@@ -263,6 +263,9 @@ func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
 	}
 	grave, err := tx.CreateBucketIfNotExists(setAsideBucket)
 	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersionSetAside)); err != nil {
 		return err
 	}
 	seq, err := grave.NextSequence()

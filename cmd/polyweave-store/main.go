@@ -4,8 +4,8 @@
 //	polyweave-store verify [-timeout D] FILE
 //
 // reads FILE read-only (under a shared lock; a file that a running
-// process holds, still held after -timeout, is read from a consistent
-// copy, and the report says so), checks every record's checksum, every
+// process holds, still held after a wait of at most 2 s, is read from a
+// consistent copy, and the report says so), checks every record's checksum, every
 // actor's summary and the log, and prints what the store serves, actor by
 // actor (its bucket with the log's writes not yet checkpointed on top),
 // and what is damaged and where. Verify goes on past damage, so a damaged
@@ -15,6 +15,12 @@
 // A file of format "1" or "2", written before records had checksums, can
 // be read but not checked: verify says so and does not call it intact.
 //
+// -timeout D (default 1m) bounds the whole command: the wait for a
+// running store that holds FILE (at most 2 s, or half of D if that is
+// shorter), the copy of a held file and the verification. A verify that
+// runs out of time, or is interrupted (Ctrl-C), stops with exit status 2
+// and leaves no copy behind.
+//
 // Exit status: 0 when the store is intact, 1 when damage was found, 2 when
 // the file cannot be read as a store at all (it does not exist, is not a
 // regular file, is not a store, is damaged where the whole file depends on
@@ -23,25 +29,31 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 const usage = `usage: polyweave-store verify [-timeout D] FILE
 
 verify  checks a store file read-only and reports what it holds and what is damaged
-        -timeout D  how long to wait for a running store that holds FILE
-                    before verifying a consistent copy of it (default 2s; must be positive)
+        -timeout D  the most the command takes (default 1m; must be positive): it waits
+                    at most 2s (or D/2) for a running store that holds FILE, then
+                    verifies a consistent copy of it
 
 exit status: 0 intact; 1 damage found; 2 not readable as a store, or bad arguments;
              3 nothing damaged found, but the format's records carry no checksums (not checked)
@@ -55,8 +67,15 @@ const (
 	exitUnchecked = 3
 )
 
-// run runs the command and returns its exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+// Defaults of verify's -timeout, and the longest wait for the lock on a
+// held file within it.
+const (
+	defaultTimeout = time.Minute
+	maxLockWait    = 2 * time.Second
+)
+
+// run runs the command until ctx is done and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, usage)
@@ -67,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a running store that holds the file before verifying a consistent copy of it (positive)")
+	timeout := fs.Duration("timeout", defaultTimeout, "the most the command takes (positive): it waits at most 2s (or half of it) for a running store that holds the file, then verifies a consistent copy of it")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitIntact
@@ -79,10 +98,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if *timeout <= 0 {
-		fmt.Fprintf(stderr, "polyweave-store: -timeout %v: must be positive (how long to wait for a running store before verifying a copy)\n", *timeout)
+		fmt.Fprintf(stderr, "polyweave-store: -timeout %v: must be positive (the most the command takes)\n", *timeout)
 		return exitFailed
 	}
-	r, err := boltstore.Verify(fs.Arg(0), &boltstore.Options{OpenTimeout: *timeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("-timeout %v passed (a longer -timeout gives it more time)", *timeout))
+	defer cancel()
+	r, err := boltstore.VerifyContext(ctx, fs.Arg(0), &boltstore.Options{OpenTimeout: min(maxLockWait, *timeout/2)})
 	if err != nil {
 		fmt.Fprintf(stderr, "polyweave-store: %v\n", err)
 		return exitFailed

@@ -388,8 +388,16 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 		return nil, nil, nil, err
 	}
 	m, t, err := validateFile(f, path, o.MetaFallback)
-	if err == nil && !o.ReadOnly && m.freelist == noFreelist {
+	switch {
+	case err != nil || o.ReadOnly: // bbolt reads no freelist for a read-only file
+	case m.freelist == noFreelist:
 		err = unrebuildableFreelist(path, t)
+	case t.freelist != nil && !t.rebuild:
+		err = t.freelist
+	case t.freelist != nil:
+		if err = rebuildFreelist(f, m, t.free, o.NoSync); err == nil && o.Logger != nil {
+			o.Logger.Warn("boltstore: the freelist page was damaged; rebuilt from the tree, which is intact", "path", path, "damage", t.freelist, "free", len(t.free))
+		}
 	}
 	if err != nil {
 		f.Close()

@@ -154,8 +154,8 @@
 // in bucket "set-aside" until [Store.Compact] drops it). Damage that
 // cannot be attributed makes Open fail, naming the part of the file: a
 // page of the root, the log, bucket "polyweave" or the actors bucket
-// itself (whose pages list the actors), the freelist, a page two buckets
-// reach; a log entry that cannot be split into records or whose records'
+// itself (whose pages list the actors), a page two buckets reach; a log
+// entry that cannot be split into records or whose records'
 // headers are damaged, entries missing, the directory of actors not
 // matching its summary (an actor bucket lost or renamed). A file whose
 // newest meta page is damaged is refused unless [Options].MetaFallback
@@ -163,8 +163,20 @@
 // by bbolt with NoFreelistSync) and has broken pages (an actor's, or a
 // bucket set aside) is refused for writing: bbolt would rebuild its
 // freelist by reading every bucket, the broken pages too; a read-only
-// Open serves its other actors. [Verify] and the polyweave-store command
-// (cmd/polyweave-store) report what a damaged file still holds.
+// Open serves its other actors.
+//
+// The records do not depend on the freelist (the page that lists the free
+// pages, which bbolt reads only to hand out pages for writing), so a
+// damaged freelist page costs nothing to a read-only Open, and Verify
+// reports it. A writable Open rebuilds it when the tree is intact: it
+// writes a freelist of the pages the walk of the tree did not reach and a
+// meta page naming it, as a commit would. It refuses the file when the
+// freelist lists a page the tree uses (one of them is damaged, and which
+// cannot be told) or when pages of the tree are broken too (the pages
+// only they lead to would be taken for free); the error says so, and
+// the polyweave-store command's salvage copies what is intact into a new
+// file. [Verify] and the polyweave-store command (cmd/polyweave-store)
+// report what a damaged file still holds.
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format

@@ -318,6 +318,9 @@ func verifyFile(ctx context.Context, path, name string, o *Options, openFile fun
 	if t.fallback != nil {
 		r.Problems = append(r.Problems, t.fallback)
 	}
+	if t.freelist != nil {
+		r.Problems = append(r.Problems, t.freelist)
+	}
 	r.SetAside = t.setAside
 	s := &Store{db: db, file: file, path: name}
 	err = s.viewTx("reading the layout", func(tx *bolt.Tx) error {

@@ -127,6 +127,12 @@ type Options struct {
 	// ReadOnly opens the file read-only under a shared lock: reads work,
 	// every write fails with bbolt's read-only error. The file must exist.
 	ReadOnly bool
+
+	// freeNothing makes a writable Open of a file whose freelist cannot be
+	// used (damaged, or not recorded, with pages of the tree broken) give
+	// it a freelist that lists no page free, so that no page is reused:
+	// [SalvageFile] opens its copy so, and compacts it.
+	freeNothing bool
 }
 
 // Store is a [durability.Store] in one bbolt file. Create it with [Open]; the
@@ -291,7 +297,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(fmt.Errorf("sync its folder: %w", err))
 		}
 	}
-	db, file, t, err := openBolt(path, &o, openFile)
+	db, file, t, err := openBolt(path, path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -369,8 +375,9 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 // (so that a lock held elsewhere gives a clear error), checks it with
 // [validateFile] before bbolt maps it, then hands bbolt the locked file,
 // which it returns too (bbolt closes it), with what validateFile found
-// in the file's tree (nil for a new file).
-func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
+// in the file's tree (nil for a new file). Its errors name the file name
+// (Verify and SalvageFile open a copy of the file they report on).
+func openBolt(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
@@ -379,24 +386,26 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := regularFile(f, path); err != nil {
+	if err := regularFile(f, name); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
-	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
+	if err := lockFile(f, name, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
-	m, t, err := validateFile(f, path, o.MetaFallback)
+	m, t, err := validateFile(f, name, o.MetaFallback)
 	switch {
 	case err != nil || o.ReadOnly: // bbolt reads no freelist for a read-only file
+	case o.freeNothing && (t.freelist != nil && !t.rebuild || m.freelist == noFreelist && damagedPages(t) != nil):
+		err = rebuildFreelist(f, m, nil, o.NoSync)
 	case m.freelist == noFreelist:
-		err = unrebuildableFreelist(path, t)
+		err = unrebuildableFreelist(name, t)
 	case t.freelist != nil && !t.rebuild:
 		err = t.freelist
 	case t.freelist != nil:
 		if err = rebuildFreelist(f, m, t.free, o.NoSync); err == nil && o.Logger != nil {
-			o.Logger.Warn("boltstore: the freelist page was damaged; rebuilt from the tree, which is intact", "path", path, "damage", t.freelist, "free", len(t.free))
+			o.Logger.Warn("boltstore: the freelist page was damaged; rebuilt from the tree, which is intact", "path", name, "damage", t.freelist, "free", len(t.free))
 		}
 	}
 	if err != nil {
@@ -404,7 +413,7 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 		return nil, nil, nil, err
 	}
 	var db *bolt.DB
-	err = guard(path, "opening the file", nil, func() error {
+	err = guard(name, "opening the file", nil, func() error {
 		var err error
 		db, err = bolt.Open(path, o.FileMode, &bolt.Options{
 			Timeout:      o.OpenTimeout,

@@ -176,7 +176,9 @@
 // only they lead to would be taken for free); the error says so, and
 // the polyweave-store command's salvage copies what is intact into a new
 // file. [Verify] and the polyweave-store command (cmd/polyweave-store)
-// report what a damaged file still holds.
+// report what a damaged file still holds; [SalvageFile] (the command's
+// salvage) recovers what is intact of it into a new file, never touching
+// the damaged one.
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format

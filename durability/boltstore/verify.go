@@ -305,7 +305,7 @@ func copyFile(ctx context.Context, dst io.Writer, src io.Reader) error {
 // when ctx is done.
 func verifyFile(ctx context.Context, path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
 	r := &Report{Path: name}
-	db, file, t, err := openBolt(path, o, openFile)
+	db, file, t, err := openBolt(path, name, o, openFile)
 	var nr *notRegularError
 	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) {
 		return nil, err

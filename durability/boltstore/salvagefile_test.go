@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -113,5 +114,32 @@ func TestSalvageFile_EveryPageZeroed(t *testing.T) {
 	t.Logf("%d pages zeroed: %d salvaged, %d refused", len(b)/4096, salvaged, refused)
 	if salvaged == 0 {
 		t.Error("nothing salvaged")
+	}
+}
+
+// TestSalvageFile_Stopped ends SalvageFile's context once it has copied
+// the file (Ctrl-C): it fails with an error wrapping the context's and
+// leaves nothing in the new file's folder; the file is unchanged.
+func TestSalvageFile_Stopped(t *testing.T) {
+	path, _ := pagesFile(t, true)
+	zeroBigActorPage(t, path)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	copiedChunk = cancel
+	defer func() { copiedChunk = nil }()
+	fs, err := SalvageFile(ctx, path, filepath.Join(dir, "salvaged.db"), &Options{NoSync: true})
+	if !errors.Is(err, context.Canceled) || fs != nil {
+		t.Errorf("SalvageFile stopped: %v %+v, want context.Canceled", err, fs)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+		t.Errorf("left in the new file's folder: %v %v", left, err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, orig) {
+		t.Errorf("SalvageFile changed the file (%v)", err)
 	}
 }

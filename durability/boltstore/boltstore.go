@@ -447,7 +447,7 @@ func unrebuildableFreelist(path string, t *tree) error {
 		return nil
 	}
 	return damaged(path, de.What, de.Offset,
-		"%s; and the file records no freelist (it was written with bbolt's NoFreelistSync), which bbolt rebuilds when it opens the file for writing by reading every bucket, these damaged pages too: refused for writing (Options.ReadOnly reads the other actors)",
+		"%s; and the file records no freelist (it was written with bbolt's NoFreelistSync), which bbolt rebuilds when it opens the file for writing by reading every bucket, these damaged pages too: refused for writing (Options.ReadOnly reads the other actors; polyweave-store salvage copies what is intact into a new file)",
 		de.Reason)
 }
 

@@ -163,7 +163,8 @@
 // by bbolt with NoFreelistSync) and has broken pages (an actor's, or a
 // bucket set aside) is refused for writing: bbolt would rebuild its
 // freelist by reading every bucket, the broken pages too; a read-only
-// Open serves its other actors.
+// Open serves its other actors, and [SalvageFile] recovers them into a
+// new file.
 //
 // The records do not depend on the freelist (the page that lists the free
 // pages, which bbolt reads only to hand out pages for writing), so a

@@ -143,3 +143,22 @@ func TestSalvageFile_Stopped(t *testing.T) {
 		t.Errorf("SalvageFile changed the file (%v)", err)
 	}
 }
+
+// TestSalvageFile_NoFreelistDamagedActor salvages a file that records no
+// freelist (written by bbolt with NoFreelistSync) with a page of one actor
+// broken, which a writable Open refuses (bbolt would read the broken pages
+// to rebuild the freelist): the copy is given a freelist that lists no
+// page free instead, and the actor is salvaged.
+func TestSalvageFile_NoFreelistDamagedActor(t *testing.T) {
+	path, want := pagesFile(t, false)
+	dropFreelist(t, path)
+	zeroBigActorPage(t, path)
+	refusedUnchanged(t, path, "no freelist", "salvage")
+	fs, err := SalvageFile(t.Context(), path, filepath.Join(t.TempDir(), "salvaged.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.Actors) != 1 || fs.Actors[0].Name != "big" || !fs.Actors[0].SetAside || !fs.After.Intact() || len(fs.After.Actors) != len(want) {
+		t.Errorf("SalvageFile: %+v; new file %+v", fs.Actors, fs.After)
+	}
+}

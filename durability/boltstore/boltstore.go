@@ -196,7 +196,8 @@ type Store struct {
 	keyBuf         []byte
 
 	// compacting (owned by the committer) holds checkpoints back while
-	// Compact copies the buckets; compactMu serializes Compact.
+	// Compact copies the buckets; compactMu serializes Compact, with
+	// itself and with Salvage.
 	compacting bool
 	compactMu  sync.Mutex
 	noSync     bool

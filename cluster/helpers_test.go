@@ -385,6 +385,12 @@ func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAtCleanup(t, m)
+	return m
+}
+
+// closeAtCleanup closes m at t's cleanup, and fails t if that fails.
+func closeAtCleanup(t *testing.T, m *cluster.Member) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -392,7 +398,6 @@ func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return m
 }
 
 // incarnation is the outcome of one incarnation (cluster.RunIncarnation).

@@ -162,6 +162,13 @@ func TestGivenUpWrite_CutTransactionSettled(t *testing.T) {
 // a lock on the server.
 func waitLockedN(t *testing.T, schema string, n int) {
 	t.Helper()
+	waitLockedOn(t, schema, "events", n)
+}
+
+// waitLockedOn returns once n statements on schema's table wait for a
+// lock on the server.
+func waitLockedOn(t *testing.T, schema, table string, n int) {
+	t.Helper()
 	watcher, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +176,7 @@ func waitLockedN(t *testing.T, schema string, n int) {
 	defer watcher.Close(context.WithoutCancel(t.Context()))
 	for got := 0; got < n; {
 		err := watcher.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%"' || $1 || '".events%'`, schema).Scan(&got)
+			WHERE wait_event_type = 'Lock' AND query LIKE '%"' || $1 || '".' || $2 || '%'`, schema, table).Scan(&got)
 		if err != nil {
 			t.Fatal(err)
 		}

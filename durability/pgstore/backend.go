@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,6 +48,79 @@ func noteBackend(ctx context.Context, conn *pgx.Conn) error {
 func runOn(c *pgconn.PgConn) run {
 	started, _ := c.CustomData()[backendKey].(int64)
 	return run{pid: c.PID(), started: started}
+}
+
+// dialer wraps the pool's dial function and keeps the connections it
+// made (those of the pool, and those that carry cancel requests), so
+// that Close can close them at once (see Store.Close) instead of waiting
+// for a silent server to answer their clean close.
+type dialer struct {
+	dial   pgconn.DialFunc
+	ctx    context.Context // cancelled by closeAll: dials in progress fail
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[*dialedConn]struct{}
+}
+
+func newDialer(dial pgconn.DialFunc) *dialer {
+	d := &dialer{dial: dial, conns: make(map[*dialedConn]struct{})}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	return d
+}
+
+// errConnsClosed is the error of a dial after closeAll.
+var errConnsClosed = errors.New("pgstore: the store closed its connections")
+
+// DialContext dials as the wrapped function does, unless closeAll was
+// called, and keeps the connection.
+func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(d.ctx, cancel)
+	defer stop()
+	c, err := d.dial(ctx, network, addr)
+	if err != nil {
+		if d.ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", errConnsClosed, err)
+		}
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		c.Close()
+		return nil, errConnsClosed
+	}
+	dc := &dialedConn{Conn: c, d: d}
+	d.conns[dc] = struct{}{}
+	return dc, nil
+}
+
+// closeAll closes every connection kept and fails later dials.
+func (d *dialer) closeAll() {
+	d.cancel()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	for c := range d.conns {
+		c.Conn.Close()
+	}
+	clear(d.conns)
+}
+
+// dialedConn is a connection kept by its dialer until it is closed.
+type dialedConn struct {
+	net.Conn
+	d *dialer
+}
+
+func (c *dialedConn) Close() error {
+	c.d.mu.Lock()
+	delete(c.d.conns, c)
+	c.d.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // runPipelined runs the statements of b on conn in one implicit

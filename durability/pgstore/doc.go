@@ -131,8 +131,8 @@
 //
 // [Store.Close], which takes no context, waits at most Options.CloseTimeout
 // (default [DefaultCloseTimeout]) for the writes and reads in flight, then
-// cancels them; closing a connection to a silent server then takes pgx up
-// to 15 seconds more.
+// cancels them; the connections still open then (to a silent server,
+// which does not answer their clean close) are closed at once.
 //
 // An error wrapping ErrOutcomeUnknown (also returned when a write's
 // connection was lost after its transaction was sent and running it again

@@ -26,8 +26,8 @@ func storeVia(t *testing.T, o *pgstore.Options) (*pgstore.Store, *proxy) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// The proxy first: pgx waits up to 15 seconds for a connection
-		// to a silent server to close.
+		// The proxy first: Close waits up to CloseTimeout for what is
+		// in flight to a silent server.
 		p.stop()
 		_ = s.Close()
 	})

@@ -146,6 +146,7 @@ func (o *Options) withDefaults() (Options, error) {
 // usable. All methods are safe for concurrent use.
 type Store struct {
 	pool        *pgxpool.Pool
+	dialer      *dialer // the pool's connections, closed at once by Close when it must
 	log         *slog.Logger
 	q           queries
 	schema      string
@@ -215,6 +216,8 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	dial := newDialer(cfg.ConnConfig.DialFunc)
+	cfg.ConnConfig.DialFunc = dial.DialContext
 	cfg.AfterConnect = noteBackend
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -222,6 +225,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	}
 	s := &Store{
 		pool:        pool,
+		dialer:      dial,
 		log:         o.Logger,
 		q:           newQueries(o.Schema),
 		schema:      o.Schema,
@@ -355,10 +359,13 @@ func (s *Store) Schema() string { return s.schema }
 // reads, stops the committers and closes the connections. It waits at most
 // Options.CloseTimeout for the writes and reads in flight (to a server
 // that fell silent, say): then it cancels them, and those whose outcome is
-// unknown fail with ErrOutcomeUnknown. It is idempotent: later calls
+// unknown fail with ErrOutcomeUnknown. The connections still open once
+// CloseTimeout has passed (to a silent server, which does not answer
+// their clean close) are closed at once. It is idempotent: later calls
 // return what the first returned.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		deadline := time.Now().Add(s.closeTimeout)
 		s.mu.Lock()
 		s.closed = true
 		close(s.writes)
@@ -380,7 +387,23 @@ func (s *Store) Close() error {
 		timer.Stop()
 		s.kill(nil)
 		s.settlers.Wait()
-		s.pool.Close()
+		// pgxpool's Close waits up to 15 seconds for each connection to a
+		// silent server to close cleanly: past the deadline, they are
+		// closed at once.
+		pooled := make(chan struct{})
+		go func() {
+			s.pool.Close()
+			close(pooled)
+		}()
+		timer = time.NewTimer(time.Until(deadline))
+		select {
+		case <-pooled:
+		case <-timer.C:
+			s.dialer.closeAll()
+			<-pooled
+		}
+		timer.Stop()
+		s.dialer.closeAll() // and the cancel requests pgx may still send
 		s.log.Info("pgstore closed", "schema", s.schema, "commits", s.commits.Load(), "writes", s.written.Load())
 	})
 	return s.closeErr

@@ -310,3 +310,26 @@ func TestSalvage_OutcomeUnknownLeavesActorInDoubt(t *testing.T) {
 		t.Errorf("read once the Salvage committed: %q, %v; want [0:event 0]", got, err)
 	}
 }
+
+// TestSilentServer_CloseNotHeldByConnections: Close gives a write in
+// flight to a silent server up after CloseTimeout, and then returns: it
+// does not wait for pgx's own bound (15 seconds) on closing the
+// connection to that server cleanly. The bound checked is far from both
+// (Close takes milliseconds).
+func TestSilentServer_CloseNotHeldByConnections(t *testing.T) {
+	s, p := storeVia(t, &pgstore.Options{CloseTimeout: 1})
+	hit := p.arm(dropRequest)
+	errc := make(chan error, 1)
+	go func() { errc <- s.PersistEvent(context.Background(), "a", 0, []byte("x")) }()
+	<-hit
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d >= 10*time.Second {
+		t.Errorf("Close took %v after it gave up a write to a silent server; want it bounded by CloseTimeout, not by the closing of connections", d)
+	}
+	if err := <-errc; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("write given up by Close: %v, want ErrOutcomeUnknown", err)
+	}
+}

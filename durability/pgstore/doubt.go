@@ -77,34 +77,34 @@ func (s *Store) addDoubt(key doubtKey) {
 	s.doubting.Add(1)
 }
 
-// endDoubt counts one transaction in doubt of each key as ended.
-func (s *Store) endDoubt(keys ...doubtKey) {
+// eachDoubt calls fn, holding doubtMu, for the doubt of each of keys that
+// has one.
+func (s *Store) eachDoubt(keys []doubtKey, fn func(doubtKey, *doubt)) {
 	s.doubtMu.Lock()
 	defer s.doubtMu.Unlock()
 	for _, key := range keys {
-		d := s.doubts[key]
-		if d == nil {
-			continue
+		if d := s.doubts[key]; d != nil {
+			fn(key, d)
 		}
+	}
+}
+
+// endDoubt counts one transaction in doubt of each key as ended.
+func (s *Store) endDoubt(keys ...doubtKey) {
+	s.eachDoubt(keys, func(key doubtKey, d *doubt) {
 		s.doubting.Add(-1)
 		if d.n--; d.n == 0 {
 			close(d.wake)
 			delete(s.doubts, key)
 		}
-	}
+	})
 }
 
 // noteCheck records the outcome of check number seq of the transactions
 // in doubt of keys (err when the server could not be reached) and wakes
 // their waiters.
 func (s *Store) noteCheck(keys []doubtKey, seq uint64, err error) {
-	s.doubtMu.Lock()
-	defer s.doubtMu.Unlock()
-	for _, key := range keys {
-		d := s.doubts[key]
-		if d == nil {
-			continue
-		}
+	s.eachDoubt(keys, func(_ doubtKey, d *doubt) {
 		if err != nil {
 			d.failed, d.err = seq, err
 		} else if seq > d.failed {
@@ -112,7 +112,7 @@ func (s *Store) noteCheck(keys []doubtKey, seq uint64, err error) {
 		}
 		close(d.wake)
 		d.wake = make(chan struct{})
-	}
+	})
 }
 
 // settled waits until no transaction of key is in doubt. When ctx is done

@@ -27,22 +27,7 @@ func TestGivenUpWrite_ReadWaitsForItsTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lock := func(name string) pgx.Tx {
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+" WHERE name = $1 FOR UPDATE", []byte(name)); err != nil {
-			t.Fatal(err)
-		}
-		return tx
-	}
-	l1, l2 := lock("l1"), lock("l2")
+	l1, l2 := lockRows(t, s.Schema(), "events", "l1"), lockRows(t, s.Schema(), "events", "l2")
 	// Both committers held on l1's lock.
 	h := make(chan error, 2)
 	go func() { h <- s.PersistEvent(ctx, "l1", 0, []byte("h1")) }()
@@ -109,22 +94,7 @@ func TestGivenUpWrite_ReadWaitsForItsTransaction(t *testing.T) {
 // it did.
 func TestGivenUpWrite_CutTransactionSettled(t *testing.T) {
 	ctx := t.Context()
-	s, _ := storeVia(t, &pgstore.Options{Committers: 1})
-	if err := s.PersistEvent(ctx, "l", 0, []byte("orig")); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+" WHERE name = $1 FOR UPDATE", []byte("l")); err != nil {
-		t.Fatal(err)
-	}
+	s, _, tx := storeWithLockedActor(t)
 	actx, cancelA := context.WithCancel(ctx)
 	aErr := make(chan error, 1)
 	go func() { aErr <- s.PersistEvents(actx, "l", 0, [][]byte{[]byte("a0"), []byte("a1")}) }()

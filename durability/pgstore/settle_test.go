@@ -42,6 +42,19 @@ func lockRows(t *testing.T, schema, table, key string) pgx.Tx {
 	return tx
 }
 
+// storeWithLockedActor opens a store through a proxy, with one
+// committer, stores event 0 of actor "l" ("orig") and locks its row in a
+// transaction of the test's, returned: a write of l waits on the server
+// until that transaction ends.
+func storeWithLockedActor(t *testing.T) (*pgstore.Store, *proxy, pgx.Tx) {
+	t.Helper()
+	s, p := storeVia(t, &pgstore.Options{Committers: 1})
+	if err := s.PersistEvent(t.Context(), "l", 0, []byte("orig")); err != nil {
+		t.Fatal(err)
+	}
+	return s, p, lockRows(t, s.Schema(), "events", "l")
+}
+
 // lockedBackend returns the pid of the server backend whose statement on
 // schema's events table waits for a lock.
 func lockedBackend(t *testing.T, schema string) int32 {
@@ -84,11 +97,7 @@ func waitIdle(t *testing.T, pid int32) {
 // actor does not wait for it.
 func TestGivenUpWrite_SettledThoughBackendLivesOn(t *testing.T) {
 	ctx := t.Context()
-	s, p := storeVia(t, &pgstore.Options{Committers: 1})
-	if err := s.PersistEvent(ctx, "l", 0, []byte("orig")); err != nil {
-		t.Fatal(err)
-	}
-	lock := lockRows(t, s.Schema(), "events", "l")
+	s, p, lock := storeWithLockedActor(t)
 	p.arm(holdAfterFirst)
 	actx, cancelA := context.WithCancel(ctx)
 	aErr := make(chan error, 1)
@@ -167,11 +176,7 @@ func TestDoubt_UnreachableServer(t *testing.T) {
 // the actor stays.
 func TestLostConnection_RerunWaitsForFirstRun(t *testing.T) {
 	ctx := t.Context()
-	s, p := storeVia(t, &pgstore.Options{Committers: 1})
-	if err := s.PersistEvent(ctx, "l", 0, []byte("orig")); err != nil {
-		t.Fatal(err)
-	}
-	lock := lockRows(t, s.Schema(), "events", "l")
+	s, p, lock := storeWithLockedActor(t)
 	// A and B share a transaction, which waits on l's lock before it
 	// puts x ("l" sorts first); A's caller then gives up, so that B runs
 	// again alone, touching no locked row.

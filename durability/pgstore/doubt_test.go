@@ -90,19 +90,11 @@ func TestGivenUpWrite_ReadWaitsForItsTransaction(t *testing.T) {
 // TestGivenUpWrite_CutTransactionSettled: a write whose every caller gave
 // up is cancelled and its connection closed, while its transaction waits
 // for a lock on the server and may still commit: its actor stays in doubt
-// until the server backend that ran it has ended, then a read tells what
-// it did.
+// until that transaction has ended, then a read tells what it did.
 func TestGivenUpWrite_CutTransactionSettled(t *testing.T) {
 	ctx := t.Context()
 	s, _, tx := storeWithLockedActor(t)
-	actx, cancelA := context.WithCancel(ctx)
-	aErr := make(chan error, 1)
-	go func() { aErr <- s.PersistEvents(actx, "l", 0, [][]byte{[]byte("a0"), []byte("a1")}) }()
-	waitLockedN(t, s.Schema(), 1)
-	cancelA()
-	if err := <-aErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
-		t.Fatalf("A given up in flight: %v, want ErrOutcomeUnknown", err)
-	}
+	giveUpWaitingWrite(t, s)
 	rctx, cancelRead := context.WithCancel(ctx)
 	readErr := make(chan error, 1)
 	go func() { readErr <- s.GetEvents(rctx, "l", 0, 0, func(uint64, []byte) error { return nil }) }()

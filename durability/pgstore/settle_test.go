@@ -55,6 +55,22 @@ func storeWithLockedActor(t *testing.T) (*pgstore.Store, *proxy, pgx.Tx) {
 	return s, p, lockRows(t, s.Schema(), "events", "l")
 }
 
+// giveUpWaitingWrite writes events a0 and a1 of actor "l" (see
+// storeWithLockedActor) and gives the write up once it waits for the lock
+// on the server: it fails with ErrOutcomeUnknown, and may still commit.
+func giveUpWaitingWrite(t *testing.T, s *pgstore.Store) {
+	t.Helper()
+	actx, cancelA := context.WithCancel(t.Context())
+	defer cancelA()
+	aErr := make(chan error, 1)
+	go func() { aErr <- s.PersistEvents(actx, "l", 0, [][]byte{[]byte("a0"), []byte("a1")}) }()
+	waitLockedN(t, s.Schema(), 1)
+	cancelA()
+	if err := <-aErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Fatalf("A given up in flight: %v, want ErrOutcomeUnknown", err)
+	}
+}
+
 // lockedBackend returns the pid of the server backend whose statement on
 // schema's events table waits for a lock.
 func lockedBackend(t *testing.T, schema string) int32 {
@@ -99,14 +115,7 @@ func TestGivenUpWrite_SettledThoughBackendLivesOn(t *testing.T) {
 	ctx := t.Context()
 	s, p, lock := storeWithLockedActor(t)
 	p.arm(holdAfterFirst)
-	actx, cancelA := context.WithCancel(ctx)
-	aErr := make(chan error, 1)
-	go func() { aErr <- s.PersistEvents(actx, "l", 0, [][]byte{[]byte("a0"), []byte("a1")}) }()
-	waitLockedN(t, s.Schema(), 1)
-	cancelA()
-	if err := <-aErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
-		t.Fatalf("A given up in flight: %v, want ErrOutcomeUnknown", err)
-	}
+	giveUpWaitingWrite(t, s)
 	if err := lock.Rollback(ctx); err != nil { // A's transaction runs to its end
 		t.Fatal(err)
 	}
@@ -313,28 +322,5 @@ func TestSalvage_OutcomeUnknownLeavesActorInDoubt(t *testing.T) {
 	p.release() // the commit reaches the server
 	if err := <-read; err != nil || !slices.Equal(got, []string{"0:event 0"}) {
 		t.Errorf("read once the Salvage committed: %q, %v; want [0:event 0]", got, err)
-	}
-}
-
-// TestSilentServer_CloseNotHeldByConnections: Close gives a write in
-// flight to a silent server up after CloseTimeout, and then returns: it
-// does not wait for pgx's own bound (15 seconds) on closing the
-// connection to that server cleanly. The bound checked is far from both
-// (Close takes milliseconds).
-func TestSilentServer_CloseNotHeldByConnections(t *testing.T) {
-	s, p := storeVia(t, &pgstore.Options{CloseTimeout: 1})
-	hit := p.arm(dropRequest)
-	errc := make(chan error, 1)
-	go func() { errc <- s.PersistEvent(context.Background(), "a", 0, []byte("x")) }()
-	<-hit
-	start := time.Now()
-	if err := s.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if d := time.Since(start); d >= 10*time.Second {
-		t.Errorf("Close took %v after it gave up a write to a silent server; want it bounded by CloseTimeout, not by the closing of connections", d)
-	}
-	if err := <-errc; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
-		t.Errorf("write given up by Close: %v, want ErrOutcomeUnknown", err)
 	}
 }

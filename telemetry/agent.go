@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -400,7 +399,7 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
-	t.duration.Record(context.Background(), d.Seconds(), metric.WithAttributes(attrs...))
+	t.measure(d.Seconds(), attrs)
 }
 
 // end ends a run; failure, when set, is why its agent stopped under it.

@@ -343,7 +343,11 @@ func (r *recorder) record(ev *event) {
 // meter, which run on the recorder's goroutine (where nothing else would
 // recover it, and the host would die): what was being recorded is lost,
 // the recorder goes on. The panics are logged, the first and then each
-// time their count doubles. Deferred by what calls into them.
+// time their count doubles. Deferred by what calls into them: each span's
+// start and end and each measurement (startSpan, endSpan, measure), so
+// that the taps' state goes on as if the call had returned (a request
+// ended is forgotten, a run ended is no longer open), and around each
+// event as a last resort.
 func (r *recorder) contain() {
 	p := recover()
 	if p == nil {

@@ -143,20 +143,38 @@ func (s *spares[T]) put(x *T, zero T) {
 }
 
 // startSpan starts a span at at, of kind, with attrs (the tracer copies
-// them: attrs may be the scratch slice), under parent.
-func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (context.Context, trace.Span) {
+// them: attrs may be the scratch slice), under parent. When a span
+// processor panics in it, the panic is contained (see recorder.contain)
+// and the span is a no-op one, under parent still: what the taps keep
+// goes on as if it had started.
+func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (ctx context.Context, span trace.Span) {
+	ctx, span = parent, noSpan
+	defer t.rec.contain()
 	opts := append(t.startOpts[:0], trace.WithTimestamp(at), kind, trace.WithAttributes(attrs...))
-	ctx, span := t.tracer.Start(parent, name, opts...)
-	clear(opts) // keep nothing of this span alive
 	t.startOpts = opts
-	return ctx, span
+	defer clear(opts) // keep nothing of this span alive
+	return t.tracer.Start(parent, name, opts...)
 }
 
-// endSpan ends span at at.
+// measure records a duration of seconds with attrs. A panic of the
+// meter in it is contained (see recorder.contain): the taps go on as if
+// it had been recorded.
+func (t *Telemetry) measure(seconds float64, attrs []attribute.KeyValue) {
+	defer t.rec.contain()
+	t.duration.Record(context.Background(), seconds, metric.WithAttributes(attrs...))
+}
+
+// noSpan is the span of a start a processor panicked in.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// endSpan ends span at at. A panic of a span processor in it is
+// contained (see recorder.contain): the span ends for the taps, which go
+// on as if it had been handed over.
 func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
+	defer t.rec.contain()
 	t.endOpts[0] = trace.WithTimestamp(at)
+	defer func() { t.endOpts[0] = nil }()
 	span.End(t.endOpts[:]...)
-	t.endOpts[0] = nil
 }
 
 // Up to this many span names and finish reasons are kept.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -572,13 +573,24 @@ func (t *Telemetry) toolSeries(name, kind string) string {
 // name the model made up, a tool call's id).
 const maxDescription = 1024
 
-// clipText returns s, cut to fewer than maxDescription bytes (at a
-// character) and marked "…" when it is longer.
+// clipText returns s as valid UTF-8 (what is not is replaced by U+FFFD:
+// OTLP's strings must be, and an exporter fails a whole batch on one
+// that is not), cut to fewer than maxDescription bytes (at a character)
+// and marked "…" when it is longer.
 func clipText(s string) string {
-	if len(s) <= maxDescription {
+	if len(s) <= maxDescription && utf8.ValidString(s) {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxDescription-len("…")], "") + "…"
+	long := len(s) > maxDescription
+	s = strings.ToValidUTF8(s[:min(len(s), maxDescription)], "\uFFFD")
+	if !long && len(s) <= maxDescription {
+		return s
+	}
+	cut := min(len(s), maxDescription-len("…"))
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // errorText returns what the span of a call answered with the failed

@@ -70,8 +70,9 @@
 // status is the error message of its result (not the whole result
 // object, which may hold a command's output, say), and that, an ERROR's
 // text, a failure's message, a resilience transport's error and a tool
-// call's id (the model's) are clipped to 1 KiB; the span of a call of a
-// tool that does not exist is named "execute_tool" alone.
+// call's id (the model's) are clipped to 1 KiB, and made valid UTF-8
+// (what is not is replaced by U+FFFD); the span of a call of a tool that
+// does not exist is named "execute_tool" alone.
 //
 // Runs and model requests meet by stream id and actor path through the
 // Telemetry they share, whatever actors they cross, so a run is one trace.

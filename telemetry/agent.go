@@ -544,7 +544,9 @@ func deleteStream[V any](m map[string]V, stream string) {
 // that does not exist (answered unknown_tool) is measured under, and
 // that of every tool beyond the first maxToolSeries names measured: the
 // model names the tools it calls, and a name it made up is no series of
-// its own.
+// its own. A call answered before its tool was looked up (refused at the
+// iteration limit, cut off by the length limit) is measured under its
+// name only when a call of that name reached its tool before.
 const OtherTool = "_OTHER"
 
 // maxToolSeries bounds the tool names the duration metric has series
@@ -560,6 +562,10 @@ func (t *Telemetry) toolSeries(name, kind string) string {
 	}
 	if _, ok := t.toolNames[name]; ok {
 		return name
+	}
+	switch tools.FailureKind(kind) {
+	case tools.FailureLimit, tools.FailureTruncated:
+		return OtherTool // answered unlooked-up: the name may be made up
 	}
 	if len(t.toolNames) == maxToolSeries {
 		return OtherTool

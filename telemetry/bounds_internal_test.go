@@ -265,3 +265,45 @@ func TestTraced_TextsValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestMadeUpNames_NoSeriesTaken: calls the loop answers without looking
+// their tool up (refused at the iteration limit, cut off by the length
+// limit) carry the model's name alone, whatever it made up: any number
+// of such names, of any length, take none of the series the duration
+// metric keeps for tools, so a tool measured after them still has its
+// own; their spans' names are clipped.
+func TestMadeUpNames_NoSeriesTaken(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	tel := boundsTelemetry(t, Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	for i := range maxToolSeries + 1 {
+		id, name, kind := fmt.Sprint("c", i), fmt.Sprint("made_up_", i), tools.FailureLimit
+		if i%2 == 1 {
+			kind = tools.FailureTruncated
+		}
+		if i == 0 {
+			name = strings.Repeat("x", 1<<20)
+		}
+		agent.out(messages.ToolCall("s1", id, name, nil))
+		agent.out(failedResult("s1", id, name, kind, `{"success":false,"error":"refused"}`))
+	}
+	agent.out(messages.ToolCall("s1", "known", "add", nil))
+	agent.out(messages.RawToolResult("s1", "known", "add", []byte(`2`)))
+	agent.out(messages.End("s1"))
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if series := toolSeries(t, reader); len(series) != 2 || series["add"] != 1 || series[OtherTool] != maxToolSeries+1 {
+		t.Errorf("execute_tool series: %d, add measured %d times, %s %d; want add once and the %d made-up names as %s",
+			len(series), series["add"], OtherTool, series[OtherTool], maxToolSeries+1, OtherTool)
+	}
+	for _, s := range exp.GetSpans() {
+		if len(s.Name) > len("execute_tool ")+maxDescription {
+			t.Errorf("span named %.40q... of %d bytes, want at most %d", s.Name, len(s.Name), len("execute_tool ")+maxDescription)
+		}
+	}
+}

@@ -87,8 +87,10 @@
 //     calls ("execute_tool", with gen_ai.tool.name, polyweave.tool.outcome
 //     and error.type); a call of a tool that does not exist (the model
 //     named it) is measured as gen_ai.tool.name [OtherTool], and so is
-//     every tool beyond the first 256 names, so that the model cannot
-//     grow the series without bound;
+//     every tool beyond the first 256 names, and a call refused at the
+//     iteration limit or cut off by the length limit whose name no call
+//     that reached its tool had, so that the model cannot grow (or fill)
+//     the series;
 //   - gen_ai.client.token.usage ({token}): by gen_ai.token.type;
 //   - polyweave.supervision.decisions: restarts, stops and escalations by
 //     polyweave.stage (the failed actor's name), error.type ([Cause]) and

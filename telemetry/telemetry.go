@@ -181,7 +181,8 @@ func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
 const maxCached = 256
 
 // spanName returns prefix + " " + name (prefix alone when name is
-// empty), built once.
+// empty), built once; name is clipped (see clipText: a tool's name may
+// be one the model made up).
 func (t *Telemetry) spanName(prefix, name string) string {
 	if name == "" {
 		return prefix
@@ -190,8 +191,8 @@ func (t *Telemetry) spanName(prefix, name string) string {
 	if n, ok := t.names[k]; ok {
 		return n
 	}
-	n := prefix + " " + name
-	if len(t.names) < maxCached {
+	n := prefix + " " + clipText(name)
+	if len(t.names) < maxCached && len(name) <= maxDescription { // a clipped name is not kept whole
 		t.names[k] = n
 	}
 	return n

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -209,9 +210,10 @@ const (
 
 // filter removes from b the envelopes the endpoint reader cannot handle.
 // It logs them once for the batch, naming the first (its type name, which
-// the peer chose, clipped): a batch of many small envelopes, or of
-// envelopes that all name one huge type, does not make the log many
-// times larger than itself.
+// the peer chose, clipped), when the guard's count of dropped envelopes
+// reaches its first or next power of two: neither a batch of many small
+// envelopes, nor one naming a huge type, nor a stream of batches of a few
+// bytes each makes the log many times larger than what the peer sent.
 func (g *guard) filter(b *paremote.MessageBatch) {
 	kept := b.Envelopes[:0]
 	dropped, why, typeName, serializer := 0, "", "", int32(0)
@@ -229,10 +231,15 @@ func (g *guard) filter(b *paremote.MessageBatch) {
 	}
 	clear(b.Envelopes[len(kept):])
 	b.Envelopes = kept
-	if dropped > 0 {
-		g.dropped.Add(int64(dropped))
+	if dropped == 0 {
+		return
+	}
+	// Each batch's range of the count is its own: whichever contains the
+	// next power of two logs it, once.
+	total := g.dropped.Add(int64(dropped))
+	if bits.Len64(uint64(total)) != bits.Len64(uint64(total-int64(dropped))) {
 		g.log.Warn("remote messages dropped", "count", dropped, "first_reason", why, "first_type", typeName, "first_serializer", serializer,
-			"kept", len(kept))
+			"kept", len(kept), "dropped_total", total)
 	}
 }
 

@@ -55,3 +55,64 @@ func TestGuard_DroppedTypeNameClipped(t *testing.T) {
 		t.Errorf("%d records logged, the largest value %d bytes; want one, the type name clipped to %d", logs.records, logs.largest, maxNameInAnswer)
 	}
 }
+
+// countingLog is a slog handler that keeps the dropped_total of each
+// record.
+type countingLog struct {
+	mu     sync.Mutex
+	totals []int64
+}
+
+func (h *countingLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingLog) WithGroup(string) slog.Handler            { return h }
+func (h *countingLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := int64(-1)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "dropped_total" {
+			total = a.Value.Int64()
+		}
+		return true
+	})
+	h.totals = append(h.totals, total)
+	return nil
+}
+
+// TestGuard_DropLogBounded: a peer may send batches of one bad envelope
+// each, a few bytes apiece, from several streams at once: the guard
+// drops and counts every one, and logs the first and then each time the
+// count doubles (with the total), so that the log grows with the log of
+// what the peer sends, not many times faster than it.
+func TestGuard_DropLogBounded(t *testing.T) {
+	logs := &countingLog{}
+	g := &guard{log: slog.New(logs)}
+	const streams, batches = 4, 1000
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Go(func() {
+			for range batches {
+				g.filter(&paremote.MessageBatch{Envelopes: []*paremote.MessageEnvelope{{TypeId: 3}}})
+			}
+		})
+	}
+	wg.Wait()
+	if g.Dropped() != streams*batches {
+		t.Fatalf("dropped %d, want %d", g.Dropped(), streams*batches)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.totals) > 13 {
+		t.Fatalf("%d records logged for %d dropped envelopes, want one per doubling of the count (13)", len(logs.totals), streams*batches)
+	}
+	seen := map[int64]bool{}
+	for _, n := range logs.totals {
+		seen[n] = true
+	}
+	for n := int64(1); n <= streams*batches; n *= 2 {
+		if !seen[n] {
+			t.Errorf("no record logged when the count reached %d (totals logged: %v)", n, logs.totals)
+		}
+	}
+}

@@ -58,8 +58,9 @@ import (
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
-	endNext atomic.Bool // tests: end the incoming stream that receives the next frame (see carriesFrame)
-	tag     bool        // set connHeader on every message received
+	refused atomic.Int64 // unary calls refused
+	endNext atomic.Bool  // tests: end the incoming stream that receives the next frame (see carriesFrame)
+	tag     bool         // set connHeader on every message received
 	streams atomic.Uint64
 	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
 	// handshake bounds a new connection's handshake; 0: HandshakeTimeout
@@ -126,9 +127,14 @@ func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSer
 }
 
 // refuseUnary answers every unary call with codes.Unimplemented without
-// running its handler (see guard).
+// running its handler (see guard). It logs the first and then each one
+// that doubles their count: a call takes a peer a few bytes (its headers
+// compressed), and a record for each would grow the log many times
+// faster than the peer's traffic.
 func (g *guard) refuseUnary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
-	g.log.Warn("remote unary call refused", "method", info.FullMethod)
+	if n := g.refused.Add(1); n&(n-1) == 0 {
+		g.log.Warn("remote unary call refused", "method", info.FullMethod, "refused_total", n)
+	}
 	return nil, status.Errorf(codes.Unimplemented, "remote: %s is not served", info.FullMethod)
 }
 

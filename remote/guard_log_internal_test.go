@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	paremote "github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // sizedLog is a slog handler that keeps the largest string attribute
@@ -56,8 +60,8 @@ func TestGuard_DroppedTypeNameClipped(t *testing.T) {
 	}
 }
 
-// countingLog is a slog handler that keeps the dropped_total of each
-// record.
+// countingLog is a slog handler that keeps the total (the value of the
+// attribute named *_total) of each record.
 type countingLog struct {
 	mu     sync.Mutex
 	totals []int64
@@ -71,7 +75,7 @@ func (h *countingLog) Handle(_ context.Context, r slog.Record) error {
 	defer h.mu.Unlock()
 	total := int64(-1)
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "dropped_total" {
+		if strings.HasSuffix(a.Key, "_total") {
 			total = a.Value.Int64()
 		}
 		return true
@@ -114,5 +118,24 @@ func TestGuard_DropLogBounded(t *testing.T) {
 		if !seen[n] {
 			t.Errorf("no record logged when the count reached %d (totals logged: %v)", n, logs.totals)
 		}
+	}
+}
+
+// TestGuard_UnaryRefusalLogBounded: a unary call takes a peer a few
+// bytes (its headers compressed), and each is refused: the refusals are
+// logged the first time and then each time their count doubles.
+func TestGuard_UnaryRefusalLogBounded(t *testing.T) {
+	logs := &countingLog{}
+	g := &guard{log: slog.New(logs)}
+	info := &grpc.UnaryServerInfo{FullMethod: "/remote.Remoting/ListProcesses"}
+	for range 1000 {
+		if _, err := g.refuseUnary(context.Background(), nil, info, nil); status.Code(err) != codes.Unimplemented {
+			t.Fatalf("unary call answered %v, want codes.Unimplemented", err)
+		}
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if want := []int64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}; fmt.Sprint(logs.totals) != fmt.Sprint(want) {
+		t.Errorf("%d refusals logged with totals %.60v..., want %v", len(logs.totals), logs.totals, want)
 	}
 }

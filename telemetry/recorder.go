@@ -359,6 +359,11 @@ func (r *recorder) contain() {
 	}
 }
 
+// givenUp reports whether Shutdown gave up: the recorder then calls
+// the processors and the meter no more, also within an event or an
+// abandonment under way (which may end many spans).
+func (r *recorder) givenUp() bool { return r != nil && r.gaveUp.Load() }
+
 // abandon and abandonAll do what Telemetry's do, containing a panic
 // (see contain).
 func (r *recorder) abandon(lost []lostKey, since time.Time) {

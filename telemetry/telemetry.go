@@ -147,8 +147,14 @@ func (s *spares[T]) put(x *T, zero T) {
 // processor panics in it, the panic is contained (see recorder.contain)
 // and the span is a no-op one, under parent still: what the taps keep
 // goes on as if it had started.
+//
+// Once Shutdown gave up, nothing more goes to the processors: the span
+// is that no-op one.
 func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (ctx context.Context, span trace.Span) {
 	ctx, span = parent, noSpan
+	if t.rec.givenUp() {
+		return
+	}
 	defer t.rec.contain()
 	opts := append(t.startOpts[:0], trace.WithTimestamp(at), kind, trace.WithAttributes(attrs...))
 	t.startOpts = opts
@@ -160,17 +166,25 @@ func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time,
 // meter in it is contained (see recorder.contain): the taps go on as if
 // it had been recorded.
 func (t *Telemetry) measure(seconds float64, attrs []attribute.KeyValue) {
+	if t.rec.givenUp() {
+		return
+	}
 	defer t.rec.contain()
 	t.duration.Record(context.Background(), seconds, metric.WithAttributes(attrs...))
 }
 
-// noSpan is the span of a start a processor panicked in.
+// noSpan is the span startSpan returns when it hands nothing to the
+// processors (one panicked, or Shutdown gave up).
 var noSpan = trace.SpanFromContext(context.Background())
 
 // endSpan ends span at at. A panic of a span processor in it is
 // contained (see recorder.contain): the span ends for the taps, which go
-// on as if it had been handed over.
+// on as if it had been handed over. Once Shutdown gave up, the span is
+// not ended: nothing more goes to the processors.
 func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
+	if t.rec.givenUp() {
+		return
+	}
 	defer t.rec.contain()
 	t.endOpts[0] = trace.WithTimestamp(at)
 	defer func() { t.endOpts[0] = nil }()

@@ -236,7 +236,9 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 		count = binary.LittleEndian.Uint64(hdr[pageHeaderSize:])
 		idsOff += 8
 	}
-	if m.freelist+overflow >= m.pgid || idsOff+int64(count)*8 > flOff+int64(overflow+1)*ps {
+	// count is compared in ids, not bytes: a damaged count times 8 can
+	// wrap around.
+	if m.freelist+overflow >= m.pgid || count > uint64(flOff+int64(overflow+1)*ps-idsOff)/8 {
 		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
 	}
 	for p := m.freelist; p <= m.freelist+overflow; p++ {

@@ -86,6 +86,13 @@ func TestOpen_FreelistBroken(t *testing.T) {
 		{"ListsItself", func(t *testing.T, path string, m meta) {
 			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, m.freelist), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
 		}},
+		{"CountWraps", func(t *testing.T, path string, m meta) {
+			// A count past 0xFFFF is the first element; this one times
+			// 8 wraps around to 8 bytes.
+			off := int64(m.freelist) * int64(m.pageSize)
+			writeAt(t, path, []byte{0xff, 0xff}, off+10)
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, 1<<61|1), off+pageHeaderSize)
+		}},
 		{"Twice", func(t *testing.T, path string, m meta) {
 			off := int64(m.freelist)*int64(m.pageSize) + pageHeaderSize
 			b := make([]byte, 8)

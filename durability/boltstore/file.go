@@ -230,6 +230,11 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
 		return bad(flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl), t.inUse(m.freelist)
 	}
+	if id := binary.LittleEndian.Uint64(hdr[:]); id != m.freelist {
+		// bbolt frees the pages of the id the page gives itself at the
+		// next commit: pages in use would be reused.
+		return bad(flOff, "freelist page %d identifies itself as page %d", m.freelist, id), false
+	}
 	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	idsOff := flOff + pageHeaderSize
 	if count == 0xFFFF { // the real count is the first element

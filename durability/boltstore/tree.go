@@ -132,10 +132,12 @@ func (e *fileWide) Unwrap() error { return e.err }
 // checkTree walks the B+tree of the file from the root bucket's page, as
 // bbolt would reach it, and checks what bbolt reads without checks of its
 // own: that every page reached is a branch or leaf page inside the high
-// water mark and reached once, and that every element's key and value,
-// and every inline bucket's page, lie inside their page. bbolt indexes
-// into pages with unchecked pointer arithmetic, so these are the damages
-// that make it read outside a page. It reads each page in use once.
+// water mark, reached once, and that every element's key and value, and
+// every inline bucket's page, lie inside their page. bbolt indexes into
+// pages with unchecked pointer arithmetic, so these are the damages that
+// make it read outside a page. It checks too that each page gives itself
+// the id it is reached by, which bbolt asserts (a panic) on every read of
+// it. It reads each page in use once.
 //
 // Damage in the pages of one actor's bucket (below the actors bucket's
 // own pages) stops the walk of that bucket only: the actor is returned in
@@ -181,6 +183,10 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				return err
 			}
 			t.pages[p] = o.id
+		}
+		if self := binary.LittleEndian.Uint64(buf); self != id {
+			// bbolt asserts it on every read of the page.
+			return bad(o, off, "page %d identifies itself as page %d", id, self)
 		}
 		if overflow > 0 {
 			size := int64(overflow+1) * ps

@@ -524,7 +524,7 @@ func (w *Workspace) setUpSandbox() error {
 	prot, err := w.probe(cfg)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
-		return fmt.Errorf("%w: %v (Options.Sandbox is SandboxRequired; SandboxAuto runs commands "+
+		return fmt.Errorf("%w: %w (Options.Sandbox is SandboxRequired; SandboxAuto runs commands "+
 			"unsandboxed where the system cannot sandbox, SandboxOff never sandboxes)", ErrSandboxUnavailable, err)
 	case err != nil && errors.Is(err, sandbox.ErrConfig):
 		return fmt.Errorf("workspace: set up the sandbox: %w", err)

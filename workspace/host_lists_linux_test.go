@@ -72,3 +72,30 @@ func TestSandbox_ReadableDirsAsTheProgramSetsThem(t *testing.T) {
 		t.Errorf("/opt, which the program took out of sandbox.ReadableDirs, is readable in the sandbox: %+v", res)
 	}
 }
+
+// The protections New learnt for a directory and configuration are kept
+// for the next Workspace on it only while the lists the program may
+// change (sandbox.DefaultHidden, sandbox.ReadableDirs,
+// sandbox.EtcLinkDirs) are the same: a path added to DefaultHidden since
+// is among the next Workspace's protections, as it is hidden in its
+// sandboxes.
+func TestNew_ProtectionsLearntAgainWhenTheProgramsListsChange(t *testing.T) {
+	requireSandbox(t)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	mustDo(t, err)
+	secret := filepath.Join(dir, "secret.txt")
+	writeFile(t, secret, "PROGRAM-HIDDEN")
+	first, err := New(dir, nil)
+	mustDo(t, err)
+	first.Close()
+	setList(t, &sandbox.DefaultHidden, append(slices.Clone(sandbox.DefaultHidden), secret))
+	ws, err := New(dir, nil)
+	mustDo(t, err)
+	defer ws.Close()
+	if hidden := ws.Protections().Hidden; !slices.Contains(hidden, secret) {
+		t.Errorf("the protections' Hidden %v, learnt before the program added %s to sandbox.DefaultHidden, do not list it", hidden, secret)
+	}
+	if res := runIn(t, ws, "cat secret.txt"); strings.Contains(res.Stdout, "PROGRAM-HIDDEN") {
+		t.Errorf("a path the program added to sandbox.DefaultHidden is readable in the sandbox: %+v", res)
+	}
+}

@@ -572,18 +572,19 @@ func (w *Workspace) checkShell() error {
 	return nil
 }
 
-// probes caches the protections sandboxes get, by workspace directory
-// and configuration: what the kernel allows does not change while the
-// process runs, but what a sandbox hides depends on where the workspace
-// is.
-var probes sync.Map // string (directory, NUL, JSON of the config) -> Protections
+// probes caches the protections sandboxes get, by workspace directory,
+// configuration and the lists of package sandbox a program may change
+// (what a sandbox hides and lets commands read depends on them): what
+// the kernel allows does not change while the process runs, but what a
+// sandbox hides depends on where the workspace is.
+var probes sync.Map // string (directory, NUL, JSON of the config and the lists) -> Protections
 
 // probe learns which protections cfg gets: from an earlier workspace
 // on the same directory with the same configuration, or by setting up a
 // sandbox, which is then kept for the first command. It sets w.sandbox
 // when there is one.
 func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
-	cfgJSON, err := json.Marshal(cfg)
+	cfgJSON, err := json.Marshal([]any{cfg, sandbox.DefaultHidden, sandbox.ReadableDirs, sandbox.EtcLinkDirs, sandbox.KeptWithNetwork})
 	if err != nil {
 		return Protections{}, err
 	}

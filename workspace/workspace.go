@@ -153,7 +153,9 @@ type Options struct {
 	// fails with an error that says so, wrapping
 	// context.DeadlineExceeded, rather than hang. Nothing is set up, so
 	// nothing is bounded, with SandboxOff, nor when an earlier Workspace
-	// on the same directory, with the same configuration, learnt them.
+	// on the same directory, with the same configuration (and the same
+	// lists of package sandbox: DefaultHidden, ReadableDirs, …), learnt
+	// them.
 	SetupTimeout time.Duration
 
 	// MaxOutputBytes caps stdout and stderr each (default
@@ -410,7 +412,8 @@ type Workspace struct {
 //
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once
-// per workspace directory, configuration and process, and keeps it for
+// per workspace directory, configuration (package sandbox's lists,
+// such as DefaultHidden, included) and process, and keeps it for
 // the first command; a set-up not done within [Options.SetupTimeout]
 // is stopped, and New fails.
 // With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
@@ -580,7 +583,8 @@ func (w *Workspace) checkShell() error {
 var probes sync.Map // string (directory, NUL, JSON of the config and the lists) -> Protections
 
 // probe learns which protections cfg gets: from an earlier workspace
-// on the same directory with the same configuration, or by setting up a
+// on the same directory with the same configuration (and lists of
+// package sandbox), or by setting up a
 // sandbox, which is then kept for the first command. It sets w.sandbox
 // when there is one.
 func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {

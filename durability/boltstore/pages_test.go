@@ -289,6 +289,19 @@ func TestOpen_EveryPageGarbled(t *testing.T) {
 	})
 }
 
+// TestOpen_EveryPageMisnumbered is TestOpen_EveryPageZeroed with a byte
+// of each page's id (the first 8 bytes of its header) changed instead:
+// bbolt trusts the id a page gives itself (it frees the page of that id
+// when it rewrites the page, and asserts it on reads), so a misnumbered
+// page of an actor must cost that actor alone and be salvaged like any
+// other broken page.
+func TestOpen_EveryPageMisnumbered(t *testing.T) {
+	t.Parallel()
+	everyPage(t, []bool{false, true}, func(rng *rand.Rand, _ []byte) func([]byte) {
+		return func(b []byte) { b[rng.IntN(8)] ^= byte(1 + rng.IntN(255)) }
+	})
+}
+
 // everyPage damages each page of a store in turn with the filler that
 // damage returns (see TestOpen_EveryPageZeroed), in the store with its
 // log checkpointed, or left by a crash, or both (crashed).
@@ -704,5 +717,47 @@ func TestNoBoltWalkOfEveryBucket(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestOpen_KeyOutOfOrder changes a byte of the key of actor big's event
+// 150, which puts it out of order in its page: bbolt finds a key by
+// binary search, so it could neither find nor delete that key, nor some
+// of those next to it. Open attributes the page to big like any broken
+// page, Salvage of big keeps what is intact, and big then reads back
+// whole, also after a reopen.
+func TestOpen_KeyOutOfOrder(t *testing.T) {
+	path, want := pagesFile(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(b, []byte("big event 150 "))
+	page := at / 4096 * 4096
+	key := bytes.LastIndex(b[page:at], binary.BigEndian.AppendUint64(nil, 150))
+	if at < 0 || key < 0 {
+		t.Fatal("event 150 or its key not found in the file")
+	}
+	b[page+key+1] = 0xf3
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if failed := checkPages(t, s, want, "key out of order"); !slices.Equal(failed, []string{"big"}) {
+		t.Errorf("actors failing: %q, want big alone", failed)
+	}
+	checkSalvaged(t, s, "big", want["big"], "key out of order")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatalf("Open after Salvage: %v", err)
+	}
+	defer s.Close()
+	if failed := checkPages(t, s, want, "salvaged and reopened"); len(failed) > 0 {
+		t.Errorf("after Salvage and a reopen, %q fail", failed)
 	}
 }

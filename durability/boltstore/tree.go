@@ -27,8 +27,9 @@ type tree struct {
 	// [quarantined]); the rest of the file is intact.
 	actors map[string]*actorPages
 
-	// setAside lists the damage found in buckets that [Store.Salvage] set
-	// aside: kept, never read again, dropped by [Store.Compact].
+	// setAside lists the buckets that [Store.Salvage] set aside (kept,
+	// never read again, not walked, dropped by [Store.Compact]), and damage
+	// found in the buckets that hold them.
 	setAside []error
 
 	// fallback, when set, says that the newest meta page is damaged and
@@ -143,7 +144,9 @@ func (e *fileWide) Unwrap() error { return e.err }
 // Damage in the pages of one actor's bucket (below the actors bucket's
 // own pages) stops the walk of that bucket only: the actor is returned in
 // the tree's actors, and the store never lets bbolt read those pages
-// (the actor is quarantined). So is damage in a bucket Salvage set aside.
+// (the actor is quarantined). A bucket Salvage set aside is not walked
+// (never read again, its broken pages may point anywhere); it is listed
+// in the tree's setAside.
 // Damage anywhere else (the root, the log, the "polyweave" bucket, the
 // actors bucket's own pages) or a page that two buckets reach is an
 // error naming the part of the file.
@@ -283,6 +286,13 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
 			key := p[e+pos : e+pos+ksize]
 			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if o.top == string(setAsideBucket) && o.level >= 2 {
+				// A bucket Salvage set aside is never read, by bbolt or
+				// by this walk: its broken pages may point anywhere,
+				// also to pages the file has since given to others.
+				t.setAside = append(t.setAside, damaged(path, o.what(), off, "the bucket of actor %q, set aside by Salvage as its pages are broken: not read until Compact drops it", key))
+				continue
+			}
 			c := t.child(o, key)
 			err := walkBucket(v, id, off, depth, c, bad, walkPage, walkElems)
 			var wide *fileWide

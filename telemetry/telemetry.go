@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +39,12 @@ const (
 // Options configure [New]. A nil *Options or a zero field means the
 // default (without providers, nothing is recorded).
 type Options struct {
-	// TracerProvider receives the spans; nil (or a no-op provider)
-	// turns tracing off.
+	// TracerProvider receives the spans; nil (also a nil pointer, such
+	// as a nil *sdktrace.TracerProvider, or a no-op provider) turns
+	// tracing off.
 	TracerProvider trace.TracerProvider
-	// MeterProvider receives the metrics; nil (or a no-op provider)
-	// turns metrics off.
+	// MeterProvider receives the metrics; nil (also a nil pointer, or a
+	// no-op provider) turns metrics off.
 	MeterProvider metric.MeterProvider
 	// AgentName is gen_ai.agent.name of the run spans; default: the
 	// name of the tapped spec (an agent's name).
@@ -61,7 +63,9 @@ type Options struct {
 	// stream (a supervision decision was dropped, or more than 16 streams
 	// lost events in one burst), every span open then is ended so.
 	MaxQueued int
-	// Logger receives the warnings (events dropped); default: discard.
+	// Logger receives the warnings (events dropped) and the panics of
+	// the providers' span processors, exporters or meter that the
+	// recorder contained; default: discard.
 	Logger *slog.Logger
 }
 
@@ -89,6 +93,9 @@ type Telemetry struct {
 	// names holds span names ("execute_tool add", "chat gpt-4o") by
 	// their parts, so that a span's name is not built anew each time.
 	names map[[2]string]string
+	// toolNames holds the tool names the duration metric has series for
+	// (see toolSeries).
+	toolNames map[string]struct{}
 	// finishReasons holds gen_ai.response.finish_reasons attributes by
 	// reason (a string slice attribute is a copy of its slice).
 	finishReasons map[string]attribute.KeyValue
@@ -136,27 +143,60 @@ func (s *spares[T]) put(x *T, zero T) {
 }
 
 // startSpan starts a span at at, of kind, with attrs (the tracer copies
-// them: attrs may be the scratch slice), under parent.
-func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (context.Context, trace.Span) {
+// them: attrs may be the scratch slice), under parent. When a span
+// processor panics in it, the panic is contained (see recorder.contain)
+// and the span is a no-op one, under parent still: what the taps keep
+// goes on as if it had started.
+//
+// Once Shutdown gave up, nothing more goes to the processors: the span
+// is that no-op one.
+func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (ctx context.Context, span trace.Span) {
+	ctx, span = parent, noSpan
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
 	opts := append(t.startOpts[:0], trace.WithTimestamp(at), kind, trace.WithAttributes(attrs...))
-	ctx, span := t.tracer.Start(parent, name, opts...)
-	clear(opts) // keep nothing of this span alive
 	t.startOpts = opts
-	return ctx, span
+	defer clear(opts) // keep nothing of this span alive
+	return t.tracer.Start(parent, name, opts...)
 }
 
-// endSpan ends span at at.
+// measure records a duration of seconds with attrs. A panic of the
+// meter in it is contained (see recorder.contain): the taps go on as if
+// it had been recorded.
+func (t *Telemetry) measure(seconds float64, attrs []attribute.KeyValue) {
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
+	t.duration.Record(context.Background(), seconds, metric.WithAttributes(attrs...))
+}
+
+// noSpan is the span startSpan returns when it hands nothing to the
+// processors (one panicked, or Shutdown gave up).
+var noSpan = trace.SpanFromContext(context.Background())
+
+// endSpan ends span at at. A panic of a span processor in it is
+// contained (see recorder.contain): the span ends for the taps, which go
+// on as if it had been handed over. Once Shutdown gave up, the span is
+// not ended: nothing more goes to the processors.
 func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
 	t.endOpts[0] = trace.WithTimestamp(at)
+	defer func() { t.endOpts[0] = nil }()
 	span.End(t.endOpts[:]...)
-	t.endOpts[0] = nil
 }
 
 // Up to this many span names and finish reasons are kept.
 const maxCached = 256
 
 // spanName returns prefix + " " + name (prefix alone when name is
-// empty), built once.
+// empty), built once; name is clipped (see clipText: a tool's name may
+// be one the model made up).
 func (t *Telemetry) spanName(prefix, name string) string {
 	if name == "" {
 		return prefix
@@ -165,8 +205,8 @@ func (t *Telemetry) spanName(prefix, name string) string {
 	if n, ok := t.names[k]; ok {
 		return n
 	}
-	n := prefix + " " + name
-	if len(t.names) < maxCached {
+	n := prefix + " " + clipText(name)
+	if len(t.names) < maxCached && len(name) <= maxDescription { // a clipped name is not kept whole
 		t.names[k] = n
 	}
 	return n
@@ -207,12 +247,20 @@ func New(opts *Options) (*Telemetry, error) {
 		o = *opts
 	}
 	t := &Telemetry{agentName: o.AgentName, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
-		names: map[[2]string]string{}, finishReasons: map[string]attribute.KeyValue{}}
+		names: map[[2]string]string{}, toolNames: map[string]struct{}{}, finishReasons: map[string]attribute.KeyValue{}}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = DefaultMaxQueued
+	}
+	// A typed nil (a nil *sdktrace.TracerProvider a host left unset)
+	// is no provider, as an untyped nil is.
+	if nilPointer(o.TracerProvider) {
+		o.TracerProvider = nil
+	}
+	if nilPointer(o.MeterProvider) {
+		o.MeterProvider = nil
 	}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
@@ -262,6 +310,12 @@ func New(opts *Options) (*Telemetry, error) {
 		t.unregister = sync.OnceValue(reg.Unregister)
 	}
 	return t, nil
+}
+
+// nilPointer reports whether v is a nil pointer in a non-nil interface.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Tracing reports whether spans are recorded (a tracer provider was
@@ -371,7 +425,7 @@ func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
 	}
 	reason := ""
 	if ev.Reason != nil {
-		reason = ev.Reason.Error()
+		reason = clipText(ev.Reason.Error())
 	}
 	event := trace.WithAttributes(
 		attribute.String("polyweave.supervision.directive", directive),

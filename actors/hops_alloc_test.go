@@ -36,11 +36,27 @@ func passWrappers(n int) actors.Spec {
 	return spec
 }
 
+// passObserver observes and lets everything through.
+type passObserver struct{ frames int }
+
+func (o *passObserver) Received(actors.Context, any) bool { return true }
+func (o *passObserver) Emitted(*messages.Frame) bool      { o.frames++; return true }
+func (o *passObserver) Handled()                          {}
+func (o *passObserver) Ended(error)                       {}
+
+// observedEcho is an echo duplex with a frame observer.
+func observedEcho() actors.Spec {
+	spec := echoDuplex("observed")
+	spec.Observe = func() actors.FrameObserver { return &passObserver{} }
+	return spec
+}
+
 // TestForwardingHops_NoAllocation holds the forwarding path to its budget:
 // a frame through pass-through wrappers, a pipe or a join costs no
 // allocation on any hop, down to its inner duplex and back out to the
 // subscriber (a child's frame reaches its parent with the child's PID
-// beside it in the mailbox, not in an envelope). The frame is awaited at
+// beside it in the mailbox, not in an envelope), nor does a frame
+// observer (Spec.Observe) on the way. The frame is awaited at
 // the subscriber each time, so every hop's allocations are counted.
 func TestForwardingHops_NoAllocation(t *testing.T) {
 	rt := newRuntime(t, nil)
@@ -54,6 +70,7 @@ func TestForwardingHops_NoAllocation(t *testing.T) {
 		{"3 wrappers", 7, 1, passWrappers(3)},
 		{"pipe of 2 stages", 4, 1, actors.Pipe("pipe", echoDuplex("a"), echoDuplex("b"))},
 		{"join of 2 members", 5, 2, actors.Join("join", echoDuplex("a"), echoDuplex("b"))},
+		{"observed duplex", 1, 1, observedEcho()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := signalSink{got: make(chan *messages.Frame, 2)}

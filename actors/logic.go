@@ -159,6 +159,12 @@ type Spec struct {
 	// Persistence, when set, makes the duplex persistent under this
 	// provider: see [Persister]. Persistent duplexes need a stable Name.
 	Persistence persistence.Provider
+	// Observe, when set, makes a [FrameObserver] for each incarnation of
+	// the duplex (called as it starts, before its Logic gets Started): it
+	// sees what the Logic receives and emits without standing between the
+	// Logic and the runtime. Nil costs the duplex nothing but a branch per
+	// message and per emitted frame.
+	Observe func() FrameObserver
 
 	// inner is set by Wrap, Pipe and Join when a duplex they own is
 	// Durable: the persistence key of that duplex contains this name.

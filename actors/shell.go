@@ -53,6 +53,8 @@ type shell struct {
 	cell  *mailboxCell
 	mb    *mailbox // this actor's own mailbox (from cell, at Started)
 	logic Logic
+	// obs observes this incarnation (see Spec.Observe), or is nil.
+	obs FrameObserver
 	// childRecv is logic's ChildFrameReceiver fast path, if it has one.
 	childRecv ChildFrameReceiver
 
@@ -275,6 +277,10 @@ func (s *shell) begin(ctx actor.Context) {
 		panic(s.failure)
 	}
 	s.childRecv, _ = s.logic.(ChildFrameReceiver)
+	s.obs = nil
+	if s.spec.Observe != nil {
+		s.obs = s.spec.Observe()
+	}
 }
 
 func (s *shell) failureOr(err error) error {
@@ -299,7 +305,19 @@ func (s *shell) deliver(msg any) {
 			panic(s.failure)
 		}
 	}()
+	if s.obs != nil {
+		s.observed(msg)
+		return
+	}
 	s.logic.Receive(s, msg)
+}
+
+// observed delivers msg to the Logic through the observer.
+func (s *shell) observed(msg any) {
+	if s.obs.Received(s, msg) {
+		s.logic.Receive(s, msg)
+	}
+	s.obs.Handled()
 }
 
 // resumed carries out a Resume of this incarnation, which keeps its
@@ -414,6 +432,9 @@ func (s *shell) deliverChild(child Ref, f *messages.Frame) {
 		}
 	}()
 	r.ReceiveChildFrame(s, child, f)
+	if s.obs != nil {
+		s.obs.Handled()
+	}
 }
 
 func (s *shell) asFailure(r any) error {
@@ -450,6 +471,16 @@ func (s *shell) finish(reason error) {
 				}
 			}()
 			h.OnFailure(s, reason)
+		}()
+	}
+	if s.obs != nil {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					s.Logger().Error("frame observer panicked", slog.Any("panic", r))
+				}
+			}()
+			s.obs.Ended(reason)
 		}()
 	}
 	if s.open.len() == 0 {
@@ -711,6 +742,9 @@ func (s *shell) Emit(f *messages.Frame) {
 	if (len(s.muted) > 0 || len(s.answered) > 0) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
+		return
+	}
+	if s.obs != nil && !s.obs.Emitted(f) {
 		return
 	}
 	s.emit(f)

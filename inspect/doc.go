@@ -24,7 +24,8 @@
 // The tree and the supervision feed come from the runtime itself
 // (actors.Runtime.Actors, WatchActors, WatchSupervision); the other hooks
 // are optional, and each shows what it sees. None of them adds an actor
-// hop: the model hook decorates the adapter's Logic inside its own actor.
+// hop: the model hook observes the adapter inside its own actor
+// (actors.Spec.Observe), without decorating its Logic.
 //
 // A session is an agent's: two agents' sessions of one id are two
 // sessions, listed by their agents' session keys (agent.SessionKey), and

@@ -63,7 +63,7 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 }
 
 // CutStream cuts the model stream id: the model adapter serving it (one
-// decorated by [Inspector.Model]) ends it with ERROR and END as if its
+// observed through [Inspector.Model]) ends it with ERROR and END as if its
 // connection broke.
 func (in *Inspector) CutStream(stream string) (string, error) {
 	in.mu.Lock()

@@ -15,32 +15,37 @@ import (
 // maxText bounds the text of a response kept per session.
 const maxText = 16 << 10
 
-// Model returns spec (a model adapter) with its Logic decorated so that
-// the inspector sees the conversations it serves: each request's messages,
-// the response's text and tool calls as they come, errors, and which
-// streams are open. The decoration runs inside the adapter's own actor (no
-// extra hop) and passes every frame and message on unchanged; with
+// Model returns spec (a model adapter) observed so that the inspector
+// sees the conversations it serves: each request's messages, the
+// response's text and tool calls as they come, errors, and which streams
+// are open. The inspector observes the adapter's actor through
+// [actors.Spec.Observe], inside the actor (no extra hop, no decoration of
+// its Logic): every frame and message passes on unchanged. With
 // Options.Faults it can also cut a stream ("cut a model stream": the
 // stream ends with ERROR and END as if the model's connection broke, and
-// the rest of the adapter's answer on it is dropped).
+// the rest of the adapter's answer on it is dropped). An observer spec
+// already has is kept: it sees what the inspector lets through.
 func (in *Inspector) Model(spec actors.Spec) actors.Spec {
 	in.mu.Lock()
 	in.models[spec.Name] = true
 	in.mu.Unlock()
-	newLogic := spec.New
-	spec.New = func() actors.Logic {
-		l := &modelLogic{inner: newLogic(), obs: &modelObserver{in: in}}
-		l.ctx.obs = l.obs
-		return l
+	next := spec.Observe
+	spec.Observe = func() actors.FrameObserver {
+		o := &modelObserver{in: in}
+		if next != nil {
+			return &observerPair{first: o, then: next()}
+		}
+		return o
 	}
 	return spec
 }
 
-// cutStream asks a decorated adapter to cut a stream.
+// cutStream asks an observed adapter to cut a stream.
 type cutStream struct{ stream string }
 
-// modelObserver is the inspector's side of one incarnation of a
-// decorated adapter. Its fields are the actor's: no lock.
+// modelObserver is the inspector's side of one incarnation of an
+// observed adapter: an actors.FrameObserver. Its fields are the actor's:
+// no lock.
 type modelObserver struct {
 	in   *Inspector
 	self actors.Ref
@@ -58,72 +63,60 @@ type modelObserver struct {
 	tools  []*toolStats // the tools its calls named (under in.mu)
 }
 
-type modelLogic struct {
-	inner actors.Logic
-	obs   *modelObserver
-	ctx   modelContext // reused: the Context of the current turn
-}
-
-// context is the Context inner gets in this turn (no allocation).
-func (m *modelLogic) context(c actors.Context) *modelContext {
-	m.ctx.Context = c
-	return &m.ctx
-}
-
-// Receive implements actors.Logic.
-func (m *modelLogic) Receive(c actors.Context, msg any) {
+// Received implements actors.FrameObserver.
+func (o *modelObserver) Received(c actors.Context, msg any) bool {
 	switch v := msg.(type) {
-	case actors.Started:
-		m.obs.start(c.Self())
 	case *messages.Frame:
-		m.obs.request(v)
+		o.request(v)
+	case actors.Started:
+		o.start(c.Self())
 	case *cutStream:
-		m.obs.cutStream(c, v.stream)
-		return
+		o.cutStream(c, v.stream)
+		return false
 	}
-	m.inner.Receive(m.context(c), msg)
-	if len(m.obs.turn) > 0 { // most turns were shown at their END
-		m.obs.flush()
-	}
+	return true
 }
 
-// ReceiveChildFrame implements actors.ChildFrameReceiver for an adapter
-// that has children.
-func (m *modelLogic) ReceiveChildFrame(c actors.Context, child actors.Ref, f *messages.Frame) {
-	ctx := m.context(c)
-	if r, ok := m.inner.(actors.ChildFrameReceiver); ok {
-		r.ReceiveChildFrame(ctx, child, f)
-	} else {
-		m.inner.Receive(ctx, actors.ChildFrame{Child: child, Frame: f})
-	}
-	m.obs.flush()
-}
+// Emitted implements actors.FrameObserver.
+func (o *modelObserver) Emitted(f *messages.Frame) bool { return o.response(f) }
 
-// OnFailure implements actors.FailureHandler: the adapter answers for its
-// open work as it would alone.
-func (m *modelLogic) OnFailure(c actors.Context, err error) {
-	if h, ok := m.inner.(actors.FailureHandler); ok {
-		h.OnFailure(m.context(c), err)
-	}
-	m.obs.flush()
-	m.obs.stop(err)
-}
-
-// modelContext sees what the adapter emits.
-type modelContext struct {
-	actors.Context
-	obs *modelObserver
-}
-
-// Emit implements actors.Context.
-func (c *modelContext) Emit(f *messages.Frame) {
-	if c.obs.response(f) {
-		c.Context.Emit(f)
+// Handled implements actors.FrameObserver.
+func (o *modelObserver) Handled() {
+	if len(o.turn) > 0 { // most turns were shown at their END
+		o.flush()
 	}
 }
 
-// Persister lets actors.PersisterOf see through the decoration.
-func (c *modelContext) Persister() (actors.Persister, bool) { return actors.PersisterOf(c.Context) }
+// Ended implements actors.FrameObserver: the adapter answered for its
+// open work (its FailureHandler ran).
+func (o *modelObserver) Ended(err error) {
+	o.flush()
+	o.stop(err)
+}
+
+// observerPair is two observers of one incarnation: what first keeps
+// from the Logic or drops, then does not see.
+type observerPair struct {
+	first, then actors.FrameObserver
+}
+
+func (p *observerPair) Received(c actors.Context, msg any) bool {
+	return p.first.Received(c, msg) && p.then.Received(c, msg)
+}
+
+func (p *observerPair) Emitted(f *messages.Frame) bool {
+	return p.first.Emitted(f) && p.then.Emitted(f)
+}
+
+func (p *observerPair) Handled() {
+	p.first.Handled()
+	p.then.Handled()
+}
+
+func (p *observerPair) Ended(err error) {
+	p.first.Ended(err)
+	p.then.Ended(err)
+}
 
 func (o *modelObserver) start(self actors.Ref) {
 	o.self = self
@@ -583,12 +576,8 @@ func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	if !open {
 		return
 	}
-	f := messages.Error(stream, "model stream cut by the inspector")
-	o.response(f)
-	c.Emit(f)
-	end := messages.End(stream)
-	o.response(end)
-	c.Emit(end)
+	c.Emit(messages.Error(stream, "model stream cut by the inspector")) // seen by Emitted
+	c.Emit(messages.End(stream))
 	if o.cut == nil {
 		o.cut = map[string]bool{}
 	}

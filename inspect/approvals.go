@@ -134,7 +134,7 @@ func (in *Inspector) held(h heldApproval) {
 	if !h.deadline.IsZero() {
 		text += fmt.Sprintf(" (denied unless answered by %s)", h.deadline.Format(time.RFC3339))
 	}
-	in.mu.Lock()
+	in.lock()
 	s := in.heldSession(h)
 	if i := slices.IndexFunc(s.approvals, func(a heldApproval) bool { return a.is(h.stream, h.id) }); i >= 0 {
 		if s.approvals[i].restored && !h.restored {
@@ -187,7 +187,7 @@ func (in *Inspector) approvedRun(ctx context.Context) {
 	if !ok {
 		return
 	}
-	in.mu.Lock()
+	in.lock()
 	found := in.answered(call.StreamID, call.ToolCallID, func(heldApproval) string { return "was approved: it runs" })
 	in.mu.Unlock()
 	if found {

@@ -59,7 +59,7 @@ func TestTree_DecisionAfterQuietStopKeepsTheCrash(t *testing.T) {
 	delegating := host + "/tool-writer"
 	loop := delegating + "/writer"
 	tool, model := loop+"/tool-boom", loop+"/writer-model"
-	in.mu.Lock()
+	in.lock()
 	in.models["writer-model"] = true
 	in.mu.Unlock()
 	now := time.Now()

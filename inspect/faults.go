@@ -66,7 +66,7 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 // observed through [Inspector.Model]) ends it with ERROR and END as if its
 // connection broke.
 func (in *Inspector) CutStream(stream string) (string, error) {
-	in.mu.Lock()
+	in.lock()
 	var model actors.Ref
 	// Of the sessions of its id (other agents' too), the one where it is open.
 	if s := in.twinOf(stream, func(s *session) bool { return s.stream(stream) != nil }); s != nil {

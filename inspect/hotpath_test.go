@@ -83,7 +83,7 @@ func TestStreams_AnsweredInTheSameTurnNotLeftOpen(t *testing.T) {
 	if n := streams("a"); n != 0 {
 		t.Fatalf("a: %d streams open, want none (answered in its turn)", n)
 	}
-	in.mu.Lock()
+	in.lock()
 	made := cap(in.lookup("a").streams)
 	in.mu.Unlock()
 	if made != 0 {
@@ -180,7 +180,7 @@ func TestSessions_IDsWithHashNotMistakenForTheirStreams(t *testing.T) {
 		}
 		return ids
 	}
-	in.mu.Lock()
+	in.lock()
 	job, job7 := in.lookup("job"), in.lookup("job#7")
 	in.mu.Unlock()
 	if job == nil || job7 == nil {
@@ -231,7 +231,7 @@ func TestPending_FinishedCallsFrameNotKept(t *testing.T) {
 	}
 	in.OnToolResult(toolResult("s", call, r))
 	requestTurn(o, "s", messages.Text("s", "done"), messages.End("s"))
-	in.mu.Lock()
+	in.lock()
 	defer in.mu.Unlock()
 	s := in.lookup("s")
 	for i, p := range s.calls[:cap(s.calls)] {
@@ -285,7 +285,7 @@ func TestResults_TwinSessionsByCallFrame(t *testing.T) {
 	if a, b := pending("alice/s"), pending("bob/s"); a != 0 || b != 0 {
 		t.Fatalf("after a result of c1 of another frame: alice %d pending, bob %d; want none", a, b)
 	}
-	in.mu.Lock()
+	in.lock()
 	a, b := in.index.findAgent("s", "alice", in.index.hash("s")), in.index.findAgent("s", "bob", in.index.hash("s"))
 	if !a.twin || !b.twin {
 		in.mu.Unlock()

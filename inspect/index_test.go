@@ -77,7 +77,7 @@ func TestSessionIndex_SessionsFoundForgottenReused(t *testing.T) {
 	for i := range 1000 {
 		run := newHookRun(t, ids(i))
 		run.play(in, o)
-		in.mu.Lock()
+		in.lock()
 		s := in.lookup(ids(i))
 		if s == nil || s.requests != 4 {
 			in.mu.Unlock()
@@ -96,11 +96,11 @@ func TestSessionIndex_SessionsFoundForgottenReused(t *testing.T) {
 		}
 		in.mu.Unlock()
 	}
-	in.mu.Lock()
+	in.lock()
 	spare := in.spare
 	in.mu.Unlock()
 	requestTurn(o, "new")
-	in.mu.Lock()
+	in.lock()
 	defer in.mu.Unlock()
 	if s := in.lookup("new"); s == nil || s != spare {
 		t.Fatalf("session new is %p, want the forgotten session's memory %p reused", s, spare)

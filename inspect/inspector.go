@@ -94,7 +94,15 @@ type Inspector struct {
 	mu sync.Mutex
 	// version is bumped at every change the page shows: next to mu, as
 	// the hot path bumps it holding mu (one cache line, not two).
-	version  atomic.Uint64
+	version atomic.Uint64
+	// log holds what the hooks on the hot path recorded and the fold has
+	// not shown yet, in order (see fold); at most foldAt records.
+	log    []record
+	frames []observed // the frames of the turns in log
+	// timed counts the response ENDs recorded timed and not folded yet,
+	// and the pending calls timed (dispatched): while there are some, a
+	// tool result reads the clock (its call may be one).
+	timed    int
 	feed     []FeedItem // ring of the newest opts.FeedSize items
 	feedNext uint64     // sequence number of the next item
 	flashes  map[string]time.Time
@@ -193,6 +201,62 @@ func (in *Inspector) Close() {
 
 func (in *Inspector) changed() { in.version.Add(1) }
 
+// foldAt is how many records the hooks leave before the one that
+// leaves the last folds them: the fold's code then runs for many
+// records in a row, its instructions in the cache, where run at every
+// turn they competed with the runtime's for it (they were a third of
+// what the hooks cost a run of figure 7's conversation).
+const foldAt = 64
+
+// record is what a hook on the hot path leaves for the fold: a turn of
+// an adapter (see modelObserver.flush), or a tool result.
+type record struct {
+	o *modelObserver  // the adapter whose turn it is; nil for a tool result
+	f *messages.Frame // a result's call
+	// x is, for a turn, the "messages" PARAM staged before it (handed
+	// over, shown at its request's END; alone, for a turn without
+	// frames: see flushStaged), or nil; for a tool result, its
+	// TOOL_RESULT.
+	x      *messages.Frame
+	stream string // a tool result's stream
+	now    int64  // the coarse time of the turn
+	// at is monoNow at a turn's response END timed, or at a tool result
+	// while some calls were timed; 0 otherwise.
+	at time.Duration
+	// first and n place the turn's frames in in.frames; asked is how
+	// many of them were written into the adapter.
+	first, n, asked int32
+}
+
+// lock takes in.mu and shows what the hooks recorded (see fold): every
+// reader, and every hook that is not on the hot path, sees all that
+// came before it.
+func (in *Inspector) lock() {
+	in.mu.Lock()
+	if len(in.log) > 0 {
+		in.fold()
+	}
+}
+
+// fold shows the records the hooks left, in the order they were left;
+// in.mu must be held.
+func (in *Inspector) fold() {
+	log := in.log
+	for i := 0; i < len(log); {
+		r := &log[i]
+		if r.o == nil {
+			in.toolResult(tools.ToolResultEvent{StreamID: r.stream, Call: r.f, Result: r.x}, "", r.at)
+			i++
+			continue
+		}
+		r.o.applyRecord(r, in.frames[r.first:r.first+r.n])
+		i++
+	}
+	clear(log) // the frames are not kept reachable by the log
+	clear(in.frames)
+	in.log, in.frames = log[:0], in.frames[:0]
+}
+
 // FeedItem is one entry of the live feed.
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
@@ -232,7 +296,7 @@ func (in *Inspector) feedNewest(n int) []FeedItem {
 
 func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 	a := ev.Actor
-	in.mu.Lock()
+	in.lock()
 	switch a.State {
 	case actors.ActorRestarting:
 		in.restarts++
@@ -433,7 +497,7 @@ func (in *Inspector) supervisionEvent(ev supervisor.Event) {
 	if ev.Reason != nil {
 		text += ": " + ev.Reason.Error()
 	}
-	in.mu.Lock()
+	in.lock()
 	in.addFeed(FeedItem{Time: ev.Time, Kind: "supervision", Actor: ev.Child, Text: text, Alert: true})
 	// The child may have stopped before its supervisor's decision was
 	// reported (its parent stopping at the same time, as a delegation's
@@ -471,8 +535,15 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 		return
 	}
 	in.mu.Lock()
-	in.toolResult(ev, "")
+	var at time.Duration
+	if in.timed > 0 {
+		at = monoNow()
+	}
+	in.log = append(in.log, record{f: ev.Call, x: ev.Result, stream: ev.StreamID, at: at})
 	in.version.Add(1)
+	if len(in.log) >= foldAt {
+		in.fold()
+	}
 	in.mu.Unlock()
 }
 
@@ -486,8 +557,8 @@ func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
 	if kind == "" {
 		kind = "error"
 	}
-	in.mu.Lock()
-	st := in.toolResult(ev, kind)
+	in.lock()
+	st := in.toolResult(ev, kind, monoNow())
 	st.failures++
 	counted := kind
 	if _, ok := st.kinds[kind]; !ok && len(st.kinds) >= maxKinds {
@@ -500,11 +571,11 @@ func (in *Inspector) failedToolResult(ev tools.ToolResultEvent) {
 	in.mu.Unlock()
 }
 
-// toolResult records the result of a call (with kind, its failure kind,
-// "" for none): the call is no longer pending, its tool counts it and
-// its latency when it was timed. It returns the tool's figures; in.mu
-// must be held.
-func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStats {
+// toolResult shows the result of a call (with kind, its failure kind,
+// "" for none), come at at (monoNow; 0 if not read): the call is no
+// longer pending, its tool counts it and its latency when it was timed.
+// It returns the tool's figures; in.mu must be held.
+func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string, at time.Duration) *toolStats {
 	var st *toolStats
 	var dispatched time.Duration
 	s := in.results.find(ev.StreamID)
@@ -525,7 +596,10 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string) *toolStat
 	st.calls++
 	st.used = in.version.Load()
 	if dispatched > 0 {
-		st.addLatency(monoNow() - dispatched) // precise: a latency
+		in.timed--
+		if at > 0 {
+			st.addLatency(at - dispatched) // precise: a latency
+		}
 	}
 	return st
 }
@@ -578,7 +652,7 @@ func (in *Inspector) resultSession(stream string, call *messages.Frame) *session
 // tools.BreakerOptions.OnChange (agent.Options.Breaker.OnChange).
 func (in *Inspector) OnBreakerChange(tool string, state tools.BreakerState) {
 	now := time.Now()
-	in.mu.Lock()
+	in.lock()
 	st := in.toolStats(tool)
 	st.breaker = state.String()
 	in.addFeed(FeedItem{Time: now, Kind: "breaker", Text: fmt.Sprintf("circuit breaker of %s %s", tool, state), Alert: state == tools.BreakerOpen})
@@ -754,7 +828,7 @@ func (in *Inspector) forget(keep *session) {
 		if s.twin {
 			in.index.untwin(s)
 		}
-		s.reset()
+		in.timed -= s.reset()
 		in.spare = s
 	}
 	for len(in.stores) > limit && in.storeOrder.len() > 0 {

@@ -58,9 +58,17 @@ type modelObserver struct {
 	// staged is the "messages" PARAM of a request whose END has not come
 	// yet, or nil.
 	staged *messages.Frame
-	turn   []observed   // this turn's frames, not shown yet
-	asked  int          // how many of them were written into the adapter
-	tools  []*toolStats // the tools its calls named (under in.mu)
+	// held is the staged messages handed over to the fold (under in.mu),
+	// shown at their request's END.
+	held  *messages.Frame
+	turn  []observed   // this turn's frames, not recorded yet
+	asked int          // how many of them were written into the adapter
+	tools []*toolStats // the tools its calls named (under in.mu)
+	// timedTick is the coarse clock's tick (unix ns) of the response
+	// ENDs timed last, timedInTick how many were timed in it (see
+	// timeEnd).
+	timedTick   int64
+	timedInTick int
 }
 
 // Received implements actors.FrameObserver.
@@ -121,7 +129,7 @@ func (p *observerPair) Ended(err error) {
 func (o *modelObserver) start(self actors.Ref) {
 	o.self = self
 	o.agent = o.in.agentOf(self.String())
-	o.in.mu.Lock()
+	o.in.lock()
 	o.in.modelsBy[self.String()] = o
 	o.in.mu.Unlock()
 }
@@ -129,7 +137,7 @@ func (o *modelObserver) start(self actors.Ref) {
 // stop forgets the incarnation: its open streams were closed.
 func (o *modelObserver) stop(err error) {
 	in := o.in
-	in.mu.Lock()
+	in.lock()
 	if in.modelsBy[o.self.String()] == o {
 		delete(in.modelsBy, o.self.String())
 	}
@@ -141,7 +149,7 @@ func (o *modelObserver) stop(err error) {
 			s.lastError = "the model adapter stopped: " + err.Error()
 		}
 	}
-	o.staged = nil
+	o.staged, o.held = nil, nil
 	in.mu.Unlock()
 	in.changed()
 }
@@ -306,41 +314,97 @@ func (o *modelObserver) request(f *messages.Frame) {
 	}
 }
 
-// observed is a frame seen in the current turn of the adapter, shown at
-// the end of the turn or at the next END or ERROR it emits, whichever
+// observed is a frame seen in the current turn of the adapter, recorded
+// at the end of the turn or at the next END or ERROR it emits, whichever
 // comes first: one lock a turn, not one a frame. Nothing waits on what
-// is shown before: the loop runs the calls of a response at its END,
-// which is shown before it goes out.
+// is recorded before: the loop runs the calls of a response at its END,
+// which is recorded before it goes out (and a tool result is recorded
+// after it, so shown after it: see Inspector.fold).
 type observed struct {
 	f       *messages.Frame
 	request bool // written into the adapter; otherwise emitted by it
 }
 
-// flush shows the frames observed in this turn.
+// flush records the frames observed in this turn, for the fold.
 func (o *modelObserver) flush() {
 	if len(o.turn) == 0 {
 		return
 	}
 	in := o.in
 	now := in.clock.unixNano()
+	var at time.Duration
+	if last := o.turn[len(o.turn)-1]; !last.request && last.f.GetType() == messages.FrameType_END {
+		at = o.timeEnd(now)
+	}
+	staged := o.staged // handed over: the fold keeps it until its request's END
+	o.staged = nil
 	in.mu.Lock()
-	if !o.applyCommonTurn(now) {
-		o.applyTurn(now)
+	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
+		first: int32(len(in.frames)), n: int32(len(o.turn)), asked: int32(o.asked)})
+	in.frames = append(in.frames, o.turn...)
+	if at > 0 {
+		in.timed++
 	}
 	in.version.Add(1)
+	if len(in.log) >= foldAt {
+		in.fold()
+	}
 	in.mu.Unlock()
 	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
+}
+
+// timeEnd returns when a response END (at now, from the coarse clock)
+// went out, on monoNow, if the calls it runs are timed, else 0:
+// timedPerTick ENDs of the adapter per tick at most, as reading the
+// system clock is what costs. Apart: the hot path stays short.
+//
+//go:noinline
+func (o *modelObserver) timeEnd(now int64) time.Duration {
+	if now != o.timedTick {
+		o.timedTick, o.timedInTick = now, 0
+	}
+	if o.timedInTick >= timedPerTick {
+		return 0
+	}
+	o.timedInTick++
+	return monoNow()
+}
+
+// applyRecord shows a turn the adapter recorded (see flush), whose
+// frames are turn; in.mu must be held.
+func (o *modelObserver) applyRecord(r *record, turn []observed) {
+	if r.x != nil {
+		if o.held != nil && !sameString(o.held.GetStreamId(), r.x.GetStreamId()) {
+			o.showAlone(o.held) // another stream's came before their END, as in request
+		}
+		if o.held = r.x; len(turn) == 0 { // staged messages shown alone (see flushStaged)
+			o.showAlone(r.x)
+			o.held = nil
+			return
+		}
+	}
+	if !o.applyCommonTurn(r, turn) {
+		o.applyTurn(r, turn)
+	}
+}
+
+// showAlone shows staged messages without their request's END; in.mu
+// must be held.
+//
+//go:noinline
+func (o *modelObserver) showAlone(staged *messages.Frame) {
+	o.in.timed -= o.session(staged.GetStreamId()).request(staged.GetPayload())
 }
 
 // applyCommonTurn shows the common turn, if this turn is one, and
 // reports whether it was: the END of one request written in, answered by
 // the response's frames on its stream up to their END (no stream opened
 // or closed, one session looked up); in.mu must be held.
-func (o *modelObserver) applyCommonTurn(now int64) bool {
-	turn := o.turn
-	if o.asked != 1 || len(turn) < 2 || !turn[0].request {
-		return false // o.asked == 1 and turn[0] the request: the rest are the response's
+func (o *modelObserver) applyCommonTurn(r *record, turn []observed) bool {
+	if r.asked != 1 || len(turn) < 2 || !turn[0].request {
+		return false // one asked and turn[0] the request: the rest are the response's
 	}
+	now := r.now
 	req, last := turn[0].f, turn[len(turn)-1].f
 	if req.GetType() != messages.FrameType_END || last.GetType() != messages.FrameType_END {
 		return false
@@ -353,43 +417,48 @@ func (o *modelObserver) applyCommonTurn(now int64) bool {
 	}
 	s := o.session(stream)
 	o.applyRequest(s, req, now, true)
-	for i := 1; i < len(turn); i++ {
-		o.applyResponse(s, turn[i].f, now)
+	for i := 1; i < len(turn)-1; i++ {
+		o.applyResponse(s, turn[i].f, now, 0)
 	}
+	o.applyResponse(s, last, now, r.at)
 	return true
 }
 
 // applyTurn shows any turn; in.mu must be held.
 //
 //go:noinline
-func (o *modelObserver) applyTurn(now int64) {
+func (o *modelObserver) applyTurn(r *record, turn []observed) {
+	now := r.now
 	var s *session // the session of stream, the stream of the frame before
 	var stream string
-	for i, ob := range o.turn {
+	for i, ob := range turn {
 		// Frames of one stream come in a row: one look-up for them (no
 		// other session is made in between, which could forget s).
 		if f := ob.f.GetStreamId(); s == nil || !sameString(f, stream) {
 			stream, s = f, o.session(f)
 		}
-		if ob.request {
-			o.applyRequest(s, ob.f, now, o.endsInTurn(i))
-		} else {
-			o.applyResponse(s, ob.f, now)
+		switch {
+		case ob.request:
+			o.applyRequest(s, ob.f, now, endsInTurn(turn, i))
+		case i == len(turn)-1:
+			o.applyResponse(s, ob.f, now, r.at) // the END timed, if one was
+		default:
+			o.applyResponse(s, ob.f, now, 0)
 		}
 	}
 }
 
-// endsInTurn reports whether the stream of the request frame o.turn[i]
+// endsInTurn reports whether the stream of the request frame turn[i]
 // is answered to its END later in the same turn: an adapter that answers
 // at once (a scripted model, a cache) opens and closes it unseen, and
 // the stream's record is neither made nor dropped.
-func (o *modelObserver) endsInTurn(i int) bool {
-	f := o.turn[i].f
+func endsInTurn(turn []observed, i int) bool {
+	f := turn[i].f
 	if f.GetType() != messages.FrameType_END {
 		return false
 	}
 	stream := f.GetStreamId()
-	for _, ob := range o.turn[i+1:] {
+	for _, ob := range turn[i+1:] {
 		if sameString(ob.f.GetStreamId(), stream) {
 			if ob.request { // a new request of the stream: it stays open
 				return false
@@ -407,9 +476,9 @@ func (o *modelObserver) endsInTurn(i int) bool {
 // must be held.
 func (o *modelObserver) applyRequest(s *session, f *messages.Frame, now int64, answered bool) {
 	stream := f.GetStreamId()
-	if o.staged != nil && sameString(o.staged.GetStreamId(), stream) {
-		s.request(o.staged.GetPayload())
-		o.staged = nil
+	if o.held != nil && sameString(o.held.GetStreamId(), stream) {
+		o.in.timed -= s.request(o.held.GetPayload())
+		o.held = nil
 	}
 	switch f.GetType() {
 	case messages.FrameType_END:
@@ -430,22 +499,27 @@ func (s *session) cancelled(f *messages.Frame) {
 	s.lastError = fmt.Sprintf("%s sent on %s", f.GetType(), f.GetStreamId())
 }
 
-// flushStaged shows the staged messages now.
+// flushStaged records the staged messages to be shown alone (a turn of
+// one record without a frame).
 func (o *modelObserver) flushStaged() {
 	in := o.in
 	in.mu.Lock()
-	o.session(o.staged.GetStreamId()).request(o.staged.GetPayload())
+	in.log = append(in.log, record{o: o, x: o.staged, first: int32(len(in.frames))})
 	in.version.Add(1)
+	if len(in.log) >= foldAt {
+		in.fold()
+	}
 	in.mu.Unlock()
 	o.staged = nil
 }
 
-// request starts a new request of s with its messages.
-func (s *session) request(messages json.RawMessage) {
+// request starts a new request of s with its messages. It returns how
+// many of the calls it forgot were timed.
+func (s *session) request(messages json.RawMessage) int {
 	s.messages = messages
 	s.text = s.text[:0]
 	s.answered = false
-	s.clearCalls() // the follow-up carries their results
+	return s.clearCalls() // the follow-up carries their results
 }
 
 // response sees a frame the adapter emits and reports whether to pass it
@@ -485,7 +559,8 @@ func (o *modelObserver) cutOff(f *messages.Frame) bool {
 // cases (argument chunks, errors) are functions of their own, which
 // keeps the common path's code short (the hooks' code competes with the
 // runtime's for the instruction cache).
-func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) {
+// at is monoNow at an END timed (see flush), else 0.
+func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64, at time.Duration) {
 	s.updated = now
 	switch f.GetType() {
 	case messages.FrameType_TEXT:
@@ -504,6 +579,9 @@ func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) 
 	case messages.FrameType_ERROR:
 		o.applyError(s, f, now)
 	case messages.FrameType_END:
+		if at > 0 {
+			o.in.timed-- // the END: its calls count from here, those timed
+		}
 		if len(s.streams) > 0 {
 			s.closeStream(f.GetStreamId())
 		}
@@ -513,7 +591,7 @@ func (o *modelObserver) applyResponse(s *session, f *messages.Frame, now int64) 
 			}
 			return
 		}
-		o.callsRun(s, now)
+		o.callsRun(s, now, at)
 	}
 }
 
@@ -541,21 +619,18 @@ func (o *modelObserver) applyError(s *session, f *messages.Frame, now int64) {
 }
 
 // callsRun marks the calls of a response that ended as running (the
-// loop runs them at its END), and times a sample of them; in.mu must be
-// held.
-func (o *modelObserver) callsRun(s *session, now int64) {
-	var timed time.Duration
+// loop runs them at its END), and times a sample of them from at (when
+// the END was timed, see timeEnd; 0 if not); in.mu must be held.
+func (o *modelObserver) callsRun(s *session, now int64, at time.Duration) {
 	for i := range s.calls {
 		p := &s.calls[i]
 		if p.running {
 			continue
 		}
 		p.running = true
-		if o.in.toolList[p.tool].timeCall(now) {
-			if timed == 0 {
-				timed = monoNow()
-			}
-			p.dispatched = timed
+		if at > 0 && o.in.toolList[p.tool].timeCall(now) {
+			p.dispatched = at
+			o.in.timed++
 		}
 	}
 }
@@ -564,7 +639,7 @@ func (o *modelObserver) callsRun(s *session, now int64) {
 // connection would, and drops the adapter's later frames of it.
 func (o *modelObserver) cutStream(c actors.Context, stream string) {
 	in := o.in
-	in.mu.Lock()
+	in.lock()
 	id := sessionKey(stream)
 	s := in.index.findAgent(id, o.agent, in.index.hash(id))
 	open := false
@@ -682,8 +757,8 @@ func (s *session) closeStream(id string) {
 // reset empties s for reuse by another session, keeping its buffers and
 // writing only the fields that hold something (each pointer written is
 // a write barrier while the garbage collector marks).
-func (s *session) reset() {
-	s.clearCalls()
+func (s *session) reset() int {
+	timed := s.clearCalls()
 	if len(s.streams) > 0 {
 		clear(s.streams)
 		s.streams = s.streams[:0]
@@ -705,13 +780,20 @@ func (s *session) reset() {
 	}
 	s.text = s.text[:0]
 	s.updated, s.answered, s.requests, s.errors = 0, false, 0, 0
+	return timed
 }
 
 // clearCalls forgets the pending calls, keeping the slice, and the
 // frames removeCall left past its length: a finished call's frame (its
 // arguments may be large) is kept until the session's next request at
-// most. Once a request: the slots are few.
-func (s *session) clearCalls() {
+// most. Once a request: the slots are few. It returns how many of the
+// calls forgotten were timed (see Inspector.timed).
+func (s *session) clearCalls() (timed int) {
+	for i := range s.calls {
+		if s.calls[i].dispatched > 0 {
+			timed++
+		}
+	}
 	// The slots that may hold frames, few: their pointers dropped in
 	// place (what a slot holds besides is overwritten when it is reused).
 	held := s.calls[:s.held]
@@ -719,6 +801,7 @@ func (s *session) clearCalls() {
 		held[i].call, held[i].chunks = nil, nil
 	}
 	s.calls, s.held = s.calls[:0], 0
+	return timed
 }
 
 // holds reports whether call (its frame) is one of the pending calls.

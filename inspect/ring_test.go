@@ -127,7 +127,7 @@ func TestSessions_ForgottenNotFoundByTheirIDs(t *testing.T) {
 	for i := range made {
 		run := newHookRun(t, "s"+strconv.Itoa(i))
 		run.play(in, o)
-		in.mu.Lock()
+		in.lock()
 		indexed, slots := in.index.n, len(in.index.slots)
 		in.mu.Unlock()
 		if indexed > limit || slots > 16 {
@@ -137,7 +137,7 @@ func TestSessions_ForgottenNotFoundByTheirIDs(t *testing.T) {
 	for i := range made {
 		id := "s" + strconv.Itoa(i)
 		kept := i >= made-limit
-		in.mu.Lock()
+		in.lock()
 		found := in.lookup(id) != nil
 		in.mu.Unlock()
 		if found != kept {

@@ -69,7 +69,7 @@ func TestTools_RowsBoundedLeastRecentlyUsedDropped(t *testing.T) {
 	if _, ok := rows["tool_1"]; ok {
 		t.Fatalf("tool_1, used least recently, still shown past the bound")
 	}
-	in.mu.Lock()
+	in.lock()
 	n, listed := len(in.tools), len(in.toolList)
 	in.mu.Unlock()
 	if n > MaxToolRows || listed > MaxToolRows {

@@ -163,7 +163,7 @@ type ToolFigures struct {
 // sessionID when it is not empty.
 func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	now := time.Now()
-	in.mu.Lock()
+	in.lock()
 	defer in.mu.Unlock()
 	// Read under in.mu: the registry changes before the change is
 	// reported to the inspector, so the list read here reflects every

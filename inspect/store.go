@@ -41,7 +41,7 @@ func (s *observedStore) note(name string, index uint64, kind string) {
 	if strings.HasSuffix(name, tools.ApprovalStoreSuffix) {
 		return // the record of a session's calls held for approval: no session's position
 	}
-	s.in.mu.Lock()
+	s.in.lock()
 	if _, ok := s.in.stores[name]; !ok {
 		s.in.storeOrder.push(name)
 	}

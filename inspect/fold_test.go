@@ -1,0 +1,94 @@
+package inspect
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
+)
+
+// What the hooks on the hot path record is shown by the fold, at the
+// latest when a reader asks: a snapshot taken before the records were
+// folded shows all of them.
+func TestFold_SnapshotShowsWhatTheHooksRecorded(t *testing.T) {
+	in, o := newObserved(t)
+	run := newHookRun(t, "run-1")
+	run.play(in, o)
+	in.mu.Lock()
+	recorded := len(in.log)
+	in.mu.Unlock()
+	if recorded == 0 {
+		t.Fatal("nothing left for the fold: the run was folded as it was played")
+	}
+	snap := in.Snapshot("run-1")
+	if d := snap.Session; d == nil || d.Requests != 4 || d.Answer != "done" || len(d.Pending) != 0 {
+		t.Fatalf("session run-1 %+v, want 4 requests answered, no call pending", d)
+	}
+	for _, name := range costToolNames {
+		i := slices.IndexFunc(snap.Tools, func(tf ToolFigures) bool { return tf.Name == name })
+		if i < 0 || snap.Tools[i].Calls != 1 || snap.Tools[i].Timed != 1 {
+			t.Fatalf("%s: %+v, want 1 call, timed", name, snap.Tools)
+		}
+	}
+}
+
+// The records wait for the fold in bounded memory however many runs
+// come with no reader: the hook that fills the log folds it.
+func TestFold_LogBounded(t *testing.T) {
+	in, o := newObserved(t)
+	for i := range 4 * DefaultMaxSessions {
+		run := newHookRun(t, "run-"+strconv.Itoa(i))
+		run.play(in, o)
+		in.mu.Lock()
+		records, frames := len(in.log), len(in.frames)
+		in.mu.Unlock()
+		if records >= foldAt || frames > 4*foldAt {
+			t.Fatalf("after run %d: %d records of %d frames wait for the fold, want fewer than %d", i, records, frames, foldAt)
+		}
+	}
+	if n := len(in.Snapshot("").Sessions); n != DefaultMaxSessions {
+		t.Fatalf("%d sessions shown, want %d", n, DefaultMaxSessions)
+	}
+}
+
+// The count of timed ENDs and calls that makes tool results read the
+// clock comes back to zero once the results are shown: results of
+// calls not timed do not read it for ever after.
+func TestFold_TimedSettles(t *testing.T) {
+	in, o := newObserved(t)
+	for i := range 3 * foldAt {
+		run := newHookRun(t, "run-"+strconv.Itoa(i))
+		run.play(in, o)
+	}
+	in.lock()
+	timed := in.timed
+	in.mu.Unlock()
+	if timed != 0 {
+		t.Fatalf("timed %d once every result was shown, want 0", timed)
+	}
+}
+
+// Messages staged for a request and recorded with a turn of another
+// stream are shown when another stream's messages come before their
+// request's END, as when they were still staged.
+func TestFold_StagedMessagesOfAnotherStreamShown(t *testing.T) {
+	in, o := newObserved(t)
+	msgs := func(text string) *messages.Frame {
+		return messages.RawParam("a", models.ParamMessages, models.EncodeMessages([]models.Message{models.UserMessage(text)}))
+	}
+	o.request(msgs("for a"))
+	o.request(messages.Cancel("c", "")) // a turn of stream c: what is staged is recorded with it
+	o.flush()
+	b := messages.RawParam("b", models.ParamMessages, models.EncodeMessages([]models.Message{models.UserMessage("for b")}))
+	o.request(b)
+	o.request(messages.End("b"))
+	o.response(messages.Text("b", "ok"))
+	o.response(messages.End("b"))
+	o.flush()
+	d := in.Snapshot("a").Session
+	if d == nil || len(d.Conversation) != 1 || d.Conversation[0].Text != "for a" {
+		t.Fatalf("session a %+v, want its messages shown", d)
+	}
+}

@@ -51,3 +51,11 @@ func TestAdapter_BaseURLWithOrWithoutV1(t *testing.T) {
 		}
 	}
 }
+
+// A key quoted in a page at the point where the error's quote of the
+// body is cut is not repeated in part either.
+func TestAdapter_KeyCutByTheQuoteIsRedacted(t *testing.T) {
+	const key = "sk-ant-api03-secret-0123456789abcdef"
+	rg := newRig(t, anthropic.Options{APIKey: key}, modeltest.EchoKeyAtClip())
+	modeltest.WantNoKeyPart(t, rg.Ask("s1", userAsk), key)
+}

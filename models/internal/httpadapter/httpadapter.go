@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -294,7 +295,14 @@ func BodyStart(res *http.Response) string {
 func Quote(b []byte) string {
 	more := ""
 	if len(b) > bodyQuote {
-		b, more = b[:bodyQuote], clipped[1:]
+		n := bodyQuote
+		for i := n; i > bodyQuote-utf8.UTFMax && i > 0; i-- {
+			if utf8.RuneStart(b[i]) {
+				n = i // the clip does not cut a character in two
+				break
+			}
+		}
+		b, more = b[:n], clipped[1:]
 	}
 	return strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD")) + more
 }

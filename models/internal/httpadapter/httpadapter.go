@@ -243,6 +243,20 @@ func (e *Ending) Frames(streamID string) []*messages.Frame {
 	return append(frames, models.FinishFrame(streamID, e.Finish))
 }
 
+// CheckParam returns an error naming p when its value is not JSON a
+// server can take: not valid JSON, or holding bytes that are not UTF-8
+// (json.Valid lets those through inside strings, and servers refuse
+// such a body with an error that does not say where).
+func CheckParam(p models.Param) error {
+	if !json.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON", p.Name)
+	}
+	if !utf8.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
+	}
+	return nil
+}
+
 // KeyFromEnv returns the value of the environment variable name (def
 // when name is empty), or an error wrapping noKey.
 func KeyFromEnv(name, def string, noKey error) (string, error) {

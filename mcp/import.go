@@ -562,6 +562,7 @@ type link struct {
 	dropped chan struct{} // closed when the current session is dropped
 	first   chan struct{} // closed when the first session's tools are in, or the first connection failed
 	failed  error         // why the first connection failed
+	last    error         // why the last connection failed or ended
 	gone    error
 	count   int
 }
@@ -611,6 +612,7 @@ func (l *link) listed() {
 func (l *link) connectFailed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.last = err
 	if l.count > 0 {
 		return
 	}
@@ -651,6 +653,26 @@ func (l *link) drop(s *sdk.ClientSession) {
 	l.session, l.offered = nil, nil
 	close(l.dropped)
 	l.ready = make(chan struct{})
+}
+
+// ended records why the current connection ended.
+func (l *link) ended(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = err
+}
+
+// givenUp shuts the link when the supervision gave up on the connection,
+// saying why the last connection failed or ended.
+func (l *link) givenUp() {
+	l.mu.Lock()
+	last := l.last
+	l.mu.Unlock()
+	err := errors.New("the connection to the MCP server was given up after repeated failures")
+	if last != nil {
+		err = fmt.Errorf("the connection to the MCP server was given up after repeated failures, the last: %w", last)
+	}
+	l.shut(err)
 }
 
 // shut makes every waiting and later call fail with err.
@@ -726,7 +748,7 @@ func (p *connectionSupervisor) Receive(c actors.Context, msg any) {
 		}
 	case actors.ChildStopped:
 		_ = m
-		p.im.link.shut(fmt.Errorf("the connection to the MCP server was given up after repeated failures"))
+		p.im.link.givenUp()
 	}
 }
 
@@ -819,6 +841,10 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 		case watchJob:
 			cn.im.link.drop(cn.session)
 			err, _ := m.Value.(error)
+			if err == nil {
+				err = errors.New("the session ended")
+			}
+			cn.im.link.ended(err)
 			c.Fail(&ServerGoneError{Server: cn.im.what(), Err: err})
 		}
 	}
@@ -918,13 +944,16 @@ func (im *Imported) forgotten(s *sdk.ClientSession) bool {
 	return f != nil && f.Load()
 }
 
-// sessionWatch notes when the server answers a request of a session
-// (one with an Mcp-Session-Id header) with 404 Not Found, which is how a
+// sessionWatch notes when the server answers a message of a session (a
+// POST with an Mcp-Session-Id header) with 404 Not Found, which is how a
 // streamable HTTP server says it no longer knows the session (MCP
 // transports, session management). go-sdk hands the call a JSON-RPC
 // error body of such an answer (the TypeScript SDK's servers send
 // "Session not found") as the server's answer and keeps the session; the
-// import must connect again instead.
+// import must connect again instead. A 404 for the GET of the session's
+// event stream is not one: many servers answer it so, instead of 405, for
+// a stream they do not offer, and go-sdk goes on without the stream; nor
+// is a 404 for the DELETE that ends a session.
 type sessionWatch struct {
 	next      http.RoundTripper
 	forgotten *atomic.Bool
@@ -932,7 +961,7 @@ type sessionWatch struct {
 
 func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := w.next.RoundTrip(r)
-	if err == nil && res.StatusCode == http.StatusNotFound && r.Header.Get("Mcp-Session-Id") != "" {
+	if err == nil && res.StatusCode == http.StatusNotFound && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
 		w.forgotten.Store(true)
 	}
 	return res, err

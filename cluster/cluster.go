@@ -337,7 +337,8 @@ type Member struct {
 	membersMu sync.Mutex
 	members   []string // addresses of the members, from the last topology
 	closeOnce sync.Once
-	closeErr  error
+	closed    chan struct{} // closed once the close that the first Close began is done
+	closeErr  error         // its outcome, set before closed is closed
 }
 
 // unstartedAddress is the address of an actor system whose remote has not
@@ -442,6 +443,7 @@ func Start(opts *Options) (m *Member, err error) {
 	m.closing, m.markClose = context.WithCancel(context.Background())
 	m.excluded, m.exclude = context.WithCancel(context.Background())
 	m.left = make(chan struct{})
+	m.closed = make(chan struct{})
 	// Pings as the remote package's nodes and clients ping, and allows
 	// their pings (and its peers'); bounds its gRPC messages as they do
 	// (after the server and dial options, which replace what the limits
@@ -888,43 +890,66 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // progress or later, returns as soon as Close begins, with an error
 // wrapping [ErrClosed]. A member that the cluster excluded leaves by
 // itself (see [Member.Excluded]): Close waits until it has, and returns
-// the error of its leaving, if any.
+// the error of its leaving, if any. A Close while the member closes
+// already (an earlier Close, or its leaving) waits for that close to be
+// done, or until its own ctx ends: then it returns an error wrapping
+// ctx's, and the close goes on.
 func (m *Member) Close(ctx context.Context) error {
-	m.closeOnce.Do(func() {
-		m.markClose() // ends every Run: see ErrClosed
-		if m.topoSub != nil {
-			m.rt.System().EventStream.Unsubscribe(m.topoSub)
+	first := false
+	m.closeOnce.Do(func() { first = true })
+	if !first {
+		select {
+		case <-m.closed: // done: its outcome, whatever ctx
+			return m.closeErr
+		default:
 		}
-		var errs []error
-		if !m.client {
-			m.c.Gossip.SetState(pacluster.GracefullyLeftKey, &emptypb.Empty{})
+		select {
+		case <-m.closed:
+			return m.closeErr
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: close: the member is still closing (an earlier Close, or its leaving: see Excluded): %w", ctx.Err())
 		}
-		errs = append(errs, m.shutdownProvider())
-		// The Runs return (ErrClosed) before the sessions stop: a
-		// session that stops answers its waiters, and the pinned
-		// protoactor's futures take an answer without a lock, so an
-		// answer to a future that a Run is giving up at that moment
-		// would race with it.
-		m.calls.close()
-		if err := m.calls.wait(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("runs: %w", err))
-		}
-		// Poisons the placement actor, which poisons every session.
-		m.c.IdentityLookup.Shutdown()
-		m.runs.close()
-		if err := m.runs.wait(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("sessions: %w", err))
-		}
-		if !m.client {
-			m.c.Gossip.Shutdown()
-		}
-		remote.StopRemote(m.rt.System(), m.c.Remote)
-		errs = append(errs, m.rt.Close(ctx))
-		if err := errors.Join(errs...); err != nil {
-			m.closeErr = fmt.Errorf("cluster: close: %w", err)
-		}
-	})
+	}
+	defer close(m.closed)
+	m.closeErr = m.close(ctx)
 	return m.closeErr
+}
+
+// close is the close that the first Close does (see Close).
+func (m *Member) close(ctx context.Context) error {
+	m.markClose() // ends every Run: see ErrClosed
+	if m.topoSub != nil {
+		m.rt.System().EventStream.Unsubscribe(m.topoSub)
+	}
+	var errs []error
+	if !m.client {
+		m.c.Gossip.SetState(pacluster.GracefullyLeftKey, &emptypb.Empty{})
+	}
+	errs = append(errs, m.shutdownProvider())
+	// The Runs return (ErrClosed) before the sessions stop: a
+	// session that stops answers its waiters, and the pinned
+	// protoactor's futures take an answer without a lock, so an
+	// answer to a future that a Run is giving up at that moment
+	// would race with it.
+	m.calls.close()
+	if err := m.calls.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("runs: %w", err))
+	}
+	// Poisons the placement actor, which poisons every session.
+	m.c.IdentityLookup.Shutdown()
+	m.runs.close()
+	if err := m.runs.wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("sessions: %w", err))
+	}
+	if !m.client {
+		m.c.Gossip.Shutdown()
+	}
+	remote.StopRemote(m.rt.System(), m.c.Remote)
+	errs = append(errs, m.rt.Close(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cluster: close: %w", err)
+	}
+	return nil
 }
 
 func (m *Member) shutdownProvider() (err error) {

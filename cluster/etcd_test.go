@@ -78,14 +78,29 @@ func (e *etcdServer) start() {
 		e.err = err
 		return
 	}
+	// etcd binds its ports itself, from the addresses it is given: ports
+	// found free, which another process may take before etcd binds them.
+	// A start that fails for a port in use is tried again, with others.
+	for attempt := 1; ; attempt++ {
+		if inUse := e.run(bin, filepath.Join(e.dir, fmt.Sprintf("etcd-%d", attempt))); !inUse || attempt == 5 {
+			return
+		}
+	}
+}
+
+// run starts etcd with its data in dir, on free ports, and waits until
+// it is ready. It reports whether it failed because a port was in use
+// (etcd has exited then, and been waited for).
+func (e *etcdServer) run(bin, dir string) (inUse bool) {
+	e.err, e.cmd = nil, nil
 	ports, err := freeLoopbackPorts(2)
 	if err != nil {
 		e.err = err
-		return
+		return false
 	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	e.cmd = exec.Command(bin, "--data-dir", filepath.Join(e.dir, "etcd"),
+	e.cmd = exec.Command(bin, "--data-dir", dir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "default="+peer)
@@ -93,12 +108,12 @@ func (e *etcdServer) start() {
 	stderr, err := e.cmd.StderrPipe()
 	if err != nil {
 		e.err = err
-		return
+		return false
 	}
 	if err := e.cmd.Start(); err != nil {
 		e.err = err
 		e.cmd = nil
-		return
+		return false
 	}
 	ready := make(chan struct{})
 	var log strings.Builder // until ready; read after ready or exit
@@ -109,9 +124,15 @@ func (e *etcdServer) start() {
 		e.endpoint = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	case <-e.drained:
 		e.err = fmt.Errorf("etcd exited before it was ready:\n%s", log.String())
+		if strings.Contains(log.String(), "address already in use") {
+			e.cmd.Wait()
+			e.cmd = nil
+			return true
+		}
 	case <-time.After(60 * time.Second):
 		e.err = errors.New("etcd not ready after a minute")
 	}
+	return false
 }
 
 // readLog reads etcd's stderr to its end, keeping it in log until etcd

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,4 +81,52 @@ func SetSessionMessageHook(fn func(msg string)) {
 		}
 		fn(name)
 	}
+}
+
+// WatchSessionTimers makes the timers that session actors start from now
+// on watched, until t's cleanup, and returns how many of them are
+// pending: neither stopped nor fired. Call it before the member starts.
+func WatchSessionTimers(t testing.TB) (pending func() int) {
+	var mu sync.Mutex
+	live := map[*watchedTimer]bool{}
+	saved := afterFunc
+	t.Cleanup(func() { afterFunc = saved })
+	afterFunc = func(d time.Duration, f func()) sessionTimer {
+		w := &watchedTimer{}
+		mu.Lock()
+		live[w] = true
+		mu.Unlock()
+		w.timer = time.AfterFunc(d, func() {
+			mu.Lock()
+			delete(live, w)
+			mu.Unlock()
+			f()
+		})
+		w.stopped = func() {
+			mu.Lock()
+			delete(live, w)
+			mu.Unlock()
+		}
+		return w
+	}
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(live)
+	}
+}
+
+// watchedTimer is a session actor's timer that WatchSessionTimers
+// watches.
+type watchedTimer struct {
+	timer   *time.Timer
+	stopped func()
+}
+
+func (w *watchedTimer) Stop() bool {
+	if !w.timer.Stop() {
+		return false
+	}
+	w.stopped()
+	return true
 }

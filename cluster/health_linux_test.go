@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,12 +42,26 @@ func TestAutomanaged_HealthOnMemberHost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leakCheck(t)
-			port := freePorts(t, 1)[0]
+			// The member binds its health port itself (where it binds
+			// is the test), on a port found free, which another process
+			// may take first: a Start that fails for that is tried again
+			// on another.
+			var port int
 			at := func(host string) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
-			startMember(t, &cluster.Options{
-				Provider: cluster.Automanaged(port, []string{at(tc.host)}, 100*time.Millisecond, tc.opts...),
-				Store:    store, Session: sessionFunc(t, 1, newSideFile(t), nil),
-			})
+			for attempt := 1; ; attempt++ {
+				port = freePorts(t, 1)[0]
+				m, err := cluster.Start(&cluster.Options{
+					Provider: cluster.Automanaged(port, []string{at(tc.host)}, 100*time.Millisecond, tc.opts...),
+					Store:    store, Session: sessionFunc(t, 1, newSideFile(t), nil),
+				})
+				if err == nil {
+					closeAtCleanup(t, m)
+					break
+				}
+				if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+					t.Fatal(err)
+				}
+			}
 			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 			resp, err := client.Get(fmt.Sprintf("http://%s/_health", at(tc.host)))
 			if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
 // dsn connects to the throwaway PostgreSQL server TestMain starts (child
@@ -361,8 +362,19 @@ func healthListener(t testing.TB) (net.Listener, int) {
 // polls only itself.
 func loneProvider(t testing.TB) pacluster.ClusterProvider {
 	t.Helper()
+	p, _ := loneProviderAt(t)
+	return p
+}
+
+// loneProviderAt is loneProvider, and the host:port of the member's
+// health checks: a member in a child process tells its parent, which
+// tells the processes that poll it. The child binds the port itself (on
+// port 0), so no other process can take it before the member serves it,
+// as one could take a port the parent found free and passed on.
+func loneProviderAt(t testing.TB) (pacluster.ClusterProvider, string) {
+	t.Helper()
 	l, _ := healthListener(t)
-	return cluster.Automanaged(0, []string{l.Addr().String()}, 100*time.Millisecond, cluster.HealthListener(l))
+	return cluster.Automanaged(0, []string{l.Addr().String()}, 100*time.Millisecond, cluster.HealthListener(l)), l.Addr().String()
 }
 
 // startMember starts a member (or a client) with opts and closes it at
@@ -373,6 +385,12 @@ func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAtCleanup(t, m)
+	return m
+}
+
+// closeAtCleanup closes m at t's cleanup, and fails t if that fails.
+func closeAtCleanup(t *testing.T, m *cluster.Member) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -380,7 +398,6 @@ func startMember(t *testing.T, opts *cluster.Options) *cluster.Member {
 			t.Errorf("close: %v", err)
 		}
 	})
-	return m
 }
 
 // incarnation is the outcome of one incarnation (cluster.RunIncarnation).
@@ -422,4 +439,17 @@ func stalledIncarnation(ctx context.Context, t *testing.T, store *pgstore.Store,
 		t.Fatalf("the first incarnation ended before its call ran: %+v", o)
 	}
 	return fn, release, out
+}
+
+// readyMark reads child's next mark, "ready ADDRESS HEALTH" (the
+// member's address, and the host:port of its health checks), and returns
+// both; it fails t on another mark. who names the child in the failure.
+func readyMark(t *testing.T, child *tooltest.Child, who string) (address, health string) {
+	t.Helper()
+	m := child.Mark(t)
+	f := strings.Fields(m)
+	if len(f) != 3 || f[0] != "ready" {
+		t.Fatalf("%s: mark %q, want \"ready ADDRESS HEALTH\"", who, m)
+	}
+	return f[1], f[2]
 }

@@ -28,7 +28,7 @@ import (
 // The kill test runs members in child processes (this test binary again,
 // running TestClusterMemberChild), configured through these variables.
 const (
-	childEnv       = "POLYWEAVE_CLUSTER_CHILD" // the member's health-check port
+	childEnv       = "POLYWEAVE_CLUSTER_CHILD" // the member's health-check port, of reservedPorts
 	childHostsEnv  = "POLYWEAVE_CLUSTER_HOSTS" // every member's host:port for health checks, comma-separated
 	childSchemaEnv = "POLYWEAVE_CLUSTER_SCHEMA"
 	childSideEnv   = "POLYWEAVE_CLUSTER_SIDE"
@@ -116,9 +116,13 @@ func runMemberChild(t *testing.T, portText string) error {
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
+	health, err := listenReserved(port)
+	if err != nil {
+		return err
+	}
 	m, err := cluster.Start(&cluster.Options{
 		Address:        "127.0.0.1:0",
-		Provider:       cluster.Automanaged(port, strings.Split(os.Getenv(childHostsEnv), ","), killRefresh),
+		Provider:       cluster.Automanaged(port, strings.Split(os.Getenv(childHostsEnv), ","), killRefresh, cluster.HealthListener(health)),
 		Store:          store,
 		Session:        sessionFunc(t, rounds, side, func(string) hooks { return hooks{before: work, after: gate} }),
 		Hold:           killHold,
@@ -213,7 +217,7 @@ func TestCluster_KillMembers(t *testing.T) {
 	schema := freshSchema()
 	side := newSideFile(t)
 	raceLog := filepath.Join(t.TempDir(), "race")
-	ports := stablePorts(t, members) // a killed member's replacement takes its port
+	ports := reservedPorts(t, members) // a killed member's replacement takes its port
 	hosts := make([]string, members)
 	for i, p := range ports {
 		hosts[i] = fmt.Sprintf("127.0.0.1:%d", p)

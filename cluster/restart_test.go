@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +20,9 @@ import (
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
-// childHostEnv makes this test binary a cluster member (TestClusterHostChild)
-// whose health checks are on the port it holds, configured besides
-// through childSchemaEnv and childSideEnv.
+// childHostEnv, set (to 1), makes this test binary a cluster member
+// (TestClusterHostChild), configured besides through childSchemaEnv and
+// childSideEnv.
 const childHostEnv = "POLYWEAVE_CLUSTER_HOST"
 
 // childHoldEnv, when set, is the Hold of TestClusterHostChild's member
@@ -33,8 +32,9 @@ const childHoldEnv = "POLYWEAVE_CLUSTER_HOLD"
 // TestClusterHostChild is a cluster member's body; it does nothing unless
 // started by startHostChild. It hosts one-call
 // sessions; session t's call waits for a "release" line on its stdin, and
-// the member marks "started t" when it begins. It marks "ready ADDRESS"
-// once it has joined; a line "stale ADDRESS ID…" makes it send the
+// the member marks "started t" when it begins. It marks "ready ADDRESS
+// HEALTH" once it has joined (HEALTH: the host:port of its health
+// checks, on a port it bound itself); a line "stale ADDRESS ID…" makes it send the
 // status of a session s that ended to the futures ID… at ADDRESS, as it
 // would answer a request for s (it marks "sent N"). It leaves when its
 // stdin closes.
@@ -42,22 +42,20 @@ func TestClusterHostChild(t *testing.T) {
 	childMain(t, childHostEnv, runHostChild)
 }
 
-func runHostChild(t *testing.T, portText string) error {
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return err
-	}
+func runHostChild(t *testing.T, _ string) error {
 	hold := 3 * time.Second
 	if v := os.Getenv(childHoldEnv); v != "" {
+		var err error
 		if hold, err = time.ParseDuration(v); err != nil {
 			return err
 		}
 	}
+	provider, health := loneProviderAt(t)
 	mark := tooltest.Marker()
 	release := make(chan struct{})
 	var once sync.Once
 	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Provider: provider,
 		Store:    openStore(t, os.Getenv(childSchemaEnv)),
 		Session: sessionFunc(t, 1, sideFile(os.Getenv(childSideEnv)), func(id string) hooks {
 			if id != "t" {
@@ -78,7 +76,7 @@ func runHostChild(t *testing.T, portText string) error {
 	if err != nil {
 		return err
 	}
-	mark("ready %s", m.Address())
+	mark("ready %s %s", m.Address(), health)
 	stale, err := json.Marshal(map[string]any{"state": "done", "text": "the stale answer of s", "member": m.Address(), "epoch": 1})
 	if err != nil {
 		return err
@@ -119,13 +117,8 @@ type hostChild struct {
 func startHostChild(t *testing.T, env ...string) *hostChild {
 	t.Helper()
 	h := &hostChild{schema: freshSchema(), side: newSideFile(t), raceLog: filepath.Join(t.TempDir(), "race")}
-	port := freePorts(t, 1)[0]
-	h.health = fmt.Sprintf("127.0.0.1:%d", port)
-	h.Child = tooltest.StartChild(t, "^TestClusterHostChild$", append(h.env(), childHostEnv+"="+strconv.Itoa(port))...)
-	var ok bool
-	if h.address, ok = strings.CutPrefix(h.Mark(t), "ready "); !ok {
-		t.Fatalf("member: mark %q", h.address)
-	}
+	h.Child = tooltest.StartChild(t, "^TestClusterHostChild$", append(h.env(env...), childHostEnv+"=1")...)
+	h.address, h.health = readyMark(t, h.Child, "member")
 	return h
 }
 

@@ -168,9 +168,36 @@ type sessionActor struct {
 	gen     uint64 // this instance's generation: unique on its member
 	id      string
 	st      status
-	waiters map[uint64]*actor.PID
+	waiters map[uint64]waiter
 	seq     uint64
 	cancel  context.CancelFunc
+	lingers sessionTimer // the linger timer of the ended session, nil if none
+}
+
+// waiter is a run request a session actor holds: who to answer, and the
+// timer of its hold.
+type waiter struct {
+	to   *actor.PID
+	hold sessionTimer
+}
+
+// sessionTimer is a timer a session actor started: stopped when what it
+// times is answered, and when the instance ends (it restarts or stops),
+// rather than left to fire into a later instance, or a stopped system.
+type sessionTimer interface{ Stop() bool }
+
+// afterFunc starts a session actor's timers: time.AfterFunc, but for
+// tests that watch them.
+var afterFunc = func(d time.Duration, f func()) sessionTimer { return time.AfterFunc(d, f) }
+
+// answerWaiters answers every request s holds with its status, and stops
+// their hold timers.
+func (s *sessionActor) answerWaiters(ctx actor.Context) {
+	for k, w := range s.waiters {
+		w.hold.Stop()
+		ctx.Send(w.to, statusFrame(s.id, s.st))
+		delete(s.waiters, k)
+	}
 }
 
 // newSessionActor returns a new instance of a session actor of m, of a
@@ -196,9 +223,9 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 	case *messages.Frame:
 		s.request(ctx, msg)
 	case holdExpired:
-		if to, ok := s.waiters[msg.key]; ok {
+		if w, ok := s.waiters[msg.key]; ok {
 			delete(s.waiters, msg.key)
-			ctx.Send(to, statusFrame(s.id, s.st))
+			ctx.Send(w.to, statusFrame(s.id, s.st))
 		}
 	case claimed:
 		if s.st.State == stateRunning {
@@ -207,10 +234,7 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 	case finished:
 		s.st = s.m.fit(s.id, *msg.st)
 		s.cancel()
-		for k, to := range s.waiters {
-			ctx.Send(to, statusFrame(s.id, s.st))
-			delete(s.waiters, k)
-		}
+		s.answerWaiters(ctx)
 		switch {
 		case s.st.State == stateMoved || s.st.State == stateRetry || s.st.State == stateRefused && s.st.Cause != causeTooLarge || s.m.linger < 0:
 			// Fenced (a newer incarnation owns the session), stopped
@@ -224,6 +248,7 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 			s.linger(ctx)
 		}
 	case lingered:
+		s.lingers = nil // fired
 		if msg.seq == s.seq {
 			ctx.Stop(ctx.Self()) // no request since: the store answers the next one
 		} else {
@@ -231,17 +256,19 @@ func (s *sessionActor) Receive(ctx actor.Context) {
 		}
 	case *actor.Restarting, *actor.Stopping:
 		// The run started here ends, and the requests held here are
-		// answered: a restarted actor is a new instance that knows
-		// neither (a stopped one is gone).
+		// answered, their timers stopped (and the linger's): a
+		// restarted actor is a new instance that knows none of them (a
+		// stopped one is gone).
 		if s.cancel != nil {
 			s.cancel()
 		}
 		if s.st.State == stateRunning {
 			s.st = status{State: stateMoved, Member: s.m.Address()}
 		}
-		for k, to := range s.waiters {
-			ctx.Send(to, statusFrame(s.id, s.st))
-			delete(s.waiters, k)
+		s.answerWaiters(ctx)
+		if s.lingers != nil {
+			s.lingers.Stop()
+			s.lingers = nil
 		}
 	}
 }
@@ -266,7 +293,7 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 			return
 		}
 		s.st = status{State: stateRunning, Member: s.m.Address()}
-		s.waiters = map[uint64]*actor.PID{}
+		s.waiters = map[uint64]waiter{}
 		runCtx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
 		self, root, id, gen := ctx.Self(), ctx.ActorSystem().Root, s.id, s.gen
@@ -288,10 +315,9 @@ func (s *sessionActor) request(ctx actor.Context, f *messages.Frame) {
 	}
 	s.seq++
 	key := s.seq
-	s.waiters[key] = ctx.Sender()
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	gen := s.gen
-	time.AfterFunc(s.m.hold, func() { root.Send(self, holdExpired{gen, key}) })
+	s.waiters[key] = waiter{to: ctx.Sender(), hold: afterFunc(s.m.hold, func() { root.Send(self, holdExpired{gen, key}) })}
 }
 
 // fit returns the status st of session id, made to fit the member's
@@ -350,7 +376,10 @@ func clipError(id string, st status, maxFrame int) (status, bool) {
 // linger stops the ended session once Linger passes without a request.
 func (s *sessionActor) linger(ctx actor.Context) {
 	seq, gen, self, root := s.seq, s.gen, ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(s.m.linger, func() { root.Send(self, lingered{gen, seq}) })
+	if s.lingers != nil {
+		s.lingers.Stop()
+	}
+	s.lingers = afterFunc(s.m.linger, func() { root.Send(self, lingered{gen, seq}) })
 }
 
 // run is one incarnation of session id on this member: it claims the

@@ -171,3 +171,55 @@ func runRestarted(ctx context.Context, t *testing.T, m *cluster.Member, panicked
 		t.Errorf("result %+v, want \"All done.\" at epoch 2 (the run of the restarted actor)", res)
 	}
 }
+
+// TestMember_SessionActorTimersEndWithTheirInstance: the timers a
+// session actor starts (a held request's hold, an ended session's
+// linger) are stopped once what they time is settled, and when their
+// instance ends: the hold of a request that the restart of its actor
+// answered, and that of a request the session's end answered, are not
+// left pending (to fire, later, into the restarted instance, which
+// ignores them); nor is the linger of the session once its member has
+// closed and its actor stopped. Hold and Linger are longer than the test
+// may take, so no timer fires of itself.
+func TestMember_SessionActorTimersEndWithTheirInstance(t *testing.T) {
+	leakCheck(t)
+	pending := cluster.WatchSessionTimers(t)
+	var panicked atomic.Bool
+	finishedCh := make(chan struct{}, 16)
+	cluster.SetSessionMessageHook(func(msg string) {
+		switch msg {
+		case "claimed":
+			if panicked.CompareAndSwap(false, true) {
+				panic("a bug of the session actor, once")
+			}
+		case "finished":
+			finishedCh <- struct{}{}
+		}
+	})
+	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) }) // after the member's Close (cleanups run last first)
+	m := startLoneMember(t, &cluster.Options{
+		Store:   openStore(t, freshSchema()),
+		Session: sessionFunc(t, 1, newSideFile(t), nil),
+		Hold:    5 * time.Minute,
+		Linger:  5 * time.Minute,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
+	defer cancel()
+	runRestarted(ctx, t, m, &panicked)
+	for range 2 {
+		select {
+		case <-finishedCh:
+		case <-ctx.Done():
+			t.Fatal("the actor was never told of the end of both runs")
+		}
+	}
+	if n := pending(); n != 1 {
+		t.Errorf("%d session timers pending once the session ended, want 1 (its linger): the holds of the requests answered are still pending", n)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := pending(); n != 0 {
+		t.Errorf("%d session timers pending once the member closed, want none", n)
+	}
+}

@@ -24,10 +24,9 @@ import (
 	"github.com/polyweave/polyweave-go/tools/tooltest"
 )
 
-// childSizeEnv makes this test binary a cluster member
-// (TestClusterSizeChild) whose health checks are on the port it holds,
-// configured besides through childSchemaEnv, childSideEnv and
-// childMaxFrameEnv.
+// childSizeEnv, set (to 1), makes this test binary a cluster member
+// (TestClusterSizeChild), configured besides through childSchemaEnv,
+// childSideEnv and childMaxFrameEnv.
 const childSizeEnv = "POLYWEAVE_CLUSTER_SIZE"
 
 // childMaxFrameEnv is the Options.MaxFrameBytes of TestClusterSizeChild's
@@ -46,25 +45,24 @@ const answerPrefix = "answer-"
 // TestClusterSizeChild is a cluster member's body; it does nothing unless
 // started by TestMember_LargeFramesCrossMembers. It hosts one-call
 // sessions whose answer is "All done.", but for a session "answer-N",
-// whose answer is N bytes. It marks "ready ADDRESS" once it has joined,
-// and leaves when its stdin closes.
+// whose answer is N bytes. It marks "ready ADDRESS HEALTH" once it has
+// joined (HEALTH: the host:port of its health checks, on a port it bound
+// itself), and leaves when its stdin closes.
 func TestClusterSizeChild(t *testing.T) {
 	childMain(t, childSizeEnv, runSizeChild)
 }
 
-func runSizeChild(t *testing.T, portText string) error {
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return err
-	}
+func runSizeChild(t *testing.T, _ string) error {
 	maxFrame := 0
 	if v := os.Getenv(childMaxFrameEnv); v != "" {
+		var err error
 		if maxFrame, err = strconv.Atoi(v); err != nil {
 			return err
 		}
 	}
+	provider, health := loneProviderAt(t)
 	m, err := cluster.Start(&cluster.Options{
-		Provider:      cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond),
+		Provider:      provider,
 		Store:         openStore(t, os.Getenv(childSchemaEnv)),
 		Session:       answerSessions(sideFile(os.Getenv(childSideEnv))),
 		Hold:          sizeHold,
@@ -73,7 +71,7 @@ func runSizeChild(t *testing.T, portText string) error {
 	if err != nil {
 		return err
 	}
-	tooltest.Marker()("ready %s", m.Address())
+	tooltest.Marker()("ready %s %s", m.Address(), health)
 	io.Copy(io.Discard, os.Stdin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -129,14 +127,10 @@ func TestMember_LargeFramesCrossMembers(t *testing.T) {
 	schema := freshSchema()
 	side := newSideFile(t)
 	raceLog := filepath.Join(t.TempDir(), "race")
-	health := fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0])
-	_, port, _ := strings.Cut(health, ":")
-	host := tooltest.StartChild(t, "^TestClusterSizeChild$", childSizeEnv+"="+port, childSchemaEnv+"="+schema,
+	host := tooltest.StartChild(t, "^TestClusterSizeChild$", childSizeEnv+"=1", childSchemaEnv+"="+schema,
 		childSideEnv+"="+string(side), childMaxFrameEnv+"="+strconv.Itoa(maxFrame),
 		"POLYWEAVE_TEST_POSTGRES="+dsn, "GORACE=exitcode=0 log_path="+raceLog)
-	if m := host.Mark(t); !strings.HasPrefix(m, "ready ") {
-		t.Fatalf("member: mark %q", m)
-	}
+	_, health := readyMark(t, host, "member")
 	client := startMember(t, &cluster.Options{Client: true, Store: openStore(t, schema),
 		Provider: cluster.Automanaged(0, []string{health}, 100*time.Millisecond),
 		Hold:     sizeHold, MaxFrameBytes: maxFrame})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +18,16 @@ import (
 )
 
 // childTLSEnv makes this test binary a cluster member or client with
-// mutual TLS (TestClusterTLSChild): "member PORT CERT KEY CA" hosts
-// one-call sessions, its health checks on PORT; "client ADDRESS CERT KEY
-// CA" joins as a client at ADDRESS, its members' health checks at
-// childHostsEnv. childSchemaEnv and childSideEnv configure both.
+// mutual TLS (TestClusterTLSChild): "member ADDRESS CERT KEY CA" hosts
+// one-call sessions at ADDRESS, its health checks on a port it binds
+// itself; "client ADDRESS CERT KEY CA" joins as a client at ADDRESS, its
+// members' health checks at childHostsEnv. childSchemaEnv and
+// childSideEnv configure both.
 const childTLSEnv = "POLYWEAVE_CLUSTER_TLS"
 
 // TestClusterTLSChild is the body of a member or client with mutual TLS;
 // it does nothing unless started by TestMember_TLS. It marks "ready
-// ADDRESS" once it has joined. A client then runs the sessions its stdin
+// ADDRESS HEALTH" once it has joined (a client's HEALTH is "-"). A client then runs the sessions its stdin
 // names, one line "run ID TIMEOUT" each, and marks "ran ID MEMBER EPOCH
 // TEXT", or "error ID ERR" ("deadline ERR" when the run's TIMEOUT
 // passed). Either leaves when its stdin closes.
@@ -44,17 +44,14 @@ func runTLSChild(t *testing.T, v string) error {
 	if err != nil {
 		return err
 	}
-	opts := &cluster.Options{Store: openStore(t, os.Getenv(childSchemaEnv)), TLS: tlsOpts, Hold: time.Second}
+	opts := &cluster.Options{Store: openStore(t, os.Getenv(childSchemaEnv)), TLS: tlsOpts, Hold: time.Second, Address: f[1]}
+	health := "-"
 	switch f[0] {
 	case "member":
-		port, err := strconv.Atoi(f[1])
-		if err != nil {
-			return err
-		}
-		opts.Provider = cluster.Automanaged(port, []string{fmt.Sprintf("127.0.0.1:%d", port)}, 100*time.Millisecond)
+		opts.Provider, health = loneProviderAt(t)
 		opts.Session = sessionFunc(t, 1, sideFile(os.Getenv(childSideEnv)), nil)
 	case "client":
-		opts.Client, opts.Address = true, f[1]
+		opts.Client = true
 		opts.Provider = cluster.Automanaged(0, strings.Split(os.Getenv(childHostsEnv), ","), 100*time.Millisecond)
 	default:
 		return fmt.Errorf("%s=%q: no role %q", childTLSEnv, v, f[0])
@@ -64,7 +61,7 @@ func runTLSChild(t *testing.T, v string) error {
 		return err
 	}
 	mark := tooltest.Marker()
-	mark("ready %s", m.Address())
+	mark("ready %s %s", m.Address(), health)
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		cmd := strings.Fields(sc.Text())
@@ -105,23 +102,19 @@ func TestMember_TLS(t *testing.T) {
 	raceLog := filepath.Join(t.TempDir(), "race")
 	ca, other := tlstest.NewCA(t, "polyweave test CA"), tlstest.NewCA(t, "another CA")
 	dir := t.TempDir()
-	ports := freePorts(t, 3)
-	health := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	env := []string{childSchemaEnv + "=" + schema, childSideEnv + "=" + string(side), childHostsEnv + "=" + health,
+	// Every process binds its ports itself, on port 0.
+	env := []string{childSchemaEnv + "=" + schema, childSideEnv + "=" + string(side),
 		"POLYWEAVE_TEST_POSTGRES=" + dsn, "GORACE=exitcode=0 log_path=" + raceLog}
-	start := func(role, where string, files tlstest.Files) (*tooltest.Child, string) {
+	start := func(role string, files tlstest.Files, more ...string) (c *tooltest.Child, address, health string) {
 		t.Helper()
-		c := tooltest.StartChild(t, "^TestClusterTLSChild$", append(env,
-			childTLSEnv+"="+strings.Join([]string{role, where, files.Cert, files.Key, files.CA}, " "))...)
-		addr, ok := strings.CutPrefix(c.Mark(t), "ready ")
-		if !ok {
-			t.Fatalf("%s did not say it was ready", role)
-		}
-		return c, addr
+		c = tooltest.StartChild(t, "^TestClusterTLSChild$", append(append(env, more...),
+			childTLSEnv+"="+strings.Join([]string{role, "127.0.0.1:0", files.Cert, files.Key, files.CA}, " "))...)
+		address, health = readyMark(t, c, role)
+		return c, address, health
 	}
-	member, memberAddr := start("member", strconv.Itoa(ports[0]), ca.WriteFiles(t, dir, "member"))
-	client, _ := start("client", fmt.Sprintf("127.0.0.1:%d", ports[1]), ca.WriteFiles(t, dir, "client"))
-	stranger, _ := start("client", fmt.Sprintf("127.0.0.1:%d", ports[2]), other.WriteFiles(t, dir, "stranger", ca))
+	member, memberAddr, health := start("member", ca.WriteFiles(t, dir, "member"))
+	client, _, _ := start("client", ca.WriteFiles(t, dir, "client"), childHostsEnv+"="+health)
+	stranger, _, _ := start("client", other.WriteFiles(t, dir, "stranger", ca), childHostsEnv+"="+health)
 
 	client.Send(t, "run s1 1m")
 	if m, want := client.Mark(t), "ran s1 "+memberAddr+" 1 All done."; m != want {

@@ -315,8 +315,18 @@ func (c *Client) end(w *waiter) {
 // A loopback name (localhost) is resolved first, to the loopback IP a node
 // told to listen there listens on: the client calls the node, and matches
 // what the node says of itself, by the address the node knows itself by.
+// An address that is not a host:port with a port from 1 to 65535, or
+// that is the client's own, is refused at once with [ErrNodeAddress].
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
 	node := actor.NewPID(dialAddress(address), ServiceName)
+	if _, _, err := hostPort(node.Address); err != nil {
+		return nil, fmt.Errorf("remote: describe tools of %q: %v: %w", address, err, ErrNodeAddress)
+	}
+	if node.Address == c.addr {
+		// The client serves no tools: a request sent there would meet
+		// no actor and wait for its ctx.
+		return nil, fmt.Errorf("remote: describe tools of %q: it is the client's own address: %w", address, ErrNodeAddress)
+	}
 	stream := c.nextStream()
 	w, err := c.begin(node, messages.Describe(stream))
 	if err != nil {
@@ -964,3 +974,8 @@ func openError(err error, withTLS bool) string {
 	}
 	return msg
 }
+
+// ErrNodeAddress is the cause of the error [Client.Tools] returns for
+// an address that is no node's: not a host:port with a port from 1 to
+// 65535, or the client's own address.
+var ErrNodeAddress = errors.New("not a tool node's address")

@@ -208,22 +208,32 @@ const (
 )
 
 // filter removes from b the envelopes the endpoint reader cannot handle.
+// It logs them once for the batch, naming the first (its type name, which
+// the peer chose, clipped): a batch of many small envelopes, or of
+// envelopes that all name one huge type, does not make the log many
+// times larger than itself.
 func (g *guard) filter(b *paremote.MessageBatch) {
 	kept := b.Envelopes[:0]
+	dropped, why, typeName, serializer := 0, "", "", int32(0)
 	for _, e := range b.Envelopes {
-		if why := g.check(b, e); why != "" {
-			g.dropped.Add(1)
-			typeName := ""
-			if e.TypeId >= 0 && int(e.TypeId) < len(b.TypeNames) {
-				typeName = b.TypeNames[e.TypeId]
+		if reason := g.check(b, e); reason != "" {
+			if dropped++; dropped == 1 {
+				why, serializer = reason, e.SerializerId
+				if e.TypeId >= 0 && int(e.TypeId) < len(b.TypeNames) {
+					typeName = clipName(b.TypeNames[e.TypeId])
+				}
 			}
-			g.log.Warn("remote message dropped", "reason", why, "type", typeName, "serializer", e.SerializerId)
 			continue
 		}
 		kept = append(kept, e)
 	}
 	clear(b.Envelopes[len(kept):])
 	b.Envelopes = kept
+	if dropped > 0 {
+		g.dropped.Add(int64(dropped))
+		g.log.Warn("remote messages dropped", "count", dropped, "first_reason", why, "first_type", typeName, "first_serializer", serializer,
+			"kept", len(kept))
+	}
 }
 
 func (g *guard) check(b *paremote.MessageBatch, e *paremote.MessageEnvelope) string {

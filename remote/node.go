@@ -101,15 +101,28 @@ func advertiseAddress(advertise string) (string, error) {
 	if advertise == "" {
 		return "", nil
 	}
-	host, portText, err := net.SplitHostPort(advertise)
+	host, port, err := hostPort(advertise)
 	if err != nil {
 		return "", fmt.Errorf("%q (%v): %w", advertise, err, ErrAdvertise)
 	}
-	port, err := strconv.Atoi(portText)
-	if host == "" || err != nil || port < 1 || port > 65535 {
-		return "", fmt.Errorf("%q: %w", advertise, ErrAdvertise)
-	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// hostPort splits address, a host:port with a host and a port from 1 to
+// 65535 (one a node is reached at), or says what it lacks.
+func hostPort(address string) (host string, port int, err error) {
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err = strconv.Atoi(portText)
+	switch {
+	case host == "":
+		return "", 0, errors.New("no host")
+	case err != nil || port < 1 || port > 65535:
+		return "", 0, fmt.Errorf("port %q is not from 1 to 65535", portText)
+	}
+	return host, port, nil
 }
 
 // dials returns the bounds, pings and credentials of the node's
@@ -390,7 +403,7 @@ func (n *Node) receive(ctx actor.Context) {
 		ctx.Send(ctx.Sender(), messages.End(f.GetStreamId()))
 	case messages.FrameType_TOOL_CALL:
 		if ctx.Sender() == nil {
-			n.log.Warn("tool call without a sender dropped", "tool", f.GetName(), "tool_call_id", f.GetToolCallId())
+			n.log.Warn("tool call without a sender dropped", "tool", clipName(f.GetName()), "tool_call_id", f.GetToolCallId())
 			return
 		}
 		conn, ok := n.conns[f.GetName()]

@@ -193,7 +193,7 @@ const incompleteKey = attribute.Key("polyweave.telemetry.incomplete")
 // it was not.
 func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 	if ts.span == nil {
-		attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID))
+		attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", clipText(ts.callID)))
 		t.scratch = attrs
 		ts.ctx, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
 	}
@@ -202,9 +202,11 @@ func (t *Telemetry) toolContext(r *liveRun, ts *toolSpan) context.Context {
 
 // endTool ends a tool call's span: with its outcome, and for a failure
 // the failure kind as error.type and status (the span is started here,
-// with all its attributes, if no nested run needed it before).
+// with all its attributes, if no nested run needed it before). The span
+// of a call of a tool that does not exist is named "execute_tool" alone:
+// the model made its name up.
 func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue, kind, status string, at time.Time) {
-	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", ts.name), attribute.String("gen_ai.tool.call.id", ts.callID), outcome)
+	attrs := append(t.scratch[:0], opExecuteTool, attribute.String("gen_ai.tool.name", clipText(ts.name)), attribute.String("gen_ai.tool.call.id", clipText(ts.callID)), outcome)
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
@@ -213,7 +215,11 @@ func (t *Telemetry) endTool(r *liveRun, ts *toolSpan, outcome attribute.KeyValue
 	}
 	t.scratch = attrs
 	if ts.span == nil {
-		_, ts.span = t.startSpan(r.ctx, t.spanName("execute_tool", ts.name), ts.start, internalKind, attrs)
+		name := "execute_tool"
+		if kind != string(tools.FailureUnknownTool) {
+			name = t.spanName(name, ts.name)
+		}
+		_, ts.span = t.startSpan(r.ctx, name, ts.start, internalKind, attrs)
 	} else {
 		ts.span.SetAttributes(attrs[3:]...)
 	}
@@ -255,7 +261,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 		r.tools = slices.Delete(r.tools, i, i+1)
 		outcome, kind := toolOutcome(ev)
 		if kind != "" {
-			o.t.endTool(r, ts, outcomeError, kind, string(ev.payload), ev.at)
+			o.t.endTool(r, ts, outcomeError, kind, errorText(ev.payload), ev.at)
 		} else {
 			o.t.endTool(r, ts, outcomeOK, "", "", ev.at)
 		}
@@ -264,7 +270,7 @@ func (o *agentObserver) tracedOut(ev *event) {
 		}
 		o.t.spareTools.put(ts, toolSpan{})
 	case messages.FrameType_ERROR:
-		r.span.SetStatus(codes.Error, ev.text)
+		r.span.SetStatus(codes.Error, clipText(ev.text))
 		r.span.SetAttributes(attribute.String("error.type", "run_error"))
 	case messages.FrameType_END:
 		o.end(ev.stream, r, "", false, false, ev.at)
@@ -303,7 +309,7 @@ func heldStop(ts *toolSpan, ev *event) bool {
 	if !ts.held || !ev.isError || ev.text != string(tools.FailureStopped) {
 		return false
 	}
-	ts.stopped = &stoppedResult{at: ev.at, message: string(ev.payload)}
+	ts.stopped = &stoppedResult{at: ev.at, message: errorText(ev.payload)}
 	return true
 }
 
@@ -388,6 +394,7 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 	if !t.metering {
 		return
 	}
+	name = t.toolSeries(name, kind)
 	attrs := []attribute.KeyValue{opExecuteTool,
 		attribute.String("gen_ai.tool.name", name), attribute.String("polyweave.tool.outcome", outcome)}
 	if kind != "" {
@@ -450,9 +457,10 @@ func (o *agentObserver) failedAll(ev *event) {
 			o.end(id, r, "", false, true, ev.at)
 			continue
 		}
+		failure := clipText(ev.err.Error())
 		r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
-			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", ev.err.Error())))
-		o.end(id, r, ev.err.Error(), false, false, ev.at)
+			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", failure)))
+		o.end(id, r, failure, false, false, ev.at)
 	}
 	if len(o.untraced) > 0 {
 		o.failedUntraced(stopped)
@@ -530,4 +538,61 @@ func deleteStream[V any](m map[string]V, stream string) {
 			delete(m, k)
 		}
 	}
+}
+
+// OtherTool is the gen_ai.tool.name the duration of a call of a tool
+// that does not exist (answered unknown_tool) is measured under, and
+// that of every tool beyond the first maxToolSeries names measured: the
+// model names the tools it calls, and a name it made up is no series of
+// its own.
+const OtherTool = "_OTHER"
+
+// maxToolSeries bounds the tool names the duration metric has series
+// for (a host's tools are far fewer).
+const maxToolSeries = 256
+
+// toolSeries returns the gen_ai.tool.name a call of tool name answered
+// with failure kind ("" for a success) is measured under: name, or
+// OtherTool (see there).
+func (t *Telemetry) toolSeries(name, kind string) string {
+	if kind == string(tools.FailureUnknownTool) {
+		return OtherTool
+	}
+	if _, ok := t.toolNames[name]; ok {
+		return name
+	}
+	if len(t.toolNames) == maxToolSeries {
+		return OtherTool
+	}
+	t.toolNames[name] = struct{}{}
+	return name
+}
+
+// maxDescription bounds, in bytes, a span status's description and the
+// texts taken from what tools and models write (error messages, a tool
+// name the model made up, a tool call's id).
+const maxDescription = 1024
+
+// clipText returns s, cut to fewer than maxDescription bytes (at a
+// character) and marked "…" when it is longer.
+func clipText(s string) string {
+	if len(s) <= maxDescription {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxDescription-len("…")], "") + "…"
+}
+
+// errorText returns what the span of a call answered with the failed
+// result payload says as its status: the "error" message of the result
+// object, not the whole object (a tool's own result object may hold
+// anything, a command's output, say), or the payload when it has none;
+// clipped (see clipText).
+func errorText(payload []byte) string {
+	var body struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(payload, &body) == nil && body.Error != "" {
+		return clipText(body.Error)
+	}
+	return clipText(string(payload[:min(len(payload), maxDescription+1)]))
 }

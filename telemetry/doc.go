@@ -13,7 +13,10 @@
 // with all its attributes at once (earlier only when a span event or a
 // nested run needs it), so span processors see it start then.
 // [Telemetry.Flush] waits for what is queued (tests call it before reading
-// an exporter); [Telemetry.Shutdown] stops the recorder at exit. An agent
+// an exporter); [Telemetry.Shutdown] stops the recorder at exit. A
+// span processor, exporter or meter of the host that panics there does
+// not take the host down: the panic is logged ([Options.Logger]) and what
+// was being recorded is lost. An agent
 // built with the agent package takes a Telemetry in
 // agent.Options.Telemetry.
 //
@@ -63,6 +66,13 @@
 //     failed. A run open in an agent whose own actor fails ends with an
 //     error status and an "agent_failed" event.
 //
+// What tools and models write is bounded in the spans: a failed call's
+// status is the error message of its result (not the whole result
+// object, which may hold a command's output, say), and that, an ERROR's
+// text, a failure's message, a resilience transport's error and a tool
+// call's id (the model's) are clipped to 1 KiB; the span of a call of a
+// tool that does not exist is named "execute_tool" alone.
+//
 // Runs and model requests meet by stream id and actor path through the
 // Telemetry they share, whatever actors they cross, so a run is one trace.
 // A run started inside another agent's run (an agent called as a tool
@@ -74,7 +84,10 @@
 //   - gen_ai.client.operation.duration (s): model requests
 //     (gen_ai.operation.name "chat", with provider and model) and tool
 //     calls ("execute_tool", with gen_ai.tool.name, polyweave.tool.outcome
-//     and error.type);
+//     and error.type); a call of a tool that does not exist (the model
+//     named it) is measured as gen_ai.tool.name [OtherTool], and so is
+//     every tool beyond the first 256 names, so that the model cannot
+//     grow the series without bound;
 //   - gen_ai.client.token.usage ({token}): by gen_ai.token.type;
 //   - polyweave.supervision.decisions: restarts, stops and escalations by
 //     polyweave.stage (the failed actor's name), error.type ([Cause]) and

@@ -181,7 +181,7 @@ func (o *modelObserver) answer(ev *event) {
 	case messages.FrameType_META:
 		o.meta(ch, ev)
 	case messages.FrameType_ERROR:
-		ch.status, ch.errorType = ev.text, "model_error"
+		ch.status, ch.errorType = clipText(ev.text), "model_error"
 	case messages.FrameType_END:
 		o.finish(ch, false, ev.at)
 		if len(ch.queued) > 0 {
@@ -221,7 +221,7 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 		}
 	case models.MetaTruncatedCall:
 		if o.t.tracing {
-			o.started(ch).AddEvent("truncated_call", trace.WithTimestamp(ev.at), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", ev.callID)))
+			o.started(ch).AddEvent("truncated_call", trace.WithTimestamp(ev.at), trace.WithAttributes(attribute.String("gen_ai.tool.call.id", clipText(ev.callID))))
 		}
 	case resilience.MetaEvent:
 		if o.t.tracing {
@@ -230,7 +230,7 @@ func (o *modelObserver) meta(ch *chat, ev *event) {
 				o.started(ch).AddEvent("model_call."+rev.Kind, trace.WithTimestamp(ev.at), trace.WithAttributes(
 					attribute.Int("polyweave.model_call.attempt", rev.Attempt),
 					attribute.Int("http.response.status_code", rev.Status),
-					attribute.String("error.type", rev.Error),
+					attribute.String("error.type", clipText(rev.Error)),
 					attribute.Int64("polyweave.model_call.delay_ns", int64(rev.Delay)),
 					attribute.Int64("polyweave.model_call.wait_ns", int64(rev.Wait)),
 					attribute.Int("polyweave.model_call.in_flight", rev.InFlight)))
@@ -275,7 +275,7 @@ func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 func (o *modelObserver) failedAll(ev *event) {
 	for id, ch := range o.open {
 		for _, c := range append([]*chat{ch}, ch.queued...) {
-			c.status, c.errorType = ev.err.Error(), "model_failed"
+			c.status, c.errorType = clipText(ev.err.Error()), "model_failed"
 			o.finish(c, false, ev.at)
 		}
 		delete(o.open, id)

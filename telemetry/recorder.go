@@ -136,6 +136,7 @@ type recorder struct {
 	warning   chan struct{} // closed when the burst's warning is logged; nil when none was started
 
 	dropped atomic.Uint64 // events dropped since the start
+	panics  atomic.Uint64 // panics of the host's processors or meter contained (see contain)
 	// gaveUp is set when a Shutdown's context ended before the goroutine
 	// returned: it then records nothing more.
 	gaveUp atomic.Bool
@@ -305,9 +306,9 @@ func (r *recorder) loop() {
 		switch { // the burst came right after the batch
 		case r.gaveUp.Load():
 		case all:
-			r.t.abandonAll(since)
+			r.abandonAll(since)
 		case lost > 0:
-			r.t.abandon(lostKeys[:nLost], since)
+			r.abandon(lostKeys[:nLost], since)
 		}
 		clear(lostKeys[:]) // keep no handler alive
 		for i, w := range waiters {
@@ -315,21 +316,55 @@ func (r *recorder) loop() {
 			waiters[i] = nil
 		}
 		if !open {
+			// Shutdown: the spans still open would never be ended (nor
+			// exported); they end now, as spans that lost their ends do.
+			if !r.gaveUp.Load() {
+				r.abandonAll(time.Now())
+			}
 			return
 		}
 	}
 }
 
 func (r *recorder) record(ev *event) {
+	defer r.contain()
 	switch ev.kind {
 	case evFlush:
 		close(ev.done)
 	case evSupervision:
 		r.t.recordSupervision(ev.sup)
 	default:
+		defer r.t.relist(ev.to) // also after a panic: the handler's spans may have changed
 		ev.to.handle(ev)
-		r.t.relist(ev.to)
 	}
+}
+
+// contain recovers a panic of the host's span processors, exporters or
+// meter, which run on the recorder's goroutine (where nothing else would
+// recover it, and the host would die): what was being recorded is lost,
+// the recorder goes on. The panics are logged, the first and then each
+// time their count doubles. Deferred by what calls into them.
+func (r *recorder) contain() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if n := r.panics.Add(1); n&(n-1) == 0 {
+		r.t.logger.Error("telemetry: a span processor, exporter or meter panicked; what it was recording is lost",
+			slog.Any("panic", p), slog.Uint64("panics_total", n))
+	}
+}
+
+// abandon and abandonAll do what Telemetry's do, containing a panic
+// (see contain).
+func (r *recorder) abandon(lost []lostKey, since time.Time) {
+	defer r.contain()
+	r.t.abandon(lost, since)
+}
+
+func (r *recorder) abandonAll(since time.Time) {
+	defer r.contain()
+	r.t.abandonAll(since)
 }
 
 // relist puts h into t.active, or takes it out, when it started or
@@ -364,10 +399,13 @@ func (t *Telemetry) abandon(lost []lostKey, since time.Time) {
 // it dropped).
 func (t *Telemetry) abandonAll(since time.Time) {
 	for h := range t.active {
-		h.abandon(since)
+		if t.rec.gaveUp.Load() {
+			return // Shutdown gave up: nothing more goes to the processors
+		}
+		delete(t.active, h) // first: a panic in a processor leaves the rest listed
 		h.listing().in = false
+		h.abandon(since)
 	}
-	clear(t.active)
 }
 
 // Dropped returns how many events were dropped because the queue was full
@@ -397,8 +435,12 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 	}
 }
 
-// Shutdown records what is queued and stops the recorder goroutine;
-// events seen afterwards are dropped (and not counted by [Telemetry.Dropped]).
+// Shutdown records what is queued, ends the spans still open (runs,
+// tool calls and model requests whose ends have not been seen), marked
+// polyweave.telemetry.incomplete, and stops the recorder goroutine;
+// events seen afterwards are dropped (and not counted by
+// [Telemetry.Dropped]). Stop the agents first (close the runtime) for
+// their runs to end as they do.
 // The metric polyweave.telemetry.dropped is no longer reported. It does not
 // shut the providers down (the host owns them). Shutdown is idempotent.
 //

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -50,5 +52,40 @@ func TestShutdown_GivesUpOnAStuckProcessor(t *testing.T) {
 	}
 	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestShutdown_EndsOpenSpansIncomplete: a host that shuts its telemetry
+// down before its agents stop (or whose runs never end) does not lose
+// the spans still open: Shutdown ends them, marked
+// polyweave.telemetry.incomplete, as spans whose ends were dropped are,
+// so that the processors get them (a span never ended is never
+// exported). The runs' later events are dropped: nothing is ended twice.
+func TestShutdown_EndsOpenSpansIncomplete(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel := boundsTelemetry(t, Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.ToolCall("s1", "c1", "add", nil))
+	model := &modelObserver{t: tel, provider: "p"}
+	model.in(c, messages.RawParam("s2", "model", json.RawMessage(`"m"`)))
+	model.in(c, messages.End("s2"))
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	agent.out(messages.RawToolResult("s1", "c1", "add", []byte(`2`)))
+	agent.out(messages.End("s1"))
+	agent.failed(c, actors.ErrStopped)
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range exp.GetSpans() {
+		got[s.Name] = spanAttr(s, string(incompleteKey))
+	}
+	want := map[string]string{"invoke_agent a": "true", "execute_tool add": "true", "chat m": "true"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("spans after Shutdown (name: incomplete): %v, want %v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +39,12 @@ const (
 // Options configure [New]. A nil *Options or a zero field means the
 // default (without providers, nothing is recorded).
 type Options struct {
-	// TracerProvider receives the spans; nil (or a no-op provider)
-	// turns tracing off.
+	// TracerProvider receives the spans; nil (also a nil pointer, such
+	// as a nil *sdktrace.TracerProvider, or a no-op provider) turns
+	// tracing off.
 	TracerProvider trace.TracerProvider
-	// MeterProvider receives the metrics; nil (or a no-op provider)
-	// turns metrics off.
+	// MeterProvider receives the metrics; nil (also a nil pointer, or a
+	// no-op provider) turns metrics off.
 	MeterProvider metric.MeterProvider
 	// AgentName is gen_ai.agent.name of the run spans; default: the
 	// name of the tapped spec (an agent's name).
@@ -61,7 +63,9 @@ type Options struct {
 	// stream (a supervision decision was dropped, or more than 16 streams
 	// lost events in one burst), every span open then is ended so.
 	MaxQueued int
-	// Logger receives the warnings (events dropped); default: discard.
+	// Logger receives the warnings (events dropped) and the panics of
+	// the providers' span processors, exporters or meter that the
+	// recorder contained; default: discard.
 	Logger *slog.Logger
 }
 
@@ -89,6 +93,9 @@ type Telemetry struct {
 	// names holds span names ("execute_tool add", "chat gpt-4o") by
 	// their parts, so that a span's name is not built anew each time.
 	names map[[2]string]string
+	// toolNames holds the tool names the duration metric has series for
+	// (see toolSeries).
+	toolNames map[string]struct{}
 	// finishReasons holds gen_ai.response.finish_reasons attributes by
 	// reason (a string slice attribute is a copy of its slice).
 	finishReasons map[string]attribute.KeyValue
@@ -207,12 +214,20 @@ func New(opts *Options) (*Telemetry, error) {
 		o = *opts
 	}
 	t := &Telemetry{agentName: o.AgentName, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
-		names: map[[2]string]string{}, finishReasons: map[string]attribute.KeyValue{}}
+		names: map[[2]string]string{}, toolNames: map[string]struct{}{}, finishReasons: map[string]attribute.KeyValue{}}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = DefaultMaxQueued
+	}
+	// A typed nil (a nil *sdktrace.TracerProvider a host left unset)
+	// is no provider, as an untyped nil is.
+	if nilPointer(o.TracerProvider) {
+		o.TracerProvider = nil
+	}
+	if nilPointer(o.MeterProvider) {
+		o.MeterProvider = nil
 	}
 	switch o.TracerProvider.(type) {
 	case nil, tracenoop.TracerProvider, *tracenoop.TracerProvider:
@@ -262,6 +277,12 @@ func New(opts *Options) (*Telemetry, error) {
 		t.unregister = sync.OnceValue(reg.Unregister)
 	}
 	return t, nil
+}
+
+// nilPointer reports whether v is a nil pointer in a non-nil interface.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // Tracing reports whether spans are recorded (a tracer provider was
@@ -371,7 +392,7 @@ func (t *Telemetry) recordSupervision(ev *supervisor.Event) {
 	}
 	reason := ""
 	if ev.Reason != nil {
-		reason = ev.Reason.Error()
+		reason = clipText(ev.Reason.Error())
 	}
 	event := trace.WithAttributes(
 		attribute.String("polyweave.supervision.directive", directive),

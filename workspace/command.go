@@ -89,7 +89,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	switch {
 	case timedOut:
 		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
-		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed,
+		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
 			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
 				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
@@ -105,8 +105,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case err != nil:
 		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
 		return RunCommandResult{
-			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
-			Reason: ReasonStartFailed,
+			Error:    fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
+			Reason:   ReasonStartFailed,
+			notReady: errors.Is(err, sandbox.ErrResources),
 		}, nil
 	}
 

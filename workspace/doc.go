@@ -208,8 +208,11 @@
 // that names no file (a missing file, a link to one), invalid_arguments
 // for a call that asked what cannot be done (a refused path, an empty
 // command), neither of which counts against the tool's circuit breaker,
-// and handler_error when the workspace failed (a file system error, the
-// directory gone, a shell that could not start). A command that ran is a
+// unavailable for a command that never ran because its sandbox was not
+// set up within the command's timeout or for want of a resource (a slow
+// or busy machine), which does not count either, and handler_error when
+// the workspace failed (a file system error, the directory gone, a shell
+// that could not start). A command that ran is a
 // successful result whatever its exit code, and one that timed out too:
 // the model reads what it did.
 package workspace

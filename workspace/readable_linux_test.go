@@ -11,18 +11,18 @@ import (
 
 // A sandboxed command reads the system's directories and the workspace,
 // and no file elsewhere that is not hidden, even one the host's user
-// may read: one of the user's own in /var/tmp and, when the host runs
-// as root, a root-only key in a service's directory beneath /var/lib
-// (the user namespace maps the command to the host's root, which owns
-// it; Landlock is what keeps it out).
+// may read: one of the user's own and, when the host runs as root, a
+// root-only key in a directory only root may enter, as a service's
+// beneath /var/lib (the user namespace maps the command to the host's
+// root, which owns it; Landlock is what keeps it out). Both are in a
+// directory of the test's own outside /tmp.
 func TestSandbox_OnlySystemDirsReadable(t *testing.T) {
 	requireFullSandbox(t)
-	secrets := []string{filepath.Join(dirOutsideTmp(t), "own.key")}
+	base := dirOutsideTmp(t)
+	secrets := []string{filepath.Join(base, "own.key")}
 	if os.Geteuid() == 0 {
-		dir, err := os.MkdirTemp("/var/lib", "pw-test-service-")
-		mustDo(t, err)
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		mustDo(t, os.Chmod(dir, 0o700))
+		dir := filepath.Join(base, "service")
+		mustDo(t, os.Mkdir(dir, 0o700))
 		secrets = append(secrets, filepath.Join(dir, "private.key"))
 	}
 	for _, s := range secrets {

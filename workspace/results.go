@@ -211,6 +211,12 @@ type RunCommandResult struct {
 
 	// Reason says why the command did not run; empty when it ran.
 	Reason Reason `json:"-"`
+
+	// notReady: the command never ran because its sandbox was not set
+	// up within the timeout, or for want of a resource
+	// (sandbox.ErrResources): the machine is slow or busy, the tool is
+	// not broken (see failedResult).
+	notReady bool
 }
 
 // MarshalJSON writes the seed's shapes described on [RunCommandResult].

@@ -121,9 +121,13 @@ func markFailed[In any, Out result](fn func(context.Context, In) (Out, error)) f
 // workspace itself failed (a file system error, the workspace directory
 // gone, a shell that could not start), which counts against the tool's
 // circuit breaker; tools.FailureNotFound when the path names no file (a
-// missing file, a link to one), and tools.FailureInvalidArguments when
-// the call asked for what cannot be done (a refused path, an empty
-// command, too large a content), neither of which does.
+// missing file, a link to one), tools.FailureInvalidArguments when the
+// call asked for what cannot be done (a refused path, an empty command,
+// too large a content), and tools.FailureUnavailable when a command never
+// ran because its sandbox was not set up within the command's timeout, or
+// for want of a resource (sandbox.ErrResources): a slow or busy machine,
+// not a broken tool. None of the last three does: a busy machine must
+// not make the breaker refuse the well-formed calls that follow.
 func failedResult(out result, reason Reason, msg string) error {
 	payload, err := out.MarshalJSON()
 	if err != nil {
@@ -135,6 +139,9 @@ func failedResult(out result, reason Reason, msg string) error {
 		kind = tools.FailureHandler
 	case ReasonNotFound, ReasonDanglingLink:
 		kind = tools.FailureNotFound
+	}
+	if r, ok := out.(RunCommandResult); ok && r.notReady {
+		kind = tools.FailureUnavailable
 	}
 	return &tools.ResultError{Payload: payload, Kind: kind, Err: errors.New(msg)}
 }

@@ -48,6 +48,7 @@ const (
 	DefaultWaitDelay      = 1 * time.Second
 	DefaultShell          = "/bin/sh"
 	DefaultMaxWriteBytes  = 16 << 20
+	DefaultSetupTimeout   = 30 * time.Second
 
 	// defaultPath is used for commands when PATH is inherited but unset.
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
@@ -143,8 +144,17 @@ type Options struct {
 	// KillGrace) and the call answers with what it printed. A sandbox
 	// prepared ahead of the next command is given up, and killed, when
 	// setting it up takes longer than this. The sandbox New sets up to
-	// learn the protections is not bounded by it: New has no context.
+	// learn the protections is bounded by SetupTimeout instead.
 	CommandTimeout time.Duration
+
+	// SetupTimeout bounds the set-up of the sandbox New makes to learn
+	// which protections commands get (default DefaultSetupTimeout): a
+	// set-up not done by then is stopped (its helper killed), and New
+	// fails with an error that says so, wrapping
+	// context.DeadlineExceeded, rather than hang. Nothing is set up, so
+	// nothing is bounded, with SandboxOff, nor when an earlier Workspace
+	// on the same directory, with the same configuration, learnt them.
+	SetupTimeout time.Duration
 
 	// MaxOutputBytes caps stdout and stderr each (default
 	// DefaultMaxOutputBytes), as the model reads them: each stream's JSON
@@ -401,7 +411,8 @@ type Workspace struct {
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once
 // per workspace directory, configuration and process, and keeps it for
-// the first command.
+// the first command; a set-up not done within [Options.SetupTimeout]
+// is stopped, and New fails.
 // With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
 // is missing. The options are validated and copied; see [Options] for the
 // defaults.
@@ -460,6 +471,9 @@ func New(root string, opts *Options) (*Workspace, error) {
 		}
 	}
 	w.env = buildEnv(o.InheritEnv, dir)
+	if hookNew != nil {
+		hookNew(w)
+	}
 	if err := w.setUpSandbox(); err != nil {
 		rootDir.Close()
 		r.Close()
@@ -483,6 +497,10 @@ func New(root string, opts *Options) (*Workspace, error) {
 	}
 	return w, nil
 }
+
+// hookNew, when set by tests, is called by New with the Workspace before
+// it sets the sandbox up.
+var hookNew func(w *Workspace)
 
 // setUpSandbox probes the sandbox and decides how commands run.
 func (w *Workspace) setUpSandbox() error {
@@ -575,7 +593,14 @@ func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
 		return p.(Protections), nil
 	}
 	w.sandbox = &cfg
-	h, err := w.prepare(context.Background()) // New has no context; see Options.CommandTimeout
+	// New has no context: Options.SetupTimeout bounds the set-up.
+	ctx, cancel := context.WithTimeout(context.Background(), w.opts.SetupTimeout)
+	defer cancel()
+	h, err := w.prepare(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("the sandbox set up to learn the protections was not ready within Options.SetupTimeout (%s), and was stopped: %w",
+			w.opts.SetupTimeout, ctx.Err())
+	}
 	if err != nil {
 		w.sandbox = nil
 		return Protections{Missing: []string{err.Error()}}, err
@@ -696,8 +721,8 @@ func (o *Options) fillDefaults() error {
 		o.MaxWriteBytes = DefaultMaxWriteBytes
 	}
 	o.HidePaths = slices.Clone(o.HidePaths)
-	if o.CommandTimeout < 0 || o.KillGrace < 0 || o.WaitDelay < 0 {
-		return errors.New("CommandTimeout, KillGrace and WaitDelay must not be negative")
+	if o.CommandTimeout < 0 || o.KillGrace < 0 || o.WaitDelay < 0 || o.SetupTimeout < 0 {
+		return errors.New("CommandTimeout, KillGrace, WaitDelay and SetupTimeout must not be negative")
 	}
 	if o.MaxReadBytes == 0 {
 		o.MaxReadBytes = DefaultMaxReadBytes
@@ -707,6 +732,9 @@ func (o *Options) fillDefaults() error {
 	}
 	if o.CommandTimeout == 0 {
 		o.CommandTimeout = DefaultCommandTimeout
+	}
+	if o.SetupTimeout == 0 {
+		o.SetupTimeout = DefaultSetupTimeout
 	}
 	if o.MaxOutputBytes == 0 {
 		o.MaxOutputBytes = DefaultMaxOutputBytes

@@ -1,49 +1,85 @@
-// Command polyweave-store inspects the bbolt store files of Polyweave's
-// durability (package durability/boltstore) without changing them.
+// Command polyweave-store inspects and recovers the bbolt store files of
+// Polyweave's durability (package durability/boltstore); it never changes
+// the file it is given.
 //
 //	polyweave-store verify [-timeout D] FILE
 //
 // reads FILE read-only (under a shared lock; a file that a running
-// process holds, still held after -timeout, is read from a consistent
-// copy, and the report says so), checks every record's checksum, every
-// actor's summary and the log, and prints what the store serves, actor by
-// actor (its bucket with the log's writes not yet checkpointed on top),
-// and what is damaged and where. Verify goes on past damage, so a damaged
-// store's intact actors are listed too, and an actor whose pages in the
-// file are broken is named with what of it can still be read.
+// process holds, still held after a wait of at most 2 s, is read from a
+// consistent copy, and the report says so), checks every record's
+// checksum, every actor's summary and the log, and prints what the store
+// serves, actor by actor (its bucket with the log's writes not yet
+// checkpointed on top), and what is damaged and where. Verify goes on
+// past damage, so a damaged store's intact actors are listed too, and an
+// actor whose pages in the file are broken is named with what of it can
+// still be read.
 //
 // A file of format "1" or "2", written before records had checksums, can
 // be read but not checked: verify says so and does not call it intact.
 //
-// Exit status: 0 when the store is intact, 1 when damage was found, 2 when
-// the file cannot be read as a store at all (it does not exist, is not a
-// regular file, is not a store, is damaged where the whole file depends on
-// it) or the arguments are wrong, 3 when nothing damaged was found but
-// the records could not be checked (a format without checksums).
+//	polyweave-store salvage [-timeout D] FILE NEWFILE
+//
+// recovers what is intact of FILE into a new store file NEWFILE, which
+// must not exist (see boltstore.SalvageFile): it copies FILE (which no
+// running process may hold), salvages each damaged actor of the copy (it
+// keeps the actor's newest intact snapshot and the intact events that
+// follow it without a gap, and drops the rest; an actor whose pages are
+// broken has its bucket set aside and left out of NEWFILE), compacts it
+// and puts it at NEWFILE. It prints, for each damaged actor, why and what
+// was kept. FILE is never changed, and nothing is left at NEWFILE when
+// salvage fails. The store that used FILE can then be pointed at NEWFILE.
+//
+// -timeout D (default 1m) bounds the whole command: the wait for a
+// running store that holds FILE (at most 2 s, or half of D if that is
+// shorter), the copy, the verification or the salvage. A command that
+// runs out of time, or is interrupted (Ctrl-C), stops with exit status 2
+// and leaves no copy behind.
+//
+// Exit status of verify: 0 when the store is intact, 1 when damage was
+// found, 2 when the file cannot be read as a store at all (it does not
+// exist, is not a regular file, is not a store, is damaged where the
+// whole file depends on it) or the arguments are wrong, 3 when nothing
+// damaged was found but the records could not be checked (a format
+// without checksums). Of salvage: 0 when nothing damaged was found
+// (NEWFILE holds all of FILE), 1 when damage was found and what is intact
+// was salvaged into NEWFILE, 2 when nothing was salvaged (FILE cannot be
+// read as a store, or is damaged where the whole file depends on it, or
+// is held by a running process; NEWFILE exists; wrong arguments), 3 when
+// nothing damaged was found but the records could not be checked.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"time"
 
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 const usage = `usage: polyweave-store verify [-timeout D] FILE
+       polyweave-store salvage [-timeout D] FILE NEWFILE
 
-verify  checks a store file read-only and reports what it holds and what is damaged
-        -timeout D  how long to wait for a running store that holds FILE
-                    before verifying a consistent copy of it (default 2s; must be positive)
+verify   checks a store file read-only and reports what it holds and what is damaged
+salvage  recovers what is intact of a damaged store file into NEWFILE, which must not
+         exist; FILE is not changed
+         -timeout D  the most the command takes (default 1m; must be positive): it waits
+                     at most 2s (or D/2) for a running store that holds FILE (verify
+                     then verifies a consistent copy of it; salvage refuses it)
 
-exit status: 0 intact; 1 damage found; 2 not readable as a store, or bad arguments;
+exit status: 0 intact; 1 damage found (salvage: and what is intact salvaged);
+             2 not readable as a store, nothing salvaged, or bad arguments;
              3 nothing damaged found, but the format's records carry no checksums (not checked)
 `
 
@@ -55,34 +91,51 @@ const (
 	exitUnchecked = 3
 )
 
-// run runs the command and returns its exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "verify" {
+// Defaults of verify's -timeout, and the longest wait for the lock on a
+// held file within it.
+const (
+	defaultTimeout = time.Minute
+	maxLockWait    = 2 * time.Second
+)
+
+// run runs the command until ctx is done and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "verify" && args[0] != "salvage" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
 			fmt.Fprint(stdout, usage)
 			return 0
 		}
 		fmt.Fprint(stderr, usage)
-		return 2
+		return exitFailed
 	}
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	cmd, files := args[0], 1
+	if cmd == "salvage" {
+		files = 2
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for a running store that holds the file before verifying a consistent copy of it (positive)")
+	timeout := fs.Duration("timeout", defaultTimeout, "the most the command takes (positive): it waits at most 2s (or half of it) for a running store that holds the file")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitIntact
 		}
 		return exitFailed
 	}
-	if fs.NArg() != 1 {
+	if fs.NArg() != files {
 		fmt.Fprint(stderr, usage)
 		return exitFailed
 	}
 	if *timeout <= 0 {
-		fmt.Fprintf(stderr, "polyweave-store: -timeout %v: must be positive (how long to wait for a running store before verifying a copy)\n", *timeout)
+		fmt.Fprintf(stderr, "polyweave-store: -timeout %v: must be positive (the most the command takes)\n", *timeout)
 		return exitFailed
 	}
-	r, err := boltstore.Verify(fs.Arg(0), &boltstore.Options{OpenTimeout: *timeout})
+	ctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("-timeout %v passed (a longer -timeout gives it more time)", *timeout))
+	defer cancel()
+	opts := &boltstore.Options{OpenTimeout: min(maxLockWait, *timeout/2)}
+	if cmd == "salvage" {
+		return runSalvage(ctx, fs.Arg(0), fs.Arg(1), opts, stdout, stderr)
+	}
+	r, err := boltstore.VerifyContext(ctx, fs.Arg(0), opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "polyweave-store: %v\n", err)
 		return exitFailed

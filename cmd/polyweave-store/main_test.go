@@ -44,7 +44,7 @@ func writeStore(t *testing.T) string {
 func verify(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(append([]string{"verify"}, args...), &out, &errOut)
+	code := run(t.Context(), append([]string{"verify"}, args...), &out, &errOut)
 	return code, out.String() + errOut.String()
 }
 
@@ -125,7 +125,7 @@ func TestVerify_Locked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	code, out := verify(t, "-timeout", "100ms", path)
+	code, out := verify(t, "-timeout", "1m", path)
 	if code != 0 || !strings.Contains(out, "held by another open store") || !strings.Contains(out, "consistent copy") || !strings.Contains(out, "\nintact: ") {
 		t.Errorf("exit %d, want 0 from a copy, naming the lock:\n%s", code, out)
 	}
@@ -133,10 +133,10 @@ func TestVerify_Locked(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage") {
+	if code := run(t.Context(), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage") {
 		t.Errorf("no arguments: exit %d, stderr %q", code, errOut.String())
 	}
-	if code := run([]string{"verify"}, &out, &errOut); code != 2 {
+	if code := run(t.Context(), []string{"verify"}, &out, &errOut); code != 2 {
 		t.Errorf("verify without a file: exit %d", code)
 	}
 }
@@ -213,7 +213,7 @@ func TestVerify_ReportsTheLog(t *testing.T) {
 	if err := s.PersistEvent(ctx, "newbie", 0, []byte("first")); err != nil {
 		t.Fatal(err)
 	}
-	code, out := verify(t, "-timeout", "100ms", path) // held: verifies a consistent copy
+	code, out := verify(t, "-timeout", "1m", path) // held: verifies a consistent copy
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -313,5 +313,49 @@ func TestVerify_DamagedMetaPage(t *testing.T) {
 	code, out := verify(t, path)
 	if code != 1 || strings.Contains(out, "Options.") || strings.Contains(out, "refused") || !strings.Contains(out, fmt.Sprintf("read from meta page %d", 1-page)) {
 		t.Errorf("exit %d, want 1, saying which meta page was read:\n%s", code, out)
+	}
+}
+
+// TestVerify_TimeoutCoversTheCopy verifies a held file with a -timeout
+// that has passed by the time the lock wait ends: the copy of the held
+// file, and the verify, are bounded by it too, so verify fails (exit 2)
+// saying that it timed out, and leaves no copy behind.
+func TestVerify_TimeoutCoversTheCopy(t *testing.T) {
+	path := writeStore(t)
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, out := verify(t, "-timeout", "1ns", path)
+	if code != 2 || !strings.Contains(out, "-timeout 1ns") {
+		t.Errorf("exit %d, want 2 and a timeout naming -timeout:\n%s", code, out)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("left in the temporary folder: %v %v", left, err)
+	}
+}
+
+// TestVerify_Interrupted runs verify of a held file with its context
+// ended (Ctrl-C): exit 2, saying why, and no copy left behind.
+func TestVerify_Interrupted(t *testing.T) {
+	path := writeStore(t)
+	s, err := boltstore.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(errors.New("interrupt signal received"))
+	var out bytes.Buffer
+	if code := run(ctx, []string{"verify", path}, &out, &out); code != 2 || !strings.Contains(out.String(), "interrupt signal received") {
+		t.Errorf("exit %d, want 2 saying it was interrupted:\n%s", code, out.String())
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("left in the temporary folder: %v %v", left, err)
 	}
 }

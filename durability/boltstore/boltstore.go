@@ -31,6 +31,13 @@ const (
 
 // formatVersion is written to a new file and checked on open.
 //
+//   - "6": as 5, and the file holds bucket "set-aside" (see
+//     [Store.setAside]): a binary that reads format 5 at most would read
+//     that bucket's broken pages as damage of the file, so the version
+//     says it is there. Salvage marks a file 6 when it sets a bucket
+//     aside, Compact marks its copy 5 as it drops them, and Open marks a
+//     version 5 file that holds the bucket 6 (written before version 6
+//     existed) and a version 6 file that does not hold it 5.
 //   - "5": as 4, and a log value larger than 16 KiB is held by a nested
 //     bucket under its key, as that bucket's one value under the same key
 //     (see [putLogValue]). Open upgrades a version 4 or 3 file to it
@@ -46,11 +53,12 @@ const (
 //   - "1": as 2, with one record per log value: taken like 2 when its log
 //     is empty (closed cleanly), refused otherwise.
 const (
-	formatVersion   = "5"
-	formatVersionV4 = "4"
-	formatVersionV3 = "3"
-	formatVersionV2 = "2"
-	formatVersionV1 = "1"
+	formatVersion         = "5"
+	formatVersionSetAside = "6"
+	formatVersionV4       = "4"
+	formatVersionV3       = "3"
+	formatVersionV2       = "2"
+	formatVersionV1       = "1"
 )
 
 // Bucket and key names of the file layout (see the package documentation).
@@ -119,6 +127,12 @@ type Options struct {
 	// ReadOnly opens the file read-only under a shared lock: reads work,
 	// every write fails with bbolt's read-only error. The file must exist.
 	ReadOnly bool
+
+	// freeNothing makes a writable Open of a file whose freelist cannot be
+	// used (damaged, or not recorded, with pages of the tree broken) give
+	// it a freelist that lists no page free, so that no page is reused:
+	// [SalvageFile] opens its copy so, and compacts it.
+	freeNothing bool
 }
 
 // Store is a [durability.Store] in one bbolt file. Create it with [Open]; the
@@ -182,7 +196,8 @@ type Store struct {
 	keyBuf         []byte
 
 	// compacting (owned by the committer) holds checkpoints back while
-	// Compact copies the buckets; compactMu serializes Compact.
+	// Compact copies the buckets; compactMu serializes Compact, with
+	// itself and with Salvage.
 	compacting bool
 	compactMu  sync.Mutex
 	noSync     bool
@@ -283,7 +298,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(fmt.Errorf("sync its folder: %w", err))
 		}
 	}
-	db, file, t, err := openBolt(path, &o, openFile)
+	db, file, t, err := openBolt(path, path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -361,8 +376,9 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 // (so that a lock held elsewhere gives a clear error), checks it with
 // [validateFile] before bbolt maps it, then hands bbolt the locked file,
 // which it returns too (bbolt closes it), with what validateFile found
-// in the file's tree (nil for a new file).
-func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
+// in the file's tree (nil for a new file). Its errors name the file name
+// (Verify and SalvageFile open a copy of the file they report on).
+func openBolt(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
@@ -371,24 +387,34 @@ func openBolt(path string, o *Options, openFile func(string, int, os.FileMode) (
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := regularFile(f, path); err != nil {
+	if err := regularFile(f, name); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
-	if err := lockFile(f, path, o.ReadOnly, o.OpenTimeout); err != nil {
+	if err := lockFile(f, name, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
-	m, t, err := validateFile(f, path, o.MetaFallback)
-	if err == nil && !o.ReadOnly && m.freelist == noFreelist {
-		err = unrebuildableFreelist(path, t)
+	m, t, err := validateFile(f, name, o.MetaFallback)
+	switch {
+	case err != nil || o.ReadOnly: // bbolt reads no freelist for a read-only file
+	case o.freeNothing && (t.freelist != nil && !t.rebuild || m.freelist == noFreelist && damagedPages(t) != nil):
+		err = rebuildFreelist(f, m, nil, o.NoSync)
+	case m.freelist == noFreelist:
+		err = unrebuildableFreelist(name, t)
+	case t.freelist != nil && !t.rebuild:
+		err = t.freelist
+	case t.freelist != nil:
+		if err = rebuildFreelist(f, m, t.free, o.NoSync); err == nil && o.Logger != nil {
+			o.Logger.Warn("boltstore: the freelist page was damaged; rebuilt from the tree, which is intact", "path", name, "damage", t.freelist, "free", len(t.free))
+		}
 	}
 	if err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}
 	var db *bolt.DB
-	err = guard(path, "opening the file", nil, func() error {
+	err = guard(name, "opening the file", nil, func() error {
 		var err error
 		db, err = bolt.Open(path, o.FileMode, &bolt.Options{
 			Timeout:      o.OpenTimeout,
@@ -422,7 +448,7 @@ func unrebuildableFreelist(path string, t *tree) error {
 		return nil
 	}
 	return damaged(path, de.What, de.Offset,
-		"%s; and the file records no freelist (it was written with bbolt's NoFreelistSync), which bbolt rebuilds when it opens the file for writing by reading every bucket, these damaged pages too: refused for writing (Options.ReadOnly reads the other actors)",
+		"%s; and the file records no freelist (it was written with bbolt's NoFreelistSync), which bbolt rebuilds when it opens the file for writing by reading every bucket, these damaged pages too: refused for writing (Options.ReadOnly reads the other actors; polyweave-store salvage copies what is intact into a new file)",
 		de.Reason)
 }
 
@@ -492,14 +518,16 @@ func (s *Store) failWrites(why string, cause error) error {
 // pages t found damaged (t may be nil) are quarantined.
 func (s *Store) load(readOnly bool, t *tree) error {
 	var version string
+	var setAside bool
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {
 			return fmt.Errorf("a bbolt file without the buckets of a store (%q, %q): not a store file, or its root is damaged", metaBucket, actorsBucket)
 		}
 		version = string(meta.Get(formatKey))
+		setAside = tx.Bucket(setAsideBucket) != nil
 		switch version {
-		case formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
+		case formatVersionSetAside, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
 			return nil
 		case formatVersionV1:
 			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
@@ -507,7 +535,7 @@ func (s *Store) load(readOnly bool, t *tree) error {
 			}
 			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
 		default:
-			return fmt.Errorf("unsupported file format %q (this version writes %q and upgrades %q, %q, %q and %q)", version, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
+			return fmt.Errorf("unsupported file format %q (this version writes %q and %q, and upgrades %q, %q, %q and %q): written by a newer version?", version, formatVersion, formatVersionSetAside, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
 		}
 	})
 	if err != nil {
@@ -555,22 +583,33 @@ func (s *Store) load(readOnly bool, t *tree) error {
 		}
 		return nil
 	}
-	switch {
-	case legacy:
+	if legacy {
 		s.log.Warn("boltstore: upgrading a file format without checksums: its records are accepted unchecked this once and rewritten with checksums", "path", s.path, "format", version)
 		return s.upgrade()
-	case version == formatVersionV4, version == formatVersionV3:
-		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersion)) })
+	}
+	if want := writtenFormat(setAside); version != want {
+		// Versions 3 and 4 need nothing rewritten; see formatVersionSetAside.
+		return s.checkpointWith(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Put(formatKey, []byte(want)) })
 	}
 	return s.checkpoint()
 }
 
+// writtenFormat is the format version of a file this version writes: 6
+// when it holds bucket "set-aside", else 5.
+func writtenFormat(setAside bool) string {
+	if setAside {
+		return formatVersionSetAside
+	}
+	return formatVersion
+}
+
 // logFormat says how the log of a file of format version is read: legacy
 // (values without checksums: version 2 or 1), the layout of its records,
-// and whether a log value may be held by a nested bucket (version 5).
+// and whether a log value may be held by a nested bucket (version 5 or 6).
 func logFormat(version string) (legacy bool, layout recordLayout, nested bool) {
-	legacy = version != formatVersion && version != formatVersionV4 && version != formatVersionV3
-	return legacy, recordLayout(version == formatVersion || version == formatVersionV4), version == formatVersion
+	nested = version == formatVersion || version == formatVersionSetAside
+	legacy = !nested && version != formatVersionV4 && version != formatVersionV3
+	return legacy, recordLayout(nested || version == formatVersionV4), nested
 }
 
 // isEmpty reports whether b holds no keys.

@@ -49,7 +49,8 @@ const compactTxSize = 4 << 20
 //
 // The store keeps its lock on the new file; a process that was waiting
 // for the old file's lock gets the old, unlinked file: do not open a store
-// from two processes. Compact is serialized with itself.
+// from two processes. Compact is serialized with itself and with
+// [Store.Salvage].
 func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	const op = "compact"
 	s.compactMu.Lock()
@@ -186,9 +187,14 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	return st, nil
 }
 
+// compactCopying, when set (by tests), is called by compactCopy once the
+// transaction it copies from has begun.
+var compactCopying func()
+
 // compactCopy copies the buckets of src into dst, as bolt.Compact does, in
 // transactions of about txMaxSize bytes, but for the buckets Salvage set
-// aside (see [Store.setAside]), which it drops: their pages are damaged.
+// aside (see [Store.setAside]), which it drops: their pages are damaged;
+// a copy of format "6" is then of format "5".
 func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 	tx, err := dst.Begin(true)
 	if err != nil {
@@ -234,6 +240,9 @@ func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 		})
 	}
 	err = src.View(func(stx *bolt.Tx) error {
+		if compactCopying != nil {
+			compactCopying()
+		}
 		return stx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			if bytes.Equal(name, setAsideBucket) {
 				return nil
@@ -250,6 +259,12 @@ func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Without the set-aside buckets, the copy is of format 5 again.
+	if meta := tx.Bucket(metaBucket); meta != nil && string(meta.Get(formatKey)) == formatVersionSetAside {
+		if err := meta.Put(formatKey, []byte(formatVersion)); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }

@@ -104,3 +104,62 @@ func TestCompact_CanceledBeforeTheSwitch_CheckpointsGoOn(t *testing.T) {
 		t.Errorf("the store holds %v, want [before after]", got)
 	}
 }
+
+// TestCompact_SalvageWaits runs Salvage while Compact copies the buckets,
+// with a write in the log made after Compact's checkpoint: Salvage
+// checkpoints, moving it into the buckets and out of the log, after the
+// copy was taken of the buckets and before the log is copied at the
+// switch, so the compacted file would lose it. Salvage waits for Compact
+// instead: every write is kept.
+func TestCompact_SalvageWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	h := hookedStore(t, path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+	defer h.Close()
+	for _, name := range []string{"a", "b"} {
+		if err := h.PersistEvent(t.Context(), name, 0, []byte(name+"0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.before = func(name string) error {
+		if strings.HasPrefix(name, path+".compact-") { // Compact has checkpointed
+			return h.PersistEvent(context.Background(), "a", 1, []byte("a1"))
+		}
+		return nil
+	}
+	salvaged := make(chan error, 1)
+	waits := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case waits <- struct{}{}:
+		default:
+		}
+	}
+	compactCopying = func() {
+		compactCopying = nil
+		salvageLocking, checkpointed = signal, signal
+		go func() {
+			_, err := h.Salvage(context.Background(), "b")
+			salvaged <- err
+		}()
+		<-waits // Salvage waits for Compact, or (the defect) has checkpointed
+	}
+	defer func() { compactCopying, salvageLocking, checkpointed = nil, nil, nil }()
+	if _, err := h.Compact(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h.before = nil
+	if err := <-salvaged; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := readEvents(t, s, "a"); got != "[a0 a1]" {
+		t.Errorf("after Compact with a Salvage during its copy, actor a holds %v, want [a0 a1]", got)
+	}
+}

@@ -62,7 +62,8 @@
 //
 // # File layout
 //
-//   - bucket "polyweave": key "format" = "5"; key "actors" = the directory
+//   - bucket "polyweave": key "format" = "5", or "6" while the file holds
+//     bucket "set-aside"; key "actors" = the directory
 //     summary: CRC-32C, then the number of actor buckets (8 bytes) and the
 //     sum of their names' checksums (4 bytes). Open compares it with the
 //     actors bucket, so an actor bucket lost or renamed by damage is found.
@@ -95,7 +96,11 @@
 //   - bucket "set-aside" (absent until needed): the buckets of actors whose
 //     pages Salvage found broken, moved there unread (bbolt cannot free
 //     pages it cannot read), one nested bucket per Salvage; Compact drops
-//     them.
+//     them. Its pages are broken: a version that does not know the bucket
+//     would take them for damage of the file, so a file that holds it is
+//     of format "6", which such versions refuse naming the format; Salvage
+//     marks the file "6" when it sets a bucket aside, and Compact's copy,
+//     without the bucket, is "5" again.
 //
 // # Failures of the file
 //
@@ -149,8 +154,8 @@
 // in bucket "set-aside" until [Store.Compact] drops it). Damage that
 // cannot be attributed makes Open fail, naming the part of the file: a
 // page of the root, the log, bucket "polyweave" or the actors bucket
-// itself (whose pages list the actors), the freelist, a page two buckets
-// reach; a log entry that cannot be split into records or whose records'
+// itself (whose pages list the actors), a page two buckets reach; a log
+// entry that cannot be split into records or whose records'
 // headers are damaged, entries missing, the directory of actors not
 // matching its summary (an actor bucket lost or renamed). A file whose
 // newest meta page is damaged is refused unless [Options].MetaFallback
@@ -158,16 +163,32 @@
 // by bbolt with NoFreelistSync) and has broken pages (an actor's, or a
 // bucket set aside) is refused for writing: bbolt would rebuild its
 // freelist by reading every bucket, the broken pages too; a read-only
-// Open serves its other actors. [Verify] and the polyweave-store command
-// (cmd/polyweave-store) report what a damaged file still holds.
+// Open serves its other actors, and [SalvageFile] recovers them into a
+// new file.
+//
+// The records do not depend on the freelist (the page that lists the free
+// pages, which bbolt reads only to hand out pages for writing), so a
+// damaged freelist page costs nothing to a read-only Open, and Verify
+// reports it. A writable Open rebuilds it when the tree is intact: it
+// writes a freelist of the pages the walk of the tree did not reach and a
+// meta page naming it, as a commit would. It refuses the file when the
+// freelist lists a page the tree uses (one of them is damaged, and which
+// cannot be told) or when pages of the tree are broken too (the pages
+// only they lead to would be taken for free); the error says so, and
+// the polyweave-store command's salvage copies what is intact into a new
+// file. [Verify] and the polyweave-store command (cmd/polyweave-store)
+// report what a damaged file still holds; [SalvageFile] (the command's
+// salvage) recovers what is intact of it into a new file, never touching
+// the damaged one.
 //
 // Files written before checksums (format "2", or "1" with an empty log)
 // are read once without checks, with a warning, and rewritten as format
 // "5" by Open; a read-only Open reads them unchecked. Format "4" files
 // (no log values in nested buckets) and "3" files (no checksums in log
 // records either, the log from key 0) are read as they are and marked "5"
-// by Open. Other formats are refused with an error naming
-// the format.
+// by Open. A format "5" file that holds bucket "set-aside" (written
+// before format "6") is marked "6" by Open. Other formats are refused
+// with an error naming the format.
 //
 // PersistSnapshot at index i deletes events and snapshots below i unless
 // [Options].KeepHistory is set. Freed pages are reused by later writes; the

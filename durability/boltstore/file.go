@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -182,15 +184,51 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, erro
 	if m.freelist == noFreelist {
 		return m, t, nil
 	}
-	if m.freelist < 2 || m.freelist >= m.pgid {
-		return meta{}, nil, damaged(path, "meta page", metaOff, "meta page %d: freelist page %d outside pages [2, %d)", m.page, m.freelist, m.pgid)
+	ferr, conflict := checkFreelist(f, path, m, t)
+	if ferr == nil {
+		return m, t, nil
 	}
+	// The records do not depend on the freelist: bbolt reads it only to
+	// hand out pages for writing (not at all for a read-only file).
+	t.freelist, t.freelistConflict = ferr, conflict
+	switch dmg := damagedPages(t); {
+	case conflict:
+		ferr.Reason += "; either the freelist or the tree that uses the page is damaged, and which cannot be told: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)"
+	case dmg != nil:
+		ferr.Reason += fmt.Sprintf("; the records do not depend on it, but a %s is damaged too (%s), so which pages are free cannot be told from the tree: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)", dmg.What, dmg.Reason)
+	default:
+		t.rebuild = true
+		ferr.Reason += "; the records do not depend on it: a writable Open rebuilds it from the tree, which is intact"
+		for id := uint64(2); id < m.pgid; id++ {
+			if !t.inUse(id) {
+				t.free = append(t.free, id)
+			}
+		}
+	}
+	return m, t, nil
+}
+
+// checkFreelist checks the freelist page m names against the pages the
+// walk of the tree t reached: it returns the damage found, if any, and
+// whether it is a page that both the freelist and the tree claim (one of
+// the two is damaged), rather than damage of the freelist alone. It marks
+// the pages the freelist lists in t.
+func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.DamageError, conflict bool) {
+	ps := int64(m.pageSize)
+	metaOff := int64(m.page) * ps
+	bad := func(off int64, format string, args ...any) *durability.DamageError {
+		return &durability.DamageError{Store: path, What: "freelist page", Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
+	if m.freelist < 2 || m.freelist >= m.pgid {
+		return bad(metaOff, "meta page %d: freelist page %d outside pages [2, %d)", m.page, m.freelist, m.pgid), false
+	}
+	var hdr [pageHeaderSize + 8]byte
 	flOff := int64(m.freelist) * ps
 	if _, err := f.ReadAt(hdr[:], flOff); err != nil {
-		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+		return bad(flOff, "freelist page %d unreadable: %v", m.freelist, err), false
 	}
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
-		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl)
+		return bad(flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl), t.inUse(m.freelist)
 	}
 	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	idsOff := flOff + pageHeaderSize
@@ -199,28 +237,110 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, erro
 		idsOff += 8
 	}
 	if m.freelist+overflow >= m.pgid || idsOff+int64(count)*8 > flOff+int64(overflow+1)*ps {
-		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow)
+		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
+	}
+	for p := m.freelist; p <= m.freelist+overflow; p++ {
+		if t.inUse(p) {
+			return bad(flOff, "freelist page %d: its page %d is in use by the tree", m.freelist, p), true
+		}
 	}
 	ids := make([]byte, count*8)
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
-		return meta{}, nil, damaged(path, "freelist page", flOff, "freelist page %d unreadable: %v", m.freelist, err)
+		return bad(flOff, "freelist page %d unreadable: %v", m.freelist, err), false
 	}
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
 		switch {
 		case id < 2 || id >= m.pgid:
-			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
-		case t.inUse(id) || id >= m.freelist && id <= m.freelist+overflow:
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid), false
+		case t.inUse(id):
 			// bbolt would hand the page out while it is in use: the
 			// next commit would overwrite live data.
-			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id), true
+		case id >= m.freelist && id <= m.freelist+overflow:
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id), false
 		case t.pages[id] == freePage:
 			// bbolt would hand the page out twice.
-			return meta{}, nil, damaged(path, "freelist page", idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id)
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id), false
 		}
 		t.pages[id] = freePage
 	}
-	return m, t, nil
+	return nil, false
+}
+
+// damagedPages returns the first damage t found in the pages of an actor
+// or of a bucket set aside, or nil when the walk of the tree was whole.
+func damagedPages(t *tree) *durability.DamageError {
+	var de *durability.DamageError
+	if len(t.actors) > 0 {
+		return t.actors[slices.Sorted(maps.Keys(t.actors))[0]].err
+	}
+	if len(t.setAside) > 0 && errors.As(t.setAside[0], &de) {
+		return de
+	}
+	return nil
+}
+
+// rebuildFreelist replaces the broken freelist of the file f, open for
+// writing, whose meta m names it, by one that lists the pages free: it
+// writes a freelist page after the last page, then a meta page for the
+// next transaction that names it, as a bbolt commit would (with fsyncs
+// in between unless noSync), so that a crash leaves the old state or the
+// new. bbolt frees the page at its first commit.
+func rebuildFreelist(f *os.File, m meta, free []uint64, noSync bool) error {
+	ps := int64(m.pageSize)
+	n := uint64(len(free))
+	size := int64(pageHeaderSize) + 8*int64(n)
+	if n >= 0xFFFF {
+		size += 8
+	}
+	pages := (size + ps - 1) / ps
+	page := make([]byte, pages*ps)
+	binary.LittleEndian.PutUint64(page, m.pgid)
+	binary.LittleEndian.PutUint16(page[8:], freelistPage)
+	binary.LittleEndian.PutUint32(page[12:], uint32(pages-1))
+	ids := page[pageHeaderSize:]
+	if n >= 0xFFFF {
+		binary.LittleEndian.PutUint16(page[10:], 0xFFFF)
+		binary.LittleEndian.PutUint64(ids, n)
+		ids = ids[8:]
+	} else {
+		binary.LittleEndian.PutUint16(page[10:], uint16(n))
+	}
+	for i, id := range slices.Sorted(slices.Values(free)) {
+		binary.LittleEndian.PutUint64(ids[8*i:], id)
+	}
+	if _, err := f.WriteAt(page, int64(m.pgid)*ps); err != nil {
+		return fmt.Errorf("rebuilding the freelist: %w", err)
+	}
+	if !noSync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("rebuilding the freelist: %w", err)
+		}
+	}
+	var mp [pageHeaderSize + metaSize]byte
+	if _, err := f.ReadAt(mp[:], int64(m.page)*ps); err != nil {
+		return fmt.Errorf("rebuilding the freelist: %w", err)
+	}
+	txid := m.txid + 1
+	slot := int64(txid % 2)
+	binary.LittleEndian.PutUint64(mp[:], uint64(slot))
+	md := mp[pageHeaderSize:]
+	binary.LittleEndian.PutUint64(md[32:], m.pgid)
+	binary.LittleEndian.PutUint64(md[40:], m.pgid+uint64(pages))
+	binary.LittleEndian.PutUint64(md[48:], txid)
+	h := fnv.New64a()
+	h.Write(md[:metaSumOffset])
+	binary.LittleEndian.PutUint64(md[metaSumOffset:], h.Sum64())
+	if _, err := f.WriteAt(mp[:], slot*ps); err != nil {
+		return fmt.Errorf("rebuilding the freelist: %w", err)
+	}
+	if !noSync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("rebuilding the freelist: %w", err)
+		}
+	}
+	return nil
 }
 
 // lockFile takes the store's lock on f (exclusive, or shared when

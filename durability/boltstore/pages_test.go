@@ -632,7 +632,8 @@ func TestOpen_NoFreelistSetAside(t *testing.T) {
 
 // TestVerify_HeldDamagedActor verifies a file held by a store with an
 // actor's pages damaged: the copy Verify takes is read as the file would
-// be (bbolt reads no bucket of it on its own), and reports that actor.
+// be (bbolt reads no bucket of it on its own), and reports that actor,
+// naming the file (not the copy, which has no name a user could use).
 func TestVerify_HeldDamagedActor(t *testing.T) {
 	path, want := pagesFile(t, false)
 	zeroBigActorPage(t, path)
@@ -648,6 +649,12 @@ func TestVerify_HeldDamagedActor(t *testing.T) {
 	for _, a := range r.Actors {
 		if a.Pages != (a.Name == "big") {
 			t.Errorf("Verify: actor %q: pages damaged %v", a.Name, a.Pages)
+		}
+		for _, err := range a.Damaged {
+			var de *durability.DamageError
+			if !errors.As(err, &de) || de.Store != path {
+				t.Errorf("Verify: actor %q: %v, not a DamageError naming %s", a.Name, err, path)
+			}
 		}
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 )
 
+// salvageLocking, when set (by tests), is called by Salvage before it
+// waits for a Compact under way.
+var salvageLocking func()
+
 // Salvaged says what [Store.Salvage] kept of an actor.
 type Salvaged = durability.Salvaged
 
@@ -33,7 +37,8 @@ var _ durability.Salvager = (*Store)(nil)
 // bbolt; its damaged bucket is set aside in the file (kept, never read
 // again, until [Store.Compact] drops it) and replaced by what is kept.
 //
-// Salvage runs between two commits (writes wait) after a checkpoint. It
+// Salvage runs between two commits (writes wait) after a checkpoint, and
+// waits for a [Store.Compact] under way. It
 // cannot help when the log is damaged beyond attributing the damage to
 // actors (Open refuses the file).
 func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
@@ -42,6 +47,15 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	if !validName(name) {
 		return out, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
 	}
+	// A Compact under way has copied the buckets and copies the log at
+	// its end: the checkpoint below would move writes out of the log and
+	// into buckets the copy no longer reads, and the compacted file would
+	// lose them.
+	if salvageLocking != nil {
+		salvageLocking()
+	}
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
 	err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {
 			return err
@@ -255,7 +269,7 @@ func deleteKeys(ab *bolt.Bucket, which []byte, b *bolt.Bucket, keys [][]byte, ke
 // rest of Salvage checks them). The damaged bucket is moved, without
 // being read, into a bucket of the "set-aside" bucket: bbolt cannot free
 // pages it cannot read, so they stay in use there until Compact drops
-// them.
+// them. The file's format becomes "6" (see [formatVersionSetAside]).
 func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
 	events, snapshots, err := s.rawActor(header)
 	if err != nil {
@@ -263,6 +277,9 @@ func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
 	}
 	grave, err := tx.CreateBucketIfNotExists(setAsideBucket)
 	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(metaBucket).Put(formatKey, []byte(formatVersionSetAside)); err != nil {
 		return err
 	}
 	seq, err := grave.NextSequence()

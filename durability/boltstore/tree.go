@@ -33,6 +33,17 @@ type tree struct {
 	// fallback, when set, says that the newest meta page is damaged and
 	// the file was read from the other one (Options.MetaFallback).
 	fallback error
+
+	// freelist, when set, is the damage found in the freelist page, whose
+	// Reason says what a writable Open does about it; freelistConflict
+	// says that the freelist lists a page the tree uses. With rebuild, the
+	// walk of the tree was whole and free lists the pages it did not
+	// reach: a writable Open writes a new freelist of them (see
+	// [rebuildFreelist]).
+	freelist         *durability.DamageError
+	freelistConflict bool
+	rebuild          bool
+	free             []uint64
 }
 
 // actorPages is the damage found in the pages of one actor's bucket.

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -122,6 +124,14 @@ func (r *Report) Intact() bool {
 // it is locked and changes too often for a consistent copy); damage is in
 // the report.
 func Verify(path string, opts *Options) (*Report, error) {
+	return VerifyContext(context.Background(), path, opts)
+}
+
+// VerifyContext is [Verify] bounded by ctx: the wait for the lock ends by
+// ctx's deadline (or opts.OpenTimeout, whichever comes first), and the
+// copy of a held file and the verification stop when ctx is done, with
+// an error wrapping ctx.Err(); the copy is then removed.
+func VerifyContext(ctx context.Context, path string, opts *Options) (*Report, error) {
 	o := Options{OpenTimeout: DefaultOpenTimeout}
 	if opts != nil && opts.OpenTimeout < 0 {
 		return nil, fmt.Errorf("verify %s: negative OpenTimeout %v (zero means DefaultOpenTimeout)", path, opts.OpenTimeout)
@@ -129,18 +139,33 @@ func Verify(path string, opts *Options) (*Report, error) {
 	if opts != nil && opts.OpenTimeout > 0 {
 		o.OpenTimeout = opts.OpenTimeout
 	}
+	if deadline, ok := ctx.Deadline(); ok {
+		o.OpenTimeout = max(min(o.OpenTimeout, time.Until(deadline)), time.Nanosecond)
+	}
 	o.ReadOnly, o.MetaFallback, o.FileMode = true, true, DefaultFileMode
 	if fi, err := os.Stat(path); err != nil {
 		return nil, err
 	} else if err := notRegular(path, fi); err != nil {
 		return nil, err
 	}
-	r, err := verifyFile(path, path, &o, os.OpenFile)
+	stopped := func(doing string) error {
+		return fmt.Errorf("verify %s: stopped while %s: %w", path, doing, context.Cause(ctx))
+	}
+	if ctx.Err() != nil {
+		return nil, stopped("starting")
+	}
+	r, err := verifyFile(ctx, path, path, &o, os.OpenFile)
+	if err != nil && ctx.Err() != nil {
+		return nil, stopped("verifying")
+	}
 	if !errors.Is(err, durability.ErrLocked) {
 		return r, err
 	}
-	tmp, cerr := consistentCopy(path)
+	tmp, cerr := consistentCopy(ctx, path)
 	if cerr != nil {
+		if ctx.Err() != nil {
+			return nil, stopped("copying the file a running store holds")
+		}
 		return nil, fmt.Errorf("%w; %w", err, cerr)
 	}
 	if verifyCopied != nil {
@@ -149,7 +174,10 @@ func Verify(path string, opts *Options) (*Report, error) {
 	// bbolt closes the copy's descriptor; where it still has a name, it
 	// is removed.
 	defer os.Remove(tmp.Name())
-	r, err = verifyFile(tmp.Name(), path, &o, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
+	r, err = verifyFile(ctx, tmp.Name(), path, &o, func(string, int, os.FileMode) (*os.File, error) { return tmp, nil })
+	if err != nil && ctx.Err() != nil {
+		return nil, stopped("verifying the copy")
+	}
 	if r != nil {
 		r.Copy = lockNote(path) + ": verified a consistent copy taken meanwhile"
 	}
@@ -174,17 +202,25 @@ func lockNote(path string) string {
 const copyAttempts = 50
 
 // verifyCopied, when set (by tests), is called with the copy Verify takes
-// of a held file, before it verifies it.
-var verifyCopied func(*os.File)
+// of a held file, before it verifies it; copiedChunk after each chunk of
+// it is copied.
+var (
+	verifyCopied func(*os.File)
+	copiedChunk  func()
+)
+
+// copyChunk is how much consistentCopy copies between two looks at its
+// context.
+const copyChunk = 1 << 20
 
 // consistentCopy copies the store file at path, which a running store may
 // be committing to, into a temporary file until a copy is consistent: the
 // bytes of both meta pages are the same before and after the copy. It
-// returns the copy, open. Where the system allows it (not Windows), the
+// returns the copy, open, or stops when ctx is done. Where the system allows it (not Windows), the
 // copy's name is removed as soon as it is created: the copy lives as long
 // as its descriptor, so an interrupted or killed verify leaves nothing
 // behind.
-func consistentCopy(path string) (*os.File, error) {
+func consistentCopy(ctx context.Context, path string) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -220,7 +256,7 @@ func consistentCopy(path string) (*os.File, error) {
 		if err := tmp.Truncate(0); err != nil {
 			break
 		}
-		if _, err := io.Copy(tmp, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		if err := copyFile(ctx, tmp, io.NewSectionReader(f, 0, 1<<62)); err != nil {
 			break
 		}
 		after, err := metas()
@@ -233,13 +269,43 @@ func consistentCopy(path string) (*os.File, error) {
 	}
 	tmp.Close()
 	os.Remove(tmp.Name())
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return nil, fmt.Errorf("no consistent copy in %d attempts (the store commits while each copy is taken): stop the process holding it, or verify it when it is idle", copyAttempts)
 }
 
-// verifyFile is Verify of the file at path, reported as name.
-func verifyFile(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
+// copyFile copies src to dst, from their current offsets, a chunk at a
+// time, until src ends or ctx is done.
+func copyFile(ctx context.Context, dst io.Writer, src io.Reader) error {
+	buf := make([]byte, copyChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := io.ReadFull(src, buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if copiedChunk != nil {
+				copiedChunk()
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// verifyFile is Verify of the file at path, reported as name; it stops
+// when ctx is done.
+func verifyFile(ctx context.Context, path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
 	r := &Report{Path: name}
-	db, file, t, err := openBolt(path, o, openFile)
+	db, file, t, err := openBolt(path, name, o, openFile)
 	var nr *notRegularError
 	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) {
 		return nil, err
@@ -251,6 +317,9 @@ func verifyFile(path, name string, o *Options, openFile func(string, int, os.Fil
 	defer db.Close()
 	if t.fallback != nil {
 		r.Problems = append(r.Problems, t.fallback)
+	}
+	if t.freelist != nil {
+		r.Problems = append(r.Problems, t.freelist)
 	}
 	r.SetAside = t.setAside
 	s := &Store{db: db, file: file, path: name}
@@ -278,7 +347,9 @@ func verifyFile(path, name string, o *Options, openFile func(string, int, os.Fil
 			r.Problems = append(r.Problems, err)
 		}
 	}
-	s.verifyLog(r, legacy, layout, nested)
+	if err := s.verifyLog(ctx, r, legacy, layout, nested); err != nil {
+		return nil, err
+	}
 	// The log's writes, as the store serves them on top of the buckets;
 	// a log that cannot be replayed is in the problems already, and the
 	// actors are then reported as their buckets hold them.
@@ -304,6 +375,9 @@ func verifyFile(path, name string, o *Options, openFile func(string, int, os.Fil
 		names[name] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r.Actors = append(r.Actors, s.verifyActor(name, pending.actors[name], t.actors[name]))
 	}
 	return r, nil
@@ -312,9 +386,10 @@ func verifyFile(path, name string, o *Options, openFile func(string, int, os.Fil
 // verifyLog reads the log entry by entry, going on past damaged entries;
 // a damaged entry of a format 4 or 5 log is read record by record, and each
 // record whose data is damaged (or was lost before) is reported with its
-// actor.
-func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bool) {
+// actor. It returns ctx's error if ctx is done before it is.
+func (s *Store) verifyLog(ctx context.Context, r *Report, legacy bool, layout recordLayout, nested bool) error {
 	actors := map[string]bool{}
+	var stopped error
 	err := s.viewTx("reading the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
 		if wal == nil {
@@ -330,6 +405,9 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bo
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if stopped = ctx.Err(); stopped != nil {
+				return nil
+			}
 			if len(k) != 8 {
 				r.Problems = append(r.Problems, s.damagedKey(durability.RecordLog, k))
 				continue
@@ -403,6 +481,7 @@ func (s *Store) verifyLog(r *Report, legacy bool, layout recordLayout, nested bo
 		r.LogActors = append(r.LogActors, name)
 	}
 	slices.Sort(r.LogActors)
+	return stopped
 }
 
 // verifyActor checks every record of one actor's bucket and merges the

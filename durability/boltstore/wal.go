@@ -285,6 +285,10 @@ func (s *Store) pending(name string) *pendingActor {
 // until the new state is committed, which gives the same result.
 func (s *Store) checkpoint() error { return s.checkpointWith(nil) }
 
+// checkpointed, when set (by tests), is called by checkpointWith once its
+// transaction has committed.
+var checkpointed func()
+
 // checkpointWith is checkpoint with before run first in its transaction.
 // An actor found damaged on the way is quarantined and the checkpoint
 // done again without it.
@@ -314,6 +318,9 @@ func (s *Store) checkpointWith(before func(*bolt.Tx) error) error {
 		}
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if checkpointed != nil {
+			checkpointed()
 		}
 		s.log.Debug("boltstore checkpoint", "steps", len(steps), "writes", s.overlay.ops)
 		s.viewMu.Lock()

@@ -59,9 +59,11 @@
 // other writer inside a write call has queued its write, is in another
 // committer's transaction or has returned, adds every write queued (at most
 // [Options].MaxBatchSize) and sends them as one
-// implicit transaction in one pipelined round trip: at most seven
-// statements whatever the number of writes, with the rows passed as arrays
-// (INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE). One committer
+// implicit transaction in one pipelined round trip: at most eight
+// statements whatever the number of writes (the first asks for the
+// transaction's id: see Timeouts and unknown outcomes), with the rows
+// passed as arrays (INSERT … SELECT FROM unnest(…) ON CONFLICT DO
+// UPDATE). One committer
 // gathers while the others' transactions are in flight, so N concurrent
 // writers and two committers settle into two overlapping transactions of
 // about N/2 writes each, and a lone writer pays one transaction and no
@@ -129,8 +131,8 @@
 //
 // [Store.Close], which takes no context, waits at most Options.CloseTimeout
 // (default [DefaultCloseTimeout]) for the writes and reads in flight, then
-// cancels them; closing a connection to a silent server then takes pgx up
-// to 15 seconds more.
+// cancels them; the connections still open then (to a silent server,
+// which does not answer their clean close) are closed at once.
 //
 // An error wrapping ErrOutcomeUnknown (also returned when a write's
 // connection was lost after its transaction was sent and running it again
@@ -141,11 +143,27 @@
 // transaction has ended on the server, and the store's reads and writes
 // of the actor wait for that: the store's own connection reports the end
 // of a transaction that goes on for other writes, and when the store
-// closed (or lost) that connection, it watches in the background for the
-// server backend that ran it to exit (in pg_stat_activity). A read or
-// write of an actor in doubt whose context ends first fails with
-// ErrOutcomeUnknown, saying that a write of the actor is still in doubt.
-// So, within one Store, a later read tells which. Another process does
+// closed (or lost) that connection, it asks the server in the background:
+// by the transaction's id (txid_status), which the server sends first,
+// before the transaction runs, or, when even that answer was lost, by
+// the server backend that ran it, named by its pid and its start (in
+// pg_stat_activity), which ends the transaction before it exits. Neither
+// names another transaction or backend. A read or write of an actor in
+// doubt whose context ends first fails with ErrOutcomeUnknown, saying that
+// a write of the actor is still in doubt; while the server cannot be
+// reached to tell, it fails at the next attempt to ask, with
+// ErrOutcomeUnknown too, rather than wait for as long as the server is
+// away. So, within one Store, a later read tells which. A Claim or a
+// Salvage whose outcome is unknown puts its key (Epoch waits) or its
+// actor in doubt alike.
+//
+// A write whose connection was lost after its transaction was sent, and
+// whose caller still waits, is run again (see Failover) only once that
+// transaction has ended on the server, which may still be running it:
+// run again at once, it would be reported stored while the first run
+// could still overwrite a later write. When the server tells that the
+// first run committed, the write is not run again; when it did not, it
+// runs again as it is. Another process does
 // not know of the doubt, and its read may show the write absent before
 // it commits: across processes, only a new [Store.Claim] of the key
 // settles it: it waits for every transaction that passed the older

@@ -27,22 +27,7 @@ func TestGivenUpWrite_ReadWaitsForItsTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lock := func(name string) pgx.Tx {
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		tx, err := c.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+" WHERE name = $1 FOR UPDATE", []byte(name)); err != nil {
-			t.Fatal(err)
-		}
-		return tx
-	}
-	l1, l2 := lock("l1"), lock("l2")
+	l1, l2 := lockRows(t, s.Schema(), "events", "l1"), lockRows(t, s.Schema(), "events", "l2")
 	// Both committers held on l1's lock.
 	h := make(chan error, 2)
 	go func() { h <- s.PersistEvent(ctx, "l1", 0, []byte("h1")) }()
@@ -105,34 +90,11 @@ func TestGivenUpWrite_ReadWaitsForItsTransaction(t *testing.T) {
 // TestGivenUpWrite_CutTransactionSettled: a write whose every caller gave
 // up is cancelled and its connection closed, while its transaction waits
 // for a lock on the server and may still commit: its actor stays in doubt
-// until the server backend that ran it has ended, then a read tells what
-// it did.
+// until that transaction has ended, then a read tells what it did.
 func TestGivenUpWrite_CutTransactionSettled(t *testing.T) {
 	ctx := t.Context()
-	s, _ := storeVia(t, &pgstore.Options{Committers: 1})
-	if err := s.PersistEvent(ctx, "l", 0, []byte("orig")); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{s.Schema(), "events"}.Sanitize()+" WHERE name = $1 FOR UPDATE", []byte("l")); err != nil {
-		t.Fatal(err)
-	}
-	actx, cancelA := context.WithCancel(ctx)
-	aErr := make(chan error, 1)
-	go func() { aErr <- s.PersistEvents(actx, "l", 0, [][]byte{[]byte("a0"), []byte("a1")}) }()
-	waitLockedN(t, s.Schema(), 1)
-	cancelA()
-	if err := <-aErr; !errors.Is(err, pgstore.ErrOutcomeUnknown) {
-		t.Fatalf("A given up in flight: %v, want ErrOutcomeUnknown", err)
-	}
+	s, _, tx := storeWithLockedActor(t)
+	giveUpWaitingWrite(t, s)
 	rctx, cancelRead := context.WithCancel(ctx)
 	readErr := make(chan error, 1)
 	go func() { readErr <- s.GetEvents(rctx, "l", 0, 0, func(uint64, []byte) error { return nil }) }()
@@ -162,6 +124,13 @@ func TestGivenUpWrite_CutTransactionSettled(t *testing.T) {
 // a lock on the server.
 func waitLockedN(t *testing.T, schema string, n int) {
 	t.Helper()
+	waitLockedOn(t, schema, "events", n)
+}
+
+// waitLockedOn returns once n statements on schema's table wait for a
+// lock on the server.
+func waitLockedOn(t *testing.T, schema, table string, n int) {
+	t.Helper()
 	watcher, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +138,7 @@ func waitLockedN(t *testing.T, schema string, n int) {
 	defer watcher.Close(context.WithoutCancel(t.Context()))
 	for got := 0; got < n; {
 		err := watcher.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%"' || $1 || '".events%'`, schema).Scan(&got)
+			WHERE wait_event_type = 'Lock' AND query LIKE '%"' || $1 || '".' || $2 || '%'`, schema, table).Scan(&got)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,3 +39,10 @@ func WaitDoubtWaiters(s *Store, n int64) {
 		runtime.Gosched()
 	}
 }
+
+// DoubtWaiters returns how many calls of s wait for a write in doubt.
+func DoubtWaiters(s *Store) int64 { return s.doubtWaiters.Load() }
+
+// RerunWaiters returns how many runs again of writes whose connection was
+// lost wait for the first run's transaction to end.
+func RerunWaiters(s *Store) int64 { return s.rerunWaiters.Load() }

@@ -50,8 +50,10 @@ func fencedOr(err error) error {
 //
 // A claim whose connection was lost, or whose ctx was done, after it was
 // sent fails with [ErrOutcomeUnknown]: the epoch may have been raised.
-// One whose ctx was done before it was sent fails with ctx's error.
-// Claiming again is safe (it raises the epoch once more).
+// Until its transaction has ended on the server, [Store.Epoch] of the
+// key waits for it (see Timeouts and unknown outcomes in the package
+// doc). One whose ctx was done before it was sent fails with ctx's
+// error. Claiming again is safe (it raises the epoch once more).
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -66,10 +68,17 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	defer conn.Release()
+	// One implicit transaction, whose id comes first (see doubt.go).
+	r := runOn(conn.Conn().PgConn())
+	var b pgx.Batch
+	b.Queue(s.q.txid)
+	b.Queue(s.q.claim, []byte(key))
 	var epoch int64
-	if err := conn.QueryRow(ctx, s.q.claim, []byte(key)).Scan(&epoch); err != nil {
+	r.xid, err = runPipelined(ctx, conn.Conn(), &b, &epoch)
+	if err != nil {
 		s.noteFailure(err)
 		if unknownOutcome(err) { // not run again: each run raises the epoch
+			s.inDoubt(r, doubtKey{claim: true, name: key})
 			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)
 		}
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
@@ -95,9 +104,14 @@ func checkKey(key string) error {
 // Epoch returns key's current epoch in the database, 0 if it was never
 // claimed. A key that Claim would refuse (empty, or longer than
 // [MaxNameLen] bytes) is refused alike, with durability.ErrInvalidName.
+// While a claim of the key through this store is in doubt (it failed
+// with ErrOutcomeUnknown), Epoch waits until its transaction has ended.
 func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
 	if err := checkKey(key); err != nil {
 		return 0, err
+	}
+	if err := s.settled(ctx, doubtKey{claim: true, name: key}); err != nil {
+		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)
 	if err != nil {

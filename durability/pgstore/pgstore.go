@@ -146,6 +146,7 @@ func (o *Options) withDefaults() (Options, error) {
 // usable. All methods are safe for concurrent use.
 type Store struct {
 	pool        *pgxpool.Pool
+	dialer      *dialer // the pool's connections, closed at once by Close when it must
 	log         *slog.Logger
 	q           queries
 	schema      string
@@ -177,15 +178,20 @@ type Store struct {
 	gatherMu      sync.Mutex
 	wake          chan struct{}
 
-	// Writes in doubt (see doubt.go): doubts counts, per actor name, the
-	// transactions that may still commit after their write was reported
-	// ErrOutcomeUnknown, doubting all of them; doubtWaiters counts the
-	// calls waiting for them to end; settlers runs settleBackends.
+	// Writes in doubt (see doubt.go): doubts counts, per actor name (or
+	// claim key), the transactions that may still commit after their
+	// write was reported ErrOutcomeUnknown, doubting all of them;
+	// doubtWaiters counts the calls waiting for them to end; settlers
+	// runs Store.settle, whose checks of the server checks numbers.
 	doubtMu      sync.Mutex
-	doubts       map[string]*doubt
+	doubts       map[doubtKey]*doubt
 	doubting     atomic.Int64
 	doubtWaiters atomic.Int64
 	settlers     sync.WaitGroup
+	checks       atomic.Uint64
+	// rerunWaiters counts the committers whose run again of a write
+	// waits for the first run's transaction to end (see Store.try).
+	rerunWaiters atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -210,12 +216,16 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: parse connection string: %w", err)
 	}
 	cfg.MaxConns = int32(o.MaxConns)
+	dial := newDialer(cfg.ConnConfig.DialFunc)
+	cfg.ConnConfig.DialFunc = dial.DialContext
+	cfg.AfterConnect = noteBackend
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
 	s := &Store{
 		pool:        pool,
+		dialer:      dial,
 		log:         o.Logger,
 		q:           newQueries(o.Schema),
 		schema:      o.Schema,
@@ -349,10 +359,13 @@ func (s *Store) Schema() string { return s.schema }
 // reads, stops the committers and closes the connections. It waits at most
 // Options.CloseTimeout for the writes and reads in flight (to a server
 // that fell silent, say): then it cancels them, and those whose outcome is
-// unknown fail with ErrOutcomeUnknown. It is idempotent: later calls
+// unknown fail with ErrOutcomeUnknown. The connections still open once
+// CloseTimeout has passed (to a silent server, which does not answer
+// their clean close) are closed at once. It is idempotent: later calls
 // return what the first returned.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		deadline := time.Now().Add(s.closeTimeout)
 		s.mu.Lock()
 		s.closed = true
 		close(s.writes)
@@ -374,7 +387,23 @@ func (s *Store) Close() error {
 		timer.Stop()
 		s.kill(nil)
 		s.settlers.Wait()
-		s.pool.Close()
+		// pgxpool's Close waits up to 15 seconds for each connection to a
+		// silent server to close cleanly: past the deadline, they are
+		// closed at once.
+		pooled := make(chan struct{})
+		go func() {
+			s.pool.Close()
+			close(pooled)
+		}()
+		timer = time.NewTimer(time.Until(deadline))
+		select {
+		case <-pooled:
+		case <-timer.C:
+			s.dialer.closeAll()
+			<-pooled
+		}
+		timer.Stop()
+		s.dialer.closeAll() // and the cancel requests pgx may still send
 		s.log.Info("pgstore closed", "schema", s.schema, "commits", s.commits.Load(), "writes", s.written.Load())
 	})
 	return s.closeErr
@@ -429,7 +458,7 @@ type queries struct {
 	checkFences, claim, epoch       string
 	salvageSnapshots, salvageEvents string
 	dropSnapshots, dropEvents       string
-	backendsAlive                   string
+	txid, runStatus                 string
 }
 
 func newQueries(schema string) queries {
@@ -526,8 +555,15 @@ func newQueries(schema string) queries {
 		// none).
 		salvageSnapshots: "SELECT idx, data, crc FROM " + t("snapshots") + ` WHERE name = $1 ORDER BY idx DESC`,
 		salvageEvents:    "SELECT idx, data, crc FROM " + t("events") + ` WHERE name = $1 AND idx >= $2 ORDER BY idx`,
-		backendsAlive:    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = ANY($1::bigint[]))",
-		dropSnapshots:    "DELETE FROM " + t("snapshots") + ` WHERE name = $1 AND idx IS DISTINCT FROM $2::bigint`,
+		// A run's transaction, by its id ($3) when it is known, else by
+		// its backend ($1, started at $2: see run).
+		txid: "SELECT pg_catalog.txid_current()",
+		runStatus: `SELECT CASE
+			WHEN $3::bigint <> 0 THEN coalesce(pg_catalog.txid_status($3::bigint), 'ended')
+			WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = $1::integer
+				AND ($2::bigint = 0 OR (extract(epoch FROM backend_start) * 1000000)::bigint = $2::bigint))
+			THEN 'in progress' ELSE 'ended' END`,
+		dropSnapshots: "DELETE FROM " + t("snapshots") + ` WHERE name = $1 AND idx IS DISTINCT FROM $2::bigint`,
 		dropEvents: "DELETE FROM " + t("events") + ` WHERE name = $1
 			AND NOT coalesce(idx BETWEEN $2::bigint AND $3::bigint, false)`,
 	}

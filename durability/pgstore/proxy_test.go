@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,7 +37,23 @@ const (
 	// cutRequest swallows the transaction and closes the connection once
 	// it was sent whole: it never reached the server.
 	cutRequest
+	// holdAfterFirst forwards the transaction and the server's answer to
+	// its first statement, then swallows what the server says and the
+	// client's Terminate; when the client's end of the connection closes
+	// (or proxy.cut closes it), the server's end stays open, so that the
+	// server backend lives on after its transaction, as behind a network
+	// that lost the client.
+	holdAfterFirst
+	// holdCommit acts on the first COMMIT (a simple query) instead of an
+	// Execute: it holds that message and every later one from the client
+	// until proxy.release, keeping the server's end open when the
+	// client's closes.
+	holdCommit
 )
+
+// holds reports whether f keeps the server's end of its connection open
+// when the client's closes (see link).
+func (f fault) holds() bool { return f == holdAfterFirst || f == holdCommit }
 
 // proxy is a TCP proxy to the test server that can fail one connection
 // as a fault says, to make what a network or a server does to a write in
@@ -45,11 +62,33 @@ type proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	armed fault         // for the next connection that sends an Execute
-	hit   chan struct{} // closed when the armed fault has acted
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	armed    fault         // for the next connection that sends an Execute
+	hit      chan struct{} // closed when the armed fault has acted
+	faulted  *link         // the connection that suffered the armed fault
+	refusing bool          // new connections are closed at once
+	noCancel bool          // cancel requests are swallowed
+	conns    map[net.Conn]struct{}
+	wg       sync.WaitGroup
+}
+
+// link is one connection relayed by the proxy.
+type link struct {
+	client, server net.Conn
+
+	mu         sync.Mutex
+	active     fault // the fault this connection suffers, once it applies
+	hit        chan struct{}
+	passed     bool     // holdAfterFirst: the first statement's answer went through
+	held       [][]byte // holdCommit: the client's messages held
+	released   bool     // holdCommit: the held messages were sent on
+	clientGone bool
+}
+
+func (l *link) state() (fault, chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.active, l.hit
 }
 
 // startProxy starts a proxy to the server of dsn and returns it with the
@@ -85,13 +124,69 @@ func (p *proxy) arm(f fault) <-chan struct{} {
 	return p.hit
 }
 
-// take returns the armed fault and its channel, disarming the proxy.
-func (p *proxy) take() (fault, chan struct{}) {
+// take applies the armed fault to l when the client message typ (with
+// its text, for a simple query) is the one it acts on, disarming the
+// proxy, and returns l's fault.
+func (p *proxy) take(l *link, typ byte, msg []byte) (fault, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f, hit := p.armed, p.hit
-	p.armed = 0
-	return f, hit
+	f := p.armed
+	switch {
+	case f == 0:
+		return l.state()
+	case f == holdCommit && typ == 'Q' && len(msg) > 11 && strings.EqualFold(string(msg[5:11]), "commit"):
+	case f != holdCommit && typ == 'E':
+	default:
+		return l.state()
+	}
+	p.armed, p.faulted = 0, l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.active, l.hit = f, p.hit
+	return l.active, l.hit
+}
+
+// refuse makes the proxy close every new connection at once (the server
+// unreachable) while on is true.
+func (p *proxy) refuse(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refusing = on
+}
+
+// dropCancels makes the proxy swallow cancel requests (they never reach
+// the server), as a network that lost the server would.
+func (p *proxy) dropCancels() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noCancel = true
+}
+
+// cut closes the client's end of the connection that suffered the armed
+// fault (holdAfterFirst): the client sees its connection lost, while
+// the server backend goes on.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	l := p.faulted
+	p.mu.Unlock()
+	l.client.Close()
+}
+
+// release sends the messages a holdCommit fault held on to the server;
+// when the client is gone, the server then reads the end of the stream.
+func (p *proxy) release() {
+	p.mu.Lock()
+	l := p.faulted
+	p.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.held {
+		l.server.Write(m)
+	}
+	l.held, l.released = nil, true
+	if l.clientGone {
+		l.server.(*net.TCPConn).CloseWrite()
+	}
 }
 
 func (p *proxy) stop() {
@@ -117,6 +212,13 @@ func (p *proxy) accept() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		refusing := p.refusing
+		p.mu.Unlock()
+		if refusing {
+			client.Close()
+			continue
+		}
 		server, err := net.Dial("tcp", p.target)
 		if err != nil {
 			client.Close()
@@ -129,7 +231,9 @@ func (p *proxy) accept() {
 }
 
 // serve relays one connection, message by message, until either side
-// ends it, applying a fault when its transaction starts.
+// ends it, applying a fault when its transaction starts. When the client
+// ends it under a fault that holds (see fault.holds), the server's end
+// stays open until the server ends it or the proxy stops.
 func (p *proxy) serve(client, server net.Conn) {
 	defer func() {
 		p.mu.Lock()
@@ -137,29 +241,20 @@ func (p *proxy) serve(client, server net.Conn) {
 		delete(p.conns, server)
 		p.mu.Unlock()
 	}()
-	var (
-		mu     sync.Mutex
-		active fault // the fault this connection suffers, once it applies
-		hit    chan struct{}
-	)
-	state := func() (fault, chan struct{}) {
-		mu.Lock()
-		defer mu.Unlock()
-		return active, hit
-	}
-	done := make(chan struct{}, 2)
+	l := &link{client: client, server: server}
+	fromServer, fromClient := make(chan struct{}), make(chan struct{})
 	go func() { // server to client
-		defer func() { done <- struct{}{} }()
+		defer close(fromServer)
 		r := bufio.NewReader(server)
 		for {
 			typ, msg, err := readMessage(r, true)
 			if err != nil {
 				return
 			}
-			f, h := state()
+			f, h := l.state()
 			switch f {
-			case 0:
-				if _, err := client.Write(msg); err != nil {
+			case 0, holdCommit:
+				if _, err := client.Write(msg); err != nil && !f.holds() {
 					return
 				}
 			case muteReply, cutAfterReply:
@@ -169,29 +264,44 @@ func (p *proxy) serve(client, server net.Conn) {
 						return
 					}
 				}
+			case holdAfterFirst:
+				l.mu.Lock()
+				pass := !l.passed
+				if typ == 'C' { // CommandComplete: the first statement's answer is whole
+					l.passed = true
+				}
+				l.mu.Unlock()
+				if pass {
+					client.Write(msg)
+					if typ == 'C' {
+						closeOnce(h)
+					}
+				}
 			}
 		}
 	}()
 	go func() { // client to server
-		defer func() { done <- struct{}{} }()
+		defer close(fromClient)
 		r := bufio.NewReader(client)
 		first := true
 		for {
 			typ, msg, err := readMessage(r, !first)
-			first = false
 			if err != nil {
 				return
 			}
-			f, h := state()
-			if f == 0 && typ == 'E' {
-				if f, h = p.take(); f != 0 {
-					mu.Lock()
-					active, hit = f, h
-					mu.Unlock()
-				}
+			if first && p.swallowCancel(msg) {
+				return
+			}
+			first = false
+			f, h := l.state()
+			if f == 0 {
+				f, h = p.take(l, typ, msg)
+			}
+			if f == holdAfterFirst && typ == 'X' { // Terminate: lost with the client
+				continue
 			}
 			switch f {
-			case 0, muteReply, cutAfterReply:
+			case 0, muteReply, cutAfterReply, holdAfterFirst:
 				if _, err := server.Write(msg); err != nil {
 					return
 				}
@@ -202,13 +312,50 @@ func (p *proxy) serve(client, server net.Conn) {
 						return
 					}
 				}
+			case holdCommit:
+				l.mu.Lock()
+				if l.released {
+					l.mu.Unlock()
+					if _, err := server.Write(msg); err != nil {
+						return
+					}
+					continue
+				}
+				l.held = append(l.held, msg)
+				l.mu.Unlock()
+				closeOnce(h)
 			}
 		}
 	}()
-	<-done // one side ended: end the other
-	client.Close()
-	server.Close()
-	<-done
+	select {
+	case <-fromServer: // the server ended it: end the client's end
+		client.Close()
+		server.Close()
+		<-fromClient
+	case <-fromClient:
+		client.Close()
+		l.mu.Lock()
+		l.clientGone = true
+		switch {
+		case l.active == holdAfterFirst, l.active == holdCommit && !l.released:
+			// The server's end stays open: its backend lives on.
+		case l.active == holdCommit:
+			server.(*net.TCPConn).CloseWrite() // the server reads what was released, then the end
+		default:
+			server.Close()
+		}
+		l.mu.Unlock()
+		<-fromServer
+		server.Close()
+	}
+}
+
+// swallowCancel reports whether msg, the first message of a connection,
+// is a cancel request that the proxy swallows (see dropCancels).
+func (p *proxy) swallowCancel(msg []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.noCancel && len(msg) == 16 && binary.BigEndian.Uint32(msg[4:8]) == 80877102
 }
 
 func closeOnce(c chan struct{}) {

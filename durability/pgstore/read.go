@@ -33,7 +33,7 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	if err := ctx.Err(); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	if err := s.settled(ctx, name); err != nil {
+	if err := s.settled(ctx, doubtKey{name: name}); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)
@@ -155,7 +155,7 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	if err := ctx.Err(); err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	if err := s.settled(ctx, name); err != nil {
+	if err := s.settled(ctx, doubtKey{name: name}); err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)

@@ -38,8 +38,11 @@ var (
 // It runs in one transaction under ctx (see Salvage in the package doc):
 // every other member sees name before or after it, never in between. An
 // error wrapping [ErrOutcomeUnknown] means the transaction's commit was
-// sent and its answer lost; Salvage again is safe (it then drops only
-// what is left to drop). Any other error means nothing was dropped.
+// sent and its answer lost; until the transaction has ended on the
+// server, the actor is in doubt, as after a write whose outcome is
+// unknown (the store's reads and writes of it wait), and Salvage again is
+// safe (it then drops only what is left to drop). Any other error means
+// nothing was dropped.
 //
 // Salvage through the store is not fenced; through a [Claim], it is
 // ([Claim.Salvage]).
@@ -67,7 +70,7 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 	if err := ctx.Err(); err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}
 	}
-	if err := s.settled(ctx, name); err != nil {
+	if err := s.settled(ctx, doubtKey{name: name}); err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)
@@ -120,6 +123,12 @@ func (s *Store) salvageTx(ctx context.Context, f *fence, name string) (out durab
 		return out, err
 	}
 	defer tx.Rollback(ctx) // bounded by ctx: once it is done, the connection is closed, which rolls back
+	// The transaction's id, to learn when it has ended should the
+	// answer to its commit be lost (see doubt.go).
+	r := runOn(tx.Conn().PgConn())
+	if err := tx.QueryRow(ctx, s.q.txid).Scan(&r.xid); err != nil {
+		return out, err
+	}
 	if f != nil {
 		if _, err := tx.Exec(ctx, s.q.checkFences, [][]byte{f.key}, []int64{f.epoch}); err != nil {
 			return out, err
@@ -193,6 +202,7 @@ func (s *Store) salvageTx(ctx context.Context, f *fence, name string) (out durab
 	out.Dropped += int(tag.RowsAffected())
 	if err := tx.Commit(ctx); err != nil {
 		if unknownOutcome(err) {
+			s.inDoubt(r, doubtKey{name: name})
 			return out, fmt.Errorf("%w: the commit of Salvage was sent and its answer lost (Salvage again is safe): %w", ErrOutcomeUnknown, err)
 		}
 		return out, err

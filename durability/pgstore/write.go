@@ -179,7 +179,7 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 				Err: fmt.Errorf("%d events from index %d: %w", len(many), index, durability.ErrIndexOverflow)}
 		}
 	}
-	if err := s.settled(ctx, name); err != nil {
+	if err := s.settled(ctx, doubtKey{name: name}); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
 	w := writePool.Get().(*write)
@@ -229,7 +229,7 @@ func (s *Store) giveUp(ctx context.Context, w *write) error {
 	w.state = gone
 	if state == sent && !ended {
 		w.doubted = true
-		s.addDoubt(w.name)
+		s.addDoubt(doubtKey{name: w.name})
 	}
 	w.mu.Unlock()
 	if f != nil {
@@ -401,20 +401,20 @@ func (s *Store) commit(c *committer, f *flight, batch []*write) {
 // may still run on the server (a run's connection was closed or lost
 // before the server reported its end: see committer.unsettled) and whose
 // outcome is unknown leaves its actor in doubt (see doubt.go) until the
-// server backends of those runs have exited; a write whose caller gave up
+// transactions of those runs have ended; a write whose caller gave up
 // after it was sent ends its actor's doubt now, when every run's end was
 // reported.
 func (s *Store) report(c *committer, batch []*write) {
-	var doubted []string
+	var doubted []doubtKey
 	for _, w := range batch {
 		w.mu.Lock()
 		w.ended = true
 		switch {
 		case w.doubted:
-			doubted = append(doubted, w.name)
+			doubted = append(doubted, doubtKey{name: w.name})
 		case len(c.unsettled) > 0 && w.state == sent && errors.Is(w.result, ErrOutcomeUnknown):
-			s.addDoubt(w.name) // before its caller hears of it
-			doubted = append(doubted, w.name)
+			s.addDoubt(doubtKey{name: w.name}) // before its caller hears of it
+			doubted = append(doubted, doubtKey{name: w.name})
 		}
 		w.done <- w.result
 		w.mu.Unlock()
@@ -424,7 +424,7 @@ func (s *Store) report(c *committer, batch []*write) {
 	case len(c.unsettled) == 0:
 		s.endDoubt(doubted...)
 	default:
-		s.settleBackends(slices.Clone(c.unsettled), doubted)
+		s.settle(slices.Clone(c.unsettled), doubted)
 	}
 }
 
@@ -433,8 +433,14 @@ func (s *Store) report(c *committer, batch []*write) {
 // runs once more on a fresh connection (the pool was reset: see
 // noteFailure) where that is safe, leaving out the writes whose callers
 // gave up meanwhile:
-//   - as it is, when nothing of it reached the server (pgconn.SafeToRetry);
-//   - else with every row it puts checked against the row stored (see
+//   - as it is, when nothing of it reached the server (pgconn.SafeToRetry,
+//     or unsent);
+//   - else once the first run's transaction has ended on the server (it
+//     may go on after its connection was lost, and would overwrite what
+//     is written after it: see Store.awaitEnd); not at all when it
+//     committed; as it is when it did not; else, when the server cannot
+//     tell (it did not report the transaction's id before the connection
+//     went), with every row it puts checked against the row stored (see
 //     Store.rerun): the writes whose rows hold other bytes are not run
 //     again and fail with ErrOutcomeUnknown, each in its verdict.
 //
@@ -445,16 +451,34 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 	if len(writes) == 0 {
 		return nil, false
 	}
-	err = s.runCounted(ctx, c, writes)
+	first, err := s.runCounted(ctx, c, writes)
 	if err == nil || ctx.Err() != nil || !connectionLost(err) {
 		return err, false
 	}
+	all := len(writes)
 	if writes = c.stillAll(writes); len(writes) == 0 {
 		return err, false // nobody waits for them: not sent again
 	}
-	if pgconn.SafeToRetry(err) {
+	if pgconn.SafeToRetry(err) || errors.As(err, new(unsent)) {
 		s.log.Info("pgstore: running a transaction again on a fresh connection: it never reached the server", "writes", len(writes), "err", err)
-		return s.runCounted(ctx, c, writes), false
+		_, err = s.runCounted(ctx, c, writes)
+		return err, false
+	}
+	st, werr := s.awaitEnd(ctx, first)
+	if werr != nil {
+		return rerunFailed(err, werr), true // the first run stays unsettled: its writes in doubt
+	}
+	c.settled(first)
+	switch st {
+	case committed:
+		s.log.Info("pgstore: a transaction whose connection was lost committed", "writes", all, "err", err)
+		s.commits.Add(1)
+		s.written.Add(int64(all))
+		return nil, false
+	case aborted:
+		s.log.Info("pgstore: running a transaction again on a fresh connection: it did not commit", "writes", len(writes), "err", err)
+		_, err = s.runCounted(ctx, c, writes)
+		return err, false
 	}
 	s.log.Info("pgstore: running a transaction again on a fresh connection, checking what it stores against what the rows hold", "writes", len(writes), "err", err)
 	if rerr := s.rerun(ctx, c, writes, err); rerr != nil {
@@ -470,16 +494,17 @@ func rerunFailed(lost, err error) error {
 }
 
 // runCounted runs writes in one transaction, notes its failure (see
-// noteFailure) and counts its success.
-func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) error {
-	pid, err := c.run(ctx, s, writes)
-	c.settle(pid, err)
+// noteFailure) and counts its success. It returns the run, to wait for
+// (see committer.settle).
+func (s *Store) runCounted(ctx context.Context, c *committer, writes []*write) (run, error) {
+	r, err := c.run(ctx, s, writes)
+	c.settle(r, err)
 	s.noteFailure(err)
 	if err == nil {
 		s.commits.Add(1)
 		s.written.Add(int64(len(writes)))
 	}
-	return err
+	return r, err
 }
 
 // rerun runs writes again after their transaction's connection was lost
@@ -503,8 +528,12 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 		}
 		var other []rowRef
 		err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
-			other, err = c.runChecked(ctx, s, conn, writes)
-			c.settle(conn.Conn().PgConn().PID(), err)
+			r := runOn(conn.Conn().PgConn())
+			var committing bool
+			other, committing, err = c.runChecked(ctx, s, conn, writes, &r)
+			if committing { // else it cannot commit: its COMMIT was never sent
+				c.settle(r, err)
+			}
 			return err
 		})
 		s.noteFailure(err)
@@ -775,9 +804,9 @@ type committer struct {
 	slices [][]byte // the writes' data, in bytes
 	live   []*write
 
-	// unsettled holds the server backends of the batch's runs whose
-	// transactions may not have ended (see committer.settle).
-	unsettled []int64
+	// unsettled holds the batch's runs whose transactions may not have
+	// ended (see committer.settle).
+	unsettled []run
 
 	ev, snap    rows
 	compact     keys
@@ -852,33 +881,41 @@ func (r *rows) add(seen map[rowKey]int, kind durability.RecordKind, name string,
 }
 
 // run commits batch in one implicit transaction: one pipelined round trip
-// of at most seven statements, whatever the batch's size. Puts come before
-// compactions and deletes: a valid order, since the writes are concurrent.
-// It returns the server backend's pid, to wait for (see
-// committer.settle).
-func (c *committer) run(ctx context.Context, s *Store, batch []*write) (uint32, error) {
+// of at most eight statements, whatever the batch's size: the first asks
+// for the transaction's id, so that its end can be learned if the
+// connection is lost (see doubt.go). Puts come before compactions and
+// deletes: a valid order, since the writes are concurrent. It returns the
+// run, to wait for (see committer.settle).
+func (c *committer) run(ctx context.Context, s *Store, batch []*write) (run, error) {
 	c.build(s, batch)
 	var b pgx.Batch
+	b.Queue(s.q.txid)
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return 0, unsent{err}
+		return run{}, unsent{err}
 	}
 	defer conn.Release()
-	return conn.Conn().PgConn().PID(), conn.SendBatch(ctx, &b).Close()
+	r := runOn(conn.Conn().PgConn())
+	r.xid, err = runPipelined(ctx, conn.Conn(), &b, nil)
+	return r, err
 }
 
-// settle notes a run of the batch on the server backend pid that failed
-// with err: unless the server reported the end of its transaction (or
-// nothing of it was sent), the backend may run it still, and the outcome
-// of its writes is in doubt until the backend has exited (see
-// Store.report).
-func (c *committer) settle(pid uint32, err error) {
+// settle notes a run of the batch that failed with err: unless the server
+// reported the end of its transaction (or nothing of it was sent), it may
+// run still, and the outcome of its writes is in doubt until it has ended
+// (see Store.report).
+func (c *committer) settle(r run, err error) {
 	if !endKnown(err) {
-		c.unsettled = append(c.unsettled, int64(pid))
+		c.unsettled = append(c.unsettled, r)
 	}
+}
+
+// settled forgets run r, whose transaction has ended.
+func (c *committer) settled(r run) {
+	c.unsettled = slices.DeleteFunc(c.unsettled, func(u run) bool { return u == r })
 }
 
 // endKnown reports whether a run that failed with err (or succeeded) has
@@ -899,21 +936,27 @@ func (e unsent) Unwrap() error { return e.err }
 // Store.rerun) that puts each row only where none is stored and locks
 // the rows that are. It returns the rows that hold other bytes than the
 // writes', rolling back, or else runs the compactions and deletes and
-// commits.
-func (c *committer) runChecked(ctx context.Context, s *Store, conn *pgxpool.Conn, writes []*write) ([]rowRef, error) {
+// commits. It fills in rn's transaction id, and committing says that its
+// COMMIT was sent (before, the transaction cannot commit).
+func (c *committer) runChecked(ctx context.Context, s *Store, conn *pgxpool.Conn, writes []*write, rn *run) (_ []rowRef, committing bool, _ error) {
 	c.build(s, writes)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer tx.Rollback(ctx) // bounded by ctx: once it is done, the connection is closed, which rolls back
 	var b pgx.Batch
+	b.Queue(s.q.txid)
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEventsIfAbsent, s.q.putSnapshotsIfAbsent)
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return nil, err
-		}
+	res := tx.SendBatch(ctx, &b)
+	if err := res.QueryRow().Scan(&rn.xid); err != nil {
+		rn.xid = 0
+		res.Close()
+		return nil, false, err
+	}
+	if err := res.Close(); err != nil {
+		return nil, false, err
 	}
 	var other []rowRef
 	for _, r := range []struct {
@@ -926,7 +969,7 @@ func (c *committer) runChecked(ctx context.Context, s *Store, conn *pgxpool.Conn
 		}
 		res, err := tx.Query(ctx, r.q, r.rows.names, r.rows.idx, r.rows.data, r.rows.crc)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var (
 			name []byte
@@ -937,20 +980,20 @@ func (c *committer) runChecked(ctx context.Context, s *Store, conn *pgxpool.Conn
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if len(other) > 0 {
-		return other, nil
+		return other, false, nil
 	}
 	b = pgx.Batch{}
 	c.queueDeletes(&b, s)
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return nil, tx.Commit(ctx)
+	return nil, true, tx.Commit(ctx)
 }
 
 // build fills c's buffers with the rows, fences, compactions and deletes

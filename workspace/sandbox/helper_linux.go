@@ -50,6 +50,8 @@ type setupRequest struct {
 	// LinkTargets are the places of Config.LinkTargets as the set-up
 	// starts, hidden with the rest.
 	LinkTargets []string `json:"linkTargets,omitempty"`
+	// EtcLinkDirs is [EtcLinkDirs] as the host has it.
+	EtcLinkDirs []string `json:"etcLinkDirs,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -363,7 +365,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// Where the files kept visible are, found before the hiding covers
 	// the links that lead there.
 	readable := keptReadable(keep, wsPath)
-	etcFiles, etcDirs := etcLinkTargets(wsPath, append(slices.Clone(plan.outside), plan.inside...))
+	etcFiles, etcDirs := etcLinkTargets(req.EtcLinkDirs, wsPath, append(slices.Clone(plan.outside), plan.inside...))
 	readable = append(readable, etcFiles...)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -897,23 +899,18 @@ func keptReadable(keep []string, wsPath string) []string {
 	return files
 }
 
-// etcLinkDirs are the directories of /etc whose symbolic links
-// [etcLinkTargets] follows: /etc itself and the TLS trust stores, which
-// some systems keep elsewhere (openSUSE's /etc/ssl/certs leads to
-// /var/lib/ca-certificates/pem).
-var etcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates"}
-
-// etcLinkTargets returns where the symbolic links directly in
-// [etcLinkDirs] lead, followed in the host's view, when that is outside
+// etcLinkTargets returns where the symbolic links directly in the
+// directories of etcDirs ([EtcLinkDirs]) lead, followed in the host's
+// view, when that is outside
 // [ReadableDirs]: files and directories the system's configuration
 // names, which commands read through /etc and which Landlock would
 // refuse otherwise. A target is left out when it is hidden (within a
 // path of hidden, whose covers would be read anyway), is "/", holds the
 // workspace wsPath or is in it, or is a directory just below "/" (a
 // link to /var or /home would open far more than the configuration).
-func etcLinkTargets(wsPath string, hidden []string) (files, dirs []string) {
+func etcLinkTargets(etcDirs []string, wsPath string, hidden []string) (files, dirs []string) {
 	seen := map[string]bool{}
-	for _, d := range etcLinkDirs {
+	for _, d := range etcDirs {
 		entries, err := os.ReadDir(d)
 		if err != nil {
 			continue

@@ -58,7 +58,7 @@ var DefaultHidden = []string{
 // root (Hide it with [Config.Hide]).
 //
 // Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
-// /etc/ca-certificates lead, found as the sandbox is set up, is readable
+// /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is set up, is readable
 // too, when that is not hidden, not "/" or a directory just below it,
 // and neither holds the workspace nor is in it: some systems keep part
 // of their configuration elsewhere (openSUSE's TLS trust store,
@@ -101,6 +101,14 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 	}
 	return nil
 }
+
+// EtcLinkDirs are the directories whose symbolic links, directly in
+// them, a sandbox set up with Landlock follows, to let commands read
+// where they lead (see [ReadableDirs]): /etc itself and the TLS trust
+// stores, which some systems keep elsewhere (openSUSE's /etc/ssl/certs
+// leads to /var/lib/ca-certificates/pem). The host reads it as it
+// prepares each sandbox.
+var EtcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates"}
 
 // KeptWithNetwork lists the files that stay visible when the network
 // is allowed though a directory of [DefaultHidden] holds what they lead

@@ -5,9 +5,13 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The command cannot kill or crash the helper, PID 1 of its namespace,
@@ -90,10 +94,34 @@ func TestDefaultHidingOfHostState(t *testing.T) {
 // Well-known places of the host's credentials under /etc, which only
 // root may read and which a host running as root would otherwise show
 // its commands, are hidden by default: VPN and IPsec keys, certificates'
-// private keys, Kerberos keytabs, Wi-Fi and PPP passwords.
+// private keys, Kerberos keytabs, Wi-Fi and PPP passwords. The test runs
+// itself in a child process with a mount namespace of its own, where a
+// tmpfs covers /etc: the secrets it writes there never reach the host's
+// /etc.
 func TestDefaultHidingOfHostCredentials(t *testing.T) {
+	if os.Getenv("PW_SANDBOX_ETC_CHILD") == "1" {
+		hostCredentialsChild(t)
+		return
+	}
 	if os.Geteuid() != 0 {
-		t.Skip("writes secrets under /etc: needs root")
+		t.Skip("mounts an /etc of its own in a mount namespace: needs root")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDefaultHidingOfHostCredentials$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PW_SANDBOX_ETC_CHILD=1")
+	// Go makes the child's mounts private, so its /etc stays its own.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestDefaultHidingOfHostCredentials") {
+		t.Fatalf("the test in a mount namespace of its own: %v\n%s", err, out)
+	}
+}
+
+func hostCredentialsChild(t *testing.T) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make the child's mounts private: %v", err)
+	}
+	if err := unix.Mount("tmpfs", "/etc", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		t.Fatalf("cover /etc with a tmpfs of the child's own: %v", err)
 	}
 	secrets := map[string]string{
 		"/etc/wireguard":                         "WG-SECRET",
@@ -102,25 +130,12 @@ func TestDefaultHidingOfHostCredentials(t *testing.T) {
 	}
 	var files []string
 	for dir, secret := range secrets {
-		// Only what this test makes is removed: a folder the host has
-		// keeps everything but the test's file.
-		made := ""
-		for d := dir; d != "/etc"; d = filepath.Dir(d) {
-			if _, err := os.Lstat(d); os.IsNotExist(err) {
-				made = d
-			}
-		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		f := filepath.Join(dir, fmt.Sprintf("pw-sandbox-test-%d", os.Getpid()))
+		f := filepath.Join(dir, "secret")
 		if err := os.WriteFile(f, []byte(secret), 0o600); err != nil {
 			t.Fatal(err)
-		}
-		if made != "" {
-			defer os.RemoveAll(made)
-		} else {
-			defer os.Remove(f)
 		}
 		files = append(files, f)
 	}
@@ -128,6 +143,12 @@ func TestDefaultHidingOfHostCredentials(t *testing.T) {
 	for _, secret := range secrets {
 		if strings.Contains(out, secret) {
 			t.Errorf("a sandboxed command read %s: %q", secret, out)
+		}
+	}
+	// The files are there, and readable but for the sandbox.
+	for _, f := range files {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Errorf("the test's own secret %s: %v", f, err)
 		}
 	}
 }

@@ -1,0 +1,195 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// freelistAt returns the meta bbolt uses in the store file at path.
+func freelistAt(t *testing.T, path string) meta {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, _, err := validateFile(f, path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// writeAt writes b at off of the file at path.
+func writeAt(t *testing.T, path string, b []byte, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boltCheck runs bbolt's own consistency check on the file at path: every
+// page below the high water mark reached by the tree or free, none both,
+// none freed twice.
+func boltCheck(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var errs []error
+	_ = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	if len(errs) > 0 {
+		t.Errorf("bbolt's check of the file: %v", errs)
+	}
+}
+
+// TestOpen_FreelistBroken breaks the freelist page of a store whose tree
+// is intact, the ways a torn or lost write of it or damage after it
+// would: the records do not depend on it, so a read-only Open serves every
+// actor, Verify reports the damage saying so, and a writable Open
+// rebuilds the freelist from the tree, after which the file is sound
+// (bbolt's check passes) and takes writes.
+func TestOpen_FreelistBroken(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string, m meta)
+	}{
+		{"Zeroed", func(t *testing.T, path string, m meta) {
+			writeAt(t, path, make([]byte, m.pageSize), int64(m.freelist)*int64(m.pageSize))
+		}},
+		{"OutOfRange", func(t *testing.T, path string, m meta) {
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, m.pgid+7), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
+		}},
+		{"ListsItself", func(t *testing.T, path string, m meta) {
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, m.freelist), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
+		}},
+		{"Twice", func(t *testing.T, path string, m meta) {
+			off := int64(m.freelist)*int64(m.pageSize) + pageHeaderSize
+			b := make([]byte, 8)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.ReadAt(b, off+8)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeAt(t, path, b, off)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, want := pagesFile(t, true)
+			m := freelistAt(t, path)
+			tc.damage(t, path, m)
+
+			ro, err := Open(path, &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open with the freelist broken: %v", err)
+			}
+			if failed := checkPages(t, ro, want, "read-only"); len(failed) > 0 {
+				t.Errorf("read-only: %q fail", failed)
+			}
+			if err := ro.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Verify(path, nil)
+			if err != nil || r.Unreadable != nil || r.Intact() || len(r.Actors) != len(want) {
+				t.Fatalf("Verify: %v %+v", err, r)
+			}
+			if len(r.Problems) != 1 || !strings.Contains(r.Problems[0].Error(), fmt.Sprintf("freelist page %d", m.freelist)) || !strings.Contains(r.Problems[0].Error(), "rebuilds") {
+				t.Errorf("Verify's problems %v: want the freelist page, saying that it is rebuilt", r.Problems)
+			}
+			for _, a := range r.Actors {
+				if len(a.Damaged) > 0 {
+					t.Errorf("Verify: actor %q damaged: %v", a.Name, a.Damaged)
+				}
+			}
+
+			s, err := Open(path, &Options{NoSync: true})
+			if err != nil {
+				t.Fatalf("writable Open with the freelist broken and the tree intact: %v", err)
+			}
+			if failed := checkPages(t, s, want, "rebuilt"); len(failed) > 0 {
+				t.Errorf("after the rebuild: %q fail", failed)
+			}
+			for i := range uint64(200) { // enough to reuse free pages
+				data := fmt.Appendf(nil, "mid event %03d after the rebuild %s", 1000+i, strings.Repeat("r", 300))
+				if err := s.PersistEvent(t.Context(), "mid", 1000+i, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			boltCheck(t, path)
+			if r, err := Verify(path, nil); err != nil || !r.Intact() {
+				t.Errorf("Verify after the rebuild: %v %+v", err, r)
+			}
+		})
+	}
+}
+
+// TestOpen_FreelistBrokenRefused: a writable Open that cannot rebuild a
+// broken freelist safely refuses the file, leaves it as it was and says
+// how to recover: the freelist lists a page the tree uses (either is
+// damaged, and which cannot be told), or the tree has broken pages of its
+// own (a rebuild would take the pages only they lead to for free). A
+// read-only Open reads it.
+func TestOpen_FreelistBrokenRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string, m meta)
+		reason []string
+		failed []string
+	}{
+		{"ListsTheRoot", func(t *testing.T, path string, m meta) {
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, m.root), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
+		}, []string{"in use", "salvage"}, nil},
+		{"ZeroedWithADamagedActor", func(t *testing.T, path string, m meta) {
+			zeroBigActorPage(t, path)
+			writeAt(t, path, make([]byte, m.pageSize), int64(m.freelist)*int64(m.pageSize))
+		}, []string{`page of actor "big"`, "salvage"}, []string{"big"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, want := pagesFile(t, false)
+			tc.damage(t, path, freelistAt(t, path))
+			refusedUnchanged(t, path, append([]string{"freelist"}, tc.reason...)...)
+			var de *durability.DamageError
+			if _, err := Open(path, &Options{NoSync: true}); !errors.As(err, &de) || de.What != "freelist page" {
+				t.Errorf("writable Open: %v, want a DamageError of the freelist page", err)
+			}
+			ro, err := Open(path, &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open: %v", err)
+			}
+			defer ro.Close()
+			if failed := checkPages(t, ro, want, "read-only"); !slices.Equal(failed, tc.failed) {
+				t.Errorf("read-only: %q fail, want %q", failed, tc.failed)
+			}
+		})
+	}
+}

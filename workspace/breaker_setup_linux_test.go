@@ -1,0 +1,98 @@
+//go:build linux
+
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
+)
+
+// A command whose sandbox was not ready within its timeout (a slow
+// machine), or could not be set up for want of a resource
+// (sandbox.ErrResources: a busy machine), never ran: its call is an
+// error result, but not a failure of the tool, so it does not count
+// against run_command's circuit breaker. Such calls in a row, with a
+// breaker that opens at two failures, do not make the next well-formed
+// call be refused as unavailable: it runs.
+func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, CommandTimeout: time.Second})
+	mustDo(t, err)
+	defer ws.Close()
+	dropWarm(ws)
+	const (
+		hang = iota
+		outOfResources
+		ready
+	)
+	var mode atomic.Int32 // hang first
+	ws.hookPrepare = func(ctx context.Context) error {
+		switch mode.Load() {
+		case hang:
+			<-ctx.Done() // a set-up that hangs: ended by the call's timeout
+			return ctx.Err()
+		case outOfResources:
+			return fmt.Errorf("create the namespaces: %w: %w", syscall.EAGAIN, sandbox.ErrResources)
+		}
+		return nil
+	}
+	all, err := Tools(ws)
+	mustDo(t, err)
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: all,
+		Breaker: tools.BreakerOptions{Failures: 2, Window: time.Hour, Cooldown: time.Hour}})
+	mustDo(t, err)
+	rt := actorstest.NewRuntime(t, nil)
+	conn, err := rt.Start(spec)
+	mustDo(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
+	defer cancel()
+	call := func(n int) *messages.Frame {
+		t.Helper()
+		stream := "s" + strconv.Itoa(n)
+		args, _ := json.Marshal(RunCommandInput{Command: "echo ran"})
+		mustDo(t, conn.Send(messages.ToolCall(stream, "c", RunCommandToolName, args)))
+		frames, err := conn.RecvStream(ctx, stream)
+		mustDo(t, err)
+		for _, f := range frames {
+			if f.GetType() == messages.FrameType_TOOL_RESULT {
+				return f
+			}
+		}
+		t.Fatalf("call %d: no result in %v", n, frames)
+		return nil
+	}
+	n := 0
+	for _, c := range []struct {
+		mode       int32
+		why, holds string
+	}{{hang, "was not ready within its timeout", "timed out"}, {outOfResources, "could not be set up for want of a resource", "out of resources"}} {
+		mode.Store(c.mode)
+		for range 2 {
+			f := call(n)
+			n++
+			if !f.IsErrorResult() || tools.KindOf(f) != tools.FailureUnavailable || !strings.Contains(string(f.GetPayload()), c.holds) {
+				t.Errorf("a call whose sandbox %s: %s, kind %q; want an error result of kind %q that says %q, not the tool's failure",
+					c.why, f.GetPayload(), tools.KindOf(f), tools.FailureUnavailable, c.holds)
+			}
+		}
+	}
+	mode.Store(ready)
+	f := call(n)
+	var res RunCommandResult
+	if err := json.Unmarshal(f.GetPayload(), &res); err != nil || f.IsErrorResult() || res.Stdout != "ran\n" {
+		t.Errorf("a well-formed call after those whose sandbox could not be set up: %s, kind %q (%v); want it run",
+			f.GetPayload(), tools.KindOf(f), err)
+	}
+}

@@ -168,6 +168,9 @@ type quickSchema struct {
 	bounded    bool
 	lo, hi     float64
 	loIn, hiIn bool
+	// wide: the bounds hold every integer of at most 15 digits (int64's,
+	// say), which then need not be read.
+	wide bool
 }
 
 // JSON kinds as bits of quickSchema.types.
@@ -263,6 +266,7 @@ func quickFrom(doc any) (*quickSchema, bool) {
 			return nil, false
 		}
 	}
+	q.wide = q.bounded && q.lo < -1e15 && q.hi > 1e15
 	return q, true
 }
 
@@ -388,6 +392,13 @@ func (q *quickSchema) value(b []byte, i int) (int, bool) {
 		return i, false
 	}
 	if q != nil && q.bounded {
+		digits := i - start
+		if b[start] == '-' {
+			digits--
+		}
+		if q.wide && kind == kindInteger && digits <= 15 { // a plain integer (checked above) the bounds hold
+			return i, true
+		}
 		f, exact := literalFloat(b[start:i])
 		if !(f > q.lo || exact && q.loIn && f == q.lo) || !(f < q.hi || exact && q.hiIn && f == q.hi) {
 			return i, false

@@ -28,6 +28,8 @@
 // and puts it at NEWFILE. It prints, for each damaged actor, why and what
 // was kept. FILE is never changed, and nothing is left at NEWFILE when
 // salvage fails. The store that used FILE can then be pointed at NEWFILE.
+// NEWFILE has FILE's permission bits and is owned by the user who ran
+// salvage: run it as the store's user, or give NEWFILE to that user.
 //
 // -timeout D (default 1m) bounds the whole command: the wait for a
 // running store that holds FILE (at most 2 s, or half of D if that is

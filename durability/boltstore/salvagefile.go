@@ -65,7 +65,9 @@ type ActorSalvage struct {
 // ctx bounds the whole: when it is done, SalvageFile stops, removes what
 // it wrote and returns an error wrapping ctx's. The error is for a
 // salvage that could not be done (path is not a store, is damaged where
-// the whole file depends on it, dst exists); nothing is then left at dst.
+// the whole file depends on it, dst exists, the sync of dst's folder
+// failed); nothing is then left at dst (unless, its folder not synced,
+// dst could not be removed either: the error then says it is there).
 func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSalvage, error) {
 	var o Options
 	if opts != nil {
@@ -147,12 +149,21 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	done = true
 	os.Remove(tmp)
 	if !o.NoSync {
-		if err := syncDir(os.OpenFile, filepath.Dir(dst)); err != nil {
-			return nil, fmt.Errorf("salvage %s: %s written, but syncing its folder failed (a crash may lose it): %w", path, dst, err)
+		if err := syncDir(salvageOpenFile, filepath.Dir(dst)); err != nil {
+			// A new file a crash may lose is not a salvage done: remove it,
+			// as any failure does (the file is unchanged; salvage again).
+			if rerr := os.Remove(dst); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("salvage %s into %s: syncing its folder failed, so a crash may lose it: %w; removing it failed too (%v): it is complete and verified, and is left there", path, dst, err, rerr)
+			}
+			return fail(fmt.Errorf("syncing the new file's folder failed, so a crash could lose it: it was removed: %w", err))
 		}
 	}
 	return out, nil
 }
+
+// salvageOpenFile opens the new file's folder to sync it (tests make it
+// fail).
+var salvageOpenFile = os.OpenFile
 
 // renamed is err with another text.
 type renamed struct {

@@ -82,9 +82,15 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	if deadline, ok := ctx.Deadline(); ok {
 		o.OpenTimeout = max(min(o.OpenTimeout, time.Until(deadline)), time.Nanosecond)
 	}
+	var tmp string // the copy, once made
 	fail := func(err error) (*FileSalvage, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+		}
+		if msg := err.Error(); tmp != "" && strings.Contains(msg, tmp) {
+			// The copy's name means nothing to the caller: it is to be
+			// the new file.
+			err = &renamed{strings.ReplaceAll(msg, tmp, dst), err}
 		}
 		return nil, fmt.Errorf("salvage %s into %s: %w", path, dst, err)
 	}
@@ -103,7 +109,7 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	if dir := filepath.Dir(dst); !isDir(dir) {
 		return nil, fmt.Errorf("salvage %s: cannot create %s: the folder %s does not exist", path, dst, dir)
 	}
-	tmp, err := copyLocked(ctx, path, dst, &o)
+	tmp, err = copyLocked(ctx, path, dst, &o)
 	if err != nil {
 		return fail(err)
 	}
@@ -144,7 +150,14 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 		return fail(err)
 	}
 	if err := os.Link(tmp, dst); err != nil {
-		return fail(err)
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fail(fmt.Errorf("%s exists, created while salvage ran; it is left as it is (salvage never writes over a file): %w", dst, err))
+		}
+		return fail(fmt.Errorf("cannot link the new file at %s: %w", dst, err))
 	}
 	done = true
 	os.Remove(tmp)
@@ -194,7 +207,11 @@ func copyLocked(ctx context.Context, path, dst string, o *Options) (string, erro
 	tmp := fmt.Sprintf("%s.salvaging-%d-%d", dst, os.Getpid(), time.Now().UnixNano())
 	c, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, DefaultFileMode)
 	if err != nil {
-		return "", err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("cannot create the copy that becomes %s, next to it: %w", dst, err)
 	}
 	err = copyFile(ctx, c, f)
 	if err == nil && !o.NoSync {

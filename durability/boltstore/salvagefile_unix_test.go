@@ -69,3 +69,19 @@ func TestSalvageFile_FolderSyncFails(t *testing.T) {
 		t.Errorf("SalvageFile changed the file (%v)", err)
 	}
 }
+
+// TestSalvageFile_CopyNotCreated: when the copy next to the new file
+// cannot be created (here its name, longer than the new file's, is too
+// long for the file system), the error names the new file, not the copy.
+func TestSalvageFile_CopyNotCreated(t *testing.T) {
+	path, _ := pagesFile(t, true)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, strings.Repeat("n", 250))
+	fsv, err := SalvageFile(t.Context(), path, dst, &Options{NoSync: true})
+	if !errors.Is(err, syscall.ENAMETOOLONG) || fsv != nil || !strings.Contains(err.Error(), dst) || strings.Contains(err.Error(), ".salvaging-") {
+		t.Errorf("SalvageFile: %v %+v, want an error wrapping ENAMETOOLONG naming %s, not the copy", err, fsv, dst)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) > 0 {
+		t.Errorf("left in the new file's folder: %v %v", left, err)
+	}
+}

@@ -30,8 +30,13 @@ import (
 // Store.settle), about the run (see run): by its transaction id, when
 // the server reported it before the connection went, else by its
 // backend, which has ended the transaction once it has exited. Neither
-// can name another transaction or backend: ids are not reused, and a
-// backend is named by its pid and its start time. While the server
+// can name another backend: a backend is named by its pid and its start
+// time. An id names another transaction only after the server crashed
+// (its recovery assigns again the ids that nothing durable named, such
+// as that of a transaction the crash ended): so a run whose id the server
+// says committed is checked against what the rows hold before its writes
+// are reported stored (see Store.try); any other answer is only taken as
+// the end of the run, which a crash also brings. While the server
 // cannot be reached, the calls waiting for the doubt fail (see
 // Store.settled): they would otherwise wait for as long as it is away.
 

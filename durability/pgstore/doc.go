@@ -156,8 +156,8 @@
 // reached to tell, it fails at the next attempt to ask, with
 // ErrOutcomeUnknown too, rather than wait for as long as the server is
 // away. So, within one Store, a later read tells which. A Claim or a
-// Salvage whose outcome is unknown puts its key (Epoch waits) or its
-// actor in doubt alike.
+// Salvage whose outcome is unknown puts its key (Epoch and Claim wait)
+// or its actor in doubt alike.
 //
 // A write whose connection was lost after its transaction was sent, and
 // whose caller still waits, is run again (see Failover) only once that

@@ -22,7 +22,8 @@ import (
 // such transactions, and every read and write of the actor waits until
 // none is left (bounded by its own context: see Store.settled). A claim
 // (and Salvage) whose outcome is unknown puts its key (its actor) in
-// doubt alike: Epoch (the reads and writes of the actor) waits for it.
+// doubt alike: Epoch and Claim (the reads and writes of the actor) wait
+// for it.
 //
 // A transaction's end is known when the store's own connection reports
 // it (a commit, or the server's refusal). When the connection was closed

@@ -56,11 +56,16 @@ const (
 	// transaction stays open on the server, its id assigned and nothing
 	// of it written.
 	holdAfterFlush
+	// holdRequest is holdCommit acting on the transaction's first
+	// Execute: the server gets its transaction only at proxy.release.
+	holdRequest
 )
 
 // holds reports whether f keeps the server's end of its connection open
 // when the client's closes (see link).
-func (f fault) holds() bool { return f == holdAfterFirst || f == holdCommit || f == holdAfterFlush }
+func (f fault) holds() bool {
+	return f == holdAfterFirst || f == holdCommit || f == holdAfterFlush || f == holdRequest
+}
 
 // proxy is a TCP proxy to the test server that can fail one connection
 // as a fault says, to make what a network or a server does to a write in
@@ -194,7 +199,7 @@ func (p *proxy) cut() {
 	l.client.Close()
 }
 
-// release sends the messages a holdCommit fault held on to the server;
+// release sends the messages a holdCommit (or holdRequest) fault held on to the server;
 // when the client is gone, the server then reads the end of the stream.
 func (p *proxy) release() {
 	p.mu.Lock()
@@ -284,7 +289,7 @@ func (p *proxy) serve(client, server net.Conn) {
 			}
 			f, h := l.state()
 			switch f {
-			case 0, holdCommit, holdAfterFlush:
+			case 0, holdCommit, holdAfterFlush, holdRequest:
 				if _, err := client.Write(msg); err != nil && !f.holds() {
 					return
 				}
@@ -358,7 +363,7 @@ func (p *proxy) serve(client, server net.Conn) {
 						return
 					}
 				}
-			case holdCommit:
+			case holdCommit, holdRequest:
 				l.mu.Lock()
 				if l.released {
 					l.mu.Unlock()
@@ -382,10 +387,11 @@ func (p *proxy) serve(client, server net.Conn) {
 		client.Close()
 		l.mu.Lock()
 		l.clientGone = true
+		held := l.active == holdCommit || l.active == holdRequest
 		switch {
-		case l.active == holdAfterFirst, l.active == holdAfterFlush, l.active == holdCommit && !l.released:
+		case l.active == holdAfterFirst, l.active == holdAfterFlush, held && !l.released:
 			// The server's end stays open: its backend lives on.
-		case l.active == holdCommit:
+		case held:
 			server.(*net.TCPConn).CloseWrite() // the server reads what was released, then the end
 		default:
 			server.Close()

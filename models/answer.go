@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -150,7 +151,8 @@ func (p *pieces) take() string {
 
 // Add folds one frame of the stream into the answer. Frames of other
 // streams and frames after END are ignored. TOOL_RESULT frames are matched
-// to their calls by id; a result for no known call is ignored.
+// to their calls by id; a result for no known call, or for a call already
+// answered, is ignored.
 func (a *Answer) Add(f *messages.Frame) {
 	if a.StreamID == "" {
 		a.StreamID = f.GetStreamId()
@@ -215,8 +217,8 @@ func (a *Answer) result(f *messages.Frame) {
 			break
 		}
 	}
-	if idx < 0 {
-		return
+	if idx < 0 || slices.ContainsFunc(a.cur.Results, func(r ToolResult) bool { return r.CallID == id }) {
+		return // no such call, or answered already: one result per call
 	}
 	res := ToolResult{CallID: id, Name: f.GetName(), Content: f.GetPayload(), IsError: f.IsErrorResult(),
 		FailureKind: f.GetMeta().GetFailureKind()}

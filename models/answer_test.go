@@ -110,3 +110,27 @@ func TestAnswer_Allocs(t *testing.T) {
 		t.Errorf("%v allocations folding a 3-round conversation, want 1", n)
 	}
 }
+
+// A second TOOL_RESULT for a call already answered is ignored: the
+// round keeps one result per call, so that its messages answer every
+// call once (a provider refuses a call answered twice, or not at all).
+func TestAnswer_SecondResultOfACallIsIgnored(t *testing.T) {
+	var a models.Answer
+	for _, f := range []*messages.Frame{
+		messages.ToolCall("s", "A", "f", json.RawMessage(`{}`)), messages.ToolCall("s", "B", "f", json.RawMessage(`{}`)),
+		messages.RawToolResult("s", "A", "f", json.RawMessage(`"first"`)),
+		messages.RawToolResult("s", "A", "f", json.RawMessage(`"again"`)),
+		messages.RawToolResult("s", "B", "f", json.RawMessage(`"b"`)),
+		messages.Text("s", "done"), messages.End("s"),
+	} {
+		a.Add(f)
+	}
+	var got []string
+	for _, m := range a.Messages() {
+		got = append(got, m.Role+" "+m.ToolCallID+" "+m.Content)
+	}
+	want := []string{"assistant  ", `tool A "first"`, `tool B "b"`, "assistant  done"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages\n got  %q\n want %q", got, want)
+	}
+}

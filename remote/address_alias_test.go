@@ -118,3 +118,19 @@ func TestClient_NodeOnEveryInterface(t *testing.T) {
 	}
 	node.stopSeen(t, client)
 }
+
+// A node reached at its port spelled otherwise (with a leading zero)
+// is called at the address it knows itself by: the client reports it by
+// that address when it goes.
+func TestClient_NodeReachedByAnotherPortSpelling(t *testing.T) {
+	client, _ := setup(t)
+	node := startNode(t, remote.DefaultAddress)
+	host, port, err := net.SplitHostPort(node.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts := remoteTools(t, client, host+":0"+port); len(ts) != 4 {
+		t.Errorf("node reached at %s:0%s: %d tools, want 4", host, port, len(ts))
+	}
+	node.stopSeen(t, client) // reported as node.addr
+}

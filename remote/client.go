@@ -318,10 +318,13 @@ func (c *Client) end(w *waiter) {
 // An address that is not a host:port with a port from 1 to 65535, or
 // that is the client's own, is refused at once with [ErrNodeAddress].
 func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, error) {
-	node := actor.NewPID(dialAddress(address), ServiceName)
-	if _, _, err := hostPort(node.Address); err != nil {
+	host, port, err := hostPort(dialAddress(address))
+	if err != nil {
 		return nil, fmt.Errorf("remote: describe tools of %q: %v: %w", address, err, ErrNodeAddress)
 	}
+	// The port as the node spells it (not 07710): the client matches
+	// what the node says of itself by the address it knows itself by.
+	node := actor.NewPID(net.JoinHostPort(host, strconv.Itoa(port)), ServiceName)
 	if node.Address == c.addr {
 		// The client serves no tools: a request sent there would meet
 		// no actor and wait for its ctx.

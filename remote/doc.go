@@ -150,11 +150,13 @@
 // The pinned protoactor decodes whatever type name a peer sends and
 // crashes the receiving process on one this binary has not registered.
 // Nodes and clients install a gRPC interceptor that drops such messages
-// (and malformed envelopes) before protoactor sees them, logs them and
-// counts them ([Node.Dropped], [Client.Dropped]). The pinned service's
+// (and malformed envelopes) before protoactor sees them, counts them
+// ([Node.Dropped], [Client.Dropped]) and logs them (the first, then each
+// time the count doubles, with the total). The pinned service's
 // unary methods (ListProcesses, GetProcessDiagnostics) panic, which gRPC
 // does not recover: nodes and clients refuse every unary call with
-// codes.Unimplemented before its handler runs. Every envelope that
+// codes.Unimplemented before its handler runs (and log the refusals as
+// the drops). Every envelope that
 // arrives is delivered to the receiving process's own actors, whatever
 // address its target names (localhost for 127.0.0.1, any address of a
 // node listening on every interface): protoactor would send one naming

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -57,8 +58,9 @@ import (
 type guard struct {
 	log     *slog.Logger
 	dropped atomic.Int64
-	endNext atomic.Bool // tests: end the incoming stream that receives the next frame (see carriesFrame)
-	tag     bool        // set connHeader on every message received
+	refused atomic.Int64 // unary calls refused
+	endNext atomic.Bool  // tests: end the incoming stream that receives the next frame (see carriesFrame)
+	tag     bool         // set connHeader on every message received
 	streams atomic.Uint64
 	self    atomic.Pointer[string] // its remote's address, once known (see setSelf)
 	// handshake bounds a new connection's handshake; 0: HandshakeTimeout
@@ -125,9 +127,14 @@ func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSer
 }
 
 // refuseUnary answers every unary call with codes.Unimplemented without
-// running its handler (see guard).
+// running its handler (see guard). It logs the first and then each one
+// that doubles their count: a call takes a peer a few bytes (its headers
+// compressed), and a record for each would grow the log many times
+// faster than the peer's traffic.
 func (g *guard) refuseUnary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
-	g.log.Warn("remote unary call refused", "method", info.FullMethod)
+	if n := g.refused.Add(1); n&(n-1) == 0 {
+		g.log.Warn("remote unary call refused", "method", info.FullMethod, "refused_total", n)
+	}
 	return nil, status.Errorf(codes.Unimplemented, "remote: %s is not served", info.FullMethod)
 }
 
@@ -209,9 +216,10 @@ const (
 
 // filter removes from b the envelopes the endpoint reader cannot handle.
 // It logs them once for the batch, naming the first (its type name, which
-// the peer chose, clipped): a batch of many small envelopes, or of
-// envelopes that all name one huge type, does not make the log many
-// times larger than itself.
+// the peer chose, clipped), when the guard's count of dropped envelopes
+// reaches its first or next power of two: neither a batch of many small
+// envelopes, nor one naming a huge type, nor a stream of batches of a few
+// bytes each makes the log many times larger than what the peer sent.
 func (g *guard) filter(b *paremote.MessageBatch) {
 	kept := b.Envelopes[:0]
 	dropped, why, typeName, serializer := 0, "", "", int32(0)
@@ -229,10 +237,15 @@ func (g *guard) filter(b *paremote.MessageBatch) {
 	}
 	clear(b.Envelopes[len(kept):])
 	b.Envelopes = kept
-	if dropped > 0 {
-		g.dropped.Add(int64(dropped))
+	if dropped == 0 {
+		return
+	}
+	// Each batch's range of the count is its own: whichever contains the
+	// next power of two logs it, once.
+	total := g.dropped.Add(int64(dropped))
+	if bits.Len64(uint64(total)) != bits.Len64(uint64(total-int64(dropped))) {
 		g.log.Warn("remote messages dropped", "count", dropped, "first_reason", why, "first_type", typeName, "first_serializer", serializer,
-			"kept", len(kept))
+			"kept", len(kept), "dropped_total", total)
 	}
 }
 

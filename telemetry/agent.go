@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -400,7 +400,7 @@ func (t *Telemetry) recordTool(name, outcome, kind string, d time.Duration) {
 	if kind != "" {
 		attrs = append(attrs, attribute.String("error.type", kind))
 	}
-	t.duration.Record(context.Background(), d.Seconds(), metric.WithAttributes(attrs...))
+	t.measure(d.Seconds(), attrs)
 }
 
 // end ends a run; failure, when set, is why its agent stopped under it.
@@ -544,7 +544,9 @@ func deleteStream[V any](m map[string]V, stream string) {
 // that does not exist (answered unknown_tool) is measured under, and
 // that of every tool beyond the first maxToolSeries names measured: the
 // model names the tools it calls, and a name it made up is no series of
-// its own.
+// its own. A call answered before its tool was looked up (refused at the
+// iteration limit, cut off by the length limit) is measured under its
+// name only when a call of that name reached its tool before.
 const OtherTool = "_OTHER"
 
 // maxToolSeries bounds the tool names the duration metric has series
@@ -561,6 +563,10 @@ func (t *Telemetry) toolSeries(name, kind string) string {
 	if _, ok := t.toolNames[name]; ok {
 		return name
 	}
+	switch tools.FailureKind(kind) {
+	case tools.FailureLimit, tools.FailureTruncated:
+		return OtherTool // answered unlooked-up: the name may be made up
+	}
 	if len(t.toolNames) == maxToolSeries {
 		return OtherTool
 	}
@@ -573,13 +579,24 @@ func (t *Telemetry) toolSeries(name, kind string) string {
 // name the model made up, a tool call's id).
 const maxDescription = 1024
 
-// clipText returns s, cut to fewer than maxDescription bytes (at a
-// character) and marked "…" when it is longer.
+// clipText returns s as valid UTF-8 (what is not is replaced by U+FFFD:
+// OTLP's strings must be, and an exporter fails a whole batch on one
+// that is not), cut to fewer than maxDescription bytes (at a character)
+// and marked "…" when it is longer.
 func clipText(s string) string {
-	if len(s) <= maxDescription {
+	if len(s) <= maxDescription && utf8.ValidString(s) {
 		return s
 	}
-	return strings.ToValidUTF8(s[:maxDescription-len("…")], "") + "…"
+	long := len(s) > maxDescription
+	s = strings.ToValidUTF8(s[:min(len(s), maxDescription)], "\uFFFD")
+	if !long && len(s) <= maxDescription {
+		return s
+	}
+	cut := min(len(s), maxDescription-len("…"))
+	for cut > 0 && cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // errorText returns what the span of a call answered with the failed

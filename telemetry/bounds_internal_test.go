@@ -213,3 +213,97 @@ func TestTraced_ModelWrittenIDsAndErrorsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestTraced_TextsValidUTF8: what tools and models write may not be
+// UTF-8 (a failed result that is no JSON, an ERROR text quoting a
+// provider's raw answer, a failure's message), short or long. The spans
+// carry it as valid UTF-8 (the bytes that are not replaced by U+FFFD):
+// OTLP's strings must be, and an exporter fails a whole batch of spans
+// on one that is not.
+func TestTraced_TextsValidUTF8(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel := boundsTelemetry(t, Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	long := strings.Repeat("\xffa", maxDescription)
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	agent.out(messages.ToolCall("s1", "c\xff1", "run_command", nil))
+	agent.out(failedResult("s1", "c\xff1", "run_command", tools.FailureHandler, "exit \xff\xfe"))
+	agent.out(messages.ToolCall("s1", "c2", "run_command", nil))
+	agent.out(failedResult("s1", "c2", "run_command", tools.FailureHandler, long))
+	agent.out(messages.Error("s1", "provider said \xc3"))
+	agent.in(c, messages.RawParam("s2", "messages", json.RawMessage(`[]`)))
+	agent.failed(c, fmt.Errorf("tool said %q\xff", "x"))
+
+	model := &modelObserver{t: tel, provider: "p"}
+	model.in(c, messages.RawParam("s3", "model", json.RawMessage(`"m"`)))
+	model.in(c, messages.End("s3"))
+	model.out(messages.Error("s3", "502 \xe2\x82"))
+	model.out(messages.End("s3"))
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 5 {
+		t.Fatalf("%d spans, want 2 runs, 2 calls and a chat", len(spans))
+	}
+	for _, s := range spans {
+		if d := s.Status.Description; !utf8.ValidString(d) || len(d) > maxDescription || d == "" {
+			t.Errorf("span %s: status %q (%d bytes), want valid UTF-8 of at most %d bytes", s.Name, d, len(d), maxDescription)
+		}
+		for _, kv := range s.Attributes {
+			if v := kv.Value.Emit(); !utf8.ValidString(v) {
+				t.Errorf("span %s: attribute %s %q is not valid UTF-8", s.Name, kv.Key, v)
+			}
+		}
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				if v := kv.Value.Emit(); !utf8.ValidString(v) {
+					t.Errorf("span %s, event %s: attribute %s %q is not valid UTF-8", s.Name, ev.Name, kv.Key, v)
+				}
+			}
+		}
+	}
+}
+
+// TestMadeUpNames_NoSeriesTaken: calls the loop answers without looking
+// their tool up (refused at the iteration limit, cut off by the length
+// limit) carry the model's name alone, whatever it made up: any number
+// of such names, of any length, take none of the series the duration
+// metric keeps for tools, so a tool measured after them still has its
+// own; their spans' names are clipped.
+func TestMadeUpNames_NoSeriesTaken(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	reader := sdkmetric.NewManualReader()
+	tel := boundsTelemetry(t, Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	agent.in(c, messages.RawParam("s1", "messages", json.RawMessage(`[]`)))
+	for i := range maxToolSeries + 1 {
+		id, name, kind := fmt.Sprint("c", i), fmt.Sprint("made_up_", i), tools.FailureLimit
+		if i%2 == 1 {
+			kind = tools.FailureTruncated
+		}
+		if i == 0 {
+			name = strings.Repeat("x", 1<<20)
+		}
+		agent.out(messages.ToolCall("s1", id, name, nil))
+		agent.out(failedResult("s1", id, name, kind, `{"success":false,"error":"refused"}`))
+	}
+	agent.out(messages.ToolCall("s1", "known", "add", nil))
+	agent.out(messages.RawToolResult("s1", "known", "add", []byte(`2`)))
+	agent.out(messages.End("s1"))
+	if err := tel.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if series := toolSeries(t, reader); len(series) != 2 || series["add"] != 1 || series[OtherTool] != maxToolSeries+1 {
+		t.Errorf("execute_tool series: %d, add measured %d times, %s %d; want add once and the %d made-up names as %s",
+			len(series), series["add"], OtherTool, series[OtherTool], maxToolSeries+1, OtherTool)
+	}
+	for _, s := range exp.GetSpans() {
+		if len(s.Name) > len("execute_tool ")+maxDescription {
+			t.Errorf("span named %.40q... of %d bytes, want at most %d", s.Name, len(s.Name), len("execute_tool ")+maxDescription)
+		}
+	}
+}

@@ -70,8 +70,9 @@
 // status is the error message of its result (not the whole result
 // object, which may hold a command's output, say), and that, an ERROR's
 // text, a failure's message, a resilience transport's error and a tool
-// call's id (the model's) are clipped to 1 KiB; the span of a call of a
-// tool that does not exist is named "execute_tool" alone.
+// call's id (the model's) are clipped to 1 KiB, and made valid UTF-8
+// (what is not is replaced by U+FFFD); the span of a call of a tool that
+// does not exist is named "execute_tool" alone.
 //
 // Runs and model requests meet by stream id and actor path through the
 // Telemetry they share, whatever actors they cross, so a run is one trace.
@@ -86,8 +87,10 @@
 //     calls ("execute_tool", with gen_ai.tool.name, polyweave.tool.outcome
 //     and error.type); a call of a tool that does not exist (the model
 //     named it) is measured as gen_ai.tool.name [OtherTool], and so is
-//     every tool beyond the first 256 names, so that the model cannot
-//     grow the series without bound;
+//     every tool beyond the first 256 names, and a call refused at the
+//     iteration limit or cut off by the length limit whose name no call
+//     that reached its tool had, so that the model cannot grow (or fill)
+//     the series;
 //   - gen_ai.client.token.usage ({token}): by gen_ai.token.type;
 //   - polyweave.supervision.decisions: restarts, stops and escalations by
 //     polyweave.stage (the failed actor's name), error.type ([Cause]) and

@@ -266,7 +266,7 @@ func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 		o.t.endSpan(ch.span, at)
 	}
 	if o.t.metering && !abandoned {
-		o.t.duration.Record(context.Background(), at.Sub(ch.start).Seconds(), metric.WithAttributes(o.attrs(ch)...))
+		o.t.measure(at.Sub(ch.start).Seconds(), o.attrs(ch))
 	}
 }
 

@@ -343,7 +343,11 @@ func (r *recorder) record(ev *event) {
 // meter, which run on the recorder's goroutine (where nothing else would
 // recover it, and the host would die): what was being recorded is lost,
 // the recorder goes on. The panics are logged, the first and then each
-// time their count doubles. Deferred by what calls into them.
+// time their count doubles. Deferred by what calls into them: each span's
+// start and end and each measurement (startSpan, endSpan, measure), so
+// that the taps' state goes on as if the call had returned (a request
+// ended is forgotten, a run ended is no longer open), and around each
+// event as a last resort.
 func (r *recorder) contain() {
 	p := recover()
 	if p == nil {
@@ -354,6 +358,11 @@ func (r *recorder) contain() {
 			slog.Any("panic", p), slog.Uint64("panics_total", n))
 	}
 }
+
+// givenUp reports whether Shutdown gave up: the recorder then calls
+// the processors and the meter no more, also within an event or an
+// abandonment under way (which may end many spans).
+func (r *recorder) givenUp() bool { return r != nil && r.gaveUp.Load() }
 
 // abandon and abandonAll do what Telemetry's do, containing a panic
 // (see contain).

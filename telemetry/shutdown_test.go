@@ -89,3 +89,32 @@ func TestShutdown_EndsOpenSpansIncomplete(t *testing.T) {
 		t.Errorf("spans after Shutdown (name: incomplete): %v, want %v", got, want)
 	}
 }
+
+// TestShutdown_GivesUpWithinATap: Shutdown gives up (its context ends)
+// while a processor blocks in the end of the first of many spans one
+// agent has open: once that end returns, the recorder hands the agent's
+// other spans to the processor no more (the host may be shutting its
+// provider down), it returns at once.
+func TestShutdown_GivesUpWithinATap(t *testing.T) {
+	tel, stall := stalledTelemetry(t, Options{}, nil, true)
+	c := nullContext{self: actors.RefOf(actor.NewPID("test", "agent"))}
+	agent := &agentObserver{t: tel, name: "a"}
+	for i := range 10 {
+		agent.in(c, messages.RawParam(fmt.Sprint("s", i), "messages", json.RawMessage(`[]`)))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	shut := make(chan error, 1)
+	go func() { shut <- tel.Shutdown(ctx) }()
+	release := stall.stallNext() // Shutdown ends the first open run
+	cancel()
+	if err := <-shut; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown with a stuck processor: %v, want context.Canceled", err)
+	}
+	close(release)
+	select {
+	case next := <-stall.stalled:
+		close(next)
+		t.Fatal("a span was handed to the processor after Shutdown gave up")
+	case <-tel.rec.done:
+	}
+}

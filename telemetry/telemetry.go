@@ -143,27 +143,60 @@ func (s *spares[T]) put(x *T, zero T) {
 }
 
 // startSpan starts a span at at, of kind, with attrs (the tracer copies
-// them: attrs may be the scratch slice), under parent.
-func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (context.Context, trace.Span) {
+// them: attrs may be the scratch slice), under parent. When a span
+// processor panics in it, the panic is contained (see recorder.contain)
+// and the span is a no-op one, under parent still: what the taps keep
+// goes on as if it had started.
+//
+// Once Shutdown gave up, nothing more goes to the processors: the span
+// is that no-op one.
+func (t *Telemetry) startSpan(parent context.Context, name string, at time.Time, kind trace.SpanStartOption, attrs []attribute.KeyValue) (ctx context.Context, span trace.Span) {
+	ctx, span = parent, noSpan
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
 	opts := append(t.startOpts[:0], trace.WithTimestamp(at), kind, trace.WithAttributes(attrs...))
-	ctx, span := t.tracer.Start(parent, name, opts...)
-	clear(opts) // keep nothing of this span alive
 	t.startOpts = opts
-	return ctx, span
+	defer clear(opts) // keep nothing of this span alive
+	return t.tracer.Start(parent, name, opts...)
 }
 
-// endSpan ends span at at.
+// measure records a duration of seconds with attrs. A panic of the
+// meter in it is contained (see recorder.contain): the taps go on as if
+// it had been recorded.
+func (t *Telemetry) measure(seconds float64, attrs []attribute.KeyValue) {
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
+	t.duration.Record(context.Background(), seconds, metric.WithAttributes(attrs...))
+}
+
+// noSpan is the span startSpan returns when it hands nothing to the
+// processors (one panicked, or Shutdown gave up).
+var noSpan = trace.SpanFromContext(context.Background())
+
+// endSpan ends span at at. A panic of a span processor in it is
+// contained (see recorder.contain): the span ends for the taps, which go
+// on as if it had been handed over. Once Shutdown gave up, the span is
+// not ended: nothing more goes to the processors.
 func (t *Telemetry) endSpan(span trace.Span, at time.Time) {
+	if t.rec.givenUp() {
+		return
+	}
+	defer t.rec.contain()
 	t.endOpts[0] = trace.WithTimestamp(at)
+	defer func() { t.endOpts[0] = nil }()
 	span.End(t.endOpts[:]...)
-	t.endOpts[0] = nil
 }
 
 // Up to this many span names and finish reasons are kept.
 const maxCached = 256
 
 // spanName returns prefix + " " + name (prefix alone when name is
-// empty), built once.
+// empty), built once; name is clipped (see clipText: a tool's name may
+// be one the model made up).
 func (t *Telemetry) spanName(prefix, name string) string {
 	if name == "" {
 		return prefix
@@ -172,8 +205,8 @@ func (t *Telemetry) spanName(prefix, name string) string {
 	if n, ok := t.names[k]; ok {
 		return n
 	}
-	n := prefix + " " + name
-	if len(t.names) < maxCached {
+	n := prefix + " " + clipText(name)
+	if len(t.names) < maxCached && len(name) <= maxDescription { // a clipped name is not kept whole
 		t.names[k] = n
 	}
 	return n

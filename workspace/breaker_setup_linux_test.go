@@ -3,11 +3,14 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -94,5 +97,64 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 	if err := json.Unmarshal(f.GetPayload(), &res); err != nil || f.IsErrorResult() || res.Stdout != "ran\n" {
 		t.Errorf("a well-formed call after those whose sandbox could not be set up: %s, kind %q (%v); want it run",
 			f.GetPayload(), tools.KindOf(f), err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a logger may write from any
+// goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A command whose sandbox could not be set up (not within its timeout,
+// or for want of a resource) is answered unavailable, which no circuit
+// breaker counts: were it so on every call (a set-up that always hangs,
+// a resource that never comes back), the host would learn nothing from
+// the breaker, so the workspace says it in its log, at the warning
+// level, with why.
+func TestRunCommand_SandboxNotSetUpIsLoggedAsAWarning(t *testing.T) {
+	requireSandbox(t)
+	var logs lockedBuffer
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, CommandTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	mustDo(t, err)
+	defer ws.Close()
+	dropWarm(ws)
+	var resources atomic.Bool
+	ws.hookPrepare = func(ctx context.Context) error {
+		if resources.Load() {
+			return fmt.Errorf("create the namespaces: %w: %w", syscall.EAGAIN, sandbox.ErrResources)
+		}
+		<-ctx.Done() // a set-up that hangs: ended by the call's timeout
+		return ctx.Err()
+	}
+	for _, c := range []struct {
+		resources bool
+		why, says string
+	}{{false, "was not ready within its timeout", "deadline exceeded"}, {true, "could not be set up for want of a resource", "resource temporarily unavailable"}} {
+		resources.Store(c.resources)
+		before := len(logs.String())
+		res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran"})
+		mustDo(t, err)
+		if !res.notReady {
+			t.Fatalf("a command whose sandbox %s: %+v; want it not ready", c.why, res)
+		}
+		logged := logs.String()[before:]
+		if !strings.Contains(logged, "level=WARN") || !strings.Contains(logged, "run_command") || !strings.Contains(logged, c.says) {
+			t.Errorf("a command whose sandbox %s, answered unavailable: the log at the warning level holds %q; want a warning that says %q", c.why, logged, c.says)
+		}
 	}
 }

@@ -88,7 +88,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	cancelSetUp(nil)
 	switch {
 	case timedOut:
-		w.log.Debug("run_command: the sandbox was not ready within the timeout", "command", in.Command, "err", err)
+		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
 			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
 				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
@@ -102,12 +102,18 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
 				Error: "the workspace was closed before the command started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
-	case err != nil:
-		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
+	case err != nil && errors.Is(err, sandbox.ErrResources):
+		w.logNotReady("could not be set up for want of a resource", err)
 		return RunCommandResult{
 			Error:    fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
 			Reason:   ReasonStartFailed,
-			notReady: errors.Is(err, sandbox.ErrResources),
+			notReady: true,
+		}, nil
+	case err != nil:
+		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
+		return RunCommandResult{
+			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
+			Reason: ReasonStartFailed,
 		}, nil
 	}
 
@@ -142,6 +148,15 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
 	return res, nil
+}
+
+// logNotReady warns that a command never ran because its sandbox was not
+// set up (why, err; the command, which may be long, is not logged): its call is answered unavailable, which no circuit
+// breaker counts, so the log is where the host learns of a sandbox that
+// can never be set up.
+func (w *Workspace) logNotReady(why string, err error) {
+	w.log.Warn("run_command: the command's sandbox "+why+"; the command never ran, and its call is answered "+
+		"unavailable, which run_command's circuit breaker does not count", "err", err)
 }
 
 // MaxCommandBytes is the longest command run_command takes on Unix:

@@ -153,7 +153,9 @@ type Options struct {
 	// fails with an error that says so, wrapping
 	// context.DeadlineExceeded, rather than hang. Nothing is set up, so
 	// nothing is bounded, with SandboxOff, nor when an earlier Workspace
-	// on the same directory, with the same configuration, learnt them.
+	// on the same directory, with the same configuration (and the same
+	// lists of package sandbox: DefaultHidden, ReadableDirs, …), learnt
+	// them.
 	SetupTimeout time.Duration
 
 	// MaxOutputBytes caps stdout and stderr each (default
@@ -410,7 +412,8 @@ type Workspace struct {
 //
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once
-// per workspace directory, configuration and process, and keeps it for
+// per workspace directory, configuration (package sandbox's lists,
+// such as DefaultHidden, included) and process, and keeps it for
 // the first command; a set-up not done within [Options.SetupTimeout]
 // is stopped, and New fails.
 // With SandboxRequired it fails, wrapping ErrSandboxUnavailable, when any
@@ -524,7 +527,7 @@ func (w *Workspace) setUpSandbox() error {
 	prot, err := w.probe(cfg)
 	switch {
 	case err != nil && o.Sandbox == SandboxRequired:
-		return fmt.Errorf("%w: %v (Options.Sandbox is SandboxRequired; SandboxAuto runs commands "+
+		return fmt.Errorf("%w: %w (Options.Sandbox is SandboxRequired; SandboxAuto runs commands "+
 			"unsandboxed where the system cannot sandbox, SandboxOff never sandboxes)", ErrSandboxUnavailable, err)
 	case err != nil && errors.Is(err, sandbox.ErrConfig):
 		return fmt.Errorf("workspace: set up the sandbox: %w", err)
@@ -572,18 +575,20 @@ func (w *Workspace) checkShell() error {
 	return nil
 }
 
-// probes caches the protections sandboxes get, by workspace directory
-// and configuration: what the kernel allows does not change while the
-// process runs, but what a sandbox hides depends on where the workspace
-// is.
-var probes sync.Map // string (directory, NUL, JSON of the config) -> Protections
+// probes caches the protections sandboxes get, by workspace directory,
+// configuration and the lists of package sandbox a program may change
+// (what a sandbox hides and lets commands read depends on them): what
+// the kernel allows does not change while the process runs, but what a
+// sandbox hides depends on where the workspace is.
+var probes sync.Map // string (directory, NUL, JSON of the config and the lists) -> Protections
 
 // probe learns which protections cfg gets: from an earlier workspace
-// on the same directory with the same configuration, or by setting up a
+// on the same directory with the same configuration (and lists of
+// package sandbox), or by setting up a
 // sandbox, which is then kept for the first command. It sets w.sandbox
 // when there is one.
 func (w *Workspace) probe(cfg sandbox.Config) (Protections, error) {
-	cfgJSON, err := json.Marshal(cfg)
+	cfgJSON, err := json.Marshal([]any{cfg, sandbox.DefaultHidden, sandbox.ReadableDirs, sandbox.EtcLinkDirs, sandbox.KeptWithNetwork})
 	if err != nil {
 		return Protections{}, err
 	}

@@ -32,8 +32,8 @@
 // -timeout D (default 1m) bounds the whole command: the wait for a
 // running store that holds FILE (at most 2 s, or half of D if that is
 // shorter), the copy, the verification or the salvage. A command that
-// runs out of time, or is interrupted (Ctrl-C), stops with exit status 2
-// and leaves no copy behind.
+// runs out of time, or is interrupted (Ctrl-C, SIGTERM, SIGHUP), stops
+// with exit status 2 and leaves no copy behind.
 //
 // Exit status of verify: 0 when the store is intact, 1 when damage was
 // found, 2 when the file cannot be read as a store at all (it does not
@@ -56,16 +56,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopContext()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopContext returns a context that ends when the command is asked to
+// stop (Ctrl-C; SIGTERM, from kill or timeout(1); SIGHUP, its terminal
+// closed), so that it stops and removes what it wrote.
+func stopContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }
 
 const usage = `usage: polyweave-store verify [-timeout D] FILE

@@ -23,8 +23,9 @@ type CompactStats struct {
 	Blocked       time.Duration // how long writes waited for the final switch
 }
 
-// compactTxSize bounds the data one transaction of the copy writes.
-const compactTxSize = 4 << 20
+// compactTxSize bounds the data one transaction of the copy writes (a
+// variable for tests).
+var compactTxSize int64 = 4 << 20
 
 // Compact rewrites the file without its free pages, so that it shrinks
 // after actors were deleted (an actor whose events and snapshots were all
@@ -39,7 +40,8 @@ const compactTxSize = 4 << 20
 // file, so writes wait for about one commit (CompactStats.Blocked).
 //
 // A Compact that fails before the rename removes the new file and leaves
-// the store as it was. Once the new file is renamed over the store's, the
+// the store as it was; so does one whose ctx is done before it, which
+// stops the copy at the end of its transaction under way. Once the new file is renamed over the store's, the
 // store reads and writes it, whatever follows: if syncing the folder then
 // fails, the rename may not survive a crash, so Compact returns a
 // permanent error naming the file and every later write fails with it
@@ -111,7 +113,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	// The buckets do not change while checkpoints wait; the log does, and
 	// is copied whole at the switch.
 	s.viewMu.RLock()
-	err = guard(s.path, "copying the file", boltInfo(s.db), func() error { return compactCopy(dst, s.db, compactTxSize) })
+	err = guard(s.path, "copying the file", boltInfo(s.db), func() error { return compactCopy(ctx, dst, s.db, compactTxSize) })
 	s.viewMu.RUnlock()
 	if err != nil {
 		cleanup()
@@ -188,14 +190,16 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 }
 
 // compactCopying, when set (by tests), is called by compactCopy once the
-// transaction it copies from has begun.
-var compactCopying func()
+// transaction it copies from has begun; compactCommitted after each of
+// the transactions it writes the copy in but the last.
+var compactCopying, compactCommitted func()
 
 // compactCopy copies the buckets of src into dst, as bolt.Compact does, in
 // transactions of about txMaxSize bytes, but for the buckets Salvage set
 // aside (see [Store.setAside]), which it drops: their pages are damaged;
-// a copy of format "6" is then of format "5".
-func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
+// a copy of format "6" is then of format "5". It stops, with ctx's error,
+// at the end of a transaction when ctx is done.
+func compactCopy(ctx context.Context, dst, src *bolt.DB, txMaxSize int64) error {
 	tx, err := dst.Begin(true)
 	if err != nil {
 		return err
@@ -214,8 +218,14 @@ func compactCopy(dst, src *bolt.DB, txMaxSize int64) error {
 		return sb.ForEach(func(k, v []byte) error {
 			sz := int64(len(k) + len(v))
 			if size+sz > txMaxSize {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				if err := tx.Commit(); err != nil {
 					return err
+				}
+				if compactCommitted != nil {
+					compactCommitted()
 				}
 				if tx, err = dst.Begin(true); err != nil {
 					return err

@@ -3,8 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -125,5 +127,37 @@ func TestCompact_EndedSessionsReclaimSpace(t *testing.T) {
 	check(s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompact_ContextEndsWhileCopying ends Compact's context once it
+// copies the buckets: it stops at the end of the transaction of the copy
+// under way (a big file's copy would otherwise run to its end, past a
+// deadline or an interrupt), removes the copy and leaves the store as it
+// was.
+func TestCompact_ContextEndsWhileCopying(t *testing.T) {
+	path, want := pagesFile(t, false)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	defer func(n int64) { compactTxSize, compactCopying, compactCommitted = n, nil, nil }(compactTxSize)
+	compactTxSize = 4096 // many transactions
+	ctx, cancel := context.WithCancel(t.Context())
+	compactCopying = cancel
+	commits := 0
+	compactCommitted = func() { commits++ }
+	if _, err := s.Compact(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Compact whose context ended while it copied: %v, want context.Canceled", err)
+	}
+	if commits > 0 {
+		t.Errorf("the copy went on for %d transactions after its context ended", commits)
+	}
+	if failed := checkPages(t, s, want, "after the stopped Compact"); len(failed) > 0 {
+		t.Errorf("after the stopped Compact: %q fail", failed)
+	}
+	if left, err := os.ReadDir(filepath.Dir(path)); err != nil || len(left) != 1 {
+		t.Errorf("next to the store: %v %v, want the store alone", left, err)
 	}
 }

@@ -143,7 +143,8 @@
 // header checks but whose data does not (so its actor and index are sure)
 // is lost; a page of the file below an actor's bucket that Open finds
 // broken (a torn or lost sector write: a zeroed page, a page whose
-// elements do not fit in it) makes Open leave that actor's bucket
+// elements do not fit in it, that gives itself another page's id, or
+// whose keys are out of order) makes Open leave that actor's bucket
 // unread; a checkpoint that finds an actor's bucket damaged (its summary,
 // its keys, pages bbolt trips over) leaves that actor out. Either way the
 // actor is quarantined: every read and write of it fails with the damage,

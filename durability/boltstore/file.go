@@ -230,13 +230,20 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
 		return bad(flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl), t.inUse(m.freelist)
 	}
+	if id := binary.LittleEndian.Uint64(hdr[:]); id != m.freelist {
+		// bbolt frees the pages of the id the page gives itself at the
+		// next commit: pages in use would be reused.
+		return bad(flOff, "freelist page %d identifies itself as page %d", m.freelist, id), false
+	}
 	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	idsOff := flOff + pageHeaderSize
 	if count == 0xFFFF { // the real count is the first element
 		count = binary.LittleEndian.Uint64(hdr[pageHeaderSize:])
 		idsOff += 8
 	}
-	if m.freelist+overflow >= m.pgid || idsOff+int64(count)*8 > flOff+int64(overflow+1)*ps {
+	// count is compared in ids, not bytes: a damaged count times 8 can
+	// wrap around.
+	if m.freelist+overflow >= m.pgid || count > uint64(flOff+int64(overflow+1)*ps-idsOff)/8 {
 		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
 	}
 	for p := m.freelist; p <= m.freelist+overflow; p++ {

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -85,6 +86,24 @@ func TestOpen_FreelistBroken(t *testing.T) {
 		}},
 		{"ListsItself", func(t *testing.T, path string, m meta) {
 			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, m.freelist), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
+		}},
+		{"CountWraps", func(t *testing.T, path string, m meta) {
+			// A count past 0xFFFF is the first element; this one times
+			// 8 wraps around to 8 bytes.
+			off := int64(m.freelist) * int64(m.pageSize)
+			writeAt(t, path, []byte{0xff, 0xff}, off+10)
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, 1<<61|1), off+pageHeaderSize)
+		}},
+		{"Misnumbered", func(t *testing.T, path string, m meta) {
+			// bbolt frees the page of the id the freelist page gives
+			// itself at the first commit, here one of actor big's,
+			// which the next commits overwrite.
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, big), int64(m.freelist)*int64(m.pageSize))
 		}},
 		{"Twice", func(t *testing.T, path string, m meta) {
 			off := int64(m.freelist)*int64(m.pageSize) + pageHeaderSize

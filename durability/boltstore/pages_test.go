@@ -289,6 +289,19 @@ func TestOpen_EveryPageGarbled(t *testing.T) {
 	})
 }
 
+// TestOpen_EveryPageMisnumbered is TestOpen_EveryPageZeroed with a byte
+// of each page's id (the first 8 bytes of its header) changed instead:
+// bbolt trusts the id a page gives itself (it frees the page of that id
+// when it rewrites the page, and asserts it on reads), so a misnumbered
+// page of an actor must cost that actor alone and be salvaged like any
+// other broken page.
+func TestOpen_EveryPageMisnumbered(t *testing.T) {
+	t.Parallel()
+	everyPage(t, []bool{false, true}, func(rng *rand.Rand, _ []byte) func([]byte) {
+		return func(b []byte) { b[rng.IntN(8)] ^= byte(1 + rng.IntN(255)) }
+	})
+}
+
 // everyPage damages each page of a store in turn with the filler that
 // damage returns (see TestOpen_EveryPageZeroed), in the store with its
 // log checkpointed, or left by a crash, or both (crashed).
@@ -704,5 +717,113 @@ func TestNoBoltWalkOfEveryBucket(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestOpen_KeyOutOfOrder changes a byte of the key of actor big's event
+// 150, which puts it out of order in its page: bbolt finds a key by
+// binary search, so it could neither find nor delete that key, nor some
+// of those next to it. Open attributes the page to big like any broken
+// page, Salvage of big keeps what is intact, and big then reads back
+// whole, also after a reopen.
+func TestOpen_KeyOutOfOrder(t *testing.T) {
+	path, want := pagesFile(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.LastIndex(b, []byte("big event 150 "))
+	page := at / 4096 * 4096
+	key := bytes.LastIndex(b[page:at], binary.BigEndian.AppendUint64(nil, 150))
+	if at < 0 || key < 0 {
+		t.Fatal("event 150 or its key not found in the file")
+	}
+	b[page+key+1] = 0xf3
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if failed := checkPages(t, s, want, "key out of order"); !slices.Equal(failed, []string{"big"}) {
+		t.Errorf("actors failing: %q, want big alone", failed)
+	}
+	checkSalvaged(t, s, "big", want["big"], "key out of order")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatalf("Open after Salvage: %v", err)
+	}
+	defer s.Close()
+	if failed := checkPages(t, s, want, "salvaged and reopened"); len(failed) > 0 {
+		t.Errorf("after Salvage and a reopen, %q fail", failed)
+	}
+}
+
+// TestOpen_SetAsideBranchPastTheEnd breaks a branch page of actor big so
+// that it points past the end of the file, salvages big (its bucket is
+// set aside, unread) and writes on until the file has grown past that
+// page, which another part of the file then uses: the bucket set aside
+// must not be walked into it, or every later Open (and salvage) would
+// refuse the whole file for a page two buckets reach.
+func TestOpen_SetAsideBranchPastTheEnd(t *testing.T) {
+	path, want := pagesFile(t, false)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket(actorsBucket).Bucket([]byte("big")).Bucket(eventsBucket).RootPage())
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b[root*uint64(m.pageSize):]
+	if binary.LittleEndian.Uint16(page[8:]) != branchPage {
+		t.Fatalf("big's events bucket's root page %d is not a branch page", root)
+	}
+	past := m.pgid + 3
+	binary.LittleEndian.PutUint64(page[pageHeaderSize+8:], past) // its first element's page
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true, CheckpointOps: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed := checkPages(t, s, want, "branch past the end"); !slices.Equal(failed, []string{"big"}) {
+		t.Fatalf("actors failing: %q, want big alone", failed)
+	}
+	checkSalvaged(t, s, "big", want["big"], "branch past the end")
+	data := []byte(strings.Repeat("g", 500))
+	for i := range uint64(400) {
+		if err := s.PersistEvent(t.Context(), "grow", i, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := freelistAt(t, path); m.pgid <= past+10 {
+		t.Fatalf("the file did not grow past page %d (%d pages)", past, m.pgid)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatalf("Open once the file has grown past the page the set-aside bucket points to: %v", err)
+	}
+	defer s.Close()
+	if failed := checkPages(t, s, want, "salvaged, grown and reopened"); len(failed) > 0 {
+		t.Errorf("after Salvage, growth and a reopen, %q fail", failed)
+	}
+	if _, err := s.Compact(t.Context()); err != nil {
+		t.Fatalf("Compact: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,8 +27,9 @@ type tree struct {
 	// [quarantined]); the rest of the file is intact.
 	actors map[string]*actorPages
 
-	// setAside lists the damage found in buckets that [Store.Salvage] set
-	// aside: kept, never read again, dropped by [Store.Compact].
+	// setAside lists the buckets that [Store.Salvage] set aside (kept,
+	// never read again, not walked, dropped by [Store.Compact]), and damage
+	// found in the buckets that hold them.
 	setAside []error
 
 	// fallback, when set, says that the newest meta page is damaged and
@@ -132,15 +134,19 @@ func (e *fileWide) Unwrap() error { return e.err }
 // checkTree walks the B+tree of the file from the root bucket's page, as
 // bbolt would reach it, and checks what bbolt reads without checks of its
 // own: that every page reached is a branch or leaf page inside the high
-// water mark and reached once, and that every element's key and value,
-// and every inline bucket's page, lie inside their page. bbolt indexes
-// into pages with unchecked pointer arithmetic, so these are the damages
-// that make it read outside a page. It reads each page in use once.
+// water mark, reached once, and that every element's key and value, and
+// every inline bucket's page, lie inside their page. bbolt indexes into
+// pages with unchecked pointer arithmetic, so these are the damages that
+// make it read outside a page. It checks too that each page gives itself
+// the id it is reached by, which bbolt asserts (a panic) on every read of
+// it. It reads each page in use once.
 //
 // Damage in the pages of one actor's bucket (below the actors bucket's
 // own pages) stops the walk of that bucket only: the actor is returned in
 // the tree's actors, and the store never lets bbolt read those pages
-// (the actor is quarantined). So is damage in a bucket Salvage set aside.
+// (the actor is quarantined). A bucket Salvage set aside is not walked
+// (never read again, its broken pages may point anywhere); it is listed
+// in the tree's setAside.
 // Damage anywhere else (the root, the log, the "polyweave" bucket, the
 // actors bucket's own pages) or a page that two buckets reach is an
 // error naming the part of the file.
@@ -154,9 +160,13 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	// done with once the walk of what it leads to returns, so the pages
 	// of one depth take turns in one buffer.
 	var bufs [][]byte
-	var walkPage func(id uint64, depth int, o owner) error
-	var walkElems func(p []byte, id uint64, off int64, depth int, o owner) error
-	walkPage = func(id uint64, depth int, o owner) error {
+	// lo and hi bound the keys of a page a branch leads to: bbolt finds
+	// a key by binary search, from the branch's key of the page (lo, the
+	// lowest it may hold) to the next one (hi, above all it holds), so a
+	// key out of that order could not be found, nor deleted.
+	var walkPage func(id uint64, depth int, o owner, lo, hi []byte) error
+	var walkElems func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error
+	walkPage = func(id uint64, depth int, o owner, lo, hi []byte) error {
 		off := int64(id) * ps
 		if id < 2 || id >= m.pgid {
 			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
@@ -182,6 +192,10 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 			}
 			t.pages[p] = o.id
 		}
+		if self := binary.LittleEndian.Uint64(buf); self != id {
+			// bbolt asserts it on every read of the page.
+			return bad(o, off, "page %d identifies itself as page %d", id, self)
+		}
 		if overflow > 0 {
 			size := int64(overflow+1) * ps
 			if int64(cap(bufs[depth])) < size {
@@ -192,9 +206,9 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				return bad(o, off, "page %d unreadable: %v", id, err)
 			}
 		}
-		return walkElems(buf, id, off, depth, o)
+		return walkElems(buf, id, off, depth, o, lo, hi)
 	}
-	walkElems = func(p []byte, id uint64, off int64, depth int, o owner) error {
+	walkElems = func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error {
 		if depth > 64 {
 			return bad(o, off, "page %d: the tree is deeper than 64 levels", id)
 		}
@@ -212,6 +226,19 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		if pageHeaderSize+16*count > len(p) {
 			return bad(o, off, "page %d: %d elements do not fit in it", id, count)
 		}
+		kind := "leaf"
+		if flags == branchPage {
+			kind = "branch"
+		}
+		// The keys first, in order and inside the page; then what they
+		// lead to.
+		key := func(i int) []byte {
+			el := p[pageHeaderSize+16*i:]
+			if flags == branchPage {
+				return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el)):][:binary.LittleEndian.Uint32(el[4:])]
+			}
+			return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el[4:])):][:binary.LittleEndian.Uint32(el[8:])]
+		}
 		for i := range count {
 			e := pageHeaderSize + 16*i
 			el := p[e : e+16]
@@ -220,24 +247,52 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				if e+pos+ksize > len(p) || ksize == 0 {
 					return bad(o, off, "branch page %d, element %d: key outside the page", id, i)
 				}
-				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1, o); err != nil {
+			} else {
+				eflags := binary.LittleEndian.Uint32(el)
+				pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
+				if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
+					return bad(o, off, "leaf page %d, element %d: key or value outside the page", id, i)
+				}
+				if eflags&^1 != 0 {
+					return bad(o, off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
+				}
+			}
+			k := key(i)
+			switch {
+			case i > 0 && bytes.Compare(key(i-1), k) >= 0:
+				return bad(o, off, "%s page %d, element %d: key out of order (not above the key before it)", kind, id, i)
+			case i == 0 && lo != nil && bytes.Compare(k, lo) < 0:
+				return bad(o, off, "%s page %d, element %d: key out of order (below the key of the branch that leads to the page)", kind, id, i)
+			case hi != nil && bytes.Compare(k, hi) >= 0:
+				return bad(o, off, "%s page %d, element %d: key out of order (not below the next key of the branch that leads to the page)", kind, id, i)
+			}
+		}
+		for i := range count {
+			e := pageHeaderSize + 16*i
+			el := p[e : e+16]
+			if flags == branchPage {
+				next := hi
+				if i+1 < count {
+					next = key(i + 1)
+				}
+				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1, o, key(i), next); err != nil {
 					return err
 				}
 				continue
 			}
-			eflags := binary.LittleEndian.Uint32(el)
-			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
-			if e+pos+ksize+vsize > len(p) || pos < 0 || ksize < 0 || vsize < 0 {
-				return bad(o, off, "leaf page %d, element %d: key or value outside the page", id, i)
-			}
-			if eflags&^1 != 0 {
-				return bad(o, off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
-			}
-			if eflags&1 == 0 {
+			if binary.LittleEndian.Uint32(el)&1 == 0 {
 				continue
 			}
+			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
 			key := p[e+pos : e+pos+ksize]
 			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if o.top == string(setAsideBucket) && o.level >= 2 {
+				// A bucket Salvage set aside is never read, by bbolt or
+				// by this walk: its broken pages may point anywhere,
+				// also to pages the file has since given to others.
+				t.setAside = append(t.setAside, damaged(path, o.what(), off, "the bucket of actor %q, set aside by Salvage as its pages are broken: not read until Compact drops it", key))
+				continue
+			}
 			c := t.child(o, key)
 			err := walkBucket(v, id, off, depth, c, bad, walkPage, walkElems)
 			var wide *fileWide
@@ -260,7 +315,7 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		}
 		return nil
 	}
-	err := walkPage(m.root, 0, t.add(owner{}))
+	err := walkPage(m.root, 0, t.add(owner{}), nil, nil)
 	if wide := (*fileWide)(nil); errors.As(err, &wide) {
 		err = wide.err
 	}
@@ -274,15 +329,15 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 // found on page id at off, owned by o.
 func walkBucket(v []byte, id uint64, off int64, depth int, o owner,
 	bad func(owner, int64, string, ...any) error,
-	walkPage func(uint64, int, owner) error,
-	walkElems func([]byte, uint64, int64, int, owner) error) error {
+	walkPage func(uint64, int, owner, []byte, []byte) error,
+	walkElems func([]byte, uint64, int64, int, owner, []byte, []byte) error) error {
 	if len(v) < 16 {
 		return bad(o, off, "leaf page %d: bucket header cut short", id)
 	}
 	if root := binary.LittleEndian.Uint64(v); root != 0 {
-		return walkPage(root, depth+1, o)
+		return walkPage(root, depth+1, o, nil, nil)
 	}
-	return walkElems(v[16:], id, off, depth+1, o)
+	return walkElems(v[16:], id, off, depth+1, o, nil, nil)
 }
 
 // rawElem is a key and its value read by [rawBucket]; bucket says the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -41,10 +42,14 @@ const MetaThinking = models.MetaThinkingBlocks
 // default.
 type Options struct {
 	// BaseURL is the API root (the adapter posts to v1/messages under
-	// it); default DefaultBaseURL.
+	// it); default DefaultBaseURL. A root ending in /v1 is read as the
+	// root above it: https://api.anthropic.com/v1 posts to
+	// https://api.anthropic.com/v1/messages.
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].
+	// An ERROR frame never repeats it (a key of 8 bytes or more is cut
+	// out of the text of errors, where some servers quote it).
 	APIKey string
 	// Model is used for requests without a "model" PARAM.
 	Model string
@@ -55,7 +60,7 @@ type Options struct {
 	// default 10 minutes.
 	Timeout time.Duration
 	// IdleTimeout bounds the wait for the response and then for each next
-	// event of the stream; default 3 minutes.
+	// bytes of the stream (ping events count); default 3 minutes.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -94,7 +99,10 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger}
+	if root, ok := strings.CutSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1"); ok {
+		o.BaseURL = root + "/" // the adapter adds v1/messages itself
+	}
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
 	if !c.Valid() || o.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative timeout, retries or max tokens in options")
 	}
@@ -135,7 +143,7 @@ func APIKeyFromEnv(name string) (string, error) {
 
 // Spec returns the spec of an adapter duplex streaming requests to m.
 func (m *Model) Spec(name string) actors.Spec {
-	return streaming.Spec(name, httpadapter.Answer(m.body, m.stream))
+	return streaming.Spec(name, m.endpoint.Answer(m.body, m.stream))
 }
 
 // body writes the Messages API body of req.
@@ -157,11 +165,11 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
 	}
+	res.Body = bounds.Body(res.Body) // ping events, which the SDK skips, show the server is there
 	events := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
 	defer events.Close()
 	var acc Accumulator
 	for events.Next() {
-		bounds.Touch()
 		ev := events.Current()
 		text, err := acc.Add(&ev)
 		if text != "" {
@@ -188,32 +196,48 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 
 // APIError is an error the API answered with: an HTTP error status, or
 // an error event in the stream (Status 200 then). It unwraps to the SDK's
-// *anthropic.Error.
+// *anthropic.Error. The text of an HTTP error status also names the
+// request (method and URL, without user info or query), and quotes the
+// start of the body when it is not the API's error (a proxy's page).
 type APIError struct {
 	Status int
 	// Type is the error's type ("overloaded_error", "rate_limit_error",
-	// "invalid_request_error", ...); Message what the server said.
+	// "invalid_request_error", ...); Message what the server said. Both
+	// are empty for a body that is not the API's error.
 	Type    string
 	Message string
+	text    string // of an HTTP error status
 	err     error
 }
 
 func (e *APIError) Error() string {
-	if e.Status != http.StatusOK {
-		return fmt.Sprintf("HTTP %d %s: %s", e.Status, e.Type, e.Message)
+	if e.Status != http.StatusOK || (e.Type == "" && e.Message == "") {
+		return e.text
 	}
 	return fmt.Sprintf("error event in the stream: %s: %s", e.Type, e.Message)
 }
 
 func (e *APIError) Unwrap() error { return e.err }
 
-// describe turns the SDK's API error, whose text is the request and the
-// raw body, into an *APIError saying what the server said, marked
-// models.Permanent when its status says another attempt would fail too.
+// describe turns the SDK's API error, whose text is the request's URL
+// (with any user info) and the whole raw body, into an *APIError saying
+// what the server said, marked models.Permanent when its status says
+// another attempt would fail too.
 func describe(err error) error {
 	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) && (apiErr.Message != "" || apiErr.Type() != "") {
-		err = &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+	if errors.As(err, &apiErr) {
+		e := &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+		switch {
+		case e.Status != http.StatusOK:
+			message := e.Message
+			if message == "" && e.Type != "" {
+				message = "(no message)"
+			}
+			e.text = httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, e.Type, message)
+		case e.Type == "" && e.Message == "":
+			e.text = "error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON()))
+		}
+		err = e
 	}
 	if apiErr != nil && models.PermanentStatus(apiErr.StatusCode) {
 		err = models.Permanent(err) // another attempt would be refused the same way

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -452,6 +453,69 @@ func WantNotEventStream(t testing.TB, r *models.Response, notStream, incomplete 
 	}
 	if strings.Contains(r.Error, incomplete.Error()) {
 		t.Errorf("error %q calls the page a cut-off stream", r.Error)
+	}
+}
+
+// gatewayPage is the error page of [GatewayErrorPage]: its start names
+// it, it holds bytes that are not UTF-8 (a Latin-1 page), and it is too
+// long to quote whole.
+var gatewayPage = "<html><head><title>502 Bad Gateway</title></head><body>upstream caf\xe9 unreachable " +
+	strings.Repeat("<p>The proxy could not reach the upstream server.</p>", 400) + "<p>END OF PAGE</p></body></html>"
+
+// GatewayErrorPage returns a handler answering every request with HTTP
+// 502 and a long HTML page in Latin-1, as a proxy whose upstream is down
+// does: a body that is not the API's error.
+func GatewayErrorPage() Handler {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, gatewayPage)
+	}
+}
+
+// WantStatusDescribed checks that r, the answer to [GatewayErrorPage]
+// from a server reached at a base URL holding the user info
+// "user:"+password, failed with an error that says the status, the
+// method and path requested (path) and the start of the page, within a
+// few hundred bytes of valid UTF-8, and without the password.
+func WantStatusDescribed(t testing.TB, r *models.Response, path, password string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 502") || !strings.Contains(r.Error, "POST ") || !strings.Contains(r.Error, path) ||
+		!strings.Contains(r.Error, "502 Bad Gateway</title>") {
+		t.Errorf("failed %v with %.300q, want the status, the request and the start of the page", r.Failed, r.Error)
+	}
+	if strings.Contains(r.Error, password) {
+		t.Errorf("error %.300q holds the password of the base URL", r.Error)
+	}
+	if strings.Contains(r.Error, "END OF PAGE") || len(r.Error) > 600 {
+		t.Errorf("error of %d bytes holds the whole page: %.300q", len(r.Error), r.Error)
+	}
+	if !utf8.ValidString(r.Error) {
+		t.Errorf("error %.300q is not valid UTF-8: an ERROR frame's text must be", r.Error)
+	}
+}
+
+// EchoKey returns a handler answering every request with HTTP 401 and
+// the provider's error body (written by writeError) whose message quotes
+// the request's Authorization (or x-api-key) header, as some gateways'
+// do.
+func EchoKey(writeError func(w http.ResponseWriter, message string)) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		writeError(w, "Incorrect API key provided: "+r.Header.Get("Authorization")+r.Header.Get("X-Api-Key")+" (see your account)")
+	}
+}
+
+// WantKeyRedacted checks that r, the answer to [EchoKey] from an adapter
+// with the API key key, failed with the server's message but without the
+// key.
+func WantKeyRedacted(t testing.TB, r *models.Response, key string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 401") || !strings.Contains(r.Error, "Incorrect API key provided") ||
+		!strings.Contains(r.Error, "(see your account)") {
+		t.Fatalf("failed %v with %q, want the status and the server's message", r.Failed, r.Error)
+	}
+	if strings.Contains(r.Error, key) {
+		t.Fatalf("error %q holds the API key", r.Error)
 	}
 }
 

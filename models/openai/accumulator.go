@@ -26,7 +26,7 @@ var (
 )
 
 // ServerError is an error object the server sent inside the stream
-// (`data: {"error": {...}}`).
+// (`data: {"error": {...}}`, or `data: {"error": "message"}`).
 type ServerError struct {
 	// Raw is the error object as received.
 	Raw json.RawMessage
@@ -109,6 +109,8 @@ func (a *Accumulator) Add(chunk *sdk.ChatCompletionChunk) (string, error) {
 		}
 		if json.Unmarshal(se.Raw, &body) == nil {
 			se.Message = body.Message
+		} else {
+			_ = json.Unmarshal(se.Raw, &se.Message) // some servers send the message alone
 		}
 		a.err = se
 		return "", se

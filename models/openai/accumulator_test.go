@@ -122,3 +122,52 @@ func TestAccumulator_CallWithoutName(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidToolCall", err)
 	}
 }
+
+// TestAccumulator_SplitAtEveryPosition: two parallel calls whose
+// fragments interleave, the name of the first split at every position
+// and the arguments of both split at every position (inside
+// keys, escapes and multi-byte characters' escapes), read back whole.
+func TestAccumulator_SplitAtEveryPosition(t *testing.T) {
+	const name0, args0, args1 = "write_file", `{"path":"a\"b.txt","content":"caf\u00e9 <&>"}`, `{"command":"go test ./..."}`
+	want := []wantCall{{"call_A", name0, args0}, {"call_B", "run_command", args1}}
+	for k := 1; k < len(name0); k++ {
+		body := sse(chunk(roleChunk, ""),
+			chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"name":%q,"arguments":""}}]}`, name0[:k]), ""),
+			chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"function":{"name":%q,"arguments":%q}}]}`, name0[k:], args0), ""),
+			first(1, "call_B", "run_command", args1), finish("tool_calls"), done)
+		_, res, err := accumulate(t, body)
+		if err != nil {
+			t.Fatalf("name split at %d: %v", k, err)
+		}
+		checkCalls(t, res.ToolCalls, want)
+	}
+	split := func(i, j int) {
+		t.Helper()
+		body := sse(chunk(roleChunk, ""),
+			first(0, "call_A", name0, args0[:i]), first(1, "call_B", "run_command", ""),
+			args(1, args1[:j]), args(0, args0[i:]), args(1, args1[j:]),
+			finish("tool_calls"), usage, done)
+		_, res, err := accumulate(t, body)
+		if err != nil {
+			t.Fatalf("split at %d and %d: %v", i, j, err)
+		}
+		checkCalls(t, res.ToolCalls, want)
+	}
+	for i := 0; i <= len(args0); i++ {
+		split(i, i%(len(args1)+1))
+	}
+	for j := 0; j <= len(args1); j++ {
+		split(len(args0)-j, j)
+	}
+}
+
+// Some servers send the error of a stream as a plain string: it is the
+// message.
+func TestAccumulator_ServerErrorAsAString(t *testing.T) {
+	body := sse(content("Hi"), `data: {"error":"Model has crashed, reload it"}`+"\n\n")
+	_, _, err := accumulate(t, body)
+	var se *openai.ServerError
+	if !errors.As(err, &se) || se.Message != "Model has crashed, reload it" || err.Error() != "server error in stream: Model has crashed, reload it" {
+		t.Fatalf("err %v, want the server's message", err)
+	}
+}

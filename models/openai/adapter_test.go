@@ -280,14 +280,14 @@ func TestAdapter_RequestBody(t *testing.T) {
 	ok := sse(content("x"), finish("stop"), done)
 	rg := newRig(t, openai.Options{DisableUsage: true}, modeltest.StreamBody(ok))
 	rg.Ask("s1", userAsk, param("model", `"llama3.2"`), param("temperature", `0`), param("temperature", `0.7`),
-		param("tools", `[]`), param("tool_choice", `"auto"`), param("stream", `false`), param("seed", `42`))
+		param("tools", `[]`), param("tool_choice", `"auto"`), param("parallel_tool_calls", `false`), param("stream", `false`), param("seed", `42`))
 	body := rg.Body(0)
 	for field, want := range map[string]string{"model": `"llama3.2"`, "temperature": `0.7`, "stream": `true`, "seed": `42`} {
 		if !modeltest.JSONEqual(body[field], []byte(want)) {
 			t.Errorf("%s = %s, want %s", field, body[field], want)
 		}
 	}
-	for _, field := range []string{"tools", "tool_choice", "stream_options"} {
+	for _, field := range []string{"tools", "tool_choice", "parallel_tool_calls", "stream_options"} {
 		if v, ok := body[field]; ok {
 			t.Errorf("%s = %s, want it left out", field, v)
 		}
@@ -312,6 +312,20 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 	defer m.Close()
 	if _, err := openai.New(&openai.Options{Timeout: -time.Second}); err == nil {
 		t.Fatal("negative timeout accepted")
+	}
+}
+
+// A PARAM whose JSON holds bytes that are not UTF-8 is refused before
+// sending, saying which: JSON between systems is UTF-8, and servers
+// answer such a body with a 400 that does not say where.
+func TestAdapter_ParamNotUTF8IsRefused(t *testing.T) {
+	rg := newRig(t, openai.Options{}, modeltest.StreamBody(sse(content("x"), finish("stop"), done)))
+	r := rg.Ask("s1", param(models.ParamMessages, "[{\"role\":\"user\",\"content\":\"caf\xe9\"}]"))
+	if !r.Failed || !containsAll(r.Error, `param "messages"`, "UTF-8") || r.ErrorKind != models.FailurePermanent {
+		t.Fatalf("failed %v with %q of kind %q, want a permanent error naming the param", r.Failed, r.Error, r.ErrorKind)
+	}
+	if n := rg.Requests(); n != 0 {
+		t.Fatalf("server got %d requests, want none", n)
 	}
 }
 

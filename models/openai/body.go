@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/models"
 )
@@ -19,11 +20,16 @@ var ErrNoMessages = errors.New("request has no messages PARAM")
 // fields the adapter sets itself; PARAMs with these names are dropped.
 var reserved = map[string]bool{"stream": true, "stream_options": true}
 
+// fields the API rejects in a request without tools; they are dropped
+// then.
+var toolFields = map[string]bool{models.ParamTools: true, models.ParamToolChoice: true, "parallel_tool_calls": true}
+
 // requestBody writes the Chat Completions request for req: every PARAM as
 // a top-level field, its value copied byte for byte (the last value of a
 // name wins), the default model when the request names none, and the
-// streaming fields. An empty or null "tools" is left out, and so is
-// "tool_choice" then: the API rejects both without tools.
+// streaming fields. An empty or null "tools" is left out, and so are
+// "tool_choice" and "parallel_tool_calls" then: the API rejects them
+// without tools.
 func requestBody(req *models.Request, defaultModel string, includeUsage bool) ([]byte, error) {
 	if _, ok := req.Param(models.ParamMessages); !ok {
 		return nil, ErrNoMessages
@@ -54,11 +60,16 @@ func requestBody(req *models.Request, defaultModel string, includeUsage bool) ([
 		if last[p.Name] != i || reserved[p.Name] {
 			continue
 		}
-		if !hasTools && (p.Name == models.ParamTools || p.Name == models.ParamToolChoice) {
+		if !hasTools && toolFields[p.Name] {
 			continue
 		}
 		if !json.Valid(p.Value) {
 			return nil, fmt.Errorf("param %q is not valid JSON", p.Name)
+		}
+		if !utf8.Valid(p.Value) {
+			// json.Valid lets such bytes through inside strings; servers
+			// refuse the body with an error that does not say where.
+			return nil, fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
 		}
 		buf = appendField(buf, p.Name, p.Value)
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	// The adapter never reads the environment for it: see [APIKeyFromEnv].
+	// An ERROR frame never repeats it (a key of 8 bytes or more is cut
+	// out of the text of errors, where some servers quote it).
 	APIKey string
 	// Model is used for requests without a "model" PARAM.
 	Model string
@@ -44,8 +46,8 @@ type Options struct {
 	// default 10 minutes.
 	Timeout time.Duration
 	// IdleTimeout bounds the wait for the response and then for each next
-	// event of the stream; default 3 minutes. A stalled stream fails with
-	// an ERROR instead of hanging.
+	// bytes of the stream (keep-alive comments count); default 3 minutes.
+	// A stalled stream fails with an ERROR instead of hanging.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -89,7 +91,7 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger}
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
 	if !c.Valid() {
 		return nil, fmt.Errorf("openai: negative timeout or retries in options")
 	}
@@ -123,7 +125,7 @@ func APIKeyFromEnv(name string) (string, error) {
 
 // Spec returns the spec of an adapter duplex streaming requests to m.
 func (m *Model) Spec(name string) actors.Spec {
-	return streaming.Spec(name, httpadapter.Answer(m.body, m.stream))
+	return streaming.Spec(name, m.endpoint.Answer(m.body, m.stream))
 }
 
 // body writes the Chat Completions body of req.
@@ -142,17 +144,15 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "chat/completions", body, &res); err != nil {
-		// The SDK's error text is the status alone; the server's message
-		// is what tells a user (or the model) what went wrong.
+		// The SDK's error text is the status alone; the URL asked for and
+		// the server's message (or the start of its body) are what tell
+		// a user (or the model) what went wrong.
 		var apiErr *sdk.Error
 		if !errors.As(err, &apiErr) {
 			return nil, fail("request", err)
 		}
-		if apiErr.Message != "" {
-			err = fmt.Errorf("request: %w: %s", err, apiErr.Message)
-		} else {
-			err = fail("request", err)
-		}
+		err = fmt.Errorf("request: %w", httpadapter.WithText(err,
+			httpadapter.StatusText(apiErr.Request, apiErr.Response, apiErr.StatusCode, "", apiErr.Message)))
 		if models.PermanentStatus(apiErr.StatusCode) {
 			err = models.Permanent(err) // another attempt would be refused the same way
 		}
@@ -161,6 +161,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
 	}
+	res.Body = bounds.Body(res.Body) // keep-alive comments show the server is there
 	dec := ssestream.NewDecoder(res)
 	if dec == nil {
 		return nil, errors.New("request: empty response")
@@ -168,7 +169,6 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	defer dec.Close()
 	var acc Accumulator
 	for dec.Next() {
-		bounds.Touch()
 		data := bytes.TrimSpace(dec.Event().Data)
 		if len(data) == 0 {
 			continue
@@ -179,7 +179,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		}
 		var chunk sdk.ChatCompletionChunk
 		if err := json.Unmarshal(data, &chunk); err != nil {
-			return nil, fmt.Errorf("decode chunk: %w", err)
+			return nil, fmt.Errorf("decode chunk %s: %w", httpadapter.Quote(data), err)
 		}
 		text, err := acc.Add(&chunk)
 		if text != "" {

@@ -3,6 +3,7 @@ package streaming
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -31,6 +32,24 @@ func Bound(ctx context.Context, timeout, idle time.Duration) (*Bounds, context.C
 
 // Touch says a piece of the answer arrived.
 func (b *Bounds) Touch() { b.timer.Reset(b.idle) }
+
+// Body returns body reading as it does and touching the idle bound at
+// every read that returns bytes: whatever the server sends (SSE
+// comments, keep-alive events a decoder skips) shows it is not stalled.
+func (b *Bounds) Body(body io.ReadCloser) io.ReadCloser { return &touchingBody{body, b} }
+
+type touchingBody struct {
+	io.ReadCloser
+	b *Bounds
+}
+
+func (t *touchingBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 {
+		t.b.Touch()
+	}
+	return n, err
+}
 
 // Fail wraps err with op, replacing it with the cause of the context's
 // end when a bound (or the caller) ended it: that is what tells why.

@@ -3,6 +3,7 @@ package streaming_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -33,5 +34,37 @@ func TestBounds_IdleAndTotal(t *testing.T) {
 		if err := b2.Fail("read", errors.New("x")); !strings.Contains(err.Error(), "no data from the server for 3s") {
 			t.Fatalf("error %v", err)
 		}
+	})
+}
+
+// TestBounds_BodyTouches: every read of the body that returns bytes
+// touches the idle bound; once the bytes stop, it fires.
+func TestBounds_BodyTouches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, ctx := streaming.Bound(context.Background(), time.Minute, 3*time.Second)
+		defer b.Release()
+		r, w := io.Pipe()
+		body := b.Body(r)
+		go func() {
+			for range 5 { // a byte every 2 s: 10 s without an event
+				time.Sleep(2 * time.Second)
+				_, _ = w.Write([]byte(":"))
+			}
+		}()
+		buf := make([]byte, 8)
+		for range 5 {
+			if _, err := body.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("cancelled while bytes arrived: %v", context.Cause(ctx))
+		}
+		<-ctx.Done()
+		if err := b.Fail("read", errors.New("x")); !strings.Contains(err.Error(), "no data from the server for 3s") {
+			t.Fatalf("error %v", err)
+		}
+		_ = body.Close()
+		_ = w.Close()
 	})
 }

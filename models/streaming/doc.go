@@ -6,7 +6,8 @@
 // started on its own goroutine (actors.Context.Go), emits the frames the
 // function hands over while it runs (text deltas, META events) as long as
 // the request is live, and then the frames that end the answer, or
-// ERROR and END when the function failed. CANCEL and ABORT cancel the
+// ERROR (the error's text, bytes that are not UTF-8 replaced) and END
+// when the function failed. CANCEL and ABORT cancel the
 // function's context; nothing it hands over later is emitted.
 //
 // The adapters of models/openai and models/anthropic are built on it; it

@@ -3,6 +3,7 @@ package streaming
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -73,7 +74,9 @@ func (l *logic) start(c actors.Context, req *models.Request) {
 
 func (l *logic) finish(c actors.Context, req *models.Request, out outcome) {
 	if out.err != nil {
-		f := messages.Error(req.StreamID, out.err.Error())
+		// A frame's text must be UTF-8 to be marshalled (frames cross
+		// nodes); libraries quote servers' bytes as they are.
+		f := messages.Error(req.StreamID, strings.ToValidUTF8(out.err.Error(), "\uFFFD"))
 		if models.IsPermanent(out.err) {
 			f.Meta = &messages.Metadata{FailureKind: models.FailurePermanent}
 		}

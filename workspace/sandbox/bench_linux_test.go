@@ -95,7 +95,7 @@ func BenchmarkRunLooksAgain(b *testing.B) {
 		if cfg.Resolved, err = ResolveHide(cfg.Hide, c.dir); err != nil {
 			b.Fatal(err)
 		}
-		defaults, others := hideList(c.dir)
+		defaults, others := hideList(DefaultHidden, c.dir)
 		list := append(slices.Clone(defaults), others...)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -50,8 +50,13 @@ type setupRequest struct {
 	// LinkTargets are the places of Config.LinkTargets as the set-up
 	// starts, hidden with the rest.
 	LinkTargets []string `json:"linkTargets,omitempty"`
-	// EtcLinkDirs is [EtcLinkDirs] as the host has it.
-	EtcLinkDirs []string `json:"etcLinkDirs,omitempty"`
+	// EtcLinkDirs, Hidden and ReadableDirs are [EtcLinkDirs],
+	// [DefaultHidden] and [ReadableDirs] as the host has them: the
+	// program may have changed them, and this process reads no variable
+	// of the program's.
+	EtcLinkDirs  []string `json:"etcLinkDirs,omitempty"`
+	Hidden       []string `json:"hidden,omitempty"`
+	ReadableDirs []string `json:"readableDirs,omitempty"`
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -357,7 +362,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if len(cfg.Hide) > 0 && cfg.Resolved == nil {
 		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
-	defaults, others := hideList(wsPath)
+	defaults, others := hideList(req.Hidden, wsPath)
 	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath)
 	if err != nil {
 		return p, "", nil, err
@@ -365,7 +370,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// Where the files kept visible are, found before the hiding covers
 	// the links that lead there.
 	readable := keptReadable(keep, wsPath)
-	etcFiles, etcDirs := etcLinkTargets(req.EtcLinkDirs, wsPath, append(slices.Clone(plan.outside), plan.inside...))
+	etcFiles, etcDirs := etcLinkTargets(req.EtcLinkDirs, req.ReadableDirs, wsPath, append(slices.Clone(plan.outside), plan.inside...))
 	readable = append(readable, etcFiles...)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -459,7 +464,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	}
 	abi, err := 0, error(nil)
 	if !cfg.WithoutLandlock {
-		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, readable, etcDirs)
+		abi, err = restrictLandlock(mounted, !cfg.AllowNetwork, req.ReadableDirs, readable, etcDirs)
 	}
 	switch {
 	case cfg.WithoutLandlock:
@@ -901,14 +906,14 @@ func keptReadable(keep []string, wsPath string) []string {
 
 // etcLinkTargets returns where the symbolic links directly in the
 // directories of etcDirs ([EtcLinkDirs]) lead, followed in the host's
-// view, when that is outside
-// [ReadableDirs]: files and directories the system's configuration
+// view, when that is outside the directories of readableDirs
+// ([ReadableDirs]): files and directories the system's configuration
 // names, which commands read through /etc and which Landlock would
 // refuse otherwise. A target is left out when it is hidden (within a
 // path of hidden, whose covers would be read anyway), is "/", holds the
 // workspace wsPath or is in it, or is a directory just below "/" (a
 // link to /var or /home would open far more than the configuration).
-func etcLinkTargets(etcDirs []string, wsPath string, hidden []string) (files, dirs []string) {
+func etcLinkTargets(etcDirs, readableDirs []string, wsPath string, hidden []string) (files, dirs []string) {
 	seen := map[string]bool{}
 	for _, d := range etcDirs {
 		entries, err := os.ReadDir(d)
@@ -921,7 +926,7 @@ func etcLinkTargets(etcDirs []string, wsPath string, hidden []string) (files, di
 			}
 			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
 			if !ok || seen[path] || strings.Count(path, "/") < 2 || within(path, wsPath) || within(wsPath, path) ||
-				slices.ContainsFunc(ReadableDirs, func(r string) bool { return within(path, r) }) ||
+				slices.ContainsFunc(readableDirs, func(r string) bool { return within(path, r) }) ||
 				slices.ContainsFunc(hidden, func(h string) bool { return within(path, h) }) {
 				continue
 			}
@@ -940,19 +945,19 @@ func etcLinkTargets(etcDirs []string, wsPath string, hidden []string) (files, di
 }
 
 // restrictLandlock applies, to this thread, a Landlock domain that allows
-// reading and executing beneath [ReadableDirs] and dirs, the files of kept, the
+// reading and executing beneath readableDirs ([ReadableDirs]) and dirs, the files of kept, the
 // workspace (the directory on the descriptor ws), /tmp and /dev/shm,
 // writing beneath the last three (and to the null devices and the
 // sandbox's own pseudo-terminals), and, when noNet, no TCP. It returns
 // the ABI version in force, 0 when the kernel has no Landlock. Reading
 // is restricted from ABI 1, so any Landlock confines it.
-func restrictLandlock(ws int, noNet bool, kept, dirs []string) (int, error) {
+func restrictLandlock(ws int, noNet bool, readableDirs, kept, dirs []string) (int, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, nil
 	}
 	fd, flags, err := landlockConfig(noNet).BestEffort().NewRulesetFD(
-		landlock.RODirs(ReadableDirs...).IgnoreIfMissing(),
+		landlock.RODirs(readableDirs...).IgnoreIfMissing(),
 		landlock.RODirs(dirs...).IgnoreIfMissing(),
 		landlock.ROFiles(kept...).IgnoreIfMissing(),
 		// The workspace by its descriptor (the magic link opens that very
@@ -1207,7 +1212,7 @@ func (r *fdReader) readByte() (byte, error) {
 // to hide. This process lists, as root in the sandbox's user
 // namespace, every directory a command could make readable.
 func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers) error {
-	defaults, others := hideList(wsPath)
+	defaults, others := hideList(req.Hidden, wsPath)
 	targets = append(slices.Clone(req.LinkTargets), targets...)
 	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath)
 	if err != nil {

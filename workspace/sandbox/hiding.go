@@ -33,6 +33,9 @@ import (
 // fails when one cannot be made), which holds neither of the host's,
 // and whose /dev/shm, an empty writable tmpfs of the sandbox's own,
 // hiding would only make unusable.
+//
+// A program may change it before it sets sandboxes up: the host reads it
+// as it prepares each sandbox, and hands it to the sandbox's helper.
 var DefaultHidden = []string{
 	"/root", "/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
@@ -66,6 +69,9 @@ var DefaultHidden = []string{
 // in /etc are not followed, and nothing else of /var is readable: a
 // package manager's database (/var/lib/dpkg, /var/lib/rpm), the caches
 // of /var/cache, a toolchain kept in /srv or /var/lib are not.
+//
+// A program may change it before it sets sandboxes up: the host reads it
+// as it prepares each sandbox, and hands it to the sandbox's helper.
 var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 	"/nix", "/gnu", "/snap", "/proc", "/dev", "/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage",
 	"/sys/fs/cgroup"}
@@ -146,13 +152,13 @@ func Surroundings(workspace string) string {
 // hideList is every path (or pattern) a sandbox around the workspace
 // wsPath hides besides [Config.Hide], which is resolved once
 // ([ResolveHide], [Config.Resolved]) rather than at each set-up: these
-// are the system's, out of the commands' reach. defaults are
-// [DefaultHidden]; others are the rest.
-func hideList(wsPath string) (defaults, others []string) {
+// are the system's, out of the commands' reach. defaults are hidden
+// ([DefaultHidden] as the host has it); others are the rest.
+func hideList(hidden []string, wsPath string) (defaults, others []string) {
 	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
 		others = append(others, s)
 	}
-	return DefaultHidden, others
+	return hidden, others
 }
 
 // HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,

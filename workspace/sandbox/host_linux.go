@@ -378,7 +378,7 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if req.Config.AllowNetwork {
 		req.Keep = KeptWithNetwork
 	}
-	req.EtcLinkDirs = EtcLinkDirs
+	req.EtcLinkDirs, req.Hidden, req.ReadableDirs = EtcLinkDirs, DefaultHidden, ReadableDirs
 	line, err := json.Marshal(req)
 	if err != nil {
 		return fail(err)

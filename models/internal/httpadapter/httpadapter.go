@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ type Config struct {
 	MaxRetries  int
 	HTTPClient  *http.Client
 	Logger      *slog.Logger
+	// APIKey is the key the adapter sends; the errors of its answers
+	// never repeat it (see [Endpoint.Answer]).
+	APIKey string
 }
 
 // Valid reports whether c holds no negative bound or retry count (the
@@ -69,6 +73,7 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
+	secret  string // the API key, removed from error texts
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -81,6 +86,9 @@ func Open(c Config) *Endpoint {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
+	if len(c.APIKey) >= minSecret {
+		e.secret = c.APIKey
+	}
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
@@ -119,8 +127,40 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // write fails the request as permanent: the same request cannot be sent
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
-// frames.
-func Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
+// frames. The API key of e's Config is cut out of the text of send's
+// errors (some servers quote the key they refuse), so that no ERROR
+// frame carries it.
+func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
+	answer := answerWith(body, send)
+	if e.secret == "" {
+		return answer
+	}
+	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
+		frames, err := answer(ctx, req, emit)
+		if err != nil && strings.Contains(err.Error(), e.secret) {
+			err = WithText(err, strings.ReplaceAll(err.Error(), e.secret, "[redacted]"))
+		}
+		return frames, err
+	}
+}
+
+// minSecret is the length from which an API key is cut out of error
+// texts: a shorter one (a local server's "test") would cut ordinary words.
+const minSecret = 8
+
+// WithText returns an error with the text text that unwraps to err (for
+// errors.Is and errors.As): err said in other words.
+func WithText(err error, text string) error { return &textError{text: text, err: err} }
+
+type textError struct {
+	text string
+	err  error
+}
+
+func (e *textError) Error() string { return e.text }
+func (e *textError) Unwrap() error { return e.err }
+
+func answerWith(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		b, err := body(req)
 		if err != nil {
@@ -198,14 +238,54 @@ func CheckEventStream(res *http.Response, notStream error) error {
 		return nil
 	}
 	defer res.Body.Close()
+	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %s",
+		notStream, res.StatusCode, ct, BodyStart(res))
+}
+
+// BodyStart reads the start of res's body and quotes it for an error
+// text: at most bodyQuote bytes, "…" when there is more, bytes that are
+// not UTF-8 replaced; a failed read is said. It does not close the body.
+func BodyStart(res *http.Response) string {
+	if res == nil || res.Body == nil {
+		return `""`
+	}
 	b, err := io.ReadAll(io.LimitReader(res.Body, bodyQuote+1))
+	q := Quote(b)
+	if err != nil {
+		q += fmt.Sprintf(" (reading it failed: %v)", err)
+	}
+	return q
+}
+
+// Quote quotes the start of b for an error text: at most bodyQuote
+// bytes, "…" when there is more, bytes that are not UTF-8 replaced.
+func Quote(b []byte) string {
 	more := ""
 	if len(b) > bodyQuote {
 		b, more = b[:bodyQuote], "…"
 	}
-	if err != nil {
-		more += fmt.Sprintf(" (reading it failed: %v)", err)
+	return strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD")) + more
+}
+
+// StatusText is the text of an error for the HTTP error status of res,
+// the answer to req: "HTTP 404 Not Found from POST
+// http://host/v1/chat/completions: " and then message, what the API's
+// error said, or when it is empty the quoted start of the body (which
+// the SDKs leave readable). kind, when not empty, replaces the status's
+// name (the Messages API's error type). The URL is written without its
+// user info, query and fragment, where credentials may be.
+func StatusText(req *http.Request, res *http.Response, status int, kind, message string) string {
+	if kind == "" {
+		kind = http.StatusText(status)
 	}
-	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %q%s",
-		notStream, res.StatusCode, ct, strings.ToValidUTF8(string(b), "\uFFFD"), more)
+	text := fmt.Sprintf("HTTP %d %s", status, kind)
+	if req != nil && req.URL != nil {
+		u := *req.URL
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+		text += " from " + req.Method + " " + u.String()
+	}
+	if message == "" {
+		return text + ": the body starts " + BodyStart(res)
+	}
+	return text + ": " + message
 }

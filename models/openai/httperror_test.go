@@ -1,0 +1,72 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/modeltest"
+	"github.com/polyweave/polyweave-go/models/openai"
+)
+
+// An error status whose body is not the API's error (a proxy's page) is
+// told by its status, the request and the quoted start of the body: not
+// the whole page, nothing that is not UTF-8, and not the password of a
+// base URL with user info.
+func TestAdapter_GatewayErrorPageIsDescribed(t *testing.T) {
+	rg := modeltest.NewRig(t, modeltest.GatewayErrorPage(), func(url string, client *http.Client) actors.Spec {
+		url = strings.Replace(url, "://", "://user:hunter2@", 1) + "/v1"
+		return modeltest.Must(openai.New(&openai.Options{BaseURL: url, HTTPClient: client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries}))(t).Spec("model")
+	})
+	modeltest.WantStatusDescribed(t, rg.Ask("s1", userAsk), "/v1/chat/completions", "hunter2")
+}
+
+// A base URL without /v1 against a server that serves only /v1 (Ollama,
+// vLLM) gets a 404 whose error says which URL was asked for, so that the
+// mistake shows, and what the server answered.
+func TestAdapter_NotFoundNamesTheURL(t *testing.T) {
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		http.NotFound(w, r)
+	})
+	r := rg.Ask("s1", userAsk)
+	if !r.Failed || !containsAll(r.Error, "HTTP 404", "POST "+rg.URL+"/v1/chat/completions", "404 page not found") || r.ErrorKind != models.FailurePermanent {
+		t.Fatalf("failed %v with %q of kind %q, want the status, the URL and the body, permanent", r.Failed, r.Error, r.ErrorKind)
+	}
+}
+
+// An API key the server quotes in its error message is not repeated in
+// the ERROR frame.
+func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
+	const key = "sk-proj-secret-0123456789"
+	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKey(func(w http.ResponseWriter, message string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
+		_, _ = w.Write(b)
+	}))
+	modeltest.WantKeyRedacted(t, rg.Ask("s1", userAsk), key)
+}
+
+// A data line that is not JSON ends the answer with an error quoting
+// it, so that a server's plain-text error shows.
+func TestAdapter_ChunkNotJSONIsQuoted(t *testing.T) {
+	body := sse(content("Hel"), "event: error\ndata: upstream model crashed\n\n")
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, modeltest.StreamBody(body))
+	r := rg.Ask("s1", userAsk)
+	modeltest.WantFailed(t, r, "decode chunk", `"upstream model crashed"`)
+	if r.Text != "Hel" {
+		t.Fatalf("text %q, want the text streamed before the bad chunk", r.Text)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

@@ -16,6 +16,10 @@ const (
 	defaultMaxWorkers = 64
 	defaultQueue      = 8192
 	defaultStuckTick  = time.Millisecond
+	// defaultSpinTries is how many times a worker looks for a run before
+	// it parks, yielding its processor in between: 30–90 µs, about the
+	// time between two hops of a conversation and between its runs.
+	defaultSpinTries = 384
 )
 
 // workerPool is the runtime's default actor.Dispatcher: mailbox runs are
@@ -27,8 +31,14 @@ const (
 // a worker that finishes one takes the next without parking, so under
 // load a run costs no goroutine switch, no fresh goroutine and no stack
 // growth, and the workers' stacks stay grown and warm. When the queue is
-// empty a worker parks, and a run scheduled then is handed to it
-// directly.
+// empty a worker first spins a little (one worker at a time, and only
+// with more than one processor): it polls for a run, yielding its
+// processor between looks, before it parks. A run scheduled meanwhile is
+// handed to it (see handoff) instead of to a parked worker, which would
+// have to be woken, and its processor with it: the hops of one
+// conversation, each scheduled while the run before it ends, then keep
+// two workers busy without a wake each. A run scheduled while no worker
+// spins is handed to a parked worker directly.
 //
 // A run that blocks (a sync tool waiting on I/O, a mailbox with a long
 // backlog) must never hold up another: while runs are queued, a watcher
@@ -51,6 +61,18 @@ type workerPool struct {
 	wg     sync.WaitGroup
 
 	watching atomic.Bool // a watcher is running
+
+	// spinTries is how many times a worker that finds the queue empty
+	// looks for a run before it parks (0: it parks at once); spinning
+	// counts the workers doing so (at most one), and handoff takes a run
+	// scheduled for them: only they read it, never blocking, so a run
+	// put there wakes no one.
+	spinTries int
+	spinning  atomic.Int32
+	handoff   chan func()
+	// Tests only: called by hand between handing a run and looking
+	// whether a worker still spins, and by spin before it stops.
+	testHookHanded, testHookSpinEnd func()
 
 	mu      sync.Mutex
 	workers map[*worker]struct{}
@@ -81,11 +103,19 @@ func newWorkerPool(throughput, target, maxParked int) *workerPool {
 	if target <= 0 {
 		target = runtime.GOMAXPROCS(0)
 	}
+	spin := defaultSpinTries
+	if target == 1 {
+		// The run a spinner waits for needs its processor: with one,
+		// spinning only delays it.
+		spin = 0
+	}
 	return &workerPool{
 		throughput: throughput,
 		target:     target,
 		max:        maxParked,
 		tick:       defaultStuckTick,
+		spinTries:  spin,
+		handoff:    make(chan func(), 1),
 		work:       make(chan func(), defaultQueue),
 		quit:       make(chan struct{}),
 		workers:    map[*worker]struct{}{},
@@ -101,6 +131,11 @@ func (p *workerPool) Schedule(fn func()) {
 	if p.idle.Load() == 0 && int(p.n.Load()) < p.target && p.start(fn) {
 		return
 	}
+	if p.spinning.Load() > 0 {
+		if fn = p.hand(fn); fn == nil {
+			return
+		}
+	}
 	select {
 	case p.work <- fn: // to a parked worker, or queued
 	default: // the queue is full: a goroutine of its own
@@ -113,6 +148,32 @@ func (p *workerPool) Schedule(fn func()) {
 	if p.closed.Load() {
 		// close may have drained the queue before fn was in it.
 		p.drain()
+	}
+}
+
+// hand gives fn to the spinning worker, and returns nil, or returns the
+// run to schedule as any other: fn when a run waits for the spinner
+// already, or the run it took back (fn or one handed after it) when the
+// spinner stopped spinning before it could see it.
+func (p *workerPool) hand(fn func()) func() {
+	select {
+	case p.handoff <- fn:
+	default:
+		return fn
+	}
+	if p.testHookHanded != nil {
+		p.testHookHanded()
+	}
+	if p.spinning.Load() > 0 {
+		// A spinner that stops now looks at handoff after it stopped
+		// counting itself (see spin), so it sees fn.
+		return nil
+	}
+	select {
+	case fn = <-p.handoff:
+		return fn
+	default: // the spinner took it
+		return nil
 	}
 }
 
@@ -163,6 +224,9 @@ func (p *workerPool) worker(w *worker, fn func()) {
 			continue
 		default:
 		}
+		if fn = p.spin(); fn != nil {
+			continue
+		}
 		if int(p.n.Load()) > p.max {
 			break // enough parked workers: this one goes
 		}
@@ -180,6 +244,39 @@ func (p *workerPool) worker(w *worker, fn func()) {
 	p.mu.Lock()
 	delete(p.workers, w)
 	p.mu.Unlock()
+}
+
+// spin looks for a run spinTries times, yielding the processor between
+// looks, unless another worker spins already or the pool is closed, and
+// returns it (nil: none came).
+func (p *workerPool) spin() func() {
+	if p.spinTries == 0 || p.spinning.Load() > 0 || !p.spinning.CompareAndSwap(0, 1) {
+		return nil
+	}
+	var fn func()
+	for i := 0; i < p.spinTries && fn == nil && !p.closed.Load(); i++ {
+		runtime.Gosched()
+		select {
+		case fn = <-p.handoff:
+		case fn = <-p.work:
+		default:
+		}
+	}
+	if p.testHookSpinEnd != nil {
+		p.testHookSpinEnd()
+	}
+	p.spinning.Add(-1)
+	// A run handed after the last look, or while this worker took
+	// another, before Schedule saw it stop (see hand).
+	select {
+	case late := <-p.handoff:
+		if fn == nil {
+			return late
+		}
+		p.Schedule(late) // spinning no more: to a parked worker, or queued
+	default:
+	}
+	return fn
 }
 
 // watch starts the watcher unless it is running.
@@ -244,11 +341,14 @@ func (p *workerPool) watcher() {
 	}
 }
 
-// drain runs what is queued on goroutines of their own.
+// drain runs what is queued, or handed to a spinner, on goroutines of
+// their own.
 func (p *workerPool) drain() {
 	for {
 		select {
 		case fn := <-p.work:
+			go fn()
+		case fn := <-p.handoff:
 			go fn()
 		default:
 			return

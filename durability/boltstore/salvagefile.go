@@ -56,6 +56,12 @@ type ActorSalvage struct {
 // and the pages nothing uses) and links it at dst. opts may be nil; only
 // OpenTimeout, NoSync and Logger are used.
 //
+// The file at dst has the permission bits of the file at path (not the
+// umask's, nor opts.FileMode), and is owned by the user and group that
+// run SalvageFile, as any file it creates: salvaged by the user the
+// store runs as, the store can open it; salvaged by another (root), dst
+// must be given to that user (chown) before the store opens it.
+//
 // ctx bounds the whole: when it is done, SalvageFile stops, removes what
 // it wrote and returns an error wrapping ctx's. The error is for a
 // salvage that could not be done (path is not a store, is damaged where
@@ -125,6 +131,11 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 		_, err = s.Compact(ctx)
 	}
 	if err := errors.Join(err, s.Close()); err != nil {
+		return fail(err)
+	}
+	// The copy was the runner's alone while written; the new file gets
+	// the file's permission bits, neither more open nor more closed.
+	if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
 		return fail(err)
 	}
 	if out.After, err = verifyFile(ctx, tmp, dst, &ro, os.OpenFile); err != nil {

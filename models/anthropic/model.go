@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -42,8 +43,8 @@ const MetaThinking = models.MetaThinkingBlocks
 // default.
 type Options struct {
 	// BaseURL is the API root (the adapter posts to v1/messages under
-	// it); default DefaultBaseURL. A root ending in /v1 is read as the
-	// root above it: https://api.anthropic.com/v1 posts to
+	// it); default DefaultBaseURL. A root whose path ends in /v1 is read
+	// as the root above it: https://api.anthropic.com/v1 posts to
 	// https://api.anthropic.com/v1/messages.
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
@@ -99,8 +100,12 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	if root, ok := strings.CutSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1"); ok {
-		o.BaseURL = root + "/" // the adapter adds v1/messages itself
+	if u, err := url.Parse(o.BaseURL); err == nil {
+		if root, ok := strings.CutSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1"); ok {
+			u.RawPath = root + "/"                  // the adapter adds v1/messages itself
+			u.Path, _ = url.PathUnescape(u.RawPath) // unescaping what was escaped cannot fail
+			o.BaseURL = u.String()
+		}
 	}
 	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
 	if !c.Valid() || o.MaxTokens < 0 {

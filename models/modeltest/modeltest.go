@@ -19,6 +19,7 @@ package modeltest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -516,6 +517,34 @@ func WantKeyRedacted(t testing.TB, r *models.Response, key string) {
 	}
 	if strings.Contains(r.Error, key) {
 		t.Fatalf("error %q holds the API key", r.Error)
+	}
+}
+
+// EchoKeyAtClip returns a handler answering every request with HTTP
+// 502 and a plain-text page (not the API's error) that quotes the
+// request's key (the bearer token or x-api-key) so that it straddles the
+// end of what an error quotes of a body.
+func EchoKeyAtClip() Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		key := cmp.Or(r.Header.Get("X-Api-Key"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, strings.Repeat("-", 172)+key+" was refused upstream")
+	}
+}
+
+// WantNoKeyPart checks that r failed with an error holding no 8 bytes
+// in a row of key beyond its first 8 (a public prefix such as
+// "sk-proj-").
+func WantNoKeyPart(t testing.TB, r *models.Response, key string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 502") {
+		t.Fatalf("failed %v with %q, want the status", r.Failed, r.Error)
+	}
+	for i := 8; i+8 <= len(key); i++ {
+		if strings.Contains(r.Error, key[i:i+8]) {
+			t.Fatalf("error %q holds %q of the API key", r.Error, key[i:i+8])
+		}
 	}
 }
 

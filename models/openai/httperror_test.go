@@ -70,3 +70,11 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// A key quoted in a page at the point where the error's quote of the
+// body is cut is not repeated in part either.
+func TestAdapter_KeyCutByTheQuoteIsRedacted(t *testing.T) {
+	const key = "sk-proj-secret-0123456789abcdef"
+	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKeyAtClip())
+	modeltest.WantNoKeyPart(t, rg.Ask("s1", userAsk), key)
+}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -137,12 +138,44 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 	}
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		frames, err := answer(ctx, req, emit)
-		if err != nil && strings.Contains(err.Error(), e.secret) {
-			err = WithText(err, strings.ReplaceAll(err.Error(), e.secret, "[redacted]"))
+		if err != nil {
+			if text := redact(err.Error(), e.secret); text != err.Error() {
+				err = WithText(err, text)
+			}
 		}
 		return frames, err
 	}
 }
+
+// redact returns text with secret cut out: where it is whole, and where
+// a quote of a body clipped by [Quote] ends with its first bytes (a
+// server quoting the key may have put it across the clip).
+func redact(text, secret string) string {
+	text = strings.ReplaceAll(text, secret, redacted)
+	for i := 0; ; {
+		j := strings.Index(text[i:], clipped)
+		if j < 0 {
+			return text
+		}
+		j += i
+		for k := len(secret) - 1; k >= minCut; k-- {
+			if strings.HasSuffix(text[:j], secret[:k]) {
+				text = text[:j-k] + redacted + text[j:]
+				j += len(redacted) - k
+				break
+			}
+		}
+		i = j + len(clipped)
+	}
+}
+
+const (
+	redacted = "[redacted]"
+	clipped  = `"…` // the end of a quote Quote clipped
+	// minCut is the length from which the start of the key is cut out
+	// before a clip: fewer bytes are at most a public prefix ("sk-").
+	minCut = 4
+)
 
 // minSecret is the length from which an API key is cut out of error
 // texts: a shorter one (a local server's "test") would cut ordinary words.
@@ -210,6 +243,20 @@ func (e *Ending) Frames(streamID string) []*messages.Frame {
 	return append(frames, models.FinishFrame(streamID, e.Finish))
 }
 
+// CheckParam returns an error naming p when its value is not JSON a
+// server can take: not valid JSON, or holding bytes that are not UTF-8
+// (json.Valid lets those through inside strings, and servers refuse
+// such a body with an error that does not say where).
+func CheckParam(p models.Param) error {
+	if !json.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON", p.Name)
+	}
+	if !utf8.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
+	}
+	return nil
+}
+
 // KeyFromEnv returns the value of the environment variable name (def
 // when name is empty), or an error wrapping noKey.
 func KeyFromEnv(name, def string, noKey error) (string, error) {
@@ -262,7 +309,14 @@ func BodyStart(res *http.Response) string {
 func Quote(b []byte) string {
 	more := ""
 	if len(b) > bodyQuote {
-		b, more = b[:bodyQuote], "…"
+		n := bodyQuote
+		for i := n; i > bodyQuote-utf8.UTFMax && i > 0; i-- {
+			if utf8.RuneStart(b[i]) {
+				n = i // the clip does not cut a character in two
+				break
+			}
+		}
+		b, more = b[:n], clipped[1:]
 	}
 	return strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD")) + more
 }

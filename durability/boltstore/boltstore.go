@@ -196,10 +196,11 @@ type Store struct {
 	keyBuf         []byte
 
 	// compacting (owned by the committer) holds checkpoints back while
-	// Compact copies the buckets; compactMu serializes Compact, with
-	// itself and with Salvage.
+	// Compact copies the buckets; compactMu (a token of one, so that a
+	// wait for it watches a context) serializes Compact, with itself and
+	// with Salvage.
 	compacting bool
-	compactMu  sync.Mutex
+	compactMu  chan struct{}
 	noSync     bool
 
 	// syncFailed holds the permanent error every write transaction fails
@@ -303,6 +304,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		return fail(err)
 	}
 	s := &Store{
+		compactMu:       make(chan struct{}, 1),
 		db:              db,
 		file:            file,
 		openFile:        openFile,

@@ -36,6 +36,18 @@ func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
 	modeltest.WantKeyRedacted(t, rg.Ask("s1", userAsk), key)
 }
 
+// The password of a base URL with user info, which the client sends as
+// basic auth, is not repeated when the server quotes it, plain or as the
+// base64 of the Authorization header.
+func TestAdapter_EchoedBasicAuthIsRedacted(t *testing.T) {
+	rg := modeltest.NewRig(t, modeltest.EchoBasicAuth(func(w http.ResponseWriter, message string) {
+		anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
+	}), func(url string, client *http.Client) actors.Spec {
+		return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: modeltest.WithBasicAuth(url), HTTPClient: client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
+	})
+	modeltest.WantBasicAuthRedacted(t, rg.Ask("s1", userAsk))
+}
+
 // A base URL ending in /v1 (as the API reference writes the endpoint,
 // and as OpenAI-compatible servers want it) reaches /v1/messages, not
 // /v1/v1/messages.

@@ -46,6 +46,8 @@ type Options struct {
 	// it); default DefaultBaseURL. A root whose path ends in /v1 is read
 	// as the root above it: https://api.anthropic.com/v1 posts to
 	// https://api.anthropic.com/v1/messages.
+	// The password of its user info (https://user:password@host/, sent
+	// as basic auth) is never repeated by an ERROR frame, as APIKey.
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].
@@ -109,7 +111,7 @@ func New(opts *Options) (*Model, error) {
 			o.BaseURL = u.String()
 		}
 	}
-	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey, BaseURL: o.BaseURL}
 	if !c.Valid() || o.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative timeout, retries or max tokens in options")
 	}

@@ -8,12 +8,14 @@ package httpadapter
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -46,6 +48,10 @@ type Config struct {
 	// APIKey is the key the adapter sends; the errors of its answers
 	// never repeat it (see [Endpoint.Answer]).
 	APIKey string
+	// BaseURL is the API root; the errors of the answers never repeat
+	// the password of its user info either, plain or as the base64 of
+	// the basic auth the HTTP client sends with it.
+	BaseURL string
 }
 
 // Valid reports whether c holds no negative bound or retry count (the
@@ -74,7 +80,7 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
-	secret  string // the API key, removed from error texts
+	secrets []string // the API key and base URL's password, removed from error texts
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -87,9 +93,7 @@ func Open(c Config) *Endpoint {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
-	if len(c.APIKey) >= minSecret {
-		e.secret = c.APIKey
-	}
+	e.secrets = secrets(c)
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
@@ -128,23 +132,49 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // write fails the request as permanent: the same request cannot be sent
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
-// frames. The API key of e's Config is cut out of the text of send's
-// errors (some servers quote the key they refuse), so that no ERROR
-// frame carries it.
+// frames. The API key of e's Config, and the password of its base URL
+// (plain and in basic auth), are cut out of the text of send's errors
+// (some servers quote the credentials they refuse), so that no ERROR
+// frame carries them.
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	answer := answerWith(body, send)
-	if e.secret == "" {
+	if len(e.secrets) == 0 {
 		return answer
 	}
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		frames, err := answer(ctx, req, emit)
 		if err != nil {
-			if text := redact(err.Error(), e.secret); text != err.Error() {
+			text := err.Error()
+			for _, secret := range e.secrets {
+				text = redact(text, secret)
+			}
+			if text != err.Error() {
 				err = WithText(err, text)
 			}
 		}
 		return frames, err
 	}
+}
+
+// secrets returns what the errors of c's answers must not repeat, each
+// of at least minSecret bytes: the API key, and the password of the base
+// URL's user info, plain and as the base64 of the basic auth it makes
+// (the Authorization header a server may quote).
+func secrets(c Config) []string {
+	candidates := []string{c.APIKey}
+	if u, err := url.Parse(c.BaseURL); err == nil && u.User != nil {
+		if password, ok := u.User.Password(); ok {
+			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password))
+			candidates = append(candidates, password, basic)
+		}
+	}
+	var all []string
+	for _, s := range candidates {
+		if len(s) >= minSecret {
+			all = append(all, s)
+		}
+	}
+	return all
 }
 
 // redact returns text with secret cut out: where it is whole, and where
@@ -177,7 +207,7 @@ const (
 	minCut = 4
 )
 
-// minSecret is the length from which an API key is cut out of error
+// minSecret is the length from which a secret is cut out of error
 // texts: a shorter one (a local server's "test") would cut ordinary words.
 const minSecret = 8
 

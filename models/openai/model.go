@@ -48,6 +48,8 @@ type Options struct {
 	// IdleTimeout bounds the wait for the response and then for each next
 	// bytes of the stream (keep-alive comments count); default 3 minutes.
 	// A stalled stream fails with an ERROR instead of hanging.
+	// The waits of a resilience.Transport (in line for a slot, between
+	// retries) do not count: nothing is on the wire then.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,

@@ -47,6 +47,22 @@ type tree struct {
 	freelistConflict bool
 	rebuild          bool
 	free             []uint64
+
+	// top lists the top-level buckets, and format is the format version
+	// the meta bucket holds, so that a writable Open refuses a file that
+	// is not one of this version's before it writes to it.
+	top    []string
+	format string
+}
+
+// layout returns the error [Store.load] would refuse the file with for
+// its top-level buckets or its format version, or nil; the check of the
+// log of a version 1 file is left to load.
+func (t *tree) layout() error {
+	if !slices.Contains(t.top, string(metaBucket)) || !slices.Contains(t.top, string(actorsBucket)) {
+		return errNotAStore
+	}
+	return unsupportedFormat(t.format)
 }
 
 // actorPages is the damage found in the pages of one actor's bucket.
@@ -304,12 +320,18 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				}
 				continue
 			}
-			if binary.LittleEndian.Uint32(el)&1 == 0 {
-				continue
-			}
 			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
 			key := p[e+pos : e+pos+ksize]
 			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if binary.LittleEndian.Uint32(el)&1 == 0 {
+				if o.level == 1 && o.top == string(metaBucket) && bytes.Equal(key, formatKey) {
+					t.format = string(v)
+				}
+				continue
+			}
+			if o.level == 0 {
+				t.top = append(t.top, string(key))
+			}
 			if o.top == string(setAsideBucket) && o.level >= 2 {
 				// A bucket Salvage set aside is never read, by bbolt or
 				// by this walk: its broken pages may point anywhere,

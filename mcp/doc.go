@@ -40,7 +40,10 @@
 // list is also read again when the server sends
 // notifications/tools/list_changed ([ImportOptions].OnToolsChanged hears
 // of each change). A call is bounded by its timeout; its timeout or a
-// CANCEL reaches the server as notifications/cancelled.
+// CANCEL reaches the server as notifications/cancelled. The server is
+// pinged ([ImportOptions].KeepAlive): one that stops answering is taken
+// for gone, its calls in flight are answered with errors, and it is
+// connected to again.
 //
 // # Concurrency
 //

@@ -32,6 +32,11 @@ const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultInitialBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff     = 5 * time.Second
+	// DefaultKeepAlive and DefaultKeepAliveMisses find a server that
+	// stopped answering within about a minute and a half: three pings,
+	// 30s apart, each not answered within 15s.
+	DefaultKeepAlive       = 30 * time.Second
+	DefaultKeepAliveMisses = 3
 )
 
 // ImportOptions say which MCP server to import tools from and how. Exactly
@@ -62,6 +67,21 @@ type ImportOptions struct {
 	// ConnectTimeout bounds starting the server and reading its tool list;
 	// default 30s.
 	ConnectTimeout time.Duration
+	// KeepAlive is how often the connection pings the server, to find a
+	// server that stopped answering (a stuck process, a connection that
+	// went quiet): when KeepAliveMisses pings in a row are not answered,
+	// each within half of KeepAlive, the session is ended, the calls in
+	// flight are answered with errors naming the server, and the server is
+	// connected to (or started) again. Zero means DefaultKeepAlive; a
+	// negative value sends no pings. A server that cannot answer a ping
+	// while it runs a call (one serving one request at a time) needs a
+	// KeepAlive × KeepAliveMisses longer than its longest call, or none.
+	// A server that answers ping with "method not found" is not pinged
+	// further.
+	KeepAlive time.Duration
+	// KeepAliveMisses is how many pings in a row may go unanswered before
+	// the server is taken for gone; zero means DefaultKeepAliveMisses.
+	KeepAliveMisses int
 	// Supervision supervises the connection actor; nil means: restart up
 	// to 10 times a minute with a back-off from 100ms doubling to 5s,
 	// after which the server is given up and its tools answer errors.
@@ -98,7 +118,7 @@ type Imported struct {
 	listed bool                    // the first list is in
 
 	liveMu sync.Mutex
-	live   map[*sdk.ClientSession]*atomic.Bool // sessions opened and not yet closed, with whether the server forgot them (see sessionWatch)
+	live   map[*sdk.ClientSession]*sessionState // sessions opened and not yet closed
 
 	// The server processes started while Import waits for the first
 	// list, so that a failed Import kills them at once: a server that
@@ -166,6 +186,15 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	switch {
+	case opts.KeepAlive == 0:
+		opts.KeepAlive = DefaultKeepAlive
+	case opts.KeepAlive < 0:
+		opts.KeepAlive = 0 // go-sdk: no pings
+	}
+	if opts.KeepAliveMisses <= 0 {
+		opts.KeepAliveMisses = DefaultKeepAliveMisses
+	}
 	if opts.Supervision == nil {
 		var err error
 		opts.Supervision, err = supervisor.New(&supervisor.Options{MaxRestarts: 10, Within: time.Minute,
@@ -174,7 +203,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			return nil, err
 		}
 	}
-	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*atomic.Bool{},
+	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
@@ -425,9 +454,17 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	state := im.state(sess)
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(state.dead, func() { cancel(context.Cause(state.dead)) })
+	defer stop()
+	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		if ctx.Err() == nil && (im.forgotten(sess) || broken(ctx, sess, err)) {
+		if ctx.Err() == nil && state.dead.Err() != nil { // the keepalive found the server silent
+			return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, context.Cause(state.dead))
+		}
+		if ctx.Err() == nil && (state.forgotten.Load() || broken(ctx, sess, err)) {
 			// Later calls wait for the connection actor's restart instead
 			// of trying this session, which its watch now closes. This
 			// call is answered with its error, not sent again: it may
@@ -562,6 +599,7 @@ type link struct {
 	dropped chan struct{} // closed when the current session is dropped
 	first   chan struct{} // closed when the first session's tools are in, or the first connection failed
 	failed  error         // why the first connection failed
+	last    error         // why the last connection failed or ended
 	gone    error
 	count   int
 }
@@ -611,6 +649,7 @@ func (l *link) listed() {
 func (l *link) connectFailed(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.last = err
 	if l.count > 0 {
 		return
 	}
@@ -651,6 +690,26 @@ func (l *link) drop(s *sdk.ClientSession) {
 	l.session, l.offered = nil, nil
 	close(l.dropped)
 	l.ready = make(chan struct{})
+}
+
+// ended records why the current connection ended.
+func (l *link) ended(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = err
+}
+
+// givenUp shuts the link when the supervision gave up on the connection,
+// saying why the last connection failed or ended.
+func (l *link) givenUp() {
+	l.mu.Lock()
+	last := l.last
+	l.mu.Unlock()
+	err := errors.New("the connection to the MCP server was given up after repeated failures")
+	if last != nil {
+		err = fmt.Errorf("the connection to the MCP server was given up after repeated failures, the last: %w", last)
+	}
+	l.shut(err)
 }
 
 // shut makes every waiting and later call fail with err.
@@ -726,7 +785,7 @@ func (p *connectionSupervisor) Receive(c actors.Context, msg any) {
 		}
 	case actors.ChildStopped:
 		_ = m
-		p.im.link.shut(fmt.Errorf("the connection to the MCP server was given up after repeated failures"))
+		p.im.link.givenUp()
 	}
 }
 
@@ -791,8 +850,23 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 			c.Go(watchJob{}, func(ctx context.Context, _ func(any)) any {
 				done := make(chan error, 1)
 				go func() { done <- s.Wait() }()
+				silent := make(chan error, 1)
+				pctx, stopPings := context.WithCancel(ctx)
+				var pinging sync.WaitGroup
+				pinging.Go(func() { cn.im.keepAlive(pctx, s, silent) })
+				defer pinging.Wait()
+				defer stopPings()
 				for {
 					select {
+					case err := <-silent: // the server stopped answering: end its calls and the session
+						cn.im.opts.Logger.Warn("MCP server silent: reconnecting", "server", cn.im.what(), "err", err)
+						cn.im.state(s).kill(err)
+						cn.im.link.drop(s)
+						// Closing may take as long as the server holds
+						// the session's DELETE: the restart does not wait
+						// for it (Close does, closing what is still live).
+						go cn.im.ended(s)
+						return err
 					case err := <-done:
 						cn.im.link.drop(s) // at once: new calls wait for the restart
 						cn.im.ended(s)     // releases what the session still holds (its subscription)
@@ -819,6 +893,10 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 		case watchJob:
 			cn.im.link.drop(cn.session)
 			err, _ := m.Value.(error)
+			if err == nil {
+				err = errors.New("the session ended")
+			}
+			cn.im.link.ended(err)
 			c.Fail(&ServerGoneError{Server: cn.im.what(), Err: err})
 		}
 	}
@@ -840,7 +918,7 @@ func (im *Imported) connect(job context.Context) connected {
 	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
 	defer cancel()
 	var transport sdk.Transport
-	forgotten := new(atomic.Bool) // stays false over stdio
+	state := newSessionState()
 	if len(im.opts.Command) > 0 {
 		// The command is not tied to ctx: it lives as long as the session,
 		// which the watch job closes when the incarnation ends.
@@ -856,11 +934,12 @@ func (im *Imported) connect(job context.Context) connected {
 		if im.opts.BearerToken != "" {
 			rt = bearer{token: im.opts.BearerToken, next: im.http}
 		}
-		rt = sessionWatch{next: rt, forgotten: forgotten}
+		rt = sessionWatch{next: rt, forgotten: &state.forgotten}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	changes := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
+		Logger: im.opts.Logger, // no KeepAlive: its pings end a silent session only once the calls in flight have (see keepAlive)
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case changes <- struct{}{}:
@@ -872,7 +951,7 @@ func (im *Imported) connect(job context.Context) connected {
 		return connected{err: fmt.Errorf("connect: %w", err)}
 	}
 	im.liveMu.Lock()
-	im.live[s] = forgotten
+	im.live[s] = state
 	im.liveMu.Unlock()
 	list, err := im.list(ctx, s)
 	if err != nil {
@@ -884,6 +963,47 @@ func (im *Imported) connect(job context.Context) connected {
 		return connected{err: job.Err()}
 	}
 	return connected{session: s, list: list, changes: changes}
+}
+
+// keepAlive pings s every KeepAlive until ctx ends, and sends on silent
+// why it stopped when KeepAliveMisses pings in a row went unanswered,
+// each within half of KeepAlive. An answer, an error answer included,
+// counts; a server that does not know ping is not pinged further.
+func (im *Imported) keepAlive(ctx context.Context, s *sdk.ClientSession, silent chan<- error) {
+	every := im.opts.KeepAlive
+	if every <= 0 {
+		return
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	misses := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every/2)
+		err := s.Ping(pctx, nil)
+		cancel()
+		var wire *jsonrpc.Error
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.As(err, &wire) && wire.Code == jsonrpc.CodeMethodNotFound:
+			return
+		case err == nil || errors.As(err, &wire):
+			misses = 0
+			continue
+		}
+		misses++
+		if misses < im.opts.KeepAliveMisses {
+			im.opts.Logger.Warn("MCP server did not answer a ping", "server", im.what(), "misses", misses, "err", err)
+			continue
+		}
+		silent <- fmt.Errorf("the server did not answer %d pings in a row, %v apart: %w", misses, every, err)
+		return
+	}
 }
 
 // ended closes s (which ends a stdio server) and forgets it.
@@ -908,23 +1028,46 @@ func (im *Imported) list(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool
 	return list, nil
 }
 
-// forgotten reports whether the server answered a request of s with 404
-// Not Found: it no longer knows the session (it restarted, or the
-// session expired), and every later request of s is answered so.
-func (im *Imported) forgotten(s *sdk.ClientSession) bool {
-	im.liveMu.Lock()
-	defer im.liveMu.Unlock()
-	f := im.live[s]
-	return f != nil && f.Load()
+// sessionState is what the import knows of one session besides the SDK.
+type sessionState struct {
+	// forgotten says the server answered a message of the session with
+	// 404 Not Found: it no longer knows the session (it restarted, or the
+	// session expired), and answers every later message so (sessionWatch;
+	// stays false over stdio).
+	forgotten atomic.Bool
+	// dead ends when the keepalive found the server silent (its cause
+	// says so): the calls in flight on the session end with it.
+	dead context.Context
+	kill context.CancelCauseFunc
 }
 
-// sessionWatch notes when the server answers a request of a session
-// (one with an Mcp-Session-Id header) with 404 Not Found, which is how a
+func newSessionState() *sessionState {
+	st := &sessionState{}
+	st.dead, st.kill = context.WithCancelCause(context.Background())
+	return st
+}
+
+// state returns the state of s; one that is no longer live (closed
+// meanwhile) has a fresh state, which changes nothing for a call on it.
+func (im *Imported) state(s *sdk.ClientSession) *sessionState {
+	im.liveMu.Lock()
+	defer im.liveMu.Unlock()
+	if st := im.live[s]; st != nil {
+		return st
+	}
+	return newSessionState()
+}
+
+// sessionWatch notes when the server answers a message of a session (a
+// POST with an Mcp-Session-Id header) with 404 Not Found, which is how a
 // streamable HTTP server says it no longer knows the session (MCP
 // transports, session management). go-sdk hands the call a JSON-RPC
 // error body of such an answer (the TypeScript SDK's servers send
 // "Session not found") as the server's answer and keeps the session; the
-// import must connect again instead.
+// import must connect again instead. A 404 for the GET of the session's
+// event stream is not one: many servers answer it so, instead of 405, for
+// a stream they do not offer, and go-sdk goes on without the stream; nor
+// is a 404 for the DELETE that ends a session.
 type sessionWatch struct {
 	next      http.RoundTripper
 	forgotten *atomic.Bool
@@ -932,7 +1075,7 @@ type sessionWatch struct {
 
 func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := w.next.RoundTrip(r)
-	if err == nil && res.StatusCode == http.StatusNotFound && r.Header.Get("Mcp-Session-Id") != "" {
+	if err == nil && res.StatusCode == http.StatusNotFound && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
 		w.forgotten.Store(true)
 	}
 	return res, err

@@ -63,6 +63,9 @@ func runLoop(t *testing.T, rt *actors.Runtime, ts []*tools.Tool, turns ...script
 	for _, f := range frames {
 		switch f.GetType() {
 		case messages.FrameType_TOOL_RESULT:
+			if results[f.GetToolCallId()] != nil {
+				t.Errorf("call %s answered twice: %s, then %s", f.GetToolCallId(), results[f.GetToolCallId()].GetPayload(), f.GetPayload())
+			}
 			results[f.GetToolCallId()] = f
 		case messages.FrameType_ERROR:
 			t.Fatalf("loop failed: %s", f.GetText())

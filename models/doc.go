@@ -79,8 +79,11 @@
 // CANCEL naming a tool call is for tools and is ignored) stops the request
 // in flight (its context is cancelled, its timers stopped) and answers every
 // request of that stream not yet ended with ERROR([ErrCancelled]'s text,
-// "cancelled") and END. Nothing more is emitted for those requests. A
-// stream with nothing open ignores them.
+// "cancelled") and END. Nothing more is emitted for those requests: a
+// request whose PARAMs had come but not its END is answered at once too
+// (a client abandoning it does not wait for an END it may never send),
+// and that END, if it comes before another PARAM, is ignored. A stream
+// with nothing open ignores them.
 //
 // Frames of other types written into the sink (TEXT, TICK, DESCRIBE, ...)
 // are ignored.

@@ -81,6 +81,9 @@ type Tracker struct {
 	spare   *streamRequests // of a stream forgotten, for the next one
 	// spareRequest is a request given back by Release, for the next one.
 	spareRequest *Request
+	// cutShort holds the streams whose request a CANCEL answered before
+	// its END: that END, if it comes, ends nothing.
+	cutShort map[string]struct{}
 }
 
 // streamRequests is what a tracker knows of one stream.
@@ -97,17 +100,24 @@ type streamRequests struct {
 // request of its stream was active; nil otherwise. CANCEL and ABORT stop
 // the active request (calling the stop function given to [Tracker.Start])
 // and emit ERROR("cancelled") and END through emit for every request of
-// the stream not yet ended. Other frames are ignored.
+// the stream not yet ended. A request whose END had not come is answered
+// then too; its END, if it comes before another PARAM of the stream,
+// is ignored, and a PARAM starts a new request. Other frames are ignored.
 func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request {
 	id := f.GetStreamId()
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
+		delete(t.cutShort, id) // a new request: the cancelled one's END will not come
 		s := t.stream(id)
 		if s.pending == nil {
 			s.pending = t.newRequest(id)
 		}
 		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
 	case messages.FrameType_END:
+		if _, ok := t.cutShort[id]; ok {
+			delete(t.cutShort, id)
+			return nil // the END of a request CANCEL answered already
+		}
 		s := t.stream(id)
 		req := s.pending
 		if req == nil {
@@ -140,6 +150,10 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 		}
 		if s.pending != nil {
 			n++
+			if t.cutShort == nil {
+				t.cutShort = make(map[string]struct{})
+			}
+			t.cutShort[id] = struct{}{}
 		}
 		for range n {
 			emit(messages.Error(id, ErrCancelled.Error()))

@@ -281,3 +281,44 @@ func TestTracker_ReleasedRequestIsReused(t *testing.T) {
 		t.Fatalf("tracker emitted %v", kinds(out))
 	}
 }
+
+// A CANCEL between a request's PARAMs and its END answers that request
+// (ERROR and END) at once, so that a client abandoning it never waits;
+// its late END then makes no second answer. A PARAM after the CANCEL
+// starts a new request, answered as usual.
+func TestTracker_LateEndOfACancelledRequestIsSwallowed(t *testing.T) {
+	var tr models.Tracker
+	var out emitted
+	tr.Frame(messages.RawParam("s", "messages", json.RawMessage(`[]`)), out.emit)
+	tr.Frame(messages.Cancel("s", ""), out.emit)
+	if got, want := kinds(out), []string{"s:ERROR(cancelled)", "s:END"}; !slices.Equal(got, want) {
+		t.Fatalf("CANCEL emitted %v, want %v", got, want)
+	}
+	out = nil
+	if req := tr.Frame(messages.End("s"), out.emit); req != nil || len(out) != 0 || tr.Open() != 0 {
+		t.Fatalf("the late END of the cancelled request started %v (emitted %v, %d open): a second answer to it", req, kinds(out), tr.Open())
+	}
+	// The next request of the stream is answered.
+	if req := tr.Frame(messages.End("s"), out.emit); req == nil {
+		t.Fatal("the request after the late END was not started")
+	} else {
+		tr.Done(req)
+	}
+
+	// A client that abandons its request and sends a new one without
+	// the END of the first is answered too.
+	tr.Frame(messages.RawParam("s", "messages", json.RawMessage(`[1]`)), out.emit)
+	tr.Frame(messages.Abort("s"), out.emit)
+	tr.Frame(messages.RawParam("s", "messages", json.RawMessage(`[2]`)), out.emit)
+	req := tr.Frame(messages.End("s"), out.emit)
+	if req == nil {
+		t.Fatal("a new request after the CANCEL was swallowed")
+	}
+	if v, _ := req.Param("messages"); string(v) != `[2]` || len(req.Params) != 1 {
+		t.Fatalf("new request holds %v, want only the PARAM sent after the CANCEL", req.Params)
+	}
+	tr.Done(req)
+	if req := tr.Frame(messages.End("s"), out.emit); req == nil {
+		t.Fatal("an END after an answered request was swallowed")
+	}
+}

@@ -18,7 +18,9 @@ type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
 // description and the rest of the definition; def.Handler must be nil.
 // When def.Schema is empty it is inferred from In with
 // jsonschema.For[In] (struct fields by their json tags, required unless
-// omitempty/omitzero, no additional properties), and def.OutputSchema from
+// omitempty/omitzero, no additional properties; a number field bounded by
+// what its Go type holds, the bounds written exactly: int64's maximum is
+// 9223372036854775807), and def.OutputSchema from
 // Out when it can be; an In whose schema is not that of an object (a
 // string, a number, a slice) is refused, as arguments are a JSON object.
 // Arguments are validated against the schema before they are decoded
@@ -28,8 +30,8 @@ type TypedFunc[In, Out any] func(ctx context.Context, in In) (Out, error)
 // that an integral number written with a fraction or an exponent (2.0,
 // 2e0), which the schema's "integer" accepts, is read into an integer
 // field as that integer. Valid arguments that In cannot hold (a number
-// out of the range of its field: the schema inferred for an int64 has
-// no bounds) are answered as invalid arguments ([ArgumentsError],
+// out of the range of its field, under a schema given in def.Schema) are
+// answered as invalid arguments ([ArgumentsError],
 // [FailureInvalidArguments]), as those the schema refuses are; fn does
 // not run.
 func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error) {
@@ -40,13 +42,11 @@ func NewTyped[In, Out any](def Definition, fn TypedFunc[In, Out]) (*Tool, error)
 		return nil, fmt.Errorf("%w %q: nil function", ErrInvalidDefinition, def.Name)
 	}
 	if len(def.Schema) == 0 {
-		s, err := jsonschema.For[In](nil)
+		s, err := inferSchema(reflect.TypeFor[In]())
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: infer input schema: %w", ErrInvalidDefinition, def.Name, err)
 		}
-		if def.Schema, err = json.Marshal(s); err != nil {
-			return nil, fmt.Errorf("%w %q: encode input schema: %w", ErrInvalidDefinition, def.Name, err)
-		}
+		def.Schema = s
 		if objectSchema(def.Schema) != nil {
 			return nil, fmt.Errorf("%w %q: input type %s is not a struct: arguments are a JSON object (use a struct, or give Definition.Schema)",
 				ErrInvalidDefinition, def.Name, reflect.TypeFor[In]())

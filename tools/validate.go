@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -144,8 +148,8 @@ func leafProblems(ve *jsonschema.ValidationError, out []string) []string {
 
 // quickSchema is a compiled JSON Schema made only of the keywords tool
 // schemas mostly use — type, properties, required, additionalProperties,
-// items and annotations — which is what schemas inferred from Go types
-// (NewTyped) are made of. It answers "certainly valid" or "let the general
+// items, the numeric bounds and annotations — which is what schemas
+// inferred from Go types (NewTyped) are made of. It answers "certainly valid" or "let the general
 // validator decide": whatever it accepts, the general validator accepts
 // too. It is immutable.
 type quickSchema struct {
@@ -155,6 +159,18 @@ type quickSchema struct {
 	noAdditions bool         // additionalProperties: false
 	additional  *quickSchema // additionalProperties as a schema
 	items       *quickSchema
+	// bounded: a number is certainly within the schema's bounds when it
+	// reads (rounded to a float64) as strictly between lo and hi, its
+	// lower and upper bounds rounded to float64 (rounding keeps the order:
+	// a number at or below a bound reads as at most the bound's float64);
+	// or, read exactly (a plain integer of at most 15 digits), as lo when
+	// loIn (lo is an inclusive bound, exactly) or as hi when hiIn.
+	bounded    bool
+	lo, hi     float64
+	loIn, hiIn bool
+	// wide: the bounds hold every integer of at most 15 digits (int64's,
+	// say), which then need not be read.
+	wide bool
 }
 
 // JSON kinds as bits of quickSchema.types.
@@ -178,8 +194,10 @@ var annotations = map[string]bool{"$schema": true, "title": true, "description":
 // compileQuick returns the quick form of schema, or nil when it uses any
 // keyword besides the ones quickSchema knows.
 func compileQuick(schema json.RawMessage) *quickSchema {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber() // bounds as written, not rounded
 	var doc any
-	if err := json.Unmarshal(schema, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		return nil
 	}
 	q, ok := quickFrom(doc)
@@ -240,11 +258,50 @@ func quickFrom(doc any) (*quickSchema, bool) {
 			if q.items, ok = quickFrom(v); !ok { // the array (tuple) form is left to the validator
 				return nil, false
 			}
+		case k == "minimum" || k == "exclusiveMinimum" || k == "maximum" || k == "exclusiveMaximum":
+			if !q.setBound(k, v) {
+				return nil, false
+			}
 		default:
 			return nil, false
 		}
 	}
+	q.wide = q.bounded && q.lo < -1e15 && q.hi > 1e15
 	return q, true
+}
+
+// setBound narrows q's bounds by the bound keyword k of value v.
+func (q *quickSchema) setBound(k string, v any) bool {
+	n, ok := v.(json.Number)
+	if !ok {
+		return false // a draft-4 boolean exclusiveMaximum, say
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return false
+	}
+	if !q.bounded {
+		q.bounded, q.lo, q.hi = true, math.Inf(-1), math.Inf(1)
+	}
+	f, exact := r.Float64() // the nearest, ±Inf beyond float64
+	if k == "minimum" || k == "exclusiveMinimum" {
+		in := exact && k == "minimum"
+		switch {
+		case f > q.lo:
+			q.lo, q.loIn = f, in
+		case f == q.lo:
+			q.loIn = q.loIn && in
+		}
+	} else {
+		in := exact && k == "maximum"
+		switch {
+		case f < q.hi:
+			q.hi, q.hiIn = f, in
+		case f == q.hi:
+			q.hiIn = q.hiIn && in
+		}
+	}
+	return true
 }
 
 func (q *quickSchema) setTypes(v any) bool {
@@ -334,7 +391,48 @@ func (q *quickSchema) value(b []byte, i int) (int, bool) {
 	if kind == kindInteger && bytes.ContainsAny(b[start:i], ".eE") {
 		return i, false
 	}
+	if q != nil && q.bounded {
+		digits := i - start
+		if b[start] == '-' {
+			digits--
+		}
+		if q.wide && kind == kindInteger && digits <= 15 { // a plain integer (checked above) the bounds hold
+			return i, true
+		}
+		f, exact := literalFloat(b[start:i])
+		if !(f > q.lo || exact && q.loIn && f == q.lo) || !(f < q.hi || exact && q.hiIn && f == q.hi) {
+			return i, false
+		}
+	}
 	return i, true
+}
+
+// literalFloat is the JSON number lit rounded to a float64 (±Inf beyond
+// float64's range), and whether that is its exact value as a plain
+// integer of at most 15 digits, without allocating.
+func literalFloat(lit []byte) (float64, bool) {
+	digits, neg := lit, false
+	if len(digits) > 0 && digits[0] == '-' {
+		digits, neg = digits[1:], true
+	}
+	if len(digits) > 0 && len(digits) <= 15 { // below 2^53: exact as an int64
+		var n int64
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				n = -1
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if n >= 0 {
+			if neg {
+				return -float64(n), true
+			}
+			return float64(n), true
+		}
+	}
+	f, _ := strconv.ParseFloat(unsafe.String(unsafe.SliceData(lit), len(lit)), 64) // valid JSON: only a range error
+	return f, false
 }
 
 // object checks the object at b[i:]: its required members, and each

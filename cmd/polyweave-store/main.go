@@ -28,12 +28,18 @@
 // and puts it at NEWFILE. It prints, for each damaged actor, why and what
 // was kept. FILE is never changed, and nothing is left at NEWFILE when
 // salvage fails. The store that used FILE can then be pointed at NEWFILE.
+// NEWFILE has FILE's permission bits and is owned by the user who ran
+// salvage: run it as the store's user, or give NEWFILE to that user.
 //
 // -timeout D (default 1m) bounds the whole command: the wait for a
 // running store that holds FILE (at most 2 s, or half of D if that is
 // shorter), the copy, the verification or the salvage. A command that
 // runs out of time, or is interrupted (Ctrl-C, SIGTERM, SIGHUP), stops
 // with exit status 2 and leaves no copy behind.
+//
+// -h (or -help) prints the usage, to stdout, and exits 0; so does a
+// subcommand's -h, which prints the subcommand's usage line and flags.
+// Wrong arguments print the usage to stderr and exit 2.
 //
 // Exit status of verify: 0 when the store is intact, 1 when damage was
 // found, 2 when the file cannot be read as a store at all (it does not
@@ -122,12 +128,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // the usage is printed below, where help asked for goes to stdout
 	timeout := fs.Duration("timeout", defaultTimeout, "the most the command takes (positive): it waits at most 2s (or half of it) for a running store that holds the file")
 	if err := fs.Parse(args[1:]); err != nil {
+		// Help asked for is not an error: stdout, exit 0, as the
+		// command's own -h and as flag.ExitOnError does; a wrong flag is
+		// (flag printed why on stderr).
+		w, code := stderr, exitFailed
 		if errors.Is(err, flag.ErrHelp) {
-			return exitIntact
+			w, code = stdout, exitIntact
 		}
-		return exitFailed
+		operands := " FILE"
+		if cmd == "salvage" {
+			operands += " NEWFILE"
+		}
+		fmt.Fprintf(w, "usage: polyweave-store %s [-timeout D]%s\n", cmd, operands)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		return code
 	}
 	if fs.NArg() != files {
 		fmt.Fprint(stderr, usage)

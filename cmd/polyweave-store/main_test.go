@@ -359,3 +359,25 @@ func TestVerify_Interrupted(t *testing.T) {
 		t.Errorf("left in the temporary folder: %v %v", left, err)
 	}
 }
+
+// TestUsage_Help: -h of a subcommand, as of the command, is help asked
+// for: its usage line and flags on stdout, exit 0 (Go's flag.ExitOnError
+// convention); a wrong flag is a usage error: the same on stderr, exit 2.
+func TestUsage_Help(t *testing.T) {
+	for _, cmd := range []string{"verify", "salvage"} {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), []string{cmd, h}, &out, &errOut)
+			if code != 0 || !strings.Contains(out.String(), "usage: polyweave-store "+cmd+" [-timeout D]") ||
+				!strings.Contains(out.String(), "-timeout") || errOut.Len() != 0 {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want 0, the usage line and the flags on stdout", cmd, h, code, out.String(), errOut.String())
+			}
+		}
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), []string{cmd, "-bogus"}, &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "-bogus") ||
+			!strings.Contains(errOut.String(), "usage: polyweave-store "+cmd) || out.Len() != 0 {
+			t.Errorf("%s -bogus: exit %d, stdout %q, stderr %q; want 2, the error and the usage line on stderr", cmd, code, out.String(), errOut.String())
+		}
+	}
+}

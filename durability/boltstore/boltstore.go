@@ -196,10 +196,11 @@ type Store struct {
 	keyBuf         []byte
 
 	// compacting (owned by the committer) holds checkpoints back while
-	// Compact copies the buckets; compactMu serializes Compact, with
-	// itself and with Salvage.
+	// Compact copies the buckets; compactMu (a token of one, so that a
+	// wait for it watches a context) serializes Compact, with itself and
+	// with Salvage.
 	compacting bool
-	compactMu  sync.Mutex
+	compactMu  chan struct{}
 	noSync     bool
 
 	// syncFailed holds the permanent error every write transaction fails
@@ -303,6 +304,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		return fail(err)
 	}
 	s := &Store{
+		compactMu:       make(chan struct{}, 1),
 		db:              db,
 		file:            file,
 		openFile:        openFile,
@@ -396,6 +398,10 @@ func openBolt(path, name string, o *Options, openFile func(string, int, os.FileM
 		return nil, nil, nil, err
 	}
 	m, t, err := validateFile(f, name, o.MetaFallback)
+	if err == nil && !o.ReadOnly && t != nil {
+		// Refused before anything is written to it (the freelist below).
+		err = t.layout()
+	}
 	switch {
 	case err != nil || o.ReadOnly: // bbolt reads no freelist for a read-only file
 	case o.freeNothing && (t.freelist != nil && !t.rebuild || m.freelist == noFreelist && damagedPages(t) != nil):
@@ -512,6 +518,19 @@ func (s *Store) failWrites(why string, cause error) error {
 	return err
 }
 
+// errNotAStore refuses a bbolt file without the buckets of a store.
+var errNotAStore = fmt.Errorf("a bbolt file without the buckets of a store (%q, %q): not a store file, or its root is damaged", metaBucket, actorsBucket)
+
+// unsupportedFormat returns the error for a file of format version, or
+// nil for a format this version reads.
+func unsupportedFormat(version string) error {
+	switch version {
+	case formatVersionSetAside, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1:
+		return nil
+	}
+	return fmt.Errorf("unsupported file format %q (this version writes %q and %q, and upgrades %q, %q, %q and %q): written by a newer version?", version, formatVersion, formatVersionSetAside, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
+}
+
 // load checks the file's layout and format version, replays the log into
 // the overlay and, unless read-only, checkpoints it (upgrading a version
 // 2, 3 or 4 file to version 5 in the same transaction). The actors whose
@@ -522,21 +541,19 @@ func (s *Store) load(readOnly bool, t *tree) error {
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {
-			return fmt.Errorf("a bbolt file without the buckets of a store (%q, %q): not a store file, or its root is damaged", metaBucket, actorsBucket)
+			return errNotAStore
 		}
 		version = string(meta.Get(formatKey))
 		setAside = tx.Bucket(setAsideBucket) != nil
-		switch version {
-		case formatVersionSetAside, formatVersion, formatVersionV4, formatVersionV3, formatVersionV2:
-			return nil
-		case formatVersionV1:
-			if wal := tx.Bucket(walBucket); wal == nil || isEmpty(wal) {
-				return nil
-			}
-			return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
-		default:
-			return fmt.Errorf("unsupported file format %q (this version writes %q and %q, and upgrades %q, %q, %q and %q): written by a newer version?", version, formatVersion, formatVersionSetAside, formatVersionV4, formatVersionV3, formatVersionV2, formatVersionV1)
+		if err := unsupportedFormat(version); err != nil {
+			return err
 		}
+		if version == formatVersionV1 {
+			if wal := tx.Bucket(walBucket); wal != nil && !isEmpty(wal) {
+				return fmt.Errorf("file format %q with an unreplayed log: not readable by format %q", version, formatVersion)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err

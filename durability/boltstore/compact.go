@@ -55,8 +55,6 @@ var compactTxSize int64 = 4 << 20
 // [Store.Salvage].
 func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 	const op = "compact"
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
 	var st CompactStats
 	fail := func(err error) (CompactStats, error) {
 		if fe := (*fileError)(nil); !errors.As(err, &fe) { // a fileError names the file
@@ -64,6 +62,10 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 		}
 		return st, &durability.StoreError{Op: op, Err: err}
 	}
+	if err := s.lockCompact(ctx); err != nil {
+		return fail(err)
+	}
+	defer s.unlockCompact()
 	if s.db.IsReadOnly() {
 		return st, &durability.StoreError{Op: op, Err: fileFailure(s.path, bolterrors.ErrDatabaseReadOnly, nil)}
 	}
@@ -297,3 +299,20 @@ func copyBucket(dst, src *bolt.Bucket) error {
 		return copyBucket(db, sb)
 	})
 }
+
+// lockCompact waits for no Compact or Salvage to be under way, and
+// returns ctx's error if ctx is done first; unlockCompact ends the wait
+// of the next.
+func (s *Store) lockCompact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case s.compactMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) unlockCompact() { <-s.compactMu }

@@ -163,3 +163,39 @@ func TestCompact_SalvageWaits(t *testing.T) {
 		t.Errorf("after Compact with a Salvage during its copy, actor a holds %v, want [a0 a1]", got)
 	}
 }
+
+// TestCompact_SalvageWaitStopsWithItsContext: a Salvage waiting for a
+// Compact under way stops when its own context ends, with an error
+// wrapping the context's, and does nothing; the Compact goes on. (Were
+// the wait deaf to the context, Salvage would wait for Compact, which
+// waits here for Salvage: the test would hang.)
+func TestCompact_SalvageWaitStopsWithItsContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	h := hookedStore(t, path, &Options{NoSync: true})
+	defer h.Close()
+	if err := h.PersistEvent(t.Context(), "b", 0, []byte("b0")); err != nil {
+		t.Fatal(err)
+	}
+	var salvageErr error
+	compactCopying = func() {
+		compactCopying = nil
+		ctx, cancel := context.WithCancel(context.Background())
+		salvageLocking = cancel // Salvage is about to wait for Compact: stop it
+		salvaged := make(chan error)
+		go func() {
+			_, err := h.Salvage(ctx, "b")
+			salvaged <- err
+		}()
+		salvageErr = <-salvaged
+	}
+	defer func() { compactCopying, salvageLocking = nil, nil }()
+	if _, err := h.Compact(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(salvageErr, context.Canceled) {
+		t.Errorf("Salvage stopped while it waits for Compact: %v, want context.Canceled", salvageErr)
+	}
+	if got := readEvents(t, h.Store, "b"); got != "[b0]" {
+		t.Errorf("actor b holds %v, want [b0]", got)
+	}
+}

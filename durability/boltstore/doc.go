@@ -155,10 +155,12 @@
 // in bucket "set-aside" until [Store.Compact] drops it). Damage that
 // cannot be attributed makes Open fail, naming the part of the file: a
 // page of the root, the log, bucket "polyweave" or the actors bucket
-// itself (whose pages list the actors), a page two buckets reach; a log
-// entry that cannot be split into records or whose records'
-// headers are damaged, entries missing, the directory of actors not
-// matching its summary (an actor bucket lost or renamed). A file whose
+// itself (whose pages list the actors), a page two buckets reach (but
+// two actors' buckets: both are then damaged, as which one points to the
+// other's page cannot be told); a log entry that cannot be split into
+// records or whose records' headers are damaged, entries missing, the
+// directory of actors not matching its summary (an actor bucket lost or
+// renamed). A file whose
 // newest meta page is damaged is refused unless [Options].MetaFallback
 // accepts the previous commit. A file that records no freelist (written
 // by bbolt with NoFreelistSync) and has broken pages (an actor's, or a

@@ -212,3 +212,28 @@ func TestOpen_FreelistBrokenRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOpen_FreelistBrokenUnknownFormat: a writable Open of a file of a
+// format this version does not know, with a broken freelist, refuses it
+// naming the format, and leaves it untouched: the freelist is rebuilt only
+// in a file this version is to open.
+func TestOpen_FreelistBrokenUnknownFormat(t *testing.T) {
+	path, _ := pagesFile(t, false)
+	setFileFormat(t, path, "7")
+	m := freelistAt(t, path)
+	writeAt(t, path, make([]byte, m.pageSize), int64(m.freelist)*int64(m.pageSize))
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err == nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), `format "7"`) {
+		t.Errorf("Open of format \"7\" with a broken freelist: %v, want a refusal naming the format", err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("Open of format \"7\" with a broken freelist changed the file (%v)", err)
+	}
+}

@@ -474,7 +474,8 @@ func TestVerify_CopyHasNoName(t *testing.T) {
 // TestOpen_PageReachedTwice points the first child of big's events
 // (a branch page) at another page: at a page of big's own, big alone is
 // damaged; at a page of another actor, which of the two is damaged
-// cannot be told, and Open refuses the file.
+// cannot be told: both are, and Salvage keeps what is intact of each
+// (all of mid, whose pages are whole).
 func TestOpen_PageReachedTwice(t *testing.T) {
 	path, want := pagesFile(t, false)
 	roots := map[string]uint64{}
@@ -512,11 +513,20 @@ func TestOpen_PageReachedTwice(t *testing.T) {
 		}
 		s, err := Open(path, &Options{NoSync: true})
 		if c.refused {
-			if err == nil || !strings.Contains(err.Error(), "reached twice") {
-				t.Errorf("big's branch at mid's page: Open: %v, want a refusal", err)
+			if err != nil {
+				t.Fatalf("big's branch at mid's page: Open: %v", err)
 			}
-			if err == nil {
-				s.Close()
+			if failed := checkPages(t, s, want, "reached from two actors"); !slices.Equal(failed, []string{"big", "mid"}) {
+				t.Errorf("actors failing: %q, want big and mid", failed)
+			}
+			checkSalvaged(t, s, "big", want["big"], "reached from two actors")
+			mid := len(want["mid"].events)
+			checkSalvaged(t, s, "mid", want["mid"], "reached from two actors")
+			if len(want["mid"].events) != mid {
+				t.Errorf("Salvage of mid, whose pages are whole, kept %d events of %d", len(want["mid"].events), mid)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
 			}
 			continue
 		}
@@ -770,32 +780,7 @@ func TestOpen_KeyOutOfOrder(t *testing.T) {
 // refuse the whole file for a page two buckets reach.
 func TestOpen_SetAsideBranchPastTheEnd(t *testing.T) {
 	path, want := pagesFile(t, false)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var root uint64
-	err = db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket(actorsBucket).Bucket([]byte("big")).Bucket(eventsBucket).RootPage())
-		return nil
-	})
-	if err := errors.Join(err, db.Close()); err != nil {
-		t.Fatal(err)
-	}
-	m := freelistAt(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := b[root*uint64(m.pageSize):]
-	if binary.LittleEndian.Uint16(page[8:]) != branchPage {
-		t.Fatalf("big's events bucket's root page %d is not a branch page", root)
-	}
-	past := m.pgid + 3
-	binary.LittleEndian.PutUint64(page[pageHeaderSize+8:], past) // its first element's page
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	past := breakBigBranch(t, path)
 	s, err := Open(path, &Options{NoSync: true, CheckpointOps: 16})
 	if err != nil {
 		t.Fatal(err)
@@ -826,4 +811,108 @@ func TestOpen_SetAsideBranchPastTheEnd(t *testing.T) {
 	if _, err := s.Compact(t.Context()); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
+}
+
+// TestOpen_BranchPastTheEndGrownInto breaks a branch page of actor big
+// so that it points past the end of the file, and writes on, big
+// quarantined, until the file has grown past that page, which actor
+// grow then uses: a later Open cannot tell which of the two actors is
+// damaged, but it must not refuse the whole file for it; it quarantines
+// both, and Salvage keeps all of grow and what is intact of big.
+func TestOpen_BranchPastTheEndGrownInto(t *testing.T) {
+	path, want := pagesFile(t, false)
+	past := breakBigBranch(t, path)
+	s, err := Open(path, &Options{NoSync: true, CheckpointOps: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed := checkPages(t, s, want, "branch past the end"); !slices.Equal(failed, []string{"big"}) {
+		t.Fatalf("actors failing: %q, want big alone", failed)
+	}
+	grow := &pagesActor{events: map[uint64][]byte{}}
+	for i := range uint64(400) {
+		data := fmt.Appendf(nil, "grow event %03d %s", i, strings.Repeat("g", 500))
+		if err := s.PersistEvent(t.Context(), "grow", i, data); err != nil {
+			t.Fatal(err)
+		}
+		grow.events[i] = data
+	}
+	want["grow"] = grow
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tr, err := validateFile(f, path, false)
+	f.Close()
+	if err != nil {
+		t.Fatalf("Open once the file has grown past the page big points to: %v", err)
+	}
+	if tr.freelist != nil {
+		// The commits that ran the checkpoint in the background (their
+		// timing decides) gave the page to grow and freed it again: the
+		// freelist lists a page big reaches, which a writable Open
+		// refuses (salvage recovers such a file).
+		if s, err := Open(path, &Options{NoSync: true}); err == nil || !strings.Contains(err.Error(), "salvage") {
+			if err == nil {
+				s.Close()
+			}
+			t.Fatalf("Open with the freelist listing page %d, which big reaches: %v, want a refusal naming salvage", past, err)
+		}
+		return
+	}
+	if tr.actors["big"] == nil || tr.actors["grow"] == nil || !strings.Contains(tr.actors["grow"].err.Error(), fmt.Sprintf("page %d is reached twice", past)) {
+		t.Errorf("damaged actors found: %v, want big and grow, which reach page %d", tr.actors, past)
+	}
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if failed := checkPages(t, s, want, "grown into"); !slices.Equal(failed, []string{"big", "grow"}) {
+		t.Errorf("actors failing: %q, want big and grow", failed)
+	}
+	checkSalvaged(t, s, "big", want["big"], "grown into")
+	out, err := s.Salvage(t.Context(), "grow")
+	if err != nil || out.Events != 400 || out.Dropped != 0 {
+		t.Errorf("Salvage of grow, whose pages are intact: %+v %v, want all 400 events kept", out, err)
+	}
+	if failed := checkPages(t, s, want, "salvaged"); len(failed) > 0 {
+		t.Errorf("after Salvage, %q fail", failed)
+	}
+}
+
+// breakBigBranch points the first element of the branch page at the root
+// of actor big's events bucket in the store file at path past the end
+// of the file, and returns that page.
+func breakBigBranch(t *testing.T, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket(actorsBucket).Bucket([]byte("big")).Bucket(eventsBucket).RootPage())
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b[root*uint64(m.pageSize):]
+	if binary.LittleEndian.Uint16(page[8:]) != branchPage {
+		t.Fatalf("big's events bucket's root page %d is not a branch page", root)
+	}
+	past := m.pgid + 3
+	binary.LittleEndian.PutUint64(page[pageHeaderSize+8:], past)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return past
 }

@@ -38,7 +38,7 @@ var _ durability.Salvager = (*Store)(nil)
 // again, until [Store.Compact] drops it) and replaced by what is kept.
 //
 // Salvage runs between two commits (writes wait) after a checkpoint, and
-// waits for a [Store.Compact] under way. It
+// waits for a [Store.Compact] under way (or until ctx is done). It
 // cannot help when the log is damaged beyond attributing the damage to
 // actors (Open refuses the file).
 func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
@@ -54,8 +54,10 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	if salvageLocking != nil {
 		salvageLocking()
 	}
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
+	if err := s.lockCompact(ctx); err != nil {
+		return out, &durability.StoreError{Op: op, Name: name, Err: err}
+	}
+	defer s.unlockCompact()
 	err := s.inCommitter(ctx, func() error {
 		if err := s.checkpoint(); err != nil {
 			return err

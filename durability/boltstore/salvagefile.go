@@ -56,10 +56,18 @@ type ActorSalvage struct {
 // and the pages nothing uses) and links it at dst. opts may be nil; only
 // OpenTimeout, NoSync and Logger are used.
 //
+// The file at dst has the permission bits of the file at path (not the
+// umask's, nor opts.FileMode), and is owned by the user and group that
+// run SalvageFile, as any file it creates: salvaged by the user the
+// store runs as, the store can open it; salvaged by another (root), dst
+// must be given to that user (chown) before the store opens it.
+//
 // ctx bounds the whole: when it is done, SalvageFile stops, removes what
 // it wrote and returns an error wrapping ctx's. The error is for a
 // salvage that could not be done (path is not a store, is damaged where
-// the whole file depends on it, dst exists); nothing is then left at dst.
+// the whole file depends on it, dst exists, the sync of dst's folder
+// failed); nothing is then left at dst (unless, its folder not synced,
+// dst could not be removed either: the error then says it is there).
 func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSalvage, error) {
 	var o Options
 	if opts != nil {
@@ -74,9 +82,15 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	if deadline, ok := ctx.Deadline(); ok {
 		o.OpenTimeout = max(min(o.OpenTimeout, time.Until(deadline)), time.Nanosecond)
 	}
+	var tmp string // the copy, once made
 	fail := func(err error) (*FileSalvage, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+		}
+		if msg := err.Error(); tmp != "" && strings.Contains(msg, tmp) {
+			// The copy's name means nothing to the caller: it is to be
+			// the new file.
+			err = &renamed{strings.ReplaceAll(msg, tmp, dst), err}
 		}
 		return nil, fmt.Errorf("salvage %s into %s: %w", path, dst, err)
 	}
@@ -95,7 +109,7 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	if dir := filepath.Dir(dst); !isDir(dir) {
 		return nil, fmt.Errorf("salvage %s: cannot create %s: the folder %s does not exist", path, dst, dir)
 	}
-	tmp, err := copyLocked(ctx, path, dst, &o)
+	tmp, err = copyLocked(ctx, path, dst, &o)
 	if err != nil {
 		return fail(err)
 	}
@@ -127,21 +141,42 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	if err := errors.Join(err, s.Close()); err != nil {
 		return fail(err)
 	}
+	// The copy was the runner's alone while written; the new file gets
+	// the file's permission bits, neither more open nor more closed.
+	if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+		return fail(err)
+	}
 	if out.After, err = verifyFile(ctx, tmp, dst, &ro, os.OpenFile); err != nil {
 		return fail(err)
 	}
 	if err := os.Link(tmp, dst); err != nil {
-		return fail(err)
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fail(fmt.Errorf("%s exists, created while salvage ran; it is left as it is (salvage never writes over a file): %w", dst, err))
+		}
+		return fail(fmt.Errorf("cannot link the new file at %s: %w", dst, err))
 	}
 	done = true
 	os.Remove(tmp)
 	if !o.NoSync {
-		if err := syncDir(os.OpenFile, filepath.Dir(dst)); err != nil {
-			return nil, fmt.Errorf("salvage %s: %s written, but syncing its folder failed (a crash may lose it): %w", path, dst, err)
+		if err := syncDir(salvageOpenFile, filepath.Dir(dst)); err != nil {
+			// A new file a crash may lose is not a salvage done: remove it,
+			// as any failure does (the file is unchanged; salvage again).
+			if rerr := os.Remove(dst); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("salvage %s into %s: syncing its folder failed, so a crash may lose it: %w; removing it failed too (%v): it is complete and verified, and is left there", path, dst, err, rerr)
+			}
+			return fail(fmt.Errorf("syncing the new file's folder failed, so a crash could lose it: it was removed: %w", err))
 		}
 	}
 	return out, nil
 }
+
+// salvageOpenFile opens the new file's folder to sync it (tests make it
+// fail).
+var salvageOpenFile = os.OpenFile
 
 // renamed is err with another text.
 type renamed struct {
@@ -172,7 +207,11 @@ func copyLocked(ctx context.Context, path, dst string, o *Options) (string, erro
 	tmp := fmt.Sprintf("%s.salvaging-%d-%d", dst, os.Getpid(), time.Now().UnixNano())
 	c, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, DefaultFileMode)
 	if err != nil {
-		return "", err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("cannot create the copy that becomes %s, next to it: %w", dst, err)
 	}
 	err = copyFile(ctx, c, f)
 	if err == nil && !o.NoSync {

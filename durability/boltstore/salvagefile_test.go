@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/durability"
@@ -160,5 +161,32 @@ func TestSalvageFile_NoFreelistDamagedActor(t *testing.T) {
 	}
 	if len(fs.Actors) != 1 || fs.Actors[0].Name != "big" || !fs.Actors[0].SetAside || !fs.After.Intact() || len(fs.After.Actors) != len(want) {
 		t.Errorf("SalvageFile: %+v; new file %+v", fs.Actors, fs.After)
+	}
+}
+
+// TestSalvageFile_NewFileCreatedMeanwhile: a file created at the new
+// file's name while SalvageFile copies is left alone, and the error names
+// the new file, not the copy that was to become it.
+func TestSalvageFile_NewFileCreatedMeanwhile(t *testing.T) {
+	path, _ := pagesFile(t, true)
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "salvaged.db")
+	copiedChunk = func() {
+		if _, err := os.Lstat(dst); err != nil {
+			if err := os.WriteFile(dst, []byte("another's"), 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { copiedChunk = nil }()
+	fs, err := SalvageFile(t.Context(), path, dst, &Options{NoSync: true})
+	if !errors.Is(err, os.ErrExist) || fs != nil || !strings.Contains(err.Error(), dst+" exists") || strings.Contains(err.Error(), ".salvaging-") {
+		t.Errorf("SalvageFile: %v %+v, want an error saying %s exists, not naming the copy", err, fs, dst)
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "another's" {
+		t.Errorf("the file created at %s: %q %v", dst, b, err)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 1 {
+		t.Errorf("left in the new file's folder: %v %v", left, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 
@@ -46,6 +47,22 @@ type tree struct {
 	freelistConflict bool
 	rebuild          bool
 	free             []uint64
+
+	// top lists the top-level buckets, and format is the format version
+	// the meta bucket holds, so that a writable Open refuses a file that
+	// is not one of this version's before it writes to it.
+	top    []string
+	format string
+}
+
+// layout returns the error [Store.load] would refuse the file with for
+// its top-level buckets or its format version, or nil; the check of the
+// log of a version 1 file is left to load.
+func (t *tree) layout() error {
+	if !slices.Contains(t.top, string(metaBucket)) || !slices.Contains(t.top, string(actorsBucket)) {
+		return errNotAStore
+	}
+	return unsupportedFormat(t.format)
 }
 
 // actorPages is the damage found in the pages of one actor's bucket.
@@ -98,6 +115,11 @@ func (t *tree) add(o owner) owner {
 	return o
 }
 
+// actor reports whether o is one actor's bucket, or below it.
+func (o owner) actor() bool {
+	return o.level >= 2 && o.top == string(actorsBucket)
+}
+
 // attributed reports whether damage to o's pages costs one actor (or a
 // set-aside bucket) alone.
 func (o owner) attributed() bool {
@@ -147,9 +169,11 @@ func (e *fileWide) Unwrap() error { return e.err }
 // (the actor is quarantined). A bucket Salvage set aside is not walked
 // (never read again, its broken pages may point anywhere); it is listed
 // in the tree's setAside.
-// Damage anywhere else (the root, the log, the "polyweave" bucket, the
-// actors bucket's own pages) or a page that two buckets reach is an
-// error naming the part of the file.
+// A page that two actors' buckets reach is damage of both (one points
+// to a page of the other, which cannot be told). Damage anywhere else
+// (the root, the log, the "polyweave" bucket, the actors bucket's own
+// pages) or a page that two other buckets reach is an error naming the
+// part of the file.
 func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	ps := int64(m.pageSize)
 	t := &tree{pages: make([]uint32, m.pgid), actors: map[string]*actorPages{}}
@@ -160,6 +184,9 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	// done with once the walk of what it leads to returns, so the pages
 	// of one depth take turns in one buffer.
 	var bufs [][]byte
+	// shared holds the actors that another actor reached a page of
+	// (see walkPage), and the damage.
+	shared := map[string]error{}
 	// lo and hi bound the keys of a page a branch leads to: bbolt finds
 	// a key by binary search, from the branch's key of the page (lo, the
 	// lowest it may hold) to the next one (hi, above all it holds), so a
@@ -185,10 +212,23 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		for p := id; p <= id+overflow; p++ {
 			if seen := t.pages[p]; seen != 0 {
 				err := bad(o, off, "page %d is reached twice in the tree", p)
-				if first := t.owners[seen-1]; first.top != o.top || first.unit != o.unit || !o.attributed() {
-					return &fileWide{err}
+				first := t.owners[seen-1]
+				switch {
+				case first.top == o.top && first.unit == o.unit && o.attributed():
+					return err
+				case first.actor() && o.actor():
+					// One of two actors points to a page of the other
+					// (a broken page of its own, or one past the end of
+					// the file that the file has since given to the
+					// other), and which cannot be told: both are
+					// damaged, and read from their pages by Salvage.
+					why := "page %d is reached twice in the tree, from actors %q and %q: one of them points to a page of the other"
+					if _, ok := shared[first.unit]; !ok {
+						shared[first.unit] = bad(first, off, why, p, first.unit, o.unit)
+					}
+					return bad(o, off, why, p, first.unit, o.unit)
 				}
-				return err
+				return &fileWide{err}
 			}
 			t.pages[p] = o.id
 		}
@@ -280,12 +320,18 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				}
 				continue
 			}
-			if binary.LittleEndian.Uint32(el)&1 == 0 {
-				continue
-			}
 			pos, ksize, vsize := int(binary.LittleEndian.Uint32(el[4:])), int(binary.LittleEndian.Uint32(el[8:])), int(binary.LittleEndian.Uint32(el[12:]))
 			key := p[e+pos : e+pos+ksize]
 			v := p[e+pos+ksize : e+pos+ksize+vsize] // a bucket: its header, then an inline page if root is 0
+			if binary.LittleEndian.Uint32(el)&1 == 0 {
+				if o.level == 1 && o.top == string(metaBucket) && bytes.Equal(key, formatKey) {
+					t.format = string(v)
+				}
+				continue
+			}
+			if o.level == 0 {
+				t.top = append(t.top, string(key))
+			}
 			if o.top == string(setAsideBucket) && o.level >= 2 {
 				// A bucket Salvage set aside is never read, by bbolt or
 				// by this walk: its broken pages may point anywhere,
@@ -322,7 +368,36 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range slices.Sorted(maps.Keys(shared)) {
+		var de *durability.DamageError
+		if t.actors[name] != nil || !errors.As(shared[name], &de) {
+			continue
+		}
+		header := actorHeader(f, ps, m, name)
+		if header == nil {
+			return nil, shared[name]
+		}
+		t.actors[name] = &actorPages{err: de, header: header}
+	}
 	return t, nil
+}
+
+// actorHeader returns the value of actor name's bucket in the actors
+// bucket of the file (see [actorPages]), read from its pages, or nil.
+func actorHeader(f io.ReaderAt, ps int64, m meta, name string) []byte {
+	root := binary.LittleEndian.AppendUint64(nil, m.root)
+	root = binary.LittleEndian.AppendUint64(root, 0)
+	for _, e := range rawBucket(f, ps, m.pgid, root) {
+		if !e.bucket || string(e.key) != string(actorsBucket) {
+			continue
+		}
+		for _, a := range rawBucket(f, ps, m.pgid, e.value) {
+			if a.bucket && string(a.key) == name {
+				return a.value
+			}
+		}
+	}
+	return nil
 }
 
 // walkBucket walks the bucket whose value (header, then inline page) is v,

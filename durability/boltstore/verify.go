@@ -322,7 +322,7 @@ func verifyFile(ctx context.Context, path, name string, o *Options, openFile fun
 		r.Problems = append(r.Problems, t.freelist)
 	}
 	r.SetAside = t.setAside
-	s := &Store{db: db, file: file, path: name}
+	s := &Store{db: db, file: file, path: name, compactMu: make(chan struct{}, 1)}
 	err = s.viewTx("reading the layout", func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || tx.Bucket(actorsBucket) == nil {

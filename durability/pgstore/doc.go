@@ -147,23 +147,29 @@
 // by the transaction's id (txid_status), which the server sends first,
 // before the transaction runs, or, when even that answer was lost, by
 // the server backend that ran it, named by its pid and its start (in
-// pg_stat_activity), which ends the transaction before it exits. Neither
-// names another transaction or backend. A read or write of an actor in
+// pg_stat_activity), which ends the transaction before it exits. A
+// backend's pid and start name no other backend; an id names another
+// transaction only after a crash of the server, which assigns again the
+// ids that nothing durable named. A read or write of an actor in
 // doubt whose context ends first fails with ErrOutcomeUnknown, saying that
 // a write of the actor is still in doubt; while the server cannot be
 // reached to tell, it fails at the next attempt to ask, with
 // ErrOutcomeUnknown too, rather than wait for as long as the server is
 // away. So, within one Store, a later read tells which. A Claim or a
-// Salvage whose outcome is unknown puts its key (Epoch waits) or its
-// actor in doubt alike.
+// Salvage whose outcome is unknown puts its key (Epoch and Claim wait)
+// or its actor in doubt alike.
 //
 // A write whose connection was lost after its transaction was sent, and
 // whose caller still waits, is run again (see Failover) only once that
 // transaction has ended on the server, which may still be running it:
 // run again at once, it would be reported stored while the first run
 // could still overwrite a later write. When the server tells that the
-// first run committed, the write is not run again; when it did not, it
-// runs again as it is. Another process does
+// first run did not commit, it runs again as it is; else (it committed,
+// or the server cannot tell) it runs again with every row it puts checked
+// against the row stored, and the write whose rows hold other bytes fails
+// with ErrOutcomeUnknown: after a crash of the server, the transaction
+// that committed under the first run's id may be another one. Another
+// process does
 // not know of the doubt, and its read may show the write absent before
 // it commits: across processes, only a new [Store.Claim] of the key
 // settles it: it waits for every transaction that passed the older

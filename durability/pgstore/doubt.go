@@ -22,7 +22,8 @@ import (
 // such transactions, and every read and write of the actor waits until
 // none is left (bounded by its own context: see Store.settled). A claim
 // (and Salvage) whose outcome is unknown puts its key (its actor) in
-// doubt alike: Epoch (the reads and writes of the actor) waits for it.
+// doubt alike: Epoch and Claim (the reads and writes of the actor) wait
+// for it.
 //
 // A transaction's end is known when the store's own connection reports
 // it (a commit, or the server's refusal). When the connection was closed
@@ -30,8 +31,13 @@ import (
 // Store.settle), about the run (see run): by its transaction id, when
 // the server reported it before the connection went, else by its
 // backend, which has ended the transaction once it has exited. Neither
-// can name another transaction or backend: ids are not reused, and a
-// backend is named by its pid and its start time. While the server
+// can name another backend: a backend is named by its pid and its start
+// time. An id names another transaction only after the server crashed
+// (its recovery assigns again the ids that nothing durable named, such
+// as that of a transaction the crash ended): so a run whose id the server
+// says committed is checked against what the rows hold before its writes
+// are reported stored (see Store.try); any other answer is only taken as
+// the end of the run, which a crash also brings. While the server
 // cannot be reached, the calls waiting for the doubt fail (see
 // Store.settled): they would otherwise wait for as long as it is away.
 

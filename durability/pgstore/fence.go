@@ -50,13 +50,17 @@ func fencedOr(err error) error {
 //
 // A claim whose connection was lost, or whose ctx was done, after it was
 // sent fails with [ErrOutcomeUnknown]: the epoch may have been raised.
-// Until its transaction has ended on the server, [Store.Epoch] of the
-// key waits for it (see Timeouts and unknown outcomes in the package
-// doc). One whose ctx was done before it was sent fails with ctx's
-// error. Claiming again is safe (it raises the epoch once more).
+// Until its transaction has ended on the server, [Store.Epoch] and
+// Claim of the key wait for it (see Timeouts and unknown outcomes in the
+// package doc): a claim taken meanwhile would be superseded when that one
+// commits after it. One whose ctx was done before it was sent fails with
+// ctx's error. Claiming again is safe (it raises the epoch once more).
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
+	}
+	if err := s.settled(ctx, doubtKey{claim: true, name: key}); err != nil {
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	ctx, done, err := s.beginRead(ctx)
 	if err != nil {

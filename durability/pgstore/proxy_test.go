@@ -49,11 +49,23 @@ const (
 	// until proxy.release, keeping the server's end open when the
 	// client's closes.
 	holdCommit
+	// holdAfterFlush forwards the transaction up to the first Flush (the
+	// first statement of a write's pipeline, see runPipelined) and the
+	// server's answers, and swallows every later message from the client;
+	// the server's end stays open when the client's closes, so that the
+	// transaction stays open on the server, its id assigned and nothing
+	// of it written.
+	holdAfterFlush
+	// holdRequest is holdCommit acting on the transaction's first
+	// Execute: the server gets its transaction only at proxy.release.
+	holdRequest
 )
 
 // holds reports whether f keeps the server's end of its connection open
 // when the client's closes (see link).
-func (f fault) holds() bool { return f == holdAfterFirst || f == holdCommit }
+func (f fault) holds() bool {
+	return f == holdAfterFirst || f == holdCommit || f == holdAfterFlush || f == holdRequest
+}
 
 // proxy is a TCP proxy to the test server that can fail one connection
 // as a fault says, to make what a network or a server does to a write in
@@ -67,6 +79,7 @@ type proxy struct {
 	hit      chan struct{} // closed when the armed fault has acted
 	faulted  *link         // the connection that suffered the armed fault
 	refusing bool          // new connections are closed at once
+	stalled  chan struct{} // new connections wait until it is closed
 	noCancel bool          // cancel requests are swallowed
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
@@ -79,7 +92,7 @@ type link struct {
 	mu         sync.Mutex
 	active     fault // the fault this connection suffers, once it applies
 	hit        chan struct{}
-	passed     bool     // holdAfterFirst: the first statement's answer went through
+	passed     bool     // holdAfterFirst: the first statement's answer went through; holdAfterFlush: the Flush went through
 	held       [][]byte // holdCommit: the client's messages held
 	released   bool     // holdCommit: the held messages were sent on
 	clientGone bool
@@ -154,6 +167,20 @@ func (p *proxy) refuse(on bool) {
 	p.refusing = on
 }
 
+// stall makes new connections wait, connected to neither the client nor
+// the server, while on is true (a server that does not answer yet).
+func (p *proxy) stall(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.stalled == nil:
+		p.stalled = make(chan struct{})
+	case !on && p.stalled != nil:
+		close(p.stalled)
+		p.stalled = nil
+	}
+}
+
 // dropCancels makes the proxy swallow cancel requests (they never reach
 // the server), as a network that lost the server would.
 func (p *proxy) dropCancels() {
@@ -172,7 +199,7 @@ func (p *proxy) cut() {
 	l.client.Close()
 }
 
-// release sends the messages a holdCommit fault held on to the server;
+// release sends the messages a holdCommit (or holdRequest) fault held on to the server;
 // when the client is gone, the server then reads the end of the stream.
 func (p *proxy) release() {
 	p.mu.Lock()
@@ -191,6 +218,7 @@ func (p *proxy) release() {
 
 func (p *proxy) stop() {
 	p.ln.Close()
+	p.stall(false)
 	p.mu.Lock()
 	for c := range p.conns {
 		c.Close()
@@ -213,20 +241,28 @@ func (p *proxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		refusing := p.refusing
+		refusing, stalled := p.refusing, p.stalled
 		p.mu.Unlock()
 		if refusing {
 			client.Close()
 			continue
 		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			client.Close()
-			continue
-		}
 		p.track(client)
-		p.track(server)
-		p.wg.Go(func() { p.serve(client, server) })
+		p.wg.Go(func() {
+			if stalled != nil {
+				<-stalled
+			}
+			server, err := net.Dial("tcp", p.target)
+			if err != nil {
+				p.mu.Lock()
+				delete(p.conns, client)
+				p.mu.Unlock()
+				client.Close()
+				return
+			}
+			p.track(server)
+			p.serve(client, server)
+		})
 	}
 }
 
@@ -253,7 +289,7 @@ func (p *proxy) serve(client, server net.Conn) {
 			}
 			f, h := l.state()
 			switch f {
-			case 0, holdCommit:
+			case 0, holdCommit, holdAfterFlush, holdRequest:
 				if _, err := client.Write(msg); err != nil && !f.holds() {
 					return
 				}
@@ -300,6 +336,21 @@ func (p *proxy) serve(client, server net.Conn) {
 			if f == holdAfterFirst && typ == 'X' { // Terminate: lost with the client
 				continue
 			}
+			if f == holdAfterFlush {
+				l.mu.Lock()
+				pass := !l.passed
+				l.passed = l.passed || typ == 'H'
+				l.mu.Unlock()
+				if pass {
+					if _, err := server.Write(msg); err != nil {
+						return
+					}
+					if typ == 'H' {
+						closeOnce(h)
+					}
+				}
+				continue
+			}
 			switch f {
 			case 0, muteReply, cutAfterReply, holdAfterFirst:
 				if _, err := server.Write(msg); err != nil {
@@ -312,7 +363,7 @@ func (p *proxy) serve(client, server net.Conn) {
 						return
 					}
 				}
-			case holdCommit:
+			case holdCommit, holdRequest:
 				l.mu.Lock()
 				if l.released {
 					l.mu.Unlock()
@@ -336,10 +387,11 @@ func (p *proxy) serve(client, server net.Conn) {
 		client.Close()
 		l.mu.Lock()
 		l.clientGone = true
+		held := l.active == holdCommit || l.active == holdRequest
 		switch {
-		case l.active == holdAfterFirst, l.active == holdCommit && !l.released:
+		case l.active == holdAfterFirst, l.active == holdAfterFlush, held && !l.released:
 			// The server's end stays open: its backend lives on.
-		case l.active == holdCommit:
+		case held:
 			server.(*net.TCPConn).CloseWrite() // the server reads what was released, then the end
 		default:
 			server.Close()

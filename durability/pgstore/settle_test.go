@@ -324,3 +324,58 @@ func TestSalvage_OutcomeUnknownLeavesActorInDoubt(t *testing.T) {
 		t.Errorf("read once the Salvage committed: %q, %v; want [0:event 0]", got, err)
 	}
 }
+
+// TestClaim_WaitsForClaimInDoubt: a Claim of a key whose earlier claim
+// through the store is in doubt (given up, its transaction not yet run
+// by the server) waits until that transaction has ended: taken at once,
+// it would be superseded when the earlier one commits after it, and its
+// holder fenced by a claim nobody holds.
+func TestClaim_WaitsForClaimInDoubt(t *testing.T) {
+	ctx := t.Context()
+	s, p := storeVia(t, nil)
+	if _, err := s.Claim(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	hit := p.arm(holdRequest)
+	p.dropCancels() // the server is not asked to cancel the claim: it runs it later
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-hit
+		cancel()
+	}()
+	if _, err := s.Claim(cctx, "k"); !errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Fatalf("claim given up once sent: %v, want ErrOutcomeUnknown", err)
+	}
+	type result struct {
+		c   *pgstore.Claim
+		err error
+	}
+	second := make(chan result, 1)
+	go func() {
+		c, err := s.Claim(ctx, "k")
+		second <- result{c, err}
+	}()
+	var r result
+	done := false
+	for !done && pgstore.DoubtWaiters(s) == 0 {
+		select {
+		case r = <-second:
+			done = true
+		default:
+			runtime.Gosched()
+		}
+	}
+	p.release() // the server gets the earlier claim: it commits
+	if !done {
+		r = <-second
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if e, err := s.Epoch(ctx, "k"); err != nil || e != 3 {
+		t.Fatalf("Epoch after both claims = %d, %v; want 3", e, err)
+	}
+	if err := r.c.PersistEvent(ctx, "a", 0, []byte("x")); err != nil {
+		t.Errorf("write through the claim taken last: %v, want nil: the earlier claim, in doubt when it was taken, superseded it", err)
+	}
+}

@@ -437,12 +437,16 @@ func (s *Store) report(c *committer, batch []*write) {
 //     or unsent);
 //   - else once the first run's transaction has ended on the server (it
 //     may go on after its connection was lost, and would overwrite what
-//     is written after it: see Store.awaitEnd); not at all when it
-//     committed; as it is when it did not; else, when the server cannot
-//     tell (it did not report the transaction's id before the connection
-//     went), with every row it puts checked against the row stored (see
-//     Store.rerun): the writes whose rows hold other bytes are not run
-//     again and fail with ErrOutcomeUnknown, each in its verdict.
+//     is written after it: see Store.awaitEnd); as it is when it did not
+//     commit; else (it committed, or the server cannot tell: it did not
+//     report the transaction's id before the connection went) with every
+//     row it puts checked against the row stored (see Store.rerun): the
+//     writes whose rows hold other bytes are not run again and fail with
+//     ErrOutcomeUnknown, each in its verdict. A committed id is checked
+//     so too, not trusted: a server that crashed assigns again the ids
+//     that nothing durable named, so the transaction that committed under
+//     the id may be another one, run after the crash, while the first run
+//     was lost with it.
 //
 // It returns the error of the last run; final says that the error must
 // be reported as it is to every write, not retried write by write: the
@@ -455,7 +459,6 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 	if err == nil || ctx.Err() != nil || !connectionLost(err) {
 		return err, false
 	}
-	all := len(writes)
 	if writes = c.stillAll(writes); len(writes) == 0 {
 		return err, false // nobody waits for them: not sent again
 	}
@@ -469,13 +472,7 @@ func (s *Store) try(ctx context.Context, c *committer, writes []*write) (err err
 		return rerunFailed(err, werr), true // the first run stays unsettled: its writes in doubt
 	}
 	c.settled(first)
-	switch st {
-	case committed:
-		s.log.Info("pgstore: a transaction whose connection was lost committed", "writes", all, "err", err)
-		s.commits.Add(1)
-		s.written.Add(int64(all))
-		return nil, false
-	case aborted:
+	if st == aborted {
 		s.log.Info("pgstore: running a transaction again on a fresh connection: it did not commit", "writes", len(writes), "err", err)
 		_, err = s.runCounted(ctx, c, writes)
 		return err, false

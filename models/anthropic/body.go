@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 )
 
 // Errors of requests the adapter cannot send. The ERROR frame of such a
@@ -121,8 +122,8 @@ func requestBody(req *models.Request, defaultModel string, defaultMaxTokens int)
 		if last[p.Name] != i {
 			continue
 		}
-		if !json.Valid(p.Value) {
-			return nil, fmt.Errorf("param %q is not valid JSON", p.Name)
+		if err := httpadapter.CheckParam(p); err != nil {
+			return nil, err
 		}
 		switch p.Name {
 		case models.ParamMessages:

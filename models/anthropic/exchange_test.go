@@ -188,6 +188,10 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 		{"orphan tool message", []models.Param{param(models.ParamMessages, `[{"role":"tool","tool_call_id":"x","content":"1"}]`)}, "which no assistant message called"},
 		{"unknown role", []models.Param{param(models.ParamMessages, `[{"role":"robot","content":"1"}]`)}, `role "robot"`},
 		{"bad tool_choice", []models.Param{userAsk, param(models.ParamTools, `[{"type":"function","function":{"name":"f"}}]`), param(models.ParamToolChoice, `"sometimes"`)}, "tool_choice"},
+		// JSON between systems is UTF-8: such bytes would be sent as
+		// they are (a 400 that does not say where) or replaced unsaid.
+		{"messages not UTF-8", []models.Param{param(models.ParamMessages, "[{\"role\":\"user\",\"content\":\"caf\xe9\"}]")}, `param "messages" is not valid JSON: it holds bytes that are not UTF-8`},
+		{"system not UTF-8", []models.Param{userAsk, param("system", "\"caf\xe9\"")}, `param "system" is not valid JSON: it holds bytes that are not UTF-8`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rg.Ask("s-"+tc.name, tc.params...)

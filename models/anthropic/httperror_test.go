@@ -1,7 +1,9 @@
 package anthropic_test
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,6 +36,18 @@ func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
 	modeltest.WantKeyRedacted(t, rg.Ask("s1", userAsk), key)
 }
 
+// The password of a base URL with user info, which the client sends as
+// basic auth, is not repeated when the server quotes it, plain or as the
+// base64 of the Authorization header.
+func TestAdapter_EchoedBasicAuthIsRedacted(t *testing.T) {
+	rg := modeltest.NewRig(t, modeltest.EchoBasicAuth(func(w http.ResponseWriter, message string) {
+		anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
+	}), func(url string, client *http.Client) actors.Spec {
+		return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: modeltest.WithBasicAuth(url), HTTPClient: client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
+	})
+	modeltest.WantBasicAuthRedacted(t, rg.Ask("s1", userAsk))
+}
+
 // A base URL ending in /v1 (as the API reference writes the endpoint,
 // and as OpenAI-compatible servers want it) reaches /v1/messages, not
 // /v1/v1/messages.
@@ -49,5 +63,37 @@ func TestAdapter_BaseURLWithOrWithoutV1(t *testing.T) {
 		if r, path := rg.Ask("s1", userAsk), <-paths; r.Failed || path != "/v1/messages" {
 			t.Errorf("base URL ending %q: path %q, failed %v %q; want /v1/messages", suffix, path, r.Failed, r.Error)
 		}
+	}
+}
+
+// A key quoted in a page at the point where the error's quote of the
+// body is cut is not repeated in part either.
+func TestAdapter_KeyCutByTheQuoteIsRedacted(t *testing.T) {
+	const key = "sk-ant-api03-secret-0123456789abcdef"
+	rg := newRig(t, anthropic.Options{APIKey: key}, modeltest.EchoKeyAtClip())
+	modeltest.WantNoKeyPart(t, rg.Ask("s1", userAsk), key)
+}
+
+// Only the path of a base URL loses its /v1: a server whose host is
+// named v1 is still the one asked.
+func TestAdapter_BaseURLHostNamedV1(t *testing.T) {
+	got := make(chan string, 1)
+	rg := modeltest.NewRig(t, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		got <- r.Host + r.URL.Path
+		modeltest.StreamBody(sse(messageStart(1, 0, 0), messageDelta("end_turn", 1), messageStop))(n, w, r, b)
+	}, func(url string, client *http.Client) actors.Spec {
+		addr := strings.TrimPrefix(url, "http://")
+		transport := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr) // every host is the test server
+		}}
+		t.Cleanup(transport.CloseIdleConnections)
+		client = &http.Client{Transport: transport}
+		return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: "http://v1", HTTPClient: client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
+	})
+	if r := rg.Ask("s1", userAsk); r.Failed || len(got) != 1 {
+		t.Fatalf("failed %v with %q; want the server named v1 asked", r.Failed, r.Error)
+	}
+	if where := <-got; where != "v1/v1/messages" {
+		t.Fatalf("asked %q, want v1/v1/messages (host v1, path /v1/messages)", where)
 	}
 }

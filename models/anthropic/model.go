@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -42,9 +43,11 @@ const MetaThinking = models.MetaThinkingBlocks
 // default.
 type Options struct {
 	// BaseURL is the API root (the adapter posts to v1/messages under
-	// it); default DefaultBaseURL. A root ending in /v1 is read as the
-	// root above it: https://api.anthropic.com/v1 posts to
+	// it); default DefaultBaseURL. A root whose path ends in /v1 is read
+	// as the root above it: https://api.anthropic.com/v1 posts to
 	// https://api.anthropic.com/v1/messages.
+	// The password of its user info (https://user:password@host/, sent
+	// as basic auth) is never repeated by an ERROR frame, as APIKey.
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].
@@ -61,6 +64,8 @@ type Options struct {
 	Timeout time.Duration
 	// IdleTimeout bounds the wait for the response and then for each next
 	// bytes of the stream (ping events count); default 3 minutes.
+	// The waits of a resilience.Transport (in line for a slot, between
+	// retries) do not count: nothing is on the wire then.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -99,10 +104,14 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	if root, ok := strings.CutSuffix(strings.TrimSuffix(o.BaseURL, "/"), "/v1"); ok {
-		o.BaseURL = root + "/" // the adapter adds v1/messages itself
+	if u, err := url.Parse(o.BaseURL); err == nil {
+		if root, ok := strings.CutSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), "/v1"); ok {
+			u.RawPath = root + "/"                  // the adapter adds v1/messages itself
+			u.Path, _ = url.PathUnescape(u.RawPath) // unescaping what was escaped cannot fail
+			o.BaseURL = u.String()
+		}
 	}
-	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey, BaseURL: o.BaseURL}
 	if !c.Valid() || o.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: negative timeout, retries or max tokens in options")
 	}

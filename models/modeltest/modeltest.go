@@ -19,7 +19,9 @@ package modeltest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -516,6 +518,73 @@ func WantKeyRedacted(t testing.TB, r *models.Response, key string) {
 	}
 	if strings.Contains(r.Error, key) {
 		t.Fatalf("error %q holds the API key", r.Error)
+	}
+}
+
+// BasicAuthUser and BasicAuthPassword are the user info [WithBasicAuth]
+// puts in a base URL.
+const (
+	BasicAuthUser     = "gateway"
+	BasicAuthPassword = "correct-horse-battery"
+)
+
+// WithBasicAuth returns url with the user info BasicAuthUser and
+// BasicAuthPassword, which the HTTP client sends as basic auth.
+func WithBasicAuth(url string) string {
+	return strings.Replace(url, "://", "://"+BasicAuthUser+":"+BasicAuthPassword+"@", 1)
+}
+
+// EchoBasicAuth returns a handler answering every request with HTTP 401
+// and the provider's error body (written by writeError) whose message
+// quotes the request's Authorization header and the password of its
+// basic auth, as some gateways' do.
+func EchoBasicAuth(writeError func(w http.ResponseWriter, message string)) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		_, password, _ := r.BasicAuth()
+		writeError(w, "Incorrect API key provided: "+r.Header.Get("Authorization")+" (password "+password+") (see your account)")
+	}
+}
+
+// WantBasicAuthRedacted checks that r, the answer to [EchoBasicAuth] from
+// an adapter whose base URL came from [WithBasicAuth], failed with the
+// server's message but without the password, plain or in the base64 of
+// the Authorization header.
+func WantBasicAuthRedacted(t testing.TB, r *models.Response) {
+	t.Helper()
+	WantKeyRedacted(t, r, BasicAuthPassword)
+	if !strings.Contains(r.Error, "Basic ") {
+		t.Fatalf("error %q: the server did not get basic auth", r.Error)
+	}
+	if basic := base64.StdEncoding.EncodeToString([]byte(BasicAuthUser + ":" + BasicAuthPassword)); strings.Contains(r.Error, basic) {
+		t.Fatalf("error %q holds the basic auth %q", r.Error, basic)
+	}
+}
+
+// EchoKeyAtClip returns a handler answering every request with HTTP
+// 502 and a plain-text page (not the API's error) that quotes the
+// request's key (the bearer token or x-api-key) so that it straddles the
+// end of what an error quotes of a body.
+func EchoKeyAtClip() Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		key := cmp.Or(r.Header.Get("X-Api-Key"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, strings.Repeat("-", 172)+key+" was refused upstream")
+	}
+}
+
+// WantNoKeyPart checks that r failed with an error holding no 8 bytes
+// in a row of key beyond its first 8 (a public prefix such as
+// "sk-proj-").
+func WantNoKeyPart(t testing.TB, r *models.Response, key string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 502") {
+		t.Fatalf("failed %v with %q, want the status", r.Failed, r.Error)
+	}
+	for i := 8; i+8 <= len(key); i++ {
+		if strings.Contains(r.Error, key[i:i+8]) {
+			t.Fatalf("error %q holds %q of the API key", r.Error, key[i:i+8])
+		}
 	}
 }
 

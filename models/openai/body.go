@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 )
 
 // ErrNoModel is the error of a request with no "model" PARAM sent to an
@@ -63,13 +62,8 @@ func requestBody(req *models.Request, defaultModel string, includeUsage bool) ([
 		if !hasTools && toolFields[p.Name] {
 			continue
 		}
-		if !json.Valid(p.Value) {
-			return nil, fmt.Errorf("param %q is not valid JSON", p.Name)
-		}
-		if !utf8.Valid(p.Value) {
-			// json.Valid lets such bytes through inside strings; servers
-			// refuse the body with an error that does not say where.
-			return nil, fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
+		if err := httpadapter.CheckParam(p); err != nil {
+			return nil, err
 		}
 		buf = appendField(buf, p.Name, p.Value)
 	}

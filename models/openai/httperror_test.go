@@ -70,3 +70,26 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// The password of a base URL with user info, which the client sends as
+// basic auth, is not repeated when the server quotes it, plain or as the
+// base64 of the Authorization header.
+func TestAdapter_EchoedBasicAuthIsRedacted(t *testing.T) {
+	rg := modeltest.NewRig(t, modeltest.EchoBasicAuth(func(w http.ResponseWriter, message string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error"}})
+		_, _ = w.Write(b)
+	}), func(url string, client *http.Client) actors.Spec {
+		return modeltest.Must(openai.New(&openai.Options{BaseURL: modeltest.WithBasicAuth(url) + "/v1", HTTPClient: client, Model: "gpt-4o-mini", MaxRetries: openai.NoRetries}))(t).Spec("model")
+	})
+	modeltest.WantBasicAuthRedacted(t, rg.Ask("s1", userAsk))
+}
+
+// A key quoted in a page at the point where the error's quote of the
+// body is cut is not repeated in part either.
+func TestAdapter_KeyCutByTheQuoteIsRedacted(t *testing.T) {
+	const key = "sk-proj-secret-0123456789abcdef"
+	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKeyAtClip())
+	modeltest.WantNoKeyPart(t, rg.Ask("s1", userAsk), key)
+}

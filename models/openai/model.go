@@ -34,6 +34,8 @@ type Options struct {
 	// example http://localhost:11434/v1 (Ollama), http://localhost:8000/v1
 	// (vLLM), http://localhost:8080/v1 (llama.cpp server),
 	// http://localhost:1234/v1 (LM Studio). Default: DefaultBaseURL.
+	// The password of its user info (https://user:password@host/, sent
+	// as basic auth) is never repeated by an ERROR frame, as APIKey.
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	// The adapter never reads the environment for it: see [APIKeyFromEnv].
@@ -48,6 +50,8 @@ type Options struct {
 	// IdleTimeout bounds the wait for the response and then for each next
 	// bytes of the stream (keep-alive comments count); default 3 minutes.
 	// A stalled stream fails with an ERROR instead of hanging.
+	// The waits of a resilience.Transport (in line for a slot, between
+	// retries) do not count: nothing is on the wire then.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -91,7 +95,7 @@ func New(opts *Options) (*Model, error) {
 	if o.BaseURL == "" {
 		o.BaseURL = DefaultBaseURL
 	}
-	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey}
+	c := httpadapter.Config{Timeout: o.Timeout, IdleTimeout: o.IdleTimeout, MaxRetries: o.MaxRetries, HTTPClient: o.HTTPClient, Logger: o.Logger, APIKey: o.APIKey, BaseURL: o.BaseURL}
 	if !c.Valid() {
 		return nil, fmt.Errorf("openai: negative timeout or retries in options")
 	}

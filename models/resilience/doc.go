@@ -19,6 +19,10 @@
 //     Options.OnEvent and to the observer of the request's context
 //     ([WithObserver]): the adapters of this module turn those into META
 //     [MetaEvent] frames on the stream of the request.
+//   - its waits (in line, between retries) stop the idle bound of the
+//     adapter's answer ([WithWaits]): a Retry-After or a queue longer
+//     than the adapter's IdleTimeout does not fail the request; its
+//     Timeout bounds them.
 //
 // Turn the SDK's own retries off when using it (openai.NoRetries,
 // anthropic.NoRetries), or both retry.

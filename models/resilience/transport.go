@@ -77,6 +77,28 @@ func WithObserver(ctx context.Context, observe func(Event)) context.Context {
 	return context.WithValue(ctx, observerKey{}, observe)
 }
 
+type waitsKey struct{}
+
+// WithWaits returns a context whose requests call wait when they start
+// waiting with nothing on the wire (in line for a slot, or between two
+// attempts), and the function wait returned when that wait ends. The
+// idle bound of a model adapter's answer
+// ([github.com/polyweave/polyweave-go/models/streaming.Bound]) sets it,
+// so that it only runs while the request is on the wire: a long wait in
+// line or a long Retry-After does not read as a silent server.
+func WithWaits(ctx context.Context, wait func() (done func())) context.Context {
+	return context.WithValue(ctx, waitsKey{}, wait)
+}
+
+// waiting says a wait of the request of ctx begins; call the function it
+// returns when the wait ends.
+func waiting(ctx context.Context) (done func()) {
+	if wait, ok := ctx.Value(waitsKey{}).(func() func()); ok {
+		return wait()
+	}
+	return func() {}
+}
+
 // Transport is a resilient http.RoundTripper. It is safe for concurrent
 // use; create it with [New].
 type Transport struct {
@@ -162,10 +184,12 @@ func (t *Transport) acquire(ctx context.Context) error {
 	select {
 	case t.slots <- struct{}{}:
 	default:
-		start := time.Now()
+		start, done := time.Now(), waiting(ctx)
 		select {
 		case t.slots <- struct{}{}:
+			done()
 		case <-ctx.Done():
+			done()
 			return ctx.Err()
 		}
 		wait = time.Since(start)
@@ -268,7 +292,10 @@ func (t *Transport) send(req *http.Request) (*http.Response, error) {
 			_ = resp.Body.Close()
 		}
 		t.report(ctx, ev)
-		if err := t.opts.Sleep(ctx, delay); err != nil {
+		done := waiting(ctx)
+		err = t.opts.Sleep(ctx, delay)
+		done()
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 // Package pgtest starts a throwaway PostgreSQL server for tests: initdb in a
 // temporary folder, the server on a free loopback port, removed again by
-// [Server.Stop]. It needs the server binaries of PostgreSQL; when they are
+// [Server.Stop] (or, when the process that made it ended without Stop, by
+// a later [Start], once its server has exited too). It needs the server binaries of PostgreSQL; when they are
 // missing it runs the project's scripts/postgres.sh, which installs Debian's
 // postgresql package (as root, with apt-get).
 //

@@ -4,8 +4,10 @@ package pgtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -81,5 +83,49 @@ func TestStart_NoFolderInReach(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "polyweave-pg-*")); len(left) > 0 {
 		t.Errorf("Start left %v", left)
+	}
+}
+
+// TestStart_SweepsFoldersOfExitedOwners: Start removes the server folders
+// left by a process that exited without Stop (a test binary that
+// panicked), and only those: not one whose owner runs, nor one being
+// made (its owner not written yet).
+func TestStart_SweepsFoldersOfExitedOwners(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv(EnvDSN, "")
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	folder := func(name, owner string) string {
+		dir := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(owner), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	stale := folder("polyweave-pg-stale", strconv.Itoa(exited.Process.Pid))
+	live := folder("polyweave-pg-live", strconv.Itoa(os.Getpid()))
+	making := folder("polyweave-pg-making", "")
+	srv, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("Start left %s, whose owner has exited: %v", stale, err)
+	}
+	for _, dir := range []string{live, making} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("Start removed %s, whose owner runs or is not known yet: %v", dir, err)
+		}
 	}
 }

@@ -54,8 +54,15 @@ func serverDir(bin string, cred *syscall.Credential, owner *user.User) (string, 
 	}
 	var blocked []string
 	for _, parent := range parents {
+		sweep(parent)
 		dir, err := os.MkdirTemp(parent, "polyweave-pg-")
 		if err != nil {
+			return "", fmt.Errorf("pgtest: %w", err)
+		}
+		// Its owner, for the sweep of a later Start should this process
+		// end without Stop (a test binary that panics, or is killed).
+		if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			os.RemoveAll(dir)
 			return "", fmt.Errorf("pgtest: %w", err)
 		}
 		if cred == nil {
@@ -74,6 +81,44 @@ func serverDir(bin string, cred *syscall.Credential, owner *user.User) (string, 
 	return "", fmt.Errorf("pgtest: PostgreSQL does not run as root, so it runs as user %s, which cannot enter %s; "+
 		"set TMPDIR to a folder that user can reach, make that folder searchable by it (chmod o+x), "+
 		"or set %s to a running server", owner.Username, strings.Join(blocked, ", nor "), EnvDSN)
+}
+
+// ownerFile, in a server's folder, holds the pid of the process that
+// made it.
+const ownerFile = "owner.pid"
+
+// sweep removes the server folders in parent whose owners have exited
+// without Stop and whose servers have exited too. A folder whose owner
+// or server is alive, or not known (being made), is left alone.
+func sweep(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "polyweave-pg-*"))
+	for _, dir := range dirs {
+		if alive(filepath.Join(dir, ownerFile)) || alive(filepath.Join(dir, "data", "postmaster.pid")) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, ownerFile)); err == nil {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// alive reports whether the process whose pid is the first line of file
+// may be running: true unless file names one that has exited. A missing
+// file names none.
+func alive(file string) bool {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return true
+	}
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 // canEnter says whether the user of cred can change into dir: it runs the

@@ -8,16 +8,19 @@ package httpadapter
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -45,6 +48,10 @@ type Config struct {
 	// APIKey is the key the adapter sends; the errors of its answers
 	// never repeat it (see [Endpoint.Answer]).
 	APIKey string
+	// BaseURL is the API root; the errors of the answers never repeat
+	// the password of its user info either, plain or as the base64 of
+	// the basic auth the HTTP client sends with it.
+	BaseURL string
 }
 
 // Valid reports whether c holds no negative bound or retry count (the
@@ -73,7 +80,7 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
-	secret  string // the API key, removed from error texts
+	secrets []string // the API key and base URL's password, removed from error texts
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -86,9 +93,7 @@ func Open(c Config) *Endpoint {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
-	if len(c.APIKey) >= minSecret {
-		e.secret = c.APIKey
-	}
+	e.secrets = secrets(c)
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
@@ -127,24 +132,82 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // write fails the request as permanent: the same request cannot be sent
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
-// frames. The API key of e's Config is cut out of the text of send's
-// errors (some servers quote the key they refuse), so that no ERROR
-// frame carries it.
+// frames. The API key of e's Config, and the password of its base URL
+// (plain and in basic auth), are cut out of the text of send's errors
+// (some servers quote the credentials they refuse), so that no ERROR
+// frame carries them.
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	answer := answerWith(body, send)
-	if e.secret == "" {
+	if len(e.secrets) == 0 {
 		return answer
 	}
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		frames, err := answer(ctx, req, emit)
-		if err != nil && strings.Contains(err.Error(), e.secret) {
-			err = WithText(err, strings.ReplaceAll(err.Error(), e.secret, "[redacted]"))
+		if err != nil {
+			text := err.Error()
+			for _, secret := range e.secrets {
+				text = redact(text, secret)
+			}
+			if text != err.Error() {
+				err = WithText(err, text)
+			}
 		}
 		return frames, err
 	}
 }
 
-// minSecret is the length from which an API key is cut out of error
+// secrets returns what the errors of c's answers must not repeat, each
+// of at least minSecret bytes: the API key, and the password of the base
+// URL's user info, plain and as the base64 of the basic auth it makes
+// (the Authorization header a server may quote).
+func secrets(c Config) []string {
+	candidates := []string{c.APIKey}
+	if u, err := url.Parse(c.BaseURL); err == nil && u.User != nil {
+		if password, ok := u.User.Password(); ok {
+			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password))
+			candidates = append(candidates, password, basic)
+		}
+	}
+	var all []string
+	for _, s := range candidates {
+		if len(s) >= minSecret {
+			all = append(all, s)
+		}
+	}
+	return all
+}
+
+// redact returns text with secret cut out: where it is whole, and where
+// a quote of a body clipped by [Quote] ends with its first bytes (a
+// server quoting the key may have put it across the clip).
+func redact(text, secret string) string {
+	text = strings.ReplaceAll(text, secret, redacted)
+	for i := 0; ; {
+		j := strings.Index(text[i:], clipped)
+		if j < 0 {
+			return text
+		}
+		j += i
+		for k := len(secret) - 1; k >= minCut; k-- {
+			if strings.HasSuffix(text[:j], secret[:k]) {
+				text = text[:j-k] + redacted + text[j:]
+				j += len(redacted) - k
+				break
+			}
+		}
+		i = j + len(clipped)
+	}
+}
+
+const (
+	redacted = "[redacted]"
+	clipped  = `"…` // the end of a quote Quote clipped
+	// minCut is the length from which the start of the key is cut out
+	// before a clip: fewer bytes are at most a public prefix ("sk-").
+	minCut = 4
+)
+
+// minSecret is the length from which a secret is cut out of error
 // texts: a shorter one (a local server's "test") would cut ordinary words.
 const minSecret = 8
 
@@ -210,6 +273,20 @@ func (e *Ending) Frames(streamID string) []*messages.Frame {
 	return append(frames, models.FinishFrame(streamID, e.Finish))
 }
 
+// CheckParam returns an error naming p when its value is not JSON a
+// server can take: not valid JSON, or holding bytes that are not UTF-8
+// (json.Valid lets those through inside strings, and servers refuse
+// such a body with an error that does not say where).
+func CheckParam(p models.Param) error {
+	if !json.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON", p.Name)
+	}
+	if !utf8.Valid(p.Value) {
+		return fmt.Errorf("param %q is not valid JSON: it holds bytes that are not UTF-8", p.Name)
+	}
+	return nil
+}
+
 // KeyFromEnv returns the value of the environment variable name (def
 // when name is empty), or an error wrapping noKey.
 func KeyFromEnv(name, def string, noKey error) (string, error) {
@@ -262,7 +339,14 @@ func BodyStart(res *http.Response) string {
 func Quote(b []byte) string {
 	more := ""
 	if len(b) > bodyQuote {
-		b, more = b[:bodyQuote], "…"
+		n := bodyQuote
+		for i := n; i > bodyQuote-utf8.UTFMax && i > 0; i-- {
+			if utf8.RuneStart(b[i]) {
+				n = i // the clip does not cut a character in two
+				break
+			}
+		}
+		b, more = b[:n], clipped[1:]
 	}
 	return strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD")) + more
 }

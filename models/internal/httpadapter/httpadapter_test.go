@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/models"
@@ -61,5 +62,19 @@ func TestEnding_Frames(t *testing.T) {
 	bare := Ending{Finish: "stop"}
 	if fs := bare.Frames("s"); len(fs) != 1 {
 		t.Fatalf("an ending with only a finish reason: %d frames", len(fs))
+	}
+}
+
+// TestQuote_ClipKeepsRunesWhole: a body clipped in the middle of a
+// character is quoted up to the character, not with a replacement
+// character where the body had none.
+func TestQuote_ClipKeepsRunesWhole(t *testing.T) {
+	body := "a" + strings.Repeat("é", bodyQuote) // the clip falls inside an é
+	q := Quote([]byte(body))
+	if strings.Contains(q, "\uFFFD") || !strings.HasSuffix(q, `é"…`) || len(q) > bodyQuote+len(`""…`) {
+		t.Fatalf("Quote = %s, want the é before the clip whole, no replacement character", q)
+	}
+	if q := Quote([]byte("caf\xe9 " + strings.Repeat("x", bodyQuote))); !strings.HasPrefix(q, "\"caf\uFFFD x") {
+		t.Fatalf("Quote = %s, want the byte that is not UTF-8 replaced", q)
 	}
 }

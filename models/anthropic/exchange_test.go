@@ -192,6 +192,8 @@ func TestAdapter_RequestsItCannotSend(t *testing.T) {
 		// they are (a 400 that does not say where) or replaced unsaid.
 		{"messages not UTF-8", []models.Param{param(models.ParamMessages, "[{\"role\":\"user\",\"content\":\"caf\xe9\"}]")}, `param "messages" is not valid JSON: it holds bytes that are not UTF-8`},
 		{"system not UTF-8", []models.Param{userAsk, param("system", "\"caf\xe9\"")}, `param "system" is not valid JSON: it holds bytes that are not UTF-8`},
+		// json.Marshal would send such a name changed (\xe9 as U+FFFD).
+		{"name not UTF-8", []models.Param{userAsk, param("caf\xe9", "1")}, `param "caf\xe9": its name is not UTF-8`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rg.Ask("s-"+tc.name, tc.params...)

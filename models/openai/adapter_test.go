@@ -329,6 +329,19 @@ func TestAdapter_ParamNotUTF8IsRefused(t *testing.T) {
 	}
 }
 
+// A PARAM whose name is not UTF-8 is refused before sending, saying
+// which: JSON would send the name changed (the byte as U+FFFD).
+func TestAdapter_ParamNameNotUTF8IsRefused(t *testing.T) {
+	rg := newRig(t, openai.Options{}, modeltest.StreamBody(sse(content("x"), finish("stop"), done)))
+	r := rg.Ask("s1", userAsk, param("caf\xe9", "1"))
+	if !r.Failed || !containsAll(r.Error, `param "caf\xe9": its name is not UTF-8`) || r.ErrorKind != models.FailurePermanent {
+		t.Fatalf("failed %v with %q of kind %q, want a permanent error naming the param", r.Failed, r.Error, r.ErrorKind)
+	}
+	if n := rg.Requests(); n != 0 {
+		t.Fatalf("server got %d requests, want none", n)
+	}
+}
+
 func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	// The bound is generous: it also covers connecting and the first chunk on

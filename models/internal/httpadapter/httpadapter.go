@@ -273,11 +273,16 @@ func (e *Ending) Frames(streamID string) []*messages.Frame {
 	return append(frames, models.FinishFrame(streamID, e.Finish))
 }
 
-// CheckParam returns an error naming p when its value is not JSON a
-// server can take: not valid JSON, or holding bytes that are not UTF-8
-// (json.Valid lets those through inside strings, and servers refuse
-// such a body with an error that does not say where).
+// CheckParam returns an error naming p when it cannot be sent as it is:
+// its name is not UTF-8 (json.Marshal would send it changed, the bytes
+// as U+FFFD), or its value is not JSON a server can take: not valid
+// JSON, or holding bytes that are not UTF-8 (json.Valid lets those
+// through inside strings, and servers refuse such a body with an error
+// that does not say where).
 func CheckParam(p models.Param) error {
+	if !utf8.ValidString(p.Name) {
+		return fmt.Errorf("param %q: its name is not UTF-8", p.Name)
+	}
 	if !json.Valid(p.Value) {
 		return fmt.Errorf("param %q is not valid JSON", p.Name)
 	}

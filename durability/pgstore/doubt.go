@@ -243,8 +243,28 @@ const invalidParameterValue = "22023"
 // runStatus asks the server about r's transaction: inProgress, committed,
 // aborted or ended. A simple query: one round trip, nothing prepared.
 func (s *Store) runStatus(ctx context.Context, r run) (string, error) {
-	var st string
-	err := s.pool.QueryRow(ctx, s.q.runStatus, pgx.QueryExecModeSimpleProtocol, int64(r.pid), r.started, r.xid).Scan(&st)
+	var (
+		st       string
+		recovery bool
+	)
+	err := s.pool.QueryRow(ctx, s.q.runStatus, pgx.QueryExecModeSimpleProtocol, int64(r.pid), r.started, r.xid).Scan(&recovery, &st)
+	return runState(r, recovery, st, err)
+}
+
+// errInRecovery is the error of a check of a run asked of a server in
+// recovery (a standby, or a primary still replaying its WAL): it may not
+// have replayed the run's transaction yet, and does not run the backends
+// of the server it follows, so it cannot tell whether that transaction
+// has ended; an id it has not seen is not one that never ran.
+var errInRecovery = errors.New("the server is in recovery (a standby): it cannot tell whether the transaction has ended")
+
+// runState decides the state of r's transaction from the server's answer
+// to the runStatus query: st, and whether the server is in recovery, or
+// the query's error.
+func runState(r run, recovery bool, st string, err error) (string, error) {
+	if recovery {
+		return "", errInRecovery
+	}
 	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == invalidParameterValue && r.xid != 0 {
 		return aborted, nil
 	}

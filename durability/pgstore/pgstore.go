@@ -556,9 +556,11 @@ func newQueries(schema string) queries {
 		salvageSnapshots: "SELECT idx, data, crc FROM " + t("snapshots") + ` WHERE name = $1 ORDER BY idx DESC`,
 		salvageEvents:    "SELECT idx, data, crc FROM " + t("events") + ` WHERE name = $1 AND idx >= $2 ORDER BY idx`,
 		// A run's transaction, by its id ($3) when it is known, else by
-		// its backend ($1, started at $2: see run).
+		// its backend ($1, started at $2: see run); not asked of a server
+		// in recovery, which cannot tell (see runState).
 		txid: "SELECT pg_catalog.txid_current()",
-		runStatus: `SELECT CASE
+		runStatus: `SELECT pg_catalog.pg_is_in_recovery(), CASE
+			WHEN pg_catalog.pg_is_in_recovery() THEN ''
 			WHEN $3::bigint <> 0 THEN coalesce(pg_catalog.txid_status($3::bigint), 'ended')
 			WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = $1::integer
 				AND ($2::bigint = 0 OR (extract(epoch FROM backend_start) * 1000000)::bigint = $2::bigint))

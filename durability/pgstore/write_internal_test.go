@@ -62,3 +62,31 @@ func TestConnectionLost(t *testing.T) {
 		}
 	}
 }
+
+// A server in recovery (a standby) may not have replayed yet the
+// transaction a run's id names, nor does it run the primary's backends:
+// whatever it answers, the state of the run cannot be told from it.
+func TestRunState_ServerInRecovery(t *testing.T) {
+	future := &pgconn.PgError{Code: invalidParameterValue, Message: "transaction ID 1000 is in the future"}
+	for _, c := range []struct {
+		name string
+		r    run
+		st   string
+		err  error
+	}{
+		{"id in the future", run{pid: 7, xid: 1000}, "", future},
+		{"id aborted", run{pid: 7, xid: 1000}, aborted, nil},
+		{"id committed", run{pid: 7, xid: 1000}, committed, nil},
+		{"backend gone", run{pid: 7}, ended, nil},
+	} {
+		st, err := runState(c.r, true, c.st, c.err)
+		if err == nil {
+			t.Errorf("%s, the server in recovery: %q, want an error saying the server cannot tell", c.name, st)
+		}
+	}
+	// Out of recovery, an id in the future is one the server never
+	// assigned: its transaction never ran there.
+	if st, err := runState(run{pid: 7, xid: 1000}, false, "", future); err != nil || st != aborted {
+		t.Errorf("id in the future, the server not in recovery: %q, %v; want %q", st, err, aborted)
+	}
+}

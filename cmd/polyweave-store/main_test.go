@@ -146,43 +146,7 @@ func TestUsage(t *testing.T) {
 // intact and names the damaged one, exit 1, not the whole file
 // unreadable.
 func TestVerify_DamagedPageCostsOneActor(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	pad := strings.Repeat("x", 200)
-	for i := range uint64(300) {
-		if err := s.PersistEvent(ctx, "big", i, fmt.Appendf(nil, "big event %03d %s", i, pad)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range []string{"small1", "small2"} {
-		for i := range uint64(3) {
-			if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The page that holds big's event 150 in its events bucket (the last
-	// copy in the file: earlier ones may be the log's freed pages).
-	at := bytes.LastIndex(b, []byte("big event 150 "))
-	if at < 0 {
-		t.Fatal("event not found in the file")
-	}
-	const ps = 4096
-	clear(b[at/ps*ps : (at/ps+1)*ps])
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := zeroActorPage(t)
 	code, out := verify(t, path)
 	if code != 1 || strings.Contains(out, "UNREADABLE") {
 		t.Errorf("exit %d, want 1 (damage found) with the intact actors listed:\n%s", code, out)

@@ -113,7 +113,9 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // where they lead (see [ReadableDirs]): /etc itself and the TLS trust
 // stores, which some systems keep elsewhere (openSUSE's /etc/ssl/certs
 // leads to /var/lib/ca-certificates/pem). The host reads it as it
-// prepares each sandbox.
+// prepares each sandbox. Name only directories that root owns and no
+// one else can write: a link planted in a directory listed here makes
+// where it leads readable to commands.
 var EtcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates"}
 
 // KeptWithNetwork lists the files that stay visible when the network

@@ -124,3 +124,38 @@ func TestTyped_SchemaBoundsTheIntegerKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate_BoundProblemSaysTheExactBound: a number past a bound that a
+// float64 does not hold is refused with the bound as the schema writes it
+// (9223372036854775807), not rounded (9.223372036854776e+18), whether
+// the schema was inferred or written, through a $ref too.
+func TestValidate_BoundProblemSaysTheExactBound(t *testing.T) {
+	typed := MustNewTyped(Definition{Name: "t"}, func(_ context.Context, in boundsIn) (boundsIn, error) { return in, nil })
+	written, err := compileSchema("w", json.RawMessage(`{"type":"object","properties":{
+		"r":{"$ref":"#/$defs/big"},
+		"e":{"type":"number","exclusiveMaximum":12345678901234567890123},
+		"a/b %~c":{"type":"integer","minimum":-9007199254740993}},
+		"$defs":{"big":{"type":"integer","maximum":9007199254740993}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v         *validator
+		doc, want string
+	}{
+		{typed.validator, `{"i64":9223372036854775808}`, "/i64: must be <= 9223372036854775807 but found 9223372036854775808"},
+		{typed.validator, `{"i64":-9223372036854775809}`, "/i64: must be >= -9223372036854775808 but found -9223372036854775809"},
+		{typed.validator, `{"u64":18446744073709551616}`, "/u64: must be <= 18446744073709551615 but found 18446744073709551616"},
+		{typed.validator, `{"l":[1,18446744073709551616]}`, "/l/1: must be <= 18446744073709551615 but found 18446744073709551616"},
+		{typed.validator, `{"f32":1e39}`, "/f32: must be < 340282356779733661637539395458142568448 but found 1e39"},
+		{written, `{"r":9007199254740994}`, "/r: must be <= 9007199254740993 but found 9007199254740994"},
+		{written, `{"a/b %~c":-9007199254740994}`, "/a~1b%20%25~0c: must be >= -9007199254740993 but found -9007199254740994"},
+		{written, `{"e":12345678901234567890123}`, "/e: must be < 12345678901234567890123 but found 12345678901234567890123"},
+	} {
+		_, err := c.v.validate(json.RawMessage(c.doc))
+		var ae *ArgumentsError
+		if !errors.As(err, &ae) || len(ae.Problems) != 1 || ae.Problems[0] != c.want {
+			t.Errorf("%s: validation answered %v; want the problem %q", c.doc, err, c.want)
+		}
+	}
+}

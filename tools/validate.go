@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ type validator struct {
 	// accept are checked by the general validator, which also words the
 	// errors.
 	quick *quickSchema
+	// source is the schema as given (a copy), read only to word a
+	// problem: a bound as the schema writes it.
+	source []byte
 }
 
 // errNoRemoteSchemas refuses to load $ref targets: a tool's schema must be
@@ -49,7 +53,8 @@ func compileSchema(tool string, schema json.RawMessage) (*validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	return &validator{tool: tool, schema: s, emptyOK: s.Validate(map[string]any{}) == nil, quick: compileQuick(schema)}, nil
+	return &validator{tool: tool, schema: s, emptyOK: s.Validate(map[string]any{}) == nil, quick: compileQuick(schema),
+		source: bytes.Clone(schema)}, nil
 }
 
 // ArgumentsError is the error of a call whose arguments are not valid JSON
@@ -94,7 +99,7 @@ func (v *validator) validate(args json.RawMessage) (json.RawMessage, error) {
 		if !errors.As(err, &ve) {
 			return nil, &ArgumentsError{Tool: v.tool, Problems: []string{err.Error()}}
 		}
-		return nil, &ArgumentsError{Tool: v.tool, Problems: leafProblems(ve, nil)}
+		return nil, &ArgumentsError{Tool: v.tool, Problems: v.leafProblems(ve, nil)}
 	}
 	return args, nil
 }
@@ -132,18 +137,75 @@ func jsonProblem(err error) string {
 
 // leafProblems lists the innermost causes of a validation error, each
 // naming the place in the arguments it is about.
-func leafProblems(ve *jsonschema.ValidationError, out []string) []string {
+func (v *validator) leafProblems(ve *jsonschema.ValidationError, out []string) []string {
 	if len(ve.Causes) == 0 {
 		loc := ve.InstanceLocation
 		if loc == "" {
 			loc = "/"
 		}
-		return append(out, loc+": "+strings.Replace(ve.Message, ", but got ", ", got ", 1))
+		msg := strings.Replace(ve.Message, ", but got ", ", got ", 1)
+		return append(out, loc+": "+v.exactBound(ve.AbsoluteKeywordLocation, msg))
 	}
 	for _, c := range ve.Causes {
-		out = leafProblems(c, out)
+		out = v.leafProblems(c, out)
 	}
 	return out
+}
+
+// boundWords are the openings of the validator's messages for the
+// numeric bounds, by keyword; each goes on "<bound> but found <number>".
+var boundWords = map[string]string{"minimum": "must be >= ", "exclusiveMinimum": "must be > ",
+	"maximum": "must be <= ", "exclusiveMaximum": "must be < "}
+
+// exactBound returns msg, the message of a failed keyword at keywordAt (an
+// absolute keyword location, "<url>#<json pointer>"), with a numeric bound
+// as the schema writes it: the validator prints it as a float64, rounded
+// (9.223372036854776e+18 for int64's maximum, 9223372036854775807), which
+// can even read as within the bound a number past it. msg is returned as
+// it is when it is not a bound's or the bound cannot be found.
+func (v *validator) exactBound(keywordAt, msg string) string {
+	_, pointer, ok := strings.Cut(keywordAt, "#")
+	if !ok {
+		return msg
+	}
+	words, ok := boundWords[pointer[strings.LastIndexByte(pointer, '/')+1:]]
+	if !ok || !strings.HasPrefix(msg, words) {
+		return msg
+	}
+	_, found, ok := strings.Cut(msg[len(words):], " but found ")
+	if !ok {
+		return msg
+	}
+	dec := json.NewDecoder(bytes.NewReader(v.source))
+	dec.UseNumber()
+	var node any
+	if dec.Decode(&node) != nil {
+		return msg
+	}
+	for _, token := range strings.Split(pointer, "/")[1:] {
+		token, err := url.PathUnescape(token) // the validator escapes a token as a URL's fragment, too
+		if err != nil {
+			return msg
+		}
+		token = strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
+		switch n := node.(type) {
+		case map[string]any:
+			node = n[token]
+		case []any:
+			i, err := strconv.Atoi(token)
+			if err != nil || i < 0 || i >= len(n) {
+				return msg
+			}
+			node = n[i]
+		default:
+			return msg
+		}
+	}
+	bound, ok := node.(json.Number)
+	if !ok {
+		return msg
+	}
+	return words + string(bound) + " but found " + found
 }
 
 // quickSchema is a compiled JSON Schema made only of the keywords tool

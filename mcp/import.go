@@ -131,8 +131,10 @@ type Imported struct {
 	inflight sync.WaitGroup // connect calls started while tracking
 
 	changed   chan struct{} // a change to report (buffered: the latest counts)
-	quit      chan struct{} // closed by Close: the notifier ends
-	closeOnce sync.Once
+	quit      chan struct{} // closed by the teardown: the notifier ends
+	closeOnce sync.Once     // starts the teardown
+	closed    chan struct{} // closed when the teardown has ended
+	closeErr  error         // the teardown's, read once closed is
 	done      chan struct{} // closed when the notifier has ended
 }
 
@@ -204,7 +206,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		}
 	}
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
-		changed: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), tracking: true}
+		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
 	} else {
@@ -362,10 +364,32 @@ func (im *Imported) Connections() int { return im.link.connections() }
 
 // Close stops the connection actor (closing the session, which ends a
 // stdio server) and waits until it is gone or ctx ends. Calls still
-// waiting are answered with errors.
+// waiting are answered with errors. When ctx ends first, Close returns
+// its error and the teardown goes on without it: it ends when the
+// session has closed, which the go-sdk bounds (a server that does not
+// answer the DELETE that ends an HTTP session is given up after a few
+// seconds, a stdio server that does not exit is killed). Close may be
+// called again, to wait for it.
 func (im *Imported) Close(ctx context.Context) error {
+	im.closeOnce.Do(func() { go im.teardown() })
+	select {
+	case <-im.closed:
+	case <-ctx.Done():
+		return fmt.Errorf("mcp: close import %s: %w", im.what(), ctx.Err())
+	}
+	select {
+	case <-im.done:
+	case <-ctx.Done():
+		return errors.Join(im.closeErr, fmt.Errorf("mcp: close import %s: the OnToolsChanged callback has not returned: %w", im.what(), ctx.Err()))
+	}
+	return im.closeErr
+}
+
+// teardown is Close's work, done once, whoever waits for it.
+func (im *Imported) teardown() {
+	defer close(im.closed)
 	im.link.shut(errImportClosed)
-	err := im.conn.Close(ctx)
+	im.closeErr = im.conn.Close(context.Background()) // bounded: the actor ends once its session has closed
 	// A session whose incarnation ended before it heard of it (or whose
 	// watch is still closing it) is closed here, so that no server
 	// process or connection outlives the import.
@@ -381,13 +405,7 @@ func (im *Imported) Close(ctx context.Context) error {
 	if im.http != nil {
 		im.http.CloseIdleConnections()
 	}
-	im.closeOnce.Do(func() { close(im.quit) })
-	select {
-	case <-im.done:
-	case <-ctx.Done():
-		return errors.Join(err, ctx.Err())
-	}
-	return err
+	close(im.quit)
 }
 
 var errImportClosed = errors.New("the import was closed")

@@ -80,7 +80,10 @@ func (in *Inspector) restoreApprovals(store durability.Store, loop string, key f
 			continue
 		}
 		for _, r := range reqs {
-			in.held(heldApproval{id: r.ToolCallID, tool: r.Tool, stream: id, args: slices.Clip(r.Arguments),
+			// The stream the session's first attempt runs on: a '#' or
+			// '%' of the id escaped, so that it is not read as an
+			// attempt's suffix (see agent.StreamID).
+			in.held(heldApproval{id: r.ToolCallID, tool: r.Tool, stream: agent.StreamID(id, 1), session: id, args: slices.Clip(r.Arguments),
 				reason: r.Reason, since: now, deadline: r.Deadline, restored: true, agent: loop})
 		}
 	}
@@ -95,15 +98,17 @@ type heldApproval struct {
 	since            time.Time // when it was held (restored: read from the store)
 	deadline         time.Time // zero: none
 	// restored calls were read from a store: their session answers them
-	// on a stream of its own (sessionKey matches).
+	// on a stream of its own, of any attempt (its sessionKey is session,
+	// the session's id).
 	restored bool
+	session  string
 	// agent is the session's agent (see session.agent), when known.
 	agent string
 }
 
 // is reports whether h is the call id of stream.
 func (h *heldApproval) is(stream, id string) bool {
-	return h.id == id && (h.stream == stream || h.restored && h.stream == sessionKey(stream))
+	return h.id == id && (h.stream == stream || h.restored && h.session == sessionKey(stream))
 }
 
 // WaitingApproval is a call waiting for a person's approval.

@@ -53,7 +53,10 @@
 // # Endpoints
 //
 //   - GET / : the page (?session=ID selects a session);
-//   - GET /api/state : the snapshot as JSON (?session=ID adds its detail);
+//   - GET /api/state : the snapshot as JSON (?session=ID adds its detail;
+//     ID is a listed id, an agent's session key, or a bare session id
+//     that one agent's session alone has: 409 with the keys of the
+//     sessions when several agents' sessions have it);
 //   - GET /api/events : server-sent events, one "snapshot" event (the same
 //     JSON) at once and then whenever something changed, at most every
 //     Options.Interval;

@@ -117,7 +117,19 @@ func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
 func (in *Inspector) serveState(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(in.Snapshot(r.URL.Query().Get("session")))
+	sel := r.URL.Query().Get("session")
+	snap, ambiguous := in.snapshot(sel)
+	if len(ambiguous) > 0 {
+		// Several agents' sessions have the id: say which, rather than
+		// answer with none selected.
+		w.WriteHeader(http.StatusConflict)
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"error":    fmt.Sprintf("inspect: session %q is ambiguous: %d agents' sessions have that id; select one by its key", sel, len(ambiguous)),
+			"sessions": ambiguous,
+		})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(snap)
 }
 
 // fragments are the parts of the page the script replaces, rendered by

@@ -713,6 +713,13 @@ func (in *Inspector) dropToolRow() int32 {
 	delete(in.tools, oldest.name)
 	if oldest.other {
 		in.unregistered--
+	} else if s := in.stalls[oldest.name]; s != nil && !s.busy() {
+		// A tool wrapped by Tools goes with its row, its switch too
+		// unless stalled: a host giving ever new tools keeps
+		// MaxToolRows of them. Its next call lists it again.
+		delete(in.registered, oldest.name)
+		s.dropped.Store(true)
+		delete(in.stalls, oldest.name)
 	}
 	oldest.dropped = true
 	return oldest.index
@@ -742,9 +749,10 @@ const maxOtherTools = 32
 // over its life, than this keeps the figures of those used most
 // recently. Past it, the row of the tool used least recently (its last
 // result, or the making of its row, the longest ago) is dropped, its
-// figures forgotten; the tool's next call starts a row afresh. Tools
-// given to [Inspector.Tools] with Options.Faults are still listed, with
-// their stall switch, without figures.
+// figures forgotten; the tool's next call starts a row afresh. A tool
+// given to [Inspector.Tools] with Options.Faults has a row from then on,
+// with its stall switch, which goes with the row unless the tool is
+// stalled (or calls wait at its switch); its next call lists it again.
 const MaxToolRows = 128
 
 // toolStats are the figures of one tool.

@@ -160,8 +160,18 @@ type ToolFigures struct {
 }
 
 // Snapshot returns what the page shows now, with the detail of session
-// sessionID when it is not empty.
+// sessionID when it is not empty: a listed id, a session's key (see
+// agent.SessionKey), or a bare session id that one agent's session alone
+// has (one several agents' sessions have selects none).
 func (in *Inspector) Snapshot(sessionID string) Snapshot {
+	snap, _ := in.snapshot(sessionID)
+	return snap
+}
+
+// snapshot is [Inspector.Snapshot], with the keys of the sessions a bare
+// session id could mean when several agents' sessions have it (and it
+// then selects none).
+func (in *Inspector) snapshot(sessionID string) (snap Snapshot, ambiguous []string) {
 	now := time.Now()
 	in.lock()
 	defer in.mu.Unlock()
@@ -170,7 +180,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 	// change applied (read before the lock, an actor could be missing
 	// from it and its record of an end dropped since, by its restart).
 	actorList := in.actors()
-	snap := Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
+	snap = Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
 		Restarts: in.restarts, Feed: in.feedNewest(50)}
 	in.expireEnded(now)
 	snap.Tree = in.tree(actorList, now)
@@ -201,6 +211,25 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 			if s := list[i].s; s != nil && s.agent != "" && s.key() == sessionID {
 				selected = &list[i]
 			}
+		}
+	}
+	if selected == nil && sessionID != "" {
+		// A bare session id, listed under its agent's key (another
+		// agent's sessions are kept), selects its session when no other
+		// agent's session has that id.
+		for i := range list {
+			if list[i].sessionID() != sessionID {
+				continue
+			}
+			ambiguous = append(ambiguous, list[i].id)
+		}
+		if len(ambiguous) == 1 {
+			for i := range list {
+				if list[i].id == ambiguous[0] {
+					selected = &list[i]
+				}
+			}
+			ambiguous = nil
 		}
 	}
 	if selected != nil {
@@ -235,7 +264,7 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 		}
 		snap.Tools = append(snap.Tools, tf)
 	}
-	return snap
+	return snap, ambiguous
 }
 
 // tree orders the actors depth first under the runtime's host; in.mu must
@@ -396,6 +425,17 @@ func (in *Inspector) listed() []listed {
 	}
 	slices.SortFunc(out, func(a, b listed) int { return strings.Compare(a.id, b.id) })
 	return out
+}
+
+// sessionID is the id of the listed session without its agent: a kept
+// session's id, or the id in the key a position is persisted under (as
+// agent.SessionKey writes it), or "" for a name that is no such key.
+func (l *listed) sessionID() string {
+	if l.s != nil {
+		return l.s.id
+	}
+	_, id, _ := strings.Cut(l.id, "/")
+	return id
 }
 
 // key is the session's agent (escaped) and id, as agent.SessionKey

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/polyweave/polyweave-go/tools"
 )
@@ -31,16 +32,23 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 	out := make([]*tools.Tool, len(ts))
 	for i, t := range ts {
 		def := t.Definition()
-		st := &stall{}
+		name := def.Name
 		in.mu.Lock()
-		if prev := in.stalls[def.Name]; prev != nil {
-			st = prev // another agent's copy of the same tool: one switch
-		}
-		in.stalls[def.Name] = st
+		st := in.listStall(name, nil)
 		in.mu.Unlock()
+		var cur atomic.Pointer[stall]
+		cur.Store(st)
 		handler := def.Handler
 		def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
 			in.approvedRun(ctx)
+			st := cur.Load()
+			if st.dropped.Load() {
+				// Its row went (see dropToolRow): the tool is back.
+				in.mu.Lock()
+				st = in.listStall(name, st)
+				in.mu.Unlock()
+				cur.Store(st)
+			}
 			if err := st.wait(ctx); err != nil {
 				return nil, err
 			}
@@ -54,8 +62,29 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 	return out, nil
 }
 
+// listStall returns the stall switch of the tool name, listing it with a
+// row of figures: the one listed (another agent's copy of the same tool:
+// one switch), or else st (nil: a new one); in.mu must be held. The
+// switch goes with the row, unless stalled (see dropToolRow), and the
+// tool's next call lists it again.
+func (in *Inspector) listStall(name string, st *stall) *stall {
+	if prev := in.stalls[name]; prev != nil {
+		return prev
+	}
+	if st == nil {
+		st = &stall{}
+	}
+	st.dropped.Store(false)
+	in.stalls[name] = st
+	in.registered[clip(name, in.opts.Clip)] = true
+	in.toolStats(name)
+	return st
+}
+
 // stall is the switch of one tool.
 type stall struct {
+	// dropped is set when the switch went with its tool's row.
+	dropped atomic.Bool
 	mu      sync.Mutex
 	on      bool
 	release chan struct{} // closed when the stall is lifted
@@ -100,4 +129,10 @@ func (s *stall) state() (on bool, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.on, s.waiting
+}
+
+// busy reports whether the tool is stalled or calls wait at its switch.
+func (s *stall) busy() bool {
+	on, waiting := s.state()
+	return on || waiting > 0
 }

@@ -113,20 +113,7 @@ func TestMember_SessionActorRestartIgnoresTheOldRunsEnd(t *testing.T) {
 	leakCheck(t)
 	var panicked atomic.Bool
 	var starts atomic.Int32
-	finishedCh := make(chan struct{}, 16)
-	cluster.SetSessionMessageHook(func(msg string) {
-		switch msg {
-		case "started":
-			starts.Add(1)
-		case "claimed":
-			if panicked.CompareAndSwap(false, true) {
-				panic("a bug of the session actor, once")
-			}
-		case "finished":
-			finishedCh <- struct{}{}
-		}
-	})
-	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) }) // after the member's Close (cleanups run last first)
+	finishedCh := panicAtFirstClaim(t, &panicked, &starts)
 	m := startLoneMember(t, &cluster.Options{
 		Store:          openStore(t, freshSchema()),
 		Session:        sessionFunc(t, 1, newSideFile(t), nil),
@@ -153,6 +140,31 @@ func TestMember_SessionActorRestartIgnoresTheOldRunsEnd(t *testing.T) {
 	if n := starts.Load(); n != 2 {
 		t.Errorf("the session actor started %d times, want 2 (once, and once restarted by the test's panic)", n)
 	}
+}
+
+// panicAtFirstClaim makes the session actor panic once, as it handles
+// the first run's claim (panicked says it did), counts the runs started
+// in starts (when not nil), and returns a channel that receives once
+// for each run that finished. The hook is removed after the member's
+// Close (cleanups run last first).
+func panicAtFirstClaim(t *testing.T, panicked *atomic.Bool, starts *atomic.Int32) <-chan struct{} {
+	finished := make(chan struct{}, 16)
+	cluster.SetSessionMessageHook(func(msg string) {
+		switch msg {
+		case "started":
+			if starts != nil {
+				starts.Add(1)
+			}
+		case "claimed":
+			if panicked.CompareAndSwap(false, true) {
+				panic("a bug of the session actor, once")
+			}
+		case "finished":
+			finished <- struct{}{}
+		}
+	})
+	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) })
+	return finished
 }
 
 // runRestarted runs session "s" on m, whose session actor panics once
@@ -185,18 +197,7 @@ func TestMember_SessionActorTimersEndWithTheirInstance(t *testing.T) {
 	leakCheck(t)
 	pending := cluster.WatchSessionTimers(t)
 	var panicked atomic.Bool
-	finishedCh := make(chan struct{}, 16)
-	cluster.SetSessionMessageHook(func(msg string) {
-		switch msg {
-		case "claimed":
-			if panicked.CompareAndSwap(false, true) {
-				panic("a bug of the session actor, once")
-			}
-		case "finished":
-			finishedCh <- struct{}{}
-		}
-	})
-	t.Cleanup(func() { cluster.SetSessionMessageHook(nil) }) // after the member's Close (cleanups run last first)
+	finishedCh := panicAtFirstClaim(t, &panicked, nil)
 	m := startLoneMember(t, &cluster.Options{
 		Store:   openStore(t, freshSchema()),
 		Session: sessionFunc(t, 1, newSideFile(t), nil),

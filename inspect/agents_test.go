@@ -6,14 +6,32 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/inspect"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
+
+// inspectedStore returns a runtime, an inspector of it made with opts,
+// and a memstore watched through the inspector's Store; all are closed
+// when the test ends.
+func inspectedStore(t *testing.T, opts *inspect.Options) (*actors.Runtime, *inspect.Inspector, durability.Store) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	inner := memstore.New(nil)
+	t.Cleanup(func() { inner.Close() })
+	return rt, in, in.Store(inner)
+}
 
 // listedIDs are the ids of the session list.
 func listedIDs(in *inspect.Inspector) []string {
@@ -33,15 +51,7 @@ func listedIDs(in *inspect.Inspector) []string {
 // each on a loop of its own (the second loop's actor is "bot-2"), and
 // the record of a session's calls held for approval is no session.
 func TestStore_AgentSessionDurabilityPosition(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
-	inner := memstore.New(nil)
-	t.Cleanup(func() { inner.Close() })
-	store := in.Store(inner)
+	rt, in, store := inspectedStore(t, nil)
 	started := make(chan struct{}, 2)
 	release := make(chan struct{})
 	wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {

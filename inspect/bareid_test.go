@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
-	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/inspect"
 )
 
@@ -18,15 +16,7 @@ import (
 // agents' sessions share gets an answer naming them (409 from the API)
 // rather than an empty selection.
 func TestSelect_BareIDWithTwoAgents(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, &inspect.Options{AllowRemote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
-	inner := memstore.New(nil)
-	t.Cleanup(func() { inner.Close() })
-	store := in.Store(inner)
+	_, in, store := inspectedStore(t, &inspect.Options{AllowRemote: true})
 	for _, key := range []string{agent.SessionKey("alice", "only-alice"), agent.SessionKey("alice", "shared"), agent.SessionKey("bob", "shared")} {
 		if err := store.PersistSnapshot(testCtx(t), key, 1, []byte("x")); err != nil {
 			t.Fatal(err)

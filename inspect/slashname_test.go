@@ -4,10 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
-	"github.com/polyweave/polyweave-go/durability/memstore"
-	"github.com/polyweave/polyweave-go/inspect"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
@@ -19,15 +16,7 @@ import (
 // selected by that key; another agent's session of the same id is
 // another session.
 func TestSessions_SlashInAgentName(t *testing.T) {
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
-	inner := memstore.New(nil)
-	t.Cleanup(func() { inner.Close() })
-	store := in.Store(inner)
+	rt, in, store := inspectedStore(t, nil)
 	names := []string{"team/a%b", "team"}
 	for _, name := range names {
 		model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: name + "'s answer"}}}, nil)

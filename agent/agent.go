@@ -44,7 +44,8 @@ var (
 	// ErrNameTaken is returned by [New] for an agent with a Store when an
 	// agent of the same name that uses the same Store is still open (not
 	// closed): the two would read and write each other's sessions (see
-	// [SessionKey]).
+	// [SessionKey]). Stores that wrap one store are that store when they
+	// say so ([StoreWrapper]).
 	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
 	// ErrInvalidSessionID: the session id is empty, not valid UTF-8,
 	// longer than [MaxSessionIDBytes], or, for an agent with a Store, ends
@@ -186,7 +187,8 @@ type Options struct {
 	// session id), so a host must give the agent the same Name when it
 	// starts again to resume them, and agents sharing a Store need names
 	// of their own ([New] refuses a second open agent of one name on the
-	// same Store value with [ErrNameTaken]; agents of other processes it
+	// same Store value with [ErrNameTaken], seeing through wrappers that
+	// say what they wrap, [StoreWrapper]; agents of other processes it
 	// cannot see).
 	Name string
 	// Tools are the tools the agent may call (see also [AsTool]).
@@ -341,9 +343,10 @@ type Agent struct {
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
 	claim *storeClaim
-	// claimStore is the Store as New was given it, on which names are
-	// claimed (opts.Store is that store measured, with Telemetry): claims
-	// of other agents are looked up on it (see keyOwner).
+	// claimStore is the store New was given, through its wrappers (see
+	// StoreWrapper), on which names are claimed (opts.Store is the Store
+	// given, measured with Telemetry): claims of other agents are looked
+	// up on it (see keyOwner).
 	claimStore durability.Store
 	// encoded is the last list of messages a Run encoded, for the next
 	// Runs that send the same.
@@ -400,7 +403,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
-	claimStore := opts.Store
+	claimStore := innermost(opts.Store)
 	claim, err := claimName(claimStore, opts.Name)
 	if err != nil {
 		return nil, err

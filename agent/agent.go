@@ -1177,6 +1177,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if len(msgs) == 0 && !resuming(ctx) {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
+	defer func() {
+		if err == ErrClosed { // the cause of a ctx Close cancelled
+			err = fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
+		}
+	}()
 	c := &conversation{a: a, session: sessionID, parent: parent}
 	if emit != nil || delegation {
 		// Close may cancel it (see Agent.awaitConversations); a Run

@@ -554,7 +554,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	switch {
 	case a.opts.Store != nil:
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
-			a.opts.Name, sessionID)
+			a.opts.Name, clip(sessionID))
 	}
 	if _, err := a.enter(ctx, sessionID, nil); err != nil {
 		return err
@@ -583,7 +583,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	default:
 		ws.s.Close()
 	}
-	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, sessionID, err)
+	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, clip(sessionID), err)
 }
 
 // Waiting returns the ids of the sessions that wait for approval in

@@ -28,7 +28,7 @@
 //     END came, the frames that open no call (that END, a CANCEL) are
 //     the answered call's: dropped, never given to a next incarnation
 //     (a META goes through, as on any stream with no call open; a
-//     persistent duplex, which recovers its calls, gets them all). A
+//     [Spec.Durable] duplex, which recovers its calls, gets them all). A
 //     frame that opens a call on its stream is a new call (stream ids
 //     are reused), so the frames its caller was still sending reach the
 //     next incarnation, which takes them for a call of their own: a

@@ -110,7 +110,8 @@ type shell struct {
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
-	// duplex, which recovers its calls.
+	// duplex (or one that owns one: see Spec.Durable), which recovers
+	// its calls.
 	closed     *closedCalls
 	restarting bool
 	terminated bool
@@ -268,7 +269,7 @@ func (s *shell) begin(ctx actor.Context) {
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
 	s.mb.incarnations++ // a restart's incarnation is made (see mailbox.restarting)
-	if prev := s.cell.last; prev != nil && s.durable == nil {
+	if prev := s.cell.last; prev != nil && !s.spec.Durable() {
 		s.closed = inherit(prev)
 	}
 	s.cell.last = s

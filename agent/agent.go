@@ -919,11 +919,20 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 			return
 		}
 		if err != nil {
-			yield(Event{Kind: EventError, Text: err.Error(), Answer: ans}, err)
+			yield(Event{Kind: EventError, Text: err.Error(), Answer: answered(ans)}, err)
 			return
 		}
 		yield(Event{Kind: EventDone, Answer: ans}, nil)
 	}
+}
+
+// answered is ans, or an empty answer for a conversation that answered
+// nothing: the Answer of the EventError that ends a Stream is never nil.
+func answered(ans *models.Answer) *models.Answer {
+	if ans == nil {
+		return &models.Answer{}
+	}
+	return ans
 }
 
 // enter marks the session busy, and returns the shared loop if it was

@@ -219,7 +219,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			switch {
 			case emit == nil:
 			case err != nil:
-				emit(Event{Kind: EventError, Text: err.Error(), Answer: ans})
+				emit(Event{Kind: EventError, Text: err.Error(), Answer: answered(ans)})
 			default:
 				emit(Event{Kind: EventDone, Answer: ans})
 			}

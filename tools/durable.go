@@ -79,7 +79,8 @@ const MetaState = "state"
 // if their chunks keep coming, and are answered with error results if
 // the stream ends first, as any call. A CANCEL or ABORT of a closed
 // stream ends its recovered calls (their removal persisted, their
-// cancelled results written into the model) and leaves it closed.
+// cancelled results written into the model), as does the model's END or
+// ERROR on it (invalid arguments), and leaves it closed.
 //
 // A recovered call whose stream is not written on again within
 // RecoveredTimeout of the recovery is ended: its removal is persisted, so

@@ -8,12 +8,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/internal/sandboxhook"
 )
 
 // Supported reports whether this build has a sandbox (Linux only).
@@ -206,9 +209,12 @@ func (p *Process) Run(shell, command string, env []string) error {
 // RunContext is [Process.Run] bounded by ctx: when ctx is done before
 // the helper answers (it looks again at what it must hide, which may
 // hang as a set-up may), or as it answers, the helper is killed, with
-// everything in the sandbox, the command included if it started, and
-// the error wraps ctx's cause. The caller releases the sandbox, as
-// after any error of Run.
+// everything in the sandbox, and the error wraps ctx's cause. The
+// command never ran then, and the caller releases the sandbox, as after
+// any error of Run; except when ctx ended just as the helper started
+// the command, after it said it does: the error then wraps
+// [ErrKilledAtStart] too, for the command may have run briefly, and the
+// caller finishes the Process as after a successful Run.
 func (p *Process) RunContext(ctx context.Context, shell, command string, env []string) error {
 	if p.ran {
 		return errors.New("sandbox: a sandbox runs one command")
@@ -233,14 +239,30 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	// The helper looks again at what it must hide, and says whether the
 	// command runs.
 	answer, err := p.waitLine()
+	if sandboxhook.Checked != nil && err == nil {
+		sandboxhook.Checked(ctx, p.Pid())
+	}
+	var r report
+	decodeErr := json.Unmarshal(answer, &r)
 	if killed() {
+		// The helper starts the command only once it has said so, and
+		// the report pipe ends (io.EOF) only once it is dead: any other
+		// outcome leaves open that the command started. The helper
+		// could instead wait for a go-ahead after saying so, which
+		// would make the command unable to start once ctx ended; that
+		// costs every command's start a round trip between the two
+		// processes, to move a window of microseconds from one side to
+		// the other: a command that may have run briefly is answered
+		// as any command killed at that moment.
+		if err == nil && r.Phase == "checked" || err != nil && err != io.EOF {
+			return fmt.Errorf("%w (%w)", ErrKilledAtStart, context.Cause(ctx))
+		}
 		return givenUp(ctx, killed, err)
 	}
 	if err != nil {
 		return fmt.Errorf("sandbox: the prepared sandbox's helper did not take the command (%v)", err)
 	}
-	var r report
-	if err := json.Unmarshal(answer, &r); err != nil {
+	if decodeErr != nil {
 		return fmt.Errorf("sandbox helper: bad report %q", answer)
 	}
 	switch {
@@ -480,7 +502,7 @@ func (p *Process) readLine() ([]byte, error) {
 		case err != nil:
 			return nil, err
 		case n == 0:
-			return nil, errors.New("EOF")
+			return nil, io.EOF
 		default:
 			p.buf = append(p.buf, tmp[:n]...)
 		}

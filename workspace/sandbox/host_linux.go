@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -343,6 +346,9 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
 		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
 	}
+	if err := checkEtcLinkDirs(EtcLinkDirs, root); err != nil {
+		return nil, err
+	}
 	var forgets uint64
 	req.LinkTargets, forgets = req.Config.LinkTargets.snapshot()
 	ctlR, ctlW, err := os.Pipe()
@@ -451,6 +457,76 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	}
 	return p, nil
 }
+
+// checkEtcLinkDirs refuses, with an error wrapping [ErrConfig] that
+// names it, a directory of dirs ([EtcLinkDirs]) in which someone the host
+// does not trust could plant a link, whose target the sandbox would
+// then let commands read: one that is not absolute, that its group or
+// others may write, that a user other than root or the host's own owns,
+// or that is in the workspace (the directory root), where commands
+// write. A directory that does not exist is left out, as the set-up
+// leaves it out. Run as root in a user namespace, a directory that
+// root owns outside it shows the overflow uid, which is accepted.
+func checkEtcLinkDirs(dirs []string, root *os.File) error {
+	refuse := func(d, why string) error {
+		return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s is %s: links there would make where they "+
+			"lead readable to commands; list only directories that root owns and no one else can write", d, why), ErrConfig}
+	}
+	var ws os.FileInfo
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return refuse(d, "not absolute")
+		}
+		fi, err := os.Stat(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !fi.IsDir():
+			return refuse(d, "not a directory")
+		case fi.Mode().Perm()&0o022 != 0:
+			return refuse(d, fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()))
+		case st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() && st.Uid != overflowUID():
+			return refuse(d, fmt.Sprintf("owned by uid %d, neither root nor this process's user", st.Uid))
+		}
+		if ws == nil {
+			if ws, err = root.Stat(); err != nil {
+				return fmt.Errorf("sandbox: the workspace directory: %w", err)
+			}
+		}
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
+		}
+		for p := real; ; p = filepath.Dir(p) {
+			if fi, err := os.Stat(p); err == nil && os.SameFile(fi, ws) {
+				return refuse(d, "in the workspace")
+			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// overflowUID is the uid that files show in a user namespace when their
+// owner has none there (65534 unless the system says otherwise).
+var overflowUID = sync.OnceValue(func() uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return 65534
+	}
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(n)
+})
 
 // namespaceQuotas are the files that hold the user's quota of each kind
 // of namespace the helper is started in.

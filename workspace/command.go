@@ -113,8 +113,8 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case timedOut:
 		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
-			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
-				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
+			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran "+
+				"(the machine is slow or busy: try again)", RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was
 		// made ready): it never runs.
@@ -128,7 +128,8 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case err != nil && errors.Is(err, sandbox.ErrResources):
 		w.logNotReady("could not be set up for want of a resource", err)
 		return RunCommandResult{
-			Error:    fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
+			Error: fmt.Sprintf("%s: %s: its sandbox could not be set up for want of a resource, and it never ran "+
+				"(the machine is busy: try again later): %v", RunCommandToolName, ReasonStartFailed, err),
 			Reason:   ReasonStartFailed,
 			notReady: true,
 		}, nil

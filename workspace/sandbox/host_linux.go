@@ -242,11 +242,11 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	// The helper looks again at what it must hide, and says whether the
 	// command runs.
 	answer, err := p.waitLine()
-	if sandboxhook.Checked != nil && err == nil {
-		sandboxhook.Checked(ctx, p.Pid())
-	}
 	var r report
 	decodeErr := json.Unmarshal(answer, &r)
+	if sandboxhook.Checked != nil && err == nil && r.Phase == "checked" {
+		sandboxhook.Checked(ctx, p.Pid())
+	}
 	if killed() {
 		// The helper starts the command only once it has said so, and
 		// the report pipe ends (io.EOF) only once it is dead: any other

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,5 +111,89 @@ func TestDurableRouter_SecondRestartRestartsTheLimit(t *testing.T) {
 		notRecovered(t, h.conn, "s")
 		notRecovered(t, h.conn, "k")
 		results(t, h.got, 0)
+	})
+}
+
+// restoredState is a RouterState with one call of record per stream,
+// call_<stream>, its arguments begun.
+func restoredState(streams ...string) *messages.RouterState {
+	st := &messages.RouterState{}
+	for i, s := range streams {
+		st.Calls = append(st.Calls, &messages.PendingToolCall{Seq: uint64(i + 1), StreamId: s,
+			ToolCallId: "call_" + s, Name: "record", Args: []byte(`{"id":"` + s + `",`)})
+	}
+	return st
+}
+
+// TestDurableRouter_RestoredCallsOnUnopenedStreams: a restore frame's
+// calls on the stream it came on and on the streams the consumer has a
+// call open on are announced at once ("restored"); those on the other
+// streams are kept as a restart keeps the calls it recovers: nothing goes
+// out on their streams until the consumer writes on them (then they are
+// announced, first), and those of a stream not written on within
+// RecoveredTimeout of the restore are ended, for good.
+func TestDurableRouter_RestoredCallsOnUnopenedStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, messages.Text("o", "hi"))
+		streamUntil(t, h.conn, "o", isText("hi"))
+		restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "o", "u", "v"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		for _, s := range []string{"x", "o"} {
+			if ev, _ := waitState(t, h.conn, s, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + s}) {
+				t.Errorf("restored on %s: %+v", s, ev)
+			}
+		}
+		seen := probe(t, h.conn, "p")
+		if got := append(onStream(seen, "u"), onStream(seen, "v")...); len(got) != 0 {
+			t.Errorf("streams the consumer had not opened got %q", lines(got))
+		}
+		send(t, h.conn, messages.Text("v", "back"))
+		ev, before := waitState(t, h.conn, "v", "restored")
+		if !slices.Equal(ev.ToolCallIDs, []string{"call_v"}) || len(onStream(before, "v")) != 0 {
+			t.Errorf("restored on v once written on: %+v after %q", ev, lines(onStream(before, "v")))
+		}
+
+		time.Sleep(h.limit - time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		r := results(t, h.got, 1)[0]
+		if r.GetToolCallId() != "call_u" || tools.KindOf(r) != tools.FailureStopped ||
+			!strings.Contains(string(r.GetPayload()), "restore frame") {
+			t.Errorf("result at the limit: %s, want call_u stopped, saying why", line(r))
+		}
+		if got := onStream(probe(t, h.conn, "q"), "u"); len(got) != 0 {
+			t.Errorf("the closed stream u got %q", lines(got))
+		}
+		h.restart("p2")
+		notRecovered(t, h.conn, "u")
+		results(t, h.got, 0)
+	})
+}
+
+// TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit: calls a
+// restore frame puts on a stream a restart closed wait the whole limit
+// from the restore, not what was left of the recovery's.
+func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p")
+		time.Sleep(h.limit / 2)
+		restore, err := tools.RestoreFrame("x", "r1", restoredState("s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		time.Sleep(h.limit/2 + time.Second)
+		results(t, h.got, 0)
+		time.Sleep(h.limit / 2)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_s" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result %s, want call_s stopped", line(r))
+		}
 	})
 }

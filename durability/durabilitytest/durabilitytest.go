@@ -2,9 +2,12 @@ package durabilitytest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -50,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) durability.Store) {
 		{"Concurrent", testConcurrent},
 		{"ErrorsAfterClose", testErrorsAfterClose},
 		{"CloseDuringWrites", testCloseDuringWrites},
+		{"Model", testModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -743,5 +747,157 @@ func testCloseDuringWrites(t *testing.T, s durability.Store) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("write during Close failed with something other than ErrClosed: %v", err)
+	}
+}
+
+// model is what the [durability.Store] contract says one actor's store
+// holds: its events and snapshots by index.
+type model struct {
+	events, snapshots map[uint64]string
+}
+
+// persistSnapshot is PersistSnapshot with compaction.
+func (m *model) persistSnapshot(index uint64, data string) {
+	m.snapshots[index] = data
+	if index > 0 {
+		m.deleteEvents(index - 1)
+		maps.DeleteFunc(m.snapshots, func(i uint64, _ string) bool { return i < index })
+	}
+}
+
+func (m *model) deleteEvents(through uint64) {
+	maps.DeleteFunc(m.events, func(i uint64, _ string) bool { return i <= through })
+}
+
+// eventsIn returns the model's events with from <= index < to (to == 0:
+// no bound) in index order.
+func (m *model) eventsIn(from, to uint64) []event {
+	var out []event
+	for i, d := range m.events {
+		if i >= from && (to == 0 || i < to) {
+			out = append(out, event{i, d})
+		}
+	}
+	slices.SortFunc(out, func(a, b event) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
+// testModel drives the store with seeded random writes of every kind on
+// two names (events one by one and in batches, overwrites, snapshots
+// that compact, snapshots below the newest, deletes; indexes mostly close
+// together, some at the top of the range, empty values) and after each
+// write compares all that the store returns with a [model] of the
+// contract: a store whose reads merge several places (a log and its
+// buckets, a cache) is held to the same answers as the simplest one.
+func testModel(t *testing.T, s durability.Store) {
+	const seeds, steps = 3, 150
+	ctx := t.Context()
+	top := ^uint64(0)
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 0x30de1))
+		names := []string{fmt.Sprintf("model-%d", seed), fmt.Sprintf("model-%d/b", seed)}
+		models := map[string]*model{}
+		for _, n := range names {
+			models[n] = &model{events: map[uint64]string{}, snapshots: map[uint64]string{}}
+		}
+		index := func() uint64 {
+			switch r := rng.IntN(100); {
+			case r < 6:
+				return top - rng.Uint64N(4)
+			case r < 9:
+				return 1<<40 + rng.Uint64N(4)
+			default:
+				return rng.Uint64N(40)
+			}
+		}
+		for step := range steps {
+			name := names[rng.IntN(len(names))]
+			m := models[name]
+			data := func(i uint64) string {
+				if rng.IntN(10) == 0 {
+					return ""
+				}
+				return fmt.Sprintf("%s@%d step %d", name, i, step)
+			}
+			var op string
+			var err error
+			switch r := rng.IntN(100); {
+			case r < 40:
+				i := index()
+				d := data(i)
+				op, err = fmt.Sprintf("PersistEvent(%d)", i), s.PersistEvent(ctx, name, i, []byte(d))
+				if err == nil {
+					m.events[i] = d
+				}
+			case r < 60:
+				first, n := index(), 1+rng.IntN(5)
+				batch := make([][]byte, n)
+				want := map[uint64]string{}
+				for k := range batch {
+					i := first + uint64(k)
+					d := data(i)
+					batch[k], want[i] = []byte(d), d
+				}
+				op, err = fmt.Sprintf("PersistEvents(%d, %d events)", first, n), s.PersistEvents(ctx, name, first, batch)
+				if first+uint64(n-1) < first {
+					if !errors.Is(err, durability.ErrIndexOverflow) {
+						t.Fatalf("seed %d step %d: %s on %q = %v, want ErrIndexOverflow", seed, step, op, name, err)
+					}
+					err = nil
+				} else if err == nil {
+					maps.Copy(m.events, want)
+				}
+			case r < 75:
+				i := index()
+				d := data(i)
+				op, err = fmt.Sprintf("PersistSnapshot(%d)", i), s.PersistSnapshot(ctx, name, i, []byte(d))
+				if err == nil {
+					m.persistSnapshot(i, d)
+				}
+			case r < 90:
+				through := index()
+				op, err = fmt.Sprintf("DeleteEvents(%d)", through), s.DeleteEvents(ctx, name, through)
+				if err == nil {
+					m.deleteEvents(through)
+				}
+			default:
+				through := index()
+				op, err = fmt.Sprintf("DeleteSnapshots(%d)", through), s.DeleteSnapshots(ctx, name, through)
+				if err == nil {
+					maps.DeleteFunc(m.snapshots, func(i uint64, _ string) bool { return i <= through })
+				}
+			}
+			if err != nil {
+				t.Fatalf("seed %d step %d: %s on %q: %v", seed, step, op, name, err)
+			}
+			// Every name, not only the one written: names are isolated.
+			for _, n := range names {
+				checkModel(t, s, n, models[n], rng, fmt.Sprintf("seed %d step %d, after %s on %q", seed, step, op, name))
+			}
+		}
+	}
+}
+
+// checkModel compares what s holds for name with m: the newest snapshot,
+// all events, and the events of a random range.
+func checkModel(t *testing.T, s durability.Store, name string, m *model, rng *rand.Rand, when string) {
+	t.Helper()
+	snap, ok := snapshot(t, s, name)
+	if len(m.snapshots) == 0 {
+		if ok {
+			t.Fatalf("%s: %q has snapshot %d %q, want none", when, name, snap.Index, snap.Data)
+		}
+	} else if newest := slices.Max(slices.Collect(maps.Keys(m.snapshots))); !ok || snap.Index != newest || string(snap.Data) != m.snapshots[newest] {
+		t.Fatalf("%s: %q snapshot = %v, %d %q; want %d %q", when, name, ok, snap.Index, snap.Data, newest, m.snapshots[newest])
+	}
+	if got, want := events(t, s, name, 0, 0), m.eventsIn(0, 0); !slices.Equal(got, want) {
+		t.Fatalf("%s: %q events = %v, want %v", when, name, got, want)
+	}
+	from, to := rng.Uint64N(45), rng.Uint64N(45)
+	if rng.IntN(4) == 0 {
+		to = 0
+	}
+	if got, want := events(t, s, name, from, to), m.eventsIn(from, to); !slices.Equal(got, want) {
+		t.Fatalf("%s: %q events in [%d, %d) = %v, want %v", when, name, from, to, got, want)
 	}
 }

@@ -237,6 +237,44 @@ func RunDamagedValues(t *testing.T, rounds int, open func(t *testing.T) durabili
 			}
 		})
 	}
+	t.Run("NewestSnapshotDamaged", func(t *testing.T) { runNewestSnapshotDamaged(t, open, damage) })
+}
+
+// runNewestSnapshotDamaged is RunDamagedValues' case of a damaged newest
+// snapshot beside an intact older one (a snapshot persisted below the
+// newest keeps it): GetSnapshot must report the damage, not fall back to
+// the older snapshot, whose state the actor left behind (replaying the
+// events from its index would apply them to a stale state, and the
+// events below the newest snapshot are compacted away).
+func runNewestSnapshotDamaged(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
+	const name = "two-snapshots"
+	ctx := t.Context()
+	s := open(t)
+	for i := range uint64(10) {
+		if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := []byte(name + " snapshot at 8, the newest state")
+	if err := s.PersistSnapshot(ctx, name, 8, newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, name, 3, []byte(name+" snapshot at 3, an older state")); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := damage(t, s, name, durability.RecordSnapshot, 8, len(newest)/2)
+	if err != nil {
+		if !errors.Is(err, durability.ErrDamaged) {
+			t.Fatalf("store refused to open after damage to snapshot 8 of %s, without saying it is damaged: %v", name, err)
+		}
+		return
+	}
+	defer s2.Close()
+	snap, ok, err := s2.GetSnapshot(ctx, name)
+	if err == nil {
+		t.Fatalf("GetSnapshot with the newest snapshot (8) damaged = %v, index %d %q, want the damage reported", ok, snap.Index, snap.Data)
+	}
+	checkDamage(t, err, name, durability.RecordSnapshot, 8)
 }
 
 // checkDamage checks that err reports the damaged record.

@@ -208,12 +208,28 @@ func (p *Provider) DeleteSnapshots(actorName string, inclusiveToIndex int) {
 // decoded event with eventIndexStart <= index < eventIndexEnd, where an
 // eventIndexEnd of 0 means no upper bound. It panics with a *StoreError if
 // the store fails or an event cannot be decoded.
+//
+// The events must run without a gap from eventIndexStart: recovery
+// (protoactor's Mixin, the actors package) numbers the events it replays
+// by counting them from there and persists its next event at the count,
+// so a missing event would shift every later one onto a lower index, its
+// state would lack the event and its next write would overwrite a stored
+// one. An event missing before the last one stored (deleted without a
+// snapshot that covers it, or the covering snapshot deleted) panics with
+// a *StoreError (Op [OpGetEvents]) that names the actor and the missing
+// index, and no event past the gap is delivered.
 func (p *Provider) GetEvents(actorName string, eventIndexStart int, eventIndexEnd int, callback func(e any)) {
 	from := p.index(OpGetEvents, actorName, eventIndexStart)
 	to := p.index(OpGetEvents, actorName, eventIndexEnd)
 	ctx, cancel := p.context()
 	defer cancel()
+	next := from
 	err := p.store.GetEvents(ctx, actorName, from, to, func(index uint64, data []byte) error {
+		if index != next {
+			return &StoreError{Op: OpGetEvents, Name: actorName,
+				Err: fmt.Errorf("event %d missing (the next one stored is %d): replaying past it would apply the later events to the wrong state", next, index)}
+		}
+		next++
 		msg, err := p.decode(data)
 		if err != nil {
 			return &StoreError{Op: OpDecode, Name: actorName, Err: fmt.Errorf("event %d: %w", index, err)}

@@ -428,3 +428,34 @@ func events(t *testing.T, s durability.Store, name string) int {
 	}
 	return n
 }
+
+// plainErrors is a Store that breaks the contract: its writes and reads
+// fail with plain errors, not *durability.StoreError.
+type plainErrors struct{ discard }
+
+var errPlain = errors.New("plain failure")
+
+func (plainErrors) PersistEvent(context.Context, string, uint64, []byte) error { return errPlain }
+func (plainErrors) GetSnapshot(context.Context, string) (durability.Snapshot, bool, error) {
+	return durability.Snapshot{}, false, errPlain
+}
+
+// TestProvider_PlainStoreErrorsNameTheActor: a store's error that is not
+// a *StoreError is raised inside one, with the operation and the actor
+// it failed for, so that a supervisor (and its log) can tell which actor
+// failed; and a batch at a negative index is refused as a batch.
+func TestProvider_PlainStoreErrorsNameTheActor(t *testing.T) {
+	p := newProvider(t, plainErrors{}, nil)
+	for op, call := range map[string]func(){
+		durability.OpPersistEvent: func() { p.PersistEvent("router-7", 3, wrapperspb.String("x")) },
+		durability.OpGetSnapshot:  func() { p.GetSnapshot("router-7") },
+	} {
+		se := raised(t, call)
+		if se.Op != op || se.Name != "router-7" || !errors.Is(se, errPlain) {
+			t.Errorf("%s raised %#v, want Op %q, Name %q wrapping the store's error", op, se, op, "router-7")
+		}
+	}
+	if se := raised(t, func() { p.PersistEvents("router-7", -1, []proto.Message{wrapperspb.String("x")}) }); se.Op != durability.OpPersistEvents || se.Name != "router-7" {
+		t.Errorf("a batch at index -1 raised %v, want Op %q", se, durability.OpPersistEvents)
+	}
+}

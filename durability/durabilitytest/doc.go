@@ -19,7 +19,14 @@
 // empty batches), snapshot recovery
 // and compaction, deletes, data ownership, empty and large values, context
 // cancellation, many names written and read concurrently (run it with
-// -race), and that every method fails with durability.ErrClosed after
-// Close, including writes racing with Close. Goroutine leaks are the
-// caller's to check (for example with goleak.VerifyTestMain).
+// -race), that every method fails with durability.ErrClosed after
+// Close, including writes racing with Close, and (the Model case) that
+// seeded random sequences of every kind of write leave the store holding
+// exactly what a plain model of the contract holds. Goroutine leaks are
+// the caller's to check (for example with goleak.VerifyTestMain).
+//
+// A store with checksums also runs [RunDamagedValues] (damage inside
+// stored values is reported, never returned), and [RunSalvage] if it is
+// a durability.Salvager; a store kept in one file runs
+// [RunDamagedFiles].
 package durabilitytest

@@ -604,8 +604,18 @@ func testLargeValues(t *testing.T, s durability.Store) {
 }
 
 func testContextDone(t *testing.T, s durability.Store) {
+	// Deletes with a done context fail and delete nothing.
+	persist(t, s, "kept", 0, 1)
+	persistSnapshot(t, s, "kept", 0, "kept")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
+	checkStoreError(t, s.DeleteEvents(ctx, "kept", 1), durability.OpDeleteEvents, "kept", context.Canceled)
+	checkStoreError(t, s.DeleteSnapshots(ctx, "kept", 0), durability.OpDeleteSnapshots, "kept", context.Canceled)
+	checkEvents(t, events(t, s, "kept", 0, 0), want("kept", 0, 1))
+	if _, ok := snapshot(t, s, "kept"); !ok {
+		t.Error("a DeleteSnapshots with a done context deleted the snapshot")
+	}
+
 	err := s.PersistEvent(ctx, "ctx", 0, []byte("x"))
 	checkStoreError(t, err, durability.OpPersistEvent, "ctx", context.Canceled)
 	if !durability.IsRetryable(err) {

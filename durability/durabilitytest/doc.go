@@ -18,8 +18,9 @@
 // (PersistEvents: consecutive indexes, never seen in part, overflow and
 // empty batches), snapshot recovery
 // and compaction, deletes, data ownership, empty and large values, context
-// cancellation, many names written and read concurrently (run it with
-// -race), that every method fails with durability.ErrClosed after
+// cancellation, many names written and read concurrently, snapshots
+// that compact read concurrently (nothing seen goes back, no gap; run it
+// with -race), that every method fails with durability.ErrClosed after
 // Close, including writes racing with Close, and (the Model case) that
 // seeded random sequences of every kind of write leave the store holding
 // exactly what a plain model of the contract holds. Goroutine leaks are

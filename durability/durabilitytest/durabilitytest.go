@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) durability.Store) {
 		{"LargeValues", testLargeValues},
 		{"ContextDone", testContextDone},
 		{"Concurrent", testConcurrent},
+		{"SnapshotsConcurrent", testSnapshotsConcurrent},
 		{"ErrorsAfterClose", testErrorsAfterClose},
 		{"CloseDuringWrites", testCloseDuringWrites},
 		{"Model", testModel},
@@ -682,6 +683,105 @@ func testConcurrent(t *testing.T, s durability.Store) {
 		if snap, ok := snapshot(t, s, name); !ok || snap.Index != perName/2 || string(snap.Data) != name {
 			t.Errorf("GetSnapshot(%q) = %+v, %v", name, snap, ok)
 		}
+	}
+}
+
+// testSnapshotsConcurrent has a writer per name persist events and, every
+// few events, a snapshot that compacts them, while readers of the same
+// names check what recovery relies on: a snapshot's data is the one
+// persisted at its index, the events read at once run without a gap,
+// and nothing seen goes back: a later snapshot read never returns an
+// older snapshot, and events below a snapshot seen (compacted in the
+// same atomic step) are not read afterwards.
+func testSnapshotsConcurrent(t *testing.T, s durability.Store) {
+	const names, perName, every, readers = 4, 60, 7, 2
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, names*(1+readers))
+	snapData := func(name string, i uint64) string { return fmt.Sprintf("%s snapshot at %d", name, i) }
+	for n := range names {
+		name := fmt.Sprintf("snapper-%d", n)
+		done := make(chan struct{})
+		// A reader reads once after each write it is told of (or more
+		// writes, if it is behind), so that it does not starve the writer.
+		ticks := make([]chan struct{}, readers)
+		for r := range ticks {
+			ticks[r] = make(chan struct{}, 1)
+		}
+		tell := func() {
+			for _, tick := range ticks {
+				select {
+				case tick <- struct{}{}:
+				default:
+				}
+			}
+		}
+		wg.Go(func() {
+			defer close(done)
+			for i := range uint64(perName) {
+				if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s-%d", name, i)); err != nil {
+					errs <- err
+					return
+				}
+				tell()
+				if i%every == every-1 {
+					if err := s.PersistSnapshot(ctx, name, i, []byte(snapData(name, i))); err != nil {
+						errs <- err
+						return
+					}
+					tell()
+				}
+			}
+		})
+		for _, tick := range ticks {
+			wg.Go(func() {
+				seen, seenAny := uint64(0), false // the newest snapshot seen
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick:
+					}
+					snap, ok, err := s.GetSnapshot(ctx, name)
+					switch {
+					case err != nil:
+						errs <- err
+						return
+					case ok && string(snap.Data) != snapData(name, snap.Index):
+						errs <- fmt.Errorf("%s: snapshot at %d holds %q", name, snap.Index, snap.Data)
+						return
+					case !ok && seenAny, ok && seenAny && snap.Index < seen:
+						errs <- fmt.Errorf("%s: snapshot read went back from %d to %v %d", name, seen, ok, snap.Index)
+						return
+					case ok:
+						seen, seenAny = snap.Index, true
+					}
+					var got []event
+					if err := s.GetEvents(ctx, name, 0, 0, func(i uint64, d []byte) error {
+						got = append(got, event{i, string(d)})
+						return nil
+					}); err != nil {
+						errs <- err
+						return
+					}
+					for k, e := range got {
+						if e.Data != fmt.Sprintf("%s-%d", name, e.Index) || k > 0 && e.Index != got[k-1].Index+1 || seenAny && e.Index < seen {
+							errs <- fmt.Errorf("%s: events read %v (newest snapshot seen before: %v %d)", name, got, seenAny, seen)
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	reportErrors(t, &wg, errs)
+	for n := range names {
+		name := fmt.Sprintf("snapper-%d", n)
+		last := uint64(perName/every*every - 1)
+		if snap, ok := snapshot(t, s, name); !ok || snap.Index != last || string(snap.Data) != snapData(name, last) {
+			t.Errorf("GetSnapshot(%q) = %v %d %q, want %d", name, ok, snap.Index, snap.Data, last)
+		}
+		checkEvents(t, events(t, s, name, 0, 0), want(name, span(last, perName-int(last))...))
 	}
 }
 

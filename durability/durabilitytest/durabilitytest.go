@@ -438,6 +438,25 @@ func testDataOwnership(t *testing.T, s durability.Store) {
 	if snap, _ := snapshot(t, s, "own"); string(snap.Data) != "original" {
 		t.Errorf("snapshot = %q, want %q", snap.Data, "original")
 	}
+
+	// The slices handed to the callback stay the caller's after it
+	// returns: a store does not reuse one buffer for the next event, nor
+	// for the next read.
+	persist(t, s, "kept", 0, 1, 2, 3, 4)
+	var kept [][]byte
+	for range 2 {
+		if err := s.GetEvents(ctx, "kept", 0, 0, func(_ uint64, d []byte) error {
+			kept = append(kept, d)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, d := range kept {
+		if w := fmt.Sprintf("kept-%d", k%5); string(d) != w {
+			t.Errorf("event data kept from read %d holds %q after the read, want %q", k/5, d, w)
+		}
+	}
 }
 
 func testNamesIsolated(t *testing.T, s durability.Store) {

@@ -14,10 +14,11 @@
 //		})
 //	}
 //
-// The suite checks event order and ranges, overwrites, batches of events
-// (PersistEvents: consecutive indexes, never seen in part, overflow and
-// empty batches), snapshot recovery
-// and compaction, deletes, data ownership, empty and large values, context
+// The suite checks event order and ranges, overwrites, GetEvents
+// callbacks that fail, write or panic (the store stays usable), batches
+// of events (PersistEvents: consecutive indexes, never seen in part,
+// overflow and empty batches), snapshot recovery and compaction,
+// deletes, data ownership, empty and large values, context
 // cancellation, many names written and read concurrently, snapshots
 // that compact read concurrently (nothing seen goes back, no gap; run it
 // with -race), that every method fails with durability.ErrClosed after

@@ -72,9 +72,11 @@ import "context"
 // # Concurrency
 //
 // All methods are safe for concurrent use by multiple goroutines, including
-// Close. Each write is atomic; concurrent writes to the same name are
-// applied in some order, and a write that returned is seen by every call
-// that starts after it. Callbacks passed to GetEvents may call other
+// Close. Each write is atomic (a snapshot with its compaction); concurrent
+// writes to the same name are applied in some order, and a write that
+// returned is seen by every call that starts after it, as is a write
+// that a call has seen, once that call returned: what is seen does not
+// go back. Callbacks passed to GetEvents may call other
 // methods of the store, but not Close.
 type Store interface {
 	// PersistEvent stores data as the event at index for name, replacing any

@@ -16,6 +16,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/openai"
@@ -475,6 +476,17 @@ func baseURLHint(cfg config, reason string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (-base-url is the API root, which usually ends in /v1: try %s/v1)", strings.TrimRight(cfg.baseURL, "/"))
+}
+
+// damageHint names the commands that deal with a damaged -store when err
+// says that the store's data is damaged: verify lists what is, salvage
+// copies what is not into a new file the session can go on from.
+func damageHint(cfg config, err error) string {
+	if cfg.store == "" || isPostgres(cfg.store) || !errors.Is(err, durability.ErrDamaged) {
+		return ""
+	}
+	return fmt.Sprintf(" (go run ./cmd/polyweave-store verify %s lists what is damaged; go run ./cmd/polyweave-store salvage %s NEW.db copies what is intact into NEW.db, to give -store)",
+		cfg.store, cfg.store)
 }
 
 // stoppedForGood is the reason an attempt failed when the loop stopped.

@@ -23,11 +23,17 @@
 //     its parent's end, it waits for no decision. A Context.Stop of a
 //     failed duplex waits in its queue for its supervisor's decision (a
 //     restart's backoff included), and then wins over the restart: its
-//     Logic is not started again. A call's frames that its caller
-//     was still sending when a restart closed it reach the next
-//     incarnation, which takes them for a call of their own: a caller
-//     stops sending a call once it has the call's answer (its ERROR and
-//     END included);
+//     Logic is not started again. Of a call that a restart closed, or
+//     that was refused while the duplex restarted, before its caller's
+//     END came, the frames that open no call (that END, a CANCEL) are
+//     the answered call's: dropped, never given to a next incarnation
+//     (a META goes through, as on any stream with no call open; a
+//     [Spec.Durable] duplex, which recovers its calls, gets them all). A
+//     frame that opens a call on its stream is a new call (stream ids
+//     are reused), so the frames its caller was still sending reach the
+//     next incarnation, which takes them for a call of their own: a
+//     caller stops sending a call once it has the call's answer (its
+//     ERROR and END included);
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its

@@ -306,7 +306,13 @@ func newMailbox() *mailbox {
 // the shells of the duplex's incarnations: protoactor makes an actor's
 // first incarnation before its mailbox, and does not hand the mailbox to
 // the actor.
-type mailboxCell struct{ mb *mailbox }
+//
+// last is the duplex's latest incarnation, set as it begins: the next
+// one takes over the record of the calls it answered (see closedCalls).
+type mailboxCell struct {
+	mb   *mailbox
+	last *shell
+}
 
 // producer returns the MailboxProducer of props that stores each mailbox
 // it makes in c.

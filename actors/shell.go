@@ -106,7 +106,13 @@ type shell struct {
 	// or not the caller's END has come, until the Logic's own END on the
 	// stream, a new call opened on it (see input) or the incarnation's
 	// end.
-	muted      map[string]struct{}
+	muted map[string]struct{}
+	// closed holds the streams whose call an earlier incarnation answered
+	// and whose caller's END has not come: their late frames are dropped
+	// (see closedCalls). Nil when there are none, and for a persistent
+	// duplex (or one that owns one: see Spec.Durable), which recovers
+	// its calls.
+	closed     *closedCalls
 	restarting bool
 	terminated bool
 
@@ -263,6 +269,10 @@ func (s *shell) begin(ctx actor.Context) {
 	s.rt.watch.started(s, ctx)
 	s.mb = s.cell.mb
 	s.mb.incarnations++ // a restart's incarnation is made (see mailbox.restarting)
+	if prev := s.cell.last; prev != nil && !s.spec.Durable() {
+		s.closed = inherit(prev)
+	}
+	s.cell.last = s
 	// Frames skip protoactor's invocation (its metrics, receive timeout
 	// and middleware, none of which a duplex uses) unless the system
 	// records actor metrics, or the shell is a durable one's.
@@ -521,6 +531,9 @@ func (s *shell) input(f *messages.Frame) {
 	if len(s.answered) > 0 && s.dropAnswered(f) {
 		return // the rest of a call a Resume answered
 	}
+	if s.closed != nil && s.dropClosed(f) {
+		return // a late frame of a call an earlier incarnation answered
+	}
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
@@ -560,6 +573,16 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 		delete(s.answered, id)
 	}
 	return true
+}
+
+// dropClosed reports whether f is a late frame of a call an earlier
+// incarnation answered, to be dropped (see closedCalls).
+func (s *shell) dropClosed(f *messages.Frame) bool {
+	drop := s.closed.drop(f, &s.open)
+	if len(s.closed.ids) == 0 {
+		s.closed = nil
+	}
+	return drop
 }
 
 // noteAnswered records that the shell answered the call on stream, whose

@@ -1,0 +1,112 @@
+package actors
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// closedCalls are the streams whose call an earlier incarnation of a
+// duplex answered for good (the ERROR and END of its end, a refusal while
+// it restarted, a Resume's answer) before the call's caller sent its
+// END. The caller's frames on such a stream that open no call (its END, a
+// CANCEL, an ABORT, a TICK, a TOOL_RESULT) are that answered call's: they
+// are dropped, not delivered to the next incarnation's Logic, which knows
+// no call there and would answer them again (a second END on a stream
+// that had its END). The caller's END ends the record of its stream.
+//
+// A frame that opens a call on the stream is delivered: it is a new call
+// (stream ids are reused call after call), or the rest of the answered
+// call still being sent, which cannot be told from one (see the package
+// doc); the record of the stream ends there either way. So a caller that
+// never sends an END (a whole TOOL_CALL, a streaming call that ends at its
+// tool_complete) has its next call served. A META opens no call but is
+// delivered: it is about a call and may come after the call's END (an
+// approval decision), as on any stream with no call open. Nothing is
+// dropped while the incarnation has a call of its own open on the stream.
+//
+// A caller that never sends its END leaves its stream in the record: past
+// closedMax streams, the oldest are forgotten (their late frames reach the
+// Logic, as before the record).
+type closedCalls struct {
+	ids   map[string]uint64 // stream: the number it was added under
+	order []closedEntry     // in the order added; an entry whose number is not ids' is stale
+	next  uint64
+}
+
+type closedEntry struct {
+	id string
+	n  uint64
+}
+
+// closedMax bounds the streams closedCalls keeps.
+const closedMax = 1024
+
+// inherit returns the record of a new incarnation, prev's the one that
+// ended: what prev kept of the earlier ones, and the streams it answered
+// (see shell.answered). Nil when there are none.
+func inherit(prev *shell) *closedCalls {
+	c := prev.closed
+	if len(prev.answered) > 0 {
+		if c == nil {
+			c = &closedCalls{ids: make(map[string]uint64, len(prev.answered))}
+		}
+		// Sorted: the oldest are forgotten first, in an order that does
+		// not depend on the map's.
+		for _, id := range slices.Sorted(maps.Keys(prev.answered)) {
+			c.add(id)
+		}
+	}
+	if c == nil || len(c.ids) == 0 {
+		return nil
+	}
+	return c
+}
+
+func (c *closedCalls) add(id string) {
+	c.next++
+	c.ids[id] = c.next
+	c.order = append(c.order, closedEntry{id: id, n: c.next})
+	for len(c.ids) > closedMax {
+		e := c.order[0]
+		c.order = c.order[1:]
+		if c.ids[e.id] == e.n {
+			delete(c.ids, e.id)
+		}
+	}
+	if len(c.order) > 2*closedMax {
+		// Mostly stale: keep the live entries alone.
+		c.order = slices.DeleteFunc(c.order, func(e closedEntry) bool { return c.ids[e.id] != e.n })
+	}
+}
+
+func (c *closedCalls) remove(id string) {
+	delete(c.ids, id)
+	if len(c.ids) == 0 {
+		c.order = c.order[:0]
+	}
+}
+
+// drop reports whether f, written into the sink of an incarnation whose
+// open streams are open, is a late frame of a call an earlier
+// incarnation answered, to be dropped; the caller's END and a frame that
+// opens a call end the record of the stream.
+func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
+	id := f.GetStreamId()
+	if _, ok := c.ids[id]; !ok {
+		return false
+	}
+	switch t := f.GetType(); t {
+	case messages.FrameType_END:
+		c.remove(id)
+	case messages.FrameType_META:
+		return false
+	default:
+		if opensCall(t) {
+			c.remove(id)
+			return false
+		}
+	}
+	return !open.has(id)
+}

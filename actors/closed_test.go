@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestClosedCalls_BoundForgetsOldest checks that the record of calls
+// answered by earlier incarnations keeps closedMax streams at most,
+// forgetting the oldest first, and that the streams whose record ended
+// (their caller's END came) neither count nor push a live one out.
+func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
+	var open openStreams
+	c := &closedCalls{ids: map[string]uint64{}}
+	id := func(i int) string { return "s" + strconv.Itoa(i) }
+	for i := range closedMax {
+		c.add(id(i))
+	}
+	// The END of s0 ends its record: its entry is stale.
+	if !c.drop(messages.End(id(0)), &open) {
+		t.Fatal("the END of a recorded call was not dropped")
+	}
+	for i := closedMax; i < closedMax+10; i++ {
+		c.add(id(i))
+	}
+	if len(c.ids) != closedMax {
+		t.Fatalf("%d streams recorded, want %d", len(c.ids), closedMax)
+	}
+	// s0 was gone already; s1 to s9 are the oldest.
+	for i := range closedMax + 10 {
+		_, kept := c.ids[id(i)]
+		if want := i >= 10; kept != want {
+			t.Errorf("stream %s recorded %v, want %v", id(i), kept, want)
+		}
+	}
+	// Ended records and stale entries: the order list keeps no more
+	// than twice the bound.
+	for i := range 4 * closedMax {
+		c.drop(messages.End(id(10+i%closedMax)), &open)
+		c.add(id(10 + i%closedMax))
+	}
+	if len(c.order) > 2*closedMax {
+		t.Errorf("%d entries in the order list for %d streams", len(c.order), len(c.ids))
+	}
+}
+
+// TestClosedCalls_WhatIsDropped checks which frames of a recorded
+// stream are dropped: those that open no call (but a META) while the
+// incarnation has no call of its own open on it; a frame that opens a
+// call ends the record and goes through, as the caller's END does after
+// it is dropped.
+func TestClosedCalls_WhatIsDropped(t *testing.T) {
+	result, err := messages.ToolResult("s", "c", "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open openStreams
+	c := &closedCalls{ids: map[string]uint64{}}
+	c.add("s")
+	for _, f := range []*messages.Frame{messages.Cancel("s", ""), messages.Abort("s"), messages.Tick("s"), result} {
+		if !c.drop(f, &open) {
+			t.Errorf("a late %s of the answered call went through", f.GetType())
+		}
+	}
+	if c.drop(messages.Meta("s", "approval", nil), &open) {
+		t.Error("a META on the stream was dropped")
+	}
+	if c.drop(messages.Text("o", "x"), &open) || c.drop(messages.End("o"), &open) {
+		t.Error("a frame of a stream not recorded was dropped")
+	}
+	open.add("s")
+	if c.drop(messages.Cancel("s", ""), &open) {
+		t.Error("a CANCEL of a call the incarnation has open on the stream was dropped")
+	}
+	open.remove("s")
+	if c.drop(messages.Text("s", "new"), &open) {
+		t.Error("a frame that opens a new call was dropped")
+	}
+	if c.drop(messages.End("s"), &open) {
+		t.Error("the END of the new call was dropped")
+	}
+	c.add("s")
+	if !c.drop(messages.End("s"), &open) || c.drop(messages.End("s"), &open) {
+		t.Error("want the first END after the answer dropped, and the next one through")
+	}
+}

@@ -7,13 +7,14 @@ import (
 	"testing"
 )
 
-// Anthropic's own API answers every request without a key 401: -provider
-// anthropic without -base-url and without a key is a bad command line
-// (exit 2), not three failed requests. A -base-url of your own may take
-// no key.
-func TestParseFlags_AnthropicNeedsAKey(t *testing.T) {
+// Anthropic's and OpenAI's own APIs answer every request without a key
+// 401: -provider anthropic without -base-url, or -base-url at
+// api.openai.com, without a key is a bad command line (exit 2), not three
+// failed requests. A -base-url of your own may take no key.
+func TestParseFlags_OwnAPIsNeedAKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	t.Setenv("DEMO_TEST_ANTHROPIC_KEY", "sk-ant-test")
+	t.Setenv("OPENAI_API_KEY", "")
 	for _, tc := range []struct {
 		args []string
 		want string // "" for no usage error
@@ -21,6 +22,8 @@ func TestParseFlags_AnthropicNeedsAKey(t *testing.T) {
 		{[]string{"-provider", "anthropic"}, "-provider anthropic: $ANTHROPIC_API_KEY is unset or empty"},
 		{[]string{"-provider", "anthropic", "-base-url", "http://127.0.0.1:9/"}, ""},
 		{[]string{"-provider", "anthropic", "-api-key-env", "DEMO_TEST_ANTHROPIC_KEY"}, ""},
+		{[]string{"-base-url", "https://api.openai.com/v1"}, "-base-url https://api.openai.com/v1: $OPENAI_API_KEY is unset or empty"},
+		{[]string{"-base-url", "http://localhost:11434/v1"}, ""},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		var usage *usageError

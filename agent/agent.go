@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,8 @@ var (
 	// ErrNameTaken is returned by [New] for an agent with a Store when an
 	// agent of the same name that uses the same Store is still open (not
 	// closed): the two would read and write each other's sessions (see
-	// [SessionKey]).
+	// [SessionKey]). Stores that wrap one store are that store when they
+	// say so ([StoreWrapper]).
 	ErrNameTaken = errors.New("agent: an open agent of that name uses the store")
 	// ErrInvalidSessionID: the session id is empty, not valid UTF-8,
 	// longer than [MaxSessionIDBytes], or, for an agent with a Store, ends
@@ -185,7 +187,8 @@ type Options struct {
 	// session id), so a host must give the agent the same Name when it
 	// starts again to resume them, and agents sharing a Store need names
 	// of their own ([New] refuses a second open agent of one name on the
-	// same Store value with [ErrNameTaken]; agents of other processes it
+	// same Store value with [ErrNameTaken], seeing through wrappers that
+	// say what they wrap, [StoreWrapper]; agents of other processes it
 	// cannot see).
 	Name string
 	// Tools are the tools the agent may call (see also [AsTool]).
@@ -312,6 +315,10 @@ type Agent struct {
 	// are added. Close waits for those left before it gives the name
 	// back, and then drops them.
 	stopping map[string]*actors.Mux
+	// ownLoops are the loops of their own that the conversations running
+	// use (with a Store, or delegated to): with ready, the loops whose
+	// tool calls Close tells from a host's (see insideOwnLoop).
+	ownLoops map[*actors.Mux]struct{}
 	closed   bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter), or for a loop to restart or stop (see
@@ -336,9 +343,10 @@ type Agent struct {
 	// claimName), given back by the first Close that completes; nil when
 	// there is none.
 	claim *storeClaim
-	// claimStore is the Store as New was given it, on which names are
-	// claimed (opts.Store is that store measured, with Telemetry): claims
-	// of other agents are looked up on it (see keyOwner).
+	// claimStore is the store New was given, through its wrappers (see
+	// StoreWrapper), on which names are claimed (opts.Store is the Store
+	// given, measured with Telemetry): claims of other agents are looked
+	// up on it (see keyOwner).
 	claimStore durability.Store
 	// encoded is the last list of messages a Run encoded, for the next
 	// Runs that send the same.
@@ -395,7 +403,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
-	claimStore := opts.Store
+	claimStore := innermost(opts.Store)
 	claim, err := claimName(claimStore, opts.Name)
 	if err != nil {
 		return nil, err
@@ -554,6 +562,17 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // gone. Only then does it give the agent's name on its Store back (see
 // [ErrNameTaken]), so that an agent of that name started after it never
 // runs a session beside a loop of this one.
+//
+// A tool call of one of the agent's conversations (its handler, or a
+// conversation delegated to under it) that closes the agent with its
+// call's ctx, or a ctx made from it, is waited for by that conversation,
+// so Close cannot wait for it: Close then refuses new conversations and
+// cancels the delegations to the agent as above, returns nil at once,
+// and does the rest in the background once the running conversations,
+// that one included, have returned (a Close from outside meanwhile waits
+// as above). Close tells such a call by its ctx alone: one given another
+// ctx (context.Background, say) waits for the conversation that waits
+// for it, until the call's timeout.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A
 // Close whose ctx ends first returns an error wrapping ctx's, the name
@@ -563,17 +582,24 @@ func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
 	}
+	if a.insideOwnLoop(ctx) {
+		// A tool call of a conversation of the agent: that conversation
+		// waits for the call, which waits for Close. Refuse new
+		// conversations now, and finish once the running ones returned.
+		a.mu.Lock()
+		a.beginCloseLocked()
+		a.mu.Unlock()
+		go func() {
+			if err := a.Close(context.Background()); err != nil {
+				a.rt.Logger().Warn("agent: close, begun by a tool call of the agent", slog.String("agent", a.opts.Name),
+					slog.Any("error", err))
+			}
+		}()
+		return nil
+	}
 	a.closeWaits.Store(true) // before the first look at who is in a body
 	a.mu.Lock()
-	if !a.closed && a.closing != nil {
-		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
-	}
-	a.closed = true
-	for c := range a.convs {
-		if c.delegation {
-			c.cancel(ErrClosed) // no host can cancel it
-		}
-	}
+	a.beginCloseLocked()
 	if err := a.awaitConversations(ctx); err != nil {
 		a.mu.Unlock()
 		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, err)
@@ -638,6 +664,50 @@ func (a *Agent) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
 	}
+}
+
+// beginCloseLocked marks the agent closed, so that no conversation
+// enters any more, ends the waits of those that Close must end, and
+// cancels the delegations to the agent, which no host can cancel; a.mu
+// is held.
+func (a *Agent) beginCloseLocked() {
+	if !a.closed && a.closing != nil {
+		close(a.closing) // the Runs waiting for a drain, a restart or a stop fail now
+	}
+	a.closed = true
+	for c := range a.convs {
+		if c.delegation {
+			c.cancel(ErrClosed) // no host can cancel it
+		}
+	}
+}
+
+// insideOwnLoop reports whether ctx is that of work an actor under one of
+// the agent's loops started (a tool call's handler, a delegation's
+// conversation under it): the agent's shared loop, or a loop of its own
+// of a conversation running. A Close there is waited for by one of the
+// agent's conversations, and cannot wait for it.
+func (a *Agent) insideOwnLoop(ctx context.Context) bool {
+	p, ok := actors.ParentFrom(ctx)
+	if !ok || p.Runtime() != a.rt {
+		return false
+	}
+	id := p.Ref().String()
+	under := func(m *actors.Mux) bool {
+		loop := m.Ref().String()
+		return len(id) > len(loop) && id[len(loop)] == '/' && id[:len(loop)] == loop
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ready != nil && under(a.ready) {
+		return true
+	}
+	for m := range a.ownLoops {
+		if under(m) {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitConversations waits, a.mu held (released while it waits), until
@@ -950,6 +1020,7 @@ func (a *Agent) leave(sessionID string, c *closer, drain *actors.MuxStream, own 
 	a.mu.Lock()
 	a.active--
 	delete(a.convs, c)
+	delete(a.ownLoops, own)
 	a.changedLocked()
 	if a.busyOne == sessionID {
 		a.busyOne = ""
@@ -1106,6 +1177,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if len(msgs) == 0 && !resuming(ctx) {
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
 	}
+	defer func() {
+		if err == ErrClosed { // the cause of a ctx Close cancelled
+			err = fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
+		}
+	}()
 	c := &conversation{a: a, session: sessionID, parent: parent}
 	if emit != nil || delegation {
 		// Close may cancel it (see Agent.awaitConversations); a Run
@@ -1476,7 +1552,18 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	if c.parent != nil {
 		start = c.parent.StartMux
 	}
-	if c.mux, err = start(spec); err != nil {
+	old := c.mux
+	c.mux, err = start(spec)
+	a.mu.Lock()
+	delete(a.ownLoops, old) // stopped: the conversation's loop is the new one
+	if err == nil {
+		if a.ownLoops == nil {
+			a.ownLoops = map[*actors.Mux]struct{}{}
+		}
+		a.ownLoops[c.mux] = struct{}{}
+	}
+	a.mu.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)
 	}
 	return c.mux, nil

@@ -94,10 +94,11 @@ type decisionsKey struct{}
 // Resume continues the conversation of session sessionID that waits for
 // approval (a *[WaitingError] of Run, Stream or an earlier Resume) with
 // decisions about its held calls, and runs it on to its final answer as
-// Run does. msgs are the conversation's messages as given to Run (with a
+// Run does. msgs are the conversation's messages as given to Run: with a
 // Store the session is resumed from the store by them, as Run resumes
-// one; without a Store they are used only if an attempt fails and the
-// conversation is sent again). Held calls without a decision keep
+// one; without a Store they are not used (nil will do): the agent keeps
+// the Run's messages and rounds with the waiting session, and sends them
+// again, as Run would, if an attempt fails. Held calls without a decision keep
 // waiting: Resume returns a *WaitingError listing them once nothing else
 // runs, at once when it applies no decision (none given, or only about
 // calls that do not wait) and no held call has a deadline. Decisions about
@@ -152,6 +153,9 @@ type approvalState struct {
 	held      *actors.MuxStream
 	pending   []tools.ApprovalRequest // with held
 	ans       *models.Answer
+	// waited is the waiting session a Resume without a Store took, put
+	// back by keepWaiting when nothing was sent on it.
+	waited *waitingStream
 	// failed is set once the stream of the attempt (without a Store),
 	// or held, gets an ERROR (see waitingStream.failed).
 	failed *atomic.Bool
@@ -191,6 +195,13 @@ type waitingStream struct {
 	s       *actors.MuxStream
 	ans     *models.Answer
 	pending []tools.ApprovalRequest // the held calls, as the WaitingError said
+	// first, history and rounds are those of the conversation that left
+	// the stream waiting (its messages, and the rounds its failed
+	// attempts kept): a Resume that sends the conversation again sends
+	// them, as the Run would have, and answers with the rounds.
+	first   json.RawMessage
+	history []json.RawMessage
+	rounds  []models.Round
 	// failed is set, on the loop's goroutine, once the stream gets an
 	// ERROR: its conversation failed (a restart of the loop answered
 	// the held calls as cancelled), and nothing of it waits any more.
@@ -269,6 +280,10 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		}
 		delete(a.waiting, c.session)
 		c.approval.stream, c.approval.held, c.approval.ans, c.approval.pending = ws.s.ID(), ws.s, ws.ans, ws.pending
+		c.approval.waited = ws
+		// The conversation is the Run's: sent again, it is sent as the
+		// Run would have, whatever messages the Resume was given.
+		c.first, c.history, c.total.Rounds = ws.first, slices.Clip(ws.history), slices.Clip(ws.rounds)
 		for _, p := range ws.pending { // as called: the stream gives their TOOL_CALLs no more
 			c.approval.keep(p.ToolCallID, p.Arguments)
 		}
@@ -335,7 +350,7 @@ func (c *conversation) keepWaiting() {
 	if a.waiting == nil {
 		a.waiting = map[string]*waitingStream{}
 	}
-	a.waiting[c.session] = &waitingStream{s: ap.held, ans: ap.ans, pending: ap.pending, failed: ap.failed}
+	a.waiting[c.session] = ap.waited // as it was: nothing was sent on it
 	a.mu.Unlock()
 	ap.held = nil
 }
@@ -495,7 +510,8 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 			if c.a.waiting == nil {
 				c.a.waiting = map[string]*waitingStream{}
 			}
-			c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending, failed: c.approval.failed}
+			c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending, failed: c.approval.failed,
+				first: c.first, history: c.history, rounds: c.total.Rounds}
 			kept = true
 		}
 		c.a.mu.Unlock()
@@ -538,7 +554,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	switch {
 	case a.opts.Store != nil:
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
-			a.opts.Name, sessionID)
+			a.opts.Name, clip(sessionID))
 	}
 	if _, err := a.enter(ctx, sessionID, nil); err != nil {
 		return err
@@ -567,7 +583,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	default:
 		ws.s.Close()
 	}
-	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, sessionID, err)
+	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, clip(sessionID), err)
 }
 
 // Waiting returns the ids of the sessions that wait for approval in

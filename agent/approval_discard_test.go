@@ -14,6 +14,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -217,5 +218,20 @@ func TestApproval_ResumeWithEndedCtxKeepsWaiting(t *testing.T) {
 	}
 	if got := results.of("c2"); !slices.Equal(got, []string{"ok"}) || l.runs.Load() != 1 {
 		t.Fatalf("results of the held call %v, %d launches; want one ok result, one launch", got, l.runs.Load())
+	}
+}
+
+// TestDiscard_ErrorClipsLongSessionID: the errors of Discard name the
+// session as every error of the agent does, a long id clipped, not in
+// its up to MaxSessionIDBytes bytes.
+func TestDiscard_ErrorClipsLongSessionID(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	a := newAgent(t, rt, model(t, scripted.Turn{Text: "x"}), &agent.Options{Store: store})
+	id := strings.Repeat("s", agent.MaxSessionIDBytes)
+	err := a.Discard(context.Background(), id)
+	if err == nil || len(err.Error()) > 400 {
+		t.Fatalf("Discard of a durable session of a %d-byte id: %d-byte error %v", len(id), len(err.Error()), err)
 	}
 }

@@ -125,3 +125,32 @@ func TestApproval_WaitingAfterLoopRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestApprovalResume_WithoutMessagesSendsTheRunsAgain: without a Store,
+// a Resume needs no messages (the held conversation is in the loop).
+// When the loop restarted while the session waited (its held call
+// answered as cancelled), the Resume sends the conversation again, as
+// Run does: with the messages of the Run that left it waiting, not with
+// an empty conversation.
+func TestApprovalResume_WithoutMessagesSendsTheRunsAgain(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	m := approvalScript(t)
+	a := newAgent(t, rt, m.Spec("model"), &agent.Options{Tools: []*tools.Tool{echo(nil), newLauncher().tool()}, Approval: &tools.ApprovalOptions{}})
+	_, err := a.Run(testCtx(t), "s1", ask)
+	waiting(t, err, "c2")
+	if err := rt.InjectPanic("polyweave/agent", "injected"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Resume(testCtx(t), "s1", nil, agent.Approve("c2"))
+	waiting(t, err, "c2") // the call made anew is held anew
+	reqs := requestMessages(t, m)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want the Run's and the Resume's: %v", len(reqs), reqs)
+	}
+	if got := reqs[1]; len(got) != len(ask) || got[0].Content != ask[0].Content {
+		t.Errorf("the Resume sent the conversation again as %+v, want the Run's messages %+v", got, ask)
+	}
+	if err := a.Discard(context.Background(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+}

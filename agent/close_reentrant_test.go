@@ -82,6 +82,8 @@ func closeInsideStreamBody(t *testing.T, durable bool) {
 	}
 	if !errors.Is(r.streamErr, agent.ErrClosed) {
 		t.Errorf("the Stream whose body closed the agent ended with %v, want ErrClosed", r.streamErr)
+	} else if msg := r.streamErr.Error(); !strings.Contains(msg, `agent "closer"`) || !strings.Contains(msg, `session "s"`) {
+		t.Errorf("the Stream's error %q does not say which agent and session were closed", msg)
 	}
 	select {
 	case <-started: // the call had started before Close stopped the loop

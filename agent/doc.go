@@ -139,5 +139,7 @@
 // An Agent is safe for concurrent use. Options are copied by New; the
 // hooks they hold run on actor goroutines and must not block. A host may
 // close an agent from a Stream's loop body: Close cancels that Run rather
-// than wait for it (see [Agent.Close]).
+// than wait for it; and from a tool of its own, given the call's ctx:
+// Close then returns at once and finishes once that Run has returned (see
+// [Agent.Close]).
 package agent

@@ -108,6 +108,35 @@ var claimed = struct {
 	names map[storeName]bool
 }{names: map[storeName]bool{}}
 
+// StoreWrapper is what a Store that wraps another (to measure or log its
+// calls, say) implements to say which one: [New] sees through it, so
+// that agents on wrappers of one store are known to share that store
+// (see [ErrNameTaken]), however many wrappers each has.
+type StoreWrapper interface {
+	Unwrap() durability.Store
+}
+
+// maxUnwraps bounds the wrappers innermost sees through: a wrapper that
+// wraps itself ends the chain there.
+const maxUnwraps = 64
+
+// innermost returns the store that store wraps, through every
+// [StoreWrapper]: the store the agent's sessions are in.
+func innermost(store durability.Store) durability.Store {
+	for range maxUnwraps {
+		w, ok := store.(StoreWrapper)
+		if !ok {
+			break
+		}
+		inner := w.Unwrap()
+		if inner == nil {
+			break
+		}
+		store = inner
+	}
+	return store
+}
+
 // claimName takes name on store for a new agent, or fails with
 // ErrNameTaken while an open agent holds it. A store that is nil, or of a
 // type whose values cannot be compared (so that the same store cannot be

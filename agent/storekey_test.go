@@ -156,3 +156,36 @@ func TestStore_SessionIDOfARecordKeyRefused(t *testing.T) {
 		t.Fatalf("Resume of x: %v, %+v, launched %d", err, ans, l.runs.Load())
 	}
 }
+
+// wrappedStore is a host's wrapper of a store (one per agent, say, to
+// measure each agent's calls) that says what it wraps.
+type wrappedStore struct{ durability.Store }
+
+func (w *wrappedStore) Unwrap() durability.Store { return w.Store }
+
+// TestStore_NameTakenThroughWrappers: two agents of one name, each on a
+// wrapper of its own around one store (a wrapper saying what it wraps
+// with Unwrap), would read and write each other's sessions: the second
+// is refused with ErrNameTaken, as on the store itself, and accepted
+// once the first is closed.
+func TestStore_NameTakenThroughWrappers(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	rt := actorstest.NewRuntime(t, nil)
+	first, err := agent.New(rt, model(t, scripted.Turn{Text: "first"}), &agent.Options{Store: &wrappedStore{store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []durability.Store{&wrappedStore{store}, &wrappedStore{&wrappedStore{store}}, store} {
+		if a, err := agent.New(rt, model(t, scripted.Turn{Text: "second"}), &agent.Options{Store: s}); !errors.Is(err, agent.ErrNameTaken) {
+			t.Errorf("second agent of the name on %T wrapping the first's store: %v, want ErrNameTaken", s, err)
+			if err == nil {
+				a.Close(context.Background())
+			}
+		}
+	}
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	newAgent(t, rt, model(t, scripted.Turn{Text: "second"}), &agent.Options{Store: &wrappedStore{store}})
+}

@@ -79,11 +79,13 @@ const delegateCapability = "delegate"
 //   - dying with the process when every tool does (the conversation
 //     itself runs in this process);
 //   - never transactional: a conversation's calls do not commit together.
+//
+// A nil or zero Agent has no flags (none of the above: not read-only).
 func (a *Agent) ToolFlags() ToolFlags {
-	f := ToolFlags{Idempotent: true, DiesWithProcess: true}
-	if a == nil {
+	if a.usable() != nil {
 		return ToolFlags{}
 	}
+	f := ToolFlags{Idempotent: true, DiesWithProcess: true}
 	var caps []string
 	readOnly := true
 	for _, t := range a.opts.Tools {

@@ -40,7 +40,9 @@ func TestAgent_NilAndZeroFailWithErrNoAgent(t *testing.T) {
 			if w, n := a.Waiting(), a.Name(); len(w) != 0 || n != "" {
 				t.Errorf("Waiting %v, Name %q", w, n)
 			}
-			_ = a.ToolFlags()
+			if f := a.ToolFlags(); f.Capabilities != nil || f.Idempotent || f.DiesWithProcess {
+				t.Errorf("ToolFlags %+v, want none: an agent that is none may not be told read-only", f)
+			}
 			_ = a.SessionKey("s")
 		})
 	}

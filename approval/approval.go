@@ -52,6 +52,12 @@ func AskAll() tools.ApprovalPolicy {
 // simple command (or expand into something else).
 const shellSpecial = ";&|`$()<>\n\\*?[]{}~!#\"'"
 
+// isBlank reports whether r separates the words of a simple command, as
+// sh splits them (a newline is in shellSpecial): other white space (a
+// carriage return, a no-break space) is part of a word, so the program
+// "ls\u00a0x" is not "ls".
+func isBlank(r rune) bool { return r == ' ' || r == '\t' }
+
 // Commands runs the calls of tool whose "command" argument is a simple
 // command line (no shell operators, redirections, substitutions, quotes
 // or globs) starting with one of the allowed programs, e.g. "ls", "cat";
@@ -79,7 +85,7 @@ func Commands(tool string, allow []string, next tools.ApprovalPolicy) tools.Appr
 			Command string `json:"command"`
 		}
 		if json.Unmarshal(c.Arguments, &in) == nil && !strings.ContainsAny(in.Command, shellSpecial) {
-			if f := strings.Fields(in.Command); len(f) > 0 && slices.Contains(allow, f[0]) {
+			if f := strings.FieldsFunc(in.Command, isBlank); len(f) > 0 && slices.Contains(allow, f[0]) {
 				return tools.VerdictRun, ""
 			}
 		}

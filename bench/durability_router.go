@@ -249,7 +249,7 @@ func fillRouterRecovery(store durability.Store, name string) error {
 
 // benchRouterRecovery reports the time for a durable router on bbolt to
 // start and recover recoveryCalls pending calls: from Start until it has
-// announced them all.
+// announced them all, each stream's once its consumer wrote on it again.
 func benchRouterRecovery(b *testing.B) {
 	benchRouterRecoveryOn(b, func(b *testing.B) durability.Store {
 		store, err := boltstore.Open(filepath.Join(b.TempDir(), "recover.db"), nil)
@@ -320,14 +320,23 @@ func recoverySpec(store durability.Store) (actors.Spec, error) {
 
 // recoverRouter starts the router of spec and returns its connection
 // once the router has recovered and announced all recoveryCalls pending
-// calls.
+// calls, having written a frame on each of their recoveryStreams streams
+// (a recovered router announces a stream's calls when its consumer comes
+// back to it).
 func recoverRouter(ctx context.Context, rt *actors.Runtime, spec actors.Spec) (*actors.Conn, error) {
 	conn, err := rt.Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	// After its recovery the router announces the pending calls of each
-	// stream in a META state frame.
+	// After its recovery the router keeps the streams its restart closed
+	// silent until their consumer writes on them again; it then announces
+	// the pending calls of each in a META state frame.
+	for i := range recoveryStreams {
+		if err := conn.Send(messages.Text(fmt.Sprintf("s%d", i), "")); err != nil {
+			conn.Close(ctx)
+			return nil, fmt.Errorf("reopening the router's streams: %w", err)
+		}
+	}
 	for recovered := 0; recovered < recoveryCalls; {
 		f, err := conn.Recv(ctx)
 		if err != nil {

@@ -1,10 +1,12 @@
 package tools
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,6 +28,12 @@ const DefaultWrapperType = "streaming-router"
 // arguments, so it snapshots less often than durability's default: a
 // recovery replays at most this many small events.
 const DefaultSnapshotEvery = 1000
+
+// DefaultRecoveredTimeout is how long a recovered call waits for its
+// stream to be written on again when [DurabilityOptions].RecoveredTimeout
+// is zero: a consumer that carries on after a restart does so within
+// seconds, and one gone for minutes has moved on.
+const DefaultRecoveredTimeout = 5 * time.Minute
 
 // MetaState is the name of the META frames in which a durable router
 // announces changes of its state (see [DurabilityOptions]).
@@ -60,8 +68,29 @@ const MetaState = "state"
 // calls: later chunks of a call complete it with byte-identical arguments,
 // and it runs once. As for every duplex, the streams open at a restart are
 // closed towards the consumer with ERROR and END (the model adapter inside
-// the router restarted too); the recovered calls complete if their chunks
-// keep coming, and are answered with error results when their stream ends.
+// the router restarted too), and a stream of recovered calls stays closed
+// until the consumer writes on it again: until a frame that opens a call
+// on it (anything but META, END, ERROR, TOOL_RESULT, CANCEL, ABORT and
+// TICK, as the runtime counts it; see [actors.OpensStream]) goes into the
+// router, nothing goes out on it, neither the router's state frames nor
+// what the model emits there. With that frame, before it goes on to the
+// model, the router announces the calls recovered on the stream that are
+// still pending (the "recovered" state frame below); they then complete
+// if their chunks keep coming, and are answered with error results if
+// the stream ends first, as any call. A CANCEL or ABORT of a closed
+// stream ends its recovered calls (their removal persisted, their
+// cancelled results written into the model), as does the model's END or
+// ERROR on it (invalid arguments), and leaves it closed.
+//
+// A recovered call whose stream is not written on again within
+// RecoveredTimeout of the recovery is ended: its removal is persisted, so
+// that no later restart recovers it, and then its error result (kind
+// [FailureStopped]) is written into the model, as the router answers
+// every call; nothing goes out to the consumer on the closed stream. A
+// consumer that writes on the stream after that finds no call there:
+// more chunks of the call are dropped, as those of any call that is not
+// pending.
+//
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
 //
@@ -85,7 +114,10 @@ const MetaState = "state"
 // the call's arguments short: its removal is persisted before its
 // cancelled result leaves, so a recovered router does not answer it
 // again), stream_ended, and, listing the stream's pending call ids in
-// "tool_call_ids", recovered (after a restart) and restored. A META
+// "tool_call_ids", recovered (after a restart, when the consumer writes
+// on the stream again: see above) and restored. None is emitted on a
+// stream that a restart closed and the consumer has not written on since.
+// A META
 // frame written into the router whose meta.durability.restore_state is
 // set, and whose wrapper_id is empty or WrapperID, replaces the pending
 // calls with that snapshot (a serialized messages.RouterState, see
@@ -106,6 +138,13 @@ type DurabilityOptions struct {
 	SnapshotEvery int
 	// Timeout bounds each store call; zero means none.
 	Timeout time.Duration
+	// RecoveredTimeout is how long after a restart a recovered call waits
+	// for the consumer to write on its stream again before it is ended
+	// (see above); zero means [DefaultRecoveredTimeout], a negative value
+	// no limit: a call whose stream nobody writes on again then stays
+	// pending, in memory and in the store, until a CANCEL, an ABORT or a
+	// restore frame removes it.
+	RecoveredTimeout time.Duration
 	// Logger receives store failures; nil discards.
 	Logger *slog.Logger
 }
@@ -124,6 +163,9 @@ func (o *DurabilityOptions) prepare(routerName string) (DurabilityOptions, *dura
 	}
 	if opts.SnapshotEvery == 0 {
 		opts.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if opts.RecoveredTimeout == 0 {
+		opts.RecoveredTimeout = DefaultRecoveredTimeout
 	}
 	p, err := durability.NewProvider(opts.Store, &durability.ProviderOptions{
 		SnapshotInterval: opts.SnapshotEvery, Timeout: opts.Timeout, Logger: opts.Logger})
@@ -159,7 +201,19 @@ type durableRouter struct {
 	id    string
 	core  durableCore
 	timer bool // a flushTimer is set
+	// closed holds the streams of the calls this incarnation recovered,
+	// which its restart closed, that the consumer has not written on
+	// since (see reopen): nothing goes out on them. Nil when the recovery
+	// found no call. It holds no more streams than the recovery found.
+	closed map[string]struct{}
+	// limit is how long recovered calls wait for their stream to be
+	// written on again (RecoveredTimeout); 0 for no limit.
+	limit time.Duration
 }
+
+// recoveredLimit is the key of the timer that ends the recovered calls
+// whose stream was not written on again within the limit.
+type recoveredLimit struct{}
 
 // flushTimer is the key of the timer that writes held chunks when no
 // other frame does within flushDelay.
@@ -170,7 +224,7 @@ type flushTimer struct{}
 const flushDelay = time.Millisecond
 
 func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
-	d := &durableRouter{routerLogic: r, id: o.WrapperID,
+	d := &durableRouter{routerLogic: r, id: o.WrapperID, limit: max(o.RecoveredTimeout, 0),
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
 	r.take = d.takeCancelled
@@ -209,6 +263,9 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	raw, ok := f.RestoreState()
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
 		r.flush(c)
+		if len(r.closed) > 0 {
+			r.reopen(c, f)
+		}
 		r.routerLogic.Request(c, f)
 		return
 	}
@@ -235,6 +292,9 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	e, decisions := r.core.step(persister(c), f)
+	if r.isClosed(f.GetStreamId()) { // nothing goes out on it (the calls' results go to the model)
+		decisions = slices.DeleteFunc(decisions, func(d Decision) bool { return d.Kind == Pass })
+	}
 	switch e.Kind {
 	case EventCallStarted:
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
@@ -256,13 +316,18 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	}
 	switch m := msg.(type) {
 	case *persistence.ReplayComplete:
-		r.announceAll(c, "recovered")
+		r.recovered(c)
 	case *persistence.RequestSnapshot: // from inside a write: the state before it
 		persister(c).PersistSnapshot(r.asm.Pending.State())
 	case actors.Timer:
-		if _, ok := m.Key.(flushTimer); ok {
+		switch m.Key.(type) {
+		case flushTimer:
 			r.timer = false
 			r.flush(c)
+			return
+		case recoveredLimit:
+			r.flush(c)
+			r.endRecovered(c)
 			return
 		}
 		r.flush(c)
@@ -279,6 +344,83 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 // held any more: it is not retried.)
 func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c) }
 
+// recovered notes, once the recovery is complete, the streams of the
+// calls it recovered, which the restart closed towards the consumer, and
+// sets the timer of their limit.
+func (r *durableRouter) recovered(c actors.WrapperContext) {
+	p := &r.asm.Pending
+	if p.Len() == 0 {
+		return
+	}
+	r.closed = make(map[string]struct{}, len(p.byStream))
+	for stream := range p.byStream {
+		r.closed[stream] = struct{}{}
+	}
+	if r.limit > 0 {
+		c.After(r.limit, recoveredLimit{})
+	}
+}
+
+// isClosed reports whether stream is closed towards the consumer (see
+// durableRouter.closed).
+func (r *durableRouter) isClosed(stream string) bool {
+	if len(r.closed) == 0 {
+		return false
+	}
+	_, ok := r.closed[stream]
+	return ok
+}
+
+// reopen opens the closed stream of f, a request frame, if f opens a call
+// on it (as the runtime counts it): the consumer has come back to it. The
+// calls recovered there that are still pending are announced first.
+func (r *durableRouter) reopen(c actors.WrapperContext, f *messages.Frame) {
+	stream := f.GetStreamId()
+	if t := f.GetType(); t == messages.FrameType_META || !actors.OpensStream(t) || !r.isClosed(stream) {
+		return
+	}
+	delete(r.closed, stream)
+	calls := r.asm.Pending.inStream(stream)
+	if len(calls) == 0 {
+		return
+	}
+	ids := make([]string, len(calls))
+	for i, pc := range calls {
+		ids[i] = pc.ToolCallID
+	}
+	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: "recovered",
+		StreamPending: len(ids), Pending: r.asm.Pending.Len(), ToolCallIDs: ids})))
+}
+
+// endRecovered ends the calls still pending on closed streams once the
+// limit has passed: their removal is persisted, then their error results
+// go to the model. The streams stay closed: the model may echo the
+// results, and nothing goes out on them until the consumer comes back.
+func (r *durableRouter) endRecovered(c actors.WrapperContext) {
+	var ended []*PendingCall
+	for stream := range r.closed {
+		ended = append(ended, r.asm.Pending.inStream(stream)...)
+	}
+	if len(ended) == 0 {
+		return
+	}
+	slices.SortFunc(ended, func(a, b *PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
+	events := make([]Event, len(ended))
+	calls := make([]*messages.Frame, len(ended))
+	for i, pc := range ended {
+		events[i] = Event{Kind: EventCallCompleted, StreamID: pc.StreamID, ToolCallID: pc.ToolCallID}
+		calls[i] = pc.frame()
+	}
+	r.core.persistAll(persister(c), events)
+	c.Logger().Warn("recovered tool calls ended: their streams were not written on again",
+		"router", r.id, "calls", len(calls), "within", r.limit)
+	for _, call := range calls {
+		r.d.deliver(c, call, errorResult(call, FailureStopped, fmt.Sprintf(
+			"Tool %s stopped before its arguments were complete: the router restarted, and stream %s was not written on again within %v",
+			call.GetName(), call.GetStreamId(), r.limit)))
+	}
+}
+
 // stateChange is the payload of a META state frame.
 type stateChange struct {
 	Event         string   `json:"event"`
@@ -288,8 +430,12 @@ type stateChange struct {
 	ToolCallIDs   []string `json:"tool_call_ids,omitempty"`
 }
 
-// announce emits a state frame on stream, after a change was applied.
+// announce emits a state frame on stream, after a change was applied,
+// unless the stream is closed.
 func (r *durableRouter) announce(c actors.WrapperContext, stream, event, id string) {
+	if r.isClosed(stream) {
+		return
+	}
 	p := &r.asm.Pending
 	r.emit(c, messages.Meta(stream, MetaState, stateChange{Event: event, ToolCallID: id,
 		StreamPending: p.InStream(stream), Pending: p.Len()}.json()))
@@ -326,12 +472,15 @@ func plainJSON(s string) bool {
 }
 
 // announceAll emits a state frame listing the pending calls on each
-// stream that has some.
+// stream that has some, but the closed ones.
 func (r *durableRouter) announceAll(c actors.WrapperContext, event string) {
 	p := &r.asm.Pending
 	byStream := map[string][]string{}
 	var order []string
 	for _, pc := range p.Snapshot() {
+		if r.isClosed(pc.StreamID) {
+			continue
+		}
 		if _, ok := byStream[pc.StreamID]; !ok {
 			order = append(order, pc.StreamID)
 		}

@@ -164,14 +164,22 @@ func (d *durableCore) persist(w eventWriter, e Event) {
 	d.asm.Pending.Apply(e)
 }
 
-// flush writes and applies what is held.
-func (d *durableCore) flush(w eventWriter) {
-	if len(d.runs) > 0 {
-		d.apply(d.write(w, Event{}))
+// persistAll is persist of several events, written in one store call.
+func (d *durableCore) persistAll(w eventWriter, es []Event) {
+	d.apply(d.write(w, es...))
+	for _, e := range es {
+		d.asm.Pending.Apply(e)
 	}
 }
 
-// write stores the held chunks and then e (unless its Kind is EventNone)
+// flush writes and applies what is held.
+func (d *durableCore) flush(w eventWriter) {
+	if len(d.runs) > 0 {
+		d.apply(d.write(w))
+	}
+}
+
+// write stores the held chunks and then es (but those of Kind EventNone)
 // in one call of w, and returns the runs written. They are no longer held
 // once the write begins, so a write that fails is never retried (the
 // store may have accepted part of it; the supervisor decides what happens
@@ -182,7 +190,7 @@ func (d *durableCore) flush(w eventWriter) {
 // holding their concatenation: appending it is the same change as
 // appending them one by one, and a streamed argument costs the store one
 // event per write instead of one per chunk.
-func (d *durableCore) write(w eventWriter, e Event) []heldRun {
+func (d *durableCore) write(w eventWriter, es ...Event) []heldRun {
 	runs := d.runs
 	d.runs, d.count, d.size = runs[len(runs):], 0, 0 // runs stays valid: nothing is held until the write returns
 	if len(d.chunks) < len(runs) {
@@ -194,8 +202,10 @@ func (d *durableCore) write(w eventWriter, e Event) []heldRun {
 		c.Seq, c.Chunk = r.seq, r.staged()
 		d.stored = append(d.stored, chunkRecord{c})
 	}
-	if e.Kind != EventNone {
-		d.stored = append(d.stored, storedForm(e))
+	for _, e := range es {
+		if e.Kind != EventNone {
+			d.stored = append(d.stored, storedForm(e))
+		}
 	}
 	w.PersistEvents(d.stored)
 	for k := range runs {

@@ -138,6 +138,7 @@ func TestDurableRouter_CancelWhileAssemblingIsPersisted(t *testing.T) {
 	}
 
 	rt.System().Root.Send(conn.Ref().PID(), crashNow{})
+	send(t, conn, messages.Text("keep", "back")) // its consumer writes on it again
 	if ev, _ := waitState(t, conn, "keep", "recovered"); ev.Pending != 1 {
 		t.Errorf("recovered state = %+v, want call_k alone pending", ev)
 	}

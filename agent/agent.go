@@ -319,7 +319,12 @@ type Agent struct {
 	// use (with a Store, or delegated to): with ready, the loops whose
 	// tool calls Close tells from a host's (see insideOwnLoop).
 	ownLoops map[*actors.Mux]struct{}
-	closed   bool
+	// delegating counts the handlers of delegations (AsTool) that tool
+	// actors under the agent's loops run (see callerOf); delegated, when
+	// a Close waits for them, is closed (and cleared) as the last returns.
+	delegating int
+	delegated  chan struct{}
+	closed     bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter), or for a loop to restart or stop (see
 	// untilClosed); made by the first of them.
@@ -470,6 +475,7 @@ func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 			a.mu.Lock()
 			a.ready = s.mux
 			a.mu.Unlock()
+			ownLoop(s.mux, a)
 		}
 		close(s.done)
 	}
@@ -559,7 +565,11 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // included, and so have the loops of the agent's own conversations
 // (with a Store, or delegated to) that were still stopping when their
 // Run returned: a loop of a durable session persists it until it is
-// gone. Only then does it give the agent's name on its Store back (see
+// gone. Then, for CancelGrace at most, it waits for the handlers of the
+// delegations its conversations made ([AsTool] of other agents), which
+// wind down as their loops, under the agent's, stop: a host's
+// ToolOptions.OnEvent hook gets no event of them after Close returned,
+// unless it held one for longer. Only then does it give the agent's name on its Store back (see
 // [ErrNameTaken]), so that an agent of that name started after it never
 // runs a session beside a loop of this one.
 //
@@ -644,6 +654,12 @@ func (a *Agent) Close(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
+	if s != nil && s.mux != nil {
+		ownLoop(s.mux, nil)
+	}
+	if err := a.awaitDelegating(ctx); err != nil {
+		return fmt.Errorf("agent %q: close: wait for the delegations it made to return: %w", a.opts.Name, err)
+	}
 	// The loop has stopped: the drains read to its end and return.
 	drained := make(chan struct{})
 	go func() { a.drains.Wait(); close(drained) }()
@@ -663,6 +679,97 @@ func (a *Agent) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
+	}
+}
+
+// loopOwners maps the actor id of every loop an agent runs (its shared
+// loop once started, until Close; the loop of its own of a conversation
+// running) to that agent: the handler of a delegation (AsTool) run by a
+// tool actor under one of them finds the agent that called it (callerOf),
+// whose Close waits for it.
+var loopOwners = struct {
+	sync.Mutex
+	of map[string]*Agent
+}{of: map[string]*Agent{}}
+
+// ownLoop notes that m is a loop of a (a nil: no longer); a nil m does
+// nothing.
+func ownLoop(m *actors.Mux, a *Agent) {
+	if m == nil {
+		return
+	}
+	id := m.Ref().String()
+	loopOwners.Lock()
+	if a != nil {
+		loopOwners.of[id] = a
+	} else {
+		delete(loopOwners.of, id)
+	}
+	loopOwners.Unlock()
+}
+
+// callerOf returns the agent whose loop the actor p is under (the
+// nearest, for a delegation within a delegation), or nil.
+func callerOf(p actors.Parent) *Agent {
+	id := p.Ref().String()
+	loopOwners.Lock()
+	defer loopOwners.Unlock()
+	for i := len(id) - 1; i > 0; i-- {
+		if id[i] == '/' {
+			if a := loopOwners.of[id[:i]]; a != nil && a.rt == p.Runtime() {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+// delegate counts a delegation's handler, run for a conversation of a,
+// until the function it returns is called.
+func (a *Agent) delegate() (done func()) {
+	a.mu.Lock()
+	a.delegating++
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		if a.delegating--; a.delegating == 0 && a.delegated != nil {
+			close(a.delegated)
+			a.delegated = nil
+		}
+		a.mu.Unlock()
+	}
+}
+
+// awaitDelegating waits, once the agent's loops have stopped (and with
+// them the loops of the delegations they made), until the handlers of
+// those delegations have returned, for CancelGrace at most: a host's
+// ToolOptions.OnEvent hook still running in one may hold it no longer.
+// It returns ctx's error if ctx ends first.
+func (a *Agent) awaitDelegating(ctx context.Context) error {
+	var grace <-chan time.Time
+	for {
+		a.mu.Lock()
+		if a.delegating == 0 {
+			a.mu.Unlock()
+			return nil
+		}
+		if a.delegated == nil {
+			a.delegated = make(chan struct{})
+		}
+		delegated := a.delegated
+		a.mu.Unlock()
+		if grace == nil {
+			t := time.NewTimer(a.opts.CancelGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case <-delegated:
+		case <-grace:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -919,11 +1026,20 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 			return
 		}
 		if err != nil {
-			yield(Event{Kind: EventError, Text: err.Error(), Answer: ans}, err)
+			yield(Event{Kind: EventError, Text: err.Error(), Answer: answered(ans)}, err)
 			return
 		}
 		yield(Event{Kind: EventDone, Answer: ans}, nil)
 	}
+}
+
+// answered is ans, or an empty answer for a conversation that answered
+// nothing: the Answer of the EventError that ends a Stream is never nil.
+func answered(ans *models.Answer) *models.Answer {
+	if ans == nil {
+		return &models.Answer{}
+	}
+	return ans
 }
 
 // enter marks the session busy, and returns the shared loop if it was
@@ -1017,6 +1133,7 @@ func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()
 // that Close cancelled in its consumer's body and did not wait for,
 // leaving last, gives the agent's name back once own has stopped.
 func (a *Agent) leave(sessionID string, c *closer, drain *actors.MuxStream, own *actors.Mux) {
+	ownLoop(own, nil)
 	a.mu.Lock()
 	a.active--
 	delete(a.convs, c)
@@ -1563,6 +1680,10 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		a.ownLoops[c.mux] = struct{}{}
 	}
 	a.mu.Unlock()
+	ownLoop(old, nil)
+	if err == nil {
+		ownLoop(c.mux, a)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)
 	}

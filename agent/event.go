@@ -75,7 +75,8 @@ type Event struct {
 	// rounds the stored session has done, rebuilt from the store as
 	// [Agent.Run] says, without the round the next attempt resumes, whose
 	// calls it gives again), or what was answered before an error ended
-	// the sequence. Its Usage sums the attempts' responses so far.
+	// the sequence (never nil there: empty when nothing was). Its Usage
+	// sums the attempts' responses so far.
 	Answer *models.Answer
 	// Frame is the frame of the tool loop the event was read from (its
 	// stream id is [StreamID] of the session and attempt: the session id,

@@ -171,3 +171,50 @@ func TestStream_CancelledGivesEveryResultAsEvent(t *testing.T) {
 		t.Errorf("c2: result events %+v, want one with the result the answer holds: %s", r, final.Rounds[0].Results[1].Content)
 	}
 }
+
+// TestStream_ErrorEventAlwaysHasAnAnswer: the EventError that ends a
+// Stream has what was answered so far, an empty answer when nothing was
+// (a Stream refused at once: the session busy, the agent closed), so
+// that a consumer reading ev.Answer never meets nil.
+func TestStream_ErrorEventAlwaysHasAnAnswer(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	a, err := agent.New(rt, model(t, scripted.Turn{Text: "x"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s", ""} { // closed; an invalid session id
+		n := 0
+		for ev, err := range a.Stream(context.Background(), s, ask) {
+			n++
+			if ev.Kind != agent.EventError || err == nil || ev.Answer == nil {
+				t.Errorf("Stream of session %q: event %v (answer %v), error %v: want EventError with an answer", s, ev.Kind, ev.Answer, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("Stream of session %q gave %d events, want 1", s, n)
+		}
+	}
+}
+
+// TestAsTool_ErrorEventOfAClosedAgentHasAnAnswer: the last event
+// ToolOptions.OnEvent gets of a delegation to a closed agent, refused at
+// once, is an EventError with an empty answer, not a nil one.
+func TestAsTool_ErrorEventOfAClosedAgentHasAnAnswer(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	writer, err := agent.New(rt, model(t, scripted.Turn{Text: "x"}), &agent.Options{Name: "writer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var last agent.Event
+	lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) { last = ev }})
+	runLead(t, lead, "s", "Go.")
+	if last.Kind != agent.EventError || last.Answer == nil {
+		t.Errorf("last event of the delegation to a closed agent: %v, answer %v: want EventError with an answer", last.Kind, last.Answer)
+	}
+}

@@ -138,7 +138,9 @@ type toolAnswer struct {
 // the calling tool's actor (in the calling agent's tool router) when the
 // caller runs in sub's runtime: the caller's supervision covers it (a
 // failure past its restart intensity escalates there) and stopping the
-// calling agent stops it; sub's own loop is not started for it. A
+// calling agent stops it (the calling agent's [Agent.Close] then waits
+// for the call's handler, ToolOptions.OnEvent included, to return, for
+// CancelGrace at most); sub's own loop is not started for it. A
 // caller in another runtime delegates as a Run of sub would, on sub's
 // loop, which the first conversation needing it starts (see [New]).
 // A sub-agent that fails (every attempt ended with ERROR: a crash its
@@ -205,8 +207,15 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
-			if p, ok := actors.ParentFrom(ctx); ok && p.Runtime() == sub.rt {
-				parent = &p
+			if p, ok := actors.ParentFrom(ctx); ok {
+				if p.Runtime() == sub.rt {
+					parent = &p
+				}
+				if caller := callerOf(p); caller != nil {
+					// The caller's Close waits for this handler, once its
+					// loop (and so the delegation's) has stopped.
+					defer caller.delegate()()
+				}
 			}
 			var emit func(Event)
 			if opts.OnEvent != nil {
@@ -219,7 +228,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			switch {
 			case emit == nil:
 			case err != nil:
-				emit(Event{Kind: EventError, Text: err.Error(), Answer: ans})
+				emit(Event{Kind: EventError, Text: err.Error(), Answer: answered(ans)})
 			default:
 				emit(Event{Kind: EventDone, Answer: ans})
 			}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sync"
@@ -51,6 +52,15 @@ type abTotals struct {
 	// wallRatios and cpuRatios are, for each pair measured, side 0's time
 	// per item over side 1's, in wall and in CPU time.
 	wallRatios, cpuRatios []float64
+	// bytes are the bytes each side allocated in its slices, and
+	// gcWall and gcCPU the collector's cost charged to it (included in
+	// wall and cpu), with [pairRun].chargeGC; collections is how many
+	// collections the run's counted pairs paid for, collectedWall and
+	// collectedCPU what they cost (what gcWall and gcCPU split).
+	bytes                       [2]uint64
+	gcWall, gcCPU               [2]time.Duration
+	collections                 int
+	collectedWall, collectedCPU time.Duration
 }
 
 // abSlice runs one slice of work of side 0 or 1 with checksums on or off
@@ -140,6 +150,34 @@ type pairRun struct {
 	// after, if set, runs after each slice of side, outside its
 	// measurement, before the collection.
 	after func(side int) error
+	// chargeGC (not with gc) keeps the collector out of the slices and
+	// charges its whole cost to the sides by the bytes they allocate:
+	// automatic collection is off for the run, and the heap is
+	// collected between slices as often as the runtime would collect
+	// it (whenever the bytes allocated since the last collection reach
+	// what the runtime allowed after the first: its heap goal over the
+	// live heap), each collection timed (wall and the process's CPU
+	// time); every slice is then charged the run's collection cost per
+	// byte times the bytes allocated in it, in its totals and in the
+	// ratio of its pair. A collection that falls inside one slice can
+	// cost as much as the slice's own work, so without this a pair's
+	// ratio depends on which side the runtime happened to collect in;
+	// with gc, a slice that allocates less than a cycle's worth would
+	// carry no collection at all. What is charged is the collections'
+	// own work, done with the world stopped; what a cycle running
+	// concurrently costs the code beside it (write barriers, assists, a
+	// core taken by its worker) is not.
+	chargeGC bool
+}
+
+// gcCharge is the collector's cost over an interleaved run, kept apart
+// from the slices (see [pairRun].chargeGC).
+type gcCharge struct {
+	period      uint64 // bytes allocated between two collections
+	since       uint64 // bytes allocated when the last collection ran
+	collections int
+	wall, cpu   time.Duration // spent in the collections counted
+	percent     int           // GOGC before the run
 }
 
 // run runs pairs of slices, one of each side, and returns the totals:
@@ -155,24 +193,28 @@ type pairRun struct {
 // caches hold, a few dozen objects, far below a slice's).
 func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 	b.Helper()
-	var t abTotals
-	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
 	type slice struct {
-		items     int
-		wall, cpu time.Duration
-		allocs    uint64
+		items         int
+		wall, cpu     time.Duration
+		allocs, bytes uint64
 	}
 	// With gc, the collection that ends a slice is the one the next
 	// starts from (the first comes before the run): it also flushes the
 	// Ps' caches, so that the slice's allocations are all counted.
-	readAllocs := func() uint64 {
+	readAllocs := func() (objects, bytes uint64) {
 		metrics.Read(allocs)
-		return allocs[0].Value.Uint64()
+		return allocs[0].Value.Uint64(), allocs[1].Value.Uint64()
 	}
 	if r.gc {
 		runtime.GC()
 	}
-	last := readAllocs()
+	var charge *gcCharge
+	if r.chargeGC && !r.gc {
+		charge = startCharging()
+		defer charge.stop()
+	}
+	last, lastBytes := readAllocs()
 	measure := func(side int) slice {
 		cpu, start := processCPU(), time.Now()
 		n, err := slices[side]()
@@ -188,9 +230,13 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 		if r.gc {
 			runtime.GC()
 		}
-		now := readAllocs()
-		s := slice{items: n, wall: wall, cpu: used, allocs: now - last}
-		last = now
+		now, nowBytes := readAllocs()
+		s := slice{items: n, wall: wall, cpu: used, allocs: now - last, bytes: nowBytes - lastBytes}
+		if charge != nil {
+			charge.collectIfDue(nowBytes)
+			now, nowBytes = readAllocs()
+		}
+		last, lastBytes = now, nowBytes
 		return s
 	}
 	warmup := 0
@@ -201,7 +247,11 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 		measure(0)
 		measure(1)
 	}
+	if charge != nil {
+		charge.reset() // the warm-up's collections are not counted
+	}
 	b.ResetTimer()
+	var pairs [][2]slice
 	start := time.Now()
 	flip := 0
 	for i := 0; ; i++ {
@@ -216,11 +266,41 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 		first := (i + flip) % 2
 		m[first] = measure(first)
 		m[1-first] = measure(1 - first)
-		for side, s := range m {
+		pairs = append(pairs, m)
+		if r.until > 0 && time.Since(start) >= r.until || r.until <= 0 && i+1 >= b.N {
+			break
+		}
+	}
+	// The collector's cost per byte allocated in the counted slices,
+	// charged to each slice by its bytes.
+	var wallPerByte, cpuPerByte float64
+	var t abTotals
+	if charge != nil {
+		var allocated uint64
+		for _, m := range pairs {
+			allocated += m[0].bytes + m[1].bytes
+		}
+		charge.finish()
+		if allocated > 0 {
+			wallPerByte = float64(charge.wall) / float64(allocated)
+			cpuPerByte = float64(charge.cpu) / float64(allocated)
+		}
+		t.collections, t.collectedWall, t.collectedCPU = charge.collections, charge.wall, charge.cpu
+	}
+	for _, m := range pairs {
+		for side := range m {
+			s := &m[side]
+			gcWall := time.Duration(wallPerByte * float64(s.bytes))
+			gcCPU := time.Duration(cpuPerByte * float64(s.bytes))
+			s.wall += gcWall
+			s.cpu += gcCPU
 			t.items[side] += s.items
 			t.wall[side] += s.wall
 			t.cpu[side] += s.cpu
 			t.allocs[side] += s.allocs
+			t.bytes[side] += s.bytes
+			t.gcWall[side] += gcWall
+			t.gcCPU[side] += gcCPU
 		}
 		if m[0].items > 0 && m[1].items > 0 {
 			per := func(a, b time.Duration) float64 {
@@ -231,11 +311,62 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 				t.cpuRatios = append(t.cpuRatios, per(m[0].cpu, m[1].cpu))
 			}
 		}
-		if r.until > 0 && time.Since(start) >= r.until || r.until <= 0 && i+1 >= b.N {
-			return t
-		}
+	}
+	return t
+}
+
+// startCharging collects the heap, takes the runtime's allowance for
+// the next cycle (its heap goal over the live heap) as the period
+// between collections, and turns automatic collection off until stop.
+func startCharging() *gcCharge {
+	runtime.GC()
+	m := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(m)
+	goal, live := m[0].Value.Uint64(), m[1].Value.Uint64()
+	c := &gcCharge{period: max(goal-min(goal, live), minChargePeriod), since: m[2].Value.Uint64()}
+	c.percent = debug.SetGCPercent(-1)
+	return c
+}
+
+// minChargePeriod bounds the period between collections from below, for
+// a goal read wrong: the runtime's smallest heap goal is 4 MiB.
+const minChargePeriod = 1 << 20
+
+// collectIfDue collects the heap, timed, when the bytes allocated
+// (allocated, read from /gc/heap/allocs:bytes) since the last
+// collection reach the period.
+func (c *gcCharge) collectIfDue(allocated uint64) {
+	if allocated-c.since < c.period {
+		return
+	}
+	c.collect()
+}
+
+func (c *gcCharge) collect() {
+	cpu, start := processCPU(), time.Now()
+	runtime.GC()
+	c.wall += time.Since(start)
+	c.cpu += processCPU() - cpu
+	c.collections++
+	m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(m)
+	c.since = m[0].Value.Uint64()
+}
+
+// reset forgets the collections so far.
+func (c *gcCharge) reset() { c.collections, c.wall, c.cpu = 0, 0, 0 }
+
+// finish makes sure the run paid for at least one collection: a run too
+// short to reach the period (b.N pairs in a smoke test) is charged one
+// collection of what it allocated.
+func (c *gcCharge) finish() {
+	if c.collections == 0 {
+		c.collect()
 	}
 }
+
+// stop turns automatic collection back on as it was.
+func (c *gcCharge) stop() { debug.SetGCPercent(c.percent) }
 
 // pairRatio is a run's ratio from the ratios of its pairs: the geometric
 // mean of the middle half (all of them below 4 pairs). Like a median it
@@ -259,6 +390,68 @@ func pairRatio(ratios []float64) float64 {
 		sum += math.Log(x)
 	}
 	return math.Exp(sum / float64(len(s)))
+}
+
+// pairCI is the 95 % confidence interval of [pairRatio] over ratios:
+// the Tukey–McLaughlin interval of the trimmed mean of the ratios'
+// logarithms (the quarter at each end trimmed, as pairRatio trims; none
+// below 4), its standard error from their winsorized spread and the
+// t distribution's quantile for one less than the pairs kept. It
+// assumes the pairs independent: a run whose sides differ by something
+// the pairs share (their own goroutines, their memory) has rounds that
+// spread wider than it. Below 2 ratios it is 0, 0.
+func pairCI(ratios []float64) (lo, hi float64) {
+	n := len(ratios)
+	if n < 2 {
+		return 0, 0
+	}
+	logs := make([]float64, n)
+	for i, r := range ratios {
+		logs[i] = math.Log(r)
+	}
+	slices.Sort(logs)
+	g := 0
+	if n >= 4 {
+		g = n / 4
+	}
+	mean := 0.0
+	for _, x := range logs[g : n-g] {
+		mean += x
+	}
+	mean /= float64(n - 2*g)
+	// The winsorized values: each trimmed one replaced by the nearest
+	// value kept.
+	wmean := 0.0
+	for i := range logs {
+		wmean += logs[min(max(i, g), n-g-1)]
+	}
+	wmean /= float64(n)
+	ss := 0.0
+	for i := range logs {
+		d := logs[min(max(i, g), n-g-1)] - wmean
+		ss += d * d
+	}
+	se := math.Sqrt(ss/float64(n-1)) / ((1 - 2*float64(g)/float64(n)) * math.Sqrt(float64(n)))
+	half := tQuantile975(n-2*g-1) * se
+	return math.Exp(mean - half), math.Exp(mean + half)
+}
+
+// tQuantile975 is the 97.5th percentile of Student's t distribution
+// with df degrees of freedom (df ≥ 1): from a table up to 30, above it
+// by the Cornish–Fisher expansion around the normal's (within 1e-4 there).
+func tQuantile975(df int) float64 {
+	table := [...]float64{12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+		2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+		2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423}
+	if df < 1 {
+		return math.Inf(1)
+	}
+	if df <= len(table) {
+		return table[df-1]
+	}
+	const z = 1.959964
+	v := float64(df)
+	return z + (z*z*z+z)/(4*v) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*v*v)
 }
 
 // checksumSides returns the two sides (named names) of a checksums row
@@ -317,6 +510,7 @@ func pairedRun(names [2]string, bench string, perCPU, byPairs bool, run func(b *
 		}
 		if byPairs && out[0].err == nil && out[1].err == nil {
 			out[0].ns = out[1].ns * pairRatio(ratios)
+			out[0].pairs = ratios
 		}
 		return out
 	}

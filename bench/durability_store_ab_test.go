@@ -2,7 +2,9 @@ package main
 
 import (
 	"math"
+	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"testing"
 	"time"
 )
@@ -103,5 +105,120 @@ func TestPairRun(t *testing.T) {
 	}
 	if got := forced[0].Value.Uint64() - before; got < uint64(2*calls[0]) {
 		t.Errorf("%d slices, %d forced collections", 2*calls[0], got)
+	}
+}
+
+// TestPairCI checks the interval of a run's ratio on inputs worked by
+// hand: 8 pairs whose logarithms are ±0.3, ±0.1, ±0.05, 0, 0 (the
+// quarter at each end winsorized to ±0.05: a spread of √(0.015/7), a
+// standard error of that over 0.5·√8, t at 3 degrees of freedom
+// 3.1824) give exp(±0.10417); that the interval holds the ratio, leans
+// to neither side (the sides swapped invert it), and narrows as pairs
+// that agree are added.
+func TestPairCI(t *testing.T) {
+	ratios := []float64{}
+	for _, l := range []float64{-0.3, -0.1, -0.05, 0, 0, 0.05, 0.1, 0.3} {
+		ratios = append(ratios, math.Exp(l))
+	}
+	lo, hi := pairCI(ratios)
+	if math.Abs(lo-math.Exp(-0.104170)) > 1e-5 || math.Abs(hi-math.Exp(0.104170)) > 1e-5 {
+		t.Errorf("pairCI = %.5f–%.5f, want %.5f–%.5f", lo, hi, math.Exp(-0.104170), math.Exp(0.104170))
+	}
+	// Without trimming (3 pairs): logs 0, 0.1, 0.2, mean 0.1, standard
+	// error 0.1/√3, t at 2 degrees of freedom 4.3027.
+	lo, hi = pairCI([]float64{1, math.Exp(0.1), math.Exp(0.2)})
+	if half := 4.3027 * 0.1 / math.Sqrt(3); math.Abs(lo-math.Exp(0.1-half)) > 1e-5 || math.Abs(hi-math.Exp(0.1+half)) > 1e-5 {
+		t.Errorf("pairCI of 3 = %.5f–%.5f, want %.5f–%.5f", lo, hi, math.Exp(0.1-half), math.Exp(0.1+half))
+	}
+	if lo, hi := pairCI([]float64{1.1}); lo != 0 || hi != 0 {
+		t.Errorf("pairCI of one pair = %v–%v, want none", lo, hi)
+	}
+	wide := []float64{0.85, 0.9, 1.18, 1.02, 0.7, 1.4, 1.1, 0.95, 1.3, 1.05, 0.99}
+	inverse := make([]float64, len(wide))
+	for i, r := range wide {
+		inverse[i] = 1 / r
+	}
+	lo, hi = pairCI(wide)
+	ilo, ihi := pairCI(inverse)
+	if r := pairRatio(wide); !(lo < r && r < hi) || math.Abs(lo*ihi-1) > 1e-12 || math.Abs(hi*ilo-1) > 1e-12 {
+		t.Errorf("pairCI = %v–%v around %v; swapped %v–%v, want its inverse", lo, hi, r, ilo, ihi)
+	}
+	more := slices.Clone(wide)
+	for range 40 {
+		more = append(more, 1.0, 1.01, 0.99)
+	}
+	if mlo, mhi := pairCI(more); mhi-mlo >= hi-lo {
+		t.Errorf("with 120 more pairs close to 1 the interval %v–%v is no narrower than %v–%v", mlo, mhi, lo, hi)
+	}
+	// Beyond the table, the expansion meets it at 30 and tends to the
+	// normal's 1.96.
+	if got := tQuantile975(31); got >= tQuantile975(30) || math.Abs(got-2.0395) > 1e-4 {
+		t.Errorf("t(31) = %v, want 2.0395 (below t(30) = %v)", got, tQuantile975(30))
+	}
+	if got := tQuantile975(1000); math.Abs(got-1.9623) > 1e-4 {
+		t.Errorf("t(1000) = %v, want 1.9623", got)
+	}
+}
+
+// TestPairRun_ChargesCollections checks that with chargeGC no
+// collection runs inside a slice, that the collections run between
+// slices are charged to the sides by the bytes they allocated (side 0
+// allocates three times side 1's), included in their totals, and that
+// automatic collection is back on afterwards.
+func TestPairRun_ChargesCollections(t *testing.T) {
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	inSlices := 0 // collections completed during a slice
+	var sink [][]byte
+	alloc := func(kib int) func() (int, error) {
+		return func() (int, error) {
+			metrics.Read(cycles)
+			before := cycles[0].Value.Uint64()
+			sink = sink[:0]
+			for range kib {
+				sink = append(sink, make([]byte, 1024))
+			}
+			metrics.Read(cycles)
+			inSlices += int(cycles[0].Value.Uint64() - before)
+			return 1, nil
+		}
+	}
+	percent := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(percent)
+	var tot abTotals
+	testing.Benchmark(func(b *testing.B) {
+		inSlices = 0
+		tot = pairRun{until: 50 * time.Millisecond, warmup: 2, chargeGC: true}.run(b, [2]func() (int, error){alloc(3 << 10), alloc(1 << 10)})
+	})
+	if inSlices != 0 {
+		t.Errorf("%d collections ran inside slices", inSlices)
+	}
+	if tot.collections == 0 || tot.gcWall[0] <= 0 || tot.gcCPU[0] < 0 {
+		t.Fatalf("%d collections charged %v wall, %v CPU to side 0", tot.collections, tot.gcWall[0], tot.gcCPU[0])
+	}
+	if b := float64(tot.bytes[0]) / float64(tot.bytes[1]); b < 2.7 || b > 3.3 {
+		t.Errorf("side 0 allocated %d bytes, side 1 %d: want 3 times as many", tot.bytes[0], tot.bytes[1])
+	}
+	for _, c := range []struct {
+		name      string
+		charged   [2]time.Duration
+		whole     [2]time.Duration
+		collected time.Duration
+	}{{"wall", tot.gcWall, tot.wall, tot.collectedWall}, {"CPU", tot.gcCPU, tot.cpu, tot.collectedCPU}} {
+		// Each slice's charge is rounded down to the nanosecond.
+		if d := c.collected - c.charged[0] - c.charged[1]; d < 0 || d > time.Duration(2*tot.items[0]) {
+			t.Errorf("%s: the collections cost %v, the sides were charged %v and %v", c.name, c.collected, c.charged[0], c.charged[1])
+		}
+		byBytes := float64(tot.bytes[0]) / float64(tot.bytes[1])
+		if c.charged[1] > 0 && math.Abs(float64(c.charged[0])/float64(c.charged[1])/byBytes-1) > 1e-3 {
+			t.Errorf("%s charged %v and %v, not in the ratio of the bytes (%.3f)", c.name, c.charged[0], c.charged[1], byBytes)
+		}
+		for side := range 2 {
+			if c.whole[side] < c.charged[side] {
+				t.Errorf("side %d: %s %v does not include the %v charged", side, c.name, c.whole[side], c.charged[side])
+			}
+		}
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC after the run %d, want 100 again", got)
 	}
 }

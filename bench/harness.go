@@ -125,6 +125,15 @@ type Row struct {
 	// ours, in Unit (goals on our figure are judged by the worst of them).
 	OursMin float64 `json:"ours_min,omitempty"`
 	OursMax float64 `json:"ours_max,omitempty"`
+	// CILow and CIHigh bound the 95 % confidence interval of the ratio
+	// (oriented as Ratio) over the pairs of all rounds of a row
+	// measured by pairs of slices ([pairCI] of them pooled), CIPairs
+	// their number; information only: the goal is judged by the worst
+	// round. Rounds spread wider than it when what moves them is shared
+	// by a run's pairs.
+	CILow   float64 `json:"ci_low,omitempty"`
+	CIHigh  float64 `json:"ci_high,omitempty"`
+	CIPairs int     `json:"ci_pairs,omitempty"`
 	Goal    string  `json:"goal"`
 	// Met is nil for information rows and rows that failed.
 	Met *bool `json:"met"`
@@ -137,9 +146,12 @@ type Row struct {
 	Error string `json:"error,omitempty"`
 }
 
-// sample is one measurement: time per operation and allocations.
+// sample is one measurement: time per operation and allocations; for
+// a side measured by pairs of slices against the other, the ratios of
+// its pairs (its time per item over the other's).
 type sample struct {
 	ns, allocs float64
+	pairs      []float64
 	err        error
 }
 
@@ -194,7 +206,7 @@ func (c *config) compare(p pair) Row {
 	if p.per == 0 {
 		p.per = 1
 	}
-	var ours, base, ratios, oa, ba []float64
+	var ours, base, ratios, oa, ba, pairs []float64
 	for round := range c.rounds {
 		// Odd rounds measure the baseline first: whichever side goes
 		// first in a round meets a machine in a different state (caches,
@@ -217,6 +229,7 @@ func (c *config) compare(p pair) Row {
 			break
 		}
 		ours, oa = append(ours, o.ns), append(oa, o.allocs)
+		pairs = append(pairs, o.pairs...)
 		if p.base.measure != nil {
 			base, ba = append(base, b.ns), append(ba, b.allocs)
 			ratios = append(ratios, o.ns/b.ns)
@@ -239,6 +252,10 @@ func (c *config) compare(p pair) Row {
 			}
 			row.Ratio = orient(median(ratios))
 			row.RatioMin, row.RatioMax = spread(ratios, orient)
+			if lo, hi := pairCI(pairs); lo > 0 {
+				row.CILow, row.CIHigh = spread([]float64{lo, hi}, orient)
+				row.CIPairs = len(pairs)
+			}
 		}
 	}
 	row.Met = p.goal.met(&row)
@@ -353,13 +370,13 @@ type Report struct {
 // writeTable prints the rows as an aligned text table.
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "figure\tcase\tours\tbaseline\tratio\trounds\tgoal\tmet\tallocs/op ours (base)")
+	fmt.Fprintln(tw, "figure\tcase\tours\tbaseline\tratio\trounds\t95% CI (pairs)\tgoal\tmet\tallocs/op ours (base)")
 	for _, r := range rows {
 		met := "-"
 		if r.Met != nil {
 			met = map[bool]string{true: "yes", false: "NO"}[*r.Met]
 		}
-		ours, base, ratio, rounds := "-", "-", "-", "-"
+		ours, base, ratio, rounds, ci := "-", "-", "-", "-", "-"
 		if r.Error == "" {
 			ours = humanize(r.Ours) + " " + r.Unit
 			if r.BaselineName != "" {
@@ -376,6 +393,9 @@ func writeTable(w io.Writer, rows []Row) error {
 					rounds = humanize(r.OursMin) + "–" + humanize(r.OursMax)
 				}
 			}
+			if r.CIPairs > 0 {
+				ci = fmt.Sprintf("%.2f–%.2f (%d)", r.CILow, r.CIHigh, r.CIPairs)
+			}
 		} else {
 			ours = "error"
 			met = "NO"
@@ -387,7 +407,7 @@ func writeTable(w io.Writer, rows []Row) error {
 				allocs += " (" + humanize(r.BaselineAllocs) + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Case, ours, base, ratio, rounds, r.Goal, met, allocs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Figure, r.Case, ours, base, ratio, rounds, ci, r.Goal, met, allocs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -76,5 +78,49 @@ func TestCompare_AlternatesWhichSideGoesFirst(t *testing.T) {
 	c.compare(pair{figure: "x", name: "order", kind: duration, unit: "op", ours: side("o"), base: side("b")})
 	if got, want := strings.Join(order, ""), "obboobbo"; got != want {
 		t.Fatalf("measured in order %q, want %q", got, want)
+	}
+}
+
+// TestCompare_PairsCI checks that a row measured by pairs gets the 95 %
+// confidence interval of the ratio over all its rounds' pairs (as
+// pairCI gives it for them pooled), in the row's orientation (a
+// throughput's inverted), and that the table prints it; the goal is
+// still judged by the worst round.
+func TestCompare_PairsCI(t *testing.T) {
+	rounds := [][]float64{{1.1, 1.2, 1.25}, {1.3, 1.2, 1.15, 1.22}, {1.18, 1.21}}
+	var pooled []float64
+	for _, r := range rounds {
+		pooled = append(pooled, r...)
+	}
+	lo, hi := pairCI(pooled)
+	i := 0
+	ours := side{name: "ours", measure: func() sample {
+		s := sample{ns: 12, pairs: rounds[i]}
+		i++
+		return s
+	}}
+	c := &config{rounds: 3}
+	row := c.compare(pair{figure: "x", name: "throughput", kind: throughput, unit: "runs",
+		ours: ours, base: scriptedSide("base", 10, 10, 10), goal: ratioAtLeast(0.83)})
+	if math.Abs(row.CILow-1/hi) > 1e-12 || math.Abs(row.CIHigh-1/lo) > 1e-12 || row.CIPairs != len(pooled) {
+		t.Errorf("CI %v–%v over %d pairs, want %v–%v over %d", row.CILow, row.CIHigh, row.CIPairs, 1/hi, 1/lo, len(pooled))
+	}
+	if row.Met == nil || !*row.Met || row.CILow >= 0.83 {
+		t.Errorf("every round 0.833× ≥ 0.83, the interval %v–%v below it: met %v, want the worst round to decide", row.CILow, row.CIHigh, row.Met)
+	}
+	var out bytes.Buffer
+	if err := writeTable(&out, []Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%.2f–%.2f", 1/hi, 1/lo); !strings.Contains(out.String(), want) {
+		t.Errorf("table lacks the interval %s:\n%s", want, out.String())
+	}
+
+	// A row without pairs has none.
+	i = 0
+	row = c.compare(pair{figure: "x", name: "time", kind: duration, unit: "op",
+		ours: scriptedSide("ours", 1, 2, 3), base: scriptedSide("base", 1, 1, 1)})
+	if row.CILow != 0 || row.CIHigh != 0 || row.CIPairs != 0 {
+		t.Errorf("a row without pairs has CI %v–%v over %d", row.CILow, row.CIHigh, row.CIPairs)
 	}
 }

@@ -19,16 +19,30 @@ import (
 // allows; slices a few milliseconds long, taken in turn, put the
 // machine's drift on both sides.
 //
-// What both sides share in one process is split between them: the
-// garbage collector runs for the heap of both, on whichever side's slice
-// it falls, and goroutines of one side that work in the background (the
-// inspector's clock and event stream) take the core from either side.
-// The rows measured one side after the other, which keep those apart,
-// stay in the table beside these.
+// The garbage collector is kept out of the slices and its whole cost
+// charged to the sides by the bytes each allocates ([pairRun].chargeGC):
+// a collection of this process's heap costs about as much as a slice of
+// 200 conversations, and one fell in about every tenth slice, so a
+// round's ratio depended on which side the runtime happened to collect
+// in, or, the pairs it fell in trimmed away as the extremes, left the
+// collector's cost out of both sides. (The charge is the collections'
+// own work; a concurrent cycle's cost to the code running beside it,
+// write barriers and assists, is left out: measured on one loop, the
+// charge was 55–75 % of what collecting as the runtime does added to a
+// run's wall time.) What both sides still share in
+// one process is split between them: a collection's cost is the same
+// per byte for both sides (their live heaps are marked together), and
+// goroutines of one side that work in the background (the inspector's
+// clock and event stream) take the core from either side. The rows
+// measured one side after the other, which keep those apart, stay in the
+// table beside these.
 
 // runSliceRuns is how many conversations one slice of an interleaved
-// figure 7 row plays: a few milliseconds.
-const runSliceRuns = 200
+// figure 7 row plays: a millisecond or two. Shorter slices give more
+// pairs a round, each closer in time to its partner; every slice also
+// pays for getting its side's code and data back into the caches, so
+// not shorter still.
+const runSliceRuns = 100
 
 // runsAB plays pairs of slices of the two sides' conversations for until
 // (see [pairRun.run]) and returns the totals, items counted in runs. The
@@ -58,7 +72,7 @@ func runsAB(b *testing.B, until time.Duration, sides [2]func(context.Context) er
 	// timer would make testing.Benchmark take the pairs for free and ask
 	// for ever more of them.
 	b.StartTimer()
-	return pairRun{until: until, warmup: 2}.run(b, slices)
+	return pairRun{until: until, warmup: 2, chargeGC: true}.run(b, slices)
 }
 
 // sideLabels is a context whose profiler labels name side i ("a" or
@@ -140,7 +154,7 @@ func interleavedRunRows(c *config) []Row {
 	inspOn, inspOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector", false, true, inspectedAB, until)
 	aa, aa2 := pairedRun([2]string{"loop", "loop, again"}, "RunsAB/loop-aa", false, true, loopAA, until)
 	agentOn, agentOff := pairedRun([2]string{"agent.Run", "raw loop"}, "RunsAB/agent", false, true, agentAB, until)
-	const how = "one run per round, the sides interleaved: both started once, then played in pairs of slices of 200 conversations, the order of each two pairs balanced, the first pairs not counted; a round's ratio is the geometric mean of the middle half of its pairs' ratios, the baseline's figure its side's time summed over its slices, ours that times the ratio; the garbage collector and background goroutines of one side fall on whichever slice they meet"
+	const how = "one run per round, the sides interleaved: both started once, then played in pairs of slices of 100 conversations, the order of each two pairs balanced, the first pairs not counted; the heap collected between slices as often as the runtime would, each collection timed and its cost charged to every slice by the bytes it allocated; a round's ratio is the geometric mean of the middle half of its pairs' ratios, the baseline's figure its side's time summed over its slices, ours that times the ratio; background goroutines of one side fall on whichever slice they meet"
 	return c.rows([]pair{
 		{figure: "7", name: "(a) the loop vs itself (A/A), interleaved", kind: duration, unit: "run",
 			ours: aa, base: aa2, goal: info,

@@ -8,13 +8,14 @@ import (
 )
 
 // BenchmarkRunsAB runs figure 7's interleaved rows (see runs_ab.go) as
-// plain benchmarks, reporting each side's time per run and the ratios
-// (a over b) from the pairs, in wall time and in the process's CPU time
+// plain benchmarks, reporting each side's time per run (its share of the
+// collections' time included, and reported apart: gc-ns/run), its bytes
+// allocated per run, and the ratios (a over b) from the pairs, in wall time and in the process's CPU time
 // (steadier than wall time on a machine shared with other work). With
 // -cpuprofile, the samples of each side's goroutines carry its label
 // (side a or b, see sideLabels): go tool pprof -tagfocus side=a shows one
-// side; the garbage collector's background workers and the scheduler's
-// own work carry none.
+// side; the collections between slices and the scheduler's own work
+// carry none.
 func BenchmarkRunsAB(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -30,6 +31,8 @@ func BenchmarkRunsAB(b *testing.B) {
 			b.StopTimer()
 			for side, name := range []string{"a", "b"} {
 				b.ReportMetric(float64(t.wall[side].Nanoseconds())/float64(t.items[side]), name+"-ns/run")
+				b.ReportMetric(float64(t.gcWall[side].Nanoseconds())/float64(t.items[side]), name+"-gc-ns/run")
+				b.ReportMetric(float64(t.bytes[side])/float64(t.items[side]), name+"-B/run")
 			}
 			b.ReportMetric(pairRatio(t.wallRatios), "wall-ratio")
 			b.ReportMetric(pairRatio(t.cpuRatios), "cpu-ratio")

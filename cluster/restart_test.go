@@ -144,7 +144,8 @@ const childClientEnv = "POLYWEAVE_CLUSTER_CLIENT"
 
 // TestClusterClientChild is a cluster client's body; it does nothing
 // unless started by TestMember_RestartedAtSameAddress. It marks "ready
-// ID" (its member id) once it has joined, then takes commands on its
+// ID" (its member id) once it has joined, or "in use ERROR" when another
+// process holds its address (and exits), then takes commands on its
 // stdin: "run ID" runs session ID in the background and marks "ran ID
 // EPOCH TEXT" (or "error ID ERROR"); "futures" marks "futures ID…", the
 // ids of its pending futures. It leaves when its stdin closes.
@@ -153,16 +154,21 @@ func TestClusterClientChild(t *testing.T) {
 }
 
 func runClientChild(t *testing.T, address string) error {
+	mark := tooltest.Marker()
 	c, err := cluster.Start(&cluster.Options{
 		Client: true, Address: address,
 		Provider: cluster.Automanaged(0, strings.Split(os.Getenv(childHostsEnv), ","), 100*time.Millisecond),
 		Store:    openStore(t, os.Getenv(childSchemaEnv)),
 		Hold:     3 * time.Second,
 	})
+	if err != nil && strings.Contains(err.Error(), "address already in use") {
+		// Another process took the port: the parent tries another.
+		mark("in use %v", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	mark := tooltest.Marker()
 	mark("ready %s", c.System().ID)
 	var runs sync.WaitGroup
 	sc := bufio.NewScanner(os.Stdin)
@@ -208,18 +214,42 @@ func runClientChild(t *testing.T, address string) error {
 // the test is a child: a protoactor remote that starts replaces gRPC's
 // global logger, racing with the gRPC goroutines of any other in the
 // process.)
+//
+// The client's port is found free, and the client's remote binds it
+// itself, as protoactor does, so nothing holds it for the client
+// meanwhile: another process may take it before the first client
+// listens, or between the two. The scenario then starts again, from a
+// new member, on another port.
 func TestMember_RestartedAtSameAddress(t *testing.T) {
 	parallelLeakCheck(t)
+	for attempt := 1; !restartedAtSameAddress(t); attempt++ {
+		if attempt == 3 {
+			t.Fatal("three ports found free were taken by other processes before the clients could listen on them")
+		}
+		t.Log("the client's port was taken by another process: starting again on another")
+	}
+}
+
+// restartedAtSameAddress is TestMember_RestartedAtSameAddress on a port
+// found free; it returns false, with every child it started stopped,
+// when a client could not listen on it because another process held it.
+func restartedAtSameAddress(t *testing.T) bool {
+	t.Helper()
 	host := startHostChild(t)
 	address := fmt.Sprintf("127.0.0.1:%d", stablePorts(t, 1)[0]) // the client's, restarted
-	startClient := func() (*tooltest.Child, string) {
+	startClient := func() (*tooltest.Child, string, bool) {
 		t.Helper()
 		c := tooltest.StartChild(t, "^TestClusterClientChild$", host.env(childClientEnv+"="+address, childHostsEnv+"="+host.health)...)
-		id, ok := strings.CutPrefix(c.Mark(t), "ready ")
-		if !ok {
-			t.Fatal("client did not say it was ready")
+		m := c.Mark(t)
+		if strings.HasPrefix(m, "in use ") {
+			c.Stop(t)
+			return nil, "", false
 		}
-		return c, id
+		id, ok := strings.CutPrefix(m, "ready ")
+		if !ok {
+			t.Fatalf("client: mark %q; want it ready", m)
+		}
+		return c, id, true
 	}
 	// ran returns the text of session id's answer, as c marks it.
 	ran := func(c *tooltest.Child, id string) string {
@@ -232,13 +262,21 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 		return text
 	}
 
-	first, firstID := startClient()
+	first, firstID, ok := startClient()
+	if !ok {
+		host.stop(t)
+		return false
+	}
 	first.Send(t, "run s")
 	if text := ran(first, "s"); text != "All done." {
 		t.Fatalf("session s from the first client answered %q", text)
 	}
 	first.Stop(t)
-	second, secondID := startClient()
+	second, secondID, ok := startClient()
+	if !ok {
+		host.stop(t)
+		return false
+	}
 	if secondID == firstID {
 		t.Fatalf("the restarted client has the first one's id %s", firstID)
 	}
@@ -266,6 +304,7 @@ func TestMember_RestartedAtSameAddress(t *testing.T) {
 	if got := host.side.runs(t); len(got) != 2 || got["s c1"] != 1 || got["t c1"] != 1 {
 		t.Errorf("side effects %v, want s c1 and t c1 once each", got)
 	}
+	return true
 }
 
 // pendingFutures returns the ids of sys's pending futures.

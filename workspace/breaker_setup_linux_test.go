@@ -89,6 +89,14 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 				t.Errorf("a call whose sandbox %s: %s, kind %q; want an error result of kind %q that says %q, not the tool's failure",
 					c.why, f.GetPayload(), tools.KindOf(f), tools.FailureUnavailable, c.holds)
 			}
+			// The kind is the one of a call refused by an open breaker:
+			// the message tells the two apart, and that this one may be
+			// tried again at once.
+			if p := string(f.GetPayload()); !strings.Contains(p, "its sandbox") || !strings.Contains(p, "never ran") ||
+				!strings.Contains(p, "try again") || strings.Contains(p, "Tool "+RunCommandToolName) {
+				t.Errorf("a call whose sandbox %s: %s; want a message that says the command never ran for want of its sandbox, "+
+					"and to try again, unlike an open breaker's", c.why, p)
+			}
 		}
 	}
 	mode.Store(ready)

@@ -58,6 +58,15 @@ import (
 // waited for the one prepared ahead, never starts its command: the
 // set-up is stopped (its helper killed), and the result has Success
 // false and StoppedBy saying why.
+//
+// A result that says the command never ran is exact: the sandbox's
+// helper starts the command only after it has told the host that it
+// does. A call that ends (timeout, ctx, Close) after the helper said so
+// and before the host took note is answered as a command killed at that
+// moment, with what it wrote: TimedOut and TimeoutExitCode at the
+// timeout, StoppedBy cancelled or workspace closed otherwise, for it may
+// have run briefly. Either way the helper is killed, and every process
+// of the sandbox with it.
 func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunCommandResult, error) {
 	if err := w.enter(ctx, RunCommandToolName); err != nil {
 		return RunCommandResult{}, err
@@ -83,6 +92,20 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	p, err := w.start(startCtx, in.Command)
 	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	closed := err != nil && errors.Is(context.Cause(setUp), ErrClosed)
+	if err == nil && p.killedAtStart {
+		// The call ended just as the command started: it was killed
+		// then, and is answered so (it may have run briefly).
+		cause := stopTimeout
+		switch {
+		case ctx.Err() != nil:
+			cause = stopCancel
+		case errors.Is(context.Cause(setUp), ErrClosed):
+			cause = stopClose
+		}
+		p.mu.Lock()
+		p.cause = cause
+		p.mu.Unlock()
+	}
 	cancelStart()
 	stopSetUpOnClose()
 	cancelSetUp(nil)
@@ -90,8 +113,8 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case timedOut:
 		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
-			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran",
-				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
+			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran "+
+				"(the machine is slow or busy: try again)", RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was
 		// made ready): it never runs.
@@ -105,7 +128,8 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case err != nil && errors.Is(err, sandbox.ErrResources):
 		w.logNotReady("could not be set up for want of a resource", err)
 		return RunCommandResult{
-			Error:    fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
+			Error: fmt.Sprintf("%s: %s: its sandbox could not be set up for want of a resource, and it never ran "+
+				"(the machine is busy: try again later): %v", RunCommandToolName, ReasonStartFailed, err),
 			Reason:   ReasonStartFailed,
 			notReady: true,
 		}, nil
@@ -273,9 +297,12 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		w.hookHandOver()
 	}
 	if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
+		if errors.Is(err, sandbox.ErrKilledAtStart) {
+			return killedAtStart(h), nil
+		}
 		if ctx.Err() != nil {
-			// Given up as the command was handed over: its helper
-			// was killed, and the command with it if it had started.
+			// Given up as the command was handed over, before the
+			// helper started it: the helper was killed.
 			h.release()
 			return nil, ctx.Err()
 		}
@@ -296,6 +323,9 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 			w.hookBeforeRun()
 		}
 		if err := h.sb.RunContext(ctx, w.shell, command, w.env); err != nil {
+			if errors.Is(err, sandbox.ErrKilledAtStart) {
+				return killedAtStart(h), nil
+			}
 			h.release()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -311,6 +341,15 @@ func (w *Workspace) startSandboxed(ctx context.Context, command string) (*proces
 		}
 	}
 	return &process{sb: h.sb, cmd: h.sb.Cmd, stdout: h.stdout, stderr: h.stderr}, nil
+}
+
+// killedAtStart is the process of a command whose call ended just as
+// the sandbox's helper started it (sandbox.ErrKilledAtStart): the helper
+// was killed, and the command with it, but the command may have run
+// briefly. It is finished as any other command (what it wrote is read)
+// and answered as one killed for that reason, which RunCommand sets.
+func killedAtStart(h *prepared) *process {
+	return &process{sb: h.sb, cmd: h.sb.Cmd, stdout: h.stdout, stderr: h.stderr, killedAtStart: true}
 }
 
 // preparation is a sandbox's set-up under way for the next command.

@@ -44,7 +44,12 @@ type process struct {
 	mu       sync.Mutex // guards the fields below and signalling the group
 	finished bool       // the group was killed after the shell exited; send nothing more
 	cause    stopCause  // the first reason to stop, if any
-	killLate *time.Timer
+
+	// killedAtStart: the call ended just as the sandbox's helper started
+	// the command, and the helper was killed (sandbox.ErrKilledAtStart);
+	// the cause above says why.
+	killedAtStart bool
+	killLate      *time.Timer
 }
 
 // start starts the shell, in the sandbox when the workspace has one, in

@@ -47,6 +47,11 @@ type process struct {
 	mu       sync.Mutex // guards the fields below and terminating the job
 	finished bool       // the job was killed after the shell exited
 	cause    stopCause  // the first reason to stop, if any
+
+	// killedAtStart: the call ended just as the sandbox's helper started
+	// the command, and the helper was killed (sandbox.ErrKilledAtStart);
+	// the cause above says why.
+	killedAtStart bool
 }
 
 // start starts the shell in a job object of its own, with our own pipes.

@@ -210,7 +210,9 @@
 // command), neither of which counts against the tool's circuit breaker,
 // unavailable for a command that never ran because its sandbox was not
 // set up within the command's timeout or for want of a resource (a slow
-// or busy machine), which does not count either, and handler_error when
+// or busy machine), which does not count either (its message says so,
+// and to try again: the kind is also that of a call an open breaker
+// refuses, whose message says to answer without the tool), and handler_error when
 // the workspace failed (a file system error, the directory gone, a shell
 // that could not start). A command that ran is a
 // successful result whatever its exit code, and one that timed out too:

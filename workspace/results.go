@@ -182,7 +182,10 @@ const TimeoutExitCode = 124
 // A command killed by signal N reports exit code 128+N, as a shell does. A
 // command that ran past its timeout reports TimeoutExitCode, TimedOut and
 // an Error saying so; one whose sandbox was not ready within the timeout
-// never ran: Success false, TimedOut, and ReasonStartFailed.
+// never ran: Success false, TimedOut, and ReasonStartFailed. A command
+// whose timeout came just as its sandbox started it reports
+// TimeoutExitCode too: it may have run briefly (see
+// [Workspace.RunCommand]).
 //
 // The zero value is an unsuccessful result with no message.
 type RunCommandResult struct {

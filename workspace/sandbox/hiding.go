@@ -34,8 +34,10 @@ import (
 // and whose /dev/shm, an empty writable tmpfs of the sandbox's own,
 // hiding would only make unusable.
 //
-// A program may change it before it sets sandboxes up: the host reads it
-// as it prepares each sandbox, and hands it to the sandbox's helper.
+// A program may change it before it sets any sandbox up (before
+// workspace.New), never after: the host reads it, without locking, as
+// it prepares each sandbox, which a workspace does in the background,
+// and hands it to the sandbox's helper.
 var DefaultHidden = []string{
 	"/root", "/home",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
@@ -70,8 +72,10 @@ var DefaultHidden = []string{
 // package manager's database (/var/lib/dpkg, /var/lib/rpm), the caches
 // of /var/cache, a toolchain kept in /srv or /var/lib are not.
 //
-// A program may change it before it sets sandboxes up: the host reads it
-// as it prepares each sandbox, and hands it to the sandbox's helper.
+// A program may change it before it sets any sandbox up (before
+// workspace.New), never after: the host reads it, without locking, as
+// it prepares each sandbox, which a workspace does in the background,
+// and hands it to the sandbox's helper.
 var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 	"/nix", "/gnu", "/snap", "/proc", "/dev", "/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage",
 	"/sys/fs/cgroup"}
@@ -112,10 +116,18 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // them, a sandbox set up with Landlock follows, to let commands read
 // where they lead (see [ReadableDirs]): /etc itself and the TLS trust
 // stores, which some systems keep elsewhere (openSUSE's /etc/ssl/certs
-// leads to /var/lib/ca-certificates/pem). The host reads it as it
-// prepares each sandbox. Name only directories that root owns and no
-// one else can write: a link planted in a directory listed here makes
-// where it leads readable to commands.
+// leads to /var/lib/ca-certificates/pem).
+//
+// Name only directories that root owns and no one else can write: a
+// link planted in a directory listed here makes where it leads readable
+// to commands. Setting a sandbox up fails ([ErrConfig], naming the
+// directory) when one is not absolute, is writable by its group or
+// others, is owned by a user other than root or the host's own, or is
+// in the workspace; one that does not exist is left out.
+//
+// A program may change it before it sets any sandbox up (before
+// workspace.New), never after: the host reads it, without locking, as
+// it prepares each sandbox, which a workspace does in the background.
 var EtcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates"}
 
 // KeptWithNetwork lists the files that stay visible when the network
@@ -125,7 +137,9 @@ var EtcLinkDirs = []string{"/etc", "/etc/ssl", "/etc/pki", "/etc/ca-certificates
 // hides the rest, and nothing beside it, when it is a regular file, no
 // link on the way to it is in the workspace (links there are the
 // commands'), and no other hidden path ([Config.Hide], the workspace's
-// surroundings) covers it. The host reads it as it opens each sandbox.
+// surroundings) covers it. The host reads it, without locking, as it
+// prepares each sandbox: a program may change it before it sets any
+// sandbox up (before workspace.New), never after.
 var KeptWithNetwork = []string{"/etc/resolv.conf"}
 
 // systemDirs hold the software commands run and are never hidden as a

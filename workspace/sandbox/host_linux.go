@@ -8,12 +8,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/internal/sandboxhook"
 )
 
 // Supported reports whether this build has a sandbox (Linux only).
@@ -206,9 +212,12 @@ func (p *Process) Run(shell, command string, env []string) error {
 // RunContext is [Process.Run] bounded by ctx: when ctx is done before
 // the helper answers (it looks again at what it must hide, which may
 // hang as a set-up may), or as it answers, the helper is killed, with
-// everything in the sandbox, the command included if it started, and
-// the error wraps ctx's cause. The caller releases the sandbox, as
-// after any error of Run.
+// everything in the sandbox, and the error wraps ctx's cause. The
+// command never ran then, and the caller releases the sandbox, as after
+// any error of Run; except when ctx ended just as the helper started
+// the command, after it said it does: the error then wraps
+// [ErrKilledAtStart] too, for the command may have run briefly, and the
+// caller finishes the Process as after a successful Run.
 func (p *Process) RunContext(ctx context.Context, shell, command string, env []string) error {
 	if p.ran {
 		return errors.New("sandbox: a sandbox runs one command")
@@ -233,14 +242,30 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	// The helper looks again at what it must hide, and says whether the
 	// command runs.
 	answer, err := p.waitLine()
+	var r report
+	decodeErr := json.Unmarshal(answer, &r)
+	if sandboxhook.Checked != nil && err == nil && r.Phase == "checked" {
+		sandboxhook.Checked(ctx, p.Pid())
+	}
 	if killed() {
+		// The helper starts the command only once it has said so, and
+		// the report pipe ends (io.EOF) only once it is dead: any other
+		// outcome leaves open that the command started. The helper
+		// could instead wait for a go-ahead after saying so, which
+		// would make the command unable to start once ctx ended; that
+		// costs every command's start a round trip between the two
+		// processes, to move a window of microseconds from one side to
+		// the other: a command that may have run briefly is answered
+		// as any command killed at that moment.
+		if err == nil && r.Phase == "checked" || err != nil && err != io.EOF {
+			return fmt.Errorf("%w (%w)", ErrKilledAtStart, context.Cause(ctx))
+		}
 		return givenUp(ctx, killed, err)
 	}
 	if err != nil {
 		return fmt.Errorf("sandbox: the prepared sandbox's helper did not take the command (%v)", err)
 	}
-	var r report
-	if err := json.Unmarshal(answer, &r); err != nil {
+	if decodeErr != nil {
 		return fmt.Errorf("sandbox helper: bad report %q", answer)
 	}
 	switch {
@@ -320,6 +345,9 @@ func Probe(cfg Config, root *os.File) (Protections, error) {
 func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr *os.File) (*Process, error) {
 	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
 		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
+	}
+	if err := checkEtcLinkDirs(EtcLinkDirs, root); err != nil {
+		return nil, err
 	}
 	var forgets uint64
 	req.LinkTargets, forgets = req.Config.LinkTargets.snapshot()
@@ -430,6 +458,76 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	return p, nil
 }
 
+// checkEtcLinkDirs refuses, with an error wrapping [ErrConfig] that
+// names it, a directory of dirs ([EtcLinkDirs]) in which someone the host
+// does not trust could plant a link, whose target the sandbox would
+// then let commands read: one that is not absolute, that its group or
+// others may write, that a user other than root or the host's own owns,
+// or that is in the workspace (the directory root), where commands
+// write. A directory that does not exist is left out, as the set-up
+// leaves it out. Run as root in a user namespace, a directory that
+// root owns outside it shows the overflow uid, which is accepted.
+func checkEtcLinkDirs(dirs []string, root *os.File) error {
+	refuse := func(d, why string) error {
+		return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s is %s: links there would make where they "+
+			"lead readable to commands; list only directories that root owns and no one else can write", d, why), ErrConfig}
+	}
+	var ws os.FileInfo
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return refuse(d, "not absolute")
+		}
+		fi, err := os.Stat(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case !fi.IsDir():
+			return refuse(d, "not a directory")
+		case fi.Mode().Perm()&0o022 != 0:
+			return refuse(d, fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()))
+		case st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() && st.Uid != overflowUID():
+			return refuse(d, fmt.Sprintf("owned by uid %d, neither root nor this process's user", st.Uid))
+		}
+		if ws == nil {
+			if ws, err = root.Stat(); err != nil {
+				return fmt.Errorf("sandbox: the workspace directory: %w", err)
+			}
+		}
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
+		}
+		for p := real; ; p = filepath.Dir(p) {
+			if fi, err := os.Stat(p); err == nil && os.SameFile(fi, ws) {
+				return refuse(d, "in the workspace")
+			}
+			if p == "/" {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// overflowUID is the uid that files show in a user namespace when their
+// owner has none there (65534 unless the system says otherwise).
+var overflowUID = sync.OnceValue(func() uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return 65534
+	}
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(n)
+})
+
 // namespaceQuotas are the files that hold the user's quota of each kind
 // of namespace the helper is started in.
 var namespaceQuotas = []struct {
@@ -480,7 +578,7 @@ func (p *Process) readLine() ([]byte, error) {
 		case err != nil:
 			return nil, err
 		case n == 0:
-			return nil, errors.New("EOF")
+			return nil, io.EOF
 		default:
 			p.buf = append(p.buf, tmp[:n]...)
 		}

@@ -5,9 +5,12 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/internal/sandboxhook"
 )
 
 var errGaveUp = errors.New("the caller gave up")
@@ -67,11 +70,71 @@ func TestRunContextStopsAHungHandOver(t *testing.T) {
 	waitStopped(t, p.Pid())
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errGaveUp)
-	if err := p.RunContext(ctx, "/bin/sh", "echo ran > f", nil); !errors.Is(err, errGaveUp) {
-		t.Fatalf("a hung hand-over whose context ended: %v; want the context's cause", err)
+	if err := p.RunContext(ctx, "/bin/sh", "echo ran > f", nil); !errors.Is(err, errGaveUp) || errors.Is(err, ErrKilledAtStart) {
+		t.Fatalf("a hung hand-over whose context ended: %v; want the context's cause, and the command never started", err)
 	}
 	p.Release()
 	if err := unix.Kill(p.Pid(), 0); err != unix.ESRCH {
 		t.Errorf("the helper of a hand-over given up is still there (kill 0: %v)", err)
+	}
+}
+
+// A context that ends after the helper said it starts the command (it
+// forks the shell right after), before RunContext took note, is no
+// longer a hand-over given up before the command ran: the command may
+// have run (here it wrote to a FIFO first), so the error wraps
+// ErrKilledAtStart with the context's cause, and Finish reports the
+// helper killed.
+func TestRunContextEndedAsTheCommandStarts(t *testing.T) {
+	dir := t.TempDir()
+	root, null := openRootAndNull(t, dir)
+	p, err := Prepare(defaults(t, Config{}), root, null, null)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(dir, "started")
+	if err := unix.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo, err := unix.Open(started, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fifo)
+	pidfd, err := unix.PidfdOpen(p.Pid(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sandboxhook.Checked = func(context.Context, int) {
+		poll(t, unix.PollFd{Fd: int32(fifo), Events: unix.POLLIN}) // the command runs
+		cancel(errGaveUp)
+		poll(t, unix.PollFd{Fd: int32(pidfd), Events: unix.POLLIN}) // the helper was killed for it
+	}
+	defer func() { sandboxhook.Checked = nil }()
+	err = p.RunContext(ctx, "/bin/sh", "echo ran > started; exec sleep 600", nil)
+	if !errors.Is(err, ErrKilledAtStart) || !errors.Is(err, errGaveUp) {
+		t.Fatalf("RunContext whose context ended as the command started: %v; want ErrKilledAtStart and the context's cause", err)
+	}
+	if _, err := p.Finish(); err == nil {
+		t.Error("Finish of a sandbox killed as its command started: no error")
+	}
+	_ = p.Cmd.Wait()
+}
+
+// poll waits until fd is ready for its events, or fails t.
+func poll(t *testing.T, fd unix.PollFd) {
+	t.Helper()
+	for {
+		fds := []unix.PollFd{fd}
+		_, err := unix.Poll(fds, -1)
+		if err == nil && fds[0].Revents != 0 {
+			return
+		}
+		if err != nil && err != unix.EINTR {
+			t.Fatalf("poll: %v", err)
+		}
 	}
 }

@@ -370,3 +370,15 @@ var ErrStartFailed = errors.New("sandbox: the command's shell could not be start
 // which the sandbox still hides. The command was not started; a
 // sandbox prepared now hides what is there now.
 var ErrPreparedStale = errors.New("sandbox: a path to hide changed since the sandbox was prepared")
+
+// ErrKilledAtStart is wrapped, with the context's cause, by the error of
+// [Process.RunContext] when its context ended just as the helper started
+// the command: after the helper had said that it starts it (it forks
+// the command's shell right after saying so), before the host took note.
+// The helper was killed, and everything in the sandbox with it, but the
+// command may have run briefly first: unlike any other error of
+// RunContext, this one does not mean that the command never ran. The
+// caller reads what the command wrote, if it wants it, and finishes the
+// Process as after a successful Run ([Process.Finish], which then reports
+// the helper killed): it need not release it.
+var ErrKilledAtStart = errors.New("sandbox: given up as the command started, the helper killed: the command may have run briefly")

@@ -1,0 +1,130 @@
+//go:build linux
+
+package workspace
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/polyweave/polyweave-go/workspace/internal/sandboxhook"
+)
+
+// awaitFD waits until fd is ready for events, or fails t (and returns
+// false) when the helper's pidfd says it exited first; stop names what
+// fd stands for.
+func awaitFD(t *testing.T, fd int, events int16, pidfd int, what string) bool {
+	t.Helper()
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: events}, {Fd: int32(pidfd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			t.Errorf("poll: %v", err)
+			return false
+		}
+		if fds[0].Revents != 0 {
+			return true
+		}
+		if fd != pidfd && fds[1].Revents != 0 {
+			t.Errorf("the sandbox's helper exited before %s", what)
+			return false
+		}
+	}
+}
+
+// A call that times out, or is cancelled or closed, just as the sandbox's helper
+// starts the command (it has answered that it does, and the host has
+// not yet acted on the answer) does not say the command never ran: the
+// command did run (here it got as far as writing to a FIFO, which the
+// test waits for before it ends the call). It is answered as a command
+// killed at its timeout, cancellation or close (every process of it died with
+// the helper, before the host acted on the helper's answer).
+func TestRunCommand_EndedAsTheCommandStarts(t *testing.T) {
+	requireSandbox(t)
+	for _, c := range []struct {
+		name string
+		// end ends the call (ctx is the start's context, which ends
+		// with it; cancel the call's, ws its workspace).
+		end func(ctx context.Context, cancel context.CancelFunc, ws *Workspace)
+		// check checks the call's outcome.
+		check func(t *testing.T, res RunCommandResult, err error)
+	}{
+		{"timeout", func(ctx context.Context, _ context.CancelFunc, _ *Workspace) { <-ctx.Done() },
+			func(t *testing.T, res RunCommandResult, err error) {
+				if err != nil || !res.TimedOut || res.StoppedBy != StoppedByTimeout || res.ExitCode != TimeoutExitCode {
+					t.Errorf("got %+v, %v; want a command killed at its timeout", res, err)
+				}
+			}},
+		{"cancel", func(_ context.Context, cancel context.CancelFunc, _ *Workspace) { cancel() },
+			func(t *testing.T, res RunCommandResult, err error) {
+				if !errors.Is(err, context.Canceled) || res.StoppedBy != StoppedByCancel || res.TimedOut {
+					t.Errorf("got %+v, %v; want a command killed as it was cancelled", res, err)
+				}
+			}},
+		{"close", func(_ context.Context, _ context.CancelFunc, ws *Workspace) { go ws.Close() },
+			func(t *testing.T, res RunCommandResult, err error) {
+				if !errors.Is(err, ErrClosed) || res.StoppedBy != StoppedByClose || res.TimedOut {
+					t.Errorf("got %+v, %v; want a command killed as its workspace closed", res, err)
+				}
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ws, err := New(dir, &Options{Sandbox: SandboxRequired, CommandTimeout: 2 * time.Second})
+			mustDo(t, err)
+			defer ws.Close()
+			mustDo(t, ws.Warm(context.Background())) // the call's time goes to its command
+			started := filepath.Join(dir, "started")
+			mustDo(t, unix.Mkfifo(started, 0o600))
+			fifo, err := unix.Open(started, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			mustDo(t, err)
+			defer unix.Close(fifo)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var helper int
+			sandboxhook.Checked = func(ctx context.Context, pid int) {
+				sandboxhook.Checked = nil
+				helper = pid
+				pidfd, err := unix.PidfdOpen(pid, 0)
+				if err != nil {
+					t.Errorf("pidfd_open: %v", err)
+					return
+				}
+				defer unix.Close(pidfd)
+				if !awaitFD(t, fifo, unix.POLLIN, pidfd, "the command wrote to the FIFO") {
+					return
+				}
+				c.end(ctx, cancel, ws)
+				// The host gave the helper up: it is killed (and with it
+				// the command) before the host acts on its answer.
+				awaitFD(t, pidfd, unix.POLLIN, pidfd, "")
+			}
+			t.Cleanup(func() { sandboxhook.Checked = nil })
+			res, err := ws.RunCommand(ctx, RunCommandInput{Command: "echo ran > started; exec sleep 600"})
+			if helper == 0 {
+				t.Fatalf("the command was never handed to a sandbox: %+v, %v", res, err)
+			}
+			if strings.Contains(res.Error, "never ran") || strings.Contains(res.Error, "before") {
+				t.Errorf("the result says the command never ran, and it did: %+v, %v", res, err)
+			}
+			if !res.Success || !res.Sandboxed {
+				t.Errorf("a command that ran is answered as one that did not: %+v", res)
+			}
+			c.check(t, res, err)
+			// The helper was dead before the host acted on its answer
+			// (the hook waited for that); Close has it reaped.
+			mustDo(t, ws.Close())
+			if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", helper, err)
+			}
+		})
+	}
+}

@@ -149,8 +149,9 @@ type importedTool struct {
 // list (within ctx and ConnectTimeout) and makes a tool of each of the
 // server's tools, named Prefix + its name, with its description, its input
 // schema (arguments are validated against it before a call is sent) and
-// flags from its annotations (read-only → capability "read", destructive
-// → irreversible, idempotent). A tool's result is the server's
+// flags from its annotations (read-only → capability "read", declared,
+// so the tool is read-only here; otherwise "write"; destructive, or no
+// destructive hint → irreversible; idempotent). A tool's result is the server's
 // structuredContent when it sends one, and otherwise its text content as
 // a JSON string; a result with isError, or a call that fails on the way,
 // is an error result (of the structuredContent when it is an object, so

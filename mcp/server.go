@@ -207,14 +207,17 @@ func outputCheck(schema json.RawMessage) func(any) bool {
 	return func(v any) bool { return compiled != nil && compiled.Validate(v) == nil }
 }
 
-// annotations maps a tool's flags to MCP's hints: read-only when its only
-// capability is "read", destructive when it is not reversible (a hint
-// that only means something for a tool that is not read-only), idempotent
-// as declared.
+// annotations maps a tool's flags to MCP's hints: read-only when it
+// declared "read" as its only capability ([tools.Description.ReadOnly]),
+// destructive when it is not reversible (a hint that only means
+// something for a tool that is not read-only), idempotent as declared.
+// A tool that declared no capabilities is neither read-only nor said to
+// be harmless: its destructive hint is left out, which MCP reads as
+// destructive, since its reversible flag is then only the default too.
 func annotations(d tools.Description) *sdk.ToolAnnotations {
 	readOnly := d.ReadOnly()
 	a := &sdk.ToolAnnotations{ReadOnlyHint: readOnly, IdempotentHint: d.Idempotent}
-	if !readOnly {
+	if !readOnly && d.CapabilitiesDeclared() {
 		destructive := !d.Reversible
 		a.DestructiveHint = &destructive
 	}

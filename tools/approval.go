@@ -71,8 +71,10 @@ type ApprovalCall struct {
 	Deadline time.Time
 }
 
-// ReadOnly reports whether the tool's only capability is "read" (the
-// default capability of a tool).
+// ReadOnly reports whether the tool only reads ([Description.ReadOnly]):
+// it declared "read" as its only capability. A tool that declared no
+// capabilities is not read-only, though it is described with the
+// default ["read"].
 func (c ApprovalCall) ReadOnly() bool {
 	return c.Tool.ReadOnly()
 }
@@ -86,11 +88,18 @@ func (c ApprovalCall) ReadOnly() bool {
 // other calls and streams. Package approval has ready-made policies.
 type ApprovalPolicy func(ApprovalCall) (Verdict, string)
 
-// DefaultApprovalPolicy runs read-only and reversible tools and asks for
-// irreversible ones.
+// DefaultApprovalPolicy runs read-only tools and reversible tools that
+// declared their capabilities; it asks for irreversible ones and for a
+// tool whose author declared no capabilities
+// ([Description.CapabilitiesDeclared]): such a tool is described with
+// the default ["read"] and as reversible, the seed's defaults, which say
+// nothing of what it does.
 func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
-	if !c.Tool.Reversible {
+	switch {
+	case !c.Tool.Reversible:
 		return VerdictAsk, fmt.Sprintf("%s is irreversible", c.Tool.Name)
+	case !c.Tool.CapabilitiesDeclared():
+		return VerdictAsk, fmt.Sprintf("%s does not declare its capabilities (what it may change)", c.Tool.Name)
 	}
 	return VerdictRun, ""
 }

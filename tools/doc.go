@@ -10,7 +10,10 @@
 // its input type. Arguments are validated against the schema before the
 // handler runs: invalid or truncated JSON and schema violations become an
 // error result naming the place ([ArgumentsError]); empty arguments mean
-// {}. [Tool.Spec] is the tool's duplex actor.
+// {}. [Tool.Spec] is the tool's duplex actor. Declare a tool's
+// capabilities: one given none is described with the default ["read"]
+// but is not read-only ([Description.ReadOnly]), so approval policies
+// ask before it runs and MCP clients are not told it only reads.
 //
 // Every call gets exactly one TOOL_RESULT: the handler's result, or
 // {"success":false,"error":"..."} (meta.is_error) for an unknown tool,

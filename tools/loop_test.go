@@ -19,7 +19,8 @@ import (
 
 // weather is an example tool for the loop transcripts.
 func weather() *tools.Tool {
-	return tools.MustNewTyped(tools.Definition{Name: "weather", Description: "Current weather in a city"},
+	return tools.MustNewTyped(tools.Definition{Name: "weather", Description: "Current weather in a city",
+		Capabilities: []string{"read"}},
 		func(ctx context.Context, in struct {
 			City string `json:"city"`
 		}) (map[string]any, error) {

@@ -49,7 +49,18 @@ type Definition struct {
 	Name string
 	// Description is shown to the model; default "Tool: <name>".
 	Description string
-	// Capabilities are tags mirrored in the DESCRIPTION; default ["read"].
+	// Capabilities are tags mirrored in the DESCRIPTION: "read" for a tool
+	// that only reads, "write", "execute", "network"... as the tool does.
+	// A tool given none is described with the seed's default ["read"],
+	// but its capabilities count as not declared: it is not read-only
+	// ([Description.ReadOnly]), so approval policies ask before it runs
+	// and MCP clients are not told it only reads. Declare ["read"] for a
+	// tool that only reads.
+	//
+	// [Tool.Definition] shows the default; a tool made with [New] from
+	// that Definition, its Capabilities left as they were, still has no
+	// declared capabilities (so wrapping a tool's handler does not make
+	// it read-only); setting Capabilities there declares them.
 	Capabilities []string
 	// Transactional says the tool's effects are transactional.
 	Transactional bool
@@ -91,6 +102,10 @@ type Definition struct {
 	// a sync handler run by a dispatcher is answered as "panicked" and
 	// counts for the circuit breaker; there is no actor to restart.
 	Sync bool
+
+	// defaultCaps: Capabilities hold the default a tool without declared
+	// capabilities was given (set by [Tool.Definition]).
+	defaultCaps bool
 }
 
 // Tool is a validated, immutable [Definition] with its schema compiled. It
@@ -118,6 +133,10 @@ func New(def Definition) (*Tool, error) {
 	if def.Description == "" {
 		def.Description = fmt.Sprintf(descriptionPattern, def.Name)
 	}
+	// A tool rebuilt from the Definition of one without declared
+	// capabilities, which shows the default, declares none either.
+	def.defaultCaps = len(def.Capabilities) == 0 ||
+		def.defaultCaps && slices.Equal(def.Capabilities, []string{DefaultCapability})
 	if len(def.Capabilities) == 0 {
 		def.Capabilities = []string{DefaultCapability}
 	}
@@ -184,7 +203,10 @@ func (t *Tool) Name() string {
 	return t.def.Name
 }
 
-// Definition returns a copy of the tool's definition with defaults applied.
+// Definition returns a copy of the tool's definition with defaults
+// applied. The Capabilities of a tool that declared none show the default
+// ["read"]; passed to [New] unchanged they are still not declared (see
+// [Definition].Capabilities).
 func (t *Tool) Definition() Definition {
 	d := t.def
 	d.Capabilities = slices.Clone(d.Capabilities)
@@ -204,13 +226,30 @@ type Description struct {
 	Sync          bool            `json:"sync"`
 	// TimeoutMs is the call timeout in milliseconds; 0 means none.
 	TimeoutMs int64 `json:"timeoutMs"`
+
+	// undeclared: Capabilities are the default of a tool that declared
+	// none. Not part of the DESCRIBE payload, which the seed specifies.
+	undeclared bool
 }
 
-// ReadOnly reports whether the tool only reads: its only capability is
-// "read" (the default capability of a tool). Approval policies, MCP
-// annotations and agents given as tools all go by it.
+// CapabilitiesDeclared reports whether the tool's author declared its
+// capabilities. It is false only for the Description of a local [Tool]
+// made without Capabilities, whose Capabilities show the default
+// ["read"]. A Description decoded from a DESCRIBE payload (a remote
+// tool's) or written by hand counts as declared: it states its
+// capabilities, and the payload has no room to say they were a default
+// (the seed's format is kept as it is), so a peer's tool described
+// ["read"] is read-only here whether or not its author declared it.
+func (d Description) CapabilitiesDeclared() bool { return !d.undeclared }
+
+// ReadOnly reports whether the tool only reads: its capabilities are
+// declared ([Description.CapabilitiesDeclared]) and "read" is the only
+// one. A tool whose author declared none is not read-only, though it is
+// described with the default ["read"]: it may do anything. Approval
+// policies, MCP annotations and agents given as tools all go by it.
 func (d Description) ReadOnly() bool {
-	return len(d.Capabilities) > 0 && !slices.ContainsFunc(d.Capabilities, func(c string) bool { return c != DefaultCapability })
+	return !d.undeclared && len(d.Capabilities) > 0 &&
+		!slices.ContainsFunc(d.Capabilities, func(c string) bool { return c != DefaultCapability })
 }
 
 // Description returns what the tool answers to DESCRIBE.
@@ -225,6 +264,7 @@ func (t *Tool) Description() Description {
 		Reversible:    !t.def.Irreversible,
 		Idempotent:    t.def.Idempotent,
 		Sync:          t.def.Sync,
+		undeclared:    t.def.defaultCaps,
 	}
 	if t.def.Timeout > 0 {
 		d.TimeoutMs = t.def.Timeout.Milliseconds()

@@ -207,6 +207,11 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
+			// This goroutine holds the delegation, and the caller's
+			// conversation waits for it: a Close of either here (in
+			// opts.OnEvent, say) cannot wait for them (see Agent.Close).
+			g := goid()
+			defer sub.handle(g)()
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
 					parent = &p
@@ -214,7 +219,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				if caller := callerOf(p); caller != nil {
 					// The caller's Close waits for this handler, once its
 					// loop (and so the delegation's) has stopped.
-					defer caller.delegate()()
+					defer caller.delegate(g)()
 				}
 			}
 			var emit func(Event)

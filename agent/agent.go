@@ -989,7 +989,9 @@ func (a *Agent) changedLocked() {
 // answer: the model's responses, every tool round, and a follow-up until
 // the model answers without calls. An attempt that ends with ERROR is
 // resumed or sent again (see [Options].MaxAttempts and Store). It returns
-// the answer, or with an error what was answered so far: a
+// the answer, or with an error what was answered so far (never nil: an
+// empty Answer when nothing was, as for an error that refused the Run at
+// once): a
 // *[FailedError] when every attempt failed (or the first failure was one
 // another attempt would meet again: its Err is then [ErrPermanent]),
 // [ErrSessionConflict] (with a Store, the session was started with other
@@ -1060,7 +1062,8 @@ func (a *Agent) changedLocked() {
 // outlives its Run: the answer holds the rounds of the Run's attempts
 // (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil, nil, false)
+	ans, err := a.run(ctx, sessionID, msgs, nil, nil, false)
+	return answered(ans), err
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
@@ -1104,7 +1107,8 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 }
 
 // answered is ans, or an empty answer for a conversation that answered
-// nothing: the Answer of the EventError that ends a Stream is never nil.
+// nothing: the Answer of Run and Resume, and of the EventError that ends
+// a Stream, is never nil.
 func answered(ans *models.Answer) *models.Answer {
 	if ans == nil {
 		return &models.Answer{}

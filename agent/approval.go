@@ -94,7 +94,8 @@ type decisionsKey struct{}
 // Resume continues the conversation of session sessionID that waits for
 // approval (a *[WaitingError] of Run, Stream or an earlier Resume) with
 // decisions about its held calls, and runs it on to its final answer as
-// Run does. msgs are the conversation's messages as given to Run: with a
+// Run does, its Answer never nil as Run's. msgs are the conversation's
+// messages as given to Run: with a
 // Store the session is resumed from the store by them, as Run resumes
 // one; without a Store they are not used (nil will do): the agent keeps
 // the Run's messages and rounds with the waiting session, and sends them
@@ -131,7 +132,8 @@ func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Mess
 	if decisions == nil {
 		decisions = []tools.ApprovalAnswer{}
 	}
-	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil, false)
+	ans, err := a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil, false)
+	return answered(ans), err
 }
 
 // approvalState is a conversation's part in approvals.

@@ -31,7 +31,10 @@ type ToolOptions struct {
 	// another schema, set Prompt too.
 	Schema json.RawMessage
 	// Prompt turns a call's arguments into the agent's conversation;
-	// default: the "task" string as one user message.
+	// default: the "task" string as one user message, a call whose task
+	// is empty or blank refused as invalid arguments (a
+	// *tools.ArgumentsError, the model told why; the agent is not asked).
+	// An error of Prompt is the call's error result.
 	Prompt func(args json.RawMessage) ([]models.Message, error)
 	// Timeout bounds one delegation; zero means tools.DefaultTimeout,
 	// tools.NoTimeout disables it.
@@ -176,7 +179,8 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 		return nil, fmt.Errorf("agent: tool %q: a Schema of its own needs a Prompt", opts.Name)
 	}
 	if opts.Prompt == nil {
-		opts.Prompt = taskPrompt
+		tool := opts.Name
+		opts.Prompt = func(args json.RawMessage) ([]models.Message, error) { return taskPrompt(tool, args) }
 	}
 	flags := sub.ToolFlags()
 	if opts.Flags != nil {
@@ -245,12 +249,19 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	})
 }
 
-func taskPrompt(args json.RawMessage) ([]models.Message, error) {
+// taskPrompt is the default Prompt of the tool named tool: the "task"
+// string as one user message. An empty or blank task is refused as the
+// call's invalid arguments (a *tools.ArgumentsError: the model is told,
+// and the sub-agent is not asked nothing).
+func taskPrompt(tool string, args json.RawMessage) ([]models.Message, error) {
 	var in struct {
 		Task string `json:"task"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, fmt.Errorf("read task: %w", err)
+	}
+	if strings.TrimSpace(in.Task) == "" {
+		return nil, &tools.ArgumentsError{Tool: tool, Problems: []string{"/task: empty: say what the agent is to do"}}
 	}
 	return []models.Message{models.UserMessage(in.Task)}, nil
 }

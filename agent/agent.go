@@ -332,7 +332,11 @@ type Agent struct {
 	// ToolOptions.OnEvent hook it calls, hold a conversation of the agent,
 	// so a Close on that goroutine cannot wait for it (see Close).
 	handling map[uint64]int
-	closed   bool
+	// closeDone is set once a Close has returned nil: a later Close
+	// returns nil at once, not waiting again for the conversations that
+	// one cancelled in their consumer's body and left.
+	closeDone bool
+	closed    bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter), or for a loop to restart or stop (see
 	// untilClosed); made by the first of them.
@@ -602,7 +606,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // stopping, answers their held calls, and Resume fails with ErrClosed. A
 // Close whose ctx ends first returns an error wrapping ctx's, the name
 // still taken, and a later Close finishes the work, waiting for what is
-// still stopping; once one has returned nil, later calls return nil.
+// still stopping; once one has returned nil, later calls return nil at
+// once (they do not wait again for the conversations it cancelled in
+// their consumer's body).
 func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
@@ -624,6 +630,10 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.closeWaits.Store(true) // before the first look at who is in a body
 	a.mu.Lock()
+	if a.closeDone {
+		a.mu.Unlock()
+		return nil
+	}
 	a.beginCloseLocked()
 	if err := a.awaitConversations(ctx); err != nil {
 		n := a.active
@@ -693,6 +703,7 @@ func (a *Agent) Close(ctx context.Context) error {
 			a.releaseAfter(a.stopping)
 			a.stopping = nil
 		}
+		a.closeDone = true
 		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():

@@ -18,7 +18,8 @@ import (
 //
 // A frame that opens a call (see opensCall) and carries the answered
 // call's tool-call id (see answeredCall) is that call's rest still in
-// flight (a chunk of its arguments): dropped too. Any other frame that
+// flight (a chunk of its arguments): dropped too, as is a chunk of
+// another call's arguments (one interleaved with it on the stream). Any other frame that
 // opens a call on the stream is delivered, and ends the record: a new
 // call (stream ids are reused call after call), told by its tool-call id
 // (see answeredCall.newCall), or one that carries no id, which cannot be

@@ -600,10 +600,14 @@ type answeredCall string
 // than c's. A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
-// caller's END).
+// caller's END). Nor is a chunk of a streaming call's arguments a new
+// call, whatever its id: its call begins with its TOOL_CALL, which, sent
+// after the answer, would have been a new call (ending the record); so
+// it is of a call begun before the answer, on the stream then (streaming
+// calls interleaved on a stream, of which c is the last one noted).
 func (c answeredCall) newCall(f *messages.Frame) bool {
 	t := f.GetType()
-	if !opensCall(t) {
+	if !opensCall(t) || f.IsToolArgChunk() {
 		return false
 	}
 	id := f.GetToolCallId()

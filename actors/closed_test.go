@@ -144,11 +144,12 @@ func TestShell_DropAnswered(t *testing.T) {
 		{"", messages.ToolCall("s", "c2", "t", nil), false, false},
 		{"c1", messages.Text("o", "other stream"), false, false},
 	} {
-		s := &shell{answered: map[string]string{"s": tc.answered}}
+		s := &shell{}
+		s.noteAnswered("s", tc.answered)
 		if got := s.dropAnswered(tc.f); got != tc.drop {
 			t.Errorf("answered %q, %s (id %q) on %s: dropped %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), tc.f.GetStreamId(), got, tc.drop)
 		}
-		if _, kept := s.answered["s"]; kept != tc.keep && tc.f.GetStreamId() == "s" {
+		if _, kept := s.answered.get("s"); kept != tc.keep && tc.f.GetStreamId() == "s" {
 			t.Errorf("answered %q, %s (id %q): record kept %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
 		}
 	}

@@ -49,7 +49,11 @@
 //     and what comes while it has a call of its own open on the stream,
 //     and a [Spec.Durable] duplex, which recovers its calls, gets every
 //     frame once restarted. A caller stops sending a call once it has
-//     the call's answer (its ERROR and END included);
+//     the call's answer (its ERROR and END included). Of the streams
+//     whose call was answered and whose caller's END has not come, an
+//     incarnation records the latest 1024 it answered and the latest
+//     1024 its earlier ones did: the late frames of one forgotten reach
+//     the Logic;
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its

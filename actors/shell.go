@@ -95,12 +95,13 @@ type shell struct {
 	// (see openStreams.call). Their frames are the answered call's,
 	// dropped, up to the caller's END, but a frame that opens a new call
 	// (see answeredCall.newCall), served or refused (see dropAnswered).
-	// What the Logic emits on them is dropped (see Emit). A map: a caller
-	// that never sends its END leaves its stream here.
+	// What the Logic emits on them is dropped (see Emit). Bounded, the
+	// oldest forgotten (see closedCalls): a caller that never sends its
+	// END leaves its stream here. Nil when there are none.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	answered map[string]string
+	answered *closedCalls
 	// muted holds the streams whose call a Resume answered (see resumed)
 	// and the Logic, which keeps its state, has not ended itself: what it
 	// emits on them is the answered call's, dropped (see Emit), whether
@@ -530,7 +531,7 @@ func (s *shell) input(f *messages.Frame) {
 		s.late(f)
 		return
 	}
-	if len(s.answered) > 0 && s.dropAnswered(f) {
+	if s.answered != nil && s.dropAnswered(f) {
 		return // the rest of a call a Resume answered
 	}
 	if s.closed != nil && s.dropClosed(f) {
@@ -573,18 +574,22 @@ func (s *shell) late(f *messages.Frame) {
 // answeredCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
-	call, ok := s.answered[id]
+	call, ok := s.answered.get(id)
 	if !ok {
 		return false
 	}
+	drop := true
 	switch {
 	case f.GetType() == messages.FrameType_END:
-		delete(s.answered, id)
-	case answeredCall(call).newCall(f):
-		delete(s.answered, id)
-		return false
+	case call.newCall(f):
+		drop = false
+	default:
+		return true
 	}
-	return true
+	if s.answered.remove(id); s.answered.len() == 0 {
+		s.answered = nil
+	}
+	return drop
 }
 
 // answeredCall is the tool-call id of a call the runtime answered (see
@@ -628,9 +633,9 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // tool-call id call, whose caller's input has not ended (see answered).
 func (s *shell) noteAnswered(stream, call string) {
 	if s.answered == nil {
-		s.answered = make(map[string]string)
+		s.answered = &closedCalls{ids: make(map[string]closedCall)}
 	}
-	s.answered[stream] = call
+	s.answered.add(stream, call)
 }
 
 // refuse answers f, a frame that opened its stream, a new call, after the
@@ -839,7 +844,7 @@ func (o *openStreams) all() []string {
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if (len(s.muted) > 0 || len(s.answered) > 0) && s.dropEmit(f) {
+	if (len(s.muted) > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
@@ -862,7 +867,7 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 		}
 		return true
 	}
-	_, ok := s.answered[id]
+	_, ok := s.answered.get(id)
 	return ok
 }
 

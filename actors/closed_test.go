@@ -135,7 +135,7 @@ func TestShell_DropAnswered(t *testing.T) {
 		{"c1", messages.Meta("s", "approval", nil), true, true},
 		{"c1", messages.Text("s", "more"), true, true},
 		{"", messages.Text("s", "more"), true, true},
-		{"", messages.Describe("s"), true, true},
+		{"", messages.Describe("s"), false, false}, // a whole call in one frame: a new one
 		{"c1", messages.End("s"), true, false},
 		{"c1", messages.ToolCall("s", "c2", "t", nil), false, false},
 		{"c1", messages.ToolCall("s", "c1", "t", nil), false, false},

@@ -32,15 +32,16 @@
 //     or continued it carried. A new call is never dropped: it is refused
 //     while the duplex stops or restarts, as above, and served otherwise.
 //     It is a TOOL_CALL (a call's first frame: one with the answered
-//     call's id is that call sent again), or a frame that opens a call
-//     (any but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries
-//     an id other than the answered call's, but an argument chunk (its
+//     call's id is that call sent again), a DESCRIBE (a whole call in
+//     one frame, ended by no END), or a frame that opens a call (any
+//     but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries an
+//     id other than the answered call's, but an argument chunk (its
 //     call's TOOL_CALL came first: a chunk of another id is of a call
 //     interleaved with the answered one on its stream). The other
 //     frames, up to the caller's END and that END included, are the
 //     answered call's rest, dropped: its argument chunks still in
-//     flight, its CANCEL, its END, none given to the Logic. A frame that opens a call
-//     and carries no id (PARAM, TEXT, DESCRIBE) cannot be told by it: in
+//     flight, its CANCEL, its END, none given to the Logic. A frame that
+//     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in
 //     the incarnation that answered the call (restarting, stopping or
 //     resumed) it is the call's rest, dropped up to the caller's END (a
 //     caller whose frames carry no ids ends its call with END); in a next

@@ -609,9 +609,15 @@ type answeredCall string
 // call, whatever its id: its call begins with its TOOL_CALL, which, sent
 // after the answer, would have been a new call (ending the record); so
 // it is of a call begun before the answer, on the stream then (streaming
-// calls interleaved on a stream, of which c is the last one noted).
+// calls interleaved on a stream, of which c is the last one noted). A
+// DESCRIBE is a new call, with or without an id: it is a whole call in
+// one frame, which its caller ends with no END, so it is never the rest
+// of another.
 func (c answeredCall) newCall(f *messages.Frame) bool {
 	t := f.GetType()
+	if t == messages.FrameType_DESCRIBE {
+		return true
+	}
 	if !opensCall(t) || f.IsToolArgChunk() {
 		return false
 	}

@@ -27,7 +27,9 @@ import (
 // TOOL_CALL, a streaming call that ends at its tool_complete) has its
 // next call served. A META opens no call but is delivered: it is about a
 // call and may come after the call's END (an approval decision), as on
-// any stream with no call open. Nothing is dropped while the incarnation
+// any stream with no call open; but a META tool_complete, the end of a
+// streaming call's arguments, is the answered call's (or one interleaved
+// with it), dropped. Nothing is dropped while the incarnation
 // has a call of its own open on the stream.
 //
 // A caller that never sends its END leaves its stream in the record: past
@@ -137,7 +139,12 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	case messages.FrameType_END:
 		c.remove(id)
 	case messages.FrameType_META:
-		return false
+		if !f.IsToolComplete() {
+			return false // about a call, as an approval decision: see above
+		}
+		// The completion of a streaming call's arguments: of a call
+		// begun before the answer (its TOOL_CALL after it would have
+		// ended the record), and none to be answered again.
 	default:
 		if opensCall(t) && (f.GetToolCallId() == "" || rec.call.newCall(f)) {
 			c.remove(id)

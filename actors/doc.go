@@ -46,7 +46,8 @@
 //     resumed) it is the call's rest, dropped up to the caller's END (a
 //     caller whose frames carry no ids ends its call with END); in a next
 //     incarnation it is a new call, served. A next incarnation also lets
-//     through a META (it may follow a call's END: an approval decision)
+//     through a META (it may follow a call's END: an approval decision),
+//     but a tool_complete one (the end of the answered call's arguments),
 //     and what comes while it has a call of its own open on the stream,
 //     and a [Spec.Durable] duplex, which recovers its calls, gets every
 //     frame once restarted. A caller stops sending a call once it has

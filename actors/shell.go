@@ -561,8 +561,13 @@ func (s *shell) input(f *messages.Frame) {
 // after call), or a new call on the stream of an answered one (see
 // answeredCall.newCall), is refused. Frames that open nothing (a META
 // among them: an approval decision after its call's END) are dropped: a
-// duplex owes nothing for them.
+// duplex owes nothing for them. So are the late frames of a call an
+// earlier incarnation answered (see closedCalls), as this one dropped
+// them while it ran.
 func (s *shell) late(f *messages.Frame) {
+	if s.closed != nil && s.dropClosed(f) {
+		return
+	}
 	if !s.dropAnswered(f) && opensCall(f.GetType()) {
 		s.refuse(f)
 	}

@@ -118,12 +118,20 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // stores, which some systems keep elsewhere (openSUSE's /etc/ssl/certs
 // leads to /var/lib/ca-certificates/pem).
 //
-// Name only directories that root owns and no one else can write: a
-// link planted in a directory listed here makes where it leads readable
-// to commands. Setting a sandbox up fails ([ErrConfig], naming the
-// directory) when one is not absolute, is writable by its group or
-// others, is owned by a user other than root or the host's own, or is
-// in the workspace; one that does not exist is left out.
+// Name only directories that root owns and no one else can write, on a
+// path no one else can change: a link planted in a directory listed
+// here makes where it leads readable to commands. Setting a sandbox up
+// fails ([ErrConfig], naming the directory) when one is not absolute,
+// is writable by its group or others, is owned by a user other than
+// root or the host's own, or is in the workspace; or when a directory
+// on the way to it from "/" (through the links on the way too) is
+// owned by such a user, or is writable by its group or others and not
+// sticky, or is sticky (as /tmp) and what is reached in it is owned by
+// such a user; or when it is missing from a directory that its group or
+// others may write. One missing otherwise is left out. Owned by
+// "nobody", the overflow uid (65534), counts as owned by root only in a
+// user namespace that does not map it: there it stands for the users
+// outside, root among them, and the check cannot tell them apart.
 //
 // A program may change it before it sets any sandbox up (before
 // workspace.New), never after: the host reads it, without locking, as

@@ -16,23 +16,33 @@ import (
 // no call there and would answer them again (a second END on a stream
 // that had its END). The caller's END ends the record of its stream.
 //
-// A frame that opens a call on the stream is delivered: it is a new call
-// (stream ids are reused call after call), or the rest of the answered
-// call still being sent, which cannot be told from one (see the package
-// doc); the record of the stream ends there either way. So a caller that
-// never sends an END (a whole TOOL_CALL, a streaming call that ends at its
-// tool_complete) has its next call served. A META opens no call but is
-// delivered: it is about a call and may come after the call's END (an
-// approval decision), as on any stream with no call open. Nothing is
-// dropped while the incarnation has a call of its own open on the stream.
+// A frame that opens a call (see opensCall) and carries the answered
+// call's tool-call id (see answeredCall) is that call's rest still in
+// flight (a chunk of its arguments): dropped too. Any other frame that
+// opens a call on the stream is delivered, and ends the record: a new
+// call (stream ids are reused call after call), told by its tool-call id
+// (see answeredCall.newCall), or one that carries no id, which cannot be
+// told from the answered call's rest and is taken for a new call (see
+// the package doc). So a caller that never sends an END (a whole
+// TOOL_CALL, a streaming call that ends at its tool_complete) has its
+// next call served. A META opens no call but is delivered: it is about a
+// call and may come after the call's END (an approval decision), as on
+// any stream with no call open. Nothing is dropped while the incarnation
+// has a call of its own open on the stream.
 //
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
 // Logic, as before the record).
 type closedCalls struct {
-	ids   map[string]uint64 // stream: the number it was added under
-	order []closedEntry     // in the order added; an entry whose number is not ids' is stale
+	ids   map[string]closedCall // by stream
+	order []closedEntry         // in the order added; an entry whose number is not ids' is stale
 	next  uint64
+}
+
+// closedCall is a stream's record in closedCalls.
+type closedCall struct {
+	n    uint64       // the number it was added under
+	call answeredCall // the answered call's tool-call id
 }
 
 type closedEntry struct {
@@ -50,12 +60,12 @@ func inherit(prev *shell) *closedCalls {
 	c := prev.closed
 	if len(prev.answered) > 0 {
 		if c == nil {
-			c = &closedCalls{ids: make(map[string]uint64, len(prev.answered))}
+			c = &closedCalls{ids: make(map[string]closedCall, len(prev.answered))}
 		}
 		// Sorted: the oldest are forgotten first, in an order that does
 		// not depend on the map's.
 		for _, id := range slices.Sorted(maps.Keys(prev.answered)) {
-			c.add(id)
+			c.add(id, prev.answered[id])
 		}
 	}
 	if c == nil || len(c.ids) == 0 {
@@ -64,20 +74,21 @@ func inherit(prev *shell) *closedCalls {
 	return c
 }
 
-func (c *closedCalls) add(id string) {
+// add records the call on stream id, of tool-call id call, answered.
+func (c *closedCalls) add(id, call string) {
 	c.next++
-	c.ids[id] = c.next
+	c.ids[id] = closedCall{n: c.next, call: answeredCall(call)}
 	c.order = append(c.order, closedEntry{id: id, n: c.next})
 	for len(c.ids) > closedMax {
 		e := c.order[0]
 		c.order = c.order[1:]
-		if c.ids[e.id] == e.n {
+		if c.ids[e.id].n == e.n {
 			delete(c.ids, e.id)
 		}
 	}
 	if len(c.order) > 2*closedMax {
 		// Mostly stale: keep the live entries alone.
-		c.order = slices.DeleteFunc(c.order, func(e closedEntry) bool { return c.ids[e.id] != e.n })
+		c.order = slices.DeleteFunc(c.order, func(e closedEntry) bool { return c.ids[e.id].n != e.n })
 	}
 }
 
@@ -91,10 +102,12 @@ func (c *closedCalls) remove(id string) {
 // drop reports whether f, written into the sink of an incarnation whose
 // open streams are open, is a late frame of a call an earlier
 // incarnation answered, to be dropped; the caller's END and a frame that
-// opens a call end the record of the stream.
+// opens a new call (one that carries no tool-call id included) end the
+// record of the stream.
 func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	id := f.GetStreamId()
-	if _, ok := c.ids[id]; !ok {
+	rec, ok := c.ids[id]
+	if !ok {
 		return false
 	}
 	switch t := f.GetType(); t {
@@ -103,7 +116,7 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	case messages.FrameType_META:
 		return false
 	default:
-		if opensCall(t) {
+		if opensCall(t) && (f.GetToolCallId() == "" || rec.call.newCall(f)) {
 			c.remove(id)
 			return false
 		}

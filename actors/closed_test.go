@@ -13,17 +13,17 @@ import (
 // (their caller's END came) neither count nor push a live one out.
 func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	var open openStreams
-	c := &closedCalls{ids: map[string]uint64{}}
+	c := &closedCalls{ids: map[string]closedCall{}}
 	id := func(i int) string { return "s" + strconv.Itoa(i) }
 	for i := range closedMax {
-		c.add(id(i))
+		c.add(id(i), "")
 	}
 	// The END of s0 ends its record: its entry is stale.
 	if !c.drop(messages.End(id(0)), &open) {
 		t.Fatal("the END of a recorded call was not dropped")
 	}
 	for i := closedMax; i < closedMax+10; i++ {
-		c.add(id(i))
+		c.add(id(i), "")
 	}
 	if len(c.ids) != closedMax {
 		t.Fatalf("%d streams recorded, want %d", len(c.ids), closedMax)
@@ -39,7 +39,7 @@ func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	// than twice the bound.
 	for i := range 4 * closedMax {
 		c.drop(messages.End(id(10+i%closedMax)), &open)
-		c.add(id(10 + i%closedMax))
+		c.add(id(10+i%closedMax), "")
 	}
 	if len(c.order) > 2*closedMax {
 		t.Errorf("%d entries in the order list for %d streams", len(c.order), len(c.ids))
@@ -57,8 +57,8 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var open openStreams
-	c := &closedCalls{ids: map[string]uint64{}}
-	c.add("s")
+	c := &closedCalls{ids: map[string]closedCall{}}
+	c.add("s", "")
 	for _, f := range []*messages.Frame{messages.Cancel("s", ""), messages.Abort("s"), messages.Tick("s"), result} {
 		if !c.drop(f, &open) {
 			t.Errorf("a late %s of the answered call went through", f.GetType())
@@ -81,8 +81,76 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 	if c.drop(messages.End("s"), &open) {
 		t.Error("the END of the new call was dropped")
 	}
-	c.add("s")
+	c.add("s", "")
 	if !c.drop(messages.End("s"), &open) || c.drop(messages.End("s"), &open) {
 		t.Error("want the first END after the answer dropped, and the next one through")
+	}
+}
+
+// TestClosedCalls_ToldByToolCallID checks that of the frames that open
+// a call on a recorded stream, those with the answered call's tool-call
+// id but a TOOL_CALL (its argument chunks still in flight) are dropped
+// and keep the record, and that a TOOL_CALL, a frame with another id
+// and one with none each end the record and go through.
+func TestClosedCalls_ToldByToolCallID(t *testing.T) {
+	var open openStreams
+	c := &closedCalls{ids: map[string]closedCall{}}
+	c.add("s", "c1")
+	for range 2 {
+		if !c.drop(messages.ToolArgChunk("s", "c1", "{"), &open) {
+			t.Fatal("a chunk of the answered call went through")
+		}
+	}
+	for _, f := range []*messages.Frame{
+		messages.ToolCall("s", "c2", "t", nil),   // another call
+		messages.ToolCall("s", "c1", "t", nil),   // the answered call sent again
+		messages.ToolArgChunk("s", "c3", "{"),    // a chunk of another call
+		messages.Text("s", "hi"),                 // no id: taken for a new call
+		messages.RawParam("s", "p", []byte("1")), // the same
+	} {
+		c.add("s", "c1")
+		if c.drop(f, &open) {
+			t.Errorf("%s (tool-call id %q) on the stream of the answered c1 was dropped", f.GetType(), f.GetToolCallId())
+		}
+		if _, ok := c.ids["s"]; ok {
+			t.Errorf("%s (tool-call id %q) left the record of the stream", f.GetType(), f.GetToolCallId())
+		}
+	}
+}
+
+// TestShell_DropAnswered checks which frames on the stream of a call the
+// incarnation answered are its rest, dropped: all but a frame that opens
+// a new call (told by its tool-call id, or a TOOL_CALL), up to the
+// caller's END; a frame without an id is the call's rest.
+func TestShell_DropAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		answered string // the answered call's tool-call id
+		f        *messages.Frame
+		drop     bool // f is the call's rest, dropped
+		keep     bool // the record stays
+	}{
+		{"c1", messages.ToolArgChunk("s", "c1", "{"), true, true},
+		{"c1", messages.Cancel("s", "c1"), true, true},
+		{"c1", messages.Cancel("s", "c2"), true, true},
+		{"c1", messages.ToolComplete("s", "c1"), true, true},
+		{"c1", messages.Meta("s", "approval", nil), true, true},
+		{"c1", messages.Text("s", "more"), true, true},
+		{"", messages.Text("s", "more"), true, true},
+		{"", messages.Describe("s"), true, true},
+		{"c1", messages.End("s"), true, false},
+		{"c1", messages.ToolCall("s", "c2", "t", nil), false, false},
+		{"c1", messages.ToolCall("s", "c1", "t", nil), false, false},
+		{"c1", messages.StreamingToolCall("s", "c2", "t"), false, false},
+		{"c1", messages.ToolArgChunk("s", "c2", "{"), false, false},
+		{"", messages.ToolCall("s", "c2", "t", nil), false, false},
+		{"c1", messages.Text("o", "other stream"), false, false},
+	} {
+		s := &shell{answered: map[string]string{"s": tc.answered}}
+		if got := s.dropAnswered(tc.f); got != tc.drop {
+			t.Errorf("answered %q, %s (id %q) on %s: dropped %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), tc.f.GetStreamId(), got, tc.drop)
+		}
+		if _, kept := s.answered["s"]; kept != tc.keep && tc.f.GetStreamId() == "s" {
+			t.Errorf("answered %q, %s (id %q): record kept %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
+		}
 	}
 }

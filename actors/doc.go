@@ -23,23 +23,37 @@
 //     its parent's end, it waits for no decision. A Context.Stop of a
 //     failed duplex waits in its queue for its supervisor's decision (a
 //     restart's backoff included), and then wins over the restart: its
-//     Logic is not started again. Of a call that a restart closed, or
-//     that was refused while the duplex restarted, before its caller's
-//     END came, the frames that open no call (that END, a CANCEL) are
-//     the answered call's: dropped, never given to a next incarnation
-//     (a META goes through, as on any stream with no call open; a
-//     [Spec.Durable] duplex, which recovers its calls, gets them all). A
-//     frame that opens a call on its stream is a new call (stream ids
-//     are reused), so the frames its caller was still sending reach the
-//     next incarnation, which takes them for a call of their own: a
-//     caller stops sending a call once it has the call's answer (its
-//     ERROR and END included);
+//     Logic is not started again;
+//   - tells, on the stream of a call it answered itself (closed at a
+//     restart or stop, refused, or answered for a Resume) before the
+//     call's caller sent its END, the answered call's rest from a new
+//     call (stream ids are reused) by the frames' tool-call id, the
+//     answered call's being the last one its caller's frames that opened
+//     or continued it carried. A new call is never dropped: it is refused
+//     while the duplex stops or restarts, as above, and served otherwise.
+//     It is a TOOL_CALL (a call's first frame: one with the answered
+//     call's id is that call sent again), or a frame that opens a call
+//     (any but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries
+//     an id other than the answered call's. The other frames, up to the
+//     caller's END and that END included, are the answered call's rest,
+//     dropped: its argument chunks still in flight (its own id), its
+//     CANCEL, its END, none given to the Logic. A frame that opens a call
+//     and carries no id (PARAM, TEXT, DESCRIBE) cannot be told by it: in
+//     the incarnation that answered the call (restarting, stopping or
+//     resumed) it is the call's rest, dropped up to the caller's END (a
+//     caller whose frames carry no ids ends its call with END); in a next
+//     incarnation it is a new call, served. A next incarnation also lets
+//     through a META (it may follow a call's END: an approval decision)
+//     and what comes while it has a call of its own open on the stream,
+//     and a [Spec.Durable] duplex, which recovers its calls, gets every
+//     frame once restarted. A caller stops sending a call once it has
+//     the call's answer (its ERROR and END included);
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its
-//     answer, so the rest of its frames (up to its caller's END) and what
-//     the Logic still emits on it are dropped, and its work stopped (the
-//     jobs keyed by its stream id cancelled, a CANCEL of it delivered);
+//     answer, so the rest of its frames (as above) and what the Logic
+//     still emits on it are dropped, and its work stopped (the jobs
+//     keyed by its stream id cancelled, a CANCEL of it delivered);
 //     a duplex resumed after escalating a child's failure resumes that
 //     child the same way (a restart or stop of it stops the child with
 //     it), and so does the runtime's top-level supervisor resumed by its

@@ -91,15 +91,16 @@ type shell struct {
 	// and whose caller's input has not ended yet: those the incarnation's
 	// end closed (ERROR and END) before the caller's END came, those
 	// opened after it and refused (see refuse), and the one a Resume
-	// answered (see resumed). Their frames are the answered call's,
-	// dropped, up to the caller's END (see dropAnswered); a frame that
-	// opens a call on the stream after that is a new call. What the Logic
-	// emits on them is dropped (see Emit). A map: a caller that never
-	// sends its END leaves its stream here.
+	// answered (see resumed); each with the answered call's tool-call id
+	// (see openStreams.call). Their frames are the answered call's,
+	// dropped, up to the caller's END, but a frame that opens a new call
+	// (see answeredCall.newCall), served or refused (see dropAnswered).
+	// What the Logic emits on them is dropped (see Emit). A map: a caller
+	// that never sends its END leaves its stream here.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	answered map[string]struct{}
+	answered map[string]string
 	// muted holds the streams whose call a Resume answered (see resumed)
 	// and the Logic, which keeps its state, has not ended itself: what it
 	// emits on them is the answered call's, dropped (see Emit), whether
@@ -349,7 +350,7 @@ func (s *shell) resumed() {
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered
 			// call's (see answered).
-			s.noteAnswered(id)
+			s.noteAnswered(id, s.open.call(id))
 		}
 		// So is what the Logic, which keeps its state, emits on it
 		// until it ends it, even after the caller's END (see muted).
@@ -500,7 +501,7 @@ func (s *shell) finish(reason error) {
 	slices.Sort(streams)
 	for _, id := range streams {
 		if !s.open.inputEnded(id) {
-			s.noteAnswered(id)
+			s.noteAnswered(id, s.open.call(id))
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
@@ -519,7 +520,8 @@ func (s *shell) finish(reason error) {
 // answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), END and
 // META do not: a duplex owes nothing for them, so a stream they arrive on
 // after its END stays closed. The caller's END ends its
-// input: the open stream notes it (see late).
+// input: the open stream notes it (see late), as it notes the tool-call
+// id of the call (see openStreams.call).
 //
 // Once the incarnation has ended (its duplex restarting or stopping, its
 // children still finishing), the Logic gets no frame (see late).
@@ -544,6 +546,9 @@ func (s *shell) input(f *messages.Frame) {
 			delete(s.muted, f.GetStreamId())
 		}
 		s.noteOpen(f.GetStreamId())
+		if c := f.GetToolCallId(); c != "" {
+			s.open.noteCall(f.GetStreamId(), c)
+		}
 	}
 	s.deliver(f)
 }
@@ -552,27 +557,57 @@ func (s *shell) input(f *messages.Frame) {
 // A call is the frames of its stream up to the caller's END: the frames
 // of a call answered since (see answered) are dropped, and its END ends
 // it. Otherwise a frame that opens a call (stream ids are reused, call
-// after call) is a new call, refused. Frames that open nothing (a META
+// after call), or a new call on the stream of an answered one (see
+// answeredCall.newCall), is refused. Frames that open nothing (a META
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them.
 func (s *shell) late(f *messages.Frame) {
 	if !s.dropAnswered(f) && opensCall(f.GetType()) {
-		s.refuse(f.GetStreamId())
+		s.refuse(f)
 	}
 }
 
 // dropAnswered reports whether f is a frame of a call the shell answered
-// (see answered), to be dropped; the caller's END ends the call, and the
-// record.
+// (see answered), to be dropped. The caller's END ends the call, and the
+// record; so does a frame that opens a new call (see
+// answeredCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
-	if _, ok := s.answered[id]; !ok {
+	call, ok := s.answered[id]
+	if !ok {
 		return false
 	}
-	if f.GetType() == messages.FrameType_END {
+	switch {
+	case f.GetType() == messages.FrameType_END:
 		delete(s.answered, id)
+	case answeredCall(call).newCall(f):
+		delete(s.answered, id)
+		return false
 	}
 	return true
+}
+
+// answeredCall is the tool-call id of a call the runtime answered (see
+// shell.answered and closedCalls): the last one its caller's frames that
+// opened or continued it carried, or "" when none carried one.
+type answeredCall string
+
+// newCall reports whether f, a frame on the stream of the answered call
+// c that its caller sent before the call's END, opens a new call rather
+// than being the answered call's rest: a TOOL_CALL (a call's first
+// frame, sent once: one with c's id is that call sent again), or a frame
+// that opens a call (see opensCall) and carries a tool-call id other
+// than c's. A frame that carries no id cannot be told from the answered
+// call's rest by its id: it is the answered call's up to the caller's
+// END (a call whose frames carry no id, PARAMs and TEXT, ends with its
+// caller's END).
+func (c answeredCall) newCall(f *messages.Frame) bool {
+	t := f.GetType()
+	if !opensCall(t) {
+		return false
+	}
+	id := f.GetToolCallId()
+	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(c))
 }
 
 // dropClosed reports whether f is a late frame of a call an earlier
@@ -585,16 +620,16 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 	return drop
 }
 
-// noteAnswered records that the shell answered the call on stream, whose
-// caller's input has not ended (see answered).
-func (s *shell) noteAnswered(stream string) {
+// noteAnswered records that the shell answered the call on stream, of
+// tool-call id call, whose caller's input has not ended (see answered).
+func (s *shell) noteAnswered(stream, call string) {
 	if s.answered == nil {
-		s.answered = make(map[string]struct{})
+		s.answered = make(map[string]string)
 	}
-	s.answered[stream] = struct{}{}
+	s.answered[stream] = call
 }
 
-// refuse answers a frame that opened stream, a new call, after the
+// refuse answers f, a frame that opened its stream, a new call, after the
 // incarnation ended: the Logic will not run it, so the stream gets ERROR
 // and END, at once rather than when the duplex has stopped, and only
 // once for the frames of the call (see late). The ERROR has failure kind
@@ -607,19 +642,20 @@ func (s *shell) noteAnswered(stream string) {
 // stopping duplex. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
-func (s *shell) refuse(stream string) {
+func (s *shell) refuse(f *messages.Frame) {
+	stream := f.GetStreamId()
 	if s.terminated || stream == "" {
 		return
 	}
-	s.noteAnswered(stream)
+	s.noteAnswered(stream, f.GetToolCallId())
 	if s.restarting && s.mb.stops.Load() == 0 {
 		s.emit(messages.Error(stream, restartingText))
 		s.emit(messages.End(stream))
 		return
 	}
-	f := messages.Error(stream, stoppingText)
-	f.Meta = &messages.Metadata{FailureKind: StoppedKind}
-	s.emit(f)
+	e := messages.Error(stream, stoppingText)
+	e.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	s.emit(e)
 	s.emit(messages.End(stream))
 }
 
@@ -668,14 +704,22 @@ func isChildID(id, parent string) bool {
 }
 
 // openStreams is the set of streams a shell owes an END, each with
-// whether its caller's input has ended (its END came). A duplex has one
-// or two open at once, most of the time: they are kept in the shell
-// itself, without a map's two allocations and hashing; more go to a map.
+// whether its caller's input has ended (its END came) and the tool-call
+// id of its call (see call). A duplex has one or two open at once, most
+// of the time: they are kept in the shell itself, without a map's two
+// allocations and hashing; more go to a map.
 type openStreams struct {
 	few   [openInline]string
-	ended [openInline]bool // ended[i]: few[i]'s caller sent its END
-	n     int              // few[:n] are open
-	more  map[string]bool  // stream: its caller sent its END
+	ended [openInline]bool   // ended[i]: few[i]'s caller sent its END
+	calls [openInline]string // calls[i]: few[i]'s call's tool-call id
+	n     int                // few[:n] are open
+	more  map[string]openState
+}
+
+// openState is what openStreams keeps of a stream past the first few.
+type openState struct {
+	ended bool   // its caller sent its END
+	call  string // its call's tool-call id
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -691,14 +735,14 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n], o.ended[o.n] = id, false
+		o.few[o.n], o.ended[o.n], o.calls[o.n] = id, false, ""
 		o.n++
 		return
 	}
 	if o.more == nil {
-		o.more = make(map[string]bool)
+		o.more = make(map[string]openState)
 	}
-	o.more[id] = false
+	o.more[id] = openState{}
 }
 
 func (o *openStreams) remove(id string) {
@@ -707,6 +751,7 @@ func (o *openStreams) remove(id string) {
 			o.n--
 			o.few[i], o.few[o.n] = o.few[o.n], ""
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
+			o.calls[i], o.calls[o.n] = o.calls[o.n], ""
 			return
 		}
 	}
@@ -721,8 +766,9 @@ func (o *openStreams) endInput(id string) {
 			return
 		}
 	}
-	if _, ok := o.more[id]; ok {
-		o.more[id] = true
+	if st, ok := o.more[id]; ok {
+		st.ended = true
+		o.more[id] = st
 	}
 }
 
@@ -733,7 +779,34 @@ func (o *openStreams) inputEnded(id string) bool {
 			return o.ended[i]
 		}
 	}
-	return o.more[id]
+	return o.more[id].ended
+}
+
+// noteCall notes call, the tool-call id of a frame that opens or
+// continues the call on id (see opensCall), as that call's, if id is
+// open: the last one noted is the call's (see answeredCall).
+func (o *openStreams) noteCall(id, call string) {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			o.calls[i] = call
+			return
+		}
+	}
+	if st, ok := o.more[id]; ok && st.call != call {
+		st.call = call
+		o.more[id] = st
+	}
+}
+
+// call returns the tool-call id noted of the call on id (see noteCall),
+// or "" when none was or id is not open.
+func (o *openStreams) call(id string) string {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return o.calls[i]
+		}
+	}
+	return o.more[id].call
 }
 
 // has reports whether id is open.

@@ -15,8 +15,9 @@ import (
 // restartProbe is the Logic of a duplex that a sibling's failure
 // restarts (AllForOne) while its child holds: at start it spawns child
 // and writes it a frame; it answers a caller's END with TEXT "served"
-// and END; its first incarnation's end closes ending. mb is the duplex's
-// mailbox.
+// and END, and a whole TOOL_CALL with a TOOL_RESULT (its payload the
+// call's id) and END; its first incarnation's end closes ending. mb is
+// the duplex's mailbox.
 type restartProbe struct {
 	child  Spec
 	ending func()
@@ -36,8 +37,12 @@ func (p *restartProbe) Receive(c Context, msg any) {
 		}
 		c.Send(child, messages.Text("k", "hold"))
 	case *messages.Frame:
-		if m.GetType() == messages.FrameType_END {
+		switch {
+		case m.GetType() == messages.FrameType_END:
 			c.Emit(messages.Text(m.GetStreamId(), "served"))
+			c.Emit(messages.End(m.GetStreamId()))
+		case m.GetType() == messages.FrameType_TOOL_CALL && !m.IsStreamingToolCall():
+			c.Emit(messages.RawToolResult(m.GetStreamId(), m.GetToolCallId(), m.GetName(), []byte(`"`+m.GetToolCallId()+`"`)))
 			c.Emit(messages.End(m.GetStreamId()))
 		}
 	}

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/models"
@@ -78,5 +81,34 @@ func TestAgent_OptionsTelemetry(t *testing.T) {
 	}
 	if count["chat"] != 2 || count["execute_tool add"] != 1 {
 		t.Fatalf("spans under the run: %v (all: %d)", count, len(spans))
+	}
+}
+
+// TestAgent_NameTakenThroughMeasuredStores: two agents of one name, each
+// given the one store measured by Telemetry.Store on its own, would read
+// and write each other's sessions; the second is refused as it is on the
+// bare store, since the measured store says what it wraps.
+func TestAgent_NameTakenThroughMeasuredStores(t *testing.T) {
+	store := memstore.New(nil)
+	t.Cleanup(func() { store.Close() })
+	tel, _ := metricsTelemetry(t)
+	rt := actorstest.NewRuntime(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	model := func() actors.Spec {
+		return scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}}, nil).Spec("model")
+	}
+	first, err := agent.New(rt, model(), &agent.Options{Name: "writer", Store: tel.Store(store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	for _, s := range []durability.Store{tel.Store(store), store} {
+		if a, err := agent.New(rt, model(), &agent.Options{Name: "writer", Store: s}); !errors.Is(err, agent.ErrNameTaken) {
+			t.Errorf("second agent %q on %T over the first's store: %v, want ErrNameTaken", "writer", s, err)
+			if err == nil {
+				a.Close(ctx)
+			}
+		}
 	}
 }

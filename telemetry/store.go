@@ -18,8 +18,8 @@ import (
 // returns s. The returned Store implements the optional interfaces of
 // package durability that s implements, and only those
 // ([durability.Salvager]), so that a type assertion finds on it what it
-// finds on s. The caller still closes s (or the returned Store, which
-// closes s).
+// finds on s; it says what it measures with Unwrap (agent.StoreWrapper).
+// The caller still closes s (or the returned Store, which closes s).
 func (t *Telemetry) Store(s durability.Store) durability.Store {
 	if !t.metering {
 		return s
@@ -35,6 +35,11 @@ type measuredStore struct {
 	s durability.Store
 	t *Telemetry
 }
+
+// Unwrap returns the store measured: agents on two measured copies of one
+// store see that they share it (agent.StoreWrapper), so two open agents
+// of one name on it are refused as on the bare store.
+func (m *measuredStore) Unwrap() durability.Store { return m.s }
 
 // Pre-built attribute sets: recording allocates nothing per call.
 var storeSets = func() map[string][2]metric.MeasurementOption {

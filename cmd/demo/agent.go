@@ -16,6 +16,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/openai"
@@ -453,13 +454,39 @@ func (d *driver) failure(ctx context.Context, err error) error {
 		if errors.Is(err, agent.ErrLoopRestarting) {
 			return fmt.Errorf("the agent failed: the tool loop kept restarting for other actors' failures (%d attempts not counted; the last: %s)", failed.Uncounted, failed.Reason)
 		}
-		return fmt.Errorf("the agent failed: %s", failed.Reason)
+		return fmt.Errorf("the agent failed: %s%s", failed.Reason, baseURLHint(d.cfg, failed.Reason))
 	case errors.Is(err, agent.ErrNoAnswer):
 		return errors.New("no final answer: the model still called tools after -max-iterations rounds")
 	case errors.Is(err, actors.ErrDuplexStopped):
 		return fmt.Errorf("the tool loop stopped for good (its supervisor gave up restarting it): %w", err)
 	}
 	return err
+}
+
+// baseURLHint explains the usual cause of an OpenAI-compatible server
+// answering 404 to a -base-url that does not end in /v1: the API root was
+// given without it, and the demo posted to <root>/chat/completions. With
+// /v1 a 404 means something else (Ollama's answer for an unknown model),
+// so there is no hint.
+func baseURLHint(cfg config, reason string) string {
+	if cfg.baseURL == "" || cfg.provider == "anthropic" || !strings.Contains(reason, "HTTP 404") {
+		return ""
+	}
+	if strings.HasSuffix(strings.TrimRight(cfg.baseURL, "/"), "/v1") {
+		return ""
+	}
+	return fmt.Sprintf(" (-base-url is the API root, which usually ends in /v1: try %s/v1)", strings.TrimRight(cfg.baseURL, "/"))
+}
+
+// damageHint names the commands that deal with a damaged -store when err
+// says that the store's data is damaged: verify lists what is, salvage
+// copies what is not into a new file the session can go on from.
+func damageHint(cfg config, err error) string {
+	if cfg.store == "" || isPostgres(cfg.store) || !errors.Is(err, durability.ErrDamaged) {
+		return ""
+	}
+	return fmt.Sprintf(" (go run ./cmd/polyweave-store verify %s lists what is damaged; go run ./cmd/polyweave-store salvage %s NEW.db copies what is intact into NEW.db, to give -store)",
+		cfg.store, cfg.store)
 }
 
 // stoppedForGood is the reason an attempt failed when the loop stopped.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -101,11 +102,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.provider, "provider", "",
 		"model API: openai (any OpenAI-compatible server; the default with -base-url)\n"+
 			"or anthropic (the Messages API; -base-url defaults to Anthropic's, the key\n"+
-			"to $ANTHROPIC_API_KEY and -model to "+anthropicModel+")")
+			"to $ANTHROPIC_API_KEY, which Anthropic's API needs, and -model to "+anthropicModel+")")
 	fs.StringVar(&cfg.model, "model", defaultModel, "model name sent to the server (with -base-url)")
 	fs.StringVar(&cfg.apiKeyEnv, "api-key-env", defaultAPIKeyEnv,
 		"name of the environment variable holding the API key (with -base-url);\n"+
-			"when the default variable is unset no key is sent, as local servers expect")
+			"when the default variable is unset no key is sent, as local servers expect\n"+
+			"(api.openai.com needs one)")
 	fs.StringVar(&cfg.prompt, "prompt", defaultPrompt,
 		"what the user asks the agent (the scripted model answers its script whatever the prompt)")
 	fs.StringVar(&cfg.workspace, "workspace", "",
@@ -199,6 +201,11 @@ func (cfg *config) validate(rest []string) error {
 		return bad("-api-key-env is empty")
 	case cfg.apiKeyEnvSet && (cfg.baseURL != "" || cfg.provider == "anthropic") && os.Getenv(cfg.apiKeyEnv) == "":
 		return bad("-api-key-env %s: that environment variable is unset or empty (leave -api-key-env out to send no key)", cfg.apiKeyEnv)
+	case cfg.provider == "anthropic" && cfg.baseURL == "" && os.Getenv(cfg.apiKeyEnv) == "":
+		// Anthropic's own API refuses every request without a key.
+		return bad("-provider anthropic: $%s is unset or empty, and Anthropic's API needs a key (-api-key-env names another variable; -base-url a server of your own)", cfg.apiKeyEnv)
+	case cfg.provider != "anthropic" && isOpenAIAPI(cfg.baseURL) && os.Getenv(cfg.apiKeyEnv) == "":
+		return bad("-base-url %s: $%s is unset or empty, and OpenAI's API needs a key (-api-key-env names another variable)", cfg.baseURL, cfg.apiKeyEnv)
 	case isPostgres(cfg.store) && !cfg.cluster.on:
 		return bad("-store %s: only -cluster keeps sessions in PostgreSQL; without -cluster -store is a bbolt file path", cfg.store)
 	}
@@ -298,6 +305,13 @@ func (p *crashPoint) Set(s string) error {
 	}
 	*p = crashPoint{site: site, n: n}
 	return nil
+}
+
+// isOpenAIAPI says whether baseURL is OpenAI's own API, which refuses
+// every request without a key (local servers take none).
+func isOpenAIAPI(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }
 
 // maxSessionID is the longest session id -session takes.

@@ -63,5 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.cluster.on {
 		return runCluster(ctx, cfg, stdout, stderr)
 	}
-	return runAgent(ctx, cfg, stdout, stderr)
+	err = runAgent(ctx, cfg, stdout, stderr)
+	if hint := damageHint(cfg, err); hint != "" {
+		err = fmt.Errorf("%w%s", err, hint)
+	}
+	return err
 }

@@ -1,0 +1,163 @@
+package actors
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/polyweave/polyweave-go/internal/leakcheck"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+)
+
+// The tests here hold that a frame that opens a new call on a stream
+// whose call the runtime answered (a restart's ERROR and END, a
+// refusal, a Resume's answer) is never dropped, though the caller sent
+// no END after that call: a frame with a tool-call id other than the
+// answered call's, or a TOOL_CALL, is a new call. The answered call's
+// own frames still in flight (its argument chunks) are dropped.
+
+// TestMux_NewCallOnStreamClosedByRestart: a duplex restarts while its
+// child stops (a sibling failed, under AllForOne). Its streaming
+// TOOL_CALL c1 on s, open at the restart, gets ERROR and END. The
+// caller, which sends no END after a tool call, then sends a chunk of
+// c1 still in flight (dropped: c1 has its answer) and a whole TOOL_CALL
+// c2 on s: c2 is a new call, refused with ERROR and END as any call
+// opened while the duplex restarts. An id-less call (t) still ends at
+// its caller's END: its TEXT then is its rest, dropped. Once the duplex
+// is back, a TOOL_CALL c3 on s is served, with no END for c2 before it.
+func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
+	var childEntered <-chan struct{}
+	var releaseChild func()
+	probe := &restartProbe{mb: make(chan *mailbox, 1)}
+	probe.child, childEntered, releaseChild = holdingChild(t)
+	ending := make(chan struct{})
+	probe.ending = sync.OnceFunc(func() { close(ending) })
+	d, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-childEntered
+	mb := <-probe.mb
+	open := func(id string) *MuxStream {
+		st := mustOpen(t, d, id)
+		t.Cleanup(st.Release)
+		return st
+	}
+	s, txt := open("s"), open("t")
+	if err := s.Send(messages.StreamingToolCall("s", "c1", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	if err := txt.Send(messages.Text("t", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	waitDrained(mb) // both calls are open when the restart comes
+	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
+		return LogicFunc(func(_ Context, msg any) {
+			if _, ok := msg.(*messages.Frame); ok {
+				panic("boom")
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Send(messages.Text("p", "panic")); err != nil {
+		t.Fatal(err)
+	}
+	<-ending // d's first incarnation has ended: d restarts, its child holding
+
+	if err := s.SendAll(messages.ToolArgChunk("s", "c1", `{"a":`), messages.ToolCall("s", "c2", "tool", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := txt.Send(messages.Text("t", "more")); err != nil {
+		t.Fatal(err)
+	}
+	waitDrained(mb)
+	if got, want := queued(t, s, frameName), []string{"ERROR(restarted)", "END", "ERROR(" + restartingText + ")", "END"}; !slices.Equal(got, want) {
+		t.Errorf("stream s got %q, want c1 closed by the restart and c2 refused %q", got, want)
+	}
+	if got, want := queued(t, txt, frameName), []string{"ERROR(restarted)", "END"}; !slices.Equal(got, want) {
+		t.Errorf("stream t got %q, want %q (the rest of its call dropped)", got, want)
+	}
+
+	releaseChild()
+	<-probe.mb // the new incarnation has started
+	if err := s.Send(messages.ToolCall("s", "c3", "tool", nil)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "END" {
+		f, err := s.Recv(ctx)
+		if err != nil {
+			t.Fatalf("stream s: %v after %q", err, got)
+		}
+		got = append(got, frameName(f))
+	}
+	if want := []string{`TOOL_RESULT("c3")`, "END"}; !slices.Equal(got, want) {
+		t.Errorf("a TOOL_CALL on s after the restart got %q, want %q", got, want)
+	}
+}
+
+// toolCallDuplex is a duplex "d" that fails on a TOOL_CALL to the tool
+// "boom", answers any other whole TOOL_CALL with a TOOL_RESULT (its
+// payload the call's id) and END, and a TEXT with TEXT "echo:" and its
+// text, and END.
+func toolCallDuplex() Spec {
+	return Spec{Name: "d", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			f, ok := msg.(*messages.Frame)
+			if !ok {
+				return
+			}
+			id := f.GetStreamId()
+			switch f.GetType() {
+			case messages.FrameType_TOOL_CALL:
+				if f.GetName() == "boom" {
+					c.Fail(errors.New("boom"))
+				}
+				c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`"`+f.GetToolCallId()+`"`)))
+				c.Emit(messages.End(id))
+			case messages.FrameType_TEXT:
+				c.Emit(messages.Text(id, "echo:"+f.GetText()))
+				c.Emit(messages.End(id))
+			}
+		})
+	}}
+}
+
+// TestShell_ResumeServesNewCallOnAnsweredStream: a TOOL_CALL c1 fails
+// the duplex, whose supervisor resumes it; the Resume answers c1 (ERROR
+// of kind FailedKind, END). The caller sends no END after a tool call:
+// its chunk of c1 still in flight is c1's, dropped, but its next
+// TOOL_CALL on the stream, c2, is a new call, served, and so is a
+// TOOL_CALL sent again with c1's id (a TOOL_CALL is a call's first
+// frame: one with the answered call's id is that call sent again).
+func TestShell_ResumeServesNewCallOnAnsweredStream(t *testing.T) {
+	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
+	conn, err := rt.Start(toolCallDuplex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(
+		messages.ToolCall("s", "c1", "boom", nil),
+		messages.ToolArgChunk("s", "c1", `{"a":`),
+		messages.ToolCall("s", "c2", "tool", nil),
+		messages.ToolCall("s", "c1", "tool", nil),
+		messages.Text("g", "probe"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	got := onStream(recvUntil(t, conn, "g", "END"), "s")
+	want := []string{"s:ERROR(boom)[" + FailedKind + "]", "s:END", `s:TOOL_RESULT("c2")`, "s:END", `s:TOOL_RESULT("c1")`, "s:END"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream s got %q, want %q", got, want)
+	}
+}

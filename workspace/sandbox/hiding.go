@@ -724,6 +724,23 @@ func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved 
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
+	r, err := walkLinks(path, func(_, next string) (os.FileInfo, error) {
+		fi, err := seen.lstat(next)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 && !inWorkspace && within(next, wsPath) {
+			return nil, errors.New("a link in the workspace")
+		}
+		return fi, err
+	})
+	return r, err == nil
+}
+
+// walkLinks resolves path (absolute) from "/", one name at a time, and
+// returns where it leads. step is called for each name reached, with
+// the directory it is in (resolved) and the name's path there, and says
+// what is there, as Lstat does; its error ends the walk. A link is
+// followed (at most maxLinks), and ".." leads to the parent of the
+// directory reached.
+func walkLinks(path string, step func(dir, next string) (os.FileInfo, error)) (string, error) {
 	todo := strings.Split(path, "/")
 	cur := "/"
 	for links := 0; len(todo) > 0; {
@@ -737,27 +754,27 @@ func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved 
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := seen.lstat(next)
+		fi, err := step(cur, next)
 		if err != nil {
-			return "", false
+			return "", err
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
-		if links++; links > maxLinks || (!inWorkspace && within(next, wsPath)) {
-			return "", false
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: more than %d links", path, maxLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", false
+			return "", err
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return cur, true
+	return cur, nil
 }
 
 // isPattern reports whether a path to hide is a pattern (see

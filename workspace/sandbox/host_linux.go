@@ -507,78 +507,46 @@ func checkEtcLinkDirs(dirs []string, root *os.File) error {
 // names ("" when none could, or when it is missing from a directory that
 // only trusted users may write: it is then left out).
 func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
-	dir := "/"
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", err
-	}
-	if why := onTheWay(dir, fi, ws); why != "" {
-		return why, nil
-	}
-	todo := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
-	links := 0
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			// The parent of a directory checked on the way, itself
-			// checked on the way to it.
-			dir = filepath.Dir(dir)
-			if fi, err = os.Lstat(dir); err != nil {
-				return "", err
-			}
-			continue
+	// The walk stops at the first risk (why), or at a name missing.
+	var why string
+	stop := errors.New("stop")
+	dir, err := walkLinks(path, func(dir, next string) (os.FileInfo, error) {
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return nil, err
 		}
-		next := filepath.Join(dir, name)
-		entry, err := os.Lstat(next)
+		if why = onTheWay(dir, fi, ws); why != "" {
+			return nil, stop
+		}
 		shared := fi.Mode().Perm()&0o022 != 0 // then sticky: onTheWay refused it otherwise
+		entry, err := os.Lstat(next)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && shared:
-			return fmt.Sprintf("missing from %s, where its group or others may make it", dir), nil
+			why = fmt.Sprintf("missing from %s, where its group or others may make it", dir)
+			return nil, stop
 		case errors.Is(err, fs.ErrNotExist):
-			return "", nil
-		case err != nil:
-			return "", err
-		case shared && !trustedOwner(entry):
-			return fmt.Sprintf("reached through %s, owned by uid %d in %s, which its group or others may write",
-				next, ownerOf(entry), dir), nil
+			return nil, stop
+		case err == nil && shared && !trustedOwner(entry):
+			why = fmt.Sprintf("reached through %s, owned by uid %d in %s, which its group or others may write",
+				next, ownerOf(entry), dir)
+			return nil, stop
 		}
-		if entry.Mode()&fs.ModeSymlink != 0 {
-			if links++; links > maxLinks {
-				return "", fmt.Errorf("more than %d links on the way: %w", maxLinks, syscall.ELOOP)
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return "", err
-			}
-			if filepath.IsAbs(target) {
-				dir = "/"
-				if fi, err = os.Lstat(dir); err != nil {
-					return "", err
-				}
-			}
-			todo = append(strings.Split(target, "/"), todo...)
-			continue
-		}
-		switch {
-		case !entry.IsDir() && len(todo) > 0:
-			return fmt.Sprintf("reached through %s, not a directory", next), nil
-		case !entry.IsDir():
-			return "not a directory", nil
-		}
-		if len(todo) > 0 {
-			if why := onTheWay(next, entry, ws); why != "" {
-				return why, nil
-			}
-		}
-		dir, fi = next, entry
+		return entry, err
+	})
+	switch {
+	case err == stop:
+		return why, nil // "" when left out
+	case err != nil:
+		return "", err
 	}
 	// The directory itself: no one else may add a link to it, sticky or
 	// not.
+	fi, err := os.Lstat(dir)
 	switch {
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return "not a directory", nil
 	case os.SameFile(fi, ws):
 		return fmt.Sprintf("in the workspace (%s), where commands write", dir), nil
 	case !trustedOwner(fi):

@@ -139,3 +139,54 @@ func TestRunCommand_EndedAsTheCommandStarts(t *testing.T) {
 		})
 	}
 }
+
+// A sandbox's helper that dies just as it starts the command (killed
+// from outside here, once the command wrote to a FIFO), the call going
+// on, is answered as a sandbox that failed with everything in it, not
+// as a command that never ran; the workspace runs the next command.
+func TestRunCommand_HelperDiesAsTheCommandStarts(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired, CommandTimeout: time.Minute})
+	mustDo(t, err)
+	defer ws.Close()
+	started := filepath.Join(dir, "started")
+	mustDo(t, unix.Mkfifo(started, 0o600))
+	fifo, err := unix.Open(started, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	mustDo(t, err)
+	defer unix.Close(fifo)
+	var helper int
+	sandboxhook.Checked = func(_ context.Context, pid int) {
+		sandboxhook.Checked = nil
+		helper = pid
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			t.Errorf("pidfd_open: %v", err)
+			return
+		}
+		defer unix.Close(pidfd)
+		if !awaitFD(t, fifo, unix.POLLIN, pidfd, nil) {
+			return
+		}
+		if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
+			t.Errorf("kill the helper: %v", err)
+		}
+		awaitFD(t, pidfd, unix.POLLIN, pidfd, nil)
+	}
+	t.Cleanup(func() { sandboxhook.Checked = nil })
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran > started; exec sleep 600"})
+	if helper == 0 {
+		t.Fatalf("the command was never handed to a sandbox: %+v, %v", res, err)
+	}
+	if err != nil || strings.Contains(res.Error, "never ran") || !res.Sandboxed || res.StoppedBy != StoppedBySandbox ||
+		res.Signal != "SIGKILL" {
+		t.Errorf("a command whose helper died as it started: %+v, %v; want the sandbox failed with everything in it", res, err)
+	}
+	if res := runSandboxed(t, ws, "echo next"); res.Stdout != "next\n" {
+		t.Errorf("the command after: %+v", res)
+	}
+	mustDo(t, ws.Close())
+	if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", helper, err)
+	}
+}

@@ -42,6 +42,34 @@ func awaitFD(t *testing.T, fd int, events int16, pidfd int, expected func() bool
 	}
 }
 
+// atCommandStart sets sandboxhook.Checked, until t's cleanup, for the
+// next command: once the helper said it starts the command, the hook
+// waits until the command wrote to the FIFO fifo (when the helper exits
+// first, expected, given the start's context, says whether that may
+// be), calls act with the start's context and a pidfd of the helper,
+// and waits until the helper exited. It returns where it puts the
+// helper's pid, 0 until then.
+func atCommandStart(t *testing.T, fifo int, expected func(context.Context) bool, act func(ctx context.Context, pidfd int)) *int {
+	helper := new(int)
+	sandboxhook.Checked = func(ctx context.Context, pid int) {
+		sandboxhook.Checked = nil
+		*helper = pid
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			t.Errorf("pidfd_open: %v", err)
+			return
+		}
+		defer unix.Close(pidfd)
+		if !awaitFD(t, fifo, unix.POLLIN, pidfd, func() bool { return expected != nil && expected(ctx) }) {
+			return
+		}
+		act(ctx, pidfd)
+		awaitFD(t, pidfd, unix.POLLIN, pidfd, nil)
+	}
+	t.Cleanup(func() { sandboxhook.Checked = nil })
+	return helper
+}
+
 // A call that times out, or is cancelled or closed, just as the sandbox's helper
 // starts the command (it has answered that it does, and the host has
 // not yet acted on the answer) does not say the command never ran: the
@@ -95,32 +123,15 @@ func TestRunCommand_EndedAsTheCommandStarts(t *testing.T) {
 			defer unix.Close(fifo)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var helper int
-			sandboxhook.Checked = func(ctx context.Context, pid int) {
-				sandboxhook.Checked = nil
-				helper = pid
-				pidfd, err := unix.PidfdOpen(pid, 0)
-				if err != nil {
-					t.Errorf("pidfd_open: %v", err)
-					return
-				}
-				defer unix.Close(pidfd)
-				if !awaitFD(t, fifo, unix.POLLIN, pidfd, func() bool {
-					// On a loaded machine the timeout may come before
-					// the command wrote: that is the same window, the
-					// helper having said it starts the command.
-					return c.name == "timeout" && ctx.Err() != nil
-				}) {
-					return
-				}
-				c.end(ctx, cancel, ws)
-				// The host gave the helper up: it is killed (and with it
-				// the command) before the host acts on its answer.
-				awaitFD(t, pidfd, unix.POLLIN, pidfd, nil)
-			}
-			t.Cleanup(func() { sandboxhook.Checked = nil })
+			// The host gives the helper up: it is killed (and with it
+			// the command) before the host acts on its answer. On a
+			// loaded machine the timeout may come before the command
+			// wrote: that is the same window, the helper having said it
+			// starts the command.
+			helper := atCommandStart(t, fifo, func(ctx context.Context) bool { return c.name == "timeout" && ctx.Err() != nil },
+				func(ctx context.Context, _ int) { c.end(ctx, cancel, ws) })
 			res, err := ws.RunCommand(ctx, RunCommandInput{Command: "echo ran > started; exec sleep 600"})
-			if helper == 0 {
+			if *helper == 0 {
 				t.Fatalf("the command was never handed to a sandbox: %+v, %v", res, err)
 			}
 			if strings.Contains(res.Error, "never ran") || strings.Contains(res.Error, "before") {
@@ -133,8 +144,8 @@ func TestRunCommand_EndedAsTheCommandStarts(t *testing.T) {
 			// The helper was dead before the host acted on its answer
 			// (the hook waited for that); Close has it reaped.
 			mustDo(t, ws.Close())
-			if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", helper, err)
+			if err := syscall.Kill(*helper, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", *helper, err)
 			}
 		})
 	}
@@ -155,27 +166,13 @@ func TestRunCommand_HelperDiesAsTheCommandStarts(t *testing.T) {
 	fifo, err := unix.Open(started, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	mustDo(t, err)
 	defer unix.Close(fifo)
-	var helper int
-	sandboxhook.Checked = func(_ context.Context, pid int) {
-		sandboxhook.Checked = nil
-		helper = pid
-		pidfd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			t.Errorf("pidfd_open: %v", err)
-			return
-		}
-		defer unix.Close(pidfd)
-		if !awaitFD(t, fifo, unix.POLLIN, pidfd, nil) {
-			return
-		}
+	helper := atCommandStart(t, fifo, nil, func(_ context.Context, pidfd int) {
 		if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
 			t.Errorf("kill the helper: %v", err)
 		}
-		awaitFD(t, pidfd, unix.POLLIN, pidfd, nil)
-	}
-	t.Cleanup(func() { sandboxhook.Checked = nil })
+	})
 	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran > started; exec sleep 600"})
-	if helper == 0 {
+	if *helper == 0 {
 		t.Fatalf("the command was never handed to a sandbox: %+v, %v", res, err)
 	}
 	if err != nil || strings.Contains(res.Error, "never ran") || !res.Sandboxed || res.StoppedBy != StoppedBySandbox ||
@@ -186,7 +183,7 @@ func TestRunCommand_HelperDiesAsTheCommandStarts(t *testing.T) {
 		t.Errorf("the command after: %+v", res)
 	}
 	mustDo(t, ws.Close())
-	if err := syscall.Kill(helper, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", helper, err)
+	if err := syscall.Kill(*helper, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("helper %d not reaped when Close returned: kill(0) = %v", *helper, err)
 	}
 }

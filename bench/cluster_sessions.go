@@ -199,6 +199,8 @@ type clusterBench struct {
 	// addresses once they are known, before the members join (a test
 	// tries to take the ports there, as another process may).
 	hostsKnown func(hosts []string)
+	// env is added to the members' environment.
+	env []string
 }
 
 // started starts the members on first use and says whether they did.
@@ -219,7 +221,7 @@ func (cb *clusterBench) startMembers() error {
 	var hosts []string
 	for i := range cb.members {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envMember+"="+string(spec))
+		cmd.Env = append(append(os.Environ(), cb.env...), envMember+"="+string(spec))
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

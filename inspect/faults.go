@@ -37,11 +37,19 @@ func (in *Inspector) InjectPanic(id string) (string, error) {
 var ErrClosed = errors.New("inspect: the inspector is closed")
 
 // Stall stalls (on) or releases (off) the tool name, which must have been
-// wrapped by [Inspector.Tools]. After Close, a stall is refused with
-// [ErrClosed].
+// wrapped by [Inspector.Tools]: its name, or its row's (the name clipped
+// to Options.Clip; tools whose names clip alike share a row and a
+// switch). After Close, a stall is refused with [ErrClosed].
 func (in *Inspector) Stall(name string, on bool) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: no tool given", errBadFault)
+	}
 	in.mu.Lock()
 	s := in.stalls[name]
+	if s == nil {
+		name = clip(name, in.opts.Clip)
+		s = in.stalls[name]
+	}
 	if s == nil {
 		in.mu.Unlock()
 		return "", fmt.Errorf("no stallable tool %q (tools are stallable once wrapped by Inspector.Tools)", name)

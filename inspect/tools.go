@@ -63,20 +63,22 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 }
 
 // listStall returns the stall switch of the tool name, listing it with a
-// row of figures: the one listed (another agent's copy of the same tool:
-// one switch), or else st (nil: a new one); in.mu must be held. The
-// switch goes with the row, unless stalled (see dropToolRow), and the
-// tool's next call lists it again.
+// row of figures: the one listed (another agent's copy of the same tool,
+// or a tool whose name clips alike: one switch), or else st (nil: a new
+// one); in.mu must be held. Switches are keyed as rows are, by the name
+// clipped to Options.Clip: the switch goes with the row, unless stalled
+// (see dropToolRow), and the tool's next call lists it again.
 func (in *Inspector) listStall(name string, st *stall) *stall {
-	if prev := in.stalls[name]; prev != nil {
+	key := clip(name, in.opts.Clip)
+	if prev := in.stalls[key]; prev != nil {
 		return prev
 	}
 	if st == nil {
 		st = &stall{}
 	}
 	st.dropped.Store(false)
-	in.stalls[name] = st
-	in.registered[clip(name, in.opts.Clip)] = true
+	in.stalls[key] = st
+	in.registered[key] = true
 	in.toolStats(name)
 	return st
 }
@@ -136,3 +138,6 @@ func (s *stall) busy() bool {
 	on, waiting := s.state()
 	return on || waiting > 0
 }
+
+// maxRegistered bounds the names of tools given to Tools that are kept.
+const maxRegistered = 8 * MaxToolRows

@@ -19,9 +19,15 @@ import (
 //
 // The tools' names are the host's: each keeps a row of figures of its
 // own, however many other names the model's calls make up (see
-// [OtherTools]).
+// [OtherTools]). A host giving ever new tools is bounded too: past 1024
+// names given, those with no row (given without Faults and not called
+// since, or whose row went past [MaxToolRows]) are forgotten, and a
+// call of one is then counted as a name the model made up.
 func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 	in.mu.Lock()
+	if len(in.registered)+len(ts) > maxRegistered {
+		in.forgetRegistered()
+	}
 	for _, t := range ts {
 		in.registered[clip(t.Name(), in.opts.Clip)] = true
 	}
@@ -139,5 +145,25 @@ func (s *stall) busy() bool {
 	return on || waiting > 0
 }
 
-// maxRegistered bounds the names of tools given to Tools that are kept.
-const maxRegistered = 8 * MaxToolRows
+// maxRegistered is how many names of tools given to Tools are kept
+// before those without a row of figures or a switch are forgotten (see
+// forgetRegistered).
+const maxRegistered = 1024
+
+// forgetRegistered forgets the names given to Tools that have neither a
+// row of figures nor a stall switch (given without Options.Faults, and
+// not called since, or their row dropped): without it, a host giving
+// ever new tools without Faults kept every name it gave. A name
+// forgotten is counted, at its next call, as one the model made up
+// (see OtherTools). Kept rows and switches are at most MaxToolRows and
+// the tools stalled, so a sweep frees most of maxRegistered: the next
+// comes after as many names given anew. in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) forgetRegistered() {
+	for name := range in.registered {
+		if in.tools[name] == nil && in.stalls[name] == nil {
+			delete(in.registered, name)
+		}
+	}
+}

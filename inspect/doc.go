@@ -52,7 +52,8 @@
 //
 // # Endpoints
 //
-//   - GET / : the page (?session=ID selects a session);
+//   - GET / : the page (?session=ID selects a session, as for
+//     /api/state: 409 with links to the sessions a bare id could mean);
 //   - GET /api/state : the snapshot as JSON (?session=ID adds its detail;
 //     ID is a listed id, an agent's session key, or a bare session id
 //     that one agent's session alone has: 409 with the keys of the

@@ -44,7 +44,11 @@ const (
 type view struct {
 	Snapshot
 	Selected string
-	Refresh  int // seconds, for the page without JavaScript
+	// Ambiguous are the keys of the sessions the bare session id Asked
+	// could mean, when several agents' sessions have it (none selected).
+	Asked     string
+	Ambiguous []string
+	Refresh   int // seconds, for the page without JavaScript
 }
 
 // ServeHTTP implements http.Handler (see the package doc for the
@@ -91,11 +95,15 @@ func (in *Inspector) allowed(r *http.Request) error {
 
 func (in *Inspector) view(r *http.Request) view {
 	sel := r.URL.Query().Get("session")
-	snap := in.Snapshot(sel)
+	snap, ambiguous := in.snapshot(sel)
+	v := view{Snapshot: snap, Selected: sel, Refresh: max(1, int(in.opts.Refresh.Round(time.Second)/time.Second))}
 	if snap.Session == nil {
-		sel = ""
+		v.Selected = ""
 	}
-	return view{Snapshot: snap, Selected: sel, Refresh: max(1, int(in.opts.Refresh.Round(time.Second)/time.Second))}
+	if len(ambiguous) > 0 {
+		v.Asked, v.Ambiguous = sel, ambiguous
+	}
+	return v
 }
 
 func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
@@ -105,12 +113,17 @@ func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, in.view(r)); err != nil {
+	v := in.view(r)
+	if err := pageTemplate.Execute(&b, v); err != nil {
 		http.Error(w, "inspect: render: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if len(v.Ambiguous) > 0 {
+		// As /api/state: the page names the sessions the id could mean.
+		w.WriteHeader(http.StatusConflict)
+	}
 	_, _ = w.Write(b.Bytes())
 }
 

@@ -74,6 +74,9 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 // observed through [Inspector.Model]) ends it with ERROR and END as if its
 // connection broke.
 func (in *Inspector) CutStream(stream string) (string, error) {
+	if stream == "" {
+		return "", fmt.Errorf("%w: no stream given", errBadFault)
+	}
 	in.lock()
 	var model actors.Ref
 	// Of the sessions of its id (other agents' too), the one where it is open.

@@ -76,6 +76,8 @@
 // Options.AllowRemote and ListenOptions.AllowRemote lift that. Fault
 // posts must come from the page's own origin (Origin and Sec-Fetch-Site
 // are checked), so another site open in the same browser cannot send
-// them, and Host headers other than loopback names are refused unless
-// AllowRemote (DNS rebinding).
+// them, nor frame the page (X-Frame-Options and the
+// Content-Security-Policy frame-ancestors allow its own origin alone);
+// Host headers other than loopback names are refused unless AllowRemote
+// (DNS rebinding).
 package inspect

@@ -70,3 +70,29 @@ func TestFaults_CrossOriginPostsAreRefused(t *testing.T) {
 		t.Errorf("refused posts left %d feed items", n)
 	}
 }
+
+// TestPage_NotFramedByOtherSites: with Faults, the page has buttons that
+// break things; a site of another origin framing it (under a decoy, to
+// have them clicked: the posts would then be the page's own) is refused
+// by the browser.
+func TestPage_NotFramedByOtherSites(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, &inspect.Options{Faults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	req := httptest.NewRequest(http.MethodGet, "http://localhost:8080/", nil)
+	req.RemoteAddr = "127.0.0.1:1234"
+	rec := httptest.NewRecorder()
+	in.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /: %d %q", rec.Code, rec.Body.String())
+	}
+	if got := rec.Header().Get("X-Frame-Options"); got != "SAMEORIGIN" {
+		t.Errorf("X-Frame-Options: %q, want SAMEORIGIN", got)
+	}
+	if got := rec.Header().Get("Content-Security-Policy"); !strings.Contains(got, "frame-ancestors 'self'") {
+		t.Errorf("Content-Security-Policy: %q, want frame-ancestors 'self'", got)
+	}
+}

@@ -55,6 +55,14 @@ type view struct {
 // endpoints). Mount it at the root of a path (http.StripPrefix for a
 // prefix): the page's links are relative.
 func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// No framing by pages of other origins: under a decoy, the fault
+	// buttons of a framed page could be clicked unawares, and its posts
+	// are its own origin's (sameOrigin lets them through). Added to what
+	// the host's middleware set: browsers enforce every policy given.
+	if w.Header().Get("X-Frame-Options") == "" {
+		w.Header().Set("X-Frame-Options", "SAMEORIGIN")
+	}
+	w.Header().Add("Content-Security-Policy", "frame-ancestors 'self'")
 	if err := in.allowed(r); err != nil {
 		http.Error(w, "inspect: "+err.Error(), http.StatusForbidden)
 		return

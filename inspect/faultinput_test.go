@@ -96,3 +96,29 @@ func TestPage_NotFramedByOtherSites(t *testing.T) {
 		t.Errorf("Content-Security-Policy: %q, want frame-ancestors 'self'", got)
 	}
 }
+
+// TestFaults_ErrorsClipWhatTheyEcho: a fault post's error names what was
+// asked for clipped to Options.Clip, as the page shows model-made
+// strings: a megabyte id is not sent back whole.
+func TestFaults_ErrorsClipWhatTheyEcho(t *testing.T) {
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, &inspect.Options{Faults: true, AllowRemote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	huge := strings.Repeat("z", 1<<20)
+	for _, c := range []struct{ path, field string }{
+		{"/api/fault/panic", "actor"},
+		{"/api/fault/stall", "tool"},
+		{"/api/fault/cut", "stream"},
+	} {
+		req := httptest.NewRequest(http.MethodPost, c.path, strings.NewReader(c.field+"="+huge+"&on=true"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		in.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound || rec.Body.Len() > 2*inspect.DefaultClip+200 || !strings.Contains(rec.Body.String(), "(1048576 bytes)") {
+			t.Errorf("POST %s of a megabyte %s: %d, %d bytes: want 404 naming it clipped", c.path, c.field, rec.Code, rec.Body.Len())
+		}
+	}
+}

@@ -26,6 +26,10 @@ func (in *Inspector) InjectPanic(id string) (string, error) {
 		return "", fmt.Errorf("%w: no actor given", errBadFault)
 	}
 	if err := in.rt.InjectPanic(id, InjectedPanic{}); err != nil {
+		if errors.Is(err, actors.ErrNoActor) {
+			// Its error names the id whole: clipped, as the page shows ids.
+			return "", fmt.Errorf("%w: %q", actors.ErrNoActor, clip(id, in.opts.Clip))
+		}
 		return "", err
 	}
 	return in.fault(id, "panic injected into %s", id), nil
@@ -87,7 +91,7 @@ func (in *Inspector) CutStream(stream string) (string, error) {
 	}
 	in.mu.Unlock()
 	if model.IsZero() {
-		return "", fmt.Errorf("no open model stream %q", stream)
+		return "", fmt.Errorf("no open model stream %q", clip(stream, in.opts.Clip))
 	}
 	in.rt.System().Root.Send(model.PID(), &cutStream{stream: stream})
 	return in.fault(model.String(), "model stream %s cut", stream), nil

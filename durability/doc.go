@@ -6,8 +6,10 @@
 // # Pieces
 //
 //   - [Store]: the storage interface. Per actor name it keeps events by
-//     index and snapshots at an event index, as opaque bytes; every method
-//     takes a context and returns an error, always a *[StoreError].
+//     index and snapshots at an event index, as opaque bytes, each with a
+//     checksum over its key and data that every read checks (a damaged
+//     record is reported, never returned); every method takes a context
+//     and returns an error, always a *[StoreError].
 //   - [github.com/polyweave/polyweave-go/durability/memstore]: in memory,
 //     for tests and hosts whose state may die with the process.
 //   - [github.com/polyweave/polyweave-go/durability/boltstore]: one bbolt

@@ -22,8 +22,8 @@ var ErrIndexOverflow = errors.New("event index overflows uint64")
 // ErrDamaged is the cause, through a *[DamageError], of every error a
 // store returns for stored data that fails its checks: a record whose
 // checksum does not match, a file whose structure is broken. Test for it
-// with errors.Is. Such an error is never retryable: the data is not read
-// again until the store is repaired.
+// with errors.Is. Such an error is never retryable: reading the data
+// again fails the same way until the store is repaired (see [Salvager]).
 var ErrDamaged = errors.New("damaged")
 
 // ErrOutcomeUnknown is the cause (beside the failure's own) of the error

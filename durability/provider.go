@@ -171,7 +171,7 @@ func (p *Provider) GetSnapshot(actorName string) (snapshot any, eventIndex int, 
 	defer cancel()
 	snap, ok, err := p.store.GetSnapshot(ctx, actorName)
 	if err != nil {
-		p.fail(err)
+		p.fail(storeError(OpGetSnapshot, actorName, err))
 	}
 	if !ok {
 		return nil, 0, false
@@ -190,7 +190,7 @@ func (p *Provider) GetSnapshot(actorName string) (snapshot any, eventIndex int, 
 // snapshot is durable and panics with a *StoreError otherwise.
 func (p *Provider) PersistSnapshot(actorName string, snapshotIndex int, snapshot proto.Message) {
 	index := p.index(OpPersistSnapshot, actorName, snapshotIndex)
-	p.persist(actorName, "snapshot at", index, snapshot, p.store.PersistSnapshot)
+	p.persist(OpPersistSnapshot, actorName, "snapshot at", index, snapshot, p.store.PersistSnapshot)
 }
 
 // DeleteSnapshots implements persistence.SnapshotStore. It panics with a
@@ -200,7 +200,7 @@ func (p *Provider) DeleteSnapshots(actorName string, inclusiveToIndex int) {
 	ctx, cancel := p.context()
 	defer cancel()
 	if err := p.store.DeleteSnapshots(ctx, actorName, through); err != nil {
-		p.fail(err)
+		p.fail(storeError(OpDeleteSnapshots, actorName, err))
 	}
 }
 
@@ -208,12 +208,28 @@ func (p *Provider) DeleteSnapshots(actorName string, inclusiveToIndex int) {
 // decoded event with eventIndexStart <= index < eventIndexEnd, where an
 // eventIndexEnd of 0 means no upper bound. It panics with a *StoreError if
 // the store fails or an event cannot be decoded.
+//
+// The events must run without a gap from eventIndexStart: recovery
+// (protoactor's Mixin, the actors package) numbers the events it replays
+// by counting them from there and persists its next event at the count,
+// so a missing event would shift every later one onto a lower index, its
+// state would lack the event and its next write would overwrite a stored
+// one. An event missing before the last one stored (deleted without a
+// snapshot that covers it, or the covering snapshot deleted) panics with
+// a *StoreError (Op [OpGetEvents]) that names the actor and the missing
+// index, and no event past the gap is delivered.
 func (p *Provider) GetEvents(actorName string, eventIndexStart int, eventIndexEnd int, callback func(e any)) {
 	from := p.index(OpGetEvents, actorName, eventIndexStart)
 	to := p.index(OpGetEvents, actorName, eventIndexEnd)
 	ctx, cancel := p.context()
 	defer cancel()
+	next := from
 	err := p.store.GetEvents(ctx, actorName, from, to, func(index uint64, data []byte) error {
+		if index != next {
+			return &StoreError{Op: OpGetEvents, Name: actorName,
+				Err: fmt.Errorf("event %d missing (the next one stored is %d): replaying past it would apply the later events to the wrong state", next, index)}
+		}
+		next++
 		msg, err := p.decode(data)
 		if err != nil {
 			return &StoreError{Op: OpDecode, Name: actorName, Err: fmt.Errorf("event %d: %w", index, err)}
@@ -222,14 +238,14 @@ func (p *Provider) GetEvents(actorName string, eventIndexStart int, eventIndexEn
 		return nil
 	})
 	if err != nil {
-		p.fail(err)
+		p.fail(storeError(OpGetEvents, actorName, err))
 	}
 }
 
 // PersistEvent implements persistence.EventStore. It returns once the event
 // is durable and panics with a *StoreError otherwise.
 func (p *Provider) PersistEvent(actorName string, eventIndex int, event proto.Message) {
-	p.persist(actorName, "event", p.index(OpPersistEvent, actorName, eventIndex), event, p.store.PersistEvent)
+	p.persist(OpPersistEvent, actorName, "event", p.index(OpPersistEvent, actorName, eventIndex), event, p.store.PersistEvent)
 }
 
 // PersistEvents stores events at firstIndex, firstIndex+1, … in one call
@@ -238,7 +254,7 @@ func (p *Provider) PersistEvent(actorName string, eventIndex int, event proto.Me
 // returns once they are all durable and panics with a *StoreError
 // otherwise; none is stored then.
 func (p *Provider) PersistEvents(actorName string, firstIndex int, events []proto.Message) {
-	first := p.index(OpPersistEvent, actorName, firstIndex)
+	first := p.index(OpPersistEvents, actorName, firstIndex)
 	bp := batchBuffers.Get().(*batchBuffer)
 	defer bp.put()
 	// Room for the whole batch at once: a large event (a long argument)
@@ -271,7 +287,7 @@ func (p *Provider) PersistEvents(actorName string, firstIndex int, events []prot
 	err := p.store.PersistEvents(ctx, actorName, first, bp.parts)
 	cancel()
 	if err != nil {
-		p.fail(err)
+		p.fail(storeError(OpPersistEvents, actorName, err))
 	}
 }
 
@@ -298,7 +314,7 @@ func (p *Provider) DeleteEvents(actorName string, inclusiveToIndex int) {
 	ctx, cancel := p.context()
 	defer cancel()
 	if err := p.store.DeleteEvents(ctx, actorName, through); err != nil {
-		p.fail(err)
+		p.fail(storeError(OpDeleteEvents, actorName, err))
 	}
 }
 
@@ -317,9 +333,22 @@ func (p *Provider) index(op, name string, i int) uint64 {
 	return uint64(i)
 }
 
+// storeError returns err, the error of a store's op for the actor name,
+// as a *StoreError: as it is if it is one (as the [Store] contract
+// says), else wrapped in one that names op and name, so that a
+// supervisor learns which actor failed even from a store that breaks the
+// contract.
+func storeError(op, name string, err error) error {
+	var se *StoreError
+	if err == nil || errors.As(err, &se) {
+		return err
+	}
+	return &StoreError{Op: op, Name: name, Err: err}
+}
+
 // fail logs err and raises it as the actor's failure. Store errors are
-// *StoreError already; anything else is wrapped so that supervisors can
-// rely on the type.
+// *StoreError already (see storeError); anything else is wrapped so that
+// supervisors can rely on the type.
 func (p *Provider) fail(err error) {
 	var se *StoreError
 	if !errors.As(err, &se) {
@@ -339,9 +368,10 @@ var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // is left to the garbage collector instead of being pooled.
 const maxPooledBuffer = 64 << 10
 
-// persist encodes msg and hands it to write, raising encoding and store
-// failures as *StoreError. what names the event or snapshot in errors.
-func (p *Provider) persist(name, what string, index uint64, msg proto.Message,
+// persist encodes msg and hands it to write, the store's op, raising
+// encoding and store failures as *StoreError. what names the event or
+// snapshot in errors.
+func (p *Provider) persist(op, name, what string, index uint64, msg proto.Message,
 	write func(ctx context.Context, name string, index uint64, data []byte) error) {
 	buf := encodeBuffers.Get().(*[]byte)
 	data, err := p.appendAny((*buf)[:0], msg)
@@ -357,7 +387,7 @@ func (p *Provider) persist(name, what string, index uint64, msg proto.Message,
 		encodeBuffers.Put(buf)
 	}
 	if err != nil {
-		p.fail(err)
+		p.fail(storeError(op, name, err))
 	}
 }
 

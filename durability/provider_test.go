@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,9 +144,12 @@ func TestProvider_DeletesPassThrough(t *testing.T) {
 	p.DeleteEvents("d", 1)
 	p.DeleteSnapshots("d", 3)
 	n := 0
-	p.GetEvents("d", 0, 0, func(any) { n++ })
+	p.GetEvents("d", 2, 0, func(any) { n++ })
 	if n != 2 {
 		t.Errorf("%d events after DeleteEvents(1), want 2", n)
+	}
+	if events(t, s, "d") != 2 {
+		t.Errorf("the store holds %d events after DeleteEvents(1), want 2", events(t, s, "d"))
 	}
 	if _, _, ok := p.GetSnapshot("d"); ok {
 		t.Error("snapshot left after DeleteSnapshots(3)")
@@ -345,5 +349,113 @@ func TestProvider_Appender(t *testing.T) {
 	p.GetEvents("a", 3, 0, func(any) { n++ })
 	if n != 0 {
 		t.Errorf("%d events stored after the refused one", n)
+	}
+}
+
+// TestProvider_GetEventsRefusesAGap: recovery (protoactor's Mixin, the
+// actors package's shell) numbers the events it replays by counting them
+// from the index it asked for, and persists the next event at the count.
+// An event missing from the store (deleted without a snapshot covering
+// it, or the snapshot that covered it deleted) would shift every later
+// event onto a lower index: the actor's state would miss the event, and
+// its next write would overwrite a stored one. So GetEvents refuses a
+// log that does not run without a gap from the index asked for, naming
+// the actor and the missing index, and delivers no event past the gap.
+func TestProvider_GetEventsRefusesAGap(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		from      int
+		missing   uint64 // the index reported
+		delivered int    // events before the gap
+		prepare   func(p *durability.Provider)
+	}{
+		{"events deleted without a snapshot", 0, 0, 0, func(p *durability.Provider) { p.DeleteEvents("a", 1) }},
+		{"snapshot deleted after compaction", 0, 0, 0, func(p *durability.Provider) {
+			p.PersistSnapshot("a", 3, wrapperspb.String("state before 3"))
+			p.DeleteSnapshots("a", 3)
+		}},
+		{"event missing after the snapshot", 2, 2, 0, func(p *durability.Provider) {
+			p.PersistSnapshot("a", 2, wrapperspb.String("state before 2"))
+			p.DeleteEvents("a", 2)
+		}},
+		{"event missing in the middle", 0, 5, 5, func(p *durability.Provider) { p.PersistEvent("a", 6, wrapperspb.Int32(6)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := memstore.New(nil)
+			defer s.Close()
+			p := newProvider(t, s, nil)
+			for i := range 5 {
+				p.PersistEvent("a", i, wrapperspb.Int32(int32(i)))
+			}
+			c.prepare(p)
+			delivered := 0
+			se := raised(t, func() {
+				p.GetEvents("a", c.from, 0, func(e any) {
+					if delivered++; delivered > c.delivered {
+						t.Errorf("event %v delivered past the gap", e)
+					}
+				})
+			})
+			if delivered != c.delivered {
+				t.Errorf("%d events delivered before the gap, want %d", delivered, c.delivered)
+			}
+			if se.Op != durability.OpGetEvents || se.Name != "a" || !strings.Contains(se.Error(), fmt.Sprintf("event %d missing", c.missing)) {
+				t.Errorf("raised %v, want %s of %q saying event %d is missing", se, durability.OpGetEvents, "a", c.missing)
+			}
+		})
+	}
+	// Without a gap, from the index asked for, every event is delivered.
+	s := memstore.New(nil)
+	defer s.Close()
+	p := newProvider(t, s, nil)
+	for i := range 5 {
+		p.PersistEvent("a", i, wrapperspb.Int32(int32(i)))
+	}
+	var got []int32
+	p.GetEvents("a", 2, 0, func(e any) { got = append(got, e.(*wrapperspb.Int32Value).Value) })
+	p.GetEvents("b", 0, 0, func(e any) { t.Errorf("event %v of an actor without events", e) })
+	if !slices.Equal(got, []int32{2, 3, 4}) {
+		t.Errorf("events from 2 = %v, want [2 3 4]", got)
+	}
+}
+
+// events counts name's events in s.
+func events(t *testing.T, s durability.Store, name string) int {
+	t.Helper()
+	n := 0
+	if err := s.GetEvents(t.Context(), name, 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// plainErrors is a Store that breaks the contract: its writes and reads
+// fail with plain errors, not *durability.StoreError.
+type plainErrors struct{ discard }
+
+var errPlain = errors.New("plain failure")
+
+func (plainErrors) PersistEvent(context.Context, string, uint64, []byte) error { return errPlain }
+func (plainErrors) GetSnapshot(context.Context, string) (durability.Snapshot, bool, error) {
+	return durability.Snapshot{}, false, errPlain
+}
+
+// TestProvider_PlainStoreErrorsNameTheActor: a store's error that is not
+// a *StoreError is raised inside one, with the operation and the actor
+// it failed for, so that a supervisor (and its log) can tell which actor
+// failed; and a batch at a negative index is refused as a batch.
+func TestProvider_PlainStoreErrorsNameTheActor(t *testing.T) {
+	p := newProvider(t, plainErrors{}, nil)
+	for op, call := range map[string]func(){
+		durability.OpPersistEvent: func() { p.PersistEvent("router-7", 3, wrapperspb.String("x")) },
+		durability.OpGetSnapshot:  func() { p.GetSnapshot("router-7") },
+	} {
+		se := raised(t, call)
+		if se.Op != op || se.Name != "router-7" || !errors.Is(se, errPlain) {
+			t.Errorf("%s raised %#v, want Op %q, Name %q wrapping the store's error", op, se, op, "router-7")
+		}
+	}
+	if se := raised(t, func() { p.PersistEvents("router-7", -1, []proto.Message{wrapperspb.String("x")}) }); se.Op != durability.OpPersistEvents || se.Name != "router-7" {
+		t.Errorf("a batch at index -1 raised %v, want Op %q", se, durability.OpPersistEvents)
 	}
 }

@@ -20,7 +20,10 @@ type Salvaged struct {
 // Recovery then resumes from the last intact snapshot. What is dropped is
 // lost, so a store never does this on its own: the caller asks for it,
 // after reading the damage. An actor without damage loses only what
-// compaction would drop (older snapshots, events below the newest).
+// compaction would drop (older snapshots, events below the newest), as
+// long as its events run without a gap from its newest snapshot (from 0
+// without one); events after a gap (left by deletes that no snapshot
+// covers) cannot be recovered from, and Salvage drops them too.
 type Salvager interface {
 	Salvage(ctx context.Context, name string) (Salvaged, error)
 }

@@ -51,14 +51,32 @@ import "context"
 // passed through, is a *[StoreError] (use [errors.As]) whose cause says
 // what happened: [ErrClosed] after Close, [ErrInvalidName] for an
 // empty (or, for a store with a limit, too long) name, ctx.Err() when the
-// context was done before the call started.
+// context was done before the call started, a *[DamageError] (wrapping
+// [ErrDamaged]) for damaged data.
+//
+// # Damaged data
+//
+// A store keeps with every event and snapshot a checksum over its key
+// and its data ([Checksum]: the record's kind, actor name and index, then
+// the data), writes it with the record and checks it on every read, so a
+// record damaged where it is kept, or found under another key, is never
+// returned. A read that meets one fails with a *StoreError naming the
+// actor, whose cause is a *DamageError naming the store and the record's
+// kind and index; GetSnapshot does not fall back to an older snapshot
+// when the newest is damaged. Reads of the actor that do not include the
+// damaged record may succeed, or fail the same way when the store sets
+// the whole actor aside; other actors are not affected. A store never
+// drops damaged records on its own: a [Salvager] does it on request.
+// durabilitytest's RunDamagedValues checks all of this.
 //
 // # Concurrency
 //
 // All methods are safe for concurrent use by multiple goroutines, including
-// Close. Each write is atomic; concurrent writes to the same name are
-// applied in some order, and a write that returned is seen by every call
-// that starts after it. Callbacks passed to GetEvents may call other
+// Close. Each write is atomic (a snapshot with its compaction); concurrent
+// writes to the same name are applied in some order, and a write that
+// returned is seen by every call that starts after it, as is a write
+// that a call has seen, once that call returned: what is seen does not
+// go back. Callbacks passed to GetEvents may call other
 // methods of the store, but not Close.
 type Store interface {
 	// PersistEvent stores data as the event at index for name, replacing any

@@ -77,10 +77,11 @@ const MetaState = "state"
 // model, the router announces the calls recovered on the stream that are
 // still pending (the "recovered" state frame below); they then complete
 // if their chunks keep coming, and are answered with error results if
-// the stream ends first, as any call. A CANCEL or ABORT of a closed
-// stream ends its recovered calls (their removal persisted, their
-// cancelled results written into the model), as does the model's END or
-// ERROR on it (invalid arguments), and leaves it closed.
+// the stream ends first, as any call. A CANCEL of a closed stream ends
+// the recovered call it names, or all of them when it names none, and an
+// ABORT all of them (their removal persisted, their cancelled results
+// written into the model), as does the model's END or ERROR on it
+// (invalid arguments); the stream stays closed.
 //
 // A recovered call whose stream is not written on again within
 // RecoveredTimeout of the recovery is ended: its removal is persisted, so
@@ -89,7 +90,20 @@ const MetaState = "state"
 // every call; nothing goes out to the consumer on the closed stream. A
 // consumer that writes on the stream after that finds no call there:
 // more chunks of the call are dropped, as those of any call that is not
-// pending.
+// pending. The limit runs from the recovery of each incarnation: a
+// router restarted again before it has passed recovers the calls again,
+// with their streams closed, and their limit starts again.
+//
+// A restore frame (see below) puts calls on streams as a recovery does:
+// those on the restore frame's stream and on the streams the consumer has
+// a call open on (it wrote a call-opening frame on them since the
+// router last started, and the model has not ended them) are
+// announced at once; the streams of the others are closed as a restart
+// closes them, and their calls announced (event "restored") when the
+// consumer writes a call-opening frame on them, or ended RecoveredTimeout
+// after the restore, as recovered calls are. That holds for the calls a
+// restore puts on a stream a restart closed as well: their limit runs
+// from the restore.
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -115,8 +129,10 @@ const MetaState = "state"
 // cancelled result leaves, so a recovered router does not answer it
 // again), stream_ended, and, listing the stream's pending call ids in
 // "tool_call_ids", recovered (after a restart, when the consumer writes
-// on the stream again: see above) and restored. None is emitted on a
-// stream that a restart closed and the consumer has not written on since.
+// on the stream again: see above) and restored (after a restore frame,
+// at once or when the consumer writes on the stream: see above). None is
+// emitted on a stream that a restart or a restore closed and the
+// consumer has not written on since.
 // A META
 // frame written into the router whose meta.durability.restore_state is
 // set, and whose wrapper_id is empty or WrapperID, replaces the pending
@@ -138,12 +154,13 @@ type DurabilityOptions struct {
 	SnapshotEvery int
 	// Timeout bounds each store call; zero means none.
 	Timeout time.Duration
-	// RecoveredTimeout is how long after a restart a recovered call waits
-	// for the consumer to write on its stream again before it is ended
-	// (see above); zero means [DefaultRecoveredTimeout], a negative value
-	// no limit: a call whose stream nobody writes on again then stays
-	// pending, in memory and in the store, until a CANCEL, an ABORT or a
-	// restore frame removes it.
+	// RecoveredTimeout is how long after a restart a recovered call, or
+	// after a restore a call it put on a stream the consumer had no call
+	// open on, waits for the consumer to write on its stream before it is
+	// ended (see above); zero means [DefaultRecoveredTimeout], a negative
+	// value no limit: a call whose stream nobody writes on then stays
+	// pending, in memory and in the store, until a CANCEL, an ABORT, the
+	// model's END or ERROR on its stream or a restore frame removes it.
 	RecoveredTimeout time.Duration
 	// Logger receives store failures; nil discards.
 	Logger *slog.Logger
@@ -202,18 +219,39 @@ type durableRouter struct {
 	core  durableCore
 	timer bool // a flushTimer is set
 	// closed holds the streams of the calls this incarnation recovered,
-	// which its restart closed, that the consumer has not written on
-	// since (see reopen): nothing goes out on them. Nil when the recovery
-	// found no call. It holds no more streams than the recovery found.
-	closed map[string]struct{}
-	// limit is how long recovered calls wait for their stream to be
+	// which its restart closed, and those of calls a restore frame put on
+	// streams the consumer had no call open on, that the consumer has not
+	// written on since (see opened): nothing goes out on them. Nil until
+	// a recovery or a restore puts calls there. An entry stays after its
+	// calls have ended (the model may echo their results): it holds no
+	// more streams than the recovery and the restores found.
+	closed map[string]closedStream
+	// open holds the streams the consumer wrote a call-opening frame on
+	// in this incarnation, until the model ends them (END or ERROR): a
+	// restore frame's calls on the others are put on closed streams.
+	// lastOpen is the stream last added, whose frames mostly follow each
+	// other.
+	open     map[string]struct{}
+	lastOpen string
+	// limits counts the limit timers set: the generation of the last.
+	limits int
+	// limit is how long the calls of a closed stream wait for it to be
 	// written on again (RecoveredTimeout); 0 for no limit.
 	limit time.Duration
 }
 
-// recoveredLimit is the key of the timer that ends the recovered calls
-// whose stream was not written on again within the limit.
-type recoveredLimit struct{}
+// closedStream is why a stream is closed: the state frame event that
+// announces its calls when it is written on again ("recovered" or
+// "restored"), and the generation of the limit timer that ends them.
+type closedStream struct {
+	event string
+	gen   int
+}
+
+// closedLimit is the key of the timer that ends the calls of the streams
+// closed with generation gen that were not written on again within the
+// limit.
+type closedLimit struct{ gen int }
 
 // flushTimer is the key of the timer that writes held chunks when no
 // other frame does within flushDelay.
@@ -263,8 +301,8 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	raw, ok := f.RestoreState()
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
 		r.flush(c)
-		if len(r.closed) > 0 {
-			r.reopen(c, f)
+		if t := f.GetType(); t != messages.FrameType_META && actors.OpensStream(t) {
+			r.opened(c, f.GetStreamId())
 		}
 		r.routerLogic.Request(c, f)
 		return
@@ -276,6 +314,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
+	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
 }
 
@@ -304,6 +343,12 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 		r.announce(c, e.StreamID, "stream_ended", "")
 	}
 	r.act(c, f, decisions)
+	if t := f.GetType(); len(r.open) > 0 && (t == messages.FrameType_END || t == messages.FrameType_ERROR) {
+		delete(r.open, f.GetStreamId())
+		if r.lastOpen == f.GetStreamId() {
+			r.lastOpen = ""
+		}
+	}
 }
 
 // HandleMessage implements actors.MessageHandler: recovery replays stored
@@ -325,9 +370,9 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 			r.timer = false
 			r.flush(c)
 			return
-		case recoveredLimit:
+		case closedLimit:
 			r.flush(c)
-			r.endRecovered(c)
+			r.endClosed(c, m.Key.(closedLimit).gen)
 			return
 		}
 		r.flush(c)
@@ -348,16 +393,44 @@ func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c)
 // calls it recovered, which the restart closed towards the consumer, and
 // sets the timer of their limit.
 func (r *durableRouter) recovered(c actors.WrapperContext) {
-	p := &r.asm.Pending
-	if p.Len() == 0 {
+	if r.asm.Pending.Len() == 0 {
 		return
 	}
-	r.closed = make(map[string]struct{}, len(p.byStream))
-	for stream := range p.byStream {
-		r.closed[stream] = struct{}{}
+	r.closeStreams(c, "recovered", func(string) bool { return true })
+}
+
+// closeRestored closes the streams of the calls a restore frame on stream
+// put there (as a restart closes those of the calls it recovers) that the
+// consumer has no call open on, but stream, to which the restore is
+// answered, unless it is closed already: their calls wait for their
+// stream to be written on, within the limit. A closed stream's calls are
+// all restored ones now: their limit starts again.
+func (r *durableRouter) closeRestored(c actors.WrapperContext, stream string) {
+	r.closeStreams(c, "restored", func(s string) bool {
+		if s == stream && !r.isClosed(s) {
+			return false
+		}
+		_, open := r.open[s]
+		return !open
+	})
+}
+
+// closeStreams closes the streams with pending calls that close reports,
+// for event, under a new generation, and sets the timer of its limit.
+func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, close func(string) bool) {
+	gen := r.limits + 1
+	for stream := range r.asm.Pending.byStream {
+		if !close(stream) {
+			continue
+		}
+		if r.closed == nil {
+			r.closed = make(map[string]closedStream, len(r.asm.Pending.byStream))
+		}
+		r.closed[stream] = closedStream{event: event, gen: gen}
+		r.limits = gen
 	}
-	if r.limit > 0 {
-		c.After(r.limit, recoveredLimit{})
+	if r.limits == gen && r.limit > 0 {
+		c.After(r.limit, closedLimit{gen})
 	}
 }
 
@@ -371,12 +444,23 @@ func (r *durableRouter) isClosed(stream string) bool {
 	return ok
 }
 
-// reopen opens the closed stream of f, a request frame, if f opens a call
-// on it (as the runtime counts it): the consumer has come back to it. The
-// calls recovered there that are still pending are announced first.
-func (r *durableRouter) reopen(c actors.WrapperContext, f *messages.Frame) {
-	stream := f.GetStreamId()
-	if t := f.GetType(); t == messages.FrameType_META || !actors.OpensStream(t) || !r.isClosed(stream) {
+// opened notes that the consumer wrote a frame that opens a call (as the
+// runtime counts it) on stream. If the stream is closed, the consumer
+// has come back to it: it opens, and the calls there that are still
+// pending are announced first.
+func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
+	if stream != r.lastOpen && stream != "" {
+		if r.open == nil {
+			r.open = map[string]struct{}{}
+		}
+		r.open[stream] = struct{}{}
+		r.lastOpen = stream
+	}
+	if len(r.closed) == 0 {
+		return
+	}
+	cs, ok := r.closed[stream]
+	if !ok {
 		return
 	}
 	delete(r.closed, stream)
@@ -388,18 +472,23 @@ func (r *durableRouter) reopen(c actors.WrapperContext, f *messages.Frame) {
 	for i, pc := range calls {
 		ids[i] = pc.ToolCallID
 	}
-	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: "recovered",
+	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: cs.event,
 		StreamPending: len(ids), Pending: r.asm.Pending.Len(), ToolCallIDs: ids})))
 }
 
-// endRecovered ends the calls still pending on closed streams once the
-// limit has passed: their removal is persisted, then their error results
-// go to the model. The streams stay closed: the model may echo the
-// results, and nothing goes out on them until the consumer comes back.
-func (r *durableRouter) endRecovered(c actors.WrapperContext) {
+// endClosed ends the calls still pending on the streams closed with
+// generation gen once the limit has passed: their removal is persisted,
+// then their error results go to the model. The streams stay closed: the
+// model may echo the results, and nothing goes out on them until the
+// consumer comes back.
+func (r *durableRouter) endClosed(c actors.WrapperContext, gen int) {
 	var ended []*PendingCall
-	for stream := range r.closed {
-		ended = append(ended, r.asm.Pending.inStream(stream)...)
+	restored := map[string]bool{}
+	for stream, cs := range r.closed {
+		if cs.gen == gen {
+			ended = append(ended, r.asm.Pending.inStream(stream)...)
+			restored[stream] = cs.event == "restored"
+		}
 	}
 	if len(ended) == 0 {
 		return
@@ -412,11 +501,15 @@ func (r *durableRouter) endRecovered(c actors.WrapperContext) {
 		calls[i] = pc.frame()
 	}
 	r.core.persistAll(persister(c), events)
-	c.Logger().Warn("recovered tool calls ended: their streams were not written on again",
+	c.Logger().Warn("recovered or restored tool calls ended: their streams were not written on again",
 		"router", r.id, "calls", len(calls), "within", r.limit)
 	for _, call := range calls {
+		why := "the router restarted, and stream %s was not written on again within %v"
+		if restored[call.GetStreamId()] {
+			why = "a restore frame put it on stream %s, which was not written on within %v"
+		}
 		r.d.deliver(c, call, errorResult(call, FailureStopped, fmt.Sprintf(
-			"Tool %s stopped before its arguments were complete: the router restarted, and stream %s was not written on again within %v",
+			"Tool %s stopped before its arguments were complete: "+why,
 			call.GetName(), call.GetStreamId(), r.limit)))
 	}
 }

@@ -23,7 +23,7 @@ const (
 	FailureStopped          FailureKind = actors.StoppedKind // the tool actor failed, restarted or stopped mid-call
 	FailureCancelled        FailureKind = "cancelled"
 	FailureUnknownTool      FailureKind = "unknown_tool"
-	FailureUnavailable      FailureKind = "unavailable" // circuit breaker open, or the tool is gone
+	FailureUnavailable      FailureKind = "unavailable" // see below
 	FailureLimit            FailureKind = "iteration_limit"
 	FailureTruncated        FailureKind = "truncated" // the length limit cut the call's arguments off
 	FailureNotFound         FailureKind = "not_found" // see below
@@ -36,6 +36,16 @@ const (
 // not hold what the call asked for. Like invalid arguments it does not
 // count against the tool's circuit breaker. A tool answers with it by
 // returning a [ResultError] of this Kind.
+
+// FailureUnavailable is the kind of a call that was not run because what
+// runs it was not there: the router refused it (the tool's circuit breaker
+// open, the tool actor stopped for good), or the tool itself answered so
+// for a want of its own that says nothing of its health (a busy machine:
+// package workspace's run_command when the sandbox of its command could
+// not be set up in time or for want of resources). It does not count
+// against the tool's circuit breaker. The same call may succeed later,
+// but not on a router whose tool actor stopped for good. A tool answers
+// with it by returning a [ResultError] of this Kind.
 
 // FailureTooLarge is the kind of a call whose call or result was over a
 // size limit of the transport that carries it (package remote's frame

@@ -139,6 +139,7 @@ type Options struct {
 // zero value is not usable. All methods are safe for concurrent use.
 type Store struct {
 	db              *bolt.DB
+	writePool       sync.Pool                                        // of *write, made by newWrite: see newWrite
 	file            *os.File                                         // the descriptor bbolt reads and writes the file through
 	openFile        func(string, int, os.FileMode) (*os.File, error) // opens every file: the store's, Compact's copy, the folder synced
 	path            string
@@ -304,6 +305,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		return fail(err)
 	}
 	s := &Store{
+		writePool:       sync.Pool{New: newWrite},
 		compactMu:       make(chan struct{}, 1),
 		db:              db,
 		file:            file,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -71,7 +70,12 @@ type write struct {
 	run  func() error // instead of records: work the committer runs between commits
 }
 
-var writePool = sync.Pool{New: func() any { return &write{recs: make([]record, 0, 1), done: make(chan error, 1)} }}
+// newWrite is the New of a store's pool of writes ([Store].writePool). The
+// pool is the store's own, not the package's: a store opened inside a
+// testing/synctest bubble makes its channels there, and a receive on
+// one from outside the bubble (a store opened elsewhere taking it from a
+// shared pool) is a fatal error of the whole process.
+func newWrite() any { return &write{recs: make([]record, 0, 1), done: make(chan error, 1)} }
 
 // maxKeptRecords bounds the record slice a pooled write keeps after a
 // large PersistEvents.
@@ -106,7 +110,7 @@ func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, da
 	if first+uint64(len(data)-1) < first {
 		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.ErrIndexOverflow}
 	}
-	w := writePool.Get().(*write)
+	w := s.writePool.Get().(*write)
 	for k, d := range data {
 		w.recs = append(w.recs, record{kind: putEvent, name: name, index: first + uint64(k), data: d})
 	}
@@ -132,13 +136,13 @@ func (s *Store) submitOne(ctx context.Context, kind writeKind, name string, inde
 	if !validName(name) {
 		return &durability.StoreError{Op: kind.op(), Name: name, Err: durability.ErrInvalidName}
 	}
-	w := writePool.Get().(*write)
+	w := s.writePool.Get().(*write)
 	w.recs = append(w.recs, record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data})
 	return s.submit(ctx, kind.op(), w)
 }
 
 // submit encodes w's records, hands w to the committer, waits for its
-// commit and puts w back in writePool. w's records all have the same name.
+// commit and puts w back in the store's pool of writes. w's records all have the same name.
 func (s *Store) submit(ctx context.Context, op string, w *write) error {
 	name := w.recs[0].name
 	size := 0
@@ -161,7 +165,7 @@ func (s *Store) submit(ctx context.Context, op string, w *write) error {
 		recs = make([]record, 0, 1)
 	}
 	*w = write{recs: recs, done: w.done}
-	writePool.Put(w)
+	s.writePool.Put(w)
 	if err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}

@@ -237,6 +237,44 @@ func RunDamagedValues(t *testing.T, rounds int, open func(t *testing.T) durabili
 			}
 		})
 	}
+	t.Run("NewestSnapshotDamaged", func(t *testing.T) { runNewestSnapshotDamaged(t, open, damage) })
+}
+
+// runNewestSnapshotDamaged is RunDamagedValues' case of a damaged newest
+// snapshot beside an intact older one (a snapshot persisted below the
+// newest keeps it): GetSnapshot must report the damage, not fall back to
+// the older snapshot, whose state the actor left behind (replaying the
+// events from its index would apply them to a stale state, and the
+// events below the newest snapshot are compacted away).
+func runNewestSnapshotDamaged(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
+	const name = "two-snapshots"
+	ctx := t.Context()
+	s := open(t)
+	for i := range uint64(10) {
+		if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := []byte(name + " snapshot at 8, the newest state")
+	if err := s.PersistSnapshot(ctx, name, 8, newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, name, 3, []byte(name+" snapshot at 3, an older state")); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := damage(t, s, name, durability.RecordSnapshot, 8, len(newest)/2)
+	if err != nil {
+		if !errors.Is(err, durability.ErrDamaged) {
+			t.Fatalf("store refused to open after damage to snapshot 8 of %s, without saying it is damaged: %v", name, err)
+		}
+		return
+	}
+	defer s2.Close()
+	snap, ok, err := s2.GetSnapshot(ctx, name)
+	if err == nil {
+		t.Fatalf("GetSnapshot with the newest snapshot (8) damaged = %v, index %d %q, want the damage reported", ok, snap.Index, snap.Data)
+	}
+	checkDamage(t, err, name, durability.RecordSnapshot, 8)
 }
 
 // checkDamage checks that err reports the damaged record.
@@ -400,7 +438,9 @@ func RunDamagedFiles(t *testing.T, fs FileStore, flips int) {
 // that session fails, that Salvage keeps its snapshot and events 5 to 7
 // (the intact run before the damaged event) and drops what follows, that
 // every session then reads back (the salvaged one as kept), and that the
-// salvaged session takes a new event 8.
+// salvaged session takes a new event 8. A last case damages an actor's
+// newest snapshot beside an intact older one: Salvage keeps the older
+// snapshot and drops the events that do not follow it without a gap.
 func RunSalvage(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
 	t.Helper()
 	d := NewDataset(5, 3, 10)
@@ -440,5 +480,54 @@ func RunSalvage(t *testing.T, open func(t *testing.T) durability.Store, damage D
 	}
 	if again, err := sv.Salvage(t.Context(), d.Sessions[0].Name); err != nil || again.Dropped != 0 || again.Events != len(d.Sessions[0].Events) {
 		t.Errorf("Salvage of an intact session = %+v, %v; want nothing dropped", again, err)
+	}
+	t.Run("NewestSnapshotDamaged", func(t *testing.T) { runSalvageNewestSnapshot(t, open, damage) })
+}
+
+// runSalvageNewestSnapshot is RunSalvage's case of a damaged newest
+// snapshot (at 8, events 8 and 9 after it) beside an intact older one
+// (at 3, persisted after it, so the events below 8 are compacted away):
+// Salvage keeps the older snapshot and drops the damaged one and the
+// events 8 and 9, which do not follow the kept snapshot without a gap;
+// the actor then recovers from the older snapshot alone.
+func runSalvageNewestSnapshot(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
+	const name = "two-snapshots"
+	ctx := t.Context()
+	s := open(t)
+	for i := range uint64(10) {
+		if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest := []byte(name + " snapshot at 8, the newest state")
+	older := name + " snapshot at 3, an older state"
+	if err := s.PersistSnapshot(ctx, name, 8, newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(ctx, name, 3, []byte(older)); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := damage(t, s, name, durability.RecordSnapshot, 8, len(newest)/2)
+	if err != nil {
+		t.Fatalf("damage: %v", err)
+	}
+	defer s2.Close()
+	sv, ok := s2.(durability.Salvager)
+	if !ok {
+		t.Fatalf("%T does not implement durability.Salvager", s2)
+	}
+	got, err := sv.Salvage(ctx, name)
+	// Dropped counts at least events 8 and 9; whether the damaged
+	// snapshot counts too is the store's (a store may have set it aside
+	// as lost when it found the damage).
+	if want := (durability.Salvaged{Snapshot: true, SnapshotIndex: 3, From: 3, Dropped: got.Dropped}); err != nil || got != want || got.Dropped < 2 {
+		t.Fatalf("Salvage = %+v, %v; want %+v (the snapshot at 3 kept; the one at 8 and events 8 and 9 dropped)", got, err, want)
+	}
+	if snap, ok, err := s2.GetSnapshot(ctx, name); err != nil || !ok || snap.Index != 3 || string(snap.Data) != older {
+		t.Errorf("GetSnapshot after Salvage = %v, index %d %q, %v; want index 3 %q", ok, snap.Index, snap.Data, err, older)
+	}
+	n := 0
+	if err := s2.GetEvents(ctx, name, 0, 0, func(uint64, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("GetEvents after Salvage: %d events, %v; want none", n, err)
 	}
 }

@@ -14,12 +14,21 @@
 //		})
 //	}
 //
-// The suite checks event order and ranges, overwrites, batches of events
-// (PersistEvents: consecutive indexes, never seen in part, overflow and
-// empty batches), snapshot recovery
-// and compaction, deletes, data ownership, empty and large values, context
-// cancellation, many names written and read concurrently (run it with
-// -race), and that every method fails with durability.ErrClosed after
-// Close, including writes racing with Close. Goroutine leaks are the
-// caller's to check (for example with goleak.VerifyTestMain).
+// The suite checks event order and ranges, overwrites, GetEvents
+// callbacks that fail, write or panic (the store stays usable), batches
+// of events (PersistEvents: consecutive indexes, never seen in part,
+// overflow and empty batches), snapshot recovery and compaction,
+// deletes, data ownership, empty and large values, context
+// cancellation, many names written and read concurrently, snapshots
+// that compact read concurrently (nothing seen goes back, no gap; run it
+// with -race), that every method fails with durability.ErrClosed after
+// Close, including writes racing with Close, and (the Model case) that
+// seeded random sequences of every kind of write leave the store holding
+// exactly what a plain model of the contract holds. Goroutine leaks are
+// the caller's to check (for example with goleak.VerifyTestMain).
+//
+// A store with checksums also runs [RunDamagedValues] (damage inside
+// stored values is reported, never returned), and [RunSalvage] if it is
+// a durability.Salvager; a store kept in one file runs
+// [RunDamagedFiles].
 package durabilitytest

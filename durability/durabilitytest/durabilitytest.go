@@ -2,9 +2,12 @@ package durabilitytest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -36,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) durability.Store) {
 		{"BatchConcurrent", testBatchConcurrent},
 		{"CallbackError", testCallbackError},
 		{"CallbackMayWrite", testCallbackMayWrite},
+		{"CallbackPanics", testCallbackPanics},
 		{"DataOwnership", testDataOwnership},
 		{"NamesIsolated", testNamesIsolated},
 		{"SnapshotLatest", testSnapshotLatest},
@@ -48,8 +52,10 @@ func Run(t *testing.T, open func(t *testing.T) durability.Store) {
 		{"LargeValues", testLargeValues},
 		{"ContextDone", testContextDone},
 		{"Concurrent", testConcurrent},
+		{"SnapshotsConcurrent", testSnapshotsConcurrent},
 		{"ErrorsAfterClose", testErrorsAfterClose},
 		{"CloseDuringWrites", testCloseDuringWrites},
+		{"Model", testModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -410,6 +416,38 @@ func testCallbackMayWrite(t *testing.T, s durability.Store) {
 	checkEvents(t, events(t, s, "dst", 0, 0), []event{{0, "src-0"}, {1, "src-1"}, {2, "src-2"}})
 }
 
+// testCallbackPanics: a GetEvents callback that panics (an actor's code
+// failing while its events are replayed) unwinds through the store, which
+// is left usable: the supervisor restarts the actor, and its recovery
+// reads again. A store that held a lock, a transaction or a connection
+// across the callback would hang or fail here.
+func testCallbackPanics(t *testing.T, s durability.Store) {
+	const rounds = 10 // more than a small pool's connections
+	persist(t, s, "p", 0, 1, 2)
+	for round := range rounds {
+		func() {
+			defer func() {
+				if r := recover(); r != "replay failed" {
+					t.Fatalf("round %d: recovered %v, want the callback's panic", round, r)
+				}
+			}()
+			_ = s.GetEvents(t.Context(), "p", 0, 0, func(i uint64, _ []byte) error {
+				if i == 1 {
+					panic("replay failed")
+				}
+				return nil
+			})
+			t.Fatalf("round %d: GetEvents returned past a panicking callback", round)
+		}()
+		persist(t, s, "p", uint64(3+round))
+		persistSnapshot(t, s, "p", 1, "after the panic")
+		if err := s.DeleteSnapshots(t.Context(), "p", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkEvents(t, events(t, s, "p", 0, 0), want("p", span(1, 2+rounds)...))
+}
+
 func testDataOwnership(t *testing.T, s durability.Store) {
 	ctx := t.Context()
 	buf := []byte("original")
@@ -432,6 +470,25 @@ func testDataOwnership(t *testing.T, s durability.Store) {
 	checkEvents(t, events(t, s, "own", 0, 0), []event{{0, "original"}})
 	if snap, _ := snapshot(t, s, "own"); string(snap.Data) != "original" {
 		t.Errorf("snapshot = %q, want %q", snap.Data, "original")
+	}
+
+	// The slices handed to the callback stay the caller's after it
+	// returns: a store does not reuse one buffer for the next event, nor
+	// for the next read.
+	persist(t, s, "kept", 0, 1, 2, 3, 4)
+	var kept [][]byte
+	for range 2 {
+		if err := s.GetEvents(ctx, "kept", 0, 0, func(_ uint64, d []byte) error {
+			kept = append(kept, d)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, d := range kept {
+		if w := fmt.Sprintf("kept-%d", k%5); string(d) != w {
+			t.Errorf("event data kept from read %d holds %q after the read, want %q", k/5, d, w)
+		}
 	}
 }
 
@@ -600,8 +657,18 @@ func testLargeValues(t *testing.T, s durability.Store) {
 }
 
 func testContextDone(t *testing.T, s durability.Store) {
+	// Deletes with a done context fail and delete nothing.
+	persist(t, s, "kept", 0, 1)
+	persistSnapshot(t, s, "kept", 0, "kept")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
+	checkStoreError(t, s.DeleteEvents(ctx, "kept", 1), durability.OpDeleteEvents, "kept", context.Canceled)
+	checkStoreError(t, s.DeleteSnapshots(ctx, "kept", 0), durability.OpDeleteSnapshots, "kept", context.Canceled)
+	checkEvents(t, events(t, s, "kept", 0, 0), want("kept", 0, 1))
+	if _, ok := snapshot(t, s, "kept"); !ok {
+		t.Error("a DeleteSnapshots with a done context deleted the snapshot")
+	}
+
 	err := s.PersistEvent(ctx, "ctx", 0, []byte("x"))
 	checkStoreError(t, err, durability.OpPersistEvent, "ctx", context.Canceled)
 	if !durability.IsRetryable(err) {
@@ -668,6 +735,105 @@ func testConcurrent(t *testing.T, s durability.Store) {
 		if snap, ok := snapshot(t, s, name); !ok || snap.Index != perName/2 || string(snap.Data) != name {
 			t.Errorf("GetSnapshot(%q) = %+v, %v", name, snap, ok)
 		}
+	}
+}
+
+// testSnapshotsConcurrent has a writer per name persist events and, every
+// few events, a snapshot that compacts them, while readers of the same
+// names check what recovery relies on: a snapshot's data is the one
+// persisted at its index, the events read at once run without a gap,
+// and nothing seen goes back: a later snapshot read never returns an
+// older snapshot, and events below a snapshot seen (compacted in the
+// same atomic step) are not read afterwards.
+func testSnapshotsConcurrent(t *testing.T, s durability.Store) {
+	const names, perName, every, readers = 4, 60, 7, 2
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, names*(1+readers))
+	snapData := func(name string, i uint64) string { return fmt.Sprintf("%s snapshot at %d", name, i) }
+	for n := range names {
+		name := fmt.Sprintf("snapper-%d", n)
+		done := make(chan struct{})
+		// A reader reads once after each write it is told of (or more
+		// writes, if it is behind), so that it does not starve the writer.
+		ticks := make([]chan struct{}, readers)
+		for r := range ticks {
+			ticks[r] = make(chan struct{}, 1)
+		}
+		tell := func() {
+			for _, tick := range ticks {
+				select {
+				case tick <- struct{}{}:
+				default:
+				}
+			}
+		}
+		wg.Go(func() {
+			defer close(done)
+			for i := range uint64(perName) {
+				if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s-%d", name, i)); err != nil {
+					errs <- err
+					return
+				}
+				tell()
+				if i%every == every-1 {
+					if err := s.PersistSnapshot(ctx, name, i, []byte(snapData(name, i))); err != nil {
+						errs <- err
+						return
+					}
+					tell()
+				}
+			}
+		})
+		for _, tick := range ticks {
+			wg.Go(func() {
+				seen, seenAny := uint64(0), false // the newest snapshot seen
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick:
+					}
+					snap, ok, err := s.GetSnapshot(ctx, name)
+					switch {
+					case err != nil:
+						errs <- err
+						return
+					case ok && string(snap.Data) != snapData(name, snap.Index):
+						errs <- fmt.Errorf("%s: snapshot at %d holds %q", name, snap.Index, snap.Data)
+						return
+					case !ok && seenAny, ok && seenAny && snap.Index < seen:
+						errs <- fmt.Errorf("%s: snapshot read went back from %d to %v %d", name, seen, ok, snap.Index)
+						return
+					case ok:
+						seen, seenAny = snap.Index, true
+					}
+					var got []event
+					if err := s.GetEvents(ctx, name, 0, 0, func(i uint64, d []byte) error {
+						got = append(got, event{i, string(d)})
+						return nil
+					}); err != nil {
+						errs <- err
+						return
+					}
+					for k, e := range got {
+						if e.Data != fmt.Sprintf("%s-%d", name, e.Index) || k > 0 && e.Index != got[k-1].Index+1 || seenAny && e.Index < seen {
+							errs <- fmt.Errorf("%s: events read %v (newest snapshot seen before: %v %d)", name, got, seenAny, seen)
+							return
+						}
+					}
+				}
+			})
+		}
+	}
+	reportErrors(t, &wg, errs)
+	for n := range names {
+		name := fmt.Sprintf("snapper-%d", n)
+		last := uint64(perName/every*every - 1)
+		if snap, ok := snapshot(t, s, name); !ok || snap.Index != last || string(snap.Data) != snapData(name, last) {
+			t.Errorf("GetSnapshot(%q) = %v %d %q, want %d", name, ok, snap.Index, snap.Data, last)
+		}
+		checkEvents(t, events(t, s, name, 0, 0), want(name, span(last, perName-int(last))...))
 	}
 }
 
@@ -743,5 +909,157 @@ func testCloseDuringWrites(t *testing.T, s durability.Store) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("write during Close failed with something other than ErrClosed: %v", err)
+	}
+}
+
+// model is what the [durability.Store] contract says one actor's store
+// holds: its events and snapshots by index.
+type model struct {
+	events, snapshots map[uint64]string
+}
+
+// persistSnapshot is PersistSnapshot with compaction.
+func (m *model) persistSnapshot(index uint64, data string) {
+	m.snapshots[index] = data
+	if index > 0 {
+		m.deleteEvents(index - 1)
+		maps.DeleteFunc(m.snapshots, func(i uint64, _ string) bool { return i < index })
+	}
+}
+
+func (m *model) deleteEvents(through uint64) {
+	maps.DeleteFunc(m.events, func(i uint64, _ string) bool { return i <= through })
+}
+
+// eventsIn returns the model's events with from <= index < to (to == 0:
+// no bound) in index order.
+func (m *model) eventsIn(from, to uint64) []event {
+	var out []event
+	for i, d := range m.events {
+		if i >= from && (to == 0 || i < to) {
+			out = append(out, event{i, d})
+		}
+	}
+	slices.SortFunc(out, func(a, b event) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
+// testModel drives the store with seeded random writes of every kind on
+// two names (events one by one and in batches, overwrites, snapshots
+// that compact, snapshots below the newest, deletes; indexes mostly close
+// together, some at the top of the range, empty values) and after each
+// write compares all that the store returns with a [model] of the
+// contract: a store whose reads merge several places (a log and its
+// buckets, a cache) is held to the same answers as the simplest one.
+func testModel(t *testing.T, s durability.Store) {
+	const seeds, steps = 3, 150
+	ctx := t.Context()
+	top := ^uint64(0)
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 0x30de1))
+		names := []string{fmt.Sprintf("model-%d", seed), fmt.Sprintf("model-%d/b", seed)}
+		models := map[string]*model{}
+		for _, n := range names {
+			models[n] = &model{events: map[uint64]string{}, snapshots: map[uint64]string{}}
+		}
+		index := func() uint64 {
+			switch r := rng.IntN(100); {
+			case r < 6:
+				return top - rng.Uint64N(4)
+			case r < 9:
+				return 1<<40 + rng.Uint64N(4)
+			default:
+				return rng.Uint64N(40)
+			}
+		}
+		for step := range steps {
+			name := names[rng.IntN(len(names))]
+			m := models[name]
+			data := func(i uint64) string {
+				if rng.IntN(10) == 0 {
+					return ""
+				}
+				return fmt.Sprintf("%s@%d step %d", name, i, step)
+			}
+			var op string
+			var err error
+			switch r := rng.IntN(100); {
+			case r < 40:
+				i := index()
+				d := data(i)
+				op, err = fmt.Sprintf("PersistEvent(%d)", i), s.PersistEvent(ctx, name, i, []byte(d))
+				if err == nil {
+					m.events[i] = d
+				}
+			case r < 60:
+				first, n := index(), 1+rng.IntN(5)
+				batch := make([][]byte, n)
+				want := map[uint64]string{}
+				for k := range batch {
+					i := first + uint64(k)
+					d := data(i)
+					batch[k], want[i] = []byte(d), d
+				}
+				op, err = fmt.Sprintf("PersistEvents(%d, %d events)", first, n), s.PersistEvents(ctx, name, first, batch)
+				if first+uint64(n-1) < first {
+					if !errors.Is(err, durability.ErrIndexOverflow) {
+						t.Fatalf("seed %d step %d: %s on %q = %v, want ErrIndexOverflow", seed, step, op, name, err)
+					}
+					err = nil
+				} else if err == nil {
+					maps.Copy(m.events, want)
+				}
+			case r < 75:
+				i := index()
+				d := data(i)
+				op, err = fmt.Sprintf("PersistSnapshot(%d)", i), s.PersistSnapshot(ctx, name, i, []byte(d))
+				if err == nil {
+					m.persistSnapshot(i, d)
+				}
+			case r < 90:
+				through := index()
+				op, err = fmt.Sprintf("DeleteEvents(%d)", through), s.DeleteEvents(ctx, name, through)
+				if err == nil {
+					m.deleteEvents(through)
+				}
+			default:
+				through := index()
+				op, err = fmt.Sprintf("DeleteSnapshots(%d)", through), s.DeleteSnapshots(ctx, name, through)
+				if err == nil {
+					maps.DeleteFunc(m.snapshots, func(i uint64, _ string) bool { return i <= through })
+				}
+			}
+			if err != nil {
+				t.Fatalf("seed %d step %d: %s on %q: %v", seed, step, op, name, err)
+			}
+			// Every name, not only the one written: names are isolated.
+			for _, n := range names {
+				checkModel(t, s, n, models[n], rng, fmt.Sprintf("seed %d step %d, after %s on %q", seed, step, op, name))
+			}
+		}
+	}
+}
+
+// checkModel compares what s holds for name with m: the newest snapshot,
+// all events, and the events of a random range.
+func checkModel(t *testing.T, s durability.Store, name string, m *model, rng *rand.Rand, when string) {
+	t.Helper()
+	snap, ok := snapshot(t, s, name)
+	if len(m.snapshots) == 0 {
+		if ok {
+			t.Fatalf("%s: %q has snapshot %d %q, want none", when, name, snap.Index, snap.Data)
+		}
+	} else if newest := slices.Max(slices.Collect(maps.Keys(m.snapshots))); !ok || snap.Index != newest || string(snap.Data) != m.snapshots[newest] {
+		t.Fatalf("%s: %q snapshot = %v, %d %q; want %d %q", when, name, ok, snap.Index, snap.Data, newest, m.snapshots[newest])
+	}
+	if got, want := events(t, s, name, 0, 0), m.eventsIn(0, 0); !slices.Equal(got, want) {
+		t.Fatalf("%s: %q events = %v, want %v", when, name, got, want)
+	}
+	from, to := rng.Uint64N(45), rng.Uint64N(45)
+	if rng.IntN(4) == 0 {
+		to = 0
+	}
+	if got, want := events(t, s, name, from, to), m.eventsIn(from, to); !slices.Equal(got, want) {
+		t.Fatalf("%s: %q events in [%d, %d) = %v, want %v", when, name, from, to, got, want)
 	}
 }

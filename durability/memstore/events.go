@@ -142,9 +142,19 @@ func (e *eventLog) copies(name string, from, to uint64) ([]indexed, error) {
 		}
 		slices.SortFunc(out, func(a, b indexed) int { return cmp.Compare(a.index, b.index) })
 	} else {
-		for k, d := range e.slots[e.head:] {
-			if i := e.base + uint64(k); d != nil && inRange(i) {
-				out = append(out, indexed{i, d})
+		// Only the slots in range: a read costs the events it returns,
+		// not the window's width.
+		width := uint64(len(e.slots) - e.head)
+		lo, hi := uint64(0), width
+		if from > e.base {
+			lo = min(from-e.base, width)
+		}
+		if to != 0 {
+			hi = min(max(to, e.base)-e.base, width)
+		}
+		for k := lo; k < hi; k++ {
+			if d := e.slots[e.head+int(k)]; d != nil {
+				out = append(out, indexed{e.base + k, d})
 			}
 		}
 	}

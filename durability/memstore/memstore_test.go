@@ -82,3 +82,26 @@ func TestSalvage(t *testing.T) {
 			return s, nil
 		})
 }
+
+// BenchmarkGetEvents_OneOfMany reads one event of an actor that holds
+// many (a journal read back a record at a time): the read costs the
+// events it returns, not the ones it skips.
+func BenchmarkGetEvents_OneOfMany(b *testing.B) {
+	s := memstore.New(nil)
+	defer s.Close()
+	const n = 100_000
+	data := make([]byte, 100)
+	for i := range uint64(n) {
+		if err := s.PersistEvent(b.Context(), "journal", i, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := uint64(0)
+	for b.Loop() {
+		at := i * 7919 % n
+		if err := s.GetEvents(b.Context(), "journal", at, at+1, func(uint64, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

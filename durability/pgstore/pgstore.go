@@ -146,7 +146,8 @@ func (o *Options) withDefaults() (Options, error) {
 // usable. All methods are safe for concurrent use.
 type Store struct {
 	pool        *pgxpool.Pool
-	dialer      *dialer // the pool's connections, closed at once by Close when it must
+	writePool   sync.Pool // of *write, made by newWrite: see newWrite
+	dialer      *dialer   // the pool's connections, closed at once by Close when it must
 	log         *slog.Logger
 	q           queries
 	schema      string
@@ -224,6 +225,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
 	s := &Store{
+		writePool:   sync.Pool{New: newWrite},
 		pool:        pool,
 		dialer:      dial,
 		log:         o.Logger,

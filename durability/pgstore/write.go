@@ -130,7 +130,11 @@ func (f *flight) leave() {
 	}
 }
 
-var writePool = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+// newWrite is the New of a store's pool of writes ([Store].writePool),
+// the store's own rather than the package's: a store opened inside a
+// testing/synctest bubble makes its channels there, and a receive on one
+// from outside the bubble is a fatal error of the whole process.
+func newWrite() any { return &write{done: make(chan error, 1)} }
 
 // PersistEvent implements [durability.Store]. It returns once the
 // transaction holding the event has committed.
@@ -182,7 +186,7 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 	if err := s.settled(ctx, doubtKey{name: name}); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
 	}
-	w := writePool.Get().(*write)
+	w := s.writePool.Get().(*write)
 	w.kind, w.name, w.index, w.fence = kind, name, index, f
 	switch {
 	case op == durability.OpPersistEvents:
@@ -209,7 +213,7 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 	}
 	if kept {
 		w.reset()
-		writePool.Put(w)
+		s.writePool.Put(w)
 	}
 	if err != nil {
 		return storeErr(op, name, err)

@@ -1,0 +1,199 @@
+package tools_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// bothRestarts runs body in a bubble with a router that its supervisor
+// restarts, and with one whose runtime is closed and started again on
+// the same store (memstore: bbolt stays out of bubbles, see
+// TestDurableRouter_RecoveredCallsEndForGoodInAFile).
+func bothRestarts(t *testing.T, body func(t *testing.T, kind restartKind)) {
+	for _, kind := range []restartKind{restartSupervised, restartRuntime} {
+		name := "supervised restart"
+		if kind == restartRuntime {
+			name = "runtime restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { body(t, kind) })
+		})
+	}
+}
+
+// results takes the n TOOL_RESULTs the model has got, once the bubble is
+// idle, and fails if it got another number.
+func results(t *testing.T, got chan *messages.Frame, n int) []*messages.Frame {
+	t.Helper()
+	synctest.Wait()
+	var out []*messages.Frame
+	for len(got) > 0 {
+		out = append(out, <-got)
+	}
+	if len(out) != n {
+		t.Fatalf("the model got %q, want %d results", lines(out), n)
+	}
+	return out
+}
+
+// TestDurableRouter_RecoveredLimitMeetsTheReopen: the consumer writes on
+// the closed stream of a recovered call at the very moment its limit
+// passes. Whichever comes first, the call is either announced (and goes
+// on) or ended, never both, and it gets one result in all: ended at the
+// limit, or at its stream's END.
+func TestDurableRouter_RecoveredLimitMeetsTheReopen(t *testing.T) {
+	bothRestarts(t, func(t *testing.T, kind restartKind) {
+		h := startLimited(t, kind, time.Hour)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p")
+
+		time.Sleep(h.limit)
+		send(t, h.conn, messages.Text("s", "back"))
+		out := streamUntil(t, h.conn, "s", isText("back"))
+		announced := slices.ContainsFunc(out, func(f *messages.Frame) bool { return isState(f, "recovered") })
+		synctest.Wait()
+		ended := len(h.got)
+		if announced == (ended == 1) {
+			t.Errorf("announced %v, results at the limit %d: want one or the other (%q)", announced, ended, lines(out))
+		}
+		send(t, h.conn, messages.End("s"))
+		streamUntil(t, h.conn, "s", isEnd)
+		for _, r := range results(t, h.got, 1) {
+			if r.GetToolCallId() != "call_a" || !r.IsErrorResult() {
+				t.Errorf("result %s, want call_a's error result", line(r))
+			}
+		}
+	})
+}
+
+// TestDurableRouter_SecondRestartRestartsTheLimit: a restart in the
+// middle of the limit, with one closed stream written on again and one
+// not, closes both again: the calls of both wait the whole limit from the
+// second recovery (the first incarnation's timer is gone with it), then
+// each is ended once, for good.
+func TestDurableRouter_SecondRestartRestartsTheLimit(t *testing.T) {
+	bothRestarts(t, func(t *testing.T, kind restartKind) {
+		h := startLimited(t, kind, time.Hour)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		send(t, h.conn, messages.StreamingToolCall("k", "call_k", "record"))
+		waitState(t, h.conn, "k", "started")
+		h.restart("p")
+
+		time.Sleep(h.limit / 2)
+		send(t, h.conn, messages.Text("s", "back"))
+		if out := streamUntil(t, h.conn, "s", isText("back")); !slices.ContainsFunc(out, func(f *messages.Frame) bool { return isState(f, "recovered") }) {
+			t.Errorf("stream s written on again: %q, no recovered state frame", lines(out))
+		}
+		if seen := h.restart("p2"); kind == restartSupervised { // a new process has a new consumer
+			closedOnce(t, seen, "s") // open again, closed again; k stayed closed
+		}
+		time.Sleep(h.limit/2 + time.Second)
+		results(t, h.got, 0)
+		time.Sleep(h.limit / 2)
+		var ids []string
+		for _, r := range results(t, h.got, 3) { // and the probe's call, call_p
+			if tools.KindOf(r) != tools.FailureStopped {
+				t.Errorf("result %s, want stopped", line(r))
+			}
+			ids = append(ids, r.GetToolCallId())
+		}
+		if slices.Sort(ids); !slices.Equal(ids, []string{"call_a", "call_k", "call_p"}) {
+			t.Errorf("ended %q, want call_a, call_k and call_p", ids)
+		}
+		h.restart("p3")
+		notRecovered(t, h.conn, "s")
+		notRecovered(t, h.conn, "k")
+		results(t, h.got, 0)
+	})
+}
+
+// restoredState is a RouterState with one call of record per stream,
+// call_<stream>, its arguments begun.
+func restoredState(streams ...string) *messages.RouterState {
+	st := &messages.RouterState{}
+	for i, s := range streams {
+		st.Calls = append(st.Calls, &messages.PendingToolCall{Seq: uint64(i + 1), StreamId: s,
+			ToolCallId: "call_" + s, Name: "record", Args: []byte(`{"id":"` + s + `",`)})
+	}
+	return st
+}
+
+// TestDurableRouter_RestoredCallsOnUnopenedStreams: a restore frame's
+// calls on the stream it came on and on the streams the consumer has a
+// call open on are announced at once ("restored"); those on the other
+// streams are kept as a restart keeps the calls it recovers: nothing goes
+// out on their streams until the consumer writes on them (then they are
+// announced, first), and those of a stream not written on within
+// RecoveredTimeout of the restore are ended, for good.
+func TestDurableRouter_RestoredCallsOnUnopenedStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, messages.Text("o", "hi"))
+		streamUntil(t, h.conn, "o", isText("hi"))
+		restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "o", "u", "v"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		for _, s := range []string{"x", "o"} {
+			if ev, _ := waitState(t, h.conn, s, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + s}) {
+				t.Errorf("restored on %s: %+v", s, ev)
+			}
+		}
+		seen := probe(t, h.conn, "p")
+		if got := append(onStream(seen, "u"), onStream(seen, "v")...); len(got) != 0 {
+			t.Errorf("streams the consumer had not opened got %q", lines(got))
+		}
+		send(t, h.conn, messages.Text("v", "back"))
+		ev, before := waitState(t, h.conn, "v", "restored")
+		if !slices.Equal(ev.ToolCallIDs, []string{"call_v"}) || len(onStream(before, "v")) != 0 {
+			t.Errorf("restored on v once written on: %+v after %q", ev, lines(onStream(before, "v")))
+		}
+
+		time.Sleep(h.limit - time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		r := results(t, h.got, 1)[0]
+		if r.GetToolCallId() != "call_u" || tools.KindOf(r) != tools.FailureStopped ||
+			!strings.Contains(string(r.GetPayload()), "restore frame") {
+			t.Errorf("result at the limit: %s, want call_u stopped, saying why", line(r))
+		}
+		if got := onStream(probe(t, h.conn, "q"), "u"); len(got) != 0 {
+			t.Errorf("the closed stream u got %q", lines(got))
+		}
+		h.restart("p2")
+		notRecovered(t, h.conn, "u")
+		results(t, h.got, 0)
+	})
+}
+
+// TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit: calls a
+// restore frame puts on a stream a restart closed wait the whole limit
+// from the restore, not what was left of the recovery's.
+func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p")
+		time.Sleep(h.limit / 2)
+		restore, err := tools.RestoreFrame("x", "r1", restoredState("s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		time.Sleep(h.limit/2 + time.Second)
+		results(t, h.got, 0)
+		time.Sleep(h.limit / 2)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_s" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result %s, want call_s stopped", line(r))
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 )
 
 // Errors a streamed answer can end with. The ERROR frame of a failed
@@ -26,7 +27,9 @@ var (
 )
 
 // ServerError is an error object the server sent inside the stream
-// (`data: {"error": {...}}`, or `data: {"error": "message"}`).
+// (`data: {"error": {...}}`, or `data: {"error": "message"}`). Its text
+// is the message, or, when the object has none, the quoted start of the
+// object.
 type ServerError struct {
 	// Raw is the error object as received.
 	Raw json.RawMessage
@@ -38,7 +41,7 @@ func (e *ServerError) Error() string {
 	if e.Message != "" {
 		return "server error in stream: " + e.Message
 	}
-	return "server error in stream: " + string(e.Raw)
+	return "server error in stream: " + httpadapter.Quote(e.Raw) // its start: the object may be large
 }
 
 // Result is a finished answer as the accumulator read it: its tool calls

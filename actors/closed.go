@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -18,21 +17,27 @@ import (
 //
 // A frame that opens a call (see opensCall) and carries the answered
 // call's tool-call id (see answeredCall) is that call's rest still in
-// flight (a chunk of its arguments): dropped too. Any other frame that
-// opens a call on the stream is delivered, and ends the record: a new
-// call (stream ids are reused call after call), told by its tool-call id
-// (see answeredCall.newCall), or one that carries no id, which cannot be
-// told from the answered call's rest and is taken for a new call (see
-// the package doc). So a caller that never sends an END (a whole
+// flight (a chunk of its arguments): dropped too, as is a chunk of
+// another call's arguments (one interleaved with it on the stream). Any
+// other frame that opens a call on the stream is delivered, and ends the
+// record: a new call (stream ids are reused call after call), told by its
+// tool-call id (see answeredCall.newCall), or one that carries no id,
+// which cannot be told from the answered call's rest and is taken for a
+// new call (see the package doc). So a caller that never sends an END (a whole
 // TOOL_CALL, a streaming call that ends at its tool_complete) has its
 // next call served. A META opens no call but is delivered: it is about a
 // call and may come after the call's END (an approval decision), as on
-// any stream with no call open. Nothing is dropped while the incarnation
+// any stream with no call open; but a META tool_complete, the end of a
+// streaming call's arguments, is the answered call's (or one interleaved
+// with it), dropped. Nothing is dropped while the incarnation
 // has a call of its own open on the stream.
 //
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
-// Logic, as before the record).
+// Logic, as before the record). The calls an incarnation answers itself
+// (shell.answered) are kept in a closedCalls too, bounded the same way: a
+// resumed incarnation may live long, answering calls on streams whose
+// callers send no END.
 type closedCalls struct {
 	ids   map[string]closedCall // by stream
 	order []closedEntry         // in the order added; an entry whose number is not ids' is stale
@@ -55,23 +60,43 @@ const closedMax = 1024
 
 // inherit returns the record of a new incarnation, prev's the one that
 // ended: what prev kept of the earlier ones, and the streams it answered
-// (see shell.answered). Nil when there are none.
+// (see shell.answered), oldest first. Nil when there are none.
 func inherit(prev *shell) *closedCalls {
-	c := prev.closed
-	if len(prev.answered) > 0 {
-		if c == nil {
-			c = &closedCalls{ids: make(map[string]closedCall, len(prev.answered))}
-		}
-		// Sorted: the oldest are forgotten first, in an order that does
-		// not depend on the map's.
-		for _, id := range slices.Sorted(maps.Keys(prev.answered)) {
-			c.add(id, prev.answered[id])
+	c, answered := prev.closed, prev.answered
+	switch {
+	case answered.len() == 0:
+	case c.len() == 0:
+		c = answered // prev has ended: its record is the next one's
+	default:
+		// In the order added: the oldest are forgotten first, in an
+		// order that does not depend on the map's.
+		for _, e := range answered.order {
+			if r, ok := answered.ids[e.id]; ok && r.n == e.n {
+				c.add(e.id, string(r.call))
+			}
 		}
 	}
-	if c == nil || len(c.ids) == 0 {
+	if c.len() == 0 {
 		return nil
 	}
 	return c
+}
+
+// len returns how many streams c records; none for a nil c.
+func (c *closedCalls) len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.ids)
+}
+
+// get returns the answered call recorded of stream id, if c records one.
+func (c *closedCalls) get(id string) (answeredCall, bool) {
+	if c == nil {
+		return "", false
+	}
+	r, ok := c.ids[id]
+	return r.call, ok
 }
 
 // add records the call on stream id, of tool-call id call, answered.
@@ -114,7 +139,12 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	case messages.FrameType_END:
 		c.remove(id)
 	case messages.FrameType_META:
-		return false
+		if !f.IsToolComplete() {
+			return false // about a call, as an approval decision: see above
+		}
+		// The completion of a streaming call's arguments: of a call
+		// begun before the answer (its TOOL_CALL after it would have
+		// ended the record), and none to be answered again.
 	default:
 		if opensCall(t) && (f.GetToolCallId() == "" || rec.call.newCall(f)) {
 			c.remove(id)

@@ -104,7 +104,6 @@ func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 	for _, f := range []*messages.Frame{
 		messages.ToolCall("s", "c2", "t", nil),   // another call
 		messages.ToolCall("s", "c1", "t", nil),   // the answered call sent again
-		messages.ToolArgChunk("s", "c3", "{"),    // a chunk of another call
 		messages.Text("s", "hi"),                 // no id: taken for a new call
 		messages.RawParam("s", "p", []byte("1")), // the same
 	} {
@@ -136,21 +135,43 @@ func TestShell_DropAnswered(t *testing.T) {
 		{"c1", messages.Meta("s", "approval", nil), true, true},
 		{"c1", messages.Text("s", "more"), true, true},
 		{"", messages.Text("s", "more"), true, true},
-		{"", messages.Describe("s"), true, true},
+		{"", messages.Describe("s"), false, false}, // a whole call in one frame: a new one
 		{"c1", messages.End("s"), true, false},
 		{"c1", messages.ToolCall("s", "c2", "t", nil), false, false},
 		{"c1", messages.ToolCall("s", "c1", "t", nil), false, false},
 		{"c1", messages.StreamingToolCall("s", "c2", "t"), false, false},
-		{"c1", messages.ToolArgChunk("s", "c2", "{"), false, false},
+		{"c1", messages.ToolArgChunk("s", "c2", "{"), true, true}, // of a call interleaved with c1
 		{"", messages.ToolCall("s", "c2", "t", nil), false, false},
 		{"c1", messages.Text("o", "other stream"), false, false},
 	} {
-		s := &shell{answered: map[string]string{"s": tc.answered}}
+		s := &shell{}
+		s.noteAnswered("s", tc.answered)
 		if got := s.dropAnswered(tc.f); got != tc.drop {
 			t.Errorf("answered %q, %s (id %q) on %s: dropped %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), tc.f.GetStreamId(), got, tc.drop)
 		}
-		if _, kept := s.answered["s"]; kept != tc.keep && tc.f.GetStreamId() == "s" {
+		if _, kept := s.answered.get("s"); kept != tc.keep && tc.f.GetStreamId() == "s" {
 			t.Errorf("answered %q, %s (id %q): record kept %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
 		}
+	}
+}
+
+// TestClosedCalls_InterleavedChunkIsTheAnsweredCalls checks that an
+// argument chunk of a call other than the last one noted on a recorded
+// stream (two streaming calls interleaved on it) is dropped as the
+// answered call's rest: a chunk opens no call of its own (its call's
+// TOOL_CALL comes first, and would have ended the record), while a
+// TOOL_CALL still ends the record and goes through.
+func TestClosedCalls_InterleavedChunkIsTheAnsweredCalls(t *testing.T) {
+	var open openStreams
+	c := &closedCalls{ids: map[string]closedCall{}}
+	c.add("s", "c2")
+	if !c.drop(messages.ToolArgChunk("s", "c1", `{"a":`), &open) {
+		t.Error("a chunk of a call interleaved with the answered one went through")
+	}
+	if c.drop(messages.StreamingToolCall("s", "c3", "t"), &open) {
+		t.Error("a new streaming TOOL_CALL was dropped")
+	}
+	if c.drop(messages.ToolArgChunk("s", "c3", `{}`), &open) {
+		t.Error("a chunk of the new call was dropped")
 	}
 }

@@ -32,22 +32,30 @@
 //     or continued it carried. A new call is never dropped: it is refused
 //     while the duplex stops or restarts, as above, and served otherwise.
 //     It is a TOOL_CALL (a call's first frame: one with the answered
-//     call's id is that call sent again), or a frame that opens a call
-//     (any but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries
-//     an id other than the answered call's. The other frames, up to the
-//     caller's END and that END included, are the answered call's rest,
-//     dropped: its argument chunks still in flight (its own id), its
-//     CANCEL, its END, none given to the Logic. A frame that opens a call
-//     and carries no id (PARAM, TEXT, DESCRIBE) cannot be told by it: in
+//     call's id is that call sent again), a DESCRIBE (a whole call in
+//     one frame, ended by no END), or a frame that opens a call (any
+//     but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries an
+//     id other than the answered call's, but an argument chunk (its
+//     call's TOOL_CALL came first: a chunk of another id is of a call
+//     interleaved with the answered one on its stream). The other
+//     frames, up to the caller's END and that END included, are the
+//     answered call's rest, dropped: its argument chunks still in
+//     flight, its CANCEL, its END, none given to the Logic. A frame that
+//     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in
 //     the incarnation that answered the call (restarting, stopping or
 //     resumed) it is the call's rest, dropped up to the caller's END (a
 //     caller whose frames carry no ids ends its call with END); in a next
 //     incarnation it is a new call, served. A next incarnation also lets
-//     through a META (it may follow a call's END: an approval decision)
+//     through a META (it may follow a call's END: an approval decision),
+//     but a tool_complete one (the end of the answered call's arguments),
 //     and what comes while it has a call of its own open on the stream,
 //     and a [Spec.Durable] duplex, which recovers its calls, gets every
 //     frame once restarted. A caller stops sending a call once it has
-//     the call's answer (its ERROR and END included);
+//     the call's answer (its ERROR and END included). Of the streams
+//     whose call was answered and whose caller's END has not come, an
+//     incarnation records the latest 1024 it answered and the latest
+//     1024 its earlier ones did: the late frames of one forgotten reach
+//     the Logic;
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its

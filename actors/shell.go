@@ -95,12 +95,13 @@ type shell struct {
 	// (see openStreams.call). Their frames are the answered call's,
 	// dropped, up to the caller's END, but a frame that opens a new call
 	// (see answeredCall.newCall), served or refused (see dropAnswered).
-	// What the Logic emits on them is dropped (see Emit). A map: a caller
-	// that never sends its END leaves its stream here.
+	// What the Logic emits on them is dropped (see Emit). Bounded, the
+	// oldest forgotten (see closedCalls): a caller that never sends its
+	// END leaves its stream here. Nil when there are none.
 	// restarting: the incarnation ended for a restart, not a stop (see
 	// refuse). terminated: protoactor's Stopped has come, the duplex's
 	// watchers are told, and nothing more is emitted.
-	answered map[string]string
+	answered *closedCalls
 	// muted holds the streams whose call a Resume answered (see resumed)
 	// and the Logic, which keeps its state, has not ended itself: what it
 	// emits on them is the answered call's, dropped (see Emit), whether
@@ -530,7 +531,7 @@ func (s *shell) input(f *messages.Frame) {
 		s.late(f)
 		return
 	}
-	if len(s.answered) > 0 && s.dropAnswered(f) {
+	if s.answered != nil && s.dropAnswered(f) {
 		return // the rest of a call a Resume answered
 	}
 	if s.closed != nil && s.dropClosed(f) {
@@ -560,8 +561,13 @@ func (s *shell) input(f *messages.Frame) {
 // after call), or a new call on the stream of an answered one (see
 // answeredCall.newCall), is refused. Frames that open nothing (a META
 // among them: an approval decision after its call's END) are dropped: a
-// duplex owes nothing for them.
+// duplex owes nothing for them. So are the late frames of a call an
+// earlier incarnation answered (see closedCalls), as this one dropped
+// them while it ran.
 func (s *shell) late(f *messages.Frame) {
+	if s.closed != nil && s.dropClosed(f) {
+		return
+	}
 	if !s.dropAnswered(f) && opensCall(f.GetType()) {
 		s.refuse(f)
 	}
@@ -573,18 +579,22 @@ func (s *shell) late(f *messages.Frame) {
 // answeredCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
-	call, ok := s.answered[id]
+	call, ok := s.answered.get(id)
 	if !ok {
 		return false
 	}
+	drop := true
 	switch {
 	case f.GetType() == messages.FrameType_END:
-		delete(s.answered, id)
-	case answeredCall(call).newCall(f):
-		delete(s.answered, id)
-		return false
+	case call.newCall(f):
+		drop = false
+	default:
+		return true
 	}
-	return true
+	if s.answered.remove(id); s.answered.len() == 0 {
+		s.answered = nil
+	}
+	return drop
 }
 
 // answeredCall is the tool-call id of a call the runtime answered (see
@@ -600,10 +610,20 @@ type answeredCall string
 // than c's. A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
-// caller's END).
+// caller's END). Nor is a chunk of a streaming call's arguments a new
+// call, whatever its id: its call begins with its TOOL_CALL, which, sent
+// after the answer, would have been a new call (ending the record); so
+// it is of a call begun before the answer, on the stream then (streaming
+// calls interleaved on a stream, of which c is the last one noted). A
+// DESCRIBE is a new call, with or without an id: it is a whole call in
+// one frame, which its caller ends with no END, so it is never the rest
+// of another.
 func (c answeredCall) newCall(f *messages.Frame) bool {
 	t := f.GetType()
-	if !opensCall(t) {
+	if t == messages.FrameType_DESCRIBE {
+		return true
+	}
+	if !opensCall(t) || f.IsToolArgChunk() {
 		return false
 	}
 	id := f.GetToolCallId()
@@ -624,9 +644,9 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // tool-call id call, whose caller's input has not ended (see answered).
 func (s *shell) noteAnswered(stream, call string) {
 	if s.answered == nil {
-		s.answered = make(map[string]string)
+		s.answered = &closedCalls{ids: make(map[string]closedCall)}
 	}
-	s.answered[stream] = call
+	s.answered.add(stream, call)
 }
 
 // refuse answers f, a frame that opened its stream, a new call, after the
@@ -835,7 +855,7 @@ func (o *openStreams) all() []string {
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if (len(s.muted) > 0 || len(s.answered) > 0) && s.dropEmit(f) {
+	if (len(s.muted) > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
@@ -858,7 +878,7 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 		}
 		return true
 	}
-	_, ok := s.answered[id]
+	_, ok := s.answered.get(id)
 	return ok
 }
 

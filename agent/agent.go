@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,7 +326,17 @@ type Agent struct {
 	// a Close waits for them, is closed (and cleared) as the last returns.
 	delegating int
 	delegated  chan struct{}
-	closed     bool
+	// handling counts, by goroutine id (goid), the goroutines running a
+	// delegation's handler (AsTool) for one of the agent's conversations,
+	// or for a delegation to the agent: the handler, and the host's
+	// ToolOptions.OnEvent hook it calls, hold a conversation of the agent,
+	// so a Close on that goroutine cannot wait for it (see Close).
+	handling map[uint64]int
+	// closeDone is set once a Close has returned nil: a later Close
+	// returns nil at once, not waiting again for the conversations that
+	// one cancelled in their consumer's body and left.
+	closeDone bool
+	closed    bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter), or for a loop to restart or stop (see
 	// untilClosed); made by the first of them.
@@ -580,19 +592,28 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // cancels the delegations to the agent as above, returns nil at once,
 // and does the rest in the background once the running conversations,
 // that one included, have returned (a Close from outside meanwhile waits
-// as above). Close tells such a call by its ctx alone: one given another
-// ctx (context.Background, say) waits for the conversation that waits
-// for it, until the call's timeout.
+// as above). So does a Close on the goroutine of a delegation's handler
+// ([AsTool]) that holds a conversation of the agent, whatever its ctx:
+// the ToolOptions.OnEvent hook of a delegation the agent made, or of one
+// made to it, which gets no ctx. A tool's own handler Close tells by its
+// ctx alone: one given another ctx (context.Background, say), or a
+// goroutine that such a handler or hook started, waits for the
+// conversation that waits for it, until the call's timeout (for ever
+// with tools.NoTimeout) or until Close's ctx ends: Close then fails
+// with an error saying how many conversations still ran, and that a
+// tool call closing the agent must give Close its call's ctx.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A
 // Close whose ctx ends first returns an error wrapping ctx's, the name
 // still taken, and a later Close finishes the work, waiting for what is
-// still stopping; once one has returned nil, later calls return nil.
+// still stopping; once one has returned nil, later calls return nil at
+// once (they do not wait again for the conversations it cancelled in
+// their consumer's body).
 func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
 	}
-	if a.insideOwnLoop(ctx) {
+	if a.insideOwnLoop(ctx) || a.inHandler() {
 		// A tool call of a conversation of the agent: that conversation
 		// waits for the call, which waits for Close. Refuse new
 		// conversations now, and finish once the running ones returned.
@@ -609,10 +630,17 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 	a.closeWaits.Store(true) // before the first look at who is in a body
 	a.mu.Lock()
+	if a.closeDone {
+		a.mu.Unlock()
+		return nil
+	}
 	a.beginCloseLocked()
 	if err := a.awaitConversations(ctx); err != nil {
+		n := a.active
 		a.mu.Unlock()
-		return fmt.Errorf("agent %q: close: wait for its conversations: %w", a.opts.Name, err)
+		return fmt.Errorf("agent %q: close: wait for its conversations (%d conversation(s) still running; "+
+			"a tool call of one that closes the agent must give Close its call's ctx, else Close waits for it): %w",
+			a.opts.Name, n, err)
 	}
 	// Every conversation has returned, but for those cancelled in their
 	// consumer's body, and no other can enter: a start of the shared
@@ -675,6 +703,7 @@ func (a *Agent) Close(ctx context.Context) error {
 			a.releaseAfter(a.stopping)
 			a.stopping = nil
 		}
+		a.closeDone = true
 		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():
@@ -724,13 +753,15 @@ func callerOf(p actors.Parent) *Agent {
 	return nil
 }
 
-// delegate counts a delegation's handler, run for a conversation of a,
-// until the function it returns is called.
-func (a *Agent) delegate() (done func()) {
+// delegate counts a delegation's handler, run for a conversation of a
+// on goroutine g (see goid), until the function it returns is called.
+func (a *Agent) delegate(g uint64) (done func()) {
 	a.mu.Lock()
 	a.delegating++
 	a.mu.Unlock()
+	unmark := a.handle(g)
 	return func() {
+		unmark()
 		a.mu.Lock()
 		if a.delegating--; a.delegating == 0 && a.delegated != nil {
 			close(a.delegated)
@@ -738,6 +769,56 @@ func (a *Agent) delegate() (done func()) {
 		}
 		a.mu.Unlock()
 	}
+}
+
+// handle notes that goroutine g runs a delegation's handler holding a
+// conversation of a (see Agent.handling), until the function it returns
+// is called.
+func (a *Agent) handle(g uint64) (done func()) {
+	a.mu.Lock()
+	if a.handling == nil {
+		a.handling = map[uint64]int{}
+	}
+	a.handling[g]++
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		if a.handling[g]--; a.handling[g] == 0 {
+			delete(a.handling, g)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// inHandler reports whether the calling goroutine runs a delegation's
+// handler, or the ToolOptions.OnEvent hook it calls, holding one of the
+// agent's conversations (see Agent.handling). It reads the goroutine's
+// id only while some goroutine does.
+func (a *Agent) inHandler() bool {
+	a.mu.Lock()
+	none := len(a.handling) == 0
+	a.mu.Unlock()
+	if none {
+		return false
+	}
+	g := goid()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.handling[g] > 0
+}
+
+// goid returns the calling goroutine's id, as the header of its stack
+// trace ("goroutine 7 [running]:") gives it; 0 if it cannot be read.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); ok && i > 0 {
+		if n, err := strconv.ParseUint(string(b[:i]), 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -919,7 +1000,9 @@ func (a *Agent) changedLocked() {
 // answer: the model's responses, every tool round, and a follow-up until
 // the model answers without calls. An attempt that ends with ERROR is
 // resumed or sent again (see [Options].MaxAttempts and Store). It returns
-// the answer, or with an error what was answered so far: a
+// the answer, or with an error what was answered so far (never nil: an
+// empty Answer when nothing was, as for an error that refused the Run at
+// once): a
 // *[FailedError] when every attempt failed (or the first failure was one
 // another attempt would meet again: its Err is then [ErrPermanent]),
 // [ErrSessionConflict] (with a Store, the session was started with other
@@ -990,7 +1073,8 @@ func (a *Agent) changedLocked() {
 // outlives its Run: the answer holds the rounds of the Run's attempts
 // (of a failed attempt, those whose calls all ran).
 func (a *Agent) Run(ctx context.Context, sessionID string, msgs []models.Message) (*models.Answer, error) {
-	return a.run(ctx, sessionID, msgs, nil, nil, false)
+	ans, err := a.run(ctx, sessionID, msgs, nil, nil, false)
+	return answered(ans), err
 }
 
 // Stream is [Agent.Run] as a sequence of events, for hosts that show
@@ -1034,7 +1118,8 @@ func (a *Agent) Stream(ctx context.Context, sessionID string, msgs []models.Mess
 }
 
 // answered is ans, or an empty answer for a conversation that answered
-// nothing: the Answer of the EventError that ends a Stream is never nil.
+// nothing: the Answer of Run and Resume, and of the EventError that ends
+// a Stream, is never nil.
 func answered(ans *models.Answer) *models.Answer {
 	if ans == nil {
 		return &models.Answer{}

@@ -94,7 +94,8 @@ type decisionsKey struct{}
 // Resume continues the conversation of session sessionID that waits for
 // approval (a *[WaitingError] of Run, Stream or an earlier Resume) with
 // decisions about its held calls, and runs it on to its final answer as
-// Run does. msgs are the conversation's messages as given to Run: with a
+// Run does, its Answer never nil as Run's. msgs are the conversation's
+// messages as given to Run: with a
 // Store the session is resumed from the store by them, as Run resumes
 // one; without a Store they are not used (nil will do): the agent keeps
 // the Run's messages and rounds with the waiting session, and sends them
@@ -131,7 +132,8 @@ func (a *Agent) Resume(ctx context.Context, sessionID string, msgs []models.Mess
 	if decisions == nil {
 		decisions = []tools.ApprovalAnswer{}
 	}
-	return a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil, false)
+	ans, err := a.run(context.WithValue(ctx, decisionsKey{}, decisions), sessionID, msgs, nil, nil, false)
+	return answered(ans), err
 }
 
 // approvalState is a conversation's part in approvals.
@@ -195,13 +197,16 @@ type waitingStream struct {
 	s       *actors.MuxStream
 	ans     *models.Answer
 	pending []tools.ApprovalRequest // the held calls, as the WaitingError said
-	// first, history and rounds are those of the conversation that left
-	// the stream waiting (its messages, and the rounds its failed
-	// attempts kept): a Resume that sends the conversation again sends
-	// them, as the Run would have, and answers with the rounds.
+	// first, history, rounds and usage are those of the conversation
+	// that left the stream waiting (its messages, and the rounds its
+	// failed attempts kept): a Resume that sends the conversation again
+	// sends them, as the Run would have, and answers with the rounds, as
+	// does one that goes on with the stream (ans is the waiting
+	// attempt's own answer, without them).
 	first   json.RawMessage
 	history []json.RawMessage
 	rounds  []models.Round
+	usage   models.Usage // of the responses of those failed attempts
 	// failed is set, on the loop's goroutine, once the stream gets an
 	// ERROR: its conversation failed (a restart of the loop answered
 	// the held calls as cancelled), and nothing of it waits any more.
@@ -274,16 +279,18 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 	case !resuming && waiting:
 		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrWaiting)
 	case resuming:
+		// The conversation is the Run's: sent again, it is sent as the
+		// Run would have, whatever messages the Resume was given, and
+		// its answer holds the rounds the Run kept.
+		c.first, c.history = ws.first, slices.Clip(ws.history)
+		c.total.Rounds, c.total.Usage = slices.Clip(ws.rounds), ws.usage
 		kept := *ws.ans
-		if ans, err := c.apply(decisions, ws.pending, &kept); err != nil {
-			return ans, err
+		if ans, err := c.apply(decisions, ws.pending, c.result(&kept)); err != nil {
+			return ans, err // what the Run answered
 		}
 		delete(a.waiting, c.session)
 		c.approval.stream, c.approval.held, c.approval.ans, c.approval.pending = ws.s.ID(), ws.s, ws.ans, ws.pending
 		c.approval.waited = ws
-		// The conversation is the Run's: sent again, it is sent as the
-		// Run would have, whatever messages the Resume was given.
-		c.first, c.history, c.total.Rounds = ws.first, slices.Clip(ws.history), slices.Clip(ws.rounds)
 		for _, p := range ws.pending { // as called: the stream gives their TOOL_CALLs no more
 			c.approval.keep(p.ToolCallID, p.Arguments)
 		}
@@ -510,8 +517,13 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 			if c.a.waiting == nil {
 				c.a.waiting = map[string]*waitingStream{}
 			}
-			c.a.waiting[c.session] = &waitingStream{s: s, ans: ans, pending: w.Pending, failed: c.approval.failed,
-				first: c.first, history: c.history, rounds: c.total.Rounds}
+			// A copy: the Run merges the kept rounds into the answer it
+			// returns (see result), and a Resume goes on with the
+			// attempt's own, merging them again.
+			own := *ans
+			own.Rounds = slices.Clip(own.Rounds)
+			c.a.waiting[c.session] = &waitingStream{s: s, ans: &own, pending: w.Pending, failed: c.approval.failed,
+				first: c.first, history: c.history, rounds: c.total.Rounds, usage: c.total.Usage}
 			kept = true
 		}
 		c.a.mu.Unlock()

@@ -31,7 +31,10 @@ type ToolOptions struct {
 	// another schema, set Prompt too.
 	Schema json.RawMessage
 	// Prompt turns a call's arguments into the agent's conversation;
-	// default: the "task" string as one user message.
+	// default: the "task" string as one user message, a call whose task
+	// is empty or blank refused as invalid arguments (a
+	// *tools.ArgumentsError, the model told why; the agent is not asked).
+	// An error of Prompt is the call's error result.
 	Prompt func(args json.RawMessage) ([]models.Message, error)
 	// Timeout bounds one delegation; zero means tools.DefaultTimeout,
 	// tools.NoTimeout disables it.
@@ -176,7 +179,8 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 		return nil, fmt.Errorf("agent: tool %q: a Schema of its own needs a Prompt", opts.Name)
 	}
 	if opts.Prompt == nil {
-		opts.Prompt = taskPrompt
+		tool := opts.Name
+		opts.Prompt = func(args json.RawMessage) ([]models.Message, error) { return taskPrompt(tool, args) }
 	}
 	flags := sub.ToolFlags()
 	if opts.Flags != nil {
@@ -207,6 +211,11 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
+			// This goroutine holds the delegation, and the caller's
+			// conversation waits for it: a Close of either here (in
+			// opts.OnEvent, say) cannot wait for them (see Agent.Close).
+			g := goid()
+			defer sub.handle(g)()
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
 					parent = &p
@@ -214,7 +223,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				if caller := callerOf(p); caller != nil {
 					// The caller's Close waits for this handler, once its
 					// loop (and so the delegation's) has stopped.
-					defer caller.delegate()()
+					defer caller.delegate(g)()
 				}
 			}
 			var emit func(Event)
@@ -240,12 +249,19 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	})
 }
 
-func taskPrompt(args json.RawMessage) ([]models.Message, error) {
+// taskPrompt is the default Prompt of the tool named tool: the "task"
+// string as one user message. An empty or blank task is refused as the
+// call's invalid arguments (a *tools.ArgumentsError: the model is told,
+// and the sub-agent is not asked nothing).
+func taskPrompt(tool string, args json.RawMessage) ([]models.Message, error) {
 	var in struct {
 		Task string `json:"task"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return nil, fmt.Errorf("read task: %w", err)
+	}
+	if strings.TrimSpace(in.Task) == "" {
+		return nil, &tools.ArgumentsError{Tool: tool, Problems: []string{"/task: empty: say what the agent is to do"}}
 	}
 	return []models.Message{models.UserMessage(in.Task)}, nil
 }

@@ -39,3 +39,30 @@ func TestSelect_BareIDWithTwoAgents(t *testing.T) {
 		t.Errorf("state of alice's bare id: %d %q", rec.Code, rec.Body.String())
 	}
 }
+
+// TestSelect_BareIDOnlyOfAgentKeys: a bare id selects a durability
+// position listed alone by the id in its name only when the name is an
+// agent's session key (as agent.SessionKey writes them); a name that is
+// not one ("%zz/b": SessionKey writes a '%' of a name "%25"; "/c": no
+// agent's name is empty) is selected by its full name alone.
+func TestSelect_BareIDOnlyOfAgentKeys(t *testing.T) {
+	_, in, store := inspectedStore(t, nil)
+	for _, name := range []string{"%zz/b", "/c", agent.SessionKey("a/x", "d")} {
+		if err := store.PersistSnapshot(testCtx(t), name, 1, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bare := range []string{"b", "c"} {
+		if d := in.Snapshot(bare).Session; d != nil {
+			t.Errorf("the bare id %q selected %q, a name no agent writes (listed %q)", bare, d.ID, listedIDs(in))
+		}
+	}
+	for _, name := range []string{"%zz/b", "/c"} {
+		if d := in.Snapshot(name).Session; d == nil || d.ID != name {
+			t.Errorf("the full name %q selected %+v", name, d)
+		}
+	}
+	if d := in.Snapshot("d").Session; d == nil || d.ID != agent.SessionKey("a/x", "d") {
+		t.Errorf("the bare id of agent a/x's session selected %+v", d)
+	}
+}

@@ -52,7 +52,8 @@
 //
 // # Endpoints
 //
-//   - GET / : the page (?session=ID selects a session);
+//   - GET / : the page (?session=ID selects a session, as for
+//     /api/state: 409 with links to the sessions a bare id could mean);
 //   - GET /api/state : the snapshot as JSON (?session=ID adds its detail;
 //     ID is a listed id, an agent's session key, or a bare session id
 //     that one agent's session alone has: 409 with the keys of the
@@ -75,6 +76,8 @@
 // Options.AllowRemote and ListenOptions.AllowRemote lift that. Fault
 // posts must come from the page's own origin (Origin and Sec-Fetch-Site
 // are checked), so another site open in the same browser cannot send
-// them, and Host headers other than loopback names are refused unless
-// AllowRemote (DNS rebinding).
+// them, nor frame the page (X-Frame-Options and the
+// Content-Security-Policy frame-ancestors allow its own origin alone);
+// Host headers other than loopback names are refused unless AllowRemote
+// (DNS rebinding).
 package inspect

@@ -26,6 +26,10 @@ func (in *Inspector) InjectPanic(id string) (string, error) {
 		return "", fmt.Errorf("%w: no actor given", errBadFault)
 	}
 	if err := in.rt.InjectPanic(id, InjectedPanic{}); err != nil {
+		if errors.Is(err, actors.ErrNoActor) {
+			// Its error names the id whole: clipped, as the page shows ids.
+			return "", fmt.Errorf("%w: %q", actors.ErrNoActor, clip(id, in.opts.Clip))
+		}
 		return "", err
 	}
 	return in.fault(id, "panic injected into %s", id), nil
@@ -37,11 +41,19 @@ func (in *Inspector) InjectPanic(id string) (string, error) {
 var ErrClosed = errors.New("inspect: the inspector is closed")
 
 // Stall stalls (on) or releases (off) the tool name, which must have been
-// wrapped by [Inspector.Tools]. After Close, a stall is refused with
-// [ErrClosed].
+// wrapped by [Inspector.Tools]: its name, or its row's (the name clipped
+// to Options.Clip; tools whose names clip alike share a row and a
+// switch). After Close, a stall is refused with [ErrClosed].
 func (in *Inspector) Stall(name string, on bool) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: no tool given", errBadFault)
+	}
 	in.mu.Lock()
 	s := in.stalls[name]
+	if s == nil {
+		name = clip(name, in.opts.Clip)
+		s = in.stalls[name]
+	}
 	if s == nil {
 		in.mu.Unlock()
 		return "", fmt.Errorf("no stallable tool %q (tools are stallable once wrapped by Inspector.Tools)", name)
@@ -66,6 +78,9 @@ func (in *Inspector) Stall(name string, on bool) (string, error) {
 // observed through [Inspector.Model]) ends it with ERROR and END as if its
 // connection broke.
 func (in *Inspector) CutStream(stream string) (string, error) {
+	if stream == "" {
+		return "", fmt.Errorf("%w: no stream given", errBadFault)
+	}
 	in.lock()
 	var model actors.Ref
 	// Of the sessions of its id (other agents' too), the one where it is open.
@@ -76,7 +91,7 @@ func (in *Inspector) CutStream(stream string) (string, error) {
 	}
 	in.mu.Unlock()
 	if model.IsZero() {
-		return "", fmt.Errorf("no open model stream %q", stream)
+		return "", fmt.Errorf("no open model stream %q", clip(stream, in.opts.Clip))
 	}
 	in.rt.System().Root.Send(model.PID(), &cutStream{stream: stream})
 	return in.fault(model.String(), "model stream %s cut", stream), nil

@@ -44,13 +44,25 @@ const (
 type view struct {
 	Snapshot
 	Selected string
-	Refresh  int // seconds, for the page without JavaScript
+	// Ambiguous are the keys of the sessions the bare session id Asked
+	// could mean, when several agents' sessions have it (none selected).
+	Asked     string
+	Ambiguous []string
+	Refresh   int // seconds, for the page without JavaScript
 }
 
 // ServeHTTP implements http.Handler (see the package doc for the
 // endpoints). Mount it at the root of a path (http.StripPrefix for a
 // prefix): the page's links are relative.
 func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// No framing by pages of other origins: under a decoy, the fault
+	// buttons of a framed page could be clicked unawares, and its posts
+	// are its own origin's (sameOrigin lets them through). Added to what
+	// the host's middleware set: browsers enforce every policy given.
+	if w.Header().Get("X-Frame-Options") == "" {
+		w.Header().Set("X-Frame-Options", "SAMEORIGIN")
+	}
+	w.Header().Add("Content-Security-Policy", "frame-ancestors 'self'")
 	if err := in.allowed(r); err != nil {
 		http.Error(w, "inspect: "+err.Error(), http.StatusForbidden)
 		return
@@ -91,11 +103,15 @@ func (in *Inspector) allowed(r *http.Request) error {
 
 func (in *Inspector) view(r *http.Request) view {
 	sel := r.URL.Query().Get("session")
-	snap := in.Snapshot(sel)
+	snap, ambiguous := in.snapshot(sel)
+	v := view{Snapshot: snap, Selected: sel, Refresh: max(1, int(in.opts.Refresh.Round(time.Second)/time.Second))}
 	if snap.Session == nil {
-		sel = ""
+		v.Selected = ""
 	}
-	return view{Snapshot: snap, Selected: sel, Refresh: max(1, int(in.opts.Refresh.Round(time.Second)/time.Second))}
+	if len(ambiguous) > 0 {
+		v.Asked, v.Ambiguous = sel, ambiguous
+	}
+	return v
 }
 
 func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
@@ -105,12 +121,17 @@ func (in *Inspector) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, in.view(r)); err != nil {
+	v := in.view(r)
+	if err := pageTemplate.Execute(&b, v); err != nil {
 		http.Error(w, "inspect: render: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	if len(v.Ambiguous) > 0 {
+		// As /api/state: the page names the sessions the id could mean.
+		w.WriteHeader(http.StatusConflict)
+	}
 	_, _ = w.Write(b.Bytes())
 }
 

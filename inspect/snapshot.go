@@ -434,7 +434,10 @@ func (l *listed) sessionID() string {
 	if l.s != nil {
 		return l.s.id
 	}
-	_, id, _ := strings.Cut(l.id, "/")
+	escaped, id, ok := strings.Cut(l.id, "/")
+	if !ok || escaped == "" || nameEscaper.Replace(agentName(escaped)) != escaped {
+		return "" // agent.SessionKey never writes it
+	}
 	return id
 }
 
@@ -452,7 +455,10 @@ func agentName(loop string) string {
 	return nameUnescaper.Replace(loop)
 }
 
-var nameUnescaper = strings.NewReplacer("%2F", "/", "%25", "%")
+var (
+	nameUnescaper = strings.NewReplacer("%2F", "/", "%25", "%")
+	nameEscaper   = strings.NewReplacer("%", "%25", "/", "%2F")
+)
 
 // detail is the selected line; in.mu must be held.
 func (in *Inspector) detail(l *listed, now time.Time) *SessionDetail {

@@ -19,9 +19,15 @@ import (
 //
 // The tools' names are the host's: each keeps a row of figures of its
 // own, however many other names the model's calls make up (see
-// [OtherTools]).
+// [OtherTools]). A host giving ever new tools is bounded too: past 1024
+// names given, those with no row (given without Faults and not called
+// since, or whose row went past [MaxToolRows]) are forgotten, and a
+// call of one is then counted as a name the model made up.
 func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 	in.mu.Lock()
+	if len(in.registered)+len(ts) > maxRegistered {
+		in.forgetRegistered()
+	}
 	for _, t := range ts {
 		in.registered[clip(t.Name(), in.opts.Clip)] = true
 	}
@@ -63,20 +69,22 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 }
 
 // listStall returns the stall switch of the tool name, listing it with a
-// row of figures: the one listed (another agent's copy of the same tool:
-// one switch), or else st (nil: a new one); in.mu must be held. The
-// switch goes with the row, unless stalled (see dropToolRow), and the
-// tool's next call lists it again.
+// row of figures: the one listed (another agent's copy of the same tool,
+// or a tool whose name clips alike: one switch), or else st (nil: a new
+// one); in.mu must be held. Switches are keyed as rows are, by the name
+// clipped to Options.Clip: the switch goes with the row, unless stalled
+// (see dropToolRow), and the tool's next call lists it again.
 func (in *Inspector) listStall(name string, st *stall) *stall {
-	if prev := in.stalls[name]; prev != nil {
+	key := clip(name, in.opts.Clip)
+	if prev := in.stalls[key]; prev != nil {
 		return prev
 	}
 	if st == nil {
 		st = &stall{}
 	}
 	st.dropped.Store(false)
-	in.stalls[name] = st
-	in.registered[clip(name, in.opts.Clip)] = true
+	in.stalls[key] = st
+	in.registered[key] = true
 	in.toolStats(name)
 	return st
 }
@@ -135,4 +143,27 @@ func (s *stall) state() (on bool, waiting int) {
 func (s *stall) busy() bool {
 	on, waiting := s.state()
 	return on || waiting > 0
+}
+
+// maxRegistered is how many names of tools given to Tools are kept
+// before those without a row of figures or a switch are forgotten (see
+// forgetRegistered).
+const maxRegistered = 1024
+
+// forgetRegistered forgets the names given to Tools that have neither a
+// row of figures nor a stall switch (given without Options.Faults, and
+// not called since, or their row dropped): without it, a host giving
+// ever new tools without Faults kept every name it gave. A name
+// forgotten is counted, at its next call, as one the model made up
+// (see OtherTools). Kept rows and switches are at most MaxToolRows and
+// the tools stalled, so a sweep frees most of maxRegistered: the next
+// comes after as many names given anew. in.mu must be held.
+//
+//go:noinline
+func (in *Inspector) forgetRegistered() {
+	for name := range in.registered {
+		if in.tools[name] == nil && in.stalls[name] == nil {
+			delete(in.registered, name)
+		}
+	}
 }

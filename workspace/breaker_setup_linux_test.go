@@ -100,11 +100,25 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 		}
 	}
 	mode.Store(ready)
-	f := call(n)
-	var res RunCommandResult
-	if err := json.Unmarshal(f.GetPayload(), &res); err != nil || f.IsErrorResult() || res.Stdout != "ran\n" {
-		t.Errorf("a well-formed call after those whose sandbox could not be set up: %s, kind %q (%v); want it run",
-			f.GetPayload(), tools.KindOf(f), err)
+	// The last call's timeout, one second, is to cover the hand-over to a
+	// sandbox set up ahead (without a bound: on a loaded machine a set-up
+	// can take longer) and its command. Should the machine be too loaded
+	// even for that, the command, which ran, was killed at its timeout: a
+	// result that is not refused either, and the call is made again.
+	for attempt := 1; ; attempt++ {
+		putWarm(t, ws)
+		f := call(n)
+		n++
+		var res RunCommandResult
+		if err := json.Unmarshal(f.GetPayload(), &res); err != nil || f.IsErrorResult() || !res.Sandboxed ||
+			res.Stdout != "ran\n" && (!res.TimedOut || attempt == 5) {
+			t.Fatalf("a well-formed call after those whose sandbox could not be set up: %s, kind %q (%v); want it run",
+				f.GetPayload(), tools.KindOf(f), err)
+		}
+		if res.Stdout == "ran\n" {
+			break
+		}
+		t.Logf("the command ran past its %s timeout: trying again", ws.opts.CommandTimeout)
 	}
 }
 

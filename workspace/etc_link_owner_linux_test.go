@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
@@ -46,6 +47,71 @@ func TestSandbox_EtcLinkDirNotTrustedRefused(t *testing.T) {
 			mustDo(t, os.Chown(d, 12345, 12345))
 			return d, "owned by uid 12345"
 		}},
+		{"owned by nobody", func(t *testing.T, _ string) (string, string) {
+			// Outside a user namespace, or in one that maps it, 65534
+			// is a user of its own (nobody), which daemons run as.
+			if os.Geteuid() != 0 {
+				t.Skip("giving a directory to another user needs root")
+			}
+			d := filepath.Join(t.TempDir(), "etc")
+			mustDo(t, os.Mkdir(d, 0o755))
+			if err := os.Chown(d, 65534, 65534); errors.Is(err, syscall.EINVAL) {
+				t.Skip("uid 65534 has no mapping in this user namespace: it stands for users outside it")
+			} else {
+				mustDo(t, err)
+			}
+			return d, "owned by uid 65534"
+		}},
+		{"in a directory others may write", func(t *testing.T, _ string) (string, string) {
+			// Anyone may rename it away and put a directory of theirs
+			// in its place, once it was checked.
+			open := filepath.Join(t.TempDir(), "open")
+			mustDo(t, os.Mkdir(open, 0o755))
+			mustDo(t, os.Chmod(open, 0o777))
+			d := filepath.Join(open, "etc")
+			mustDo(t, os.Mkdir(d, 0o755))
+			return d, "reached through " + open + ", which its group or others may write"
+		}},
+		{"a link in a directory others may write", func(t *testing.T, _ string) (string, string) {
+			open := filepath.Join(t.TempDir(), "open")
+			mustDo(t, os.Mkdir(open, 0o755))
+			mustDo(t, os.Chmod(open, 0o777))
+			d := filepath.Join(open, "etc")
+			mustDo(t, os.Symlink("/etc", d))
+			return d, "reached through " + open + ", which its group or others may write"
+		}},
+		{"a link to a directory in one others may write", func(t *testing.T, _ string) (string, string) {
+			base := t.TempDir()
+			open := filepath.Join(base, "open")
+			mustDo(t, os.Mkdir(open, 0o755))
+			mustDo(t, os.Chmod(open, 0o777))
+			mustDo(t, os.Mkdir(filepath.Join(open, "etc"), 0o755))
+			d := filepath.Join(base, "etc")
+			mustDo(t, os.Symlink(filepath.Join(open, "etc"), d))
+			return d, "reached through " + open + ", which its group or others may write"
+		}},
+		{"missing from a directory others may add to", func(t *testing.T, _ string) (string, string) {
+			// Sticky, as /tmp: no one may rename what others own there,
+			// but anyone may make what is missing.
+			open := filepath.Join(t.TempDir(), "open")
+			mustDo(t, os.Mkdir(open, 0o755))
+			mustDo(t, os.Chmod(open, 0o777|os.ModeSticky))
+			return filepath.Join(open, "etc"), "missing from " + open + ", where its group or others may make it"
+		}},
+		{"in a sticky directory, on the way, owned by another user", func(t *testing.T, _ string) (string, string) {
+			if os.Geteuid() != 0 {
+				t.Skip("giving a directory to another user needs root")
+			}
+			open := filepath.Join(t.TempDir(), "open")
+			mustDo(t, os.Mkdir(open, 0o755))
+			mustDo(t, os.Chmod(open, 0o777|os.ModeSticky))
+			mid := filepath.Join(open, "mid")
+			mustDo(t, os.Mkdir(mid, 0o755))
+			d := filepath.Join(mid, "etc")
+			mustDo(t, os.Mkdir(d, 0o755))
+			mustDo(t, os.Chown(mid, 12345, 12345))
+			return d, "reached through " + mid + ", owned by uid 12345"
+		}},
 		{"in the workspace", func(t *testing.T, ws string) (string, string) {
 			d := filepath.Join(ws, "etc")
 			mustDo(t, os.Mkdir(d, 0o755))
@@ -70,4 +136,26 @@ func TestSandbox_EtcLinkDirNotTrustedRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A directory of sandbox.EtcLinkDirs in a sticky directory that anyone
+// may add to (as /tmp or /var/tmp), owned by the host's user and
+// writable by it alone, is taken: no one else may rename it or what
+// leads to it.
+func TestSandbox_EtcLinkDirInAStickyDirectoryTaken(t *testing.T) {
+	requireSandbox(t)
+	open := filepath.Join(t.TempDir(), "open")
+	mustDo(t, os.Mkdir(open, 0o755))
+	mustDo(t, os.Chmod(open, 0o777|os.ModeSticky))
+	dir := filepath.Join(open, "etc")
+	mustDo(t, os.Mkdir(dir, 0o755))
+	saved := sandbox.EtcLinkDirs
+	sandbox.EtcLinkDirs = []string{"/etc", dir, filepath.Join(open, "link"), "/etc/missing"}
+	t.Cleanup(func() { sandbox.EtcLinkDirs = saved })
+	mustDo(t, os.Symlink("etc", filepath.Join(open, "link")))
+	w, err := New(t.TempDir(), &Options{Sandbox: SandboxAuto})
+	if err != nil {
+		t.Fatalf("New with %s, trusted, in EtcLinkDirs: %v", dir, err)
+	}
+	mustDo(t, w.Close())
 }

@@ -50,6 +50,22 @@ func dropWarm(ws *Workspace) {
 	}
 }
 
+// putWarm sets a sandbox up for the next command, with no bound on how
+// long that takes (on a loaded machine it can take longer than a short
+// CommandTimeout), and keeps it for that command, as New keeps the one
+// it probes with.
+func putWarm(t *testing.T, ws *Workspace) {
+	t.Helper()
+	h, err := ws.prepare(context.Background())
+	mustDo(t, err)
+	ws.warmMu.Lock()
+	h, ws.warm = ws.warm, h
+	ws.warmMu.Unlock()
+	if h != nil {
+		h.release()
+	}
+}
+
 // The command's timeout covers the preparation of its sandbox: a
 // preparation that hangs is given up at the command's deadline, the call
 // answers that the command timed out (it never ran), and Close does not

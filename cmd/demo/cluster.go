@@ -198,7 +198,7 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 			}
 			killed = i
 			members[i-1].kill()
-			note("killed member %d with SIGKILL after the session's first tool call: the session moves to another member", i)
+			note("killed member %d with SIGKILL after the session's first tool call, whose result is stored (no call was running): the session moves to another member", i)
 		case o := <-done:
 			if o.err != nil {
 				return o.err

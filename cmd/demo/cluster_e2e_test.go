@@ -20,6 +20,7 @@ import (
 	"github.com/polyweave/polyweave-go/durability/pgstore/pgtest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestDemo_ClusterMovesTheSession runs the demo binary with -cluster and
@@ -91,6 +92,16 @@ func checkClusterRun(t *testing.T, res processResult) {
 	}
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
+	}
+	// The kill falls between calls, as the README says: the first call's
+	// result, shown by the member that ran it, comes before the kill, and
+	// no call is interrupted.
+	wrote := regexp.MustCompile(`\[member (\d)\] session \S+: write_file \{.*→ \{"success":true`).FindStringSubmatchIndex(out)
+	if at := strings.Index(out, "killed member"); wrote == nil || at < wrote[1] || killed == nil || out[wrote[2]:wrote[3]] != killed[1] {
+		t.Errorf("want write_file's result from the member killed after it, before the kill:\n%s", out)
+	}
+	if strings.Contains(out, string(tools.FailureInterrupted)) {
+		t.Errorf("a call was interrupted, though the kill falls between calls:\n%s", out)
 	}
 }
 

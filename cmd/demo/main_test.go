@@ -428,19 +428,24 @@ func TestRun_Team(t *testing.T) {
 		want  []string
 	}{
 		{"", []string{"summary    ok · 8 iterations · 6 tool calls (0 failed) · 0 restarts"}},
+		// The fault and the supervisor's decision are the writer's: they
+		// are indented under the delegation, as its other lines are.
 		{"tool", []string{
+			"s   fault      panicking in the run_command handler (tool call 2)\n",
+			"s   supervisor restarted polyweave/lead/tool-writer/writer/tool-run_command (failure 1)",
 			"  result     run_command call_run FAILED (panic)",
-			"supervisor restarted polyweave/lead/tool-writer/writer/tool-run_command (failure 1)",
 			"  result     run_command call_run_retry ok",
 			"summary    ok · 9 iterations · 7 tool calls (1 failed) · 1 restart",
 		}},
 		{"loop", []string{
-			"supervisor restarted polyweave/lead/tool-writer/writer (failure 1)",
+			"s   fault      panicking in ",
+			"s   supervisor restarted polyweave/lead/tool-writer/writer (failure 1)",
 			"  resume     the answer failed: sending the conversation so far (5 messages) again on stream writer-<tag>-1#2\n",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},
 		{"model", []string{
-			"supervisor restarted polyweave/lead/tool-writer/writer/model (failure 1)",
+			"s   fault      panicking in ",
+			"s   supervisor restarted polyweave/lead/tool-writer/writer/model (failure 1)",
 			"  resume     the answer failed: sending the conversation so far (3 messages) again on stream writer-<tag>-1#2 (the unfinished answer above is dropped",
 			"summary    ok · 8 iterations · 6 tool calls (0 failed) · 1 restart",
 		}},

@@ -73,12 +73,8 @@ func newTranscript(out, frames io.Writer, start time.Time) *transcript {
 		named: map[string]int{}, answered: map[string]bool{}, shown: make(chan struct{})}
 }
 
-// line prints one labelled line, closing an open text line first. The
-// caller holds t.mu.
-func (t *transcript) line(label, format string, a ...any) {
-	t.lineIn(view{}, label, format, a...)
-}
-
+// lineIn prints one labelled line in v, closing an open text line first.
+// The caller holds t.mu.
 func (t *transcript) lineIn(v view, label, format string, a ...any) {
 	t.endText()
 	t.printf("%s %s%-10s %s\n", t.stamp(), v.indent, label, fmt.Sprintf(format, a...))
@@ -123,7 +119,7 @@ func (t *transcript) Note(label, format string, a ...any) {
 func (t *transcript) NoteIn(v view, label, format string, a ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.flush()
+	t.flushIn(v)
 	t.lineIn(v, label, format, a...)
 }
 
@@ -172,7 +168,7 @@ func (t *transcript) Event(v view, ev agent.Event) {
 		return
 	}
 	if ev.Kind == agent.EventError {
-		t.flush()
+		t.flushIn(v)
 		t.lineIn(v, "error", "%s", ev.Text)
 	}
 }
@@ -180,7 +176,8 @@ func (t *transcript) Event(v view, ev agent.Event) {
 // hold keeps a side note (an injected fault, a supervision decision) until
 // the frame that shows its consequence: the main goroutine prints frames
 // some time after the actors emitted them, so a note printed at once
-// would come before frames that happened before it.
+// would come before frames that happened before it. The note is printed
+// in that frame's view: a sub-agent's fault is indented with its lines.
 func (t *transcript) hold(label, text string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -194,10 +191,14 @@ func (t *transcript) Flush() {
 	t.flush()
 }
 
-// flush prints the held side notes. The caller holds t.mu.
-func (t *transcript) flush() {
+// flush prints the held side notes unindented. The caller holds t.mu.
+func (t *transcript) flush() { t.flushIn(view{}) }
+
+// flushIn prints the held side notes in v, the view of the line that
+// shows their consequence. The caller holds t.mu.
+func (t *transcript) flushIn(v view) {
 	for _, n := range t.held {
-		t.line(n[0], "%s", n[1])
+		t.lineIn(v, n[0], "%s", n[1])
 	}
 	t.held = t.held[:0]
 }
@@ -236,10 +237,10 @@ func (t *transcript) frame(v view, f *messages.Frame) {
 	}
 	switch f.GetType() {
 	case messages.FrameType_ERROR, messages.FrameType_END:
-		t.flush()
+		t.flushIn(v)
 	case messages.FrameType_TOOL_RESULT:
 		if f.IsErrorResult() {
-			t.flush()
+			t.flushIn(v)
 		}
 	}
 	if t.frames != nil {

@@ -58,6 +58,7 @@ func main() {
 		os.Exit(0)
 	case errors.As(err, new(*usageError)):
 		fmt.Fprintln(os.Stderr, "polyweave-mcp:", err)
+		fmt.Fprintln(os.Stderr, "Run 'polyweave-mcp -h' for the flags.")
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "polyweave-mcp:", err)
@@ -94,7 +95,9 @@ type config struct {
 func parse(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("polyweave-mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// A bad flag is told once, by main; -h prints the usage below.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&c.dir, "dir", ".", "the folder whose files the tools read and write, and where commands run")
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP at this address (for example 127.0.0.1:8765; the endpoint is /mcp) instead of stdio")
 	fs.StringVar(&c.tokenEnv, "token-env", "", "with -http: require the bearer token held in this environment variable")
@@ -105,12 +108,11 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.sandbox, "sandbox", "auto", "run commands in the sandbox: auto (where the kernel allows it), required (fail without it) or off")
 	fs.BoolVar(&c.allowNetwork, "allow-network", false, "give sandboxed commands the host's network (by default they have none)")
 	fs.BoolVar(&c.verbose, "v", false, "log to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-mcp [flags]\n\nServes read_file, write_file and run_command for a folder over MCP (stdio by default).")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "usage: polyweave-mcp [flags]\n\nServes read_file, write_file and run_command for a folder over MCP (stdio by default).")
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
 			return c, err
 		}
 		return c, &usageError{err.Error()}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"slices"
@@ -200,5 +201,26 @@ func TestRun_EmptyAllowedNameIsAUsageError(t *testing.T) {
 		{"-http", "127.0.0.1:0", "-allow-origin", " "},
 	} {
 		refusedBeforeServing(t, args, "empty")
+	}
+}
+
+// A bad flag is told once, by main, with a pointer to -h (not the whole
+// usage and then the error again); -h prints the usage and succeeds.
+func TestRun_BadFlagToldOnce(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"-bogus"}, &stderr)
+	var usage *usageError
+	if !errors.As(err, &usage) || !strings.Contains(err.Error(), "-bogus") {
+		t.Fatalf("err = %v, want a usage error naming -bogus", err)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("run printed %q before main tells the error", stderr.String())
+	}
+	stderr.Reset()
+	if err := run(context.Background(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp", err)
+	}
+	if out := stderr.String(); !strings.Contains(out, "usage: polyweave-mcp") || !strings.Contains(out, "-command-timeout") {
+		t.Errorf("-h printed %q, want the usage and the flags", out)
 	}
 }

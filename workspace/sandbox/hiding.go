@@ -118,12 +118,20 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // stores, which some systems keep elsewhere (openSUSE's /etc/ssl/certs
 // leads to /var/lib/ca-certificates/pem).
 //
-// Name only directories that root owns and no one else can write: a
-// link planted in a directory listed here makes where it leads readable
-// to commands. Setting a sandbox up fails ([ErrConfig], naming the
-// directory) when one is not absolute, is writable by its group or
-// others, is owned by a user other than root or the host's own, or is
-// in the workspace; one that does not exist is left out.
+// Name only directories that root owns and no one else can write, on a
+// path no one else can change: a link planted in a directory listed
+// here makes where it leads readable to commands. Setting a sandbox up
+// fails ([ErrConfig], naming the directory) when one is not absolute,
+// is writable by its group or others, is owned by a user other than
+// root or the host's own, or is in the workspace; or when a directory
+// on the way to it from "/" (through the links on the way too) is
+// owned by such a user, or is writable by its group or others and not
+// sticky, or is sticky (as /tmp) and what is reached in it is owned by
+// such a user; or when it is missing from a directory that its group or
+// others may write. One missing otherwise is left out. Owned by
+// "nobody", the overflow uid (65534), counts as owned by root only in a
+// user namespace that does not map it: there it stands for the users
+// outside, root among them, and the check cannot tell them apart.
 //
 // A program may change it before it sets any sandbox up (before
 // workspace.New), never after: the host reads it, without locking, as
@@ -716,6 +724,23 @@ func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved 
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
+	r, err := walkLinks(path, func(_, next string) (os.FileInfo, error) {
+		fi, err := seen.lstat(next)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 && !inWorkspace && within(next, wsPath) {
+			return nil, errors.New("a link in the workspace")
+		}
+		return fi, err
+	})
+	return r, err == nil
+}
+
+// walkLinks resolves path (absolute) from "/", one name at a time, and
+// returns where it leads. step is called for each name reached, with
+// the directory it is in (resolved) and the name's path there, and says
+// what is there, as Lstat does; its error ends the walk. A link is
+// followed (at most maxLinks), and ".." leads to the parent of the
+// directory reached.
+func walkLinks(path string, step func(dir, next string) (os.FileInfo, error)) (string, error) {
 	todo := strings.Split(path, "/")
 	cur := "/"
 	for links := 0; len(todo) > 0; {
@@ -729,27 +754,27 @@ func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved 
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := seen.lstat(next)
+		fi, err := step(cur, next)
 		if err != nil {
-			return "", false
+			return "", err
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
-		if links++; links > maxLinks || (!inWorkspace && within(next, wsPath)) {
-			return "", false
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: more than %d links", path, maxLinks)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return "", false
+			return "", err
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
 		}
 		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return cur, true
+	return cur, nil
 }
 
 // isPattern reports whether a path to hide is a pattern (see

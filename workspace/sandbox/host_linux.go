@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -461,57 +462,137 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 // checkEtcLinkDirs refuses, with an error wrapping [ErrConfig] that
 // names it, a directory of dirs ([EtcLinkDirs]) in which someone the host
 // does not trust could plant a link, whose target the sandbox would
-// then let commands read: one that is not absolute, that its group or
-// others may write, that a user other than root or the host's own owns,
-// or that is in the workspace (the directory root), where commands
-// write. A directory that does not exist is left out, as the set-up
-// leaves it out. Run as root in a user namespace, a directory that
-// root owns outside it shows the overflow uid, which is accepted.
+// then let commands read, or could do so between this check and the
+// helper's reading of it: one that is not absolute; one that its group
+// or others may write, or that a user other than a trusted one (see
+// trustedOwner) owns; one reached, on the way from "/" and through the
+// links on it, through a directory that a user not trusted owns, or
+// that its group or others may write, unless it is sticky and what is
+// reached in it belongs to a trusted user (as in /tmp: no one else may
+// rename it); one missing from a directory that its group or others may
+// write (anyone could make it); or one in the workspace (the directory
+// root), or reached through it, where commands write. A directory that
+// is missing otherwise is left out, as the set-up leaves it out.
 func checkEtcLinkDirs(dirs []string, root *os.File) error {
 	refuse := func(d, why string) error {
 		return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s is %s: links there would make where they "+
-			"lead readable to commands; list only directories that root owns and no one else can write", d, why), ErrConfig}
+			"lead readable to commands; list only directories that root owns and no one else can write, "+
+			"on a path that no one else can change", d, why), ErrConfig}
 	}
 	var ws os.FileInfo
 	for _, d := range dirs {
 		if !filepath.IsAbs(d) {
 			return refuse(d, "not absolute")
 		}
-		fi, err := os.Stat(d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
-		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		switch {
-		case !fi.IsDir():
-			return refuse(d, "not a directory")
-		case fi.Mode().Perm()&0o022 != 0:
-			return refuse(d, fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()))
-		case st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() && st.Uid != overflowUID():
-			return refuse(d, fmt.Sprintf("owned by uid %d, neither root nor this process's user", st.Uid))
-		}
 		if ws == nil {
+			var err error
 			if ws, err = root.Stat(); err != nil {
 				return fmt.Errorf("sandbox: the workspace directory: %w", err)
 			}
 		}
-		real, err := filepath.EvalSymlinks(d)
+		why, err := etcLinkDirRisk(d, ws)
 		if err != nil {
-			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %w", err), ErrConfig}
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s: %w", d, err), ErrConfig}
 		}
-		for p := real; ; p = filepath.Dir(p) {
-			if fi, err := os.Stat(p); err == nil && os.SameFile(fi, ws) {
-				return refuse(d, "in the workspace")
-			}
-			if p == "/" {
-				break
-			}
+		if why != "" {
+			return refuse(d, why)
 		}
 	}
 	return nil
+}
+
+// etcLinkDirRisk resolves path (absolute) from "/", one name at a time,
+// following links, and returns why someone not trusted, or commands,
+// could plant a link in the directory it names, or change which one it
+// names ("" when none could, or when it is missing from a directory that
+// only trusted users may write: it is then left out).
+func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
+	// The walk stops at the first risk (why), or at a name missing.
+	var why string
+	stop := errors.New("stop")
+	dir, err := walkLinks(path, func(dir, next string) (os.FileInfo, error) {
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return nil, err
+		}
+		if why = onTheWay(dir, fi, ws); why != "" {
+			return nil, stop
+		}
+		shared := fi.Mode().Perm()&0o022 != 0 // then sticky: onTheWay refused it otherwise
+		entry, err := os.Lstat(next)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && shared:
+			why = fmt.Sprintf("missing from %s, where its group or others may make it", dir)
+			return nil, stop
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, stop
+		case err == nil && shared && !trustedOwner(entry):
+			why = fmt.Sprintf("reached through %s, owned by uid %d in %s, which its group or others may write",
+				next, ownerOf(entry), dir)
+			return nil, stop
+		}
+		return entry, err
+	})
+	switch {
+	case err == stop:
+		return why, nil // "" when left out
+	case err != nil:
+		return "", err
+	}
+	// The directory itself: no one else may add a link to it, sticky or
+	// not.
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return "not a directory", nil
+	case os.SameFile(fi, ws):
+		return fmt.Sprintf("in the workspace (%s), where commands write", dir), nil
+	case !trustedOwner(fi):
+		return fmt.Sprintf("owned by uid %d, neither root nor this process's user", ownerOf(fi)), nil
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()), nil
+	}
+	return "", nil
+}
+
+// onTheWay says why dir (fi, from Lstat), a directory on the way to one
+// of EtcLinkDirs or that one, lets someone not trusted, or commands,
+// change what is reached through it: it is the workspace ws, a user not
+// trusted owns it, or its group or others may write it and it is not
+// sticky. "" when none of these.
+func onTheWay(dir string, fi, ws os.FileInfo) string {
+	switch {
+	case os.SameFile(fi, ws):
+		return fmt.Sprintf("in the workspace (%s), where commands write", dir)
+	case !trustedOwner(fi):
+		return fmt.Sprintf("reached through %s, owned by uid %d, neither root nor this process's user", dir, ownerOf(fi))
+	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
+		return fmt.Sprintf("reached through %s, which its group or others may write (mode %#o)", dir, fi.Mode().Perm())
+	}
+	return ""
+}
+
+// ownerOf is the uid that owns the file of fi.
+func ownerOf(fi os.FileInfo) uint32 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid
+	}
+	return 0
+}
+
+// trustedOwner reports whether the file of fi belongs to root or to this
+// process's user, or shows the overflow uid because its owner has no
+// uid in this process's user namespace (run as root in one, the host's
+// root owns the system's directories, which then show it). The overflow
+// uid counts only when it is not mapped: outside a user namespace, or in
+// one that maps it, it is a user of its own (nobody, which daemons run
+// as). Unmapped, it stands for any user outside the namespace, root or
+// not: the check cannot tell them apart.
+func trustedOwner(fi os.FileInfo) bool {
+	uid := ownerOf(fi)
+	return uid == 0 || int(uid) == os.Geteuid() || uid == overflowUID() && !overflowMapped()
 }
 
 // overflowUID is the uid that files show in a user namespace when their
@@ -526,6 +607,28 @@ var overflowUID = sync.OnceValue(func() uint32 {
 		return 65534
 	}
 	return uint32(n)
+})
+
+// overflowMapped reports whether this process's user namespace maps the
+// overflow uid (/proc/self/uid_map), as the initial one maps every uid:
+// a file that shows it then belongs to that user. When the map cannot be
+// read, it is taken as mapped.
+var overflowMapped = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return true
+	}
+	o := uint64(overflowUID())
+	for line := range strings.Lines(string(b)) {
+		var inside, outside, n uint64
+		if _, err := fmt.Sscan(line, &inside, &outside, &n); err != nil {
+			return true
+		}
+		if o >= inside && o-inside < n {
+			return true
+		}
+	}
+	return false
 })
 
 // namespaceQuotas are the files that hold the user's quota of each kind

@@ -1,0 +1,57 @@
+package actors
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// TestShell_ResumeDropsInterleavedCallsChunks: two streaming calls, c1
+// and c2, have their arguments interleaved on one stream (as a model's
+// parallel tool calls come). A chunk of c2 fails the duplex, whose
+// supervisor resumes it: the Resume answers the stream (ERROR of kind
+// FailedKind, END). A chunk of c1 still in flight is the rest of a call
+// begun before that answer (its TOOL_CALL came before it), not a new
+// call: it is dropped, and nothing more comes on the stream after its
+// END.
+func TestShell_ResumeDropsInterleavedCallsChunks(t *testing.T) {
+	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
+	conn, err := rt.Start(Spec{Name: "d", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			f, ok := msg.(*messages.Frame)
+			if !ok {
+				return
+			}
+			switch {
+			case f.IsToolArgChunk() && f.GetText() == "boom":
+				c.Fail(errors.New("boom"))
+			case f.IsToolArgChunk():
+				c.Emit(messages.Text(f.GetStreamId(), "got:"+f.GetToolCallId()))
+			case f.GetType() == messages.FrameType_TEXT:
+				c.Emit(messages.Text(f.GetStreamId(), "echo:"+f.GetText()))
+				c.Emit(messages.End(f.GetStreamId()))
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SendAll(
+		messages.StreamingToolCall("s", "c1", "tool"),
+		messages.StreamingToolCall("s", "c2", "tool"),
+		messages.ToolArgChunk("s", "c1", `{"a":`),
+		messages.ToolArgChunk("s", "c2", "boom"),
+		messages.ToolArgChunk("s", "c1", `1}`),
+		messages.ToolComplete("s", "c1"),
+		messages.Text("g", "probe"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	got := onStream(recvUntil(t, conn, "g", "END"), "s")
+	want := []string{"s:TEXT(got:c1)", "s:ERROR(boom)[" + FailedKind + "]", "s:END"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream s got %q, want %q", got, want)
+	}
+}

@@ -39,12 +39,12 @@ import (
 // is the memberSpec as JSON.
 const envMember = "POLYWEAVE_BENCH_MEMBER"
 
-// memberSpec is what a benchmark member is told.
+// memberSpec is what a benchmark member is told on start. The hosts of
+// the cluster it learns on its stdin, once every member has bound its
+// health-check listener (see serveMember).
 type memberSpec struct {
-	Port   int      `json:"port"`
-	Hosts  []string `json:"hosts"`
-	DSN    string   `json:"dsn"`
-	Schema string   `json:"schema"`
+	DSN    string `json:"dsn"`
+	Schema string `json:"schema"`
 }
 
 // clusterRounds is how many tool rounds a benchmark session makes before
@@ -54,9 +54,14 @@ const (
 	clusterWork   = 256 << 10
 )
 
-// serveMember runs this process as a benchmark member. On stdin, "run
-// PREFIX N" runs sessions PREFIX-0 … PREFIX-N-1 at once and prints "done"
-// (or "error …"); EOF leaves the cluster.
+// serveMember runs this process as a benchmark member. It binds its
+// health-check listener on a free loopback port and prints "health
+// HOST:PORT"; then reads "hosts H1 H2 …" (every member's, its own
+// included) on stdin and joins the cluster, serving its health checks on
+// that listener (so no other process can take the port in between), and
+// prints "ready" once it sees every member. Then, on stdin, "run PREFIX N"
+// runs sessions PREFIX-0 … PREFIX-N-1 at once and prints "done" (or
+// "error …"); EOF leaves the cluster.
 func serveMember(raw string) {
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "bench member:", err)
@@ -87,8 +92,22 @@ func serveMember(raw string) {
 	if err != nil {
 		fail(err)
 	}
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fail(fmt.Errorf("health-check listener: %w", err))
+	}
+	fmt.Println("health", health.Addr())
+	sc := bufio.NewScanner(os.Stdin)
+	if !sc.Scan() {
+		fail(fmt.Errorf("no hosts on stdin: %v", sc.Err()))
+	}
+	hosts, ok := strings.CutPrefix(sc.Text(), "hosts ")
+	if !ok {
+		fail(fmt.Errorf("want hosts on stdin, got %q", sc.Text()))
+	}
+	members := strings.Fields(hosts)
 	m, err := cluster.Start(&cluster.Options{
-		Provider: cluster.Automanaged(ms.Port, ms.Hosts, 200*time.Millisecond),
+		Provider: cluster.Automanaged(0, members, 200*time.Millisecond, cluster.HealthListener(health)),
 		Store:    store,
 		Session: func(string) (actors.Spec, *tools.LoopOptions, error) {
 			return model.Spec("model"), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Tools: []*tools.Tool{work}}}, nil
@@ -98,11 +117,10 @@ func serveMember(raw string) {
 	if err != nil {
 		fail(err)
 	}
-	if err := waitMembers(m, len(ms.Hosts)); err != nil {
+	if err := waitMembers(m, len(members)); err != nil {
 		fail(err)
 	}
 	fmt.Println("ready")
-	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		var prefix string
 		var n int
@@ -177,36 +195,33 @@ type clusterBench struct {
 	stdins  []io.WriteCloser
 	out     *bufio.Reader // the driving member's stdout
 	runs    int
+	// hostsKnown, if set, is called with the members' health-check
+	// addresses once they are known, before the members join (a test
+	// tries to take the ports there, as another process may).
+	hostsKnown func(hosts []string)
+	// env is added to the members' environment.
+	env []string
 }
 
-func (cb *clusterBench) start(b *testing.B) {
-	cb.once.Do(func() { cb.err = cb.startMembers(b) })
-	if cb.err != nil {
-		b.Fatal(cb.err)
-	}
+// started starts the members on first use and says whether they did.
+func (cb *clusterBench) started() error {
+	cb.once.Do(func() { cb.err = cb.startMembers() })
+	return cb.err
 }
 
-func (cb *clusterBench) startMembers(b *testing.B) error {
+func (cb *clusterBench) startMembers() error {
 	dsn, err := cb.pg.dsn()
 	if err != nil {
 		return err
 	}
 	schema := fmt.Sprintf("bench_cluster_%d", cb.pg.schema.Add(1))
+	spec, _ := json.Marshal(memberSpec{DSN: dsn, Schema: schema})
+	// Each member binds its health-check port itself and says which it
+	// is; then every member is told them all.
 	var hosts []string
-	var ports []int
-	for range cb.members {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-		hosts = append(hosts, l.Addr().String())
-		l.Close() // the member binds it
-	}
-	for _, p := range ports {
-		spec, _ := json.Marshal(memberSpec{Port: p, Hosts: hosts, DSN: dsn, Schema: schema})
+	for i := range cb.members {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envMember+"="+string(spec))
+		cmd.Env = append(append(os.Environ(), cb.env...), envMember+"="+string(spec))
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -221,10 +236,24 @@ func (cb *clusterBench) startMembers(b *testing.B) error {
 		}
 		cb.procs, cb.stdins = append(cb.procs, cmd), append(cb.stdins, stdin)
 		out := bufio.NewReader(stdout)
+		line, err := out.ReadString('\n')
+		host, ok := strings.CutPrefix(strings.TrimSpace(line), "health ")
+		if err != nil || !ok {
+			return fmt.Errorf("bench cluster member %d: %q %v", i, line, err)
+		}
+		hosts = append(hosts, host)
 		if cb.out == nil {
 			cb.out = out
 		} else {
 			go io.Copy(io.Discard, out)
+		}
+	}
+	if cb.hostsKnown != nil {
+		cb.hostsKnown(hosts)
+	}
+	for i, stdin := range cb.stdins {
+		if _, err := fmt.Fprintln(stdin, "hosts", strings.Join(hosts, " ")); err != nil {
+			return fmt.Errorf("bench cluster member %d: %w", i, err)
 		}
 	}
 	// The driver says ready once it sees every member.
@@ -237,15 +266,12 @@ func (cb *clusterBench) startMembers(b *testing.B) error {
 
 // benchSessions is one op: n sessions run at once to their answers.
 func (cb *clusterBench) benchSessions(b *testing.B, n int) {
-	cb.start(b)
+	if err := cb.started(); err != nil {
+		b.Fatal(err)
+	}
 	run := func() {
-		cb.runs++
-		if _, err := fmt.Fprintf(cb.stdins[0], "run r%d %d\n", cb.runs, n); err != nil {
+		if err := cb.runOnce(n); err != nil {
 			b.Fatal(err)
-		}
-		line, err := cb.out.ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "done" {
-			b.Fatalf("bench cluster: %q %v", line, err)
 		}
 	}
 	run() // every member has joined and served
@@ -254,6 +280,19 @@ func (cb *clusterBench) benchSessions(b *testing.B, n int) {
 		run()
 	}
 	b.StopTimer()
+}
+
+// runOnce has the driving member run n sessions at once to their answers.
+func (cb *clusterBench) runOnce(n int) error {
+	cb.runs++
+	if _, err := fmt.Fprintf(cb.stdins[0], "run r%d %d\n", cb.runs, n); err != nil {
+		return fmt.Errorf("bench cluster: %w", err)
+	}
+	line, err := cb.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "done" {
+		return fmt.Errorf("bench cluster: %q %v", line, err)
+	}
+	return nil
 }
 
 func (cb *clusterBench) stop() {

@@ -61,7 +61,14 @@ type abTotals struct {
 	gcWall, gcCPU               [2]time.Duration
 	collections                 int
 	collectedWall, collectedCPU time.Duration
+	// periods are, for each collection of the run, the live heap it
+	// left and the bytes allowed before the next.
+	periods []chargePeriod
 }
+
+// chargePeriod is one collection of a charged run: the live heap it
+// left and the period set for the next.
+type chargePeriod struct{ live, period uint64 }
 
 // abSlice runs one slice of work of side 0 or 1 with checksums on or off
 // (the switch is already set) and returns how many operations it
@@ -155,9 +162,13 @@ type pairRun struct {
 	// automatic collection is off for the run, and the heap is
 	// collected between slices as often as the runtime would collect
 	// it (whenever the bytes allocated since the last collection reach
-	// what the runtime allowed after the first: its heap goal over the
-	// live heap), each collection timed (wall and the process's CPU
-	// time); every slice is then charged the run's collection cost per
+	// what the runtime allows after it: its heap goal over the live
+	// heap, read again after every collection, so that the period
+	// follows the live heap as the runtime's would), each collection
+	// timed (wall and the process's CPU time); a memory limit bounds
+	// the heap meanwhile, and a run in which the runtime had to collect
+	// by itself (a slice allocated several periods) fails. Every slice
+	// is then charged the run's collection cost per
 	// byte times the bytes allocated in it, in its totals and in the
 	// ratio of its pair. A collection that falls inside one slice can
 	// cost as much as the slice's own work, so without this a pair's
@@ -166,7 +177,13 @@ type pairRun struct {
 	// carry no collection at all. What is charged is the collections'
 	// own work, done with the world stopped; what a cycle running
 	// concurrently costs the code beside it (write barriers, assists, a
-	// core taken by its worker) is not.
+	// core taken by its worker) is not. The cost per byte is one for
+	// both sides: a side whose live heap makes each collection costlier
+	// shares that with the other by bytes (the runtime's pacer makes the
+	// period grow with the live heap, so the cost per byte moves far
+	// less than the cost per collection), and bytes that a side's
+	// goroutines allocate after its slice has ended count to the slice
+	// then running.
 	chargeGC bool
 }
 
@@ -177,7 +194,10 @@ type gcCharge struct {
 	since       uint64 // bytes allocated when the last collection ran
 	collections int
 	wall, cpu   time.Duration // spent in the collections counted
-	percent     int           // GOGC before the run
+	periods     []chargePeriod
+	percent     int    // GOGC before the run
+	limit       int64  // the memory limit before the run
+	automatic   uint64 // automatic collections before the run
 }
 
 // run runs pairs of slices, one of each side, and returns the totals:
@@ -281,11 +301,15 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 			allocated += m[0].bytes + m[1].bytes
 		}
 		charge.finish()
+		if n := charge.automaticSince(); n > 0 {
+			b.Fatalf("the runtime collected %d times by itself during the run: a slice allocated beyond the memory limit set to bound the heap (%d MiB), so the collector's cost fell inside slices and its charge by bytes is wrong", n, debug.SetMemoryLimit(-1)>>20)
+		}
 		if allocated > 0 {
 			wallPerByte = float64(charge.wall) / float64(allocated)
 			cpuPerByte = float64(charge.cpu) / float64(allocated)
 		}
 		t.collections, t.collectedWall, t.collectedCPU = charge.collections, charge.wall, charge.cpu
+		t.periods = charge.periods
 	}
 	for _, m := range pairs {
 		for side := range m {
@@ -315,22 +339,55 @@ func (r pairRun) run(b *testing.B, slices [2]func() (int, error)) abTotals {
 	return t
 }
 
-// startCharging collects the heap, takes the runtime's allowance for
-// the next cycle (its heap goal over the live heap) as the period
-// between collections, and turns automatic collection off until stop.
+// startCharging collects the heap, turns automatic collection off until
+// stop and sets the period before the next collection (see rearm).
 func startCharging() *gcCharge {
 	runtime.GC()
-	m := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	c := &gcCharge{percent: debug.SetGCPercent(-1), limit: debug.SetMemoryLimit(-1)}
+	c.rearm()
+	m := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}}
 	metrics.Read(m)
-	goal, live := m[0].Value.Uint64(), m[1].Value.Uint64()
-	c := &gcCharge{period: max(goal-min(goal, live), minChargePeriod), since: m[2].Value.Uint64()}
-	c.percent = debug.SetGCPercent(-1)
+	c.automatic = m[0].Value.Uint64()
 	return c
 }
 
 // minChargePeriod bounds the period between collections from below, for
 // a goal read wrong: the runtime's smallest heap goal is 4 MiB.
 const minChargePeriod = 1 << 20
+
+// backstopSlack is how far beyond four periods the memory in use may
+// grow during a charged run before the runtime collects by itself (see
+// rearm).
+const backstopSlack = 64 << 20
+
+// rearm, just after a collection, sets the period before the next as
+// the runtime's pacer would: its heap goal over the live heap, read with
+// GOGC and the memory limit as they were before the run (a GOGC of off
+// is taken as 100), so that the period follows the live heap as it
+// grows or shrinks over the run. It also sets a memory limit of the
+// memory in use plus four periods and backstopSlack (or the limit
+// before the run, if lower), so that a slice that allocates far more
+// than a period cannot grow the heap without bound while automatic
+// collection is off: the runtime then collects inside the slice, and
+// the run fails (see [pairRun].run).
+func (c *gcCharge) rearm() {
+	percent := c.percent
+	if percent < 0 {
+		percent = 100
+	}
+	debug.SetMemoryLimit(c.limit)
+	debug.SetGCPercent(percent)
+	m := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	debug.SetGCPercent(-1)
+	goal, live := m[0].Value.Uint64(), m[1].Value.Uint64()
+	c.period = max(goal-min(goal, live), minChargePeriod)
+	c.since = m[2].Value.Uint64()
+	c.periods = append(c.periods, chargePeriod{live: live, period: c.period})
+	inUse := m[3].Value.Uint64() - m[4].Value.Uint64()
+	debug.SetMemoryLimit(min(c.limit, int64(min(inUse+4*c.period+backstopSlack, math.MaxInt64))))
+}
 
 // collectIfDue collects the heap, timed, when the bytes allocated
 // (allocated, read from /gc/heap/allocs:bytes) since the last
@@ -348,13 +405,20 @@ func (c *gcCharge) collect() {
 	c.wall += time.Since(start)
 	c.cpu += processCPU() - cpu
 	c.collections++
-	m := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	c.rearm()
+}
+
+// automaticSince is how many collections the runtime started by itself
+// since startCharging: with automatic collection off, only for the
+// memory limit rearm sets.
+func (c *gcCharge) automaticSince() uint64 {
+	m := []metrics.Sample{{Name: "/gc/cycles/automatic:gc-cycles"}}
 	metrics.Read(m)
-	c.since = m[0].Value.Uint64()
+	return m[0].Value.Uint64() - c.automatic
 }
 
 // reset forgets the collections so far.
-func (c *gcCharge) reset() { c.collections, c.wall, c.cpu = 0, 0, 0 }
+func (c *gcCharge) reset() { c.collections, c.wall, c.cpu, c.periods = 0, 0, 0, nil }
 
 // finish makes sure the run paid for at least one collection: a run too
 // short to reach the period (b.N pairs in a smoke test) is charged one
@@ -365,8 +429,12 @@ func (c *gcCharge) finish() {
 	}
 }
 
-// stop turns automatic collection back on as it was.
-func (c *gcCharge) stop() { debug.SetGCPercent(c.percent) }
+// stop turns automatic collection back on as it was, and the memory
+// limit back to what it was.
+func (c *gcCharge) stop() {
+	debug.SetGCPercent(c.percent)
+	debug.SetMemoryLimit(c.limit)
+}
 
 // pairRatio is a run's ratio from the ratios of its pairs: the geometric
 // mean of the middle half (all of them below 4 pairs). Like a median it

@@ -222,3 +222,97 @@ func TestPairRun_ChargesCollections(t *testing.T) {
 		t.Errorf("GOGC after the run %d, want 100 again", got)
 	}
 }
+
+// TestPairRun_ChargePeriodFollowsLiveHeap checks that the period between
+// the collections of a charged run follows the live heap as the
+// runtime's pacer does (GOGC 100: at least the live heap), rather than
+// staying what it was when the run began: side 0 keeps 512 KiB of every
+// slice, so the live heap grows to tens of MiB, and a period fixed at
+// the start (4 MiB) would collect ever more often, each collection
+// costlier, than the runtime would.
+func TestPairRun_ChargePeriodFollowsLiveHeap(t *testing.T) {
+	var kept [][]byte
+	var garbage []byte
+	sides := [2]func() (int, error){
+		func() (int, error) {
+			for range 8 {
+				kept = append(kept, make([]byte, 64<<10))
+			}
+			return 1, nil
+		},
+		func() (int, error) {
+			for range 8 {
+				garbage = make([]byte, 64<<10)
+			}
+			return 1, nil
+		},
+	}
+	percent := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(percent)
+	var tot abTotals
+	testing.Benchmark(func(b *testing.B) {
+		kept = nil
+		tot = pairRun{until: 80 * time.Millisecond, warmup: 2, chargeGC: true}.run(b, sides)
+	})
+	_ = garbage
+	if len(tot.periods) < 2 {
+		t.Fatalf("%d collections recorded, want several", len(tot.periods))
+	}
+	for i, p := range tot.periods {
+		if p.period < p.live*9/10 {
+			t.Errorf("collection %d: live heap %d KiB, next period %d KiB: shorter than the runtime's (GOGC 100)", i, p.live>>10, p.period>>10)
+		}
+	}
+	kept = nil
+}
+
+// TestPairRun_ChargeBoundsHeap checks that a charged run whose slice
+// allocates far beyond the period cannot grow the heap without bound
+// while automatic collection is off: a memory limit makes the runtime
+// collect, and the run fails saying so (a collection inside a slice
+// makes its charge wrong); automatic collection and the memory limit
+// are back as they were after the failure.
+func TestPairRun_ChargeBoundsHeap(t *testing.T) {
+	var sink []byte
+	big := 0
+	sides := [2]func() (int, error){
+		func() (int, error) {
+			big++
+			n := 1
+			if big > 3 { // after the warm-up: 512 MiB in 64 KiB pieces
+				n = 1 << 13
+			}
+			for range n {
+				sink = make([]byte, 64<<10)
+			}
+			return 1, nil
+		},
+		func() (int, error) { sink = make([]byte, 1<<10); return 1, nil },
+	}
+	percent := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(percent)
+	limit := debug.SetMemoryLimit(-1)
+	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(ms)
+	mapped := ms[0].Value.Uint64()
+	var failed bool
+	testing.Benchmark(func(b *testing.B) {
+		big = 0
+		defer func() { failed = b.Failed() }()
+		pairRun{until: 50 * time.Millisecond, warmup: 2, chargeGC: true}.run(b, sides)
+	})
+	_ = sink
+	metrics.Read(ms)
+	if !failed {
+		t.Error("a run whose slice allocated 512 MiB did not fail")
+	}
+	if grown := ms[0].Value.Uint64() - mapped; grown > 256<<20 {
+		t.Errorf("the runtime mapped %d MiB more over a run whose slice allocated 512 MiB: want the heap bounded", grown>>20)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC after the failed run %d, want 100 again", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != limit {
+		t.Errorf("memory limit after the failed run %d, want %d again", got, limit)
+	}
+}

@@ -10,7 +10,8 @@ import (
 // BenchmarkRunsAB runs figure 7's interleaved rows (see runs_ab.go) as
 // plain benchmarks, reporting each side's time per run (its share of the
 // collections' time included, and reported apart: gc-ns/run), its bytes
-// allocated per run, and the ratios (a over b) from the pairs, in wall time and in the process's CPU time
+// allocated per run, the collections charged (with the live heap after
+// the first and the last, and the period set after the last), and the ratios (a over b) from the pairs, in wall time and in the process's CPU time
 // (steadier than wall time on a machine shared with other work). With
 // -cpuprofile, the samples of each side's goroutines carry its label
 // (side a or b, see sideLabels): go tool pprof -tagfocus side=a shows one
@@ -33,6 +34,13 @@ func BenchmarkRunsAB(b *testing.B) {
 				b.ReportMetric(float64(t.wall[side].Nanoseconds())/float64(t.items[side]), name+"-ns/run")
 				b.ReportMetric(float64(t.gcWall[side].Nanoseconds())/float64(t.items[side]), name+"-gc-ns/run")
 				b.ReportMetric(float64(t.bytes[side])/float64(t.items[side]), name+"-B/run")
+			}
+			b.ReportMetric(float64(t.collections), "collections")
+			if len(t.periods) > 0 {
+				first, last := t.periods[0], t.periods[len(t.periods)-1]
+				b.ReportMetric(float64(first.live)/(1<<20), "live-MiB-first")
+				b.ReportMetric(float64(last.live)/(1<<20), "live-MiB-last")
+				b.ReportMetric(float64(last.period)/(1<<20), "period-MiB-last")
 			}
 			b.ReportMetric(pairRatio(t.wallRatios), "wall-ratio")
 			b.ReportMetric(pairRatio(t.cpuRatios), "cpu-ratio")

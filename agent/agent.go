@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
@@ -301,6 +302,8 @@ type Agent struct {
 	// for good): enter hands it to a conversation under the lock it takes
 	// anyway.
 	ready *actors.Mux
+	// self points at the agent without keeping it (see loopOwners).
+	self weak.Pointer[Agent]
 	// The sessions running: the first in busyOne, more in busy (an agent
 	// that runs one session at a time keeps no map).
 	busyOne string
@@ -456,6 +459,8 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
 	a.spec = a.traced(spec)
+	a.self = weak.Make(a)
+	runtime.AddCleanup(a, forgetLoopsOf, a.self)
 	return a, nil
 }
 
@@ -487,7 +492,7 @@ func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 			a.mu.Lock()
 			a.ready = s.mux
 			a.mu.Unlock()
-			ownLoop(s.mux, a)
+			a.ownLoop(s.mux)
 		}
 		close(s.done)
 	}
@@ -682,8 +687,8 @@ func (a *Agent) Close(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
-	if s != nil && s.mux != nil {
-		ownLoop(s.mux, nil)
+	if s != nil {
+		a.disownLoop(s.mux)
 	}
 	if err := a.awaitDelegating(ctx); err != nil {
 		return fmt.Errorf("agent %q: close: wait for the delegations it made to return: %w", a.opts.Name, err)
@@ -711,41 +716,77 @@ func (a *Agent) Close(ctx context.Context) error {
 	}
 }
 
-// loopOwners maps the actor id of every loop an agent runs (its shared
-// loop once started, until Close; the loop of its own of a conversation
-// running) to that agent: the handler of a delegation (AsTool) run by a
-// tool actor under one of them finds the agent that called it (callerOf),
-// whose Close waits for it.
+// loopOwners maps every loop an agent runs (its shared loop once
+// started, until Close; the loop of its own of a conversation running),
+// by its runtime and actor id, to that agent: the handler of a delegation
+// (AsTool) run by a tool actor under one of them finds the agent that
+// called it (callerOf), whose Close waits for it. It holds runtimes and
+// agents weakly: a host that closes a runtime without closing its agents
+// and drops them gets them back (their entries go with them, see
+// forgetLoopsOf); loops of two runtimes may have the same id.
 var loopOwners = struct {
 	sync.Mutex
-	of map[string]*Agent
-}{of: map[string]*Agent{}}
+	of map[loopKey]weak.Pointer[Agent]
+}{of: map[loopKey]weak.Pointer[Agent]{}}
 
-// ownLoop notes that m is a loop of a (a nil: no longer); a nil m does
-// nothing.
-func ownLoop(m *actors.Mux, a *Agent) {
+// loopKey names a loop: its runtime and its actor id.
+type loopKey struct {
+	rt weak.Pointer[actors.Runtime]
+	id string
+}
+
+// ownLoop notes that m is a loop of a; a nil m does nothing.
+func (a *Agent) ownLoop(m *actors.Mux) {
 	if m == nil {
 		return
 	}
-	id := m.Ref().String()
+	k := loopKey{weak.Make(a.rt), m.Ref().String()}
 	loopOwners.Lock()
-	if a != nil {
-		loopOwners.of[id] = a
-	} else {
-		delete(loopOwners.of, id)
+	loopOwners.of[k] = a.self
+	loopOwners.Unlock()
+}
+
+// disownLoop notes that m is no longer a loop of a; a nil m does
+// nothing.
+func (a *Agent) disownLoop(m *actors.Mux) {
+	if m == nil {
+		return
+	}
+	k := loopKey{weak.Make(a.rt), m.Ref().String()}
+	loopOwners.Lock()
+	if loopOwners.of[k] == a.self {
+		delete(loopOwners.of, k)
 	}
 	loopOwners.Unlock()
+}
+
+// forgetLoopsOf drops the loops of an agent no longer reachable (the
+// cleanup New attaches to each agent).
+func forgetLoopsOf(self weak.Pointer[Agent]) {
+	loopOwners.Lock()
+	defer loopOwners.Unlock()
+	for k, a := range loopOwners.of {
+		if a == self {
+			delete(loopOwners.of, k)
+		}
+	}
+}
+
+// loopOwner returns the agent whose loop on rt has actor id id, or nil.
+// The caller holds loopOwners.
+func loopOwner(rt *actors.Runtime, id string) *Agent {
+	return loopOwners.of[loopKey{weak.Make(rt), id}].Value()
 }
 
 // callerOf returns the agent whose loop the actor p is under (the
 // nearest, for a delegation within a delegation), or nil.
 func callerOf(p actors.Parent) *Agent {
-	id := p.Ref().String()
+	id, rt := p.Ref().String(), p.Runtime()
 	loopOwners.Lock()
 	defer loopOwners.Unlock()
 	for i := len(id) - 1; i > 0; i-- {
 		if id[i] == '/' {
-			if a := loopOwners.of[id[:i]]; a != nil && a.rt == p.Runtime() {
+			if a := loopOwner(rt, id[:i]); a != nil {
 				return a
 			}
 		}
@@ -1218,7 +1259,7 @@ func (a *Agent) untilClosed(ctx context.Context) (_ context.Context, stop func()
 // that Close cancelled in its consumer's body and did not wait for,
 // leaving last, gives the agent's name back once own has stopped.
 func (a *Agent) leave(sessionID string, c *closer, drain *actors.MuxStream, own *actors.Mux) {
-	ownLoop(own, nil)
+	a.disownLoop(own)
 	a.mu.Lock()
 	a.active--
 	delete(a.convs, c)
@@ -1765,9 +1806,9 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		a.ownLoops[c.mux] = struct{}{}
 	}
 	a.mu.Unlock()
-	ownLoop(old, nil)
+	a.disownLoop(old)
 	if err == nil {
-		ownLoop(c.mux, a)
+		a.ownLoop(c.mux)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)

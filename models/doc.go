@@ -65,10 +65,12 @@
 //
 // Length limit. A response that stops on the length limit in the middle
 // of a tool call is not a failure: the calls complete before the cut are
-// emitted as usual, the cut call as a META [MetaTruncatedCall] frame
-// instead of a TOOL_CALL, then META finish "length" and END. Consumers
-// answer the cut call with a failed result ([TruncatedCallError]) and run
-// nothing of it, so that the model learns its call was cut off.
+// emitted as usual, and each cut call (the last one, or several when the
+// server interleaves parallel calls) as a META [MetaTruncatedCall] frame
+// instead of a TOOL_CALL, indexed after the complete calls, then META
+// finish "length" and END. Consumers answer each cut call with a failed
+// result ([TruncatedCallError]) and run nothing of it, so that the model
+// learns its call was cut off; every call of the turn gets one result.
 //
 // Tool results. TOOL_RESULT frames written into the adapter's sink are
 // informational: adapters ignore them. A tool loop sends the follow-up

@@ -73,7 +73,8 @@ func (r *Request) Frames() []*messages.Frame {
 // [Tracker.Done] once it has emitted its END.
 //
 // The zero Tracker is ready. It is not safe for concurrent use: it lives
-// inside one adapter Logic.
+// inside one adapter Logic, and so goes with its incarnation (a restarted
+// adapter starts with a new one).
 type Tracker struct {
 	// streams by id: an adapter mostly serves one stream at a time,
 	// which onemap keeps out of its Go map.
@@ -82,8 +83,27 @@ type Tracker struct {
 	// spareRequest is a request given back by Release, for the next one.
 	spareRequest *Request
 	// cutShort holds the streams whose request a CANCEL answered before
-	// its END: that END, if it comes, ends nothing.
-	cutShort map[string]struct{}
+	// its END, oldest first: that END, if it comes, ends nothing. A
+	// client that abandons its request may never send it, so only the
+	// latest maxCutShort are kept.
+	cutShort []string
+}
+
+// maxCutShort bounds the streams a tracker remembers as cancelled before
+// their END: beyond it, the oldest is forgotten, and its END, should it
+// still come, makes an empty request (answered with an error) rather than
+// being ignored. An END comes right after its PARAMs or never, so only a
+// burst of cancels larger than this, every END late, meets that.
+const maxCutShort = 256
+
+// wasCutShort reports whether stream id was cancelled before its END,
+// and forgets it.
+func (t *Tracker) wasCutShort(id string) bool {
+	if i := slices.Index(t.cutShort, id); i >= 0 {
+		t.cutShort = slices.Delete(t.cutShort, i, i+1)
+		return true
+	}
+	return false
 }
 
 // streamRequests is what a tracker knows of one stream.
@@ -102,20 +122,23 @@ type streamRequests struct {
 // and emit ERROR("cancelled") and END through emit for every request of
 // the stream not yet ended. A request whose END had not come is answered
 // then too; its END, if it comes before another PARAM of the stream,
-// is ignored, and a PARAM starts a new request. Other frames are ignored.
+// is ignored, and a PARAM starts a new request. Only the latest 256
+// streams so cancelled are remembered, so that clients abandoning their
+// requests for good cost nothing lasting. Other frames are ignored.
 func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request {
 	id := f.GetStreamId()
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
-		delete(t.cutShort, id) // a new request: the cancelled one's END will not come
+		if len(t.cutShort) > 0 {
+			t.wasCutShort(id) // a new request: the cancelled one's END will not come
+		}
 		s := t.stream(id)
 		if s.pending == nil {
 			s.pending = t.newRequest(id)
 		}
 		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
 	case messages.FrameType_END:
-		if _, ok := t.cutShort[id]; ok {
-			delete(t.cutShort, id)
+		if len(t.cutShort) > 0 && t.wasCutShort(id) {
 			return nil // the END of a request CANCEL answered already
 		}
 		s := t.stream(id)
@@ -150,10 +173,10 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 		}
 		if s.pending != nil {
 			n++
-			if t.cutShort == nil {
-				t.cutShort = make(map[string]struct{})
+			if len(t.cutShort) == maxCutShort {
+				t.cutShort = slices.Delete(t.cutShort, 0, 1) // the oldest
 			}
-			t.cutShort[id] = struct{}{}
+			t.cutShort = append(t.cutShort, id)
 		}
 		for range n {
 			emit(messages.Error(id, ErrCancelled.Error()))

@@ -45,7 +45,8 @@ type Result struct {
 	ToolCalls []models.ToolCall
 	// Truncated are the tool_use blocks the length limit cut off (stop
 	// reason max_tokens while they were open), with the input received
-	// so far; they are never repaired into calls.
+	// so far; they are never repaired into calls. Their Index follows
+	// the whole calls'.
 	Truncated []models.ToolCall
 	// Thinking is the thinking and redacted_thinking blocks, complete
 	// with their signatures, as a JSON array to send back in the
@@ -249,7 +250,7 @@ func (a *Accumulator) Result() (Result, error) {
 				if res.Finish != "length" {
 					return Result{}, fmt.Errorf("%w: call %q to %s never ended (stop reason %q)", ErrInvalidToolCall, b.id, b.name, a.stop)
 				}
-				res.Truncated = append(res.Truncated, models.ToolCall{Index: len(res.ToolCalls) + len(res.Truncated), ID: b.id, Name: b.name, Arguments: b.input})
+				res.Truncated = append(res.Truncated, models.ToolCall{ID: b.id, Name: b.name, Arguments: b.input})
 				continue
 			}
 			args := b.input
@@ -260,6 +261,9 @@ func (a *Accumulator) Result() (Result, error) {
 			}
 			res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: len(res.ToolCalls), ID: b.id, Name: b.name, Arguments: args})
 		}
+	}
+	for i := range res.Truncated {
+		res.Truncated[i].Index = len(res.ToolCalls) + i // after the whole calls (see models.MetaTruncatedCall)
 	}
 	if len(thinking) > 0 {
 		res.Thinking = marshal(thinking)

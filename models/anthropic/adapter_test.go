@@ -132,6 +132,18 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// Blocks come one after the other, but an accumulator that took
+		// them interleaved must still give every call one index: the
+		// whole ones first, the cut ones after.
+		name: "max_tokens with an open call before a complete one",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01J", "write_file"), inputDelta(0, `{"path":"a.t`),
+			toolStart(1, "toolu_01K", "read_file"), inputDelta(1, `{"path":"b.txt"}`), blockStop(1),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01K", "read_file", `{"path":"b.txt"}`}},
+		truncated: []wantCall{{"toolu_01J", "write_file", `{"name":"write_file","received":12}`}},
+		finish:    "length",
+	},
+	{
 		name: "refusal drops the calls",
 		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "I can't help with that."), blockStop(0),
 			messageDelta("refusal", 8), messageStop),

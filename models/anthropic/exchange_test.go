@@ -3,9 +3,11 @@ package anthropic_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -258,4 +260,25 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestAdapter_RetryWaitIsNotIdle: the SDK's wait before a retry (here the
+// 2.5 s a retry-after-ms asks for) has nothing on the wire: it does not
+// count against an idle bound shorter than it, as the waits of a
+// resilience.Transport do not.
+func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
+	ok := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "fine"), blockStop(0), messageDelta("end_turn", 1), messageStop)
+	rg := newRig(t, anthropic.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		if n == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("retry-after-ms", "2500")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_1"}`)
+			return
+		}
+		modeltest.StreamBody(ok)(n, w, r, b)
+	})
+	if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
+	}
 }

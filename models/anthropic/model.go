@@ -65,7 +65,8 @@ type Options struct {
 	// IdleTimeout bounds the wait for the response and then for each next
 	// bytes of the stream (ping events count); default 3 minutes.
 	// The waits of a resilience.Transport (in line for a slot, between
-	// retries) do not count: nothing is on the wire then.
+	// retries), and the SDK's own waits before a retry (see MaxRetries),
+	// do not count: nothing is on the wire then.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -124,6 +125,7 @@ func New(opts *Options) (*Model, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithHTTPClient(m.endpoint.HTTPClient()),
 		option.WithHeader("Accept", "text/event-stream"),
+		option.WithMiddleware(httpadapter.BetweenRetries),
 	}
 	if o.APIKey != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(o.APIKey))

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 )
 
 // Errors a streamed answer can end with. The ERROR frame of a failed
@@ -26,7 +27,9 @@ var (
 )
 
 // ServerError is an error object the server sent inside the stream
-// (`data: {"error": {...}}`, or `data: {"error": "message"}`).
+// (`data: {"error": {...}}`, or `data: {"error": "message"}`). Its text
+// is the message, or, when the object has none, the quoted start of the
+// object.
 type ServerError struct {
 	// Raw is the error object as received.
 	Raw json.RawMessage
@@ -38,7 +41,7 @@ func (e *ServerError) Error() string {
 	if e.Message != "" {
 		return "server error in stream: " + e.Message
 	}
-	return "server error in stream: " + string(e.Raw)
+	return "server error in stream: " + httpadapter.Quote(e.Raw) // its start: the object may be large
 }
 
 // Result is a finished answer as the accumulator read it: its tool calls
@@ -47,9 +50,11 @@ func (e *ServerError) Error() string {
 // piece by piece by [Accumulator.Add].
 type Result struct {
 	ToolCalls []models.ToolCall
-	// Truncated is the call the length limit cut off, with the arguments
-	// received so far (finish_reason "length" while the last call's
-	// arguments are not yet whole JSON); never repaired into a call.
+	// Truncated are the calls the length limit cut off, with the
+	// arguments received so far (finish_reason "length" while their
+	// arguments are not yet whole JSON: the last call's, or several
+	// when the server interleaves parallel calls); never repaired into
+	// calls. Their Index follows the whole calls'.
 	Truncated []models.ToolCall
 	Finish    string
 	Usage     json.RawMessage
@@ -176,8 +181,9 @@ func (a *Accumulator) Done() { a.done = true }
 // ErrIncomplete when no finish reason arrived, ErrInvalidToolCall for a
 // call without a name or with arguments that are not JSON (empty
 // arguments mean {}), and the server error met by Add, if any. With
-// finish "length", a last call whose arguments are empty or not whole
-// JSON was cut off: it is returned in Truncated. Calls without an id get
+// finish "length", a call whose arguments are not whole JSON, and the
+// last call when it has none, were cut off: they are returned in
+// Truncated, indexed after the whole calls, which keep their order. Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
 // the id of another call. A finish reason without [DONE] is accepted:
 // every content chunk has arrived by then.
@@ -194,32 +200,29 @@ func (a *Accumulator) Result() (Result, error) {
 	ordered := slices.Clone(a.calls)
 	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })
 	res := Result{Finish: a.finish, Usage: a.usage}
-	var cut *callState
 	n := len(ordered)
-	if a.finish == "length" && n > 0 {
-		// Calls arrive one after the other: only the last can be cut, and
-		// it is whole exactly when its arguments are whole JSON.
-		if last := ordered[n-1]; len(last.args) == 0 || !json.Valid(last.args) {
-			if last.name == "" {
-				return Result{}, fmt.Errorf("%w: call %d (id %q), cut off by the length limit, has no function name", ErrInvalidToolCall, n-1, last.id)
-			}
-			ordered, cut = ordered[:n-1], last
-		}
-	}
 	seen := make(map[string]int, n) // the ids the server sent, to their call
-	checkID := func(i int, c *callState) error {
+	for i, c := range ordered {
 		if at, dup := seen[c.id]; dup && c.id != "" {
-			return fmt.Errorf("%w: calls %d (%s, index %d) and %d (%s, index %d) share the id %q",
+			return Result{}, fmt.Errorf("%w: calls %d (%s, index %d) and %d (%s, index %d) share the id %q",
 				ErrInvalidToolCall, at, ordered[at].name, ordered[at].index, i, c.name, c.index, c.id)
 		}
 		if c.id != "" {
 			seen[c.id] = i
 		}
-		return nil
 	}
+	var cut []*callState
 	for i, c := range ordered {
-		if err := checkID(i, c); err != nil {
-			return Result{}, err
+		whole := json.Valid(c.args)
+		if a.finish == "length" && (len(c.args) > 0 && !whole || len(c.args) == 0 && i == n-1) {
+			// Cut off by the length limit: arguments not yet whole JSON
+			// (servers that interleave parallel calls may be in the middle
+			// of several), or none yet for the last call.
+			if c.name == "" {
+				return Result{}, fmt.Errorf("%w: call %d (id %q), cut off by the length limit, has no function name", ErrInvalidToolCall, i, c.id)
+			}
+			cut = append(cut, c)
+			continue
 		}
 		if c.name == "" {
 			return Result{}, fmt.Errorf("%w: call %d (id %q) has no function name", ErrInvalidToolCall, i, c.id)
@@ -227,17 +230,14 @@ func (a *Accumulator) Result() (Result, error) {
 		args := c.args
 		if len(args) == 0 {
 			args = []byte("{}")
-		} else if !json.Valid(args) {
+		} else if !whole {
 			return Result{}, fmt.Errorf("%w: call %d (%s) has arguments that are not JSON: %q", ErrInvalidToolCall, i, c.name, args)
 		}
-		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: i, ID: c.id, Name: c.name, Arguments: args})
+		res.ToolCalls = append(res.ToolCalls, models.ToolCall{Index: len(res.ToolCalls), ID: c.id, Name: c.name, Arguments: args})
 	}
-	if cut != nil {
-		ordered = append(ordered, cut) // for checkID's message
-		if err := checkID(n-1, cut); err != nil {
-			return Result{}, err
-		}
-		res.Truncated = []models.ToolCall{{Index: n - 1, ID: cut.id, Name: cut.name, Arguments: cut.args}}
+	// The cut calls come after the whole ones (see models.MetaTruncatedCall).
+	for _, c := range cut {
+		res.Truncated = append(res.Truncated, models.ToolCall{Index: len(res.ToolCalls) + len(res.Truncated), ID: c.id, Name: c.name, Arguments: c.args})
 	}
 	// Made-up ids last, once every real one is known: none may repeat one.
 	for _, calls := range [][]models.ToolCall{res.ToolCalls, res.Truncated} {

@@ -361,3 +361,23 @@ func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 		t.Fatalf("failed %v with %q, text %q", r.Failed, r.Error, r.Text)
 	}
 }
+
+// The SDK's wait before a retry (here the 2.5 s a Retry-After-Ms asks
+// for) has nothing on the wire: it does not count against an idle bound
+// shorter than it, as the waits of a resilience.Transport do not.
+func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
+	ok := sse(content("fine"), finish("stop"), done)
+	rg := newRig(t, openai.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		if n == 0 {
+			w.Header().Set("Retry-After-Ms", "2500")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+			return
+		}
+		modeltest.StreamBody(ok)(n, w, r, b)
+	})
+	r := rg.Ask("s1", userAsk)
+	if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
+	}
+}

@@ -179,6 +179,20 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// Servers that interleave parallel calls can be cut in the middle
+		// of several: the whole ones are kept and each cut one is told as
+		// truncated (after the whole ones), so that every call has a result.
+		name: "length with interleaved calls: every cut one is truncated, the whole one kept",
+		body: sse(chunk(roleChunk, ""), content("Writing both."),
+			first(0, "call_A", "write_file", ""), first(1, "call_B", "read_file", ""), first(2, "call_C", "write_file", ""),
+			args(0, `{"path":"a.txt","con`), args(1, `{"path":"b.txt"}`), args(2, `{"pa`), args(0, `tent":"lor`),
+			finish("length"), done),
+		text:      "Writing both.",
+		calls:     []wantCall{{"call_B", "read_file", `{"path":"b.txt"}`}},
+		truncated: []wantCall{{"call_A", "write_file", `{"name":"write_file","received":30}`}, {"call_C", "write_file", `{"name":"write_file","received":4}`}},
+		finish:    "length",
+	},
+	{
 		name: "stream cut off without finish_reason and [DONE]",
 		body: sse(chunk(roleChunk, ""), content("Partial"),
 			first(0, "call_A", "read_file", ""), args(0, `{"path":"a.t`)),

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -92,4 +93,31 @@ func TestAdapter_KeyCutByTheQuoteIsRedacted(t *testing.T) {
 	const key = "sk-proj-secret-0123456789abcdef"
 	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKeyAtClip())
 	modeltest.WantNoKeyPart(t, rg.Ask("s1", userAsk), key)
+}
+
+// An error object without a message inside the stream is told by the
+// quoted start of the object, not all of it (a server may send a large
+// one), and an API key it quotes is cut out, even across the clip.
+func TestAdapter_ServerErrorWithoutMessageIsClippedAndRedacted(t *testing.T) {
+	const key = "sk-proj-secret-0123456789abcdef"
+	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		echoed := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// The key starts 190 bytes into the object, across a quote of 200.
+		object := `{"detail":"` + strings.Repeat("-", 179) + echoed + strings.Repeat(" trace", 20000) + `"}`
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, sse(content("Hel"), "data: {\"error\":"+object+"}\n\n"))
+	})
+	r := rg.Ask("s1", userAsk)
+	modeltest.WantFailed(t, r, "server error in stream", `{\"detail\":\"---`)
+	if len(r.Error) > 400 {
+		t.Fatalf("error of %d bytes, want the object's start only: %.300q…", len(r.Error), r.Error)
+	}
+	for i := 8; i+8 <= len(key); i++ {
+		if strings.Contains(r.Error, key[i:i+8]) {
+			t.Fatalf("error %q holds %q of the API key", r.Error, key[i:i+8])
+		}
+	}
+	if r.Text != "Hel" {
+		t.Fatalf("text %q, want the text streamed before the error", r.Text)
+	}
 }

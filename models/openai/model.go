@@ -51,7 +51,8 @@ type Options struct {
 	// bytes of the stream (keep-alive comments count); default 3 minutes.
 	// A stalled stream fails with an ERROR instead of hanging.
 	// The waits of a resilience.Transport (in line for a slot, between
-	// retries) do not count: nothing is on the wire then.
+	// retries), and the SDK's own waits before a retry (see MaxRetries),
+	// do not count: nothing is on the wire then.
 	IdleTimeout time.Duration
 	// MaxRetries is how many times the SDK retries a request that failed
 	// before streaming began (connection errors, 408, 409, 429 and 5xx,
@@ -105,6 +106,7 @@ func New(opts *Options) (*Model, error) {
 		option.WithAPIKey(o.APIKey),
 		option.WithHTTPClient(m.endpoint.HTTPClient()),
 		option.WithHeader("Accept", "text/event-stream"),
+		option.WithMiddleware(httpadapter.BetweenRetries),
 	}
 	if n, ok := c.Retries(); ok {
 		reqOpts = append(reqOpts, option.WithMaxRetries(n))

@@ -90,9 +90,11 @@ func WithWaits(ctx context.Context, wait func() (done func())) context.Context {
 	return context.WithValue(ctx, waitsKey{}, wait)
 }
 
-// waiting says a wait of the request of ctx begins; call the function it
-// returns when the wait ends.
-func waiting(ctx context.Context) (done func()) {
+// Waiting says a wait of the request of ctx begins, with nothing on the
+// wire (a Transport's, or the wait of a retry loop of its own, such as an
+// SDK's); call the function it returns when the wait ends. Without
+// [WithWaits] on ctx, it does nothing.
+func Waiting(ctx context.Context) (done func()) {
 	if wait, ok := ctx.Value(waitsKey{}).(func() func()); ok {
 		return wait()
 	}
@@ -184,7 +186,7 @@ func (t *Transport) acquire(ctx context.Context) error {
 	select {
 	case t.slots <- struct{}{}:
 	default:
-		start, done := time.Now(), waiting(ctx)
+		start, done := time.Now(), Waiting(ctx)
 		select {
 		case t.slots <- struct{}{}:
 			done()
@@ -292,7 +294,7 @@ func (t *Transport) send(req *http.Request) (*http.Response, error) {
 			_ = resp.Body.Close()
 		}
 		t.report(ctx, ev)
-		done := waiting(ctx)
+		done := Waiting(ctx)
 		err = t.opts.Sleep(ctx, delay)
 		done()
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -113,9 +114,59 @@ func (e *Endpoint) Close() {
 }
 
 // Bound returns the bounds of one answer (streaming.Bound with the
-// endpoint's timeouts) and the context to make its request with.
+// endpoint's timeouts) and the context to make its request with. Sent
+// through an SDK client with [BetweenRetries] as middleware, the request's
+// idle clock stands during the SDK's waits before a retry.
 func (e *Endpoint) Bound(ctx context.Context) (*streaming.Bounds, context.Context) {
-	return streaming.Bound(ctx, e.timeout, e.idle)
+	b, ctx := streaming.Bound(ctx, e.timeout, e.idle)
+	return b, context.WithValue(ctx, retryWaitKey{}, &retryWait{})
+}
+
+// BetweenRetries is the SDK middleware (called for each attempt of a
+// request) that stops the idle clock of a request made with
+// [Endpoint.Bound]'s context from the end of an attempt that failed
+// (an error, or an error status: the SDK may retry it) until the next
+// attempt begins: the SDK's wait before a retry (its backoff, or the
+// server's Retry-After, up to seconds) has nothing on the wire, as the
+// waits of a resilience.Transport do not, and it counts against the
+// answer's timeout only.
+func BetweenRetries(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	w, _ := req.Context().Value(retryWaitKey{}).(*retryWait)
+	if w == nil {
+		return next(req)
+	}
+	w.end() // back on the wire: the clock runs from zero (Bounds.wait)
+	res, err := next(req)
+	if err != nil || res.StatusCode >= 400 {
+		w.begin(req.Context())
+	}
+	return res, err
+}
+
+type retryWaitKey struct{}
+
+// retryWait is the wait of one request between two of its attempts.
+type retryWait struct {
+	mu   sync.Mutex
+	done func() // of the wait under way, or nil
+}
+
+func (w *retryWait) begin(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = resilience.Waiting(ctx)
+	}
+}
+
+func (w *retryWait) end() {
+	w.mu.Lock()
+	done := w.done
+	w.done = nil
+	w.mu.Unlock()
+	if done != nil {
+		done()
+	}
 }
 
 // Logger is the logger for the request of ctx: the Config's, or else the

@@ -63,7 +63,7 @@ func call(id, name, args string) scripted.ToolCall {
 
 // echo answers {"echo": <its arguments' text>} and counts its calls.
 func echo(calls *atomic.Int64) *tools.Tool {
-	return tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text."},
+	return tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text.", Capabilities: []string{"read"}},
 		func(_ context.Context, in struct {
 			Text string `json:"text"`
 		}) (map[string]string, error) {

@@ -209,7 +209,7 @@ func TestAsTool_UnderTheCallingTool(t *testing.T) {
 // Flags override the derived ones.
 func TestAsTool_FlagsFromTheAgentsTools(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
-	read := tools.MustNew(tools.Definition{Name: "read_file", Idempotent: true})
+	read := tools.MustNew(tools.Definition{Name: "read_file", Capabilities: []string{"read"}, Idempotent: true})
 	write := tools.MustNew(tools.Definition{Name: "write_file", Capabilities: []string{"write"}, Idempotent: true})
 	run := tools.MustNew(tools.Definition{Name: "run_command", Capabilities: []string{"execute"}, Irreversible: true,
 		DiesWithProcess: true})

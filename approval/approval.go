@@ -5,7 +5,9 @@
 // A policy sees each call's tool as it describes itself (capabilities,
 // reversible, transactional) and its arguments. The defaults a user
 // expects are [Default]'s: read-only and reversible tools run,
-// irreversible ones ask. [Commands] lets a command tool run without
+// irreversible ones and those that declared no capabilities ask (a tool
+// without declared capabilities is described with the default ["read"],
+// which says nothing of what it does). [Commands] lets a command tool run without
 // asking when its command line is on an allow-list.
 package approval
 
@@ -19,7 +21,8 @@ import (
 )
 
 // Default runs read-only and reversible tools and asks for irreversible
-// ones (tools.DefaultApprovalPolicy).
+// ones and for tools that declared no capabilities
+// (tools.DefaultApprovalPolicy).
 func Default() tools.ApprovalPolicy { return tools.DefaultApprovalPolicy }
 
 // RunAll runs every call: approval is off.
@@ -38,11 +41,15 @@ func DenyIrreversible() tools.ApprovalPolicy {
 	}
 }
 
-// AskAll asks for every call that is not read-only.
+// AskAll asks for every call that is not read-only; a tool that declared
+// no capabilities is not (tools.Description.ReadOnly).
 func AskAll() tools.ApprovalPolicy {
 	return func(c tools.ApprovalCall) (tools.Verdict, string) {
 		if c.ReadOnly() {
 			return tools.VerdictRun, ""
+		}
+		if !c.Tool.CapabilitiesDeclared() {
+			return tools.VerdictAsk, fmt.Sprintf("%s does not declare its capabilities (what it may change)", c.Tool.Name)
 		}
 		return tools.VerdictAsk, fmt.Sprintf("%s changes things (%s)", c.Tool.Name, strings.Join(c.Tool.Capabilities, ", "))
 	}

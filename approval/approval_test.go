@@ -12,10 +12,11 @@ import (
 func describe(def tools.Definition) tools.Description { return tools.MustNew(def).Description() }
 
 var (
-	readFile   = describe(tools.Definition{Name: "read_file", Idempotent: true})
+	readFile   = describe(tools.Definition{Name: "read_file", Capabilities: []string{"read"}, Idempotent: true})
 	writeFile  = describe(tools.Definition{Name: "write_file", Capabilities: []string{"write"}, Idempotent: true})
 	runCommand = describe(tools.Definition{Name: "run_command", Capabilities: []string{"execute"}, Irreversible: true})
 	sendMail   = describe(tools.Definition{Name: "send_mail", Capabilities: []string{"network"}, Irreversible: true, Transactional: true})
+	tidy       = describe(tools.Definition{Name: "tidy"}) // declares nothing: described with the default ["read"]
 )
 
 func callOf(tool tools.Description, args string) tools.ApprovalCall {
@@ -46,6 +47,8 @@ func TestPolicies(t *testing.T) {
 		{"deny irreversible lets writes run", approval.DenyIrreversible(), callOf(writeFile, `{}`), tools.VerdictRun, ""},
 		{"ask all: reads run", approval.AskAll(), callOf(readFile, `{}`), tools.VerdictRun, ""},
 		{"ask all: writes ask", approval.AskAll(), callOf(writeFile, `{}`), tools.VerdictAsk, "write"},
+		{"ask all: undeclared asks", approval.AskAll(), callOf(tidy, `{}`), tools.VerdictAsk, "tidy does not declare its capabilities"},
+		{"default: undeclared asks", approval.Default(), callOf(tidy, `{}`), tools.VerdictAsk, "tidy"},
 		{"allow-list: allowed program runs", allow, callOf(runCommand, `{"command":"go test ./..."}`), tools.VerdictRun, ""},
 		{"allow-list: other program asks", allow, callOf(runCommand, `{"command":"rm -rf /"}`), tools.VerdictAsk, "not on the allow-list"},
 		{"allow-list: chained command asks", allow, callOf(runCommand, `{"command":"ls; rm -rf /"}`), tools.VerdictAsk, "allow-list"},

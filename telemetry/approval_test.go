@@ -107,7 +107,7 @@ func approvalAgent(t *testing.T, rt *actors.Runtime, tel *telemetry.Telemetry, a
 	type text struct {
 		Text string `json:"text"`
 	}
-	echo := tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text."},
+	echo := tools.MustNewTyped(tools.Definition{Name: "echo", Description: "Echo the text.", Capabilities: []string{"read"}},
 		func(_ context.Context, in text) (string, error) {
 			if echoes != nil {
 				echoes.Add(1)

@@ -36,7 +36,7 @@ import (
 // every system.
 func Tools(ws *Workspace) ([]*tools.Tool, error) {
 	read, err := tools.NewTyped(tools.Definition{Name: ReadFileToolName, Description: ReadFileDescription,
-		Idempotent: true}, markFailed(ws.ReadFile))
+		Capabilities: []string{"read"}, Idempotent: true}, markFailed(ws.ReadFile))
 	if err != nil {
 		return nil, err
 	}

@@ -125,11 +125,13 @@ func (e *Endpoint) Bound(ctx context.Context) (*streaming.Bounds, context.Contex
 // BetweenRetries is the SDK middleware (called for each attempt of a
 // request) that stops the idle clock of a request made with
 // [Endpoint.Bound]'s context from the end of an attempt that failed
-// (an error, or an error status: the SDK may retry it) until the next
-// attempt begins: the SDK's wait before a retry (its backoff, or the
-// server's Retry-After, up to seconds) has nothing on the wire, as the
-// waits of a resilience.Transport do not, and it counts against the
-// answer's timeout only.
+// until the next attempt begins: the SDK's wait before a retry (its
+// backoff, or the server's Retry-After, up to seconds) has nothing on
+// the wire, as the waits of a resilience.Transport do not, and it counts
+// against the answer's timeout only. An attempt ends when it fails
+// without a response, or when the body of its error status is closed:
+// the SDK reads the body of an error it does not retry first, on the
+// wire, and a server stalling in it is bounded as in any other body.
 func BetweenRetries(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	w, _ := req.Context().Value(retryWaitKey{}).(*retryWait)
 	if w == nil {
@@ -137,10 +139,29 @@ func BetweenRetries(req *http.Request, next func(*http.Request) (*http.Response,
 	}
 	w.end() // back on the wire: the clock runs from zero (Bounds.wait)
 	res, err := next(req)
-	if err != nil || res.StatusCode >= 400 {
+	switch {
+	case err != nil:
+		w.begin(req.Context())
+	case res.StatusCode >= 400 && res.Body != nil:
+		res.Body = &waitOnClose{ReadCloser: res.Body, w: w, ctx: req.Context()}
+	case res.StatusCode >= 400:
 		w.begin(req.Context())
 	}
 	return res, err
+}
+
+// waitOnClose is the body of an attempt's error status: closing it ends
+// the attempt, and the SDK's wait before a retry (if any) begins.
+type waitOnClose struct {
+	io.ReadCloser
+	w   *retryWait
+	ctx context.Context
+}
+
+func (b *waitOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.w.begin(b.ctx)
+	return err
 }
 
 type retryWaitKey struct{}

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -95,5 +96,24 @@ func TestAdapter_BaseURLHostNamedV1(t *testing.T) {
 	}
 	if where := <-got; where != "v1/v1/messages" {
 		t.Fatalf("asked %q, want v1/v1/messages (host v1, path /v1/messages)", where)
+	}
+}
+
+// The message of an error status, and of an error event in the stream,
+// is told by its start, not all of it (a server may send a large one),
+// and an API key it quotes is cut out, even across the clip.
+func TestAdapter_LongErrorMessageIsClippedAndRedacted(t *testing.T) {
+	const key = "sk-ant-api03-secret-0123456789"
+	status := func(w http.ResponseWriter, message string) {
+		anthropictest.WriteError(w, http.StatusBadRequest, "invalid_request_error", message)
+	}
+	inStream := func(w http.ResponseWriter, message string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = fmt.Fprintf(w, "%sevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":%s}}\n\n",
+			sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "Hel")), anthropictest.Quote(message))
+	}
+	for want, write := range map[string]func(http.ResponseWriter, string){"HTTP 400": status, "error event in the stream: overloaded_error": inStream} {
+		rg := newRig(t, anthropic.Options{APIKey: key, MaxRetries: anthropic.NoRetries}, modeltest.EchoKeyInLongMessage(write))
+		modeltest.WantLongMessageClipped(t, rg.Ask("s1", userAsk), want, key)
 	}
 }

@@ -209,7 +209,8 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 // an error event in the stream (Status 200 then). It unwraps to the SDK's
 // *anthropic.Error. The text of an HTTP error status also names the
 // request (method and URL, without user info or query), and quotes the
-// start of the body when it is not the API's error (a proxy's page).
+// start of the body when it is not the API's error (a proxy's page); of
+// a long Type or Message, it keeps the start.
 type APIError struct {
 	Status int
 	// Type is the error's type ("overloaded_error", "rate_limit_error",
@@ -225,7 +226,7 @@ func (e *APIError) Error() string {
 	if e.Status != http.StatusOK || (e.Type == "" && e.Message == "") {
 		return e.text
 	}
-	return fmt.Sprintf("error event in the stream: %s: %s", e.Type, e.Message)
+	return fmt.Sprintf("error event in the stream: %s: %s", httpadapter.Message(e.Type), httpadapter.Message(e.Message))
 }
 
 func (e *APIError) Unwrap() error { return e.err }

@@ -41,6 +41,7 @@ import (
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace"
@@ -883,5 +884,35 @@ func CheckLengthCutLoop(t *testing.T, ctx context.Context, spec actors.Spec, cal
 	WantTranscript(t, got, server, "text Writing the file.", "call "+callID+" {}", "result "+callID+" error=true kind=truncated", "text I will write it in parts.", "END")
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Fatalf("workspace holds %v (%v): the cut call ran", entries, err)
+	}
+}
+
+// EchoKeyInLongMessage returns a handler that answers with writeError
+// and a message far longer than an error text keeps, which quotes the
+// key the request was sent with across the point where the text clips
+// the message.
+func EchoKeyInLongMessage(writeError func(w http.ResponseWriter, message string)) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		key := cmp.Or(r.Header.Get("X-Api-Key"), strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		writeError(w, "Denied:"+strings.Repeat("-", httpadapter.MessageQuote-27)+key+strings.Repeat(" trace", 20000))
+	}
+}
+
+// WantLongMessageClipped checks that r, the answer to
+// [EchoKeyInLongMessage] from an adapter with the API key key, failed
+// with an error holding want and the start of the message, but not all
+// of it, nor 8 bytes in a row of key beyond its first 8.
+func WantLongMessageClipped(t testing.TB, r *models.Response, want, key string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, want) || !strings.Contains(r.Error, "Denied:---") {
+		t.Fatalf("failed %v with %.300q…, want %q and the message's start", r.Failed, r.Error, want)
+	}
+	if len(r.Error) > httpadapter.MessageQuote+500 {
+		t.Fatalf("error of %d bytes, want the message's start only: %.300q…", len(r.Error), r.Error)
+	}
+	for i := 8; i+8 <= len(key); i++ {
+		if strings.Contains(r.Error, key[i:i+8]) {
+			t.Fatalf("error %q holds %q of the API key", r.Error, key[i:i+8])
+		}
 	}
 }

@@ -28,8 +28,8 @@ var (
 
 // ServerError is an error object the server sent inside the stream
 // (`data: {"error": {...}}`, or `data: {"error": "message"}`). Its text
-// is the message, or, when the object has none, the quoted start of the
-// object.
+// is the start of the message, or, when the object has none, the quoted
+// start of the object.
 type ServerError struct {
 	// Raw is the error object as received.
 	Raw json.RawMessage
@@ -39,7 +39,7 @@ type ServerError struct {
 
 func (e *ServerError) Error() string {
 	if e.Message != "" {
-		return "server error in stream: " + e.Message
+		return "server error in stream: " + httpadapter.Message(e.Message) // its start: it may be large
 	}
 	return "server error in stream: " + httpadapter.Quote(e.Raw) // its start: the object may be large
 }

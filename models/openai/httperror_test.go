@@ -121,3 +121,25 @@ func TestAdapter_ServerErrorWithoutMessageIsClippedAndRedacted(t *testing.T) {
 		t.Fatalf("text %q, want the text streamed before the error", r.Text)
 	}
 }
+
+// The message of an error status, and of an error object in the stream,
+// is told by its start, not all of it (a server may send a large one),
+// and an API key it quotes is cut out, even across the clip.
+func TestAdapter_LongErrorMessageIsClippedAndRedacted(t *testing.T) {
+	const key = "sk-proj-secret-0123456789abcdef"
+	status := func(w http.ResponseWriter, message string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error"}})
+		_, _ = w.Write(b)
+	}
+	inStream := func(w http.ResponseWriter, message string) {
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message}})
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, sse(content("Hel"), "data: "+string(b)+"\n\n"))
+	}
+	for want, write := range map[string]func(http.ResponseWriter, string){"HTTP 400": status, "server error in stream": inStream} {
+		rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKeyInLongMessage(write))
+		modeltest.WantLongMessageClipped(t, rg.Ask("s1", userAsk), want, key)
+	}
+}

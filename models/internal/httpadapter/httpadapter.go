@@ -250,30 +250,34 @@ func secrets(c Config) []string {
 }
 
 // redact returns text with secret cut out: where it is whole, and where
-// a quote of a body clipped by [Quote] ends with its first bytes (a
-// server quoting the key may have put it across the clip).
+// a quote of a body clipped by [Quote], or a message clipped by
+// [Message], ends with its first bytes (a server quoting the key may have
+// put it across the clip).
 func redact(text, secret string) string {
 	text = strings.ReplaceAll(text, secret, redacted)
 	for i := 0; ; {
-		j := strings.Index(text[i:], clipped)
+		j := strings.Index(text[i:], ellipsis)
 		if j < 0 {
 			return text
 		}
 		j += i
+		i = j + len(ellipsis)
+		if strings.HasSuffix(text[:j], `"`) {
+			j-- // the end of a quote
+		}
 		for k := len(secret) - 1; k >= minCut; k-- {
 			if strings.HasSuffix(text[:j], secret[:k]) {
 				text = text[:j-k] + redacted + text[j:]
-				j += len(redacted) - k
+				i += len(redacted) - k
 				break
 			}
 		}
-		i = j + len(clipped)
 	}
 }
 
 const (
 	redacted = "[redacted]"
-	clipped  = `"…` // the end of a quote Quote clipped
+	ellipsis = "…" // after a quote Quote clipped, or a message Message did
 	// minCut is the length from which the start of the key is cut out
 	// before a clip: fewer bytes are at most a public prefix ("sk-").
 	minCut = 4
@@ -393,7 +397,7 @@ func CheckEventStream(res *http.Response, notStream error) error {
 	}
 	defer res.Body.Close()
 	return fmt.Errorf("%w: HTTP %d with Content-Type %q, want text/event-stream; the body starts %s",
-		notStream, res.StatusCode, ct, BodyStart(res))
+		notStream, res.StatusCode, Message(ct), BodyStart(res))
 }
 
 // BodyStart reads the start of res's body and quotes it for an error
@@ -416,16 +420,30 @@ func BodyStart(res *http.Response) string {
 func Quote(b []byte) string {
 	more := ""
 	if len(b) > bodyQuote {
-		n := bodyQuote
-		for i := n; i > bodyQuote-utf8.UTFMax && i > 0; i-- {
-			if utf8.RuneStart(b[i]) {
-				n = i // the clip does not cut a character in two
-				break
-			}
-		}
-		b, more = b[:n], clipped[1:]
+		b, more = b[:clipAt(string(b), bodyQuote)], ellipsis
 	}
 	return strconv.Quote(strings.ToValidUTF8(string(b), "\uFFFD")) + more
+}
+
+// Message returns the start of s, a message a server sent, for an error
+// text: at most MessageQuote bytes, "…" when there is more (the start of
+// a secret before it is redacted as in a [Quote]).
+func Message(s string) string {
+	if len(s) <= MessageQuote {
+		return s
+	}
+	return strings.ToValidUTF8(s[:clipAt(s, MessageQuote)], "\uFFFD") + ellipsis
+}
+
+// clipAt returns where to clip s, longer than max: at max, or a little
+// before, so that the clip does not cut a character in two.
+func clipAt(s string, max int) int {
+	for i := max; i > max-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return i
+		}
+	}
+	return max
 }
 
 // StatusText is the text of an error for the HTTP error status of res,
@@ -439,6 +457,7 @@ func StatusText(req *http.Request, res *http.Response, status int, kind, message
 	if kind == "" {
 		kind = http.StatusText(status)
 	}
+	kind, message = Message(kind), Message(message)
 	text := fmt.Sprintf("HTTP %d %s", status, kind)
 	if req != nil && req.URL != nil {
 		u := *req.URL
@@ -450,3 +469,7 @@ func StatusText(req *http.Request, res *http.Response, status int, kind, message
 	}
 	return text + ": " + message
 }
+
+// MessageQuote is how many bytes of a message a server sent (with an
+// error status, or in an error event) an error text keeps.
+const MessageQuote = 1000

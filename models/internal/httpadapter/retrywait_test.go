@@ -15,7 +15,7 @@ import (
 type stalledBody struct{ ctx context.Context }
 
 func (b stalledBody) Read([]byte) (int, error) { <-b.ctx.Done(); return 0, context.Cause(b.ctx) }
-func (b stalledBody) Close() error              { return nil }
+func (b stalledBody) Close() error             { return nil }
 
 // attempt sends one attempt of req through BetweenRetries, answered with
 // status and body by the "server".

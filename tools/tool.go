@@ -245,13 +245,14 @@ type Description struct {
 }
 
 // CapabilitiesDeclared reports whether the tool's author declared its
-// capabilities. It is false only for the Description of a local [Tool]
-// made without Capabilities, whose Capabilities show the default
-// ["read"]. A Description decoded from a DESCRIBE payload (a remote
-// tool's) or written by hand counts as declared: it states its
-// capabilities, and the payload has no room to say they were a default
-// (the seed's format is kept as it is), so a peer's tool described
-// ["read"] is read-only here whether or not its author declared it.
+// capabilities. It is false only for the Description of a [Tool] made
+// without Capabilities, whose Capabilities show the default ["read"]. A
+// Description decoded from a DESCRIBE payload or written by hand counts
+// as declared: it states its capabilities, and the payload has no room
+// to say they were a default (the seed's format is kept as it is). A
+// remote node's tool keeps its word: package remote sends it beside the
+// payload and makes the host's tool without Capabilities when they were
+// not declared.
 func (d Description) CapabilitiesDeclared() bool { return !d.undeclared }
 
 // ReadOnly reports whether the tool only reads: its capabilities are

@@ -325,7 +325,7 @@ type Agent struct {
 	// tool calls Close tells from a host's (see insideOwnLoop).
 	ownLoops map[*actors.Mux]struct{}
 	// delegating counts the handlers of delegations (AsTool) that tool
-	// actors under the agent's loops run (see callerOf); delegated, when
+	// actors under the agent's loops run (see callersOf); delegated, when
 	// a Close waits for them, is closed (and cleared) as the last returns.
 	delegating int
 	delegated  chan struct{}
@@ -599,8 +599,9 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // that one included, have returned (a Close from outside meanwhile waits
 // as above). So does a Close on the goroutine of a delegation's handler
 // ([AsTool]) that holds a conversation of the agent, whatever its ctx:
-// the ToolOptions.OnEvent hook of a delegation the agent made, or of one
-// made to it, which gets no ctx. A tool's own handler Close tells by its
+// the ToolOptions.OnEvent hook of a delegation the agent made (directly,
+// or within a delegation it made), or of one made to it, which gets no
+// ctx. A tool's own handler Close tells by its
 // ctx alone: one given another ctx (context.Background, say), or a
 // goroutine that such a handler or hook started, waits for the
 // conversation that waits for it, until the call's timeout (for ever
@@ -720,7 +721,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // started, until Close; the loop of its own of a conversation running),
 // by its runtime and actor id, to that agent: the handler of a delegation
 // (AsTool) run by a tool actor under one of them finds the agent that
-// called it (callerOf), whose Close waits for it. It holds runtimes and
+// called it, and those above that one (callersOf), whose Close waits for it. It holds runtimes and
 // agents weakly: a host that closes a runtime without closing its agents
 // and drops them gets them back (their entries go with them, see
 // forgetLoopsOf); loops of two runtimes may have the same id.
@@ -778,20 +779,23 @@ func loopOwner(rt *actors.Runtime, id string) *Agent {
 	return loopOwners.of[loopKey{weak.Make(rt), id}].Value()
 }
 
-// callerOf returns the agent whose loop the actor p is under (the
-// nearest, for a delegation within a delegation), or nil.
-func callerOf(p actors.Parent) *Agent {
+// callersOf returns the agents whose loops the actor p is under, each
+// once, the nearest first: for a delegation within a delegation, the
+// agent that delegated, then the one that delegated to it, and so on;
+// each of their conversations waits for p's work.
+func callersOf(p actors.Parent) []*Agent {
 	id, rt := p.Ref().String(), p.Runtime()
 	loopOwners.Lock()
 	defer loopOwners.Unlock()
+	var out []*Agent
 	for i := len(id) - 1; i > 0; i-- {
 		if id[i] == '/' {
-			if a := loopOwner(rt, id[:i]); a != nil {
-				return a
+			if a := loopOwner(rt, id[:i]); a != nil && !slices.Contains(out, a) {
+				out = append(out, a)
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // delegate counts a delegation's handler, run for a conversation of a

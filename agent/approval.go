@@ -283,8 +283,11 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		// Run would have, whatever messages the Resume was given, and
 		// its answer holds the rounds the Run kept.
 		c.first, c.history = ws.first, slices.Clip(ws.history)
-		c.total.Rounds, c.total.Usage = slices.Clip(ws.rounds), ws.usage
+		// Copies: the answer the Resume returns is the host's, as the
+		// Run's was (see waitingFor), and the session may wait on.
+		c.total.Rounds, c.total.Usage = cloneRounds(ws.rounds), ws.usage
 		kept := *ws.ans
+		kept.Rounds = cloneRounds(kept.Rounds)
 		if ans, err := c.apply(decisions, ws.pending, c.result(&kept)); err != nil {
 			return ans, err // what the Run answered
 		}
@@ -517,13 +520,15 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 			if c.a.waiting == nil {
 				c.a.waiting = map[string]*waitingStream{}
 			}
-			// A copy: the Run merges the kept rounds into the answer it
+			// Copies: the Run merges the kept rounds into the answer it
 			// returns (see result), and a Resume goes on with the
-			// attempt's own, merging them again.
+			// attempt's own, merging them again; and that answer is the
+			// host's, which may change it before a Resume answers with
+			// these rounds.
 			own := *ans
-			own.Rounds = slices.Clip(own.Rounds)
+			own.Rounds = cloneRounds(own.Rounds)
 			c.a.waiting[c.session] = &waitingStream{s: s, ans: &own, pending: w.Pending, failed: c.approval.failed,
-				first: c.first, history: c.history, rounds: c.total.Rounds, usage: c.total.Usage}
+				first: c.first, history: c.history, rounds: cloneRounds(c.total.Rounds), usage: c.total.Usage}
 			kept = true
 		}
 		c.a.mu.Unlock()
@@ -621,4 +626,24 @@ func (a *Agent) Waiting() []string {
 	a.mu.Unlock()
 	slices.Sort(ids)
 	return ids
+}
+
+// cloneRounds returns a copy of rs that shares no memory with it (its
+// calls, results and their JSON copied too), with no room to append to
+// in place; nil for none.
+func cloneRounds(rs []models.Round) []models.Round {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]models.Round, len(rs))
+	for i, r := range rs {
+		out[i] = models.Round{Text: r.Text, Calls: slices.Clip(slices.Clone(r.Calls)), Results: slices.Clip(slices.Clone(r.Results))}
+		for j := range out[i].Calls {
+			out[i].Calls[j].Arguments = bytes.Clone(out[i].Calls[j].Arguments)
+		}
+		for j := range out[i].Results {
+			out[i].Results[j].Content = bytes.Clone(out[i].Results[j].Content)
+		}
+	}
+	return out
 }

@@ -21,14 +21,7 @@ import (
 // again; once started, it is not started anew.
 func TestSharedLoop_StartRetriedAfterFailure(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
-	m, err := scripted.New(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "Hello."}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(rt, m.Spec("model"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := helloAgent(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	defer func() {

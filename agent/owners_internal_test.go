@@ -13,9 +13,9 @@ import (
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
 
-// startedAgent returns an agent on rt whose shared loop has started (a
-// Run answered).
-func startedAgent(t *testing.T, rt *actors.Runtime) *Agent {
+// helloAgent returns an agent on rt, with default options, whose model
+// answers every conversation "Hello.".
+func helloAgent(t *testing.T, rt *actors.Runtime) *Agent {
 	t.Helper()
 	m, err := scripted.New(scripted.Script{Select: scripted.ByConversation, Turns: []scripted.Turn{{Text: "Hello."}}}, nil)
 	if err != nil {
@@ -25,6 +25,14 @@ func startedAgent(t *testing.T, rt *actors.Runtime) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// startedAgent returns an agent on rt whose shared loop has started (a
+// Run answered).
+func startedAgent(t *testing.T, rt *actors.Runtime) *Agent {
+	t.Helper()
+	a := helloAgent(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.Run(ctx, "s", []models.Message{models.UserMessage("hi")}); err != nil {

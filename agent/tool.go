@@ -220,9 +220,11 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				if p.Runtime() == sub.rt {
 					parent = &p
 				}
-				if caller := callerOf(p); caller != nil {
+				for _, caller := range callersOf(p) {
 					// The caller's Close waits for this handler, once its
-					// loop (and so the delegation's) has stopped.
+					// loop (and so the delegation's) has stopped; so does
+					// that of each agent whose conversation waits for the
+					// caller's (a delegation within a delegation).
 					defer caller.delegate(g)()
 				}
 			}

@@ -310,7 +310,10 @@ func (c *Client) end(w *waiter) {
 // against the node's schemas before they are sent, a call's timeout is the
 // node's own (or ClientOptions.CallTimeout when it has none), a cancelled
 // call is cancelled on the node, and a call whose node goes away is
-// answered with [ErrNodeUnreachable].
+// answered with [ErrNodeUnreachable]. A tool whose author declared no
+// capabilities is not read-only here either ([tools.Description.ReadOnly]):
+// the node says so beside its description (a node that does not, an
+// older one, has its tools count as declared).
 //
 // A loopback name (localhost) is resolved first, to the loopback IP a node
 // told to listen there listens on: the client calls the node, and matches
@@ -347,8 +350,8 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 	}
 	out := make([]*tools.Tool, 0, len(w.descriptions))
 	for _, f := range w.descriptions {
-		var d tools.Description
-		if err := json.Unmarshal(f.GetPayload(), &d); err != nil {
+		d, caps, err := decodeDescription(f.GetPayload())
+		if err != nil {
 			return nil, fmt.Errorf("remote: tool description from %s: %w", address, err)
 		}
 		timeout := c.callTimeout
@@ -358,7 +361,7 @@ func (c *Client) Tools(ctx context.Context, address string) ([]*tools.Tool, erro
 		t, err := tools.New(tools.Definition{
 			Name:          d.Name,
 			Description:   d.Description,
-			Capabilities:  d.Capabilities,
+			Capabilities:  caps,
 			Transactional: d.Transactional,
 			Irreversible:  !d.Reversible,
 			Idempotent:    d.Idempotent,

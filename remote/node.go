@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -250,7 +249,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 			return nil, fmt.Errorf("remote: start tool %q: %w", t.Name(), err)
 		}
 		n.conns[t.Name()] = conn
-		desc, err := json.Marshal(t.Description())
+		desc, err := encodeDescription(t)
 		if err != nil {
 			n.Close(context.Background())
 			return nil, fmt.Errorf("remote: describe tool %q: %w", t.Name(), err)

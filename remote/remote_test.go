@@ -432,6 +432,12 @@ func TestClient_ToolsLikeLocal(t *testing.T) {
 			t.Fatalf("no remote %s", local.Name())
 		}
 		ld, rd := local.Description(), r.Description()
+		// A tool whose author declared no capabilities ("fail", "block",
+		// "hold") is not read-only on the host either.
+		if rd.CapabilitiesDeclared() != ld.CapabilitiesDeclared() || rd.ReadOnly() != ld.ReadOnly() {
+			t.Errorf("remote %s: capabilities declared %v, read-only %v; want the node's %v, %v",
+				local.Name(), rd.CapabilitiesDeclared(), rd.ReadOnly(), ld.CapabilitiesDeclared(), ld.ReadOnly())
+		}
 		if ld.TimeoutMs == 0 { // no timeout of its own: the client's bound
 			if rd.TimeoutMs != remote.DefaultCallTimeout.Milliseconds() {
 				t.Errorf("remote %s without a timeout: %d ms, want the client's %v", local.Name(), rd.TimeoutMs, remote.DefaultCallTimeout)

@@ -71,6 +71,15 @@ func TestCapabilities_UndeclaredSurvivesRewrapping(t *testing.T) {
 	if d := tools.MustNew(def).Description(); d.ReadOnly() || d.CapabilitiesDeclared() {
 		t.Errorf("rewrapped tool: read-only %v, declared %v; want neither", d.ReadOnly(), d.CapabilitiesDeclared())
 	}
+	copied := def // a copy of the Definition, its Capabilities untouched
+	if d := tools.MustNew(copied).Description(); d.ReadOnly() || d.CapabilitiesDeclared() {
+		t.Errorf("tool from a copy of the Definition: read-only %v, declared %v; want neither", d.ReadOnly(), d.CapabilitiesDeclared())
+	}
+	// Setting Capabilities declares them, [read] included.
+	def.Capabilities = []string{"read"}
+	if d := tools.MustNew(def).Description(); !d.ReadOnly() || !d.CapabilitiesDeclared() {
+		t.Errorf("rewrapped tool given [read]: read-only %v, declared %v; want both", d.ReadOnly(), d.CapabilitiesDeclared())
+	}
 	def.Capabilities = []string{"write"}
 	if d := tools.MustNew(def).Description(); d.ReadOnly() || !d.CapabilitiesDeclared() {
 		t.Errorf("rewrapped tool given [write]: read-only %v, declared %v; want declared, not read-only", d.ReadOnly(), d.CapabilitiesDeclared())

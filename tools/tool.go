@@ -60,7 +60,8 @@ type Definition struct {
 	// [Tool.Definition] shows the default; a tool made with [New] from
 	// that Definition, its Capabilities left as they were, still has no
 	// declared capabilities (so wrapping a tool's handler does not make
-	// it read-only); setting Capabilities there declares them.
+	// it read-only); setting Capabilities there (["read"] too) declares
+	// them.
 	Capabilities []string
 	// Transactional says the tool's effects are transactional.
 	Transactional bool
@@ -103,9 +104,14 @@ type Definition struct {
 	// counts for the circuit breaker; there is no actor to restart.
 	Sync bool
 
-	// defaultCaps: Capabilities hold the default a tool without declared
-	// capabilities was given (set by [Tool.Definition]).
+	// defaultCaps: the tool declared no capabilities; Capabilities hold
+	// the default it was given.
 	defaultCaps bool
+	// shownDefault is the first element of the Capabilities that
+	// [Tool.Definition] returned showing that default: while they are the
+	// same slice, still ["read"], they are not a declaration (a
+	// Capabilities set on the Definition, ["read"] too, is one).
+	shownDefault *string
 }
 
 // Tool is a validated, immutable [Definition] with its schema compiled. It
@@ -126,6 +132,13 @@ var ErrInvalidDefinition = errors.New("invalid tool definition")
 
 // New validates def, applies its defaults and compiles its schema.
 func New(def Definition) (*Tool, error) {
+	// A tool rebuilt from the Definition of one without declared
+	// capabilities, which shows the default, declares none either,
+	// unless its Capabilities were set.
+	def.defaultCaps = len(def.Capabilities) == 0 ||
+		def.shownDefault != nil && len(def.Capabilities) == 1 && &def.Capabilities[0] == def.shownDefault &&
+			def.Capabilities[0] == DefaultCapability
+	def.shownDefault = nil
 	def.Capabilities = slices.Clone(def.Capabilities)
 	if def.Name == "" {
 		def.Name = DefaultName
@@ -133,10 +146,6 @@ func New(def Definition) (*Tool, error) {
 	if def.Description == "" {
 		def.Description = fmt.Sprintf(descriptionPattern, def.Name)
 	}
-	// A tool rebuilt from the Definition of one without declared
-	// capabilities, which shows the default, declares none either.
-	def.defaultCaps = len(def.Capabilities) == 0 ||
-		def.defaultCaps && slices.Equal(def.Capabilities, []string{DefaultCapability})
 	if len(def.Capabilities) == 0 {
 		def.Capabilities = []string{DefaultCapability}
 	}
@@ -210,6 +219,9 @@ func (t *Tool) Name() string {
 func (t *Tool) Definition() Definition {
 	d := t.def
 	d.Capabilities = slices.Clone(d.Capabilities)
+	if d.defaultCaps {
+		d.shownDefault = &d.Capabilities[0]
+	}
 	return d
 }
 
@@ -233,13 +245,14 @@ type Description struct {
 }
 
 // CapabilitiesDeclared reports whether the tool's author declared its
-// capabilities. It is false only for the Description of a local [Tool]
-// made without Capabilities, whose Capabilities show the default
-// ["read"]. A Description decoded from a DESCRIBE payload (a remote
-// tool's) or written by hand counts as declared: it states its
-// capabilities, and the payload has no room to say they were a default
-// (the seed's format is kept as it is), so a peer's tool described
-// ["read"] is read-only here whether or not its author declared it.
+// capabilities. It is false only for the Description of a [Tool] made
+// without Capabilities, whose Capabilities show the default ["read"]. A
+// Description decoded from a DESCRIBE payload or written by hand counts
+// as declared: it states its capabilities, and the payload has no room
+// to say they were a default (the seed's format is kept as it is). A
+// remote node's tool keeps its word: package remote sends it beside the
+// payload and makes the host's tool without Capabilities when they were
+// not declared.
 func (d Description) CapabilitiesDeclared() bool { return !d.undeclared }
 
 // ReadOnly reports whether the tool only reads: its capabilities are

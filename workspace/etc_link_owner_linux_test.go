@@ -159,3 +159,25 @@ func TestSandbox_EtcLinkDirInAStickyDirectoryTaken(t *testing.T) {
 	}
 	mustDo(t, w.Close())
 }
+
+// A directory of sandbox.EtcLinkDirs whose path loops through links is
+// refused as the set-up is, by name, once, and the error says it is a
+// loop (syscall.ELOOP), as the kernel would.
+func TestSandbox_EtcLinkDirLoopRefused(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	mustDo(t, os.Symlink("b", filepath.Join(dir, "a")))
+	mustDo(t, os.Symlink("a", filepath.Join(dir, "b")))
+	loop := filepath.Join(dir, "a", "etc")
+	saved := sandbox.EtcLinkDirs
+	sandbox.EtcLinkDirs = []string{"/etc", loop}
+	t.Cleanup(func() { sandbox.EtcLinkDirs = saved })
+	w, err := New(t.TempDir(), &Options{Sandbox: SandboxAuto})
+	if err == nil {
+		w.Close()
+		t.Fatalf("New with %s, a loop, in EtcLinkDirs succeeded", loop)
+	}
+	if !errors.Is(err, sandbox.ErrConfig) || !errors.Is(err, syscall.ELOOP) || strings.Count(err.Error(), loop) != 1 {
+		t.Errorf("New: %v; want ErrConfig and ELOOP, naming %s once", err, loop)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // What the sandbox hides whatever the configuration, besides the
@@ -738,8 +739,9 @@ func resolveLinks(seen lstats, path, wsPath string, inWorkspace bool) (resolved 
 // returns where it leads. step is called for each name reached, with
 // the directory it is in (resolved) and the name's path there, and says
 // what is there, as Lstat does; its error ends the walk. A link is
-// followed (at most maxLinks), and ".." leads to the parent of the
-// directory reached.
+// followed (at most maxLinks: more fail with an error wrapping
+// syscall.ELOOP, which does not name path), and ".." leads to the
+// parent of the directory reached.
 func walkLinks(path string, step func(dir, next string) (os.FileInfo, error)) (string, error) {
 	todo := strings.Split(path, "/")
 	cur := "/"
@@ -763,7 +765,9 @@ func walkLinks(path string, step func(dir, next string) (os.FileInfo, error)) (s
 			continue
 		}
 		if links++; links > maxLinks {
-			return "", fmt.Errorf("%s: more than %d links", path, maxLinks)
+			// The caller names path: the error says why alone, as
+			// the kernel's would (ELOOP).
+			return "", fmt.Errorf("more than %d links on the way: %w", maxLinks, syscall.ELOOP)
 		}
 		target, err := os.Readlink(next)
 		if err != nil {

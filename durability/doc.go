@@ -16,6 +16,9 @@
 //     file, fsync'd before each write returns, with group commit so that
 //     many concurrent writers share fsyncs; the default for anything that
 //     must survive a process kill.
+//   - [github.com/polyweave/polyweave-go/durability/pgstore]: PostgreSQL,
+//     shared by the members of a cluster, whose sessions move between
+//     them (every member reads what another wrote).
 //   - [github.com/polyweave/polyweave-go/durability/durabilitytest]: the
 //     conformance suite every Store passes.
 //   - [Provider]: the adapter onto protoactor's persistence.Provider,

@@ -124,7 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			"in <store>.files/<session>")
 	fs.StringVar(&cfg.session, "session", "",
 		"with -store: the session to resume (it goes on with the prompt it was\n"+
-			"started with), or to start under this id; default: a new id, printed")
+			"started with), or to start under this id (letters, digits, and '.', '_'\n"+
+			"or '-' after the first: it names a folder); default: a new id, printed")
 	fs.Var(&cfg.crash, "crash",
 		"inject one real panic at `site[:N]` to watch supervision heal it: tool (the\n"+
 			"handler of the Nth tool call, default 2), loop (the tool loop as it reports\n"+

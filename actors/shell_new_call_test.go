@@ -3,14 +3,9 @@ package actors
 import (
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // The tests here hold that a frame that opens a new call on a stream
@@ -30,26 +25,7 @@ import (
 // its caller's END: its TEXT then is its rest, dropped. Once the duplex
 // is back, a TOOL_CALL c3 on s is served, with no END for c2 before it.
 func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
-	var childEntered <-chan struct{}
-	var releaseChild func()
-	probe := &restartProbe{mb: make(chan *mailbox, 1)}
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	ending := make(chan struct{})
-	probe.ending = sync.OnceFunc(func() { close(ending) })
-	d, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
-	mb := <-probe.mb
-	open := func(id string) *MuxStream {
-		st := mustOpen(t, d, id)
-		t.Cleanup(st.Release)
-		return st
-	}
+	mb, open, restart, release := heldRestart(t)
 	s, txt := open("s"), open("t")
 	if err := s.Send(messages.StreamingToolCall("s", "c1", "tool")); err != nil {
 		t.Fatal(err)
@@ -58,20 +34,7 @@ func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDrained(mb) // both calls are open when the restart comes
-	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
-		return LogicFunc(func(_ Context, msg any) {
-			if _, ok := msg.(*messages.Frame); ok {
-				panic("boom")
-			}
-		})
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Send(messages.Text("p", "panic")); err != nil {
-		t.Fatal(err)
-	}
-	<-ending // d's first incarnation has ended: d restarts, its child holding
+	restart()       // d's first incarnation has ended: d restarts, its child holding
 
 	if err := s.SendAll(messages.ToolArgChunk("s", "c1", `{"a":`), messages.ToolCall("s", "c2", "tool", nil)); err != nil {
 		t.Fatal(err)
@@ -87,8 +50,7 @@ func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
 		t.Errorf("stream t got %q, want %q (the rest of its call dropped)", got, want)
 	}
 
-	releaseChild()
-	<-probe.mb // the new incarnation has started
+	release() // the new incarnation has started
 	if err := s.Send(messages.ToolCall("s", "c3", "tool", nil)); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,9 @@ package actors
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // TestMux_LateFramesOfCallClosedByRestart: a restart answers the calls
@@ -70,40 +65,8 @@ func TestMux_LateFramesOfCallClosedByRestart(t *testing.T) {
 // refused call's and gets no second answer from it. The next call on
 // the stream is served.
 func TestMux_RefusedCallsEndAfterRestart(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
-	var childEntered <-chan struct{}
-	var releaseChild func()
-	probe := &restartProbe{mb: make(chan *mailbox, 1)}
-	probe.child, childEntered, releaseChild = holdingChild(t)
-	ending := make(chan struct{})
-	probe.ending = sync.OnceFunc(func() { close(ending) })
-	d, err := rt.StartMux(Spec{Name: "d", New: func() Logic { return probe }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-childEntered
-	mb := <-probe.mb
-	open := func(id string) *MuxStream {
-		s := mustOpen(t, d, id)
-		t.Cleanup(s.Release)
-		return s
-	}
-	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
-		return LogicFunc(func(_ Context, msg any) {
-			if _, ok := msg.(*messages.Frame); ok {
-				panic("boom")
-			}
-		})
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Send(messages.Text("p", "panic")); err != nil {
-		t.Fatal(err)
-	}
-	<-ending // d's first incarnation has ended: d restarts, its child holding
+	mb, open, restart, release := heldRestart(t)
+	restart() // d's first incarnation has ended: d restarts, its child holding
 
 	n := open("n")
 	if err := n.Send(messages.Text("n", "hi")); err != nil {
@@ -114,8 +77,7 @@ func TestMux_RefusedCallsEndAfterRestart(t *testing.T) {
 		t.Fatalf("a call opened while d restarted got %q, want %q", got, want)
 	}
 
-	releaseChild()
-	<-probe.mb // the new incarnation has started
+	release() // the new incarnation has started
 	if err := n.Send(messages.End("n")); err != nil {
 		t.Fatal(err)
 	}

@@ -50,13 +50,15 @@ func (p *restartProbe) Receive(c Context, msg any) {
 
 func (p *restartProbe) OnFailure(Context, error) { p.ending() }
 
-// TestMux_NewStreamOnRestartingDuplex: a duplex restarted without
-// having failed (a sibling failed, under AllForOne) keeps taking frames
-// while its children stop. A call opened then is refused at once with
-// ERROR and END, as a call open at the restart is closed: without the
-// failure kind StoppedKind, for the duplex comes back, and a call after
-// the restart is served.
-func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
+// heldRestart starts a duplex d of a restartProbe under an all-for-one
+// supervisor, its child holding, on a runtime closed (and checked for
+// leaks) at the test's end. mb is d's first mailbox; open opens a stream
+// on d, released at the test's end; restart makes a sibling panic and
+// returns once d's first incarnation has ended (d restarts, its child
+// holding); release lets the restart finish and returns once the next
+// incarnation has started.
+func heldRestart(t *testing.T) (mb *mailbox, open func(id string) *MuxStream, restart, release func()) {
+	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
@@ -71,30 +73,48 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-childEntered
-	mb := <-probe.mb
-	open := func(id string) *MuxStream {
+	mb = <-probe.mb
+	open = func(id string) *MuxStream {
 		s := mustOpen(t, d, id)
 		t.Cleanup(s.Release)
 		return s
 	}
+	restart = func() {
+		x, err := rt.Start(Spec{Name: "x", New: func() Logic {
+			return LogicFunc(func(_ Context, msg any) {
+				if _, ok := msg.(*messages.Frame); ok {
+					panic("boom")
+				}
+			})
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Send(messages.Text("p", "panic")); err != nil {
+			t.Fatal(err)
+		}
+		<-ending
+	}
+	release = func() {
+		releaseChild()
+		<-probe.mb
+	}
+	return mb, open, restart, release
+}
+
+// TestMux_NewStreamOnRestartingDuplex: a duplex restarted without
+// having failed (a sibling failed, under AllForOne) keeps taking frames
+// while its children stop. A call opened then is refused at once with
+// ERROR and END, as a call open at the restart is closed: without the
+// failure kind StoppedKind, for the duplex comes back, and a call after
+// the restart is served.
+func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
+	mb, open, restart, release := heldRestart(t)
 	o := open("o")
 	if err := o.Send(messages.Text("o", "hi")); err != nil {
 		t.Fatal(err)
 	}
-	x, err := rt.Start(Spec{Name: "x", New: func() Logic {
-		return LogicFunc(func(_ Context, msg any) {
-			if _, ok := msg.(*messages.Frame); ok {
-				panic("boom")
-			}
-		})
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Send(messages.Text("p", "panic")); err != nil {
-		t.Fatal(err)
-	}
-	<-ending // d's first incarnation has ended: d restarts, its child holding
+	restart() // d's first incarnation has ended: d restarts, its child holding
 
 	n := open("n")
 	if err := n.SendAll(messages.Text("n", "hi"), messages.End("n")); err != nil {
@@ -111,8 +131,7 @@ func TestMux_NewStreamOnRestartingDuplex(t *testing.T) {
 		t.Errorf("a call opened while d restarted got %q, want %q (refused, not stopped for good)", got, want)
 	}
 
-	releaseChild()
-	<-probe.mb // the new incarnation has started
+	release() // the new incarnation has started
 	m := open("m")
 	if err := m.SendAll(messages.Text("m", "hi"), messages.End("m")); err != nil {
 		t.Fatal(err)

@@ -247,21 +247,9 @@ func RunDamagedValues(t *testing.T, rounds int, open func(t *testing.T) durabili
 // events from its index would apply them to a stale state, and the
 // events below the newest snapshot are compacted away).
 func runNewestSnapshotDamaged(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
-	const name = "two-snapshots"
 	ctx := t.Context()
 	s := open(t)
-	for i := range uint64(10) {
-		if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	newest := []byte(name + " snapshot at 8, the newest state")
-	if err := s.PersistSnapshot(ctx, name, 8, newest); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PersistSnapshot(ctx, name, 3, []byte(name+" snapshot at 3, an older state")); err != nil {
-		t.Fatal(err)
-	}
+	name, newest, _ := twoSnapshots(t, s)
 	s2, err := damage(t, s, name, durability.RecordSnapshot, 8, len(newest)/2)
 	if err != nil {
 		if !errors.Is(err, durability.ErrDamaged) {
@@ -275,6 +263,29 @@ func runNewestSnapshotDamaged(t *testing.T, open func(t *testing.T) durability.S
 		t.Fatalf("GetSnapshot with the newest snapshot (8) damaged = %v, index %d %q, want the damage reported", ok, snap.Index, snap.Data)
 	}
 	checkDamage(t, err, name, durability.RecordSnapshot, 8)
+}
+
+// twoSnapshots writes events 0 to 9 of an actor on s, a snapshot at 8
+// (newest) and then one at 3 (older, persisted below the newest, so the
+// newest keeps it and the events below 8 are compacted away), and
+// returns the actor's name and both snapshots' data.
+func twoSnapshots(t *testing.T, s durability.Store) (name string, newest []byte, older string) {
+	t.Helper()
+	name = "two-snapshots"
+	for i := range uint64(10) {
+		if err := s.PersistEvent(t.Context(), name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newest = []byte(name + " snapshot at 8, the newest state")
+	older = name + " snapshot at 3, an older state"
+	if err := s.PersistSnapshot(t.Context(), name, 8, newest); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PersistSnapshot(t.Context(), name, 3, []byte(older)); err != nil {
+		t.Fatal(err)
+	}
+	return name, newest, older
 }
 
 // checkDamage checks that err reports the damaged record.
@@ -491,22 +502,9 @@ func RunSalvage(t *testing.T, open func(t *testing.T) durability.Store, damage D
 // events 8 and 9, which do not follow the kept snapshot without a gap;
 // the actor then recovers from the older snapshot alone.
 func runSalvageNewestSnapshot(t *testing.T, open func(t *testing.T) durability.Store, damage Damage) {
-	const name = "two-snapshots"
 	ctx := t.Context()
 	s := open(t)
-	for i := range uint64(10) {
-		if err := s.PersistEvent(ctx, name, i, fmt.Appendf(nil, "%s event %d", name, i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	newest := []byte(name + " snapshot at 8, the newest state")
-	older := name + " snapshot at 3, an older state"
-	if err := s.PersistSnapshot(ctx, name, 8, newest); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PersistSnapshot(ctx, name, 3, []byte(older)); err != nil {
-		t.Fatal(err)
-	}
+	name, newest, older := twoSnapshots(t, s)
 	s2, err := damage(t, s, name, durability.RecordSnapshot, 8, len(newest)/2)
 	if err != nil {
 		t.Fatalf("damage: %v", err)

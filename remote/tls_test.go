@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -372,12 +373,27 @@ func rawCall(t *testing.T, addr string, cfg *tls.Config, text string) error {
 		return err
 	}
 	call := messages.ToolCall("s", "c", "echo", json.RawMessage(fmt.Sprintf(`{"text":%q}`, text)))
-	return stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_MessageBatch{MessageBatch: &paremote.MessageBatch{
+	if err := stream.Send(&paremote.RemoteMessage{MessageType: &paremote.RemoteMessage_MessageBatch{MessageBatch: &paremote.MessageBatch{
 		TypeNames: []string{"polyweave.v1.Frame"},
 		Targets:   []*actor.PID{actor.NewPID(addr, remote.ServiceName)},
 		Senders:   []*actor.PID{actor.NewPID("127.0.0.1:1", "raw")},
 		Envelopes: []*paremote.MessageEnvelope{{TypeId: 0, Target: 0, Sender: 1, MessageData: mustMarshal(t, call)}},
-	}}})
+	}}}); err != nil {
+		return err
+	}
+	// The node ends the stream once it has read the batch and then the
+	// end of this side: returning (cancelling the stream) right after
+	// Send could abort it before the batch left.
+	if err := stream.CloseSend(); err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
 }
 
 // A client without TLS (the shared one) cannot reach a TLS node: its

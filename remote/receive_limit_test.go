@@ -13,13 +13,11 @@ import (
 	"github.com/polyweave/polyweave-go/remote"
 )
 
-// TestNode_RefusesMessageClaimOverReceiveLimit: gRPC allocates the length
-// a message's 5-byte prefix claims before the body arrives, so the
-// receive limit is what one stream of a peer can make a node allocate
-// without sending anything more. The documented bound is 64 MiB and at
-// most remote.StreamsPerConnection streams per connection: a claim one
-// byte over the limit ends its stream with RESOURCE_EXHAUSTED at once,
-// before anything is set aside for it (gRPC checks the claim first).
+// TestNode_RefusesMessageClaimOverReceiveLimit: the documented receive
+// limit is 64 MiB, with at most remote.StreamsPerConnection streams per
+// connection: a claim one byte over the limit ends its stream with
+// RESOURCE_EXHAUSTED at once, before anything is set aside for it (the
+// node passes such a claim on to gRPC, which checks the claim first).
 func TestNode_RefusesMessageClaimOverReceiveLimit(t *testing.T) {
 	const documented = 64 << 20
 	if remote.ReceiveLimit != documented {

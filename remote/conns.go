@@ -259,25 +259,57 @@ type heldConn struct {
 
 	// The writers': where the bytes written are in their frames, so
 	// that a GOAWAY goes between two frames (see fail).
-	wmu     sync.Mutex
-	wheader [http2FrameHeader]byte
-	whave   int // bytes of the current frame's header written
-	wleft   int // bytes of the current frame's payload still to write
-	goaway  []byte
+	wmu    sync.Mutex
+	w      cursor // through the frames written
+	goaway []byte
 }
 
 // heldStream is a stream whose frames are held: its message is not yet
 // whole.
 type heldStream struct {
-	prefix [grpcPrefix]byte
-	have   int // bytes of the message's prefix read
-	left   int // bytes of the message still to come
+	msg    cursor // through its messages
 	frames [][]byte
 	data   int // the flow-controlled bytes of its held DATA frames
 }
 
+// cursor follows bytes through units that each begin with a prefix of
+// len(head) bytes saying the length of the rest (HTTP/2 frames, gRPC
+// messages).
+type cursor struct {
+	head []byte // the prefix being read
+	have int    // its bytes read
+	left int    // bytes of the unit's rest still to come
+}
+
+// between reports whether the cursor is between two units.
+func (c *cursor) between() bool { return c.have == 0 && c.left == 0 }
+
+// advance follows p; at each whole prefix it calls length, which returns
+// the length of the unit's rest, or -1 to stop: advance then returns
+// true.
+func (c *cursor) advance(p []byte, length func(head []byte) int) (stopped bool) {
+	for len(p) > 0 {
+		if c.left > 0 {
+			n := min(c.left, len(p))
+			c.left, p = c.left-n, p[n:]
+			continue
+		}
+		n := copy(c.head[c.have:], p)
+		c.have, p = c.have+n, p[n:]
+		if c.have == len(c.head) {
+			c.have = 0
+			if c.left = length(c.head); c.left < 0 {
+				c.left = 0
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func newHeldConn(conn net.Conn, l *connLimits, peer string) *heldConn {
-	return &heldConn{Conn: conn, l: l, peer: peer, buf: make([]byte, 32<<10), preface: len(clientPreface), streams: map[uint32]*heldStream{}}
+	return &heldConn{Conn: conn, l: l, peer: peer, buf: make([]byte, 32<<10), preface: len(clientPreface), streams: map[uint32]*heldStream{},
+		w: cursor{head: make([]byte, http2FrameHeader)}}
 }
 
 // clientPreface is how an HTTP/2 client's connection begins.
@@ -301,6 +333,7 @@ func (c *heldConn) Read(p []byte) (int, error) {
 			c.fail(perr)
 			clear(c.streams)
 			c.out, c.raw = nil, nil
+			c.drain()
 		} else if err != nil {
 			c.err = err
 		}
@@ -324,7 +357,7 @@ func (c *heldConn) parse() error {
 		}
 	}
 	for len(c.raw) >= http2FrameHeader {
-		length := int(c.raw[0])<<16 | int(c.raw[1])<<8 | int(c.raw[2])
+		length := frameLength(c.raw)
 		if length > http2MaxFrame {
 			return fmt.Errorf("remote: connection from %s: a frame of %d bytes, over HTTP/2's %d", c.peer, length, http2MaxFrame)
 		}
@@ -378,9 +411,9 @@ func (c *heldConn) frame(f []byte) error {
 	flow := len(f) - http2FrameHeader
 	fresh := s == nil
 	if fresh {
-		s = &heldStream{}
+		s = &heldStream{msg: cursor{head: make([]byte, grpcPrefix)}}
 	}
-	if over := s.scan(data, c.l.limit); over {
+	if over := s.msg.advance(data, c.messageLength); over {
 		// gRPC refuses the claim (RESOURCE_EXHAUSTED) before it sets
 		// anything aside: it gets what was held, and this.
 		if !fresh {
@@ -389,7 +422,7 @@ func (c *heldConn) frame(f []byte) error {
 		c.emit(f)
 		return nil
 	}
-	whole := s.have == 0 && s.left == 0
+	whole := s.msg.between()
 	switch {
 	case fresh && whole:
 		c.emit(f)
@@ -421,28 +454,19 @@ func dataOf(f []byte) ([]byte, bool) {
 	return payload[1 : len(payload)-int(payload[0])], true
 }
 
-// scan follows data through s's messages; it reports whether a message
-// claims more than limit.
-func (s *heldStream) scan(data []byte, limit int) (over bool) {
-	for len(data) > 0 {
-		if s.left > 0 {
-			n := min(s.left, len(data))
-			s.left, data = s.left-n, data[n:]
-			continue
-		}
-		n := copy(s.prefix[s.have:], data)
-		s.have, data = s.have+n, data[n:]
-		if s.have == grpcPrefix {
-			s.have = 0
-			length := binary.BigEndian.Uint32(s.prefix[1:])
-			if uint64(length) > uint64(limit) {
-				return true
-			}
-			s.left = int(length)
-		}
+// messageLength is the length a gRPC message's prefix claims, or -1 when
+// it is over the receive limit.
+func (c *heldConn) messageLength(prefix []byte) int {
+	length := binary.BigEndian.Uint32(prefix[1:])
+	if uint64(length) > uint64(c.l.limit) {
+		return -1
 	}
-	return false
+	return int(length)
 }
+
+// frameLength is the length of the payload an HTTP/2 frame's header
+// says.
+func frameLength(header []byte) int { return int(header[0])<<16 | int(header[1])<<8 | int(header[2]) }
 
 // hold adds f (flow bytes of it flow-controlled) to the frames held for
 // stream id, within the connection's budget.
@@ -510,35 +534,30 @@ func padding(id uint32, n int) []byte {
 	return f
 }
 
+// drain reads (and drops) what the peer still sends, for refuseLinger at
+// most, before gRPC closes the connection: closed with bytes unread, it
+// would be reset, and the peer might lose the GOAWAY that says why.
+func (c *heldConn) drain() {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(refuseLinger))
+	for {
+		if _, err := c.Conn.Read(c.buf); err != nil {
+			return
+		}
+	}
+}
+
 // Write passes gRPC's bytes on, following their frames so that fail can
 // put a GOAWAY between two of them.
 func (c *heldConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	n, err := c.Conn.Write(p)
-	c.follow(p[:n])
-	if err == nil && c.goaway != nil && c.whave == 0 && c.wleft == 0 {
+	c.w.advance(p[:n], frameLength)
+	if err == nil && c.goaway != nil && c.w.between() {
 		_, _ = c.Conn.Write(c.goaway)
 		c.goaway = nil
 	}
 	return n, err
-}
-
-// follow advances the writers' place in their frames by p.
-func (c *heldConn) follow(p []byte) {
-	for len(p) > 0 {
-		if c.wleft > 0 {
-			n := min(c.wleft, len(p))
-			c.wleft, p = c.wleft-n, p[n:]
-			continue
-		}
-		n := copy(c.wheader[c.whave:], p)
-		c.whave, p = c.whave+n, p[n:]
-		if c.whave == http2FrameHeader {
-			c.whave = 0
-			c.wleft = int(c.wheader[0])<<16 | int(c.wheader[1])<<8 | int(c.wheader[2])
-		}
-	}
 }
 
 // fail tells the peer why its connection closes (a GOAWAY with err, as
@@ -548,7 +567,7 @@ func (c *heldConn) fail(err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	g := goAway(err)
-	if c.whave != 0 || c.wleft != 0 {
+	if !c.w.between() {
 		c.goaway = g
 		return
 	}

@@ -54,23 +54,18 @@ func TestRouterOptions_OnCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux, err := rt.StartMux(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := start(t, rt, spec)
 	ctx := testCtx(t)
 	for _, c := range []struct{ id, tool, args string }{
 		{"c1", "inline", `{}`}, {"c2", "async", `{}`}, {"c3", "boom", `{}`},
 		{"c4", "nope", `{}`}, {"c5", "inline", `{"n":"one"}`},
 	} {
-		s, err := mux.Open("s-" + c.id)
-		if err != nil {
+		// Its result and the END closing its stream: the handler, if it
+		// ran, has returned.
+		if err := conn.Send(messages.ToolCall("s-"+c.id, c.id, c.tool, raw(c.args))); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Send(messages.ToolCall("s-"+c.id, c.id, c.tool, raw(c.args))); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Recv(ctx); err != nil { // its result: the handler has returned
+		if _, err := conn.RecvStream(ctx, "s-"+c.id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -41,6 +41,30 @@ func TestDurableRouter_RestartsDoNotPutOffTheLimit(t *testing.T) {
 	})
 }
 
+// recoveredOnS starts a supervised limitedRouter (limit an hour) around
+// the model that model makes, starts call_a on stream s, and restarts
+// the router: call_a is recovered, and s closed.
+func recoveredOnS(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
+	t.Helper()
+	h := startLimitedWith(t, restartSupervised, time.Hour, model)
+	send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+	waitState(t, h.conn, "s", "started")
+	h.restart("p")
+	return h
+}
+
+// endedAtTheLimit is recoveredOnS, once the limit has passed and call_a
+// was ended: s stays closed.
+func endedAtTheLimit(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
+	t.Helper()
+	h := recoveredOnS(t, model)
+	time.Sleep(h.limit + time.Second)
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+		t.Fatalf("result at the limit: %s, want call_a's", line(r))
+	}
+	return h
+}
+
 // startModel is resultsModel that, for a META frame named "start" written
 // into it, starts a streaming call of record, call_m, on its stream
 // instead of echoing it.
@@ -64,14 +88,7 @@ func startModel(got chan<- *messages.Frame) actors.Spec {
 // of it goes out on the closed stream.
 func TestDurableRouter_CallStartedOnAClosedStreamEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startLimitedWith(t, restartSupervised, time.Hour, startModel)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
-		waitState(t, h.conn, "s", "started")
-		h.restart("p")
-		time.Sleep(h.limit + time.Second)
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
-			t.Fatalf("result at the limit: %s, want call_a's", line(r))
-		}
+		h := endedAtTheLimit(t, startModel)
 
 		send(t, h.conn, messages.Meta("s", "start", nil)) // the model starts call_m on the closed stream
 		synctest.Wait()
@@ -95,11 +112,7 @@ func TestDurableRouter_CallStartedOnAClosedStreamEnds(t *testing.T) {
 // opens a call on it again. On an open stream it is answered.
 func TestDurableRouter_RestoreErrorOnAClosedStreamIsSilent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startLimited(t, restartSupervised, time.Hour)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"))
-		waitState(t, h.conn, "s", "started")
-		h.restart("p")
-
+		h := recoveredOnS(t, resultsModel)
 		bad := func(stream string) *messages.Frame {
 			f := messages.Meta(stream, "restore", nil)
 			f.Meta = &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", RestoreState: []byte{0xff}}}
@@ -146,14 +159,7 @@ func holdModel(got chan<- *messages.Frame) actors.Spec {
 // consumer, told of no recovered call on it, gets no result of one.
 func TestDurableRouter_LateEchoOfAnEndedCallStaysIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startLimitedWith(t, restartSupervised, time.Hour, holdModel)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
-		waitState(t, h.conn, "s", "started")
-		h.restart("p")
-		time.Sleep(h.limit + time.Second)
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
-			t.Fatalf("result at the limit: %s, want call_a's", line(r))
-		}
+		h := endedAtTheLimit(t, holdModel)
 
 		send(t, h.conn, messages.Text("s", "release"))
 		if out := streamUntil(t, h.conn, "s", isText("release")); len(out) != 1 {

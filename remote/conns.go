@@ -68,8 +68,13 @@ const connBudget = maxMessageBytes + maxMessageBytes/http2MaxFrame*http2FrameHea
 // connWindow is the initial HTTP/2 flow-control window of the servers'
 // streams and connections: a peer may send a whole message of the
 // receive limit (and its prefix) before gRPC, which does not see it while
-// it is held, would grant more.
-const connWindow = maxMessageBytes + 64<<10
+// it is held, would grant more. gRPC grants the bytes it has received
+// only once they make a quarter of the window: up to that many bytes of
+// the messages before are not granted yet when a message begins, so the
+// window is a third larger than what it must leave room for (with a
+// message's worth, the peer would wait for a grant that only the rest of
+// the message would bring).
+const connWindow = (maxMessageBytes+64<<10)*4/3 + 1
 
 // streamOverhead is what the budget counts for each stream with frames
 // held, beside the frames.
@@ -126,6 +131,31 @@ func (l *connLimits) serverOptions(creds credentials.TransportCredentials) []grp
 	}
 	return []grpc.ServerOption{grpc.Creds(&limitedCreds{TransportCredentials: creds, l: l}),
 		grpc.InitialWindowSize(connWindow), grpc.InitialConnWindowSize(connWindow)}
+}
+
+// ConnServerOptions returns the gRPC server options with which the nodes
+// and clients of this package bound what one peer's connections can make
+// them hold (see [NodeOptions].MaxConnsPerPeer, [ErrTooManyConns],
+// [ErrConnBudget]), for a protoactor remote started elsewhere (a cluster
+// member's): its credentials (mutual TLS with t, or none when t is nil,
+// replacing [TLS.GRPCOptions]' server option) and the flow-control
+// windows the bound needs. maxConnsPerPeer is as
+// NodeOptions.MaxConnsPerPeer (0: [DefaultMaxConnsPerPeer]; negative: no
+// limit); logger (nil discards) logs the connections refused or closed.
+// It returns an error wrapping [ErrTLSConfig] when t has no certificate,
+// no private key or no CAs.
+func ConnServerOptions(logger *slog.Logger, maxConnsPerPeer int, t *TLS) ([]grpc.ServerOption, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var creds credentials.TransportCredentials
+	if t != nil {
+		if err := t.check("TLS"); err != nil {
+			return nil, err
+		}
+		creds, _ = t.credentials()
+	}
+	return newConnLimits(logger, maxConnsPerPeer).serverOptions(creds), nil
 }
 
 // add counts a connection of peer and reports whether it is within the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -21,8 +22,11 @@ import (
 // Only a handler running when Close began may have called it: with the
 // first call quick, Close waits for the second and returns once the Run
 // has ended. With the first call the long one, Close cannot tell it from
-// a handler that called it: it returns nil after CancelGrace, before
-// the handler has returned, and the agent finishes closing once it has.
+// a handler that called it: after CancelGrace it returns an error
+// wrapping ErrCloseContinues that says what still runs (it is not
+// closed yet), before the handler has returned; a Close meanwhile says
+// so again, the agent finishes closing once the handler has returned,
+// and a Close then returns nil.
 func TestClose_HostDuringToolCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -74,14 +78,20 @@ func closeDuringToolCalls(t *testing.T, firstLong bool) {
 	closed := closeOf(context.Background(), a)
 	synctest.Wait() // Close waits, the first call running
 	close(proceed)
-	if err := <-closed; err != nil {
-		t.Fatalf("the host's Close: %v", err)
-	}
+	err = <-closed
 	switch returned := long.Load(); {
+	case !firstLong && err != nil:
+		t.Fatalf("the host's Close: %v", err)
 	case !firstLong && !returned:
 		t.Error("Close returned while a handler that began after it still ran: it waits for those")
 	case firstLong && returned:
 		t.Error("Close waited for a handler running since before it for longer than CancelGrace")
+	case firstLong && (!errors.Is(err, agent.ErrCloseContinues) || !strings.Contains(err.Error(), "1 conversation")):
+		t.Errorf("the host's Close before the handler returned: %v, want ErrCloseContinues saying a conversation still runs", err)
+	case firstLong:
+		if err := a.Close(context.Background()); !errors.Is(err, agent.ErrCloseContinues) || long.Load() {
+			t.Errorf("Close again while the handler runs: %v (handler returned: %v), want ErrCloseContinues before it returned", err, long.Load())
+		}
 	}
 	if err := <-ran; err != nil {
 		t.Errorf("the Run: %v, want its answer", err)

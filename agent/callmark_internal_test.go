@@ -53,6 +53,20 @@ func BenchmarkCallMark(b *testing.B) {
 			}
 		}
 	})
+	// Every core's handlers at once, as the calls of many conversations
+	// run: they contend for what the hook locks.
+	b.Run("on-call-parallel", func(b *testing.B) {
+		hook := trackCalls(a.self)
+		ctx := callContext(b, rt)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if done := hook(ctx); done != nil {
+					done()
+				}
+			}
+		})
+	})
 }
 
 // stackGoid is the goroutine id as the header of its stack trace gives

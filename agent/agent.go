@@ -342,11 +342,12 @@ type Agent struct {
 	delegated  chan struct{}
 	// calls holds the handlers of the tool calls the agent's loops run
 	// that have not returned (see trackCalls), each with the session of
-	// the conversation that waits for it, by the number it began with
-	// (callSeq, from 1, in the order they began). A Close that cannot
-	// tell whether one of them called it knows by them that what it
-	// waits for waits for a handler (see awaitConversations).
-	calls   map[uint64]string
+	// the conversation that made its call and its ctx (handlerCall), by
+	// the number it began with (callSeq, from 1, in the order they
+	// began). A Close that cannot tell whether one of them called it
+	// knows by them that what it waits for waits for a handler (see
+	// awaitConversations).
+	calls   map[uint64]handlerCall
 	callSeq uint64
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
@@ -918,9 +919,9 @@ func trackCalls(self weak.Pointer[Agent]) func(context.Context) func() {
 		a.callSeq++
 		n := a.callSeq
 		if a.calls == nil {
-			a.calls = map[uint64]string{}
+			a.calls = map[uint64]handlerCall{}
 		}
-		a.calls[n] = session
+		a.calls[n] = handlerCall{session: session, ctx: ctx}
 		a.changedLocked()
 		a.mu.Unlock()
 		return func() {
@@ -930,6 +931,15 @@ func trackCalls(self weak.Pointer[Agent]) func(context.Context) func() {
 			a.mu.Unlock()
 		}
 	}
+}
+
+// handlerCall is a handler of the agent's calls that has not returned
+// (see Agent.calls): the session whose conversation made the call, and
+// the handler's ctx, which ends once the call is answered without it (a
+// timeout, a cancel): its conversation then no longer waits for it.
+type handlerCall struct {
+	session string
+	ctx     context.Context
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -1137,8 +1147,11 @@ func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState
 		return st
 	}
 	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
-	for n, session := range a.calls {
-		early[session] = early[session] || n <= before
+	for n, h := range a.calls {
+		if h.ctx.Err() != nil {
+			continue // its call was answered: a handler run on past its timeout holds nothing
+		}
+		early[h.session] = early[h.session] || n <= before
 	}
 	bodies := make(map[string]bool, len(inBody))
 	for c := range inBody {

@@ -104,3 +104,55 @@ func closeDuringToolCalls(t *testing.T, firstLong bool) {
 		t.Errorf("Close again: %v", err)
 	}
 }
+
+// TestClose_HostPastAnAbandonedHandler: a Run's first call times out,
+// its handler ignoring its ctx and running on; the Run goes on to a
+// second call, running when a host closes the agent, and a third, which
+// begins after Close and works for longer than CancelGrace. The handler
+// of the timed-out call was running before Close began, but the Run no
+// longer waits for it: Close waits for the Run and returns nil once it
+// has ended, not ErrCloseContinues after CancelGrace.
+func TestClose_HostPastAnAbandonedHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const grace = time.Second
+		rt := actorstest.NewRuntime(t, nil)
+		started, proceed, abandoned := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var third atomic.Bool // the third call's handler has returned
+		tool := func(name string, timeout time.Duration, h func()) *tools.Tool {
+			return tools.MustNew(tools.Definition{Name: name, Timeout: timeout,
+				Handler: func(context.Context, json.RawMessage) (any, error) { h(); return nil, nil }})
+		}
+		a, err := agent.New(rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "stuck", `{}`)}},
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c2", "gate", `{}`)}},
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c3", "long", `{}`)}},
+			scripted.Turn{Text: "All done."},
+		), &agent.Options{Name: "abandoned", CancelGrace: grace, Tools: []*tools.Tool{
+			tool("stuck", grace, func() { <-abandoned }), // ignores its ctx: runs on past its timeout
+			tool("gate", tools.NoTimeout, func() { close(started); <-proceed }),
+			tool("long", tools.NoTimeout, func() { time.Sleep(3 * grace); third.Store(true) }),
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer close(abandoned) // the abandoned handler returns once the test is done
+		ran := make(chan error, 1)
+		go func() {
+			_, err := a.Run(context.Background(), "s", ask)
+			ran <- err
+		}()
+		<-started
+		closed := closeOf(context.Background(), a)
+		synctest.Wait() // Close waits, the second call running
+		close(proceed)
+		if err := <-closed; err != nil {
+			t.Errorf("the host's Close: %v, want nil once the Run has ended", err)
+		}
+		if !third.Load() {
+			t.Error("Close returned before the Run's last call had returned")
+		}
+		if err := <-ran; err != nil {
+			t.Errorf("the Run: %v", err)
+		}
+	})
+}

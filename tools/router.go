@@ -37,7 +37,9 @@ type RouterOptions struct {
 	// nil, is called on the same goroutine once the handler has returned
 	// (or panicked): before its result answers the call, and after the
 	// call's timeout or cancellation did, when the handler outlives
-	// them. Sync tools included, every handler the stage runs is between
+	// them (its ctx has then ended: a handler whose ctx has ended is no
+	// longer waited for). Sync tools included, every handler the stage
+	// runs is between
 	// the two; a call answered without its handler (an unknown tool,
 	// invalid arguments, an open circuit, a call refused approval) never
 	// reaches it.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -78,5 +81,52 @@ func TestRouterOptions_OnCall(t *testing.T) {
 	}
 	if !slices.Equal(log, want) {
 		t.Errorf("OnCall saw\n%q\nwant\n%q", log, want)
+	}
+}
+
+// TestRouterOptions_OnCallPastTimeout: a handler that ignores its ctx
+// outlives its call's timeout: the call is answered as timed out while
+// the handler is still between OnCall and its done, which comes once,
+// when the handler returns; the handler's ctx has ended by then (the
+// call was answered without it).
+func TestRouterOptions_OnCallPastTimeout(t *testing.T) {
+	rt := newRuntime(t)
+	release, ended := make(chan struct{}), make(chan struct{})
+	var begun, done atomic.Int32
+	var ctxEnded atomic.Bool
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{
+		Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "slow", Timeout: time.Millisecond,
+			Handler: func(context.Context, json.RawMessage) (any, error) { <-release; return nil, nil }})},
+		OnCall: func(ctx context.Context) func() {
+			begun.Add(1)
+			return func() {
+				ctxEnded.Store(ctx.Err() != nil)
+				if done.Add(1) == 1 {
+					close(ended)
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.Send(messages.ToolCall("s", "c1", "slow", raw(`{}`))); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(lines(frames), "\n"); !strings.Contains(text, "timed out") {
+		t.Fatalf("the call's answer:\n%s\nwant its timeout", text)
+	}
+	if n := done.Load(); begun.Load() != 1 || n != 0 {
+		t.Fatalf("OnCall begun %d time(s), done %d, while the handler runs past its timeout: want 1 and 0", begun.Load(), n)
+	}
+	close(release)
+	<-ended
+	if n := done.Load(); n != 1 || !ctxEnded.Load() {
+		t.Errorf("done ran %d time(s) (handler's ctx ended: %v), want once, the ctx ended", n, ctxEnded.Load())
 	}
 }

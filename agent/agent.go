@@ -341,13 +341,12 @@ type Agent struct {
 	delegating int
 	delegated  chan struct{}
 	// calls holds the handlers of the tool calls the agent's loops run
-	// that have not returned (see trackCalls), each with the session of
-	// the conversation that made its call and its ctx (handlerCall), by
-	// the number it began with (callSeq, from 1, in the order they
-	// began). A Close that cannot tell whether one of them called it
+	// that have not returned (see trackCalls), by their ctx, each with
+	// the session of the conversation that made its call and the number
+	// it began with (callSeq, from 1, in the order they began). A Close that cannot tell whether one of them called it
 	// knows by them that what it waits for waits for a handler (see
 	// awaitConversations).
-	calls   map[uint64]handlerCall
+	calls   map[context.Context]handlerCall
 	callSeq uint64
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
@@ -903,43 +902,51 @@ func (a *Agent) delegate() (done func()) {
 
 // trackCalls returns the tools.RouterOptions.OnCall of the agent self
 // points at: it keeps each handler of the calls its loops run in
-// Agent.calls, with the session whose conversation waits for it, from
-// the handler's start to its return. A handler of an agent no longer
-// reachable is not kept (the hook holds the agent weakly, as loopOwners
-// does: its loops do not keep it).
-func trackCalls(self weak.Pointer[Agent]) func(context.Context) func() {
-	return func(ctx context.Context) func() {
+// Agent.calls, by its ctx, with the session whose conversation made the
+// call, from the handler's start to its return; it allocates nothing
+// per call. A handler of an agent no longer reachable is not kept (the
+// hook holds the agent weakly, as loopOwners does: its loops do not keep
+// it).
+func trackCalls(self weak.Pointer[Agent]) func(ctx context.Context, ended bool) {
+	return func(ctx context.Context, ended bool) {
 		a := self.Value()
+		if a == nil {
+			return
+		}
+		if ended {
+			a.mu.Lock()
+			if _, ok := a.calls[ctx]; ok {
+				delete(a.calls, ctx)
+				a.changedLocked()
+			}
+			a.mu.Unlock()
+			return
+		}
 		call, ok := tools.CallFrom(ctx)
-		if a == nil || !ok {
-			return nil
+		if !ok {
+			return
 		}
 		session, _ := SessionOf(call.StreamID)
 		a.mu.Lock()
 		a.callSeq++
-		n := a.callSeq
 		if a.calls == nil {
-			a.calls = map[uint64]handlerCall{}
+			a.calls = map[context.Context]handlerCall{}
 		}
-		a.calls[n] = handlerCall{session: session, ctx: ctx}
+		a.calls[ctx] = handlerCall{session: session, seq: a.callSeq}
 		a.changedLocked()
 		a.mu.Unlock()
-		return func() {
-			a.mu.Lock()
-			delete(a.calls, n)
-			a.changedLocked()
-			a.mu.Unlock()
-		}
 	}
 }
 
 // handlerCall is a handler of the agent's calls that has not returned
-// (see Agent.calls): the session whose conversation made the call, and
-// the handler's ctx, which ends once the call is answered without it (a
-// timeout, a cancel): its conversation then no longer waits for it.
+// (see Agent.calls, where its ctx keys it: the ctx of each handler
+// running is its own, and ends once the call is answered without it, a
+// timeout or a cancel, its conversation then no longer waiting for it):
+// the session whose conversation made the call, and the number it began
+// with.
 type handlerCall struct {
 	session string
-	ctx     context.Context
+	seq     uint64
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -1147,11 +1154,11 @@ func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState
 		return st
 	}
 	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
-	for n, h := range a.calls {
-		if h.ctx.Err() != nil {
+	for ctx, h := range a.calls {
+		if ctx.Err() != nil {
 			continue // its call was answered: a handler run on past its timeout holds nothing
 		}
-		early[h.session] = early[h.session] || n <= before
+		early[h.session] = early[h.session] || h.seq <= before
 	}
 	bodies := make(map[string]bool, len(inBody))
 	for c := range inBody {

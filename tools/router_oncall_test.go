@@ -16,7 +16,7 @@ import (
 
 // TestRouterOptions_OnCall: the hook of a call runner sees each call whose
 // handler runs, Sync or not, with the handler's ctx (CallFrom gives the
-// call), before the handler, and its done func once the handler has
+// call), before the handler, and again, ended, once the handler has
 // returned, a panicking one included; calls answered without their
 // handler (an unknown tool, invalid arguments) never reach it.
 func TestRouterOptions_OnCall(t *testing.T) {
@@ -45,13 +45,16 @@ func TestRouterOptions_OnCall(t *testing.T) {
 			tools.MustNew(tools.Definition{Name: "async", Handler: handler}),
 			tools.MustNew(tools.Definition{Name: "boom", Handler: handler}),
 		},
-		OnCall: func(ctx context.Context) func() {
+		OnCall: func(ctx context.Context, ended bool) {
 			call, ok := tools.CallFrom(ctx)
-			if !ok {
+			switch {
+			case !ok:
 				t.Error("OnCall's ctx has no call")
+			case ended:
+				note("end " + call.ToolCallID)
+			default:
+				note("begin " + call.ToolCallID + " " + call.Tool + " " + call.StreamID)
 			}
-			note("begin " + call.ToolCallID + " " + call.Tool + " " + call.StreamID)
-			return func() { note("end " + call.ToolCallID) }
 		},
 	})
 	if err != nil {
@@ -86,9 +89,9 @@ func TestRouterOptions_OnCall(t *testing.T) {
 
 // TestRouterOptions_OnCallPastTimeout: a handler that ignores its ctx
 // outlives its call's timeout: the call is answered as timed out while
-// the handler is still between OnCall and its done, which comes once,
-// when the handler returns; the handler's ctx has ended by then (the
-// call was answered without it).
+// the handler is still between OnCall's two calls; the one that says it
+// ended comes once, when the handler returns, the handler's ctx ended by
+// then (the call was answered without it).
 func TestRouterOptions_OnCallPastTimeout(t *testing.T) {
 	rt := newRuntime(t)
 	release, ended := make(chan struct{}), make(chan struct{})
@@ -97,13 +100,14 @@ func TestRouterOptions_OnCallPastTimeout(t *testing.T) {
 	spec, err := tools.NewCallRunner(&tools.RouterOptions{
 		Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "slow", Timeout: time.Millisecond,
 			Handler: func(context.Context, json.RawMessage) (any, error) { <-release; return nil, nil }})},
-		OnCall: func(ctx context.Context) func() {
-			begun.Add(1)
-			return func() {
-				ctxEnded.Store(ctx.Err() != nil)
-				if done.Add(1) == 1 {
-					close(ended)
-				}
+		OnCall: func(ctx context.Context, end bool) {
+			if !end {
+				begun.Add(1)
+				return
+			}
+			ctxEnded.Store(ctx.Err() != nil)
+			if done.Add(1) == 1 {
+				close(ended)
 			}
 		},
 	})

@@ -98,9 +98,8 @@ const MetaState = "state"
 // anything goes out), so a router restarted again, however often, ends
 // the call when it has waited RecoveredTimeout in all. Only a consumer
 // that writes on the stream again starts it again, at the next restart:
-// that its calls wait no more is written with the router's next write or
-// when its incarnation ends (a process killed before loses it: the
-// calls then wait less after the next restart). A call recovered from a
+// that its calls wait no more is persisted before they are announced to
+// it (one write per stream it comes back to). A call recovered from a
 // state stored before calls had that time waits from the recovery that
 // loads it. The time is the wall clock's: a clock set back makes calls
 // wait longer, one set forward shorter.
@@ -486,11 +485,11 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	}
 }
 
-// OnFailure implements actors.WrapperFailureHandler: the chunks (and the
-// quiet events) held when the incarnation ends are written, so the next
-// one, which may get later chunks of the same calls, recovers them. (A
-// write that failed is not held any more: it is not retried.)
-func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.core.flushAll(persister(c)) }
+// OnFailure implements actors.WrapperFailureHandler: the chunks held when
+// the incarnation ends are written, so the next one, which may get later
+// chunks of the same calls, recovers them. (A write that failed is not
+// held any more: it is not retried.)
+func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c) }
 
 // recovered closes, once the recovery is complete, the streams of the
 // calls it recovered, which the restart closed towards the consumer, and
@@ -599,9 +598,8 @@ func (r *durableRouter) isClosed(stream string) bool {
 
 // opened notes that the consumer wrote a frame that opens a call (as the
 // runtime counts it) on stream. If the stream is closed, the consumer
-// has come back to it: it opens, its calls wait no more (written with
-// the next write: nothing waits for it), and the calls there that are
-// still pending are announced first.
+// has come back to it: it opens, its calls wait no more (persisted
+// first), and the calls there that are still pending are announced.
 func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if stream != r.lastOpen && stream != "" {
 		if r.open == nil {
@@ -623,9 +621,10 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 		return
 	}
 	if _, waits := r.asm.Pending.closedAt[stream]; waits {
-		// Nothing waits for it: lost with a crash, the calls would only
-		// wait less after the next restart.
-		r.core.later(Event{Kind: EventStreamOpened, StreamID: stream})
+		// Persisted before the calls are announced: the consumer told
+		// they wait is not met, after a crash, by a restart that ends
+		// them at once for a limit it did meet.
+		r.core.persist(persister(c), Event{Kind: EventStreamOpened, StreamID: stream})
 	}
 	ids := make([]string, len(calls))
 	for i, pc := range calls {

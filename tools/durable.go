@@ -570,12 +570,13 @@ func (r *durableRouter) armLimit(c actors.WrapperContext) {
 		return
 	}
 	var first int64
+	waiting := false
 	for stream, at := range r.asm.Pending.closedAt {
-		if r.isClosed(stream) && (first == 0 || at < first) {
-			first = at
+		if r.isClosed(stream) && (!waiting || at < first) {
+			first, waiting = at, true
 		}
 	}
-	if first == 0 {
+	if !waiting {
 		return
 	}
 	at := time.Unix(0, first).Add(r.limit)

@@ -11,6 +11,8 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // killableStore is a store that a test "kills": from kill until revive,
@@ -20,12 +22,14 @@ import (
 type killableStore struct {
 	durability.Store
 	dead atomic.Bool
+	name atomic.Value // of the last events written
 }
 
 func (s *killableStore) PersistEvent(ctx context.Context, name string, index uint64, data []byte) error {
 	if s.dead.Load() {
 		return nil
 	}
+	s.name.Store(name)
 	return s.Store.PersistEvent(ctx, name, index, data)
 }
 
@@ -33,6 +37,7 @@ func (s *killableStore) PersistEvents(ctx context.Context, name string, first ui
 	if s.dead.Load() {
 		return nil
 	}
+	s.name.Store(name)
 	return s.Store.PersistEvents(ctx, name, first, data)
 }
 
@@ -84,5 +89,47 @@ func TestDurableRouter_KilledAfterTheReopenKeepsIt(t *testing.T) {
 			t.Errorf("stream s written on after the kill: %q, want call_a recovered", lines(out))
 		}
 		results(t, h.got, 0)
+	})
+}
+
+// TestDurableRouter_ClosedTimeZeroIsNone: a stored closed time of zero
+// (the field left unset, by a state written by hand or by another tool)
+// is no time: the calls of its stream wait from the recovery that loads
+// it, as those of a state stored before closed times, and are ended at
+// the limit instead of pending for ever.
+func TestDurableRouter_ClosedTimeZeroIsNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &killableStore{Store: memstore.New(nil)}
+		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		if err := h.rt.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, name := context.Background(), store.name.Load().(string)
+		var next uint64
+		if err := store.GetEvents(ctx, name, 0, 0, func(i uint64, _ []byte) error { next = i + 1; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		a, err := anypb.New(&messages.RouterStreamClosed{StreamId: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := proto.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.PersistEvent(ctx, name, next, b); err != nil {
+			t.Fatal(err)
+		}
+		h.start()
+		probe(t, h.conn, "p")
+
+		time.Sleep(h.limit - time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+			t.Errorf("result at the limit: %s, want call_a's", line(r))
+		}
 	})
 }

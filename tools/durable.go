@@ -101,8 +101,11 @@ const MetaState = "state"
 // that its calls wait no more is persisted before they are announced to
 // it (one write per stream it comes back to). A call recovered from a
 // state stored before calls had that time waits from the recovery that
-// loads it. The time is the wall clock's: a clock set back makes calls
-// wait longer, one set forward shorter.
+// loads it. The time is the wall clock's: a clock set forward makes
+// calls wait shorter, one set back longer, but no more than
+// RecoveredTimeout after the router finds the time ahead of the clock
+// (at a recovery, a restore, or when the limit timer goes off), from
+// which they then wait.
 //
 // A call the model starts on a closed stream (on a CANCEL, say, or on
 // anything else of the consumer's that does not open a call and so goes
@@ -564,11 +567,14 @@ func (r *durableRouter) startedClosed(c actors.WrapperContext, stream string) {
 }
 
 // armLimit sets the limit timer for the earliest end of the calls waiting
-// on closed streams, unless one is set for that time or before.
+// on closed streams, unless one is set for that time or before. Those
+// that wait from a time ahead of the wall clock wait from now (see
+// restampAhead).
 func (r *durableRouter) armLimit(c actors.WrapperContext) {
 	if r.limit <= 0 || len(r.closed) == 0 {
 		return
 	}
+	r.restampAhead(c)
 	var first int64
 	waiting := false
 	for stream, at := range r.asm.Pending.closedAt {
@@ -585,6 +591,31 @@ func (r *durableRouter) armLimit(c actors.WrapperContext) {
 	}
 	r.armed = at
 	c.After(max(time.Until(at), 0), closedLimit{at})
+}
+
+// restampAhead persists now as the time the calls of the closed streams
+// whose time is ahead of the wall clock (the clock was set back since)
+// began to wait: they wait RecoveredTimeout from now, and from now at the
+// next restarts, instead of until the clock catches up, which may be
+// years after a clock reset.
+func (r *durableRouter) restampAhead(c actors.WrapperContext) {
+	now := time.Now().UnixNano()
+	var ahead []string
+	for stream, at := range r.asm.Pending.closedAt {
+		if at > now && r.isClosed(stream) {
+			ahead = append(ahead, stream)
+		}
+	}
+	if len(ahead) == 0 {
+		return
+	}
+	slices.Sort(ahead)
+	events := make([]Event, 0, 2*len(ahead))
+	for _, stream := range ahead {
+		events = append(events, Event{Kind: EventStreamOpened, StreamID: stream},
+			Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: now})
+	}
+	r.core.persistAll(persister(c), events)
 }
 
 // isClosed reports whether stream is closed towards the consumer (see

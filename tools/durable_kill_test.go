@@ -92,6 +92,34 @@ func TestDurableRouter_KilledAfterTheReopenKeepsIt(t *testing.T) {
 	})
 }
 
+// closedBehind restarts h (a restartRuntime router on store) with a
+// RouterStreamClosed of stream at at written into the store meanwhile,
+// as a state stored elsewhere or by hand would hold.
+func (h *limitedRouter) closedBehind(store *killableStore, stream string, at int64) {
+	h.t.Helper()
+	if err := h.rt.Close(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, name := context.Background(), store.name.Load().(string)
+	var next uint64
+	if err := store.GetEvents(ctx, name, 0, 0, func(i uint64, _ []byte) error { next = i + 1; return nil }); err != nil {
+		h.t.Fatal(err)
+	}
+	a, err := anypb.New(&messages.RouterStreamClosed{StreamId: stream, ClosedAt: at})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, err := proto.Marshal(a)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := store.PersistEvent(ctx, name, next, b); err != nil {
+		h.t.Fatal(err)
+	}
+	h.start()
+	probe(h.t, h.conn, "p")
+}
+
 // TestDurableRouter_ClosedTimeZeroIsNone: a stored closed time of zero
 // (the field left unset, by a state written by hand or by another tool)
 // is no time: the calls of its stream wait from the recovery that loads
@@ -103,33 +131,37 @@ func TestDurableRouter_ClosedTimeZeroIsNone(t *testing.T) {
 		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
 		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
 		waitState(t, h.conn, "s", "started")
-		if err := h.rt.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, name := context.Background(), store.name.Load().(string)
-		var next uint64
-		if err := store.GetEvents(ctx, name, 0, 0, func(i uint64, _ []byte) error { next = i + 1; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		a, err := anypb.New(&messages.RouterStreamClosed{StreamId: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := proto.Marshal(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PersistEvent(ctx, name, next, b); err != nil {
-			t.Fatal(err)
-		}
-		h.start()
-		probe(t, h.conn, "p")
+		h.closedBehind(store, "s", 0)
 
 		time.Sleep(h.limit - time.Second)
 		results(t, h.got, 0)
 		time.Sleep(2 * time.Second)
 		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
 			t.Errorf("result at the limit: %s, want call_a's", line(r))
+		}
+	})
+}
+
+// TestDurableRouter_ClosedTimeAheadOfTheClock: a closed time ahead of the
+// wall clock (set back since, say reset at a reboot) is taken for the
+// time the router finds it: the calls of its stream wait the limit from
+// then, not the years until the clock catches up, and the new time is
+// persisted, so a restart does not put it off.
+func TestDurableRouter_ClosedTimeAheadOfTheClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &killableStore{Store: memstore.New(nil)}
+		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		h.closedBehind(store, "s", time.Now().AddDate(10, 0, 0).UnixNano())
+
+		time.Sleep(h.limit / 2)
+		h.restart("p2")
+		time.Sleep(h.limit/2 - time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+			t.Errorf("result an hour after the closed time was found ahead: %s, want call_a's", line(r))
 		}
 	})
 }

@@ -61,6 +61,17 @@ func (h *limitedRouter) kill(s *killableStore, probeStream string) {
 	probe(h.t, h.conn, probeStream)
 }
 
+// startedOnS starts a limitedRouter (limit an hour, restartRuntime) on a
+// killableStore, and call_a on stream s.
+func startedOnS(t *testing.T) (*limitedRouter, *killableStore) {
+	t.Helper()
+	store := &killableStore{Store: memstore.New(nil)}
+	h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
+	send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+	waitState(t, h.conn, "s", "started")
+	return h, store
+}
+
 // TestDurableRouter_KilledAfterTheReopenKeepsIt: the consumer writes on
 // the closed stream of a recovered call near the end of its limit and is
 // told the call waits there; the process is killed before the router
@@ -70,10 +81,7 @@ func (h *limitedRouter) kill(s *killableStore, probeStream string) {
 // once for a limit the consumer had met.
 func TestDurableRouter_KilledAfterTheReopenKeepsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &killableStore{Store: memstore.New(nil)}
-		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
-		waitState(t, h.conn, "s", "started")
+		h, store := startedOnS(t)
 		h.restart("p")
 
 		time.Sleep(50 * time.Minute)
@@ -127,10 +135,7 @@ func (h *limitedRouter) closedBehind(store *killableStore, stream string, at int
 // the limit instead of pending for ever.
 func TestDurableRouter_ClosedTimeZeroIsNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &killableStore{Store: memstore.New(nil)}
-		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
-		waitState(t, h.conn, "s", "started")
+		h, store := startedOnS(t)
 		h.closedBehind(store, "s", 0)
 
 		time.Sleep(h.limit - time.Second)
@@ -149,10 +154,7 @@ func TestDurableRouter_ClosedTimeZeroIsNone(t *testing.T) {
 // persisted, so a restart does not put it off.
 func TestDurableRouter_ClosedTimeAheadOfTheClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &killableStore{Store: memstore.New(nil)}
-		h := startLimitedOn(t, restartRuntime, time.Hour, resultsModel, store)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
-		waitState(t, h.conn, "s", "started")
+		h, store := startedOnS(t)
 		h.closedBehind(store, "s", time.Now().AddDate(10, 0, 0).UnixNano())
 
 		time.Sleep(h.limit / 2)

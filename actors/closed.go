@@ -34,7 +34,8 @@ import (
 //
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
-// Logic, as before the record). The calls an incarnation answers itself
+// Logic, as before the record; an ended incarnation refuses none of them
+// but a frame that opens a call, see shell.late). The calls an incarnation answers itself
 // (shell.answered) are kept in a closedCalls too, bounded the same way: a
 // resumed incarnation may live long, answering calls on streams whose
 // callers send no END.

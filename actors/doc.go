@@ -54,8 +54,15 @@
 //     the call's answer (its ERROR and END included). Of the streams
 //     whose call was answered and whose caller's END has not come, an
 //     incarnation records the latest 1024 it answered and the latest
-//     1024 its earlier ones did: the late frames of one forgotten reach
-//     the Logic;
+//     1024 its earlier ones did. The late frames of one forgotten (more
+//     than 1024 others answered while they were on their way) reach the
+//     Logic, running or resumed, which knows no call of theirs: a Logic
+//     that answers such a frame (with an END of its own for a chunk of
+//     no call it knows, say) answers the call a second time. An
+//     incarnation that has ended gives them no second answer: it
+//     refuses only frames that open a call, never an argument chunk
+//     (its call's TOOL_CALL came before it, so its call was open when
+//     the incarnation ended, or refused);
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its

@@ -563,12 +563,16 @@ func (s *shell) input(f *messages.Frame) {
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them. So are the late frames of a call an
 // earlier incarnation answered (see closedCalls), as this one dropped
-// them while it ran.
+// them while it ran. An argument chunk is never refused: it opens no
+// call (its call's TOOL_CALL came before it), and its call, open when
+// the incarnation ended, was answered then, or refused, or closed by an
+// earlier incarnation; so it is dropped also when the record of its
+// stream was forgotten (see closedCalls), rather than answered again.
 func (s *shell) late(f *messages.Frame) {
 	if s.closed != nil && s.dropClosed(f) {
 		return
 	}
-	if !s.dropAnswered(f) && opensCall(f.GetType()) {
+	if !s.dropAnswered(f) && opensCall(f.GetType()) && !f.IsToolArgChunk() {
 		s.refuse(f)
 	}
 }

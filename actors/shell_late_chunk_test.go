@@ -31,7 +31,7 @@ func (r *sentFrames) Send(_ *actor.PID, msg any) {
 func TestShell_ForgottenCallsRestNotRefused(t *testing.T) {
 	sent := &sentFrames{}
 	s := &shell{finished: true, subscriber: actor.NewPID("local", "sub"), ctx: sent}
-	s.noteAnswered("s", "c1") // as finish notes a call open at the end
+	s.noteAnswered("s", "c1", false) // as finish notes a call open at the end
 	for i := range closedMax {
 		n := "n" + strconv.Itoa(i)
 		s.late(messages.ToolCall(n, n, "tool", nil))

@@ -132,23 +132,7 @@ func answersByCall(t *testing.T, ignoreCancel bool, frames ...*messages.Frame) m
 	}
 }
 
-// wantAnswers checks that got holds exactly want: each call's frames,
-// one answer and its END each.
-func wantAnswers(t *testing.T, got, want map[string][]string) {
-	t.Helper()
-	for _, id := range slices.Sorted(maps.Keys(got)) {
-		if w, ok := want[id]; !ok || !slices.Equal(got[id], w) {
-			t.Errorf("call %q got %q, want %q", id, got[id], w)
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := got[id]; !ok {
-			t.Errorf("call %q got no answer, want %q", id, want[id])
-		}
-	}
-}
-
-// failedAnswer is the Resume's answer to call id on stream.
+// failedAnswer is the Resume's answer to a call on stream.
 func failedAnswer(stream string) []string {
 	return []string{stream + ":ERROR(boom)[" + FailedKind + "]", stream + ":END"}
 }
@@ -158,138 +142,101 @@ func toolAnswer(stream, text string) []string {
 	return []string{stream + `:TOOL_RESULT("` + text + `")`, stream + ":END"}
 }
 
-// TestShell_ResumeAnswersTheFailedCallOfASharedStream: two calls on one
-// stream, one held (in flight), the other failing the duplex, which its
-// supervisor resumes. The Resume answers the failed call alone, its
-// ERROR and END carrying its tool-call id; the Logic gets a CANCEL of
-// that call, not of the stream, and the held call gets its own answer
-// when released: no call goes unanswered, none is answered twice.
-func TestShell_ResumeAnswersTheFailedCallOfASharedStream(t *testing.T) {
-	got := answersByCall(t, false,
-		messages.ToolCall("s", "c1", "hold", nil),
-		messages.ToolCall("s", "c2", "fail", nil),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"c1": toolAnswer("s", "done"),
-		"c2": failedAnswer("s"),
-		"r":  toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedSharedStreamKeepsOthersAnswers: as above, with a
-// Logic that does not answer the CANCEL: what it emits on the stream
-// after the Resume, the held call's answer, is that call's, not the
-// failed call's to be dropped.
-func TestShell_ResumedSharedStreamKeepsOthersAnswers(t *testing.T) {
-	got := answersByCall(t, true,
-		messages.ToolCall("s", "c1", "hold", nil),
-		messages.ToolCall("s", "c2", "fail", nil),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"c1": toolAnswer("s", "done"),
-		"c2": failedAnswer("s"),
-		"r":  toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedSharedStreamDeliversOtherCallsFrames: what the caller
-// sends on the stream after the Resume's answer reaches the Logic but
-// for the failed call's rest: another call's CANCEL, the argument
-// chunks and completion of a streaming call interleaved with the failed
-// one, and the caller's END of the stream, which the Logic answers for
-// the calls still collecting their arguments. The failed call's own
-// rest (its chunks, its completion) is dropped: it has its answer.
-func TestShell_ResumedSharedStreamDeliversOtherCallsFrames(t *testing.T) {
-	got := answersByCall(t, false,
-		messages.ToolCall("s", "c1", "hold", nil),
-		messages.ToolCall("s", "c3", "hold", nil),
-		messages.StreamingToolCall("s", "c4", "t"),
-		messages.StreamingToolCall("s", "c5", "t"),
-		messages.StreamingToolCall("s", "c6", "t"),
-		messages.StreamingToolCall("s", "c2", "t"),
-		messages.ToolArgChunk("s", "c4", "{"),
-		messages.ToolArgChunk("s", "c2", "fail"),
-		messages.ToolArgChunk("s", "c2", "more"),
-		messages.ToolArgChunk("s", "c4", "}"),
-		messages.ToolComplete("s", "c4"),
-		messages.ToolComplete("s", "c2"),
-		messages.Cancel("s", "c3"),
-		messages.ToolArgChunk("s", "c5", "[1"),
-		messages.End("s"),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"c1": toolAnswer("s", "done"),
-		"c2": failedAnswer("s"),
-		"c3": toolAnswer("s", "cancelled"),
-		"c4": toolAnswer("s", "args:{}"),
-		"c5": toolAnswer("s", "cut"),
-		"c6": toolAnswer("s", "cut"),
-		"r":  toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedStreamingCallOfASharedStream: the failed call is a
-// streaming call the Logic collects, failing on a chunk: the Resume
-// answers it, the Logic's CANCEL of it drops what it collected (its
-// answer to that CANCEL, dropped), and its completion, still in flight,
-// is dropped; the held call on the stream is answered.
-func TestShell_ResumedStreamingCallOfASharedStream(t *testing.T) {
-	got := answersByCall(t, false,
-		messages.ToolCall("s", "c1", "hold", nil),
-		messages.StreamingToolCall("s", "c2", "t"),
-		messages.ToolArgChunk("s", "c2", "fail"),
-		messages.ToolComplete("s", "c2"),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"c1": toolAnswer("s", "done"),
-		"c2": failedAnswer("s"),
-		"r":  toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedLoneCallCarriesItsID: a call alone on its stream
-// fails the duplex: the Resume answers the stream, as ever, and its
-// ERROR and END carry the call's tool-call id.
-func TestShell_ResumedLoneCallCarriesItsID(t *testing.T) {
-	got := answersByCall(t, false, messages.ToolCall("s", "c2", "fail", nil))
-	wantAnswers(t, got, map[string][]string{
-		"c2": failedAnswer("s"),
-		"r":  toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedStreamFrameAnswersAllItsCalls: a frame of no call,
-// the caller's END of the stream (it carries no tool-call id), fails the
-// duplex while two calls are open on the stream: the failed call is the
-// stream's, and the Resume answers the stream, its ERROR and END
-// carrying no id, as they answer both calls. What the Logic emits for
-// them after, its answers to the CANCEL of the stream, each with its
-// END, is dropped: each call has its one answer.
-func TestShell_ResumedStreamFrameAnswersAllItsCalls(t *testing.T) {
-	got := answersByCall(t, false,
-		messages.ToolCall("e", "c1", "hold", nil),
-		messages.ToolCall("e", "c3", "hold", nil),
-		messages.End("e"),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"":  failedAnswer("e"),
-		"r": toolAnswer("g", "released"),
-	})
-}
-
-// TestShell_ResumedCancelFailureAnswersNoCall: the Logic fails again on
-// the CANCEL with which the runtime stops the call a Resume answered,
-// and is resumed again. That CANCEL is none of the stream's calls: the
-// second Resume answers none of them, and the held call gets its own
-// answer.
-func TestShell_ResumedCancelFailureAnswersNoCall(t *testing.T) {
-	got := answersByCall(t, false,
-		messages.ToolCall("s", "c1", "hold", nil),
-		messages.ToolCall("s", "x", "fail", nil),
-	)
-	wantAnswers(t, got, map[string][]string{
-		"c1": toolAnswer("s", "done"),
-		"x":  failedAnswer("s"),
-		"r":  toolAnswer("g", "released"),
-	})
+// TestShell_ResumeOnASharedStream: calls on one stream, some in flight,
+// one failing the duplex, which its supervisor resumes. Every call gets
+// exactly one answer: the failed one the Resume's, the others their own.
+func TestShell_ResumeOnASharedStream(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		why          string
+		ignoreCancel bool
+		frames       []*messages.Frame
+		want         map[string][]string // by tool-call id
+	}{{
+		name: "held call answered",
+		why: "the Resume answers the failed call alone, its ERROR and END carrying its id; the Logic gets a " +
+			"CANCEL of that call, not of the stream, and the held call gets its own answer when released",
+		frames: []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "c2", "fail", nil)},
+		want:   map[string][]string{"c1": toolAnswer("s", "done"), "c2": failedAnswer("s")},
+	}, {
+		name: "CANCEL unanswered",
+		why: "what a Logic that does not answer the CANCEL emits on the stream after the Resume, the held " +
+			"call's answer, is that call's, not the failed call's to be dropped",
+		ignoreCancel: true,
+		frames:       []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "c2", "fail", nil)},
+		want:         map[string][]string{"c1": toolAnswer("s", "done"), "c2": failedAnswer("s")},
+	}, {
+		name: "other calls' frames delivered",
+		why: "what the caller sends on the stream after the Resume's answer reaches the Logic but for the " +
+			"failed call's rest (its chunks, its completion): another call's CANCEL, the chunks and completion " +
+			"of a streaming call interleaved with the failed one, and the caller's END of the stream, which " +
+			"the Logic answers for the calls still collecting their arguments",
+		frames: []*messages.Frame{
+			messages.ToolCall("s", "c1", "hold", nil),
+			messages.ToolCall("s", "c3", "hold", nil),
+			messages.StreamingToolCall("s", "c4", "t"),
+			messages.StreamingToolCall("s", "c5", "t"),
+			messages.StreamingToolCall("s", "c6", "t"),
+			messages.StreamingToolCall("s", "c2", "t"),
+			messages.ToolArgChunk("s", "c4", "{"),
+			messages.ToolArgChunk("s", "c2", "fail"),
+			messages.ToolArgChunk("s", "c2", "more"),
+			messages.ToolArgChunk("s", "c4", "}"),
+			messages.ToolComplete("s", "c4"),
+			messages.ToolComplete("s", "c2"),
+			messages.Cancel("s", "c3"),
+			messages.ToolArgChunk("s", "c5", "[1"),
+			messages.End("s"),
+		},
+		want: map[string][]string{
+			"c1": toolAnswer("s", "done"), "c2": failedAnswer("s"), "c3": toolAnswer("s", "cancelled"),
+			"c4": toolAnswer("s", "args:{}"), "c5": toolAnswer("s", "cut"), "c6": toolAnswer("s", "cut"),
+		},
+	}, {
+		name: "streaming call failed",
+		why: "the failed call is a streaming call, failing on a chunk: the Logic's answer to the CANCEL of it " +
+			"is dropped, and so is its completion, still in flight; the held call is answered",
+		frames: []*messages.Frame{
+			messages.ToolCall("s", "c1", "hold", nil),
+			messages.StreamingToolCall("s", "c2", "t"),
+			messages.ToolArgChunk("s", "c2", "fail"),
+			messages.ToolComplete("s", "c2"),
+		},
+		want: map[string][]string{"c1": toolAnswer("s", "done"), "c2": failedAnswer("s")},
+	}, {
+		name:   "lone call",
+		why:    "a call alone on its stream: the Resume answers the stream, as ever, its ERROR and END carrying the call's id",
+		frames: []*messages.Frame{messages.ToolCall("s", "c2", "fail", nil)},
+		want:   map[string][]string{"c2": failedAnswer("s")},
+	}, {
+		name: "frame of no call failed",
+		why: "the caller's END of the stream (it carries no id) fails the duplex: the failed call is the " +
+			"stream's, answered with no id for both its calls; the Logic's answers to the CANCEL of the " +
+			"stream, each with its END, are dropped",
+		frames: []*messages.Frame{
+			messages.ToolCall("e", "c1", "hold", nil), messages.ToolCall("e", "c3", "hold", nil), messages.End("e"),
+		},
+		want: map[string][]string{"": failedAnswer("e")},
+	}, {
+		name: "CANCEL failed",
+		why: "the Logic fails again on the CANCEL with which the runtime stops the answered call, and is " +
+			"resumed again: that CANCEL is none of the stream's calls, the second Resume answers none",
+		frames: []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "x", "fail", nil)},
+		want:   map[string][]string{"c1": toolAnswer("s", "done"), "x": failedAnswer("s")},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answersByCall(t, tc.ignoreCancel, tc.frames...)
+			tc.want["r"] = toolAnswer("g", "released")
+			for _, id := range slices.Sorted(maps.Keys(got)) {
+				if w, ok := tc.want[id]; !ok || !slices.Equal(got[id], w) {
+					t.Errorf("call %q got %q, want %q: %s", id, got[id], w, tc.why)
+				}
+			}
+			for _, id := range slices.Sorted(maps.Keys(tc.want)) {
+				if _, ok := got[id]; !ok {
+					t.Errorf("call %q got no answer, want %q: %s", id, tc.want[id], tc.why)
+				}
+			}
+		})
+	}
 }

@@ -861,6 +861,12 @@ func (p *proxy) gone(addr string, connEnded bool) {
 		delete(p.selves, addr) // the next connection may reach another node
 	}
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
+		if connEnded {
+			// Reported already (its service stopped first), or never
+			// watched: the connection is gone all the same, and the
+			// next call dials anew.
+			delete(p.open, addr)
+		}
 		return
 	}
 	delete(p.watched, addr)

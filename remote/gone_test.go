@@ -174,7 +174,7 @@ func holdNode(t *testing.T, watched ...*actor.PID) (n *Node, conn *actors.Conn, 
 	for _, pid := range watched {
 		callers[pid.String()] = pid
 	}
-	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes}
+	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes, loads: newLoads(0)}
 	return n, conn, ch
 }
 

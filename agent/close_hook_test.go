@@ -33,10 +33,7 @@ func TestClose_FromADelegationsHook(t *testing.T) {
 		var waited time.Duration
 		lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
 			if ev.Kind == agent.EventDone {
-				start := time.Now()
-				err := lead.Close(context.Background())
-				waited = time.Since(start)
-				closed <- err
+				closed <- timedClose(context.Background(), lead, &waited)
 			}
 		}})
 		ans, err := lead.Run(context.Background(), "s", ask)
@@ -119,10 +116,7 @@ func TestClose_SubFromTheHookOfADelegationToIt(t *testing.T) {
 		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
 			events = append(events, ev) // the delegation's events, one at a time
 			if len(events) == 1 {
-				start := time.Now()
-				err := writer.Close(context.Background())
-				waited = time.Since(start)
-				closed <- err
+				closed <- timedClose(context.Background(), writer, &waited)
 			}
 		}})
 		ans, err := lead.Run(context.Background(), "s", ask)
@@ -150,4 +144,13 @@ func TestClose_SubFromTheHookOfADelegationToIt(t *testing.T) {
 			t.Errorf("Close of the writer again: %v", err)
 		}
 	})
+}
+
+// timedClose closes a with ctx and sets *waited to the time Close took
+// (the bubble's time: none passes while it does not wait).
+func timedClose(ctx context.Context, a *agent.Agent, waited *time.Duration) error {
+	start := time.Now()
+	err := a.Close(ctx)
+	*waited = time.Since(start)
+	return err
 }

@@ -34,10 +34,7 @@ func TestClose_FromANestedDelegationsHook(t *testing.T) {
 				// the top agent's Run fails before a call times out.
 				ctx, cancel := context.WithTimeout(context.Background(), tools.DefaultTimeout/2)
 				defer cancel()
-				start := time.Now()
-				err := top.Close(ctx)
-				waited = time.Since(start)
-				closed <- err
+				closed <- timedClose(ctx, top, &waited)
 			}
 		}})
 		if err != nil {

@@ -916,3 +916,58 @@ func WantLongMessageClipped(t testing.TB, r *models.Response, want, key string) 
 		}
 	}
 }
+
+// EchoCredentials returns a handler answering every request with HTTP
+// 401 and the provider's error body (written by writeError) whose message
+// quotes each credential the request carried: the Authorization,
+// X-Api-Key and Api-Key headers and the query string, as some gateways'
+// do.
+func EchoCredentials(writeError func(w http.ResponseWriter, message string)) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		writeError(w, fmt.Sprintf("Incorrect API key provided: %q %q %q in %q (see your account)",
+			r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), r.Header.Get("Api-Key"), r.URL.RawQuery))
+	}
+}
+
+// WantCredentialsRedacted checks that r, the answer to [EchoCredentials],
+// failed with the server's message but without any of secrets.
+func WantCredentialsRedacted(t testing.TB, r *models.Response, secrets ...string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 401") || !strings.Contains(r.Error, "Incorrect API key provided") ||
+		!strings.Contains(r.Error, "(see your account)") {
+		t.Fatalf("failed %v with %q, want the status and the server's message", r.Failed, r.Error)
+	}
+	for _, s := range secrets {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the credential %q", r.Error, s)
+		}
+	}
+}
+
+// HangUp returns a handler that closes the connection of every request
+// without answering, so that the client fails with the request's URL
+// in its error.
+func HangUp() Handler {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_ = conn.Close()
+	}
+}
+
+// WantURLWithoutCredentials checks that r, the answer to [HangUp], failed
+// naming the request's path but without any of secrets (carried in its
+// query).
+func WantURLWithoutCredentials(t testing.TB, r *models.Response, path string, secrets ...string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, path) {
+		t.Fatalf("failed %v with %q, want the path requested", r.Failed, r.Error)
+	}
+	for _, s := range secrets {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the credential %q", r.Error, s)
+		}
+	}
+}

@@ -208,12 +208,23 @@ var fixtures = []fixture{
 // and no retries filled in).
 func newRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *modeltest.Rig {
 	t.Helper()
-	return modeltest.NewRig(t, handle, func(url string, client *http.Client) actors.Spec {
+	return modeltest.NewRig(t, handle, adapter(t, opts))
+}
+
+// newMemRig is newRig over an in-memory network, for a test inside a
+// testing/synctest bubble (see modeltest.NewMemRig).
+func newMemRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *modeltest.Rig {
+	t.Helper()
+	return modeltest.NewMemRig(t, handle, adapter(t, opts))
+}
+
+func adapter(t *testing.T, opts anthropic.Options) func(url string, client *http.Client) actors.Spec {
+	return func(url string, client *http.Client) actors.Spec {
 		opts.BaseURL, opts.HTTPClient = url, client
 		opts.Model = cmp.Or(opts.Model, "claude-sonnet-4-5")
 		opts.MaxRetries = cmp.Or(opts.MaxRetries, anthropic.NoRetries)
 		return modeltest.Must(anthropic.New(&opts))(t).Spec("model")
-	})
+	}
 }
 
 var param = modeltest.Param

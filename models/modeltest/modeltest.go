@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -632,10 +633,27 @@ type Rig struct {
 // 10 s.
 func NewRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec) *Rig {
 	t.Helper()
+	return newRig(t, handle, adapter, false)
+}
+
+// NewMemRig is [NewRig] with the server reached over an in-memory
+// network (net.Pipe) instead of TCP, so that the rig can run inside a
+// testing/synctest bubble: its timers, and the adapter's bounds and
+// waits, then run on the bubble's fake clock, and a test of a bound
+// takes no real time and cannot be tripped by a loaded machine. The
+// server is an httptest server all the same, speaking HTTP/1.1 with the
+// exact bytes its handler writes. Call it inside the bubble.
+func NewMemRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec) *Rig {
+	t.Helper()
+	return newRig(t, handle, adapter, true)
+}
+
+func newRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec, inMemory bool) *Rig {
+	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rg := &Rig{t: t}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]json.RawMessage
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			t.Errorf("request body: %v", err)
@@ -646,9 +664,19 @@ func NewRig(t *testing.T, handle Handler, adapter func(url string, client *http.
 		rg.heads = append(rg.heads, r.Header.Clone())
 		rg.mu.Unlock()
 		handle(n, w, r, body)
-	}))
-	t.Cleanup(srv.Close)
-	rg.URL, rg.Client = srv.URL, srv.Client()
+	})
+	if inMemory {
+		l := newPipeListener()
+		srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		rg.URL, rg.Client = srv.URL, &http.Client{Transport: &http.Transport{DialContext: l.dial}}
+		t.Cleanup(rg.Client.CloseIdleConnections) // before the server closes
+	} else {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		rg.URL, rg.Client = srv.URL, srv.Client()
+	}
 	rg.Conn, rg.Ctx = Serve(t, adapter(rg.URL, rg.Client), 10*time.Second)
 	return rg
 }
@@ -971,3 +999,53 @@ func WantURLWithoutCredentials(t testing.TB, r *models.Response, path string, se
 		}
 	}
 }
+
+// pipeListener is a net.Listener whose connections are the server ends
+// of net.Pipe pairs: dial makes one and returns the client end.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial is the DialContext of the clients of l: any address reaches l.
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		err := net.ErrClosed
+		_, _ = client.Close(), server.Close()
+		return nil, err
+	case <-ctx.Done():
+		_, _ = client.Close(), server.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// pipeAddr is the address of a pipeListener: the host of the rig's URL.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "model.test" }

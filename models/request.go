@@ -105,7 +105,8 @@ const maxCutShort = 4096
 // cancel, so that the ring of memories in age order need not be searched
 // when one goes early (a PARAM or the late END came): the ring's entry
 // stays until its turn, and then forgets the stream only if no later
-// cancel of the same id is remembered.
+// cancel of the same id is remembered. The ring empties when the last
+// memory goes (each entry is cleared once: constant time per cancel).
 type cutShort struct {
 	at   map[string]uint64 // stream id to the generation of its cancel
 	ring []cutMemory       // oldest at next once full
@@ -145,6 +146,10 @@ func (c *cutShort) take(id string) bool {
 	}
 	if _, ok := c.at[id]; ok {
 		delete(c.at, id)
+		if len(c.at) == 0 {
+			clear(c.ring) // every memory went early: none holds its id on
+			c.ring, c.next = c.ring[:0], 0
+		}
 		return true
 	}
 	return false

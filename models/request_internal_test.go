@@ -67,6 +67,13 @@ func TestTracker_LateEndAfterABurstOfCancelsIsIgnored(t *testing.T) {
 	if req, n := lateEnd(&tr, "first"); req != nil || n != 0 {
 		t.Fatalf("the late END of the first cancelled stream started %v and emitted %d frames: an answer the next request on the stream would read as its own", req, n)
 	}
+	// Once every late END has come, nothing of them is kept.
+	for i := range 1000 {
+		lateEnd(&tr, "other"+strconv.Itoa(i))
+	}
+	if len(tr.cut.at) != 0 || len(tr.cut.ring) != 0 {
+		t.Fatalf("after every late END the tracker keeps %d streams and %d memories, want none", len(tr.cut.at), len(tr.cut.ring))
+	}
 }
 
 // A stream id cancelled before its END, then used again and cancelled

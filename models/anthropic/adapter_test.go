@@ -211,13 +211,6 @@ func newRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *mod
 	return modeltest.NewRig(t, handle, adapter(t, opts))
 }
 
-// newMemRig is newRig over an in-memory network, for a test inside a
-// testing/synctest bubble (see modeltest.NewMemRig).
-func newMemRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *modeltest.Rig {
-	t.Helper()
-	return modeltest.NewMemRig(t, handle, adapter(t, opts))
-}
-
 func adapter(t *testing.T, opts anthropic.Options) func(url string, client *http.Client) actors.Spec {
 	return func(url string, client *http.Client) actors.Spec {
 		opts.BaseURL, opts.HTTPClient = url, client

@@ -272,7 +272,7 @@ func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ok := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "fine"), blockStop(0), messageDelta("end_turn", 1), messageStop)
 		start := time.Now()
-		rg := newMemRig(t, anthropic.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		rg := modeltest.NewMemRig(t, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
 			if n == 0 {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("retry-after-ms", "2500")
@@ -281,7 +281,7 @@ func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
 				return
 			}
 			modeltest.StreamBody(ok)(n, w, r, b)
-		})
+		}, adapter(t, anthropic.Options{MaxRetries: 1, IdleTimeout: time.Second}))
 		if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
 			t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
 		}

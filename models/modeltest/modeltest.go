@@ -1049,3 +1049,26 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "model.test" }
+
+// KeepAlive returns a handler that streams first, then keepAlive every
+// tick for the length of hold (for ever when hold is 0), then last: a
+// server keeping a stream alive (SSE comments, ping events) while the
+// model thinks. It stops when the request ends.
+func KeepAlive(first, keepAlive, last string, tick, hold time.Duration) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		flush := func(s string) { _, _ = io.WriteString(w, s); w.(http.Flusher).Flush() }
+		flush(first)
+		ticker := time.NewTicker(tick)
+		defer ticker.Stop()
+		for end := time.Now().Add(hold); hold == 0 || time.Now().Before(end); {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-ticker.C:
+				flush(keepAlive)
+			}
+		}
+		flush(last)
+	}
+}

@@ -27,13 +27,6 @@ func newRig(t *testing.T, opts openai.Options, handle modeltest.Handler) *modelt
 	return modeltest.NewRig(t, handle, adapter(t, opts))
 }
 
-// newMemRig is newRig over an in-memory network, for a test inside a
-// testing/synctest bubble (see modeltest.NewMemRig).
-func newMemRig(t *testing.T, opts openai.Options, handle modeltest.Handler) *modeltest.Rig {
-	t.Helper()
-	return modeltest.NewMemRig(t, handle, adapter(t, opts))
-}
-
 func adapter(t *testing.T, opts openai.Options) func(url string, client *http.Client) actors.Spec {
 	return func(url string, client *http.Client) actors.Spec {
 		opts.BaseURL, opts.HTTPClient = url+"/v1", client
@@ -199,19 +192,8 @@ func checkFollowUp(body map[string]json.RawMessage) error {
 
 func TestAdapter_RetriesOn429(t *testing.T) {
 	ok := sse(content("fine"), finish("stop"), done)
-	rg := newRig(t, openai.Options{MaxRetries: 2}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
-		if n == 0 {
-			w.Header().Set("Retry-After-Ms", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
-			return
-		}
-		modeltest.StreamBody(ok)(n, w, r, b)
-	})
-	r := rg.Ask("s1", userAsk)
-	if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
-		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
-	}
+	rg := newRig(t, openai.Options{MaxRetries: 2}, tooManyRequestsFirst("1", ok))
+	wantRetried(t, rg)
 }
 
 func TestAdapter_HTTPErrorEndsWithError(t *testing.T) {
@@ -357,7 +339,7 @@ func TestAdapter_ParamNameNotUTF8IsRefused(t *testing.T) {
 func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		rg := newMemRig(t, openai.Options{IdleTimeout: time.Second}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		rg := modeltest.NewMemRig(t, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, content("thinking"))
 			w.(http.Flusher).Flush()
@@ -365,7 +347,7 @@ func TestAdapter_StalledStreamTimesOut(t *testing.T) {
 			case <-r.Context().Done():
 			case <-release:
 			}
-		})
+		}, adapter(t, openai.Options{IdleTimeout: time.Second}))
 		defer close(release)
 		r := rg.Ask("s1", userAsk)
 		if !r.Failed || !strings.Contains(r.Error, "no data from the server") || r.Text != "thinking" {
@@ -383,21 +365,33 @@ func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ok := sse(content("fine"), finish("stop"), done)
 		start := time.Now()
-		rg := newMemRig(t, openai.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
-			if n == 0 {
-				w.Header().Set("Retry-After-Ms", "2500")
-				w.WriteHeader(http.StatusTooManyRequests)
-				_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
-				return
-			}
-			modeltest.StreamBody(ok)(n, w, r, b)
-		})
-		r := rg.Ask("s1", userAsk)
-		if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
-			t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
-		}
+		rg := modeltest.NewMemRig(t, tooManyRequestsFirst("2500", ok), adapter(t, openai.Options{MaxRetries: 1, IdleTimeout: time.Second}))
+		wantRetried(t, rg)
 		if waited := time.Since(start); waited < 2500*time.Millisecond {
 			t.Fatalf("answered after %v, want after the 2.5 s the server asked to wait", waited)
 		}
 	})
+}
+
+// tooManyRequestsFirst answers the first request with HTTP 429 asking
+// to wait retryAfterMs, and the others with body.
+func tooManyRequestsFirst(retryAfterMs, body string) modeltest.Handler {
+	return func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		if n == 0 {
+			w.Header().Set("Retry-After-Ms", retryAfterMs)
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
+			return
+		}
+		modeltest.StreamBody(body)(n, w, r, b)
+	}
+}
+
+// wantRetried asks rg and checks the answer is "fine", on the second
+// request.
+func wantRetried(t *testing.T, rg *modeltest.Rig) {
+	t.Helper()
+	if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
+	}
 }

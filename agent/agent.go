@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,7 +247,9 @@ type Options struct {
 	// shared loop, the agent waits for the rest in the background, the
 	// session taken meanwhile (see [Agent.Run]); a conversation on a loop
 	// of its own (with a Store, or delegated to within one runtime) has
-	// that loop stopped instead, for CancelGrace at most.
+	// that loop stopped instead, for CancelGrace at most. [Agent.Close]
+	// waits as long for what may have called it: a consumer's body, a
+	// tool's handler.
 	CancelGrace time.Duration
 	// Breaker configures the tools' circuit breaker; Supervision
 	// supervises the model and the tool actors (nil: the runtime's).
@@ -329,12 +330,14 @@ type Agent struct {
 	// a Close waits for them, is closed (and cleared) as the last returns.
 	delegating int
 	delegated  chan struct{}
-	// handling counts, by goroutine id (goid), the goroutines running a
-	// delegation's handler (AsTool) for one of the agent's conversations,
-	// or for a delegation to the agent: the handler, and the host's
-	// ToolOptions.OnEvent hook it calls, hold a conversation of the agent,
-	// so a Close on that goroutine cannot wait for it (see Close).
-	handling map[uint64]int
+	// calls holds the handlers of the tool calls the agent's loops run
+	// that have not returned (see trackCalls), each with the session of
+	// the conversation that waits for it, by the number it began with
+	// (callSeq, from 1, in the order they began). A Close that cannot
+	// tell whether one of them called it knows by them that what it
+	// waits for waits for a handler (see awaitConversations).
+	calls   map[uint64]string
+	callSeq uint64
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
@@ -443,9 +446,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
 	a.delegationTag = rand.Text()[:10] + "-"
+	a.self = weak.Make(a)
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
-			Supervision: opts.Supervision},
+			Supervision: opts.Supervision, OnCall: trackCalls(a.self)},
 		ToolChoice:        opts.ToolChoice,
 		SystemPrompt:      opts.SystemPrompt,
 		MaxIterations:     opts.MaxIterations,
@@ -459,7 +463,6 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
 	}
 	a.spec = a.traced(spec)
-	a.self = weak.Make(a)
 	runtime.AddCleanup(a, forgetLoopsOf, a.self)
 	return a, nil
 }
@@ -597,17 +600,28 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // cancels the delegations to the agent as above, returns nil at once,
 // and does the rest in the background once the running conversations,
 // that one included, have returned (a Close from outside meanwhile waits
-// as above). So does a Close on the goroutine of a delegation's handler
-// ([AsTool]) that holds a conversation of the agent, whatever its ctx:
-// the ToolOptions.OnEvent hook of a delegation the agent made (directly,
-// or within a delegation it made), or of one made to it, which gets no
-// ctx. A tool's own handler Close tells by its
-// ctx alone: one given another ctx (context.Background, say), or a
-// goroutine that such a handler or hook started, waits for the
-// conversation that waits for it, until the call's timeout (for ever
-// with tools.NoTimeout) or until Close's ctx ends: Close then fails
-// with an error saying how many conversations still ran, and that a
-// tool call closing the agent must give Close its call's ctx.
+// as above). A Close given another ctx (context.Background, say) cannot
+// tell its caller from a host: Go names no goroutine to a function it
+// calls, and reading goroutine ids from stack traces would cost every
+// delegation what only a Close needs. Close knows instead, through the
+// agent's tool loops (tools.RouterOptions.OnCall), which conversations
+// wait for a handler of their calls, and which handlers were running
+// when it began: once every conversation left waits for such handlers
+// (or is in its consumer's body, as above), one of them running since
+// before Close began, and none began or returned for CancelGrace, one
+// of those handlers may be its caller, and Close does as for a call's
+// ctx: it returns nil, and does the rest in the background once they
+// have returned. So a tool's handler, a ToolOptions.OnEvent hook of a
+// delegation (which gets no ctx) or a goroutine either of them waits
+// for, closing the agent with another ctx, holds its conversation for
+// CancelGrace (its call's ctx saves that wait; a ctx of Close's that
+// ends sooner fails it with an error saying how many conversations
+// still ran and that a tool call gives Close its call's ctx); and a
+// host's Close during a call whose handler was running before it and
+// runs for longer than CancelGrace, all that is left to wait for,
+// returns nil before that handler has, the agent finishing its close
+// once it has (cancel the Runs first for a Close that returns once
+// everything has stopped).
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A
 // Close whose ctx ends first returns an error wrapping ctx's, the name
@@ -619,21 +633,37 @@ func (a *Agent) Close(ctx context.Context) error {
 	if err := a.usable(); err != nil {
 		return err
 	}
-	if a.insideOwnLoop(ctx) || a.inHandler() {
+	if a.insideOwnLoop(ctx) {
 		// A tool call of a conversation of the agent: that conversation
 		// waits for the call, which waits for Close. Refuse new
 		// conversations now, and finish once the running ones returned.
 		a.mu.Lock()
 		a.beginCloseLocked()
 		a.mu.Unlock()
-		go func() {
-			if err := a.Close(context.Background()); err != nil {
-				a.rt.Logger().Warn("agent: close, begun by a tool call of the agent", slog.String("agent", a.opts.Name),
-					slog.Any("error", err))
-			}
-		}()
+		a.closeLater("begun by a tool call of the agent")
 		return nil
 	}
+	return a.close(ctx, true)
+}
+
+// closeLater finishes closing the agent on a goroutine of its own, once
+// the conversations running have returned, and logs an error (why says
+// who began the close).
+func (a *Agent) closeLater(why string) {
+	go func() {
+		if err := a.close(context.Background(), false); err != nil {
+			a.rt.Logger().Warn("agent: close, "+why, slog.String("agent", a.opts.Name), slog.Any("error", err))
+		}
+	}()
+}
+
+// close is Close once its ctx was not known for a tool call's. Its
+// caller may still be a handler of the agent's calls, given another ctx:
+// with byCaller, the conversations left waiting for handlers that were
+// running when close began are waited for CancelGrace only (see
+// awaitConversations); a close on a goroutine of the agent's own
+// (closeLater) waits for them.
+func (a *Agent) close(ctx context.Context, byCaller bool) error {
 	a.closeWaits.Store(true) // before the first look at who is in a body
 	a.mu.Lock()
 	if a.closeDone {
@@ -641,12 +671,25 @@ func (a *Agent) Close(ctx context.Context) error {
 		return nil
 	}
 	a.beginCloseLocked()
-	if err := a.awaitConversations(ctx); err != nil {
+	var before uint64 // the handlers that may have called close: those numbered up to it
+	if byCaller {
+		before = a.callSeq
+	}
+	held, err := a.awaitConversations(ctx, before)
+	if err != nil {
 		n := a.active
 		a.mu.Unlock()
 		return fmt.Errorf("agent %q: close: wait for its conversations (%d conversation(s) still running; "+
-			"a tool call of one that closes the agent must give Close its call's ctx, else Close waits for it): %w",
+			"a tool call of one that closes the agent gives Close its call's ctx, else Close waits for it for CancelGrace): %w",
 			a.opts.Name, n, err)
+	}
+	if held {
+		// What is left waits for handlers that ran before this Close
+		// began, one of which may have called it: finish once they have
+		// returned.
+		a.mu.Unlock()
+		a.closeLater("its conversations held by tool calls")
+		return nil
 	}
 	// Every conversation has returned, but for those cancelled in their
 	// consumer's body, and no other can enter: a start of the shared
@@ -662,7 +705,6 @@ func (a *Agent) Close(ctx context.Context) error {
 		stopping = append(stopping, m)
 	}
 	a.mu.Unlock()
-	var err error
 	if s != nil && s.mux != nil {
 		// Mux.Close waits as long as ctx for the loop to be gone, also
 		// after a Close before whose ctx ended.
@@ -798,15 +840,13 @@ func callersOf(p actors.Parent) []*Agent {
 	return out
 }
 
-// delegate counts a delegation's handler, run for a conversation of a
-// on goroutine g (see goid), until the function it returns is called.
-func (a *Agent) delegate(g uint64) (done func()) {
+// delegate counts a delegation's handler, run for a conversation of a,
+// until the function it returns is called.
+func (a *Agent) delegate() (done func()) {
 	a.mu.Lock()
 	a.delegating++
 	a.mu.Unlock()
-	unmark := a.handle(g)
 	return func() {
-		unmark()
 		a.mu.Lock()
 		if a.delegating--; a.delegating == 0 && a.delegated != nil {
 			close(a.delegated)
@@ -816,54 +856,36 @@ func (a *Agent) delegate(g uint64) (done func()) {
 	}
 }
 
-// handle notes that goroutine g runs a delegation's handler holding a
-// conversation of a (see Agent.handling), until the function it returns
-// is called.
-func (a *Agent) handle(g uint64) (done func()) {
-	a.mu.Lock()
-	if a.handling == nil {
-		a.handling = map[uint64]int{}
-	}
-	a.handling[g]++
-	a.mu.Unlock()
-	return func() {
+// trackCalls returns the tools.RouterOptions.OnCall of the agent self
+// points at: it keeps each handler of the calls its loops run in
+// Agent.calls, with the session whose conversation waits for it, from
+// the handler's start to its return. A handler of an agent no longer
+// reachable is not kept (the hook holds the agent weakly, as loopOwners
+// does: its loops do not keep it).
+func trackCalls(self weak.Pointer[Agent]) func(context.Context) func() {
+	return func(ctx context.Context) func() {
+		a := self.Value()
+		call, ok := tools.CallFrom(ctx)
+		if a == nil || !ok {
+			return nil
+		}
+		session, _ := SessionOf(call.StreamID)
 		a.mu.Lock()
-		if a.handling[g]--; a.handling[g] == 0 {
-			delete(a.handling, g)
+		a.callSeq++
+		n := a.callSeq
+		if a.calls == nil {
+			a.calls = map[uint64]string{}
 		}
+		a.calls[n] = session
+		a.changedLocked()
 		a.mu.Unlock()
-	}
-}
-
-// inHandler reports whether the calling goroutine runs a delegation's
-// handler, or the ToolOptions.OnEvent hook it calls, holding one of the
-// agent's conversations (see Agent.handling). It reads the goroutine's
-// id only while some goroutine does.
-func (a *Agent) inHandler() bool {
-	a.mu.Lock()
-	none := len(a.handling) == 0
-	a.mu.Unlock()
-	if none {
-		return false
-	}
-	g := goid()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.handling[g] > 0
-}
-
-// goid returns the calling goroutine's id, as the header of its stack
-// trace ("goroutine 7 [running]:") gives it; 0 if it cannot be read.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b, ok := bytes.CutPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); ok && i > 0 {
-		if n, err := strconv.ParseUint(string(b[:i]), 10, 64); err == nil {
-			return n
+		return func() {
+			a.mu.Lock()
+			delete(a.calls, n)
+			a.changedLocked()
+			a.mu.Unlock()
 		}
 	}
-	return 0
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -951,11 +973,24 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // goroutine from another: a body that called Close never leaves, while
 // a consumer on another goroutine returns to its conversation, which
 // either returns or enters the body again with its next event; each
-// change of who is in which entry starts the grace anew. It returns
-// ctx's error when ctx ends first.
-func (a *Agent) awaitConversations(ctx context.Context) error {
+// change of who is in which entry starts the grace anew.
+//
+// With before, the number of the last handler of the agent's calls that
+// began before Close (see Agent.calls; 0: none of them called Close),
+// it also stops waiting once every conversation left is in its
+// consumer's body or waits for a handler, one of them a handler that
+// began before Close, and nothing of that changed for CancelGrace: it
+// then returns held, and leaves those conversations alone. Such a
+// handler may be the caller of Close, which holds the conversations
+// waiting for it (a handler given context.Background rather than its
+// call's ctx, or a hook of a delegation, which gets none); one that is
+// not returns to its conversation, which then either returns or has a
+// handler begin or end, and the grace starts anew. It returns ctx's
+// error when ctx ends first.
+func (a *Agent) awaitConversations(ctx context.Context, before uint64) (held bool, _ error) {
 	var (
-		held  map[*closer]uint64 // those in their body, with their entry, as the grace runs
+		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
+		calls callsState         // the handlers, as the grace for them runs
 		grace *time.Timer
 	)
 	defer func() {
@@ -963,23 +998,34 @@ func (a *Agent) awaitConversations(ctx context.Context) error {
 			grace.Stop()
 		}
 	}()
+	restart := func() {
+		if grace != nil {
+			grace.Stop()
+		}
+		grace = time.NewTimer(a.opts.CancelGrace)
+	}
 	for {
 		inBody, only := a.inBodyLocked()
 		if only && len(inBody) == 0 {
-			return nil
+			return false, nil
 		}
-		var graceC <-chan time.Time
-		if only {
-			if held == nil || !sameEntries(held, inBody) {
-				held = inBody // the grace starts (anew)
-				if grace != nil {
-					grace.Stop()
-				}
-				grace = time.NewTimer(a.opts.CancelGrace)
+		var graceC, callsC <-chan time.Time
+		switch now := a.callsLocked(inBody, before); {
+		case only:
+			if still == nil || !sameEntries(still, inBody) {
+				still = inBody // the grace starts (anew)
+				restart()
 			}
 			graceC = grace.C
-		} else {
-			held = nil
+			calls = callsState{}
+		case now.held:
+			if still == nil || !sameEntries(still, inBody) || calls != now {
+				still, calls = inBody, now
+				restart()
+			}
+			callsC = grace.C
+		default:
+			still, calls = nil, callsState{}
 		}
 		if a.changed == nil {
 			a.changed = make(chan struct{})
@@ -989,18 +1035,82 @@ func (a *Agent) awaitConversations(ctx context.Context) error {
 		select {
 		case <-changed:
 			a.mu.Lock()
+		case <-callsC:
+			a.mu.Lock()
+			if inBody, _ := a.inBodyLocked(); sameEntries(still, inBody) && a.callsLocked(inBody, before) == calls {
+				return true, nil
+			}
+			still, calls = nil, callsState{} // something moved meanwhile: the grace starts anew
 		case <-graceC:
 			a.mu.Lock()
-			if inBody, only := a.inBodyLocked(); only && len(inBody) > 0 && sameEntries(held, inBody) {
+			if inBody, only := a.inBodyLocked(); only && len(inBody) > 0 && sameEntries(still, inBody) {
 				for c := range inBody { // in the same entry of its body for CancelGrace
 					c.cancel(ErrClosed)
 				}
-				return nil
+				return false, nil
 			}
-			held = nil // something moved meanwhile: the grace starts anew
+			still = nil // something moved meanwhile: the grace starts anew
 		case <-ctx.Done():
 			a.mu.Lock()
-			return ctx.Err()
+			return false, ctx.Err()
+		}
+	}
+}
+
+// callsState is what awaitConversations knows of the handlers of the
+// agent's calls: whether they, with the consumers' bodies, hold every
+// conversation left (held), and enough to tell that no handler began
+// (seq) or returned (running) since, nor a conversation left (active).
+type callsState struct {
+	held            bool
+	seq             uint64
+	running, active int
+}
+
+// callsLocked returns the callsState of the agent, whose conversations
+// in their consumer's body are inBody. held says that every conversation
+// left is in its body or waits for a handler, and that one of those
+// handlers began before Close, numbered up to before (with before 0,
+// never); a.mu is held.
+func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState {
+	st := callsState{seq: a.callSeq, running: len(a.calls), active: a.active}
+	if before == 0 || len(a.calls) == 0 {
+		return st
+	}
+	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
+	for n, session := range a.calls {
+		early[session] = early[session] || n <= before
+	}
+	bodies := make(map[string]bool, len(inBody))
+	for c := range inBody {
+		bodies[c.session] = true
+	}
+	suspect, held := false, 0
+	for session := range a.sessionsLocked() {
+		e, waits := early[session]
+		switch {
+		case waits:
+			suspect = suspect || e
+		case !bodies[session]:
+			return st // waits for something else: the model, a loop, a drain
+		}
+		held++
+	}
+	st.held = suspect && held == a.active
+	return st
+}
+
+// sessionsLocked yields the sessions of the conversations that entered
+// and have not left; a.mu is held.
+func (a *Agent) sessionsLocked() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if a.busyOne != "" && !yield(a.busyOne) {
+			return
+		}
+		for session := range a.busy {
+			if !yield(session) {
+				return
+			}
 		}
 	}
 }
@@ -1358,6 +1468,7 @@ type closer struct {
 	// consumer), with ErrClosed (see Agent.awaitConversations).
 	cancel     context.CancelCauseFunc
 	delegation bool
+	session    string
 	inBody     atomic.Bool
 	// entries counts the consumer's body entries: Close cancels a
 	// conversation in its body only once it has stayed in one entry for
@@ -1433,7 +1544,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if emit != nil || delegation {
 		// Close may cancel it (see Agent.awaitConversations); a Run
 		// without a consumer it waits for, and pays for no ctx.
-		cl := &closer{delegation: delegation}
+		cl := &closer{delegation: delegation, session: sessionID}
 		ctx, cl.cancel = context.WithCancelCause(ctx)
 		defer cl.cancel(nil)
 		c.closer = cl

@@ -18,9 +18,10 @@ import (
 // TestClose_FromADelegationsHook: the delegation's ToolOptions.OnEvent
 // hook, which gets no ctx, closes the lead with context.Background while
 // the lead's Run waits for the delegation, which waits for the hook.
-// Close recognises the hook's goroutine: it returns nil at once (the
-// delegation's call is not answered as timed out), the lead's Run goes on
-// to its answer, and the lead refuses the next Run.
+// Close sees that the Run waits for a handler of the lead's that ran
+// before it began: after CancelGrace it returns nil (the delegation's
+// call is not answered as timed out), the lead's Run goes on to its
+// answer, and the lead refuses the next Run.
 func TestClose_FromADelegationsHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
@@ -53,10 +54,10 @@ func TestClose_FromADelegationsHook(t *testing.T) {
 }
 
 // TestClose_FromAToolWithAnotherCtx: a tool of the agent closes it with a
-// ctx not made from its call's, which Close cannot tell from a host's:
-// Close waits for the Run, which waits for the call, until Close's own
-// ctx ends, and then fails with an error saying what it waited for and
-// how a tool closes its agent.
+// ctx not made from its call's, which Close cannot tell from a host's,
+// and which ends before CancelGrace: Close waits for the Run, which
+// waits for the call, until that ctx ends, and then fails with an error
+// saying what it waited for and how a tool closes its agent.
 func TestClose_FromAToolWithAnotherCtx(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
@@ -72,7 +73,7 @@ func TestClose_FromAToolWithAnotherCtx(t *testing.T) {
 		a = newAgent(t, rt, model(t,
 			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "shutdown", `{}`)}},
 			scripted.Turn{Text: "Closed."},
-		), &agent.Options{Name: "otherctx", Tools: []*tools.Tool{shutdown}})
+		), &agent.Options{Name: "otherctx", Tools: []*tools.Tool{shutdown}, CancelGrace: 2 * time.Second})
 		if _, err := a.Run(context.Background(), "s", ask); err != nil {
 			t.Fatalf("the Run whose tool closed the agent: %v", err)
 		}

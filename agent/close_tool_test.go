@@ -25,17 +25,39 @@ import (
 func TestClose_FromItsOwnTool(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { closeFromItsOwnTool(t, durable) })
+			synctest.Test(t, func(t *testing.T) { closeFromItsOwnTool(t, durable, false) })
 		})
 	}
 }
 
-func closeFromItsOwnTool(t *testing.T, durable bool) {
+// TestClose_FromItsOwnToolWithBackground: as TestClose_FromItsOwnTool, the
+// tool closing the agent with context.Background instead of its call's
+// ctx. Close cannot tell that ctx from a host's; it sees that the Run it
+// waits for waits for a handler of the agent that was running before
+// Close began, and after CancelGrace (shorter than the call's timeout)
+// it stops waiting for it: Close returns nil, the call gets the tool's
+// own result (not its timeout), and the agent finishes closing once the
+// Run has returned.
+func TestClose_FromItsOwnToolWithBackground(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { closeFromItsOwnTool(t, durable, true) })
+		})
+	}
+}
+
+// closeFromItsOwnTool runs a conversation whose tool closes the agent
+// with its call's ctx, or with context.Background when background is
+// set.
+func closeFromItsOwnTool(t *testing.T, durable, background bool) {
 	rt := actorstest.NewRuntime(t, nil)
 	var a *agent.Agent
 	closed := make(chan error, 1)
 	shutdown := tools.MustNew(tools.Definition{Name: "shutdown", Description: "Close the agent.",
 		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if background {
+				ctx = context.Background()
+			}
 			closed <- a.Close(ctx)
 			return map[string]string{"closing": "yes"}, nil
 		}})

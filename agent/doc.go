@@ -141,6 +141,9 @@
 // hooks they hold run on actor goroutines and must not block. A host may
 // close an agent from a Stream's loop body: Close cancels that Run rather
 // than wait for it; and from a tool of its own, given the call's ctx:
-// Close then returns at once and finishes once that Run has returned (see
-// [Agent.Close]).
+// Close then returns at once and finishes once that Run has returned.
+// Given another ctx (context.Background, say, or from a delegation's
+// OnEvent hook, which gets none), Close returns so once the Runs left
+// have waited CancelGrace for handlers running since before it began
+// (see [Agent.Close]).
 package agent

@@ -211,11 +211,6 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var parent *actors.Parent
-			// This goroutine holds the delegation, and the caller's
-			// conversation waits for it: a Close of either here (in
-			// opts.OnEvent, say) cannot wait for them (see Agent.Close).
-			g := goid()
-			defer sub.handle(g)()
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
 					parent = &p
@@ -225,7 +220,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 					// loop (and so the delegation's) has stopped; so does
 					// that of each agent whose conversation waits for the
 					// caller's (a delegation within a delegation).
-					defer caller.delegate(g)()
+					defer caller.delegate()()
 				}
 			}
 			var emit func(Event)

@@ -339,6 +339,8 @@ type Member struct {
 	closeOnce sync.Once
 	closed    chan struct{} // closed once the close that the first Close began is done
 	closeErr  error         // its outcome, set before closed is closed
+	// closeStage names what the close waits for (see setCloseStage).
+	closeStage atomic.Pointer[string]
 }
 
 // unstartedAddress is the address of an actor system whose remote has not
@@ -886,38 +888,48 @@ func parseStatus(resp any, err error, id string) (*status, error) {
 // sessions it hosts (each is taken over by the next request for it,
 // elsewhere: an incarnation stopped mid-step resumes from its last stored
 // step), and shuts the remote and the runtime down. It waits for them or
-// until ctx ends. The store is the caller's. Every Run of this member, in
-// progress or later, returns as soon as Close begins, with an error
-// wrapping [ErrClosed]. A member that the cluster excluded leaves by
-// itself (see [Member.Excluded]): Close waits until it has, and returns
-// the error of its leaving, if any. A Close while the member closes
-// already (an earlier Close, or its leaving) waits for that close to be
-// done, or until its own ctx ends: then it returns an error wrapping
-// ctx's, and the close goes on.
+// until ctx ends: then it returns an error wrapping ctx's that names what
+// the close still waits for, and the close goes on. The store is the
+// caller's. Every Run of this member, in progress or later, returns as
+// soon as Close begins, with an error wrapping [ErrClosed]. A member that
+// the cluster excluded leaves by itself (see [Member.Excluded]): Close
+// waits until it has, and returns the error of its leaving, if any. Every
+// Close waits so for the one close that the first began (whether the
+// earlier ones gave up or not), or until its own ctx ends; once the close
+// is done, Close returns its outcome, whatever ctx.
 func (m *Member) Close(ctx context.Context) error {
-	first := false
-	m.closeOnce.Do(func() { first = true })
-	if !first {
-		select {
-		case <-m.closed: // done: its outcome, whatever ctx
-			return m.closeErr
-		default:
-		}
-		select {
-		case <-m.closed:
-			return m.closeErr
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: close: the member is still closing (an earlier Close, or its leaving: see Excluded): %w", ctx.Err())
-		}
+	m.closeOnce.Do(func() {
+		m.markClose() // ends every Run at once: see ErrClosed
+		m.setCloseStage("leaving the cluster")
+		// Not bound by this ctx: a close cut short would leave the
+		// sessions and the runtime stopping with no one to wait for
+		// them, and a later Close nothing to wait on.
+		go func() {
+			defer close(m.closed)
+			m.closeErr = m.close()
+		}()
+	})
+	select {
+	case <-m.closed: // done: its outcome, whatever ctx
+		return m.closeErr
+	default:
 	}
-	defer close(m.closed)
-	m.closeErr = m.close(ctx)
-	return m.closeErr
+	select {
+	case <-m.closed:
+		return m.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: close: the member is still closing (%s; the close goes on, and a later Close waits for it): %w",
+			*m.closeStage.Load(), ctx.Err())
+	}
 }
 
-// close is the close that the first Close does (see Close).
-func (m *Member) close(ctx context.Context) error {
-	m.markClose() // ends every Run: see ErrClosed
+// setCloseStage records what the close waits for (see Close).
+func (m *Member) setCloseStage(stage string) { m.closeStage.Store(&stage) }
+
+// close is the close that the first Close began (see Close): it waits
+// for as long as the sessions and the runtime take to stop.
+func (m *Member) close() error {
+	ctx := context.Background()
 	if m.topoSub != nil {
 		m.rt.System().EventStream.Unsubscribe(m.topoSub)
 	}
@@ -931,20 +943,24 @@ func (m *Member) close(ctx context.Context) error {
 	// protoactor's futures take an answer without a lock, so an
 	// answer to a future that a Run is giving up at that moment
 	// would race with it.
+	m.setCloseStage("waiting for the Runs to return")
 	m.calls.close()
 	if err := m.calls.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("runs: %w", err))
 	}
 	// Poisons the placement actor, which poisons every session.
+	m.setCloseStage("waiting for the sessions to stop")
 	m.c.IdentityLookup.Shutdown()
 	m.runs.close()
 	if err := m.runs.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("sessions: %w", err))
 	}
+	m.setCloseStage("stopping the remote")
 	if !m.client {
 		m.c.Gossip.Shutdown()
 	}
 	remote.StopRemote(m.rt.System(), m.c.Remote)
+	m.setCloseStage("stopping the runtime")
 	errs = append(errs, m.rt.Close(ctx))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster: close: %w", err)

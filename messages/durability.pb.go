@@ -176,7 +176,12 @@ type RouterState struct {
 	Calls []*PendingToolCall     `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
 	// last_seq is the seq given to the last call that started (chunk events
 	// name calls by seq, so a restored router goes on from there).
-	LastSeq       uint64 `protobuf:"varint,2,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	LastSeq uint64 `protobuf:"varint,2,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// closed are the streams of pending calls that wait for the consumer to
+	// write on them again, by stream id. States stored before this field
+	// have none: their calls wait from the recovery that loads them. A
+	// restore frame's are ignored: its calls wait from the restore.
+	Closed        []*ClosedStream `protobuf:"bytes,3,rep,name=closed,proto3" json:"closed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -225,6 +230,72 @@ func (x *RouterState) GetLastSeq() uint64 {
 	return 0
 }
 
+func (x *RouterState) GetClosed() []*ClosedStream {
+	if x != nil {
+		return x.Closed
+	}
+	return nil
+}
+
+// ClosedStream is a stream closed towards the consumer whose pending calls
+// wait for it to be written on again: a restart recovered them, a restore
+// frame put them on a stream the consumer had no call open on, or the
+// model started them on a closed stream.
+type ClosedStream struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	StreamId string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	// closed_at is when its calls began to wait, in Unix nanoseconds: the
+	// router's limit on recovered calls counts from it, whatever restarts
+	// come after.
+	ClosedAt      int64 `protobuf:"varint,2,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClosedStream) Reset() {
+	*x = ClosedStream{}
+	mi := &file_durability_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClosedStream) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClosedStream) ProtoMessage() {}
+
+func (x *ClosedStream) ProtoReflect() protoreflect.Message {
+	mi := &file_durability_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClosedStream.ProtoReflect.Descriptor instead.
+func (*ClosedStream) Descriptor() ([]byte, []int) {
+	return file_durability_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClosedStream) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *ClosedStream) GetClosedAt() int64 {
+	if x != nil {
+		return x.ClosedAt
+	}
+	return 0
+}
+
 // RouterCallStarted registers a streaming call.
 type RouterCallStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -238,7 +309,7 @@ type RouterCallStarted struct {
 
 func (x *RouterCallStarted) Reset() {
 	*x = RouterCallStarted{}
-	mi := &file_durability_proto_msgTypes[2]
+	mi := &file_durability_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +321,7 @@ func (x *RouterCallStarted) String() string {
 func (*RouterCallStarted) ProtoMessage() {}
 
 func (x *RouterCallStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[2]
+	mi := &file_durability_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +334,7 @@ func (x *RouterCallStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouterCallStarted.ProtoReflect.Descriptor instead.
 func (*RouterCallStarted) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{2}
+	return file_durability_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RouterCallStarted) GetStreamId() string {
@@ -309,7 +380,7 @@ type RouterChunkAppended struct {
 
 func (x *RouterChunkAppended) Reset() {
 	*x = RouterChunkAppended{}
-	mi := &file_durability_proto_msgTypes[3]
+	mi := &file_durability_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +392,7 @@ func (x *RouterChunkAppended) String() string {
 func (*RouterChunkAppended) ProtoMessage() {}
 
 func (x *RouterChunkAppended) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[3]
+	mi := &file_durability_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +405,7 @@ func (x *RouterChunkAppended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouterChunkAppended.ProtoReflect.Descriptor instead.
 func (*RouterChunkAppended) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{3}
+	return file_durability_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RouterChunkAppended) GetSeq() uint64 {
@@ -362,7 +433,7 @@ type RouterCallCompleted struct {
 
 func (x *RouterCallCompleted) Reset() {
 	*x = RouterCallCompleted{}
-	mi := &file_durability_proto_msgTypes[4]
+	mi := &file_durability_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -374,7 +445,7 @@ func (x *RouterCallCompleted) String() string {
 func (*RouterCallCompleted) ProtoMessage() {}
 
 func (x *RouterCallCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[4]
+	mi := &file_durability_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -387,7 +458,7 @@ func (x *RouterCallCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouterCallCompleted.ProtoReflect.Descriptor instead.
 func (*RouterCallCompleted) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{4}
+	return file_durability_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RouterCallCompleted) GetStreamId() string {
@@ -415,7 +486,7 @@ type RouterStreamEnded struct {
 
 func (x *RouterStreamEnded) Reset() {
 	*x = RouterStreamEnded{}
-	mi := &file_durability_proto_msgTypes[5]
+	mi := &file_durability_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -427,7 +498,7 @@ func (x *RouterStreamEnded) String() string {
 func (*RouterStreamEnded) ProtoMessage() {}
 
 func (x *RouterStreamEnded) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[5]
+	mi := &file_durability_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -440,10 +511,111 @@ func (x *RouterStreamEnded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouterStreamEnded.ProtoReflect.Descriptor instead.
 func (*RouterStreamEnded) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{5}
+	return file_durability_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RouterStreamEnded) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+// RouterStreamClosed notes that a stream with pending calls was closed
+// towards the consumer at closed_at (see ClosedStream), unless it is
+// already.
+type RouterStreamClosed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	ClosedAt      int64                  `protobuf:"varint,2,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RouterStreamClosed) Reset() {
+	*x = RouterStreamClosed{}
+	mi := &file_durability_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RouterStreamClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RouterStreamClosed) ProtoMessage() {}
+
+func (x *RouterStreamClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_durability_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RouterStreamClosed.ProtoReflect.Descriptor instead.
+func (*RouterStreamClosed) Descriptor() ([]byte, []int) {
+	return file_durability_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RouterStreamClosed) GetStreamId() string {
+	if x != nil {
+		return x.StreamId
+	}
+	return ""
+}
+
+func (x *RouterStreamClosed) GetClosedAt() int64 {
+	if x != nil {
+		return x.ClosedAt
+	}
+	return 0
+}
+
+// RouterStreamOpened notes that the consumer wrote on a closed stream
+// again: its calls wait no more.
+type RouterStreamOpened struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RouterStreamOpened) Reset() {
+	*x = RouterStreamOpened{}
+	mi := &file_durability_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RouterStreamOpened) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RouterStreamOpened) ProtoMessage() {}
+
+func (x *RouterStreamOpened) ProtoReflect() protoreflect.Message {
+	mi := &file_durability_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RouterStreamOpened.ProtoReflect.Descriptor instead.
+func (*RouterStreamOpened) Descriptor() ([]byte, []int) {
+	return file_durability_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RouterStreamOpened) GetStreamId() string {
 	if x != nil {
 		return x.StreamId
 	}
@@ -461,7 +633,7 @@ type RouterRestored struct {
 
 func (x *RouterRestored) Reset() {
 	*x = RouterRestored{}
-	mi := &file_durability_proto_msgTypes[6]
+	mi := &file_durability_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +645,7 @@ func (x *RouterRestored) String() string {
 func (*RouterRestored) ProtoMessage() {}
 
 func (x *RouterRestored) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[6]
+	mi := &file_durability_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +658,7 @@ func (x *RouterRestored) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouterRestored.ProtoReflect.Descriptor instead.
 func (*RouterRestored) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{6}
+	return file_durability_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RouterRestored) GetState() *RouterState {
@@ -512,7 +684,7 @@ type LoopCall struct {
 
 func (x *LoopCall) Reset() {
 	*x = LoopCall{}
-	mi := &file_durability_proto_msgTypes[7]
+	mi := &file_durability_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +696,7 @@ func (x *LoopCall) String() string {
 func (*LoopCall) ProtoMessage() {}
 
 func (x *LoopCall) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[7]
+	mi := &file_durability_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +709,7 @@ func (x *LoopCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopCall.ProtoReflect.Descriptor instead.
 func (*LoopCall) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{7}
+	return file_durability_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LoopCall) GetCall() *Frame {
@@ -604,7 +776,7 @@ type LoopSession struct {
 
 func (x *LoopSession) Reset() {
 	*x = LoopSession{}
-	mi := &file_durability_proto_msgTypes[8]
+	mi := &file_durability_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +788,7 @@ func (x *LoopSession) String() string {
 func (*LoopSession) ProtoMessage() {}
 
 func (x *LoopSession) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[8]
+	mi := &file_durability_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +801,7 @@ func (x *LoopSession) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopSession.ProtoReflect.Descriptor instead.
 func (*LoopSession) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{8}
+	return file_durability_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LoopSession) GetSessionId() string {
@@ -734,7 +906,7 @@ type LoopCancel struct {
 
 func (x *LoopCancel) Reset() {
 	*x = LoopCancel{}
-	mi := &file_durability_proto_msgTypes[9]
+	mi := &file_durability_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +918,7 @@ func (x *LoopCancel) String() string {
 func (*LoopCancel) ProtoMessage() {}
 
 func (x *LoopCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[9]
+	mi := &file_durability_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +931,7 @@ func (x *LoopCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoopCancel.ProtoReflect.Descriptor instead.
 func (*LoopCancel) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{9}
+	return file_durability_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LoopCancel) GetStopped() bool {
@@ -801,7 +973,7 @@ type ResultMark struct {
 
 func (x *ResultMark) Reset() {
 	*x = ResultMark{}
-	mi := &file_durability_proto_msgTypes[10]
+	mi := &file_durability_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +985,7 @@ func (x *ResultMark) String() string {
 func (*ResultMark) ProtoMessage() {}
 
 func (x *ResultMark) ProtoReflect() protoreflect.Message {
-	mi := &file_durability_proto_msgTypes[10]
+	mi := &file_durability_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +998,7 @@ func (x *ResultMark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultMark.ProtoReflect.Descriptor instead.
 func (*ResultMark) Descriptor() ([]byte, []int) {
-	return file_durability_proto_rawDescGZIP(), []int{10}
+	return file_durability_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResultMark) GetMessage() uint32 {
@@ -869,10 +1041,14 @@ const file_durability_proto_rawDesc = "" +
 	"toolCallId\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x14\n" +
 	"\x05index\x18\x05 \x01(\rR\x05index\x12\x12\n" +
-	"\x04args\x18\x06 \x01(\fR\x04args\"]\n" +
+	"\x04args\x18\x06 \x01(\fR\x04args\"\x91\x01\n" +
 	"\vRouterState\x123\n" +
 	"\x05calls\x18\x01 \x03(\v2\x1d.polyweave.v1.PendingToolCallR\x05calls\x12\x19\n" +
-	"\blast_seq\x18\x02 \x01(\x04R\alastSeq\"|\n" +
+	"\blast_seq\x18\x02 \x01(\x04R\alastSeq\x122\n" +
+	"\x06closed\x18\x03 \x03(\v2\x1a.polyweave.v1.ClosedStreamR\x06closed\"H\n" +
+	"\fClosedStream\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12\x1b\n" +
+	"\tclosed_at\x18\x02 \x01(\x03R\bclosedAt\"|\n" +
 	"\x11RouterCallStarted\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
@@ -887,6 +1063,11 @@ const file_durability_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
 	"toolCallId\"0\n" +
 	"\x11RouterStreamEnded\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamId\"N\n" +
+	"\x12RouterStreamClosed\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamId\x12\x1b\n" +
+	"\tclosed_at\x18\x02 \x01(\x03R\bclosedAt\"1\n" +
+	"\x12RouterStreamOpened\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\tR\bstreamId\"A\n" +
 	"\x0eRouterRestored\x12/\n" +
 	"\x05state\x18\x01 \x01(\v2\x19.polyweave.v1.RouterStateR\x05state\"|\n" +
@@ -940,37 +1121,41 @@ func file_durability_proto_rawDescGZIP() []byte {
 }
 
 var file_durability_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_durability_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_durability_proto_goTypes = []any{
 	(LoopPhase)(0),              // 0: polyweave.v1.LoopPhase
 	(*PendingToolCall)(nil),     // 1: polyweave.v1.PendingToolCall
 	(*RouterState)(nil),         // 2: polyweave.v1.RouterState
-	(*RouterCallStarted)(nil),   // 3: polyweave.v1.RouterCallStarted
-	(*RouterChunkAppended)(nil), // 4: polyweave.v1.RouterChunkAppended
-	(*RouterCallCompleted)(nil), // 5: polyweave.v1.RouterCallCompleted
-	(*RouterStreamEnded)(nil),   // 6: polyweave.v1.RouterStreamEnded
-	(*RouterRestored)(nil),      // 7: polyweave.v1.RouterRestored
-	(*LoopCall)(nil),            // 8: polyweave.v1.LoopCall
-	(*LoopSession)(nil),         // 9: polyweave.v1.LoopSession
-	(*LoopCancel)(nil),          // 10: polyweave.v1.LoopCancel
-	(*ResultMark)(nil),          // 11: polyweave.v1.ResultMark
-	(*Frame)(nil),               // 12: polyweave.v1.Frame
+	(*ClosedStream)(nil),        // 3: polyweave.v1.ClosedStream
+	(*RouterCallStarted)(nil),   // 4: polyweave.v1.RouterCallStarted
+	(*RouterChunkAppended)(nil), // 5: polyweave.v1.RouterChunkAppended
+	(*RouterCallCompleted)(nil), // 6: polyweave.v1.RouterCallCompleted
+	(*RouterStreamEnded)(nil),   // 7: polyweave.v1.RouterStreamEnded
+	(*RouterStreamClosed)(nil),  // 8: polyweave.v1.RouterStreamClosed
+	(*RouterStreamOpened)(nil),  // 9: polyweave.v1.RouterStreamOpened
+	(*RouterRestored)(nil),      // 10: polyweave.v1.RouterRestored
+	(*LoopCall)(nil),            // 11: polyweave.v1.LoopCall
+	(*LoopSession)(nil),         // 12: polyweave.v1.LoopSession
+	(*LoopCancel)(nil),          // 13: polyweave.v1.LoopCancel
+	(*ResultMark)(nil),          // 14: polyweave.v1.ResultMark
+	(*Frame)(nil),               // 15: polyweave.v1.Frame
 }
 var file_durability_proto_depIdxs = []int32{
 	1,  // 0: polyweave.v1.RouterState.calls:type_name -> polyweave.v1.PendingToolCall
-	2,  // 1: polyweave.v1.RouterRestored.state:type_name -> polyweave.v1.RouterState
-	12, // 2: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
-	12, // 3: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
-	12, // 4: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
-	0,  // 5: polyweave.v1.LoopSession.phase:type_name -> polyweave.v1.LoopPhase
-	8,  // 6: polyweave.v1.LoopSession.calls:type_name -> polyweave.v1.LoopCall
-	10, // 7: polyweave.v1.LoopSession.cancel:type_name -> polyweave.v1.LoopCancel
-	11, // 8: polyweave.v1.LoopSession.result_marks:type_name -> polyweave.v1.ResultMark
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	3,  // 1: polyweave.v1.RouterState.closed:type_name -> polyweave.v1.ClosedStream
+	2,  // 2: polyweave.v1.RouterRestored.state:type_name -> polyweave.v1.RouterState
+	15, // 3: polyweave.v1.LoopCall.call:type_name -> polyweave.v1.Frame
+	15, // 4: polyweave.v1.LoopCall.result:type_name -> polyweave.v1.Frame
+	15, // 5: polyweave.v1.LoopSession.params:type_name -> polyweave.v1.Frame
+	0,  // 6: polyweave.v1.LoopSession.phase:type_name -> polyweave.v1.LoopPhase
+	11, // 7: polyweave.v1.LoopSession.calls:type_name -> polyweave.v1.LoopCall
+	13, // 8: polyweave.v1.LoopSession.cancel:type_name -> polyweave.v1.LoopCancel
+	14, // 9: polyweave.v1.LoopSession.result_marks:type_name -> polyweave.v1.ResultMark
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_durability_proto_init() }
@@ -985,7 +1170,7 @@ func file_durability_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_durability_proto_rawDesc), len(file_durability_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

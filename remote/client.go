@@ -147,6 +147,12 @@ type ClientOptions struct {
 	// its calls are answered with ErrNodeUnreachable, the error naming
 	// the TLS failure. Nil: no TLS and no authentication.
 	TLS *TLS
+	// MaxConnsPerPeer bounds the connections one peer (an IP address)
+	// may have open to the client at once (nodes open one each, to send
+	// their answers): one more is refused, the peer told why
+	// (ErrTooManyConns, in an HTTP/2 GOAWAY) and the refusal logged.
+	// Default DefaultMaxConnsPerPeer; negative: no limit.
+	MaxConnsPerPeer int
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines.
 	// Without TLS, a client has no authentication: whoever reaches its
@@ -229,7 +235,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, c.dials, maxFrame, server); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer), c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -429,7 +435,8 @@ func (c *Client) handler(node *actor.PID, name string) tools.HandlerFunc {
 // for a success; the node's message for an error; for the answer of a
 // call the node cancelled when it lost its connection to the client, the
 // node's answer, of its kind, wrapping ErrConnectionLost; for one too
-// large, of KindTooLarge, wrapping ErrTooLarge.
+// large, of KindTooLarge, wrapping ErrTooLarge; for one not run (kind
+// unavailable: the node's limit of calls per caller, say), of that kind.
 func callError(result *messages.Frame) error {
 	if !result.IsErrorResult() {
 		return nil
@@ -445,6 +452,10 @@ func callError(result *messages.Frame) error {
 		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrConnectionLost)}
 	case KindTooLarge:
 		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: fmt.Errorf("%s: %w", body.Error, ErrTooLarge)}
+	case tools.FailureUnavailable:
+		// Not run (the node's limit of calls per caller, say): it says
+		// nothing of the tool's health.
+		return &tools.ResultError{Payload: result.GetPayload(), Kind: kind, Err: errors.New(body.Error)}
 	}
 	return errors.New(body.Error)
 }
@@ -861,6 +872,12 @@ func (p *proxy) gone(addr string, connEnded bool) {
 		delete(p.selves, addr) // the next connection may reach another node
 	}
 	if !p.watched[addr] && !p.dialling[addr] && !p.waitsOn(addr) {
+		if connEnded {
+			// Reported already (its service stopped first), or never
+			// watched: the connection is gone all the same, and the
+			// next call dials anew.
+			delete(p.open, addr)
+		}
 		return
 	}
 	delete(p.watched, addr)

@@ -63,10 +63,19 @@ type dials struct {
 	events  *eventstream.EventStream         // the remote's; set by startRemote
 
 	mu      sync.Mutex
-	opening map[string]int               // peer address → connections opening to it
-	counted func(addr string)            // tests: called once a connection to addr counts as opening
-	opened  func(addr string)            // called once a connection to addr has opened (see onOpen)
-	refused func(addr string, err error) // called once a connection to addr failed to open (see onFailed)
+	opening map[string]int                              // peer address → connections opening to it
+	counted func(addr string)                           // tests: called once a connection to addr counts as opening
+	opened  func(addr string)                           // called once a connection to addr has opened (see onOpen)
+	refused func(addr string, err error)                // called once a connection to addr failed to open (see onFailed)
+	sent    func(addr string, b *paremote.MessageBatch) // called once gRPC has a batch to addr (see onSent)
+}
+
+// onSent makes d call f with a peer's address and each batch of messages
+// gRPC has taken to send to it, on the goroutine sending it.
+func (d *dials) onSent(f func(addr string, b *paremote.MessageBatch)) {
+	d.mu.Lock()
+	d.sent = f
+	d.mu.Unlock()
 }
 
 // onFailed makes d call f with a peer's address and the reason each time
@@ -271,7 +280,21 @@ func (s *dialStream) SendMsg(m any) error {
 		s.cancel()
 		panic(s.d.failed(s.addr, err))
 	}
+	if b := sentBatch(m); err == nil && b != nil {
+		s.d.mu.Lock()
+		sent := s.d.sent
+		s.d.mu.Unlock()
+		if sent != nil {
+			sent(s.addr, b)
+		}
+	}
 	return err
+}
+
+// sentBatch is the message batch m carries, if any.
+func sentBatch(m any) *paremote.MessageBatch {
+	rm, _ := m.(*paremote.RemoteMessage)
+	return rm.GetMessageBatch()
 }
 
 func (s *dialStream) RecvMsg(m any) error {

@@ -74,13 +74,26 @@
 // calls never ends a connection (which would be taken for the peer
 // gone). [MessageLimits] gives a protoactor remote started elsewhere (a
 // cluster member's) the same bounds.
-// The limit is also what a peer can make a node or client hold per
-// stream: gRPC sets aside the length a message claims before the message
-// arrives. A connection has at most 8 streams open at once. Without TLS
-// there is no authentication, so anyone who reaches a node or client can
-// make it hold that much: one more reason they listen on loopback
-// addresses unless AllowRemote. With TLS, only peers with a certificate
-// from its CAs get past the handshake.
+// gRPC would set aside the length a message claims as soon as its 5-byte
+// prefix arrives; nodes and clients hold a message's frames back until
+// the whole message has arrived, so what a peer makes them hold is what
+// it sent, and at most one message of the limit (with its framing) per
+// connection: a connection that sends more of messages not yet whole is
+// closed, its peer told why ([ErrConnBudget], in an HTTP/2 GOAWAY). One
+// peer (an IP address) has at most MaxConnsPerPeer connections open to a
+// node or client at once ([NodeOptions], [ClientOptions]; default
+// [DefaultMaxConnsPerPeer]); one more is refused so ([ErrTooManyConns]).
+// A caller has at most [NodeOptions].MaxCallsPerCaller calls in flight
+// on a node (default [DefaultMaxCallsPerCaller]): one more is answered at
+// once, not run, with an error of kind unavailable
+// (tools.FailureUnavailable) naming the limit; and a caller that reads
+// its answers slowly, with that many waiting to go out to it, has its
+// connection left unread until they have gone, so that its requests wait
+// on its side rather than in the node's queue. Without TLS there is no
+// authentication, so anyone who reaches a node or client can use these
+// bounds to the full: one more reason they listen on loopback addresses
+// unless AllowRemote. With TLS, only peers with a certificate from its
+// CAs get past the handshake.
 //
 // # Pings
 //

@@ -69,3 +69,8 @@ const StreamsPerConnection = maxConcurrentStreams
 // connection's handshake by d instead of HandshakeTimeout. Call it before
 // ServerOptions.
 func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }
+
+// SetConnBudget makes the nodes and clients started after it hold at
+// most n bytes of messages not yet whole per connection, rather than
+// what the receive limit needs (test children only).
+func SetConnBudget(n int) { testConnBudget = func(int) int { return n } }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +174,7 @@ func holdNode(t *testing.T, watched ...*actor.PID) (n *Node, conn *actors.Conn, 
 	for _, pid := range watched {
 		callers[pid.String()] = pid
 	}
-	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes}
+	n = &Node{rt: rt, log: slog.New(slog.DiscardHandler), conns: map[string]*actors.Conn{"hold": conn}, callers: callers, maxFrame: DefaultMaxFrameBytes, loads: newLoads(0)}
 	return n, conn, ch
 }
 
@@ -449,5 +450,30 @@ func TestNode_PeerGoneTellsTheCaller(t *testing.T) {
 	}
 	if err := conn.Close(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// A connection that ends after its node's service stopped (the node's
+// Terminated told of the going first) is no longer taken for open: the
+// next call to that address (a node started there again) dials anew, and
+// when the dial fails the call's error says why, and the node is backed
+// off, as after any failure to open.
+func TestProxy_ConnectionEndedAfterItsServiceStopped(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	now := time.Now()
+	p := newProxy(ClientOptions{RedialBackoff: time.Second})
+	p.now = func() time.Time { return now }
+	receive(p, &peerOpened{address: addr})
+	receive(p, &actor.Terminated{Who: actor.NewPID(addr, ServiceName), Why: actor.TerminatedReason_Stopped})
+	receive(p, &peerGone{address: addr})
+	w := startCall(p, addr, "c")
+	receive(p, &openFailed{address: addr, err: errors.New("error reading server preface: EOF")})
+	receive(p, &peerGone{address: addr})
+	done, err := answered(w)
+	if !done || !errors.Is(err, ErrNodeUnreachable) || !strings.Contains(err.Error(), "the connection failed to open: error reading server preface") {
+		t.Errorf("the call whose dial failed: answered %v (%v), want ErrNodeUnreachable saying why the connection failed to open", done, err)
+	}
+	if r := p.down[addr]; r == nil || r.failures != 1 || !r.at.Equal(now.Add(time.Second)) {
+		t.Errorf("the node whose dial failed: %+v, want 1 failure, backed off 1 s", r)
 	}
 }

@@ -69,6 +69,11 @@ type guard struct {
 
 	mu    sync.Mutex
 	ended func(peer, conn string) // see onEnded
+	// wait, when set (a tagging guard's), is called before each read of
+	// an incoming stream, with the stream's name: the read waits until
+	// it returns (the node's backpressure on a caller, see loads), and
+	// fails with its error.
+	wait func(ctx context.Context, conn string) error
 }
 
 // connHeader is the message header in which a tagging guard names the
@@ -146,6 +151,11 @@ type guardedStream struct {
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
+	if s.g.wait != nil {
+		if err := s.g.wait(s.Context(), s.conn); err != nil {
+			return err
+		}
+	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}

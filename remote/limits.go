@@ -32,18 +32,17 @@ import (
 //     maxMessageBytes (64 MiB), whatever its own MaxFrameBytes, so peers
 //     with different frame limits still agree on the wire.
 //
-// The receive limit is also what one stream can make its receiver hold:
 // gRPC reads a message's length first and sets aside that much before
-// the message arrives, so a peer that claims a message of the limit and
-// never sends it pins the limit for as long as the stream lasts. The
-// limit trades that against batching: 64 MiB holds 15 frames of the
-// default 4 MiB (and a thousand small ones) in one batch, and a peer
-// pins at most 64 MiB per stream and maxConcurrentStreams (8) streams
-// per connection (protoactor opens one stream per connection). Without
-// TLS, nodes and clients have no authentication: whoever reaches their
-// port can open connections, each pinning up to 512 MiB, which is one
-// reason they listen on loopback addresses unless AllowRemote; with TLS,
-// only peers with a certificate from its CAs can.
+// the message arrives; the servers of nodes and clients hold a message's
+// frames back from gRPC until the whole message is there (see conns.go),
+// so a peer that claims a message of the limit and never sends it makes
+// them hold only what it sent, and a connection at most one message of
+// the limit. The limit trades that against batching: 64 MiB holds 15
+// frames of the default 4 MiB (and a thousand small ones) in one batch.
+// Without TLS, nodes and clients have no authentication: whoever reaches
+// their port can open connections (MaxConnsPerPeer of them per IP
+// address), which is one reason they listen on loopback addresses unless
+// AllowRemote; with TLS, only peers with a certificate from its CAs can.
 
 // DefaultMaxFrameBytes bounds one frame (a call with its arguments, a
 // result) a node or client sends unless its options say otherwise.
@@ -58,7 +57,7 @@ const MinFrameBytes = 4 << 10
 
 // maxMessageBytes is the largest gRPC message the nodes and clients send
 // and receive: a batch of protoactor's endpoint writer. It bounds what
-// one stream can make its receiver allocate (see Sizes above).
+// one connection can make its receiver hold (see Sizes above).
 const maxMessageBytes = 64 << 20
 
 // Room for what a batch holds beside its frames: per envelope (its
@@ -170,6 +169,5 @@ func tooLarge(key callKey, tool, msg string) *messages.Frame {
 
 // maxConcurrentStreams is the most streams a node or client lets one
 // connection have open at once: protoactor opens one per connection (its
-// endpoint writer's), so this leaves room and bounds what one connection
-// can pin (see Sizes above).
+// endpoint writer's), so this leaves room.
 const maxConcurrentStreams = 8

@@ -81,6 +81,22 @@ type NodeOptions struct {
 	// the port is the one callers reach, from 1 to 65535 (else Serve
 	// fails with ErrAdvertise).
 	Advertise string
+	// MaxConnsPerPeer bounds the connections one peer (an IP address)
+	// may have open to the node at once: one more is refused, the peer
+	// told why (ErrTooManyConns, in an HTTP/2 GOAWAY) and the refusal
+	// logged. Each caller opens one (a new one when it loses it); all the
+	// callers of one machine are one peer. Default
+	// DefaultMaxConnsPerPeer; negative: no limit.
+	MaxConnsPerPeer int
+	// MaxCallsPerCaller bounds what one caller's connection costs the
+	// node: a call beyond this many of its calls in flight is answered
+	// at once with an error of kind unavailable (tools.FailureUnavailable)
+	// that names the limit, without running; and once this many answers
+	// to it wait to go out (a caller that reads its answers slowly), the
+	// node stops reading its connection until they have gone, so that
+	// its further requests wait on its side. Default
+	// DefaultMaxCallsPerCaller; negative: no bound.
+	MaxCallsPerCaller int
 	// AllowRemote lets the node listen on an address that is not a
 	// loopback one. Without TLS, a node has no authentication: whoever
 	// reaches its address runs its tools, so set it only on a network
@@ -151,6 +167,9 @@ type Node struct {
 	descs []*messages.Frame // DESCRIPTION frames, one per tool, stream id unset
 
 	maxFrame int // the frame limit (NodeOptions.MaxFrameBytes)
+
+	// loads bounds what each caller's connection costs (see loads).
+	loads *loads
 
 	routes sync.Map // callKey → route of the caller awaiting the result
 
@@ -239,7 +258,9 @@ func Serve(opts *NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{rt: rt, log: o.Logger, maxFrame: maxFrame, guard: &guard{log: o.Logger, tag: true}, dials: o.dials(),
-		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string][]*actor.PID{}}
+		conns: map[string]*actors.Conn{}, callers: map[string]*actor.PID{}, probers: map[string][]*actor.PID{}, loads: newLoads(o.MaxCallsPerCaller)}
+	n.guard.wait = n.loads.wait
+	n.dials.onSent(n.loads.sent)
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, t := range o.Tools {
@@ -268,7 +289,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
 	server, _ := o.TLS.credentials()
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, advertise, n.guard, n.dials, maxFrame, server); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, advertise, n.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer), n.dials, maxFrame, server); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}
@@ -338,7 +359,9 @@ func (n *Node) receive(ctx actor.Context) {
 		// The connection to callers ended (or failed to open): it also
 		// stands for the watches that reached its endpoint too late to
 		// be answered (see watchEndpoints). The callers may still be
-		// there (only this connection lost): they are told.
+		// there (only this connection lost): they are told. What waited
+		// to go out into it is lost with it.
+		n.loads.lost(m.address)
 		if cancelled := n.callersGone(func(caller *actor.PID) bool { return caller.GetAddress() == m.address }, true); cancelled > 0 {
 			n.log.Info("connection to callers gone", "address", m.address, "cancelled_calls", cancelled)
 		}
@@ -370,15 +393,17 @@ func (n *Node) receive(ctx actor.Context) {
 		if cancelled := n.cancelRoutes(func(r route) bool { return r.conn == m.conn }, false); cancelled > 0 {
 			n.log.Info("connection from caller gone", "address", m.peer, "cancelled_calls", cancelled)
 		}
+		n.loads.forget(m.conn)
 		return
 	default:
 		return
 	}
+	from := connOf(ctx) // the connection the request came over
 	if t := f.GetType(); (t == messages.FrameType_DESCRIBE || t == messages.FrameType_TOOL_CALL) && longIDs(f) {
 		n.log.Warn("request with ids over the bound not served", "type", t.String(), "tool", clipName(f.GetName()),
 			"stream_id_bytes", len(f.GetStreamId()), "tool_call_id_bytes", len(f.GetToolCallId()), "bound", maxIDBytes)
 		if ctx.Sender() != nil {
-			ctx.Send(ctx.Sender(), idsTooLong(f))
+			n.answer(ctx, ctx.Sender(), from, idsTooLong(f))
 		}
 		return
 	}
@@ -397,9 +422,9 @@ func (n *Node) receive(ctx actor.Context) {
 					"tool", d.GetName(), "bytes", size, "limit", n.maxFrame, "stream_id_bytes", len(d.GetStreamId()))
 				continue
 			}
-			ctx.Send(ctx.Sender(), d)
+			n.answer(ctx, ctx.Sender(), from, d)
 		}
-		ctx.Send(ctx.Sender(), messages.End(f.GetStreamId()))
+		n.answer(ctx, ctx.Sender(), from, messages.End(f.GetStreamId()))
 	case messages.FrameType_TOOL_CALL:
 		if ctx.Sender() == nil {
 			n.log.Warn("tool call without a sender dropped", "tool", clipName(f.GetName()), "tool_call_id", f.GetToolCallId())
@@ -407,19 +432,24 @@ func (n *Node) receive(ctx actor.Context) {
 		}
 		conn, ok := n.conns[f.GetName()]
 		if !ok {
-			ctx.Send(ctx.Sender(), unknownTool(f))
+			n.answer(ctx, ctx.Sender(), from, unknownTool(f))
 			return
 		}
 		if size := oversized(f, n.maxFrame); size > 0 {
-			ctx.Send(ctx.Sender(), tooLarge(callKey{f.GetStreamId(), f.GetToolCallId()}, f.GetName(), fmt.Sprintf(
+			n.answer(ctx, ctx.Sender(), from, tooLarge(callKey{f.GetStreamId(), f.GetToolCallId()}, f.GetName(), fmt.Sprintf(
 				"Tool %s was not run: its arguments are too large for this node: a call of %d bytes, limit %d", f.GetName(), size, n.maxFrame)))
 			return
 		}
+		if !n.loads.call(from) {
+			n.answer(ctx, ctx.Sender(), from, tooBusy(f, n.loads.max))
+			return
+		}
 		n.watchCaller(ctx, ctx.Sender())
-		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName(), ctx.MessageHeader().Get(connHeader)})
+		n.routes.Store(callKey{f.GetStreamId(), f.GetToolCallId()}, route{ctx.Sender(), f.GetName(), from})
 		if err := conn.Send(f); err != nil {
 			n.routes.Delete(callKey{f.GetStreamId(), f.GetToolCallId()})
-			ctx.Send(ctx.Sender(), messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(),
+			n.loads.answered(from)
+			n.answer(ctx, ctx.Sender(), from, messages.ToolError(f.GetStreamId(), f.GetToolCallId(), f.GetName(),
 				fmt.Sprintf("Tool %s is unavailable on this node: %v", f.GetName(), err)))
 		}
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
@@ -427,6 +457,30 @@ func (n *Node) receive(ctx actor.Context) {
 			_ = conn.Send(f) // a tool without the stream ignores it
 		}
 	}
+}
+
+// answer sends f to the caller to with sender (the service actor's
+// context, or the root), in answer to a request that came over the
+// connection conn: counted as waiting to go out until gRPC has it (see
+// loads), the message marked with conn so that the count ends then.
+func (n *Node) answer(sender actor.SenderContext, to *actor.PID, conn string, f *messages.Frame) {
+	if conn == "" {
+		sender.Send(to, f)
+		return
+	}
+	n.loads.queue(conn, to.GetAddress())
+	e := &actor.MessageEnvelope{Message: f}
+	e.SetHeader(connHeader, conn)
+	sender.Send(to, e)
+}
+
+// connOf is the connection (see connHeader) that the message ctx handles
+// came over, "" when it came otherwise.
+func connOf(ctx actor.Context) string {
+	if h := ctx.MessageHeader(); h != nil {
+		return h.Get(connHeader)
+	}
+	return ""
 }
 
 // watchCaller watches caller unless the service actor already does.
@@ -465,9 +519,10 @@ func (n *Node) cancelRoutes(cancel func(route) bool, tell bool) int {
 		}
 		if _, ok := n.routes.LoadAndDelete(k); ok {
 			key := k.(callKey)
+			n.loads.answered(r.conn)
 			_ = n.conns[r.tool].Send(messages.Cancel(key.stream, key.id))
 			if tell {
-				n.rt.System().Root.Send(r.to, connectionLost(key, r.tool))
+				n.answer(n.rt.System().Root, r.to, r.conn, connectionLost(key, r.tool))
 			}
 			cancelled++
 		}
@@ -555,13 +610,15 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 			continue
 		}
 		key := callKey{f.GetStreamId(), f.GetToolCallId()}
-		if r, ok := n.routes.LoadAndDelete(key); ok {
+		if v, ok := n.routes.LoadAndDelete(key); ok {
+			r := v.(route)
+			n.loads.answered(r.conn)
 			if size := oversized(f, n.maxFrame); size > 0 {
 				n.log.Warn("tool result too large to send", "tool", f.GetName(), "tool_call_id", key.id, "bytes", size, "limit", n.maxFrame)
 				f = tooLarge(key, f.GetName(), fmt.Sprintf(
 					"Tool %s ran, but its result is too large to send: %d bytes, limit %d", f.GetName(), size, n.maxFrame))
 			}
-			n.rt.System().Root.Send(r.(route).to, f)
+			n.answer(n.rt.System().Root, r.to, r.conn, f)
 		}
 	}
 }

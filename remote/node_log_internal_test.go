@@ -21,7 +21,7 @@ import (
 func TestNode_SenderlessCallLogClipped(t *testing.T) {
 	system := actorstest.HostSystem(t)
 	logs := &sizedLog{}
-	n := &Node{log: slog.New(logs), probers: map[string][]*actor.PID{}}
+	n := &Node{log: slog.New(logs), probers: map[string][]*actor.PID{}, loads: newLoads(0)}
 	svc := system.Root.Spawn(actor.PropsFromFunc(n.receive))
 	defer system.Root.Stop(svc)
 	system.Root.Send(svc, messages.ToolCall("s", "c", strings.Repeat("n", 1<<20), nil))

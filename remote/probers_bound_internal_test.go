@@ -18,7 +18,7 @@ import (
 // logger, which protoactor sets in every remote's Start.)
 func TestNode_ProbersBoundedPerAddress(t *testing.T) {
 	system := actorstest.HostSystem(t)
-	n := &Node{log: slog.New(slog.DiscardHandler), probers: map[string][]*actor.PID{}}
+	n := &Node{log: slog.New(slog.DiscardHandler), probers: map[string][]*actor.PID{}, loads: newLoads(0)}
 	svc := system.Root.Spawn(actor.PropsFromFunc(n.receive))
 	defer system.Root.Stop(svc)
 	const touches = 2000

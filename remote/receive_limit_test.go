@@ -1,25 +1,18 @@
 package remote_test
 
 import (
-	"bytes"
-	"encoding/binary"
-	"net"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/polyweave/polyweave-go/remote"
 )
 
-// TestNode_RefusesMessageClaimOverReceiveLimit: gRPC allocates the length
-// a message's 5-byte prefix claims before the body arrives, so the
-// receive limit is what one stream of a peer can make a node allocate
-// without sending anything more. The documented bound is 64 MiB and at
-// most remote.StreamsPerConnection streams per connection: a claim one
-// byte over the limit ends its stream with RESOURCE_EXHAUSTED at once,
-// before anything is set aside for it (gRPC checks the claim first).
+// TestNode_RefusesMessageClaimOverReceiveLimit: the documented receive
+// limit is 64 MiB, with at most remote.StreamsPerConnection streams per
+// connection: a claim one byte over the limit ends its stream with
+// RESOURCE_EXHAUSTED at once, before anything is set aside for it (the
+// node passes such a claim on to gRPC, which checks the claim first).
 func TestNode_RefusesMessageClaimOverReceiveLimit(t *testing.T) {
 	const documented = 64 << 20
 	if remote.ReceiveLimit != documented {
@@ -29,44 +22,14 @@ func TestNode_RefusesMessageClaimOverReceiveLimit(t *testing.T) {
 	// race with the shared client's on gRPC's global logger.
 	node := startNode(t, remote.DefaultAddress)
 
-	c, err := net.Dial("tcp", node.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Only a failing node makes the test wait this long: a refusal comes
-	// at once.
-	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	c := dialRaw(t, node.addr)
 	const streams = 4
-	claim := make([]byte, 5)
-	binary.BigEndian.PutUint32(claim[1:], documented+1)
 	for i := range streams {
-		var hb bytes.Buffer
-		enc := hpack.NewEncoder(&hb)
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/remote.Remoting/Receive"},
-			{":authority", node.addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
-			if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
-				t.Fatal(err)
-			}
-		}
 		id := uint32(2*i + 1)
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
-			t.Fatal(err)
-		}
-		if err := fr.WriteData(id, false, claim); err != nil {
-			t.Fatal(err)
-		}
+		c.open(t, id)
+		c.claim(t, id, documented+1, 0)
 	}
+	fr := c.fr
 	maxStreams, sawSettings := uint32(0), false
 	refused := map[uint32]string{}
 	for len(refused) < streams {

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		{envNode, runTestNode}, {envClient, runTestClient}, {envCloseRace, runCloseRace},
 		{envSilentClose, runSilentClose}, {envClientAt, runClientAt}, {envFrozen, runFrozen},
 		{envDialLog, func(string) int { return runDialLog() }}, {envEndableNode, runEndableNode},
-		{envRedial, runRedial}, {envBigNode, runBigNode},
+		{envRedial, runRedial}, {envBigNode, runBigNode}, {envLimitsNode, runLimitsNode},
 	} {
 		if v := os.Getenv(child.env); v != "" {
 			os.Exit(child.run(v))
@@ -152,7 +152,8 @@ func listen(opts *remote.NodeOptions, events func(string)) *remote.Node {
 }
 
 // readCommands reads lines on stdin until it closes: "routes" prints
-// "routes N", N the calls node still routes results for; other lines go
+// "routes N", N the calls node still routes results for; "alloc" prints
+// "alloc N", N the bytes the process has allocated so far; other lines go
 // to other (when not nil), which returns true to stop the reading. It
 // reports whether other stopped it.
 func readCommands(node *remote.Node, events func(string), other func(line string) bool) bool {
@@ -160,6 +161,10 @@ func readCommands(node *remote.Node, events func(string), other func(line string
 	for sc.Scan() {
 		if sc.Text() == "routes" {
 			events(fmt.Sprint("routes ", remote.Routes(node)))
+		} else if sc.Text() == "alloc" {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			events(fmt.Sprint("alloc ", ms.TotalAlloc))
 		} else if other != nil && other(sc.Text()) {
 			return true
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -26,12 +25,13 @@ const DefaultAddress = "127.0.0.1:0"
 const endpointQueueSize = 1024
 
 // startRemote starts protoactor remote on system, listening on address
-// (host:port; port 0 picks a free one), with the message guard installed
-// its connections to peers bounded by d, and its gRPC messages bounded for
+// (host:port; port 0 picks a free one), with the message guard installed,
+// its incoming connections within l's limits, its connections to peers
+// bounded by d, and its gRPC messages bounded for
 // frames of up to maxFrame bytes (see withMessageLimits); its server
 // speaks TLS with creds, unless nil (see TLS). It returns the remote and
 // the address peers reach it at.
-func startRemote(system *actor.ActorSystem, address, advertise string, g *guard, d *dials, maxFrame int, creds credentials.TransportCredentials) (r *paremote.Remote, addr string, err error) {
+func startRemote(system *actor.ActorSystem, address, advertise string, g *guard, l *connLimits, d *dials, maxFrame int, creds credentials.TransportCredentials) (r *paremote.Remote, addr string, err error) {
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, "", fmt.Errorf("remote: address %q: %w", address, err)
@@ -45,9 +45,7 @@ func startRemote(system *actor.ActorSystem, address, advertise string, g *guard,
 	}
 	d.events = system.EventStream
 	server := append(g.serverOptions(), PingPolicy())
-	if creds != nil {
-		server = append(server, grpc.Creds(creds))
-	}
+	server = append(server, l.serverOptions(creds)...)
 	cfg := paremote.Configure(host, port, paremote.WithServerOptions(server...),
 		// The queue of each peer's endpoint writer starts at this many
 		// slots and grows as needed; the default, a million, allocates

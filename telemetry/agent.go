@@ -141,8 +141,10 @@ func (o *agentObserver) start(ev *event) {
 	// The parent first: finding it may start the calling tool's span,
 	// which fills the scratch slice too.
 	parent := o.t.enclosing(ev.actor, o.name)
-	attrs := append(o.t.scratch[:0], opInvokeAgent, attribute.String("gen_ai.agent.name", o.name),
-		attribute.String("gen_ai.conversation.id", ev.stream))
+	attrs := append(o.t.scratch[:0], opInvokeAgent, attribute.String("gen_ai.agent.name", o.name))
+	if id := o.t.conversationID(ev.stream); id != "" {
+		attrs = append(attrs, attribute.String("gen_ai.conversation.id", id))
+	}
 	o.t.scratch = attrs
 	ctx, span := o.t.startSpan(parent, o.t.spanName("invoke_agent", o.name), ev.at, internalKind, attrs)
 	r := o.t.spareRuns.get()
@@ -152,6 +154,15 @@ func (o *agentObserver) start(ev *event) {
 	}
 	o.runs[ev.stream] = r
 	o.t.addRun(ev.stream, r)
+}
+
+// conversationID is the gen_ai.conversation.id of a run on stream (see
+// Options.ConversationID), clipped as the spans' texts are.
+func (t *Telemetry) conversationID(stream string) string {
+	if t.conversation == nil {
+		return stream
+	}
+	return clipText(t.conversation(stream))
 }
 
 // Attributes every span of a kind has.

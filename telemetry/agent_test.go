@@ -112,3 +112,47 @@ func TestAgent_NameTakenThroughMeasuredStores(t *testing.T) {
 		}
 	}
 }
+
+// TestAgent_ConversationIDIsTheSession: a Telemetry whose ConversationID
+// maps an agent's stream ids to its sessions (agent.SessionOf) gives the
+// run span of a session "team#7" (whose stream id the agent escapes as
+// "team%237") the session id as gen_ai.conversation.id, the
+// conversation's id by the GenAI conventions, not the stream's.
+func TestAgent_ConversationIDIsTheSession(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(&telemetry.Options{
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)),
+		ConversationID: func(stream string) string { session, _ := agent.SessionOf(stream); return session },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	rt := actorstest.NewRuntime(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	model := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "hi"}}}, nil)
+	a, err := agent.New(rt, tel.Model(model.Spec("model"), "scripted"), &agent.Options{Name: "talker", Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	const session = "team#7"
+	if ans, err := a.Run(ctx, session, []models.Message{models.UserMessage("hi")}); err != nil || ans.Text != "hi" {
+		t.Fatalf("run: %v, %+v", err, ans)
+	}
+	if err := tel.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range exp.GetSpans() {
+		if s.Name == "invoke_agent talker" {
+			ids = append(ids, attrs(s)["gen_ai.conversation.id"])
+		}
+	}
+	if len(ids) != 1 || ids[0] != session {
+		t.Fatalf("gen_ai.conversation.id of the run spans: %q, want one, the session %q (the stream id is %q)", ids, session, agent.StreamID(session, 1))
+	}
+}

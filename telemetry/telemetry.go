@@ -49,6 +49,18 @@ type Options struct {
 	// AgentName is gen_ai.agent.name of the run spans; default: the
 	// name of the tapped spec (an agent's name).
 	AgentName string
+	// ConversationID, when set, gives the gen_ai.conversation.id of a
+	// run span from the run's stream id; default: the stream id. By the
+	// GenAI conventions the attribute is the conversation's (session's,
+	// thread's) id, shared by every run of the conversation. A bare tool
+	// loop's stream is its conversation, but an agent of package agent
+	// runs each attempt of a session on a stream of its own (the session
+	// id, then "<session>#<n>", with '#' and '%' of the session escaped:
+	// agent.StreamID), so hosts of such agents pass agent.SessionOf's
+	// session here. It runs on the recorder goroutine, and must be quick;
+	// an empty id leaves the attribute out. Runs and model requests are
+	// matched by stream id whatever it returns.
+	ConversationID func(stream string) string
 	// MaxQueued bounds the events waiting for the recorder goroutine;
 	// default (zero or less): [DefaultMaxQueued]. When the span processors
 	// or the meter do not keep up and the queue is full, events are
@@ -75,6 +87,7 @@ type Telemetry struct {
 	tracing, metering bool
 	tracer            trace.Tracer
 	agentName         string
+	conversation      func(stream string) string // Options.ConversationID
 
 	duration    metric.Float64Histogram
 	tokens      metric.Int64Histogram
@@ -246,7 +259,7 @@ func New(opts *Options) (*Telemetry, error) {
 	if opts != nil {
 		o = *opts
 	}
-	t := &Telemetry{agentName: o.AgentName, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
+	t := &Telemetry{agentName: o.AgentName, conversation: o.ConversationID, logger: o.Logger, runs: map[string]*liveRun{}, active: map[handler]struct{}{},
 		names: map[[2]string]string{}, toolNames: map[string]struct{}{}, finishReasons: map[string]attribute.KeyValue{}}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)

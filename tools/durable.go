@@ -47,12 +47,15 @@ const MetaState = "state"
 //
 // Every change of the router's [PendingCalls] (a streaming call starting,
 // an argument chunk, a call completing, a stream ending with calls still
-// pending, a restore) is persisted as a protobuf event
-// (messages.RouterCallStarted, RouterChunkAppended, RouterCallCompleted,
-// RouterStreamEnded, RouterRestored) BEFORE it is applied, and a snapshot
-// (messages.RouterState) is taken every SnapshotEvery events. Frames that
-// change nothing (a chunk for a call that is not pending, the END of a
-// stream without pending calls, atomic TOOL_CALLs) are not persisted.
+// pending, a restore, a stream of pending calls closed towards the
+// consumer or written on again: see below) is persisted as a protobuf
+// event (messages.RouterCallStarted, RouterChunkAppended,
+// RouterCallCompleted, RouterStreamEnded, RouterRestored,
+// RouterStreamClosed, RouterStreamOpened) BEFORE it is applied, and a
+// snapshot (messages.RouterState) is taken every SnapshotEvery events.
+// Frames that change nothing (a chunk for a call that is not pending, the
+// END of a stream without pending calls, atomic TOOL_CALLs) are not
+// persisted, nor are closed streams without a RecoveredTimeout limit.
 //
 // Argument chunks are written together: a chunk shows nowhere until its
 // call completes or its stream ends, so the router holds the chunks of a
@@ -90,9 +93,33 @@ const MetaState = "state"
 // every call; nothing goes out to the consumer on the closed stream. A
 // consumer that writes on the stream after that finds no call there:
 // more chunks of the call are dropped, as those of any call that is not
-// pending. The limit runs from the recovery of each incarnation: a
-// router restarted again before it has passed recovers the calls again,
-// with their streams closed, and their limit starts again.
+// pending. The limit runs from the recovery that closed the call's
+// stream first: the time is persisted with the call (closed_at, before
+// anything goes out), so a router restarted again, however often, ends
+// the call when it has waited RecoveredTimeout in all. Only a consumer
+// that writes on the stream again starts it again, at the next restart:
+// that its calls wait no more is written with the router's next write or
+// when its incarnation ends (a process killed before loses it: the
+// calls then wait less after the next restart). A call recovered from a
+// state stored before calls had that time waits from the recovery that
+// loads it. The time is the wall clock's: a clock set back makes calls
+// wait longer, one set forward shorter.
+//
+// A call the model starts on a closed stream (on a CANCEL, say, or on
+// anything else of the consumer's that does not open a call and so goes
+// on to the model) waits on it as the recovered ones do, from its start:
+// its state frames do not go out, it is announced with them when the
+// consumer writes on the stream again, and it is ended RecoveredTimeout
+// after its start if the consumer does not, rather than pending until the
+// model ends a stream it may never end.
+//
+// The results the router writes into the model for the calls of a closed
+// stream (ended at the limit, cancelled, cut short by the model's END)
+// do not go out to the consumer when the model echoes them (model
+// adapters do not: they ignore results), not even when the consumer has
+// written on the stream again before the echo came: it was told of no
+// such call there. The router expects such an echo until the model ends
+// the stream, and for at most 256 calls at a time.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -103,7 +130,8 @@ const MetaState = "state"
 // consumer writes a call-opening frame on them, or ended RecoveredTimeout
 // after the restore, as recovered calls are. That holds for the calls a
 // restore puts on a stream a restart closed as well: their limit runs
-// from the restore.
+// from the restore (a restore frame's state carries no closed times: the
+// router clears those it holds).
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -139,7 +167,9 @@ const MetaState = "state"
 // calls with that snapshot (a serialized messages.RouterState, see
 // [RestoreFrame]); it is persisted like any change and consumed, not
 // forwarded. A restore frame that cannot be decoded is answered with a
-// META frame named "restore_error".
+// META frame named "restore_error", on its stream, unless that stream is
+// closed (see above): then it is logged at Warn level, and nothing goes
+// out.
 type DurabilityOptions struct {
 	// Store keeps the router's events and snapshots; required. The caller
 	// owns it and closes it after the router has stopped.
@@ -154,10 +184,12 @@ type DurabilityOptions struct {
 	SnapshotEvery int
 	// Timeout bounds each store call; zero means none.
 	Timeout time.Duration
-	// RecoveredTimeout is how long after a restart a recovered call, or
-	// after a restore a call it put on a stream the consumer had no call
-	// open on, waits for the consumer to write on its stream before it is
-	// ended (see above); zero means [DefaultRecoveredTimeout], a negative
+	// RecoveredTimeout is how long after the restart that first recovered
+	// it a recovered call, after a restore a call it put on a stream the
+	// consumer had no call open on, or after its start a call the model
+	// started on a closed stream, waits for the consumer to write on its
+	// stream before it is ended (see above), however often the router
+	// restarts meanwhile; zero means [DefaultRecoveredTimeout], a negative
 	// value no limit: a call whose stream nobody writes on then stays
 	// pending, in memory and in the store, until a CANCEL, an ABORT, the
 	// model's END or ERROR on its stream or a restore frame removes it.
@@ -221,11 +253,13 @@ type durableRouter struct {
 	// closed holds the streams of the calls this incarnation recovered,
 	// which its restart closed, and those of calls a restore frame put on
 	// streams the consumer had no call open on, that the consumer has not
-	// written on since (see opened): nothing goes out on them. Nil until
-	// a recovery or a restore puts calls there. An entry stays after its
-	// calls have ended (the model may echo their results): it holds no
-	// more streams than the recovery and the restores found.
-	closed map[string]closedStream
+	// written on since (see opened), with the state frame event that
+	// announces their calls when it does ("recovered" or "restored"):
+	// nothing goes out on them. Nil until a recovery or a restore puts
+	// calls there. An entry stays after its calls have ended (the model
+	// may echo their results): it holds no more streams than the
+	// recovery and the restores found.
+	closed map[string]string
 	// open holds the streams the consumer wrote a call-opening frame on
 	// in this incarnation, until the model ends them (END or ERROR): a
 	// restore frame's calls on the others are put on closed streams.
@@ -233,25 +267,30 @@ type durableRouter struct {
 	// other.
 	open     map[string]struct{}
 	lastOpen string
-	// limits counts the limit timers set: the generation of the last.
-	limits int
+	// armed is the time the limit timer is set for: the earliest end of
+	// the calls waiting on closed streams; zero when none is set.
+	armed time.Time
 	// limit is how long the calls of a closed stream wait for it to be
-	// written on again (RecoveredTimeout); 0 for no limit.
+	// written on again (RecoveredTimeout), from their closedAt; 0 for no
+	// limit.
 	limit time.Duration
+	// echoes holds the calls of closed streams whose results the router
+	// wrote into the model (ended at the limit, cancelled, their stream
+	// ended by the model), until the model echoes the result or ends the
+	// stream: such an echo does not go out, even on a stream the consumer
+	// has written on again meanwhile (it was told of no such call there).
+	// echoOrder keeps the order they came in: past echoLimit, the oldest
+	// go (a model adapter ignores results and echoes none).
+	echoes    map[callKey]struct{}
+	echoOrder []callKey
 }
 
-// closedStream is why a stream is closed: the state frame event that
-// announces its calls when it is written on again ("recovered" or
-// "restored"), and the generation of the limit timer that ends them.
-type closedStream struct {
-	event string
-	gen   int
-}
+// echoLimit bounds durableRouter.echoes.
+const echoLimit = 256
 
-// closedLimit is the key of the timer that ends the calls of the streams
-// closed with generation gen that were not written on again within the
-// limit.
-type closedLimit struct{ gen int }
+// closedLimit is the key of the timer that ends the calls of closed
+// streams whose limit has passed at at.
+type closedLimit struct{ at time.Time }
 
 // flushTimer is the key of the timer that writes held chunks when no
 // other frame does within flushDelay.
@@ -266,7 +305,57 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
 	r.take = d.takeCancelled
+	deliver := r.d.deliver
+	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
+		if d.isClosed(call.GetStreamId()) {
+			d.expectEcho(keyOf(call))
+		}
+		deliver(c, call, result)
+	}
 	return d
+}
+
+// expectEcho notes that the result of call k, on a closed stream, goes to
+// the model (see durableRouter.echoes).
+func (r *durableRouter) expectEcho(k callKey) {
+	if r.echoes == nil {
+		r.echoes = map[callKey]struct{}{}
+	}
+	if _, ok := r.echoes[k]; ok {
+		return
+	}
+	if len(r.echoOrder) >= echoLimit {
+		delete(r.echoes, r.echoOrder[0])
+		r.echoOrder = slices.Delete(r.echoOrder, 0, 1)
+	}
+	r.echoes[k] = struct{}{}
+	r.echoOrder = append(r.echoOrder, k)
+}
+
+// echo reports whether f, a response frame, is the model's echo of a
+// result the router wrote into it for a call of a closed stream, and
+// forgets what the model's end of a stream leaves nothing to expect.
+func (r *durableRouter) echo(f *messages.Frame) bool {
+	switch f.GetType() {
+	case messages.FrameType_TOOL_RESULT:
+		k := keyOf(f)
+		if _, ok := r.echoes[k]; !ok {
+			return false
+		}
+		delete(r.echoes, k)
+		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool { return o == k })
+		return true
+	case messages.FrameType_END, messages.FrameType_ERROR:
+		stream := f.GetStreamId()
+		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool {
+			if o.stream != stream {
+				return false
+			}
+			delete(r.echoes, o)
+			return true
+		})
+	}
+	return false
 }
 
 // takeCancelled persists and applies the removal of a pending call that a
@@ -310,9 +399,15 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	var st messages.RouterState
 	if err := proto.Unmarshal(raw, &st); err != nil {
 		r.flush(c)
+		if r.isClosed(f.GetStreamId()) { // nothing goes out on it: the log says what happened
+			c.Logger().Warn("restore frame on a closed stream not decoded", "router", r.id,
+				"stream", f.GetStreamId(), "error", err)
+			return
+		}
 		r.emit(c, messages.Meta(f.GetStreamId(), "restore_error", mustJSON(map[string]string{"error": err.Error()})))
 		return
 	}
+	st.Closed = nil // the calls it puts on closed streams wait from the restore
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
 	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
@@ -320,6 +415,9 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 
 // Response implements actors.Wrapped: decide, persist, apply, act.
 func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
+	if len(r.echoes) > 0 && r.echo(f) {
+		return
+	}
 	if r.core.hold(f) { // the hot path: an argument chunk
 		switch {
 		case r.core.full():
@@ -336,6 +434,9 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	}
 	switch e.Kind {
 	case EventCallStarted:
+		if r.isClosed(e.StreamID) {
+			r.startedClosed(c, e.StreamID)
+		}
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
 	case EventCallCompleted:
 		r.announce(c, e.StreamID, "completed", e.ToolCallID)
@@ -372,7 +473,9 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 			return
 		case closedLimit:
 			r.flush(c)
-			r.endClosed(c, m.Key.(closedLimit).gen)
+			if m.Key.(closedLimit).at.Equal(r.armed) {
+				r.endClosed(c)
+			}
 			return
 		}
 		r.flush(c)
@@ -383,15 +486,18 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	}
 }
 
-// OnFailure implements actors.WrapperFailureHandler: the chunks held when
-// the incarnation ends are written, so the next one, which may get later
-// chunks of the same calls, recovers them. (A write that failed is not
-// held any more: it is not retried.)
-func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c) }
+// OnFailure implements actors.WrapperFailureHandler: the chunks (and the
+// quiet events) held when the incarnation ends are written, so the next
+// one, which may get later chunks of the same calls, recovers them. (A
+// write that failed is not held any more: it is not retried.)
+func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.core.flushAll(persister(c)) }
 
-// recovered notes, once the recovery is complete, the streams of the
+// recovered closes, once the recovery is complete, the streams of the
 // calls it recovered, which the restart closed towards the consumer, and
-// sets the timer of their limit.
+// sets the timer of their limit. Their closed times are persisted first:
+// a call's limit counts from the recovery that first closed its stream,
+// whatever restarts come after (one loaded without a closed time, from a
+// state stored before it had one, waits from this recovery).
 func (r *durableRouter) recovered(c actors.WrapperContext) {
 	if r.asm.Pending.Len() == 0 {
 		return
@@ -403,8 +509,8 @@ func (r *durableRouter) recovered(c actors.WrapperContext) {
 // put there (as a restart closes those of the calls it recovers) that the
 // consumer has no call open on, but stream, to which the restore is
 // answered, unless it is closed already: their calls wait for their
-// stream to be written on, within the limit. A closed stream's calls are
-// all restored ones now: their limit starts again.
+// stream to be written on, within the limit, from now (the restore
+// cleared their closed times).
 func (r *durableRouter) closeRestored(c actors.WrapperContext, stream string) {
 	r.closeStreams(c, "restored", func(s string) bool {
 		if s == stream && !r.isClosed(s) {
@@ -416,22 +522,69 @@ func (r *durableRouter) closeRestored(c actors.WrapperContext, stream string) {
 }
 
 // closeStreams closes the streams with pending calls that close reports,
-// for event, under a new generation, and sets the timer of its limit.
+// for event, persists when the calls of those whose calls did not wait
+// yet began to, and sets the timer of the limit.
 func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, close func(string) bool) {
-	gen := r.limits + 1
-	for stream := range r.asm.Pending.byStream {
+	p := &r.asm.Pending
+	for stream := range p.byStream {
 		if !close(stream) {
 			continue
 		}
 		if r.closed == nil {
-			r.closed = make(map[string]closedStream, len(r.asm.Pending.byStream))
+			r.closed = make(map[string]string, len(p.byStream))
 		}
-		r.closed[stream] = closedStream{event: event, gen: gen}
-		r.limits = gen
+		r.closed[stream] = event
 	}
-	if r.limits == gen && r.limit > 0 {
-		c.After(r.limit, closedLimit{gen})
+	var events []Event
+	if r.limit > 0 {
+		now := time.Now().UnixNano()
+		for stream := range p.byStream {
+			if _, waits := p.closedAt[stream]; !waits && r.isClosed(stream) {
+				events = append(events, Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: now})
+			}
+		}
 	}
+	if len(events) > 0 {
+		slices.SortFunc(events, func(a, b Event) int { return cmp.Compare(a.StreamID, b.StreamID) })
+		r.core.persistAll(persister(c), events)
+	}
+	r.armLimit(c)
+}
+
+// startedClosed persists when a call the model started on a closed
+// stream began to wait, unless the calls recovered there wait still: it
+// waits for the stream to be written on as they do, and is ended with
+// them, or at its own limit when none was left, rather than pending until
+// an END of the model that may never come.
+func (r *durableRouter) startedClosed(c actors.WrapperContext, stream string) {
+	if _, waits := r.asm.Pending.closedAt[stream]; waits || r.limit <= 0 {
+		return
+	}
+	r.core.persist(persister(c), Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: time.Now().UnixNano()})
+	r.armLimit(c)
+}
+
+// armLimit sets the limit timer for the earliest end of the calls waiting
+// on closed streams, unless one is set for that time or before.
+func (r *durableRouter) armLimit(c actors.WrapperContext) {
+	if r.limit <= 0 || len(r.closed) == 0 {
+		return
+	}
+	var first int64
+	for stream, at := range r.asm.Pending.closedAt {
+		if r.isClosed(stream) && (first == 0 || at < first) {
+			first = at
+		}
+	}
+	if first == 0 {
+		return
+	}
+	at := time.Unix(0, first).Add(r.limit)
+	if !r.armed.IsZero() && !at.Before(r.armed) {
+		return
+	}
+	r.armed = at
+	c.After(max(time.Until(at), 0), closedLimit{at})
 }
 
 // isClosed reports whether stream is closed towards the consumer (see
@@ -446,8 +599,9 @@ func (r *durableRouter) isClosed(stream string) bool {
 
 // opened notes that the consumer wrote a frame that opens a call (as the
 // runtime counts it) on stream. If the stream is closed, the consumer
-// has come back to it: it opens, and the calls there that are still
-// pending are announced first.
+// has come back to it: it opens, its calls wait no more (written with
+// the next write: nothing waits for it), and the calls there that are
+// still pending are announced first.
 func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if stream != r.lastOpen && stream != "" {
 		if r.open == nil {
@@ -459,7 +613,7 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(r.closed) == 0 {
 		return
 	}
-	cs, ok := r.closed[stream]
+	event, ok := r.closed[stream]
 	if !ok {
 		return
 	}
@@ -468,29 +622,35 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(calls) == 0 {
 		return
 	}
+	if _, waits := r.asm.Pending.closedAt[stream]; waits {
+		// Nothing waits for it: lost with a crash, the calls would only
+		// wait less after the next restart.
+		r.core.later(Event{Kind: EventStreamOpened, StreamID: stream})
+	}
 	ids := make([]string, len(calls))
 	for i, pc := range calls {
 		ids[i] = pc.ToolCallID
 	}
-	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: cs.event,
+	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: event,
 		StreamPending: len(ids), Pending: r.asm.Pending.Len(), ToolCallIDs: ids})))
 }
 
-// endClosed ends the calls still pending on the streams closed with
-// generation gen once the limit has passed: their removal is persisted,
-// then their error results go to the model. The streams stay closed: the
-// model may echo the results, and nothing goes out on them until the
-// consumer comes back.
-func (r *durableRouter) endClosed(c actors.WrapperContext, gen int) {
+// endClosed ends the calls still pending on closed streams whose limit
+// has passed: their removal is persisted, then their error results go to
+// the model. The streams stay closed: the model may echo the results,
+// and nothing goes out on them until the consumer comes back. The timer
+// is then set for the next calls to end.
+func (r *durableRouter) endClosed(c actors.WrapperContext) {
+	r.armed = time.Time{}
 	var ended []*PendingCall
-	restored := map[string]bool{}
-	for stream, cs := range r.closed {
-		if cs.gen == gen {
+	due := time.Now().Add(-r.limit).UnixNano()
+	for stream, at := range r.asm.Pending.closedAt {
+		if r.isClosed(stream) && at <= due {
 			ended = append(ended, r.asm.Pending.inStream(stream)...)
-			restored[stream] = cs.event == "restored"
 		}
 	}
 	if len(ended) == 0 {
+		r.armLimit(c)
 		return
 	}
 	slices.SortFunc(ended, func(a, b *PendingCall) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -505,13 +665,14 @@ func (r *durableRouter) endClosed(c actors.WrapperContext, gen int) {
 		"router", r.id, "calls", len(calls), "within", r.limit)
 	for _, call := range calls {
 		why := "the router restarted, and stream %s was not written on again within %v"
-		if restored[call.GetStreamId()] {
+		if r.closed[call.GetStreamId()] == "restored" {
 			why = "a restore frame put it on stream %s, which was not written on within %v"
 		}
 		r.d.deliver(c, call, errorResult(call, FailureStopped, fmt.Sprintf(
 			"Tool %s stopped before its arguments were complete: "+why,
 			call.GetName(), call.GetStreamId(), r.limit)))
 	}
+	r.armLimit(c)
 }
 
 // stateChange is the payload of a META state frame.

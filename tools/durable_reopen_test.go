@@ -181,14 +181,22 @@ type limitedRouter struct {
 	store durability.Store
 	rt    *actors.Runtime
 	conn  *actors.Conn
+	// model makes the model of each start: resultsModel unless set.
+	model func(got chan<- *messages.Frame) actors.Spec
 }
 
 // startLimited starts a limitedRouter, closed at cleanup, after which no
 // goroutine may be left.
 func startLimited(t *testing.T, kind restartKind, limit time.Duration) *limitedRouter {
 	t.Helper()
+	return startLimitedWith(t, kind, limit, resultsModel)
+}
+
+// startLimitedWith is startLimited with the model that model makes.
+func startLimitedWith(t *testing.T, kind restartKind, limit time.Duration, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
+	t.Helper()
 	h := &limitedRouter{t: t, kind: kind, limit: limit, got: make(chan *messages.Frame, 16),
-		path: filepath.Join(t.TempDir(), "router.db"), store: memstore.New(nil)}
+		path: filepath.Join(t.TempDir(), "router.db"), store: memstore.New(nil), model: model}
 	_, h.tool = newArgsTool(t)
 	if kind == restartProcess {
 		h.open()
@@ -215,7 +223,7 @@ func (h *limitedRouter) open() {
 
 func (h *limitedRouter) start() {
 	h.t.Helper()
-	spec, err := tools.NewStreamingRouter(resultsModel(h.got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{h.tool},
+	spec, err := tools.NewStreamingRouter(h.model(h.got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{h.tool},
 		Durability: &tools.DurabilityOptions{Store: h.store, WrapperID: "r1", RecoveredTimeout: h.limit}})
 	if err != nil {
 		h.t.Fatal(err)

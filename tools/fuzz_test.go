@@ -84,8 +84,11 @@ func FuzzRouterEvent(f *testing.F) {
 		&messages.RouterChunkAppended{Seq: 1, Chunk: []byte(`{"x":`)},
 		&messages.RouterCallCompleted{StreamId: "a", ToolCallId: "c1"},
 		&messages.RouterStreamEnded{StreamId: "a"},
+		&messages.RouterStreamClosed{StreamId: "a", ClosedAt: 7},
+		&messages.RouterStreamOpened{StreamId: "a"},
 		&messages.RouterRestored{State: &messages.RouterState{LastSeq: 3, Calls: []*messages.PendingToolCall{
-			{Seq: 3, StreamId: "a", ToolCallId: "c1", Args: []byte("{")}, {Seq: 3, StreamId: "b", ToolCallId: "c1"}}}},
+			{Seq: 3, StreamId: "a", ToolCallId: "c1", Args: []byte("{")}, {Seq: 3, StreamId: "b", ToolCallId: "c1"}},
+			Closed: []*messages.ClosedStream{{StreamId: "a", ClosedAt: 5}, {StreamId: "z", ClosedAt: 6}}}},
 		&messages.RouterState{LastSeq: 1},
 	} {
 		f.Add(encodeAny(f, m))

@@ -41,6 +41,12 @@ type PendingCalls struct {
 	// chunks of a call mostly follow each other, and so find it without
 	// hashing its key.
 	last *PendingCall
+	// closedAt holds, for the streams closed towards the consumer whose
+	// calls wait for it to write on them again, when they began to wait
+	// (Unix nanoseconds): a durable router's limit on recovered calls
+	// counts from it (see messages.ClosedStream). A stream leaves it when
+	// it has no pending call left.
+	closedAt map[string]int64
 }
 
 // Len is the number of pending calls.
@@ -89,6 +95,9 @@ func (p *PendingCalls) counted(streamID string, delta int) {
 		p.byStream[streamID] = n
 	} else {
 		delete(p.byStream, streamID)
+		if len(p.closedAt) > 0 {
+			delete(p.closedAt, streamID)
+		}
 	}
 }
 
@@ -149,6 +158,13 @@ func (p *PendingCalls) State() *messages.RouterState {
 		st.Calls[i] = &messages.PendingToolCall{Seq: c.Seq, StreamId: c.StreamID, ToolCallId: c.ToolCallID,
 			Name: c.Name, Index: c.Index, Args: c.Args}
 	}
+	if len(p.closedAt) > 0 {
+		st.Closed = make([]*messages.ClosedStream, 0, len(p.closedAt))
+		for stream, at := range p.closedAt {
+			st.Closed = append(st.Closed, &messages.ClosedStream{StreamId: stream, ClosedAt: at})
+		}
+		slices.SortFunc(st.Closed, func(a, b *messages.ClosedStream) int { return cmp.Compare(a.StreamId, b.StreamId) })
+	}
 	return st
 }
 
@@ -178,4 +194,23 @@ func (p *PendingCalls) restore(st *messages.RouterState) {
 		p.indexed(c)
 		p.seq = max(p.seq, c.Seq)
 	}
+	p.closedAt = nil
+	for _, cs := range st.GetClosed() {
+		p.closeStream(cs.GetStreamId(), cs.GetClosedAt())
+	}
+}
+
+// closeStream notes that stream's calls wait from at (Unix nanoseconds),
+// unless they wait already or there are none.
+func (p *PendingCalls) closeStream(stream string, at int64) {
+	if p.InStream(stream) == 0 {
+		return
+	}
+	if _, ok := p.closedAt[stream]; ok {
+		return
+	}
+	if p.closedAt == nil {
+		p.closedAt = map[string]int64{}
+	}
+	p.closedAt[stream] = at
 }

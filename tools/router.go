@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -30,6 +31,22 @@ type RouterOptions struct {
 	// routers take it: NewInstaller and NewLoop reject it (a loop persists
 	// sessions instead: [LoopOptions].Session).
 	Durability *DurabilityOptions
+	// OnCall, when set, is called for each call the stage runs, on the
+	// goroutine that runs the call's handler, just before the handler,
+	// with the handler's ctx ([CallFrom] gives the call); done, when not
+	// nil, is called on the same goroutine once the handler has returned
+	// (or panicked): before its result answers the call, and after the
+	// call's timeout or cancellation did, when the handler outlives
+	// them. Sync tools included, every handler the stage runs is between
+	// the two; a call answered without its handler (an unknown tool,
+	// invalid arguments, an open circuit, a call refused approval) never
+	// reaches it.
+	// It lets the stage's owner know which of its calls are in their
+	// handlers, without goroutine ids: an agent knows by it that a
+	// conversation waits for a handler, which may be one that closes
+	// the agent (see agent.Agent.Close). It runs in every call's path:
+	// keep it quick, and never block in it.
+	OnCall func(ctx context.Context) (done func())
 }
 
 // toolSet merges Tools and Handlers and checks names are unique.
@@ -76,6 +93,11 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 	all, err := toolSet(opts.Tools, opts.Handlers, sync)
 	if err != nil {
 		return opts, nil, fmt.Errorf("router %q: %w", opts.Name, err)
+	}
+	if opts.OnCall != nil {
+		for i, t := range all {
+			all[i] = t.onCall(opts.OnCall)
+		}
 	}
 	return opts, all, nil
 }

@@ -28,6 +28,13 @@ const (
 	// EventRestored replaces every pending call with State (a snapshot
 	// loaded at recovery, or a restore frame's).
 	EventRestored
+	// EventStreamClosed notes that the pending calls of StreamID wait for
+	// the consumer to write on it again from ClosedAt (Unix nanoseconds),
+	// unless they wait already (see [DurabilityOptions]).
+	EventStreamClosed
+	// EventStreamOpened notes that the consumer wrote on StreamID again:
+	// its calls wait no more.
+	EventStreamOpened
 )
 
 // Event is one change of a router's pending calls: what [Assembler.Decide]
@@ -44,6 +51,8 @@ type Event struct {
 	Chunk string
 	// State is the whole state of EventRestored.
 	State *messages.RouterState
+	// ClosedAt is the time of EventStreamClosed, in Unix nanoseconds.
+	ClosedAt int64
 
 	call *PendingCall // the call Decide found for a chunk: saves Apply a lookup
 }
@@ -89,6 +98,7 @@ func (p *PendingCalls) Apply(e Event) {
 			return
 		}
 		delete(p.byStream, e.StreamID)
+		delete(p.closedAt, e.StreamID)
 		for k, c := range p.calls {
 			if k.stream == e.StreamID {
 				delete(p.calls, k)
@@ -98,6 +108,10 @@ func (p *PendingCalls) Apply(e Event) {
 		p.last = nil
 	case EventRestored:
 		p.restore(e.State)
+	case EventStreamClosed:
+		p.closeStream(e.StreamID, e.ClosedAt)
+	case EventStreamOpened:
+		delete(p.closedAt, e.StreamID)
 	}
 }
 
@@ -194,6 +208,10 @@ func eventOf(msg any) (e Event, ok bool) {
 		return Event{Kind: EventStreamEnded, StreamID: m.GetStreamId()}, true
 	case *messages.RouterRestored:
 		return Event{Kind: EventRestored, State: m.GetState()}, true
+	case *messages.RouterStreamClosed:
+		return Event{Kind: EventStreamClosed, StreamID: m.GetStreamId(), ClosedAt: m.GetClosedAt()}, true
+	case *messages.RouterStreamOpened:
+		return Event{Kind: EventStreamOpened, StreamID: m.GetStreamId()}, true
 	}
 	return Event{}, false
 }

@@ -2,9 +2,12 @@ package tools_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -170,5 +173,71 @@ func TestPendingCalls_ChunksBySeqAndByFrame(t *testing.T) {
 	a.Step(messages.ToolArgChunk("s", "c", `lost`))
 	if ds := a.Step(messages.ToolComplete("t", "c")); len(ds) != 1 || string(ds[0].Frame.GetPayload()) != `{"b":2}` || p.Len() != 0 {
 		t.Fatalf("last completion: %+v, left %+v", ds, p.Snapshot())
+	}
+}
+
+// TestPendingCalls_ClosedTimes: a stream with pending calls, once
+// closed, keeps the time it was closed first until it is opened again or
+// has no pending call left; a stream without pending calls is not
+// closed; a state keeps the times (a router snapshot, loaded at the next
+// recovery). A state stored before it had them loads with none: its
+// calls wait from the recovery that loads it.
+func TestPendingCalls_ClosedTimes(t *testing.T) {
+	closedAt := func(p *tools.PendingCalls) map[string]int64 {
+		out := map[string]int64{}
+		for _, cs := range p.State().GetClosed() {
+			out[cs.GetStreamId()] = cs.GetClosedAt()
+		}
+		return out
+	}
+	var p tools.PendingCalls
+	p.Apply(tools.Event{Kind: tools.EventCallStarted, StreamID: "s", ToolCallID: "a", Name: "t"})
+	p.Apply(tools.Event{Kind: tools.EventCallStarted, StreamID: "o", ToolCallID: "c", Name: "t"})
+	p.Apply(tools.Event{Kind: tools.EventCallStarted, StreamID: "e", ToolCallID: "d", Name: "t"})
+	p.Apply(tools.Event{Kind: tools.EventStreamClosed, StreamID: "s", ClosedAt: 100})
+	p.Apply(tools.Event{Kind: tools.EventStreamClosed, StreamID: "e", ClosedAt: 100})
+	p.Apply(tools.Event{Kind: tools.EventStreamClosed, StreamID: "none", ClosedAt: 100})
+	p.Apply(tools.Event{Kind: tools.EventCallStarted, StreamID: "s", ToolCallID: "b", Name: "t"})
+	p.Apply(tools.Event{Kind: tools.EventStreamClosed, StreamID: "s", ClosedAt: 200})
+	if got, want := closedAt(&p), map[string]int64{"s": 100, "e": 100}; !maps.Equal(got, want) {
+		t.Fatalf("closed times %v, want %v", got, want)
+	}
+	p.Apply(tools.Event{Kind: tools.EventCallCompleted, StreamID: "e", ToolCallID: "d"})
+	p.Apply(tools.Event{Kind: tools.EventCallCompleted, StreamID: "s", ToolCallID: "a"})
+	if got, want := closedAt(&p), map[string]int64{"s": 100}; !maps.Equal(got, want) {
+		t.Fatalf("closed times once e has no call left: %v, want %v", got, want)
+	}
+	var q tools.PendingCalls
+	q.Apply(tools.Event{Kind: tools.EventRestored, State: p.State()})
+	if got := closedAt(&q); !maps.Equal(got, closedAt(&p)) {
+		t.Errorf("restored closed times %v, want %v", got, closedAt(&p))
+	}
+	q.Apply(tools.Event{Kind: tools.EventStreamOpened, StreamID: "s"})
+	if got := closedAt(&q); len(got) != 0 {
+		t.Errorf("closed times once s opened: %v, want none", got)
+	}
+	p.Apply(tools.Event{Kind: tools.EventStreamEnded, StreamID: "s"})
+	if got := closedAt(&p); len(got) != 0 {
+		t.Errorf("closed times once s ended: %v, want none", got)
+	}
+
+	// A state stored before closed times: field 3 absent.
+	old, err := proto.Marshal(&messages.RouterState{LastSeq: 1, Calls: []*messages.PendingToolCall{
+		{Seq: 1, StreamId: "s", ToolCallId: "a", Name: "t", Args: []byte(`{"x":`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loaded messages.RouterState
+	if err := proto.Unmarshal(old, &loaded); err != nil {
+		t.Fatal(err)
+	}
+	var r tools.PendingCalls
+	r.Apply(tools.Event{Kind: tools.EventRestored, State: &loaded})
+	if got := closedAt(&r); len(got) != 0 {
+		t.Errorf("an old state loaded with closed times %v", got)
+	}
+	r.Apply(tools.Event{Kind: tools.EventStreamClosed, StreamID: "s", ClosedAt: 300})
+	if got := closedAt(&r); got["s"] != 300 {
+		t.Errorf("a stream of an old state, once closed: closed at %d, want 300", got["s"])
 	}
 }

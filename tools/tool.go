@@ -195,6 +195,21 @@ func validName(name string) bool {
 	return true
 }
 
+// onCall returns a copy of t whose handler runs between hook and the
+// function it returns (see [RouterOptions].OnCall): the stage that owns
+// the copy runs it as it would t.
+func (t *Tool) onCall(hook func(context.Context) func()) *Tool {
+	c := *t
+	handler := t.def.Handler
+	c.def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+		if done := hook(ctx); done != nil {
+			defer done()
+		}
+		return handler(ctx, args)
+	}
+	return &c
+}
+
 // MustNew is [New] for definitions known to be valid; it panics on error.
 func MustNew(def Definition) *Tool {
 	t, err := New(def)

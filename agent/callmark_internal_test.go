@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// BenchmarkCallMark: what an agent keeps of one tool call its
+// conversation waits for. "goroutine-id" is how delegations were told
+// apart before tools.RouterOptions.OnCall (kept here as the baseline:
+// the handler's goroutine id read from its stack trace, counted in a map
+// under the agent's lock, and taken out again); "on-call" is the
+// agent's OnCall hook around a handler, as every call now passes it.
+func BenchmarkCallMark(b *testing.B) {
+	rt := actorstest.NewRuntime(b, nil)
+	a, err := New(rt, scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "Done."}}}, nil).Spec("model"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	b.Run("goroutine-id", func(b *testing.B) {
+		handling := map[uint64]int{}
+		b.ReportAllocs()
+		for b.Loop() {
+			g := stackGoid()
+			a.mu.Lock()
+			handling[g]++
+			a.mu.Unlock()
+			a.mu.Lock()
+			if handling[g]--; handling[g] == 0 {
+				delete(handling, g)
+			}
+			a.mu.Unlock()
+		}
+	})
+	b.Run("on-call", func(b *testing.B) {
+		hook := trackCalls(a.self)
+		ctx := callContext(b, rt)
+		b.ReportAllocs()
+		for b.Loop() {
+			if done := hook(ctx); done != nil {
+				done()
+			}
+		}
+	})
+}
+
+// stackGoid is the goroutine id as the header of its stack trace gives
+// it, the way Agent told delegations' goroutines apart before OnCall.
+func stackGoid() uint64 {
+	var buf [64]byte
+	s := buf[:runtime.Stack(buf[:], false)]
+	s, ok := bytes.CutPrefix(s, []byte("goroutine "))
+	if i := bytes.IndexByte(s, ' '); ok && i > 0 {
+		if n, err := strconv.ParseUint(string(s[:i]), 10, 64); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// callContext returns the ctx a call runner gave the handler of a call
+// of session "s" (its CallFrom tells the call), kept once it returned.
+func callContext(b *testing.B, rt *actors.Runtime) context.Context {
+	got := make(chan context.Context, 1)
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "t",
+		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) { got <- ctx; return nil, nil }})}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mux, err := rt.StartMux(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mux.Close(context.Background())
+	s, err := mux.Open("s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Send(messages.ToolCall("s", "c1", "t", json.RawMessage(`{}`))); err != nil {
+		b.Fatal(err)
+	}
+	return <-got
+}

@@ -1,0 +1,576 @@
+package remote
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// What a peer's connection can make a node or client hold.
+//
+// gRPC reads a message's 5-byte prefix and sets aside the length it
+// claims (up to the receive limit, maxMessageBytes) before the message
+// arrives: with a few bytes per stream, and maxConcurrentStreams streams
+// per connection, a peer that never sends the rest pinned 8 × 64 MiB per
+// connection, as many connections as it liked, without TLS with no
+// certificate at all. So the servers of nodes and clients read their
+// connections through a heldConn: it follows the HTTP/2 frames a peer
+// sends, and holds back the frames of a stream from the prefix of a
+// message until the whole message has arrived (as it arrives, in the
+// frames themselves): gRPC sees the prefix only once the bytes it claims
+// are there, so what a peer makes the server hold is what it sent. The
+// frames held on one connection are bounded (connBudget: one message of
+// the receive limit, with its framing); a peer that sends more of
+// messages not yet whole has its connection closed, told why (an HTTP/2
+// GOAWAY, ENHANCE_YOUR_CALM, whose debug data says it) and logged. gRPC
+// itself never waits on what is held: the server's flow-control windows
+// (connWindow) let a peer send a whole message of the receive limit
+// without gRPC's updates. A claim over the receive limit is passed on at
+// once, and gRPC refuses it (RESOURCE_EXHAUSTED) without setting
+// anything aside.
+//
+// A peer (an IP address) has at most maxConnsPerPeer connections to a
+// server at once (NodeOptions.MaxConnsPerPeer,
+// ClientOptions.MaxConnsPerPeer): one more is refused once through its
+// handshake, with a GOAWAY saying so, and logged.
+
+// DefaultMaxConnsPerPeer is how many connections one peer (an IP address)
+// may have open to a node or client at once, unless the options say
+// otherwise. A client or a node opens one connection to each peer it
+// talks to (and a new one when it loses it), so this leaves room for
+// many processes on one machine (all of a machine's processes are one
+// peer: loopback callers share 127.0.0.1).
+const DefaultMaxConnsPerPeer = 64
+
+// ErrTooManyConns is the cause of the refusal (logged by the server, and
+// in the debug data of the GOAWAY its peer receives) of a connection over
+// a peer's MaxConnsPerPeer.
+var ErrTooManyConns = errors.New("too many connections from one peer")
+
+// ErrConnBudget is the cause of the closing (logged by the server, and in
+// the debug data of the GOAWAY its peer receives) of a connection that
+// sent more of messages not yet whole than a connection may hold.
+var ErrConnBudget = errors.New("too many bytes of messages not yet whole on one connection")
+
+// connBudget bounds the bytes of the frames a heldConn holds: one message
+// of the receive limit, its prefix, and its frames' headers.
+const connBudget = maxMessageBytes + maxMessageBytes/http2MaxFrame*http2FrameHeader + 64<<10
+
+// connWindow is the initial HTTP/2 flow-control window of the servers'
+// streams and connections: a peer may send a whole message of the
+// receive limit (and its prefix) before gRPC, which does not see it while
+// it is held, would grant more.
+const connWindow = maxMessageBytes + 64<<10
+
+// streamOverhead is what the budget counts for each stream with frames
+// held, beside the frames.
+const streamOverhead = 256
+
+// HTTP/2 framing (RFC 9113).
+const (
+	http2FrameHeader = 9
+	http2MaxFrame    = 16 << 10 // what gRPC's server takes (SETTINGS_MAX_FRAME_SIZE)
+	frameData        = 0x0
+	frameHeaders     = 0x1
+	frameRSTStream   = 0x3
+	frameGoAway      = 0x7
+	flagEndStream    = 0x1
+	flagPadded       = 0x8
+	codeCancel       = 0x8
+	codeCalm         = 0xb // ENHANCE_YOUR_CALM
+	grpcPrefix       = 5
+)
+
+// connLimits is the bookkeeping of a server's incoming connections: how
+// many each peer has open, the budget each may hold, and the log of
+// their refusals.
+type connLimits struct {
+	log     *slog.Logger
+	perPeer int // <= 0: no limit
+	budget  int // bytes a connection may hold (connBudget; tests lower it)
+	limit   int // the receive limit of a message (maxMessageBytes)
+
+	mu    sync.Mutex
+	peers map[string]int
+
+	refused atomic.Int64 // connections refused or closed, for the log
+}
+
+// newConnLimits returns the limits of a server allowing perPeer
+// connections per peer (0: DefaultMaxConnsPerPeer; negative: no limit).
+func newConnLimits(log *slog.Logger, perPeer int) *connLimits {
+	if perPeer == 0 {
+		perPeer = DefaultMaxConnsPerPeer
+	}
+	return &connLimits{log: log, perPeer: perPeer, budget: testConnBudget(connBudget), limit: maxMessageBytes, peers: map[string]int{}}
+}
+
+// testConnBudget returns budget unless a test lowered it.
+var testConnBudget = func(budget int) int { return budget }
+
+// serverOptions wrap creds (nil: none) so that the server reads its
+// connections through heldConns, within l's limits, and set the windows
+// that this needs (see connWindow).
+func (l *connLimits) serverOptions(creds credentials.TransportCredentials) []grpc.ServerOption {
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return []grpc.ServerOption{grpc.Creds(&limitedCreds{TransportCredentials: creds, l: l}),
+		grpc.InitialWindowSize(connWindow), grpc.InitialConnWindowSize(connWindow)}
+}
+
+// add counts a connection of peer and reports whether it is within the
+// limit; done must follow either way.
+func (l *connLimits) add(peer string) (count int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.peers[peer]++
+	count = l.peers[peer]
+	return count, l.perPeer <= 0 || count <= l.perPeer
+}
+
+func (l *connLimits) done(peer string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.peers[peer]--; l.peers[peer] <= 0 {
+		delete(l.peers, peer)
+	}
+}
+
+// warn logs a connection refused or closed: the first, then each one that
+// doubles their count (a peer can open connections far faster than a log
+// should grow).
+func (l *connLimits) warn(msg, peer string, err error) {
+	if n := l.refused.Add(1); n&(n-1) == 0 {
+		l.log.Warn(msg, "peer", peer, "error", err.Error(), "refused_total", n)
+	}
+}
+
+// limitedCreds are a server's transport credentials (TLS, or none) that
+// count each peer's connections, refuse those over the limit, and hand
+// gRPC the others as heldConns.
+type limitedCreds struct {
+	credentials.TransportCredentials
+	l *connLimits
+}
+
+func (c *limitedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	peer := peerHost(raw.RemoteAddr())
+	count, ok := c.l.add(peer)
+	conn, auth, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		c.l.done(peer)
+		return nil, nil, err
+	}
+	if !ok {
+		c.l.done(peer)
+		err := fmt.Errorf("remote: connection from %s refused: it would be its %dth open at once, over the limit of %d: %w",
+			peer, count, c.l.perPeer, ErrTooManyConns)
+		c.l.warn("remote connection refused", peer, err)
+		refuse(conn, err)
+		return nil, nil, err
+	}
+	return newHeldConn(conn, c.l, peer), auth, nil
+}
+
+func (c *limitedCreds) Clone() credentials.TransportCredentials {
+	return &limitedCreds{TransportCredentials: c.TransportCredentials.Clone(), l: c.l}
+}
+
+// peerHost is the host of addr (a peer's IP), or addr whole.
+func peerHost(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return host
+	}
+	return addr.String()
+}
+
+// refuseLinger bounds how long a refused connection is read (and
+// dropped) after its GOAWAY, so that the peer reads the GOAWAY before the
+// connection closes (closing with its bytes unread would reset it).
+const refuseLinger = time.Second
+
+// refuse tells the peer of a connection gRPC never saw why it is refused
+// (an empty SETTINGS, the server's preface, then a GOAWAY with err), and
+// closes it.
+func refuse(conn net.Conn, err error) {
+	settings := []byte{0, 0, 0, 0x4, 0, 0, 0, 0, 0}
+	_ = conn.SetDeadline(time.Now().Add(refuseLinger))
+	if _, werr := conn.Write(append(settings, goAway(err)...)); werr == nil {
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		buf := make([]byte, 4<<10)
+		for {
+			if _, rerr := conn.Read(buf); rerr != nil {
+				break
+			}
+		}
+	}
+	_ = conn.Close()
+}
+
+// goAway is an HTTP/2 GOAWAY frame (no stream processed,
+// ENHANCE_YOUR_CALM) whose debug data is err's text.
+func goAway(err error) []byte {
+	debug := clip(err.Error(), 512)
+	f := make([]byte, http2FrameHeader+8, http2FrameHeader+8+len(debug))
+	putFrameHeader(f, 8+len(debug), frameGoAway, 0, 0)
+	binary.BigEndian.PutUint32(f[http2FrameHeader+4:], codeCalm)
+	return append(f, debug...)
+}
+
+// putFrameHeader writes an HTTP/2 frame header into f.
+func putFrameHeader(f []byte, length int, typ, flags byte, stream uint32) {
+	f[0], f[1], f[2] = byte(length>>16), byte(length>>8), byte(length)
+	f[3], f[4] = typ, flags
+	binary.BigEndian.PutUint32(f[5:9], stream)
+}
+
+// heldConn is a server connection that holds back the frames of a
+// stream's message until the message is whole (see above). gRPC reads it
+// from one goroutine; it writes from others.
+type heldConn struct {
+	net.Conn
+	l       *connLimits
+	peer    string
+	release sync.Once
+
+	// The reader's alone.
+	buf     []byte   // what Read reads into
+	raw     []byte   // bytes read, not yet a whole frame
+	out     [][]byte // frames (and bytes) gRPC may read, in order
+	preface int      // bytes of the client's preface still to pass on
+	streams map[uint32]*heldStream
+	held    int // bytes held, with streamOverhead per stream
+	err     error
+
+	// The writers': where the bytes written are in their frames, so
+	// that a GOAWAY goes between two frames (see fail).
+	wmu    sync.Mutex
+	w      cursor // through the frames written
+	goaway []byte
+}
+
+// heldStream is a stream whose frames are held: its message is not yet
+// whole.
+type heldStream struct {
+	msg    cursor // through its messages
+	frames [][]byte
+	data   int // the flow-controlled bytes of its held DATA frames
+}
+
+// cursor follows bytes through units that each begin with a prefix of
+// len(head) bytes saying the length of the rest (HTTP/2 frames, gRPC
+// messages).
+type cursor struct {
+	head []byte // the prefix being read
+	have int    // its bytes read
+	left int    // bytes of the unit's rest still to come
+}
+
+// between reports whether the cursor is between two units.
+func (c *cursor) between() bool { return c.have == 0 && c.left == 0 }
+
+// advance follows p; at each whole prefix it calls length, which returns
+// the length of the unit's rest, or -1 to stop: advance then returns
+// true.
+func (c *cursor) advance(p []byte, length func(head []byte) int) (stopped bool) {
+	for len(p) > 0 {
+		if c.left > 0 {
+			n := min(c.left, len(p))
+			c.left, p = c.left-n, p[n:]
+			continue
+		}
+		n := copy(c.head[c.have:], p)
+		c.have, p = c.have+n, p[n:]
+		if c.have == len(c.head) {
+			c.have = 0
+			if c.left = length(c.head); c.left < 0 {
+				c.left = 0
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func newHeldConn(conn net.Conn, l *connLimits, peer string) *heldConn {
+	return &heldConn{Conn: conn, l: l, peer: peer, buf: make([]byte, 32<<10), preface: len(clientPreface), streams: map[uint32]*heldStream{},
+		w: cursor{head: make([]byte, http2FrameHeader)}}
+}
+
+// clientPreface is how an HTTP/2 client's connection begins.
+const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+func (c *heldConn) Close() error {
+	c.release.Do(func() { c.l.done(c.peer) })
+	return c.Conn.Close()
+}
+
+func (c *heldConn) Read(p []byte) (int, error) {
+	for len(c.out) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		n, err := c.Conn.Read(c.buf)
+		c.raw = append(c.raw, c.buf[:n]...)
+		if perr := c.parse(); perr != nil {
+			c.err = perr
+			c.l.warn("remote connection closed", c.peer, perr)
+			c.fail(perr)
+			clear(c.streams)
+			c.out, c.raw = nil, nil
+			c.drain()
+		} else if err != nil {
+			c.err = err
+		}
+	}
+	n := copy(p, c.out[0])
+	if c.out[0] = c.out[0][n:]; len(c.out[0]) == 0 {
+		c.out[0] = nil
+		c.out = c.out[1:]
+	}
+	return n, nil
+}
+
+// parse takes the whole frames of raw, passing them on or holding them.
+func (c *heldConn) parse() error {
+	if c.preface > 0 {
+		n := min(c.preface, len(c.raw))
+		c.emit(c.raw[:n])
+		c.raw, c.preface = c.raw[n:], c.preface-n
+		if c.preface > 0 {
+			return nil
+		}
+	}
+	for len(c.raw) >= http2FrameHeader {
+		length := frameLength(c.raw)
+		if length > http2MaxFrame {
+			return fmt.Errorf("remote: connection from %s: a frame of %d bytes, over HTTP/2's %d", c.peer, length, http2MaxFrame)
+		}
+		if len(c.raw) < http2FrameHeader+length {
+			break
+		}
+		f := c.raw[: http2FrameHeader+length : http2FrameHeader+length]
+		c.raw = c.raw[http2FrameHeader+length:]
+		if err := c.frame(f); err != nil {
+			return err
+		}
+	}
+	if len(c.raw) == 0 {
+		c.raw = nil // not the array of the frames passed on
+	}
+	return nil
+}
+
+// emit passes b (of raw) on to gRPC. raw's array is read into again only
+// after b.
+func (c *heldConn) emit(b []byte) {
+	if len(b) > 0 {
+		c.out = append(c.out, b)
+	}
+}
+
+// frame passes f on, or holds it with its stream's message.
+func (c *heldConn) frame(f []byte) error {
+	typ, flags := f[3], f[4]
+	id := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
+	s := c.streams[id]
+	if id == 0 || typ != frameData && typ != frameHeaders && typ != frameRSTStream && s == nil {
+		c.emit(f) // the connection's, or of a stream with nothing held
+		return nil
+	}
+	if typ != frameData {
+		switch {
+		case s == nil:
+			c.emit(f)
+		case typ == frameRSTStream || flags&flagEndStream != 0:
+			c.abandon(id, s, f, 0)
+		default:
+			return c.hold(id, s, f, 0)
+		}
+		return nil
+	}
+	data, ok := dataOf(f)
+	if !ok {
+		return fmt.Errorf("remote: connection from %s: a malformed DATA frame (its padding)", c.peer)
+	}
+	flow := len(f) - http2FrameHeader
+	fresh := s == nil
+	if fresh {
+		s = &heldStream{msg: cursor{head: make([]byte, grpcPrefix)}}
+	}
+	if over := s.msg.advance(data, c.messageLength); over {
+		// gRPC refuses the claim (RESOURCE_EXHAUSTED) before it sets
+		// anything aside: it gets what was held, and this.
+		if !fresh {
+			c.unhold(id, s)
+		}
+		c.emit(f)
+		return nil
+	}
+	whole := s.msg.between()
+	switch {
+	case fresh && whole:
+		c.emit(f)
+	case !whole && flags&flagEndStream != 0:
+		// The stream ends with its message not whole: gRPC must not
+		// see its prefix.
+		c.abandon(id, s, nil, flow)
+	default:
+		if err := c.hold(id, s, f, flow); err != nil {
+			return err
+		}
+		if whole {
+			c.unhold(id, s)
+		}
+	}
+	return nil
+}
+
+// dataOf returns the data of a DATA frame f (its padding off), or false
+// when its padding does not fit.
+func dataOf(f []byte) ([]byte, bool) {
+	payload := f[http2FrameHeader:]
+	if f[4]&flagPadded == 0 {
+		return payload, true
+	}
+	if len(payload) == 0 || int(payload[0]) > len(payload)-1 {
+		return nil, false
+	}
+	return payload[1 : len(payload)-int(payload[0])], true
+}
+
+// messageLength is the length a gRPC message's prefix claims, or -1 when
+// it is over the receive limit.
+func (c *heldConn) messageLength(prefix []byte) int {
+	length := binary.BigEndian.Uint32(prefix[1:])
+	if uint64(length) > uint64(c.l.limit) {
+		return -1
+	}
+	return int(length)
+}
+
+// frameLength is the length of the payload an HTTP/2 frame's header
+// says.
+func frameLength(header []byte) int { return int(header[0])<<16 | int(header[1])<<8 | int(header[2]) }
+
+// hold adds f (flow bytes of it flow-controlled) to the frames held for
+// stream id, within the connection's budget.
+func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
+	if c.streams[id] == nil {
+		c.streams[id] = s
+		c.held += streamOverhead
+	}
+	// A copy: held, it would keep raw's whole array.
+	s.frames = append(s.frames, append([]byte(nil), f...))
+	s.data += flow
+	c.held += len(f)
+	if c.held > c.l.budget {
+		return fmt.Errorf("remote: connection from %s: %d bytes held of messages not yet whole (on %d streams), over the limit of %d: %w",
+			c.peer, c.held, len(c.streams), c.l.budget, ErrConnBudget)
+	}
+	return nil
+}
+
+// unhold passes on the frames held for stream id, and forgets it.
+func (c *heldConn) unhold(id uint32, s *heldStream) {
+	for _, f := range s.frames {
+		c.out = append(c.out, f)
+		c.held -= len(f)
+	}
+	c.held -= streamOverhead
+	delete(c.streams, id)
+}
+
+// abandon drops the frames held for stream id, whose message will never
+// be whole (the stream ends: with f, or with a DATA frame of flow bytes):
+// gRPC gets the stream's end (f, or a RST_STREAM), then DATA frames of
+// padding alone that count, in the connection's flow control, the bytes
+// dropped (gRPC grants them again, as it would have).
+func (c *heldConn) abandon(id uint32, s *heldStream, f []byte, flow int) {
+	if s != nil && c.streams[id] != nil {
+		for _, held := range s.frames {
+			c.held -= len(held)
+		}
+		c.held -= streamOverhead
+		delete(c.streams, id)
+	}
+	if f == nil || f[3] != frameRSTStream {
+		rst := make([]byte, http2FrameHeader+4)
+		putFrameHeader(rst, 4, frameRSTStream, 0, id)
+		binary.BigEndian.PutUint32(rst[http2FrameHeader:], codeCancel)
+		c.out = append(c.out, rst)
+	}
+	if f != nil && f[3] == frameRSTStream {
+		c.out = append(c.out, f)
+	}
+	for dropped := s.data + flow; dropped > 0; {
+		n := min(dropped, 256)
+		c.out = append(c.out, padding(id, n))
+		dropped -= n
+	}
+}
+
+// padding is a DATA frame of stream id whose payload (n bytes, 1 to 256)
+// is padding alone.
+func padding(id uint32, n int) []byte {
+	f := make([]byte, http2FrameHeader+n)
+	putFrameHeader(f, n, frameData, flagPadded, id)
+	f[http2FrameHeader] = byte(n - 1)
+	return f
+}
+
+// drain reads (and drops) what the peer still sends, for refuseLinger at
+// most, before gRPC closes the connection: closed with bytes unread, it
+// would be reset, and the peer might lose the GOAWAY that says why.
+func (c *heldConn) drain() {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(refuseLinger))
+	for {
+		if _, err := c.Conn.Read(c.buf); err != nil {
+			return
+		}
+	}
+}
+
+// Write passes gRPC's bytes on, following their frames so that fail can
+// put a GOAWAY between two of them.
+func (c *heldConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	n, err := c.Conn.Write(p)
+	c.w.advance(p[:n], frameLength)
+	if err == nil && c.goaway != nil && c.w.between() {
+		_, _ = c.Conn.Write(c.goaway)
+		c.goaway = nil
+	}
+	return n, err
+}
+
+// fail tells the peer why its connection closes (a GOAWAY with err, as
+// soon as what gRPC writes is between two frames); gRPC closes it when
+// its read fails.
+func (c *heldConn) fail(err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	g := goAway(err)
+	if !c.w.between() {
+		c.goaway = g
+		return
+	}
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(refuseLinger))
+	_, _ = c.Conn.Write(g)
+}

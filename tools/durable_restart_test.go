@@ -1,0 +1,181 @@
+package tools_test
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// TestDurableRouter_RestartsDoNotPutOffTheLimit: a router restarted more
+// often than RecoveredTimeout still ends its recovered calls: the limit
+// of a call counts from the recovery that first closed its stream, not
+// from the last one, and the end is for good.
+func TestDurableRouter_RestartsDoNotPutOffTheLimit(t *testing.T) {
+	bothRestarts(t, func(t *testing.T, kind restartKind) {
+		h := startLimited(t, kind, time.Hour)
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p") // call_a recovered: its limit runs from now
+
+		time.Sleep(40 * time.Minute)
+		h.restart("p2") // call_a recovered again, call_p for the first time
+		time.Sleep(20*time.Minute + time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result an hour after call_a's first recovery: %s, want call_a stopped", line(r))
+		}
+		time.Sleep(40*time.Minute - 2*time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_p" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result an hour after call_p's first recovery: %s, want call_p stopped", line(r))
+		}
+		h.restart("p3")
+		notRecovered(t, h.conn, "s")
+		notRecovered(t, h.conn, "p")
+		results(t, h.got, 0)
+	})
+}
+
+// recoveredOnS starts a supervised limitedRouter (limit an hour) around
+// the model that model makes, starts call_a on stream s, and restarts
+// the router: call_a is recovered, and s closed.
+func recoveredOnS(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
+	t.Helper()
+	h := startLimitedWith(t, restartSupervised, time.Hour, model)
+	send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+	waitState(t, h.conn, "s", "started")
+	h.restart("p")
+	return h
+}
+
+// endedAtTheLimit is recoveredOnS, once the limit has passed and call_a
+// was ended: s stays closed.
+func endedAtTheLimit(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
+	t.Helper()
+	h := recoveredOnS(t, model)
+	time.Sleep(h.limit + time.Second)
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+		t.Fatalf("result at the limit: %s, want call_a's", line(r))
+	}
+	return h
+}
+
+// startModel is resultsModel that, for a META frame named "start" written
+// into it, starts a streaming call of record, call_m, on its stream
+// instead of echoing it.
+func startModel(got chan<- *messages.Frame) actors.Spec {
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_RESULT:
+			got <- f
+		case f.GetType() == messages.FrameType_META && f.GetName() == "start":
+			emit(messages.StreamingToolCall(f.GetStreamId(), "call_m", "record"))
+			return
+		}
+		emit(f)
+	})
+}
+
+// TestDurableRouter_CallStartedOnAClosedStreamEnds: a call the model
+// starts on a stream a restart closed, after the limit of the calls
+// recovered there has passed, does not wait for an END of the model that
+// may never come: it is ended at its own limit, for good, and nothing
+// of it goes out on the closed stream.
+func TestDurableRouter_CallStartedOnAClosedStreamEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, startModel)
+
+		send(t, h.conn, messages.Meta("s", "start", nil)) // the model starts call_m on the closed stream
+		synctest.Wait()
+		time.Sleep(h.limit - time.Second)
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result of the call started on the closed stream: %s, want call_m stopped", line(r))
+		}
+		if got := onStream(probe(t, h.conn, "q"), "s"); len(got) != 0 {
+			t.Errorf("the closed stream s got %q", lines(got))
+		}
+		h.restart("p2")
+		notRecovered(t, h.conn, "s")
+	})
+}
+
+// TestDurableRouter_RestoreErrorOnAClosedStreamIsSilent: a restore frame
+// that cannot be decoded, written on a stream a restart closed, is not
+// answered there: nothing goes out on a closed stream until the consumer
+// opens a call on it again. On an open stream it is answered.
+func TestDurableRouter_RestoreErrorOnAClosedStreamIsSilent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := recoveredOnS(t, resultsModel)
+		bad := func(stream string) *messages.Frame {
+			f := messages.Meta(stream, "restore", nil)
+			f.Meta = &messages.Metadata{Durability: &messages.Durability{WrapperId: "r1", RestoreState: []byte{0xff}}}
+			return f
+		}
+		send(t, h.conn, bad("s"), bad("p"))
+		seen := probe(t, h.conn, "q")
+		if got := onStream(seen, "s"); len(got) != 0 {
+			t.Errorf("the closed stream s got %q", lines(got))
+		}
+		if !slices.ContainsFunc(onStream(seen, "p"), func(f *messages.Frame) bool { return f.GetName() == "restore_error" }) {
+			t.Errorf("the open stream p got %q, want a restore_error", lines(onStream(seen, "p")))
+		}
+	})
+}
+
+// holdModel is resultsModel that holds the TOOL_RESULTs written into it
+// and echoes them on their stream only when a TEXT "release" is written
+// there, before that TEXT: an inner duplex whose echo of a result comes
+// late.
+func holdModel(got chan<- *messages.Frame) actors.Spec {
+	var held []*messages.Frame
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_RESULT:
+			got <- f
+			held = append(held, f)
+			return
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
+			for _, r := range held {
+				if r.GetStreamId() == f.GetStreamId() {
+					emit(r)
+				}
+			}
+			held = slices.DeleteFunc(held, func(r *messages.Frame) bool { return r.GetStreamId() == f.GetStreamId() })
+		}
+		emit(f)
+	})
+}
+
+// TestDurableRouter_LateEchoOfAnEndedCallStaysIn: the echo of the result
+// of a call ended at the limit, which its model emits only after the
+// consumer wrote on the stream again, does not go out there: the
+// consumer, told of no recovered call on it, gets no result of one.
+func TestDurableRouter_LateEchoOfAnEndedCallStaysIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		send(t, h.conn, messages.Text("s", "release"))
+		if out := streamUntil(t, h.conn, "s", isText("release")); len(out) != 1 {
+			t.Errorf("stream s written on again got %q, want the echo of its text alone", lines(out))
+		}
+		// A result of a call of the reopened stream goes out as ever.
+		send(t, h.conn, messages.StreamingToolCall("s", "call_b", "record"), messages.ToolArgChunk("s", "call_b", argsB),
+			messages.ToolComplete("s", "call_b"))
+		waitState(t, h.conn, "s", "completed")
+		results(t, h.got, 1)
+		send(t, h.conn, messages.Text("s", "release"))
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		if !slices.ContainsFunc(out, func(f *messages.Frame) bool {
+			return f.GetType() == messages.FrameType_TOOL_RESULT && f.GetToolCallId() == "call_b"
+		}) {
+			t.Errorf("stream s got %q, want call_b's result echoed", lines(out))
+		}
+	})
+}

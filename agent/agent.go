@@ -278,7 +278,12 @@ type Options struct {
 	// tapped (telemetry.Telemetry.Agent: a span per run and per tool
 	// call), its breakers report their state (as well as to
 	// Breaker.OnChange, when set) and Store's calls are measured. Tap the model adapter with
-	// Telemetry.Model to see its requests as spans of the runs.
+	// Telemetry.Model to see its requests as spans of the runs. Each
+	// attempt of a session runs on a stream of its own (see [StreamID]),
+	// so a run span's gen_ai.conversation.id is the attempt's stream id
+	// unless the Telemetry was made with telemetry.Options.ConversationID
+	// giving [SessionOf]'s session: then it is the session id, the same
+	// for every attempt.
 	Telemetry *telemetry.Telemetry
 }
 

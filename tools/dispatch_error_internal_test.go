@@ -182,6 +182,21 @@ func TestDispatcher_AnswersCallOfResumedTool(t *testing.T) {
 	}
 }
 
+// A call the runtime answered for a resumed tool counts against the
+// tool's breaker: its Logic failed on the call.
+func TestDispatcher_CountsResumedCallAgainstTool(t *testing.T) {
+	conn := startBrittleBreaker(t, &supervisor.Options{Decider: func(error) supervisor.Directive { return supervisor.Resume }},
+		BreakerOptions{Failures: 1, Window: time.Hour, Cooldown: time.Hour})
+	send(t, conn, brittleCall("s1", "boom"))
+	got := results(t, conn, "boom")
+	send(t, conn, brittleCall("s1", "next"))
+	for id, rs := range results(t, conn, "next") {
+		got[id] = append(got[id], rs...)
+	}
+	checkOnce(t, got, "boom", actors.FailedKind)
+	checkOnce(t, got, "next", FailureUnavailable)
+}
+
 // A tool actor restarted after its Logic failed on a call, after a
 // backoff: the runtime closes the calls open in the failed incarnation
 // with ERROR and END (one without an id for the stream of several), which

@@ -299,8 +299,10 @@ func TestReadFile_SafeLookalikes(t *testing.T) {
 			{"in-root symlink", "good-link.txt", notesContent, ""},
 			{"in-root symlink into subdir", "sub-link.txt", "a\n", ""},
 			{"through root symlink", "self/notes.txt", notesContent, ""},
-			// Cleaned lexically to outside/secret.txt inside the root.
-			{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonNotFound},
+			// As the system resolves it: self/.. is the root's parent, so
+			// the path names the outside secret (cleaned, it would read as
+			// outside/secret.txt inside the root).
+			{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonEscapes},
 			{"through parent symlink back in", "up/ws/notes.txt", "", ReasonEscapes},
 			{"missing", "missing.txt", "", ReasonNotFound},
 			{"empty file", "empty.txt", "", ""},

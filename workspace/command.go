@@ -116,7 +116,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
 			Error: fmt.Sprintf("%s: %s: it timed out: its sandbox was not set up (or the command not handed to it) "+
-				"within the call's timeout of %s (Options.CommandTimeout), and the command never ran",
+				"within the call's timeout of %s (Options.CommandTimeout), and the command never ran: try again",
 				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was

@@ -171,6 +171,10 @@ var hostileNames = []struct {
 	{"FIFO", "fifo.txt", ReasonNotRegular},
 	{"socket", "sock.txt", ReasonNotRegular},
 	{"file as directory", "notes.txt/x.txt", ReasonNotDirectory},
+	{"dotdot after a file", "notes.txt/../notes.txt", ReasonNotDirectory},
+	{"dotdot after a missing name", "missing/../notes.txt", ReasonNotFound},
+	{"dotdot after a link to the root", "self/../outside/secret.txt", ReasonEscapes},
+	{"dotdot after a link to the parent", "up/../notes.txt", ReasonEscapes},
 }
 
 func TestReadFile_HostileInput(t *testing.T) {

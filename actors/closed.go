@@ -32,9 +32,16 @@ import (
 // with it), dropped. Nothing is dropped while the incarnation
 // has a call of its own open on the stream.
 //
+// A call a Resume answered alone, the other calls of its stream going on
+// (shared: see shell.resumed), has for its rest only the frames that
+// carry its tool-call id (but its TOOL_CALL sent again, a new call, which
+// ends the record); the other frames of the stream are the other calls',
+// delivered. The caller's END ends the record, as any.
+//
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
-// Logic, as before the record). The calls an incarnation answers itself
+// Logic, as before the record; an ended incarnation refuses none of them
+// but a frame that opens a call, see shell.late). The calls an incarnation answers itself
 // (shell.answered) are kept in a closedCalls too, bounded the same way: a
 // resumed incarnation may live long, answering calls on streams whose
 // callers send no END.
@@ -48,6 +55,10 @@ type closedCalls struct {
 type closedCall struct {
 	n    uint64       // the number it was added under
 	call answeredCall // the answered call's tool-call id
+	// shared: the call was answered alone, the other calls of its
+	// stream going on (a Resume's answer: see shell.resumed). Its rest
+	// is then the frames that carry its id alone (see sharedRest).
+	shared bool
 }
 
 type closedEntry struct {
@@ -72,7 +83,7 @@ func inherit(prev *shell) *closedCalls {
 		// order that does not depend on the map's.
 		for _, e := range answered.order {
 			if r, ok := answered.ids[e.id]; ok && r.n == e.n {
-				c.add(e.id, string(r.call))
+				c.add(e.id, r.call, r.shared)
 			}
 		}
 	}
@@ -90,19 +101,20 @@ func (c *closedCalls) len() int {
 	return len(c.ids)
 }
 
-// get returns the answered call recorded of stream id, if c records one.
-func (c *closedCalls) get(id string) (answeredCall, bool) {
+// get returns the record of stream id, if c holds one.
+func (c *closedCalls) get(id string) (closedCall, bool) {
 	if c == nil {
-		return "", false
+		return closedCall{}, false
 	}
 	r, ok := c.ids[id]
-	return r.call, ok
+	return r, ok
 }
 
-// add records the call on stream id, of tool-call id call, answered.
-func (c *closedCalls) add(id, call string) {
+// add records the call on stream id, of tool-call id call, answered:
+// alone among the stream's calls when shared (see closedCall).
+func (c *closedCalls) add(id string, call answeredCall, shared bool) {
 	c.next++
-	c.ids[id] = closedCall{n: c.next, call: answeredCall(call)}
+	c.ids[id] = closedCall{n: c.next, call: call, shared: shared}
 	c.order = append(c.order, closedEntry{id: id, n: c.next})
 	for len(c.ids) > closedMax {
 		e := c.order[0]
@@ -134,6 +146,16 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	rec, ok := c.ids[id]
 	if !ok {
 		return false
+	}
+	if rec.shared {
+		rest, ends := rec.call.sharedRest(f)
+		if ends {
+			c.remove(id)
+		}
+		if f.GetType() == messages.FrameType_END {
+			rest = true // as any record's END: see below
+		}
+		return rest && !open.has(id)
 	}
 	switch t := f.GetType(); t {
 	case messages.FrameType_END:

@@ -16,14 +16,14 @@ func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	c := &closedCalls{ids: map[string]closedCall{}}
 	id := func(i int) string { return "s" + strconv.Itoa(i) }
 	for i := range closedMax {
-		c.add(id(i), "")
+		c.add(id(i), "", false)
 	}
 	// The END of s0 ends its record: its entry is stale.
 	if !c.drop(messages.End(id(0)), &open) {
 		t.Fatal("the END of a recorded call was not dropped")
 	}
 	for i := closedMax; i < closedMax+10; i++ {
-		c.add(id(i), "")
+		c.add(id(i), "", false)
 	}
 	if len(c.ids) != closedMax {
 		t.Fatalf("%d streams recorded, want %d", len(c.ids), closedMax)
@@ -39,7 +39,7 @@ func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	// than twice the bound.
 	for i := range 4 * closedMax {
 		c.drop(messages.End(id(10+i%closedMax)), &open)
-		c.add(id(10+i%closedMax), "")
+		c.add(id(10+i%closedMax), "", false)
 	}
 	if len(c.order) > 2*closedMax {
 		t.Errorf("%d entries in the order list for %d streams", len(c.order), len(c.ids))
@@ -58,7 +58,7 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 	}
 	var open openStreams
 	c := &closedCalls{ids: map[string]closedCall{}}
-	c.add("s", "")
+	c.add("s", "", false)
 	for _, f := range []*messages.Frame{messages.Cancel("s", ""), messages.Abort("s"), messages.Tick("s"), result} {
 		if !c.drop(f, &open) {
 			t.Errorf("a late %s of the answered call went through", f.GetType())
@@ -81,7 +81,7 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 	if c.drop(messages.End("s"), &open) {
 		t.Error("the END of the new call was dropped")
 	}
-	c.add("s", "")
+	c.add("s", "", false)
 	if !c.drop(messages.End("s"), &open) || c.drop(messages.End("s"), &open) {
 		t.Error("want the first END after the answer dropped, and the next one through")
 	}
@@ -95,7 +95,7 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 	var open openStreams
 	c := &closedCalls{ids: map[string]closedCall{}}
-	c.add("s", "c1")
+	c.add("s", "c1", false)
 	for range 2 {
 		if !c.drop(messages.ToolArgChunk("s", "c1", "{"), &open) {
 			t.Fatal("a chunk of the answered call went through")
@@ -107,7 +107,7 @@ func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 		messages.Text("s", "hi"),                 // no id: taken for a new call
 		messages.RawParam("s", "p", []byte("1")), // the same
 	} {
-		c.add("s", "c1")
+		c.add("s", "c1", false)
 		if c.drop(f, &open) {
 			t.Errorf("%s (tool-call id %q) on the stream of the answered c1 was dropped", f.GetType(), f.GetToolCallId())
 		}
@@ -145,7 +145,7 @@ func TestShell_DropAnswered(t *testing.T) {
 		{"c1", messages.Text("o", "other stream"), false, false},
 	} {
 		s := &shell{}
-		s.noteAnswered("s", tc.answered)
+		s.noteAnswered("s", tc.answered, false)
 		if got := s.dropAnswered(tc.f); got != tc.drop {
 			t.Errorf("answered %q, %s (id %q) on %s: dropped %v, want %v", tc.answered, tc.f.GetType(), tc.f.GetToolCallId(), tc.f.GetStreamId(), got, tc.drop)
 		}
@@ -164,7 +164,7 @@ func TestShell_DropAnswered(t *testing.T) {
 func TestClosedCalls_InterleavedChunkIsTheAnsweredCalls(t *testing.T) {
 	var open openStreams
 	c := &closedCalls{ids: map[string]closedCall{}}
-	c.add("s", "c2")
+	c.add("s", "c2", false)
 	if !c.drop(messages.ToolArgChunk("s", "c1", `{"a":`), &open) {
 		t.Error("a chunk of a call interleaved with the answered one went through")
 	}
@@ -173,5 +173,39 @@ func TestClosedCalls_InterleavedChunkIsTheAnsweredCalls(t *testing.T) {
 	}
 	if c.drop(messages.ToolArgChunk("s", "c3", `{}`), &open) {
 		t.Error("a chunk of the new call was dropped")
+	}
+}
+
+// TestShell_DropAnsweredShared checks which frames on the stream of a
+// call a Resume answered alone, the other calls of its stream going on,
+// are its rest, dropped: those that carry its id, but its TOOL_CALL sent
+// again; the caller's END of the stream is delivered, and ends the
+// record.
+func TestShell_DropAnsweredShared(t *testing.T) {
+	for _, tc := range []struct {
+		f    *messages.Frame
+		drop bool // f is the call's rest, dropped
+		keep bool // the record stays
+	}{
+		{messages.ToolArgChunk("s", "c1", "{"), true, true},
+		{messages.ToolComplete("s", "c1"), true, true},
+		{messages.Cancel("s", "c1"), true, true},
+		{messages.ToolArgChunk("s", "c2", "{"), false, true}, // another call's
+		{messages.ToolComplete("s", "c2"), false, true},
+		{messages.Cancel("s", "c2"), false, true},
+		{messages.Cancel("s", ""), false, true},
+		{messages.Text("s", "more"), false, true},
+		{messages.ToolCall("s", "c3", "t", nil), false, true},
+		{messages.ToolCall("s", "c1", "t", nil), false, false}, // c1 sent again
+		{messages.End("s"), false, false},
+	} {
+		s := &shell{}
+		s.noteAnswered("s", "c1", true)
+		if got := s.dropAnswered(tc.f); got != tc.drop {
+			t.Errorf("%s (id %q): dropped %v, want %v", tc.f.GetType(), tc.f.GetToolCallId(), got, tc.drop)
+		}
+		if _, kept := s.answered.get("s"); kept != tc.keep {
+			t.Errorf("%s (id %q): record kept %v, want %v", tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
+		}
 	}
 }

@@ -16,9 +16,13 @@
 //   - turns a panic into a supervised failure ([PanicError]);
 //   - on failure, restart or stop, lets the Logic answer for its open work
 //     ([FailureHandler]) and then closes every stream still open with an
-//     ERROR and an END frame, so no consumer waits forever; a frame that
+//     ERROR and an END frame, so no consumer waits forever (both carry
+//     the tool-call id of the stream's call when it carries one with an
+//     id; those of a stream that carries several calls answer them all,
+//     and carry none); a frame that
 //     opens a new call while the actor is still stopping or restarting
-//     (its children finishing) is refused the same way, never given to
+//     (its children finishing) is refused the same way (its ERROR and
+//     END carry the frame's tool-call id), never given to
 //     the Logic, also when it had failed: stopped by its supervisor or
 //     its parent's end, it waits for no decision. A Context.Stop of a
 //     failed duplex waits in its queue for its supervisor's decision (a
@@ -29,7 +33,9 @@
 //     call's caller sent its END, the answered call's rest from a new
 //     call (stream ids are reused) by the frames' tool-call id, the
 //     answered call's being the last one its caller's frames that opened
-//     or continued it carried. A new call is never dropped: it is refused
+//     or continued it carried (a call a Resume answered alone among the
+//     calls of its stream has for its rest only the frames that carry its
+//     id: see below). A new call is never dropped: it is refused
 //     while the duplex stops or restarts, as above, and served otherwise.
 //     It is a TOOL_CALL (a call's first frame: one with the answered
 //     call's id is that call sent again), a DESCRIBE (a whole call in
@@ -54,14 +60,35 @@
 //     the call's answer (its ERROR and END included). Of the streams
 //     whose call was answered and whose caller's END has not come, an
 //     incarnation records the latest 1024 it answered and the latest
-//     1024 its earlier ones did: the late frames of one forgotten reach
-//     the Logic;
+//     1024 its earlier ones did. The late frames of one forgotten (more
+//     than 1024 others answered while they were on their way) reach the
+//     Logic, running or resumed, which knows no call of theirs: a Logic
+//     that answers such a frame (with an END of its own for a chunk of
+//     no call it knows, say) answers the call a second time. An
+//     incarnation that has ended gives them no second answer: it
+//     refuses only frames that open a call, never an argument chunk
+//     (its call's TOOL_CALL came before it, so its call was open when
+//     the incarnation ended, or refused);
 //   - on a supervisor's Resume, keeps the Logic and its state, and answers
 //     the call whose frame failed it with an ERROR of failure kind
 //     [FailedKind] and END before the next message: that call has its
 //     answer, so the rest of its frames (as above) and what the Logic
 //     still emits on it are dropped, and its work stopped (the jobs
-//     keyed by its stream id cancelled, a CANCEL of it delivered);
+//     keyed by its stream id cancelled, a CANCEL of it delivered). A
+//     stream may carry several calls at once (a dispatcher's calls of
+//     one model response, on a tool actor): the runtime knows them by
+//     the tool-call ids of their frames, a call ending at the Logic's
+//     END with its id. When the failed frame carries the id of one of
+//     them, the Resume answers that call alone: its ERROR and END carry
+//     its id, its rest is the frames that carry it, what the Logic emits
+//     with its id is dropped up to the Logic's END of it, the Logic gets
+//     a CANCEL with its id, and the jobs keyed by the stream id run on
+//     (they may be the other calls'); the stream's other calls go on,
+//     their frames delivered (the caller's END of the stream included),
+//     their answers the Logic's. A failed frame of no call (one with no
+//     id, the caller's END say) fails the stream: the Resume answers it
+//     for all its calls, with no id, and what the Logic emits on it is
+//     dropped up to its END of the stream;
 //     a duplex resumed after escalating a child's failure resumes that
 //     child the same way (a restart or stop of it stops the child with
 //     it), and so does the runtime's top-level supervisor resumed by its

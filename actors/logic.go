@@ -87,7 +87,8 @@ type Context interface {
 	// AsyncDone whose Err is a *[PanicError]. News from an ended
 	// incarnation is dropped. Work keyed by the stream id (a string) of
 	// the call it serves is that call's: when a supervisor's Resume
-	// answers the call (see [FailedKind]), its context is cancelled.
+	// answers the call (see [FailedKind]), its context is cancelled
+	// (not when the stream carries other calls, whose work it may be).
 	Go(key any, fn func(ctx context.Context, progress func(any)) any) (cancel func())
 	// After delivers a [Timer] carrying key after d. The returned function
 	// stops the timer; it reports whether the timer was stopped before it

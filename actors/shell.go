@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -39,7 +40,10 @@ const StoppedKind = "stopped"
 // work stops with it: the background work keyed by its stream id (see
 // Context.Go) is cancelled, and the Logic gets a CANCEL of the stream,
 // as from the caller, before the next message (what it emits on the
-// stream in answer is dropped).
+// stream in answer is dropped). A call answered alone among the calls
+// its stream carries (see the package doc) has the ERROR and END carry
+// its tool-call id, and the CANCEL too; the work keyed by the stream id
+// runs on, and only what the Logic emits with the call's id is dropped.
 const FailedKind = "failed"
 
 // shell is the protoactor actor around a Logic: one per incarnation.
@@ -77,10 +81,10 @@ type shell struct {
 	calls   map[string]*callWork
 	timers  map[*time.Timer]struct{}
 	failure error // the reason this incarnation is failing, if it is
-	// failedCall is the stream of the input frame whose delivery failed
-	// the incarnation, if a frame did: the call a Resume answers (see
-	// resumed).
-	failedCall string
+	// failedCall is the stream and tool-call id of the input frame
+	// whose delivery failed the incarnation, if a frame did: the call a
+	// Resume answers (see resumed).
+	failedCall streamCall
 	// escalated are the children whose failure this actor's strategy
 	// escalated, suspended until this actor's supervisor decides: a
 	// Resume of this actor resumes them (see resumed); a restart or stop
@@ -105,10 +109,18 @@ type shell struct {
 	// muted holds the streams whose call a Resume answered (see resumed)
 	// and the Logic, which keeps its state, has not ended itself: what it
 	// emits on them is the answered call's, dropped (see Emit), whether
-	// or not the caller's END has come, until the Logic's own END on the
-	// stream, a new call opened on it (see input) or the incarnation's
-	// end.
-	muted map[string]struct{}
+	// or not the caller's END has come, until the Logic's own END of the
+	// call (see mutedStream), a new call opened on the stream (see input)
+	// or the incarnation's end.
+	muted map[string]mutedStream
+	// mutedCalls holds the calls a Resume answered alone, the other calls
+	// of their stream going on (see resumed), that the Logic has not
+	// ended itself: what it emits with such a call's tool-call id is the
+	// answered call's, dropped, until the Logic's END of the call or of
+	// the stream, the call's TOOL_CALL sent again (see input) or the
+	// incarnation's end. What it emits on the stream for the other calls
+	// goes out.
+	mutedCalls map[streamCall]struct{}
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
@@ -312,7 +324,8 @@ func (s *shell) deliver(msg any) {
 		if r := recover(); r != nil {
 			s.failure = s.asFailure(r)
 			if f, ok := msg.(*messages.Frame); ok {
-				s.failedCall = f.GetStreamId() // an input frame (a child's comes as a ChildFrame)
+				// An input frame (a child's comes as a ChildFrame).
+				s.failedCall = streamCall{f.GetStreamId(), f.GetToolCallId()}
 			}
 			panic(s.failure)
 		}
@@ -341,49 +354,126 @@ func (s *shell) observed(msg any) {
 // about this actor was also about their failure. A failure that no
 // input frame caused (a timer, background work's end, a child's frame)
 // is not a call's: the calls open stay the Logic's to answer.
+//
+// The failed frame's tool-call id tells its call. When the stream
+// carries other calls the runtime knows open (their frames came with
+// other ids, and the Logic has not ended them: see openStreams), the
+// Resume answers that call alone: its ERROR and END carry its id, the
+// Logic gets a CANCEL of that call, and only what carries its id is
+// dropped, the caller's and the Logic's (see mutedCalls and
+// closedCall.shared); the other calls go on, and get their answers from
+// the Logic. Otherwise the call is the stream's: the Resume answers the
+// stream, its ERROR and END carrying the call's id when one is known.
 func (s *shell) resumed() {
 	if s.finished {
 		return
 	}
 	s.rt.watch.resumed(s)
-	var stopCall string // the call answered, whose work is to stop
-	if id := s.failedCall; s.failure != nil && id != "" && s.open.has(id) {
+	failed := s.failedCall
+	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream)
+	if stop {
+		id := failed.stream
+		shared := failed.call != "" && s.open.shares(id, failed.call)
+		if !shared {
+			// The stream's: its ERROR and END answer each of its calls.
+			failed.call = s.open.sole(id)
+		}
 		if !s.open.inputEnded(id) {
 			// The call's rest, up to its caller's END, is the answered
 			// call's (see answered).
-			s.noteAnswered(id, s.open.call(id))
+			if shared {
+				s.noteAnswered(id, failed.call, true)
+			} else {
+				s.noteAnswered(id, s.open.call(id), false)
+			}
 		}
 		// So is what the Logic, which keeps its state, emits on it
 		// until it ends it, even after the caller's END (see muted).
-		if s.muted == nil {
-			s.muted = make(map[string]struct{})
-		}
-		s.muted[id] = struct{}{}
+		s.mute(id, failed.call, shared)
 		f := messages.Error(id, s.failure.Error())
+		f.ToolCallId = failed.call
 		f.Meta = &messages.Metadata{FailureKind: FailedKind}
 		s.emit(f)
-		s.emit(messages.End(id))
-		stopCall = id
+		s.emit(endOf(id, failed.call))
+		if !shared {
+			failed.call = ""
+		}
 	}
-	s.failure, s.failedCall = nil, ""
+	s.failure, s.failedCall = nil, streamCall{}
 	resumeEscalated(s.escalated, s.rt.system.ProcessRegistry)
 	s.escalated = nil
-	if stopCall != "" {
-		s.stopCall(stopCall)
+	if stop {
+		s.stopCall(failed)
 	}
 }
 
-// stopCall stops the work of the call on stream, which a Resume
-// answered: the jobs started with the stream's id as their key are
-// cancelled, and the Logic gets a CANCEL of the stream, as from its
-// caller, to stop the rest (its emits on it are dropped: see muted). A
-// failure there is a new one, of no call still open.
-func (s *shell) stopCall(stream string) {
-	if w := s.calls[stream]; w != nil {
-		w.cancel()
-		delete(s.calls, stream)
+// mute drops what the Logic emits of the call on stream a Resume
+// answered: the call's alone when shared, the stream's otherwise (see
+// muted, mutedCalls).
+func (s *shell) mute(stream, call string, shared bool) {
+	if shared {
+		if s.mutedCalls == nil {
+			s.mutedCalls = make(map[streamCall]struct{})
+		}
+		s.mutedCalls[streamCall{stream, call}] = struct{}{}
+		return
 	}
-	s.deliver(messages.Cancel(stream, ""))
+	if s.muted == nil {
+		s.muted = make(map[string]mutedStream)
+	}
+	s.muted[stream] = mutedStream{call: call, several: s.open.several(stream)}
+}
+
+// stopCall stops the work of c, the call a Resume answered: the Logic
+// gets a CANCEL of it, as from its caller, to stop the rest (its emits
+// on it are dropped: see muted). A call of a stream of its own (c.call
+// empty) is the stream's: the jobs started with the stream's id as their
+// key are cancelled, and the CANCEL is of the stream. A call answered
+// alone among its stream's calls gets a CANCEL with its tool-call id, and
+// the jobs keyed by the stream are left running: they may be the other
+// calls'. A failure there is a new one, of no call: the runtime's CANCEL
+// is none of the stream's calls (a Resume of it answers none of them).
+func (s *shell) stopCall(c streamCall) {
+	if w := s.calls[c.stream]; w != nil && c.call == "" {
+		w.cancel()
+		delete(s.calls, c.stream)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.failedCall = streamCall{}
+			panic(r)
+		}
+	}()
+	s.deliver(messages.Cancel(c.stream, c.call))
+}
+
+// streamCall names a call: its stream and its tool-call id.
+type streamCall struct{ stream, call string }
+
+// mutedStream is what the Logic's emits on a stream a Resume answered
+// are dropped until (see shell.muted): its END of the stream (one with
+// no tool-call id), or of the stream's one call (with that call's id)
+// when the stream carried a single call. A stream that carried several
+// calls is muted until an END of the stream: the Logic may end each of
+// its calls (a tool actor answers a CANCEL so), all answered.
+type mutedStream struct {
+	call    string // the stream's call's tool-call id, if one is known
+	several bool   // the stream carried several calls
+}
+
+// ends reports whether f, an END the Logic emits on the muted stream,
+// ends what it owes the stream.
+func (m mutedStream) ends(f *messages.Frame) bool {
+	id := f.GetToolCallId()
+	return id == "" || !m.several && (m.call == "" || id == m.call)
+}
+
+// endOf is the END of the call of tool-call id call on stream (of the
+// stream when call is empty).
+func endOf(stream, call string) *messages.Frame {
+	f := messages.End(stream)
+	f.ToolCallId = call
+	return f
 }
 
 // callWork is the work of a call (see shell.calls): the context its
@@ -502,17 +592,21 @@ func (s *shell) finish(reason error) {
 	slices.Sort(streams)
 	for _, id := range streams {
 		if !s.open.inputEnded(id) {
-			s.noteAnswered(id, s.open.call(id))
+			s.noteAnswered(id, s.open.call(id), false)
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
 	for _, id := range streams {
+		// The stream's ERROR and END answer each of its calls: they
+		// carry its call's tool-call id when it has one call.
+		call := s.open.sole(id)
 		f := messages.Error(id, reason.Error())
+		f.ToolCallId = call
 		if stopped {
 			f.Meta = &messages.Metadata{FailureKind: StoppedKind}
 		}
 		s.emit(f)
-		s.emit(messages.End(id))
+		s.emit(endOf(id, call))
 	}
 }
 
@@ -546,6 +640,10 @@ func (s *shell) input(f *messages.Frame) {
 			// is this call's (see muted).
 			delete(s.muted, f.GetStreamId())
 		}
+		if len(s.mutedCalls) > 0 && t == messages.FrameType_TOOL_CALL {
+			// The answered call sent again (see mutedCalls).
+			delete(s.mutedCalls, streamCall{f.GetStreamId(), f.GetToolCallId()})
+		}
 		s.noteOpen(f.GetStreamId())
 		if c := f.GetToolCallId(); c != "" {
 			s.open.noteCall(f.GetStreamId(), c)
@@ -563,12 +661,16 @@ func (s *shell) input(f *messages.Frame) {
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them. So are the late frames of a call an
 // earlier incarnation answered (see closedCalls), as this one dropped
-// them while it ran.
+// them while it ran. An argument chunk is never refused: it opens no
+// call (its call's TOOL_CALL came before it), and its call, open when
+// the incarnation ended, was answered then, or refused, or closed by an
+// earlier incarnation; so it is dropped also when the record of its
+// stream was forgotten (see closedCalls), rather than answered again.
 func (s *shell) late(f *messages.Frame) {
 	if s.closed != nil && s.dropClosed(f) {
 		return
 	}
-	if !s.dropAnswered(f) && opensCall(f.GetType()) {
+	if !s.dropAnswered(f) && opensCall(f.GetType()) && !f.IsToolArgChunk() {
 		s.refuse(f)
 	}
 }
@@ -579,22 +681,36 @@ func (s *shell) late(f *messages.Frame) {
 // answeredCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
-	call, ok := s.answered.get(id)
+	rec, ok := s.answered.get(id)
 	if !ok {
 		return false
+	}
+	if rec.shared {
+		// Its rest is what carries its id; the caller's END, of the
+		// stream's other calls too, is delivered.
+		rest, ends := rec.call.sharedRest(f)
+		if ends {
+			s.endAnswered(id)
+		}
+		return rest
 	}
 	drop := true
 	switch {
 	case f.GetType() == messages.FrameType_END:
-	case call.newCall(f):
+	case rec.call.newCall(f):
 		drop = false
 	default:
 		return true
 	}
+	s.endAnswered(id)
+	return drop
+}
+
+// endAnswered ends the record of the call answered on stream id.
+func (s *shell) endAnswered(id string) {
 	if s.answered.remove(id); s.answered.len() == 0 {
 		s.answered = nil
 	}
-	return drop
 }
 
 // answeredCall is the tool-call id of a call the runtime answered (see
@@ -630,6 +746,24 @@ func (c answeredCall) newCall(f *messages.Frame) bool {
 	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(c))
 }
 
+// sharedRest reports, of f, a frame on the stream of the call c a Resume
+// answered alone among its stream's calls (see closedCall.shared), whether
+// it is c's rest, to be dropped: one that carries c's id but its
+// TOOL_CALL (c sent again, a new call); and whether it ends the record of
+// c: that TOOL_CALL, or the caller's END of the stream. The stream's other
+// frames are its other calls'.
+func (c answeredCall) sharedRest(f *messages.Frame) (rest, ends bool) {
+	switch {
+	case f.GetType() == messages.FrameType_END:
+		return false, true
+	case f.GetToolCallId() != string(c):
+		return false, false
+	case f.GetType() == messages.FrameType_TOOL_CALL:
+		return false, true
+	}
+	return true, false
+}
+
 // dropClosed reports whether f is a late frame of a call an earlier
 // incarnation answered, to be dropped (see closedCalls).
 func (s *shell) dropClosed(f *messages.Frame) bool {
@@ -641,18 +775,20 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 }
 
 // noteAnswered records that the shell answered the call on stream, of
-// tool-call id call, whose caller's input has not ended (see answered).
-func (s *shell) noteAnswered(stream, call string) {
+// tool-call id call, whose caller's input has not ended (see answered):
+// alone among the stream's calls when shared (see closedCall).
+func (s *shell) noteAnswered(stream, call string, shared bool) {
 	if s.answered == nil {
 		s.answered = &closedCalls{ids: make(map[string]closedCall)}
 	}
-	s.answered.add(stream, call)
+	s.answered.add(stream, answeredCall(call), shared)
 }
 
 // refuse answers f, a frame that opened its stream, a new call, after the
 // incarnation ended: the Logic will not run it, so the stream gets ERROR
-// and END, at once rather than when the duplex has stopped, and only
-// once for the frames of the call (see late). The ERROR has failure kind
+// and END, both with f's tool-call id (the refused call's), at once
+// rather than when the duplex has stopped, and only once for the frames
+// of the call (see late). The ERROR has failure kind
 // StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
 // back, unless a stop written into it is queued (a restart for a
@@ -667,16 +803,17 @@ func (s *shell) refuse(f *messages.Frame) {
 	if s.terminated || stream == "" {
 		return
 	}
-	s.noteAnswered(stream, f.GetToolCallId())
-	if s.restarting && s.mb.stops.Load() == 0 {
-		s.emit(messages.Error(stream, restartingText))
-		s.emit(messages.End(stream))
-		return
-	}
+	call := f.GetToolCallId()
+	s.noteAnswered(stream, call, false)
 	e := messages.Error(stream, stoppingText)
-	e.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	e.ToolCallId = call
+	if s.restarting && s.mb.stops.Load() == 0 {
+		e.Text = restartingText
+	} else {
+		e.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	}
 	s.emit(e)
-	s.emit(messages.End(stream))
+	s.emit(endOf(stream, call))
 }
 
 // OpensStream reports whether a frame of type t written into a duplex's
@@ -728,18 +865,30 @@ func isChildID(id, parent string) bool {
 // id of its call (see call). A duplex has one or two open at once, most
 // of the time: they are kept in the shell itself, without a map's two
 // allocations and hashing; more go to a map.
+//
+// A stream may carry several calls at once (a dispatcher's calls of one
+// model response, on a tool actor): once a frame of a call with another
+// id than the one noted comes while the stream is open, its calls are
+// kept too (see noteCall), and the Logic's END with one of their ids
+// ends that call alone, the stream staying open while others are (see
+// endCall). An END without an id ends the stream.
 type openStreams struct {
 	few   [openInline]string
-	ended [openInline]bool   // ended[i]: few[i]'s caller sent its END
-	calls [openInline]string // calls[i]: few[i]'s call's tool-call id
-	n     int                // few[:n] are open
+	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
+	calls [openInline]string   // calls[i]: few[i]'s call's tool-call id
+	multi [openInline][]string // multi[i]: few[i]'s calls, when several
+	n     int                  // few[:n] are open
 	more  map[string]openState
+	// spare is a calls list no stream holds any more, kept for the next
+	// stream that carries several calls.
+	spare []string
 }
 
 // openState is what openStreams keeps of a stream past the first few.
 type openState struct {
-	ended bool   // its caller sent its END
-	call  string // its call's tool-call id
+	ended bool     // its caller sent its END
+	call  string   // its call's tool-call id
+	multi []string // its calls, when several
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -755,7 +904,7 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n], o.ended[o.n], o.calls[o.n] = id, false, ""
+		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n] = id, false, "", nil
 		o.n++
 		return
 	}
@@ -768,14 +917,27 @@ func (o *openStreams) add(id string) {
 func (o *openStreams) remove(id string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
+			o.keep(o.multi[i])
 			o.n--
 			o.few[i], o.few[o.n] = o.few[o.n], ""
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
 			o.calls[i], o.calls[o.n] = o.calls[o.n], ""
+			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
 			return
 		}
 	}
-	delete(o.more, id)
+	if st, ok := o.more[id]; ok {
+		o.keep(st.multi)
+		delete(o.more, id)
+	}
+}
+
+// keep keeps m, a calls list no stream holds any more, for reuse.
+func (o *openStreams) keep(m []string) {
+	if cap(m) > cap(o.spare) {
+		clear(m[:cap(m)])
+		o.spare = m[:0]
+	}
 }
 
 // endInput notes that the caller of id, if it is open, sent its END.
@@ -804,18 +966,83 @@ func (o *openStreams) inputEnded(id string) bool {
 
 // noteCall notes call, the tool-call id of a frame that opens or
 // continues the call on id (see opensCall), as that call's, if id is
-// open: the last one noted is the call's (see answeredCall).
+// open: the last one noted is the call's (see answeredCall). A call other
+// than the one noted is another call of the stream: its calls are kept
+// from then on (see openStreams).
 func (o *openStreams) noteCall(id, call string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			o.calls[i] = call
+			if prev := o.calls[i]; prev != call {
+				if prev != "" {
+					o.multi[i] = o.joined(o.multi[i], prev, call)
+				}
+				o.calls[i] = call
+			}
 			return
 		}
 	}
 	if st, ok := o.more[id]; ok && st.call != call {
+		if st.call != "" {
+			st.multi = o.joined(st.multi, st.call, call)
+		}
 		st.call = call
 		o.more[id] = st
 	}
+}
+
+// joined returns m, a stream's calls (none kept yet when empty), with
+// prev, its call noted, and call.
+func (o *openStreams) joined(m []string, prev, call string) []string {
+	if len(m) == 0 {
+		m, o.spare = append(o.spare, prev), nil
+	}
+	if !slices.Contains(m, call) {
+		m = append(m, call)
+	}
+	return m
+}
+
+// endCall ends the call of tool-call id call on id, when id carries it
+// among other calls, and reports whether it did: the stream stays open
+// for its other calls. It reports false, leaving the stream as it was,
+// when the stream carries a single call or none of that id.
+func (o *openStreams) endCall(id, call string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			var ok bool
+			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call)
+			return ok
+		}
+	}
+	st, found := o.more[id]
+	if !found {
+		return false
+	}
+	var ok bool
+	if st.multi, st.call, ok = o.without(st.multi, st.call, call); ok {
+		o.more[id] = st
+	}
+	return ok
+}
+
+// without returns m, the calls of a stream whose call noted is noted,
+// without call, if m holds it, with the call noted then; ok reports
+// whether m held it. Down to one call, the stream carries a single call
+// again: m is kept for reuse and nil is returned.
+func (o *openStreams) without(m []string, noted, call string) (_ []string, _ string, ok bool) {
+	i := slices.Index(m, call)
+	if i < 0 {
+		return m, noted, false
+	}
+	m = slices.Delete(m, i, i+1)
+	if noted == call {
+		noted = m[len(m)-1]
+	}
+	if len(m) == 1 {
+		o.keep(m)
+		m = nil
+	}
+	return m, noted, true
 }
 
 // call returns the tool-call id noted of the call on id (see noteCall),
@@ -827,6 +1054,33 @@ func (o *openStreams) call(id string) string {
 		}
 	}
 	return o.more[id].call
+}
+
+// callsOf returns the calls kept of id (see noteCall): none unless it
+// carries several.
+func (o *openStreams) callsOf(id string) []string {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return o.multi[i]
+		}
+	}
+	return o.more[id].multi
+}
+
+// several reports whether id carries several calls.
+func (o *openStreams) several(id string) bool { return len(o.callsOf(id)) > 0 }
+
+// shares reports whether id carries the call of tool-call id call among
+// other calls.
+func (o *openStreams) shares(id, call string) bool { return slices.Contains(o.callsOf(id), call) }
+
+// sole returns the tool-call id of the call of id when it carries one
+// call, noted with an id; "" otherwise.
+func (o *openStreams) sole(id string) string {
+	if o.several(id) {
+		return ""
+	}
+	return o.call(id)
 }
 
 // has reports whether id is open.
@@ -855,7 +1109,7 @@ func (o *openStreams) all() []string {
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if (len(s.muted) > 0 || s.answered != nil) && s.dropEmit(f) {
+	if (len(s.muted) > 0 || len(s.mutedCalls) > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
@@ -868,24 +1122,42 @@ func (s *shell) Emit(f *messages.Frame) {
 
 // dropEmit reports whether f, emitted by the Logic, is on a call the
 // shell answered, to be dropped: one a Resume answered, up to the Logic's
-// own END on it (see muted), or one whose caller's input has not ended
-// (see answered).
+// own END of it (see muted, mutedCalls), or one whose caller's input has
+// not ended (see answered): on its stream, or, when it was answered alone
+// among its stream's calls, with its tool-call id.
 func (s *shell) dropEmit(f *messages.Frame) bool {
-	id := f.GetStreamId()
-	if _, ok := s.muted[id]; ok {
-		if f.GetType() == messages.FrameType_END {
+	id, call := f.GetStreamId(), f.GetToolCallId()
+	end := f.GetType() == messages.FrameType_END
+	if m, ok := s.muted[id]; ok {
+		if end && m.ends(f) {
 			delete(s.muted, id)
 		}
 		return true
 	}
-	_, ok := s.answered.get(id)
-	return ok
+	if len(s.mutedCalls) > 0 {
+		k := streamCall{id, call}
+		if _, ok := s.mutedCalls[k]; ok {
+			if end {
+				delete(s.mutedCalls, k)
+			}
+			return true
+		}
+		if end && call == "" {
+			// The Logic ends the stream, and with it its calls.
+			maps.DeleteFunc(s.mutedCalls, func(k streamCall, _ struct{}) bool { return k.stream == id })
+		}
+	}
+	rec, ok := s.answered.get(id)
+	return ok && (!rec.shared || call == string(rec.call))
 }
 
 // emit sends f to the subscriber, noting the streams it opens and closes.
 func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
+		if c := f.GetToolCallId(); c != "" && s.open.endCall(f.GetStreamId(), c) {
+			break // the END of one of the stream's calls, others open
+		}
 		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {
 			s.lastOpen = ""

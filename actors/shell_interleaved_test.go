@@ -8,15 +8,14 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 )
 
-// TestShell_ResumeDropsInterleavedCallsChunks: two streaming calls, c1
+// TestShell_ResumeKeepsInterleavedCallsChunks: two streaming calls, c1
 // and c2, have their arguments interleaved on one stream (as a model's
 // parallel tool calls come). A chunk of c2 fails the duplex, whose
-// supervisor resumes it: the Resume answers the stream (ERROR of kind
-// FailedKind, END). A chunk of c1 still in flight is the rest of a call
-// begun before that answer (its TOOL_CALL came before it), not a new
-// call: it is dropped, and nothing more comes on the stream after its
-// END.
-func TestShell_ResumeDropsInterleavedCallsChunks(t *testing.T) {
+// supervisor resumes it: the Resume answers c2 alone (ERROR of kind
+// FailedKind, END, both with c2's id). A chunk of c1 still in flight is
+// c1's, which goes on: it is delivered, while c2's completion, the rest
+// of the answered call, is dropped.
+func TestShell_ResumeKeepsInterleavedCallsChunks(t *testing.T) {
 	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
 	conn, err := rt.Start(Spec{Name: "d", New: func() Logic {
 		return LogicFunc(func(c Context, msg any) {
@@ -45,12 +44,14 @@ func TestShell_ResumeDropsInterleavedCallsChunks(t *testing.T) {
 		messages.ToolArgChunk("s", "c2", "boom"),
 		messages.ToolArgChunk("s", "c1", `1}`),
 		messages.ToolComplete("s", "c1"),
+		messages.ToolArgChunk("s", "c2", `1}`),
+		messages.ToolComplete("s", "c2"),
 		messages.Text("g", "probe"),
 	); err != nil {
 		t.Fatal(err)
 	}
 	got := onStream(recvUntil(t, conn, "g", "END"), "s")
-	want := []string{"s:TEXT(got:c1)", "s:ERROR(boom)[" + FailedKind + "]", "s:END"}
+	want := []string{"s:TEXT(got:c1)", "s:ERROR(boom)[" + FailedKind + "]", "s:END", "s:TEXT(got:c1)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("stream s got %q, want %q", got, want)
 	}

@@ -21,7 +21,8 @@ import (
 // caller, which sends no END after a tool call, then sends a chunk of
 // c1 still in flight (dropped: c1 has its answer) and a whole TOOL_CALL
 // c2 on s: c2 is a new call, refused with ERROR and END as any call
-// opened while the duplex restarts. An id-less call (t) still ends at
+// opened while the duplex restarts. Each ERROR and END carries the id of
+// the call it answers. An id-less call (t) still ends at
 // its caller's END: its TEXT then is its rest, dropped. Once the duplex
 // is back, a TOOL_CALL c3 on s is served, with no END for c2 before it.
 func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
@@ -43,10 +44,11 @@ func TestMux_NewCallOnStreamClosedByRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDrained(mb)
-	if got, want := queued(t, s, frameName), []string{"ERROR(restarted)", "END", "ERROR(" + restartingText + ")", "END"}; !slices.Equal(got, want) {
+	// The runtime's ERROR and END carry the id of the call they answer.
+	if got, want := queued(t, s, withCallID), []string{"ERROR(restarted)/c1", "END/c1", "ERROR(" + restartingText + ")/c2", "END/c2"}; !slices.Equal(got, want) {
 		t.Errorf("stream s got %q, want c1 closed by the restart and c2 refused %q", got, want)
 	}
-	if got, want := queued(t, txt, frameName), []string{"ERROR(restarted)", "END"}; !slices.Equal(got, want) {
+	if got, want := queued(t, txt, withCallID), []string{"ERROR(restarted)/", "END/"}; !slices.Equal(got, want) {
 		t.Errorf("stream t got %q, want %q (the rest of its call dropped)", got, want)
 	}
 

@@ -69,3 +69,101 @@ func TestIsChildID(t *testing.T) {
 		}
 	}
 }
+
+// openStreams keeps the calls of a stream that carries several, past its
+// inline room too: a call noted with another id than the one noted is
+// another call of the stream; an END of one of them (endCall) ends it
+// alone, down to one call, the stream's sole call again. The lists it
+// reuses are never shared between streams.
+func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
+	type model struct {
+		noted string
+		calls []string // when several
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var o openStreams
+	want := map[string]*model{}
+	for i := range 20000 {
+		id := "s" + strconv.Itoa(r.IntN(5))
+		call := "c" + strconv.Itoa(r.IntN(4))
+		m := want[id]
+		switch r.IntN(6) {
+		case 0:
+			o.remove(id)
+			delete(want, id)
+		case 1:
+			o.add(id)
+			if m == nil {
+				want[id] = &model{}
+			}
+		case 2, 3:
+			o.noteCall(id, call)
+			if m != nil && m.noted != call {
+				if m.noted != "" {
+					if len(m.calls) == 0 {
+						m.calls = []string{m.noted}
+					}
+					if !slices.Contains(m.calls, call) {
+						m.calls = append(m.calls, call)
+					}
+				}
+				m.noted = call
+			}
+		default:
+			ended := o.endCall(id, call)
+			wantEnded := m != nil && slices.Contains(m.calls, call)
+			if ended != wantEnded {
+				t.Fatalf("step %d: endCall(%s, %s) = %v, want %v", i, id, call, ended, wantEnded)
+			}
+			if wantEnded {
+				m.calls = slices.DeleteFunc(m.calls, func(c string) bool { return c == call })
+				if m.noted == call {
+					m.noted = m.calls[len(m.calls)-1]
+				}
+				if len(m.calls) == 1 {
+					m.calls = nil
+				}
+			}
+		}
+		for n := range 5 {
+			id := "s" + strconv.Itoa(n)
+			m := want[id]
+			if m == nil {
+				m = &model{}
+			}
+			sole := m.noted
+			if len(m.calls) > 0 {
+				sole = ""
+			}
+			if o.call(id) != m.noted || o.sole(id) != sole || !slices.Equal(o.callsOf(id), m.calls) {
+				t.Fatalf("step %d: stream %s has call %q, sole %q, calls %q; want %q, %q, %q",
+					i, id, o.call(id), o.sole(id), o.callsOf(id), m.noted, sole, m.calls)
+			}
+			for _, c := range []string{"c0", "c1", "c2", "c3"} {
+				if got, want := o.shares(id, c), slices.Contains(m.calls, c); got != want {
+					t.Fatalf("step %d: shares(%s, %s) = %v, want %v", i, id, c, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenStreams_SeveralCallsNoAllocation: a stream that carries
+// several calls, one after another, costs no allocation once the first
+// one has: the list of its calls is reused.
+func TestOpenStreams_SeveralCallsNoAllocation(t *testing.T) {
+	var o openStreams
+	cycle := func() {
+		o.add("s")
+		o.noteCall("s", "c1")
+		o.noteCall("s", "c2")
+		o.noteCall("s", "c3")
+		o.endCall("s", "c1")
+		o.endCall("s", "c2")
+		o.remove("s")
+	}
+	cycle()
+	if n := testing.AllocsPerRun(100, cycle); n != 0 {
+		t.Errorf("a stream of several calls cost %v allocations, want 0", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,15 +27,16 @@ import (
 // run. Goal ≤ 1.1×.
 
 // newInspectedConversation is newLoopConversation with an inspector of
-// its runtime, served to one event stream client; close stops those.
-func newInspectedConversation() (lc *loopConversation, close func(), err error) {
+// its runtime, served to one event stream client (client); close stops
+// those.
+func newInspectedConversation() (lc *loopConversation, client *streamClient, close func(), err error) {
 	rt, err := actors.NewRuntime(runtimeOptions)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	fail := func(err error) (*loopConversation, func(), error) {
+	fail := func(err error) (*loopConversation, *streamClient, func(), error) {
 		rt.Close(context.Background())
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	in, err := inspect.New(rt, nil)
 	if err != nil {
@@ -62,16 +64,17 @@ func newInspectedConversation() (lc *loopConversation, close func(), err error) 
 	}
 	srv := httptest.NewServer(in)
 	ctx, cancel := context.WithCancel(context.Background())
-	client := &http.Client{Transport: &http.Transport{}}
+	hc := &http.Client{Transport: &http.Transport{}}
 	following := make(chan error, 1)
+	client = &streamClient{got: make(chan struct{}, 1)}
 	events := make(chan struct{}, 1)
-	go func() { following <- follow(ctx, client, srv.URL+"/api/events?view=html", events) }()
+	go func() { following <- client.follow(ctx, hc, srv.URL+"/api/events?view=html", events) }()
 	closeAll := func() {
 		cancel()
 		in.Close()
 		<-following
 		srv.Close()
-		client.CloseIdleConnections()
+		hc.CloseIdleConnections()
 	}
 	select { // the client is connected and has its first event
 	case <-events:
@@ -81,12 +84,55 @@ func newInspectedConversation() (lc *loopConversation, close func(), err error) 
 		return fail(fmt.Errorf("event stream client: %w", err))
 	}
 	request := models.EncodeMessages([]models.Message{models.UserMessage(userPrompt)})
-	return &loopConversation{rt: rt, conn: conn, request: request}, closeAll, nil
+	return &loopConversation{rt: rt, conn: conn, request: request}, client, closeAll, nil
 }
+
+// streamClient is the event stream's client: it reads the events as a
+// page would, keeps the newest, and tells a caller when an event shows
+// a session (see showing).
+type streamClient struct {
+	mu     sync.Mutex
+	newest string        // the data of the newest event read
+	want   string        // what the event a caller waits for contains, or ""
+	got    chan struct{} // gets a value when an event contains want
+}
+
+// showing waits until the client has read an event whose session list
+// shows the session id (at once if the newest does): once the inspector
+// has sent what it saw of that session, and the client has read it.
+// It is how a measurement waits for the inspector's stream to have done
+// the work a run made for it, through the stream itself: the stream
+// sends a changed view at most every Interval, so this takes up to an
+// Interval of wall time, most of it idle.
+func (c *streamClient) showing(ctx context.Context, id string) error {
+	want := `data-session=\"` + id + `\"` // the list's markup, in the event's JSON
+	c.mu.Lock()
+	if strings.Contains(c.newest, want) {
+		c.mu.Unlock()
+		return nil
+	}
+	c.want = want
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, streamWait)
+	defer cancel()
+	select {
+	case <-c.got:
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.want = ""
+		c.mu.Unlock()
+		return fmt.Errorf("no event of the inspector's stream showed session %s within %v", id, streamWait)
+	}
+}
+
+// streamWait bounds how long showing waits: the stream sends a changed
+// view every Interval, and a view anyway every second.
+const streamWait = 30 * time.Second
 
 // follow reads the event stream at url until ctx ends, signalling events
 // for each event read (without blocking).
-func follow(ctx context.Context, client *http.Client, url string, events chan<- struct{}) error {
+func (c *streamClient) follow(ctx context.Context, client *http.Client, url string, events chan<- struct{}) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -108,6 +154,18 @@ func follow(ctx context.Context, client *http.Client, url string, events chan<- 
 			}
 			return err
 		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			c.mu.Lock()
+			c.newest = data
+			if c.want != "" && strings.Contains(data, c.want) {
+				c.want = ""
+				select {
+				case c.got <- struct{}{}:
+				default:
+				}
+			}
+			c.mu.Unlock()
+		}
 		if strings.HasPrefix(line, "event: ") {
 			select {
 			case events <- struct{}{}:
@@ -120,7 +178,7 @@ func follow(ctx context.Context, client *http.Client, url string, events chan<- 
 // benchInspected measures runs of the figure 7 (a) conversation with the
 // inspector mounted and followed.
 func benchInspected(b *testing.B) {
-	lc, closeInspector, err := newInspectedConversation()
+	lc, _, closeInspector, err := newInspectedConversation()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,6 +23,7 @@ func BenchmarkRunsAB(b *testing.B) {
 		run  func(b *testing.B, until time.Duration) abTotals
 	}{
 		{"inspector", inspectedAB},
+		{"inspector-phases", inspectedPhases},
 		{"loop-aa", loopAA},
 		{"agent", agentAB},
 	} {

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -297,5 +298,15 @@ func TestResults_TwinSessionsByCallFrame(t *testing.T) {
 	in.mu.Unlock()
 	if !alone {
 		t.Fatal("bob's session still marked twin once alice's is forgotten")
+	}
+}
+
+// A record of the hooks fits in a cache line: the hooks write one per
+// turn of the adapter and per tool result, on the adapter's and the
+// loop's workers in turn, and one more line a record is one more line
+// taken from the other core.
+func TestRecord_FitsACacheLine(t *testing.T) {
+	if size := unsafe.Sizeof(record{}); size > 64 {
+		t.Fatalf("a record is %d bytes, want at most 64", size)
 	}
 }

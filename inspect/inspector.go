@@ -209,7 +209,11 @@ func (in *Inspector) changed() { in.version.Add(1) }
 const foldAt = 64
 
 // record is what a hook on the hot path leaves for the fold: a turn of
-// an adapter (see modelObserver.flush), or a tool result.
+// an adapter (see modelObserver.flush), or a tool result. It fits in a
+// cache line (the log's array is aligned to them): the hooks that write
+// records run on the workers of the adapter and of the loop in turn,
+// usually on two cores, and each record written is a line taken from
+// the other core.
 type record struct {
 	o *modelObserver  // the adapter whose turn it is; nil for a tool result
 	f *messages.Frame // a result's call
@@ -223,9 +227,8 @@ type record struct {
 	// at is monoNow at a turn's response END timed, or at a tool result
 	// while some calls were timed; 0 otherwise.
 	at time.Duration
-	// first and n place the turn's frames in in.frames; asked is how
-	// many of them were written into the adapter.
-	first, n, asked int32
+	// first and n place the turn's frames in in.frames.
+	first, n int32
 }
 
 // lock takes in.mu and shows what the hooks recorded (see fold): every

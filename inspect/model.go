@@ -62,7 +62,6 @@ type modelObserver struct {
 	// shown at their request's END.
 	held  *messages.Frame
 	turn  []observed   // this turn's frames, not recorded yet
-	asked int          // how many of them were written into the adapter
 	tools []*toolStats // the tools its calls named (under in.mu)
 	// timedTick is the coarse clock's tick (unix ns) of the response
 	// ENDs timed last, timedInTick how many were timed in it (see
@@ -310,7 +309,6 @@ func (o *modelObserver) request(f *messages.Frame) {
 		o.staged = f
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		o.turn = append(o.turn, observed{f: f, request: true})
-		o.asked++
 	}
 }
 
@@ -340,7 +338,7 @@ func (o *modelObserver) flush() {
 	o.staged = nil
 	in.mu.Lock()
 	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
-		first: int32(len(in.frames)), n: int32(len(o.turn)), asked: int32(o.asked)})
+		first: int32(len(in.frames)), n: int32(len(o.turn))})
 	in.frames = append(in.frames, o.turn...)
 	if at > 0 {
 		in.timed++
@@ -350,7 +348,7 @@ func (o *modelObserver) flush() {
 		in.fold()
 	}
 	in.mu.Unlock()
-	o.turn, o.asked = o.turn[:0], 0 // the frames it keeps beyond are the next turn's to overwrite
+	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
 }
 
 // timeEnd returns when a response END (at now, from the coarse clock)
@@ -401,8 +399,8 @@ func (o *modelObserver) showAlone(staged *messages.Frame) {
 // the response's frames on its stream up to their END (no stream opened
 // or closed, one session looked up); in.mu must be held.
 func (o *modelObserver) applyCommonTurn(r *record, turn []observed) bool {
-	if r.asked != 1 || len(turn) < 2 || !turn[0].request {
-		return false // one asked and turn[0] the request: the rest are the response's
+	if len(turn) < 2 || !turn[0].request {
+		return false // turn[0] the request, and the only one (below): the rest are the response's
 	}
 	now := r.now
 	req, last := turn[0].f, turn[len(turn)-1].f
@@ -411,7 +409,7 @@ func (o *modelObserver) applyCommonTurn(r *record, turn []observed) bool {
 	}
 	stream := req.GetStreamId()
 	for i := 1; i < len(turn); i++ {
-		if !sameString(turn[i].f.GetStreamId(), stream) {
+		if turn[i].request || !sameString(turn[i].f.GetStreamId(), stream) {
 			return false
 		}
 	}

@@ -52,9 +52,10 @@ type Result struct {
 	ToolCalls []models.ToolCall
 	// Truncated are the calls the length limit cut off, with the
 	// arguments received so far (finish_reason "length" while their
-	// arguments are not yet whole JSON: the last call's, or several
-	// when the server interleaves parallel calls); never repaired into
-	// calls. Their Index follows the whole calls'.
+	// arguments are empty or not yet whole JSON: the last call's, or
+	// several when the server interleaves parallel calls); never
+	// repaired into calls. Their Index follows the whole calls'. A call
+	// cut before its name arrived is in neither list.
 	Truncated []models.ToolCall
 	Finish    string
 	Usage     json.RawMessage
@@ -181,9 +182,10 @@ func (a *Accumulator) Done() { a.done = true }
 // ErrIncomplete when no finish reason arrived, ErrInvalidToolCall for a
 // call without a name or with arguments that are not JSON (empty
 // arguments mean {}), and the server error met by Add, if any. With
-// finish "length", a call whose arguments are not whole JSON, and the
-// last call when it has none, were cut off: they are returned in
-// Truncated, indexed after the whole calls, which keep their order. Calls without an id get
+// finish "length", a call whose arguments are not whole JSON, or empty,
+// was cut off: it is returned in Truncated, indexed after the whole calls,
+// which keep their order; one cut before its name arrived is dropped (a
+// follow-up could not name it). Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
 // the id of another call. A finish reason without [DONE] is accepted:
 // every content chunk has arrived by then.
@@ -214,14 +216,16 @@ func (a *Accumulator) Result() (Result, error) {
 	var cut []*callState
 	for i, c := range ordered {
 		whole := json.Valid(c.args)
-		if a.finish == "length" && (len(c.args) > 0 && !whole || len(c.args) == 0 && i == n-1) {
+		if a.finish == "length" && !whole {
 			// Cut off by the length limit: arguments not yet whole JSON
 			// (servers that interleave parallel calls may be in the middle
-			// of several), or none yet for the last call.
-			if c.name == "" {
-				return Result{}, fmt.Errorf("%w: call %d (id %q), cut off by the length limit, has no function name", ErrInvalidToolCall, i, c.id)
-			}
-			cut = append(cut, c)
+			// of several), or none at all: a server that interleaves may
+			// be cut between a call's first fragment and its arguments,
+			// and nothing tells that call from a whole one without
+			// parameters, so it is not run with {} in their place.
+			if c.name != "" {
+				cut = append(cut, c)
+			} // else cut before its name: nothing can name it to the model
 			continue
 		}
 		if c.name == "" {

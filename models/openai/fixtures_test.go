@@ -193,6 +193,34 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// A server that interleaves can be cut after a call's first
+		// fragment and before any of its arguments: nothing tells that
+		// call from a whole one without parameters, so with finish
+		// "length" it is cut too, never run with {} in place of its
+		// arguments.
+		name: "length with interleaved calls: a call with no arguments yet is truncated, not run with {}",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "call_A", "delete_files", ""), first(1, "call_B", "read_file", ""),
+			args(1, `{"path":"b.txt"}`),
+			finish("length"), done),
+		calls:     []wantCall{{"call_B", "read_file", `{"path":"b.txt"}`}},
+		truncated: []wantCall{{"call_A", "delete_files", `{"name":"delete_files","received":0}`}},
+		finish:    "length",
+	},
+	{
+		// A call cut before its name arrived cannot be named to the
+		// model: it is dropped, and the whole calls before it are kept,
+		// as the Anthropic adapter keeps them.
+		name: "length cut before a call's name: the call is dropped, the whole ones kept",
+		body: sse(chunk(roleChunk, ""), content("Reading."),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
+			chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"arguments":""}}]}`, ""),
+			finish("length"), done),
+		text:   "Reading.",
+		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}},
+		finish: "length",
+	},
+	{
 		name: "stream cut off without finish_reason and [DONE]",
 		body: sse(chunk(roleChunk, ""), content("Partial"),
 			first(0, "call_A", "read_file", ""), args(0, `{"path":"a.t`)),

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3/option"
+
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/modeltest"
@@ -141,5 +143,40 @@ func TestAdapter_LongErrorMessageIsClippedAndRedacted(t *testing.T) {
 	for want, write := range map[string]func(http.ResponseWriter, string){"HTTP 400": status, "server error in stream": inStream} {
 		rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoKeyInLongMessage(write))
 		modeltest.WantLongMessageClipped(t, rg.Ask("s1", userAsk), want, key)
+	}
+}
+
+// Keys sent through RequestOptions (an Azure-style api-key header, a
+// key in the query) are not repeated by the ERROR frame either.
+func TestAdapter_KeysOfRequestOptionsAreRedacted(t *testing.T) {
+	const header, query = "azure-secret-0123456789", "query-secret-0123456789"
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries, RequestOptions: []option.RequestOption{
+		option.WithHeader("api-key", header), option.WithQuery("key", query),
+	}}, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), header, query)
+}
+
+// A key shorter than 8 bytes is redacted too, where it stands as a word.
+func TestAdapter_ShortKeyIsRedacted(t *testing.T) {
+	const key = "k3y-9"
+	rg := newRig(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries}, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), key)
+}
+
+// A request that fails without a response names its URL: without the
+// query, where keys may be.
+func TestAdapter_FailedRequestURLHasNoQuery(t *testing.T) {
+	const query = "query-secret-0123456789"
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries, RequestOptions: []option.RequestOption{option.WithQuery("key", query)}}, modeltest.HangUp())
+	modeltest.WantURLWithoutCredentials(t, rg.Ask("s1", userAsk), "/v1/chat/completions", query)
+}
+
+// writeError writes the API's error body with status and message.
+func writeError(status int) func(w http.ResponseWriter, message string) {
+	return func(w http.ResponseWriter, message string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
+		_, _ = w.Write(b)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -111,16 +110,17 @@ type shell struct {
 	// emits on them is the answered call's, dropped (see Emit), whether
 	// or not the caller's END has come, until the Logic's own END of the
 	// call (see mutedStream), a new call opened on the stream (see input)
-	// or the incarnation's end.
-	muted map[string]mutedStream
+	// or the incarnation's end. Bounded, the oldest forgotten (see
+	// muteMax).
+	muted mutes[string, mutedStream]
 	// mutedCalls holds the calls a Resume answered alone, the other calls
 	// of their stream going on (see resumed), that the Logic has not
 	// ended itself: what it emits with such a call's tool-call id is the
 	// answered call's, dropped, until the Logic's END of the call or of
 	// the stream, the call's TOOL_CALL sent again (see input) or the
 	// incarnation's end. What it emits on the stream for the other calls
-	// goes out.
-	mutedCalls map[streamCall]struct{}
+	// goes out. Bounded, the oldest forgotten (see muteMax).
+	mutedCalls mutes[streamCall, struct{}]
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
@@ -412,16 +412,10 @@ func (s *shell) resumed() {
 // muted, mutedCalls).
 func (s *shell) mute(stream, call string, shared bool) {
 	if shared {
-		if s.mutedCalls == nil {
-			s.mutedCalls = make(map[streamCall]struct{})
-		}
-		s.mutedCalls[streamCall{stream, call}] = struct{}{}
+		s.mutedCalls.add(streamCall{stream, call}, struct{}{})
 		return
 	}
-	if s.muted == nil {
-		s.muted = make(map[string]mutedStream)
-	}
-	s.muted[stream] = mutedStream{call: call, several: s.open.several(stream)}
+	s.muted.add(stream, mutedStream{call: call, several: s.open.several(stream)})
 }
 
 // stopCall stops the work of c, the call a Resume answered: the Logic
@@ -635,14 +629,14 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
-		if len(s.muted) > 0 {
+		if s.muted.len() > 0 {
 			// A new call on the stream: what the Logic emits on it now
 			// is this call's (see muted).
-			delete(s.muted, f.GetStreamId())
+			s.muted.remove(f.GetStreamId())
 		}
-		if len(s.mutedCalls) > 0 && t == messages.FrameType_TOOL_CALL {
+		if s.mutedCalls.len() > 0 && t == messages.FrameType_TOOL_CALL {
 			// The answered call sent again (see mutedCalls).
-			delete(s.mutedCalls, streamCall{f.GetStreamId(), f.GetToolCallId()})
+			s.mutedCalls.remove(streamCall{f.GetStreamId(), f.GetToolCallId()})
 		}
 		s.noteOpen(f.GetStreamId())
 		if c := f.GetToolCallId(); c != "" {
@@ -1109,7 +1103,7 @@ func (o *openStreams) all() []string {
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if (len(s.muted) > 0 || len(s.mutedCalls) > 0 || s.answered != nil) && s.dropEmit(f) {
+	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
@@ -1128,23 +1122,23 @@ func (s *shell) Emit(f *messages.Frame) {
 func (s *shell) dropEmit(f *messages.Frame) bool {
 	id, call := f.GetStreamId(), f.GetToolCallId()
 	end := f.GetType() == messages.FrameType_END
-	if m, ok := s.muted[id]; ok {
+	if m, ok := s.muted.get(id); ok {
 		if end && m.ends(f) {
-			delete(s.muted, id)
+			s.muted.remove(id)
 		}
 		return true
 	}
-	if len(s.mutedCalls) > 0 {
+	if s.mutedCalls.len() > 0 {
 		k := streamCall{id, call}
-		if _, ok := s.mutedCalls[k]; ok {
+		if _, ok := s.mutedCalls.get(k); ok {
 			if end {
-				delete(s.mutedCalls, k)
+				s.mutedCalls.remove(k)
 			}
 			return true
 		}
 		if end && call == "" {
 			// The Logic ends the stream, and with it its calls.
-			maps.DeleteFunc(s.mutedCalls, func(k streamCall, _ struct{}) bool { return k.stream == id })
+			s.mutedCalls.removeFunc(func(k streamCall) bool { return k.stream == id })
 		}
 	}
 	rec, ok := s.answered.get(id)

@@ -639,9 +639,7 @@ func (s *shell) input(f *messages.Frame) {
 			s.mutedCalls.remove(streamCall{f.GetStreamId(), f.GetToolCallId()})
 		}
 		s.noteOpen(f.GetStreamId())
-		if c := f.GetToolCallId(); c != "" {
-			s.open.noteCall(f.GetStreamId(), c)
-		}
+		s.open.noteCall(f.GetStreamId(), f.GetToolCallId())
 	}
 	s.deliver(f)
 }
@@ -865,12 +863,16 @@ func isChildID(id, parent string) bool {
 // id than the one noted comes while the stream is open, its calls are
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
-// endCall). An END without an id ends the stream.
+// endCall). An END without an id ends the stream. A call whose frames
+// carry no id cannot be told from the stream's others: a stream that
+// carries one beside a call with an id carries several calls, none of
+// them apart (see several).
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
 	calls [openInline]string   // calls[i]: few[i]'s call's tool-call id
 	multi [openInline][]string // multi[i]: few[i]'s calls, when several
+	anon  [openInline]bool     // anon[i]: few[i] carries a call of no id
 	n     int                  // few[:n] are open
 	more  map[string]openState
 	// spare is a calls list no stream holds any more, kept for the next
@@ -883,6 +885,7 @@ type openState struct {
 	ended bool     // its caller sent its END
 	call  string   // its call's tool-call id
 	multi []string // its calls, when several
+	anon  bool     // it carries a call of no id
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -898,7 +901,7 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n] = id, false, "", nil
+		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n] = id, false, "", nil, false
 		o.n++
 		return
 	}
@@ -917,6 +920,7 @@ func (o *openStreams) remove(id string) {
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
 			o.calls[i], o.calls[o.n] = o.calls[o.n], ""
 			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
+			o.anon[i], o.anon[o.n] = o.anon[o.n], false
 			return
 		}
 	}
@@ -962,11 +966,14 @@ func (o *openStreams) inputEnded(id string) bool {
 // continues the call on id (see opensCall), as that call's, if id is
 // open: the last one noted is the call's (see answeredCall). A call other
 // than the one noted is another call of the stream: its calls are kept
-// from then on (see openStreams).
+// from then on (see openStreams). A frame of no id is of a call of no id
+// (see several).
 func (o *openStreams) noteCall(id, call string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			if prev := o.calls[i]; prev != call {
+			if call == "" {
+				o.anon[i] = true
+			} else if prev := o.calls[i]; prev != call {
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -975,7 +982,12 @@ func (o *openStreams) noteCall(id, call string) {
 			return
 		}
 	}
-	if st, ok := o.more[id]; ok && st.call != call {
+	if st, ok := o.more[id]; ok && call == "" {
+		if !st.anon {
+			st.anon = true
+			o.more[id] = st
+		}
+	} else if ok && st.call != call {
 		if st.call != "" {
 			st.multi = o.joined(st.multi, st.call, call)
 		}
@@ -1061,8 +1073,18 @@ func (o *openStreams) callsOf(id string) []string {
 	return o.more[id].multi
 }
 
-// several reports whether id carries several calls.
-func (o *openStreams) several(id string) bool { return len(o.callsOf(id)) > 0 }
+// several reports whether id carries several calls: several with ids,
+// or one with an id and one of none, none of which the runtime can then
+// answer apart (see shares).
+func (o *openStreams) several(id string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return len(o.multi[i]) > 0 || o.anon[i] && o.calls[i] != ""
+		}
+	}
+	st := o.more[id]
+	return len(st.multi) > 0 || st.anon && st.call != ""
+}
 
 // shares reports whether id carries the call of tool-call id call among
 // other calls.

@@ -34,3 +34,23 @@ func TestMux_RestartAnswersAStreamOfSeveralCalls(t *testing.T) {
 	}
 	release()
 }
+
+// TestMux_RestartAnswersACallOfNoIDBesideOne: a duplex restarts with two
+// calls open on m, one whose frames carry no tool-call id and one whose
+// do: m's ERROR and END answer both, and carry no id (one with the other
+// call's id would leave the call of no id unanswered to a caller that
+// tells calls by id).
+func TestMux_RestartAnswersACallOfNoIDBesideOne(t *testing.T) {
+	mb, open, restart, release := heldRestart(t)
+	m := open("m")
+	if err := m.SendAll(messages.StreamingToolCall("m", "", "tool"), messages.StreamingToolCall("m", "c4", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	waitDrained(mb) // the calls are open when the restart comes
+	restart()
+	waitDrained(mb)
+	if got, want := queued(t, m, withCallID), []string{"ERROR(restarted)/", "END/"}; !slices.Equal(got, want) {
+		t.Errorf("stream m got %q, want %q (the stream's answer, to both its calls)", got, want)
+	}
+	release()
+}

@@ -112,7 +112,7 @@ type shell struct {
 	// call (see mutedStream), a new call opened on the stream (see input)
 	// or the incarnation's end. Bounded, the oldest forgotten (see
 	// muteMax).
-	muted mutes[string, mutedStream]
+	muted bounded[string, mutedStream]
 	// mutedCalls holds the calls a Resume answered alone, the other calls
 	// of their stream going on (see resumed), that the Logic has not
 	// ended itself: what it emits with such a call's tool-call id is the
@@ -120,7 +120,7 @@ type shell struct {
 	// the stream, the call's TOOL_CALL sent again (see input) or the
 	// incarnation's end. What it emits on the stream for the other calls
 	// goes out. Bounded, the oldest forgotten (see muteMax).
-	mutedCalls mutes[streamCall, struct{}]
+	mutedCalls bounded[streamCall, struct{}]
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
@@ -760,7 +760,7 @@ func (c answeredCall) sharedRest(f *messages.Frame) (rest, ends bool) {
 // incarnation answered, to be dropped (see closedCalls).
 func (s *shell) dropClosed(f *messages.Frame) bool {
 	drop := s.closed.drop(f, &s.open)
-	if len(s.closed.ids) == 0 {
+	if s.closed.len() == 0 {
 		s.closed = nil
 	}
 	return drop
@@ -771,7 +771,7 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // alone among the stream's calls when shared (see closedCall).
 func (s *shell) noteAnswered(stream, call string, shared bool) {
 	if s.answered == nil {
-		s.answered = &closedCalls{ids: make(map[string]closedCall)}
+		s.answered = &closedCalls{}
 	}
 	s.answered.add(stream, answeredCall(call), shared)
 }

@@ -174,6 +174,17 @@ var fixtures = []fixture{
 		text: "I can't help with that.", finish: "content_filter",
 	},
 	{
+		// A refusal stops the answer where it stands: no call of it is
+		// emitted, whole, without input, or still open.
+		name: "refusal drops whole and open calls",
+		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "No."), blockStop(0),
+			toolStart(1, "toolu_01Q", "read_file"), inputDelta(1, `{"path":"a.txt"}`), blockStop(1),
+			toolStart(2, "toolu_01R", "delete_files"), blockStop(2),
+			toolStart(3, "toolu_01S", "write_file"), inputDelta(3, `{"pa`),
+			messageDelta("refusal", 8), messageStop),
+		text: "No.", finish: "content_filter",
+	},
+	{
 		name: "stream cut without message_stop",
 		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "Half"), blockStop(0),
 			toolStart(1, "toolu_01E", "read_file"), inputDelta(1, `{"path":"a`)),

@@ -187,8 +187,9 @@ func (a *Accumulator) Done() { a.done = true }
 // which keep their order; one cut before its name arrived is dropped (a
 // follow-up could not name it). Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
-// the id of another call. A finish reason without [DONE] is accepted:
-// every content chunk has arrived by then.
+// the id of another call. With finish "content_filter" the answer has no
+// calls at all, whatever was received of them. A finish reason without
+// [DONE] is accepted: every content chunk has arrived by then.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
 		return Result{}, a.err
@@ -198,6 +199,12 @@ func (a *Accumulator) Result() (Result, error) {
 			return Result{}, fmt.Errorf("%w (got [DONE])", ErrIncomplete)
 		}
 		return Result{}, fmt.Errorf("%w (cut off before [DONE])", ErrIncomplete)
+	}
+	if a.finish == "content_filter" {
+		// The filter stopped the answer where it stood, in the middle of
+		// a call as well: none of its calls is emitted, as the Anthropic
+		// adapter emits none of a refusal's.
+		return Result{Finish: a.finish, Usage: a.usage}, nil
 	}
 	ordered := slices.Clone(a.calls)
 	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })

@@ -221,6 +221,37 @@ var fixtures = []fixture{
 		finish: "length",
 	},
 	{
+		// The content filter stops an answer where it stands, in the
+		// middle of a call too: as the Anthropic adapter does on a
+		// refusal, no call of it is emitted, neither one without
+		// arguments (never run with {}) nor one whose arguments happen
+		// to be whole; the text is kept.
+		name: "content_filter drops the calls, whole, empty or cut",
+		body: sse(chunk(roleChunk, ""), content("Deleting."),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
+			first(1, "call_B", "delete_files", ""),
+			first(2, "call_C", "write_file", `{"path":"c.t`),
+			finish("content_filter"), done),
+		text:   "Deleting.",
+		finish: "content_filter",
+	},
+	{
+		name: "content_filter after a call with no arguments: it is not run with {}",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
+			first(1, "call_B", "delete_files", ""),
+			finish("content_filter"), done),
+		finish: "content_filter",
+	},
+	{
+		name: "content_filter in a call cut before its name: the answer is kept",
+		body: sse(chunk(roleChunk, ""), content("Reading."),
+			chunk(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"arguments":""}}]}`, ""),
+			finish("content_filter"), done),
+		text:   "Reading.",
+		finish: "content_filter",
+	},
+	{
 		name: "stream cut off without finish_reason and [DONE]",
 		body: sse(chunk(roleChunk, ""), content("Partial"),
 			first(0, "call_A", "read_file", ""), args(0, `{"path":"a.t`)),

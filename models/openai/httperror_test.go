@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -154,6 +155,17 @@ func TestAdapter_KeysOfRequestOptionsAreRedacted(t *testing.T) {
 		option.WithHeader("api-key", header), option.WithQuery("key", query),
 	}}, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)))
 	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), header, query)
+}
+
+// A key in the query is redacted as the server saw it too: escaped in
+// the query string, which a server quoting the query repeats so (an
+// Azure SAS signature is base64, with '/', '+' and '=').
+func TestAdapter_EscapedQueryKeyIsRedacted(t *testing.T) {
+	const query = "sig/secret+0123456789=="
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries, RequestOptions: []option.RequestOption{
+		option.WithQuery("api-key", query),
+	}}, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), query, url.QueryEscape(query))
 }
 
 // A key shorter than 8 bytes is redacted too, where it stands as a word.

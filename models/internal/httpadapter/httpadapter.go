@@ -255,7 +255,8 @@ func (e *Endpoint) redacted(err error, sent *credentials) error {
 // past their scheme, and the password of basic auth; X-Api-Key, Api-Key
 // and any other whose name speaks of a key, token, secret, password,
 // signature, session or cookie), the values of its query parameters so
-// named, its whole query string, and the password of its user info.
+// named (escaped as sent, and unescaped), its whole query string, and
+// the password of its user info.
 // Answer cuts them out of the request's error.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
@@ -303,11 +304,19 @@ func (c *credentials) note(req *http.Request) {
 		}
 		if u.RawQuery != "" && !slices.Contains(c.queries, u.RawQuery) {
 			c.queries = append(c.queries, u.RawQuery)
-			for name, values := range u.Query() {
-				if credentialName(name) {
-					for _, v := range values {
-						c.add(v)
-					}
+			for pair := range strings.SplitSeq(u.RawQuery, "&") {
+				name, value, _ := strings.Cut(pair, "=")
+				if n, err := url.QueryUnescape(name); err == nil {
+					name = n
+				}
+				if !credentialName(name) {
+					continue
+				}
+				// As sent (a server quoting the query repeats it escaped)
+				// and as meant (one quoting the parameter, unescaped).
+				c.add(value)
+				if v, err := url.QueryUnescape(value); err == nil {
+					c.add(v)
 				}
 			}
 		}

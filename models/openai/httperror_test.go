@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -190,5 +191,36 @@ func writeError(status int) func(w http.ResponseWriter, message string) {
 		w.WriteHeader(status)
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
 		_, _ = w.Write(b)
+	}
+}
+
+// The password of the HTTP client's proxy is not repeated either, plain
+// or as the basic auth the client sends the proxy (a proxy quoting the
+// Proxy-Authorization it refuses).
+func TestAdapter_ProxyPasswordIsRedacted(t *testing.T) {
+	const password = "proxy-secret-0123456789"
+	refuse := func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		_, _ = io.WriteString(w, "proxy refused "+r.Header.Get("Proxy-Authorization"))
+	}
+	rg := modeltest.NewRig(t, refuse, func(base string, client *http.Client) actors.Spec {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := client.Transport.(*http.Transport).Clone()
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("me", password), Host: u.Host})
+		t.Cleanup(tr.CloseIdleConnections)
+		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(base, &http.Client{Transport: tr})
+	})
+	r := rg.Ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 407") || !strings.Contains(r.Error, "proxy refused") {
+		t.Fatalf("failed %v with %q, want the status and the proxy's page", r.Failed, r.Error)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("me:" + password))
+	for _, s := range []string{password, basic} {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the proxy's credential %q", r.Error, s)
+		}
 	}
 }

@@ -85,6 +85,9 @@ type Endpoint struct {
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
 	secrets []string // the API key and base URL's password, cut out of error texts
+	// proxy is the Proxy function of the client's transport, when it is
+	// an *http.Transport: the proxy's password is a credential too.
+	proxy func(*http.Request) (*url.URL, error)
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -101,6 +104,13 @@ func Open(c Config) *Endpoint {
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
+	}
+	tr := e.client.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	if t, ok := tr.(*http.Transport); ok {
+		e.proxy = t.Proxy
 	}
 	return e
 }
@@ -216,7 +226,7 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	answer := answerWith(body, send)
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-		sent := &credentials{}
+		sent := &credentials{proxy: e.proxy}
 		frames, err := answer(context.WithValue(ctx, credentialsKey{}, sent), req, emit)
 		if err != nil {
 			err = e.redacted(err, sent)
@@ -255,8 +265,10 @@ func (e *Endpoint) redacted(err error, sent *credentials) error {
 // past their scheme, and the password of basic auth; X-Api-Key, Api-Key
 // and any other whose name speaks of a key, token, secret, password,
 // signature, session or cookie), the values of its query parameters so
-// named (escaped as sent, and unescaped), its whole query string, and
-// the password of its user info.
+// named (escaped as sent, and unescaped), its whole query string, the
+// password of its user info, and the password of the proxy the
+// endpoint's *http.Transport sends it through (plain and as the basic
+// auth the transport makes of it).
 // Answer cuts them out of the request's error.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
@@ -272,6 +284,7 @@ type credentials struct {
 	mu      sync.Mutex
 	secrets []string
 	queries []string // raw query strings
+	proxy   func(*http.Request) (*url.URL, error)
 }
 
 func (c *credentials) note(req *http.Request) {
@@ -295,6 +308,16 @@ func (c *credentials) note(req *http.Request) {
 						c.add(password)
 					}
 				}
+			}
+		}
+	}
+	if c.proxy != nil {
+		// The transport sends the proxy its user info as basic auth,
+		// after every middleware: a proxy may quote it as it refuses it.
+		if u, err := c.proxy(req); err == nil && u != nil {
+			if password, ok := u.User.Password(); ok {
+				c.add(password)
+				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))
 			}
 		}
 	}

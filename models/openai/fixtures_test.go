@@ -252,6 +252,20 @@ var fixtures = []fixture{
 		finish: "content_filter",
 	},
 	{
+		// A server sending the name after a first fragment with the id
+		// and arguments can be cut in between: with finish "length" a
+		// call without a name never got it, whole arguments or not, and
+		// is dropped like any call cut before its name.
+		name: "length cut before the name of a call whose arguments came first: the call is dropped",
+		body: sse(chunk(roleChunk, ""), content("Reading."),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
+			chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"arguments":"{}"}}]}`, ""),
+			finish("length"), done),
+		text:   "Reading.",
+		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}},
+		finish: "length",
+	},
+	{
 		name: "stream cut off without finish_reason and [DONE]",
 		body: sse(chunk(roleChunk, ""), content("Partial"),
 			first(0, "call_A", "read_file", ""), args(0, `{"path":"a.t`)),

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
+	"github.com/polyweave/polyweave-go/models/resilience"
 )
 
 // An error status whose body is not the API's error (a proxy's page) is
@@ -196,8 +198,15 @@ func writeError(status int) func(w http.ResponseWriter, message string) {
 
 // The password of the HTTP client's proxy is not repeated either, plain
 // or as the basic auth the client sends the proxy (a proxy quoting the
-// Proxy-Authorization it refuses).
+// Proxy-Authorization it refuses), also when a resilience.Transport
+// wraps the transport that knows the proxy.
 func TestAdapter_ProxyPasswordIsRedacted(t *testing.T) {
+	for _, wrapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrapped=%v", wrapped), func(t *testing.T) { testProxyPasswordIsRedacted(t, wrapped) })
+	}
+}
+
+func testProxyPasswordIsRedacted(t *testing.T, wrapped bool) {
 	const password = "proxy-secret-0123456789"
 	refuse := func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
 		w.WriteHeader(http.StatusProxyAuthRequired)
@@ -211,7 +220,13 @@ func TestAdapter_ProxyPasswordIsRedacted(t *testing.T) {
 		tr := client.Transport.(*http.Transport).Clone()
 		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("me", password), Host: u.Host})
 		t.Cleanup(tr.CloseIdleConnections)
-		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(base, &http.Client{Transport: tr})
+		var rt http.RoundTripper = tr
+		if wrapped {
+			if rt, err = resilience.New(tr, &resilience.Options{MaxRetries: resilience.NoRetries}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(base, &http.Client{Transport: rt})
 	})
 	r := rg.Ask("s1", userAsk)
 	if !r.Failed || !strings.Contains(r.Error, "HTTP 407") || !strings.Contains(r.Error, "proxy refused") {

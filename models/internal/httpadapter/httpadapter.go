@@ -85,8 +85,8 @@ type Endpoint struct {
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
 	secrets []string // the API key and base URL's password, cut out of error texts
-	// proxy is the Proxy function of the client's transport, when it is
-	// an *http.Transport: the proxy's password is a credential too.
+	// proxy is the Proxy function of the client's *http.Transport, when
+	// known (see proxyOf): the proxy's password is a credential too.
 	proxy func(*http.Request) (*url.URL, error)
 }
 
@@ -105,14 +105,28 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
-	tr := e.client.Transport
-	if tr == nil {
-		tr = http.DefaultTransport
-	}
-	if t, ok := tr.(*http.Transport); ok {
-		e.proxy = t.Proxy
-	}
+	e.proxy = proxyOf(e.client.Transport)
 	return e
+}
+
+// proxyOf returns the Proxy function of rt when it is an *http.Transport
+// (http.DefaultTransport when nil), or wraps one, as a
+// resilience.Transport does, behind Unwrap methods; nil otherwise.
+func proxyOf(rt http.RoundTripper) func(*http.Request) (*url.URL, error) {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for range 16 { // a bound, should wrappers ever loop
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t.Proxy
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // HTTPClient is the client to send requests with.
@@ -267,8 +281,8 @@ func (e *Endpoint) redacted(err error, sent *credentials) error {
 // signature, session or cookie), the values of its query parameters so
 // named (escaped as sent, and unescaped), its whole query string, the
 // password of its user info, and the password of the proxy the
-// endpoint's *http.Transport sends it through (plain and as the basic
-// auth the transport makes of it).
+// endpoint's *http.Transport (behind a resilience.Transport too) sends it
+// through, plain and as the basic auth the transport makes of it.
 // Answer cuts them out of the request's error.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {

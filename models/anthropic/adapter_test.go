@@ -143,6 +143,17 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// A block the API stopped is whole even at max_tokens: without
+		// input, it runs with {}; only the open one is cut.
+		name: "max_tokens after a stopped call without input: it runs with {}",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01T", "list_files"), blockStop(0),
+			toolStart(1, "toolu_01U", "write_file"), inputDelta(1, `{"pa`),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01T", "list_files", `{}`}},
+		truncated: []wantCall{{"toolu_01U", "write_file", `{"name":"write_file","received":4}`}},
+		finish:    "length",
+	},
+	{
 		// A cut block that cannot be named to the model (no id or no
 		// name) is dropped; the whole calls and the text are kept, as
 		// the OpenAI-compatible adapter keeps them.

@@ -107,6 +107,17 @@ var fixtures = []fixture{
 		finish: "tool_calls",
 	},
 	{
+		// Only the length limit cuts: a call without parameters of an
+		// answer that stopped (a forced tool_choice ends with "stop")
+		// is whole, and runs with {}.
+		name: "empty arguments mean {} with finish stop too",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`), first(1, "call_B", "list_files", ""),
+			finish("stop"), done),
+		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}, {"call_B", "list_files", `{}`}},
+		finish: "stop",
+	},
+	{
 		name: "first fragment without function.name",
 		body: sse(chunk(roleChunk, ""),
 			chunk(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"arguments":""}}]}`, ""),

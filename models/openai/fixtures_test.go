@@ -221,11 +221,14 @@ var fixtures = []fixture{
 	{
 		// A call cut before its name arrived cannot be named to the
 		// model: it is dropped, and the whole calls before it are kept,
-		// as the Anthropic adapter keeps them.
+		// as the Anthropic adapter keeps them. Some servers send the
+		// name after the id and arguments: a call without a name is
+		// dropped whole arguments or not.
 		name: "length cut before a call's name: the call is dropped, the whole ones kept",
 		body: sse(chunk(roleChunk, ""), content("Reading."),
 			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
 			chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":2,"id":"call_C","type":"function","function":{"arguments":"{}"}}]}`, ""),
 			finish("length"), done),
 		text:   "Reading.",
 		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}},
@@ -235,46 +238,17 @@ var fixtures = []fixture{
 		// The content filter stops an answer where it stands, in the
 		// middle of a call too: as the Anthropic adapter does on a
 		// refusal, no call of it is emitted, neither one without
-		// arguments (never run with {}) nor one whose arguments happen
-		// to be whole; the text is kept.
-		name: "content_filter drops the calls, whole, empty or cut",
+		// arguments (never run with {}), nor one cut before its name,
+		// nor one whose arguments happen to be whole; the text is kept.
+		name: "content_filter drops the calls, whole, empty, nameless or cut",
 		body: sse(chunk(roleChunk, ""), content("Deleting."),
 			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
 			first(1, "call_B", "delete_files", ""),
-			first(2, "call_C", "write_file", `{"path":"c.t`),
+			chunk(`{"tool_calls":[{"index":2,"id":"call_C","type":"function","function":{"arguments":""}}]}`, ""),
+			first(3, "call_D", "write_file", `{"path":"c.t`),
 			finish("content_filter"), done),
 		text:   "Deleting.",
 		finish: "content_filter",
-	},
-	{
-		name: "content_filter after a call with no arguments: it is not run with {}",
-		body: sse(chunk(roleChunk, ""),
-			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
-			first(1, "call_B", "delete_files", ""),
-			finish("content_filter"), done),
-		finish: "content_filter",
-	},
-	{
-		name: "content_filter in a call cut before its name: the answer is kept",
-		body: sse(chunk(roleChunk, ""), content("Reading."),
-			chunk(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"arguments":""}}]}`, ""),
-			finish("content_filter"), done),
-		text:   "Reading.",
-		finish: "content_filter",
-	},
-	{
-		// A server sending the name after a first fragment with the id
-		// and arguments can be cut in between: with finish "length" a
-		// call without a name never got it, whole arguments or not, and
-		// is dropped like any call cut before its name.
-		name: "length cut before the name of a call whose arguments came first: the call is dropped",
-		body: sse(chunk(roleChunk, ""), content("Reading."),
-			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
-			chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"arguments":"{}"}}]}`, ""),
-			finish("length"), done),
-		text:   "Reading.",
-		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}},
-		finish: "length",
 	},
 	{
 		name: "stream cut off without finish_reason and [DONE]",

@@ -40,6 +40,16 @@ var (
 	ErrSessionBusy = errors.New("agent: session busy")
 	// ErrClosed: the agent was closed.
 	ErrClosed = errors.New("agent: closed")
+	// ErrCloseContinues is wrapped by the error of an [Agent.Close] that
+	// stopped waiting while conversations of the agent still waited for
+	// tool calls' handlers (or delegations' ToolOptions.OnEvent hooks)
+	// running since before it began, one of which may be its caller: the
+	// agent refuses new conversations, and finishes closing in the
+	// background once they have returned. A handler or hook that closed
+	// its own agent ignores it; a host that must see everything stopped
+	// cancels its Runs, or calls Close again, which returns nil once the
+	// close has completed.
+	ErrCloseContinues = errors.New("agent: the close continues in the background")
 	// ErrNoAnswer: the model still called tools when the iteration limit
 	// was reached, so there is no final answer.
 	ErrNoAnswer = errors.New("agent: no final answer within the iteration limit")
@@ -268,7 +278,12 @@ type Options struct {
 	// tapped (telemetry.Telemetry.Agent: a span per run and per tool
 	// call), its breakers report their state (as well as to
 	// Breaker.OnChange, when set) and Store's calls are measured. Tap the model adapter with
-	// Telemetry.Model to see its requests as spans of the runs.
+	// Telemetry.Model to see its requests as spans of the runs. Each
+	// attempt of a session runs on a stream of its own (see [StreamID]),
+	// so a run span's gen_ai.conversation.id is the attempt's stream id
+	// unless the Telemetry was made with telemetry.Options.ConversationID
+	// giving [SessionOf]'s session: then it is the session id, the same
+	// for every attempt.
 	Telemetry *telemetry.Telemetry
 }
 
@@ -331,18 +346,21 @@ type Agent struct {
 	delegating int
 	delegated  chan struct{}
 	// calls holds the handlers of the tool calls the agent's loops run
-	// that have not returned (see trackCalls), each with the session of
-	// the conversation that waits for it, by the number it began with
-	// (callSeq, from 1, in the order they began). A Close that cannot
-	// tell whether one of them called it knows by them that what it
-	// waits for waits for a handler (see awaitConversations).
-	calls   map[uint64]string
+	// that have not returned (see trackCalls), by their ctx, each with
+	// the session of the conversation that made its call and the number
+	// it began with (callSeq, from 1, in the order they began). A Close that cannot tell whether one of them called it
+	// knows by them that what it waits for waits for a handler (see
+	// awaitConversations).
+	calls   map[context.Context]handlerCall
 	callSeq uint64
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
 	closeDone bool
 	closed    bool
+	// closingLater: a closeLater is finishing the close in the
+	// background.
+	closingLater bool
 	// closing is closed by the first Close, for the Runs waiting for a
 	// drain (see enter), or for a loop to restart or stop (see
 	// untilClosed); made by the first of them.
@@ -601,27 +619,39 @@ func (a *Agent) traced(loop actors.Spec) actors.Spec {
 // and does the rest in the background once the running conversations,
 // that one included, have returned (a Close from outside meanwhile waits
 // as above). A Close given another ctx (context.Background, say) cannot
-// tell its caller from a host: Go names no goroutine to a function it
-// calls, and reading goroutine ids from stack traces would cost every
-// delegation what only a Close needs. Close knows instead, through the
-// agent's tool loops (tools.RouterOptions.OnCall), which conversations
-// wait for a handler of their calls, and which handlers were running
-// when it began: once every conversation left waits for such handlers
-// (or is in its consumer's body, as above), one of them running since
-// before Close began, and none began or returned for CancelGrace, one
-// of those handlers may be its caller, and Close does as for a call's
-// ctx: it returns nil, and does the rest in the background once they
-// have returned. So a tool's handler, a ToolOptions.OnEvent hook of a
-// delegation (which gets no ctx) or a goroutine either of them waits
-// for, closing the agent with another ctx, holds its conversation for
-// CancelGrace (its call's ctx saves that wait; a ctx of Close's that
-// ends sooner fails it with an error saying how many conversations
-// still ran and that a tool call gives Close its call's ctx); and a
-// host's Close during a call whose handler was running before it and
-// runs for longer than CancelGrace, all that is left to wait for,
-// returns nil before that handler has, the agent finishing its close
-// once it has (cancel the Runs first for a Close that returns once
-// everything has stopped).
+// tell its caller from a host by it: Go names no goroutine to a function
+// it calls, and reading goroutine ids from stack traces would cost every
+// call what only a Close needs. Close knows instead, through the agent's
+// tool loops (tools.RouterOptions.OnCall), which conversations wait for
+// a handler of their calls, and which handlers were running when it
+// began: once every conversation left waits for such handlers (or is in
+// its consumer's body, as above), one of them running since before
+// Close began, and none began or returned for CancelGrace, one of those
+// handlers may be its caller. Close then stops waiting: it returns an
+// error wrapping [ErrCloseContinues] that says how many conversations
+// and handlers still run, and the agent, refusing new conversations,
+// finishes closing in the background once they have returned. A Close
+// called from a delegation's ToolOptions.OnEvent hook (on the hook's
+// own goroutine: Close looks for the agent's call of the hook among its
+// callers, which costs only Close) does so at once, without the grace:
+// the hook of a delegation the agent made, directly or within one it
+// made, that holds its conversation; and one of a delegation made to the
+// agent, whose conversation, cancelled as Close began, it no longer
+// waits for (Close returns nil, as for a consumer's body above). So a
+// tool's handler, or a goroutine a handler or hook waits for, closing
+// the agent with another ctx holds its conversation for CancelGrace
+// (its call's ctx saves that wait; a ctx of Close's that ends sooner
+// fails it with an error saying how many conversations still ran and
+// that a tool call gives Close its call's ctx), and gets
+// ErrCloseContinues, which it ignores; and a host's Close during a call
+// whose handler was running before it and runs for longer than
+// CancelGrace, all that is left to wait for, gets ErrCloseContinues
+// before that handler has returned, and so does a host's Close on
+// another goroutine while a hook holds all that is left, at once (cancel
+// the Runs first for a Close that returns nil once everything has
+// stopped). A later Close does as the first: it waits, and returns nil
+// once the close has completed, or ErrCloseContinues again while such a
+// handler still runs.
 // Sessions waiting for approval without a Store are dropped: the loop,
 // stopping, answers their held calls, and Resume fails with ErrClosed. A
 // Close whose ctx ends first returns an error wrapping ctx's, the name
@@ -649,9 +679,21 @@ func (a *Agent) Close(ctx context.Context) error {
 // closeLater finishes closing the agent on a goroutine of its own, once
 // the conversations running have returned, and logs an error (why says
 // who began the close).
+// One runs at a time: a Close begun meanwhile leaves it to that one.
 func (a *Agent) closeLater(why string) {
+	a.mu.Lock()
+	running := a.closingLater
+	a.closingLater = true
+	a.mu.Unlock()
+	if running {
+		return
+	}
 	go func() {
-		if err := a.close(context.Background(), false); err != nil {
+		err := a.close(context.Background(), false)
+		a.mu.Lock()
+		a.closingLater = false
+		a.mu.Unlock()
+		if err != nil {
 			a.rt.Logger().Warn("agent: close, "+why, slog.String("agent", a.opts.Name), slog.Any("error", err))
 		}
 	}()
@@ -671,11 +713,15 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		return nil
 	}
 	a.beginCloseLocked()
-	var before uint64 // the handlers that may have called close: those numbered up to it
+	var (
+		before   uint64 // the handlers that may have called close: those numbered up to it
+		fromHook bool
+	)
 	if byCaller {
 		before = a.callSeq
+		fromHook = calledFromHook()
 	}
-	held, err := a.awaitConversations(ctx, before)
+	held, err := a.awaitConversations(ctx, before, fromHook)
 	if err != nil {
 		n := a.active
 		a.mu.Unlock()
@@ -686,10 +732,13 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 	if held {
 		// What is left waits for handlers that ran before this Close
 		// began, one of which may have called it: finish once they have
-		// returned.
+		// returned, and say so.
+		n, h := a.active, len(a.calls)
 		a.mu.Unlock()
 		a.closeLater("its conversations held by tool calls")
-		return nil
+		return fmt.Errorf("agent %q: close: %d conversation(s) still running, waiting for tool calls' handlers "+
+			"(%d running) that began before Close, one of which may have called it; the agent refuses new "+
+			"conversations and finishes closing once they have returned: %w", a.opts.Name, n, h, ErrCloseContinues)
 	}
 	// Every conversation has returned, but for those cancelled in their
 	// consumer's body, and no other can enter: a start of the shared
@@ -858,34 +907,51 @@ func (a *Agent) delegate() (done func()) {
 
 // trackCalls returns the tools.RouterOptions.OnCall of the agent self
 // points at: it keeps each handler of the calls its loops run in
-// Agent.calls, with the session whose conversation waits for it, from
-// the handler's start to its return. A handler of an agent no longer
-// reachable is not kept (the hook holds the agent weakly, as loopOwners
-// does: its loops do not keep it).
-func trackCalls(self weak.Pointer[Agent]) func(context.Context) func() {
-	return func(ctx context.Context) func() {
+// Agent.calls, by its ctx, with the session whose conversation made the
+// call, from the handler's start to its return; it allocates nothing
+// per call. A handler of an agent no longer reachable is not kept (the
+// hook holds the agent weakly, as loopOwners does: its loops do not keep
+// it).
+func trackCalls(self weak.Pointer[Agent]) func(ctx context.Context, ended bool) {
+	return func(ctx context.Context, ended bool) {
 		a := self.Value()
+		if a == nil {
+			return
+		}
+		if ended {
+			a.mu.Lock()
+			if _, ok := a.calls[ctx]; ok {
+				delete(a.calls, ctx)
+				a.changedLocked()
+			}
+			a.mu.Unlock()
+			return
+		}
 		call, ok := tools.CallFrom(ctx)
-		if a == nil || !ok {
-			return nil
+		if !ok {
+			return
 		}
 		session, _ := SessionOf(call.StreamID)
 		a.mu.Lock()
 		a.callSeq++
-		n := a.callSeq
 		if a.calls == nil {
-			a.calls = map[uint64]string{}
+			a.calls = map[context.Context]handlerCall{}
 		}
-		a.calls[n] = session
+		a.calls[ctx] = handlerCall{session: session, seq: a.callSeq}
 		a.changedLocked()
 		a.mu.Unlock()
-		return func() {
-			a.mu.Lock()
-			delete(a.calls, n)
-			a.changedLocked()
-			a.mu.Unlock()
-		}
 	}
+}
+
+// handlerCall is a handler of the agent's calls that has not returned
+// (see Agent.calls, where its ctx keys it: the ctx of each handler
+// running is its own, and ends once the call is answered without it, a
+// timeout or a cancel, its conversation then no longer waiting for it):
+// the session whose conversation made the call, and the number it began
+// with.
+type handlerCall struct {
+	session string
+	seq     uint64
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -987,7 +1053,7 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // not returns to its conversation, which then either returns or has a
 // handler begin or end, and the grace starts anew. It returns ctx's
 // error when ctx ends first.
-func (a *Agent) awaitConversations(ctx context.Context, before uint64) (held bool, _ error) {
+func (a *Agent) awaitConversations(ctx context.Context, before uint64, fromHook bool) (held bool, _ error) {
 	var (
 		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
 		calls callsState         // the handlers, as the grace for them runs
@@ -998,11 +1064,15 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64) (held boo
 			grace.Stop()
 		}
 	}()
-	restart := func() {
+	restart := func(now bool) {
 		if grace != nil {
 			grace.Stop()
 		}
-		grace = time.NewTimer(a.opts.CancelGrace)
+		d := a.opts.CancelGrace
+		if now {
+			d = 0
+		}
+		grace = time.NewTimer(d)
 	}
 	for {
 		inBody, only := a.inBodyLocked()
@@ -1014,14 +1084,14 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64) (held boo
 		case only:
 			if still == nil || !sameEntries(still, inBody) {
 				still = inBody // the grace starts (anew)
-				restart()
+				restart(fromHook && delegationsOnly(inBody))
 			}
 			graceC = grace.C
 			calls = callsState{}
 		case now.held:
 			if still == nil || !sameEntries(still, inBody) || calls != now {
 				still, calls = inBody, now
-				restart()
+				restart(fromHook)
 			}
 			callsC = grace.C
 		default:
@@ -1057,6 +1127,17 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64) (held boo
 	}
 }
 
+// delegationsOnly tells whether the conversations in inBody are all
+// delegations to the agent (cancelled as Close began).
+func delegationsOnly(inBody map[*closer]uint64) bool {
+	for c := range inBody {
+		if !c.delegation {
+			return false
+		}
+	}
+	return true
+}
+
 // callsState is what awaitConversations knows of the handlers of the
 // agent's calls: whether they, with the consumers' bodies, hold every
 // conversation left (held), and enough to tell that no handler began
@@ -1078,8 +1159,11 @@ func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState
 		return st
 	}
 	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
-	for n, session := range a.calls {
-		early[session] = early[session] || n <= before
+	for ctx, h := range a.calls {
+		if ctx.Err() != nil {
+			continue // its call was answered: a handler run on past its timeout holds nothing
+		}
+		early[h.session] = early[h.session] || h.seq <= before
 	}
 	bodies := make(map[string]bool, len(inBody))
 	for c := range inBody {

@@ -48,10 +48,22 @@ func BenchmarkCallMark(b *testing.B) {
 		ctx := callContext(b, rt)
 		b.ReportAllocs()
 		for b.Loop() {
-			if done := hook(ctx); done != nil {
-				done()
-			}
+			hook(ctx, false)
+			hook(ctx, true)
 		}
+	})
+	// Every core's handlers at once, as the calls of many conversations
+	// run: they contend for what the hook locks.
+	b.Run("on-call-parallel", func(b *testing.B) {
+		hook := trackCalls(a.self)
+		ctx := callContext(b, rt)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				hook(ctx, false)
+				hook(ctx, true)
+			}
+		})
 	})
 }
 

@@ -18,31 +18,33 @@ import (
 // TestClose_FromADelegationsHook: the delegation's ToolOptions.OnEvent
 // hook, which gets no ctx, closes the lead with context.Background while
 // the lead's Run waits for the delegation, which waits for the hook.
-// Close sees that the Run waits for a handler of the lead's that ran
-// before it began: after CancelGrace it returns nil (the delegation's
-// call is not answered as timed out), the lead's Run goes on to its
-// answer, and the lead refuses the next Run.
+// Close sees that it is called from a hook of the agent's, and that
+// the Run waits for a handler of the lead's that is in its hook since
+// before Close began: it returns at once (no time passes), with an error
+// wrapping ErrCloseContinues (the delegation's call is not answered as
+// timed out), the lead's Run goes on to its answer, and the lead refuses
+// the next Run.
 func TestClose_FromADelegationsHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
 		writer := newAgent(t, rt, model(t, scripted.Turn{Text: "Written."}), &agent.Options{Name: "writer"})
 		var lead *agent.Agent
 		closed := make(chan error, 1)
+		var waited time.Duration
 		lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
 			if ev.Kind == agent.EventDone {
-				closed <- lead.Close(context.Background())
+				closed <- timedClose(context.Background(), lead, &waited)
 			}
 		}})
-		start := time.Now()
 		ans, err := lead.Run(context.Background(), "s", ask)
 		if err != nil {
 			t.Fatalf("the lead's Run: %v", err)
 		}
-		if err := <-closed; err != nil {
-			t.Errorf("Close of the lead from its delegation's hook: %v, want nil", err)
+		if err := <-closed; !errors.Is(err, agent.ErrCloseContinues) {
+			t.Errorf("Close of the lead from its delegation's hook: %v, want ErrCloseContinues", err)
 		}
-		if waited := time.Since(start); waited >= tools.DefaultTimeout {
-			t.Errorf("the lead's Run took %v: Close from the hook waited for the call's timeout", waited)
+		if waited != 0 {
+			t.Errorf("Close from the delegation's hook took %v, want it at once", waited)
 		}
 		if res := onlyResult(t, ans); res.IsError || ans.Text != "The team is done." {
 			t.Errorf("the delegation: %s (error %v), answer %q: want the writer's answer and the lead's", res.Content, res.IsError, ans.Text)
@@ -83,4 +85,72 @@ func TestClose_FromAToolWithAnotherCtx(t *testing.T) {
 			t.Errorf("Close from a tool with a ctx of its own: %v, want one wrapping its deadline, saying a conversation still ran and that a tool passes its call's ctx", err)
 		}
 	})
+}
+
+// TestClose_SubFromTheHookOfADelegationToIt: the OnEvent hook of a
+// delegation made to the writer closes the writer, with
+// context.Background, at the delegation's first event (its round's tool
+// call, whose handler returns only once the call is cancelled), while
+// the writer's conversation waits for that hook. Close returns nil at once
+// (no time passes: the conversation, a delegation, is cancelled as Close
+// begins, and not waited for in its hook); once the hook has returned
+// the delegation ends with an error wrapping ErrClosed, which the hook
+// sees last, the lead's Run goes on to its answer with the call's error
+// result, and the writer refuses the next Run.
+func TestClose_SubFromTheHookOfADelegationToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		note := tools.MustNew(tools.Definition{Name: "note", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done() // until the cancelled conversation's ABORT: it never answers
+			return nil, ctx.Err()
+		}})
+		writer := newAgent(t, rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "note", `{}`)}}, // the conversation is not over at its first event
+			scripted.Turn{Text: "Written."},
+		), &agent.Options{Name: "writer", Tools: []*tools.Tool{note}})
+		closed := make(chan error, 1)
+		var (
+			waited time.Duration
+			events []agent.Event
+		)
+		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
+			events = append(events, ev) // the delegation's events, one at a time
+			if len(events) == 1 {
+				closed <- timedClose(context.Background(), writer, &waited)
+			}
+		}})
+		ans, err := lead.Run(context.Background(), "s", ask)
+		if err != nil {
+			t.Fatalf("the lead's Run: %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close of the writer from the hook of a delegation to it: %v, want nil", err)
+		}
+		if waited != 0 {
+			t.Errorf("Close from the hook took %v, want it at once", waited)
+		}
+		if res := onlyResult(t, ans); !res.IsError || !strings.Contains(string(res.Content), "closed") || ans.Text != "The team is done." {
+			t.Errorf("the delegation: %s (error %v), answer %q: want its error saying the writer was closed, and the lead's answer",
+				res.Content, res.IsError, ans.Text)
+		}
+		if last := events[len(events)-1]; last.Kind != agent.EventError || !strings.Contains(last.Text, agent.ErrClosed.Error()) {
+			t.Errorf("the hook's last event: %v %q, want an EventError saying the writer was closed", last.Kind, last.Text)
+		}
+		if _, err := writer.Run(context.Background(), "s2", ask); !errors.Is(err, agent.ErrClosed) {
+			t.Errorf("the writer's Run after Close: %v, want ErrClosed", err)
+		}
+		synctest.Wait() // the writer's close is done once its conversation has returned
+		if err := writer.Close(context.Background()); err != nil {
+			t.Errorf("Close of the writer again: %v", err)
+		}
+	})
+}
+
+// timedClose closes a with ctx and sets *waited to the time Close took
+// (the bubble's time: none passes while it does not wait).
+func timedClose(ctx context.Context, a *agent.Agent, waited *time.Duration) error {
+	start := time.Now()
+	err := a.Close(ctx)
+	*waited = time.Since(start)
+	return err
 }

@@ -2,8 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
@@ -16,21 +18,23 @@ import (
 // the writer's delegation closes the top agent, whose Run waits for the
 // editor, which waits for the writer, which waits for the hook. That
 // goroutine holds a conversation of the top agent as much as the hook of
-// a delegation the top agent made itself: Close returns nil at once, and
-// the top agent's Run goes on to its answer.
+// a delegation the top agent made itself: Close returns at once (no
+// time passes) with an error wrapping ErrCloseContinues, and the top
+// agent's Run goes on to its answer.
 func TestClose_FromANestedDelegationsHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
 		writer := newAgent(t, rt, model(t, scripted.Turn{Text: "Written."}), &agent.Options{Name: "writer"})
 		var top *agent.Agent
 		closed := make(chan error, 1)
+		var waited time.Duration
 		toWriter, err := agent.AsTool(writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
 			if ev.Kind == agent.EventDone {
 				// Shorter than the calls' timeout: a Close that waits for
 				// the top agent's Run fails before a call times out.
 				ctx, cancel := context.WithTimeout(context.Background(), tools.DefaultTimeout/2)
 				defer cancel()
-				closed <- top.Close(ctx)
+				closed <- timedClose(ctx, top, &waited)
 			}
 		}})
 		if err != nil {
@@ -49,8 +53,11 @@ func TestClose_FromANestedDelegationsHook(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the top agent's Run: %v", err)
 		}
-		if err := <-closed; err != nil {
-			t.Errorf("Close of the top agent from the hook of a delegation under its delegation: %v, want nil", err)
+		if err := <-closed; !errors.Is(err, agent.ErrCloseContinues) {
+			t.Errorf("Close of the top agent from the hook of a delegation under its delegation: %v, want ErrCloseContinues", err)
+		}
+		if waited != 0 {
+			t.Errorf("Close from the hook took %v, want it at once", waited)
 		}
 		if res := onlyResult(t, ans); res.IsError || ans.Text != "Published." {
 			t.Errorf("the delegation: %s (error %v), answer %q: want the editor's answer and the top agent's", res.Content, res.IsError, ans.Text)

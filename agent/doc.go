@@ -142,8 +142,10 @@
 // close an agent from a Stream's loop body: Close cancels that Run rather
 // than wait for it; and from a tool of its own, given the call's ctx:
 // Close then returns at once and finishes once that Run has returned.
-// Given another ctx (context.Background, say, or from a delegation's
-// OnEvent hook, which gets none), Close returns so once the Runs left
-// have waited CancelGrace for handlers running since before it began
-// (see [Agent.Close]).
+// Given another ctx (context.Background, say), Close stops waiting once
+// the Runs left have waited CancelGrace for handlers running since
+// before it began, and from a delegation's OnEvent hook (which gets no
+// ctx) at once: it then returns an error wrapping [ErrCloseContinues],
+// the agent finishing its close in the background once those handlers
+// have returned (see [Agent.Close]).
 package agent

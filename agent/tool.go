@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,7 +227,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			}
 			var emit func(Event)
 			if opts.OnEvent != nil {
-				emit = func(ev Event) { opts.OnEvent(session, ev) }
+				emit = func(ev Event) { callHook(opts.OnEvent, session, ev) }
 			}
 			ans, err := sub.run(ctx, session, msgs, parent, emit, true)
 			if err != nil {
@@ -311,5 +313,36 @@ func (a *Agent) deleteSession(key string) {
 	if err := tools.DeleteSession(ctx, a.opts.Store, key); err != nil {
 		a.rt.Logger().Warn("agent: delete a delegation's session from the store", slog.String("agent", a.opts.Name),
 			slog.String("session", clip(key)), slog.Any("error", err))
+	}
+}
+
+// callHook calls a delegation's ToolOptions.OnEvent hook. It is the
+// frame by which a Close knows it was called from such a hook (see
+// calledFromHook): it is never inlined.
+//
+//go:noinline
+func callHook(hook func(string, Event), session string, ev Event) {
+	hook(session, ev)
+}
+
+// hookFunc is the name runtime frames give callHook.
+var hookFunc = runtime.FuncForPC(reflect.ValueOf(callHook).Pointer()).Name()
+
+// calledFromHook tells whether its caller runs within a delegation's
+// ToolOptions.OnEvent hook (callHook is among its callers): a hook,
+// which gets no ctx, that closes an agent. Only Close pays for the look
+// at its callers; a hook pays nothing.
+func calledFromHook() bool {
+	pcs := make([]uintptr, 256)
+	n := runtime.Callers(3, pcs) // from Close's caller on
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if f.Function == hookFunc {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }

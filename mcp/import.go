@@ -136,6 +136,14 @@ type Imported struct {
 	closed    chan struct{} // closed when the teardown has ended
 	closeErr  error         // the teardown's, read once closed is
 	done      chan struct{} // closed when the notifier has ended
+
+	// givenUp ends when a Close's context ended before the teardown did:
+	// the DELETE that ends an HTTP session is given up then (sessionEnd),
+	// which endErr records for the teardown's error.
+	givenUp context.Context
+	giveUp  context.CancelCauseFunc
+	endMu   sync.Mutex
+	endErr  error
 }
 
 // importedTool is a server's tool as imported, with what it was made
@@ -208,6 +216,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	}
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
+	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
 	} else {
@@ -366,16 +375,17 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // Close stops the connection actor (closing the session, which ends a
 // stdio server) and waits until it is gone or ctx ends. Calls still
 // waiting are answered with errors. When ctx ends first, Close returns
-// its error and the teardown goes on without it: it ends when the
-// session has closed, which the go-sdk bounds (a server that does not
-// answer the DELETE that ends an HTTP session is given up after a few
-// seconds, a stdio server that does not exit is killed). Close may be
-// called again, to wait for it.
+// its error and the teardown goes on without it, giving up the DELETE
+// that ends an HTTP session if the server has not answered it yet (the
+// teardown's error then says the server was not told); the DELETE is
+// bounded anyway (sessionEndTimeout), and a stdio server that does not
+// exit is killed. Close may be called again, to wait for the teardown.
 func (im *Imported) Close(ctx context.Context) error {
 	im.closeOnce.Do(func() { go im.teardown() })
 	select {
 	case <-im.closed:
 	case <-ctx.Done():
+		im.giveUp(fmt.Errorf("the context of Close ended: %w", ctx.Err()))
 		return fmt.Errorf("mcp: close import %s: %w", im.what(), ctx.Err())
 	}
 	select {
@@ -403,6 +413,9 @@ func (im *Imported) teardown() {
 	for _, s := range orphans {
 		im.ended(s)
 	}
+	im.endMu.Lock()
+	im.closeErr = errors.Join(im.closeErr, im.endErr)
+	im.endMu.Unlock()
 	if im.http != nil {
 		im.http.CloseIdleConnections()
 	}
@@ -953,7 +966,7 @@ func (im *Imported) connect(job context.Context) connected {
 		if im.opts.BearerToken != "" {
 			rt = bearer{token: im.opts.BearerToken, next: im.http}
 		}
-		rt = sessionWatch{next: rt, forgotten: &state.forgotten}
+		rt = sessionWatch{next: sessionEnd{next: rt, im: im}, forgotten: &state.forgotten}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	changes := make(chan struct{}, 1)
@@ -1096,6 +1109,39 @@ func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := w.next.RoundTrip(r)
 	if err == nil && res.StatusCode == http.StatusNotFound && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" {
 		w.forgotten.Store(true)
+	}
+	return res, err
+}
+
+// sessionEndTimeout bounds the DELETE that ends an HTTP session: a
+// server that has not answered it by then is not waited for (go-sdk's
+// own bound is longer), so that closing an import, or restarting its
+// connection, is not held by a silent server.
+const sessionEndTimeout = 2 * time.Second
+
+// sessionEnd bounds the DELETE that ends a session (sessionEndTimeout)
+// and gives it up once a Close's context has ended (givenUp), recording
+// that the server was not told.
+type sessionEnd struct {
+	next http.RoundTripper
+	im   *Imported
+}
+
+func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodDelete {
+		return e.next.RoundTrip(r)
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(e.im.givenUp, func() { cancel(context.Cause(e.im.givenUp)) })
+	defer stop()
+	ctx, cancelTimeout := context.WithTimeout(ctx, sessionEndTimeout)
+	defer cancelTimeout()
+	res, err := e.next.RoundTrip(r.WithContext(ctx))
+	if err != nil && e.im.givenUp.Err() != nil {
+		e.im.endMu.Lock()
+		e.im.endErr = errors.Join(e.im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", e.im.what(), context.Cause(e.im.givenUp)))
+		e.im.endMu.Unlock()
 	}
 	return res, err
 }

@@ -82,25 +82,74 @@ type Tracker struct {
 	spare   *streamRequests // of a stream forgotten, for the next one
 	// spareRequest is a request given back by Release, for the next one.
 	spareRequest *Request
-	// cutShort holds the streams whose request a CANCEL answered before
-	// its END, oldest first: that END, if it comes, ends nothing. A
-	// client that abandons its request may never send it, so only the
-	// latest maxCutShort are kept.
-	cutShort []string
+	// cut holds the streams whose request a CANCEL answered before its
+	// END: that END, if it comes, ends nothing.
+	cut cutShort
 }
 
 // maxCutShort bounds the streams a tracker remembers as cancelled before
-// their END: beyond it, the oldest is forgotten, and its END, should it
-// still come, makes an empty request (answered with an error) rather than
-// being ignored. An END comes right after its PARAMs or never, so only a
-// burst of cancels larger than this, every END late, meets that.
-const maxCutShort = 256
+// their END. A client that abandons its request may never send that END,
+// so the oldest is forgotten beyond it, and its END, should it still
+// come, makes an empty request (answered with an error that the next
+// request on the stream could read as its own) rather than being
+// ignored. An END comes right after its PARAMs or never, so only a burst
+// of more cancels than this, each before its END, between a CANCEL and
+// the END it overtook, meets that. Remembering one costs a map entry and
+// a slot of a ring (some 100 bytes with its id): a few hundred KiB at
+// most, and only once so many clients abandoned their requests.
+const maxCutShort = 4096
 
-// wasCutShort reports whether stream id was cancelled before its END,
-// and forgets it.
-func (t *Tracker) wasCutShort(id string) bool {
-	if i := slices.Index(t.cutShort, id); i >= 0 {
-		t.cutShort = slices.Delete(t.cutShort, i, i+1)
+// cutShort is the set of streams cancelled before their END, bounded at
+// maxCutShort, the oldest forgotten first. A stream is found, added and
+// removed in constant time: each memory carries the generation of its
+// cancel, so that the ring of memories in age order need not be searched
+// when one goes early (a PARAM or the late END came): the ring's entry
+// stays until its turn, and then forgets the stream only if no later
+// cancel of the same id is remembered. The ring empties when the last
+// memory goes (each entry is cleared once: constant time per cancel).
+type cutShort struct {
+	at   map[string]uint64 // stream id to the generation of its cancel
+	ring []cutMemory       // oldest at next once full
+	next int
+	gen  uint64
+}
+
+type cutMemory struct {
+	id  string
+	gen uint64
+}
+
+// add remembers stream id as cancelled before its END.
+func (c *cutShort) add(id string) {
+	if c.at == nil {
+		c.at = make(map[string]uint64)
+	}
+	c.gen++
+	m := cutMemory{id: id, gen: c.gen}
+	if len(c.ring) < maxCutShort {
+		c.ring = append(c.ring, m)
+	} else {
+		if old := c.ring[c.next]; c.at[old.id] == old.gen {
+			delete(c.at, old.id) // the oldest, still remembered: forgotten
+		}
+		c.ring[c.next] = m
+		c.next = (c.next + 1) % maxCutShort
+	}
+	c.at[id] = c.gen
+}
+
+// take reports whether stream id was cancelled before its END, and
+// forgets it.
+func (c *cutShort) take(id string) bool {
+	if len(c.at) == 0 {
+		return false
+	}
+	if _, ok := c.at[id]; ok {
+		delete(c.at, id)
+		if len(c.at) == 0 {
+			clear(c.ring) // every memory went early: none holds its id on
+			c.ring, c.next = c.ring[:0], 0
+		}
 		return true
 	}
 	return false
@@ -122,23 +171,21 @@ type streamRequests struct {
 // and emit ERROR("cancelled") and END through emit for every request of
 // the stream not yet ended. A request whose END had not come is answered
 // then too; its END, if it comes before another PARAM of the stream,
-// is ignored, and a PARAM starts a new request. Only the latest 256
-// streams so cancelled are remembered, so that clients abandoning their
-// requests for good cost nothing lasting. Other frames are ignored.
+// is ignored, and a PARAM starts a new request. Only the latest
+// 4096 streams so cancelled are remembered, so that clients abandoning
+// their requests for good cost nothing unbounded. Other frames are ignored.
 func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request {
 	id := f.GetStreamId()
 	switch f.GetType() {
 	case messages.FrameType_PARAM:
-		if len(t.cutShort) > 0 {
-			t.wasCutShort(id) // a new request: the cancelled one's END will not come
-		}
+		t.cut.take(id) // a new request: the cancelled one's END will not come
 		s := t.stream(id)
 		if s.pending == nil {
 			s.pending = t.newRequest(id)
 		}
 		s.pending.Params = append(s.pending.Params, Param{Name: f.GetName(), Value: f.GetPayload()})
 	case messages.FrameType_END:
-		if len(t.cutShort) > 0 && t.wasCutShort(id) {
+		if t.cut.take(id) {
 			return nil // the END of a request CANCEL answered already
 		}
 		s := t.stream(id)
@@ -173,10 +220,7 @@ func (t *Tracker) Frame(f *messages.Frame, emit func(*messages.Frame)) *Request 
 		}
 		if s.pending != nil {
 			n++
-			if len(t.cutShort) == maxCutShort {
-				t.cutShort = slices.Delete(t.cutShort, 0, 1) // the oldest
-			}
-			t.cutShort = append(t.cutShort, id)
+			t.cut.add(id)
 		}
 		for range n {
 			emit(messages.Error(id, ErrCancelled.Error()))

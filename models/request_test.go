@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -320,5 +321,27 @@ func TestTracker_LateEndOfACancelledRequestIsSwallowed(t *testing.T) {
 	tr.Done(req)
 	if req := tr.Frame(messages.End("s"), out.emit); req == nil {
 		t.Fatal("an END after an answered request was swallowed")
+	}
+}
+
+// BenchmarkTracker_RequestWhileCancelsRemembered: a request made and
+// answered (PARAM, END, Done) while 256 streams cancelled before their
+// END are remembered costs what it costs with none: finding whether a
+// stream is one of them does not go through them all.
+func BenchmarkTracker_RequestWhileCancelsRemembered(b *testing.B) {
+	var tr models.Tracker
+	discard := func(*messages.Frame) {}
+	for i := range 256 {
+		id := "abandoned" + strconv.Itoa(i)
+		tr.Frame(messages.RawParam(id, "messages", json.RawMessage(`[]`)), discard)
+		tr.Frame(messages.Cancel(id, ""), discard)
+	}
+	param, end := messages.RawParam("s", "messages", json.RawMessage(`[]`)), messages.End("s")
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Frame(param, discard)
+		req := tr.Frame(end, discard)
+		tr.Done(req)
+		tr.Release(req)
 	}
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -11,8 +13,9 @@ import (
 // that owns it (a router, the installer or the loop), and guarantees that
 // every call it accepts is answered exactly once through deliver: by the
 // tool, or by the dispatcher itself for an unknown, gone or unavailable
-// (circuit-open) tool. It lives inside one actor and is not safe for
-// concurrent use.
+// (circuit-open) tool and for a call the runtime answered in the tool's
+// stead (an ERROR of its actor: see failed). It lives inside one actor
+// and is not safe for concurrent use.
 type dispatcher struct {
 	// slots finds a tool's slot by name; nil for a few tools, found by
 	// a scan of order (see slot).
@@ -182,8 +185,11 @@ func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
 		if !ok {
 			return false
 		}
-		if m.Frame.GetType() == messages.FrameType_TOOL_RESULT {
+		switch m.Frame.GetType() {
+		case messages.FrameType_TOOL_RESULT:
 			d.result(c, s, m.Frame)
+		case messages.FrameType_ERROR:
+			d.failed(c, s, m.Frame)
 		}
 		return true // the END closing a call, a DESCRIPTION: nothing to pass on
 	case actors.ChildStopped:
@@ -217,6 +223,42 @@ func (d *dispatcher) handle(c actors.WrapperContext, msg any) bool {
 		}
 	}
 	return false
+}
+
+// failed answers the calls of s that an ERROR of its actor answers: the
+// runtime answers a call itself when the tool's Logic failed on it and
+// was resumed (failure kind actors.FailedKind), when it refuses a call
+// while the actor restarts or stops, and when the actor's incarnation
+// ends with the call open. An ERROR with a tool-call id answers that
+// call; one without answers every call of s on its stream. Each becomes
+// an error result of the ERROR's failure kind (FailureStopped when it
+// has none: the actor restarted), delivered once: what the tool or the
+// runtime sends of an answered call later finds it no longer outstanding.
+func (d *dispatcher) failed(c actors.WrapperContext, s *slot, e *messages.Frame) {
+	kind := FailureKind(e.GetMeta().GetFailureKind())
+	if kind == "" {
+		kind = FailureStopped
+	}
+	answer := func(call *messages.Frame) {
+		d.result(c, s, errorResult(call, kind, fmt.Sprintf("Tool %s failed: %s", s.tool.Name(), e.GetText())))
+	}
+	if id := e.GetToolCallId(); id != "" {
+		if o, ok := d.outstanding[callKey{e.GetStreamId(), id}]; ok && o.slot == s {
+			answer(o.call)
+		}
+		return
+	}
+	var calls []*messages.Frame
+	for k, o := range d.outstanding {
+		if k.stream == e.GetStreamId() && o.slot == s {
+			calls = append(calls, o.call)
+		}
+	}
+	// In a stable order, as the model would read them: by tool-call id.
+	slices.SortFunc(calls, func(a, b *messages.Frame) int { return strings.Compare(a.GetToolCallId(), b.GetToolCallId()) })
+	for _, call := range calls {
+		answer(call)
+	}
 }
 
 // breakerChanged tells BreakerOptions.OnChange when the breaker of s has

@@ -98,12 +98,14 @@ const MetaState = "state"
 // anything goes out), so a router restarted again, however often, ends
 // the call when it has waited RecoveredTimeout in all. Only a consumer
 // that writes on the stream again starts it again, at the next restart:
-// that its calls wait no more is written with the router's next write or
-// when its incarnation ends (a process killed before loses it: the
-// calls then wait less after the next restart). A call recovered from a
+// that its calls wait no more is persisted before they are announced to
+// it (one write per stream it comes back to). A call recovered from a
 // state stored before calls had that time waits from the recovery that
-// loads it. The time is the wall clock's: a clock set back makes calls
-// wait longer, one set forward shorter.
+// loads it. The time is the wall clock's: a clock set forward makes
+// calls wait shorter, one set back longer, but no more than
+// RecoveredTimeout after the router finds the time ahead of the clock
+// (at a recovery, a restore, or when the limit timer goes off), from
+// which they then wait.
 //
 // A call the model starts on a closed stream (on a CANCEL, say, or on
 // anything else of the consumer's that does not open a call and so goes
@@ -486,11 +488,11 @@ func (r *durableRouter) HandleMessage(c actors.WrapperContext, msg any) {
 	}
 }
 
-// OnFailure implements actors.WrapperFailureHandler: the chunks (and the
-// quiet events) held when the incarnation ends are written, so the next
-// one, which may get later chunks of the same calls, recovers them. (A
-// write that failed is not held any more: it is not retried.)
-func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.core.flushAll(persister(c)) }
+// OnFailure implements actors.WrapperFailureHandler: the chunks held when
+// the incarnation ends are written, so the next one, which may get later
+// chunks of the same calls, recovers them. (A write that failed is not
+// held any more: it is not retried.)
+func (r *durableRouter) OnFailure(c actors.WrapperContext, _ error) { r.flush(c) }
 
 // recovered closes, once the recovery is complete, the streams of the
 // calls it recovered, which the restart closed towards the consumer, and
@@ -565,18 +567,22 @@ func (r *durableRouter) startedClosed(c actors.WrapperContext, stream string) {
 }
 
 // armLimit sets the limit timer for the earliest end of the calls waiting
-// on closed streams, unless one is set for that time or before.
+// on closed streams, unless one is set for that time or before. Those
+// that wait from a time ahead of the wall clock wait from now (see
+// restampAhead).
 func (r *durableRouter) armLimit(c actors.WrapperContext) {
 	if r.limit <= 0 || len(r.closed) == 0 {
 		return
 	}
+	r.restampAhead(c)
 	var first int64
+	waiting := false
 	for stream, at := range r.asm.Pending.closedAt {
-		if r.isClosed(stream) && (first == 0 || at < first) {
-			first = at
+		if r.isClosed(stream) && (!waiting || at < first) {
+			first, waiting = at, true
 		}
 	}
-	if first == 0 {
+	if !waiting {
 		return
 	}
 	at := time.Unix(0, first).Add(r.limit)
@@ -585,6 +591,31 @@ func (r *durableRouter) armLimit(c actors.WrapperContext) {
 	}
 	r.armed = at
 	c.After(max(time.Until(at), 0), closedLimit{at})
+}
+
+// restampAhead persists now as the time the calls of the closed streams
+// whose time is ahead of the wall clock (the clock was set back since)
+// began to wait: they wait RecoveredTimeout from now, and from now at the
+// next restarts, instead of until the clock catches up, which may be
+// years after a clock reset.
+func (r *durableRouter) restampAhead(c actors.WrapperContext) {
+	now := time.Now().UnixNano()
+	var ahead []string
+	for stream, at := range r.asm.Pending.closedAt {
+		if at > now && r.isClosed(stream) {
+			ahead = append(ahead, stream)
+		}
+	}
+	if len(ahead) == 0 {
+		return
+	}
+	slices.Sort(ahead)
+	events := make([]Event, 0, 2*len(ahead))
+	for _, stream := range ahead {
+		events = append(events, Event{Kind: EventStreamOpened, StreamID: stream},
+			Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: now})
+	}
+	r.core.persistAll(persister(c), events)
 }
 
 // isClosed reports whether stream is closed towards the consumer (see
@@ -599,9 +630,8 @@ func (r *durableRouter) isClosed(stream string) bool {
 
 // opened notes that the consumer wrote a frame that opens a call (as the
 // runtime counts it) on stream. If the stream is closed, the consumer
-// has come back to it: it opens, its calls wait no more (written with
-// the next write: nothing waits for it), and the calls there that are
-// still pending are announced first.
+// has come back to it: it opens, its calls wait no more (persisted
+// first), and the calls there that are still pending are announced.
 func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if stream != r.lastOpen && stream != "" {
 		if r.open == nil {
@@ -623,9 +653,10 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 		return
 	}
 	if _, waits := r.asm.Pending.closedAt[stream]; waits {
-		// Nothing waits for it: lost with a crash, the calls would only
-		// wait less after the next restart.
-		r.core.later(Event{Kind: EventStreamOpened, StreamID: stream})
+		// Persisted before the calls are announced: the consumer told
+		// they wait is not met, after a crash, by a restart that ends
+		// them at once for a limit it did meet.
+		r.core.persist(persister(c), Event{Kind: EventStreamOpened, StreamID: stream})
 	}
 	ids := make([]string, len(calls))
 	for i, pc := range calls {

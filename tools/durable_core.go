@@ -50,11 +50,6 @@ type durableCore struct {
 	runs  []heldRun
 	count int // chunks held
 	size  int // bytes of chunk held
-	// quiet holds events that change nothing outside the router and that
-	// nothing waits for (a closed stream written on again): they go with
-	// the next write, whenever it comes, or when the incarnation ends
-	// (see flushAll), and are applied once durable, as held chunks are.
-	quiet []Event
 
 	// The stored forms of a write, rebuilt for each: chunk messages are
 	// reused.
@@ -78,17 +73,6 @@ func (r heldRun) staged() []byte {
 
 // holding reports whether chunks wait to be written.
 func (d *durableCore) holding() bool { return len(d.runs) > 0 }
-
-// later holds e, an event that changes nothing outside the router, to be
-// written with the next write (see durableCore.quiet).
-func (d *durableCore) later(e Event) { d.quiet = append(d.quiet, e) }
-
-// flushAll writes and applies what is held, quiet events too.
-func (d *durableCore) flushAll(w eventWriter) {
-	if len(d.runs) > 0 || len(d.quiet) > 0 {
-		d.apply(d.write(w))
-	}
-}
 
 // step decides what the response frame f does. A chunk for a pending call
 // is held (step returns no event and no decisions). Any other event is
@@ -195,10 +179,8 @@ func (d *durableCore) flush(w eventWriter) {
 	}
 }
 
-// write stores the held chunks, the quiet events and then es (but those
-// of Kind EventNone) in one call of w, applies the quiet events (they
-// change closed times alone, whatever the chunks do) and returns the runs
-// written. They are no longer held
+// write stores the held chunks and then es (but those of Kind EventNone)
+// in one call of w, and returns the runs written. They are no longer held
 // once the write begins, so a write that fails is never retried (the
 // store may have accepted part of it; the supervisor decides what happens
 // next, see durability.Provider): their staged bytes are overwritten by
@@ -220,11 +202,6 @@ func (d *durableCore) write(w eventWriter, es ...Event) []heldRun {
 		c.Seq, c.Chunk = r.seq, r.staged()
 		d.stored = append(d.stored, chunkRecord{c})
 	}
-	quiet := d.quiet
-	d.quiet = nil // not retried either
-	for _, e := range quiet {
-		d.stored = append(d.stored, storedForm(e))
-	}
 	for _, e := range es {
 		if e.Kind != EventNone {
 			d.stored = append(d.stored, storedForm(e))
@@ -233,9 +210,6 @@ func (d *durableCore) write(w eventWriter, es ...Event) []heldRun {
 	w.PersistEvents(d.stored)
 	for k := range runs {
 		d.chunks[k].Chunk = nil // the store has copied them
-	}
-	for _, e := range quiet {
-		d.asm.Pending.Apply(e)
 	}
 	return runs
 }

@@ -195,8 +195,15 @@ func startLimited(t *testing.T, kind restartKind, limit time.Duration) *limitedR
 // startLimitedWith is startLimited with the model that model makes.
 func startLimitedWith(t *testing.T, kind restartKind, limit time.Duration, model func(got chan<- *messages.Frame) actors.Spec) *limitedRouter {
 	t.Helper()
+	return startLimitedOn(t, kind, limit, model, memstore.New(nil))
+}
+
+// startLimitedOn is startLimitedWith on store (restartProcess opens a
+// bbolt file instead).
+func startLimitedOn(t *testing.T, kind restartKind, limit time.Duration, model func(got chan<- *messages.Frame) actors.Spec, store durability.Store) *limitedRouter {
+	t.Helper()
 	h := &limitedRouter{t: t, kind: kind, limit: limit, got: make(chan *messages.Frame, 16),
-		path: filepath.Join(t.TempDir(), "router.db"), store: memstore.New(nil), model: model}
+		path: filepath.Join(t.TempDir(), "router.db"), store: store, model: model}
 	_, h.tool = newArgsTool(t)
 	if kind == restartProcess {
 		h.open()

@@ -201,9 +201,11 @@ func (p *PendingCalls) restore(st *messages.RouterState) {
 }
 
 // closeStream notes that stream's calls wait from at (Unix nanoseconds),
-// unless they wait already or there are none.
+// unless they wait already or there are none. An at of zero (the field
+// unset) is no time: the calls wait from the recovery that finds them
+// without one, as those of a state stored before closed times.
 func (p *PendingCalls) closeStream(stream string, at int64) {
-	if p.InStream(stream) == 0 {
+	if at == 0 || p.InStream(stream) == 0 {
 		return
 	}
 	if _, ok := p.closedAt[stream]; ok {

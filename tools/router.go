@@ -31,22 +31,24 @@ type RouterOptions struct {
 	// routers take it: NewInstaller and NewLoop reject it (a loop persists
 	// sessions instead: [LoopOptions].Session).
 	Durability *DurabilityOptions
-	// OnCall, when set, is called for each call the stage runs, on the
-	// goroutine that runs the call's handler, just before the handler,
-	// with the handler's ctx ([CallFrom] gives the call); done, when not
-	// nil, is called on the same goroutine once the handler has returned
-	// (or panicked): before its result answers the call, and after the
-	// call's timeout or cancellation did, when the handler outlives
-	// them. Sync tools included, every handler the stage runs is between
-	// the two; a call answered without its handler (an unknown tool,
-	// invalid arguments, an open circuit, a call refused approval) never
-	// reaches it.
+	// OnCall, when set, is called twice for each call the stage runs,
+	// on the goroutine that runs the call's handler, with the handler's
+	// ctx ([CallFrom] gives the call; each handler running has a ctx of
+	// its own): with ended false just before the handler, and with ended
+	// true once the handler has returned (or panicked): before its
+	// result answers the call, and after the call's timeout or
+	// cancellation did, when the handler outlives them (its ctx has then
+	// ended: a handler whose ctx has ended is no longer waited for).
+	// Sync tools included, every handler the stage runs is between the
+	// two; a call answered without its handler (an unknown tool, invalid
+	// arguments, an open circuit, a call refused approval) never reaches
+	// it.
 	// It lets the stage's owner know which of its calls are in their
 	// handlers, without goroutine ids: an agent knows by it that a
 	// conversation waits for a handler, which may be one that closes
 	// the agent (see agent.Agent.Close). It runs in every call's path:
-	// keep it quick, and never block in it.
-	OnCall func(ctx context.Context) (done func())
+	// keep it quick, never block in it, and allocate nothing in it.
+	OnCall func(ctx context.Context, ended bool)
 }
 
 // toolSet merges Tools and Handlers and checks names are unique.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -13,7 +16,7 @@ import (
 
 // TestRouterOptions_OnCall: the hook of a call runner sees each call whose
 // handler runs, Sync or not, with the handler's ctx (CallFrom gives the
-// call), before the handler, and its done func once the handler has
+// call), before the handler, and again, ended, once the handler has
 // returned, a panicking one included; calls answered without their
 // handler (an unknown tool, invalid arguments) never reach it.
 func TestRouterOptions_OnCall(t *testing.T) {
@@ -42,13 +45,16 @@ func TestRouterOptions_OnCall(t *testing.T) {
 			tools.MustNew(tools.Definition{Name: "async", Handler: handler}),
 			tools.MustNew(tools.Definition{Name: "boom", Handler: handler}),
 		},
-		OnCall: func(ctx context.Context) func() {
+		OnCall: func(ctx context.Context, ended bool) {
 			call, ok := tools.CallFrom(ctx)
-			if !ok {
+			switch {
+			case !ok:
 				t.Error("OnCall's ctx has no call")
+			case ended:
+				note("end " + call.ToolCallID)
+			default:
+				note("begin " + call.ToolCallID + " " + call.Tool + " " + call.StreamID)
 			}
-			note("begin " + call.ToolCallID + " " + call.Tool + " " + call.StreamID)
-			return func() { note("end " + call.ToolCallID) }
 		},
 	})
 	if err != nil {
@@ -78,5 +84,53 @@ func TestRouterOptions_OnCall(t *testing.T) {
 	}
 	if !slices.Equal(log, want) {
 		t.Errorf("OnCall saw\n%q\nwant\n%q", log, want)
+	}
+}
+
+// TestRouterOptions_OnCallPastTimeout: a handler that ignores its ctx
+// outlives its call's timeout: the call is answered as timed out while
+// the handler is still between OnCall's two calls; the one that says it
+// ended comes once, when the handler returns, the handler's ctx ended by
+// then (the call was answered without it).
+func TestRouterOptions_OnCallPastTimeout(t *testing.T) {
+	rt := newRuntime(t)
+	release, ended := make(chan struct{}), make(chan struct{})
+	var begun, done atomic.Int32
+	var ctxEnded atomic.Bool
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{
+		Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "slow", Timeout: time.Millisecond,
+			Handler: func(context.Context, json.RawMessage) (any, error) { <-release; return nil, nil }})},
+		OnCall: func(ctx context.Context, end bool) {
+			if !end {
+				begun.Add(1)
+				return
+			}
+			ctxEnded.Store(ctx.Err() != nil)
+			if done.Add(1) == 1 {
+				close(ended)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := start(t, rt, spec)
+	if err := conn.Send(messages.ToolCall("s", "c1", "slow", raw(`{}`))); err != nil {
+		t.Fatal(err)
+	}
+	frames, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := strings.Join(lines(frames), "\n"); !strings.Contains(text, "timed out") {
+		t.Fatalf("the call's answer:\n%s\nwant its timeout", text)
+	}
+	if n := done.Load(); begun.Load() != 1 || n != 0 {
+		t.Fatalf("OnCall begun %d time(s), done %d, while the handler runs past its timeout: want 1 and 0", begun.Load(), n)
+	}
+	close(release)
+	<-ended
+	if n := done.Load(); n != 1 || !ctxEnded.Load() {
+		t.Errorf("done ran %d time(s) (handler's ctx ended: %v), want once, the ctx ended", n, ctxEnded.Load())
 	}
 }

@@ -30,7 +30,8 @@ const (
 	EventRestored
 	// EventStreamClosed notes that the pending calls of StreamID wait for
 	// the consumer to write on it again from ClosedAt (Unix nanoseconds),
-	// unless they wait already (see [DurabilityOptions]).
+	// unless they wait already (see [DurabilityOptions]); a ClosedAt of
+	// zero changes nothing.
 	EventStreamClosed
 	// EventStreamOpened notes that the consumer wrote on StreamID again:
 	// its calls wait no more.

@@ -195,16 +195,15 @@ func validName(name string) bool {
 	return true
 }
 
-// onCall returns a copy of t whose handler runs between hook and the
-// function it returns (see [RouterOptions].OnCall): the stage that owns
-// the copy runs it as it would t.
-func (t *Tool) onCall(hook func(context.Context) func()) *Tool {
+// onCall returns a copy of t whose handler runs between the two calls
+// of hook (see [RouterOptions].OnCall): the stage that owns the copy runs
+// it as it would t.
+func (t *Tool) onCall(hook func(ctx context.Context, ended bool)) *Tool {
 	c := *t
 	handler := t.def.Handler
 	c.def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
-		if done := hook(ctx); done != nil {
-			defer done()
-		}
+		hook(ctx, false)
+		defer hook(ctx, true)
 		return handler(ctx, args)
 	}
 	return &c

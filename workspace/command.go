@@ -90,7 +90,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	stopSetUpOnClose := context.AfterFunc(w.closed, func() { cancelSetUp(ErrClosed) })
 	startCtx, cancelStart := context.WithDeadline(setUp, deadline)
 	p, err := w.start(startCtx, in.Command)
-	timedOut := err != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	// Only a sandboxed start waits (for its sandbox): an unsandboxed one
+	// that fails as the deadline passes failed for its own reason.
+	timedOut := err != nil && w.sandbox != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	closed := err != nil && errors.Is(context.Cause(setUp), ErrClosed)
 	if err == nil && p.killedAtStart {
 		// The call ended just as the command started: it was killed
@@ -113,8 +115,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case timedOut:
 		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
-			Error: fmt.Sprintf("%s: %s: it timed out after %s before its sandbox was ready, and never ran "+
-				"(the machine is slow or busy: try again)", RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
+			Error: fmt.Sprintf("%s: %s: it timed out: its sandbox was not set up (or the command not handed to it) "+
+				"within the call's timeout of %s (Options.CommandTimeout), and the command never ran: try again",
+				RunCommandToolName, ReasonStartFailed, w.opts.CommandTimeout)}, nil
 	case err != nil && ctx.Err() != nil:
 		// Cancelled before the command started (while its sandbox was
 		// made ready): it never runs.

@@ -171,6 +171,10 @@ var hostileNames = []struct {
 	{"FIFO", "fifo.txt", ReasonNotRegular},
 	{"socket", "sock.txt", ReasonNotRegular},
 	{"file as directory", "notes.txt/x.txt", ReasonNotDirectory},
+	{"dotdot after a file", "notes.txt/../notes.txt", ReasonNotDirectory},
+	{"dotdot after a missing name", "missing/../notes.txt", ReasonNotFound},
+	{"dotdot after a link to the root", "self/../outside/secret.txt", ReasonEscapes},
+	{"dotdot after a link to the parent", "up/../notes.txt", ReasonEscapes},
 }
 
 func TestReadFile_HostileInput(t *testing.T) {
@@ -299,8 +303,10 @@ func TestReadFile_SafeLookalikes(t *testing.T) {
 			{"in-root symlink", "good-link.txt", notesContent, ""},
 			{"in-root symlink into subdir", "sub-link.txt", "a\n", ""},
 			{"through root symlink", "self/notes.txt", notesContent, ""},
-			// Cleaned lexically to outside/secret.txt inside the root.
-			{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonNotFound},
+			// As the system resolves it: self/.. is the root's parent, so
+			// the path names the outside secret (cleaned, it would read as
+			// outside/secret.txt inside the root).
+			{"symlink to root then dotdot", "self/../outside/secret.txt", "", ReasonEscapes},
 			{"through parent symlink back in", "up/ws/notes.txt", "", ReasonEscapes},
 			{"missing", "missing.txt", "", ReasonNotFound},
 			{"empty file", "empty.txt", "", ""},

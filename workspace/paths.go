@@ -132,6 +132,49 @@ func checkName(name string) (string, *refusal) {
 	return filepath.Clean(name), nil
 }
 
+// checkPath is checkName for a path the workspace is to act on, and
+// refuses a path whose ".." follows a name that is not a directory, as
+// the kernel does: cleaned, "notes.txt/../x.txt" reads as "x.txt", but
+// the system finds no "notes.txt/.." (ENOTDIR; ENOENT when notes.txt
+// does not exist), so the tools do not act on x.txt either. The check
+// resolves the path up to its last ".." through the root, which also
+// refuses a ".." that leaves it ("up/.." where up links to ".."); what
+// is then acted on is the cleaned name, within the root whatever the
+// files become meanwhile, as before.
+func (w *Workspace) checkPath(path string) (string, *refusal) {
+	name, rf := checkName(path)
+	if rf != nil {
+		return name, rf
+	}
+	last := -1
+	for i := 0; i < len(path); {
+		j := strings.IndexByte(path[i:], '/')
+		if j < 0 {
+			j = len(path) - i
+		}
+		if path[i:i+j] == ".." {
+			last = i + j
+		}
+		i += j + 1
+	}
+	if last < 0 {
+		return name, nil
+	}
+	upTo := path[:last]
+	fi, err := w.root.Stat(upTo)
+	if err != nil {
+		rf := classify(err)
+		if rf.reason == ReasonNotDirectory || rf.reason == ReasonNotFound {
+			rf.detail = fmt.Sprintf("%s does not resolve to a directory", shownPath(upTo))
+		}
+		return name, rf
+	}
+	if !fi.IsDir() { // not seen: a ".." after it would have failed
+		return name, refuse(ReasonNotDirectory, fmt.Sprintf("%s is not a directory", shownPath(upTo)))
+	}
+	return name, nil
+}
+
 // hasPercentEscape reports whether s contains %XX with two hex digits.
 func hasPercentEscape(s string) bool {
 	for i := strings.IndexByte(s, '%'); i >= 0 && i+2 < len(s); {

@@ -222,3 +222,25 @@ func TestClose_EndsACommandsHandOver(t *testing.T) {
 		t.Errorf("RunCommand handed to its sandbox at Close: %+v, %v; want ErrClosed, the command never run", o.res, o.err)
 	}
 }
+
+// The answer of a command whose sandbox was not ready in time says what
+// is known: the step that did not finish, the timeout and the option that
+// sets it; not a guess at why.
+func TestRunCommand_NotReadyMessageSaysWhatIsKnown(t *testing.T) {
+	requireSandbox(t)
+	ws, err := New(t.TempDir(), &Options{Sandbox: SandboxRequired, CommandTimeout: 2 * time.Second})
+	mustDo(t, err)
+	defer ws.Close()
+	dropWarm(ws)
+	slowPreparation(t, ws)
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran"})
+	checkTimedOutBeforeStart(t, ws, res, err)
+	for _, want := range []string{"sandbox", "was not set up", "2s", "Options.CommandTimeout", "never ran"} {
+		if !strings.Contains(res.Error, want) {
+			t.Errorf("message %q does not say %q", res.Error, want)
+		}
+	}
+	if strings.Contains(res.Error, "slow or busy") {
+		t.Errorf("message %q guesses why", res.Error)
+	}
+}

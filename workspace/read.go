@@ -38,10 +38,10 @@ func (w *Workspace) ReadFile(ctx context.Context, in ReadFileInput) (ReadFileRes
 		// business.
 		return w.readDir(".")
 	}
-	name, rf := checkName(in.Path)
+	name, rf := w.checkPath(in.Path)
 	if rf != nil && rf.reason == ReasonTrailingSlash {
 		// "dir/" lists dir; only a file named with a trailing / is refused.
-		if name, rf = checkName(strings.TrimRight(in.Path, "/")); rf == nil {
+		if name, rf = w.checkPath(strings.TrimRight(in.Path, "/")); rf == nil {
 			if fi, err := w.root.Stat(name); err == nil && !fi.IsDir() {
 				rf = refuse(ReasonTrailingSlash, "it is a file")
 			}

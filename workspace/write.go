@@ -84,7 +84,7 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 // the name itself, its extension, and no link on the way to a path
 // hidden from commands; it returns the name, cleaned.
 func (w *Workspace) checkWriteName(path string) (string, *refusal) {
-	name, rf := checkName(path)
+	name, rf := w.checkPath(path)
 	if rf == nil {
 		rf = w.checkExt(name)
 	}

@@ -46,7 +46,8 @@ type Result struct {
 	// Truncated are the tool_use blocks the length limit cut off (stop
 	// reason max_tokens while they were open), with the input received
 	// so far; they are never repaired into calls. Their Index follows
-	// the whole calls'.
+	// the whole calls'. A block cut without an id or a name is in
+	// neither list.
 	Truncated []models.ToolCall
 	// Thinking is the thinking and redacted_thinking blocks, complete
 	// with their signatures, as a JSON array to send back in the
@@ -200,8 +201,10 @@ func (a *Accumulator) Add(ev *sdk.MessageStreamEventUnion) (string, error) {
 // ErrIncomplete without message_stop, ErrInvalidToolCall for a call
 // without id or name, with the id of another, whose input is not a JSON object, or still open
 // when the stop reason is not the length limit. A tool_use block still
-// open at max_tokens is returned in Truncated. A refusal ends the answer
-// without its tool calls.
+// open at max_tokens is returned in Truncated, whatever input it received
+// (none at all too); one without id or name is dropped (a follow-up could
+// not name it), as the OpenAI-compatible adapter drops a call cut before
+// its name. A refusal ends the answer without its tool calls.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
 		return Result{}, a.err
@@ -239,6 +242,9 @@ func (a *Accumulator) Result() (Result, error) {
 				continue
 			}
 			if b.id == "" || b.name == "" {
+				if !b.done && res.Finish == "length" {
+					continue // cut off, and nothing can name it to the model
+				}
 				return Result{}, fmt.Errorf("%w: block %d has no id or name", ErrInvalidToolCall, idx)
 			}
 			if at, dup := seen[b.id]; dup {

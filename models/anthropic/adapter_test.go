@@ -132,6 +132,41 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// The same holds for a cut call that is not the last: a block
+		// open at max_tokens is cut, whatever it received.
+		name: "max_tokens with a call open before any input, then a complete one",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01L", "delete_files"),
+			toolStart(1, "toolu_01M", "read_file"), inputDelta(1, `{"path":"b.txt"}`), blockStop(1),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01M", "read_file", `{"path":"b.txt"}`}},
+		truncated: []wantCall{{"toolu_01L", "delete_files", `{"name":"delete_files","received":0}`}},
+		finish:    "length",
+	},
+	{
+		// A block the API stopped is whole even at max_tokens: without
+		// input, it runs with {}; only the open one is cut.
+		name: "max_tokens after a stopped call without input: it runs with {}",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01T", "list_files"), blockStop(0),
+			toolStart(1, "toolu_01U", "write_file"), inputDelta(1, `{"pa`),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01T", "list_files", `{}`}},
+		truncated: []wantCall{{"toolu_01U", "write_file", `{"name":"write_file","received":4}`}},
+		finish:    "length",
+	},
+	{
+		// A cut block that cannot be named to the model (no id or no
+		// name) is dropped; the whole calls and the text are kept, as
+		// the OpenAI-compatible adapter keeps them.
+		name: "max_tokens in a tool_use block without a name: the block is dropped, the whole calls kept",
+		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "Reading."), blockStop(0),
+			toolStart(1, "toolu_01N", "read_file"), inputDelta(1, `{"path":"a.txt"}`), blockStop(1),
+			toolStart(2, "toolu_01P", ""), inputDelta(2, `{"pa`),
+			messageDelta("max_tokens", 4096), messageStop),
+		text:   "Reading.",
+		calls:  []wantCall{{"toolu_01N", "read_file", `{"path":"a.txt"}`}},
+		finish: "length",
+	},
+	{
 		// Blocks come one after the other, but an accumulator that took
 		// them interleaved must still give every call one index: the
 		// whole ones first, the cut ones after.
@@ -148,6 +183,17 @@ var fixtures = []fixture{
 		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "I can't help with that."), blockStop(0),
 			messageDelta("refusal", 8), messageStop),
 		text: "I can't help with that.", finish: "content_filter",
+	},
+	{
+		// A refusal stops the answer where it stands: no call of it is
+		// emitted, whole, without input, or still open.
+		name: "refusal drops whole and open calls",
+		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "No."), blockStop(0),
+			toolStart(1, "toolu_01Q", "read_file"), inputDelta(1, `{"path":"a.txt"}`), blockStop(1),
+			toolStart(2, "toolu_01R", "delete_files"), blockStop(2),
+			toolStart(3, "toolu_01S", "write_file"), inputDelta(3, `{"pa`),
+			messageDelta("refusal", 8), messageStop),
+		text: "No.", finish: "content_filter",
 	},
 	{
 		name: "stream cut without message_stop",
@@ -184,12 +230,16 @@ var fixtures = []fixture{
 // and no retries filled in).
 func newRig(t *testing.T, opts anthropic.Options, handle modeltest.Handler) *modeltest.Rig {
 	t.Helper()
-	return modeltest.NewRig(t, handle, func(url string, client *http.Client) actors.Spec {
+	return modeltest.NewRig(t, handle, adapter(t, opts))
+}
+
+func adapter(t *testing.T, opts anthropic.Options) func(url string, client *http.Client) actors.Spec {
+	return func(url string, client *http.Client) actors.Spec {
 		opts.BaseURL, opts.HTTPClient = url, client
 		opts.Model = cmp.Or(opts.Model, "claude-sonnet-4-5")
 		opts.MaxRetries = cmp.Or(opts.MaxRetries, anthropic.NoRetries)
 		return modeltest.Must(anthropic.New(&opts))(t).Spec("model")
-	})
+	}
 }
 
 var param = modeltest.Param

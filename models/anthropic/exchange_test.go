@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -265,20 +266,27 @@ func containsAll(s string, parts ...string) bool {
 // TestAdapter_RetryWaitIsNotIdle: the SDK's wait before a retry (here the
 // 2.5 s a retry-after-ms asks for) has nothing on the wire: it does not
 // count against an idle bound shorter than it, as the waits of a
-// resilience.Transport do not.
+// resilience.Transport do not. The clock is the bubble's: the wait takes
+// no real time, and the bound is not met by a slow machine.
 func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
-	ok := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "fine"), blockStop(0), messageDelta("end_turn", 1), messageStop)
-	rg := newRig(t, anthropic.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
-		if n == 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("retry-after-ms", "2500")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_1"}`)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		ok := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "fine"), blockStop(0), messageDelta("end_turn", 1), messageStop)
+		start := time.Now()
+		rg := modeltest.NewMemRig(t, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+			if n == 0 {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("retry-after-ms", "2500")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"},"request_id":"req_1"}`)
+				return
+			}
+			modeltest.StreamBody(ok)(n, w, r, b)
+		}, adapter(t, anthropic.Options{MaxRetries: 1, IdleTimeout: time.Second}))
+		if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+			t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
 		}
-		modeltest.StreamBody(ok)(n, w, r, b)
+		if waited := time.Since(start); waited < 2500*time.Millisecond {
+			t.Fatalf("answered after %v, want after the 2.5 s the server asked to wait", waited)
+		}
 	})
-	if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
-		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/anthropic/anthropictest"
@@ -31,9 +33,7 @@ func TestAdapter_GatewayErrorPageIsDescribed(t *testing.T) {
 // the ERROR frame.
 func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
 	const key = "sk-ant-api03-secret-0123456789"
-	rg := newRig(t, anthropic.Options{APIKey: key}, modeltest.EchoKey(func(w http.ResponseWriter, message string) {
-		anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
-	}))
+	rg := newRig(t, anthropic.Options{APIKey: key}, modeltest.EchoKey(authenticationError))
 	modeltest.WantKeyRedacted(t, rg.Ask("s1", userAsk), key)
 }
 
@@ -41,9 +41,7 @@ func TestAdapter_EchoedKeyIsRedacted(t *testing.T) {
 // basic auth, is not repeated when the server quotes it, plain or as the
 // base64 of the Authorization header.
 func TestAdapter_EchoedBasicAuthIsRedacted(t *testing.T) {
-	rg := modeltest.NewRig(t, modeltest.EchoBasicAuth(func(w http.ResponseWriter, message string) {
-		anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
-	}), func(url string, client *http.Client) actors.Spec {
+	rg := modeltest.NewRig(t, modeltest.EchoBasicAuth(authenticationError), func(url string, client *http.Client) actors.Spec {
 		return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: modeltest.WithBasicAuth(url), HTTPClient: client, Model: "claude-sonnet-4-5", MaxRetries: anthropic.NoRetries}))(t).Spec("model")
 	})
 	modeltest.WantBasicAuthRedacted(t, rg.Ask("s1", userAsk))
@@ -116,4 +114,34 @@ func TestAdapter_LongErrorMessageIsClippedAndRedacted(t *testing.T) {
 		rg := newRig(t, anthropic.Options{APIKey: key, MaxRetries: anthropic.NoRetries}, modeltest.EchoKeyInLongMessage(write))
 		modeltest.WantLongMessageClipped(t, rg.Ask("s1", userAsk), want, key)
 	}
+}
+
+// Keys sent through RequestOptions (a key and a bearer token, a key in
+// the query) are not repeated by the ERROR frame either.
+func TestAdapter_KeysOfRequestOptionsAreRedacted(t *testing.T) {
+	const key, token, query = "sk-ant-api03-other-0123456789", "bearer-secret-0123456789", "query-secret-0123456789"
+	rg := newRig(t, anthropic.Options{RequestOptions: []option.RequestOption{
+		option.WithHeader("X-Api-Key", key), option.WithAuthToken(token), option.WithQuery("key", query),
+	}}, modeltest.EchoCredentials(authenticationError))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), key, token, query)
+}
+
+// A key shorter than 8 bytes is redacted too, where it stands as a word.
+func TestAdapter_ShortKeyIsRedacted(t *testing.T) {
+	const key = "k3y-9"
+	rg := newRig(t, anthropic.Options{APIKey: key}, modeltest.EchoCredentials(authenticationError))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), key)
+}
+
+// A request that fails without a response names its URL: without the
+// query, where keys may be.
+func TestAdapter_FailedRequestURLHasNoQuery(t *testing.T) {
+	const query = "query-secret-0123456789"
+	rg := newRig(t, anthropic.Options{RequestOptions: []option.RequestOption{option.WithQuery("key", query)}}, modeltest.HangUp())
+	modeltest.WantURLWithoutCredentials(t, rg.Ask("s1", userAsk), "/v1/messages", query)
+}
+
+// authenticationError writes the API's error for a key it refuses.
+func authenticationError(w http.ResponseWriter, message string) {
+	anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
 }

@@ -51,8 +51,9 @@ type Options struct {
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].
-	// An ERROR frame never repeats it (a key of 8 bytes or more is cut
-	// out of the text of errors, where some servers quote it).
+	// An ERROR frame never repeats it: a key of 8 bytes or more is cut
+	// out of the text of errors (where some servers quote it) wherever it
+	// is, a shorter one where it stands as a word.
 	APIKey string
 	// Model is used for requests without a "model" PARAM.
 	Model string
@@ -78,6 +79,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// RequestOptions are more SDK options applied to every request
 	// (headers such as anthropic-beta, middleware), after the ones above.
+	// The credentials they add (a key or token header, a key in the
+	// query) are kept out of ERROR frames as APIKey is, and the query
+	// string out of the URLs errors name.
 	RequestOptions []option.RequestOption
 	// Logger receives debug logs of requests; default: the runtime's
 	// logger (actors.RuntimeOptions.Logger), with the adapter's actor id.
@@ -133,7 +137,9 @@ func New(opts *Options) (*Model, error) {
 	if n, ok := c.Retries(); ok {
 		reqOpts = append(reqOpts, option.WithMaxRetries(n))
 	}
-	m.client = sdk.NewClient(append(reqOpts, o.RequestOptions...)...)
+	// Credentials last, so that it notes those the RequestOptions add.
+	reqOpts = append(append(reqOpts, o.RequestOptions...), option.WithMiddleware(httpadapter.Credentials))
+	m.client = sdk.NewClient(reqOpts...)
 	return m, nil
 }
 

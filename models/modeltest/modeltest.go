@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -632,10 +633,27 @@ type Rig struct {
 // 10 s.
 func NewRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec) *Rig {
 	t.Helper()
+	return newRig(t, handle, adapter, false)
+}
+
+// NewMemRig is [NewRig] with the server reached over an in-memory
+// network (net.Pipe) instead of TCP, so that the rig can run inside a
+// testing/synctest bubble: its timers, and the adapter's bounds and
+// waits, then run on the bubble's fake clock, and a test of a bound
+// takes no real time and cannot be tripped by a loaded machine. The
+// server is an httptest server all the same, speaking HTTP/1.1 with the
+// exact bytes its handler writes. Call it inside the bubble.
+func NewMemRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec) *Rig {
+	t.Helper()
+	return newRig(t, handle, adapter, true)
+}
+
+func newRig(t *testing.T, handle Handler, adapter func(url string, client *http.Client) actors.Spec, inMemory bool) *Rig {
+	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rg := &Rig{t: t}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]json.RawMessage
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			t.Errorf("request body: %v", err)
@@ -646,9 +664,19 @@ func NewRig(t *testing.T, handle Handler, adapter func(url string, client *http.
 		rg.heads = append(rg.heads, r.Header.Clone())
 		rg.mu.Unlock()
 		handle(n, w, r, body)
-	}))
-	t.Cleanup(srv.Close)
-	rg.URL, rg.Client = srv.URL, srv.Client()
+	})
+	if inMemory {
+		l := newPipeListener()
+		srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		rg.URL, rg.Client = srv.URL, &http.Client{Transport: &http.Transport{DialContext: l.dial}}
+		t.Cleanup(rg.Client.CloseIdleConnections) // before the server closes
+	} else {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		rg.URL, rg.Client = srv.URL, srv.Client()
+	}
 	rg.Conn, rg.Ctx = Serve(t, adapter(rg.URL, rg.Client), 10*time.Second)
 	return rg
 }
@@ -914,5 +942,133 @@ func WantLongMessageClipped(t testing.TB, r *models.Response, want, key string) 
 		if strings.Contains(r.Error, key[i:i+8]) {
 			t.Fatalf("error %q holds %q of the API key", r.Error, key[i:i+8])
 		}
+	}
+}
+
+// EchoCredentials returns a handler answering every request with HTTP
+// 401 and the provider's error body (written by writeError) whose message
+// quotes each credential the request carried: the Authorization,
+// X-Api-Key and Api-Key headers and the query string, as some gateways'
+// do.
+func EchoCredentials(writeError func(w http.ResponseWriter, message string)) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		writeError(w, fmt.Sprintf("Incorrect API key provided: %q %q %q in %q (see your account)",
+			r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), r.Header.Get("Api-Key"), r.URL.RawQuery))
+	}
+}
+
+// WantCredentialsRedacted checks that r, the answer to [EchoCredentials],
+// failed with the server's message but without any of secrets.
+func WantCredentialsRedacted(t testing.TB, r *models.Response, secrets ...string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 401") || !strings.Contains(r.Error, "Incorrect API key provided") ||
+		!strings.Contains(r.Error, "(see your account)") {
+		t.Fatalf("failed %v with %q, want the status and the server's message", r.Failed, r.Error)
+	}
+	for _, s := range secrets {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the credential %q", r.Error, s)
+		}
+	}
+}
+
+// HangUp returns a handler that closes the connection of every request
+// without answering, so that the client fails with the request's URL
+// in its error.
+func HangUp() Handler {
+	return func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_ = conn.Close()
+	}
+}
+
+// WantURLWithoutCredentials checks that r, the answer to [HangUp], failed
+// naming the request's path but without any of secrets (carried in its
+// query).
+func WantURLWithoutCredentials(t testing.TB, r *models.Response, path string, secrets ...string) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, path) {
+		t.Fatalf("failed %v with %q, want the path requested", r.Failed, r.Error)
+	}
+	for _, s := range secrets {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the credential %q", r.Error, s)
+		}
+	}
+}
+
+// pipeListener is a net.Listener whose connections are the server ends
+// of net.Pipe pairs: dial makes one and returns the client end.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial is the DialContext of the clients of l: any address reaches l.
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		err := net.ErrClosed
+		_, _ = client.Close(), server.Close()
+		return nil, err
+	case <-ctx.Done():
+		_, _ = client.Close(), server.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// pipeAddr is the address of a pipeListener: the host of the rig's URL.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "model.test" }
+
+// KeepAlive returns a handler that streams first, then keepAlive every
+// tick for the length of hold (for ever when hold is 0), then last: a
+// server keeping a stream alive (SSE comments, ping events) while the
+// model thinks. It stops when the request ends.
+func KeepAlive(first, keepAlive, last string, tick, hold time.Duration) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		flush := func(s string) { _, _ = io.WriteString(w, s); w.(http.Flusher).Flush() }
+		flush(first)
+		ticker := time.NewTicker(tick)
+		defer ticker.Stop()
+		for end := time.Now().Add(hold); hold == 0 || time.Now().Before(end); {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-ticker.C:
+				flush(keepAlive)
+			}
+		}
+		flush(last)
 	}
 }

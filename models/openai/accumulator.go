@@ -52,9 +52,10 @@ type Result struct {
 	ToolCalls []models.ToolCall
 	// Truncated are the calls the length limit cut off, with the
 	// arguments received so far (finish_reason "length" while their
-	// arguments are not yet whole JSON: the last call's, or several
-	// when the server interleaves parallel calls); never repaired into
-	// calls. Their Index follows the whole calls'.
+	// arguments are empty or not yet whole JSON: the last call's, or
+	// several when the server interleaves parallel calls); never
+	// repaired into calls. Their Index follows the whole calls'. A call
+	// cut before its name arrived is in neither list.
 	Truncated []models.ToolCall
 	Finish    string
 	Usage     json.RawMessage
@@ -181,12 +182,14 @@ func (a *Accumulator) Done() { a.done = true }
 // ErrIncomplete when no finish reason arrived, ErrInvalidToolCall for a
 // call without a name or with arguments that are not JSON (empty
 // arguments mean {}), and the server error met by Add, if any. With
-// finish "length", a call whose arguments are not whole JSON, and the
-// last call when it has none, were cut off: they are returned in
-// Truncated, indexed after the whole calls, which keep their order. Calls without an id get
+// finish "length", a call whose arguments are not whole JSON, or empty,
+// was cut off: it is returned in Truncated, indexed after the whole calls,
+// which keep their order; one without a name was cut before it arrived
+// and is dropped, whatever its arguments (a follow-up could not name it). Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
-// the id of another call. A finish reason without [DONE] is accepted:
-// every content chunk has arrived by then.
+// the id of another call. With finish "content_filter" the answer has no
+// calls at all, whatever was received of them. A finish reason without
+// [DONE] is accepted: every content chunk has arrived by then.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
 		return Result{}, a.err
@@ -196,6 +199,12 @@ func (a *Accumulator) Result() (Result, error) {
 			return Result{}, fmt.Errorf("%w (got [DONE])", ErrIncomplete)
 		}
 		return Result{}, fmt.Errorf("%w (cut off before [DONE])", ErrIncomplete)
+	}
+	if a.finish == "content_filter" {
+		// The filter stopped the answer where it stood, in the middle of
+		// a call as well: none of its calls is emitted, as the Anthropic
+		// adapter emits none of a refusal's.
+		return Result{Finish: a.finish, Usage: a.usage}, nil
 	}
 	ordered := slices.Clone(a.calls)
 	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })
@@ -214,14 +223,18 @@ func (a *Accumulator) Result() (Result, error) {
 	var cut []*callState
 	for i, c := range ordered {
 		whole := json.Valid(c.args)
-		if a.finish == "length" && (len(c.args) > 0 && !whole || len(c.args) == 0 && i == n-1) {
+		if a.finish == "length" && (!whole || c.name == "") {
 			// Cut off by the length limit: arguments not yet whole JSON
 			// (servers that interleave parallel calls may be in the middle
-			// of several), or none yet for the last call.
-			if c.name == "" {
-				return Result{}, fmt.Errorf("%w: call %d (id %q), cut off by the length limit, has no function name", ErrInvalidToolCall, i, c.id)
-			}
-			cut = append(cut, c)
+			// of several), or none at all: a server that interleaves may
+			// be cut between a call's first fragment and its arguments,
+			// and nothing tells that call from a whole one without
+			// parameters, so it is not run with {} in their place. A call
+			// without a name was cut before it (some servers send it
+			// after the arguments), whatever its arguments.
+			if c.name != "" {
+				cut = append(cut, c)
+			} // else cut before its name: nothing can name it to the model
 			continue
 		}
 		if c.name == "" {

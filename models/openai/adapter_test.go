@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -23,11 +24,15 @@ import (
 // model are filled in).
 func newRig(t *testing.T, opts openai.Options, handle modeltest.Handler) *modeltest.Rig {
 	t.Helper()
-	return modeltest.NewRig(t, handle, func(url string, client *http.Client) actors.Spec {
+	return modeltest.NewRig(t, handle, adapter(t, opts))
+}
+
+func adapter(t *testing.T, opts openai.Options) func(url string, client *http.Client) actors.Spec {
+	return func(url string, client *http.Client) actors.Spec {
 		opts.BaseURL, opts.HTTPClient = url+"/v1", client
 		opts.Model = cmp.Or(opts.Model, "gpt-4o-mini")
 		return modeltest.Must(openai.New(&opts))(t).Spec("model")
-	})
+	}
 }
 
 var param = modeltest.Param
@@ -187,19 +192,8 @@ func checkFollowUp(body map[string]json.RawMessage) error {
 
 func TestAdapter_RetriesOn429(t *testing.T) {
 	ok := sse(content("fine"), finish("stop"), done)
-	rg := newRig(t, openai.Options{MaxRetries: 2}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
-		if n == 0 {
-			w.Header().Set("Retry-After-Ms", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
-			return
-		}
-		modeltest.StreamBody(ok)(n, w, r, b)
-	})
-	r := rg.Ask("s1", userAsk)
-	if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
-		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
-	}
+	rg := newRig(t, openai.Options{MaxRetries: 2}, tooManyRequestsFirst("1", ok))
+	wantRetried(t, rg)
 }
 
 func TestAdapter_HTTPErrorEndsWithError(t *testing.T) {
@@ -343,41 +337,61 @@ func TestAdapter_ParamNameNotUTF8IsRefused(t *testing.T) {
 }
 
 func TestAdapter_StalledStreamTimesOut(t *testing.T) {
-	release := make(chan struct{})
-	// The bound is generous: it also covers connecting and the first chunk on
-	// a loaded machine.
-	rg := newRig(t, openai.Options{IdleTimeout: time.Second}, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, content("thinking"))
-		w.(http.Flusher).Flush()
-		select {
-		case <-r.Context().Done():
-		case <-release:
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		rg := modeltest.NewMemRig(t, func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, content("thinking"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}, adapter(t, openai.Options{IdleTimeout: time.Second}))
+		defer close(release)
+		r := rg.Ask("s1", userAsk)
+		if !r.Failed || !strings.Contains(r.Error, "no data from the server") || r.Text != "thinking" {
+			t.Fatalf("failed %v with %q, text %q", r.Failed, r.Error, r.Text)
 		}
 	})
-	defer close(release)
-	r := rg.Ask("s1", userAsk)
-	if !r.Failed || !strings.Contains(r.Error, "no data from the server") || r.Text != "thinking" {
-		t.Fatalf("failed %v with %q, text %q", r.Failed, r.Error, r.Text)
-	}
 }
 
 // The SDK's wait before a retry (here the 2.5 s a Retry-After-Ms asks
 // for) has nothing on the wire: it does not count against an idle bound
-// shorter than it, as the waits of a resilience.Transport do not.
+// shorter than it, as the waits of a resilience.Transport do not. The
+// clock is the bubble's: the wait takes no real time, and the bound is
+// not met by a slow machine.
 func TestAdapter_RetryWaitIsNotIdle(t *testing.T) {
-	ok := sse(content("fine"), finish("stop"), done)
-	rg := newRig(t, openai.Options{MaxRetries: 1, IdleTimeout: time.Second}, func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := sse(content("fine"), finish("stop"), done)
+		start := time.Now()
+		rg := modeltest.NewMemRig(t, tooManyRequestsFirst("2500", ok), adapter(t, openai.Options{MaxRetries: 1, IdleTimeout: time.Second}))
+		wantRetried(t, rg)
+		if waited := time.Since(start); waited < 2500*time.Millisecond {
+			t.Fatalf("answered after %v, want after the 2.5 s the server asked to wait", waited)
+		}
+	})
+}
+
+// tooManyRequestsFirst answers the first request with HTTP 429 asking
+// to wait retryAfterMs, and the others with body.
+func tooManyRequestsFirst(retryAfterMs, body string) modeltest.Handler {
+	return func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
 		if n == 0 {
-			w.Header().Set("Retry-After-Ms", "2500")
+			w.Header().Set("Retry-After-Ms", retryAfterMs)
 			w.WriteHeader(http.StatusTooManyRequests)
 			_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
 			return
 		}
-		modeltest.StreamBody(ok)(n, w, r, b)
-	})
-	r := rg.Ask("s1", userAsk)
-	if r.Failed || r.Text != "fine" || rg.Requests() != 2 {
+		modeltest.StreamBody(body)(n, w, r, b)
+	}
+}
+
+// wantRetried asks rg and checks the answer is "fine", on the second
+// request.
+func wantRetried(t *testing.T, rg *modeltest.Rig) {
+	t.Helper()
+	if r := rg.Ask("s1", userAsk); r.Failed || r.Text != "fine" || rg.Requests() != 2 {
 		t.Fatalf("answer %+v after %d requests, want success on the retry", r, rg.Requests())
 	}
 }

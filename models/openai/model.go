@@ -39,8 +39,9 @@ type Options struct {
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	// The adapter never reads the environment for it: see [APIKeyFromEnv].
-	// An ERROR frame never repeats it (a key of 8 bytes or more is cut
-	// out of the text of errors, where some servers quote it).
+	// An ERROR frame never repeats it: a key of 8 bytes or more is cut
+	// out of the text of errors (where some servers quote it) wherever it
+	// is, a shorter one where it stands as a word.
 	APIKey string
 	// Model is used for requests without a "model" PARAM.
 	Model string
@@ -68,6 +69,9 @@ type Options struct {
 	DisableUsage bool
 	// RequestOptions are more SDK options applied to every request
 	// (headers, organization, middleware), after the ones above.
+	// The credentials they add (an Api-Key or other key header, a key in
+	// the query) are kept out of ERROR frames as APIKey is, and the query
+	// string out of the URLs errors name.
 	RequestOptions []option.RequestOption
 	// Logger receives debug logs of requests; default: the runtime's
 	// logger (actors.RuntimeOptions.Logger), with the adapter's actor id.
@@ -111,7 +115,9 @@ func New(opts *Options) (*Model, error) {
 	if n, ok := c.Retries(); ok {
 		reqOpts = append(reqOpts, option.WithMaxRetries(n))
 	}
-	m.client = sdk.NewClient(append(reqOpts, o.RequestOptions...)...)
+	// Credentials last, so that it notes those the RequestOptions add.
+	reqOpts = append(append(reqOpts, o.RequestOptions...), option.WithMiddleware(httpadapter.Credentials))
+	m.client = sdk.NewClient(reqOpts...)
 	return m, nil
 }
 

@@ -129,7 +129,9 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // owned by such a user, or is writable by its group or others and not
 // sticky, or is sticky (as /tmp) and what is reached in it is owned by
 // such a user; or when it is missing from a directory that its group or
-// others may write. One missing otherwise is left out. Owned by
+// others may write; or when the host cannot search it or a directory on
+// the way to it (EACCES: the sandbox's helper may see what the check
+// could not). One missing otherwise is left out. Owned by
 // "nobody", the overflow uid (65534), counts as owned by root only in a
 // user namespace that does not map it: there it stands for the users
 // outside, root among them, and the check cannot tell them apart.

@@ -491,6 +491,14 @@ func checkEtcLinkDirs(dirs []string, root *os.File) error {
 			}
 		}
 		why, err := etcLinkDirRisk(d, ws)
+		if errors.Is(err, fs.ErrPermission) {
+			// Not left out: the helper may see what the host cannot
+			// (its user namespace can give it the host's files), and
+			// would then follow links no check has vetted.
+			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s cannot be checked: %w; make it, and each directory "+
+				"on the way to it, searchable by this process (uid %d), or leave it out of sandbox.EtcLinkDirs",
+				d, err, os.Geteuid()), ErrConfig}
+		}
 		if err != nil {
 			return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s: %w", d, err), ErrConfig}
 		}

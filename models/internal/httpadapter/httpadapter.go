@@ -17,10 +17,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -47,7 +49,8 @@ type Config struct {
 	HTTPClient  *http.Client
 	Logger      *slog.Logger
 	// APIKey is the key the adapter sends; the errors of its answers
-	// never repeat it (see [Endpoint.Answer]).
+	// never repeat it (see [Endpoint.Answer]): whole or clipped when it
+	// has 8 bytes or more, as a word when shorter.
 	APIKey string
 	// BaseURL is the API root; the errors of the answers never repeat
 	// the password of its user info either, plain or as the base64 of
@@ -81,7 +84,10 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
-	secrets []string // the API key and base URL's password, removed from error texts
+	secrets []string // the API key and base URL's password, cut out of error texts
+	// proxy is the Proxy function of the client's *http.Transport, when
+	// known (see proxyOf): the proxy's password is a credential too.
+	proxy func(*http.Request) (*url.URL, error)
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -99,7 +105,28 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
+	e.proxy = proxyOf(e.client.Transport)
 	return e
+}
+
+// proxyOf returns the Proxy function of rt when it is an *http.Transport
+// (http.DefaultTransport when nil), or wraps one, as a
+// resilience.Transport does, behind Unwrap methods; nil otherwise.
+func proxyOf(rt http.RoundTripper) func(*http.Request) (*url.URL, error) {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for range 16 { // a bound, should wrappers ever loop
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t.Proxy
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // HTTPClient is the client to send requests with.
@@ -204,34 +231,157 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // write fails the request as permanent: the same request cannot be sent
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
-// frames. The API key of e's Config, and the password of its base URL
-// (plain and in basic auth), are cut out of the text of send's errors
-// (some servers quote the credentials they refuse), so that no ERROR
-// frame carries them.
+// frames. No ERROR frame carries a credential: the API key of e's
+// Config, the password of its base URL (plain and in basic auth), and
+// what the SDK middleware [Credentials] noted of the attempts of the
+// request (credentials added by an adapter's RequestOptions) are cut out
+// of the text of send's errors (some servers quote the credentials they
+// refuse), and the query string out of the URLs it names.
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	answer := answerWith(body, send)
-	if len(e.secrets) == 0 {
-		return answer
-	}
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-		frames, err := answer(ctx, req, emit)
+		sent := &credentials{proxy: e.proxy}
+		frames, err := answer(context.WithValue(ctx, credentialsKey{}, sent), req, emit)
 		if err != nil {
-			text := err.Error()
-			for _, secret := range e.secrets {
-				text = redact(text, secret)
-			}
-			if text != err.Error() {
-				err = WithText(err, text)
-			}
+			err = e.redacted(err, sent)
 		}
 		return frames, err
 	}
 }
 
-// secrets returns what the errors of c's answers must not repeat, each
-// of at least minSecret bytes: the API key, and the password of the base
-// URL's user info, plain and as the base64 of the basic auth it makes
-// (the Authorization header a server may quote).
+// redacted returns err with the credentials of e and sent cut out of its
+// text, and the query strings of the URLs sent.
+func (e *Endpoint) redacted(err error, sent *credentials) error {
+	text := err.Error()
+	sent.mu.Lock()
+	queries, secrets := sent.queries, append(slices.Clone(e.secrets), sent.secrets...)
+	sent.mu.Unlock()
+	for _, q := range queries {
+		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
+	}
+	for _, secret := range secrets {
+		if len(secret) >= minSecret {
+			text = redact(text, secret)
+		} else {
+			text = redactWord(text, secret)
+		}
+	}
+	if text == err.Error() {
+		return err
+	}
+	return WithText(err, text)
+}
+
+// Credentials is the SDK middleware, to be applied after every other
+// (so that it sees each attempt as sent), that notes the credentials of
+// a request sent with the context of an [Endpoint.Answer]: the values of
+// its headers that carry them (Authorization and Proxy-Authorization,
+// past their scheme, and the password of basic auth; X-Api-Key, Api-Key
+// and any other whose name speaks of a key, token, secret, password,
+// signature, session or cookie), the values of its query parameters so
+// named (escaped as sent, and unescaped), its whole query string, the
+// password of its user info, and the password of the proxy the
+// endpoint's *http.Transport (behind a resilience.Transport too) sends it
+// through, plain and as the basic auth the transport makes of it.
+// Answer cuts them out of the request's error.
+func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
+		c.note(req)
+	}
+	return next(req)
+}
+
+type credentialsKey struct{}
+
+// credentials are those the attempts of one request carried.
+type credentials struct {
+	mu      sync.Mutex
+	secrets []string
+	queries []string // raw query strings
+	proxy   func(*http.Request) (*url.URL, error)
+}
+
+func (c *credentials) note(req *http.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, values := range req.Header {
+		if !credentialName(name) {
+			continue
+		}
+		for _, v := range values {
+			scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
+			if !ok {
+				c.add(v)
+				continue
+			}
+			rest = strings.TrimSpace(rest)
+			c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
+			if strings.EqualFold(scheme, "Basic") {
+				if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
+					if _, password, ok := strings.Cut(string(b), ":"); ok {
+						c.add(password)
+					}
+				}
+			}
+		}
+	}
+	if c.proxy != nil {
+		// The transport sends the proxy its user info as basic auth,
+		// after every middleware: a proxy may quote it as it refuses it.
+		if u, err := c.proxy(req); err == nil && u != nil {
+			if password, ok := u.User.Password(); ok {
+				c.add(password)
+				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))
+			}
+		}
+	}
+	if u := req.URL; u != nil {
+		if password, ok := u.User.Password(); ok {
+			c.add(password)
+		}
+		if u.RawQuery != "" && !slices.Contains(c.queries, u.RawQuery) {
+			c.queries = append(c.queries, u.RawQuery)
+			for pair := range strings.SplitSeq(u.RawQuery, "&") {
+				name, value, _ := strings.Cut(pair, "=")
+				if n, err := url.QueryUnescape(name); err == nil {
+					name = n
+				}
+				if !credentialName(name) {
+					continue
+				}
+				// As sent (a server quoting the query repeats it escaped)
+				// and as meant (one quoting the parameter, unescaped).
+				c.add(value)
+				if v, err := url.QueryUnescape(value); err == nil {
+					c.add(v)
+				}
+			}
+		}
+	}
+}
+
+func (c *credentials) add(secret string) {
+	if secret != "" && !slices.Contains(c.secrets, secret) {
+		c.secrets = append(c.secrets, secret)
+	}
+}
+
+// credentialName reports whether a header or query parameter of this
+// name may carry a credential.
+func credentialName(name string) bool {
+	name = strings.ToLower(name)
+	for _, word := range []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"} {
+		if strings.Contains(name, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// secrets returns what the errors of c's answers must not repeat: the
+// API key, and the password of the base URL's user info, plain and as
+// the base64 of the basic auth it makes (the Authorization header a
+// server may quote).
 func secrets(c Config) []string {
 	candidates := []string{c.APIKey}
 	if u, err := url.Parse(c.BaseURL); err == nil && u.User != nil {
@@ -242,14 +392,15 @@ func secrets(c Config) []string {
 	}
 	var all []string
 	for _, s := range candidates {
-		if len(s) >= minSecret {
+		if s != "" {
 			all = append(all, s)
 		}
 	}
 	return all
 }
 
-// redact returns text with secret cut out: where it is whole, and where
+// redact returns text with secret, of at least minSecret bytes, cut out:
+// where it is whole, and where
 // a quote of a body clipped by [Quote], or a message clipped by
 // [Message], ends with its first bytes (a server quoting the key may have
 // put it across the clip).
@@ -275,6 +426,38 @@ func redact(text, secret string) string {
 	}
 }
 
+// redactWord returns text with secret, shorter than minSecret, cut out
+// where it stands as a word: not where letters, digits, '_' or '-' go on
+// either side of it, so that a short key ("test") leaves the words that
+// hold it ("latest", "test-model") whole.
+func redactWord(text, secret string) string {
+	var b strings.Builder
+	done := 0 // text[:done] is in b
+	for i := 0; ; {
+		j := strings.Index(text[i:], secret)
+		if j < 0 {
+			break
+		}
+		j += i
+		end := j + len(secret)
+		before, _ := utf8.DecodeLastRuneInString(text[:j])
+		after, _ := utf8.DecodeRuneInString(text[end:])
+		if j > 0 && wordRune(before) || end < len(text) && wordRune(after) {
+			i = j + 1
+			continue
+		}
+		b.WriteString(text[done:j])
+		b.WriteString(redacted)
+		done, i = end, end
+	}
+	if done == 0 {
+		return text
+	}
+	return b.String() + text[done:]
+}
+
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' }
+
 const (
 	redacted = "[redacted]"
 	ellipsis = "…" // after a quote Quote clipped, or a message Message did
@@ -284,7 +467,8 @@ const (
 )
 
 // minSecret is the length from which a secret is cut out of error
-// texts: a shorter one (a local server's "test") would cut ordinary words.
+// texts wherever it is; a shorter one (a local server's "test") is cut
+// out only where it stands as a word, so as not to cut ordinary words.
 const minSecret = 8
 
 // WithText returns an error with the text text that unwraps to err (for
@@ -452,7 +636,9 @@ func clipAt(s string, max int) int {
 // error said, or when it is empty the quoted start of the body (which
 // the SDKs leave readable). kind, when not empty, replaces the status's
 // name (the Messages API's error type). The URL is written without its
-// user info, query and fragment, where credentials may be.
+// user info, query and fragment, where credentials may be; its path is
+// kept, since it tells whether the base URL is right (a credential in it
+// is cut out as anywhere else by [Endpoint.Answer]).
 func StatusText(req *http.Request, res *http.Response, status int, kind, message string) string {
 	if kind == "" {
 		kind = http.StatusText(status)

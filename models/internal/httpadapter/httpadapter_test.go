@@ -78,3 +78,20 @@ func TestQuote_ClipKeepsRunesWhole(t *testing.T) {
 		t.Fatalf("Quote = %s, want the byte that is not UTF-8 replaced", q)
 	}
 }
+
+// A key shorter than 8 bytes is cut out where it stands as a word, and
+// left where it is a part of one: a local server's key "test" leaves
+// "latest" and "test-model" whole.
+func TestRedactWord(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{`key test refused`, `key [redacted] refused`},
+		{`"Bearer test" (test).`, `"Bearer [redacted]" ([redacted]).`},
+		{`test`, `[redacted]`},
+		{`latest test-model testing tést test_1 tests`, `latest test-model testing tést test_1 tests`},
+		{`ütest test✓ testtest test`, `ütest [redacted]✓ testtest [redacted]`},
+	} {
+		if got := redactWord(c.text, "test"); got != c.want {
+			t.Errorf("redactWord(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}

@@ -82,17 +82,19 @@ const streamOverhead = 256
 
 // HTTP/2 framing (RFC 9113).
 const (
-	http2FrameHeader = 9
-	http2MaxFrame    = 16 << 10 // what gRPC's server takes (SETTINGS_MAX_FRAME_SIZE)
-	frameData        = 0x0
-	frameHeaders     = 0x1
-	frameRSTStream   = 0x3
-	frameGoAway      = 0x7
-	flagEndStream    = 0x1
-	flagPadded       = 0x8
-	codeCancel       = 0x8
-	codeCalm         = 0xb // ENHANCE_YOUR_CALM
-	grpcPrefix       = 5
+	http2FrameHeader  = 9
+	http2MaxFrame     = 16 << 10 // what gRPC's server takes (SETTINGS_MAX_FRAME_SIZE)
+	frameData         = 0x0
+	frameHeaders      = 0x1
+	framePriority     = 0x2
+	frameRSTStream    = 0x3
+	frameGoAway       = 0x7
+	frameWindowUpdate = 0x8
+	flagEndStream     = 0x1
+	flagPadded        = 0x8
+	codeCancel        = 0x8
+	codeCalm          = 0xb // ENHANCE_YOUR_CALM
+	grpcPrefix        = 5
 )
 
 // connLimits is the bookkeeping of a server's incoming connections: how
@@ -463,14 +465,15 @@ func (c *heldConn) frame(f []byte) error {
 	typ, flags := f[3], f[4]
 	id := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
 	s := c.streams[id]
-	if id == 0 || typ != frameData && typ != frameHeaders && typ != frameRSTStream && s == nil {
-		c.emit(f) // the connection's, or of a stream with nothing held
+	if id == 0 || s == nil && typ != frameData || typ == frameWindowUpdate || typ == framePriority {
+		// The connection's, of a stream with nothing held, or about
+		// what the server sends (WINDOW_UPDATE) or nothing gRPC uses
+		// (PRIORITY): at once, whatever the stream holds.
+		c.emit(f)
 		return nil
 	}
 	if typ != frameData {
 		switch {
-		case s == nil:
-			c.emit(f)
 		case typ == frameRSTStream || flags&flagEndStream != 0:
 			c.abandon(id, s, f, 0)
 		default:
@@ -551,21 +554,26 @@ func frameLength(header []byte) int { return int(header[0])<<16 | int(header[1])
 // hold adds f (flow bytes of it flow-controlled) to the frames held for
 // stream id, within the connection's budget.
 func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
+	held, streams := c.held+len(f), len(c.streams)
+	if c.streams[id] == nil {
+		held, streams = held+streamOverhead, streams+1
+	}
+	// Checked before f is copied: the connection never holds more than
+	// its budget.
+	if held > c.l.budget {
+		return fmt.Errorf("remote: connection from %s: it would make it hold %d bytes of messages not yet whole (on %d streams), over the limit of %d: %w",
+			c.peer, held, streams, c.l.budget, ErrConnBudget)
+	}
 	if c.streams[id] == nil {
 		if s == c.spare {
 			c.spare = nil
 		}
 		c.streams[id] = s
-		c.held += streamOverhead
 	}
 	// A copy: buf is read into again.
 	s.put(f)
 	s.data += flow
-	c.held += len(f)
-	if c.held > c.l.budget {
-		return fmt.Errorf("remote: connection from %s: %d bytes held of messages not yet whole (on %d streams), over the limit of %d: %w",
-			c.peer, c.held, len(c.streams), c.l.budget, ErrConnBudget)
-	}
+	c.held = held
 	return nil
 }
 

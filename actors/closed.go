@@ -1,10 +1,6 @@
 package actors
 
-import (
-	"slices"
-
-	"github.com/polyweave/polyweave-go/messages"
-)
+import "github.com/polyweave/polyweave-go/messages"
 
 // closedCalls are the streams whose call an earlier incarnation of a
 // duplex answered for good (the ERROR and END of its end, a refusal while
@@ -46,24 +42,16 @@ import (
 // resumed incarnation may live long, answering calls on streams whose
 // callers send no END.
 type closedCalls struct {
-	ids   map[string]closedCall // by stream
-	order []closedEntry         // in the order added; an entry whose number is not ids' is stale
-	next  uint64
+	bounded[string, closedCall] // by stream
 }
 
 // closedCall is a stream's record in closedCalls.
 type closedCall struct {
-	n    uint64       // the number it was added under
 	call answeredCall // the answered call's tool-call id
 	// shared: the call was answered alone, the other calls of its
 	// stream going on (a Resume's answer: see shell.resumed). Its rest
 	// is then the frames that carry its id alone (see sharedRest).
 	shared bool
-}
-
-type closedEntry struct {
-	id string
-	n  uint64
 }
 
 // closedMax bounds the streams closedCalls keeps.
@@ -81,11 +69,7 @@ func inherit(prev *shell) *closedCalls {
 	default:
 		// In the order added: the oldest are forgotten first, in an
 		// order that does not depend on the map's.
-		for _, e := range answered.order {
-			if r, ok := answered.ids[e.id]; ok && r.n == e.n {
-				c.add(e.id, r.call, r.shared)
-			}
-		}
+		answered.each(func(id string, r closedCall) { c.add(id, r.call, r.shared) })
 	}
 	if c.len() == 0 {
 		return nil
@@ -98,7 +82,7 @@ func (c *closedCalls) len() int {
 	if c == nil {
 		return 0
 	}
-	return len(c.ids)
+	return c.bounded.len()
 }
 
 // get returns the record of stream id, if c holds one.
@@ -106,34 +90,13 @@ func (c *closedCalls) get(id string) (closedCall, bool) {
 	if c == nil {
 		return closedCall{}, false
 	}
-	r, ok := c.ids[id]
-	return r, ok
+	return c.bounded.get(id)
 }
 
 // add records the call on stream id, of tool-call id call, answered:
 // alone among the stream's calls when shared (see closedCall).
 func (c *closedCalls) add(id string, call answeredCall, shared bool) {
-	c.next++
-	c.ids[id] = closedCall{n: c.next, call: call, shared: shared}
-	c.order = append(c.order, closedEntry{id: id, n: c.next})
-	for len(c.ids) > closedMax {
-		e := c.order[0]
-		c.order = c.order[1:]
-		if c.ids[e.id].n == e.n {
-			delete(c.ids, e.id)
-		}
-	}
-	if len(c.order) > 2*closedMax {
-		// Mostly stale: keep the live entries alone.
-		c.order = slices.DeleteFunc(c.order, func(e closedEntry) bool { return c.ids[e.id].n != e.n })
-	}
-}
-
-func (c *closedCalls) remove(id string) {
-	delete(c.ids, id)
-	if len(c.ids) == 0 {
-		c.order = c.order[:0]
-	}
+	c.bounded.add(id, closedCall{call: call, shared: shared})
 }
 
 // drop reports whether f, written into the sink of an incarnation whose
@@ -143,7 +106,7 @@ func (c *closedCalls) remove(id string) {
 // record of the stream.
 func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	id := f.GetStreamId()
-	rec, ok := c.ids[id]
+	rec, ok := c.bounded.get(id)
 	if !ok {
 		return false
 	}

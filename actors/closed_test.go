@@ -13,7 +13,7 @@ import (
 // (their caller's END came) neither count nor push a live one out.
 func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	var open openStreams
-	c := &closedCalls{ids: map[string]closedCall{}}
+	c := &closedCalls{}
 	id := func(i int) string { return "s" + strconv.Itoa(i) }
 	for i := range closedMax {
 		c.add(id(i), "", false)
@@ -25,12 +25,12 @@ func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 	for i := closedMax; i < closedMax+10; i++ {
 		c.add(id(i), "", false)
 	}
-	if len(c.ids) != closedMax {
-		t.Fatalf("%d streams recorded, want %d", len(c.ids), closedMax)
+	if c.len() != closedMax {
+		t.Fatalf("%d streams recorded, want %d", c.len(), closedMax)
 	}
 	// s0 was gone already; s1 to s9 are the oldest.
 	for i := range closedMax + 10 {
-		_, kept := c.ids[id(i)]
+		_, kept := c.m[id(i)]
 		if want := i >= 10; kept != want {
 			t.Errorf("stream %s recorded %v, want %v", id(i), kept, want)
 		}
@@ -42,7 +42,7 @@ func TestClosedCalls_BoundForgetsOldest(t *testing.T) {
 		c.add(id(10+i%closedMax), "", false)
 	}
 	if len(c.order) > 2*closedMax {
-		t.Errorf("%d entries in the order list for %d streams", len(c.order), len(c.ids))
+		t.Errorf("%d entries in the order list for %d streams", len(c.order), c.len())
 	}
 }
 
@@ -57,7 +57,7 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var open openStreams
-	c := &closedCalls{ids: map[string]closedCall{}}
+	c := &closedCalls{}
 	c.add("s", "", false)
 	for _, f := range []*messages.Frame{messages.Cancel("s", ""), messages.Abort("s"), messages.Tick("s"), result} {
 		if !c.drop(f, &open) {
@@ -94,7 +94,7 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 // and one with none each end the record and go through.
 func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 	var open openStreams
-	c := &closedCalls{ids: map[string]closedCall{}}
+	c := &closedCalls{}
 	c.add("s", "c1", false)
 	for range 2 {
 		if !c.drop(messages.ToolArgChunk("s", "c1", "{"), &open) {
@@ -111,7 +111,7 @@ func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 		if c.drop(f, &open) {
 			t.Errorf("%s (tool-call id %q) on the stream of the answered c1 was dropped", f.GetType(), f.GetToolCallId())
 		}
-		if _, ok := c.ids["s"]; ok {
+		if _, ok := c.m["s"]; ok {
 			t.Errorf("%s (tool-call id %q) left the record of the stream", f.GetType(), f.GetToolCallId())
 		}
 	}
@@ -163,7 +163,7 @@ func TestShell_DropAnswered(t *testing.T) {
 // TOOL_CALL still ends the record and goes through.
 func TestClosedCalls_InterleavedChunkIsTheAnsweredCalls(t *testing.T) {
 	var open openStreams
-	c := &closedCalls{ids: map[string]closedCall{}}
+	c := &closedCalls{}
 	c.add("s", "c2", false)
 	if !c.drop(messages.ToolArgChunk("s", "c1", `{"a":`), &open) {
 		t.Error("a chunk of a call interleaved with the answered one went through")

@@ -18,8 +18,9 @@
 //     ([FailureHandler]) and then closes every stream still open with an
 //     ERROR and an END frame, so no consumer waits forever (both carry
 //     the tool-call id of the stream's call when it carries one with an
-//     id; those of a stream that carries several calls answer them all,
-//     and carry none); a frame that
+//     id; those of a stream that carries several calls, or a call with
+//     an id beside one whose frames carry none, answer them all, and
+//     carry none); a frame that
 //     opens a new call while the actor is still stopping or restarting
 //     (its children finishing) is refused the same way (its ERROR and
 //     END carry the frame's tool-call id), never given to
@@ -88,7 +89,9 @@
 //     their answers the Logic's. A failed frame of no call (one with no
 //     id, the caller's END say) fails the stream: the Resume answers it
 //     for all its calls, with no id, and what the Logic emits on it is
-//     dropped up to its END of the stream;
+//     dropped up to its END of the stream; so does the frame of a call
+//     whose only other call on the stream carries no id (the runtime
+//     cannot tell that one's frames from the stream's);
 //     a duplex resumed after escalating a child's failure resumes that
 //     child the same way (a restart or stop of it stops the child with
 //     it), and so does the runtime's top-level supervisor resumed by its

@@ -29,8 +29,8 @@ var ErrNameTaken = errors.New("actors: durable duplex name taken")
 var ErrNoName = errors.New("actors: durable duplex without a name")
 
 // ErrHostStopped is returned (wrapped) by [Runtime.Start] and
-// [Runtime.Spawn] once the runtime's top-level supervisor is gone: its
-// host actor stopped it (see RuntimeOptions.Parent).
+// [Runtime.Spawn] once the runtime's top-level supervisor is stopping or
+// gone: its host actor stopped it (see RuntimeOptions.Parent).
 var ErrHostStopped = errors.New("actors: runtime host stopped")
 
 // DefaultHostName is the default name of the runtime's top-level
@@ -264,17 +264,30 @@ type host struct {
 	// suspended until it decides about the host: a Resume of the host
 	// resumes them (see resumed); a restart or stop stops them with it.
 	escalated []escalatedChild
+	// stopping: the host's Stop was taken, its children told to stop. A
+	// stopped actor's mailbox is suspended no more (see mailbox.stop):
+	// spawn requests still come while its children stop.
+	stopping bool
 }
 
 func (h *host) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *spawnRequest:
+		if h.stopping {
+			// Spawned now, the duplex would be a child the host never
+			// stops: it would wait for it forever, or leave it running
+			// without a parent when it took the name of one stopped.
+			m.reply <- spawnReply{err: ErrHostStopped}
+			return
+		}
 		h.rt.spawnChild(ctx, m, &h.seq)
 	case *actor.Started:
 		// A restart's incarnation is made (see mailbox.restarting).
 		h.cell.mb.incarnations++
 	case resumed:
 		h.resumed()
+	case *actor.Stopping:
+		h.stopping = true
 	case *actor.Stopped:
 		h.rt.hostGoneOnce.Do(func() { close(h.rt.hostGone) })
 	}

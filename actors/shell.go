@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -111,16 +110,17 @@ type shell struct {
 	// emits on them is the answered call's, dropped (see Emit), whether
 	// or not the caller's END has come, until the Logic's own END of the
 	// call (see mutedStream), a new call opened on the stream (see input)
-	// or the incarnation's end.
-	muted map[string]mutedStream
+	// or the incarnation's end. Bounded, the oldest forgotten (see
+	// muteMax).
+	muted bounded[string, mutedStream]
 	// mutedCalls holds the calls a Resume answered alone, the other calls
 	// of their stream going on (see resumed), that the Logic has not
 	// ended itself: what it emits with such a call's tool-call id is the
 	// answered call's, dropped, until the Logic's END of the call or of
 	// the stream, the call's TOOL_CALL sent again (see input) or the
 	// incarnation's end. What it emits on the stream for the other calls
-	// goes out.
-	mutedCalls map[streamCall]struct{}
+	// goes out. Bounded, the oldest forgotten (see muteMax).
+	mutedCalls bounded[streamCall, struct{}]
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
@@ -412,16 +412,10 @@ func (s *shell) resumed() {
 // muted, mutedCalls).
 func (s *shell) mute(stream, call string, shared bool) {
 	if shared {
-		if s.mutedCalls == nil {
-			s.mutedCalls = make(map[streamCall]struct{})
-		}
-		s.mutedCalls[streamCall{stream, call}] = struct{}{}
+		s.mutedCalls.add(streamCall{stream, call}, struct{}{})
 		return
 	}
-	if s.muted == nil {
-		s.muted = make(map[string]mutedStream)
-	}
-	s.muted[stream] = mutedStream{call: call, several: s.open.several(stream)}
+	s.muted.add(stream, mutedStream{call: call, several: s.open.several(stream)})
 }
 
 // stopCall stops the work of c, the call a Resume answered: the Logic
@@ -635,19 +629,17 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
-		if len(s.muted) > 0 {
+		if s.muted.len() > 0 {
 			// A new call on the stream: what the Logic emits on it now
 			// is this call's (see muted).
-			delete(s.muted, f.GetStreamId())
+			s.muted.remove(f.GetStreamId())
 		}
-		if len(s.mutedCalls) > 0 && t == messages.FrameType_TOOL_CALL {
+		if s.mutedCalls.len() > 0 && t == messages.FrameType_TOOL_CALL {
 			// The answered call sent again (see mutedCalls).
-			delete(s.mutedCalls, streamCall{f.GetStreamId(), f.GetToolCallId()})
+			s.mutedCalls.remove(streamCall{f.GetStreamId(), f.GetToolCallId()})
 		}
 		s.noteOpen(f.GetStreamId())
-		if c := f.GetToolCallId(); c != "" {
-			s.open.noteCall(f.GetStreamId(), c)
-		}
+		s.open.noteCall(f.GetStreamId(), f.GetToolCallId())
 	}
 	s.deliver(f)
 }
@@ -768,7 +760,7 @@ func (c answeredCall) sharedRest(f *messages.Frame) (rest, ends bool) {
 // incarnation answered, to be dropped (see closedCalls).
 func (s *shell) dropClosed(f *messages.Frame) bool {
 	drop := s.closed.drop(f, &s.open)
-	if len(s.closed.ids) == 0 {
+	if s.closed.len() == 0 {
 		s.closed = nil
 	}
 	return drop
@@ -779,7 +771,7 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // alone among the stream's calls when shared (see closedCall).
 func (s *shell) noteAnswered(stream, call string, shared bool) {
 	if s.answered == nil {
-		s.answered = &closedCalls{ids: make(map[string]closedCall)}
+		s.answered = &closedCalls{}
 	}
 	s.answered.add(stream, answeredCall(call), shared)
 }
@@ -871,12 +863,16 @@ func isChildID(id, parent string) bool {
 // id than the one noted comes while the stream is open, its calls are
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
-// endCall). An END without an id ends the stream.
+// endCall). An END without an id ends the stream. A call whose frames
+// carry no id cannot be told from the stream's others: a stream that
+// carries one beside a call with an id carries several calls, none of
+// them apart (see several).
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
 	calls [openInline]string   // calls[i]: few[i]'s call's tool-call id
 	multi [openInline][]string // multi[i]: few[i]'s calls, when several
+	anon  [openInline]bool     // anon[i]: few[i] carries a call of no id
 	n     int                  // few[:n] are open
 	more  map[string]openState
 	// spare is a calls list no stream holds any more, kept for the next
@@ -889,6 +885,7 @@ type openState struct {
 	ended bool     // its caller sent its END
 	call  string   // its call's tool-call id
 	multi []string // its calls, when several
+	anon  bool     // it carries a call of no id
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -904,7 +901,7 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n] = id, false, "", nil
+		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n] = id, false, "", nil, false
 		o.n++
 		return
 	}
@@ -923,6 +920,7 @@ func (o *openStreams) remove(id string) {
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
 			o.calls[i], o.calls[o.n] = o.calls[o.n], ""
 			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
+			o.anon[i], o.anon[o.n] = o.anon[o.n], false
 			return
 		}
 	}
@@ -968,11 +966,14 @@ func (o *openStreams) inputEnded(id string) bool {
 // continues the call on id (see opensCall), as that call's, if id is
 // open: the last one noted is the call's (see answeredCall). A call other
 // than the one noted is another call of the stream: its calls are kept
-// from then on (see openStreams).
+// from then on (see openStreams). A frame of no id is of a call of no id
+// (see several).
 func (o *openStreams) noteCall(id, call string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			if prev := o.calls[i]; prev != call {
+			if call == "" {
+				o.anon[i] = true
+			} else if prev := o.calls[i]; prev != call {
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -981,7 +982,12 @@ func (o *openStreams) noteCall(id, call string) {
 			return
 		}
 	}
-	if st, ok := o.more[id]; ok && st.call != call {
+	if st, ok := o.more[id]; ok && call == "" {
+		if !st.anon {
+			st.anon = true
+			o.more[id] = st
+		}
+	} else if ok && st.call != call {
 		if st.call != "" {
 			st.multi = o.joined(st.multi, st.call, call)
 		}
@@ -1067,8 +1073,18 @@ func (o *openStreams) callsOf(id string) []string {
 	return o.more[id].multi
 }
 
-// several reports whether id carries several calls.
-func (o *openStreams) several(id string) bool { return len(o.callsOf(id)) > 0 }
+// several reports whether id carries several calls: several with ids,
+// or one with an id and one of none, none of which the runtime can then
+// answer apart (see shares).
+func (o *openStreams) several(id string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return len(o.multi[i]) > 0 || o.anon[i] && o.calls[i] != ""
+		}
+	}
+	st := o.more[id]
+	return len(st.multi) > 0 || st.anon && st.call != ""
+}
 
 // shares reports whether id carries the call of tool-call id call among
 // other calls.
@@ -1109,7 +1125,7 @@ func (o *openStreams) all() []string {
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer.
 func (s *shell) Emit(f *messages.Frame) {
-	if (len(s.muted) > 0 || len(s.mutedCalls) > 0 || s.answered != nil) && s.dropEmit(f) {
+	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
@@ -1128,23 +1144,23 @@ func (s *shell) Emit(f *messages.Frame) {
 func (s *shell) dropEmit(f *messages.Frame) bool {
 	id, call := f.GetStreamId(), f.GetToolCallId()
 	end := f.GetType() == messages.FrameType_END
-	if m, ok := s.muted[id]; ok {
+	if m, ok := s.muted.get(id); ok {
 		if end && m.ends(f) {
-			delete(s.muted, id)
+			s.muted.remove(id)
 		}
 		return true
 	}
-	if len(s.mutedCalls) > 0 {
+	if s.mutedCalls.len() > 0 {
 		k := streamCall{id, call}
-		if _, ok := s.mutedCalls[k]; ok {
+		if _, ok := s.mutedCalls.get(k); ok {
 			if end {
-				delete(s.mutedCalls, k)
+				s.mutedCalls.remove(k)
 			}
 			return true
 		}
 		if end && call == "" {
 			// The Logic ends the stream, and with it its calls.
-			maps.DeleteFunc(s.mutedCalls, func(k streamCall, _ struct{}) bool { return k.stream == id })
+			s.mutedCalls.removeFunc(func(k streamCall) bool { return k.stream == id })
 		}
 	}
 	rec, ok := s.answered.get(id)

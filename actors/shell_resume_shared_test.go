@@ -223,6 +223,19 @@ func TestShell_ResumeOnASharedStream(t *testing.T) {
 			"resumed again: that CANCEL is none of the stream's calls, the second Resume answers none",
 		frames: []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "x", "fail", nil)},
 		want:   map[string][]string{"c1": toolAnswer("s", "done"), "x": failedAnswer("s")},
+	}, {
+		name: "call of no id beside the failed one",
+		why: "the stream carries a call whose frames carry no id beside the failed call: the Resume answers " +
+			"the stream for both, with no id (one with the failed call's id leaves the other unanswered to a " +
+			"caller that tells calls by id); the Logic's answer to the CANCEL of the stream is dropped",
+		frames: []*messages.Frame{messages.ToolCall("s", "", "hold", nil), messages.ToolCall("s", "c2", "fail", nil)},
+		want:   map[string][]string{"": failedAnswer("s")},
+	}, {
+		name: "call of no id failed beside one with an id",
+		why: "the failed frame carries no id, and the stream carries a call with one: the Resume answers the " +
+			"stream for both, with no id, not the other call with its id as though it had failed",
+		frames: []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "", "fail", nil)},
+		want:   map[string][]string{"": failedAnswer("s")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := answersByCall(t, tc.ignoreCancel, tc.frames...)

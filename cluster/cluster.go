@@ -22,7 +22,6 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	paremote "github.com/asynkron/protoactor-go/remote"
 	"github.com/labstack/echo"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -166,6 +165,11 @@ type Options struct {
 	// remote.DefaultMaxFrameBytes; at least remote.MinFrameBytes and at
 	// most remote.MaxFrameBytesLimit (Start refuses others).
 	MaxFrameBytes int
+	// MaxConnsPerPeer bounds the connections one peer (an IP address)
+	// may have open to the member at once, as
+	// remote.NodeOptions.MaxConnsPerPeer does a node's: one more is
+	// refused. Default remote.DefaultMaxConnsPerPeer; negative: no limit.
+	MaxConnsPerPeer int
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -407,11 +411,16 @@ func Start(opts *Options) (m *Member, err error) {
 	// The dial options of the remote, the TLS credentials last: they
 	// replace DialOptions' (none).
 	dial := remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)
-	var tlsServer grpc.ServerOption
+	// The server's credentials (TLS or none) bound what one peer's
+	// connections can make the member hold, as a node's do.
+	conns, err := remote.ConnServerOptions(o.Logger, o.MaxConnsPerPeer, o.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: Options.TLS: %w", err)
+	}
 	why := ": without TLS, a member has no authentication"
 	if o.TLS != nil {
-		var tlsDial grpc.DialOption
-		if tlsServer, tlsDial, err = o.TLS.GRPCOptions(); err != nil {
+		_, tlsDial, err := o.TLS.GRPCOptions()
+		if err != nil {
 			return nil, fmt.Errorf("cluster: Options.TLS: %w", err)
 		}
 		dial = append(dial, tlsDial)
@@ -451,11 +460,9 @@ func Start(opts *Options) (m *Member, err error) {
 	// (after the server and dial options, which replace what the limits
 	// add to), so that a batch of requests or answers never passes a
 	// peer's limit, which would end the connection. With TLS, it speaks
-	// mutual TLS both ways.
+	// mutual TLS both ways; it bounds each peer's connections as they do.
 	server := append(m.guard.ServerOptions(), remote.PingPolicy())
-	if tlsServer != nil {
-		server = append(server, tlsServer)
-	}
+	server = append(server, conns...)
 	rcfg := paremote.Configure(host, port, paremote.WithServerOptions(server...),
 		paremote.WithDialOptions(dial...),
 		paremote.WithEndpointWriterQueueSize(1024), limits)

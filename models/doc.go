@@ -72,13 +72,20 @@
 // result ([TruncatedCallError]) and run nothing of it, so that the model
 // learns its call was cut off; every call of the turn gets one result.
 // A call with no arguments at all is cut too when the limit ends the
-// answer, wherever it stands in the turn: a server interleaving parallel
-// calls may be cut between a call's name and its arguments, and nothing
-// tells that call from a whole one without parameters. A call cut before
-// its name (or, where the API sends one, its id) arrived is dropped:
-// nothing of it is emitted, since a follow-up could not name it, and the
-// rest of the answer is emitted as usual. Both HTTP adapters
+// answer, wherever it stands in the turn, unless the API told that it
+// ended (the Messages API's content_block_stop): a server interleaving
+// parallel calls may be cut between a call's name and its arguments, and
+// nothing else tells that call from a whole one without parameters. A
+// call cut before its name (or, where the API sends one, its id) arrived
+// is dropped: nothing of it is emitted, since a follow-up could not name
+// it, and the rest of the answer is emitted as usual. Both HTTP adapters
 // (models/openai, models/anthropic) behave so.
+//
+// Content filter. An answer the provider's filter stopped (finish
+// "content_filter": OpenAI's content_filter, the Messages API's refusal)
+// emits its text and no tool call at all, whole, empty or cut: the filter
+// may have stopped it in the middle of a call, and nothing of a turn the
+// provider refused is run.
 //
 // Tool results. TOOL_RESULT frames written into the adapter's sink are
 // informational: adapters ignore them. A tool loop sends the follow-up

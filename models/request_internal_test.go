@@ -96,3 +96,50 @@ func TestTracker_ReusedStreamIsRememberedByItsLatestCancel(t *testing.T) {
 		t.Fatal("an END after the late one was swallowed: it is a request")
 	}
 }
+
+// The bound is 4096 cancels exactly: a stream is remembered through
+// 4095 later cancels of other streams, and forgotten at the next one.
+func TestTracker_CancelledStreamIsRememberedThrough4096Cancels(t *testing.T) {
+	for _, c := range []struct {
+		others     int
+		remembered bool
+	}{{maxCutShort - 1, true}, {maxCutShort, false}} {
+		var tr Tracker
+		cancelBeforeEnd(&tr, "first", false)
+		for i := range c.others {
+			cancelBeforeEnd(&tr, "other"+strconv.Itoa(i), false)
+		}
+		if n := len(tr.cut.at); n != min(c.others+1, maxCutShort) {
+			t.Fatalf("after %d cancels the tracker remembers %d streams, want %d", c.others+1, n, min(c.others+1, maxCutShort))
+		}
+		req, n := lateEnd(&tr, "first")
+		if ignored := req == nil && n == 0; ignored != c.remembered {
+			t.Fatalf("after %d other cancels, the late END of the first started %v and emitted %d frames; want it ignored: %v",
+				c.others, req, n, c.remembered)
+		}
+	}
+}
+
+// Once the ring has wrapped, the late ENDs of the streams it still
+// remembers empty it all the same.
+func TestTracker_WrappedMemoriesGoWithTheirLateEnds(t *testing.T) {
+	var tr Tracker
+	const streams = 2*maxCutShort + 7
+	for i := range streams {
+		cancelBeforeEnd(&tr, "s"+strconv.Itoa(i), false)
+	}
+	for i := streams - maxCutShort; i < streams; i++ {
+		if req, n := lateEnd(&tr, "s"+strconv.Itoa(i)); req != nil || n != 0 {
+			t.Fatalf("the late END of remembered stream s%d started %v and emitted %d frames", i, req, n)
+		}
+	}
+	if len(tr.cut.at) != 0 || len(tr.cut.ring) != 0 || tr.cut.next != 0 {
+		t.Fatalf("after every remembered late END the tracker keeps %d streams, %d memories (next %d), want none",
+			len(tr.cut.at), len(tr.cut.ring), tr.cut.next)
+	}
+	// Remembering starts over from an empty ring.
+	cancelBeforeEnd(&tr, "again", false)
+	if req, n := lateEnd(&tr, "again"); req != nil || n != 0 {
+		t.Fatalf("the late END of a stream cancelled after the ring emptied started %v and emitted %d frames", req, n)
+	}
+}

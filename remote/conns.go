@@ -68,8 +68,13 @@ const connBudget = maxMessageBytes + maxMessageBytes/http2MaxFrame*http2FrameHea
 // connWindow is the initial HTTP/2 flow-control window of the servers'
 // streams and connections: a peer may send a whole message of the
 // receive limit (and its prefix) before gRPC, which does not see it while
-// it is held, would grant more.
-const connWindow = maxMessageBytes + 64<<10
+// it is held, would grant more. gRPC grants the bytes it has received
+// only once they make a quarter of the window: up to that many bytes of
+// the messages before are not granted yet when a message begins, so the
+// window is a third larger than what it must leave room for (with a
+// message's worth, the peer would wait for a grant that only the rest of
+// the message would bring).
+const connWindow = (maxMessageBytes+64<<10)*4/3 + 1
 
 // streamOverhead is what the budget counts for each stream with frames
 // held, beside the frames.
@@ -126,6 +131,31 @@ func (l *connLimits) serverOptions(creds credentials.TransportCredentials) []grp
 	}
 	return []grpc.ServerOption{grpc.Creds(&limitedCreds{TransportCredentials: creds, l: l}),
 		grpc.InitialWindowSize(connWindow), grpc.InitialConnWindowSize(connWindow)}
+}
+
+// ConnServerOptions returns the gRPC server options with which the nodes
+// and clients of this package bound what one peer's connections can make
+// them hold (see [NodeOptions].MaxConnsPerPeer, [ErrTooManyConns],
+// [ErrConnBudget]), for a protoactor remote started elsewhere (a cluster
+// member's): its credentials (mutual TLS with t, or none when t is nil,
+// replacing [TLS.GRPCOptions]' server option) and the flow-control
+// windows the bound needs. maxConnsPerPeer is as
+// NodeOptions.MaxConnsPerPeer (0: [DefaultMaxConnsPerPeer]; negative: no
+// limit); logger (nil discards) logs the connections refused or closed.
+// It returns an error wrapping [ErrTLSConfig] when t has no certificate,
+// no private key or no CAs.
+func ConnServerOptions(logger *slog.Logger, maxConnsPerPeer int, t *TLS) ([]grpc.ServerOption, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var creds credentials.TransportCredentials
+	if t != nil {
+		if err := t.check("TLS"); err != nil {
+			return nil, err
+		}
+		creds, _ = t.credentials()
+	}
+	return newConnLimits(logger, maxConnsPerPeer).serverOptions(creds), nil
 }
 
 // add counts a connection of peer and reports whether it is within the
@@ -249,12 +279,14 @@ type heldConn struct {
 	release sync.Once
 
 	// The reader's alone.
-	buf     []byte   // what Read reads into
-	raw     []byte   // bytes read, not yet a whole frame
-	out     [][]byte // frames (and bytes) gRPC may read, in order
-	preface int      // bytes of the client's preface still to pass on
+	buf     []byte    // what Read reads into: raw, then room
+	raw     []byte    // bytes read (of buf), not yet a whole frame
+	out     [][]byte  // frames (and bytes) gRPC may read, in order
+	lent    []*[]byte // chunks of frames held, in out until gRPC has read them
+	preface int       // bytes of the client's preface still to pass on
 	streams map[uint32]*heldStream
-	held    int // bytes held, with streamOverhead per stream
+	spare   *heldStream // for a stream with nothing held
+	held    int         // bytes held, with streamOverhead per stream
 	err     error
 
 	// The writers': where the bytes written are in their frames, so
@@ -267,9 +299,41 @@ type heldConn struct {
 // heldStream is a stream whose frames are held: its message is not yet
 // whole.
 type heldStream struct {
-	msg    cursor // through its messages
-	frames [][]byte
-	data   int // the flow-controlled bytes of its held DATA frames
+	msg    cursor    // through its messages
+	chunks []*[]byte // its held frames, back to back, in heldChunks
+	bytes  int       // their length
+	data   int       // the flow-controlled bytes of its held DATA frames
+}
+
+// heldChunk is the size of the buffers (of heldChunks) that hold the
+// frames of messages not yet whole: a message is copied once, into
+// buffers used again once gRPC has read them, not into one allocation per
+// frame.
+const heldChunk = 64 << 10
+
+var heldChunks = sync.Pool{New: func() any { b := make([]byte, 0, heldChunk); return &b }}
+
+// put copies f after the stream's held frames.
+func (s *heldStream) put(f []byte) {
+	s.bytes += len(f)
+	for len(f) > 0 {
+		if len(s.chunks) == 0 || len(*s.chunks[len(s.chunks)-1]) == heldChunk {
+			b := heldChunks.Get().(*[]byte)
+			*b = (*b)[:0]
+			s.chunks = append(s.chunks, b)
+		}
+		b := s.chunks[len(s.chunks)-1]
+		n := copy((*b)[len(*b):heldChunk], f)
+		*b, f = (*b)[:len(*b)+n], f[n:]
+	}
+}
+
+// free returns the stream's chunks to heldChunks.
+func (s *heldStream) free() {
+	for _, b := range s.chunks {
+		heldChunks.Put(b)
+	}
+	s.chunks, s.bytes = nil, 0
 }
 
 // cursor follows bytes through units that each begin with a prefix of
@@ -308,9 +372,14 @@ func (c *cursor) advance(p []byte, length func(head []byte) int) (stopped bool) 
 }
 
 func newHeldConn(conn net.Conn, l *connLimits, peer string) *heldConn {
-	return &heldConn{Conn: conn, l: l, peer: peer, buf: make([]byte, 32<<10), preface: len(clientPreface), streams: map[uint32]*heldStream{},
+	return &heldConn{Conn: conn, l: l, peer: peer, buf: make([]byte, readBuffer), preface: len(clientPreface), streams: map[uint32]*heldStream{},
 		w: cursor{head: make([]byte, http2FrameHeader)}}
 }
+
+// readBuffer is the size of a heldConn's buffer: room for what gRPC
+// reads at once (32 KiB) beside a frame not yet whole (at most
+// http2FrameHeader+http2MaxFrame-1 bytes).
+const readBuffer = 64 << 10
 
 // clientPreface is how an HTTP/2 client's connection begins.
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -325,8 +394,16 @@ func (c *heldConn) Read(p []byte) (int, error) {
 		if c.err != nil {
 			return 0, c.err
 		}
-		n, err := c.Conn.Read(c.buf)
-		c.raw = append(c.raw, c.buf[:n]...)
+		// gRPC has read all it was given: buf, and the chunks lent, are
+		// free again.
+		for _, b := range c.lent {
+			heldChunks.Put(b)
+		}
+		clear(c.lent)
+		c.lent = c.lent[:0]
+		kept := copy(c.buf, c.raw)
+		n, err := c.Conn.Read(c.buf[kept:])
+		c.raw = c.buf[:kept+n]
 		if perr := c.parse(); perr != nil {
 			c.err = perr
 			c.l.warn("remote connection closed", c.peer, perr)
@@ -370,14 +447,11 @@ func (c *heldConn) parse() error {
 			return err
 		}
 	}
-	if len(c.raw) == 0 {
-		c.raw = nil // not the array of the frames passed on
-	}
 	return nil
 }
 
-// emit passes b (of raw) on to gRPC. raw's array is read into again only
-// after b.
+// emit passes b (of raw) on to gRPC. buf is read into again only once
+// gRPC has read b.
 func (c *heldConn) emit(b []byte) {
 	if len(b) > 0 {
 		c.out = append(c.out, b)
@@ -411,7 +485,13 @@ func (c *heldConn) frame(f []byte) error {
 	flow := len(f) - http2FrameHeader
 	fresh := s == nil
 	if fresh {
-		s = &heldStream{msg: cursor{head: make([]byte, grpcPrefix)}}
+		// Most DATA frames hold whole messages: one spare stream serves
+		// them all, until one is held.
+		if c.spare == nil {
+			c.spare = &heldStream{msg: cursor{head: make([]byte, grpcPrefix)}}
+		}
+		s = c.spare
+		s.msg.have, s.msg.left, s.data = 0, 0, 0
 	}
 	if over := s.msg.advance(data, c.messageLength); over {
 		// gRPC refuses the claim (RESOURCE_EXHAUSTED) before it sets
@@ -472,11 +552,14 @@ func frameLength(header []byte) int { return int(header[0])<<16 | int(header[1])
 // stream id, within the connection's budget.
 func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
 	if c.streams[id] == nil {
+		if s == c.spare {
+			c.spare = nil
+		}
 		c.streams[id] = s
 		c.held += streamOverhead
 	}
-	// A copy: held, it would keep raw's whole array.
-	s.frames = append(s.frames, append([]byte(nil), f...))
+	// A copy: buf is read into again.
+	s.put(f)
 	s.data += flow
 	c.held += len(f)
 	if c.held > c.l.budget {
@@ -488,11 +571,11 @@ func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
 
 // unhold passes on the frames held for stream id, and forgets it.
 func (c *heldConn) unhold(id uint32, s *heldStream) {
-	for _, f := range s.frames {
-		c.out = append(c.out, f)
-		c.held -= len(f)
+	for _, b := range s.chunks {
+		c.out = append(c.out, *b)
 	}
-	c.held -= streamOverhead
+	c.lent = append(c.lent, s.chunks...)
+	c.held -= s.bytes + streamOverhead
 	delete(c.streams, id)
 }
 
@@ -503,10 +586,8 @@ func (c *heldConn) unhold(id uint32, s *heldStream) {
 // dropped (gRPC grants them again, as it would have).
 func (c *heldConn) abandon(id uint32, s *heldStream, f []byte, flow int) {
 	if s != nil && c.streams[id] != nil {
-		for _, held := range s.frames {
-			c.held -= len(held)
-		}
-		c.held -= streamOverhead
+		c.held -= s.bytes + streamOverhead
+		s.free()
 		delete(c.streams, id)
 	}
 	if f == nil || f[3] != frameRSTStream {

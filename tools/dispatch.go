@@ -299,7 +299,7 @@ func (d *dispatcher) settle(c actors.WrapperContext, s *slot, call, result *mess
 		case kind == "":
 			s.breaker.Success()
 			changed = true
-		case kind.countsAgainstTool(), kind == actors.FailedKind: // the tool's Logic failed on the call (see failed)
+		case kind.countsAgainstTool():
 			c.After(d.breaker.Window, breakerExpired{s.tool.Name()})
 			if s.breaker.Failure() {
 				c.Logger().Warn("tool circuit opened", "tool", s.tool.Name())

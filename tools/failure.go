@@ -21,6 +21,7 @@ const (
 	FailureTimeout          FailureKind = "timeout"
 	FailurePanic            FailureKind = "panic"
 	FailureStopped          FailureKind = actors.StoppedKind // the tool actor failed, restarted or stopped mid-call
+	FailureFailed           FailureKind = actors.FailedKind  // the tool actor's Logic failed on the call and was resumed
 	FailureCancelled        FailureKind = "cancelled"
 	FailureUnknownTool      FailureKind = "unknown_tool"
 	FailureUnavailable      FailureKind = "unavailable" // see below
@@ -70,7 +71,7 @@ const FailureSessionConflict FailureKind = "session_conflict"
 // was stopped by its caller (cancelled).
 func (k FailureKind) countsAgainstTool() bool {
 	switch k {
-	case FailureHandler, FailureTimeout, FailurePanic, FailureStopped:
+	case FailureHandler, FailureTimeout, FailurePanic, FailureStopped, FailureFailed:
 		return true
 	}
 	return false

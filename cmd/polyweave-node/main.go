@@ -34,6 +34,10 @@
 //
 // -max-frame-bytes bounds one frame the node takes or sends (a call with
 // its arguments, a result): see remote.NodeOptions.MaxFrameBytes.
+// -max-conns-per-peer and -max-calls-per-caller bound what one peer can
+// make the node hold: its connections open at once, and one caller's calls
+// in flight (see remote.NodeOptions.MaxConnsPerPeer and
+// MaxCallsPerCaller).
 //
 // Once it serves, it prints "polyweave-node listening on HOST:PORT" on
 // stdout. SIGINT or SIGTERM stops it: calls in flight are answered
@@ -77,9 +81,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "PEM `file` of the TLS certificate's private key")
 	tlsCA := fs.String("tls-ca", "", "PEM `file` of the CA certificates that callers' certificates must chain to")
 	maxFrame := fs.Int("max-frame-bytes", 0, fmt.Sprintf("the largest frame (a call with its arguments, a result) the node takes or sends, in `bytes` (0: %d)", remote.DefaultMaxFrameBytes))
+	maxConns := fs.Int("max-conns-per-peer", 0, fmt.Sprintf("the most connections one peer (an IP address) may have open to the node at once (0: %d; negative: no limit)", remote.DefaultMaxConnsPerPeer))
+	maxCalls := fs.Int("max-calls-per-caller", 0, fmt.Sprintf("the most calls one caller may have in flight on the node; one more is answered at once with an error (0: %d; negative: no limit)", remote.DefaultMaxCallsPerCaller))
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-advertise HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-v]")
+		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-advertise HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-max-conns-per-peer N] [-max-calls-per-caller N] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -112,7 +118,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	opts := &remote.NodeOptions{Address: *listen, Advertise: *advertise, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame}
+	opts := &remote.NodeOptions{Address: *listen, Advertise: *advertise, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame,
+		MaxConnsPerPeer: *maxConns, MaxCallsPerCaller: *maxCalls}
 	if err := serve(*root, opts, stdout); err != nil {
 		if errors.Is(err, remote.ErrAdvertise) {
 			fmt.Fprintf(stderr, "polyweave-node: -advertise %s: want a host:port that callers reach the node at (a host, and a port from 1 to 65535).\n", *advertise)

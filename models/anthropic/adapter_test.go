@@ -143,6 +143,17 @@ var fixtures = []fixture{
 		finish:    "length",
 	},
 	{
+		// A block the API stopped is whole even at max_tokens: without
+		// input, it runs with {}; only the open one is cut.
+		name: "max_tokens after a stopped call without input: it runs with {}",
+		body: sse(messageStart(10, 0, 0), toolStart(0, "toolu_01T", "list_files"), blockStop(0),
+			toolStart(1, "toolu_01U", "write_file"), inputDelta(1, `{"pa`),
+			messageDelta("max_tokens", 4096), messageStop),
+		calls:     []wantCall{{"toolu_01T", "list_files", `{}`}},
+		truncated: []wantCall{{"toolu_01U", "write_file", `{"name":"write_file","received":4}`}},
+		finish:    "length",
+	},
+	{
 		// A cut block that cannot be named to the model (no id or no
 		// name) is dropped; the whole calls and the text are kept, as
 		// the OpenAI-compatible adapter keeps them.
@@ -172,6 +183,17 @@ var fixtures = []fixture{
 		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "I can't help with that."), blockStop(0),
 			messageDelta("refusal", 8), messageStop),
 		text: "I can't help with that.", finish: "content_filter",
+	},
+	{
+		// A refusal stops the answer where it stands: no call of it is
+		// emitted, whole, without input, or still open.
+		name: "refusal drops whole and open calls",
+		body: sse(messageStart(10, 0, 0), textStart(0), textDelta(0, "No."), blockStop(0),
+			toolStart(1, "toolu_01Q", "read_file"), inputDelta(1, `{"path":"a.txt"}`), blockStop(1),
+			toolStart(2, "toolu_01R", "delete_files"), blockStop(2),
+			toolStart(3, "toolu_01S", "write_file"), inputDelta(3, `{"pa`),
+			messageDelta("refusal", 8), messageStop),
+		text: "No.", finish: "content_filter",
 	},
 	{
 		name: "stream cut without message_stop",

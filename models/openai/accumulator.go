@@ -184,11 +184,12 @@ func (a *Accumulator) Done() { a.done = true }
 // arguments mean {}), and the server error met by Add, if any. With
 // finish "length", a call whose arguments are not whole JSON, or empty,
 // was cut off: it is returned in Truncated, indexed after the whole calls,
-// which keep their order; one cut before its name arrived is dropped (a
-// follow-up could not name it). Calls without an id get
+// which keep their order; one without a name was cut before it arrived
+// and is dropped, whatever its arguments (a follow-up could not name it). Calls without an id get
 // "call_<completion id>_<n>" (or "call_<n>"), with a suffix if that is
-// the id of another call. A finish reason without [DONE] is accepted:
-// every content chunk has arrived by then.
+// the id of another call. With finish "content_filter" the answer has no
+// calls at all, whatever was received of them. A finish reason without
+// [DONE] is accepted: every content chunk has arrived by then.
 func (a *Accumulator) Result() (Result, error) {
 	if a.err != nil {
 		return Result{}, a.err
@@ -198,6 +199,12 @@ func (a *Accumulator) Result() (Result, error) {
 			return Result{}, fmt.Errorf("%w (got [DONE])", ErrIncomplete)
 		}
 		return Result{}, fmt.Errorf("%w (cut off before [DONE])", ErrIncomplete)
+	}
+	if a.finish == "content_filter" {
+		// The filter stopped the answer where it stood, in the middle of
+		// a call as well: none of its calls is emitted, as the Anthropic
+		// adapter emits none of a refusal's.
+		return Result{Finish: a.finish, Usage: a.usage}, nil
 	}
 	ordered := slices.Clone(a.calls)
 	slices.SortStableFunc(ordered, func(x, y *callState) int { return cmp.Compare(x.index, y.index) })
@@ -216,13 +223,15 @@ func (a *Accumulator) Result() (Result, error) {
 	var cut []*callState
 	for i, c := range ordered {
 		whole := json.Valid(c.args)
-		if a.finish == "length" && !whole {
+		if a.finish == "length" && (!whole || c.name == "") {
 			// Cut off by the length limit: arguments not yet whole JSON
 			// (servers that interleave parallel calls may be in the middle
 			// of several), or none at all: a server that interleaves may
 			// be cut between a call's first fragment and its arguments,
 			// and nothing tells that call from a whole one without
-			// parameters, so it is not run with {} in their place.
+			// parameters, so it is not run with {} in their place. A call
+			// without a name was cut before it (some servers send it
+			// after the arguments), whatever its arguments.
 			if c.name != "" {
 				cut = append(cut, c)
 			} // else cut before its name: nothing can name it to the model

@@ -26,10 +26,12 @@
 //   - a finish reason followed by [DONE] (or by the end of the body):
 //     tool calls, META usage (when the server sent usage), META finish,
 //     END. "stop" with tool calls (a forced tool_choice) still emits them;
-//     "length" is a normal end with finish "length" too: a last call
-//     whose arguments are not whole JSON then was cut off by the limit,
+//     "length" is a normal end with finish "length" too: a call whose
+//     arguments are empty or not whole JSON then was cut off by the limit,
 //     and is emitted as a META truncated_call frame
-//     (models.MetaTruncatedCall) instead of a TOOL_CALL;
+//     (models.MetaTruncatedCall) instead of a TOOL_CALL; "content_filter"
+//     emits no tool call at all (the filter may have stopped the answer
+//     in the middle of one), as the Anthropic adapter does on a refusal;
 //   - no finish reason
 //     ([ErrIncomplete]: the stream was cut off), a call without a name or
 //     with arguments that are not JSON, or two calls with one id

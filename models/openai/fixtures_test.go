@@ -107,6 +107,17 @@ var fixtures = []fixture{
 		finish: "tool_calls",
 	},
 	{
+		// Only the length limit cuts: a call without parameters of an
+		// answer that stopped (a forced tool_choice ends with "stop")
+		// is whole, and runs with {}.
+		name: "empty arguments mean {} with finish stop too",
+		body: sse(chunk(roleChunk, ""),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`), first(1, "call_B", "list_files", ""),
+			finish("stop"), done),
+		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}, {"call_B", "list_files", `{}`}},
+		finish: "stop",
+	},
+	{
 		name: "first fragment without function.name",
 		body: sse(chunk(roleChunk, ""),
 			chunk(`{"tool_calls":[{"index":0,"id":"call_A","type":"function","function":{"arguments":""}}]}`, ""),
@@ -210,15 +221,34 @@ var fixtures = []fixture{
 	{
 		// A call cut before its name arrived cannot be named to the
 		// model: it is dropped, and the whole calls before it are kept,
-		// as the Anthropic adapter keeps them.
+		// as the Anthropic adapter keeps them. Some servers send the
+		// name after the id and arguments: a call without a name is
+		// dropped whole arguments or not.
 		name: "length cut before a call's name: the call is dropped, the whole ones kept",
 		body: sse(chunk(roleChunk, ""), content("Reading."),
 			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
 			chunk(`{"tool_calls":[{"index":1,"id":"call_B","type":"function","function":{"arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":2,"id":"call_C","type":"function","function":{"arguments":"{}"}}]}`, ""),
 			finish("length"), done),
 		text:   "Reading.",
 		calls:  []wantCall{{"call_A", "read_file", `{"path":"a.txt"}`}},
 		finish: "length",
+	},
+	{
+		// The content filter stops an answer where it stands, in the
+		// middle of a call too: as the Anthropic adapter does on a
+		// refusal, no call of it is emitted, neither one without
+		// arguments (never run with {}), nor one cut before its name,
+		// nor one whose arguments happen to be whole; the text is kept.
+		name: "content_filter drops the calls, whole, empty, nameless or cut",
+		body: sse(chunk(roleChunk, ""), content("Deleting."),
+			first(0, "call_A", "read_file", `{"path":"a.txt"}`),
+			first(1, "call_B", "delete_files", ""),
+			chunk(`{"tool_calls":[{"index":2,"id":"call_C","type":"function","function":{"arguments":""}}]}`, ""),
+			first(3, "call_D", "write_file", `{"path":"c.t`),
+			finish("content_filter"), done),
+		text:   "Deleting.",
+		finish: "content_filter",
 	},
 	{
 		name: "stream cut off without finish_reason and [DONE]",

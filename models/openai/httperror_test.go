@@ -1,9 +1,12 @@
 package openai_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/modeltest"
 	"github.com/polyweave/polyweave-go/models/openai"
+	"github.com/polyweave/polyweave-go/models/resilience"
 )
 
 // An error status whose body is not the API's error (a proxy's page) is
@@ -156,6 +160,17 @@ func TestAdapter_KeysOfRequestOptionsAreRedacted(t *testing.T) {
 	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), header, query)
 }
 
+// A key in the query is redacted as the server saw it too: escaped in
+// the query string, which a server quoting the query repeats so (an
+// Azure SAS signature is base64, with '/', '+' and '=').
+func TestAdapter_EscapedQueryKeyIsRedacted(t *testing.T) {
+	const query = "sig/secret+0123456789=="
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries, RequestOptions: []option.RequestOption{
+		option.WithQuery("api-key", query),
+	}}, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)))
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), query, url.QueryEscape(query))
+}
+
 // A key shorter than 8 bytes is redacted too, where it stands as a word.
 func TestAdapter_ShortKeyIsRedacted(t *testing.T) {
 	const key = "k3y-9"
@@ -178,5 +193,49 @@ func writeError(status int) func(w http.ResponseWriter, message string) {
 		w.WriteHeader(status)
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})
 		_, _ = w.Write(b)
+	}
+}
+
+// The password of the HTTP client's proxy is not repeated either, plain
+// or as the basic auth the client sends the proxy (a proxy quoting the
+// Proxy-Authorization it refuses), also when a resilience.Transport
+// wraps the transport that knows the proxy.
+func TestAdapter_ProxyPasswordIsRedacted(t *testing.T) {
+	for _, wrapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrapped=%v", wrapped), func(t *testing.T) { testProxyPasswordIsRedacted(t, wrapped) })
+	}
+}
+
+func testProxyPasswordIsRedacted(t *testing.T, wrapped bool) {
+	const password = "proxy-secret-0123456789"
+	refuse := func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		w.WriteHeader(http.StatusProxyAuthRequired)
+		_, _ = io.WriteString(w, "proxy refused "+r.Header.Get("Proxy-Authorization"))
+	}
+	rg := modeltest.NewRig(t, refuse, func(base string, client *http.Client) actors.Spec {
+		u, err := url.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := client.Transport.(*http.Transport).Clone()
+		tr.Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("me", password), Host: u.Host})
+		t.Cleanup(tr.CloseIdleConnections)
+		var rt http.RoundTripper = tr
+		if wrapped {
+			if rt, err = resilience.New(tr, &resilience.Options{MaxRetries: resilience.NoRetries}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(base, &http.Client{Transport: rt})
+	})
+	r := rg.Ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "HTTP 407") || !strings.Contains(r.Error, "proxy refused") {
+		t.Fatalf("failed %v with %q, want the status and the proxy's page", r.Failed, r.Error)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("me:" + password))
+	for _, s := range []string{password, basic} {
+		if strings.Contains(r.Error, s) {
+			t.Errorf("error %q holds the proxy's credential %q", r.Error, s)
+		}
 	}
 }

@@ -146,6 +146,10 @@ func New(base http.RoundTripper, opts *Options) (*Transport, error) {
 	return t, nil
 }
 
+// Unwrap returns the transport t sends through, so that what it knows
+// (the proxy of an *http.Transport) can be asked of it.
+func (t *Transport) Unwrap() http.RoundTripper { return t.base }
+
 // Client returns an HTTP client sending through t.
 func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 

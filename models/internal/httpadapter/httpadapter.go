@@ -85,6 +85,9 @@ type Endpoint struct {
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
 	secrets []string // the API key and base URL's password, cut out of error texts
+	// proxy is the Proxy function of the client's *http.Transport, when
+	// known (see proxyOf): the proxy's password is a credential too.
+	proxy func(*http.Request) (*url.URL, error)
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -102,7 +105,28 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
+	e.proxy = proxyOf(e.client.Transport)
 	return e
+}
+
+// proxyOf returns the Proxy function of rt when it is an *http.Transport
+// (http.DefaultTransport when nil), or wraps one, as a
+// resilience.Transport does, behind Unwrap methods; nil otherwise.
+func proxyOf(rt http.RoundTripper) func(*http.Request) (*url.URL, error) {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for range 16 { // a bound, should wrappers ever loop
+		switch t := rt.(type) {
+		case *http.Transport:
+			return t.Proxy
+		case interface{ Unwrap() http.RoundTripper }:
+			rt = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // HTTPClient is the client to send requests with.
@@ -216,7 +240,7 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	answer := answerWith(body, send)
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-		sent := &credentials{}
+		sent := &credentials{proxy: e.proxy}
 		frames, err := answer(context.WithValue(ctx, credentialsKey{}, sent), req, emit)
 		if err != nil {
 			err = e.redacted(err, sent)
@@ -255,7 +279,10 @@ func (e *Endpoint) redacted(err error, sent *credentials) error {
 // past their scheme, and the password of basic auth; X-Api-Key, Api-Key
 // and any other whose name speaks of a key, token, secret, password,
 // signature, session or cookie), the values of its query parameters so
-// named, its whole query string, and the password of its user info.
+// named (escaped as sent, and unescaped), its whole query string, the
+// password of its user info, and the password of the proxy the
+// endpoint's *http.Transport (behind a resilience.Transport too) sends it
+// through, plain and as the basic auth the transport makes of it.
 // Answer cuts them out of the request's error.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
@@ -271,6 +298,7 @@ type credentials struct {
 	mu      sync.Mutex
 	secrets []string
 	queries []string // raw query strings
+	proxy   func(*http.Request) (*url.URL, error)
 }
 
 func (c *credentials) note(req *http.Request) {
@@ -297,17 +325,35 @@ func (c *credentials) note(req *http.Request) {
 			}
 		}
 	}
+	if c.proxy != nil {
+		// The transport sends the proxy its user info as basic auth,
+		// after every middleware: a proxy may quote it as it refuses it.
+		if u, err := c.proxy(req); err == nil && u != nil {
+			if password, ok := u.User.Password(); ok {
+				c.add(password)
+				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))
+			}
+		}
+	}
 	if u := req.URL; u != nil {
 		if password, ok := u.User.Password(); ok {
 			c.add(password)
 		}
 		if u.RawQuery != "" && !slices.Contains(c.queries, u.RawQuery) {
 			c.queries = append(c.queries, u.RawQuery)
-			for name, values := range u.Query() {
-				if credentialName(name) {
-					for _, v := range values {
-						c.add(v)
-					}
+			for pair := range strings.SplitSeq(u.RawQuery, "&") {
+				name, value, _ := strings.Cut(pair, "=")
+				if n, err := url.QueryUnescape(name); err == nil {
+					name = n
+				}
+				if !credentialName(name) {
+					continue
+				}
+				// As sent (a server quoting the query repeats it escaped)
+				// and as meant (one quoting the parameter, unescaped).
+				c.add(value)
+				if v, err := url.QueryUnescape(value); err == nil {
+					c.add(v)
 				}
 			}
 		}

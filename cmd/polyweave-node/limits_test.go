@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// -max-conns-per-peer bounds the connections one peer may have open to
+// the node at once: with 1, a second connection is refused with a GOAWAY
+// naming the limit. -max-calls-per-caller is taken beside it.
+func TestRun_ConnectionAndCallLimits(t *testing.T) {
+	var said []string
+	code, errOut := runChild(t, "-root "+t.TempDir()+" -max-conns-per-peer 1 -max-calls-per-caller 5", func(cmd *exec.Cmd, out *bufio.Reader) {
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM) }()
+		line, _ := out.ReadString('\n')
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "polyweave-node listening on ")
+		if !ok {
+			said = append(said, "node said "+line)
+			return
+		}
+		for i := range 2 {
+			refused, err := pingOrRefusal(addr, byte(i))
+			switch {
+			case err != nil:
+				said = append(said, err.Error())
+			case i == 0 && refused != "":
+				said = append(said, "first connection refused: "+refused)
+			case i == 1 && !strings.Contains(refused, "limit of 1"):
+				said = append(said, "second connection: refusal "+refused+", want one naming the limit of 1")
+			}
+		}
+	})
+	if code != 0 || len(said) > 0 {
+		t.Errorf("exit %d (stderr %q): %q", code, errOut, said)
+	}
+}
+
+// pingOrRefusal opens an HTTP/2 connection to addr (left open) and pings
+// it: it returns "" once the ping is answered, or the debug data of a
+// GOAWAY that comes first.
+func pingOrRefusal(addr string, id byte) (string, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	if err := c.SetDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		return "", err
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		return "", err
+	}
+	if err := fr.WritePing(false, [8]byte{id}); err != nil {
+		return "", err
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return "", err
+		}
+		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+			return "", nil
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			return "GOAWAY " + string(g.DebugData()), nil
+		}
+	}
+}

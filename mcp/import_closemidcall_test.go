@@ -13,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/mcp"
 	"github.com/polyweave/polyweave-go/models/scripted"
 )
@@ -59,12 +58,5 @@ func TestImport_CloseWhileACallIsInFlight(t *testing.T) {
 	<-closed
 	_ = im.Close(context.Background()) // waits for the teardown; its error is not this test's
 	close(release)
-	for ss := range server.Sessions() {
-		_ = ss.Close()
-	}
-	hs.Close()
-	if err := rt.Close(context.Background()); err != nil {
-		t.Error(err)
-	}
-	leakcheck.VerifyNone(t, before)
+	endHTTPTest(t, server, hs, rt, before)
 }

@@ -3,12 +3,15 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -48,6 +51,20 @@ var echoDesc = grpc.ServiceDesc{ServiceName: "test.Echo", HandlerType: (*any)(ni
 // returns a connection to it with dial (its credentials).
 func echoServer(t *testing.T, tlsOpts *remote.TLS, dial grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
+	addr := echoListen(t, tlsOpts)
+	cc, err := grpc.NewClient(addr, dial, grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}),
+		grpc.MaxCallRecvMsgSize(remote.ReceiveLimit), grpc.MaxCallSendMsgSize(remote.ReceiveLimit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// echoListen serves echoDesc as echoServer does, and returns its
+// address.
+func echoListen(t *testing.T, tlsOpts *remote.TLS) string {
+	t.Helper()
 	opts, err := remote.ConnServerOptions(nil, 0, tlsOpts)
 	if err != nil {
 		t.Fatal(err)
@@ -61,17 +78,11 @@ func echoServer(t *testing.T, tlsOpts *remote.TLS, dial grpc.DialOption) *grpc.C
 	}
 	served := make(chan struct{})
 	go func() { defer close(served); _ = srv.Serve(l) }()
-	cc, err := grpc.NewClient(l.Addr().String(), dial, grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}),
-		grpc.MaxCallRecvMsgSize(remote.ReceiveLimit), grpc.MaxCallSendMsgSize(remote.ReceiveLimit)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cc.Close()
 		srv.Stop()
 		<-served // TestMain checks for goroutines left
 	})
-	return cc
+	return l.Addr().String()
 }
 
 // echo sends msgs on one stream of cc, and checks that each comes back
@@ -144,4 +155,95 @@ func TestConnServerOptions_LargeMessagesPass(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConnServerOptions_CallAmidOtherFrames: a gRPC call completes over a
+// connection that also carries, while its message is held, the frames
+// that pass through unchanged: its HEADERS in a HEADERS frame and
+// CONTINUATIONs, PRIORITY, padded DATA frames, PING, SETTINGS and
+// WINDOW_UPDATE; the server answers the PING and SETTINGS at once (while
+// the message is not yet whole), and the message comes back whole.
+func TestConnServerOptions_CallAmidOtherFrames(t *testing.T) {
+	c := dialRaw(t, echoListen(t, nil))
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/test.Echo/Echo"},
+		{":authority", c.addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block := hb.Bytes()
+	third := len(block) / 3
+	check := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:third],
+		Priority: http2.PriorityParam{Weight: 20}}))
+	check(c.fr.WriteContinuation(1, false, block[third:2*third]))
+	check(c.fr.WriteContinuation(1, true, block[2*third:]))
+	check(c.fr.WritePriority(1, http2.PriorityParam{Weight: 100}))
+	msg := make([]byte, 5, 5+300<<10)
+	binary.BigEndian.PutUint32(msg[1:], 300<<10)
+	for i := range 300 << 10 {
+		msg = append(msg, byte(i*7))
+	}
+	// Half the message, in padded frames.
+	send := func(data []byte) {
+		for len(data) > 0 {
+			n := min(len(data), 9000)
+			check(c.fr.WriteDataPadded(1, false, data[:n], make([]byte, n%256)))
+			data = data[n:]
+		}
+	}
+	send(msg[:len(msg)/2])
+	// While it is held:
+	check(c.fr.WritePing(false, [8]byte{1, 2, 3}))
+	check(c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20}))
+	check(c.fr.WriteWindowUpdate(0, 1<<20))
+	check(c.fr.WriteWindowUpdate(1, 1<<20))
+	pinged, settled := false, false
+	for !pinged || !settled {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("waiting for the answers to the PING and SETTINGS: %v", err)
+		}
+		switch f := f.(type) {
+		case *http2.PingFrame:
+			if f.IsAck() && f.Data == [8]byte{1, 2, 3} {
+				pinged = true
+			}
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				settled = true
+			} else {
+				check(c.fr.WriteSettingsAck())
+			}
+		case *http2.DataFrame:
+			t.Fatalf("the server answered a message not yet whole")
+		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			t.Fatalf("the server ended the call: %v", f)
+		}
+	}
+	send(msg[len(msg)/2:])
+	var back []byte
+	for len(back) < len(msg) {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %d bytes of the answer: %v", len(back), err)
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			back = append(back, f.Data()...)
+		case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			t.Fatalf("the server ended the call: %v", f)
+		}
+	}
+	if !bytes.Equal(back, msg) {
+		t.Errorf("the message (%d bytes with its prefix) came back as %d other bytes", len(msg), len(back))
+	}
+	check(c.fr.WriteGoAway(1, http2.ErrCodeNo, nil))
 }

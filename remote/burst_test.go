@@ -3,13 +3,35 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/tools"
 )
+
+// callsAtOnce makes calls calls of handler with args at once, and
+// counts by their errors (at most 300 bytes of each) those whose result
+// is not ok.
+func callsAtOnce(ctx context.Context, handler tools.HandlerFunc, calls int, args json.RawMessage, ok func(error) bool) map[string]int {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]int{}
+	for range calls {
+		wg.Go(func() {
+			if _, err := handler(ctx, args); !ok(err) {
+				mu.Lock()
+				failed[fmt.Sprintf("%.300v", err)]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return failed
+}
 
 // TestClient_BurstOfModerateCalls: 250 calls at once, each with 32 KiB
 // of arguments, to one living node: none is answered ErrNodeUnreachable,
@@ -36,19 +58,7 @@ func TestClient_BurstOfModerateCalls(t *testing.T) {
 	text := strings.Repeat("y", size)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	failed := map[string]int{}
-	for range calls {
-		wg.Go(func() {
-			if _, err := handler(ctx, json.RawMessage(`{"text":"`+text+`"}`)); err != nil {
-				mu.Lock()
-				failed[err.Error()]++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	failed := callsAtOnce(ctx, handler, calls, json.RawMessage(`{"text":"`+text+`"}`), func(err error) bool { return err == nil })
 	if len(failed) > 0 {
 		t.Errorf("of %d calls of %d bytes to a living node, failed: %v", calls, size, failed)
 	}

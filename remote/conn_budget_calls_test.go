@@ -3,9 +3,7 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,19 +31,9 @@ func TestClient_LargeCallsAtOnceStayWithinTheConnBudget(t *testing.T) {
 	// Only a failing node makes the test wait this long.
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	failed := map[string]int{}
-	for range calls {
-		wg.Go(func() {
-			if _, err := handler(ctx, args); err == nil || !strings.Contains(err.Error(), "the disk is full") {
-				mu.Lock()
-				failed[fmt.Sprintf("%.300v", err)]++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	failed := callsAtOnce(ctx, handler, calls, args, func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "the disk is full")
+	})
 	if len(failed) > 0 {
 		t.Errorf("of %d calls of %d KiB at once (%d MiB, over one connection's budget), answered otherwise than by the tool: %v", calls, size>>10, calls*size>>20, failed)
 	}

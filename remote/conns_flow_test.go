@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -165,15 +164,7 @@ func TestConnServerOptions_LargeMessagesPass(t *testing.T) {
 // the message is not yet whole), and the message comes back whole.
 func TestConnServerOptions_CallAmidOtherFrames(t *testing.T) {
 	c := dialRaw(t, echoListen(t, nil))
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/test.Echo/Echo"},
-		{":authority", c.addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
-		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	block := hb.Bytes()
+	block := c.headers(t, "/test.Echo/Echo")
 	third := len(block) / 3
 	check := func(err error) {
 		t.Helper()

@@ -99,18 +99,25 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 	return &rawConn{Conn: c, fr: fr, addr: addr}
 }
 
-// open opens stream id, a call of protoactor's Receive.
-func (c *rawConn) open(t *testing.T, id uint32) {
+// headers is the header block of a gRPC call of method path, encoded
+// afresh (HPACK without its dynamic table).
+func (c *rawConn) headers(t *testing.T, path string) []byte {
 	t.Helper()
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/remote.Remoting/Receive"},
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", path},
 		{":authority", c.addr}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
 		if err := enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+	return hb.Bytes()
+}
+
+// open opens stream id, a call of protoactor's Receive.
+func (c *rawConn) open(t *testing.T, id uint32) {
+	t.Helper()
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.headers(t, "/remote.Remoting/Receive"), EndHeaders: true}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -43,7 +43,8 @@
 // CANCEL reaches the server as notifications/cancelled. The server is
 // pinged ([ImportOptions].KeepAlive): one that stops answering is taken
 // for gone, its calls in flight are answered with errors, and it is
-// connected to again.
+// connected to again. Closing the import answers the calls waiting or in
+// flight with errors too.
 //
 // # Concurrency
 //

@@ -142,8 +142,14 @@ type Imported struct {
 	// which endErr records for the teardown's error.
 	givenUp context.Context
 	giveUp  context.CancelCauseFunc
-	endMu   sync.Mutex
-	endErr  error
+
+	// closing ends (with errImportClosed) when the teardown starts: a
+	// call in flight is cut short then and answered with that error,
+	// rather than held, and the teardown with it, until its timeout.
+	closing  context.Context
+	shutting context.CancelCauseFunc
+	endMu    sync.Mutex
+	endErr   error
 }
 
 // importedTool is a server's tool as imported, with what it was made
@@ -217,6 +223,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
+	im.closing, im.shutting = context.WithCancelCause(context.Background())
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
 	} else {
@@ -374,7 +381,8 @@ func (im *Imported) Connections() int { return im.link.connections() }
 
 // Close stops the connection actor (closing the session, which ends a
 // stdio server) and waits until it is gone or ctx ends. Calls still
-// waiting are answered with errors. When ctx ends first, Close returns
+// waiting are answered with errors, and so are calls in flight, cut
+// short (the server may have run them). When ctx ends first, Close returns
 // its error and the teardown goes on without it, giving up the DELETE
 // that ends an HTTP session if the server has not answered it yet (the
 // teardown's error then says the server was not told); the DELETE is
@@ -400,6 +408,7 @@ func (im *Imported) Close(ctx context.Context) error {
 func (im *Imported) teardown() {
 	defer close(im.closed)
 	im.link.shut(errImportClosed)
+	im.shutting(errImportClosed)
 	im.closeErr = im.conn.Close(context.Background()) // bounded: the actor ends once its session has closed
 	// A session whose incarnation ended before it heard of it (or whose
 	// watch is still closing it) is closed here, so that no server
@@ -491,8 +500,13 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 	defer cancel(nil)
 	stop := context.AfterFunc(state.dead, func() { cancel(context.Cause(state.dead)) })
 	defer stop()
+	stopClosing := context.AfterFunc(im.closing, func() { cancel(context.Cause(im.closing)) })
+	defer stopClosing()
 	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
+		if ctx.Err() == nil && im.closing.Err() != nil {
+			return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, context.Cause(im.closing))
+		}
 		if ctx.Err() == nil && state.dead.Err() != nil { // the keepalive found the server silent
 			return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, context.Cause(state.dead))
 		}

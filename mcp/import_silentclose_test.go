@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/mcp"
@@ -69,6 +70,14 @@ func TestImport_CloseOfASilentServerReturnsWhenItsContextEnds(t *testing.T) {
 	}
 	<-deleteEnded // the server saw the DELETE given up
 	close(release)
+	endHTTPTest(t, server, hs, rt, before)
+}
+
+// endHTTPTest ends what an import test over HTTP started: the server's
+// sessions, the HTTP server and the runtime; then nothing of the test is
+// left running.
+func endHTTPTest(t *testing.T, server *sdk.Server, hs *httptest.Server, rt *actors.Runtime, before goleak.Option) {
+	t.Helper()
 	for ss := range server.Sessions() {
 		_ = ss.Close()
 	}

@@ -10,7 +10,11 @@
 // root, so a name, a symbolic link or a rename racing with the call can
 // never reach outside it. Before that, names are checked so that refusals
 // say why: absolute paths, ".." escapes, NUL bytes, backslashes, percent
-// escapes and over-long names each get their own [Reason]. Symbolic links
+// escapes and over-long names each get their own [Reason]. A "." or ".."
+// in a path is resolved as the kernel resolves it: after a name that is
+// not a directory it is refused ("notes.txt/." and "notes.txt/.." name
+// nothing), and a ".." after a link to a directory is that directory's
+// parent, not the parent of the link. Symbolic links
 // are followed only inside the root, and the name a link resolves to must
 // pass the extension allow-list too. Only regular files with a single
 // hard link are read or written; FIFOs, devices and sockets are opened

@@ -133,14 +133,18 @@ func checkName(name string) (string, *refusal) {
 }
 
 // checkPath is checkName for a path the workspace is to act on, and
-// refuses a path whose ".." follows a name that is not a directory, as
-// the kernel does: cleaned, "notes.txt/../x.txt" reads as "x.txt", but
-// the system finds no "notes.txt/.." (ENOTDIR; ENOENT when notes.txt
-// does not exist), so the tools do not act on x.txt either. The check
-// resolves the path up to its last ".." through the root, which also
-// refuses a ".." that leaves it ("up/.." where up links to ".."); what
-// is then acted on is the cleaned name, within the root whatever the
-// files become meanwhile, as before.
+// resolves its "." and ".." as the kernel does. Cleaned,
+// "notes.txt/../x.txt" reads as "x.txt" and "notes.txt/." as
+// "notes.txt", but the system finds no "notes.txt/.." nor "notes.txt/."
+// (ENOTDIR; ENOENT when notes.txt does not exist), so the tools do not
+// act on them either. And a ".." after a symbolic link to a directory is
+// that directory's parent, not the directory the link sits in
+// ("inner/../x.txt" where inner links to sub/inner is sub/x.txt). So the
+// path up to its last ".." (or the whole path, when it ends in ".") is
+// opened through the root, which refuses a ".." that leaves it ("up/.."
+// where up links to ".."), and replaced by the name of the directory
+// opened; the rest, with no "..", follows. What is then acted on is
+// that name, within the root whatever the files become meanwhile.
 func (w *Workspace) checkPath(path string) (string, *refusal) {
 	name, rf := checkName(path)
 	if rf != nil {
@@ -152,16 +156,16 @@ func (w *Workspace) checkPath(path string) (string, *refusal) {
 		if j < 0 {
 			j = len(path) - i
 		}
-		if path[i:i+j] == ".." {
+		if c := path[i : i+j]; c == ".." || c == "." && i+j == len(path) {
 			last = i + j
 		}
 		i += j + 1
 	}
-	if last < 0 {
+	if last < 0 || path == "." {
 		return name, nil
 	}
 	upTo := path[:last]
-	fi, err := w.root.Stat(upTo)
+	d, err := w.root.Open(upTo)
 	if err != nil {
 		rf := classify(err)
 		if rf.reason == ReasonNotDirectory || rf.reason == ReasonNotFound {
@@ -169,10 +173,23 @@ func (w *Workspace) checkPath(path string) (string, *refusal) {
 		}
 		return name, rf
 	}
-	if !fi.IsDir() { // not seen: a ".." after it would have failed
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return name, classify(err)
+	}
+	if !fi.IsDir() { // not seen: the kernel finds no "." nor ".." in a file
 		return name, refuse(ReasonNotDirectory, fmt.Sprintf("%s is not a directory", shownPath(upTo)))
 	}
-	return name, nil
+	dir, rf := w.realName(d, upTo, true)
+	if rf != nil {
+		if rf.reason == ReasonEscapes {
+			// Moved out since it was opened: its host path is not said.
+			rf = refuse(ReasonEscapes, fmt.Sprintf("%s resolves outside the workspace", shownPath(upTo)))
+		}
+		return name, rf.context("cannot resolve " + shownPath(upTo))
+	}
+	return filepath.Join(dir, path[last:]), nil
 }
 
 // hasPercentEscape reports whether s contains %XX with two hex digits.

@@ -275,15 +275,17 @@ type Options struct {
 	// policies).
 	Approval *tools.ApprovalOptions
 	// Telemetry, when set, traces and measures the agent: its tool loop is
-	// tapped (telemetry.Telemetry.Agent: a span per run and per tool
-	// call), its breakers report their state (as well as to
+	// tapped (telemetry.Telemetry.AgentConversations: a span per run and
+	// per tool call), its breakers report their state (as well as to
 	// Breaker.OnChange, when set) and Store's calls are measured. Tap the model adapter with
 	// Telemetry.Model to see its requests as spans of the runs. Each
-	// attempt of a session runs on a stream of its own (see [StreamID]),
-	// so a run span's gen_ai.conversation.id is the attempt's stream id
-	// unless the Telemetry was made with telemetry.Options.ConversationID
-	// giving [SessionOf]'s session: then it is the session id, the same
-	// for every attempt.
+	// attempt of a session runs on a stream of its own (see [StreamID]);
+	// a run span's gen_ai.conversation.id is its session id all the same
+	// ([SessionOf]), the same for every attempt, the conversation's id by
+	// the GenAI conventions, unless the Telemetry was made with
+	// telemetry.Options.ConversationID: the host's mapping wins. Other
+	// loops the Telemetry taps (telemetry.Telemetry.Agent) keep their
+	// stream ids.
 	Telemetry *telemetry.Telemetry
 }
 
@@ -556,7 +558,8 @@ func (a *Agent) usable() error {
 	return nil
 }
 
-// traced taps the loop spec with Options.Telemetry, if any, and names its
+// traced taps the loop spec with Options.Telemetry, if any, its runs'
+// gen_ai.conversation.id being their session's (sessionID), and names its
 // actor after the agent's name escaped as in [SessionKey] ('/' as "%2F",
 // '%' as "%25"): a name is one element of the actor tree's paths, so that
 // the loop of an agent "team/model" is no path of the loop of an agent
@@ -564,10 +567,16 @@ func (a *Agent) usable() error {
 // name as given.
 func (a *Agent) traced(loop actors.Spec) actors.Spec {
 	if a.opts.Telemetry != nil {
-		loop = a.opts.Telemetry.Agent(loop)
+		loop = a.opts.Telemetry.AgentConversations(loop, sessionID)
 	}
 	loop.Name = keyEscaper.Replace(loop.Name)
 	return loop
+}
+
+// sessionID is the session of an attempt's stream id ([SessionOf]).
+func sessionID(stream string) string {
+	session, _ := SessionOf(stream)
+	return session
 }
 
 // Close stops the agent's loop, if a conversation started it, once the

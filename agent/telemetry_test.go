@@ -14,6 +14,8 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/telemetry"
 	"github.com/polyweave/polyweave-go/tools"
@@ -21,9 +23,11 @@ import (
 
 // conversationIDs runs session "s1" on an agent traced by a Telemetry of
 // opts whose loop crashes as it reports its first tool result, so that
-// the Run takes a second attempt (stream "s1#2"), and returns the
-// gen_ai.conversation.id of each run span.
-func conversationIDs(t *testing.T, opts telemetry.Options) []string {
+// the Run takes a second attempt (stream "s1#2"), and a request on stream
+// "bare#2" of a bare tool loop tapped by the same Telemetry
+// (Telemetry.Agent), and returns the gen_ai.conversation.id of each run
+// span of the agent, sorted, and of the bare loop.
+func conversationIDs(t *testing.T, opts telemetry.Options) (agentIDs, bareIDs []string) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
@@ -48,36 +52,83 @@ func conversationIDs(t *testing.T, opts telemetry.Options) []string {
 	if ans, err := a.Run(ctx, "s1", ask); err != nil || ans.Text != "Done." {
 		t.Fatalf("run: %v, %+v", err, ans)
 	}
+	loop, err := tools.NewLoop(model(t, scripted.Turn{Text: "hi"}), &tools.LoopOptions{RouterOptions: tools.RouterOptions{Name: "bare"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := rt.Start(tel.Agent(loop))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stream = "bare#2"
+	if err := conn.SendAll(messages.RawParam(stream, models.ParamMessages, models.EncodeMessages(ask)), messages.End(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RecvStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
 	if err := tel.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
 	for _, s := range exp.GetSpans() {
-		if s.Name != "invoke_agent talker" {
-			continue
-		}
 		id := "<none>"
 		for _, kv := range s.Attributes {
 			if kv.Key == attribute.Key("gen_ai.conversation.id") {
 				id = kv.Value.AsString()
 			}
 		}
-		ids = append(ids, id)
+		switch s.Name {
+		case "invoke_agent talker":
+			agentIDs = append(agentIDs, id)
+		case "invoke_agent bare":
+			bareIDs = append(bareIDs, id)
+		}
 	}
-	return ids
+	slices.Sort(agentIDs)
+	return agentIDs, bareIDs
 }
 
-// TestTelemetry_ConversationIDIsTheSession: with agent.SessionOf's
-// session as its ConversationID, a Telemetry gives each run span of an
-// agent's session, the attempt after a loop restart's included (stream
-// "s1#2"), the session id as gen_ai.conversation.id, the conversation's
-// id by the GenAI conventions: not the attempt's stream id.
+// TestTelemetry_ConversationIDIsTheSession: an agent's run spans, the
+// attempt's after a loop restart included (stream "s1#2"), have the
+// session id as gen_ai.conversation.id, the conversation's id by the
+// GenAI conventions, not the attempt's stream id: with no
+// Options.ConversationID, as the agent maps its own streams to sessions,
+// and with agent.SessionOf's session as the host's ConversationID. A
+// bare loop tapped by the same Telemetry keeps its stream id ("bare#2")
+// when the host set no ConversationID: its stream is its conversation.
 func TestTelemetry_ConversationIDIsTheSession(t *testing.T) {
-	ids := conversationIDs(t, telemetry.Options{ConversationID: func(stream string) string {
-		session, _ := agent.SessionOf(stream)
-		return session
-	}})
-	if len(ids) != 2 || slices.ContainsFunc(ids, func(id string) bool { return id != "s1" }) {
-		t.Fatalf("gen_ai.conversation.id of the run spans: %q, want two (a first attempt and one after the restart), both the session %q", ids, "s1")
+	for _, tc := range []struct {
+		name string
+		opts telemetry.Options
+		bare string
+	}{
+		{"default", telemetry.Options{}, "bare#2"},
+		{"host SessionOf", telemetry.Options{ConversationID: func(stream string) string {
+			session, _ := agent.SessionOf(stream)
+			return session
+		}}, "bare"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids, bare := conversationIDs(t, tc.opts)
+			if want := []string{"s1", "s1"}; !slices.Equal(ids, want) {
+				t.Errorf("gen_ai.conversation.id of the agent's run spans: %q, want %q (a first attempt and one after the restart, both the session)", ids, want)
+			}
+			if want := []string{tc.bare}; !slices.Equal(bare, want) {
+				t.Errorf("gen_ai.conversation.id of the bare loop's run spans: %q, want %q", bare, want)
+			}
+		})
+	}
+}
+
+// TestTelemetry_HostConversationIDWins: a Telemetry made with
+// Options.ConversationID gives the agent's run spans the host's ids, not
+// the sessions the agent maps its streams to, as it gives a bare loop's.
+func TestTelemetry_HostConversationIDWins(t *testing.T) {
+	ids, bare := conversationIDs(t, telemetry.Options{ConversationID: func(stream string) string { return "host:" + stream }})
+	if want := []string{"host:s1", "host:s1#2"}; !slices.Equal(ids, want) {
+		t.Errorf("gen_ai.conversation.id of the agent's run spans: %q, want the host's %q", ids, want)
+	}
+	if want := []string{"host:bare#2"}; !slices.Equal(bare, want) {
+		t.Errorf("gen_ai.conversation.id of the bare loop's run spans: %q, want the host's %q", bare, want)
 	}
 }

@@ -22,8 +22,25 @@ import (
 // Agent taps the outermost stage of an agent (a tool loop), see the
 // package doc. The spec keeps its name, supervision and persistence: no
 // actor is added. With neither tracing nor metrics on, it returns inner
-// unchanged.
+// unchanged. Its runs' gen_ai.conversation.id is the stream id, unless
+// [Options].ConversationID maps it: a bare tool loop's stream is its
+// conversation. See [Telemetry.AgentConversations] for a stage whose
+// streams are not.
 func (t *Telemetry) Agent(inner actors.Spec) actors.Spec {
+	return t.AgentConversations(inner, nil)
+}
+
+// AgentConversations taps inner as [Telemetry.Agent] does, with
+// conversationID giving the gen_ai.conversation.id of its runs from their
+// stream ids, for this tap only: an agent of package agent runs each
+// attempt of a session on a stream of its own ("<session>#<n>", see
+// agent.StreamID) and taps its loop with agent.SessionOf's session here,
+// while a bare loop tapped by the same Telemetry keeps its stream id.
+// [Options].ConversationID, when the host set one, wins over
+// conversationID; a nil conversationID is Agent's stream id. It runs on
+// the recorder goroutine as Options.ConversationID does, and must be
+// quick; an empty id leaves the attribute out.
+func (t *Telemetry) AgentConversations(inner actors.Spec, conversationID func(stream string) string) actors.Spec {
 	if t.rec == nil {
 		return inner
 	}
@@ -31,7 +48,7 @@ func (t *Telemetry) Agent(inner actors.Spec) actors.Spec {
 	if name == "" {
 		name = inner.Name
 	}
-	return tap(inner, func() observer { return &agentObserver{t: t, name: name} })
+	return tap(inner, func() observer { return &agentObserver{t: t, name: name, conversation: conversationID} })
 }
 
 // toolSpan is a tool call open in a run. Its span is started when the
@@ -67,6 +84,10 @@ type agentObserver struct {
 	listed
 	t    *Telemetry
 	name string // gen_ai.agent.name
+	// conversation is the tap's own mapping of stream ids to
+	// gen_ai.conversation.id (AgentConversations); Options.ConversationID
+	// wins over it.
+	conversation func(stream string) string
 
 	runs     map[string]*liveRun // by stream id
 	untraced map[string]toolSpan // with metrics only: stream and call id → call
@@ -142,7 +163,7 @@ func (o *agentObserver) start(ev *event) {
 	// which fills the scratch slice too.
 	parent := o.t.enclosing(ev.actor, o.name)
 	attrs := append(o.t.scratch[:0], opInvokeAgent, attribute.String("gen_ai.agent.name", o.name))
-	if id := o.t.conversationID(ev.stream); id != "" {
+	if id := o.conversationID(ev.stream); id != "" {
 		attrs = append(attrs, attribute.String("gen_ai.conversation.id", id))
 	}
 	o.t.scratch = attrs
@@ -156,13 +177,19 @@ func (o *agentObserver) start(ev *event) {
 	o.t.addRun(ev.stream, r)
 }
 
-// conversationID is the gen_ai.conversation.id of a run on stream (see
-// Options.ConversationID), clipped as the spans' texts are.
-func (t *Telemetry) conversationID(stream string) string {
-	if t.conversation == nil {
+// conversationID is the gen_ai.conversation.id of a run on stream:
+// Options.ConversationID's, else the tap's own mapping's
+// (AgentConversations), else the stream id; clipped as the spans' texts
+// are.
+func (o *agentObserver) conversationID(stream string) string {
+	conversation := o.t.conversation
+	if conversation == nil {
+		conversation = o.conversation
+	}
+	if conversation == nil {
 		return stream
 	}
-	return clipText(t.conversation(stream))
+	return clipText(conversation(stream))
 }
 
 // Attributes every span of a kind has.

@@ -38,9 +38,10 @@
 //     messages parameter) starts a run, one "invoke_agent {name}" span,
 //     ended by the stream's END; frames of a stream with no run open are
 //     not recorded. Its gen_ai.conversation.id is the stream id, or the
-//     conversation's id that [Options].ConversationID gives for it (an
-//     agent's session: an agent runs each attempt on a stream of its
-//     own). Each TOOL_CALL the agent emits starts an
+//     conversation's id that [Options].ConversationID gives for it, or,
+//     with none, the tap's own mapping ([Telemetry.AgentConversations]:
+//     an agent runs each attempt on a stream of its own and gives its
+//     session). Each TOOL_CALL the agent emits starts an
 //     "execute_tool {tool}" span, child of the run, ended by its
 //     TOOL_RESULT with the outcome (polyweave.tool.outcome "ok" or
 //     "error") and, for a failure, its failure kind as error.type. A run

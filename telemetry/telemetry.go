@@ -56,10 +56,11 @@ type Options struct {
 	// loop's stream is its conversation, but an agent of package agent
 	// runs each attempt of a session on a stream of its own (the session
 	// id, then "<session>#<n>", with '#' and '%' of the session escaped:
-	// agent.StreamID), so hosts of such agents pass agent.SessionOf's
-	// session here. It runs on the recorder goroutine, and must be quick;
-	// an empty id leaves the attribute out. Runs and model requests are
-	// matched by stream id whatever it returns.
+	// agent.StreamID): it taps its loop with its own mapping to the
+	// session ([Telemetry.AgentConversations]), which this one, when set,
+	// overrides for every tap. It runs on the recorder goroutine, and must
+	// be quick; an empty id leaves the attribute out. Runs and model
+	// requests are matched by stream id whatever it returns.
 	ConversationID func(stream string) string
 	// MaxQueued bounds the events waiting for the recorder goroutine;
 	// default (zero or less): [DefaultMaxQueued]. When the span processors
@@ -87,7 +88,7 @@ type Telemetry struct {
 	tracing, metering bool
 	tracer            trace.Tracer
 	agentName         string
-	conversation      func(stream string) string // Options.ConversationID
+	conversation      func(stream string) string // Options.ConversationID; wins over a tap's
 
 	duration    metric.Float64Histogram
 	tokens      metric.Int64Histogram

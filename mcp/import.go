@@ -422,6 +422,10 @@ func (im *Imported) teardown() {
 	for _, s := range orphans {
 		im.ended(s)
 	}
+	// A DELETE that a watch still runs for one of these sessions has
+	// recorded its error by now: a session stays live until its Close has
+	// returned, and go-sdk's Close of a session being closed waits for
+	// that close (the DELETE included) to end.
 	im.endMu.Lock()
 	im.closeErr = errors.Join(im.closeErr, im.endErr)
 	im.endMu.Unlock()

@@ -73,25 +73,35 @@ func boundStdioServer() error {
 // boundHTTPServer serves boundAnswer over streamable HTTP, answering
 // each request in a JSON body, or in an event stream when sse is set.
 func boundHTTPServer(t *testing.T, sse bool) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
+	return postServer(t, nil, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		answer, ok := boundAnswer(body)
-		if !ok {
+		switch {
+		case !ok:
 			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		if sse {
+		case sse:
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
-			return
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, answer)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, answer)
+	})
+}
+
+// postServer is an HTTP server handing the body of each POST to post,
+// a DELETE to del (when set), and answering other requests 405.
+func postServer(t *testing.T, del http.HandlerFunc, post func(w http.ResponseWriter, r *http.Request, body []byte)) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost:
+			body, _ := io.ReadAll(r.Body)
+			post(w, r, body)
+		case r.Method == http.MethodDelete && del != nil:
+			del(w, r)
+		default:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -26,32 +25,19 @@ func TestImport_CloseHearsOfTheDeleteAWatchRuns(t *testing.T) {
 	var once sync.Once
 	var mu sync.Mutex
 	sessions := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodDelete:
-			once.Do(func() { close(deleting) })
-			<-r.Context().Done() // held until the client gives it up
-			return
-		case http.MethodPost:
-		default:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
+	srv := postServer(t, func(_ http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(deleting) })
+		<-r.Context().Done() // held until the client gives it up
+	}, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(body, &req) != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		if len(req.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		var result string
+		_ = json.Unmarshal(body, &req)
 		switch req.Method {
+		case "ping":
+			<-r.Context().Done() // silent
+			return
 		case "initialize":
 			mu.Lock()
 			sessions++
@@ -63,21 +49,15 @@ func TestImport_CloseHearsOfTheDeleteAWatchRuns(t *testing.T) {
 				return
 			}
 			w.Header().Set("Mcp-Session-Id", "only")
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"silent","version":"1"}}`
-		case "tools/list":
-			result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
-		case "ping":
-			<-r.Context().Done() // silent
-			return
-		default:
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32601,"message":"no such method"}}`)
+		}
+		answer, ok := boundAnswer(body)
+		if !ok {
+			w.WriteHeader(http.StatusAccepted)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`)
-	}))
-	t.Cleanup(srv.Close)
+		_, _ = io.WriteString(w, answer)
+	})
 	rt := actorstest.NewRuntime(t, nil)
 	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL, KeepAlive: 100 * time.Millisecond, KeepAliveMisses: 1})
 	if err != nil {

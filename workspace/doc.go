@@ -32,6 +32,15 @@
 // synced; missing parents are created inside the root, and a failed write
 // leaves the old content as it was.
 //
+// The messages of read_file and write_file show no host path: not the
+// workspace's own (they name files relative to it), nor where a file
+// opened inside was moved or what it was when deleted, nor the target of
+// an absolute link. A file moved out between its open and the check of
+// its name "was moved outside the workspace since it was opened"; a link
+// out "is a symbolic link to a place outside the workspace". Commands run
+// in the workspace at its own host path (their pwd shows it), so that
+// path is not kept from run_command.
+//
 // # Commands
 //
 // run_command runs `sh -c` in the workspace directory — the very directory

@@ -100,6 +100,14 @@ func (w *Workspace) linkOnTheWay(name string) (string, bool) {
 
 func refuse(reason Reason, detail string) *refusal { return &refusal{reason: reason, detail: detail} }
 
+// The errors of fdPath for a file it finds no path for. Like every
+// detail of a refusal, they say what happened in the workspace's terms:
+// no host path (of a file, of the workspace itself) reaches the model.
+var (
+	errDeleted = errors.New("the file was deleted since it was opened")
+	errNoPath  = errors.New("the file has no path in the file system")
+)
+
 // checkName validates a tool-supplied path before any file system access
 // and returns it cleaned. These checks only make refusals clear; the
 // confinement itself is os.Root's, which also covers symbolic links and
@@ -321,7 +329,9 @@ func (w *Workspace) realName(f *os.File, name string, relative bool) (string, *r
 	}
 	rel, err := filepath.Rel(rootPath, realPath)
 	if err != nil || !filepath.IsLocal(rel) {
-		return "", refuse(ReasonEscapes, "it resolves to "+realPath)
+		// Opened through the root, it was inside: it was moved out since.
+		// Where it is now is a host path, not said.
+		return "", refuse(ReasonEscapes, "it was moved outside the workspace since it was opened")
 	}
 	return rel, nil
 }
@@ -373,7 +383,8 @@ func (w *Workspace) nameInRoot(f *os.File, name string) (string, *refusal) {
 			return "", refuse(ReasonNotFound, filepath.ToSlash(p)+" is an empty link")
 		}
 		if isSeparator(rune(target[0])) || filepath.VolumeName(target) != "" {
-			return "", refuse(ReasonEscapes, fmt.Sprintf("%s links to %q", filepath.ToSlash(p), target))
+			// The target, a host path, is not said.
+			return "", refuse(ReasonEscapes, fmt.Sprintf("%q is a symbolic link to an absolute path, outside the workspace", filepath.ToSlash(p)))
 		}
 		todo = append(strings.FieldsFunc(target, isSeparator), todo...)
 	}

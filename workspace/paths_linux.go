@@ -3,7 +3,6 @@
 package workspace
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +14,8 @@ import (
 const kernelNames = true
 
 // fdPath returns the path the kernel has for an open file (in
-// /proc/self/fd). It fails for a file that has been deleted.
+// /proc/self/fd). It fails for a file that has been deleted. Its errors
+// do not show the path: that is a host path, which the model is not shown.
 func fdPath(f *os.File) (string, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -31,8 +31,11 @@ func fdPath(f *os.File) (string, error) {
 	if rerr != nil {
 		return "", rerr
 	}
-	if strings.HasSuffix(p, " (deleted)") || !filepath.IsAbs(p) {
-		return "", fmt.Errorf("file has no path (%s)", p)
+	if strings.HasSuffix(p, " (deleted)") {
+		return "", errDeleted
+	}
+	if !filepath.IsAbs(p) {
+		return "", errNoPath
 	}
 	return p, nil
 }

@@ -66,7 +66,8 @@ func errnoReason(errno syscall.Errno) (Reason, bool) {
 const kernelNames = true
 
 // fdPath returns the path Windows has for an open file
-// (GetFinalPathNameByHandle), without the \\?\ prefix.
+// (GetFinalPathNameByHandle), without the \\?\ prefix. Its errors do
+// not show the path: that is a host path, which the model is not shown.
 func fdPath(f *os.File) (string, error) {
 	buf := make([]uint16, windows.MAX_LONG_PATH)
 	n, err := windows.GetFinalPathNameByHandle(windows.Handle(f.Fd()), &buf[0], uint32(len(buf)), 0)
@@ -84,7 +85,7 @@ func fdPath(f *os.File) (string, error) {
 		p = p[len(`\\?\`):]
 	}
 	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("file has no path (%s)", p)
+		return "", errNoPath
 	}
 	return p, nil
 }

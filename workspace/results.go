@@ -217,8 +217,8 @@ type RunCommandResult struct {
 
 	// notReady: the command never ran because its sandbox was not set
 	// up within the timeout, or for want of a resource
-	// (sandbox.ErrResources): the machine is slow or busy, the tool is
-	// not broken (see failedResult).
+	// (sandbox.ErrResources): it may be tried again, the tool is not
+	// broken (see failedResult).
 	notReady bool
 }
 

@@ -125,9 +125,10 @@ func markFailed[In any, Out result](fn func(context.Context, In) (Out, error)) f
 // call asked for what cannot be done (a refused path, an empty command,
 // too large a content), and tools.FailureUnavailable when a command never
 // ran because its sandbox was not set up within the command's timeout, or
-// for want of a resource (sandbox.ErrResources): a slow or busy machine,
-// not a broken tool. None of the last three does: a busy machine must
-// not make the breaker refuse the well-formed calls that follow.
+// for want of a resource (sandbox.ErrResources): the call may succeed if
+// tried again, the tool is not broken. None of the last three does: a
+// sandbox that was not ready in time must not make the breaker refuse the
+// well-formed calls that follow.
 func failedResult(out result, reason Reason, msg string) error {
 	payload, err := out.MarshalJSON()
 	if err != nil {

@@ -422,6 +422,10 @@ func (im *Imported) teardown() {
 	for _, s := range orphans {
 		im.ended(s)
 	}
+	// A DELETE that a watch still runs for one of these sessions has
+	// recorded its error by now: a session stays live until its Close has
+	// returned, and go-sdk's Close of a session being closed waits for
+	// that close (the DELETE included) to end.
 	im.endMu.Lock()
 	im.closeErr = errors.Join(im.closeErr, im.endErr)
 	im.endMu.Unlock()
@@ -974,13 +978,13 @@ func (im *Imported) connect(job context.Context) connected {
 		if len(im.opts.Env) > 0 {
 			cmd.Env = append(cmd.Environ(), im.opts.Env...)
 		}
-		transport = trackedTransport{im: im, cmd: cmd, Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
+		transport = rawTransport{schemas: &state.schemas, Transport: trackedTransport{im: im, cmd: cmd, Transport: &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}}
 	} else {
 		var rt http.RoundTripper = im.http
 		if im.opts.BearerToken != "" {
 			rt = bearer{token: im.opts.BearerToken, next: im.http}
 		}
-		rt = sessionWatch{next: sessionEnd{next: rt, im: im}, forgotten: &state.forgotten}
+		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
 	}
 	changes := make(chan struct{}, 1)
@@ -1060,15 +1064,18 @@ func (im *Imported) ended(s *sdk.ClientSession) {
 	im.liveMu.Unlock()
 }
 
-// list reads the server's tool list, within ConnectTimeout.
+// list reads the server's tool list, within ConnectTimeout, with each
+// tool's schemas as the server wrote them (rawSchemas).
 func (im *Imported) list(ctx context.Context, s *sdk.ClientSession) ([]*sdk.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, im.opts.ConnectTimeout)
 	defer cancel()
+	schemas := &im.state(s).schemas
 	var list []*sdk.Tool
 	for t, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
+		schemas.exact(t)
 		list = append(list, t)
 	}
 	return list, nil
@@ -1081,6 +1088,9 @@ type sessionState struct {
 	// session expired), and answers every later message so (sessionWatch;
 	// stays false over stdio).
 	forgotten atomic.Bool
+	// schemas are the schemas of the tools as the server last listed
+	// them, exactly as it wrote them.
+	schemas rawSchemas
 	// dead ends when the keepalive found the server silent (its cause
 	// says so): the calls in flight on the session end with it.
 	dead context.Context

@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(boundServerEnv) == "1" {
+		if err := boundStdioServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	leakcheck.VerifyTestMain(m)
 }
 

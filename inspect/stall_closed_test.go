@@ -39,6 +39,7 @@ func TestStall_AfterCloseOverHTTP(t *testing.T) {
 	req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8080"
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Origin", "http://127.0.0.1:8080")
 	w := httptest.NewRecorder()
 	in.ServeHTTP(w, req)
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "closed") {

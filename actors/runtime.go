@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,7 +75,9 @@ type RuntimeOptions struct {
 	// millisecond).
 	Dispatcher actor.Dispatcher
 	// SpawnTimeout bounds how long Start waits for the host to spawn a
-	// duplex; default 10 s.
+	// duplex (a host restarting holds the spawn until it has started
+	// again: see Parent); default 10 s. A Start that gave up waiting
+	// started nothing: its duplex is not spawned later.
 	SpawnTimeout time.Duration
 	// Parent, when set, embeds the runtime in a host's actor tree instead
 	// of starting an actor system of its own: the runtime's top-level
@@ -259,6 +262,12 @@ type spawnRequest struct {
 	// watch: the subscriber (a Conn's port, a Mux) watches the duplex,
 	// to learn when it stops (see spawnChild).
 	watch bool
+	// claimed is set by the parent as it spawns the duplex, or by the
+	// caller whose wait for the reply ended first (SpawnTimeout, the
+	// parent gone): whichever comes first. A request its caller gave up
+	// on spawns nothing, and one the parent took is answered, so the
+	// caller waits for that answer (see spawnUnder).
+	claimed atomic.Bool
 }
 
 type spawnReply struct {
@@ -355,6 +364,9 @@ func (h *host) keepEscalated(c escalatedChild) { h.escalated = append(h.escalate
 // actor (the host, or the actor a [Parent] names). seq numbers the
 // names in use.
 func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
+	if !req.claimed.CompareAndSwap(false, true) {
+		return // its caller gave up waiting (a host restarting held it)
+	}
 	props := rt.props(req.spec, req.subscriber, nil)
 	name := req.spec.Name
 	switch {
@@ -423,19 +435,29 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 	// stopped may hold the request in a suspended mailbox until it is
 	// gone, and nothing must wait for the timeout then.
 	replies := make(chan spawnReply, 1)
-	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone, watch: watch})
+	req := &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone, watch: watch}
+	rt.system.Root.Send(parent, req)
 	timer := time.NewTimer(rt.spawnTimeout)
 	defer timer.Stop()
 	var reply spawnReply
+	var failed error
 	select {
 	case reply = <-replies:
 	case <-gone:
+		failed = ErrHostStopped
 		if parent != rt.host {
-			return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrParentStopped)
+			failed = ErrParentStopped
 		}
-		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrHostStopped)
+		failed = fmt.Errorf("actors: spawn %q: %w", spec.Name, failed)
 	case <-timer.C:
-		return nil, fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)
+		failed = fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)
+	}
+	if failed != nil {
+		if req.claimed.CompareAndSwap(false, true) {
+			return nil, failed // the parent will spawn nothing for it
+		}
+		// The parent is spawning the duplex: its answer is on its way.
+		reply = <-replies
 	}
 	if reply.err != nil {
 		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, reply.err)

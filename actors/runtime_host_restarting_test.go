@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,30 +31,7 @@ func TestRuntime_SpawnWhileHostRestarts(t *testing.T) {
 			name = "host stopped"
 		}
 		t.Run(name, func(t *testing.T) {
-			rt, sibling := restartableHost(t)
-			entered, release := make(chan struct{}), make(chan struct{})
-			mbs := make(chan *mailbox, 1)
-			conn, err := rt.Start(Spec{Name: "busy", New: func() Logic {
-				return LogicFunc(func(c Context, msg any) {
-					switch msg.(type) {
-					case Started:
-						mbs <- c.(*shell).mb
-					case *messages.Frame:
-						close(entered)
-						<-release
-					}
-				})
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			busy := <-mbs
-			if err := conn.Send(messages.Text("s", "work")); err != nil {
-				t.Fatal(err)
-			}
-			<-entered
-			rt.system.Root.Send(sibling, "boom")
-			waitQueued(busy, 0, 1) // the host restarts: its Stop waits for the busy turn
+			rt, release := restartingHost(t)
 
 			ran := make(chan struct{})
 			replies := make(chan spawnReply, 1)
@@ -67,14 +45,14 @@ func TestRuntime_SpawnWhileHostRestarts(t *testing.T) {
 			waitDrained(rt.hostCell.mb)
 			if len(replies) > 0 {
 				r := <-replies
-				close(release)
+				release()
 				t.Fatalf("the host answered a spawn while it restarted (%v, %v): its duplex is a child the restart does not stop", r.pid, r.err)
 			}
 			closed := make(chan error, 1)
 			if stop {
 				go func() { closed <- rt.Close(context.Background()) }()
 			} else {
-				close(release)
+				release()
 			}
 			var r spawnReply
 			select {
@@ -83,7 +61,7 @@ func TestRuntime_SpawnWhileHostRestarts(t *testing.T) {
 				t.Fatal("the spawn held while the host restarted got no answer")
 			}
 			if stop {
-				close(release)
+				release()
 				if !errors.Is(r.err, ErrHostStopped) {
 					t.Errorf("spawn held while the host restarted, then stopped: %v, want ErrHostStopped", r.err)
 				}
@@ -156,4 +134,68 @@ func restartableHost(t *testing.T) (*Runtime, *actor.PID) {
 		}
 	})
 	return s.rt, s.sibling
+}
+
+// TestRuntime_StartGivenUpWhileHostRestarts: a Start whose request the
+// restarting host holds (see TestRuntime_SpawnWhileHostRestarts) and
+// whose wait ends first (SpawnTimeout) fails, and starts nothing: once
+// the restart is complete, the request is not served (its duplex would
+// run with nobody knowing of it), and its duplex's name is free.
+func TestRuntime_StartGivenUpWhileHostRestarts(t *testing.T) {
+	rt, release := restartingHost(t)
+	rt.spawnTimeout = time.Millisecond
+	late := Spec{Name: "late", New: func() Logic { return LogicFunc(func(Context, any) {}) }}
+	if _, err := rt.Start(late); err == nil {
+		release()
+		t.Fatal("Start while the host restarts, held past its SpawnTimeout, succeeded")
+	}
+	release()
+	replies := make(chan spawnReply, 1)
+	rt.system.Root.Send(rt.host, &spawnRequest{spec: late, reply: replies, gone: rt.hostGone})
+	var r spawnReply
+	select {
+	case r = <-replies:
+	case <-testContext(t).Done():
+		t.Fatal("no answer to a spawn after the restart")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got, want := r.pid.GetId(), "app/polyweave/late"; got != want {
+		t.Errorf("duplex spawned after the restart is %s, want %s: the Start given up started one", got, want)
+	}
+}
+
+// restartingHost starts a runtime as restartableHost does with a duplex
+// busy in a turn, and makes the runtime host restart (a sibling
+// fails), waiting for the busy duplex to stop. release lets it stop.
+func restartingHost(t *testing.T) (rt *Runtime, release func()) {
+	t.Helper()
+	rt, sibling := restartableHost(t)
+	entered, released := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(release)
+	mbs := make(chan *mailbox, 1)
+	conn, err := rt.Start(Spec{Name: "busy", New: func() Logic {
+		return LogicFunc(func(c Context, msg any) {
+			switch msg.(type) {
+			case Started:
+				mbs <- c.(*shell).mb
+			case *messages.Frame:
+				close(entered)
+				<-released
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := <-mbs
+	if err := conn.Send(messages.Text("s", "work")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	rt.system.Root.Send(sibling, "boom")
+	waitQueued(busy, 0, 1) // the host restarts: its Stop waits for the busy turn
+	return rt, release
 }

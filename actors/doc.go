@@ -92,10 +92,10 @@
 //     their answers the Logic's. A failed frame of no call (one with no
 //     id, the caller's END say) fails the stream: the Resume answers it
 //     for all its calls, with no id, and what the Logic emits on it is
-//     dropped up to its END of the stream; so does the frame of a call
-//     whose only other call on the stream carries no id (the runtime
-//     cannot tell that one's frames from the stream's);
-//     a duplex resumed after escalating a child's failure resumes that
+//     dropped up to its END of the stream (a call whose frames carry
+//     no id is one of the stream's calls: the failed frame of a call
+//     with an id beside it is answered alone, as above); a duplex
+//     resumed after escalating a child's failure resumes that
 //     child the same way (a restart or stop of it stops the child with
 //     it), and so does the runtime's top-level supervisor resumed by its
 //     host actor's strategy (see [RuntimeOptions].Parent);

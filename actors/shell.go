@@ -357,7 +357,8 @@ func (s *shell) observed(msg any) {
 //
 // The failed frame's tool-call id tells its call. When the stream
 // carries other calls the runtime knows open (their frames came with
-// other ids, and the Logic has not ended them: see openStreams), the
+// other ids, or with none, and the Logic has not ended them: see
+// openStreams), the
 // Resume answers that call alone: its ERROR and END carry its id, the
 // Logic gets a CANCEL of that call, and only what carries its id is
 // dropped, the caller's and the Logic's (see mutedCalls and
@@ -884,11 +885,11 @@ func isChildID(id, parent string) bool {
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
 // endCall). An END without an id ends the stream. A call whose frames
-// carry no id cannot be told from the stream's others: a stream that
-// carries one beside a call with an id carries several calls, none of
-// them apart for a Resume (see several); the Logic's END with the id of
-// the other call ends that one alone, and a restart or stop answers
-// each apart (see answers).
+// carry no id is told from the others by that: a stream that carries
+// one beside a call with an id carries several calls (see several),
+// the Logic's END with the id of the other call ends that one alone,
+// and a restart or stop, or a Resume for the other call's frame,
+// answers each apart (see answers, shares).
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
@@ -1089,20 +1090,8 @@ func (o *openStreams) call(id string) string {
 	return o.more[id].call
 }
 
-// callsOf returns the calls kept of id (see noteCall): none unless it
-// carries several.
-func (o *openStreams) callsOf(id string) []string {
-	for i, f := range o.few[:o.n] {
-		if f == id {
-			return o.multi[i]
-		}
-	}
-	return o.more[id].multi
-}
-
 // several reports whether id carries several calls: several with ids,
-// or one with an id and one of none, none of which the runtime can then
-// answer apart (see shares).
+// or one with an id and one of none.
 func (o *openStreams) several(id string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1141,8 +1130,15 @@ func knownCalls(dst, multi []string, call string, anon bool) (_ []string, _ bool
 }
 
 // shares reports whether id carries the call of tool-call id call among
-// other calls.
-func (o *openStreams) shares(id, call string) bool { return slices.Contains(o.callsOf(id), call) }
+// other calls: calls with other ids, or a call of no id, whose frames
+// are those without one (see endCall).
+func (o *openStreams) shares(id, call string) bool {
+	if call == "" {
+		return false
+	}
+	calls, anon := o.answers(id, nil)
+	return slices.Contains(calls, call) && (len(calls) > 1 || anon)
+}
 
 // sole returns the tool-call id of the call of id when it carries one
 // call, noted with an id; "" otherwise.

@@ -121,7 +121,9 @@ const MetaState = "state"
 // adapters do not: they ignore results), not even when the consumer has
 // written on the stream again before the echo came: it was told of no
 // such call there. The router expects such an echo until the model ends
-// the stream, and for at most 256 calls at a time.
+// the stream or starts a call of the same id on it (models that number
+// the calls of each response afresh reuse ids: a result of that id is
+// the new call's, and goes out), and for at most 256 calls at a time.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -336,17 +338,22 @@ func (r *durableRouter) expectEcho(k callKey) {
 
 // echo reports whether f, a response frame, is the model's echo of a
 // result the router wrote into it for a call of a closed stream, and
-// forgets what the model's end of a stream leaves nothing to expect.
+// forgets what the model's end of a stream leaves nothing to expect. A
+// call the model starts with the key of an echo expected (models number
+// the calls of each response afresh: call_0, call_1...) is a new call:
+// the model got the ended call's result before what made it start this
+// one, as a rule, and did not echo it: a result with that key is the new
+// call's from then on.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
-	case messages.FrameType_TOOL_RESULT:
+	case messages.FrameType_TOOL_RESULT, messages.FrameType_TOOL_CALL:
 		k := keyOf(f)
 		if _, ok := r.echoes[k]; !ok {
 			return false
 		}
 		delete(r.echoes, k)
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool { return o == k })
-		return true
+		return f.GetType() == messages.FrameType_TOOL_RESULT
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool {

@@ -124,6 +124,10 @@ const MetaState = "state"
 // the stream or starts a call of the same id on it (models that number
 // the calls of each response afresh reuse ids: a result of that id is
 // the new call's, and goes out), and for at most 256 calls at a time.
+// A stream stays closed after its calls have ended, until the consumer
+// writes on it again, but of such streams the router keeps the 256 it
+// closed last (restore frames may name ever new streams): the model's
+// frames on an older one go out again.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -261,9 +265,12 @@ type durableRouter struct {
 	// announces their calls when it does ("recovered" or "restored"):
 	// nothing goes out on them. Nil until a recovery or a restore puts
 	// calls there. An entry stays after its calls have ended (the model
-	// may echo their results): it holds no more streams than the
-	// recovery and the restores found.
-	closed map[string]string
+	// may echo their results, or start calls there), but of such quiet
+	// streams only the last closedQuiet closed are kept (see pruneClosed):
+	// restore frames naming ever new streams do not grow it without end.
+	// closings counts the streams closed, which orders them.
+	closed   map[string]closedStream
+	closings uint64
 	// open holds the streams the consumer wrote a call-opening frame on
 	// in this incarnation, until the model ends them (END or ERROR): a
 	// restore frame's calls on the others are put on closed streams.
@@ -280,9 +287,10 @@ type durableRouter struct {
 	limit time.Duration
 	// echoes holds the calls of closed streams whose results the router
 	// wrote into the model (ended at the limit, cancelled, their stream
-	// ended by the model), until the model echoes the result or ends the
-	// stream: such an echo does not go out, even on a stream the consumer
-	// has written on again meanwhile (it was told of no such call there).
+	// ended by the model), until the model echoes the result, ends the
+	// stream or starts a call of the same id there (see echo): such an
+	// echo does not go out, even on a stream the consumer has written on
+	// again meanwhile (it was told of no such call there).
 	// echoOrder keeps the order they came in: past echoLimit, the oldest
 	// go (a model adapter ignores results and echoes none).
 	echoes    map[callKey]struct{}
@@ -291,6 +299,16 @@ type durableRouter struct {
 
 // echoLimit bounds durableRouter.echoes.
 const echoLimit = 256
+
+// closedQuiet bounds the streams durableRouter.closed keeps without a
+// pending call.
+const closedQuiet = 256
+
+// closedStream is an entry of durableRouter.closed.
+type closedStream struct {
+	event string // of the state frame that announces its calls: "recovered" or "restored"
+	order uint64 // the count of streams closed when it was: the quiet ones closed first go first
+}
 
 // closedLimit is the key of the timer that ends the calls of closed
 // streams whose limit has passed at at.
@@ -540,10 +558,12 @@ func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, clos
 			continue
 		}
 		if r.closed == nil {
-			r.closed = make(map[string]string, len(p.byStream))
+			r.closed = make(map[string]closedStream, len(p.byStream))
 		}
-		r.closed[stream] = event
+		r.closings++
+		r.closed[stream] = closedStream{event: event, order: r.closings}
 	}
+	r.pruneClosed()
 	var events []Event
 	if r.limit > 0 {
 		now := time.Now().UnixNano()
@@ -625,6 +645,33 @@ func (r *durableRouter) restampAhead(c actors.WrapperContext) {
 	r.core.persistAll(persister(c), events)
 }
 
+// pruneClosed forgets, of the closed streams without a pending call left,
+// all but the closedQuiet closed last: a stream forgotten is open again,
+// and the model's frames on it go out (a call the model starts there is
+// announced, and waits for its END as on any stream). A stream closed
+// that long ago had its calls ended, or dropped by a later restore: its
+// model has mostly moved on. The closed streams with pending calls are
+// all kept: there are no more of them than the state has streams. It
+// runs when streams are closed, the only time there are more.
+func (r *durableRouter) pruneClosed() {
+	if len(r.closed) <= closedQuiet {
+		return
+	}
+	var quiet []string
+	for stream := range r.closed {
+		if r.asm.Pending.InStream(stream) == 0 {
+			quiet = append(quiet, stream)
+		}
+	}
+	if len(quiet) <= closedQuiet {
+		return
+	}
+	slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.closed[a].order, r.closed[b].order) })
+	for _, stream := range quiet[:len(quiet)-closedQuiet] {
+		delete(r.closed, stream)
+	}
+}
+
 // isClosed reports whether stream is closed towards the consumer (see
 // durableRouter.closed).
 func (r *durableRouter) isClosed(stream string) bool {
@@ -650,7 +697,7 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(r.closed) == 0 {
 		return
 	}
-	event, ok := r.closed[stream]
+	cs, ok := r.closed[stream]
 	if !ok {
 		return
 	}
@@ -669,7 +716,7 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	for i, pc := range calls {
 		ids[i] = pc.ToolCallID
 	}
-	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: event,
+	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: cs.event,
 		StreamPending: len(ids), Pending: r.asm.Pending.Len(), ToolCallIDs: ids})))
 }
 
@@ -703,7 +750,7 @@ func (r *durableRouter) endClosed(c actors.WrapperContext) {
 		"router", r.id, "calls", len(calls), "within", r.limit)
 	for _, call := range calls {
 		why := "the router restarted, and stream %s was not written on again within %v"
-		if r.closed[call.GetStreamId()] == "restored" {
+		if r.closed[call.GetStreamId()].event == "restored" {
 			why = "a restore frame put it on stream %s, which was not written on within %v"
 		}
 		r.d.deliver(c, call, errorResult(call, FailureStopped, fmt.Sprintf(

@@ -1,9 +1,11 @@
 package tools_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -51,6 +53,44 @@ func TestDurableRouter_NewCallReusingAnIDIsEchoed(t *testing.T) {
 		}
 		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return tools.KindOf(f) == tools.FailureStopped }) {
 			t.Errorf("stream s got the ended call's result: %q", lines(out))
+		}
+	})
+}
+
+// TestDurableRouter_ClosedStreamsAreBounded: restore frames that each put
+// a call on a stream of their own, which the consumer never opened,
+// close those streams one after the other; each restore drops the call
+// of the one before. The router keeps silent no more than the last 256
+// such streams without a pending call: the model's frames on the first
+// (a TICK it echoes) go out again, while a recent one, and the one whose
+// call is pending, stay silent.
+func TestDurableRouter_ClosedStreamsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		const n = 300
+		stream := func(i int) string { return fmt.Sprintf("u%d", i) }
+		for i := range n {
+			restore, err := tools.RestoreFrame("x", "r1", restoredState(stream(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(t, h.conn, restore)
+		}
+		last, recent, first := stream(n-1), stream(n-10), stream(0)
+		send(t, h.conn, messages.Tick(last), messages.Tick(recent), messages.Tick(first))
+		seen := probe(t, h.conn, "p")
+		if got := onStream(seen, first); !slices.Equal(typesOf(got), []string{"TICK"}) {
+			t.Errorf("the first stream closed, quiet for %d restores, got %q: want the TICK echoed", n-1, lines(got))
+		}
+		for _, s := range []string{last, recent} {
+			if got := onStream(seen, s); len(got) != 0 {
+				t.Errorf("closed stream %s got %q", s, lines(got))
+			}
+		}
+		// The call of the last stream still waits for its consumer.
+		send(t, h.conn, messages.Text(last, "back"))
+		if ev, _ := waitState(t, h.conn, last, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + last}) {
+			t.Errorf("restored on %s once written on: %+v", last, ev)
 		}
 	})
 }

@@ -113,7 +113,8 @@ const MetaState = "state"
 // its state frames do not go out, it is announced with them when the
 // consumer writes on the stream again, and it is ended RecoveredTimeout
 // after its start if the consumer does not, rather than pending until the
-// model ends a stream it may never end.
+// model ends a stream it may never end (its start and the time it waits
+// from are one write).
 //
 // The results the router writes into the model for the calls of a closed
 // stream (ended at the limit, cancelled, cut short by the model's END)
@@ -138,8 +139,9 @@ const MetaState = "state"
 // consumer writes a call-opening frame on them, or ended RecoveredTimeout
 // after the restore, as recovered calls are. That holds for the calls a
 // restore puts on a stream a restart closed as well: their limit runs
-// from the restore (a restore frame's state carries no closed times: the
-// router clears those it holds).
+// from the restore (the router ignores the closed times of a restore
+// frame's state and clears those it holds: the restore is persisted with
+// the time of the restore for the streams it closes, one write).
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -326,6 +328,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d := &durableRouter{routerLogic: r, id: o.WrapperID, limit: max(o.RecoveredTimeout, 0),
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
+	d.core.also = d.waitsClosed
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -434,7 +437,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.emit(c, messages.Meta(f.GetStreamId(), "restore_error", mustJSON(map[string]string{"error": err.Error()})))
 		return
 	}
-	st.Closed = nil // the calls it puts on closed streams wait from the restore
+	r.restoreWaits(f.GetStreamId(), &st)
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
 	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
@@ -461,8 +464,8 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	}
 	switch e.Kind {
 	case EventCallStarted:
-		if r.isClosed(e.StreamID) {
-			r.startedClosed(c, e.StreamID)
+		if r.isClosed(e.StreamID) { // it waits there (see waitsClosed)
+			r.armLimit(c)
 		}
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
 	case EventCallCompleted:
@@ -535,17 +538,46 @@ func (r *durableRouter) recovered(c actors.WrapperContext) {
 // closeRestored closes the streams of the calls a restore frame on stream
 // put there (as a restart closes those of the calls it recovers) that the
 // consumer has no call open on, but stream, to which the restore is
-// answered, unless it is closed already: their calls wait for their
-// stream to be written on, within the limit, from now (the restore
-// cleared their closed times).
+// answered, unless it is closed already (see closesRestored): their calls
+// wait for their stream to be written on, within the limit, from the
+// restore (see restoreWaits).
 func (r *durableRouter) closeRestored(c actors.WrapperContext, stream string) {
-	r.closeStreams(c, "restored", func(s string) bool {
-		if s == stream && !r.isClosed(s) {
-			return false
+	r.closeStreams(c, "restored", func(s string) bool { return r.closesRestored(stream, s) })
+}
+
+// closesRestored reports whether a restore frame on stream closes s, a
+// stream it puts calls on (see closeRestored).
+func (r *durableRouter) closesRestored(stream, s string) bool {
+	if s == stream && !r.isClosed(s) {
+		return false
+	}
+	_, open := r.open[s]
+	return !open
+}
+
+// restoreWaits sets in st, the state of a restore frame on stream, the
+// closed times (see messages.ClosedStream) of the streams whose calls
+// the restore puts on closed streams (see closeRestored): now, for all
+// of them, whatever the frame said. They are thus persisted with the
+// restore, in one event, before anything of it goes out.
+func (r *durableRouter) restoreWaits(stream string, st *messages.RouterState) {
+	st.Closed = nil
+	if r.limit <= 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	seen := map[string]struct{}{}
+	for _, pc := range st.GetCalls() {
+		s := pc.GetStreamId()
+		if _, dup := seen[s]; dup {
+			continue
 		}
-		_, open := r.open[s]
-		return !open
-	})
+		seen[s] = struct{}{}
+		if r.closesRestored(stream, s) {
+			st.Closed = append(st.Closed, &messages.ClosedStream{StreamId: s, ClosedAt: now})
+		}
+	}
+	slices.SortFunc(st.Closed, func(a, b *messages.ClosedStream) int { return cmp.Compare(a.GetStreamId(), b.GetStreamId()) })
 }
 
 // closeStreams closes the streams with pending calls that close reports,
@@ -580,17 +612,21 @@ func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, clos
 	r.armLimit(c)
 }
 
-// startedClosed persists when a call the model started on a closed
-// stream began to wait, unless the calls recovered there wait still: it
-// waits for the stream to be written on as they do, and is ended with
-// them, or at its own limit when none was left, rather than pending until
-// an END of the model that may never come.
-func (r *durableRouter) startedClosed(c actors.WrapperContext, stream string) {
-	if _, waits := r.asm.Pending.closedAt[stream]; waits || r.limit <= 0 {
-		return
+// waitsClosed is the durable core's also (see durableCore): for e, the
+// start of a call the model makes on a closed stream, the event that
+// persists, in the same store call, when the call began to wait, unless
+// the calls recovered there wait still. It waits for the stream to be
+// written on as they do, and is ended with them, or at its own limit when
+// none was left, rather than pending until an END of the model that may
+// never come. Any other event has none.
+func (r *durableRouter) waitsClosed(e Event) Event {
+	if e.Kind != EventCallStarted || r.limit <= 0 || !r.isClosed(e.StreamID) {
+		return Event{}
 	}
-	r.core.persist(persister(c), Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: time.Now().UnixNano()})
-	r.armLimit(c)
+	if _, waits := r.asm.Pending.closedAt[e.StreamID]; waits {
+		return Event{}
+	}
+	return Event{Kind: EventStreamClosed, StreamID: e.StreamID, ClosedAt: time.Now().UnixNano()}
 }
 
 // armLimit sets the limit timer for the earliest end of the calls waiting

@@ -146,6 +146,27 @@ const MetaState = "state"
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
 //
+// # Stores of other releases
+//
+// Events and snapshots are stored as protobuf Any values, decoded by
+// their type at recovery. A router reads what earlier releases stored: a
+// state without closed times (messages.RouterState.closed, and the state
+// of a RouterRestored) has its calls wait from the recovery that loads
+// it. The other way round does not hold in full. RouterStreamClosed and
+// RouterStreamOpened, which a router with a RecoveredTimeout limit writes
+// when a restart, a restore frame or its model puts calls on a closed
+// stream, when it restamps a time ahead of the clock, and when the
+// consumer comes back to such a stream, are types a release before them
+// does not know: replaying one, its recovery fails to decode it (a
+// *durability.StoreError, Op durability.OpDecode), as for any store
+// failure (see below), and its supervisor's restart limit stops it. Of
+// what it can read (a snapshot, a RouterRestored) it drops the closed
+// times, a field it does not know: their calls wait from its recovery,
+// or, in a release without the limit, until a CANCEL, an ABORT, the
+// model's END or a restore removes them. So a router goes back to such
+// a release only on a store whose events since the last snapshot hold
+// neither type, or on a new store (its pending calls are then lost).
+//
 // # Failures
 //
 // A store failure is an actor failure: the event is not applied, the

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -21,19 +22,28 @@ func writesOf(store *countingStore, do func()) int64 {
 	return store.writes.Load() - before
 }
 
+// countedWithCall starts a limitedRouter (limit an hour) of kind around
+// the model that model makes, on a countingStore, and call_<stream> on
+// stream.
+func countedWithCall(t *testing.T, kind restartKind, model func(got chan<- *messages.Frame) actors.Spec, stream string) (*limitedRouter, *countingStore) {
+	t.Helper()
+	store := &countingStore{Store: memstore.New(nil)}
+	h := startLimitedOn(t, kind, time.Hour, model, store)
+	send(t, h.conn, messages.StreamingToolCall(stream, "call_"+stream, "record"))
+	waitState(t, h.conn, stream, "started")
+	return h, store
+}
+
 // TestDurableRouter_CallStartedOnAClosedStreamIsOneWrite: the start of a
 // call the model makes on a closed stream and the time it begins to wait
 // there are written together, in one store call; the call still ends at
 // its own limit, for good.
 func TestDurableRouter_CallStartedOnAClosedStreamIsOneWrite(t *testing.T) {
 	bothRestarts(t, func(t *testing.T, kind restartKind) {
-		store := &countingStore{Store: memstore.New(nil)}
-		h := startLimitedOn(t, kind, time.Hour, startModel, store)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"))
-		waitState(t, h.conn, "s", "started")
+		h, store := countedWithCall(t, kind, startModel, "s")
 		h.restart("p")
 		time.Sleep(h.limit + time.Second)
-		results(t, h.got, 1) // call_a, ended at the limit: s stays closed
+		results(t, h.got, 1) // call_s, ended at the limit: s stays closed
 
 		if n := writesOf(store, func() { send(t, h.conn, messages.Meta("s", "start", nil)) }); n != 1 {
 			t.Errorf("the call started on the closed stream took %d writes, want 1", n)
@@ -53,12 +63,9 @@ func TestDurableRouter_CallStartedOnAClosedStreamIsOneWrite(t *testing.T) {
 // at the limit from the restore.
 func TestDurableRouter_RestoreIsOneWrite(t *testing.T) {
 	bothRestarts(t, func(t *testing.T, kind restartKind) {
-		store := &countingStore{Store: memstore.New(nil)}
-		h := startLimitedOn(t, kind, time.Hour, resultsModel, store)
-		// A first event: the snapshot the store gets with it is not the
-		// restore's.
-		send(t, h.conn, messages.StreamingToolCall("o", "call_o", "record"))
-		waitState(t, h.conn, "o", "started")
+		// A first event (call_o): the snapshot the store gets with it is
+		// not the restore's.
+		h, store := countedWithCall(t, kind, resultsModel, "o")
 		restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "u", "v"))
 		if err != nil {
 			t.Fatal(err)

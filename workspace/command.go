@@ -316,7 +316,8 @@ func checkCommand(goos, shell, command string) *RunCommandResult {
 func commandLimit(goos, shell, command string) (size, max int, what string) {
 	if goos == "windows" {
 		size = windowsArgLen(shell) + len(" -c ") + windowsArgLen(command)
-		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line `" + shell + " -c …`"
+		// The shell's path counts, but is the host's: it is not said.
+		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line (the shell's path, -c and the command, quoted)"
 	}
 	return len(command), MaxCommandBytes, "bytes"
 }

@@ -33,6 +33,20 @@ func untilNotStarted(t *testing.T, ws *Workspace) (RunCommandResult, string) {
 	return RunCommandResult{}, ""
 }
 
+// shellGone opens the workspace in mode with a shell, sh in the
+// directory in (of base), that is then removed.
+func shellGone(mode SandboxMode, in string) func(t *testing.T, base, dir string, logger *slog.Logger) *Workspace {
+	return func(t *testing.T, base, dir string, logger *slog.Logger) *Workspace {
+		shell := filepath.Join(base, in, "sh")
+		mustDo(t, os.MkdirAll(filepath.Dir(shell), 0o755))
+		mustDo(t, os.Symlink("/bin/sh", shell))
+		ws, err := New(dir, &Options{Sandbox: mode, Shell: shell, Logger: logger})
+		mustDo(t, err)
+		mustDo(t, os.Remove(shell))
+		return ws
+	}
+}
+
 // What the model reads of a command that could not start names no host
 // path outside the workspace: not a configured path to hide (whose
 // set-up failed), not where the workspace directory was (it was
@@ -91,27 +105,12 @@ func TestRunCommand_StartFailureNamesNoHostPath(t *testing.T) {
 		logs: filepath.Join("keys", "*.pem"),
 	}, {
 		name: "the shell gone, in the sandbox",
-		make: func(t *testing.T, base, dir string, logger *slog.Logger) *Workspace {
-			shell := filepath.Join(dir, "sh")
-			mustDo(t, os.Symlink("/bin/sh", shell))
-			ws, err := New(dir, &Options{Sandbox: SandboxRequired, Shell: shell, Logger: logger})
-			mustDo(t, err)
-			mustDo(t, os.Remove(shell))
-			return ws
-		},
+		make: shellGone(SandboxRequired, "ws"),
 		says: []string{"could not start the command", "shell", "no such file"},
 		logs: filepath.Join("ws", "sh"),
 	}, {
 		name: "the shell gone, without the sandbox",
-		make: func(t *testing.T, base, dir string, logger *slog.Logger) *Workspace {
-			shell := filepath.Join(base, "bin", "sh")
-			mustDo(t, os.MkdirAll(filepath.Dir(shell), 0o755))
-			mustDo(t, os.Symlink("/bin/sh", shell))
-			ws, err := New(dir, &Options{Sandbox: SandboxOff, Shell: shell, Logger: logger})
-			mustDo(t, err)
-			mustDo(t, os.Remove(shell))
-			return ws
-		},
+		make: shellGone(SandboxOff, "bin"),
 		says: []string{"could not start the command", "shell", "no such file"},
 		logs: filepath.Join("bin", "sh"),
 	}} {

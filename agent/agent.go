@@ -348,13 +348,8 @@ type Agent struct {
 	delegating int
 	delegated  chan struct{}
 	// calls holds the handlers of the tool calls the agent's loops run
-	// that have not returned (see trackCalls), by their ctx, each with
-	// the session of the conversation that made its call and the number
-	// it began with (callSeq, from 1, in the order they began). A Close that cannot tell whether one of them called it
-	// knows by them that what it waits for waits for a handler (see
-	// awaitConversations).
-	calls   map[context.Context]handlerCall
-	callSeq uint64
+	// that have not returned (see callTable and trackCalls).
+	calls *callTable
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
@@ -466,10 +461,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
 	a.delegationTag = rand.Text()[:10] + "-"
-	a.self = weak.Make(a)
+	a.self, a.calls = weak.Make(a), newCallTable()
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
-			Supervision: opts.Supervision, OnCall: trackCalls(a.self)},
+			Supervision: opts.Supervision, OnCall: trackCalls(a.self, a.calls)},
 		ToolChoice:        opts.ToolChoice,
 		SystemPrompt:      opts.SystemPrompt,
 		MaxIterations:     opts.MaxIterations,
@@ -727,7 +722,8 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		fromHook bool
 	)
 	if byCaller {
-		before = a.callSeq
+		a.calls.watched.Store(true) // before the first look at the handlers
+		before = a.calls.seq.Load()
 		fromHook = calledFromHook()
 	}
 	held, err := a.awaitConversations(ctx, before, fromHook)
@@ -742,7 +738,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		// What is left waits for handlers that ran before this Close
 		// began, one of which may have called it: finish once they have
 		// returned, and say so.
-		n, h := a.active, len(a.calls)
+		n, h := a.active, len(a.calls.running(nil))
 		a.mu.Unlock()
 		a.closeLater("its conversations held by tool calls")
 		return fmt.Errorf("agent %q: close: %d conversation(s) still running, waiting for tool calls' handlers "+
@@ -914,55 +910,6 @@ func (a *Agent) delegate() (done func()) {
 	}
 }
 
-// trackCalls returns the tools.RouterOptions.OnCall of the agent self
-// points at: it keeps each handler of the calls its loops run in
-// Agent.calls, by its ctx, with the session whose conversation made the
-// call, from the handler's start to its return; it allocates nothing
-// per call. A handler of an agent no longer reachable is not kept (the
-// hook holds the agent weakly, as loopOwners does: its loops do not keep
-// it).
-func trackCalls(self weak.Pointer[Agent]) func(ctx context.Context, ended bool) {
-	return func(ctx context.Context, ended bool) {
-		a := self.Value()
-		if a == nil {
-			return
-		}
-		if ended {
-			a.mu.Lock()
-			if _, ok := a.calls[ctx]; ok {
-				delete(a.calls, ctx)
-				a.changedLocked()
-			}
-			a.mu.Unlock()
-			return
-		}
-		call, ok := tools.CallFrom(ctx)
-		if !ok {
-			return
-		}
-		session, _ := SessionOf(call.StreamID)
-		a.mu.Lock()
-		a.callSeq++
-		if a.calls == nil {
-			a.calls = map[context.Context]handlerCall{}
-		}
-		a.calls[ctx] = handlerCall{session: session, seq: a.callSeq}
-		a.changedLocked()
-		a.mu.Unlock()
-	}
-}
-
-// handlerCall is a handler of the agent's calls that has not returned
-// (see Agent.calls, where its ctx keys it: the ctx of each handler
-// running is its own, and ends once the call is answered without it, a
-// timeout or a cancel, its conversation then no longer waiting for it):
-// the session whose conversation made the call, and the number it began
-// with.
-type handlerCall struct {
-	session string
-	seq     uint64
-}
-
 // awaitDelegating waits, once the agent's loops have stopped (and with
 // them the loops of the delegations they made), until the handlers of
 // those delegations have returned, for CancelGrace at most: a host's
@@ -1051,7 +998,7 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // change of who is in which entry starts the grace anew.
 //
 // With before, the number of the last handler of the agent's calls that
-// began before Close (see Agent.calls; 0: none of them called Close),
+// began before Close (see callTable; 0: none of them called Close),
 // it also stops waiting once every conversation left is in its
 // consumer's body or waits for a handler, one of them a handler that
 // began before Close, and nothing of that changed for CancelGrace: it
@@ -1163,13 +1110,17 @@ type callsState struct {
 // handlers began before Close, numbered up to before (with before 0,
 // never); a.mu is held.
 func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState {
-	st := callsState{seq: a.callSeq, running: len(a.calls), active: a.active}
-	if before == 0 || len(a.calls) == 0 {
+	st := callsState{seq: a.calls.seq.Load(), active: a.active}
+	if before == 0 {
 		return st
 	}
-	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
-	for ctx, h := range a.calls {
-		if ctx.Err() != nil {
+	running := a.calls.running(nil)
+	if st.running = len(running); st.running == 0 {
+		return st
+	}
+	early := make(map[string]bool, len(running)) // the sessions waiting for handlers: one began before Close
+	for _, h := range running {
+		if h.ctx.Err() != nil {
 			continue // its call was answered: a handler run on past its timeout holds nothing
 		}
 		early[h.session] = early[h.session] || h.seq <= before

@@ -44,7 +44,7 @@ func BenchmarkCallMark(b *testing.B) {
 		}
 	})
 	b.Run("on-call", func(b *testing.B) {
-		hook := trackCalls(a.self)
+		hook := trackCalls(a.self, a.calls)
 		ctx := callContext(b, rt)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -55,7 +55,7 @@ func BenchmarkCallMark(b *testing.B) {
 	// Every core's handlers at once, as the calls of many conversations
 	// run: they contend for what the hook locks.
 	b.Run("on-call-parallel", func(b *testing.B) {
-		hook := trackCalls(a.self)
+		hook := trackCalls(a.self, a.calls)
 		ctx := callContext(b, rt)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {

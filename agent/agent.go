@@ -350,6 +350,11 @@ type Agent struct {
 	// calls holds the handlers of the tool calls the agent's loops run
 	// that have not returned (see callTable and trackCalls).
 	calls *callTable
+	// hooks counts the delegations' ToolOptions.OnEvent hooks running
+	// that hold a conversation of the agent (see AsTool): those of the
+	// delegations its conversations made, directly or within one they
+	// made, and those of delegations made to it.
+	hooks atomic.Int32
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
@@ -635,13 +640,14 @@ func sessionID(stream string) string {
 // error wrapping [ErrCloseContinues] that says how many conversations
 // and handlers still run, and the agent, refusing new conversations,
 // finishes closing in the background once they have returned. A Close
-// called from a delegation's ToolOptions.OnEvent hook (on the hook's
-// own goroutine: Close looks for the agent's call of the hook among its
-// callers, which costs only Close) does so at once, without the grace:
-// the hook of a delegation the agent made, directly or within one it
-// made, that holds its conversation; and one of a delegation made to the
-// agent, whose conversation, cancelled as Close began, it no longer
-// waits for (Close returns nil, as for a consumer's body above). So a
+// while a delegation's ToolOptions.OnEvent hook runs that holds a
+// conversation of the agent (the agent counts the hooks it calls; how
+// deep in the hook Close is called does not matter) does so at once,
+// without the grace: the hook of a delegation the agent made, directly
+// or within one it made, that holds its conversation; and one of a
+// delegation made to the agent, whose conversation, cancelled as Close
+// began, it no longer waits for (Close returns nil, as for a consumer's
+// body above). So a
 // tool's handler, or a goroutine a handler or hook waits for, closing
 // the agent with another ctx holds its conversation for CancelGrace
 // (its call's ctx saves that wait; a ctx of Close's that ends sooner
@@ -717,16 +723,12 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		return nil
 	}
 	a.beginCloseLocked()
-	var (
-		before   uint64 // the handlers that may have called close: those numbered up to it
-		fromHook bool
-	)
+	var before uint64 // the handlers that may have called close: those numbered up to it
 	if byCaller {
 		a.calls.watched.Store(true) // before the first look at the handlers
 		before = a.calls.seq.Load()
-		fromHook = calledFromHook()
 	}
-	held, err := a.awaitConversations(ctx, before, fromHook)
+	held, err := a.awaitConversations(ctx, before, byCaller)
 	if err != nil {
 		n := a.active
 		a.mu.Unlock()
@@ -1007,9 +1009,13 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // waiting for it (a handler given context.Background rather than its
 // call's ctx, or a hook of a delegation, which gets none); one that is
 // not returns to its conversation, which then either returns or has a
-// handler begin or end, and the grace starts anew. It returns ctx's
+// handler begin or end, and the grace starts anew. With byCaller (a
+// Close that may have been called by such a handler, or by a hook),
+// that grace is none while a delegation's hook holding a conversation
+// of the agent runs (see Agent.hooks), as is the grace of delegations
+// to the agent left in their hooks, their bodies. It returns ctx's
 // error when ctx ends first.
-func (a *Agent) awaitConversations(ctx context.Context, before uint64, fromHook bool) (held bool, _ error) {
+func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller bool) (held bool, _ error) {
 	var (
 		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
 		calls callsState         // the handlers, as the grace for them runs
@@ -1040,14 +1046,14 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64, fromHook 
 		case only:
 			if still == nil || !sameEntries(still, inBody) {
 				still = inBody // the grace starts (anew)
-				restart(fromHook && delegationsOnly(inBody))
+				restart(byCaller && a.hooks.Load() > 0 && delegationsOnly(inBody))
 			}
 			graceC = grace.C
 			calls = callsState{}
 		case now.held:
 			if still == nil || !sameEntries(still, inBody) || calls != now {
 				still, calls = inBody, now
-				restart(fromHook)
+				restart(byCaller && a.hooks.Load() > 0)
 			}
 			callsC = grace.C
 		default:

@@ -48,7 +48,7 @@ var (
 	// background once they have returned. A handler or hook that closed
 	// its own agent ignores it; a host that must see everything stopped
 	// cancels its Runs, or calls Close again, which returns nil once the
-	// close has completed.
+	// close has completed, or waits for [Agent.Done].
 	ErrCloseContinues = errors.New("agent: the close continues in the background")
 	// ErrNoAnswer: the model still called tools when the iteration limit
 	// was reached, so there is no final answer.
@@ -359,7 +359,9 @@ type Agent struct {
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
 	closeDone bool
-	closed    bool
+	// done, made by the first Done, is closed as closeDone is set.
+	done   chan struct{}
+	closed bool
 	// closingLater: a closeLater is finishing the close in the
 	// background.
 	closingLater bool
@@ -686,6 +688,28 @@ func (a *Agent) Close(ctx context.Context) error {
 	return a.close(ctx, true)
 }
 
+// Done returns a channel that is closed once the agent's close has
+// completed, as a Close that returns nil says: at once after such a
+// Close, and, after one that returned an error wrapping
+// [ErrCloseContinues], once the agent has finished closing in the
+// background (a Close then returns nil at once). It is not closed
+// before a Close begins, nor by a Close whose ctx ended first (a later
+// Close finishes the work). A nil or zero Agent's is nil.
+func (a *Agent) Done() <-chan struct{} {
+	if a.usable() != nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+		if a.closeDone {
+			close(a.done)
+		}
+	}
+	return a.done
+}
+
 // closeLater finishes closing the agent on a goroutine of its own, once
 // the conversations running have returned, and logs an error (why says
 // who began the close).
@@ -807,7 +831,12 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 			a.releaseAfter(a.stopping)
 			a.stopping = nil
 		}
-		a.closeDone = true
+		if !a.closeDone {
+			a.closeDone = true
+			if a.done != nil {
+				close(a.done)
+			}
+		}
 		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():

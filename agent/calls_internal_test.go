@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -76,7 +77,7 @@ func TestCalls_NoEntryLeft(t *testing.T) {
 func TestCallTable_PastItsSlots(t *testing.T) {
 	const n = 3 * callSlots
 	calls := newCallTable()
-	ctxs := handlerContexts(t, n)
+	ctxs := handlerContexts(t, actorstest.NewRuntime(t, nil), n)
 	for _, ctx := range ctxs {
 		calls.begin(ctx)
 	}
@@ -107,11 +108,11 @@ func TestCallTable_PastItsSlots(t *testing.T) {
 	}
 }
 
-// handlerContexts returns the ctxs a call runner gave the handlers of n
-// calls, each on a stream of session "s<i>" of its own.
-func handlerContexts(t *testing.T, n int) []context.Context {
+// handlerContexts returns the ctxs a call runner on rt gave the handlers
+// of n calls, each on a stream of session "s<i>" of its own, kept once
+// they returned.
+func handlerContexts(t testing.TB, rt *actors.Runtime, n int) []context.Context {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
 	got := make(chan context.Context, n)
 	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "t",
 		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) { got <- ctx; return nil, nil }})}})

@@ -142,6 +142,13 @@ const MetaState = "state"
 // from the restore (the router ignores the closed times of a restore
 // frame's state and clears those it holds: the restore is persisted with
 // the time of the restore for the streams it closes, one write).
+// Of the streams the consumer has a call open on, the router remembers
+// all those with a pending call, but of the others only the 1024 to 1280
+// the consumer wrote on last: a model that never ends its streams does
+// not grow its memory without end. A restore's calls on a stream it
+// forgot wait there as on a stream the consumer has no call open on:
+// they are announced when the consumer writes on it again, or ended
+// at the limit; none is lost.
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -297,9 +304,15 @@ type durableRouter struct {
 	// open holds the streams the consumer wrote a call-opening frame on
 	// in this incarnation, until the model ends them (END or ERROR): a
 	// restore frame's calls on the others are put on closed streams.
-	// lastOpen is the stream last added, whose frames mostly follow each
-	// other.
-	open     map[string]struct{}
+	// Each has the count of such writes (opens) at its last one; of those
+	// without a pending call, only the openQuiet written on last are
+	// sure to be kept (see pruneOpen): a model that never ends its
+	// streams does not grow it without end. lastOpen is the stream last
+	// written on, whose frames mostly follow each other; openCap is the
+	// size past which open is pruned.
+	open     map[string]uint64
+	opens    uint64
+	openCap  int
 	lastOpen string
 	// armed is the time the limit timer is set for: the earliest end of
 	// the calls waiting on closed streams; zero when none is set.
@@ -326,6 +339,10 @@ const echoLimit = 256
 // closedQuiet bounds the streams durableRouter.closed keeps without a
 // pending call.
 const closedQuiet = 256
+
+// openQuiet is how many streams without a pending call durableRouter.open
+// keeps when it is pruned; it is pruned when openQuiet/4 more have come.
+const openQuiet = 1024
 
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
@@ -729,6 +746,32 @@ func (r *durableRouter) pruneClosed() {
 	}
 }
 
+// pruneOpen forgets, of the streams the consumer has a call open on
+// without a pending call, all but the openQuiet it wrote on last: their
+// model never ended them, and has mostly moved on. A stream forgotten
+// counts as one the consumer has no call open on, for a restore frame
+// alone: the restore's calls there are kept as on such a stream, and
+// announced when the consumer writes there again, which opens it again
+// (see DurabilityOptions). No call is lost to it: the router forgets no
+// stream with a pending call, and a restore replaces the calls it
+// finds. open is pruned again once openQuiet/4 more streams are in it,
+// so that a write costs the pruning a constant time on average.
+func (r *durableRouter) pruneOpen() {
+	var quiet []string
+	for stream := range r.open {
+		if r.asm.Pending.InStream(stream) == 0 {
+			quiet = append(quiet, stream)
+		}
+	}
+	if len(quiet) > openQuiet {
+		slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.open[a], r.open[b]) })
+		for _, stream := range quiet[:len(quiet)-openQuiet] {
+			delete(r.open, stream)
+		}
+	}
+	r.openCap = len(r.open) + openQuiet/4
+}
+
 // isClosed reports whether stream is closed towards the consumer (see
 // durableRouter.closed).
 func (r *durableRouter) isClosed(stream string) bool {
@@ -746,10 +789,14 @@ func (r *durableRouter) isClosed(stream string) bool {
 func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if stream != r.lastOpen && stream != "" {
 		if r.open == nil {
-			r.open = map[string]struct{}{}
+			r.open, r.openCap = map[string]uint64{}, openQuiet+openQuiet/4
 		}
-		r.open[stream] = struct{}{}
+		r.opens++
+		r.open[stream] = r.opens
 		r.lastOpen = stream
+		if len(r.open) > r.openCap {
+			r.pruneOpen()
+		}
 	}
 	if len(r.closed) == 0 {
 		return

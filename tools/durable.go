@@ -126,9 +126,9 @@ const MetaState = "state"
 // the calls of each response afresh reuse ids: a result of that id is
 // the new call's, and goes out), and for at most 256 calls at a time.
 // A stream stays closed after its calls have ended, until the consumer
-// writes on it again, but of such streams the router keeps the 256 it
-// closed last (restore frames may name ever new streams): the model's
-// frames on an older one go out again.
+// writes on it again, but of such streams the router keeps the 256 whose
+// last call ended last (restore frames may name ever new streams): the
+// model's frames on an older one go out again.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -298,7 +298,8 @@ type durableRouter struct {
 	// may echo their results, or start calls there), but of such quiet
 	// streams only the last closedQuiet closed are kept (see pruneClosed):
 	// restore frames naming ever new streams do not grow it without end.
-	// closings counts the streams closed, which orders them.
+	// closings counts the streams closed and those that lost their last
+	// pending call while closed, which orders them.
 	closed   map[string]closedStream
 	closings uint64
 	// open holds the streams the consumer wrote a call-opening frame on
@@ -347,7 +348,9 @@ const openQuiet = 1024
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
 	event string // of the state frame that announces its calls: "recovered" or "restored"
-	order uint64 // the count of streams closed when it was: the quiet ones closed first go first
+	// order is durableRouter.closings when the stream was closed or, since,
+	// lost its last pending call: the quiet ones quiet longest go first.
+	order uint64
 }
 
 // closedLimit is the key of the timer that ends the calls of closed
@@ -367,6 +370,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
 	d.core.also = d.waitsClosed
+	d.core.applied = d.quieted
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -476,7 +480,17 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	r.restoreWaits(f.GetStreamId(), &st)
+	var busy []string // the closed streams with calls, which the restore may drop
+	for stream := range r.closed {
+		if r.asm.Pending.InStream(stream) > 0 {
+			busy = append(busy, stream)
+		}
+	}
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
+	slices.Sort(busy)
+	for _, stream := range busy {
+		r.quiet(stream)
+	}
 	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
 }
@@ -719,11 +733,33 @@ func (r *durableRouter) restampAhead(c actors.WrapperContext) {
 	r.core.persistAll(persister(c), events)
 }
 
+// quieted is the durable core's applied (see durableCore): it notes when
+// a closed stream loses its last pending call (a call completed or ended,
+// its stream ended), which orders the quiet ones (see pruneClosed).
+func (r *durableRouter) quieted(e Event) {
+	if len(r.closed) > 0 && (e.Kind == EventCallCompleted || e.Kind == EventStreamEnded) {
+		r.quiet(e.StreamID)
+	}
+}
+
+// quiet notes that stream, if it is closed and has no pending call left,
+// has just lost its last one.
+func (r *durableRouter) quiet(stream string) {
+	cs, ok := r.closed[stream]
+	if !ok || r.asm.Pending.InStream(stream) > 0 {
+		return
+	}
+	r.closings++
+	cs.order = r.closings
+	r.closed[stream] = cs
+}
+
 // pruneClosed forgets, of the closed streams without a pending call left,
-// all but the closedQuiet closed last: a stream forgotten is open again,
-// and the model's frames on it go out (a call the model starts there is
-// announced, and waits for its END as on any stream). A stream closed
-// that long ago had its calls ended, or dropped by a later restore: its
+// all but the closedQuiet that lost their last call last: a stream
+// forgotten is open again, and the model's frames on it go out (a call
+// the model starts there is announced, and waits for its END as on any
+// stream). A stream quiet
+// that long has had its calls ended, or dropped by a later restore: its
 // model has mostly moved on. The closed streams with pending calls are
 // all kept: there are no more of them than the state has streams. It
 // runs when streams are closed, the only time there are more.

@@ -263,3 +263,60 @@ func TestDurableRouter_ClosedStreamsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// noResultsModel echoes every frame written into it but TOOL_RESULTs.
+func noResultsModel(chan<- *messages.Frame) actors.Spec {
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		if f.GetType() != messages.FrameType_TOOL_RESULT {
+			emit(f)
+		}
+	})
+}
+
+// TestDurableRouter_ClosedStreamsGoAsTheyLostTheirCalls: a restart closes
+// 300 streams at once, each with a recovered call, which CANCELs then end
+// one stream after the other. Past 256 closed streams without a pending
+// call, the router forgets those that lost their last call first, not
+// those it happened to close first: the model's frames on the first 44
+// streams cancelled go out again, those on the others stay in.
+func TestDurableRouter_ClosedStreamsGoAsTheyLostTheirCalls(t *testing.T) {
+	h := startLimitedWith(t, restartSupervised, time.Hour, noResultsModel)
+	const n = 300
+	stream := func(i int) string { return fmt.Sprintf("q%d", i) }
+	calls := make([]*messages.Frame, n)
+	for i := range n {
+		calls[i] = messages.StreamingToolCall(stream(i), "call_"+stream(i), "record")
+	}
+	send(t, h.conn, calls...)
+	waitState(t, h.conn, stream(n-1), "started")
+	h.restart("p")
+	cancels := make([]*messages.Frame, n)
+	for i := range n {
+		cancels[i] = messages.Cancel(stream(i), "")
+	}
+	send(t, h.conn, cancels...)
+	restore, err := tools.RestoreFrame("x", "r1", restoredState("z")) // closes z: the closed streams are pruned
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	forgotten, kept := []string{stream(0), stream(n - closedQuiet - 1)}, []string{stream(n - closedQuiet), stream(n - 1)}
+	for _, s := range append(slices.Clone(forgotten), kept...) {
+		send(t, h.conn, messages.Tick(s))
+	}
+	seen := probe(t, h.conn, "p2")
+	for _, s := range forgotten {
+		if got := onStream(seen, s); !slices.Equal(typesOf(got), []string{"TICK"}) {
+			t.Errorf("stream %s, among the first to lose its call, got %q: want the TICK echoed", s, lines(got))
+		}
+	}
+	for _, s := range kept {
+		if got := onStream(seen, s); len(got) != 0 {
+			t.Errorf("closed stream %s, among the last to lose its call, got %q", s, lines(got))
+		}
+	}
+}
+
+// closedQuiet is how many closed streams without a pending call a durable
+// router keeps.
+const closedQuiet = 256

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -121,10 +122,15 @@ const MetaState = "state"
 // do not go out to the consumer when the model echoes them (model
 // adapters do not: they ignore results), not even when the consumer has
 // written on the stream again before the echo came: it was told of no
-// such call there. The router expects such an echo until the model ends
-// the stream or starts a call of the same id on it (models that number
-// the calls of each response afresh reuse ids: a result of that id is
-// the new call's, and goes out), and for at most 256 calls at a time.
+// such call there. The router expects such an echo until it comes or
+// the model ends the stream, and for at most 256 results at a time. Once
+// the model starts a call of the same id on the stream (models that
+// number the calls of each response afresh reuse ids), a result of that
+// id is the echo only if its payload is the one the router wrote, as a
+// model that echoes results late echoes it; any other is the new call's,
+// and goes out. (A result of the new call with the very payload of the
+// ended call's, both cancelled alike, say, cannot be told from the echo:
+// the first to come is taken for it.)
 // A stream stays closed after its calls have ended, until the consumer
 // writes on it again, but of such streams the router keeps the 256 whose
 // last call ended last (restore frames may name ever new streams): the
@@ -322,16 +328,26 @@ type durableRouter struct {
 	// written on again (RecoveredTimeout), from their closedAt; 0 for no
 	// limit.
 	limit time.Duration
-	// echoes holds the calls of closed streams whose results the router
-	// wrote into the model (ended at the limit, cancelled, their stream
-	// ended by the model), until the model echoes the result, ends the
-	// stream or starts a call of the same id there (see echo): such an
-	// echo does not go out, even on a stream the consumer has written on
-	// again meanwhile (it was told of no such call there).
-	// echoOrder keeps the order they came in: past echoLimit, the oldest
-	// go (a model adapter ignores results and echoes none).
-	echoes    map[callKey]struct{}
-	echoOrder []callKey
+	// echoOrder holds the results the router wrote into the model for
+	// calls of closed streams (ended at the limit, cancelled, their
+	// stream ended by the model), in the order written, until the model
+	// echoes one or ends its stream (see echo): such an echo does not go
+	// out, even on a stream the consumer has written on again meanwhile
+	// (it was told of no such call there). Past echoLimit, the oldest go
+	// (a model adapter ignores results and echoes none). echoes counts
+	// them by call; echoSeed hashes their payloads.
+	echoes    map[callKey]int
+	echoOrder []echoWant
+	echoSeed  maphash.Seed
+}
+
+// echoWant is a result of durableRouter.echoOrder.
+type echoWant struct {
+	call callKey
+	sum  uint64 // the maphash of its payload
+	// renewed: the model started a call of the same key since (see
+	// echo), whose result is not the echo: this one is told by its sum.
+	renewed bool
 }
 
 // echoLimit bounds durableRouter.echoes.
@@ -375,7 +391,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
 		if d.isClosed(call.GetStreamId()) {
-			d.expectEcho(keyOf(call))
+			d.expectEcho(keyOf(call), result.GetPayload())
 		}
 		deliver(c, call, result)
 	}
@@ -383,47 +399,82 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 }
 
 // expectEcho notes that the result of call k, on a closed stream, goes to
-// the model (see durableRouter.echoes).
-func (r *durableRouter) expectEcho(k callKey) {
+// the model with payload (see durableRouter.echoOrder).
+func (r *durableRouter) expectEcho(k callKey, payload []byte) {
 	if r.echoes == nil {
-		r.echoes = map[callKey]struct{}{}
-	}
-	if _, ok := r.echoes[k]; ok {
-		return
+		r.echoes, r.echoSeed = map[callKey]int{}, maphash.MakeSeed()
 	}
 	if len(r.echoOrder) >= echoLimit {
-		delete(r.echoes, r.echoOrder[0])
-		r.echoOrder = slices.Delete(r.echoOrder, 0, 1)
+		r.forgetEcho(0)
 	}
-	r.echoes[k] = struct{}{}
-	r.echoOrder = append(r.echoOrder, k)
+	r.echoes[k]++
+	r.echoOrder = append(r.echoOrder, echoWant{call: k, sum: maphash.Bytes(r.echoSeed, payload)})
+}
+
+// forgetEcho forgets the echo expected at i of durableRouter.echoOrder.
+func (r *durableRouter) forgetEcho(i int) {
+	k := r.echoOrder[i].call
+	r.echoOrder = slices.Delete(r.echoOrder, i, i+1)
+	if r.echoes[k]--; r.echoes[k] == 0 {
+		delete(r.echoes, k)
+	}
 }
 
 // echo reports whether f, a response frame, is the model's echo of a
 // result the router wrote into it for a call of a closed stream, and
-// forgets what the model's end of a stream leaves nothing to expect. A
-// call the model starts with the key of an echo expected (models number
-// the calls of each response afresh: call_0, call_1...) is a new call:
-// the model got the ended call's result before what made it start this
-// one, as a rule, and did not echo it: a result with that key is the new
-// call's from then on.
+// forgets what the model's end of a stream leaves nothing to expect.
+//
+// A call the model starts with the key of an echo expected (models number
+// the calls of each response afresh: call_0, call_1...) is a new call,
+// whose result has the same key: from then on, a result of that key is
+// the echo only if it has the payload the router wrote, which the model
+// may yet echo after starting the new call; any other is the new call's,
+// and goes out. A result of the new call with the very payload of the
+// ended call's (both cancelled alike, say) cannot be told from the echo:
+// the first to come is taken for it.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
-	case messages.FrameType_TOOL_RESULT, messages.FrameType_TOOL_CALL:
+	case messages.FrameType_TOOL_RESULT:
 		k := keyOf(f)
-		if _, ok := r.echoes[k]; !ok {
+		if r.echoes[k] == 0 {
 			return false
 		}
-		delete(r.echoes, k)
-		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool { return o == k })
-		return f.GetType() == messages.FrameType_TOOL_RESULT
+		var sum uint64
+		hashed := false
+		for i, w := range r.echoOrder {
+			if w.call != k {
+				continue
+			}
+			if w.renewed {
+				if !hashed {
+					sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
+				}
+				if w.sum != sum {
+					continue
+				}
+			}
+			r.forgetEcho(i)
+			return true
+		}
+	case messages.FrameType_TOOL_CALL:
+		k := keyOf(f)
+		if r.echoes[k] == 0 {
+			return false
+		}
+		for i := range r.echoOrder {
+			if r.echoOrder[i].call == k {
+				r.echoOrder[i].renewed = true
+			}
+		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
-		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool {
-			if o.stream != stream {
+		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
+			if w.call.stream != stream {
 				return false
 			}
-			delete(r.echoes, o)
+			if r.echoes[w.call]--; r.echoes[w.call] == 0 {
+				delete(r.echoes, w.call)
+			}
 			return true
 		})
 	}

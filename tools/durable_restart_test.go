@@ -320,3 +320,32 @@ func TestDurableRouter_ClosedStreamsGoAsTheyLostTheirCalls(t *testing.T) {
 // closedQuiet is how many closed streams without a pending call a durable
 // router keeps.
 const closedQuiet = 256
+
+// TestDurableRouter_LateEchoAfterANewCallOfItsID: the model starts a new
+// call with the id of a call ended at the limit before it echoes the
+// ended call's result (it echoes results late, after the new call's
+// TOOL_CALL): the echo, told from the new call's result by its content,
+// does not go out, and the new call's result does.
+func TestDurableRouter_LateEchoAfterANewCallOfItsID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
+			messages.ToolComplete("s", "call_a"))
+		waitState(t, h.conn, "s", "completed")
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+			t.Fatalf("result of the new call_a: %s", line(r))
+		}
+		send(t, h.conn, messages.Text("s", "release")) // the model echoes the ended call's result, then the new one's
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		var echoed []*messages.Frame
+		for _, f := range out {
+			if f.GetType() == messages.FrameType_TOOL_RESULT {
+				echoed = append(echoed, f)
+			}
+		}
+		if len(echoed) != 1 || echoed[0].GetToolCallId() != "call_a" || echoed[0].IsErrorResult() {
+			t.Errorf("stream s got the results %q, want the new call_a's alone", lines(echoed))
+		}
+	})
+}

@@ -38,24 +38,33 @@ func TestTool_DescribeOnAStreamWithACallRunning(t *testing.T) {
 	if want := []string{"DESCRIPTION", "END"}; len(got) != 2 || got[0].GetType().String() != want[0] {
 		t.Fatalf("DESCRIBE answered with %q, want DESCRIPTION and END", lines(got))
 	}
+	rest := closeFor(t, conn, "s")
+	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
+		tools.KindOf(rest[0]) != tools.FailureStopped || rest[1].GetType() != messages.FrameType_END ||
+		rest[1].GetToolCallId() != "c1" {
+		t.Errorf("after the stop, stream s got %q, want c1's stopped result and its END", lines(rest))
+	}
+}
+
+// closeFor stops the duplex of conn and returns the frames on stream that
+// it emitted before it stopped and that were not read yet.
+func closeFor(t *testing.T, conn *actors.Conn, stream string) []*messages.Frame {
+	t.Helper()
 	if err := conn.Close(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	var rest []*messages.Frame
+	var out []*messages.Frame
 	for {
 		f, err := conn.Recv(testCtx(t))
 		if err != nil {
 			if !errors.Is(err, actors.ErrDuplexStopped) {
 				t.Fatal(err)
 			}
-			break
+			return out
 		}
-		rest = append(rest, f)
-	}
-	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
-		tools.KindOf(rest[0]) != tools.FailureStopped || rest[1].GetType() != messages.FrameType_END ||
-		rest[1].GetToolCallId() != "c1" {
-		t.Errorf("after the stop, stream s got %q, want c1's stopped result and its END", lines(rest))
+		if f.GetStreamId() == stream {
+			out = append(out, f)
+		}
 	}
 }
 
@@ -127,22 +136,7 @@ func TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Error("the Resume did not stop c1's work")
 	}
-	if err := conn.Close(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	var rest []*messages.Frame // what came on s after the DESCRIBE, the stop's included
-	for {
-		f, err := conn.Recv(testCtx(t))
-		if err != nil {
-			if !errors.Is(err, actors.ErrDuplexStopped) {
-				t.Fatal(err)
-			}
-			break
-		}
-		if f.GetStreamId() == "s" {
-			rest = append(rest, f)
-		}
-	}
+	rest := closeFor(t, conn, "s") // what came on s after the DESCRIBE, the stop's included
 	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_ERROR || rest[0].GetToolCallId() != "c1" ||
 		rest[0].GetMeta().GetFailureKind() != actors.FailedKind ||
 		rest[1].GetType() != messages.FrameType_END || rest[1].GetToolCallId() != "c1" {

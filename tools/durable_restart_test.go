@@ -197,6 +197,19 @@ func quietOnErrorsModel(got chan<- *messages.Frame) actors.Spec {
 	})
 }
 
+// newCallA has the consumer write on stream s again a call with the id of
+// the call ended there, call_a, which the model starts too, and waits for
+// the new call's result in the model.
+func newCallA(t *testing.T, h *limitedRouter) {
+	t.Helper()
+	send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
+		messages.ToolComplete("s", "call_a"))
+	waitState(t, h.conn, "s", "completed")
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+		t.Fatalf("result of the new call_a: %s", line(r))
+	}
+}
+
 // TestDurableRouter_NewCallReusingAnIDIsEchoed: the model never echoes
 // the result of a call ended at the limit on a closed stream; the
 // consumer writes on the stream again and the model starts a new call
@@ -207,12 +220,7 @@ func TestDurableRouter_NewCallReusingAnIDIsEchoed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := endedAtTheLimit(t, quietOnErrorsModel)
 
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
-			t.Fatalf("result of the new call_a: %s", line(r))
-		}
+		newCallA(t, h)
 		send(t, h.conn, messages.Text("s", "after"))
 		out := streamUntil(t, h.conn, "s", isText("after"))
 		if !slices.ContainsFunc(out, func(f *messages.Frame) bool {
@@ -330,12 +338,7 @@ func TestDurableRouter_LateEchoAfterANewCallOfItsID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := endedAtTheLimit(t, holdModel)
 
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
-			t.Fatalf("result of the new call_a: %s", line(r))
-		}
+		newCallA(t, h)
 		send(t, h.conn, messages.Text("s", "release")) // the model echoes the ended call's result, then the new one's
 		out := streamUntil(t, h.conn, "s", isText("release"))
 		var echoed []*messages.Frame

@@ -272,10 +272,11 @@ func TestDurableRouter_ClosedStreamsAreBounded(t *testing.T) {
 	})
 }
 
-// noResultsModel echoes every frame written into it but TOOL_RESULTs.
+// noResultsModel echoes every frame written into it but TOOL_RESULTs and
+// CANCELs: what it emits on a stream after a CANCEL is what came after.
 func noResultsModel(chan<- *messages.Frame) actors.Spec {
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
-		if f.GetType() != messages.FrameType_TOOL_RESULT {
+		if t := f.GetType(); t != messages.FrameType_TOOL_RESULT && t != messages.FrameType_CANCEL {
 			emit(f)
 		}
 	})

@@ -155,9 +155,13 @@
 // in bucket "set-aside" until [Store.Compact] drops it). Damage that
 // cannot be attributed makes Open fail, naming the part of the file: a
 // page of the root, the log, bucket "polyweave" or the actors bucket
-// itself (whose pages list the actors), a page two buckets reach (but
-// two actors' buckets: both are then damaged, as which one points to the
-// other's page cannot be told); a log entry that cannot be split into
+// itself (whose pages list the actors), a page two buckets reach that
+// checks from both sides (but two actors' buckets: both are then
+// damaged, as which one points to the other's page cannot be told); a
+// page that fails the checks of one bucket that reaches it (its keys
+// outside what the branch leading to it holds, say: a broken pointer of
+// an actor that leads to a page of the log or of another actor) is that
+// bucket's damage alone, and the page's owner is read as usual; a log entry that cannot be split into
 // records or whose records' headers are damaged, entries missing, the
 // directory of actors not matching its summary (an actor bucket lost or
 // renamed). A file whose

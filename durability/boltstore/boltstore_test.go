@@ -399,7 +399,7 @@ func events(t *testing.T, s *Store, from uint64) string {
 func openWatched(t *testing.T, path string) (*Store, *os.File) {
 	t.Helper()
 	var file *os.File
-	s, err := open(path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+	s, err := open(t.Context(), path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, mode)
 		file = f
 		return f, err

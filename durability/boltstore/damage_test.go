@@ -576,7 +576,7 @@ func TestOpen_FreelistDamaged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, _, err := validateFile(f, path, false)
+			m, _, err := validateFile(t.Context(), f, path, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -203,7 +203,9 @@
 //
 // # Lifecycle
 //
-// [Open] replays the log and starts the committer; [Store.Close] stops
+// [Open] checks the file's pages, replays the log and starts the
+// committer; [OpenContext] stops the check and the replay, which take
+// long for a large file, when its context is done. [Store.Close] stops
 // accepting operations, waits for queued writes and running reads, stops the
 // committer, checkpoints and closes the file. Close is idempotent, and every
 // operation after it fails with [durability.ErrClosed]. A second Open of the

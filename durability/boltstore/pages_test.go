@@ -902,7 +902,7 @@ func TestOpen_BranchPastTheEndGrownInto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, tr, err := validateFile(f, path, false)
+	m, tr, err := validateFile(t.Context(), f, path, false)
 	f.Close()
 	if err != nil {
 		t.Fatalf("Open once the file has grown past the page big points to: %v", err)

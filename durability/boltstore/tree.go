@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/polyweave/polyweave-go/durability"
 )
+
+// pageWalked, when set (by tests), is called by checkTree before it
+// reads each page.
+var pageWalked func()
 
 // tree is what [checkTree] found in the file's B+tree.
 type tree struct {
@@ -179,7 +184,10 @@ func (e *fileWide) Unwrap() error { return e.err }
 // (the root, the log, the "polyweave" bucket, the actors bucket's own
 // pages) or a page that two other buckets reach is an error naming the
 // part of the file.
-func checkTree(f *os.File, path string, m meta) (*tree, error) {
+//
+// It stops when ctx is done, with an error wrapping ctx's: a file of
+// many pages takes long to walk.
+func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, error) {
 	ps := int64(m.pageSize)
 	t := &tree{pages: make([]uint32, m.pgid), actors: map[string]*actorPages{}}
 	bad := func(o owner, off int64, format string, args ...any) error {
@@ -210,6 +218,12 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		off := int64(id) * ps
 		if id < 2 || id >= m.pgid {
 			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped while checking the pages of the file: %w", err)
+		}
+		if pageWalked != nil {
+			pageWalked()
 		}
 		for len(bufs) <= depth {
 			bufs = append(bufs, make([]byte, ps))

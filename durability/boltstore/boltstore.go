@@ -73,6 +73,11 @@ var (
 	setAsideBucket  = []byte("set-aside")
 )
 
+// MaxNameLen is the longest actor name (in bytes) the store accepts:
+// bbolt's longest key, as the name is its actor bucket's key. A longer
+// name is refused with durability.ErrInvalidName.
+const MaxNameLen = bolt.MaxKeySize
+
 // Options configures [Open]. A nil *Options and the zero value both mean
 // defaults; negative numbers are rejected.
 type Options struct {

@@ -44,6 +44,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestNameLimit: names up to MaxNameLen bytes (bbolt's longest key).
+func TestNameLimit(t *testing.T) {
+	t.Parallel()
+	durabilitytest.RunNameLimit(t, func(t *testing.T) durability.Store {
+		s, _ := openTemp(t, nil)
+		return s
+	}, MaxNameLen)
+}
+
 // TestConformance_SmallBatchesAndCheckpoints runs the suite with a
 // gathering delay, tiny batches and a checkpoint every third write, so that
 // reads see data split between the log and the buckets.

@@ -85,7 +85,7 @@
 //     name, index and data, as its bucket value will carry it), the
 //     CRC-32C of the record's bytes up to here (4 bytes), data.
 //   - bucket "actors": one bucket per actor name (the name's bytes are the
-//     key: any non-empty name up to 32 KiB), holding buckets "events" and
+//     key: any non-empty name up to [MaxNameLen], 32 KiB), holding buckets "events" and
 //     "snapshots" whose keys are indexes as 8-byte big-endian integers (so
 //     byte order is index order) and whose values are the record's
 //     CRC-32C ([durability.Checksum] over kind, name, index and data; 4

@@ -46,7 +46,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	const op = "salvage"
 	var out Salvaged
 	if !validName(name) {
-		return out, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return out, &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	// A Compact under way has copied the buckets and copies the log at
 	// its end: the checkpoint below would move writes out of the log and

@@ -8,6 +8,13 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 )
 
+// MaxNameLen is the longest actor name (in bytes) the store accepts:
+// that of the store with the smallest limit
+// ([github.com/polyweave/polyweave-go/durability/pgstore.MaxNameLen]),
+// so that code tested against memstore names its actors as every store
+// takes them. A longer name is refused with durability.ErrInvalidName.
+const MaxNameLen = 1024
+
 // Options configures a Store. A nil *Options and the zero value both mean
 // defaults.
 type Options struct {
@@ -87,8 +94,8 @@ func New(opts *Options) *Store {
 
 // begin checks the common preconditions of every operation.
 func (s *Store) begin(ctx context.Context, op, name string) error {
-	if name == "" {
-		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	if name == "" || len(name) > MaxNameLen {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if s.closed {
 		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrClosed}

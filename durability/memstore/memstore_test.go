@@ -15,6 +15,13 @@ func TestConformance(t *testing.T) {
 	durabilitytest.Run(t, func(*testing.T) durability.Store { return memstore.New(nil) })
 }
 
+// TestNameLimit: names up to memstore.MaxNameLen bytes, the limit of
+// the store with the smallest (pgstore's), so that code tested against
+// memstore names its actors as every store takes them.
+func TestNameLimit(t *testing.T) {
+	durabilitytest.RunNameLimit(t, func(*testing.T) durability.Store { return memstore.New(nil) }, memstore.MaxNameLen)
+}
+
 func TestKeepHistory(t *testing.T) {
 	s := memstore.New(&memstore.Options{KeepHistory: true})
 	defer s.Close()

@@ -128,9 +128,11 @@
 //
 // # Damage
 //
-// Every value is checked when it is read: a record whose checksum does not
-// match, a log with entries missing, a bucket whose walk does not match
-// its summary, fail with a [durability.StoreError] wrapping a
+// Every value is checked when it is read from the file (the writes in the
+// log, which reads merge from memory, are the store's own copies, checked
+// when Open replays the log, never bytes of the mapped file): a record
+// whose checksum does not match, a log with entries missing, a bucket
+// whose walk does not match its summary, fail with a [durability.StoreError] wrapping a
 // [durability.DamageError] that names the file, the record (kind and
 // index; the actor is the StoreError's Name) and, when known, its byte
 // offset. Damaged data is never returned. Open checks the file before

@@ -51,13 +51,20 @@ func TestOpenContext_StopsTheWalk(t *testing.T) {
 			t.Errorf("%s: %d pages read after the context ended, want 1", c.what, pages)
 		}
 	}
+	openIntact(t, path, want, "after the stopped opens")
+}
+
+// openIntact opens the store file at path and checks that every actor
+// reads back what want holds.
+func openIntact(t *testing.T, path string, want map[string]*pagesActor, what string) {
+	t.Helper()
 	s, err := Open(path, &Options{NoSync: true})
 	if err != nil {
-		t.Fatalf("Open after the stopped ones: %v", err)
+		t.Fatalf("%s: Open: %v", what, err)
 	}
 	defer s.Close()
-	if failed := checkPages(t, s, want, "after the stopped opens"); len(failed) > 0 {
-		t.Errorf("actors failing: %q", failed)
+	if failed := checkPages(t, s, want, what); len(failed) > 0 {
+		t.Errorf("%s: actors failing: %q", what, failed)
 	}
 }
 
@@ -82,11 +89,5 @@ func TestOpenContext_StopsTheReplay(t *testing.T) {
 	if entries != 1 {
 		t.Errorf("%d log entries read after the context ended, want 1", entries)
 	}
-	if s, err = Open(path, &Options{NoSync: true}); err != nil {
-		t.Fatalf("Open after the stopped one: %v", err)
-	}
-	defer s.Close()
-	if failed := checkPages(t, s, want, "after the stopped open"); len(failed) > 0 {
-		t.Errorf("actors failing: %q", failed)
-	}
+	openIntact(t, path, want, "after the stopped open")
 }

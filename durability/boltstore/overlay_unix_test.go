@@ -17,19 +17,23 @@ import (
 // overlay holds the store's own copies (checked when replayed), never
 // bytes of the mapped file, which is why reads do not check them again.
 func TestOverlay_NotTheMappedFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
 	event := func(i int) []byte {
 		return fmt.Appendf(nil, "overlay event %02d %s", i, bytes.Repeat([]byte{'o'}, 100))
 	}
-	for i := range n {
-		if err := s.PersistEvent(t.Context(), "a", uint64(i), event(i)); err != nil {
+	// written opens a store at path and writes the n events, which stay
+	// in its log (and its overlay).
+	written := func(path string) *Store {
+		s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+		if err != nil {
 			t.Fatal(err)
 		}
+		for i := range n {
+			if err := s.PersistEvent(t.Context(), "a", uint64(i), event(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
 	}
 	check := func(s *Store, what string) {
 		t.Helper()
@@ -45,6 +49,8 @@ func TestOverlay_NotTheMappedFile(t *testing.T) {
 			t.Errorf("%s: %d events, %v; want %d", what, got, err, n)
 		}
 	}
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := written(path)
 	damage(t, path, n, event)
 	check(s, "written by the store")
 	crash(t, s)
@@ -52,15 +58,7 @@ func TestOverlay_NotTheMappedFile(t *testing.T) {
 	// A log left by a crash, replayed by a read-only store, which keeps
 	// it in its overlay.
 	path = filepath.Join(t.TempDir(), "crashed.db")
-	if s, err = Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if err := s.PersistEvent(t.Context(), "a", uint64(i), event(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	crash(t, s)
+	crash(t, written(path))
 	ro, err := Open(path, &Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -692,9 +692,12 @@ func (a *Agent) Close(ctx context.Context) error {
 // completed, as a Close that returns nil says: at once after such a
 // Close, and, after one that returned an error wrapping
 // [ErrCloseContinues], once the agent has finished closing in the
-// background (a Close then returns nil at once). It is not closed
-// before a Close begins, nor by a Close whose ctx ended first (a later
-// Close finishes the work). A nil or zero Agent's is nil.
+// background (a Close then returns nil at once). A tool call's Close
+// with its call's ctx returns nil before the close has completed (its
+// conversation waits for the call): Done is closed once the agent has
+// finished closing in the background. It is not closed before a Close
+// begins, nor by a Close whose ctx ended first (a later Close finishes
+// the work). A nil or zero Agent's is nil.
 func (a *Agent) Done() <-chan struct{} {
 	if a.usable() != nil {
 		return nil

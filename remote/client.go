@@ -153,6 +153,15 @@ type ClientOptions struct {
 	// (ErrTooManyConns, in an HTTP/2 GOAWAY) and the refusal logged.
 	// Default DefaultMaxConnsPerPeer; negative: no limit.
 	MaxConnsPerPeer int
+	// HeldMessageTimeout bounds how long the client holds a message not
+	// yet whole (it holds a message's frames back from gRPC until the
+	// whole message has come, see the package doc's Sizes): a
+	// connection whose message is not whole this long after its first
+	// bytes is closed, the peer told why (ErrHeldTooLong, in an HTTP/2
+	// GOAWAY) and the closing logged, so that a peer trickling a message
+	// holds nothing for ever. Default DefaultHeldMessageTimeout;
+	// negative: no limit.
+	HeldMessageTimeout time.Duration
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines.
 	// Without TLS, a client has no authentication: whoever reaches its
@@ -235,7 +244,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer), c.dials, maxFrame, server); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer, o.HeldMessageTimeout), c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func benchmarkRead(b *testing.B, size int, held bool) {
 	raw := &framedConn{head: []byte(clientPreface), block: block}
 	var conn net.Conn = raw
 	if held {
-		conn = newHeldConn(raw, newConnLimits(slog.New(slog.DiscardHandler), 0), "peer")
+		conn = newHeldConn(raw, newConnLimits(slog.New(slog.DiscardHandler), 0, 0), "peer")
 	}
 	buf := make([]byte, 32<<10)
 	if _, err := io.ReadFull(conn, buf[:len(clientPreface)]); err != nil {

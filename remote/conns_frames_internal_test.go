@@ -43,7 +43,7 @@ type heldPeer struct {
 func newHeldPeer(budget int) *heldPeer {
 	raw := &scriptedConn{}
 	raw.in.WriteString(clientPreface)
-	l := newConnLimits(slog.New(slog.DiscardHandler), 0)
+	l := newConnLimits(slog.New(slog.DiscardHandler), 0, 0)
 	l.budget = budget
 	return &heldPeer{raw: raw, held: newHeldConn(raw, l, "peer"), fr: http2.NewFramer(&raw.in, nil)}
 }

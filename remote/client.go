@@ -261,6 +261,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	// Sent before the failure's peerGone (see dials.failed), so the
 	// proxy has the reason when it answers the calls.
 	c.dials.onFailed(func(addr string, err error) { c.system.Root.Send(c.proxy, &openFailed{address: addr, err: err}) })
+	c.dials.onEnded(func(addr string, err error) {
+		if why := goAwayReason(err); why != "" {
+			c.system.Root.Send(c.proxy, &connCut{address: addr, why: why})
+		}
+	})
 	c.guard.onEnded(func(peer, _ string) {
 		if peer != "" {
 			c.system.Root.Send(c.proxy, &answersLost{address: peer})
@@ -562,10 +567,11 @@ type proxy struct {
 	open      map[string]bool
 	dialling  map[string]bool
 	down      map[string]*redial
-	failures  map[string]error // why the connection to a node failed to open, until its peerGone
-	tls       bool             // the client speaks TLS
-	backoff   time.Duration    // after the first failure to open; <= 0: none
-	max       time.Duration    // bound of the doubling
+	failures  map[string]error  // why the connection to a node failed to open, until its peerGone
+	cut       map[string]string // why the node closed its open connection (its GOAWAY), until its peerGone
+	tls       bool              // the client speaks TLS
+	backoff   time.Duration     // after the first failure to open; <= 0: none
+	max       time.Duration     // bound of the doubling
 	now       func() time.Time
 	nextSweep time.Time // sweep's next run, at the earliest
 
@@ -597,6 +603,7 @@ type redial struct {
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
 		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, selves: map[string]string{}, down: map[string]*redial{}, failures: map[string]error{},
+		cut:     map[string]string{},
 		backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now, tls: o.TLS != nil}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -622,6 +629,11 @@ type openFailed struct {
 	address string
 	err     error
 }
+
+// connCut tells the client's actor why the node at address closed an open
+// connection to it (the code and debug data of its GOAWAY), before the
+// peerGone of its end.
+type connCut struct{ address, why string }
 
 // answersLost tells the client's actor that a connection from the node at
 // address (one that carries its answers) ended: the answers it carried
@@ -687,10 +699,13 @@ func (p *proxy) Receive(ctx actor.Context) {
 		}
 	case *openFailed:
 		p.failures[m.address] = m.err
+	case *connCut:
+		p.cut[m.address] = m.why
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
 		p.gone(m.address, true)
 		delete(p.failures, m.address)
+		delete(p.cut, m.address)
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.dialling, m.address)
@@ -895,6 +910,9 @@ func (p *proxy) gone(addr string, connEnded bool) {
 	why, err := "", fmt.Errorf("%s: %w", addr, ErrNodeUnreachable)
 	if failure := p.failures[addr]; failure != nil && !opened {
 		why = "the connection failed to open: " + openError(failure, p.tls)
+		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
+	} else if cut := p.cut[addr]; cut != "" && opened {
+		why = "the node closed the connection: " + cut
 		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
 	}
 	p.fail(addr, err)

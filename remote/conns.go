@@ -109,9 +109,9 @@ const (
 	frameHeaders      = 0x1
 	framePriority     = 0x2
 	frameRSTStream    = 0x3
-	frameContinuation = 0x9
 	frameGoAway       = 0x7
 	frameWindowUpdate = 0x8
+	frameContinuation = 0x9
 	flagEndStream     = 0x1
 	flagPadded        = 0x8
 	codeCancel        = 0x8
@@ -554,7 +554,7 @@ func (c *heldConn) frame(f []byte) error {
 	typ, flags := f[3], f[4]
 	id := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
 	s := c.streams[id]
-	if typ != frameData {
+	if typ != frameData || id == 0 {
 		if typ == frameHeaders && id > c.last {
 			c.last = id
 		}
@@ -567,7 +567,8 @@ func (c *heldConn) frame(f []byte) error {
 			c.abandon(id, s, f, 0)
 			return nil
 		}
-		// The connection's, of a stream with nothing held, or about
+		// The connection's (a DATA frame there is gRPC's to refuse), of
+		// a stream with nothing held, or about
 		// what the server sends (WINDOW_UPDATE) or nothing gRPC uses
 		// (PRIORITY): at once, whatever the stream holds.
 		c.emit(f)

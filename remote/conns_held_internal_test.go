@@ -345,3 +345,21 @@ func TestHeldConn_EndedConnectionGivesItsBuffersBack(t *testing.T) {
 		})
 	}
 }
+
+// A DATA frame on stream 0 (the connection's, where HTTP/2 allows none)
+// passes to gRPC at once, for gRPC to refuse: it is not held as the part
+// of a message.
+func TestHeldConn_DataOnStreamZeroPasses(t *testing.T) {
+	p := newHeldPeer(1 << 20)
+	p.fr.AllowIllegalWrites = true
+	if err := p.fr.WriteData(0, false, message(100<<10, 1)[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.readAll(t)
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection ended with %v, want its peer's end (EOF)", err)
+	}
+	if !bytes.HasPrefix(b, []byte{0, 3, 232, 0}) {
+		t.Errorf("gRPC read %d bytes, want the DATA frame of 1000 bytes on stream 0", len(b))
+	}
+}

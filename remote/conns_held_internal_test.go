@@ -2,16 +2,10 @@ package remote
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -167,21 +161,34 @@ func slowMessages(t *testing.T, secure bool) {
 }
 
 // selfSigned is a TLS server configuration with a certificate of its
-// own.
+// own (ECDSA P-256, valid until 2126; the client of these tests does not
+// check it).
 func selfSigned(t *testing.T) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := tls.X509KeyPair([]byte(heldCert), []byte(heldKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "held"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"held"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}
 }
+
+const heldCert = `-----BEGIN CERTIFICATE-----
+MIIBhzCCASygAwIBAgIUQ4sNqp1vfElk3muHyrwfv8wfS2kwCgYIKoZIzj0EAwIw
+DzENMAsGA1UEAwwEaGVsZDAgFw0yNjEyMDcwOTMzNTZaGA8yMTI2MTExMzA5MzM1
+NlowDzENMAsGA1UEAwwEaGVsZDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABKR5
++V3mPtIF0+/lWHspIWlS0jnDRtWjidWgR3R+82imYNGvtU5N4SF19T2DfUPDNxxd
+0nfhF2hyJPR/qMJrkgOjZDBiMB0GA1UdDgQWBBRqh/U6KE6sJNNLa3m+pTDRyp9C
+EDAfBgNVHSMEGDAWgBRqh/U6KE6sJNNLa3m+pTDRyp9CEDAPBgNVHRMBAf8EBTAD
+AQH/MA8GA1UdEQQIMAaCBGhlbGQwCgYIKoZIzj0EAwIDSQAwRgIhAKIpiTBmg9Vu
+x7LVLg8vFkSLTM2C3HZoI86gqGI3kS1EAiEA+x2WDHt1lYwfHsNHzRRalbNM2gDc
+I+rU+qBRSlwoccs=
+-----END CERTIFICATE-----`
+
+const heldKey = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgxthOSpxEfCHPzc/P
+xOP6GiPq2Eu41V1AotnlWvouR8GhRANCAASkefld5j7SBdPv5Vh7KSFpUtI5w0bV
+o4nVoEd0fvNopmDRr7VOTeEhdfU9g31DwzccXdJ34RdociT0f6jCa5ID
+-----END PRIVATE KEY-----`
 
 // A HEADERS frame with END_STREAM (trailers) on a stream whose message is
 // held reaches gRPC, in its place among the connection's header blocks:

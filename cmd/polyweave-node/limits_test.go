@@ -18,15 +18,7 @@ import (
 // the node at once: with 1, a second connection is refused with a GOAWAY
 // naming the limit. -max-calls-per-caller is taken beside it.
 func TestRun_ConnectionAndCallLimits(t *testing.T) {
-	var said []string
-	code, errOut := runChild(t, "-root "+t.TempDir()+" -max-conns-per-peer 1 -max-calls-per-caller 5", func(cmd *exec.Cmd, out *bufio.Reader) {
-		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM) }()
-		line, _ := out.ReadString('\n')
-		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "polyweave-node listening on ")
-		if !ok {
-			said = append(said, "node said "+line)
-			return
-		}
+	whileServing(t, "-max-conns-per-peer 1 -max-calls-per-caller 5", func(addr string) (said []string) {
 		for i := range 2 {
 			refused, err := pingOrRefusal(addr, byte(i))
 			switch {
@@ -38,6 +30,25 @@ func TestRun_ConnectionAndCallLimits(t *testing.T) {
 				said = append(said, "second connection: refusal "+refused+", want one naming the limit of 1")
 			}
 		}
+		return said
+	})
+}
+
+// whileServing runs the command with -root and args and, once it serves,
+// check with its address; it fails t with what check says, or when the
+// command does not exit 0 on SIGTERM.
+func whileServing(t *testing.T, args string, check func(addr string) []string) {
+	t.Helper()
+	var said []string
+	code, errOut := runChild(t, "-root "+t.TempDir()+" "+args, func(cmd *exec.Cmd, out *bufio.Reader) {
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM) }()
+		line, _ := out.ReadString('\n')
+		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "polyweave-node listening on ")
+		if !ok {
+			said = append(said, "node said "+line)
+			return
+		}
+		said = check(addr)
 	})
 	if code != 0 || len(said) > 0 {
 		t.Errorf("exit %d (stderr %q): %q", code, errOut, said)
@@ -83,25 +94,16 @@ func pingOrRefusal(addr string, id byte) (string, error) {
 // whole: a peer that sends part of one, and nothing more, has its
 // connection closed with a GOAWAY naming the timeout.
 func TestRun_HeldMessageTimeout(t *testing.T) {
-	var said []string
-	code, errOut := runChild(t, "-root "+t.TempDir()+" -held-message-timeout 200ms", func(cmd *exec.Cmd, out *bufio.Reader) {
-		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM) }()
-		line, _ := out.ReadString('\n')
-		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "polyweave-node listening on ")
-		if !ok {
-			said = append(said, "node said "+line)
-			return
-		}
+	whileServing(t, "-held-message-timeout 200ms", func(addr string) []string {
 		why, err := partOfAMessage(addr)
 		if err != nil {
-			said = append(said, err.Error())
-		} else if !strings.Contains(why, "not whole within 200ms") {
-			said = append(said, "GOAWAY "+why+", want one naming the timeout of 200ms")
+			return []string{err.Error()}
 		}
+		if !strings.Contains(why, "not whole within 200ms") {
+			return []string{"GOAWAY " + why + ", want one naming the timeout of 200ms"}
+		}
+		return nil
 	})
-	if code != 0 || len(said) > 0 {
-		t.Errorf("exit %d (stderr %q): %q", code, errOut, said)
-	}
 }
 
 // partOfAMessage opens an HTTP/2 connection to addr, sends on a call's

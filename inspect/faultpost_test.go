@@ -26,10 +26,23 @@ func faultPost(in *inspect.Inspector, target, path, form string, header http.Hea
 	return rec
 }
 
+// newFaultInspector is an inspector with Faults on, closed at t's end.
 func newFaultInspector(t *testing.T) *inspect.Inspector {
 	t.Helper()
+	return newFaultInspectorWith(t, &inspect.Options{Faults: true})
+}
+
+// newRemoteFaultInspector is newFaultInspector with AllowRemote: behind
+// a proxy, or on an address other than loopback.
+func newRemoteFaultInspector(t *testing.T) *inspect.Inspector {
+	t.Helper()
+	return newFaultInspectorWith(t, &inspect.Options{Faults: true, AllowRemote: true})
+}
+
+func newFaultInspectorWith(t *testing.T, opts *inspect.Options) *inspect.Inspector {
+	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, &inspect.Options{Faults: true})
+	in, err := inspect.New(rt, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +99,7 @@ func TestFaults_OriginIsSchemeHostAndPort(t *testing.T) {
 	}
 	// Behind a proxy ending TLS (AllowRemote), the scheme is the one the
 	// proxy says it was asked with; not otherwise.
-	remote, err := inspect.New(actorstest.NewRuntime(t, nil), &inspect.Options{Faults: true, AllowRemote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close()
+	remote := newRemoteFaultInspector(t)
 	for _, c := range []struct {
 		in      *inspect.Inspector
 		origin  string
@@ -134,11 +143,7 @@ func TestFaults_PostsSayWhereTheyComeFrom(t *testing.T) {
 // first ("https, http"): the page's posts through them are its own
 // (AllowRemote), and a scheme not http or https is no scheme.
 func TestFaults_ForwardedProtoOfAChainOfProxies(t *testing.T) {
-	remote, err := inspect.New(actorstest.NewRuntime(t, nil), &inspect.Options{Faults: true, AllowRemote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close()
+	remote := newRemoteFaultInspector(t)
 	for _, c := range []struct {
 		proto, origin string
 		refused       bool
@@ -164,11 +169,7 @@ func TestFaults_ForwardedProtoOfAChainOfProxies(t *testing.T) {
 // zone unescaped: the inspector's own origin on a link-local address
 // (AllowRemote) is still its own.
 func TestFaults_OriginOfAnIPv6HostWithAZone(t *testing.T) {
-	remote, err := inspect.New(actorstest.NewRuntime(t, nil), &inspect.Options{Faults: true, AllowRemote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close()
+	remote := newRemoteFaultInspector(t)
 	for _, c := range []struct {
 		host, origin string
 		refused      bool

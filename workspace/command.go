@@ -143,8 +143,10 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case err != nil:
 		// The error is the host's, and may name its paths (a path to
 		// hide, where the shell is): the log keeps it, the model reads
-		// what happened in the workspace's terms.
-		w.log.Warn("run_command could not start", "command", in.Command, "err", err)
+		// what happened in the workspace's terms. The command, which
+		// may be long, is named by its beginning (as a message names a
+		// path): a warning is not a copy of what the model sent.
+		w.log.Warn("run_command could not start", "command", shownPath(in.Command), "err", err)
 		return RunCommandResult{
 			Error:  fmt.Sprintf("%s: %s: %s", RunCommandToolName, ReasonStartFailed, w.startFailure(err)),
 			Reason: ReasonStartFailed,

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // byNameTree adds to the fixture the directories and links the "." and
@@ -181,27 +179,8 @@ func TestFileTools_DotDotByNameWhileADirectoryIsSwapped(t *testing.T) {
 	mustDo(t, os.MkdirAll(in("decoy/inner"), 0o755))
 	writeFile(t, in("decoy/secret.txt"), "decoy\n")
 
-	var swapErr error
-	stop := make(chan struct{})
-	swapped := make(chan struct{})
-	go func() {
-		defer close(swapped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			other := "out-link"
-			if i%3 == 2 {
-				other = "decoy"
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, in("box"), unix.AT_FDCWD, in(other), unix.RENAME_EXCHANGE); err != nil {
-				swapErr = err
-				return
-			}
-		}
-	}()
+	// box is the directory, then the link out, then the link out again and the decoy, in turn.
+	stop := exchangeUntilStopped(t, in("box"), in("out-link"), in("out-link"), in("decoy"))
 	for range 300 {
 		if t.Failed() {
 			break
@@ -232,15 +211,8 @@ func TestFileTools_DotDotByNameWhileADirectoryIsSwapped(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	close(stop)
-	<-swapped
-	mustDo(t, swapErr)
-	if _, err := os.Lstat(filepath.Join(fx.outside, "planted.txt")); !os.IsNotExist(err) {
-		t.Errorf("write_file box/inner/../planted.txt wrote outside the workspace (%v)", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(fx.outside, "secret.txt")); string(b) != secretContent {
-		t.Errorf("the file outside now holds %q", b)
-	}
+	stop()
+	fx.checkOutsideUntouched(t, "box/inner/../planted.txt")
 }
 
 // dirByName and checkPath leave no descriptor open, whichever way a

@@ -904,9 +904,9 @@ func isChildID(id, parent string) bool {
 // or stop answers nothing on it, and a later frame on it is a new
 // stream (one that opens a call opens it again; after the incarnation's
 // end, it is refused as any new call is). A stream with a call known by
-// its id still open, or whose only calls are of no id and not one of
-// them was ended by id (a model's prompt), is never forgotten: its call
-// gets its answer.
+// its id still open, or that carries a call of no id and none the Logic
+// ended by its id (a model's prompt), is never forgotten: its call gets
+// its answer.
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END

@@ -78,6 +78,10 @@ var (
 // name is refused with durability.ErrInvalidName.
 const MaxNameLen = bolt.MaxKeySize
 
+// The stores' common limit, durability.MaxNameLen, is at most this one's
+// (the build fails otherwise).
+const _ = uint(MaxNameLen - durability.MaxNameLen)
+
 // Options configures [Open]. A nil *Options and the zero value both mean
 // defaults; negative numbers are rejected.
 type Options struct {

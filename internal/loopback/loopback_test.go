@@ -3,8 +3,10 @@ package loopback_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -138,6 +140,10 @@ func TestCheckClient(t *testing.T) {
 		{"127.0.0.1:40000", "X-Forwarded-For", "203.0.113.9", "X-Forwarded-For"},
 		{"127.0.0.1:40000", "X-Forwarded-Host", "mcp.example", "X-Forwarded-Host"},
 		{"127.0.0.1:40000", "X-Real-Ip", "203.0.113.9", "X-Real-Ip"},
+		{"127.0.0.1:40000", "X-Forwarded-Proto", "https", "X-Forwarded-Proto"},
+		{"127.0.0.1:40000", "X-Forwarded-Port", "443", "X-Forwarded-Port"},
+		{"127.0.0.1:40000", "Via", "1.1 proxy.example", "Via"},
+		{"[::1]:40000", "x-forwarded-proto", "http", "X-Forwarded-Proto"},
 		{"127.0.0.1:40000", "X-Forwarded-For", strings.Repeat("9", 500), strings.Repeat("9", 100) + "…"},
 	} {
 		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
@@ -174,6 +180,62 @@ func TestCheckClient_UnixSocket(t *testing.T) {
 		}
 		if err := loopback.CheckClient(r); (err == nil) != c.ok {
 			t.Errorf("CheckClient(local %v, remote %q, forwarded %v) = %v, want ok=%v", c.ctx.Value(http.LocalAddrContextKey), c.remote, c.forwarded, err, c.ok)
+		}
+	}
+}
+
+// Each of ForwardedHeaders, alone, makes a request that a proxy on this
+// machine passed to a real server (Host rewritten to the upstream's
+// loopback address, as nginx's proxy_pass does) its client's, not a
+// loopback one; without it, the same request is a loopback client's.
+func TestCheckClient_OverHTTP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := loopback.CheckClient(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+		}
+	}))
+	defer srv.Close()
+	get := func(header, value string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = strings.TrimPrefix(srv.URL, "http://")
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("", ""); code != http.StatusOK {
+		t.Fatalf("a loopback client, not forwarded: %d %q, want 200", code, body)
+	}
+	values := map[string]string{
+		"Forwarded":         "for=203.0.113.9;proto=https",
+		"X-Forwarded-For":   "203.0.113.9",
+		"X-Forwarded-Host":  "inspector.example",
+		"X-Forwarded-Proto": "https",
+		"X-Forwarded-Port":  "443",
+		"X-Real-Ip":         "203.0.113.9",
+		"Via":               "1.1 proxy.example",
+	}
+	for _, h := range loopback.ForwardedHeaders {
+		if _, ok := values[h]; !ok {
+			t.Errorf("ForwardedHeaders has %s, which this test has no value for", h)
+		}
+	}
+	for h, v := range values {
+		if code, body := get(h, v); code != http.StatusForbidden || !strings.Contains(body, h) {
+			t.Errorf("forwarded with %s: %s alone: %d %q, want 403 naming it", h, v, code, body)
 		}
 	}
 }

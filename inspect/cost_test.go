@@ -131,6 +131,8 @@ func mean(counts []uint64) float64 {
 // amortized growth of its maps and lists, which a few runs pay for, and
 // the allocations of the runtime's own goroutines, which fall in a few
 // runs, do not move the median; an allocation that most runs make does.
+// Under the race detector, which allocates on its own, the runs are
+// played and observed, and their allocations are not checked.
 func TestCost_AllocationsPerRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("300 conversations twice: run without -short")
@@ -156,7 +158,7 @@ func TestCost_AllocationsPerRun(t *testing.T) {
 		with[i] = mallocs(func() { observed.run(t) })
 	}
 	t.Logf("allocations per run: %.2f on average without the inspector, %.2f with it", mean(without), mean(with))
-	if m, w := median(with), median(without); m > w {
+	if m, w := median(with), median(without); m > w && !raceDetector {
 		t.Fatalf("the inspector adds %d allocations to a typical run (%d vs %d; on average %.2f vs %.2f), want none", m-w, m, w, mean(with), mean(without))
 	}
 	// It did observe the runs.

@@ -14,24 +14,18 @@ import (
 // a TEXT "boom"; answers a TEXT "probe" with an END of its stream; and
 // leaves any other TEXT open (a prompt).
 func endedCallDuplex() Spec {
-	return Spec{Name: "d", New: func() Logic {
-		return LogicFunc(func(c Context, msg any) {
-			f, ok := msg.(*messages.Frame)
-			if !ok {
-				return
-			}
-			switch {
-			case f.GetType() == messages.FrameType_TOOL_CALL:
-				c.Emit(messages.Text(f.GetStreamId(), "no:"+f.GetToolCallId()))
-				c.Emit(endOf(f.GetStreamId(), f.GetToolCallId()))
-			case f.IsToolArgChunk():
-			case f.GetType() == messages.FrameType_TEXT && f.GetText() == "boom":
-				c.Fail(errors.New("boom"))
-			case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
-				c.Emit(messages.End(f.GetStreamId()))
-			}
-		})
-	}}
+	return frameDuplex(func(c Context, f *messages.Frame) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_CALL:
+			c.Emit(messages.Text(f.GetStreamId(), "no:"+f.GetToolCallId()))
+			c.Emit(endOf(f.GetStreamId(), f.GetToolCallId()))
+		case f.IsToolArgChunk():
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "boom":
+			c.Fail(errors.New("boom"))
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
+			c.Emit(messages.End(f.GetStreamId()))
+		}
+	})
 }
 
 // TestShell_EndedCallsChunkOpensNothing: the Logic ends a streaming call
@@ -74,13 +68,13 @@ func TestShell_EndedCallsChunkOpensNothing(t *testing.T) {
 			if err := conn.SendAll(append(tc.sends, messages.Text("g", "boom"))...); err != nil {
 				t.Fatal(err)
 			}
-			got := recvWithIDs(t, conn, "g", "END")
+			got := recvLabeled(t, conn, "g:END", labelWithID)
 			// After the restart, a probe: what the restart emitted on s
 			// came before its answer.
 			if err := conn.Send(messages.Text("p", "probe")); err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, recvWithIDs(t, conn, "p", "END")...)
+			got = append(got, recvLabeled(t, conn, "p:END", labelWithID)...)
 			if on := onStream(got, "s"); !slices.Equal(on, tc.want) {
 				t.Errorf("stream s got %q, want %q (all: %q)", on, tc.want, got)
 			}
@@ -88,22 +82,11 @@ func TestShell_EndedCallsChunkOpensNothing(t *testing.T) {
 	}
 }
 
-// recvWithIDs is recvUntil with the tool-call id of each frame that
-// carries one after its label.
-func recvWithIDs(t *testing.T, conn *Conn, stream, last string) []string {
-	t.Helper()
-	ctx := testContext(t)
-	var got []string
-	for len(got) == 0 || got[len(got)-1] != stream+":"+last {
-		f, err := conn.Recv(ctx)
-		if err != nil {
-			t.Fatalf("Recv: %v after %q", err, got)
-		}
-		label := frameLabel(f)
-		if id := f.GetToolCallId(); id != "" {
-			label += " " + id
-		}
-		got = append(got, label)
+// labelWithID is frameLabel with the frame's tool-call id, if it
+// carries one, after it.
+func labelWithID(f *messages.Frame) string {
+	if id := f.GetToolCallId(); id != "" {
+		return frameLabel(f) + " " + id
 	}
-	return got
+	return frameLabel(f)
 }

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3/option"
 
@@ -237,5 +239,49 @@ func testProxyPasswordIsRedacted(t *testing.T, wrapped bool) {
 		if strings.Contains(r.Error, s) {
 			t.Errorf("error %q holds the proxy's credential %q", r.Error, s)
 		}
+	}
+}
+
+// A credential the HTTP client's transport adds below the SDK (an OAuth2
+// transport's bearer token) is not repeated either when the server
+// quotes it: it is redacted as it went on the wire.
+func TestAdapter_CredentialOfTheTransportIsRedacted(t *testing.T) {
+	const token = "oauth-token-0123456789"
+	rg := modeltest.NewRig(t, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)), func(url string, client *http.Client) actors.Spec {
+		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(url, &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)})
+	})
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), token)
+}
+
+// The META events of a resilience.Transport's retries say why the
+// attempt failed without the credentials that error quoted: the API key,
+// and a token the transport below the SDK added.
+func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
+	const key, token = "sk-proj-secret-0123456789", "oauth-token-0123456789"
+	for _, c := range []struct {
+		name string
+		opts openai.Options
+		wrap func(http.RoundTripper) http.RoundTripper
+		want string
+	}{
+		{"api key", openai.Options{APIKey: key}, func(rt http.RoundTripper) http.RoundTripper { return rt }, key},
+		{"token of the transport", openai.Options{}, func(rt http.RoundTripper) http.RoundTripper { return modeltest.TokenTransport(rt, token) }, token},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rg := modeltest.NewRig(t, modeltest.GarbleCredential(modeltest.StreamBody(sse(content("Hi"), finish("stop")))), func(url string, client *http.Client) actors.Spec {
+				tr, err := resilience.New(c.wrap(client.Transport), &resilience.Options{MaxRetries: 1,
+					Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.opts.MaxRetries = openai.NoRetries
+				return adapter(t, c.opts)(url, tr.Client())
+			})
+			frames, r := rg.AskFrames("s1", userAsk)
+			if r.Failed || r.Text != "Hi" {
+				t.Fatalf("answer failed %v %q, text %q; want the retry's answer", r.Failed, r.Error, r.Text)
+			}
+			modeltest.WantRetryRedacted(t, frames, c.want)
+		})
 	}
 }

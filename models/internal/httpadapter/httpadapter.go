@@ -391,16 +391,20 @@ func (c *credentials) add(secret string) {
 }
 
 // credentialName reports whether a header or query parameter of this
-// name may carry a credential.
+// name may carry a credential. It is asked of every header field a
+// request writes: it does not allocate.
 func credentialName(name string) bool {
-	name = strings.ToLower(name)
-	for _, word := range []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"} {
-		if strings.Contains(name, word) {
-			return true
+	for _, word := range credentialWords {
+		for i := 0; i+len(word) <= len(name); i++ {
+			if strings.EqualFold(name[i:i+len(word)], word) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+var credentialWords = []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"}
 
 // secrets returns what the errors of c's answers must not repeat: the
 // API key, and the password of the base URL's user info, plain and as

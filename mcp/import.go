@@ -96,6 +96,19 @@ type ImportOptions struct {
 	// or agent keeps the tools it started with, so this is where a host
 	// starts its next one with the new list. It must not call Close.
 	OnToolsChanged func([]*tools.Tool)
+
+	hooks *hooks // the package's tests' (export_test.go)
+}
+
+// hooks hold an import at the points where its races happen, so that
+// the package's tests can make them happen in one order.
+type hooks struct {
+	// connected is called by a connection attempt that has its session
+	// and has not yet made it known to the teardown.
+	connected func()
+	// teardownWaits is called when the teardown begins to wait for the
+	// connection attempts in flight.
+	teardownWaits func()
 }
 
 // Imported is a connection to one MCP server and the tools it offers. Its
@@ -119,6 +132,12 @@ type Imported struct {
 
 	liveMu sync.Mutex
 	live   map[*sdk.ClientSession]*sessionState // sessions opened and not yet closed
+	// connects are the connection attempts in flight, which the teardown
+	// waits for: an attempt that has its session but has not yet put it
+	// in live would otherwise end it (its DELETE sent) after Close
+	// returned. Once tornDown is set (under liveMu), no attempt begins.
+	connects sync.WaitGroup
+	tornDown bool
 
 	// The server processes started while Import waits for the first
 	// list, so that a failed Import kills them at once: a server that
@@ -409,7 +428,17 @@ func (im *Imported) teardown() {
 	defer close(im.closed)
 	im.link.shut(errImportClosed)
 	im.shutting(errImportClosed)
+	im.liveMu.Lock()
+	im.tornDown = true
+	im.liveMu.Unlock()
 	im.closeErr = im.conn.Close(context.Background()) // bounded: the actor ends once its session has closed
+	// The connection attempts in flight end soon: their incarnation has
+	// ended, and their context with it. Each has put its session in live,
+	// or ended it, by then.
+	if h := im.opts.hooks; h != nil && h.teardownWaits != nil {
+		h.teardownWaits()
+	}
+	im.connects.Wait()
 	// A session whose incarnation ended before it heard of it (or whose
 	// watch is still closing it) is closed here, so that no server
 	// process or connection outlives the import.
@@ -955,6 +984,14 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 // connect starts or dials the server and reads its tool list. A session
 // that cannot list its tools is closed.
 func (im *Imported) connect(job context.Context) connected {
+	im.liveMu.Lock()
+	if im.tornDown {
+		im.liveMu.Unlock()
+		return connected{err: errImportClosed}
+	}
+	im.connects.Add(1) // never after the teardown's Wait began: tornDown is set first
+	im.liveMu.Unlock()
+	defer im.connects.Done()
 	im.procMu.Lock()
 	if im.killed {
 		im.procMu.Unlock()
@@ -999,6 +1036,9 @@ func (im *Imported) connect(job context.Context) connected {
 	s, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return connected{err: fmt.Errorf("connect: %w", err)}
+	}
+	if h := im.opts.hooks; h != nil && h.connected != nil {
+		h.connected()
 	}
 	im.liveMu.Lock()
 	im.live[s] = state

@@ -401,12 +401,14 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // Close stops the connection actor (closing the session, which ends a
 // stdio server) and waits until it is gone or ctx ends. Calls still
 // waiting are answered with errors, and so are calls in flight, cut
-// short (the server may have run them). When ctx ends first, Close returns
-// its error and the teardown goes on without it, giving up the DELETE
-// that ends an HTTP session if the server has not answered it yet (the
-// teardown's error then says the server was not told); the DELETE is
-// bounded anyway (sessionEndTimeout), and a stdio server that does not
-// exit is killed. Close may be called again, to wait for the teardown.
+// short (the server may have run them). The DELETE that ends an HTTP
+// session is bounded (sessionEndTimeout): when the server does not
+// answer it in time, or it fails, Close's error says the server was not
+// told the session ended. When ctx ends first, Close returns its error
+// and the teardown goes on without it, giving up that DELETE if the
+// server has not answered it yet (the teardown's error then says so),
+// and a stdio server that does not exit is killed. Close may be called
+// again, to wait for the teardown and have its error.
 func (im *Imported) Close(ctx context.Context) error {
 	im.closeOnce.Do(func() { go im.teardown() })
 	select {
@@ -1184,8 +1186,8 @@ func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 const sessionEndTimeout = 2 * time.Second
 
 // sessionEnd bounds the DELETE that ends a session (sessionEndTimeout)
-// and gives it up once a Close's context has ended (givenUp), recording
-// that the server was not told.
+// and gives it up once a Close's context has ended (givenUp). A DELETE
+// that fails, or is cut short so, is reported (sessionNotEnded).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1199,15 +1201,31 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer cancel(nil)
 	stop := context.AfterFunc(e.im.givenUp, func() { cancel(context.Cause(e.im.givenUp)) })
 	defer stop()
-	ctx, cancelTimeout := context.WithTimeout(ctx, sessionEndTimeout)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, sessionEndTimeout,
+		fmt.Errorf("the server did not answer its DELETE within %v: %w", sessionEndTimeout, context.DeadlineExceeded))
 	defer cancelTimeout()
 	res, err := e.next.RoundTrip(r.WithContext(ctx))
-	if err != nil && e.im.givenUp.Err() != nil {
-		e.im.endMu.Lock()
-		e.im.endErr = errors.Join(e.im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", e.im.what(), context.Cause(e.im.givenUp)))
-		e.im.endMu.Unlock()
+	if err != nil {
+		why := err
+		if ctx.Err() != nil { // given up, or out of time
+			why = context.Cause(ctx)
+		}
+		e.im.sessionNotEnded(why)
 	}
 	return res, err
+}
+
+// sessionNotEnded reports that the server was not told a session ended,
+// and why: during a Close in the teardown's error, otherwise (a restart,
+// which goes on without it) in the log.
+func (im *Imported) sessionNotEnded(why error) {
+	if im.closing.Err() == nil {
+		im.opts.Logger.Warn("MCP server not told the session ended", "server", im.what(), "err", why)
+		return
+	}
+	im.endMu.Lock()
+	defer im.endMu.Unlock()
+	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", im.what(), why))
 }
 
 // bearer adds an Authorization header to each request.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,5 +102,22 @@ func TestImport_CloseEndsTheSessionOfAReconnectInFlight(t *testing.T) {
 	}
 	if !ended {
 		t.Errorf("Close returned before the session of the reconnection in flight was ended")
+	}
+}
+
+// TestImport_CloseReportsADeleteCutAtItsBound: a server that holds the
+// DELETE of the session past its bound is not waited for, and Close
+// (whose context did not end) says the server was not told the session
+// ended, rather than nothing.
+func TestImport_CloseReportsADeleteCutAtItsBound(t *testing.T) {
+	_, url := newSessionServer(t, "", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = im.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the server was not told the session ended") || !strings.Contains(err.Error(), "2s") {
+		t.Fatalf("Close: %v; want it to say the server was not told the session ended, its DELETE not answered within 2s", err)
 	}
 }

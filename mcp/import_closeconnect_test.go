@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,13 +47,7 @@ func newSessionServer(t *testing.T, silent string, del http.HandlerFunc) (*sessi
 			<-r.Context().Done()
 			return
 		}
-		answer, ok := boundAnswer(body)
-		if !ok {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, answer)
+		writeBound(w, body)
 	})
 	return ss, srv.URL
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/polyweave/polyweave-go/models/anthropic"
 	"github.com/polyweave/polyweave-go/models/anthropic/anthropictest"
 	"github.com/polyweave/polyweave-go/models/modeltest"
-	"github.com/polyweave/polyweave-go/models/resilience"
 )
 
 // An error status whose body is not the API's error (a proxy's page) is
@@ -163,31 +161,8 @@ func TestAdapter_CredentialOfTheTransportIsRedacted(t *testing.T) {
 // attempt failed without the credentials that error quoted: the API key,
 // and a token the transport below the SDK added.
 func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
-	const key, token = "sk-ant-api03-secret-0123456789", "oauth-token-0123456789"
-	for _, c := range []struct {
-		name string
-		opts anthropic.Options
-		wrap func(http.RoundTripper) http.RoundTripper
-		want string
-	}{
-		{"api key", anthropic.Options{APIKey: key}, func(rt http.RoundTripper) http.RoundTripper { return rt }, key},
-		{"token of the transport", anthropic.Options{}, func(rt http.RoundTripper) http.RoundTripper { return modeltest.TokenTransport(rt, token) }, token},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			answer := sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "Hi"), blockStop(0), messageDelta("end_turn", 1), messageStop)
-			rg := modeltest.NewRig(t, modeltest.GarbleCredential(modeltest.StreamBody(answer)), func(url string, client *http.Client) actors.Spec {
-				tr, err := resilience.New(c.wrap(client.Transport), &resilience.Options{MaxRetries: 1,
-					Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return adapter(t, c.opts)(url, tr.Client())
-			})
-			frames, r := rg.AskFrames("s1", userAsk)
-			if r.Failed || r.Text != "Hi" {
-				t.Fatalf("answer failed %v %q, text %q; want the retry's answer", r.Failed, r.Error, r.Text)
-			}
-			modeltest.WantRetryRedacted(t, frames, c.want)
-		})
+	withKey := func(key string) func(string, *http.Client) actors.Spec {
+		return adapter(t, anthropic.Options{APIKey: key, MaxRetries: anthropic.NoRetries})
 	}
+	modeltest.CheckRetriesRedacted(t, sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "Hi"), blockStop(0), messageDelta("end_turn", 1), messageStop), withKey, adapter(t, anthropic.Options{MaxRetries: anthropic.NoRetries}))
 }

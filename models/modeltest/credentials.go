@@ -2,12 +2,15 @@ package modeltest
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/resilience"
@@ -70,6 +73,43 @@ func (rg *Rig) AskFrames(stream string, params ...models.Param) ([]*messages.Fra
 		rg.t.Fatalf("answer breaks the contract: %v", err)
 	}
 	return frames, r
+}
+
+// CheckRetriesRedacted runs [CheckRetryRedacted] for an adapter with an
+// API key (made by withKey) and for one (made by plain) whose transport
+// adds a bearer token ([TokenTransport]).
+func CheckRetriesRedacted(t *testing.T, answer string, withKey func(key string) func(url string, client *http.Client) actors.Spec, plain func(url string, client *http.Client) actors.Spec) {
+	const key, token = "sk-api-secret-0123456789", "oauth-token-0123456789"
+	t.Run("api key", func(t *testing.T) {
+		CheckRetryRedacted(t, answer, func(rt http.RoundTripper) http.RoundTripper { return rt }, withKey(key), key)
+	})
+	t.Run("token of the transport", func(t *testing.T) {
+		CheckRetryRedacted(t, answer, func(rt http.RoundTripper) http.RoundTripper { return TokenTransport(rt, token) }, plain, token)
+	})
+}
+
+// CheckRetryRedacted runs an adapter (made by adapter from the URL of a
+// server and an HTTP client) whose client sends through a
+// resilience.Transport retrying once, at once, over wrap of the server's
+// transport. The server answers the first request as [GarbleCredential]
+// does and the retry with answer, SSE bytes saying "Hi". The answer must
+// be the retry's, and its frames must pass [WantRetryRedacted] with
+// secret.
+func CheckRetryRedacted(t *testing.T, answer string, wrap func(http.RoundTripper) http.RoundTripper, adapter func(url string, client *http.Client) actors.Spec, secret string) {
+	t.Helper()
+	rg := NewRig(t, GarbleCredential(StreamBody(answer)), func(url string, client *http.Client) actors.Spec {
+		tr, err := resilience.New(wrap(client.Transport), &resilience.Options{MaxRetries: 1,
+			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return adapter(url, tr.Client())
+	})
+	frames, r := rg.AskFrames("s1", Param(models.ParamMessages, `[{"role":"user","content":"Hello"}]`))
+	if r.Failed || r.Text != "Hi" {
+		t.Fatalf("answer failed %v %q, text %q; want the retry's answer", r.Failed, r.Error, r.Text)
+	}
+	WantRetryRedacted(t, frames, secret)
 }
 
 // WantRetryRedacted checks that frames, the answer to [GarbleCredential]

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3/option"
 
@@ -257,31 +255,8 @@ func TestAdapter_CredentialOfTheTransportIsRedacted(t *testing.T) {
 // attempt failed without the credentials that error quoted: the API key,
 // and a token the transport below the SDK added.
 func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
-	const key, token = "sk-proj-secret-0123456789", "oauth-token-0123456789"
-	for _, c := range []struct {
-		name string
-		opts openai.Options
-		wrap func(http.RoundTripper) http.RoundTripper
-		want string
-	}{
-		{"api key", openai.Options{APIKey: key}, func(rt http.RoundTripper) http.RoundTripper { return rt }, key},
-		{"token of the transport", openai.Options{}, func(rt http.RoundTripper) http.RoundTripper { return modeltest.TokenTransport(rt, token) }, token},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			rg := modeltest.NewRig(t, modeltest.GarbleCredential(modeltest.StreamBody(sse(content("Hi"), finish("stop")))), func(url string, client *http.Client) actors.Spec {
-				tr, err := resilience.New(c.wrap(client.Transport), &resilience.Options{MaxRetries: 1,
-					Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				c.opts.MaxRetries = openai.NoRetries
-				return adapter(t, c.opts)(url, tr.Client())
-			})
-			frames, r := rg.AskFrames("s1", userAsk)
-			if r.Failed || r.Text != "Hi" {
-				t.Fatalf("answer failed %v %q, text %q; want the retry's answer", r.Failed, r.Error, r.Text)
-			}
-			modeltest.WantRetryRedacted(t, frames, c.want)
-		})
+	withKey := func(key string) func(string, *http.Client) actors.Spec {
+		return adapter(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries})
 	}
+	modeltest.CheckRetriesRedacted(t, sse(content("Hi"), finish("stop")), withKey, adapter(t, openai.Options{MaxRetries: openai.NoRetries}))
 }

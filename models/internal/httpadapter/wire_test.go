@@ -1,4 +1,4 @@
-package httpadapter
+package httpadapter_test
 
 import (
 	"context"
@@ -14,20 +14,9 @@ import (
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
+	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
+	"github.com/polyweave/polyweave-go/models/modeltest"
 )
-
-// addToken is a transport that adds a bearer token to each request on a
-// copy of it, as an OAuth2 transport does, below any SDK middleware.
-type addToken struct {
-	next  http.RoundTripper
-	token string
-}
-
-func (a addToken) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+a.token)
-	return a.next.RoundTrip(r)
-}
 
 // TestAnswer_RedactsWhatWentOnTheWireOverHTTP2: over HTTP/2 too, a token
 // the client's transport added is cut out of an error that quotes it,
@@ -48,7 +37,7 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 		srv.Close()
 		leakcheck.VerifyNone(t, before)
 	}()
-	e := Open(Config{HTTPClient: &http.Client{Transport: addToken{next: client.Transport, token: token}}})
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)}})
 	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
 		func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1", nil)

@@ -16,15 +16,17 @@
 //   - turns a panic into a supervised failure ([PanicError]);
 //   - on failure, restart or stop, lets the Logic answer for its open work
 //     ([FailureHandler]) and then closes every stream still open with an
-//     ERROR and an END frame, so no consumer waits forever (both carry
-//     the tool-call id of the stream's call when it carries one with an
-//     id; those of a stream that carries several calls, or a call with
-//     an id beside one whose frames carry none, answer them all, and
-//     carry none); a frame that
-//     opens a new call while the actor is still stopping or restarting
-//     (its children finishing) is refused the same way (its ERROR and
-//     END carry the frame's tool-call id), never given to
-//     the Logic, also when it had failed: stopped by its supervisor or
+//     ERROR and an END frame, so no consumer waits forever: each call
+//     of the stream known by its tool-call id gets a pair with its id
+//     (a stream may carry several calls: see below), in the order the
+//     calls came, and a call whose frames carry no id, or a stream of
+//     no call known, a pair with none, after the others (a
+//     [Spec.Durable] duplex, which recovers its calls, closes a stream
+//     with one pair, with the id of its call when it carries one call
+//     with an id); a frame that opens a new call while the actor is
+//     still stopping or restarting (its children finishing) is refused
+//     the same way (its ERROR and END carry the frame's tool-call id),
+//     never given to the Logic, also when it had failed: stopped by its supervisor or
 //     its parent's end, it waits for no decision. A Context.Stop of a
 //     failed duplex waits in its queue for its supervisor's decision (a
 //     restart's backoff included), and then wins over the restart: its
@@ -79,7 +81,8 @@
 //     stream may carry several calls at once (a dispatcher's calls of
 //     one model response, on a tool actor): the runtime knows them by
 //     the tool-call ids of their frames, a call ending at the Logic's
-//     END with its id. When the failed frame carries the id of one of
+//     END with its id (an END without one ends the stream, and every
+//     call on it). When the failed frame carries the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets
@@ -89,10 +92,10 @@
 //     their answers the Logic's. A failed frame of no call (one with no
 //     id, the caller's END say) fails the stream: the Resume answers it
 //     for all its calls, with no id, and what the Logic emits on it is
-//     dropped up to its END of the stream; so does the frame of a call
-//     whose only other call on the stream carries no id (the runtime
-//     cannot tell that one's frames from the stream's);
-//     a duplex resumed after escalating a child's failure resumes that
+//     dropped up to its END of the stream (a call whose frames carry
+//     no id is one of the stream's calls: the failed frame of a call
+//     with an id beside it is answered alone, as above); a duplex
+//     resumed after escalating a child's failure resumes that
 //     child the same way (a restart or stop of it stops the child with
 //     it), and so does the runtime's top-level supervisor resumed by its
 //     host actor's strategy (see [RuntimeOptions].Parent);

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -30,7 +31,9 @@ var ErrNoName = errors.New("actors: durable duplex without a name")
 
 // ErrHostStopped is returned (wrapped) by [Runtime.Start] and
 // [Runtime.Spawn] once the runtime's top-level supervisor is stopping or
-// gone: its host actor stopped it (see RuntimeOptions.Parent).
+// gone: its host actor stopped it (see RuntimeOptions.Parent). A Start
+// made while the supervisor restarts waits for the restart, and gets it
+// when the supervisor is stopped instead.
 var ErrHostStopped = errors.New("actors: runtime host stopped")
 
 // DefaultHostName is the default name of the runtime's top-level
@@ -72,7 +75,9 @@ type RuntimeOptions struct {
 	// millisecond).
 	Dispatcher actor.Dispatcher
 	// SpawnTimeout bounds how long Start waits for the host to spawn a
-	// duplex; default 10 s.
+	// duplex (a host restarting holds the spawn until it has started
+	// again: see Parent); default 10 s. A Start that gave up waiting
+	// started nothing: its duplex is not spawned later.
 	SpawnTimeout time.Duration
 	// Parent, when set, embeds the runtime in a host's actor tree instead
 	// of starting an actor system of its own: the runtime's top-level
@@ -88,9 +93,15 @@ type RuntimeOptions struct {
 	// duplex: a Resume of the host actor's strategy then resumes the
 	// duplexes whose failure was escalated, each answering the call
 	// that failed it (failure kind [FailedKind]) as its own supervisor's
-	// Resume would, a restart or stop stops them; Close stops the runtime's actors and leaves the system
-	// running; Logger receives the runtime's logs only (protoactor's go
-	// to the system's own logger).
+	// Resume would, a restart or stop stops them. A restart of the
+	// runtime's supervisor (for an escalated failure, or for a sibling's
+	// under an all-for-one strategy) stops every duplex, and a Start or
+	// Spawn made meanwhile waits until the supervisor has started again
+	// (at most SpawnTimeout) and starts its duplex under it, or fails
+	// with [ErrHostStopped] when the supervisor is stopped instead.
+	// Close stops the runtime's actors and leaves the system running;
+	// Logger receives the runtime's logs only (protoactor's go to the
+	// system's own logger).
 	Parent actor.SpawnerContext
 	// Name is the top-level supervisor's actor name; default
 	// [DefaultHostName]. Two runtimes embedded under one parent need
@@ -117,6 +128,10 @@ type Runtime struct {
 	hostGone     chan struct{} // closed when the host actor has stopped
 	hostGoneOnce sync.Once
 	watch        watch // its duplexes and their watchers (observe.go)
+	// hostCell carries the host's mailbox, and the spawn requests it
+	// holds while it restarts, from one incarnation to the next (see
+	// host).
+	hostCell *hostCell
 
 	closeOnce sync.Once
 	closeErr  error
@@ -186,9 +201,9 @@ func NewRuntime(opts *RuntimeOptions) (*Runtime, error) {
 	}
 	// The host's mailbox is a duplex's: it tells the host of a Resume
 	// (see host.resumed).
-	cell := &mailboxCell{}
-	popts = append(popts, actor.WithMailbox(cell.producer()))
-	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt, cell: cell} }, popts...)
+	rt.hostCell = &hostCell{}
+	popts = append(popts, actor.WithMailbox(rt.hostCell.producer()))
+	props := actor.PropsFromProducer(func() actor.Actor { return &host{rt: rt} }, popts...)
 	host, err := spawner.SpawnNamed(props, o.Name)
 	if err != nil {
 		if !rt.embedded {
@@ -247,6 +262,12 @@ type spawnRequest struct {
 	// watch: the subscriber (a Conn's port, a Mux) watches the duplex,
 	// to learn when it stops (see spawnChild).
 	watch bool
+	// claimed is set by the parent as it spawns the duplex, or by the
+	// caller whose wait for the reply ended first (SpawnTimeout, the
+	// parent gone): whichever comes first. A request its caller gave up
+	// on spawns nothing, and one the parent took is answered, so the
+	// caller waits for that answer (see spawnUnder).
+	claimed atomic.Bool
 }
 
 type spawnReply struct {
@@ -256,9 +277,8 @@ type spawnReply struct {
 
 // host is the top-level supervisor: the parent of every started duplex.
 type host struct {
-	rt   *Runtime
-	cell *mailboxCell
-	seq  int // numbers given to names in use
+	rt  *Runtime
+	seq int // numbers given to names in use
 	// escalated are the duplexes whose failure the runtime's strategy
 	// escalated to the host's parent (see RuntimeOptions.Parent),
 	// suspended until it decides about the host: a Resume of the host
@@ -268,26 +288,60 @@ type host struct {
 	// stopped actor's mailbox is suspended no more (see mailbox.stop):
 	// spawn requests still come while its children stop.
 	stopping bool
+	// restarting: the host's Restart was taken, its children told to
+	// stop; its next incarnation starts once they have. A host
+	// restarted with a sibling that failed (its parent's strategy
+	// all-for-one) did not fail itself, and its mailbox is not
+	// suspended: spawn requests still come, and are held until the next
+	// incarnation starts (see hostCell.held).
+	restarting bool
+}
+
+// hostCell is the mailboxCell of the host, with the spawn requests its
+// incarnation held while it restarted, in the order they came: the next
+// incarnation serves them as it starts, before any later request, and a
+// stop of the host refuses them.
+type hostCell struct {
+	mailboxCell
+	held []*spawnRequest
 }
 
 func (h *host) Receive(ctx actor.Context) {
+	cell := h.rt.hostCell
 	switch m := ctx.Message().(type) {
 	case *spawnRequest:
-		if h.stopping {
+		switch {
+		case h.stopping:
 			// Spawned now, the duplex would be a child the host never
 			// stops: it would wait for it forever, or leave it running
 			// without a parent when it took the name of one stopped.
 			m.reply <- spawnReply{err: ErrHostStopped}
-			return
+		case h.restarting:
+			// Spawned now, the duplex would be a child the restart
+			// never stops, and the restart, which waits for the
+			// host's children to stop, would wait for it.
+			cell.held = append(cell.held, m)
+		default:
+			h.rt.spawnChild(ctx, m, &h.seq)
 		}
-		h.rt.spawnChild(ctx, m, &h.seq)
 	case *actor.Started:
 		// A restart's incarnation is made (see mailbox.restarting).
-		h.cell.mb.incarnations++
+		cell.mb.incarnations++
+		held := cell.held
+		cell.held = nil
+		for _, req := range held {
+			h.rt.spawnChild(ctx, req, &h.seq)
+		}
+	case *actor.Restarting:
+		h.restarting = true
 	case resumed:
 		h.resumed()
 	case *actor.Stopping:
 		h.stopping = true
+		for _, req := range cell.held {
+			req.reply <- spawnReply{err: ErrHostStopped}
+		}
+		cell.held = nil
 	case *actor.Stopped:
 		h.rt.hostGoneOnce.Do(func() { close(h.rt.hostGone) })
 	}
@@ -310,6 +364,9 @@ func (h *host) keepEscalated(c escalatedChild) { h.escalated = append(h.escalate
 // actor (the host, or the actor a [Parent] names). seq numbers the
 // names in use.
 func (rt *Runtime) spawnChild(ctx actor.Context, req *spawnRequest, seq *int) {
+	if !req.claimed.CompareAndSwap(false, true) {
+		return // its caller gave up waiting (a host restarting held it)
+	}
 	props := rt.props(req.spec, req.subscriber, nil)
 	name := req.spec.Name
 	switch {
@@ -378,19 +435,29 @@ func (rt *Runtime) spawnUnder(parent *actor.PID, gone <-chan struct{}, spec Spec
 	// stopped may hold the request in a suspended mailbox until it is
 	// gone, and nothing must wait for the timeout then.
 	replies := make(chan spawnReply, 1)
-	rt.system.Root.Send(parent, &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone, watch: watch})
+	req := &spawnRequest{spec: spec, subscriber: subscriber, reply: replies, gone: gone, watch: watch}
+	rt.system.Root.Send(parent, req)
 	timer := time.NewTimer(rt.spawnTimeout)
 	defer timer.Stop()
 	var reply spawnReply
+	var failed error
 	select {
 	case reply = <-replies:
 	case <-gone:
+		failed = ErrHostStopped
 		if parent != rt.host {
-			return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrParentStopped)
+			failed = ErrParentStopped
 		}
-		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, ErrHostStopped)
+		failed = fmt.Errorf("actors: spawn %q: %w", spec.Name, failed)
 	case <-timer.C:
-		return nil, fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)
+		failed = fmt.Errorf("actors: spawn %q: no answer from the runtime's host within %v", spec.Name, rt.spawnTimeout)
+	}
+	if failed != nil {
+		if req.claimed.CompareAndSwap(false, true) {
+			return nil, failed // the parent will spawn nothing for it
+		}
+		// The parent is spawning the duplex: its answer is on its way.
+		reply = <-replies
 	}
 	if reply.err != nil {
 		return nil, fmt.Errorf("actors: spawn %q: %w", spec.Name, reply.err)

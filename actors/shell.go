@@ -357,7 +357,8 @@ func (s *shell) observed(msg any) {
 //
 // The failed frame's tool-call id tells its call. When the stream
 // carries other calls the runtime knows open (their frames came with
-// other ids, and the Logic has not ended them: see openStreams), the
+// other ids, or with none, and the Logic has not ended them: see
+// openStreams), the
 // Resume answers that call alone: its ERROR and END carry its id, the
 // Logic gets a CANCEL of that call, and only what carries its id is
 // dropped, the caller's and the Logic's (see mutedCalls and
@@ -590,18 +591,38 @@ func (s *shell) finish(reason error) {
 		}
 	}
 	stopped := errors.Is(reason, ErrStopped)
+	var buf [1]string
 	for _, id := range streams {
-		// The stream's ERROR and END answer each of its calls: they
-		// carry its call's tool-call id when it has one call.
-		call := s.open.sole(id)
-		f := messages.Error(id, reason.Error())
-		f.ToolCallId = call
-		if stopped {
-			f.Meta = &messages.Metadata{FailureKind: StoppedKind}
+		if s.spec.Durable() {
+			// It recovers its calls: the stream is closed towards its
+			// consumer, with the id of its call when it has one.
+			s.closeCall(id, s.open.sole(id), reason, stopped)
+			continue
 		}
-		s.emit(f)
-		s.emit(endOf(id, call))
+		// Each call of the stream the runtime knows by its tool-call id
+		// gets an ERROR and END with that id; a call of no id, or a
+		// stream of no call known, a pair with none, after the others.
+		calls, anon := s.open.answers(id, buf[:0])
+		for _, call := range calls {
+			s.closeCall(id, call, reason, stopped)
+		}
+		if anon {
+			s.closeCall(id, "", reason, stopped)
+		}
 	}
+}
+
+// closeCall answers the call of tool-call id call on stream (the
+// stream's call of no id when call is empty) with an ERROR of reason,
+// of failure kind StoppedKind when the duplex stopped, and END.
+func (s *shell) closeCall(stream, call string, reason error, stopped bool) {
+	f := messages.Error(stream, reason.Error())
+	f.ToolCallId = call
+	if stopped {
+		f.Meta = &messages.Metadata{FailureKind: StoppedKind}
+	}
+	s.emit(f)
+	s.emit(endOf(stream, call))
 }
 
 // input delivers a frame written into the sink. A frame that asks for
@@ -864,9 +885,11 @@ func isChildID(id, parent string) bool {
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
 // endCall). An END without an id ends the stream. A call whose frames
-// carry no id cannot be told from the stream's others: a stream that
-// carries one beside a call with an id carries several calls, none of
-// them apart (see several).
+// carry no id is told from the others by that: a stream that carries
+// one beside a call with an id carries several calls (see several),
+// the Logic's END with the id of the other call ends that one alone,
+// and a restart or stop, or a Resume for the other call's frame,
+// answers each apart (see answers, shares).
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
@@ -1016,7 +1039,7 @@ func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
 			var ok bool
-			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call)
+			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call, o.anon[i])
 			return ok
 		}
 	}
@@ -1025,7 +1048,7 @@ func (o *openStreams) endCall(id, call string) bool {
 		return false
 	}
 	var ok bool
-	if st.multi, st.call, ok = o.without(st.multi, st.call, call); ok {
+	if st.multi, st.call, ok = o.without(st.multi, st.call, call, st.anon); ok {
 		o.more[id] = st
 	}
 	return ok
@@ -1034,10 +1057,15 @@ func (o *openStreams) endCall(id, call string) bool {
 // without returns m, the calls of a stream whose call noted is noted,
 // without call, if m holds it, with the call noted then; ok reports
 // whether m held it. Down to one call, the stream carries a single call
-// again: m is kept for reuse and nil is returned.
-func (o *openStreams) without(m []string, noted, call string) (_ []string, _ string, ok bool) {
+// again: m is kept for reuse and nil is returned. A stream that carries
+// a call of no id (anon) beside its one call noted is left with the
+// call of no id when call is the one noted: noted is then "".
+func (o *openStreams) without(m []string, noted, call string, anon bool) (_ []string, _ string, ok bool) {
 	i := slices.Index(m, call)
 	if i < 0 {
+		if anon && len(m) == 0 && call == noted {
+			return m, "", true
+		}
 		return m, noted, false
 	}
 	m = slices.Delete(m, i, i+1)
@@ -1062,20 +1090,8 @@ func (o *openStreams) call(id string) string {
 	return o.more[id].call
 }
 
-// callsOf returns the calls kept of id (see noteCall): none unless it
-// carries several.
-func (o *openStreams) callsOf(id string) []string {
-	for i, f := range o.few[:o.n] {
-		if f == id {
-			return o.multi[i]
-		}
-	}
-	return o.more[id].multi
-}
-
 // several reports whether id carries several calls: several with ids,
-// or one with an id and one of none, none of which the runtime can then
-// answer apart (see shares).
+// or one with an id and one of none.
 func (o *openStreams) several(id string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1086,9 +1102,43 @@ func (o *openStreams) several(id string) bool {
 	return len(st.multi) > 0 || st.anon && st.call != ""
 }
 
+// answers appends to dst the tool-call ids of the calls of id known by
+// their id, in the order they came (see noteCall), and reports whether
+// the stream also carries a call of no id, or no call known: each is
+// answered apart when the incarnation ends (see shell.finish).
+func (o *openStreams) answers(id string, dst []string) (_ []string, anon bool) {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return knownCalls(dst, o.multi[i], o.calls[i], o.anon[i])
+		}
+	}
+	st := o.more[id]
+	return knownCalls(dst, st.multi, st.call, st.anon)
+}
+
+// knownCalls is answers for a stream whose calls are multi (when
+// several), whose call noted is call and that carries a call of no id
+// when anon.
+func knownCalls(dst, multi []string, call string, anon bool) (_ []string, _ bool) {
+	switch {
+	case len(multi) > 0:
+		return append(dst, multi...), anon
+	case call != "":
+		return append(dst, call), anon
+	}
+	return dst, true
+}
+
 // shares reports whether id carries the call of tool-call id call among
-// other calls.
-func (o *openStreams) shares(id, call string) bool { return slices.Contains(o.callsOf(id), call) }
+// other calls: calls with other ids, or a call of no id, whose frames
+// are those without one (see endCall).
+func (o *openStreams) shares(id, call string) bool {
+	if call == "" {
+		return false
+	}
+	calls, anon := o.answers(id, nil)
+	return slices.Contains(calls, call) && (len(calls) > 1 || anon)
+}
 
 // sole returns the tool-call id of the call of id when it carries one
 // call, noted with an id; "" otherwise.

@@ -167,3 +167,14 @@ func TestOpenStreams_SeveralCallsNoAllocation(t *testing.T) {
 		t.Errorf("a stream of several calls cost %v allocations, want 0", n)
 	}
 }
+
+// callsOf returns the calls kept of id (see noteCall): none unless it
+// carries several.
+func (o *openStreams) callsOf(id string) []string {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return o.multi[i]
+		}
+	}
+	return o.more[id].multi
+}

@@ -16,8 +16,8 @@ import (
 // restarts (AllForOne) while its child holds: at start it spawns child
 // and writes it a frame; it answers a caller's END with TEXT "served"
 // and END, and a whole TOOL_CALL with a TOOL_RESULT (its payload the
-// call's id) and END; its first incarnation's end closes ending. mb is
-// the duplex's mailbox.
+// call's id) and END, both with the call's id; its first incarnation's
+// end closes ending. mb is the duplex's mailbox.
 type restartProbe struct {
 	child  Spec
 	ending func()
@@ -43,7 +43,7 @@ func (p *restartProbe) Receive(c Context, msg any) {
 			c.Emit(messages.End(m.GetStreamId()))
 		case m.GetType() == messages.FrameType_TOOL_CALL && !m.IsStreamingToolCall():
 			c.Emit(messages.RawToolResult(m.GetStreamId(), m.GetToolCallId(), m.GetName(), []byte(`"`+m.GetToolCallId()+`"`)))
-			c.Emit(messages.End(m.GetStreamId()))
+			c.Emit(endOf(m.GetStreamId(), m.GetToolCallId()))
 		}
 	}
 }

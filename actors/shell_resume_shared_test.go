@@ -226,10 +226,9 @@ func TestShell_ResumeOnASharedStream(t *testing.T) {
 	}, {
 		name: "call of no id beside the failed one",
 		why: "the stream carries a call whose frames carry no id beside the failed call: the Resume answers " +
-			"the stream for both, with no id (one with the failed call's id leaves the other unanswered to a " +
-			"caller that tells calls by id); the Logic's answer to the CANCEL of the stream is dropped",
+			"the failed call alone, with its id, and the call of no id goes on, answered by the Logic when released",
 		frames: []*messages.Frame{messages.ToolCall("s", "", "hold", nil), messages.ToolCall("s", "c2", "fail", nil)},
-		want:   map[string][]string{"": failedAnswer("s")},
+		want:   map[string][]string{"": toolAnswer("s", "done"), "c2": failedAnswer("s")},
 	}, {
 		name: "call of no id failed beside one with an id",
 		why: "the failed frame carries no id, and the stream carries a call with one: the Resume answers the " +

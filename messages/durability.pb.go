@@ -523,7 +523,8 @@ func (x *RouterStreamEnded) GetStreamId() string {
 
 // RouterStreamClosed notes that a stream with pending calls was closed
 // towards the consumer at closed_at (see ClosedStream), unless it is
-// already.
+// already. Releases before it cannot decode it: their recovery fails on
+// it (see tools.DurabilityOptions, "Stores of other releases").
 type RouterStreamClosed struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StreamId      string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -577,7 +578,8 @@ func (x *RouterStreamClosed) GetClosedAt() int64 {
 }
 
 // RouterStreamOpened notes that the consumer wrote on a closed stream
-// again: its calls wait no more.
+// again: its calls wait no more. Releases before it cannot decode it, as
+// RouterStreamClosed.
 type RouterStreamOpened struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	StreamId      string                 `protobuf:"bytes,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
@@ -623,7 +625,9 @@ func (x *RouterStreamOpened) GetStreamId() string {
 }
 
 // RouterRestored replaces the router's state with a snapshot received in a
-// META restore frame.
+// META restore frame. Its state's closed are not the frame's (they are
+// ignored) but the router's: the streams the restore closed, each with
+// the time of the restore.
 type RouterRestored struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	State         *RouterState           `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`

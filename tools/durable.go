@@ -113,7 +113,8 @@ const MetaState = "state"
 // its state frames do not go out, it is announced with them when the
 // consumer writes on the stream again, and it is ended RecoveredTimeout
 // after its start if the consumer does not, rather than pending until the
-// model ends a stream it may never end.
+// model ends a stream it may never end (its start and the time it waits
+// from are one write).
 //
 // The results the router writes into the model for the calls of a closed
 // stream (ended at the limit, cancelled, cut short by the model's END)
@@ -121,7 +122,13 @@ const MetaState = "state"
 // adapters do not: they ignore results), not even when the consumer has
 // written on the stream again before the echo came: it was told of no
 // such call there. The router expects such an echo until the model ends
-// the stream, and for at most 256 calls at a time.
+// the stream or starts a call of the same id on it (models that number
+// the calls of each response afresh reuse ids: a result of that id is
+// the new call's, and goes out), and for at most 256 calls at a time.
+// A stream stays closed after its calls have ended, until the consumer
+// writes on it again, but of such streams the router keeps the 256 it
+// closed last (restore frames may name ever new streams): the model's
+// frames on an older one go out again.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -132,11 +139,33 @@ const MetaState = "state"
 // consumer writes a call-opening frame on them, or ended RecoveredTimeout
 // after the restore, as recovered calls are. That holds for the calls a
 // restore puts on a stream a restart closed as well: their limit runs
-// from the restore (a restore frame's state carries no closed times: the
-// router clears those it holds).
+// from the restore (the router ignores the closed times of a restore
+// frame's state and clears those it holds: the restore is persisted with
+// the time of the restore for the streams it closes, one write).
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
+//
+// # Stores of other releases
+//
+// Events and snapshots are stored as protobuf Any values, decoded by
+// their type at recovery. A router reads what earlier releases stored: a
+// state without closed times (messages.RouterState.closed, and the state
+// of a RouterRestored) has its calls wait from the recovery that loads
+// it. The other way round does not hold in full. RouterStreamClosed and
+// RouterStreamOpened, which a router with a RecoveredTimeout limit writes
+// when a restart, a restore frame or its model puts calls on a closed
+// stream, when it restamps a time ahead of the clock, and when the
+// consumer comes back to such a stream, are types a release before them
+// does not know: replaying one, its recovery fails to decode it (a
+// *durability.StoreError, Op durability.OpDecode), as for any store
+// failure (see below), and its supervisor's restart limit stops it. Of
+// what it can read (a snapshot, a RouterRestored) it drops the closed
+// times, a field it does not know: their calls wait from its recovery,
+// or, in a release without the limit, until a CANCEL, an ABORT, the
+// model's END or a restore removes them. So a router goes back to such
+// a release only on a store whose events since the last snapshot hold
+// neither type, or on a new store (its pending calls are then lost).
 //
 // # Failures
 //
@@ -259,9 +288,12 @@ type durableRouter struct {
 	// announces their calls when it does ("recovered" or "restored"):
 	// nothing goes out on them. Nil until a recovery or a restore puts
 	// calls there. An entry stays after its calls have ended (the model
-	// may echo their results): it holds no more streams than the
-	// recovery and the restores found.
-	closed map[string]string
+	// may echo their results, or start calls there), but of such quiet
+	// streams only the last closedQuiet closed are kept (see pruneClosed):
+	// restore frames naming ever new streams do not grow it without end.
+	// closings counts the streams closed, which orders them.
+	closed   map[string]closedStream
+	closings uint64
 	// open holds the streams the consumer wrote a call-opening frame on
 	// in this incarnation, until the model ends them (END or ERROR): a
 	// restore frame's calls on the others are put on closed streams.
@@ -278,9 +310,10 @@ type durableRouter struct {
 	limit time.Duration
 	// echoes holds the calls of closed streams whose results the router
 	// wrote into the model (ended at the limit, cancelled, their stream
-	// ended by the model), until the model echoes the result or ends the
-	// stream: such an echo does not go out, even on a stream the consumer
-	// has written on again meanwhile (it was told of no such call there).
+	// ended by the model), until the model echoes the result, ends the
+	// stream or starts a call of the same id there (see echo): such an
+	// echo does not go out, even on a stream the consumer has written on
+	// again meanwhile (it was told of no such call there).
 	// echoOrder keeps the order they came in: past echoLimit, the oldest
 	// go (a model adapter ignores results and echoes none).
 	echoes    map[callKey]struct{}
@@ -289,6 +322,16 @@ type durableRouter struct {
 
 // echoLimit bounds durableRouter.echoes.
 const echoLimit = 256
+
+// closedQuiet bounds the streams durableRouter.closed keeps without a
+// pending call.
+const closedQuiet = 256
+
+// closedStream is an entry of durableRouter.closed.
+type closedStream struct {
+	event string // of the state frame that announces its calls: "recovered" or "restored"
+	order uint64 // the count of streams closed when it was: the quiet ones closed first go first
+}
 
 // closedLimit is the key of the timer that ends the calls of closed
 // streams whose limit has passed at at.
@@ -306,6 +349,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d := &durableRouter{routerLogic: r, id: o.WrapperID, limit: max(o.RecoveredTimeout, 0),
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
+	d.core.also = d.waitsClosed
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -336,17 +380,22 @@ func (r *durableRouter) expectEcho(k callKey) {
 
 // echo reports whether f, a response frame, is the model's echo of a
 // result the router wrote into it for a call of a closed stream, and
-// forgets what the model's end of a stream leaves nothing to expect.
+// forgets what the model's end of a stream leaves nothing to expect. A
+// call the model starts with the key of an echo expected (models number
+// the calls of each response afresh: call_0, call_1...) is a new call:
+// the model got the ended call's result before what made it start this
+// one, as a rule, and did not echo it: a result with that key is the new
+// call's from then on.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
-	case messages.FrameType_TOOL_RESULT:
+	case messages.FrameType_TOOL_RESULT, messages.FrameType_TOOL_CALL:
 		k := keyOf(f)
 		if _, ok := r.echoes[k]; !ok {
 			return false
 		}
 		delete(r.echoes, k)
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool { return o == k })
-		return true
+		return f.GetType() == messages.FrameType_TOOL_RESULT
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool {
@@ -409,7 +458,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		r.emit(c, messages.Meta(f.GetStreamId(), "restore_error", mustJSON(map[string]string{"error": err.Error()})))
 		return
 	}
-	st.Closed = nil // the calls it puts on closed streams wait from the restore
+	r.restoreWaits(f.GetStreamId(), &st)
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
 	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
@@ -436,8 +485,8 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	}
 	switch e.Kind {
 	case EventCallStarted:
-		if r.isClosed(e.StreamID) {
-			r.startedClosed(c, e.StreamID)
+		if r.isClosed(e.StreamID) { // it waits there (see waitsClosed)
+			r.armLimit(c)
 		}
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
 	case EventCallCompleted:
@@ -510,17 +559,46 @@ func (r *durableRouter) recovered(c actors.WrapperContext) {
 // closeRestored closes the streams of the calls a restore frame on stream
 // put there (as a restart closes those of the calls it recovers) that the
 // consumer has no call open on, but stream, to which the restore is
-// answered, unless it is closed already: their calls wait for their
-// stream to be written on, within the limit, from now (the restore
-// cleared their closed times).
+// answered, unless it is closed already (see closesRestored): their calls
+// wait for their stream to be written on, within the limit, from the
+// restore (see restoreWaits).
 func (r *durableRouter) closeRestored(c actors.WrapperContext, stream string) {
-	r.closeStreams(c, "restored", func(s string) bool {
-		if s == stream && !r.isClosed(s) {
-			return false
+	r.closeStreams(c, "restored", func(s string) bool { return r.closesRestored(stream, s) })
+}
+
+// closesRestored reports whether a restore frame on stream closes s, a
+// stream it puts calls on (see closeRestored).
+func (r *durableRouter) closesRestored(stream, s string) bool {
+	if s == stream && !r.isClosed(s) {
+		return false
+	}
+	_, open := r.open[s]
+	return !open
+}
+
+// restoreWaits sets in st, the state of a restore frame on stream, the
+// closed times (see messages.ClosedStream) of the streams whose calls
+// the restore puts on closed streams (see closeRestored): now, for all
+// of them, whatever the frame said. They are thus persisted with the
+// restore, in one event, before anything of it goes out.
+func (r *durableRouter) restoreWaits(stream string, st *messages.RouterState) {
+	st.Closed = nil
+	if r.limit <= 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	seen := map[string]struct{}{}
+	for _, pc := range st.GetCalls() {
+		s := pc.GetStreamId()
+		if _, dup := seen[s]; dup {
+			continue
 		}
-		_, open := r.open[s]
-		return !open
-	})
+		seen[s] = struct{}{}
+		if r.closesRestored(stream, s) {
+			st.Closed = append(st.Closed, &messages.ClosedStream{StreamId: s, ClosedAt: now})
+		}
+	}
+	slices.SortFunc(st.Closed, func(a, b *messages.ClosedStream) int { return cmp.Compare(a.GetStreamId(), b.GetStreamId()) })
 }
 
 // closeStreams closes the streams with pending calls that close reports,
@@ -533,10 +611,12 @@ func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, clos
 			continue
 		}
 		if r.closed == nil {
-			r.closed = make(map[string]string, len(p.byStream))
+			r.closed = make(map[string]closedStream, len(p.byStream))
 		}
-		r.closed[stream] = event
+		r.closings++
+		r.closed[stream] = closedStream{event: event, order: r.closings}
 	}
+	r.pruneClosed()
 	var events []Event
 	if r.limit > 0 {
 		now := time.Now().UnixNano()
@@ -553,17 +633,21 @@ func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, clos
 	r.armLimit(c)
 }
 
-// startedClosed persists when a call the model started on a closed
-// stream began to wait, unless the calls recovered there wait still: it
-// waits for the stream to be written on as they do, and is ended with
-// them, or at its own limit when none was left, rather than pending until
-// an END of the model that may never come.
-func (r *durableRouter) startedClosed(c actors.WrapperContext, stream string) {
-	if _, waits := r.asm.Pending.closedAt[stream]; waits || r.limit <= 0 {
-		return
+// waitsClosed is the durable core's also (see durableCore): for e, the
+// start of a call the model makes on a closed stream, the event that
+// persists, in the same store call, when the call began to wait, unless
+// the calls recovered there wait still. It waits for the stream to be
+// written on as they do, and is ended with them, or at its own limit when
+// none was left, rather than pending until an END of the model that may
+// never come. Any other event has none.
+func (r *durableRouter) waitsClosed(e Event) Event {
+	if e.Kind != EventCallStarted || r.limit <= 0 || !r.isClosed(e.StreamID) {
+		return Event{}
 	}
-	r.core.persist(persister(c), Event{Kind: EventStreamClosed, StreamID: stream, ClosedAt: time.Now().UnixNano()})
-	r.armLimit(c)
+	if _, waits := r.asm.Pending.closedAt[e.StreamID]; waits {
+		return Event{}
+	}
+	return Event{Kind: EventStreamClosed, StreamID: e.StreamID, ClosedAt: time.Now().UnixNano()}
 }
 
 // armLimit sets the limit timer for the earliest end of the calls waiting
@@ -618,6 +702,33 @@ func (r *durableRouter) restampAhead(c actors.WrapperContext) {
 	r.core.persistAll(persister(c), events)
 }
 
+// pruneClosed forgets, of the closed streams without a pending call left,
+// all but the closedQuiet closed last: a stream forgotten is open again,
+// and the model's frames on it go out (a call the model starts there is
+// announced, and waits for its END as on any stream). A stream closed
+// that long ago had its calls ended, or dropped by a later restore: its
+// model has mostly moved on. The closed streams with pending calls are
+// all kept: there are no more of them than the state has streams. It
+// runs when streams are closed, the only time there are more.
+func (r *durableRouter) pruneClosed() {
+	if len(r.closed) <= closedQuiet {
+		return
+	}
+	var quiet []string
+	for stream := range r.closed {
+		if r.asm.Pending.InStream(stream) == 0 {
+			quiet = append(quiet, stream)
+		}
+	}
+	if len(quiet) <= closedQuiet {
+		return
+	}
+	slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.closed[a].order, r.closed[b].order) })
+	for _, stream := range quiet[:len(quiet)-closedQuiet] {
+		delete(r.closed, stream)
+	}
+}
+
 // isClosed reports whether stream is closed towards the consumer (see
 // durableRouter.closed).
 func (r *durableRouter) isClosed(stream string) bool {
@@ -643,7 +754,7 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(r.closed) == 0 {
 		return
 	}
-	event, ok := r.closed[stream]
+	cs, ok := r.closed[stream]
 	if !ok {
 		return
 	}
@@ -662,7 +773,7 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	for i, pc := range calls {
 		ids[i] = pc.ToolCallID
 	}
-	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: event,
+	r.emit(c, messages.Meta(stream, MetaState, mustJSON(stateChange{Event: cs.event,
 		StreamPending: len(ids), Pending: r.asm.Pending.Len(), ToolCallIDs: ids})))
 }
 
@@ -696,7 +807,7 @@ func (r *durableRouter) endClosed(c actors.WrapperContext) {
 		"router", r.id, "calls", len(calls), "within", r.limit)
 	for _, call := range calls {
 		why := "the router restarted, and stream %s was not written on again within %v"
-		if r.closed[call.GetStreamId()] == "restored" {
+		if r.closed[call.GetStreamId()].event == "restored" {
 			why = "a restore frame put it on stream %s, which was not written on within %v"
 		}
 		r.d.deliver(c, call, errorResult(call, FailureStopped, fmt.Sprintf(

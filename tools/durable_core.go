@@ -46,7 +46,12 @@ const (
 // thus costs one copy, as in a router without durability, and no
 // bookkeeping of its own: consecutive chunks of a call are one run.
 type durableCore struct {
-	asm   *Assembler
+	asm *Assembler
+	// also, when set, returns the event written with the one step
+	// decided, in the same store call and applied after it (Kind
+	// EventNone for none): what the owner persists of a frame besides
+	// what the pending calls make of it.
+	also  func(Event) Event
 	runs  []heldRun
 	count int // chunks held
 	size  int // bytes of chunk held
@@ -76,9 +81,9 @@ func (d *durableCore) holding() bool { return len(d.runs) > 0 }
 
 // step decides what the response frame f does. A chunk for a pending call
 // is held (step returns no event and no decisions). Any other event is
-// written (with the chunks held before it, in one store call) and
-// applied, the held chunks first; step returns it with the decisions to
-// carry out. A frame with decisions but no event (it passes, or an atomic
+// written (with the chunks held before it, and the event also makes of
+// it, in one store call) and applied, the held chunks first; step returns
+// it with the decisions to carry out. A frame with decisions but no event (it passes, or an atomic
 // call runs) first writes and applies what is held, so nothing leaves the
 // router before the events decided before it are durable.
 func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision) {
@@ -92,19 +97,26 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 	switch {
 	case e.Kind == EventNone && len(ds) == 0: // dropped: nothing changes, nothing leaves
 		return e, nil
-	case len(d.runs) == 0:
+	}
+	var x Event
+	if d.also != nil && e.Kind != EventNone {
+		x = d.also(e)
+	}
+	if len(d.runs) == 0 {
 		if e.Kind != EventNone {
-			d.write(w, e)
+			d.write(w, e, x)
 			d.asm.Pending.Apply(e)
+			d.asm.Pending.Apply(x)
 		}
 		return e, ds
 	}
 	// Write the held chunks and e at once, apply the chunks, then decide
 	// again: a chunk changes only arguments, so the event is the same, and
 	// the decisions now carry the complete arguments.
-	d.apply(d.write(w, e))
+	d.apply(d.write(w, e, x))
 	e, ds = d.asm.Decide(f)
 	d.asm.Pending.Apply(e)
+	d.asm.Pending.Apply(x)
 	return e, ds
 }
 

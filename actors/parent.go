@@ -43,7 +43,12 @@ func (p Parent) Ref() Ref { return Ref{pid: p.pid} }
 // StartMux is [Runtime.StartMux] with spec spawned as a child of the
 // parent actor (under the supervisor strategy of the parent's spec) rather
 // than under the runtime's host. It fails with [ErrParentStopped] once the
-// parent's incarnation that started the work has ended.
+// parent's incarnation that started the work has ended, also while the
+// parent restarts: unlike [Runtime.Start], whose request a restarting
+// host holds until it has started again, it does not wait for the next
+// incarnation, for the work that asked is the ended one's, cancelled
+// with it, and a duplex spawned for it under the next would be one that
+// nobody closes.
 func (p Parent) StartMux(spec Spec) (*Mux, error) {
 	if p.rt == nil {
 		return nil, errors.New("actors: zero Parent")

@@ -306,6 +306,20 @@ type hostCell struct {
 	held []*spawnRequest
 }
 
+// hold holds req. The requests whose callers gave up waiting (see
+// spawnRequest.claimed) go as the list fills: a long restart holds
+// those of callers still waiting, however many Starts it takes.
+func (c *hostCell) hold(req *spawnRequest) {
+	if len(c.held) == cap(c.held) {
+		c.held = slices.DeleteFunc(c.held, func(r *spawnRequest) bool { return r.claimed.Load() })
+		if len(c.held) > cap(c.held)/2 {
+			// Mostly waiting: grow, so that the next drop is as far off.
+			c.held = slices.Grow(c.held, len(c.held))
+		}
+	}
+	c.held = append(c.held, req)
+}
+
 func (h *host) Receive(ctx actor.Context) {
 	cell := h.rt.hostCell
 	switch m := ctx.Message().(type) {
@@ -320,7 +334,7 @@ func (h *host) Receive(ctx actor.Context) {
 			// Spawned now, the duplex would be a child the restart
 			// never stops, and the restart, which waits for the
 			// host's children to stop, would wait for it.
-			cell.held = append(cell.held, m)
+			cell.hold(m)
 		default:
 			h.rt.spawnChild(ctx, m, &h.seq)
 		}

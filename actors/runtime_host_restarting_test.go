@@ -199,3 +199,24 @@ func restartingHost(t *testing.T) (rt *Runtime, release func()) {
 	waitQueued(busy, 0, 1) // the host restarts: its Stop waits for the busy turn
 	return rt, release
 }
+
+// TestRuntime_StartsGivenUpWhileHostRestartsHeldNoMore: the requests of
+// Starts that gave up waiting while the host restarts (SpawnTimeout) are
+// not kept until the restart ends: a long restart that takes many
+// Starts holds no more requests than callers still waiting, not one per
+// Start ever made.
+func TestRuntime_StartsGivenUpWhileHostRestartsHeldNoMore(t *testing.T) {
+	rt, release := restartingHost(t)
+	defer release()
+	rt.spawnTimeout = time.Millisecond
+	const starts = 256
+	for i := range starts {
+		if _, err := rt.Start(Spec{Name: "late", New: func() Logic { return LogicFunc(func(Context, any) {}) }}); err == nil {
+			t.Fatalf("Start %d while the host restarts, held past its SpawnTimeout, succeeded", i)
+		}
+	}
+	waitDrained(rt.hostCell.mb)
+	if n := len(rt.hostCell.held); n > starts/8 {
+		t.Errorf("the restarting host holds %d spawn requests after %d Starts that all gave up: want those of waiting callers only", n, starts)
+	}
+}

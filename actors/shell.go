@@ -194,7 +194,9 @@ func (s *shell) Receive(ctx actor.Context) {
 		// of its Logic's (its frames go to its own subscriber). Not once
 		// the incarnation that asked has ended: this actor may be
 		// stopping, past stopping its children, and would wait forever for
-		// a new one.
+		// a new one. Nor held for the next incarnation, as the runtime's
+		// host holds a Start's while it restarts: the work that asked is
+		// the ended incarnation's, cancelled (see Parent.StartMux).
 		if s.finished || isClosed(m.gone) {
 			m.reply <- spawnReply{err: ErrParentStopped}
 			return

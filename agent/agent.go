@@ -48,7 +48,7 @@ var (
 	// background once they have returned. A handler or hook that closed
 	// its own agent ignores it; a host that must see everything stopped
 	// cancels its Runs, or calls Close again, which returns nil once the
-	// close has completed.
+	// close has completed, or waits for [Agent.Done].
 	ErrCloseContinues = errors.New("agent: the close continues in the background")
 	// ErrNoAnswer: the model still called tools when the iteration limit
 	// was reached, so there is no final answer.
@@ -348,18 +348,20 @@ type Agent struct {
 	delegating int
 	delegated  chan struct{}
 	// calls holds the handlers of the tool calls the agent's loops run
-	// that have not returned (see trackCalls), by their ctx, each with
-	// the session of the conversation that made its call and the number
-	// it began with (callSeq, from 1, in the order they began). A Close that cannot tell whether one of them called it
-	// knows by them that what it waits for waits for a handler (see
-	// awaitConversations).
-	calls   map[context.Context]handlerCall
-	callSeq uint64
+	// that have not returned (see callTable and trackCalls).
+	calls *callTable
+	// hooks counts the delegations' ToolOptions.OnEvent hooks running
+	// that hold a conversation of the agent (see AsTool): those of the
+	// delegations its conversations made, directly or within one they
+	// made, and those of delegations made to it.
+	hooks atomic.Int32
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
 	closeDone bool
-	closed    bool
+	// done, made by the first Done, is closed as closeDone is set.
+	done   chan struct{}
+	closed bool
 	// closingLater: a closeLater is finishing the close in the
 	// background.
 	closingLater bool
@@ -466,10 +468,10 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	}
 	a := &Agent{rt: rt, model: model, opts: opts, startShared: rt.StartMux, claim: claim, claimStore: claimStore}
 	a.delegationTag = rand.Text()[:10] + "-"
-	a.self = weak.Make(a)
+	a.self, a.calls = weak.Make(a), newCallTable()
 	a.loop = tools.LoopOptions{
 		RouterOptions: tools.RouterOptions{Name: opts.Name, Tools: opts.Tools, Breaker: opts.Breaker,
-			Supervision: opts.Supervision, OnCall: trackCalls(a.self)},
+			Supervision: opts.Supervision, OnCall: trackCalls(a.self, a.calls)},
 		ToolChoice:        opts.ToolChoice,
 		SystemPrompt:      opts.SystemPrompt,
 		MaxIterations:     opts.MaxIterations,
@@ -640,13 +642,14 @@ func sessionID(stream string) string {
 // error wrapping [ErrCloseContinues] that says how many conversations
 // and handlers still run, and the agent, refusing new conversations,
 // finishes closing in the background once they have returned. A Close
-// called from a delegation's ToolOptions.OnEvent hook (on the hook's
-// own goroutine: Close looks for the agent's call of the hook among its
-// callers, which costs only Close) does so at once, without the grace:
-// the hook of a delegation the agent made, directly or within one it
-// made, that holds its conversation; and one of a delegation made to the
-// agent, whose conversation, cancelled as Close began, it no longer
-// waits for (Close returns nil, as for a consumer's body above). So a
+// while a delegation's ToolOptions.OnEvent hook runs that holds a
+// conversation of the agent (the agent counts the hooks it calls; how
+// deep in the hook Close is called does not matter) does so at once,
+// without the grace: the hook of a delegation the agent made, directly
+// or within one it made, that holds its conversation; and one of a
+// delegation made to the agent, whose conversation, cancelled as Close
+// began, it no longer waits for (Close returns nil, as for a consumer's
+// body above). So a
 // tool's handler, or a goroutine a handler or hook waits for, closing
 // the agent with another ctx holds its conversation for CancelGrace
 // (its call's ctx saves that wait; a ctx of Close's that ends sooner
@@ -683,6 +686,28 @@ func (a *Agent) Close(ctx context.Context) error {
 		return nil
 	}
 	return a.close(ctx, true)
+}
+
+// Done returns a channel that is closed once the agent's close has
+// completed, as a Close that returns nil says: at once after such a
+// Close, and, after one that returned an error wrapping
+// [ErrCloseContinues], once the agent has finished closing in the
+// background (a Close then returns nil at once). It is not closed
+// before a Close begins, nor by a Close whose ctx ended first (a later
+// Close finishes the work). A nil or zero Agent's is nil.
+func (a *Agent) Done() <-chan struct{} {
+	if a.usable() != nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+		if a.closeDone {
+			close(a.done)
+		}
+	}
+	return a.done
 }
 
 // closeLater finishes closing the agent on a goroutine of its own, once
@@ -722,15 +747,12 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		return nil
 	}
 	a.beginCloseLocked()
-	var (
-		before   uint64 // the handlers that may have called close: those numbered up to it
-		fromHook bool
-	)
+	var before uint64 // the handlers that may have called close: those numbered up to it
 	if byCaller {
-		before = a.callSeq
-		fromHook = calledFromHook()
+		a.calls.watched.Store(true) // before the first look at the handlers
+		before = a.calls.seq.Load()
 	}
-	held, err := a.awaitConversations(ctx, before, fromHook)
+	held, err := a.awaitConversations(ctx, before, byCaller)
 	if err != nil {
 		n := a.active
 		a.mu.Unlock()
@@ -742,7 +764,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		// What is left waits for handlers that ran before this Close
 		// began, one of which may have called it: finish once they have
 		// returned, and say so.
-		n, h := a.active, len(a.calls)
+		n, h := a.active, len(a.calls.running(nil))
 		a.mu.Unlock()
 		a.closeLater("its conversations held by tool calls")
 		return fmt.Errorf("agent %q: close: %d conversation(s) still running, waiting for tool calls' handlers "+
@@ -809,7 +831,12 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 			a.releaseAfter(a.stopping)
 			a.stopping = nil
 		}
-		a.closeDone = true
+		if !a.closeDone {
+			a.closeDone = true
+			if a.done != nil {
+				close(a.done)
+			}
+		}
 		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():
@@ -914,55 +941,6 @@ func (a *Agent) delegate() (done func()) {
 	}
 }
 
-// trackCalls returns the tools.RouterOptions.OnCall of the agent self
-// points at: it keeps each handler of the calls its loops run in
-// Agent.calls, by its ctx, with the session whose conversation made the
-// call, from the handler's start to its return; it allocates nothing
-// per call. A handler of an agent no longer reachable is not kept (the
-// hook holds the agent weakly, as loopOwners does: its loops do not keep
-// it).
-func trackCalls(self weak.Pointer[Agent]) func(ctx context.Context, ended bool) {
-	return func(ctx context.Context, ended bool) {
-		a := self.Value()
-		if a == nil {
-			return
-		}
-		if ended {
-			a.mu.Lock()
-			if _, ok := a.calls[ctx]; ok {
-				delete(a.calls, ctx)
-				a.changedLocked()
-			}
-			a.mu.Unlock()
-			return
-		}
-		call, ok := tools.CallFrom(ctx)
-		if !ok {
-			return
-		}
-		session, _ := SessionOf(call.StreamID)
-		a.mu.Lock()
-		a.callSeq++
-		if a.calls == nil {
-			a.calls = map[context.Context]handlerCall{}
-		}
-		a.calls[ctx] = handlerCall{session: session, seq: a.callSeq}
-		a.changedLocked()
-		a.mu.Unlock()
-	}
-}
-
-// handlerCall is a handler of the agent's calls that has not returned
-// (see Agent.calls, where its ctx keys it: the ctx of each handler
-// running is its own, and ends once the call is answered without it, a
-// timeout or a cancel, its conversation then no longer waiting for it):
-// the session whose conversation made the call, and the number it began
-// with.
-type handlerCall struct {
-	session string
-	seq     uint64
-}
-
 // awaitDelegating waits, once the agent's loops have stopped (and with
 // them the loops of the delegations they made), until the handlers of
 // those delegations have returned, for CancelGrace at most: a host's
@@ -1051,7 +1029,7 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // change of who is in which entry starts the grace anew.
 //
 // With before, the number of the last handler of the agent's calls that
-// began before Close (see Agent.calls; 0: none of them called Close),
+// began before Close (see callTable; 0: none of them called Close),
 // it also stops waiting once every conversation left is in its
 // consumer's body or waits for a handler, one of them a handler that
 // began before Close, and nothing of that changed for CancelGrace: it
@@ -1060,9 +1038,13 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // waiting for it (a handler given context.Background rather than its
 // call's ctx, or a hook of a delegation, which gets none); one that is
 // not returns to its conversation, which then either returns or has a
-// handler begin or end, and the grace starts anew. It returns ctx's
+// handler begin or end, and the grace starts anew. With byCaller (a
+// Close that may have been called by such a handler, or by a hook),
+// that grace is none while a delegation's hook holding a conversation
+// of the agent runs (see Agent.hooks), as is the grace of delegations
+// to the agent left in their hooks, their bodies. It returns ctx's
 // error when ctx ends first.
-func (a *Agent) awaitConversations(ctx context.Context, before uint64, fromHook bool) (held bool, _ error) {
+func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller bool) (held bool, _ error) {
 	var (
 		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
 		calls callsState         // the handlers, as the grace for them runs
@@ -1093,14 +1075,14 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64, fromHook 
 		case only:
 			if still == nil || !sameEntries(still, inBody) {
 				still = inBody // the grace starts (anew)
-				restart(fromHook && delegationsOnly(inBody))
+				restart(byCaller && a.hooks.Load() > 0 && delegationsOnly(inBody))
 			}
 			graceC = grace.C
 			calls = callsState{}
 		case now.held:
 			if still == nil || !sameEntries(still, inBody) || calls != now {
 				still, calls = inBody, now
-				restart(fromHook)
+				restart(byCaller && a.hooks.Load() > 0)
 			}
 			callsC = grace.C
 		default:
@@ -1163,13 +1145,17 @@ type callsState struct {
 // handlers began before Close, numbered up to before (with before 0,
 // never); a.mu is held.
 func (a *Agent) callsLocked(inBody map[*closer]uint64, before uint64) callsState {
-	st := callsState{seq: a.callSeq, running: len(a.calls), active: a.active}
-	if before == 0 || len(a.calls) == 0 {
+	st := callsState{seq: a.calls.seq.Load(), active: a.active}
+	if before == 0 {
 		return st
 	}
-	early := make(map[string]bool, len(a.calls)) // the sessions waiting for handlers: one began before Close
-	for ctx, h := range a.calls {
-		if ctx.Err() != nil {
+	running := a.calls.running(nil)
+	if st.running = len(running); st.running == 0 {
+		return st
+	}
+	early := make(map[string]bool, len(running)) // the sessions waiting for handlers: one began before Close
+	for _, h := range running {
+		if h.ctx.Err() != nil {
 			continue // its call was answered: a handler run on past its timeout holds nothing
 		}
 		early[h.session] = early[h.session] || h.seq <= before

@@ -3,16 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"runtime"
 	"strconv"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
-	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models/scripted"
-	"github.com/polyweave/polyweave-go/tools"
 )
 
 // BenchmarkCallMark: what an agent keeps of one tool call its
@@ -44,8 +40,8 @@ func BenchmarkCallMark(b *testing.B) {
 		}
 	})
 	b.Run("on-call", func(b *testing.B) {
-		hook := trackCalls(a.self)
-		ctx := callContext(b, rt)
+		hook := trackCalls(a.self, a.calls)
+		ctx := handlerContexts(b, rt, 1)[0]
 		b.ReportAllocs()
 		for b.Loop() {
 			hook(ctx, false)
@@ -55,8 +51,8 @@ func BenchmarkCallMark(b *testing.B) {
 	// Every core's handlers at once, as the calls of many conversations
 	// run: they contend for what the hook locks.
 	b.Run("on-call-parallel", func(b *testing.B) {
-		hook := trackCalls(a.self)
-		ctx := callContext(b, rt)
+		hook := trackCalls(a.self, a.calls)
+		ctx := handlerContexts(b, rt, 1)[0]
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -79,28 +75,4 @@ func stackGoid() uint64 {
 		}
 	}
 	return 0
-}
-
-// callContext returns the ctx a call runner gave the handler of a call
-// of session "s" (its CallFrom tells the call), kept once it returned.
-func callContext(b *testing.B, rt *actors.Runtime) context.Context {
-	got := make(chan context.Context, 1)
-	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "t",
-		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) { got <- ctx; return nil, nil }})}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux, err := rt.StartMux(spec)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mux.Close(context.Background())
-	s, err := mux.Open("s")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Send(messages.ToolCall("s", "c1", "t", json.RawMessage(`{}`))); err != nil {
-		b.Fatal(err)
-	}
-	return <-got
 }

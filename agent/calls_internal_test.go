@@ -3,18 +3,21 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestCalls_NoEntryLeft: the agent's table of the handlers its calls run
-// (Agent.calls) holds each from its start to its return, and nothing
+// (Agent.calls, a callTable) holds each from its start to its return, and nothing
 // once they have returned: a handler that panics, one that outlives its
 // call's timeout (its entry kept until it returns, after the call was
 // answered), and one that returns, each counted once.
@@ -55,19 +58,89 @@ func TestCalls_NoEntryLeft(t *testing.T) {
 			t.Fatalf("Run: %+v, %v; want its answer, the panic and the timeout failed calls", ans, err)
 		}
 		synctest.Wait()
-		a.mu.Lock()
-		running, seq := len(a.calls), a.callSeq
-		a.mu.Unlock()
+		running, seq := len(a.calls.running(nil)), a.calls.seq.Load()
 		if running != 1 || seq != 3 {
 			t.Errorf("after the Run: %d handler(s) in the table of %d begun, want the slow one of 3", running, seq)
 		}
 		close(release)
 		synctest.Wait()
-		a.mu.Lock()
-		running, seq = len(a.calls), a.callSeq
-		a.mu.Unlock()
+		running, seq = len(a.calls.running(nil)), a.calls.seq.Load()
 		if running != 0 || seq != 3 {
 			t.Errorf("once every handler returned: %d handler(s) in the table of %d begun, want none of 3", running, seq)
 		}
 	})
+}
+
+// TestCallTable_PastItsSlots: a table keeps every handler running, more
+// at once than it has slots included, each with its session and number,
+// and forgets each as it returns, in any order.
+func TestCallTable_PastItsSlots(t *testing.T) {
+	const n = 3 * callSlots
+	calls := newCallTable()
+	ctxs := handlerContexts(t, actorstest.NewRuntime(t, nil), n)
+	for _, ctx := range ctxs {
+		calls.begin(ctx)
+	}
+	running := calls.running(nil)
+	if len(running) != n {
+		t.Fatalf("%d handlers kept of %d running", len(running), n)
+	}
+	seen := map[uint64]string{}
+	for _, h := range running {
+		seen[h.seq] = h.session
+	}
+	for i := range n {
+		if want := "s" + strconv.Itoa(i); seen[uint64(i+1)] != want {
+			t.Errorf("handler %d: session %q, want %q", i+1, seen[uint64(i+1)], want)
+		}
+	}
+	for i := n - 1; i >= 0; i -= 2 { // every other one, from the last
+		calls.end(ctxs[i])
+	}
+	if got := len(calls.running(nil)); got != n/2 {
+		t.Errorf("%d handlers kept once half returned, want %d", got, n/2)
+	}
+	for i := 0; i < n; i += 2 {
+		calls.end(ctxs[i])
+	}
+	if got := calls.running(nil); len(got) != 0 || calls.seq.Load() != n {
+		t.Errorf("once all returned: %d kept, %d begun; want none of %d", len(got), calls.seq.Load(), n)
+	}
+}
+
+// handlerContexts returns the ctxs a call runner on rt gave the handlers
+// of n calls, each on a stream of session "s<i>" of its own, kept once
+// they returned.
+func handlerContexts(t testing.TB, rt *actors.Runtime, n int) []context.Context {
+	t.Helper()
+	got := make(chan context.Context, n)
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: []*tools.Tool{tools.MustNew(tools.Definition{Name: "t",
+		Handler: func(ctx context.Context, _ json.RawMessage) (any, error) { got <- ctx; return nil, nil }})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := rt.StartMux(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close(context.Background())
+	ctxs := map[string]context.Context{}
+	for i := range n {
+		stream := StreamID("s"+strconv.Itoa(i), 1)
+		s, err := mux.Open(stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Send(messages.ToolCall(stream, "c1", "t", json.RawMessage(`{}`))); err != nil {
+			t.Fatal(err)
+		}
+		ctx := <-got
+		call, _ := tools.CallFrom(ctx)
+		ctxs[call.StreamID] = ctx
+	}
+	out := make([]context.Context, n)
+	for i := range out {
+		out[i] = ctxs[StreamID("s"+strconv.Itoa(i), 1)]
+	}
+	return out
 }

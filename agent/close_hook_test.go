@@ -17,42 +17,63 @@ import (
 
 // TestClose_FromADelegationsHook: the delegation's ToolOptions.OnEvent
 // hook, which gets no ctx, closes the lead with context.Background while
-// the lead's Run waits for the delegation, which waits for the hook.
-// Close sees that it is called from a hook of the agent's, and that
-// the Run waits for a handler of the lead's that is in its hook since
-// before Close began: it returns at once (no time passes), with an error
+// the lead's Run waits for the delegation, which waits for the hook;
+// also from a call 300 frames deep within the hook (a host's own layers:
+// a framework, a recursive walk): how deep does not matter. Close sees
+// that a hook holding the lead's conversation runs, and that the Run
+// waits for a handler of the lead's that is in its hook since before
+// Close began: it returns at once (no time passes), with an error
 // wrapping ErrCloseContinues (the delegation's call is not answered as
 // timed out), the lead's Run goes on to its answer, and the lead refuses
 // the next Run.
 func TestClose_FromADelegationsHook(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := actorstest.NewRuntime(t, nil)
-		writer := newAgent(t, rt, model(t, scripted.Turn{Text: "Written."}), &agent.Options{Name: "writer"})
-		var lead *agent.Agent
-		closed := make(chan error, 1)
-		var waited time.Duration
-		lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
-			if ev.Kind == agent.EventDone {
-				closed <- timedClose(context.Background(), lead, &waited)
-			}
-		}})
-		ans, err := lead.Run(context.Background(), "s", ask)
-		if err != nil {
-			t.Fatalf("the lead's Run: %v", err)
+	for _, tc := range []struct {
+		name  string
+		depth int
+	}{{"in the hook", 0}, {"300 frames deep in the hook", 300}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { closeFromDelegationsHook(t, tc.depth) })
+		})
+	}
+}
+
+func closeFromDelegationsHook(t *testing.T, depth int) {
+	rt := actorstest.NewRuntime(t, nil)
+	writer := newAgent(t, rt, model(t, scripted.Turn{Text: "Written."}), &agent.Options{Name: "writer"})
+	var lead *agent.Agent
+	closed := make(chan error, 1)
+	var waited time.Duration
+	lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
+		if ev.Kind == agent.EventDone {
+			closed <- deep(depth, func() error { return timedClose(context.Background(), lead, &waited) })
 		}
-		if err := <-closed; !errors.Is(err, agent.ErrCloseContinues) {
-			t.Errorf("Close of the lead from its delegation's hook: %v, want ErrCloseContinues", err)
-		}
-		if waited != 0 {
-			t.Errorf("Close from the delegation's hook took %v, want it at once", waited)
-		}
-		if res := onlyResult(t, ans); res.IsError || ans.Text != "The team is done." {
-			t.Errorf("the delegation: %s (error %v), answer %q: want the writer's answer and the lead's", res.Content, res.IsError, ans.Text)
-		}
-		if _, err := lead.Run(context.Background(), "s2", ask); !errors.Is(err, agent.ErrClosed) {
-			t.Errorf("the lead's Run after Close: %v, want ErrClosed", err)
-		}
-	})
+	}})
+	ans, err := lead.Run(context.Background(), "s", ask)
+	if err != nil {
+		t.Fatalf("the lead's Run: %v", err)
+	}
+	if err := <-closed; !errors.Is(err, agent.ErrCloseContinues) {
+		t.Errorf("Close of the lead from its delegation's hook: %v, want ErrCloseContinues", err)
+	}
+	if waited != 0 {
+		t.Errorf("Close from the delegation's hook took %v, want it at once", waited)
+	}
+	if res := onlyResult(t, ans); res.IsError || ans.Text != "The team is done." {
+		t.Errorf("the delegation: %s (error %v), answer %q: want the writer's answer and the lead's", res.Content, res.IsError, ans.Text)
+	}
+	if _, err := lead.Run(context.Background(), "s2", ask); !errors.Is(err, agent.ErrClosed) {
+		t.Errorf("the lead's Run after Close: %v, want ErrClosed", err)
+	}
+}
+
+// deep calls f n frames deeper than its caller.
+//
+//go:noinline
+func deep(n int, f func() error) error {
+	if n == 0 {
+		return f()
+	}
+	return deep(n-1, f)
 }
 
 // TestClose_FromAToolWithAnotherCtx: a tool of the agent closes it with a

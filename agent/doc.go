@@ -147,5 +147,5 @@
 // before it began, and from a delegation's OnEvent hook (which gets no
 // ctx) at once: it then returns an error wrapping [ErrCloseContinues],
 // the agent finishing its close in the background once those handlers
-// have returned (see [Agent.Close]).
+// have returned (see [Agent.Close]; [Agent.Done] tells when it has).
 package agent

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -212,12 +210,16 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			// of one agent never share a session.
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
-			var parent *actors.Parent
+			var (
+				parent  *actors.Parent
+				callers []*Agent
+			)
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
 					parent = &p
 				}
-				for _, caller := range callersOf(p) {
+				callers = callersOf(p)
+				for _, caller := range callers {
 					// The caller's Close waits for this handler, once its
 					// loop (and so the delegation's) has stopped; so does
 					// that of each agent whose conversation waits for the
@@ -227,7 +229,15 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			}
 			var emit func(Event)
 			if opts.OnEvent != nil {
-				emit = func(ev Event) { callHook(opts.OnEvent, session, ev) }
+				emit = func(ev Event) {
+					// The hook holds the delegation's conversation of sub
+					// and the callers' conversations waiting for it: a
+					// Close of one of them from it cannot wait for them
+					// (see Agent.Close).
+					holdHooks(sub, callers, 1)
+					defer holdHooks(sub, callers, -1)
+					opts.OnEvent(session, ev)
+				}
 			}
 			ans, err := sub.run(ctx, session, msgs, parent, emit, true)
 			if err != nil {
@@ -316,33 +326,11 @@ func (a *Agent) deleteSession(key string) {
 	}
 }
 
-// callHook calls a delegation's ToolOptions.OnEvent hook. It is the
-// frame by which a Close knows it was called from such a hook (see
-// calledFromHook): it is never inlined.
-//
-//go:noinline
-func callHook(hook func(string, Event), session string, ev Event) {
-	hook(session, ev)
-}
-
-// hookFunc is the name runtime frames give callHook.
-var hookFunc = runtime.FuncForPC(reflect.ValueOf(callHook).Pointer()).Name()
-
-// calledFromHook tells whether its caller runs within a delegation's
-// ToolOptions.OnEvent hook (callHook is among its callers): a hook,
-// which gets no ctx, that closes an agent. Only Close pays for the look
-// at its callers; a hook pays nothing.
-func calledFromHook() bool {
-	pcs := make([]uintptr, 256)
-	n := runtime.Callers(3, pcs) // from Close's caller on
-	frames := runtime.CallersFrames(pcs[:n])
-	for {
-		f, more := frames.Next()
-		if f.Function == hookFunc {
-			return true
-		}
-		if !more {
-			return false
-		}
+// holdHooks adds n to the count of hooks running (Agent.hooks) of sub
+// and of each of callers.
+func holdHooks(sub *Agent, callers []*Agent, n int32) {
+	sub.hooks.Add(n)
+	for _, c := range callers {
+		c.hooks.Add(n)
 	}
 }

@@ -131,16 +131,27 @@ func inspectedSides(b *testing.B) (with, without *loopConversation, client *stre
 // phases ([inspectedPhases]) keeps them on its side.
 
 // phasesOf is how many phases a round of the row measured in phases
-// lasts (its until over this is a phase): 525 ms at the harness's
-// default benchtime (a round 28 benchtimes), two Intervals of the
-// inspector's stream and some. An inspected phase gets a view at its
+// lasts (its until over this is a phase), and phasesRound how many
+// benchtimes a round lasts: phases of 525 ms at the harness's default
+// benchtime, two Intervals of the inspector's stream and some, about a
+// dozen pairs a round counted. An inspected phase gets a view at its
 // start (its first run changed what the stream last sent), one every
 // Interval, and the one its end waits for: up to about twice the views
 // a stream following a host that runs all the time would render (four
-// a second), each about a millisecond of CPU (BenchmarkRender in
-// inspect), under 1 % of the phase's; the row errs against the
-// inspector by that.
-const phasesOf = 16
+// a second), each 0.3–1 ms of CPU (BenchmarkRender in inspect, quiet
+// and loaded), under 1 % of the phase's; the row errs against the
+// inspector by that. What a phase pays once (its view at the start, the
+// wait for its last view, the inspector's clock ticking meanwhile) is
+// the inspector's: shorter phases would charge it more per run (phases
+// of 262 ms put the row 2–5 % higher). A round's ratio is the middle
+// half of its pairs': the pairs a round counts come from its length,
+// 56 benchtimes, about thirteen, three dropped at each end (with 28,
+// six or seven, one dropped at each end: two slow pairs moved a round
+// by several per cent).
+const (
+	phasesOf    = 32
+	phasesRound = 56
+)
 
 // inspectedPhases is inspectedAB measured in phases: pairs of phases
 // each a side's alone for until/phasesOf, their order balanced, each
@@ -251,7 +262,7 @@ func interleavedRunRows(c *config) []Row {
 	inspOn, inspOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector", false, true, inspectedAB, until)
 	aa, aa2 := pairedRun([2]string{"loop", "loop, again"}, "RunsAB/loop-aa", false, true, loopAA, until)
 	agentOn, agentOff := pairedRun([2]string{"agent.Run", "raw loop"}, "RunsAB/agent", false, true, agentAB, until)
-	phasesOn, phasesOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector-phases", true, true, inspectedPhases, c.abTime(28))
+	phasesOn, phasesOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector-phases", true, true, inspectedPhases, c.abTime(phasesRound))
 	const how = "one run per round, the sides interleaved: both started once, then played in pairs of slices of 100 conversations, the order of each two pairs balanced, the first pairs not counted; the heap collected between slices as often as the runtime would, each collection timed and its cost charged to every slice by the bytes it allocated; a round's ratio is the geometric mean of the middle half of its pairs' ratios, the baseline's figure its side's time summed over its slices, ours that times the ratio; background goroutines of one side fall on whichever slice they meet"
 	return c.rows([]pair{
 		{figure: "7", name: "(a) the loop vs itself (A/A), interleaved", kind: duration, unit: "run",
@@ -262,7 +273,7 @@ func interleavedRunRows(c *config) []Row {
 			note: "the client follows the page's stream; " + how + "; so the view the inspector's stream renders of a side's runs (every 250ms at most) falls on either side's slices, and bytes a side allocates after its slice are counted to the next (see the row in phases)"},
 		{figure: "7", name: "(a) inspector mounted, one event stream client vs without, in phases, per CPU second", kind: duration, unit: "run (CPU)",
 			ours: phasesOn, base: phasesOff, goal: ratioAtMost(1.1),
-			note: fmt.Sprintf("the client follows the page's stream; one run per round, the sides in phases of %v each, their order balanced two pairs at a time, the first pair not counted; every phase starts from a collected heap and the collector runs in it as the runtime would; an inspected phase ends once the stream has shown its last run to the client (the view rendered, sent and read), so that what the inspector does for a phase's runs is the phase's; time is the process's CPU time (the wait for the stream is idle wall time); a round's ratio is the geometric mean of the middle half of its pairs' ratios", c.abTime(28)/phasesOf)},
+			note: fmt.Sprintf("the client follows the page's stream; one run per round, the sides in phases of %v each, their order balanced two pairs at a time, the first pair not counted; every phase starts from a collected heap and the collector runs in it as the runtime would; an inspected phase ends once the stream has shown its last run to the client (the view rendered, sent and read), so that what the inspector does for a phase's runs is the phase's; time is the process's CPU time (the wait for the stream is idle wall time); a round's ratio is the geometric mean of the middle half of its pairs' ratios", c.abTime(phasesRound)/phasesOf)},
 		{figure: "7", name: "(a) through agent.Run vs through the raw loop, interleaved", kind: throughput, unit: "runs",
 			ours: agentOn, base: agentOff, goal: ratioAtLeast(1),
 			note: "the raw loop played by hand as a host would (runByHand); " + how},

@@ -138,9 +138,9 @@ func TestCost_AllocationsPerRun(t *testing.T) {
 	}
 }
 
-// BenchmarkRender is what one event of a page's stream costs (the HTML
-// fragments) with the session list full and the newest session selected.
-func BenchmarkRender(b *testing.B) {
+// fullInspector is an inspector that observed runs of the conversation
+// past its session list's bound, and the rig that played them.
+func fullInspector(b *testing.B) (*inspect.Inspector, *costRig) {
 	rt := actorstest.NewRuntime(b, nil)
 	in, err := inspect.New(rt, nil)
 	if err != nil {
@@ -151,12 +151,30 @@ func BenchmarkRender(b *testing.B) {
 	for range inspect.DefaultMaxSessions + 20 {
 		r.run(b)
 	}
+	return in, r
+}
+
+// BenchmarkRender is what one event of a page's stream costs (the HTML
+// fragments) with the session list full and the newest session selected.
+func BenchmarkRender(b *testing.B) {
+	in, r := fullInspector(b)
 	query := "?session=run-" + strconv.Itoa(r.runs)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := inspect.RenderView(in, query); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSnapshot is the snapshot the page's stream renders its view
+// from, with the session list full and none selected (as the event
+// stream of figure 7's inspector row asks for it).
+func BenchmarkSnapshot(b *testing.B) {
+	in, _ := fullInspector(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		in.Snapshot("")
 	}
 }
 

@@ -74,10 +74,15 @@
 // X-Forwarded-For, X-Forwarded-Host or X-Real-IP, is its client's, not
 // loopback) and [Listen] refuses to listen on other addresses;
 // Options.AllowRemote and ListenOptions.AllowRemote lift that. Fault
-// posts must come from the page's own origin (Origin and Sec-Fetch-Site
-// are checked), so another site open in the same browser cannot send
-// them, nor frame the page (X-Frame-Options and the
-// Content-Security-Policy frame-ancestors allow its own origin alone);
+// posts must come from the page's own origin (Origin, its scheme, host
+// and port, and Sec-Fetch-Site are checked), so another site open in the
+// same browser cannot send them, nor frame the page (X-Frame-Options and
+// the Content-Security-Policy frame-ancestors allow its own origin
+// alone). A post with neither header is refused: browsers send them,
+// and a client without a browser (a script, curl) sends Origin, the
+// inspector's own (curl -H 'Origin: http://127.0.0.1:8080' ...); behind
+// a proxy ending TLS (AllowRemote), the scheme is its X-Forwarded-Proto.
+// A fault form's body is 8 KiB at most (413 past it).
 // Host headers other than loopback names are refused unless AllowRemote
 // (DNS rebinding).
 package inspect

@@ -276,11 +276,16 @@ func (in *Inspector) serveFault(w http.ResponseWriter, r *http.Request, what str
 		http.Error(w, "method not allowed: fault injection is a POST", http.StatusMethodNotAllowed)
 		return
 	}
-	if err := sameOrigin(r); err != nil {
+	if err := sameOrigin(r, in.opts.AllowRemote); err != nil {
 		http.Error(w, "inspect: "+err.Error(), http.StatusForbidden)
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFaultForm)
 	if err := r.ParseForm(); err != nil {
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			http.Error(w, fmt.Sprintf("inspect: a fault form is %d bytes at most", maxFaultForm), http.StatusRequestEntityTooLarge)
+			return
+		}
 		http.Error(w, "inspect: "+err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -332,20 +337,65 @@ func (in *Inspector) serveFault(w http.ResponseWriter, r *http.Request, what str
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": err == nil, "text": text})
 }
 
-// sameOrigin refuses fault posts from other sites open in the browser.
-func sameOrigin(r *http.Request) error {
-	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+// maxFaultForm bounds a fault form's body: an actor's id, a tool's name
+// or a stream's id, and the session shown.
+const maxFaultForm = 8 << 10
+
+// sameOrigin refuses fault posts that do not come from the inspector's
+// own page: a post another site open in the browser makes it send
+// (Sec-Fetch-Site other than same-origin, or an Origin other than the
+// inspector's, its scheme, host and port compared), and a post saying
+// neither, which only an old browser (which any page could make post)
+// or a client without a browser sends: such a client says Origin, the
+// inspector's own. With trustProto (Options.AllowRemote: proxies
+// allowed), the scheme is a proxy's X-Forwarded-Proto when it sets
+// one (a proxy ending TLS before the inspector), which no page can
+// make a browser send without the inspector's consent (CORS).
+func sameOrigin(r *http.Request, trustProto bool) error {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "", "same-origin", "none":
 	default:
 		return fmt.Errorf("fault posts must come from the inspector's own page (Sec-Fetch-Site: %s)", site)
 	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host != r.Host {
-			return fmt.Errorf("fault posts must come from the inspector's own page (Origin %s)", origin)
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		if site == "" {
+			return fmt.Errorf("fault posts must say where they come from: a browser sends Origin or Sec-Fetch-Site, another client must send Origin: %s://%s", requestScheme(r, trustProto), clip(r.Host, DefaultClip))
 		}
+		return nil
+	}
+	scheme := requestScheme(r, trustProto)
+	if u, err := url.Parse(origin); err != nil || u.Scheme != scheme || canonicalHost(u.Host, scheme) != canonicalHost(r.Host, scheme) {
+		return fmt.Errorf("fault posts must come from the inspector's own page (Origin %s)", clip(origin, DefaultClip))
 	}
 	return nil
+}
+
+// requestScheme is the scheme of the origin r was sent to (see
+// sameOrigin).
+func requestScheme(r *http.Request, trustProto bool) string {
+	if proto := strings.ToLower(r.Header.Get("X-Forwarded-Proto")); trustProto && (proto == "http" || proto == "https") {
+		return proto
+	}
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// canonicalHost is host (a Host header or an Origin's host) in lower
+// case with its port, the scheme's default one when it has none.
+func canonicalHost(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		switch scheme {
+		case "http":
+			host = net.JoinHostPort(strings.Trim(host, "[]"), "80")
+		case "https":
+			host = net.JoinHostPort(strings.Trim(host, "[]"), "443")
+		}
+	}
+	return strings.ToLower(host)
 }
 
 // Listen listens on addr (host:port) for the inspector. It refuses an

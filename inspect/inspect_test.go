@@ -142,7 +142,8 @@ func (r *rig) state(t *testing.T, session string) inspect.Snapshot {
 	return snap
 }
 
-// post posts a fault form as the page's script does (JSON answer).
+// post posts a fault form as the page's script does (JSON answer), from
+// the page's origin unless header says where it comes from.
 func (r *rig) post(t *testing.T, path string, form url.Values, header http.Header) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, r.srv.URL+path, strings.NewReader(form.Encode()))
@@ -151,6 +152,9 @@ func (r *rig) post(t *testing.T, path string, form url.Values, header http.Heade
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	if header.Get("Origin") == "" && header.Get("Sec-Fetch-Site") == "" {
+		req.Header.Set("Origin", r.srv.URL)
+	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
@@ -474,6 +478,7 @@ func TestFaults_PanicFromThePage(t *testing.T) {
 	// Without script: a form post, redirected back to the page.
 	req, _ := http.NewRequest(http.MethodPost, r.srv.URL+"/api/fault/panic", strings.NewReader(url.Values{"actor": {agent.ID}, "session": {"after"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", r.srv.URL) // as a browser posting the page's form
 	client := *r.srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)

@@ -136,6 +136,10 @@ type Inspector struct {
 	stalls       map[string]*stall
 	stores       map[string]storePosition
 	restarts     int
+
+	// building, when set (by tests), is called where a snapshot's view
+	// is built from what was copied of the state.
+	building func()
 }
 
 // New makes an inspector of rt and starts watching it. Close stops

@@ -170,35 +170,136 @@ func (in *Inspector) Snapshot(sessionID string) Snapshot {
 
 // snapshot is [Inspector.Snapshot], with the keys of the sessions a bare
 // session id could mean when several agents' sessions have it (and it
-// then selects none).
-func (in *Inspector) snapshot(sessionID string) (snap Snapshot, ambiguous []string) {
-	now := time.Now()
+// then selects none). It holds in.mu only to copy what the view shows
+// (see capture): the hooks on the hot path take in.mu at every turn, and
+// the view is built without it (the session list sorted, the tree
+// walked, the conversation decoded, the percentiles sorted).
+func (in *Inspector) snapshot(sessionID string) (Snapshot, []string) {
+	c := in.capture(sessionID, time.Now())
+	if in.building != nil {
+		in.building()
+	}
+	return c.build(sessionID)
+}
+
+// captured is what a snapshot's view is built from: the state the view
+// shows, copied under in.mu (see capture), none of it written after.
+type captured struct {
+	now  time.Time
+	host string
+	clip int
+	snap Snapshot // its header and feed
+	// actors is the runtime's registry; ended the actors stopped kept
+	// shown (see KeepEnded), endedOrder their ids, oldest first.
+	actors     []actors.ActorInfo
+	ended      map[string]endedActor
+	endedOrder []string
+	flashes    map[string]time.Time
+	models     map[string]bool
+	sessions   []sessionRow
+	stores     map[string]storePosition
+	// details are those of the sessions sessionID may select, the
+	// conversations not decoded yet.
+	details []sessionDetail
+	// tools are the figures without percentiles, lat their samples.
+	tools []ToolFigures
+	lat   [][]time.Duration
+}
+
+// sessionRow is a session as the session list shows it.
+type sessionRow struct {
+	s         *session // whose row it is: compared, not read outside in.mu
+	id, agent string   // as in session
+	sum       SessionSummary
+}
+
+// key is the session's key (see session.key).
+func (r *sessionRow) key() string { return r.agent + "/" + r.id }
+
+// sessionDetail is a session's detail, its conversation not decoded.
+type sessionDetail struct {
+	s        *session
+	d        *SessionDetail
+	messages json.RawMessage // not written after: a request replaces it
+}
+
+// capture copies under in.mu what the view shows of the state, and the
+// details of the sessions sessionID may select (its id or its key).
+func (in *Inspector) capture(sessionID string, now time.Time) *captured {
 	in.lock()
 	defer in.mu.Unlock()
+	c := &captured{now: now, host: in.rt.Host().Id, clip: in.opts.Clip,
+		snap: Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
+			Restarts: in.restarts, Feed: in.feedNewest(50)}}
 	// Read under in.mu: the registry changes before the change is
 	// reported to the inspector, so the list read here reflects every
 	// change applied (read before the lock, an actor could be missing
 	// from it and its record of an end dropped since, by its restart).
-	actorList := in.actors()
-	snap = Snapshot{Title: in.opts.Title, Time: now, Runtime: in.rt.Host().Id, Faults: in.opts.Faults,
-		Restarts: in.restarts, Feed: in.feedNewest(50)}
+	c.actors = in.actors()
 	in.expireEnded(now)
-	snap.Tree = in.tree(actorList, now)
 	for id, t := range in.flashes {
 		if now.Sub(t) > FlashFor {
 			delete(in.flashes, id)
 		}
 	}
+	c.ended, c.endedOrder = maps.Clone(in.ended), slices.Clone(in.endedOrder)
+	c.flashes, c.models = maps.Clone(in.flashes), maps.Clone(in.models)
 
-	list := in.listed()
+	c.sessions = make([]sessionRow, in.sessionOrder.len())
+	for i := range c.sessions {
+		s := in.sessionOrder.at(i)
+		c.sessions[i] = sessionRow{s: s, id: s.id, agent: s.agent, sum: SessionSummary{
+			Open: len(s.streams), Pending: len(s.calls), Requests: s.requests, Approvals: len(s.approvals),
+			Answered: s.answered, Failed: s.lastError != "" && !s.answered, Updated: time.Unix(0, s.updated)}}
+		if sessionID != "" && (s.id == sessionID || isKey(sessionID, s.agent, s.id)) {
+			c.details = append(c.details, sessionDetail{s: s, d: in.detail(s, now), messages: s.messages})
+		}
+	}
+	c.stores = maps.Clone(in.stores)
+
+	for _, st := range in.toolList {
+		if in.tools[st.name] != st {
+			continue // dropped
+		}
+		tf := ToolFigures{Name: st.name, Calls: st.calls, Failures: st.failures, Breaker: st.breaker, Timed: len(st.lat)}
+		if len(st.kinds) > 0 {
+			tf.Kinds = maps.Clone(st.kinds)
+		}
+		c.tools, c.lat = append(c.tools, tf), append(c.lat, slices.Clone(st.lat))
+	}
+	for name := range in.stalls {
+		if in.tools[name] == nil {
+			c.tools, c.lat = append(c.tools, ToolFigures{Name: name}), append(c.lat, nil)
+		}
+	}
+	for i := range c.tools {
+		if s := in.stalls[c.tools[i].Name]; s != nil {
+			c.tools[i].Stallable = true
+			c.tools[i].Stalled, c.tools[i].Waiting = s.state()
+		}
+	}
+	return c
+}
+
+// isKey reports whether key is agent + "/" + id, without making it.
+func isKey(key, agent, id string) bool {
+	return len(key) == len(agent)+1+len(id) && strings.HasPrefix(key, agent) && key[len(agent)] == '/' && strings.HasSuffix(key, id)
+}
+
+// build makes the snapshot of what c copied, with the detail of the
+// session sessionID selects (see snapshot).
+func (c *captured) build(sessionID string) (snap Snapshot, ambiguous []string) {
+	snap = c.snap
+	snap.Tree = c.tree()
+
+	list := c.listed()
 	var selected *listed
 	for i := range list {
 		l := &list[i]
 		sum := SessionSummary{ID: l.id, Updated: l.pos.At}
-		if s := l.s; s != nil {
-			sum.Agent = agentName(s.agent)
-			sum.Open, sum.Pending, sum.Requests, sum.Approvals = len(s.streams), len(s.calls), s.requests, len(s.approvals)
-			sum.Answered, sum.Failed, sum.Updated = s.answered, s.lastError != "" && !s.answered, time.Unix(0, s.updated)
+		if r := l.s; r != nil {
+			sum = r.sum
+			sum.ID, sum.Agent = l.id, agentName(r.agent)
 		}
 		snap.Sessions = append(snap.Sessions, sum)
 		if l.id == sessionID {
@@ -208,7 +309,7 @@ func (in *Inspector) snapshot(sessionID string) (snap Snapshot, ambiguous []stri
 	if selected == nil && sessionID != "" {
 		// A session's full key selects it whatever it is listed as.
 		for i := range list {
-			if s := list[i].s; s != nil && s.agent != "" && s.key() == sessionID {
+			if r := list[i].s; r != nil && r.agent != "" && r.key() == sessionID {
 				selected = &list[i]
 			}
 		}
@@ -233,52 +334,40 @@ func (in *Inspector) snapshot(sessionID string) (snap Snapshot, ambiguous []stri
 		}
 	}
 	if selected != nil {
-		snap.Session = in.detail(selected, now)
+		snap.Session = c.detail(selected)
 	}
 
-	names := map[string]bool{}
-	for name := range in.stalls {
-		names[name] = true
+	order := make([]int, len(c.tools))
+	for i := range order {
+		order[i] = i
 	}
-	for name := range in.tools {
-		names[name] = true
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		tf := ToolFigures{Name: name, Stallable: in.stalls[name] != nil, Breaker: tools.BreakerClosed.String()}
-		if st := in.tools[name]; st != nil {
-			tf.Calls, tf.Failures = st.calls, st.failures
-			if st.breaker != "" {
-				tf.Breaker = st.breaker
-			}
-			if len(st.kinds) > 0 {
-				tf.Kinds = maps.Clone(st.kinds)
-			}
-			p50, p90, p99 := percentiles(st.lat)
-			tf.Timed = len(st.lat)
-			if len(st.lat) > 0 {
-				tf.P50, tf.P90, tf.P99 = shortDuration(p50), shortDuration(p90), shortDuration(p99)
-			}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(c.tools[a].Name, c.tools[b].Name) })
+	snap.Tools = make([]ToolFigures, 0, len(order))
+	for _, i := range order {
+		tf := c.tools[i]
+		if tf.Breaker == "" {
+			tf.Breaker = tools.BreakerClosed.String()
 		}
-		if s := in.stalls[name]; s != nil {
-			tf.Stalled, tf.Waiting = s.state()
+		if lat := c.lat[i]; len(lat) > 0 {
+			p50, p90, p99 := percentiles(lat)
+			tf.P50, tf.P90, tf.P99 = shortDuration(p50), shortDuration(p90), shortDuration(p99)
 		}
 		snap.Tools = append(snap.Tools, tf)
 	}
 	return snap, ambiguous
 }
 
-// tree orders the actors depth first under the runtime's host; in.mu must
-// be held.
-func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
-	host := in.rt.Host().Id
+// tree orders the actors depth first under the runtime's host.
+func (c *captured) tree() []Node {
+	host, list, now := c.host, c.actors, c.now
 	children := map[string][]actors.ActorInfo{}
 	known := map[string]bool{host: true}
 	for _, a := range list {
 		known[a.ID] = true
 	}
 	var ended []actors.ActorInfo // those not alive again
-	for _, id := range in.endedOrder {
-		if e := in.ended[id]; !known[id] {
+	for _, id := range c.endedOrder {
+		if e := c.ended[id]; !known[id] {
 			ended = append(ended, e.info)
 		}
 	}
@@ -314,12 +403,12 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 	// it runs (a delegation's loop runs under the calling tool).
 	loops := map[string]bool{}
 	for _, a := range list {
-		if in.models[a.Name] {
+		if c.models[a.Name] {
 			loops[a.Parent] = true
 		}
 	}
 	for _, a := range ended {
-		if in.ended[a.ID].loop {
+		if c.ended[a.ID].loop {
 			loops[a.ID] = true
 		}
 	}
@@ -327,21 +416,21 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 	var walk func(id string, depth int)
 	walk = func(id string, depth int) {
 		for _, a := range children[id] {
-			n := Node{ID: a.ID, Name: a.Name, Role: in.role(a, host, loops[a.ID]), State: a.State.String(), Depth: depth,
+			n := Node{ID: a.ID, Name: a.Name, Role: c.role(a, loops[a.ID]), State: a.State.String(), Depth: depth,
 				Since: a.Since, Restarts: a.Restarts, Durable: a.Durable}
 			if n.Name == "" {
 				n.Name = a.ID[strings.LastIndexByte(a.ID, '/')+1:]
 			}
 			if a.LastFailure != nil {
-				n.LastFailure = clip(a.LastFailure.Error(), in.opts.Clip)
+				n.LastFailure = clip(a.LastFailure.Error(), c.clip)
 				at := a.LastFailureAt
 				n.LastFailureAt = &at
 			}
-			if t, ok := in.flashes[a.ID]; ok && now.Sub(t) <= FlashFor {
+			if t, ok := c.flashes[a.ID]; ok && now.Sub(t) <= FlashFor {
 				n.Flash = true
 			}
 			if a.State == actors.ActorStopped {
-				at := in.ended[a.ID].at
+				at := c.ended[a.ID].at
 				n.Ended = &at
 			}
 			out = append(out, n)
@@ -354,13 +443,13 @@ func (in *Inspector) tree(list []actors.ActorInfo, now time.Time) []Node {
 
 // role names what a node is: the runtime's children are agents (or
 // other stages), a stage around a model adapter is an agent's loop.
-func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
+func (c *captured) role(a actors.ActorInfo, loop bool) string {
 	switch {
-	case in.models[a.Name]:
+	case c.models[a.Name]:
 		return "model adapter"
 	case strings.HasPrefix(a.Name, "tool-"):
 		return "tool"
-	case a.Parent == host:
+	case a.Parent == c.host:
 		return "agent"
 	case loop:
 		return "agent loop"
@@ -371,38 +460,40 @@ func (in *Inspector) role(a actors.ActorInfo, host string, loop bool) string {
 // listed is a line of the session list: a session, its durability
 // position, or a position of no session kept.
 type listed struct {
-	id     string   // as listed
-	s      *session // nil: a position alone
+	id     string      // as listed
+	s      *sessionRow // nil: a position alone
 	pos    storePosition
 	hasPos bool
 }
 
-// listed returns the sessions and the durability positions kept, sorted
-// by the ids they are listed by; in.mu must be held. A position is its
-// session's when the name it was persisted under is the session's key
-// (an agent's session key: see session.key), or else its id when one
-// session of that id is kept (a tool loop persisting under the session
-// id); others are listed alone, by their name. A session is listed by
-// its id, but by its key when that id is not its own alone (another
-// agent's session has it, or a position listed alone, or it is another
-// session's key), so that every line has an id of its own.
-func (in *Inspector) listed() []listed {
-	n := in.sessionOrder.len()
-	out := make([]listed, n, n+len(in.stores))
+// listed returns the sessions and the durability positions copied,
+// sorted by the ids they are listed by. A position is its session's
+// when the name it was persisted under is the session's key (an agent's
+// session key: see session.key), or else its id when one session of
+// that id is kept (a tool loop persisting under the session id); others
+// are listed alone, by their name. A session is listed by its id, but
+// by its key when that id is not its own alone (another agent's session
+// has it, or a position listed alone, or it is another session's key),
+// so that every line has an id of its own.
+func (c *captured) listed() []listed {
+	n := len(c.sessions)
+	out := make([]listed, n, n+len(c.stores))
+	keys := make([]string, n)
 	byKey := make(map[string]int, n)
 	byID := make(map[string]int, n) // -1: several
 	for i := range n {
-		s := in.sessionOrder.at(i)
-		out[i].s = s
-		byKey[s.key()] = i
-		if _, dup := byID[s.id]; dup {
-			byID[s.id] = -1
+		r := &c.sessions[i]
+		out[i].s = r
+		keys[i] = r.key()
+		byKey[keys[i]] = i
+		if _, dup := byID[r.id]; dup {
+			byID[r.id] = -1
 		} else {
-			byID[s.id] = i
+			byID[r.id] = i
 		}
 	}
 	alone := map[string]bool{}
-	for name, pos := range in.stores {
+	for name, pos := range c.stores {
 		i, ok := byKey[name]
 		if !ok {
 			i, ok = byID[name]
@@ -417,10 +508,10 @@ func (in *Inspector) listed() []listed {
 		}
 	}
 	for i := range n {
-		s := out[i].s
-		out[i].id = s.id
-		if j, key := byKey[s.id]; byID[s.id] < 0 || alone[s.id] || key && j != i {
-			out[i].id = s.key()
+		r := out[i].s
+		out[i].id = r.id
+		if j, key := byKey[r.id]; byID[r.id] < 0 || alone[r.id] || key && j != i {
+			out[i].id = keys[i]
 		}
 	}
 	slices.SortFunc(out, func(a, b listed) int { return strings.Compare(a.id, b.id) })
@@ -460,19 +551,32 @@ var (
 	nameEscaper   = strings.NewReplacer("%", "%25", "/", "%2F")
 )
 
-// detail is the selected line; in.mu must be held.
-func (in *Inspector) detail(l *listed, now time.Time) *SessionDetail {
-	d := &SessionDetail{ID: l.id, Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}, Approvals: []WaitingApproval{}}
+// detail is the selected line's detail: its session's, as copied, with
+// its conversation decoded, and its durability position.
+func (c *captured) detail(l *listed) *SessionDetail {
+	d := &SessionDetail{Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}, Approvals: []WaitingApproval{}}
+	if l.s != nil {
+		for _, sd := range c.details {
+			if sd.s == l.s.s {
+				d = sd.d
+				d.Conversation = conversation(sd.messages, c.clip*4)
+			}
+		}
+	}
+	d.ID = l.id
 	if pos := l.pos; l.hasPos {
 		d.Durability = &Position{Index: pos.Index, Kind: pos.Kind, At: pos.At}
 	}
-	s := l.s
-	if s == nil {
-		return d
-	}
+	return d
+}
+
+// detail copies what the detail of s shows, but for its conversation,
+// its durability position and the id it is listed by; in.mu must be
+// held.
+func (in *Inspector) detail(s *session, now time.Time) *SessionDetail {
+	d := &SessionDetail{Conversation: []Message{}, Pending: []PendingCall{}, Streams: []OpenStream{}}
 	d.Agent, d.Session = agentName(s.agent), s.id
 	d.Requests, d.Errors, d.LastError = s.requests, s.errors, s.lastError
-	d.Conversation = conversation(s.messages, in.opts.Clip*4)
 	if s.answered {
 		d.Answer = clip(string(s.text), in.opts.Clip*8)
 	} else if len(s.text) > 0 {

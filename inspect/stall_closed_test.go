@@ -3,7 +3,6 @@ package inspect_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -35,12 +34,7 @@ func TestStall_AfterClose(t *testing.T) {
 // tool does not exist.
 func TestStall_AfterCloseOverHTTP(t *testing.T) {
 	in := closedWithEcho(t)
-	req := httptest.NewRequest(http.MethodPost, "/api/fault/stall", strings.NewReader("tool=echo&on=true"))
-	req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8080"
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	w := httptest.NewRecorder()
-	in.ServeHTTP(w, req)
+	w := faultPost(in, "http://127.0.0.1:8080", "/api/fault/stall", "tool=echo&on=true", http.Header{"Origin": {"http://127.0.0.1:8080"}})
 	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "closed") {
 		t.Fatalf("stall posted after Close: %d %s, want 503 saying the inspector is closed", w.Code, w.Body)
 	}

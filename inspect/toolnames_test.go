@@ -148,3 +148,48 @@ func TestTools_FailureKindsAreBoundedAndClipped(t *testing.T) {
 		t.Errorf("failures of made-up kinds make a snapshot of %d bytes", len(data))
 	}
 }
+
+// TestTools_GivenAfterItsRowWasMade: a tool whose row was made before
+// the host gave it to Inspector.Tools (a call of it seen first, or a
+// breaker change) is the host's from then on: its row is not counted
+// among the names the model made up, which keep their maxOtherTools
+// (32) rows of their own.
+func TestTools_GivenAfterItsRowWasMade(t *testing.T) {
+	for _, faults := range []bool{false, true} {
+		rt := actorstest.NewRuntime(t, nil)
+		in, err := inspect.New(rt, &inspect.Options{Faults: faults})
+		if err != nil {
+			t.Fatal(err)
+		}
+		result := func(name, id string) {
+			call := messages.ToolCall("s", id, name, []byte(`{}`))
+			res, err := messages.ToolResult("s", id, name, map[string]bool{"ok": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.OnToolResult(tools.ToolResultEvent{StreamID: "s", Iteration: 1, Call: call, Result: res})
+		}
+		result("echo", "e1")
+		if tool(in.Snapshot(""), "echo").Calls != 1 { // its row shown
+			t.Fatal("echo's call not shown")
+		}
+		echo := tools.MustNewTyped(tools.Definition{Name: "echo"},
+			func(_ context.Context, in echoIn) (echoOut, error) { return echoOut(in), nil })
+		if _, err := in.Tools([]*tools.Tool{echo}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			result(fmt.Sprintf("no_such_tool_%d", i), fmt.Sprintf("c%d", i))
+		}
+		madeUp := 0
+		for _, tf := range in.Snapshot("").Tools {
+			if strings.HasPrefix(tf.Name, "no_such_tool_") {
+				madeUp++
+			}
+		}
+		in.Close()
+		if madeUp != 32 {
+			t.Errorf("Faults %v: %d rows of made-up names after echo was given to Tools, want 32 (echo is the host's)", faults, madeUp)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func (in *Inspector) Tools(ts []*tools.Tool) ([]*tools.Tool, error) {
 		in.forgetRegistered()
 	}
 	for _, t := range ts {
-		in.registered[clip(t.Name(), in.opts.Clip)] = true
+		in.register(clip(t.Name(), in.opts.Clip))
 	}
 	in.mu.Unlock()
 	if !in.opts.Faults {
@@ -84,9 +84,20 @@ func (in *Inspector) listStall(name string, st *stall) *stall {
 	}
 	st.dropped.Store(false)
 	in.stalls[key] = st
-	in.registered[key] = true
+	in.register(key)
 	in.toolStats(name)
 	return st
+}
+
+// register lists the tool name (clipped) as the host's: a row of it
+// made before (a call of it seen first, or a breaker change) is no
+// longer counted among the names the model made up. in.mu must be held.
+func (in *Inspector) register(name string) {
+	in.registered[name] = true
+	if st := in.tools[name]; st != nil && st.other {
+		st.other = false
+		in.unregistered--
+	}
 }
 
 // stall is the switch of one tool.

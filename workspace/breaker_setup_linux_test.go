@@ -24,7 +24,7 @@ import (
 
 // A command whose sandbox was not ready within its timeout (a slow
 // machine), or could not be set up for want of a resource
-// (sandbox.ErrResources: a busy machine), never ran: its call is an
+// (sandbox.ErrResources), never ran: its call is an
 // error result, but not a failure of the tool, so it does not count
 // against run_command's circuit breaker. Such calls in a row, with a
 // breaker that opens at two failures, do not make the next well-formed
@@ -80,7 +80,7 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 	for _, c := range []struct {
 		mode       int32
 		why, holds string
-	}{{hang, "was not ready within its timeout", "timed out"}, {outOfResources, "could not be set up for want of a resource", "out of resources"}} {
+	}{{hang, "was not ready within its timeout", "timed out"}, {outOfResources, "could not be set up for want of a resource", "no more processes or threads could be started"}} {
 		mode.Store(c.mode)
 		for range 2 {
 			f := call(n)

@@ -128,18 +128,21 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
 				Error: "the workspace was closed before the command started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
-	case err != nil && errors.Is(err, sandbox.ErrResources):
+	case err != nil && errors.Is(err, sandbox.ErrResources) && !removed(w.rootDir):
 		w.logNotReady("could not be set up for want of a resource", err)
 		return RunCommandResult{
-			Error: fmt.Sprintf("%s: %s: its sandbox could not be set up for want of a resource, and it never ran "+
-				"(the machine is busy: try again later): %v", RunCommandToolName, ReasonStartFailed, err),
+			Error: fmt.Sprintf("%s: %s: its sandbox could not be set up for want of a resource: %s; it never ran: "+
+				"try again %s", RunCommandToolName, ReasonStartFailed, resourceCause(err), resourceRemedy(err)),
 			Reason:   ReasonStartFailed,
 			notReady: true,
 		}, nil
 	case err != nil:
-		w.log.Debug("run_command could not start", "command", in.Command, "err", err)
+		// The error is the host's, and may name its paths (a path to
+		// hide, where the shell is): the log keeps it, the model reads
+		// what happened in the workspace's terms.
+		w.log.Warn("run_command could not start", "command", in.Command, "err", err)
 		return RunCommandResult{
-			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, err),
+			Error:  fmt.Sprintf("%s: %s: %s", RunCommandToolName, ReasonStartFailed, w.startFailure(err)),
 			Reason: ReasonStartFailed,
 		}, nil
 	}
@@ -175,6 +178,93 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return res, fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
 	}
 	return res, nil
+}
+
+// startFailure says why a command did not start (err, the host's
+// error, whose text may name host paths) as the model reads it: what
+// happened, in the workspace's terms, and what can be done, with no
+// host path. The words of the system's error (an errno's) are said, its
+// paths are not.
+func (w *Workspace) startFailure(err error) string {
+	var why string
+	switch {
+	case removed(w.rootDir):
+		return string(ReasonWorkspaceGone) + "; no command can run in it, and this one never ran"
+	case errors.Is(err, sandbox.ErrTooManyHidden):
+		if text, ok := sandbox.InWorkspaceTerms(err); ok {
+			return "its sandbox has " + text
+		}
+		why = "its sandbox would hide more paths than a sandbox can (sandbox.MaxHidden); no command can run until " +
+			"matches of the paths to hide are removed, and commands cannot remove them: they must be removed by the host"
+	case errors.Is(err, sandbox.ErrHiddenMoved):
+		why = "a path to hide in the workspace was moved or replaced from outside the sandboxes since the workspace " +
+			"was opened, and no command runs until the host puts it back or opens the workspace again"
+	case errors.Is(err, sandbox.ErrPreparedStale):
+		why = "paths to hide changed twice as the command started (something keeps changing them: try again once it is done)"
+	case errors.Is(err, sandbox.ErrConfig):
+		why = "its sandbox cannot be set up as configured: a path to hide (Options.HidePaths, or the sandbox's " +
+			"own lists) cannot be hidden as it is now (it leads to the workspace itself, say), and no command runs " +
+			"until the host mends it"
+	case errors.Is(err, sandbox.ErrStartFailed), errors.As(err, new(*shellError)):
+		why = "its shell could not be started"
+	case w.sandbox != nil:
+		why = "its sandbox could not be set up"
+	default:
+		why = "it could not be started"
+	}
+	if errno, ok := errnoOf(err); ok {
+		why += " (" + errno.Error() + ")"
+	}
+	return why + "; it never ran"
+}
+
+// shellError is the error of a shell that could not be started
+// without the sandbox: it names the shell's path, which the model is
+// not shown.
+type shellError struct{ err error }
+
+func (e *shellError) Error() string { return e.err.Error() }
+func (e *shellError) Unwrap() error { return e.err }
+
+// errnoOf returns the errno err wraps, if any.
+func errnoOf(err error) (syscall.Errno, bool) {
+	var errno syscall.Errno
+	return errno, errors.As(err, &errno) && errno != 0
+}
+
+// resourceCause says which resource ran out when a sandbox could not
+// be set up for want of one (err wraps sandbox.ErrResources), by the
+// errno the system failed with.
+func resourceCause(err error) string {
+	errno, ok := errnoOf(err)
+	if !ok {
+		return "a resource of the system ran out"
+	}
+	var cause string
+	switch errno {
+	case syscall.ENOSPC:
+		cause = "the host user's quota of namespaces is used up, or the kernel's limit on mounts reached"
+	case syscall.EAGAIN:
+		cause = "no more processes or threads could be started: the host user's limit, or the system's, is reached"
+	case syscall.ENOMEM:
+		cause = "the system is out of memory"
+	case syscall.EMFILE:
+		cause = "the host process has as many files open as its limit allows"
+	case syscall.ENFILE:
+		cause = "the system's table of open files is full"
+	default:
+		return errno.Error()
+	}
+	return cause + " (" + errno.Error() + ")"
+}
+
+// resourceRemedy says when trying again may help, for a want of the
+// resource err says ran out.
+func resourceRemedy(err error) string {
+	if errno, _ := errnoOf(err); errno == syscall.ENOSPC {
+		return "once other sandboxes (of this or other workspaces) have ended"
+	}
+	return "later"
 }
 
 // logNotReady warns that a command never ran because its sandbox was not
@@ -226,7 +316,8 @@ func checkCommand(goos, shell, command string) *RunCommandResult {
 func commandLimit(goos, shell, command string) (size, max int, what string) {
 	if goos == "windows" {
 		size = windowsArgLen(shell) + len(" -c ") + windowsArgLen(command)
-		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line `" + shell + " -c …`"
+		// The shell's path counts, but is the host's: it is not said.
+		return size, MaxWindowsCommandLine, "UTF-16 characters in the Windows command line (the shell's path, -c and the command, quoted)"
 	}
 	return len(command), MaxCommandBytes, "bytes"
 }
@@ -631,9 +722,10 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		res.ExitCode, sig = exitStatus(p.cmd.ProcessState)
 	case errors.Is(sbErr, sandbox.ErrStartFailed) && cause == stopNone:
 		// Nothing of the command ran: as an unsandboxed shell that
-		// cannot be started.
+		// cannot be started. The error names the shell: the log keeps it.
+		w.log.Warn("run_command could not start", "shell", w.shell, "err", sbErr)
 		return RunCommandResult{
-			Error:  fmt.Sprintf("%s: %s: %v", RunCommandToolName, ReasonStartFailed, sbErr),
+			Error:  fmt.Sprintf("%s: %s: %s", RunCommandToolName, ReasonStartFailed, w.startFailure(sbErr)),
 			Reason: ReasonStartFailed,
 		}, cause
 	case sbErr != nil:
@@ -642,7 +734,10 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		// went with it.
 		res.ExitCode, sig = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
 		if cause == stopNone {
-			res.Error = "the command's sandbox failed and everything in it was killed: " + sbErr.Error()
+			res.Error = "the command's sandbox failed and everything in it was killed"
+			if errno, ok := errnoOf(sbErr); ok {
+				res.Error += " (" + errno.Error() + ")"
+			}
 			res.StoppedBy = StoppedBySandbox
 			w.log.Warn("run_command: sandbox", "err", sbErr)
 		}

@@ -45,6 +45,9 @@ func TestCommandLimit(t *testing.T) {
 		!strings.Contains(rf.Error, "32766") {
 		t.Errorf("windows, 40 000 bytes: %+v, want refused as too long for a Windows command line", rf)
 	}
+	if rf != nil && strings.Contains(rf.Error, gitSh) {
+		t.Errorf("windows, 40 000 bytes: %q names the host's shell", rf.Error)
+	}
 	if rf := checkCommand("windows", gitSh, "echo "+strings.Repeat("x", MaxWindowsCommandLine-shLine-len(`"echo "`))); rf != nil {
 		t.Errorf("windows, a command line of MaxWindowsCommandLine: %+v", rf)
 	}

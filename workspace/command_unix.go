@@ -105,7 +105,7 @@ func (w *Workspace) startUnsandboxed(command string) (*process, error) {
 	if err := p.cmd.Start(); err != nil {
 		p.pidfd = -1
 		p.release()
-		return nil, err
+		return nil, &shellError{err}
 	}
 	return p, nil
 }

@@ -77,7 +77,9 @@ func (w *Workspace) start(ctx context.Context, command string) (*process, error)
 		p.cmd.Stdout = outW
 		p.cmd.Stderr = errW
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_SUSPENDED}
-		err = p.cmd.Start()
+		if err = p.cmd.Start(); err != nil {
+			err = &shellError{err}
+		}
 	}
 	// The shell has its copies of the write ends (or never will): the
 	// pipes end when it and what it started have exited.

@@ -39,7 +39,13 @@
 // its name "was moved outside the workspace since it was opened"; a link
 // out "is a symbolic link to a place outside the workspace". Commands run
 // in the workspace at its own host path (their pwd shows it), so that
-// path is not kept from run_command.
+// path is not kept from run_command; but what run_command says of a
+// command that could not start names no host path either: not a path
+// to hide, nor the shell, nor where the workspace directory was. It
+// says what happened (a path to hide that cannot be hidden, a shell
+// that could not start, with the system's words for why, the resource
+// that ran out), and the log ([Options.Logger]) keeps the error with
+// its paths.
 //
 // # Commands
 //
@@ -222,8 +228,8 @@
 // for a call that asked what cannot be done (a refused path, an empty
 // command), neither of which counts against the tool's circuit breaker,
 // unavailable for a command that never ran because its sandbox was not
-// set up within the command's timeout or for want of a resource (a slow
-// or busy machine), which does not count either (its message says so,
+// set up within the command's timeout or for want of a resource (its
+// message says which), which does not count either (its message says so,
 // and to try again: the kind is also that of a call an open breaker
 // refuses, whose message says to answer without the tool), and handler_error when
 // the workspace failed (a file system error, the directory gone, a shell

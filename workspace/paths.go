@@ -152,7 +152,10 @@ func checkName(name string) (string, *refusal) {
 // opened through the root, which refuses a ".." that leaves it ("up/.."
 // where up links to ".."), and replaced by the name of the directory
 // opened; the rest, with no "..", follows. What is then acted on is
-// that name, within the root whatever the files become meanwhile.
+// that name, within the root whatever the files become meanwhile. With
+// no link on the way, that name is the one the path reads as once
+// cleaned, which dirByName confirms without asking the kernel for the
+// name (where it can: Linux).
 func (w *Workspace) checkPath(path string) (string, *refusal) {
 	name, rf := checkName(path)
 	if rf != nil {
@@ -173,21 +176,36 @@ func (w *Workspace) checkPath(path string) (string, *refusal) {
 		return name, nil
 	}
 	upTo := path[:last]
+	dir, ok := "", false
+	if !w.nameByPath {
+		dir, ok = w.dirByName(upTo)
+	}
+	if !ok {
+		if dir, rf = w.resolveDir(upTo); rf != nil {
+			return name, rf
+		}
+	}
+	return filepath.Join(dir, path[last:]), nil
+}
+
+// resolveDir opens upTo (see checkPath) through the root and returns the
+// root-relative name of the directory opened.
+func (w *Workspace) resolveDir(upTo string) (string, *refusal) {
 	d, err := w.root.Open(upTo)
 	if err != nil {
 		rf := classify(err)
 		if rf.reason == ReasonNotDirectory || rf.reason == ReasonNotFound {
 			rf.detail = fmt.Sprintf("%s does not resolve to a directory", shownPath(upTo))
 		}
-		return name, rf
+		return "", rf
 	}
 	defer d.Close()
 	fi, err := d.Stat()
 	if err != nil {
-		return name, classify(err)
+		return "", classify(err)
 	}
 	if !fi.IsDir() { // not seen: the kernel finds no "." nor ".." in a file
-		return name, refuse(ReasonNotDirectory, fmt.Sprintf("%s is not a directory", shownPath(upTo)))
+		return "", refuse(ReasonNotDirectory, fmt.Sprintf("%s is not a directory", shownPath(upTo)))
 	}
 	dir, rf := w.realName(d, upTo, true)
 	if rf != nil {
@@ -195,9 +213,9 @@ func (w *Workspace) checkPath(path string) (string, *refusal) {
 			// Moved out since it was opened: its host path is not said.
 			rf = refuse(ReasonEscapes, fmt.Sprintf("%s resolves outside the workspace", shownPath(upTo)))
 		}
-		return name, rf.context("cannot resolve " + shownPath(upTo))
+		return "", rf.context("cannot resolve " + shownPath(upTo))
 	}
-	return filepath.Join(dir, path[last:]), nil
+	return dir, nil
 }
 
 // hasPercentEscape reports whether s contains %XX with two hex digits.

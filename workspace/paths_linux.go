@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // kernelNames says that fdPath works here: Linux names an open file in
@@ -38,4 +40,58 @@ func fdPath(f *os.File) (string, error) {
 		return "", errNoPath
 	}
 	return p, nil
+}
+
+// dirByName returns a name of the directory that upTo (a path with a
+// ".." or a final ".", checked by checkName) leads to beneath the root,
+// when no symbolic link is on the way: the name it reads as once
+// cleaned ("sub/deep/.." is "sub"), found to be that very directory.
+// The kernel resolves upTo, and then the cleaned name, from the root's
+// descriptor (openat2, beneath it and following no link), and the two
+// must be one directory (device and inode): then a ".." in upTo was the
+// parent of a directory, as cleaning takes it. ok is false otherwise
+// (a link on the way, a name that is not a directory or does not
+// exist, a change meanwhile, openat2 refused), and the caller resolves
+// upTo through the root and asks the kernel for the name of what it
+// opened, which costs two readlinks of /proc and more opens than this.
+func (w *Workspace) dirByName(upTo string) (name string, ok bool) {
+	name = filepath.Clean(upTo)
+	if !filepath.IsLocal(name) {
+		return "", false
+	}
+	rc, err := w.rootDir.SyscallConn()
+	if err != nil {
+		return "", false
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	_ = rc.Control(func(root uintptr) {
+		var a, b unix.Stat_t
+		if !statBeneath(int(root), upTo, &how, &a) {
+			return
+		}
+		if w.hookBeforeName != nil {
+			w.hookBeforeName()
+		}
+		ok = statBeneath(int(root), name, &how, &b) && a.Dev == b.Dev && a.Ino == b.Ino
+	})
+	return name, ok
+}
+
+// statBeneath opens path from the directory root as how says and
+// fstats what it opened into st, reporting whether both worked.
+func statBeneath(root int, path string, how *unix.OpenHow, st *unix.Stat_t) bool {
+	var fd int
+	var err error
+	for {
+		if fd, err = unix.Openat2(root, path, how); err != unix.EINTR && err != unix.EAGAIN {
+			break
+		}
+	}
+	if err != nil {
+		return false
+	}
+	err = unix.Fstat(fd, st)
+	unix.Close(fd)
+	return err == nil
 }

@@ -64,11 +64,18 @@ func namespaceQuotaChild(t *testing.T) {
 	}
 
 	// a's first command takes the sandbox prepared ahead; the next one
-	// needs a new sandbox, which cannot be had.
+	// needs a new sandbox, which cannot be had. The model is told which
+	// resource ran out, not that the machine is busy, and no host path
+	// (the helper is started from /proc/self/exe).
 	for i := range 2 {
 		res, err := a.RunCommand(context.Background(), RunCommandInput{Command: fmt.Sprintf("echo %d >> %s", i, outside)})
 		if i == 1 && (err != nil || res.Success || res.Reason != ReasonStartFailed || !strings.Contains(res.Error, "no space left")) {
 			t.Errorf("a command whose sandbox cannot be set up: %+v, %v; want it not started", res, err)
+		}
+		if i == 1 && (!strings.Contains(res.Error, "quota of namespaces") || strings.Contains(res.Error, "busy") ||
+			strings.Contains(res.Error, "/")) {
+			t.Errorf("a command whose sandbox cannot be set up: %q; want it to say the quota of namespaces is used up, "+
+				"and no path", res.Error)
 		}
 	}
 	if b, err := os.ReadFile(outside); err == nil {

@@ -95,6 +95,26 @@ type report struct {
 	// LinkTargets ("ready"): the places in the workspace that links
 	// led paths to hide to, which the set-up hid (see [LinkTargets]).
 	LinkTargets []string `json:"linkTargets,omitempty"`
+	// Errno ("error"): the errno the error wraps, if any; InWorkspace:
+	// what it says in the workspace's terms, if it has such a text (see
+	// [InWorkspaceTerms]). The host's error carries both (see carried).
+	Errno       int    `json:"errno,omitempty"`
+	InWorkspace string `json:"inWorkspace,omitempty"`
+}
+
+// failure is the "error" report of err: its text, and what the host's
+// error is to carry besides (see carried).
+func failure(err error) report {
+	r := report{Phase: "error", Error: err.Error()}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		r.Errno = int(errno)
+	}
+	var wt workspaceTermsError
+	if errors.As(err, &wt) {
+		r.InWorkspace = wt.text
+	}
+	return r
 }
 
 func init() {
@@ -149,10 +169,12 @@ func helperMain() int {
 	cov := covers{}
 	prot, wsPath, targets, err := setUp(&setup, cov)
 	if err != nil {
-		status.send(report{Phase: "error", Error: err.Error(), Protections: prot,
-			Unsupported: errors.Is(err, ErrUnsupported), Config: errors.Is(err, ErrConfig),
-			HiddenMoved: errors.Is(err, ErrHiddenMoved), Resources: errors.Is(err, ErrResources),
-			TooMany: errors.Is(err, ErrTooManyHidden)})
+		r := failure(err)
+		r.Protections = prot
+		r.Unsupported, r.Config = errors.Is(err, ErrUnsupported), errors.Is(err, ErrConfig)
+		r.HiddenMoved, r.Resources = errors.Is(err, ErrHiddenMoved), errors.Is(err, ErrResources)
+		r.TooMany = errors.Is(err, ErrTooManyHidden)
+		status.send(r)
 		return 2
 	}
 	if setup.Probe {
@@ -163,7 +185,9 @@ func helperMain() int {
 	// that work off the call's path.
 	fork, err := commandForker(&setup.Config.Limits)
 	if err != nil {
-		status.send(report{Phase: "error", Error: "resource limits: " + err.Error(), Protections: prot})
+		r := failure(fmt.Errorf("resource limits: %w", err))
+		r.Protections = prot
+		status.send(r)
 		return 2
 	}
 	// The first decoding of a type builds encoding/json's cache for it,
@@ -186,13 +210,17 @@ func helperMain() int {
 	// here: the command must not run. Looked for from inside, where
 	// this process lists what the command could make readable.
 	if err := checkCovered(&setup, req.LinkTargets, wsPath, cov); err != nil {
-		status.send(report{Phase: "error", Error: err.Error(), Stale: true})
+		r := failure(err)
+		r.Stale = true
+		status.send(r)
 		return 2
 	}
 	status.send(report{Phase: "checked"})
 	pid, err := fork(&req)
 	if err != nil {
-		status.send(report{Phase: "error", Error: "start the command: " + err.Error(), StartFailed: true})
+		r := failure(fmt.Errorf("start the command: %w", err))
+		r.StartFailed = true
+		status.send(r)
 		return 2
 	}
 	// Stop the whole namespace when the host says so or goes away. The

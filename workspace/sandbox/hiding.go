@@ -604,8 +604,25 @@ var ErrTooManyHidden = errors.New("sandbox: too many paths to hide")
 // matched being each pattern's number of matches, the largest named
 // (relative to the workspace wsPath when beneath it), and targets the
 // places of [LinkTargets] the set-up was given, which count too, with
-// what to do.
+// what to do. In the workspace's terms ([InWorkspaceTerms]) a pattern
+// outside the workspace is not named.
 func tooManyHidden(total int, matched map[string]int, targets []string, wsPath string) error {
+	err := fmt.Errorf("%w: %s", ErrTooManyHidden, tooManyText(total, matched, targets, func(p string) string {
+		return relName(p, wsPath)
+	}))
+	inWorkspace := tooManyText(total, matched, targets, func(p string) string {
+		if wsPath == "" || !within(p, wsPath) || p == wsPath {
+			return ""
+		}
+		return relName(p, wsPath)
+	})
+	return workspaceTermsError{err, inWorkspace}
+}
+
+// tooManyText is what tooManyHidden says, with each pattern and place
+// named by name ("" when it is not to be named: a pattern is then said
+// to be outside the workspace, a place is left out).
+func tooManyText(total int, matched map[string]int, targets []string, name func(string) string) string {
 	pats := slices.Collect(maps.Keys(matched))
 	slices.SortFunc(pats, func(a, b string) int {
 		if c := cmp.Compare(matched[b], matched[a]); c != 0 {
@@ -618,12 +635,18 @@ func tooManyHidden(total int, matched map[string]int, targets []string, wsPath s
 		if matched[p] == 0 || len(named) == 3 {
 			break
 		}
-		named = append(named, fmt.Sprintf("pattern %s matches %d", relName(p, wsPath), matched[p]))
+		if n := name(p); n != "" {
+			named = append(named, fmt.Sprintf("pattern %s matches %d", n, matched[p]))
+		} else {
+			named = append(named, fmt.Sprintf("a pattern outside the workspace matches %d", matched[p]))
+		}
 	}
 	if len(targets) > 0 {
 		var eg []string
-		for _, t := range targets[:min(3, len(targets))] {
-			eg = append(eg, relName(t, wsPath))
+		for _, t := range targets {
+			if n := name(t); n != "" && len(eg) < 3 {
+				eg = append(eg, n)
+			}
 		}
 		named = append(named, fmt.Sprintf("%d places links led to (LinkTargets), e.g. %s, "+
 			"which the host drops with LinkTargets.Forget (Workspace.ForgetLinkTargets) once it knows "+
@@ -636,9 +659,8 @@ func tooManyHidden(total int, matched map[string]int, targets []string, wsPath s
 	if len(named) > 0 {
 		count += ": " + strings.Join(named, ", ")
 	}
-	return fmt.Errorf("%w: %s; no command can run until matches are removed (or places forgotten), "+
-		"and commands cannot remove them: they must be removed from outside the sandbox (by the host)",
-		ErrTooManyHidden, count)
+	return count + "; no command can run until matches are removed (or places forgotten), " +
+		"and commands cannot remove them: they must be removed from outside the sandbox (by the host)"
 }
 
 // relName is p relative to the workspace wsPath when beneath it, as

@@ -134,9 +134,9 @@ func (p *Process) Finish() (Exit, error) {
 	case last.Phase == "exit" && last.Exit != nil:
 		return *last.Exit, nil
 	case last.Phase == "error" && last.StartFailed:
-		return Exit{Code: -1}, markedError{fmt.Errorf("sandbox: %s", last.Error), ErrStartFailed}
+		return Exit{Code: -1}, last.carried(markedError{fmt.Errorf("sandbox: %s", last.Error), ErrStartFailed})
 	case last.Phase == "error":
-		return Exit{Code: -1}, fmt.Errorf("sandbox: %s", last.Error)
+		return Exit{Code: -1}, last.carried(fmt.Errorf("sandbox: %s", last.Error))
 	}
 	return Exit{Code: -1}, errors.New("sandbox helper was killed before the command's shell exited")
 }
@@ -273,10 +273,10 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	case r.Phase == "checked":
 		return nil
 	case r.Stale:
-		return fmt.Errorf("%w: %s", ErrPreparedStale, r.Error)
+		return r.carried(fmt.Errorf("%w: %s", ErrPreparedStale, r.Error))
 	}
 	p.buf = append(append(answer, '\n'), p.buf...) // for Finish
-	return fmt.Errorf("sandbox: %s", r.Error)
+	return r.carried(fmt.Errorf("sandbox: %s", r.Error))
 }
 
 // killOnDone kills the helper when ctx is done, until the returned
@@ -442,7 +442,7 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 		case r.Resources:
 			err = markedError{err, ErrResources}
 		}
-		return fail(err)
+		return fail(r.carried(err))
 	}
 	// Where links led the paths to hide stays hidden from every later
 	// sandbox, whatever the command does to the links.
@@ -671,6 +671,20 @@ func startError(err error, flags int) error {
 		}
 	}
 	return unsupportedError(err)
+}
+
+// carried is err, the host's error for the helper's "error" report r,
+// with what r carries besides its text: the errno (errors.As finds a
+// syscall.Errno) and the text in the workspace's terms
+// ([InWorkspaceTerms]).
+func (r report) carried(err error) error {
+	if r.Errno != 0 {
+		err = markedError{err, syscall.Errno(r.Errno)}
+	}
+	if r.InWorkspace != "" {
+		err = workspaceTermsError{err, r.InWorkspace}
+	}
+	return err
 }
 
 // readLine reads the report pipe (blocking) until it holds a whole line,

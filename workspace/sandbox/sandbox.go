@@ -348,6 +348,34 @@ func isResourceError(err error) bool {
 	return false
 }
 
+// InWorkspaceTerms returns what err, an error of this package, says in
+// the terms of the workspace it sandboxes, when it has such a text:
+// the places it names are in the workspace, relative to it, and no
+// other path of the host's is named (a pattern to hide outside the
+// workspace is said to be one, not named), so that it may be shown to
+// whoever runs commands there. The error's own text, for the host, may
+// name any path. ok is false for an error without such a text: a
+// caller that shows errors to someone who is not to learn the host's
+// paths then says what happened by the sentinel the error wraps
+// ([ErrResources], [ErrConfig], …). [ErrTooManyHidden] has one.
+func InWorkspaceTerms(err error) (text string, ok bool) {
+	var wt workspaceTermsError
+	if errors.As(err, &wt) {
+		return wt.text, true
+	}
+	return "", false
+}
+
+// workspaceTermsError is err, with what it says in the workspace's
+// terms (text; see InWorkspaceTerms).
+type workspaceTermsError struct {
+	err  error
+	text string
+}
+
+func (e workspaceTermsError) Error() string { return e.err.Error() }
+func (e workspaceTermsError) Unwrap() error { return e.err }
+
 // Exit is how a sandboxed command's shell ended.
 type Exit struct {
 	// Code is the shell's exit status; -1 when it was killed by a signal.

@@ -1,0 +1,130 @@
+package inspect_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/inspect"
+)
+
+// faultPost posts form to the fault endpoint path of in at target's
+// target (scheme, host and port) from a loopback client, with header,
+// and returns the answer.
+func faultPost(in *inspect.Inspector, target, path, form string, header http.Header) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, target+path, strings.NewReader(form))
+	req.RemoteAddr = "127.0.0.1:5000"
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	in.ServeHTTP(rec, req)
+	return rec
+}
+
+func newFaultInspector(t *testing.T) *inspect.Inspector {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	in, err := inspect.New(rt, &inspect.Options{Faults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return in
+}
+
+// TestFaults_FormBodyBounded: a fault form names an actor, a tool or a
+// stream; a body larger than any such form is refused (413) unread
+// past the bound, not parsed whole (http.Request.ParseForm alone reads
+// up to 10 MB).
+func TestFaults_FormBodyBounded(t *testing.T) {
+	in := newFaultInspector(t)
+	huge := "actor=" + strings.Repeat("a", 1<<20)
+	rec := faultPost(in, "http://localhost:8080", "/api/fault/panic", huge, http.Header{"Origin": {"http://localhost:8080"}})
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 1 MiB fault form: %d %q, want 413", rec.Code, rec.Body.String())
+	}
+	// A form of a long id is still read.
+	long := "actor=" + strings.Repeat("a", 2000)
+	if rec := faultPost(in, "http://localhost:8080", "/api/fault/panic", long, http.Header{"Origin": {"http://localhost:8080"}}); rec.Code != http.StatusNotFound {
+		t.Fatalf("a fault form naming an actor of 2000 bytes: %d %q, want 404 (no such actor)", rec.Code, rec.Body.String())
+	}
+}
+
+// TestFaults_OriginIsSchemeHostAndPort: a fault post's Origin is the
+// inspector's own when its scheme, host and port are the request's
+// (default ports written or not): a page served over https on the same
+// host and port is another origin, and so is the inspector's page over
+// http when it is served over TLS.
+func TestFaults_OriginIsSchemeHostAndPort(t *testing.T) {
+	in := newFaultInspector(t)
+	for _, c := range []struct {
+		target, origin string
+		refused        bool
+	}{
+		{"http://localhost:8080", "https://localhost:8080", true},
+		{"http://localhost:8080", "http://localhost", true},
+		{"http://localhost:8080", "http://localhost:8081", true},
+		{"http://localhost:8080", "ftp://localhost:8080", true},
+		{"https://localhost:8443", "http://localhost:8443", true},
+		{"http://localhost:8080", "http://localhost:8080", false},
+		{"http://localhost:8080", "http://LOCALHOST:8080", false},
+		{"https://localhost:8443", "https://localhost:8443", false},
+		{"http://localhost:80", "http://localhost", false},
+		{"http://localhost", "http://localhost:80", false},
+		{"https://localhost", "https://localhost:443", false},
+		{"http://[::1]:8080", "http://[::1]:8080", false},
+	} {
+		rec := faultPost(in, c.target, "/api/fault/stall", "tool=nope&on=true", http.Header{"Origin": {c.origin}})
+		if refused := rec.Code == http.StatusForbidden; refused != c.refused {
+			t.Errorf("POST to %s from Origin %s: %d %q, want refused %v", c.target, c.origin, rec.Code, rec.Body.String(), c.refused)
+		}
+	}
+	// Behind a proxy ending TLS (AllowRemote), the scheme is the one the
+	// proxy says it was asked with; not otherwise.
+	remote, err := inspect.New(actorstest.NewRuntime(t, nil), &inspect.Options{Faults: true, AllowRemote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	for _, c := range []struct {
+		in      *inspect.Inspector
+		origin  string
+		refused bool
+	}{
+		{remote, "https://localhost:8080", false},
+		{remote, "http://localhost:8080", true},
+		{in, "https://localhost:8080", true},
+	} {
+		rec := faultPost(c.in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", http.Header{"Origin": {c.origin}, "X-Forwarded-Proto": {"https"}})
+		if refused := rec.Code == http.StatusForbidden; refused != c.refused {
+			t.Errorf("POST forwarded from https, Origin %s: %d %q, want refused %v", c.origin, rec.Code, rec.Body.String(), c.refused)
+		}
+	}
+}
+
+// TestFaults_PostsSayWhereTheyComeFrom: a fault post with neither Origin
+// nor Sec-Fetch-Site is refused: every browser of this decade sends one
+// of them with a post, so such a post comes from an old browser (which
+// any page could make post) or from a client without one, which can say
+// Origin (curl -H 'Origin: http://127.0.0.1:8080').
+func TestFaults_PostsSayWhereTheyComeFrom(t *testing.T) {
+	in := newFaultInspector(t)
+	rec := faultPost(in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", nil)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "Origin") {
+		t.Fatalf("a fault post with neither Origin nor Sec-Fetch-Site: %d %q, want 403 saying to send Origin", rec.Code, rec.Body.String())
+	}
+	for _, h := range []http.Header{
+		{"Origin": {"http://localhost:8080"}},
+		{"Sec-Fetch-Site": {"same-origin"}},
+		{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"http://localhost:8080"}},
+	} {
+		if rec := faultPost(in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", h); rec.Code != http.StatusNotFound {
+			t.Errorf("a fault post with %v: %d %q, want 404 (no such tool)", h, rec.Code, rec.Body.String())
+		}
+	}
+}

@@ -11,8 +11,20 @@ import (
 var ErrClosed = errors.New("store closed")
 
 // ErrInvalidName is the cause of the *StoreError returned by every Store
-// method called with an empty actor name.
+// method called with an empty actor name, or one longer than the store's
+// limit (see [InvalidName]).
 var ErrInvalidName = errors.New("invalid actor name")
+
+// InvalidName returns the cause of the *StoreError a store returns for
+// an actor name it refuses: [ErrInvalidName] for an empty name, and for
+// a name longer than limit bytes (the store's own limit) an error
+// wrapping it that says the name's length and the limit.
+func InvalidName(name string, limit int) error {
+	if name == "" {
+		return ErrInvalidName
+	}
+	return fmt.Errorf("actor name of %d bytes, longer than the store's limit of %d: %w", len(name), limit, ErrInvalidName)
+}
 
 // ErrIndexOverflow is the cause of the *StoreError returned by
 // PersistEvents for a batch whose last index would be past the largest

@@ -8,7 +8,7 @@ type Salvaged struct {
 	SnapshotIndex uint64 // its index
 	Events        int    // intact events kept, at indexes From, From+1, ...
 	From          uint64 // SnapshotIndex, or 0 without a snapshot
-	Dropped       int    // records deleted
+	Dropped       int    // records deleted, each once: a damaged one too, wherever the store kept it
 }
 
 // Salvager is implemented by stores that can make a damaged actor

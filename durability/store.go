@@ -50,7 +50,9 @@ import "context"
 // Every error a store returns, other than a GetEvents callback's own error
 // passed through, is a *[StoreError] (use [errors.As]) whose cause says
 // what happened: [ErrClosed] after Close, [ErrInvalidName] for an
-// empty (or, for a store with a limit, too long) name, ctx.Err() when the
+// empty name or one longer than the store's limit (its MaxNameLen:
+// 1 KiB for memstore and pgstore, 32 KiB for boltstore; the error
+// says the name's length and the limit), ctx.Err() when the
 // context was done before the call started, a *[DamageError] (wrapping
 // [ErrDamaged]) for damaged data.
 //

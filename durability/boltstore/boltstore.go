@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -71,6 +72,11 @@ var (
 	snapshotsBucket = []byte("snapshots")
 	setAsideBucket  = []byte("set-aside")
 )
+
+// MaxNameLen is the longest actor name (in bytes) the store accepts:
+// bbolt's longest key, as the name is its actor bucket's key. A longer
+// name is refused with durability.ErrInvalidName.
+const MaxNameLen = bolt.MaxKeySize
 
 // Options configures [Open]. A nil *Options and the zero value both mean
 // defaults; negative numbers are rejected.
@@ -232,16 +238,29 @@ var _ durability.Store = (*Store)(nil)
 // so is a path that is not a regular file (a folder, a FIFO, a device). A file held by another process gives an
 // error wrapping durability.ErrLocked once OpenTimeout has passed.
 func Open(path string, opts *Options) (*Store, error) {
-	return open(path, opts, nil)
+	return open(context.Background(), path, opts, nil)
 }
 
-// open is Open with a file-opening hook, which tests use to reach the
-// underlying *os.File or to make opening a file fail: the store opens
+// OpenContext is [Open] bounded by ctx: the wait for the lock ends by
+// ctx's deadline (or opts.OpenTimeout, whichever comes first), and the
+// check of the file's pages and the replay of its log, which take long
+// for a large file, stop when ctx is done, with an error wrapping
+// ctx.Err(), leaving the file for a later Open. Once the log is
+// replayed, Open checkpoints it whatever ctx says: that is one commit.
+func OpenContext(ctx context.Context, path string, opts *Options) (*Store, error) {
+	return open(ctx, path, opts, nil)
+}
+
+// open is OpenContext with a file-opening hook, which tests use to reach
+// the underlying *os.File or to make opening a file fail: the store opens
 // every file through it (see Store.openFile).
-func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
+func open(ctx context.Context, path string, opts *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &durability.StoreError{Op: durability.OpOpen, Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError
@@ -267,6 +286,9 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 	}
 	if o.OpenTimeout == 0 {
 		o.OpenTimeout = DefaultOpenTimeout
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		o.OpenTimeout = max(min(o.OpenTimeout, time.Until(deadline)), time.Nanosecond)
 	}
 	if o.CheckpointOps == 0 {
 		o.CheckpointOps = DefaultCheckpointOps
@@ -300,7 +322,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 			return fail(fmt.Errorf("sync its folder: %w", err))
 		}
 	}
-	db, file, t, err := openBolt(path, path, &o, openFile)
+	db, file, t, err := openBolt(ctx, path, path, &o, openFile)
 	if err != nil {
 		return fail(err)
 	}
@@ -324,7 +346,7 @@ func open(path string, opts *Options, openFile func(string, int, os.FileMode) (*
 		stepRecords:     stepRecords,
 		minStepRecords:  minStepRecords,
 	}
-	if err := s.load(o.ReadOnly, t); err != nil {
+	if err := s.load(ctx, o.ReadOnly, t); err != nil {
 		db.Close()
 		return fail(err)
 	}
@@ -382,7 +404,7 @@ func create(path string, o *Options, openFile func(string, int, os.FileMode) (*o
 // which it returns too (bbolt closes it), with what validateFile found
 // in the file's tree (nil for a new file). Its errors name the file name
 // (Verify and SalvageFile open a copy of the file they report on).
-func openBolt(path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
+func openBolt(ctx context.Context, path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*bolt.DB, *os.File, *tree, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
@@ -399,7 +421,7 @@ func openBolt(path, name string, o *Options, openFile func(string, int, os.FileM
 		f.Close()
 		return nil, nil, nil, err
 	}
-	m, t, err := validateFile(f, name, o.MetaFallback)
+	m, t, err := validateFile(ctx, f, name, o.MetaFallback)
 	if err == nil && !o.ReadOnly && t != nil {
 		// Refused before anything is written to it (the freelist below).
 		err = t.layout()
@@ -537,7 +559,7 @@ func unsupportedFormat(version string) error {
 // the overlay and, unless read-only, checkpoints it (upgrading a version
 // 2, 3 or 4 file to version 5 in the same transaction). The actors whose
 // pages t found damaged (t may be nil) are quarantined.
-func (s *Store) load(readOnly bool, t *tree) error {
+func (s *Store) load(ctx context.Context, readOnly bool, t *tree) error {
 	var version string
 	var setAside bool
 	err := s.viewTx("reading the layout", func(tx *bolt.Tx) error {
@@ -571,7 +593,7 @@ func (s *Store) load(readOnly bool, t *tree) error {
 			return err
 		}
 	}
-	r, err := s.replay(legacy, layout, nested)
+	r, err := s.replay(ctx, legacy, layout, nested)
 	if err != nil {
 		return err
 	}

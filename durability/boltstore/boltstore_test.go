@@ -44,6 +44,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestNameLimit: names up to MaxNameLen bytes (bbolt's longest key).
+func TestNameLimit(t *testing.T) {
+	t.Parallel()
+	durabilitytest.RunNameLimit(t, func(t *testing.T) durability.Store {
+		s, _ := openTemp(t, nil)
+		return s
+	}, MaxNameLen)
+}
+
 // TestConformance_SmallBatchesAndCheckpoints runs the suite with a
 // gathering delay, tiny batches and a checkpoint every third write, so that
 // reads see data split between the log and the buckets.
@@ -399,7 +408,7 @@ func events(t *testing.T, s *Store, from uint64) string {
 func openWatched(t *testing.T, path string) (*Store, *os.File) {
 	t.Helper()
 	var file *os.File
-	s, err := open(path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+	s, err := open(t.Context(), path, nil, func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, mode)
 		file = f
 		return f, err

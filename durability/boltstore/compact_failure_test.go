@@ -25,7 +25,7 @@ type hooked struct {
 func hookedStore(t *testing.T, path string, opts *Options) *hooked {
 	t.Helper()
 	h := &hooked{}
-	s, err := open(path, opts, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+	s, err := open(t.Context(), path, opts, func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		if h.before != nil {
 			if err := h.before(name); err != nil {
 				return nil, err

@@ -85,7 +85,7 @@
 //     name, index and data, as its bucket value will carry it), the
 //     CRC-32C of the record's bytes up to here (4 bytes), data.
 //   - bucket "actors": one bucket per actor name (the name's bytes are the
-//     key: any non-empty name up to 32 KiB), holding buckets "events" and
+//     key: any non-empty name up to [MaxNameLen], 32 KiB), holding buckets "events" and
 //     "snapshots" whose keys are indexes as 8-byte big-endian integers (so
 //     byte order is index order) and whose values are the record's
 //     CRC-32C ([durability.Checksum] over kind, name, index and data; 4
@@ -128,9 +128,11 @@
 //
 // # Damage
 //
-// Every value is checked when it is read: a record whose checksum does not
-// match, a log with entries missing, a bucket whose walk does not match
-// its summary, fail with a [durability.StoreError] wrapping a
+// Every value is checked when it is read from the file (the writes in the
+// log, which reads merge from memory, are the store's own copies, checked
+// when Open replays the log, never bytes of the mapped file): a record
+// whose checksum does not match, a log with entries missing, a bucket
+// whose walk does not match its summary, fail with a [durability.StoreError] wrapping a
 // [durability.DamageError] that names the file, the record (kind and
 // index; the actor is the StoreError's Name) and, when known, its byte
 // offset. Damaged data is never returned. Open checks the file before
@@ -155,9 +157,13 @@
 // in bucket "set-aside" until [Store.Compact] drops it). Damage that
 // cannot be attributed makes Open fail, naming the part of the file: a
 // page of the root, the log, bucket "polyweave" or the actors bucket
-// itself (whose pages list the actors), a page two buckets reach (but
-// two actors' buckets: both are then damaged, as which one points to the
-// other's page cannot be told); a log entry that cannot be split into
+// itself (whose pages list the actors), a page two buckets reach that
+// checks from both sides (but two actors' buckets: both are then
+// damaged, as which one points to the other's page cannot be told); a
+// page that fails the checks of one bucket that reaches it (its keys
+// outside what the branch leading to it holds, say: a broken pointer of
+// an actor that leads to a page of the log or of another actor) is that
+// bucket's damage alone, and the page's owner is read as usual; a log entry that cannot be split into
 // records or whose records' headers are damaged, entries missing, the
 // directory of actors not matching its summary (an actor bucket lost or
 // renamed). A file whose
@@ -199,7 +205,9 @@
 //
 // # Lifecycle
 //
-// [Open] replays the log and starts the committer; [Store.Close] stops
+// [Open] checks the file's pages, replays the log and starts the
+// committer; [OpenContext] stops the check and the replay, which take
+// long for a large file, when its context is done. [Store.Close] stops
 // accepting operations, waits for queued writes and running reads, stops the
 // committer, checkpoints and closes the file. Close is idempotent, and every
 // operation after it fails with [durability.ErrClosed]. A second Open of the

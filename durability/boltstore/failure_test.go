@@ -105,7 +105,7 @@ func TestOpen_NoPermissionIsPermanent(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = open(path, nil, func(name string, flag int, _ os.FileMode) (*os.File, error) {
+	_, err = open(t.Context(), path, nil, func(name string, flag int, _ os.FileMode) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
 	})
 	if !errors.Is(err, fs.ErrPermission) || !durability.IsPermanent(err) || !strings.Contains(fmt.Sprint(err), path) {

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -93,8 +94,8 @@ func readMeta(f *os.File, page int, off int64) (meta, error) {
 //
 // Damage found in the pages of one actor's bucket does not refuse the
 // file: it costs that actor alone, and is returned in the tree's actors
-// (see [checkTree]).
-func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, error) {
+// (see [checkTree]). It stops, with ctx's error, when ctx is done.
+func validateFile(ctx context.Context, f *os.File, path string, metaFallback bool) (meta, *tree, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return meta{}, nil, err
@@ -175,7 +176,7 @@ func validateFile(f *os.File, path string, metaFallback bool) (meta, *tree, erro
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != branchPage && fl != leafPage {
 		return meta{}, nil, damaged(path, "root page", int64(m.root)*ps, "root page %d has flags %#x, not a branch or leaf page", m.root, fl)
 	}
-	t, err := checkTree(f, path, m)
+	t, err := checkTree(ctx, f, path, m)
 	if err != nil {
 		return meta{}, nil, err
 	}

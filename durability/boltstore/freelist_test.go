@@ -23,7 +23,7 @@ func freelistAt(t *testing.T, path string) meta {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, _, err := validateFile(f, path, false)
+	m, _, err := validateFile(t.Context(), f, path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestOpen_ExistingFileSyncsItsFolder(t *testing.T) {
 	// sync of it) and Open's error; failDir makes them fail.
 	opened := func(opts *Options, failDir error) (int, error) {
 		var dirOpens int
-		s, err := open(path, opts, func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		s, err := open(t.Context(), path, opts, func(name string, flag int, mode os.FileMode) (*os.File, error) {
 			if name == dir {
 				dirOpens++
 				if failDir != nil {

@@ -19,6 +19,17 @@ import (
 // whole overlay on top, and a crash in the middle replays the log over
 // buckets that hold part of it.
 //
+// An overlay's data is the store's own memory, never bytes of the mapped
+// file: a write's records point into the buffer [encodeRecords] copied
+// them into (their checksums computed over the caller's bytes), and a
+// replayed log's into copies of its values taken once their checksums
+// checked (see [Store.replay]). Damage to the file after that cannot
+// reach them, so reads return them without checking them again (a read
+// of the buckets checks every value, as it reads the file); a
+// checkpoint writes each with the checksum computed when it was
+// written, so that a copy damaged in memory is found by the first read
+// of its bucket.
+//
 // An overlay is not safe for concurrent use; Store guards it with viewMu.
 type overlay struct {
 	actors map[string]*pendingActor

@@ -187,7 +187,7 @@ func actorBucket(tx *bolt.Tx, name string) *bolt.Bucket {
 // closed or ctx is done.
 func (s *Store) view(ctx context.Context, op, name string, fn func(*bolt.Tx, *pendingActor) error) error {
 	if !validName(name) {
-		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -29,7 +29,8 @@ var _ durability.Salvager = (*Store)(nil)
 //
 // A quarantined actor (its bucket found damaged by a checkpoint, or its
 // writes in the log damaged) gets its intact pending writes applied first,
-// the records whose writes were lost dropped, and is released from
+// the records whose writes were lost dropped (each counted in Dropped,
+// as a damaged record in its bucket is), and is released from
 // quarantine.
 //
 // An actor whose own pages in the file are damaged (Open found them so,
@@ -45,7 +46,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 	const op = "salvage"
 	var out Salvaged
 	if !validName(name) {
-		return out, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return out, &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	// A Compact under way has copied the buckets and copies the log at
 	// its end: the checkpoint below would move writes out of the log and
@@ -119,6 +120,7 @@ func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendin
 	}
 	ab := actors.Bucket([]byte(name))
 	if q != nil {
+		out.Dropped += lostDropped(pend, q.lost)
 		if ab == nil && pend != nil && len(pend.events.puts)+len(pend.snapshots.puts) > 0 {
 			var err error
 			if ab, err = actors.CreateBucket([]byte(name)); err != nil {
@@ -195,6 +197,44 @@ func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendin
 	dir.count--
 	dir.sum -= nameSum([]byte(name))
 	return actors.DeleteBucket([]byte(name))
+}
+
+// lostDropped counts the records of lost (lostRecord records) that
+// Salvage drops: a put whose data was lost in the log, once per kind and
+// index, unless a later write of pend replaced it or deleted it. Such a
+// record never reached the actor's bucket, but it was written, and it is
+// counted as the other stores count a damaged record they drop. (A lost
+// put at an index a delete of pend covers counts as deleted, also when it
+// was written after that delete: pend keeps the mark, not the order.)
+func lostDropped(pend *pendingActor, lost []record) int {
+	type key struct {
+		snapshot bool
+		index    uint64
+	}
+	counted := map[key]bool{}
+	for _, r := range lost {
+		k := key{r.lostSnapshot, r.index}
+		if _, ok := counted[k]; ok {
+			continue
+		}
+		replaced := false
+		if pend != nil {
+			l := &pend.events
+			if r.lostSnapshot {
+				l = &pend.snapshots
+			}
+			_, put := l.puts[r.index]
+			replaced = put || l.hides(r.index)
+		}
+		counted[k] = !replaced
+	}
+	n := 0
+	for _, c := range counted {
+		if c {
+			n++
+		}
+	}
+	return n
 }
 
 // applyUnchecked applies a quarantined actor's pending writes to its

@@ -129,7 +129,7 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 		return fail(fmt.Errorf("cannot salvage: %w", r.Unreadable))
 	}
 	out := &FileSalvage{Report: r}
-	s, err := open(tmp, &Options{NoSync: o.NoSync, Logger: o.Logger, MetaFallback: true, OpenTimeout: o.OpenTimeout, freeNothing: true}, nil)
+	s, err := open(ctx, tmp, &Options{NoSync: o.NoSync, Logger: o.Logger, MetaFallback: true, OpenTimeout: o.OpenTimeout, freeNothing: true}, nil)
 	if err != nil {
 		// The copy's name means nothing to the caller: name the file.
 		return fail(fmt.Errorf("cannot salvage: %w", &renamed{strings.ReplaceAll(err.Error(), tmp, path), err}))

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/polyweave/polyweave-go/durability"
 )
+
+// pageWalked, when set (by tests), is called by checkTree before it
+// reads each page.
+var pageWalked func()
 
 // tree is what [checkTree] found in the file's B+tree.
 type tree struct {
@@ -169,12 +174,20 @@ func (e *fileWide) Unwrap() error { return e.err }
 // (the actor is quarantined). A bucket Salvage set aside is not walked
 // (never read again, its broken pages may point anywhere); it is listed
 // in the tree's setAside.
-// A page that two actors' buckets reach is damage of both (one points
+// A page counts as reached once it passed its own checks from the side
+// of the bucket that reached it: a page that fails them (a broken
+// pointer of an actor leads to a page of the log, whose keys lie outside
+// what the actor's branch holds) is damage of that bucket alone, and
+// its owner, walked later, reads it as usual. A page that two actors'
+// buckets reach, checking from both sides, is damage of both (one points
 // to a page of the other, which cannot be told). Damage anywhere else
 // (the root, the log, the "polyweave" bucket, the actors bucket's own
 // pages) or a page that two other buckets reach is an error naming the
 // part of the file.
-func checkTree(f *os.File, path string, m meta) (*tree, error) {
+//
+// It stops when ctx is done, with an error wrapping ctx's: a file of
+// many pages takes long to walk.
+func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, error) {
 	ps := int64(m.pageSize)
 	t := &tree{pages: make([]uint32, m.pgid), actors: map[string]*actorPages{}}
 	bad := func(o owner, off int64, format string, args ...any) error {
@@ -192,11 +205,25 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 	// lowest it may hold) to the next one (hi, above all it holds), so a
 	// key out of that order could not be found, nor deleted.
 	var walkPage func(id uint64, depth int, o owner, lo, hi []byte) error
-	var walkElems func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error
+	var checkElems func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error
+	var descendElems func(p []byte, id uint64, off int64, depth int, o owner, hi []byte) error
+	// walkElems checks a page's elements and walks what they lead to.
+	walkElems := func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error {
+		if err := checkElems(p, id, off, depth, o, lo, hi); err != nil {
+			return err
+		}
+		return descendElems(p, id, off, depth, o, hi)
+	}
 	walkPage = func(id uint64, depth int, o owner, lo, hi []byte) error {
 		off := int64(id) * ps
 		if id < 2 || id >= m.pgid {
 			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("stopped while checking the pages of the file: %w", err)
+		}
+		if pageWalked != nil {
+			pageWalked()
 		}
 		for len(bufs) <= depth {
 			bufs = append(bufs, make([]byte, ps))
@@ -208,6 +235,28 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		overflow := uint64(binary.LittleEndian.Uint32(buf[12:]))
 		if id+overflow >= m.pgid {
 			return bad(o, off, "page %d: %d overflow pages run past the high water mark %d", id, overflow, m.pgid)
+		}
+		if self := binary.LittleEndian.Uint64(buf); self != id {
+			// bbolt asserts it on every read of the page.
+			return bad(o, off, "page %d identifies itself as page %d", id, self)
+		}
+		if overflow > 0 {
+			size := int64(overflow+1) * ps
+			if int64(cap(bufs[depth])) < size {
+				bufs[depth] = append(bufs[depth][:ps], make([]byte, size-ps)...)
+			}
+			buf = bufs[depth][:size]
+			if _, err := f.ReadAt(buf[ps:], off+ps); err != nil {
+				return bad(o, off, "page %d unreadable: %v", id, err)
+			}
+		}
+		// The page's own checks come before it counts as reached: a page
+		// that fails them from o's side (o's pointer leads to a page of
+		// another part of the file, or to a broken one) is o's damage
+		// alone, and does not make the page's owner, walked later, look
+		// as if two buckets reach its page.
+		if err := checkElems(buf, id, off, depth, o, lo, hi); err != nil {
+			return err
 		}
 		for p := id; p <= id+overflow; p++ {
 			if seen := t.pages[p]; seen != 0 {
@@ -232,23 +281,19 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 			}
 			t.pages[p] = o.id
 		}
-		if self := binary.LittleEndian.Uint64(buf); self != id {
-			// bbolt asserts it on every read of the page.
-			return bad(o, off, "page %d identifies itself as page %d", id, self)
-		}
-		if overflow > 0 {
-			size := int64(overflow+1) * ps
-			if int64(cap(bufs[depth])) < size {
-				bufs[depth] = append(bufs[depth][:ps], make([]byte, size-ps)...)
-			}
-			buf = bufs[depth][:size]
-			if _, err := f.ReadAt(buf[ps:], off+ps); err != nil {
-				return bad(o, off, "page %d unreadable: %v", id, err)
-			}
-		}
-		return walkElems(buf, id, off, depth, o, lo, hi)
+		return descendElems(buf, id, off, depth, o, hi)
 	}
-	walkElems = func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error {
+	// key returns the key of element i of page p (flags: its kind).
+	key := func(p []byte, flags uint16, i int) []byte {
+		el := p[pageHeaderSize+16*i:]
+		if flags == branchPage {
+			return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el)):][:binary.LittleEndian.Uint32(el[4:])]
+		}
+		return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el[4:])):][:binary.LittleEndian.Uint32(el[8:])]
+	}
+	// checkElems checks a page's header and its elements: their keys in
+	// order, inside the page and inside [lo, hi).
+	checkElems = func(p []byte, id uint64, off int64, depth int, o owner, lo, hi []byte) error {
 		if depth > 64 {
 			return bad(o, off, "page %d: the tree is deeper than 64 levels", id)
 		}
@@ -270,15 +315,6 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 		if flags == branchPage {
 			kind = "branch"
 		}
-		// The keys first, in order and inside the page; then what they
-		// lead to.
-		key := func(i int) []byte {
-			el := p[pageHeaderSize+16*i:]
-			if flags == branchPage {
-				return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el)):][:binary.LittleEndian.Uint32(el[4:])]
-			}
-			return p[pageHeaderSize+16*i+int(binary.LittleEndian.Uint32(el[4:])):][:binary.LittleEndian.Uint32(el[8:])]
-		}
 		for i := range count {
 			e := pageHeaderSize + 16*i
 			el := p[e : e+16]
@@ -297,9 +333,9 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 					return bad(o, off, "leaf page %d, element %d: unknown flags %#x", id, i, eflags)
 				}
 			}
-			k := key(i)
+			k := key(p, flags, i)
 			switch {
-			case i > 0 && bytes.Compare(key(i-1), k) >= 0:
+			case i > 0 && bytes.Compare(key(p, flags, i-1), k) >= 0:
 				return bad(o, off, "%s page %d, element %d: key out of order (not above the key before it)", kind, id, i)
 			case i == 0 && lo != nil && bytes.Compare(k, lo) < 0:
 				return bad(o, off, "%s page %d, element %d: key out of order (below the key of the branch that leads to the page)", kind, id, i)
@@ -307,15 +343,22 @@ func checkTree(f *os.File, path string, m meta) (*tree, error) {
 				return bad(o, off, "%s page %d, element %d: key out of order (not below the next key of the branch that leads to the page)", kind, id, i)
 			}
 		}
+		return nil
+	}
+	// descendElems walks what the elements of a page checkElems passed
+	// lead to: the pages of a branch, the buckets of a leaf.
+	descendElems = func(p []byte, id uint64, off int64, depth int, o owner, hi []byte) error {
+		flags := binary.LittleEndian.Uint16(p[8:])
+		count := int(binary.LittleEndian.Uint16(p[10:]))
 		for i := range count {
 			e := pageHeaderSize + 16*i
 			el := p[e : e+16]
 			if flags == branchPage {
 				next := hi
 				if i+1 < count {
-					next = key(i + 1)
+					next = key(p, flags, i+1)
 				}
-				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1, o, key(i), next); err != nil {
+				if err := walkPage(binary.LittleEndian.Uint64(el[8:]), depth+1, o, key(p, flags, i), next); err != nil {
 					return err
 				}
 				continue

@@ -305,9 +305,9 @@ func copyFile(ctx context.Context, dst io.Writer, src io.Reader) error {
 // when ctx is done.
 func verifyFile(ctx context.Context, path, name string, o *Options, openFile func(string, int, os.FileMode) (*os.File, error)) (*Report, error) {
 	r := &Report{Path: name}
-	db, file, t, err := openBolt(path, name, o, openFile)
+	db, file, t, err := openBolt(ctx, path, name, o, openFile)
 	var nr *notRegularError
-	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) {
+	if errors.Is(err, durability.ErrLocked) || errors.As(err, &nr) || err != nil && ctx.Err() != nil {
 		return nil, err
 	}
 	if err != nil {
@@ -354,8 +354,10 @@ func verifyFile(ctx context.Context, path, name string, o *Options, openFile fun
 	// a log that cannot be replayed is in the problems already, and the
 	// actors are then reported as their buckets hold them.
 	pending := newOverlay()
-	if rep, err := s.replay(legacy, layout, nested); err == nil {
+	if rep, err := s.replay(ctx, legacy, layout, nested); err == nil {
 		pending = rep.overlay
+	} else if ctx.Err() != nil {
+		return nil, err
 	} else {
 		r.LogUnreplayed = true
 	}

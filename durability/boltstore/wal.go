@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -120,6 +121,10 @@ type quarantined struct {
 	pages []byte
 }
 
+// entryReplayed, when set (by tests), is called by replay before it
+// reads each log entry.
+var entryReplayed func()
+
 // replayed is what [Store.replay] read from the log.
 type replayed struct {
 	overlay     *overlay
@@ -136,8 +141,9 @@ type replayed struct {
 // records, or entries missing stop the replay with an error naming the
 // log entry: the store does not start from a log it cannot attribute.
 // Nested says whether a log value may be held by a nested bucket (format
-// 5, see [putLogValue]).
-func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed, error) {
+// 5, see [putLogValue]). It stops, with an error wrapping ctx's, when
+// ctx is done.
+func (s *Store) replay(ctx context.Context, legacy bool, layout recordLayout, nested bool) (replayed, error) {
 	r := replayed{overlay: newOverlay(), quarantine: map[string]*quarantined{}}
 	err := s.viewTx("replaying the log", func(tx *bolt.Tx) error {
 		wal := tx.Bucket(walBucket)
@@ -156,6 +162,12 @@ func (s *Store) replay(legacy bool, layout recordLayout, nested bool) (replayed,
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("stopped while replaying the log: %w", err)
+			}
+			if entryReplayed != nil {
+				entryReplayed()
+			}
 			if len(k) != 8 {
 				return s.damagedKey(durability.RecordLog, k)
 			}

@@ -102,7 +102,7 @@ func (s *Store) PersistSnapshot(ctx context.Context, name string, index uint64, 
 // sharing that commit's fsync with other writers.
 func (s *Store) PersistEvents(ctx context.Context, name string, first uint64, data [][]byte) error {
 	if !validName(name) {
-		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.ErrInvalidName}
+		return &durability.StoreError{Op: durability.OpPersistEvents, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if len(data) == 0 {
 		return s.check(ctx, durability.OpPersistEvents, name)
@@ -128,13 +128,13 @@ func (s *Store) DeleteSnapshots(ctx context.Context, name string, through uint64
 }
 
 // validName reports whether name can be an actor bucket's key.
-func validName(name string) bool { return name != "" && len(name) <= bolt.MaxKeySize }
+func validName(name string) bool { return name != "" && len(name) <= MaxNameLen }
 
 // submitOne hands a write of one record to the committer and waits for
 // its commit.
 func (s *Store) submitOne(ctx context.Context, kind writeKind, name string, index uint64, data []byte) error {
 	if !validName(name) {
-		return &durability.StoreError{Op: kind.op(), Name: name, Err: durability.ErrInvalidName}
+		return &durability.StoreError{Op: kind.op(), Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	w := s.writePool.Get().(*write)
 	w.recs = append(w.recs, record{kind: kind, compact: kind == putSnapshot && !s.keepHistory, name: name, index: index, data: data})

@@ -30,5 +30,6 @@
 // A store with checksums also runs [RunDamagedValues] (damage inside
 // stored values is reported, never returned), and [RunSalvage] if it is
 // a durability.Salvager; a store kept in one file runs
-// [RunDamagedFiles].
+// [RunDamagedFiles]. A store with a limit on the length of actor names
+// runs [RunNameLimit].
 package durabilitytest

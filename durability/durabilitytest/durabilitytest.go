@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -1062,4 +1063,39 @@ func checkModel(t *testing.T, s durability.Store, name string, m *model, rng *ra
 	if got, want := events(t, s, name, from, to), m.eventsIn(from, to); !slices.Equal(got, want) {
 		t.Fatalf("%s: %q events in [%d, %d) = %v, want %v", when, name, from, to, got, want)
 	}
+}
+
+// RunNameLimit checks a store's limit on actor names: every method
+// (Salvage too, for a [durability.Salvager]) refuses a name of limit+1
+// bytes with a *durability.StoreError wrapping durability.ErrInvalidName
+// whose message says the name's length and the limit, and stores nothing
+// under it; a name of limit bytes is stored and read back.
+func RunNameLimit(t *testing.T, open func(t *testing.T) durability.Store, limit int) {
+	t.Helper()
+	s := open(t)
+	defer s.Close()
+	ctx := t.Context()
+	long := string(bytes.Repeat([]byte("n"), limit+1))
+	check := func(err error, op string) {
+		t.Helper()
+		checkStoreError(t, err, op, long, durability.ErrInvalidName)
+		if msg := fmt.Sprint(err); !strings.Contains(msg, fmt.Sprintf("%d bytes", limit+1)) || !strings.Contains(msg, fmt.Sprint(limit)) {
+			t.Errorf("%s with a name of %d bytes: %.200s..., want the name's length and the limit %d said", op, limit+1, msg, limit)
+		}
+	}
+	check(s.PersistEvent(ctx, long, 0, []byte("x")), durability.OpPersistEvent)
+	check(s.PersistEvents(ctx, long, 0, [][]byte{[]byte("x")}), durability.OpPersistEvents)
+	check(s.PersistSnapshot(ctx, long, 0, []byte("x")), durability.OpPersistSnapshot)
+	check(s.GetEvents(ctx, long, 0, 0, func(uint64, []byte) error { return nil }), durability.OpGetEvents)
+	_, _, err := s.GetSnapshot(ctx, long)
+	check(err, durability.OpGetSnapshot)
+	check(s.DeleteEvents(ctx, long, 1), durability.OpDeleteEvents)
+	check(s.DeleteSnapshots(ctx, long, 1), durability.OpDeleteSnapshots)
+	if sv, ok := s.(durability.Salvager); ok {
+		_, err := sv.Salvage(ctx, long)
+		check(err, "salvage")
+	}
+	most := long[:limit]
+	persist(t, s, most, 0, 1)
+	checkEvents(t, events(t, s, most, 0, 0), want(most, 0, 1))
 }

@@ -9,6 +9,8 @@
 // the same on
 // [github.com/polyweave/polyweave-go/durability/boltstore]. "Durable" here
 // means "held until Close or process exit": Close drops everything.
+// Actor names are limited to [MaxNameLen] bytes, the smallest limit of
+// the stores, so that names a test takes are taken by every store.
 //
 // A Store is safe for concurrent use; its zero value is not usable, create
 // one with [New].

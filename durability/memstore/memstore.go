@@ -8,6 +8,13 @@ import (
 	"github.com/polyweave/polyweave-go/durability"
 )
 
+// MaxNameLen is the longest actor name (in bytes) the store accepts:
+// that of the store with the smallest limit
+// ([github.com/polyweave/polyweave-go/durability/pgstore.MaxNameLen]),
+// so that code tested against memstore names its actors as every store
+// takes them. A longer name is refused with durability.ErrInvalidName.
+const MaxNameLen = 1024
+
 // Options configures a Store. A nil *Options and the zero value both mean
 // defaults.
 type Options struct {
@@ -87,8 +94,8 @@ func New(opts *Options) *Store {
 
 // begin checks the common preconditions of every operation.
 func (s *Store) begin(ctx context.Context, op, name string) error {
-	if name == "" {
-		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+	if name == "" || len(name) > MaxNameLen {
+		return &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if s.closed {
 		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrClosed}
@@ -213,7 +220,7 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 	for i := range l.snapshots {
 		latest = max(latest, i)
 	}
-	data, err := open(durability.RecordSnapshot, name, latest, l.snapshots[latest])
+	data, err := open(durability.RecordSnapshot, name, latest, l.snapshots[latest], nil)
 	if err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: durability.OpGetSnapshot, Name: name, Err: err}
 	}
@@ -267,14 +274,31 @@ func seal(b []byte, kind durability.RecordKind, name string, index uint64, data 
 }
 
 // open checks a record's stored form and returns a copy of its data (never
-// nil, so that callers see the same shape from every store).
-func open(kind durability.RecordKind, name string, index uint64, stored []byte) ([]byte, error) {
+// nil, so that callers see the same shape from every store). With sum, a
+// Summer of the record's kind and name, the checksum is computed as the
+// data is copied, in one pass over it (see [durability.Summer.CopySum]):
+// what is returned is what passed the check. Without one (a snapshot, a
+// read of a few events, for which making a Summer costs more than it
+// saves), the stored data is checked and then copied, under the store's
+// lock, which keeps writers out: measured, that is the faster order for
+// one record (checking the copy took 1.02 to 1.03 times as long).
+func open(kind durability.RecordKind, name string, index uint64, stored []byte, sum *durability.Summer) ([]byte, error) {
 	if len(stored) < crcSize {
 		return nil, durability.Damaged(storeName, kind, index, "shorter than its checksum")
 	}
-	data := stored[crcSize:]
-	if binary.BigEndian.Uint32(stored) != durability.Checksum(kind, name, index, data) {
+	var data []byte
+	var got uint32
+	if sum != nil {
+		data = make([]byte, len(stored)-crcSize)
+		got = sum.CopySum(index, data, stored[crcSize:])
+	} else {
+		got = durability.Checksum(kind, name, index, stored[crcSize:])
+	}
+	if binary.BigEndian.Uint32(stored) != got {
 		return nil, durability.Damaged(storeName, kind, index, "checksum mismatch")
 	}
-	return append(make([]byte, 0, len(data)), data...), nil
+	if data == nil {
+		data = append(make([]byte, 0, len(stored)-crcSize), stored[crcSize:]...)
+	}
+	return data, nil
 }

@@ -15,6 +15,13 @@ func TestConformance(t *testing.T) {
 	durabilitytest.Run(t, func(*testing.T) durability.Store { return memstore.New(nil) })
 }
 
+// TestNameLimit: names up to memstore.MaxNameLen bytes, the limit of
+// the store with the smallest (pgstore's), so that code tested against
+// memstore names its actors as every store takes them.
+func TestNameLimit(t *testing.T) {
+	durabilitytest.RunNameLimit(t, func(*testing.T) durability.Store { return memstore.New(nil) }, memstore.MaxNameLen)
+}
+
 func TestKeepHistory(t *testing.T) {
 	s := memstore.New(&memstore.Options{KeepHistory: true})
 	defer s.Close()
@@ -103,5 +110,57 @@ func BenchmarkGetEvents_OneOfMany(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// BenchmarkGetEvents_10k reads back an actor's 10 000 events of 100
+// bytes (figure 4's read, on memstore): each is checked and copied.
+func BenchmarkGetEvents_10k(b *testing.B) {
+	s := memstore.New(nil)
+	defer s.Close()
+	const n = 10_000
+	data := make([]byte, 100)
+	for i := range uint64(n) {
+		if err := s.PersistEvent(b.Context(), "recover", i, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(n * 100)
+	for b.Loop() {
+		if err := s.GetEvents(b.Context(), "recover", 0, 0, func(uint64, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGetEvents_Few reads back an actor's 8 events of 100 bytes
+// (an actor recovered after its snapshot).
+func BenchmarkGetEvents_Few(b *testing.B) {
+	s := memstore.New(nil)
+	defer s.Close()
+	data := make([]byte, 100)
+	for i := range uint64(8) {
+		if err := s.PersistEvent(b.Context(), "recover", i, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if err := s.GetEvents(b.Context(), "recover", 0, 0, func(uint64, []byte) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGetSnapshot reads back a snapshot of 1 KiB.
+func BenchmarkGetSnapshot(b *testing.B) {
+	s := memstore.New(nil)
+	defer s.Close()
+	if err := s.PersistSnapshot(b.Context(), "recover", 7, make([]byte, 1024)); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, _, err := s.GetSnapshot(b.Context(), "recover"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (durability.Salvaged, 
 	slices.SortFunc(snaps, func(a, b uint64) int { return cmp.Compare(b, a) }) // newest first
 	for _, i := range snaps {
 		if !out.Snapshot {
-			if _, err := open(durability.RecordSnapshot, name, i, l.snapshots[i]); err == nil {
+			if _, err := open(durability.RecordSnapshot, name, i, l.snapshots[i], nil); err == nil {
 				out.Snapshot, out.SnapshotIndex = true, i
 				continue
 			}
@@ -50,7 +50,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (durability.Salvaged, 
 		keep := false
 		if run && e.index >= out.From {
 			if e.index == next {
-				if _, err := open(durability.RecordEvent, name, e.index, e.data); err == nil {
+				if _, err := open(durability.RecordEvent, name, e.index, e.data, nil); err == nil {
 					keep = true
 					next++
 				}

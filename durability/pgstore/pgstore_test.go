@@ -87,6 +87,12 @@ func TestStore_Conformance(t *testing.T) {
 	durabilitytest.Run(t, func(t *testing.T) durability.Store { return open(t, nil) })
 }
 
+// TestStore_NameLimit: names up to MaxNameLen bytes.
+func TestStore_NameLimit(t *testing.T) {
+	t.Parallel()
+	durabilitytest.RunNameLimit(t, func(t *testing.T) durability.Store { return open(t, nil) }, pgstore.MaxNameLen)
+}
+
 // The fenced view honours the same contract while its claim is current.
 // Damage inside stored values, at seeded offsets, made with SQL on the
 // server: every read of the damaged row fails, every other read returns

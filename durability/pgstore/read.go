@@ -28,7 +28,7 @@ type row struct {
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
 	const op = durability.OpGetEvents
 	if !validName(name) {
-		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if err := ctx.Err(); err != nil {
 		return &durability.StoreError{Op: op, Name: name, Err: err}
@@ -150,7 +150,7 @@ func (s *Store) damaged(kind durability.RecordKind, index uint64) error {
 func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapshot, bool, error) {
 	const op = durability.OpGetSnapshot
 	if !validName(name) {
-		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if err := ctx.Err(); err != nil {
 		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}

@@ -65,7 +65,7 @@ func (c *Claim) Salvage(ctx context.Context, name string) (durability.Salvaged, 
 // commit was sent: a run that failed so dropped nothing.
 func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.Salvaged, error) {
 	if !validName(name) {
-		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: durability.ErrInvalidName}
+		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if err := ctx.Err(); err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: err}

@@ -169,7 +169,7 @@ func (s *Store) DeleteSnapshots(ctx context.Context, name string, through uint64
 // OpPersistEvents).
 func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind, name string, index uint64, one []byte, many [][]byte) error {
 	if !validName(name) {
-		return &durability.StoreError{Op: op, Name: name, Err: durability.ErrInvalidName}
+		return &durability.StoreError{Op: op, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
 	}
 	if op == durability.OpPersistEvents {
 		if len(many) == 0 { // nothing to store, after the usual checks

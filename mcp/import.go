@@ -410,7 +410,10 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // and a stdio server that does not exit is killed. Close may be called
 // again, to wait for the teardown and have its error.
 func (im *Imported) Close(ctx context.Context) error {
-	im.closeOnce.Do(func() { go im.teardown() })
+	im.closeOnce.Do(func() {
+		im.shutting(errImportClosed) // at once: what fails from now on is the teardown's
+		go im.teardown()
+	})
 	select {
 	case <-im.closed:
 	case <-ctx.Done():
@@ -1216,10 +1219,10 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // sessionNotEnded reports that the server was not told a session ended,
-// and why: during a Close in the teardown's error, otherwise (a restart,
-// which goes on without it) in the log.
+// and why: once Close was called in the teardown's error, otherwise (a
+// restart, which goes on without it) in the log.
 func (im *Imported) sessionNotEnded(why error) {
-	if im.closing.Err() == nil {
+	if im.closing.Err() == nil && im.givenUp.Err() == nil {
 		im.opts.Logger.Warn("MCP server not told the session ended", "server", im.what(), "err", why)
 		return
 	}

@@ -692,9 +692,12 @@ func (a *Agent) Close(ctx context.Context) error {
 // completed, as a Close that returns nil says: at once after such a
 // Close, and, after one that returned an error wrapping
 // [ErrCloseContinues], once the agent has finished closing in the
-// background (a Close then returns nil at once). It is not closed
-// before a Close begins, nor by a Close whose ctx ended first (a later
-// Close finishes the work). A nil or zero Agent's is nil.
+// background (a Close then returns nil at once). A tool call's Close
+// with its call's ctx returns nil before the close has completed (its
+// conversation waits for the call): Done is closed once the agent has
+// finished closing in the background. It is not closed before a Close
+// begins, nor by a Close whose ctx ended first (a later Close finishes
+// the work). A nil or zero Agent's is nil.
 func (a *Agent) Done() <-chan struct{} {
 	if a.usable() != nil {
 		return nil
@@ -1042,13 +1045,15 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // Close that may have been called by such a handler, or by a hook),
 // that grace is none while a delegation's hook holding a conversation
 // of the agent runs (see Agent.hooks), as is the grace of delegations
-// to the agent left in their hooks, their bodies. It returns ctx's
+// to the agent left in their hooks, their bodies; a hook that begins as
+// a grace runs ends it (see holdHooks). It returns ctx's
 // error when ctx ends first.
 func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller bool) (held bool, _ error) {
 	var (
 		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
 		calls callsState         // the handlers, as the grace for them runs
 		grace *time.Timer
+		none  bool // the grace running is none
 	)
 	defer func() {
 		if grace != nil {
@@ -1063,26 +1068,28 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller 
 		if now {
 			d = 0
 		}
-		grace = time.NewTimer(d)
+		grace, none = time.NewTimer(d), now
 	}
 	for {
 		inBody, only := a.inBodyLocked()
 		if only && len(inBody) == 0 {
 			return false, nil
 		}
+		// A hook that begins as the grace runs ends it (see holdHooks).
+		hooked := byCaller && a.hooks.Load() > 0
 		var graceC, callsC <-chan time.Time
 		switch now := a.callsLocked(inBody, before); {
 		case only:
-			if still == nil || !sameEntries(still, inBody) {
+			if hooked = hooked && delegationsOnly(inBody); still == nil || !sameEntries(still, inBody) || hooked && !none {
 				still = inBody // the grace starts (anew)
-				restart(byCaller && a.hooks.Load() > 0 && delegationsOnly(inBody))
+				restart(hooked)
 			}
 			graceC = grace.C
 			calls = callsState{}
 		case now.held:
-			if still == nil || !sameEntries(still, inBody) || calls != now {
+			if still == nil || !sameEntries(still, inBody) || calls != now || hooked && !none {
 				still, calls = inBody, now
-				restart(byCaller && a.hooks.Load() > 0)
+				restart(hooked)
 			}
 			callsC = grace.C
 		default:

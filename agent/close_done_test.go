@@ -89,6 +89,39 @@ func TestDone_AfterClose(t *testing.T) {
 	}
 }
 
+// TestDone_AfterACloseByItsOwnTool: a tool of the agent closes it with its
+// call's ctx: Close returns nil at once, though the close has not
+// completed (the Run waits for the tool's result): Done is not closed
+// then, and is once the agent has finished closing in the background,
+// after the Run has returned.
+func TestDone_AfterACloseByItsOwnTool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		var a *agent.Agent
+		closed, doneThen := make(chan error, 1), make(chan bool, 1)
+		shutdown := tools.MustNew(tools.Definition{Name: "shutdown",
+			Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+				closed <- a.Close(ctx)
+				doneThen <- isClosed(a.Done())
+				return nil, nil
+			}})
+		a = newAgent(t, rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "shutdown", `{}`)}},
+			scripted.Turn{Text: "Closed."},
+		), &agent.Options{Name: "ownclose", Tools: []*tools.Tool{shutdown}})
+		if _, err := a.Run(context.Background(), "s", ask); err != nil {
+			t.Fatalf("the Run whose tool closed the agent: %v", err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close from the agent's own tool with its call's ctx: %v, want nil", err)
+		}
+		if <-doneThen {
+			t.Error("Done closed as the tool's Close returned, the Run waiting for the tool")
+		}
+		<-a.Done()
+	})
+}
+
 // isClosed tells whether done is closed now.
 func isClosed(done <-chan struct{}) bool {
 	select {

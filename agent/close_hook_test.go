@@ -175,3 +175,57 @@ func timedClose(ctx context.Context, a *agent.Agent, waited *time.Duration) erro
 	*waited = time.Since(start)
 	return err
 }
+
+// TestClose_HostAsADelegationsHookBegins: a host closes the lead, with
+// context.Background on a goroutine of its own, while the lead's Run
+// waits for its delegation to the writer, which waits for a tool call of
+// its own: no hook runs, and Close waits (for CancelGrace) for the
+// delegation's handler, which began before it. The call returns and the
+// delegation's OnEvent hook begins, and blocks until Close has returned:
+// the hook holds the lead's conversation, and Close, which looks again as
+// it begins, returns at once (no time passes) with an error wrapping
+// ErrCloseContinues. Once the hook returns, the lead's Run goes on to its
+// answer and Done is closed.
+func TestClose_HostAsADelegationsHookBegins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		started, release := make(chan struct{}), make(chan struct{})
+		note := tools.MustNew(tools.Definition{Name: "note", Handler: func(context.Context, json.RawMessage) (any, error) {
+			close(started)
+			<-release
+			return nil, nil
+		}})
+		writer := newAgent(t, rt, model(t,
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "note", `{}`)}},
+			scripted.Turn{Text: "Written."},
+		), &agent.Options{Name: "writer", Tools: []*tools.Tool{note}})
+		closed, hookRelease := make(chan error, 1), make(chan struct{})
+		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
+			if ev.Kind == agent.EventDone {
+				<-hookRelease // a host's hook waiting for what only Close's return lets go on
+			}
+		}})
+		ran := make(chan error, 1)
+		go func() {
+			_, err := lead.Run(context.Background(), "s", ask)
+			ran <- err
+		}()
+		<-started
+		var waited time.Duration
+		go func() { closed <- timedClose(context.Background(), lead, &waited) }()
+		synctest.Wait() // Close waits for the delegation's handler
+		close(release)
+		err := <-closed
+		close(hookRelease)
+		if !errors.Is(err, agent.ErrCloseContinues) {
+			t.Errorf("the host's Close: %v, want ErrCloseContinues", err)
+		}
+		if waited != 0 {
+			t.Errorf("the host's Close took %v once the delegation's hook began, want it at once", waited)
+		}
+		if err := <-ran; err != nil {
+			t.Errorf("the lead's Run: %v", err)
+		}
+		<-lead.Done()
+	})
+}

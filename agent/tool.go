@@ -327,10 +327,23 @@ func (a *Agent) deleteSession(key string) {
 }
 
 // holdHooks adds n to the count of hooks running (Agent.hooks) of sub
-// and of each of callers.
+// and of each of callers. A hook that begins wakes a Close of theirs
+// that waits: it then waits no longer (see Agent.awaitConversations).
 func holdHooks(sub *Agent, callers []*Agent, n int32) {
-	sub.hooks.Add(n)
+	sub.holdHooks(n)
 	for _, c := range callers {
-		c.hooks.Add(n)
+		c.holdHooks(n)
+	}
+}
+
+// holdHooks adds n to the count of hooks running (Agent.hooks) and,
+// for a hook that begins, wakes a Close that waits: after the count
+// changed, so that a Close that read it before sees this.
+func (a *Agent) holdHooks(n int32) {
+	a.hooks.Add(n)
+	if n > 0 && a.closeWaits.Load() {
+		a.mu.Lock()
+		a.changedLocked()
+		a.mu.Unlock()
 	}
 }

@@ -16,7 +16,7 @@ import (
 // next runs. Every call gets exactly one result.
 func TestNode_RefusesCallsOverPerCallerLimit(t *testing.T) {
 	client, rt := setup(t)
-	node := startLimitsNode(t, 0, 0, 2)
+	node := startLimitsNode(t, 0, 0, 2, 0)
 	ts := remoteTools(t, client, node.addr)
 	conn, err := rt.Start(ts["hold"].Spec())
 	if err != nil {

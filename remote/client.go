@@ -153,6 +153,15 @@ type ClientOptions struct {
 	// (ErrTooManyConns, in an HTTP/2 GOAWAY) and the refusal logged.
 	// Default DefaultMaxConnsPerPeer; negative: no limit.
 	MaxConnsPerPeer int
+	// HeldMessageTimeout bounds how long the client holds a message not
+	// yet whole (it holds a message's frames back from gRPC until the
+	// whole message has come, see the package doc's Sizes): a
+	// connection whose message is not whole this long after its first
+	// bytes is closed, the peer told why (ErrHeldTooLong, in an HTTP/2
+	// GOAWAY) and the closing logged, so that a peer trickling a message
+	// holds nothing for ever. Default DefaultHeldMessageTimeout;
+	// negative: no limit.
+	HeldMessageTimeout time.Duration
 	// AllowRemote lets the client listen on an address that is not a
 	// loopback one, as it must when its nodes run on other machines.
 	// Without TLS, a client has no authentication: whoever reaches its
@@ -235,7 +244,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	c := &Client{rt: rt, system: rt.System(), guard: &guard{log: o.Logger}, dials: newDials(o.ConnectTimeout, o.KeepaliveTime, o.KeepaliveTimeout, dial),
 		callTimeout: o.CallTimeout, maxFrame: maxFrame, log: o.Logger, waiting: map[*waiter]struct{}{}, actor: p}
 	// Remote first: a PID carries the system's address as it is at spawn.
-	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer), c.dials, maxFrame, server); err != nil {
+	if c.remote, c.addr, err = startRemote(c.system, o.Address, "", c.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer, o.HeldMessageTimeout), c.dials, maxFrame, server); err != nil {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
@@ -252,6 +261,11 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	// Sent before the failure's peerGone (see dials.failed), so the
 	// proxy has the reason when it answers the calls.
 	c.dials.onFailed(func(addr string, err error) { c.system.Root.Send(c.proxy, &openFailed{address: addr, err: err}) })
+	c.dials.onEnded(func(addr string, err error) {
+		if why := goAwayReason(err); why != "" {
+			c.system.Root.Send(c.proxy, &connCut{address: addr, why: why})
+		}
+	})
 	c.guard.onEnded(func(peer, _ string) {
 		if peer != "" {
 			c.system.Root.Send(c.proxy, &answersLost{address: peer})
@@ -553,10 +567,11 @@ type proxy struct {
 	open      map[string]bool
 	dialling  map[string]bool
 	down      map[string]*redial
-	failures  map[string]error // why the connection to a node failed to open, until its peerGone
-	tls       bool             // the client speaks TLS
-	backoff   time.Duration    // after the first failure to open; <= 0: none
-	max       time.Duration    // bound of the doubling
+	failures  map[string]error  // why the connection to a node failed to open, until its peerGone
+	cut       map[string]string // why the node closed its open connection (its GOAWAY), until its peerGone
+	tls       bool              // the client speaks TLS
+	backoff   time.Duration     // after the first failure to open; <= 0: none
+	max       time.Duration     // bound of the doubling
 	now       func() time.Time
 	nextSweep time.Time // sweep's next run, at the earliest
 
@@ -588,6 +603,7 @@ type redial struct {
 func newProxy(o ClientOptions) *proxy {
 	p := &proxy{log: o.Logger, pending: map[callKey]*waiter{}, watched: map[string]bool{}, onGone: o.OnNodeGone,
 		open: map[string]bool{}, dialling: map[string]bool{}, unsure: map[string]bool{}, selves: map[string]string{}, down: map[string]*redial{}, failures: map[string]error{},
+		cut:     map[string]string{},
 		backoff: o.RedialBackoff, max: o.MaxRedialBackoff, now: time.Now, tls: o.TLS != nil}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -613,6 +629,11 @@ type openFailed struct {
 	address string
 	err     error
 }
+
+// connCut tells the client's actor why the node at address closed an open
+// connection to it (the code and debug data of its GOAWAY), before the
+// peerGone of its end.
+type connCut struct{ address, why string }
 
 // answersLost tells the client's actor that a connection from the node at
 // address (one that carries its answers) ended: the answers it carried
@@ -678,10 +699,13 @@ func (p *proxy) Receive(ctx actor.Context) {
 		}
 	case *openFailed:
 		p.failures[m.address] = m.err
+	case *connCut:
+		p.cut[m.address] = m.why
 	case *peerGone:
 		// The connection to a node ended (or failed to open): the same.
 		p.gone(m.address, true)
 		delete(p.failures, m.address)
+		delete(p.cut, m.address)
 	case *peerOpened:
 		p.open[m.address] = true
 		delete(p.dialling, m.address)
@@ -886,6 +910,9 @@ func (p *proxy) gone(addr string, connEnded bool) {
 	why, err := "", fmt.Errorf("%s: %w", addr, ErrNodeUnreachable)
 	if failure := p.failures[addr]; failure != nil && !opened {
 		why = "the connection failed to open: " + openError(failure, p.tls)
+		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
+	} else if cut := p.cut[addr]; cut != "" && opened {
+		why = "the node closed the connection: " + cut
 		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
 	}
 	p.fail(addr, err)

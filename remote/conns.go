@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,15 @@ import (
 // once, and gRPC refuses it (RESOURCE_EXHAUSTED) without setting
 // anything aside.
 //
+// A message held must be whole within the held-message timeout
+// (NodeOptions.HeldMessageTimeout, ClientOptions.HeldMessageTimeout;
+// default DefaultHeldMessageTimeout) of its first bytes held: a peer
+// that trickles one (a byte now and then, never reaching the budget)
+// has its connection closed so too, told why (ErrHeldTooLong), and what
+// it held is freed. The timeout is a read deadline of the connection,
+// set when a message is first held with none set, and looked at again
+// when it passes: the frames of whole messages never touch it.
+//
 // A peer (an IP address) has at most maxConnsPerPeer connections to a
 // server at once (NodeOptions.MaxConnsPerPeer,
 // ClientOptions.MaxConnsPerPeer): one more is refused once through its
@@ -60,6 +70,17 @@ var ErrTooManyConns = errors.New("too many connections from one peer")
 // the debug data of the GOAWAY its peer receives) of a connection that
 // sent more of messages not yet whole than a connection may hold.
 var ErrConnBudget = errors.New("too many bytes of messages not yet whole on one connection")
+
+// DefaultHeldMessageTimeout is how long a node or client holds a message
+// not yet whole (see [ErrHeldTooLong]) unless the options say otherwise:
+// a message of the receive limit (64 MiB) arrives within it at 5 Mbit/s.
+const DefaultHeldMessageTimeout = 2 * time.Minute
+
+// ErrHeldTooLong is the cause of the closing (logged by the server, and
+// in the debug data of the GOAWAY its peer receives) of a connection one
+// of whose messages was not whole within the held-message timeout
+// ([NodeOptions].HeldMessageTimeout) of its first bytes.
+var ErrHeldTooLong = errors.New("a message not whole within the time a connection may hold it")
 
 // connBudget bounds the bytes of the frames a heldConn holds: one message
 // of the receive limit, its prefix, and its frames' headers.
@@ -90,6 +111,7 @@ const (
 	frameRSTStream    = 0x3
 	frameGoAway       = 0x7
 	frameWindowUpdate = 0x8
+	frameContinuation = 0x9
 	flagEndStream     = 0x1
 	flagPadded        = 0x8
 	codeCancel        = 0x8
@@ -102,9 +124,10 @@ const (
 // their refusals.
 type connLimits struct {
 	log     *slog.Logger
-	perPeer int // <= 0: no limit
-	budget  int // bytes a connection may hold (connBudget; tests lower it)
-	limit   int // the receive limit of a message (maxMessageBytes)
+	perPeer int           // <= 0: no limit
+	budget  int           // bytes a connection may hold (connBudget; tests lower it)
+	limit   int           // the receive limit of a message (maxMessageBytes)
+	timeout time.Duration // how long a message may be held; <= 0: for ever
 
 	mu    sync.Mutex
 	peers map[string]int
@@ -113,12 +136,18 @@ type connLimits struct {
 }
 
 // newConnLimits returns the limits of a server allowing perPeer
-// connections per peer (0: DefaultMaxConnsPerPeer; negative: no limit).
-func newConnLimits(log *slog.Logger, perPeer int) *connLimits {
+// connections per peer (0: DefaultMaxConnsPerPeer; negative: no limit),
+// each holding a message not yet whole for timeout at most (0:
+// DefaultHeldMessageTimeout; negative: no limit).
+func newConnLimits(log *slog.Logger, perPeer int, timeout time.Duration) *connLimits {
 	if perPeer == 0 {
 		perPeer = DefaultMaxConnsPerPeer
 	}
-	return &connLimits{log: log, perPeer: perPeer, budget: testConnBudget(connBudget), limit: maxMessageBytes, peers: map[string]int{}}
+	if timeout == 0 {
+		timeout = DefaultHeldMessageTimeout
+	}
+	return &connLimits{log: log, perPeer: perPeer, budget: testConnBudget(connBudget), limit: maxMessageBytes, timeout: timeout,
+		peers: map[string]int{}}
 }
 
 // testConnBudget returns budget unless a test lowered it.
@@ -141,7 +170,8 @@ func (l *connLimits) serverOptions(creds credentials.TransportCredentials) []grp
 // [ErrConnBudget]), for a protoactor remote started elsewhere (a cluster
 // member's): its credentials (mutual TLS with t, or none when t is nil,
 // replacing [TLS.GRPCOptions]' server option) and the flow-control
-// windows the bound needs. maxConnsPerPeer is as
+// windows the bound needs. A message not yet whole is held for
+// [DefaultHeldMessageTimeout] at most. maxConnsPerPeer is as
 // NodeOptions.MaxConnsPerPeer (0: [DefaultMaxConnsPerPeer]; negative: no
 // limit); logger (nil discards) logs the connections refused or closed.
 // It returns an error wrapping [ErrTLSConfig] when t has no certificate,
@@ -157,7 +187,7 @@ func ConnServerOptions(logger *slog.Logger, maxConnsPerPeer int, t *TLS) ([]grpc
 		}
 		creds, _ = t.credentials()
 	}
-	return newConnLimits(logger, maxConnsPerPeer).serverOptions(creds), nil
+	return newConnLimits(logger, maxConnsPerPeer, 0).serverOptions(creds), nil
 }
 
 // add counts a connection of peer and reports whether it is within the
@@ -240,7 +270,7 @@ const refuseLinger = time.Second
 func refuse(conn net.Conn, err error) {
 	settings := []byte{0, 0, 0, 0x4, 0, 0, 0, 0, 0}
 	_ = conn.SetDeadline(time.Now().Add(refuseLinger))
-	if _, werr := conn.Write(append(settings, goAway(err)...)); werr == nil {
+	if _, werr := conn.Write(append(settings, goAway(err, 0)...)); werr == nil {
 		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		}
@@ -254,12 +284,16 @@ func refuse(conn net.Conn, err error) {
 	_ = conn.Close()
 }
 
-// goAway is an HTTP/2 GOAWAY frame (no stream processed,
-// ENHANCE_YOUR_CALM) whose debug data is err's text.
-func goAway(err error) []byte {
+// goAway is an HTTP/2 GOAWAY frame (ENHANCE_YOUR_CALM) whose debug data
+// is err's text, last the last stream it may have processed: a gRPC
+// client fails the streams after it at once, with an error of its own,
+// and those up to it when the connection closes, with an error that
+// carries the GOAWAY's debug data.
+func goAway(err error, last uint32) []byte {
 	debug := clip(err.Error(), 512)
 	f := make([]byte, http2FrameHeader+8, http2FrameHeader+8+len(debug))
 	putFrameHeader(f, 8+len(debug), frameGoAway, 0, 0)
+	binary.BigEndian.PutUint32(f[http2FrameHeader:], last&0x7fffffff)
 	binary.BigEndian.PutUint32(f[http2FrameHeader+4:], codeCalm)
 	return append(f, debug...)
 }
@@ -289,6 +323,8 @@ type heldConn struct {
 	streams map[uint32]*heldStream
 	spare   *heldStream // for a stream with nothing held
 	held    int         // bytes held, with streamOverhead per stream
+	last    uint32      // the highest stream the peer opened
+	due     time.Time   // the read deadline set for a message held; zero: none
 	err     error
 
 	// The writers': where the bytes written are in their frames, so
@@ -305,6 +341,7 @@ type heldStream struct {
 	chunks []*[]byte // its held frames, back to back, in heldChunks
 	bytes  int       // their length
 	data   int       // the flow-controlled bytes of its held DATA frames
+	since  time.Time // when its message was first held
 }
 
 // heldChunk is the size of the buffers (of heldChunks) that hold the
@@ -393,24 +430,33 @@ func (c *heldConn) Close() error {
 
 func (c *heldConn) Read(p []byte) (int, error) {
 	for len(c.out) == 0 {
-		if c.err != nil {
-			return 0, c.err
-		}
 		// gRPC has read all it was given: buf, and the chunks lent, are
 		// free again.
-		for _, b := range c.lent {
-			heldChunks.Put(b)
+		c.giveBack()
+		if c.err != nil {
+			// Nothing more comes: what is held never passes.
+			for id, s := range c.streams {
+				s.free()
+				delete(c.streams, id)
+			}
+			c.held = 0
+			return 0, c.err
 		}
-		clear(c.lent)
-		c.lent = c.lent[:0]
+		if c.due.IsZero() && len(c.streams) > 0 && c.l.timeout > 0 {
+			c.setDue()
+		}
 		kept := copy(c.buf, c.raw)
 		n, err := c.Conn.Read(c.buf[kept:])
 		c.raw = c.buf[:kept+n]
-		if perr := c.parse(); perr != nil {
+		perr := c.parse()
+		if perr == nil && err != nil && !c.due.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline of a message held, not the peer's end.
+			err, perr = nil, c.overdue()
+		}
+		if perr != nil {
 			c.err = perr
 			c.l.warn("remote connection closed", c.peer, perr)
 			c.fail(perr)
-			clear(c.streams)
 			c.out, c.raw = nil, nil
 			c.drain()
 		} else if err != nil {
@@ -423,6 +469,49 @@ func (c *heldConn) Read(p []byte) (int, error) {
 		c.out = c.out[1:]
 	}
 	return n, nil
+}
+
+// giveBack returns the chunks lent to gRPC, which has read them, to
+// heldChunks.
+func (c *heldConn) giveBack() {
+	for _, b := range c.lent {
+		heldChunks.Put(b)
+	}
+	clear(c.lent)
+	c.lent = c.lent[:0]
+}
+
+// setDue sets the read deadline of the oldest message held (none: no
+// deadline).
+func (c *heldConn) setDue() {
+	var oldest time.Time
+	for _, s := range c.streams {
+		if oldest.IsZero() || s.since.Before(oldest) {
+			oldest = s.since
+		}
+	}
+	if !oldest.IsZero() {
+		oldest = oldest.Add(c.l.timeout)
+	}
+	if !oldest.Equal(c.due) {
+		c.due = oldest
+		_ = c.Conn.SetReadDeadline(oldest)
+	}
+}
+
+// overdue is the error of a connection whose oldest message held has
+// been held for the timeout; when there is none (the message that set
+// the deadline passed), it sets the deadline of the oldest still held.
+func (c *heldConn) overdue() error {
+	now := time.Now()
+	for id, s := range c.streams {
+		if !now.Before(s.since.Add(c.l.timeout)) {
+			return fmt.Errorf("remote: connection from %s: a message (%d bytes of it on stream %d) not whole within %v: %w",
+				c.peer, s.data, id, c.l.timeout, ErrHeldTooLong)
+		}
+	}
+	c.setDue()
+	return nil
 }
 
 // parse takes the whole frames of raw, passing them on or holding them.
@@ -465,20 +554,24 @@ func (c *heldConn) frame(f []byte) error {
 	typ, flags := f[3], f[4]
 	id := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
 	s := c.streams[id]
-	if id == 0 || s == nil && typ != frameData || typ == frameWindowUpdate || typ == framePriority {
-		// The connection's, of a stream with nothing held, or about
+	if typ != frameData || id == 0 {
+		if typ == frameHeaders && id > c.last {
+			c.last = id
+		}
+		if s != nil && (typ == frameRSTStream || typ == frameHeaders || typ == frameContinuation) {
+			// The stream's end (RST_STREAM), or a header block, which
+			// gRPC must decode in its place among the connection's
+			// (their HPACK table is the connection's); on a stream whose
+			// message is not whole, it can only end the stream (or the
+			// connection: gRPC takes no HEADERS on a stream it has).
+			c.abandon(id, s, f, 0)
+			return nil
+		}
+		// The connection's (a DATA frame there is gRPC's to refuse), of
+		// a stream with nothing held, or about
 		// what the server sends (WINDOW_UPDATE) or nothing gRPC uses
 		// (PRIORITY): at once, whatever the stream holds.
 		c.emit(f)
-		return nil
-	}
-	if typ != frameData {
-		switch {
-		case typ == frameRSTStream || flags&flagEndStream != 0:
-			c.abandon(id, s, f, 0)
-		default:
-			return c.hold(id, s, f, 0)
-		}
 		return nil
 	}
 	data, ok := dataOf(f)
@@ -569,6 +662,9 @@ func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
 			c.spare = nil
 		}
 		c.streams[id] = s
+		if c.l.timeout > 0 {
+			s.since = time.Now()
+		}
 	}
 	// A copy: buf is read into again.
 	s.put(f)
@@ -588,40 +684,44 @@ func (c *heldConn) unhold(id uint32, s *heldStream) {
 }
 
 // abandon drops the frames held for stream id, whose message will never
-// be whole (the stream ends: with f, or with a DATA frame of flow bytes):
-// gRPC gets the stream's end (f, or a RST_STREAM), then DATA frames of
-// padding alone that count, in the connection's flow control, the bytes
-// dropped (gRPC grants them again, as it would have).
+// be whole (the stream ends: with f, or with a DATA frame of flow bytes;
+// or f is a header block, which gRPC must read in its place): gRPC gets
+// the stream's end (f, or a RST_STREAM), then DATA frames that count, in
+// the connection's flow control, the bytes dropped (gRPC grants them
+// again, as it would have), then f if it is a header block. gRPC drops
+// the data of a stream it has ended: the frames are as large as it
+// takes them, their data zeros.
 func (c *heldConn) abandon(id uint32, s *heldStream, f []byte, flow int) {
+	dropped := flow
 	if s != nil && c.streams[id] != nil {
+		dropped += s.data
 		c.held -= s.bytes + streamOverhead
 		s.free()
 		delete(c.streams, id)
 	}
-	if f == nil || f[3] != frameRSTStream {
+	if f != nil && f[3] == frameRSTStream {
+		c.out = append(c.out, f)
+	} else {
 		rst := make([]byte, http2FrameHeader+4)
 		putFrameHeader(rst, 4, frameRSTStream, 0, id)
 		binary.BigEndian.PutUint32(rst[http2FrameHeader:], codeCancel)
 		c.out = append(c.out, rst)
 	}
-	if f != nil && f[3] == frameRSTStream {
-		c.out = append(c.out, f)
-	}
-	for dropped := s.data + flow; dropped > 0; {
-		n := min(dropped, 256)
-		c.out = append(c.out, padding(id, n))
+	for dropped > 0 {
+		n := min(dropped, http2MaxFrame)
+		h := make([]byte, http2FrameHeader)
+		putFrameHeader(h, n, frameData, 0, id)
+		c.out = append(c.out, h, zeros[:n])
 		dropped -= n
+	}
+	if f != nil && f[3] != frameRSTStream {
+		c.out = append(c.out, f)
 	}
 }
 
-// padding is a DATA frame of stream id whose payload (n bytes, 1 to 256)
-// is padding alone.
-func padding(id uint32, n int) []byte {
-	f := make([]byte, http2FrameHeader+n)
-	putFrameHeader(f, n, frameData, flagPadded, id)
-	f[http2FrameHeader] = byte(n - 1)
-	return f
-}
+// zeros is the payload of the DATA frames of abandon (gRPC only reads
+// it).
+var zeros = make([]byte, http2MaxFrame)
 
 // drain reads (and drops) what the peer still sends, for refuseLinger at
 // most, before gRPC closes the connection: closed with bytes unread, it
@@ -655,7 +755,7 @@ func (c *heldConn) Write(p []byte) (int, error) {
 func (c *heldConn) fail(err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	g := goAway(err)
+	g := goAway(err, c.last)
 	if !c.w.between() {
 		c.goaway = g
 		return

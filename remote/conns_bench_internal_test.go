@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 )
 
 // framedConn is a net.Conn whose peer sends the client's preface, then
@@ -15,6 +16,10 @@ type framedConn struct {
 	head, block []byte
 	at          int
 }
+
+// SetReadDeadline is never reached: the peer's messages are whole long
+// before the held-message timeout.
+func (c *framedConn) SetReadDeadline(time.Time) error { return nil }
 
 func (c *framedConn) Read(p []byte) (int, error) {
 	if len(c.head) > 0 {
@@ -50,7 +55,7 @@ func benchmarkRead(b *testing.B, size int, held bool) {
 	raw := &framedConn{head: []byte(clientPreface), block: block}
 	var conn net.Conn = raw
 	if held {
-		conn = newHeldConn(raw, newConnLimits(slog.New(slog.DiscardHandler), 0), "peer")
+		conn = newHeldConn(raw, newConnLimits(slog.New(slog.DiscardHandler), 0, 0), "peer")
 	}
 	buf := make([]byte, 32<<10)
 	if _, err := io.ReadFull(conn, buf[:len(clientPreface)]); err != nil {

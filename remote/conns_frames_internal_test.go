@@ -43,7 +43,7 @@ type heldPeer struct {
 func newHeldPeer(budget int) *heldPeer {
 	raw := &scriptedConn{}
 	raw.in.WriteString(clientPreface)
-	l := newConnLimits(slog.New(slog.DiscardHandler), 0)
+	l := newConnLimits(slog.New(slog.DiscardHandler), 0, 0)
 	l.budget = budget
 	return &heldPeer{raw: raw, held: newHeldConn(raw, l, "peer"), fr: http2.NewFramer(&raw.in, nil)}
 }
@@ -238,9 +238,9 @@ func (p *heldPeer) readAllWatching(t *testing.T, watch func()) ([]byte, error) {
 // it answers, for ever) makes the connection hold no more than its
 // budget: each frame counts, with its header, so the connection is
 // closed (ErrConnBudget, told in a GOAWAY) once the trickle is over the
-// budget, however slowly it comes. (Nothing else ends it: the servers
-// do not ping the connections they accept, and a stream with a message
-// in progress is not idle.)
+// budget, whatever its pace. (A trickle too slow to reach the budget
+// ends at the held-message timeout: see
+// TestHeldConn_TrickledMessageEndsAtTheTimeout.)
 func TestHeldConn_TrickleEndsAtTheBudget(t *testing.T) {
 	const budget = 4 << 10
 	p := newHeldPeer(budget)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	grpckeepalive "google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // DefaultConnectTimeout bounds the opening of a connection to a peer (TCP,
@@ -67,6 +68,7 @@ type dials struct {
 	counted func(addr string)                           // tests: called once a connection to addr counts as opening
 	opened  func(addr string)                           // called once a connection to addr has opened (see onOpen)
 	refused func(addr string, err error)                // called once a connection to addr failed to open (see onFailed)
+	ended   func(addr string, err error)                // called once a connection to addr that opened ended (see onEnded)
 	sent    func(addr string, b *paremote.MessageBatch) // called once gRPC has a batch to addr (see onSent)
 }
 
@@ -85,6 +87,27 @@ func (d *dials) onFailed(f func(addr string, err error)) {
 	d.mu.Lock()
 	d.refused = f
 	d.mu.Unlock()
+}
+
+// onEnded makes d call f with a peer's address and the error each time
+// a connection to the peer that had opened ends with one, on the
+// goroutine receiving from it: before the peer is reported gone.
+func (d *dials) onEnded(f func(addr string, err error)) {
+	d.mu.Lock()
+	d.ended = f
+	d.mu.Unlock()
+}
+
+// goAwayReason is what a gRPC client's error err says of the GOAWAY its
+// connection received before it closed (its code and debug data: why the
+// peer closed it), or "" when there was none.
+func goAwayReason(err error) string {
+	const prior = "received prior goaway: "
+	msg := status.Convert(err).Message()
+	if i := strings.Index(msg, prior); i >= 0 {
+		return msg[i+len(prior):]
+	}
+	return ""
 }
 
 // onOpen makes d call f with a peer's address each time a connection to
@@ -305,6 +328,12 @@ func (s *dialStream) RecvMsg(m any) error {
 		s.cancel()
 		if first {
 			panic(s.d.failed(s.addr, err))
+		}
+		s.d.mu.Lock()
+		ended := s.d.ended
+		s.d.mu.Unlock()
+		if ended != nil {
+			ended(s.addr, err)
 		}
 		return err
 	}

@@ -79,7 +79,13 @@
 // the whole message has arrived, so what a peer makes them hold is what
 // it sent, and at most one message of the limit (with its framing) per
 // connection: a connection that sends more of messages not yet whole is
-// closed, its peer told why ([ErrConnBudget], in an HTTP/2 GOAWAY). One
+// closed, its peer told why ([ErrConnBudget], in an HTTP/2 GOAWAY), and
+// so is one whose message is not whole within HeldMessageTimeout of its
+// first bytes ([NodeOptions], [ClientOptions]; default
+// [DefaultHeldMessageTimeout]; [ErrHeldTooLong]), so that a peer
+// trickling a message holds nothing for ever. A client whose node closes
+// its connection so answers the calls it carried with
+// ErrNodeUnreachable, naming the node's reason. One
 // peer (an IP address) has at most MaxConnsPerPeer connections open to a
 // node or client at once ([NodeOptions], [ClientOptions]; default
 // [DefaultMaxConnsPerPeer]); one more is refused so ([ErrTooManyConns]).

@@ -21,7 +21,7 @@ import (
 
 // envLimitsNode: serve nodeTools at this address with the limits of
 // envLimits (MaxConnsPerPeer, the bytes a connection may hold of messages
-// not yet whole, MaxCallsPerCaller), printing events as runTestNode does.
+// not yet whole, MaxCallsPerCaller, HeldMessageTimeout), printing events as runTestNode does.
 const (
 	envLimitsNode = "POLYWEAVE_REMOTE_TEST_LIMITS_NODE"
 	envLimits     = "POLYWEAVE_REMOTE_TEST_LIMITS"
@@ -29,13 +29,17 @@ const (
 
 func runLimitsNode(addr string) int {
 	var perPeer, budget, calls int
-	if _, err := fmt.Sscan(os.Getenv(envLimits), &perPeer, &budget, &calls); err != nil {
+	var held time.Duration
+	if _, err := fmt.Sscan(os.Getenv(envLimits), &perPeer, &budget, &calls, &held); err != nil {
 		fmt.Println("bad", envLimits, err)
 		return 1
 	}
-	remote.SetConnBudget(budget)
+	if budget > 0 {
+		remote.SetConnBudget(budget)
+	}
 	events := eventPrinter()
-	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), MaxConnsPerPeer: perPeer, MaxCallsPerCaller: calls}, events)
+	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), MaxConnsPerPeer: perPeer, MaxCallsPerCaller: calls,
+		HeldMessageTimeout: held}, events)
 	if node == nil {
 		return 1
 	}
@@ -44,11 +48,12 @@ func runLimitsNode(addr string) int {
 }
 
 // startLimitsNode starts an envLimitsNode node allowing perPeer
-// connections per peer, each holding at most budget bytes, and calls
+// connections per peer, each holding at most budget bytes (0: as the
+// receive limit needs) for held at most (0: the default), and calls
 // calls in flight per caller.
-func startLimitsNode(t *testing.T, perPeer, budget, calls int) *nodeProc {
+func startLimitsNode(t *testing.T, perPeer, budget, calls int, held time.Duration) *nodeProc {
 	t.Helper()
-	t.Setenv(envLimits, fmt.Sprint(perPeer, " ", budget, " ", calls))
+	t.Setenv(envLimits, fmt.Sprint(perPeer, " ", budget, " ", calls, " ", int64(held)))
 	return startListening(t, envLimitsNode+"="+remote.DefaultAddress)
 }
 
@@ -216,7 +221,7 @@ func (c *rawConn) goAwayOf(t *testing.T) *http2.GoAwayFrame {
 // GOAWAY (ENHANCE_YOUR_CALM) naming the limit.
 func TestNode_ConnectionOverItsBudgetIsClosedAndTold(t *testing.T) {
 	const budget = 256 << 10
-	node := startLimitsNode(t, 0, budget, 0)
+	node := startLimitsNode(t, 0, budget, 0, 0)
 	c := dialRaw(t, node.addr)
 	for i := range 2 {
 		id := uint32(2*i + 1)
@@ -243,7 +248,7 @@ func TestNode_ConnectionOverItsBudgetIsClosedAndTold(t *testing.T) {
 // connects again.
 func TestNode_RefusesConnectionsOverPerPeerLimit(t *testing.T) {
 	const perPeer = 2
-	node := startLimitsNode(t, perPeer, 0, 0)
+	node := startLimitsNode(t, perPeer, 0, 0, 0)
 	var open []*rawConn
 	for range perPeer {
 		c := dialRaw(t, node.addr)
@@ -297,6 +302,33 @@ func TestNode_RefusesConnectionsOverPerPeerLimit(t *testing.T) {
 		}
 		if attempt == 100 {
 			t.Fatal("connections still refused after one of the peer's closed")
+		}
+	}
+}
+
+// TestNode_TrickledMessageIsEndedAndTold: a peer that sends part of a
+// message and then nothing more of it (however slowly it would go on)
+// has its connection closed once the message has been held for the
+// node's HeldMessageTimeout, and is told why: a GOAWAY
+// (ENHANCE_YOUR_CALM) naming the timeout.
+func TestNode_TrickledMessageIsEndedAndTold(t *testing.T) {
+	node := startLimitsNode(t, 0, 0, 0, 200*time.Millisecond)
+	c := dialRaw(t, node.addr)
+	c.open(t, 1)
+	c.claim(t, 1, 1<<20, 1<<10)
+	g := c.goAwayOf(t)
+	if g.ErrCode != http2.ErrCodeEnhanceYourCalm || !strings.Contains(string(g.DebugData()), "not whole within 200ms") {
+		t.Errorf("GOAWAY %v %q, want ENHANCE_YOUR_CALM saying the message was held too long", g.ErrCode, g.DebugData())
+	}
+	if g.LastStreamID != 1 {
+		t.Errorf("GOAWAY's last stream %d, want 1 (the stream the node may have served)", g.LastStreamID)
+	}
+	for {
+		if _, err := c.fr.ReadFrame(); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "reset") {
+				break
+			}
+			t.Fatalf("after the GOAWAY: %v, want the connection closed", err)
 		}
 	}
 }

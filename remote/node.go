@@ -88,6 +88,15 @@ type NodeOptions struct {
 	// callers of one machine are one peer. Default
 	// DefaultMaxConnsPerPeer; negative: no limit.
 	MaxConnsPerPeer int
+	// HeldMessageTimeout bounds how long the node holds a message not
+	// yet whole (it holds a message's frames back from gRPC until the
+	// whole message has come, see the package doc's Sizes): a
+	// connection whose message is not whole this long after its first
+	// bytes is closed, the peer told why (ErrHeldTooLong, in an HTTP/2
+	// GOAWAY) and the closing logged, so that a peer trickling a message
+	// holds nothing for ever. Default DefaultHeldMessageTimeout;
+	// negative: no limit.
+	HeldMessageTimeout time.Duration
 	// MaxCallsPerCaller bounds what one caller's connection costs the
 	// node: a call beyond this many of its calls in flight is answered
 	// at once with an error of kind unavailable (tools.FailureUnavailable)
@@ -289,7 +298,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 	// names it by its PID. (A request that arrives before the service
 	// exists is answered with a DeadLetterResponse.)
 	server, _ := o.TLS.credentials()
-	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, advertise, n.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer), n.dials, maxFrame, server); err != nil {
+	if n.remote, n.addr, err = startRemote(rt.System(), o.Address, advertise, n.guard, newConnLimits(o.Logger, o.MaxConnsPerPeer, o.HeldMessageTimeout), n.dials, maxFrame, server); err != nil {
 		n.Close(context.Background())
 		return nil, err
 	}

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +41,29 @@ const envNode = "POLYWEAVE_REMOTE_TEST_NODE"
 var (
 	sharedClient *remote.Client
 	sharedGone   = make(chan string, 1024)
+
+	// reached are the ports of the nodes the shared client has reached
+	// (remoteTools) and not yet reported gone: a test's nodes die at its
+	// end, and the next test's setup waits until the client has seen
+	// them go (their reports would fall into that test). Ports, not
+	// addresses: a node reached as localhost is reported at its IP.
+	reachedMu sync.Mutex
+	reached   = map[int]bool{}
+	reachedGo = make(chan struct{}, 1) // a report came
 )
+
+// portOf is addr's port, or -1.
+func portOf(addr string) int {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return -1
+	}
+	return n
+}
 
 func TestMain(m *testing.M) {
 	for _, child := range []struct {
@@ -56,6 +81,13 @@ func TestMain(m *testing.M) {
 	}
 	var err error
 	sharedClient, err = remote.NewClient(&remote.ClientOptions{OnNodeGone: func(addr string) {
+		reachedMu.Lock()
+		delete(reached, portOf(addr))
+		reachedMu.Unlock()
+		select {
+		case reachedGo <- struct{}{}:
+		default:
+		}
 		select {
 		case sharedGone <- addr:
 		default:
@@ -300,7 +332,23 @@ type host struct {
 // connections (TestMain checks those once the client is closed).
 func setup(t *testing.T) (*host, *actors.Runtime) {
 	t.Helper()
-	for len(sharedGone) > 0 { // nodes of earlier tests
+	// The nodes of earlier tests are dead: their reports come, or have
+	// come.
+	patience := time.After(30 * time.Second)
+	for {
+		reachedMu.Lock()
+		left := slices.Sorted(maps.Keys(reached))
+		reachedMu.Unlock()
+		if len(left) == 0 {
+			break
+		}
+		select {
+		case <-reachedGo:
+		case <-patience:
+			t.Fatalf("the shared client did not report the nodes of earlier tests (at ports %v) gone in 30s", left)
+		}
+	}
+	for len(sharedGone) > 0 {
 		<-sharedGone
 	}
 	before := goleak.IgnoreCurrent()
@@ -369,6 +417,11 @@ func remoteTools(t *testing.T, c *host, addr string) map[string]*tools.Tool {
 	ts, err := c.Tools(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Client == sharedClient {
+		reachedMu.Lock()
+		reached[portOf(addr)] = true
+		reachedMu.Unlock()
 	}
 	m := map[string]*tools.Tool{}
 	for _, tool := range ts {

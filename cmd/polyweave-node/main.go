@@ -37,7 +37,9 @@
 // -max-conns-per-peer and -max-calls-per-caller bound what one peer can
 // make the node hold: its connections open at once, and one caller's calls
 // in flight (see remote.NodeOptions.MaxConnsPerPeer and
-// MaxCallsPerCaller).
+// MaxCallsPerCaller). -held-message-timeout bounds how long the node
+// holds a message not yet whole before it closes the connection (see
+// remote.NodeOptions.HeldMessageTimeout).
 //
 // Once it serves, it prints "polyweave-node listening on HOST:PORT" on
 // stdout. SIGINT or SIGTERM stops it: calls in flight are answered
@@ -83,9 +85,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	maxFrame := fs.Int("max-frame-bytes", 0, fmt.Sprintf("the largest frame (a call with its arguments, a result) the node takes or sends, in `bytes` (0: %d)", remote.DefaultMaxFrameBytes))
 	maxConns := fs.Int("max-conns-per-peer", 0, fmt.Sprintf("the most connections one peer (an IP address) may have open to the node at once (0: %d; negative: no limit)", remote.DefaultMaxConnsPerPeer))
 	maxCalls := fs.Int("max-calls-per-caller", 0, fmt.Sprintf("the most calls one caller may have in flight on the node; one more is answered at once with an error (0: %d; negative: no limit)", remote.DefaultMaxCallsPerCaller))
+	heldTimeout := fs.Duration("held-message-timeout", 0, fmt.Sprintf("how long the node holds a message not yet whole before it closes its connection (0: %v; negative: no limit)", remote.DefaultHeldMessageTimeout))
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-advertise HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-max-conns-per-peer N] [-max-calls-per-caller N] [-v]")
+		fmt.Fprintln(stderr, "usage: polyweave-node -root DIR [-listen HOST:PORT] [-advertise HOST:PORT] [-allow-remote] [-tls-cert FILE -tls-key FILE -tls-ca FILE] [-max-frame-bytes N] [-max-conns-per-peer N] [-max-calls-per-caller N] [-held-message-timeout D] [-v]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -119,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	opts := &remote.NodeOptions{Address: *listen, Advertise: *advertise, Logger: logger, AllowRemote: *allowRemote, TLS: tlsOpts, MaxFrameBytes: *maxFrame,
-		MaxConnsPerPeer: *maxConns, MaxCallsPerCaller: *maxCalls}
+		MaxConnsPerPeer: *maxConns, MaxCallsPerCaller: *maxCalls, HeldMessageTimeout: *heldTimeout}
 	if err := serve(*root, opts, stdout); err != nil {
 		if errors.Is(err, remote.ErrAdvertise) {
 			fmt.Fprintf(stderr, "polyweave-node: -advertise %s: want a host:port that callers reach the node at (a host, and a port from 1 to 65535).\n", *advertise)

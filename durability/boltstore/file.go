@@ -351,11 +351,28 @@ func rebuildFreelist(f *os.File, m meta, free []uint64, noSync bool) error {
 	return nil
 }
 
+// stopCause is the error of a step that ctx, done, stopped: ctx's cause
+// (context.Cause, which says why it ended: a signal, a -timeout), and
+// ctx.Err() too when the cause is another error, so that errors.Is
+// tells a cancellation from a deadline whatever the cause.
+func stopCause(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", cause, err)
+}
+
+// lockRetried, when set (by tests), is called by lockFile each time it
+// finds the file held, before it waits to try again.
+var lockRetried func()
+
 // lockFile takes the store's lock on f (exclusive, or shared when
 // readOnly; see tryLock), retrying until timeout. A file still held then
 // gives an error that says so, naming the path and, where the system
-// tells, the holding process.
-func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) error {
+// tells, the holding process. It stops waiting, with ctx's error, when
+// ctx is done.
+func lockFile(ctx context.Context, f *os.File, path string, readOnly bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		held, err := tryLock(f, readOnly)
@@ -372,7 +389,16 @@ func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) err
 			}
 			return &lockedError{msg: fmt.Sprintf("%s is held by %s (waited %v for it)", path, holder, timeout)}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if lockRetried != nil {
+			lockRetried()
+		}
+		retry := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return fmt.Errorf("stopped while waiting for the lock on %s: %w", path, stopCause(ctx))
+		case <-retry.C:
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -22,18 +21,8 @@ func TestConnServerOptionsHeld_BoundsAHeldMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(opts...)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(l) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-served // TestMain checks for goroutines left
-	})
-	c := dialRaw(t, l.Addr().String())
+	addr := serve(t, grpc.NewServer(opts...))
+	c := dialRaw(t, addr)
 	c.open(t, 1)
 	c.claim(t, 1, 1<<20, 1<<10)
 	g := c.goAwayOf(t)

@@ -191,27 +191,14 @@ func timedClose(ctx context.Context, a *agent.Agent, waited *time.Duration) erro
 func TestClose_HostAsADelegationsHookBegins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
-		started, release := make(chan struct{}), make(chan struct{})
-		note := tools.MustNew(tools.Definition{Name: "note", Handler: func(context.Context, json.RawMessage) (any, error) {
-			close(started)
-			<-release
-			return nil, nil
-		}})
-		writer := newAgent(t, rt, model(t,
-			scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "note", `{}`)}},
-			scripted.Turn{Text: "Written."},
-		), &agent.Options{Name: "writer", Tools: []*tools.Tool{note}})
+		writer, started, release := noteWriter(t, rt, scripted.Turn{Text: "Written."})
 		closed, hookRelease := make(chan error, 1), make(chan struct{})
 		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
 			if ev.Kind == agent.EventDone {
 				<-hookRelease // a host's hook waiting for what only Close's return lets go on
 			}
 		}})
-		ran := make(chan error, 1)
-		go func() {
-			_, err := lead.Run(context.Background(), "s", ask)
-			ran <- err
-		}()
+		ran := runOf(lead, "s")
 		<-started
 		var waited time.Duration
 		go func() { closed <- timedClose(context.Background(), lead, &waited) }()

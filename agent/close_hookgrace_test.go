@@ -8,11 +8,39 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/models/scripted"
 	"github.com/polyweave/polyweave-go/tools"
 )
+
+// noteWriter returns a writer agent on rt whose first turn calls its
+// tool "note", whose handler closes started and waits until release is
+// closed, and whose next turn is last.
+func noteWriter(t *testing.T, rt *actors.Runtime, last scripted.Turn) (writer *agent.Agent, started, release chan struct{}) {
+	t.Helper()
+	started, release = make(chan struct{}), make(chan struct{})
+	note := tools.MustNew(tools.Definition{Name: "note", Handler: func(context.Context, json.RawMessage) (any, error) {
+		close(started)
+		<-release
+		return nil, nil
+	}})
+	writer = newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "note", `{}`)}}, last),
+		&agent.Options{Name: "writer", Tools: []*tools.Tool{note}})
+	return writer, started, release
+}
+
+// runOf runs a's session on ask on a goroutine of its own and returns
+// a channel that gets the Run's error.
+func runOf(a *agent.Agent, session string) <-chan error {
+	ran := make(chan error, 1)
+	go func() {
+		_, err := a.Run(context.Background(), session, ask)
+		ran <- err
+	}()
+	return ran
+}
 
 // blockingHook returns a delegation's OnEvent hook that, at its first
 // event, closes entered and waits until release is closed; it returns at
@@ -38,28 +66,14 @@ func blockingHook(entered, release chan struct{}, events *int) func(string, agen
 func TestClose_HostDuringAStreamingDelegation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
-		started, release := make(chan struct{}), make(chan struct{})
-		note := tools.MustNew(tools.Definition{Name: "note", Handler: func(context.Context, json.RawMessage) (any, error) {
-			close(started)
-			<-release
-			return nil, nil
-		}})
-		writer := newAgent(t, rt, model(t,
-			scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "note", `{}`)}},
-			scripted.Turn{Text: "Written, word by word, for the UI to show.", Deltas: 20},
-		), &agent.Options{Name: "writer", Tools: []*tools.Tool{note}})
+		writer, started, release := noteWriter(t, rt, scripted.Turn{Text: "Written, word by word, for the UI to show.", Deltas: 20})
 		inHook, hookGo := make(chan struct{}), make(chan struct{})
 		events := 0
 		lead := delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: blockingHook(inHook, hookGo, &events)})
-		ran := make(chan error, 1)
-		go func() {
-			_, err := lead.Run(context.Background(), "s", ask)
-			ran <- err
-		}()
+		ran := runOf(lead, "s")
 		<-inHook
 		<-started
-		closed := make(chan error, 1)
-		go func() { closed <- lead.Close(context.Background()) }()
+		closed := closeOf(context.Background(), lead)
 		synctest.Wait() // Close waits, while the hook runs
 		close(hookGo)
 		close(release)
@@ -116,23 +130,17 @@ func TestClose_HostWithAHookAndALongHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		lead := newAgent(t, rt, m.Spec("model"), &agent.Options{Name: "lead", Tools: []*tools.Tool{slow, delegation}})
-		ran := make(chan error, 2)
-		run := func(session string) {
-			_, err := lead.Run(context.Background(), session, ask)
-			ran <- err
-		}
-		go run("s1")
+		ran1 := runOf(lead, "s1")
 		<-slowStarted
-		go run("s2")
+		ran2 := runOf(lead, "s2")
 		<-inHook
-		closed := make(chan error, 1)
-		go func() { closed <- lead.Close(context.Background()) }()
+		closed := closeOf(context.Background(), lead)
 		synctest.Wait() // Close waits, while the hook runs and so does the long handler
 		close(hookGo)
 		if err := <-closed; err != nil {
 			t.Errorf("the host's Close: %v, want nil once both Runs have returned", err)
 		}
-		for range 2 {
+		for _, ran := range []<-chan error{ran1, ran2} {
 			if err := <-ran; err != nil {
 				t.Errorf("the lead's Run: %v", err)
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -224,6 +225,32 @@ func TestStoreError(t *testing.T) {
 	}
 	if !durability.IsRetryable(&durability.StoreError{Op: "x", Err: temporary{}}) {
 		t.Error("a Temporary() cause is not reported retryable")
+	}
+}
+
+// TestStoreError_ClipsLongNames: a name longer than 256 bytes is quoted
+// in part, cut on a rune's
+// boundary, with a marker that says it was cut and the name's length; a
+// name up to the limit is quoted whole.
+func TestStoreError_ClipsLongNames(t *testing.T) {
+	const quoted = 256 // bytes of a name StoreError.Error quotes
+	cause := errors.New("refused")
+	whole := strings.Repeat("n", quoted)
+	if got, want := (&durability.StoreError{Op: "get events", Name: whole, Err: cause}).Error(),
+		fmt.Sprintf("durability: get events %q: refused", whole); got != want {
+		t.Errorf("a name of MaxQuotedName bytes: %q, want it whole", got)
+	}
+	for _, name := range []string{
+		strings.Repeat("x", 32<<10),
+		strings.Repeat("x", quoted-1) + strings.Repeat("é", 100), // a rune across the cut
+	} {
+		got := (&durability.StoreError{Op: "get events", Name: name, Err: cause}).Error()
+		marker := fmt.Sprintf("…(actor name of %d bytes, clipped)", len(name))
+		if len(got) > quoted+100 || !strings.Contains(got, marker) || !strings.HasSuffix(got, ": refused") ||
+			!strings.HasPrefix(got, `durability: get events "xxx`) || !utf8.ValidString(got) || strings.Contains(got, `\x`) {
+			t.Errorf("a name of %d bytes: %d-byte message %.300q…, want it clipped to %d bytes with %q, valid UTF-8",
+				len(name), len(got), got, quoted, marker)
+		}
 	}
 }
 

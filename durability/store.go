@@ -2,6 +2,14 @@ package durability
 
 import "context"
 
+// MaxNameLen is the longest actor name (in bytes) that every Store of
+// this module accepts: the smallest of their limits (pgstore's, whose
+// names are a primary-key column). Code that makes actor names from
+// what it is given (a session id, say) and may run on any of the stores
+// keeps its names within it; each store's own MaxNameLen is at least
+// this.
+const MaxNameLen = 1024
+
 // Store persists, per actor name, an ordered log of events and snapshots of
 // the actor's state taken at an event index. Events and snapshots are opaque
 // bytes at this level; [NewProvider] adds protobuf encoding on top.
@@ -51,7 +59,8 @@ import "context"
 // passed through, is a *[StoreError] (use [errors.As]) whose cause says
 // what happened: [ErrClosed] after Close, [ErrInvalidName] for an
 // empty name or one longer than the store's limit (its MaxNameLen:
-// 1 KiB for memstore and pgstore, 32 KiB for boltstore; the error
+// 1 KiB for memstore and pgstore, 32 KiB for boltstore; names within
+// [MaxNameLen] fit them all; the error
 // says the name's length and the limit), ctx.Err() when the
 // context was done before the call started, a *[DamageError] (wrapping
 // [ErrDamaged]) for damaged data.

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -36,23 +38,108 @@ func TestTool_DescribeOnAStreamWithACallRunning(t *testing.T) {
 	if want := []string{"DESCRIPTION", "END"}; len(got) != 2 || got[0].GetType().String() != want[0] {
 		t.Fatalf("DESCRIBE answered with %q, want DESCRIPTION and END", lines(got))
 	}
+	rest := closeFor(t, conn, "s")
+	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
+		tools.KindOf(rest[0]) != tools.FailureStopped || rest[1].GetType() != messages.FrameType_END ||
+		rest[1].GetToolCallId() != "c1" {
+		t.Errorf("after the stop, stream s got %q, want c1's stopped result and its END", lines(rest))
+	}
+}
+
+// closeFor stops the duplex of conn and returns the frames on stream that
+// it emitted before it stopped and that were not read yet.
+func closeFor(t *testing.T, conn *actors.Conn, stream string) []*messages.Frame {
+	t.Helper()
 	if err := conn.Close(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	var rest []*messages.Frame
+	var out []*messages.Frame
 	for {
 		f, err := conn.Recv(testCtx(t))
 		if err != nil {
 			if !errors.Is(err, actors.ErrDuplexStopped) {
 				t.Fatal(err)
 			}
-			break
+			return out
 		}
-		rest = append(rest, f)
+		if f.GetStreamId() == stream {
+			out = append(out, f)
+		}
 	}
-	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
-		tools.KindOf(rest[0]) != tools.FailureStopped || rest[1].GetType() != messages.FrameType_END ||
-		rest[1].GetToolCallId() != "c1" {
-		t.Errorf("after the stop, stream s got %q, want c1's stopped result and its END", lines(rest))
+}
+
+// failsOnBoom is a tool's Logic that fails on a META named "boom": it
+// stands in for whatever, in a frame of a call, fails the tool actor. The
+// rest goes to the tool's Logic, its failure handler included.
+type failsOnBoom struct{ actors.Logic }
+
+func (l failsOnBoom) Receive(c actors.Context, msg any) {
+	if f, ok := msg.(*messages.Frame); ok && f.GetType() == messages.FrameType_META && f.GetName() == "boom" {
+		panic("boom")
+	}
+	l.Logic.Receive(c, msg)
+}
+
+func (l failsOnBoom) OnFailure(c actors.Context, err error) {
+	l.Logic.(actors.FailureHandler).OnFailure(c, err)
+}
+
+// TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall: a DESCRIBE with a
+// tool-call id, on the stream of a call still running, is answered with
+// an END of its id: the runtime, which tracks a stream's calls by their
+// ids, still knows the running call open on the stream. So a frame of
+// that call that fails the tool actor, resumed by its supervisor, has the
+// runtime answer the call, once (ERROR and END of its id), and stop its
+// work; what the tool then emits of the call is dropped.
+func TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall(t *testing.T) {
+	started, stopped := make(chan struct{}), make(chan struct{})
+	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		close(started)
+		<-ctx.Done()
+		close(stopped)
+		return nil, ctx.Err()
+	}})
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
+		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
+	spec := slow.Spec()
+	spec.New = func() actors.Logic { return failsOnBoom{slow.Logic()} }
+	conn, err := rt.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
+	<-started
+	describe := messages.Describe("s")
+	describe.ToolCallId = "d1"
+	send(t, conn, describe)
+	got, err := conn.RecvStream(testCtx(t), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].GetType() != messages.FrameType_DESCRIPTION || got[1].GetToolCallId() != "d1" {
+		t.Fatalf("DESCRIBE d1 answered with %q, want DESCRIPTION and the END of d1", lines(got))
+	}
+
+	boom := messages.Meta("s", "boom", nil)
+	boom.ToolCallId = "c1"
+	send(t, conn, boom)
+	// A DESCRIBE on another stream: its answer comes after what the
+	// Resume emitted.
+	probe := messages.Describe("p")
+	probe.ToolCallId = "d2"
+	send(t, conn, probe)
+	if _, err := conn.RecvStream(testCtx(t), "p"); err != nil {
+		t.Fatal(err)
+	}
+	select { // the Resume's CANCEL of c1 came before the probe
+	case <-stopped:
+	case <-testCtx(t).Done():
+		t.Error("the Resume did not stop c1's work")
+	}
+	rest := closeFor(t, conn, "s") // what came on s after the DESCRIBE, the stop's included
+	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_ERROR || rest[0].GetToolCallId() != "c1" ||
+		rest[0].GetMeta().GetFailureKind() != actors.FailedKind ||
+		rest[1].GetType() != messages.FrameType_END || rest[1].GetToolCallId() != "c1" {
+		t.Errorf("after c1's frame failed the tool, stream s got %q, want c1's ERROR (failed) and END alone", lines(rest))
 	}
 }

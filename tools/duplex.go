@@ -26,8 +26,10 @@ func (t *Tool) Spec() actors.Spec {
 // for driving it step by step with actorstest.Recorder.
 //
 // The duplex answers DESCRIBE with a DESCRIPTION frame (payload: the
-// [Description] as JSON) and END; it ignores TICK and calls for other
-// tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
+// [Description] as JSON) and END, both with the DESCRIBE's tool-call id
+// when it has one (so a DESCRIBE on the stream of a running call ends
+// only itself, in the runtime's view too: see package actors); it ignores
+// TICK and calls for other tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
 // followed by an END, both carrying the call's stream id and tool-call id:
 // the handler's result, or an error result (see [FailureKind]) for invalid
 // arguments, a handler error, a timeout, a CANCEL (of that call id, or of
@@ -102,9 +104,12 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 	case *messages.Frame:
 		switch m.GetType() {
 		case messages.FrameType_DESCRIBE:
+			// Both carry the DESCRIBE's tool-call id, if it has one: the
+			// runtime, which tracks a stream's calls by their ids, then
+			// ends the DESCRIBE alone, not a call running on its stream.
 			c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: m.GetStreamId(),
-				Name: l.t.def.Name, Payload: l.t.describe})
-			c.Emit(messages.End(m.GetStreamId()))
+				ToolCallId: m.GetToolCallId(), Name: l.t.def.Name, Payload: l.t.describe})
+			c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: m.GetStreamId(), ToolCallId: m.GetToolCallId()})
 		case messages.FrameType_TOOL_CALL:
 			if m.GetName() == l.t.def.Name {
 				l.call(c, m)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -121,14 +122,19 @@ const MetaState = "state"
 // do not go out to the consumer when the model echoes them (model
 // adapters do not: they ignore results), not even when the consumer has
 // written on the stream again before the echo came: it was told of no
-// such call there. The router expects such an echo until the model ends
-// the stream or starts a call of the same id on it (models that number
-// the calls of each response afresh reuse ids: a result of that id is
-// the new call's, and goes out), and for at most 256 calls at a time.
+// such call there. The router expects such an echo until it comes or
+// the model ends the stream, and for at most 256 results at a time. Once
+// the model starts a call of the same id on the stream (models that
+// number the calls of each response afresh reuse ids), a result of that
+// id is the echo only if its payload is the one the router wrote, as a
+// model that echoes results late echoes it; any other is the new call's,
+// and goes out. (A result of the new call with the very payload of the
+// ended call's, both cancelled alike, say, cannot be told from the echo:
+// the first to come is taken for it.)
 // A stream stays closed after its calls have ended, until the consumer
-// writes on it again, but of such streams the router keeps the 256 it
-// closed last (restore frames may name ever new streams): the model's
-// frames on an older one go out again.
+// writes on it again, but of such streams the router keeps the 256 whose
+// last call ended last (restore frames may name ever new streams): the
+// model's frames on an older one go out again.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
@@ -142,6 +148,13 @@ const MetaState = "state"
 // from the restore (the router ignores the closed times of a restore
 // frame's state and clears those it holds: the restore is persisted with
 // the time of the restore for the streams it closes, one write).
+// Of the streams the consumer has a call open on, the router remembers
+// all those with a pending call, but of the others only the 1024 to 1280
+// the consumer wrote on last: a model that never ends its streams does
+// not grow its memory without end. A restore's calls on a stream it
+// forgot wait there as on a stream the consumer has no call open on:
+// they are announced when the consumer writes on it again, or ended
+// at the limit; none is lost.
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -291,15 +304,22 @@ type durableRouter struct {
 	// may echo their results, or start calls there), but of such quiet
 	// streams only the last closedQuiet closed are kept (see pruneClosed):
 	// restore frames naming ever new streams do not grow it without end.
-	// closings counts the streams closed, which orders them.
+	// closings counts the streams closed and those that lost their last
+	// pending call while closed, which orders them.
 	closed   map[string]closedStream
 	closings uint64
 	// open holds the streams the consumer wrote a call-opening frame on
 	// in this incarnation, until the model ends them (END or ERROR): a
 	// restore frame's calls on the others are put on closed streams.
-	// lastOpen is the stream last added, whose frames mostly follow each
-	// other.
-	open     map[string]struct{}
+	// Each has the count of such writes (opens) at its last one; of those
+	// without a pending call, only the openQuiet written on last are
+	// sure to be kept (see pruneOpen): a model that never ends its
+	// streams does not grow it without end. lastOpen is the stream last
+	// written on, whose frames mostly follow each other; openCap is the
+	// size past which open is pruned.
+	open     map[string]uint64
+	opens    uint64
+	openCap  int
 	lastOpen string
 	// armed is the time the limit timer is set for: the earliest end of
 	// the calls waiting on closed streams; zero when none is set.
@@ -308,16 +328,26 @@ type durableRouter struct {
 	// written on again (RecoveredTimeout), from their closedAt; 0 for no
 	// limit.
 	limit time.Duration
-	// echoes holds the calls of closed streams whose results the router
-	// wrote into the model (ended at the limit, cancelled, their stream
-	// ended by the model), until the model echoes the result, ends the
-	// stream or starts a call of the same id there (see echo): such an
-	// echo does not go out, even on a stream the consumer has written on
-	// again meanwhile (it was told of no such call there).
-	// echoOrder keeps the order they came in: past echoLimit, the oldest
-	// go (a model adapter ignores results and echoes none).
-	echoes    map[callKey]struct{}
-	echoOrder []callKey
+	// echoOrder holds the results the router wrote into the model for
+	// calls of closed streams (ended at the limit, cancelled, their
+	// stream ended by the model), in the order written, until the model
+	// echoes one or ends its stream (see echo): such an echo does not go
+	// out, even on a stream the consumer has written on again meanwhile
+	// (it was told of no such call there). Past echoLimit, the oldest go
+	// (a model adapter ignores results and echoes none). echoes counts
+	// them by call; echoSeed hashes their payloads.
+	echoes    map[callKey]int
+	echoOrder []echoWant
+	echoSeed  maphash.Seed
+}
+
+// echoWant is a result of durableRouter.echoOrder.
+type echoWant struct {
+	call callKey
+	sum  uint64 // the maphash of its payload
+	// renewed: the model started a call of the same key since (see
+	// echo), whose result is not the echo: this one is told by its sum.
+	renewed bool
 }
 
 // echoLimit bounds durableRouter.echoes.
@@ -327,10 +357,16 @@ const echoLimit = 256
 // pending call.
 const closedQuiet = 256
 
+// openQuiet is how many streams without a pending call durableRouter.open
+// keeps when it is pruned; it is pruned when openQuiet/4 more have come.
+const openQuiet = 1024
+
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
 	event string // of the state frame that announces its calls: "recovered" or "restored"
-	order uint64 // the count of streams closed when it was: the quiet ones closed first go first
+	// order is durableRouter.closings when the stream was closed or, since,
+	// lost its last pending call: the quiet ones quiet longest go first.
+	order uint64
 }
 
 // closedLimit is the key of the timer that ends the calls of closed
@@ -350,11 +386,12 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 		meta: &messages.Metadata{Durability: &messages.Durability{WrapperId: o.WrapperID, WrapperType: o.WrapperType}}}
 	d.core.asm = &r.asm
 	d.core.also = d.waitsClosed
+	d.core.applied = d.quieted
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
 		if d.isClosed(call.GetStreamId()) {
-			d.expectEcho(keyOf(call))
+			d.expectEcho(keyOf(call), result.GetPayload())
 		}
 		deliver(c, call, result)
 	}
@@ -362,47 +399,82 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 }
 
 // expectEcho notes that the result of call k, on a closed stream, goes to
-// the model (see durableRouter.echoes).
-func (r *durableRouter) expectEcho(k callKey) {
+// the model with payload (see durableRouter.echoOrder).
+func (r *durableRouter) expectEcho(k callKey, payload []byte) {
 	if r.echoes == nil {
-		r.echoes = map[callKey]struct{}{}
-	}
-	if _, ok := r.echoes[k]; ok {
-		return
+		r.echoes, r.echoSeed = map[callKey]int{}, maphash.MakeSeed()
 	}
 	if len(r.echoOrder) >= echoLimit {
-		delete(r.echoes, r.echoOrder[0])
-		r.echoOrder = slices.Delete(r.echoOrder, 0, 1)
+		r.forgetEcho(0)
 	}
-	r.echoes[k] = struct{}{}
-	r.echoOrder = append(r.echoOrder, k)
+	r.echoes[k]++
+	r.echoOrder = append(r.echoOrder, echoWant{call: k, sum: maphash.Bytes(r.echoSeed, payload)})
+}
+
+// forgetEcho forgets the echo expected at i of durableRouter.echoOrder.
+func (r *durableRouter) forgetEcho(i int) {
+	k := r.echoOrder[i].call
+	r.echoOrder = slices.Delete(r.echoOrder, i, i+1)
+	if r.echoes[k]--; r.echoes[k] == 0 {
+		delete(r.echoes, k)
+	}
 }
 
 // echo reports whether f, a response frame, is the model's echo of a
 // result the router wrote into it for a call of a closed stream, and
-// forgets what the model's end of a stream leaves nothing to expect. A
-// call the model starts with the key of an echo expected (models number
-// the calls of each response afresh: call_0, call_1...) is a new call:
-// the model got the ended call's result before what made it start this
-// one, as a rule, and did not echo it: a result with that key is the new
-// call's from then on.
+// forgets what the model's end of a stream leaves nothing to expect.
+//
+// A call the model starts with the key of an echo expected (models number
+// the calls of each response afresh: call_0, call_1...) is a new call,
+// whose result has the same key: from then on, a result of that key is
+// the echo only if it has the payload the router wrote, which the model
+// may yet echo after starting the new call; any other is the new call's,
+// and goes out. A result of the new call with the very payload of the
+// ended call's (both cancelled alike, say) cannot be told from the echo:
+// the first to come is taken for it.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
-	case messages.FrameType_TOOL_RESULT, messages.FrameType_TOOL_CALL:
+	case messages.FrameType_TOOL_RESULT:
 		k := keyOf(f)
-		if _, ok := r.echoes[k]; !ok {
+		if r.echoes[k] == 0 {
 			return false
 		}
-		delete(r.echoes, k)
-		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool { return o == k })
-		return f.GetType() == messages.FrameType_TOOL_RESULT
+		var sum uint64
+		hashed := false
+		for i, w := range r.echoOrder {
+			if w.call != k {
+				continue
+			}
+			if w.renewed {
+				if !hashed {
+					sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
+				}
+				if w.sum != sum {
+					continue
+				}
+			}
+			r.forgetEcho(i)
+			return true
+		}
+	case messages.FrameType_TOOL_CALL:
+		k := keyOf(f)
+		if r.echoes[k] == 0 {
+			return false
+		}
+		for i := range r.echoOrder {
+			if r.echoOrder[i].call == k {
+				r.echoOrder[i].renewed = true
+			}
+		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
-		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(o callKey) bool {
-			if o.stream != stream {
+		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
+			if w.call.stream != stream {
 				return false
 			}
-			delete(r.echoes, o)
+			if r.echoes[w.call]--; r.echoes[w.call] == 0 {
+				delete(r.echoes, w.call)
+			}
 			return true
 		})
 	}
@@ -459,7 +531,17 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 		return
 	}
 	r.restoreWaits(f.GetStreamId(), &st)
+	var busy []string // the closed streams with calls, which the restore may drop
+	for stream := range r.closed {
+		if r.asm.Pending.InStream(stream) > 0 {
+			busy = append(busy, stream)
+		}
+	}
 	r.core.persist(persister(c), Event{Kind: EventRestored, State: &st})
+	slices.Sort(busy)
+	for _, stream := range busy {
+		r.quiet(stream)
+	}
 	r.closeRestored(c, f.GetStreamId())
 	r.announceAll(c, "restored")
 }
@@ -702,11 +784,33 @@ func (r *durableRouter) restampAhead(c actors.WrapperContext) {
 	r.core.persistAll(persister(c), events)
 }
 
+// quieted is the durable core's applied (see durableCore): it notes when
+// a closed stream loses its last pending call (a call completed or ended,
+// its stream ended), which orders the quiet ones (see pruneClosed).
+func (r *durableRouter) quieted(e Event) {
+	if len(r.closed) > 0 && (e.Kind == EventCallCompleted || e.Kind == EventStreamEnded) {
+		r.quiet(e.StreamID)
+	}
+}
+
+// quiet notes that stream, if it is closed and has no pending call left,
+// has just lost its last one.
+func (r *durableRouter) quiet(stream string) {
+	cs, ok := r.closed[stream]
+	if !ok || r.asm.Pending.InStream(stream) > 0 {
+		return
+	}
+	r.closings++
+	cs.order = r.closings
+	r.closed[stream] = cs
+}
+
 // pruneClosed forgets, of the closed streams without a pending call left,
-// all but the closedQuiet closed last: a stream forgotten is open again,
-// and the model's frames on it go out (a call the model starts there is
-// announced, and waits for its END as on any stream). A stream closed
-// that long ago had its calls ended, or dropped by a later restore: its
+// all but the closedQuiet that lost their last call last: a stream
+// forgotten is open again, and the model's frames on it go out (a call
+// the model starts there is announced, and waits for its END as on any
+// stream). A stream quiet
+// that long has had its calls ended, or dropped by a later restore: its
 // model has mostly moved on. The closed streams with pending calls are
 // all kept: there are no more of them than the state has streams. It
 // runs when streams are closed, the only time there are more.
@@ -729,6 +833,32 @@ func (r *durableRouter) pruneClosed() {
 	}
 }
 
+// pruneOpen forgets, of the streams the consumer has a call open on
+// without a pending call, all but the openQuiet it wrote on last: their
+// model never ended them, and has mostly moved on. A stream forgotten
+// counts as one the consumer has no call open on, for a restore frame
+// alone: the restore's calls there are kept as on such a stream, and
+// announced when the consumer writes there again, which opens it again
+// (see DurabilityOptions). No call is lost to it: the router forgets no
+// stream with a pending call, and a restore replaces the calls it
+// finds. open is pruned again once openQuiet/4 more streams are in it,
+// so that a write costs the pruning a constant time on average.
+func (r *durableRouter) pruneOpen() {
+	var quiet []string
+	for stream := range r.open {
+		if r.asm.Pending.InStream(stream) == 0 {
+			quiet = append(quiet, stream)
+		}
+	}
+	if len(quiet) > openQuiet {
+		slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.open[a], r.open[b]) })
+		for _, stream := range quiet[:len(quiet)-openQuiet] {
+			delete(r.open, stream)
+		}
+	}
+	r.openCap = len(r.open) + openQuiet/4
+}
+
 // isClosed reports whether stream is closed towards the consumer (see
 // durableRouter.closed).
 func (r *durableRouter) isClosed(stream string) bool {
@@ -746,10 +876,14 @@ func (r *durableRouter) isClosed(stream string) bool {
 func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if stream != r.lastOpen && stream != "" {
 		if r.open == nil {
-			r.open = map[string]struct{}{}
+			r.open, r.openCap = map[string]uint64{}, openQuiet+openQuiet/4
 		}
-		r.open[stream] = struct{}{}
+		r.opens++
+		r.open[stream] = r.opens
 		r.lastOpen = stream
+		if len(r.open) > r.openCap {
+			r.pruneOpen()
+		}
 	}
 	if len(r.closed) == 0 {
 		return

@@ -51,10 +51,13 @@ type durableCore struct {
 	// decided, in the same store call and applied after it (Kind
 	// EventNone for none): what the owner persists of a frame besides
 	// what the pending calls make of it.
-	also  func(Event) Event
-	runs  []heldRun
-	count int // chunks held
-	size  int // bytes of chunk held
+	also func(Event) Event
+	// applied, when set, is called with each event but a chunk once it
+	// is applied.
+	applied func(Event)
+	runs    []heldRun
+	count   int // chunks held
+	size    int // bytes of chunk held
 
 	// The stored forms of a write, rebuilt for each: chunk messages are
 	// reused.
@@ -105,8 +108,7 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 	if len(d.runs) == 0 {
 		if e.Kind != EventNone {
 			d.write(w, e, x)
-			d.asm.Pending.Apply(e)
-			d.asm.Pending.Apply(x)
+			d.applyAll(e, x)
 		}
 		return e, ds
 	}
@@ -115,9 +117,18 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 	// the decisions now carry the complete arguments.
 	d.apply(d.write(w, e, x))
 	e, ds = d.asm.Decide(f)
-	d.asm.Pending.Apply(e)
-	d.asm.Pending.Apply(x)
+	d.applyAll(e, x)
 	return e, ds
+}
+
+// applyAll applies es, in order, each followed by applied.
+func (d *durableCore) applyAll(es ...Event) {
+	for _, e := range es {
+		d.asm.Pending.Apply(e)
+		if d.applied != nil && e.Kind != EventNone {
+			d.applied(e)
+		}
+	}
 }
 
 // hold reports whether f is an argument chunk, and holds its event (the
@@ -173,15 +184,13 @@ func (d *durableCore) full() bool { return d.count >= maxHeldChunks || d.size >=
 // them in that order.
 func (d *durableCore) persist(w eventWriter, e Event) {
 	d.apply(d.write(w, e))
-	d.asm.Pending.Apply(e)
+	d.applyAll(e)
 }
 
 // persistAll is persist of several events, written in one store call.
 func (d *durableCore) persistAll(w eventWriter, es []Event) {
 	d.apply(d.write(w, es...))
-	for _, e := range es {
-		d.asm.Pending.Apply(e)
-	}
+	d.applyAll(es...)
 }
 
 // flush writes and applies what is held.

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -203,4 +204,46 @@ func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
 			t.Errorf("result %s, want call_s stopped", line(r))
 		}
 	})
+}
+
+// TestDurableRouter_StreamsLeftOpenAreBounded: a model that never ends
+// its streams leaves open every stream the consumer writes on. The router
+// remembers no more than the 1024 written on last, and the streams with a
+// pending call: a restore frame's call on the first of 1300 such streams
+// is kept as on a stream the consumer has no call open on (announced, and
+// never lost, once the consumer writes there again), while those on a
+// recent one and on the stream of a pending call are announced at once.
+func TestDurableRouter_StreamsLeftOpenAreBounded(t *testing.T) {
+	h := startLimited(t, restartSupervised, time.Hour)
+	send(t, h.conn, messages.StreamingToolCall("busy", "call_busy", "record"))
+	waitState(t, h.conn, "busy", "started")
+	const n = 1300
+	stream := func(i int) string { return fmt.Sprintf("o%d", i) }
+	texts := make([]*messages.Frame, n)
+	for i := range n {
+		texts[i] = messages.Text(stream(i), "hi") // the model echoes it, and no END
+	}
+	send(t, h.conn, texts...)
+	first, last := stream(0), stream(n-1)
+	restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "busy", first, last))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	var seen []*messages.Frame
+	for _, s := range []string{"x", "busy", last} {
+		ev, before := waitState(t, h.conn, s, "restored")
+		if !slices.Equal(ev.ToolCallIDs, []string{"call_" + s}) {
+			t.Errorf("restored on %s: %+v", s, ev)
+		}
+		seen = append(seen, before...)
+	}
+	seen = append(seen, probe(t, h.conn, "p")...)
+	if slices.ContainsFunc(onStream(seen, first), func(f *messages.Frame) bool { return isState(f, "restored") }) {
+		t.Errorf("the restore's call on %s, the first of %d streams left open, was announced at once", first, n)
+	}
+	send(t, h.conn, messages.Text(first, "back"))
+	if ev, _ := waitState(t, h.conn, first, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + first}) {
+		t.Errorf("restored on %s once written on: %+v", first, ev)
+	}
 }

@@ -197,6 +197,19 @@ func quietOnErrorsModel(got chan<- *messages.Frame) actors.Spec {
 	})
 }
 
+// newCallA has the consumer write on stream s again a call with the id of
+// the call ended there, call_a, which the model starts too, and waits for
+// the new call's result in the model.
+func newCallA(t *testing.T, h *limitedRouter) {
+	t.Helper()
+	send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
+		messages.ToolComplete("s", "call_a"))
+	waitState(t, h.conn, "s", "completed")
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+		t.Fatalf("result of the new call_a: %s", line(r))
+	}
+}
+
 // TestDurableRouter_NewCallReusingAnIDIsEchoed: the model never echoes
 // the result of a call ended at the limit on a closed stream; the
 // consumer writes on the stream again and the model starts a new call
@@ -207,12 +220,7 @@ func TestDurableRouter_NewCallReusingAnIDIsEchoed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := endedAtTheLimit(t, quietOnErrorsModel)
 
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || r.IsErrorResult() {
-			t.Fatalf("result of the new call_a: %s", line(r))
-		}
+		newCallA(t, h)
 		send(t, h.conn, messages.Text("s", "after"))
 		out := streamUntil(t, h.conn, "s", isText("after"))
 		if !slices.ContainsFunc(out, func(f *messages.Frame) bool {
@@ -260,6 +268,88 @@ func TestDurableRouter_ClosedStreamsAreBounded(t *testing.T) {
 		send(t, h.conn, messages.Text(last, "back"))
 		if ev, _ := waitState(t, h.conn, last, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + last}) {
 			t.Errorf("restored on %s once written on: %+v", last, ev)
+		}
+	})
+}
+
+// noResultsModel echoes every frame written into it but TOOL_RESULTs and
+// CANCELs: what it emits on a stream after a CANCEL is what came after.
+func noResultsModel(chan<- *messages.Frame) actors.Spec {
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		if t := f.GetType(); t != messages.FrameType_TOOL_RESULT && t != messages.FrameType_CANCEL {
+			emit(f)
+		}
+	})
+}
+
+// TestDurableRouter_ClosedStreamsGoAsTheyLostTheirCalls: a restart closes
+// 300 streams at once, each with a recovered call, which CANCELs then end
+// one stream after the other. Past 256 closed streams without a pending
+// call, the router forgets those that lost their last call first, not
+// those it happened to close first: the model's frames on the first 44
+// streams cancelled go out again, those on the others stay in.
+func TestDurableRouter_ClosedStreamsGoAsTheyLostTheirCalls(t *testing.T) {
+	h := startLimitedWith(t, restartSupervised, time.Hour, noResultsModel)
+	const n = 300
+	stream := func(i int) string { return fmt.Sprintf("q%d", i) }
+	calls := make([]*messages.Frame, n)
+	for i := range n {
+		calls[i] = messages.StreamingToolCall(stream(i), "call_"+stream(i), "record")
+	}
+	send(t, h.conn, calls...)
+	waitState(t, h.conn, stream(n-1), "started")
+	h.restart("p")
+	cancels := make([]*messages.Frame, n)
+	for i := range n {
+		cancels[i] = messages.Cancel(stream(i), "")
+	}
+	send(t, h.conn, cancels...)
+	restore, err := tools.RestoreFrame("x", "r1", restoredState("z")) // closes z: the closed streams are pruned
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	forgotten, kept := []string{stream(0), stream(n - closedQuiet - 1)}, []string{stream(n - closedQuiet), stream(n - 1)}
+	for _, s := range append(slices.Clone(forgotten), kept...) {
+		send(t, h.conn, messages.Tick(s))
+	}
+	seen := probe(t, h.conn, "p2")
+	for _, s := range forgotten {
+		if got := onStream(seen, s); !slices.Equal(typesOf(got), []string{"TICK"}) {
+			t.Errorf("stream %s, among the first to lose its call, got %q: want the TICK echoed", s, lines(got))
+		}
+	}
+	for _, s := range kept {
+		if got := onStream(seen, s); len(got) != 0 {
+			t.Errorf("closed stream %s, among the last to lose its call, got %q", s, lines(got))
+		}
+	}
+}
+
+// closedQuiet is how many closed streams without a pending call a durable
+// router keeps.
+const closedQuiet = 256
+
+// TestDurableRouter_LateEchoAfterANewCallOfItsID: the model starts a new
+// call with the id of a call ended at the limit before it echoes the
+// ended call's result (it echoes results late, after the new call's
+// TOOL_CALL): the echo, told from the new call's result by its content,
+// does not go out, and the new call's result does.
+func TestDurableRouter_LateEchoAfterANewCallOfItsID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		newCallA(t, h)
+		send(t, h.conn, messages.Text("s", "release")) // the model echoes the ended call's result, then the new one's
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		var echoed []*messages.Frame
+		for _, f := range out {
+			if f.GetType() == messages.FrameType_TOOL_RESULT {
+				echoed = append(echoed, f)
+			}
+		}
+		if len(echoed) != 1 || echoed[0].GetToolCallId() != "call_a" || echoed[0].IsErrorResult() {
+			t.Errorf("stream s got the results %q, want the new call_a's alone", lines(echoed))
 		}
 	})
 }

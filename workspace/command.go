@@ -113,7 +113,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	cancelSetUp(nil)
 	switch {
 	case timedOut:
-		w.logNotReady("was not set up within the command's timeout (Options.CommandTimeout)", err)
+		w.logNotReady("the command's sandbox was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
 			Error: fmt.Sprintf("%s: %s: it timed out: its sandbox was not set up (or the command not handed to it) "+
 				"within the call's timeout of %s (Options.CommandTimeout), and the command never ran: try again",
@@ -128,19 +128,25 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		return RunCommandResult{Command: in.Command, StoppedBy: StoppedByClose,
 				Error: "the workspace was closed before the command started"},
 			fmt.Errorf("%s: %w", RunCommandToolName, ErrClosed)
-	case err != nil && errors.Is(err, sandbox.ErrResources) && !removed(w.rootDir):
-		w.logNotReady("could not be set up for want of a resource", err)
+	case err != nil && (errors.Is(err, sandbox.ErrResources) || errors.As(err, new(*resourceError))) && !removed(w.rootDir):
+		what, logged := "its sandbox could not be set up", "the command's sandbox could not be set up"
+		if w.sandbox == nil {
+			what, logged = "it could not be started", "the command could not be started"
+		}
+		w.logNotReady(logged+" for want of a resource", err)
 		return RunCommandResult{
-			Error: fmt.Sprintf("%s: %s: its sandbox could not be set up for want of a resource: %s; it never ran: "+
-				"try again %s", RunCommandToolName, ReasonStartFailed, resourceCause(err), resourceRemedy(err)),
+			Error: fmt.Sprintf("%s: %s: %s for want of a resource: %s; it never ran: try again %s",
+				RunCommandToolName, ReasonStartFailed, what, resourceCause(err), resourceRemedy(err)),
 			Reason:   ReasonStartFailed,
 			notReady: true,
 		}, nil
 	case err != nil:
 		// The error is the host's, and may name its paths (a path to
 		// hide, where the shell is): the log keeps it, the model reads
-		// what happened in the workspace's terms.
-		w.log.Warn("run_command could not start", "command", in.Command, "err", err)
+		// what happened in the workspace's terms. The command, which
+		// may be long, is named by its beginning (as a message names a
+		// path): a warning is not a copy of what the model sent.
+		w.log.Warn("run_command could not start", "command", shownPath(in.Command), "err", err)
 		return RunCommandResult{
 			Error:  fmt.Sprintf("%s: %s: %s", RunCommandToolName, ReasonStartFailed, w.startFailure(err)),
 			Reason: ReasonStartFailed,
@@ -232,6 +238,28 @@ func errnoOf(err error) (syscall.Errno, bool) {
 	return errno, errors.As(err, &errno) && errno != 0
 }
 
+// resourceError is an error of the workspace's own part in starting a
+// command (the output pipes, the pidfd that watches the shell, the fork
+// of a shell run without the sandbox) for want of a resource: as with
+// sandbox.ErrResources, the call may succeed when tried again, and the
+// tool is not broken.
+type resourceError struct{ err error }
+
+func (e *resourceError) Error() string { return e.err.Error() }
+func (e *resourceError) Unwrap() error { return e.err }
+
+// ownResourceError is err, an error of the workspace's own part in
+// starting a command, marked as a resourceError when a resource ran out
+// (the errnos of sandbox.ErrResources).
+func ownResourceError(err error) error {
+	for _, e := range []error{syscall.ENOSPC, syscall.ENOMEM, syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, e) {
+			return &resourceError{err}
+		}
+	}
+	return err
+}
+
 // resourceCause says which resource ran out when a sandbox could not
 // be set up for want of one (err wraps sandbox.ErrResources), by the
 // errno the system failed with.
@@ -268,11 +296,12 @@ func resourceRemedy(err error) string {
 }
 
 // logNotReady warns that a command never ran because its sandbox was not
-// set up (why, err; the command, which may be long, is not logged): its call is answered unavailable, which no circuit
-// breaker counts, so the log is where the host learns of a sandbox that
-// can never be set up.
-func (w *Workspace) logNotReady(why string, err error) {
-	w.log.Warn("run_command: the command's sandbox "+why+"; the command never ran, and its call is answered "+
+// set up, or it could not be started for want of a resource (what, err;
+// the command, which may be long, is not logged): its call is answered
+// unavailable, which no circuit breaker counts, so the log is where the
+// host learns of a sandbox that can never be set up.
+func (w *Workspace) logNotReady(what string, err error) {
+	w.log.Warn("run_command: "+what+"; the command never ran, and its call is answered "+
 		"unavailable, which run_command's circuit breaker does not count", "err", err)
 }
 
@@ -464,12 +493,12 @@ type prepared struct {
 // error nothing is left open.
 func newStreams(max int) (stdout, stderr *stream, outW, errW *os.File, err error) {
 	if stdout, outW, err = newStream(max); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, ownResourceError(err)
 	}
 	if stderr, errW, err = newStream(max); err != nil {
 		stdout.close()
 		outW.Close()
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, ownResourceError(err)
 	}
 	return stdout, stderr, outW, errW, nil
 }

@@ -83,7 +83,7 @@ func (w *Workspace) start(ctx context.Context, command string) (*process, error)
 		p.kill()
 		_ = p.wait()
 		p.release()
-		return nil, err
+		return nil, ownResourceError(err)
 	}
 	return p, nil
 }
@@ -105,7 +105,7 @@ func (w *Workspace) startUnsandboxed(command string) (*process, error) {
 	if err := p.cmd.Start(); err != nil {
 		p.pidfd = -1
 		p.release()
-		return nil, &shellError{err}
+		return nil, ownResourceError(&shellError{err})
 	}
 	return p, nil
 }

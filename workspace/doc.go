@@ -228,8 +228,9 @@
 // for a call that asked what cannot be done (a refused path, an empty
 // command), neither of which counts against the tool's circuit breaker,
 // unavailable for a command that never ran because its sandbox was not
-// set up within the command's timeout or for want of a resource (its
-// message says which), which does not count either (its message says so,
+// set up within the command's timeout, or it or its sandbox could not
+// be started for want of a resource (descriptors for its output, say;
+// its message says which), which does not count either (its message says so,
 // and to try again: the kind is also that of a call an open breaker
 // refuses, whose message says to answer without the tool), and handler_error when
 // the workspace failed (a file system error, the directory gone, a shell

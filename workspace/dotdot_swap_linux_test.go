@@ -24,24 +24,7 @@ func TestFileTools_DotDotWhileADirectoryIsSwappedForALinkOut(t *testing.T) {
 		mustDo(t, os.Symlink("../outside", in("out-link")))
 		mustDo(t, os.Symlink("box/inner", in("inner-link")))
 
-		var swapErr error
-		stop := make(chan struct{})
-		swapped := make(chan struct{})
-		go func() {
-			defer close(swapped)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				// box is the directory, then the link out, in turn.
-				if err := unix.Renameat2(unix.AT_FDCWD, in("box"), unix.AT_FDCWD, in("out-link"), unix.RENAME_EXCHANGE); err != nil {
-					swapErr = err
-					return
-				}
-			}
-		}()
+		stop := exchangeUntilStopped(t, in("box"), in("out-link")) // the directory, then the link out, in turn
 		for range 300 {
 			if t.Failed() {
 				break
@@ -60,14 +43,48 @@ func TestFileTools_DotDotWhileADirectoryIsSwappedForALinkOut(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		close(stop)
+		stop()
+		fx.checkOutsideUntouched(t, "inner-link/../planted.txt")
+	})
+}
+
+// exchangeUntilStopped exchanges the directory dir with each of others
+// in turn (RENAME_EXCHANGE), over and over, until the returned stop is
+// called; stop fails the test if an exchange failed.
+func exchangeUntilStopped(t *testing.T, dir string, others ...string) (stop func()) {
+	var swapErr error
+	stopping := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for i := 0; ; i++ {
+			select {
+			case <-stopping:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, dir, unix.AT_FDCWD, others[i%len(others)], unix.RENAME_EXCHANGE); err != nil {
+				swapErr = err
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stopping)
 		<-swapped
 		mustDo(t, swapErr)
-		if _, err := os.Lstat(filepath.Join(fx.outside, "planted.txt")); !os.IsNotExist(err) {
-			t.Errorf("write_file inner-link/../planted.txt wrote outside the workspace (%v)", err)
-		}
-		if b, _ := os.ReadFile(filepath.Join(fx.outside, "secret.txt")); string(b) != secretContent {
-			t.Errorf("the file outside now holds %q", b)
-		}
-	})
+	}
+}
+
+// checkOutsideUntouched fails the test when write_file of path, run
+// while the workspace was attacked, wrote outside it, or when the file
+// outside changed.
+func (fx *fixture) checkOutsideUntouched(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Lstat(filepath.Join(fx.outside, filepath.Base(path))); !os.IsNotExist(err) {
+		t.Errorf("write_file %s wrote outside the workspace (%v)", path, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(fx.outside, "secret.txt")); string(b) != secretContent {
+		t.Errorf("the file outside now holds %q", b)
+	}
 }

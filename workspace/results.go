@@ -216,9 +216,9 @@ type RunCommandResult struct {
 	Reason Reason `json:"-"`
 
 	// notReady: the command never ran because its sandbox was not set
-	// up within the timeout, or for want of a resource
-	// (sandbox.ErrResources): it may be tried again, the tool is not
-	// broken (see failedResult).
+	// up within the timeout, or it or its sandbox could not be started
+	// for want of a resource (sandbox.ErrResources, resourceError): it
+	// may be tried again, the tool is not broken (see failedResult).
 	notReady bool
 }
 

@@ -78,6 +78,10 @@ var (
 // name is refused with durability.ErrInvalidName.
 const MaxNameLen = bolt.MaxKeySize
 
+// The stores' common limit, durability.MaxNameLen, is at most this one's
+// (the build fails otherwise).
+const _ = uint(MaxNameLen - durability.MaxNameLen)
+
 // Options configures [Open]. A nil *Options and the zero value both mean
 // defaults; negative numbers are rejected.
 type Options struct {
@@ -241,8 +245,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	return open(context.Background(), path, opts, nil)
 }
 
-// OpenContext is [Open] bounded by ctx: the wait for the lock ends by
-// ctx's deadline (or opts.OpenTimeout, whichever comes first), and the
+// OpenContext is [Open] bounded by ctx: the wait for the lock ends when
+// ctx is done (or once opts.OpenTimeout has passed, whichever comes
+// first), and the
 // check of the file's pages and the replay of its log, which take long
 // for a large file, stop when ctx is done, with an error wrapping
 // ctx.Err(), leaving the file for a later Open. Once the log is
@@ -417,7 +422,7 @@ func openBolt(ctx context.Context, path, name string, o *Options, openFile func(
 		f.Close()
 		return nil, nil, nil, err
 	}
-	if err := lockFile(f, name, o.ReadOnly, o.OpenTimeout); err != nil {
+	if err := lockFile(ctx, f, name, o.ReadOnly, o.OpenTimeout); err != nil {
 		f.Close()
 		return nil, nil, nil, err
 	}

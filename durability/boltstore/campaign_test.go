@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
@@ -20,13 +23,19 @@ import (
 // be held by a nested bucket (see [putLogValue]).
 var campaignBig = bytes.Repeat([]byte("campaign-big-value:"), 2*bigLogValue/19)
 
-// campaignFile writes a store of sessions sessions: the first phase of the
-// dataset checkpointed, the second (the last events of one session in
-// ten) left in the log by a crash, with campaignBig. It returns the
-// dataset and the file's bytes.
+// campaignFile writes a store of sessions sessions of 10 events: the
+// first phase of the dataset checkpointed, the second (the last events
+// of one session in ten) left in the log by a crash, with campaignBig. It
+// returns the dataset and the file's bytes.
 func campaignFile(t testing.TB, sessions int) (*durabilitytest.Dataset, []byte) {
 	t.Helper()
-	d := durabilitytest.NewDataset(42, sessions, 10)
+	return campaignFileOf(t, sessions, 10)
+}
+
+// campaignFileOf is campaignFile of sessions of events events.
+func campaignFileOf(t testing.TB, sessions, events int) (*durabilitytest.Dataset, []byte) {
+	t.Helper()
+	d := durabilitytest.NewDataset(42, sessions, events)
 	d.Tail = max(sessions/10, 1)
 	path := filepath.Join(t.TempDir(), "campaign.db")
 	s, err := Open(path, &Options{NoSync: true})
@@ -221,4 +230,67 @@ func TestCampaign_ByteFlips(t *testing.T) {
 		b[i] ^= byte(1 + rng.IntN(255))
 		return b, fmt.Sprintf("byte %d changed", i)
 	})
+}
+
+// TestCampaign_BranchPointers (issue: damaged state is never served)
+// points one element of a branch page in use of a real store file (60
+// sessions of 150 events, whose buckets of events span pages), at 400
+// seeded choices, to another page below the high water mark: a page of
+// another actor, of the log, of the actors bucket, a free one, one of
+// the actor's own. However the page checks from the side of the broken
+// pointer, no read returns another actor's data, nor old data of its
+// own, as its own.
+func TestCampaign_BranchPointers(t *testing.T) {
+	t.Parallel()
+	d, orig := campaignFileOf(t, 60, 150)
+	const page = 4096
+	elems := branchElements(t, orig, page)
+	if len(elems) < 20 {
+		t.Fatalf("the file has %d branch elements, too few to damage", len(elems))
+	}
+	campaign(t, d, orig, 400, func(rng *rand.Rand, b []byte) ([]byte, string) {
+		at := elems[rng.IntN(len(elems))]
+		to := uint64(2 + rng.IntN(len(b)/page-2))
+		was := binary.LittleEndian.Uint64(b[at:])
+		binary.LittleEndian.PutUint64(b[at:], to)
+		return b, fmt.Sprintf("branch element at byte %d points to page %d, not %d", at, to, was)
+	})
+}
+
+// branchElements returns the offsets in the store file b of the page ids
+// of the elements of its branch pages in use (bbolt's Tx.Page tells the
+// pages the freelist lists, whose stale branches lead nowhere).
+func branchElements(t *testing.T, b []byte, page int) []int {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "branches.db")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var elems []int
+	err = db.View(func(tx *bolt.Tx) error {
+		for p := 2; p < len(b)/page; p++ {
+			info, err := tx.Page(p)
+			if err != nil || info == nil {
+				return err
+			}
+			if info.Type == "branch" {
+				for i := range info.Count {
+					elems = append(elems, p*page+pageHeaderSize+16*i+8)
+				}
+			}
+			if info.Type != "free" {
+				p += info.OverflowCount
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return elems
 }

@@ -351,11 +351,16 @@ func rebuildFreelist(f *os.File, m meta, free []uint64, noSync bool) error {
 	return nil
 }
 
+// lockRetried, when set (by tests), is called by lockFile each time it
+// finds the file held, before it waits to try again.
+var lockRetried func()
+
 // lockFile takes the store's lock on f (exclusive, or shared when
 // readOnly; see tryLock), retrying until timeout. A file still held then
 // gives an error that says so, naming the path and, where the system
-// tells, the holding process.
-func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) error {
+// tells, the holding process. It stops waiting, with ctx's error, when
+// ctx is done.
+func lockFile(ctx context.Context, f *os.File, path string, readOnly bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		held, err := tryLock(f, readOnly)
@@ -372,7 +377,16 @@ func lockFile(f *os.File, path string, readOnly bool, timeout time.Duration) err
 			}
 			return &lockedError{msg: fmt.Sprintf("%s is held by %s (waited %v for it)", path, holder, timeout)}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if lockRetried != nil {
+			lockRetried()
+		}
+		retry := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return fmt.Errorf("stopped while waiting for the lock on %s: %w", path, ctx.Err())
+		case <-retry.C:
+		}
 	}
 }
 

@@ -198,7 +198,7 @@ func copyLocked(ctx context.Context, path, dst string, o *Options) (string, erro
 	if err := regularFile(f, path); err != nil {
 		return "", err
 	}
-	if err := lockFile(f, path, true, o.OpenTimeout); err != nil {
+	if err := lockFile(ctx, f, path, true, o.OpenTimeout); err != nil {
 		if errors.Is(err, durability.ErrLocked) {
 			return "", fmt.Errorf("%w: stop the process that uses it, then salvage it", err)
 		}

@@ -127,8 +127,9 @@ func Verify(path string, opts *Options) (*Report, error) {
 	return VerifyContext(context.Background(), path, opts)
 }
 
-// VerifyContext is [Verify] bounded by ctx: the wait for the lock ends by
-// ctx's deadline (or opts.OpenTimeout, whichever comes first), and the
+// VerifyContext is [Verify] bounded by ctx: the wait for the lock ends when
+// ctx is done (or once opts.OpenTimeout has passed, whichever comes
+// first), and the
 // copy of a held file and the verification stop when ctx is done, with
 // an error wrapping ctx.Err(); the copy is then removed.
 func VerifyContext(ctx context.Context, path string, opts *Options) (*Report, error) {

@@ -9,11 +9,11 @@ import (
 )
 
 // MaxNameLen is the longest actor name (in bytes) the store accepts:
-// that of the store with the smallest limit
+// durability.MaxNameLen, the smallest limit of the stores
 // ([github.com/polyweave/polyweave-go/durability/pgstore.MaxNameLen]),
 // so that code tested against memstore names its actors as every store
 // takes them. A longer name is refused with durability.ErrInvalidName.
-const MaxNameLen = 1024
+const MaxNameLen = durability.MaxNameLen
 
 // Options configures a Store. A nil *Options and the zero value both mean
 // defaults.

@@ -32,6 +32,10 @@ const (
 	MaxNameLen = 1024
 )
 
+// The stores' common limit, durability.MaxNameLen, is at most this one's
+// (the build fails otherwise).
+const _ = uint(MaxNameLen - durability.MaxNameLen)
+
 // Upper bounds of [Options] sizes; [Open] refuses larger values.
 const (
 	// MaxBatchSizeLimit bounds Options.MaxBatchSize: the write queue

@@ -23,7 +23,14 @@
 //     no call known, a pair with none, after the others (a
 //     [Spec.Durable] duplex, which recovers its calls, closes a stream
 //     with one pair, with the id of its call when it carries one call
-//     with an id); a frame that opens a new call while the actor is
+//     with an id). A stream whose calls known by their ids the Logic has
+//     all ended, left open by frames of no id beside them (a model that
+//     writes its text beside its tool calls and never ends the stream),
+//     or one the Logic opened with no call, is quiet: of the quiet
+//     streams, a duplex keeps the 1024 opened last beyond a few, and an
+//     older one is forgotten: it gets no pair, and a later frame on it
+//     is a new stream. A stream with a call open is never forgotten. A
+//     frame that opens a new call while the actor is
 //     still stopping or restarting (its children finishing) is refused
 //     the same way (its ERROR and END carry the frame's tool-call id),
 //     never given to the Logic, also when it had failed: stopped by its supervisor or

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -892,14 +893,34 @@ func isChildID(id, parent string) bool {
 // the Logic's END with the id of the other call ends that one alone,
 // and a restart or stop, or a Resume for the other call's frame,
 // answers each apart (see answers, shares).
+//
+// A caller that never ends its streams (a model that writes its text,
+// of no id, beside its tool calls, and sends no END) leaves a stream
+// open once the Logic has ended its calls by their ids, for the frames
+// of no id beside them: the stream is quiet (see quiet). Of the quiet
+// streams past the first few, only the openQuiet opened last are sure
+// to be kept (see prune): a long-lived duplex does not grow its memory
+// without end. A stream forgotten is closed to the runtime: a restart
+// or stop answers nothing on it, and a later frame on it is a new
+// stream (one that opens a call opens it again; after the incarnation's
+// end, it is refused as any new call is). A stream with a call known by
+// its id still open, or that carries a call of no id and none the Logic
+// ended by its id (a model's prompt), is never forgotten: its call gets
+// its answer.
 type openStreams struct {
 	few   [openInline]string
 	ended [openInline]bool     // ended[i]: few[i]'s caller sent its END
 	calls [openInline]string   // calls[i]: few[i]'s call's tool-call id
 	multi [openInline][]string // multi[i]: few[i]'s calls, when several
 	anon  [openInline]bool     // anon[i]: few[i] carries a call of no id
+	spent [openInline]bool     // spent[i]: the Logic ended a call of few[i] by its id
 	n     int                  // few[:n] are open
 	more  map[string]openState
+	// adds counts the streams that went to more, which orders them;
+	// limit is the size past which more is pruned (see prune), zero
+	// until it first is.
+	adds  uint64
+	limit int
 	// spare is a calls list no stream holds any more, kept for the next
 	// stream that carries several calls.
 	spare []string
@@ -911,10 +932,17 @@ type openState struct {
 	call  string   // its call's tool-call id
 	multi []string // its calls, when several
 	anon  bool     // it carries a call of no id
+	spent bool     // the Logic ended a call of it by its id
+	order uint64   // openStreams.adds when it was opened
 }
 
 // openInline is how many open streams a shell keeps without a map.
 const openInline = 2
+
+// openQuiet is how many quiet streams openStreams keeps, past its
+// inline room, when it is pruned; it is pruned when openQuiet/4 more
+// streams have come.
+const openQuiet = closedMax
 
 func (o *openStreams) add(id string) {
 	for _, f := range o.few[:o.n] {
@@ -926,14 +954,47 @@ func (o *openStreams) add(id string) {
 		return
 	}
 	if o.n < len(o.few) {
-		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n] = id, false, "", nil, false
+		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n], o.spent[o.n] = id, false, "", nil, false, false
 		o.n++
 		return
 	}
 	if o.more == nil {
 		o.more = make(map[string]openState)
 	}
-	o.more[id] = openState{}
+	o.adds++
+	o.more[id] = openState{order: o.adds}
+	if len(o.more) > max(o.limit, openQuiet+openQuiet/4) {
+		o.prune()
+	}
+}
+
+// quiet reports whether a stream whose call noted is call, of several
+// calls when multi is not empty, that carries a call of no id when anon
+// and of which the Logic ended a call by its id when spent, may be
+// forgotten: it has no call known by its id open, and its frames of no
+// id, if any, came beside calls the Logic ended (see openStreams).
+func quiet(call string, multi []string, anon, spent bool) bool {
+	return call == "" && len(multi) == 0 && (spent || !anon)
+}
+
+// prune forgets, of the quiet streams past the inline room, all but the
+// openQuiet opened last (see openStreams). It runs again once
+// openQuiet/4 more streams are kept, so that opening a stream costs the
+// pruning a constant time on average; it allocates only then.
+func (o *openStreams) prune() {
+	var drop []string
+	for id, st := range o.more {
+		if quiet(st.call, st.multi, st.anon, st.spent) {
+			drop = append(drop, id)
+		}
+	}
+	if len(drop) > openQuiet {
+		slices.SortFunc(drop, func(a, b string) int { return cmp.Compare(o.more[a].order, o.more[b].order) })
+		for _, id := range drop[:len(drop)-openQuiet] {
+			delete(o.more, id)
+		}
+	}
+	o.limit = len(o.more) + openQuiet/4
 }
 
 func (o *openStreams) remove(id string) {
@@ -946,6 +1007,7 @@ func (o *openStreams) remove(id string) {
 			o.calls[i], o.calls[o.n] = o.calls[o.n], ""
 			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
 			o.anon[i], o.anon[o.n] = o.anon[o.n], false
+			o.spent[i], o.spent[o.n] = o.spent[o.n], false
 			return
 		}
 	}
@@ -1042,6 +1104,7 @@ func (o *openStreams) endCall(id, call string) bool {
 		if f == id {
 			var ok bool
 			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call, o.anon[i])
+			o.spent[i] = o.spent[i] || ok
 			return ok
 		}
 	}
@@ -1051,6 +1114,7 @@ func (o *openStreams) endCall(id, call string) bool {
 	}
 	var ok bool
 	if st.multi, st.call, ok = o.without(st.multi, st.call, call, st.anon); ok {
+		st.spent = true
 		o.more[id] = st
 	}
 	return ok

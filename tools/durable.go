@@ -139,8 +139,11 @@ const MetaState = "state"
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
 // a call open on (it wrote a call-opening frame on them since the
-// router last started, and the model has not ended them) are
-// announced at once; the streams of the others are closed as a restart
+// router last started, and the model has not ended them: as for the
+// runtime, the model's END of one of the consumer's calls there, with
+// that call's tool-call id, ends that call alone, the stream staying
+// open while the consumer has others there, and an END of no id ends
+// the stream) are announced at once; the streams of the others are closed as a restart
 // closes them, and their calls announced (event "restored") when the
 // consumer writes a call-opening frame on them, or ended RecoveredTimeout
 // after the restore, as recovered calls are. That holds for the calls a
@@ -309,15 +312,17 @@ type durableRouter struct {
 	closed   map[string]closedStream
 	closings uint64
 	// open holds the streams the consumer wrote a call-opening frame on
-	// in this incarnation, until the model ends them (END or ERROR): a
-	// restore frame's calls on the others are put on closed streams.
-	// Each has the count of such writes (opens) at its last one; of those
+	// in this incarnation, until the model ends them (END or ERROR of no
+	// id, or of the id of the stream's last call open: see openStream):
+	// a restore frame's calls on the others are put on closed streams.
+	// Each has the count of such writes (opens) at its last one on
+	// another stream than the one before; of those
 	// without a pending call, only the openQuiet written on last are
 	// sure to be kept (see pruneOpen): a model that never ends its
 	// streams does not grow it without end. lastOpen is the stream last
 	// written on, whose frames mostly follow each other; openCap is the
 	// size past which open is pruned.
-	open     map[string]uint64
+	open     map[string]openStream
 	opens    uint64
 	openCap  int
 	lastOpen string
@@ -360,6 +365,69 @@ const closedQuiet = 256
 // openQuiet is how many streams without a pending call durableRouter.open
 // keeps when it is pruned; it is pruned when openQuiet/4 more have come.
 const openQuiet = 1024
+
+// openStream is an entry of durableRouter.open: the consumer's calls on
+// a stream, told apart by the tool-call ids of the frames that open them,
+// as the runtime tells them (see actors.OpensStream): frames of no id
+// are of a call of no id. A stream carries several calls once a frame of
+// another call than the one noted comes (a call of no id beside one with
+// an id counts); the model's END or ERROR with one of their ids ends that
+// call alone (see end), and one of no id, or of the id of a stream's
+// sole call, ends the stream.
+type openStream struct {
+	at    uint64   // durableRouter.opens at its last write (see opened)
+	call  string   // the tool-call id noted last of its calls
+	calls []string // its calls known by their ids, when several
+	anon  bool     // it carries a call of no id
+}
+
+// note notes call, the tool-call id of a frame that opens a call on the
+// stream, and reports whether that changed the entry.
+func (s *openStream) note(call string) bool {
+	switch {
+	case call == "":
+		if s.anon {
+			return false
+		}
+		s.anon = true
+	case call == s.call:
+		return false
+	case s.call != "":
+		if len(s.calls) == 0 {
+			s.calls = []string{s.call}
+		}
+		if !slices.Contains(s.calls, call) {
+			s.calls = append(s.calls, call)
+		}
+		fallthrough
+	default:
+		s.call = call
+	}
+	return true
+}
+
+// end ends the call of tool-call id call, when the stream carries it
+// among other calls, and reports whether it did: the stream stays open
+// for the others. It reports false, the entry unchanged, when the stream
+// carries a single call, or none of that id: the END ends the stream.
+func (s *openStream) end(call string) bool {
+	i := slices.Index(s.calls, call)
+	if i < 0 {
+		if call != "" && call == s.call && s.anon && len(s.calls) == 0 {
+			s.call = "" // the call of no id is left
+			return true
+		}
+		return false
+	}
+	s.calls = slices.Delete(s.calls, i, i+1)
+	if s.call == call {
+		s.call = s.calls[len(s.calls)-1]
+	}
+	if len(s.calls) == 1 {
+		s.calls = nil
+	}
+	return true
+}
 
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
@@ -514,7 +582,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
 		r.flush(c)
 		if t := f.GetType(); t != messages.FrameType_META && actors.OpensStream(t) {
-			r.opened(c, f.GetStreamId())
+			r.opened(c, f.GetStreamId(), f.GetToolCallId())
 		}
 		r.routerLogic.Request(c, f)
 		return
@@ -578,10 +646,25 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	}
 	r.act(c, f, decisions)
 	if t := f.GetType(); len(r.open) > 0 && (t == messages.FrameType_END || t == messages.FrameType_ERROR) {
-		delete(r.open, f.GetStreamId())
-		if r.lastOpen == f.GetStreamId() {
-			r.lastOpen = ""
-		}
+		r.ended(f.GetStreamId(), f.GetToolCallId())
+	}
+}
+
+// ended notes the model's END or ERROR of tool-call id call on stream: it
+// ends that call, if the stream carries it among others (see
+// openStream.end), or else the stream.
+func (r *durableRouter) ended(stream, call string) {
+	st, ok := r.open[stream]
+	if !ok {
+		return
+	}
+	if call != "" && st.end(call) {
+		r.open[stream] = st
+		return
+	}
+	delete(r.open, stream)
+	if r.lastOpen == stream {
+		r.lastOpen = ""
 	}
 }
 
@@ -851,7 +934,7 @@ func (r *durableRouter) pruneOpen() {
 		}
 	}
 	if len(quiet) > openQuiet {
-		slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.open[a], r.open[b]) })
+		slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.open[a].at, r.open[b].at) })
 		for _, stream := range quiet[:len(quiet)-openQuiet] {
 			delete(r.open, stream)
 		}
@@ -873,14 +956,20 @@ func (r *durableRouter) isClosed(stream string) bool {
 // runtime counts it) on stream. If the stream is closed, the consumer
 // has come back to it: it opens, its calls wait no more (persisted
 // first), and the calls there that are still pending are announced.
-func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
-	if stream != r.lastOpen && stream != "" {
+func (r *durableRouter) opened(c actors.WrapperContext, stream, call string) {
+	if stream != "" {
 		if r.open == nil {
-			r.open, r.openCap = map[string]uint64{}, openQuiet+openQuiet/4
+			r.open, r.openCap = map[string]openStream{}, openQuiet+openQuiet/4
 		}
-		r.opens++
-		r.open[stream] = r.opens
-		r.lastOpen = stream
+		st, ok := r.open[stream]
+		changed := st.note(call)
+		if stream != r.lastOpen || !ok {
+			r.opens++
+			st.at, r.lastOpen, changed = r.opens, stream, true
+		}
+		if changed {
+			r.open[stream] = st
+		}
 		if len(r.open) > r.openCap {
 			r.pruneOpen()
 		}

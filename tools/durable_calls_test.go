@@ -1,0 +1,66 @@
+package tools_test
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// withCall returns f with tool-call id call.
+func withCall(f *messages.Frame, call string) *messages.Frame {
+	f.ToolCallId = call
+	return f
+}
+
+// TestDurableRouter_EndOfOneCallLeavesTheStreamOpen: the consumer has two
+// calls open on stream o (frames of tool-call ids x and y) and the model
+// ends x alone (an END with its id): the stream stays open for y, to the
+// router as to the runtime. A restore frame's call on o is then announced
+// at once, as on any stream the consumer has a call open on, and o is not
+// closed. Once the model ends the stream (an END of no id), a restore's
+// call there waits for the consumer to write on o again.
+func TestDurableRouter_EndOfOneCallLeavesTheStreamOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, h.conn, "o", isText("y"))
+		send(t, h.conn, withCall(messages.End("o"), "x")) // the model echoes it: x ends
+		streamUntil(t, h.conn, "o", isEnd)
+
+		restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "o"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		_, seen := waitState(t, h.conn, "z", "restored")
+		seen = append(seen, probe(t, h.conn, "p")...)
+		on := onStream(seen, "o")
+		if !slices.ContainsFunc(on, func(f *messages.Frame) bool { return isState(f, "restored") }) {
+			t.Errorf("the restore's call on o, where call y is open, not announced at once: o got %q", lines(on))
+		}
+		if slices.ContainsFunc(on, isEnd) {
+			t.Errorf("o, where call y is open, closed by the restore: %q", lines(on))
+		}
+
+		send(t, h.conn, messages.End("o")) // the model echoes it: o ends
+		streamUntil(t, h.conn, "o", isEnd)
+		restore, err = tools.RestoreFrame("z", "r1", restoredState("z", "o"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, h.conn, restore)
+		_, seen = waitState(t, h.conn, "z", "restored")
+		seen = append(seen, probe(t, h.conn, "q")...)
+		if slices.ContainsFunc(onStream(seen, "o"), func(f *messages.Frame) bool { return isState(f, "restored") }) {
+			t.Errorf("the restore's call on o, which the model ended, announced at once: o got %q", lines(onStream(seen, "o")))
+		}
+		send(t, h.conn, messages.Text("o", "back"))
+		if ev, _ := waitState(t, h.conn, "o", "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_o"}) {
+			t.Errorf("restored on o once written on: %+v", ev)
+		}
+	})
+}

@@ -81,8 +81,12 @@
 // alone). A post with neither header is refused: browsers send them,
 // and a client without a browser (a script, curl) sends Origin, the
 // inspector's own (curl -H 'Origin: http://127.0.0.1:8080' ...); behind
-// a proxy ending TLS (AllowRemote), the scheme is its X-Forwarded-Proto.
+// a proxy ending TLS (AllowRemote), the scheme is its X-Forwarded-Proto
+// (a chain's first), which no page can make a browser send; a proxy
+// must pass on the Host it was asked with, which the Origin is compared
+// with.
 // A fault form's body is 8 KiB at most (413 past it).
 // Host headers other than loopback names are refused unless AllowRemote
-// (DNS rebinding).
+// (DNS rebinding): with it, any name is served, and a proxy answering
+// only the inspector's own names is what keeps a rebinding page out.
 package inspect

@@ -26,10 +26,23 @@ func faultPost(in *inspect.Inspector, target, path, form string, header http.Hea
 	return rec
 }
 
+// newFaultInspector is an inspector with Faults on, closed at t's end.
 func newFaultInspector(t *testing.T) *inspect.Inspector {
 	t.Helper()
+	return newFaultInspectorWith(t, &inspect.Options{Faults: true})
+}
+
+// newRemoteFaultInspector is newFaultInspector with AllowRemote: behind
+// a proxy, or on an address other than loopback.
+func newRemoteFaultInspector(t *testing.T) *inspect.Inspector {
+	t.Helper()
+	return newFaultInspectorWith(t, &inspect.Options{Faults: true, AllowRemote: true})
+}
+
+func newFaultInspectorWith(t *testing.T, opts *inspect.Options) *inspect.Inspector {
+	t.Helper()
 	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, &inspect.Options{Faults: true})
+	in, err := inspect.New(rt, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +99,7 @@ func TestFaults_OriginIsSchemeHostAndPort(t *testing.T) {
 	}
 	// Behind a proxy ending TLS (AllowRemote), the scheme is the one the
 	// proxy says it was asked with; not otherwise.
-	remote, err := inspect.New(actorstest.NewRuntime(t, nil), &inspect.Options{Faults: true, AllowRemote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer remote.Close()
+	remote := newRemoteFaultInspector(t)
 	for _, c := range []struct {
 		in      *inspect.Inspector
 		origin  string
@@ -125,6 +134,61 @@ func TestFaults_PostsSayWhereTheyComeFrom(t *testing.T) {
 	} {
 		if rec := faultPost(in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", h); rec.Code != http.StatusNotFound {
 			t.Errorf("a fault post with %v: %d %q, want 404 (no such tool)", h, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// TestFaults_ForwardedProtoOfAChainOfProxies: proxies in a chain may each
+// add the scheme they were asked with to X-Forwarded-Proto, the client's
+// first ("https, http"): the page's posts through them are its own
+// (AllowRemote), and a scheme not http or https is no scheme.
+func TestFaults_ForwardedProtoOfAChainOfProxies(t *testing.T) {
+	remote := newRemoteFaultInspector(t)
+	for _, c := range []struct {
+		proto, origin string
+		refused       bool
+	}{
+		{"https, http", "https://inspector.example", false},
+		{"https,http", "https://inspector.example", false},
+		{"HTTPS , http", "https://inspector.example", false},
+		{"https, http", "http://inspector.example", true},
+		{"http, https", "https://inspector.example", true},
+		{"gopher, https", "http://inspector.example", false}, // no scheme said: the request's own
+		{"gopher, https", "https://inspector.example", true},
+	} {
+		h := http.Header{"Origin": {c.origin}, "X-Forwarded-Proto": {c.proto}, "Sec-Fetch-Site": {"same-origin"}}
+		rec := faultPost(remote, "http://inspector.example", "/api/fault/stall", "tool=nope&on=true", h)
+		if refused := rec.Code == http.StatusForbidden; refused != c.refused {
+			t.Errorf("POST forwarded with X-Forwarded-Proto %q, Origin %s: %d %q, want refused %v", c.proto, c.origin, rec.Code, rec.Body.String(), c.refused)
+		}
+	}
+}
+
+// TestFaults_OriginOfAnIPv6HostWithAZone: a Host header writes an IPv6
+// zone as a URL does ("%25" for the '%'), and an Origin parsed is the
+// zone unescaped: the inspector's own origin on a link-local address
+// (AllowRemote) is still its own.
+func TestFaults_OriginOfAnIPv6HostWithAZone(t *testing.T) {
+	remote := newRemoteFaultInspector(t)
+	for _, c := range []struct {
+		host, origin string
+		refused      bool
+	}{
+		{"[fe80::1%25eth0]:8080", "http://[fe80::1%25eth0]:8080", false},
+		{"[fe80::1%25eth0]", "http://[fe80::1%25eth0]:80", false},
+		{"[FE80::1%25eth0]:8080", "http://[fe80::1%25eth0]:8080", false},
+		{"[fe80::1%25eth0]:8080", "http://[fe80::1%25eth1]:8080", true},
+		{"[fe80::1%25eth0]:8080", "http://[fe80::1]:8080", true},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/api/fault/stall", strings.NewReader("tool=nope&on=true"))
+		req.RemoteAddr, req.Host = "[fe80::2%eth0]:5000", c.host
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Origin", c.origin)
+		rec := httptest.NewRecorder()
+		remote.ServeHTTP(rec, req)
+		if refused := rec.Code == http.StatusForbidden; refused != c.refused {
+			t.Errorf("POST to Host %s from Origin %s: %d %q, want refused %v", c.host, c.origin, rec.Code, rec.Body.String(), c.refused)
 		}
 	}
 }

@@ -373,10 +373,15 @@ func sameOrigin(r *http.Request, trustProto bool) error {
 }
 
 // requestScheme is the scheme of the origin r was sent to (see
-// sameOrigin).
+// sameOrigin). Proxies in a chain may each add theirs to
+// X-Forwarded-Proto ("https, http"): the first is the one the client
+// asked for.
 func requestScheme(r *http.Request, trustProto bool) string {
-	if proto := strings.ToLower(r.Header.Get("X-Forwarded-Proto")); trustProto && (proto == "http" || proto == "https") {
-		return proto
+	if trustProto {
+		proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+		if proto = strings.ToLower(strings.TrimSpace(proto)); proto == "http" || proto == "https" {
+			return proto
+		}
 	}
 	if r.TLS != nil {
 		return "https"
@@ -385,8 +390,11 @@ func requestScheme(r *http.Request, trustProto bool) string {
 }
 
 // canonicalHost is host (a Host header or an Origin's host) in lower
-// case with its port, the scheme's default one when it has none.
+// case with its port, the scheme's default one when it has none, and
+// an IPv6 zone unescaped: a Host header writes it as a URL does
+// ("[fe80::1%25eth0]"), url.Parse gives an Origin's unescaped.
 func canonicalHost(host, scheme string) string {
+	host = strings.Replace(host, "%25", "%", 1)
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		switch scheme {
 		case "http":

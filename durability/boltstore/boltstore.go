@@ -247,10 +247,10 @@ func Open(path string, opts *Options) (*Store, error) {
 
 // OpenContext is [Open] bounded by ctx: the wait for the lock ends when
 // ctx is done (or once opts.OpenTimeout has passed, whichever comes
-// first), and the
-// check of the file's pages and the replay of its log, which take long
-// for a large file, stop when ctx is done, with an error wrapping
-// ctx.Err(), leaving the file for a later Open. Once the log is
+// first), and the check of the file's pages and the replay of its log,
+// which take long for a large file, stop when ctx is done, with an error
+// wrapping ctx.Err() and its cause (context.Cause), leaving the file
+// (nothing written, no descriptor open, no lock held) for a later Open. Once the log is
 // replayed, Open checkpoints it whatever ctx says: that is one commit.
 func OpenContext(ctx context.Context, path string, opts *Options) (*Store, error) {
 	return open(ctx, path, opts, nil)
@@ -264,8 +264,8 @@ func open(ctx context.Context, path string, opts *Options, openFile func(string,
 	if opts != nil {
 		o = *opts
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, &durability.StoreError{Op: durability.OpOpen, Err: fmt.Errorf("%s: %w", path, err)}
+	if ctx.Err() != nil {
+		return nil, &durability.StoreError{Op: durability.OpOpen, Err: fmt.Errorf("%s: %w", path, stopCause(ctx))}
 	}
 	fail := func(err error) (*Store, error) {
 		var de *durability.DamageError

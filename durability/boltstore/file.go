@@ -351,6 +351,18 @@ func rebuildFreelist(f *os.File, m meta, free []uint64, noSync bool) error {
 	return nil
 }
 
+// stopCause is the error of a step that ctx, done, stopped: ctx's cause
+// (context.Cause, which says why it ended: a signal, a -timeout), and
+// ctx.Err() too when the cause is another error, so that errors.Is
+// tells a cancellation from a deadline whatever the cause.
+func stopCause(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || errors.Is(cause, err) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", cause, err)
+}
+
 // lockRetried, when set (by tests), is called by lockFile each time it
 // finds the file held, before it waits to try again.
 var lockRetried func()
@@ -384,7 +396,7 @@ func lockFile(ctx context.Context, f *os.File, path string, readOnly bool, timeo
 		select {
 		case <-ctx.Done():
 			retry.Stop()
-			return fmt.Errorf("stopped while waiting for the lock on %s: %w", path, ctx.Err())
+			return fmt.Errorf("stopped while waiting for the lock on %s: %w", path, stopCause(ctx))
 		case <-retry.C:
 		}
 	}

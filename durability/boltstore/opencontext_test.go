@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,4 +91,42 @@ func TestOpenContext_StopsTheReplay(t *testing.T) {
 		t.Errorf("%d log entries read after the context ended, want 1", entries)
 	}
 	openIntact(t, path, want, "after the stopped open")
+}
+
+// TestOpenContext_StoppedSaysWhy: a context ended with a cause (a
+// signal's, as signal.NotifyContext gives) stops OpenContext,
+// VerifyContext and SalvageFile with an error that says the cause and
+// still wraps ctx.Err(), as their documentation says.
+func TestOpenContext_StoppedSaysWhy(t *testing.T) {
+	path, _ := pagesFile(t, true)
+	why := errors.New("interrupt signal received")
+	for _, c := range []struct {
+		what string
+		run  func(ctx context.Context) error
+	}{
+		{"OpenContext", func(ctx context.Context) error {
+			s, err := OpenContext(ctx, path, &Options{NoSync: true})
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"VerifyContext", func(ctx context.Context) error {
+			_, err := VerifyContext(ctx, path, nil)
+			return err
+		}},
+		{"SalvageFile", func(ctx context.Context) error {
+			_, err := SalvageFile(ctx, path, filepath.Join(t.TempDir(), "salvaged.db"), &Options{NoSync: true})
+			return err
+		}},
+	} {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		pageWalked = func() { cancel(why) }
+		err := c.run(ctx)
+		pageWalked = nil
+		cancel(nil)
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, why) || !strings.Contains(err.Error(), why.Error()) {
+			t.Errorf("%s stopped with a cause: %v, want an error wrapping context.Canceled and the cause", c.what, err)
+		}
+	}
 }

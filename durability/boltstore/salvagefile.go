@@ -63,7 +63,8 @@ type ActorSalvage struct {
 // must be given to that user (chown) before the store opens it.
 //
 // ctx bounds the whole: when it is done, SalvageFile stops, removes what
-// it wrote and returns an error wrapping ctx's. The error is for a
+// it wrote and returns an error wrapping ctx's error and its cause
+// (context.Cause). The error is for a
 // salvage that could not be done (path is not a store, is damaged where
 // the whole file depends on it, dst exists, the sync of dst's folder
 // failed); nothing is then left at dst (unless, its folder not synced,
@@ -85,7 +86,7 @@ func SalvageFile(ctx context.Context, path, dst string, opts *Options) (*FileSal
 	var tmp string // the copy, once made
 	fail := func(err error) (*FileSalvage, error) {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("stopped: %w", context.Cause(ctx))
+			err = fmt.Errorf("stopped: %w", stopCause(ctx))
 		}
 		if msg := err.Error(); tmp != "" && strings.Contains(msg, tmp) {
 			// The copy's name means nothing to the caller: it is to be

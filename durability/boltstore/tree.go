@@ -219,8 +219,8 @@ func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, err
 		if id < 2 || id >= m.pgid {
 			return bad(o, -1, "a bucket or branch points to page %d, outside pages [2, %d)", id, m.pgid)
 		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("stopped while checking the pages of the file: %w", err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped while checking the pages of the file: %w", stopCause(ctx))
 		}
 		if pageWalked != nil {
 			pageWalked()

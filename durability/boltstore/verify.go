@@ -127,11 +127,11 @@ func Verify(path string, opts *Options) (*Report, error) {
 	return VerifyContext(context.Background(), path, opts)
 }
 
-// VerifyContext is [Verify] bounded by ctx: the wait for the lock ends when
-// ctx is done (or once opts.OpenTimeout has passed, whichever comes
-// first), and the
-// copy of a held file and the verification stop when ctx is done, with
-// an error wrapping ctx.Err(); the copy is then removed.
+// VerifyContext is [Verify] bounded by ctx: the wait for the lock ends
+// when ctx is done (or once opts.OpenTimeout has passed, whichever comes
+// first), and the copy of a held file and the verification stop when
+// ctx is done, with an error wrapping ctx.Err() and its cause
+// (context.Cause); the copy is then removed.
 func VerifyContext(ctx context.Context, path string, opts *Options) (*Report, error) {
 	o := Options{OpenTimeout: DefaultOpenTimeout}
 	if opts != nil && opts.OpenTimeout < 0 {
@@ -150,7 +150,7 @@ func VerifyContext(ctx context.Context, path string, opts *Options) (*Report, er
 		return nil, err
 	}
 	stopped := func(doing string) error {
-		return fmt.Errorf("verify %s: stopped while %s: %w", path, doing, context.Cause(ctx))
+		return fmt.Errorf("verify %s: stopped while %s: %w", path, doing, stopCause(ctx))
 	}
 	if ctx.Err() != nil {
 		return nil, stopped("starting")

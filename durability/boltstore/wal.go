@@ -162,8 +162,8 @@ func (s *Store) replay(ctx context.Context, legacy bool, layout recordLayout, ne
 		}
 		c := wal.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("stopped while replaying the log: %w", err)
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped while replaying the log: %w", stopCause(ctx))
 			}
 			if entryReplayed != nil {
 				entryReplayed()

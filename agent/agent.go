@@ -34,6 +34,15 @@ const (
 	DefaultCancelGrace          = 5 * time.Second
 )
 
+// HookGrace bounds how long [Agent.Close] waits for the
+// ToolOptions.OnEvent hooks of delegations that hold all that is left
+// of the agent's conversations to return, before it takes one of them
+// for its caller (or for a hook that waits for Close to return) and
+// returns an error wrapping [ErrCloseContinues]. A hook that returns
+// within it (a quick one, such as one that streams text to a UI) lets
+// Close go on waiting for the conversations as it would without it.
+const HookGrace = 100 * time.Millisecond
+
 // Errors returned by [Agent.Run] and [Agent.Stream].
 var (
 	// ErrSessionBusy: a conversation of that session is running already.
@@ -42,8 +51,9 @@ var (
 	ErrClosed = errors.New("agent: closed")
 	// ErrCloseContinues is wrapped by the error of an [Agent.Close] that
 	// stopped waiting while conversations of the agent still waited for
-	// tool calls' handlers (or delegations' ToolOptions.OnEvent hooks)
-	// running since before it began, one of which may be its caller: the
+	// tool calls' handlers running since before it began (or for
+	// delegations' ToolOptions.OnEvent hooks that did not return within
+	// [HookGrace]), one of which may be its caller: the
 	// agent refuses new conversations, and finishes closing in the
 	// background once they have returned. A handler or hook that closed
 	// its own agent ignores it; a host that must see everything stopped
@@ -350,11 +360,13 @@ type Agent struct {
 	// calls holds the handlers of the tool calls the agent's loops run
 	// that have not returned (see callTable and trackCalls).
 	calls *callTable
-	// hooks counts the delegations' ToolOptions.OnEvent hooks running
-	// that hold a conversation of the agent (see AsTool): those of the
-	// delegations its conversations made, directly or within one they
-	// made, and those of delegations made to it.
-	hooks atomic.Int32
+	// hooks are the ToolOptions.OnEvent hooks of the delegations that
+	// its conversations made, directly or within one they made, whose
+	// handlers have not returned (see AsTool): a Close waits for those
+	// running for HookGrace at most (see awaitConversations). Those of
+	// delegations made to the agent are their conversations' consumers
+	// (closer.inBody).
+	hooks map[*hookSlot]struct{}
 	// closeDone is set once a Close has returned nil: a later Close
 	// returns nil at once, not waiting again for the conversations that
 	// one cancelled in their consumer's body and left.
@@ -641,15 +653,18 @@ func sessionID(stream string) string {
 // handlers may be its caller. Close then stops waiting: it returns an
 // error wrapping [ErrCloseContinues] that says how many conversations
 // and handlers still run, and the agent, refusing new conversations,
-// finishes closing in the background once they have returned. A Close
-// while a delegation's ToolOptions.OnEvent hook runs that holds a
-// conversation of the agent (the agent counts the hooks it calls; how
-// deep in the hook Close is called does not matter) does so at once,
-// without the grace: the hook of a delegation the agent made, directly
-// or within one it made, that holds its conversation; and one of a
-// delegation made to the agent, whose conversation, cancelled as Close
-// began, it no longer waits for (Close returns nil, as for a consumer's
-// body above). So a
+// finishes closing in the background once they have returned. While
+// ToolOptions.OnEvent hooks of the delegations the agent made, directly
+// or within one it made, run as well (the agent keeps the hooks of those
+// delegations; how deep in a hook Close is called does not matter), a
+// hook may be its caller instead: Close waits for those hooks to return,
+// for [HookGrace] at most. Once they have, none of them called it, and
+// it waits on as above (a hook that returns quickly at each event, such
+// as one that streams text to a UI, does not end the wait); if one has
+// not, it stops waiting then. A delegation made to the agent, cancelled
+// as Close began, whose conversation is left in its hook, is waited for
+// HookGrace at most, and then no longer (Close returns nil, as for a
+// consumer's body above). So a
 // tool's handler, or a goroutine a handler or hook waits for, closing
 // the agent with another ctx holds its conversation for CancelGrace
 // (its call's ctx saves that wait; a ctx of Close's that ends sooner
@@ -659,9 +674,10 @@ func sessionID(stream string) string {
 // whose handler was running before it and runs for longer than
 // CancelGrace, all that is left to wait for, gets ErrCloseContinues
 // before that handler has returned, and so does a host's Close on
-// another goroutine while a hook holds all that is left, at once (cancel
-// the Runs first for a Close that returns nil once everything has
-// stopped). A later Close does as the first: it waits, and returns nil
+// another goroutine while a hook holds all that is left and runs for
+// longer than HookGrace, a slow hook or one that waits for Close to
+// return (cancel the Runs first for a Close that returns nil once
+// everything has stopped). A later Close does as the first: it waits, and returns nil
 // once the close has completed, or ErrCloseContinues again while such a
 // handler still runs.
 // Sessions waiting for approval without a Store are dropped: the loop,
@@ -929,19 +945,54 @@ func callersOf(p actors.Parent) []*Agent {
 }
 
 // delegate counts a delegation's handler, run for a conversation of a,
-// until the function it returns is called.
-func (a *Agent) delegate() (done func()) {
+// and keeps its OnEvent hook, when it has one (see Agent.hooks), until
+// the function it returns is called.
+func (a *Agent) delegate(hook *hookSlot) (done func()) {
 	a.mu.Lock()
 	a.delegating++
+	if hook != nil {
+		if a.hooks == nil {
+			a.hooks = make(map[*hookSlot]struct{})
+		}
+		a.hooks[hook] = struct{}{}
+	}
 	a.mu.Unlock()
 	return func() {
 		a.mu.Lock()
+		delete(a.hooks, hook)
 		if a.delegating--; a.delegating == 0 && a.delegated != nil {
 			close(a.delegated)
 			a.delegated = nil
 		}
 		a.mu.Unlock()
 	}
+}
+
+// hooksRunningLocked returns the hooks of the agent's delegations (see
+// Agent.hooks) that are running, each with its entry (hookSlot.n); a.mu
+// is held.
+func (a *Agent) hooksRunningLocked() map[*hookSlot]uint64 {
+	var out map[*hookSlot]uint64
+	for h := range a.hooks {
+		if n := h.n.Load(); n%2 == 1 {
+			if out == nil {
+				out = make(map[*hookSlot]uint64)
+			}
+			out[h] = n
+		}
+	}
+	return out
+}
+
+// stillIn tells whether one of the hooks in running is still in the same
+// entry (it has not returned since).
+func stillIn(running map[*hookSlot]uint64) bool {
+	for h, n := range running {
+		if h.n.Load() == n {
+			return true
+		}
+	}
+	return false
 }
 
 // awaitDelegating waits, once the agent's loops have stopped (and with
@@ -1042,58 +1093,84 @@ func (a *Agent) insideOwnLoop(ctx context.Context) bool {
 // call's ctx, or a hook of a delegation, which gets none); one that is
 // not returns to its conversation, which then either returns or has a
 // handler begin or end, and the grace starts anew. With byCaller (a
-// Close that may have been called by such a handler, or by a hook),
-// that grace is none while a delegation's hook holding a conversation
-// of the agent runs (see Agent.hooks), as is the grace of delegations
-// to the agent left in their hooks, their bodies; a hook that begins as
-// a grace runs ends it (see holdHooks). It returns ctx's
-// error when ctx ends first.
+// Close that may have been called by such a handler, or by a hook), a
+// delegation's hook running then (see Agent.hooks) may be the caller:
+// it waits for the hooks running to return (each to leave the entry it
+// was in, see hookSlot), for HookGrace at most, and then returns held
+// if they have not, and waits on as before if they have (a hook that
+// begins as it waits wakes it, see hookSlot.enter); the grace of
+// delegations to the agent left in their hooks, their bodies, is
+// HookGrace too. It returns ctx's error when ctx ends first.
 func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller bool) (held bool, _ error) {
 	var (
 		still map[*closer]uint64 // those in their body, with their entry, as the grace runs
 		calls callsState         // the handlers, as the grace for them runs
 		grace *time.Timer
-		none  bool // the grace running is none
+		// hooks are the delegations' hooks running as the wait for them
+		// runs, with their entries, bounded by hooksGrace.
+		hooks      map[*hookSlot]uint64
+		hooksGrace *time.Timer
 	)
+	stopHooks := func() {
+		if hooksGrace != nil {
+			hooksGrace.Stop()
+		}
+		hooks, hooksGrace = nil, nil
+	}
 	defer func() {
 		if grace != nil {
 			grace.Stop()
 		}
+		stopHooks()
 	}()
-	restart := func(now bool) {
+	restart := func(d time.Duration) {
 		if grace != nil {
 			grace.Stop()
 		}
-		d := a.opts.CancelGrace
-		if now {
-			d = 0
-		}
-		grace, none = time.NewTimer(d), now
+		grace = time.NewTimer(d)
 	}
 	for {
 		inBody, only := a.inBodyLocked()
 		if only && len(inBody) == 0 {
 			return false, nil
 		}
-		// A hook that begins as the grace runs ends it (see holdHooks).
-		hooked := byCaller && a.hooks.Load() > 0
-		var graceC, callsC <-chan time.Time
+		var graceC, callsC, hooksC <-chan time.Time
 		switch now := a.callsLocked(inBody, before); {
 		case only:
-			if hooked = hooked && delegationsOnly(inBody); still == nil || !sameEntries(still, inBody) || hooked && !none {
+			if still == nil || !sameEntries(still, inBody) {
 				still = inBody // the grace starts (anew)
-				restart(hooked)
+				d := a.opts.CancelGrace
+				if byCaller && delegationsOnly(inBody) {
+					d = HookGrace // they are in their hooks: see AsTool
+				}
+				restart(d)
 			}
 			graceC = grace.C
 			calls = callsState{}
+			stopHooks()
 		case now.held:
-			if still == nil || !sameEntries(still, inBody) || calls != now || hooked && !none {
+			if still == nil || !sameEntries(still, inBody) || calls != now {
 				still, calls = inBody, now
-				restart(hooked)
+				restart(a.opts.CancelGrace)
 			}
 			callsC = grace.C
+			if !byCaller {
+				break
+			}
+			if hooks != nil && !stillIn(hooks) {
+				stopHooks() // they returned: wait as without them
+			}
+			if hooks == nil {
+				if hooks = a.hooksRunningLocked(); hooks != nil {
+					hooksGrace = time.NewTimer(HookGrace)
+				}
+			}
+			if hooksGrace != nil {
+				hooksC = hooksGrace.C
+			}
 		default:
 			still, calls = nil, callsState{}
+			stopHooks()
 		}
 		if a.changed == nil {
 			a.changed = make(chan struct{})
@@ -1103,6 +1180,12 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller 
 		select {
 		case <-changed:
 			a.mu.Lock()
+		case <-hooksC:
+			a.mu.Lock()
+			if inBody, _ := a.inBodyLocked(); a.callsLocked(inBody, before).held && stillIn(hooks) {
+				return true, nil // a hook running for HookGrace holds what is left
+			}
+			stopHooks() // they returned, or something moved: look again
 		case <-callsC:
 			a.mu.Lock()
 			if inBody, _ := a.inBodyLocked(); sameEntries(still, inBody) && a.callsLocked(inBody, before) == calls {
@@ -1112,7 +1195,7 @@ func (a *Agent) awaitConversations(ctx context.Context, before uint64, byCaller 
 		case <-graceC:
 			a.mu.Lock()
 			if inBody, only := a.inBodyLocked(); only && len(inBody) > 0 && sameEntries(still, inBody) {
-				for c := range inBody { // in the same entry of its body for CancelGrace
+				for c := range inBody { // in the same entry of its body for the grace
 					c.cancel(ErrClosed)
 				}
 				return false, nil

@@ -145,7 +145,9 @@
 // Given another ctx (context.Background, say), Close stops waiting once
 // the Runs left have waited CancelGrace for handlers running since
 // before it began, and from a delegation's OnEvent hook (which gets no
-// ctx) at once: it then returns an error wrapping [ErrCloseContinues],
+// ctx) once it has waited [HookGrace] for the hook to return (a hook on
+// another goroutine that returns sooner is no caller, and Close waits
+// on): it then returns an error wrapping [ErrCloseContinues],
 // the agent finishing its close in the background once those handlers
 // have returned (see [Agent.Close]; [Agent.Done] tells when it has).
 package agent

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -211,31 +212,38 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 			session := name + "-" + sub.delegationTag + strconv.FormatUint(sub.delegations.Add(1), 10)
 			// The delegation's loop is a child of the calling tool's actor.
 			var (
-				parent  *actors.Parent
-				callers []*Agent
+				parent *actors.Parent
+				hook   *hookSlot
+				emit   func(Event)
 			)
+			if opts.OnEvent != nil {
+				hook = &hookSlot{}
+			}
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
 					parent = &p
 				}
-				callers = callersOf(p)
+				callers := callersOf(p)
 				for _, caller := range callers {
 					// The caller's Close waits for this handler, once its
 					// loop (and so the delegation's) has stopped; so does
 					// that of each agent whose conversation waits for the
-					// caller's (a delegation within a delegation).
-					defer caller.delegate()()
+					// caller's (a delegation within a delegation). The
+					// hook holds their conversations while it runs.
+					defer caller.delegate(hook)()
+				}
+				if hook != nil {
+					hook.callers = callers
 				}
 			}
-			var emit func(Event)
-			if opts.OnEvent != nil {
+			if hook != nil {
 				emit = func(ev Event) {
 					// The hook holds the delegation's conversation of sub
-					// and the callers' conversations waiting for it: a
-					// Close of one of them from it cannot wait for them
-					// (see Agent.Close).
-					holdHooks(sub, callers, 1)
-					defer holdHooks(sub, callers, -1)
+					// (its consumer's body) and the callers' conversations
+					// waiting for it: a Close of one of them from it cannot
+					// wait for them (see Agent.awaitConversations).
+					hook.enter()
+					defer hook.n.Add(1)
 					opts.OnEvent(session, ev)
 				}
 			}
@@ -326,24 +334,26 @@ func (a *Agent) deleteSession(key string) {
 	}
 }
 
-// holdHooks adds n to the count of hooks running (Agent.hooks) of sub
-// and of each of callers. A hook that begins wakes a Close of theirs
-// that waits: it then waits no longer (see Agent.awaitConversations).
-func holdHooks(sub *Agent, callers []*Agent, n int32) {
-	sub.holdHooks(n)
-	for _, c := range callers {
-		c.holdHooks(n)
-	}
+// hookSlot is a delegation's ToolOptions.OnEvent hook, kept by the
+// agents whose conversations it holds while it runs (see
+// Agent.delegate). n counts the hook's calls' beginnings and ends: it is
+// odd while one runs, and a Close that saw it running tells by it
+// whether that call has returned since.
+type hookSlot struct {
+	n       atomic.Uint64
+	callers []*Agent
 }
 
-// holdHooks adds n to the count of hooks running (Agent.hooks) and,
-// for a hook that begins, wakes a Close that waits: after the count
-// changed, so that a Close that read it before sees this.
-func (a *Agent) holdHooks(n int32) {
-	a.hooks.Add(n)
-	if n > 0 && a.closeWaits.Load() {
-		a.mu.Lock()
-		a.changedLocked()
-		a.mu.Unlock()
+// enter marks a call of the hook begun and wakes a Close of a caller
+// that waits, after n changed, so that a Close that looked before sees
+// it (see Agent.awaitConversations).
+func (h *hookSlot) enter() {
+	h.n.Add(1)
+	for _, a := range h.callers {
+		if a.closeWaits.Load() {
+			a.mu.Lock()
+			a.changedLocked()
+			a.mu.Unlock()
+		}
 	}
 }

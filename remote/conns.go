@@ -171,12 +171,20 @@ func (l *connLimits) serverOptions(creds credentials.TransportCredentials) []grp
 // member's): its credentials (mutual TLS with t, or none when t is nil,
 // replacing [TLS.GRPCOptions]' server option) and the flow-control
 // windows the bound needs. A message not yet whole is held for
-// [DefaultHeldMessageTimeout] at most. maxConnsPerPeer is as
-// NodeOptions.MaxConnsPerPeer (0: [DefaultMaxConnsPerPeer]; negative: no
-// limit); logger (nil discards) logs the connections refused or closed.
-// It returns an error wrapping [ErrTLSConfig] when t has no certificate,
-// no private key or no CAs.
+// [DefaultHeldMessageTimeout] at most (see [ConnServerOptionsHeld]).
+// maxConnsPerPeer is as NodeOptions.MaxConnsPerPeer (0:
+// [DefaultMaxConnsPerPeer]; negative: no limit); logger (nil discards)
+// logs the connections refused or closed. It returns an error wrapping
+// [ErrTLSConfig] when t has no certificate, no private key or no CAs.
 func ConnServerOptions(logger *slog.Logger, maxConnsPerPeer int, t *TLS) ([]grpc.ServerOption, error) {
+	return ConnServerOptionsHeld(logger, maxConnsPerPeer, 0, t)
+}
+
+// ConnServerOptionsHeld is [ConnServerOptions] with the time a message
+// not yet whole may be held, heldMessageTimeout, as
+// NodeOptions.HeldMessageTimeout (0: [DefaultHeldMessageTimeout];
+// negative: no limit; see [ErrHeldTooLong]).
+func ConnServerOptionsHeld(logger *slog.Logger, maxConnsPerPeer int, heldMessageTimeout time.Duration, t *TLS) ([]grpc.ServerOption, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -187,7 +195,7 @@ func ConnServerOptions(logger *slog.Logger, maxConnsPerPeer int, t *TLS) ([]grpc
 		}
 		creds, _ = t.credentials()
 	}
-	return newConnLimits(logger, maxConnsPerPeer, 0).serverOptions(creds), nil
+	return newConnLimits(logger, maxConnsPerPeer, heldMessageTimeout).serverOptions(creds), nil
 }
 
 // add counts a connection of peer and reports whether it is within the

@@ -71,6 +71,13 @@ func echoListen(t *testing.T, tlsOpts *remote.TLS) string {
 	srv := grpc.NewServer(append(opts, grpc.ForceServerCodec(rawCodec{}),
 		grpc.MaxRecvMsgSize(remote.ReceiveLimit), grpc.MaxSendMsgSize(remote.ReceiveLimit))...)
 	srv.RegisterService(&echoDesc, nil)
+	return serve(t, srv)
+}
+
+// serve serves srv on a port of loopback until the test ends, and returns
+// its address.
+func serve(t *testing.T, srv *grpc.Server) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

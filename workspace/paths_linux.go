@@ -51,9 +51,10 @@ func fdPath(f *os.File) (string, error) {
 // must be one directory (device and inode): then a ".." in upTo was the
 // parent of a directory, as cleaning takes it. ok is false otherwise
 // (a link on the way, a name that is not a directory or does not
-// exist, a change meanwhile, openat2 refused), and the caller resolves
-// upTo through the root and asks the kernel for the name of what it
-// opened, which costs two readlinks of /proc and more opens than this.
+// exist, a change meanwhile, openat2 refused or raced by renames more
+// than maxOpenat2Tries times), and the caller resolves upTo through the
+// root and asks the kernel for the name of what it opened, which costs
+// two readlinks of /proc and more opens than this.
 func (w *Workspace) dirByName(upTo string) (name string, ok bool) {
 	name = filepath.Clean(upTo)
 	if !filepath.IsLocal(name) {
@@ -78,13 +79,25 @@ func (w *Workspace) dirByName(upTo string) (name string, ok bool) {
 	return name, ok
 }
 
+// maxOpenat2Tries bounds the calls statBeneath makes to openat2 for
+// one path. The kernel answers EAGAIN to a ".." under RESOLVE_BENEATH
+// when a rename anywhere on the system raced the walk; on a system that
+// renames without pause every try could meet one, so after a few the
+// path is left to the root, which resolves it as well, only slower.
+const maxOpenat2Tries = 8
+
+// openat2 is unix.Openat2; tests replace it to answer EAGAIN.
+var openat2 = unix.Openat2
+
 // statBeneath opens path from the directory root as how says and
-// fstats what it opened into st, reporting whether both worked.
+// fstats what it opened into st, reporting whether both worked. An
+// open interrupted (EINTR) or raced by a rename (EAGAIN) is tried
+// again, maxOpenat2Tries times in all.
 func statBeneath(root int, path string, how *unix.OpenHow, st *unix.Stat_t) bool {
 	var fd int
 	var err error
-	for {
-		if fd, err = unix.Openat2(root, path, how); err != unix.EINTR && err != unix.EAGAIN {
+	for range maxOpenat2Tries {
+		if fd, err = openat2(root, path, how); err != unix.EINTR && err != unix.EAGAIN {
 			break
 		}
 	}

@@ -408,7 +408,8 @@ type Workspace struct {
 // /usr/src) and the other directories of programs and libraries, with
 // everything beneath them; and the top directories of homes, temporary
 // files and data (/home, /root, /tmp, /var, /var/tmp, …) themselves, but
-// not what is beneath them.
+// not what is beneath them. No sandbox is set up around "/", which it
+// would not confine: there, New fails unless the sandbox is off.
 //
 // Unless [Options.Sandbox] is SandboxOff, New also sets up a sandbox to
 // learn which protections commands get ([Workspace.Protections]), once

@@ -122,22 +122,85 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 
 // hiddenName reports whether name (relative to the workspace) is a path
 // to hide, beneath one, or a match of a pattern to hide (or beneath one).
+//
+// A directory may be case-insensitive: vfat, exfat and ntfs3 mounts,
+// ext4's casefold directories (and the defaults of macOS and Windows,
+// where there is no sandbox, so nothing is hidden and this is never
+// asked). There "SEC/KEY.TXT" names what a path to hide, "sec/key.txt",
+// names. So a name that matches a path or pattern to hide only once
+// case is folded is compared by what it names (sameEntry): it is one to
+// hide when it leads to the very entry (device and inode) the path to
+// hide, or a match of the pattern, leads to; when neither exists yet, a
+// directory on the way must be that same entry, and the names in it
+// fold to the same. That last is decided without knowing whether the
+// directory folds case: on a case-sensitive one, a write through a link
+// to a name differing in case only from a path to hide that does not
+// exist yet is refused too, which is safe. Names equal only under full
+// case folding ("ß" and "ss") and not existing are not compared.
 func (w *Workspace) hiddenName(name string) bool {
 	abs := filepath.Join(w.dir, name)
 	for _, h := range w.sandbox.Resolved {
-		if !strings.ContainsAny(h.Path, "*?[") {
-			if abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator)) {
-				return true
-			}
-			continue
+		pattern := strings.ContainsAny(h.Path, "*?[")
+		if !pattern && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
+			return true
 		}
 		for p := abs; p != w.dir && p != filepath.Dir(p); p = filepath.Dir(p) {
-			if ok, _ := filepath.Match(h.Path, p); ok {
+			if pattern {
+				if ok, _ := filepath.Match(h.Path, p); ok {
+					return true
+				}
+			}
+			if foldMatch(h.Path, p, pattern) && w.sameEntry(p, h.Path, pattern) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// foldMatch reports whether the path p matches the path or pattern h
+// once case is folded.
+func foldMatch(h, p string, pattern bool) bool {
+	if !pattern {
+		return strings.EqualFold(h, p)
+	}
+	ok, _ := filepath.Match(strings.ToLower(h), strings.ToLower(p))
+	return ok
+}
+
+// sameEntry reports whether p (absolute, beneath the workspace), which
+// folds to h (a path or pattern to hide), leads to what h does: the
+// same entry, found through the root, as h or one of its matches; or,
+// when p does not exist, a parent of p that is the same entry as the
+// parent of h at the same depth (see hiddenName). It errs on the side
+// of true when p cannot be looked at.
+func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
+	for ; p != w.dir && p != filepath.Dir(p); p, h = filepath.Dir(p), filepath.Dir(h) {
+		rel, err := filepath.Rel(w.dir, p)
+		if err != nil {
+			return true
+		}
+		fi, err := w.root.Lstat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		matches := []string{h}
+		if pattern {
+			matches, _ = filepath.Glob(h)
+		}
+		for _, m := range matches {
+			if mi, err := os.Lstat(m); err == nil && os.SameFile(fi, mi) {
+				return true
+			}
+		}
+		return false
+	}
+	// Nothing of p exists below the workspace: h is in the workspace
+	// too (it folds to p), and no entry tells them apart.
+	return true
 }
 
 // writeTarget decides which name a write replaces: name itself, or the

@@ -809,7 +809,10 @@ func walkLinks(path string, step func(dir, next string) (os.FileInfo, error)) (s
 // filepath.Match).
 func isPattern(h string) bool { return strings.ContainsAny(h, "*?[") }
 
-// within reports whether path is dir or beneath it (both clean).
+// within reports whether path is dir or beneath it (both clean):
+// everything is within "/". A workspace is never "/" (a sandbox around
+// it is refused: see checkNotRoot), so nothing is taken to be in the
+// workspace for that.
 func within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, dir+"/") || dir == "/"
 }

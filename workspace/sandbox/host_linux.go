@@ -347,6 +347,9 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if len(req.Config.Resolved) > 0 && req.Config.LinkTargets == nil {
 		return nil, fmt.Errorf("%w: the Config has paths to hide and no LinkTargets (see Config.WithDefaults)", ErrConfig)
 	}
+	if err := checkNotRoot(root); err != nil {
+		return nil, err
+	}
 	if err := checkEtcLinkDirs(EtcLinkDirs, root); err != nil {
 		return nil, err
 	}
@@ -457,6 +460,26 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 		p.prot.LinkTargets = req.Config.LinkTargets.Paths()
 	}
 	return p, nil
+}
+
+// checkNotRoot refuses, with an error wrapping [ErrConfig], a workspace
+// (the directory root) that is the file system's root, by whatever name
+// it was opened: a sandbox around "/" hides nothing around its
+// workspace and lets commands write wherever the host may.
+func checkNotRoot(root *os.File) error {
+	ws, err := root.Stat()
+	if err != nil {
+		return fmt.Errorf("sandbox: the workspace directory: %w", err)
+	}
+	top, err := os.Stat("/")
+	if err != nil {
+		return fmt.Errorf("sandbox: /: %w", err)
+	}
+	if os.SameFile(ws, top) {
+		return markedError{errors.New(`sandbox: the workspace is "/": a sandbox around it would hide nothing ` +
+			"and let commands write wherever this process may; give commands a directory of their own"), ErrConfig}
+	}
+	return nil
 }
 
 // checkEtcLinkDirs refuses, with an error wrapping [ErrConfig] that

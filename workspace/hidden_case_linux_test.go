@@ -1,0 +1,53 @@
+//go:build linux
+
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
+)
+
+// On a case-insensitive directory (vfat, exfat, ntfs3, ext4 with
+// casefold) "SEC/KEY.TXT" names what "sec/key.txt" names: a write to
+// it through a command's link is one to the path to hide, and is
+// refused as such. The test's directory is case-sensitive; a hard link
+// of a symbolic link gives it what a case-insensitive one has: two
+// names, differing in case, for one entry. Names that differ in case
+// and name different entries, as on a case-sensitive directory, are
+// not paths to hide. One that does not exist yet, in the directory of
+// a path to hide that does not either, and differs from it in case
+// only, is taken for it: whether that directory folds case is not
+// known, and refusing is the safe side.
+func TestHiddenName_ComparesEntriesNotCase(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.root, name) }
+	mustDo(t, os.Remove(in(".env")))
+	mustDo(t, os.Mkdir(in("real"), 0o755))
+	for link, target := range map[string]string{".env": "notes.txt", "sec": "real", "x.pem": "notes.txt",
+		"deep": "real", ".Env": "notes.txt", "Sec": "real", "y.PEM": "notes.txt"} {
+		mustDo(t, os.Symlink(target, in(link)))
+	}
+	for name, same := range map[string]string{".ENV": ".env", "SEC": "sec", "X.PEM": "x.pem", "DEEP": "deep"} {
+		mustDo(t, os.Link(in(same), in(name)))
+	}
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{
+		{Path: in(".env")}, {Path: in("sec/key.txt")}, {Path: in("*.pem")}, {Path: in("deep/d/*.key")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+
+	for name, want := range map[string]bool{
+		".env": true, ".ENV": true, "sec/key.txt": true, "SEC/KEY.TXT": true, "SEC/key.txt": true,
+		"sec/KEY.TXT": true, "x.pem": true, "X.PEM": true, "DEEP/D/A.KEY": true,
+		".Env": false, "Sec/key.txt": false, "Sec/KEY.TXT": false, "y.PEM": false,
+		"sec/other.txt": false, "SEC/other.txt": false, "DEEP/D/A.TXT": false, "notes.txt": false,
+	} {
+		if got := fx.ws.hiddenName(name); got != want {
+			t.Errorf("hiddenName(%q) = %v, want %v", name, got, want)
+		}
+		if rf := fx.ws.linkToHidden(name); (rf != nil) != want || rf != nil && rf.reason != ReasonLinkToHidden {
+			t.Errorf("linkToHidden(%q) = %v, want refused %v", name, rf, want)
+		}
+	}
+}

@@ -969,12 +969,13 @@ func (a *Agent) delegate(hook *hookSlot) (done func()) {
 }
 
 // hooksRunningLocked returns the hooks of the agent's delegations (see
-// Agent.hooks) that are running, each with its entry (hookSlot.n); a.mu
-// is held.
+// Agent.hooks) that are running, each with its entry (hookSlot.n), but
+// for those whose call has ended, which hold nothing (hookSlot.holds);
+// a.mu is held.
 func (a *Agent) hooksRunningLocked() map[*hookSlot]uint64 {
 	var out map[*hookSlot]uint64
 	for h := range a.hooks {
-		if n := h.n.Load(); n%2 == 1 {
+		if n := h.n.Load(); n%2 == 1 && h.holds() {
 			if out == nil {
 				out = make(map[*hookSlot]uint64)
 			}
@@ -985,10 +986,11 @@ func (a *Agent) hooksRunningLocked() map[*hookSlot]uint64 {
 }
 
 // stillIn tells whether one of the hooks in running is still in the same
-// entry (it has not returned since).
+// entry (it has not returned since) and holds its callers' conversations
+// (its call has not ended meanwhile).
 func stillIn(running map[*hookSlot]uint64) bool {
 	for h, n := range running {
-		if h.n.Load() == n {
+		if h.n.Load() == n && h.holds() {
 			return true
 		}
 	}
@@ -1297,9 +1299,9 @@ func (a *Agent) inBodyLocked() (map[*closer]uint64, bool) {
 	return inBody, a.active == len(inBody)
 }
 
-// sameEntries tells whether b holds the same conversations as a, each
-// in the same entry of its consumer's body.
-func sameEntries(a, b map[*closer]uint64) bool {
+// sameEntries tells whether b holds the same conversations (or hooks)
+// as a, each in the same entry of its consumer's body (or of the hook).
+func sameEntries[K comparable](a, b map[K]uint64) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -217,7 +217,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 				emit   func(Event)
 			)
 			if opts.OnEvent != nil {
-				hook = &hookSlot{}
+				hook = &hookSlot{call: ctx}
 			}
 			if p, ok := actors.ParentFrom(ctx); ok {
 				if p.Runtime() == sub.rt {
@@ -338,11 +338,19 @@ func (a *Agent) deleteSession(key string) {
 // agents whose conversations it holds while it runs (see
 // Agent.delegate). n counts the hook's calls' beginnings and ends: it is
 // odd while one runs, and a Close that saw it running tells by it
-// whether that call has returned since.
+// whether that call has returned since. call is the ctx of the
+// delegation's call: once it has ended (the call timed out or was
+// cancelled, and so answered), the hook holds none of the callers'
+// conversations, and no Close waits for it.
 type hookSlot struct {
 	n       atomic.Uint64
+	call    context.Context
 	callers []*Agent
 }
+
+// holds tells whether the hook's delegation is still waited for by its
+// callers (its call has not ended).
+func (h *hookSlot) holds() bool { return h.call.Err() == nil }
 
 // enter marks a call of the hook begun and wakes a Close of a caller
 // that waits, after n changed, so that a Close that looked before sees

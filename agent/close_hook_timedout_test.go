@@ -1,0 +1,80 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// timedOutDelegation returns a lead agent on rt whose model calls, in
+// one round, its tool "slow", whose handler takes 2 s (the bubble's
+// time), and a delegation to a writer, timed out after 1 s (the writer
+// waits for its own tool until cancelled), whose OnEvent hook, at the
+// delegation's error, closes inHook and waits until hookGo is closed.
+func timedOutDelegation(t *testing.T, rt *actors.Runtime) (lead *agent.Agent, slowStarted, inHook, hookGo chan struct{}) {
+	t.Helper()
+	wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	writer := newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}}, scripted.Turn{Text: "Never."}),
+		&agent.Options{Name: "writer", Tools: []*tools.Tool{wait}})
+	inHook, hookGo = make(chan struct{}), make(chan struct{})
+	delegation, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: time.Second, OnEvent: func(_ string, ev agent.Event) {
+		if ev.Kind == agent.EventError {
+			close(inHook)
+			<-hookGo
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowStarted = make(chan struct{})
+	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		close(slowStarted)
+		select {
+		case <-time.After(2 * time.Second): // a handler that takes that long (the bubble's time)
+			return map[string]bool{"slow": true}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}})
+	lead = newAgent(t, rt, model(t,
+		scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "slow", `{}`), call("c2", "writer", `{"task":"hi"}`)}},
+		scripted.Turn{Text: "Both answered."}),
+		&agent.Options{Name: "lead", Tools: []*tools.Tool{slow, delegation}})
+	return lead, slowStarted, inHook, hookGo
+}
+
+// TestClose_HostWithATimedOutDelegationsHook: a host closes the lead
+// while its Run waits for a handler that takes 2 s, begun before Close,
+// and the OnEvent hook of a delegation whose call timed out (answered:
+// the Run no longer waits for it) still runs, for longer than HookGrace.
+// That hook holds none of the lead's conversations: Close waits for the
+// long handler as it would without it, and returns nil once the Run has
+// returned, rather than ErrCloseContinues once HookGrace has passed.
+func TestClose_HostWithATimedOutDelegationsHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		lead, slowStarted, inHook, hookGo := timedOutDelegation(t, rt)
+		defer close(hookGo)
+		ran := runOf(lead, "s")
+		<-slowStarted
+		<-inHook // 1 s in: the delegation's call timed out, and its hook runs
+		if err := <-closeOf(context.Background(), lead); err != nil {
+			t.Errorf("the host's Close: %v, want nil once the Run has returned", err)
+		}
+		if err := <-ran; err != nil {
+			t.Errorf("the lead's Run: %v", err)
+		}
+	})
+}
+

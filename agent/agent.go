@@ -664,7 +664,10 @@ func sessionID(stream string) string {
 // not, it stops waiting then. A delegation made to the agent, cancelled
 // as Close began, whose conversation is left in its hook, is waited for
 // HookGrace at most, and then no longer (Close returns nil, as for a
-// consumer's body above). So a
+// consumer's body above); so are the handlers of the delegations the
+// agent made that, once its loops have stopped, are all left in their
+// hooks (the hook of a delegation whose call was cancelled, say, which
+// closes the agent). So a
 // tool's handler, or a goroutine a handler or hook waits for, closing
 // the agent with another ctx holds its conversation for CancelGrace
 // (its call's ctx saves that wait; a ctx of Close's that ends sooner
@@ -1001,9 +1004,23 @@ func stillIn(running map[*hookSlot]uint64) bool {
 // them the loops of the delegations they made), until the handlers of
 // those delegations have returned, for CancelGrace at most: a host's
 // ToolOptions.OnEvent hook still running in one may hold it no longer.
-// It returns ctx's error if ctx ends first.
+// Once every handler left is in its hook, each in the same entry (see
+// hookSlot), it waits HookGrace at most: nothing is left for them to do
+// but return from their hooks, one of which may be its caller. It
+// returns ctx's error if ctx ends first.
 func (a *Agent) awaitDelegating(ctx context.Context) error {
-	var grace <-chan time.Time
+	grace := time.NewTimer(a.opts.CancelGrace)
+	defer grace.Stop()
+	var (
+		inHooks    map[*hookSlot]uint64 // those in their hooks, with their entries, as hooksGrace runs
+		hooksGrace *time.Timer
+		hooksC     <-chan time.Time
+	)
+	defer func() {
+		if hooksGrace != nil {
+			hooksGrace.Stop()
+		}
+	}()
 	for {
 		a.mu.Lock()
 		if a.delegating == 0 {
@@ -1014,20 +1031,51 @@ func (a *Agent) awaitDelegating(ctx context.Context) error {
 			a.delegated = make(chan struct{})
 		}
 		delegated := a.delegated
-		a.mu.Unlock()
-		if grace == nil {
-			t := time.NewTimer(a.opts.CancelGrace)
-			defer t.Stop()
-			grace = t.C
+		if now := a.delegationsInHooksLocked(); now == nil {
+			inHooks, hooksC = nil, nil
+		} else if inHooks == nil || !sameEntries(inHooks, now) {
+			inHooks = now // the grace starts (anew)
+			if hooksGrace == nil {
+				hooksGrace = time.NewTimer(HookGrace)
+			} else {
+				hooksGrace.Reset(HookGrace)
+			}
+			hooksC = hooksGrace.C
 		}
+		a.mu.Unlock()
 		select {
 		case <-delegated:
-		case <-grace:
+		case <-grace.C:
 			return nil
+		case <-hooksC:
+			a.mu.Lock()
+			now := a.delegationsInHooksLocked()
+			a.mu.Unlock()
+			if now != nil && sameEntries(inHooks, now) {
+				return nil // in the same entry of their hooks for HookGrace
+			}
+			inHooks, hooksC = nil, nil // something moved: look again
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// delegationsInHooksLocked returns the hooks of the delegations the
+// agent made (see Agent.hooks) with their entries when every handler
+// of those that have not returned (Agent.delegating) runs its hook, else
+// nil; a.mu is held.
+func (a *Agent) delegationsInHooksLocked() map[*hookSlot]uint64 {
+	running := make(map[*hookSlot]uint64, len(a.hooks))
+	for h := range a.hooks {
+		if n := h.n.Load(); n%2 == 1 {
+			running[h] = n
+		}
+	}
+	if len(running) == 0 || len(running) < a.delegating {
+		return nil
+	}
+	return running
 }
 
 // beginCloseLocked marks the agent closed, so that no conversation

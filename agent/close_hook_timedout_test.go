@@ -78,3 +78,48 @@ func TestClose_HostWithATimedOutDelegationsHook(t *testing.T) {
 	})
 }
 
+// TestClose_FromTheHookOfACancelledDelegation: the host cancels the
+// lead's Run while it waits for its delegation to the writer; the
+// delegation's call is answered as cancelled and the Run returns, while
+// the delegation's OnEvent hook, at its error, closes the lead with
+// context.Background. What is left of the lead is that hook's handler,
+// which waits for Close: Close waits for it HookGrace at most, not
+// CancelGrace, and returns nil.
+func TestClose_FromTheHookOfACancelledDelegation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		started := make(chan struct{})
+		wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}})
+		writer := newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}}, scripted.Turn{Text: "Never."}),
+			&agent.Options{Name: "writer", Tools: []*tools.Tool{wait}})
+		var lead *agent.Agent
+		closed := make(chan error, 1)
+		var waited time.Duration
+		lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
+			if ev.Kind == agent.EventError {
+				closed <- timedClose(context.Background(), lead, &waited)
+			}
+		}})
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() {
+			_, err := lead.Run(ctx, "s", ask)
+			ran <- err
+		}()
+		<-started
+		cancel()
+		if err := <-ran; err == nil {
+			t.Error("the lead's cancelled Run returned no error")
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close of the lead from its cancelled delegation's hook: %v, want nil", err)
+		}
+		if waited > agent.HookGrace {
+			t.Errorf("Close from the cancelled delegation's hook took %v, want HookGrace (%v) at most", waited, agent.HookGrace)
+		}
+	})
+}

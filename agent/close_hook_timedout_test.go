@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -120,6 +121,53 @@ func TestClose_FromTheHookOfACancelledDelegation(t *testing.T) {
 		}
 		if waited > agent.HookGrace {
 			t.Errorf("Close from the cancelled delegation's hook took %v, want HookGrace (%v) at most", waited, agent.HookGrace)
+		}
+	})
+}
+
+// TestClose_HostAndHookAtOnce: a host closes the lead, with
+// context.Background on a goroutine of its own, while the lead's Run
+// waits for its delegation, whose OnEvent hook runs; the hook then
+// closes the lead too. The hook's Close waits HookGrace at most and
+// returns an error wrapping ErrCloseContinues; the host's returns nil or
+// ErrCloseContinues (both wait as long for the same hook); the Run goes
+// on to its answer once the hook has returned, Done is closed, and a
+// Close then returns nil.
+func TestClose_HostAndHookAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := actorstest.NewRuntime(t, nil)
+		writer := newAgent(t, rt, model(t, scripted.Turn{Text: "Written."}), &agent.Options{Name: "writer"})
+		inHook, hostClosing := make(chan struct{}), make(chan struct{})
+		hookClosed := make(chan error, 1)
+		var lead *agent.Agent
+		var waited time.Duration
+		lead = delegatingLead(t, rt, writer, &agent.ToolOptions{OnEvent: func(_ string, ev agent.Event) {
+			if ev.Kind == agent.EventDone {
+				close(inHook)
+				<-hostClosing
+				hookClosed <- timedClose(context.Background(), lead, &waited)
+			}
+		}})
+		ran := runOf(lead, "s")
+		<-inHook
+		hostClosed := closeOf(context.Background(), lead)
+		synctest.Wait() // the host's Close waits, while the hook runs
+		close(hostClosing)
+		if err := <-hookClosed; !errors.Is(err, agent.ErrCloseContinues) {
+			t.Errorf("the hook's Close: %v, want ErrCloseContinues", err)
+		}
+		if waited > agent.HookGrace {
+			t.Errorf("the hook's Close took %v, want HookGrace (%v) at most", waited, agent.HookGrace)
+		}
+		if err := <-hostClosed; err != nil && !errors.Is(err, agent.ErrCloseContinues) {
+			t.Errorf("the host's Close: %v, want nil or ErrCloseContinues", err)
+		}
+		if err := <-ran; err != nil {
+			t.Errorf("the lead's Run: %v", err)
+		}
+		<-lead.Done()
+		if err := lead.Close(context.Background()); err != nil {
+			t.Errorf("Close once Done is closed: %v, want nil", err)
 		}
 	})
 }

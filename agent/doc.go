@@ -122,7 +122,8 @@
 // of its own on a loop started as a child of the lead's calling tool
 // actor (actors.ParentFrom), so the lead's supervision covers it and
 // stopping the lead stops it (the lead's [Agent.Close] waits for the
-// delegation to return, CancelGrace at most); the specialist's own loop
+// delegation to return, CancelGrace at most, [HookGrace] once all that
+// is left of it is its ToolOptions.OnEvent hook); the specialist's own loop
 // is never started for it. A specialist that fails, times out or is cancelled makes an
 // error result of that one call, and the lead goes on; so does one whose
 // specialist is closed ([Agent.Close] cancels the delegations to it

@@ -353,3 +353,36 @@ func TestDurableRouter_LateEchoAfterANewCallOfItsID(t *testing.T) {
 		}
 	})
 }
+
+// TestDurableRouter_CallStartedOnAClosedStreamWaitsFromItsStartAcrossSnapshots:
+// the start of a call the model makes on a closed stream and the time it
+// waits from are one write; with a snapshot asked for at every write (the
+// state before it), a restart of the process replays them, and the call
+// is ended at the limit counted from its start, not from the recovery.
+func TestDurableRouter_CallStartedOnAClosedStreamWaitsFromItsStartAcrossSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimitedWith(t, restartRuntime, time.Hour, startModel)
+		h.every = 1
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p") // s closed, call_a waits from now
+		time.Sleep(h.limit + time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+			t.Fatalf("result at the limit: %s, want call_a's", line(r))
+		}
+
+		send(t, h.conn, messages.Meta("s", "start", nil)) // the model starts call_m on the closed stream
+		synctest.Wait()
+		time.Sleep(h.limit / 2)
+		h.restart("p2")
+		time.Sleep(h.limit/2 - time.Second)
+		synctest.Wait()
+		results(t, h.got, 0)
+		time.Sleep(2 * time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureStopped {
+			t.Errorf("result of the call started on the closed stream: %s, want call_m stopped at its limit", line(r))
+		}
+		h.restart("p3")
+		notRecovered(t, h.conn, "s")
+	})
+}

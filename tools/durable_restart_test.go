@@ -30,11 +30,7 @@ func TestDurableRouter_RestartsDoNotPutOffTheLimit(t *testing.T) {
 			t.Errorf("result an hour after call_a's first recovery: %s, want call_a stopped", line(r))
 		}
 		time.Sleep(40*time.Minute - 2*time.Second)
-		results(t, h.got, 0)
-		time.Sleep(2 * time.Second)
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_p" || tools.KindOf(r) != tools.FailureStopped {
-			t.Errorf("result an hour after call_p's first recovery: %s, want call_p stopped", line(r))
-		}
+		stoppedAtLimit(t, h, "call_p", "an hour after its first recovery")
 		h.restart("p3")
 		notRecovered(t, h.conn, "s")
 		notRecovered(t, h.conn, "p")
@@ -376,13 +372,21 @@ func TestDurableRouter_CallStartedOnAClosedStreamWaitsFromItsStartAcrossSnapshot
 		time.Sleep(h.limit / 2)
 		h.restart("p2")
 		time.Sleep(h.limit/2 - time.Second)
-		synctest.Wait()
-		results(t, h.got, 0)
-		time.Sleep(2 * time.Second)
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureStopped {
-			t.Errorf("result of the call started on the closed stream: %s, want call_m stopped at its limit", line(r))
-		}
+		stoppedAtLimit(t, h, "call_m", "at the limit from its start")
 		h.restart("p3")
 		notRecovered(t, h.conn, "s")
 	})
+}
+
+// stoppedAtLimit checks, just before the limit of call on h, that the
+// model got no result, and 2 seconds later that it got call's alone,
+// stopped.
+func stoppedAtLimit(t *testing.T, h *limitedRouter, call, when string) {
+	t.Helper()
+	synctest.Wait()
+	results(t, h.got, 0)
+	time.Sleep(2 * time.Second)
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != call || tools.KindOf(r) != tools.FailureStopped {
+		t.Errorf("result %s: %s, want %s stopped", when, line(r), call)
+	}
 }

@@ -89,7 +89,10 @@
 //     one model response, on a tool actor): the runtime knows them by
 //     the tool-call ids of their frames, a call ending at the Logic's
 //     END with its id (an END without one ends the stream, and every
-//     call on it). When the failed frame carries the id of one of
+//     call on it). An argument chunk of a call the Logic ended, still
+//     on its way, is delivered but opens nothing: a restart or stop
+//     does not answer that call a second time (a [Spec.Durable] duplex,
+//     which recovers its calls, notes it open as before). When the failed frame carries the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets

@@ -629,7 +629,8 @@ func (s *shell) closeCall(stream, call string, reason error, stopped bool) {
 }
 
 // input delivers a frame written into the sink. A frame that asks for
-// work opens a call on its stream, if none is open (see opensCall):
+// work opens a call on its stream, if none is open (see opensCall), but
+// an argument chunk of a call the Logic ended (see continues):
 // answers (TOOL_RESULT), control frames (CANCEL, ABORT, TICK), END and
 // META do not: a duplex owes nothing for them, so a stream they arrive on
 // after its END stays closed. The caller's END ends its
@@ -653,6 +654,12 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
+		if t == messages.FrameType_TEXT && f.IsToolArgChunk() && !s.spec.Durable() &&
+			!s.open.continues(f.GetStreamId(), f.GetToolCallId()) {
+			// The rest of a call the Logic ended (see continues): it
+			// had its answer, and is not open again.
+			break
+		}
 		if s.muted.len() > 0 {
 			// A new call on the stream: what the Logic emits on it now
 			// is this call's (see muted).
@@ -1081,6 +1088,32 @@ func (o *openStreams) noteCall(id, call string) {
 		st.call = call
 		o.more[id] = st
 	}
+}
+
+// continues reports whether an argument chunk of tool-call id call on
+// id is of a call id holds open: id is open, and call is one of its
+// calls noted, or carries no id, or id has no call noted by its id and
+// the Logic ended none (a streaming call whose TOOL_CALL carried no id).
+// A chunk comes after its call's TOOL_CALL, which opened the call: one
+// of a call the stream does not hold is of a call the Logic ended (by
+// its id, or the stream with it), still on its way; noted, it would
+// open that call again, for a restart or stop to answer a second time.
+func (o *openStreams) continues(id, call string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return heldCall(call, o.calls[i], o.multi[i], o.spent[i])
+		}
+	}
+	st, ok := o.more[id]
+	return ok && heldCall(call, st.call, st.multi, st.spent)
+}
+
+// heldCall is continues for an open stream whose call noted is noted,
+// whose calls are multi (when several) and of which the Logic ended a
+// call by its id when spent.
+func heldCall(call, noted string, multi []string, spent bool) bool {
+	return call == "" || call == noted || noted == "" && len(multi) == 0 && !spent ||
+		slices.Contains(multi, call)
 }
 
 // joined returns m, a stream's calls (none kept yet when empty), with

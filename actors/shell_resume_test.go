@@ -27,14 +27,21 @@ func resumeAll() *supervisor.Strategy { return decidingAll(supervisor.Resume) }
 // returns the frames read as frameLabel records them.
 func recvUntil(t *testing.T, conn *Conn, stream, last string) []string {
 	t.Helper()
+	return recvLabeled(t, conn, stream+":"+last, frameLabel)
+}
+
+// recvLabeled reads conn until a frame label records as last arrives,
+// and returns the frames read as label records them.
+func recvLabeled(t *testing.T, conn *Conn, last string, label func(*messages.Frame) string) []string {
+	t.Helper()
 	ctx := testContext(t)
 	var got []string
-	for len(got) == 0 || got[len(got)-1] != stream+":"+last {
+	for len(got) == 0 || got[len(got)-1] != last {
 		f, err := conn.Recv(ctx)
 		if err != nil {
 			t.Fatalf("Recv: %v after %q", err, got)
 		}
-		got = append(got, frameLabel(f))
+		got = append(got, label(f))
 	}
 	return got
 }
@@ -52,9 +59,18 @@ func onStream(got []string, stream string) []string {
 
 // textDuplex is a duplex "d" whose Logic hands each TEXT frame to receive.
 func textDuplex(receive func(c Context, f *messages.Frame)) Spec {
+	return frameDuplex(func(c Context, f *messages.Frame) {
+		if f.GetType() == messages.FrameType_TEXT {
+			receive(c, f)
+		}
+	})
+}
+
+// frameDuplex is a duplex "d" whose Logic hands each frame to receive.
+func frameDuplex(receive func(c Context, f *messages.Frame)) Spec {
 	return Spec{Name: "d", New: func() Logic {
 		return LogicFunc(func(c Context, msg any) {
-			if f, ok := msg.(*messages.Frame); ok && f.GetType() == messages.FrameType_TEXT {
+			if f, ok := msg.(*messages.Frame); ok {
 				receive(c, f)
 			}
 		})

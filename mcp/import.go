@@ -96,6 +96,19 @@ type ImportOptions struct {
 	// or agent keeps the tools it started with, so this is where a host
 	// starts its next one with the new list. It must not call Close.
 	OnToolsChanged func([]*tools.Tool)
+
+	hooks *hooks // the package's tests' (export_test.go)
+}
+
+// hooks hold an import at the points where its races happen, so that
+// the package's tests can make them happen in one order.
+type hooks struct {
+	// connected is called by a connection attempt that has its session
+	// and has not yet made it known to the teardown.
+	connected func()
+	// teardownWaits is called when the teardown begins to wait for the
+	// connection attempts in flight.
+	teardownWaits func()
 }
 
 // Imported is a connection to one MCP server and the tools it offers. Its
@@ -119,6 +132,12 @@ type Imported struct {
 
 	liveMu sync.Mutex
 	live   map[*sdk.ClientSession]*sessionState // sessions opened and not yet closed
+	// connects are the connection attempts in flight, which the teardown
+	// waits for: an attempt that has its session but has not yet put it
+	// in live would otherwise end it (its DELETE sent) after Close
+	// returned. Once tornDown is set (under liveMu), no attempt begins.
+	connects sync.WaitGroup
+	tornDown bool
 
 	// The server processes started while Import waits for the first
 	// list, so that a failed Import kills them at once: a server that
@@ -382,14 +401,19 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // Close stops the connection actor (closing the session, which ends a
 // stdio server) and waits until it is gone or ctx ends. Calls still
 // waiting are answered with errors, and so are calls in flight, cut
-// short (the server may have run them). When ctx ends first, Close returns
-// its error and the teardown goes on without it, giving up the DELETE
-// that ends an HTTP session if the server has not answered it yet (the
-// teardown's error then says the server was not told); the DELETE is
-// bounded anyway (sessionEndTimeout), and a stdio server that does not
-// exit is killed. Close may be called again, to wait for the teardown.
+// short (the server may have run them). The DELETE that ends an HTTP
+// session is bounded (sessionEndTimeout): when the server does not
+// answer it in time, or it fails, Close's error says the server was not
+// told the session ended. When ctx ends first, Close returns its error
+// and the teardown goes on without it, giving up that DELETE if the
+// server has not answered it yet (the teardown's error then says so),
+// and a stdio server that does not exit is killed. Close may be called
+// again, to wait for the teardown and have its error.
 func (im *Imported) Close(ctx context.Context) error {
-	im.closeOnce.Do(func() { go im.teardown() })
+	im.closeOnce.Do(func() {
+		im.shutting(errImportClosed) // at once: what fails from now on is the teardown's
+		go im.teardown()
+	})
 	select {
 	case <-im.closed:
 	case <-ctx.Done():
@@ -409,7 +433,17 @@ func (im *Imported) teardown() {
 	defer close(im.closed)
 	im.link.shut(errImportClosed)
 	im.shutting(errImportClosed)
+	im.liveMu.Lock()
+	im.tornDown = true
+	im.liveMu.Unlock()
 	im.closeErr = im.conn.Close(context.Background()) // bounded: the actor ends once its session has closed
+	// The connection attempts in flight end soon: their incarnation has
+	// ended, and their context with it. Each has put its session in live,
+	// or ended it, by then.
+	if h := im.opts.hooks; h != nil && h.teardownWaits != nil {
+		h.teardownWaits()
+	}
+	im.connects.Wait()
 	// A session whose incarnation ended before it heard of it (or whose
 	// watch is still closing it) is closed here, so that no server
 	// process or connection outlives the import.
@@ -955,6 +989,14 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 // connect starts or dials the server and reads its tool list. A session
 // that cannot list its tools is closed.
 func (im *Imported) connect(job context.Context) connected {
+	im.liveMu.Lock()
+	if im.tornDown {
+		im.liveMu.Unlock()
+		return connected{err: errImportClosed}
+	}
+	im.connects.Add(1) // never after the teardown's Wait began: tornDown is set first
+	im.liveMu.Unlock()
+	defer im.connects.Done()
 	im.procMu.Lock()
 	if im.killed {
 		im.procMu.Unlock()
@@ -999,6 +1041,9 @@ func (im *Imported) connect(job context.Context) connected {
 	s, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		return connected{err: fmt.Errorf("connect: %w", err)}
+	}
+	if h := im.opts.hooks; h != nil && h.connected != nil {
+		h.connected()
 	}
 	im.liveMu.Lock()
 	im.live[s] = state
@@ -1144,8 +1189,8 @@ func (w sessionWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 const sessionEndTimeout = 2 * time.Second
 
 // sessionEnd bounds the DELETE that ends a session (sessionEndTimeout)
-// and gives it up once a Close's context has ended (givenUp), recording
-// that the server was not told.
+// and gives it up once a Close's context has ended (givenUp). A DELETE
+// that fails, or is cut short so, is reported (sessionNotEnded).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1159,15 +1204,31 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer cancel(nil)
 	stop := context.AfterFunc(e.im.givenUp, func() { cancel(context.Cause(e.im.givenUp)) })
 	defer stop()
-	ctx, cancelTimeout := context.WithTimeout(ctx, sessionEndTimeout)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, sessionEndTimeout,
+		fmt.Errorf("the server did not answer its DELETE within %v: %w", sessionEndTimeout, context.DeadlineExceeded))
 	defer cancelTimeout()
 	res, err := e.next.RoundTrip(r.WithContext(ctx))
-	if err != nil && e.im.givenUp.Err() != nil {
-		e.im.endMu.Lock()
-		e.im.endErr = errors.Join(e.im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", e.im.what(), context.Cause(e.im.givenUp)))
-		e.im.endMu.Unlock()
+	if err != nil {
+		why := err
+		if ctx.Err() != nil { // given up, or out of time
+			why = context.Cause(ctx)
+		}
+		e.im.sessionNotEnded(why)
 	}
 	return res, err
+}
+
+// sessionNotEnded reports that the server was not told a session ended,
+// and why: once Close was called in the teardown's error, otherwise (a
+// restart, which goes on without it) in the log.
+func (im *Imported) sessionNotEnded(why error) {
+	if im.closing.Err() == nil && im.givenUp.Err() == nil {
+		im.opts.Logger.Warn("MCP server not told the session ended", "server", im.what(), "err", why)
+		return
+	}
+	im.endMu.Lock()
+	defer im.endMu.Unlock()
+	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", im.what(), why))
 }
 
 // bearer adds an Authorization header to each request.

@@ -88,6 +88,18 @@ func boundHTTPServer(t *testing.T, sse bool) *httptest.Server {
 	})
 }
 
+// writeBound answers body as boundAnswer does, in a JSON body (a
+// notification with 202 Accepted).
+func writeBound(w http.ResponseWriter, body []byte) {
+	answer, ok := boundAnswer(body)
+	if !ok {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, answer)
+}
+
 // postServer is an HTTP server handing the body of each POST to post,
 // a DELETE to del (when set), and answering other requests 405.
 func postServer(t *testing.T, del http.HandlerFunc, post func(w http.ResponseWriter, r *http.Request, body []byte)) *httptest.Server {

@@ -50,13 +50,7 @@ func TestImport_CloseHearsOfTheDeleteAWatchRuns(t *testing.T) {
 			}
 			w.Header().Set("Mcp-Session-Id", "only")
 		}
-		answer, ok := boundAnswer(body)
-		if !ok {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, answer)
+		writeBound(w, body)
 	})
 	rt := actorstest.NewRuntime(t, nil)
 	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL, KeepAlive: 100 * time.Millisecond, KeepAliveMisses: 1})

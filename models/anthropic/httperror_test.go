@@ -145,3 +145,24 @@ func TestAdapter_FailedRequestURLHasNoQuery(t *testing.T) {
 func authenticationError(w http.ResponseWriter, message string) {
 	anthropictest.WriteError(w, http.StatusUnauthorized, "authentication_error", message)
 }
+
+// A credential the HTTP client's transport adds below the SDK (an OAuth2
+// transport's bearer token) is not repeated either when the server
+// quotes it: it is redacted as it went on the wire.
+func TestAdapter_CredentialOfTheTransportIsRedacted(t *testing.T) {
+	const token = "oauth-token-0123456789"
+	rg := modeltest.NewRig(t, modeltest.EchoCredentials(authenticationError), func(url string, client *http.Client) actors.Spec {
+		return adapter(t, anthropic.Options{})(url, &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)})
+	})
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), token)
+}
+
+// The META events of a resilience.Transport's retries say why the
+// attempt failed without the credentials that error quoted: the API key,
+// and a token the transport below the SDK added.
+func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
+	withKey := func(key string) func(string, *http.Client) actors.Spec {
+		return adapter(t, anthropic.Options{APIKey: key, MaxRetries: anthropic.NoRetries})
+	}
+	modeltest.CheckRetriesRedacted(t, sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "Hi"), blockStop(0), messageDelta("end_turn", 1), messageStop), withKey, adapter(t, anthropic.Options{MaxRetries: anthropic.NoRetries}))
+}

@@ -698,18 +698,7 @@ func Serve(t testing.TB, spec actors.Spec, within time.Duration) (*actors.Conn, 
 // failing the test when it breaks the contract.
 func (rg *Rig) Ask(stream string, params ...models.Param) *models.Response {
 	rg.t.Helper()
-	req := &models.Request{StreamID: stream, Params: params}
-	if err := rg.Conn.SendAll(req.Frames()...); err != nil {
-		rg.t.Fatal(err)
-	}
-	frames, err := rg.Conn.RecvStream(rg.Ctx, stream)
-	if err != nil {
-		rg.t.Fatalf("read answer: %v", err)
-	}
-	r, err := models.ReadResponse(frames)
-	if err != nil {
-		rg.t.Fatalf("answer breaks the contract: %v", err)
-	}
+	_, r := rg.AskFrames(stream, params...)
 	return r
 }
 

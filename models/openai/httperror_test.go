@@ -239,3 +239,24 @@ func testProxyPasswordIsRedacted(t *testing.T, wrapped bool) {
 		}
 	}
 }
+
+// A credential the HTTP client's transport adds below the SDK (an OAuth2
+// transport's bearer token) is not repeated either when the server
+// quotes it: it is redacted as it went on the wire.
+func TestAdapter_CredentialOfTheTransportIsRedacted(t *testing.T) {
+	const token = "oauth-token-0123456789"
+	rg := modeltest.NewRig(t, modeltest.EchoCredentials(writeError(http.StatusUnauthorized)), func(url string, client *http.Client) actors.Spec {
+		return adapter(t, openai.Options{MaxRetries: openai.NoRetries})(url, &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)})
+	})
+	modeltest.WantCredentialsRedacted(t, rg.Ask("s1", userAsk), token)
+}
+
+// The META events of a resilience.Transport's retries say why the
+// attempt failed without the credentials that error quoted: the API key,
+// and a token the transport below the SDK added.
+func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
+	withKey := func(key string) func(string, *http.Client) actors.Spec {
+		return adapter(t, openai.Options{APIKey: key, MaxRetries: openai.NoRetries})
+	}
+	modeltest.CheckRetriesRedacted(t, sse(content("Hi"), finish("stop")), withKey, adapter(t, openai.Options{MaxRetries: openai.NoRetries}))
+}

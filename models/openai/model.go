@@ -39,9 +39,12 @@ type Options struct {
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	// The adapter never reads the environment for it: see [APIKeyFromEnv].
-	// An ERROR frame never repeats it: a key of 8 bytes or more is cut
-	// out of the text of errors (where some servers quote it) wherever it
-	// is, a shorter one where it stands as a word.
+	// No frame repeats it (an ERROR, a resilience.Transport's retry
+	// event): a key of 8 bytes or more is cut out of the text of errors
+	// (where some servers quote it) wherever it is, a shorter one where
+	// it stands as a word, and one of fewer than 4 bytes, which would cut
+	// ordinary words ("a", "key"), only where it is quoted as a
+	// credential ("x" in quotes, "Bearer x").
 	APIKey string
 	// Model is used for requests without a "model" PARAM.
 	Model string
@@ -62,7 +65,10 @@ type Options struct {
 	// emitted already.
 	MaxRetries int
 	// HTTPClient sends the requests; default: a client of the Model's own
-	// (on a clone of http.DefaultTransport), released by Close.
+	// (on a clone of http.DefaultTransport), released by Close. The
+	// credentials its transport adds (an OAuth2 transport's token) are
+	// kept out of frames as APIKey is, when an *http.Transport at the
+	// bottom sends them with the request's context.
 	HTTPClient *http.Client
 	// DisableUsage stops asking for usage (stream_options.include_usage),
 	// for servers that reject the field.

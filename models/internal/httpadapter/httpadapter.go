@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"slices"
@@ -50,7 +51,8 @@ type Config struct {
 	Logger      *slog.Logger
 	// APIKey is the key the adapter sends; the errors of its answers
 	// never repeat it (see [Endpoint.Answer]): whole or clipped when it
-	// has 8 bytes or more, as a word when shorter.
+	// has 8 bytes or more, as a word when shorter, and only where it is
+	// quoted as a credential when shorter than 4 bytes (redactQuoted).
 	APIKey string
 	// BaseURL is the API root; the errors of the answers never repeat
 	// the password of its user info either, plain or as the base64 of
@@ -231,45 +233,53 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // write fails the request as permanent: the same request cannot be sent
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
-// frames. No ERROR frame carries a credential: the API key of e's
-// Config, the password of its base URL (plain and in basic auth), and
-// what the SDK middleware [Credentials] noted of the attempts of the
-// request (credentials added by an adapter's RequestOptions) are cut out
-// of the text of send's errors (some servers quote the credentials they
-// refuse), and the query string out of the URLs it names.
+// frames. No frame carries a credential: the API key of e's Config, the
+// password of its base URL (plain and in basic auth), what the SDK
+// middleware [Credentials] noted of the attempts of the request
+// (credentials added by an adapter's RequestOptions), and what the
+// request's headers carried on the wire (credentials a transport of the
+// HTTP client added below the SDK, such as an OAuth2 transport's token:
+// the *http.Transport at the bottom reports each header it writes) are
+// cut out of the text of send's errors and of the retry events' (some
+// servers quote the credentials they refuse), and the query string out
+// of the URLs they name. Credentials a transport sends other than through
+// an *http.Transport, with the request's context, are not seen.
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
-	answer := answerWith(body, send)
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		sent := &credentials{proxy: e.proxy}
-		frames, err := answer(context.WithValue(ctx, credentialsKey{}, sent), req, emit)
+		ctx = context.WithValue(ctx, credentialsKey{}, sent)
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaderField: sent.wroteHeader})
+		redact := func(text string) string { return e.redact(text, sent) }
+		frames, err := answerWith(body, send, redact)(ctx, req, emit)
 		if err != nil {
-			err = e.redacted(err, sent)
+			if text := redact(err.Error()); text != err.Error() {
+				err = WithText(err, text)
+			}
 		}
 		return frames, err
 	}
 }
 
-// redacted returns err with the credentials of e and sent cut out of its
-// text, and the query strings of the URLs sent.
-func (e *Endpoint) redacted(err error, sent *credentials) error {
-	text := err.Error()
+// redact returns text with the credentials of e and sent cut out, and
+// the query strings of the URLs sent.
+func (e *Endpoint) redact(text string, sent *credentials) string {
 	sent.mu.Lock()
-	queries, secrets := sent.queries, append(slices.Clone(e.secrets), sent.secrets...)
+	queries, secrets := slices.Clone(sent.queries), append(slices.Clone(e.secrets), sent.secrets...)
 	sent.mu.Unlock()
 	for _, q := range queries {
 		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
 	}
 	for _, secret := range secrets {
-		if len(secret) >= minSecret {
+		switch {
+		case len(secret) >= minSecret:
 			text = redact(text, secret)
-		} else {
+		case len(secret) >= minWord:
 			text = redactWord(text, secret)
+		default:
+			text = redactQuoted(text, secret)
 		}
 	}
-	if text == err.Error() {
-		return err
-	}
-	return WithText(err, text)
+	return text
 }
 
 // Credentials is the SDK middleware, to be applied after every other
@@ -305,25 +315,7 @@ func (c *credentials) note(req *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, values := range req.Header {
-		if !credentialName(name) {
-			continue
-		}
-		for _, v := range values {
-			scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
-			if !ok {
-				c.add(v)
-				continue
-			}
-			rest = strings.TrimSpace(rest)
-			c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
-			if strings.EqualFold(scheme, "Basic") {
-				if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
-					if _, password, ok := strings.Cut(string(b), ":"); ok {
-						c.add(password)
-					}
-				}
-			}
-		}
+		c.header(name, values)
 	}
 	if c.proxy != nil {
 		// The transport sends the proxy its user info as basic auth,
@@ -360,6 +352,38 @@ func (c *credentials) note(req *http.Request) {
 	}
 }
 
+// wroteHeader is the httptrace hook of a request's header fields as
+// they go on the wire.
+func (c *credentials) wroteHeader(name string, values []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.header(name, values)
+}
+
+// header notes the credentials of a header field. HTTP/2's pseudo-header
+// fields (":authority", the host) are none.
+func (c *credentials) header(name string, values []string) {
+	if strings.HasPrefix(name, ":") || !credentialName(name) {
+		return
+	}
+	for _, v := range values {
+		scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if !ok {
+			c.add(v)
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
+		if strings.EqualFold(scheme, "Basic") {
+			if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
+				if _, password, ok := strings.Cut(string(b), ":"); ok {
+					c.add(password)
+				}
+			}
+		}
+	}
+}
+
 func (c *credentials) add(secret string) {
 	if secret != "" && !slices.Contains(c.secrets, secret) {
 		c.secrets = append(c.secrets, secret)
@@ -367,16 +391,20 @@ func (c *credentials) add(secret string) {
 }
 
 // credentialName reports whether a header or query parameter of this
-// name may carry a credential.
+// name may carry a credential. It is asked of every header field a
+// request writes: it does not allocate.
 func credentialName(name string) bool {
-	name = strings.ToLower(name)
-	for _, word := range []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"} {
-		if strings.Contains(name, word) {
-			return true
+	for _, word := range credentialWords {
+		for i := 0; i+len(word) <= len(name); i++ {
+			if strings.EqualFold(name[i:i+len(word)], word) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+var credentialWords = []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"}
 
 // secrets returns what the errors of c's answers must not repeat: the
 // API key, and the password of the base URL's user info, plain and as
@@ -430,7 +458,19 @@ func redact(text, secret string) string {
 // where it stands as a word: not where letters, digits, '_' or '-' go on
 // either side of it, so that a short key ("test") leaves the words that
 // hold it ("latest", "test-model") whole.
-func redactWord(text, secret string) string {
+func redactWord(text, secret string) string { return redactWhere(text, secret, asWord) }
+
+// redactQuoted returns text with secret, shorter than minWord, cut out
+// where a server quotes a credential: whole between quotes ("x", 'x',
+// `x`), or as a word past an auth scheme ("Bearer x"). Cut out wherever
+// it stands as a word, a key of one to three bytes would cut ordinary
+// words ("a", "to", "key") out of the text, and it hides little: such a
+// key is guessed in moments.
+func redactQuoted(text, secret string) string { return redactWhere(text, secret, quoted) }
+
+// redactWhere returns text with secret cut out where cut, given the text
+// before and after it, says so.
+func redactWhere(text, secret string, cut func(before, after string) bool) string {
 	var b strings.Builder
 	done := 0 // text[:done] is in b
 	for i := 0; ; {
@@ -440,9 +480,7 @@ func redactWord(text, secret string) string {
 		}
 		j += i
 		end := j + len(secret)
-		before, _ := utf8.DecodeLastRuneInString(text[:j])
-		after, _ := utf8.DecodeRuneInString(text[end:])
-		if j > 0 && wordRune(before) || end < len(text) && wordRune(after) {
+		if !cut(text[:j], text[end:]) {
 			i = j + 1
 			continue
 		}
@@ -456,6 +494,37 @@ func redactWord(text, secret string) string {
 	return b.String() + text[done:]
 }
 
+// asWord reports whether what stands between before and after is a word
+// of its own.
+func asWord(before, after string) bool {
+	last, _ := utf8.DecodeLastRuneInString(before)
+	next, _ := utf8.DecodeRuneInString(after)
+	return (before == "" || !wordRune(last)) && (after == "" || !wordRune(next))
+}
+
+// quoted reports whether what stands between before and after is quoted
+// as a credential: between a pair of the same quotes, or as a word past
+// an auth scheme and a space.
+func quoted(before, after string) bool {
+	if before != "" && after != "" && before[len(before)-1] == after[0] && strings.IndexByte("\"'`", after[0]) >= 0 {
+		return true
+	}
+	head, ok := strings.CutSuffix(before, " ")
+	if !ok || !asWord(before, after) {
+		return false
+	}
+	scheme := head[strings.LastIndexFunc(head, func(r rune) bool { return !unicode.IsLetter(r) })+1:]
+	for _, s := range authSchemes {
+		if strings.EqualFold(scheme, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// authSchemes are the schemes of the Authorization headers servers quote.
+var authSchemes = []string{"Bearer", "Basic", "Token"}
+
 func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' }
 
 const (
@@ -468,8 +537,13 @@ const (
 
 // minSecret is the length from which a secret is cut out of error
 // texts wherever it is; a shorter one (a local server's "test") is cut
-// out only where it stands as a word, so as not to cut ordinary words.
-const minSecret = 8
+// out only where it stands as a word, so as not to cut ordinary words,
+// and one shorter than minWord ("x") only where it is quoted as a
+// credential (redactQuoted).
+const (
+	minSecret = 8
+	minWord   = 4
+)
 
 // WithText returns an error with the text text that unwraps to err (for
 // errors.Is and errors.As): err said in other words.
@@ -483,13 +557,14 @@ type textError struct {
 func (e *textError) Error() string { return e.text }
 func (e *textError) Unwrap() error { return e.err }
 
-func answerWith(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
+func answerWith(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error), redact func(string) string) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		b, err := body(req)
 		if err != nil {
 			return nil, models.Permanent(err)
 		}
 		ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
+			ev.Error = redact(ev.Error)    // the failed attempt's error may quote what it sent
 			payload, _ := json.Marshal(ev) // plain fields always encode
 			emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
 		})

@@ -95,3 +95,28 @@ func TestRedactWord(t *testing.T) {
 		}
 	}
 }
+
+// A key shorter than 4 bytes would cut ordinary words wherever they
+// stand ("a", "to", "key"): it is cut out only where a server quotes a
+// credential, whole between quotes or past an auth scheme.
+func TestRedacted_TinyKeyOnlyWhereQuoted(t *testing.T) {
+	for key, cases := range map[string][]struct{ text, want string }{
+		"a": {
+			{`HTTP 401: a key is required, see a guide`, `HTTP 401: a key is required, see a guide`},
+			{`Incorrect API key provided: "a" (see your account)`, `Incorrect API key provided: "[redacted]" (see your account)`},
+			{`Incorrect API key provided: "Bearer a" "" ""`, `Incorrect API key provided: "Bearer [redacted]" "" ""`},
+			{`key 'a' refused; bearer a refused`, `key '[redacted]' refused; bearer [redacted] refused`},
+			{`"ab" "a-b" Bearer ab`, `"ab" "a-b" Bearer ab`},
+		},
+		"key": {
+			{`Incorrect API key provided: "key"`, `Incorrect API key provided: "[redacted]"`},
+		},
+	} {
+		e := Open(Config{APIKey: key})
+		for _, c := range cases {
+			if got := e.redact(c.text, &credentials{}); got != c.want {
+				t.Errorf("key %q: %q redacted to %q, want %q", key, c.text, got, c.want)
+			}
+		}
+	}
+}

@@ -1,0 +1,9 @@
+package mcp
+
+// WithHooks makes o's import call connected in each connection attempt
+// that has its session and has not yet made it known to the teardown,
+// and teardownWaits when the teardown begins to wait for the attempts in
+// flight; either may be nil.
+func WithHooks(o *ImportOptions, connected, teardownWaits func()) {
+	o.hooks = &hooks{connected: connected, teardownWaits: teardownWaits}
+}

@@ -1,0 +1,116 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/mcp"
+)
+
+// sessionServer serves boundAnswer over streamable HTTP, giving each
+// initialize a session of its own ("s1", "s2", ...). It holds the pings
+// of the sessions silent names (until the client gives them up), and
+// answers each DELETE with del, after noting its session in deleted.
+type sessionServer struct {
+	mu      sync.Mutex
+	n       int
+	deleted map[string]bool
+}
+
+func newSessionServer(t *testing.T, silent string, del http.HandlerFunc) (*sessionServer, string) {
+	ss := &sessionServer{deleted: map[string]bool{}}
+	srv := postServer(t, func(w http.ResponseWriter, r *http.Request) {
+		ss.mu.Lock()
+		ss.deleted[r.Header.Get("Mcp-Session-Id")] = true
+		ss.mu.Unlock()
+		del(w, r)
+	}, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var req struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		switch {
+		case req.Method == "initialize":
+			ss.mu.Lock()
+			ss.n++
+			w.Header().Set("Mcp-Session-Id", fmt.Sprint("s", ss.n))
+			ss.mu.Unlock()
+		case req.Method == "ping" && r.Header.Get("Mcp-Session-Id") == silent:
+			<-r.Context().Done()
+			return
+		}
+		writeBound(w, body)
+	})
+	return ss, srv.URL
+}
+
+func (ss *sessionServer) wasDeleted(session string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.deleted[session]
+}
+
+// TestImport_CloseEndsTheSessionOfAReconnectInFlight: the keepalive finds
+// the first session silent and the connection is made again; Close comes
+// while that reconnection has its session but has not yet made it known.
+// Close must not return before that session has ended too (its DELETE
+// sent): a session left to end after Close returned outlives the import,
+// and the error of its DELETE is nobody's.
+func TestImport_CloseEndsTheSessionOfAReconnectInFlight(t *testing.T) {
+	ss, url := newSessionServer(t, "s1", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	inWindow := make(chan struct{})
+	closeReturned := make(chan struct{})
+	teardownWaits := make(chan struct{})
+	var attempts atomic.Int32
+	o := &mcp.ImportOptions{URL: url, KeepAlive: 100 * time.Millisecond, KeepAliveMisses: 1}
+	mcp.WithHooks(o, func() {
+		if attempts.Add(1) != 2 {
+			return
+		}
+		close(inWindow)
+		select { // held until the teardown is past the point where it could miss the session
+		case <-closeReturned:
+		case <-teardownWaits:
+		}
+	}, func() { close(teardownWaits) })
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-inWindow
+	err = im.Close(context.Background())
+	ended := ss.wasDeleted("s2")
+	close(closeReturned)
+	if err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if !ended {
+		t.Errorf("Close returned before the session of the reconnection in flight was ended")
+	}
+}
+
+// TestImport_CloseReportsADeleteCutAtItsBound: a server that holds the
+// DELETE of the session past its bound is not waited for, and Close
+// (whose context did not end) says the server was not told the session
+// ended, rather than nothing.
+func TestImport_CloseReportsADeleteCutAtItsBound(t *testing.T) {
+	_, url := newSessionServer(t, "", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = im.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the server was not told the session ended") || !strings.Contains(err.Error(), "2s") {
+		t.Fatalf("Close: %v; want it to say the server was not told the session ended, its DELETE not answered within 2s", err)
+	}
+}

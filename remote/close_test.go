@@ -494,13 +494,7 @@ func TestClient_CloseAnswersEveryRequest(t *testing.T) {
 // waits until the call runs on the node.
 func startCall(t *testing.T) (node, client *nodeProc) {
 	t.Helper()
-	return callOn(t, startNode(t, remote.DefaultAddress))
-}
-
-// callOn starts a client process that calls hold on node, and waits until
-// the call runs on the node.
-func callOn(t *testing.T, node *nodeProc) (_, client *nodeProc) {
-	t.Helper()
+	node = startNode(t, remote.DefaultAddress)
 	client = startChild(t, envClient+"="+node.addr)
 	if e := client.next(t); e != "calling" {
 		t.Fatalf("client said %q", e)

@@ -14,7 +14,7 @@ import (
 // envFrozen: call hold on the node at this address (see runFrozen).
 const envFrozen = "POLYWEAVE_REMOTE_TEST_FROZEN"
 
-// frozenPingTimeout is how long runFrozen's client (and runPingingNode's
+// frozenPingTimeout is how long runFrozen's client (and runTestNode's
 // node) waits for the answer to a ping.
 const frozenPingTimeout = time.Second
 

@@ -96,7 +96,7 @@ func TestClient_FrozenNodeIsGone(t *testing.T) {
 // which has no timeout, instead of running it forever.
 func TestNode_FrozenCallerIsGone(t *testing.T) {
 	t.Parallel()
-	node, client := callOn(t, startListening(t, envPingingNode+"="+remote.DefaultAddress))
+	node, client := startCall(t)
 	if err := client.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,6 @@ import (
 // gRPC goroutines of any remote started before).
 const envNode = "POLYWEAVE_REMOTE_TEST_NODE"
 
-// envPingingNode: a test node that finds a frozen caller out sooner (see
-// runPingingNode).
-const envPingingNode = "POLYWEAVE_REMOTE_TEST_PINGING_NODE"
-
 var (
 	sharedClient *remote.Client
 	sharedGone   = make(chan string, 1024)
@@ -74,7 +70,7 @@ func TestMain(m *testing.M) {
 		env string
 		run func(string) int
 	}{
-		{envNode, runTestNode}, {envPingingNode, runPingingNode}, {envClient, runTestClient}, {envCloseRace, runCloseRace},
+		{envNode, runTestNode}, {envClient, runTestClient}, {envCloseRace, runCloseRace},
 		{envSilentClose, runSilentClose}, {envClientAt, runClientAt}, {envFrozen, runFrozen},
 		{envDialLog, func(string) int { return runDialLog() }}, {envEndableNode, runEndableNode},
 		{envRedial, runRedial}, {envBigNode, runBigNode}, {envLimitsNode, runLimitsNode},
@@ -150,22 +146,12 @@ func nodeTools(events func(string)) []*tools.Tool {
 
 // runTestNode serves nodeTools on addr, printing "listening ADDR" and then
 // the tools' events on stdout, until stdin closes. A line "routes" on stdin
-// prints "routes N", N the calls the node still routes results for. Its
-// pings are the defaults: a caller starved of CPU on a loaded machine (a
-// test's client, sending calls of many MiB under the race detector) may
-// answer one late, and a node that gave up on it would end its calls.
-func runTestNode(addr string) int { return serveTestNode(addr, 0) }
-
-// runPingingNode is runTestNode awaiting the answer to a ping for
-// frozenPingTimeout, as runFrozen's client does: a caller that stops
-// answering is found out sooner (TestNode_FrozenCallerIsGone).
-func runPingingNode(addr string) int { return serveTestNode(addr, frozenPingTimeout) }
-
-// serveTestNode is runTestNode awaiting the answer to a ping for
-// pingTimeout (0: the default).
-func serveTestNode(addr string, pingTimeout time.Duration) int {
+// prints "routes N", N the calls the node still routes results for.
+func runTestNode(addr string) int {
 	events := eventPrinter()
-	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: pingTimeout}, events)
+	// The answer to a ping is awaited as long as runFrozen's client
+	// awaits it (TestNode_FrozenCallerIsGone).
+	node := listen(&remote.NodeOptions{Address: addr, Tools: nodeTools(events), KeepaliveTimeout: frozenPingTimeout}, events)
 	if node == nil {
 		return 1
 	}

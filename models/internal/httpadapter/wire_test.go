@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -38,9 +40,19 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 		leakcheck.VerifyNone(t, before)
 	}()
 	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)}})
+	err := echoAnswer(e, srv.URL+"/v1")(context.Background())
+	host := strings.TrimPrefix(srv.URL, "https://")
+	if err == nil || !strings.Contains(err.Error(), "HTTP/2 401: refused Bearer [redacted] at "+host) {
+		t.Fatalf("error %v; want the HTTP/2 status and the host whole, the token cut out", err)
+	}
+}
+
+// echoAnswer is the answer of e whose send posts to url and fails with
+// the status and body of the response.
+func echoAnswer(e *httpadapter.Endpoint, url string) func(ctx context.Context) error {
 	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
 		func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -50,11 +62,55 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 			}
 			defer res.Body.Close()
 			b, _ := io.ReadAll(res.Body)
-			return nil, fmt.Errorf("HTTP/%d %d from %s: %s", res.ProtoMajor, res.StatusCode, srv.URL, b)
+			return nil, fmt.Errorf("HTTP/%d %d: %s", res.ProtoMajor, res.StatusCode, b)
 		})
-	_, err := answer(context.Background(), &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
-	host := strings.TrimPrefix(srv.URL, "https://")
-	if err == nil || !strings.Contains(err.Error(), "HTTP/2 401 from "+srv.URL+": refused Bearer [redacted] at "+host) {
-		t.Fatalf("error %v; want the HTTP/2 status, the URL and the host whole, the token cut out", err)
+	return func(ctx context.Context) error {
+		_, err := answer(ctx, &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
+		return err
+	}
+}
+
+// TestAnswer_RedactsEachCookieOfTheJar: the cookies an HTTP client's jar
+// adds below the SDK go out in one Cookie header over HTTP/1 ("a=1;
+// b=2") and one field a cookie over HTTP/2; a server that quotes the
+// header in its error has every cookie's value cut out, the first
+// included, and keeps the names.
+func TestAnswer_RedactsEachCookieOfTheJar(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("HTTP/2=", h2), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = fmt.Fprintf(w, "refused cookies %s", strings.Join(r.Header.Values("Cookie"), "; "))
+			}))
+			srv.EnableHTTP2 = h2
+			srv.StartTLS()
+			client := srv.Client()
+			defer func() {
+				client.CloseIdleConnections()
+				srv.Close()
+				leakcheck.VerifyNone(t, before)
+			}()
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(srv.URL)
+			const session, csrf = "session-0123456789abcdef", "csrf-fedcba9876543210"
+			jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: session}, {Name: "csrf", Value: csrf}})
+			client.Jar = jar
+			err = echoAnswer(httpadapter.Open(httpadapter.Config{HTTPClient: client}), srv.URL+"/v1")(context.Background())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range []string{session, csrf} {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q holds the cookie %q", err, s)
+				}
+			}
+			if !strings.Contains(err.Error(), "refused cookies ") || !strings.Contains(err.Error(), "session=") || !strings.Contains(err.Error(), "csrf=") {
+				t.Errorf("error %q; want the names of the cookies kept", err)
+			}
+		})
 	}
 }

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -112,5 +114,62 @@ func TestAnswer_RedactsEachCookieOfTheJar(t *testing.T) {
 				t.Errorf("error %q; want the names of the cookies kept", err)
 			}
 		})
+	}
+}
+
+// traceBelow is a transport that traces each request with a
+// ClientTrace of its own, as an instrumented client's transport does.
+type traceBelow struct {
+	next  http.RoundTripper
+	trace func() *httptrace.ClientTrace
+}
+
+func (t traceBelow) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), t.trace())))
+}
+
+// TestAnswer_KeepsTheCallersClientTraces: the wire hook composes with the
+// ClientTraces of the caller, in the answer's context and added by a
+// transport below the SDK: each still hears the headers written and the
+// connection got, and the token is cut out all the same.
+func TestAnswer_KeepsTheCallersClientTraces(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	const token = "oauth-token-0123456789"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, "refused %s", r.Header.Get("Authorization"))
+	}))
+	client := srv.Client()
+	defer func() {
+		client.CloseIdleConnections()
+		srv.Close()
+		leakcheck.VerifyNone(t, before)
+	}()
+	var mu sync.Mutex
+	heard := map[string]bool{}
+	trace := func(who string) *httptrace.ClientTrace {
+		return &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { mu.Lock(); heard[who+" conn"] = true; mu.Unlock() },
+			WroteHeaderField: func(name string, _ []string) {
+				if name == "Authorization" {
+					mu.Lock()
+					heard[who+" Authorization"] = true
+					mu.Unlock()
+				}
+			},
+		}
+	}
+	rt := traceBelow{next: modeltest.TokenTransport(client.Transport, token), trace: func() *httptrace.ClientTrace { return trace("below") }}
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: rt}})
+	err := echoAnswer(e, srv.URL)(httptrace.WithClientTrace(context.Background(), trace("caller")))
+	if err == nil || !strings.Contains(err.Error(), "refused Bearer [redacted]") {
+		t.Errorf("error %v; want the token cut out", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"caller conn", "caller Authorization", "below conn", "below Authorization"} {
+		if !heard[want] {
+			t.Errorf("the trace did not hear %q; heard %v", want, heard)
+		}
 	}
 }

@@ -27,6 +27,8 @@ func TestAccess_ProxiedClientIsNotLoopback(t *testing.T) {
 	for _, h := range []struct{ name, value string }{
 		{"X-Forwarded-For", "203.0.113.9"},
 		{"Forwarded", "for=203.0.113.9;proto=https"},
+		// nginx with proxy_set_header X-Forwarded-Proto $scheme alone.
+		{"X-Forwarded-Proto", "https"},
 	} {
 		for _, req := range []*http.Request{
 			httptest.NewRequest(http.MethodGet, "/api/state", nil),
@@ -44,5 +46,25 @@ func TestAccess_ProxiedClientIsNotLoopback(t *testing.T) {
 				t.Errorf("%s %s forwarded (%s: %s) by a local proxy: %d, want 403", req.Method, req.URL.Path, h.name, h.value, w.Code)
 			}
 		}
+	}
+}
+
+// TestAccess_ForwardedProtoServedWithAllowRemote: with AllowRemote, a
+// request a proxy ending TLS forwarded, saying only X-Forwarded-Proto,
+// is served, and its fault posts from the page's https origin are the
+// page's own.
+func TestAccess_ForwardedProtoServedWithAllowRemote(t *testing.T) {
+	remote := newRemoteFaultInspector(t)
+	req := httptest.NewRequest(http.MethodGet, "/api/state", nil)
+	req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8080"
+	req.Header.Set("X-Forwarded-Proto", "https")
+	w := httptest.NewRecorder()
+	remote.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Errorf("GET /api/state forwarded (X-Forwarded-Proto: https), AllowRemote: %d %q, want 200", w.Code, w.Body.String())
+	}
+	h := http.Header{"Origin": {"https://127.0.0.1:8080"}, "X-Forwarded-Proto": {"https"}, "Sec-Fetch-Site": {"same-origin"}}
+	if rec := faultPost(remote, "http://127.0.0.1:8080", "/api/fault/stall", "tool=nope&on=true", h); rec.Code != http.StatusNotFound {
+		t.Errorf("a fault post forwarded from the page's https origin, AllowRemote: %d %q, want 404 (no such tool)", rec.Code, rec.Body.String())
 	}
 }

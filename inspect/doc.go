@@ -71,8 +71,8 @@
 // The inspector shows conversations and tool arguments, and with Faults
 // it can break things: by default it answers loopback clients only
 // (403 otherwise; a request a proxy forwarded, saying so with Forwarded,
-// X-Forwarded-For, X-Forwarded-Host or X-Real-IP, is its client's, not
-// loopback) and [Listen] refuses to listen on other addresses;
+// X-Forwarded-For, -Host, -Proto or -Port, X-Real-IP or Via, is its
+// client's, not loopback) and [Listen] refuses to listen on other addresses;
 // Options.AllowRemote and ListenOptions.AllowRemote lift that. Fault
 // posts must come from the page's own origin (Origin, its scheme, host
 // and port, and Sec-Fetch-Site are checked), so another site open in the

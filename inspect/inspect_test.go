@@ -170,8 +170,10 @@ func (r *rig) post(t *testing.T, path string, form url.Values, header http.Heade
 // events follows /api/events (query appended) until the test ends.
 type events struct {
 	t    *testing.T
+	ctx  context.Context // the stream's: its deadline bounds every wait on it
 	r    *bufio.Reader
 	body io.Closer
+	want string // what until waits for, shown when the stream fails
 	last string // the newest event's data, shown when the stream fails
 }
 
@@ -190,7 +192,7 @@ func (r *rig) events(t *testing.T, query string) *events {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("GET /api/events: %s, %s", resp.Status, resp.Header.Get("Content-Type"))
 	}
-	return &events{t: t, r: bufio.NewReader(resp.Body), body: resp.Body}
+	return &events{t: t, ctx: ctx, r: bufio.NewReader(resp.Body), body: resp.Body}
 }
 
 // next reads the next event (comments and retry lines skipped).
@@ -199,6 +201,9 @@ func (e *events) next() (name, data string) {
 	for {
 		line, err := e.r.ReadString('\n')
 		if err != nil {
+			if e.want != "" {
+				e.t.Fatalf("no snapshot with %s: event stream: %v; last %s", e.want, err, e.last)
+			}
 			e.t.Fatalf("event stream: %v; last %s", err, e.last)
 		}
 		line = strings.TrimRight(line, "\n")
@@ -213,9 +218,12 @@ func (e *events) next() (name, data string) {
 	}
 }
 
-// until reads snapshot events until cond holds for one.
+// until reads snapshot events until cond holds for one, before the
+// stream's deadline (testCtx's, for all the waits on it together).
 func (e *events) until(what string, cond func(inspect.Snapshot) bool) inspect.Snapshot {
 	e.t.Helper()
+	e.want = what
+	defer func() { e.want = "" }()
 	for {
 		name, data := e.next()
 		if name != "snapshot" {
@@ -229,10 +237,8 @@ func (e *events) until(what string, cond func(inspect.Snapshot) bool) inspect.Sn
 		if cond(snap) {
 			return snap
 		}
-		select {
-		case <-testCtx(e.t).Done():
-			e.t.Fatalf("no snapshot with %s", what)
-		default:
+		if err := e.ctx.Err(); err != nil {
+			e.t.Fatalf("no snapshot with %s: %v; last %s", what, err, e.last)
 		}
 	}
 }

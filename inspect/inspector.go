@@ -46,9 +46,9 @@ type Options struct {
 	Title string
 	// AllowRemote serves clients that are not on a loopback address, Host
 	// headers that are not loopback names, and requests a proxy forwarded
-	// (with a Forwarded, X-Forwarded-For, X-Forwarded-Host or X-Real-IP
-	// header: a proxy on this machine connects from loopback, whoever its
-	// client is). Default: refused (403). The Host is then not checked:
+	// (with a Forwarded, X-Forwarded-For, -Host, -Proto or -Port,
+	// X-Real-IP or Via header: a proxy on this machine connects from
+	// loopback, whoever its client is). Default: refused (403). The Host is then not checked:
 	// a page of another site that a browser able to reach the inspector
 	// opens can rebind its name to the inspector's address (DNS
 	// rebinding) and read it, and post faults, as its own origin; serve

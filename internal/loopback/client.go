@@ -7,9 +7,15 @@ import (
 	"strings"
 )
 
-// ForwardedHeaders are the headers with which a proxy names the client it
-// forwards for.
-var ForwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
+// ForwardedHeaders are the headers by which a request shows that a proxy
+// forwarded it: those with which a proxy names the client it forwards for
+// (Forwarded, X-Forwarded-For, X-Real-Ip), and those a proxy sets alone
+// to say what the client asked for (X-Forwarded-Host, -Proto and -Port:
+// nginx configured with X-Forwarded-Proto only, say, and passing
+// the upstream's loopback Host, as it does by default) or that it came
+// through (Via). Browsers send none of them, and a client on this machine
+// has no need to.
+var ForwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Real-Ip", "Via"}
 
 // CheckClient refuses a request whose client is not on a loopback IP
 // (r.RemoteAddr; a name is not an address) and did not connect to a Unix

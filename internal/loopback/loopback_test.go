@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -138,6 +139,10 @@ func TestCheckClient(t *testing.T) {
 		{"127.0.0.1:40000", "X-Forwarded-For", "203.0.113.9", "X-Forwarded-For"},
 		{"127.0.0.1:40000", "X-Forwarded-Host", "mcp.example", "X-Forwarded-Host"},
 		{"127.0.0.1:40000", "X-Real-Ip", "203.0.113.9", "X-Real-Ip"},
+		{"127.0.0.1:40000", "X-Forwarded-Proto", "https", "X-Forwarded-Proto"},
+		{"127.0.0.1:40000", "X-Forwarded-Port", "443", "X-Forwarded-Port"},
+		{"127.0.0.1:40000", "Via", "1.1 proxy.example", "Via"},
+		{"[::1]:40000", "x-forwarded-proto", "http", "X-Forwarded-Proto"},
 		{"127.0.0.1:40000", "X-Forwarded-For", strings.Repeat("9", 500), strings.Repeat("9", 100) + "…"},
 	} {
 		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
@@ -174,6 +179,56 @@ func TestCheckClient_UnixSocket(t *testing.T) {
 		}
 		if err := loopback.CheckClient(r); (err == nil) != c.ok {
 			t.Errorf("CheckClient(local %v, remote %q, forwarded %v) = %v, want ok=%v", c.ctx.Value(http.LocalAddrContextKey), c.remote, c.forwarded, err, c.ok)
+		}
+	}
+}
+
+// Each of ForwardedHeaders, alone, makes a request that a proxy on this
+// machine passed to a real server (Host rewritten to the upstream's
+// loopback address, as nginx's proxy_pass does) its client's, not a
+// loopback one; without it, the same request is a loopback client's.
+func TestCheckClient_OverHTTP(t *testing.T) {
+	checked := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { checked <- loopback.CheckClient(r) }))
+	defer srv.Close()
+	// check sends a request from this machine to srv's loopback address,
+	// with header set to value unless header is empty.
+	check := func(header, value string) error {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return <-checked
+	}
+	if err := check("", ""); err != nil {
+		t.Fatalf("a loopback client, not forwarded: %v, want none", err)
+	}
+	values := map[string]string{
+		"Forwarded":         "for=203.0.113.9;proto=https",
+		"X-Forwarded-For":   "203.0.113.9",
+		"X-Forwarded-Host":  "inspector.example",
+		"X-Forwarded-Proto": "https",
+		"X-Forwarded-Port":  "443",
+		"X-Real-Ip":         "203.0.113.9",
+		"Via":               "1.1 proxy.example",
+	}
+	for _, h := range loopback.ForwardedHeaders {
+		if _, ok := values[h]; !ok {
+			t.Errorf("ForwardedHeaders has %s, which this test has no value for", h)
+		}
+	}
+	for h, v := range values {
+		if err := check(h, v); err == nil || !strings.Contains(err.Error(), h) {
+			t.Errorf("forwarded with %s: %s alone: %v, want an error naming it", h, v, err)
 		}
 	}
 }

@@ -27,26 +27,37 @@ import (
 // and the host (which HTTP/2 sends in its :authority pseudo-header) is
 // not taken for a credential.
 func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
-	before := goleak.IgnoreCurrent()
 	const token = "oauth-token-0123456789"
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = fmt.Fprintf(w, "refused %s at %s", r.Header.Get("Authorization"), r.Host)
-	}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	client := srv.Client()
-	defer func() {
-		client.CloseIdleConnections()
-		srv.Close()
-		leakcheck.VerifyNone(t, before)
-	}()
+	srv, client := refusingServer(t, true, func(r *http.Request) string {
+		return fmt.Sprintf("refused %s at %s", r.Header.Get("Authorization"), r.Host)
+	})
 	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)}})
 	err := echoAnswer(e, srv.URL+"/v1")(context.Background())
 	host := strings.TrimPrefix(srv.URL, "https://")
 	if err == nil || !strings.Contains(err.Error(), "HTTP/2 401: refused Bearer [redacted] at "+host) {
 		t.Fatalf("error %v; want the HTTP/2 status and the host whole, the token cut out", err)
 	}
+}
+
+// refusingServer starts a TLS server (HTTP/2 when h2) that answers every
+// request 401 with the text quote makes of it, and returns it with a
+// client of it; the test's cleanup ends both and checks that nothing of
+// them is left running.
+func refusingServer(t *testing.T, h2 bool, quote func(*http.Request) string) (*httptest.Server, *http.Client) {
+	before := goleak.IgnoreCurrent()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, quote(r))
+	}))
+	srv.EnableHTTP2 = h2
+	srv.StartTLS()
+	client := srv.Client()
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		srv.Close()
+		leakcheck.VerifyNone(t, before)
+	})
+	return srv, client
 }
 
 // echoAnswer is the answer of e whose send posts to url and fails with
@@ -80,19 +91,9 @@ func echoAnswer(e *httpadapter.Endpoint, url string) func(ctx context.Context) e
 func TestAnswer_RedactsEachCookieOfTheJar(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprint("HTTP/2=", h2), func(t *testing.T) {
-			before := goleak.IgnoreCurrent()
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(http.StatusUnauthorized)
-				_, _ = fmt.Fprintf(w, "refused cookies %s", strings.Join(r.Header.Values("Cookie"), "; "))
-			}))
-			srv.EnableHTTP2 = h2
-			srv.StartTLS()
-			client := srv.Client()
-			defer func() {
-				client.CloseIdleConnections()
-				srv.Close()
-				leakcheck.VerifyNone(t, before)
-			}()
+			srv, client := refusingServer(t, h2, func(r *http.Request) string {
+				return "refused cookies " + strings.Join(r.Header.Values("Cookie"), "; ")
+			})
 			jar, err := cookiejar.New(nil)
 			if err != nil {
 				t.Fatal(err)

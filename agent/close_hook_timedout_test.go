@@ -15,6 +15,20 @@ import (
 	"github.com/polyweave/polyweave-go/tools"
 )
 
+// waitingWriter returns a writer agent on rt whose model calls its tool
+// "wait", whose handler closes started and returns once its call is
+// cancelled.
+func waitingWriter(t *testing.T, rt *actors.Runtime, started chan struct{}) *agent.Agent {
+	t.Helper()
+	wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}})
+	return newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}}, scripted.Turn{Text: "Never."}),
+		&agent.Options{Name: "writer", Tools: []*tools.Tool{wait}})
+}
+
 // timedOutDelegation returns a lead agent on rt whose model calls, in
 // one round, its tool "slow", whose handler takes 2 s (the bubble's
 // time), and a delegation to a writer, timed out after 1 s (the writer
@@ -22,12 +36,7 @@ import (
 // delegation's error, closes inHook and waits until hookGo is closed.
 func timedOutDelegation(t *testing.T, rt *actors.Runtime) (lead *agent.Agent, slowStarted, inHook, hookGo chan struct{}) {
 	t.Helper()
-	wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}})
-	writer := newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}}, scripted.Turn{Text: "Never."}),
-		&agent.Options{Name: "writer", Tools: []*tools.Tool{wait}})
+	writer := waitingWriter(t, rt, make(chan struct{}))
 	inHook, hookGo = make(chan struct{}), make(chan struct{})
 	delegation, err := agent.AsTool(writer, &agent.ToolOptions{Timeout: time.Second, OnEvent: func(_ string, ev agent.Event) {
 		if ev.Kind == agent.EventError {
@@ -90,13 +99,7 @@ func TestClose_FromTheHookOfACancelledDelegation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := actorstest.NewRuntime(t, nil)
 		started := make(chan struct{})
-		wait := tools.MustNew(tools.Definition{Name: "wait", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
-			close(started)
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}})
-		writer := newAgent(t, rt, model(t, scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "wait", `{}`)}}, scripted.Turn{Text: "Never."}),
-			&agent.Options{Name: "writer", Tools: []*tools.Tool{wait}})
+		writer := waitingWriter(t, rt, started)
 		var lead *agent.Agent
 		closed := make(chan error, 1)
 		var waited time.Duration

@@ -17,7 +17,9 @@ import (
 // of a symbolic link gives it what a case-insensitive one has: two
 // names, differing in case, for one entry. Names that differ in case
 // and name different entries, as on a case-sensitive directory, are
-// not paths to hide. One that does not exist yet, in the directory of
+// not paths to hide, unless a pattern's wildcard matches them (y.PEM
+// for *.pem), which it does whatever their case, as the sandbox hides
+// them. One that does not exist yet, in the directory of
 // a path to hide that does not either, and differs from it in case
 // only, is taken for it: whether that directory folds case is not
 // known, and refusing is the safe side.
@@ -40,7 +42,8 @@ func TestHiddenName_ComparesEntriesNotCase(t *testing.T) {
 	for name, want := range map[string]bool{
 		".env": true, ".ENV": true, "sec/key.txt": true, "SEC/KEY.TXT": true, "SEC/key.txt": true,
 		"sec/KEY.TXT": true, "x.pem": true, "X.PEM": true, "DEEP/D/A.KEY": true,
-		".Env": false, "Sec/key.txt": false, "Sec/KEY.TXT": false, "y.PEM": false,
+		"y.PEM": true,
+		".Env":  false, "Sec/key.txt": false, "Sec/KEY.TXT": false,
 		"sec/other.txt": false, "SEC/other.txt": false, "DEEP/D/A.TXT": false, "notes.txt": false,
 	} {
 		if got := fx.ws.hiddenName(name); got != want {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // tempPrefix starts the names of the temporary files writes create next
@@ -130,7 +132,10 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 // names. So a name that matches a path or pattern to hide only once
 // case is folded is compared by what it names (sameEntry): it is one to
 // hide when it leads to the very entry (device and inode) the path to
-// hide, or a match of the pattern, leads to; when neither exists yet, a
+// hide, or a match of the pattern, leads to (a pattern's wildcards
+// match names whatever their case, as the sandbox's do: [sandbox.Glob],
+// so y.PEM is a match of *.pem though another file than y.pem); when
+// neither exists yet, a
 // directory on the way must be that same entry, and the names in it
 // fold to the same. That last is decided without knowing whether the
 // directory folds case: on a case-sensitive one, a write through a link
@@ -189,7 +194,7 @@ func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
 		}
 		matches := []string{h}
 		if pattern {
-			matches, _ = filepath.Glob(h)
+			matches, _ = sandbox.Glob(h)
 		}
 		for _, m := range matches {
 			if mi, err := os.Lstat(m); err == nil && os.SameFile(fi, mi) {

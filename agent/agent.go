@@ -104,7 +104,13 @@ var (
 
 // MaxSessionIDBytes bounds the length of a session id in bytes: ids name
 // streams and, with a Store, the store's records, whose keys stores
-// limit.
+// limit. With a Store, an id must also leave its key ([SessionKey]: the
+// agent's name, escaped, '/' and the id) and the key of its calls held
+// for approval (the key and tools.ApprovalStoreSuffix) within
+// durability.MaxNameLen bytes, the longest name every store of the
+// module takes, so that a session stored in one store fits any other:
+// an agent with a Store refuses a longer id with [ErrInvalidSessionID],
+// saying the id's length, the name's and the longest id it takes.
 const MaxSessionIDBytes = 1024
 
 // FailedError is returned by [Agent.Run] and [Agent.Stream] when every

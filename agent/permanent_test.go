@@ -49,7 +49,8 @@ func TestRun_SessionConflictIsNotRetried(t *testing.T) {
 
 // TestRun_InvalidSessionIDs: an empty id, one that is not UTF-8 and one
 // longer than MaxSessionIDBytes are refused before anything is sent, with
-// an error that says why and does not repeat a long id whole.
+// an error that says why and does not repeat a long id whole; an id of
+// MaxSessionIDBytes is taken by an agent without a Store.
 func TestRun_InvalidSessionIDs(t *testing.T) {
 	rt := actorstest.NewRuntime(t, nil)
 	m := scripted.MustNew(scripted.Script{Turns: []scripted.Turn{{Text: "Hi."}}}, nil)
@@ -64,8 +65,11 @@ func TestRun_InvalidSessionIDs(t *testing.T) {
 			t.Errorf("Discard of an id of %d bytes: %v, want ErrInvalidSessionID", len(id), err)
 		}
 	}
+	// Without a Store, an id of MaxSessionIDBytes is taken (with one, its
+	// key must fit every store: TestStore_SessionKeysFitEveryStore).
+	plain := newAgent(t, rt, m.Spec("model"), nil)
 	if ok := strings.Repeat("é", agent.MaxSessionIDBytes/2); len(ok) == agent.MaxSessionIDBytes {
-		if _, err := a.Run(testCtx(t), ok, ask); err != nil {
+		if _, err := plain.Run(testCtx(t), ok, ask); err != nil {
 			t.Errorf("an id of MaxSessionIDBytes: %v", err)
 		}
 	}

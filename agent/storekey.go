@@ -81,6 +81,27 @@ func (a *Agent) checkSession(id string) error {
 		return fmt.Errorf("%w: %q ends with %q: with a Store, the key of session %q holds the calls of session %q held for approval",
 			ErrInvalidSessionID, clip(id), tools.ApprovalStoreSuffix, clip(id), clip(strings.TrimSuffix(id, tools.ApprovalStoreSuffix)))
 	}
+	if a.opts.Store != nil {
+		return keyFits(a.Name(), id)
+	}
+	return nil
+}
+
+// keyFits returns an error wrapping ErrInvalidSessionID when the key of
+// session id of the agent named name, with tools.ApprovalStoreSuffix
+// (the key of its calls held for approval, the longest name the session
+// keeps), is longer than durability.MaxNameLen, the longest actor name
+// every store of the module takes: such a session would be refused by
+// some stores (pgstore, memstore) and not by others, or refused by its
+// store only once it holds calls for approval.
+func keyFits(name, id string) error {
+	key := len(SessionKey(name, id))
+	if longest := key + len(tools.ApprovalStoreSuffix); longest > durability.MaxNameLen {
+		inKey := key - len("/") - len(id) // the name as the key writes it
+		room := max(durability.MaxNameLen-inKey-len("/")-len(tools.ApprovalStoreSuffix), 0)
+		return fmt.Errorf("%w: %q is %d bytes long; with the agent's name of %d bytes (%d in a key), its keys in the Store take up to %d bytes, more than the %d every store takes (durability.MaxNameLen): this agent takes ids of up to %d bytes",
+			ErrInvalidSessionID, clip(id), len(id), len(name), inKey, longest, durability.MaxNameLen, room)
+	}
 	return nil
 }
 

@@ -158,7 +158,8 @@ type Imported struct {
 
 	// givenUp ends when a Close's context ended before the teardown did:
 	// the DELETE that ends an HTTP session is given up then (sessionEnd),
-	// which endErr records for the teardown's error.
+	// which endErr records for the teardown's error, and a stdio server
+	// is killed (trackedTransport).
 	givenUp context.Context
 	giveUp  context.CancelCauseFunc
 
@@ -307,10 +308,31 @@ type trackedTransport struct {
 
 func (t trackedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
-	if err == nil {
-		t.im.started(t.cmd.Process) // set by Start, in this goroutine
+	if err != nil {
+		return c, err
 	}
-	return c, err
+	p := t.cmd.Process // set by Start, in this goroutine
+	t.im.started(p)
+	// Once a Close has given up waiting, the server is killed at once
+	// rather than after the SDK's closing grace (stdin closed, then
+	// SIGTERM): the caller may be about to exit, leaving a server that
+	// ignores both running.
+	stop := context.AfterFunc(t.im.givenUp, func() { _ = p.Kill() })
+	return killableConn{Connection: c, stop: stop}, nil
+}
+
+// killableConn is the connection of a server process that a Close which
+// gave up kills: closing it (once the SDK has reaped the process) ends
+// that watch.
+type killableConn struct {
+	sdk.Connection
+	stop func() bool
+}
+
+func (c killableConn) Close() error {
+	err := c.Connection.Close()
+	c.stop()
+	return err
 }
 
 // refresh makes the tools of list (read from session s) the import's
@@ -407,7 +429,8 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // told the session ended. When ctx ends first, Close returns its error
 // and the teardown goes on without it, giving up that DELETE if the
 // server has not answered it yet (the teardown's error then says so),
-// and a stdio server that does not exit is killed. Close may be called
+// and killing a stdio server at once rather than after the closing grace
+// (stdin closed, then SIGTERM) it gives a server that does not exit. Close may be called
 // again, to wait for the teardown and have its error.
 func (im *Imported) Close(ctx context.Context) error {
 	im.closeOnce.Do(func() {

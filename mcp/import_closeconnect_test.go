@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -112,5 +113,69 @@ func TestImport_CloseReportsADeleteCutAtItsBound(t *testing.T) {
 	err = im.Close(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "the server was not told the session ended") || !strings.Contains(err.Error(), "2s") {
 		t.Fatalf("Close: %v; want it to say the server was not told the session ended, its DELETE not answered within 2s", err)
+	}
+}
+
+// records is a slog handler that sends the records of one message on a
+// channel, while it has room.
+type records struct {
+	msg string
+	out chan<- slog.Record
+}
+
+func (h records) Enabled(context.Context, slog.Level) bool { return true }
+func (h records) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h records) WithGroup(string) slog.Handler            { return h }
+func (h records) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.out <- r.Clone():
+		default: // the test has the first
+		}
+	}
+	return nil
+}
+
+// TestImport_RestartLogsADeleteThatFailed: the keepalive finds the first
+// session silent and the connection is made again without waiting for
+// the DELETE that ends it; that DELETE fails (the server drops the
+// connection), which is logged as a warning with its error, and is no
+// error of a later Close, which ends the second session alone.
+func TestImport_RestartLogsADeleteThatFailed(t *testing.T) {
+	ss, url := newSessionServer(t, "s1", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") != "s1" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_ = conn.Close() // no answer: the client's DELETE fails
+	})
+	warnings := make(chan slog.Record, 1)
+	o := &mcp.ImportOptions{URL: url, KeepAlive: 100 * time.Millisecond, KeepAliveMisses: 1,
+		Logger: slog.New(records{msg: "MCP server not told the session ended", out: warnings})}
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := <-warnings
+	var why string
+	w.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			why = a.Value.String()
+		}
+		return true
+	})
+	if w.Level != slog.LevelWarn || why == "" {
+		t.Errorf("logged %v %q with err %q; want a warning saying why", w.Level, w.Message, why)
+	}
+	if !ss.wasDeleted("s1") {
+		t.Errorf("the warning came before the DELETE of s1")
+	}
+	if err := im.Close(context.Background()); err != nil {
+		t.Errorf("Close: %v; want the failed DELETE of the restart in the log only", err)
 	}
 }

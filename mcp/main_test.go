@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/actors"
@@ -21,8 +24,30 @@ const serverEnv = "POLYWEAVE_MCP_TEST_SERVER"
 // offers one more tool, "extra".
 const extraEnv = "POLYWEAVE_MCP_TEST_EXTRA"
 
+// hangEnv names a file: when it exists as the server starts, the server
+// never answers (see hang).
+const hangEnv = "POLYWEAVE_MCP_TEST_HANG"
+
+// hang is a server that never answers, does not end when its input
+// does, and ignores SIGTERM: it says "hanging <pid>" on stderr, then
+// "SIGTERM" for each it gets, until it is killed.
+func hang() {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fmt.Fprintln(os.Stderr, "hanging", os.Getpid())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin) }()
+	for range term {
+		fmt.Fprintln(os.Stderr, "SIGTERM")
+	}
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) == "1" {
+		if f := os.Getenv(hangEnv); f != "" {
+			if _, err := os.Stat(f); err == nil {
+				hang()
+			}
+		}
 		if err := stdioServer(); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
 			os.Exit(1)

@@ -261,11 +261,7 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 	// Sent before the failure's peerGone (see dials.failed), so the
 	// proxy has the reason when it answers the calls.
 	c.dials.onFailed(func(addr string, err error) { c.system.Root.Send(c.proxy, &openFailed{address: addr, err: err}) })
-	c.dials.onEnded(func(addr string, err error) {
-		if why := goAwayReason(err); why != "" {
-			c.system.Root.Send(c.proxy, &connCut{address: addr, why: why})
-		}
-	})
+	c.dials.onEnded(func(addr string, err error) { c.system.Root.Send(c.proxy, connEnded(addr, err)) })
 	c.guard.onEnded(func(peer, _ string) {
 		if peer != "" {
 			c.system.Root.Send(c.proxy, &answersLost{address: peer})
@@ -568,7 +564,7 @@ type proxy struct {
 	dialling  map[string]bool
 	down      map[string]*redial
 	failures  map[string]error  // why the connection to a node failed to open, until its peerGone
-	cut       map[string]string // why the node closed its open connection (its GOAWAY), until its peerGone
+	cut       map[string]string // why its open connection ended (see connEnded), until its peerGone
 	tls       bool              // the client speaks TLS
 	backoff   time.Duration     // after the first failure to open; <= 0: none
 	max       time.Duration     // bound of the doubling
@@ -630,10 +626,21 @@ type openFailed struct {
 	err     error
 }
 
-// connCut tells the client's actor why the node at address closed an open
-// connection to it (the code and debug data of its GOAWAY), before the
-// peerGone of its end.
+// connCut tells the client's actor why an open connection to the node at
+// address ended, before the peerGone of its end.
 type connCut struct{ address, why string }
+
+// connEnded is the connCut of an open connection to the node at addr that
+// ended with gRPC's error err: the code and debug data of the node's
+// GOAWAY when it sent one, and else the error itself (the node closed the
+// connection without a word, or the network failed it: a read that
+// failed, pings unanswered).
+func connEnded(addr string, err error) *connCut {
+	if why := goAwayReason(err); why != "" {
+		return &connCut{address: addr, why: "the node closed the connection: " + why}
+	}
+	return &connCut{address: addr, why: "the connection ended: " + status.Convert(err).Message()}
+}
 
 // answersLost tells the client's actor that a connection from the node at
 // address (one that carries its answers) ended: the answers it carried
@@ -912,7 +919,7 @@ func (p *proxy) gone(addr string, connEnded bool) {
 		why = "the connection failed to open: " + openError(failure, p.tls)
 		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
 	} else if cut := p.cut[addr]; cut != "" && opened {
-		why = "the node closed the connection: " + cut
+		why = cut
 		err = fmt.Errorf("%s (%s): %w", addr, why, ErrNodeUnreachable)
 	}
 	p.fail(addr, err)

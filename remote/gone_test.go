@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -475,5 +477,30 @@ func TestProxy_ConnectionEndedAfterItsServiceStopped(t *testing.T) {
 	}
 	if r := p.down[addr]; r == nil || r.failures != 1 || !r.at.Equal(now.Add(time.Second)) {
 		t.Errorf("the node whose dial failed: %+v, want 1 failure, backed off 1 s", r)
+	}
+}
+
+// The calls on a node whose open connection ended are answered with why
+// it ended: the reason of the node's GOAWAY when it sent one, and else
+// the connection's own error (the node closed it without a word, or the
+// network failed it), so that an ErrNodeUnreachable says what happened.
+func TestProxy_ConnectionEndSaysWhy(t *testing.T) {
+	const addr = "127.0.0.1:7"
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{status.Error(codes.Unavailable, "error reading from server: EOF"), "(the connection ended: error reading from server: EOF)"},
+		{status.Error(codes.Unavailable, "closing transport due to: connection error: desc = \"error reading from server: EOF\", received prior goaway: code: ENHANCE_YOUR_CALM, debug data: \"too many\""),
+			`(the node closed the connection: code: ENHANCE_YOUR_CALM, debug data: "too many")`},
+	} {
+		p := newProxy(ClientOptions{})
+		w := startCall(p, addr, "c")
+		receive(p, &peerOpened{address: addr})
+		receive(p, connEnded(addr, c.err))
+		receive(p, &peerGone{address: addr})
+		if done, err := answered(w); !done || !errors.Is(err, ErrNodeUnreachable) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("connection ended with %v: call answered %v (%v), want ErrNodeUnreachable saying %s", c.err, done, err, c.want)
+		}
 	}
 }

@@ -123,7 +123,8 @@ const MetaState = "state"
 // adapters do not: they ignore results), not even when the consumer has
 // written on the stream again before the echo came: it was told of no
 // such call there. The router expects such an echo until it comes or
-// the model ends the stream, and for at most 256 results at a time. Once
+// the model ends the stream (not one call of the consumer's alone: see
+// below), and for at most 256 results at a time. Once
 // the model starts a call of the same id on the stream (models that
 // number the calls of each response afresh reuse ids), a result of that
 // id is the echo only if its payload is the one the router wrote, as a
@@ -411,13 +412,13 @@ func (s *openStream) note(call string) bool {
 // for the others. It reports false, the entry unchanged, when the stream
 // carries a single call, or none of that id: the END ends the stream.
 func (s *openStream) end(call string) bool {
+	if !s.endsAlone(call) {
+		return false
+	}
 	i := slices.Index(s.calls, call)
 	if i < 0 {
-		if call != "" && call == s.call && s.anon && len(s.calls) == 0 {
-			s.call = "" // the call of no id is left
-			return true
-		}
-		return false
+		s.call = "" // the call of no id is left
+		return true
 	}
 	s.calls = slices.Delete(s.calls, i, i+1)
 	if s.call == call {
@@ -427,6 +428,16 @@ func (s *openStream) end(call string) bool {
 		s.calls = nil
 	}
 	return true
+}
+
+// endsAlone reports whether the model's END or ERROR of tool-call id
+// call ends that call alone, the stream staying open for its others (see
+// end), without changing the entry.
+func (s *openStream) endsAlone(call string) bool {
+	if call == "" {
+		return false
+	}
+	return slices.Contains(s.calls, call) || call == s.call && s.anon && len(s.calls) == 0
 }
 
 // closedStream is an entry of durableRouter.closed.
@@ -490,7 +501,10 @@ func (r *durableRouter) forgetEcho(i int) {
 
 // echo reports whether f, a response frame, is the model's echo of a
 // result the router wrote into it for a call of a closed stream, and
-// forgets what the model's end of a stream leaves nothing to expect.
+// forgets what the model's end of a stream leaves nothing to expect. An
+// END or ERROR that ends one of the consumer's calls alone, the stream
+// going on with its others (see openStream.end), forgets nothing: the
+// model may yet echo there.
 //
 // A call the model starts with the key of an echo expected (models number
 // the calls of each response afresh: call_0, call_1...) is a new call,
@@ -536,6 +550,9 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
+		if st, ok := r.open[stream]; ok && st.endsAlone(f.GetToolCallId()) {
+			return false // the stream goes on, and the model may yet echo there
+		}
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
 			if w.call.stream != stream {
 				return false

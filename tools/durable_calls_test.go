@@ -64,3 +64,26 @@ func TestDurableRouter_EndOfOneCallLeavesTheStreamOpen(t *testing.T) {
 		}
 	})
 }
+
+// TestDurableRouter_EndOfOneCallKeepsTheEchoExpected: the result of a
+// call ended at the limit on a closed stream goes into the model, which
+// echoes it late; meanwhile the consumer opens two calls on the stream
+// (x and y) and the model ends x alone. The stream goes on with y, so the
+// model may still echo the ended call's result there: that echo does not
+// go out, as it would not before the END of x.
+func TestDurableRouter_EndOfOneCallKeepsTheEchoExpected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
+		streamUntil(t, h.conn, "s", isText("y"))
+		send(t, h.conn, withCall(messages.End("s"), "x")) // the model echoes it: x ends, y goes on
+		streamUntil(t, h.conn, "s", isEnd)
+
+		send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
+			t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
+		}
+	})
+}

@@ -286,9 +286,10 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 // (so that it sees each attempt as sent), that notes the credentials of
 // a request sent with the context of an [Endpoint.Answer]: the values of
 // its headers that carry them (Authorization and Proxy-Authorization,
-// past their scheme, and the password of basic auth; X-Api-Key, Api-Key
-// and any other whose name speaks of a key, token, secret, password,
-// signature, session or cookie), the values of its query parameters so
+// past their scheme, the password of basic auth, and the credential
+// parameters of other schemes; each cookie of a Cookie header; X-Api-Key,
+// Api-Key and any other whose name speaks of a key, token, secret,
+// password, signature, session or cookie, whole), the values of its query parameters so
 // named (escaped as sent, and unescaped), its whole query string, the
 // password of its user info, and the password of the proxy the
 // endpoint's *http.Transport (behind a resilience.Transport too) sends it
@@ -361,27 +362,83 @@ func (c *credentials) wroteHeader(name string, values []string) {
 }
 
 // header notes the credentials of a header field. HTTP/2's pseudo-header
-// fields (":authority", the host) are none.
+// fields (":authority", the host) are none. An Authorization header
+// (Proxy-Authorization too) gives the credential past its scheme, which
+// stays readable ("Bearer [redacted]"), the password of basic auth, and
+// the values of the parameters of a scheme that has them (AWS's
+// Signature and Credential, Digest's response), which a server may quote
+// alone; a Cookie header, each cookie's value and then the cookie whole
+// (one too short to be cut out wherever it stands is cut out with its
+// name); any other (X-Api-Key, Api-Key), its whole value.
 func (c *credentials) header(name string, values []string) {
 	if strings.HasPrefix(name, ":") || !credentialName(name) {
 		return
 	}
 	for _, v := range values {
-		scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
-		if !ok {
-			c.add(v)
-			continue
-		}
-		rest = strings.TrimSpace(rest)
-		c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
-		if strings.EqualFold(scheme, "Basic") {
-			if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
-				if _, password, ok := strings.Cut(string(b), ":"); ok {
-					c.add(password)
+		v = strings.TrimSpace(v)
+		switch {
+		case strings.EqualFold(name, "Cookie"):
+			// HTTP/1 sends a client's cookies in one field ("a=1; b=2"),
+			// HTTP/2 in one field each.
+			for cookie := range strings.SplitSeq(v, ";") {
+				cookie = strings.TrimSpace(cookie)
+				if _, value, ok := strings.Cut(cookie, "="); ok {
+					c.add(unquote(strings.TrimSpace(value)))
 				}
+				c.add(cookie)
 			}
+		case authorizationName(name):
+			c.authorization(v)
+		default:
+			c.add(v)
 		}
 	}
+}
+
+// authorization notes the credentials of an Authorization header's value.
+func (c *credentials) authorization(v string) {
+	scheme, rest, ok := strings.Cut(v, " ")
+	if !ok {
+		if !slices.ContainsFunc(authSchemes, func(s string) bool { return strings.EqualFold(s, v) }) {
+			c.add(v) // a credential with no scheme; a scheme with no credential is none
+		}
+		return
+	}
+	rest = strings.TrimSpace(rest)
+	c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
+	if strings.EqualFold(scheme, "Basic") {
+		if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
+			if _, password, ok := strings.Cut(string(b), ":"); ok {
+				c.add(password)
+			}
+		}
+		return
+	}
+	// Parameters (name=value, comma-separated); a token68 ("abc==") has
+	// no value past its first '='.
+	for param := range strings.SplitSeq(rest, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(param), "=")
+		value = strings.TrimSpace(value)
+		if ok && value != "" && value[0] != '=' && (credentialName(name) || strings.EqualFold(name, "response")) {
+			c.add(unquote(value))
+		}
+	}
+}
+
+// authorizationName reports whether a header of this name has an auth
+// scheme before its credential: Authorization, Proxy-Authorization, and
+// others so named.
+func authorizationName(name string) bool {
+	const suffix = "authorization"
+	return len(name) >= len(suffix) && strings.EqualFold(name[len(name)-len(suffix):], suffix)
+}
+
+// unquote returns s without the double quotes around it, if any.
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
 }
 
 func (c *credentials) add(secret string) {

@@ -120,3 +120,40 @@ func TestRedacted_TinyKeyOnlyWhereQuoted(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentials_HeaderValues: what a request's credential headers put
+// among the secrets of its errors. Only the Authorization headers have a
+// scheme before their credential, which stays readable; another header
+// (X-Api-Key, Anthropic's; Api-Key, Azure's) is a credential whole, a
+// Cookie header each cookie's value (and pair, for a value too short to
+// be cut out wherever it stands); the parameters of a scheme such as
+// AWS's or Digest carry credentials of their own, which a server may
+// quote alone; a scheme with no credential, or a tiny one, leaves
+// ordinary words whole.
+func TestCredentials_HeaderValues(t *testing.T) {
+	for _, c := range []struct {
+		name, value, text, want string
+	}{
+		{"Cookie", "a=1234567890; b=abcdefghij", `cookie a=1234567890; b=abcdefghij`, `cookie a=[redacted]; b=[redacted]`},
+		{"Cookie", `sid="quoted-value-123"`, `sid quoted-value-123`, `sid [redacted]`},
+		{"Cookie", "theme=x", `cookie theme=x, x of y`, `cookie [redacted], x of y`},
+		{"cookie", "session=0123456789", `got session=0123456789`, `got session=[redacted]`},
+		{"X-Api-Key", "part one-0123456789", `key "part one-0123456789" refused`, `key "[redacted]" refused`},
+		{"Api-Key", "azure key 01234567", `api-key azure key 01234567 refused`, `api-key [redacted] refused`},
+		{"Proxy-Authorization", "Basic dXNlcjpwcm94eS1wYXNzd29yZA==", `proxy-password refused`, `[redacted] refused`},
+		{"Authorization", "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, SignedHeaders=host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+			`<SignatureProvided>5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7</SignatureProvided> for host;x-amz-date`,
+			`<SignatureProvided>[redacted]</SignatureProvided> for host;x-amz-date`},
+		{"Authorization", `Digest username="ann", realm="api@example.com", uri="/v1/chat/completions", response="6629fae49393a05397450978507c4ef1"`,
+			`digest 6629fae49393a05397450978507c4ef1 refused at api@example.com /v1/chat/completions`,
+			`digest [redacted] refused at api@example.com /v1/chat/completions`},
+		{"Authorization", "Bearer x", `x-request-id: x1, Bearer x refused, max "x"`, `x-request-id: x1, Bearer [redacted] refused, max "[redacted]"`},
+		{"Authorization", "Bearer", `Bearer refused: no token`, `Bearer refused: no token`},
+	} {
+		sent := &credentials{}
+		sent.header(c.name, []string{c.value})
+		if got := Open(Config{}).redact(c.text, sent); got != c.want {
+			t.Errorf("%s: %s: %q redacted to %q, want %q", c.name, c.value, c.text, got, c.want)
+		}
+	}
+}

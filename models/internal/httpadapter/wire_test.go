@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -23,24 +27,45 @@ import (
 // and the host (which HTTP/2 sends in its :authority pseudo-header) is
 // not taken for a credential.
 func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
-	before := goleak.IgnoreCurrent()
 	const token = "oauth-token-0123456789"
+	srv, client := refusingServer(t, true, func(r *http.Request) string {
+		return fmt.Sprintf("refused %s at %s", r.Header.Get("Authorization"), r.Host)
+	})
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)}})
+	err := echoAnswer(e, srv.URL+"/v1")(context.Background())
+	host := strings.TrimPrefix(srv.URL, "https://")
+	if err == nil || !strings.Contains(err.Error(), "HTTP/2 401: refused Bearer [redacted] at "+host) {
+		t.Fatalf("error %v; want the HTTP/2 status and the host whole, the token cut out", err)
+	}
+}
+
+// refusingServer starts a TLS server (HTTP/2 when h2) that answers every
+// request 401 with the text quote makes of it, and returns it with a
+// client of it; the test's cleanup ends both and checks that nothing of
+// them is left running.
+func refusingServer(t *testing.T, h2 bool, quote func(*http.Request) string) (*httptest.Server, *http.Client) {
+	before := goleak.IgnoreCurrent()
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = fmt.Fprintf(w, "refused %s at %s", r.Header.Get("Authorization"), r.Host)
+		_, _ = io.WriteString(w, quote(r))
 	}))
-	srv.EnableHTTP2 = true
+	srv.EnableHTTP2 = h2
 	srv.StartTLS()
 	client := srv.Client()
-	defer func() {
+	t.Cleanup(func() {
 		client.CloseIdleConnections()
 		srv.Close()
 		leakcheck.VerifyNone(t, before)
-	}()
-	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: modeltest.TokenTransport(client.Transport, token)}})
+	})
+	return srv, client
+}
+
+// echoAnswer is the answer of e whose send posts to url and fails with
+// the status and body of the response.
+func echoAnswer(e *httpadapter.Endpoint, url string) func(ctx context.Context) error {
 	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
 		func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1", nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -50,11 +75,102 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 			}
 			defer res.Body.Close()
 			b, _ := io.ReadAll(res.Body)
-			return nil, fmt.Errorf("HTTP/%d %d from %s: %s", res.ProtoMajor, res.StatusCode, srv.URL, b)
+			return nil, fmt.Errorf("HTTP/%d %d: %s", res.ProtoMajor, res.StatusCode, b)
 		})
-	_, err := answer(context.Background(), &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
-	host := strings.TrimPrefix(srv.URL, "https://")
-	if err == nil || !strings.Contains(err.Error(), "HTTP/2 401 from "+srv.URL+": refused Bearer [redacted] at "+host) {
-		t.Fatalf("error %v; want the HTTP/2 status, the URL and the host whole, the token cut out", err)
+	return func(ctx context.Context) error {
+		_, err := answer(ctx, &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
+		return err
+	}
+}
+
+// TestAnswer_RedactsEachCookieOfTheJar: the cookies an HTTP client's jar
+// adds below the SDK go out in one Cookie header over HTTP/1 ("a=1;
+// b=2") and one field a cookie over HTTP/2; a server that quotes the
+// header in its error has every cookie's value cut out, the first
+// included, and keeps the names.
+func TestAnswer_RedactsEachCookieOfTheJar(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprint("HTTP/2=", h2), func(t *testing.T) {
+			srv, client := refusingServer(t, h2, func(r *http.Request) string {
+				return "refused cookies " + strings.Join(r.Header.Values("Cookie"), "; ")
+			})
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse(srv.URL)
+			const session, csrf = "session-0123456789abcdef", "csrf-fedcba9876543210"
+			jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: session}, {Name: "csrf", Value: csrf}})
+			client.Jar = jar
+			err = echoAnswer(httpadapter.Open(httpadapter.Config{HTTPClient: client}), srv.URL+"/v1")(context.Background())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range []string{session, csrf} {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("error %q holds the cookie %q", err, s)
+				}
+			}
+			if !strings.Contains(err.Error(), "refused cookies ") || !strings.Contains(err.Error(), "session=") || !strings.Contains(err.Error(), "csrf=") {
+				t.Errorf("error %q; want the names of the cookies kept", err)
+			}
+		})
+	}
+}
+
+// traceBelow is a transport that traces each request with a
+// ClientTrace of its own, as an instrumented client's transport does.
+type traceBelow struct {
+	next  http.RoundTripper
+	trace func() *httptrace.ClientTrace
+}
+
+func (t traceBelow) RoundTrip(r *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(r.WithContext(httptrace.WithClientTrace(r.Context(), t.trace())))
+}
+
+// TestAnswer_KeepsTheCallersClientTraces: the wire hook composes with the
+// ClientTraces of the caller, in the answer's context and added by a
+// transport below the SDK: each still hears the headers written and the
+// connection got, and the token is cut out all the same.
+func TestAnswer_KeepsTheCallersClientTraces(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	const token = "oauth-token-0123456789"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, "refused %s", r.Header.Get("Authorization"))
+	}))
+	client := srv.Client()
+	defer func() {
+		client.CloseIdleConnections()
+		srv.Close()
+		leakcheck.VerifyNone(t, before)
+	}()
+	var mu sync.Mutex
+	heard := map[string]bool{}
+	trace := func(who string) *httptrace.ClientTrace {
+		return &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { mu.Lock(); heard[who+" conn"] = true; mu.Unlock() },
+			WroteHeaderField: func(name string, _ []string) {
+				if name == "Authorization" {
+					mu.Lock()
+					heard[who+" Authorization"] = true
+					mu.Unlock()
+				}
+			},
+		}
+	}
+	rt := traceBelow{next: modeltest.TokenTransport(client.Transport, token), trace: func() *httptrace.ClientTrace { return trace("below") }}
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: rt}})
+	err := echoAnswer(e, srv.URL)(httptrace.WithClientTrace(context.Background(), trace("caller")))
+	if err == nil || !strings.Contains(err.Error(), "refused Bearer [redacted]") {
+		t.Errorf("error %v; want the token cut out", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"caller conn", "caller Authorization", "below conn", "below Authorization"} {
+		if !heard[want] {
+			t.Errorf("the trace did not hear %q; heard %v", want, heard)
+		}
 	}
 }

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,18 +19,9 @@ func TestHidePatternMatchesWhateverTheCase(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, "KEY.PEM", "keys/b.Pem")
 	cfg := resolvedConfig(t, dir, filepath.Join(dir, "*.pem"), filepath.Join(dir, "keys", "*.pem"))
-	writeFiles(t, dir, "Late.pEm", "keys/LATE.PEM")
-	if err := os.MkdirAll(filepath.Join(dir, "KEYS"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "KEYS", "c.pem"), []byte("VISIBLE"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFiles(t, dir, "Late.pEm", "keys/LATE.PEM", "KEYS/c.pem")
 	out, _ := runIn(t, cfg, dir, "cat KEY.PEM keys/b.Pem Late.pEm keys/LATE.PEM KEYS/c.pem")
-	if strings.Contains(out, "SECRET") {
-		t.Errorf("a match of a pattern differing in case from it is visible: %q", out)
-	}
-	if !strings.Contains(out, "VISIBLE") {
-		t.Errorf("KEYS/c.pem, not keys/c.pem, is not visible: %q", out)
+	if shown := strings.ReplaceAll(out, "SECRET-KEYS/c.pem", ""); shown == out || strings.Contains(shown, "SECRET") {
+		t.Errorf("a match of a pattern differing in case from it is visible, or KEYS/c.pem (not keys/c.pem) is not: %q", out)
 	}
 }

@@ -183,6 +183,8 @@ type limitedRouter struct {
 	conn  *actors.Conn
 	// model makes the model of each start: resultsModel unless set.
 	model func(got chan<- *messages.Frame) actors.Spec
+	// every is the router's SnapshotEvery from the next start on.
+	every int
 }
 
 // startLimited starts a limitedRouter, closed at cleanup, after which no
@@ -231,7 +233,7 @@ func (h *limitedRouter) open() {
 func (h *limitedRouter) start() {
 	h.t.Helper()
 	spec, err := tools.NewStreamingRouter(h.model(h.got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{h.tool},
-		Durability: &tools.DurabilityOptions{Store: h.store, WrapperID: "r1", RecoveredTimeout: h.limit}})
+		Durability: &tools.DurabilityOptions{Store: h.store, WrapperID: "r1", RecoveredTimeout: h.limit, SnapshotEvery: h.every}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -30,11 +30,7 @@ func TestDurableRouter_RestartsDoNotPutOffTheLimit(t *testing.T) {
 			t.Errorf("result an hour after call_a's first recovery: %s, want call_a stopped", line(r))
 		}
 		time.Sleep(40*time.Minute - 2*time.Second)
-		results(t, h.got, 0)
-		time.Sleep(2 * time.Second)
-		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_p" || tools.KindOf(r) != tools.FailureStopped {
-			t.Errorf("result an hour after call_p's first recovery: %s, want call_p stopped", line(r))
-		}
+		stoppedAtLimit(t, h, "call_p", "an hour after its first recovery")
 		h.restart("p3")
 		notRecovered(t, h.conn, "s")
 		notRecovered(t, h.conn, "p")
@@ -352,4 +348,45 @@ func TestDurableRouter_LateEchoAfterANewCallOfItsID(t *testing.T) {
 			t.Errorf("stream s got the results %q, want the new call_a's alone", lines(echoed))
 		}
 	})
+}
+
+// TestDurableRouter_CallStartedOnAClosedStreamWaitsFromItsStartAcrossSnapshots:
+// the start of a call the model makes on a closed stream and the time it
+// waits from are one write; with a snapshot asked for at every write (the
+// state before it), a restart of the process replays them, and the call
+// is ended at the limit counted from its start, not from the recovery.
+func TestDurableRouter_CallStartedOnAClosedStreamWaitsFromItsStartAcrossSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimitedWith(t, restartRuntime, time.Hour, startModel)
+		h.every = 1
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA[:9]))
+		waitState(t, h.conn, "s", "started")
+		h.restart("p") // s closed, call_a waits from now
+		time.Sleep(h.limit + time.Second)
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" {
+			t.Fatalf("result at the limit: %s, want call_a's", line(r))
+		}
+
+		send(t, h.conn, messages.Meta("s", "start", nil)) // the model starts call_m on the closed stream
+		synctest.Wait()
+		time.Sleep(h.limit / 2)
+		h.restart("p2")
+		time.Sleep(h.limit/2 - time.Second)
+		stoppedAtLimit(t, h, "call_m", "at the limit from its start")
+		h.restart("p3")
+		notRecovered(t, h.conn, "s")
+	})
+}
+
+// stoppedAtLimit checks, just before the limit of call on h, that the
+// model got no result, and 2 seconds later that it got call's alone,
+// stopped.
+func stoppedAtLimit(t *testing.T, h *limitedRouter, call, when string) {
+	t.Helper()
+	synctest.Wait()
+	results(t, h.got, 0)
+	time.Sleep(2 * time.Second)
+	if r := results(t, h.got, 1)[0]; r.GetToolCallId() != call || tools.KindOf(r) != tools.FailureStopped {
+		t.Errorf("result %s: %s, want %s stopped", when, line(r), call)
+	}
 }

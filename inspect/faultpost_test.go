@@ -98,20 +98,31 @@ func TestFaults_OriginIsSchemeHostAndPort(t *testing.T) {
 		}
 	}
 	// Behind a proxy ending TLS (AllowRemote), the scheme is the one the
-	// proxy says it was asked with; not otherwise.
+	// proxy says it was asked with; without its word, the connection's.
+	// Without AllowRemote the proxy's word is not taken: its request is
+	// refused before any origin is compared. says is what the refusal
+	// names, which tells the origin check from the loopback one.
 	remote := newRemoteFaultInspector(t)
 	for _, c := range []struct {
-		in      *inspect.Inspector
-		origin  string
-		refused bool
+		in     *inspect.Inspector
+		origin string
+		proto  string
+		says   string // "" when served
 	}{
-		{remote, "https://localhost:8080", false},
-		{remote, "http://localhost:8080", true},
-		{in, "https://localhost:8080", true},
+		{remote, "https://localhost:8080", "https", ""},
+		{remote, "http://localhost:8080", "https", "Origin http://localhost:8080"},
+		{remote, "https://localhost:8080", "", "Origin https://localhost:8080"},
+		{in, "https://localhost:8080", "https", "X-Forwarded-Proto"},
 	} {
-		rec := faultPost(c.in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", http.Header{"Origin": {c.origin}, "X-Forwarded-Proto": {"https"}})
-		if refused := rec.Code == http.StatusForbidden; refused != c.refused {
-			t.Errorf("POST forwarded from https, Origin %s: %d %q, want refused %v", c.origin, rec.Code, rec.Body.String(), c.refused)
+		h := http.Header{"Origin": {c.origin}}
+		if c.proto != "" {
+			h.Set("X-Forwarded-Proto", c.proto)
+		}
+		rec := faultPost(c.in, "http://localhost:8080", "/api/fault/stall", "tool=nope&on=true", h)
+		refused := rec.Code == http.StatusForbidden
+		if refused != (c.says != "") || !strings.Contains(rec.Body.String(), c.says) {
+			t.Errorf("POST to http://localhost:8080 from Origin %s, X-Forwarded-Proto %q, AllowRemote %v: %d %q, want refused %v saying %q",
+				c.origin, c.proto, c.in == remote, rec.Code, strings.TrimSpace(rec.Body.String()), c.says != "", c.says)
 		}
 	}
 }

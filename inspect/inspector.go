@@ -48,11 +48,12 @@ type Options struct {
 	// headers that are not loopback names, and requests a proxy forwarded
 	// (with a Forwarded, X-Forwarded-For, -Host, -Proto or -Port,
 	// X-Real-IP or Via header: a proxy on this machine connects from
-	// loopback, whoever its client is). Default: refused (403). The Host is then not checked:
-	// a page of another site that a browser able to reach the inspector
-	// opens can rebind its name to the inspector's address (DNS
-	// rebinding) and read it, and post faults, as its own origin; serve
-	// it behind a proxy that answers only the names it is reached by.
+	// loopback, whoever its client is). Default: refused (403). The Host
+	// is then not checked: a page of another site that a browser able to
+	// reach the inspector opens can rebind its name to the inspector's
+	// address (DNS rebinding) and read it, and post faults, as its own
+	// origin; serve it behind a proxy that answers only the names it is
+	// reached by.
 	AllowRemote bool
 	// Faults enables the fault injection endpoints and the page's buttons
 	// for them. Default: absent.

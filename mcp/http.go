@@ -35,9 +35,9 @@ type HTTPOptions struct {
 	// header is what a client claims, not where it is).
 	//
 	// Without it, only clients on a loopback address are served, and a
-	// request carrying a proxy's Forwarded, X-Forwarded-For,
-	// X-Forwarded-Host or X-Real-Ip header is refused with 403: a proxy
-	// on this machine connects from loopback, but its client is
+	// request carrying a proxy's Forwarded, X-Forwarded-For, -Host,
+	// -Proto or -Port, X-Real-Ip or Via header is refused with 403: a
+	// proxy on this machine connects from loopback, but its client is
 	// elsewhere.
 	AllowRemote bool
 	// AllowedHosts are Host header names accepted besides the loopback

@@ -92,6 +92,7 @@ func TestHandler_LoopbackClientsOnly(t *testing.T) {
 		{"X-Forwarded-For", "127.0.0.1:40000", "localhost", map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusForbidden, "X-Forwarded-For"},
 		{"X-Forwarded-Host", "127.0.0.1:40000", "localhost", map[string]string{"X-Forwarded-Host": "mcp.example"}, http.StatusForbidden, "X-Forwarded-Host"},
 		{"X-Real-Ip", "127.0.0.1:40000", "localhost", map[string]string{"X-Real-Ip": "203.0.113.9"}, http.StatusForbidden, "X-Real-Ip"},
+		{"X-Forwarded-Proto", "127.0.0.1:40000", "localhost", map[string]string{"X-Forwarded-Proto": "https"}, http.StatusForbidden, "X-Forwarded-Proto"},
 		{"rebound host", "127.0.0.1:40000", "evil.example", nil, http.StatusForbidden, "evil.example"},
 		{"localhost as a subdomain", "127.0.0.1:40000", "localhost.evil.example", nil, http.StatusForbidden, "localhost.evil.example"},
 		{"foreign origin", "127.0.0.1:40000", "localhost", map[string]string{"Origin": "http://evil.example"}, http.StatusForbidden, "evil.example"},

@@ -137,6 +137,14 @@ const MetaState = "state"
 // last call ended last (restore frames may name ever new streams): the
 // model's frames on an older one go out again.
 //
+// The model's END or ERROR with the tool-call id of one of several calls
+// the consumer has open on a stream (see below) ends that call alone, as
+// it does for the runtime: of the model's calls pending on the stream,
+// it ends only the one of that id, if there is one, answered as invalid
+// arguments (its removal persisted, event "call_ended"), and the others
+// stay pending, their arguments still to come. Any other END or ERROR
+// ends the stream and every call pending there (event "stream_ended").
+//
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has
 // a call open on (it wrote a call-opening frame on them since the
@@ -203,7 +211,9 @@ const MetaState = "state"
 // with event one of started, completed, cancelled (a CANCEL or ABORT cut
 // the call's arguments short: its removal is persisted before its
 // cancelled result leaves, so a recovered router does not answer it
-// again), stream_ended, and, listing the stream's pending call ids in
+// again), stream_ended, call_ended (the model's END or ERROR of that call
+// alone, the stream going on with the consumer's other calls there, cut
+// its arguments short: see below), and, listing the stream's pending call ids in
 // "tool_call_ids", recovered (after a restart, when the consumer writes
 // on the stream again: see above) and restored (after a restore frame,
 // at once or when the consumer writes on the stream: see above). None is
@@ -466,6 +476,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d.core.asm = &r.asm
 	d.core.also = d.waitsClosed
 	d.core.applied = d.quieted
+	d.core.endsAlone = d.endsAlone
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -550,7 +561,7 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
-		if st, ok := r.open[stream]; ok && st.endsAlone(f.GetToolCallId()) {
+		if r.endsAlone(stream, f.GetToolCallId()) {
 			return false // the stream goes on, and the model may yet echo there
 		}
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
@@ -658,6 +669,8 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 		r.announce(c, e.StreamID, "started", e.ToolCallID)
 	case EventCallCompleted:
 		r.announce(c, e.StreamID, "completed", e.ToolCallID)
+	case EventCallEnded: // before the END passes
+		r.announce(c, e.StreamID, "call_ended", e.ToolCallID)
 	case EventStreamEnded: // before the END passes
 		r.announce(c, e.StreamID, "stream_ended", "")
 	}
@@ -665,6 +678,15 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 	if t := f.GetType(); len(r.open) > 0 && (t == messages.FrameType_END || t == messages.FrameType_ERROR) {
 		r.ended(f.GetStreamId(), f.GetToolCallId())
 	}
+}
+
+// endsAlone reports whether the model's END or ERROR of tool-call id call
+// on stream ends that call alone, the stream going on with the
+// consumer's other calls there (see openStream.end): of the model's calls
+// pending there, it ends only the one of that id (see Assembler.decide).
+func (r *durableRouter) endsAlone(stream, call string) bool {
+	st, ok := r.open[stream]
+	return ok && st.endsAlone(call)
 }
 
 // ended notes the model's END or ERROR of tool-call id call on stream: it
@@ -888,7 +910,7 @@ func (r *durableRouter) restampAhead(c actors.WrapperContext) {
 // a closed stream loses its last pending call (a call completed or ended,
 // its stream ended), which orders the quiet ones (see pruneClosed).
 func (r *durableRouter) quieted(e Event) {
-	if len(r.closed) > 0 && (e.Kind == EventCallCompleted || e.Kind == EventStreamEnded) {
+	if len(r.closed) > 0 && (e.Kind == EventCallCompleted || e.Kind == EventCallEnded || e.Kind == EventStreamEnded) {
 		r.quiet(e.StreamID)
 	}
 }

@@ -87,3 +87,51 @@ func TestDurableRouter_EndOfOneCallKeepsTheEchoExpected(t *testing.T) {
 		}
 	})
 }
+
+// TestDurableRouter_EndOfOneCallLeavesTheOthersPending: the consumer has
+// calls x and y open on stream o, and the model streams calls call_a and
+// call_b there. The model's END of x alone (the stream goes on with y)
+// leaves the model's calls pending: their arguments still come, and
+// call_a runs with them. The model's END of call_b alone ends call_b
+// (answered as invalid arguments, as at the end of the stream), for good:
+// a restart does not recover it.
+func TestDurableRouter_EndOfOneCallLeavesTheOthersPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, h.conn, "o", isText("y"))
+		send(t, h.conn, messages.StreamingToolCall("o", "call_a", "record"), messages.ToolArgChunk("o", "call_a", argsA[:9]),
+			messages.StreamingToolCall("o", "call_b", "record"))
+		waitState(t, h.conn, "o", "started")
+		waitState(t, h.conn, "o", "started")
+
+		send(t, h.conn, withCall(messages.End("o"), "x")) // the model echoes it: x ends, y goes on
+		streamUntil(t, h.conn, "o", isEnd)
+		send(t, h.conn, messages.ToolArgChunk("o", "call_a", argsA[9:]), messages.ToolComplete("o", "call_a"))
+		if r := nextResult(t, h.got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+			t.Fatalf("after the END of x alone, the model got %s: want call_a run with its arguments", line(r))
+		}
+
+		send(t, h.conn, withCall(messages.End("o"), "call_b")) // the model echoes it: call_b ends
+		if r := nextResult(t, h.got); r.GetToolCallId() != "call_b" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of call_b alone, the model got %s: want call_b answered as invalid arguments", line(r))
+		}
+		if ev, _ := waitState(t, h.conn, "o", "call_ended"); ev.ToolCallID != "call_b" || ev.StreamPending != 0 {
+			t.Errorf("state at the END of call_b: %+v", ev)
+		}
+		synctest.Wait()
+		if len(h.got) != 0 {
+			t.Errorf("the model got more: %s", line(<-h.got))
+		}
+
+		// The end of call_b alone is persisted: a restart recovers the
+		// call pending on o then, and not call_b.
+		send(t, h.conn, messages.StreamingToolCall("o", "call_c", "record"))
+		waitState(t, h.conn, "o", "started")
+		h.restart("p")
+		send(t, h.conn, messages.Text("o", "back"))
+		if ev, _ := waitState(t, h.conn, "o", "recovered"); !slices.Equal(ev.ToolCallIDs, []string{"call_c"}) {
+			t.Errorf("recovered on o: %+v, want call_c alone", ev)
+		}
+	})
+}

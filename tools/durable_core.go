@@ -55,9 +55,12 @@ type durableCore struct {
 	// applied, when set, is called with each event but a chunk once it
 	// is applied.
 	applied func(Event)
-	runs    []heldRun
-	count   int // chunks held
-	size    int // bytes of chunk held
+	// endsAlone, when set, reports whether the model's END or ERROR of
+	// a tool-call id ends that call alone (see Assembler.decide).
+	endsAlone func(stream, call string) bool
+	runs      []heldRun
+	count     int // chunks held
+	size      int // bytes of chunk held
 
 	// The stored forms of a write, rebuilt for each: chunk messages are
 	// reused.
@@ -96,7 +99,7 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 		}
 		return Event{}, nil
 	}
-	e, ds := d.asm.Decide(f)
+	e, ds := d.asm.decide(f, d.endsAlone)
 	switch {
 	case e.Kind == EventNone && len(ds) == 0: // dropped: nothing changes, nothing leaves
 		return e, nil
@@ -116,7 +119,7 @@ func (d *durableCore) step(w eventWriter, f *messages.Frame) (Event, []Decision)
 	// again: a chunk changes only arguments, so the event is the same, and
 	// the decisions now carry the complete arguments.
 	d.apply(d.write(w, e, x))
-	e, ds = d.asm.Decide(f)
+	e, ds = d.asm.decide(f, d.endsAlone)
 	d.applyAll(e, x)
 	return e, ds
 }
@@ -252,7 +255,7 @@ func storedForm(e Event) proto.Message {
 		return &messages.RouterCallStarted{StreamId: e.StreamID, ToolCallId: e.ToolCallID, Name: e.Name, Index: e.Index}
 	case EventChunkAppended:
 		return &messages.RouterChunkAppended{Seq: e.Seq, Chunk: []byte(e.Chunk)}
-	case EventCallCompleted:
+	case EventCallCompleted, EventCallEnded: // replayed, both remove the call
 		return &messages.RouterCallCompleted{StreamId: e.StreamID, ToolCallId: e.ToolCallID}
 	case EventStreamEnded:
 		return &messages.RouterStreamEnded{StreamId: e.StreamID}

@@ -36,6 +36,13 @@ const (
 	// EventStreamOpened notes that the consumer wrote on StreamID again:
 	// its calls wait no more.
 	EventStreamOpened
+	// EventCallEnded removes the call (StreamID, ToolCallID), as
+	// EventCallCompleted does, when the model's END or ERROR of that call
+	// alone cuts its arguments short (it is answered with an error
+	// result) and the stream goes on with its other calls. A durable
+	// router stores it as it stores EventCallCompleted: replayed, it
+	// removes the call the same way.
+	EventCallEnded
 )
 
 // Event is one change of a router's pending calls: what [Assembler.Decide]
@@ -85,7 +92,7 @@ func (p *PendingCalls) Apply(e Event) {
 		p.last = c // its chunks come next
 	case EventChunkAppended:
 		p.appendChunk(e.call, e.Seq, e.Chunk)
-	case EventCallCompleted:
+	case EventCallCompleted, EventCallEnded:
 		c := p.find(e.StreamID, e.ToolCallID)
 		if c == nil {
 			return
@@ -155,6 +162,19 @@ func (p *PendingCalls) chunkCall(f *messages.Frame) *PendingCall {
 // event with [PendingCalls.Apply] brings the state where the decisions
 // assume it is.
 func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
+	return a.decide(f, nil)
+}
+
+// decide is Decide, with endsAlone, when set, reporting whether the
+// model's END or ERROR of tool-call id call (never "") on stream ends that
+// call alone, the stream going on with its others (as the runtime ends
+// one of several calls of a stream: see actors.OpensStream). Such an END
+// or ERROR ends the pending call of that id, if there is one (it is
+// answered as invalid arguments, as at the end of the stream), and
+// leaves the stream's other calls pending: their arguments may still
+// come. Without endsAlone, or when it reports false, an END or ERROR
+// ends the stream whatever its tool-call id.
+func (a *Assembler) decide(f *messages.Frame, endsAlone func(stream, call string) bool) (Event, []Decision) {
 	p := &a.Pending
 	out := a.out[:0]
 	var ev Event
@@ -176,7 +196,14 @@ func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
 			out = append(out, Decision{Kind: Run, Frame: c.frame()})
 		}
 	case f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR:
-		if p.InStream(f.GetStreamId()) > 0 {
+		if call := f.GetToolCallId(); call != "" && endsAlone != nil && p.InStream(f.GetStreamId()) > 0 &&
+			endsAlone(f.GetStreamId(), call) {
+			if c := p.find(f.GetStreamId(), call); c != nil {
+				ev = Event{Kind: EventCallEnded, StreamID: f.GetStreamId(), ToolCallID: call}
+				out = append(out, Decision{Kind: Reject, Frame: c.frame(), Message: fmt.Sprintf(
+					"invalid arguments for tool %q: the call ended before the arguments were complete", c.Name)})
+			}
+		} else if p.InStream(f.GetStreamId()) > 0 {
 			ev = Event{Kind: EventStreamEnded, StreamID: f.GetStreamId()}
 			for _, pc := range p.inStream(f.GetStreamId()) {
 				out = append(out, Decision{Kind: Reject, Frame: pc.frame(), Message: fmt.Sprintf(

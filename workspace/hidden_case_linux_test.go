@@ -5,6 +5,7 @@ package workspace
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
@@ -17,7 +18,9 @@ import (
 // of a symbolic link gives it what a case-insensitive one has: two
 // names, differing in case, for one entry. Names that differ in case
 // and name different entries, as on a case-sensitive directory, are
-// not paths to hide. One that does not exist yet, in the directory of
+// not paths to hide, unless a pattern's wildcard matches them (y.PEM
+// for *.pem), which it does whatever their case, as the sandbox hides
+// them. One that does not exist yet, in the directory of
 // a path to hide that does not either, and differs from it in case
 // only, is taken for it: whether that directory folds case is not
 // known, and refusing is the safe side.
@@ -40,14 +43,41 @@ func TestHiddenName_ComparesEntriesNotCase(t *testing.T) {
 	for name, want := range map[string]bool{
 		".env": true, ".ENV": true, "sec/key.txt": true, "SEC/KEY.TXT": true, "SEC/key.txt": true,
 		"sec/KEY.TXT": true, "x.pem": true, "X.PEM": true, "DEEP/D/A.KEY": true,
-		".Env": false, "Sec/key.txt": false, "Sec/KEY.TXT": false, "y.PEM": false,
+		"y.PEM": true,
+		".Env":  false, "Sec/key.txt": false, "Sec/KEY.TXT": false,
 		"sec/other.txt": false, "SEC/other.txt": false, "DEEP/D/A.TXT": false, "notes.txt": false,
 	} {
-		if got := fx.ws.hiddenName(name); got != want {
+		if got, _ := fx.ws.hiddenName(name); got != want {
 			t.Errorf("hiddenName(%q) = %v, want %v", name, got, want)
 		}
 		if rf := fx.ws.linkToHidden(name); (rf != nil) != want || rf != nil && rf.reason != ReasonLinkToHidden {
 			t.Errorf("linkToHidden(%q) = %v, want refused %v", name, rf, want)
 		}
+	}
+}
+
+// A write refused because its name differs only in case from a path to
+// hide says so, and names that path: on a case-sensitive directory the
+// name is another file, which commands see, and the one who wrote it
+// would otherwise be told it is hidden. A name that is the path to hide
+// is refused without a word of case.
+func TestLinkToHidden_SaysWhenOnlyCaseDiffers(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.root, name) }
+	mustDo(t, os.Mkdir(in("real"), 0o755))
+	mustDo(t, os.Symlink("real", in("cfg")))
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("cfg/.env")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+
+	rf := fx.ws.linkToHidden("cfg/.ENV")
+	if rf == nil || rf.reason != ReasonLinkToHidden {
+		t.Fatalf("linkToHidden(cfg/.ENV) = %v, want refused (%s)", rf, ReasonLinkToHidden)
+	}
+	if msg := rf.message(WriteFileToolName, "cfg/.ENV"); !strings.Contains(msg, `differs only in case from "cfg/.env"`) {
+		t.Errorf("the refusal of cfg/.ENV does not say it differs only in case from cfg/.env: %s", msg)
+	}
+	rf = fx.ws.linkToHidden("cfg/.env")
+	if rf == nil || strings.Contains(rf.detail, "case") {
+		t.Errorf("linkToHidden(cfg/.env) = %v, want refused without a word of case", rf)
 	}
 }

@@ -215,7 +215,9 @@ type Options struct {
 	// surroundings, /root, /home, the system's secrets, and /run but
 	// for the name resolver's configuration: see [sandbox.DefaultHidden]
 	// and [sandbox.Surroundings]). An entry may be a pattern
-	// (filepath.Match). New refuses "/", the workspace itself, and a
+	// (filepath.Match), whose components with a wildcard match names
+	// whatever their case (*.pem hides KEY.PEM; see [sandbox.Glob]).
+	// New refuses "/", the workspace itself, and a
 	// path that cannot be resolved. Everything else outside the
 	// workspace stays as it was, read-only, and readable beneath the
 	// system's directories ([sandbox.ReadableDirs]) when Landlock is in

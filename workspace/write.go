@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // tempPrefix starts the names of the temporary files writes create next
@@ -28,10 +30,12 @@ const tempPrefix = ".polyweave-write-"
 // under its own name, unless the path is one hidden from commands
 // ([Options.HidePaths]): a link there, or on the way there, is refused
 // (ReasonLinkToHidden), since the content would land where commands
-// see it. Existing targets must be regular files with a
-// single link that the process may open for writing (a read-only file,
-// or another user's, is refused with ReasonPermission though its
-// directory is writable); their permission bits are kept.
+// see it; so is a name differing only in case from such a path, which
+// it is on a directory that ignores case (the refusal says so), unless
+// both exist and are different files. Existing targets must be regular
+// files with a single link that the process may open for writing (a
+// read-only file, or another user's, is refused with ReasonPermission
+// though its directory is writable); their permission bits are kept.
 //
 // A refused or failed write is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -112,12 +116,20 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 		return nil
 	}
 	link, ok := w.linkOnTheWay(name)
-	if !ok || !w.hiddenName(name) {
+	if !ok {
 		return nil
 	}
-	return refuse(ReasonLinkToHidden, fmt.Sprintf("%q is a symbolic link (a command's, perhaps) and the path is "+
-		"one that commands must not see: written through the link, the content would be visible to them; "+
-		"remove the link first", link))
+	hidden, folded := w.hiddenName(name)
+	if !hidden {
+		return nil
+	}
+	what := "the path is one that commands must not see"
+	if folded != "" {
+		what = fmt.Sprintf("the path differs only in case from %q, one that commands must not see, "+
+			"and is that path on a directory that ignores case (whether this one does is not known)", folded)
+	}
+	return refuse(ReasonLinkToHidden, fmt.Sprintf("%q is a symbolic link (a command's, perhaps) and %s: "+
+		"written through the link, the content would be visible to them; remove the link first", link, what))
 }
 
 // hiddenName reports whether name (relative to the workspace) is a path
@@ -130,32 +142,46 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 // names. So a name that matches a path or pattern to hide only once
 // case is folded is compared by what it names (sameEntry): it is one to
 // hide when it leads to the very entry (device and inode) the path to
-// hide, or a match of the pattern, leads to; when neither exists yet, a
-// directory on the way must be that same entry, and the names in it
-// fold to the same. That last is decided without knowing whether the
-// directory folds case: on a case-sensitive one, a write through a link
-// to a name differing in case only from a path to hide that does not
-// exist yet is refused too, which is safe. Names equal only under full
-// case folding ("ß" and "ss") and not existing are not compared.
-func (w *Workspace) hiddenName(name string) bool {
+// hide, or a match of the pattern, leads to (a pattern's wildcards
+// match names whatever their case, as the sandbox's do: [sandbox.Glob],
+// so y.PEM is a match of *.pem though another file than y.pem); when
+// neither exists yet, a directory on the way must be that same entry,
+// and the names in it fold to the same. That last is decided without
+// knowing whether the directory folds case: on a case-sensitive one, a
+// write through a link to a name differing in case only from a path to
+// hide that does not exist yet is refused too, which is safe, and the
+// refusal says the name differs only in case. Names equal only under
+// full case folding ("ß" and "ss") or Unicode normalization (ext4's
+// casefold takes "é" and "e" with a combining accent for one) are not
+// compared, existing or not: strings.EqualFold does not take them for
+// one.
+//
+// folded is, when name is one to hide only once case is folded, the
+// path or pattern to hide it differs from (relative to the workspace),
+// for the refusal to say so.
+func (w *Workspace) hiddenName(name string) (hidden bool, folded string) {
 	abs := filepath.Join(w.dir, name)
 	for _, h := range w.sandbox.Resolved {
 		pattern := strings.ContainsAny(h.Path, "*?[")
 		if !pattern && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
-			return true
+			return true, ""
 		}
 		for p := abs; p != w.dir && p != filepath.Dir(p); p = filepath.Dir(p) {
 			if pattern {
 				if ok, _ := filepath.Match(h.Path, p); ok {
-					return true
+					return true, ""
 				}
 			}
 			if foldMatch(h.Path, p, pattern) && w.sameEntry(p, h.Path, pattern) {
-				return true
+				rel, err := filepath.Rel(w.dir, h.Path)
+				if err != nil {
+					rel = h.Path
+				}
+				return true, rel
 			}
 		}
 	}
-	return false
+	return false, ""
 }
 
 // foldMatch reports whether the path p matches the path or pattern h
@@ -189,7 +215,7 @@ func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
 		}
 		matches := []string{h}
 		if pattern {
-			matches, _ = filepath.Glob(h)
+			matches, _ = sandbox.Glob(h)
 		}
 		for _, m := range matches {
 			if mi, err := os.Lstat(m); err == nil && os.SameFile(fi, mi) {

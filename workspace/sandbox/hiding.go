@@ -25,7 +25,8 @@ import (
 // command with the network allowed could otherwise connect to, and the
 // credentials handed to services. With the network allowed, the name
 // resolver's configuration stays visible where it leads into /run (see
-// [KeptWithNetwork]). An entry may be a pattern (filepath.Match). A
+// [KeptWithNetwork]). An entry may be a pattern (filepath.Match, its
+// wildcards matching names whatever their case: see [Config.Hide]). A
 // hidden path that holds the workspace shows only the directories on
 // the way to it.
 //
@@ -395,7 +396,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	for i, h := range hide {
 		matches := []string{h}
 		if isPattern(h) {
-			if matches, err = filepath.Glob(h); err != nil {
+			if matches, err = Glob(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at

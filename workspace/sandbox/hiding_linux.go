@@ -5,6 +5,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -63,7 +64,7 @@ func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 				continue
 			}
 			for _, n := range names {
-				if ok, _ := filepath.Match(c, n); ok {
+				if matchName(c, n) {
 					next = append(next, filepath.Join(d, n))
 				}
 			}
@@ -105,4 +106,64 @@ func listDir(r string) ([]string, error) {
 	f := os.NewFile(uintptr(fd), r)
 	defer f.Close()
 	return f.Readdirnames(-1)
+}
+
+// matchName reports whether the name n matches c, a component of a
+// pattern to hide with a wildcard, whatever their case (see
+// [Config.Hide]): a pattern names a kind of file, *.pem the keys, and
+// on a case-insensitive directory the case a name was written in is
+// chance. A malformed c matches nothing.
+func matchName(c, n string) bool {
+	ok, _ := filepath.Match(strings.ToLower(c), strings.ToLower(n))
+	return ok
+}
+
+// Glob returns the existing paths that match pattern, as filepath.Glob
+// does, but a component of pattern with a wildcard matches names
+// whatever their case, as a sandbox matches the paths to hide
+// ([Config.Hide]); a component without one is a name, looked up as it
+// is written. Links are followed, and a directory that cannot be
+// listed is left out, as filepath.Glob does.
+func Glob(pattern string) ([]string, error) {
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	cur := []string{"."}
+	if filepath.IsAbs(pattern) {
+		cur = []string{"/"}
+	}
+	for c := range strings.SplitSeq(pattern, "/") {
+		if c == "" {
+			continue
+		}
+		var next []string
+		for _, d := range cur {
+			if !isPattern(c) {
+				next = append(next, filepath.Join(d, c))
+				continue
+			}
+			f, err := os.Open(d)
+			if err != nil {
+				continue
+			}
+			names, err := f.Readdirnames(-1)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			slices.Sort(names)
+			for _, n := range names {
+				if matchName(c, n) {
+					next = append(next, filepath.Join(d, n))
+				}
+			}
+		}
+		if cur = next; len(cur) == 0 {
+			return nil, nil
+		}
+	}
+	return slices.DeleteFunc(cur, func(m string) bool {
+		_, err := os.Lstat(m)
+		return err != nil
+	}), nil
 }

@@ -110,7 +110,10 @@ type Config struct {
 	// where commands make them, only to a place in it (a pattern's
 	// directory, the workspace itself included). An entry may be a pattern
 	// (filepath.Match), matched by ResolveHide and again by each
-	// sandbox set up: what matches it then is hidden. "/" and the
+	// sandbox set up: what matches it then is hidden. Its components
+	// with a wildcard match names whatever their case, on a
+	// case-sensitive directory too (*.pem hides KEY.PEM); those without
+	// one are names, looked up as written ([Glob]). "/" and the
 	// workspace itself are refused ([CheckHide]). A directory that
 	// holds the workspace shows only the directories on the way to it.
 	Hide []string `json:"hide"`

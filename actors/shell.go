@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/polyweave/polyweave-go/internal/prune"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -989,18 +989,8 @@ func quiet(call string, multi []string, anon, spent bool) bool {
 // openQuiet/4 more streams are kept, so that opening a stream costs the
 // pruning a constant time on average; it allocates only then.
 func (o *openStreams) prune() {
-	var drop []string
-	for id, st := range o.more {
-		if quiet(st.call, st.multi, st.anon, st.spent) {
-			drop = append(drop, id)
-		}
-	}
-	if len(drop) > openQuiet {
-		slices.SortFunc(drop, func(a, b string) int { return cmp.Compare(o.more[a].order, o.more[b].order) })
-		for _, id := range drop[:len(drop)-openQuiet] {
-			delete(o.more, id)
-		}
-	}
+	prune.Oldest(o.more, openQuiet, func(_ string, st openState) bool { return quiet(st.call, st.multi, st.anon, st.spent) },
+		func(st openState) uint64 { return st.order })
 	o.limit = len(o.more) + openQuiet/4
 }
 

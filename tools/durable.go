@@ -16,6 +16,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/prune"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -937,22 +938,16 @@ func (r *durableRouter) quiet(stream string) {
 // all kept: there are no more of them than the state has streams. It
 // runs when streams are closed, the only time there are more.
 func (r *durableRouter) pruneClosed() {
-	if len(r.closed) <= closedQuiet {
-		return
+	if len(r.closed) > closedQuiet {
+		prune.Oldest(r.closed, closedQuiet, func(stream string, _ closedStream) bool { return r.idle(stream) },
+			func(cs closedStream) uint64 { return cs.order })
 	}
-	var quiet []string
-	for stream := range r.closed {
-		if r.asm.Pending.InStream(stream) == 0 {
-			quiet = append(quiet, stream)
-		}
-	}
-	if len(quiet) <= closedQuiet {
-		return
-	}
-	slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.closed[a].order, r.closed[b].order) })
-	for _, stream := range quiet[:len(quiet)-closedQuiet] {
-		delete(r.closed, stream)
-	}
+}
+
+// idle reports whether stream holds no pending call: its entries in open
+// and closed may be forgotten.
+func (r *durableRouter) idle(stream string) bool {
+	return r.asm.Pending.InStream(stream) == 0
 }
 
 // pruneOpen forgets, of the streams the consumer has a call open on
@@ -966,18 +961,8 @@ func (r *durableRouter) pruneClosed() {
 // finds. open is pruned again once openQuiet/4 more streams are in it,
 // so that a write costs the pruning a constant time on average.
 func (r *durableRouter) pruneOpen() {
-	var quiet []string
-	for stream := range r.open {
-		if r.asm.Pending.InStream(stream) == 0 {
-			quiet = append(quiet, stream)
-		}
-	}
-	if len(quiet) > openQuiet {
-		slices.SortFunc(quiet, func(a, b string) int { return cmp.Compare(r.open[a].at, r.open[b].at) })
-		for _, stream := range quiet[:len(quiet)-openQuiet] {
-			delete(r.open, stream)
-		}
-	}
+	prune.Oldest(r.open, openQuiet, func(stream string, _ openStream) bool { return r.idle(stream) },
+		func(s openStream) uint64 { return s.at })
 	r.openCap = len(r.open) + openQuiet/4
 }
 

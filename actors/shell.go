@@ -654,9 +654,8 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
-		if t == messages.FrameType_TEXT && f.IsToolArgChunk() && !s.spec.Durable() &&
-			!s.open.continues(f.GetStreamId(), f.GetToolCallId()) {
-			// The rest of a call the Logic ended (see continues): it
+		if !s.spec.Durable() && s.open.restOfEnded(f) {
+			// The rest of a call the Logic ended (see restOfEnded): it
 			// had its answer, and is not open again.
 			break
 		}
@@ -921,6 +920,7 @@ type openStreams struct {
 	multi [openInline][]string // multi[i]: few[i]'s calls, when several
 	anon  [openInline]bool     // anon[i]: few[i] carries a call of no id
 	spent [openInline]bool     // spent[i]: the Logic ended a call of few[i] by its id
+	done  [openInline][]string // done[i]: the calls of few[i] the Logic ended by their ids (see endedCall)
 	n     int                  // few[:n] are open
 	more  map[string]openState
 	// adds counts the streams that went to more, which orders them;
@@ -929,8 +929,9 @@ type openStreams struct {
 	adds  uint64
 	limit int
 	// spare is a calls list no stream holds any more, kept for the next
-	// stream that carries several calls.
-	spare []string
+	// stream that carries several calls; spareDone one of ended calls,
+	// for the next stream whose Logic ends a call by its id.
+	spare, spareDone []string
 }
 
 // openState is what openStreams keeps of a stream past the first few.
@@ -940,11 +941,17 @@ type openState struct {
 	multi []string // its calls, when several
 	anon  bool     // it carries a call of no id
 	spent bool     // the Logic ended a call of it by its id
+	done  []string // the calls the Logic ended by their ids (see endedCall)
 	order uint64   // openStreams.adds when it was opened
 }
 
 // openInline is how many open streams a shell keeps without a map.
 const openInline = 2
+
+// endedMax is how many of the calls the Logic ended by their ids an open
+// stream keeps (see endedCall), the oldest forgotten: a late frame of
+// one forgotten, but an argument chunk, opens it again.
+const endedMax = 16
 
 // openQuiet is how many quiet streams openStreams keeps, past its
 // inline room, when it is pruned; it is pruned when openQuiet/4 more
@@ -962,6 +969,7 @@ func (o *openStreams) add(id string) {
 	}
 	if o.n < len(o.few) {
 		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n], o.spent[o.n] = id, false, "", nil, false, false
+		o.done[o.n] = nil
 		o.n++
 		return
 	}
@@ -997,7 +1005,8 @@ func (o *openStreams) prune() {
 func (o *openStreams) remove(id string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			o.keep(o.multi[i])
+			o.keep(o.multi[i], &o.spare)
+			o.keep(o.done[i], &o.spareDone)
 			o.n--
 			o.few[i], o.few[o.n] = o.few[o.n], ""
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
@@ -1005,20 +1014,23 @@ func (o *openStreams) remove(id string) {
 			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
 			o.anon[i], o.anon[o.n] = o.anon[o.n], false
 			o.spent[i], o.spent[o.n] = o.spent[o.n], false
+			o.done[i], o.done[o.n] = o.done[o.n], nil
 			return
 		}
 	}
 	if st, ok := o.more[id]; ok {
-		o.keep(st.multi)
+		o.keep(st.multi, &o.spare)
+		o.keep(st.done, &o.spareDone)
 		delete(o.more, id)
 	}
 }
 
-// keep keeps m, a calls list no stream holds any more, for reuse.
-func (o *openStreams) keep(m []string) {
-	if cap(m) > cap(o.spare) {
+// keep keeps m, a calls list no stream holds any more, in spare for
+// reuse, if it is the larger.
+func (o *openStreams) keep(m []string, spare *[]string) {
+	if cap(m) > cap(*spare) {
 		clear(m[:cap(m)])
-		o.spare = m[:0]
+		*spare = m[:0]
 	}
 }
 
@@ -1057,7 +1069,10 @@ func (o *openStreams) noteCall(id, call string) {
 		if f == id {
 			if call == "" {
 				o.anon[i] = true
-			} else if prev := o.calls[i]; prev != call {
+				return
+			}
+			o.done[i] = reopened(o.done[i], call)
+			if prev := o.calls[i]; prev != call {
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -1066,18 +1081,65 @@ func (o *openStreams) noteCall(id, call string) {
 			return
 		}
 	}
-	if st, ok := o.more[id]; ok && call == "" {
+	st, ok := o.more[id]
+	switch {
+	case !ok:
+	case call == "":
 		if !st.anon {
 			st.anon = true
 			o.more[id] = st
 		}
-	} else if ok && st.call != call {
-		if st.call != "" {
-			st.multi = o.joined(st.multi, st.call, call)
+	case st.call != call || slices.Contains(st.done, call):
+		st.done = reopened(st.done, call)
+		if st.call != call {
+			if st.call != "" {
+				st.multi = o.joined(st.multi, st.call, call)
+			}
+			st.call = call
 		}
-		st.call = call
 		o.more[id] = st
 	}
+}
+
+// reopened returns done, the calls of a stream the Logic ended by their
+// ids, without call, noted open again (a TOOL_CALL with its id: the call
+// sent again).
+func reopened(done []string, call string) []string {
+	if i := slices.Index(done, call); i >= 0 {
+		return slices.Delete(done, i, i+1)
+	}
+	return done
+}
+
+// endedCall reports whether the Logic ended the call of tool-call id
+// call on id, open, by its id, and the call is not open again since
+// (see reopened): a frame with its id is the call's rest (see
+// restOfEnded), and a second END of it ends none of the stream's other
+// calls.
+func (o *openStreams) endedCall(id, call string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return slices.Contains(o.done[i], call)
+		}
+	}
+	return slices.Contains(o.more[id].done, call)
+}
+
+// restOfEnded reports whether f, a frame that opens a call written into
+// the duplex, is the rest of a call the Logic ended, on its way, and
+// opens no call: an argument chunk of a call its stream does not hold
+// (see continues), or a frame with the tool-call id of a call the Logic
+// ended on the stream (see endedCall) but a TOOL_CALL or a DESCRIBE,
+// which begin a call (that call sent again, a new one: models number
+// the calls of each response afresh, call_0, call_1...). A frame with an
+// id the stream never carried is a new call.
+func (o *openStreams) restOfEnded(f *messages.Frame) bool {
+	id, call := f.GetStreamId(), f.GetToolCallId()
+	if f.IsToolArgChunk() {
+		return !o.continues(id, call)
+	}
+	t := f.GetType()
+	return call != "" && t != messages.FrameType_TOOL_CALL && t != messages.FrameType_DESCRIBE && o.endedCall(id, call)
 }
 
 // continues reports whether an argument chunk of tool-call id call on
@@ -1127,7 +1189,10 @@ func (o *openStreams) endCall(id, call string) bool {
 		if f == id {
 			var ok bool
 			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call, o.anon[i])
-			o.spent[i] = o.spent[i] || ok
+			if ok {
+				o.spent[i] = true
+				o.done[i] = o.ending(o.done[i], call)
+			}
 			return ok
 		}
 	}
@@ -1138,9 +1203,25 @@ func (o *openStreams) endCall(id, call string) bool {
 	var ok bool
 	if st.multi, st.call, ok = o.without(st.multi, st.call, call, st.anon); ok {
 		st.spent = true
+		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
 	return ok
+}
+
+// ending returns done, the calls of a stream the Logic ended by their
+// ids, with call, the oldest forgotten past endedMax.
+func (o *openStreams) ending(done []string, call string) []string {
+	if slices.Contains(done, call) {
+		return done
+	}
+	if cap(done) == 0 {
+		done, o.spareDone = o.spareDone, nil
+	}
+	if len(done) == endedMax {
+		done = slices.Delete(done, 0, 1)
+	}
+	return append(done, call)
 }
 
 // without returns m, the calls of a stream whose call noted is noted,
@@ -1162,7 +1243,7 @@ func (o *openStreams) without(m []string, noted, call string, anon bool) (_ []st
 		noted = m[len(m)-1]
 	}
 	if len(m) == 1 {
-		o.keep(m)
+		o.keep(m, &o.spare)
 		m = nil
 	}
 	return m, noted, true
@@ -1310,8 +1391,10 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		if c := f.GetToolCallId(); c != "" && s.open.endCall(f.GetStreamId(), c) {
-			break // the END of one of the stream's calls, others open
+		if c := f.GetToolCallId(); c != "" && (s.open.endCall(f.GetStreamId(), c) || s.open.endedCall(f.GetStreamId(), c)) {
+			// The END of one of the stream's calls, others open, or a
+			// second END of a call ended: it ends none of the others.
+			break
 		}
 		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {

@@ -1306,8 +1306,23 @@ func (o *openStreams) shares(id, call string) bool {
 	if call == "" {
 		return false
 	}
-	calls, anon := o.answers(id, nil)
-	return slices.Contains(calls, call) && (len(calls) > 1 || anon)
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return sharesCall(call, o.calls[i], o.multi[i], o.anon[i])
+		}
+	}
+	st, ok := o.more[id]
+	return ok && sharesCall(call, st.call, st.multi, st.anon)
+}
+
+// sharesCall is shares for a stream whose call noted is noted, whose
+// calls are multi (when several) and that carries a call of no id when
+// anon.
+func sharesCall(call, noted string, multi []string, anon bool) bool {
+	if len(multi) > 0 {
+		return slices.Contains(multi, call) && (len(multi) > 1 || anon)
+	}
+	return call == noted && anon
 }
 
 // sole returns the tool-call id of the call of id when it carries one

@@ -149,3 +149,31 @@ func TestConn_LateFrameOfAnEndedCall(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenStreams_SharesNoAllocation: telling whether a call shares its
+// stream with others (as a Resume does) costs no allocation, whatever
+// the number of calls the stream carries.
+func TestOpenStreams_SharesNoAllocation(t *testing.T) {
+	var o openStreams
+	o.add("s")
+	o.noteCall("s", "c1")
+	o.noteCall("s", "c2")
+	o.noteCall("s", "c3")
+	o.add("t")
+	o.noteCall("t", "c1")
+	o.noteCall("t", "")
+	for i := range openInline {
+		o.add("x" + string(rune('0'+i))) // u goes to the map
+	}
+	o.add("u")
+	o.noteCall("u", "c1")
+	o.noteCall("u", "c2")
+	shares := func() {
+		if !o.shares("s", "c2") || !o.shares("t", "c1") || !o.shares("u", "c1") || o.shares("s", "c9") {
+			t.Fatal("shares: wrong answer")
+		}
+	}
+	if n := testing.AllocsPerRun(100, shares); n != 0 {
+		t.Errorf("shares cost %v allocations, want 0", n)
+	}
+}

@@ -748,7 +748,7 @@ type answeredCall string
 // than c's. A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
-// caller's END). Nor is a chunk of a streaming call's arguments a new
+// caller's END), or up to a new call, which ends the record. Nor is a chunk of a streaming call's arguments a new
 // call, whatever its id: its call begins with its TOOL_CALL, which, sent
 // after the answer, would have been a new call (ending the record); so
 // it is of a call begun before the answer, on the stream then (streaming
@@ -893,7 +893,8 @@ func isChildID(id, parent string) bool {
 // id than the one noted comes while the stream is open, its calls are
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
-// endCall). An END without an id ends the stream. A call whose frames
+// endCall); a second END of it ends nothing, and its late frames open
+// it no more (see endedCall). An END without an id ends the stream. A call whose frames
 // carry no id is told from the others by that: a stream that carries
 // one beside a call with an id carries several calls (see several),
 // the Logic's END with the id of the other call ends that one alone,
@@ -1063,7 +1064,8 @@ func (o *openStreams) inputEnded(id string) bool {
 // open: the last one noted is the call's (see answeredCall). A call other
 // than the one noted is another call of the stream: its calls are kept
 // from then on (see openStreams). A frame of no id is of a call of no id
-// (see several).
+// (see several). A call the Logic ended (see endedCall) noted with its id
+// is open again.
 func (o *openStreams) noteCall(id, call string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {

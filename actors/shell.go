@@ -937,13 +937,13 @@ type openStreams struct {
 
 // openState is what openStreams keeps of a stream past the first few.
 type openState struct {
-	ended bool     // its caller sent its END
 	call  string   // its call's tool-call id
 	multi []string // its calls, when several
-	anon  bool     // it carries a call of no id
-	spent bool     // the Logic ended a call of it by its id
 	done  []string // the calls the Logic ended by their ids (see endedCall)
 	order uint64   // openStreams.adds when it was opened
+	ended bool     // its caller sent its END
+	anon  bool     // it carries a call of no id
+	spent bool     // the Logic ended a call of it by its id
 }
 
 // openInline is how many open streams a shell keeps without a map.
@@ -1073,7 +1073,9 @@ func (o *openStreams) noteCall(id, call string) {
 				o.anon[i] = true
 				return
 			}
-			o.done[i] = reopened(o.done[i], call)
+			if len(o.done[i]) > 0 {
+				o.done[i] = reopened(o.done[i], call)
+			}
 			if prev := o.calls[i]; prev != call {
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)

@@ -177,3 +177,19 @@ func TestOpenStreams_SharesNoAllocation(t *testing.T) {
 		t.Errorf("shares cost %v allocations, want 0", n)
 	}
 }
+
+// BenchmarkOpenStreams_Shares measures what a Resume asks of a stream
+// that carries three calls: whether the failed call shares it.
+func BenchmarkOpenStreams_Shares(b *testing.B) {
+	var o openStreams
+	o.add("s")
+	o.noteCall("s", "c1")
+	o.noteCall("s", "c2")
+	o.noteCall("s", "c3")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !o.shares("s", "c2") {
+			b.Fatal("c2 shares s")
+		}
+	}
+}

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -190,6 +191,40 @@ func BenchmarkOpenStreams_Shares(b *testing.B) {
 	for b.Loop() {
 		if !o.shares("s", "c2") {
 			b.Fatal("c2 shares s")
+		}
+	}
+}
+
+// TestOpenStreams_EndedCallsBounded: a stream kept open by a call of no
+// id (a model's text beside its tool calls) whose Logic ends call after
+// call by their ids keeps the endedMax ended last, not one more for each
+// call for as long as it is open: the newest are still ended, the oldest
+// forgotten.
+func TestOpenStreams_EndedCallsBounded(t *testing.T) {
+	for _, id := range []string{"s", "m"} { // inline, and past the inline room
+		var o openStreams
+		if id == "m" {
+			o.add("x0")
+			o.add("x1")
+		}
+		o.add(id)
+		o.noteCall(id, "")
+		const calls = endedMax + 5
+		for i := range calls {
+			c := "c" + strconv.Itoa(i)
+			o.noteCall(id, c)
+			if !o.endCall(id, c) {
+				t.Fatalf("stream %s: endCall(%s) ended the stream, which carries a call of no id", id, c)
+			}
+		}
+		if !o.has(id) {
+			t.Fatalf("stream %s closed, its call of no id open", id)
+		}
+		if !o.endedCall(id, "c"+strconv.Itoa(calls-1)) || !o.endedCall(id, "c"+strconv.Itoa(calls-endedMax)) {
+			t.Errorf("stream %s: the %d calls ended last are not all ended", id, endedMax)
+		}
+		if o.endedCall(id, "c"+strconv.Itoa(calls-endedMax-1)) {
+			t.Errorf("stream %s: more than %d ended calls kept", id, endedMax)
 		}
 	}
 }

@@ -1121,12 +1121,8 @@ func reopened(done []string, call string) []string {
 // restOfEnded), and a second END of it ends none of the stream's other
 // calls.
 func (o *openStreams) endedCall(id, call string) bool {
-	for i, f := range o.few[:o.n] {
-		if f == id {
-			return slices.Contains(o.done[i], call)
-		}
-	}
-	return slices.Contains(o.more[id].done, call)
+	st, _ := o.get(id)
+	return slices.Contains(st.done, call)
 }
 
 // restOfEnded reports whether f, a frame that opens a call written into
@@ -1155,13 +1151,21 @@ func (o *openStreams) restOfEnded(f *messages.Frame) bool {
 // its id, or the stream with it), still on its way; noted, it would
 // open that call again, for a restart or stop to answer a second time.
 func (o *openStreams) continues(id, call string) bool {
+	st, ok := o.get(id)
+	return ok && heldCall(call, st.call, st.multi, st.spent)
+}
+
+// get returns what o keeps of id (an inline stream's, gathered), and
+// whether id is open.
+func (o *openStreams) get(id string) (openState, bool) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			return heldCall(call, o.calls[i], o.multi[i], o.spent[i])
+			return openState{call: o.calls[i], multi: o.multi[i], done: o.done[i],
+				ended: o.ended[i], anon: o.anon[i], spent: o.spent[i]}, true
 		}
 	}
 	st, ok := o.more[id]
-	return ok && heldCall(call, st.call, st.multi, st.spent)
+	return st, ok
 }
 
 // heldCall is continues for an open stream whose call noted is noted,
@@ -1310,23 +1314,14 @@ func (o *openStreams) shares(id, call string) bool {
 	if call == "" {
 		return false
 	}
-	for i, f := range o.few[:o.n] {
-		if f == id {
-			return sharesCall(call, o.calls[i], o.multi[i], o.anon[i])
-		}
+	st, ok := o.get(id)
+	if !ok {
+		return false
 	}
-	st, ok := o.more[id]
-	return ok && sharesCall(call, st.call, st.multi, st.anon)
-}
-
-// sharesCall is shares for a stream whose call noted is noted, whose
-// calls are multi (when several) and that carries a call of no id when
-// anon.
-func sharesCall(call, noted string, multi []string, anon bool) bool {
-	if len(multi) > 0 {
-		return slices.Contains(multi, call) && (len(multi) > 1 || anon)
+	if len(st.multi) > 0 {
+		return slices.Contains(st.multi, call) && (len(st.multi) > 1 || st.anon)
 	}
-	return call == noted && anon
+	return call == st.call && st.anon
 }
 
 // sole returns the tool-call id of the call of id when it carries one

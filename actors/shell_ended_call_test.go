@@ -23,25 +23,19 @@ import (
 // and a TOOL_CALL of tool "twice" with a second END of it after; and
 // answers a TEXT "probe" with END of its stream.
 func twiceEndingDuplex() Spec {
-	return Spec{Name: "d", New: func() Logic {
-		return LogicFunc(func(c Context, msg any) {
-			f, ok := msg.(*messages.Frame)
-			if !ok {
-				return
-			}
-			id := f.GetStreamId()
-			switch {
-			case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
-				c.Emit(messages.End(id))
-			case f.GetType() == messages.FrameType_TOOL_CALL && f.GetName() != "hold":
-				c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`1`)))
+	return frameDuplex(func(c Context, f *messages.Frame) {
+		id := f.GetStreamId()
+		switch {
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
+			c.Emit(messages.End(id))
+		case f.GetType() == messages.FrameType_TOOL_CALL && f.GetName() != "hold":
+			c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`1`)))
+			c.Emit(endOf(id, f.GetToolCallId()))
+			if f.GetName() == "twice" {
 				c.Emit(endOf(id, f.GetToolCallId()))
-				if f.GetName() == "twice" {
-					c.Emit(endOf(id, f.GetToolCallId()))
-				}
 			}
-		})
-	}}
+		}
+	})
 }
 
 // stopAnswers writes frames into a duplex of twiceEndingDuplex, then a
@@ -62,24 +56,34 @@ func stopAnswers(t *testing.T, frames ...*messages.Frame) []string {
 	if _, err := conn.RecvStream(ctx, "g"); err != nil {
 		t.Fatal(err)
 	}
+	var got []string
+	for _, f := range closeAndDrain(t, conn) {
+		if f.GetStreamId() == "s" && f.GetType() != messages.FrameType_TOOL_RESULT {
+			got = append(got, withCallID(f)+"["+f.GetMeta().GetFailureKind()+"]")
+		}
+	}
+	return got
+}
+
+// closeAndDrain stops conn's duplex and returns the frames it emitted
+// that were not read yet, up to its stop.
+func closeAndDrain(t *testing.T, conn *Conn) []*messages.Frame {
+	t.Helper()
+	ctx := testContext(t)
 	if err := conn.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got []*messages.Frame
 	for {
 		f, err := conn.Recv(ctx)
 		if errors.Is(err, ErrDuplexStopped) {
-			break
+			return got
 		}
 		if err != nil {
-			t.Fatalf("recv: %v after %q", err, got)
+			t.Fatalf("recv: %v after %d frames", err, len(got))
 		}
-		if f.GetStreamId() != "s" || f.GetType() == messages.FrameType_TOOL_RESULT {
-			continue
-		}
-		got = append(got, withCallID(f)+"["+f.GetMeta().GetFailureKind()+"]")
+		got = append(got, f)
 	}
-	return got
 }
 
 // stoppedPair is the ERROR and END with which a stop answers the call of
@@ -156,19 +160,10 @@ func TestConn_LateFrameOfAnEndedCall(t *testing.T) {
 // the number of calls the stream carries.
 func TestOpenStreams_SharesNoAllocation(t *testing.T) {
 	var o openStreams
-	o.add("s")
-	o.noteCall("s", "c1")
-	o.noteCall("s", "c2")
-	o.noteCall("s", "c3")
-	o.add("t")
-	o.noteCall("t", "c1")
-	o.noteCall("t", "")
-	for i := range openInline {
-		o.add("x" + string(rune('0'+i))) // u goes to the map
-	}
-	o.add("u")
-	o.noteCall("u", "c1")
-	o.noteCall("u", "c2")
+	o.openCalls("s", "c1", "c2", "c3")
+	o.openCalls("t", "c1", "")
+	o.openCalls("x0")
+	o.openCalls("u", "c1", "c2") // past the inline room
 	shares := func() {
 		if !o.shares("s", "c2") || !o.shares("t", "c1") || !o.shares("u", "c1") || o.shares("s", "c9") {
 			t.Fatal("shares: wrong answer")
@@ -179,14 +174,19 @@ func TestOpenStreams_SharesNoAllocation(t *testing.T) {
 	}
 }
 
+// openCalls opens id and notes calls on it.
+func (o *openStreams) openCalls(id string, calls ...string) {
+	o.add(id)
+	for _, c := range calls {
+		o.noteCall(id, c)
+	}
+}
+
 // BenchmarkOpenStreams_Shares measures what a Resume asks of a stream
 // that carries three calls: whether the failed call shares it.
 func BenchmarkOpenStreams_Shares(b *testing.B) {
 	var o openStreams
-	o.add("s")
-	o.noteCall("s", "c1")
-	o.noteCall("s", "c2")
-	o.noteCall("s", "c3")
+	o.openCalls("s", "c1", "c2", "c3")
 	b.ReportAllocs()
 	for b.Loop() {
 		if !o.shares("s", "c2") {
@@ -204,11 +204,10 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 	for _, id := range []string{"s", "m"} { // inline, and past the inline room
 		var o openStreams
 		if id == "m" {
-			o.add("x0")
-			o.add("x1")
+			o.openCalls("x0")
+			o.openCalls("x1")
 		}
-		o.add(id)
-		o.noteCall(id, "")
+		o.openCalls(id, "")
 		const calls = endedMax + 5
 		for i := range calls {
 			c := "c" + strconv.Itoa(i)

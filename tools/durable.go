@@ -323,21 +323,6 @@ type durableRouter struct {
 	// pending call while closed, which orders them.
 	closed   map[string]closedStream
 	closings uint64
-	// open holds the streams the consumer wrote a call-opening frame on
-	// in this incarnation, until the model ends them (END or ERROR of no
-	// id, or of the id of the stream's last call open: see openStream):
-	// a restore frame's calls on the others are put on closed streams.
-	// Each has the count of such writes (opens) at its last one on
-	// another stream than the one before; of those
-	// without a pending call, only the openQuiet written on last are
-	// sure to be kept (see pruneOpen): a model that never ends its
-	// streams does not grow it without end. lastOpen is the stream last
-	// written on, whose frames mostly follow each other; openCap is the
-	// size past which open is pruned.
-	open     map[string]openStream
-	opens    uint64
-	openCap  int
-	lastOpen string
 	// armed is the time the limit timer is set for: the earliest end of
 	// the calls waiting on closed streams; zero when none is set.
 	armed time.Time
@@ -374,83 +359,6 @@ const echoLimit = 256
 // pending call.
 const closedQuiet = 256
 
-// openQuiet is how many streams without a pending call durableRouter.open
-// keeps when it is pruned; it is pruned when openQuiet/4 more have come.
-const openQuiet = 1024
-
-// openStream is an entry of durableRouter.open: the consumer's calls on
-// a stream, told apart by the tool-call ids of the frames that open them,
-// as the runtime tells them (see actors.OpensStream): frames of no id
-// are of a call of no id. A stream carries several calls once a frame of
-// another call than the one noted comes (a call of no id beside one with
-// an id counts); the model's END or ERROR with one of their ids ends that
-// call alone (see end), and one of no id, or of the id of a stream's
-// sole call, ends the stream.
-type openStream struct {
-	at    uint64   // durableRouter.opens at its last write (see opened)
-	call  string   // the tool-call id noted last of its calls
-	calls []string // its calls known by their ids, when several
-	anon  bool     // it carries a call of no id
-}
-
-// note notes call, the tool-call id of a frame that opens a call on the
-// stream, and reports whether that changed the entry.
-func (s *openStream) note(call string) bool {
-	switch {
-	case call == "":
-		if s.anon {
-			return false
-		}
-		s.anon = true
-	case call == s.call:
-		return false
-	case s.call != "":
-		if len(s.calls) == 0 {
-			s.calls = []string{s.call}
-		}
-		if !slices.Contains(s.calls, call) {
-			s.calls = append(s.calls, call)
-		}
-		fallthrough
-	default:
-		s.call = call
-	}
-	return true
-}
-
-// end ends the call of tool-call id call, when the stream carries it
-// among other calls, and reports whether it did: the stream stays open
-// for the others. It reports false, the entry unchanged, when the stream
-// carries a single call, or none of that id: the END ends the stream.
-func (s *openStream) end(call string) bool {
-	if !s.endsAlone(call) {
-		return false
-	}
-	i := slices.Index(s.calls, call)
-	if i < 0 {
-		s.call = "" // the call of no id is left
-		return true
-	}
-	s.calls = slices.Delete(s.calls, i, i+1)
-	if s.call == call {
-		s.call = s.calls[len(s.calls)-1]
-	}
-	if len(s.calls) == 1 {
-		s.calls = nil
-	}
-	return true
-}
-
-// endsAlone reports whether the model's END or ERROR of tool-call id
-// call ends that call alone, the stream staying open for its others (see
-// end), without changing the entry.
-func (s *openStream) endsAlone(call string) bool {
-	if call == "" {
-		return false
-	}
-	return slices.Contains(s.calls, call) || call == s.call && s.anon && len(s.calls) == 0
-}
-
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
 	event string // of the state frame that announces its calls: "recovered" or "restored"
@@ -477,7 +385,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d.core.asm = &r.asm
 	d.core.also = d.waitsClosed
 	d.core.applied = d.quieted
-	d.core.endsAlone = d.endsAlone
+	d.core.endsAlone = r.endsAlone
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -515,7 +423,7 @@ func (r *durableRouter) forgetEcho(i int) {
 // result the router wrote into it for a call of a closed stream, and
 // forgets what the model's end of a stream leaves nothing to expect. An
 // END or ERROR that ends one of the consumer's calls alone, the stream
-// going on with its others (see openStream.end), forgets nothing: the
+// going on with its others (see consumerCalls.endsAlone), forgets nothing: the
 // model may yet echo there.
 //
 // A call the model starts with the key of an echo expected (models number
@@ -562,7 +470,7 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
-		if r.endsAlone(stream, f.GetToolCallId()) {
+		if r.calls.endsAlone(stream, f.GetToolCallId()) {
 			return false // the stream goes on, and the model may yet echo there
 		}
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
@@ -611,7 +519,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
 		r.flush(c)
 		if t := f.GetType(); t != messages.FrameType_META && actors.OpensStream(t) {
-			r.opened(c, f.GetStreamId(), f.GetToolCallId())
+			r.opened(c, f.GetStreamId())
 		}
 		r.routerLogic.Request(c, f)
 		return
@@ -676,36 +584,6 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 		r.announce(c, e.StreamID, "stream_ended", "")
 	}
 	r.act(c, f, decisions)
-	if t := f.GetType(); len(r.open) > 0 && (t == messages.FrameType_END || t == messages.FrameType_ERROR) {
-		r.ended(f.GetStreamId(), f.GetToolCallId())
-	}
-}
-
-// endsAlone reports whether the model's END or ERROR of tool-call id call
-// on stream ends that call alone, the stream going on with the
-// consumer's other calls there (see openStream.end): of the model's calls
-// pending there, it ends only the one of that id (see Assembler.decide).
-func (r *durableRouter) endsAlone(stream, call string) bool {
-	st, ok := r.open[stream]
-	return ok && st.endsAlone(call)
-}
-
-// ended notes the model's END or ERROR of tool-call id call on stream: it
-// ends that call, if the stream carries it among others (see
-// openStream.end), or else the stream.
-func (r *durableRouter) ended(stream, call string) {
-	st, ok := r.open[stream]
-	if !ok {
-		return
-	}
-	if call != "" && st.end(call) {
-		r.open[stream] = st
-		return
-	}
-	delete(r.open, stream)
-	if r.lastOpen == stream {
-		r.lastOpen = ""
-	}
 }
 
 // HandleMessage implements actors.MessageHandler: recovery replays stored
@@ -777,8 +655,7 @@ func (r *durableRouter) closesRestored(stream, s string) bool {
 	if s == stream && !r.isClosed(s) {
 		return false
 	}
-	_, open := r.open[s]
-	return !open
+	return !r.calls.has(s)
 }
 
 // restoreWaits sets in st, the state of a restore frame on stream, the
@@ -944,26 +821,10 @@ func (r *durableRouter) pruneClosed() {
 	}
 }
 
-// idle reports whether stream holds no pending call: its entries in open
-// and closed may be forgotten.
+// idle reports whether stream holds no pending call: its entry in closed
+// may be forgotten.
 func (r *durableRouter) idle(stream string) bool {
 	return r.asm.Pending.InStream(stream) == 0
-}
-
-// pruneOpen forgets, of the streams the consumer has a call open on
-// without a pending call, all but the openQuiet it wrote on last: their
-// model never ended them, and has mostly moved on. A stream forgotten
-// counts as one the consumer has no call open on, for a restore frame
-// alone: the restore's calls there are kept as on such a stream, and
-// announced when the consumer writes there again, which opens it again
-// (see DurabilityOptions). No call is lost to it: the router forgets no
-// stream with a pending call, and a restore replaces the calls it
-// finds. open is pruned again once openQuiet/4 more streams are in it,
-// so that a write costs the pruning a constant time on average.
-func (r *durableRouter) pruneOpen() {
-	prune.Oldest(r.open, openQuiet, func(stream string, _ openStream) bool { return r.idle(stream) },
-		func(s openStream) uint64 { return s.at })
-	r.openCap = len(r.open) + openQuiet/4
 }
 
 // isClosed reports whether stream is closed towards the consumer (see
@@ -977,27 +838,11 @@ func (r *durableRouter) isClosed(stream string) bool {
 }
 
 // opened notes that the consumer wrote a frame that opens a call (as the
-// runtime counts it) on stream. If the stream is closed, the consumer
-// has come back to it: it opens, its calls wait no more (persisted
-// first), and the calls there that are still pending are announced.
-func (r *durableRouter) opened(c actors.WrapperContext, stream, call string) {
-	if stream != "" {
-		if r.open == nil {
-			r.open, r.openCap = map[string]openStream{}, openQuiet+openQuiet/4
-		}
-		st, ok := r.open[stream]
-		changed := st.note(call)
-		if stream != r.lastOpen || !ok {
-			r.opens++
-			st.at, r.lastOpen, changed = r.opens, stream, true
-		}
-		if changed {
-			r.open[stream] = st
-		}
-		if len(r.open) > r.openCap {
-			r.pruneOpen()
-		}
-	}
+// runtime counts it) on stream (routerLogic.Request notes the call in
+// routerLogic.calls). If the stream is closed, the consumer has come back
+// to it: it opens, its calls wait no more (persisted first), and the
+// calls there that are still pending are announced.
+func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(r.closed) == 0 {
 		return
 	}

@@ -119,11 +119,16 @@ const MetaState = "state"
 // from are one write).
 //
 // The results the router writes into the model for the calls of a closed
-// stream (ended at the limit, cancelled, cut short by the model's END)
-// do not go out to the consumer when the model echoes them (model
-// adapters do not: they ignore results), not even when the consumer has
-// written on the stream again before the echo came: it was told of no
-// such call there. The router expects such an echo until it comes or
+// stream (ended at the limit, cancelled, cut short by the model's END,
+// or run there) do not go out to the consumer when the model echoes them
+// (model adapters do not: they ignore results), not even when the
+// consumer has written on the stream again before the result or its
+// echo came: it was told of no such call there. A call is one of a
+// closed stream when its stream is closed as the router runs it, or
+// answers it without running it: the result of a call run while its
+// stream was open, which the consumer was told of, goes out when the
+// model echoes it on the stream open again, though a restore frame
+// closed the stream while the call ran. The router expects such an echo until it comes or
 // the model ends the stream (not one call of the consumer's alone: see
 // below), and for at most 256 results at a time. Once
 // the model starts a call of the same id on the stream (models that
@@ -341,6 +346,13 @@ type durableRouter struct {
 	echoes    map[callKey]int
 	echoOrder []echoWant
 	echoSeed  maphash.Seed
+	// ranClosed holds the calls running when their stream was closed or
+	// opened (see freeze), with whether it was closed when they ran:
+	// whether the router expects the echo of a call's result is decided
+	// when the call runs, as the consumer was told of it then or not.
+	// A call's entry goes when its result is delivered. Nil until a
+	// stream with calls running is closed or opened.
+	ranClosed map[callKey]bool
 }
 
 // echoWant is a result of durableRouter.echoOrder.
@@ -389,12 +401,44 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
-		if d.isClosed(call.GetStreamId()) {
+		if d.ranOnClosed(call) {
 			d.expectEcho(keyOf(call), result.GetPayload())
 		}
 		deliver(c, call, result)
 	}
 	return d
+}
+
+// ranOnClosed reports whether call, whose result is being delivered, is
+// a call of a closed stream: one whose stream was closed when the router
+// ran it (see freeze), or, for a call it answers without running it (one
+// it rejects, cancels or ends), when it answers it.
+func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
+	closed := r.isClosed(call.GetStreamId())
+	if len(r.ranClosed) > 0 {
+		k := keyOf(call)
+		if was, ok := r.ranClosed[k]; ok {
+			delete(r.ranClosed, k)
+			return was
+		}
+	}
+	return closed
+}
+
+// freeze notes, for the calls running on the streams that flips reports
+// (which are closed or opened next), whether their stream is closed
+// now, unless it was noted already: their stream was then as it is now
+// when they ran (see durableRouter.ranClosed).
+func (r *durableRouter) freeze(flips func(stream string) bool) {
+	for k := range r.d.outstanding {
+		if _, ok := r.ranClosed[k]; ok || !flips(k.stream) {
+			continue
+		}
+		if r.ranClosed == nil {
+			r.ranClosed = map[callKey]bool{}
+		}
+		r.ranClosed[k] = r.isClosed(k.stream)
+	}
 }
 
 // expectEcho notes that the result of call k, on a closed stream, goes to
@@ -688,6 +732,9 @@ func (r *durableRouter) restoreWaits(stream string, st *messages.RouterState) {
 // yet began to, and sets the timer of the limit.
 func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, close func(string) bool) {
 	p := &r.asm.Pending
+	if len(r.d.outstanding) > 0 {
+		r.freeze(func(s string) bool { return !r.isClosed(s) && p.InStream(s) > 0 && close(s) })
+	}
 	for stream := range p.byStream {
 		if !close(stream) {
 			continue
@@ -816,6 +863,9 @@ func (r *durableRouter) quiet(stream string) {
 // runs when streams are closed, the only time there are more.
 func (r *durableRouter) pruneClosed() {
 	if len(r.closed) > closedQuiet {
+		if len(r.d.outstanding) > 0 { // the streams forgotten open
+			r.freeze(func(s string) bool { return r.isClosed(s) && r.idle(s) })
+		}
 		prune.Oldest(r.closed, closedQuiet, func(stream string, _ closedStream) bool { return r.idle(stream) },
 			func(cs closedStream) uint64 { return cs.order })
 	}
@@ -849,6 +899,9 @@ func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	cs, ok := r.closed[stream]
 	if !ok {
 		return
+	}
+	if len(r.d.outstanding) > 0 {
+		r.freeze(func(s string) bool { return s == stream })
 	}
 	delete(r.closed, stream)
 	calls := r.asm.Pending.inStream(stream)

@@ -128,9 +128,12 @@ const MetaState = "state"
 // answers it without running it: the result of a call run while its
 // stream was open, which the consumer was told of, goes out when the
 // model echoes it on the stream open again, though a restore frame
-// closed the stream while the call ran. The router expects such an echo until it comes or
-// the model ends the stream (not one call of the consumer's alone: see
-// below), and for at most 256 results at a time. Once
+// closed the stream while the call ran. The router expects such an echo
+// until it comes or the model ends the stream (not one call of the
+// consumer's alone: see below), and for at most 256 results at a time;
+// once it came, the model's echo of it again (a result of the same id
+// and payload on the stream) stays in too, until the model ends the
+// stream or starts a call of that id there. Once
 // the model starts a call of the same id on the stream (models that
 // number the calls of each response afresh reuse ids), a result of that
 // id is the echo only if its payload is the one the router wrote, as a
@@ -337,12 +340,14 @@ type durableRouter struct {
 	limit time.Duration
 	// echoOrder holds the results the router wrote into the model for
 	// calls of closed streams (ended at the limit, cancelled, their
-	// stream ended by the model), in the order written, until the model
-	// echoes one or ends its stream (see echo): such an echo does not go
-	// out, even on a stream the consumer has written on again meanwhile
-	// (it was told of no such call there). Past echoLimit, the oldest go
-	// (a model adapter ignores results and echoes none). echoes counts
-	// them by call; echoSeed hashes their payloads.
+	// stream ended by the model, run there), in the order written, until
+	// the model ends its stream, or, once their echo came, starts a call
+	// of the same key (see echo): such an echo, and the model's echo of
+	// it again, does not go out, even on a stream the consumer has
+	// written on again meanwhile (it was told of no such call there).
+	// Past echoLimit, the oldest of those whose echo came go, or else
+	// the oldest (a model adapter ignores results and echoes none).
+	// echoes counts them by call; echoSeed hashes their payloads.
 	echoes    map[callKey]int
 	echoOrder []echoWant
 	echoSeed  maphash.Seed
@@ -362,6 +367,9 @@ type echoWant struct {
 	// renewed: the model started a call of the same key since (see
 	// echo), whose result is not the echo: this one is told by its sum.
 	renewed bool
+	// came: the echo came, before any call of the same key; a result of
+	// its sum is the model's echo of it again (see echo).
+	came bool
 }
 
 // echoLimit bounds durableRouter.echoes.
@@ -448,7 +456,9 @@ func (r *durableRouter) expectEcho(k callKey, payload []byte) {
 		r.echoes, r.echoSeed = map[callKey]int{}, maphash.MakeSeed()
 	}
 	if len(r.echoOrder) >= echoLimit {
-		r.forgetEcho(0)
+		// The oldest of those that came, whose duplicates alone the
+		// router still keeps in, or else the oldest expected.
+		r.forgetEcho(max(slices.IndexFunc(r.echoOrder, func(w echoWant) bool { return w.came }), 0))
 	}
 	r.echoes[k]++
 	r.echoOrder = append(r.echoOrder, echoWant{call: k, sum: maphash.Bytes(r.echoSeed, payload)})
@@ -478,6 +488,14 @@ func (r *durableRouter) forgetEcho(i int) {
 // and goes out. A result of the new call with the very payload of the
 // ended call's (both cancelled alike, say) cannot be told from the echo:
 // the first to come is taken for it.
+//
+// An echo that came is kept until the model ends the stream or starts a
+// call of its key: a result of its payload until then is the model's
+// echo of it again, which stays in as well. Once the model starts such a
+// call, a result of that key is the new call's; and the echo of an
+// ended call that came after the model started a new call of its key is
+// forgotten as it comes, so that a result of the new call with its very
+// payload goes out.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
 	case messages.FrameType_TOOL_RESULT:
@@ -491,7 +509,7 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 			if w.call != k {
 				continue
 			}
-			if w.renewed {
+			if w.renewed || w.came {
 				if !hashed {
 					sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
 				}
@@ -499,7 +517,12 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 					continue
 				}
 			}
-			r.forgetEcho(i)
+			switch {
+			case w.renewed:
+				r.forgetEcho(i)
+			case !w.came:
+				r.echoOrder[i].came = true
+			}
 			return true
 		}
 	case messages.FrameType_TOOL_CALL:
@@ -507,9 +530,14 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 		if r.echoes[k] == 0 {
 			return false
 		}
-		for i := range r.echoOrder {
-			if r.echoOrder[i].call == k {
-				r.echoOrder[i].renewed = true
+		for i := 0; i < len(r.echoOrder); i++ {
+			switch w := &r.echoOrder[i]; {
+			case w.call != k:
+			case w.came: // its echo came before the new call: what comes now is the new call's
+				r.forgetEcho(i)
+				i--
+			default:
+				w.renewed = true
 			}
 		}
 	case messages.FrameType_END, messages.FrameType_ERROR:

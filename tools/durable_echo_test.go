@@ -123,3 +123,52 @@ func TestDurableRouter_CallRunOnAnOpenStreamGoesOut(t *testing.T) {
 		}
 	})
 }
+
+// twiceModel is holdModel that echoes each result it holds twice.
+func twiceModel(got chan<- *messages.Frame) actors.Spec {
+	var held []*messages.Frame
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_RESULT:
+			got <- f
+			held = append(held, f)
+			return
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
+			for _, r := range held {
+				if r.GetStreamId() == f.GetStreamId() {
+					emit(r)
+					emit(r)
+				}
+			}
+			held = slices.DeleteFunc(held, func(r *messages.Frame) bool { return r.GetStreamId() == f.GetStreamId() })
+		}
+		emit(f)
+	})
+}
+
+// TestDurableRouter_EchoTwiceStaysIn: a model that echoes the result of
+// a call ended at the limit on a closed stream twice, once the consumer
+// has written there again, has neither echo go out: the consumer, told
+// of no such call, gets no result of it. The model's new call of the same
+// id there is the consumer's: its result goes out.
+func TestDurableRouter_EchoTwiceStaysIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, twiceModel)
+
+		send(t, h.conn, messages.Text("s", "release"))
+		if out := streamUntil(t, h.conn, "s", isText("release")); len(out) != 1 {
+			t.Errorf("stream s written on again got %q, want the echo of its text alone", lines(out))
+		}
+		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
+			messages.ToolComplete("s", "call_a"))
+		waitState(t, h.conn, "s", "completed")
+		if r := nextResult(t, h.got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+			t.Fatalf("the model got %s, want the new call_a's result", line(r))
+		}
+		send(t, h.conn, messages.Text("s", "release"))
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		if n := len(slices.DeleteFunc(out, func(f *messages.Frame) bool { return !isResultOf("call_a")(f) })); n != 2 {
+			t.Errorf("stream s got %d echoes of the new call_a's result, want the model's two", n)
+		}
+	})
+}

@@ -24,13 +24,16 @@ import (
 // model that never ends its streams does not grow it without end. A
 // stream forgotten counts as one the consumer has no call open on: the
 // model's END there ends the stream, whatever its id. lastOpen is the
-// stream last written on, whose frames mostly follow each other; openCap
-// is the size past which open is pruned. The zero value is ready.
+// stream last written on, whose frames mostly follow each other, and
+// lastCall the tool-call id noted last there: a frame of the same call
+// changes nothing. openCap is the size past which open is pruned. The
+// zero value is ready.
 type consumerCalls struct {
 	open     map[string]openStream
 	opens    uint64
 	openCap  int
 	lastOpen string
+	lastCall string
 }
 
 // openQuiet is how many streams without a pending call consumerCalls
@@ -41,8 +44,8 @@ const openQuiet = 1024
 // tool-call id call (as the runtime counts it) on stream; p is the
 // router's pending calls (a stream with one is never forgotten).
 func (o *consumerCalls) note(stream, call string, p *PendingCalls) {
-	if stream == "" {
-		return
+	if stream == "" || stream == o.lastOpen && call == o.lastCall {
+		return // the call noted last, as it is
 	}
 	if o.open == nil {
 		o.open, o.openCap = map[string]openStream{}, openQuiet+openQuiet/4
@@ -53,6 +56,7 @@ func (o *consumerCalls) note(stream, call string, p *PendingCalls) {
 		o.opens++
 		st.at, o.lastOpen, changed = o.opens, stream, true
 	}
+	o.lastCall = call
 	if changed {
 		o.open[stream] = st
 	}
@@ -87,14 +91,14 @@ func (o *consumerCalls) ended(stream, call string) {
 	if !ok {
 		return
 	}
+	if o.lastOpen == stream {
+		o.lastOpen = "" // its entry changes
+	}
 	if call != "" && st.end(call) {
 		o.open[stream] = st
 		return
 	}
 	delete(o.open, stream)
-	if o.lastOpen == stream {
-		o.lastOpen = ""
-	}
 }
 
 // prune forgets, of the streams the consumer has a call open on without
@@ -109,6 +113,9 @@ func (o *consumerCalls) prune(p *PendingCalls) {
 	prune.Oldest(o.open, openQuiet, func(stream string, _ openStream) bool { return p.InStream(stream) == 0 },
 		func(s openStream) uint64 { return s.at })
 	o.openCap = len(o.open) + openQuiet/4
+	if !o.has(o.lastOpen) {
+		o.lastOpen = ""
+	}
 }
 
 // openStream is an entry of consumerCalls.open: the consumer's calls on

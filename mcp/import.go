@@ -149,6 +149,10 @@ type Imported struct {
 	tracking bool           // Import is waiting: record started processes
 	killed   bool           // Import failed: kill what starts from now on
 	inflight sync.WaitGroup // connect calls started while tracking
+	// abandoned ends when Import has failed: the connection attempt in
+	// flight is cut short then, rather than at its ConnectTimeout.
+	abandoned context.Context
+	abandon   context.CancelFunc
 
 	changed   chan struct{} // a change to report (buffered: the latest counts)
 	quit      chan struct{} // closed by the teardown: the notifier ends
@@ -194,7 +198,10 @@ type importedTool struct {
 //
 // When the first connection fails (the command cannot start, the server
 // does not answer initialize or tools/list), Import returns its error:
-// restarts are for a server that was running.
+// restarts are for a server that was running. When ctx ends first, the
+// connection attempt is cut short and Import returns at once, giving up
+// the DELETE of an HTTP session the attempt opened if the server holds
+// it; what the import started has ended by then.
 //
 // The tool list is read again when the server sends
 // notifications/tools/list_changed and after every restart:
@@ -244,6 +251,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
+	im.abandoned, im.abandon = context.WithCancel(context.Background())
 	im.closing, im.shutting = context.WithCancelCause(context.Background())
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
@@ -263,6 +271,12 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	wctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := im.link.firstList(wctx); err != nil {
+		if ctx.Err() != nil {
+			// Nothing is waited for past ctx: the DELETE of a session the
+			// attempt in flight opened is given up, as by a Close whose
+			// context ended.
+			im.giveUp(fmt.Errorf("the context of Import ended: %w", ctx.Err()))
+		}
 		im.killStarted()
 		_ = im.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
@@ -274,8 +288,10 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 }
 
 // killStarted kills the server processes a failing Import started (and
-// any that start from now on) and waits until the connection attempts
-// that started them have ended, which reaps them.
+// any that start from now on), cuts the connection attempts in flight
+// short (a server that holds its tools/list, over HTTP, would otherwise
+// hold them until their ConnectTimeout), and waits until they have
+// ended, which reaps the processes.
 func (im *Imported) killStarted() {
 	im.procMu.Lock()
 	im.killed = true
@@ -284,6 +300,7 @@ func (im *Imported) killStarted() {
 	}
 	im.procs = nil
 	im.procMu.Unlock()
+	im.abandon()
 	im.inflight.Wait()
 }
 
@@ -1061,6 +1078,8 @@ func (im *Imported) connect(job context.Context) connected {
 	im.procMu.Unlock()
 	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
 	defer cancel()
+	stop := context.AfterFunc(im.abandoned, cancel)
+	defer stop()
 	var transport sdk.Transport
 	state := newSessionState()
 	if len(im.opts.Command) > 0 {

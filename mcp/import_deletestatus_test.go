@@ -2,9 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/mcp"
@@ -54,5 +57,38 @@ func TestImport_CloseReportsTheStatusOfTheDelete(t *testing.T) {
 				t.Fatalf("Close: %v; holds a credential of the URL", err)
 			}
 		})
+	}
+}
+
+// TestImport_ReturnsWhenItsContextEndsWhileTheServerHoldsTheList: an
+// Import whose context ends while the server holds its tools/list (and
+// its ConnectTimeout is far off) returns its context's error, the
+// connection attempt cut short, though the server holds the DELETE of
+// the session that attempt opened too; nothing of the import is left
+// running.
+func TestImport_ReturnsWhenItsContextEndsWhileTheServerHoldsTheList(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := postServer(t, func(_ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // held until the client gives it up
+	}, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		var req struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		switch req.Method {
+		case "initialize":
+			w.Header().Set("Mcp-Session-Id", "only")
+		case "tools/list":
+			cancel() // Import's context ends while it waits for the list
+			<-r.Context().Done()
+			return
+		}
+		writeBound(w, body)
+	})
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(ctx, rt, &mcp.ImportOptions{URL: srv.URL, KeepAlive: -1, ConnectTimeout: time.Hour})
+	if im != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Import: %v, %v; want its context's error", im, err)
 	}
 }

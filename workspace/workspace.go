@@ -388,6 +388,10 @@ type Workspace struct {
 	// again for a command (the one prepared ahead was stale) is given
 	// the command.
 	hookBeforeRun func()
+	// hookFinished, when set by tests, is given what a sandbox's
+	// helper reported of its command, and returns what the workspace
+	// takes it to have reported (a shell it could not fork, say).
+	hookFinished func(sandbox.Exit, error) (sandbox.Exit, error)
 
 	// nameByPath makes the file tools learn the name of a file they opened
 	// by resolving the path they opened it by through the root, rather

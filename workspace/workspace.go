@@ -403,6 +403,9 @@ type Workspace struct {
 	// hookBeforeName, when set by tests, runs after a file is opened and
 	// before the name it resolves to is learnt.
 	hookBeforeName func()
+
+	// sys holds the system calls tests replace (see sysCalls).
+	sys sysCalls
 }
 
 // New opens the directory root as a workspace. root must exist and be a

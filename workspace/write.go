@@ -134,6 +134,9 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 
 // hiddenName reports whether name (relative to the workspace) is a path
 // to hide, beneath one, or a match of a pattern to hide (or beneath one).
+// A path to hide that is the workspace's ancestor hides what is around
+// the workspace, which stays visible in it ([sandbox.CheckHide]):
+// nothing in the workspace is beneath it for that.
 //
 // A directory may be case-insensitive: vfat, exfat and ntfs3 mounts,
 // ext4's casefold directories (and the defaults of macOS and Windows,
@@ -163,7 +166,8 @@ func (w *Workspace) hiddenName(name string) (hidden bool, folded string) {
 	abs := filepath.Join(w.dir, name)
 	for _, h := range w.sandbox.Resolved {
 		pattern := strings.ContainsAny(h.Path, "*?[")
-		if !pattern && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
+		inside := strings.HasPrefix(h.Path, w.dir+string(filepath.Separator))
+		if !pattern && inside && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
 			return true, ""
 		}
 		for p := abs; p != w.dir && p != filepath.Dir(p); p = filepath.Dir(p) {

@@ -93,6 +93,36 @@ func (w *Workspace) fromRoot(fn func(root int) error) error {
 	return ferr
 }
 
+// entryBeneath returns the identity of the entry name (relative to the
+// root, cleaned) names, looked up from the root's descriptor following
+// no symbolic link, not even its last component (a link is an entry of
+// its own): what a command's link leads to, in the workspace or out of
+// it, is not looked at. It fails with ENOENT when nothing is there, and
+// with ELOOP or ENOTDIR when a link or a file is on the way.
+func (w *Workspace) entryBeneath(name string) (entryID, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	var st unix.Stat_t
+	err := w.fromRoot(func(root int) error { return w.sys.statBeneath(root, name, &how, &st) })
+	return entryID{dev: st.Dev, ino: st.Ino}, err
+}
+
+// namesBeneath returns the names in the directory dir (relative to the
+// root, cleaned), reached as entryBeneath reaches an entry.
+func (w *Workspace) namesBeneath(dir string) ([]string, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	fd := -1
+	err := w.fromRoot(func(root int) (err error) {
+		fd, err = w.sys.openBeneath(root, dir, &how)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
 // maxOpenat2Tries bounds the calls openBeneath makes to openat2 for
 // one path. The kernel answers EAGAIN to a ".." under RESOLVE_BENEATH
 // when a rename anywhere on the system raced the walk; on a system that

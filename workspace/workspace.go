@@ -222,7 +222,9 @@ type Options struct {
 	// workspace stays as it was, read-only, and readable beneath the
 	// system's directories ([sandbox.ReadableDirs]) when Landlock is in
 	// force, and everywhere the host's user may read without it; a
-	// path that holds the workspace shows only the way to it.
+	// path that holds the workspace shows only the way to it, and the
+	// workspace with all it holds (for write_file too, nothing in it is
+	// a path to hide for that entry).
 	//
 	// What is hidden, and when:
 	//   - New follows the links of each entry, once: what a path led to

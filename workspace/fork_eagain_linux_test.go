@@ -3,19 +3,14 @@
 package workspace
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
-	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
@@ -45,31 +40,7 @@ func TestTools_ShellForkEAGAINIsNotAToolFailure(t *testing.T) {
 		return sandbox.Exit{Code: -1}, fmt.Errorf("sandbox: start the command: fork/exec /bin/sh: %w: %w",
 			syscall.EAGAIN, sandbox.ErrStartFailed)
 	}
-	all, err := Tools(ws)
-	mustDo(t, err)
-	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: all,
-		Breaker: tools.BreakerOptions{Failures: 2, Window: time.Hour, Cooldown: time.Hour}})
-	mustDo(t, err)
-	rt := actorstest.NewRuntime(t, nil)
-	conn, err := rt.Start(spec)
-	mustDo(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
-	defer cancel()
-	call := func(n int) *messages.Frame {
-		t.Helper()
-		stream := "s" + strconv.Itoa(n)
-		args, _ := json.Marshal(RunCommandInput{Command: "echo ran"})
-		mustDo(t, conn.Send(messages.ToolCall(stream, "c", RunCommandToolName, args)))
-		frames, err := conn.RecvStream(ctx, stream)
-		mustDo(t, err)
-		for _, f := range frames {
-			if f.GetType() == messages.FrameType_TOOL_RESULT {
-				return f
-			}
-		}
-		t.Fatalf("call %d: no result in %v", n, frames)
-		return nil
-	}
+	call := breakerCalls(t, ws, 2)
 	for n := range 2 {
 		f := call(n)
 		p := string(f.GetPayload())

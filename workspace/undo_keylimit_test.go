@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,17 +38,20 @@ func TestNewJournal_NameLeavesNoRoomForSessions(t *testing.T) {
 	for _, name := range []string{strings.Repeat("n", longest+1), strings.Repeat("a/", longest/4+1)} {
 		inKey := len(workspace.JournalKey(name, "x")) - len(workspace.JournalKey("", "x")) + len(agent.DefaultName)
 		_, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: name})
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
-		if !errors.Is(err, durability.ErrInvalidName) || len(msg) > 600 {
-			t.Fatalf("a name of %d bytes (%d in a key): %v, want durability.ErrInvalidName, short", len(name), inKey, err)
-		}
-		for _, says := range []int{len(name), inKey, durability.MaxNameLen, longest} {
-			if !strings.Contains(msg, strconv.Itoa(says)) {
-				t.Errorf("a name of %d bytes: %q does not say %d", len(name), msg, says)
-			}
+		invalidName(t, fmt.Sprintf("a name of %d bytes (%d in a key)", len(name), inKey), err, len(name), inKey, durability.MaxNameLen, longest)
+	}
+}
+
+// invalidName fails unless err wraps durability.ErrInvalidName with a
+// short message that says each of numbers.
+func invalidName(t *testing.T, what string, err error, numbers ...int) {
+	t.Helper()
+	if !errors.Is(err, durability.ErrInvalidName) || len(err.Error()) > 600 {
+		t.Fatalf("%s: %v, want durability.ErrInvalidName, short", what, err)
+	}
+	for _, n := range numbers {
+		if !strings.Contains(err.Error(), strconv.Itoa(n)) {
+			t.Errorf("%s: %q does not say %d", what, err, n)
 		}
 	}
 }
@@ -108,18 +112,7 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 				t.Fatalf("a write whose journal key is %d bytes: %s, b.txt %q; want it refused, not done", key, got, content(t, filepath.Join(dir, "b.txt")))
 			}
 			_, err = lj.Changes(ctx, id)
-			msg := ""
-			if err != nil {
-				msg = err.Error()
-			}
-			if !errors.Is(err, durability.ErrInvalidName) || len(msg) > 600 {
-				t.Fatalf("Changes of a session whose journal key is %d bytes: %v, want durability.ErrInvalidName, short", key, err)
-			}
-			for _, says := range []int{key, len(id), len(longer), durability.MaxNameLen} {
-				if !strings.Contains(msg, strconv.Itoa(says)) {
-					t.Errorf("a journal key of %d bytes: %q does not say %d", key, msg, says)
-				}
-			}
+			invalidName(t, fmt.Sprintf("Changes of a session whose journal key is %d bytes", key), err, key, len(id), len(longer), durability.MaxNameLen)
 		})
 	}
 }

@@ -356,7 +356,10 @@ func (s *shell) observed(msg any) {
 // failure was escalated from here are resumed in turn, as the decision
 // about this actor was also about their failure. A failure that no
 // input frame caused (a timer, background work's end, a child's frame)
-// is not a call's: the calls open stay the Logic's to answer.
+// is not a call's: the calls open stay the Logic's to answer. Nor is one
+// a frame of a call the Logic ended caused (its late argument chunk, its
+// caller's CANCEL, on a stream still open for others: see endedRest):
+// that call has its answer, the others are the Logic's.
 //
 // The failed frame's tool-call id tells its call. When the stream
 // carries other calls the runtime knows open (their frames came with
@@ -374,7 +377,8 @@ func (s *shell) resumed() {
 	}
 	s.rt.watch.resumed(s)
 	failed := s.failedCall
-	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream)
+	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream) &&
+		!s.open.endedRest(failed.stream, failed.call)
 	if stop {
 		id := failed.stream
 		shared := failed.call != "" && s.open.shares(id, failed.call)
@@ -1140,6 +1144,16 @@ func (o *openStreams) restOfEnded(f *messages.Frame) bool {
 	}
 	t := f.GetType()
 	return call != "" && t != messages.FrameType_TOOL_CALL && t != messages.FrameType_DESCRIBE && o.endedCall(id, call)
+}
+
+// endedRest reports whether a frame of tool-call id call on id, open,
+// is of a call the Logic ended by its id: the stream does not hold call,
+// and the Logic ended calls of it by their ids (see restOfEnded; also
+// one of those the stream no longer keeps, past endedMax). Its call has
+// its answer.
+func (o *openStreams) endedRest(id, call string) bool {
+	st, ok := o.get(id)
+	return ok && st.spent && !heldCall(call, st.call, st.multi, true)
 }
 
 // continues reports whether an argument chunk of tool-call id call on

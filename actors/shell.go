@@ -98,7 +98,7 @@ type shell struct {
 	// answered (see resumed); each with the answered call's tool-call id
 	// (see openStreams.call). Their frames are the answered call's,
 	// dropped, up to the caller's END, but a frame that opens a new call
-	// (see answeredCall.newCall), served or refused (see dropAnswered).
+	// (see closedCall.newCall), served or refused (see dropAnswered).
 	// What the Logic emits on them is dropped (see Emit). Bounded, the
 	// oldest forgotten (see closedCalls): a caller that never sends its
 	// END leaves its stream here. Nil when there are none.
@@ -683,7 +683,7 @@ func (s *shell) input(f *messages.Frame) {
 // of a call answered since (see answered) are dropped, and its END ends
 // it. Otherwise a frame that opens a call (stream ids are reused, call
 // after call), or a new call on the stream of an answered one (see
-// answeredCall.newCall), is refused. Frames that open nothing (a META
+// closedCall.newCall), is refused. Frames that open nothing (a META
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them. So are the late frames of a call an
 // earlier incarnation answered (see closedCalls), as this one dropped
@@ -704,7 +704,7 @@ func (s *shell) late(f *messages.Frame) {
 // dropAnswered reports whether f is a frame of a call the shell answered
 // (see answered), to be dropped. The caller's END ends the call, and the
 // record; so does a frame that opens a new call (see
-// answeredCall.newCall), which is not dropped.
+// closedCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
 	rec, ok := s.answered.get(id)
@@ -723,7 +723,7 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 	drop := true
 	switch {
 	case f.GetType() == messages.FrameType_END:
-	case rec.call.newCall(f):
+	case rec.newCall(f):
 		drop = false
 	default:
 		return true
@@ -745,11 +745,14 @@ func (s *shell) endAnswered(id string) {
 type answeredCall string
 
 // newCall reports whether f, a frame on the stream of the answered call
-// c that its caller sent before the call's END, opens a new call rather
-// than being the answered call's rest: a TOOL_CALL (a call's first
-// frame, sent once: one with c's id is that call sent again), or a frame
-// that opens a call (see opensCall) and carries a tool-call id other
-// than c's. A frame that carries no id cannot be told from the answered
+// of r that its caller sent before the call's END, opens a new call
+// rather than being the answered call's rest: a TOOL_CALL (a call's
+// first frame, sent once: one with the call's id is that call sent
+// again), or a frame that opens a call (see opensCall) and carries a
+// tool-call id other than the call's, and than those of the stream's
+// other calls answered with it or ended by the Logic before (see
+// closedCall.others: a PARAM with one of theirs, sent before the
+// answer, is their rest). A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
 // caller's END), or up to a new call, which ends the record. Nor is a chunk of a streaming call's arguments a new
@@ -760,7 +763,7 @@ type answeredCall string
 // DESCRIBE is a new call, with or without an id: it is a whole call in
 // one frame, which its caller ends with no END, so it is never the rest
 // of another.
-func (c answeredCall) newCall(f *messages.Frame) bool {
+func (r closedCall) newCall(f *messages.Frame) bool {
 	t := f.GetType()
 	if t == messages.FrameType_DESCRIBE {
 		return true
@@ -769,7 +772,7 @@ func (c answeredCall) newCall(f *messages.Frame) bool {
 		return false
 	}
 	id := f.GetToolCallId()
-	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(c))
+	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(r.call) && !slices.Contains(r.others, id))
 }
 
 // sharedRest reports, of f, a frame on the stream of the call c a Resume
@@ -802,12 +805,18 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 
 // noteAnswered records that the shell answered the call on stream, of
 // tool-call id call, whose caller's input has not ended (see answered):
-// alone among the stream's calls when shared (see closedCall).
+// alone among the stream's calls when shared (see closedCall); else with
+// the stream's other calls known by their ids, answered with it or ended
+// by the Logic (see closedCall.others).
 func (s *shell) noteAnswered(stream, call string, shared bool) {
 	if s.answered == nil {
 		s.answered = &closedCalls{}
 	}
-	s.answered.add(stream, answeredCall(call), shared)
+	rec := closedCall{call: answeredCall(call), shared: shared}
+	if !shared {
+		rec.others = s.open.others(stream, call)
+	}
+	s.answered.addRecord(stream, rec)
 }
 
 // refuse answers f, a frame that opened its stream, a new call, after the
@@ -1117,6 +1126,25 @@ func reopened(done []string, call string) []string {
 		return slices.Delete(done, i, i+1)
 	}
 	return done
+}
+
+// others returns the tool-call ids of the calls of id, open, but call:
+// those it carries and those the Logic ended by their ids (see
+// endedCall); nil when there are none, as for a stream of one call.
+func (o *openStreams) others(id, call string) []string {
+	st, ok := o.get(id)
+	if !ok || len(st.multi) == 0 && len(st.done) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(st.multi)+len(st.done))
+	for _, calls := range [...][]string{st.multi, st.done} {
+		for _, c := range calls {
+			if c != call && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // endedCall reports whether the Logic ended the call of tool-call id

@@ -153,6 +153,8 @@ const MetaState = "state"
 // arguments (its removal persisted, event "call_ended"), and the others
 // stay pending, their arguments still to come. Any other END or ERROR
 // ends the stream and every call pending there (event "stream_ended").
+// The consumer's call stays open until the model's END of it, as for the
+// runtime: the END that follows an ERROR of its id ends it alone too.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has

@@ -88,6 +88,30 @@ func TestDurableRouter_EndOfOneCallKeepsTheEchoExpected(t *testing.T) {
 	})
 }
 
+// TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected is
+// TestDurableRouter_EndOfOneCallKeepsTheEchoExpected with the model
+// answering x alone by an ERROR and an END of its id, as the runtime
+// answers one call of several: x is open until its END, so the stream
+// goes on with y, and the echo of the ended call's result that the model
+// emits there after does not go out.
+func TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
+		streamUntil(t, h.conn, "s", isText("y"))
+		// The model echoes them: x ends, y goes on.
+		send(t, h.conn, withCall(messages.Error("s", "x failed"), "x"), withCall(messages.End("s"), "x"))
+		streamUntil(t, h.conn, "s", isEnd)
+
+		send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
+			t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
+		}
+	})
+}
+
 // TestDurableRouter_EndOfOneCallLeavesTheOthersPending: the consumer has
 // calls x and y open on stream o, and the model streams calls call_a and
 // call_b there. The model's END of x alone (the stream goes on with y)

@@ -159,3 +159,32 @@ func TestDurableRouter_EndOfOneCallLeavesTheOthersPending(t *testing.T) {
 		}
 	})
 }
+
+// TestDurableRouter_CancelOutlivesTheEndOfOneCall: the consumer, with
+// calls x and y open on stream o, cancels the whole stream; the model,
+// which had not seen the CANCEL yet, starts call_a there. The model's END
+// of x alone leaves call_a pending, and its END of the stream then cuts
+// it short: it is answered as cancelled, as the CANCEL of the stream
+// says, not as invalid arguments, once, and its end is persisted: a
+// restart does not recover it.
+func TestDurableRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, h.conn, "o", isText("y"))
+		send(t, h.conn, messages.Cancel("o", ""), messages.StreamingToolCall("o", "call_a", "record"),
+			withCall(messages.End("o"), "x"))
+		streamUntil(t, h.conn, "o", isEnd)
+		results(t, h.got, 0)
+
+		send(t, h.conn, messages.End("o"))
+		if ev, _ := waitState(t, h.conn, "o", "stream_ended"); ev.StreamPending != 0 {
+			t.Errorf("state at the END of o: %+v", ev)
+		}
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || tools.KindOf(r) != tools.FailureCancelled {
+			t.Fatalf("after the END of stream o, the model got %s: want call_a answered as cancelled", line(r))
+		}
+		h.restart("p")
+		notRecovered(t, h.conn, "o")
+	})
+}

@@ -208,9 +208,10 @@ type importedTool struct {
 // When the first connection fails (the command cannot start, the server
 // does not answer initialize or tools/list), Import returns its error:
 // restarts are for a server that was running. When ctx ends first, the
-// connection attempt is cut short and Import returns at once, giving up
-// the DELETE of an HTTP session the attempt opened if the server holds
-// it; what the import started has ended by then.
+// connection attempt is cut short and Import returns at once, without
+// sending the DELETE that would end an HTTP session the attempt opened
+// (the server keeps it until it expires it); what the import started has
+// ended by then.
 //
 // The tool list is read again when the server sends
 // notifications/tools/list_changed and after every restart:
@@ -294,7 +295,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		if ctx.Err() != nil {
 			// Nothing is waited for past ctx: the DELETE of a session the
 			// attempt in flight opened is given up, as by a Close whose
-			// context ended.
+			// context ended, before it is sent.
 			im.giveUp(fmt.Errorf("the context of Import ended: %w", ctx.Err()))
 		}
 		im.killStarted()

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,8 +57,9 @@ type ImportOptions struct {
 	// when set, is sent as Authorization: Bearer on every request. Errors
 	// and log lines name the server by its URL with the password of its
 	// user info and the values of its query (where a server may take a
-	// token) cut out, and show neither these nor the bearer token where
-	// the SDK's errors or the server's answers quote them; a URL that
+	// token) cut out, and show neither these, nor the bearer token, nor
+	// the password of the proxy the requests go through, where the SDK's
+	// errors or the answers of the server or proxy quote them; a URL that
 	// does not parse is refused without being shown.
 	URL         string
 	BearerToken string
@@ -107,7 +109,8 @@ type ImportOptions struct {
 }
 
 // hooks hold an import at the points where its races happen, so that
-// the package's tests can make them happen in one order.
+// the package's tests can make them happen in one order, and give it
+// what the tests cannot through the environment (a proxy).
 type hooks struct {
 	// connected is called by a connection attempt that has its session
 	// and has not yet made it known to the teardown.
@@ -115,6 +118,8 @@ type hooks struct {
 	// teardownWaits is called when the teardown begins to wait for the
 	// connection attempts in flight.
 	teardownWaits func()
+	// proxy, when set, is the proxy of every request.
+	proxy *url.URL
 }
 
 // Imported is a connection to one MCP server and the tools it offers. Its
@@ -128,8 +133,8 @@ type hooks struct {
 type Imported struct {
 	opts ImportOptions
 	name string // the server's, in errors and logs (what)
-	// scrub cuts the credentials of the URL and the bearer token out of
-	// an error's text (redact).
+	// scrub cuts the credentials of the URL, of its proxy and the bearer
+	// token out of an error's text (redact).
 	scrub *strings.Replacer
 	link  *link
 	conn  *actors.Conn
@@ -235,16 +240,18 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	case len(opts.Command) > 0 && opts.Command[0] == "":
 		return nil, errors.New("mcp: import: empty command")
 	}
-	name, scrub := strings.Join(opts.Command, " "), strings.NewReplacer()
+	name := strings.Join(opts.Command, " ")
+	var endpoint *url.URL
 	if opts.URL != "" {
-		u, err := url.Parse(opts.URL)
+		var err error
+		endpoint, err = url.Parse(opts.URL)
 		if err != nil {
 			// Not the parser's error, which quotes the URL, or a piece of
 			// it (a port that is the password of a user info whose "/"
 			// ended the host).
 			return nil, errors.New("mcp: import: the URL does not parse (it is not shown, as it may hold credentials)")
 		}
-		name, scrub = redactURL(u), urlScrubber(u, opts.BearerToken)
+		name = redactURL(endpoint)
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
@@ -269,7 +276,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			return nil, err
 		}
 	}
-	im := &Imported{opts: opts, name: name, scrub: scrub, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
+	im := &Imported{opts: opts, name: name, scrub: strings.NewReplacer(), link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
 	im.abandoned, im.abandon = context.WithCancel(context.Background())
@@ -281,6 +288,10 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	}
 	if opts.URL != "" {
 		im.http = http.DefaultTransport.(*http.Transport).Clone()
+		if h := opts.hooks; h != nil && h.proxy != nil {
+			im.http.Proxy = http.ProxyURL(h.proxy)
+		}
+		im.scrub = urlScrubber(endpoint, opts.BearerToken, im.http.Proxy)
 	}
 	child := actors.Spec{New: func() actors.Logic { return &connection{im: im} }}
 	parent := actors.Spec{Supervision: opts.Supervision, New: func() actors.Logic { return &connectionSupervisor{im: im, child: child} }}
@@ -453,8 +464,12 @@ const minCredential = 8
 // token, out of an error's text: u's query string, as http.Client's
 // errors quote the URL (the password already cut out), and u's user
 // info, then the password, each value of the query (as written, and
-// unescaped) and token on their own, where the server quoted them.
-func urlScrubber(u *url.URL, token string) *strings.Replacer {
+// unescaped) and token on their own, where the server quoted them, and
+// the password of the URL of u's proxy (per proxy, when not nil), plain
+// and as the basic auth the transport sends the proxy in the CONNECT of
+// an https URL, where a proxy refusing it may quote it (its reason is
+// then the transport's error).
+func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, error)) *strings.Replacer {
 	var pairs []string
 	if u.RawQuery != "" {
 		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
@@ -471,6 +486,13 @@ func urlScrubber(u *url.URL, token string) *strings.Replacer {
 		secrets = append(secrets, value)
 		if v, err := url.QueryUnescape(value); err == nil {
 			secrets = append(secrets, v)
+		}
+	}
+	if proxy != nil {
+		if p, err := proxy(&http.Request{URL: u, Header: http.Header{}}); err == nil && p != nil {
+			if password, ok := p.User.Password(); ok {
+				secrets = append(secrets, password, base64.StdEncoding.EncodeToString([]byte(p.User.Username()+":"+password)))
+			}
 		}
 	}
 	for _, s := range secrets {

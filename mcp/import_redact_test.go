@@ -3,11 +3,13 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -133,5 +135,43 @@ func TestImport_ErrorOfACallShowsNoCredentials(t *testing.T) {
 			checkNoCredentials(t, "the call's error", string(f.GetPayload()))
 			checkNoCredentials(t, "the log", logs.String())
 		})
+	}
+}
+
+// TestImport_ErrorOfARefusingProxyShowsNoCredentials: the transport
+// sends the proxy of an https URL the password of the proxy's URL, as
+// basic auth in the CONNECT that opens the tunnel, and a proxy refusing
+// it may quote it in its reason, which is then the transport's error;
+// Import's error shows neither the password nor the basic auth.
+func TestImport_ErrorOfARefusingProxyShowsNoCredentials(t *testing.T) {
+	const proxyPassword = "proxy-pass-4815162342"
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		_, _ = fmt.Fprintf(buf, "HTTP/1.1 407 refused %s\r\nContent-Length: 0\r\n\r\n", r.Header.Get("Proxy-Authorization"))
+		_ = buf.Flush()
+	}))
+	t.Cleanup(proxy.Close)
+	u, err := url.Parse(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("me", proxyPassword)
+	o := &mcp.ImportOptions{URL: "https://mcp.example:8443/mcp", KeepAlive: -1}
+	mcp.WithProxy(o, u)
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, o)
+	if im != nil || err == nil {
+		t.Fatalf("Import: %v, %v; want an error", im, err)
+	}
+	if !strings.Contains(err.Error(), "refused Basic xxxxx") {
+		t.Errorf("Import: %v; want the proxy's reason, its credential cut out", err)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("me:" + proxyPassword))
+	if strings.Contains(err.Error(), proxyPassword) || strings.Contains(err.Error(), basic) {
+		t.Errorf("Import: %v; shows the proxy's credential", err)
 	}
 }

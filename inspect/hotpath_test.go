@@ -311,6 +311,28 @@ func TestRecord_FitsACacheLine(t *testing.T) {
 	}
 }
 
+// The log's records each lie on a cache line of their own: its array
+// starts on a line, and is never grown (the hooks fold it when full).
+// An array of records allocated plainly starts 8 bytes into a line (the
+// allocator's header of a large object), and each record written was
+// two lines taken from the other core, one of them shared with the next
+// record.
+func TestRecord_LogOnCacheLines(t *testing.T) {
+	in, o := newObserved(t)
+	logAt := func() (offset uintptr, records int) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return uintptr(unsafe.Pointer(unsafe.SliceData(in.log))) % 64, cap(in.log)
+	}
+	run := newHookRun(t, "s")
+	for i := range 2 * foldAt { // past a fold or two
+		if offset, records := logAt(); offset != 0 || records < foldAt {
+			t.Fatalf("after %d runs, the log's records start %d bytes into a line, %d of them at most; want 0 and %d at least", i, offset, records, foldAt)
+		}
+		run.play(in, o)
+	}
+}
+
 // The hooks on the hot path bump the version the event streams follow
 // once for the records a fold shows together, not once a record: the
 // first record left after a fold bumps it (a stream that sent before

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
@@ -191,7 +192,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
-		stores: map[string]storePosition{}}
+		stores: map[string]storePosition{}, log: newLog()}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
 	return in, nil
@@ -242,10 +243,10 @@ const foldAt = 64
 
 // record is what a hook on the hot path leaves for the fold: a turn of
 // an adapter (see modelObserver.flush), or a tool result. It fits in a
-// cache line (the log's array is aligned to them): the hooks that write
-// records run on the workers of the adapter and of the loop in turn,
-// usually on two cores, and each record written is a line taken from
-// the other core.
+// cache line (the log's array is aligned to them, see newLog): the
+// hooks that write records run on the workers of the adapter and of the
+// loop in turn, usually on two cores, and each record written is a line
+// taken from the other core.
 type record struct {
 	o *modelObserver  // the adapter whose turn it is; nil for a tool result
 	f *messages.Frame // a result's call
@@ -262,6 +263,30 @@ type record struct {
 	// first and n place the turn's frames in in.frames.
 	first, n int32
 }
+
+// newLog returns the log's array, empty, foldAt records long (the hooks
+// fold it when full, so it never grows), its records each on a cache
+// line of their own where the allocator allows it. An array of records
+// is larger than 512 bytes and holds pointers: the allocator places it
+// 8 bytes into a line (after a header of its type), and each record
+// straddled two lines, one of them shared with the next record, which
+// the other core may write. The padded array starts its records on the
+// next line; if the allocator places it otherwise (another version of
+// the runtime), the plain array is taken when it is aligned.
+func newLog() []record {
+	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
+		return p.records[:0]
+	}
+	return new([foldAt]record)[:0]
+}
+
+// paddedLog is a log whose records start on a line (see newLog).
+type paddedLog struct {
+	_       [64 - 8]byte
+	records [foldAt]record
+}
+
+func lineAligned(p unsafe.Pointer) bool { return uintptr(p)%64 == 0 }
 
 // lock takes in.mu and shows what the hooks recorded (see fold): every
 // reader, and every hook that is not on the hot path, sees all that

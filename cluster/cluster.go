@@ -483,7 +483,7 @@ func Start(opts *Options) (m *Member, err error) {
 			if m.c.Remote != nil && rt.System().Address() != unstartedAddress {
 				// Only a remote that listens has a server to stop: one
 				// that could not listen panicked before it had one.
-				remote.StopRemote(rt.System(), m.c.Remote)
+				remote.StopRemote(rt.System(), m.c.Remote, m.guard)
 			}
 			_ = rt.Close(context.Background())
 			if perr, ok := p.(error); ok {
@@ -966,7 +966,7 @@ func (m *Member) close() error {
 	if !m.client {
 		m.c.Gossip.Shutdown()
 	}
-	remote.StopRemote(m.rt.System(), m.c.Remote)
+	remote.StopRemote(m.rt.System(), m.c.Remote, m.guard)
 	m.setCloseStage("stopping the runtime")
 	errs = append(errs, m.rt.Close(ctx))
 	if err := errors.Join(errs...); err != nil {

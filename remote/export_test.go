@@ -1,9 +1,12 @@
 package remote
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
 )
 
 // Routes counts the calls n still routes a result for: calls that went to
@@ -74,3 +77,58 @@ func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }
 // most n bytes of messages not yet whole per connection, rather than
 // what the receive limit needs (test children only).
 func SetConnBudget(n int) { testConnBudget = func(int) int { return n } }
+
+// HoldIncoming makes c hold the first message one of its incoming
+// streams reads whose batch carries a message of typeName (protoactor's
+// name for its type on the wire), before c's guard looks at it: held is
+// closed once it is held, and release lets it go on. Call it before the
+// message's stream opens.
+func HoldIncoming(c *Client, typeName string) (held <-chan struct{}, release func()) {
+	return c.guard.holdIncoming(typeName)
+}
+
+// NodeHoldIncoming is HoldIncoming for a node.
+func NodeHoldIncoming(n *Node, typeName string) (held <-chan struct{}, release func()) {
+	return n.guard.holdIncoming(typeName)
+}
+
+// GuardHoldIncoming is HoldIncoming for a protoactor remote started
+// elsewhere, with g.
+func GuardHoldIncoming(g *Guard, typeName string) (held <-chan struct{}, release func()) {
+	return g.g.holdIncoming(typeName)
+}
+
+func (g *guard) holdIncoming(typeName string) (held <-chan struct{}, release func()) {
+	h, r := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	g.mu.Lock()
+	g.hold = func(m *paremote.RemoteMessage) {
+		if slices.Contains(m.GetMessageBatch().GetTypeNames(), typeName) {
+			once.Do(func() {
+				close(h)
+				<-r
+			})
+		}
+	}
+	g.mu.Unlock()
+	return h, sync.OnceFunc(func() { close(r) })
+}
+
+// Stopping returns a channel closed once c's Close has begun to stop its
+// incoming streams (see guard.stop).
+func Stopping(c *Client) <-chan struct{} { return c.guard.stopping() }
+
+// NodeStopping is Stopping for a node.
+func NodeStopping(n *Node) <-chan struct{} { return n.guard.stopping() }
+
+// GuardStopping is Stopping for a protoactor remote started elsewhere,
+// stopped with StopRemote and g.
+func GuardStopping(g *Guard) <-chan struct{} { return g.g.stopping() }
+
+func (g *guard) stopping() <-chan struct{} {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.onStop = sync.OnceFunc(func() { close(ch) })
+	g.mu.Unlock()
+	return ch
+}

@@ -28,71 +28,23 @@ const envHeldAtClose = "POLYWEAVE_REMOTE_TEST_HELD_AT_CLOSE"
 // watchType is protoactor's name for a watch on the wire.
 var watchType = string((&actor.Watch{}).ProtoReflect().Descriptor().FullName())
 
-// runHeldAtClose starts a client or a node (role) and opens a stream to
-// it as a peer at an address where nothing listens, which sends a watch
-// of an actor the process does not have. The process holds the batch as
-// its stream reads it, until its Close has begun to stop the incoming
-// streams (or has returned), then lets it go on. Delivered then, the
-// watch would be answered, by protoactor's dead letters, with a
-// Terminated to the peer: a message to a remote actor that the endpoints,
-// once stopped, cannot carry (the pinned protoactor panics).
+// runHeldAtClose starts a client, a node or a remote with a Guard (role,
+// see startHeldAtClose) and opens a stream to it as a peer at an address
+// where nothing listens, which sends a watch of an actor the process does
+// not have. The process holds the batch as its stream reads it, until its
+// Close has begun to stop the incoming streams (or has returned), then
+// lets it go on. Delivered then, the watch would be answered, by
+// protoactor's dead letters, with a Terminated to the peer: a message to
+// a remote actor that the endpoints, once stopped, cannot carry (the
+// pinned protoactor panics).
 func runHeldAtClose(role string) int {
-	var (
-		addr         string
-		held         <-chan struct{}
-		release      func()
-		stopping     <-chan struct{}
-		closeProcess func(context.Context) error
-		startErr     error
-	)
-	switch role {
-	case "client":
-		c, err := remote.NewClient(nil)
-		if err != nil {
-			startErr = err
-			break
-		}
-		addr, closeProcess = c.Address(), c.Close
-		held, release = remote.HoldIncoming(c, watchType)
-		stopping = remote.Stopping(c)
-	case "node":
-		echo := tools.MustNew(tools.Definition{Name: "echo", Handler: func(_ context.Context, args json.RawMessage) (any, error) {
-			return args, nil
-		}})
-		n, err := remote.Serve(&remote.NodeOptions{Tools: []*tools.Tool{echo}})
-		if err != nil {
-			startErr = err
-			break
-		}
-		addr, closeProcess = n.Address(), n.Close
-		held, release = remote.NodeHoldIncoming(n, watchType)
-		stopping = remote.NodeStopping(n)
-	case "guard":
-		// A protoactor remote started elsewhere (a cluster member's),
-		// with a Guard, stopped with StopRemote.
-		rt, err := actors.NewRuntime(nil)
-		if err != nil {
-			startErr = err
-			break
-		}
-		g := remote.NewGuard(nil)
-		r := paremote.NewRemote(rt.System(), paremote.Configure("127.0.0.1", 0, paremote.WithServerOptions(g.ServerOptions()...)))
-		r.Start()
-		g.SetAddress(rt.System().Address())
-		addr = rt.System().Address()
-		closeProcess = func(ctx context.Context) error {
-			remote.StopRemote(rt.System(), r, g)
-			return rt.Close(ctx)
-		}
-		held, release = remote.GuardHoldIncoming(g, watchType)
-		stopping = remote.GuardStopping(g)
-	default:
-		startErr = fmt.Errorf("unknown role %q", role)
-	}
-	if startErr != nil {
-		fmt.Fprintln(os.Stderr, startErr)
+	addr, closeProcess, owner, err := startHeldAtClose(role)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	held, release := remote.HoldIncoming(owner, watchType)
+	stopping := remote.Stopping(owner)
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, err)
 		_ = closeProcess(context.Background())
@@ -143,6 +95,44 @@ func runHeldAtClose(role string) int {
 	_ = conn.Close()
 	printLeaks()
 	return 0
+}
+
+// startHeldAtClose starts what runHeldAtClose closes: its address, its
+// Close, and the *Client, *Node or *Guard whose guard holds the batch.
+func startHeldAtClose(role string) (addr string, closeProcess func(context.Context) error, owner any, err error) {
+	switch role {
+	case "client":
+		c, err := remote.NewClient(nil)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return c.Address(), c.Close, c, nil
+	case "node":
+		echo := tools.MustNew(tools.Definition{Name: "echo", Handler: func(_ context.Context, args json.RawMessage) (any, error) {
+			return args, nil
+		}})
+		n, err := remote.Serve(&remote.NodeOptions{Tools: []*tools.Tool{echo}})
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return n.Address(), n.Close, n, nil
+	case "guard":
+		// A protoactor remote started elsewhere (a cluster member's),
+		// with a Guard, stopped with StopRemote.
+		rt, err := actors.NewRuntime(nil)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		g := remote.NewGuard(nil)
+		r := paremote.NewRemote(rt.System(), paremote.Configure("127.0.0.1", 0, paremote.WithServerOptions(g.ServerOptions()...)))
+		r.Start()
+		g.SetAddress(rt.System().Address())
+		return rt.System().Address(), func(ctx context.Context) error {
+			remote.StopRemote(rt.System(), r, g)
+			return rt.Close(ctx)
+		}, g, nil
+	}
+	return "", nil, nil, fmt.Errorf("unknown role %q", role)
 }
 
 // A batch that the incoming stream of a client, a node or a remote with a

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -78,27 +79,13 @@ func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }
 // what the receive limit needs (test children only).
 func SetConnBudget(n int) { testConnBudget = func(int) int { return n } }
 
-// HoldIncoming makes c hold the first message one of its incoming
-// streams reads whose batch carries a message of typeName (protoactor's
-// name for its type on the wire), before c's guard looks at it: held is
-// closed once it is held, and release lets it go on. Call it before the
-// message's stream opens.
-func HoldIncoming(c *Client, typeName string) (held <-chan struct{}, release func()) {
-	return c.guard.holdIncoming(typeName)
-}
-
-// NodeHoldIncoming is HoldIncoming for a node.
-func NodeHoldIncoming(n *Node, typeName string) (held <-chan struct{}, release func()) {
-	return n.guard.holdIncoming(typeName)
-}
-
-// GuardHoldIncoming is HoldIncoming for a protoactor remote started
-// elsewhere, with g.
-func GuardHoldIncoming(g *Guard, typeName string) (held <-chan struct{}, release func()) {
-	return g.g.holdIncoming(typeName)
-}
-
-func (g *guard) holdIncoming(typeName string) (held <-chan struct{}, release func()) {
+// HoldIncoming makes x (a *Client, *Node or *Guard) hold the first
+// message one of its incoming streams reads whose batch carries a message
+// of typeName (protoactor's name for its type on the wire), before its
+// guard looks at it: held is closed once it is held, and release lets it
+// go on. Call it before the message's stream opens.
+func HoldIncoming(x any, typeName string) (held <-chan struct{}, release func()) {
+	g := guardOf(x)
 	h, r := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	g.mu.Lock()
@@ -114,21 +101,27 @@ func (g *guard) holdIncoming(typeName string) (held <-chan struct{}, release fun
 	return h, sync.OnceFunc(func() { close(r) })
 }
 
-// Stopping returns a channel closed once c's Close has begun to stop its
-// incoming streams (see guard.stop).
-func Stopping(c *Client) <-chan struct{} { return c.guard.stopping() }
-
-// NodeStopping is Stopping for a node.
-func NodeStopping(n *Node) <-chan struct{} { return n.guard.stopping() }
-
-// GuardStopping is Stopping for a protoactor remote started elsewhere,
-// stopped with StopRemote and g.
-func GuardStopping(g *Guard) <-chan struct{} { return g.g.stopping() }
-
-func (g *guard) stopping() <-chan struct{} {
+// Stopping returns a channel closed once the Close of x (a *Client or
+// *Node; StopRemote for a *Guard) has begun to stop its incoming streams
+// (see guard.stop).
+func Stopping(x any) <-chan struct{} {
+	g := guardOf(x)
 	ch := make(chan struct{})
 	g.mu.Lock()
 	g.onStop = sync.OnceFunc(func() { close(ch) })
 	g.mu.Unlock()
 	return ch
+}
+
+// guardOf is the guard of a *Client, *Node or *Guard.
+func guardOf(x any) *guard {
+	switch x := x.(type) {
+	case *Client:
+		return x.guard
+	case *Node:
+		return x.guard
+	case *Guard:
+		return &x.g
+	}
+	panic(fmt.Sprintf("remote: no guard in a %T", x))
 }

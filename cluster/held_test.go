@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/polyweave/polyweave-go/cluster"
+	"github.com/polyweave/polyweave-go/remote/remotetest"
 )
 
 // TestStart_HeldMessageTimeout: a member holds a message not yet whole
@@ -25,23 +25,7 @@ func TestStart_HeldMessageTimeout(t *testing.T) {
 	hosts := []string{fmt.Sprintf("127.0.0.1:%d", closedPort(t))}
 	m := startMember(t, &cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
 		Provider: cluster.Automanaged(0, hosts, 100*time.Millisecond), HeldMessageTimeout: 200 * time.Millisecond})
-	c, err := net.Dial("tcp", m.Address())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Only a member that ignores the option makes the test wait this
-	// long.
-	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	_, fr := remotetest.DialHTTP2(t, m.Address())
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/remote.Remoting/Receive"},

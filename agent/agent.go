@@ -166,22 +166,32 @@ func (e *FailedError) Error() string {
 	return msg
 }
 
-// agentOf names the agent name in an error message: agent "name", or
-// agent alone for an error made without one.
+// agentOf names the agent name in an error message: agent "name"
+// (clipped), or agent alone for an error made without one.
 func agentOf(name string) string {
 	if name == "" {
 		return "agent"
 	}
-	return fmt.Sprintf("agent %q", name)
+	return fmt.Sprintf("agent %q", clip(name))
 }
 
-// clip shortens a session id for an error message.
-func clip(id string) string {
+// clip shortens a name or a session id for an error message: past 64
+// bytes, it keeps the whole characters of the first 64 and says the
+// length. It never cuts a UTF-8 character in two (%q would quote the
+// bytes of its half as escapes); a byte that is not UTF-8 counts as one.
+func clip(s string) string {
 	const keep = 64
-	if len(id) <= keep {
-		return id
+	if len(s) <= keep {
+		return s
 	}
-	return fmt.Sprintf("%s…(%d bytes)", id[:keep], len(id))
+	cut := 0
+	for i := range s {
+		if i > keep {
+			break
+		}
+		cut = i
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
 
 // checkSession returns an error wrapping ErrInvalidSessionID when id is
@@ -217,7 +227,14 @@ type Options struct {
 	// of their own ([New] refuses a second open agent of one name on the
 	// same Store value with [ErrNameTaken], seeing through wrappers that
 	// say what they wrap, [StoreWrapper]; agents of other processes it
-	// cannot see).
+	// cannot see). A session's keys hold the Name, so with a Store it
+	// must leave room for a session id: [New] refuses, with an error
+	// wrapping durability.ErrInvalidName, a Name so long that the key of
+	// the calls held for approval of a session whose id is one byte
+	// ("<name>/<session id>" and tools.ApprovalStoreSuffix, the name
+	// written as [SessionKey] writes it) would pass
+	// durability.MaxNameLen; the longer the Name, the shorter the session
+	// ids it takes (see [MaxSessionIDBytes]).
 	Name string
 	// Tools are the tools the agent may call (see also [AsTool]).
 	Tools []*tools.Tool
@@ -466,6 +483,11 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 		opts.CancelGrace = DefaultCancelGrace
 	}
 	opts.Tools = append([]*tools.Tool(nil), opts.Tools...)
+	if opts.Store != nil {
+		if err := nameFits(opts.Name); err != nil {
+			return nil, err
+		}
+	}
 	claimStore := innermost(opts.Store)
 	claim, err := claimName(claimStore, opts.Name)
 	if err != nil {
@@ -500,7 +522,7 @@ func New(rt *actors.Runtime, model actors.Spec, o *Options) (*Agent, error) {
 	spec, err := tools.NewLoop(model, &a.loop) // validates the options
 	if err != nil {
 		claim.release()
-		return nil, fmt.Errorf("agent %q: %w", opts.Name, err)
+		return nil, fmt.Errorf("agent %q: %w", clip(opts.Name), err)
 	}
 	a.spec = a.traced(spec)
 	runtime.AddCleanup(a, forgetLoopsOf, a.self)
@@ -530,7 +552,7 @@ func (a *Agent) sharedLoop(ctx context.Context) (*actors.Mux, error) {
 	if starter {
 		s.mux, s.err = a.startShared(a.spec)
 		if s.err != nil {
-			s.err = fmt.Errorf("agent %q: start its loop: %w", a.opts.Name, s.err)
+			s.err = fmt.Errorf("agent %q: start its loop: %w", clip(a.opts.Name), s.err)
 		} else {
 			a.mu.Lock()
 			a.ready = s.mux
@@ -786,7 +808,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		a.mu.Unlock()
 		return fmt.Errorf("agent %q: close: wait for its conversations (%d conversation(s) still running; "+
 			"a tool call of one that closes the agent gives Close its call's ctx, else Close waits for it for CancelGrace): %w",
-			a.opts.Name, n, err)
+			clip(a.opts.Name), n, err)
 	}
 	if held {
 		// What is left waits for handlers that ran before this Close
@@ -797,7 +819,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		a.closeLater("its conversations held by tool calls")
 		return fmt.Errorf("agent %q: close: %d conversation(s) still running, waiting for tool calls' handlers "+
 			"(%d running) that began before Close, one of which may have called it; the agent refuses new "+
-			"conversations and finishes closing once they have returned: %w", a.opts.Name, n, h, ErrCloseContinues)
+			"conversations and finishes closing once they have returned: %w", clip(a.opts.Name), n, h, ErrCloseContinues)
 	}
 	// Every conversation has returned, but for those cancelled in their
 	// consumer's body, and no other can enter: a start of the shared
@@ -822,13 +844,13 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		ws.s.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("agent %q: close: stop its loop: %w", a.opts.Name, err)
+		return fmt.Errorf("agent %q: close: stop its loop: %w", clip(a.opts.Name), err)
 	}
 	// The loops of its own conversations were stopped by their Runs
 	// (or by their supervisors): Close stops nothing more, and waits.
 	for _, m := range stopping {
 		if err := m.Close(ctx); err != nil {
-			return fmt.Errorf("agent %q: close: wait for a loop of its own to stop: %w", a.opts.Name, err)
+			return fmt.Errorf("agent %q: close: wait for a loop of its own to stop: %w", clip(a.opts.Name), err)
 		}
 	}
 	a.mu.Lock()
@@ -842,7 +864,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		a.disownLoop(s.mux)
 	}
 	if err := a.awaitDelegating(ctx); err != nil {
-		return fmt.Errorf("agent %q: close: wait for the delegations it made to return: %w", a.opts.Name, err)
+		return fmt.Errorf("agent %q: close: wait for the delegations it made to return: %w", clip(a.opts.Name), err)
 	}
 	// The loop has stopped: the drains read to its end and return.
 	drained := make(chan struct{})
@@ -868,7 +890,7 @@ func (a *Agent) close(ctx context.Context, byCaller bool) error {
 		a.mu.Unlock()
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("agent %q: close: wait for its drains: %w", a.opts.Name, ctx.Err())
+		return fmt.Errorf("agent %q: close: wait for its drains: %w", clip(a.opts.Name), ctx.Err())
 	}
 }
 
@@ -1517,9 +1539,9 @@ func (a *Agent) enter(ctx context.Context, sessionID string, c *closer) (*actors
 	for {
 		switch {
 		case a.closed:
-			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
+			return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrClosed)
 		case a.busyOne == sessionID || a.busy[sessionID]:
-			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionBusy)
+			return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrSessionBusy)
 		}
 		drained, draining := a.draining[sessionID]
 		if !draining {
@@ -1758,11 +1780,11 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return nil, err
 	}
 	if len(msgs) == 0 && !resuming(ctx) {
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoMessages)
+		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrNoMessages)
 	}
 	defer func() {
 		if err == ErrClosed { // the cause of a ctx Close cancelled
-			err = fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
+			err = fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrClosed)
 		}
 	}()
 	c := &conversation{a: a, session: sessionID, parent: parent}
@@ -1858,18 +1880,18 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		case ans.Answered:
 			return c.result(ans), nil
 		case !ans.Failed:
-			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNoAnswer)
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrNoAnswer)
 		case errors.Is(context.Cause(ctx), ErrClosed):
 			// Close cancelled it (a delegation, or a conversation in its
 			// consumer's body) and stopped the loop that failed it.
-			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrClosed)
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrClosed)
 		case c.failure == string(tools.FailureSessionConflict):
-			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrSessionConflict)
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrSessionConflict)
 		case c.failure == actors.StoppedKind && !c.ownLoop():
 			// The shared loop stops for good: it closed the attempt, or
 			// refused it, as stopped, and is not started again (see
 			// sharedLoop). Another attempt would meet the same.
-			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), actors.ErrDuplexStopped)
+			return c.result(ans), fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), actors.ErrDuplexStopped)
 		case c.failure == models.FailurePermanent:
 			return c.result(ans), &FailedError{Agent: a.opts.Name, Session: sessionID, Attempts: spent, Uncounted: uncounted, Reason: ans.Error, Err: ErrPermanent}
 		case failed.permanentErr() != nil:
@@ -1992,7 +2014,7 @@ func (c *conversation) readStored(ctx context.Context, first bool) error {
 	st, ok, err := tools.ReadSession(ctx, a.opts.Store, a.SessionKey(c.session))
 	switch {
 	case err != nil && first:
-		return fmt.Errorf("agent %q: session %q: read it from the store: %w", a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: read it from the store: %w", clip(a.opts.Name), clip(c.session), err)
 	case err != nil:
 		return err
 	case !ok && first:
@@ -2128,7 +2150,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 	}
 	spec, err := tools.NewLoop(a.model, &opts)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
+		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), err)
 	}
 	spec = a.traced(spec)
 	start := a.rt.StartMux
@@ -2151,7 +2173,7 @@ func (c *conversation) loop(ctx context.Context) (*actors.Mux, error) {
 		a.ownLoop(c.mux)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: start: %w", a.opts.Name, clip(c.session), err)
+		return nil, fmt.Errorf("agent %q: session %q: start: %w", clip(a.opts.Name), clip(c.session), err)
 	}
 	return c.mux, nil
 }
@@ -2204,7 +2226,7 @@ func (c *conversation) awaitRestart(ctx context.Context, mux *actors.Mux) (int, 
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return -1, fmt.Errorf("agent %q: session %q: wait for its loop to restart: %w", c.a.opts.Name, clip(c.session), context.Cause(ctx))
+			return -1, fmt.Errorf("agent %q: session %q: wait for its loop to restart: %w", clip(c.a.opts.Name), clip(c.session), context.Cause(ctx))
 		}
 	}
 }
@@ -2321,7 +2343,7 @@ func (c *conversation) awaitStop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx) // the Run's, or ErrClosed
 		}
-		return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: wait for its stopping loop to stop: %w", clip(a.opts.Name), clip(c.session), err)
 	}
 	return nil
 }
@@ -2362,7 +2384,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		}
 		var err error
 		if s, err = mux.OpenWake(stream, wake); err != nil {
-			return nil, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
+			return nil, fmt.Errorf("agent %q: session %q: %w", clip(c.a.opts.Name), clip(c.session), err)
 		}
 	}
 	kept := false    // the stream waits for a Resume
@@ -2398,7 +2420,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		ans = models.NewAnswer(stream)
 	}
 	if err != nil {
-		return ans, fmt.Errorf("agent %q: session %q: send: %w", c.a.opts.Name, clip(c.session), err)
+		return ans, fmt.Errorf("agent %q: session %q: send: %w", clip(c.a.opts.Name), clip(c.session), err)
 	}
 	sent = true
 	c.served = false
@@ -2434,7 +2456,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			}
 			return ans, nil
 		default:
-			return ans, fmt.Errorf("agent %q: session %q: %w", c.a.opts.Name, clip(c.session), err)
+			return ans, fmt.Errorf("agent %q: session %q: %w", clip(c.a.opts.Name), clip(c.session), err)
 		}
 		if said := c.resumed.says(f); said != nil {
 			// Before the resumed response's calls, as the model said it.

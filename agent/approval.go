@@ -244,17 +244,17 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 	}
 	decisions, err := checkDecisions(decisions)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
+		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), err)
 	}
 	c.approval = &approvalState{decided: map[string]bool{}, sent: map[string]bool{}}
 	switch {
 	case resuming && a.opts.Store != nil: // the held calls are in the store
 		pending, err := tools.ReadApprovals(a.opts.Store, a.SessionKey(c.session))
 		if err != nil {
-			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), err)
+			return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), err)
 		}
 		if len(pending) == 0 {
-			return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrNotWaiting)
+			return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), ErrNotWaiting)
 		}
 		if c.resumed != nil { // the held calls' round, as stored
 			for _, lc := range c.resumed.calls {
@@ -275,9 +275,9 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 	ws, waiting := a.waiting[c.session]
 	switch {
 	case resuming && !waiting:
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrNotWaiting)
+		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), ErrNotWaiting)
 	case !resuming && waiting:
-		return nil, fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrWaiting)
+		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), ErrWaiting)
 	case resuming:
 		// The conversation is the Run's: sent again, it is sent as the
 		// Run would have, whatever messages the Resume was given, and
@@ -441,7 +441,7 @@ func (c *conversation) follow(f *messages.Frame, s *actors.MuxStream) error {
 	case f.GetName() == tools.MetaApprovalRefused:
 		var r tools.ApprovalRefusal
 		if err := json.Unmarshal(f.GetPayload(), &r); err != nil {
-			return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalRefused, err)
+			return fmt.Errorf("agent %q: read %s: %w", clip(c.a.opts.Name), tools.MetaApprovalRefused, err)
 		}
 		if ap.sent[r.ToolCallID] {
 			ap.applied(r.ToolCallID)
@@ -449,7 +449,7 @@ func (c *conversation) follow(f *messages.Frame, s *actors.MuxStream) error {
 	case f.GetName() == tools.MetaApprovalRequired:
 		var r tools.ApprovalRequest
 		if err := json.Unmarshal(f.GetPayload(), &r); err != nil {
-			return fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalRequired, err)
+			return fmt.Errorf("agent %q: read %s: %w", clip(c.a.opts.Name), tools.MetaApprovalRequired, err)
 		}
 		return c.sendDecision(s, r.ToolCallID)
 	}
@@ -496,7 +496,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 	}
 	var w tools.ApprovalWaiting
 	if err := json.Unmarshal(f.GetPayload(), &w); err != nil {
-		return false, fmt.Errorf("agent %q: read %s: %w", c.a.opts.Name, tools.MetaApprovalWaiting, err)
+		return false, fmt.Errorf("agent %q: read %s: %w", clip(c.a.opts.Name), tools.MetaApprovalWaiting, err)
 	}
 	c.approval.asCalled(w.Pending)
 	open := w.Pending[:0:0]
@@ -571,7 +571,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	switch {
 	case a.opts.Store != nil:
 		return fmt.Errorf("agent %q: discard session %q: a durable session waits in its store, not in memory; deny its calls with Resume",
-			a.opts.Name, clip(sessionID))
+			clip(a.opts.Name), clip(sessionID))
 	}
 	if _, err := a.enter(ctx, sessionID, nil); err != nil {
 		return err
@@ -583,7 +583,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	delete(a.waiting, sessionID)
 	a.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(sessionID), ErrNotWaiting)
+		return fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrNotWaiting)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.opts.CancelGrace, ErrGracePassed)
 	defer cancel()
@@ -600,7 +600,7 @@ func (a *Agent) Discard(ctx context.Context, sessionID string) error {
 	default:
 		ws.s.Close()
 	}
-	return fmt.Errorf("agent %q: discard session %q: %w", a.opts.Name, clip(sessionID), err)
+	return fmt.Errorf("agent %q: discard session %q: %w", clip(a.opts.Name), clip(sessionID), err)
 }
 
 // Waiting returns the ids of the sessions that wait for approval in

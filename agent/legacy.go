@@ -64,14 +64,14 @@ func (a *Agent) MigrateSessions(ctx context.Context, sessionIDs ...string) error
 		return err
 	}
 	if a.opts.Store == nil {
-		return fmt.Errorf("agent %q: migrate sessions: the agent has no Store", a.opts.Name)
+		return fmt.Errorf("agent %q: migrate sessions: the agent has no Store", clip(a.opts.Name))
 	}
 	for _, id := range sessionIDs {
 		if err := a.checkSession(id); err != nil {
-			return fmt.Errorf("agent %q: migrate sessions: %w", a.opts.Name, err)
+			return fmt.Errorf("agent %q: migrate sessions: %w", clip(a.opts.Name), err)
 		}
 		if err := a.migrate(ctx, id); err != nil {
-			return fmt.Errorf("agent %q: migrate session %q: %w", a.opts.Name, clip(id), err)
+			return fmt.Errorf("agent %q: migrate session %q: %w", clip(a.opts.Name), clip(id), err)
 		}
 	}
 	return nil
@@ -86,7 +86,7 @@ func (a *Agent) MigrateSessions(ctx context.Context, sessionIDs ...string) error
 func (a *Agent) migrate(ctx context.Context, id string) error {
 	if name, session, ok := a.keyOwner(id); ok {
 		return fmt.Errorf("%q is the key of session %q of agent %q, open on this Store: not a session of an earlier version; nothing moved",
-			clip(id), clip(session), name)
+			clip(id), clip(session), clip(name))
 	}
 	if _, err := a.enter(ctx, id, nil); err != nil {
 		return err
@@ -124,9 +124,9 @@ func (c *conversation) checkLegacy(ctx context.Context) error {
 		old, ok, err := tools.ReadSession(ctx, store, c.session)
 		switch {
 		case err != nil:
-			return fmt.Errorf("agent %q: session %q: look for it under its bare id, as earlier versions stored it: %w", a.opts.Name, clip(c.session), err)
+			return fmt.Errorf("agent %q: session %q: look for it under its bare id, as earlier versions stored it: %w", clip(a.opts.Name), clip(c.session), err)
 		case ok && bytes.Equal(old.GetFirstRequest(), c.first):
-			return fmt.Errorf("agent %q: session %q: %w", a.opts.Name, clip(c.session), ErrLegacySession)
+			return fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(c.session), ErrLegacySession)
 		}
 	}
 	held := key + tools.ApprovalStoreSuffix
@@ -135,7 +135,7 @@ func (c *conversation) checkLegacy(ctx context.Context) error {
 		err = store.DeleteSnapshots(ctx, held, math.MaxInt64)
 	}
 	if err != nil {
-		return fmt.Errorf("agent %q: session %q: clear held calls left with no session: %w", a.opts.Name, clip(c.session), err)
+		return fmt.Errorf("agent %q: session %q: clear held calls left with no session: %w", clip(a.opts.Name), clip(c.session), err)
 	}
 	return nil
 }

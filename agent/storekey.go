@@ -105,6 +105,24 @@ func keyFits(name, id string) error {
 	return nil
 }
 
+// maxNameInKey is the longest an agent's name may be, as a key writes it
+// ([SessionKey]), with a Store: it leaves room for a session id of one
+// byte in the key of that session's calls held for approval, the longest
+// key a session has (see keyFits).
+const maxNameInKey = durability.MaxNameLen - len("/x") - len(tools.ApprovalStoreSuffix)
+
+// nameFits returns an error wrapping durability.ErrInvalidName when the
+// agent named name, with a Store, could keep no session within
+// durability.MaxNameLen (see keyFits): every session id would be refused.
+func nameFits(name string) error {
+	inKey := len(SessionKey(name, "")) - len("/")
+	if inKey <= maxNameInKey {
+		return nil
+	}
+	return fmt.Errorf("agent %q: %w: its Name is %d bytes long, %d in a key ('%%' and '/' are written in 3), which leaves no room for a session id: with a Store, a session is kept under <name>/<session id> and its calls held for approval under <name>/<session id>%s, at most %d bytes (durability.MaxNameLen), so a Name takes up to %d bytes in a key",
+		clip(name), durability.ErrInvalidName, len(name), inKey, tools.ApprovalStoreSuffix, durability.MaxNameLen, maxNameInKey)
+}
+
 // SessionKey is [SessionKey] of the agent's name and sessionID.
 func (a *Agent) SessionKey(sessionID string) string {
 	return SessionKey(a.Name(), sessionID)
@@ -170,7 +188,7 @@ func claimName(store durability.Store, name string) (*storeClaim, error) {
 	claimed.Lock()
 	defer claimed.Unlock()
 	if claimed.names[key] {
-		return nil, fmt.Errorf("agent %q: %w: give each agent on one Store a Name of its own (its sessions are kept under it), or Close the other first", name, ErrNameTaken)
+		return nil, fmt.Errorf("agent %q: %w: give each agent on one Store a Name of its own (its sessions are kept under it), or Close the other first", clip(name), ErrNameTaken)
 	}
 	claimed.names[key] = true
 	return &storeClaim{key: key}, nil

@@ -177,7 +177,7 @@ func AsTool(sub *Agent, o *ToolOptions) (*tools.Tool, error) {
 	if len(opts.Schema) == 0 {
 		opts.Schema = DefaultToolSchema
 	} else if opts.Prompt == nil {
-		return nil, fmt.Errorf("agent: tool %q: a Schema of its own needs a Prompt", opts.Name)
+		return nil, fmt.Errorf("agent: tool %q: a Schema of its own needs a Prompt", clip(opts.Name))
 	}
 	if opts.Prompt == nil {
 		tool := opts.Name

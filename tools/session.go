@@ -137,7 +137,7 @@ const MetaSession = "session"
 // messages.LoopCancelled) load as sessions not cancelled.
 type SessionOptions struct {
 	// ID names the session in the store (it is the store's actor name);
-	// required.
+	// required, of [MaxSessionIDLen] bytes at most.
 	ID string
 	// Store keeps the session; required. The caller owns and closes it.
 	Store durability.Store
@@ -154,6 +154,16 @@ type SessionOptions struct {
 	BufferBytes int
 }
 
+// MaxSessionIDLen bounds the length of [SessionOptions].ID in bytes: the
+// session is kept under its ID, and the record of its calls held for
+// approval under the ID and [ApprovalStoreSuffix], a name that must fit
+// durability.MaxNameLen, the longest every store of the module takes, so
+// that a session stored in one store fits any other, and the record of
+// its held calls fits wherever the session does. [NewLoop] and
+// [ReadSession] refuse a longer ID up front, with an error wrapping
+// durability.ErrInvalidName.
+const MaxSessionIDLen = durability.MaxNameLen - len(ApprovalStoreSuffix)
+
 // DefaultSessionSnapshotEvery is the session snapshot interval when
 // [SessionOptions].SnapshotEvery is zero.
 const DefaultSessionSnapshotEvery = 100
@@ -167,6 +177,9 @@ func (o *SessionOptions) validate() error {
 	switch {
 	case o.ID == "":
 		return errors.New("session: empty id")
+	case len(o.ID) > MaxSessionIDLen:
+		return fmt.Errorf("session: id of %d bytes: %w: the session's calls held for approval are kept under the id and %q, %d bytes, more than the %d every store takes (durability.MaxNameLen): an id takes up to %d bytes",
+			len(o.ID), durability.ErrInvalidName, ApprovalStoreSuffix, len(o.ID)+len(ApprovalStoreSuffix), durability.MaxNameLen, MaxSessionIDLen)
 	case o.Store == nil:
 		return errors.New("session: nil store")
 	case o.Timeout < 0:

@@ -51,31 +51,7 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 		}
 		return nil
 	}
-	all, err := Tools(ws)
-	mustDo(t, err)
-	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: all,
-		Breaker: tools.BreakerOptions{Failures: 2, Window: time.Hour, Cooldown: time.Hour}})
-	mustDo(t, err)
-	rt := actorstest.NewRuntime(t, nil)
-	conn, err := rt.Start(spec)
-	mustDo(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
-	defer cancel()
-	call := func(n int) *messages.Frame {
-		t.Helper()
-		stream := "s" + strconv.Itoa(n)
-		args, _ := json.Marshal(RunCommandInput{Command: "echo ran"})
-		mustDo(t, conn.Send(messages.ToolCall(stream, "c", RunCommandToolName, args)))
-		frames, err := conn.RecvStream(ctx, stream)
-		mustDo(t, err)
-		for _, f := range frames {
-			if f.GetType() == messages.FrameType_TOOL_RESULT {
-				return f
-			}
-		}
-		t.Fatalf("call %d: no result in %v", n, frames)
-		return nil
-	}
+	call := breakerCalls(t, ws, 2)
 	n := 0
 	for _, c := range []struct {
 		mode       int32
@@ -119,6 +95,39 @@ func TestTools_SetUpTimeoutIsNotAToolFailure(t *testing.T) {
 			break
 		}
 		t.Logf("the command ran past its %s timeout: trying again", ws.opts.CommandTimeout)
+	}
+}
+
+// breakerCalls starts the tools of ws under a call runner whose
+// breaker opens at failures failures within an hour, and returns a
+// function that makes the n-th call, `echo ran`, on a stream of its own
+// and returns its result frame.
+func breakerCalls(t *testing.T, ws *Workspace, failures int) func(n int) *messages.Frame {
+	t.Helper()
+	all, err := Tools(ws)
+	mustDo(t, err)
+	spec, err := tools.NewCallRunner(&tools.RouterOptions{Tools: all,
+		Breaker: tools.BreakerOptions{Failures: failures, Window: time.Hour, Cooldown: time.Hour}})
+	mustDo(t, err)
+	rt := actorstest.NewRuntime(t, nil)
+	conn, err := rt.Start(spec)
+	mustDo(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang, not on speed
+	t.Cleanup(cancel)
+	return func(n int) *messages.Frame {
+		t.Helper()
+		stream := "s" + strconv.Itoa(n)
+		args, _ := json.Marshal(RunCommandInput{Command: "echo ran"})
+		mustDo(t, conn.Send(messages.ToolCall(stream, "c", RunCommandToolName, args)))
+		frames, err := conn.RecvStream(ctx, stream)
+		mustDo(t, err)
+		for _, f := range frames {
+			if f.GetType() == messages.FrameType_TOOL_RESULT {
+				return f
+			}
+		}
+		t.Fatalf("call %d: no result in %v", n, frames)
+		return nil
 	}
 }
 

@@ -133,13 +133,7 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 		if w.sandbox == nil {
 			what, logged = "it could not be started", "the command could not be started"
 		}
-		w.logNotReady(logged+" for want of a resource", err)
-		return RunCommandResult{
-			Error: fmt.Sprintf("%s: %s: %s for want of a resource: %s; it never ran: try again %s",
-				RunCommandToolName, ReasonStartFailed, what, resourceCause(err), resourceRemedy(err)),
-			Reason:   ReasonStartFailed,
-			notReady: true,
-		}, nil
+		return w.wantedResource(what, logged, err), nil
 	case err != nil:
 		// The error is the host's, and may name its paths (a path to
 		// hide, where the shell is): the log keeps it, the model reads
@@ -250,14 +244,23 @@ func (e *resourceError) Unwrap() error { return e.err }
 
 // ownResourceError is err, an error of the workspace's own part in
 // starting a command, marked as a resourceError when a resource ran out
-// (the errnos of sandbox.ErrResources).
+// (see ranOut).
 func ownResourceError(err error) error {
-	for _, e := range []error{syscall.ENOSPC, syscall.ENOMEM, syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE} {
-		if errors.Is(err, e) {
-			return &resourceError{err}
-		}
+	if ranOut(err) {
+		return &resourceError{err}
 	}
 	return err
+}
+
+// ranOut reports whether err says that a resource of the host ran out:
+// it wraps one of the errnos of sandbox.ErrResources.
+func ranOut(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.ENOMEM, syscall.EAGAIN, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // resourceCause says which resource ran out when a sandbox could not
@@ -293,6 +296,21 @@ func resourceRemedy(err error) string {
 		return "once other sandboxes (of this or other workspaces) have ended"
 	}
 	return "later"
+}
+
+// wantedResource is the result of a command that never ran because it,
+// or its sandbox, could not be started for want of a resource (err,
+// the host's error): unavailable, which no circuit breaker counts, and
+// logged as a warning. what says in the model's terms what could not
+// be done, logged in the log's.
+func (w *Workspace) wantedResource(what, logged string, err error) RunCommandResult {
+	w.logNotReady(logged+" for want of a resource", err)
+	return RunCommandResult{
+		Error: fmt.Sprintf("%s: %s: %s for want of a resource: %s; it never ran: try again %s",
+			RunCommandToolName, ReasonStartFailed, what, resourceCause(err), resourceRemedy(err)),
+		Reason:   ReasonStartFailed,
+		notReady: true,
+	}
 }
 
 // logNotReady warns that a command never ran because its sandbox was not
@@ -728,6 +746,9 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		// kernel tears its namespaces down, which can take milliseconds):
 		// it is reaped in the background, and Close waits for that.
 		exit, sbErr = p.sb.Finish()
+		if w.hookFinished != nil {
+			exit, sbErr = w.hookFinished(exit, sbErr)
+		}
 		w.reapLater(p.cmd)
 	} else if err := p.wait(); err != nil {
 		var ee *exec.ExitError
@@ -749,6 +770,15 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	switch {
 	case p.sb == nil:
 		res.ExitCode, sig = exitStatus(p.cmd.ProcessState)
+	case errors.Is(sbErr, sandbox.ErrStartFailed) && cause == stopNone && ranOut(sbErr):
+		// The helper could not fork the shell (EAGAIN: the host's
+		// processes or threads, never the sandbox's own limit, which
+		// leaves room for far more than its first process), or the
+		// host ran out of another resource as it started it: the
+		// command never ran, and may when tried again, as when a
+		// sandbox cannot be set up for want of a resource.
+		return w.wantedResource("its shell could not be started in its sandbox",
+			"the command's shell could not be started in its sandbox", sbErr), cause
 	case errors.Is(sbErr, sandbox.ErrStartFailed) && cause == stopNone:
 		// Nothing of the command ran: as an unsandboxed shell that
 		// cannot be started. The error names the shell: the log keeps it.

@@ -14,6 +14,7 @@ import (
 // which resolves it as well, only slower: a system renaming without
 // pause cannot keep checkPath spinning.
 func TestDirByName_EAGAIN(t *testing.T) {
+	t.Parallel()
 	fx := newFixture(t, nil)
 	const upTo = "sub/../sub/."
 	want, rf := fx.ws.resolveDir(upTo)
@@ -24,7 +25,7 @@ func TestDirByName_EAGAIN(t *testing.T) {
 	// counts the calls.
 	eagain := func(n int) *int {
 		calls := new(int)
-		openat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
+		fx.ws.sys.openat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
 			if *calls++; *calls <= n {
 				return -1, unix.EAGAIN
 			}
@@ -32,7 +33,6 @@ func TestDirByName_EAGAIN(t *testing.T) {
 		}
 		return calls
 	}
-	t.Cleanup(func() { openat2 = unix.Openat2 })
 
 	for k := 1; k < maxOpenat2Tries; k++ {
 		calls := eagain(k)
@@ -54,7 +54,7 @@ func TestDirByName_EAGAIN(t *testing.T) {
 	for _, p := range []string{upTo, upTo + "/a.txt", "sub/../notes.txt"} {
 		eagain(1 << 20)
 		got, rf := fx.ws.checkPath(p)
-		openat2 = unix.Openat2
+		fx.ws.sys.openat2 = nil
 		wantName, wrf := fx.ws.checkPath(p)
 		if rf != nil || wrf != nil || got != wantName {
 			t.Errorf("checkPath(%q) with openat2 answering EAGAIN = %q, %v; without = %q, %v", p, got, rf, wantName, wrf)

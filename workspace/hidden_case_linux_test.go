@@ -3,6 +3,7 @@
 package workspace
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,92 @@ func TestLinkToHidden_SaysWhenOnlyCaseDiffers(t *testing.T) {
 	rf = fx.ws.linkToHidden("cfg/.env")
 	if rf == nil || strings.Contains(rf.detail, "case") {
 		t.Errorf("linkToHidden(cfg/.env) = %v, want refused without a word of case", rf)
+	}
+}
+
+// A name that differs only in case from a path to hide is compared
+// with it entry by entry from the workspace's root, following no link:
+// a command's link on the way to the path to hide, here to a directory
+// outside the workspace, is not looked through, so what it leads to
+// (which the command chooses, and may change between the check and
+// the write) decides nothing. SEC and PAT are directories of the
+// workspace, sec and pat a command's links to one outside, whose
+// key.txt and a.key are the very entries SEC/KEY.TXT and PAT/A.KEY are
+// (hard links of those links). Followed, the links made each pair of
+// names one; they are not: SEC is another directory than sec.
+func TestHiddenName_FollowsNoLinkOfTheHiddenPath(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
+	away := filepath.Join(fx.outside, "away")
+	for _, d := range []string{in("SEC"), in("PAT"), away} {
+		mustDo(t, os.Mkdir(d, 0o755))
+	}
+	for name, outside := range map[string]string{"SEC/KEY.TXT": "key.txt", "PAT/A.KEY": "a.key"} {
+		mustDo(t, os.Symlink("../notes.txt", in(name)))
+		mustDo(t, os.Link(in(name), filepath.Join(away, outside)))
+	}
+	mustDo(t, os.Symlink(away, in("sec")))
+	mustDo(t, os.Symlink(away, in("pat")))
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("sec/key.txt")}, {Path: in("pat/*.key")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+
+	for _, name := range []string{"SEC/KEY.TXT", "PAT/A.KEY"} {
+		if hidden, folded := fx.ws.hiddenName(name); hidden {
+			t.Errorf("hiddenName(%q) = true (differs in case from %q), through a command's link out of the workspace; want false",
+				name, folded)
+		}
+	}
+	// Entries of the workspace are still compared: sec and SEC one entry
+	// (a hard link of the link, as a case-insensitive directory has one
+	// entry for both names) make SEC/KEY.TXT the path to hide.
+	mustDo(t, os.Remove(in("SEC/KEY.TXT")))
+	mustDo(t, os.Remove(in("SEC")))
+	mustDo(t, os.Link(in("sec"), in("SEC")))
+	if hidden, _ := fx.ws.hiddenName("SEC/KEY.TXT"); !hidden {
+		t.Errorf("hiddenName(SEC/KEY.TXT), SEC the very entry sec is, = false; want true")
+	}
+}
+
+// A path to hide that is an ancestor of the workspace hides what is
+// around the workspace, which stays visible in it (sandbox.CheckHide):
+// nothing in the workspace is a path to hide for it, and a write through
+// a link there is not refused. A path to hide inside still is.
+func TestLinkToHidden_AncestorHidesNothingInside(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{
+		{Path: filepath.Dir(fx.ws.dir)}, {Path: filepath.Dir(filepath.Dir(fx.ws.dir))}, {Path: in("cfg/.env")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+	mustDo(t, os.Symlink("sub", in("lnk")))
+	mustDo(t, os.Symlink("sub", in("cfg"))) // a command's, on the way to cfg/.env
+
+	for _, name := range []string{"good-link.txt", "lnk/a.txt", "lnk/new.txt"} {
+		if rf := fx.ws.linkToHidden(name); rf != nil {
+			t.Errorf("linkToHidden(%q) with an ancestor of the workspace to hide = %v; want nil", name, rf)
+		}
+	}
+	if rf := fx.ws.linkToHidden("cfg/.env"); rf == nil || rf.reason != ReasonLinkToHidden {
+		t.Errorf("linkToHidden(cfg/.env), a path to hide = %v; want refused (%s)", rf, ReasonLinkToHidden)
+	}
+}
+
+// The same with a real sandbox: with the workspace's parent hidden, a
+// command's link in the workspace is written through, and commands see
+// what was written (the workspace is not hidden).
+func TestWriteFile_ThroughLinkWithAncestorHidden(t *testing.T) {
+	requireSandbox(t)
+	dir := dirOutsideTmp(t)
+	mustDo(t, os.Mkdir(filepath.Join(dir, "ws"), 0o755))
+	ws, err := New(filepath.Join(dir, "ws"), &Options{Sandbox: SandboxRequired, HidePaths: []string{dir}})
+	mustDo(t, err)
+	defer ws.Close()
+	runSandboxed(t, ws, "echo old > notes.txt; ln -s notes.txt link.txt")
+	res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: "link.txt", Content: "new\n"})
+	mustDo(t, err)
+	if !res.Success {
+		t.Fatalf("write_file through a command's link, the workspace's parent hidden: %+v; want it written", res)
+	}
+	if out := runSandboxed(t, ws, "cat notes.txt"); strings.TrimSpace(out.Stdout) != "new" {
+		t.Errorf("a command reads %q from notes.txt after the write; want %q", out.Stdout, "new\n")
 	}
 }

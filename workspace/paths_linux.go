@@ -60,40 +60,92 @@ func (w *Workspace) dirByName(upTo string) (name string, ok bool) {
 	if !filepath.IsLocal(name) {
 		return "", false
 	}
-	rc, err := w.rootDir.SyscallConn()
-	if err != nil {
-		return "", false
-	}
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	_ = rc.Control(func(root uintptr) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	_ = w.fromRoot(func(root int) error {
 		var a, b unix.Stat_t
-		if !statBeneath(int(root), upTo, &how, &a) {
-			return
+		if w.sys.statBeneath(root, upTo, &how, &a) != nil {
+			return nil
 		}
 		if w.hookBeforeName != nil {
 			w.hookBeforeName()
 		}
-		ok = statBeneath(int(root), name, &how, &b) && a.Dev == b.Dev && a.Ino == b.Ino
+		ok = w.sys.statBeneath(root, name, &how, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+		return nil
 	})
 	return name, ok
 }
 
-// maxOpenat2Tries bounds the calls statBeneath makes to openat2 for
+// noLinksBeneath resolves a path beneath the directory it starts from,
+// following no symbolic link.
+const noLinksBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// fromRoot calls fn with the root directory's descriptor, and returns
+// its error.
+func (w *Workspace) fromRoot(fn func(root int) error) error {
+	rc, err := w.rootDir.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(root uintptr) { ferr = fn(int(root)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// entryBeneath returns the identity of the entry name (relative to the
+// root, cleaned) names, looked up from the root's descriptor following
+// no symbolic link, not even its last component (a link is an entry of
+// its own): what a command's link leads to, in the workspace or out of
+// it, is not looked at. It fails with ENOENT when nothing is there, and
+// with ELOOP or ENOTDIR when a link or a file is on the way.
+func (w *Workspace) entryBeneath(name string) (entryID, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	var st unix.Stat_t
+	err := w.fromRoot(func(root int) error { return w.sys.statBeneath(root, name, &how, &st) })
+	return entryID{dev: st.Dev, ino: st.Ino}, err
+}
+
+// namesBeneath returns the names in the directory dir (relative to the
+// root, cleaned), reached as entryBeneath reaches an entry.
+func (w *Workspace) namesBeneath(dir string) ([]string, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NONBLOCK | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	fd := -1
+	err := w.fromRoot(func(root int) (err error) {
+		fd, err = w.sys.openBeneath(root, dir, &how)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// maxOpenat2Tries bounds the calls openBeneath makes to openat2 for
 // one path. The kernel answers EAGAIN to a ".." under RESOLVE_BENEATH
 // when a rename anywhere on the system raced the walk; on a system that
 // renames without pause every try could meet one, so after a few the
 // path is left to the root, which resolves it as well, only slower.
 const maxOpenat2Tries = 8
 
-// openat2 is unix.Openat2; tests replace it to answer EAGAIN.
-var openat2 = unix.Openat2
+// sysCalls are the system calls of the file tools that tests replace
+// (openat2, to answer EAGAIN), held by each Workspace so that a test
+// replacing one affects its own workspace only, and tests run in
+// parallel. A nil field is the system's call.
+type sysCalls struct {
+	openat2 func(dirfd int, path string, how *unix.OpenHow) (int, error)
+}
 
-// statBeneath opens path from the directory root as how says and
-// fstats what it opened into st, reporting whether both worked. An
-// open interrupted (EINTR) or raced by a rename (EAGAIN) is tried
-// again, maxOpenat2Tries times in all.
-func statBeneath(root int, path string, how *unix.OpenHow, st *unix.Stat_t) bool {
+// openBeneath opens path from the directory root as how says. An open
+// interrupted (EINTR) or raced by a rename (EAGAIN) is tried again,
+// maxOpenat2Tries times in all.
+func (s *sysCalls) openBeneath(root int, path string, how *unix.OpenHow) (int, error) {
+	openat2 := s.openat2
+	if openat2 == nil {
+		openat2 = unix.Openat2
+	}
 	var fd int
 	var err error
 	for range maxOpenat2Tries {
@@ -101,10 +153,17 @@ func statBeneath(root int, path string, how *unix.OpenHow, st *unix.Stat_t) bool
 			break
 		}
 	}
+	return fd, err
+}
+
+// statBeneath opens path as openBeneath does and fstats what it opened
+// into st.
+func (s *sysCalls) statBeneath(root int, path string, how *unix.OpenHow, st *unix.Stat_t) error {
+	fd, err := s.openBeneath(root, path, how)
 	if err != nil {
-		return false
+		return err
 	}
 	err = unix.Fstat(fd, st)
 	unix.Close(fd)
-	return err == nil
+	return err
 }

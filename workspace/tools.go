@@ -126,8 +126,9 @@ func markFailed[In any, Out result](fn func(context.Context, In) (Out, error)) f
 // too large a content), and tools.FailureUnavailable when a command never
 // ran because its sandbox was not set up within the command's timeout, or
 // it or its sandbox could not be started for want of a resource
-// (sandbox.ErrResources, or descriptors or processes of the workspace's
-// own: resourceError): the call may succeed if tried again, the tool is not broken. None of the last three does: a
+// (sandbox.ErrResources, descriptors or processes of the workspace's
+// own: resourceError, or the host's processes when a sandbox's helper
+// forks the shell): the call may succeed if tried again, the tool is not broken. None of the last three does: a
 // sandbox that was not ready in time must not make the breaker refuse the
 // well-formed calls that follow.
 func failedResult(out result, reason Reason, msg string) error {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -66,6 +67,46 @@ func journalKeyRest(name, session string) string {
 
 var journalNameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
+// maxJournalNameInKey is the longest a journal's name may be, as its
+// keys write it: a [JournalKey] of that name and of a session id of one
+// byte is durability.MaxNameLen bytes long.
+const maxJournalNameInKey = durability.MaxNameLen - len(journalKeyPrefix) - len("/x")
+
+// journalNameFits returns an error wrapping durability.ErrInvalidName
+// when the journal named name could keep no session's writes: its key
+// would pass durability.MaxNameLen whatever the session id.
+func journalNameFits(name string) error {
+	inKey := len(journalKeyRest(name, "")) - len("/")
+	if inKey <= maxJournalNameInKey {
+		return nil
+	}
+	return fmt.Errorf("workspace: journal: a Name of %d bytes, %d in a key ('%%' and '/' are written in 3): %w: "+
+		"a journal keeps a session's writes under JournalKey (0xFF, \"undo/\", the name, '/', the session id), "+
+		"at most %d bytes (durability.MaxNameLen), so a Name takes up to %d bytes in a key; name the journal as its agent",
+		len(name), inKey, durability.ErrInvalidName, durability.MaxNameLen, maxJournalNameInKey)
+}
+
+// keyFits returns an error wrapping durability.ErrInvalidName when the
+// key of session's journal passes durability.MaxNameLen: some stores
+// would refuse it (memstore, pgstore) and others not, so that the
+// journal could not move to any store. A journal named as its agent
+// (JournalOptions.Name) has room for every session the agent takes with
+// a Store: the key of the session's calls held for approval
+// (agent.SessionKey and tools.ApprovalStoreSuffix) is longer than its
+// journal's key.
+func (j *Journal) keyFits(session string) error {
+	key := len(j.key(session))
+	if key <= durability.MaxNameLen {
+		return nil
+	}
+	inKey := len(journalKeyRest(j.name, "")) - len("/")
+	return fmt.Errorf("journal: a session id of %d bytes: %w: with the journal's Name of %d bytes (%d in a key), "+
+		"the session's JournalKey is %d bytes, more than the %d every store takes (durability.MaxNameLen): "+
+		"this journal takes ids of up to %d bytes; named as its agent (JournalOptions.Name), it takes every id the agent does",
+		len(session), durability.ErrInvalidName, len(cmp.Or(j.name, agent.DefaultName)), inKey, key, durability.MaxNameLen,
+		max(durability.MaxNameLen-len(journalKeyPrefix)-inKey-len("/"), 0))
+}
+
 // Errors of [Journal.Undo].
 var (
 	// ErrChangedSince: a file the undo would restore was changed by
@@ -91,7 +132,13 @@ type JournalOptions struct {
 	// sessions of one agent: the session ids of two agents may be the
 	// same, and a journal shared by both would undo one's writes at the
 	// other's request. Give each agent a journal of its own, named as the
-	// agent (agent.Options.Name).
+	// agent (agent.Options.Name). A journal's keys hold its Name and the
+	// session id, within durability.MaxNameLen bytes, the longest name
+	// every store takes: [NewJournal] refuses a Name that leaves no room
+	// for a session id, and the journal refuses the sessions whose key
+	// would be longer (their writes are not done), with errors wrapping
+	// durability.ErrInvalidName. Named as its agent, it takes every
+	// session the agent takes with a Store.
 	Name string
 }
 
@@ -137,6 +184,11 @@ type Journal struct {
 func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Journal, error) {
 	if ws == nil || store == nil {
 		return nil, errors.New("workspace: journal needs a workspace and a store")
+	}
+	if o != nil {
+		if err := journalNameFits(o.Name); err != nil {
+			return nil, err
+		}
 	}
 	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}}
 	if o != nil && o.SessionOf != nil {
@@ -498,6 +550,9 @@ type indexedWrite struct {
 // load returns the session's writes not undone, in order, and the index
 // of its next event.
 func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
+	if err := j.keyFits(session); err != nil {
+		return nil, 0, err
+	}
 	var writes []indexedWrite
 	var next uint64
 	key := j.key(session)

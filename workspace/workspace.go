@@ -222,7 +222,9 @@ type Options struct {
 	// workspace stays as it was, read-only, and readable beneath the
 	// system's directories ([sandbox.ReadableDirs]) when Landlock is in
 	// force, and everywhere the host's user may read without it; a
-	// path that holds the workspace shows only the way to it.
+	// path that holds the workspace shows only the way to it, and the
+	// workspace with all it holds (for write_file too, nothing in it is
+	// a path to hide for that entry).
 	//
 	// What is hidden, and when:
 	//   - New follows the links of each entry, once: what a path led to
@@ -388,6 +390,10 @@ type Workspace struct {
 	// again for a command (the one prepared ahead was stale) is given
 	// the command.
 	hookBeforeRun func()
+	// hookFinished, when set by tests, is given what a sandbox's
+	// helper reported of its command, and returns what the workspace
+	// takes it to have reported (a shell it could not fork, say).
+	hookFinished func(sandbox.Exit, error) (sandbox.Exit, error)
 
 	// nameByPath makes the file tools learn the name of a file they opened
 	// by resolving the path they opened it by through the root, rather
@@ -399,6 +405,9 @@ type Workspace struct {
 	// hookBeforeName, when set by tests, runs after a file is opened and
 	// before the name it resolves to is learnt.
 	hookBeforeName func()
+
+	// sys holds the system calls tests replace (see sysCalls).
+	sys sysCalls
 }
 
 // New opens the directory root as a workspace. root must exist and be a

@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // tempPrefix starts the names of the temporary files writes create next
@@ -134,6 +132,9 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 
 // hiddenName reports whether name (relative to the workspace) is a path
 // to hide, beneath one, or a match of a pattern to hide (or beneath one).
+// A path to hide that is the workspace's ancestor hides what is around
+// the workspace, which stays visible in it ([sandbox.CheckHide]):
+// nothing in the workspace is beneath it for that.
 //
 // A directory may be case-insensitive: vfat, exfat and ntfs3 mounts,
 // ext4's casefold directories (and the defaults of macOS and Windows,
@@ -141,20 +142,24 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 // asked). There "SEC/KEY.TXT" names what a path to hide, "sec/key.txt",
 // names. So a name that matches a path or pattern to hide only once
 // case is folded is compared by what it names (sameEntry): it is one to
-// hide when it leads to the very entry (device and inode) the path to
-// hide, or a match of the pattern, leads to (a pattern's wildcards
-// match names whatever their case, as the sandbox's do: [sandbox.Glob],
-// so y.PEM is a match of *.pem though another file than y.pem); when
-// neither exists yet, a directory on the way must be that same entry,
-// and the names in it fold to the same. That last is decided without
-// knowing whether the directory folds case: on a case-sensitive one, a
-// write through a link to a name differing in case only from a path to
-// hide that does not exist yet is refused too, which is safe, and the
-// refusal says the name differs only in case. Names equal only under
-// full case folding ("ß" and "ss") or Unicode normalization (ext4's
-// casefold takes "é" and "e" with a combining accent for one) are not
-// compared, existing or not: strings.EqualFold does not take them for
-// one.
+// hide when it is the very entry (device and inode) the path to hide,
+// or a match of the pattern, is (a pattern's wildcards match names
+// whatever their case, as the sandbox's do: [sandbox.Glob], so y.PEM is
+// a match of *.pem though another file than y.pem); when neither
+// exists yet, a directory on the way must be that same entry, and the
+// names in it fold to the same. Both are looked up from the workspace's
+// root, following no link (a link on the way is compared as the entry
+// it is, at its depth): what a link leads to, which a command chooses
+// and may change between this check and the write, decides nothing,
+// and nothing outside the workspace is looked at. The last case is
+// decided without knowing whether the directory folds case: on a
+// case-sensitive one, a write through a link to a name differing in
+// case only from a path to hide that does not exist yet is refused
+// too, which is safe, and the refusal says the name differs only in
+// case. Names equal only under full case folding ("ß" and "ss") or
+// Unicode normalization (ext4's casefold takes "é" and "e" with a
+// combining accent for one) are not compared, existing or not:
+// strings.EqualFold does not take them for one.
 //
 // folded is, when name is one to hide only once case is folded, the
 // path or pattern to hide it differs from (relative to the workspace),
@@ -163,7 +168,8 @@ func (w *Workspace) hiddenName(name string) (hidden bool, folded string) {
 	abs := filepath.Join(w.dir, name)
 	for _, h := range w.sandbox.Resolved {
 		pattern := strings.ContainsAny(h.Path, "*?[")
-		if !pattern && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
+		inside := strings.HasPrefix(h.Path, w.dir+string(filepath.Separator))
+		if !pattern && inside && (abs == h.Path || strings.HasPrefix(abs, h.Path+string(filepath.Separator))) {
 			return true, ""
 		}
 		for p := abs; p != w.dir && p != filepath.Dir(p); p = filepath.Dir(p) {
@@ -194,31 +200,44 @@ func foldMatch(h, p string, pattern bool) bool {
 	return ok
 }
 
+// entryID is the identity of an entry of the file system: its device
+// and inode.
+type entryID struct{ dev, ino uint64 }
+
 // sameEntry reports whether p (absolute, beneath the workspace), which
-// folds to h (a path or pattern to hide), leads to what h does: the
-// same entry, found through the root, as h or one of its matches; or,
-// when p does not exist, a parent of p that is the same entry as the
-// parent of h at the same depth (see hiddenName). It errs on the side
-// of true when p cannot be looked at.
+// folds to h (a path or pattern to hide), is the entry h, or one of its
+// matches, is; or, when p does not exist or a link or a file is on the
+// way to it, a parent of p that is the same entry as the parent of h
+// at the same depth (see hiddenName). h is taken at p's depths, beneath
+// the workspace (its part above folds to the workspace's path), and
+// every entry is looked up from the root following no link
+// (entryBeneath). It errs on the side of true when p cannot be looked
+// at.
 func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
-	for ; p != w.dir && p != filepath.Dir(p); p, h = filepath.Dir(p), filepath.Dir(h) {
-		rel, err := filepath.Rel(w.dir, p)
-		if err != nil {
-			return true
-		}
-		fi, err := w.root.Lstat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
+	rel, err := filepath.Rel(w.dir, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return true
+	}
+	ps := strings.Split(rel, string(filepath.Separator))
+	hs := strings.Split(h, string(filepath.Separator))
+	if len(hs) < len(ps) {
+		return true
+	}
+	hs = hs[len(hs)-len(ps):]
+	for d := len(ps); d > 0; d-- {
+		id, err := w.entryBeneath(filepath.Join(ps[:d]...))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
 			continue
 		}
 		if err != nil {
 			return true
 		}
-		matches := []string{h}
+		matches := []string{filepath.Join(hs[:d]...)}
 		if pattern {
-			matches, _ = sandbox.Glob(h)
+			matches = w.globBeneath(hs[:d])
 		}
 		for _, m := range matches {
-			if mi, err := os.Lstat(m); err == nil && os.SameFile(fi, mi) {
+			if mid, err := w.entryBeneath(m); err == nil && mid == id {
 				return true
 			}
 		}
@@ -227,6 +246,35 @@ func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
 	// Nothing of p exists below the workspace: h is in the workspace
 	// too (it folds to p), and no entry tells them apart.
 	return true
+}
+
+// globBeneath returns the names beneath the root that match the
+// pattern whose components are parts, as [sandbox.Glob] matches (a
+// component with a wildcard matches names whatever their case), listing
+// only directories reached following no link (namesBeneath); a
+// directory that cannot be listed is left out.
+func (w *Workspace) globBeneath(parts []string) []string {
+	cur := []string{"."}
+	for _, c := range parts {
+		var next []string
+		for _, d := range cur {
+			if !strings.ContainsAny(c, "*?[") {
+				next = append(next, filepath.Join(d, c))
+				continue
+			}
+			names, err := w.namesBeneath(d)
+			if err != nil {
+				continue
+			}
+			for _, n := range names {
+				if foldMatch(c, n, true) {
+					next = append(next, filepath.Join(d, n))
+				}
+			}
+		}
+		cur = next
+	}
+	return cur
 }
 
 // writeTarget decides which name a write replaces: name itself, or the

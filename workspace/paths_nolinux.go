@@ -1,0 +1,20 @@
+//go:build !linux
+
+package workspace
+
+import "errors"
+
+// sysCalls holds no system call here: the calls tests replace are
+// Linux's (see paths_linux.go).
+type sysCalls struct{}
+
+// errNoLookupBeneath is the error of entryBeneath and namesBeneath
+// here. They serve the comparison of a write's name with the paths
+// hidden from commands, and only Linux has a sandbox that hides paths.
+var errNoLookupBeneath = errors.New("no lookup beneath the root without following links on this system")
+
+// entryBeneath fails here (see errNoLookupBeneath).
+func (w *Workspace) entryBeneath(string) (entryID, error) { return entryID{}, errNoLookupBeneath }
+
+// namesBeneath fails here (see errNoLookupBeneath).
+func (w *Workspace) namesBeneath(string) ([]string, error) { return nil, errNoLookupBeneath }

@@ -1,0 +1,118 @@
+package workspace_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/boltstore"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/tools"
+	"github.com/polyweave/polyweave-go/workspace"
+)
+
+// TestNewJournal_NameLeavesNoRoomForSessions: NewJournal refuses a Name
+// whose JournalKey leaves no room for a session id within
+// durability.MaxNameLen, counting the name as the key writes it ('/' as
+// %2F), with an error wrapping durability.ErrInvalidName that says the
+// name's length, its length in a key and the limit; the longest name
+// that leaves room for an id of one byte is taken.
+func TestNewJournal_NameLeavesNoRoomForSessions(t *testing.T) {
+	store := memstore.New(nil)
+	defer store.Close()
+	ws, err := workspace.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	longest := durability.MaxNameLen - len(workspace.JournalKey("", "x")) + len(agent.DefaultName)
+	if _, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: strings.Repeat("n", longest)}); err != nil {
+		t.Fatalf("a name of %d bytes: %v", longest, err)
+	}
+	for _, name := range []string{strings.Repeat("n", longest+1), strings.Repeat("a/", longest/4+1)} {
+		inKey := len(workspace.JournalKey(name, "x")) - len(workspace.JournalKey("", "x")) + len(agent.DefaultName)
+		_, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: name})
+		invalidName(t, fmt.Sprintf("a name of %d bytes (%d in a key)", len(name), inKey), err, len(name), inKey, durability.MaxNameLen, longest)
+	}
+}
+
+// invalidName fails unless err wraps durability.ErrInvalidName with a
+// short message that says each of numbers.
+func invalidName(t *testing.T, what string, err error, numbers ...int) {
+	t.Helper()
+	if !errors.Is(err, durability.ErrInvalidName) || len(err.Error()) > 600 {
+		t.Fatalf("%s: %v, want durability.ErrInvalidName, short", what, err)
+	}
+	for _, n := range numbers {
+		if !strings.Contains(err.Error(), strconv.Itoa(n)) {
+			t.Errorf("%s: %q does not say %d", what, err, n)
+		}
+	}
+}
+
+// TestJournal_KeysFitEveryStore: a journal named as its agent records
+// the session of the longest id the agent takes with a Store, on every
+// store; one whose name is longer than the agent's, whose key for that
+// session would pass durability.MaxNameLen, refuses the session up front
+// on every store (boltstore would take the key, where memstore and
+// pgstore do not): its write is not done, and Changes fails with an
+// error wrapping durability.ErrInvalidName that says the lengths and
+// the limit.
+func TestJournal_KeysFitEveryStore(t *testing.T) {
+	for _, s := range []struct {
+		name string
+		open func(t *testing.T) durability.Store
+	}{
+		{"memstore", func(t *testing.T) durability.Store { return memstore.New(nil) }},
+		{"boltstore", func(t *testing.T) durability.Store {
+			store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return store
+		}},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			store := s.open(t)
+			defer store.Close()
+			ctx := undoCtx(t)
+			dir := t.TempDir()
+			ws, err := workspace.New(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			rt := actorstest.NewRuntime(t, nil)
+			name := strings.Repeat("team/", 40) // 200 bytes, 280 in a key
+			id := strings.Repeat("s", durability.MaxNameLen-len(agent.SessionKey(name, ""))-len(tools.ApprovalStoreSuffix))
+
+			j, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startJournal(t, rt, j).write(agent.StreamID(id, 1), "c1", "a.txt", "A1")
+			if changes, err := j.Changes(ctx, id); err != nil || len(changes) != 1 {
+				t.Fatalf("the journal named as the agent, session of %d bytes: %+v, %v; want the one write", len(id), changes, err)
+			}
+
+			longer := name + "more/"
+			lj, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: longer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := len(workspace.JournalKey(longer, id))
+			got := startJournal(t, rt, lj).call(agent.StreamID(id, 1), "c2", workspace.WriteFileToolName, `{"path":"b.txt","content":"B1"}`)
+			if strings.Contains(got, `"success":true`) || content(t, filepath.Join(dir, "b.txt")) != "<none>" {
+				t.Fatalf("a write whose journal key is %d bytes: %s, b.txt %q; want it refused, not done", key, got, content(t, filepath.Join(dir, "b.txt")))
+			}
+			_, err = lj.Changes(ctx, id)
+			invalidName(t, fmt.Sprintf("Changes of a session whose journal key is %d bytes", key), err, key, len(id), len(longer), durability.MaxNameLen)
+		})
+	}
+}

@@ -116,26 +116,32 @@ func TestHideResolvedListsEachDirectoryOnce(t *testing.T) {
 	}
 }
 
-// A pattern's match that is, or leads to, "/" or the workspace itself
-// (a command's link: a.key -> /, b.key -> .), and an exact path that
-// leads there through a link in the workspace, lead nowhere as the
+// A pattern's match that leads to "/", to the workspace itself or
+// nowhere (a loop) through a command's link (a.key -> /, b.key -> .,
+// d.key -> d.key), and an exact path that does, lead nowhere as the
 // workspace is opened, as they do at each set-up: the workspace opens,
-// and the rest is hidden. "/", the workspace itself, and a relative
-// path or pattern, named as paths to hide, are refused.
+// and the rest is hidden. "/", the workspace itself, a loop outside
+// it, and a relative path or pattern, named as paths to hide, are
+// refused.
 func TestHideResolvedLinksToRootOrWorkspace(t *testing.T) {
 	ws := t.TempDir()
 	writeFiles(t, ws, "c.key")
-	for link, to := range map[string]string{"a.key": "/", "b.key": ".", ".env": ".", "up": "/"} {
+	for link, to := range map[string]string{"a.key": "/", "b.key": ".", "d.key": "d.key", ".env": ".", "up": "/", "loop": "loop"} {
 		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := resolvedConfig(t, ws, filepath.Join(ws, "*.key"), filepath.Join(ws, ".env"), filepath.Join(ws, "up"))
+	cfg := resolvedConfig(t, ws, filepath.Join(ws, "*.key"), filepath.Join(ws, ".env"), filepath.Join(ws, "up"),
+		filepath.Join(ws, "loop"))
 	out, exit := runIn(t, cfg, ws, "cat c.key; ls .env/ up/usr/ >/dev/null && echo ran")
 	if strings.Contains(out, "SECRET") || !strings.Contains(out, "ran") || exit.Code != 0 {
 		t.Errorf("c.key is visible, or a link to the workspace or / hid something: %q %+v", out, exit)
 	}
-	for _, h := range []string{"/", ws, ws + "/.", filepath.Join("rel", "*.key"), "rel"} {
+	loop := filepath.Join(t.TempDir(), "loop")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"/", ws, ws + "/.", loop, filepath.Join("rel", "*.key"), "rel"} {
 		if _, err := ResolveHide([]string{h}, ws); !errors.Is(err, ErrConfig) {
 			t.Errorf("ResolveHide(%q): %v, want ErrConfig", h, err)
 		}

@@ -394,10 +394,10 @@ func (t *LinkTargets) add(found []string) {
 // more, never less: each set-up matches the patterns again, and hides
 // what they match by its own rules (see [HiddenPath]), besides what
 // was resolved here. Only a path or a pattern's match that leads to
-// "/" or to the workspace itself through a link in the workspace leads
-// nowhere, as it does at a set-up, and is not refused (a command's
-// "ln -s / a.key" does not keep the workspace from being opened with
-// *.key hidden). A FIFO is never opened, and each directory is listed
+// "/", to the workspace itself or nowhere (a loop) through a link in
+// the workspace leads nowhere, as it does at a set-up, and is not
+// refused (a command's "ln -s / a.key" does not keep the workspace
+// from being opened with *.key hidden). A FIFO is never opened, and each directory is listed
 // once per component of a pattern, whatever number of links lead to
 // it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
@@ -452,11 +452,20 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	return out, nil
 }
 
-// throughWorkspaceLink reports whether the path m (absolute, which
-// exists) leads where it does through a link in the workspace wsPath.
+// throughWorkspaceLink reports whether the way to the path m
+// (absolute) goes through a link in the workspace wsPath (a command's)
+// before it ends or fails.
 func throughWorkspaceLink(m, wsPath string) bool {
-	_, ok := resolveOutside(nil, m, wsPath)
-	return !ok
+	met := false
+	_, _ = walkLinks(m, func(_, next string) (os.FileInfo, error) {
+		fi, err := os.Lstat(next)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 && within(next, wsPath) {
+			met = true
+			return nil, errors.New("a link in the workspace")
+		}
+		return fi, err
+	})
+	return met
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace

@@ -386,6 +386,20 @@ func (t *LinkTargets) add(found []string) {
 // matched again at each set-up), links followed, the identity of each
 // path that exists recorded. The result is what a
 // [Config]'s Resolved field wants.
+//
+// Every link is followed, those in the workspace too, wherever they
+// lead: the workspace as it is opened is taken as its owner left it
+// (a link to a secret kept elsewhere hides that secret). What commands
+// of an earlier opening made of it can then only make a sandbox hide
+// more, never less: each set-up matches the patterns again, and hides
+// what they match by its own rules (see [HiddenPath]), besides what
+// was resolved here. Only a path or a pattern's match that leads to
+// "/", to the workspace itself or nowhere (a loop) through a link in
+// the workspace leads nowhere, as it does at a set-up, and is not
+// refused (a command's "ln -s / a.key" does not keep the workspace
+// from being opened with *.key hidden). A FIFO is never opened, and each directory is listed
+// once per component of a pattern, whatever number of links lead to
+// it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -394,9 +408,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	var out []HiddenPath
 	have := map[HiddenPath]bool{}
 	for i, h := range hide {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
+		}
 		matches := []string{h}
 		if isPattern(h) {
-			if matches, err = Glob(h); err != nil {
+			if matches, err = globOpened(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at
@@ -408,6 +425,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(nil, m, ws, false)
+			if err != nil && throughWorkspaceLink(m, ws) {
+				if isPattern(h) {
+					continue
+				}
+				r, err = "", nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
@@ -427,6 +450,22 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 	}
 	return out, nil
+}
+
+// throughWorkspaceLink reports whether the way to the path m
+// (absolute) goes through a link in the workspace wsPath (a command's)
+// before it ends or fails.
+func throughWorkspaceLink(m, wsPath string) bool {
+	met := false
+	_, _ = walkLinks(m, func(_, next string) (os.FileInfo, error) {
+		fi, err := os.Lstat(next)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 && within(next, wsPath) {
+			met = true
+			return nil, errors.New("a link in the workspace")
+		}
+		return fi, err
+	})
+	return met
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace
@@ -821,9 +860,10 @@ func within(path, dir string) bool {
 // CheckHide checks, before any sandbox is set up, that the paths to hide
 // suit the workspace (absolute, resolved): each is absolute, can be
 // resolved (links are followed; a missing path is left out), and is
-// neither "/" nor the workspace itself. An ancestor of the workspace may
-// be hidden: the workspace stays visible in it. [ResolveHide] checks
-// the same and keeps what it resolved.
+// neither "/" nor the workspace itself (one that leads there through a
+// link in the workspace leads nowhere: see [ResolveHide]). An ancestor
+// of the workspace may be hidden: the workspace stays visible in it.
+// [ResolveHide] checks the same and keeps what it resolved.
 func CheckHide(hide []string, workspace string) error {
 	_, err := ResolveHide(hide, workspace)
 	return err

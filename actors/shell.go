@@ -1153,8 +1153,12 @@ func (o *openStreams) others(id, call string) []string {
 // restOfEnded), and a second END of it ends none of the stream's other
 // calls.
 func (o *openStreams) endedCall(id, call string) bool {
-	st, _ := o.get(id)
-	return slices.Contains(st.done, call)
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return len(o.done[i]) > 0 && slices.Contains(o.done[i], call)
+		}
+	}
+	return len(o.more) > 0 && slices.Contains(o.more[id].done, call)
 }
 
 // restOfEnded reports whether f, a frame that opens a call written into
@@ -1231,9 +1235,11 @@ func (o *openStreams) joined(m []string, prev, call string) []string {
 }
 
 // endCall ends the call of tool-call id call on id, when id carries it
-// among other calls, and reports whether it did: the stream stays open
-// for its other calls. It reports false, leaving the stream as it was,
-// when the stream carries a single call or none of that id.
+// among other calls, and reports whether the stream stays open for its
+// other calls: it ended the call, or the call is one the Logic ended
+// before (see endedCall), whose second END ends nothing. It reports
+// false, leaving the stream as it was, when the stream carries a single
+// call or none of that id.
 func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1243,7 +1249,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok
+			return ok || len(o.done[i]) > 0 && slices.Contains(o.done[i], call)
 		}
 	}
 	st, found := o.more[id]
@@ -1256,7 +1262,7 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok
+	return ok || slices.Contains(st.done, call)
 }
 
 // ending returns done, the calls of a stream the Logic ended by their
@@ -1447,7 +1453,7 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		if c := f.GetToolCallId(); c != "" && (s.open.endCall(f.GetStreamId(), c) || s.open.endedCall(f.GetStreamId(), c)) {
+		if c := f.GetToolCallId(); c != "" && s.open.endCall(f.GetStreamId(), c) {
 			// The END of one of the stream's calls, others open, or a
 			// second END of a call ended: it ends none of the others.
 			break

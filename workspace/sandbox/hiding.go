@@ -183,11 +183,21 @@ func Surroundings(workspace string) string {
 // are the system's, out of the commands' reach. defaults are hidden
 // ([DefaultHidden] as the host has it); others are the rest.
 func hideList(hidden []string, wsPath string) (defaults, others []string) {
-	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
+	if s := Surroundings(wsPath); s != "" && !sandboxesOwn(s) {
 		others = append(others, s)
 	}
 	return hidden, others
 }
+
+// sandboxesOwn reports whether the path p (clean, absolute) is /tmp or
+// /dev or beneath them, which in a sandbox are its own: a private
+// tmpfs on /tmp, and a /dev of its devices, its pseudo-terminals and a
+// private tmpfs on /dev/shm. Nothing of the host's is there to hide (a
+// workspace beneath them is mounted there, and what is hidden in it is
+// hidden), and a cover there would take from commands the writable
+// /tmp and /dev/shm and the devices they need (a workspace beneath
+// /dev/shm has /dev for its surroundings).
+func sandboxesOwn(p string) bool { return within(p, "/tmp") || within(p, "/dev") }
 
 // HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,
 // before any command ran: its path with the links on the way to it
@@ -605,7 +615,7 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 			}
 			continue
 		}
-		if outside.holds(r) {
+		if outside.holds(r) || sandboxesOwn(r) {
 			continue
 		}
 		outside.add(r)

@@ -116,6 +116,10 @@ type Config struct {
 	// one are names, looked up as written ([Glob]). "/" and the
 	// workspace itself are refused ([CheckHide]). A directory that
 	// holds the workspace shows only the directories on the way to it.
+	// /tmp and /dev, and what is beneath them outside the workspace,
+	// are the sandbox's own, with nothing of the host's: naming them
+	// hides nothing (commands keep a writable /tmp and /dev/shm, and
+	// their devices).
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and

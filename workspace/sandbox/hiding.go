@@ -407,9 +407,15 @@ func (t *LinkTargets) add(found []string) {
 // "/", to the workspace itself or nowhere (a loop) through a link in
 // the workspace leads nowhere, as it does at a set-up, and is not
 // refused (a command's "ln -s / a.key" does not keep the workspace
-// from being opened with *.key hidden). A FIFO is never opened, and each directory is listed
-// once per component of a pattern, whatever number of links lead to
-// it.
+// from being opened with *.key hidden). Nor does one that leads
+// through a link in the workspace to, into or above a directory of
+// [ReadableDirs] (.env -> /usr, sec -> /usr/bin for sec/*, sh ->
+// /bin/sh): such a link may be a command's, and what it leads to is
+// what commands need to run, so a command cannot make later sandboxes
+// hide the system. A secret kept there is hidden by naming it itself
+// in Hide, not through a link. A FIFO is never opened, and each
+// directory is listed once per component of a pattern, whatever number
+// of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -444,6 +450,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
+			if r != "" && systemPlace(r, ws) && throughWorkspaceLink(m, ws) {
+				if isPattern(h) {
+					continue
+				}
+				r = ""
+			}
 			hp := HiddenPath{Path: filepath.Clean(m)}
 			if r != "" {
 				fi, err := os.Lstat(r)
@@ -460,6 +472,16 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 	}
 	return out, nil
+}
+
+// systemPlace reports whether the path r (resolved) outside the
+// workspace wsPath is, holds, or is beneath one of [ReadableDirs]: the
+// system's programs, libraries and configuration, which commands need.
+func systemPlace(r, wsPath string) bool {
+	if within(r, wsPath) {
+		return false
+	}
+	return slices.ContainsFunc(ReadableDirs, func(d string) bool { return within(r, d) || within(d, r) })
 }
 
 // throughWorkspaceLink reports whether the way to the path m

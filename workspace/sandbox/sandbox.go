@@ -200,7 +200,10 @@ type Protections struct {
 	FreshDev bool `json:"freshDev,omitempty"`
 	// Hidden lists the paths hidden in the sandbox, resolved: the
 	// defaults, the workspace's surroundings and the configured ones
-	// that exist.
+	// that exist, where links led them as the workspace was opened
+	// ([ResolveHide]). It names the host's paths, outside the
+	// workspace too: it is for the host (its logs, its operator), not
+	// for whoever runs commands, whom [InWorkspaceTerms] speaks to.
 	Hidden []string `json:"hidden,omitempty"`
 	// LinkTargets are the places of [LinkTargets] as the sandbox was
 	// set up (hidden, and among Hidden): where links a command made at

@@ -433,10 +433,14 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at
-			// each set-up: what matches it only later is hidden too.
-			if hp := (HiddenPath{Path: h}); !have[hp] {
-				have[hp] = true
-				out = append(out, hp)
+			// each set-up: what matches it only later is hidden too;
+			// and so is the pattern where a link in the workspace led
+			// its directory out of it, which a set-up does not follow.
+			for _, p := range []string{h, patternLedOut(h, ws)} {
+				if hp := (HiddenPath{Path: p}); p != "" && !have[hp] {
+					have[hp] = true
+					out = append(out, hp)
+				}
 			}
 		}
 		for _, m := range matches {
@@ -472,6 +476,32 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 	}
 	return out, nil
+}
+
+// patternLedOut returns the pattern h (absolute) with its directory,
+// the components before its first wildcard, where links lead it when
+// that is through a link in the workspace wsPath to a directory out of
+// it (sec -> /elsewhere/sec for sec/*.key gives /elsewhere/sec/*.key),
+// not "/" nor a system place; otherwise "". A set-up follows no link
+// out of the workspace, so this is how it matches, each time, where the
+// workspace's owner keeps secrets through a link, whatever became of
+// the link.
+func patternLedOut(h, wsPath string) string {
+	parts := strings.Split(h, "/")
+	i := slices.IndexFunc(parts, isPattern)
+	dir := strings.Join(parts[:i], "/")
+	if dir == "" {
+		return ""
+	}
+	r, ok := resolveLinks(nil, dir, "", true)
+	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || systemPlace(r, wsPath) ||
+		!throughWorkspaceLink(dir, wsPath) {
+		return ""
+	}
+	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Join(append([]string{r}, parts[i:]...)...)
 }
 
 // systemPlace reports whether the path r (resolved) outside the
@@ -601,6 +631,11 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(seen, m, wsPath, true)
+			if err != nil && isPattern(h) && (r == "/" || r == wsPath) {
+				// A match that leads to "/" or the workspace (a
+				// link made where the pattern matches) leads nowhere.
+				continue
+			}
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
@@ -766,7 +801,8 @@ func (s pathSet) holds(p string) bool {
 }
 
 // resolveHidden resolves a path to hide and checks it can be: "" when
-// it does not exist. Set up (atSetUp: commands may have run), it follows
+// it does not exist; "/" or the workspace, where it leads, with an
+// error. Set up (atSetUp: commands may have run), it follows
 // no link in the workspace to a place outside it (see
 // [resolveOutside]): a path that leads through one leads nowhere. A
 // path that leads through links in the workspace (a command's) to a
@@ -797,9 +833,9 @@ func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, erro
 	}
 	switch {
 	case r == "/":
-		return "", errors.New("it is the whole file system")
+		return r, errors.New("it is the whole file system")
 	case wsPath != "" && r == wsPath:
-		return "", errors.New("it is the workspace itself")
+		return r, errors.New("it is the workspace itself")
 	}
 	return r, nil
 }

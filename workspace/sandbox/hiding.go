@@ -403,7 +403,11 @@ func (t *LinkTargets) add(found []string) {
 // of an earlier opening made of it can then only make a sandbox hide
 // more, never less: each set-up matches the patterns again, and hides
 // what they match by its own rules (see [HiddenPath]), besides what
-// was resolved here. Only a path or a pattern's match that leads to
+// was resolved here; a pattern whose directory a link in the workspace
+// leads out of it (sec -> /elsewhere/sec for sec/*.key) is kept with
+// that directory too (/elsewhere/sec/*.key), and matched there at each
+// set-up, which follows no link out of the workspace. Only a path or a
+// pattern's match that leads to
 // "/", to the workspace itself or nowhere (a loop) through a link in
 // the workspace leads nowhere, as it does at a set-up, and is not
 // refused (a command's "ln -s / a.key" does not keep the workspace

@@ -12,7 +12,8 @@ import (
 // The sandbox's /tmp and /dev are its own and hold nothing of the
 // host's: naming them (or what is beneath them) among the paths to
 // hide, or a workspace beneath /dev/shm, whose surroundings would be
-// /dev, covers none of them. Commands keep a writable /tmp and
+// /dev, covers none of them (what is hidden in such a workspace stays
+// hidden). Commands keep a writable /tmp and
 // /dev/shm and the devices they need, and see nothing of the host's
 // there.
 func TestOwnTmpAndDevNotCovered(t *testing.T) {
@@ -28,16 +29,16 @@ func TestOwnTmpAndDevNotCovered(t *testing.T) {
 	if err := os.MkdirAll(inShm, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, shmBase, "sibling.txt", "a/sibling.txt")
+	writeFiles(t, shmBase, "sibling.txt", "a/sibling.txt", "a/ws/.env", "a/ws/a.key")
 	const command = "echo x > /dev/null && echo null-ok; head -c 3 /dev/zero | wc -c; " +
 		"echo t > /tmp/t && cat /tmp/t && echo tmp-ok; echo s > /dev/shm/s && cat /dev/shm/s && echo shm-ok; " +
-		"cat ../sibling.txt ../../sibling.txt"
+		"cat ../sibling.txt ../../sibling.txt .env a.key"
 	for _, c := range []struct {
 		name string
 		ws   string
 		hide []string
 	}{
-		{"workspace beneath /dev/shm", inShm, nil},
+		{"workspace beneath /dev/shm", inShm, []string{filepath.Join(inShm, ".env"), filepath.Join(inShm, "*.key")}},
 		{"/tmp hidden", workspaceOutsideTmp(t), []string{"/tmp"}},
 		{"/dev/shm and /dev hidden", workspaceOutsideTmp(t), []string{"/dev/shm", "/dev"}},
 		{"/tmp hidden, workspace beneath it", t.TempDir(), []string{"/tmp"}},
@@ -51,7 +52,7 @@ func TestOwnTmpAndDevNotCovered(t *testing.T) {
 				}
 			}
 			if strings.Contains(out, "SECRET") {
-				t.Errorf("a neighbour of the workspace in the host's shared memory is visible: %q", out)
+				t.Errorf("a neighbour of the workspace in the host's shared memory, or a path hidden in it, is visible: %q", out)
 			}
 		})
 	}

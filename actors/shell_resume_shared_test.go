@@ -242,10 +242,8 @@ func TestShell_ResumeOnASharedStream(t *testing.T) {
 			"Logic answers (the Resume answering the held call with it would fail a call that did not fail)",
 		frames: []*messages.Frame{
 			messages.ToolCall("s", "c1", "hold", nil),
-			messages.StreamingToolCall("s", "c2", "t"),
-			messages.ToolArgChunk("s", "c2", "1"),
-			messages.ToolComplete("s", "c2"),
-			messages.ToolArgChunk("s", "c2", "fail"),
+			messages.StreamingToolCall("s", "c2", "t"), messages.ToolArgChunk("s", "c2", "1"), messages.ToolComplete("s", "c2"),
+			messages.ToolArgChunk("s", "c2", "fail"), // c2 answered and ended: its late chunk
 		},
 		want: map[string][]string{"c1": toolAnswer("s", "done"), "c2": toolAnswer("s", "args:1")},
 	}, {
@@ -254,9 +252,8 @@ func TestShell_ResumeOnASharedStream(t *testing.T) {
 			"id beside it is the Logic's to answer, not failed with it",
 		frames: []*messages.Frame{
 			messages.ToolCall("s", "", "hold", nil),
-			messages.StreamingToolCall("s", "x", "t"),
-			messages.ToolComplete("s", "x"),
-			messages.Cancel("s", "x"),
+			messages.StreamingToolCall("s", "x", "t"), messages.ToolComplete("s", "x"),
+			messages.Cancel("s", "x"), // x answered and ended: its caller's late CANCEL
 		},
 		want: map[string][]string{"": toolAnswer("s", "done"), "x": toolAnswer("s", "args:")},
 	}} {

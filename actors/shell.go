@@ -1196,8 +1196,19 @@ func (o *openStreams) endedRest(id, call string) bool {
 // of a call the stream does not hold is of a call the Logic ended (by
 // its id, or the stream with it), still on its way; noted, it would
 // open that call again, for a restart or stop to answer a second time.
+//
+// It runs for every argument chunk, the streaming hot path: it reads
+// the stream's state in place, copying none of it.
 func (o *openStreams) continues(id, call string) bool {
-	st, ok := o.get(id)
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return heldCall(call, o.calls[i], o.multi[i], o.spent[i])
+		}
+	}
+	if len(o.more) == 0 {
+		return false
+	}
+	st, ok := o.more[id]
 	return ok && heldCall(call, st.call, st.multi, st.spent)
 }
 

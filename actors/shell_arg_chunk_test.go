@@ -37,3 +37,35 @@ func BenchmarkOpenStreams_ArgChunks(b *testing.B) {
 		})
 	}
 }
+
+// TestOpenStreams_ArgChunkNoAllocation: telling whether a stream holds
+// an argument chunk's call (see continues), and noting it, costs no
+// allocation, on a stream inline or past the inline room, of one call
+// or several, and on a stream of which the Logic ended a call; and
+// gives the answer its rule does.
+func TestOpenStreams_ArgChunkNoAllocation(t *testing.T) {
+	o := chunkStreams()
+	o.endCall("s1", "c1") // s1 now holds c2 alone, the Logic having ended c1
+	chunk := func() {
+		for _, c := range []struct {
+			id, call string
+			held     bool
+		}{
+			{"s0", "c1", true}, {"s0", "", true}, {"s0", "c9", false},
+			{"s1", "c2", true}, {"s1", "c1", false},
+			{"s2", "c1", true}, {"s2", "c9", false},
+			{"nope", "c1", false},
+		} {
+			if got := o.continues(c.id, c.call); got != c.held {
+				t.Fatalf("continues(%s, %s) = %v, want %v", c.id, c.call, got, c.held)
+			}
+			if c.held {
+				o.noteCall(c.id, c.call)
+			}
+		}
+	}
+	chunk()
+	if n := testing.AllocsPerRun(100, chunk); n != 0 {
+		t.Errorf("argument chunks cost %v allocations, want 0", n)
+	}
+}

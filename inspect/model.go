@@ -244,7 +244,7 @@ func (c *sessionCache) remember(stream string, s *session) {
 func (in *Inspector) session(stream, agent string) *session {
 	key := sessionKey(stream)
 	h := in.index.hash(key)
-	first := in.index.find(key, h)
+	first, free := in.index.find(key, h)
 	if first != nil {
 		if sameString(first.agent, agent) {
 			return first
@@ -259,7 +259,11 @@ func (in *Inspector) session(stream, agent string) *session {
 		s = &session{}
 	}
 	s.id, s.agent, s.hash, s.updated = key, agent, h, in.clock.unixNano()
-	in.index.add(s)
+	if first == nil {
+		in.index.addAt(s, free) // the slot the look-up ended at
+	} else {
+		in.index.add(s) // a twin: after its id's sessions
+	}
 	in.sessionOrder.push(s)
 	in.forget(s)
 	if first != nil {

@@ -358,7 +358,8 @@ func (g *guard) Dropped() int64 { return g.dropped.Load() }
 // unregistered type, a bad index, an unknown serializer) are dropped,
 // logged and counted instead, and the unary calls of protoactor's
 // service (whose handlers panic) are refused with codes.Unimplemented
-// and logged.
+// and logged. A Guard guards one remote: stop it with [StopRemote], given
+// the Guard, after which the Guard serves no stream.
 type Guard struct{ g guard }
 
 // NewGuard returns a guard that logs the messages it drops to logger (nil

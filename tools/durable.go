@@ -173,13 +173,18 @@ const MetaState = "state"
 // from the restore (the router ignores the closed times of a restore
 // frame's state and clears those it holds: the restore is persisted with
 // the time of the restore for the streams it closes, one write).
-// Of the streams the consumer has a call open on, the router remembers
-// all those with a pending call, but of the others only the 1024 to 1280
-// the consumer wrote on last: a model that never ends its streams does
-// not grow its memory without end. A restore's calls on a stream it
-// forgot wait there as on a stream the consumer has no call open on:
-// they are announced when the consumer writes on it again, or ended
-// at the limit; none is lost.
+// The router remembers every stream the consumer has a call open on
+// until the model ends it, as the runtime does; of those whose calls the
+// model ended by their ids alone (frames of no id still open there: a
+// model that never ends its streams), it remembers those with a pending
+// call, but of the others only the 1024 to 1280 the consumer wrote on
+// last, so they do not grow its memory without end. A restore's calls
+// on a stream it forgot wait there as on a stream the consumer has no
+// call open on: they are announced when the consumer writes on it
+// again, or ended at the limit; none is lost. As its runtime, which
+// recovers its calls, does, a durable router counts what the consumer
+// writes of a call the model ended (a late argument chunk) as that call,
+// open again.
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -410,6 +415,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d.core.also = d.waitsClosed
 	d.core.applied = d.quieted
 	d.core.endsAlone = r.endsAlone
+	r.calls.durable = true // its runtime notes every call-opening frame (see consumerCalls.note)
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {

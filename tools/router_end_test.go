@@ -140,3 +140,48 @@ func TestStreamingRouter_ErrorAndEndOfOneCallLeaveTheOthersPending(t *testing.T)
 		}
 	})
 }
+
+// TestStreamingRouter_LateChunkOfAnEndedCallOpensNothing: the consumer
+// has calls x and y open on stream o, and the model ends y alone. A late
+// argument chunk of y the consumer still sends opens nothing, to the
+// router as to the runtime (y had its END): the model's END of x then
+// ends the stream, and the call the model started there meanwhile,
+// call_m, is answered as invalid arguments at once, rather than left
+// waiting for an END that the stream, closed, never gets.
+func TestStreamingRouter_LateChunkOfAnEndedCallOpensNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, startModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, conn, "o", isText("y"))
+		send(t, conn, withCall(messages.End("o"), "y")) // the model echoes it: y ends, x goes on
+		streamUntil(t, conn, "o", isEnd)
+
+		// y's late chunk (the model drops it: no call of its is pending),
+		// then the model starts call_m.
+		send(t, conn, messages.ToolArgChunk("o", "y", "{}"), messages.Meta("o", "start", nil))
+		synctest.Wait()
+		send(t, conn, withCall(messages.End("o"), "x")) // the model echoes it: x, the sole call left, ends the stream
+		if r := results(t, got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of x, the model got %s: want call_m answered as invalid arguments", line(r))
+		}
+	})
+}
+
+// TestStreamingRouter_SecondEndOfACallEndsNoOther: the consumer has calls
+// x and y open on stream o, and the model ends y alone, starts call_m,
+// and ends y again. That second END ends no other call, to the router as
+// to the runtime, which keeps the stream open for x: call_m, pending,
+// waits. The END of x then ends the stream, and call_m with it.
+func TestStreamingRouter_SecondEndOfACallEndsNoOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, startModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, conn, "o", isText("y"))
+		send(t, conn, withCall(messages.End("o"), "y"), messages.Meta("o", "start", nil), withCall(messages.End("o"), "y"))
+		results(t, got, 0)
+		send(t, conn, withCall(messages.End("o"), "x")) // the model echoes it: x, the sole call left, ends the stream
+		if r := results(t, got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of x, the model got %s: want call_m answered as invalid arguments", line(r))
+		}
+	})
+}

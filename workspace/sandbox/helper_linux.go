@@ -409,10 +409,10 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if err != nil {
 		return p, "", nil, err
 	}
-	// An ancestor of the workspace that is not there to cover (beneath
-	// /tmp, which the sandbox's own covers) holds nothing of the host's:
-	// only the directories on the way to the workspace's mount point are
-	// made in it. It is no mount point to make read-only.
+	// Only an ancestor of the workspace that was covered is a mount
+	// point to make read-only once the workspace's mount point is made
+	// in it (one beneath /tmp or /dev, the sandbox's own, is not
+	// planned: see sandboxesOwn).
 	var covered []string
 	for _, h := range plan.outside {
 		ancestor := slices.Contains(plan.ancestors, h)
@@ -1259,9 +1259,6 @@ func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers
 	}
 	for _, list := range [][]string{plan.outside, plan.inside} {
 		for _, h := range list {
-			if madeForWorkspace(h, wsPath) {
-				continue
-			}
 			id := plan.ids[h]
 			mustExist := (id.Dev != 0 || id.Ino != 0) && within(h, wsPath)
 			if err := cov.isCovered(h, mustExist); err != nil {
@@ -1270,15 +1267,6 @@ func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers
 		}
 	}
 	return nil
-}
-
-// madeForWorkspace reports whether the path to hide h is a directory
-// the set-up made, in the sandbox's own /tmp, on the way to the
-// workspace wsPath's mount point: an ancestor of the workspace beneath
-// /tmp. Nothing of the host's is there (the host's /tmp is covered
-// whole), so there is nothing to cover, and it is no cover's root.
-func madeForWorkspace(h, wsPath string) bool {
-	return h != "/tmp" && within(h, "/tmp") && within(wsPath, h)
 }
 
 // errNotCovered says a path to hide is not covered in the sandbox.

@@ -475,6 +475,24 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 	})
 }
 
+// runThenCloseS has the consumer stream call on stream s, which the
+// model echoes and the router runs, and the model end s; a restore frame
+// then puts call_s on s, which closes it, while call runs.
+func runThenCloseS(t *testing.T, h *limitedRouter, call string) {
+	t.Helper()
+	send(t, h.conn, messages.StreamingToolCall("s", call, "record"), messages.ToolArgChunk("s", call, argsA),
+		messages.ToolComplete("s", call))
+	waitState(t, h.conn, "s", "completed")
+	send(t, h.conn, messages.End("s")) // the model echoes it: s ends
+	streamUntil(t, h.conn, "s", isEnd)
+	restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+}
+
 // TestDurableRouter_CallRunOnAnOpenStreamGoesOut: call_a runs on stream s,
 // where the consumer was told it started and completed; the model then
 // ends s, and a restore frame puts a call on s, which closes it, while
@@ -484,17 +502,7 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 func TestDurableRouter_CallRunOnAnOpenStreamGoesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, release := startGated(t, holdModel)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		send(t, h.conn, messages.End("s")) // the model echoes it: s ends
-		streamUntil(t, h.conn, "s", isEnd)
-		restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		send(t, h.conn, restore)
-		waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+		runThenCloseS(t, h, "call_a")
 
 		close(release)
 		if r := nextResult(t, h.got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
@@ -638,17 +646,7 @@ func TestDurableRouter_ReusedIDWhileTheCallRuns(t *testing.T) {
 		t.Run(fmt.Sprint("running call answered first: ", runningFirst), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h, release := startGated(t, startHeldModel)
-				send(t, h.conn, messages.StreamingToolCall("s", "call_m", "record"), messages.ToolArgChunk("s", "call_m", argsA),
-					messages.ToolComplete("s", "call_m"))
-				waitState(t, h.conn, "s", "completed")
-				send(t, h.conn, messages.End("s")) // the model echoes it: s ends
-				streamUntil(t, h.conn, "s", isEnd)
-				restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				send(t, h.conn, restore)
-				waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+				runThenCloseS(t, h, "call_m")
 
 				send(t, h.conn, messages.Meta("s", "start", nil)) // a new call_m, on the closed stream
 				synctest.Wait()

@@ -240,6 +240,15 @@ type HiddenPath struct {
 	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
+	// LedOut marks a pattern that [ResolveHide] kept with its
+	// directory where a link in the workspace led it, out of the
+	// workspace (/elsewhere/sec/*.key, for sec/*.key with sec ->
+	// /elsewhere/sec). That link may be a command's, and so the place:
+	// a match there that leads to, into or above a directory of
+	// [ReadableDirs] leads nowhere at a set-up, as it does through the
+	// link as the workspace is opened. The same pattern named in Hide
+	// is matched by the usual rules.
+	LedOut bool `json:"ledOut,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
@@ -406,7 +415,9 @@ func (t *LinkTargets) add(found []string) {
 // was resolved here; a pattern whose directory a link in the workspace
 // leads out of it (sec -> /elsewhere/sec for sec/*.key) is kept with
 // that directory too (/elsewhere/sec/*.key), and matched there at each
-// set-up, which follows no link out of the workspace. Only a path or a
+// set-up, which follows no link out of the workspace (a match there
+// that leads into a system directory leads nowhere: see
+// [HiddenPath.LedOut]). Only a path or a
 // pattern's match that leads to
 // "/", to the workspace itself or nowhere (a loop) through a link in
 // the workspace leads nowhere, as it does at a set-up, and is not
@@ -440,8 +451,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			for _, p := range []string{h, patternLedOut(h, ws)} {
-				if hp := (HiddenPath{Path: p}); p != "" && !have[hp] {
+			for _, hp := range []HiddenPath{{Path: h}, {Path: patternLedOut(h, ws), LedOut: true}} {
+				if hp.Path != "" && !have[hp] {
 					have[hp] = true
 					out = append(out, hp)
 				}
@@ -545,8 +556,9 @@ type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	missingTargets, targets             []string
 	ids                                 map[string]HiddenPath
-	seen                                lstats         // what the planning found
-	matched                             map[string]int // each pattern's number of matches
+	seen                                lstats          // what the planning found
+	matched                             map[string]int  // each pattern's number of matches
+	ledOut                              map[string]bool // the patterns kept where a link led (see ledOutOf)
 }
 
 // lstats remembers what Lstat returned for each path, for one look at
@@ -586,6 +598,30 @@ var ErrConfig = errors.New("sandbox configuration")
 // is followed only into it, as resolveHidden and globHidden say; the
 // places in the workspace that links led to are the plan's targets.
 func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string) (hidePlan, error) {
+	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed))
+}
+
+// ledOutOf returns the patterns of fixed kept only where a link in the
+// workspace led them ([HiddenPath.LedOut]), not named as such too.
+func ledOutOf(fixed []HiddenPath) map[string]bool {
+	ledOut := map[string]bool{}
+	for _, f := range fixed {
+		if f.LedOut {
+			ledOut[f.Path] = true
+		}
+	}
+	for _, f := range fixed {
+		if !f.LedOut {
+			delete(ledOut, f.Path)
+		}
+	}
+	return ledOut
+}
+
+// planHidingLedOut is planHiding, with the patterns of ledOut matched
+// as [HiddenPath.LedOut] says: a match that leads into a system place
+// leads nowhere.
+func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPath string, ledOut map[string]bool) (hidePlan, error) {
 	var resolved, missing, missingTargets, found []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
@@ -611,6 +647,9 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 		return add(r)
 	}
 	for _, f := range fixed {
+		if f.LedOut && !ledOut[f.Path] {
+			continue // named as such too: matched once, by the usual rules
+		}
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
 			continue
@@ -643,6 +682,9 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
+			if r != "" && ledOut[h] && systemPlace(r, wsPath) {
+				continue // where a command's link may have led: see HiddenPath.LedOut
+			}
 			if r == "" {
 				if !isPattern(h) {
 					missing = append(missing, m)
@@ -666,7 +708,8 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched}
+	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched,
+		ledOut: ledOut}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {

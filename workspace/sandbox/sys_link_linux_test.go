@@ -5,6 +5,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,58 @@ func TestHideResolvedPatternThroughLinkOutside(t *testing.T) {
 	out, exit := runIn(t, cfg, ws, "cat "+filepath.Join(keys, "c.key")+"; echo ran")
 	if strings.Contains(out, "SECRET") || !strings.Contains(out, "ran") || exit.Code != 0 {
 		t.Errorf("a match leading to / or the workspace made the key visible or the command fail: %q %+v", out, exit)
+	}
+}
+
+// Where a pattern's directory leads as the workspace is opened may be
+// a command's choice (an earlier opening's sec -> a directory outside
+// the workspace that another workspace's commands fill): a match made
+// there since, which leads into a system directory commands read
+// (bin.key -> /usr/bin, sh.key -> /bin/sh), leads nowhere at a set-up,
+// as it would through the link as the workspace is opened; the rest of
+// what the pattern matches there stays hidden.
+func TestHidePatternLedOutToSystemDirs(t *testing.T) {
+	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	ws, other := filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "other")
+	writeFiles(t, other, "a.key")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(ws, "sec")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := resolvedConfig(t, ws, filepath.Join(ws, "sec", "*.key"))
+	cfg.WithoutLandlock = true
+	named := resolvedConfig(t, ws, filepath.Join(ws, "sec", "*.key"), filepath.Join(other, "*.key"))
+	for link, to := range map[string]string{"bin.key": "/usr/bin", "sh.key": "/bin/sh", "etc.key": "/etc"} {
+		if err := os.Symlink(to, filepath.Join(other, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFiles(t, other, "b.key")
+	out, exit := runIn(t, cfg, ws, "cat "+filepath.Join(other, "a.key")+" "+filepath.Join(other, "b.key")+
+		"; ls /usr/bin/ls /etc/passwd && echo ran")
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("a key where the link led is visible: %q", out)
+	}
+	if !strings.Contains(out, "ran") || exit.Code != 0 {
+		t.Errorf("a match where a link in the workspace led hid a system directory: %q %+v", out, exit)
+	}
+	// Named as such in Hide too, the pattern there hides what its
+	// matches made since lead to, as the configuration says.
+	plan, err := planHiding(nil, named.Resolved, nil, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etc, err := filepath.EvalSymlinks("/etc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(plan.outside, etc) {
+		t.Errorf("%s/etc.key -> /etc, named in Hide, leads nowhere: %q", other, plan.outside)
 	}
 }

@@ -428,34 +428,66 @@ func (t *LinkTargets) add(found []string) {
 // /bin/sh): such a link may be a command's, and what it leads to is
 // what commands need to run, so a command cannot make later sandboxes
 // hide the system. A secret kept there is hidden by naming it itself
-// in Hide, not through a link. A FIFO is never opened, and each
-// directory is listed once per component of a pattern, whatever number
-// of links lead to it.
+// in Hide, not through a link ([ResolveHideNoting] says which entries
+// such a link led nowhere, for the host to warn of). A FIFO is never
+// opened, and each directory is listed once per component of a
+// pattern, whatever number of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
+	resolved, _, err := ResolveHideNoting(hide, workspace)
+	return resolved, err
+}
+
+// LinkToSystem is an entry of [Config.Hide] that [ResolveHide] did not
+// hide, in part or whole, because it leads through a link in the
+// workspace to, into or above a directory of [ReadableDirs]: a secret
+// the workspace's owner keeps there and reaches through that link is
+// visible to commands. Naming the secret itself in Hide hides it.
+type LinkToSystem struct {
+	Entry string // the entry of Hide
+	// Path is the first of its paths left out: the entry, a match of
+	// the pattern, or the pattern's directory (the components before
+	// its first wildcard), whose matches no set-up looks for where the
+	// link leads; links on the way are not followed.
+	Path  string
+	To    string // where the links led Path
+	Count int    // how many paths that existed were left out (a pattern's matches)
+}
+
+// ResolveHideNoting is [ResolveHide], which also returns the entries
+// of hide it left out, in part or whole, because they lead through a
+// link in the workspace into a system directory (one LinkToSystem per
+// entry, in the order of hide), so that the host can warn of them.
+func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToSystem, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
+		return nil, nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
 	}
 	var out []HiddenPath
+	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
 	for i, h := range hide {
 		if !filepath.IsAbs(h) {
-			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
+			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
 		}
 		matches := []string{h}
+		note := LinkToSystem{Entry: h}
 		if isPattern(h) {
 			if matches, err = globOpened(h); err != nil {
-				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			for _, hp := range []HiddenPath{{Path: h}, {Path: patternLedOut(h, ws), LedOut: true}} {
+			ledOut, dir, to := patternLedOut(h, ws)
+			for _, hp := range []HiddenPath{{Path: h}, {Path: ledOut, LedOut: true}} {
 				if hp.Path != "" && !have[hp] {
 					have[hp] = true
 					out = append(out, hp)
 				}
+			}
+			if to != "" {
+				note.Path, note.To = dir, to
 			}
 		}
 		for _, m := range matches {
@@ -467,9 +499,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				r, err = "", nil
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			if r != "" && systemPlace(r, ws) && throughWorkspaceLink(m, ws) {
+				if note.Count++; note.To == "" {
+					note.Path, note.To = filepath.Clean(m), r
+				}
 				if isPattern(h) {
 					continue
 				}
@@ -479,7 +514,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			if r != "" {
 				fi, err := os.Lstat(r)
 				if err != nil {
-					return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+					return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 				}
 				hp.Path = r
 				hp.Dev, hp.Ino = fileID(fi)
@@ -489,8 +524,11 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				out = append(out, hp)
 			}
 		}
+		if note.To != "" {
+			notes = append(notes, note)
+		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 // patternLedOut returns the pattern h (absolute) with its directory,
@@ -500,23 +538,26 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 // not "/" nor a system place; otherwise "". A set-up follows no link
 // out of the workspace, so this is how it matches, each time, where the
 // workspace's owner keeps secrets through a link, whatever became of
-// the link.
-func patternLedOut(h, wsPath string) string {
+// the link. When the directory dir leads so into a system place, to is
+// where: no pattern is kept there.
+func patternLedOut(h, wsPath string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
-	dir := strings.Join(parts[:i], "/")
+	dir = strings.Join(parts[:i], "/")
 	if dir == "" {
-		return ""
+		return "", "", ""
 	}
 	r, ok := resolveLinks(nil, dir, "", true)
-	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || systemPlace(r, wsPath) ||
-		!throughWorkspaceLink(dir, wsPath) {
-		return ""
+	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || !throughWorkspaceLink(dir, wsPath) {
+		return "", "", ""
 	}
 	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
-		return ""
+		return "", "", ""
 	}
-	return filepath.Join(append([]string{r}, parts[i:]...)...)
+	if systemPlace(r, wsPath) {
+		return "", dir, r
+	}
+	return filepath.Join(append([]string{r}, parts[i:]...)...), "", ""
 }
 
 // systemPlace reports whether the path r (resolved) outside the

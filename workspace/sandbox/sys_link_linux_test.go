@@ -157,3 +157,59 @@ func TestHidePatternLedOutToSystemDirs(t *testing.T) {
 		t.Errorf("%s/etc.key -> /etc, named in Hide, leads nowhere: %q", other, plan.outside)
 	}
 }
+
+// ResolveHideNoting names, once each, the entries it left out in part
+// or whole because a link in the workspace led them into a system
+// directory, with where, and how many of their paths: an exact path,
+// the matches of a pattern, a pattern whose directory leads there
+// though nothing matches it yet. Entries hidden as configured, a
+// system path named itself among them, are not named.
+func TestResolveHideNotesLinksToSystemDirs(t *testing.T) {
+	base := dirOutsideTmp(t)
+	ws, elsewhere := filepath.Join(base, "ws"), filepath.Join(base, "elsewhere")
+	writeFiles(t, elsewhere, "x.key")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, to := range map[string]string{".env": "/usr", "sec": "/usr/bin", "conf": "/etc", "owner": "../elsewhere"} {
+		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, err := filepath.EvalSymlinks("/usr/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBin, err := os.ReadDir(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, sec, conf := filepath.Join(ws, ".env"), filepath.Join(ws, "sec", "*"), filepath.Join(ws, "conf", "*.no-such-key")
+	resolved, notes, err := ResolveHideNoting([]string{env, filepath.Join(ws, "owner", "*.key"), sec, conf, "/etc/passwd"}, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resolved) == 0 {
+		t.Fatal("nothing resolved")
+	}
+	usr, err := filepath.EvalSymlinks("/usr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	etc, err := filepath.EvalSymlinks("/etc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 3 {
+		t.Fatalf("notes = %+v; want .env, sec/* and conf/*.no-such-key", notes)
+	}
+	if n := notes[0]; n != (LinkToSystem{Entry: env, Path: env, To: usr, Count: 1}) {
+		t.Errorf("the note of .env = %+v", n)
+	}
+	if n := notes[1]; n.Entry != sec || !within(n.Path, filepath.Join(ws, "sec")) || !within(n.To, bin) || n.Count < 2 || n.Count > len(inBin) {
+		t.Errorf("the note of sec/* = %+v; want one of its matches in %s, and how many (of %d names there)", n, bin, len(inBin))
+	}
+	if n := notes[2]; n != (LinkToSystem{Entry: conf, Path: filepath.Join(ws, "conf"), To: etc, Count: 0}) {
+		t.Errorf("the note of conf/*.no-such-key = %+v", n)
+	}
+}

@@ -234,9 +234,10 @@ type Options struct {
 	//   - New follows the links of each entry, once: what a path led to
 	//     then is hidden, whatever commands do to the link later; what a
 	//     pattern matched then is hidden as a path that existed then;
-	//     and a pattern whose directory a link in the workspace led out
-	//     of it (keys -> /srv/keys, for keys/*.pem) is matched at each
-	//     set-up where the link led then (/srv/keys/*.pem), whatever
+	//     and a pattern, or a path not there yet, whose directory a
+	//     link in the workspace led out of it (keys -> /srv/keys, for
+	//     keys/*.pem or keys/a.pem) is looked for at each set-up where
+	//     the link led then (/srv/keys/*.pem, /srv/keys/a.pem), whatever
 	//     became of the link. Not where such a link leads into a system
 	//     directory: see below.
 	//   - Each command's sandbox, as it is set up (which may be ahead of

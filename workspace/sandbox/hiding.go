@@ -240,14 +240,15 @@ type HiddenPath struct {
 	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
-	// LedOut marks a pattern that [ResolveHide] kept with its
-	// directory where a link in the workspace led it, out of the
-	// workspace (/elsewhere/sec/*.key, for sec/*.key with sec ->
-	// /elsewhere/sec). That link may be a command's, and so the place:
-	// a match there that leads to, into or above a directory of
-	// [ReadableDirs] leads nowhere at a set-up, as it does through the
-	// link as the workspace is opened. The same pattern named in Hide
-	// is matched by the usual rules.
+	// LedOut marks a pattern, or a path that did not exist, that
+	// [ResolveHide] kept with its directory where a link in the
+	// workspace led it, out of the workspace (/elsewhere/sec/*.key,
+	// for sec/*.key with sec -> /elsewhere/sec). That link may be a
+	// command's, and so the place: a match there, or the path, that
+	// leads to, into or above a directory of [ReadableDirs] leads
+	// nowhere at a set-up, as it does through the link as the
+	// workspace is opened. The same pattern or path named in Hide is
+	// hidden by the usual rules.
 	LedOut bool `json:"ledOut,omitempty"`
 }
 
@@ -412,12 +413,13 @@ func (t *LinkTargets) add(found []string) {
 // of an earlier opening made of it can then only make a sandbox hide
 // more, never less: each set-up matches the patterns again, and hides
 // what they match by its own rules (see [HiddenPath]), besides what
-// was resolved here; a pattern whose directory a link in the workspace
-// leads out of it (sec -> /elsewhere/sec for sec/*.key) is kept with
-// that directory too (/elsewhere/sec/*.key), and matched there at each
-// set-up, which follows no link out of the workspace (a match there
-// that leads into a system directory leads nowhere: see
-// [HiddenPath.LedOut]). Only a path or a
+// was resolved here; a pattern, or a path that does not exist yet,
+// whose directory a link in the workspace leads out of it (sec ->
+// /elsewhere/sec for sec/*.key or sec/a.key) is kept with that
+// directory too (/elsewhere/sec/*.key, /elsewhere/sec/a.key), and
+// looked for there at each set-up, which follows no link out of the
+// workspace (what leads from there into a system directory leads
+// nowhere: see [HiddenPath.LedOut]). Only a path or a
 // pattern's match that leads to
 // "/", to the workspace itself or nowhere (a loop) through a link in
 // the workspace leads nowhere, as it does at a set-up, and is not
@@ -445,9 +447,9 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 type LinkToSystem struct {
 	Entry string // the entry of Hide
 	// Path is the first of its paths left out: the entry, a match of
-	// the pattern, or the pattern's directory (the components before
-	// its first wildcard), whose matches no set-up looks for where the
-	// link leads; links on the way are not followed.
+	// the pattern, or its directory (a pattern's components before its
+	// first wildcard, a path's parent) where no set-up looks for what
+	// appears later; links on the way are not followed.
 	Path  string
 	To    string // where the links led Path
 	Count int    // how many paths that existed were left out (a pattern's matches)
@@ -479,7 +481,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			ledOut, dir, to := patternLedOut(h, ws)
+			ledOut, dir, to := ledOutOfWorkspace(h, ws)
 			for _, hp := range []HiddenPath{{Path: h}, {Path: ledOut, LedOut: true}} {
 				if hp.Path != "" && !have[hp] {
 					have[hp] = true
@@ -523,6 +525,20 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				have[hp] = true
 				out = append(out, hp)
 			}
+			if r != "" || isPattern(h) {
+				continue
+			}
+			// Nothing there yet: what is written there later, through
+			// a link in the workspace that leads its directory out of
+			// it, is hidden where that link led, as for a pattern.
+			ledOut, dir, to := ledOutOfWorkspace(h, ws)
+			if hp := (HiddenPath{Path: ledOut, LedOut: true}); ledOut != "" && !have[hp] {
+				have[hp] = true
+				out = append(out, hp)
+			}
+			if to != "" && note.To == "" {
+				note.Path, note.To = dir, to
+			}
 		}
 		if note.To != "" {
 			notes = append(notes, note)
@@ -531,18 +547,22 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	return out, notes, nil
 }
 
-// patternLedOut returns the pattern h (absolute) with its directory,
-// the components before its first wildcard, where links lead it when
-// that is through a link in the workspace wsPath to a directory out of
-// it (sec -> /elsewhere/sec for sec/*.key gives /elsewhere/sec/*.key),
-// not "/" nor a system place; otherwise "". A set-up follows no link
-// out of the workspace, so this is how it matches, each time, where the
-// workspace's owner keeps secrets through a link, whatever became of
-// the link. When the directory dir leads so into a system place, to is
-// where: no pattern is kept there.
-func patternLedOut(h, wsPath string) (ledOut, dir, to string) {
+// ledOutOfWorkspace returns the pattern or path h (absolute) with its
+// directory (a pattern's components before its first wildcard, a
+// path's parent) where links lead it when that is through a link in
+// the workspace wsPath to a directory out of it (sec -> /elsewhere/sec
+// for sec/*.key gives /elsewhere/sec/*.key, for sec/a.key
+// /elsewhere/sec/a.key), not "/" nor a system place; otherwise "". A
+// set-up follows no link out of the workspace, so this is how it
+// hides, each time, where the workspace's owner keeps secrets through
+// a link, whatever became of the link. When the directory dir leads so
+// into a system place, to is where: nothing is kept there.
+func ledOutOfWorkspace(h, wsPath string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
+	if i < 0 {
+		i = len(parts) - 1
+	}
 	dir = strings.Join(parts[:i], "/")
 	if dir == "" {
 		return "", "", ""

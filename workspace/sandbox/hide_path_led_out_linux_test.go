@@ -62,4 +62,17 @@ func TestHideResolvedPathThroughLinkOutside(t *testing.T) {
 	if !strings.Contains(out, "ran") || exit.Code != 0 {
 		t.Errorf("a link where a link in the workspace led hid a system directory: %q %+v", out, exit)
 	}
+	// Nor does one to "/" or to the workspace fail the set-ups.
+	for _, to := range []string{"/", ws} {
+		if err := os.Remove(filepath.Join(keys, "a.key")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(to, filepath.Join(keys, "a.key")); err != nil {
+			t.Fatal(err)
+		}
+		out, exit := runIn(t, cfg, ws, "echo ran")
+		if !strings.Contains(out, "ran") || exit.Code != 0 {
+			t.Errorf("a link to %s where a link in the workspace led failed the set-up: %q %+v", to, out, exit)
+		}
+	}
 }

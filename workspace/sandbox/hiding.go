@@ -245,9 +245,9 @@ type HiddenPath struct {
 	// workspace led it, out of the workspace (/elsewhere/sec/*.key,
 	// for sec/*.key with sec -> /elsewhere/sec). That link may be a
 	// command's, and so the place: a match there, or the path, that
-	// leads to, into or above a directory of [ReadableDirs] leads
-	// nowhere at a set-up, as it does through the link as the
-	// workspace is opened. The same pattern or path named in Hide is
+	// leads to "/", to the workspace, or to, into or above a directory
+	// of [ReadableDirs] leads nowhere at a set-up, as it does through
+	// the link as the workspace is opened. The same pattern or path named in Hide is
 	// hidden by the usual rules.
 	LedOut bool `json:"ledOut,omitempty"`
 }
@@ -735,9 +735,11 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(seen, m, wsPath, true)
-			if err != nil && isPattern(h) && (r == "/" || r == wsPath) {
+			if err != nil && (isPattern(h) || ledOut[h]) && (r == "/" || r == wsPath) {
 				// A match that leads to "/" or the workspace (a
-				// link made where the pattern matches) leads nowhere.
+				// link made where the pattern matches), or a path
+				// kept where a link in the workspace led, leads
+				// nowhere.
 				continue
 			}
 			if err != nil {

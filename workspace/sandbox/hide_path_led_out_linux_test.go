@@ -18,23 +18,7 @@ import (
 // of the host's, and Landlock is off: only the hiding keeps the secret
 // from commands.
 func TestHideResolvedPathThroughLinkOutside(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	ws, keys := filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "sec")
-	if err := os.MkdirAll(keys, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(keys, filepath.Join(ws, "sec")); err != nil {
-		t.Fatal(err)
-	}
-	cfg := resolvedConfig(t, ws, filepath.Join(ws, "sec", "a.key"))
-	cfg.WithoutLandlock = true
+	ws, keys, cfg := keptWhereLinkLed(t, "a.key")
 	writeFiles(t, keys, "a.key", "plain.txt")
 	out, _ := runIn(t, cfg, ws, "cat sec/plain.txt sec/a.key "+filepath.Join(keys, "a.key"))
 	if !strings.Contains(out, "SECRET-plain.txt") {

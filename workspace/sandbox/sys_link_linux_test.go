@@ -16,12 +16,7 @@ import (
 // system directory commands read (see systemPlace): the next sandboxes
 // still run programs. A link to a secret kept elsewhere still hides it.
 func TestHideResolvedLinksToSystemDirs(t *testing.T) {
-	base := dirOutsideTmp(t)
-	ws, elsewhere := filepath.Join(base, "ws"), filepath.Join(base, "elsewhere")
-	writeFiles(t, elsewhere, "x.key")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base, ws, elsewhere := besideElsewhere(t)
 	links := map[string]string{".env": "/usr", "sec": "/usr/bin", "lib": "/lib", "etc": "/etc", "sh": "/bin/sh",
 		"owner": "../elsewhere"}
 	for link, to := range links {
@@ -60,21 +55,7 @@ func TestHideResolvedLinksToSystemDirs(t *testing.T) {
 // and Landlock is off, as on a kernel without it: only the hiding
 // keeps the secret from commands.
 func TestHideResolvedPatternThroughLinkOutside(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	ws, keys := filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "sec")
-	writeFiles(t, keys, "a.key")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(keys, filepath.Join(ws, "sec")); err != nil {
-		t.Fatal(err)
-	}
-	cfg := resolvedConfig(t, ws, filepath.Join(ws, "sec", "*.key"))
-	cfg.WithoutLandlock = true
+	ws, keys, cfg := keptWhereLinkLed(t, "*.key", "a.key")
 	writeFiles(t, keys, "b.key", "plain.txt")
 	out, _ := runIn(t, cfg, ws, "cat sec/a.key sec/b.key sec/plain.txt "+filepath.Join(keys, "b.key"))
 	if !strings.Contains(out, "SECRET-plain.txt") {
@@ -113,19 +94,7 @@ func TestHideResolvedPatternThroughLinkOutside(t *testing.T) {
 // as it would through the link as the workspace is opened; the rest of
 // what the pattern matches there stays hidden.
 func TestHidePatternLedOutToSystemDirs(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	ws, other := filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "other")
-	writeFiles(t, other, "a.key")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(other, filepath.Join(ws, "sec")); err != nil {
-		t.Fatal(err)
-	}
+	ws, other := linkedOutOfShm(t, "a.key")
 	cfg := resolvedConfig(t, ws, filepath.Join(ws, "sec", "*.key"))
 	cfg.WithoutLandlock = true
 	named := resolvedConfig(t, ws, filepath.Join(ws, "sec", "*.key"), filepath.Join(other, "*.key"))
@@ -165,12 +134,7 @@ func TestHidePatternLedOutToSystemDirs(t *testing.T) {
 // though nothing matches it yet. Entries hidden as configured, a
 // system path named itself among them, are not named.
 func TestResolveHideNotesLinksToSystemDirs(t *testing.T) {
-	base := dirOutsideTmp(t)
-	ws, elsewhere := filepath.Join(base, "ws"), filepath.Join(base, "elsewhere")
-	writeFiles(t, elsewhere, "x.key")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, ws, _ := besideElsewhere(t)
 	for link, to := range map[string]string{".env": "/usr", "sec": "/usr/bin", "conf": "/etc", "owner": "../elsewhere"} {
 		if err := os.Symlink(to, filepath.Join(ws, link)); err != nil {
 			t.Fatal(err)
@@ -212,4 +176,54 @@ func TestResolveHideNotesLinksToSystemDirs(t *testing.T) {
 	if n := notes[2]; n != (LinkToSystem{Entry: conf, Path: filepath.Join(ws, "conf"), To: etc, Count: 0}) {
 		t.Errorf("the note of conf/*.no-such-key = %+v", n)
 	}
+}
+
+// linkedOutOfShm makes a workspace beneath /dev/shm, whose surroundings
+// hide nothing of the host's, with a link sec in it to a directory
+// outside it and outside /tmp that holds the files names (see
+// writeFiles), and returns both; they are removed after the test.
+func linkedOutOfShm(t *testing.T, names ...string) (ws, sec string) {
+	t.Helper()
+	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	ws, sec = filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "sec")
+	if err := os.MkdirAll(sec, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, sec, names...)
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sec, filepath.Join(ws, "sec")); err != nil {
+		t.Fatal(err)
+	}
+	return ws, sec
+}
+
+// keptWhereLinkLed is linkedOutOfShm with the files names in sec, and
+// a Config, Landlock off, that hides entry in the workspace's sec
+// (sec/entry), resolved.
+func keptWhereLinkLed(t *testing.T, entry string, names ...string) (ws, sec string, cfg Config) {
+	t.Helper()
+	ws, sec = linkedOutOfShm(t, names...)
+	cfg = resolvedConfig(t, ws, filepath.Join(ws, "sec", entry))
+	cfg.WithoutLandlock = true
+	return ws, sec, cfg
+}
+
+// besideElsewhere makes a directory base outside /tmp, removed after
+// the test, holding the workspace ws and the directory elsewhere with
+// x.key in it (see writeFiles).
+func besideElsewhere(t *testing.T) (base, ws, elsewhere string) {
+	t.Helper()
+	base = dirOutsideTmp(t)
+	ws, elsewhere = filepath.Join(base, "ws"), filepath.Join(base, "elsewhere")
+	writeFiles(t, elsewhere, "x.key")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base, ws, elsewhere
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -105,6 +106,24 @@ func (j *Journal) keyFits(session string) error {
 		"this journal takes ids of up to %d bytes; named as its agent (JournalOptions.Name), it takes every id the agent does",
 		len(session), durability.ErrInvalidName, len(cmp.Or(j.name, agent.DefaultName)), inKey, key, durability.MaxNameLen,
 		max(durability.MaxNameLen-len(journalKeyPrefix)-inKey-len("/"), 0))
+}
+
+// quoteClipped quotes a session id, a call id or a key for an error
+// message: past 64 bytes, the whole characters of the first 64 (a cut
+// one would be quoted as escapes) and the length.
+func quoteClipped(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return strconv.Quote(s)
+	}
+	cut := 0
+	for i := range s {
+		if i > keep {
+			break
+		}
+		cut = i
+	}
+	return fmt.Sprintf("%q…(%d bytes)", s[:cut], len(s))
 }
 
 // Errors of [Journal.Undo].
@@ -415,7 +434,7 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
 	}
 	olds := []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix}
 	if !empty {
@@ -444,10 +463,10 @@ func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, erro
 		return false, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
-		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", session, old, err)
+		return false, fmt.Errorf("journal of session %s: move the journal of an earlier version (%s): %w", quoteClipped(session), quoteClipped(old), err)
 	}
 	if err := j.store.DeleteEvents(ctx, old, uint64(len(events)-1)); err != nil {
-		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
+		return true, fmt.Errorf("journal of session %s: moved from %s, which could not be deleted: %w", quoteClipped(session), quoteClipped(old), err)
 	}
 	return true, nil
 }
@@ -469,7 +488,7 @@ func (j *Journal) readOld(ctx context.Context, session, old string) (first uint6
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopOld) {
-		return 0, nil, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+		return 0, nil, fmt.Errorf("journal of session %s: read the journal of an earlier version (%s): %w", quoteClipped(session), quoteClipped(old), err)
 	}
 	if !journal {
 		return 0, nil, nil
@@ -533,10 +552,10 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
 	}
 	if err := j.store.PersistEvent(ctx, j.key(session), next, data); err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
 	}
 	j.next[session] = next + 1
 	return nil
@@ -581,7 +600,7 @@ func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uin
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("journal of session %q: %w", session, err)
+		return nil, 0, fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
 	}
 	return writes, next, nil
 }
@@ -649,7 +668,7 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 			}
 		}
 		if from < 0 {
-			return nil, fmt.Errorf("%w: %q in session %q", ErrNoSuchCall, fromCall, session)
+			return nil, fmt.Errorf("%w: %s in session %s", ErrNoSuchCall, quoteClipped(fromCall), quoteClipped(session))
 		}
 	}
 	undo := writes[from:]

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -148,6 +149,10 @@ type Imported struct {
 	tracking bool           // Import is waiting: record started processes
 	killed   bool           // Import failed: kill what starts from now on
 	inflight sync.WaitGroup // connect calls started while tracking
+	// abandoned ends when Import has failed: the connection attempt in
+	// flight is cut short then, rather than at its ConnectTimeout.
+	abandoned context.Context
+	abandon   context.CancelFunc
 
 	changed   chan struct{} // a change to report (buffered: the latest counts)
 	quit      chan struct{} // closed by the teardown: the notifier ends
@@ -193,7 +198,10 @@ type importedTool struct {
 //
 // When the first connection fails (the command cannot start, the server
 // does not answer initialize or tools/list), Import returns its error:
-// restarts are for a server that was running.
+// restarts are for a server that was running. When ctx ends first, the
+// connection attempt is cut short and Import returns at once, giving up
+// the DELETE of an HTTP session the attempt opened if the server holds
+// it; what the import started has ended by then.
 //
 // The tool list is read again when the server sends
 // notifications/tools/list_changed and after every restart:
@@ -243,6 +251,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
+	im.abandoned, im.abandon = context.WithCancel(context.Background())
 	im.closing, im.shutting = context.WithCancelCause(context.Background())
 	if opts.OnToolsChanged != nil {
 		go im.notifier()
@@ -262,6 +271,12 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	wctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := im.link.firstList(wctx); err != nil {
+		if ctx.Err() != nil {
+			// Nothing is waited for past ctx: the DELETE of a session the
+			// attempt in flight opened is given up, as by a Close whose
+			// context ended.
+			im.giveUp(fmt.Errorf("the context of Import ended: %w", ctx.Err()))
+		}
 		im.killStarted()
 		_ = im.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("mcp: import %s: %w", im.what(), err)
@@ -273,8 +288,10 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 }
 
 // killStarted kills the server processes a failing Import started (and
-// any that start from now on) and waits until the connection attempts
-// that started them have ended, which reaps them.
+// any that start from now on), cuts the connection attempts in flight
+// short (a server that holds its tools/list, over HTTP, would otherwise
+// hold them until their ConnectTimeout), and waits until they have
+// ended, which reaps the processes.
 func (im *Imported) killStarted() {
 	im.procMu.Lock()
 	im.killed = true
@@ -283,6 +300,7 @@ func (im *Imported) killStarted() {
 	}
 	im.procs = nil
 	im.procMu.Unlock()
+	im.abandon()
 	im.inflight.Wait()
 }
 
@@ -400,12 +418,36 @@ func (im *Imported) notifier() {
 	}
 }
 
-// what names the server in errors.
+// what names the server in errors and logs: its command, or its URL
+// with the credentials it may hold cut out (redactURL).
 func (im *Imported) what() string {
 	if im.opts.URL != "" {
-		return im.opts.URL
+		if u, err := url.Parse(im.opts.URL); err == nil {
+			return redactURL(u)
+		}
+		return im.opts.URL // one that does not parse fails to connect, and the SDK's error quotes it
 	}
 	return strings.Join(im.opts.Command, " ")
+}
+
+// redactURL writes u for an error text with the password of its user
+// info and the value of each query parameter (where a server may take a
+// token) replaced by "xxxxx", as url.URL.Redacted does the password.
+func redactURL(u *url.URL) string {
+	if u.RawQuery != "" {
+		r := *u
+		params := strings.Split(r.RawQuery, "&")
+		for i, p := range params {
+			if name, _, ok := strings.Cut(p, "="); ok {
+				params[i] = name + "=xxxxx"
+			} else {
+				params[i] = "xxxxx" // a value alone
+			}
+		}
+		r.RawQuery = strings.Join(params, "&")
+		u = &r
+	}
+	return u.Redacted()
 }
 
 // Tools are the server's tools as last listed, in the server's order. A
@@ -426,7 +468,11 @@ func (im *Imported) Connections() int { return im.link.connections() }
 // short (the server may have run them). The DELETE that ends an HTTP
 // session is bounded (sessionEndTimeout): when the server does not
 // answer it in time, or it fails, Close's error says the server was not
-// told the session ended. When ctx ends first, Close returns its error
+// told the session ended; when the server answers it with an error
+// status, that the server did not end the session, with the status (but
+// for 405 Method Not Allowed, the answer of a server that does not let
+// clients end sessions, and 404 Not Found, that of one that ended it
+// already). When ctx ends first, Close returns its error
 // and the teardown goes on without it, giving up that DELETE if the
 // server has not answered it yet (the teardown's error then says so),
 // and killing a stdio server at once rather than after the closing grace
@@ -1032,6 +1078,8 @@ func (im *Imported) connect(job context.Context) connected {
 	im.procMu.Unlock()
 	ctx, cancel := context.WithTimeout(job, im.opts.ConnectTimeout)
 	defer cancel()
+	stop := context.AfterFunc(im.abandoned, cancel)
+	defer stop()
 	var transport sdk.Transport
 	state := newSessionState()
 	if len(im.opts.Command) > 0 {
@@ -1213,7 +1261,12 @@ const sessionEndTimeout = 2 * time.Second
 
 // sessionEnd bounds the DELETE that ends a session (sessionEndTimeout)
 // and gives it up once a Close's context has ended (givenUp). A DELETE
-// that fails, or is cut short so, is reported (sessionNotEnded).
+// that fails, or is cut short so, is reported (sessionNotEnded), and so
+// is one the server answers with an error status (go-sdk closes the
+// answer and says nothing), but for 405 Method Not Allowed, with which a
+// server that does not let clients end sessions answers (MCP transports,
+// session management), and 404 Not Found, with which it answers for a
+// session it no longer knows, one it ended already.
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1231,27 +1284,33 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 		fmt.Errorf("the server did not answer its DELETE within %v: %w", sessionEndTimeout, context.DeadlineExceeded))
 	defer cancelTimeout()
 	res, err := e.next.RoundTrip(r.WithContext(ctx))
-	if err != nil {
+	switch {
+	case err != nil:
 		why := err
 		if ctx.Err() != nil { // given up, or out of time
 			why = context.Cause(ctx)
 		}
-		e.im.sessionNotEnded(why)
+		e.im.sessionNotEnded("MCP server not told the session ended", fmt.Errorf("the server was not told the session ended: %w", why))
+	case res.StatusCode >= 400 && res.StatusCode != http.StatusMethodNotAllowed && res.StatusCode != http.StatusNotFound:
+		// The status's own text, not the server's reason, which it writes
+		// as it likes. (The URL is the import's, which the error names.)
+		e.im.sessionNotEnded("MCP server did not end the session", fmt.Errorf("the server did not end the session: it answered the DELETE with HTTP %d %s",
+			res.StatusCode, http.StatusText(res.StatusCode)))
 	}
 	return res, err
 }
 
-// sessionNotEnded reports that the server was not told a session ended,
-// and why: once Close was called in the teardown's error, otherwise (a
-// restart, which goes on without it) in the log.
-func (im *Imported) sessionNotEnded(why error) {
+// sessionNotEnded reports that a session's DELETE did not end it (err
+// says why): once Close was called in the teardown's error, otherwise (a
+// restart, which goes on without it) in the log, as msg.
+func (im *Imported) sessionNotEnded(msg string, err error) {
 	if im.closing.Err() == nil && im.givenUp.Err() == nil {
-		im.opts.Logger.Warn("MCP server not told the session ended", "server", im.what(), "err", why)
+		im.opts.Logger.Warn(msg, "server", im.what(), "err", err)
 		return
 	}
 	im.endMu.Lock()
 	defer im.endMu.Unlock()
-	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: the server was not told the session ended: %w", im.what(), why))
+	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: %w", im.what(), err))
 }
 
 // bearer adds an Authorization header to each request.

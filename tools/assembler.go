@@ -48,7 +48,9 @@ type Assembler struct {
 //     short before, as cancelled, and takes them out: the END finds
 //     none of them; it answers those this END or ERROR rejects as
 //     cancelled too when a CANCEL of the stream or an ABORT went to its
-//     model before it started them);
+//     model before it started them; a router, which knows its
+//     consumer's calls, ends only the pending call of that id at an
+//     END or ERROR that ends one of them alone: see [NewRouter]);
 //   - anything else: Pass.
 //
 // Chunks and completions for calls that are not pending are dropped. The

@@ -25,7 +25,9 @@
 // timeout ("Tool <name> timed out after <ms>ms"; the handler's context is
 // cancelled and a late result is discarded), a CANCEL/ABORT (a streaming
 // call whose arguments it cuts short is answered as cancelled, once; one
-// whose stream merely ends first, as invalid arguments), or a tool
+// whose stream merely ends first, as invalid arguments: the model's END
+// of one of several calls of a router's consumer on a stream ends the
+// call of that id alone, see [NewRouter]), or a tool
 // that is gone or whose circuit breaker is open ([BreakerOptions]). Error
 // results made here carry a [FailureKind] in the frame's
 // Meta.FailureKind ([KindOf]); the model reads only the payload. Results

@@ -119,13 +119,21 @@ const MetaState = "state"
 // from are one write).
 //
 // The results the router writes into the model for the calls of a closed
-// stream (ended at the limit, cancelled, cut short by the model's END)
-// do not go out to the consumer when the model echoes them (model
-// adapters do not: they ignore results), not even when the consumer has
-// written on the stream again before the echo came: it was told of no
-// such call there. The router expects such an echo until it comes or
-// the model ends the stream (not one call of the consumer's alone: see
-// below), and for at most 256 results at a time. Once
+// stream (ended at the limit, cancelled, cut short by the model's END,
+// or run there) do not go out to the consumer when the model echoes them
+// (model adapters do not: they ignore results), not even when the
+// consumer has written on the stream again before the result or its
+// echo came: it was told of no such call there. A call is one of a
+// closed stream when its stream is closed as the router runs it, or
+// answers it without running it: the result of a call run while its
+// stream was open, which the consumer was told of, goes out when the
+// model echoes it on the stream open again, though a restore frame
+// closed the stream while the call ran. The router expects such an echo
+// until it comes or the model ends the stream (not one call of the
+// consumer's alone: see below), and for at most 256 results at a time;
+// once it came, the model's echo of it again (a result of the same id
+// and payload on the stream) stays in too, until the model ends the
+// stream or starts a call of that id there. Once
 // the model starts a call of the same id on the stream (models that
 // number the calls of each response afresh reuse ids), a result of that
 // id is the echo only if its payload is the one the router wrote, as a
@@ -323,21 +331,6 @@ type durableRouter struct {
 	// pending call while closed, which orders them.
 	closed   map[string]closedStream
 	closings uint64
-	// open holds the streams the consumer wrote a call-opening frame on
-	// in this incarnation, until the model ends them (END or ERROR of no
-	// id, or of the id of the stream's last call open: see openStream):
-	// a restore frame's calls on the others are put on closed streams.
-	// Each has the count of such writes (opens) at its last one on
-	// another stream than the one before; of those
-	// without a pending call, only the openQuiet written on last are
-	// sure to be kept (see pruneOpen): a model that never ends its
-	// streams does not grow it without end. lastOpen is the stream last
-	// written on, whose frames mostly follow each other; openCap is the
-	// size past which open is pruned.
-	open     map[string]openStream
-	opens    uint64
-	openCap  int
-	lastOpen string
 	// armed is the time the limit timer is set for: the earliest end of
 	// the calls waiting on closed streams; zero when none is set.
 	armed time.Time
@@ -347,15 +340,24 @@ type durableRouter struct {
 	limit time.Duration
 	// echoOrder holds the results the router wrote into the model for
 	// calls of closed streams (ended at the limit, cancelled, their
-	// stream ended by the model), in the order written, until the model
-	// echoes one or ends its stream (see echo): such an echo does not go
-	// out, even on a stream the consumer has written on again meanwhile
-	// (it was told of no such call there). Past echoLimit, the oldest go
-	// (a model adapter ignores results and echoes none). echoes counts
-	// them by call; echoSeed hashes their payloads.
+	// stream ended by the model, run there), in the order written, until
+	// the model ends its stream, or, once their echo came, starts a call
+	// of the same key (see echo): such an echo, and the model's echo of
+	// it again, does not go out, even on a stream the consumer has
+	// written on again meanwhile (it was told of no such call there).
+	// Past echoLimit, the oldest of those whose echo came go, or else
+	// the oldest (a model adapter ignores results and echoes none).
+	// echoes counts them by call; echoSeed hashes their payloads.
 	echoes    map[callKey]int
 	echoOrder []echoWant
 	echoSeed  maphash.Seed
+	// ranClosed holds the calls running when their stream was closed or
+	// opened (see freeze), with whether it was closed when they ran:
+	// whether the router expects the echo of a call's result is decided
+	// when the call runs, as the consumer was told of it then or not.
+	// A call's entry goes when its result is delivered. Nil until a
+	// stream with calls running is closed or opened.
+	ranClosed map[callKey]bool
 }
 
 // echoWant is a result of durableRouter.echoOrder.
@@ -365,6 +367,9 @@ type echoWant struct {
 	// renewed: the model started a call of the same key since (see
 	// echo), whose result is not the echo: this one is told by its sum.
 	renewed bool
+	// came: the echo came, before any call of the same key; a result of
+	// its sum is the model's echo of it again (see echo).
+	came bool
 }
 
 // echoLimit bounds durableRouter.echoes.
@@ -373,83 +378,6 @@ const echoLimit = 256
 // closedQuiet bounds the streams durableRouter.closed keeps without a
 // pending call.
 const closedQuiet = 256
-
-// openQuiet is how many streams without a pending call durableRouter.open
-// keeps when it is pruned; it is pruned when openQuiet/4 more have come.
-const openQuiet = 1024
-
-// openStream is an entry of durableRouter.open: the consumer's calls on
-// a stream, told apart by the tool-call ids of the frames that open them,
-// as the runtime tells them (see actors.OpensStream): frames of no id
-// are of a call of no id. A stream carries several calls once a frame of
-// another call than the one noted comes (a call of no id beside one with
-// an id counts); the model's END or ERROR with one of their ids ends that
-// call alone (see end), and one of no id, or of the id of a stream's
-// sole call, ends the stream.
-type openStream struct {
-	at    uint64   // durableRouter.opens at its last write (see opened)
-	call  string   // the tool-call id noted last of its calls
-	calls []string // its calls known by their ids, when several
-	anon  bool     // it carries a call of no id
-}
-
-// note notes call, the tool-call id of a frame that opens a call on the
-// stream, and reports whether that changed the entry.
-func (s *openStream) note(call string) bool {
-	switch {
-	case call == "":
-		if s.anon {
-			return false
-		}
-		s.anon = true
-	case call == s.call:
-		return false
-	case s.call != "":
-		if len(s.calls) == 0 {
-			s.calls = []string{s.call}
-		}
-		if !slices.Contains(s.calls, call) {
-			s.calls = append(s.calls, call)
-		}
-		fallthrough
-	default:
-		s.call = call
-	}
-	return true
-}
-
-// end ends the call of tool-call id call, when the stream carries it
-// among other calls, and reports whether it did: the stream stays open
-// for the others. It reports false, the entry unchanged, when the stream
-// carries a single call, or none of that id: the END ends the stream.
-func (s *openStream) end(call string) bool {
-	if !s.endsAlone(call) {
-		return false
-	}
-	i := slices.Index(s.calls, call)
-	if i < 0 {
-		s.call = "" // the call of no id is left
-		return true
-	}
-	s.calls = slices.Delete(s.calls, i, i+1)
-	if s.call == call {
-		s.call = s.calls[len(s.calls)-1]
-	}
-	if len(s.calls) == 1 {
-		s.calls = nil
-	}
-	return true
-}
-
-// endsAlone reports whether the model's END or ERROR of tool-call id
-// call ends that call alone, the stream staying open for its others (see
-// end), without changing the entry.
-func (s *openStream) endsAlone(call string) bool {
-	if call == "" {
-		return false
-	}
-	return slices.Contains(s.calls, call) || call == s.call && s.anon && len(s.calls) == 0
-}
 
 // closedStream is an entry of durableRouter.closed.
 type closedStream struct {
@@ -477,16 +405,48 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d.core.asm = &r.asm
 	d.core.also = d.waitsClosed
 	d.core.applied = d.quieted
-	d.core.endsAlone = d.endsAlone
+	d.core.endsAlone = r.endsAlone
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
-		if d.isClosed(call.GetStreamId()) {
+		if d.ranOnClosed(call) {
 			d.expectEcho(keyOf(call), result.GetPayload())
 		}
 		deliver(c, call, result)
 	}
 	return d
+}
+
+// ranOnClosed reports whether call, whose result is being delivered, is
+// a call of a closed stream: one whose stream was closed when the router
+// ran it (see freeze), or, for a call it answers without running it (one
+// it rejects, cancels or ends), when it answers it.
+func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
+	closed := r.isClosed(call.GetStreamId())
+	if len(r.ranClosed) > 0 {
+		k := keyOf(call)
+		if was, ok := r.ranClosed[k]; ok {
+			delete(r.ranClosed, k)
+			return was
+		}
+	}
+	return closed
+}
+
+// freeze notes, for the calls running on the streams that flips reports
+// (which are closed or opened next), whether their stream is closed
+// now, unless it was noted already: their stream was then as it is now
+// when they ran (see durableRouter.ranClosed).
+func (r *durableRouter) freeze(flips func(stream string) bool) {
+	for k := range r.d.outstanding {
+		if _, ok := r.ranClosed[k]; ok || !flips(k.stream) {
+			continue
+		}
+		if r.ranClosed == nil {
+			r.ranClosed = map[callKey]bool{}
+		}
+		r.ranClosed[k] = r.isClosed(k.stream)
+	}
 }
 
 // expectEcho notes that the result of call k, on a closed stream, goes to
@@ -496,7 +456,9 @@ func (r *durableRouter) expectEcho(k callKey, payload []byte) {
 		r.echoes, r.echoSeed = map[callKey]int{}, maphash.MakeSeed()
 	}
 	if len(r.echoOrder) >= echoLimit {
-		r.forgetEcho(0)
+		// The oldest of those that came, whose duplicates alone the
+		// router still keeps in, or else the oldest expected.
+		r.forgetEcho(max(slices.IndexFunc(r.echoOrder, func(w echoWant) bool { return w.came }), 0))
 	}
 	r.echoes[k]++
 	r.echoOrder = append(r.echoOrder, echoWant{call: k, sum: maphash.Bytes(r.echoSeed, payload)})
@@ -515,7 +477,7 @@ func (r *durableRouter) forgetEcho(i int) {
 // result the router wrote into it for a call of a closed stream, and
 // forgets what the model's end of a stream leaves nothing to expect. An
 // END or ERROR that ends one of the consumer's calls alone, the stream
-// going on with its others (see openStream.end), forgets nothing: the
+// going on with its others (see consumerCalls.endsAlone), forgets nothing: the
 // model may yet echo there.
 //
 // A call the model starts with the key of an echo expected (models number
@@ -526,6 +488,14 @@ func (r *durableRouter) forgetEcho(i int) {
 // and goes out. A result of the new call with the very payload of the
 // ended call's (both cancelled alike, say) cannot be told from the echo:
 // the first to come is taken for it.
+//
+// An echo that came is kept until the model ends the stream or starts a
+// call of its key: a result of its payload until then is the model's
+// echo of it again, which stays in as well. Once the model starts such a
+// call, a result of that key is the new call's; and the echo of an
+// ended call that came after the model started a new call of its key is
+// forgotten as it comes, so that a result of the new call with its very
+// payload goes out.
 func (r *durableRouter) echo(f *messages.Frame) bool {
 	switch f.GetType() {
 	case messages.FrameType_TOOL_RESULT:
@@ -539,7 +509,7 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 			if w.call != k {
 				continue
 			}
-			if w.renewed {
+			if w.renewed || w.came {
 				if !hashed {
 					sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
 				}
@@ -547,7 +517,12 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 					continue
 				}
 			}
-			r.forgetEcho(i)
+			switch {
+			case w.renewed:
+				r.forgetEcho(i)
+			case !w.came:
+				r.echoOrder[i].came = true
+			}
 			return true
 		}
 	case messages.FrameType_TOOL_CALL:
@@ -555,14 +530,19 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 		if r.echoes[k] == 0 {
 			return false
 		}
-		for i := range r.echoOrder {
-			if r.echoOrder[i].call == k {
-				r.echoOrder[i].renewed = true
+		for i := 0; i < len(r.echoOrder); i++ {
+			switch w := &r.echoOrder[i]; {
+			case w.call != k:
+			case w.came: // its echo came before the new call: what comes now is the new call's
+				r.forgetEcho(i)
+				i--
+			default:
+				w.renewed = true
 			}
 		}
 	case messages.FrameType_END, messages.FrameType_ERROR:
 		stream := f.GetStreamId()
-		if r.endsAlone(stream, f.GetToolCallId()) {
+		if r.calls.endsAlone(stream, f.GetToolCallId()) {
 			return false // the stream goes on, and the model may yet echo there
 		}
 		r.echoOrder = slices.DeleteFunc(r.echoOrder, func(w echoWant) bool {
@@ -611,7 +591,7 @@ func (r *durableRouter) Request(c actors.WrapperContext, f *messages.Frame) {
 	if !ok || (f.GetMeta().GetDurability().GetWrapperId() != "" && f.GetMeta().GetDurability().GetWrapperId() != r.id) {
 		r.flush(c)
 		if t := f.GetType(); t != messages.FrameType_META && actors.OpensStream(t) {
-			r.opened(c, f.GetStreamId(), f.GetToolCallId())
+			r.opened(c, f.GetStreamId())
 		}
 		r.routerLogic.Request(c, f)
 		return
@@ -676,36 +656,6 @@ func (r *durableRouter) Response(c actors.WrapperContext, f *messages.Frame) {
 		r.announce(c, e.StreamID, "stream_ended", "")
 	}
 	r.act(c, f, decisions)
-	if t := f.GetType(); len(r.open) > 0 && (t == messages.FrameType_END || t == messages.FrameType_ERROR) {
-		r.ended(f.GetStreamId(), f.GetToolCallId())
-	}
-}
-
-// endsAlone reports whether the model's END or ERROR of tool-call id call
-// on stream ends that call alone, the stream going on with the
-// consumer's other calls there (see openStream.end): of the model's calls
-// pending there, it ends only the one of that id (see Assembler.decide).
-func (r *durableRouter) endsAlone(stream, call string) bool {
-	st, ok := r.open[stream]
-	return ok && st.endsAlone(call)
-}
-
-// ended notes the model's END or ERROR of tool-call id call on stream: it
-// ends that call, if the stream carries it among others (see
-// openStream.end), or else the stream.
-func (r *durableRouter) ended(stream, call string) {
-	st, ok := r.open[stream]
-	if !ok {
-		return
-	}
-	if call != "" && st.end(call) {
-		r.open[stream] = st
-		return
-	}
-	delete(r.open, stream)
-	if r.lastOpen == stream {
-		r.lastOpen = ""
-	}
 }
 
 // HandleMessage implements actors.MessageHandler: recovery replays stored
@@ -777,8 +727,7 @@ func (r *durableRouter) closesRestored(stream, s string) bool {
 	if s == stream && !r.isClosed(s) {
 		return false
 	}
-	_, open := r.open[s]
-	return !open
+	return !r.calls.has(s)
 }
 
 // restoreWaits sets in st, the state of a restore frame on stream, the
@@ -811,6 +760,9 @@ func (r *durableRouter) restoreWaits(stream string, st *messages.RouterState) {
 // yet began to, and sets the timer of the limit.
 func (r *durableRouter) closeStreams(c actors.WrapperContext, event string, close func(string) bool) {
 	p := &r.asm.Pending
+	if len(r.d.outstanding) > 0 {
+		r.freeze(func(s string) bool { return !r.isClosed(s) && p.InStream(s) > 0 && close(s) })
+	}
 	for stream := range p.byStream {
 		if !close(stream) {
 			continue
@@ -939,31 +891,18 @@ func (r *durableRouter) quiet(stream string) {
 // runs when streams are closed, the only time there are more.
 func (r *durableRouter) pruneClosed() {
 	if len(r.closed) > closedQuiet {
+		if len(r.d.outstanding) > 0 { // the streams forgotten open
+			r.freeze(func(s string) bool { return r.isClosed(s) && r.idle(s) })
+		}
 		prune.Oldest(r.closed, closedQuiet, func(stream string, _ closedStream) bool { return r.idle(stream) },
 			func(cs closedStream) uint64 { return cs.order })
 	}
 }
 
-// idle reports whether stream holds no pending call: its entries in open
-// and closed may be forgotten.
+// idle reports whether stream holds no pending call: its entry in closed
+// may be forgotten.
 func (r *durableRouter) idle(stream string) bool {
 	return r.asm.Pending.InStream(stream) == 0
-}
-
-// pruneOpen forgets, of the streams the consumer has a call open on
-// without a pending call, all but the openQuiet it wrote on last: their
-// model never ended them, and has mostly moved on. A stream forgotten
-// counts as one the consumer has no call open on, for a restore frame
-// alone: the restore's calls there are kept as on such a stream, and
-// announced when the consumer writes there again, which opens it again
-// (see DurabilityOptions). No call is lost to it: the router forgets no
-// stream with a pending call, and a restore replaces the calls it
-// finds. open is pruned again once openQuiet/4 more streams are in it,
-// so that a write costs the pruning a constant time on average.
-func (r *durableRouter) pruneOpen() {
-	prune.Oldest(r.open, openQuiet, func(stream string, _ openStream) bool { return r.idle(stream) },
-		func(s openStream) uint64 { return s.at })
-	r.openCap = len(r.open) + openQuiet/4
 }
 
 // isClosed reports whether stream is closed towards the consumer (see
@@ -977,33 +916,20 @@ func (r *durableRouter) isClosed(stream string) bool {
 }
 
 // opened notes that the consumer wrote a frame that opens a call (as the
-// runtime counts it) on stream. If the stream is closed, the consumer
-// has come back to it: it opens, its calls wait no more (persisted
-// first), and the calls there that are still pending are announced.
-func (r *durableRouter) opened(c actors.WrapperContext, stream, call string) {
-	if stream != "" {
-		if r.open == nil {
-			r.open, r.openCap = map[string]openStream{}, openQuiet+openQuiet/4
-		}
-		st, ok := r.open[stream]
-		changed := st.note(call)
-		if stream != r.lastOpen || !ok {
-			r.opens++
-			st.at, r.lastOpen, changed = r.opens, stream, true
-		}
-		if changed {
-			r.open[stream] = st
-		}
-		if len(r.open) > r.openCap {
-			r.pruneOpen()
-		}
-	}
+// runtime counts it) on stream (routerLogic.Request notes the call in
+// routerLogic.calls). If the stream is closed, the consumer has come back
+// to it: it opens, its calls wait no more (persisted first), and the
+// calls there that are still pending are announced.
+func (r *durableRouter) opened(c actors.WrapperContext, stream string) {
 	if len(r.closed) == 0 {
 		return
 	}
 	cs, ok := r.closed[stream]
 	if !ok {
 		return
+	}
+	if len(r.d.outstanding) > 0 {
+		r.freeze(func(s string) bool { return s == stream })
 	}
 	delete(r.closed, stream)
 	calls := r.asm.Pending.inStream(stream)

@@ -204,9 +204,15 @@ func startLimitedWith(t *testing.T, kind restartKind, limit time.Duration, model
 // bbolt file instead).
 func startLimitedOn(t *testing.T, kind restartKind, limit time.Duration, model func(got chan<- *messages.Frame) actors.Spec, store durability.Store) *limitedRouter {
 	t.Helper()
+	_, tool := newArgsTool(t)
+	return startLimitedTool(t, kind, limit, model, store, tool)
+}
+
+// startLimitedTool is startLimitedOn with tool for its record tool.
+func startLimitedTool(t *testing.T, kind restartKind, limit time.Duration, model func(got chan<- *messages.Frame) actors.Spec, store durability.Store, tool *tools.Tool) *limitedRouter {
+	t.Helper()
 	h := &limitedRouter{t: t, kind: kind, limit: limit, got: make(chan *messages.Frame, 16),
-		path: filepath.Join(t.TempDir(), "router.db"), store: store, model: model}
-	_, h.tool = newArgsTool(t)
+		path: filepath.Join(t.TempDir(), "router.db"), store: store, model: model, tool: tool}
 	if kind == restartProcess {
 		h.open()
 	}

@@ -123,6 +123,16 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // the stream (END or ERROR) then cuts short is answered as cancelled too,
 // at that end. A call whose stream ends with no such CANCEL or ABORT
 // before its arguments are complete is answered as invalid arguments.
+// The model's END or ERROR with the tool-call id of one of several calls
+// the consumer has open on a stream (the frames it wrote there that open
+// calls, as the runtime counts them, carry several ids: see
+// actors.OpensStream) ends that call alone, as it does for the runtime:
+// of the calls pending there, it ends only the one of that id, if there
+// is one (answered as invalid arguments, or as cancelled after a CANCEL
+// of the stream or an ABORT, as above), and the others stay pending,
+// their arguments still to come. An END or ERROR of no id, or of the id
+// of the consumer's only call there, ends the stream and every call
+// pending on it.
 // Handlers given as a map run Sync (the seed's synchronous router): keep
 // them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
@@ -195,6 +205,11 @@ type routerLogic struct {
 	// and past cutLimit the oldest go.
 	cut      map[string]bool
 	cutOrder []string
+	// calls holds the consumer's calls on each stream, which tells the
+	// model's END of one of them alone from the end of the stream;
+	// endsAlone is its endsAlone, bound once.
+	calls     consumerCalls
+	endsAlone func(stream, call string) bool
 }
 
 // cutLimit bounds routerLogic.cut, whose entries are removed at their
@@ -206,9 +221,11 @@ type routerLogic struct {
 const cutLimit = 256
 
 func newRouterLogic(all []*Tool, b BreakerOptions) *routerLogic {
-	return &routerLogic{d: newDispatcher(all, b, func(c actors.WrapperContext, _, result *messages.Frame) {
+	r := &routerLogic{d: newDispatcher(all, b, func(c actors.WrapperContext, _, result *messages.Frame) {
 		c.ToInner(result)
 	})}
+	r.endsAlone = r.calls.endsAlone
+	return r
 }
 
 // Start implements actors.WrapperStarter.
@@ -216,7 +233,8 @@ func (r *routerLogic) Start(c actors.WrapperContext) { r.d.start(c) }
 
 // Request implements actors.Wrapped.
 func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
-	switch f.GetType() {
+	switch t := f.GetType(); t {
+	case messages.FrameType_META:
 	case messages.FrameType_CANCEL, messages.FrameType_ABORT:
 		r.d.cancel(c, f)
 		take := r.asm.Pending.Apply
@@ -226,6 +244,10 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		cancelAssembling(c, &r.asm, r.d, f, take)
 		if abort := f.GetType() == messages.FrameType_ABORT; abort || f.GetToolCallId() == "" {
 			r.noteCut(f.GetStreamId(), abort)
+		}
+	default:
+		if actors.OpensStream(t) {
+			r.calls.note(f.GetStreamId(), f.GetToolCallId(), &r.asm.Pending)
 		}
 	}
 	if r.install != nil {
@@ -255,10 +277,14 @@ func (r *routerLogic) noteCut(stream string, abort bool) {
 
 // Response implements actors.Wrapped.
 func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
-	r.act(c, f, r.asm.Step(f))
+	e, decisions := r.asm.decide(f, r.endsAlone)
+	r.asm.Pending.Apply(e)
+	r.act(c, f, decisions)
 }
 
-// act carries out the decisions about one response frame, f.
+// act carries out the decisions about one response frame, f, and notes
+// the end of a stream, or of one of the consumer's calls there, that f
+// may be.
 func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions []Decision) {
 	for _, d := range decisions {
 		switch d.Kind {
@@ -274,11 +300,18 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 			c.ToOuter(d.Frame)
 		}
 	}
-	if len(r.cut) > 0 && (f.GetType() == messages.FrameType_END || f.GetType() == messages.FrameType_ERROR) {
-		if _, ok := r.cut[f.GetStreamId()]; ok {
-			delete(r.cut, f.GetStreamId())
-			r.cutOrder = slices.DeleteFunc(r.cutOrder, func(id string) bool { return id == f.GetStreamId() })
-		}
+	if t := f.GetType(); t != messages.FrameType_END && t != messages.FrameType_ERROR {
+		return
+	}
+	stream, call := f.GetStreamId(), f.GetToolCallId()
+	if call != "" && r.calls.endsAlone(stream, call) {
+		r.calls.ended(stream, call) // the stream goes on, cut or not
+		return
+	}
+	r.calls.ended(stream, call)
+	if _, ok := r.cut[stream]; ok {
+		delete(r.cut, stream)
+		r.cutOrder = slices.DeleteFunc(r.cutOrder, func(id string) bool { return id == stream })
 	}
 }
 

@@ -87,9 +87,10 @@ type Endpoint struct {
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
 	secrets []string // the API key and base URL's password, cut out of error texts
-	// proxy is the Proxy function of the client's *http.Transport, when
-	// known (see proxyOf): the proxy's password is a credential too.
-	proxy func(*http.Request) (*url.URL, error)
+	// transport is the *http.Transport at the bottom of the client, when
+	// known (see transportOf): what it sends a proxy (the password of the
+	// proxy's URL, its ProxyConnectHeader) are credentials too.
+	transport *http.Transport
 }
 
 // Open fills in the defaults of a valid c and returns its endpoint: with
@@ -107,21 +108,21 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
-	e.proxy = proxyOf(e.client.Transport)
+	e.transport = transportOf(e.client.Transport)
 	return e
 }
 
-// proxyOf returns the Proxy function of rt when it is an *http.Transport
-// (http.DefaultTransport when nil), or wraps one, as a
+// transportOf returns rt when it is an *http.Transport
+// (http.DefaultTransport when nil), or the one it wraps, as a
 // resilience.Transport does, behind Unwrap methods; nil otherwise.
-func proxyOf(rt http.RoundTripper) func(*http.Request) (*url.URL, error) {
+func transportOf(rt http.RoundTripper) *http.Transport {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
 	for range 16 { // a bound, should wrappers ever loop
 		switch t := rt.(type) {
 		case *http.Transport:
-			return t.Proxy
+			return t
 		case interface{ Unwrap() http.RoundTripper }:
 			rt = t.Unwrap()
 		default:
@@ -239,14 +240,17 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // (credentials added by an adapter's RequestOptions), and what the
 // request's headers carried on the wire (credentials a transport of the
 // HTTP client added below the SDK, such as an OAuth2 transport's token:
-// the *http.Transport at the bottom reports each header it writes) are
-// cut out of the text of send's errors and of the retry events' (some
-// servers quote the credentials they refuse), and the query string out
-// of the URLs they name. Credentials a transport sends other than through
-// an *http.Transport, with the request's context, are not seen.
+// the *http.Transport at the bottom reports each header it writes), and
+// the credentials of that transport's ProxyConnectHeader (which it sends
+// a proxy in the CONNECT of an https request, where no trace hears them)
+// are cut out of the text of send's errors and of the retry events'
+// (some servers and proxies quote the credentials they refuse), and the
+// query string out of the URLs they name. Credentials a transport sends
+// other than through an *http.Transport, with the request's context, are
+// not seen, nor the headers of a GetProxyConnectHeader function.
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
-		sent := &credentials{proxy: e.proxy}
+		sent := newCredentials(e.transport)
 		ctx = context.WithValue(ctx, credentialsKey{}, sent)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaderField: sent.wroteHeader})
 		redact := func(text string) string { return e.redact(text, sent) }
@@ -309,7 +313,26 @@ type credentials struct {
 	mu      sync.Mutex
 	secrets []string
 	queries []string // raw query strings
-	proxy   func(*http.Request) (*url.URL, error)
+	// transport is the endpoint's *http.Transport, or nil.
+	transport *http.Transport
+}
+
+// newCredentials returns the credentials of a request sent through t (nil
+// when not known), with those it sends whatever the request: the
+// headers of its ProxyConnectHeader, when it has a proxy. It sends them
+// in the CONNECT that opens the tunnel of an https request, which no
+// ClientTrace hears (it is not the request's), and a proxy may quote them
+// as it refuses the tunnel: the transport's error is then the reason of
+// the proxy's status. (A GetProxyConnectHeader function's headers are
+// not seen.)
+func newCredentials(t *http.Transport) *credentials {
+	c := &credentials{transport: t}
+	if t != nil && t.Proxy != nil {
+		for name, values := range t.ProxyConnectHeader {
+			c.header(name, values)
+		}
+	}
+	return c
 }
 
 func (c *credentials) note(req *http.Request) {
@@ -318,10 +341,10 @@ func (c *credentials) note(req *http.Request) {
 	for name, values := range req.Header {
 		c.header(name, values)
 	}
-	if c.proxy != nil {
+	if t := c.transport; t != nil && t.Proxy != nil {
 		// The transport sends the proxy its user info as basic auth,
 		// after every middleware: a proxy may quote it as it refuses it.
-		if u, err := c.proxy(req); err == nil && u != nil {
+		if u, err := t.Proxy(req); err == nil && u != nil {
 			if password, ok := u.User.Password(); ok {
 				c.add(password)
 				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))

@@ -20,6 +20,7 @@ import (
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
 	"github.com/polyweave/polyweave-go/models/modeltest"
+	"github.com/polyweave/polyweave-go/models/resilience"
 )
 
 // TestAnswer_RedactsWhatWentOnTheWireOverHTTP2: over HTTP/2 too, a token
@@ -60,7 +61,8 @@ func refusingServer(t *testing.T, h2 bool, quote func(*http.Request) string) (*h
 	return srv, client
 }
 
-// echoAnswer is the answer of e whose send posts to url and fails with
+// echoAnswer is the answer of e whose send posts to url, through the
+// middleware Credentials as an adapter's SDK client does, and fails with
 // the status and body of the response.
 func echoAnswer(e *httpadapter.Endpoint, url string) func(ctx context.Context) error {
 	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
@@ -69,7 +71,7 @@ func echoAnswer(e *httpadapter.Endpoint, url string) func(ctx context.Context) e
 			if err != nil {
 				return nil, err
 			}
-			res, err := e.HTTPClient().Do(req)
+			res, err := httpadapter.Credentials(req, e.HTTPClient().Do) // as the SDK sends it
 			if err != nil {
 				return nil, err
 			}
@@ -173,4 +175,76 @@ func TestAnswer_KeepsTheCallersClientTraces(t *testing.T) {
 			t.Errorf("the trace did not hear %q; heard %v", want, heard)
 		}
 	}
+}
+
+// TestAnswer_RedactsWhatTheProxyIsSent: the CONNECT that opens the
+// tunnel of an https request through a proxy carries the headers of the
+// *http.Transport's ProxyConnectHeader, and the user info of the proxy's
+// URL as basic auth, where no ClientTrace of the request hears them; a
+// proxy that refuses the tunnel with a reason quoting them (the
+// transport's error is that reason) has their credentials cut out all
+// the same, behind a resilience.Transport too, and the rest of its
+// reason kept.
+func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
+	const token, key, password = "proxy-token-0123456789", "proxy-key-9876543210", "proxy-password-0123456789"
+	for _, c := range []struct {
+		name    string
+		user    *url.Userinfo
+		connect http.Header
+		want    string
+	}{
+		{"ProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}},
+			"tunnel refused to Bearer [redacted] with key [redacted]"},
+		{"user info", url.UserPassword("me", password), nil, "tunnel refused to Basic [redacted] with key "},
+	} {
+		for _, wrapped := range []bool{false, true} {
+			t.Run(fmt.Sprint(c.name, "/wrapped=", wrapped), func(t *testing.T) {
+				srv, client := refusingServer(t, false, func(*http.Request) string { return "the proxy let it through" })
+				proxy := refusingProxy(t)
+				proxy.User = c.user
+				tr := client.Transport.(*http.Transport).Clone()
+				tr.Proxy = http.ProxyURL(proxy)
+				tr.ProxyConnectHeader = c.connect
+				t.Cleanup(tr.CloseIdleConnections)
+				var rt http.RoundTripper = tr
+				if wrapped {
+					var err error
+					if rt, err = resilience.New(tr, &resilience.Options{MaxRetries: resilience.NoRetries}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := echoAnswer(httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: rt}}), srv.URL+"/v1")(context.Background())
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("error %v; want the proxy's reason with the credentials it was sent cut out", err)
+				}
+			})
+		}
+	}
+}
+
+// refusingProxy starts an HTTP proxy that refuses every CONNECT with a
+// status whose reason quotes the request's Proxy-Authorization and
+// X-Proxy-Key headers, and returns its URL; the test's cleanup ends it.
+func refusingProxy(t *testing.T) *url.URL {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		_, _ = fmt.Fprintf(buf, "HTTP/1.1 407 tunnel refused to %s with key %s\r\nContent-Length: 0\r\n\r\n",
+			r.Header.Get("Proxy-Authorization"), r.Header.Get("X-Proxy-Key"))
+		_ = buf.Flush()
+	}))
+	t.Cleanup(proxy.Close)
+	u, err := url.Parse(proxy.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

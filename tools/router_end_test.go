@@ -1,0 +1,109 @@
+package tools_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// startEchoRouter starts a streaming router without durability around
+// the model that model makes (resultsModel, say), with the record tool:
+// the test plays the model through the router's sink, and got has the
+// TOOL_RESULTs written into the model.
+func startEchoRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
+	t.Helper()
+	_, tool := newArgsTool(t)
+	got := make(chan *messages.Frame, 16)
+	spec, err := tools.NewStreamingRouter(model(got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{tool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, newRuntime(t), spec), got
+}
+
+// TestStreamingRouter_EndOfOneCallLeavesTheOthersPending: the consumer
+// has calls x and y open on stream o, and the model streams calls call_a
+// and call_b there. The model's END of x alone (the stream goes on with
+// y) leaves the model's calls pending: their arguments still come, and
+// call_a runs with them. The model's END of call_b alone ends call_b,
+// answered as invalid arguments, and nothing else. An END of no id then
+// ends the stream and the call still pending there.
+func TestStreamingRouter_EndOfOneCallLeavesTheOthersPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, resultsModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, conn, "o", isText("y"))
+		send(t, conn, messages.StreamingToolCall("o", "call_a", "record"), messages.ToolArgChunk("o", "call_a", argsA[:9]),
+			messages.StreamingToolCall("o", "call_b", "record"))
+
+		send(t, conn, withCall(messages.End("o"), "x")) // the model echoes it: x ends, y goes on
+		streamUntil(t, conn, "o", isEnd)
+		send(t, conn, messages.ToolArgChunk("o", "call_a", argsA[9:]), messages.ToolComplete("o", "call_a"))
+		if r := nextResult(t, got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+			t.Fatalf("after the END of x alone, the model got %s: want call_a run with its arguments", line(r))
+		}
+
+		send(t, conn, withCall(messages.End("o"), "call_b")) // the model echoes it: call_b ends
+		if r := nextResult(t, got); r.GetToolCallId() != "call_b" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of call_b alone, the model got %s: want call_b answered as invalid arguments", line(r))
+		}
+		send(t, conn, messages.StreamingToolCall("o", "call_c", "record"), messages.ToolArgChunk("o", "call_c", argsB[:5]))
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatalf("before the end of the stream, the model got %s", line(<-got))
+		}
+
+		send(t, conn, messages.End("o")) // the model echoes it: o ends, and call_c with it
+		if r := nextResult(t, got); r.GetToolCallId() != "call_c" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of stream o, the model got %s: want call_c answered as invalid arguments", line(r))
+		}
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Errorf("the model got more: %s", line(<-got))
+		}
+	})
+}
+
+// TestStreamingRouter_EndOfTheSoleCallEndsTheStream: the model's END
+// with the tool-call id of the consumer's only call on a stream ends the
+// stream, as one of no id does: the call the model started there, its
+// arguments still coming, is answered as invalid arguments.
+func TestStreamingRouter_EndOfTheSoleCallEndsTheStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, startModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), messages.Meta("o", "start", nil)) // the model starts call_m
+		send(t, conn, withCall(messages.End("o"), "x"))                                         // the model echoes it
+		if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of the sole call x, the model got %s: want call_m answered as invalid arguments", line(r))
+		}
+		streamUntil(t, conn, "o", isEnd)
+	})
+}
+
+// TestStreamingRouter_CancelOutlivesTheEndOfOneCall: the consumer, with
+// calls x and y open on stream o, cancels the whole stream; the model,
+// which had not seen the CANCEL yet, starts call_a there. The model's END
+// of x alone leaves call_a pending, and its END of the stream then cuts
+// it short: it is answered as cancelled, as the CANCEL of the stream
+// says, not as invalid arguments.
+func TestStreamingRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, resultsModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, conn, "o", isText("y"))
+		send(t, conn, messages.Cancel("o", ""), messages.StreamingToolCall("o", "call_a", "record"),
+			withCall(messages.End("o"), "x"))
+		streamUntil(t, conn, "o", isEnd)
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatalf("after the END of x alone, the model got %s", line(<-got))
+		}
+		send(t, conn, messages.End("o"))
+		if r := nextResult(t, got); r.GetToolCallId() != "call_a" || tools.KindOf(r) != tools.FailureCancelled {
+			t.Fatalf("after the END of stream o, the model got %s: want call_a answered as cancelled", line(r))
+		}
+	})
+}

@@ -60,8 +60,10 @@
 //     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in
 //     the incarnation that answered the call (restarting, stopping or
 //     resumed) it is the call's rest, dropped up to the caller's END (a
-//     caller whose frames carry no ids ends its call with END); in a next
-//     incarnation it is a new call, served. A next incarnation also lets
+//     caller whose frames carry no ids ends its call with END) or up to
+//     a new call on the stream, whose it is from then on (delivered by a
+//     resumed incarnation, dropped as the rest of the call an ended one
+//     refused); in a next incarnation it is a new call, served. A next incarnation also lets
 //     through a META (it may follow a call's END: an approval decision),
 //     but a tool_complete one (the end of the answered call's arguments),
 //     and what comes while it has a call of its own open on the stream,
@@ -92,7 +94,12 @@
 //     call on it). An argument chunk of a call the Logic ended, still
 //     on its way, is delivered but opens nothing: a restart or stop
 //     does not answer that call a second time (a [Spec.Durable] duplex,
-//     which recovers its calls, notes it open as before). When the failed frame carries the id of one of
+//     which recovers its calls, notes it open as before). So is a frame
+//     with the id of a call the Logic ended (of the latest 16 it ended
+//     on a stream still open for others) but a TOOL_CALL or DESCRIBE,
+//     which begins that call again, a new one (models number the calls
+//     of each response afresh); and the Logic's second END of an ended
+//     call ends none of the stream's others. When the failed frame carries the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets

@@ -654,9 +654,8 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
-		if t == messages.FrameType_TEXT && f.IsToolArgChunk() && !s.spec.Durable() &&
-			!s.open.continues(f.GetStreamId(), f.GetToolCallId()) {
-			// The rest of a call the Logic ended (see continues): it
+		if !s.spec.Durable() && s.open.restOfEnded(f) {
+			// The rest of a call the Logic ended (see restOfEnded): it
 			// had its answer, and is not open again.
 			break
 		}
@@ -749,7 +748,7 @@ type answeredCall string
 // than c's. A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
-// caller's END). Nor is a chunk of a streaming call's arguments a new
+// caller's END), or up to a new call, which ends the record. Nor is a chunk of a streaming call's arguments a new
 // call, whatever its id: its call begins with its TOOL_CALL, which, sent
 // after the answer, would have been a new call (ending the record); so
 // it is of a call begun before the answer, on the stream then (streaming
@@ -894,7 +893,8 @@ func isChildID(id, parent string) bool {
 // id than the one noted comes while the stream is open, its calls are
 // kept too (see noteCall), and the Logic's END with one of their ids
 // ends that call alone, the stream staying open while others are (see
-// endCall). An END without an id ends the stream. A call whose frames
+// endCall); a second END of it ends nothing, and its late frames open
+// it no more (see endedCall). An END without an id ends the stream. A call whose frames
 // carry no id is told from the others by that: a stream that carries
 // one beside a call with an id carries several calls (see several),
 // the Logic's END with the id of the other call ends that one alone,
@@ -921,6 +921,7 @@ type openStreams struct {
 	multi [openInline][]string // multi[i]: few[i]'s calls, when several
 	anon  [openInline]bool     // anon[i]: few[i] carries a call of no id
 	spent [openInline]bool     // spent[i]: the Logic ended a call of few[i] by its id
+	done  [openInline][]string // done[i]: the calls of few[i] the Logic ended by their ids (see endedCall)
 	n     int                  // few[:n] are open
 	more  map[string]openState
 	// adds counts the streams that went to more, which orders them;
@@ -929,22 +930,29 @@ type openStreams struct {
 	adds  uint64
 	limit int
 	// spare is a calls list no stream holds any more, kept for the next
-	// stream that carries several calls.
-	spare []string
+	// stream that carries several calls; spareDone one of ended calls,
+	// for the next stream whose Logic ends a call by its id.
+	spare, spareDone []string
 }
 
 // openState is what openStreams keeps of a stream past the first few.
 type openState struct {
-	ended bool     // its caller sent its END
 	call  string   // its call's tool-call id
 	multi []string // its calls, when several
+	done  []string // the calls the Logic ended by their ids (see endedCall)
+	order uint64   // openStreams.adds when it was opened
+	ended bool     // its caller sent its END
 	anon  bool     // it carries a call of no id
 	spent bool     // the Logic ended a call of it by its id
-	order uint64   // openStreams.adds when it was opened
 }
 
 // openInline is how many open streams a shell keeps without a map.
 const openInline = 2
+
+// endedMax is how many of the calls the Logic ended by their ids an open
+// stream keeps (see endedCall), the oldest forgotten: a late frame of
+// one forgotten, but an argument chunk, opens it again.
+const endedMax = 16
 
 // openQuiet is how many quiet streams openStreams keeps, past its
 // inline room, when it is pruned; it is pruned when openQuiet/4 more
@@ -962,6 +970,7 @@ func (o *openStreams) add(id string) {
 	}
 	if o.n < len(o.few) {
 		o.few[o.n], o.ended[o.n], o.calls[o.n], o.multi[o.n], o.anon[o.n], o.spent[o.n] = id, false, "", nil, false, false
+		o.done[o.n] = nil
 		o.n++
 		return
 	}
@@ -997,7 +1006,8 @@ func (o *openStreams) prune() {
 func (o *openStreams) remove(id string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			o.keep(o.multi[i])
+			o.keep(o.multi[i], &o.spare)
+			o.keep(o.done[i], &o.spareDone)
 			o.n--
 			o.few[i], o.few[o.n] = o.few[o.n], ""
 			o.ended[i], o.ended[o.n] = o.ended[o.n], false
@@ -1005,20 +1015,23 @@ func (o *openStreams) remove(id string) {
 			o.multi[i], o.multi[o.n] = o.multi[o.n], nil
 			o.anon[i], o.anon[o.n] = o.anon[o.n], false
 			o.spent[i], o.spent[o.n] = o.spent[o.n], false
+			o.done[i], o.done[o.n] = o.done[o.n], nil
 			return
 		}
 	}
 	if st, ok := o.more[id]; ok {
-		o.keep(st.multi)
+		o.keep(st.multi, &o.spare)
+		o.keep(st.done, &o.spareDone)
 		delete(o.more, id)
 	}
 }
 
-// keep keeps m, a calls list no stream holds any more, for reuse.
-func (o *openStreams) keep(m []string) {
-	if cap(m) > cap(o.spare) {
+// keep keeps m, a calls list no stream holds any more, in spare for
+// reuse, if it is the larger.
+func (o *openStreams) keep(m []string, spare *[]string) {
+	if cap(m) > cap(*spare) {
 		clear(m[:cap(m)])
-		o.spare = m[:0]
+		*spare = m[:0]
 	}
 }
 
@@ -1051,13 +1064,19 @@ func (o *openStreams) inputEnded(id string) bool {
 // open: the last one noted is the call's (see answeredCall). A call other
 // than the one noted is another call of the stream: its calls are kept
 // from then on (see openStreams). A frame of no id is of a call of no id
-// (see several).
+// (see several). A call the Logic ended (see endedCall) noted with its id
+// is open again.
 func (o *openStreams) noteCall(id, call string) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
 			if call == "" {
 				o.anon[i] = true
-			} else if prev := o.calls[i]; prev != call {
+				return
+			}
+			if len(o.done[i]) > 0 {
+				o.done[i] = reopened(o.done[i], call)
+			}
+			if prev := o.calls[i]; prev != call {
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -1066,18 +1085,61 @@ func (o *openStreams) noteCall(id, call string) {
 			return
 		}
 	}
-	if st, ok := o.more[id]; ok && call == "" {
+	st, ok := o.more[id]
+	switch {
+	case !ok:
+	case call == "":
 		if !st.anon {
 			st.anon = true
 			o.more[id] = st
 		}
-	} else if ok && st.call != call {
-		if st.call != "" {
-			st.multi = o.joined(st.multi, st.call, call)
+	case st.call != call || slices.Contains(st.done, call):
+		st.done = reopened(st.done, call)
+		if st.call != call {
+			if st.call != "" {
+				st.multi = o.joined(st.multi, st.call, call)
+			}
+			st.call = call
 		}
-		st.call = call
 		o.more[id] = st
 	}
+}
+
+// reopened returns done, the calls of a stream the Logic ended by their
+// ids, without call, noted open again (a TOOL_CALL with its id: the call
+// sent again).
+func reopened(done []string, call string) []string {
+	if i := slices.Index(done, call); i >= 0 {
+		return slices.Delete(done, i, i+1)
+	}
+	return done
+}
+
+// endedCall reports whether the Logic ended the call of tool-call id
+// call on id, open, by its id, and the call is not open again since
+// (see reopened): a frame with its id is the call's rest (see
+// restOfEnded), and a second END of it ends none of the stream's other
+// calls.
+func (o *openStreams) endedCall(id, call string) bool {
+	st, _ := o.get(id)
+	return slices.Contains(st.done, call)
+}
+
+// restOfEnded reports whether f, a frame that opens a call written into
+// the duplex, is the rest of a call the Logic ended, on its way, and
+// opens no call: an argument chunk of a call its stream does not hold
+// (see continues), or a frame with the tool-call id of a call the Logic
+// ended on the stream (see endedCall) but a TOOL_CALL or a DESCRIBE,
+// which begin a call (that call sent again, a new one: models number
+// the calls of each response afresh, call_0, call_1...). A frame with an
+// id the stream never carried is a new call.
+func (o *openStreams) restOfEnded(f *messages.Frame) bool {
+	id, call := f.GetStreamId(), f.GetToolCallId()
+	if f.IsToolArgChunk() {
+		return !o.continues(id, call)
+	}
+	t := f.GetType()
+	return call != "" && t != messages.FrameType_TOOL_CALL && t != messages.FrameType_DESCRIBE && o.endedCall(id, call)
 }
 
 // continues reports whether an argument chunk of tool-call id call on
@@ -1089,13 +1151,21 @@ func (o *openStreams) noteCall(id, call string) {
 // its id, or the stream with it), still on its way; noted, it would
 // open that call again, for a restart or stop to answer a second time.
 func (o *openStreams) continues(id, call string) bool {
+	st, ok := o.get(id)
+	return ok && heldCall(call, st.call, st.multi, st.spent)
+}
+
+// get returns what o keeps of id (an inline stream's, gathered), and
+// whether id is open.
+func (o *openStreams) get(id string) (openState, bool) {
 	for i, f := range o.few[:o.n] {
 		if f == id {
-			return heldCall(call, o.calls[i], o.multi[i], o.spent[i])
+			return openState{call: o.calls[i], multi: o.multi[i], done: o.done[i],
+				ended: o.ended[i], anon: o.anon[i], spent: o.spent[i]}, true
 		}
 	}
 	st, ok := o.more[id]
-	return ok && heldCall(call, st.call, st.multi, st.spent)
+	return st, ok
 }
 
 // heldCall is continues for an open stream whose call noted is noted,
@@ -1127,7 +1197,10 @@ func (o *openStreams) endCall(id, call string) bool {
 		if f == id {
 			var ok bool
 			o.multi[i], o.calls[i], ok = o.without(o.multi[i], o.calls[i], call, o.anon[i])
-			o.spent[i] = o.spent[i] || ok
+			if ok {
+				o.spent[i] = true
+				o.done[i] = o.ending(o.done[i], call)
+			}
 			return ok
 		}
 	}
@@ -1138,9 +1211,25 @@ func (o *openStreams) endCall(id, call string) bool {
 	var ok bool
 	if st.multi, st.call, ok = o.without(st.multi, st.call, call, st.anon); ok {
 		st.spent = true
+		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
 	return ok
+}
+
+// ending returns done, the calls of a stream the Logic ended by their
+// ids, with call, the oldest forgotten past endedMax.
+func (o *openStreams) ending(done []string, call string) []string {
+	if slices.Contains(done, call) {
+		return done
+	}
+	if cap(done) == 0 {
+		done, o.spareDone = o.spareDone, nil
+	}
+	if len(done) == endedMax {
+		done = slices.Delete(done, 0, 1)
+	}
+	return append(done, call)
 }
 
 // without returns m, the calls of a stream whose call noted is noted,
@@ -1162,7 +1251,7 @@ func (o *openStreams) without(m []string, noted, call string, anon bool) (_ []st
 		noted = m[len(m)-1]
 	}
 	if len(m) == 1 {
-		o.keep(m)
+		o.keep(m, &o.spare)
 		m = nil
 	}
 	return m, noted, true
@@ -1225,8 +1314,14 @@ func (o *openStreams) shares(id, call string) bool {
 	if call == "" {
 		return false
 	}
-	calls, anon := o.answers(id, nil)
-	return slices.Contains(calls, call) && (len(calls) > 1 || anon)
+	st, ok := o.get(id)
+	if !ok {
+		return false
+	}
+	if len(st.multi) > 0 {
+		return slices.Contains(st.multi, call) && (len(st.multi) > 1 || st.anon)
+	}
+	return call == st.call && st.anon
 }
 
 // sole returns the tool-call id of the call of id when it carries one
@@ -1310,8 +1405,10 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		if c := f.GetToolCallId(); c != "" && s.open.endCall(f.GetStreamId(), c) {
-			break // the END of one of the stream's calls, others open
+		if c := f.GetToolCallId(); c != "" && (s.open.endCall(f.GetStreamId(), c) || s.open.endedCall(f.GetStreamId(), c)) {
+			// The END of one of the stream's calls, others open, or a
+			// second END of a call ended: it ends none of the others.
+			break
 		}
 		s.open.remove(f.GetStreamId())
 		if s.lastOpen == f.GetStreamId() {

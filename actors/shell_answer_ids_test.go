@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"slices"
 	"testing"
 
@@ -102,18 +101,8 @@ func TestConn_StopAnswersEachCallOfAStream(t *testing.T) {
 	if _, err := conn.RecvStream(ctx, "g"); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for {
-		f, err := conn.Recv(ctx)
-		if errors.Is(err, ErrDuplexStopped) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("recv: %v after %q", err, got)
-		}
+	for _, f := range closeAndDrain(t, conn) {
 		got = append(got, withCallID(f)+"["+f.GetMeta().GetFailureKind()+"]")
 	}
 	stopped := "ERROR(" + ErrStopped.Error() + ")"

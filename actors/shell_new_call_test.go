@@ -105,23 +105,49 @@ func toolCallDuplex() Spec {
 // TOOL_CALL sent again with c1's id (a TOOL_CALL is a call's first
 // frame: one with the answered call's id is that call sent again).
 func TestShell_ResumeServesNewCallOnAnsweredStream(t *testing.T) {
+	got := resumedStream(t,
+		messages.ToolCall("s", "c1", "boom", nil),
+		messages.ToolArgChunk("s", "c1", `{"a":`),
+		messages.ToolCall("s", "c2", "tool", nil),
+		messages.ToolCall("s", "c1", "tool", nil),
+	)
+	want := []string{"s:ERROR(boom)[" + FailedKind + "]", "s:END", `s:TOOL_RESULT("c2")`, "s:END", `s:TOOL_RESULT("c1")`, "s:END"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream s got %q, want %q", got, want)
+	}
+}
+
+// TestShell_ResumedStreamsFramesOfNoIDAfterANewCall: a TOOL_CALL c1 fails
+// the duplex, whose supervisor resumes it, answering c1. The caller's
+// TEXT of no id that follows cannot be told from c1's rest by its id:
+// it is dropped. A TOOL_CALL c2 on the stream is a new call, served, and
+// ends the record of c1: a TEXT of no id after it is the stream's again,
+// delivered, not dropped up to the caller's END.
+func TestShell_ResumedStreamsFramesOfNoIDAfterANewCall(t *testing.T) {
+	got := resumedStream(t,
+		messages.ToolCall("s", "c1", "boom", nil),
+		messages.Text("s", "late"),
+		messages.ToolCall("s", "c2", "tool", nil),
+		messages.Text("s", "after"),
+	)
+	want := []string{"s:ERROR(boom)[" + FailedKind + "]", "s:END", `s:TOOL_RESULT("c2")`, "s:END", "s:TEXT(echo:after)", "s:END"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream s got %q, want %q", got, want)
+	}
+}
+
+// resumedStream writes frames into a toolCallDuplex whose supervisor
+// resumes it, then a probe on stream g, and returns what stream s got
+// up to the probe's answer.
+func resumedStream(t *testing.T, frames ...*messages.Frame) []string {
+	t.Helper()
 	rt := startRuntimeWith(t, &RuntimeOptions{Supervision: resumeAll()})
 	conn, err := rt.Start(toolCallDuplex())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SendAll(
-		messages.ToolCall("s", "c1", "boom", nil),
-		messages.ToolArgChunk("s", "c1", `{"a":`),
-		messages.ToolCall("s", "c2", "tool", nil),
-		messages.ToolCall("s", "c1", "tool", nil),
-		messages.Text("g", "probe"),
-	); err != nil {
+	if err := conn.SendAll(append(frames, messages.Text("g", "probe"))...); err != nil {
 		t.Fatal(err)
 	}
-	got := onStream(recvUntil(t, conn, "g", "END"), "s")
-	want := []string{"s:ERROR(boom)[" + FailedKind + "]", "s:END", `s:TOOL_RESULT("c2")`, "s:END", `s:TOOL_RESULT("c1")`, "s:END"}
-	if !slices.Equal(got, want) {
-		t.Errorf("stream s got %q, want %q", got, want)
-	}
+	return onStream(recvUntil(t, conn, "g", "END"), "s")
 }

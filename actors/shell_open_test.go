@@ -73,12 +73,14 @@ func TestIsChildID(t *testing.T) {
 // openStreams keeps the calls of a stream that carries several, past its
 // inline room too: a call noted with another id than the one noted is
 // another call of the stream; an END of one of them (endCall) ends it
-// alone, down to one call, the stream's sole call again. The lists it
+// alone, down to one call, the stream's sole call again, and is ended
+// (endedCall) until a call is noted with its id again. The lists it
 // reuses are never shared between streams.
 func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
 	type model struct {
 		noted string
 		calls []string // when several
+		done  []string // ended by endCall, not noted since
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	var o openStreams
@@ -98,6 +100,9 @@ func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
 			}
 		case 2, 3:
 			o.noteCall(id, call)
+			if m != nil {
+				m.done = slices.DeleteFunc(m.done, func(c string) bool { return c == call })
+			}
 			if m != nil && m.noted != call {
 				if m.noted != "" {
 					if len(m.calls) == 0 {
@@ -116,6 +121,9 @@ func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
 				t.Fatalf("step %d: endCall(%s, %s) = %v, want %v", i, id, call, ended, wantEnded)
 			}
 			if wantEnded {
+				if !slices.Contains(m.done, call) {
+					m.done = append(m.done, call)
+				}
 				m.calls = slices.DeleteFunc(m.calls, func(c string) bool { return c == call })
 				if m.noted == call {
 					m.noted = m.calls[len(m.calls)-1]
@@ -143,6 +151,9 @@ func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
 				if got, want := o.shares(id, c), slices.Contains(m.calls, c); got != want {
 					t.Fatalf("step %d: shares(%s, %s) = %v, want %v", i, id, c, got, want)
 				}
+				if got, want := o.endedCall(id, c), slices.Contains(m.done, c); got != want {
+					t.Fatalf("step %d: endedCall(%s, %s) = %v, want %v", i, id, c, got, want)
+				}
 			}
 		}
 	}
@@ -150,7 +161,8 @@ func TestOpenStreams_KeepsSeveralCalls(t *testing.T) {
 
 // TestOpenStreams_SeveralCallsNoAllocation: a stream that carries
 // several calls, one after another, costs no allocation once the first
-// one has: the list of its calls is reused.
+// one has: the lists of its calls and of those ended are reused, also
+// when an ended call is sent again and ended a second time.
 func TestOpenStreams_SeveralCallsNoAllocation(t *testing.T) {
 	var o openStreams
 	cycle := func() {
@@ -158,6 +170,8 @@ func TestOpenStreams_SeveralCallsNoAllocation(t *testing.T) {
 		o.noteCall("s", "c1")
 		o.noteCall("s", "c2")
 		o.noteCall("s", "c3")
+		o.endCall("s", "c1")
+		o.noteCall("s", "c1")
 		o.endCall("s", "c1")
 		o.endCall("s", "c2")
 		o.remove("s")

@@ -1,0 +1,229 @@
+package actors
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
+
+// The tests here hold that a call the Logic ended by its tool-call id,
+// on a stream that carries other calls, stays ended: a second END of it
+// ends none of the others, and a late frame with its id but its
+// TOOL_CALL (its rest, on its way) opens it again no more than a late
+// argument chunk does; a TOOL_CALL with its id is the call sent again, a
+// new call, and a frame with an id never seen is a new call too. A stop
+// then answers each call still open once, and none twice.
+
+// twiceEndingDuplex is a duplex "d" that holds a TEXT (a call of no id,
+// as a model's prompt) and a TOOL_CALL of tool "hold"; answers any other
+// TOOL_CALL with a TOOL_RESULT and the END of the call alone (its id),
+// and a TOOL_CALL of tool "twice" with a second END of it after; and
+// answers a TEXT "probe" with END of its stream.
+func twiceEndingDuplex() Spec {
+	return frameDuplex(func(c Context, f *messages.Frame) {
+		id := f.GetStreamId()
+		switch {
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
+			c.Emit(messages.End(id))
+		case f.GetType() == messages.FrameType_TOOL_CALL && f.GetName() != "hold":
+			c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`1`)))
+			c.Emit(endOf(id, f.GetToolCallId()))
+			if f.GetName() == "twice" {
+				c.Emit(endOf(id, f.GetToolCallId()))
+			}
+		}
+	})
+}
+
+// stopAnswers writes frames into a duplex of twiceEndingDuplex, then a
+// probe, stops it once the probe is answered (every frame before it
+// taken), and returns what stream s got after the Logic's own frames:
+// the stop's answers, with the failure kind and the tool-call id of each.
+func stopAnswers(t *testing.T, frames ...*messages.Frame) []string {
+	t.Helper()
+	rt := startRuntime(t)
+	conn, err := rt.Start(twiceEndingDuplex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if err := conn.SendAll(append(frames, messages.Text("g", "probe"))...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RecvStream(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range closeAndDrain(t, conn) {
+		if f.GetStreamId() == "s" && f.GetType() != messages.FrameType_TOOL_RESULT {
+			got = append(got, withCallID(f)+"["+f.GetMeta().GetFailureKind()+"]")
+		}
+	}
+	return got
+}
+
+// closeAndDrain stops conn's duplex and returns the frames it emitted
+// that were not read yet, up to its stop.
+func closeAndDrain(t *testing.T, conn *Conn) []*messages.Frame {
+	t.Helper()
+	ctx := testContext(t)
+	if err := conn.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []*messages.Frame
+	for {
+		f, err := conn.Recv(ctx)
+		if errors.Is(err, ErrDuplexStopped) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("recv: %v after %d frames", err, len(got))
+		}
+		got = append(got, f)
+	}
+}
+
+// stoppedPair is the ERROR and END with which a stop answers the call of
+// tool-call id call.
+func stoppedPair(call string) []string {
+	return []string{"ERROR(" + ErrStopped.Error() + ")/" + call + "[" + StoppedKind + "]", "END/" + call + "[]"}
+}
+
+// TestConn_SecondEndOfAnEndedCallEndsNoOther: a stream carries a call of
+// no id (a TEXT) and a call a, or calls a and b; the Logic ends a by its
+// id twice. The second END ends nothing: the other call is still open,
+// and the stop answers it. Ending the stream there would leave its
+// caller waiting forever.
+func TestConn_SecondEndOfAnEndedCallEndsNoOther(t *testing.T) {
+	t.Run("beside a call of no id", func(t *testing.T) {
+		got := stopAnswers(t, messages.Text("s", "hi"), messages.ToolCall("s", "a", "twice", nil))
+		want := append([]string{"END/a[]", "END/a[]"}, stoppedPair("")...)
+		if !slices.Equal(got, want) {
+			t.Errorf("stream s got %q, want %q (the call of no id answered by the stop)", got, want)
+		}
+	})
+	t.Run("beside a call with an id", func(t *testing.T) {
+		got := stopAnswers(t, messages.StreamingToolCall("s", "b", "hold"), messages.ToolCall("s", "a", "twice", nil))
+		want := append([]string{"END/a[]", "END/a[]"}, stoppedPair("b")...)
+		if !slices.Equal(got, want) {
+			t.Errorf("stream s got %q, want %q (b answered by the stop)", got, want)
+		}
+	})
+}
+
+// TestConn_LateFrameOfAnEndedCall: a stream carries a call of no id (a
+// TEXT) and a call a, which the Logic answers and ends by its id. A
+// frame with a's id that comes after is a's rest, on its way, unless it
+// begins a call: a PARAM or a TEXT with it opens a no more, and the stop
+// answers the call of no id alone (a second answer of a would be a
+// dangling result for its caller). A TOOL_CALL with a's id is a sent
+// again, a new call, and a PARAM with an id never seen on the stream is
+// a new call: the stop answers each.
+func TestConn_LateFrameOfAnEndedCall(t *testing.T) {
+	param := func(call string) *messages.Frame {
+		f := messages.RawParam("s", "x", []byte(`1`))
+		f.ToolCallId = call
+		return f
+	}
+	text := func(call string) *messages.Frame {
+		f := messages.Text("s", "more")
+		f.ToolCallId = call
+		return f
+	}
+	for _, tc := range []struct {
+		name string
+		late []*messages.Frame
+		want []string // the stop's answers
+	}{
+		{"PARAM of a", []*messages.Frame{param("a")}, stoppedPair("")},
+		{"TEXT of a", []*messages.Frame{text("a")}, stoppedPair("")},
+		{"TOOL_CALL of a again", []*messages.Frame{messages.StreamingToolCall("s", "a", "hold")}, append(stoppedPair("a"), stoppedPair("")...)},
+		{"TOOL_CALL of a again, then its PARAM", []*messages.Frame{messages.StreamingToolCall("s", "a", "hold"), param("a")},
+			append(stoppedPair("a"), stoppedPair("")...)},
+		{"PARAM of a new call", []*messages.Frame{param("a"), param("b")}, append(stoppedPair("b"), stoppedPair("")...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames := append([]*messages.Frame{messages.Text("s", "hi"), messages.ToolCall("s", "a", "tool", nil)}, tc.late...)
+			got := stopAnswers(t, frames...)
+			if want := append([]string{"END/a[]"}, tc.want...); !slices.Equal(got, want) {
+				t.Errorf("stream s got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestOpenStreams_SharesNoAllocation: telling whether a call shares its
+// stream with others (as a Resume does) costs no allocation, whatever
+// the number of calls the stream carries.
+func TestOpenStreams_SharesNoAllocation(t *testing.T) {
+	var o openStreams
+	o.openCalls("s", "c1", "c2", "c3")
+	o.openCalls("t", "c1", "")
+	o.openCalls("x0")
+	o.openCalls("u", "c1", "c2") // past the inline room
+	shares := func() {
+		if !o.shares("s", "c2") || !o.shares("t", "c1") || !o.shares("u", "c1") || o.shares("s", "c9") {
+			t.Fatal("shares: wrong answer")
+		}
+	}
+	if n := testing.AllocsPerRun(100, shares); n != 0 {
+		t.Errorf("shares cost %v allocations, want 0", n)
+	}
+}
+
+// openCalls opens id and notes calls on it.
+func (o *openStreams) openCalls(id string, calls ...string) {
+	o.add(id)
+	for _, c := range calls {
+		o.noteCall(id, c)
+	}
+}
+
+// BenchmarkOpenStreams_Shares measures what a Resume asks of a stream
+// that carries three calls: whether the failed call shares it.
+func BenchmarkOpenStreams_Shares(b *testing.B) {
+	var o openStreams
+	o.openCalls("s", "c1", "c2", "c3")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !o.shares("s", "c2") {
+			b.Fatal("c2 shares s")
+		}
+	}
+}
+
+// TestOpenStreams_EndedCallsBounded: a stream kept open by a call of no
+// id (a model's text beside its tool calls) whose Logic ends call after
+// call by their ids keeps the endedMax ended last, not one more for each
+// call for as long as it is open: the newest are still ended, the oldest
+// forgotten.
+func TestOpenStreams_EndedCallsBounded(t *testing.T) {
+	for _, id := range []string{"s", "m"} { // inline, and past the inline room
+		var o openStreams
+		if id == "m" {
+			o.openCalls("x0")
+			o.openCalls("x1")
+		}
+		o.openCalls(id, "")
+		const calls = endedMax + 5
+		for i := range calls {
+			c := "c" + strconv.Itoa(i)
+			o.noteCall(id, c)
+			if !o.endCall(id, c) {
+				t.Fatalf("stream %s: endCall(%s) ended the stream, which carries a call of no id", id, c)
+			}
+		}
+		if !o.has(id) {
+			t.Fatalf("stream %s closed, its call of no id open", id)
+		}
+		if !o.endedCall(id, "c"+strconv.Itoa(calls-1)) || !o.endedCall(id, "c"+strconv.Itoa(calls-endedMax)) {
+			t.Errorf("stream %s: the %d calls ended last are not all ended", id, endedMax)
+		}
+		if o.endedCall(id, "c"+strconv.Itoa(calls-endedMax-1)) {
+			t.Errorf("stream %s: more than %d ended calls kept", id, endedMax)
+		}
+	}
+}

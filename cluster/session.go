@@ -91,23 +91,9 @@ func checkSessionID(id string) error {
 	return fmt.Errorf("session id %s: %w: %s", shortID(id), durability.ErrInvalidName, why)
 }
 
-// shortID quotes id for an error message, cut short when it is long:
-// the whole characters of its first 64 bytes (a cut one would be quoted
-// as escapes) and its length.
-func shortID(id string) string {
-	const most = 64
-	if len(id) <= most {
-		return fmt.Sprintf("%q", id)
-	}
-	cut := 0
-	for i := range id {
-		if i > most {
-			break
-		}
-		cut = i
-	}
-	return fmt.Sprintf("%q... (%d bytes)", id[:cut], len(id))
-}
+// shortID quotes id for an error message, cut short when it is long
+// (tools.ClipID).
+func shortID(id string) string { return fmt.Sprintf("%q", tools.ClipID(id)) }
 
 // param is one PARAM of the request that starts a session.
 type param struct {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -169,13 +168,16 @@ type SessionOptions struct {
 // sessions so) is read and moved to an ID that fits.
 const MaxSessionIDLen = durability.MaxNameLen - len(ApprovalStoreSuffix)
 
-// quoteID quotes a session id for an error message: past 64 bytes, the
-// whole characters of the first 64 (a cut one would be quoted as
-// escapes) and the id's length.
-func quoteID(id string) string {
+// ClipID shortens a session id, or another id or name a session's
+// records hold (a call's, an agent's, a key), for an error message,
+// which quotes it: past 64 bytes, it keeps the whole characters of the
+// first 64 and says the length. It never cuts a UTF-8 character in two
+// (%q would quote the bytes of its half as escapes); a byte that is not
+// UTF-8 counts as one. Ids run to a thousand bytes.
+func ClipID(id string) string {
 	const keep = 64
 	if len(id) <= keep {
-		return strconv.Quote(id)
+		return id
 	}
 	cut := 0
 	for i := range id {
@@ -184,7 +186,7 @@ func quoteID(id string) string {
 		}
 		cut = i
 	}
-	return fmt.Sprintf("%q…(%d bytes)", id[:cut], len(id))
+	return fmt.Sprintf("%s…(%d bytes)", id[:cut], len(id))
 }
 
 // DefaultSessionSnapshotEvery is the session snapshot interval when
@@ -227,7 +229,7 @@ func (o *SessionOptions) validateRead() error {
 	case !utf8.ValidString(o.ID):
 		// The session's events hold it as a protobuf string: the loop's
 		// first write would fail.
-		return fmt.Errorf("session: id %s: %w: it is not valid UTF-8", quoteID(o.ID), durability.ErrInvalidName)
+		return fmt.Errorf("session: id %q: %w: it is not valid UTF-8", ClipID(o.ID), durability.ErrInvalidName)
 	case o.Store == nil:
 		return errors.New("session: nil store")
 	case o.Timeout < 0:
@@ -341,7 +343,7 @@ func ReadSession(ctx context.Context, store durability.Store, id string) (st *me
 	}
 	sl := newSessionLog(o, prov)
 	if err := sl.loadContext(ctx); err != nil {
-		return nil, false, fmt.Errorf("read session %s: %w", quoteID(id), err)
+		return nil, false, fmt.Errorf("read session %q: %w", ClipID(id), err)
 	}
 	if !sl.rec.started {
 		return nil, false, nil
@@ -363,10 +365,10 @@ func DeleteSession(ctx context.Context, store durability.Store, id string) error
 	// durability.Provider), so MaxInt64 covers them all.
 	for _, name := range []string{id, id + ApprovalStoreSuffix} {
 		if err := store.DeleteEvents(ctx, name, math.MaxInt64); err != nil {
-			return fmt.Errorf("delete session %s: %w", quoteID(id), err)
+			return fmt.Errorf("delete session %q: %w", ClipID(id), err)
 		}
 		if err := store.DeleteSnapshots(ctx, name, math.MaxInt64); err != nil {
-			return fmt.Errorf("delete session %s: %w", quoteID(id), err)
+			return fmt.Errorf("delete session %q: %w", ClipID(id), err)
 		}
 	}
 	return nil
@@ -408,7 +410,7 @@ var ErrSessionExists = errors.New("move session: the target holds another sessio
 func MoveSession(ctx context.Context, store durability.Store, from, to string) (moved bool, err error) {
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("move session %s to %s: %w", quoteID(from), quoteID(to), err)
+			err = fmt.Errorf("move session %q to %q: %w", ClipID(from), ClipID(to), err)
 		}
 	}()
 	switch {
@@ -623,7 +625,7 @@ func (sl *sessionLog) drop() {
 // load reads the stored session, at the start of an incarnation.
 func (ss *sessionState) load(c actors.Context) {
 	if err := ss.log.load(); err != nil {
-		c.Fail(fmt.Errorf("load session %s: %w", quoteID(ss.opts.ID), err))
+		c.Fail(fmt.Errorf("load session %q: %w", ClipID(ss.opts.ID), err))
 	}
 }
 
@@ -703,7 +705,7 @@ func (ss *sessionState) write(c actors.Context) {
 		if r := recover(); r != nil {
 			if se, ok := r.(*durability.StoreError); ok {
 				ss.log.drop()
-				c.Fail(fmt.Errorf("persist session %s: %w", quoteID(ss.opts.ID), se))
+				c.Fail(fmt.Errorf("persist session %q: %w", ClipID(ss.opts.ID), se))
 			}
 			panic(r)
 		}
@@ -717,7 +719,7 @@ func (ss *sessionState) write(c actors.Context) {
 func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSession, payload []byte) bool {
 	if ss.active != "" && ss.active != s.stream {
 		s.hold = true
-		l.fail(c, s, fmt.Sprintf("tool loop: session %s is busy on another stream", quoteID(ss.opts.ID)), "", false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ClipID(ss.opts.ID)), "", false)
 		return false
 	}
 	if !ss.log.rec.started {
@@ -728,7 +730,7 @@ func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSess
 	s.hold = true
 	st := ss.log.rec.state(ss.opts.ID, ss.log.index)
 	if !bytes.Equal(st.GetFirstRequest(), payload) {
-		l.fail(c, s, fmt.Sprintf("tool loop: session %s was started with a different request; use a new session id for a new conversation", quoteID(ss.opts.ID)), FailureSessionConflict, false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ClipID(ss.opts.ID)), FailureSessionConflict, false)
 		return false
 	}
 	ss.active = s.stream

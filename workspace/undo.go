@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -106,24 +105,6 @@ func (j *Journal) keyFits(session string) error {
 		"this journal takes ids of up to %d bytes; named as its agent (JournalOptions.Name), it takes every id the agent does",
 		len(session), durability.ErrInvalidName, len(cmp.Or(j.name, agent.DefaultName)), inKey, key, durability.MaxNameLen,
 		max(durability.MaxNameLen-len(journalKeyPrefix)-inKey-len("/"), 0))
-}
-
-// quoteClipped quotes a session id, a call id or a key for an error
-// message: past 64 bytes, the whole characters of the first 64 (a cut
-// one would be quoted as escapes) and the length.
-func quoteClipped(s string) string {
-	const keep = 64
-	if len(s) <= keep {
-		return strconv.Quote(s)
-	}
-	cut := 0
-	for i := range s {
-		if i > keep {
-			break
-		}
-		cut = i
-	}
-	return fmt.Sprintf("%q…(%d bytes)", s[:cut], len(s))
 }
 
 // Errors of [Journal.Undo].
@@ -434,7 +415,7 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	olds := []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix}
 	if !empty {
@@ -463,10 +444,10 @@ func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, erro
 		return false, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
-		return false, fmt.Errorf("journal of session %s: move the journal of an earlier version (%s): %w", quoteClipped(session), quoteClipped(old), err)
+		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	if err := j.store.DeleteEvents(ctx, old, uint64(len(events)-1)); err != nil {
-		return true, fmt.Errorf("journal of session %s: moved from %s, which could not be deleted: %w", quoteClipped(session), quoteClipped(old), err)
+		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	return true, nil
 }
@@ -488,7 +469,7 @@ func (j *Journal) readOld(ctx context.Context, session, old string) (first uint6
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopOld) {
-		return 0, nil, fmt.Errorf("journal of session %s: read the journal of an earlier version (%s): %w", quoteClipped(session), quoteClipped(old), err)
+		return 0, nil, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	if !journal {
 		return 0, nil, nil
@@ -552,10 +533,10 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	if err := j.store.PersistEvent(ctx, j.key(session), next, data); err != nil {
-		return fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	j.next[session] = next + 1
 	return nil
@@ -600,7 +581,7 @@ func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uin
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("journal of session %s: %w", quoteClipped(session), err)
+		return nil, 0, fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	return writes, next, nil
 }
@@ -668,7 +649,7 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 			}
 		}
 		if from < 0 {
-			return nil, fmt.Errorf("%w: %s in session %s", ErrNoSuchCall, quoteClipped(fromCall), quoteClipped(session))
+			return nil, fmt.Errorf("%w: %q in session %q", ErrNoSuchCall, tools.ClipID(fromCall), tools.ClipID(session))
 		}
 	}
 	undo := writes[from:]

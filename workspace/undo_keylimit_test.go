@@ -123,19 +123,11 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 // their lengths: an agent's session ids run to a thousand bytes.
 func TestJournal_ErrorsQuoteSessionClipped(t *testing.T) {
 	store := memstore.New(nil)
-	ws, err := workspace.New(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
-	j, err := workspace.NewJournal(ws, store, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, j := newJournal(t, t.TempDir(), store)
 	session := "a" + strings.Repeat("é", 400) // odd: a cut at a byte count falls inside an é
 	call := "c" + strings.Repeat("é", 300)
 	ctx := t.Context()
-	_, err = j.Undo(ctx, session, call)
+	_, err := j.Undo(ctx, session, call)
 	if !errors.Is(err, workspace.ErrNoSuchCall) {
 		t.Fatalf("Undo from a call the session never made: %v, want ErrNoSuchCall", err)
 	}

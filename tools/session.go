@@ -138,7 +138,8 @@ const MetaSession = "session"
 // messages.LoopCancelled) load as sessions not cancelled.
 type SessionOptions struct {
 	// ID names the session in the store (it is the store's actor name);
-	// required, of [MaxSessionIDLen] bytes at most.
+	// required, valid UTF-8 (the session's events hold it as a protobuf
+	// string), of [MaxSessionIDLen] bytes at most.
 	ID string
 	// Store keeps the session; required. The caller owns and closes it.
 	Store durability.Store

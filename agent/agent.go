@@ -1803,7 +1803,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	}
 	c.shared = shared
 	defer func() { a.leave(sessionID, c.closer, c.drain, c.mux) }()
-	if (delegation || a.delegationSession(sessionID)) && a.opts.Store != nil {
+	if a.opts.Store != nil && (delegation || a.delegationSession(sessionID)) {
 		// A delegation resumed after it waited for approval is one too.
 		defer func() { c.forget(err) }() // after stopLoop: deferred before it
 	}

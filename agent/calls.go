@@ -2,9 +2,9 @@ package agent
 
 import (
 	"context"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 	"weak"
 
 	"github.com/polyweave/polyweave-go/tools"
@@ -25,7 +25,6 @@ import (
 // at once would contend for the other). Handlers past the slots' number
 // at once go to more, under mu. Only a Close reads the whole table.
 type callTable struct {
-	seed  maphash.Seed
 	seq   atomic.Uint64
 	slots [callSlots]callSlot
 	// watched is set once a Close may wait on the table: from then on
@@ -38,7 +37,23 @@ type callTable struct {
 
 // callSlots is the number of handlers a callTable keeps in slots: an
 // agent whose handlers run more at once keeps the rest in a map.
-const callSlots = 16
+const callSlots = 1 << callSlotBits
+
+const callSlotBits = 4
+
+// home is the slot a handler of ctx is kept in when it is free, else
+// the first free one after it: a hash of the ctx's identity, the data
+// word of the interface value (for the ctxs the tools give handlers, a
+// pointer of one handler's own), its bits spread by Fibonacci hashing.
+// Any function of the value would do: begin and end are given the same
+// value and so start from the same slot, whatever the word holds; the
+// hash only spreads the handlers running at once over the slots.
+// maphash.Comparable of the ctx cost as much as the rest of a handler's
+// start and return together, twice a call on the loop's goroutine.
+func home(ctx context.Context) uint64 {
+	w := uintptr((*[2]unsafe.Pointer)(unsafe.Pointer(&ctx))[1])
+	return uint64(w) * 0x9e3779b97f4a7c15 >> (64 - callSlotBits)
+}
 
 // callSlot is a slot of a callTable: a handler's ctx (nil: free) and
 // its number.
@@ -49,13 +64,13 @@ type callSlot struct {
 }
 
 func newCallTable() *callTable {
-	return &callTable{seed: maphash.MakeSeed()}
+	return &callTable{}
 }
 
 // begin keeps the handler of ctx, numbered next.
 func (t *callTable) begin(ctx context.Context) {
 	seq := t.seq.Add(1)
-	h := maphash.Comparable(t.seed, ctx)
+	h := home(ctx)
 	for i := range uint64(callSlots) {
 		s := &t.slots[(h+i)%callSlots]
 		s.mu.Lock()
@@ -78,7 +93,7 @@ func (t *callTable) begin(ctx context.Context) {
 // first one holding it from where its ctx hashes to: begin took the first
 // free one from there, and it stayed.
 func (t *callTable) end(ctx context.Context) {
-	h := maphash.Comparable(t.seed, ctx)
+	h := home(ctx)
 	for i := range uint64(callSlots) {
 		s := &t.slots[(h+i)%callSlots]
 		s.mu.Lock()

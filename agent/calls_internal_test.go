@@ -144,3 +144,29 @@ func handlerContexts(t testing.TB, rt *actors.Runtime, n int) []context.Context 
 	}
 	return out
 }
+
+// TestCallTable_HandlersSpreadOverSlots: the handlers running at once
+// start from slots of their own (see home), their ctxs all of one type:
+// a hash that read what the ctxs share (their type) would put them all
+// in one slot, each begin and end then passing the slots taken before.
+func TestCallTable_HandlersSpreadOverSlots(t *testing.T) {
+	const n = 4 * callSlots
+	ctxs := handlerContexts(t, actorstest.NewRuntime(t, nil), n)
+	homes := map[uint64]int{}
+	for _, ctx := range ctxs {
+		h := home(ctx)
+		if h >= callSlots {
+			t.Fatalf("home %d, past the %d slots", h, callSlots)
+		}
+		if again := ctx; home(again) != h {
+			t.Fatalf("the same ctx starts from slots %d and %d", h, home(again))
+		}
+		homes[h]++
+	}
+	// 64 handlers hashed at random leave 16 * (15/16)^64, about 0.3, of
+	// the 16 slots unused on average: fewer than half of them used is a
+	// hash that does not spread.
+	if len(homes) < callSlots/2 {
+		t.Errorf("%d handlers start from %d slot(s) of %d: %v", n, len(homes), callSlots, homes)
+	}
+}

@@ -310,3 +310,65 @@ func TestRecord_FitsACacheLine(t *testing.T) {
 		t.Fatalf("a record is %d bytes, want at most 64", size)
 	}
 }
+
+// The log's records each lie on a cache line of their own: its array
+// starts on a line, and is never grown (the hooks fold it when full).
+// An array of records allocated plainly starts 8 bytes into a line (the
+// allocator's header of a large object), and each record written was
+// two lines taken from the other core, one of them shared with the next
+// record.
+func TestRecord_LogOnCacheLines(t *testing.T) {
+	in, o := newObserved(t)
+	logAt := func() (offset uintptr, records int) {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return uintptr(unsafe.Pointer(unsafe.SliceData(in.log))) % 64, cap(in.log)
+	}
+	run := newHookRun(t, "s")
+	for i := range 2 * foldAt { // past a fold or two
+		if offset, records := logAt(); offset != 0 || records < foldAt {
+			t.Fatalf("after %d runs, the log's records start %d bytes into a line, %d of them at most; want 0 and %d at least", i, offset, records, foldAt)
+		}
+		run.play(in, o)
+	}
+}
+
+// The hooks on the hot path bump the version the event streams follow
+// once for the records a fold shows together, not once a record: the
+// first record left after a fold bumps it (a stream that sent before
+// it sends again), the others find it bumped already. A locked
+// instruction less a hook: a run of the benchmarks' conversation leaves
+// seven records.
+func TestVersion_BumpedOnceAFold(t *testing.T) {
+	in, o := newObserved(t)
+	first, second := newHookRun(t, "v1"), newHookRun(t, "v2")
+	in.Snapshot("") // the log folded
+	v := in.version.Load()
+	first.play(in, o)
+	if got := in.version.Load(); got != v+1 {
+		t.Fatalf("version moved by %d over a run's records, want 1", got-v)
+	}
+	if d := in.Snapshot("v1").Session; d == nil || d.Requests != 4 {
+		t.Fatalf("session v1 %+v, want its four requests shown", d)
+	}
+	v = in.version.Load()
+	second.play(in, o)
+	if got := in.version.Load(); got != v+1 {
+		t.Fatalf("version moved by %d over the next run's records after a fold, want 1", got-v)
+	}
+	if d := in.Snapshot("v2").Session; d == nil || d.Requests != 4 {
+		t.Fatalf("session v2 %+v, want its four requests shown", d)
+	}
+}
+
+// The fields every hook on the hot path writes (the lock, the version,
+// the log and its frames) are the Inspector's first 64 bytes: each
+// cache line the hooks share is one more taken from the other core at
+// every hook.
+func TestInspector_HotFieldsShareALine(t *testing.T) {
+	var in Inspector
+	end := unsafe.Offsetof(in.frames) + unsafe.Sizeof(in.frames)
+	if at := unsafe.Offsetof(in.mu); at != 0 || end > 64 {
+		t.Fatalf("the lock at byte %d and the hot fields up to byte %d, want them all in the first 64", at, end)
+	}
+}

@@ -180,7 +180,7 @@ func (in *Inspector) event(r *http.Request, html bool) (name string, data []byte
 
 // serveEvents follows the inspector for one client. It coalesces: the
 // hooks on the hot path only bump in.version (no channel, no goroutine
-// woken per change); the stream looks at it at the ticks of the
+// woken per change; once for the records a fold shows, see logged); the stream looks at it at the ticks of the
 // inspector's clock (every coarseResolution: no timer of its own, see
 // coarseClock) and, Options.Interval after its last event (250ms by
 // default: the page still feels live), sends what accumulated as one

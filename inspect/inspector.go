@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/agent"
@@ -82,6 +83,20 @@ type Options struct {
 // Inspector observes a runtime and serves the live view (see the package
 // doc). Its methods are safe for concurrent use.
 type Inspector struct {
+	// The fields every hook on the hot path writes come first, within
+	// 64 bytes, where they straddled three cache lines: the hooks run on
+	// the workers of the adapter and of the loop in turn, usually two
+	// cores, and each line they share is taken from the other core at
+	// every hook.
+	mu sync.Mutex
+	// version is bumped at every change the page shows (by the hooks on
+	// the hot path, once for the records a fold shows: see logged).
+	version atomic.Uint64
+	// log holds what the hooks on the hot path recorded and the fold has
+	// not shown yet, in order (see fold); at most foldAt records.
+	log    []record
+	frames []observed // the frames of the turns in log
+
 	rt   *actors.Runtime
 	opts Options
 	// actors reads the runtime's registry of live actors (rt.Actors).
@@ -96,14 +111,6 @@ type Inspector struct {
 	once       sync.Once
 	clock      coarseClock // for ages and moments; latencies read time.Now
 
-	mu sync.Mutex
-	// version is bumped at every change the page shows: next to mu, as
-	// the hot path bumps it holding mu (one cache line, not two).
-	version atomic.Uint64
-	// log holds what the hooks on the hot path recorded and the fold has
-	// not shown yet, in order (see fold); at most foldAt records.
-	log    []record
-	frames []observed // the frames of the turns in log
 	// timed counts the response ENDs recorded timed and not folded yet,
 	// and the pending calls timed (dispatched): while there are some, a
 	// tool result reads the clock (its call may be one).
@@ -141,6 +148,9 @@ type Inspector struct {
 	stalls       map[string]*stall
 	stores       map[string]storePosition
 	restarts     int
+	// uses counts the tool results shown and the rows of figures made:
+	// the order of toolStats.used.
+	uses uint64
 
 	// building, when set (by tests), is called where a snapshot's view
 	// is built from what was copied of the state.
@@ -182,7 +192,7 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
 		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
-		stores: map[string]storePosition{}}
+		stores: map[string]storePosition{}, log: newLog()}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
 	return in, nil
@@ -210,6 +220,20 @@ func (in *Inspector) Close() {
 
 func (in *Inspector) changed() { in.version.Add(1) }
 
+// logged is called by a hook about to leave a record in the log, with
+// in.mu held: the first record since the log was folded bumps the
+// version, the others find it bumped already. A stream that read the
+// version before that record (see serveEvents) finds it moved; one that
+// read it after takes in.mu for its snapshot, which folds the log, so
+// that every record left since is shown. One locked instruction a batch
+// rather than one a hook: on the hot path, they are the costly part of
+// a hook.
+func (in *Inspector) logged() {
+	if len(in.log) == 0 {
+		in.version.Add(1)
+	}
+}
+
 // foldAt is how many records the hooks leave before the one that
 // leaves the last folds them: the fold's code then runs for many
 // records in a row, its instructions in the cache, where run at every
@@ -219,10 +243,10 @@ const foldAt = 64
 
 // record is what a hook on the hot path leaves for the fold: a turn of
 // an adapter (see modelObserver.flush), or a tool result. It fits in a
-// cache line (the log's array is aligned to them): the hooks that write
-// records run on the workers of the adapter and of the loop in turn,
-// usually on two cores, and each record written is a line taken from
-// the other core.
+// cache line (the log's array is aligned to them, see newLog): the
+// hooks that write records run on the workers of the adapter and of the
+// loop in turn, usually on two cores, and each record written is a line
+// taken from the other core.
 type record struct {
 	o *modelObserver  // the adapter whose turn it is; nil for a tool result
 	f *messages.Frame // a result's call
@@ -239,6 +263,30 @@ type record struct {
 	// first and n place the turn's frames in in.frames.
 	first, n int32
 }
+
+// newLog returns the log's array, empty, foldAt records long (the hooks
+// fold it when full, so it never grows), its records each on a cache
+// line of their own where the allocator allows it. An array of records
+// is larger than 512 bytes and holds pointers: the allocator places it
+// 8 bytes into a line (after a header of its type), and each record
+// straddled two lines, one of them shared with the next record, which
+// the other core may write. The padded array starts its records on the
+// next line; if the allocator places it otherwise (another version of
+// the runtime), the plain array is taken when it is aligned.
+func newLog() []record {
+	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
+		return p.records[:0]
+	}
+	return new([foldAt]record)[:0]
+}
+
+// paddedLog is a log whose records start on a line (see newLog).
+type paddedLog struct {
+	_       [64 - 8]byte
+	records [foldAt]record
+}
+
+func lineAligned(p unsafe.Pointer) bool { return uintptr(p)%64 == 0 }
 
 // lock takes in.mu and shows what the hooks recorded (see fold): every
 // reader, and every hook that is not on the hot path, sees all that
@@ -551,8 +599,8 @@ func (in *Inspector) OnToolResult(ev tools.ToolResultEvent) {
 	if in.timed > 0 {
 		at = monoNow()
 	}
+	in.logged()
 	in.log = append(in.log, record{f: ev.Call, x: ev.Result, stream: ev.StreamID, at: at})
-	in.version.Add(1)
 	if len(in.log) >= foldAt {
 		in.fold()
 	}
@@ -606,7 +654,8 @@ func (in *Inspector) toolResult(ev tools.ToolResultEvent, kind string, at time.D
 		st = in.toolStatsApart(name)
 	}
 	st.calls++
-	st.used = in.version.Load()
+	in.uses++
+	st.used = in.uses
 	if dispatched > 0 {
 		in.timed--
 		if at > 0 {
@@ -696,7 +745,8 @@ func (in *Inspector) toolStats(name string) *toolStats {
 			in.unregistered++
 		}
 	}
-	st = &toolStats{name: name, other: other, used: in.version.Load(), kinds: map[string]int{}}
+	in.uses++
+	st = &toolStats{name: name, other: other, used: in.uses, kinds: map[string]int{}}
 	if len(in.toolList) < MaxToolRows {
 		st.index = int32(len(in.toolList))
 		in.toolList = append(in.toolList, st)
@@ -774,8 +824,8 @@ type toolStats struct {
 	// other rows are of names not given to Tools, counted in
 	// in.unregistered; dropped ones were dropped by dropToolRow.
 	other, dropped bool
-	// used is in.version at the row's last result or its making: the
-	// row used least recently goes first past MaxToolRows.
+	// used is in.uses at the row's last result or its making: the row
+	// used least recently goes first past MaxToolRows.
 	used            uint64
 	breaker         string // the breaker's state, once it changed
 	calls, failures int

@@ -337,13 +337,15 @@ func (o *modelObserver) flush() {
 	staged := o.staged // handed over: the fold keeps it until its request's END
 	o.staged = nil
 	in.mu.Lock()
+	in.logged()
 	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
 		first: int32(len(in.frames)), n: int32(len(o.turn))})
-	in.frames = append(in.frames, o.turn...)
+	for _, ob := range o.turn { // a few: not worth typedslicecopy's call and memmove's
+		in.frames = append(in.frames, ob)
+	}
 	if at > 0 {
 		in.timed++
 	}
-	in.version.Add(1)
 	if len(in.log) >= foldAt {
 		in.fold()
 	}
@@ -502,8 +504,8 @@ func (s *session) cancelled(f *messages.Frame) {
 func (o *modelObserver) flushStaged() {
 	in := o.in
 	in.mu.Lock()
+	in.logged()
 	in.log = append(in.log, record{o: o, x: o.staged, first: int32(len(in.frames))})
-	in.version.Add(1)
 	if len(in.log) >= foldAt {
 		in.fold()
 	}

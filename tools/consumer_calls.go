@@ -9,14 +9,15 @@ import (
 // consumerCalls holds, for a router, the streams its consumer wrote a
 // call-opening frame on (as the runtime counts them: see
 // actors.OpensStream) in this incarnation, with the calls the consumer
-// has open there, until the model ends them (END or ERROR of no id, or of
-// the id of the stream's last call open: see openStream). It tells the
-// router whether the model's END or ERROR of a tool-call id ends one of
-// several calls of the consumer's alone, the stream going on with the
-// others, as the runtime counts it (see endsAlone): of the model's calls
-// pending there, such an END ends only the one of that id. A durable
-// router also puts a restore frame's calls on the streams not held here
-// on closed streams.
+// has open there, until the model ends them (END of no id, or of the id
+// of the stream's last call open: see openStream; an ERROR ends none, as
+// for the runtime, which answers a call with an ERROR and an END of its
+// id, the call open until that END). It tells the router whether the
+// model's END or ERROR of a tool-call id ends one of several calls of
+// the consumer's alone, the stream going on with the others, as the
+// runtime counts it (see endsAlone): of the model's calls pending there,
+// such an END ends only the one of that id. A durable router also puts a
+// restore frame's calls on the streams not held here on closed streams.
 //
 // Each stream has the count of such writes (opens) at its last one on
 // another stream than the one before; of those without a pending call,
@@ -83,9 +84,10 @@ func (o *consumerCalls) endsAlone(stream, call string) bool {
 	return ok && st.endsAlone(call)
 }
 
-// ended notes the model's END or ERROR of tool-call id call on stream: it
-// ends that call, if the stream carries it among others (see
-// openStream.end), or else the stream.
+// ended notes the model's END of tool-call id call on stream: it ends
+// that call, if the stream carries it among others (see openStream.end),
+// or else the stream. An ERROR is not noted: the call, or stream, is
+// open until its END.
 func (o *consumerCalls) ended(stream, call string) {
 	st, ok := o.open[stream]
 	if !ok {
@@ -123,9 +125,9 @@ func (o *consumerCalls) prune(p *PendingCalls) {
 // as the runtime tells them (see actors.OpensStream): frames of no id
 // are of a call of no id. A stream carries several calls once a frame of
 // another call than the one noted comes (a call of no id beside one with
-// an id counts); the model's END or ERROR with one of their ids ends that
-// call alone (see end), and one of no id, or of the id of a stream's
-// sole call, ends the stream.
+// an id counts); the model's END with one of their ids ends that call
+// alone (see end), and one of no id, or of the id of a stream's sole
+// call, ends the stream.
 type openStream struct {
 	at    uint64   // consumerCalls.opens at its last write (see note)
 	call  string   // the tool-call id noted last of its calls

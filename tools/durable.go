@@ -130,15 +130,17 @@ const MetaState = "state"
 // model echoes it on the stream open again, though a restore frame
 // closed the stream while the call ran. The router expects such an echo
 // until it comes or the model ends the stream (not one call of the
-// consumer's alone: see below), and for at most 256 results at a time;
-// once it came, the model's echo of it again (a result of the same id
-// and payload on the stream) stays in too, until the model ends the
-// stream or starts a call of that id there. Once
-// the model starts a call of the same id on the stream (models that
-// number the calls of each response afresh reuse ids), a result of that
-// id is the echo only if its payload is the one the router wrote, as a
-// model that echoes results late echoes it; any other is the new call's,
-// and goes out. (A result of the new call with the very payload of the
+// consumer's alone: see below); once it came, the model's echo of it
+// again (a result of the same id and payload on the stream) stays in
+// too, until the model ends the stream or starts a call of that id
+// there. It keeps at most 256 such results at a time: past that, it
+// forgets first the oldest whose echo came, or, when none has, the
+// oldest, whose echo, should it come after all, goes out. Once the model
+// starts a call of the same id on the stream (models that number the
+// calls of each response afresh reuse ids), a result of that id is the
+// echo only if its payload is the one the router wrote, as a model that
+// echoes results late echoes it; any other is the new call's, and goes
+// out. (A result of the new call with the very payload of the
 // ended call's, both cancelled alike, say, cannot be told from the echo:
 // the first to come is taken for it.)
 // A stream stays closed after its calls have ended, until the consumer
@@ -153,6 +155,8 @@ const MetaState = "state"
 // arguments (its removal persisted, event "call_ended"), and the others
 // stay pending, their arguments still to come. Any other END or ERROR
 // ends the stream and every call pending there (event "stream_ended").
+// The consumer's call stays open until the model's END of it, as for the
+// runtime: the END that follows an ERROR of its id ends it alone too.
 //
 // A restore frame (see below) puts calls on streams as a recovery does:
 // those on the restore frame's stream and on the streams the consumer has

@@ -143,13 +143,16 @@ func holdModel(got chan<- *messages.Frame) actors.Spec { return echoHeld(got, 1)
 // twiceModel is holdModel that echoes each result it holds twice.
 func twiceModel(got chan<- *messages.Frame) actors.Spec { return echoHeld(got, 2) }
 
-// echoHeld is holdModel that echoes each result it holds times times.
+// echoHeld is holdModel that echoes each result it holds times times;
+// with got nil, it tells the test of none.
 func echoHeld(got chan<- *messages.Frame, times int) actors.Spec {
 	var held []*messages.Frame
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
 		switch {
 		case f.GetType() == messages.FrameType_TOOL_RESULT:
-			got <- f
+			if got != nil {
+				got <- f
+			}
 			held = append(held, f)
 			return
 		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
@@ -519,6 +522,78 @@ func TestDurableRouter_EchoTwiceStaysIn(t *testing.T) {
 		out := streamUntil(t, h.conn, "s", isText("release"))
 		if n := len(slices.DeleteFunc(out, func(f *messages.Frame) bool { return !isResultOf("call_a")(f) })); n != 2 {
 			t.Errorf("stream s got %d echoes of the new call_a's result, want the model's two", n)
+		}
+	})
+}
+
+// TestDurableRouter_EchoBoundDropsTheEchoesThatCameFirst: a restart
+// closes streams first, came and rest, with 1, 1 and 255 recovered calls;
+// CANCELs end them, one stream after the other, and their results go to
+// a model that holds them. The model echoes came's result before rest's
+// calls are cancelled. Past the bound of 256 echoes expected, the router
+// forgets came's, which came already (only the model's echo of it again
+// would still be kept in), rather than first's, the oldest, whose echo
+// has not come: when it comes, on first written on again, it does not go
+// out.
+func TestDurableRouter_EchoBoundDropsTheEchoesThatCameFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimitedWith(t, restartSupervised, time.Hour, func(chan<- *messages.Frame) actors.Spec { return echoHeld(nil, 1) })
+		const rest = 255 // with first's and came's, one more than the bound
+		calls := []*messages.Frame{messages.StreamingToolCall("first", "call_first", "record"),
+			messages.StreamingToolCall("came", "call_came", "record")}
+		for i := range rest {
+			calls = append(calls, messages.StreamingToolCall("rest", fmt.Sprint("call_", i), "record"))
+		}
+		send(t, h.conn, calls...)
+		waitState(t, h.conn, "rest", "started")
+		h.restart("p") // first, came and rest closed
+
+		send(t, h.conn, messages.Cancel("first", ""), messages.Cancel("came", ""))
+		// The model echoes the CANCELs on the closed streams, where they
+		// stay in, before came is written on again.
+		synctest.Wait()
+		send(t, h.conn, messages.Text("came", "release")) // the model echoes call_came's result: it came
+		if out := streamUntil(t, h.conn, "came", isText("release")); len(out) != 1 {
+			t.Fatalf("stream came written on again got %q, want the echo of its text alone", lines(out))
+		}
+		send(t, h.conn, messages.Cancel("rest", ""))
+		synctest.Wait()
+		send(t, h.conn, messages.Text("first", "release")) // the model echoes call_first's result
+		if out := streamUntil(t, h.conn, "first", isText("release")); len(out) != 1 {
+			t.Errorf("stream first written on again got %q, want the echo of its text alone", lines(out))
+		}
+	})
+}
+
+// TestDurableRouter_ReusedIDWithTheEchoedPayloadGoesOut: the model starts
+// and completes call_m on a stream a restart closed, and echoes its
+// result at once: the echo stays in. Once the consumer has written on the
+// stream again, the model starts a new call_m there, whose result has
+// the very payload of the old one's: it is the new call's, which the
+// consumer was told of, and its echo goes out, though the old call's echo
+// came (and would have been kept in, had it come again).
+func TestDurableRouter_ReusedIDWithTheEchoedPayloadGoesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := recoveredOnS(t, startModel)
+		send(t, h.conn, messages.Meta("s", "start", nil), messages.Meta("s", "finish", nil)) // call_m runs, closed
+		first := results(t, h.got, 1)[0]
+		if first.GetToolCallId() != "call_m" || first.IsErrorResult() {
+			t.Fatalf("the model got %s, want call_m's result", line(first))
+		}
+		send(t, h.conn, messages.Text("s", "back"))
+		if out := streamUntil(t, h.conn, "s", isText("back")); slices.ContainsFunc(out, isResultOf("call_m")) {
+			t.Fatalf("stream s got %q: the consumer, told of no call_m there, got its result", lines(out))
+		}
+
+		send(t, h.conn, messages.Meta("s", "start", nil), messages.Meta("s", "finish", nil)) // a new call_m, open
+		waitState(t, h.conn, "s", "completed")
+		second := results(t, h.got, 1)[0]
+		if second.GetToolCallId() != "call_m" || string(second.GetPayload()) != string(first.GetPayload()) {
+			t.Fatalf("the new call_m's result %s, want the payload of the old one's, %s", line(second), first.GetPayload())
+		}
+		send(t, h.conn, messages.Text("s", "after"))
+		if out := streamUntil(t, h.conn, "s", isText("after")); !slices.ContainsFunc(out, isResultOf("call_m")) {
+			t.Errorf("stream s got %q: want the echo of the new call_m's result", lines(out))
 		}
 	})
 }

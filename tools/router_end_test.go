@@ -107,3 +107,36 @@ func TestStreamingRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamingRouter_ErrorAndEndOfOneCallLeaveTheOthersPending: the
+// consumer has calls x and y open on stream o, and the model streams
+// call_a there. The model then answers x alone with an ERROR and an END
+// of its id, as the runtime answers one call of several that its Resume
+// answered: x is open until its END, so that END is the end of x alone,
+// as the ERROR was, and the stream goes on with y: call_a, its arguments
+// still coming, runs with them. An END of no id then ends the stream.
+func TestStreamingRouter_ErrorAndEndOfOneCallLeaveTheOthersPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startEchoRouter(t, resultsModel)
+		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, conn, "o", isText("y"))
+		send(t, conn, messages.StreamingToolCall("o", "call_a", "record"), messages.ToolArgChunk("o", "call_a", argsA[:9]))
+
+		// The model echoes them: x ends, y goes on.
+		send(t, conn, withCall(messages.Error("o", "x failed"), "x"), withCall(messages.End("o"), "x"))
+		streamUntil(t, conn, "o", isEnd)
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatalf("after the ERROR and END of x alone, the model got %s", line(<-got))
+		}
+		send(t, conn, messages.ToolArgChunk("o", "call_a", argsA[9:]), messages.ToolComplete("o", "call_a"))
+		if r := nextResult(t, got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
+			t.Fatalf("after the ERROR and END of x alone, the model got %s: want call_a run with its arguments", line(r))
+		}
+
+		send(t, conn, messages.StreamingToolCall("o", "call_b", "record"), messages.End("o")) // o ends, and call_b with it
+		if r := nextResult(t, got); r.GetToolCallId() != "call_b" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after the END of stream o, the model got %s: want call_b answered as invalid arguments", line(r))
+		}
+	})
+}

@@ -17,7 +17,7 @@ import "github.com/polyweave/polyweave-go/messages"
 // another call's arguments (one interleaved with it on the stream). Any
 // other frame that opens a call on the stream is delivered, and ends the
 // record: a new call (stream ids are reused call after call), told by its
-// tool-call id (see answeredCall.newCall), or one that carries no id,
+// tool-call id (see closedCall.newCall), or one that carries no id,
 // which cannot be told from the answered call's rest and is taken for a
 // new call (see the package doc). So a caller that never sends an END (a whole
 // TOOL_CALL, a streaming call that ends at its tool_complete) has its
@@ -48,6 +48,12 @@ type closedCalls struct {
 // closedCall is a stream's record in closedCalls.
 type closedCall struct {
 	call answeredCall // the answered call's tool-call id
+	// others are the tool-call ids of the stream's other calls, when it
+	// carried several: answered with it (at an incarnation's end, or a
+	// Resume's for the stream) or ended by the Logic before. A frame with
+	// one of their ids, sent before the answer, is their rest, as one
+	// with call's is its (see newCall); a TOOL_CALL with one is a new call.
+	others []string
 	// shared: the call was answered alone, the other calls of its
 	// stream going on (a Resume's answer: see shell.resumed). Its rest
 	// is then the frames that carry its id alone (see sharedRest).
@@ -69,7 +75,7 @@ func inherit(prev *shell) *closedCalls {
 	default:
 		// In the order added: the oldest are forgotten first, in an
 		// order that does not depend on the map's.
-		answered.each(func(id string, r closedCall) { c.add(id, r.call, r.shared) })
+		answered.each(c.addRecord)
 	}
 	if c.len() == 0 {
 		return nil
@@ -96,8 +102,11 @@ func (c *closedCalls) get(id string) (closedCall, bool) {
 // add records the call on stream id, of tool-call id call, answered:
 // alone among the stream's calls when shared (see closedCall).
 func (c *closedCalls) add(id string, call answeredCall, shared bool) {
-	c.bounded.add(id, closedCall{call: call, shared: shared})
+	c.addRecord(id, closedCall{call: call, shared: shared})
 }
+
+// addRecord records r, the call answered on stream id.
+func (c *closedCalls) addRecord(id string, r closedCall) { c.bounded.add(id, r) }
 
 // drop reports whether f, written into the sink of an incarnation whose
 // open streams are open, is a late frame of a call an earlier
@@ -131,7 +140,7 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 		// begun before the answer (its TOOL_CALL after it would have
 		// ended the record), and none to be answered again.
 	default:
-		if opensCall(t) && (f.GetToolCallId() == "" || rec.call.newCall(f)) {
+		if opensCall(t) && (f.GetToolCallId() == "" || rec.newCall(f)) {
 			c.remove(id)
 			return false
 		}

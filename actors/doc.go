@@ -51,7 +51,9 @@
 //     call's id is that call sent again), a DESCRIBE (a whole call in
 //     one frame, ended by no END), or a frame that opens a call (any
 //     but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries an
-//     id other than the answered call's, but an argument chunk (its
+//     id other than the answered call's (and than those of the
+//     stream's other calls answered with it, or ended by the Logic
+//     before: their rest), but an argument chunk (its
 //     call's TOOL_CALL came first: a chunk of another id is of a call
 //     interleaved with the answered one on its stream). The other
 //     frames, up to the caller's END and that END included, are the
@@ -106,7 +108,11 @@
 //     a CANCEL with its id, and the jobs keyed by the stream id run on
 //     (they may be the other calls'); the stream's other calls go on,
 //     their frames delivered (the caller's END of the stream included),
-//     their answers the Logic's. A failed frame of no call (one with no
+//     their answers the Logic's. A failed frame with the id of a call
+//     the Logic ended (its late argument chunk, its caller's CANCEL),
+//     on a stream still open for others, is of a call that has its
+//     answer: the Resume answers none, the others are the Logic's to
+//     answer. A failed frame of no call (one with no
 //     id, the caller's END say) fails the stream: the Resume answers it
 //     for all its calls, with no id, and what the Logic emits on it is
 //     dropped up to its END of the stream (a call whose frames carry

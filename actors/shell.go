@@ -98,7 +98,7 @@ type shell struct {
 	// answered (see resumed); each with the answered call's tool-call id
 	// (see openStreams.call). Their frames are the answered call's,
 	// dropped, up to the caller's END, but a frame that opens a new call
-	// (see answeredCall.newCall), served or refused (see dropAnswered).
+	// (see closedCall.newCall), served or refused (see dropAnswered).
 	// What the Logic emits on them is dropped (see Emit). Bounded, the
 	// oldest forgotten (see closedCalls): a caller that never sends its
 	// END leaves its stream here. Nil when there are none.
@@ -356,7 +356,10 @@ func (s *shell) observed(msg any) {
 // failure was escalated from here are resumed in turn, as the decision
 // about this actor was also about their failure. A failure that no
 // input frame caused (a timer, background work's end, a child's frame)
-// is not a call's: the calls open stay the Logic's to answer.
+// is not a call's: the calls open stay the Logic's to answer. Nor is one
+// a frame of a call the Logic ended caused (its late argument chunk, its
+// caller's CANCEL, on a stream still open for others: see endedRest):
+// that call has its answer, the others are the Logic's.
 //
 // The failed frame's tool-call id tells its call. When the stream
 // carries other calls the runtime knows open (their frames came with
@@ -374,7 +377,8 @@ func (s *shell) resumed() {
 	}
 	s.rt.watch.resumed(s)
 	failed := s.failedCall
-	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream)
+	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream) &&
+		!s.open.endedRest(failed.stream, failed.call)
 	if stop {
 		id := failed.stream
 		shared := failed.call != "" && s.open.shares(id, failed.call)
@@ -679,7 +683,7 @@ func (s *shell) input(f *messages.Frame) {
 // of a call answered since (see answered) are dropped, and its END ends
 // it. Otherwise a frame that opens a call (stream ids are reused, call
 // after call), or a new call on the stream of an answered one (see
-// answeredCall.newCall), is refused. Frames that open nothing (a META
+// closedCall.newCall), is refused. Frames that open nothing (a META
 // among them: an approval decision after its call's END) are dropped: a
 // duplex owes nothing for them. So are the late frames of a call an
 // earlier incarnation answered (see closedCalls), as this one dropped
@@ -700,7 +704,7 @@ func (s *shell) late(f *messages.Frame) {
 // dropAnswered reports whether f is a frame of a call the shell answered
 // (see answered), to be dropped. The caller's END ends the call, and the
 // record; so does a frame that opens a new call (see
-// answeredCall.newCall), which is not dropped.
+// closedCall.newCall), which is not dropped.
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
 	rec, ok := s.answered.get(id)
@@ -719,7 +723,7 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 	drop := true
 	switch {
 	case f.GetType() == messages.FrameType_END:
-	case rec.call.newCall(f):
+	case rec.newCall(f):
 		drop = false
 	default:
 		return true
@@ -741,11 +745,14 @@ func (s *shell) endAnswered(id string) {
 type answeredCall string
 
 // newCall reports whether f, a frame on the stream of the answered call
-// c that its caller sent before the call's END, opens a new call rather
-// than being the answered call's rest: a TOOL_CALL (a call's first
-// frame, sent once: one with c's id is that call sent again), or a frame
-// that opens a call (see opensCall) and carries a tool-call id other
-// than c's. A frame that carries no id cannot be told from the answered
+// of r that its caller sent before the call's END, opens a new call
+// rather than being the answered call's rest: a TOOL_CALL (a call's
+// first frame, sent once: one with the call's id is that call sent
+// again), or a frame that opens a call (see opensCall) and carries a
+// tool-call id other than the call's, and than those of the stream's
+// other calls answered with it or ended by the Logic before (see
+// closedCall.others: a PARAM with one of theirs, sent before the
+// answer, is their rest). A frame that carries no id cannot be told from the answered
 // call's rest by its id: it is the answered call's up to the caller's
 // END (a call whose frames carry no id, PARAMs and TEXT, ends with its
 // caller's END), or up to a new call, which ends the record. Nor is a chunk of a streaming call's arguments a new
@@ -756,7 +763,7 @@ type answeredCall string
 // DESCRIBE is a new call, with or without an id: it is a whole call in
 // one frame, which its caller ends with no END, so it is never the rest
 // of another.
-func (c answeredCall) newCall(f *messages.Frame) bool {
+func (r closedCall) newCall(f *messages.Frame) bool {
 	t := f.GetType()
 	if t == messages.FrameType_DESCRIBE {
 		return true
@@ -765,7 +772,7 @@ func (c answeredCall) newCall(f *messages.Frame) bool {
 		return false
 	}
 	id := f.GetToolCallId()
-	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(c))
+	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(r.call) && !slices.Contains(r.others, id))
 }
 
 // sharedRest reports, of f, a frame on the stream of the call c a Resume
@@ -798,12 +805,18 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 
 // noteAnswered records that the shell answered the call on stream, of
 // tool-call id call, whose caller's input has not ended (see answered):
-// alone among the stream's calls when shared (see closedCall).
+// alone among the stream's calls when shared (see closedCall); else with
+// the stream's other calls known by their ids, answered with it or ended
+// by the Logic (see closedCall.others).
 func (s *shell) noteAnswered(stream, call string, shared bool) {
 	if s.answered == nil {
 		s.answered = &closedCalls{}
 	}
-	s.answered.add(stream, answeredCall(call), shared)
+	rec := closedCall{call: answeredCall(call), shared: shared}
+	if !shared {
+		rec.others = s.open.others(stream, call)
+	}
+	s.answered.addRecord(stream, rec)
 }
 
 // refuse answers f, a frame that opened its stream, a new call, after the
@@ -1115,14 +1128,37 @@ func reopened(done []string, call string) []string {
 	return done
 }
 
+// others returns the tool-call ids of the calls of id, open, but call:
+// those it carries and those the Logic ended by their ids (see
+// endedCall); nil when there are none, as for a stream of one call.
+func (o *openStreams) others(id, call string) []string {
+	st, ok := o.get(id)
+	if !ok || len(st.multi) == 0 && len(st.done) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(st.multi)+len(st.done))
+	for _, calls := range [...][]string{st.multi, st.done} {
+		for _, c := range calls {
+			if c != call && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // endedCall reports whether the Logic ended the call of tool-call id
 // call on id, open, by its id, and the call is not open again since
 // (see reopened): a frame with its id is the call's rest (see
 // restOfEnded), and a second END of it ends none of the stream's other
 // calls.
 func (o *openStreams) endedCall(id, call string) bool {
-	st, _ := o.get(id)
-	return slices.Contains(st.done, call)
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return len(o.done[i]) > 0 && slices.Contains(o.done[i], call)
+		}
+	}
+	return len(o.more) > 0 && slices.Contains(o.more[id].done, call)
 }
 
 // restOfEnded reports whether f, a frame that opens a call written into
@@ -1140,6 +1176,16 @@ func (o *openStreams) restOfEnded(f *messages.Frame) bool {
 	}
 	t := f.GetType()
 	return call != "" && t != messages.FrameType_TOOL_CALL && t != messages.FrameType_DESCRIBE && o.endedCall(id, call)
+}
+
+// endedRest reports whether a frame of tool-call id call on id, open,
+// is of a call the Logic ended by its id: the stream does not hold call,
+// and the Logic ended calls of it by their ids (see restOfEnded; also
+// one of those the stream no longer keeps, past endedMax). Its call has
+// its answer.
+func (o *openStreams) endedRest(id, call string) bool {
+	st, ok := o.get(id)
+	return ok && st.spent && !heldCall(call, st.call, st.multi, true)
 }
 
 // continues reports whether an argument chunk of tool-call id call on
@@ -1189,9 +1235,11 @@ func (o *openStreams) joined(m []string, prev, call string) []string {
 }
 
 // endCall ends the call of tool-call id call on id, when id carries it
-// among other calls, and reports whether it did: the stream stays open
-// for its other calls. It reports false, leaving the stream as it was,
-// when the stream carries a single call or none of that id.
+// among other calls, and reports whether the stream stays open for its
+// other calls: it ended the call, or the call is one the Logic ended
+// before (see endedCall), whose second END ends nothing. It reports
+// false, leaving the stream as it was, when the stream carries a single
+// call or none of that id.
 func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1201,7 +1249,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok
+			return ok || len(o.done[i]) > 0 && slices.Contains(o.done[i], call)
 		}
 	}
 	st, found := o.more[id]
@@ -1214,7 +1262,7 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok
+	return ok || slices.Contains(st.done, call)
 }
 
 // ending returns done, the calls of a stream the Logic ended by their
@@ -1405,7 +1453,7 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 func (s *shell) emit(f *messages.Frame) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
-		if c := f.GetToolCallId(); c != "" && (s.open.endCall(f.GetStreamId(), c) || s.open.endedCall(f.GetStreamId(), c)) {
+		if c := f.GetToolCallId(); c != "" && s.open.endCall(f.GetStreamId(), c) {
 			// The END of one of the stream's calls, others open, or a
 			// second END of a call ended: it ends none of the others.
 			break

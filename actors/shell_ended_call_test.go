@@ -2,11 +2,14 @@ package actors
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // The tests here hold that a call the Logic ended by its tool-call id,
@@ -20,14 +23,17 @@ import (
 // twiceEndingDuplex is a duplex "d" that holds a TEXT (a call of no id,
 // as a model's prompt) and a TOOL_CALL of tool "hold"; answers any other
 // TOOL_CALL with a TOOL_RESULT and the END of the call alone (its id),
-// and a TOOL_CALL of tool "twice" with a second END of it after; and
-// answers a TEXT "probe" with END of its stream.
+// and a TOOL_CALL of tool "twice" with a second END of it after;
+// answers a TEXT "probe" with END of its stream; and fails on a TEXT
+// "boom".
 func twiceEndingDuplex() Spec {
 	return frameDuplex(func(c Context, f *messages.Frame) {
 		id := f.GetStreamId()
 		switch {
 		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "probe":
 			c.Emit(messages.End(id))
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "boom":
+			panic("boom")
 		case f.GetType() == messages.FrameType_TOOL_CALL && f.GetName() != "hold":
 			c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`1`)))
 			c.Emit(endOf(id, f.GetToolCallId()))
@@ -44,7 +50,13 @@ func twiceEndingDuplex() Spec {
 // the stop's answers, with the failure kind and the tool-call id of each.
 func stopAnswers(t *testing.T, frames ...*messages.Frame) []string {
 	t.Helper()
-	rt := startRuntime(t)
+	return stopAnswersWith(t, nil, frames...)
+}
+
+// stopAnswersWith is stopAnswers on a runtime of opts.
+func stopAnswersWith(t *testing.T, opts *RuntimeOptions, frames ...*messages.Frame) []string {
+	t.Helper()
+	rt := startRuntimeWith(t, opts)
 	conn, err := rt.Start(twiceEndingDuplex())
 	if err != nil {
 		t.Fatal(err)
@@ -225,5 +237,55 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 		if o.endedCall(id, "c"+strconv.Itoa(calls-endedMax-1)) {
 			t.Errorf("stream %s: more than %d ended calls kept", id, endedMax)
 		}
+	}
+}
+
+// TestConn_LateFrameAfterARestartOfACallItAnswered: a restart answers
+// the calls open on a stream (ERROR and END of each), the Logic having
+// answered and ended one of its calls before; the caller's PARAM with
+// the id of either, sent before it had the answer, comes to the next
+// incarnation. It is the rest of a call answered, dropped: taken for a
+// new call, it would be answered a second time (by the stop here). A
+// TOOL_CALL with such an id is a new call, answered.
+func TestConn_LateFrameAfterARestartOfACallItAnswered(t *testing.T) {
+	param := func(call string) *messages.Frame {
+		f := messages.RawParam("s", "x", []byte(`1`))
+		f.ToolCallId = call
+		return f
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []*messages.Frame // the stream's frames before the restart
+		late  *messages.Frame
+		want  map[string]int // ENDs by tool-call id
+	}{{
+		name:  "a call the Logic ended",
+		calls: []*messages.Frame{messages.Text("s", "hi"), messages.ToolCall("s", "a", "tool", nil), messages.StreamingToolCall("s", "b", "hold")},
+		late:  param("a"),
+		want:  map[string]int{"a": 1, "b": 1, "": 1},
+	}, {
+		name:  "a call the restart answered, noted before the last",
+		calls: []*messages.Frame{messages.StreamingToolCall("s", "a", "hold"), messages.StreamingToolCall("s", "b", "hold")},
+		late:  param("a"),
+		want:  map[string]int{"a": 1, "b": 1},
+	}, {
+		name:  "a call the Logic ended, sent again",
+		calls: []*messages.Frame{messages.Text("s", "hi"), messages.ToolCall("s", "a", "tool", nil), messages.StreamingToolCall("s", "b", "hold")},
+		late:  messages.StreamingToolCall("s", "a", "hold"),
+		want:  map[string]int{"a": 2, "b": 1, "": 1},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames := append(slices.Clone(tc.calls), messages.Text("x", "boom"), tc.late)
+			got := stopAnswersWith(t, &RuntimeOptions{Supervision: decidingAll(supervisor.Restart)}, frames...)
+			ends := map[string]int{}
+			for _, g := range got {
+				if call, ok := strings.CutPrefix(g, "END/"); ok {
+					ends[strings.TrimSuffix(call, "[]")]++
+				}
+			}
+			if !maps.Equal(ends, tc.want) {
+				t.Errorf("stream s got %q: ENDs by call %v, want %v", got, ends, tc.want)
+			}
+		})
 	}
 }

@@ -84,6 +84,25 @@ func BenchmarkOpenStreams_Frames(b *testing.B) {
 	}
 }
 
+// BenchmarkOpenStreams_OneCallEnds measures what streams of one call
+// each, by far the most, cost to open, note and close as the shell does
+// for a call's frame and the Logic's END of it with its id.
+func BenchmarkOpenStreams_OneCallEnds(b *testing.B) {
+	var o openStreams
+	ids := []string{"s0", "s1", "s2"}
+	for b.Loop() {
+		for _, id := range ids {
+			o.add(id)
+			o.noteCall(id, "c1")
+		}
+		for _, id := range ids {
+			if !o.endCall(id, "c1") {
+				o.remove(id)
+			}
+		}
+	}
+}
+
 // TestOpenStreams_PastInlineNoAllocation: streams past the inline room,
 // each of one call, opened and ended over and over, cost no allocation
 // once the map has its room: counting them for the bound allocates

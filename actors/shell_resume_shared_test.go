@@ -235,6 +235,27 @@ func TestShell_ResumeOnASharedStream(t *testing.T) {
 			"stream for both, with no id, not the other call with its id as though it had failed",
 		frames: []*messages.Frame{messages.ToolCall("s", "c1", "hold", nil), messages.ToolCall("s", "", "fail", nil)},
 		want:   map[string][]string{"": failedAnswer("s")},
+	}, {
+		name: "late chunk of an ended call failed",
+		why: "the Logic fails on an argument chunk of a call it answered and ended by its id, still on its " +
+			"way: that call has its answer, and the failure is none of the stream's other calls, which the " +
+			"Logic answers (the Resume answering the held call with it would fail a call that did not fail)",
+		frames: []*messages.Frame{
+			messages.ToolCall("s", "c1", "hold", nil),
+			messages.StreamingToolCall("s", "c2", "t"), messages.ToolArgChunk("s", "c2", "1"), messages.ToolComplete("s", "c2"),
+			messages.ToolArgChunk("s", "c2", "fail"), // c2 answered and ended: its late chunk
+		},
+		want: map[string][]string{"c1": toolAnswer("s", "done"), "c2": toolAnswer("s", "args:1")},
+	}, {
+		name: "CANCEL of an ended call failed",
+		why: "the Logic fails on the caller's CANCEL of a call it answered and ended by its id: the call of no " +
+			"id beside it is the Logic's to answer, not failed with it",
+		frames: []*messages.Frame{
+			messages.ToolCall("s", "", "hold", nil),
+			messages.StreamingToolCall("s", "x", "t"), messages.ToolComplete("s", "x"),
+			messages.Cancel("s", "x"), // x answered and ended: its caller's late CANCEL
+		},
+		want: map[string][]string{"": toolAnswer("s", "done"), "x": toolAnswer("s", "args:")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := answersByCall(t, tc.ignoreCancel, tc.frames...)

@@ -170,6 +170,15 @@ type Options struct {
 	// remote.NodeOptions.MaxConnsPerPeer does a node's: one more is
 	// refused. Default remote.DefaultMaxConnsPerPeer; negative: no limit.
 	MaxConnsPerPeer int
+	// HeldMessageTimeout bounds how long the member holds a message not
+	// yet whole (it holds a message's frames back from gRPC until the
+	// whole message has come, see "Sizes" in package remote), as
+	// remote.NodeOptions.HeldMessageTimeout does a node's: a connection
+	// whose message is not whole this long after its first bytes is
+	// closed, the peer told why (remote.ErrHeldTooLong, in an HTTP/2
+	// GOAWAY) and the closing logged. Default
+	// remote.DefaultHeldMessageTimeout; negative: no limit.
+	HeldMessageTimeout time.Duration
 	// Logger receives the member's logs and protoactor's; nil discards.
 	Logger *slog.Logger
 }
@@ -413,7 +422,7 @@ func Start(opts *Options) (m *Member, err error) {
 	dial := remote.DialOptions(o.KeepaliveTime, o.KeepaliveTimeout)
 	// The server's credentials (TLS or none) bound what one peer's
 	// connections can make the member hold, as a node's do.
-	conns, err := remote.ConnServerOptions(o.Logger, o.MaxConnsPerPeer, o.TLS)
+	conns, err := remote.ConnServerOptionsHeld(o.Logger, o.MaxConnsPerPeer, o.HeldMessageTimeout, o.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: Options.TLS: %w", err)
 	}
@@ -483,7 +492,7 @@ func Start(opts *Options) (m *Member, err error) {
 			if m.c.Remote != nil && rt.System().Address() != unstartedAddress {
 				// Only a remote that listens has a server to stop: one
 				// that could not listen panicked before it had one.
-				remote.StopRemote(rt.System(), m.c.Remote)
+				remote.StopRemote(rt.System(), m.c.Remote, m.guard)
 			}
 			_ = rt.Close(context.Background())
 			if perr, ok := p.(error); ok {
@@ -966,7 +975,7 @@ func (m *Member) close() error {
 	if !m.client {
 		m.c.Gossip.Shutdown()
 	}
-	remote.StopRemote(m.rt.System(), m.c.Remote)
+	remote.StopRemote(m.rt.System(), m.c.Remote, m.guard)
 	m.setCloseStage("stopping the runtime")
 	errs = append(errs, m.rt.Close(ctx))
 	if err := errors.Join(errs...); err != nil {

@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/cluster"
 	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/remote/remotetest"
 )
 
 // TestStart_RefusesConnectionsOverPerPeerLimit: a member bounds what one
@@ -25,22 +25,7 @@ func TestStart_RefusesConnectionsOverPerPeerLimit(t *testing.T) {
 	m := startMember(t, &cluster.Options{Client: true, Store: openStore(t, freshSchema()), Hold: 200 * time.Millisecond,
 		Provider: cluster.Automanaged(0, hosts, 100*time.Millisecond), MaxConnsPerPeer: perPeer})
 	for i := range perPeer + 1 {
-		c, err := net.Dial("tcp", m.Address())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		// Only a failing member makes the test wait this long.
-		if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-			t.Fatal(err)
-		}
-		fr := http2.NewFramer(c, c)
-		if err := fr.WriteSettings(); err != nil {
-			t.Fatal(err)
-		}
+		_, fr := remotetest.DialHTTP2(t, m.Address())
 		if err := fr.WritePing(false, [8]byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}

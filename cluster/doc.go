@@ -98,7 +98,10 @@
 // their gRPC messages and batches as
 // package remote's nodes and clients do (remote.MessageLimits), so
 // frames within the limits, and bursts of them, never end a connection
-// (which protoactor would take for the peer gone).
+// (which protoactor would take for the peer gone). As theirs, a member's
+// connections hold a message's frames back until the whole message has
+// come, for Options.HeldMessageTimeout at most, and one peer has at most
+// Options.MaxConnsPerPeer of them open at once.
 //
 // # Mutual TLS
 //

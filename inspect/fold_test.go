@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -35,14 +36,16 @@ func TestFold_SnapshotShowsWhatTheHooksRecorded(t *testing.T) {
 }
 
 // The records wait for the fold in bounded memory however many runs
-// come with no reader: the hook that fills the log folds it.
+// come with no reader: the hook that fills the log folds it, and the
+// observer's buffer holds the frames of its records not folded yet
+// and no more.
 func TestFold_LogBounded(t *testing.T) {
 	in, o := newObserved(t)
 	for i := range 4 * DefaultMaxSessions {
 		run := newHookRun(t, "run-"+strconv.Itoa(i))
 		run.play(in, o)
 		in.mu.Lock()
-		records, frames := len(in.log), len(in.frames)
+		records, frames := len(in.log), len(o.turn)
 		in.mu.Unlock()
 		if records >= foldAt || frames > 4*foldAt {
 			t.Fatalf("after run %d: %d records of %d frames wait for the fold, want fewer than %d", i, records, frames, foldAt)
@@ -90,5 +93,26 @@ func TestFold_StagedMessagesOfAnotherStreamShown(t *testing.T) {
 	d := in.Snapshot("a").Session
 	if d == nil || len(d.Conversation) != 1 || d.Conversation[0].Text != "for a" {
 		t.Fatalf("session a %+v, want its messages shown", d)
+	}
+}
+
+// A turn's frames are handed over to the fold where the observer wrote
+// them, not copied under the lock: the frames a record leaves for the
+// fold are the observer's own, the same memory.
+func TestFold_TurnHandedOverNotCopied(t *testing.T) {
+	in, o := newObserved(t)
+	in.Snapshot("") // the log folded
+	requestTurn(o, "s", messages.Text("s", "hi"), messages.End("s"))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.log) == 0 {
+		t.Fatal("nothing left for the fold: the turn was folded as it was recorded")
+	}
+	frames := in.recorded(&in.log[len(in.log)-1])
+	if len(frames) != 3 {
+		t.Fatalf("the turn's record holds %d frames, want 3 (the END written in, the text, the END)", len(frames))
+	}
+	if &frames[0] != unsafe.SliceData(o.turn) {
+		t.Fatalf("the turn's frames were copied for the fold (at %p), want the observer's own (at %p)", &frames[0], unsafe.SliceData(o.turn))
 	}
 }

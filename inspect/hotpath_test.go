@@ -361,13 +361,13 @@ func TestVersion_BumpedOnceAFold(t *testing.T) {
 	}
 }
 
-// The fields every hook on the hot path writes (the lock, the version,
-// the log and its frames) are the Inspector's first 64 bytes: each
-// cache line the hooks share is one more taken from the other core at
-// every hook.
+// The fields every hook on the hot path writes or reads (the lock, the
+// version, the log and the count of its folds) are the Inspector's
+// first 64 bytes: each cache line the hooks share is one more taken
+// from the other core at every hook.
 func TestInspector_HotFieldsShareALine(t *testing.T) {
 	var in Inspector
-	end := unsafe.Offsetof(in.frames) + unsafe.Sizeof(in.frames)
+	end := unsafe.Offsetof(in.folds) + unsafe.Sizeof(in.folds)
 	if at := unsafe.Offsetof(in.mu); at != 0 || end > 64 {
 		t.Fatalf("the lock at byte %d and the hot fields up to byte %d, want them all in the first 64", at, end)
 	}

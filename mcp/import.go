@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,13 @@ type ImportOptions struct {
 	// servers say why they fail); nil discards it.
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
-	// when set, is sent as Authorization: Bearer on every request.
+	// when set, is sent as Authorization: Bearer on every request. Errors
+	// and log lines name the server by its URL with the password of its
+	// user info and the values of its query (where a server may take a
+	// token) cut out, and show neither these, nor the bearer token, nor
+	// the password of the proxy the requests go through, where the SDK's
+	// errors or the answers of the server or proxy quote them; a URL that
+	// does not parse is refused without being shown.
 	URL         string
 	BearerToken string
 	// Prefix is put before each tool's name (for example "fs_"), so that
@@ -102,7 +109,8 @@ type ImportOptions struct {
 }
 
 // hooks hold an import at the points where its races happen, so that
-// the package's tests can make them happen in one order.
+// the package's tests can make them happen in one order, and give it
+// what the tests cannot through the environment (a proxy).
 type hooks struct {
 	// connected is called by a connection attempt that has its session
 	// and has not yet made it known to the teardown.
@@ -110,6 +118,8 @@ type hooks struct {
 	// teardownWaits is called when the teardown begins to wait for the
 	// connection attempts in flight.
 	teardownWaits func()
+	// proxy, when set, is the proxy of every request.
+	proxy *url.URL
 }
 
 // Imported is a connection to one MCP server and the tools it offers. Its
@@ -122,9 +132,13 @@ type hooks struct {
 // Imported is safe for concurrent use.
 type Imported struct {
 	opts ImportOptions
-	link *link
-	conn *actors.Conn
-	http *http.Transport // for a URL: closed with the import
+	name string // the server's, in errors and logs (what)
+	// scrub cuts the credentials of the URL, of its proxy and the bearer
+	// token out of an error's text (redact).
+	scrub *strings.Replacer
+	link  *link
+	conn  *actors.Conn
+	http  *http.Transport // for a URL: closed with the import
 
 	mu     sync.Mutex
 	tools  []*tools.Tool
@@ -199,9 +213,10 @@ type importedTool struct {
 // When the first connection fails (the command cannot start, the server
 // does not answer initialize or tools/list), Import returns its error:
 // restarts are for a server that was running. When ctx ends first, the
-// connection attempt is cut short and Import returns at once, giving up
-// the DELETE of an HTTP session the attempt opened if the server holds
-// it; what the import started has ended by then.
+// connection attempt is cut short and Import returns at once, without
+// sending the DELETE that would end an HTTP session the attempt opened
+// (the server keeps it until it expires it); what the import started has
+// ended by then.
 //
 // The tool list is read again when the server sends
 // notifications/tools/list_changed and after every restart:
@@ -224,6 +239,19 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		return nil, errors.New("mcp: import: give a Command or a URL, not both")
 	case len(opts.Command) > 0 && opts.Command[0] == "":
 		return nil, errors.New("mcp: import: empty command")
+	}
+	name := strings.Join(opts.Command, " ")
+	var endpoint *url.URL
+	if opts.URL != "" {
+		var err error
+		endpoint, err = url.Parse(opts.URL)
+		if err != nil {
+			// Not the parser's error, which quotes the URL, or a piece of
+			// it (a port that is the password of a user info whose "/"
+			// ended the host).
+			return nil, errors.New("mcp: import: the URL does not parse (it is not shown, as it may hold credentials)")
+		}
+		name = redactURL(endpoint)
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
@@ -248,7 +276,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			return nil, err
 		}
 	}
-	im := &Imported{opts: opts, link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
+	im := &Imported{opts: opts, name: name, scrub: strings.NewReplacer(), link: newLink(), byName: map[string]importedTool{}, live: map[*sdk.ClientSession]*sessionState{},
 		changed: make(chan struct{}, 1), quit: make(chan struct{}), closed: make(chan struct{}), done: make(chan struct{}), tracking: true}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
 	im.abandoned, im.abandon = context.WithCancel(context.Background())
@@ -260,6 +288,10 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 	}
 	if opts.URL != "" {
 		im.http = http.DefaultTransport.(*http.Transport).Clone()
+		if h := opts.hooks; h != nil && h.proxy != nil {
+			im.http.Proxy = http.ProxyURL(h.proxy)
+		}
+		im.scrub = urlScrubber(endpoint, opts.BearerToken, im.http.Proxy)
 	}
 	child := actors.Spec{New: func() actors.Logic { return &connection{im: im} }}
 	parent := actors.Spec{Supervision: opts.Supervision, New: func() actors.Logic { return &connectionSupervisor{im: im, child: child} }}
@@ -274,7 +306,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		if ctx.Err() != nil {
 			// Nothing is waited for past ctx: the DELETE of a session the
 			// attempt in flight opened is given up, as by a Close whose
-			// context ended.
+			// context ended, before it is sent.
 			im.giveUp(fmt.Errorf("the context of Import ended: %w", ctx.Err()))
 		}
 		im.killStarted()
@@ -420,15 +452,79 @@ func (im *Imported) notifier() {
 
 // what names the server in errors and logs: its command, or its URL
 // with the credentials it may hold cut out (redactURL).
-func (im *Imported) what() string {
-	if im.opts.URL != "" {
-		if u, err := url.Parse(im.opts.URL); err == nil {
-			return redactURL(u)
-		}
-		return im.opts.URL // one that does not parse fails to connect, and the SDK's error quotes it
+func (im *Imported) what() string { return im.name }
+
+// minCredential is the length from which a credential of the URL (the
+// password, a query value) or the bearer token is cut out wherever it
+// stands in an error's text: a shorter one would cut words, and is cut
+// out of the URL alone.
+const minCredential = 8
+
+// urlScrubber returns the replacer that cuts the credentials of u, and
+// token, out of an error's text: u's query string, as http.Client's
+// errors quote the URL (the password already cut out), and u's user
+// info, then the password, each value of the query (as written, and
+// unescaped) and token on their own, where the server quoted them, and
+// the password of the URL of u's proxy (per proxy, when not nil), plain
+// and as the basic auth the transport sends the proxy in the CONNECT of
+// an https URL, where a proxy refusing it may quote it (its reason is
+// then the transport's error).
+func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, error)) *strings.Replacer {
+	var pairs []string
+	if u.RawQuery != "" {
+		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
 	}
-	return strings.Join(im.opts.Command, " ")
+	if password, ok := u.User.Password(); ok && password != "" {
+		pairs = append(pairs, u.User.String()+"@", url.UserPassword(u.User.Username(), "xxxxx").String()+"@")
+	}
+	secrets := []string{token}
+	if password, ok := u.User.Password(); ok {
+		secrets = append(secrets, password)
+	}
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		_, value, _ := strings.Cut(pair, "=")
+		secrets = append(secrets, value)
+		if v, err := url.QueryUnescape(value); err == nil {
+			secrets = append(secrets, v)
+		}
+	}
+	if proxy != nil {
+		if p, err := proxy(&http.Request{URL: u, Header: http.Header{}}); err == nil && p != nil {
+			if password, ok := p.User.Password(); ok {
+				secrets = append(secrets, password, base64.StdEncoding.EncodeToString([]byte(p.User.Username()+":"+password)))
+			}
+		}
+	}
+	for _, s := range secrets {
+		if len(s) >= minCredential {
+			pairs = append(pairs, s, "xxxxx")
+		}
+	}
+	return strings.NewReplacer(pairs...)
 }
+
+// redact returns err with the credentials of the import's URL and its
+// bearer token cut out of its text (err itself is kept for errors.Is
+// and errors.As): go-sdk's errors quote the URL of a request that failed
+// as http.Client does, query string included.
+func (im *Imported) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	if text := im.scrub.Replace(err.Error()); text != err.Error() {
+		return &redactedError{err: err, text: text}
+	}
+	return err
+}
+
+// redactedError is an error whose text has credentials cut out.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // redactURL writes u for an error text with the password of its user
 // info and the value of each query parameter (where a server may take a
@@ -436,18 +532,24 @@ func (im *Imported) what() string {
 func redactURL(u *url.URL) string {
 	if u.RawQuery != "" {
 		r := *u
-		params := strings.Split(r.RawQuery, "&")
-		for i, p := range params {
-			if name, _, ok := strings.Cut(p, "="); ok {
-				params[i] = name + "=xxxxx"
-			} else {
-				params[i] = "xxxxx" // a value alone
-			}
-		}
-		r.RawQuery = strings.Join(params, "&")
+		r.RawQuery = redactQuery(r.RawQuery)
 		u = &r
 	}
 	return u.Redacted()
+}
+
+// redactQuery returns the raw query q with each value replaced by
+// "xxxxx".
+func redactQuery(q string) string {
+	params := strings.Split(q, "&")
+	for i, p := range params {
+		if name, _, ok := strings.Cut(p, "="); ok {
+			params[i] = name + "=xxxxx"
+		} else {
+			params[i] = "xxxxx" // a value alone
+		}
+	}
+	return strings.Join(params, "&")
 }
 
 // Tools are the server's tools as last listed, in the server's order. A
@@ -624,7 +726,7 @@ func (im *Imported) call(ctx context.Context, name string, args json.RawMessage)
 			// have run.
 			im.link.drop(sess)
 		}
-		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, err)
+		return nil, fmt.Errorf("MCP server %s: call %s: %w", im.what(), name, im.redact(err))
 	}
 	return valueOf(res)
 }
@@ -990,6 +1092,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 			if m.Err != nil {
 				r.err = m.Err
 			}
+			r.err = cn.im.redact(r.err)
 			if r.err != nil {
 				cn.im.link.connectFailed(r.err)
 				c.Fail(&ServerGoneError{Server: cn.im.what(), Err: r.err})
@@ -1035,7 +1138,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 						// A list that cannot be read leaves the last one:
 						// a session that broke is noticed by Wait.
 						if list, err := cn.im.list(ctx, s); err != nil {
-							cn.im.opts.Logger.Warn("MCP tool list not read again", "server", cn.im.what(), "err", err)
+							cn.im.opts.Logger.Warn("MCP tool list not read again", "server", cn.im.what(), "err", cn.im.redact(err))
 						} else {
 							cn.im.link.relist(s, list)
 							cn.im.refresh(s, list)
@@ -1049,6 +1152,7 @@ func (cn *connection) Receive(c actors.Context, msg any) {
 			if err == nil {
 				err = errors.New("the session ended")
 			}
+			err = cn.im.redact(err)
 			cn.im.link.ended(err)
 			c.Fail(&ServerGoneError{Server: cn.im.what(), Err: err})
 		}
@@ -1163,6 +1267,7 @@ func (im *Imported) keepAlive(ctx context.Context, s *sdk.ClientSession, silent 
 			continue
 		}
 		misses++
+		err = im.redact(err)
 		if misses < im.opts.KeepAliveMisses {
 			im.opts.Logger.Warn("MCP server did not answer a ping", "server", im.what(), "misses", misses, "err", err)
 			continue

@@ -495,7 +495,7 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		clear(c.waiting)
 		c.mu.Unlock()
-		if err := stopRemote(ctx, c.system, c.remote, c.dials); err != nil {
+		if err := stopRemote(ctx, c.system, c.remote, c.guard, c.dials); err != nil {
 			errs = append(errs, err)
 		}
 		if err := c.rt.Close(ctx); err != nil {

@@ -681,7 +681,9 @@ func (c *heldConn) hold(id uint32, s *heldStream, f []byte, flow int) error {
 	return nil
 }
 
-// unhold passes on the frames held for stream id, and forgets it.
+// unhold passes on the frames held for stream id, and forgets it. Its
+// chunks go with them, lent to gRPC (see giveBack): s keeps none, so
+// that nothing returns them to heldChunks a second time.
 func (c *heldConn) unhold(id uint32, s *heldStream) {
 	for _, b := range s.chunks {
 		c.out = append(c.out, *b)
@@ -689,6 +691,7 @@ func (c *heldConn) unhold(id uint32, s *heldStream) {
 	c.lent = append(c.lent, s.chunks...)
 	c.held -= s.bytes + streamOverhead
 	delete(c.streams, id)
+	s.chunks, s.bytes = nil, 0
 }
 
 // abandon drops the frames held for stream id, whose message will never

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -368,5 +369,42 @@ func TestHeldConn_DataOnStreamZeroPasses(t *testing.T) {
 	}
 	if !bytes.HasPrefix(b, []byte{0, 3, 232, 0}) {
 		t.Errorf("gRPC read %d bytes, want the DATA frame of 1000 bytes on stream 0", len(b))
+	}
+}
+
+// A message held until it is whole passes to gRPC with the buffers that
+// held it, lent until gRPC has read them: the stream that held it keeps
+// none, so nothing can give them back to the pool a second time (a free
+// of the stream after it passed would).
+func TestHeldConn_PassedMessageLeavesItsStreamNoBuffers(t *testing.T) {
+	p := newHeldPeer(4 << 20)
+	p.headers(t, 1)
+	p.headers(t, 3)
+	// Stream 3's whole messages pass at once, between the frames of
+	// stream 1's message, held meanwhile.
+	msg := message(1<<20, 7)
+	for part := range slices.Chunk(msg, 16<<10) {
+		p.sendPadded(t, 1, part, 16<<10, 0, false)
+		p.sendPadded(t, 3, message(10, 3), 16<<10, 0, false)
+	}
+	seen := map[*heldStream]bool{}
+	b, err := p.readAllWatching(t, func() {
+		for _, s := range p.held.streams {
+			seen[s] = true
+		}
+	})
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("the connection ended with %v, want its peer's end (EOF)", err)
+	}
+	if len(seen) == 0 {
+		t.Fatal("nothing was ever held")
+	}
+	if _, data := flowOf(frames(t, b), 1); !bytes.Equal(data, msg) {
+		t.Fatalf("gRPC read %d bytes of stream 1, want the whole message of %d", len(data), len(msg))
+	}
+	for s := range seen {
+		if s.chunks != nil || s.bytes != 0 {
+			t.Errorf("the stream keeps %d buffers (%d bytes) after its message passed, want none", len(s.chunks), s.bytes)
+		}
 	}
 }

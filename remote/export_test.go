@@ -1,9 +1,13 @@
 package remote
 
 import (
+	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	paremote "github.com/asynkron/protoactor-go/remote"
 )
 
 // Routes counts the calls n still routes a result for: calls that went to
@@ -74,3 +78,50 @@ func SetHandshakeTimeout(g *Guard, d time.Duration) { g.g.handshake = d }
 // most n bytes of messages not yet whole per connection, rather than
 // what the receive limit needs (test children only).
 func SetConnBudget(n int) { testConnBudget = func(int) int { return n } }
+
+// HoldIncoming makes x (a *Client, *Node or *Guard) hold the first
+// message one of its incoming streams reads whose batch carries a message
+// of typeName (protoactor's name for its type on the wire), before its
+// guard looks at it: held is closed once it is held, and release lets it
+// go on. Call it before the message's stream opens.
+func HoldIncoming(x any, typeName string) (held <-chan struct{}, release func()) {
+	g := guardOf(x)
+	h, r := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	g.mu.Lock()
+	g.hold = func(m *paremote.RemoteMessage) {
+		if slices.Contains(m.GetMessageBatch().GetTypeNames(), typeName) {
+			once.Do(func() {
+				close(h)
+				<-r
+			})
+		}
+	}
+	g.mu.Unlock()
+	return h, sync.OnceFunc(func() { close(r) })
+}
+
+// Stopping returns a channel closed once the Close of x (a *Client or
+// *Node; StopRemote for a *Guard) has begun to stop its incoming streams
+// (see guard.stop).
+func Stopping(x any) <-chan struct{} {
+	g := guardOf(x)
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.onStop = sync.OnceFunc(func() { close(ch) })
+	g.mu.Unlock()
+	return ch
+}
+
+// guardOf is the guard of a *Client, *Node or *Guard.
+func guardOf(x any) *guard {
+	switch x := x.(type) {
+	case *Client:
+		return x.guard
+	case *Node:
+		return x.guard
+	case *Guard:
+		return &x.g
+	}
+	panic(fmt.Sprintf("remote: no guard in a %T", x))
+}

@@ -74,6 +74,15 @@ type guard struct {
 	// it returns (the node's backpressure on a caller, see loads), and
 	// fails with its error.
 	wait func(ctx context.Context, conn string) error
+	// serving counts the incoming streams being served: their endpoint
+	// readers deliver what they read. Once stopped (see stop), the guard
+	// serves no new stream and delivers nothing more that they read.
+	serving sync.WaitGroup
+	stopped atomic.Bool // set under mu
+	// Tests: hold is called with each message an incoming stream reads,
+	// before the guard looks at it; onStop when stop begins.
+	hold   func(*paremote.RemoteMessage)
+	onStop func()
 }
 
 // connHeader is the message header in which a tagging guard names the
@@ -119,6 +128,15 @@ const HandshakeTimeout = 20 * time.Second
 // interceptStream guards the messages of an incoming stream (see guard).
 func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	s := &guardedStream{ServerStream: ss, g: g, conn: strconv.FormatUint(g.streams.Add(1), 36)}
+	g.mu.Lock()
+	if g.stopped.Load() {
+		g.mu.Unlock()
+		return errStopping
+	}
+	g.serving.Add(1)
+	s.hold = g.hold
+	g.mu.Unlock()
+	defer g.serving.Done()
 	// The endpoint reader delivers each message before it reads the
 	// next, and returns once the stream has ended.
 	err := handler(srv, s)
@@ -129,6 +147,39 @@ func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSer
 		ended(s.peer, s.conn)
 	}
 	return err
+}
+
+// errStopping ends an incoming stream whose remote is stopping.
+var errStopping = status.Error(codes.Unavailable, "remote: stopping")
+
+// stop makes g serve no new incoming stream and deliver nothing more that
+// the streams it serves read, and returns a channel closed once those
+// streams have ended (their endpoint readers have returned): stopping the
+// remote's gRPC server ends their reads. Until then an endpoint reader
+// may be delivering a batch it read before, and what that delivery sends
+// to a remote actor (an answer to a request, a dead letter's Terminated
+// to a watcher) needs protoactor's endpoints: the pinned endpoint manager
+// panics when their supervisor has stopped. So the endpoints stop once
+// the channel is closed (see stopRemote). A nil guard serves no stream:
+// its channel is closed already.
+func (g *guard) stop() <-chan struct{} {
+	ended := make(chan struct{})
+	if g == nil {
+		close(ended)
+		return ended
+	}
+	g.mu.Lock()
+	g.stopped.Store(true)
+	onStop := g.onStop
+	g.mu.Unlock()
+	if onStop != nil {
+		onStop()
+	}
+	go func() {
+		g.serving.Wait()
+		close(ended)
+	}()
+	return ended
 }
 
 // refuseUnary answers every unary call with codes.Unimplemented without
@@ -148,6 +199,7 @@ type guardedStream struct {
 	g    *guard
 	conn string // the stream's name
 	peer string // the peer's address, from its connect request; the reader's alone
+	hold func(*paremote.RemoteMessage)
 }
 
 func (s *guardedStream) RecvMsg(m any) error {
@@ -160,6 +212,12 @@ func (s *guardedStream) RecvMsg(m any) error {
 		return err
 	}
 	rm, _ := m.(*paremote.RemoteMessage)
+	if s.hold != nil {
+		s.hold(rm)
+	}
+	if s.g.stopped.Load() {
+		return errStopping
+	}
 	if s.g.endNext.Load() && carriesFrame(rm) && s.g.endNext.CompareAndSwap(true, false) {
 		return status.Error(codes.Unavailable, "remote: stream ended by a test")
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/polyweave/polyweave-go/remote"
+	"github.com/polyweave/polyweave-go/remote/remotetest"
 )
 
 // envLimitsNode: serve nodeTools at this address with the limits of
@@ -84,23 +85,7 @@ type rawConn struct {
 // sent; the node's are read with the frames that follow).
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	// Only a failing node makes the test wait this long.
-	if err := c.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
-		t.Fatal(err)
-	}
-	fr := http2.NewFramer(c, c)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	if err := fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
+	c, fr := remotetest.DialHTTP2(t, addr)
 	return &rawConn{Conn: c, fr: fr, addr: addr}
 }
 

@@ -660,7 +660,7 @@ func (n *Node) Close(ctx context.Context) error {
 			}
 		}
 		if n.remote != nil {
-			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.dials))
+			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.guard, n.dials))
 		}
 		errs = append(errs, n.rt.Close(ctx))
 		if err := errors.Join(errs...); err != nil {

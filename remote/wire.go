@@ -73,11 +73,16 @@ func startRemote(system *actor.ActorSystem, address, advertise string, g *guard,
 }
 
 // stopRemote shuts down what startRemote started: the gRPC server (with
-// every incoming connection), then protoactor's endpoint actors (each
-// endpoint writer closes its outgoing connection as it stops). It waits
-// for them until ctx ends; then it returns an error naming the peers (of
-// d, when not nil) still connecting, which hold their endpoints up until
-// their connect timeout.
+// every incoming connection), then, once the incoming streams that g
+// guards have ended (nil: none), protoactor's endpoint actors (each
+// endpoint writer closes its outgoing connection as it stops). An
+// incoming stream may still be delivering a batch when the server has
+// stopped, and a delivery may send to a remote actor, which the pinned
+// endpoint manager cannot do (it panics) once the endpoints have
+// stopped: see guard.stop. It waits for all of this until ctx ends; then
+// it returns an error naming the peers (of d, when not nil) still
+// connecting, which hold their endpoints up until their connect timeout,
+// and the endpoints stop on their own once the streams have ended.
 //
 // It does not call the remote's Shutdown(true): that clears the endpoint
 // manager's connection table while an endpoint that lost its peer may
@@ -85,17 +90,39 @@ func startRemote(system *actor.ActorSystem, address, advertise string, g *guard,
 // protoactor, hit whenever a peer disconnects during shutdown). Nothing
 // here writes that table. The caller must have stopped its own actors that
 // send to remote PIDs first.
-func stopRemote(ctx context.Context, system *actor.ActorSystem, r *paremote.Remote, d *dials) error {
+func stopRemote(ctx context.Context, system *actor.ActorSystem, r *paremote.Remote, g *guard, d *dials) error {
 	r.Shutdown(false) // the gRPC server only
+	names := []string{"EndpointSupervisor", "activator"}
+	stopEndpoints := func() []*actor.Future {
+		futures := make([]*actor.Future, len(names))
+		for i, name := range names {
+			futures[i] = system.Root.StopFuture(actor.NewPID(system.Address(), name))
+		}
+		return futures
+	}
+	ended := g.stop()
+	select {
+	case <-ended:
+	default:
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			go func() {
+				<-ended
+				stopEndpoints()
+			}()
+			return fmt.Errorf("stop protoactor's endpoints: incoming streams still delivering: %w", d.stopError(ctx.Err()))
+		}
+	}
 	var errs []error
-	for _, name := range []string{"EndpointSupervisor", "activator"} {
-		err := await(ctx, system.Root.StopFuture(actor.NewPID(system.Address(), name)))
+	for i, f := range stopEndpoints() {
+		err := await(ctx, f)
 		switch {
 		case err == nil:
-		case ctx.Err() != nil && name == "EndpointSupervisor":
+		case ctx.Err() != nil && names[i] == "EndpointSupervisor":
 			errs = append(errs, fmt.Errorf("stop protoactor's endpoints: %w", d.stopError(err)))
 		default:
-			errs = append(errs, fmt.Errorf("stop protoactor's %s: %w", name, err))
+			errs = append(errs, fmt.Errorf("stop protoactor's %s: %w", names[i], err))
 		}
 	}
 	return errors.Join(errs...)
@@ -121,9 +148,19 @@ func watchEndpoints(system *actor.ActorSystem, pid *actor.PID) *eventstream.Subs
 
 // StopRemote stops a protoactor remote started outside this package (a
 // cluster member's) the way nodes and clients stop theirs: the gRPC server
-// with its incoming connections, then the endpoint actors, without the
-// pinned Shutdown(true)'s data race on the connection table. Stop the
-// actors that send to remote PIDs first.
-func StopRemote(system *actor.ActorSystem, r *paremote.Remote) {
-	_ = stopRemote(context.Background(), system, r, nil)
+// with its incoming connections, then, once the incoming streams that g
+// guards have ended (nil: a remote without a [Guard]), the endpoint
+// actors, without the pinned Shutdown(true)'s data race on the connection
+// table. A stream that is delivering a batch as the server stops may
+// send to remote actors (a watch of an actor that has gone is answered
+// so), which the pinned endpoint manager cannot do, and panics, once the
+// endpoints have stopped: give it the remote's guard, installed with
+// [Guard.ServerOptions]. From then on the guard delivers nothing more.
+// Stop the actors that send to remote PIDs first.
+func StopRemote(system *actor.ActorSystem, r *paremote.Remote, g *Guard) {
+	var gg *guard
+	if g != nil {
+		gg = &g.g
+	}
+	_ = stopRemote(context.Background(), system, r, gg, nil)
 }

@@ -88,6 +88,30 @@ func TestDurableRouter_EndOfOneCallKeepsTheEchoExpected(t *testing.T) {
 	})
 }
 
+// TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected is
+// TestDurableRouter_EndOfOneCallKeepsTheEchoExpected with the model
+// answering x alone by an ERROR and an END of its id, as the runtime
+// answers one call of several: x is open until its END, so the stream
+// goes on with y, and the echo of the ended call's result that the model
+// emits there after does not go out.
+func TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := endedAtTheLimit(t, holdModel)
+
+		send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
+		streamUntil(t, h.conn, "s", isText("y"))
+		// The model echoes them: x ends, y goes on.
+		send(t, h.conn, withCall(messages.Error("s", "x failed"), "x"), withCall(messages.End("s"), "x"))
+		streamUntil(t, h.conn, "s", isEnd)
+
+		send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
+		out := streamUntil(t, h.conn, "s", isText("release"))
+		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
+			t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
+		}
+	})
+}
+
 // TestDurableRouter_EndOfOneCallLeavesTheOthersPending: the consumer has
 // calls x and y open on stream o, and the model streams calls call_a and
 // call_b there. The model's END of x alone (the stream goes on with y)
@@ -133,5 +157,34 @@ func TestDurableRouter_EndOfOneCallLeavesTheOthersPending(t *testing.T) {
 		if ev, _ := waitState(t, h.conn, "o", "recovered"); !slices.Equal(ev.ToolCallIDs, []string{"call_c"}) {
 			t.Errorf("recovered on o: %+v, want call_c alone", ev)
 		}
+	})
+}
+
+// TestDurableRouter_CancelOutlivesTheEndOfOneCall: the consumer, with
+// calls x and y open on stream o, cancels the whole stream; the model,
+// which had not seen the CANCEL yet, starts call_a there. The model's END
+// of x alone leaves call_a pending, and its END of the stream then cuts
+// it short: it is answered as cancelled, as the CANCEL of the stream
+// says, not as invalid arguments, once, and its end is persisted: a
+// restart does not recover it.
+func TestDurableRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimited(t, restartSupervised, time.Hour)
+		send(t, h.conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+		streamUntil(t, h.conn, "o", isText("y"))
+		send(t, h.conn, messages.Cancel("o", ""), messages.StreamingToolCall("o", "call_a", "record"),
+			withCall(messages.End("o"), "x"))
+		streamUntil(t, h.conn, "o", isEnd)
+		results(t, h.got, 0)
+
+		send(t, h.conn, messages.End("o"))
+		if ev, _ := waitState(t, h.conn, "o", "stream_ended"); ev.StreamPending != 0 {
+			t.Errorf("state at the END of o: %+v", ev)
+		}
+		if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_a" || tools.KindOf(r) != tools.FailureCancelled {
+			t.Fatalf("after the END of stream o, the model got %s: want call_a answered as cancelled", line(r))
+		}
+		h.restart("p")
+		notRecovered(t, h.conn, "o")
 	})
 }

@@ -143,13 +143,16 @@ func holdModel(got chan<- *messages.Frame) actors.Spec { return echoHeld(got, 1)
 // twiceModel is holdModel that echoes each result it holds twice.
 func twiceModel(got chan<- *messages.Frame) actors.Spec { return echoHeld(got, 2) }
 
-// echoHeld is holdModel that echoes each result it holds times times.
+// echoHeld is holdModel that echoes each result it holds times times;
+// with got nil, it tells the test of none.
 func echoHeld(got chan<- *messages.Frame, times int) actors.Spec {
 	var held []*messages.Frame
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
 		switch {
 		case f.GetType() == messages.FrameType_TOOL_RESULT:
-			got <- f
+			if got != nil {
+				got <- f
+			}
 			held = append(held, f)
 			return
 		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
@@ -472,6 +475,24 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 	})
 }
 
+// runThenCloseS has the consumer stream call on stream s, which the
+// model echoes and the router runs, and the model end s; a restore frame
+// then puts call_s on s, which closes it, while call runs.
+func runThenCloseS(t *testing.T, h *limitedRouter, call string) {
+	t.Helper()
+	send(t, h.conn, messages.StreamingToolCall("s", call, "record"), messages.ToolArgChunk("s", call, argsA),
+		messages.ToolComplete("s", call))
+	waitState(t, h.conn, "s", "completed")
+	send(t, h.conn, messages.End("s")) // the model echoes it: s ends
+	streamUntil(t, h.conn, "s", isEnd)
+	restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+}
+
 // TestDurableRouter_CallRunOnAnOpenStreamGoesOut: call_a runs on stream s,
 // where the consumer was told it started and completed; the model then
 // ends s, and a restore frame puts a call on s, which closes it, while
@@ -481,17 +502,7 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 func TestDurableRouter_CallRunOnAnOpenStreamGoesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, release := startGated(t, holdModel)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		send(t, h.conn, messages.End("s")) // the model echoes it: s ends
-		streamUntil(t, h.conn, "s", isEnd)
-		restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		send(t, h.conn, restore)
-		waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+		runThenCloseS(t, h, "call_a")
 
 		close(release)
 		if r := nextResult(t, h.got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
@@ -521,4 +532,151 @@ func TestDurableRouter_EchoTwiceStaysIn(t *testing.T) {
 			t.Errorf("stream s got %d echoes of the new call_a's result, want the model's two", n)
 		}
 	})
+}
+
+// TestDurableRouter_EchoBoundDropsTheEchoesThatCameFirst: a restart
+// closes streams first, came and rest, with 1, 1 and 255 recovered calls;
+// CANCELs end them, one stream after the other, and their results go to
+// a model that holds them. The model echoes came's result before rest's
+// calls are cancelled. Past the bound of 256 echoes expected, the router
+// forgets came's, which came already (only the model's echo of it again
+// would still be kept in), rather than first's, the oldest, whose echo
+// has not come: when it comes, on first written on again, it does not go
+// out.
+func TestDurableRouter_EchoBoundDropsTheEchoesThatCameFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startLimitedWith(t, restartSupervised, time.Hour, func(chan<- *messages.Frame) actors.Spec { return echoHeld(nil, 1) })
+		const rest = 255 // with first's and came's, one more than the bound
+		calls := []*messages.Frame{messages.StreamingToolCall("first", "call_first", "record"),
+			messages.StreamingToolCall("came", "call_came", "record")}
+		for i := range rest {
+			calls = append(calls, messages.StreamingToolCall("rest", fmt.Sprint("call_", i), "record"))
+		}
+		send(t, h.conn, calls...)
+		waitState(t, h.conn, "rest", "started")
+		h.restart("p") // first, came and rest closed
+
+		send(t, h.conn, messages.Cancel("first", ""), messages.Cancel("came", ""))
+		// The model echoes the CANCELs on the closed streams, where they
+		// stay in, before came is written on again.
+		synctest.Wait()
+		send(t, h.conn, messages.Text("came", "release")) // the model echoes call_came's result: it came
+		if out := streamUntil(t, h.conn, "came", isText("release")); len(out) != 1 {
+			t.Fatalf("stream came written on again got %q, want the echo of its text alone", lines(out))
+		}
+		send(t, h.conn, messages.Cancel("rest", ""))
+		synctest.Wait()
+		send(t, h.conn, messages.Text("first", "release")) // the model echoes call_first's result
+		if out := streamUntil(t, h.conn, "first", isText("release")); len(out) != 1 {
+			t.Errorf("stream first written on again got %q, want the echo of its text alone", lines(out))
+		}
+	})
+}
+
+// TestDurableRouter_ReusedIDWithTheEchoedPayloadGoesOut: the model starts
+// and completes call_m on a stream a restart closed, and echoes its
+// result at once: the echo stays in. Once the consumer has written on the
+// stream again, the model starts a new call_m there, whose result has
+// the very payload of the old one's: it is the new call's, which the
+// consumer was told of, and its echo goes out, though the old call's echo
+// came (and would have been kept in, had it come again).
+func TestDurableRouter_ReusedIDWithTheEchoedPayloadGoesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := recoveredOnS(t, startModel)
+		send(t, h.conn, messages.Meta("s", "start", nil), messages.Meta("s", "finish", nil)) // call_m runs, closed
+		first := results(t, h.got, 1)[0]
+		if first.GetToolCallId() != "call_m" || first.IsErrorResult() {
+			t.Fatalf("the model got %s, want call_m's result", line(first))
+		}
+		send(t, h.conn, messages.Text("s", "back"))
+		if out := streamUntil(t, h.conn, "s", isText("back")); slices.ContainsFunc(out, isResultOf("call_m")) {
+			t.Fatalf("stream s got %q: the consumer, told of no call_m there, got its result", lines(out))
+		}
+
+		send(t, h.conn, messages.Meta("s", "start", nil), messages.Meta("s", "finish", nil)) // a new call_m, open
+		waitState(t, h.conn, "s", "completed")
+		second := results(t, h.got, 1)[0]
+		if second.GetToolCallId() != "call_m" || string(second.GetPayload()) != string(first.GetPayload()) {
+			t.Fatalf("the new call_m's result %s, want the payload of the old one's, %s", line(second), first.GetPayload())
+		}
+		send(t, h.conn, messages.Text("s", "after"))
+		if out := streamUntil(t, h.conn, "s", isText("after")); !slices.ContainsFunc(out, isResultOf("call_m")) {
+			t.Errorf("stream s got %q: want the echo of the new call_m's result", lines(out))
+		}
+	})
+}
+
+// startHeldModel is startModel that holds the results written into it
+// and echoes those of a stream on the consumer's TEXT "release" there,
+// as holdModel does.
+func startHeldModel(got chan<- *messages.Frame) actors.Spec {
+	var held []*messages.Frame
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_RESULT:
+			got <- f
+			held = append(held, f)
+			return
+		case f.GetType() == messages.FrameType_META && f.GetName() == "start":
+			emit(messages.StreamingToolCall(f.GetStreamId(), "call_m", "record"))
+			return
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
+			for _, r := range held {
+				if r.GetStreamId() == f.GetStreamId() {
+					emit(r)
+				}
+			}
+			held = slices.DeleteFunc(held, func(r *messages.Frame) bool { return r.GetStreamId() == f.GetStreamId() })
+		}
+		emit(f)
+	})
+}
+
+// TestDurableRouter_ReusedIDWhileTheCallRuns: call_m runs on stream s,
+// where the consumer was told it started and completed; the model ends
+// s, and a restore frame puts a call on s, which closes it, while call_m
+// still runs. The model then starts a new call_m on the closed stream,
+// which its END of s answers as invalid arguments: the consumer was told
+// nothing of it. Whichever of the two is answered first, the echo of the
+// running call_m's result goes out once the consumer has written on s
+// again, and that of the new call_m's stays in: the router does not take
+// the one call for the other.
+func TestDurableRouter_ReusedIDWhileTheCallRuns(t *testing.T) {
+	for _, runningFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("running call answered first: ", runningFirst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, release := startGated(t, startHeldModel)
+				runThenCloseS(t, h, "call_m")
+
+				send(t, h.conn, messages.Meta("s", "start", nil)) // a new call_m, on the closed stream
+				synctest.Wait()
+				if runningFirst {
+					close(release)
+					if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+						t.Fatalf("the model got %s, want the running call_m's result", line(r))
+					}
+				}
+				send(t, h.conn, messages.End("s")) // the model echoes it: call_s and the new call_m end
+				if rs := results(t, h.got, 2); !slices.ContainsFunc(rs, func(f *messages.Frame) bool {
+					return f.GetToolCallId() == "call_m" && tools.KindOf(f) == tools.FailureInvalidArguments
+				}) {
+					t.Fatalf("the model got %q, want the new call_m answered as invalid arguments", lines(rs))
+				}
+				if !runningFirst {
+					close(release)
+					if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+						t.Fatalf("the model got %s, want the running call_m's result", line(r))
+					}
+				}
+
+				send(t, h.conn, messages.Text("s", "release")) // the model echoes the three results, then the text
+				out := slices.DeleteFunc(streamUntil(t, h.conn, "s", isText("release")), func(f *messages.Frame) bool {
+					return f.GetType() != messages.FrameType_TOOL_RESULT
+				})
+				if len(out) != 1 || out[0].GetToolCallId() != "call_m" || out[0].IsErrorResult() {
+					t.Errorf("stream s written on again got the results %q, want the running call_m's alone", lines(out))
+				}
+			})
+		})
+	}
 }

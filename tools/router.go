@@ -132,7 +132,16 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // of the stream or an ABORT, as above), and the others stay pending,
 // their arguments still to come. An END or ERROR of no id, or of the id
 // of the consumer's only call there, ends the stream and every call
-// pending on it.
+// pending on it. The consumer's call is open until the model's END of
+// it, as for the runtime: an ERROR of its id before that END (the
+// runtime answers one of several calls with both) leaves the stream's
+// other calls as they were, so the END that follows ends that call alone
+// too. What the consumer still writes of a call the model ended so (an
+// argument chunk on its way, a frame with its id but a TOOL_CALL or
+// DESCRIBE, which begin the call again) opens nothing, as for the
+// runtime: the END of the consumer's last call left ends the stream. The
+// model's second END of such a call ends only the call pending of its
+// id, if any, as the runtime takes it for the end of no other.
 // Handlers given as a map run Sync (the seed's synchronous router): keep
 // them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
@@ -247,7 +256,7 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 	default:
 		if actors.OpensStream(t) {
-			r.calls.note(f.GetStreamId(), f.GetToolCallId(), &r.asm.Pending)
+			r.calls.note(f, &r.asm.Pending)
 		}
 	}
 	if r.install != nil {
@@ -300,15 +309,24 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 			c.ToOuter(d.Frame)
 		}
 	}
-	if t := f.GetType(); t != messages.FrameType_END && t != messages.FrameType_ERROR {
+	t := f.GetType()
+	if t != messages.FrameType_END && t != messages.FrameType_ERROR {
 		return
 	}
+	// The consumer's call, or stream, is open until the model's END: an
+	// ERROR leaves it open, as it does for the runtime, whose answer to
+	// one call of several is an ERROR and an END of its id.
+	end := t == messages.FrameType_END
 	stream, call := f.GetStreamId(), f.GetToolCallId()
 	if call != "" && r.calls.endsAlone(stream, call) {
-		r.calls.ended(stream, call) // the stream goes on, cut or not
+		if end {
+			r.calls.ended(stream, call) // the stream goes on, cut or not
+		}
 		return
 	}
-	r.calls.ended(stream, call)
+	if end {
+		r.calls.ended(stream, call)
+	}
 	if _, ok := r.cut[stream]; ok {
 		delete(r.cut, stream)
 		r.cutOrder = slices.DeleteFunc(r.cutOrder, func(id string) bool { return id == stream })

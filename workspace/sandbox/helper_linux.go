@@ -409,11 +409,22 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	if err != nil {
 		return p, "", nil, err
 	}
+	// Only an ancestor of the workspace that was covered is a mount
+	// point to make read-only once the workspace's mount point is made
+	// in it (one beneath /tmp or /dev, the sandbox's own, is not
+	// planned: see sandboxesOwn).
+	var covered []string
 	for _, h := range plan.outside {
-		if err := cov.hide(h, slices.Contains(plan.ancestors, h), plan.ids[h], false); err != nil {
+		ancestor := slices.Contains(plan.ancestors, h)
+		ok, err := cov.hide(h, ancestor, plan.ids[h], false)
+		if err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
+		if ok && ancestor {
+			covered = append(covered, h)
+		}
 	}
+	plan.ancestors = covered
 	for _, k := range kept {
 		if err := mountKept(k); err != nil {
 			return p, "", nil, fmt.Errorf("keep %s visible: %w", k.path, err)
@@ -455,7 +466,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		if within(wsPath, h) || outside.holds(h) {
 			continue
 		}
-		if err := cov.hide(h, false, HiddenPath{}, false); err != nil {
+		if _, err := cov.hide(h, false, HiddenPath{}, false); err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 		outside.add(h)
@@ -470,7 +481,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		return p, "", nil, err
 	}
 	for _, h := range plan.inside {
-		if err := cov.hide(h, false, plan.ids[h], true); err != nil {
+		if _, err := cov.hide(h, false, plan.ids[h], true); err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -756,8 +767,8 @@ type covers map[uint64]bool
 // a path inside the workspace is refused ([ErrHiddenMoved]); outside
 // it, what is there now is hidden (a file replaced by a rename, say).
 // A path that is gone is left alone, unless it had an identity inside
-// the workspace.
-func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) error {
+// the workspace; covered says whether the path was covered.
+func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) (covered bool, err error) {
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
@@ -765,22 +776,22 @@ func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) err
 	identified := id.Dev != 0 || id.Ino != 0
 	switch {
 	case err == unix.ENOENT && !(inside && identified):
-		return nil
+		return false, nil
 	case err == unix.ENOENT || err == unix.ELOOP || err == unix.ENOTDIR:
 		if inside {
-			return fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
+			return false, fmt.Errorf("%w: %s: %v", ErrHiddenMoved, path, err)
 		}
-		return err
+		return false, err
 	case err != nil:
-		return err
+		return false, err
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return err
+		return false, err
 	}
 	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
-		return fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
+		return false, fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
 	}
 	var cover int
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -789,18 +800,18 @@ func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) err
 		cover, err = nullFile()
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(cover)
 	mnt, err := mountID(cover)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := unix.MoveMount(cover, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return err
+		return false, err
 	}
 	c[mnt] = true
-	return nil
+	return true, nil
 }
 
 // emptyTmpfs makes a detached mount of a new, empty tmpfs, read-only

@@ -183,11 +183,21 @@ func Surroundings(workspace string) string {
 // are the system's, out of the commands' reach. defaults are hidden
 // ([DefaultHidden] as the host has it); others are the rest.
 func hideList(hidden []string, wsPath string) (defaults, others []string) {
-	if s := Surroundings(wsPath); s != "" && s != "/tmp" { // /tmp is the sandbox's own
+	if s := Surroundings(wsPath); s != "" && !sandboxesOwn(s) {
 		others = append(others, s)
 	}
 	return hidden, others
 }
+
+// sandboxesOwn reports whether the path p (clean, absolute) is /tmp or
+// /dev or beneath them, which in a sandbox are its own: a private
+// tmpfs on /tmp, and a /dev of its devices, its pseudo-terminals and a
+// private tmpfs on /dev/shm. Nothing of the host's is there to hide (a
+// workspace beneath them is mounted there, and what is hidden in it is
+// hidden), and a cover there would take from commands the writable
+// /tmp and /dev/shm and the devices they need (a workspace beneath
+// /dev/shm has /dev for its surroundings).
+func sandboxesOwn(p string) bool { return within(p, "/tmp") || within(p, "/dev") }
 
 // HiddenPath is an entry of [Config.Hide] as [ResolveHide] found it,
 // before any command ran: its path with the links on the way to it
@@ -386,6 +396,30 @@ func (t *LinkTargets) add(found []string) {
 // matched again at each set-up), links followed, the identity of each
 // path that exists recorded. The result is what a
 // [Config]'s Resolved field wants.
+//
+// Every link is followed, those in the workspace too, wherever they
+// lead: the workspace as it is opened is taken as its owner left it
+// (a link to a secret kept elsewhere hides that secret). What commands
+// of an earlier opening made of it can then only make a sandbox hide
+// more, never less: each set-up matches the patterns again, and hides
+// what they match by its own rules (see [HiddenPath]), besides what
+// was resolved here; a pattern whose directory a link in the workspace
+// leads out of it (sec -> /elsewhere/sec for sec/*.key) is kept with
+// that directory too (/elsewhere/sec/*.key), and matched there at each
+// set-up, which follows no link out of the workspace. Only a path or a
+// pattern's match that leads to
+// "/", to the workspace itself or nowhere (a loop) through a link in
+// the workspace leads nowhere, as it does at a set-up, and is not
+// refused (a command's "ln -s / a.key" does not keep the workspace
+// from being opened with *.key hidden). Nor does one that leads
+// through a link in the workspace to, into or above a directory of
+// [ReadableDirs] (.env -> /usr, sec -> /usr/bin for sec/*, sh ->
+// /bin/sh): such a link may be a command's, and what it leads to is
+// what commands need to run, so a command cannot make later sandboxes
+// hide the system. A secret kept there is hidden by naming it itself
+// in Hide, not through a link. A FIFO is never opened, and each
+// directory is listed once per component of a pattern, whatever number
+// of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
@@ -394,22 +428,41 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 	var out []HiddenPath
 	have := map[HiddenPath]bool{}
 	for i, h := range hide {
+		if !filepath.IsAbs(h) {
+			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
+		}
 		matches := []string{h}
 		if isPattern(h) {
-			if matches, err = Glob(h); err != nil {
+			if matches, err = globOpened(h); err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at
-			// each set-up: what matches it only later is hidden too.
-			if hp := (HiddenPath{Path: h}); !have[hp] {
-				have[hp] = true
-				out = append(out, hp)
+			// each set-up: what matches it only later is hidden too;
+			// and so is the pattern where a link in the workspace led
+			// its directory out of it, which a set-up does not follow.
+			for _, p := range []string{h, patternLedOut(h, ws)} {
+				if hp := (HiddenPath{Path: p}); p != "" && !have[hp] {
+					have[hp] = true
+					out = append(out, hp)
+				}
 			}
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(nil, m, ws, false)
+			if err != nil && throughWorkspaceLink(m, ws) {
+				if isPattern(h) {
+					continue
+				}
+				r, err = "", nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+			}
+			if r != "" && systemPlace(r, ws) && throughWorkspaceLink(m, ws) {
+				if isPattern(h) {
+					continue
+				}
+				r = ""
 			}
 			hp := HiddenPath{Path: filepath.Clean(m)}
 			if r != "" {
@@ -427,6 +480,58 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 		}
 	}
 	return out, nil
+}
+
+// patternLedOut returns the pattern h (absolute) with its directory,
+// the components before its first wildcard, where links lead it when
+// that is through a link in the workspace wsPath to a directory out of
+// it (sec -> /elsewhere/sec for sec/*.key gives /elsewhere/sec/*.key),
+// not "/" nor a system place; otherwise "". A set-up follows no link
+// out of the workspace, so this is how it matches, each time, where the
+// workspace's owner keeps secrets through a link, whatever became of
+// the link.
+func patternLedOut(h, wsPath string) string {
+	parts := strings.Split(h, "/")
+	i := slices.IndexFunc(parts, isPattern)
+	dir := strings.Join(parts[:i], "/")
+	if dir == "" {
+		return ""
+	}
+	r, ok := resolveLinks(nil, dir, "", true)
+	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || systemPlace(r, wsPath) ||
+		!throughWorkspaceLink(dir, wsPath) {
+		return ""
+	}
+	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Join(append([]string{r}, parts[i:]...)...)
+}
+
+// systemPlace reports whether the path r (resolved) outside the
+// workspace wsPath is, holds, or is beneath one of [ReadableDirs]: the
+// system's programs, libraries and configuration, which commands need.
+func systemPlace(r, wsPath string) bool {
+	if within(r, wsPath) {
+		return false
+	}
+	return slices.ContainsFunc(ReadableDirs, func(d string) bool { return within(r, d) || within(d, r) })
+}
+
+// throughWorkspaceLink reports whether the way to the path m
+// (absolute) goes through a link in the workspace wsPath (a command's)
+// before it ends or fails.
+func throughWorkspaceLink(m, wsPath string) bool {
+	met := false
+	_, _ = walkLinks(m, func(_, next string) (os.FileInfo, error) {
+		fi, err := os.Lstat(next)
+		if err == nil && fi.Mode()&os.ModeSymlink != 0 && within(next, wsPath) {
+			met = true
+			return nil, errors.New("a link in the workspace")
+		}
+		return fi, err
+	})
+	return met
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace
@@ -530,6 +635,11 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(seen, m, wsPath, true)
+			if err != nil && isPattern(h) && (r == "/" || r == wsPath) {
+				// A match that leads to "/" or the workspace (a
+				// link made where the pattern matches) leads nowhere.
+				continue
+			}
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
@@ -566,7 +676,7 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 			}
 			continue
 		}
-		if outside.holds(r) {
+		if outside.holds(r) || sandboxesOwn(r) {
 			continue
 		}
 		outside.add(r)
@@ -695,7 +805,8 @@ func (s pathSet) holds(p string) bool {
 }
 
 // resolveHidden resolves a path to hide and checks it can be: "" when
-// it does not exist. Set up (atSetUp: commands may have run), it follows
+// it does not exist; "/" or the workspace, where it leads, with an
+// error. Set up (atSetUp: commands may have run), it follows
 // no link in the workspace to a place outside it (see
 // [resolveOutside]): a path that leads through one leads nowhere. A
 // path that leads through links in the workspace (a command's) to a
@@ -726,9 +837,9 @@ func resolveHidden(seen lstats, path, wsPath string, atSetUp bool) (string, erro
 	}
 	switch {
 	case r == "/":
-		return "", errors.New("it is the whole file system")
+		return r, errors.New("it is the whole file system")
 	case wsPath != "" && r == wsPath:
-		return "", errors.New("it is the workspace itself")
+		return r, errors.New("it is the workspace itself")
 	}
 	return r, nil
 }
@@ -821,9 +932,10 @@ func within(path, dir string) bool {
 // CheckHide checks, before any sandbox is set up, that the paths to hide
 // suit the workspace (absolute, resolved): each is absolute, can be
 // resolved (links are followed; a missing path is left out), and is
-// neither "/" nor the workspace itself. An ancestor of the workspace may
-// be hidden: the workspace stays visible in it. [ResolveHide] checks
-// the same and keeps what it resolved.
+// neither "/" nor the workspace itself (one that leads there through a
+// link in the workspace leads nowhere: see [ResolveHide]). An ancestor
+// of the workspace may be hidden: the workspace stays visible in it.
+// [ResolveHide] checks the same and keeps what it resolved.
 func CheckHide(hide []string, workspace string) error {
 	_, err := ResolveHide(hide, workspace)
 	return err

@@ -36,6 +36,26 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 // same real files); a directory that cannot be listed is left out, as
 // Glob leaves it.
 func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
+	return globDirs(seen, pattern, func(d string) (string, bool) { return dirToList(seen, d, wsPath) })
+}
+
+// globOpened returns the existing paths that match pattern (absolute),
+// as the workspace is opened ([ResolveHide]): as globHidden does, but
+// following every link on the way to a directory it lists, as the
+// paths to hide are then resolved. Each real directory is listed once
+// per component, so that links to a directory it is in (l -> .) do
+// not multiply the listings, and only a directory is opened, never a
+// FIFO, at a pattern's directory or where a link there leads.
+func globOpened(pattern string) ([]string, error) {
+	seen := lstats{}
+	return globDirs(seen, pattern, func(d string) (string, bool) { return resolveLinks(seen, d, "", true) })
+}
+
+// globDirs matches pattern (absolute) component by component, listing
+// where toList says each directory a component with a wildcard needs
+// leads (ok false: nowhere to list), each such place once per
+// component: see globHidden.
+func globDirs(seen lstats, pattern string, toList func(dir string) (string, bool)) ([]string, error) {
 	parts := strings.Split(pattern, "/")
 	for _, c := range parts {
 		if _, err := filepath.Match(c, ""); err != nil {
@@ -54,7 +74,7 @@ func globHidden(seen lstats, pattern, wsPath string) ([]string, error) {
 				next = append(next, filepath.Join(d, c))
 				continue
 			}
-			r, ok := dirToList(seen, d, wsPath)
+			r, ok := toList(d)
 			if !ok || listed[r] {
 				continue
 			}
@@ -99,7 +119,17 @@ func dirToList(seen lstats, dir, wsPath string) (r string, ok bool) {
 // listDir returns the names in the directory r (resolved), opening
 // nothing but a directory (never a FIFO, which would block).
 func listDir(r string) ([]string, error) {
-	fd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	return openAndList(r, unix.O_NOFOLLOW)
+}
+
+// listDirAt is listDir of d, following the links on the way (the last
+// one included).
+func listDirAt(d string) ([]string, error) { return openAndList(d, 0) }
+
+// openAndList opens the directory r with the flags flags besides those
+// that open only a directory, without blocking, and lists its names.
+func openAndList(r string, flags int) ([]string, error) {
+	fd, err := unix.Open(r, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +153,8 @@ func matchName(c, n string) bool {
 // whatever their case, as a sandbox matches the paths to hide
 // ([Config.Hide]); a component without one is a name, looked up as it
 // is written. Links are followed, and a directory that cannot be
-// listed is left out, as filepath.Glob does.
+// listed is left out, as filepath.Glob does; only a directory is
+// opened (never a FIFO, whose open would wait for a writer).
 func Glob(pattern string) ([]string, error) {
 	if _, err := filepath.Match(pattern, ""); err != nil {
 		return nil, err
@@ -142,12 +173,7 @@ func Glob(pattern string) ([]string, error) {
 				next = append(next, filepath.Join(d, c))
 				continue
 			}
-			f, err := os.Open(d)
-			if err != nil {
-				continue
-			}
-			names, err := f.Readdirnames(-1)
-			f.Close()
+			names, err := listDirAt(d)
 			if err != nil {
 				continue
 			}

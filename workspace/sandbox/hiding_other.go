@@ -13,6 +13,9 @@ func fileID(os.FileInfo) (dev, ino uint64) { return 0, 0 }
 // globHidden is filepath.Glob where there is no sandbox to set up.
 func globHidden(_ lstats, pattern, _ string) ([]string, error) { return filepath.Glob(pattern) }
 
+// globOpened is filepath.Glob where there is no sandbox to set up.
+func globOpened(pattern string) ([]string, error) { return filepath.Glob(pattern) }
+
 // Glob is filepath.Glob where there is no sandbox to set up, so nothing
 // is hidden.
 func Glob(pattern string) ([]string, error) { return filepath.Glob(pattern) }

@@ -116,6 +116,10 @@ type Config struct {
 	// one are names, looked up as written ([Glob]). "/" and the
 	// workspace itself are refused ([CheckHide]). A directory that
 	// holds the workspace shows only the directories on the way to it.
+	// /tmp and /dev, and what is beneath them outside the workspace,
+	// are the sandbox's own, with nothing of the host's: naming them
+	// hides nothing (commands keep a writable /tmp and /dev/shm, and
+	// their devices).
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and
@@ -196,7 +200,10 @@ type Protections struct {
 	FreshDev bool `json:"freshDev,omitempty"`
 	// Hidden lists the paths hidden in the sandbox, resolved: the
 	// defaults, the workspace's surroundings and the configured ones
-	// that exist.
+	// that exist, where links led them as the workspace was opened
+	// ([ResolveHide]). It names the host's paths, outside the
+	// workspace too: it is for the host (its logs, its operator), not
+	// for whoever runs commands, whom [InWorkspaceTerms] speaks to.
 	Hidden []string `json:"hidden,omitempty"`
 	// LinkTargets are the places of [LinkTargets] as the sandbox was
 	// set up (hidden, and among Hidden): where links a command made at

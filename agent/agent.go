@@ -175,24 +175,9 @@ func agentOf(name string) string {
 	return fmt.Sprintf("agent %q", clip(name))
 }
 
-// clip shortens a name or a session id for an error message: past 64
-// bytes, it keeps the whole characters of the first 64 and says the
-// length. It never cuts a UTF-8 character in two (%q would quote the
-// bytes of its half as escapes); a byte that is not UTF-8 counts as one.
-func clip(s string) string {
-	const keep = 64
-	if len(s) <= keep {
-		return s
-	}
-	cut := 0
-	for i := range s {
-		if i > keep {
-			break
-		}
-		cut = i
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
-}
+// clip shortens a name or a session id for an error message
+// (tools.ClipID).
+func clip(s string) string { return tools.ClipID(s) }
 
 // checkSession returns an error wrapping ErrInvalidSessionID when id is
 // not one a conversation can have.

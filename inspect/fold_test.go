@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -35,14 +36,16 @@ func TestFold_SnapshotShowsWhatTheHooksRecorded(t *testing.T) {
 }
 
 // The records wait for the fold in bounded memory however many runs
-// come with no reader: the hook that fills the log folds it.
+// come with no reader: the hook that fills the log folds it, and the
+// observer's buffer holds the frames of its records not folded yet
+// and no more.
 func TestFold_LogBounded(t *testing.T) {
 	in, o := newObserved(t)
 	for i := range 4 * DefaultMaxSessions {
 		run := newHookRun(t, "run-"+strconv.Itoa(i))
 		run.play(in, o)
 		in.mu.Lock()
-		records, frames := len(in.log), len(in.frames)
+		records, frames := len(in.log), len(o.turn)
 		in.mu.Unlock()
 		if records >= foldAt || frames > 4*foldAt {
 			t.Fatalf("after run %d: %d records of %d frames wait for the fold, want fewer than %d", i, records, frames, foldAt)
@@ -90,5 +93,62 @@ func TestFold_StagedMessagesOfAnotherStreamShown(t *testing.T) {
 	d := in.Snapshot("a").Session
 	if d == nil || len(d.Conversation) != 1 || d.Conversation[0].Text != "for a" {
 		t.Fatalf("session a %+v, want its messages shown", d)
+	}
+}
+
+// A turn's frames are handed over to the fold where the observer wrote
+// them, not copied under the lock: the frames a record leaves for the
+// fold are the observer's own, the same memory.
+func TestFold_TurnHandedOverNotCopied(t *testing.T) {
+	in, o := newObserved(t)
+	in.Snapshot("") // the log folded
+	requestTurn(o, "s", messages.Text("s", "hi"), messages.End("s"))
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.log) == 0 {
+		t.Fatal("nothing left for the fold: the turn was folded as it was recorded")
+	}
+	frames := in.recorded(&in.log[len(in.log)-1])
+	if len(frames) != 3 {
+		t.Fatalf("the turn's record holds %d frames, want 3 (the END written in, the text, the END)", len(frames))
+	}
+	if &frames[0] != unsafe.SliceData(o.turn) {
+		t.Fatalf("the turn's frames were copied for the fold (at %p), want the observer's own (at %p)", &frames[0], unsafe.SliceData(o.turn))
+	}
+}
+
+// A turn recorded stays where the fold reads it when the observer's
+// next frames outgrow its buffer: the append that grows it copies the
+// buffer outside in.mu, and a fold may read the record meanwhile, in
+// the array it was recorded in. That array is never written again, by
+// the fold or by the turns after it; the view shows every frame.
+func TestFold_GrownBufferLeftAsRecorded(t *testing.T) {
+	in, o := newObserved(t)
+	in.Snapshot("") // the log folded
+	o.request(messages.End("s"))
+	o.response(messages.Text("s", "a"))
+	o.Handled() // the turn recorded, the response not ended
+	recordedIn := o.turn[:cap(o.turn)]
+	was := slices.Clone(recordedIn)
+	for i := 0; cap(o.turn) == len(recordedIn); i++ { // the next frames grow the buffer
+		o.response(messages.Text("s", strconv.Itoa(i)))
+	}
+	if unsafe.SliceData(o.turn) == unsafe.SliceData(recordedIn) {
+		t.Fatal("the buffer did not move as it grew")
+	}
+	if d := in.Snapshot("s").Session; d == nil || d.Response != "a" {
+		t.Fatalf("session s %+v, want the response so far, %q, read where it was recorded", d, "a")
+	}
+	o.Handled() // the turn after the fold: moved to the buffer's start
+	o.response(messages.End("s"))
+	requestTurn(o, "s", messages.Text("s", "b"), messages.End("s"))
+	in.Snapshot("")
+	for i := range recordedIn {
+		if recordedIn[i] != was[i] {
+			t.Fatalf("frame %d of the array the turn was recorded in changed from %+v to %+v after it grew", i, was[i], recordedIn[i])
+		}
+	}
+	if d := in.Snapshot("s").Session; d == nil || d.Requests != 2 || d.Answer != "b" {
+		t.Fatalf("session s %+v, want two requests, the second answered %q", d, "b")
 	}
 }

@@ -361,14 +361,44 @@ func TestVersion_BumpedOnceAFold(t *testing.T) {
 	}
 }
 
-// The fields every hook on the hot path writes (the lock, the version,
-// the log and its frames) are the Inspector's first 64 bytes: each
-// cache line the hooks share is one more taken from the other core at
-// every hook.
+// The fields every hook on the hot path writes or reads (the lock, the
+// version, the log and the count of its folds) are the Inspector's
+// first 64 bytes: each cache line the hooks share is one more taken
+// from the other core at every hook.
 func TestInspector_HotFieldsShareALine(t *testing.T) {
 	var in Inspector
-	end := unsafe.Offsetof(in.frames) + unsafe.Sizeof(in.frames)
+	end := unsafe.Offsetof(in.folds) + unsafe.Sizeof(in.folds)
 	if at := unsafe.Offsetof(in.mu); at != 0 || end > 64 {
 		t.Fatalf("the lock at byte %d and the hot fields up to byte %d, want them all in the first 64", at, end)
+	}
+}
+
+// The hook that fills the log folds it without bumping the version: a
+// stream that reads the version then, and sends, sees the next record
+// bump it, whichever hook leaves it (a turn or a tool result).
+func TestVersion_BumpedAfterTheHooksOwnFold(t *testing.T) {
+	for _, next := range []string{"turn", "tool result"} {
+		t.Run(next, func(t *testing.T) {
+			in, o := newObserved(t)
+			run := newHookRun(t, "v")
+			folds := func() uint64 {
+				in.mu.Lock()
+				defer in.mu.Unlock()
+				return in.folds
+			}
+			before := folds()
+			for turn := 0; folds() == before; turn = (turn + 1) % len(run.results) {
+				in.OnToolResult(run.results[turn]) // no reader: the log fills
+			}
+			v := in.version.Load() // a stream reads it, and sends what the hook folded
+			if next == "turn" {
+				requestTurn(o, "w", messages.Text("w", "hi"), messages.End("w"))
+			} else {
+				in.OnToolResult(run.results[0])
+			}
+			if got := in.version.Load(); got == v {
+				t.Fatalf("the version stayed %d over a %s recorded after the hook's fold: a stream would not send it", v, next)
+			}
+		})
 	}
 }

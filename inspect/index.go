@@ -35,16 +35,18 @@ func (x *sessionIndex) hash(id string) uint64 {
 }
 
 // find returns the first session of id (of any agent) whose hash is h,
-// or nil: most often the only one (see session.twin).
-func (x *sessionIndex) find(id string, h uint64) *session {
+// or nil: most often the only one (see session.twin). Without one, free
+// is the empty slot its look-up ended at, where addAt places a session
+// of id if the index did not change in between.
+func (x *sessionIndex) find(id string, h uint64) (s *session, free uint64) {
 	mask := uint64(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		sl := &x.slots[i]
 		if sl.s == nil {
-			return nil
+			return nil, i
 		}
 		if sl.hash == h && sameString(sl.s.id, id) {
-			return sl.s
+			return sl.s, 0
 		}
 	}
 }
@@ -84,6 +86,18 @@ func (x *sessionIndex) add(s *session) {
 		x.grow()
 	}
 	x.put(indexSlot{hash: s.hash, s: s})
+	x.n++
+}
+
+// addAt is add for s, whose id find did not find, at free, the slot
+// where its look-up ended (the index unchanged since): the look-up is
+// not walked again.
+func (x *sessionIndex) addAt(s *session, free uint64) {
+	if 2*(x.n+1) > len(x.slots) {
+		x.add(s)
+		return
+	}
+	x.slots[free] = indexSlot{hash: s.hash, s: s}
 	x.n++
 }
 

@@ -94,8 +94,11 @@ type Inspector struct {
 	version atomic.Uint64
 	// log holds what the hooks on the hot path recorded and the fold has
 	// not shown yet, in order (see fold); at most foldAt records.
-	log    []record
-	frames []observed // the frames of the turns in log
+	log []record
+	// folds counts the folds: an adapter's observer whose frames were
+	// recorded before the last one may write over them (see
+	// modelObserver.flush).
+	folds uint64
 
 	rt   *actors.Runtime
 	opts Options
@@ -260,7 +263,8 @@ type record struct {
 	// at is monoNow at a turn's response END timed, or at a tool result
 	// while some calls were timed; 0 otherwise.
 	at time.Duration
-	// first and n place the turn's frames in in.frames.
+	// first and n place the turn's frames in its observer's buffer (see
+	// Inspector.recorded).
 	first, n int32
 }
 
@@ -272,7 +276,8 @@ type record struct {
 // straddled two lines, one of them shared with the next record, which
 // the other core may write. The padded array starts its records on the
 // next line; if the allocator places it otherwise (another version of
-// the runtime), the plain array is taken when it is aligned.
+// the runtime), the plain array is taken, wherever it lies: the pad
+// would then only move the records off their lines.
 func newLog() []record {
 	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
 		return p.records[:0]
@@ -309,13 +314,17 @@ func (in *Inspector) fold() {
 			i++
 			continue
 		}
-		r.o.applyRecord(r, in.frames[r.first:r.first+r.n])
+		r.o.applyRecord(r, in.recorded(r))
 		i++
 	}
-	clear(log) // the frames are not kept reachable by the log
-	clear(in.frames)
-	in.log, in.frames = log[:0], in.frames[:0]
+	clear(log) // the frames are not kept reachable by the log (the observer's buffer: see modelObserver.flush)
+	in.log = log[:0]
+	in.folds++
 }
+
+// recorded returns the frames of the turn r records, in its observer's
+// own buffer (see modelObserver.flush); in.mu must be held.
+func (in *Inspector) recorded(r *record) []observed { return r.o.logged[r.first : r.first+r.n] }
 
 // FeedItem is one entry of the live feed.
 type FeedItem struct {

@@ -60,9 +60,17 @@ type modelObserver struct {
 	staged *messages.Frame
 	// held is the staged messages handed over to the fold (under in.mu),
 	// shown at their request's END.
-	held  *messages.Frame
-	turn  []observed   // this turn's frames, not recorded yet
-	tools []*toolStats // the tools its calls named (under in.mu)
+	held *messages.Frame
+	// turn holds this turn's frames, turn[turnAt:], after those of the
+	// turns recorded and not folded yet, turn[:turnAt]: the fold reads
+	// them where they were written (see flush). folds is in.folds when
+	// a turn was recorded last; logged is turn as the fold reads it
+	// (under in.mu), set when turn moved.
+	turn   []observed
+	turnAt int
+	folds  uint64
+	logged []observed
+	tools  []*toolStats // the tools its calls named (under in.mu)
 	// timedTick is the coarse clock's tick (unix ns) of the response
 	// ENDs timed last, timedInTick how many were timed in it (see
 	// timeEnd).
@@ -89,7 +97,7 @@ func (o *modelObserver) Emitted(f *messages.Frame) bool { return o.response(f) }
 
 // Handled implements actors.FrameObserver.
 func (o *modelObserver) Handled() {
-	if len(o.turn) > 0 { // most turns were shown at their END
+	if len(o.turn) > o.turnAt { // most turns were shown at their END
 		o.flush()
 	}
 }
@@ -236,7 +244,7 @@ func (c *sessionCache) remember(stream string, s *session) {
 func (in *Inspector) session(stream, agent string) *session {
 	key := sessionKey(stream)
 	h := in.index.hash(key)
-	first := in.index.find(key, h)
+	first, free := in.index.find(key, h)
 	if first != nil {
 		if sameString(first.agent, agent) {
 			return first
@@ -251,7 +259,11 @@ func (in *Inspector) session(stream, agent string) *session {
 		s = &session{}
 	}
 	s.id, s.agent, s.hash, s.updated = key, agent, h, in.clock.unixNano()
-	in.index.add(s)
+	if first == nil {
+		in.index.addAt(s, free) // the slot the look-up ended at
+	} else {
+		in.index.add(s) // a twin: after its id's sessions
+	}
 	in.sessionOrder.push(s)
 	in.forget(s)
 	if first != nil {
@@ -323,9 +335,17 @@ type observed struct {
 	request bool // written into the adapter; otherwise emitted by it
 }
 
-// flush records the frames observed in this turn, for the fold.
+// flush records the frames observed in this turn, for the fold. They
+// are handed over, not copied: the record places them in the
+// observer's buffer, which keeps them until they are folded. The next
+// turns' frames follow them; the first turn recorded after a fold
+// moves its frames (a few) to the buffer's start, which the fold left
+// free, and drops the folded ones. The buffer holds at most the frames
+// of the observer's records waiting in the log, and the turn's; an
+// adapter idle after a fold keeps its folded frames reachable until
+// its next turn (up to a log's worth of them, foldAt records).
 func (o *modelObserver) flush() {
-	if len(o.turn) == 0 {
+	if len(o.turn) == o.turnAt {
 		return
 	}
 	in := o.in
@@ -338,11 +358,17 @@ func (o *modelObserver) flush() {
 	o.staged = nil
 	in.mu.Lock()
 	in.logged()
-	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
-		first: int32(len(in.frames)), n: int32(len(o.turn))})
-	for _, ob := range o.turn { // a few: not worth typedslicecopy's call and memmove's
-		in.frames = append(in.frames, ob)
+	if o.folds != in.folds { // the turns recorded before were folded
+		if o.turnAt > 0 {
+			o.moveTurn()
+		}
+		o.folds = in.folds
 	}
+	if unsafe.SliceData(o.logged) != unsafe.SliceData(o.turn) { // grown: the frames before were copied with it
+		o.logged = o.turn[:cap(o.turn)]
+	}
+	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
+		first: int32(o.turnAt), n: int32(len(o.turn) - o.turnAt)})
 	if at > 0 {
 		in.timed++
 	}
@@ -350,7 +376,20 @@ func (o *modelObserver) flush() {
 		in.fold()
 	}
 	in.mu.Unlock()
-	o.turn = o.turn[:0] // the frames it keeps beyond are the next turn's to overwrite
+	o.turnAt = len(o.turn)
+}
+
+// moveTurn moves the turn's frames to the start of the buffer, the
+// frames before them folded, and drops the folded frames it kept
+// beyond; in.mu must be held. Not the fold's to drop: it would write
+// over them while the observer's append, growing the buffer, may be
+// copying them (outside in.mu).
+//
+//go:noinline
+func (o *modelObserver) moveTurn() {
+	n := copy(o.turn, o.turn[o.turnAt:])
+	clear(o.turn[n:])
+	o.turn, o.turnAt = o.turn[:n], 0
 }
 
 // timeEnd returns when a response END (at now, from the coarse clock)
@@ -505,7 +544,7 @@ func (o *modelObserver) flushStaged() {
 	in := o.in
 	in.mu.Lock()
 	in.logged()
-	in.log = append(in.log, record{o: o, x: o.staged, first: int32(len(in.frames))})
+	in.log = append(in.log, record{o: o, x: o.staged})
 	if len(in.log) >= foldAt {
 		in.fold()
 	}

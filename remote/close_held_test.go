@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,7 +23,9 @@ import (
 // protoactor remote with a Guard ("guard", stopped with StopRemote), have a
 // peer's batch with a watch of an actor it does not have arrive while it
 // closes (see runHeldAtClose), and print "close ERR" and the goroutines
-// left.
+// left. With ",ctx" after the role (a client's or a node's), Close's ctx
+// ends once it has begun to stop the incoming streams, and the batch
+// goes on once Close has returned.
 const envHeldAtClose = "POLYWEAVE_REMOTE_TEST_HELD_AT_CLOSE"
 
 // watchType is protoactor's name for a watch on the wire.
@@ -37,7 +40,8 @@ var watchType = string((&actor.Watch{}).ProtoReflect().Descriptor().FullName())
 // protoactor's dead letters, with a Terminated to the peer: a message to
 // a remote actor that the endpoints, once stopped, cannot carry (the
 // pinned protoactor panics).
-func runHeldAtClose(role string) int {
+func runHeldAtClose(v string) int {
+	role, endCtx := strings.CutSuffix(v, ",ctx")
 	addr, closeProcess, owner, err := startHeldAtClose(role)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -82,15 +86,23 @@ func runHeldAtClose(role string) int {
 		}
 	}
 	<-held
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	closed := make(chan error, 1)
-	go func() { closed <- closeProcess(context.Background()) }()
+	go func() { closed <- closeProcess(ctx) }()
 	select {
 	case <-stopping:
 	case err := <-closed:
 		closed <- err
 	}
-	release()
-	fmt.Println("close", oneLine(<-closed))
+	if endCtx {
+		cancel()
+		fmt.Println("close", oneLine(<-closed))
+		release()
+	} else {
+		release()
+		fmt.Println("close", oneLine(<-closed))
+	}
 	_ = stream.CloseSend()
 	_ = conn.Close()
 	printLeaks()
@@ -148,6 +160,26 @@ func TestClose_BatchHeldAsCloseBegins(t *testing.T) {
 			t.Parallel()
 			p := startChild(t, envHeldAtClose+"="+role)
 			p.want(t, "close <nil>", "%s; want Close to succeed")
+			p.want(t, "leaks none", "%s")
+		})
+	}
+}
+
+// A client's or a node's Close whose ctx ends while an incoming stream
+// still holds a batch it read returns ctx's error, saying that the
+// streams had not all ended, and leaves the endpoints to stop once they
+// have: the batch goes on after Close has returned, nothing panics, and
+// nothing is left running.
+func TestClose_CtxEndsWhileABatchIsHeld(t *testing.T) {
+	t.Parallel()
+	for _, role := range []string{"client", "node"} {
+		t.Run(role, func(t *testing.T) {
+			t.Parallel()
+			p := startChild(t, envHeldAtClose+"="+role+",ctx")
+			if e := p.next(t); !strings.HasPrefix(e, "close ") || !strings.Contains(e, "the incoming streams had not all ended") ||
+				!strings.HasSuffix(e, context.Canceled.Error()) {
+				t.Errorf("%s; want ctx's error, and the incoming streams not all ended", e)
+			}
 			p.want(t, "leaks none", "%s")
 		})
 	}

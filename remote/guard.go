@@ -76,9 +76,11 @@ type guard struct {
 	wait func(ctx context.Context, conn string) error
 	// serving counts the incoming streams being served: their endpoint
 	// readers deliver what they read. Once stopped (see stop), the guard
-	// serves no new stream and delivers nothing more that they read.
-	serving sync.WaitGroup
-	stopped atomic.Bool // set under mu
+	// serves no new stream and delivers nothing more that they read, and
+	// streamsEnded is closed once serving is 0.
+	serving      int
+	streamsEnded chan struct{} // made by stop
+	stopped      atomic.Bool   // set under mu
 	// Tests: hold is called with each message an incoming stream reads,
 	// before the guard looks at it; onStop when stop begins.
 	hold   func(*paremote.RemoteMessage)
@@ -133,10 +135,16 @@ func (g *guard) interceptStream(srv any, ss grpc.ServerStream, _ *grpc.StreamSer
 		g.mu.Unlock()
 		return errStopping
 	}
-	g.serving.Add(1)
+	g.serving++
 	s.hold = g.hold
 	g.mu.Unlock()
-	defer g.serving.Done()
+	defer func() {
+		g.mu.Lock()
+		if g.serving--; g.serving == 0 && g.streamsEnded != nil {
+			close(g.streamsEnded)
+		}
+		g.mu.Unlock()
+	}()
 	// The endpoint reader delivers each message before it reads the
 	// next, and returns once the stream has ended.
 	err := handler(srv, s)
@@ -160,25 +168,27 @@ var errStopping = status.Error(codes.Unavailable, "remote: stopping")
 // to a remote actor (an answer to a request, a dead letter's Terminated
 // to a watcher) needs protoactor's endpoints: the pinned endpoint manager
 // panics when their supervisor has stopped. So the endpoints stop once
-// the channel is closed (see stopRemote). A nil guard serves no stream:
-// its channel is closed already.
+// the channel is closed (see stopRemote). When g serves no stream (a nil
+// guard serves none), the channel is closed already.
 func (g *guard) stop() <-chan struct{} {
-	ended := make(chan struct{})
 	if g == nil {
+		ended := make(chan struct{})
 		close(ended)
 		return ended
 	}
 	g.mu.Lock()
-	g.stopped.Store(true)
-	onStop := g.onStop
+	if g.streamsEnded == nil {
+		g.streamsEnded = make(chan struct{})
+		g.stopped.Store(true)
+		if g.serving == 0 {
+			close(g.streamsEnded)
+		}
+	}
+	ended, onStop := g.streamsEnded, g.onStop
 	g.mu.Unlock()
 	if onStop != nil {
 		onStop()
 	}
-	go func() {
-		g.serving.Wait()
-		close(ended)
-	}()
 	return ended
 }
 
@@ -348,7 +358,8 @@ func (g *guard) Dropped() int64 { return g.dropped.Load() }
 // unregistered type, a bad index, an unknown serializer) are dropped,
 // logged and counted instead, and the unary calls of protoactor's
 // service (whose handlers panic) are refused with codes.Unimplemented
-// and logged.
+// and logged. A Guard guards one remote: stop it with [StopRemote], given
+// the Guard, after which the Guard serves no stream.
 type Guard struct{ g guard }
 
 // NewGuard returns a guard that logs the messages it drops to logger (nil

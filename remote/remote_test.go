@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,7 +222,9 @@ type nodeProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	events chan string
-	done   chan struct{}
+	done   chan struct{} // closed once the process has exited
+	stderr *childOutput
+	killed atomic.Bool // kill has sent it SIGKILL
 }
 
 // startNode starts a test node on addr ("127.0.0.1:0" for any port) and
@@ -256,12 +259,15 @@ func (p *nodeProc) want(t testing.TB, event, format string, args ...any) {
 
 // startChild starts this test binary again with env (NAME=value) set, for
 // TestMain to run one of the child roles; its stdout lines are its events.
-// Cleanup kills it if it still runs.
+// Cleanup kills it if it still runs, and fails t when it exited on its own
+// other than with status 0 (a panic, a failed Close, a data race), with
+// what it wrote on stderr.
 func startChild(t testing.TB, env string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env)
-	cmd.Stderr = os.Stderr
+	stderr := &childOutput{}
+	cmd.Stderr = io.MultiWriter(os.Stderr, stderr)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +279,7 @@ func startChild(t testing.TB, env string) *nodeProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &nodeProc{cmd: cmd, stdin: stdin, events: make(chan string, 64), done: make(chan struct{})}
+	p := &nodeProc{cmd: cmd, stdin: stdin, events: make(chan string, 64), done: make(chan struct{}), stderr: stderr}
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
@@ -284,8 +290,60 @@ func startChild(t testing.TB, env string) *nodeProc {
 		_ = cmd.Wait()
 		close(p.events)
 	}()
-	t.Cleanup(p.kill)
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.kill()
+		}
+		if err := p.exitError(); err != nil {
+			t.Errorf("test child process (%s) %v; its stderr:\n%s", env, err, p.stderr)
+		}
+	})
 	return p
+}
+
+// exitError says how p, which has exited, failed: nil when it exited with
+// status 0, or was ended by kill.
+func (p *nodeProc) exitError() error {
+	ps := p.cmd.ProcessState
+	if ps.Success() {
+		return nil
+	}
+	// SIGKILL leaves no exit status (Windows has no signals: a killed
+	// process exits with status 1). A process that had exited with one
+	// of its own before the signal came keeps it.
+	if p.killed.Load() && (!ps.Exited() || runtime.GOOS == "windows") {
+		return nil
+	}
+	return fmt.Errorf("exited: %v", ps)
+}
+
+// childOutput keeps the end of what a test child process writes, for a
+// failure to show.
+type childOutput struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+// childOutputMax is how much of a child's output childOutput keeps: a
+// panic's trace, with the lines before it.
+const childOutputMax = 64 << 10
+
+func (o *childOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, b...)
+	if over := len(o.buf) - childOutputMax; over > 0 {
+		o.buf = append(o.buf[:0], o.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+func (o *childOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.buf)
 }
 
 // next returns the node's next event.
@@ -301,7 +359,8 @@ func (p *nodeProc) nextWithin(t testing.TB, patience time.Duration) string {
 	select {
 	case e, ok := <-p.events:
 		if !ok {
-			t.Fatal("test child process exited")
+			<-p.done
+			t.Fatalf("test child process exited (%v); its stderr:\n%s", p.cmd.ProcessState, p.stderr)
 		}
 		return e
 	case <-time.After(patience):
@@ -312,6 +371,7 @@ func (p *nodeProc) nextWithin(t testing.TB, patience time.Duration) string {
 
 // kill SIGKILLs the node and waits until it is gone.
 func (p *nodeProc) kill() {
+	p.killed.Store(true)
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }

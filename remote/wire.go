@@ -111,7 +111,8 @@ func stopRemote(ctx context.Context, system *actor.ActorSystem, r *paremote.Remo
 				<-ended
 				stopEndpoints()
 			}()
-			return fmt.Errorf("stop protoactor's endpoints: incoming streams still delivering: %w", d.stopError(ctx.Err()))
+			return fmt.Errorf("stop protoactor's endpoints: the incoming streams had not all ended (the endpoints stop once they have): %w",
+				d.stopError(ctx.Err()))
 		}
 	}
 	var errs []error

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/polyweave/polyweave-go/internal/prune"
+	"github.com/polyweave/polyweave-go/messages"
 )
 
 // consumerCalls holds, for a router, the streams its consumer wrote a
@@ -19,39 +20,60 @@ import (
 // such an END ends only the one of that id. A durable router also puts a
 // restore frame's calls on the streams not held here on closed streams.
 //
+// It notes the consumer's frames as the runtime notes them in the
+// router's shell (see note): the rest of a call the model ended, still
+// on its way, opens nothing (in a durable router, whose runtime notes
+// every frame, it opens that call again).
+//
 // Each stream has the count of such writes (opens) at its last one on
-// another stream than the one before; of those without a pending call,
+// another stream than the one before. A stream with a call of the
+// consumer's open is kept until the model ends it, as the runtime keeps
+// it; of the quiet ones (see openStream.quiet) without a pending call,
 // only the openQuiet written on last are sure to be kept (see prune): a
-// model that never ends its streams does not grow it without end. A
-// stream forgotten counts as one the consumer has no call open on: the
-// model's END there ends the stream, whatever its id. lastOpen is the
-// stream last written on, whose frames mostly follow each other, and
-// lastCall the tool-call id noted last there: a frame of the same call
-// changes nothing. openCap is the size past which open is pruned. The
-// zero value is ready.
+// model that ends the consumer's calls by their ids, and never its
+// streams, does not grow it without end. A stream forgotten counts as
+// one the consumer has no call open on: the model's END there ends the
+// stream, whatever its id. lastOpen is the stream last written on, whose
+// frames mostly follow each other, and lastCall the tool-call id noted
+// last there: a frame of the same call changes nothing. openCap is the
+// size past which open is pruned. durable is set for a durable router.
+// The zero value is ready.
 type consumerCalls struct {
 	open     map[string]openStream
 	opens    uint64
 	openCap  int
 	lastOpen string
 	lastCall string
+	durable  bool
 }
 
-// openQuiet is how many streams without a pending call consumerCalls
-// keeps when it is pruned; it is pruned when openQuiet/4 more have come.
+// openQuiet is how many quiet streams without a pending call
+// consumerCalls keeps when it is pruned; it is pruned when openQuiet/4
+// more streams have come.
 const openQuiet = 1024
 
-// note notes that the consumer wrote a frame that opens a call of
-// tool-call id call (as the runtime counts it) on stream; p is the
-// router's pending calls (a stream with one is never forgotten).
-func (o *consumerCalls) note(stream, call string, p *PendingCalls) {
+// endedMax is how many of the calls the model ended by their ids a
+// stream keeps (see openStream.done), as the runtime does: the oldest
+// go first.
+const endedMax = 16
+
+// note notes f, a frame the consumer wrote that opens a call (as the
+// runtime counts it: see actors.OpensStream); p is the router's pending
+// calls (a stream with one is never forgotten). Unless the router is
+// durable, the rest of a call the model ended, on its way, is not noted,
+// as the runtime does not note it (see rest).
+func (o *consumerCalls) note(f *messages.Frame, p *PendingCalls) {
+	stream, call := f.GetStreamId(), f.GetToolCallId()
 	if stream == "" || stream == o.lastOpen && call == o.lastCall {
 		return // the call noted last, as it is
+	}
+	st, ok := o.open[stream]
+	if !o.durable && st.rest(f, ok) {
+		return
 	}
 	if o.open == nil {
 		o.open, o.openCap = map[string]openStream{}, openQuiet+openQuiet/4
 	}
-	st, ok := o.open[stream]
 	changed := st.note(call)
 	if stream != o.lastOpen || !ok {
 		o.opens++
@@ -86,7 +108,8 @@ func (o *consumerCalls) endsAlone(stream, call string) bool {
 
 // ended notes the model's END of tool-call id call on stream: it ends
 // that call, if the stream carries it among others (see openStream.end),
-// or else the stream. An ERROR is not noted: the call, or stream, is
+// or else the stream; a second END of a call it ended so ends nothing,
+// as for the runtime. An ERROR is not noted: the call, or stream, is
 // open until its END.
 func (o *consumerCalls) ended(stream, call string) {
 	st, ok := o.open[stream]
@@ -100,19 +123,27 @@ func (o *consumerCalls) ended(stream, call string) {
 		o.open[stream] = st
 		return
 	}
+	if call != "" && slices.Contains(st.done, call) {
+		return
+	}
 	delete(o.open, stream)
 }
 
-// prune forgets, of the streams the consumer has a call open on without
-// a pending call in p, all but the openQuiet it wrote on last: their
-// model never ended them, and has mostly moved on. No pending call is
-// lost to it: a stream with one is never forgotten. (Should the model
-// start calls on a stream forgotten, its END of one of the consumer's
-// calls there ends the stream, and them.) open is pruned again once
-// openQuiet/4 more streams are in it, so that a write costs the pruning a
-// constant time on average.
+// prune forgets, of the quiet streams (see openStream.quiet) without a
+// pending call in p, all but the openQuiet the consumer wrote on last:
+// the model ended the consumer's calls there by their ids, never the
+// stream, and has mostly moved on; the runtime keeps no more of them
+// either (the 1024 opened last). A stream with a call of the consumer's
+// open (a call of no id included) is never forgotten, as the runtime
+// never forgets it: the model's END of one of several calls there ends
+// it alone however many streams the model leaves open, and the router
+// keeps no more of them than its shell does. Nor is a stream with a
+// pending call. prune runs at the write that takes open past openCap,
+// openQuiet/4 more streams than the last pruning left: a write costs
+// the pruning a constant time on average, and a stream that turns quiet
+// after a pruning is forgotten at a later one.
 func (o *consumerCalls) prune(p *PendingCalls) {
-	prune.Oldest(o.open, openQuiet, func(stream string, _ openStream) bool { return p.InStream(stream) == 0 },
+	prune.Oldest(o.open, openQuiet, func(stream string, st openStream) bool { return st.quiet() && p.InStream(stream) == 0 },
 		func(s openStream) uint64 { return s.at })
 	o.openCap = len(o.open) + openQuiet/4
 	if !o.has(o.lastOpen) {
@@ -127,25 +158,64 @@ func (o *consumerCalls) prune(p *PendingCalls) {
 // another call than the one noted comes (a call of no id beside one with
 // an id counts); the model's END with one of their ids ends that call
 // alone (see end), and one of no id, or of the id of a stream's sole
-// call, ends the stream.
+// call, ends the stream. The model's second END of a call it ended so
+// ends nothing.
 type openStream struct {
 	at    uint64   // consumerCalls.opens at its last write (see note)
 	call  string   // the tool-call id noted last of its calls
 	calls []string // its calls known by their ids, when several
-	anon  bool     // it carries a call of no id
+	// done holds the last endedMax calls the model ended by their ids
+	// (see end), until a TOOL_CALL or DESCRIBE of the id begins the call
+	// again: a frame of one is the rest of the call (see rest).
+	done  []string
+	anon  bool // it carries a call of no id
+	spent bool // the model ended a call of it by its id
+}
+
+// rest reports whether f, a frame the consumer wrote that opens a call
+// on a stream held (as s) when held, is the rest of a call the model
+// ended, on its way, which the runtime of a router that is not durable
+// does not note (see actors.OpensStream and the rule of package actors):
+// an argument chunk of a call the stream does not hold (on a stream not
+// held, or of an id not among its calls, or, when the stream holds none
+// by its id, after the model ended one by its id), or a frame with the
+// id of a call the model ended on the stream (see done) but a TOOL_CALL
+// or a DESCRIBE, which begin that call again.
+func (s *openStream) rest(f *messages.Frame, held bool) bool {
+	call := f.GetToolCallId()
+	if f.IsToolArgChunk() {
+		return !held || !(call == "" || call == s.call || s.call == "" && len(s.calls) == 0 && !s.spent ||
+			slices.Contains(s.calls, call))
+	}
+	t := f.GetType()
+	return call != "" && t != messages.FrameType_TOOL_CALL && t != messages.FrameType_DESCRIBE && slices.Contains(s.done, call)
+}
+
+// quiet reports whether the stream holds no call of the consumer's open:
+// the model ended its calls by their ids, and only frames of no id, if
+// any, came beside them. It may be forgotten (see consumerCalls.prune).
+func (s openStream) quiet() bool {
+	return s.call == "" && len(s.calls) == 0 && (s.spent || !s.anon)
 }
 
 // note notes call, the tool-call id of a frame that opens a call on the
-// stream, and reports whether that changed the entry.
+// stream, and reports whether that changed the entry. A call the model
+// ended noted again is open again.
 func (s *openStream) note(call string) bool {
+	reopened := false
+	if call != "" && len(s.done) > 0 {
+		if i := slices.Index(s.done, call); i >= 0 {
+			s.done, reopened = slices.Delete(s.done, i, i+1), true
+		}
+	}
 	switch {
 	case call == "":
 		if s.anon {
-			return false
+			return reopened
 		}
 		s.anon = true
 	case call == s.call:
-		return false
+		return reopened
 	case s.call != "":
 		if len(s.calls) == 0 {
 			s.calls = []string{s.call}
@@ -165,8 +235,15 @@ func (s *openStream) note(call string) bool {
 // for the others. It reports false, the entry unchanged, when the stream
 // carries a single call, or none of that id: the END ends the stream.
 func (s *openStream) end(call string) bool {
-	if !s.endsAlone(call) {
+	if !s.among(call) {
 		return false
+	}
+	s.spent = true
+	if !slices.Contains(s.done, call) {
+		if len(s.done) == endedMax {
+			s.done = slices.Delete(s.done, 0, 1)
+		}
+		s.done = append(s.done, call)
 	}
 	i := slices.Index(s.calls, call)
 	if i < 0 {
@@ -185,10 +262,14 @@ func (s *openStream) end(call string) bool {
 
 // endsAlone reports whether the model's END or ERROR of tool-call id
 // call ends that call alone, the stream staying open for its others (see
-// end), without changing the entry.
+// end), or is its second END, which ends none of them, without changing
+// the entry.
 func (s *openStream) endsAlone(call string) bool {
-	if call == "" {
-		return false
-	}
-	return slices.Contains(s.calls, call) || call == s.call && s.anon && len(s.calls) == 0
+	return call != "" && (s.among(call) || slices.Contains(s.done, call))
+}
+
+// among reports whether the stream carries the call of tool-call id call
+// among other calls (see end).
+func (s *openStream) among(call string) bool {
+	return call != "" && (slices.Contains(s.calls, call) || call == s.call && s.anon && len(s.calls) == 0)
 }

@@ -7,6 +7,15 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 )
 
+// opens returns a frame that opens a call of tool-call id call on
+// stream: a TOOL_CALL, which begins it, or, for a call of no id, a TEXT.
+func opens(stream, call string) *messages.Frame {
+	if call == "" {
+		return messages.Text(stream, "hi")
+	}
+	return messages.ToolCall(stream, call, "record", nil)
+}
+
 // TestConsumerCalls_EndsAlone: the model's END of one of several of the
 // consumer's calls on a stream ends that call alone, down to the last
 // one, whose END ends the stream; an END of no id ends it at once. A
@@ -15,13 +24,13 @@ import (
 func TestConsumerCalls_EndsAlone(t *testing.T) {
 	var o consumerCalls
 	var p PendingCalls
-	o.note("s", "x", &p)
-	o.note("s", "x", &p)
+	o.note(opens("s", "x"), &p)
+	o.note(opens("s", "x"), &p)
 	if o.endsAlone("s", "x") {
 		t.Fatal("the END of the stream's sole call x ends it alone")
 	}
-	o.note("s", "y", &p)
-	o.note("s", "y", &p)
+	o.note(opens("s", "y"), &p)
+	o.note(opens("s", "y"), &p)
 	for _, call := range []string{"x", "y"} {
 		if !o.endsAlone("s", call) {
 			t.Fatalf("the END of %s, one of two calls, does not end it alone", call)
@@ -34,7 +43,7 @@ func TestConsumerCalls_EndsAlone(t *testing.T) {
 	if o.endsAlone("s", "x") || !o.has("s") {
 		t.Fatalf("after the END of y alone: x ends alone %v, stream kept %v; want false, true", o.endsAlone("s", "x"), o.has("s"))
 	}
-	o.note("s", "y", &p) // y again, the call noted last before its END
+	o.note(opens("s", "y"), &p) // y again, the call noted last before its END
 	if !o.endsAlone("s", "y") {
 		t.Fatal("y, written again after its END, not noted again")
 	}
@@ -45,37 +54,112 @@ func TestConsumerCalls_EndsAlone(t *testing.T) {
 
 	// A call of no id beside one with an id: the END of the one with
 	// the id ends it alone, and leaves the call of no id.
-	o.note("t", "", &p)
-	o.note("t", "x", &p)
+	o.note(opens("t", ""), &p)
+	o.note(opens("t", "x"), &p)
 	if !o.endsAlone("t", "x") {
 		t.Fatal("x, beside a call of no id, does not end alone")
 	}
 	o.ended("t", "x")
-	if !o.has("t") || o.endsAlone("t", "x") {
+	if !o.has("t") || !o.open["t"].quiet() {
 		t.Fatal("after the END of x, the call of no id is not left alone")
 	}
 }
 
+// quietStream notes on o a stream the consumer wrote a call of no id
+// and call x on, whose x the model ended alone: quiet.
+func quietStream(o *consumerCalls, stream string, p *PendingCalls) {
+	o.note(opens(stream, ""), p)
+	o.note(opens(stream, "x"), p)
+	o.ended(stream, "x")
+}
+
 // TestConsumerCalls_PruneKeepsBusyStreams: past its bound, consumerCalls
-// forgets the streams without a pending call written on longest ago, and
-// keeps every stream with one.
+// forgets the quiet streams without a pending call written on longest
+// ago, and keeps every stream with a pending call, and every stream with
+// a call of the consumer's open, as the runtime does: the model's END of
+// one of several calls there still ends it alone.
 func TestConsumerCalls_PruneKeepsBusyStreams(t *testing.T) {
 	var o consumerCalls
 	var a Assembler
 	a.Step(messages.StreamingToolCall("busy", "call_b", "record"))
-	o.note("busy", "x", &a.Pending)
-	for i := range openQuiet + openQuiet/4 + 1 {
-		o.note(fmt.Sprint("s", i), "x", &a.Pending)
+	quietStream(&o, "busy", &a.Pending)
+	o.note(opens("open", "x"), &a.Pending)
+	o.note(opens("open", "y"), &a.Pending)
+	for i := range openQuiet + openQuiet/4 {
+		quietStream(&o, fmt.Sprint("s", i), &a.Pending)
 	}
 	if !o.has("busy") {
 		t.Error("the stream with a pending call was forgotten")
 	}
+	if !o.endsAlone("open", "x") {
+		t.Error("the stream with the consumer's calls x and y open was forgotten: the END of x ends it")
+	}
 	if o.has("s0") {
-		t.Error("the stream written on first, without a pending call, was kept")
+		t.Error("the quiet stream written on first, without a pending call, was kept")
 	}
-	// Pruned at the stream past the bound: the openQuiet idle ones
-	// written on last and the busy one are kept, and one came after.
-	if n := len(o.open); n != openQuiet+2 {
-		t.Errorf("%d streams kept, want %d", n, openQuiet+2)
+	// Pruned as the stream past the bound came (its call of no id open,
+	// not quiet yet): the openQuiet quiet ones written on last before it,
+	// it and the one after, the busy one and the open one are kept.
+	if n := len(o.open); n != openQuiet+4 {
+		t.Errorf("%d streams kept, want %d", n, openQuiet+4)
 	}
+
+	// However many streams the consumer leaves calls open on, none is
+	// forgotten: they are what the runtime keeps of them too.
+	for i := range 2 * openQuiet {
+		o.note(opens(fmt.Sprint("c", i), "x"), &a.Pending)
+	}
+	if !o.has("c0") || !o.has("open") {
+		t.Error("a stream with a call of the consumer's open was forgotten")
+	}
+}
+
+// TestConsumerCalls_RestOfAnEndedCallOpensNothing: after the model's END
+// of y alone, of the consumer's calls x and y on a stream, what more of y
+// the consumer wrote (an argument chunk, a frame with its id) opens
+// nothing, as for the runtime: the END of x then ends the stream. A
+// TOOL_CALL of y begins it again. A second END of y ends nothing. In a
+// durable router, whose runtime notes every frame, y's chunk is noted.
+func TestConsumerCalls_RestOfAnEndedCallOpensNothing(t *testing.T) {
+	var p PendingCalls
+	twoCalls := func(o *consumerCalls) {
+		o.note(opens("s", "x"), &p)
+		o.note(opens("s", "y"), &p)
+		o.ended("s", "y")
+	}
+	var o consumerCalls
+	twoCalls(&o)
+	o.note(messages.ToolArgChunk("s", "y", "{}"), &p)
+	o.note(withID(messages.Text("s", "more"), "y"), &p)
+	o.note(messages.ToolArgChunk("s", "z", "{}"), &p) // of no call the stream held
+	o.note(messages.ToolArgChunk("t", "y", "{}"), &p) // on a stream the consumer opened no call on
+	if o.endsAlone("s", "x") || o.has("t") {
+		t.Fatalf("the rest of y, or a chunk of no call held, opened a call: x ends alone %v, t held %v", o.endsAlone("s", "x"), o.has("t"))
+	}
+	o.ended("s", "y") // the model's second END of y
+	if !o.has("s") {
+		t.Fatal("the model's second END of y ended the stream")
+	}
+	o.note(opens("s", "y"), &p) // y begun again
+	if !o.endsAlone("s", "x") {
+		t.Fatal("y, begun again by a TOOL_CALL, not noted")
+	}
+	o.ended("s", "y")
+	o.ended("s", "x")
+	if o.has("s") {
+		t.Fatal("the END of x, the sole call left, did not end the stream")
+	}
+
+	d := consumerCalls{durable: true}
+	twoCalls(&d)
+	d.note(messages.ToolArgChunk("s", "y", "{}"), &p)
+	if !d.endsAlone("s", "x") {
+		t.Fatal("a durable router did not note y's chunk, as its runtime does")
+	}
+}
+
+// withID returns f with tool-call id call.
+func withID(f *messages.Frame, call string) *messages.Frame {
+	f.ToolCallId = call
+	return f
 }

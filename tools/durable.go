@@ -128,20 +128,19 @@ const MetaState = "state"
 // answers it without running it: the result of a call run while its
 // stream was open, which the consumer was told of, goes out when the
 // model echoes it on the stream open again, though a restore frame
-// closed the stream while the call ran. The router expects such an echo
-// until it comes or the model ends the stream (not one call of the
-// consumer's alone: see below); once it came, the model's echo of it
-// again (a result of the same id and payload on the stream) stays in
-// too, until the model ends the stream or starts a call of that id
-// there. It keeps at most 256 such results at a time: past that, it
-// forgets first the oldest whose echo came, or, when none has, the
-// oldest, whose echo, should it come after all, goes out. Once the model
-// starts a call of the same id on the stream (models that number the
-// calls of each response afresh reuse ids), a result of that id is the
-// echo only if its payload is the one the router wrote, as a model that
-// echoes results late echoes it; any other is the new call's, and goes
-// out. (A result of the new call with the very payload of the
-// ended call's, both cancelled alike, say, cannot be told from the echo:
+// closed the stream while the call ran, and though the model started a
+// call of the same id there while it ran. The router expects such an
+// echo until it comes or the model ends the stream (not one call of the
+// consumer's alone: see below): a result of the call's stream, id and
+// payload, as the router wrote it (models that number the calls of each
+// response afresh reuse ids, so a result of the same id and another
+// payload is another call's, and goes out). Once it came, the model's
+// echo of it again stays in too, until the model ends the stream or
+// starts a call of that id there. It keeps at most 256 such results at a
+// time: past that, it forgets first the oldest whose echo came, or, when
+// none has, the oldest, whose echo, should it come after all, goes out.
+// (A result of another call of the same id with the very payload of the
+// one expected, both cancelled alike, say, cannot be told from the echo:
 // the first to come is taken for it.)
 // A stream stays closed after its calls have ended, until the consumer
 // writes on it again, but of such streams the router keeps the 256 whose
@@ -173,13 +172,18 @@ const MetaState = "state"
 // from the restore (the router ignores the closed times of a restore
 // frame's state and clears those it holds: the restore is persisted with
 // the time of the restore for the streams it closes, one write).
-// Of the streams the consumer has a call open on, the router remembers
-// all those with a pending call, but of the others only the 1024 to 1280
-// the consumer wrote on last: a model that never ends its streams does
-// not grow its memory without end. A restore's calls on a stream it
-// forgot wait there as on a stream the consumer has no call open on:
-// they are announced when the consumer writes on it again, or ended
-// at the limit; none is lost.
+// The router remembers every stream the consumer has a call open on
+// until the model ends it, as the runtime does; of those whose calls the
+// model ended by their ids alone (frames of no id still open there: a
+// model that never ends its streams), it remembers those with a pending
+// call, but of the others only the 1024 to 1280 the consumer wrote on
+// last, so they do not grow its memory without end. A restore's calls
+// on a stream it forgot wait there as on a stream the consumer has no
+// call open on: they are announced when the consumer writes on it
+// again, or ended at the limit; none is lost. As its runtime, which
+// recovers its calls, does, a durable router counts what the consumer
+// writes of a call the model ended (a late argument chunk) as that call,
+// open again.
 //
 // The router's actor id (its name and its ancestors' names) is the
 // persistence key: it must be the same from one run to the next.
@@ -359,9 +363,14 @@ type durableRouter struct {
 	// opened (see freeze), with whether it was closed when they ran:
 	// whether the router expects the echo of a call's result is decided
 	// when the call runs, as the consumer was told of it then or not.
-	// A call's entry goes when its result is delivered. Nil until a
-	// stream with calls running is closed or opened.
-	ranClosed map[callKey]bool
+	// A call's entry goes when its result is delivered. Its key is the
+	// TOOL_CALL frame the dispatcher runs (outstanding.call), which it
+	// delivers the result with: a call of the same stream and id the
+	// model starts while it runs, answered without running (the
+	// dispatcher runs one call of a key at a time), is another frame, so
+	// neither takes the other's entry. Nil until a stream with calls
+	// running is closed or opened.
+	ranClosed map[*messages.Frame]bool
 }
 
 // echoWant is a result of durableRouter.echoOrder.
@@ -369,7 +378,8 @@ type echoWant struct {
 	call callKey
 	sum  uint64 // the maphash of its payload
 	// renewed: the model started a call of the same key since (see
-	// echo), whose result is not the echo: this one is told by its sum.
+	// echo): its echo is forgotten as it comes, so a result of the new
+	// call with its very payload goes out.
 	renewed bool
 	// came: the echo came, before any call of the same key; a result of
 	// its sum is the model's echo of it again (see echo).
@@ -410,6 +420,7 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 	d.core.also = d.waitsClosed
 	d.core.applied = d.quieted
 	d.core.endsAlone = r.endsAlone
+	r.calls.durable = true // its runtime notes every call-opening frame (see consumerCalls.note)
 	r.take = d.takeCancelled
 	deliver := r.d.deliver
 	r.d.deliver = func(c actors.WrapperContext, call, result *messages.Frame) {
@@ -426,15 +437,13 @@ func newDurableRouter(r *routerLogic, o DurabilityOptions) *durableRouter {
 // ran it (see freeze), or, for a call it answers without running it (one
 // it rejects, cancels or ends), when it answers it.
 func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
-	closed := r.isClosed(call.GetStreamId())
 	if len(r.ranClosed) > 0 {
-		k := keyOf(call)
-		if was, ok := r.ranClosed[k]; ok {
-			delete(r.ranClosed, k)
+		if was, ok := r.ranClosed[call]; ok {
+			delete(r.ranClosed, call)
 			return was
 		}
 	}
-	return closed
+	return r.isClosed(call.GetStreamId())
 }
 
 // freeze notes, for the calls running on the streams that flips reports
@@ -442,14 +451,14 @@ func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
 // now, unless it was noted already: their stream was then as it is now
 // when they ran (see durableRouter.ranClosed).
 func (r *durableRouter) freeze(flips func(stream string) bool) {
-	for k := range r.d.outstanding {
-		if _, ok := r.ranClosed[k]; ok || !flips(k.stream) {
+	for k, o := range r.d.outstanding {
+		if _, ok := r.ranClosed[o.call]; ok || !flips(k.stream) {
 			continue
 		}
 		if r.ranClosed == nil {
-			r.ranClosed = map[callKey]bool{}
+			r.ranClosed = map[*messages.Frame]bool{}
 		}
-		r.ranClosed[k] = r.isClosed(k.stream)
+		r.ranClosed[o.call] = r.isClosed(k.stream)
 	}
 }
 
@@ -484,14 +493,14 @@ func (r *durableRouter) forgetEcho(i int) {
 // going on with its others (see consumerCalls.endsAlone), forgets nothing: the
 // model may yet echo there.
 //
-// A call the model starts with the key of an echo expected (models number
-// the calls of each response afresh: call_0, call_1...) is a new call,
-// whose result has the same key: from then on, a result of that key is
-// the echo only if it has the payload the router wrote, which the model
-// may yet echo after starting the new call; any other is the new call's,
-// and goes out. A result of the new call with the very payload of the
-// ended call's (both cancelled alike, say) cannot be told from the echo:
-// the first to come is taken for it.
+// A result is the echo only if it has the key and the payload of the one
+// the router wrote: models number the calls of each response afresh
+// (call_0, call_1...), so a result of the same key may be another
+// call's, one the model started after it (which the model may echo
+// before or after the echo), or one that ran while the model started it
+// (see ranOnClosed), and that goes out. A result of another call with
+// the very payload of the one expected (both cancelled alike, say)
+// cannot be told from the echo: the first to come is taken for it.
 //
 // An echo that came is kept until the model ends the stream or starts a
 // call of its key: a result of its payload until then is the model's
@@ -513,13 +522,11 @@ func (r *durableRouter) echo(f *messages.Frame) bool {
 			if w.call != k {
 				continue
 			}
-			if w.renewed || w.came {
-				if !hashed {
-					sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
-				}
-				if w.sum != sum {
-					continue
-				}
+			if !hashed {
+				sum, hashed = maphash.Bytes(r.echoSeed, f.GetPayload()), true
+			}
+			if w.sum != sum {
+				continue // another call's result of the same key
 			}
 			switch {
 			case w.renewed:

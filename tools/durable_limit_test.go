@@ -207,31 +207,44 @@ func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
 }
 
 // TestDurableRouter_StreamsLeftOpenAreBounded: a model that never ends
-// its streams leaves open every stream the consumer writes on. The router
-// remembers no more than the 1024 written on last, and the streams with a
-// pending call: a restore frame's call on the first of 1300 such streams
-// is kept as on a stream the consumer has no call open on (announced, and
-// never lost, once the consumer writes there again), while those on a
-// recent one and on the stream of a pending call are announced at once.
+// its streams, but the consumer's calls there by their ids, leaves open
+// every stream the consumer writes on, quiet (frames of no id beside
+// calls the model ended). The router remembers no more than the 1024 of
+// them written on last, and the streams with a pending call, or with a
+// call of the consumer's open (as the runtime does): a restore frame's
+// call on the first of 1300 quiet streams is kept as on a stream the
+// consumer has no call open on (announced, and never lost, once the
+// consumer writes there again), while those on a recent one, on the
+// stream of a pending call and on a stream written on before them all
+// whose call of no id (a prompt) is open are announced at once.
 func TestDurableRouter_StreamsLeftOpenAreBounded(t *testing.T) {
 	h := startLimited(t, restartSupervised, time.Hour)
-	send(t, h.conn, messages.StreamingToolCall("busy", "call_busy", "record"))
+	send(t, h.conn, messages.StreamingToolCall("busy", "call_busy", "record"), messages.Text("prompt", "hi"))
 	waitState(t, h.conn, "busy", "started")
 	const n = 1300
 	stream := func(i int) string { return fmt.Sprintf("o%d", i) }
-	texts := make([]*messages.Frame, n)
-	for i := range n {
-		texts[i] = messages.Text(stream(i), "hi") // the model echoes it, and no END
+	// In rounds, each written once the model ended x on the streams of
+	// the round before: they are quiet when the router prunes.
+	const round = 100
+	for r := 0; r < n; r += round {
+		frames := make([]*messages.Frame, 0, 3*round)
+		for i := r; i < r+round; i++ {
+			// The model echoes them: its END of x alone leaves the stream
+			// open for the frames of no id, and no END of the stream comes.
+			frames = append(frames, messages.Text(stream(i), "hi"), withCall(messages.Text(stream(i), "x"), "x"),
+				withCall(messages.End(stream(i)), "x"))
+		}
+		send(t, h.conn, frames...)
+		streamUntil(t, h.conn, stream(r+round-1), isEnd)
 	}
-	send(t, h.conn, texts...)
 	first, last := stream(0), stream(n-1)
-	restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "busy", first, last))
+	restore, err := tools.RestoreFrame("x", "r1", restoredState("x", "busy", "prompt", first, last))
 	if err != nil {
 		t.Fatal(err)
 	}
 	send(t, h.conn, restore)
 	var seen []*messages.Frame
-	for _, s := range []string{"x", "busy", last} {
+	for _, s := range []string{"x", "busy", "prompt", last} {
 		ev, before := waitState(t, h.conn, s, "restored")
 		if !slices.Equal(ev.ToolCallIDs, []string{"call_" + s}) {
 			t.Errorf("restored on %s: %+v", s, ev)
@@ -240,7 +253,7 @@ func TestDurableRouter_StreamsLeftOpenAreBounded(t *testing.T) {
 	}
 	seen = append(seen, probe(t, h.conn, "p")...)
 	if slices.ContainsFunc(onStream(seen, first), func(f *messages.Frame) bool { return isState(f, "restored") }) {
-		t.Errorf("the restore's call on %s, the first of %d streams left open, was announced at once", first, n)
+		t.Errorf("the restore's call on %s, the first of %d quiet streams, was announced at once", first, n)
 	}
 	send(t, h.conn, messages.Text(first, "back"))
 	if ev, _ := waitState(t, h.conn, first, "restored"); !slices.Equal(ev.ToolCallIDs, []string{"call_" + first}) {

@@ -475,6 +475,24 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 	})
 }
 
+// runThenCloseS has the consumer stream call on stream s, which the
+// model echoes and the router runs, and the model end s; a restore frame
+// then puts call_s on s, which closes it, while call runs.
+func runThenCloseS(t *testing.T, h *limitedRouter, call string) {
+	t.Helper()
+	send(t, h.conn, messages.StreamingToolCall("s", call, "record"), messages.ToolArgChunk("s", call, argsA),
+		messages.ToolComplete("s", call))
+	waitState(t, h.conn, "s", "completed")
+	send(t, h.conn, messages.End("s")) // the model echoes it: s ends
+	streamUntil(t, h.conn, "s", isEnd)
+	restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, h.conn, restore)
+	waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+}
+
 // TestDurableRouter_CallRunOnAnOpenStreamGoesOut: call_a runs on stream s,
 // where the consumer was told it started and completed; the model then
 // ends s, and a restore frame puts a call on s, which closes it, while
@@ -484,17 +502,7 @@ func TestDurableRouter_CallRunOnAClosedStreamStaysIn(t *testing.T) {
 func TestDurableRouter_CallRunOnAnOpenStreamGoesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, release := startGated(t, holdModel)
-		send(t, h.conn, messages.StreamingToolCall("s", "call_a", "record"), messages.ToolArgChunk("s", "call_a", argsA),
-			messages.ToolComplete("s", "call_a"))
-		waitState(t, h.conn, "s", "completed")
-		send(t, h.conn, messages.End("s")) // the model echoes it: s ends
-		streamUntil(t, h.conn, "s", isEnd)
-		restore, err := tools.RestoreFrame("z", "r1", restoredState("z", "s"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		send(t, h.conn, restore)
-		waitState(t, h.conn, "z", "restored") // s, which the consumer has no call open on, is closed
+		runThenCloseS(t, h, "call_a")
 
 		close(release)
 		if r := nextResult(t, h.got); r.GetToolCallId() != "call_a" || r.IsErrorResult() {
@@ -596,4 +604,79 @@ func TestDurableRouter_ReusedIDWithTheEchoedPayloadGoesOut(t *testing.T) {
 			t.Errorf("stream s got %q: want the echo of the new call_m's result", lines(out))
 		}
 	})
+}
+
+// startHeldModel is startModel that holds the results written into it
+// and echoes those of a stream on the consumer's TEXT "release" there,
+// as holdModel does.
+func startHeldModel(got chan<- *messages.Frame) actors.Spec {
+	var held []*messages.Frame
+	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+		switch {
+		case f.GetType() == messages.FrameType_TOOL_RESULT:
+			got <- f
+			held = append(held, f)
+			return
+		case f.GetType() == messages.FrameType_META && f.GetName() == "start":
+			emit(messages.StreamingToolCall(f.GetStreamId(), "call_m", "record"))
+			return
+		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "release":
+			for _, r := range held {
+				if r.GetStreamId() == f.GetStreamId() {
+					emit(r)
+				}
+			}
+			held = slices.DeleteFunc(held, func(r *messages.Frame) bool { return r.GetStreamId() == f.GetStreamId() })
+		}
+		emit(f)
+	})
+}
+
+// TestDurableRouter_ReusedIDWhileTheCallRuns: call_m runs on stream s,
+// where the consumer was told it started and completed; the model ends
+// s, and a restore frame puts a call on s, which closes it, while call_m
+// still runs. The model then starts a new call_m on the closed stream,
+// which its END of s answers as invalid arguments: the consumer was told
+// nothing of it. Whichever of the two is answered first, the echo of the
+// running call_m's result goes out once the consumer has written on s
+// again, and that of the new call_m's stays in: the router does not take
+// the one call for the other.
+func TestDurableRouter_ReusedIDWhileTheCallRuns(t *testing.T) {
+	for _, runningFirst := range []bool{false, true} {
+		t.Run(fmt.Sprint("running call answered first: ", runningFirst), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, release := startGated(t, startHeldModel)
+				runThenCloseS(t, h, "call_m")
+
+				send(t, h.conn, messages.Meta("s", "start", nil)) // a new call_m, on the closed stream
+				synctest.Wait()
+				if runningFirst {
+					close(release)
+					if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+						t.Fatalf("the model got %s, want the running call_m's result", line(r))
+					}
+				}
+				send(t, h.conn, messages.End("s")) // the model echoes it: call_s and the new call_m end
+				if rs := results(t, h.got, 2); !slices.ContainsFunc(rs, func(f *messages.Frame) bool {
+					return f.GetToolCallId() == "call_m" && tools.KindOf(f) == tools.FailureInvalidArguments
+				}) {
+					t.Fatalf("the model got %q, want the new call_m answered as invalid arguments", lines(rs))
+				}
+				if !runningFirst {
+					close(release)
+					if r := results(t, h.got, 1)[0]; r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+						t.Fatalf("the model got %s, want the running call_m's result", line(r))
+					}
+				}
+
+				send(t, h.conn, messages.Text("s", "release")) // the model echoes the three results, then the text
+				out := slices.DeleteFunc(streamUntil(t, h.conn, "s", isText("release")), func(f *messages.Frame) bool {
+					return f.GetType() != messages.FrameType_TOOL_RESULT
+				})
+				if len(out) != 1 || out[0].GetToolCallId() != "call_m" || out[0].IsErrorResult() {
+					t.Errorf("stream s written on again got the results %q, want the running call_m's alone", lines(out))
+				}
+			})
+		})
+	}
 }

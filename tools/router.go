@@ -136,7 +136,12 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // it, as for the runtime: an ERROR of its id before that END (the
 // runtime answers one of several calls with both) leaves the stream's
 // other calls as they were, so the END that follows ends that call alone
-// too.
+// too. What the consumer still writes of a call the model ended so (an
+// argument chunk on its way, a frame with its id but a TOOL_CALL or
+// DESCRIBE, which begin the call again) opens nothing, as for the
+// runtime: the END of the consumer's last call left ends the stream. The
+// model's second END of such a call ends only the call pending of its
+// id, if any, as the runtime takes it for the end of no other.
 // Handlers given as a map run Sync (the seed's synchronous router): keep
 // them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
@@ -251,7 +256,7 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 	default:
 		if actors.OpensStream(t) {
-			r.calls.note(f.GetStreamId(), f.GetToolCallId(), &r.asm.Pending)
+			r.calls.note(f, &r.asm.Pending)
 		}
 	}
 	if r.install != nil {

@@ -24,6 +24,28 @@ func startEchoRouter(t *testing.T, model func(got chan<- *messages.Frame) actors
 	return start(t, newRuntime(t), spec), got
 }
 
+// startWithTwoCalls is startEchoRouter, with calls x and y of the
+// consumer's open on stream o (TEXT frames of their ids, which the model
+// echoes).
+func startWithTwoCalls(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
+	t.Helper()
+	conn, got := startEchoRouter(t, model)
+	send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
+	streamUntil(t, conn, "o", isText("y"))
+	return conn, got
+}
+
+// endOfXEndsCallM has the model end x on stream o, the consumer's sole
+// call left there, and checks that the END ended the stream: call_m,
+// pending there, is answered as invalid arguments.
+func endOfXEndsCallM(t *testing.T, conn *actors.Conn, got chan *messages.Frame) {
+	t.Helper()
+	send(t, conn, withCall(messages.End("o"), "x")) // the model echoes it
+	if r := results(t, got, 1)[0]; r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+		t.Fatalf("after the END of x, the model got %s: want call_m answered as invalid arguments", line(r))
+	}
+}
+
 // TestStreamingRouter_EndOfOneCallLeavesTheOthersPending: the consumer
 // has calls x and y open on stream o, and the model streams calls call_a
 // and call_b there. The model's END of x alone (the stream goes on with
@@ -33,9 +55,7 @@ func startEchoRouter(t *testing.T, model func(got chan<- *messages.Frame) actors
 // ends the stream and the call still pending there.
 func TestStreamingRouter_EndOfOneCallLeavesTheOthersPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		conn, got := startEchoRouter(t, resultsModel)
-		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
-		streamUntil(t, conn, "o", isText("y"))
+		conn, got := startWithTwoCalls(t, resultsModel)
 		send(t, conn, messages.StreamingToolCall("o", "call_a", "record"), messages.ToolArgChunk("o", "call_a", argsA[:9]),
 			messages.StreamingToolCall("o", "call_b", "record"))
 
@@ -91,9 +111,7 @@ func TestStreamingRouter_EndOfTheSoleCallEndsTheStream(t *testing.T) {
 // says, not as invalid arguments.
 func TestStreamingRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		conn, got := startEchoRouter(t, resultsModel)
-		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
-		streamUntil(t, conn, "o", isText("y"))
+		conn, got := startWithTwoCalls(t, resultsModel)
 		send(t, conn, messages.Cancel("o", ""), messages.StreamingToolCall("o", "call_a", "record"),
 			withCall(messages.End("o"), "x"))
 		streamUntil(t, conn, "o", isEnd)
@@ -117,9 +135,7 @@ func TestStreamingRouter_CancelOutlivesTheEndOfOneCall(t *testing.T) {
 // still coming, runs with them. An END of no id then ends the stream.
 func TestStreamingRouter_ErrorAndEndOfOneCallLeaveTheOthersPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		conn, got := startEchoRouter(t, resultsModel)
-		send(t, conn, withCall(messages.Text("o", "x"), "x"), withCall(messages.Text("o", "y"), "y"))
-		streamUntil(t, conn, "o", isText("y"))
+		conn, got := startWithTwoCalls(t, resultsModel)
 		send(t, conn, messages.StreamingToolCall("o", "call_a", "record"), messages.ToolArgChunk("o", "call_a", argsA[:9]))
 
 		// The model echoes them: x ends, y goes on.
@@ -138,5 +154,40 @@ func TestStreamingRouter_ErrorAndEndOfOneCallLeaveTheOthersPending(t *testing.T)
 		if r := nextResult(t, got); r.GetToolCallId() != "call_b" || tools.KindOf(r) != tools.FailureInvalidArguments {
 			t.Fatalf("after the END of stream o, the model got %s: want call_b answered as invalid arguments", line(r))
 		}
+	})
+}
+
+// TestStreamingRouter_LateChunkOfAnEndedCallOpensNothing: the consumer
+// has calls x and y open on stream o, and the model ends y alone. A late
+// argument chunk of y the consumer still sends opens nothing, to the
+// router as to the runtime (y had its END): the model's END of x then
+// ends the stream, and the call the model started there meanwhile,
+// call_m, is answered as invalid arguments at once, rather than left
+// waiting for an END that the stream, closed, never gets.
+func TestStreamingRouter_LateChunkOfAnEndedCallOpensNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startWithTwoCalls(t, startModel)
+		send(t, conn, withCall(messages.End("o"), "y")) // the model echoes it: y ends, x goes on
+		streamUntil(t, conn, "o", isEnd)
+
+		// y's late chunk (the model drops it: no call of its is pending),
+		// then the model starts call_m.
+		send(t, conn, messages.ToolArgChunk("o", "y", "{}"), messages.Meta("o", "start", nil))
+		synctest.Wait()
+		endOfXEndsCallM(t, conn, got)
+	})
+}
+
+// TestStreamingRouter_SecondEndOfACallEndsNoOther: the consumer has calls
+// x and y open on stream o, and the model ends y alone, starts call_m,
+// and ends y again. That second END ends no other call, to the router as
+// to the runtime, which keeps the stream open for x: call_m, pending,
+// waits. The END of x then ends the stream, and call_m with it.
+func TestStreamingRouter_SecondEndOfACallEndsNoOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn, got := startWithTwoCalls(t, startModel)
+		send(t, conn, withCall(messages.End("o"), "y"), messages.Meta("o", "start", nil), withCall(messages.End("o"), "y"))
+		results(t, got, 0)
+		endOfXEndsCallM(t, conn, got)
 	})
 }

@@ -476,7 +476,9 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	var out []HiddenPath
 	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
-	etc := etcLinked(EtcLinkDirs, ws)
+	// Where the links of /etc lead is read only once a link in the
+	// workspace leads somewhere.
+	etc := sync.OnceValue(func() []string { return etcLinked(EtcLinkDirs, ws) })
 	for i, h := range hide {
 		if !filepath.IsAbs(h) {
 			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
@@ -513,7 +515,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			if err != nil {
 				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
-			if r != "" && systemPlace(r, ws, etc) && throughWorkspaceLink(m, ws) {
+			if r != "" && throughWorkspaceLink(m, ws) && systemPlace(r, ws, etc()) {
 				if note.Count++; note.To == "" {
 					note.Path, note.To = filepath.Clean(m), r
 				}
@@ -563,7 +565,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 // the workspace wsPath to a directory out of it (sec -> /elsewhere/sec
 // for sec/*.key gives /elsewhere/sec/*.key, for sec/a.key
 // /elsewhere/sec/a.key), not "/" nor a system place (see systemPlace,
-// with the places etc): otherwise "". Where the directory is missing,
+// with the places etc returns): otherwise "". Where the directory is missing,
 // the deepest directory on the way to it that exists says where it
 // leads (sec/sub/a.key gives /elsewhere/sec/sub/a.key); the wildcards
 // of where the links led are escaped (/elsewhere/s\[1\]/*.key). A
@@ -571,7 +573,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 // hides, each time, where the workspace's owner keeps secrets through
 // a link, whatever became of the link. When the directory dir leads so
 // into a system place, to is where: nothing is kept there.
-func ledOutOfWorkspace(h, wsPath string, etc []string) (ledOut, dir, to string) {
+func ledOutOfWorkspace(h, wsPath string, etc func() []string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
 	if i < 0 {
@@ -595,7 +597,7 @@ func ledOutOfWorkspace(h, wsPath string, etc []string) (ledOut, dir, to string) 
 	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
 		return "", "", ""
 	}
-	if systemPlace(r, wsPath, etc) {
+	if systemPlace(r, wsPath, etc()) {
 		return "", dir, r
 	}
 	return filepath.Join(append([]string{escapeNames(r)}, parts[j:]...)...), "", ""

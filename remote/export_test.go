@@ -125,3 +125,24 @@ func guardOf(x any) *guard {
 	}
 	panic(fmt.Sprintf("remote: no guard in a %T", x))
 }
+
+// FailProxySpawn makes the clients started after it fail to spawn their
+// actor, with err (test children only). Running returns the names of
+// protoactor's remote actors (its endpoints' supervisor, its activator)
+// still running in the system of the last client that failed.
+func FailProxySpawn(err error) (running func() []string) {
+	var system *actor.ActorSystem
+	spawnProxy = func(root *actor.RootContext, _ *actor.Props, _ string) (*actor.PID, error) {
+		system = root.ActorSystem()
+		return nil, err
+	}
+	return func() []string {
+		var names []string
+		for _, name := range []string{"EndpointSupervisor", "activator"} {
+			if _, ok := system.ProcessRegistry.GetLocal(name); ok {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+}

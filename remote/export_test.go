@@ -146,3 +146,11 @@ func FailProxySpawn(err error) (running func() []string) {
 		return names
 	}
 }
+
+// HoldReader holds n's Close as a reader of the results of a tool that
+// has not stopped holds it, until release is called.
+func HoldReader(n *Node) (release func()) {
+	held := make(chan struct{})
+	n.read(func() { <-held })
+	return sync.OnceFunc(func() { close(held) })
+}

@@ -76,6 +76,7 @@ func TestMain(m *testing.M) {
 		{envDialLog, func(string) int { return runDialLog() }}, {envEndableNode, runEndableNode},
 		{envRedial, runRedial}, {envBigNode, runBigNode}, {envLimitsNode, runLimitsNode},
 		{envHeldAtClose, runHeldAtClose}, {envProxyFails, runProxyFails},
+		{envHeldReader, runHeldReader},
 	} {
 		if v := os.Getenv(child.env); v != "" {
 			os.Exit(child.run(v))
